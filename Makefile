@@ -1,0 +1,42 @@
+# openiwarp build, test and tools.
+# Each area of the tree adds its own targets in mk/<area>.mk; they append to
+# TEST_TARGETS, BENCH_TARGETS and DEBIAN_PACKAGES so that `make test`,
+# `make bench` and `make tools` cover everything.
+
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(PATH)
+GO ?= go
+
+# Debian packages every part of the project may need (installed only where missing).
+DEBIAN_PACKAGES := verilator ghdl yosys nextpnr-ice40 fpga-icestorm tshark g++ make
+TEST_TARGETS :=
+BENCH_TARGETS :=
+
+.PHONY: all tools lint test test-go bench bench-go demo clean
+all: lint test
+
+include $(sort $(wildcard mk/*.mk))
+
+tools:
+	@scripts/install-tools.sh $(DEBIAN_PACKAGES)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# Pure-Go packages run with the race detector; cgo co-simulation runs in its own target.
+GO_PURE_PKGS = $(shell $(GO) list ./... | grep -v '/hw/sim')
+test-go:
+	$(GO) test -race -count=1 -timeout 20m $(GO_PURE_PKGS)
+
+test: tools lint test-go $(TEST_TARGETS)
+	@echo "make test: all suites passed"
+
+bench-go:
+	$(GO) run ./cmd/iwbench
+
+bench: tools bench-go $(BENCH_TARGETS)
+
+clean:
+	rm -rf build

@@ -1,0 +1,3 @@
+module github.com/openiwarp/openiwarp
+
+go 1.24
