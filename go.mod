@@ -1,3 +1,8 @@
 module github.com/openiwarp/openiwarp
 
-go 1.24
+go 1.26.0
+
+require (
+	github.com/stretchr/testify v1.12.1 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)
