@@ -12,7 +12,7 @@ export DEBIAN_FRONTEND=noninteractive
 sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
 # A retry covers a mirror hiccup on a fresh machine; a second failure is final.
 for try in 1 2; do
-  if $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"; then
+  if $sudo apt-get update -qq -o DPkg::Lock::Timeout=900 && $sudo apt-get install -y -qq -o DPkg::Lock::Timeout=900 --no-install-recommends "${missing[@]}"; then
     exit 0
   fi
   echo "tools: apt-get failed (try $try of 2)" >&2
