@@ -25,8 +25,9 @@ lint:
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-# Pure-Go packages run with the race detector; cgo co-simulation runs in its own target.
-GO_PURE_PKGS = $(shell $(GO) list ./... | grep -v '/hw/sim')
+# Pure-Go packages run with the race detector. The cgo co-simulation (hw/sim) and
+# the harnesses under test/ (QEMU guests, namespaces) run from their own targets.
+GO_PURE_PKGS = $(shell $(GO) list ./... | grep -v -e '/hw/sim' -e '/test/')
 test-go:
 	$(GO) test -race -count=1 -timeout 20m $(GO_PURE_PKGS)
 
