@@ -11,6 +11,10 @@ type DeframerConfig struct {
 	CRC      bool     // check the CRC (C was set in either startup frame)
 	Rev      Revision // Rev0 accepts draft-01 FPDUPTR values (digest §6.3 step 5)
 	MaxULPDU int      // largest ULPDU_Length accepted; 0 means MaxULPDULength
+	// StartOffset is the stream offset, from SeqStart, of the first octet
+	// fed: 0 at SeqStart, or an FPDU boundary known some other way, such as
+	// a capture that begins mid-stream.
+	StartOffset uint32
 }
 
 // ULPDU is one validated ULPDU with its place in the stream.
@@ -46,7 +50,7 @@ type Deframer struct {
 
 // NewDeframer returns a deframer positioned at SeqStart.
 func NewDeframer(cfg DeframerConfig) *Deframer {
-	d := &Deframer{cfg: cfg, max: cfg.MaxULPDU}
+	d := &Deframer{cfg: cfg, max: cfg.MaxULPDU, pos: uint64(cfg.StartOffset)}
 	if d.max <= 0 || d.max > MaxULPDULength {
 		d.max = MaxULPDULength
 	}
