@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/openiwarp/openiwarp/hw/gen"
+)
+
+// File is one generated file.
+type File struct {
+	Path string
+	Data []byte
+}
+
+// Files renders every shipped block: <rtl>/<name>.v, <rtl>/<name>.vhd and
+// <ports>/<name>.h.
+func Files(rtl, ports string) ([]File, error) {
+	mods, err := gen.Blocks()
+	if err != nil {
+		return nil, err
+	}
+	var files []File
+	for _, m := range mods {
+		for _, out := range []struct {
+			path string
+			emit func(*bytes.Buffer, *gen.Module) error
+		}{
+			{filepath.Join(rtl, m.Name+".v"), func(b *bytes.Buffer, m *gen.Module) error { return gen.WriteVerilog(b, m) }},
+			{filepath.Join(rtl, m.Name+".vhd"), func(b *bytes.Buffer, m *gen.Module) error { return gen.WriteVHDL(b, m) }},
+			{filepath.Join(ports, m.Name+".h"), func(b *bytes.Buffer, m *gen.Module) error { return gen.WriteSimGlue(b, m) }},
+		} {
+			var b bytes.Buffer
+			if err := out.emit(&b, m); err != nil {
+				return nil, fmt.Errorf("generating %s: %w", out.path, err)
+			}
+			files = append(files, File{Path: out.path, Data: b.Bytes()})
+		}
+	}
+	return files, nil
+}
+
+// Check compares files with the disk and lists every difference: a file
+// that would change or be created, and a file in rtl or ports that the
+// generator does not produce.
+func Check(files []File, rtl, ports string) ([]string, error) {
+	var diffs []string
+	want := map[string]bool{}
+	for _, f := range files {
+		want[f.Path] = true
+		old, err := os.ReadFile(f.Path)
+		switch {
+		case os.IsNotExist(err):
+			diffs = append(diffs, "missing: "+f.Path)
+		case err != nil:
+			return nil, err
+		case !bytes.Equal(old, f.Data):
+			diffs = append(diffs, "differs: "+f.Path)
+		}
+	}
+	for _, dir := range []string{rtl, ports} {
+		ents, err := os.ReadDir(dir)
+		if err != nil && !os.IsNotExist(err) {
+			return nil, err
+		}
+		for _, e := range ents {
+			p := filepath.Join(dir, e.Name())
+			ext := filepath.Ext(p)
+			if !e.IsDir() && (ext == ".v" || ext == ".vhd" || ext == ".h") && !want[p] {
+				diffs = append(diffs, "not generated: "+p)
+			}
+		}
+	}
+	sort.Strings(diffs)
+	return diffs, nil
+}

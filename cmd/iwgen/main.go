@@ -1,0 +1,87 @@
+// Command iwgen generates openiwarp's RTL from the Go generators in hw/gen:
+// Verilog-2005 and VHDL-2008 for every block and data width the project
+// ships (hw/rtl), and the port lists the Verilator co-simulation wrapper
+// needs (hw/sim/ports).
+//
+// Usage:
+//
+//	iwgen [-rtl hw/rtl] [-ports hw/sim/ports] [-check] [-list]
+//
+// With -check nothing is written: iwgen exits 1 and names every file that
+// regenerating would change, add or that should not be there. Run it from
+// the repository root (make hw-gen does).
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	rtl := flag.String("rtl", "hw/rtl", "directory for the .v and .vhd files")
+	ports := flag.String("ports", "hw/sim/ports", "directory for the co-simulation port lists")
+	check := flag.Bool("check", false, "compare with the files on disk instead of writing; exit 1 on any difference")
+	list := flag.Bool("list", false, "print the module names and exit")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: iwgen [flags]\n\nGenerates the RTL of every openiwarp block from hw/gen.\n\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() != 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	os.Exit(run(os.Stdout, *rtl, *ports, *check, *list))
+}
+
+func run(out io.Writer, rtl, ports string, check, list bool) int {
+	files, err := Files(rtl, ports)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "iwgen:", err)
+		return 1
+	}
+	if list {
+		for _, f := range files {
+			fmt.Fprintln(out, f.Path)
+		}
+		return 0
+	}
+	if check {
+		diffs, err := Check(files, rtl, ports)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "iwgen:", err)
+			return 1
+		}
+		for _, d := range diffs {
+			fmt.Fprintln(out, d)
+		}
+		if len(diffs) > 0 {
+			fmt.Fprintln(out, "iwgen: generated files are out of date; run `make hw-gen` and commit")
+			return 1
+		}
+		fmt.Fprintf(out, "iwgen: %d generated files up to date\n", len(files))
+		return 0
+	}
+	for _, f := range files {
+		if err := write(f); err != nil {
+			fmt.Fprintln(os.Stderr, "iwgen:", err)
+			return 1
+		}
+	}
+	fmt.Fprintf(out, "iwgen: wrote %d files\n", len(files))
+	return 0
+}
+
+func write(f File) error {
+	old, err := os.ReadFile(f.Path)
+	if err == nil && string(old) == string(f.Data) {
+		return nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return os.WriteFile(f.Path, f.Data, 0o644)
+}

@@ -1,0 +1,15 @@
+package gen
+
+// Blocks returns every module the project ships, in a stable order: what
+// cmd/iwgen writes to hw/rtl.
+func Blocks() ([]*Module, error) {
+	var mods []*Module
+	for _, w := range CRC32CWidths {
+		m, err := CRC32C(w)
+		if err != nil {
+			return nil, err
+		}
+		mods = append(mods, m)
+	}
+	return mods, nil
+}
