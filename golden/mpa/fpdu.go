@@ -44,23 +44,19 @@ func FPDUWireLen(off uint32, markers bool, n int) int {
 	if !markers {
 		return body + CRCLen
 	}
-	total := 0
-	// A marker is due whenever the next octet to send sits on the grid:
-	// before the header (pointer 0), inside the body, or before the CRC.
-	for {
-		if off%MarkerPeriod == 0 {
-			total += MarkerLen
-			off += MarkerLen
-		}
-		if body == 0 {
-			break
-		}
-		step := min(body, MarkerPeriod-int(off%MarkerPeriod))
-		body -= step
-		total += step
-		off += uint32(step)
+	// A leading marker when the FPDU opens on the grid; after it, the body
+	// starts off the grid. The first grid point inside the FPDU is g0
+	// octets of body further on, then one every 508 octets of body (512
+	// less the marker); a grid point right after the last body octet takes
+	// the marker before the CRC.
+	k := 0
+	if off%MarkerPeriod == 0 {
+		k, off = 1, off+MarkerLen
 	}
-	return total + CRCLen
+	if g0 := MarkerPeriod - int(off%MarkerPeriod); body >= g0 {
+		k += 1 + (body-g0)/(MarkerPeriod-MarkerLen)
+	}
+	return body + MarkerLen*k + CRCLen
 }
 
 // MULPDU returns the largest ULPDU that fits one FPDU in one TCP segment of
