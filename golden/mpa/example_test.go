@@ -1,0 +1,71 @@
+package mpa_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/openiwarp/openiwarp/golden/mpa"
+)
+
+// A sender frames ULPDUs from SeqStart; the first FPDU opens with a zero
+// marker when the peer asked for markers.
+func ExampleFramer_AppendFPDU() {
+	f := mpa.Framer{Markers: true, CRC: true}
+	wire, err := f.AppendFPDU(nil, []byte("hello"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("% x\n", wire)
+	fmt.Println("next FPDU at stream offset", f.Offset)
+	// Output:
+	// 00 00 00 00 00 05 68 65 6c 6c 6f 00 48 d0 76 ef
+	// next FPDU at stream offset 16
+}
+
+// A receiver feeds TCP payload in whatever pieces it arrives in.
+func ExampleDeframer_Feed() {
+	f := mpa.Framer{Markers: true, CRC: true}
+	stream, _ := f.AppendFPDU(nil, []byte("first"))
+	stream, _ = f.AppendFPDU(stream, []byte("second"))
+	d := mpa.NewDeframer(mpa.DeframerConfig{Markers: true, CRC: true})
+	for _, piece := range [][]byte{stream[:7], stream[7:20], stream[20:]} {
+		err := d.Feed(piece, func(u mpa.ULPDU) error {
+			fmt.Printf("%q at stream offset %d (%d octets on the wire)\n", u.Data, u.Offset, u.WireLen)
+			return nil
+		})
+		if err != nil {
+			panic(err)
+		}
+	}
+	// Output:
+	// "first" at stream offset 0 (16 octets on the wire)
+	// "second" at stream offset 16 (12 octets on the wire)
+}
+
+// Initiate and Respond negotiate markers, CRC and the revision over any
+// net.Conn; here the Responder asks for markers and both keep CRCs on.
+func ExampleInitiate() {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	go func() {
+		_, _ = mpa.Respond(context.Background(), b, mpa.Config{Markers: true})
+	}()
+	p, err := mpa.Initiate(context.Background(), a, mpa.Config{PrivateData: []byte("hi")})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("revision:", p.Rev)
+	fmt.Println("markers on what we send:", p.TxMarkers, "receive:", p.RxMarkers)
+	fmt.Println("CRC:", p.CRC)
+	// Output:
+	// revision: 1 (RFC 5044)
+	// markers on what we send: true receive: false
+	// CRC: true
+}
+
+func ExampleMULPDU() {
+	fmt.Println(mpa.MULPDU(1460, true), mpa.MULPDU(1460, false))
+	// Output: 1442 1454
+}
