@@ -1,0 +1,13 @@
+# Interoperability with real Linux peers in QEMU guests (test/guest, test/interop, cmd/iwping).
+# The guest builder caches Debian packages, kernels, modules and initramfs images
+# under /var/cache/openiwarp (override with OPENIWARP_CACHE).
+
+DEBIAN_PACKAGES += qemu-system-x86 busybox-static kmod xz-utils tcpdump iproute2 \
+	rdmacm-utils ibverbs-utils ibverbs-providers gcc make binutils
+
+.PHONY: test-guest
+# The shared QEMU guest builder: boots guests (network namespace, 9p, VT-d + edu).
+test-guest:
+	$(GO) test -race -count=1 -timeout 10m ./test/guest/...
+
+TEST_TARGETS += test-guest
