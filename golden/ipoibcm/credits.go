@@ -25,50 +25,67 @@ import (
 // Updates answering only updates return at least two credits for the one
 // they use (R >= 3), so update ping-pong dies out once data stops.
 
-// CreditUpdateLen is the length of a credit update after its encapsulation
+// ControlLen is the length of a control message after its encapsulation
 // header (EtherTypeCredit):
 //
 //	octet 0: version (1)
-//	octet 1: kind (1 = grant)
+//	octet 1: kind: 1 = credit grant, 2 = ready
 //	octets 2..3: reserved, 0 on transmit, ignored on receive
-//	octets 4..7: credits granted: receives reposted since the last update
-const CreditUpdateLen = 8
+//	octets 4..7: credits granted (receives reposted since the last grant);
+//	             0 for ready
+//
+// Ready is the initiator's first message on a connection. It stands in for
+// the IB CM's RTU: an MPA Responder may not send before it has received an
+// FPDU (RFC 5044 §7.1.2 rule 4), and ready is that FPDU. Like any Send it
+// consumes a receive, which the responder owes back.
+const ControlLen = 8
+
+const controlVersion = 1
+
+// ControlKind says what a control message does.
+type ControlKind uint8
 
 const (
-	creditVersion   = 1
-	creditKindGrant = 1
+	ControlGrant ControlKind = 1 // grant credits
+	ControlReady ControlKind = 2 // initiator's first message (RTU)
 )
 
 // MinQueueDepth is the smallest receive depth the scheme works with.
 const MinQueueDepth = 3
 
-// CreditUpdate grants the peer more Sends.
-type CreditUpdate struct {
+// Control is a control message on a connection: a credit grant or ready.
+type Control struct {
+	Kind  ControlKind
 	Grant uint32
 }
 
 // Append appends the whole message, encapsulation header included.
-func (u CreditUpdate) Append(dst []byte) []byte {
+func (c Control) Append(dst []byte) []byte {
 	dst = EncapHeader{EtherType: EtherTypeCredit}.Append(dst)
-	dst = append(dst, creditVersion, creditKindGrant, 0, 0)
-	return binary.BigEndian.AppendUint32(dst, u.Grant)
+	dst = append(dst, controlVersion, byte(c.Kind), 0, 0)
+	return binary.BigEndian.AppendUint32(dst, c.Grant)
 }
 
-// ParseCreditUpdate reads an update from the payload after its encapsulation
-// header. Extra octets are ignored; a wrong version or kind, or a zero grant,
-// is an ErrCredits error.
-func ParseCreditUpdate(b []byte) (CreditUpdate, error) {
-	if len(b) < CreditUpdateLen {
-		return CreditUpdate{}, fmt.Errorf("credit update: %d octets, need %d: %w", len(b), CreditUpdateLen, ErrShort)
+// ParseControl reads a control message from the payload after its
+// encapsulation header. Extra octets are ignored. A wrong version, an unknown
+// kind, a grant of zero or a ready with a grant is an ErrCredits error.
+func ParseControl(b []byte) (Control, error) {
+	if len(b) < ControlLen {
+		return Control{}, fmt.Errorf("control message: %d octets, need %d: %w", len(b), ControlLen, ErrShort)
 	}
-	if b[0] != creditVersion || b[1] != creditKindGrant {
-		return CreditUpdate{}, fmt.Errorf("credit update: version %d kind %d, want %d/%d: %w", b[0], b[1], creditVersion, creditKindGrant, ErrCredits)
+	if b[0] != controlVersion {
+		return Control{}, fmt.Errorf("control message: version %d, want %d: %w", b[0], controlVersion, ErrCredits)
 	}
-	u := CreditUpdate{Grant: binary.BigEndian.Uint32(b[4:])}
-	if u.Grant == 0 {
-		return CreditUpdate{}, fmt.Errorf("credit update: grant of 0: %w", ErrCredits)
+	c := Control{Kind: ControlKind(b[1]), Grant: binary.BigEndian.Uint32(b[4:])}
+	switch {
+	case c.Kind == ControlGrant && c.Grant == 0:
+		return Control{}, fmt.Errorf("control message: grant of 0: %w", ErrCredits)
+	case c.Kind == ControlReady && c.Grant != 0:
+		return Control{}, fmt.Errorf("control message: ready carries a grant of %d: %w", c.Grant, ErrCredits)
+	case c.Kind != ControlGrant && c.Kind != ControlReady:
+		return Control{}, fmt.Errorf("control message: unknown kind %d: %w", c.Kind, ErrCredits)
 	}
-	return u, nil
+	return c, nil
 }
 
 // FlowControl is the credit state of one connection. It is not safe for
@@ -121,14 +138,23 @@ func (f *FlowControl) Received(data bool) error {
 	return nil
 }
 
+// TakeReady takes the credit for the initiator's ready message.
+func (f *FlowControl) TakeReady() (Control, error) {
+	if f.credits < 1 {
+		return Control{}, fmt.Errorf("flow control: no credit for ready: %w", ErrCredits)
+	}
+	f.credits--
+	return Control{Kind: ControlReady}, nil
+}
+
 // TakeUpdate returns the grant to send now, taking the credit the update
 // uses, or ok=false if no update is due or none can be sent yet.
-func (f *FlowControl) TakeUpdate() (u CreditUpdate, ok bool) {
+func (f *FlowControl) TakeUpdate() (u Control, ok bool) {
 	due := (f.owedData && f.owed >= f.threshold) || f.owed >= f.depth-1
 	if !due || f.credits < 1 {
-		return CreditUpdate{}, false
+		return Control{}, false
 	}
-	u.Grant = uint32(f.owed)
+	u.Kind, u.Grant = ControlGrant, uint32(f.owed)
 	f.owed, f.owedData = 0, false
 	f.credits--
 	return u, true
@@ -136,8 +162,8 @@ func (f *FlowControl) TakeUpdate() (u CreditUpdate, ok bool) {
 
 // Granted adds the peer's grant. Holding more credits than the peer's depth
 // means the peer granted receives it does not have: an ErrCredits error.
-func (f *FlowControl) Granted(u CreditUpdate) error {
-	if u.Grant == 0 || int64(f.credits)+int64(u.Grant) > int64(f.peerDepth) {
+func (f *FlowControl) Granted(u Control) error {
+	if u.Kind != ControlGrant || u.Grant == 0 || int64(f.credits)+int64(u.Grant) > int64(f.peerDepth) {
 		return fmt.Errorf("flow control: grant of %d on top of %d credits exceeds the peer's depth %d: %w",
 			u.Grant, f.credits, f.peerDepth, ErrCredits)
 	}

@@ -8,14 +8,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+const ready = ^uint32(0)
+
 // simSide is one end of a simulated connection: its flow control, posted
 // receives, data still to send, and the messages it has in flight (FIFO).
 type simSide struct {
 	fc       *FlowControl
 	posted   int
 	toSend   int
-	inflight []uint32 // 0 = data, n>0 = credit update granting n
+	inflight []uint32 // 0 = data, n>0 = credit update granting n, ready = ready
 	got      int
+	heard    bool // received a message: a responder may send only then
 }
 
 // TestFlowControlProperty drives two ends with random interleavings of
@@ -39,10 +42,17 @@ func TestFlowControlProperty(t *testing.T) {
 			s[i] = &simSide{fc: fc, posted: depth[i], toSend: rng.IntN(400)}
 		}
 		want := [2]int{s[1].toSend, s[0].toSend} // what each side must receive
+		// Side 0 initiates: its ready goes first; side 1 may not send before.
+		_, err := s[0].fc.TakeReady()
+		require.NoError(t, err)
+		s[0].inflight, s[0].heard = []uint32{ready}, true
 		for steps := 0; ; steps++ {
 			require.Less(t, steps, 1_000_000, "seed %d run %d: no termination", seed, run)
 			// Updates are sent as soon as they are due, as the daemon does.
 			for _, me := range s {
+				if !me.heard {
+					continue
+				}
 				if u, ok := me.fc.TakeUpdate(); ok {
 					me.inflight = append(me.inflight, u.Grant)
 				}
@@ -50,7 +60,7 @@ func TestFlowControlProperty(t *testing.T) {
 			var acts []func()
 			for i := range s {
 				me, peer := s[i], s[1-i]
-				if me.toSend > 0 && me.fc.Credits() >= 2 {
+				if me.heard && me.toSend > 0 && me.fc.Credits() >= 2 {
 					acts = append(acts, func() {
 						require.True(t, me.fc.TrySendData())
 						me.toSend--
@@ -65,10 +75,13 @@ func TestFlowControlProperty(t *testing.T) {
 						peer.posted-- // consumed ...
 						peer.posted++ // ... and reposted after processing
 						require.NoError(t, peer.fc.Received(m == 0), "seed %d run %d", seed, run)
-						if m == 0 {
+						peer.heard = true
+						switch m {
+						case 0:
 							peer.got++
-						} else {
-							require.NoError(t, peer.fc.Granted(CreditUpdate{Grant: m}), "seed %d run %d", seed, run)
+						case ready:
+						default:
+							require.NoError(t, peer.fc.Granted(Control{Kind: ControlGrant, Grant: m}), "seed %d run %d", seed, run)
 						}
 					})
 				}

@@ -15,7 +15,7 @@
 //   - the record of connections a node takes part in, which connection to send
 //     on, and teardown (§3.2, §3.4), [Table];
 //   - receive-queue credits, which iWARP needs because it has no
-//     receiver-not-ready mechanism, [FlowControl] and [CreditUpdate].
+//     receiver-not-ready mechanism, [FlowControl] and [Control].
 //
 // On iWARP (see the digest's §13) the UD QPN becomes a 24-bit endpoint ID that
 // names the node's datagram side channel, the GID becomes the node's underlay

@@ -104,7 +104,7 @@ func FuzzParseEncap(f *testing.F) {
 				t.Fatal("header or payload not where they were")
 			}
 			if h.EtherType == EtherTypeCredit {
-				if u, err := ParseCreditUpdate(p); err == nil {
+				if u, err := ParseControl(p); err == nil {
 					if enc := u.Append(nil); !bytes.Equal(enc[8:], p[4:8]) {
 						t.Fatalf("credit re-encode %x", enc)
 					}
@@ -121,19 +121,22 @@ func FuzzParseEncap(f *testing.F) {
 	})
 }
 
-func FuzzParseCreditUpdate(f *testing.F) {
+func FuzzParseControl(f *testing.F) {
 	f.Add([]byte{1, 1, 0, 0, 0, 0, 0, 16})
 	f.Add([]byte{1, 1, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		u, err := ParseCreditUpdate(b)
+		u, err := ParseControl(b)
 		if err != nil {
 			if !isOurs(err) {
 				t.Fatal(err)
 			}
 			return
 		}
-		if u.Grant == 0 {
-			t.Fatal("zero grant accepted")
+		if (u.Kind == ControlGrant) != (u.Grant != 0) {
+			t.Fatalf("accepted %+v", u)
+		}
+		if enc := u.Append(nil); !bytes.Equal(enc[4:6], b[:2]) || !bytes.Equal(enc[8:], b[4:8]) {
+			t.Fatalf("re-encode %x", enc)
 		}
 		fc, _ := NewFlowControl(8, 8)
 		_ = fc.Granted(u) // must not panic; may refuse

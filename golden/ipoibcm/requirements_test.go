@@ -558,17 +558,22 @@ func TestReq23To28MTU(t *testing.T) {
 	assert.Equal(t, 0, MinMTU(EtherTypeARP))
 }
 
-func TestCreditUpdateFormat(t *testing.T) {
-	b := CreditUpdate{Grant: 0x01020304}.Append(nil)
+func TestControlFormat(t *testing.T) {
+	b := Control{Kind: ControlGrant, Grant: 0x01020304}.Append(nil)
 	assert.Equal(t, []byte{0x88, 0xB5, 0, 0, 1, 1, 0, 0, 1, 2, 3, 4}, b)
 	h, p, err := ParseEncap(b, true)
 	require.NoError(t, err)
 	assert.Equal(t, EtherTypeCredit, h.EtherType)
-	u, err := ParseCreditUpdate(p)
+	u, err := ParseControl(p)
 	require.NoError(t, err)
 	assert.Equal(t, uint32(0x01020304), u.Grant)
-	for _, bad := range [][]byte{{1, 1, 0, 0, 0, 0, 0}, {2, 1, 0, 0, 0, 0, 0, 1}, {1, 2, 0, 0, 0, 0, 0, 1}, {1, 1, 0, 0, 0, 0, 0, 0}} {
-		_, err := ParseCreditUpdate(bad)
+	r := Control{Kind: ControlReady}.Append(nil)
+	assert.Equal(t, []byte{0x88, 0xB5, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0}, r)
+	c, err := ParseControl(r[4:])
+	require.NoError(t, err)
+	assert.Equal(t, Control{Kind: ControlReady}, c)
+	for _, bad := range [][]byte{{1, 1, 0, 0, 0, 0, 0}, {2, 1, 0, 0, 0, 0, 0, 1}, {1, 3, 0, 0, 0, 0, 0, 1}, {1, 2, 0, 0, 0, 0, 0, 1}, {1, 1, 0, 0, 0, 0, 0, 0}} {
+		_, err := ParseControl(bad)
 		assert.Error(t, err)
 		assert.True(t, errors.Is(err, ErrShort) || errors.Is(err, ErrCredits))
 	}
@@ -594,8 +599,11 @@ func TestFlowControlRules(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, uint32(2), u.Grant)
 	assert.Equal(t, 0, f.Credits())
-	assert.ErrorIs(t, f.Granted(CreditUpdate{Grant: 5}), ErrCredits, "beyond the peer's depth")
-	require.NoError(t, f.Granted(CreditUpdate{Grant: 4}))
+	assert.ErrorIs(t, f.Granted(Control{Kind: ControlGrant, Grant: 5}), ErrCredits, "beyond the peer's depth")
+	assert.ErrorIs(t, f.Granted(Control{Kind: ControlReady}), ErrCredits)
+	_, err = f.TakeReady()
+	assert.ErrorIs(t, err, ErrCredits, "no credit left for ready")
+	require.NoError(t, f.Granted(Control{Kind: ControlGrant, Grant: 4}))
 	assert.Equal(t, 4, f.Credits())
 	for i := 0; i < 8; i++ {
 		require.NoError(t, f.Received(true))
