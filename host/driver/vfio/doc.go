@@ -1,0 +1,32 @@
+// Package vfio drives a PCI device from user space through Linux VFIO, in
+// pure Go: no kernel module of ours and no cgo. It is the generic layer
+// under openiwarp's "vfio" card backend (a board); nothing in it is specific
+// to the openiwarp card.
+//
+// What it does, in the order a driver needs it:
+//
+//   - Open finds the device's IOMMU group in sysfs, checks the device is
+//     bound to vfio-pci and the group is viable, opens a container with the
+//     type1v2 IOMMU, reads the IOMMU's page sizes and usable IOVA ranges,
+//     and gets the device file descriptor.
+//   - Device.ReadConfig / WriteConfig / Config16 ... reach PCI config space;
+//     Device.EnableBusMaster turns on DMA (vfio-pci leaves it off).
+//   - Device.MapBAR maps a memory BAR with mmap; BAR.Reg32 / Reg64 give typed
+//     registers whose Load and Store are single, ordered accesses.
+//   - Container.AllocDMA (or Device.AllocDMA) allocates page-aligned or
+//     huge-page memory outside the Go heap and maps it into the IOMMU at an
+//     IOVA inside the reported ranges and below an optional limit;
+//     DMABuffer.Free unmaps and frees it.
+//   - Device.EnableInterrupts routes INTx, MSI or MSI-X vectors to eventfds
+//     and delivers them on a channel (or to a handler); INTx is unmasked
+//     with Interrupts.Unmask. Device.Reset resets the device if it can be.
+//
+// Errors are *Error values whose Kind is a sentinel (ErrNoIOMMU,
+// ErrNotBoundToVFIO, ErrGroupNotViable, ErrMemlock, ErrBARNotMappable,
+// ErrIOVAExhausted, ...) to match with errors.Is, and whose message says
+// what was found on the host and how to fix it.
+//
+// The layer is tested against the real kernel VFIO code by test/vfio, which
+// boots a Linux guest under QEMU with an emulated Intel IOMMU and QEMU's edu
+// device. README.md in this directory is the guide for running on a board.
+package vfio
