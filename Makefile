@@ -4,6 +4,7 @@
 # `make bench` and `make tools` cover everything.
 
 SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -ec
 export PATH := /usr/local/go/bin:$(PATH)
 GO ?= go
 
@@ -34,8 +35,12 @@ test-go:
 test: tools lint test-go $(TEST_TARGETS)
 	@echo "make test: all suites passed"
 
+# Benchmarks run three times; benchratio keeps the best run of each and
+# prints it beside its baseline from the same run (see internal/tools/benchratio).
+BENCH_PKGS = $(GO_PURE_PKGS)
 bench-go:
-	$(GO) run ./cmd/iwbench
+	@mkdir -p build
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 -timeout 30m $(BENCH_PKGS) | tee build/bench-go.txt | $(GO) run ./internal/tools/benchratio
 
 bench: tools bench-go $(BENCH_TARGETS)
 
