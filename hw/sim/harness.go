@@ -1,0 +1,308 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/openiwarp/openiwarp/hw/gen"
+)
+
+// Model is a block's cycle model seen through its vector layout.
+type Model interface {
+	// Step writes to out the outputs the block shows during this cycle, given
+	// this cycle's inputs, then takes the rising clock edge.
+	Step(in, out []uint32)
+}
+
+// Driver makes the stimulus. It is closed-loop over the model: Observe sees
+// each cycle's inputs and the model's outputs (for example whether a beat
+// was accepted), and the RTL gets exactly the same inputs.
+type Driver interface {
+	Next(in []uint32)
+	Observe(in, out []uint32)
+}
+
+// Bench is everything the harness needs to co-simulate one block.
+type Bench struct {
+	Module    *gen.Module
+	Layout    Layout
+	NewModel  func() (Model, error)
+	NewDriver func(seed uint64) Driver
+}
+
+// NewBench builds the bench of module m.
+func NewBench(m *gen.Module, model func() (Model, error), driver func(seed uint64) Driver) *Bench {
+	return &Bench{Module: m, Layout: LayoutOf(m), NewModel: model, NewDriver: driver}
+}
+
+// Mismatch is a difference between the RTL and the model.
+type Mismatch struct {
+	Block    string
+	Seed     uint64
+	Cycle    uint64
+	Port     string
+	Want     string
+	Got      string
+	Inputs   string // that cycle's inputs
+	Waveform string // VCD of the cycles around the mismatch ("" if it could not be written)
+	TraceErr error  // why not
+}
+
+func (m *Mismatch) Error() string {
+	s := fmt.Sprintf("%s: seed %d cycle %d: port %s: expected %s, got %s\n  inputs: %s",
+		m.Block, m.Seed, m.Cycle, m.Port, m.Want, m.Got, m.Inputs)
+	if m.Waveform != "" {
+		s += "\n  waveform: " + m.Waveform
+	}
+	if m.TraceErr != nil {
+		s += "\n  no waveform: " + m.TraceErr.Error()
+	}
+	return s
+}
+
+// Stats reports a run.
+type Stats struct {
+	Cycles  uint64
+	Elapsed time.Duration
+	// Accepted counts, per input port name ending in "tvalid", the cycles in
+	// which that stream's beat was accepted (tvalid and the matching tready).
+	Accepted map[string]uint64
+}
+
+// CyclesPerSecond is the co-simulation speed, checks included.
+func (s Stats) CyclesPerSecond() float64 { return float64(s.Cycles) / s.Elapsed.Seconds() }
+
+// BatchCycles is how many cycles one C++ call runs.
+const BatchCycles = 8192
+
+type batch struct {
+	in, want, got []uint32
+	first         uint64
+	n             int
+}
+
+// Run co-simulates cycles cycles of block b from seed: the RTL (the library
+// at LibPath(name)) and the model get identical inputs and every output of
+// every cycle is compared. Stimulus generation (Go) and simulation (C++) of
+// consecutive batches overlap. A difference returns a *Mismatch.
+func (b *Bench) Run(seed, cycles uint64) (Stats, error) {
+	st := Stats{Accepted: map[string]uint64{}}
+	lib, err := Load(LibPath(b.Module.Name, false))
+	if err != nil {
+		return st, err
+	}
+	if lib.InWords != b.Layout.InWords || lib.OutWords != b.Layout.OutWords {
+		return st, fmt.Errorf("%w: %s has %d/%d words per cycle, the module %d/%d: rebuild it", ErrLibrary,
+			lib.Path, lib.InWords, lib.OutWords, b.Layout.InWords, b.Layout.OutWords)
+	}
+	model, err := b.NewModel()
+	if err != nil {
+		return st, err
+	}
+	drv := b.NewDriver(seed)
+	inst := lib.New()
+	defer inst.Close()
+
+	iw, ow := b.Layout.InWords, b.Layout.OutWords
+	free := make(chan *batch, 3)
+	for i := 0; i < 3; i++ {
+		free <- &batch{in: make([]uint32, BatchCycles*iw), want: make([]uint32, BatchCycles*ow), got: make([]uint32, BatchCycles*ow)}
+	}
+	full := make(chan *batch, 2)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // stimulus and expected outputs
+		defer wg.Done()
+		defer close(full)
+		for first := uint64(0); first < cycles; first += BatchCycles {
+			var bt *batch
+			select {
+			case bt = <-free:
+			case <-stop:
+				return
+			}
+			bt.first, bt.n = first, int(min(BatchCycles, cycles-first))
+			for c := 0; c < bt.n; c++ {
+				in, want := bt.in[c*iw:(c+1)*iw], bt.want[c*ow:(c+1)*ow]
+				drv.Next(in)
+				model.Step(in, want)
+				drv.Observe(in, want)
+			}
+			full <- bt
+		}
+	}()
+	defer func() {
+		close(stop)
+		for range full {
+		}
+		wg.Wait()
+	}()
+	valids := acceptPairs(b.Layout)
+	start := time.Now()
+	for bt := range full {
+		if err := inst.Run(bt.in[:bt.n*iw], bt.got); err != nil {
+			return st, err
+		}
+		for c := 0; c < bt.n; c++ {
+			got, want := bt.got[c*ow:(c+1)*ow], bt.want[c*ow:(c+1)*ow]
+			for i := range want {
+				if got[i] != want[i] {
+					return st, b.mismatch(seed, bt.first+uint64(c), i, bt.in[c*iw:(c+1)*iw], want, got)
+				}
+			}
+			for _, v := range valids {
+				if bt.in[c*iw+v.valid.Offset] != 0 && got[v.ready.Offset] != 0 {
+					st.Accepted[v.valid.Name]++
+				}
+			}
+		}
+		st.Cycles += uint64(bt.n)
+		free <- bt
+	}
+	st.Elapsed = time.Since(start)
+	return st, nil
+}
+
+type acceptPair struct{ valid, ready Port }
+
+// acceptPairs finds the input streams (xxx_tvalid in, xxx_tready out).
+func acceptPairs(l Layout) []acceptPair {
+	var ps []acceptPair
+	for _, p := range l.Inputs {
+		if n := len(p.Name); n > 6 && p.Name[n-6:] == "tvalid" {
+			if r, err := l.Out(p.Name[:n-6] + "tready"); err == nil {
+				ps = append(ps, acceptPair{p, r})
+			}
+		}
+	}
+	return ps
+}
+
+func (b *Bench) mismatch(seed, cycle uint64, word int, in, want, got []uint32) *Mismatch {
+	m := &Mismatch{Block: b.Module.Name, Seed: seed, Cycle: cycle, Inputs: Describe(b.Layout.Inputs, in)}
+	for _, p := range b.Layout.Outputs {
+		if word >= p.Offset && word < p.Offset+p.Words {
+			m.Port, m.Want, m.Got = p.Name, p.Hex(want), p.Hex(got)
+		}
+	}
+	m.Waveform, m.TraceErr = b.Trace(seed, cycle)
+	return m
+}
+
+// TraceWindow is how many cycles before a mismatch the waveform shows.
+const TraceWindow = 64
+
+// Trace replays the stimulus of seed up to a few cycles past cycle through
+// the --trace build of the block and writes the window around cycle as a VCD
+// file under build/hw/sim/fail/. It returns the file's path.
+func (b *Bench) Trace(seed, cycle uint64) (string, error) {
+	if err := Build(LibPath(b.Module.Name, true)); err != nil {
+		return "", err
+	}
+	lib, err := Load(LibPath(b.Module.Name, true))
+	if err != nil {
+		return "", err
+	}
+	model, err := b.NewModel()
+	if err != nil {
+		return "", err
+	}
+	drv := b.NewDriver(seed)
+	end := cycle + 8
+	iw, ow := b.Layout.InWords, b.Layout.OutWords
+	in := make([]uint32, int(end)*iw)
+	out := make([]uint32, int(end)*ow)
+	for c := 0; c < int(end); c++ {
+		drv.Next(in[c*iw : (c+1)*iw])
+		model.Step(in[c*iw:(c+1)*iw], out[c*ow:(c+1)*ow])
+		drv.Observe(in[c*iw:(c+1)*iw], out[c*ow:(c+1)*ow])
+	}
+	from := uint64(0)
+	if cycle > TraceWindow {
+		from = cycle - TraceWindow
+	}
+	dir := filepath.Join(RepoRoot(), "build", "hw", "sim", "fail")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, fmt.Sprintf("%s-seed%d-cycle%d.vcd", b.Module.Name, seed, cycle))
+	inst := lib.New()
+	defer inst.Close()
+	if err := inst.Run(in[:int(from)*iw], out); err != nil {
+		return "", err
+	}
+	if err := inst.TraceOpen(path); err != nil {
+		return "", err
+	}
+	err = inst.Run(in[int(from)*iw:], out)
+	inst.TraceClose()
+	return path, err
+}
+
+// LibPath is where mk/hw.mk builds the co-simulation library of a module.
+func LibPath(module string, trace bool) string {
+	dir := filepath.Join(RepoRoot(), "build", "hw", "sim")
+	if trace {
+		dir = filepath.Join(dir, "trace")
+	}
+	return filepath.Join(dir, "lib"+module+".so")
+}
+
+// Build runs make for the given files (absolute paths under the repository).
+func Build(targets ...string) error {
+	root := RepoRoot()
+	args := []string{"-C", root, "--no-print-directory", "-j2"}
+	for _, t := range targets {
+		rel, err := filepath.Rel(root, t)
+		if err != nil {
+			return err
+		}
+		args = append(args, rel)
+	}
+	cmd := exec.Command("make", args...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%w: make %v: %v\n%s", ErrLibrary, targets, err, out)
+	}
+	return nil
+}
+
+var (
+	rootOnce sync.Once
+	root     string
+)
+
+// RepoRoot is the directory holding go.mod, found from the working directory
+// (tests run in their package's directory).
+func RepoRoot() string {
+	rootOnce.Do(func() {
+		dir, err := os.Getwd()
+		if err != nil {
+			root = "."
+			return
+		}
+		for d := dir; ; d = filepath.Dir(d) {
+			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+				root = d
+				return
+			}
+			if filepath.Dir(d) == d {
+				root = dir
+				return
+			}
+		}
+	})
+	return root
+}
+
+// IsMismatch reports whether err is a co-simulation mismatch.
+func IsMismatch(err error) bool {
+	var m *Mismatch
+	return errors.As(err, &m)
+}
