@@ -1,0 +1,42 @@
+// Package iwarp is openiwarp's reference iWARP protocol engine: an RDMAP
+// (RFC 5040) over DDP (RFC 5041) endpoint that runs over any net.Conn after
+// the MPA startup exchange (golden/mpa). The software card of the host
+// driver, the RTL checks and the interoperability tests all use it.
+//
+// The API mirrors libibverbs so the verbs layer can wrap it 1:1:
+//
+//	tab := mem.NewTable()                // the device's STag table
+//	pd := tab.AllocPD()                  // protection domain
+//	mr, _ := pd.RegisterMR(buf, addr, mem.LocalWrite|mem.RemoteWrite, 0)
+//	cq := iwarp.NewCQ(256)
+//	p, _ := mpa.Initiate(ctx, conn, mpa.Config{})
+//	ep, _ := iwarp.New(conn, p, iwarp.Config{PD: pd, SendCQ: cq, RecvCQ: cq})
+//	ep.PostRecv(iwarp.RecvWR{ID: 1, SGL: []iwarp.SGE{{Addr: addr, Length: 4096, LKey: mr.STag}}})
+//	ep.PostSend(iwarp.SendWR{ID: 2, Opcode: iwarp.WRWrite, SGL: ..., RemoteAddr: raddr, RKey: rkey, Signaled: true})
+//	wc, _ := cq.Wait(ctx)
+//
+// What the engine does:
+//
+//   - Transmit: work requests leave in posting order, segmented to the
+//     MULPDU (from the TCP MSS), RDMA Reads limited by ORD (later WRs wait
+//     behind a Read that cannot go yet), Fence honoured, Read Responses
+//     produced in request order. Send and Write complete when handed to
+//     TCP; a Read when its whole Read Response is placed; completions come
+//     out in posting order (RFC 5040 §5.5 rule 15).
+//   - Receive: every segment is checked before a byte is placed (RFC 5041
+//     §7, RFC 5040 §7.2): DDP and RDMAP version, QN, MSN, MO, receive
+//     buffer space, the STag check of package mem (PD, stream, rights,
+//     bounds, wrap), IRD, and remote invalidation rights.
+//   - Errors: the first error builds a Terminate with the layer, type, code
+//     and copied headers of the receive-side error matrix (see
+//     rdmap.Cause.Headers), drops every later inbound segment, completes
+//     every outstanding work request in error (WCFlushErr), sends the
+//     Terminate, closes TCP gracefully and reports the reason from Err. A
+//     received Terminate is parsed (siw's swapped layout is accepted) and
+//     reported the same way, without answering it.
+//
+// The MPA layer sits behind two small interfaces, Framer and Deframer,
+// which mpa.Framer and *mpa.Deframer satisfy; the simulated-RTL card
+// supplies its own. Each endpoint runs two goroutines, both of which have
+// exited when Close returns.
+package iwarp

@@ -1,0 +1,452 @@
+package iwarp
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/openiwarp/openiwarp/golden/ddp"
+	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+	"github.com/openiwarp/openiwarp/golden/mpa"
+	"github.com/openiwarp/openiwarp/golden/rdmap"
+)
+
+// Framer turns ULPDUs into the stream: *mpa.Framer, or the simulated RTL's transmitter.
+type Framer interface {
+	AppendFPDU(dst, ulpdu []byte) ([]byte, error)
+}
+
+// Deframer turns the stream into ULPDUs: *mpa.Deframer, or the simulated RTL's receiver.
+type Deframer interface {
+	Feed(p []byte, fn func(mpa.ULPDU) error) error
+}
+
+// Config configures an endpoint.
+type Config struct {
+	PD             *mem.PD // required: the endpoint's protection domain
+	SendCQ, RecvCQ *CQ     // required (may be the same CQ)
+	SQDepth        int     // send queue depth (0: 256)
+	RQDepth        int     // receive queue depth (0: 256)
+	// ORD is the most RDMA Reads this side has outstanding (0: 16); with
+	// MPA Rev 2 it is also capped by the peer's IRD. IRD is the most
+	// inbound Reads this side accepts at once (0: 16); one more is a
+	// Terminate (RFC 5040 §6.1).
+	ORD, IRD int
+	// MULPDU is the largest DDP segment sent (0: from the TCP MSS, RFC 5044 §4.5).
+	MULPDU int
+	// Framer and Deframer replace the MPA layer (nil: from the Params).
+	Framer   Framer
+	Deframer Deframer
+	// Linger bounds the wait for the peer's FIN after ours (0: 2 s).
+	Linger time.Duration
+}
+
+type state uint8
+
+const (
+	stLive    state = iota
+	stClosing       // graceful close requested: drain, then FIN
+	stError         // abortive: Terminate (if any) pending, queues flushed
+	stClosed
+)
+
+type sqEntry struct {
+	wr       SendWR
+	internal bool // an RTR message: never completed to the ULP
+	done     bool
+	status   Status
+	got      uint64 // Read: response bytes placed
+}
+
+type rqEntry struct {
+	wr  RecvWR
+	cap uint64
+	got uint64 // bytes placed
+	sc  cursor
+}
+
+type inboundRead struct {
+	rr  rdmap.ReadRequestFields
+	hdr []byte // the Read Request's DDP header, for a Terminate
+}
+
+var qpCounter atomic.Uint32
+
+// Endpoint is one RDMAP stream: a queue pair over an MPA connection.
+type Endpoint struct {
+	conn   net.Conn
+	params mpa.Params
+	cfg    Config
+	pd     *mem.PD
+	tab    *mem.Table
+	qpn    uint32
+	dv     ddp.Version
+	rv     rdmap.Version
+	mulpdu int
+	ord    int
+	framer Framer
+	defr   Deframer
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	state   state
+	err     error
+	sq      []*sqEntry // posted, not yet completed, in posting order
+	sqNext  int        // first entry of sq not yet handed to the transmitter
+	orq     []*sqEntry // Reads sent, awaiting their response
+	rq      []*rqEntry
+	irq     []inboundRead
+	term    *rdmap.Terminate // to send
+	firstRx bool             // WaitFirstFPDU satisfied
+	rxDone  bool
+	failed  atomic.Bool // state is stError or stClosed: place nothing more
+
+	// transmitter-owned
+	wbuf      []byte
+	ulp       []byte
+	txMSN     [rdmap.NumQueues]uint32
+	unflushed []*sqEntry
+
+	// receiver-owned
+	rxMSN    [rdmap.NumQueues]uint32
+	dropping bool
+
+	wg     sync.WaitGroup
+	done   chan struct{}
+	rxExit chan struct{}
+}
+
+const (
+	defaultDepth = 256
+	defaultRd    = 16
+	flushAt      = 256 << 10
+	rxBufSize    = 256 << 10
+)
+
+// New starts an endpoint on conn, on which the MPA startup exchange p has
+// just completed (mpa.Initiate or mpa.Respond).
+func New(conn net.Conn, p mpa.Params, cfg Config) (*Endpoint, error) {
+	if cfg.PD == nil || cfg.SendCQ == nil || cfg.RecvCQ == nil {
+		return nil, fmt.Errorf("%w: Config needs PD, SendCQ and RecvCQ", ErrInvalidWR)
+	}
+	ep := &Endpoint{conn: conn, params: p, cfg: cfg, pd: cfg.PD, tab: cfg.PD.Table(),
+		qpn: qpCounter.Add(1), dv: ddp.Version(p.DDPVersion()), rv: rdmap.Version(p.DDPVersion()),
+		firstRx: !p.WaitFirstFPDU, done: make(chan struct{}), rxExit: make(chan struct{})}
+	ep.cond = sync.NewCond(&ep.mu)
+	for i := range ep.txMSN {
+		ep.txMSN[i], ep.rxMSN[i] = 1, 1
+	}
+	def := func(v, d int) int {
+		if v <= 0 {
+			return d
+		}
+		return v
+	}
+	ep.cfg.SQDepth, ep.cfg.RQDepth = def(cfg.SQDepth, defaultDepth), def(cfg.RQDepth, defaultDepth)
+	ep.cfg.IRD, ep.ord = def(cfg.IRD, defaultRd), def(cfg.ORD, defaultRd)
+	if p.Rev == mpa.Rev2 && p.PeerIRD > 0 {
+		ep.ord = min(ep.ord, int(p.PeerIRD))
+	}
+	ep.cfg.Linger = time.Duration(def(int(cfg.Linger), int(2*time.Second)))
+	ep.mulpdu = cfg.MULPDU
+	if ep.mulpdu <= 0 {
+		ep.mulpdu = mpa.MULPDU(emss(conn), p.TxMarkers)
+	}
+	ep.mulpdu = min(max(ep.mulpdu, mpa.MinMULPDU), mpa.MaxULPDULength)
+	ep.framer, ep.defr = cfg.Framer, cfg.Deframer
+	if ep.framer == nil {
+		f := p.Framer()
+		ep.framer = &f
+	}
+	if ep.defr == nil {
+		ep.defr = p.Deframer(0)
+	}
+	if p.Initiator && p.RTR != 0 {
+		// RFC 6581 peer-to-peer: the Initiator's first FPDU is the agreed RTR message.
+		wr := SendWR{Opcode: WRWrite, RKey: 1} // zero-length Write; STag 1 as siw does
+		switch {
+		case p.RTR&mpa.RTRWrite != 0:
+		case p.RTR&mpa.RTRRead != 0:
+			wr.Opcode = WRRead
+		default:
+			wr.Opcode = WRSend
+		}
+		ep.sq = append(ep.sq, &sqEntry{wr: wr, internal: true})
+	}
+	ep.wbuf = make([]byte, 0, flushAt+2*mpa.MaxULPDULength)
+	ep.ulp = make([]byte, 0, mpa.MaxULPDULength)
+	ep.wg.Add(2)
+	go ep.txLoop()
+	go ep.rxLoop()
+	go func() { ep.wg.Wait(); close(ep.done) }()
+	return ep, nil
+}
+
+// emss is the TCP MSS of conn, or 1460 when it cannot be read.
+func emss(conn net.Conn) int {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return 1460
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 1460
+	}
+	mss := 1460
+	_ = rc.Control(func(fd uintptr) {
+		if v, err := syscall.GetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_MAXSEG); err == nil && v > 0 {
+			mss = v
+		}
+	})
+	return mss
+}
+
+// QPN is the endpoint's stream number: the QP a stream-scoped STag or a
+// type 2 window is bound to.
+func (ep *Endpoint) QPN() uint32 { return ep.qpn }
+
+// PD returns the endpoint's protection domain.
+func (ep *Endpoint) PD() *mem.PD { return ep.pd }
+
+// MULPDU is the largest DDP segment this endpoint sends.
+func (ep *Endpoint) MULPDU() int { return ep.mulpdu }
+
+// Done is closed when both goroutines have exited and the connection is closed.
+func (ep *Endpoint) Done() <-chan struct{} { return ep.done }
+
+// Err reports why the stream ended: nil while it runs, ErrClosed after a
+// graceful close, ErrConnLost, or an *Error with the Terminate cause.
+func (ep *Endpoint) Err() error {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return ep.err
+}
+
+// PostSend queues send work requests. It fails if the endpoint is no
+// longer running, the queue is full, or a WR is malformed.
+func (ep *Endpoint) PostSend(wrs ...SendWR) error {
+	for i := range wrs {
+		if err := ep.validSend(&wrs[i]); err != nil {
+			return err
+		}
+	}
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if ep.state != stLive {
+		return ep.stateErr()
+	}
+	if len(ep.sq)+len(wrs) > ep.cfg.SQDepth {
+		return fmt.Errorf("%w: send queue holds %d of %d", ErrQueueFull, len(ep.sq), ep.cfg.SQDepth)
+	}
+	for _, wr := range wrs {
+		if wr.Inline != nil {
+			wr.Inline = append([]byte(nil), wr.Inline...)
+			wr.SGL = nil
+		}
+		ep.sq = append(ep.sq, &sqEntry{wr: wr})
+	}
+	ep.cond.Broadcast()
+	return nil
+}
+
+func (ep *Endpoint) validSend(wr *SendWR) error {
+	if wr.Opcode > WRRead {
+		return fmt.Errorf("%w: opcode %d", ErrInvalidWR, wr.Opcode)
+	}
+	if wr.Opcode == WRRead && (len(wr.SGL) > 1 || wr.Inline != nil) {
+		return fmt.Errorf("%w: an RDMA Read takes one SGE (one Read Response writes one tagged buffer)", ErrInvalidWR)
+	}
+	if wr.Inline == nil {
+		var n uint64
+		for _, s := range wr.SGL {
+			n += uint64(s.Length)
+			if f := ep.tab.Verify(mem.Request{STag: s.LKey, PD: ep.pd.ID, QP: ep.qpn, TO: s.Addr, Len: uint64(s.Length), Use: localUse(wr.Opcode)}); f != mem.OK && s.Length > 0 {
+				return fmt.Errorf("%w: SGE %v at %#x+%d: %v", ErrInvalidWR, s.LKey, s.Addr, s.Length, f)
+			}
+		}
+		if n > 1<<32-1 {
+			return fmt.Errorf("%w: message of %d bytes (RFC 5041 §5.2: less than 2^32)", ErrInvalidWR, n)
+		}
+	}
+	return nil
+}
+
+func localUse(op WROpcode) mem.Use {
+	if op == WRRead {
+		return mem.UseReadResponse
+	}
+	return mem.UseLocalRead
+}
+
+// PostRecv queues receive work requests.
+func (ep *Endpoint) PostRecv(wrs ...RecvWR) error {
+	entries := make([]*rqEntry, len(wrs))
+	for i, wr := range wrs {
+		var n uint64
+		for _, s := range wr.SGL {
+			if f := ep.tab.Verify(mem.Request{STag: s.LKey, PD: ep.pd.ID, QP: ep.qpn, TO: s.Addr, Len: uint64(s.Length), Use: mem.UseLocalWrite}); f != mem.OK && s.Length > 0 {
+				return fmt.Errorf("%w: receive SGE %v at %#x+%d: %v", ErrInvalidWR, s.LKey, s.Addr, s.Length, f)
+			}
+			n += uint64(s.Length)
+		}
+		entries[i] = &rqEntry{wr: wr, cap: n, sc: cursor{sgl: wr.SGL}}
+	}
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if ep.state != stLive && ep.state != stClosing {
+		return ep.stateErr()
+	}
+	if len(ep.rq)+len(wrs) > ep.cfg.RQDepth {
+		return fmt.Errorf("%w: receive queue holds %d of %d", ErrQueueFull, len(ep.rq), ep.cfg.RQDepth)
+	}
+	ep.rq = append(ep.rq, entries...)
+	return nil
+}
+
+func (ep *Endpoint) stateErr() error {
+	if ep.err != nil {
+		return ep.err
+	}
+	return ErrClosed
+}
+
+// Close ends the stream gracefully: queued work is sent, outstanding Reads
+// are given Linger to finish, TCP is closed with a FIN, and everything left
+// completes with WCFlushErr. It returns once both goroutines have exited.
+func (ep *Endpoint) Close() error {
+	ep.mu.Lock()
+	if ep.state == stLive {
+		ep.state = stClosing
+		ep.cond.Broadcast()
+	}
+	ep.mu.Unlock()
+	t := time.NewTimer(2 * ep.cfg.Linger)
+	defer t.Stop()
+	select {
+	case <-ep.done:
+	case <-t.C:
+		ep.conn.Close()
+		<-ep.done
+	}
+	return nil
+}
+
+// abort ends the stream with err; term, if not nil, is sent first. The
+// first call wins (RFC 5040 §7.1: the Terminate describes the first error).
+func (ep *Endpoint) abort(err error, term *rdmap.Terminate) {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	ep.abortLocked(err, term)
+}
+
+func (ep *Endpoint) abortLocked(err error, term *rdmap.Terminate) {
+	if ep.state == stError || ep.state == stClosed {
+		return
+	}
+	ep.state, ep.err, ep.term = stError, err, term
+	ep.failed.Store(true)
+	ep.flushLocked(err)
+	ep.cond.Broadcast()
+}
+
+// flushLocked completes every outstanding work request in error.
+func (ep *Endpoint) flushLocked(cause error) {
+	first := WCFlushErr
+	var e *Error
+	if errors.As(cause, &e) && e.Remote {
+		first = remoteStatus(e.Cause)
+	}
+	for i, s := range ep.sq {
+		if s.done {
+			continue
+		}
+		s.done, s.status = true, WCFlushErr
+		if i == 0 && i < ep.sqNext {
+			s.status = first // the WR the peer's error most likely hit
+		}
+	}
+	ep.sqNext = len(ep.sq)
+	ep.orq, ep.irq = nil, nil
+	ep.completeLocked()
+	for _, r := range ep.rq {
+		ep.cfg.RecvCQ.push(Completion{ID: r.wr.ID, Status: WCFlushErr, Opcode: WCRecv, QP: ep.qpn}, false)
+	}
+	ep.rq = nil
+}
+
+// completeLocked reports finished send WRs in posting order (RFC 5040 §5.5 rule 15).
+func (ep *Endpoint) completeLocked() {
+	k := 0
+	for k < len(ep.sq) && ep.sq[k].done {
+		s := ep.sq[k]
+		k++
+		if s.internal || (s.status == WCSuccess && !s.wr.Signaled) {
+			continue
+		}
+		c := Completion{ID: s.wr.ID, Status: s.status, Opcode: wcOpcode(s.wr.Opcode), QP: ep.qpn}
+		if s.status == WCSuccess {
+			c.ByteLen = uint32(wrLen(&s.wr))
+		}
+		ep.cfg.SendCQ.push(c, false)
+	}
+	if k > 0 {
+		copy(ep.sq, ep.sq[k:])
+		for i := len(ep.sq) - k; i < len(ep.sq); i++ {
+			ep.sq[i] = nil
+		}
+		ep.sq = ep.sq[:len(ep.sq)-k]
+		ep.sqNext -= k
+	}
+}
+
+func wcOpcode(op WROpcode) WCOpcode {
+	switch op {
+	case WRWrite:
+		return WCWrite
+	case WRRead:
+		return WCRead
+	}
+	return WCSend
+}
+
+func wrLen(wr *SendWR) uint64 {
+	if wr.Inline != nil {
+		return uint64(len(wr.Inline))
+	}
+	var n uint64
+	for _, s := range wr.SGL {
+		n += uint64(s.Length)
+	}
+	return n
+}
+
+// cursor walks an SGL in order.
+type cursor struct {
+	sgl []SGE
+	i   int
+	off uint32
+}
+
+// next calls fn for the pieces of the next n bytes.
+func (c *cursor) next(n uint64, fn func(s SGE, off uint32, k uint32) mem.Fault) mem.Fault {
+	for n > 0 {
+		for c.i < len(c.sgl) && c.off == c.sgl[c.i].Length {
+			c.i, c.off = c.i+1, 0
+		}
+		if c.i == len(c.sgl) {
+			return mem.BaseBounds
+		}
+		s := c.sgl[c.i]
+		k := uint32(min(uint64(s.Length-c.off), n))
+		if f := fn(s, c.off, k); f != mem.OK {
+			return f
+		}
+		c.off += k
+		n -= uint64(k)
+	}
+	return mem.OK
+}

@@ -1,0 +1,322 @@
+package iwarp
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/openiwarp/openiwarp/golden/ddp"
+	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+	"github.com/openiwarp/openiwarp/golden/rdmap"
+)
+
+type jobKind uint8
+
+const (
+	jobWait jobKind = iota
+	jobFlush
+	jobTerm
+	jobExit
+	jobResp
+	jobWR
+)
+
+// pickLocked chooses the transmitter's next job.
+func (ep *Endpoint) pickLocked() jobKind {
+	switch ep.state {
+	case stError, stClosed:
+		if ep.term != nil && ep.firstRx && !ep.rxDone {
+			return jobTerm
+		}
+		return jobExit
+	}
+	if !ep.firstRx {
+		if ep.rxDone {
+			return jobExit
+		}
+		return jobWait // RFC 5044 §7.1.2 rule 4: the Responder speaks after the first FPDU
+	}
+	if len(ep.irq) > 0 {
+		return jobResp
+	}
+	if ep.sqNext < len(ep.sq) {
+		s := ep.sq[ep.sqNext]
+		blocked := s.wr.Fence && len(ep.orq) > 0 || s.wr.Opcode == WRRead && len(ep.orq) >= ep.ord
+		if !blocked {
+			return jobWR
+		}
+	}
+	if len(ep.wbuf) > 0 || len(ep.unflushed) > 0 {
+		return jobFlush
+	}
+	if ep.rxDone || ep.state == stClosing && ep.sqNext == len(ep.sq) && len(ep.orq) == 0 {
+		return jobExit
+	}
+	return jobWait
+}
+
+func (ep *Endpoint) txLoop() {
+	defer ep.wg.Done()
+	for {
+		ep.mu.Lock()
+		job := ep.pickLocked()
+		for job == jobWait {
+			ep.cond.Wait()
+			job = ep.pickLocked()
+		}
+		var s *sqEntry
+		var ir inboundRead
+		switch job {
+		case jobWR:
+			s = ep.sq[ep.sqNext]
+			ep.sqNext++
+			if s.wr.Opcode == WRRead {
+				ep.orq = append(ep.orq, s)
+			}
+		case jobResp:
+			ir = ep.irq[0]
+		}
+		term := ep.term
+		ep.mu.Unlock()
+
+		var err error
+		switch job {
+		case jobFlush:
+			err = ep.flush()
+		case jobWR:
+			err = ep.sendWR(s)
+		case jobResp:
+			err = ep.sendReadResponse(ir)
+		case jobTerm:
+			ep.wbuf = ep.wbuf[:0] // the Terminate goes out next, alone (RFC 5040 §7.1)
+			ep.unflushed = ep.unflushed[:0]
+			ep.ulp = term.AppendMessage(ep.ulp[:0], ep.rv, ep.dv, ep.txMSN[rdmap.QNTerminate])
+			if ep.wbuf, err = ep.framer.AppendFPDU(ep.wbuf, ep.ulp); err == nil {
+				err = ep.flush()
+			}
+			ep.shutdown()
+			return
+		case jobExit:
+			if ep.Err() == nil {
+				ep.flush() // graceful: what was queued goes out before the FIN
+			}
+			ep.shutdown()
+			return
+		}
+		if err != nil {
+			ep.abort(&Error{Cause: rdmap.MPAConnectionLost, Msg: "sending", Err: err}, nil)
+		}
+	}
+}
+
+// shutdown closes the connection as RFC 5040 §6.2.1 asks: FIN, then a
+// bounded wait for the peer's FIN, then close.
+func (ep *Endpoint) shutdown() {
+	if tc, ok := ep.conn.(interface{ CloseWrite() error }); ok {
+		tc.CloseWrite()
+		t := time.NewTimer(ep.cfg.Linger)
+		select {
+		case <-ep.rxExit:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	ep.conn.Close()
+	<-ep.rxExit
+	ep.mu.Lock()
+	if ep.err == nil {
+		ep.err = ErrClosed
+	}
+	if ep.state != stError {
+		ep.flushLocked(ErrClosed)
+	}
+	ep.state = stClosed
+	ep.failed.Store(true)
+	ep.mu.Unlock()
+}
+
+// flush writes the buffered FPDUs; the Sends and Writes they finish are
+// then complete (RFC 5040 §5.5 rule 14: handed to the LLP).
+func (ep *Endpoint) flush() error {
+	if len(ep.wbuf) > 0 {
+		if _, err := ep.conn.Write(ep.wbuf); err != nil {
+			return err
+		}
+		ep.wbuf = ep.wbuf[:0]
+	}
+	if len(ep.unflushed) > 0 {
+		ep.mu.Lock()
+		for _, s := range ep.unflushed {
+			if !s.done {
+				s.done = true
+			}
+		}
+		ep.completeLocked()
+		ep.mu.Unlock()
+		clear(ep.unflushed)
+		ep.unflushed = ep.unflushed[:0]
+	}
+	return nil
+}
+
+// segments appends the FPDUs of one message of total payload bytes:
+// hdr appends the headers of the segment at offset off, src its payload.
+func (ep *Endpoint) segments(total uint64, hdrLen int, hdr func(dst []byte, off uint64, last bool) []byte,
+	src func(dst []byte, off uint64, n int) ([]byte, error)) error {
+	maxPay := uint64(ddp.MaxPayload(ep.mulpdu, hdrLen))
+	for off := uint64(0); ; {
+		n := min(maxPay, total-off)
+		last := off+n == total
+		ulp := hdr(ep.ulp[:0], off, last)
+		ulp, err := src(ulp, off, int(n))
+		if err != nil {
+			return err
+		}
+		if ep.wbuf, err = ep.framer.AppendFPDU(ep.wbuf, ulp); err != nil {
+			return err
+		}
+		ep.ulp = ulp
+		off += n
+		if len(ep.wbuf) >= flushAt {
+			if _, err := ep.conn.Write(ep.wbuf); err != nil {
+				return err
+			}
+			ep.wbuf = ep.wbuf[:0]
+		}
+		if last {
+			return nil
+		}
+	}
+}
+
+// localFault is a local protection error found while gathering a WR's data.
+type localFault struct{ f mem.Fault }
+
+func (l localFault) Error() string { return "gathering the work request: " + l.f.String() }
+
+func (ep *Endpoint) sendWR(s *sqEntry) error {
+	wr := &s.wr
+	total := wrLen(wr)
+	g := cursor{sgl: wr.SGL}
+	gather := func(dst []byte, off uint64, n int) ([]byte, error) {
+		if wr.Inline != nil {
+			return append(dst, wr.Inline[off:off+uint64(n)]...), nil
+		}
+		f := g.next(uint64(n), func(sg SGE, o, k uint32) mem.Fault {
+			var f mem.Fault
+			dst, f = ep.tab.Read(dst, mem.Request{STag: sg.LKey, PD: ep.pd.ID, QP: ep.qpn, TO: sg.Addr + uint64(o), Len: uint64(k), Use: mem.UseLocalRead})
+			return f
+		})
+		if f != mem.OK {
+			return dst, localFault{f}
+		}
+		return dst, nil
+	}
+	var err error
+	switch wr.Opcode {
+	case WRWrite:
+		ctl := uint8(rdmap.NewControl(ep.rv, rdmap.OpWrite))
+		err = ep.segments(total, ddp.TaggedHeaderLen, func(dst []byte, off uint64, last bool) []byte {
+			return ddp.TaggedFields{Last: last, Version: ep.dv, RsvdULP: ctl, STag: uint32(wr.RKey), TO: wr.RemoteAddr + off}.Append(dst)
+		}, gather)
+	case WRSend, WRSendInvalidate:
+		op := rdmap.OpSend
+		var inv uint32
+		if wr.Opcode == WRSendInvalidate {
+			op, inv = rdmap.OpSendInvalidate, uint32(wr.InvalidateSTag)
+		}
+		if wr.Solicited {
+			op += rdmap.OpSendSE - rdmap.OpSend
+		}
+		ctl, msn := uint8(rdmap.NewControl(ep.rv, op)), ep.txMSN[rdmap.QNSend]
+		ep.txMSN[rdmap.QNSend]++
+		err = ep.segments(total, ddp.UntaggedHeaderLen, func(dst []byte, off uint64, last bool) []byte {
+			return ddp.UntaggedFields{Last: last, Version: ep.dv, RsvdULP0: ctl, RsvdULP1: inv, QN: rdmap.QNSend, MSN: msn, MO: uint32(off)}.Append(dst)
+		}, gather)
+	case WRRead:
+		rr := rdmap.ReadRequestFields{SrcSTag: uint32(wr.RKey), SrcTO: wr.RemoteAddr}
+		if len(wr.SGL) == 1 {
+			rr.SinkSTag, rr.SinkTO, rr.Size = uint32(wr.SGL[0].LKey), wr.SGL[0].Addr, wr.SGL[0].Length
+		}
+		msn := ep.txMSN[rdmap.QNReadRequest]
+		ep.txMSN[rdmap.QNReadRequest]++
+		ep.ulp = ddp.UntaggedFields{Last: true, Version: ep.dv, RsvdULP0: uint8(rdmap.NewControl(ep.rv, rdmap.OpReadRequest)),
+			QN: rdmap.QNReadRequest, MSN: msn}.Append(ep.ulp[:0])
+		ep.ulp = rr.Append(ep.ulp)
+		ep.wbuf, err = ep.framer.AppendFPDU(ep.wbuf, ep.ulp)
+		if err == nil && ep.moreWorkQueued() {
+			return nil // the Read completes on its response, not on the flush
+		}
+		if err == nil {
+			err = ep.flush()
+		}
+		return err
+	}
+	if lf, ok := err.(localFault); ok {
+		// RFC 5040 §7.1: an error building an outbound request is a
+		// Terminate with no headers; the WR completes with a protection error.
+		ep.mu.Lock()
+		s.done, s.status = true, WCLocProtErr
+		ep.completeLocked()
+		ep.abortLocked(&Error{Cause: rdmap.RDMAPLocalCatastrophic, Msg: fmt.Sprintf("WR %d", wr.ID), Err: lf},
+			&rdmap.Terminate{Cause: rdmap.RDMAPLocalCatastrophic})
+		ep.mu.Unlock()
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ep.unflushed = append(ep.unflushed, s)
+	if ep.moreWorkQueued() && len(ep.unflushed) < 64 {
+		return nil
+	}
+	return ep.flush()
+}
+
+// moreWorkQueued reports whether the transmitter has another job ready,
+// so that small messages are batched into one write.
+func (ep *Endpoint) moreWorkQueued() bool {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	j := ep.pickLocked()
+	return j == jobWR || j == jobResp
+}
+
+func (ep *Endpoint) sendReadResponse(ir inboundRead) error {
+	rr := ir.rr
+	ctl := uint8(rdmap.NewControl(ep.rv, rdmap.OpReadResponse))
+	var fault mem.Fault
+	var sent uint64
+	err := ep.segments(uint64(rr.Size), ddp.TaggedHeaderLen, func(dst []byte, off uint64, last bool) []byte {
+		return ddp.TaggedFields{Last: last, Version: ep.dv, RsvdULP: ctl, STag: rr.SinkSTag, TO: rr.SinkTO + off}.Append(dst)
+	}, func(dst []byte, off uint64, n int) ([]byte, error) {
+		sent = off
+		var f mem.Fault
+		dst, f = ep.tab.Read(dst, mem.Request{STag: mem.STag(rr.SrcSTag), PD: ep.pd.ID, QP: ep.qpn, TO: rr.SrcTO + off, Len: uint64(n), Use: mem.UseRemoteRead})
+		if f != mem.OK {
+			fault = f
+			return dst, localFault{f}
+		}
+		return dst, nil
+	})
+	if fault != mem.OK {
+		// The source was revoked while the Read was being answered: report
+		// it with the Read Request header updated to where it stopped (RFC 5040 §4.8).
+		c := fault.Cause(mem.UseRemoteRead)
+		hdr := rr.Advance(uint32(sent)).Append(nil)
+		ep.abort(&Error{Cause: c, Msg: "Read source revoked while answering"},
+			&rdmap.Terminate{Cause: c, M: true, D: true, R: true, SegLen: uint16(len(ir.hdr) + rdmap.ReadRequestLen), DDPHeader: ir.hdr, RDMAHeader: hdr})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ep.mu.Lock()
+	if len(ep.irq) > 0 {
+		ep.irq = ep.irq[1:] // the IRD slot is free once the response is handed on
+	}
+	ep.mu.Unlock()
+	if ep.moreWorkQueued() {
+		return nil
+	}
+	return ep.flush()
+}

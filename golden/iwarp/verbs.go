@@ -1,0 +1,203 @@
+package iwarp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+)
+
+// WROpcode is the operation of a send work request.
+type WROpcode uint8
+
+// Send work request opcodes.
+const (
+	WRSend           WROpcode = iota // Send (Send with SE if Solicited)
+	WRSendInvalidate                 // Send with Invalidate of InvalidateSTag (with SE if Solicited)
+	WRWrite                          // RDMA Write to RemoteAddr/RKey
+	WRRead                           // RDMA Read from RemoteAddr/RKey into the single SGE
+)
+
+func (o WROpcode) String() string {
+	return [...]string{"SEND", "SEND_WITH_INV", "RDMA_WRITE", "RDMA_READ"}[o]
+}
+
+// SGE is a scatter/gather element: Length bytes at tagged offset Addr of
+// the memory region whose STag is LKey.
+type SGE struct {
+	Addr   uint64
+	Length uint32
+	LKey   mem.STag
+}
+
+// SendWR is a send queue work request (ibv_send_wr).
+type SendWR struct {
+	ID     uint64
+	Opcode WROpcode
+	SGL    []SGE
+	// Inline, if not nil, is the payload (copied at post time) in place of SGL.
+	Inline    []byte
+	Signaled  bool // generate a completion on success (errors always complete)
+	Solicited bool // Send with Solicited Event
+	Fence     bool // wait until every earlier RDMA Read has completed
+	// InvalidateSTag is the peer's STag to invalidate (WRSendInvalidate).
+	InvalidateSTag mem.STag
+	// RemoteAddr and RKey name the peer's buffer (Write, Read).
+	RemoteAddr uint64
+	RKey       mem.STag
+}
+
+// RecvWR is a receive queue work request (ibv_recv_wr).
+type RecvWR struct {
+	ID  uint64
+	SGL []SGE
+}
+
+// Status is a completion status (ibv_wc_status).
+type Status uint8
+
+// Completion statuses.
+const (
+	WCSuccess      Status = iota
+	WCLocLenErr           // inbound Send longer than the receive buffer
+	WCLocProtErr          // an SGE failed the local protection check
+	WCFlushErr            // flushed: the endpoint went to error or closed
+	WCRemAccessErr        // the peer reported a protection error
+	WCRemOpErr            // the peer reported an operation error
+	WCRemInvReqErr        // the peer reported an invalid request
+	WCFatalErr            // local catastrophic error or lost connection
+)
+
+func (s Status) String() string {
+	return [...]string{"success", "local length error", "local protection error", "WR flush error",
+		"remote access error", "remote operation error", "remote invalid request error", "fatal error"}[s]
+}
+
+// WCOpcode is what completed.
+type WCOpcode uint8
+
+// Completion opcodes.
+const (
+	WCSend WCOpcode = iota
+	WCWrite
+	WCRead
+	WCRecv
+)
+
+func (o WCOpcode) String() string { return [...]string{"SEND", "RDMA_WRITE", "RDMA_READ", "RECV"}[o] }
+
+// Completion is a work completion (ibv_wc).
+type Completion struct {
+	ID      uint64
+	Status  Status
+	Opcode  WCOpcode
+	ByteLen uint32 // bytes received (WCRecv) or transferred
+	QP      uint32
+	// Solicited: the Send carried the Solicited Event flag.
+	Solicited bool
+	// Invalidated: the Send invalidated InvalidatedSTag (remote invalidation).
+	Invalidated     bool
+	InvalidatedSTag mem.STag
+}
+
+// ErrCQOverflow is reported by a CQ that was full when a completion arrived.
+var ErrCQOverflow = errors.New("iwarp: completion queue overflow")
+
+// CQ is a completion queue shared by any number of endpoints.
+type CQ struct {
+	mu        sync.Mutex
+	q         []Completion
+	head, n   int
+	overflow  bool
+	wake      chan struct{} // closed and replaced when a completion arrives
+	armed     bool
+	solicited bool
+	events    chan struct{}
+}
+
+// NewCQ returns a CQ holding up to depth completions.
+func NewCQ(depth int) *CQ {
+	if depth <= 0 {
+		depth = 1
+	}
+	return &CQ{q: make([]Completion, depth), wake: make(chan struct{}), events: make(chan struct{}, 1)}
+}
+
+// push adds a completion; false if the CQ is full (it is then in error
+// and stays so: RFC 5040 §8.1.1 #10 confines the damage to its own QPs).
+func (cq *CQ) push(c Completion, solicited bool) bool {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.n == len(cq.q) || cq.overflow {
+		cq.overflow = true
+		return false
+	}
+	cq.q[(cq.head+cq.n)%len(cq.q)] = c
+	cq.n++
+	close(cq.wake)
+	cq.wake = make(chan struct{})
+	if cq.armed && (!cq.solicited || solicited || c.Status != WCSuccess) {
+		cq.armed = false
+		select {
+		case cq.events <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// Poll moves up to len(wc) completions into wc and returns how many.
+func (cq *CQ) Poll(wc []Completion) int {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	k := 0
+	for k < len(wc) && cq.n > 0 {
+		wc[k] = cq.q[cq.head]
+		cq.head = (cq.head + 1) % len(cq.q)
+		cq.n--
+		k++
+	}
+	return k
+}
+
+// Wait returns the next completion, waiting until one arrives or ctx ends.
+func (cq *CQ) Wait(ctx context.Context) (Completion, error) {
+	var wc [1]Completion
+	for {
+		cq.mu.Lock()
+		wake, over := cq.wake, cq.overflow && cq.n == 0
+		cq.mu.Unlock()
+		if cq.Poll(wc[:]) == 1 {
+			return wc[0], nil
+		}
+		if over {
+			return Completion{}, ErrCQOverflow
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return Completion{}, fmt.Errorf("iwarp: waiting for a completion: %w", ctx.Err())
+		}
+	}
+}
+
+// Overflowed reports whether a completion was lost to a full queue.
+func (cq *CQ) Overflowed() bool {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	return cq.overflow
+}
+
+// Arm requests one event on Events for the next completion, or with
+// solicitedOnly for the next Send with Solicited Event or error completion
+// (ibv_req_notify_cq).
+func (cq *CQ) Arm(solicitedOnly bool) {
+	cq.mu.Lock()
+	cq.armed, cq.solicited = true, solicitedOnly
+	cq.mu.Unlock()
+}
+
+// Events delivers one value per armed notification.
+func (cq *CQ) Events() <-chan struct{} { return cq.events }
