@@ -1,5 +1,7 @@
 package ipoibcm
 
+import "errors"
+
 // Decision is a responder's answer to a connection request.
 type Decision uint8
 
@@ -16,9 +18,38 @@ const (
 	RejectInvalid
 )
 
-// RejectReasonConsumer is the IB CM REJ reason "Consumer Reject" (IBA vol. 1
-// table 112; Linux IB_CM_REJ_CONSUMER_DEFINED) that §3.3 prescribes.
-const RejectReasonConsumer = 28
+// IB CM REJ reasons carried in a reject's [Extension]. Consumer Reject (28)
+// is what §3.3 prescribes and is confirmed (Linux IB_CM_REJ_CONSUMER_DEFINED,
+// a libfabric report); the others follow Linux's enum ib_cm_rej_reason and
+// IBA vol. 1 table 112 from memory: verify against the IBA text.
+const (
+	RejectReasonNoResources      = 3
+	RejectReasonUnsupported      = 5
+	RejectReasonInvalidServiceID = 8
+	RejectReasonInvalidMTU       = 26
+	RejectReasonConsumer         = 28
+)
+
+// RejectReason returns the REJ reason for a decision (0 for Accept). For
+// RejectInvalid it picks from err: an MTU or Service-ID problem has its own
+// reason; anything else is Unsupported.
+func RejectReason(d Decision, err error) uint8 {
+	switch d {
+	case RejectCrossing:
+		return RejectReasonConsumer
+	case RejectLimit:
+		return RejectReasonNoResources
+	case RejectInvalid:
+		switch {
+		case errors.Is(err, ErrMTU):
+			return RejectReasonInvalidMTU
+		case errors.Is(err, ErrServiceID):
+			return RejectReasonInvalidServiceID
+		}
+		return RejectReasonUnsupported
+	}
+	return 0
+}
 
 func (d Decision) String() string {
 	switch d {

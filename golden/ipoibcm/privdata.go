@@ -46,7 +46,7 @@ func ParsePrivateData(b []byte) (PrivateData, error) {
 // beyond it; an IB CM's zero padding reads as "no extension"):
 //
 //	octet 8: version (1)
-//	octet 9: reserved, 0 on transmit, ignored on receive
+//	octet 9: in a reject, why (an IB CM REJ reason, RejectReason*); else 0
 //	octets 10..11: receive credits: receives the sender has posted for this
 //	               connection before its setup message left
 //	octets 12..19: Service-ID: in a request, the one the initiator targets;
@@ -61,13 +61,14 @@ const (
 // Extension is openiwarp's addition to the private data for iWARP: what
 // IB gets from the CM and RNR NAK, iWARP has to carry itself.
 type Extension struct {
-	Credits   uint16
-	ServiceID uint64
+	Credits      uint16
+	ServiceID    uint64
+	RejectReason uint8 // only in a reject: an MPA Reject carries no reason of its own
 }
 
 // Append appends the 12-octet extension.
 func (e Extension) Append(dst []byte) []byte {
-	dst = append(dst, ExtensionVersion, 0)
+	dst = append(dst, ExtensionVersion, e.RejectReason)
 	dst = binary.BigEndian.AppendUint16(dst, e.Credits)
 	return binary.BigEndian.AppendUint64(dst, e.ServiceID)
 }
@@ -85,8 +86,9 @@ func ParseExtension(pd []byte) (Extension, error) {
 		return Extension{}, fmt.Errorf("private data: extension version %d, want %d: %w", x[0], ExtensionVersion, ErrExtension)
 	}
 	return Extension{
-		Credits:   binary.BigEndian.Uint16(x[2:]),
-		ServiceID: binary.BigEndian.Uint64(x[4:]),
+		Credits:      binary.BigEndian.Uint16(x[2:]),
+		ServiceID:    binary.BigEndian.Uint64(x[4:]),
+		RejectReason: x[1],
 	}, nil
 }
 

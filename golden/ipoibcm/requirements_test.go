@@ -233,7 +233,11 @@ func TestHelloExtension(t *testing.T) {
 	assert.ErrorIs(t, err, ErrExtension)
 	_, err = ParseHello(b[:7])
 	assert.ErrorIs(t, err, ErrShort)
-	b[9] = 0xFF // reserved octet ignored
+	// A reject says why (an MPA Reject has no reason field of its own).
+	h.RejectReason = RejectReasonConsumer
+	b, err = h.Append(nil)
+	require.NoError(t, err)
+	assert.Equal(t, byte(28), b[9])
 	got, err = ParseHello(b)
 	require.NoError(t, err)
 	assert.Equal(t, h, got)
@@ -264,6 +268,12 @@ func TestReq16ResolveCrossing(t *testing.T) {
 		})
 	}
 	assert.Equal(t, 28, RejectReasonConsumer)
+	assert.Equal(t, uint8(0), RejectReason(Accept, nil))
+	assert.Equal(t, uint8(28), RejectReason(RejectCrossing, nil))
+	assert.Equal(t, uint8(3), RejectReason(RejectLimit, ErrConnLimit))
+	assert.Equal(t, uint8(26), RejectReason(RejectInvalid, ErrMTU))
+	assert.Equal(t, uint8(8), RejectReason(RejectInvalid, ErrServiceID))
+	assert.Equal(t, uint8(5), RejectReason(RejectInvalid, ErrExtension))
 }
 
 // node is a peer model for crossing scenarios: a Table plus its REQs.
