@@ -183,18 +183,25 @@ func (c *Container) readIOMMUInfo() (IOMMUInfo, error) {
 
 // detachGroup drops a reference on a group and closes it with the last one.
 // Called with c.mu held.
-func (c *Container) detachGroup(g *group) {
+func (c *Container) detachGroup(g *group) error {
 	if c.closed { // Close closed every group already
-		return
+		return nil
 	}
 	g.refs--
 	if g.refs > 0 {
-		return
+		return nil
 	}
-	// Closing the group fd detaches it; with the last group the kernel
-	// also tears the IOMMU domain down and drops every DMA mapping.
+	var err error
+	if len(c.groups) == 1 {
+		// The last group: its departure tears the IOMMU down, so unmap
+		// while the mappings can still be removed cleanly; a later device
+		// sets the IOMMU up afresh.
+		err = c.unmapAllLocked()
+		c.iommu, c.iova = nil, nil
+	}
 	unix.Close(g.fd)
 	delete(c.groups, g.num)
+	return err
 }
 
 // IOMMUInfo returns the IOMMU's page sizes and IOVA ranges. It is known
@@ -218,18 +225,16 @@ func (c *Container) Pinned() uint64 {
 	return c.pinned
 }
 
-// Close frees every DMA buffer still mapped and closes the container. Open
-// devices of the container must be closed first.
+// Close removes every DMA mapping and closes the container and its groups.
+// Devices of the container should be closed first. DMA buffers stay
+// readable until their Free.
 func (c *Container) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil
 	}
-	var errs []error
-	for _, b := range c.bufs {
-		errs = append(errs, c.freeLocked(b))
-	}
+	errs := []error{c.unmapAllLocked()}
 	for _, g := range c.groups {
 		unix.Close(g.fd)
 	}

@@ -331,7 +331,7 @@ func (d *Device) Close() error {
 	}
 	errs = append(errs, unix.Close(d.fd))
 	d.c.mu.Lock()
-	d.c.detachGroup(d.grp)
+	errs = append(errs, d.c.detachGroup(d.grp))
 	d.c.mu.Unlock()
 	if d.ownsCont {
 		errs = append(errs, d.c.Close())

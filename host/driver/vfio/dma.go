@@ -65,11 +65,14 @@ type DMABuffer struct {
 	iova   uint64
 	huge   bool
 	mu     sync.Mutex
-	closed bool
+	mapped bool // in the IOMMU; false once freed or its container closed
+	closed bool // memory released
 }
 
 // Bytes is the buffer's memory as the host sees it: len is the size asked
-// for. It must not be used after Free.
+// for. It must not be used after Free. Once the container is closed (or its
+// last device), the device can no longer reach the buffer, but its memory
+// stays valid until Free.
 func (b *DMABuffer) Bytes() []byte { return b.mem[:b.n] }
 
 // Len is the size asked for; MappedLen the size mapped (whole pages).
@@ -141,7 +144,7 @@ func (c *Container) AllocDMA(size int, opts ...DMAOption) (*DMABuffer, error) {
 		unix.Munmap(mem)
 		return nil, c.mapError(op, length, err)
 	}
-	b := &DMABuffer{c: c, mem: mem, n: size, iova: iova, huge: cfg.huge}
+	b := &DMABuffer{c: c, mem: mem, n: size, iova: iova, huge: cfg.huge, mapped: true}
 	c.bufs[iova] = b
 	c.pinned += length
 	return b, nil
@@ -177,37 +180,51 @@ func (c *Container) mapError(op string, length uint64, err error) error {
 func (b *DMABuffer) Free() error {
 	b.c.mu.Lock()
 	defer b.c.mu.Unlock()
-	return b.c.freeLocked(b)
-}
-
-func (c *Container) freeLocked(b *DMABuffer) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return nil
 	}
 	b.closed = true
-	delete(c.bufs, b.iova)
-	var errs []error
-	if !c.closed {
-		req := encodeDMAUnmap(b.iova, uint64(len(b.mem)))
-		if err := ioctlBuf(c.fd, ioctlIOMMUUnmapDMA, req); err != nil {
-			errs = append(errs, newErr("unmap DMA", "", ErrOutOfRange, fmt.Sprintf("iova %#x", b.iova), err))
-		} else if got := ne.Uint64(req[16:]); got != uint64(len(b.mem)) {
-			errs = append(errs, newErr("unmap DMA", "", ErrOutOfRange, fmt.Sprintf("iova %#x: kernel unmapped %d of %d bytes", b.iova, got, len(b.mem)), nil))
-		} else {
-			// The IOVA is reusable only once nothing is mapped there.
-			c.pinned -= uint64(len(b.mem))
-			if err := c.iova.Free(b.iova); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
+	err := b.c.unmapLocked(b)
 	// Even if the unmap failed, munmap is safe: pages the IOMMU still maps
 	// stay pinned by the kernel and are never handed to anyone else.
-	if err := unix.Munmap(b.mem); err != nil {
-		errs = append(errs, newErr("free DMA buffer", "", ErrOutOfRange, "munmap", err))
+	if e := unix.Munmap(b.mem); e != nil {
+		err = errors.Join(err, newErr("free DMA buffer", "", ErrOutOfRange, "munmap", e))
 	}
 	b.mem = nil
+	return err
+}
+
+// unmapLocked removes b's IOMMU mapping (if it still has one) and returns
+// its IOVA. Called with c.mu and b.mu held.
+func (c *Container) unmapLocked(b *DMABuffer) error {
+	if !b.mapped {
+		return nil
+	}
+	b.mapped = false
+	delete(c.bufs, b.iova)
+	req := encodeDMAUnmap(b.iova, uint64(len(b.mem)))
+	if err := ioctlBuf(c.fd, ioctlIOMMUUnmapDMA, req); err != nil {
+		return newErr("unmap DMA", "", ErrOutOfRange, fmt.Sprintf("iova %#x", b.iova), err)
+	}
+	if got := ne.Uint64(req[16:]); got != uint64(len(b.mem)) {
+		return newErr("unmap DMA", "", ErrOutOfRange, fmt.Sprintf("iova %#x: kernel unmapped %d of %d bytes", b.iova, got, len(b.mem)), nil)
+	}
+	// The IOVA is reusable only once nothing is mapped there.
+	c.pinned -= uint64(len(b.mem))
+	return c.iova.Free(b.iova)
+}
+
+// unmapAllLocked removes every IOMMU mapping of the container, before its
+// last group leaves (which would tear the IOMMU down under them). The
+// buffers' memory stays valid until their Free. Called with c.mu held.
+func (c *Container) unmapAllLocked() error {
+	var errs []error
+	for _, b := range c.bufs {
+		b.mu.Lock()
+		errs = append(errs, c.unmapLocked(b))
+		b.mu.Unlock()
+	}
 	return errors.Join(errs...)
 }

@@ -127,10 +127,16 @@ func (h host) groupMembers(group int) ([]groupMember, error) {
 	return ms, nil
 }
 
-// userDriver reports whether a driver leaves a group viable: vfio-pci itself
-// and pci-stub (the only driver the kernel's VFIO core allows besides its
-// own), or no driver at all.
-func userDriver(drv string) bool { return drv == "" || drv == "vfio-pci" || drv == "pci-stub" }
+// userDriver reports whether a driver leaves a group viable: one that
+// manages DMA itself and so does not claim the group's DMA ownership
+// (vfio-pci, pci-stub, and pcieport for PCIe ports), or no driver at all.
+func userDriver(drv string) bool {
+	switch drv {
+	case "", "vfio-pci", "pci-stub", "pcieport":
+		return true
+	}
+	return false
+}
 
 // notViableHint names the group members that keep the group from being
 // viable and how to release them.

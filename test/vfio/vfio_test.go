@@ -1,0 +1,126 @@
+package vfio
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/openiwarp/openiwarp/test/guest"
+)
+
+// scenario is one guest configuration and the in-guest tests that run in it.
+type scenario struct {
+	name    string
+	devices []string
+	append  []string
+	tests   []string // run in this order; each must PASS
+}
+
+var scenarios = []scenario{
+	{
+		name:    "vtd-edu",
+		devices: []string{"intel-iommu,intremap=on", "edu"},
+		append:  []string{"intel_iommu=on"},
+		tests: []string{"TestEduBind", "TestEduInfo", "TestEduRegisters", "TestEduDMA", "TestEduDMAHugePages",
+			"TestEduDMABlocked", "TestEduINTx", "TestEduMSI", "TestEduErrors", "TestEduDMAEntryLimit",
+			"TestEduMemlock", "TestEduClose"},
+	},
+	{
+		name:    "no-iommu",
+		devices: []string{"edu"},
+		tests:   []string{"TestNoIOMMU"},
+	},
+	{
+		name:    "vtd-without-intremap",
+		devices: []string{"intel-iommu,intremap=off", "edu"},
+		append:  []string{"intel_iommu=on"},
+		tests:   []string{"TestNoIntremap"},
+	},
+	{
+		// Behind a PCIe-to-PCI bridge every function shares the bridge's
+		// requester ID, so edu and the virtio RNG form one IOMMU group.
+		name: "shared-group",
+		devices: []string{"intel-iommu,intremap=on", "pcie-pci-bridge,id=pb,bus=pcie.0,addr=0x5",
+			"edu,bus=pb,addr=0x1", "virtio-rng-pci,bus=pb,addr=0x2"},
+		append: []string{"intel_iommu=on"},
+		tests:  []string{"TestNotViable"},
+	},
+}
+
+func TestVFIOInGuests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots QEMU guests")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+
+	// The in-guest tests, static, shared with the guests over 9p (so that
+	// the cached initramfs does not change with every edit of the tests).
+	share := t.TempDir()
+	build := exec.CommandContext(ctx, goTool(), "test", "-c", "-tags", "vfioguest", "-o", filepath.Join(share, "edu.test"), "./edu")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "building the in-guest tests: %s", out)
+
+	k, err := guest.FetchKernel(ctx, guest.KernelOptions{})
+	require.NoError(t, err)
+	initrd, err := guest.Image{Kernel: k, Modules: []string{"vfio_pci", "vfio_iommu_type1"}}.Build(ctx)
+	require.NoError(t, err)
+
+	logDir := logDir(t)
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			console := filepath.Join(logDir, sc.name+"-console.log")
+			vm, err := guest.Boot(ctx, guest.Config{Kernel: k, Initrd: initrd, Devices: sc.devices,
+				Append: sc.append, Share: share, ConsoleLog: console, MemoryMiB: 512})
+			require.NoError(t, err)
+			defer vm.Close()
+			res, err := vm.Run(ctx, "/mnt/host/edu.test", "-test.v", "-test.count=1",
+				"-test.run", "^("+strings.Join(sc.tests, "|")+")$")
+			t.Logf("guest %s (kernel %s), console in %s:\n%s", sc.name, vm.Kernel, console, res.Output)
+			require.NoError(t, err)
+			checkRan(t, string(res.Output), sc.tests)
+			require.NoError(t, vm.Shutdown(ctx))
+		})
+	}
+}
+
+var resultLine = regexp.MustCompile(`(?m)^--- (PASS|FAIL|SKIP): (\S+)`)
+
+// checkRan insists that every expected test ran and passed, in order, and
+// nothing else ran: a test that silently went missing fails the harness.
+func checkRan(t *testing.T, out string, want []string) {
+	t.Helper()
+	var got []string
+	for _, m := range resultLine.FindAllStringSubmatch(out, -1) {
+		require.Equal(t, "PASS", m[1], "%s", m[2])
+		got = append(got, m[2])
+	}
+	require.Equal(t, want, got, "in-guest tests that ran")
+}
+
+// logDir keeps the guests' consoles under build/ for a failed run.
+func logDir(t *testing.T) string {
+	root, err := exec.Command(goTool(), "env", "GOMOD").Output()
+	require.NoError(t, err)
+	d := filepath.Join(filepath.Dir(strings.TrimSpace(string(root))), "build", "vfio")
+	require.NoError(t, os.MkdirAll(d, 0o755))
+	return d
+}
+
+func goTool() string {
+	if p := filepath.Join(os.Getenv("GOROOT"), "bin", "go"); os.Getenv("GOROOT") != "" {
+		return p
+	}
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return "/usr/local/go/bin/go"
+}
