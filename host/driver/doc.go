@@ -1,0 +1,52 @@
+// Package driver is the host side of an openiwarp card: the Card interface
+// that every backend implements, and the registry that picks a backend by
+// name (database/sql style), so that the verbs layer runs unchanged on:
+//
+//   - "model": the golden protocol engine (golden/iwarp) acting as a card,
+//     pure Go, the default (package host/driver/model, always linked by
+//     host/verbs);
+//   - "sim": the same card with its MPA transmit and receive datapath
+//     replaced by the Verilated RTL, every output checked cycle by cycle
+//     against golden/cycle (package host/driver/sim, cgo; import it for
+//     its side effect to make "sim" available);
+//   - "vfio:<PCI address>": a board behind VFIO (a separate package that
+//     registers "vfio" the same way).
+//
+// # What a card is
+//
+// A Card has two views. The physical view is what a PCIe function offers:
+// 32/64-bit MMIO registers (Regs), memory the card reads and writes by DMA,
+// addressed by IOVA (DMA), and asynchronous events (Events). The
+// operational view is what the driver asks of the card: keep its STag
+// table (protection domains, memory regions; RegisterMR), create completion
+// queues (CreateCQ), and attach a queue pair to a connection's stream with
+// the MPA parameters negotiated on it (Attach), after which work requests
+// are posted to the QP and completions come out of its CQs.
+//
+// # The stream bridge
+//
+// The card's network side is a byte stream per connection (see the
+// offload split in ARCHITECTURE.md). The connection manager (host/verbs)
+// dials or accepts a kernel TCP socket, runs the MPA startup exchange on it
+// (golden/mpa: private data, markers, CRC, revision, reject), and hands the
+// socket and the negotiated mpa.Params to Card.Attach. A backend carries
+// its QP's stream port over that socket: the model and sim cards read and
+// write it directly (no extra copy); a board copies between its stream
+// rings and the socket. Either way the card talks to any iWARP peer on the
+// network.
+//
+// # Work requests and completions
+//
+// Work requests, completions and their status codes are the golden
+// engine's types (iwarp.SendWR, iwarp.RecvWR, iwarp.Completion with
+// iwarp.Status, modelled on ibv_send_wr, ibv_recv_wr, ibv_wc and
+// ibv_wc_status), and memory protection uses golden/iwarp/mem (PD, MR,
+// STag = lkey = rkey, Access), so every backend reports the same thing in
+// the same words. A backend with a hardware STag table keeps a mem.Table
+// as its host-side mirror and writes each entry to the card as well.
+//
+// Errors wrap the sentinels of this package (ErrUnknownCard, ErrClosed,
+// ErrInvalid) or the golden engine's (iwarp.ErrQueueFull,
+// iwarp.ErrInvalidWR, iwarp.ErrCQOverflow, iwarp.ErrClosed, ...), so callers
+// match them with errors.Is.
+package driver
