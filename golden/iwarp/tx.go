@@ -1,6 +1,7 @@
 package iwarp
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -102,7 +103,7 @@ func (ep *Endpoint) txLoop() {
 			ep.shutdown()
 			return
 		}
-		if err != nil {
+		if err != nil && !errors.Is(err, errAborted) {
 			ep.abort(&Error{Cause: rdmap.MPAConnectionLost, Msg: "sending", Err: err}, nil)
 		}
 	}
@@ -164,6 +165,9 @@ func (ep *Endpoint) segments(total uint64, hdrLen int, hdr func(dst []byte, off 
 	src func(dst []byte, off uint64, n int) ([]byte, error)) error {
 	maxPay := uint64(ddp.MaxPayload(ep.mulpdu, hdrLen))
 	for off := uint64(0); ; {
+		if ep.failed.Load() {
+			return errAborted // the stream failed: the Terminate goes next
+		}
 		n := min(maxPay, total-off)
 		last := off+n == total
 		ulp := hdr(ep.ulp[:0], off, last)
@@ -187,6 +191,9 @@ func (ep *Endpoint) segments(total uint64, hdrLen int, hdr func(dst []byte, off 
 		}
 	}
 }
+
+// errAborted stops a message whose stream has failed mid-way.
+var errAborted = errors.New("iwarp: stream failed while sending")
 
 // localFault is a local protection error found while gathering a WR's data.
 type localFault struct{ f mem.Fault }
