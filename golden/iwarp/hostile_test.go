@@ -2,8 +2,8 @@ package iwarp
 
 import (
 	"bytes"
-	"encoding/binary"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
