@@ -11,3 +11,16 @@ test-guest:
 	$(GO) test -race -count=1 -timeout 10m ./test/guest/...
 
 TEST_TARGETS += test-guest
+
+.PHONY: interop
+# Linux soft-iWARP (siw) in QEMU guests against openiwarp; regenerates the matrix.
+# Captures, console logs and reports: build/interop/<scenario>/.
+interop:
+	$(GO) test -race -count=1 -timeout 20m -v -run TestInterop ./test/interop -args -matrix $(CURDIR)/test/interop/MATRIX.md
+
+# The capture decoder's own tests (tshark, committed captures).
+.PHONY: test-interop-decode
+test-interop-decode:
+	$(GO) test -race -count=1 -run 'TestDecode' ./test/interop
+
+TEST_TARGETS += test-interop-decode interop

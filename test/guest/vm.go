@@ -283,6 +283,8 @@ type Proc struct {
 	mu      sync.Mutex
 	cond    chan struct{} // closed and replaced on every event
 	out     bytes.Buffer
+	stdout  bytes.Buffer
+	stderr  bytes.Buffer
 	started bool
 	done    bool
 	res     Result
@@ -292,7 +294,9 @@ type Proc struct {
 type Result struct {
 	Code   int    // exit status; -1 if killed by a signal or not started
 	Signal int    // the signal that killed it, or 0
-	Output []byte // combined stdout and stderr
+	Output []byte // stdout and stderr in arrival order
+	Stdout []byte
+	Stderr []byte
 	Err    string // why it could not run (not started, agent error)
 }
 
@@ -357,6 +361,11 @@ func (p *Proc) event(ev wire.Event) {
 		p.started = true
 	case wire.EvOut:
 		p.out.Write(ev.Data)
+		if ev.Fd == 2 {
+			p.stderr.Write(ev.Data)
+		} else {
+			p.stdout.Write(ev.Data)
+		}
 		if p.tee != nil {
 			_, _ = p.tee.Write(ev.Data)
 		}
@@ -426,16 +435,10 @@ func (p *Proc) Wait(ctx context.Context) (Result, error) {
 		kctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = p.waitFor(kctx, func() bool { return p.done })
 		cancel()
-		p.mu.Lock()
-		res := p.res
-		res.Output = append([]byte(nil), p.out.Bytes()...)
-		p.mu.Unlock()
+		res := p.result()
 		return res, fmt.Errorf("guest: %s: %w\n%s", strings.Join(p.Argv, " "), err, lastLines(string(res.Output), 20))
 	}
-	p.mu.Lock()
-	res := p.res
-	res.Output = append([]byte(nil), p.out.Bytes()...)
-	p.mu.Unlock()
+	res := p.result()
 	p.vm.mu.Lock()
 	delete(p.vm.procs, p.id)
 	p.vm.mu.Unlock()
@@ -443,6 +446,16 @@ func (p *Proc) Wait(ctx context.Context) (Result, error) {
 		return res, &ExitError{Argv: p.Argv, Result: res}
 	}
 	return res, nil
+}
+
+func (p *Proc) result() Result {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	res := p.res
+	res.Output = bytes.Clone(p.out.Bytes())
+	res.Stdout = bytes.Clone(p.stdout.Bytes())
+	res.Stderr = bytes.Clone(p.stderr.Bytes())
+	return res
 }
 
 // Signal sends sig to the program's process group.

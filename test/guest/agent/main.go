@@ -147,35 +147,54 @@ func (a *agent) start(req wire.Request) {
 	cmd.Env = append(os.Environ(), req.Env...)
 	cmd.Dir = req.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		a.send(wire.Event{ID: req.ID, Ev: wire.EvError, Err: "start: " + err.Error()})
-		return
+	// stdout and stderr stay apart: a program's buffered stdout would
+	// otherwise be cut by its unbuffered stderr.
+	var prs, pws [2]*os.File
+	for i := range prs {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			a.send(wire.Event{ID: req.ID, Ev: wire.EvError, Err: "start: " + err.Error()})
+			return
+		}
+		prs[i], pws[i] = pr, pw
 	}
-	cmd.Stdout, cmd.Stderr = pw, pw
+	closeAll := func(fs [2]*os.File) {
+		for _, f := range fs {
+			f.Close()
+		}
+	}
+	cmd.Stdout, cmd.Stderr = pws[0], pws[1]
 	if err := cmd.Start(); err != nil {
-		pr.Close()
-		pw.Close()
+		closeAll(prs)
+		closeAll(pws)
 		a.send(wire.Event{ID: req.ID, Ev: wire.EvError, Err: "start: " + err.Error()})
 		return
 	}
-	pw.Close()
+	closeAll(pws)
 	a.pmu.Lock()
 	a.procs[req.ID] = cmd.Process
 	a.pmu.Unlock()
 	a.send(wire.Event{ID: req.ID, Ev: wire.EvStarted, Pid: cmd.Process.Pid})
 	go func() {
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := pr.Read(buf)
-			if n > 0 {
-				a.send(wire.Event{ID: req.ID, Ev: wire.EvOut, Data: append([]byte(nil), buf[:n]...)})
-			}
-			if err != nil {
-				break
-			}
+		var wg sync.WaitGroup
+		for i, pr := range prs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := pr.Read(buf)
+					if n > 0 {
+						a.send(wire.Event{ID: req.ID, Ev: wire.EvOut, Fd: i + 1, Data: append([]byte(nil), buf[:n]...)})
+					}
+					if err != nil {
+						break
+					}
+				}
+				pr.Close()
+			}()
 		}
-		pr.Close()
+		wg.Wait()
 		ev := wire.Event{ID: req.ID, Ev: wire.EvExit}
 		if err := cmd.Wait(); err != nil {
 			var ee *exec.ExitError

@@ -19,7 +19,7 @@ const (
 const (
 	EvReady   = "ready"
 	EvStarted = "started"
-	EvOut     = "out"   // a chunk of combined stdout/stderr
+	EvOut     = "out"   // a chunk of output: Fd 1 (stdout) or 2 (stderr)
 	EvExit    = "exit"  // the process ended: Code, or Signal if killed
 	EvError   = "error" // the request failed: Err
 )
@@ -42,6 +42,7 @@ type Event struct {
 	Code   int    `json:"code,omitempty"`
 	Signal int    `json:"sig,omitempty"`
 	Pid    int    `json:"pid,omitempty"`
+	Fd     int    `json:"fd,omitempty"`
 	Err    string `json:"err,omitempty"`
 	Kernel string `json:"kernel,omitempty"` // EvReady: uname release
 }

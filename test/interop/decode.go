@@ -1,0 +1,210 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Decoded is what tshark made of a scenario's capture.
+type Decoded struct {
+	Requests, Replies int            // MPA startup frames
+	Revs              []int          // revision of each startup frame, in order
+	CRCFlags          []bool         // C bit of each startup frame
+	MarkerFlags       []bool         // M bit of each startup frame
+	RejectFlags       []bool         // R bit of each startup frame
+	FPDUs             int            // FPDUs decoded
+	Checked           int            // FPDUs whose CRC tshark verified (C negotiated)
+	Unchecked         int            // FPDUs of streams without CRC
+	CRCZero           int            // unchecked FPDUs whose CRC field is zero
+	CRCBad            int            // CRC errors tshark reported
+	Opcodes           map[string]int // RDMAP opcode name -> count
+	Terminates        int
+	Iwdump            string // iwdump's verdict ("" until checked)
+}
+
+// rdmapOpcodes are RFC 5040's names by opcode value.
+var rdmapOpcodes = map[int]string{0: "Write", 1: "ReadRequest", 2: "ReadResponse", 3: "Send",
+	4: "SendInvalidate", 5: "SendSE", 6: "SendSEInvalidate", 7: "Terminate"}
+
+// DecodeTshark decodes a pcap with tshark's iWARP dissectors (iwarp_mpa is a
+// heuristic TCP dissector, so no -d is needed) and counts what it saw.
+func DecodeTshark(ctx context.Context, pcap string) (*Decoded, error) {
+	fields := []string{"iwarp_mpa.req", "iwarp_mpa.rep", "iwarp_mpa.rev", "iwarp_mpa.crc_flag",
+		"iwarp_mpa.marker_flag", "iwarp_mpa.rej_flag", "iwarp_mpa.crc", "iwarp_mpa.crc_check",
+		"iwarp_rdma.opcode"}
+	args := []string{"-r", pcap, "-Y", "iwarp_mpa", "-T", "fields", "-E", "separator=|", "-E", "occurrence=a", "-E", "aggregator=;"}
+	for _, f := range fields {
+		args = append(args, "-e", f)
+	}
+	out, err := exec.CommandContext(ctx, "tshark", args...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("interop: tshark %s: %w", pcap, err)
+	}
+	d := &Decoded{Opcodes: map[string]int{}}
+	// The verdict of tshark's CRC check is only in the field's display
+	// text: "CRC check: 0x... (Bad CRC32, should be 0x...)".
+	detail, err := exec.CommandContext(ctx, "tshark", "-r", pcap, "-Y", "iwarp_mpa", "-O", "iwarp_mpa").Output()
+	if err != nil {
+		return nil, fmt.Errorf("interop: tshark %s: %w", pcap, err)
+	}
+	d.CRCBad = strings.Count(string(detail), "(Bad CRC32")
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if line == "" {
+			continue
+		}
+		f := strings.Split(line, "|")
+		for len(f) < len(fields) {
+			f = append(f, "")
+		}
+		if f[0] != "" || f[1] != "" {
+			if f[0] != "" {
+				d.Requests++
+			} else {
+				d.Replies++
+			}
+			rev, _ := strconv.Atoi(f[2])
+			d.Revs = append(d.Revs, rev)
+			d.CRCFlags = append(d.CRCFlags, isTrue(f[3]))
+			d.MarkerFlags = append(d.MarkerFlags, isTrue(f[4]))
+			d.RejectFlags = append(d.RejectFlags, isTrue(f[5]))
+			continue
+		}
+		// One TCP segment may carry several FPDUs: the fields repeat.
+		// tshark shows iwarp_mpa.crc (unchecked) when the stream
+		// negotiated no CRC, iwarp_mpa.crc_check (verified, with an
+		// expert message if wrong) when it did.
+		crcs, checks, ops := splitAgg(f[6]), splitAgg(f[7]), splitAgg(f[8])
+		for _, c := range crcs {
+			d.FPDUs++
+			d.Unchecked++
+			if v, _ := strconv.ParseUint(strings.TrimPrefix(c, "0x"), 16, 32); v == 0 {
+				d.CRCZero++
+			}
+		}
+		d.FPDUs += len(checks)
+		d.Checked += len(checks)
+		for _, o := range ops {
+			n, err := strconv.ParseUint(strings.TrimPrefix(o, "0x"), 16, 8)
+			if err != nil {
+				continue
+			}
+			name := rdmapOpcodes[int(n)]
+			if name == "" {
+				name = "op" + o
+			}
+			d.Opcodes[name]++
+			if name == "Terminate" {
+				d.Terminates++
+			}
+		}
+	}
+	return d, nil
+}
+
+func isTrue(s string) bool { return s == "1" || s == "True" || s == "true" }
+
+func splitAgg(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ";")
+}
+
+// String is a one-line summary for logs and the matrix.
+func (d *Decoded) String() string {
+	ops := make([]string, 0, len(d.Opcodes))
+	for k, v := range d.Opcodes {
+		ops = append(ops, fmt.Sprintf("%s=%d", k, v))
+	}
+	sort.Strings(ops)
+	return fmt.Sprintf("MPA req=%d rep=%d rev=%v C=%v M=%v R=%v; FPDUs=%d (CRC checked good=%d bad=%d; no CRC=%d, zero=%d); %s",
+		d.Requests, d.Replies, d.Revs, d.CRCFlags, d.MarkerFlags, d.RejectFlags, d.FPDUs,
+		d.Checked-d.CRCBad, d.CRCBad, d.Unchecked, d.CRCZero, strings.Join(ops, " "))
+}
+
+// Expect is what a scenario's capture must show.
+type Expect struct {
+	Rev     int            // MPA revision of every startup frame (0: don't check)
+	CRC     bool           // CRCs on: every FPDU's CRC non-zero and correct; off: all zero
+	Reject  bool           // the Reply has R=1 and no FPDU follows
+	Markers bool           // the Request asked for markers
+	MinOps  map[string]int // at least this many of each RDMAP opcode
+}
+
+// Check compares a decoded capture with what the scenario expects.
+func (d *Decoded) Check(e Expect) error {
+	var errs []string
+	if d.Requests < 1 || d.Replies < 1 {
+		errs = append(errs, fmt.Sprintf("want an MPA Request and Reply, saw %d and %d", d.Requests, d.Replies))
+	}
+	for i, r := range d.Revs {
+		if e.Rev != 0 && r != e.Rev {
+			errs = append(errs, fmt.Sprintf("startup frame %d has Rev %d, want %d", i, r, e.Rev))
+		}
+	}
+	if len(d.MarkerFlags) > 0 && d.MarkerFlags[0] != e.Markers {
+		errs = append(errs, fmt.Sprintf("Request M=%v, want %v", d.MarkerFlags[0], e.Markers))
+	}
+	rejected := false
+	for i, r := range d.RejectFlags {
+		if r && i > 0 {
+			rejected = true
+		}
+	}
+	if rejected != e.Reject {
+		errs = append(errs, fmt.Sprintf("Reply R=%v, want %v", rejected, e.Reject))
+	}
+	if e.Reject && d.FPDUs > 0 {
+		errs = append(errs, fmt.Sprintf("%d FPDUs after a rejected startup", d.FPDUs))
+	}
+	if !e.Reject {
+		if e.CRC && (d.Unchecked > 0 || d.CRCBad > 0 || d.Checked == 0) {
+			errs = append(errs, fmt.Sprintf("CRC on: %d FPDUs checked, %d bad, %d without CRC", d.Checked, d.CRCBad, d.Unchecked))
+		}
+		if !e.CRC && (d.Checked > 0 || d.CRCZero != d.FPDUs) {
+			errs = append(errs, fmt.Sprintf("CRC off: %d of %d FPDUs carry a CRC", d.FPDUs-d.CRCZero, d.FPDUs))
+		}
+		if d.Terminates > 0 {
+			errs = append(errs, fmt.Sprintf("%d Terminate messages", d.Terminates))
+		}
+	}
+	for op, n := range e.MinOps {
+		if d.Opcodes[op] < n {
+			errs = append(errs, fmt.Sprintf("%s: saw %d, want at least %d", op, d.Opcodes[op], n))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("interop: capture: %s (decoded: %s)", strings.Join(errs, "; "), d)
+	}
+	return nil
+}
+
+// checkIwdump decodes the capture with the project's own decoder,
+// cmd/iwdump, when the tree has it. It returns a short status for the
+// matrix.
+func checkIwdump(ctx context.Context, pcap string, e Expect) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(root, "cmd", "iwdump")); err != nil {
+		return "n/a (cmd/iwdump not in the tree yet)", nil
+	}
+	return "n/a (iwdump -json check not wired yet)", nil
+}
+
+// moduleRoot is the repository root (two levels above this file).
+func moduleRoot() (string, error) {
+	_, self, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("interop: cannot locate the source tree")
+	}
+	return filepath.Clean(filepath.Join(filepath.Dir(self), "..", "..")), nil
+}

@@ -1,0 +1,70 @@
+package interop
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+)
+
+var (
+	resultsFlag = flag.String("results", "", "directory for captures, console logs and reports (default: <repo>/build/interop)")
+	matrixFlag  = flag.String("matrix", "", "write the interoperability matrix (Markdown) to this file")
+	onlyFlag    = flag.String("only", "", "run only the scenarios whose name matches this regexp")
+)
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) { l.t.Log(string(p)); return len(p), nil }
+
+// TestInterop runs every scenario against real Linux siw in QEMU guests.
+func TestInterop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots QEMU guests")
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := *resultsFlag
+	if results == "" {
+		results = filepath.Join(root, "build", "interop")
+	}
+	var only *regexp.Regexp
+	if *onlyFlag != "" {
+		only = regexp.MustCompile(*onlyFlag)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	h, err := NewHarness(ctx, results, testLog{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := h.Close(); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	}()
+	var all []Result
+	for _, s := range Scenarios() {
+		if only != nil && !only.MatchString(s.Name) {
+			continue
+		}
+		t.Run(s.Name, func(t *testing.T) {
+			r := h.Run(ctx, s)
+			all = append(all, r)
+			t.Logf("%s: %s in %s; capture: %s; iwdump: %s", r.Name, r.Status, r.Elapsed.Round(time.Millisecond), r.Decoded, r.Iwdump)
+			if r.Status != "pass" {
+				t.Errorf("%s: %s: %s (kept in %s)", r.Name, r.Status, r.Detail, r.Dir)
+			}
+		})
+	}
+	if *matrixFlag != "" {
+		if err := os.WriteFile(*matrixFlag, []byte(Matrix(all, NotDone())), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
