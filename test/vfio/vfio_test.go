@@ -30,7 +30,7 @@ var scenarios = []scenario{
 		append:  []string{"intel_iommu=on"},
 		tests: []string{"TestEduBind", "TestEduInfo", "TestEduRegisters", "TestEduDMA", "TestEduDMAHugePages",
 			"TestEduDMABlocked", "TestEduINTx", "TestEduMSI", "TestEduErrors", "TestEduDMAEntryLimit",
-			"TestEduMemlock", "TestEduClose"},
+			"TestEduMemlock", "TestEduClose", "TestEduCard"},
 	},
 	{
 		name:    "no-iommu",

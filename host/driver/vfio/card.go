@@ -1,0 +1,199 @@
+package vfio
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+	"github.com/openiwarp/openiwarp/golden/mpa"
+	"github.com/openiwarp/openiwarp/host/driver"
+)
+
+// The "vfio" backend of host/driver: driver.Open("vfio:0000:03:00.0") opens
+// the board at that address (import this package for its side effect).
+func init() { driver.Register("vfio", openCard) }
+
+// Card is the board backend: the generic VFIO layer under the Card
+// interface. Its physical view is complete: Regs is BAR0 through the
+// mmapped accessors, DMA hands out IOMMU-mapped buffers, Info names the
+// device. Its operational view (STag table, CQs, QPs) is what the card's
+// register map will define: until the map describes those registers, those
+// methods fail with ErrNotSupported, saying so, rather than pretend.
+type Card struct {
+	name   string
+	dev    *Device
+	bar    *BAR
+	events chan driver.Event
+
+	mu     sync.Mutex
+	bufs   map[uint64]*DMABuffer
+	closed bool
+}
+
+func openCard(name, arg string) (driver.Card, error) {
+	if arg == "" {
+		return nil, fmt.Errorf("%w: the vfio card needs a PCI address, e.g. vfio:0000:03:00.0", driver.ErrInvalid)
+	}
+	dev, err := Open(arg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Card{name: name, dev: dev, events: make(chan driver.Event, 64), bufs: map[uint64]*DMABuffer{}}
+	if err := dev.EnableBusMaster(); err != nil {
+		dev.Close()
+		return nil, err
+	}
+	if c.bar, err = dev.MapBAR(0); err != nil {
+		dev.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Device is the VFIO device under the card.
+func (c *Card) Device() *Device { return c.dev }
+
+// Info describes the board.
+func (c *Card) Info() driver.Info {
+	return driver.Info{
+		Name: c.name,
+		Kind: "vfio",
+		Detail: fmt.Sprintf("board %s [%04x:%04x] through VFIO, IOMMU group %d, BAR0 %d KiB",
+			c.dev, c.dev.pci.Vendor, c.dev.pci.DeviceID, c.dev.IOMMUGroup(), c.bar.Size()>>10),
+	}
+}
+
+// Regs is BAR0.
+func (c *Card) Regs() driver.Regs { return cardRegs{c} }
+
+// DMA allocates IOMMU-mapped buffers.
+func (c *Card) DMA() driver.DMA { return cardDMA{c} }
+
+// Events delivers asynchronous events; the board raises none until its
+// register map defines the interrupt causes.
+func (c *Card) Events() <-chan driver.Event { return c.events }
+
+// errNoRegisterMap explains the operational methods.
+func (c *Card) errNoRegisterMap(what string) error {
+	if err := c.live(); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: vfio card %s: %s needs the board's register map, which does not define it yet",
+		ErrNotSupported, c.dev, what)
+}
+
+// AllocPD, RegisterMR, DeregisterMR, CreateCQ and Attach drive the card's
+// STag table and queues: see Card.
+func (c *Card) AllocPD() (*mem.PD, error) { return nil, c.errNoRegisterMap("a protection domain") }
+func (c *Card) RegisterMR(*mem.PD, []byte, uint64, mem.Access, uint32) (*mem.MR, error) {
+	return nil, c.errNoRegisterMap("the STag table")
+}
+func (c *Card) DeregisterMR(*mem.MR) error { return c.errNoRegisterMap("the STag table") }
+func (c *Card) CreateCQ(int) (driver.CQ, error) {
+	return nil, c.errNoRegisterMap("a completion queue")
+}
+func (c *Card) Attach(conn net.Conn, _ mpa.Params, _ driver.QPConfig) (driver.QP, error) {
+	return nil, c.errNoRegisterMap("a queue pair")
+}
+
+func (c *Card) live() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("%w: vfio card %s", driver.ErrClosed, c.dev)
+	}
+	return nil
+}
+
+// Close frees the card's DMA buffers and closes the device.
+func (c *Card) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	bufs := c.bufs
+	c.bufs = nil
+	c.mu.Unlock()
+	var errs []error
+	for _, b := range bufs {
+		errs = append(errs, b.Free())
+	}
+	errs = append(errs, c.dev.Close())
+	close(c.events)
+	return errors.Join(errs...)
+}
+
+// cardErr maps this package's errors onto the driver's sentinels, keeping
+// both matchable.
+func cardErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrClosed):
+		return fmt.Errorf("%w: %w", driver.ErrClosed, err)
+	case errors.Is(err, ErrOutOfRange):
+		return fmt.Errorf("%w: %w", driver.ErrInvalid, err)
+	}
+	return err
+}
+
+type cardRegs struct{ c *Card }
+
+func (r cardRegs) Read32(off uint32) (uint32, error) {
+	v, err := r.c.bar.Read32(uint64(off))
+	return v, cardErr(err)
+}
+
+func (r cardRegs) Write32(off uint32, v uint32) error {
+	return cardErr(r.c.bar.Write32(uint64(off), v))
+}
+
+func (r cardRegs) Read64(off uint32) (uint64, error) {
+	v, err := r.c.bar.Read64(uint64(off))
+	return v, cardErr(err)
+}
+
+func (r cardRegs) Write64(off uint32, v uint64) error {
+	return cardErr(r.c.bar.Write64(uint64(off), v))
+}
+
+type cardDMA struct{ c *Card }
+
+func (d cardDMA) Alloc(n int) (*driver.Buffer, error) {
+	if err := d.c.live(); err != nil {
+		return nil, err
+	}
+	b, err := d.c.dev.AllocDMA(n)
+	if err != nil {
+		return nil, cardErr(err)
+	}
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	if d.c.closed {
+		b.Free()
+		return nil, fmt.Errorf("%w: vfio card %s", driver.ErrClosed, d.c.dev)
+	}
+	d.c.bufs[b.IOVA()] = b
+	return &driver.Buffer{Bytes: b.Bytes(), IOVA: b.IOVA()}, nil
+}
+
+func (d cardDMA) Free(buf *driver.Buffer) error {
+	if buf == nil {
+		return fmt.Errorf("%w: nil DMA buffer", driver.ErrInvalid)
+	}
+	d.c.mu.Lock()
+	b, ok := d.c.bufs[buf.IOVA]
+	if ok && b.Len() == len(buf.Bytes) {
+		delete(d.c.bufs, buf.IOVA)
+	}
+	d.c.mu.Unlock()
+	if !ok || b.Len() != len(buf.Bytes) {
+		return fmt.Errorf("%w: buffer at IOVA %#x is not a live DMA buffer of this card", driver.ErrInvalid, buf.IOVA)
+	}
+	buf.Bytes = nil
+	return b.Free()
+}
