@@ -1,0 +1,118 @@
+package iwarp
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/openiwarp/openiwarp/golden/ddp"
+	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+	"github.com/openiwarp/openiwarp/golden/mpa"
+	"github.com/openiwarp/openiwarp/golden/rdmap"
+)
+
+// fuzzSTag in a fuzz input stands for the victim's registered STag, which
+// is random per run.
+const fuzzSTag = 0xAAAAAAAA
+
+// fuzzSegments splits a fuzz input into ULPDUs: each is a 1-byte length
+// (plus 18, so headers fit often) and that many bytes.
+func fuzzSegments(b []byte) [][]byte {
+	var out [][]byte
+	for len(b) > 0 {
+		n := min(int(b[0])+1, len(b)-1)
+		if n <= 0 {
+			break
+		}
+		out = append(out, b[1:1+n])
+		b = b[1+n:]
+	}
+	return out
+}
+
+func fuzzSeed(segs ...[]byte) []byte {
+	var b []byte
+	for _, s := range segs {
+		b = append(b, byte(len(s)-1))
+		b = append(b, s...)
+	}
+	return append([]byte{0}, b...)
+}
+
+// FuzzReceive feeds an endpoint arbitrary FPDU streams, framed (mode 0) or
+// raw bytes (mode 1), and checks that it never panics, hangs or leaks, and
+// never writes outside its registered region.
+func FuzzReceive(f *testing.F) {
+	f.Add(fuzzSeed(write(fuzzSTag, targetVA, true, []byte("hello"))))
+	f.Add(fuzzSeed(write(fuzzSTag, targetVA+targetLen-2, true, []byte("hello"))))
+	f.Add(fuzzSeed(untagged(rdmap.OpSend, 0, 1, 0, false, 0, []byte("ab")), untagged(rdmap.OpSend, 0, 1, 2, true, 0, []byte("cd"))))
+	f.Add(fuzzSeed(readReq(1, rdmap.ReadRequestFields{SinkSTag: 1, Size: 16, SrcSTag: fuzzSTag, SrcTO: targetVA})))
+	f.Add(fuzzSeed((&rdmap.Terminate{Cause: rdmap.DDPInvalidQN, M: true, D: true, DDPHeader: make([]byte, 18)}).AppendMessage(nil, 1, 1, 1)))
+	f.Add(fuzzSeed(untagged(rdmap.OpSendInvalidate, 0, 1, 0, true, fuzzSTag, []byte("x"))))
+	f.Add(append([]byte{1}, []byte("\x00\x10garbage-garbage-garbage")...))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) == 0 {
+			return
+		}
+		mine, theirs := net.Pipe()
+		p := mpa.Params{Initiator: true, Rev: mpa.Rev1, CRC: true}
+		tab := mem.NewTable()
+		pd := tab.AllocPD()
+		cq := NewCQ(64)
+		ep, err := New(mine, p, Config{PD: pd, SendCQ: cq, RecvCQ: cq, IRD: 2, Linger: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		arena := make([]byte, 2*guard+targetLen)
+		for i := range arena {
+			arena[i] = 0xAA
+		}
+		mr, _ := pd.RegisterMR(arena[guard:guard+targetLen:guard+targetLen], targetVA, all, ep.QPN())
+		recv := make([]byte, 3*guard)
+		for i := range recv {
+			recv[i] = 0xAA
+		}
+		rmr, _ := pd.RegisterMR(recv[guard:2*guard:2*guard], 0, mem.LocalWrite, 0)
+		ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{0, 100, rmr.STag}}}, RecvWR{ID: 2, SGL: []SGE{{100, 156, rmr.STag}}})
+		go io.Copy(io.Discard, theirs)
+
+		var stream []byte
+		if in[0]%2 == 1 {
+			stream = in[1:]
+		} else {
+			fr := p.Framer()
+			for _, s := range fuzzSegments(in[1:]) {
+				s = append([]byte(nil), s...)
+				if len(s) >= ddp.TaggedHeaderLen && ddp.Control(s[0]).Tagged() && binary.BigEndian.Uint32(s[2:]) == fuzzSTag {
+					binary.BigEndian.PutUint32(s[2:], uint32(mr.STag))
+				}
+				if len(s) >= 46 && !ddp.Control(s[0]).Tagged() && binary.BigEndian.Uint32(s[34:]) == fuzzSTag {
+					binary.BigEndian.PutUint32(s[34:], uint32(mr.STag))
+				}
+				if len(s) >= 18 && !ddp.Control(s[0]).Tagged() && binary.BigEndian.Uint32(s[2:]) == fuzzSTag {
+					binary.BigEndian.PutUint32(s[2:], uint32(mr.STag))
+				}
+				stream, _ = fr.AppendFPDU(stream, s)
+			}
+		}
+		theirs.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		theirs.Write(stream)
+		theirs.Close()
+		select {
+		case <-ep.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("endpoint did not finish")
+		}
+		ep.Close()
+		for i := 0; i < guard; i++ {
+			if arena[i] != 0xAA || arena[len(arena)-1-i] != 0xAA {
+				t.Fatalf("write outside the region at guard byte %d", i)
+			}
+			if recv[i] != 0xAA || recv[len(recv)-1-i] != 0xAA {
+				t.Fatalf("write outside the receive buffer at guard byte %d", i)
+			}
+		}
+	})
+}
