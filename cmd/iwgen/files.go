@@ -10,6 +10,11 @@ import (
 	"github.com/openiwarp/openiwarp/hw/gen"
 )
 
+// RegMapRoot, when not empty, is the repository root under which Files also
+// renders the register maps (docs/regmap.md, host/driver/regs/regs.go);
+// main sets it from -regmap-root.
+var RegMapRoot string
+
 // File is one generated file.
 type File struct {
 	Path string
@@ -38,6 +43,15 @@ func Files(rtl, ports string) ([]File, error) {
 				return nil, fmt.Errorf("generating %s: %w", out.path, err)
 			}
 			files = append(files, File{Path: out.path, Data: b.Bytes()})
+		}
+	}
+	if RegMapRoot != "" {
+		rms, err := gen.RegMapFiles()
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range rms {
+			files = append(files, File{Path: filepath.Join(RegMapRoot, f.Path), Data: f.Data})
 		}
 	}
 	return files, nil

@@ -25,6 +25,7 @@ func main() {
 	ports := flag.String("ports", "hw/sim/ports", "directory for the co-simulation port lists")
 	check := flag.Bool("check", false, "compare with the files on disk instead of writing; exit 1 on any difference")
 	list := flag.Bool("list", false, "print the module names and exit")
+	flag.StringVar(&RegMapRoot, "regmap-root", ".", "repository root for the register-map outputs (docs/regmap.md, host/driver/regs); empty: skip them")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: iwgen [flags]\n\nGenerates the RTL of every openiwarp block from hw/gen.\n\n")
 		flag.PrintDefaults()
