@@ -5,6 +5,10 @@
 # run in test-go. The full log goes to build/vfio-test.log, the guests'
 # consoles to build/vfio/.
 
+# What the guests need (test/guest boots them): QEMU with VT-d and edu, busybox,
+# kmod for module dependencies, xz to unpack the kernel.
+DEBIAN_PACKAGES += qemu-system-x86 busybox-static kmod xz-utils
+
 .PHONY: test-vfio
 test-vfio:
 	@mkdir -p build

@@ -27,6 +27,7 @@ type BAR struct {
 	info   RegionInfo
 	base   unsafe.Pointer // start of the BAR in this process (size info.Size)
 	areas  []SparseArea   // the mmapped parts
+	ro     bool           // mapped read-only: stores go to the file, which refuses them
 	closed atomic.Bool
 }
 
@@ -72,7 +73,7 @@ func (d *Device) mapBAR(index int, ri RegionInfo) (*BAR, error) {
 	if ri.Writable() {
 		prot |= unix.PROT_WRITE
 	}
-	b := &BAR{d: d, index: index, info: ri, areas: areas}
+	b := &BAR{d: d, index: index, info: ri, areas: areas, ro: !ri.Writable()}
 	if len(areas) == 1 && areas[0].Offset == 0 && areas[0].Size == ri.Size {
 		b.base, err = unix.MmapPtr(d.fd, int64(ri.Offset), nil, uintptr(ri.Size), prot, unix.MAP_SHARED)
 		if err != nil {
@@ -182,12 +183,13 @@ func (r Reg32) Load() uint32 {
 	return binary.LittleEndian.Uint32(buf[:])
 }
 
-// Store writes the register (dropped once the BAR is closed).
+// Store writes the register (dropped once the BAR is closed, and refused
+// by the kernel if the BAR is read-only).
 func (r Reg32) Store(v uint32) {
 	if r.b == nil || r.b.closed.Load() {
 		return
 	}
-	if r.p != nil {
+	if r.p != nil && !r.b.ro {
 		mmioStore32(r.p, v)
 		return
 	}
@@ -216,7 +218,7 @@ func (r Reg64) Store(v uint64) {
 	if r.b == nil || r.b.closed.Load() {
 		return
 	}
-	if r.p != nil {
+	if r.p != nil && !r.b.ro {
 		mmioStore64(r.p, v)
 		return
 	}
@@ -252,9 +254,19 @@ func (b *BAR) Read32(off uint64) (uint32, error) {
 func (b *BAR) Write32(off uint64, v uint32) error {
 	r, err := b.Reg32(off)
 	if err == nil {
+		err = b.checkWritable(off)
+	}
+	if err == nil {
 		r.Store(v)
 	}
 	return err
+}
+
+func (b *BAR) checkWritable(off uint64) error {
+	if b.ro {
+		return newErr("write", b.d.String(), ErrOutOfRange, fmt.Sprintf("BAR%d is read-only (offset %#x)", b.index, off), nil)
+	}
+	return nil
 }
 
 // Read64 reads the 64-bit register at off.
@@ -269,6 +281,9 @@ func (b *BAR) Read64(off uint64) (uint64, error) {
 // Write64 writes the 64-bit register at off.
 func (b *BAR) Write64(off uint64, v uint64) error {
 	r, err := b.Reg64(off)
+	if err == nil {
+		err = b.checkWritable(off)
+	}
 	if err == nil {
 		r.Store(v)
 	}

@@ -105,6 +105,24 @@ func TestBARWholeMapping(t *testing.T) {
 	assert.Equal(t, uint32(7), r.Load())
 }
 
+func TestBARReadOnly(t *testing.T) {
+	d := memfdDevice(t, 0x1000)
+	_, err := unix.Pwrite(d.fd, []byte{1, 2, 3, 4}, 0x10)
+	require.NoError(t, err)
+	b, err := d.mapBAR(0, RegionInfo{Flags: regionFlagRead | regionFlagMmap, Size: 0x1000})
+	require.NoError(t, err)
+	defer b.Close()
+	v, err := b.Read32(0x10)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(0x04030201), v)
+	assert.ErrorIs(t, b.Write32(0x10, 0), ErrOutOfRange)
+	assert.ErrorIs(t, b.Write64(0x10, 0), ErrOutOfRange)
+	r, err := b.Reg32(0x10)
+	require.NoError(t, err)
+	r.Store(0xffffffff) // through the file, not the read-only mapping: no fault
+	assert.Equal(t, uint32(0xffffffff), r.Load(), "a memfd accepts the write; vfio-pci refuses it")
+}
+
 func TestBARNotMappable(t *testing.T) {
 	d := memfdDevice(t, 0x1000)
 	_, err := d.mapBAR(1, RegionInfo{Index: 1})
