@@ -11,5 +11,12 @@ func Blocks() ([]*Module, error) {
 		}
 		mods = append(mods, m)
 	}
+	for _, w := range PlacementWidths {
+		m, err := Placement(PlacementDefault(w))
+		if err != nil {
+			return nil, err
+		}
+		mods = append(mods, m)
+	}
 	return mods, nil
 }

@@ -1,0 +1,476 @@
+package gen
+
+import (
+	"fmt"
+	"math/big"
+	"math/bits"
+)
+
+// PlacementWidths lists the data widths the project ships for the
+// placement engine.
+var PlacementWidths = []int{64, 512}
+
+// PlacementConfig sizes one placement engine.
+type PlacementConfig struct {
+	Width      int // AXI-Stream data width in bits: 64 to 512, a power of two
+	TableDepth int // STag table entries (a power of two, at most 2^24)
+	PBLDepth   int // page-list slots (a power of two, at most 2^16)
+}
+
+// PlacementDefault is the shipped configuration at a given width: a
+// 4096-entry STag table and 4096 page-list slots.
+func PlacementDefault(width int) PlacementConfig {
+	return PlacementConfig{Width: width, TableDepth: 4096, PBLDepth: 4096}
+}
+
+// Placement destinations of a segment (the dest field of the pipeline).
+const (
+	PlaceDrop = 0 // nothing leaves the block (a valid zero-length tagged segment)
+	PlaceDMA  = 1 // tagged, checked: DMA writes
+	PlaceHost = 2 // untagged, header-checked: the host-bound queue
+	PlaceTerm = 3 // failed a check: one Terminate event, nothing written
+)
+
+// Terminate causes (Layer<<12 | EType<<8 | Code) the engine reports: RFC 5041
+// §7.2 and RFC 5040 Fig. 9, as in the digest's receive-side error matrix
+// (§3.7). Written here from the spec, not from golden/rdmap: the
+// co-simulation checks them against the golden model.
+const (
+	causeDDPInvalidSTag       = 0x1100
+	causeDDPBaseBounds        = 0x1101
+	causeDDPNotAssociated     = 0x1102
+	causeDDPTOWrap            = 0x1103
+	causeDDPTaggedVersion     = 0x1104
+	causeDDPInvalidQN         = 0x1201
+	causeDDPUntaggedVersion   = 0x1206
+	causeRDMAPInvalidVersion  = 0x0205
+	causeRDMAPUnexpectedOpcod = 0x0206
+)
+
+// Header sizes (RFC 5041 §4.2, §4.3) and the header copy the engine keeps.
+const (
+	taggedHdr   = 14
+	untaggedHdr = 18
+	// PlacementHdrBytes is the length of the ULPDU prefix the engine hands to
+	// the host with untagged segments and with Terminate events: an untagged
+	// DDP header (a tagged one is its first 14 bytes).
+	PlacementHdrBytes = untaggedHdr
+)
+
+// PlacementLatency is the number of cycles from the acceptance of a beat to
+// the cycle its output (if any) is first shown, when nothing stalls and the
+// beat is not held (see the block documentation).
+const PlacementLatency = 3
+
+func log2(n int) int { return bits.Len(uint(n)) - 1 }
+
+// Placement builds placement_w<width>: the receive-side DDP/RDMAP placement
+// engine with its STag table.
+func Placement(cfg PlacementConfig) (*Module, error) {
+	W := cfg.Width
+	if W < 64 || W > 512 || W&(W-1) != 0 {
+		return nil, fmt.Errorf("%w: placement data width %d (need a power of two from 64 to 512)", ErrInvalid, W)
+	}
+	if cfg.TableDepth < 2 || cfg.TableDepth > 1<<24 || cfg.TableDepth&(cfg.TableDepth-1) != 0 ||
+		cfg.PBLDepth < 2 || cfg.PBLDepth > 1<<16 || cfg.PBLDepth&(cfg.PBLDepth-1) != 0 {
+		return nil, fmt.Errorf("%w: placement table depth %d, page list depth %d (powers of two up to 2^24 and 2^16)", ErrInvalid, cfg.TableDepth, cfg.PBLDepth)
+	}
+	L := W / 8
+	LB := log2(L)
+	IW := log2(cfg.TableDepth)
+	PW := log2(cfg.PBLDepth)
+	rm := PlacementRegMap()
+	if err := rm.Validate(); err != nil {
+		return nil, err
+	}
+	m := NewModule(fmt.Sprintf("placement_w%d", W),
+		"RFC 5041 §4, §7 (tagged and untagged checks, Terminate causes); RFC 5040 §4.1-4.2, §8.1.1 #1-#6 (opcodes, versions, memory protection); digest ddp-rdmap.md §3.7, §4.2",
+		fmt.Sprintf("Receive-side DDP/RDMAP placement engine, %d-bit data (%d byte lanes), with a %d-entry STag table and a %d-slot page list. Input: one ULPDU (DDP segment) per AXI-Stream frame from mpa_rx, with its connection sideband (s_axis_tuser_*) on every beat: len is the ULPDU length (the MPA ULPDU_Length), qp and pd the connection and its protection domain, rev 1 for RFC 5040/5041 (DV = RV = 1) and 0 for the RDMA Consortium versions (MPA revision 0). Bytes at or past len are ignored (never written, read as zero).", W, L, cfg.TableDepth, cfg.PBLDepth),
+		"Checks, in the order of the golden engine: a ULPDU shorter than its DDP header or with the wrong DV is a DDP Invalid DDP version (1/1/0x04 tagged, 1/2/0x06 untagged); wrong RV is RDMAP Invalid RDMAP version (0/2/0x05); an untagged QN above 2 is DDP Invalid QN (1/2/0x01); an opcode that is reserved or does not fit T/QN is RDMAP Unexpected OpCode (0/2/0x06). A tagged segment with payload then passes the STag check of golden/iwarp/mem.Check: index in the table, valid, key (else 1/1/0x00); PD and stream (else 1/1/0x02); remote write right for an RDMA Write, local write for a Read Response (else 1/1/0x00, DDP has no rights code); TO + length wraps 2^64 (1/1/0x03); inside [BASE, BASE+LEN) (else 1/1/0x01). A zero-length tagged segment is not checked and writes nothing.",
+		fmt.Sprintf("Outputs. m_dma: one write per %d-byte aligned host block (address, data, byte strobes; data lanes without a strobe read zero), one per cycle, never crossing a 4 KiB page, only for a tagged segment that passed every check, and only inside the checked range. m_host: untagged segments that passed the header checks, beat for beat as they came in (bytes past len zeroed and not kept), with the connection and the parsed untagged header (opcode, L flag, QN, MSN, MO, Invalidate STag) on the last beat. m_term: one event per failed segment, on its last beat: the Terminate cause (Layer, EType, Code), the M/D/R flags of RFC 5040 Fig. 10, the segment length and the first %d bytes of the ULPDU (the DDP header the Terminate copies). A failed segment writes nothing at all. All output data is zero when its valid is low.", L, PlacementHdrBytes),
+		fmt.Sprintf("Timing: a 4-stage pipeline (input register, decision, realignment, output register) that advances when the output register is empty or the channel its content is for is ready; s_axis_tready is that condition, low for one cycle while a segment's last partial host block is written (when its payload ends in the block after its last input beat), and low until init_done. %s The STag table is read when a segment's first beat leaves the input register, so a commit made before the first beat is accepted is seen. After reset the table's valid bits are cleared, one entry per cycle, before init_done rises.", holdDoc(L)),
+	)
+	m.Clock()
+	m.ResetPort()
+	tdata := m.Input("s_axis_tdata", W, "ULPDU bytes, lane 0 (bits 7:0) first on the wire")
+	tkeep := m.Input("s_axis_tkeep", L, "lanes in use, contiguous from lane 0; all but the last beat are full")
+	tvalid := m.Input("s_axis_tvalid", 1, "")
+	tready := m.Output("s_axis_tready", 1, "")
+	tlast := m.Input("s_axis_tlast", 1, "last beat of the ULPDU")
+	uLen := m.Input("s_axis_tuser_len", 16, "ULPDU length (MPA ULPDU_Length), on every beat of the frame")
+	uQP := m.Input("s_axis_tuser_qp", 32, "connection (stream) id")
+	uPD := m.Input("s_axis_tuser_pd", 32, "protection domain of the connection")
+	uRev := m.Input("s_axis_tuser_rev", 1, "1: DDP/RDMAP version 1 (RFC 5040/5041); 0: RDMA Consortium version 0")
+	regWr := m.Input("reg_wr_valid", 1, "register write strobe")
+	regAddr := m.Input("reg_wr_addr", rm.AddrBits, "register byte address (docs/regmap.md)")
+	regData := m.Input("reg_wr_data", 32, "register write data")
+	initDone := m.Output("init_done", 1, "the STag table is cleared and usable")
+	dmaAddr := m.Output("m_dma_addr", 64, "host address of the block, a multiple of the data width in bytes")
+	dmaData := m.Output("m_dma_data", W, "block data, lane i at address + i")
+	dmaStrb := m.Output("m_dma_strb", L, "byte strobes")
+	dmaValid := m.Output("m_dma_valid", 1, "")
+	dmaReady := m.Input("m_dma_ready", 1, "")
+	hData := m.Output("m_host_tdata", W, "untagged ULPDU bytes")
+	hKeep := m.Output("m_host_tkeep", L, "lanes in use (bytes before len)")
+	hLast := m.Output("m_host_tlast", 1, "")
+	hValid := m.Output("m_host_tvalid", 1, "")
+	hReady := m.Input("m_host_tready", 1, "")
+	hQP := m.Output("m_host_qp", 32, "connection id, every beat")
+	hLen := m.Output("m_host_len", 16, "ULPDU length, every beat")
+	hOp := m.Output("m_host_opcode", 4, "RDMAP opcode, last beat")
+	hDDPLast := m.Output("m_host_last", 1, "DDP L flag (last segment of the message), last beat")
+	hQN := m.Output("m_host_qn", 2, "QN, last beat")
+	hMSN := m.Output("m_host_msn", 32, "MSN, last beat")
+	hMO := m.Output("m_host_mo", 32, "MO, last beat")
+	hInv := m.Output("m_host_inv_stag", 32, "Invalidate STag (RsvdULP octets 1-4), last beat")
+	tValid := m.Output("m_term_valid", 1, "a segment failed a check")
+	tReady := m.Input("m_term_ready", 1, "")
+	tCause := m.Output("m_term_cause", 16, "Layer (15:12), EType (11:8), Error Code (7:0)")
+	tMDR := m.Output("m_term_mdr", 3, "Terminate Hdr Ctrl flags M (2), D (1), R (0)")
+	tSegLen := m.Output("m_term_seglen", 16, "the failed ULPDU's length")
+	tHdr := m.Output("m_term_hdr", 8*PlacementHdrBytes, "its first bytes (zero past len), byte 0 in bits 7:0")
+	tQP := m.Output("m_term_qp", 32, "connection id")
+
+	var unused []Expr
+	one, zero := C(1, 1), C(1, 0)
+	lane := func(x *Signal, i int) Expr { return Bits(x, 8*i+7, 8*i) }
+	gate := func(v Expr, x Expr) Expr { return And(x, Rep(v, x.Width())) }
+	expand := func(mask *Signal) Expr { // one bit per lane to eight
+		parts := make([]Expr, mask.W)
+		for i := 0; i < mask.W; i++ {
+			parts[mask.W-1-i] = Rep(Bit(mask, i), 8)
+		}
+		return Cat(parts...)
+	}
+	dest := func(x *Signal, d uint64) Expr { return Eq(x, C(2, d)) }
+
+	// Initialisation sweep: clear every valid bit after reset.
+	initCnt := m.RegDecl("init_cnt", IW, "entry the reset sweep clears this cycle")
+	initDoneR := m.RegDecl("init_done_r", 1, "the sweep is over")
+	m.Drive(initCnt, big.NewInt(0), Add(initCnt, C(IW, 1)), Not(initDoneR))
+	m.Drive(initDoneR, big.NewInt(0), one, And(Not(initDoneR), Eq(initCnt, Ones(IW))))
+	m.Assign(initDone, initDoneR)
+
+	// Output stage and the global advance.
+	s3v := m.RegDecl("s3_valid", 1, "the output register holds a beat for a channel")
+	s3dest := m.RegDecl("s3_dest", 2, "its channel: 1 DMA, 2 host, 3 Terminate")
+	flush := m.RegDecl("flush_pend", 1, "the last host block of a segment is still to be written")
+	adv := m.WireOf("advance", Or(Not(s3v),
+		Or(And(dest(s3dest, PlaceDMA), dmaReady), And(dest(s3dest, PlaceHost), hReady), And(dest(s3dest, PlaceTerm), tReady))),
+		"the output register is free this cycle")
+	advUp := m.WireOf("advance_up", And(adv, Not(flush)), "the stages before the output register move")
+	m.Assign(tready, And(advUp, initDoneR))
+	fire := m.WireOf("s_fire", And(tvalid, advUp, initDoneR), "a beat is accepted")
+
+	// Frame position and the length mask at the input.
+	inSop := m.RegDecl("in_sop", 1, "the next beat starts a ULPDU")
+	m.Drive(inSop, big.NewInt(1), tlast, fire)
+	inBidx := m.RegDecl("in_bidx", 2, "index of the next beat in its ULPDU, saturating at 3")
+	m.Drive(inBidx, big.NewInt(0), Sel(tlast, C(2, 0), Sel(Eq(inBidx, C(2, 3)), C(2, 3), Add(inBidx, C(2, 1)))), fire)
+	inRem := m.RegDecl("in_rem", 16, "bytes of len not yet seen")
+	curRem := m.WireOf("cur_rem", Sel(inSop, uLen, inRem), "bytes of len from this beat on")
+	m.Drive(inRem, nil, Sel(Lt(curRem, C(16, uint64(L))), C(16, 0), Sub(curRem, C(16, uint64(L)))), fire)
+	lm := make([]Expr, L)
+	for i := 0; i < L; i++ {
+		lm[L-1-i] = And(Bit(tkeep, i), Lt(C(16, uint64(i)), curRem))
+	}
+	keepEff := m.WireOf("keep_eff", Cat(lm...), "lanes in use and before len")
+	dataEff := m.WireOf("data_eff", And(tdata, expand(keepEff)), "tdata with the other lanes zeroed")
+	pm := make([]Expr, L)
+	for i := 0; i < L; i++ {
+		var hit Expr = zero
+		for b := 0; b < 4; b++ {
+			if b*L+i >= taggedHdr {
+				hit = Or(hit, Eq(inBidx, C(2, uint64(b))))
+			}
+		}
+		pm[L-1-i] = And(Bit(keepEff, i), hit)
+	}
+	pmask := m.WireOf("pay_mask", Cat(pm...), "lanes that are payload if the segment is tagged")
+
+	// Stage 0: input register.
+	type beat struct{ v, data, keep, pmask, last, sop, bidx *Signal }
+	s0 := beat{}
+	s0.v = m.RegDecl("s0_valid", 1, "stage 0 holds a beat")
+	ld0 := m.WireOf("s0_load", And(advUp, fire), "")
+	s0.data = m.Reg("s0_data", W, nil, dataEff, ld0, "")
+	s0.keep = m.Reg("s0_keep", L, nil, keepEff, ld0, "")
+	s0.pmask = m.Reg("s0_pmask", L, nil, pmask, ld0, "")
+	s0.last = m.Reg("s0_last", 1, nil, tlast, ld0, "")
+	s0.sop = m.Reg("s0_sop", 1, nil, inSop, ld0, "")
+	s0.bidx = m.Reg("s0_bidx", 2, nil, inBidx, ld0, "")
+	s0len := m.Reg("s0_len", 16, nil, uLen, ld0, "")
+	s0qp := m.Reg("s0_qp", 32, nil, uQP, ld0, "")
+	s0pd := m.Reg("s0_pd", 32, nil, uPD, ld0, "")
+	s0rev := m.Reg("s0_rev", 1, nil, uRev, ld0, "")
+	var hold Expr = zero
+	if L < taggedHdr {
+		hold = And(s0.sop, Not(s0.last))
+	}
+	s0move := m.WireOf("s0_move", And(s0.v, Or(Not(hold), fire)), "the stage 0 beat moves on (a first beat waits for the second)")
+	m.Drive(s0.v, big.NewInt(0), Or(fire, And(s0.v, Not(s0move))), advUp)
+
+	// STag table: read as a first beat moves from stage 0 to stage 1.
+	idx := m.WireOf("s0_stag_index", Cat(lane(s0.data, 2), lane(s0.data, 3), lane(s0.data, 4)), "STag index bits of a first beat")
+	rdEn := m.WireOf("table_rd", And(advUp, s0move), "")
+	idxOK := m.Reg("s1_index_ok", 1, nil, Not(RedOr(Bits(idx, 23, IW))), rdEn, "the STag index is inside the table")
+
+	// Register interface.
+	hit := func(name string) Expr { return And(regWr, Eq(regAddr, C(rm.AddrBits, uint64(rm.Reg(name).Offset)))) }
+	field := func(reg, f string) Expr {
+		fl := rm.Field(reg, f)
+		return Bits(regData, fl.Lo+fl.Width-1, fl.Lo)
+	}
+	stage := func(name string, w int, reg string, d Expr) *Signal {
+		return m.Reg(name, w, big.NewInt(0), d, hit(reg), "staged by "+reg)
+	}
+	stIndex := stage("st_index", 24, "STAG_INDEX", field("STAG_INDEX", "INDEX"))
+	stKey := stage("st_key", 8, "STAG_CTRL", field("STAG_CTRL", "KEY"))
+	stAccess := stage("st_access", 4, "STAG_CTRL", field("STAG_CTRL", "ACCESS"))
+	stPaged := stage("st_paged", 1, "STAG_CTRL", field("STAG_CTRL", "PAGED"))
+	stValid := stage("st_valid", 1, "STAG_CTRL", field("STAG_CTRL", "VALID"))
+	stPD := stage("st_pd", 32, "STAG_PD", regData)
+	stQP := stage("st_qp", 32, "STAG_QP", regData)
+	word := func(name string) *Signal { return stage(name, 32, stringsUpper(name), regData) }
+	stBase := Cat(word("stag_base_hi"), word("stag_base_lo"))
+	stLen := Cat(word("stag_len_hi"), word("stag_len_lo"))
+	stAddr := Cat(word("stag_addr_hi"), word("stag_addr_lo"))
+	stPBLFull := stage("st_pbl", 16, "STAG_PBL", field("STAG_PBL", "SLOT"))
+	pblIndex := stage("pbl_index", 16, "PBL_INDEX", field("PBL_INDEX", "SLOT"))
+	pblLo := stage("pbl_addr_lo", 20, "PBL_ADDR_LO", field("PBL_ADDR_LO", "PAGE"))
+	pblHi := stage("pbl_addr_hi", 32, "PBL_ADDR_HI", regData)
+	if PW < 16 {
+		unused = append(unused, Bits(stPBLFull, 15, PW), Bits(pblIndex, 15, PW))
+	}
+	stIdxOK := Not(RedOr(Bits(stIndex, 23, IW)))
+	commit := m.WireOf("commit", And(hit("STAG_COMMIT"), initDoneR, stIdxOK), "write the staged entry")
+	invIdx := rm.Field("STAG_INVALIDATE", "INDEX")
+	inval := m.WireOf("invalidate", And(hit("STAG_INVALIDATE"), initDoneR, Not(RedOr(Bits(regData, invIdx.Lo+invIdx.Width-1, IW)))), "clear one valid bit")
+	unused = append(unused, Bits(regData, 31, invIdx.Lo+invIdx.Width))
+
+	// Table word, least significant field first: access, paged, pd, qp, base, len, addr, pbl.
+	entryW := 4 + 1 + 32 + 32 + 64 + 64 + 64 + PW
+	entry := m.Mem("stag_table", entryW, cfg.TableDepth, commit, Bits(stIndex, IW-1, 0),
+		Cat(Bits(stPBLFull, PW-1, 0), stAddr, stLen, stBase, stQP, stPD, stPaged, stAccess),
+		rdEn, Bits(idx, IW-1, 0), "STag table: rights, mode, PD, QP, base, length, address, page-list slot")
+	tagRd := m.Mem("stag_tag", 9, cfg.TableDepth, Or(commit, inval, Not(initDoneR)),
+		Sel(Not(initDoneR), initCnt, Sel(commit, Bits(stIndex, IW-1, 0), Bits(regData, IW-1, 0))),
+		Cat(And(commit, stValid, initDoneR), gate(commit, stKey)), rdEn, Bits(idx, IW-1, 0), "valid bit and key of each entry (valid cleared by the reset sweep and by invalidation)")
+	pblRdAddr := m.Wire("pbl_rd_addr", PW, "page-list slot of the block entering the output register")
+	pblRd := m.Mem("page_list", 64-PageShift, cfg.PBLDepth, hit("PBL_COMMIT"), Bits(pblIndex, PW-1, 0),
+		Cat(pblHi, pblLo), adv, pblRdAddr, "page list: host page addresses, bits 63:12")
+
+	// Stage 1: decision.
+	s1 := beat{}
+	s1.v = m.Reg("s1_valid", 1, big.NewInt(0), s0move, advUp, "stage 1 holds a beat")
+	s1.data = m.Reg("s1_data", W, nil, s0.data, advUp, "")
+	s1.keep = m.Reg("s1_keep", L, nil, s0.keep, advUp, "")
+	s1.pmask = m.Reg("s1_pmask", L, nil, s0.pmask, advUp, "")
+	s1.last = m.Reg("s1_last", 1, nil, s0.last, advUp, "")
+	s1.sop = m.Reg("s1_sop", 1, nil, s0.sop, advUp, "")
+	s1.bidx = m.Reg("s1_bidx", 2, nil, s0.bidx, advUp, "")
+	s1len := m.Reg("s1_len", 16, nil, s0len, advUp, "")
+	s1qp := m.Reg("s1_qp", 32, nil, s0qp, advUp, "")
+	s1pd := m.Reg("s1_pd", 32, nil, s0pd, advUp, "")
+	s1rev := m.Reg("s1_rev", 1, nil, s0rev, advUp, "")
+
+	hb := make([]Expr, taggedHdr) // header bytes 0..13 of the segment whose first beat is in stage 1
+	for k := 0; k < taggedHdr; k++ {
+		if k < L {
+			hb[k] = lane(s1.data, k)
+		} else {
+			hb[k] = gate(Not(s1.last), lane(s0.data, k-L))
+		}
+	}
+	h0 := m.WireOf("h_ddp_ctl", hb[0], "DDP control byte")
+	h1 := m.WireOf("h_rdmap_ctl", hb[1], "RDMAP control byte")
+	tagged := m.WireOf("h_tagged", Bit(h0, 7), "")
+	op := m.WireOf("h_opcode", Bits(h1, 3, 0), "")
+	unused = append(unused, Bits(h0, 6, 2), Bits(h1, 5, 4))
+	expVer := Cat(zero, s1rev)
+	short := m.WireOf("e_short", Sel(tagged, Lt(s1len, C(16, taggedHdr)), Lt(s1len, C(16, untaggedHdr))), "shorter than its DDP header")
+	verr := m.WireOf("e_version", Or(short, Ne(Bits(h0, 1, 0), expVer), Ne(Bits(h1, 7, 6), expVer)), "short, or wrong DV or RV")
+	qn := m.WireOf("h_qn", Cat(hb[6], hb[7], hb[8], hb[9]), "QN (untagged)")
+	qnBad := Or(RedOr(Bits(qn, 31, 2)), Eq(Bits(qn, 1, 0), C(2, 3)))
+	qnErr := m.WireOf("e_qn", And(Not(verr), Not(tagged), qnBad), "untagged QN above 2")
+	opIs := func(v uint64) Expr { return Eq(op, C(4, v)) }
+	qnIs := func(v uint64) Expr { return Eq(qn, C(32, v)) }
+	fits := Sel(tagged, Or(opIs(0), opIs(2)),
+		Or(And(qnIs(0), Or(opIs(3), opIs(4), opIs(5), opIs(6))), And(qnIs(1), opIs(1)), And(qnIs(2), opIs(7))))
+	opErr := m.WireOf("e_opcode", And(Not(verr), Not(qnErr), Not(fits)), "opcode reserved or not fitting T/QN")
+
+	field64 := func(name string, lo int) *Signal {
+		return m.WireOf(name, Bits(entry, lo+63, lo), "")
+	}
+	eKey := m.WireOf("e_key", Bits(tagRd, 7, 0), "")
+	eAcc := m.WireOf("e_access", Bits(entry, 3, 0), "")
+	ePaged := Bit(entry, 4)
+	ePD := m.WireOf("e_pd", Bits(entry, 36, 5), "")
+	eQP := m.WireOf("e_qp", Bits(entry, 68, 37), "")
+	eBase := field64("e_base", 69)
+	eLen := field64("e_len", 133)
+	eAddr := field64("e_addr", 197)
+	ePBL := m.WireOf("e_pbl", Bits(entry, 261+PW-1, 261), "")
+	unused = append(unused, Bit(eAcc, 1), Bit(eAcc, 3))
+	to := m.WireOf("h_to", Cat(hb[6], hb[7], hb[8], hb[9], hb[10], hb[11], hb[12], hb[13]), "tagged offset")
+	payLen := m.WireOf("h_paylen", Sub(s1len, C(16, taggedHdr)), "tagged payload length")
+	payZero := m.WireOf("h_payzero", Eq(payLen, C(16, 0)), "")
+	end := m.WireOf("h_end", Add(to, Cat(C(48, 0), payLen)), "TO + payload length")
+	eEnd := m.WireOf("e_end", Add(eBase, eLen), "BASE + LEN")
+	cInv := m.WireOf("c_invalid", Or(Not(idxOK), Not(Bit(tagRd, 8)), Ne(eKey, Cat(hb[5]))), "index, valid bit or key")
+	cAssoc := m.WireOf("c_assoc", Or(Ne(ePD, s1pd), And(Ne(eQP, C(32, 0)), Ne(eQP, s1qp))), "PD or stream")
+	cRights := m.WireOf("c_rights", Not(Sel(opIs(0), Bit(eAcc, 2), Bit(eAcc, 0))), "remote write (Write) or local write (Read Response)")
+	cWrap := m.WireOf("c_wrap", Lt(end, to), "TO + length wraps")
+	cBounds := m.WireOf("c_bounds", Or(Lt(to, eBase), Lt(eEnd, end), Lt(eEnd, eBase)), "outside [BASE, BASE+LEN)")
+	memErr := m.WireOf("e_stag", And(Not(verr), Not(qnErr), Not(opErr), tagged, Not(payZero),
+		Or(cInv, cAssoc, cRights, cWrap, cBounds)), "the STag check fails")
+	fail := m.WireOf("e_fail", Or(verr, qnErr, opErr, memErr), "the segment fails")
+	cc := func(v uint64) Expr { return C(16, v) }
+	cause := m.WireOf("e_cause", Sel(verr, Sel(Or(short, Ne(Bits(h0, 1, 0), expVer)), Sel(tagged, cc(causeDDPTaggedVersion), cc(causeDDPUntaggedVersion)), cc(causeRDMAPInvalidVersion)),
+		Sel(qnErr, cc(causeDDPInvalidQN), Sel(opErr, cc(causeRDMAPUnexpectedOpcod),
+			Sel(cInv, cc(causeDDPInvalidSTag), Sel(cAssoc, cc(causeDDPNotAssociated), Sel(cRights, cc(causeDDPInvalidSTag),
+				Sel(cWrap, cc(causeDDPTOWrap), cc(causeDDPBaseBounds)))))))), "Terminate cause when the segment fails")
+	md := m.WireOf("e_md", Or(qnErr, memErr), "the Terminate copies the segment length and DDP header")
+	dst := m.WireOf("e_dest", Sel(fail, C(2, PlaceTerm), Sel(tagged, Sel(payZero, C(2, PlaceDrop), C(2, PlaceDMA)), C(2, PlaceHost))), "")
+	v0 := m.WireOf("t_v0", Add(Sub(to, eBase), eAddr), "translated offset of the first payload byte (contiguous: its host address)")
+	vm := m.WireOf("t_vm", Sub(v0, C(64, taggedHdr)), "translated offset of the segment's byte 0")
+	rot := m.WireOf("t_rot", Bits(vm, LB-1, 0), "lane rotation from input to host blocks")
+	lo := make([]Expr, L)
+	for i := 0; i < L; i++ {
+		lo[L-1-i] = zero // lane L-1 is never below rot
+		if i < L-1 {
+			lo[L-1-i] = Lt(C(LB, uint64(i)), rot)
+		}
+	}
+	loMask := m.WireOf("t_lomask", Cat(lo...), "host lanes filled from the previous input beat")
+	vbase := m.WireOf("t_vbase", Cat(Bits(vm, 63, LB), C(LB, 0)), "host block of the segment's first beat")
+
+	// Stage 2: decided beats with their segment's context.
+	s2 := beat{}
+	s2.v = m.Reg("s2_valid", 1, big.NewInt(0), s1.v, advUp, "stage 2 holds a beat")
+	s2.data = m.Reg("s2_data", W, nil, s1.data, advUp, "")
+	s2.keep = m.Reg("s2_keep", L, nil, s1.keep, advUp, "")
+	s2.pmask = m.Reg("s2_pmask", L, nil, s1.pmask, advUp, "")
+	s2.last = m.Reg("s2_last", 1, nil, s1.last, advUp, "")
+	s2.sop = m.Reg("s2_sop", 1, nil, s1.sop, advUp, "")
+	s2.bidx = m.Reg("s2_bidx", 2, nil, s1.bidx, advUp, "")
+	ctxEn := m.WireOf("s2_ctx_load", And(advUp, s1.v, s1.sop), "a first beat enters stage 2 with its decision")
+	s2dest := m.Reg("s2_dest", 2, nil, dst, ctxEn, "")
+	s2cause := m.Reg("s2_cause", 16, nil, cause, ctxEn, "")
+	s2md := m.Reg("s2_md", 1, nil, md, ctxEn, "")
+	s2rot := m.Reg("s2_rot", LB, nil, rot, ctxEn, "")
+	s2lo := m.Reg("s2_lomask", L, nil, loMask, ctxEn, "")
+	s2vbase := m.Reg("s2_vbase", 64, nil, vbase, ctxEn, "")
+	s2paged := m.Reg("s2_paged", 1, nil, ePaged, ctxEn, "")
+	s2pbl := m.Reg("s2_pbl", PW, nil, ePBL, ctxEn, "")
+	s2len := m.Reg("s2_len", 16, nil, s1len, ctxEn, "")
+	s2qp := m.Reg("s2_qp", 32, nil, s1qp, ctxEn, "")
+
+	// Realignment: rotate the beat (and its payload mask) up by rot lanes.
+	curR := rotateLanes(m, "r_data", s2.data, s2rot, 8)
+	curRm := rotateLanes(m, "r_mask", s2.pmask, s2rot, 1)
+	prevR := m.Reg("prev_data", W, nil, curR, And(advUp, s2.v), "previous beat, rotated")
+	prevRm := m.Reg("prev_mask", L, nil, curRm, And(advUp, s2.v), "its payload lanes, rotated")
+	prevEff := m.WireOf("prev_mask_eff", gate(Not(s2.sop), prevRm), "")
+	blkStrb := m.WireOf("blk_strb", Or(And(s2lo, prevEff), And(Not(s2lo), curRm)), "payload lanes of the host block")
+	blkData := m.WireOf("blk_data", Or(And(expand(s2lo), prevR), And(Not(expand(s2lo)), curR)), "")
+	flStrb := m.Reg("flush_strb", L, nil, And(curRm, s2lo), And(advUp, s2.v), "lanes of the block after the last beat")
+	isDMA := m.WireOf("s2_is_dma", And(s2.v, dest(s2dest, PlaceDMA)), "")
+	m.Drive(flush, big.NewInt(0), And(Not(flush), isDMA, s2.last, RedOr(And(curRm, s2lo))), adv)
+
+	// Stage 3: the output register.
+	s3data := m.RegDecl("s3_data", W, "")
+	s3strb := m.RegDecl("s3_strb", L, "DMA strobes, or the host keep")
+	s3last := m.RegDecl("s3_last", 1, "")
+	s3vblk := m.RegDecl("s3_vblk", 64, "translated offset of the host block")
+	vnext := m.RegDecl("vnext", 64, "translated offset of the segment's next host block")
+	out := Sel(dest(s2dest, PlaceDMA), RedOr(blkStrb), Sel(dest(s2dest, PlaceHost), one, Sel(dest(s2dest, PlaceTerm), s2.last, zero)))
+	m.Drive(s3v, big.NewInt(0), Or(flush, And(s2.v, out)), adv)
+	m.Drive(s3dest, nil, Sel(flush, C(2, PlaceDMA), s2dest), adv)
+	m.Drive(s3data, nil, Sel(flush, prevR, Sel(dest(s2dest, PlaceDMA), blkData, s2.data)), adv)
+	m.Drive(s3strb, nil, Sel(flush, flStrb, Sel(dest(s2dest, PlaceDMA), blkStrb, s2.keep)), adv)
+	m.Drive(s3last, nil, And(Not(flush), s2.last), adv)
+	nextVblk := m.WireOf("next_vblk", Sel(Or(flush, Not(s2.sop)), vnext, s2vbase), "")
+	m.Drive(s3vblk, nil, nextVblk, adv)
+	m.Drive(vnext, nil, Add(nextVblk, C(64, uint64(L))), And(adv, Or(flush, s2.v)))
+	ld3 := m.WireOf("s3_ctx_load", And(advUp, s2.v), "a beat enters the output register")
+	s3cause := m.Reg("s3_cause", 16, nil, s2cause, ld3, "")
+	s3md := m.Reg("s3_md", 1, nil, s2md, ld3, "")
+	s3paged := m.Reg("s3_paged", 1, nil, s2paged, ld3, "")
+	s3pbl := m.Reg("s3_pbl", PW, nil, s2pbl, ld3, "")
+	s3len := m.Reg("s3_len", 16, nil, s2len, ld3, "")
+	s3qp := m.Reg("s3_qp", 32, nil, s2qp, ld3, "")
+	m.Assign(pblRdAddr, Add(Sel(flush, s3pbl, s2pbl), Bits(nextVblk, PageShift+PW-1, PageShift)))
+	// Header copy: the first PlacementHdrBytes bytes of the segment in the output register.
+	s3hdr := m.RegDecl("s3_hdr", 8*PlacementHdrBytes, "first bytes of the segment, byte 0 in bits 7:0")
+	hp := make([]Expr, PlacementHdrBytes)
+	for k := 0; k < PlacementHdrBytes; k++ {
+		hp[PlacementHdrBytes-1-k] = Sel(Eq(s2.bidx, C(2, uint64(k/L))), lane(s2.data, k%L),
+			Sel(s2.sop, C(8, 0), lane(s3hdr, k)))
+	}
+	m.Drive(s3hdr, nil, Cat(hp...), ld3)
+
+	// Outputs.
+	dmaV := m.WireOf("dma_v", And(s3v, dest(s3dest, PlaceDMA)), "")
+	hostV := m.WireOf("host_v", And(s3v, dest(s3dest, PlaceHost)), "")
+	termV := m.WireOf("term_v", And(s3v, dest(s3dest, PlaceTerm)), "")
+	hostEnd := m.WireOf("host_end", And(hostV, s3last), "")
+	addr := Sel(s3paged, Cat(pblRd, Bits(s3vblk, PageShift-1, 0)), s3vblk)
+	m.Assign(dmaValid, dmaV)
+	m.Assign(dmaAddr, gate(dmaV, addr))
+	m.Assign(dmaData, And(s3data, expand(s3strb), Rep(dmaV, W)))
+	m.Assign(dmaStrb, gate(dmaV, s3strb))
+	m.Assign(hValid, hostV)
+	m.Assign(hData, gate(hostV, s3data))
+	m.Assign(hKeep, gate(hostV, s3strb))
+	m.Assign(hLast, hostEnd)
+	m.Assign(hQP, gate(hostV, s3qp))
+	m.Assign(hLen, gate(hostV, s3len))
+	hbyte := func(k int) Expr { return lane(s3hdr, k) }
+	m.Assign(hOp, gate(hostEnd, Bits(s3hdr, 11, 8)))
+	m.Assign(hDDPLast, And(hostEnd, Bit(s3hdr, 6)))
+	m.Assign(hQN, gate(hostEnd, Bits(s3hdr, 8*9+1, 8*9)))
+	m.Assign(hMSN, gate(hostEnd, Cat(hbyte(10), hbyte(11), hbyte(12), hbyte(13))))
+	m.Assign(hMO, gate(hostEnd, Cat(hbyte(14), hbyte(15), hbyte(16), hbyte(17))))
+	m.Assign(hInv, gate(hostEnd, Cat(hbyte(2), hbyte(3), hbyte(4), hbyte(5))))
+	m.Assign(tValid, termV)
+	m.Assign(tCause, gate(termV, s3cause))
+	m.Assign(tMDR, gate(termV, Cat(s3md, s3md, zero)))
+	m.Assign(tSegLen, gate(termV, s3len))
+	m.Assign(tHdr, gate(termV, s3hdr))
+	m.Assign(tQP, gate(termV, s3qp))
+	m.WireOf("unused_bits", RedOr(Cat(unused...)), "bits no logic reads (keeps lint quiet on purpose)")
+	return m, m.Validate()
+}
+
+func holdDoc(lanes int) string {
+	if lanes >= taggedHdr {
+		return "Every beat moves on as soon as the pipeline advances: latency 3 cycles."
+	}
+	return fmt.Sprintf("A ULPDU's first beat waits in the input register until its second beat is accepted (or it is the last), so the decision sees header bytes 0-%d; other beats move on at once: latency 3 cycles.", taggedHdr-1)
+}
+
+// stringsUpper is strings.ToUpper for the ASCII register names.
+func stringsUpper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}
+
+// rotateLanes rotates x (lanes of laneBits bits, lane 0 in the low bits) up
+// by amt lanes: lane i moves to lane (i + amt) mod lanes. A log-depth tree
+// of 2:1 multiplexers, one level per bit of amt.
+func rotateLanes(m *Module, name string, x *Signal, amt *Signal, laneBits int) *Signal {
+	cur := x
+	w := x.W
+	for b := 0; b < amt.W; b++ {
+		k := (1 << b) * laneBits
+		rot := Cat(Bits(cur, w-1-k, 0), Bits(cur, w-1, w-k))
+		cur = m.WireOf(fmt.Sprintf("%s_%d", name, b), Sel(Bit(amt, b), rot, cur), fmt.Sprintf("rotated by bit %d of the amount", b))
+	}
+	return cur
+}
