@@ -30,10 +30,10 @@ TEST_TARGETS += hw-regen-check hw-lint
 # are built only when a test needs a waveform.
 HW_SIM := $(HW_BUILD)/sim
 VERILATOR_ROOT_DIR := $(shell verilator --getenv VERILATOR_ROOT 2>/dev/null)
-HW_SIM_CXXFLAGS := -O3 -fPIC -std=c++17 -fvisibility=hidden -Wl,-Bsymbolic -Wl,--no-undefined -I$(VERILATOR_ROOT_DIR)/include -I$(VERILATOR_ROOT_DIR)/include/vltstd
+HW_SIM_CXXFLAGS := -O3 -march=native -fPIC -std=c++17 -fvisibility=hidden -Wl,-Bsymbolic -Wl,--no-undefined -I$(VERILATOR_ROOT_DIR)/include -I$(VERILATOR_ROOT_DIR)/include/vltstd
 HW_VERILATE = verilator --cc -O3 --x-assign fast --x-initial fast --noassert -Wall $(2) \
 	--Mdir $(1) --build -j 2 hw/rtl/$*.v \
-	-CFLAGS "-fPIC -O3" -MAKEFLAGS "OPT_FAST=-O3 OPT_SLOW=-O2 OPT_GLOBAL=-O3" >$(1).log 2>&1 || { cat $(1).log; exit 1; }
+	-CFLAGS "-fPIC -O3 -march=native" -MAKEFLAGS "OPT_FAST=-O3 OPT_SLOW=-O2 OPT_GLOBAL=-O3" >$(1).log 2>&1 || { cat $(1).log; exit 1; }
 
 # Verilator's runtime, compiled once for all blocks (and once more with VCD support).
 HW_VL_RT := verilated verilated_threads

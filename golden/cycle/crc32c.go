@@ -18,7 +18,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // crc32cLatency is the block's documented latency (hw/README.md): cycles
 // from the acceptance of a frame's last beat to its result on m_axis.
-var crc32cLatency = map[int]int{32: 2, 64: 2, 128: 3, 256: 3, 512: 3}
+var crc32cLatency = map[int]int{32: 4, 64: 4, 128: 5, 256: 5, 512: 5}
 
 // CRC32CIn is one cycle of inputs of crc32c_w<W>.
 type CRC32CIn struct {

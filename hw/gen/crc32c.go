@@ -23,7 +23,7 @@ var CRC32CWidths = []int{32, 64, 128, 256, 512}
 // last beat to its result on m_axis (with m_axis_tready high).
 func CRC32CLatency(width int) int {
 	nk := bits.TrailingZeros(uint(width / 8))
-	return 1 + (nk+crcFixBits-1)/crcFixBits
+	return 3 + (nk+crcFixBits-1)/crcFixBits
 }
 
 // CRC32C builds crc32c_w<width>: CRC32c over an AXI-Stream, one beat per
@@ -43,8 +43,8 @@ func CRC32C(width int) (*Module, error) {
 			fmt.Sprintf("%d cycles after the frame's last beat is accepted: m_axis_tdata is the CRC32c of the frame's bytes (what hash/crc32 returns; send it least significant octet first), ", CRC32CLatency(width))+
 			"m_axis_tuser is 1 when the frame ended with its own correct CRC field (the register equals the residue 0xB798B438), which is the check an MPA receiver makes.",
 		"Backpressure: the pipeline advances when the result register is empty or m_axis_tready is 1; s_axis_tready is that same condition (so it depends combinationally on m_axis_tready).",
-		"How: the register update over a whole beat is a GF(2) matrix derived at generation time. The last beat is processed with its unused lanes as zeros, which multiplies the true register by Z^p (Z = one zero byte, p = unused lanes); "+
-			fmt.Sprintf("%d pipelined correction stage(s) multiply by Z^-p, %d bits of p each.", stages, crcFixBits))
+		"How: the register update over a whole beat is a GF(2) matrix derived at generation time; beats are registered as they arrive (stage i), their data term is registered next (stage b), so the feedback loop is a 32x32 update. The last beat is processed with its unused lanes as zeros, which multiplies the true register by Z^p (Z = one zero byte, p = unused lanes); "+
+			fmt.Sprintf("%d pipelined correction stage(s) multiply by Z^-p, %d bits of p each, selecting the rows of Z^-p among constant matrices.", stages, crcFixBits))
 	m.Clock()
 	m.ResetPort()
 	tdata := m.Input("s_axis_tdata", width, "frame bytes, lane 0 in bits 7:0")
@@ -61,32 +61,41 @@ func CRC32C(width int) (*Module, error) {
 	adv := m.WireOf("advance", Or(Not(resValid), mReady), "every pipeline stage moves on this cycle")
 	m.Assign(tready, adv)
 	fire := m.WireOf("s_fire", And(tvalid, adv), "a beat is accepted")
-	frameEnd := m.WireOf("s_frame_end", And(fire, tlast), "the last beat of a frame is accepted")
+
+	// Stage i registers each accepted beat as it arrived, which keeps the
+	// upstream routing out of the XOR trees' timing.
+	iValid := m.Reg("i_valid", 1, big.NewInt(0), fire, adv, "stage i holds an accepted beat")
+	iData := m.Reg("i_data", width, nil, tdata, fire, "")
+	iKeep := m.Reg("i_keep", lanes, nil, tkeep, fire, "")
+	iLast := m.Reg("i_last", 1, nil, tlast, fire, "")
 
 	// Lanes not in use are processed as zero bytes.
 	parts := make([]Expr, lanes)
 	for i := 0; i < lanes; i++ {
-		parts[lanes-1-i] = And(Bits(tdata, 8*i+7, 8*i), Rep(Bit(tkeep, i), 8))
+		parts[lanes-1-i] = And(Bits(iData, 8*i+7, 8*i), Rep(Bit(iKeep, i), 8))
 	}
-	masked := m.WireOf("s_data_masked", Cat(parts...), "tdata with unused lanes zeroed")
+	masked := m.WireOf("i_data_masked", Cat(parts...), "the beat with unused lanes zeroed")
 
-	state := m.RegDecl("crc_state", 32, "CRC register (not inverted) of the frame so far")
-	crcIn := m.WireOf("crc_in", Cat(masked, state), "operand of the update matrix: {data, register}")
 	upd := CRC32CUpdate(lanes)
-	next := m.WireOf("crc_next", MatVec(crcIn, upd.Rows[:]), "register after this beat, all lanes counted")
-	m.Drive(state, big.NewInt(0xFFFFFFFF), Sel(tlast, Ones(32), next), fire)
+	dataRows, stateRows := make([]*big.Int, 32), make([]*big.Int, 32)
+	low := new(big.Int).SetUint64(0xFFFFFFFF)
+	for i, row := range upd.Rows {
+		stateRows[i] = new(big.Int).And(row, low)
+		dataRows[i] = new(big.Int).Rsh(row, 32)
+	}
+	dataTerm := m.WireOf("i_data_term", MatVec(masked, dataRows), "the beat's contribution to the register")
 
 	// p = lanes not in use on the last beat. With n lanes in use, the last
 	// lane is n-1 and p = lanes-1-(n-1), the complement of n-1.
 	ends := make([]Expr, lanes)
 	for i := 0; i < lanes; i++ {
-		e := Bit(tkeep, i)
+		e := Bit(iKeep, i)
 		if i+1 < lanes {
-			e = And(e, Not(Bit(tkeep, i+1)))
+			e = And(e, Not(Bit(iKeep, i+1)))
 		}
 		ends[lanes-1-i] = e
 	}
-	lastLane := m.WireOf("s_last_lane", Cat(ends...), "one-hot: the last lane in use")
+	lastLane := m.WireOf("i_last_lane", Cat(ends...), "one-hot: the last lane in use")
 	pads := make([]Expr, nk)
 	for j := 0; j < nk; j++ {
 		mask := new(big.Int)
@@ -97,36 +106,63 @@ func CRC32C(width int) (*Module, error) {
 		}
 		pads[nk-1-j] = RedOr(And(lastLane, CBig(lanes, mask)))
 	}
-	padLanes := m.WireOf("s_pad_lanes", Cat(pads...), "lanes not in use on this beat")
+	padLanes := m.WireOf("i_pad_lanes", Cat(pads...), "lanes not in use on this beat")
 
-	valid := m.Reg("p0_valid", 1, big.NewInt(0), frameEnd, adv, "stage 0 holds a frame's uncorrected register")
-	crc := m.Reg("p0_crc", 32, nil, next, And(adv, frameEnd), "")
-	pad := m.Reg("p0_pad", nk, nil, padLanes, And(adv, frameEnd), "")
+	// Stage b registers the beat's data term, so that the feedback loop is
+	// only the register's own 32x32 update.
+	take := m.WireOf("i_take", And(adv, iValid), "stage i's beat moves to stage b")
+	bValid := m.Reg("b_valid", 1, big.NewInt(0), iValid, adv, "stage b holds a beat's data term")
+	bLast := m.Reg("b_last", 1, nil, iLast, take, "")
+	bTerm := m.Reg("b_term", 32, nil, dataTerm, take, "")
+	bPad := m.Reg("b_pad", nk, nil, padLanes, take, "")
+
+	state := m.RegDecl("crc_state", 32, "CRC register (not inverted) of the frame before stage b's beat")
+	stateTerm := m.WireOf("crc_state_term", MatVec(state, stateRows), "the register's own contribution")
+	next := m.WireOf("crc_next", Xor(bTerm, stateTerm), "register after stage b's beat, all lanes counted")
+	m.Drive(state, big.NewInt(0xFFFFFFFF), Sel(bLast, Ones(32), next), And(adv, bValid))
+
+	bEnd := m.WireOf("b_frame_end", And(bValid, bLast), "stage b holds a frame's last beat")
+	valid := m.Reg("p0_valid", 1, big.NewInt(0), bEnd, adv, "stage 0 holds a frame's uncorrected register")
+	crc := m.Reg("p0_crc", 32, nil, next, And(adv, bEnd), "")
+	pad := m.Reg("p0_pad", nk, nil, bPad, And(adv, bEnd), "")
 
 	z := ZeroByteMatrix()
 	zinv, ok := z.Inverse()
 	if !ok {
 		return nil, fmt.Errorf("%w: CRC32c zero-byte matrix is singular", ErrInvalid)
 	}
+	zinvs := map[int]*Signal{}
+	zinvParam := func(k int) *Signal {
+		if p := zinvs[k]; p != nil {
+			return p
+		}
+		rows := zinv.Pow(k)
+		v := new(big.Int)
+		for i := 31; i >= 0; i-- {
+			v.Lsh(v, 32).Or(v, big.NewInt(int64(rows[i])))
+		}
+		zinvs[k] = m.Param(fmt.Sprintf("zinv_%d", k), 1024, v, fmt.Sprintf("Z^-%d: row i (bits 32i+31:32i) selects the register bits that give bit i", k))
+		return zinvs[k]
+	}
 	for s := 0; s < stages; s++ {
 		lo := s * crcFixBits
 		n := min(crcFixBits, nk-lo)
 		cands := make([]Expr, 1<<n)
 		for v := range cands {
-			if v == 0 {
-				cands[v] = crc
-				continue
-			}
-			mat := zinv.Pow(v << lo)
-			cands[v] = m.WireOf(fmt.Sprintf("p%d_fix%d", s, v), MatVec32(crc, mat),
-				fmt.Sprintf("register times Z^-%d", v<<lo))
+			cands[v] = zinvParam(v << lo)
 		}
 		var sel []Expr
 		for b := 0; b < n; b++ {
 			sel = append(sel, Bit(pad, b))
 		}
-		fixed := m.WireOf(fmt.Sprintf("p%d_fixed", s), muxTree(sel, cands),
-			fmt.Sprintf("corrected for pad-lane bits %d..%d", lo, lo+n-1))
+		mat := m.WireOf(fmt.Sprintf("p%d_matrix", s), muxTree(sel, cands),
+			fmt.Sprintf("Z^-k for pad-lane bits %d..%d of this frame", lo, lo+n-1))
+		prod := make([]Expr, 32)
+		for i := 0; i < 32; i++ {
+			prod[31-i] = RedXor(And(crc, Bits(mat, 32*i+31, 32*i)))
+		}
+		fixed := m.WireOf(fmt.Sprintf("p%d_fixed", s), Cat(prod...),
+			fmt.Sprintf("register corrected for pad-lane bits %d..%d", lo, lo+n-1))
 		en := And(adv, valid)
 		if s == stages-1 {
 			m.Drive(resValid, big.NewInt(0), valid, adv)
@@ -162,15 +198,6 @@ func MatVec(x *Signal, rows []*big.Int) Expr {
 		out[len(rows)-1-i] = parityOf(x, row)
 	}
 	return Cat(out...)
-}
-
-// MatVec32 is the product of a 32x32 matrix and a 32-bit signal.
-func MatVec32(x *Signal, m Mat32) Expr {
-	rows := make([]*big.Int, 32)
-	for i, r := range m {
-		rows[i] = new(big.Int).SetUint64(uint64(r))
-	}
-	return MatVec(x, rows)
 }
 
 // parityOf is the XOR of the bits of x selected by mask.

@@ -43,10 +43,11 @@ type Kind int
 
 // Signal kinds.
 const (
-	KindPort Kind = iota // a module port (driven by an Assign when it is an output)
-	KindWire             // driven by exactly one Assign
-	KindReg              // driven by exactly one Register
-	KindMem              // the registered read data of a Memory
+	KindPort  Kind = iota // a module port (driven by an Assign when it is an output)
+	KindWire              // driven by exactly one Assign
+	KindReg               // driven by exactly one Register
+	KindMem               // the registered read data of a Memory
+	KindParam             // a named constant (localparam / VHDL constant)
 )
 
 // Signal is a named bit vector: a port, a wire or a register.
@@ -54,8 +55,9 @@ type Signal struct {
 	Name    string
 	W       int
 	Kind    Kind
-	Dir     Dir    // ports only
-	Comment string // one line, printed next to the declaration
+	Dir     Dir      // ports only
+	Comment string   // one line, printed next to the declaration
+	Value   *big.Int // KindParam only
 }
 
 // Width implements Expr.
@@ -115,6 +117,7 @@ type Module struct {
 	Spec string
 
 	Ports     []*Signal
+	Params    []*Signal // named constants
 	Signals   []*Signal // wires, registers and memory read data, in declaration order
 	Assigns   []Assign
 	Registers []Register
@@ -181,6 +184,20 @@ func (m *Module) ResetPort() *Signal {
 	return m.Input("rst", 1, "synchronous reset, active high")
 }
 
+// Param declares a named constant of w bits (a Verilog localparam, a VHDL
+// constant): generated blocks are specialised per width, so parameters are
+// fixed at generation time and named for readability.
+func (m *Module) Param(name string, w int, v *big.Int, comment string) *Signal {
+	s := m.declare(name, w, KindParam, comment)
+	if v == nil || v.Sign() < 0 || v.BitLen() > w {
+		m.errorf("parameter %q: value does not fit in %d bits", name, w)
+		v = new(big.Int)
+	}
+	s.Value = new(big.Int).Set(v)
+	m.Params = append(m.Params, s)
+	return s
+}
+
 // Wire declares a combinational signal; drive it with Assign.
 func (m *Module) Wire(name string, w int, comment string) *Signal {
 	s := m.declare(name, w, KindWire, comment)
@@ -197,7 +214,7 @@ func (m *Module) WireOf(name string, e Expr, comment string) *Signal {
 
 // Assign drives dst (a wire or an output port) with e.
 func (m *Module) Assign(dst *Signal, e Expr) {
-	if dst.Kind == KindReg || dst.Kind == KindMem || (dst.Kind == KindPort && dst.Dir == In) {
+	if dst.Kind == KindReg || dst.Kind == KindMem || dst.Kind == KindParam || (dst.Kind == KindPort && dst.Dir == In) {
 		m.errorf("assign to %q, which is not a wire or an output port", dst.Name)
 	}
 	m.Assigns = append(m.Assigns, Assign{Dst: dst, Src: e})

@@ -20,6 +20,9 @@ func (m *Module) Validate() error {
 	for _, s := range m.Signals {
 		own[s] = true
 	}
+	for _, s := range m.Params {
+		own[s] = true
+	}
 	check := func(what string, e Expr, w int) {
 		if err := exprErr(e); err != nil {
 			fail("%s: %v", what, err)

@@ -34,6 +34,15 @@ func WriteVerilog(w io.Writer, m *Module) error {
 		b.WriteString(commented(decl, "//", p.Comment))
 	}
 	b.WriteString(");\n")
+	if len(m.Params) > 0 {
+		b.WriteString("\n")
+	}
+	for _, p := range m.Params {
+		if p.Comment != "" {
+			fmt.Fprintf(&b, "    // %s\n", p.Comment)
+		}
+		fmt.Fprintf(&b, "    localparam %s %s = %s;\n", width(p), p.Name, vconst(p.W, p.Value))
+	}
 	if len(m.Signals) > 0 {
 		b.WriteString("\n")
 	}

@@ -73,8 +73,20 @@ func WriteVHDL(w io.Writer, m *Module) error {
 		b.WriteString("    -- sel ? t : f\n")
 		b.WriteString("    function mux(sel : std_logic; t, f : std_logic_vector) return std_logic_vector is\n    begin\n        if sel = '1' then\n            return t;\n        end if;\n        return f;\n    end function;\n\n")
 	}
+	for _, p := range m.Params {
+		if p.Comment != "" {
+			fmt.Fprintf(&b, "    -- %s\n", p.Comment)
+		}
+		fmt.Fprintf(&b, "    constant %s : %s := %s;\n", p.Name, vhdlType(p.W), hconst(p.W, p.Value))
+	}
 	for _, s := range m.Signals {
-		b.WriteString(commented(fmt.Sprintf("    signal %s : %s;", s.Name, vhdlType(s.W)), "--", s.Comment))
+		init := ""
+		if r := regOf(m, s); r != nil && r.Reset != nil {
+			// Power up in the reset state, as FPGA flip-flops do (and as
+			// Verilator's zero-initialised registers look from outside).
+			init = " := " + hconst(s.W, r.Reset)
+		}
+		b.WriteString(commented(fmt.Sprintf("    signal %s : %s%s;", s.Name, vhdlType(s.W), init), "--", s.Comment))
 	}
 	for _, mem := range m.Memories {
 		fmt.Fprintf(&b, "    type %s_t is array (0 to %d) of std_logic_vector(%d downto 0);\n", mem.Name, mem.Depth-1, mem.W-1)
@@ -133,6 +145,15 @@ func WriteVHDL(w io.Writer, m *Module) error {
 	fmt.Fprintf(&b, "end architecture rtl;\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func regOf(m *Module, q *Signal) *Register {
+	for i := range m.Registers {
+		if m.Registers[i].Q == q {
+			return &m.Registers[i]
+		}
+	}
+	return nil
 }
 
 // unsignedOf views e as numeric_std unsigned: a literal is qualified (a type

@@ -5,7 +5,7 @@
 //
 // Input: s_axis_* beats; every beat but the last of a frame carries all lanes,
 // the last carries lanes 0..n-1 (tkeep contiguous from bit 0, at least one
-// lane). Output: one m_axis beat per frame, 3 cycles after the frame's last
+// lane). Output: one m_axis beat per frame, 5 cycles after the frame's last
 // beat is accepted: m_axis_tdata is the CRC32c of the frame's bytes (what
 // hash/crc32 returns; send it least significant octet first), m_axis_tuser is
 // 1 when the frame ended with its own correct CRC field (the register equals
@@ -16,9 +16,12 @@
 // combinationally on m_axis_tready).
 //
 // How: the register update over a whole beat is a GF(2) matrix derived at
-// generation time. The last beat is processed with its unused lanes as zeros,
-// which multiplies the true register by Z^p (Z = one zero byte, p = unused
-// lanes); 2 pipelined correction stage(s) multiply by Z^-p, 3 bits of p each.
+// generation time; beats are registered as they arrive (stage i), their data
+// term is registered next (stage b), so the feedback loop is a 32x32 update.
+// The last beat is processed with its unused lanes as zeros, which multiplies
+// the true register by Z^p (Z = one zero byte, p = unused lanes); 2 pipelined
+// correction stage(s) multiply by Z^-p, 3 bits of p each, selecting the rows
+// of Z^-p among constant matrices.
 //
 // Implements: RFC 5044 §4.4 (CRC32c, iSCSI polynomial; residue check of digest §1.5); RFC 3720 §12.1
 //
@@ -41,399 +44,305 @@ module crc32c_w128 (
     input  wire           m_axis_tready
 );
 
+    // Z^-0: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_0 = 1024'h8000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001;
+    // Z^-1: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_1 = 1024'ha0800000d0400000e8200000f4100000fa080000fd0400005e020000af010000f7008000db004000cd002000460010002300080031000400b8000200dc000100ee000080770000401b000020ad00001076000008bb0000047d0000029e0000014f00000087000000e30000005100000008000000040000008200000041000000;
+    // Z^-2: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_2 = 1024'hbfa080005fd04000afe82000d7f41000ebfa0800f5fd0400c55e020062af01008ef70080f8db0040c3cd0020de4600106f230008083100043bb800021ddc00018eee0000477700001c1b0000b1ad000067760000b3bb0000e67d00004c9e0000264f0000ac87000069e300008b510000fa080000fd040000fe8200007f410000;
+    // Z^-3: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_3 = 1024'h9ebfa080cf5fd04067afe820b3d7f410d9ebfa08ecf5fd0468c55e02b462af01448ef7003cf8db0080c3cd00dede46006f6f2300a9083100ca3bb800651ddc00b28eee00d9477700f21c1b00e7b1ad00ed67760076b3bb00a5e67d00cc4c9e00e6264f00edac8700e869e300ea8b5100ebfa0800f5fd04007afe82003d7f4100;
+    // Z^-4: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_4 = 1024'hbd9ebfa0decf5fd06f67afe8b7b3d7f45bd9ebfaadecf5fdeb68c55e75b462af07448ef73e3cf8db2280c3cdacdede46566f6f2316a9083136ca3bb81b651ddc8db28eeec6d947775ef21c1b92e7b1ad74ed6776ba76b3bbe0a5e67d4dcc4c9e26e6264faeedac87eae869e3c8ea8b51d9ebfa08ecf5fd04f67afe827b3d7f41;
+    // Z^-5: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_5 = 1024'hd5bd9ebfeadecf5f756f67afbab7b3d75d5bd9eb2eadecf542eb68c5a175b4620507448ed73e3cf8be2280c30aacdede85566f6f1716a908de36ca3b6f1b651d378db28e9bc6d947985ef21c9992e7b19974ed674cba76b373e0a5e66c4dcc4cb626e6268eaeedac92eae8691cc8ea8b5bd9ebfaadecf5fd56f67afeab7b3d7f;
+    // Z^-6: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_6 = 1024'ha5d5bd9e52eadecfa9756f67d4bab7b36a5d5bd9352eadecbf42eb685fa175b40a050744a0d73e3c75be22801f0aacde0f85566f221716a934de36ca9a6f1b65cd378db2669bc6d996985ef26e9992e7129974ed094cba76a173e0a5f56c4dcc7ab626e6188eaeeda992eae8f11cc8ea5d5bd9eb2eadecf59756f67a4bab7b3d;
+    // Z^-7: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_7 = 1024'h06a5d5bd8352eade41a9756fa0d4bab7506a5d5ba8352ead52bf42eb295fa175920a0507cfa0d73e6175be22b61f0aac5b0f85562b2217161334de36899a6f1bc4cd378de2669bc6f796985efd6e9992f81299747c094cbab8a173e0daf56c4ded7ab62670188eaebea992ead9f11cc86a5d5bd9352eadec1a9756f60d4bab7b;
+    // Z^-8: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_8 = 1024'hd506a5d5ea8352eaf541a9757aa0d4ba3d506a5d9ea8352e9a52bf424d295fa173920a05eccfa0d7a36175be84b61f0ac25b0f85b42b22170f1334de07899a6f83c4cd37c1e2669b35f796984ffd6e99f2f81299f97c094ca9b8a17301daf56c00ed7ab6d570188ebfbea9920ad9f11c506a5d5ba8352ead541a9756aa0d4bab;
+
     reg            res_valid;                // a result waits on m_axis
     wire           advance;                  // every pipeline stage moves on this cycle
     wire           s_fire;                   // a beat is accepted
-    wire           s_frame_end;              // the last beat of a frame is accepted
-    wire [127:0]   s_data_masked;            // tdata with unused lanes zeroed
-    reg  [31:0]    crc_state;                // CRC register (not inverted) of the frame so far
-    wire [159:0]   crc_in;                   // operand of the update matrix: {data, register}
-    wire [31:0]    crc_next;                 // register after this beat, all lanes counted
-    wire [15:0]    s_last_lane;              // one-hot: the last lane in use
-    wire [3:0]     s_pad_lanes;              // lanes not in use on this beat
+    reg            i_valid;                  // stage i holds an accepted beat
+    reg  [127:0]   i_data;
+    reg  [15:0]    i_keep;
+    reg            i_last;
+    wire [127:0]   i_data_masked;            // the beat with unused lanes zeroed
+    wire [31:0]    i_data_term;              // the beat's contribution to the register
+    wire [15:0]    i_last_lane;              // one-hot: the last lane in use
+    wire [3:0]     i_pad_lanes;              // lanes not in use on this beat
+    wire           i_take;                   // stage i's beat moves to stage b
+    reg            b_valid;                  // stage b holds a beat's data term
+    reg            b_last;
+    reg  [31:0]    b_term;
+    reg  [3:0]     b_pad;
+    reg  [31:0]    crc_state;                // CRC register (not inverted) of the frame before stage b's beat
+    wire [31:0]    crc_state_term;           // the register's own contribution
+    wire [31:0]    crc_next;                 // register after stage b's beat, all lanes counted
+    wire           b_frame_end;              // stage b holds a frame's last beat
     reg            p0_valid;                 // stage 0 holds a frame's uncorrected register
     reg  [31:0]    p0_crc;
     reg  [3:0]     p0_pad;
-    wire [31:0]    p0_fix1;                  // register times Z^-1
-    wire [31:0]    p0_fix2;                  // register times Z^-2
-    wire [31:0]    p0_fix3;                  // register times Z^-3
-    wire [31:0]    p0_fix4;                  // register times Z^-4
-    wire [31:0]    p0_fix5;                  // register times Z^-5
-    wire [31:0]    p0_fix6;                  // register times Z^-6
-    wire [31:0]    p0_fix7;                  // register times Z^-7
-    wire [31:0]    p0_fixed;                 // corrected for pad-lane bits 0..2
+    wire [1023:0]  p0_matrix;                // Z^-k for pad-lane bits 0..2 of this frame
+    wire [31:0]    p0_fixed;                 // register corrected for pad-lane bits 0..2
     reg            p1_valid;
     reg  [31:0]    p1_crc;
     reg            p1_pad;
-    wire [31:0]    p1_fix1;                  // register times Z^-8
-    wire [31:0]    p1_fixed;                 // corrected for pad-lane bits 3..3
+    wire [1023:0]  p1_matrix;                // Z^-k for pad-lane bits 3..3 of this frame
+    wire [31:0]    p1_fixed;                 // register corrected for pad-lane bits 3..3
     reg  [31:0]    res_crc;                  // the frame's CRC32c
     reg            res_ok;                   // residue check passed
 
     assign advance = ~res_valid | m_axis_tready;
     assign s_axis_tready = advance;
     assign s_fire = s_axis_tvalid & advance;
-    assign s_frame_end = s_fire & s_axis_tlast;
-    assign s_data_masked = {
-        s_axis_tdata[127:120] & {8{s_axis_tkeep[15]}},
-        s_axis_tdata[119:112] & {8{s_axis_tkeep[14]}},
-        s_axis_tdata[111:104] & {8{s_axis_tkeep[13]}},
-        s_axis_tdata[103:96] & {8{s_axis_tkeep[12]}},
-        s_axis_tdata[95:88] & {8{s_axis_tkeep[11]}},
-        s_axis_tdata[87:80] & {8{s_axis_tkeep[10]}},
-        s_axis_tdata[79:72] & {8{s_axis_tkeep[9]}},
-        s_axis_tdata[71:64] & {8{s_axis_tkeep[8]}},
-        s_axis_tdata[63:56] & {8{s_axis_tkeep[7]}},
-        s_axis_tdata[55:48] & {8{s_axis_tkeep[6]}},
-        s_axis_tdata[47:40] & {8{s_axis_tkeep[5]}},
-        s_axis_tdata[39:32] & {8{s_axis_tkeep[4]}},
-        s_axis_tdata[31:24] & {8{s_axis_tkeep[3]}},
-        s_axis_tdata[23:16] & {8{s_axis_tkeep[2]}},
-        s_axis_tdata[15:8] & {8{s_axis_tkeep[1]}},
-        s_axis_tdata[7:0] & {8{s_axis_tkeep[0]}}
+    assign i_data_masked = {
+        i_data[127:120] & {8{i_keep[15]}},
+        i_data[119:112] & {8{i_keep[14]}},
+        i_data[111:104] & {8{i_keep[13]}},
+        i_data[103:96] & {8{i_keep[12]}},
+        i_data[95:88] & {8{i_keep[11]}},
+        i_data[87:80] & {8{i_keep[10]}},
+        i_data[79:72] & {8{i_keep[9]}},
+        i_data[71:64] & {8{i_keep[8]}},
+        i_data[63:56] & {8{i_keep[7]}},
+        i_data[55:48] & {8{i_keep[6]}},
+        i_data[47:40] & {8{i_keep[5]}},
+        i_data[39:32] & {8{i_keep[4]}},
+        i_data[31:24] & {8{i_keep[3]}},
+        i_data[23:16] & {8{i_keep[2]}},
+        i_data[15:8] & {8{i_keep[1]}},
+        i_data[7:0] & {8{i_keep[0]}}
     };
-    assign crc_in = {s_data_masked, crc_state};
-    assign crc_next = {
-        ^(crc_in & 160'h8fc8e57b1c379612ef13a98c0caa668f0caa668f),
-        ^(crc_in & 160'h47e472bd8e1bcb097789d4c60655334706553347),
-        ^(crc_in & 160'h23f2395ec70de584bbc4ea63032a99a3032a99a3),
-        ^(crc_in & 160'h11f91caf6386f2c25de2753181954cd181954cd1),
-        ^(crc_in & 160'h08fc8e57b1c379612ef13a98c0caa668c0caa668),
-        ^(crc_in & 160'h047e472bd8e1bcb097789d4c6065533460655334),
-        ^(crc_in & 160'h8df7c6eef047484aa4afe72a3c98cf153c98cf15),
-        ^(crc_in & 160'h46fbe3777823a4255257f3951e4c678a1e4c678a),
-        ^(crc_in & 160'hacb514c0a026440046385046838c554a838c554a),
-        ^(crc_in & 160'hd9926f1b4c24b412cc0f81af4d6c4c2a4d6c4c2a),
-        ^(crc_in & 160'he301d2f6ba25cc1b8914695baa1c409aaa1c409a),
-        ^(crc_in & 160'hfe480c004125701f2b999d21d9a446c2d9a446c2),
-        ^(crc_in & 160'h7f2406002092b80f95ccce90ecd22361ecd22361),
-        ^(crc_in & 160'hb05ae67b0c7eca1525f5cec47ac3773f7ac3773f),
-        ^(crc_in & 160'hd7e596469a08f3187de94eee31cbdd1031cbdd10),
-        ^(crc_in & 160'h6bf2cb234d04798c3ef4a77718e5ee8818e5ee88),
-        ^(crc_in & 160'h35f96591a6823cc61f7a53bb8c72f7448c72f744),
-        ^(crc_in & 160'h1afcb2c8d3411e630fbd29ddc6397ba2c6397ba2),
-        ^(crc_in & 160'h82b6bc1f7597192368cd3d62efb6db5eefb6db5e),
-        ^(crc_in & 160'hce93bb74a6fc1a835b75373d7b710b207b710b20),
-        ^(crc_in & 160'he88138c14f499b5342a93212b112e31fb112e31f),
-        ^(crc_in & 160'h74409c60a7a4cda9a15499095889718f5889718f),
-        ^(crc_in & 160'hb5e8ab4b4fe5f0c63fb9e508a0eede48a0eede48),
-        ^(crc_in & 160'hd53cb0debbc56e71f0cf5b085cdd09ab5cdd09ab),
-        ^(crc_in & 160'h6a9e586f5de2b738f867ad842e6e84d52e6e84d5),
-        ^(crc_in & 160'hba87c94cb2c6cd8e93207f4e1b9d24e51b9d24e5),
-        ^(crc_in & 160'hd28b01dd4554f0d5a683962b0164f4fd0164f4fd),
-        ^(crc_in & 160'he68d6595be9dee783c5262998c181cf18c181cf1),
-        ^(crc_in & 160'hfc8e57b1c379612ef13a98c0caa668f7caa668f7),
-        ^(crc_in & 160'h7e472bd8e1bcb097789d4c606553347b6553347b),
-        ^(crc_in & 160'h3f2395ec70de584bbc4ea63032a99a3d32a99a3d),
-        ^(crc_in & 160'h1f91caf6386f2c25de2753181954cd1e1954cd1e)
+    assign i_data_term = {
+        ^(i_data_masked & 128'h8fc8e57b1c379612ef13a98c0caa668f),
+        ^(i_data_masked & 128'h47e472bd8e1bcb097789d4c606553347),
+        ^(i_data_masked & 128'h23f2395ec70de584bbc4ea63032a99a3),
+        ^(i_data_masked & 128'h11f91caf6386f2c25de2753181954cd1),
+        ^(i_data_masked & 128'h08fc8e57b1c379612ef13a98c0caa668),
+        ^(i_data_masked & 128'h047e472bd8e1bcb097789d4c60655334),
+        ^(i_data_masked & 128'h8df7c6eef047484aa4afe72a3c98cf15),
+        ^(i_data_masked & 128'h46fbe3777823a4255257f3951e4c678a),
+        ^(i_data_masked & 128'hacb514c0a026440046385046838c554a),
+        ^(i_data_masked & 128'hd9926f1b4c24b412cc0f81af4d6c4c2a),
+        ^(i_data_masked & 128'he301d2f6ba25cc1b8914695baa1c409a),
+        ^(i_data_masked & 128'hfe480c004125701f2b999d21d9a446c2),
+        ^(i_data_masked & 128'h7f2406002092b80f95ccce90ecd22361),
+        ^(i_data_masked & 128'hb05ae67b0c7eca1525f5cec47ac3773f),
+        ^(i_data_masked & 128'hd7e596469a08f3187de94eee31cbdd10),
+        ^(i_data_masked & 128'h6bf2cb234d04798c3ef4a77718e5ee88),
+        ^(i_data_masked & 128'h35f96591a6823cc61f7a53bb8c72f744),
+        ^(i_data_masked & 128'h1afcb2c8d3411e630fbd29ddc6397ba2),
+        ^(i_data_masked & 128'h82b6bc1f7597192368cd3d62efb6db5e),
+        ^(i_data_masked & 128'hce93bb74a6fc1a835b75373d7b710b20),
+        ^(i_data_masked & 128'he88138c14f499b5342a93212b112e31f),
+        ^(i_data_masked & 128'h74409c60a7a4cda9a15499095889718f),
+        ^(i_data_masked & 128'hb5e8ab4b4fe5f0c63fb9e508a0eede48),
+        ^(i_data_masked & 128'hd53cb0debbc56e71f0cf5b085cdd09ab),
+        ^(i_data_masked & 128'h6a9e586f5de2b738f867ad842e6e84d5),
+        ^(i_data_masked & 128'hba87c94cb2c6cd8e93207f4e1b9d24e5),
+        ^(i_data_masked & 128'hd28b01dd4554f0d5a683962b0164f4fd),
+        ^(i_data_masked & 128'he68d6595be9dee783c5262998c181cf1),
+        ^(i_data_masked & 128'hfc8e57b1c379612ef13a98c0caa668f7),
+        ^(i_data_masked & 128'h7e472bd8e1bcb097789d4c606553347b),
+        ^(i_data_masked & 128'h3f2395ec70de584bbc4ea63032a99a3d),
+        ^(i_data_masked & 128'h1f91caf6386f2c25de2753181954cd1e)
     };
-    assign s_last_lane = {
-        s_axis_tkeep[15],
-        s_axis_tkeep[14] & ~s_axis_tkeep[15],
-        s_axis_tkeep[13] & ~s_axis_tkeep[14],
-        s_axis_tkeep[12] & ~s_axis_tkeep[13],
-        s_axis_tkeep[11] & ~s_axis_tkeep[12],
-        s_axis_tkeep[10] & ~s_axis_tkeep[11],
-        s_axis_tkeep[9] & ~s_axis_tkeep[10],
-        s_axis_tkeep[8] & ~s_axis_tkeep[9],
-        s_axis_tkeep[7] & ~s_axis_tkeep[8],
-        s_axis_tkeep[6] & ~s_axis_tkeep[7],
-        s_axis_tkeep[5] & ~s_axis_tkeep[6],
-        s_axis_tkeep[4] & ~s_axis_tkeep[5],
-        s_axis_tkeep[3] & ~s_axis_tkeep[4],
-        s_axis_tkeep[2] & ~s_axis_tkeep[3],
-        s_axis_tkeep[1] & ~s_axis_tkeep[2],
-        s_axis_tkeep[0] & ~s_axis_tkeep[1]
+    assign i_last_lane = {
+        i_keep[15],
+        i_keep[14] & ~i_keep[15],
+        i_keep[13] & ~i_keep[14],
+        i_keep[12] & ~i_keep[13],
+        i_keep[11] & ~i_keep[12],
+        i_keep[10] & ~i_keep[11],
+        i_keep[9] & ~i_keep[10],
+        i_keep[8] & ~i_keep[9],
+        i_keep[7] & ~i_keep[8],
+        i_keep[6] & ~i_keep[7],
+        i_keep[5] & ~i_keep[6],
+        i_keep[4] & ~i_keep[5],
+        i_keep[3] & ~i_keep[4],
+        i_keep[2] & ~i_keep[3],
+        i_keep[1] & ~i_keep[2],
+        i_keep[0] & ~i_keep[1]
     };
-    assign s_pad_lanes = {
-        |(s_last_lane & 16'h00ff),
-        |(s_last_lane & 16'h0f0f),
-        |(s_last_lane & 16'h3333),
-        |(s_last_lane & 16'h5555)
+    assign i_pad_lanes = {
+        |(i_last_lane & 16'h00ff),
+        |(i_last_lane & 16'h0f0f),
+        |(i_last_lane & 16'h3333),
+        |(i_last_lane & 16'h5555)
     };
-    assign p0_fix1 = {
-        ^(p0_crc & 32'ha0800000),
-        ^(p0_crc & 32'hd0400000),
-        ^(p0_crc & 32'he8200000),
-        ^(p0_crc & 32'hf4100000),
-        ^(p0_crc & 32'hfa080000),
-        ^(p0_crc & 32'hfd040000),
-        ^(p0_crc & 32'h5e020000),
-        ^(p0_crc & 32'haf010000),
-        ^(p0_crc & 32'hf7008000),
-        ^(p0_crc & 32'hdb004000),
-        ^(p0_crc & 32'hcd002000),
-        ^(p0_crc & 32'h46001000),
-        ^(p0_crc & 32'h23000800),
-        ^(p0_crc & 32'h31000400),
-        ^(p0_crc & 32'hb8000200),
-        ^(p0_crc & 32'hdc000100),
-        ^(p0_crc & 32'hee000080),
-        ^(p0_crc & 32'h77000040),
-        ^(p0_crc & 32'h1b000020),
-        ^(p0_crc & 32'had000010),
-        ^(p0_crc & 32'h76000008),
-        ^(p0_crc & 32'hbb000004),
-        ^(p0_crc & 32'h7d000002),
-        ^(p0_crc & 32'h9e000001),
-        ^(p0_crc & 32'h4f000000),
-        ^(p0_crc & 32'h87000000),
-        ^(p0_crc & 32'he3000000),
-        ^(p0_crc & 32'h51000000),
-        p0_crc[27],
-        p0_crc[26],
-        ^(p0_crc & 32'h82000000),
-        ^(p0_crc & 32'h41000000)
+    assign i_take = advance & i_valid;
+    assign crc_state_term = {
+        ^(crc_state & 32'h0caa668f),
+        ^(crc_state & 32'h06553347),
+        ^(crc_state & 32'h032a99a3),
+        ^(crc_state & 32'h81954cd1),
+        ^(crc_state & 32'hc0caa668),
+        ^(crc_state & 32'h60655334),
+        ^(crc_state & 32'h3c98cf15),
+        ^(crc_state & 32'h1e4c678a),
+        ^(crc_state & 32'h838c554a),
+        ^(crc_state & 32'h4d6c4c2a),
+        ^(crc_state & 32'haa1c409a),
+        ^(crc_state & 32'hd9a446c2),
+        ^(crc_state & 32'hecd22361),
+        ^(crc_state & 32'h7ac3773f),
+        ^(crc_state & 32'h31cbdd10),
+        ^(crc_state & 32'h18e5ee88),
+        ^(crc_state & 32'h8c72f744),
+        ^(crc_state & 32'hc6397ba2),
+        ^(crc_state & 32'hefb6db5e),
+        ^(crc_state & 32'h7b710b20),
+        ^(crc_state & 32'hb112e31f),
+        ^(crc_state & 32'h5889718f),
+        ^(crc_state & 32'ha0eede48),
+        ^(crc_state & 32'h5cdd09ab),
+        ^(crc_state & 32'h2e6e84d5),
+        ^(crc_state & 32'h1b9d24e5),
+        ^(crc_state & 32'h0164f4fd),
+        ^(crc_state & 32'h8c181cf1),
+        ^(crc_state & 32'hcaa668f7),
+        ^(crc_state & 32'h6553347b),
+        ^(crc_state & 32'h32a99a3d),
+        ^(crc_state & 32'h1954cd1e)
     };
-    assign p0_fix2 = {
-        ^(p0_crc & 32'hbfa08000),
-        ^(p0_crc & 32'h5fd04000),
-        ^(p0_crc & 32'hafe82000),
-        ^(p0_crc & 32'hd7f41000),
-        ^(p0_crc & 32'hebfa0800),
-        ^(p0_crc & 32'hf5fd0400),
-        ^(p0_crc & 32'hc55e0200),
-        ^(p0_crc & 32'h62af0100),
-        ^(p0_crc & 32'h8ef70080),
-        ^(p0_crc & 32'hf8db0040),
-        ^(p0_crc & 32'hc3cd0020),
-        ^(p0_crc & 32'hde460010),
-        ^(p0_crc & 32'h6f230008),
-        ^(p0_crc & 32'h08310004),
-        ^(p0_crc & 32'h3bb80002),
-        ^(p0_crc & 32'h1ddc0001),
-        ^(p0_crc & 32'h8eee0000),
-        ^(p0_crc & 32'h47770000),
-        ^(p0_crc & 32'h1c1b0000),
-        ^(p0_crc & 32'hb1ad0000),
-        ^(p0_crc & 32'h67760000),
-        ^(p0_crc & 32'hb3bb0000),
-        ^(p0_crc & 32'he67d0000),
-        ^(p0_crc & 32'h4c9e0000),
-        ^(p0_crc & 32'h264f0000),
-        ^(p0_crc & 32'hac870000),
-        ^(p0_crc & 32'h69e30000),
-        ^(p0_crc & 32'h8b510000),
-        ^(p0_crc & 32'hfa080000),
-        ^(p0_crc & 32'hfd040000),
-        ^(p0_crc & 32'hfe820000),
-        ^(p0_crc & 32'h7f410000)
+    assign crc_next = b_term ^ crc_state_term;
+    assign b_frame_end = b_valid & b_last;
+    assign p0_matrix = p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7 : zinv_6) : (p0_pad[0] ? zinv_5 : zinv_4)) : (p0_pad[1] ? (p0_pad[0] ? zinv_3 : zinv_2) : (p0_pad[0] ? zinv_1 : zinv_0));
+    assign p0_fixed = {
+        ^(p0_crc & p0_matrix[1023:992]),
+        ^(p0_crc & p0_matrix[991:960]),
+        ^(p0_crc & p0_matrix[959:928]),
+        ^(p0_crc & p0_matrix[927:896]),
+        ^(p0_crc & p0_matrix[895:864]),
+        ^(p0_crc & p0_matrix[863:832]),
+        ^(p0_crc & p0_matrix[831:800]),
+        ^(p0_crc & p0_matrix[799:768]),
+        ^(p0_crc & p0_matrix[767:736]),
+        ^(p0_crc & p0_matrix[735:704]),
+        ^(p0_crc & p0_matrix[703:672]),
+        ^(p0_crc & p0_matrix[671:640]),
+        ^(p0_crc & p0_matrix[639:608]),
+        ^(p0_crc & p0_matrix[607:576]),
+        ^(p0_crc & p0_matrix[575:544]),
+        ^(p0_crc & p0_matrix[543:512]),
+        ^(p0_crc & p0_matrix[511:480]),
+        ^(p0_crc & p0_matrix[479:448]),
+        ^(p0_crc & p0_matrix[447:416]),
+        ^(p0_crc & p0_matrix[415:384]),
+        ^(p0_crc & p0_matrix[383:352]),
+        ^(p0_crc & p0_matrix[351:320]),
+        ^(p0_crc & p0_matrix[319:288]),
+        ^(p0_crc & p0_matrix[287:256]),
+        ^(p0_crc & p0_matrix[255:224]),
+        ^(p0_crc & p0_matrix[223:192]),
+        ^(p0_crc & p0_matrix[191:160]),
+        ^(p0_crc & p0_matrix[159:128]),
+        ^(p0_crc & p0_matrix[127:96]),
+        ^(p0_crc & p0_matrix[95:64]),
+        ^(p0_crc & p0_matrix[63:32]),
+        ^(p0_crc & p0_matrix[31:0])
     };
-    assign p0_fix3 = {
-        ^(p0_crc & 32'h9ebfa080),
-        ^(p0_crc & 32'hcf5fd040),
-        ^(p0_crc & 32'h67afe820),
-        ^(p0_crc & 32'hb3d7f410),
-        ^(p0_crc & 32'hd9ebfa08),
-        ^(p0_crc & 32'hecf5fd04),
-        ^(p0_crc & 32'h68c55e02),
-        ^(p0_crc & 32'hb462af01),
-        ^(p0_crc & 32'h448ef700),
-        ^(p0_crc & 32'h3cf8db00),
-        ^(p0_crc & 32'h80c3cd00),
-        ^(p0_crc & 32'hdede4600),
-        ^(p0_crc & 32'h6f6f2300),
-        ^(p0_crc & 32'ha9083100),
-        ^(p0_crc & 32'hca3bb800),
-        ^(p0_crc & 32'h651ddc00),
-        ^(p0_crc & 32'hb28eee00),
-        ^(p0_crc & 32'hd9477700),
-        ^(p0_crc & 32'hf21c1b00),
-        ^(p0_crc & 32'he7b1ad00),
-        ^(p0_crc & 32'hed677600),
-        ^(p0_crc & 32'h76b3bb00),
-        ^(p0_crc & 32'ha5e67d00),
-        ^(p0_crc & 32'hcc4c9e00),
-        ^(p0_crc & 32'he6264f00),
-        ^(p0_crc & 32'hedac8700),
-        ^(p0_crc & 32'he869e300),
-        ^(p0_crc & 32'hea8b5100),
-        ^(p0_crc & 32'hebfa0800),
-        ^(p0_crc & 32'hf5fd0400),
-        ^(p0_crc & 32'h7afe8200),
-        ^(p0_crc & 32'h3d7f4100)
+    assign p1_matrix = p1_pad ? zinv_8 : zinv_0;
+    assign p1_fixed = {
+        ^(p1_crc & p1_matrix[1023:992]),
+        ^(p1_crc & p1_matrix[991:960]),
+        ^(p1_crc & p1_matrix[959:928]),
+        ^(p1_crc & p1_matrix[927:896]),
+        ^(p1_crc & p1_matrix[895:864]),
+        ^(p1_crc & p1_matrix[863:832]),
+        ^(p1_crc & p1_matrix[831:800]),
+        ^(p1_crc & p1_matrix[799:768]),
+        ^(p1_crc & p1_matrix[767:736]),
+        ^(p1_crc & p1_matrix[735:704]),
+        ^(p1_crc & p1_matrix[703:672]),
+        ^(p1_crc & p1_matrix[671:640]),
+        ^(p1_crc & p1_matrix[639:608]),
+        ^(p1_crc & p1_matrix[607:576]),
+        ^(p1_crc & p1_matrix[575:544]),
+        ^(p1_crc & p1_matrix[543:512]),
+        ^(p1_crc & p1_matrix[511:480]),
+        ^(p1_crc & p1_matrix[479:448]),
+        ^(p1_crc & p1_matrix[447:416]),
+        ^(p1_crc & p1_matrix[415:384]),
+        ^(p1_crc & p1_matrix[383:352]),
+        ^(p1_crc & p1_matrix[351:320]),
+        ^(p1_crc & p1_matrix[319:288]),
+        ^(p1_crc & p1_matrix[287:256]),
+        ^(p1_crc & p1_matrix[255:224]),
+        ^(p1_crc & p1_matrix[223:192]),
+        ^(p1_crc & p1_matrix[191:160]),
+        ^(p1_crc & p1_matrix[159:128]),
+        ^(p1_crc & p1_matrix[127:96]),
+        ^(p1_crc & p1_matrix[95:64]),
+        ^(p1_crc & p1_matrix[63:32]),
+        ^(p1_crc & p1_matrix[31:0])
     };
-    assign p0_fix4 = {
-        ^(p0_crc & 32'hbd9ebfa0),
-        ^(p0_crc & 32'hdecf5fd0),
-        ^(p0_crc & 32'h6f67afe8),
-        ^(p0_crc & 32'hb7b3d7f4),
-        ^(p0_crc & 32'h5bd9ebfa),
-        ^(p0_crc & 32'hadecf5fd),
-        ^(p0_crc & 32'heb68c55e),
-        ^(p0_crc & 32'h75b462af),
-        ^(p0_crc & 32'h07448ef7),
-        ^(p0_crc & 32'h3e3cf8db),
-        ^(p0_crc & 32'h2280c3cd),
-        ^(p0_crc & 32'hacdede46),
-        ^(p0_crc & 32'h566f6f23),
-        ^(p0_crc & 32'h16a90831),
-        ^(p0_crc & 32'h36ca3bb8),
-        ^(p0_crc & 32'h1b651ddc),
-        ^(p0_crc & 32'h8db28eee),
-        ^(p0_crc & 32'hc6d94777),
-        ^(p0_crc & 32'h5ef21c1b),
-        ^(p0_crc & 32'h92e7b1ad),
-        ^(p0_crc & 32'h74ed6776),
-        ^(p0_crc & 32'hba76b3bb),
-        ^(p0_crc & 32'he0a5e67d),
-        ^(p0_crc & 32'h4dcc4c9e),
-        ^(p0_crc & 32'h26e6264f),
-        ^(p0_crc & 32'haeedac87),
-        ^(p0_crc & 32'heae869e3),
-        ^(p0_crc & 32'hc8ea8b51),
-        ^(p0_crc & 32'hd9ebfa08),
-        ^(p0_crc & 32'hecf5fd04),
-        ^(p0_crc & 32'hf67afe82),
-        ^(p0_crc & 32'h7b3d7f41)
-    };
-    assign p0_fix5 = {
-        ^(p0_crc & 32'hd5bd9ebf),
-        ^(p0_crc & 32'headecf5f),
-        ^(p0_crc & 32'h756f67af),
-        ^(p0_crc & 32'hbab7b3d7),
-        ^(p0_crc & 32'h5d5bd9eb),
-        ^(p0_crc & 32'h2eadecf5),
-        ^(p0_crc & 32'h42eb68c5),
-        ^(p0_crc & 32'ha175b462),
-        ^(p0_crc & 32'h0507448e),
-        ^(p0_crc & 32'hd73e3cf8),
-        ^(p0_crc & 32'hbe2280c3),
-        ^(p0_crc & 32'h0aacdede),
-        ^(p0_crc & 32'h85566f6f),
-        ^(p0_crc & 32'h1716a908),
-        ^(p0_crc & 32'hde36ca3b),
-        ^(p0_crc & 32'h6f1b651d),
-        ^(p0_crc & 32'h378db28e),
-        ^(p0_crc & 32'h9bc6d947),
-        ^(p0_crc & 32'h985ef21c),
-        ^(p0_crc & 32'h9992e7b1),
-        ^(p0_crc & 32'h9974ed67),
-        ^(p0_crc & 32'h4cba76b3),
-        ^(p0_crc & 32'h73e0a5e6),
-        ^(p0_crc & 32'h6c4dcc4c),
-        ^(p0_crc & 32'hb626e626),
-        ^(p0_crc & 32'h8eaeedac),
-        ^(p0_crc & 32'h92eae869),
-        ^(p0_crc & 32'h1cc8ea8b),
-        ^(p0_crc & 32'h5bd9ebfa),
-        ^(p0_crc & 32'hadecf5fd),
-        ^(p0_crc & 32'h56f67afe),
-        ^(p0_crc & 32'hab7b3d7f)
-    };
-    assign p0_fix6 = {
-        ^(p0_crc & 32'ha5d5bd9e),
-        ^(p0_crc & 32'h52eadecf),
-        ^(p0_crc & 32'ha9756f67),
-        ^(p0_crc & 32'hd4bab7b3),
-        ^(p0_crc & 32'h6a5d5bd9),
-        ^(p0_crc & 32'h352eadec),
-        ^(p0_crc & 32'hbf42eb68),
-        ^(p0_crc & 32'h5fa175b4),
-        ^(p0_crc & 32'h0a050744),
-        ^(p0_crc & 32'ha0d73e3c),
-        ^(p0_crc & 32'h75be2280),
-        ^(p0_crc & 32'h1f0aacde),
-        ^(p0_crc & 32'h0f85566f),
-        ^(p0_crc & 32'h221716a9),
-        ^(p0_crc & 32'h34de36ca),
-        ^(p0_crc & 32'h9a6f1b65),
-        ^(p0_crc & 32'hcd378db2),
-        ^(p0_crc & 32'h669bc6d9),
-        ^(p0_crc & 32'h96985ef2),
-        ^(p0_crc & 32'h6e9992e7),
-        ^(p0_crc & 32'h129974ed),
-        ^(p0_crc & 32'h094cba76),
-        ^(p0_crc & 32'ha173e0a5),
-        ^(p0_crc & 32'hf56c4dcc),
-        ^(p0_crc & 32'h7ab626e6),
-        ^(p0_crc & 32'h188eaeed),
-        ^(p0_crc & 32'ha992eae8),
-        ^(p0_crc & 32'hf11cc8ea),
-        ^(p0_crc & 32'h5d5bd9eb),
-        ^(p0_crc & 32'h2eadecf5),
-        ^(p0_crc & 32'h9756f67a),
-        ^(p0_crc & 32'h4bab7b3d)
-    };
-    assign p0_fix7 = {
-        ^(p0_crc & 32'h06a5d5bd),
-        ^(p0_crc & 32'h8352eade),
-        ^(p0_crc & 32'h41a9756f),
-        ^(p0_crc & 32'ha0d4bab7),
-        ^(p0_crc & 32'h506a5d5b),
-        ^(p0_crc & 32'ha8352ead),
-        ^(p0_crc & 32'h52bf42eb),
-        ^(p0_crc & 32'h295fa175),
-        ^(p0_crc & 32'h920a0507),
-        ^(p0_crc & 32'hcfa0d73e),
-        ^(p0_crc & 32'h6175be22),
-        ^(p0_crc & 32'hb61f0aac),
-        ^(p0_crc & 32'h5b0f8556),
-        ^(p0_crc & 32'h2b221716),
-        ^(p0_crc & 32'h1334de36),
-        ^(p0_crc & 32'h899a6f1b),
-        ^(p0_crc & 32'hc4cd378d),
-        ^(p0_crc & 32'he2669bc6),
-        ^(p0_crc & 32'hf796985e),
-        ^(p0_crc & 32'hfd6e9992),
-        ^(p0_crc & 32'hf8129974),
-        ^(p0_crc & 32'h7c094cba),
-        ^(p0_crc & 32'hb8a173e0),
-        ^(p0_crc & 32'hdaf56c4d),
-        ^(p0_crc & 32'hed7ab626),
-        ^(p0_crc & 32'h70188eae),
-        ^(p0_crc & 32'hbea992ea),
-        ^(p0_crc & 32'hd9f11cc8),
-        ^(p0_crc & 32'h6a5d5bd9),
-        ^(p0_crc & 32'h352eadec),
-        ^(p0_crc & 32'h1a9756f6),
-        ^(p0_crc & 32'h0d4bab7b)
-    };
-    assign p0_fixed = p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? p0_fix7 : p0_fix6) : (p0_pad[0] ? p0_fix5 : p0_fix4)) : (p0_pad[1] ? (p0_pad[0] ? p0_fix3 : p0_fix2) : (p0_pad[0] ? p0_fix1 : p0_crc));
-    assign p1_fix1 = {
-        ^(p1_crc & 32'hd506a5d5),
-        ^(p1_crc & 32'hea8352ea),
-        ^(p1_crc & 32'hf541a975),
-        ^(p1_crc & 32'h7aa0d4ba),
-        ^(p1_crc & 32'h3d506a5d),
-        ^(p1_crc & 32'h9ea8352e),
-        ^(p1_crc & 32'h9a52bf42),
-        ^(p1_crc & 32'h4d295fa1),
-        ^(p1_crc & 32'h73920a05),
-        ^(p1_crc & 32'heccfa0d7),
-        ^(p1_crc & 32'ha36175be),
-        ^(p1_crc & 32'h84b61f0a),
-        ^(p1_crc & 32'hc25b0f85),
-        ^(p1_crc & 32'hb42b2217),
-        ^(p1_crc & 32'h0f1334de),
-        ^(p1_crc & 32'h07899a6f),
-        ^(p1_crc & 32'h83c4cd37),
-        ^(p1_crc & 32'hc1e2669b),
-        ^(p1_crc & 32'h35f79698),
-        ^(p1_crc & 32'h4ffd6e99),
-        ^(p1_crc & 32'hf2f81299),
-        ^(p1_crc & 32'hf97c094c),
-        ^(p1_crc & 32'ha9b8a173),
-        ^(p1_crc & 32'h01daf56c),
-        ^(p1_crc & 32'h00ed7ab6),
-        ^(p1_crc & 32'hd570188e),
-        ^(p1_crc & 32'hbfbea992),
-        ^(p1_crc & 32'h0ad9f11c),
-        ^(p1_crc & 32'h506a5d5b),
-        ^(p1_crc & 32'ha8352ead),
-        ^(p1_crc & 32'h541a9756),
-        ^(p1_crc & 32'haa0d4bab)
-    };
-    assign p1_fixed = p1_pad ? p1_fix1 : p1_crc;
     assign m_axis_tdata = res_crc;
     assign m_axis_tuser = res_ok;
     assign m_axis_tvalid = res_valid;
 
     always @(posedge clk) begin
         if (rst) begin
+            i_valid <= 1'h0;
+        end else if (advance) begin
+            i_valid <= s_fire;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (s_fire) begin
+            i_data <= s_axis_tdata;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (s_fire) begin
+            i_keep <= s_axis_tkeep;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (s_fire) begin
+            i_last <= s_axis_tlast;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            b_valid <= 1'h0;
+        end else if (advance) begin
+            b_valid <= i_valid;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (i_take) begin
+            b_last <= i_last;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (i_take) begin
+            b_term <= i_data_term;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (i_take) begin
+            b_pad <= i_pad_lanes;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             crc_state <= 32'hffffffff;
-        end else if (s_fire) begin
-            crc_state <= s_axis_tlast ? 32'hffffffff : crc_next;
+        end else if (advance & b_valid) begin
+            crc_state <= b_last ? 32'hffffffff : crc_next;
         end
     end
 
@@ -441,19 +350,19 @@ module crc32c_w128 (
         if (rst) begin
             p0_valid <= 1'h0;
         end else if (advance) begin
-            p0_valid <= s_frame_end;
+            p0_valid <= b_frame_end;
         end
     end
 
     always @(posedge clk) begin
-        if (advance & s_frame_end) begin
+        if (advance & b_frame_end) begin
             p0_crc <= crc_next;
         end
     end
 
     always @(posedge clk) begin
-        if (advance & s_frame_end) begin
-            p0_pad <= s_pad_lanes;
+        if (advance & b_frame_end) begin
+            p0_pad <= b_pad;
         end
     end
 

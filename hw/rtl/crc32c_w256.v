@@ -5,7 +5,7 @@
 //
 // Input: s_axis_* beats; every beat but the last of a frame carries all lanes,
 // the last carries lanes 0..n-1 (tkeep contiguous from bit 0, at least one
-// lane). Output: one m_axis beat per frame, 3 cycles after the frame's last
+// lane). Output: one m_axis beat per frame, 5 cycles after the frame's last
 // beat is accepted: m_axis_tdata is the CRC32c of the frame's bytes (what
 // hash/crc32 returns; send it least significant octet first), m_axis_tuser is
 // 1 when the frame ended with its own correct CRC field (the register equals
@@ -16,9 +16,12 @@
 // combinationally on m_axis_tready).
 //
 // How: the register update over a whole beat is a GF(2) matrix derived at
-// generation time. The last beat is processed with its unused lanes as zeros,
-// which multiplies the true register by Z^p (Z = one zero byte, p = unused
-// lanes); 2 pipelined correction stage(s) multiply by Z^-p, 3 bits of p each.
+// generation time; beats are registered as they arrive (stage i), their data
+// term is registered next (stage b), so the feedback loop is a 32x32 update.
+// The last beat is processed with its unused lanes as zeros, which multiplies
+// the true register by Z^p (Z = one zero byte, p = unused lanes); 2 pipelined
+// correction stage(s) multiply by Z^-p, 3 bits of p each, selecting the rows
+// of Z^-p among constant matrices.
 //
 // Implements: RFC 5044 §4.4 (CRC32c, iSCSI polynomial; residue check of digest §1.5); RFC 3720 §12.1
 //
@@ -41,502 +44,342 @@ module crc32c_w256 (
     input  wire           m_axis_tready
 );
 
+    // Z^-0: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_0 = 1024'h8000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001;
+    // Z^-1: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_1 = 1024'ha0800000d0400000e8200000f4100000fa080000fd0400005e020000af010000f7008000db004000cd002000460010002300080031000400b8000200dc000100ee000080770000401b000020ad00001076000008bb0000047d0000029e0000014f00000087000000e30000005100000008000000040000008200000041000000;
+    // Z^-2: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_2 = 1024'hbfa080005fd04000afe82000d7f41000ebfa0800f5fd0400c55e020062af01008ef70080f8db0040c3cd0020de4600106f230008083100043bb800021ddc00018eee0000477700001c1b0000b1ad000067760000b3bb0000e67d00004c9e0000264f0000ac87000069e300008b510000fa080000fd040000fe8200007f410000;
+    // Z^-3: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_3 = 1024'h9ebfa080cf5fd04067afe820b3d7f410d9ebfa08ecf5fd0468c55e02b462af01448ef7003cf8db0080c3cd00dede46006f6f2300a9083100ca3bb800651ddc00b28eee00d9477700f21c1b00e7b1ad00ed67760076b3bb00a5e67d00cc4c9e00e6264f00edac8700e869e300ea8b5100ebfa0800f5fd04007afe82003d7f4100;
+    // Z^-4: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_4 = 1024'hbd9ebfa0decf5fd06f67afe8b7b3d7f45bd9ebfaadecf5fdeb68c55e75b462af07448ef73e3cf8db2280c3cdacdede46566f6f2316a9083136ca3bb81b651ddc8db28eeec6d947775ef21c1b92e7b1ad74ed6776ba76b3bbe0a5e67d4dcc4c9e26e6264faeedac87eae869e3c8ea8b51d9ebfa08ecf5fd04f67afe827b3d7f41;
+    // Z^-5: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_5 = 1024'hd5bd9ebfeadecf5f756f67afbab7b3d75d5bd9eb2eadecf542eb68c5a175b4620507448ed73e3cf8be2280c30aacdede85566f6f1716a908de36ca3b6f1b651d378db28e9bc6d947985ef21c9992e7b19974ed674cba76b373e0a5e66c4dcc4cb626e6268eaeedac92eae8691cc8ea8b5bd9ebfaadecf5fd56f67afeab7b3d7f;
+    // Z^-6: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_6 = 1024'ha5d5bd9e52eadecfa9756f67d4bab7b36a5d5bd9352eadecbf42eb685fa175b40a050744a0d73e3c75be22801f0aacde0f85566f221716a934de36ca9a6f1b65cd378db2669bc6d996985ef26e9992e7129974ed094cba76a173e0a5f56c4dcc7ab626e6188eaeeda992eae8f11cc8ea5d5bd9eb2eadecf59756f67a4bab7b3d;
+    // Z^-7: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_7 = 1024'h06a5d5bd8352eade41a9756fa0d4bab7506a5d5ba8352ead52bf42eb295fa175920a0507cfa0d73e6175be22b61f0aac5b0f85562b2217161334de36899a6f1bc4cd378de2669bc6f796985efd6e9992f81299747c094cbab8a173e0daf56c4ded7ab62670188eaebea992ead9f11cc86a5d5bd9352eadec1a9756f60d4bab7b;
+    // Z^-8: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_8 = 1024'hd506a5d5ea8352eaf541a9757aa0d4ba3d506a5d9ea8352e9a52bf424d295fa173920a05eccfa0d7a36175be84b61f0ac25b0f85b42b22170f1334de07899a6f83c4cd37c1e2669b35f796984ffd6e99f2f81299f97c094ca9b8a17301daf56c00ed7ab6d570188ebfbea9920ad9f11c506a5d5ba8352ead541a9756aa0d4bab;
+    // Z^-16: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_16 = 1024'hbe750e6e5f3a8737af9d439b57cea1cd2be750e615f3a873b48cda575a466d2b135638fbb7de1213e59a07674cb80ddda65c06ee6d5b0d1908d888e2046c447182362238411b111c9ef886e0f1094d1e46f1a8e1a378d470efc96456c991bc45e4c8de224c11617f187dbed1b24bd106e750e6edf3a87376f9d439bb7cea1cdd;
+    // Z^-24: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_24 = 1024'h7f40a52a3fa052951fd0294a0fe814a587f40a52c3fa05291ebda7be8f5ed3df38efccc5633743484edb048e582d276dac1693b6a94becf1abe5535255f2a9a9aaf954d4557caa6a55fef01f55bfdd25d59f4bb86acfa5dcca2777c49a531ec84d298f6459d46298d3aa94661695ef19f40a52a6fa052953fd0294a9fe814a54;
+
     reg            res_valid;                // a result waits on m_axis
     wire           advance;                  // every pipeline stage moves on this cycle
     wire           s_fire;                   // a beat is accepted
-    wire           s_frame_end;              // the last beat of a frame is accepted
-    wire [255:0]   s_data_masked;            // tdata with unused lanes zeroed
-    reg  [31:0]    crc_state;                // CRC register (not inverted) of the frame so far
-    wire [287:0]   crc_in;                   // operand of the update matrix: {data, register}
-    wire [31:0]    crc_next;                 // register after this beat, all lanes counted
-    wire [31:0]    s_last_lane;              // one-hot: the last lane in use
-    wire [4:0]     s_pad_lanes;              // lanes not in use on this beat
+    reg            i_valid;                  // stage i holds an accepted beat
+    reg  [255:0]   i_data;
+    reg  [31:0]    i_keep;
+    reg            i_last;
+    wire [255:0]   i_data_masked;            // the beat with unused lanes zeroed
+    wire [31:0]    i_data_term;              // the beat's contribution to the register
+    wire [31:0]    i_last_lane;              // one-hot: the last lane in use
+    wire [4:0]     i_pad_lanes;              // lanes not in use on this beat
+    wire           i_take;                   // stage i's beat moves to stage b
+    reg            b_valid;                  // stage b holds a beat's data term
+    reg            b_last;
+    reg  [31:0]    b_term;
+    reg  [4:0]     b_pad;
+    reg  [31:0]    crc_state;                // CRC register (not inverted) of the frame before stage b's beat
+    wire [31:0]    crc_state_term;           // the register's own contribution
+    wire [31:0]    crc_next;                 // register after stage b's beat, all lanes counted
+    wire           b_frame_end;              // stage b holds a frame's last beat
     reg            p0_valid;                 // stage 0 holds a frame's uncorrected register
     reg  [31:0]    p0_crc;
     reg  [4:0]     p0_pad;
-    wire [31:0]    p0_fix1;                  // register times Z^-1
-    wire [31:0]    p0_fix2;                  // register times Z^-2
-    wire [31:0]    p0_fix3;                  // register times Z^-3
-    wire [31:0]    p0_fix4;                  // register times Z^-4
-    wire [31:0]    p0_fix5;                  // register times Z^-5
-    wire [31:0]    p0_fix6;                  // register times Z^-6
-    wire [31:0]    p0_fix7;                  // register times Z^-7
-    wire [31:0]    p0_fixed;                 // corrected for pad-lane bits 0..2
+    wire [1023:0]  p0_matrix;                // Z^-k for pad-lane bits 0..2 of this frame
+    wire [31:0]    p0_fixed;                 // register corrected for pad-lane bits 0..2
     reg            p1_valid;
     reg  [31:0]    p1_crc;
     reg  [1:0]     p1_pad;
-    wire [31:0]    p1_fix1;                  // register times Z^-8
-    wire [31:0]    p1_fix2;                  // register times Z^-16
-    wire [31:0]    p1_fix3;                  // register times Z^-24
-    wire [31:0]    p1_fixed;                 // corrected for pad-lane bits 3..4
+    wire [1023:0]  p1_matrix;                // Z^-k for pad-lane bits 3..4 of this frame
+    wire [31:0]    p1_fixed;                 // register corrected for pad-lane bits 3..4
     reg  [31:0]    res_crc;                  // the frame's CRC32c
     reg            res_ok;                   // residue check passed
 
     assign advance = ~res_valid | m_axis_tready;
     assign s_axis_tready = advance;
     assign s_fire = s_axis_tvalid & advance;
-    assign s_frame_end = s_fire & s_axis_tlast;
-    assign s_data_masked = {
-        s_axis_tdata[255:248] & {8{s_axis_tkeep[31]}},
-        s_axis_tdata[247:240] & {8{s_axis_tkeep[30]}},
-        s_axis_tdata[239:232] & {8{s_axis_tkeep[29]}},
-        s_axis_tdata[231:224] & {8{s_axis_tkeep[28]}},
-        s_axis_tdata[223:216] & {8{s_axis_tkeep[27]}},
-        s_axis_tdata[215:208] & {8{s_axis_tkeep[26]}},
-        s_axis_tdata[207:200] & {8{s_axis_tkeep[25]}},
-        s_axis_tdata[199:192] & {8{s_axis_tkeep[24]}},
-        s_axis_tdata[191:184] & {8{s_axis_tkeep[23]}},
-        s_axis_tdata[183:176] & {8{s_axis_tkeep[22]}},
-        s_axis_tdata[175:168] & {8{s_axis_tkeep[21]}},
-        s_axis_tdata[167:160] & {8{s_axis_tkeep[20]}},
-        s_axis_tdata[159:152] & {8{s_axis_tkeep[19]}},
-        s_axis_tdata[151:144] & {8{s_axis_tkeep[18]}},
-        s_axis_tdata[143:136] & {8{s_axis_tkeep[17]}},
-        s_axis_tdata[135:128] & {8{s_axis_tkeep[16]}},
-        s_axis_tdata[127:120] & {8{s_axis_tkeep[15]}},
-        s_axis_tdata[119:112] & {8{s_axis_tkeep[14]}},
-        s_axis_tdata[111:104] & {8{s_axis_tkeep[13]}},
-        s_axis_tdata[103:96] & {8{s_axis_tkeep[12]}},
-        s_axis_tdata[95:88] & {8{s_axis_tkeep[11]}},
-        s_axis_tdata[87:80] & {8{s_axis_tkeep[10]}},
-        s_axis_tdata[79:72] & {8{s_axis_tkeep[9]}},
-        s_axis_tdata[71:64] & {8{s_axis_tkeep[8]}},
-        s_axis_tdata[63:56] & {8{s_axis_tkeep[7]}},
-        s_axis_tdata[55:48] & {8{s_axis_tkeep[6]}},
-        s_axis_tdata[47:40] & {8{s_axis_tkeep[5]}},
-        s_axis_tdata[39:32] & {8{s_axis_tkeep[4]}},
-        s_axis_tdata[31:24] & {8{s_axis_tkeep[3]}},
-        s_axis_tdata[23:16] & {8{s_axis_tkeep[2]}},
-        s_axis_tdata[15:8] & {8{s_axis_tkeep[1]}},
-        s_axis_tdata[7:0] & {8{s_axis_tkeep[0]}}
+    assign i_data_masked = {
+        i_data[255:248] & {8{i_keep[31]}},
+        i_data[247:240] & {8{i_keep[30]}},
+        i_data[239:232] & {8{i_keep[29]}},
+        i_data[231:224] & {8{i_keep[28]}},
+        i_data[223:216] & {8{i_keep[27]}},
+        i_data[215:208] & {8{i_keep[26]}},
+        i_data[207:200] & {8{i_keep[25]}},
+        i_data[199:192] & {8{i_keep[24]}},
+        i_data[191:184] & {8{i_keep[23]}},
+        i_data[183:176] & {8{i_keep[22]}},
+        i_data[175:168] & {8{i_keep[21]}},
+        i_data[167:160] & {8{i_keep[20]}},
+        i_data[159:152] & {8{i_keep[19]}},
+        i_data[151:144] & {8{i_keep[18]}},
+        i_data[143:136] & {8{i_keep[17]}},
+        i_data[135:128] & {8{i_keep[16]}},
+        i_data[127:120] & {8{i_keep[15]}},
+        i_data[119:112] & {8{i_keep[14]}},
+        i_data[111:104] & {8{i_keep[13]}},
+        i_data[103:96] & {8{i_keep[12]}},
+        i_data[95:88] & {8{i_keep[11]}},
+        i_data[87:80] & {8{i_keep[10]}},
+        i_data[79:72] & {8{i_keep[9]}},
+        i_data[71:64] & {8{i_keep[8]}},
+        i_data[63:56] & {8{i_keep[7]}},
+        i_data[55:48] & {8{i_keep[6]}},
+        i_data[47:40] & {8{i_keep[5]}},
+        i_data[39:32] & {8{i_keep[4]}},
+        i_data[31:24] & {8{i_keep[3]}},
+        i_data[23:16] & {8{i_keep[2]}},
+        i_data[15:8] & {8{i_keep[1]}},
+        i_data[7:0] & {8{i_keep[0]}}
     };
-    assign crc_in = {s_data_masked, crc_state};
-    assign crc_next = {
-        ^(crc_in & 288'h8fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebc2fa89ebc),
-        ^(crc_in & 288'h47e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e97d44f5e),
-        ^(crc_in & 288'h23f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af4bea27af),
-        ^(crc_in & 288'h11f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d7a5f513d7),
-        ^(crc_in & 288'h08fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89eb52fa89eb),
-        ^(crc_in & 288'h047e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5297d44f5),
-        ^(crc_in & 288'h8df7c6eef047484aa4afe72a3c98cf15471b1e9b0278c6a5016629ed3b163cc63b163cc6),
-        ^(crc_in & 288'h46fbe3777823a4255257f3951e4c678aa38d8f4d813c635280b314f69d8b1e639d8b1e63),
-        ^(crc_in & 288'hacb514c0a026440046385046838c554a2b361a4a70241fb434ed707e616d118d616d118d),
-        ^(crc_in & 288'hd9926f1b4c24b412cc0f81af4d6c4c2a6f6bd0c988a821c76ec2423a1f1e167a1f1e167a),
-        ^(crc_in & 288'he301d2f6ba25cc1b8914695baa1c409a4d45358874ee3efec3d5db182027958120279581),
-        ^(crc_in & 288'hfe480c004125701f2b999d21d9a446c25c5247288acd3162155e17893fbb547c3fbb547c),
-        ^(crc_in & 288'h7f2406002092b80f95ccce90ecd223612e292394456698b10aaf0bc49fddaa3e9fddaa3e),
-        ^(crc_in & 288'hb05ae67b0c7eca1525f5cec47ac3773fede44c2692096245f1e37fe760464ba360464ba3),
-        ^(crc_in & 288'hd7e596469a08f3187de94eee31cbdd108c02fbfff9be9f3f8c4545f69f8bbb6d9f8bbb6d),
-        ^(crc_in & 288'h6bf2cb234d04798c3ef4a77718e5ee8846017dfffcdf4f9fc622a2fb4fc5ddb64fc5ddb6),
-        ^(crc_in & 288'h35f96591a6823cc61f7a53bb8c72f7442300befffe6fa7cfe311517da7e2eedba7e2eedb),
-        ^(crc_in & 288'h1afcb2c8d3411e630fbd29ddc6397ba211805f7fff37d3e7f188a8bed3f1776dd3f1776d),
-        ^(crc_in & 288'h82b6bc1f7597192368cd3d62efb6db5e7230f2534f21c7ee8c70ae5a4650250a4650250a),
-        ^(crc_in & 288'hce93bb74a6fc1a835b75373d7b710b2043e8a4c5172acdea328cad280c808c390c808c39),
-        ^(crc_in & 288'he88138c14f499b5342a93212b112e31f5b048f8e3b2f48e86df2ac9129e8d8a029e8d8a0),
-        ^(crc_in & 288'h74409c60a7a4cda9a15499095889718fad8247c71d97a47436f9564894f46c5094f46c50),
-        ^(crc_in & 288'hb5e8ab4b4fe5f0c63fb9e508a0eede48ac31fe0f3e71fc276fc8512165d2a89465d2a894),
-        ^(crc_in & 288'hd53cb0debbc56e71f0cf5b085cdd09ab2ce822eb2f82d00ec350d2959d41caf69d41caf6),
-        ^(crc_in & 288'h6a9e586f5de2b738f867ad842e6e84d59674117597c1680761a8694acea0e57bcea0e57b),
-        ^(crc_in & 288'hba87c94cb2c6cd8e93207f4e1b9d24e5b1cad5567b5a9a1ec460cea048f8ec0148f8ec01),
-        ^(crc_in & 288'hd28b01dd4554f0d5a683962b0164f4fda215b7478d17631216849d550bd4e8bc0bd4e8bc),
-        ^(crc_in & 288'he68d6595be9dee783c5262998c181cf1abfa064f76319f947ff6b4afaa42eae2aa42eae2),
-        ^(crc_in & 288'hfc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdfa89ebcd),
-        ^(crc_in & 288'h7e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e67d44f5e6),
-        ^(crc_in & 288'h3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af3bea27af3),
-        ^(crc_in & 288'h1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d795f513d79)
+    assign i_data_term = {
+        ^(i_data_masked & 256'h8fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebc),
+        ^(i_data_masked & 256'h47e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e),
+        ^(i_data_masked & 256'h23f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af),
+        ^(i_data_masked & 256'h11f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d7),
+        ^(i_data_masked & 256'h08fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89eb),
+        ^(i_data_masked & 256'h047e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5),
+        ^(i_data_masked & 256'h8df7c6eef047484aa4afe72a3c98cf15471b1e9b0278c6a5016629ed3b163cc6),
+        ^(i_data_masked & 256'h46fbe3777823a4255257f3951e4c678aa38d8f4d813c635280b314f69d8b1e63),
+        ^(i_data_masked & 256'hacb514c0a026440046385046838c554a2b361a4a70241fb434ed707e616d118d),
+        ^(i_data_masked & 256'hd9926f1b4c24b412cc0f81af4d6c4c2a6f6bd0c988a821c76ec2423a1f1e167a),
+        ^(i_data_masked & 256'he301d2f6ba25cc1b8914695baa1c409a4d45358874ee3efec3d5db1820279581),
+        ^(i_data_masked & 256'hfe480c004125701f2b999d21d9a446c25c5247288acd3162155e17893fbb547c),
+        ^(i_data_masked & 256'h7f2406002092b80f95ccce90ecd223612e292394456698b10aaf0bc49fddaa3e),
+        ^(i_data_masked & 256'hb05ae67b0c7eca1525f5cec47ac3773fede44c2692096245f1e37fe760464ba3),
+        ^(i_data_masked & 256'hd7e596469a08f3187de94eee31cbdd108c02fbfff9be9f3f8c4545f69f8bbb6d),
+        ^(i_data_masked & 256'h6bf2cb234d04798c3ef4a77718e5ee8846017dfffcdf4f9fc622a2fb4fc5ddb6),
+        ^(i_data_masked & 256'h35f96591a6823cc61f7a53bb8c72f7442300befffe6fa7cfe311517da7e2eedb),
+        ^(i_data_masked & 256'h1afcb2c8d3411e630fbd29ddc6397ba211805f7fff37d3e7f188a8bed3f1776d),
+        ^(i_data_masked & 256'h82b6bc1f7597192368cd3d62efb6db5e7230f2534f21c7ee8c70ae5a4650250a),
+        ^(i_data_masked & 256'hce93bb74a6fc1a835b75373d7b710b2043e8a4c5172acdea328cad280c808c39),
+        ^(i_data_masked & 256'he88138c14f499b5342a93212b112e31f5b048f8e3b2f48e86df2ac9129e8d8a0),
+        ^(i_data_masked & 256'h74409c60a7a4cda9a15499095889718fad8247c71d97a47436f9564894f46c50),
+        ^(i_data_masked & 256'hb5e8ab4b4fe5f0c63fb9e508a0eede48ac31fe0f3e71fc276fc8512165d2a894),
+        ^(i_data_masked & 256'hd53cb0debbc56e71f0cf5b085cdd09ab2ce822eb2f82d00ec350d2959d41caf6),
+        ^(i_data_masked & 256'h6a9e586f5de2b738f867ad842e6e84d59674117597c1680761a8694acea0e57b),
+        ^(i_data_masked & 256'hba87c94cb2c6cd8e93207f4e1b9d24e5b1cad5567b5a9a1ec460cea048f8ec01),
+        ^(i_data_masked & 256'hd28b01dd4554f0d5a683962b0164f4fda215b7478d17631216849d550bd4e8bc),
+        ^(i_data_masked & 256'he68d6595be9dee783c5262998c181cf1abfa064f76319f947ff6b4afaa42eae2),
+        ^(i_data_masked & 256'hfc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcd),
+        ^(i_data_masked & 256'h7e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6),
+        ^(i_data_masked & 256'h3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af3),
+        ^(i_data_masked & 256'h1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79)
     };
-    assign s_last_lane = {
-        s_axis_tkeep[31],
-        s_axis_tkeep[30] & ~s_axis_tkeep[31],
-        s_axis_tkeep[29] & ~s_axis_tkeep[30],
-        s_axis_tkeep[28] & ~s_axis_tkeep[29],
-        s_axis_tkeep[27] & ~s_axis_tkeep[28],
-        s_axis_tkeep[26] & ~s_axis_tkeep[27],
-        s_axis_tkeep[25] & ~s_axis_tkeep[26],
-        s_axis_tkeep[24] & ~s_axis_tkeep[25],
-        s_axis_tkeep[23] & ~s_axis_tkeep[24],
-        s_axis_tkeep[22] & ~s_axis_tkeep[23],
-        s_axis_tkeep[21] & ~s_axis_tkeep[22],
-        s_axis_tkeep[20] & ~s_axis_tkeep[21],
-        s_axis_tkeep[19] & ~s_axis_tkeep[20],
-        s_axis_tkeep[18] & ~s_axis_tkeep[19],
-        s_axis_tkeep[17] & ~s_axis_tkeep[18],
-        s_axis_tkeep[16] & ~s_axis_tkeep[17],
-        s_axis_tkeep[15] & ~s_axis_tkeep[16],
-        s_axis_tkeep[14] & ~s_axis_tkeep[15],
-        s_axis_tkeep[13] & ~s_axis_tkeep[14],
-        s_axis_tkeep[12] & ~s_axis_tkeep[13],
-        s_axis_tkeep[11] & ~s_axis_tkeep[12],
-        s_axis_tkeep[10] & ~s_axis_tkeep[11],
-        s_axis_tkeep[9] & ~s_axis_tkeep[10],
-        s_axis_tkeep[8] & ~s_axis_tkeep[9],
-        s_axis_tkeep[7] & ~s_axis_tkeep[8],
-        s_axis_tkeep[6] & ~s_axis_tkeep[7],
-        s_axis_tkeep[5] & ~s_axis_tkeep[6],
-        s_axis_tkeep[4] & ~s_axis_tkeep[5],
-        s_axis_tkeep[3] & ~s_axis_tkeep[4],
-        s_axis_tkeep[2] & ~s_axis_tkeep[3],
-        s_axis_tkeep[1] & ~s_axis_tkeep[2],
-        s_axis_tkeep[0] & ~s_axis_tkeep[1]
+    assign i_last_lane = {
+        i_keep[31],
+        i_keep[30] & ~i_keep[31],
+        i_keep[29] & ~i_keep[30],
+        i_keep[28] & ~i_keep[29],
+        i_keep[27] & ~i_keep[28],
+        i_keep[26] & ~i_keep[27],
+        i_keep[25] & ~i_keep[26],
+        i_keep[24] & ~i_keep[25],
+        i_keep[23] & ~i_keep[24],
+        i_keep[22] & ~i_keep[23],
+        i_keep[21] & ~i_keep[22],
+        i_keep[20] & ~i_keep[21],
+        i_keep[19] & ~i_keep[20],
+        i_keep[18] & ~i_keep[19],
+        i_keep[17] & ~i_keep[18],
+        i_keep[16] & ~i_keep[17],
+        i_keep[15] & ~i_keep[16],
+        i_keep[14] & ~i_keep[15],
+        i_keep[13] & ~i_keep[14],
+        i_keep[12] & ~i_keep[13],
+        i_keep[11] & ~i_keep[12],
+        i_keep[10] & ~i_keep[11],
+        i_keep[9] & ~i_keep[10],
+        i_keep[8] & ~i_keep[9],
+        i_keep[7] & ~i_keep[8],
+        i_keep[6] & ~i_keep[7],
+        i_keep[5] & ~i_keep[6],
+        i_keep[4] & ~i_keep[5],
+        i_keep[3] & ~i_keep[4],
+        i_keep[2] & ~i_keep[3],
+        i_keep[1] & ~i_keep[2],
+        i_keep[0] & ~i_keep[1]
     };
-    assign s_pad_lanes = {
-        |(s_last_lane & 32'h0000ffff),
-        |(s_last_lane & 32'h00ff00ff),
-        |(s_last_lane & 32'h0f0f0f0f),
-        |(s_last_lane & 32'h33333333),
-        |(s_last_lane & 32'h55555555)
+    assign i_pad_lanes = {
+        |(i_last_lane & 32'h0000ffff),
+        |(i_last_lane & 32'h00ff00ff),
+        |(i_last_lane & 32'h0f0f0f0f),
+        |(i_last_lane & 32'h33333333),
+        |(i_last_lane & 32'h55555555)
     };
-    assign p0_fix1 = {
-        ^(p0_crc & 32'ha0800000),
-        ^(p0_crc & 32'hd0400000),
-        ^(p0_crc & 32'he8200000),
-        ^(p0_crc & 32'hf4100000),
-        ^(p0_crc & 32'hfa080000),
-        ^(p0_crc & 32'hfd040000),
-        ^(p0_crc & 32'h5e020000),
-        ^(p0_crc & 32'haf010000),
-        ^(p0_crc & 32'hf7008000),
-        ^(p0_crc & 32'hdb004000),
-        ^(p0_crc & 32'hcd002000),
-        ^(p0_crc & 32'h46001000),
-        ^(p0_crc & 32'h23000800),
-        ^(p0_crc & 32'h31000400),
-        ^(p0_crc & 32'hb8000200),
-        ^(p0_crc & 32'hdc000100),
-        ^(p0_crc & 32'hee000080),
-        ^(p0_crc & 32'h77000040),
-        ^(p0_crc & 32'h1b000020),
-        ^(p0_crc & 32'had000010),
-        ^(p0_crc & 32'h76000008),
-        ^(p0_crc & 32'hbb000004),
-        ^(p0_crc & 32'h7d000002),
-        ^(p0_crc & 32'h9e000001),
-        ^(p0_crc & 32'h4f000000),
-        ^(p0_crc & 32'h87000000),
-        ^(p0_crc & 32'he3000000),
-        ^(p0_crc & 32'h51000000),
-        p0_crc[27],
-        p0_crc[26],
-        ^(p0_crc & 32'h82000000),
-        ^(p0_crc & 32'h41000000)
+    assign i_take = advance & i_valid;
+    assign crc_state_term = {
+        ^(crc_state & 32'h2fa89ebc),
+        ^(crc_state & 32'h97d44f5e),
+        ^(crc_state & 32'h4bea27af),
+        ^(crc_state & 32'ha5f513d7),
+        ^(crc_state & 32'h52fa89eb),
+        ^(crc_state & 32'h297d44f5),
+        ^(crc_state & 32'h3b163cc6),
+        ^(crc_state & 32'h9d8b1e63),
+        ^(crc_state & 32'h616d118d),
+        ^(crc_state & 32'h1f1e167a),
+        ^(crc_state & 32'h20279581),
+        ^(crc_state & 32'h3fbb547c),
+        ^(crc_state & 32'h9fddaa3e),
+        ^(crc_state & 32'h60464ba3),
+        ^(crc_state & 32'h9f8bbb6d),
+        ^(crc_state & 32'h4fc5ddb6),
+        ^(crc_state & 32'ha7e2eedb),
+        ^(crc_state & 32'hd3f1776d),
+        ^(crc_state & 32'h4650250a),
+        ^(crc_state & 32'h0c808c39),
+        ^(crc_state & 32'h29e8d8a0),
+        ^(crc_state & 32'h94f46c50),
+        ^(crc_state & 32'h65d2a894),
+        ^(crc_state & 32'h9d41caf6),
+        ^(crc_state & 32'hcea0e57b),
+        ^(crc_state & 32'h48f8ec01),
+        ^(crc_state & 32'h0bd4e8bc),
+        ^(crc_state & 32'haa42eae2),
+        ^(crc_state & 32'hfa89ebcd),
+        ^(crc_state & 32'h7d44f5e6),
+        ^(crc_state & 32'hbea27af3),
+        ^(crc_state & 32'h5f513d79)
     };
-    assign p0_fix2 = {
-        ^(p0_crc & 32'hbfa08000),
-        ^(p0_crc & 32'h5fd04000),
-        ^(p0_crc & 32'hafe82000),
-        ^(p0_crc & 32'hd7f41000),
-        ^(p0_crc & 32'hebfa0800),
-        ^(p0_crc & 32'hf5fd0400),
-        ^(p0_crc & 32'hc55e0200),
-        ^(p0_crc & 32'h62af0100),
-        ^(p0_crc & 32'h8ef70080),
-        ^(p0_crc & 32'hf8db0040),
-        ^(p0_crc & 32'hc3cd0020),
-        ^(p0_crc & 32'hde460010),
-        ^(p0_crc & 32'h6f230008),
-        ^(p0_crc & 32'h08310004),
-        ^(p0_crc & 32'h3bb80002),
-        ^(p0_crc & 32'h1ddc0001),
-        ^(p0_crc & 32'h8eee0000),
-        ^(p0_crc & 32'h47770000),
-        ^(p0_crc & 32'h1c1b0000),
-        ^(p0_crc & 32'hb1ad0000),
-        ^(p0_crc & 32'h67760000),
-        ^(p0_crc & 32'hb3bb0000),
-        ^(p0_crc & 32'he67d0000),
-        ^(p0_crc & 32'h4c9e0000),
-        ^(p0_crc & 32'h264f0000),
-        ^(p0_crc & 32'hac870000),
-        ^(p0_crc & 32'h69e30000),
-        ^(p0_crc & 32'h8b510000),
-        ^(p0_crc & 32'hfa080000),
-        ^(p0_crc & 32'hfd040000),
-        ^(p0_crc & 32'hfe820000),
-        ^(p0_crc & 32'h7f410000)
+    assign crc_next = b_term ^ crc_state_term;
+    assign b_frame_end = b_valid & b_last;
+    assign p0_matrix = p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7 : zinv_6) : (p0_pad[0] ? zinv_5 : zinv_4)) : (p0_pad[1] ? (p0_pad[0] ? zinv_3 : zinv_2) : (p0_pad[0] ? zinv_1 : zinv_0));
+    assign p0_fixed = {
+        ^(p0_crc & p0_matrix[1023:992]),
+        ^(p0_crc & p0_matrix[991:960]),
+        ^(p0_crc & p0_matrix[959:928]),
+        ^(p0_crc & p0_matrix[927:896]),
+        ^(p0_crc & p0_matrix[895:864]),
+        ^(p0_crc & p0_matrix[863:832]),
+        ^(p0_crc & p0_matrix[831:800]),
+        ^(p0_crc & p0_matrix[799:768]),
+        ^(p0_crc & p0_matrix[767:736]),
+        ^(p0_crc & p0_matrix[735:704]),
+        ^(p0_crc & p0_matrix[703:672]),
+        ^(p0_crc & p0_matrix[671:640]),
+        ^(p0_crc & p0_matrix[639:608]),
+        ^(p0_crc & p0_matrix[607:576]),
+        ^(p0_crc & p0_matrix[575:544]),
+        ^(p0_crc & p0_matrix[543:512]),
+        ^(p0_crc & p0_matrix[511:480]),
+        ^(p0_crc & p0_matrix[479:448]),
+        ^(p0_crc & p0_matrix[447:416]),
+        ^(p0_crc & p0_matrix[415:384]),
+        ^(p0_crc & p0_matrix[383:352]),
+        ^(p0_crc & p0_matrix[351:320]),
+        ^(p0_crc & p0_matrix[319:288]),
+        ^(p0_crc & p0_matrix[287:256]),
+        ^(p0_crc & p0_matrix[255:224]),
+        ^(p0_crc & p0_matrix[223:192]),
+        ^(p0_crc & p0_matrix[191:160]),
+        ^(p0_crc & p0_matrix[159:128]),
+        ^(p0_crc & p0_matrix[127:96]),
+        ^(p0_crc & p0_matrix[95:64]),
+        ^(p0_crc & p0_matrix[63:32]),
+        ^(p0_crc & p0_matrix[31:0])
     };
-    assign p0_fix3 = {
-        ^(p0_crc & 32'h9ebfa080),
-        ^(p0_crc & 32'hcf5fd040),
-        ^(p0_crc & 32'h67afe820),
-        ^(p0_crc & 32'hb3d7f410),
-        ^(p0_crc & 32'hd9ebfa08),
-        ^(p0_crc & 32'hecf5fd04),
-        ^(p0_crc & 32'h68c55e02),
-        ^(p0_crc & 32'hb462af01),
-        ^(p0_crc & 32'h448ef700),
-        ^(p0_crc & 32'h3cf8db00),
-        ^(p0_crc & 32'h80c3cd00),
-        ^(p0_crc & 32'hdede4600),
-        ^(p0_crc & 32'h6f6f2300),
-        ^(p0_crc & 32'ha9083100),
-        ^(p0_crc & 32'hca3bb800),
-        ^(p0_crc & 32'h651ddc00),
-        ^(p0_crc & 32'hb28eee00),
-        ^(p0_crc & 32'hd9477700),
-        ^(p0_crc & 32'hf21c1b00),
-        ^(p0_crc & 32'he7b1ad00),
-        ^(p0_crc & 32'hed677600),
-        ^(p0_crc & 32'h76b3bb00),
-        ^(p0_crc & 32'ha5e67d00),
-        ^(p0_crc & 32'hcc4c9e00),
-        ^(p0_crc & 32'he6264f00),
-        ^(p0_crc & 32'hedac8700),
-        ^(p0_crc & 32'he869e300),
-        ^(p0_crc & 32'hea8b5100),
-        ^(p0_crc & 32'hebfa0800),
-        ^(p0_crc & 32'hf5fd0400),
-        ^(p0_crc & 32'h7afe8200),
-        ^(p0_crc & 32'h3d7f4100)
+    assign p1_matrix = p1_pad[1] ? (p1_pad[0] ? zinv_24 : zinv_16) : (p1_pad[0] ? zinv_8 : zinv_0);
+    assign p1_fixed = {
+        ^(p1_crc & p1_matrix[1023:992]),
+        ^(p1_crc & p1_matrix[991:960]),
+        ^(p1_crc & p1_matrix[959:928]),
+        ^(p1_crc & p1_matrix[927:896]),
+        ^(p1_crc & p1_matrix[895:864]),
+        ^(p1_crc & p1_matrix[863:832]),
+        ^(p1_crc & p1_matrix[831:800]),
+        ^(p1_crc & p1_matrix[799:768]),
+        ^(p1_crc & p1_matrix[767:736]),
+        ^(p1_crc & p1_matrix[735:704]),
+        ^(p1_crc & p1_matrix[703:672]),
+        ^(p1_crc & p1_matrix[671:640]),
+        ^(p1_crc & p1_matrix[639:608]),
+        ^(p1_crc & p1_matrix[607:576]),
+        ^(p1_crc & p1_matrix[575:544]),
+        ^(p1_crc & p1_matrix[543:512]),
+        ^(p1_crc & p1_matrix[511:480]),
+        ^(p1_crc & p1_matrix[479:448]),
+        ^(p1_crc & p1_matrix[447:416]),
+        ^(p1_crc & p1_matrix[415:384]),
+        ^(p1_crc & p1_matrix[383:352]),
+        ^(p1_crc & p1_matrix[351:320]),
+        ^(p1_crc & p1_matrix[319:288]),
+        ^(p1_crc & p1_matrix[287:256]),
+        ^(p1_crc & p1_matrix[255:224]),
+        ^(p1_crc & p1_matrix[223:192]),
+        ^(p1_crc & p1_matrix[191:160]),
+        ^(p1_crc & p1_matrix[159:128]),
+        ^(p1_crc & p1_matrix[127:96]),
+        ^(p1_crc & p1_matrix[95:64]),
+        ^(p1_crc & p1_matrix[63:32]),
+        ^(p1_crc & p1_matrix[31:0])
     };
-    assign p0_fix4 = {
-        ^(p0_crc & 32'hbd9ebfa0),
-        ^(p0_crc & 32'hdecf5fd0),
-        ^(p0_crc & 32'h6f67afe8),
-        ^(p0_crc & 32'hb7b3d7f4),
-        ^(p0_crc & 32'h5bd9ebfa),
-        ^(p0_crc & 32'hadecf5fd),
-        ^(p0_crc & 32'heb68c55e),
-        ^(p0_crc & 32'h75b462af),
-        ^(p0_crc & 32'h07448ef7),
-        ^(p0_crc & 32'h3e3cf8db),
-        ^(p0_crc & 32'h2280c3cd),
-        ^(p0_crc & 32'hacdede46),
-        ^(p0_crc & 32'h566f6f23),
-        ^(p0_crc & 32'h16a90831),
-        ^(p0_crc & 32'h36ca3bb8),
-        ^(p0_crc & 32'h1b651ddc),
-        ^(p0_crc & 32'h8db28eee),
-        ^(p0_crc & 32'hc6d94777),
-        ^(p0_crc & 32'h5ef21c1b),
-        ^(p0_crc & 32'h92e7b1ad),
-        ^(p0_crc & 32'h74ed6776),
-        ^(p0_crc & 32'hba76b3bb),
-        ^(p0_crc & 32'he0a5e67d),
-        ^(p0_crc & 32'h4dcc4c9e),
-        ^(p0_crc & 32'h26e6264f),
-        ^(p0_crc & 32'haeedac87),
-        ^(p0_crc & 32'heae869e3),
-        ^(p0_crc & 32'hc8ea8b51),
-        ^(p0_crc & 32'hd9ebfa08),
-        ^(p0_crc & 32'hecf5fd04),
-        ^(p0_crc & 32'hf67afe82),
-        ^(p0_crc & 32'h7b3d7f41)
-    };
-    assign p0_fix5 = {
-        ^(p0_crc & 32'hd5bd9ebf),
-        ^(p0_crc & 32'headecf5f),
-        ^(p0_crc & 32'h756f67af),
-        ^(p0_crc & 32'hbab7b3d7),
-        ^(p0_crc & 32'h5d5bd9eb),
-        ^(p0_crc & 32'h2eadecf5),
-        ^(p0_crc & 32'h42eb68c5),
-        ^(p0_crc & 32'ha175b462),
-        ^(p0_crc & 32'h0507448e),
-        ^(p0_crc & 32'hd73e3cf8),
-        ^(p0_crc & 32'hbe2280c3),
-        ^(p0_crc & 32'h0aacdede),
-        ^(p0_crc & 32'h85566f6f),
-        ^(p0_crc & 32'h1716a908),
-        ^(p0_crc & 32'hde36ca3b),
-        ^(p0_crc & 32'h6f1b651d),
-        ^(p0_crc & 32'h378db28e),
-        ^(p0_crc & 32'h9bc6d947),
-        ^(p0_crc & 32'h985ef21c),
-        ^(p0_crc & 32'h9992e7b1),
-        ^(p0_crc & 32'h9974ed67),
-        ^(p0_crc & 32'h4cba76b3),
-        ^(p0_crc & 32'h73e0a5e6),
-        ^(p0_crc & 32'h6c4dcc4c),
-        ^(p0_crc & 32'hb626e626),
-        ^(p0_crc & 32'h8eaeedac),
-        ^(p0_crc & 32'h92eae869),
-        ^(p0_crc & 32'h1cc8ea8b),
-        ^(p0_crc & 32'h5bd9ebfa),
-        ^(p0_crc & 32'hadecf5fd),
-        ^(p0_crc & 32'h56f67afe),
-        ^(p0_crc & 32'hab7b3d7f)
-    };
-    assign p0_fix6 = {
-        ^(p0_crc & 32'ha5d5bd9e),
-        ^(p0_crc & 32'h52eadecf),
-        ^(p0_crc & 32'ha9756f67),
-        ^(p0_crc & 32'hd4bab7b3),
-        ^(p0_crc & 32'h6a5d5bd9),
-        ^(p0_crc & 32'h352eadec),
-        ^(p0_crc & 32'hbf42eb68),
-        ^(p0_crc & 32'h5fa175b4),
-        ^(p0_crc & 32'h0a050744),
-        ^(p0_crc & 32'ha0d73e3c),
-        ^(p0_crc & 32'h75be2280),
-        ^(p0_crc & 32'h1f0aacde),
-        ^(p0_crc & 32'h0f85566f),
-        ^(p0_crc & 32'h221716a9),
-        ^(p0_crc & 32'h34de36ca),
-        ^(p0_crc & 32'h9a6f1b65),
-        ^(p0_crc & 32'hcd378db2),
-        ^(p0_crc & 32'h669bc6d9),
-        ^(p0_crc & 32'h96985ef2),
-        ^(p0_crc & 32'h6e9992e7),
-        ^(p0_crc & 32'h129974ed),
-        ^(p0_crc & 32'h094cba76),
-        ^(p0_crc & 32'ha173e0a5),
-        ^(p0_crc & 32'hf56c4dcc),
-        ^(p0_crc & 32'h7ab626e6),
-        ^(p0_crc & 32'h188eaeed),
-        ^(p0_crc & 32'ha992eae8),
-        ^(p0_crc & 32'hf11cc8ea),
-        ^(p0_crc & 32'h5d5bd9eb),
-        ^(p0_crc & 32'h2eadecf5),
-        ^(p0_crc & 32'h9756f67a),
-        ^(p0_crc & 32'h4bab7b3d)
-    };
-    assign p0_fix7 = {
-        ^(p0_crc & 32'h06a5d5bd),
-        ^(p0_crc & 32'h8352eade),
-        ^(p0_crc & 32'h41a9756f),
-        ^(p0_crc & 32'ha0d4bab7),
-        ^(p0_crc & 32'h506a5d5b),
-        ^(p0_crc & 32'ha8352ead),
-        ^(p0_crc & 32'h52bf42eb),
-        ^(p0_crc & 32'h295fa175),
-        ^(p0_crc & 32'h920a0507),
-        ^(p0_crc & 32'hcfa0d73e),
-        ^(p0_crc & 32'h6175be22),
-        ^(p0_crc & 32'hb61f0aac),
-        ^(p0_crc & 32'h5b0f8556),
-        ^(p0_crc & 32'h2b221716),
-        ^(p0_crc & 32'h1334de36),
-        ^(p0_crc & 32'h899a6f1b),
-        ^(p0_crc & 32'hc4cd378d),
-        ^(p0_crc & 32'he2669bc6),
-        ^(p0_crc & 32'hf796985e),
-        ^(p0_crc & 32'hfd6e9992),
-        ^(p0_crc & 32'hf8129974),
-        ^(p0_crc & 32'h7c094cba),
-        ^(p0_crc & 32'hb8a173e0),
-        ^(p0_crc & 32'hdaf56c4d),
-        ^(p0_crc & 32'hed7ab626),
-        ^(p0_crc & 32'h70188eae),
-        ^(p0_crc & 32'hbea992ea),
-        ^(p0_crc & 32'hd9f11cc8),
-        ^(p0_crc & 32'h6a5d5bd9),
-        ^(p0_crc & 32'h352eadec),
-        ^(p0_crc & 32'h1a9756f6),
-        ^(p0_crc & 32'h0d4bab7b)
-    };
-    assign p0_fixed = p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? p0_fix7 : p0_fix6) : (p0_pad[0] ? p0_fix5 : p0_fix4)) : (p0_pad[1] ? (p0_pad[0] ? p0_fix3 : p0_fix2) : (p0_pad[0] ? p0_fix1 : p0_crc));
-    assign p1_fix1 = {
-        ^(p1_crc & 32'hd506a5d5),
-        ^(p1_crc & 32'hea8352ea),
-        ^(p1_crc & 32'hf541a975),
-        ^(p1_crc & 32'h7aa0d4ba),
-        ^(p1_crc & 32'h3d506a5d),
-        ^(p1_crc & 32'h9ea8352e),
-        ^(p1_crc & 32'h9a52bf42),
-        ^(p1_crc & 32'h4d295fa1),
-        ^(p1_crc & 32'h73920a05),
-        ^(p1_crc & 32'heccfa0d7),
-        ^(p1_crc & 32'ha36175be),
-        ^(p1_crc & 32'h84b61f0a),
-        ^(p1_crc & 32'hc25b0f85),
-        ^(p1_crc & 32'hb42b2217),
-        ^(p1_crc & 32'h0f1334de),
-        ^(p1_crc & 32'h07899a6f),
-        ^(p1_crc & 32'h83c4cd37),
-        ^(p1_crc & 32'hc1e2669b),
-        ^(p1_crc & 32'h35f79698),
-        ^(p1_crc & 32'h4ffd6e99),
-        ^(p1_crc & 32'hf2f81299),
-        ^(p1_crc & 32'hf97c094c),
-        ^(p1_crc & 32'ha9b8a173),
-        ^(p1_crc & 32'h01daf56c),
-        ^(p1_crc & 32'h00ed7ab6),
-        ^(p1_crc & 32'hd570188e),
-        ^(p1_crc & 32'hbfbea992),
-        ^(p1_crc & 32'h0ad9f11c),
-        ^(p1_crc & 32'h506a5d5b),
-        ^(p1_crc & 32'ha8352ead),
-        ^(p1_crc & 32'h541a9756),
-        ^(p1_crc & 32'haa0d4bab)
-    };
-    assign p1_fix2 = {
-        ^(p1_crc & 32'hbe750e6e),
-        ^(p1_crc & 32'h5f3a8737),
-        ^(p1_crc & 32'haf9d439b),
-        ^(p1_crc & 32'h57cea1cd),
-        ^(p1_crc & 32'h2be750e6),
-        ^(p1_crc & 32'h15f3a873),
-        ^(p1_crc & 32'hb48cda57),
-        ^(p1_crc & 32'h5a466d2b),
-        ^(p1_crc & 32'h135638fb),
-        ^(p1_crc & 32'hb7de1213),
-        ^(p1_crc & 32'he59a0767),
-        ^(p1_crc & 32'h4cb80ddd),
-        ^(p1_crc & 32'ha65c06ee),
-        ^(p1_crc & 32'h6d5b0d19),
-        ^(p1_crc & 32'h08d888e2),
-        ^(p1_crc & 32'h046c4471),
-        ^(p1_crc & 32'h82362238),
-        ^(p1_crc & 32'h411b111c),
-        ^(p1_crc & 32'h9ef886e0),
-        ^(p1_crc & 32'hf1094d1e),
-        ^(p1_crc & 32'h46f1a8e1),
-        ^(p1_crc & 32'ha378d470),
-        ^(p1_crc & 32'hefc96456),
-        ^(p1_crc & 32'hc991bc45),
-        ^(p1_crc & 32'he4c8de22),
-        ^(p1_crc & 32'h4c11617f),
-        ^(p1_crc & 32'h187dbed1),
-        ^(p1_crc & 32'hb24bd106),
-        ^(p1_crc & 32'he750e6ed),
-        ^(p1_crc & 32'hf3a87376),
-        ^(p1_crc & 32'hf9d439bb),
-        ^(p1_crc & 32'h7cea1cdd)
-    };
-    assign p1_fix3 = {
-        ^(p1_crc & 32'h7f40a52a),
-        ^(p1_crc & 32'h3fa05295),
-        ^(p1_crc & 32'h1fd0294a),
-        ^(p1_crc & 32'h0fe814a5),
-        ^(p1_crc & 32'h87f40a52),
-        ^(p1_crc & 32'hc3fa0529),
-        ^(p1_crc & 32'h1ebda7be),
-        ^(p1_crc & 32'h8f5ed3df),
-        ^(p1_crc & 32'h38efccc5),
-        ^(p1_crc & 32'h63374348),
-        ^(p1_crc & 32'h4edb048e),
-        ^(p1_crc & 32'h582d276d),
-        ^(p1_crc & 32'hac1693b6),
-        ^(p1_crc & 32'ha94becf1),
-        ^(p1_crc & 32'habe55352),
-        ^(p1_crc & 32'h55f2a9a9),
-        ^(p1_crc & 32'haaf954d4),
-        ^(p1_crc & 32'h557caa6a),
-        ^(p1_crc & 32'h55fef01f),
-        ^(p1_crc & 32'h55bfdd25),
-        ^(p1_crc & 32'hd59f4bb8),
-        ^(p1_crc & 32'h6acfa5dc),
-        ^(p1_crc & 32'hca2777c4),
-        ^(p1_crc & 32'h9a531ec8),
-        ^(p1_crc & 32'h4d298f64),
-        ^(p1_crc & 32'h59d46298),
-        ^(p1_crc & 32'hd3aa9466),
-        ^(p1_crc & 32'h1695ef19),
-        ^(p1_crc & 32'hf40a52a6),
-        ^(p1_crc & 32'hfa052953),
-        ^(p1_crc & 32'hfd0294a9),
-        ^(p1_crc & 32'hfe814a54)
-    };
-    assign p1_fixed = p1_pad[1] ? (p1_pad[0] ? p1_fix3 : p1_fix2) : (p1_pad[0] ? p1_fix1 : p1_crc);
     assign m_axis_tdata = res_crc;
     assign m_axis_tuser = res_ok;
     assign m_axis_tvalid = res_valid;
 
     always @(posedge clk) begin
         if (rst) begin
+            i_valid <= 1'h0;
+        end else if (advance) begin
+            i_valid <= s_fire;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (s_fire) begin
+            i_data <= s_axis_tdata;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (s_fire) begin
+            i_keep <= s_axis_tkeep;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (s_fire) begin
+            i_last <= s_axis_tlast;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            b_valid <= 1'h0;
+        end else if (advance) begin
+            b_valid <= i_valid;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (i_take) begin
+            b_last <= i_last;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (i_take) begin
+            b_term <= i_data_term;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (i_take) begin
+            b_pad <= i_pad_lanes;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             crc_state <= 32'hffffffff;
-        end else if (s_fire) begin
-            crc_state <= s_axis_tlast ? 32'hffffffff : crc_next;
+        end else if (advance & b_valid) begin
+            crc_state <= b_last ? 32'hffffffff : crc_next;
         end
     end
 
@@ -544,19 +387,19 @@ module crc32c_w256 (
         if (rst) begin
             p0_valid <= 1'h0;
         end else if (advance) begin
-            p0_valid <= s_frame_end;
+            p0_valid <= b_frame_end;
         end
     end
 
     always @(posedge clk) begin
-        if (advance & s_frame_end) begin
+        if (advance & b_frame_end) begin
             p0_crc <= crc_next;
         end
     end
 
     always @(posedge clk) begin
-        if (advance & s_frame_end) begin
-            p0_pad <= s_pad_lanes;
+        if (advance & b_frame_end) begin
+            p0_pad <= b_pad;
         end
     end
 

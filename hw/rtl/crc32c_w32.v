@@ -5,7 +5,7 @@
 //
 // Input: s_axis_* beats; every beat but the last of a frame carries all lanes,
 // the last carries lanes 0..n-1 (tkeep contiguous from bit 0, at least one
-// lane). Output: one m_axis beat per frame, 2 cycles after the frame's last
+// lane). Output: one m_axis beat per frame, 4 cycles after the frame's last
 // beat is accepted: m_axis_tdata is the CRC32c of the frame's bytes (what
 // hash/crc32 returns; send it least significant octet first), m_axis_tuser is
 // 1 when the frame ended with its own correct CRC field (the register equals
@@ -16,9 +16,12 @@
 // combinationally on m_axis_tready).
 //
 // How: the register update over a whole beat is a GF(2) matrix derived at
-// generation time. The last beat is processed with its unused lanes as zeros,
-// which multiplies the true register by Z^p (Z = one zero byte, p = unused
-// lanes); 1 pipelined correction stage(s) multiply by Z^-p, 3 bits of p each.
+// generation time; beats are registered as they arrive (stage i), their data
+// term is registered next (stage b), so the feedback loop is a 32x32 update.
+// The last beat is processed with its unused lanes as zeros, which multiplies
+// the true register by Z^p (Z = one zero byte, p = unused lanes); 1 pipelined
+// correction stage(s) multiply by Z^-p, 3 bits of p each, selecting the rows
+// of Z^-p among constant matrices.
 //
 // Implements: RFC 5044 §4.4 (CRC32c, iSCSI polynomial; residue check of digest §1.5); RFC 3720 §12.1
 //
@@ -41,190 +44,221 @@ module crc32c_w32 (
     input  wire           m_axis_tready
 );
 
+    // Z^-0: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_0 = 1024'h8000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001;
+    // Z^-1: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_1 = 1024'ha0800000d0400000e8200000f4100000fa080000fd0400005e020000af010000f7008000db004000cd002000460010002300080031000400b8000200dc000100ee000080770000401b000020ad00001076000008bb0000047d0000029e0000014f00000087000000e30000005100000008000000040000008200000041000000;
+    // Z^-2: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_2 = 1024'hbfa080005fd04000afe82000d7f41000ebfa0800f5fd0400c55e020062af01008ef70080f8db0040c3cd0020de4600106f230008083100043bb800021ddc00018eee0000477700001c1b0000b1ad000067760000b3bb0000e67d00004c9e0000264f0000ac87000069e300008b510000fa080000fd040000fe8200007f410000;
+    // Z^-3: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_3 = 1024'h9ebfa080cf5fd04067afe820b3d7f410d9ebfa08ecf5fd0468c55e02b462af01448ef7003cf8db0080c3cd00dede46006f6f2300a9083100ca3bb800651ddc00b28eee00d9477700f21c1b00e7b1ad00ed67760076b3bb00a5e67d00cc4c9e00e6264f00edac8700e869e300ea8b5100ebfa0800f5fd04007afe82003d7f4100;
+
     reg            res_valid;                // a result waits on m_axis
     wire           advance;                  // every pipeline stage moves on this cycle
     wire           s_fire;                   // a beat is accepted
-    wire           s_frame_end;              // the last beat of a frame is accepted
-    wire [31:0]    s_data_masked;            // tdata with unused lanes zeroed
-    reg  [31:0]    crc_state;                // CRC register (not inverted) of the frame so far
-    wire [63:0]    crc_in;                   // operand of the update matrix: {data, register}
-    wire [31:0]    crc_next;                 // register after this beat, all lanes counted
-    wire [3:0]     s_last_lane;              // one-hot: the last lane in use
-    wire [1:0]     s_pad_lanes;              // lanes not in use on this beat
+    reg            i_valid;                  // stage i holds an accepted beat
+    reg  [31:0]    i_data;
+    reg  [3:0]     i_keep;
+    reg            i_last;
+    wire [31:0]    i_data_masked;            // the beat with unused lanes zeroed
+    wire [31:0]    i_data_term;              // the beat's contribution to the register
+    wire [3:0]     i_last_lane;              // one-hot: the last lane in use
+    wire [1:0]     i_pad_lanes;              // lanes not in use on this beat
+    wire           i_take;                   // stage i's beat moves to stage b
+    reg            b_valid;                  // stage b holds a beat's data term
+    reg            b_last;
+    reg  [31:0]    b_term;
+    reg  [1:0]     b_pad;
+    reg  [31:0]    crc_state;                // CRC register (not inverted) of the frame before stage b's beat
+    wire [31:0]    crc_state_term;           // the register's own contribution
+    wire [31:0]    crc_next;                 // register after stage b's beat, all lanes counted
+    wire           b_frame_end;              // stage b holds a frame's last beat
     reg            p0_valid;                 // stage 0 holds a frame's uncorrected register
     reg  [31:0]    p0_crc;
     reg  [1:0]     p0_pad;
-    wire [31:0]    p0_fix1;                  // register times Z^-1
-    wire [31:0]    p0_fix2;                  // register times Z^-2
-    wire [31:0]    p0_fix3;                  // register times Z^-3
-    wire [31:0]    p0_fixed;                 // corrected for pad-lane bits 0..1
+    wire [1023:0]  p0_matrix;                // Z^-k for pad-lane bits 0..1 of this frame
+    wire [31:0]    p0_fixed;                 // register corrected for pad-lane bits 0..1
     reg  [31:0]    res_crc;                  // the frame's CRC32c
     reg            res_ok;                   // residue check passed
 
     assign advance = ~res_valid | m_axis_tready;
     assign s_axis_tready = advance;
     assign s_fire = s_axis_tvalid & advance;
-    assign s_frame_end = s_fire & s_axis_tlast;
-    assign s_data_masked = {
-        s_axis_tdata[31:24] & {8{s_axis_tkeep[3]}},
-        s_axis_tdata[23:16] & {8{s_axis_tkeep[2]}},
-        s_axis_tdata[15:8] & {8{s_axis_tkeep[1]}},
-        s_axis_tdata[7:0] & {8{s_axis_tkeep[0]}}
+    assign i_data_masked = {
+        i_data[31:24] & {8{i_keep[3]}},
+        i_data[23:16] & {8{i_keep[2]}},
+        i_data[15:8] & {8{i_keep[1]}},
+        i_data[7:0] & {8{i_keep[0]}}
     };
-    assign crc_in = {s_data_masked, crc_state};
-    assign crc_next = {
-        ^(crc_in & 64'h8fc8e57b8fc8e57b),
-        ^(crc_in & 64'h47e472bd47e472bd),
-        ^(crc_in & 64'h23f2395e23f2395e),
-        ^(crc_in & 64'h11f91caf11f91caf),
-        ^(crc_in & 64'h08fc8e5708fc8e57),
-        ^(crc_in & 64'h047e472b047e472b),
-        ^(crc_in & 64'h8df7c6ee8df7c6ee),
-        ^(crc_in & 64'h46fbe37746fbe377),
-        ^(crc_in & 64'hacb514c0acb514c0),
-        ^(crc_in & 64'hd9926f1bd9926f1b),
-        ^(crc_in & 64'he301d2f6e301d2f6),
-        ^(crc_in & 64'hfe480c00fe480c00),
-        ^(crc_in & 64'h7f2406007f240600),
-        ^(crc_in & 64'hb05ae67bb05ae67b),
-        ^(crc_in & 64'hd7e59646d7e59646),
-        ^(crc_in & 64'h6bf2cb236bf2cb23),
-        ^(crc_in & 64'h35f9659135f96591),
-        ^(crc_in & 64'h1afcb2c81afcb2c8),
-        ^(crc_in & 64'h82b6bc1f82b6bc1f),
-        ^(crc_in & 64'hce93bb74ce93bb74),
-        ^(crc_in & 64'he88138c1e88138c1),
-        ^(crc_in & 64'h74409c6074409c60),
-        ^(crc_in & 64'hb5e8ab4bb5e8ab4b),
-        ^(crc_in & 64'hd53cb0ded53cb0de),
-        ^(crc_in & 64'h6a9e586f6a9e586f),
-        ^(crc_in & 64'hba87c94cba87c94c),
-        ^(crc_in & 64'hd28b01ddd28b01dd),
-        ^(crc_in & 64'he68d6595e68d6595),
-        ^(crc_in & 64'hfc8e57b1fc8e57b1),
-        ^(crc_in & 64'h7e472bd87e472bd8),
-        ^(crc_in & 64'h3f2395ec3f2395ec),
-        ^(crc_in & 64'h1f91caf61f91caf6)
+    assign i_data_term = {
+        ^(i_data_masked & 32'h8fc8e57b),
+        ^(i_data_masked & 32'h47e472bd),
+        ^(i_data_masked & 32'h23f2395e),
+        ^(i_data_masked & 32'h11f91caf),
+        ^(i_data_masked & 32'h08fc8e57),
+        ^(i_data_masked & 32'h047e472b),
+        ^(i_data_masked & 32'h8df7c6ee),
+        ^(i_data_masked & 32'h46fbe377),
+        ^(i_data_masked & 32'hacb514c0),
+        ^(i_data_masked & 32'hd9926f1b),
+        ^(i_data_masked & 32'he301d2f6),
+        ^(i_data_masked & 32'hfe480c00),
+        ^(i_data_masked & 32'h7f240600),
+        ^(i_data_masked & 32'hb05ae67b),
+        ^(i_data_masked & 32'hd7e59646),
+        ^(i_data_masked & 32'h6bf2cb23),
+        ^(i_data_masked & 32'h35f96591),
+        ^(i_data_masked & 32'h1afcb2c8),
+        ^(i_data_masked & 32'h82b6bc1f),
+        ^(i_data_masked & 32'hce93bb74),
+        ^(i_data_masked & 32'he88138c1),
+        ^(i_data_masked & 32'h74409c60),
+        ^(i_data_masked & 32'hb5e8ab4b),
+        ^(i_data_masked & 32'hd53cb0de),
+        ^(i_data_masked & 32'h6a9e586f),
+        ^(i_data_masked & 32'hba87c94c),
+        ^(i_data_masked & 32'hd28b01dd),
+        ^(i_data_masked & 32'he68d6595),
+        ^(i_data_masked & 32'hfc8e57b1),
+        ^(i_data_masked & 32'h7e472bd8),
+        ^(i_data_masked & 32'h3f2395ec),
+        ^(i_data_masked & 32'h1f91caf6)
     };
-    assign s_last_lane = {
-        s_axis_tkeep[3],
-        s_axis_tkeep[2] & ~s_axis_tkeep[3],
-        s_axis_tkeep[1] & ~s_axis_tkeep[2],
-        s_axis_tkeep[0] & ~s_axis_tkeep[1]
+    assign i_last_lane = {i_keep[3], i_keep[2] & ~i_keep[3], i_keep[1] & ~i_keep[2], i_keep[0] & ~i_keep[1]};
+    assign i_pad_lanes = {|(i_last_lane & 4'h3), |(i_last_lane & 4'h5)};
+    assign i_take = advance & i_valid;
+    assign crc_state_term = {
+        ^(crc_state & 32'h8fc8e57b),
+        ^(crc_state & 32'h47e472bd),
+        ^(crc_state & 32'h23f2395e),
+        ^(crc_state & 32'h11f91caf),
+        ^(crc_state & 32'h08fc8e57),
+        ^(crc_state & 32'h047e472b),
+        ^(crc_state & 32'h8df7c6ee),
+        ^(crc_state & 32'h46fbe377),
+        ^(crc_state & 32'hacb514c0),
+        ^(crc_state & 32'hd9926f1b),
+        ^(crc_state & 32'he301d2f6),
+        ^(crc_state & 32'hfe480c00),
+        ^(crc_state & 32'h7f240600),
+        ^(crc_state & 32'hb05ae67b),
+        ^(crc_state & 32'hd7e59646),
+        ^(crc_state & 32'h6bf2cb23),
+        ^(crc_state & 32'h35f96591),
+        ^(crc_state & 32'h1afcb2c8),
+        ^(crc_state & 32'h82b6bc1f),
+        ^(crc_state & 32'hce93bb74),
+        ^(crc_state & 32'he88138c1),
+        ^(crc_state & 32'h74409c60),
+        ^(crc_state & 32'hb5e8ab4b),
+        ^(crc_state & 32'hd53cb0de),
+        ^(crc_state & 32'h6a9e586f),
+        ^(crc_state & 32'hba87c94c),
+        ^(crc_state & 32'hd28b01dd),
+        ^(crc_state & 32'he68d6595),
+        ^(crc_state & 32'hfc8e57b1),
+        ^(crc_state & 32'h7e472bd8),
+        ^(crc_state & 32'h3f2395ec),
+        ^(crc_state & 32'h1f91caf6)
     };
-    assign s_pad_lanes = {|(s_last_lane & 4'h3), |(s_last_lane & 4'h5)};
-    assign p0_fix1 = {
-        ^(p0_crc & 32'ha0800000),
-        ^(p0_crc & 32'hd0400000),
-        ^(p0_crc & 32'he8200000),
-        ^(p0_crc & 32'hf4100000),
-        ^(p0_crc & 32'hfa080000),
-        ^(p0_crc & 32'hfd040000),
-        ^(p0_crc & 32'h5e020000),
-        ^(p0_crc & 32'haf010000),
-        ^(p0_crc & 32'hf7008000),
-        ^(p0_crc & 32'hdb004000),
-        ^(p0_crc & 32'hcd002000),
-        ^(p0_crc & 32'h46001000),
-        ^(p0_crc & 32'h23000800),
-        ^(p0_crc & 32'h31000400),
-        ^(p0_crc & 32'hb8000200),
-        ^(p0_crc & 32'hdc000100),
-        ^(p0_crc & 32'hee000080),
-        ^(p0_crc & 32'h77000040),
-        ^(p0_crc & 32'h1b000020),
-        ^(p0_crc & 32'had000010),
-        ^(p0_crc & 32'h76000008),
-        ^(p0_crc & 32'hbb000004),
-        ^(p0_crc & 32'h7d000002),
-        ^(p0_crc & 32'h9e000001),
-        ^(p0_crc & 32'h4f000000),
-        ^(p0_crc & 32'h87000000),
-        ^(p0_crc & 32'he3000000),
-        ^(p0_crc & 32'h51000000),
-        p0_crc[27],
-        p0_crc[26],
-        ^(p0_crc & 32'h82000000),
-        ^(p0_crc & 32'h41000000)
+    assign crc_next = b_term ^ crc_state_term;
+    assign b_frame_end = b_valid & b_last;
+    assign p0_matrix = p0_pad[1] ? (p0_pad[0] ? zinv_3 : zinv_2) : (p0_pad[0] ? zinv_1 : zinv_0);
+    assign p0_fixed = {
+        ^(p0_crc & p0_matrix[1023:992]),
+        ^(p0_crc & p0_matrix[991:960]),
+        ^(p0_crc & p0_matrix[959:928]),
+        ^(p0_crc & p0_matrix[927:896]),
+        ^(p0_crc & p0_matrix[895:864]),
+        ^(p0_crc & p0_matrix[863:832]),
+        ^(p0_crc & p0_matrix[831:800]),
+        ^(p0_crc & p0_matrix[799:768]),
+        ^(p0_crc & p0_matrix[767:736]),
+        ^(p0_crc & p0_matrix[735:704]),
+        ^(p0_crc & p0_matrix[703:672]),
+        ^(p0_crc & p0_matrix[671:640]),
+        ^(p0_crc & p0_matrix[639:608]),
+        ^(p0_crc & p0_matrix[607:576]),
+        ^(p0_crc & p0_matrix[575:544]),
+        ^(p0_crc & p0_matrix[543:512]),
+        ^(p0_crc & p0_matrix[511:480]),
+        ^(p0_crc & p0_matrix[479:448]),
+        ^(p0_crc & p0_matrix[447:416]),
+        ^(p0_crc & p0_matrix[415:384]),
+        ^(p0_crc & p0_matrix[383:352]),
+        ^(p0_crc & p0_matrix[351:320]),
+        ^(p0_crc & p0_matrix[319:288]),
+        ^(p0_crc & p0_matrix[287:256]),
+        ^(p0_crc & p0_matrix[255:224]),
+        ^(p0_crc & p0_matrix[223:192]),
+        ^(p0_crc & p0_matrix[191:160]),
+        ^(p0_crc & p0_matrix[159:128]),
+        ^(p0_crc & p0_matrix[127:96]),
+        ^(p0_crc & p0_matrix[95:64]),
+        ^(p0_crc & p0_matrix[63:32]),
+        ^(p0_crc & p0_matrix[31:0])
     };
-    assign p0_fix2 = {
-        ^(p0_crc & 32'hbfa08000),
-        ^(p0_crc & 32'h5fd04000),
-        ^(p0_crc & 32'hafe82000),
-        ^(p0_crc & 32'hd7f41000),
-        ^(p0_crc & 32'hebfa0800),
-        ^(p0_crc & 32'hf5fd0400),
-        ^(p0_crc & 32'hc55e0200),
-        ^(p0_crc & 32'h62af0100),
-        ^(p0_crc & 32'h8ef70080),
-        ^(p0_crc & 32'hf8db0040),
-        ^(p0_crc & 32'hc3cd0020),
-        ^(p0_crc & 32'hde460010),
-        ^(p0_crc & 32'h6f230008),
-        ^(p0_crc & 32'h08310004),
-        ^(p0_crc & 32'h3bb80002),
-        ^(p0_crc & 32'h1ddc0001),
-        ^(p0_crc & 32'h8eee0000),
-        ^(p0_crc & 32'h47770000),
-        ^(p0_crc & 32'h1c1b0000),
-        ^(p0_crc & 32'hb1ad0000),
-        ^(p0_crc & 32'h67760000),
-        ^(p0_crc & 32'hb3bb0000),
-        ^(p0_crc & 32'he67d0000),
-        ^(p0_crc & 32'h4c9e0000),
-        ^(p0_crc & 32'h264f0000),
-        ^(p0_crc & 32'hac870000),
-        ^(p0_crc & 32'h69e30000),
-        ^(p0_crc & 32'h8b510000),
-        ^(p0_crc & 32'hfa080000),
-        ^(p0_crc & 32'hfd040000),
-        ^(p0_crc & 32'hfe820000),
-        ^(p0_crc & 32'h7f410000)
-    };
-    assign p0_fix3 = {
-        ^(p0_crc & 32'h9ebfa080),
-        ^(p0_crc & 32'hcf5fd040),
-        ^(p0_crc & 32'h67afe820),
-        ^(p0_crc & 32'hb3d7f410),
-        ^(p0_crc & 32'hd9ebfa08),
-        ^(p0_crc & 32'hecf5fd04),
-        ^(p0_crc & 32'h68c55e02),
-        ^(p0_crc & 32'hb462af01),
-        ^(p0_crc & 32'h448ef700),
-        ^(p0_crc & 32'h3cf8db00),
-        ^(p0_crc & 32'h80c3cd00),
-        ^(p0_crc & 32'hdede4600),
-        ^(p0_crc & 32'h6f6f2300),
-        ^(p0_crc & 32'ha9083100),
-        ^(p0_crc & 32'hca3bb800),
-        ^(p0_crc & 32'h651ddc00),
-        ^(p0_crc & 32'hb28eee00),
-        ^(p0_crc & 32'hd9477700),
-        ^(p0_crc & 32'hf21c1b00),
-        ^(p0_crc & 32'he7b1ad00),
-        ^(p0_crc & 32'hed677600),
-        ^(p0_crc & 32'h76b3bb00),
-        ^(p0_crc & 32'ha5e67d00),
-        ^(p0_crc & 32'hcc4c9e00),
-        ^(p0_crc & 32'he6264f00),
-        ^(p0_crc & 32'hedac8700),
-        ^(p0_crc & 32'he869e300),
-        ^(p0_crc & 32'hea8b5100),
-        ^(p0_crc & 32'hebfa0800),
-        ^(p0_crc & 32'hf5fd0400),
-        ^(p0_crc & 32'h7afe8200),
-        ^(p0_crc & 32'h3d7f4100)
-    };
-    assign p0_fixed = p0_pad[1] ? (p0_pad[0] ? p0_fix3 : p0_fix2) : (p0_pad[0] ? p0_fix1 : p0_crc);
     assign m_axis_tdata = res_crc;
     assign m_axis_tuser = res_ok;
     assign m_axis_tvalid = res_valid;
 
     always @(posedge clk) begin
         if (rst) begin
+            i_valid <= 1'h0;
+        end else if (advance) begin
+            i_valid <= s_fire;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (s_fire) begin
+            i_data <= s_axis_tdata;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (s_fire) begin
+            i_keep <= s_axis_tkeep;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (s_fire) begin
+            i_last <= s_axis_tlast;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            b_valid <= 1'h0;
+        end else if (advance) begin
+            b_valid <= i_valid;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (i_take) begin
+            b_last <= i_last;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (i_take) begin
+            b_term <= i_data_term;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (i_take) begin
+            b_pad <= i_pad_lanes;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             crc_state <= 32'hffffffff;
-        end else if (s_fire) begin
-            crc_state <= s_axis_tlast ? 32'hffffffff : crc_next;
+        end else if (advance & b_valid) begin
+            crc_state <= b_last ? 32'hffffffff : crc_next;
         end
     end
 
@@ -232,19 +266,19 @@ module crc32c_w32 (
         if (rst) begin
             p0_valid <= 1'h0;
         end else if (advance) begin
-            p0_valid <= s_frame_end;
+            p0_valid <= b_frame_end;
         end
     end
 
     always @(posedge clk) begin
-        if (advance & s_frame_end) begin
+        if (advance & b_frame_end) begin
             p0_crc <= crc_next;
         end
     end
 
     always @(posedge clk) begin
-        if (advance & s_frame_end) begin
-            p0_pad <= s_pad_lanes;
+        if (advance & b_frame_end) begin
+            p0_pad <= b_pad;
         end
     end
 

@@ -5,7 +5,7 @@
 --
 -- Input: s_axis_* beats; every beat but the last of a frame carries all lanes,
 -- the last carries lanes 0..n-1 (tkeep contiguous from bit 0, at least one
--- lane). Output: one m_axis beat per frame, 2 cycles after the frame's last
+-- lane). Output: one m_axis beat per frame, 4 cycles after the frame's last
 -- beat is accepted: m_axis_tdata is the CRC32c of the frame's bytes (what
 -- hash/crc32 returns; send it least significant octet first), m_axis_tuser is
 -- 1 when the frame ended with its own correct CRC field (the register equals
@@ -16,9 +16,12 @@
 -- combinationally on m_axis_tready).
 --
 -- How: the register update over a whole beat is a GF(2) matrix derived at
--- generation time. The last beat is processed with its unused lanes as zeros,
--- which multiplies the true register by Z^p (Z = one zero byte, p = unused
--- lanes); 1 pipelined correction stage(s) multiply by Z^-p, 3 bits of p each.
+-- generation time; beats are registered as they arrive (stage i), their data
+-- term is registered next (stage b), so the feedback loop is a 32x32 update.
+-- The last beat is processed with its unused lanes as zeros, which multiplies
+-- the true register by Z^p (Z = one zero byte, p = unused lanes); 1 pipelined
+-- correction stage(s) multiply by Z^-p, 3 bits of p each, selecting the rows
+-- of Z^-p among constant matrices.
 --
 -- Implements: RFC 5044 §4.4 (CRC32c, iSCSI polynomial; residue check of digest §1.5); RFC 3720 §12.1
 --
@@ -63,192 +66,251 @@ architecture rtl of crc32c_w32 is
         return f;
     end function;
 
-    signal res_valid : std_logic;            -- a result waits on m_axis
+    -- Z^-0: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_0 : std_logic_vector(1023 downto 0) := x"8000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001";
+    -- Z^-1: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_1 : std_logic_vector(1023 downto 0) := x"a0800000d0400000e8200000f4100000fa080000fd0400005e020000af010000f7008000db004000cd002000460010002300080031000400b8000200dc000100ee000080770000401b000020ad00001076000008bb0000047d0000029e0000014f00000087000000e30000005100000008000000040000008200000041000000";
+    -- Z^-2: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_2 : std_logic_vector(1023 downto 0) := x"bfa080005fd04000afe82000d7f41000ebfa0800f5fd0400c55e020062af01008ef70080f8db0040c3cd0020de4600106f230008083100043bb800021ddc00018eee0000477700001c1b0000b1ad000067760000b3bb0000e67d00004c9e0000264f0000ac87000069e300008b510000fa080000fd040000fe8200007f410000";
+    -- Z^-3: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_3 : std_logic_vector(1023 downto 0) := x"9ebfa080cf5fd04067afe820b3d7f410d9ebfa08ecf5fd0468c55e02b462af01448ef7003cf8db0080c3cd00dede46006f6f2300a9083100ca3bb800651ddc00b28eee00d9477700f21c1b00e7b1ad00ed67760076b3bb00a5e67d00cc4c9e00e6264f00edac8700e869e300ea8b5100ebfa0800f5fd04007afe82003d7f4100";
+    signal res_valid : std_logic := '0';     -- a result waits on m_axis
     signal advance : std_logic;              -- every pipeline stage moves on this cycle
     signal s_fire : std_logic;               -- a beat is accepted
-    signal s_frame_end : std_logic;          -- the last beat of a frame is accepted
-    signal s_data_masked : std_logic_vector(31 downto 0); -- tdata with unused lanes zeroed
-    signal crc_state : std_logic_vector(31 downto 0); -- CRC register (not inverted) of the frame so far
-    signal crc_in : std_logic_vector(63 downto 0); -- operand of the update matrix: {data, register}
-    signal crc_next : std_logic_vector(31 downto 0); -- register after this beat, all lanes counted
-    signal s_last_lane : std_logic_vector(3 downto 0); -- one-hot: the last lane in use
-    signal s_pad_lanes : std_logic_vector(1 downto 0); -- lanes not in use on this beat
-    signal p0_valid : std_logic;             -- stage 0 holds a frame's uncorrected register
+    signal i_valid : std_logic := '0';       -- stage i holds an accepted beat
+    signal i_data : std_logic_vector(31 downto 0);
+    signal i_keep : std_logic_vector(3 downto 0);
+    signal i_last : std_logic;
+    signal i_data_masked : std_logic_vector(31 downto 0); -- the beat with unused lanes zeroed
+    signal i_data_term : std_logic_vector(31 downto 0); -- the beat's contribution to the register
+    signal i_last_lane : std_logic_vector(3 downto 0); -- one-hot: the last lane in use
+    signal i_pad_lanes : std_logic_vector(1 downto 0); -- lanes not in use on this beat
+    signal i_take : std_logic;               -- stage i's beat moves to stage b
+    signal b_valid : std_logic := '0';       -- stage b holds a beat's data term
+    signal b_last : std_logic;
+    signal b_term : std_logic_vector(31 downto 0);
+    signal b_pad : std_logic_vector(1 downto 0);
+    signal crc_state : std_logic_vector(31 downto 0) := x"ffffffff"; -- CRC register (not inverted) of the frame before stage b's beat
+    signal crc_state_term : std_logic_vector(31 downto 0); -- the register's own contribution
+    signal crc_next : std_logic_vector(31 downto 0); -- register after stage b's beat, all lanes counted
+    signal b_frame_end : std_logic;          -- stage b holds a frame's last beat
+    signal p0_valid : std_logic := '0';      -- stage 0 holds a frame's uncorrected register
     signal p0_crc : std_logic_vector(31 downto 0);
     signal p0_pad : std_logic_vector(1 downto 0);
-    signal p0_fix1 : std_logic_vector(31 downto 0); -- register times Z^-1
-    signal p0_fix2 : std_logic_vector(31 downto 0); -- register times Z^-2
-    signal p0_fix3 : std_logic_vector(31 downto 0); -- register times Z^-3
-    signal p0_fixed : std_logic_vector(31 downto 0); -- corrected for pad-lane bits 0..1
-    signal res_crc : std_logic_vector(31 downto 0); -- the frame's CRC32c
-    signal res_ok : std_logic;               -- residue check passed
+    signal p0_matrix : std_logic_vector(1023 downto 0); -- Z^-k for pad-lane bits 0..1 of this frame
+    signal p0_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 0..1
+    signal res_crc : std_logic_vector(31 downto 0) := x"00000000"; -- the frame's CRC32c
+    signal res_ok : std_logic := '0';        -- residue check passed
 begin
     advance <= (not res_valid) or m_axis_tready;
     s_axis_tready <= advance;
     s_fire <= s_axis_tvalid and advance;
-    s_frame_end <= s_fire and s_axis_tlast;
-    s_data_masked <= std_logic_vector'(
-        (s_axis_tdata(31 downto 24) and std_logic_vector'(7 downto 0 => s_axis_tkeep(3))) &
-        (s_axis_tdata(23 downto 16) and std_logic_vector'(7 downto 0 => s_axis_tkeep(2))) &
-        (s_axis_tdata(15 downto 8) and std_logic_vector'(7 downto 0 => s_axis_tkeep(1))) &
-        (s_axis_tdata(7 downto 0) and std_logic_vector'(7 downto 0 => s_axis_tkeep(0)))
+    i_data_masked <= std_logic_vector'(
+        (i_data(31 downto 24) and std_logic_vector'(7 downto 0 => i_keep(3))) &
+        (i_data(23 downto 16) and std_logic_vector'(7 downto 0 => i_keep(2))) &
+        (i_data(15 downto 8) and std_logic_vector'(7 downto 0 => i_keep(1))) &
+        (i_data(7 downto 0) and std_logic_vector'(7 downto 0 => i_keep(0)))
     );
-    crc_in <= std_logic_vector'(s_data_masked & crc_state);
-    crc_next <= std_logic_vector'(
-        (xor (crc_in and x"8fc8e57b8fc8e57b")) &
-        (xor (crc_in and x"47e472bd47e472bd")) &
-        (xor (crc_in and x"23f2395e23f2395e")) &
-        (xor (crc_in and x"11f91caf11f91caf")) &
-        (xor (crc_in and x"08fc8e5708fc8e57")) &
-        (xor (crc_in and x"047e472b047e472b")) &
-        (xor (crc_in and x"8df7c6ee8df7c6ee")) &
-        (xor (crc_in and x"46fbe37746fbe377")) &
-        (xor (crc_in and x"acb514c0acb514c0")) &
-        (xor (crc_in and x"d9926f1bd9926f1b")) &
-        (xor (crc_in and x"e301d2f6e301d2f6")) &
-        (xor (crc_in and x"fe480c00fe480c00")) &
-        (xor (crc_in and x"7f2406007f240600")) &
-        (xor (crc_in and x"b05ae67bb05ae67b")) &
-        (xor (crc_in and x"d7e59646d7e59646")) &
-        (xor (crc_in and x"6bf2cb236bf2cb23")) &
-        (xor (crc_in and x"35f9659135f96591")) &
-        (xor (crc_in and x"1afcb2c81afcb2c8")) &
-        (xor (crc_in and x"82b6bc1f82b6bc1f")) &
-        (xor (crc_in and x"ce93bb74ce93bb74")) &
-        (xor (crc_in and x"e88138c1e88138c1")) &
-        (xor (crc_in and x"74409c6074409c60")) &
-        (xor (crc_in and x"b5e8ab4bb5e8ab4b")) &
-        (xor (crc_in and x"d53cb0ded53cb0de")) &
-        (xor (crc_in and x"6a9e586f6a9e586f")) &
-        (xor (crc_in and x"ba87c94cba87c94c")) &
-        (xor (crc_in and x"d28b01ddd28b01dd")) &
-        (xor (crc_in and x"e68d6595e68d6595")) &
-        (xor (crc_in and x"fc8e57b1fc8e57b1")) &
-        (xor (crc_in and x"7e472bd87e472bd8")) &
-        (xor (crc_in and x"3f2395ec3f2395ec")) &
-        (xor (crc_in and x"1f91caf61f91caf6"))
+    i_data_term <= std_logic_vector'(
+        (xor (i_data_masked and x"8fc8e57b")) &
+        (xor (i_data_masked and x"47e472bd")) &
+        (xor (i_data_masked and x"23f2395e")) &
+        (xor (i_data_masked and x"11f91caf")) &
+        (xor (i_data_masked and x"08fc8e57")) &
+        (xor (i_data_masked and x"047e472b")) &
+        (xor (i_data_masked and x"8df7c6ee")) &
+        (xor (i_data_masked and x"46fbe377")) &
+        (xor (i_data_masked and x"acb514c0")) &
+        (xor (i_data_masked and x"d9926f1b")) &
+        (xor (i_data_masked and x"e301d2f6")) &
+        (xor (i_data_masked and x"fe480c00")) &
+        (xor (i_data_masked and x"7f240600")) &
+        (xor (i_data_masked and x"b05ae67b")) &
+        (xor (i_data_masked and x"d7e59646")) &
+        (xor (i_data_masked and x"6bf2cb23")) &
+        (xor (i_data_masked and x"35f96591")) &
+        (xor (i_data_masked and x"1afcb2c8")) &
+        (xor (i_data_masked and x"82b6bc1f")) &
+        (xor (i_data_masked and x"ce93bb74")) &
+        (xor (i_data_masked and x"e88138c1")) &
+        (xor (i_data_masked and x"74409c60")) &
+        (xor (i_data_masked and x"b5e8ab4b")) &
+        (xor (i_data_masked and x"d53cb0de")) &
+        (xor (i_data_masked and x"6a9e586f")) &
+        (xor (i_data_masked and x"ba87c94c")) &
+        (xor (i_data_masked and x"d28b01dd")) &
+        (xor (i_data_masked and x"e68d6595")) &
+        (xor (i_data_masked and x"fc8e57b1")) &
+        (xor (i_data_masked and x"7e472bd8")) &
+        (xor (i_data_masked and x"3f2395ec")) &
+        (xor (i_data_masked and x"1f91caf6"))
     );
-    s_last_lane <= std_logic_vector'(
-        s_axis_tkeep(3) &
-        (s_axis_tkeep(2) and (not s_axis_tkeep(3))) &
-        (s_axis_tkeep(1) and (not s_axis_tkeep(2))) &
-        (s_axis_tkeep(0) and (not s_axis_tkeep(1)))
+    i_last_lane <= std_logic_vector'(
+        i_keep(3) &
+        (i_keep(2) and (not i_keep(3))) &
+        (i_keep(1) and (not i_keep(2))) &
+        (i_keep(0) and (not i_keep(1)))
     );
-    s_pad_lanes <= std_logic_vector'((or (s_last_lane and x"3")) & (or (s_last_lane and x"5")));
-    p0_fix1 <= std_logic_vector'(
-        (xor (p0_crc and x"a0800000")) &
-        (xor (p0_crc and x"d0400000")) &
-        (xor (p0_crc and x"e8200000")) &
-        (xor (p0_crc and x"f4100000")) &
-        (xor (p0_crc and x"fa080000")) &
-        (xor (p0_crc and x"fd040000")) &
-        (xor (p0_crc and x"5e020000")) &
-        (xor (p0_crc and x"af010000")) &
-        (xor (p0_crc and x"f7008000")) &
-        (xor (p0_crc and x"db004000")) &
-        (xor (p0_crc and x"cd002000")) &
-        (xor (p0_crc and x"46001000")) &
-        (xor (p0_crc and x"23000800")) &
-        (xor (p0_crc and x"31000400")) &
-        (xor (p0_crc and x"b8000200")) &
-        (xor (p0_crc and x"dc000100")) &
-        (xor (p0_crc and x"ee000080")) &
-        (xor (p0_crc and x"77000040")) &
-        (xor (p0_crc and x"1b000020")) &
-        (xor (p0_crc and x"ad000010")) &
-        (xor (p0_crc and x"76000008")) &
-        (xor (p0_crc and x"bb000004")) &
-        (xor (p0_crc and x"7d000002")) &
-        (xor (p0_crc and x"9e000001")) &
-        (xor (p0_crc and x"4f000000")) &
-        (xor (p0_crc and x"87000000")) &
-        (xor (p0_crc and x"e3000000")) &
-        (xor (p0_crc and x"51000000")) &
-        p0_crc(27) &
-        p0_crc(26) &
-        (xor (p0_crc and x"82000000")) &
-        (xor (p0_crc and x"41000000"))
+    i_pad_lanes <= std_logic_vector'((or (i_last_lane and x"3")) & (or (i_last_lane and x"5")));
+    i_take <= advance and i_valid;
+    crc_state_term <= std_logic_vector'(
+        (xor (crc_state and x"8fc8e57b")) &
+        (xor (crc_state and x"47e472bd")) &
+        (xor (crc_state and x"23f2395e")) &
+        (xor (crc_state and x"11f91caf")) &
+        (xor (crc_state and x"08fc8e57")) &
+        (xor (crc_state and x"047e472b")) &
+        (xor (crc_state and x"8df7c6ee")) &
+        (xor (crc_state and x"46fbe377")) &
+        (xor (crc_state and x"acb514c0")) &
+        (xor (crc_state and x"d9926f1b")) &
+        (xor (crc_state and x"e301d2f6")) &
+        (xor (crc_state and x"fe480c00")) &
+        (xor (crc_state and x"7f240600")) &
+        (xor (crc_state and x"b05ae67b")) &
+        (xor (crc_state and x"d7e59646")) &
+        (xor (crc_state and x"6bf2cb23")) &
+        (xor (crc_state and x"35f96591")) &
+        (xor (crc_state and x"1afcb2c8")) &
+        (xor (crc_state and x"82b6bc1f")) &
+        (xor (crc_state and x"ce93bb74")) &
+        (xor (crc_state and x"e88138c1")) &
+        (xor (crc_state and x"74409c60")) &
+        (xor (crc_state and x"b5e8ab4b")) &
+        (xor (crc_state and x"d53cb0de")) &
+        (xor (crc_state and x"6a9e586f")) &
+        (xor (crc_state and x"ba87c94c")) &
+        (xor (crc_state and x"d28b01dd")) &
+        (xor (crc_state and x"e68d6595")) &
+        (xor (crc_state and x"fc8e57b1")) &
+        (xor (crc_state and x"7e472bd8")) &
+        (xor (crc_state and x"3f2395ec")) &
+        (xor (crc_state and x"1f91caf6"))
     );
-    p0_fix2 <= std_logic_vector'(
-        (xor (p0_crc and x"bfa08000")) &
-        (xor (p0_crc and x"5fd04000")) &
-        (xor (p0_crc and x"afe82000")) &
-        (xor (p0_crc and x"d7f41000")) &
-        (xor (p0_crc and x"ebfa0800")) &
-        (xor (p0_crc and x"f5fd0400")) &
-        (xor (p0_crc and x"c55e0200")) &
-        (xor (p0_crc and x"62af0100")) &
-        (xor (p0_crc and x"8ef70080")) &
-        (xor (p0_crc and x"f8db0040")) &
-        (xor (p0_crc and x"c3cd0020")) &
-        (xor (p0_crc and x"de460010")) &
-        (xor (p0_crc and x"6f230008")) &
-        (xor (p0_crc and x"08310004")) &
-        (xor (p0_crc and x"3bb80002")) &
-        (xor (p0_crc and x"1ddc0001")) &
-        (xor (p0_crc and x"8eee0000")) &
-        (xor (p0_crc and x"47770000")) &
-        (xor (p0_crc and x"1c1b0000")) &
-        (xor (p0_crc and x"b1ad0000")) &
-        (xor (p0_crc and x"67760000")) &
-        (xor (p0_crc and x"b3bb0000")) &
-        (xor (p0_crc and x"e67d0000")) &
-        (xor (p0_crc and x"4c9e0000")) &
-        (xor (p0_crc and x"264f0000")) &
-        (xor (p0_crc and x"ac870000")) &
-        (xor (p0_crc and x"69e30000")) &
-        (xor (p0_crc and x"8b510000")) &
-        (xor (p0_crc and x"fa080000")) &
-        (xor (p0_crc and x"fd040000")) &
-        (xor (p0_crc and x"fe820000")) &
-        (xor (p0_crc and x"7f410000"))
+    crc_next <= b_term xor crc_state_term;
+    b_frame_end <= b_valid and b_last;
+    p0_matrix <= mux(p0_pad(1), mux(p0_pad(0), zinv_3, zinv_2), mux(p0_pad(0), zinv_1, zinv_0));
+    p0_fixed <= std_logic_vector'(
+        (xor (p0_crc and p0_matrix(1023 downto 992))) &
+        (xor (p0_crc and p0_matrix(991 downto 960))) &
+        (xor (p0_crc and p0_matrix(959 downto 928))) &
+        (xor (p0_crc and p0_matrix(927 downto 896))) &
+        (xor (p0_crc and p0_matrix(895 downto 864))) &
+        (xor (p0_crc and p0_matrix(863 downto 832))) &
+        (xor (p0_crc and p0_matrix(831 downto 800))) &
+        (xor (p0_crc and p0_matrix(799 downto 768))) &
+        (xor (p0_crc and p0_matrix(767 downto 736))) &
+        (xor (p0_crc and p0_matrix(735 downto 704))) &
+        (xor (p0_crc and p0_matrix(703 downto 672))) &
+        (xor (p0_crc and p0_matrix(671 downto 640))) &
+        (xor (p0_crc and p0_matrix(639 downto 608))) &
+        (xor (p0_crc and p0_matrix(607 downto 576))) &
+        (xor (p0_crc and p0_matrix(575 downto 544))) &
+        (xor (p0_crc and p0_matrix(543 downto 512))) &
+        (xor (p0_crc and p0_matrix(511 downto 480))) &
+        (xor (p0_crc and p0_matrix(479 downto 448))) &
+        (xor (p0_crc and p0_matrix(447 downto 416))) &
+        (xor (p0_crc and p0_matrix(415 downto 384))) &
+        (xor (p0_crc and p0_matrix(383 downto 352))) &
+        (xor (p0_crc and p0_matrix(351 downto 320))) &
+        (xor (p0_crc and p0_matrix(319 downto 288))) &
+        (xor (p0_crc and p0_matrix(287 downto 256))) &
+        (xor (p0_crc and p0_matrix(255 downto 224))) &
+        (xor (p0_crc and p0_matrix(223 downto 192))) &
+        (xor (p0_crc and p0_matrix(191 downto 160))) &
+        (xor (p0_crc and p0_matrix(159 downto 128))) &
+        (xor (p0_crc and p0_matrix(127 downto 96))) &
+        (xor (p0_crc and p0_matrix(95 downto 64))) &
+        (xor (p0_crc and p0_matrix(63 downto 32))) &
+        (xor (p0_crc and p0_matrix(31 downto 0)))
     );
-    p0_fix3 <= std_logic_vector'(
-        (xor (p0_crc and x"9ebfa080")) &
-        (xor (p0_crc and x"cf5fd040")) &
-        (xor (p0_crc and x"67afe820")) &
-        (xor (p0_crc and x"b3d7f410")) &
-        (xor (p0_crc and x"d9ebfa08")) &
-        (xor (p0_crc and x"ecf5fd04")) &
-        (xor (p0_crc and x"68c55e02")) &
-        (xor (p0_crc and x"b462af01")) &
-        (xor (p0_crc and x"448ef700")) &
-        (xor (p0_crc and x"3cf8db00")) &
-        (xor (p0_crc and x"80c3cd00")) &
-        (xor (p0_crc and x"dede4600")) &
-        (xor (p0_crc and x"6f6f2300")) &
-        (xor (p0_crc and x"a9083100")) &
-        (xor (p0_crc and x"ca3bb800")) &
-        (xor (p0_crc and x"651ddc00")) &
-        (xor (p0_crc and x"b28eee00")) &
-        (xor (p0_crc and x"d9477700")) &
-        (xor (p0_crc and x"f21c1b00")) &
-        (xor (p0_crc and x"e7b1ad00")) &
-        (xor (p0_crc and x"ed677600")) &
-        (xor (p0_crc and x"76b3bb00")) &
-        (xor (p0_crc and x"a5e67d00")) &
-        (xor (p0_crc and x"cc4c9e00")) &
-        (xor (p0_crc and x"e6264f00")) &
-        (xor (p0_crc and x"edac8700")) &
-        (xor (p0_crc and x"e869e300")) &
-        (xor (p0_crc and x"ea8b5100")) &
-        (xor (p0_crc and x"ebfa0800")) &
-        (xor (p0_crc and x"f5fd0400")) &
-        (xor (p0_crc and x"7afe8200")) &
-        (xor (p0_crc and x"3d7f4100"))
-    );
-    p0_fixed <= mux(p0_pad(1), mux(p0_pad(0), p0_fix3, p0_fix2), mux(p0_pad(0), p0_fix1, p0_crc));
     m_axis_tdata <= res_crc;
     m_axis_tuser <= res_ok;
     m_axis_tvalid <= res_valid;
+
+    i_valid_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                i_valid <= '0';
+            elsif advance = '1' then
+                i_valid <= s_fire;
+            end if;
+        end if;
+    end process;
+
+    i_data_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if s_fire = '1' then
+                i_data <= s_axis_tdata;
+            end if;
+        end if;
+    end process;
+
+    i_keep_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if s_fire = '1' then
+                i_keep <= s_axis_tkeep;
+            end if;
+        end if;
+    end process;
+
+    i_last_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if s_fire = '1' then
+                i_last <= s_axis_tlast;
+            end if;
+        end if;
+    end process;
+
+    b_valid_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                b_valid <= '0';
+            elsif advance = '1' then
+                b_valid <= i_valid;
+            end if;
+        end if;
+    end process;
+
+    b_last_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if i_take = '1' then
+                b_last <= i_last;
+            end if;
+        end if;
+    end process;
+
+    b_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if i_take = '1' then
+                b_term <= i_data_term;
+            end if;
+        end if;
+    end process;
+
+    b_pad_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if i_take = '1' then
+                b_pad <= i_pad_lanes;
+            end if;
+        end if;
+    end process;
 
     crc_state_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
                 crc_state <= x"ffffffff";
-            elsif s_fire = '1' then
-                crc_state <= mux(s_axis_tlast, x"ffffffff", crc_next);
+            elsif (advance and b_valid) = '1' then
+                crc_state <= mux(b_last, x"ffffffff", crc_next);
             end if;
         end if;
     end process;
@@ -259,7 +321,7 @@ begin
             if rst = '1' then
                 p0_valid <= '0';
             elsif advance = '1' then
-                p0_valid <= s_frame_end;
+                p0_valid <= b_frame_end;
             end if;
         end if;
     end process;
@@ -267,7 +329,7 @@ begin
     p0_crc_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (advance and s_frame_end) = '1' then
+            if (advance and b_frame_end) = '1' then
                 p0_crc <= crc_next;
             end if;
         end if;
@@ -276,8 +338,8 @@ begin
     p0_pad_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (advance and s_frame_end) = '1' then
-                p0_pad <= s_pad_lanes;
+            if (advance and b_frame_end) = '1' then
+                p0_pad <= b_pad;
             end if;
         end if;
     end process;

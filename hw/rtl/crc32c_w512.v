@@ -5,7 +5,7 @@
 //
 // Input: s_axis_* beats; every beat but the last of a frame carries all lanes,
 // the last carries lanes 0..n-1 (tkeep contiguous from bit 0, at least one
-// lane). Output: one m_axis beat per frame, 3 cycles after the frame's last
+// lane). Output: one m_axis beat per frame, 5 cycles after the frame's last
 // beat is accepted: m_axis_tdata is the CRC32c of the frame's bytes (what
 // hash/crc32 returns; send it least significant octet first), m_axis_tuser is
 // 1 when the frame ended with its own correct CRC field (the register equals
@@ -16,9 +16,12 @@
 // combinationally on m_axis_tready).
 //
 // How: the register update over a whole beat is a GF(2) matrix derived at
-// generation time. The last beat is processed with its unused lanes as zeros,
-// which multiplies the true register by Z^p (Z = one zero byte, p = unused
-// lanes); 2 pipelined correction stage(s) multiply by Z^-p, 3 bits of p each.
+// generation time; beats are registered as they arrive (stage i), their data
+// term is registered next (stage b), so the feedback loop is a 32x32 update.
+// The last beat is processed with its unused lanes as zeros, which multiplies
+// the true register by Z^p (Z = one zero byte, p = unused lanes); 2 pipelined
+// correction stage(s) multiply by Z^-p, 3 bits of p each, selecting the rows
+// of Z^-p among constant matrices.
 //
 // Implements: RFC 5044 §4.4 (CRC32c, iSCSI polynomial; residue check of digest §1.5); RFC 3720 §12.1
 //
@@ -41,707 +44,415 @@ module crc32c_w512 (
     input  wire           m_axis_tready
 );
 
+    // Z^-0: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_0 = 1024'h8000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001;
+    // Z^-1: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_1 = 1024'ha0800000d0400000e8200000f4100000fa080000fd0400005e020000af010000f7008000db004000cd002000460010002300080031000400b8000200dc000100ee000080770000401b000020ad00001076000008bb0000047d0000029e0000014f00000087000000e30000005100000008000000040000008200000041000000;
+    // Z^-2: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_2 = 1024'hbfa080005fd04000afe82000d7f41000ebfa0800f5fd0400c55e020062af01008ef70080f8db0040c3cd0020de4600106f230008083100043bb800021ddc00018eee0000477700001c1b0000b1ad000067760000b3bb0000e67d00004c9e0000264f0000ac87000069e300008b510000fa080000fd040000fe8200007f410000;
+    // Z^-3: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_3 = 1024'h9ebfa080cf5fd04067afe820b3d7f410d9ebfa08ecf5fd0468c55e02b462af01448ef7003cf8db0080c3cd00dede46006f6f2300a9083100ca3bb800651ddc00b28eee00d9477700f21c1b00e7b1ad00ed67760076b3bb00a5e67d00cc4c9e00e6264f00edac8700e869e300ea8b5100ebfa0800f5fd04007afe82003d7f4100;
+    // Z^-4: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_4 = 1024'hbd9ebfa0decf5fd06f67afe8b7b3d7f45bd9ebfaadecf5fdeb68c55e75b462af07448ef73e3cf8db2280c3cdacdede46566f6f2316a9083136ca3bb81b651ddc8db28eeec6d947775ef21c1b92e7b1ad74ed6776ba76b3bbe0a5e67d4dcc4c9e26e6264faeedac87eae869e3c8ea8b51d9ebfa08ecf5fd04f67afe827b3d7f41;
+    // Z^-5: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_5 = 1024'hd5bd9ebfeadecf5f756f67afbab7b3d75d5bd9eb2eadecf542eb68c5a175b4620507448ed73e3cf8be2280c30aacdede85566f6f1716a908de36ca3b6f1b651d378db28e9bc6d947985ef21c9992e7b19974ed674cba76b373e0a5e66c4dcc4cb626e6268eaeedac92eae8691cc8ea8b5bd9ebfaadecf5fd56f67afeab7b3d7f;
+    // Z^-6: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_6 = 1024'ha5d5bd9e52eadecfa9756f67d4bab7b36a5d5bd9352eadecbf42eb685fa175b40a050744a0d73e3c75be22801f0aacde0f85566f221716a934de36ca9a6f1b65cd378db2669bc6d996985ef26e9992e7129974ed094cba76a173e0a5f56c4dcc7ab626e6188eaeeda992eae8f11cc8ea5d5bd9eb2eadecf59756f67a4bab7b3d;
+    // Z^-7: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_7 = 1024'h06a5d5bd8352eade41a9756fa0d4bab7506a5d5ba8352ead52bf42eb295fa175920a0507cfa0d73e6175be22b61f0aac5b0f85562b2217161334de36899a6f1bc4cd378de2669bc6f796985efd6e9992f81299747c094cbab8a173e0daf56c4ded7ab62670188eaebea992ead9f11cc86a5d5bd9352eadec1a9756f60d4bab7b;
+    // Z^-8: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_8 = 1024'hd506a5d5ea8352eaf541a9757aa0d4ba3d506a5d9ea8352e9a52bf424d295fa173920a05eccfa0d7a36175be84b61f0ac25b0f85b42b22170f1334de07899a6f83c4cd37c1e2669b35f796984ffd6e99f2f81299f97c094ca9b8a17301daf56c00ed7ab6d570188ebfbea9920ad9f11c506a5d5ba8352ead541a9756aa0d4bab;
+    // Z^-16: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_16 = 1024'hbe750e6e5f3a8737af9d439b57cea1cd2be750e615f3a873b48cda575a466d2b135638fbb7de1213e59a07674cb80ddda65c06ee6d5b0d1908d888e2046c447182362238411b111c9ef886e0f1094d1e46f1a8e1a378d470efc96456c991bc45e4c8de224c11617f187dbed1b24bd106e750e6edf3a87376f9d439bb7cea1cdd;
+    // Z^-24: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_24 = 1024'h7f40a52a3fa052951fd0294a0fe814a587f40a52c3fa05291ebda7be8f5ed3df38efccc5633743484edb048e582d276dac1693b6a94becf1abe5535255f2a9a9aaf954d4557caa6a55fef01f55bfdd25d59f4bb86acfa5dcca2777c49a531ec84d298f6459d46298d3aa94661695ef19f40a52a6fa052953fd0294a9fe814a54;
+    // Z^-32: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_32 = 1024'h0875f472043afa39021d7d1c810ebe8e40875f472043afa3985423a3cc2a11d16e60fc9abf458a3f57d7316d239e6cc491cf3662c0926f43e83cc3d3f41e61e9fa0f30f47d07987ab6f6384fd30ee85561f2805830f9402c1009546400715e408038af204869a3e22c4125831e5566b3875f472b43afa39521d7d1ca10ebe8e5;
+    // Z^-40: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_40 = 1024'hb0b795f1585bcaf82c2de57c1616f2be8b0b795f4585bcaf92754ba6c93aa5d3542ac7181aa2f67d3de6eecf2e44e2961722714bbb26ad546d24c35bb69261addb4930d66da4986b0665d9c4b3857913e975297874ba94bc0aeadfaf35c2fa269ae17d137dc72b788e54004d779d95d70b795f1a85bcaf8dc2de57c6616f2be3;
+    // Z^-48: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_48 = 1024'h4c7b1a9e263d8d4f931ec6a7c98f635364c7b1a9b263d8d4954af6f4caa57b7a2929a72358efc90fe00cfe19bc7d65925e3eb2c9636443fa7dc93b63bee49db1df724ed86fb9276c7ba78928f1a8de0a34af759b1a57bacd4150c7f8ecd379627669bcb1f74fc4c6b7dcf8fd179566e0c7b1a9ee63d8d4f731ec6a7b98f6353d;
+    // Z^-56: row i (bits 32i+31:32i) selects the register bits that give bit i
+    localparam [1023:0] zinv_56 = 1024'hfa6ed4b7fd376a5b7e9bb52d3f4dda961fa6ed4b0fd376a5fd876fe57ec3b7f2450f0f4e58e95310d61a7d3f1163ea2888b1f5143e362e3d6575c3a932bae1d4195d70ea0caeb8757c39888d447210f15857dccf2c2bee67ec7b23840c5345750629a2baf97a05ea86d3d642b9073f96a6ed4b7cd376a5bee9bb52dff4dda96f;
+
     reg            res_valid;                // a result waits on m_axis
     wire           advance;                  // every pipeline stage moves on this cycle
     wire           s_fire;                   // a beat is accepted
-    wire           s_frame_end;              // the last beat of a frame is accepted
-    wire [511:0]   s_data_masked;            // tdata with unused lanes zeroed
-    reg  [31:0]    crc_state;                // CRC register (not inverted) of the frame so far
-    wire [543:0]   crc_in;                   // operand of the update matrix: {data, register}
-    wire [31:0]    crc_next;                 // register after this beat, all lanes counted
-    wire [63:0]    s_last_lane;              // one-hot: the last lane in use
-    wire [5:0]     s_pad_lanes;              // lanes not in use on this beat
+    reg            i_valid;                  // stage i holds an accepted beat
+    reg  [511:0]   i_data;
+    reg  [63:0]    i_keep;
+    reg            i_last;
+    wire [511:0]   i_data_masked;            // the beat with unused lanes zeroed
+    wire [31:0]    i_data_term;              // the beat's contribution to the register
+    wire [63:0]    i_last_lane;              // one-hot: the last lane in use
+    wire [5:0]     i_pad_lanes;              // lanes not in use on this beat
+    wire           i_take;                   // stage i's beat moves to stage b
+    reg            b_valid;                  // stage b holds a beat's data term
+    reg            b_last;
+    reg  [31:0]    b_term;
+    reg  [5:0]     b_pad;
+    reg  [31:0]    crc_state;                // CRC register (not inverted) of the frame before stage b's beat
+    wire [31:0]    crc_state_term;           // the register's own contribution
+    wire [31:0]    crc_next;                 // register after stage b's beat, all lanes counted
+    wire           b_frame_end;              // stage b holds a frame's last beat
     reg            p0_valid;                 // stage 0 holds a frame's uncorrected register
     reg  [31:0]    p0_crc;
     reg  [5:0]     p0_pad;
-    wire [31:0]    p0_fix1;                  // register times Z^-1
-    wire [31:0]    p0_fix2;                  // register times Z^-2
-    wire [31:0]    p0_fix3;                  // register times Z^-3
-    wire [31:0]    p0_fix4;                  // register times Z^-4
-    wire [31:0]    p0_fix5;                  // register times Z^-5
-    wire [31:0]    p0_fix6;                  // register times Z^-6
-    wire [31:0]    p0_fix7;                  // register times Z^-7
-    wire [31:0]    p0_fixed;                 // corrected for pad-lane bits 0..2
+    wire [1023:0]  p0_matrix;                // Z^-k for pad-lane bits 0..2 of this frame
+    wire [31:0]    p0_fixed;                 // register corrected for pad-lane bits 0..2
     reg            p1_valid;
     reg  [31:0]    p1_crc;
     reg  [2:0]     p1_pad;
-    wire [31:0]    p1_fix1;                  // register times Z^-8
-    wire [31:0]    p1_fix2;                  // register times Z^-16
-    wire [31:0]    p1_fix3;                  // register times Z^-24
-    wire [31:0]    p1_fix4;                  // register times Z^-32
-    wire [31:0]    p1_fix5;                  // register times Z^-40
-    wire [31:0]    p1_fix6;                  // register times Z^-48
-    wire [31:0]    p1_fix7;                  // register times Z^-56
-    wire [31:0]    p1_fixed;                 // corrected for pad-lane bits 3..5
+    wire [1023:0]  p1_matrix;                // Z^-k for pad-lane bits 3..5 of this frame
+    wire [31:0]    p1_fixed;                 // register corrected for pad-lane bits 3..5
     reg  [31:0]    res_crc;                  // the frame's CRC32c
     reg            res_ok;                   // residue check passed
 
     assign advance = ~res_valid | m_axis_tready;
     assign s_axis_tready = advance;
     assign s_fire = s_axis_tvalid & advance;
-    assign s_frame_end = s_fire & s_axis_tlast;
-    assign s_data_masked = {
-        s_axis_tdata[511:504] & {8{s_axis_tkeep[63]}},
-        s_axis_tdata[503:496] & {8{s_axis_tkeep[62]}},
-        s_axis_tdata[495:488] & {8{s_axis_tkeep[61]}},
-        s_axis_tdata[487:480] & {8{s_axis_tkeep[60]}},
-        s_axis_tdata[479:472] & {8{s_axis_tkeep[59]}},
-        s_axis_tdata[471:464] & {8{s_axis_tkeep[58]}},
-        s_axis_tdata[463:456] & {8{s_axis_tkeep[57]}},
-        s_axis_tdata[455:448] & {8{s_axis_tkeep[56]}},
-        s_axis_tdata[447:440] & {8{s_axis_tkeep[55]}},
-        s_axis_tdata[439:432] & {8{s_axis_tkeep[54]}},
-        s_axis_tdata[431:424] & {8{s_axis_tkeep[53]}},
-        s_axis_tdata[423:416] & {8{s_axis_tkeep[52]}},
-        s_axis_tdata[415:408] & {8{s_axis_tkeep[51]}},
-        s_axis_tdata[407:400] & {8{s_axis_tkeep[50]}},
-        s_axis_tdata[399:392] & {8{s_axis_tkeep[49]}},
-        s_axis_tdata[391:384] & {8{s_axis_tkeep[48]}},
-        s_axis_tdata[383:376] & {8{s_axis_tkeep[47]}},
-        s_axis_tdata[375:368] & {8{s_axis_tkeep[46]}},
-        s_axis_tdata[367:360] & {8{s_axis_tkeep[45]}},
-        s_axis_tdata[359:352] & {8{s_axis_tkeep[44]}},
-        s_axis_tdata[351:344] & {8{s_axis_tkeep[43]}},
-        s_axis_tdata[343:336] & {8{s_axis_tkeep[42]}},
-        s_axis_tdata[335:328] & {8{s_axis_tkeep[41]}},
-        s_axis_tdata[327:320] & {8{s_axis_tkeep[40]}},
-        s_axis_tdata[319:312] & {8{s_axis_tkeep[39]}},
-        s_axis_tdata[311:304] & {8{s_axis_tkeep[38]}},
-        s_axis_tdata[303:296] & {8{s_axis_tkeep[37]}},
-        s_axis_tdata[295:288] & {8{s_axis_tkeep[36]}},
-        s_axis_tdata[287:280] & {8{s_axis_tkeep[35]}},
-        s_axis_tdata[279:272] & {8{s_axis_tkeep[34]}},
-        s_axis_tdata[271:264] & {8{s_axis_tkeep[33]}},
-        s_axis_tdata[263:256] & {8{s_axis_tkeep[32]}},
-        s_axis_tdata[255:248] & {8{s_axis_tkeep[31]}},
-        s_axis_tdata[247:240] & {8{s_axis_tkeep[30]}},
-        s_axis_tdata[239:232] & {8{s_axis_tkeep[29]}},
-        s_axis_tdata[231:224] & {8{s_axis_tkeep[28]}},
-        s_axis_tdata[223:216] & {8{s_axis_tkeep[27]}},
-        s_axis_tdata[215:208] & {8{s_axis_tkeep[26]}},
-        s_axis_tdata[207:200] & {8{s_axis_tkeep[25]}},
-        s_axis_tdata[199:192] & {8{s_axis_tkeep[24]}},
-        s_axis_tdata[191:184] & {8{s_axis_tkeep[23]}},
-        s_axis_tdata[183:176] & {8{s_axis_tkeep[22]}},
-        s_axis_tdata[175:168] & {8{s_axis_tkeep[21]}},
-        s_axis_tdata[167:160] & {8{s_axis_tkeep[20]}},
-        s_axis_tdata[159:152] & {8{s_axis_tkeep[19]}},
-        s_axis_tdata[151:144] & {8{s_axis_tkeep[18]}},
-        s_axis_tdata[143:136] & {8{s_axis_tkeep[17]}},
-        s_axis_tdata[135:128] & {8{s_axis_tkeep[16]}},
-        s_axis_tdata[127:120] & {8{s_axis_tkeep[15]}},
-        s_axis_tdata[119:112] & {8{s_axis_tkeep[14]}},
-        s_axis_tdata[111:104] & {8{s_axis_tkeep[13]}},
-        s_axis_tdata[103:96] & {8{s_axis_tkeep[12]}},
-        s_axis_tdata[95:88] & {8{s_axis_tkeep[11]}},
-        s_axis_tdata[87:80] & {8{s_axis_tkeep[10]}},
-        s_axis_tdata[79:72] & {8{s_axis_tkeep[9]}},
-        s_axis_tdata[71:64] & {8{s_axis_tkeep[8]}},
-        s_axis_tdata[63:56] & {8{s_axis_tkeep[7]}},
-        s_axis_tdata[55:48] & {8{s_axis_tkeep[6]}},
-        s_axis_tdata[47:40] & {8{s_axis_tkeep[5]}},
-        s_axis_tdata[39:32] & {8{s_axis_tkeep[4]}},
-        s_axis_tdata[31:24] & {8{s_axis_tkeep[3]}},
-        s_axis_tdata[23:16] & {8{s_axis_tkeep[2]}},
-        s_axis_tdata[15:8] & {8{s_axis_tkeep[1]}},
-        s_axis_tdata[7:0] & {8{s_axis_tkeep[0]}}
+    assign i_data_masked = {
+        i_data[511:504] & {8{i_keep[63]}},
+        i_data[503:496] & {8{i_keep[62]}},
+        i_data[495:488] & {8{i_keep[61]}},
+        i_data[487:480] & {8{i_keep[60]}},
+        i_data[479:472] & {8{i_keep[59]}},
+        i_data[471:464] & {8{i_keep[58]}},
+        i_data[463:456] & {8{i_keep[57]}},
+        i_data[455:448] & {8{i_keep[56]}},
+        i_data[447:440] & {8{i_keep[55]}},
+        i_data[439:432] & {8{i_keep[54]}},
+        i_data[431:424] & {8{i_keep[53]}},
+        i_data[423:416] & {8{i_keep[52]}},
+        i_data[415:408] & {8{i_keep[51]}},
+        i_data[407:400] & {8{i_keep[50]}},
+        i_data[399:392] & {8{i_keep[49]}},
+        i_data[391:384] & {8{i_keep[48]}},
+        i_data[383:376] & {8{i_keep[47]}},
+        i_data[375:368] & {8{i_keep[46]}},
+        i_data[367:360] & {8{i_keep[45]}},
+        i_data[359:352] & {8{i_keep[44]}},
+        i_data[351:344] & {8{i_keep[43]}},
+        i_data[343:336] & {8{i_keep[42]}},
+        i_data[335:328] & {8{i_keep[41]}},
+        i_data[327:320] & {8{i_keep[40]}},
+        i_data[319:312] & {8{i_keep[39]}},
+        i_data[311:304] & {8{i_keep[38]}},
+        i_data[303:296] & {8{i_keep[37]}},
+        i_data[295:288] & {8{i_keep[36]}},
+        i_data[287:280] & {8{i_keep[35]}},
+        i_data[279:272] & {8{i_keep[34]}},
+        i_data[271:264] & {8{i_keep[33]}},
+        i_data[263:256] & {8{i_keep[32]}},
+        i_data[255:248] & {8{i_keep[31]}},
+        i_data[247:240] & {8{i_keep[30]}},
+        i_data[239:232] & {8{i_keep[29]}},
+        i_data[231:224] & {8{i_keep[28]}},
+        i_data[223:216] & {8{i_keep[27]}},
+        i_data[215:208] & {8{i_keep[26]}},
+        i_data[207:200] & {8{i_keep[25]}},
+        i_data[199:192] & {8{i_keep[24]}},
+        i_data[191:184] & {8{i_keep[23]}},
+        i_data[183:176] & {8{i_keep[22]}},
+        i_data[175:168] & {8{i_keep[21]}},
+        i_data[167:160] & {8{i_keep[20]}},
+        i_data[159:152] & {8{i_keep[19]}},
+        i_data[151:144] & {8{i_keep[18]}},
+        i_data[143:136] & {8{i_keep[17]}},
+        i_data[135:128] & {8{i_keep[16]}},
+        i_data[127:120] & {8{i_keep[15]}},
+        i_data[119:112] & {8{i_keep[14]}},
+        i_data[111:104] & {8{i_keep[13]}},
+        i_data[103:96] & {8{i_keep[12]}},
+        i_data[95:88] & {8{i_keep[11]}},
+        i_data[87:80] & {8{i_keep[10]}},
+        i_data[79:72] & {8{i_keep[9]}},
+        i_data[71:64] & {8{i_keep[8]}},
+        i_data[63:56] & {8{i_keep[7]}},
+        i_data[55:48] & {8{i_keep[6]}},
+        i_data[47:40] & {8{i_keep[5]}},
+        i_data[39:32] & {8{i_keep[4]}},
+        i_data[31:24] & {8{i_keep[3]}},
+        i_data[23:16] & {8{i_keep[2]}},
+        i_data[15:8] & {8{i_keep[1]}},
+        i_data[7:0] & {8{i_keep[0]}}
     };
-    assign crc_in = {s_data_masked, crc_state};
-    assign crc_next = {
-        ^(crc_in & 544'h8fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061aed33061ae),
-        ^(crc_in & 544'h47e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d7699830d7),
-        ^(crc_in & 544'h23f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186bb4cc186b),
-        ^(crc_in & 544'h11f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35da660c35),
-        ^(crc_in & 544'h08fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061aed33061a),
-        ^(crc_in & 544'h047e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d7699830d),
-        ^(crc_in & 544'h8df7c6eef047484aa4afe72a3c98cf15471b1e9b0278c6a5016629ed3b163cc629957edf0fbf0c6a327b35a0ed587bf0c3ca8214c61dd955fa96989e687ca028687ca028),
-        ^(crc_in & 544'h46fbe3777823a4255257f3951e4c678aa38d8f4d813c635280b314f69d8b1e6314cabf6f87df8635193d9ad076ac3df861e5410a630eecaafd4b4c4f343e5014343e5014),
-        ^(crc_in & 544'hacb514c0a026440046385046838c554a2b361a4a70241fb434ed707e616d118d509bdb7bfcadc7615191c4eecdd46cc413b53ce062d7ed6c60488a09492f49a4492f49a4),
-        ^(crc_in & 544'hd9926f1b4c24b412cc0f81af4d6c4c2a6f6bd0c988a821c76ec2423a1f1e167a72b36971c114e7cb75c7ebf19068445a2a9d0215623b6d8f2ec9692a77a7c57c77a7c57c),
-        ^(crc_in & 544'he301d2f6ba25cc1b8914695baa1c409a4d45358874ee3efec3d5db1820279581e3a73074dfc8779e67ecfc7e3eb6501536091d6fe24d2dfe898998bbe8e38310e8e38310),
-        ^(crc_in & 544'hfe480c004125701f2b999d21d9a446c25c5247288acd3162155e17893fbb547c2b2d1cf650a63fb4eef977b9e9d95a32b84312d2a2760dc65a29e0732741a0262741a026),
-        ^(crc_in & 544'h7f2406002092b80f95ccce90ecd223612e292394456698b10aaf0bc49fddaa3e15968e7b28531fda777cbbdcf4ecad195c218969513b06e32d14f03993a0d01393a0d013),
-        ^(crc_in & 544'hb05ae67b0c7eca1525f5cec47ac3773fede44c2692096245f1e37fe760464ba3d035c3f1ab6b8b96e6b154688cf424b48d5758d1fbcd1848886754321ae009a71ae009a7),
-        ^(crc_in & 544'hd7e596469a08f3187de94eee31cbdd108c02fbfff9be9f3f8c4545f69f8bbb6d32e46534eaf7c1b0ae57a3b2b0f8606265ec300daeb6171d5ade8637de40657dde40657d),
-        ^(crc_in & 544'h6bf2cb234d04798c3ef4a77718e5ee8846017dfffcdf4f9fc622a2fb4fc5ddb69972329a757be0d8572bd1d9587c303132f61806d75b0b8ead6f431bef2032beef2032be),
-        ^(crc_in & 544'h35f96591a6823cc61f7a53bb8c72f7442300befffe6fa7cfe311517da7e2eedb4cb9194d3abdf06c2b95e8ecac3e1818997b0c036bad85c756b7a18df790195ff790195f),
-        ^(crc_in & 544'h1afcb2c8d3411e630fbd29ddc6397ba211805f7fff37d3e7f188a8bed3f1776da65c8ca69d5ef83615caf476561f0c0c4cbd8601b5d6c2e3ab5bd0c6fbc80caffbc80caf),
-        ^(crc_in & 544'h82b6bc1f7597192368cd3d62efb6db5e7230f2534f21c7ee8c70ae5a4650250a09d0c29f71ed7860d7ea73bddd8df43e05195f6589bbfa48cb40c44daed467f9aed467f9),
-        ^(crc_in & 544'hce93bb74a6fc1a835b75373d7b710b2043e8a4c5172acdea328cad280c808c39de16e58387b4b84bb6fa30581844882721cb33d7978d661d7b4d4e08045a5252045a5252),
-        ^(crc_in & 544'he88138c14f499b5342a93212b112e31f5b048f8e3b2f48e86df2ac9129e8d8a035f5f60dfc98585e067211aafaa0362bb3a2058e98962837a34b8b2ad11d4887d11d4887),
-        ^(crc_in & 544'h74409c60a7a4cda9a15499095889718fad8247c71d97a47436f9564894f46c501afafb06fe4c2c2f033908d57d501b15d9d102c74c4b141bd1a5c595688ea443688ea443),
-        ^(crc_in & 544'hb5e8ab4b4fe5f0c63fb9e508a0eede48ac31fe0f3e71fc276fc8512165d2a894d783f94f4064126c5c938dec482a7fb2cfaf1d06f5751134f63fcee46777338f6777338f),
-        ^(crc_in & 544'hd53cb0debbc56e71f0cf5b085cdd09ab2ce822eb2f82d00ec350d2959d41caf6b13f786b9f700d4df346cf70d2974de1449012e629ea13a365f2cb5ce08bf869e08bf869),
-        ^(crc_in & 544'h6a9e586f5de2b738f867ad842e6e84d59674117597c1680761a8694acea0e57b589fbc35cfb806a6f9a367b8694ba6f0a248097314f509d1b2f965ae7045fc347045fc34),
-        ^(crc_in & 544'hba87c94cb2c6cd8e93207f4e1b9d24e5b1cad5567b5a9a1ec460cea048f8ec0176b15ad6d89e0728a1deba5ac227a140726398dcd92a1fd1c7919ef9eb129fb4eb129fb4),
-        ^(crc_in & 544'hd28b01dd4554f0d5a683962b0164f4fda215b7478d17631216849d550bd4e8bc61a629a7530d07ef8de054ab9791a2981a76500b3fc594d1fd25e35226b92e7426b92e74),
-        ^(crc_in & 544'he68d6595be9dee783c5262998c181cf1abfa064f76319f947ff6b4afaa42eae2ea2d901f96c4878c1bff23d33d4aa3742e7cb460ccb25151e07fdd87c06cf694c06cf694),
-        ^(crc_in & 544'hfc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061ae433061ae4),
-        ^(crc_in & 544'h7e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d7299830d72),
-        ^(crc_in & 544'h3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186b94cc186b9),
-        ^(crc_in & 544'h1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35ca660c35c)
+    assign i_data_term = {
+        ^(i_data_masked & 512'h8fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061ae),
+        ^(i_data_masked & 512'h47e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d7),
+        ^(i_data_masked & 512'h23f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186b),
+        ^(i_data_masked & 512'h11f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35),
+        ^(i_data_masked & 512'h08fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061a),
+        ^(i_data_masked & 512'h047e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d),
+        ^(i_data_masked & 512'h8df7c6eef047484aa4afe72a3c98cf15471b1e9b0278c6a5016629ed3b163cc629957edf0fbf0c6a327b35a0ed587bf0c3ca8214c61dd955fa96989e687ca028),
+        ^(i_data_masked & 512'h46fbe3777823a4255257f3951e4c678aa38d8f4d813c635280b314f69d8b1e6314cabf6f87df8635193d9ad076ac3df861e5410a630eecaafd4b4c4f343e5014),
+        ^(i_data_masked & 512'hacb514c0a026440046385046838c554a2b361a4a70241fb434ed707e616d118d509bdb7bfcadc7615191c4eecdd46cc413b53ce062d7ed6c60488a09492f49a4),
+        ^(i_data_masked & 512'hd9926f1b4c24b412cc0f81af4d6c4c2a6f6bd0c988a821c76ec2423a1f1e167a72b36971c114e7cb75c7ebf19068445a2a9d0215623b6d8f2ec9692a77a7c57c),
+        ^(i_data_masked & 512'he301d2f6ba25cc1b8914695baa1c409a4d45358874ee3efec3d5db1820279581e3a73074dfc8779e67ecfc7e3eb6501536091d6fe24d2dfe898998bbe8e38310),
+        ^(i_data_masked & 512'hfe480c004125701f2b999d21d9a446c25c5247288acd3162155e17893fbb547c2b2d1cf650a63fb4eef977b9e9d95a32b84312d2a2760dc65a29e0732741a026),
+        ^(i_data_masked & 512'h7f2406002092b80f95ccce90ecd223612e292394456698b10aaf0bc49fddaa3e15968e7b28531fda777cbbdcf4ecad195c218969513b06e32d14f03993a0d013),
+        ^(i_data_masked & 512'hb05ae67b0c7eca1525f5cec47ac3773fede44c2692096245f1e37fe760464ba3d035c3f1ab6b8b96e6b154688cf424b48d5758d1fbcd1848886754321ae009a7),
+        ^(i_data_masked & 512'hd7e596469a08f3187de94eee31cbdd108c02fbfff9be9f3f8c4545f69f8bbb6d32e46534eaf7c1b0ae57a3b2b0f8606265ec300daeb6171d5ade8637de40657d),
+        ^(i_data_masked & 512'h6bf2cb234d04798c3ef4a77718e5ee8846017dfffcdf4f9fc622a2fb4fc5ddb69972329a757be0d8572bd1d9587c303132f61806d75b0b8ead6f431bef2032be),
+        ^(i_data_masked & 512'h35f96591a6823cc61f7a53bb8c72f7442300befffe6fa7cfe311517da7e2eedb4cb9194d3abdf06c2b95e8ecac3e1818997b0c036bad85c756b7a18df790195f),
+        ^(i_data_masked & 512'h1afcb2c8d3411e630fbd29ddc6397ba211805f7fff37d3e7f188a8bed3f1776da65c8ca69d5ef83615caf476561f0c0c4cbd8601b5d6c2e3ab5bd0c6fbc80caf),
+        ^(i_data_masked & 512'h82b6bc1f7597192368cd3d62efb6db5e7230f2534f21c7ee8c70ae5a4650250a09d0c29f71ed7860d7ea73bddd8df43e05195f6589bbfa48cb40c44daed467f9),
+        ^(i_data_masked & 512'hce93bb74a6fc1a835b75373d7b710b2043e8a4c5172acdea328cad280c808c39de16e58387b4b84bb6fa30581844882721cb33d7978d661d7b4d4e08045a5252),
+        ^(i_data_masked & 512'he88138c14f499b5342a93212b112e31f5b048f8e3b2f48e86df2ac9129e8d8a035f5f60dfc98585e067211aafaa0362bb3a2058e98962837a34b8b2ad11d4887),
+        ^(i_data_masked & 512'h74409c60a7a4cda9a15499095889718fad8247c71d97a47436f9564894f46c501afafb06fe4c2c2f033908d57d501b15d9d102c74c4b141bd1a5c595688ea443),
+        ^(i_data_masked & 512'hb5e8ab4b4fe5f0c63fb9e508a0eede48ac31fe0f3e71fc276fc8512165d2a894d783f94f4064126c5c938dec482a7fb2cfaf1d06f5751134f63fcee46777338f),
+        ^(i_data_masked & 512'hd53cb0debbc56e71f0cf5b085cdd09ab2ce822eb2f82d00ec350d2959d41caf6b13f786b9f700d4df346cf70d2974de1449012e629ea13a365f2cb5ce08bf869),
+        ^(i_data_masked & 512'h6a9e586f5de2b738f867ad842e6e84d59674117597c1680761a8694acea0e57b589fbc35cfb806a6f9a367b8694ba6f0a248097314f509d1b2f965ae7045fc34),
+        ^(i_data_masked & 512'hba87c94cb2c6cd8e93207f4e1b9d24e5b1cad5567b5a9a1ec460cea048f8ec0176b15ad6d89e0728a1deba5ac227a140726398dcd92a1fd1c7919ef9eb129fb4),
+        ^(i_data_masked & 512'hd28b01dd4554f0d5a683962b0164f4fda215b7478d17631216849d550bd4e8bc61a629a7530d07ef8de054ab9791a2981a76500b3fc594d1fd25e35226b92e74),
+        ^(i_data_masked & 512'he68d6595be9dee783c5262998c181cf1abfa064f76319f947ff6b4afaa42eae2ea2d901f96c4878c1bff23d33d4aa3742e7cb460ccb25151e07fdd87c06cf694),
+        ^(i_data_masked & 512'hfc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061ae4),
+        ^(i_data_masked & 512'h7e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d72),
+        ^(i_data_masked & 512'h3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186b9),
+        ^(i_data_masked & 512'h1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35c)
     };
-    assign s_last_lane = {
-        s_axis_tkeep[63],
-        s_axis_tkeep[62] & ~s_axis_tkeep[63],
-        s_axis_tkeep[61] & ~s_axis_tkeep[62],
-        s_axis_tkeep[60] & ~s_axis_tkeep[61],
-        s_axis_tkeep[59] & ~s_axis_tkeep[60],
-        s_axis_tkeep[58] & ~s_axis_tkeep[59],
-        s_axis_tkeep[57] & ~s_axis_tkeep[58],
-        s_axis_tkeep[56] & ~s_axis_tkeep[57],
-        s_axis_tkeep[55] & ~s_axis_tkeep[56],
-        s_axis_tkeep[54] & ~s_axis_tkeep[55],
-        s_axis_tkeep[53] & ~s_axis_tkeep[54],
-        s_axis_tkeep[52] & ~s_axis_tkeep[53],
-        s_axis_tkeep[51] & ~s_axis_tkeep[52],
-        s_axis_tkeep[50] & ~s_axis_tkeep[51],
-        s_axis_tkeep[49] & ~s_axis_tkeep[50],
-        s_axis_tkeep[48] & ~s_axis_tkeep[49],
-        s_axis_tkeep[47] & ~s_axis_tkeep[48],
-        s_axis_tkeep[46] & ~s_axis_tkeep[47],
-        s_axis_tkeep[45] & ~s_axis_tkeep[46],
-        s_axis_tkeep[44] & ~s_axis_tkeep[45],
-        s_axis_tkeep[43] & ~s_axis_tkeep[44],
-        s_axis_tkeep[42] & ~s_axis_tkeep[43],
-        s_axis_tkeep[41] & ~s_axis_tkeep[42],
-        s_axis_tkeep[40] & ~s_axis_tkeep[41],
-        s_axis_tkeep[39] & ~s_axis_tkeep[40],
-        s_axis_tkeep[38] & ~s_axis_tkeep[39],
-        s_axis_tkeep[37] & ~s_axis_tkeep[38],
-        s_axis_tkeep[36] & ~s_axis_tkeep[37],
-        s_axis_tkeep[35] & ~s_axis_tkeep[36],
-        s_axis_tkeep[34] & ~s_axis_tkeep[35],
-        s_axis_tkeep[33] & ~s_axis_tkeep[34],
-        s_axis_tkeep[32] & ~s_axis_tkeep[33],
-        s_axis_tkeep[31] & ~s_axis_tkeep[32],
-        s_axis_tkeep[30] & ~s_axis_tkeep[31],
-        s_axis_tkeep[29] & ~s_axis_tkeep[30],
-        s_axis_tkeep[28] & ~s_axis_tkeep[29],
-        s_axis_tkeep[27] & ~s_axis_tkeep[28],
-        s_axis_tkeep[26] & ~s_axis_tkeep[27],
-        s_axis_tkeep[25] & ~s_axis_tkeep[26],
-        s_axis_tkeep[24] & ~s_axis_tkeep[25],
-        s_axis_tkeep[23] & ~s_axis_tkeep[24],
-        s_axis_tkeep[22] & ~s_axis_tkeep[23],
-        s_axis_tkeep[21] & ~s_axis_tkeep[22],
-        s_axis_tkeep[20] & ~s_axis_tkeep[21],
-        s_axis_tkeep[19] & ~s_axis_tkeep[20],
-        s_axis_tkeep[18] & ~s_axis_tkeep[19],
-        s_axis_tkeep[17] & ~s_axis_tkeep[18],
-        s_axis_tkeep[16] & ~s_axis_tkeep[17],
-        s_axis_tkeep[15] & ~s_axis_tkeep[16],
-        s_axis_tkeep[14] & ~s_axis_tkeep[15],
-        s_axis_tkeep[13] & ~s_axis_tkeep[14],
-        s_axis_tkeep[12] & ~s_axis_tkeep[13],
-        s_axis_tkeep[11] & ~s_axis_tkeep[12],
-        s_axis_tkeep[10] & ~s_axis_tkeep[11],
-        s_axis_tkeep[9] & ~s_axis_tkeep[10],
-        s_axis_tkeep[8] & ~s_axis_tkeep[9],
-        s_axis_tkeep[7] & ~s_axis_tkeep[8],
-        s_axis_tkeep[6] & ~s_axis_tkeep[7],
-        s_axis_tkeep[5] & ~s_axis_tkeep[6],
-        s_axis_tkeep[4] & ~s_axis_tkeep[5],
-        s_axis_tkeep[3] & ~s_axis_tkeep[4],
-        s_axis_tkeep[2] & ~s_axis_tkeep[3],
-        s_axis_tkeep[1] & ~s_axis_tkeep[2],
-        s_axis_tkeep[0] & ~s_axis_tkeep[1]
+    assign i_last_lane = {
+        i_keep[63],
+        i_keep[62] & ~i_keep[63],
+        i_keep[61] & ~i_keep[62],
+        i_keep[60] & ~i_keep[61],
+        i_keep[59] & ~i_keep[60],
+        i_keep[58] & ~i_keep[59],
+        i_keep[57] & ~i_keep[58],
+        i_keep[56] & ~i_keep[57],
+        i_keep[55] & ~i_keep[56],
+        i_keep[54] & ~i_keep[55],
+        i_keep[53] & ~i_keep[54],
+        i_keep[52] & ~i_keep[53],
+        i_keep[51] & ~i_keep[52],
+        i_keep[50] & ~i_keep[51],
+        i_keep[49] & ~i_keep[50],
+        i_keep[48] & ~i_keep[49],
+        i_keep[47] & ~i_keep[48],
+        i_keep[46] & ~i_keep[47],
+        i_keep[45] & ~i_keep[46],
+        i_keep[44] & ~i_keep[45],
+        i_keep[43] & ~i_keep[44],
+        i_keep[42] & ~i_keep[43],
+        i_keep[41] & ~i_keep[42],
+        i_keep[40] & ~i_keep[41],
+        i_keep[39] & ~i_keep[40],
+        i_keep[38] & ~i_keep[39],
+        i_keep[37] & ~i_keep[38],
+        i_keep[36] & ~i_keep[37],
+        i_keep[35] & ~i_keep[36],
+        i_keep[34] & ~i_keep[35],
+        i_keep[33] & ~i_keep[34],
+        i_keep[32] & ~i_keep[33],
+        i_keep[31] & ~i_keep[32],
+        i_keep[30] & ~i_keep[31],
+        i_keep[29] & ~i_keep[30],
+        i_keep[28] & ~i_keep[29],
+        i_keep[27] & ~i_keep[28],
+        i_keep[26] & ~i_keep[27],
+        i_keep[25] & ~i_keep[26],
+        i_keep[24] & ~i_keep[25],
+        i_keep[23] & ~i_keep[24],
+        i_keep[22] & ~i_keep[23],
+        i_keep[21] & ~i_keep[22],
+        i_keep[20] & ~i_keep[21],
+        i_keep[19] & ~i_keep[20],
+        i_keep[18] & ~i_keep[19],
+        i_keep[17] & ~i_keep[18],
+        i_keep[16] & ~i_keep[17],
+        i_keep[15] & ~i_keep[16],
+        i_keep[14] & ~i_keep[15],
+        i_keep[13] & ~i_keep[14],
+        i_keep[12] & ~i_keep[13],
+        i_keep[11] & ~i_keep[12],
+        i_keep[10] & ~i_keep[11],
+        i_keep[9] & ~i_keep[10],
+        i_keep[8] & ~i_keep[9],
+        i_keep[7] & ~i_keep[8],
+        i_keep[6] & ~i_keep[7],
+        i_keep[5] & ~i_keep[6],
+        i_keep[4] & ~i_keep[5],
+        i_keep[3] & ~i_keep[4],
+        i_keep[2] & ~i_keep[3],
+        i_keep[1] & ~i_keep[2],
+        i_keep[0] & ~i_keep[1]
     };
-    assign s_pad_lanes = {
-        |(s_last_lane & 64'h00000000ffffffff),
-        |(s_last_lane & 64'h0000ffff0000ffff),
-        |(s_last_lane & 64'h00ff00ff00ff00ff),
-        |(s_last_lane & 64'h0f0f0f0f0f0f0f0f),
-        |(s_last_lane & 64'h3333333333333333),
-        |(s_last_lane & 64'h5555555555555555)
+    assign i_pad_lanes = {
+        |(i_last_lane & 64'h00000000ffffffff),
+        |(i_last_lane & 64'h0000ffff0000ffff),
+        |(i_last_lane & 64'h00ff00ff00ff00ff),
+        |(i_last_lane & 64'h0f0f0f0f0f0f0f0f),
+        |(i_last_lane & 64'h3333333333333333),
+        |(i_last_lane & 64'h5555555555555555)
     };
-    assign p0_fix1 = {
-        ^(p0_crc & 32'ha0800000),
-        ^(p0_crc & 32'hd0400000),
-        ^(p0_crc & 32'he8200000),
-        ^(p0_crc & 32'hf4100000),
-        ^(p0_crc & 32'hfa080000),
-        ^(p0_crc & 32'hfd040000),
-        ^(p0_crc & 32'h5e020000),
-        ^(p0_crc & 32'haf010000),
-        ^(p0_crc & 32'hf7008000),
-        ^(p0_crc & 32'hdb004000),
-        ^(p0_crc & 32'hcd002000),
-        ^(p0_crc & 32'h46001000),
-        ^(p0_crc & 32'h23000800),
-        ^(p0_crc & 32'h31000400),
-        ^(p0_crc & 32'hb8000200),
-        ^(p0_crc & 32'hdc000100),
-        ^(p0_crc & 32'hee000080),
-        ^(p0_crc & 32'h77000040),
-        ^(p0_crc & 32'h1b000020),
-        ^(p0_crc & 32'had000010),
-        ^(p0_crc & 32'h76000008),
-        ^(p0_crc & 32'hbb000004),
-        ^(p0_crc & 32'h7d000002),
-        ^(p0_crc & 32'h9e000001),
-        ^(p0_crc & 32'h4f000000),
-        ^(p0_crc & 32'h87000000),
-        ^(p0_crc & 32'he3000000),
-        ^(p0_crc & 32'h51000000),
-        p0_crc[27],
-        p0_crc[26],
-        ^(p0_crc & 32'h82000000),
-        ^(p0_crc & 32'h41000000)
+    assign i_take = advance & i_valid;
+    assign crc_state_term = {
+        ^(crc_state & 32'hd33061ae),
+        ^(crc_state & 32'h699830d7),
+        ^(crc_state & 32'hb4cc186b),
+        ^(crc_state & 32'hda660c35),
+        ^(crc_state & 32'hed33061a),
+        ^(crc_state & 32'h7699830d),
+        ^(crc_state & 32'h687ca028),
+        ^(crc_state & 32'h343e5014),
+        ^(crc_state & 32'h492f49a4),
+        ^(crc_state & 32'h77a7c57c),
+        ^(crc_state & 32'he8e38310),
+        ^(crc_state & 32'h2741a026),
+        ^(crc_state & 32'h93a0d013),
+        ^(crc_state & 32'h1ae009a7),
+        ^(crc_state & 32'hde40657d),
+        ^(crc_state & 32'hef2032be),
+        ^(crc_state & 32'hf790195f),
+        ^(crc_state & 32'hfbc80caf),
+        ^(crc_state & 32'haed467f9),
+        ^(crc_state & 32'h045a5252),
+        ^(crc_state & 32'hd11d4887),
+        ^(crc_state & 32'h688ea443),
+        ^(crc_state & 32'h6777338f),
+        ^(crc_state & 32'he08bf869),
+        ^(crc_state & 32'h7045fc34),
+        ^(crc_state & 32'heb129fb4),
+        ^(crc_state & 32'h26b92e74),
+        ^(crc_state & 32'hc06cf694),
+        ^(crc_state & 32'h33061ae4),
+        ^(crc_state & 32'h99830d72),
+        ^(crc_state & 32'h4cc186b9),
+        ^(crc_state & 32'ha660c35c)
     };
-    assign p0_fix2 = {
-        ^(p0_crc & 32'hbfa08000),
-        ^(p0_crc & 32'h5fd04000),
-        ^(p0_crc & 32'hafe82000),
-        ^(p0_crc & 32'hd7f41000),
-        ^(p0_crc & 32'hebfa0800),
-        ^(p0_crc & 32'hf5fd0400),
-        ^(p0_crc & 32'hc55e0200),
-        ^(p0_crc & 32'h62af0100),
-        ^(p0_crc & 32'h8ef70080),
-        ^(p0_crc & 32'hf8db0040),
-        ^(p0_crc & 32'hc3cd0020),
-        ^(p0_crc & 32'hde460010),
-        ^(p0_crc & 32'h6f230008),
-        ^(p0_crc & 32'h08310004),
-        ^(p0_crc & 32'h3bb80002),
-        ^(p0_crc & 32'h1ddc0001),
-        ^(p0_crc & 32'h8eee0000),
-        ^(p0_crc & 32'h47770000),
-        ^(p0_crc & 32'h1c1b0000),
-        ^(p0_crc & 32'hb1ad0000),
-        ^(p0_crc & 32'h67760000),
-        ^(p0_crc & 32'hb3bb0000),
-        ^(p0_crc & 32'he67d0000),
-        ^(p0_crc & 32'h4c9e0000),
-        ^(p0_crc & 32'h264f0000),
-        ^(p0_crc & 32'hac870000),
-        ^(p0_crc & 32'h69e30000),
-        ^(p0_crc & 32'h8b510000),
-        ^(p0_crc & 32'hfa080000),
-        ^(p0_crc & 32'hfd040000),
-        ^(p0_crc & 32'hfe820000),
-        ^(p0_crc & 32'h7f410000)
+    assign crc_next = b_term ^ crc_state_term;
+    assign b_frame_end = b_valid & b_last;
+    assign p0_matrix = p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7 : zinv_6) : (p0_pad[0] ? zinv_5 : zinv_4)) : (p0_pad[1] ? (p0_pad[0] ? zinv_3 : zinv_2) : (p0_pad[0] ? zinv_1 : zinv_0));
+    assign p0_fixed = {
+        ^(p0_crc & p0_matrix[1023:992]),
+        ^(p0_crc & p0_matrix[991:960]),
+        ^(p0_crc & p0_matrix[959:928]),
+        ^(p0_crc & p0_matrix[927:896]),
+        ^(p0_crc & p0_matrix[895:864]),
+        ^(p0_crc & p0_matrix[863:832]),
+        ^(p0_crc & p0_matrix[831:800]),
+        ^(p0_crc & p0_matrix[799:768]),
+        ^(p0_crc & p0_matrix[767:736]),
+        ^(p0_crc & p0_matrix[735:704]),
+        ^(p0_crc & p0_matrix[703:672]),
+        ^(p0_crc & p0_matrix[671:640]),
+        ^(p0_crc & p0_matrix[639:608]),
+        ^(p0_crc & p0_matrix[607:576]),
+        ^(p0_crc & p0_matrix[575:544]),
+        ^(p0_crc & p0_matrix[543:512]),
+        ^(p0_crc & p0_matrix[511:480]),
+        ^(p0_crc & p0_matrix[479:448]),
+        ^(p0_crc & p0_matrix[447:416]),
+        ^(p0_crc & p0_matrix[415:384]),
+        ^(p0_crc & p0_matrix[383:352]),
+        ^(p0_crc & p0_matrix[351:320]),
+        ^(p0_crc & p0_matrix[319:288]),
+        ^(p0_crc & p0_matrix[287:256]),
+        ^(p0_crc & p0_matrix[255:224]),
+        ^(p0_crc & p0_matrix[223:192]),
+        ^(p0_crc & p0_matrix[191:160]),
+        ^(p0_crc & p0_matrix[159:128]),
+        ^(p0_crc & p0_matrix[127:96]),
+        ^(p0_crc & p0_matrix[95:64]),
+        ^(p0_crc & p0_matrix[63:32]),
+        ^(p0_crc & p0_matrix[31:0])
     };
-    assign p0_fix3 = {
-        ^(p0_crc & 32'h9ebfa080),
-        ^(p0_crc & 32'hcf5fd040),
-        ^(p0_crc & 32'h67afe820),
-        ^(p0_crc & 32'hb3d7f410),
-        ^(p0_crc & 32'hd9ebfa08),
-        ^(p0_crc & 32'hecf5fd04),
-        ^(p0_crc & 32'h68c55e02),
-        ^(p0_crc & 32'hb462af01),
-        ^(p0_crc & 32'h448ef700),
-        ^(p0_crc & 32'h3cf8db00),
-        ^(p0_crc & 32'h80c3cd00),
-        ^(p0_crc & 32'hdede4600),
-        ^(p0_crc & 32'h6f6f2300),
-        ^(p0_crc & 32'ha9083100),
-        ^(p0_crc & 32'hca3bb800),
-        ^(p0_crc & 32'h651ddc00),
-        ^(p0_crc & 32'hb28eee00),
-        ^(p0_crc & 32'hd9477700),
-        ^(p0_crc & 32'hf21c1b00),
-        ^(p0_crc & 32'he7b1ad00),
-        ^(p0_crc & 32'hed677600),
-        ^(p0_crc & 32'h76b3bb00),
-        ^(p0_crc & 32'ha5e67d00),
-        ^(p0_crc & 32'hcc4c9e00),
-        ^(p0_crc & 32'he6264f00),
-        ^(p0_crc & 32'hedac8700),
-        ^(p0_crc & 32'he869e300),
-        ^(p0_crc & 32'hea8b5100),
-        ^(p0_crc & 32'hebfa0800),
-        ^(p0_crc & 32'hf5fd0400),
-        ^(p0_crc & 32'h7afe8200),
-        ^(p0_crc & 32'h3d7f4100)
+    assign p1_matrix = p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56 : zinv_48) : (p1_pad[0] ? zinv_40 : zinv_32)) : (p1_pad[1] ? (p1_pad[0] ? zinv_24 : zinv_16) : (p1_pad[0] ? zinv_8 : zinv_0));
+    assign p1_fixed = {
+        ^(p1_crc & p1_matrix[1023:992]),
+        ^(p1_crc & p1_matrix[991:960]),
+        ^(p1_crc & p1_matrix[959:928]),
+        ^(p1_crc & p1_matrix[927:896]),
+        ^(p1_crc & p1_matrix[895:864]),
+        ^(p1_crc & p1_matrix[863:832]),
+        ^(p1_crc & p1_matrix[831:800]),
+        ^(p1_crc & p1_matrix[799:768]),
+        ^(p1_crc & p1_matrix[767:736]),
+        ^(p1_crc & p1_matrix[735:704]),
+        ^(p1_crc & p1_matrix[703:672]),
+        ^(p1_crc & p1_matrix[671:640]),
+        ^(p1_crc & p1_matrix[639:608]),
+        ^(p1_crc & p1_matrix[607:576]),
+        ^(p1_crc & p1_matrix[575:544]),
+        ^(p1_crc & p1_matrix[543:512]),
+        ^(p1_crc & p1_matrix[511:480]),
+        ^(p1_crc & p1_matrix[479:448]),
+        ^(p1_crc & p1_matrix[447:416]),
+        ^(p1_crc & p1_matrix[415:384]),
+        ^(p1_crc & p1_matrix[383:352]),
+        ^(p1_crc & p1_matrix[351:320]),
+        ^(p1_crc & p1_matrix[319:288]),
+        ^(p1_crc & p1_matrix[287:256]),
+        ^(p1_crc & p1_matrix[255:224]),
+        ^(p1_crc & p1_matrix[223:192]),
+        ^(p1_crc & p1_matrix[191:160]),
+        ^(p1_crc & p1_matrix[159:128]),
+        ^(p1_crc & p1_matrix[127:96]),
+        ^(p1_crc & p1_matrix[95:64]),
+        ^(p1_crc & p1_matrix[63:32]),
+        ^(p1_crc & p1_matrix[31:0])
     };
-    assign p0_fix4 = {
-        ^(p0_crc & 32'hbd9ebfa0),
-        ^(p0_crc & 32'hdecf5fd0),
-        ^(p0_crc & 32'h6f67afe8),
-        ^(p0_crc & 32'hb7b3d7f4),
-        ^(p0_crc & 32'h5bd9ebfa),
-        ^(p0_crc & 32'hadecf5fd),
-        ^(p0_crc & 32'heb68c55e),
-        ^(p0_crc & 32'h75b462af),
-        ^(p0_crc & 32'h07448ef7),
-        ^(p0_crc & 32'h3e3cf8db),
-        ^(p0_crc & 32'h2280c3cd),
-        ^(p0_crc & 32'hacdede46),
-        ^(p0_crc & 32'h566f6f23),
-        ^(p0_crc & 32'h16a90831),
-        ^(p0_crc & 32'h36ca3bb8),
-        ^(p0_crc & 32'h1b651ddc),
-        ^(p0_crc & 32'h8db28eee),
-        ^(p0_crc & 32'hc6d94777),
-        ^(p0_crc & 32'h5ef21c1b),
-        ^(p0_crc & 32'h92e7b1ad),
-        ^(p0_crc & 32'h74ed6776),
-        ^(p0_crc & 32'hba76b3bb),
-        ^(p0_crc & 32'he0a5e67d),
-        ^(p0_crc & 32'h4dcc4c9e),
-        ^(p0_crc & 32'h26e6264f),
-        ^(p0_crc & 32'haeedac87),
-        ^(p0_crc & 32'heae869e3),
-        ^(p0_crc & 32'hc8ea8b51),
-        ^(p0_crc & 32'hd9ebfa08),
-        ^(p0_crc & 32'hecf5fd04),
-        ^(p0_crc & 32'hf67afe82),
-        ^(p0_crc & 32'h7b3d7f41)
-    };
-    assign p0_fix5 = {
-        ^(p0_crc & 32'hd5bd9ebf),
-        ^(p0_crc & 32'headecf5f),
-        ^(p0_crc & 32'h756f67af),
-        ^(p0_crc & 32'hbab7b3d7),
-        ^(p0_crc & 32'h5d5bd9eb),
-        ^(p0_crc & 32'h2eadecf5),
-        ^(p0_crc & 32'h42eb68c5),
-        ^(p0_crc & 32'ha175b462),
-        ^(p0_crc & 32'h0507448e),
-        ^(p0_crc & 32'hd73e3cf8),
-        ^(p0_crc & 32'hbe2280c3),
-        ^(p0_crc & 32'h0aacdede),
-        ^(p0_crc & 32'h85566f6f),
-        ^(p0_crc & 32'h1716a908),
-        ^(p0_crc & 32'hde36ca3b),
-        ^(p0_crc & 32'h6f1b651d),
-        ^(p0_crc & 32'h378db28e),
-        ^(p0_crc & 32'h9bc6d947),
-        ^(p0_crc & 32'h985ef21c),
-        ^(p0_crc & 32'h9992e7b1),
-        ^(p0_crc & 32'h9974ed67),
-        ^(p0_crc & 32'h4cba76b3),
-        ^(p0_crc & 32'h73e0a5e6),
-        ^(p0_crc & 32'h6c4dcc4c),
-        ^(p0_crc & 32'hb626e626),
-        ^(p0_crc & 32'h8eaeedac),
-        ^(p0_crc & 32'h92eae869),
-        ^(p0_crc & 32'h1cc8ea8b),
-        ^(p0_crc & 32'h5bd9ebfa),
-        ^(p0_crc & 32'hadecf5fd),
-        ^(p0_crc & 32'h56f67afe),
-        ^(p0_crc & 32'hab7b3d7f)
-    };
-    assign p0_fix6 = {
-        ^(p0_crc & 32'ha5d5bd9e),
-        ^(p0_crc & 32'h52eadecf),
-        ^(p0_crc & 32'ha9756f67),
-        ^(p0_crc & 32'hd4bab7b3),
-        ^(p0_crc & 32'h6a5d5bd9),
-        ^(p0_crc & 32'h352eadec),
-        ^(p0_crc & 32'hbf42eb68),
-        ^(p0_crc & 32'h5fa175b4),
-        ^(p0_crc & 32'h0a050744),
-        ^(p0_crc & 32'ha0d73e3c),
-        ^(p0_crc & 32'h75be2280),
-        ^(p0_crc & 32'h1f0aacde),
-        ^(p0_crc & 32'h0f85566f),
-        ^(p0_crc & 32'h221716a9),
-        ^(p0_crc & 32'h34de36ca),
-        ^(p0_crc & 32'h9a6f1b65),
-        ^(p0_crc & 32'hcd378db2),
-        ^(p0_crc & 32'h669bc6d9),
-        ^(p0_crc & 32'h96985ef2),
-        ^(p0_crc & 32'h6e9992e7),
-        ^(p0_crc & 32'h129974ed),
-        ^(p0_crc & 32'h094cba76),
-        ^(p0_crc & 32'ha173e0a5),
-        ^(p0_crc & 32'hf56c4dcc),
-        ^(p0_crc & 32'h7ab626e6),
-        ^(p0_crc & 32'h188eaeed),
-        ^(p0_crc & 32'ha992eae8),
-        ^(p0_crc & 32'hf11cc8ea),
-        ^(p0_crc & 32'h5d5bd9eb),
-        ^(p0_crc & 32'h2eadecf5),
-        ^(p0_crc & 32'h9756f67a),
-        ^(p0_crc & 32'h4bab7b3d)
-    };
-    assign p0_fix7 = {
-        ^(p0_crc & 32'h06a5d5bd),
-        ^(p0_crc & 32'h8352eade),
-        ^(p0_crc & 32'h41a9756f),
-        ^(p0_crc & 32'ha0d4bab7),
-        ^(p0_crc & 32'h506a5d5b),
-        ^(p0_crc & 32'ha8352ead),
-        ^(p0_crc & 32'h52bf42eb),
-        ^(p0_crc & 32'h295fa175),
-        ^(p0_crc & 32'h920a0507),
-        ^(p0_crc & 32'hcfa0d73e),
-        ^(p0_crc & 32'h6175be22),
-        ^(p0_crc & 32'hb61f0aac),
-        ^(p0_crc & 32'h5b0f8556),
-        ^(p0_crc & 32'h2b221716),
-        ^(p0_crc & 32'h1334de36),
-        ^(p0_crc & 32'h899a6f1b),
-        ^(p0_crc & 32'hc4cd378d),
-        ^(p0_crc & 32'he2669bc6),
-        ^(p0_crc & 32'hf796985e),
-        ^(p0_crc & 32'hfd6e9992),
-        ^(p0_crc & 32'hf8129974),
-        ^(p0_crc & 32'h7c094cba),
-        ^(p0_crc & 32'hb8a173e0),
-        ^(p0_crc & 32'hdaf56c4d),
-        ^(p0_crc & 32'hed7ab626),
-        ^(p0_crc & 32'h70188eae),
-        ^(p0_crc & 32'hbea992ea),
-        ^(p0_crc & 32'hd9f11cc8),
-        ^(p0_crc & 32'h6a5d5bd9),
-        ^(p0_crc & 32'h352eadec),
-        ^(p0_crc & 32'h1a9756f6),
-        ^(p0_crc & 32'h0d4bab7b)
-    };
-    assign p0_fixed = p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? p0_fix7 : p0_fix6) : (p0_pad[0] ? p0_fix5 : p0_fix4)) : (p0_pad[1] ? (p0_pad[0] ? p0_fix3 : p0_fix2) : (p0_pad[0] ? p0_fix1 : p0_crc));
-    assign p1_fix1 = {
-        ^(p1_crc & 32'hd506a5d5),
-        ^(p1_crc & 32'hea8352ea),
-        ^(p1_crc & 32'hf541a975),
-        ^(p1_crc & 32'h7aa0d4ba),
-        ^(p1_crc & 32'h3d506a5d),
-        ^(p1_crc & 32'h9ea8352e),
-        ^(p1_crc & 32'h9a52bf42),
-        ^(p1_crc & 32'h4d295fa1),
-        ^(p1_crc & 32'h73920a05),
-        ^(p1_crc & 32'heccfa0d7),
-        ^(p1_crc & 32'ha36175be),
-        ^(p1_crc & 32'h84b61f0a),
-        ^(p1_crc & 32'hc25b0f85),
-        ^(p1_crc & 32'hb42b2217),
-        ^(p1_crc & 32'h0f1334de),
-        ^(p1_crc & 32'h07899a6f),
-        ^(p1_crc & 32'h83c4cd37),
-        ^(p1_crc & 32'hc1e2669b),
-        ^(p1_crc & 32'h35f79698),
-        ^(p1_crc & 32'h4ffd6e99),
-        ^(p1_crc & 32'hf2f81299),
-        ^(p1_crc & 32'hf97c094c),
-        ^(p1_crc & 32'ha9b8a173),
-        ^(p1_crc & 32'h01daf56c),
-        ^(p1_crc & 32'h00ed7ab6),
-        ^(p1_crc & 32'hd570188e),
-        ^(p1_crc & 32'hbfbea992),
-        ^(p1_crc & 32'h0ad9f11c),
-        ^(p1_crc & 32'h506a5d5b),
-        ^(p1_crc & 32'ha8352ead),
-        ^(p1_crc & 32'h541a9756),
-        ^(p1_crc & 32'haa0d4bab)
-    };
-    assign p1_fix2 = {
-        ^(p1_crc & 32'hbe750e6e),
-        ^(p1_crc & 32'h5f3a8737),
-        ^(p1_crc & 32'haf9d439b),
-        ^(p1_crc & 32'h57cea1cd),
-        ^(p1_crc & 32'h2be750e6),
-        ^(p1_crc & 32'h15f3a873),
-        ^(p1_crc & 32'hb48cda57),
-        ^(p1_crc & 32'h5a466d2b),
-        ^(p1_crc & 32'h135638fb),
-        ^(p1_crc & 32'hb7de1213),
-        ^(p1_crc & 32'he59a0767),
-        ^(p1_crc & 32'h4cb80ddd),
-        ^(p1_crc & 32'ha65c06ee),
-        ^(p1_crc & 32'h6d5b0d19),
-        ^(p1_crc & 32'h08d888e2),
-        ^(p1_crc & 32'h046c4471),
-        ^(p1_crc & 32'h82362238),
-        ^(p1_crc & 32'h411b111c),
-        ^(p1_crc & 32'h9ef886e0),
-        ^(p1_crc & 32'hf1094d1e),
-        ^(p1_crc & 32'h46f1a8e1),
-        ^(p1_crc & 32'ha378d470),
-        ^(p1_crc & 32'hefc96456),
-        ^(p1_crc & 32'hc991bc45),
-        ^(p1_crc & 32'he4c8de22),
-        ^(p1_crc & 32'h4c11617f),
-        ^(p1_crc & 32'h187dbed1),
-        ^(p1_crc & 32'hb24bd106),
-        ^(p1_crc & 32'he750e6ed),
-        ^(p1_crc & 32'hf3a87376),
-        ^(p1_crc & 32'hf9d439bb),
-        ^(p1_crc & 32'h7cea1cdd)
-    };
-    assign p1_fix3 = {
-        ^(p1_crc & 32'h7f40a52a),
-        ^(p1_crc & 32'h3fa05295),
-        ^(p1_crc & 32'h1fd0294a),
-        ^(p1_crc & 32'h0fe814a5),
-        ^(p1_crc & 32'h87f40a52),
-        ^(p1_crc & 32'hc3fa0529),
-        ^(p1_crc & 32'h1ebda7be),
-        ^(p1_crc & 32'h8f5ed3df),
-        ^(p1_crc & 32'h38efccc5),
-        ^(p1_crc & 32'h63374348),
-        ^(p1_crc & 32'h4edb048e),
-        ^(p1_crc & 32'h582d276d),
-        ^(p1_crc & 32'hac1693b6),
-        ^(p1_crc & 32'ha94becf1),
-        ^(p1_crc & 32'habe55352),
-        ^(p1_crc & 32'h55f2a9a9),
-        ^(p1_crc & 32'haaf954d4),
-        ^(p1_crc & 32'h557caa6a),
-        ^(p1_crc & 32'h55fef01f),
-        ^(p1_crc & 32'h55bfdd25),
-        ^(p1_crc & 32'hd59f4bb8),
-        ^(p1_crc & 32'h6acfa5dc),
-        ^(p1_crc & 32'hca2777c4),
-        ^(p1_crc & 32'h9a531ec8),
-        ^(p1_crc & 32'h4d298f64),
-        ^(p1_crc & 32'h59d46298),
-        ^(p1_crc & 32'hd3aa9466),
-        ^(p1_crc & 32'h1695ef19),
-        ^(p1_crc & 32'hf40a52a6),
-        ^(p1_crc & 32'hfa052953),
-        ^(p1_crc & 32'hfd0294a9),
-        ^(p1_crc & 32'hfe814a54)
-    };
-    assign p1_fix4 = {
-        ^(p1_crc & 32'h0875f472),
-        ^(p1_crc & 32'h043afa39),
-        ^(p1_crc & 32'h021d7d1c),
-        ^(p1_crc & 32'h810ebe8e),
-        ^(p1_crc & 32'h40875f47),
-        ^(p1_crc & 32'h2043afa3),
-        ^(p1_crc & 32'h985423a3),
-        ^(p1_crc & 32'hcc2a11d1),
-        ^(p1_crc & 32'h6e60fc9a),
-        ^(p1_crc & 32'hbf458a3f),
-        ^(p1_crc & 32'h57d7316d),
-        ^(p1_crc & 32'h239e6cc4),
-        ^(p1_crc & 32'h91cf3662),
-        ^(p1_crc & 32'hc0926f43),
-        ^(p1_crc & 32'he83cc3d3),
-        ^(p1_crc & 32'hf41e61e9),
-        ^(p1_crc & 32'hfa0f30f4),
-        ^(p1_crc & 32'h7d07987a),
-        ^(p1_crc & 32'hb6f6384f),
-        ^(p1_crc & 32'hd30ee855),
-        ^(p1_crc & 32'h61f28058),
-        ^(p1_crc & 32'h30f9402c),
-        ^(p1_crc & 32'h10095464),
-        ^(p1_crc & 32'h00715e40),
-        ^(p1_crc & 32'h8038af20),
-        ^(p1_crc & 32'h4869a3e2),
-        ^(p1_crc & 32'h2c412583),
-        ^(p1_crc & 32'h1e5566b3),
-        ^(p1_crc & 32'h875f472b),
-        ^(p1_crc & 32'h43afa395),
-        ^(p1_crc & 32'h21d7d1ca),
-        ^(p1_crc & 32'h10ebe8e5)
-    };
-    assign p1_fix5 = {
-        ^(p1_crc & 32'hb0b795f1),
-        ^(p1_crc & 32'h585bcaf8),
-        ^(p1_crc & 32'h2c2de57c),
-        ^(p1_crc & 32'h1616f2be),
-        ^(p1_crc & 32'h8b0b795f),
-        ^(p1_crc & 32'h4585bcaf),
-        ^(p1_crc & 32'h92754ba6),
-        ^(p1_crc & 32'hc93aa5d3),
-        ^(p1_crc & 32'h542ac718),
-        ^(p1_crc & 32'h1aa2f67d),
-        ^(p1_crc & 32'h3de6eecf),
-        ^(p1_crc & 32'h2e44e296),
-        ^(p1_crc & 32'h1722714b),
-        ^(p1_crc & 32'hbb26ad54),
-        ^(p1_crc & 32'h6d24c35b),
-        ^(p1_crc & 32'hb69261ad),
-        ^(p1_crc & 32'hdb4930d6),
-        ^(p1_crc & 32'h6da4986b),
-        ^(p1_crc & 32'h0665d9c4),
-        ^(p1_crc & 32'hb3857913),
-        ^(p1_crc & 32'he9752978),
-        ^(p1_crc & 32'h74ba94bc),
-        ^(p1_crc & 32'h0aeadfaf),
-        ^(p1_crc & 32'h35c2fa26),
-        ^(p1_crc & 32'h9ae17d13),
-        ^(p1_crc & 32'h7dc72b78),
-        ^(p1_crc & 32'h8e54004d),
-        ^(p1_crc & 32'h779d95d7),
-        ^(p1_crc & 32'h0b795f1a),
-        ^(p1_crc & 32'h85bcaf8d),
-        ^(p1_crc & 32'hc2de57c6),
-        ^(p1_crc & 32'h616f2be3)
-    };
-    assign p1_fix6 = {
-        ^(p1_crc & 32'h4c7b1a9e),
-        ^(p1_crc & 32'h263d8d4f),
-        ^(p1_crc & 32'h931ec6a7),
-        ^(p1_crc & 32'hc98f6353),
-        ^(p1_crc & 32'h64c7b1a9),
-        ^(p1_crc & 32'hb263d8d4),
-        ^(p1_crc & 32'h954af6f4),
-        ^(p1_crc & 32'hcaa57b7a),
-        ^(p1_crc & 32'h2929a723),
-        ^(p1_crc & 32'h58efc90f),
-        ^(p1_crc & 32'he00cfe19),
-        ^(p1_crc & 32'hbc7d6592),
-        ^(p1_crc & 32'h5e3eb2c9),
-        ^(p1_crc & 32'h636443fa),
-        ^(p1_crc & 32'h7dc93b63),
-        ^(p1_crc & 32'hbee49db1),
-        ^(p1_crc & 32'hdf724ed8),
-        ^(p1_crc & 32'h6fb9276c),
-        ^(p1_crc & 32'h7ba78928),
-        ^(p1_crc & 32'hf1a8de0a),
-        ^(p1_crc & 32'h34af759b),
-        ^(p1_crc & 32'h1a57bacd),
-        ^(p1_crc & 32'h4150c7f8),
-        ^(p1_crc & 32'hecd37962),
-        ^(p1_crc & 32'h7669bcb1),
-        ^(p1_crc & 32'hf74fc4c6),
-        ^(p1_crc & 32'hb7dcf8fd),
-        ^(p1_crc & 32'h179566e0),
-        ^(p1_crc & 32'hc7b1a9ee),
-        ^(p1_crc & 32'h63d8d4f7),
-        ^(p1_crc & 32'h31ec6a7b),
-        ^(p1_crc & 32'h98f6353d)
-    };
-    assign p1_fix7 = {
-        ^(p1_crc & 32'hfa6ed4b7),
-        ^(p1_crc & 32'hfd376a5b),
-        ^(p1_crc & 32'h7e9bb52d),
-        ^(p1_crc & 32'h3f4dda96),
-        ^(p1_crc & 32'h1fa6ed4b),
-        ^(p1_crc & 32'h0fd376a5),
-        ^(p1_crc & 32'hfd876fe5),
-        ^(p1_crc & 32'h7ec3b7f2),
-        ^(p1_crc & 32'h450f0f4e),
-        ^(p1_crc & 32'h58e95310),
-        ^(p1_crc & 32'hd61a7d3f),
-        ^(p1_crc & 32'h1163ea28),
-        ^(p1_crc & 32'h88b1f514),
-        ^(p1_crc & 32'h3e362e3d),
-        ^(p1_crc & 32'h6575c3a9),
-        ^(p1_crc & 32'h32bae1d4),
-        ^(p1_crc & 32'h195d70ea),
-        ^(p1_crc & 32'h0caeb875),
-        ^(p1_crc & 32'h7c39888d),
-        ^(p1_crc & 32'h447210f1),
-        ^(p1_crc & 32'h5857dccf),
-        ^(p1_crc & 32'h2c2bee67),
-        ^(p1_crc & 32'hec7b2384),
-        ^(p1_crc & 32'h0c534575),
-        ^(p1_crc & 32'h0629a2ba),
-        ^(p1_crc & 32'hf97a05ea),
-        ^(p1_crc & 32'h86d3d642),
-        ^(p1_crc & 32'hb9073f96),
-        ^(p1_crc & 32'ha6ed4b7c),
-        ^(p1_crc & 32'hd376a5be),
-        ^(p1_crc & 32'he9bb52df),
-        ^(p1_crc & 32'hf4dda96f)
-    };
-    assign p1_fixed = p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? p1_fix7 : p1_fix6) : (p1_pad[0] ? p1_fix5 : p1_fix4)) : (p1_pad[1] ? (p1_pad[0] ? p1_fix3 : p1_fix2) : (p1_pad[0] ? p1_fix1 : p1_crc));
     assign m_axis_tdata = res_crc;
     assign m_axis_tuser = res_ok;
     assign m_axis_tvalid = res_valid;
 
     always @(posedge clk) begin
         if (rst) begin
+            i_valid <= 1'h0;
+        end else if (advance) begin
+            i_valid <= s_fire;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (s_fire) begin
+            i_data <= s_axis_tdata;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (s_fire) begin
+            i_keep <= s_axis_tkeep;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (s_fire) begin
+            i_last <= s_axis_tlast;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            b_valid <= 1'h0;
+        end else if (advance) begin
+            b_valid <= i_valid;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (i_take) begin
+            b_last <= i_last;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (i_take) begin
+            b_term <= i_data_term;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (i_take) begin
+            b_pad <= i_pad_lanes;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             crc_state <= 32'hffffffff;
-        end else if (s_fire) begin
-            crc_state <= s_axis_tlast ? 32'hffffffff : crc_next;
+        end else if (advance & b_valid) begin
+            crc_state <= b_last ? 32'hffffffff : crc_next;
         end
     end
 
@@ -749,19 +460,19 @@ module crc32c_w512 (
         if (rst) begin
             p0_valid <= 1'h0;
         end else if (advance) begin
-            p0_valid <= s_frame_end;
+            p0_valid <= b_frame_end;
         end
     end
 
     always @(posedge clk) begin
-        if (advance & s_frame_end) begin
+        if (advance & b_frame_end) begin
             p0_crc <= crc_next;
         end
     end
 
     always @(posedge clk) begin
-        if (advance & s_frame_end) begin
-            p0_pad <= s_pad_lanes;
+        if (advance & b_frame_end) begin
+            p0_pad <= b_pad;
         end
     end
 

@@ -5,7 +5,7 @@
 --
 -- Input: s_axis_* beats; every beat but the last of a frame carries all lanes,
 -- the last carries lanes 0..n-1 (tkeep contiguous from bit 0, at least one
--- lane). Output: one m_axis beat per frame, 3 cycles after the frame's last
+-- lane). Output: one m_axis beat per frame, 5 cycles after the frame's last
 -- beat is accepted: m_axis_tdata is the CRC32c of the frame's bytes (what
 -- hash/crc32 returns; send it least significant octet first), m_axis_tuser is
 -- 1 when the frame ended with its own correct CRC field (the register equals
@@ -16,9 +16,12 @@
 -- combinationally on m_axis_tready).
 --
 -- How: the register update over a whole beat is a GF(2) matrix derived at
--- generation time. The last beat is processed with its unused lanes as zeros,
--- which multiplies the true register by Z^p (Z = one zero byte, p = unused
--- lanes); 2 pipelined correction stage(s) multiply by Z^-p, 3 bits of p each.
+-- generation time; beats are registered as they arrive (stage i), their data
+-- term is registered next (stage b), so the feedback loop is a 32x32 update.
+-- The last beat is processed with its unused lanes as zeros, which multiplies
+-- the true register by Z^p (Z = one zero byte, p = unused lanes); 2 pipelined
+-- correction stage(s) multiply by Z^-p, 3 bits of p each, selecting the rows
+-- of Z^-p among constant matrices.
 --
 -- Implements: RFC 5044 §4.4 (CRC32c, iSCSI polynomial; residue check of digest §1.5); RFC 3720 §12.1
 --
@@ -63,709 +66,440 @@ architecture rtl of crc32c_w512 is
         return f;
     end function;
 
-    signal res_valid : std_logic;            -- a result waits on m_axis
+    -- Z^-0: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_0 : std_logic_vector(1023 downto 0) := x"8000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001";
+    -- Z^-1: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_1 : std_logic_vector(1023 downto 0) := x"a0800000d0400000e8200000f4100000fa080000fd0400005e020000af010000f7008000db004000cd002000460010002300080031000400b8000200dc000100ee000080770000401b000020ad00001076000008bb0000047d0000029e0000014f00000087000000e30000005100000008000000040000008200000041000000";
+    -- Z^-2: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_2 : std_logic_vector(1023 downto 0) := x"bfa080005fd04000afe82000d7f41000ebfa0800f5fd0400c55e020062af01008ef70080f8db0040c3cd0020de4600106f230008083100043bb800021ddc00018eee0000477700001c1b0000b1ad000067760000b3bb0000e67d00004c9e0000264f0000ac87000069e300008b510000fa080000fd040000fe8200007f410000";
+    -- Z^-3: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_3 : std_logic_vector(1023 downto 0) := x"9ebfa080cf5fd04067afe820b3d7f410d9ebfa08ecf5fd0468c55e02b462af01448ef7003cf8db0080c3cd00dede46006f6f2300a9083100ca3bb800651ddc00b28eee00d9477700f21c1b00e7b1ad00ed67760076b3bb00a5e67d00cc4c9e00e6264f00edac8700e869e300ea8b5100ebfa0800f5fd04007afe82003d7f4100";
+    -- Z^-4: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_4 : std_logic_vector(1023 downto 0) := x"bd9ebfa0decf5fd06f67afe8b7b3d7f45bd9ebfaadecf5fdeb68c55e75b462af07448ef73e3cf8db2280c3cdacdede46566f6f2316a9083136ca3bb81b651ddc8db28eeec6d947775ef21c1b92e7b1ad74ed6776ba76b3bbe0a5e67d4dcc4c9e26e6264faeedac87eae869e3c8ea8b51d9ebfa08ecf5fd04f67afe827b3d7f41";
+    -- Z^-5: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_5 : std_logic_vector(1023 downto 0) := x"d5bd9ebfeadecf5f756f67afbab7b3d75d5bd9eb2eadecf542eb68c5a175b4620507448ed73e3cf8be2280c30aacdede85566f6f1716a908de36ca3b6f1b651d378db28e9bc6d947985ef21c9992e7b19974ed674cba76b373e0a5e66c4dcc4cb626e6268eaeedac92eae8691cc8ea8b5bd9ebfaadecf5fd56f67afeab7b3d7f";
+    -- Z^-6: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_6 : std_logic_vector(1023 downto 0) := x"a5d5bd9e52eadecfa9756f67d4bab7b36a5d5bd9352eadecbf42eb685fa175b40a050744a0d73e3c75be22801f0aacde0f85566f221716a934de36ca9a6f1b65cd378db2669bc6d996985ef26e9992e7129974ed094cba76a173e0a5f56c4dcc7ab626e6188eaeeda992eae8f11cc8ea5d5bd9eb2eadecf59756f67a4bab7b3d";
+    -- Z^-7: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_7 : std_logic_vector(1023 downto 0) := x"06a5d5bd8352eade41a9756fa0d4bab7506a5d5ba8352ead52bf42eb295fa175920a0507cfa0d73e6175be22b61f0aac5b0f85562b2217161334de36899a6f1bc4cd378de2669bc6f796985efd6e9992f81299747c094cbab8a173e0daf56c4ded7ab62670188eaebea992ead9f11cc86a5d5bd9352eadec1a9756f60d4bab7b";
+    -- Z^-8: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_8 : std_logic_vector(1023 downto 0) := x"d506a5d5ea8352eaf541a9757aa0d4ba3d506a5d9ea8352e9a52bf424d295fa173920a05eccfa0d7a36175be84b61f0ac25b0f85b42b22170f1334de07899a6f83c4cd37c1e2669b35f796984ffd6e99f2f81299f97c094ca9b8a17301daf56c00ed7ab6d570188ebfbea9920ad9f11c506a5d5ba8352ead541a9756aa0d4bab";
+    -- Z^-16: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_16 : std_logic_vector(1023 downto 0) := x"be750e6e5f3a8737af9d439b57cea1cd2be750e615f3a873b48cda575a466d2b135638fbb7de1213e59a07674cb80ddda65c06ee6d5b0d1908d888e2046c447182362238411b111c9ef886e0f1094d1e46f1a8e1a378d470efc96456c991bc45e4c8de224c11617f187dbed1b24bd106e750e6edf3a87376f9d439bb7cea1cdd";
+    -- Z^-24: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_24 : std_logic_vector(1023 downto 0) := x"7f40a52a3fa052951fd0294a0fe814a587f40a52c3fa05291ebda7be8f5ed3df38efccc5633743484edb048e582d276dac1693b6a94becf1abe5535255f2a9a9aaf954d4557caa6a55fef01f55bfdd25d59f4bb86acfa5dcca2777c49a531ec84d298f6459d46298d3aa94661695ef19f40a52a6fa052953fd0294a9fe814a54";
+    -- Z^-32: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_32 : std_logic_vector(1023 downto 0) := x"0875f472043afa39021d7d1c810ebe8e40875f472043afa3985423a3cc2a11d16e60fc9abf458a3f57d7316d239e6cc491cf3662c0926f43e83cc3d3f41e61e9fa0f30f47d07987ab6f6384fd30ee85561f2805830f9402c1009546400715e408038af204869a3e22c4125831e5566b3875f472b43afa39521d7d1ca10ebe8e5";
+    -- Z^-40: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_40 : std_logic_vector(1023 downto 0) := x"b0b795f1585bcaf82c2de57c1616f2be8b0b795f4585bcaf92754ba6c93aa5d3542ac7181aa2f67d3de6eecf2e44e2961722714bbb26ad546d24c35bb69261addb4930d66da4986b0665d9c4b3857913e975297874ba94bc0aeadfaf35c2fa269ae17d137dc72b788e54004d779d95d70b795f1a85bcaf8dc2de57c6616f2be3";
+    -- Z^-48: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_48 : std_logic_vector(1023 downto 0) := x"4c7b1a9e263d8d4f931ec6a7c98f635364c7b1a9b263d8d4954af6f4caa57b7a2929a72358efc90fe00cfe19bc7d65925e3eb2c9636443fa7dc93b63bee49db1df724ed86fb9276c7ba78928f1a8de0a34af759b1a57bacd4150c7f8ecd379627669bcb1f74fc4c6b7dcf8fd179566e0c7b1a9ee63d8d4f731ec6a7b98f6353d";
+    -- Z^-56: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_56 : std_logic_vector(1023 downto 0) := x"fa6ed4b7fd376a5b7e9bb52d3f4dda961fa6ed4b0fd376a5fd876fe57ec3b7f2450f0f4e58e95310d61a7d3f1163ea2888b1f5143e362e3d6575c3a932bae1d4195d70ea0caeb8757c39888d447210f15857dccf2c2bee67ec7b23840c5345750629a2baf97a05ea86d3d642b9073f96a6ed4b7cd376a5bee9bb52dff4dda96f";
+    signal res_valid : std_logic := '0';     -- a result waits on m_axis
     signal advance : std_logic;              -- every pipeline stage moves on this cycle
     signal s_fire : std_logic;               -- a beat is accepted
-    signal s_frame_end : std_logic;          -- the last beat of a frame is accepted
-    signal s_data_masked : std_logic_vector(511 downto 0); -- tdata with unused lanes zeroed
-    signal crc_state : std_logic_vector(31 downto 0); -- CRC register (not inverted) of the frame so far
-    signal crc_in : std_logic_vector(543 downto 0); -- operand of the update matrix: {data, register}
-    signal crc_next : std_logic_vector(31 downto 0); -- register after this beat, all lanes counted
-    signal s_last_lane : std_logic_vector(63 downto 0); -- one-hot: the last lane in use
-    signal s_pad_lanes : std_logic_vector(5 downto 0); -- lanes not in use on this beat
-    signal p0_valid : std_logic;             -- stage 0 holds a frame's uncorrected register
+    signal i_valid : std_logic := '0';       -- stage i holds an accepted beat
+    signal i_data : std_logic_vector(511 downto 0);
+    signal i_keep : std_logic_vector(63 downto 0);
+    signal i_last : std_logic;
+    signal i_data_masked : std_logic_vector(511 downto 0); -- the beat with unused lanes zeroed
+    signal i_data_term : std_logic_vector(31 downto 0); -- the beat's contribution to the register
+    signal i_last_lane : std_logic_vector(63 downto 0); -- one-hot: the last lane in use
+    signal i_pad_lanes : std_logic_vector(5 downto 0); -- lanes not in use on this beat
+    signal i_take : std_logic;               -- stage i's beat moves to stage b
+    signal b_valid : std_logic := '0';       -- stage b holds a beat's data term
+    signal b_last : std_logic;
+    signal b_term : std_logic_vector(31 downto 0);
+    signal b_pad : std_logic_vector(5 downto 0);
+    signal crc_state : std_logic_vector(31 downto 0) := x"ffffffff"; -- CRC register (not inverted) of the frame before stage b's beat
+    signal crc_state_term : std_logic_vector(31 downto 0); -- the register's own contribution
+    signal crc_next : std_logic_vector(31 downto 0); -- register after stage b's beat, all lanes counted
+    signal b_frame_end : std_logic;          -- stage b holds a frame's last beat
+    signal p0_valid : std_logic := '0';      -- stage 0 holds a frame's uncorrected register
     signal p0_crc : std_logic_vector(31 downto 0);
     signal p0_pad : std_logic_vector(5 downto 0);
-    signal p0_fix1 : std_logic_vector(31 downto 0); -- register times Z^-1
-    signal p0_fix2 : std_logic_vector(31 downto 0); -- register times Z^-2
-    signal p0_fix3 : std_logic_vector(31 downto 0); -- register times Z^-3
-    signal p0_fix4 : std_logic_vector(31 downto 0); -- register times Z^-4
-    signal p0_fix5 : std_logic_vector(31 downto 0); -- register times Z^-5
-    signal p0_fix6 : std_logic_vector(31 downto 0); -- register times Z^-6
-    signal p0_fix7 : std_logic_vector(31 downto 0); -- register times Z^-7
-    signal p0_fixed : std_logic_vector(31 downto 0); -- corrected for pad-lane bits 0..2
-    signal p1_valid : std_logic;
+    signal p0_matrix : std_logic_vector(1023 downto 0); -- Z^-k for pad-lane bits 0..2 of this frame
+    signal p0_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 0..2
+    signal p1_valid : std_logic := '0';
     signal p1_crc : std_logic_vector(31 downto 0);
     signal p1_pad : std_logic_vector(2 downto 0);
-    signal p1_fix1 : std_logic_vector(31 downto 0); -- register times Z^-8
-    signal p1_fix2 : std_logic_vector(31 downto 0); -- register times Z^-16
-    signal p1_fix3 : std_logic_vector(31 downto 0); -- register times Z^-24
-    signal p1_fix4 : std_logic_vector(31 downto 0); -- register times Z^-32
-    signal p1_fix5 : std_logic_vector(31 downto 0); -- register times Z^-40
-    signal p1_fix6 : std_logic_vector(31 downto 0); -- register times Z^-48
-    signal p1_fix7 : std_logic_vector(31 downto 0); -- register times Z^-56
-    signal p1_fixed : std_logic_vector(31 downto 0); -- corrected for pad-lane bits 3..5
-    signal res_crc : std_logic_vector(31 downto 0); -- the frame's CRC32c
-    signal res_ok : std_logic;               -- residue check passed
+    signal p1_matrix : std_logic_vector(1023 downto 0); -- Z^-k for pad-lane bits 3..5 of this frame
+    signal p1_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 3..5
+    signal res_crc : std_logic_vector(31 downto 0) := x"00000000"; -- the frame's CRC32c
+    signal res_ok : std_logic := '0';        -- residue check passed
 begin
     advance <= (not res_valid) or m_axis_tready;
     s_axis_tready <= advance;
     s_fire <= s_axis_tvalid and advance;
-    s_frame_end <= s_fire and s_axis_tlast;
-    s_data_masked <= std_logic_vector'(
-        (s_axis_tdata(511 downto 504) and std_logic_vector'(7 downto 0 => s_axis_tkeep(63))) &
-        (s_axis_tdata(503 downto 496) and std_logic_vector'(7 downto 0 => s_axis_tkeep(62))) &
-        (s_axis_tdata(495 downto 488) and std_logic_vector'(7 downto 0 => s_axis_tkeep(61))) &
-        (s_axis_tdata(487 downto 480) and std_logic_vector'(7 downto 0 => s_axis_tkeep(60))) &
-        (s_axis_tdata(479 downto 472) and std_logic_vector'(7 downto 0 => s_axis_tkeep(59))) &
-        (s_axis_tdata(471 downto 464) and std_logic_vector'(7 downto 0 => s_axis_tkeep(58))) &
-        (s_axis_tdata(463 downto 456) and std_logic_vector'(7 downto 0 => s_axis_tkeep(57))) &
-        (s_axis_tdata(455 downto 448) and std_logic_vector'(7 downto 0 => s_axis_tkeep(56))) &
-        (s_axis_tdata(447 downto 440) and std_logic_vector'(7 downto 0 => s_axis_tkeep(55))) &
-        (s_axis_tdata(439 downto 432) and std_logic_vector'(7 downto 0 => s_axis_tkeep(54))) &
-        (s_axis_tdata(431 downto 424) and std_logic_vector'(7 downto 0 => s_axis_tkeep(53))) &
-        (s_axis_tdata(423 downto 416) and std_logic_vector'(7 downto 0 => s_axis_tkeep(52))) &
-        (s_axis_tdata(415 downto 408) and std_logic_vector'(7 downto 0 => s_axis_tkeep(51))) &
-        (s_axis_tdata(407 downto 400) and std_logic_vector'(7 downto 0 => s_axis_tkeep(50))) &
-        (s_axis_tdata(399 downto 392) and std_logic_vector'(7 downto 0 => s_axis_tkeep(49))) &
-        (s_axis_tdata(391 downto 384) and std_logic_vector'(7 downto 0 => s_axis_tkeep(48))) &
-        (s_axis_tdata(383 downto 376) and std_logic_vector'(7 downto 0 => s_axis_tkeep(47))) &
-        (s_axis_tdata(375 downto 368) and std_logic_vector'(7 downto 0 => s_axis_tkeep(46))) &
-        (s_axis_tdata(367 downto 360) and std_logic_vector'(7 downto 0 => s_axis_tkeep(45))) &
-        (s_axis_tdata(359 downto 352) and std_logic_vector'(7 downto 0 => s_axis_tkeep(44))) &
-        (s_axis_tdata(351 downto 344) and std_logic_vector'(7 downto 0 => s_axis_tkeep(43))) &
-        (s_axis_tdata(343 downto 336) and std_logic_vector'(7 downto 0 => s_axis_tkeep(42))) &
-        (s_axis_tdata(335 downto 328) and std_logic_vector'(7 downto 0 => s_axis_tkeep(41))) &
-        (s_axis_tdata(327 downto 320) and std_logic_vector'(7 downto 0 => s_axis_tkeep(40))) &
-        (s_axis_tdata(319 downto 312) and std_logic_vector'(7 downto 0 => s_axis_tkeep(39))) &
-        (s_axis_tdata(311 downto 304) and std_logic_vector'(7 downto 0 => s_axis_tkeep(38))) &
-        (s_axis_tdata(303 downto 296) and std_logic_vector'(7 downto 0 => s_axis_tkeep(37))) &
-        (s_axis_tdata(295 downto 288) and std_logic_vector'(7 downto 0 => s_axis_tkeep(36))) &
-        (s_axis_tdata(287 downto 280) and std_logic_vector'(7 downto 0 => s_axis_tkeep(35))) &
-        (s_axis_tdata(279 downto 272) and std_logic_vector'(7 downto 0 => s_axis_tkeep(34))) &
-        (s_axis_tdata(271 downto 264) and std_logic_vector'(7 downto 0 => s_axis_tkeep(33))) &
-        (s_axis_tdata(263 downto 256) and std_logic_vector'(7 downto 0 => s_axis_tkeep(32))) &
-        (s_axis_tdata(255 downto 248) and std_logic_vector'(7 downto 0 => s_axis_tkeep(31))) &
-        (s_axis_tdata(247 downto 240) and std_logic_vector'(7 downto 0 => s_axis_tkeep(30))) &
-        (s_axis_tdata(239 downto 232) and std_logic_vector'(7 downto 0 => s_axis_tkeep(29))) &
-        (s_axis_tdata(231 downto 224) and std_logic_vector'(7 downto 0 => s_axis_tkeep(28))) &
-        (s_axis_tdata(223 downto 216) and std_logic_vector'(7 downto 0 => s_axis_tkeep(27))) &
-        (s_axis_tdata(215 downto 208) and std_logic_vector'(7 downto 0 => s_axis_tkeep(26))) &
-        (s_axis_tdata(207 downto 200) and std_logic_vector'(7 downto 0 => s_axis_tkeep(25))) &
-        (s_axis_tdata(199 downto 192) and std_logic_vector'(7 downto 0 => s_axis_tkeep(24))) &
-        (s_axis_tdata(191 downto 184) and std_logic_vector'(7 downto 0 => s_axis_tkeep(23))) &
-        (s_axis_tdata(183 downto 176) and std_logic_vector'(7 downto 0 => s_axis_tkeep(22))) &
-        (s_axis_tdata(175 downto 168) and std_logic_vector'(7 downto 0 => s_axis_tkeep(21))) &
-        (s_axis_tdata(167 downto 160) and std_logic_vector'(7 downto 0 => s_axis_tkeep(20))) &
-        (s_axis_tdata(159 downto 152) and std_logic_vector'(7 downto 0 => s_axis_tkeep(19))) &
-        (s_axis_tdata(151 downto 144) and std_logic_vector'(7 downto 0 => s_axis_tkeep(18))) &
-        (s_axis_tdata(143 downto 136) and std_logic_vector'(7 downto 0 => s_axis_tkeep(17))) &
-        (s_axis_tdata(135 downto 128) and std_logic_vector'(7 downto 0 => s_axis_tkeep(16))) &
-        (s_axis_tdata(127 downto 120) and std_logic_vector'(7 downto 0 => s_axis_tkeep(15))) &
-        (s_axis_tdata(119 downto 112) and std_logic_vector'(7 downto 0 => s_axis_tkeep(14))) &
-        (s_axis_tdata(111 downto 104) and std_logic_vector'(7 downto 0 => s_axis_tkeep(13))) &
-        (s_axis_tdata(103 downto 96) and std_logic_vector'(7 downto 0 => s_axis_tkeep(12))) &
-        (s_axis_tdata(95 downto 88) and std_logic_vector'(7 downto 0 => s_axis_tkeep(11))) &
-        (s_axis_tdata(87 downto 80) and std_logic_vector'(7 downto 0 => s_axis_tkeep(10))) &
-        (s_axis_tdata(79 downto 72) and std_logic_vector'(7 downto 0 => s_axis_tkeep(9))) &
-        (s_axis_tdata(71 downto 64) and std_logic_vector'(7 downto 0 => s_axis_tkeep(8))) &
-        (s_axis_tdata(63 downto 56) and std_logic_vector'(7 downto 0 => s_axis_tkeep(7))) &
-        (s_axis_tdata(55 downto 48) and std_logic_vector'(7 downto 0 => s_axis_tkeep(6))) &
-        (s_axis_tdata(47 downto 40) and std_logic_vector'(7 downto 0 => s_axis_tkeep(5))) &
-        (s_axis_tdata(39 downto 32) and std_logic_vector'(7 downto 0 => s_axis_tkeep(4))) &
-        (s_axis_tdata(31 downto 24) and std_logic_vector'(7 downto 0 => s_axis_tkeep(3))) &
-        (s_axis_tdata(23 downto 16) and std_logic_vector'(7 downto 0 => s_axis_tkeep(2))) &
-        (s_axis_tdata(15 downto 8) and std_logic_vector'(7 downto 0 => s_axis_tkeep(1))) &
-        (s_axis_tdata(7 downto 0) and std_logic_vector'(7 downto 0 => s_axis_tkeep(0)))
+    i_data_masked <= std_logic_vector'(
+        (i_data(511 downto 504) and std_logic_vector'(7 downto 0 => i_keep(63))) &
+        (i_data(503 downto 496) and std_logic_vector'(7 downto 0 => i_keep(62))) &
+        (i_data(495 downto 488) and std_logic_vector'(7 downto 0 => i_keep(61))) &
+        (i_data(487 downto 480) and std_logic_vector'(7 downto 0 => i_keep(60))) &
+        (i_data(479 downto 472) and std_logic_vector'(7 downto 0 => i_keep(59))) &
+        (i_data(471 downto 464) and std_logic_vector'(7 downto 0 => i_keep(58))) &
+        (i_data(463 downto 456) and std_logic_vector'(7 downto 0 => i_keep(57))) &
+        (i_data(455 downto 448) and std_logic_vector'(7 downto 0 => i_keep(56))) &
+        (i_data(447 downto 440) and std_logic_vector'(7 downto 0 => i_keep(55))) &
+        (i_data(439 downto 432) and std_logic_vector'(7 downto 0 => i_keep(54))) &
+        (i_data(431 downto 424) and std_logic_vector'(7 downto 0 => i_keep(53))) &
+        (i_data(423 downto 416) and std_logic_vector'(7 downto 0 => i_keep(52))) &
+        (i_data(415 downto 408) and std_logic_vector'(7 downto 0 => i_keep(51))) &
+        (i_data(407 downto 400) and std_logic_vector'(7 downto 0 => i_keep(50))) &
+        (i_data(399 downto 392) and std_logic_vector'(7 downto 0 => i_keep(49))) &
+        (i_data(391 downto 384) and std_logic_vector'(7 downto 0 => i_keep(48))) &
+        (i_data(383 downto 376) and std_logic_vector'(7 downto 0 => i_keep(47))) &
+        (i_data(375 downto 368) and std_logic_vector'(7 downto 0 => i_keep(46))) &
+        (i_data(367 downto 360) and std_logic_vector'(7 downto 0 => i_keep(45))) &
+        (i_data(359 downto 352) and std_logic_vector'(7 downto 0 => i_keep(44))) &
+        (i_data(351 downto 344) and std_logic_vector'(7 downto 0 => i_keep(43))) &
+        (i_data(343 downto 336) and std_logic_vector'(7 downto 0 => i_keep(42))) &
+        (i_data(335 downto 328) and std_logic_vector'(7 downto 0 => i_keep(41))) &
+        (i_data(327 downto 320) and std_logic_vector'(7 downto 0 => i_keep(40))) &
+        (i_data(319 downto 312) and std_logic_vector'(7 downto 0 => i_keep(39))) &
+        (i_data(311 downto 304) and std_logic_vector'(7 downto 0 => i_keep(38))) &
+        (i_data(303 downto 296) and std_logic_vector'(7 downto 0 => i_keep(37))) &
+        (i_data(295 downto 288) and std_logic_vector'(7 downto 0 => i_keep(36))) &
+        (i_data(287 downto 280) and std_logic_vector'(7 downto 0 => i_keep(35))) &
+        (i_data(279 downto 272) and std_logic_vector'(7 downto 0 => i_keep(34))) &
+        (i_data(271 downto 264) and std_logic_vector'(7 downto 0 => i_keep(33))) &
+        (i_data(263 downto 256) and std_logic_vector'(7 downto 0 => i_keep(32))) &
+        (i_data(255 downto 248) and std_logic_vector'(7 downto 0 => i_keep(31))) &
+        (i_data(247 downto 240) and std_logic_vector'(7 downto 0 => i_keep(30))) &
+        (i_data(239 downto 232) and std_logic_vector'(7 downto 0 => i_keep(29))) &
+        (i_data(231 downto 224) and std_logic_vector'(7 downto 0 => i_keep(28))) &
+        (i_data(223 downto 216) and std_logic_vector'(7 downto 0 => i_keep(27))) &
+        (i_data(215 downto 208) and std_logic_vector'(7 downto 0 => i_keep(26))) &
+        (i_data(207 downto 200) and std_logic_vector'(7 downto 0 => i_keep(25))) &
+        (i_data(199 downto 192) and std_logic_vector'(7 downto 0 => i_keep(24))) &
+        (i_data(191 downto 184) and std_logic_vector'(7 downto 0 => i_keep(23))) &
+        (i_data(183 downto 176) and std_logic_vector'(7 downto 0 => i_keep(22))) &
+        (i_data(175 downto 168) and std_logic_vector'(7 downto 0 => i_keep(21))) &
+        (i_data(167 downto 160) and std_logic_vector'(7 downto 0 => i_keep(20))) &
+        (i_data(159 downto 152) and std_logic_vector'(7 downto 0 => i_keep(19))) &
+        (i_data(151 downto 144) and std_logic_vector'(7 downto 0 => i_keep(18))) &
+        (i_data(143 downto 136) and std_logic_vector'(7 downto 0 => i_keep(17))) &
+        (i_data(135 downto 128) and std_logic_vector'(7 downto 0 => i_keep(16))) &
+        (i_data(127 downto 120) and std_logic_vector'(7 downto 0 => i_keep(15))) &
+        (i_data(119 downto 112) and std_logic_vector'(7 downto 0 => i_keep(14))) &
+        (i_data(111 downto 104) and std_logic_vector'(7 downto 0 => i_keep(13))) &
+        (i_data(103 downto 96) and std_logic_vector'(7 downto 0 => i_keep(12))) &
+        (i_data(95 downto 88) and std_logic_vector'(7 downto 0 => i_keep(11))) &
+        (i_data(87 downto 80) and std_logic_vector'(7 downto 0 => i_keep(10))) &
+        (i_data(79 downto 72) and std_logic_vector'(7 downto 0 => i_keep(9))) &
+        (i_data(71 downto 64) and std_logic_vector'(7 downto 0 => i_keep(8))) &
+        (i_data(63 downto 56) and std_logic_vector'(7 downto 0 => i_keep(7))) &
+        (i_data(55 downto 48) and std_logic_vector'(7 downto 0 => i_keep(6))) &
+        (i_data(47 downto 40) and std_logic_vector'(7 downto 0 => i_keep(5))) &
+        (i_data(39 downto 32) and std_logic_vector'(7 downto 0 => i_keep(4))) &
+        (i_data(31 downto 24) and std_logic_vector'(7 downto 0 => i_keep(3))) &
+        (i_data(23 downto 16) and std_logic_vector'(7 downto 0 => i_keep(2))) &
+        (i_data(15 downto 8) and std_logic_vector'(7 downto 0 => i_keep(1))) &
+        (i_data(7 downto 0) and std_logic_vector'(7 downto 0 => i_keep(0)))
     );
-    crc_in <= std_logic_vector'(s_data_masked & crc_state);
-    crc_next <= std_logic_vector'(
-        (xor (crc_in and x"8fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061aed33061ae")) &
-        (xor (crc_in and x"47e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d7699830d7")) &
-        (xor (crc_in and x"23f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186bb4cc186b")) &
-        (xor (crc_in and x"11f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35da660c35")) &
-        (xor (crc_in and x"08fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061aed33061a")) &
-        (xor (crc_in and x"047e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d7699830d")) &
-        (xor (crc_in and x"8df7c6eef047484aa4afe72a3c98cf15471b1e9b0278c6a5016629ed3b163cc629957edf0fbf0c6a327b35a0ed587bf0c3ca8214c61dd955fa96989e687ca028687ca028")) &
-        (xor (crc_in and x"46fbe3777823a4255257f3951e4c678aa38d8f4d813c635280b314f69d8b1e6314cabf6f87df8635193d9ad076ac3df861e5410a630eecaafd4b4c4f343e5014343e5014")) &
-        (xor (crc_in and x"acb514c0a026440046385046838c554a2b361a4a70241fb434ed707e616d118d509bdb7bfcadc7615191c4eecdd46cc413b53ce062d7ed6c60488a09492f49a4492f49a4")) &
-        (xor (crc_in and x"d9926f1b4c24b412cc0f81af4d6c4c2a6f6bd0c988a821c76ec2423a1f1e167a72b36971c114e7cb75c7ebf19068445a2a9d0215623b6d8f2ec9692a77a7c57c77a7c57c")) &
-        (xor (crc_in and x"e301d2f6ba25cc1b8914695baa1c409a4d45358874ee3efec3d5db1820279581e3a73074dfc8779e67ecfc7e3eb6501536091d6fe24d2dfe898998bbe8e38310e8e38310")) &
-        (xor (crc_in and x"fe480c004125701f2b999d21d9a446c25c5247288acd3162155e17893fbb547c2b2d1cf650a63fb4eef977b9e9d95a32b84312d2a2760dc65a29e0732741a0262741a026")) &
-        (xor (crc_in and x"7f2406002092b80f95ccce90ecd223612e292394456698b10aaf0bc49fddaa3e15968e7b28531fda777cbbdcf4ecad195c218969513b06e32d14f03993a0d01393a0d013")) &
-        (xor (crc_in and x"b05ae67b0c7eca1525f5cec47ac3773fede44c2692096245f1e37fe760464ba3d035c3f1ab6b8b96e6b154688cf424b48d5758d1fbcd1848886754321ae009a71ae009a7")) &
-        (xor (crc_in and x"d7e596469a08f3187de94eee31cbdd108c02fbfff9be9f3f8c4545f69f8bbb6d32e46534eaf7c1b0ae57a3b2b0f8606265ec300daeb6171d5ade8637de40657dde40657d")) &
-        (xor (crc_in and x"6bf2cb234d04798c3ef4a77718e5ee8846017dfffcdf4f9fc622a2fb4fc5ddb69972329a757be0d8572bd1d9587c303132f61806d75b0b8ead6f431bef2032beef2032be")) &
-        (xor (crc_in and x"35f96591a6823cc61f7a53bb8c72f7442300befffe6fa7cfe311517da7e2eedb4cb9194d3abdf06c2b95e8ecac3e1818997b0c036bad85c756b7a18df790195ff790195f")) &
-        (xor (crc_in and x"1afcb2c8d3411e630fbd29ddc6397ba211805f7fff37d3e7f188a8bed3f1776da65c8ca69d5ef83615caf476561f0c0c4cbd8601b5d6c2e3ab5bd0c6fbc80caffbc80caf")) &
-        (xor (crc_in and x"82b6bc1f7597192368cd3d62efb6db5e7230f2534f21c7ee8c70ae5a4650250a09d0c29f71ed7860d7ea73bddd8df43e05195f6589bbfa48cb40c44daed467f9aed467f9")) &
-        (xor (crc_in and x"ce93bb74a6fc1a835b75373d7b710b2043e8a4c5172acdea328cad280c808c39de16e58387b4b84bb6fa30581844882721cb33d7978d661d7b4d4e08045a5252045a5252")) &
-        (xor (crc_in and x"e88138c14f499b5342a93212b112e31f5b048f8e3b2f48e86df2ac9129e8d8a035f5f60dfc98585e067211aafaa0362bb3a2058e98962837a34b8b2ad11d4887d11d4887")) &
-        (xor (crc_in and x"74409c60a7a4cda9a15499095889718fad8247c71d97a47436f9564894f46c501afafb06fe4c2c2f033908d57d501b15d9d102c74c4b141bd1a5c595688ea443688ea443")) &
-        (xor (crc_in and x"b5e8ab4b4fe5f0c63fb9e508a0eede48ac31fe0f3e71fc276fc8512165d2a894d783f94f4064126c5c938dec482a7fb2cfaf1d06f5751134f63fcee46777338f6777338f")) &
-        (xor (crc_in and x"d53cb0debbc56e71f0cf5b085cdd09ab2ce822eb2f82d00ec350d2959d41caf6b13f786b9f700d4df346cf70d2974de1449012e629ea13a365f2cb5ce08bf869e08bf869")) &
-        (xor (crc_in and x"6a9e586f5de2b738f867ad842e6e84d59674117597c1680761a8694acea0e57b589fbc35cfb806a6f9a367b8694ba6f0a248097314f509d1b2f965ae7045fc347045fc34")) &
-        (xor (crc_in and x"ba87c94cb2c6cd8e93207f4e1b9d24e5b1cad5567b5a9a1ec460cea048f8ec0176b15ad6d89e0728a1deba5ac227a140726398dcd92a1fd1c7919ef9eb129fb4eb129fb4")) &
-        (xor (crc_in and x"d28b01dd4554f0d5a683962b0164f4fda215b7478d17631216849d550bd4e8bc61a629a7530d07ef8de054ab9791a2981a76500b3fc594d1fd25e35226b92e7426b92e74")) &
-        (xor (crc_in and x"e68d6595be9dee783c5262998c181cf1abfa064f76319f947ff6b4afaa42eae2ea2d901f96c4878c1bff23d33d4aa3742e7cb460ccb25151e07fdd87c06cf694c06cf694")) &
-        (xor (crc_in and x"fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061ae433061ae4")) &
-        (xor (crc_in and x"7e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d7299830d72")) &
-        (xor (crc_in and x"3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186b94cc186b9")) &
-        (xor (crc_in and x"1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35ca660c35c"))
+    i_data_term <= std_logic_vector'(
+        (xor (i_data_masked and x"8fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061ae")) &
+        (xor (i_data_masked and x"47e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d7")) &
+        (xor (i_data_masked and x"23f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186b")) &
+        (xor (i_data_masked and x"11f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35")) &
+        (xor (i_data_masked and x"08fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061a")) &
+        (xor (i_data_masked and x"047e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d")) &
+        (xor (i_data_masked and x"8df7c6eef047484aa4afe72a3c98cf15471b1e9b0278c6a5016629ed3b163cc629957edf0fbf0c6a327b35a0ed587bf0c3ca8214c61dd955fa96989e687ca028")) &
+        (xor (i_data_masked and x"46fbe3777823a4255257f3951e4c678aa38d8f4d813c635280b314f69d8b1e6314cabf6f87df8635193d9ad076ac3df861e5410a630eecaafd4b4c4f343e5014")) &
+        (xor (i_data_masked and x"acb514c0a026440046385046838c554a2b361a4a70241fb434ed707e616d118d509bdb7bfcadc7615191c4eecdd46cc413b53ce062d7ed6c60488a09492f49a4")) &
+        (xor (i_data_masked and x"d9926f1b4c24b412cc0f81af4d6c4c2a6f6bd0c988a821c76ec2423a1f1e167a72b36971c114e7cb75c7ebf19068445a2a9d0215623b6d8f2ec9692a77a7c57c")) &
+        (xor (i_data_masked and x"e301d2f6ba25cc1b8914695baa1c409a4d45358874ee3efec3d5db1820279581e3a73074dfc8779e67ecfc7e3eb6501536091d6fe24d2dfe898998bbe8e38310")) &
+        (xor (i_data_masked and x"fe480c004125701f2b999d21d9a446c25c5247288acd3162155e17893fbb547c2b2d1cf650a63fb4eef977b9e9d95a32b84312d2a2760dc65a29e0732741a026")) &
+        (xor (i_data_masked and x"7f2406002092b80f95ccce90ecd223612e292394456698b10aaf0bc49fddaa3e15968e7b28531fda777cbbdcf4ecad195c218969513b06e32d14f03993a0d013")) &
+        (xor (i_data_masked and x"b05ae67b0c7eca1525f5cec47ac3773fede44c2692096245f1e37fe760464ba3d035c3f1ab6b8b96e6b154688cf424b48d5758d1fbcd1848886754321ae009a7")) &
+        (xor (i_data_masked and x"d7e596469a08f3187de94eee31cbdd108c02fbfff9be9f3f8c4545f69f8bbb6d32e46534eaf7c1b0ae57a3b2b0f8606265ec300daeb6171d5ade8637de40657d")) &
+        (xor (i_data_masked and x"6bf2cb234d04798c3ef4a77718e5ee8846017dfffcdf4f9fc622a2fb4fc5ddb69972329a757be0d8572bd1d9587c303132f61806d75b0b8ead6f431bef2032be")) &
+        (xor (i_data_masked and x"35f96591a6823cc61f7a53bb8c72f7442300befffe6fa7cfe311517da7e2eedb4cb9194d3abdf06c2b95e8ecac3e1818997b0c036bad85c756b7a18df790195f")) &
+        (xor (i_data_masked and x"1afcb2c8d3411e630fbd29ddc6397ba211805f7fff37d3e7f188a8bed3f1776da65c8ca69d5ef83615caf476561f0c0c4cbd8601b5d6c2e3ab5bd0c6fbc80caf")) &
+        (xor (i_data_masked and x"82b6bc1f7597192368cd3d62efb6db5e7230f2534f21c7ee8c70ae5a4650250a09d0c29f71ed7860d7ea73bddd8df43e05195f6589bbfa48cb40c44daed467f9")) &
+        (xor (i_data_masked and x"ce93bb74a6fc1a835b75373d7b710b2043e8a4c5172acdea328cad280c808c39de16e58387b4b84bb6fa30581844882721cb33d7978d661d7b4d4e08045a5252")) &
+        (xor (i_data_masked and x"e88138c14f499b5342a93212b112e31f5b048f8e3b2f48e86df2ac9129e8d8a035f5f60dfc98585e067211aafaa0362bb3a2058e98962837a34b8b2ad11d4887")) &
+        (xor (i_data_masked and x"74409c60a7a4cda9a15499095889718fad8247c71d97a47436f9564894f46c501afafb06fe4c2c2f033908d57d501b15d9d102c74c4b141bd1a5c595688ea443")) &
+        (xor (i_data_masked and x"b5e8ab4b4fe5f0c63fb9e508a0eede48ac31fe0f3e71fc276fc8512165d2a894d783f94f4064126c5c938dec482a7fb2cfaf1d06f5751134f63fcee46777338f")) &
+        (xor (i_data_masked and x"d53cb0debbc56e71f0cf5b085cdd09ab2ce822eb2f82d00ec350d2959d41caf6b13f786b9f700d4df346cf70d2974de1449012e629ea13a365f2cb5ce08bf869")) &
+        (xor (i_data_masked and x"6a9e586f5de2b738f867ad842e6e84d59674117597c1680761a8694acea0e57b589fbc35cfb806a6f9a367b8694ba6f0a248097314f509d1b2f965ae7045fc34")) &
+        (xor (i_data_masked and x"ba87c94cb2c6cd8e93207f4e1b9d24e5b1cad5567b5a9a1ec460cea048f8ec0176b15ad6d89e0728a1deba5ac227a140726398dcd92a1fd1c7919ef9eb129fb4")) &
+        (xor (i_data_masked and x"d28b01dd4554f0d5a683962b0164f4fda215b7478d17631216849d550bd4e8bc61a629a7530d07ef8de054ab9791a2981a76500b3fc594d1fd25e35226b92e74")) &
+        (xor (i_data_masked and x"e68d6595be9dee783c5262998c181cf1abfa064f76319f947ff6b4afaa42eae2ea2d901f96c4878c1bff23d33d4aa3742e7cb460ccb25151e07fdd87c06cf694")) &
+        (xor (i_data_masked and x"fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061ae4")) &
+        (xor (i_data_masked and x"7e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d72")) &
+        (xor (i_data_masked and x"3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186b9")) &
+        (xor (i_data_masked and x"1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35c"))
     );
-    s_last_lane <= std_logic_vector'(
-        s_axis_tkeep(63) &
-        (s_axis_tkeep(62) and (not s_axis_tkeep(63))) &
-        (s_axis_tkeep(61) and (not s_axis_tkeep(62))) &
-        (s_axis_tkeep(60) and (not s_axis_tkeep(61))) &
-        (s_axis_tkeep(59) and (not s_axis_tkeep(60))) &
-        (s_axis_tkeep(58) and (not s_axis_tkeep(59))) &
-        (s_axis_tkeep(57) and (not s_axis_tkeep(58))) &
-        (s_axis_tkeep(56) and (not s_axis_tkeep(57))) &
-        (s_axis_tkeep(55) and (not s_axis_tkeep(56))) &
-        (s_axis_tkeep(54) and (not s_axis_tkeep(55))) &
-        (s_axis_tkeep(53) and (not s_axis_tkeep(54))) &
-        (s_axis_tkeep(52) and (not s_axis_tkeep(53))) &
-        (s_axis_tkeep(51) and (not s_axis_tkeep(52))) &
-        (s_axis_tkeep(50) and (not s_axis_tkeep(51))) &
-        (s_axis_tkeep(49) and (not s_axis_tkeep(50))) &
-        (s_axis_tkeep(48) and (not s_axis_tkeep(49))) &
-        (s_axis_tkeep(47) and (not s_axis_tkeep(48))) &
-        (s_axis_tkeep(46) and (not s_axis_tkeep(47))) &
-        (s_axis_tkeep(45) and (not s_axis_tkeep(46))) &
-        (s_axis_tkeep(44) and (not s_axis_tkeep(45))) &
-        (s_axis_tkeep(43) and (not s_axis_tkeep(44))) &
-        (s_axis_tkeep(42) and (not s_axis_tkeep(43))) &
-        (s_axis_tkeep(41) and (not s_axis_tkeep(42))) &
-        (s_axis_tkeep(40) and (not s_axis_tkeep(41))) &
-        (s_axis_tkeep(39) and (not s_axis_tkeep(40))) &
-        (s_axis_tkeep(38) and (not s_axis_tkeep(39))) &
-        (s_axis_tkeep(37) and (not s_axis_tkeep(38))) &
-        (s_axis_tkeep(36) and (not s_axis_tkeep(37))) &
-        (s_axis_tkeep(35) and (not s_axis_tkeep(36))) &
-        (s_axis_tkeep(34) and (not s_axis_tkeep(35))) &
-        (s_axis_tkeep(33) and (not s_axis_tkeep(34))) &
-        (s_axis_tkeep(32) and (not s_axis_tkeep(33))) &
-        (s_axis_tkeep(31) and (not s_axis_tkeep(32))) &
-        (s_axis_tkeep(30) and (not s_axis_tkeep(31))) &
-        (s_axis_tkeep(29) and (not s_axis_tkeep(30))) &
-        (s_axis_tkeep(28) and (not s_axis_tkeep(29))) &
-        (s_axis_tkeep(27) and (not s_axis_tkeep(28))) &
-        (s_axis_tkeep(26) and (not s_axis_tkeep(27))) &
-        (s_axis_tkeep(25) and (not s_axis_tkeep(26))) &
-        (s_axis_tkeep(24) and (not s_axis_tkeep(25))) &
-        (s_axis_tkeep(23) and (not s_axis_tkeep(24))) &
-        (s_axis_tkeep(22) and (not s_axis_tkeep(23))) &
-        (s_axis_tkeep(21) and (not s_axis_tkeep(22))) &
-        (s_axis_tkeep(20) and (not s_axis_tkeep(21))) &
-        (s_axis_tkeep(19) and (not s_axis_tkeep(20))) &
-        (s_axis_tkeep(18) and (not s_axis_tkeep(19))) &
-        (s_axis_tkeep(17) and (not s_axis_tkeep(18))) &
-        (s_axis_tkeep(16) and (not s_axis_tkeep(17))) &
-        (s_axis_tkeep(15) and (not s_axis_tkeep(16))) &
-        (s_axis_tkeep(14) and (not s_axis_tkeep(15))) &
-        (s_axis_tkeep(13) and (not s_axis_tkeep(14))) &
-        (s_axis_tkeep(12) and (not s_axis_tkeep(13))) &
-        (s_axis_tkeep(11) and (not s_axis_tkeep(12))) &
-        (s_axis_tkeep(10) and (not s_axis_tkeep(11))) &
-        (s_axis_tkeep(9) and (not s_axis_tkeep(10))) &
-        (s_axis_tkeep(8) and (not s_axis_tkeep(9))) &
-        (s_axis_tkeep(7) and (not s_axis_tkeep(8))) &
-        (s_axis_tkeep(6) and (not s_axis_tkeep(7))) &
-        (s_axis_tkeep(5) and (not s_axis_tkeep(6))) &
-        (s_axis_tkeep(4) and (not s_axis_tkeep(5))) &
-        (s_axis_tkeep(3) and (not s_axis_tkeep(4))) &
-        (s_axis_tkeep(2) and (not s_axis_tkeep(3))) &
-        (s_axis_tkeep(1) and (not s_axis_tkeep(2))) &
-        (s_axis_tkeep(0) and (not s_axis_tkeep(1)))
+    i_last_lane <= std_logic_vector'(
+        i_keep(63) &
+        (i_keep(62) and (not i_keep(63))) &
+        (i_keep(61) and (not i_keep(62))) &
+        (i_keep(60) and (not i_keep(61))) &
+        (i_keep(59) and (not i_keep(60))) &
+        (i_keep(58) and (not i_keep(59))) &
+        (i_keep(57) and (not i_keep(58))) &
+        (i_keep(56) and (not i_keep(57))) &
+        (i_keep(55) and (not i_keep(56))) &
+        (i_keep(54) and (not i_keep(55))) &
+        (i_keep(53) and (not i_keep(54))) &
+        (i_keep(52) and (not i_keep(53))) &
+        (i_keep(51) and (not i_keep(52))) &
+        (i_keep(50) and (not i_keep(51))) &
+        (i_keep(49) and (not i_keep(50))) &
+        (i_keep(48) and (not i_keep(49))) &
+        (i_keep(47) and (not i_keep(48))) &
+        (i_keep(46) and (not i_keep(47))) &
+        (i_keep(45) and (not i_keep(46))) &
+        (i_keep(44) and (not i_keep(45))) &
+        (i_keep(43) and (not i_keep(44))) &
+        (i_keep(42) and (not i_keep(43))) &
+        (i_keep(41) and (not i_keep(42))) &
+        (i_keep(40) and (not i_keep(41))) &
+        (i_keep(39) and (not i_keep(40))) &
+        (i_keep(38) and (not i_keep(39))) &
+        (i_keep(37) and (not i_keep(38))) &
+        (i_keep(36) and (not i_keep(37))) &
+        (i_keep(35) and (not i_keep(36))) &
+        (i_keep(34) and (not i_keep(35))) &
+        (i_keep(33) and (not i_keep(34))) &
+        (i_keep(32) and (not i_keep(33))) &
+        (i_keep(31) and (not i_keep(32))) &
+        (i_keep(30) and (not i_keep(31))) &
+        (i_keep(29) and (not i_keep(30))) &
+        (i_keep(28) and (not i_keep(29))) &
+        (i_keep(27) and (not i_keep(28))) &
+        (i_keep(26) and (not i_keep(27))) &
+        (i_keep(25) and (not i_keep(26))) &
+        (i_keep(24) and (not i_keep(25))) &
+        (i_keep(23) and (not i_keep(24))) &
+        (i_keep(22) and (not i_keep(23))) &
+        (i_keep(21) and (not i_keep(22))) &
+        (i_keep(20) and (not i_keep(21))) &
+        (i_keep(19) and (not i_keep(20))) &
+        (i_keep(18) and (not i_keep(19))) &
+        (i_keep(17) and (not i_keep(18))) &
+        (i_keep(16) and (not i_keep(17))) &
+        (i_keep(15) and (not i_keep(16))) &
+        (i_keep(14) and (not i_keep(15))) &
+        (i_keep(13) and (not i_keep(14))) &
+        (i_keep(12) and (not i_keep(13))) &
+        (i_keep(11) and (not i_keep(12))) &
+        (i_keep(10) and (not i_keep(11))) &
+        (i_keep(9) and (not i_keep(10))) &
+        (i_keep(8) and (not i_keep(9))) &
+        (i_keep(7) and (not i_keep(8))) &
+        (i_keep(6) and (not i_keep(7))) &
+        (i_keep(5) and (not i_keep(6))) &
+        (i_keep(4) and (not i_keep(5))) &
+        (i_keep(3) and (not i_keep(4))) &
+        (i_keep(2) and (not i_keep(3))) &
+        (i_keep(1) and (not i_keep(2))) &
+        (i_keep(0) and (not i_keep(1)))
     );
-    s_pad_lanes <= std_logic_vector'(
-        (or (s_last_lane and x"00000000ffffffff")) &
-        (or (s_last_lane and x"0000ffff0000ffff")) &
-        (or (s_last_lane and x"00ff00ff00ff00ff")) &
-        (or (s_last_lane and x"0f0f0f0f0f0f0f0f")) &
-        (or (s_last_lane and x"3333333333333333")) &
-        (or (s_last_lane and x"5555555555555555"))
+    i_pad_lanes <= std_logic_vector'(
+        (or (i_last_lane and x"00000000ffffffff")) &
+        (or (i_last_lane and x"0000ffff0000ffff")) &
+        (or (i_last_lane and x"00ff00ff00ff00ff")) &
+        (or (i_last_lane and x"0f0f0f0f0f0f0f0f")) &
+        (or (i_last_lane and x"3333333333333333")) &
+        (or (i_last_lane and x"5555555555555555"))
     );
-    p0_fix1 <= std_logic_vector'(
-        (xor (p0_crc and x"a0800000")) &
-        (xor (p0_crc and x"d0400000")) &
-        (xor (p0_crc and x"e8200000")) &
-        (xor (p0_crc and x"f4100000")) &
-        (xor (p0_crc and x"fa080000")) &
-        (xor (p0_crc and x"fd040000")) &
-        (xor (p0_crc and x"5e020000")) &
-        (xor (p0_crc and x"af010000")) &
-        (xor (p0_crc and x"f7008000")) &
-        (xor (p0_crc and x"db004000")) &
-        (xor (p0_crc and x"cd002000")) &
-        (xor (p0_crc and x"46001000")) &
-        (xor (p0_crc and x"23000800")) &
-        (xor (p0_crc and x"31000400")) &
-        (xor (p0_crc and x"b8000200")) &
-        (xor (p0_crc and x"dc000100")) &
-        (xor (p0_crc and x"ee000080")) &
-        (xor (p0_crc and x"77000040")) &
-        (xor (p0_crc and x"1b000020")) &
-        (xor (p0_crc and x"ad000010")) &
-        (xor (p0_crc and x"76000008")) &
-        (xor (p0_crc and x"bb000004")) &
-        (xor (p0_crc and x"7d000002")) &
-        (xor (p0_crc and x"9e000001")) &
-        (xor (p0_crc and x"4f000000")) &
-        (xor (p0_crc and x"87000000")) &
-        (xor (p0_crc and x"e3000000")) &
-        (xor (p0_crc and x"51000000")) &
-        p0_crc(27) &
-        p0_crc(26) &
-        (xor (p0_crc and x"82000000")) &
-        (xor (p0_crc and x"41000000"))
+    i_take <= advance and i_valid;
+    crc_state_term <= std_logic_vector'(
+        (xor (crc_state and x"d33061ae")) &
+        (xor (crc_state and x"699830d7")) &
+        (xor (crc_state and x"b4cc186b")) &
+        (xor (crc_state and x"da660c35")) &
+        (xor (crc_state and x"ed33061a")) &
+        (xor (crc_state and x"7699830d")) &
+        (xor (crc_state and x"687ca028")) &
+        (xor (crc_state and x"343e5014")) &
+        (xor (crc_state and x"492f49a4")) &
+        (xor (crc_state and x"77a7c57c")) &
+        (xor (crc_state and x"e8e38310")) &
+        (xor (crc_state and x"2741a026")) &
+        (xor (crc_state and x"93a0d013")) &
+        (xor (crc_state and x"1ae009a7")) &
+        (xor (crc_state and x"de40657d")) &
+        (xor (crc_state and x"ef2032be")) &
+        (xor (crc_state and x"f790195f")) &
+        (xor (crc_state and x"fbc80caf")) &
+        (xor (crc_state and x"aed467f9")) &
+        (xor (crc_state and x"045a5252")) &
+        (xor (crc_state and x"d11d4887")) &
+        (xor (crc_state and x"688ea443")) &
+        (xor (crc_state and x"6777338f")) &
+        (xor (crc_state and x"e08bf869")) &
+        (xor (crc_state and x"7045fc34")) &
+        (xor (crc_state and x"eb129fb4")) &
+        (xor (crc_state and x"26b92e74")) &
+        (xor (crc_state and x"c06cf694")) &
+        (xor (crc_state and x"33061ae4")) &
+        (xor (crc_state and x"99830d72")) &
+        (xor (crc_state and x"4cc186b9")) &
+        (xor (crc_state and x"a660c35c"))
     );
-    p0_fix2 <= std_logic_vector'(
-        (xor (p0_crc and x"bfa08000")) &
-        (xor (p0_crc and x"5fd04000")) &
-        (xor (p0_crc and x"afe82000")) &
-        (xor (p0_crc and x"d7f41000")) &
-        (xor (p0_crc and x"ebfa0800")) &
-        (xor (p0_crc and x"f5fd0400")) &
-        (xor (p0_crc and x"c55e0200")) &
-        (xor (p0_crc and x"62af0100")) &
-        (xor (p0_crc and x"8ef70080")) &
-        (xor (p0_crc and x"f8db0040")) &
-        (xor (p0_crc and x"c3cd0020")) &
-        (xor (p0_crc and x"de460010")) &
-        (xor (p0_crc and x"6f230008")) &
-        (xor (p0_crc and x"08310004")) &
-        (xor (p0_crc and x"3bb80002")) &
-        (xor (p0_crc and x"1ddc0001")) &
-        (xor (p0_crc and x"8eee0000")) &
-        (xor (p0_crc and x"47770000")) &
-        (xor (p0_crc and x"1c1b0000")) &
-        (xor (p0_crc and x"b1ad0000")) &
-        (xor (p0_crc and x"67760000")) &
-        (xor (p0_crc and x"b3bb0000")) &
-        (xor (p0_crc and x"e67d0000")) &
-        (xor (p0_crc and x"4c9e0000")) &
-        (xor (p0_crc and x"264f0000")) &
-        (xor (p0_crc and x"ac870000")) &
-        (xor (p0_crc and x"69e30000")) &
-        (xor (p0_crc and x"8b510000")) &
-        (xor (p0_crc and x"fa080000")) &
-        (xor (p0_crc and x"fd040000")) &
-        (xor (p0_crc and x"fe820000")) &
-        (xor (p0_crc and x"7f410000"))
+    crc_next <= b_term xor crc_state_term;
+    b_frame_end <= b_valid and b_last;
+    p0_matrix <= mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7, zinv_6), mux(p0_pad(0), zinv_5, zinv_4)), mux(p0_pad(1), mux(p0_pad(0), zinv_3, zinv_2), mux(p0_pad(0), zinv_1, zinv_0)));
+    p0_fixed <= std_logic_vector'(
+        (xor (p0_crc and p0_matrix(1023 downto 992))) &
+        (xor (p0_crc and p0_matrix(991 downto 960))) &
+        (xor (p0_crc and p0_matrix(959 downto 928))) &
+        (xor (p0_crc and p0_matrix(927 downto 896))) &
+        (xor (p0_crc and p0_matrix(895 downto 864))) &
+        (xor (p0_crc and p0_matrix(863 downto 832))) &
+        (xor (p0_crc and p0_matrix(831 downto 800))) &
+        (xor (p0_crc and p0_matrix(799 downto 768))) &
+        (xor (p0_crc and p0_matrix(767 downto 736))) &
+        (xor (p0_crc and p0_matrix(735 downto 704))) &
+        (xor (p0_crc and p0_matrix(703 downto 672))) &
+        (xor (p0_crc and p0_matrix(671 downto 640))) &
+        (xor (p0_crc and p0_matrix(639 downto 608))) &
+        (xor (p0_crc and p0_matrix(607 downto 576))) &
+        (xor (p0_crc and p0_matrix(575 downto 544))) &
+        (xor (p0_crc and p0_matrix(543 downto 512))) &
+        (xor (p0_crc and p0_matrix(511 downto 480))) &
+        (xor (p0_crc and p0_matrix(479 downto 448))) &
+        (xor (p0_crc and p0_matrix(447 downto 416))) &
+        (xor (p0_crc and p0_matrix(415 downto 384))) &
+        (xor (p0_crc and p0_matrix(383 downto 352))) &
+        (xor (p0_crc and p0_matrix(351 downto 320))) &
+        (xor (p0_crc and p0_matrix(319 downto 288))) &
+        (xor (p0_crc and p0_matrix(287 downto 256))) &
+        (xor (p0_crc and p0_matrix(255 downto 224))) &
+        (xor (p0_crc and p0_matrix(223 downto 192))) &
+        (xor (p0_crc and p0_matrix(191 downto 160))) &
+        (xor (p0_crc and p0_matrix(159 downto 128))) &
+        (xor (p0_crc and p0_matrix(127 downto 96))) &
+        (xor (p0_crc and p0_matrix(95 downto 64))) &
+        (xor (p0_crc and p0_matrix(63 downto 32))) &
+        (xor (p0_crc and p0_matrix(31 downto 0)))
     );
-    p0_fix3 <= std_logic_vector'(
-        (xor (p0_crc and x"9ebfa080")) &
-        (xor (p0_crc and x"cf5fd040")) &
-        (xor (p0_crc and x"67afe820")) &
-        (xor (p0_crc and x"b3d7f410")) &
-        (xor (p0_crc and x"d9ebfa08")) &
-        (xor (p0_crc and x"ecf5fd04")) &
-        (xor (p0_crc and x"68c55e02")) &
-        (xor (p0_crc and x"b462af01")) &
-        (xor (p0_crc and x"448ef700")) &
-        (xor (p0_crc and x"3cf8db00")) &
-        (xor (p0_crc and x"80c3cd00")) &
-        (xor (p0_crc and x"dede4600")) &
-        (xor (p0_crc and x"6f6f2300")) &
-        (xor (p0_crc and x"a9083100")) &
-        (xor (p0_crc and x"ca3bb800")) &
-        (xor (p0_crc and x"651ddc00")) &
-        (xor (p0_crc and x"b28eee00")) &
-        (xor (p0_crc and x"d9477700")) &
-        (xor (p0_crc and x"f21c1b00")) &
-        (xor (p0_crc and x"e7b1ad00")) &
-        (xor (p0_crc and x"ed677600")) &
-        (xor (p0_crc and x"76b3bb00")) &
-        (xor (p0_crc and x"a5e67d00")) &
-        (xor (p0_crc and x"cc4c9e00")) &
-        (xor (p0_crc and x"e6264f00")) &
-        (xor (p0_crc and x"edac8700")) &
-        (xor (p0_crc and x"e869e300")) &
-        (xor (p0_crc and x"ea8b5100")) &
-        (xor (p0_crc and x"ebfa0800")) &
-        (xor (p0_crc and x"f5fd0400")) &
-        (xor (p0_crc and x"7afe8200")) &
-        (xor (p0_crc and x"3d7f4100"))
+    p1_matrix <= mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56, zinv_48), mux(p1_pad(0), zinv_40, zinv_32)), mux(p1_pad(1), mux(p1_pad(0), zinv_24, zinv_16), mux(p1_pad(0), zinv_8, zinv_0)));
+    p1_fixed <= std_logic_vector'(
+        (xor (p1_crc and p1_matrix(1023 downto 992))) &
+        (xor (p1_crc and p1_matrix(991 downto 960))) &
+        (xor (p1_crc and p1_matrix(959 downto 928))) &
+        (xor (p1_crc and p1_matrix(927 downto 896))) &
+        (xor (p1_crc and p1_matrix(895 downto 864))) &
+        (xor (p1_crc and p1_matrix(863 downto 832))) &
+        (xor (p1_crc and p1_matrix(831 downto 800))) &
+        (xor (p1_crc and p1_matrix(799 downto 768))) &
+        (xor (p1_crc and p1_matrix(767 downto 736))) &
+        (xor (p1_crc and p1_matrix(735 downto 704))) &
+        (xor (p1_crc and p1_matrix(703 downto 672))) &
+        (xor (p1_crc and p1_matrix(671 downto 640))) &
+        (xor (p1_crc and p1_matrix(639 downto 608))) &
+        (xor (p1_crc and p1_matrix(607 downto 576))) &
+        (xor (p1_crc and p1_matrix(575 downto 544))) &
+        (xor (p1_crc and p1_matrix(543 downto 512))) &
+        (xor (p1_crc and p1_matrix(511 downto 480))) &
+        (xor (p1_crc and p1_matrix(479 downto 448))) &
+        (xor (p1_crc and p1_matrix(447 downto 416))) &
+        (xor (p1_crc and p1_matrix(415 downto 384))) &
+        (xor (p1_crc and p1_matrix(383 downto 352))) &
+        (xor (p1_crc and p1_matrix(351 downto 320))) &
+        (xor (p1_crc and p1_matrix(319 downto 288))) &
+        (xor (p1_crc and p1_matrix(287 downto 256))) &
+        (xor (p1_crc and p1_matrix(255 downto 224))) &
+        (xor (p1_crc and p1_matrix(223 downto 192))) &
+        (xor (p1_crc and p1_matrix(191 downto 160))) &
+        (xor (p1_crc and p1_matrix(159 downto 128))) &
+        (xor (p1_crc and p1_matrix(127 downto 96))) &
+        (xor (p1_crc and p1_matrix(95 downto 64))) &
+        (xor (p1_crc and p1_matrix(63 downto 32))) &
+        (xor (p1_crc and p1_matrix(31 downto 0)))
     );
-    p0_fix4 <= std_logic_vector'(
-        (xor (p0_crc and x"bd9ebfa0")) &
-        (xor (p0_crc and x"decf5fd0")) &
-        (xor (p0_crc and x"6f67afe8")) &
-        (xor (p0_crc and x"b7b3d7f4")) &
-        (xor (p0_crc and x"5bd9ebfa")) &
-        (xor (p0_crc and x"adecf5fd")) &
-        (xor (p0_crc and x"eb68c55e")) &
-        (xor (p0_crc and x"75b462af")) &
-        (xor (p0_crc and x"07448ef7")) &
-        (xor (p0_crc and x"3e3cf8db")) &
-        (xor (p0_crc and x"2280c3cd")) &
-        (xor (p0_crc and x"acdede46")) &
-        (xor (p0_crc and x"566f6f23")) &
-        (xor (p0_crc and x"16a90831")) &
-        (xor (p0_crc and x"36ca3bb8")) &
-        (xor (p0_crc and x"1b651ddc")) &
-        (xor (p0_crc and x"8db28eee")) &
-        (xor (p0_crc and x"c6d94777")) &
-        (xor (p0_crc and x"5ef21c1b")) &
-        (xor (p0_crc and x"92e7b1ad")) &
-        (xor (p0_crc and x"74ed6776")) &
-        (xor (p0_crc and x"ba76b3bb")) &
-        (xor (p0_crc and x"e0a5e67d")) &
-        (xor (p0_crc and x"4dcc4c9e")) &
-        (xor (p0_crc and x"26e6264f")) &
-        (xor (p0_crc and x"aeedac87")) &
-        (xor (p0_crc and x"eae869e3")) &
-        (xor (p0_crc and x"c8ea8b51")) &
-        (xor (p0_crc and x"d9ebfa08")) &
-        (xor (p0_crc and x"ecf5fd04")) &
-        (xor (p0_crc and x"f67afe82")) &
-        (xor (p0_crc and x"7b3d7f41"))
-    );
-    p0_fix5 <= std_logic_vector'(
-        (xor (p0_crc and x"d5bd9ebf")) &
-        (xor (p0_crc and x"eadecf5f")) &
-        (xor (p0_crc and x"756f67af")) &
-        (xor (p0_crc and x"bab7b3d7")) &
-        (xor (p0_crc and x"5d5bd9eb")) &
-        (xor (p0_crc and x"2eadecf5")) &
-        (xor (p0_crc and x"42eb68c5")) &
-        (xor (p0_crc and x"a175b462")) &
-        (xor (p0_crc and x"0507448e")) &
-        (xor (p0_crc and x"d73e3cf8")) &
-        (xor (p0_crc and x"be2280c3")) &
-        (xor (p0_crc and x"0aacdede")) &
-        (xor (p0_crc and x"85566f6f")) &
-        (xor (p0_crc and x"1716a908")) &
-        (xor (p0_crc and x"de36ca3b")) &
-        (xor (p0_crc and x"6f1b651d")) &
-        (xor (p0_crc and x"378db28e")) &
-        (xor (p0_crc and x"9bc6d947")) &
-        (xor (p0_crc and x"985ef21c")) &
-        (xor (p0_crc and x"9992e7b1")) &
-        (xor (p0_crc and x"9974ed67")) &
-        (xor (p0_crc and x"4cba76b3")) &
-        (xor (p0_crc and x"73e0a5e6")) &
-        (xor (p0_crc and x"6c4dcc4c")) &
-        (xor (p0_crc and x"b626e626")) &
-        (xor (p0_crc and x"8eaeedac")) &
-        (xor (p0_crc and x"92eae869")) &
-        (xor (p0_crc and x"1cc8ea8b")) &
-        (xor (p0_crc and x"5bd9ebfa")) &
-        (xor (p0_crc and x"adecf5fd")) &
-        (xor (p0_crc and x"56f67afe")) &
-        (xor (p0_crc and x"ab7b3d7f"))
-    );
-    p0_fix6 <= std_logic_vector'(
-        (xor (p0_crc and x"a5d5bd9e")) &
-        (xor (p0_crc and x"52eadecf")) &
-        (xor (p0_crc and x"a9756f67")) &
-        (xor (p0_crc and x"d4bab7b3")) &
-        (xor (p0_crc and x"6a5d5bd9")) &
-        (xor (p0_crc and x"352eadec")) &
-        (xor (p0_crc and x"bf42eb68")) &
-        (xor (p0_crc and x"5fa175b4")) &
-        (xor (p0_crc and x"0a050744")) &
-        (xor (p0_crc and x"a0d73e3c")) &
-        (xor (p0_crc and x"75be2280")) &
-        (xor (p0_crc and x"1f0aacde")) &
-        (xor (p0_crc and x"0f85566f")) &
-        (xor (p0_crc and x"221716a9")) &
-        (xor (p0_crc and x"34de36ca")) &
-        (xor (p0_crc and x"9a6f1b65")) &
-        (xor (p0_crc and x"cd378db2")) &
-        (xor (p0_crc and x"669bc6d9")) &
-        (xor (p0_crc and x"96985ef2")) &
-        (xor (p0_crc and x"6e9992e7")) &
-        (xor (p0_crc and x"129974ed")) &
-        (xor (p0_crc and x"094cba76")) &
-        (xor (p0_crc and x"a173e0a5")) &
-        (xor (p0_crc and x"f56c4dcc")) &
-        (xor (p0_crc and x"7ab626e6")) &
-        (xor (p0_crc and x"188eaeed")) &
-        (xor (p0_crc and x"a992eae8")) &
-        (xor (p0_crc and x"f11cc8ea")) &
-        (xor (p0_crc and x"5d5bd9eb")) &
-        (xor (p0_crc and x"2eadecf5")) &
-        (xor (p0_crc and x"9756f67a")) &
-        (xor (p0_crc and x"4bab7b3d"))
-    );
-    p0_fix7 <= std_logic_vector'(
-        (xor (p0_crc and x"06a5d5bd")) &
-        (xor (p0_crc and x"8352eade")) &
-        (xor (p0_crc and x"41a9756f")) &
-        (xor (p0_crc and x"a0d4bab7")) &
-        (xor (p0_crc and x"506a5d5b")) &
-        (xor (p0_crc and x"a8352ead")) &
-        (xor (p0_crc and x"52bf42eb")) &
-        (xor (p0_crc and x"295fa175")) &
-        (xor (p0_crc and x"920a0507")) &
-        (xor (p0_crc and x"cfa0d73e")) &
-        (xor (p0_crc and x"6175be22")) &
-        (xor (p0_crc and x"b61f0aac")) &
-        (xor (p0_crc and x"5b0f8556")) &
-        (xor (p0_crc and x"2b221716")) &
-        (xor (p0_crc and x"1334de36")) &
-        (xor (p0_crc and x"899a6f1b")) &
-        (xor (p0_crc and x"c4cd378d")) &
-        (xor (p0_crc and x"e2669bc6")) &
-        (xor (p0_crc and x"f796985e")) &
-        (xor (p0_crc and x"fd6e9992")) &
-        (xor (p0_crc and x"f8129974")) &
-        (xor (p0_crc and x"7c094cba")) &
-        (xor (p0_crc and x"b8a173e0")) &
-        (xor (p0_crc and x"daf56c4d")) &
-        (xor (p0_crc and x"ed7ab626")) &
-        (xor (p0_crc and x"70188eae")) &
-        (xor (p0_crc and x"bea992ea")) &
-        (xor (p0_crc and x"d9f11cc8")) &
-        (xor (p0_crc and x"6a5d5bd9")) &
-        (xor (p0_crc and x"352eadec")) &
-        (xor (p0_crc and x"1a9756f6")) &
-        (xor (p0_crc and x"0d4bab7b"))
-    );
-    p0_fixed <= mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), p0_fix7, p0_fix6), mux(p0_pad(0), p0_fix5, p0_fix4)), mux(p0_pad(1), mux(p0_pad(0), p0_fix3, p0_fix2), mux(p0_pad(0), p0_fix1, p0_crc)));
-    p1_fix1 <= std_logic_vector'(
-        (xor (p1_crc and x"d506a5d5")) &
-        (xor (p1_crc and x"ea8352ea")) &
-        (xor (p1_crc and x"f541a975")) &
-        (xor (p1_crc and x"7aa0d4ba")) &
-        (xor (p1_crc and x"3d506a5d")) &
-        (xor (p1_crc and x"9ea8352e")) &
-        (xor (p1_crc and x"9a52bf42")) &
-        (xor (p1_crc and x"4d295fa1")) &
-        (xor (p1_crc and x"73920a05")) &
-        (xor (p1_crc and x"eccfa0d7")) &
-        (xor (p1_crc and x"a36175be")) &
-        (xor (p1_crc and x"84b61f0a")) &
-        (xor (p1_crc and x"c25b0f85")) &
-        (xor (p1_crc and x"b42b2217")) &
-        (xor (p1_crc and x"0f1334de")) &
-        (xor (p1_crc and x"07899a6f")) &
-        (xor (p1_crc and x"83c4cd37")) &
-        (xor (p1_crc and x"c1e2669b")) &
-        (xor (p1_crc and x"35f79698")) &
-        (xor (p1_crc and x"4ffd6e99")) &
-        (xor (p1_crc and x"f2f81299")) &
-        (xor (p1_crc and x"f97c094c")) &
-        (xor (p1_crc and x"a9b8a173")) &
-        (xor (p1_crc and x"01daf56c")) &
-        (xor (p1_crc and x"00ed7ab6")) &
-        (xor (p1_crc and x"d570188e")) &
-        (xor (p1_crc and x"bfbea992")) &
-        (xor (p1_crc and x"0ad9f11c")) &
-        (xor (p1_crc and x"506a5d5b")) &
-        (xor (p1_crc and x"a8352ead")) &
-        (xor (p1_crc and x"541a9756")) &
-        (xor (p1_crc and x"aa0d4bab"))
-    );
-    p1_fix2 <= std_logic_vector'(
-        (xor (p1_crc and x"be750e6e")) &
-        (xor (p1_crc and x"5f3a8737")) &
-        (xor (p1_crc and x"af9d439b")) &
-        (xor (p1_crc and x"57cea1cd")) &
-        (xor (p1_crc and x"2be750e6")) &
-        (xor (p1_crc and x"15f3a873")) &
-        (xor (p1_crc and x"b48cda57")) &
-        (xor (p1_crc and x"5a466d2b")) &
-        (xor (p1_crc and x"135638fb")) &
-        (xor (p1_crc and x"b7de1213")) &
-        (xor (p1_crc and x"e59a0767")) &
-        (xor (p1_crc and x"4cb80ddd")) &
-        (xor (p1_crc and x"a65c06ee")) &
-        (xor (p1_crc and x"6d5b0d19")) &
-        (xor (p1_crc and x"08d888e2")) &
-        (xor (p1_crc and x"046c4471")) &
-        (xor (p1_crc and x"82362238")) &
-        (xor (p1_crc and x"411b111c")) &
-        (xor (p1_crc and x"9ef886e0")) &
-        (xor (p1_crc and x"f1094d1e")) &
-        (xor (p1_crc and x"46f1a8e1")) &
-        (xor (p1_crc and x"a378d470")) &
-        (xor (p1_crc and x"efc96456")) &
-        (xor (p1_crc and x"c991bc45")) &
-        (xor (p1_crc and x"e4c8de22")) &
-        (xor (p1_crc and x"4c11617f")) &
-        (xor (p1_crc and x"187dbed1")) &
-        (xor (p1_crc and x"b24bd106")) &
-        (xor (p1_crc and x"e750e6ed")) &
-        (xor (p1_crc and x"f3a87376")) &
-        (xor (p1_crc and x"f9d439bb")) &
-        (xor (p1_crc and x"7cea1cdd"))
-    );
-    p1_fix3 <= std_logic_vector'(
-        (xor (p1_crc and x"7f40a52a")) &
-        (xor (p1_crc and x"3fa05295")) &
-        (xor (p1_crc and x"1fd0294a")) &
-        (xor (p1_crc and x"0fe814a5")) &
-        (xor (p1_crc and x"87f40a52")) &
-        (xor (p1_crc and x"c3fa0529")) &
-        (xor (p1_crc and x"1ebda7be")) &
-        (xor (p1_crc and x"8f5ed3df")) &
-        (xor (p1_crc and x"38efccc5")) &
-        (xor (p1_crc and x"63374348")) &
-        (xor (p1_crc and x"4edb048e")) &
-        (xor (p1_crc and x"582d276d")) &
-        (xor (p1_crc and x"ac1693b6")) &
-        (xor (p1_crc and x"a94becf1")) &
-        (xor (p1_crc and x"abe55352")) &
-        (xor (p1_crc and x"55f2a9a9")) &
-        (xor (p1_crc and x"aaf954d4")) &
-        (xor (p1_crc and x"557caa6a")) &
-        (xor (p1_crc and x"55fef01f")) &
-        (xor (p1_crc and x"55bfdd25")) &
-        (xor (p1_crc and x"d59f4bb8")) &
-        (xor (p1_crc and x"6acfa5dc")) &
-        (xor (p1_crc and x"ca2777c4")) &
-        (xor (p1_crc and x"9a531ec8")) &
-        (xor (p1_crc and x"4d298f64")) &
-        (xor (p1_crc and x"59d46298")) &
-        (xor (p1_crc and x"d3aa9466")) &
-        (xor (p1_crc and x"1695ef19")) &
-        (xor (p1_crc and x"f40a52a6")) &
-        (xor (p1_crc and x"fa052953")) &
-        (xor (p1_crc and x"fd0294a9")) &
-        (xor (p1_crc and x"fe814a54"))
-    );
-    p1_fix4 <= std_logic_vector'(
-        (xor (p1_crc and x"0875f472")) &
-        (xor (p1_crc and x"043afa39")) &
-        (xor (p1_crc and x"021d7d1c")) &
-        (xor (p1_crc and x"810ebe8e")) &
-        (xor (p1_crc and x"40875f47")) &
-        (xor (p1_crc and x"2043afa3")) &
-        (xor (p1_crc and x"985423a3")) &
-        (xor (p1_crc and x"cc2a11d1")) &
-        (xor (p1_crc and x"6e60fc9a")) &
-        (xor (p1_crc and x"bf458a3f")) &
-        (xor (p1_crc and x"57d7316d")) &
-        (xor (p1_crc and x"239e6cc4")) &
-        (xor (p1_crc and x"91cf3662")) &
-        (xor (p1_crc and x"c0926f43")) &
-        (xor (p1_crc and x"e83cc3d3")) &
-        (xor (p1_crc and x"f41e61e9")) &
-        (xor (p1_crc and x"fa0f30f4")) &
-        (xor (p1_crc and x"7d07987a")) &
-        (xor (p1_crc and x"b6f6384f")) &
-        (xor (p1_crc and x"d30ee855")) &
-        (xor (p1_crc and x"61f28058")) &
-        (xor (p1_crc and x"30f9402c")) &
-        (xor (p1_crc and x"10095464")) &
-        (xor (p1_crc and x"00715e40")) &
-        (xor (p1_crc and x"8038af20")) &
-        (xor (p1_crc and x"4869a3e2")) &
-        (xor (p1_crc and x"2c412583")) &
-        (xor (p1_crc and x"1e5566b3")) &
-        (xor (p1_crc and x"875f472b")) &
-        (xor (p1_crc and x"43afa395")) &
-        (xor (p1_crc and x"21d7d1ca")) &
-        (xor (p1_crc and x"10ebe8e5"))
-    );
-    p1_fix5 <= std_logic_vector'(
-        (xor (p1_crc and x"b0b795f1")) &
-        (xor (p1_crc and x"585bcaf8")) &
-        (xor (p1_crc and x"2c2de57c")) &
-        (xor (p1_crc and x"1616f2be")) &
-        (xor (p1_crc and x"8b0b795f")) &
-        (xor (p1_crc and x"4585bcaf")) &
-        (xor (p1_crc and x"92754ba6")) &
-        (xor (p1_crc and x"c93aa5d3")) &
-        (xor (p1_crc and x"542ac718")) &
-        (xor (p1_crc and x"1aa2f67d")) &
-        (xor (p1_crc and x"3de6eecf")) &
-        (xor (p1_crc and x"2e44e296")) &
-        (xor (p1_crc and x"1722714b")) &
-        (xor (p1_crc and x"bb26ad54")) &
-        (xor (p1_crc and x"6d24c35b")) &
-        (xor (p1_crc and x"b69261ad")) &
-        (xor (p1_crc and x"db4930d6")) &
-        (xor (p1_crc and x"6da4986b")) &
-        (xor (p1_crc and x"0665d9c4")) &
-        (xor (p1_crc and x"b3857913")) &
-        (xor (p1_crc and x"e9752978")) &
-        (xor (p1_crc and x"74ba94bc")) &
-        (xor (p1_crc and x"0aeadfaf")) &
-        (xor (p1_crc and x"35c2fa26")) &
-        (xor (p1_crc and x"9ae17d13")) &
-        (xor (p1_crc and x"7dc72b78")) &
-        (xor (p1_crc and x"8e54004d")) &
-        (xor (p1_crc and x"779d95d7")) &
-        (xor (p1_crc and x"0b795f1a")) &
-        (xor (p1_crc and x"85bcaf8d")) &
-        (xor (p1_crc and x"c2de57c6")) &
-        (xor (p1_crc and x"616f2be3"))
-    );
-    p1_fix6 <= std_logic_vector'(
-        (xor (p1_crc and x"4c7b1a9e")) &
-        (xor (p1_crc and x"263d8d4f")) &
-        (xor (p1_crc and x"931ec6a7")) &
-        (xor (p1_crc and x"c98f6353")) &
-        (xor (p1_crc and x"64c7b1a9")) &
-        (xor (p1_crc and x"b263d8d4")) &
-        (xor (p1_crc and x"954af6f4")) &
-        (xor (p1_crc and x"caa57b7a")) &
-        (xor (p1_crc and x"2929a723")) &
-        (xor (p1_crc and x"58efc90f")) &
-        (xor (p1_crc and x"e00cfe19")) &
-        (xor (p1_crc and x"bc7d6592")) &
-        (xor (p1_crc and x"5e3eb2c9")) &
-        (xor (p1_crc and x"636443fa")) &
-        (xor (p1_crc and x"7dc93b63")) &
-        (xor (p1_crc and x"bee49db1")) &
-        (xor (p1_crc and x"df724ed8")) &
-        (xor (p1_crc and x"6fb9276c")) &
-        (xor (p1_crc and x"7ba78928")) &
-        (xor (p1_crc and x"f1a8de0a")) &
-        (xor (p1_crc and x"34af759b")) &
-        (xor (p1_crc and x"1a57bacd")) &
-        (xor (p1_crc and x"4150c7f8")) &
-        (xor (p1_crc and x"ecd37962")) &
-        (xor (p1_crc and x"7669bcb1")) &
-        (xor (p1_crc and x"f74fc4c6")) &
-        (xor (p1_crc and x"b7dcf8fd")) &
-        (xor (p1_crc and x"179566e0")) &
-        (xor (p1_crc and x"c7b1a9ee")) &
-        (xor (p1_crc and x"63d8d4f7")) &
-        (xor (p1_crc and x"31ec6a7b")) &
-        (xor (p1_crc and x"98f6353d"))
-    );
-    p1_fix7 <= std_logic_vector'(
-        (xor (p1_crc and x"fa6ed4b7")) &
-        (xor (p1_crc and x"fd376a5b")) &
-        (xor (p1_crc and x"7e9bb52d")) &
-        (xor (p1_crc and x"3f4dda96")) &
-        (xor (p1_crc and x"1fa6ed4b")) &
-        (xor (p1_crc and x"0fd376a5")) &
-        (xor (p1_crc and x"fd876fe5")) &
-        (xor (p1_crc and x"7ec3b7f2")) &
-        (xor (p1_crc and x"450f0f4e")) &
-        (xor (p1_crc and x"58e95310")) &
-        (xor (p1_crc and x"d61a7d3f")) &
-        (xor (p1_crc and x"1163ea28")) &
-        (xor (p1_crc and x"88b1f514")) &
-        (xor (p1_crc and x"3e362e3d")) &
-        (xor (p1_crc and x"6575c3a9")) &
-        (xor (p1_crc and x"32bae1d4")) &
-        (xor (p1_crc and x"195d70ea")) &
-        (xor (p1_crc and x"0caeb875")) &
-        (xor (p1_crc and x"7c39888d")) &
-        (xor (p1_crc and x"447210f1")) &
-        (xor (p1_crc and x"5857dccf")) &
-        (xor (p1_crc and x"2c2bee67")) &
-        (xor (p1_crc and x"ec7b2384")) &
-        (xor (p1_crc and x"0c534575")) &
-        (xor (p1_crc and x"0629a2ba")) &
-        (xor (p1_crc and x"f97a05ea")) &
-        (xor (p1_crc and x"86d3d642")) &
-        (xor (p1_crc and x"b9073f96")) &
-        (xor (p1_crc and x"a6ed4b7c")) &
-        (xor (p1_crc and x"d376a5be")) &
-        (xor (p1_crc and x"e9bb52df")) &
-        (xor (p1_crc and x"f4dda96f"))
-    );
-    p1_fixed <= mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), p1_fix7, p1_fix6), mux(p1_pad(0), p1_fix5, p1_fix4)), mux(p1_pad(1), mux(p1_pad(0), p1_fix3, p1_fix2), mux(p1_pad(0), p1_fix1, p1_crc)));
     m_axis_tdata <= res_crc;
     m_axis_tuser <= res_ok;
     m_axis_tvalid <= res_valid;
+
+    i_valid_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                i_valid <= '0';
+            elsif advance = '1' then
+                i_valid <= s_fire;
+            end if;
+        end if;
+    end process;
+
+    i_data_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if s_fire = '1' then
+                i_data <= s_axis_tdata;
+            end if;
+        end if;
+    end process;
+
+    i_keep_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if s_fire = '1' then
+                i_keep <= s_axis_tkeep;
+            end if;
+        end if;
+    end process;
+
+    i_last_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if s_fire = '1' then
+                i_last <= s_axis_tlast;
+            end if;
+        end if;
+    end process;
+
+    b_valid_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                b_valid <= '0';
+            elsif advance = '1' then
+                b_valid <= i_valid;
+            end if;
+        end if;
+    end process;
+
+    b_last_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if i_take = '1' then
+                b_last <= i_last;
+            end if;
+        end if;
+    end process;
+
+    b_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if i_take = '1' then
+                b_term <= i_data_term;
+            end if;
+        end if;
+    end process;
+
+    b_pad_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if i_take = '1' then
+                b_pad <= i_pad_lanes;
+            end if;
+        end if;
+    end process;
 
     crc_state_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
                 crc_state <= x"ffffffff";
-            elsif s_fire = '1' then
-                crc_state <= mux(s_axis_tlast, x"ffffffff", crc_next);
+            elsif (advance and b_valid) = '1' then
+                crc_state <= mux(b_last, x"ffffffff", crc_next);
             end if;
         end if;
     end process;
@@ -776,7 +510,7 @@ begin
             if rst = '1' then
                 p0_valid <= '0';
             elsif advance = '1' then
-                p0_valid <= s_frame_end;
+                p0_valid <= b_frame_end;
             end if;
         end if;
     end process;
@@ -784,7 +518,7 @@ begin
     p0_crc_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (advance and s_frame_end) = '1' then
+            if (advance and b_frame_end) = '1' then
                 p0_crc <= crc_next;
             end if;
         end if;
@@ -793,8 +527,8 @@ begin
     p0_pad_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (advance and s_frame_end) = '1' then
-                p0_pad <= s_pad_lanes;
+            if (advance and b_frame_end) = '1' then
+                p0_pad <= b_pad;
             end if;
         end if;
     end process;

@@ -5,7 +5,7 @@
 --
 -- Input: s_axis_* beats; every beat but the last of a frame carries all lanes,
 -- the last carries lanes 0..n-1 (tkeep contiguous from bit 0, at least one
--- lane). Output: one m_axis beat per frame, 2 cycles after the frame's last
+-- lane). Output: one m_axis beat per frame, 4 cycles after the frame's last
 -- beat is accepted: m_axis_tdata is the CRC32c of the frame's bytes (what
 -- hash/crc32 returns; send it least significant octet first), m_axis_tuser is
 -- 1 when the frame ended with its own correct CRC field (the register equals
@@ -16,9 +16,12 @@
 -- combinationally on m_axis_tready).
 --
 -- How: the register update over a whole beat is a GF(2) matrix derived at
--- generation time. The last beat is processed with its unused lanes as zeros,
--- which multiplies the true register by Z^p (Z = one zero byte, p = unused
--- lanes); 1 pipelined correction stage(s) multiply by Z^-p, 3 bits of p each.
+-- generation time; beats are registered as they arrive (stage i), their data
+-- term is registered next (stage b), so the feedback loop is a 32x32 update.
+-- The last beat is processed with its unused lanes as zeros, which multiplies
+-- the true register by Z^p (Z = one zero byte, p = unused lanes); 1 pipelined
+-- correction stage(s) multiply by Z^-p, 3 bits of p each, selecting the rows
+-- of Z^-p among constant matrices.
 --
 -- Implements: RFC 5044 §4.4 (CRC32c, iSCSI polynomial; residue check of digest §1.5); RFC 3720 §12.1
 --
@@ -63,344 +66,271 @@ architecture rtl of crc32c_w64 is
         return f;
     end function;
 
-    signal res_valid : std_logic;            -- a result waits on m_axis
+    -- Z^-0: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_0 : std_logic_vector(1023 downto 0) := x"8000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001000000008000000040000000200000001";
+    -- Z^-1: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_1 : std_logic_vector(1023 downto 0) := x"a0800000d0400000e8200000f4100000fa080000fd0400005e020000af010000f7008000db004000cd002000460010002300080031000400b8000200dc000100ee000080770000401b000020ad00001076000008bb0000047d0000029e0000014f00000087000000e30000005100000008000000040000008200000041000000";
+    -- Z^-2: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_2 : std_logic_vector(1023 downto 0) := x"bfa080005fd04000afe82000d7f41000ebfa0800f5fd0400c55e020062af01008ef70080f8db0040c3cd0020de4600106f230008083100043bb800021ddc00018eee0000477700001c1b0000b1ad000067760000b3bb0000e67d00004c9e0000264f0000ac87000069e300008b510000fa080000fd040000fe8200007f410000";
+    -- Z^-3: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_3 : std_logic_vector(1023 downto 0) := x"9ebfa080cf5fd04067afe820b3d7f410d9ebfa08ecf5fd0468c55e02b462af01448ef7003cf8db0080c3cd00dede46006f6f2300a9083100ca3bb800651ddc00b28eee00d9477700f21c1b00e7b1ad00ed67760076b3bb00a5e67d00cc4c9e00e6264f00edac8700e869e300ea8b5100ebfa0800f5fd04007afe82003d7f4100";
+    -- Z^-4: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_4 : std_logic_vector(1023 downto 0) := x"bd9ebfa0decf5fd06f67afe8b7b3d7f45bd9ebfaadecf5fdeb68c55e75b462af07448ef73e3cf8db2280c3cdacdede46566f6f2316a9083136ca3bb81b651ddc8db28eeec6d947775ef21c1b92e7b1ad74ed6776ba76b3bbe0a5e67d4dcc4c9e26e6264faeedac87eae869e3c8ea8b51d9ebfa08ecf5fd04f67afe827b3d7f41";
+    -- Z^-5: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_5 : std_logic_vector(1023 downto 0) := x"d5bd9ebfeadecf5f756f67afbab7b3d75d5bd9eb2eadecf542eb68c5a175b4620507448ed73e3cf8be2280c30aacdede85566f6f1716a908de36ca3b6f1b651d378db28e9bc6d947985ef21c9992e7b19974ed674cba76b373e0a5e66c4dcc4cb626e6268eaeedac92eae8691cc8ea8b5bd9ebfaadecf5fd56f67afeab7b3d7f";
+    -- Z^-6: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_6 : std_logic_vector(1023 downto 0) := x"a5d5bd9e52eadecfa9756f67d4bab7b36a5d5bd9352eadecbf42eb685fa175b40a050744a0d73e3c75be22801f0aacde0f85566f221716a934de36ca9a6f1b65cd378db2669bc6d996985ef26e9992e7129974ed094cba76a173e0a5f56c4dcc7ab626e6188eaeeda992eae8f11cc8ea5d5bd9eb2eadecf59756f67a4bab7b3d";
+    -- Z^-7: row i (bits 32i+31:32i) selects the register bits that give bit i
+    constant zinv_7 : std_logic_vector(1023 downto 0) := x"06a5d5bd8352eade41a9756fa0d4bab7506a5d5ba8352ead52bf42eb295fa175920a0507cfa0d73e6175be22b61f0aac5b0f85562b2217161334de36899a6f1bc4cd378de2669bc6f796985efd6e9992f81299747c094cbab8a173e0daf56c4ded7ab62670188eaebea992ead9f11cc86a5d5bd9352eadec1a9756f60d4bab7b";
+    signal res_valid : std_logic := '0';     -- a result waits on m_axis
     signal advance : std_logic;              -- every pipeline stage moves on this cycle
     signal s_fire : std_logic;               -- a beat is accepted
-    signal s_frame_end : std_logic;          -- the last beat of a frame is accepted
-    signal s_data_masked : std_logic_vector(63 downto 0); -- tdata with unused lanes zeroed
-    signal crc_state : std_logic_vector(31 downto 0); -- CRC register (not inverted) of the frame so far
-    signal crc_in : std_logic_vector(95 downto 0); -- operand of the update matrix: {data, register}
-    signal crc_next : std_logic_vector(31 downto 0); -- register after this beat, all lanes counted
-    signal s_last_lane : std_logic_vector(7 downto 0); -- one-hot: the last lane in use
-    signal s_pad_lanes : std_logic_vector(2 downto 0); -- lanes not in use on this beat
-    signal p0_valid : std_logic;             -- stage 0 holds a frame's uncorrected register
+    signal i_valid : std_logic := '0';       -- stage i holds an accepted beat
+    signal i_data : std_logic_vector(63 downto 0);
+    signal i_keep : std_logic_vector(7 downto 0);
+    signal i_last : std_logic;
+    signal i_data_masked : std_logic_vector(63 downto 0); -- the beat with unused lanes zeroed
+    signal i_data_term : std_logic_vector(31 downto 0); -- the beat's contribution to the register
+    signal i_last_lane : std_logic_vector(7 downto 0); -- one-hot: the last lane in use
+    signal i_pad_lanes : std_logic_vector(2 downto 0); -- lanes not in use on this beat
+    signal i_take : std_logic;               -- stage i's beat moves to stage b
+    signal b_valid : std_logic := '0';       -- stage b holds a beat's data term
+    signal b_last : std_logic;
+    signal b_term : std_logic_vector(31 downto 0);
+    signal b_pad : std_logic_vector(2 downto 0);
+    signal crc_state : std_logic_vector(31 downto 0) := x"ffffffff"; -- CRC register (not inverted) of the frame before stage b's beat
+    signal crc_state_term : std_logic_vector(31 downto 0); -- the register's own contribution
+    signal crc_next : std_logic_vector(31 downto 0); -- register after stage b's beat, all lanes counted
+    signal b_frame_end : std_logic;          -- stage b holds a frame's last beat
+    signal p0_valid : std_logic := '0';      -- stage 0 holds a frame's uncorrected register
     signal p0_crc : std_logic_vector(31 downto 0);
     signal p0_pad : std_logic_vector(2 downto 0);
-    signal p0_fix1 : std_logic_vector(31 downto 0); -- register times Z^-1
-    signal p0_fix2 : std_logic_vector(31 downto 0); -- register times Z^-2
-    signal p0_fix3 : std_logic_vector(31 downto 0); -- register times Z^-3
-    signal p0_fix4 : std_logic_vector(31 downto 0); -- register times Z^-4
-    signal p0_fix5 : std_logic_vector(31 downto 0); -- register times Z^-5
-    signal p0_fix6 : std_logic_vector(31 downto 0); -- register times Z^-6
-    signal p0_fix7 : std_logic_vector(31 downto 0); -- register times Z^-7
-    signal p0_fixed : std_logic_vector(31 downto 0); -- corrected for pad-lane bits 0..2
-    signal res_crc : std_logic_vector(31 downto 0); -- the frame's CRC32c
-    signal res_ok : std_logic;               -- residue check passed
+    signal p0_matrix : std_logic_vector(1023 downto 0); -- Z^-k for pad-lane bits 0..2 of this frame
+    signal p0_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 0..2
+    signal res_crc : std_logic_vector(31 downto 0) := x"00000000"; -- the frame's CRC32c
+    signal res_ok : std_logic := '0';        -- residue check passed
 begin
     advance <= (not res_valid) or m_axis_tready;
     s_axis_tready <= advance;
     s_fire <= s_axis_tvalid and advance;
-    s_frame_end <= s_fire and s_axis_tlast;
-    s_data_masked <= std_logic_vector'(
-        (s_axis_tdata(63 downto 56) and std_logic_vector'(7 downto 0 => s_axis_tkeep(7))) &
-        (s_axis_tdata(55 downto 48) and std_logic_vector'(7 downto 0 => s_axis_tkeep(6))) &
-        (s_axis_tdata(47 downto 40) and std_logic_vector'(7 downto 0 => s_axis_tkeep(5))) &
-        (s_axis_tdata(39 downto 32) and std_logic_vector'(7 downto 0 => s_axis_tkeep(4))) &
-        (s_axis_tdata(31 downto 24) and std_logic_vector'(7 downto 0 => s_axis_tkeep(3))) &
-        (s_axis_tdata(23 downto 16) and std_logic_vector'(7 downto 0 => s_axis_tkeep(2))) &
-        (s_axis_tdata(15 downto 8) and std_logic_vector'(7 downto 0 => s_axis_tkeep(1))) &
-        (s_axis_tdata(7 downto 0) and std_logic_vector'(7 downto 0 => s_axis_tkeep(0)))
+    i_data_masked <= std_logic_vector'(
+        (i_data(63 downto 56) and std_logic_vector'(7 downto 0 => i_keep(7))) &
+        (i_data(55 downto 48) and std_logic_vector'(7 downto 0 => i_keep(6))) &
+        (i_data(47 downto 40) and std_logic_vector'(7 downto 0 => i_keep(5))) &
+        (i_data(39 downto 32) and std_logic_vector'(7 downto 0 => i_keep(4))) &
+        (i_data(31 downto 24) and std_logic_vector'(7 downto 0 => i_keep(3))) &
+        (i_data(23 downto 16) and std_logic_vector'(7 downto 0 => i_keep(2))) &
+        (i_data(15 downto 8) and std_logic_vector'(7 downto 0 => i_keep(1))) &
+        (i_data(7 downto 0) and std_logic_vector'(7 downto 0 => i_keep(0)))
     );
-    crc_in <= std_logic_vector'(s_data_masked & crc_state);
-    crc_next <= std_logic_vector'(
-        (xor (crc_in and x"8fc8e57b1c3796121c379612")) &
-        (xor (crc_in and x"47e472bd8e1bcb098e1bcb09")) &
-        (xor (crc_in and x"23f2395ec70de584c70de584")) &
-        (xor (crc_in and x"11f91caf6386f2c26386f2c2")) &
-        (xor (crc_in and x"08fc8e57b1c37961b1c37961")) &
-        (xor (crc_in and x"047e472bd8e1bcb0d8e1bcb0")) &
-        (xor (crc_in and x"8df7c6eef047484af047484a")) &
-        (xor (crc_in and x"46fbe3777823a4257823a425")) &
-        (xor (crc_in and x"acb514c0a0264400a0264400")) &
-        (xor (crc_in and x"d9926f1b4c24b4124c24b412")) &
-        (xor (crc_in and x"e301d2f6ba25cc1bba25cc1b")) &
-        (xor (crc_in and x"fe480c004125701f4125701f")) &
-        (xor (crc_in and x"7f2406002092b80f2092b80f")) &
-        (xor (crc_in and x"b05ae67b0c7eca150c7eca15")) &
-        (xor (crc_in and x"d7e596469a08f3189a08f318")) &
-        (xor (crc_in and x"6bf2cb234d04798c4d04798c")) &
-        (xor (crc_in and x"35f96591a6823cc6a6823cc6")) &
-        (xor (crc_in and x"1afcb2c8d3411e63d3411e63")) &
-        (xor (crc_in and x"82b6bc1f7597192375971923")) &
-        (xor (crc_in and x"ce93bb74a6fc1a83a6fc1a83")) &
-        (xor (crc_in and x"e88138c14f499b534f499b53")) &
-        (xor (crc_in and x"74409c60a7a4cda9a7a4cda9")) &
-        (xor (crc_in and x"b5e8ab4b4fe5f0c64fe5f0c6")) &
-        (xor (crc_in and x"d53cb0debbc56e71bbc56e71")) &
-        (xor (crc_in and x"6a9e586f5de2b7385de2b738")) &
-        (xor (crc_in and x"ba87c94cb2c6cd8eb2c6cd8e")) &
-        (xor (crc_in and x"d28b01dd4554f0d54554f0d5")) &
-        (xor (crc_in and x"e68d6595be9dee78be9dee78")) &
-        (xor (crc_in and x"fc8e57b1c379612ec379612e")) &
-        (xor (crc_in and x"7e472bd8e1bcb097e1bcb097")) &
-        (xor (crc_in and x"3f2395ec70de584b70de584b")) &
-        (xor (crc_in and x"1f91caf6386f2c25386f2c25"))
+    i_data_term <= std_logic_vector'(
+        (xor (i_data_masked and x"8fc8e57b1c379612")) &
+        (xor (i_data_masked and x"47e472bd8e1bcb09")) &
+        (xor (i_data_masked and x"23f2395ec70de584")) &
+        (xor (i_data_masked and x"11f91caf6386f2c2")) &
+        (xor (i_data_masked and x"08fc8e57b1c37961")) &
+        (xor (i_data_masked and x"047e472bd8e1bcb0")) &
+        (xor (i_data_masked and x"8df7c6eef047484a")) &
+        (xor (i_data_masked and x"46fbe3777823a425")) &
+        (xor (i_data_masked and x"acb514c0a0264400")) &
+        (xor (i_data_masked and x"d9926f1b4c24b412")) &
+        (xor (i_data_masked and x"e301d2f6ba25cc1b")) &
+        (xor (i_data_masked and x"fe480c004125701f")) &
+        (xor (i_data_masked and x"7f2406002092b80f")) &
+        (xor (i_data_masked and x"b05ae67b0c7eca15")) &
+        (xor (i_data_masked and x"d7e596469a08f318")) &
+        (xor (i_data_masked and x"6bf2cb234d04798c")) &
+        (xor (i_data_masked and x"35f96591a6823cc6")) &
+        (xor (i_data_masked and x"1afcb2c8d3411e63")) &
+        (xor (i_data_masked and x"82b6bc1f75971923")) &
+        (xor (i_data_masked and x"ce93bb74a6fc1a83")) &
+        (xor (i_data_masked and x"e88138c14f499b53")) &
+        (xor (i_data_masked and x"74409c60a7a4cda9")) &
+        (xor (i_data_masked and x"b5e8ab4b4fe5f0c6")) &
+        (xor (i_data_masked and x"d53cb0debbc56e71")) &
+        (xor (i_data_masked and x"6a9e586f5de2b738")) &
+        (xor (i_data_masked and x"ba87c94cb2c6cd8e")) &
+        (xor (i_data_masked and x"d28b01dd4554f0d5")) &
+        (xor (i_data_masked and x"e68d6595be9dee78")) &
+        (xor (i_data_masked and x"fc8e57b1c379612e")) &
+        (xor (i_data_masked and x"7e472bd8e1bcb097")) &
+        (xor (i_data_masked and x"3f2395ec70de584b")) &
+        (xor (i_data_masked and x"1f91caf6386f2c25"))
     );
-    s_last_lane <= std_logic_vector'(
-        s_axis_tkeep(7) &
-        (s_axis_tkeep(6) and (not s_axis_tkeep(7))) &
-        (s_axis_tkeep(5) and (not s_axis_tkeep(6))) &
-        (s_axis_tkeep(4) and (not s_axis_tkeep(5))) &
-        (s_axis_tkeep(3) and (not s_axis_tkeep(4))) &
-        (s_axis_tkeep(2) and (not s_axis_tkeep(3))) &
-        (s_axis_tkeep(1) and (not s_axis_tkeep(2))) &
-        (s_axis_tkeep(0) and (not s_axis_tkeep(1)))
+    i_last_lane <= std_logic_vector'(
+        i_keep(7) &
+        (i_keep(6) and (not i_keep(7))) &
+        (i_keep(5) and (not i_keep(6))) &
+        (i_keep(4) and (not i_keep(5))) &
+        (i_keep(3) and (not i_keep(4))) &
+        (i_keep(2) and (not i_keep(3))) &
+        (i_keep(1) and (not i_keep(2))) &
+        (i_keep(0) and (not i_keep(1)))
     );
-    s_pad_lanes <= std_logic_vector'(
-        (or (s_last_lane and x"0f")) &
-        (or (s_last_lane and x"33")) &
-        (or (s_last_lane and x"55"))
+    i_pad_lanes <= std_logic_vector'(
+        (or (i_last_lane and x"0f")) &
+        (or (i_last_lane and x"33")) &
+        (or (i_last_lane and x"55"))
     );
-    p0_fix1 <= std_logic_vector'(
-        (xor (p0_crc and x"a0800000")) &
-        (xor (p0_crc and x"d0400000")) &
-        (xor (p0_crc and x"e8200000")) &
-        (xor (p0_crc and x"f4100000")) &
-        (xor (p0_crc and x"fa080000")) &
-        (xor (p0_crc and x"fd040000")) &
-        (xor (p0_crc and x"5e020000")) &
-        (xor (p0_crc and x"af010000")) &
-        (xor (p0_crc and x"f7008000")) &
-        (xor (p0_crc and x"db004000")) &
-        (xor (p0_crc and x"cd002000")) &
-        (xor (p0_crc and x"46001000")) &
-        (xor (p0_crc and x"23000800")) &
-        (xor (p0_crc and x"31000400")) &
-        (xor (p0_crc and x"b8000200")) &
-        (xor (p0_crc and x"dc000100")) &
-        (xor (p0_crc and x"ee000080")) &
-        (xor (p0_crc and x"77000040")) &
-        (xor (p0_crc and x"1b000020")) &
-        (xor (p0_crc and x"ad000010")) &
-        (xor (p0_crc and x"76000008")) &
-        (xor (p0_crc and x"bb000004")) &
-        (xor (p0_crc and x"7d000002")) &
-        (xor (p0_crc and x"9e000001")) &
-        (xor (p0_crc and x"4f000000")) &
-        (xor (p0_crc and x"87000000")) &
-        (xor (p0_crc and x"e3000000")) &
-        (xor (p0_crc and x"51000000")) &
-        p0_crc(27) &
-        p0_crc(26) &
-        (xor (p0_crc and x"82000000")) &
-        (xor (p0_crc and x"41000000"))
+    i_take <= advance and i_valid;
+    crc_state_term <= std_logic_vector'(
+        (xor (crc_state and x"1c379612")) &
+        (xor (crc_state and x"8e1bcb09")) &
+        (xor (crc_state and x"c70de584")) &
+        (xor (crc_state and x"6386f2c2")) &
+        (xor (crc_state and x"b1c37961")) &
+        (xor (crc_state and x"d8e1bcb0")) &
+        (xor (crc_state and x"f047484a")) &
+        (xor (crc_state and x"7823a425")) &
+        (xor (crc_state and x"a0264400")) &
+        (xor (crc_state and x"4c24b412")) &
+        (xor (crc_state and x"ba25cc1b")) &
+        (xor (crc_state and x"4125701f")) &
+        (xor (crc_state and x"2092b80f")) &
+        (xor (crc_state and x"0c7eca15")) &
+        (xor (crc_state and x"9a08f318")) &
+        (xor (crc_state and x"4d04798c")) &
+        (xor (crc_state and x"a6823cc6")) &
+        (xor (crc_state and x"d3411e63")) &
+        (xor (crc_state and x"75971923")) &
+        (xor (crc_state and x"a6fc1a83")) &
+        (xor (crc_state and x"4f499b53")) &
+        (xor (crc_state and x"a7a4cda9")) &
+        (xor (crc_state and x"4fe5f0c6")) &
+        (xor (crc_state and x"bbc56e71")) &
+        (xor (crc_state and x"5de2b738")) &
+        (xor (crc_state and x"b2c6cd8e")) &
+        (xor (crc_state and x"4554f0d5")) &
+        (xor (crc_state and x"be9dee78")) &
+        (xor (crc_state and x"c379612e")) &
+        (xor (crc_state and x"e1bcb097")) &
+        (xor (crc_state and x"70de584b")) &
+        (xor (crc_state and x"386f2c25"))
     );
-    p0_fix2 <= std_logic_vector'(
-        (xor (p0_crc and x"bfa08000")) &
-        (xor (p0_crc and x"5fd04000")) &
-        (xor (p0_crc and x"afe82000")) &
-        (xor (p0_crc and x"d7f41000")) &
-        (xor (p0_crc and x"ebfa0800")) &
-        (xor (p0_crc and x"f5fd0400")) &
-        (xor (p0_crc and x"c55e0200")) &
-        (xor (p0_crc and x"62af0100")) &
-        (xor (p0_crc and x"8ef70080")) &
-        (xor (p0_crc and x"f8db0040")) &
-        (xor (p0_crc and x"c3cd0020")) &
-        (xor (p0_crc and x"de460010")) &
-        (xor (p0_crc and x"6f230008")) &
-        (xor (p0_crc and x"08310004")) &
-        (xor (p0_crc and x"3bb80002")) &
-        (xor (p0_crc and x"1ddc0001")) &
-        (xor (p0_crc and x"8eee0000")) &
-        (xor (p0_crc and x"47770000")) &
-        (xor (p0_crc and x"1c1b0000")) &
-        (xor (p0_crc and x"b1ad0000")) &
-        (xor (p0_crc and x"67760000")) &
-        (xor (p0_crc and x"b3bb0000")) &
-        (xor (p0_crc and x"e67d0000")) &
-        (xor (p0_crc and x"4c9e0000")) &
-        (xor (p0_crc and x"264f0000")) &
-        (xor (p0_crc and x"ac870000")) &
-        (xor (p0_crc and x"69e30000")) &
-        (xor (p0_crc and x"8b510000")) &
-        (xor (p0_crc and x"fa080000")) &
-        (xor (p0_crc and x"fd040000")) &
-        (xor (p0_crc and x"fe820000")) &
-        (xor (p0_crc and x"7f410000"))
+    crc_next <= b_term xor crc_state_term;
+    b_frame_end <= b_valid and b_last;
+    p0_matrix <= mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7, zinv_6), mux(p0_pad(0), zinv_5, zinv_4)), mux(p0_pad(1), mux(p0_pad(0), zinv_3, zinv_2), mux(p0_pad(0), zinv_1, zinv_0)));
+    p0_fixed <= std_logic_vector'(
+        (xor (p0_crc and p0_matrix(1023 downto 992))) &
+        (xor (p0_crc and p0_matrix(991 downto 960))) &
+        (xor (p0_crc and p0_matrix(959 downto 928))) &
+        (xor (p0_crc and p0_matrix(927 downto 896))) &
+        (xor (p0_crc and p0_matrix(895 downto 864))) &
+        (xor (p0_crc and p0_matrix(863 downto 832))) &
+        (xor (p0_crc and p0_matrix(831 downto 800))) &
+        (xor (p0_crc and p0_matrix(799 downto 768))) &
+        (xor (p0_crc and p0_matrix(767 downto 736))) &
+        (xor (p0_crc and p0_matrix(735 downto 704))) &
+        (xor (p0_crc and p0_matrix(703 downto 672))) &
+        (xor (p0_crc and p0_matrix(671 downto 640))) &
+        (xor (p0_crc and p0_matrix(639 downto 608))) &
+        (xor (p0_crc and p0_matrix(607 downto 576))) &
+        (xor (p0_crc and p0_matrix(575 downto 544))) &
+        (xor (p0_crc and p0_matrix(543 downto 512))) &
+        (xor (p0_crc and p0_matrix(511 downto 480))) &
+        (xor (p0_crc and p0_matrix(479 downto 448))) &
+        (xor (p0_crc and p0_matrix(447 downto 416))) &
+        (xor (p0_crc and p0_matrix(415 downto 384))) &
+        (xor (p0_crc and p0_matrix(383 downto 352))) &
+        (xor (p0_crc and p0_matrix(351 downto 320))) &
+        (xor (p0_crc and p0_matrix(319 downto 288))) &
+        (xor (p0_crc and p0_matrix(287 downto 256))) &
+        (xor (p0_crc and p0_matrix(255 downto 224))) &
+        (xor (p0_crc and p0_matrix(223 downto 192))) &
+        (xor (p0_crc and p0_matrix(191 downto 160))) &
+        (xor (p0_crc and p0_matrix(159 downto 128))) &
+        (xor (p0_crc and p0_matrix(127 downto 96))) &
+        (xor (p0_crc and p0_matrix(95 downto 64))) &
+        (xor (p0_crc and p0_matrix(63 downto 32))) &
+        (xor (p0_crc and p0_matrix(31 downto 0)))
     );
-    p0_fix3 <= std_logic_vector'(
-        (xor (p0_crc and x"9ebfa080")) &
-        (xor (p0_crc and x"cf5fd040")) &
-        (xor (p0_crc and x"67afe820")) &
-        (xor (p0_crc and x"b3d7f410")) &
-        (xor (p0_crc and x"d9ebfa08")) &
-        (xor (p0_crc and x"ecf5fd04")) &
-        (xor (p0_crc and x"68c55e02")) &
-        (xor (p0_crc and x"b462af01")) &
-        (xor (p0_crc and x"448ef700")) &
-        (xor (p0_crc and x"3cf8db00")) &
-        (xor (p0_crc and x"80c3cd00")) &
-        (xor (p0_crc and x"dede4600")) &
-        (xor (p0_crc and x"6f6f2300")) &
-        (xor (p0_crc and x"a9083100")) &
-        (xor (p0_crc and x"ca3bb800")) &
-        (xor (p0_crc and x"651ddc00")) &
-        (xor (p0_crc and x"b28eee00")) &
-        (xor (p0_crc and x"d9477700")) &
-        (xor (p0_crc and x"f21c1b00")) &
-        (xor (p0_crc and x"e7b1ad00")) &
-        (xor (p0_crc and x"ed677600")) &
-        (xor (p0_crc and x"76b3bb00")) &
-        (xor (p0_crc and x"a5e67d00")) &
-        (xor (p0_crc and x"cc4c9e00")) &
-        (xor (p0_crc and x"e6264f00")) &
-        (xor (p0_crc and x"edac8700")) &
-        (xor (p0_crc and x"e869e300")) &
-        (xor (p0_crc and x"ea8b5100")) &
-        (xor (p0_crc and x"ebfa0800")) &
-        (xor (p0_crc and x"f5fd0400")) &
-        (xor (p0_crc and x"7afe8200")) &
-        (xor (p0_crc and x"3d7f4100"))
-    );
-    p0_fix4 <= std_logic_vector'(
-        (xor (p0_crc and x"bd9ebfa0")) &
-        (xor (p0_crc and x"decf5fd0")) &
-        (xor (p0_crc and x"6f67afe8")) &
-        (xor (p0_crc and x"b7b3d7f4")) &
-        (xor (p0_crc and x"5bd9ebfa")) &
-        (xor (p0_crc and x"adecf5fd")) &
-        (xor (p0_crc and x"eb68c55e")) &
-        (xor (p0_crc and x"75b462af")) &
-        (xor (p0_crc and x"07448ef7")) &
-        (xor (p0_crc and x"3e3cf8db")) &
-        (xor (p0_crc and x"2280c3cd")) &
-        (xor (p0_crc and x"acdede46")) &
-        (xor (p0_crc and x"566f6f23")) &
-        (xor (p0_crc and x"16a90831")) &
-        (xor (p0_crc and x"36ca3bb8")) &
-        (xor (p0_crc and x"1b651ddc")) &
-        (xor (p0_crc and x"8db28eee")) &
-        (xor (p0_crc and x"c6d94777")) &
-        (xor (p0_crc and x"5ef21c1b")) &
-        (xor (p0_crc and x"92e7b1ad")) &
-        (xor (p0_crc and x"74ed6776")) &
-        (xor (p0_crc and x"ba76b3bb")) &
-        (xor (p0_crc and x"e0a5e67d")) &
-        (xor (p0_crc and x"4dcc4c9e")) &
-        (xor (p0_crc and x"26e6264f")) &
-        (xor (p0_crc and x"aeedac87")) &
-        (xor (p0_crc and x"eae869e3")) &
-        (xor (p0_crc and x"c8ea8b51")) &
-        (xor (p0_crc and x"d9ebfa08")) &
-        (xor (p0_crc and x"ecf5fd04")) &
-        (xor (p0_crc and x"f67afe82")) &
-        (xor (p0_crc and x"7b3d7f41"))
-    );
-    p0_fix5 <= std_logic_vector'(
-        (xor (p0_crc and x"d5bd9ebf")) &
-        (xor (p0_crc and x"eadecf5f")) &
-        (xor (p0_crc and x"756f67af")) &
-        (xor (p0_crc and x"bab7b3d7")) &
-        (xor (p0_crc and x"5d5bd9eb")) &
-        (xor (p0_crc and x"2eadecf5")) &
-        (xor (p0_crc and x"42eb68c5")) &
-        (xor (p0_crc and x"a175b462")) &
-        (xor (p0_crc and x"0507448e")) &
-        (xor (p0_crc and x"d73e3cf8")) &
-        (xor (p0_crc and x"be2280c3")) &
-        (xor (p0_crc and x"0aacdede")) &
-        (xor (p0_crc and x"85566f6f")) &
-        (xor (p0_crc and x"1716a908")) &
-        (xor (p0_crc and x"de36ca3b")) &
-        (xor (p0_crc and x"6f1b651d")) &
-        (xor (p0_crc and x"378db28e")) &
-        (xor (p0_crc and x"9bc6d947")) &
-        (xor (p0_crc and x"985ef21c")) &
-        (xor (p0_crc and x"9992e7b1")) &
-        (xor (p0_crc and x"9974ed67")) &
-        (xor (p0_crc and x"4cba76b3")) &
-        (xor (p0_crc and x"73e0a5e6")) &
-        (xor (p0_crc and x"6c4dcc4c")) &
-        (xor (p0_crc and x"b626e626")) &
-        (xor (p0_crc and x"8eaeedac")) &
-        (xor (p0_crc and x"92eae869")) &
-        (xor (p0_crc and x"1cc8ea8b")) &
-        (xor (p0_crc and x"5bd9ebfa")) &
-        (xor (p0_crc and x"adecf5fd")) &
-        (xor (p0_crc and x"56f67afe")) &
-        (xor (p0_crc and x"ab7b3d7f"))
-    );
-    p0_fix6 <= std_logic_vector'(
-        (xor (p0_crc and x"a5d5bd9e")) &
-        (xor (p0_crc and x"52eadecf")) &
-        (xor (p0_crc and x"a9756f67")) &
-        (xor (p0_crc and x"d4bab7b3")) &
-        (xor (p0_crc and x"6a5d5bd9")) &
-        (xor (p0_crc and x"352eadec")) &
-        (xor (p0_crc and x"bf42eb68")) &
-        (xor (p0_crc and x"5fa175b4")) &
-        (xor (p0_crc and x"0a050744")) &
-        (xor (p0_crc and x"a0d73e3c")) &
-        (xor (p0_crc and x"75be2280")) &
-        (xor (p0_crc and x"1f0aacde")) &
-        (xor (p0_crc and x"0f85566f")) &
-        (xor (p0_crc and x"221716a9")) &
-        (xor (p0_crc and x"34de36ca")) &
-        (xor (p0_crc and x"9a6f1b65")) &
-        (xor (p0_crc and x"cd378db2")) &
-        (xor (p0_crc and x"669bc6d9")) &
-        (xor (p0_crc and x"96985ef2")) &
-        (xor (p0_crc and x"6e9992e7")) &
-        (xor (p0_crc and x"129974ed")) &
-        (xor (p0_crc and x"094cba76")) &
-        (xor (p0_crc and x"a173e0a5")) &
-        (xor (p0_crc and x"f56c4dcc")) &
-        (xor (p0_crc and x"7ab626e6")) &
-        (xor (p0_crc and x"188eaeed")) &
-        (xor (p0_crc and x"a992eae8")) &
-        (xor (p0_crc and x"f11cc8ea")) &
-        (xor (p0_crc and x"5d5bd9eb")) &
-        (xor (p0_crc and x"2eadecf5")) &
-        (xor (p0_crc and x"9756f67a")) &
-        (xor (p0_crc and x"4bab7b3d"))
-    );
-    p0_fix7 <= std_logic_vector'(
-        (xor (p0_crc and x"06a5d5bd")) &
-        (xor (p0_crc and x"8352eade")) &
-        (xor (p0_crc and x"41a9756f")) &
-        (xor (p0_crc and x"a0d4bab7")) &
-        (xor (p0_crc and x"506a5d5b")) &
-        (xor (p0_crc and x"a8352ead")) &
-        (xor (p0_crc and x"52bf42eb")) &
-        (xor (p0_crc and x"295fa175")) &
-        (xor (p0_crc and x"920a0507")) &
-        (xor (p0_crc and x"cfa0d73e")) &
-        (xor (p0_crc and x"6175be22")) &
-        (xor (p0_crc and x"b61f0aac")) &
-        (xor (p0_crc and x"5b0f8556")) &
-        (xor (p0_crc and x"2b221716")) &
-        (xor (p0_crc and x"1334de36")) &
-        (xor (p0_crc and x"899a6f1b")) &
-        (xor (p0_crc and x"c4cd378d")) &
-        (xor (p0_crc and x"e2669bc6")) &
-        (xor (p0_crc and x"f796985e")) &
-        (xor (p0_crc and x"fd6e9992")) &
-        (xor (p0_crc and x"f8129974")) &
-        (xor (p0_crc and x"7c094cba")) &
-        (xor (p0_crc and x"b8a173e0")) &
-        (xor (p0_crc and x"daf56c4d")) &
-        (xor (p0_crc and x"ed7ab626")) &
-        (xor (p0_crc and x"70188eae")) &
-        (xor (p0_crc and x"bea992ea")) &
-        (xor (p0_crc and x"d9f11cc8")) &
-        (xor (p0_crc and x"6a5d5bd9")) &
-        (xor (p0_crc and x"352eadec")) &
-        (xor (p0_crc and x"1a9756f6")) &
-        (xor (p0_crc and x"0d4bab7b"))
-    );
-    p0_fixed <= mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), p0_fix7, p0_fix6), mux(p0_pad(0), p0_fix5, p0_fix4)), mux(p0_pad(1), mux(p0_pad(0), p0_fix3, p0_fix2), mux(p0_pad(0), p0_fix1, p0_crc)));
     m_axis_tdata <= res_crc;
     m_axis_tuser <= res_ok;
     m_axis_tvalid <= res_valid;
+
+    i_valid_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                i_valid <= '0';
+            elsif advance = '1' then
+                i_valid <= s_fire;
+            end if;
+        end if;
+    end process;
+
+    i_data_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if s_fire = '1' then
+                i_data <= s_axis_tdata;
+            end if;
+        end if;
+    end process;
+
+    i_keep_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if s_fire = '1' then
+                i_keep <= s_axis_tkeep;
+            end if;
+        end if;
+    end process;
+
+    i_last_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if s_fire = '1' then
+                i_last <= s_axis_tlast;
+            end if;
+        end if;
+    end process;
+
+    b_valid_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                b_valid <= '0';
+            elsif advance = '1' then
+                b_valid <= i_valid;
+            end if;
+        end if;
+    end process;
+
+    b_last_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if i_take = '1' then
+                b_last <= i_last;
+            end if;
+        end if;
+    end process;
+
+    b_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if i_take = '1' then
+                b_term <= i_data_term;
+            end if;
+        end if;
+    end process;
+
+    b_pad_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if i_take = '1' then
+                b_pad <= i_pad_lanes;
+            end if;
+        end if;
+    end process;
 
     crc_state_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
                 crc_state <= x"ffffffff";
-            elsif s_fire = '1' then
-                crc_state <= mux(s_axis_tlast, x"ffffffff", crc_next);
+            elsif (advance and b_valid) = '1' then
+                crc_state <= mux(b_last, x"ffffffff", crc_next);
             end if;
         end if;
     end process;
@@ -411,7 +341,7 @@ begin
             if rst = '1' then
                 p0_valid <= '0';
             elsif advance = '1' then
-                p0_valid <= s_frame_end;
+                p0_valid <= b_frame_end;
             end if;
         end if;
     end process;
@@ -419,7 +349,7 @@ begin
     p0_crc_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (advance and s_frame_end) = '1' then
+            if (advance and b_frame_end) = '1' then
                 p0_crc <= crc_next;
             end if;
         end if;
@@ -428,8 +358,8 @@ begin
     p0_pad_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (advance and s_frame_end) = '1' then
-                p0_pad <= s_pad_lanes;
+            if (advance and b_frame_end) = '1' then
+                p0_pad <= b_pad;
             end if;
         end if;
     end process;

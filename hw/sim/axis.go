@@ -102,10 +102,12 @@ func (s *AXISSource) Drive(in []uint32) {
 		s.holding = true
 	}
 	if !s.holding {
-		s.P.Data.SetBytes(in, s.Pool.Slice(s.rng, s.P.Lanes))
-		s.P.Keep.Set(in, s.rng.Uint64()&(1<<s.P.Lanes-1))
+		r := s.rng.Uint64()
+		off := int(r>>32) % (len(s.Pool) - 4*s.P.Data.Words)
+		s.P.Data.SetBytes(in, s.Pool[off:off+4*s.P.Data.Words])
+		s.P.Keep.Set(in, r&(1<<s.P.Lanes-1))
 		s.P.Valid.Set(in, 0)
-		s.P.Last.Set(in, uint64(s.rng.Uint32()&1))
+		s.P.Last.Set(in, r>>31&1)
 		return
 	}
 	beat := s.frame[s.off:]

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/big"
 	"strings"
@@ -77,7 +78,11 @@ func (p Port) Get(vec []uint32) uint64 {
 // lanes past len(b) become zero.
 func (p Port) SetBytes(vec []uint32, b []byte) {
 	w := vec[p.Offset : p.Offset+p.Words]
-	for i := range w {
+	full := min(len(b)/4, len(w))
+	for i := 0; i < full; i++ {
+		w[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	for i := full; i < len(w); i++ {
 		var x uint32
 		for k := 0; k < 4; k++ {
 			if j := 4*i + k; j < len(b) {
@@ -90,7 +95,11 @@ func (p Port) SetBytes(vec []uint32, b []byte) {
 
 // Bytes reads a data port into dst (len(dst) lanes).
 func (p Port) Bytes(vec []uint32, dst []byte) {
-	for j := range dst {
+	full := len(dst) / 4
+	for i := 0; i < full; i++ {
+		binary.LittleEndian.PutUint32(dst[4*i:], vec[p.Offset+i])
+	}
+	for j := 4 * full; j < len(dst); j++ {
 		dst[j] = byte(vec[p.Offset+j/4] >> (8 * (j % 4)))
 	}
 }

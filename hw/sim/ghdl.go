@@ -1,0 +1,106 @@
+package sim
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/openiwarp/openiwarp/hw/gen"
+)
+
+// ErrGHDL is wrapped by a failed GHDL run.
+var ErrGHDL = errors.New("sim: GHDL run failed")
+
+// WriteVectors writes the stimulus of seed and the model's expected outputs
+// for cycles cycles in the format of gen.WriteVHDLTestbench.
+func (b *Bench) WriteVectors(w io.Writer, seed, cycles uint64) error {
+	model, err := b.NewModel()
+	if err != nil {
+		return err
+	}
+	drv := b.NewDriver(seed)
+	in := make([]uint32, b.Layout.InWords)
+	out := make([]uint32, b.Layout.OutWords)
+	bw := bufio.NewWriterSize(w, 1<<16)
+	line := make([]byte, 0, 1024)
+	for c := uint64(0); c < cycles; c++ {
+		drv.Next(in)
+		model.Step(in, out)
+		drv.Observe(in, out)
+		line = line[:0]
+		for _, p := range b.Layout.Inputs {
+			line = appendHex(line, p, in)
+		}
+		for _, p := range b.Layout.Outputs {
+			line = appendHex(line, p, out)
+		}
+		line[len(line)-1] = '\n'
+		if _, err := bw.Write(line); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// appendHex appends port p of vec as gen.HexDigits(W) hex digits and a space.
+func appendHex(dst []byte, p Port, vec []uint32) []byte {
+	const digits = "0123456789abcdef"
+	for d := gen.HexDigits(p.Width) - 1; d >= 0; d-- {
+		nib := vec[p.Offset+d/8] >> (4 * (d % 8)) & 0xF
+		dst = append(dst, digits[nib])
+	}
+	return append(dst, ' ')
+}
+
+// GHDLResult is what a GHDL run reported.
+type GHDLResult struct {
+	Cycles int    // cycles the test bench checked
+	Output string // its console output
+}
+
+var passRE = regexp.MustCompile(`PASS: (\d+) cycles`)
+
+// RunGHDL runs the committed VHDL of the block (hw/rtl/<name>.vhd) under its
+// generated self-checking test bench on the vector file at vectors, in dir.
+func (b *Bench) RunGHDL(dir, vectors string) (GHDLResult, error) {
+	var res GHDLResult
+	name := b.Module.Name
+	var tb strings.Builder
+	if err := gen.WriteVHDLTestbench(&tb, b.Module); err != nil {
+		return res, err
+	}
+	tbPath := filepath.Join(dir, name+"_tb.vhd")
+	if err := os.WriteFile(tbPath, []byte(tb.String()), 0o644); err != nil {
+		return res, err
+	}
+	rtl := filepath.Join(RepoRoot(), "hw", "rtl", name+".vhd")
+	work := "--workdir=" + dir
+	steps := [][]string{
+		{"-a", "--std=08", work, rtl},
+		{"-a", "--std=08", work, tbPath},
+		{"-e", "--std=08", work, name + "_tb"},
+		{"-r", "--std=08", work, name + "_tb", "-gvectors=" + vectors},
+	}
+	for _, args := range steps {
+		cmd := exec.Command("ghdl", args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		res.Output = string(out)
+		if err != nil {
+			return res, fmt.Errorf("%w: ghdl %s: %v\n%s", ErrGHDL, strings.Join(args, " "), err, out)
+		}
+	}
+	m := passRE.FindStringSubmatch(res.Output)
+	if m == nil {
+		return res, fmt.Errorf("%w: the test bench did not report PASS:\n%s", ErrGHDL, res.Output)
+	}
+	res.Cycles, _ = strconv.Atoi(m[1])
+	return res, nil
+}
