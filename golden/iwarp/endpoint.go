@@ -41,6 +41,11 @@ type Config struct {
 	// Framer and Deframer replace the MPA layer (nil: from the Params).
 	Framer   Framer
 	Deframer Deframer
+	// AlignFPDUs hands each FPDU to the connection in its own Write, so a
+	// connection that maps writes to TCP segments starts every segment with
+	// an FPDU, as RFC 5044 §4.2 asks of an MPA-aware TCP. Off, FPDUs are
+	// batched into large writes (faster on a kernel socket).
+	AlignFPDUs bool
 	// Linger bounds the wait for the peer's FIN after ours (0: 2 s).
 	Linger time.Duration
 }

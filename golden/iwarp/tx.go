@@ -180,7 +180,7 @@ func (ep *Endpoint) segments(total uint64, hdrLen int, hdr func(dst []byte, off 
 		}
 		ep.ulp = ulp
 		off += n
-		if len(ep.wbuf) >= flushAt {
+		if len(ep.wbuf) >= flushAt || ep.cfg.AlignFPDUs {
 			if _, err := ep.conn.Write(ep.wbuf); err != nil {
 				return err
 			}
@@ -250,7 +250,7 @@ func (ep *Endpoint) sendWR(s *sqEntry) error {
 			QN: rdmap.QNReadRequest, MSN: msn}.Append(ep.ulp[:0])
 		ep.ulp = rr.Append(ep.ulp)
 		ep.wbuf, err = ep.framer.AppendFPDU(ep.wbuf, ep.ulp)
-		if err == nil && ep.moreWorkQueued() {
+		if err == nil && ep.moreWorkQueued() && !ep.cfg.AlignFPDUs {
 			return nil // the Read completes on its response, not on the flush
 		}
 		if err == nil {
