@@ -26,9 +26,9 @@ type scenario struct {
 var scenarios = []scenario{
 	{
 		name:    "vtd-edu",
-		devices: []string{"intel-iommu,intremap=on", "edu"},
+		devices: []string{"intel-iommu,intremap=on", "edu", "nvme,serial=deadbeef"},
 		append:  []string{"intel_iommu=on"},
-		tests: []string{"TestEduBind", "TestEduInfo", "TestEduRegisters", "TestEduDMA", "TestEduDMAHugePages",
+		tests: []string{"TestNVMeIdentifyMSIX", "TestNVMeReset", "TestEduBind", "TestEduInfo", "TestEduRegisters", "TestEduDMA", "TestEduDMAHugePages",
 			"TestEduDMABlocked", "TestEduINTx", "TestEduMSI", "TestEduErrors", "TestEduDMAEntryLimit",
 			"TestEduMemlock", "TestEduClose", "TestEduCard"},
 	},

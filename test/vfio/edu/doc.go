@@ -5,8 +5,10 @@
 // which boots the guests and runs them there: outside such a guest there is
 // no edu device and nothing for them to test.
 //
-// Each test name starts with the guest scenario it belongs to: TestEdu* run
-// in the main guest (VT-d with interrupt remapping, edu on the root bus),
+// Each test name starts with the guest scenario it belongs to: TestEdu* and
+// TestNVMe* run in the main guest (VT-d with interrupt remapping, edu and
+// QEMU's NVMe controller on the root bus; the NVMe tests cover MSI-X and
+// device reset, which edu lacks),
 // TestNoIOMMU in a guest without an IOMMU, TestNoIntremap in one whose VT-d
 // lacks interrupt remapping, TestNotViable in one where edu shares its IOMMU
 // group with a device bound to a host driver.
