@@ -67,3 +67,18 @@ test-cosim:
 	$(GO) test -count=1 -timeout 20m ./hw/sim/...
 
 TEST_TARGETS += test-cosim
+
+.PHONY: bench-cosim
+# Co-simulation speed (cycles/s, every output checked every cycle) and each
+# block's steady-state throughput (beats/cycle at full speed).
+bench-cosim:
+	$(GO) test -count=1 -run '^$$' -bench 'Cosim|Throughput' -benchtime 2000000x ./hw/sim/
+
+BENCH_TARGETS += bench-cosim
+
+.PHONY: synth
+# yosys (synth_xilinx, synth_ice40) resource and logic-depth table of each
+# block at 64 and 512 bits, and nextpnr-ice40 Fmax of small instances on an
+# HX8K, written into hw/README.md.
+synth:
+	$(GO) run ./fpga/synth -modules crc32c_w64,crc32c_w512 -pnr crc32c_w32,crc32c_w64
