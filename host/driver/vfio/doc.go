@@ -1,6 +1,8 @@
 // Package vfio drives a PCI device from user space through Linux VFIO, in
 // pure Go: no kernel module of ours and no cgo. It is the generic layer
-// under openiwarp's "vfio" card backend (a board); nothing in it is specific
+// under openiwarp's board backend, and registers that backend with
+// host/driver as "vfio" (Card, in card.go: driver.Open("vfio:0000:03:00.0")
+// after importing this package). Apart from Card, nothing in it is specific
 // to the openiwarp card.
 //
 // What it does, in the order a driver needs it:
