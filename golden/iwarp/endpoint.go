@@ -128,8 +128,8 @@ type Endpoint struct {
 const (
 	defaultDepth = 256
 	defaultRd    = 16
-	flushAt      = 256 << 10
-	rxBufSize    = 256 << 10
+	flushAt      = 512 << 10
+	rxBufSize    = 1 << 20
 )
 
 // New starts an endpoint on conn, on which the MPA startup exchange p has

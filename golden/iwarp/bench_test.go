@@ -1,0 +1,265 @@
+package iwarp
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+)
+
+// Benchmarks between two endpoints over TCP on 127.0.0.1, each paired with
+// a Baseline over plain TCP loopback with the same sizes (make bench
+// prints the ratios). CRC is on and markers off, the common configuration.
+
+var benchSizes = []int{4 << 10, 64 << 10, 1 << 20}
+
+func sizeName(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%dMiB", n>>20)
+	}
+	return fmt.Sprintf("%dKiB", n>>10)
+}
+
+const benchWindow = 32 // WRs in flight
+
+func BenchmarkWrite(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			a, s := pair(b, pairOpts{})
+			src := make([]byte, n)
+			amr := a.reg(b, src, 0, all)
+			dst := make([]byte, n)
+			smr := s.reg(b, dst, 0, all)
+			rb := s.reg(b, make([]byte, 1), 0, mem.LocalWrite)
+			if err := s.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{0, 1, rb.STag}}}); err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			b.SetBytes(int64(n))
+			b.ResetTimer()
+			inflight := 0
+			for i := 0; i < b.N; i++ {
+				if inflight == benchWindow {
+					if _, err := a.scq.Wait(ctx); err != nil {
+						b.Fatal(err)
+					}
+					inflight--
+				}
+				if err := a.ep.PostSend(SendWR{ID: uint64(i), Opcode: WRWrite, SGL: []SGE{{0, uint32(n), amr.STag}}, RKey: smr.STag, Signaled: true}); err != nil {
+					b.Fatal(err)
+				}
+				inflight++
+			}
+			// A Send after the Writes: when it is delivered, every Write is placed.
+			if err := a.ep.PostSend(SendWR{ID: 1 << 62, Opcode: WRSend}); err != nil {
+				b.Fatal(err)
+			}
+			if c, err := s.rcq.Wait(ctx); err != nil || c.Status != WCSuccess {
+				b.Fatal(err, c.Status)
+			}
+			b.StopTimer()
+		})
+	}
+}
+
+func BenchmarkSend(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			a, s := pair(b, pairOpts{})
+			src := make([]byte, n)
+			amr := a.reg(b, src, 0, all)
+			const slots = 128
+			dst := make([]byte, n*slots)
+			smr := s.reg(b, dst, 0, mem.LocalWrite)
+			for i := 0; i < slots; i++ {
+				if err := s.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{uint64(i * n), uint32(n), smr.STag}}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var received atomic.Int64
+			done := make(chan error, 1)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			b.SetBytes(int64(n))
+			b.ResetTimer()
+			go func() {
+				// The receiver reposts each buffer as soon as its Send is delivered.
+				for i := 0; i < b.N; i++ {
+					c, err := s.rcq.Wait(ctx)
+					if err == nil && c.Status != WCSuccess {
+						err = fmt.Errorf("receive %d: %v", i, c.Status)
+					}
+					if err == nil {
+						err = s.ep.PostRecv(RecvWR{ID: c.ID, SGL: []SGE{{c.ID * uint64(n), uint32(n), smr.STag}}})
+					}
+					if err != nil {
+						done <- err
+						return
+					}
+					received.Add(1)
+				}
+				done <- nil
+			}()
+			inflight := 0
+			for i := 0; i < b.N; i++ {
+				// Credit-based flow control, the ULP's job: never more Sends
+				// in flight than receives posted.
+				for int64(i)-received.Load() >= slots/2 {
+					time.Sleep(10 * time.Microsecond)
+				}
+				if inflight == benchWindow {
+					if _, err := a.scq.Wait(ctx); err != nil {
+						b.Fatal(err)
+					}
+					inflight--
+				}
+				if err := a.ep.PostSend(SendWR{ID: uint64(i), Opcode: WRSend, SGL: []SGE{{0, uint32(n), amr.STag}}, Signaled: true}); err != nil {
+					b.Fatal(err)
+				}
+				inflight++
+			}
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+		})
+	}
+}
+
+// tcpPair returns two ends of a plain TCP connection on 127.0.0.1.
+func tcpPair(b *testing.B) (net.Conn, net.Conn) {
+	ln := listen(b)
+	ch := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		ch <- c
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := <-ch
+	b.Cleanup(func() { c.Close(); s.Close() })
+	return c, s
+}
+
+func tcpBandwidth(b *testing.B, n int) {
+	c, s := tcpPair(b)
+	buf := make([]byte, n)
+	done := make(chan error, 1)
+	b.SetBytes(int64(n))
+	b.ResetTimer()
+	go func() {
+		rb := make([]byte, 256<<10)
+		left := int64(n) * int64(b.N)
+		for left > 0 {
+			k, err := s.Read(rb[:min(int64(len(rb)), left)])
+			if err != nil {
+				done <- err
+				return
+			}
+			left -= int64(k)
+		}
+		done <- nil
+	}()
+	for i := 0; i < b.N; i++ {
+		if _, err := c.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+}
+
+func BenchmarkWriteBaseline(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) { tcpBandwidth(b, n) })
+	}
+}
+
+func BenchmarkSendBaseline(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) { tcpBandwidth(b, n) })
+	}
+}
+
+// BenchmarkLatency is a 64-byte Send ping-pong: one op is one round trip.
+func BenchmarkLatency(b *testing.B) {
+	b.Run("64B", func(b *testing.B) {
+		a, s := pair(b, pairOpts{})
+		ctx := context.Background()
+		msg := make([]byte, 64)
+		am := a.reg(b, make([]byte, 64), 0, mem.LocalWrite)
+		sm := s.reg(b, make([]byte, 64), 0, mem.LocalWrite)
+		post := func(sd *side, mr *mem.MR) {
+			if err := sd.ep.PostRecv(RecvWR{SGL: []SGE{{0, 64, mr.STag}}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		post(a, am)
+		post(s, sm)
+		done := make(chan error, 1)
+		go func() {
+			for i := 0; i < b.N; i++ {
+				if _, err := s.rcq.Wait(ctx); err != nil {
+					done <- err
+					return
+				}
+				post(s, sm)
+				if err := s.ep.PostSend(SendWR{Opcode: WRSend, Inline: msg}); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if err := a.ep.PostSend(SendWR{Opcode: WRSend, Inline: msg}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := a.rcq.Wait(ctx); err != nil {
+				b.Fatal(err)
+			}
+			post(a, am)
+		}
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+	})
+}
+
+func BenchmarkLatencyBaseline(b *testing.B) {
+	b.Run("64B", func(b *testing.B) {
+		c, s := tcpPair(b)
+		go func() {
+			buf := make([]byte, 64)
+			for {
+				if _, err := io.ReadFull(s, buf); err != nil {
+					return
+				}
+				if _, err := s.Write(buf); err != nil {
+					return
+				}
+			}
+		}()
+		buf := make([]byte, 64)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if _, err := c.Write(buf); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.ReadFull(c, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
