@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/openiwarp/openiwarp/golden/mpa"
+)
+
+// FuzzStream decodes any octets as one direction's stream, with and without
+// a startup frame, markers and CRC: it must report, never panic or hang.
+func FuzzStream(f *testing.F) {
+	fr := mpa.Framer{Markers: true, CRC: true}
+	s, _ := fr.AppendFPDU(nil, untagged(1, 3, true, 0, 1, 0, []byte("seed")))
+	s, _ = fr.AppendFPDU(s, tagged(1, 0, true, 7, 0, pattern(700, 1)))
+	req := mpa.Frame{Markers: true, CRC: true, Rev: mpa.Rev1, PrivateData: []byte("pd")}
+	rb, _ := req.Append(nil)
+	f.Add(s, uint8(3))
+	f.Add(append(rb, s...), uint8(7))
+	f.Add([]byte("MPA ID Rep Frame\x80\x00\x00\x00"), uint8(4))
+	f.Fuzz(func(t *testing.T, data []byte, flags uint8) {
+		p := &printer{w: bufio.NewWriter(io.Discard), json: flags&8 != 0}
+		decodeStream(p, bytes.NewReader(data), streamOptions{
+			startup: flags&4 != 0, markers: flags&1 != 0, crc: flags&2 != 0, chunk: 1 + int(flags>>4)*97})
+	})
+}
+
+// FuzzCapture decodes any octets as a capture file.
+func FuzzCapture(f *testing.F) {
+	for _, name := range []string{"bad-crc", "rev2-siw"} {
+		b, err := os.ReadFile(capturePath(name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := &printer{w: bufio.NewWriter(io.Discard), json: true}
+		decodeCapture(p, bytes.NewReader(data), "fuzz", 1<<20)
+	})
+}
