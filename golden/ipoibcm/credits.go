@@ -147,11 +147,15 @@ func (f *FlowControl) TakeReady() (Control, error) {
 	return Control{Kind: ControlReady}, nil
 }
 
+// UpdateDue reports whether [FlowControl.TakeUpdate] would return an update now.
+func (f *FlowControl) UpdateDue() bool {
+	return f.credits >= 1 && ((f.owedData && f.owed >= f.threshold) || f.owed >= f.depth-1)
+}
+
 // TakeUpdate returns the grant to send now, taking the credit the update
 // uses, or ok=false if no update is due or none can be sent yet.
 func (f *FlowControl) TakeUpdate() (u Control, ok bool) {
-	due := (f.owedData && f.owed >= f.threshold) || f.owed >= f.depth-1
-	if !due || f.credits < 1 {
+	if !f.UpdateDue() {
 		return Control{}, false
 	}
 	u.Kind, u.Grant = ControlGrant, uint32(f.owed)

@@ -53,7 +53,10 @@ func TestFlowControlProperty(t *testing.T) {
 				if !me.heard {
 					continue
 				}
-				if u, ok := me.fc.TakeUpdate(); ok {
+				due := me.fc.UpdateDue()
+				u, ok := me.fc.TakeUpdate()
+				require.Equal(t, due, ok)
+				if ok {
 					me.inflight = append(me.inflight, u.Grant)
 				}
 			}

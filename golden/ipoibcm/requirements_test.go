@@ -160,6 +160,7 @@ func TestReq12RecordOfConnections(t *testing.T) {
 	assert.Equal(t, ConnInfo{ID: b, Peer: peerB.WithoutFlags(), Role: RolePassive, State: StateConnecting, MTU: 8996, LastActive: now}, all[1])
 	_, ok := tb.SendConn(peerA)
 	assert.False(t, ok, "no connection is usable before it is up")
+	assert.True(t, tb.Connecting(peerB), "strict: the accepted request counts as being set up")
 	require.NoError(t, tb.Up(b, now))
 	c, ok := tb.SendConn(peerB)
 	require.True(t, ok)
@@ -362,6 +363,12 @@ func TestCrossingCompat(t *testing.T) {
 	cb, _ := b.tb.SendConn(a.la)
 	assert.Equal(t, RoleActive, ca.Role)
 	assert.Equal(t, RoleActive, cb.Role)
+
+	p := mustAddr(t, 0, 7, gid(7))
+	_, _, d, _, err := a.tb.Request(p, PrivateData{UDQPN: 7, ReceiveMTU: 2048}, time.Unix(0, 0))
+	require.NoError(t, err)
+	require.Equal(t, Accept, d)
+	assert.False(t, a.tb.Connecting(p), "compat: the peer's connection is not one we send on")
 
 	lo, hi := newNode(t, 1, PolicyCompat), newNode(t, 2, PolicyStrict)
 	cross(t, lo, hi, false)

@@ -146,9 +146,14 @@ func (t *Table) Connect(peer LinkAddr, now time.Time) (ConnID, PrivateData, erro
 	return t.add(peer, RoleActive, now).ID, t.PrivateData(), nil
 }
 
-// Connecting reports whether a request of ours to peer is outstanding.
+// Connecting reports whether a connection to peer that we could send on is
+// being set up: our own outstanding request, or in strict mode also the
+// peer's request we accepted and that is not up yet. A caller with packets
+// for peer starts a request only when this is false.
 func (t *Table) Connecting(peer LinkAddr) bool {
-	return t.find(peer, func(c *ConnInfo) bool { return c.Role == RoleActive && c.State == StateConnecting }) != nil
+	return t.find(peer, func(c *ConnInfo) bool {
+		return c.State == StateConnecting && (c.Role == RoleActive || t.cfg.Policy == PolicyStrict)
+	}) != nil
 }
 
 // Request decides on a request from peer, whose address the caller built as

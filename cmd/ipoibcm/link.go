@@ -1,0 +1,621 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/openiwarp/openiwarp/golden/ipoibcm"
+	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+)
+
+// config is what the flags set.
+type config struct {
+	dev       string
+	addrs     []netip.Prefix // overlay addresses of the TUN device
+	underlay  netip.Addr     // our address on the underlay network
+	udpPort   int            // datagram channel (stands in for the UD QP)
+	tcpPort   int            // reliable connections (stands in for the Service-ID)
+	flood     []netip.Addr   // where broadcast/multicast datagrams go (peers or a broadcast address)
+	epid      uint32         // endpoint ID: the UD QPN of our link-layer address
+	mtu       int            // TUN MTU
+	recvMTU   uint32         // Receive MTU we advertise on connections
+	sidMode   ipoibcm.SIDMode
+	policy    ipoibcm.Policy
+	idle      time.Duration // tear down connections idle this long
+	neighTTL  time.Duration // address-resolution entry lifetime
+	depth     int           // receives posted per connection (credits granted)
+	udOnly    bool          // do not advertise or use RC: everything over the datagram channel
+	maxConns  int
+	verbose   bool
+	connectTO time.Duration
+}
+
+const (
+	udMTU         = ipoibcm.DefaultMTU // IP MTU of the datagram channel
+	maxQueued     = 64                 // packets held per neighbour while resolving or connecting
+	resolveTries  = 3
+	resolveEvery  = time.Second
+	tickInterval  = 200 * time.Millisecond
+	maxPacketSize = 65535 + ipoibcm.HeaderLen
+)
+
+// neigh is an address-resolution entry: one IP address of a peer.
+type neigh struct {
+	la        ipoibcm.LinkAddr
+	resolved  bool
+	confirmed time.Time // last time the peer answered for this address
+	probing   bool
+	tries     int
+	nextTry   time.Time
+	queue     [][]byte
+}
+
+// counters are exported by -v logging and read by tests through the log.
+type counters struct {
+	tunIn, tunOut, dgIn, dgOut, rcIn, rcOut, dropped, tooBig atomic.Uint64
+}
+
+// Link is one IPoIB-CM interface over iWARP.
+type Link struct {
+	cfg  config
+	me   ipoibcm.LinkAddr
+	v4   netip.Prefix // our IPv4 address and subnet, if any
+	v6   netip.Prefix
+	tun  *os.File
+	udp  *net.UDPConn
+	ln   net.Listener
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+	log  *log.Logger
+	st   counters
+
+	pdOnce sync.Once
+	pd     *mem.PD
+
+	mu      sync.Mutex
+	neigh   map[netip.Addr]*neigh
+	tb      *ipoibcm.Table
+	conns   map[ipoibcm.ConnID]*rcConn
+	pending map[ipoibcm.LinkAddr][][]byte // packets waiting for a connection, by peer (flags zeroed)
+}
+
+func newLink(cfg config, logger *log.Logger) (*Link, error) {
+	flags := uint8(ipoibcm.FlagRC)
+	if cfg.udOnly {
+		flags = 0 // a UD-only node sends the flags octet as zero (RFC 4755 §3.1)
+	}
+	me, err := ipoibcm.NewUnderlayLinkAddr(flags, cfg.epid, cfg.underlay)
+	if err != nil {
+		return nil, err
+	}
+	tb, err := ipoibcm.NewTable(ipoibcm.TableConfig{Local: me, ReceiveMTU: cfg.recvMTU, Policy: cfg.policy, MaxConns: cfg.maxConns})
+	if err != nil {
+		return nil, err
+	}
+	l := &Link{cfg: cfg, me: me, tb: tb, log: logger, neigh: map[netip.Addr]*neigh{},
+		conns: map[ipoibcm.ConnID]*rcConn{}, pending: map[ipoibcm.LinkAddr][][]byte{}}
+	for _, p := range cfg.addrs {
+		if p.Addr().Is4() && !l.v4.IsValid() {
+			l.v4 = p
+		} else if p.Addr().Is6() && !l.v6.IsValid() {
+			l.v6 = p
+		}
+	}
+	return l, nil
+}
+
+func (l *Link) debugf(format string, args ...any) {
+	if l.cfg.verbose {
+		l.log.Printf(format, args...)
+	}
+}
+
+// start opens the TUN device, the datagram socket and the listener.
+func (l *Link) start() error {
+	tun, name, err := openTUN(l.cfg.dev)
+	if err != nil {
+		return err
+	}
+	l.tun, l.cfg.dev = tun, name
+	var addrs []string
+	for _, p := range l.cfg.addrs {
+		addrs = append(addrs, p.String())
+	}
+	if err := configureTUN(name, l.cfg.mtu, addrs); err != nil {
+		tun.Close()
+		return err
+	}
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_BROADCAST, 1)
+		})
+		return errors.Join(err, serr)
+	}}
+	pc, err := lc.ListenPacket(context.Background(), "udp", netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(l.cfg.udpPort)).String())
+	if err != nil {
+		tun.Close()
+		return fmt.Errorf("datagram channel: %w", err)
+	}
+	l.udp = pc.(*net.UDPConn)
+	_ = l.udp.SetReadBuffer(4 << 20)
+	_ = l.udp.SetWriteBuffer(4 << 20)
+	if !l.cfg.udOnly {
+		l.ln, err = net.Listen("tcp", netip.AddrPortFrom(l.cfg.underlay, uint16(l.cfg.tcpPort)).String())
+		if err != nil {
+			tun.Close()
+			l.udp.Close()
+			return fmt.Errorf("connection listener: %w", err)
+		}
+	}
+	l.ctx, l.stop = context.WithCancel(context.Background())
+	l.log.Printf("%s up: link address %v, mtu %d, receive MTU %d, policy %v, service ID %v", name, l.me, l.cfg.mtu, l.cfg.recvMTU, l.cfg.policy, l.cfg.sidMode)
+	l.goRun(l.tunLoop)
+	l.goRun(l.datagramLoop)
+	l.goRun(l.tickLoop)
+	if l.ln != nil {
+		l.goRun(l.acceptLoop)
+	}
+	return nil
+}
+
+func (l *Link) goRun(f func()) {
+	l.wg.Add(1)
+	go func() { defer l.wg.Done(); f() }()
+}
+
+// close tears the interface down: every connection first (RFC 4755 §3.4:
+// they SHOULD go with the interface), then the sockets and the device.
+func (l *Link) close() {
+	l.stop()
+	l.mu.Lock()
+	ids := l.tb.CloseAll()
+	l.mu.Unlock()
+	l.closeConns(ids)
+	if l.ln != nil {
+		l.ln.Close()
+	}
+	l.udp.Close()
+	l.tun.Close()
+	l.wg.Wait()
+}
+
+// ---- transmit: packets from the local stack ----
+
+func (l *Link) tunLoop() {
+	buf := make([]byte, maxPacketSize)
+	for {
+		n, err := l.tun.Read(buf)
+		if err != nil {
+			if l.ctx.Err() == nil {
+				l.log.Printf("reading %s: %v", l.cfg.dev, err)
+			}
+			return
+		}
+		l.st.tunIn.Add(1)
+		l.output(buf[:n])
+	}
+}
+
+// output routes one packet from the stack. pkt is only valid during the call.
+func (l *Link) output(pkt []byte) {
+	info, err := parseIP(pkt)
+	if err != nil {
+		l.st.dropped.Add(1)
+		return
+	}
+	if info.etherType == ipoibcm.EtherTypeIPv6 {
+		if m, ok, _ := parseND(pkt); ok && m.typ == ndSolicit {
+			// The stack's own solicitations (for unreachability checks) are
+			// answered from our table; the daemon does resolution itself.
+			return
+		}
+	}
+	subnet := l.v4
+	if isGroup(info.dst, subnet) {
+		// RFC 4755 §2.1: multicast and broadcast always use the UD QP.
+		l.sendSized(pkt, info, udMTU, l.floodDatagram)
+		return
+	}
+	l.mu.Lock()
+	n := l.neigh[info.dst]
+	if n == nil || !n.resolved {
+		if n == nil {
+			n = &neigh{}
+			l.neigh[info.dst] = n
+		}
+		if len(n.queue) < maxQueued {
+			n.queue = append(n.queue, append([]byte(nil), pkt...))
+		} else {
+			l.st.dropped.Add(1)
+		}
+		first := n.tries == 0
+		if first {
+			n.tries, n.nextTry = 1, time.Now().Add(resolveEvery)
+		}
+		l.mu.Unlock()
+		if first {
+			l.solicit(info.dst)
+		}
+		return
+	}
+	la := n.la
+	l.mu.Unlock()
+	l.deliver(la, pkt, info)
+}
+
+// deliver sends a unicast packet to the peer la by the best path both ends share.
+func (l *Link) deliver(la ipoibcm.LinkAddr, pkt []byte, info ipInfo) {
+	if l.cfg.udOnly || !la.HasRC() {
+		// The peer is UD-only (or we are): the datagram channel, UD MTU.
+		to := la.Underlay()
+		l.sendSized(pkt, info, udMTU, func(b []byte) error { return l.sendDatagram(to, b) })
+		return
+	}
+	l.mu.Lock()
+	var c *rcConn
+	if ci, ok := l.tb.SendConn(la); ok {
+		c = l.conns[ci.ID]
+		l.tb.Touch(ci.ID, time.Now())
+	}
+	if c == nil {
+		key := la.WithoutFlags()
+		q := l.pending[key]
+		if len(q) < maxQueued {
+			l.pending[key] = append(q, append([]byte(nil), pkt...))
+		} else {
+			l.st.dropped.Add(1)
+		}
+		connect := !l.tb.Connecting(la)
+		var id ipoibcm.ConnID
+		var err error
+		if connect {
+			id, _, err = l.tb.Connect(la, time.Now())
+		}
+		l.mu.Unlock()
+		if connect {
+			if err != nil {
+				l.log.Printf("connect to %v: %v", la, err)
+				return
+			}
+			l.goRun(func() { l.dial(la, id) })
+		}
+		return
+	}
+	l.mu.Unlock()
+	l.sendSized(pkt, info, c.mtu, c.send)
+}
+
+// sendSized sends pkt with the encapsulation header through send if it fits
+// mtu; otherwise IPv4 without DF is fragmented and anything else gets the
+// ICMP error that teaches the stack the per-destination MTU (RFC 4755 §7.2).
+func (l *Link) sendSized(pkt []byte, info ipInfo, mtu int, send func([]byte) error) {
+	emit := func(p []byte) error {
+		b := make([]byte, ipoibcm.HeaderLen, ipoibcm.HeaderLen+len(p))
+		ipoibcm.EncapHeader{EtherType: info.etherType}.Put(b)
+		return send(append(b, p...))
+	}
+	var err error
+	switch {
+	case len(pkt) <= mtu:
+		err = emit(pkt)
+	case info.etherType == ipoibcm.EtherTypeIPv4 && !info.df:
+		err = fragment4(pkt, mtu, emit)
+	default:
+		// The error comes from the destination's address: the stack drops
+		// packets that arrive with one of its own addresses as source.
+		l.st.tooBig.Add(1)
+		if icmp, e := tooBig(pkt, info, info.dst, mtu); e == nil {
+			l.writeTUN(icmp)
+		}
+		return
+	}
+	if err != nil {
+		l.st.dropped.Add(1)
+		l.debugf("send %v -> %v: %v", info.src, info.dst, err)
+	}
+}
+
+func (l *Link) writeTUN(pkt []byte) {
+	if _, err := l.tun.Write(pkt); err != nil {
+		l.st.dropped.Add(1)
+		l.debugf("writing %s: %v", l.cfg.dev, err)
+		return
+	}
+	l.st.tunOut.Add(1)
+}
+
+// ---- the datagram channel (stands in for the UD QP, digest §13) ----
+
+func (l *Link) sendDatagram(to netip.Addr, b []byte) error {
+	_, err := l.udp.WriteToUDPAddrPort(b, netip.AddrPortFrom(to, uint16(l.cfg.udpPort)))
+	if err == nil {
+		l.st.dgOut.Add(1)
+	}
+	return err
+}
+
+// floodDatagram sends b to every flood destination: broadcast and multicast
+// replicated over the underlay.
+func (l *Link) floodDatagram(b []byte) error {
+	var errs []error
+	for _, to := range l.cfg.flood {
+		errs = append(errs, l.sendDatagram(to, b))
+	}
+	return errors.Join(errs...)
+}
+
+// solicit sends an address-resolution request for dst over the datagram channel.
+func (l *Link) solicit(dst netip.Addr) {
+	var pkt []byte
+	et := ipoibcm.EtherTypeARP
+	switch {
+	case dst.Is4() && l.v4.IsValid():
+		a, err := ipoibcm.ARP{Op: ipoibcm.ARPRequest, SenderHW: l.me, SenderIP: l.v4.Addr(), TargetIP: dst}.Append(nil)
+		if err != nil {
+			return
+		}
+		pkt = a
+	case dst.Is6() && l.v6.IsValid():
+		pkt, et = buildNS(l.v6.Addr(), dst, l.me), ipoibcm.EtherTypeIPv6
+	default:
+		return
+	}
+	l.debugf("resolving %v", dst)
+	_ = l.floodDatagram(append(ipoibcm.EncapHeader{EtherType: et}.Append(nil), pkt...))
+}
+
+func (l *Link) datagramLoop() {
+	buf := make([]byte, 65536)
+	for {
+		n, from, err := l.udp.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if l.ctx.Err() == nil {
+				l.log.Printf("datagram channel: %v", err)
+			}
+			return
+		}
+		if from.Addr().Unmap() == l.cfg.underlay && int(from.Port()) == l.cfg.udpPort {
+			continue // our own flood, looped back
+		}
+		l.st.dgIn.Add(1)
+		if err := l.inputDatagram(buf[:n], from.Addr().Unmap()); err != nil {
+			l.st.dropped.Add(1)
+			l.debugf("datagram from %v: %v", from, err)
+		}
+	}
+}
+
+func (l *Link) inputDatagram(b []byte, from netip.Addr) error {
+	h, p, err := ipoibcm.ParseEncap(b, false)
+	if err != nil {
+		return err
+	}
+	if err := ipoibcm.CheckEtherType(h.EtherType, ipoibcm.ChannelDatagram); err != nil {
+		return err
+	}
+	if h.EtherType == ipoibcm.EtherTypeARP {
+		a, err := ipoibcm.ParseARP(p)
+		if err != nil {
+			return err
+		}
+		return l.handleARP(a, from)
+	}
+	return l.inputIP(h.EtherType, p, from)
+}
+
+// inputIP hands a unicast or group packet that arrived on any channel to the
+// stack (RFC 4755 §7: unicast IP is accepted on every mode we support).
+func (l *Link) inputIP(et uint16, p []byte, from netip.Addr) error {
+	info, err := parseIP(p)
+	if err != nil {
+		return err
+	}
+	if info.etherType != et {
+		return fmt.Errorf("EtherType %#04x carries an IPv%d packet", et, p[0]>>4)
+	}
+	if et == ipoibcm.EtherTypeIPv6 {
+		m, ok, err := parseND(p)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return l.handleND(m, from)
+		}
+	}
+	l.writeTUN(p)
+	return nil
+}
+
+// checkSender refuses a resolution message whose link-layer address names
+// another underlay host than the one it came from (an impostor, §8).
+func checkSender(la ipoibcm.LinkAddr, from netip.Addr) error {
+	if la.Underlay() != from {
+		return fmt.Errorf("link-layer address %v does not belong to sender %v", la, from)
+	}
+	return nil
+}
+
+func (l *Link) handleARP(a ipoibcm.ARP, from netip.Addr) error {
+	if err := checkSender(a.SenderHW, from); err != nil {
+		return err
+	}
+	forUs := l.v4.IsValid() && a.TargetIP == l.v4.Addr()
+	if forUs || l.known(a.SenderIP) {
+		l.learn(a.SenderIP, a.SenderHW)
+	}
+	if a.Op == ipoibcm.ARPRequest && forUs {
+		// RFC 4755 §7: address-resolution answers always go as UD, unicast.
+		rep, err := ipoibcm.ARP{Op: ipoibcm.ARPReply, SenderHW: l.me, SenderIP: a.TargetIP, TargetHW: a.SenderHW, TargetIP: a.SenderIP}.Append(
+			ipoibcm.EncapHeader{EtherType: ipoibcm.EtherTypeARP}.Append(nil))
+		if err != nil {
+			return err
+		}
+		return l.sendDatagram(a.SenderHW.Underlay(), rep)
+	}
+	return nil
+}
+
+func (l *Link) handleND(m ndMsg, from netip.Addr) error {
+	if !m.hasLL {
+		return nil
+	}
+	if err := checkSender(m.ll, from); err != nil {
+		return err
+	}
+	switch m.typ {
+	case ndSolicit:
+		if !l.ownAddr(m.target) {
+			return nil
+		}
+		if m.src.IsValid() && !m.src.IsUnspecified() {
+			l.learn(m.src, m.ll)
+		}
+		na := buildNA(m.target, m.src, l.me)
+		return l.sendDatagram(m.ll.Underlay(), append(ipoibcm.EncapHeader{EtherType: ipoibcm.EtherTypeIPv6}.Append(nil), na...))
+	case ndAdvert:
+		if l.known(m.target) {
+			l.learn(m.target, m.ll)
+		}
+	}
+	return nil
+}
+
+// ownAddr reports whether ip is configured on our interface (the kernel adds
+// a link-local IPv6 address of its own, for one).
+func (l *Link) ownAddr(ip netip.Addr) bool {
+	ifi, err := net.InterfaceByName(l.cfg.dev)
+	if err != nil {
+		return false
+	}
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if x, ok := netip.AddrFromSlice(n.IP); ok && x.Unmap() == ip {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (l *Link) known(ip netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.neigh[ip] != nil
+}
+
+// learn records ip -> la and sends what was waiting for it.
+func (l *Link) learn(ip netip.Addr, la ipoibcm.LinkAddr) {
+	l.mu.Lock()
+	n := l.neigh[ip]
+	if n == nil {
+		n = &neigh{}
+		l.neigh[ip] = n
+	}
+	if n.resolved && n.la != la {
+		l.log.Printf("neighbour %v moved from %v to %v", ip, n.la, la)
+	}
+	n.la, n.resolved, n.confirmed, n.probing, n.tries = la, true, time.Now(), false, 0
+	q := n.queue
+	n.queue = nil
+	l.mu.Unlock()
+	if len(q) > 0 {
+		l.debugf("resolved %v -> %v, sending %d queued", ip, la, len(q))
+	}
+	for _, p := range q {
+		if info, err := parseIP(p); err == nil {
+			l.deliver(la, p, info)
+		}
+	}
+}
+
+// ---- timers: resolution retries, entry expiry, idle connections ----
+
+func (l *Link) tickLoop() {
+	t := time.NewTicker(tickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case now := <-t.C:
+			l.tick(now)
+		}
+	}
+}
+
+func (l *Link) tick(now time.Time) {
+	var resolve []netip.Addr
+	var teardown []*rcConn
+	l.mu.Lock()
+	for ip, n := range l.neigh {
+		switch {
+		case !n.resolved && now.After(n.nextTry):
+			if n.tries >= resolveTries {
+				l.st.dropped.Add(uint64(len(n.queue)))
+				delete(l.neigh, ip)
+				continue
+			}
+			n.tries++
+			n.nextTry = now.Add(resolveEvery)
+			resolve = append(resolve, ip)
+		case n.resolved && now.Sub(n.confirmed) > l.cfg.neighTTL:
+			// RFC 4755 §3.4: the connection MAY go when the entry expires,
+			// unless another address still resolves to the same peer.
+			delete(l.neigh, ip)
+			if !l.peerStillKnown(n.la) {
+				for _, id := range l.tb.Forget(n.la) {
+					teardown = append(teardown, l.dropConnLocked(id))
+				}
+			}
+		case n.resolved && now.Sub(n.confirmed) > l.cfg.neighTTL/2 && !n.probing:
+			n.probing = true // refresh before expiry while the entry is in use
+			resolve = append(resolve, ip)
+		}
+	}
+	for _, id := range l.tb.Idle(now, l.cfg.idle) {
+		l.debugf("connection %d idle for %v: tearing down", id, l.cfg.idle)
+		teardown = append(teardown, l.dropConnLocked(id))
+	}
+	l.mu.Unlock()
+	for _, c := range teardown {
+		if c != nil {
+			c.close()
+		}
+	}
+	for _, ip := range resolve {
+		l.solicit(ip)
+	}
+}
+
+func (l *Link) peerStillKnown(la ipoibcm.LinkAddr) bool {
+	for _, n := range l.neigh {
+		if n.resolved && n.la.Compare(la) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// dropConnLocked removes id from the table and the map and returns the
+// connection for the caller to close outside the lock.
+func (l *Link) dropConnLocked(id ipoibcm.ConnID) *rcConn {
+	l.tb.Close(id)
+	c := l.conns[id]
+	delete(l.conns, id)
+	return c
+}

@@ -1,0 +1,182 @@
+// Command ipoibcm runs an IP link over openiwarp reliable connections: IP
+// over InfiniBand connected mode (RFC 4755) mapped onto iWARP.
+//
+// It creates a TUN interface, resolves neighbours with ARP and IPv6
+// neighbour discovery over a UDP datagram channel on the underlay network
+// (standing in for the UD QP), opens one iWARP connection per peer on demand
+// with the RFC 4755 private data in the MPA Request/Reply, carries IPv4 and
+// IPv6 packets with the 4-octet encapsulation header as RDMAP Sends within
+// each connection's negotiated MTU, keeps a receive posted for every Send
+// with credits, tears idle connections down, and sends broadcast and
+// multicast over the datagram channel.
+//
+// Usage:
+//
+//	ipoibcm -underlay 198.18.0.1 -flood 198.18.0.255 -addr 198.19.0.1/24 [-addr fd00:4755::1/64]
+//
+// Exit status: 0 after a clean shutdown (SIGINT/SIGTERM), 1 on a runtime
+// error, 2 on bad flags.
+package main
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"log"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/openiwarp/openiwarp/golden/ipoibcm"
+)
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, strings.Split(v, ",")...); return nil }
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("ipoibcm", flag.ContinueOnError)
+	var (
+		cfg                   config
+		addrs, flood          listFlag
+		underlay, sid, policy string
+		epid, recvMTU         uint
+		statsEvery            time.Duration
+	)
+	fs.StringVar(&cfg.dev, "dev", "ipcm%d", "TUN interface name (%d: the kernel picks a number)")
+	fs.Var(&addrs, "addr", "overlay address/prefix of the interface (repeatable; IPv4 and IPv6)")
+	fs.StringVar(&underlay, "underlay", "", "our address on the underlay network (required)")
+	fs.Var(&flood, "flood", "underlay destinations for broadcast/multicast datagrams: peers or a broadcast address (repeatable)")
+	fs.IntVar(&cfg.udpPort, "udp-port", 4755, "UDP port of the datagram channel (stands in for the UD QP)")
+	fs.IntVar(&cfg.tcpPort, "port", 4756, "TCP port of the reliable connections")
+	fs.UintVar(&epid, "epid", 0, "24-bit endpoint ID: the UD QPN of our link-layer address (0: random)")
+	fs.IntVar(&cfg.mtu, "mtu", 65520, "interface MTU")
+	fs.UintVar(&recvMTU, "recv-mtu", 0, "Receive MTU advertised on connections, header included (0: mtu+4)")
+	fs.StringVar(&sid, "sid", "ofed", "Service-ID form to send: ofed (0x10 prefix, as Linux) or literal-rfc (0x01); both are accepted")
+	fs.StringVar(&policy, "policy", "strict", "crossing connections: strict (RFC 4755 §3.3) or compat (Linux-like)")
+	fs.DurationVar(&cfg.idle, "idle", 60*time.Second, "tear down connections idle this long")
+	fs.DurationVar(&cfg.neighTTL, "neigh-ttl", 5*time.Minute, "lifetime of an address-resolution entry")
+	fs.IntVar(&cfg.depth, "depth", 64, "receives posted per connection (the credits granted to the peer)")
+	fs.BoolVar(&cfg.udOnly, "ud-only", false, "advertise no connected mode; send everything over the datagram channel")
+	fs.IntVar(&cfg.maxConns, "max-conns", ipoibcm.DefaultMaxConns, "cap on connections")
+	fs.DurationVar(&cfg.connectTO, "connect-timeout", 5*time.Second, "bound on connection setup")
+	fs.DurationVar(&statsEvery, "stats", 0, "log counters this often (0: only at exit)")
+	fs.BoolVar(&cfg.verbose, "v", false, "log resolution and connection events")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(os.Stderr, "ipoibcm: "+format+"\n", a...)
+		fs.Usage()
+		return 2
+	}
+	var err error
+	if cfg.underlay, err = netip.ParseAddr(underlay); err != nil {
+		return bad("-underlay: %v", err)
+	}
+	cfg.underlay = cfg.underlay.Unmap()
+	for _, a := range addrs {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			return bad("-addr: %v", err)
+		}
+		cfg.addrs = append(cfg.addrs, p)
+	}
+	for _, a := range flood {
+		ip, err := netip.ParseAddr(a)
+		if err != nil {
+			return bad("-flood: %v", err)
+		}
+		cfg.flood = append(cfg.flood, ip)
+	}
+	if epid == 0 {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		epid = uint(binary.BigEndian.Uint32(b[:])&ipoibcm.MaxQPN) | 1
+	}
+	if epid > ipoibcm.MaxQPN {
+		return bad("-epid %d does not fit in 24 bits", epid)
+	}
+	cfg.epid = uint32(epid)
+	if cfg.mtu < ipoibcm.MinMTUIPv4 || cfg.mtu > ipoibcm.MaxIPv4MTU {
+		return bad("-mtu %d outside [%d, %d]", cfg.mtu, ipoibcm.MinMTUIPv4, ipoibcm.MaxIPv4MTU)
+	}
+	if recvMTU == 0 {
+		recvMTU = uint(cfg.mtu + ipoibcm.HeaderLen)
+	}
+	if recvMTU < ipoibcm.HeaderLen+ipoibcm.MinMTUIPv4 || recvMTU > ipoibcm.MaxIPv4MTU+ipoibcm.HeaderLen {
+		return bad("-recv-mtu %d outside [%d, %d]", recvMTU, ipoibcm.HeaderLen+ipoibcm.MinMTUIPv4, ipoibcm.MaxIPv4MTU+ipoibcm.HeaderLen)
+	}
+	cfg.recvMTU = uint32(recvMTU)
+	switch sid {
+	case "ofed":
+		cfg.sidMode = ipoibcm.SIDOFED
+	case "literal-rfc":
+		cfg.sidMode = ipoibcm.SIDLiteral
+	default:
+		return bad("-sid %q: want ofed or literal-rfc", sid)
+	}
+	switch policy {
+	case "strict":
+		cfg.policy = ipoibcm.PolicyStrict
+	case "compat":
+		cfg.policy = ipoibcm.PolicyCompat
+	default:
+		return bad("-policy %q: want strict or compat", policy)
+	}
+	if cfg.depth < ipoibcm.MinQueueDepth || cfg.depth > 0xffff {
+		return bad("-depth %d outside [%d, 65535]", cfg.depth, ipoibcm.MinQueueDepth)
+	}
+
+	logger := log.New(os.Stderr, "ipoibcm: ", log.Ltime|log.Lmicroseconds)
+	l, err := newLink(cfg, logger)
+	if err != nil {
+		logger.Print(err)
+		return 1
+	}
+	if err := l.start(); err != nil {
+		logger.Print(err)
+		return 1
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	var tick <-chan time.Time
+	if statsEvery > 0 {
+		t := time.NewTicker(statsEvery)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case s := <-sig:
+			logger.Printf("%v: shutting down", s)
+			logger.Print(l.stats())
+			l.close()
+			return 0
+		case <-tick:
+			logger.Print(l.stats())
+		}
+	}
+}
+
+// stats is one line of counters.
+func (l *Link) stats() string {
+	l.mu.Lock()
+	conns := len(l.conns)
+	l.mu.Unlock()
+	s := &l.st
+	return fmt.Sprintf("stats: tun in %d out %d, datagram in %d out %d, connected in %d out %d, too big %d, dropped %d, connections %d",
+		s.tunIn.Load(), s.tunOut.Load(), s.dgIn.Load(), s.dgOut.Load(), s.rcIn.Load(), s.rcOut.Load(), s.tooBig.Load(), s.dropped.Load(), conns)
+}
