@@ -418,3 +418,67 @@ func pcapngFile(frames [][]byte) []byte {
 	}
 	return b
 }
+
+// TestInterleavedConnections merges two committed captures packet by
+// packet into one file: each connection must decode exactly as it does
+// alone.
+func TestInterleavedConnections(t *testing.T) {
+	read := func(name string) [][]byte {
+		b, err := os.ReadFile(capturePath(name))
+		require.NoError(t, err)
+		r, err := pcapio.NewReader(bytes.NewReader(b))
+		require.NoError(t, err)
+		var out [][]byte
+		for {
+			pk, err := r.Next()
+			if err != nil {
+				return out
+			}
+			out = append(out, append([]byte(nil), pk.Data...))
+		}
+	}
+	names := []string{"markers-crc", "rev2-siw", "not-mpa"}
+	var parts [][][]byte
+	for _, n := range names {
+		parts = append(parts, read(n))
+	}
+	var merged bytes.Buffer
+	w, err := pcapio.NewWriter(&merged, pcapio.LinkEthernet)
+	require.NoError(t, err)
+	for i := 0; ; i++ {
+		wrote := false
+		for _, p := range parts {
+			if i < len(p) {
+				require.NoError(t, w.WritePacket(captureEpoch, p[i]))
+				wrote = true
+			}
+		}
+		if !wrote {
+			break
+		}
+	}
+	path := filepath.Join(t.TempDir(), "merged.pcap")
+	require.NoError(t, os.WriteFile(path, merged.Bytes(), 0o644))
+	out, stderr, code := iwdump(t, nil, "-json", path)
+	require.Equal(t, 0, code, stderr)
+	byConn := map[float64][]map[string]any{}
+	for _, e := range events(t, out) {
+		c := e["conn"].(float64)
+		delete(e, "conn")
+		delete(e, "frame")
+		byConn[c] = append(byConn[c], e)
+	}
+	require.Len(t, byConn, 3)
+	for i, n := range names {
+		alone, _, _ := iwdump(t, nil, "-json", capturePath(n))
+		want := events(t, alone)
+		for _, e := range want {
+			delete(e, "conn")
+			delete(e, "frame")
+			if e["kind"] == "note" { // names its connection number
+				e["note"] = strings.Replace(e["note"].(string), "connection 1 ", "connection 3 ", 1)
+			}
+		}
+		assert.Equal(t, want, byConn[float64(i+1)], "connection %d (%s)", i+1, n)
+	}
+}

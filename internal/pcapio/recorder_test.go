@@ -97,7 +97,6 @@ func TestRecordConcurrent(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, rc.CloseWrite())
-	time.Sleep(10 * time.Millisecond)
 	wg.Wait()
 	require.NoError(t, rc.Close())
 	require.True(t, bytes.Equal(up, got.Bytes()))
