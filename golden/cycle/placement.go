@@ -1,0 +1,511 @@
+package cycle
+
+import (
+	"fmt"
+
+	"github.com/openiwarp/openiwarp/golden/ddp"
+	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+	"github.com/openiwarp/openiwarp/golden/rdmap"
+)
+
+// Placement destinations, as the block documents them.
+const (
+	PlaceDrop = iota // valid zero-length tagged segment: nothing leaves
+	PlaceDMA         // tagged, checked: DMA writes
+	PlaceHost        // untagged, header-checked: host queue
+	PlaceTerm        // failed: one Terminate event
+)
+
+// PlacementHdrBytes is the ULPDU prefix handed over with host segments and
+// Terminate events: an untagged DDP header.
+const PlacementHdrBytes = ddp.UntaggedHeaderLen
+
+// pageShift is the page size of page-list translation (4 KiB).
+const pageShift = 12
+
+// PlacementEntry is one STag table entry of the placement engine: the
+// protection part exactly as golden/iwarp/mem checks it, and the address
+// translation.
+type PlacementEntry struct {
+	mem.Entry
+	Paged bool   // translate through the page list
+	Addr  uint64 // contiguous: host address of Base; paged: offset of Base in the first page
+	PBL   uint32 // paged: first page-list slot
+}
+
+// PlacementCmdKind is a table update the host makes through the register map.
+type PlacementCmdKind uint8
+
+// Table updates.
+const (
+	CmdNone       PlacementCmdKind = iota
+	CmdCommit                      // write Entry at Index
+	CmdInvalidate                  // clear the valid bit at Index
+	CmdPage                        // write page address Addr at page-list Slot
+)
+
+// PlacementCmd is one table update, effective from the next cycle (a lookup
+// in the same cycle sees the old contents).
+type PlacementCmd struct {
+	Kind  PlacementCmdKind
+	Index uint32 // STag index (commit, invalidate)
+	Entry PlacementEntry
+	Slot  uint32 // page-list slot
+	Addr  uint64 // page address (4 KiB aligned; low bits ignored)
+}
+
+// PlacementIn is one cycle of inputs of placement_w<W>.
+type PlacementIn struct {
+	Reset     bool
+	Data      []byte // W/8 lanes
+	Keep      uint64
+	Valid     bool
+	Last      bool
+	Len       uint16 // ULPDU length (sideband)
+	QP, PD    uint32
+	Rev       bool // DDP/RDMAP version 1
+	Cmd       PlacementCmd
+	DMAReady  bool
+	HostReady bool
+	TermReady bool
+}
+
+// PlacementOut is one cycle of outputs of placement_w<W>. Data of a channel
+// whose valid is low is zero.
+type PlacementOut struct {
+	SReady   bool
+	InitDone bool
+
+	DMAValid bool
+	DMAAddr  uint64
+	DMAData  []byte // lanes without a strobe are zero
+	DMAStrb  uint64
+
+	HostValid   bool
+	HostData    []byte
+	HostKeep    uint64
+	HostLast    bool
+	HostQP      uint32
+	HostLen     uint16
+	HostOpcode  rdmap.Opcode // last beat only
+	HostDDPLast bool
+	HostQN      uint32
+	HostMSN     uint32
+	HostMO      uint32
+	HostInv     uint32
+
+	TermValid  bool
+	TermCause  rdmap.Cause
+	TermM      bool
+	TermD      bool
+	TermR      bool
+	TermSegLen uint16
+	TermHdr    [PlacementHdrBytes]byte
+	TermQP     uint32
+}
+
+type plBeat struct {
+	v         bool
+	data      []byte // bytes at or past len zeroed
+	keep, pay uint64 // lanes in use; lanes that are payload if tagged
+	last, sop bool
+	bidx      int // beat index, saturating at 3
+	len       uint16
+	qp, pd    uint32
+	rev       bool
+}
+
+func (b *plBeat) copyFrom(o *plBeat) {
+	d := b.data
+	*b = *o
+	b.data = append(d[:0], o.data...)
+}
+
+type plCtx struct {
+	dest    int
+	cause   rdmap.Cause
+	m, d, r bool
+	rot     int
+	vbase   uint64
+	paged   bool
+	pbl     uint32
+	len     uint16
+	qp      uint32
+}
+
+// Placement models placement_w<W>, the receive-side placement engine: a
+// four-stage pipeline (input register, decision, realignment, output
+// register) behind one advance condition, with the decisions taken by the
+// golden functions (ddp.Parse, rdmap.Control and Opcode.Fits, mem.Check and
+// Fault.Cause, Cause.Headers) in the order golden/iwarp's receive path uses.
+//
+// Timing contract (hw/rtl/placement_w*.v): the pipeline advances when the
+// output register is empty or the channel its content is for is ready;
+// s_axis_tready is that, minus the cycle in which a segment's trailing host
+// block is written, and minus the reset sweep (TableDepth cycles after reset
+// in which the valid bits are cleared). At widths below 128 bits a
+// segment's first beat waits in the input register for the second. The
+// table is read when a first beat leaves the input register.
+type Placement struct {
+	lanes, depth, pblDepth int
+
+	table []PlacementEntry
+	pages []uint64 // page numbers (address >> 12)
+
+	initCnt  int
+	initDone bool
+
+	inSop bool
+	inBidx,
+	inRem int
+
+	s0, s1, s2 plBeat
+	s1Entry    PlacementEntry
+	s1IdxOK    bool
+	s2Ctx      plCtx
+
+	prev      plBeat // the beat that last left stage 2
+	flushData []byte
+	flushStrb uint64
+
+	s3v     bool
+	s3Dest  int
+	s3Data  []byte
+	s3Strb  uint64
+	s3Last  bool
+	s3Vblk  uint64
+	s3Ctx   plCtx
+	s3Hdr   [PlacementHdrBytes]byte
+	pblRd   uint64
+	flush   bool
+	vnext   uint64
+	ulpdu   []byte
+	outData []byte // what the output register shows (Step's result aliases it)
+}
+
+// NewPlacement models the block of the given data width (bits) and table sizes.
+func NewPlacement(width, tableDepth, pblDepth int) (*Placement, error) {
+	if width < 64 || width > 512 || width&(width-1) != 0 {
+		return nil, fmt.Errorf("%w: placement width %d (have 64 to 512, powers of two)", ErrConfig, width)
+	}
+	if tableDepth < 2 || tableDepth&(tableDepth-1) != 0 || pblDepth < 2 || pblDepth&(pblDepth-1) != 0 {
+		return nil, fmt.Errorf("%w: placement table depth %d, page list depth %d", ErrConfig, tableDepth, pblDepth)
+	}
+	l := width / 8
+	m := &Placement{lanes: l, depth: tableDepth, pblDepth: pblDepth,
+		table: make([]PlacementEntry, tableDepth), pages: make([]uint64, pblDepth),
+		flushData: make([]byte, l), s3Data: make([]byte, l), ulpdu: make([]byte, 1<<16)}
+	m.outData = make([]byte, l)
+	for _, b := range []*plBeat{&m.s0, &m.s1, &m.s2, &m.prev} {
+		b.data = make([]byte, l)
+	}
+	return m, nil
+}
+
+// Lanes is the number of byte lanes.
+func (m *Placement) Lanes() int { return m.lanes }
+
+func (m *Placement) adv(in *PlacementIn) bool {
+	if !m.s3v {
+		return true
+	}
+	switch m.s3Dest {
+	case PlaceDMA:
+		return in.DMAReady
+	case PlaceHost:
+		return in.HostReady
+	case PlaceTerm:
+		return in.TermReady
+	}
+	return false
+}
+
+// Step runs one cycle.
+func (m *Placement) Step(in PlacementIn) PlacementOut {
+	adv := m.adv(&in)
+	advUp := adv && !m.flush
+	out := m.outputs()
+	out.SReady = advUp && m.initDone
+	if in.Reset {
+		m.reset()
+		return out
+	}
+	fire := in.Valid && out.SReady
+	l := m.lanes
+
+	// Output register (and the page-list read that goes with it).
+	if adv {
+		nextPBL := m.s2Ctx.pbl
+		if m.flush {
+			nextPBL = m.s3Ctx.pbl
+		}
+		nextVblk := m.s2Ctx.vbase
+		if m.flush || !m.s2.sop {
+			nextVblk = m.vnext
+		}
+		slot := (uint64(nextPBL) + nextVblk>>pageShift) % uint64(m.pblDepth)
+		m.pblRd = m.pages[slot]
+		s2 := &m.s2
+		var newData []byte
+		var newStrb uint64
+		newV, newDest, newLast := false, m.s2Ctx.dest, s2.last && !m.flush
+		switch {
+		case m.flush:
+			newV, newDest, newData, newStrb = true, PlaceDMA, m.flushData, m.flushStrb
+		case m.s2Ctx.dest == PlaceDMA:
+			var prev *plBeat
+			if !s2.sop {
+				prev = &m.prev
+			}
+			var blk [64]byte
+			newStrb = m.block(blk[:l], prev, s2, m.s2Ctx.rot)
+			newData, newV = blk[:l], s2.v && newStrb != 0
+		default:
+			newData, newStrb = s2.data, s2.keep
+			newV = s2.v && (m.s2Ctx.dest == PlaceHost || m.s2Ctx.dest == PlaceTerm && s2.last)
+		}
+		if advUp && s2.v {
+			m.s3Ctx = m.s2Ctx
+			if s2.sop {
+				m.s3Hdr = [PlacementHdrBytes]byte{}
+			}
+			for k := s2.bidx * l; k < min((s2.bidx+1)*l, PlacementHdrBytes); k++ {
+				m.s3Hdr[k] = s2.data[k-s2.bidx*l]
+			}
+		}
+		m.s3v, m.s3Dest, m.s3Last, m.s3Strb = newV, newDest, newLast, newStrb
+		copy(m.s3Data, newData)
+		if m.flush || s2.v {
+			m.vnext = nextVblk + uint64(l)
+		}
+		m.s3Vblk = nextVblk
+		newFlush := false
+		if advUp && s2.v {
+			// The block after the last beat: its lanes below rot come from this beat.
+			m.flushStrb = m.block(m.flushData, s2, nil, m.s2Ctx.rot)
+			newFlush = s2.last && m.s2Ctx.dest == PlaceDMA && m.flushStrb != 0
+			m.prev.copyFrom(s2)
+		}
+		m.flush = newFlush
+	}
+
+	if advUp {
+		hold := l < ddp.TaggedHeaderLen && m.s0.sop && !m.s0.last
+		s0move := m.s0.v && (!hold || fire)
+		if m.s1.v && m.s1.sop {
+			m.s2Ctx = m.decide()
+		}
+		m.s2.copyFrom(&m.s1)
+		if s0move && m.s0.sop {
+			idx := uint32(m.s0.data[2])<<16 | uint32(m.s0.data[3])<<8 | uint32(m.s0.data[4])
+			m.s1IdxOK = idx < uint32(m.depth)
+			m.s1Entry = m.table[idx%uint32(m.depth)]
+		}
+		m.s1.copyFrom(&m.s0)
+		m.s1.v = s0move
+		if fire {
+			m.load(&in)
+		}
+		m.s0.v = fire || m.s0.v && !s0move
+	}
+
+	// Table updates take effect after this cycle's reads.
+	switch c := in.Cmd; c.Kind {
+	case CmdCommit:
+		if m.initDone && c.Index < uint32(m.depth) {
+			m.table[c.Index] = c.Entry
+		}
+	case CmdInvalidate:
+		if m.initDone && c.Index < uint32(m.depth) {
+			m.table[c.Index].Valid = false
+		}
+	case CmdPage:
+		m.pages[c.Slot%uint32(m.pblDepth)] = c.Addr >> pageShift
+	}
+	if !m.initDone {
+		m.table[m.initCnt].Valid = false
+		if m.initCnt == m.depth-1 {
+			m.initDone = true
+		}
+		m.initCnt = (m.initCnt + 1) % m.depth
+	}
+	return out
+}
+
+func (m *Placement) reset() {
+	m.initCnt, m.initDone = 0, false
+	m.inSop, m.inBidx = true, 0
+	m.s0.v, m.s1.v, m.s2.v, m.s3v, m.flush = false, false, false, false, false
+}
+
+// load takes an accepted beat into the input register: bytes at or past
+// the ULPDU length are dropped.
+func (m *Placement) load(in *PlacementIn) {
+	l := m.lanes
+	rem := m.inRem
+	if m.inSop {
+		rem = int(in.Len)
+	}
+	b := &m.s0
+	b.keep, b.pay = 0, 0
+	for i := 0; i < l; i++ {
+		b.data[i] = 0
+		if in.Keep>>i&1 != 0 && i < rem {
+			b.keep |= 1 << i
+			b.data[i] = in.Data[i]
+			if m.inBidx*l+i >= ddp.TaggedHeaderLen {
+				b.pay |= 1 << i
+			}
+		}
+	}
+	b.last, b.sop, b.bidx = in.Last, m.inSop, m.inBidx
+	b.len, b.qp, b.pd, b.rev = in.Len, in.QP, in.PD, in.Rev
+	m.inRem = max(rem-l, 0)
+	m.inSop = in.Last
+	switch {
+	case in.Last:
+		m.inBidx = 0
+	case m.inBidx < 3:
+		m.inBidx++
+	}
+}
+
+// block fills dst with the host block of a tagged segment that covers the
+// end of beat prev and the start of beat cur (either may be nil): host lane
+// o holds the segment byte rot lanes before it, from prev when o < rot. It
+// returns the strobes (payload bytes present).
+func (m *Placement) block(dst []byte, prev, cur *plBeat, rot int) uint64 {
+	l := m.lanes
+	var strb uint64
+	for o := 0; o < l; o++ {
+		dst[o] = 0
+		src, lane := cur, o-rot
+		if o < rot {
+			src, lane = prev, l-rot+o
+		}
+		if src != nil && src.pay>>lane&1 != 0 {
+			dst[o] = src.data[lane]
+			strb |= 1 << o
+		}
+	}
+	return strb
+}
+
+// decide takes the decision for the segment whose first beat is in stage 1:
+// the golden receive checks on its header (bytes 0-13: the first beat and,
+// at narrow widths, the second, waiting in stage 0) and its table entry.
+func (m *Placement) decide() plCtx {
+	l := m.lanes
+	n := int(m.s1.len)
+	u := m.ulpdu[:n]
+	clear(u[:min(n, PlacementHdrBytes)])
+	for k := 0; k < min(n, ddp.TaggedHeaderLen); k++ {
+		switch {
+		case k < l:
+			u[k] = m.s1.data[k]
+		case !m.s1.last:
+			u[k] = m.s0.data[k-l]
+		}
+	}
+	ctx := plCtx{len: m.s1.len, qp: m.s1.qp}
+	ver := ddp.VersionRDMAC
+	if m.s1.rev {
+		ver = ddp.Version1
+	}
+	fail := func(c rdmap.Cause, op rdmap.Opcode) plCtx {
+		ctx.dest, ctx.cause = PlaceTerm, c
+		ctx.m, ctx.d, ctx.r = c.Headers(op)
+		return ctx
+	}
+	// The order of golden/iwarp's receive path (Endpoint.onULPDU).
+	seg, err := ddp.Parse(u)
+	if err != nil {
+		if n > 0 && ddp.Control(u[0]).Tagged() {
+			return fail(rdmap.DDPTaggedInvalidVersion, rdmap.OpSend)
+		}
+		return fail(rdmap.DDPUntaggedInvalidVersion, rdmap.OpSend)
+	}
+	tagged := seg.Control.Tagged()
+	ctl := rdmap.Control(seg.RsvdULP0())
+	op := ctl.Opcode()
+	if seg.Control.Version() != ver {
+		if tagged {
+			return fail(rdmap.DDPTaggedInvalidVersion, op)
+		}
+		return fail(rdmap.DDPUntaggedInvalidVersion, op)
+	}
+	if ctl.Version() != rdmap.Version(ver) {
+		return fail(rdmap.RDMAPInvalidVersion, op)
+	}
+	var qn uint32
+	if !tagged {
+		if qn = seg.Untagged().QN(); qn >= rdmap.NumQueues {
+			return fail(rdmap.DDPInvalidQN, op)
+		}
+	}
+	if !op.Fits(tagged, qn) {
+		return fail(rdmap.RDMAPUnexpectedOpcode, op)
+	}
+	if !tagged {
+		ctx.dest = PlaceHost
+		return ctx
+	}
+	h := seg.Tagged()
+	use := mem.UseRemoteWrite
+	if op == rdmap.OpReadResponse {
+		use = mem.UseReadResponse
+	}
+	var e *mem.Entry
+	if m.s1IdxOK {
+		e = &m.s1Entry.Entry
+	}
+	payLen := uint64(len(seg.Payload))
+	if f := mem.Check(e, mem.Request{STag: mem.STag(h.STag()), PD: m.s1.pd, QP: m.s1.qp, TO: h.TO(), Len: payLen, Use: use}); f != mem.OK {
+		return fail(f.Cause(use), op)
+	}
+	if payLen == 0 {
+		ctx.dest = PlaceDrop
+		return ctx
+	}
+	ctx.dest = PlaceDMA
+	// Translation: v is the entry's offset of a byte (contiguous: its host
+	// address); the host block of the segment's byte 0 and the lane rotation.
+	v0 := h.TO() - m.s1Entry.Base + m.s1Entry.Addr
+	vm := v0 - ddp.TaggedHeaderLen
+	ctx.rot = int(vm % uint64(l))
+	ctx.vbase = vm - uint64(ctx.rot)
+	ctx.paged, ctx.pbl = m.s1Entry.Paged, m.s1Entry.PBL%uint32(m.pblDepth)
+	return ctx
+}
+
+// outputs are what the output register shows this cycle.
+func (m *Placement) outputs() PlacementOut {
+	o := PlacementOut{InitDone: m.initDone}
+	if !m.s3v {
+		return o
+	}
+	switch m.s3Dest {
+	case PlaceDMA:
+		o.DMAValid, o.DMAStrb = true, m.s3Strb
+		o.DMAData = append(m.outData[:0], m.s3Data...)
+		o.DMAAddr = m.s3Vblk
+		if m.s3Ctx.paged {
+			o.DMAAddr = m.pblRd<<pageShift | m.s3Vblk&(1<<pageShift-1)
+		}
+	case PlaceHost:
+		o.HostValid, o.HostKeep, o.HostLast = true, m.s3Strb, m.s3Last
+		o.HostData = append(m.outData[:0], m.s3Data...)
+		o.HostQP, o.HostLen = m.s3Ctx.qp, m.s3Ctx.len
+		if m.s3Last {
+			h := ddp.Untagged(m.s3Hdr[:])
+			o.HostOpcode = rdmap.Control(h.RsvdULP0()).Opcode()
+			o.HostDDPLast = h.Control().Last()
+			o.HostQN, o.HostMSN, o.HostMO, o.HostInv = h.QN()&3, h.MSN(), h.MO(), h.RsvdULP1()
+		}
+	case PlaceTerm:
+		o.TermValid = true
+		o.TermCause, o.TermM, o.TermD, o.TermR = m.s3Ctx.cause, m.s3Ctx.m, m.s3Ctx.d, m.s3Ctx.r
+		o.TermSegLen, o.TermHdr, o.TermQP = m.s3Ctx.len, m.s3Hdr, m.s3Ctx.qp
+	}
+	return o
+}
