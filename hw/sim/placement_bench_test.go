@@ -1,0 +1,706 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/openiwarp/openiwarp/golden/cycle"
+	"github.com/openiwarp/openiwarp/golden/ddp"
+	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+	"github.com/openiwarp/openiwarp/golden/rdmap"
+	"github.com/openiwarp/openiwarp/hw/gen"
+)
+
+// placementBench is the co-simulation bench of placement_w<width>; drv
+// receives the driver the harness creates, so a test can read what it saw.
+func placementBench(width int, mode plMode, drv **plDriver) (*Bench, error) {
+	cfg := gen.PlacementDefault(width)
+	m, err := gen.Placement(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := NewBench(m, nil, nil)
+	b.NewModel = func() (Model, error) { return newPlModel(b.Layout, cfg) }
+	b.NewDriver = func(seed uint64) Driver {
+		d := newPlDriver(b.Layout, cfg, seed, mode)
+		if drv != nil {
+			*drv = d
+		}
+		return d
+	}
+	return b, nil
+}
+
+type plPorts struct {
+	s                                   AXISPorts
+	rst, uLen, uQP, uPD, uRev           Port
+	regWr, regAddr, regData             Port
+	dmaReady, hostReady, termReady      Port
+	initDone                            Port
+	dmaAddr, dmaData, dmaStrb, dmaValid Port
+	hData, hKeep, hLast, hValid, hQP    Port
+	hLen, hOp, hDDPLast, hQN, hMSN, hMO Port
+	hInv                                Port
+	tValid, tCause, tMDR, tSegLen, tHdr Port
+	tQP                                 Port
+}
+
+func lookupPlPorts(l Layout) (plPorts, error) {
+	var p plPorts
+	var err error
+	if p.s, err = StreamPorts(l, "s_axis"); err != nil {
+		return p, err
+	}
+	ins := map[string]*Port{"rst": &p.rst, "s_axis_tuser_len": &p.uLen, "s_axis_tuser_qp": &p.uQP, "s_axis_tuser_pd": &p.uPD,
+		"s_axis_tuser_rev": &p.uRev, "reg_wr_valid": &p.regWr, "reg_wr_addr": &p.regAddr, "reg_wr_data": &p.regData,
+		"m_dma_ready": &p.dmaReady, "m_host_tready": &p.hostReady, "m_term_ready": &p.termReady}
+	outs := map[string]*Port{"init_done": &p.initDone, "m_dma_addr": &p.dmaAddr, "m_dma_data": &p.dmaData, "m_dma_strb": &p.dmaStrb,
+		"m_dma_valid": &p.dmaValid, "m_host_tdata": &p.hData, "m_host_tkeep": &p.hKeep, "m_host_tlast": &p.hLast,
+		"m_host_tvalid": &p.hValid, "m_host_qp": &p.hQP, "m_host_len": &p.hLen, "m_host_opcode": &p.hOp,
+		"m_host_last": &p.hDDPLast, "m_host_qn": &p.hQN, "m_host_msn": &p.hMSN, "m_host_mo": &p.hMO,
+		"m_host_inv_stag": &p.hInv, "m_term_valid": &p.tValid, "m_term_cause": &p.tCause, "m_term_mdr": &p.tMDR,
+		"m_term_seglen": &p.tSegLen, "m_term_hdr": &p.tHdr, "m_term_qp": &p.tQP}
+	for name, dst := range ins {
+		if *dst, err = l.In(name); err != nil {
+			return p, err
+		}
+	}
+	for name, dst := range outs {
+		if *dst, err = l.Out(name); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// plModel adapts cycle.Placement to vectors. It also decodes register
+// writes with the register map (gen.PlacementRegMap, the source the RTL
+// decoder is generated from) into table commands.
+type plModel struct {
+	m       *cycle.Placement
+	p       plPorts
+	rm      *gen.RegMap
+	staged  map[uint32]uint32
+	data    []byte
+	hdr     []byte
+	lanes   int
+	offsets map[string]uint32
+}
+
+func newPlModel(l Layout, cfg gen.PlacementConfig) (Model, error) {
+	m, err := cycle.NewPlacement(cfg.Width, cfg.TableDepth, cfg.PBLDepth)
+	if err != nil {
+		return nil, err
+	}
+	p, err := lookupPlPorts(l)
+	if err != nil {
+		return nil, err
+	}
+	rm := gen.PlacementRegMap()
+	offs := map[string]uint32{}
+	for _, r := range rm.Regs {
+		offs[r.Name] = r.Offset
+	}
+	return &plModel{m: m, p: p, rm: rm, staged: map[uint32]uint32{}, data: make([]byte, cfg.Width/8),
+		hdr: make([]byte, gen.PlacementHdrBytes), lanes: cfg.Width / 8, offsets: offs}, nil
+}
+
+func (a *plModel) field(reg, name string) uint32 {
+	f := a.rm.Field(reg, name)
+	return a.staged[a.offsets[reg]] >> f.Lo & f.Mask()
+}
+
+func (a *plModel) reg64(lo, hi string) uint64 {
+	return uint64(a.staged[a.offsets[hi]])<<32 | uint64(a.staged[a.offsets[lo]])
+}
+
+// command turns a register write into a table command, staging the rest.
+func (a *plModel) command(addr, data uint32) cycle.PlacementCmd {
+	r := ""
+	for _, reg := range a.rm.Regs {
+		if reg.Offset == addr {
+			r = reg.Name
+		}
+	}
+	switch r {
+	case "":
+		return cycle.PlacementCmd{}
+	case "STAG_COMMIT":
+		return cycle.PlacementCmd{Kind: cycle.CmdCommit, Index: a.field("STAG_INDEX", "INDEX"), Entry: cycle.PlacementEntry{
+			Entry: mem.Entry{Valid: a.field("STAG_CTRL", "VALID") != 0, Key: uint8(a.field("STAG_CTRL", "KEY")),
+				PD: a.field("STAG_PD", "PD"), QP: a.field("STAG_QP", "QP"), Base: a.reg64("STAG_BASE_LO", "STAG_BASE_HI"),
+				Length: a.reg64("STAG_LEN_LO", "STAG_LEN_HI"), Access: mem.Access(a.field("STAG_CTRL", "ACCESS"))},
+			Paged: a.field("STAG_CTRL", "PAGED") != 0, Addr: a.reg64("STAG_ADDR_LO", "STAG_ADDR_HI"), PBL: a.field("STAG_PBL", "SLOT")}}
+	case "STAG_INVALIDATE":
+		f := a.rm.Field(r, "INDEX")
+		return cycle.PlacementCmd{Kind: cycle.CmdInvalidate, Index: data >> f.Lo & f.Mask()}
+	case "PBL_COMMIT":
+		page := a.rm.Field("PBL_ADDR_LO", "PAGE")
+		return cycle.PlacementCmd{Kind: cycle.CmdPage, Slot: a.field("PBL_INDEX", "SLOT"),
+			Addr: uint64(a.staged[a.offsets["PBL_ADDR_HI"]])<<32 | uint64(a.staged[a.offsets["PBL_ADDR_LO"]]&(page.Mask()<<page.Lo))}
+	}
+	a.staged[addr] = data
+	return cycle.PlacementCmd{}
+}
+
+func (a *plModel) Step(in, out []uint32) {
+	p := a.p
+	p.s.Data.Bytes(in, a.data)
+	x := cycle.PlacementIn{Reset: p.rst.Get(in) != 0, Data: a.data, Keep: p.s.Keep.Get(in), Valid: p.s.Valid.Get(in) != 0,
+		Last: p.s.Last.Get(in) != 0, Len: uint16(p.uLen.Get(in)), QP: uint32(p.uQP.Get(in)), PD: uint32(p.uPD.Get(in)),
+		Rev: p.uRev.Get(in) != 0, DMAReady: p.dmaReady.Get(in) != 0, HostReady: p.hostReady.Get(in) != 0, TermReady: p.termReady.Get(in) != 0}
+	if x.Reset {
+		clear(a.staged)
+	} else if p.regWr.Get(in) != 0 {
+		x.Cmd = a.command(uint32(p.regAddr.Get(in)), uint32(p.regData.Get(in)))
+	}
+	o := a.m.Step(x)
+	p.s.Ready.Set(out, b2u(o.SReady))
+	p.initDone.Set(out, b2u(o.InitDone))
+	p.dmaValid.Set(out, b2u(o.DMAValid))
+	p.dmaAddr.Set(out, o.DMAAddr)
+	p.dmaData.SetBytes(out, o.DMAData)
+	p.dmaStrb.Set(out, o.DMAStrb)
+	p.hValid.Set(out, b2u(o.HostValid))
+	p.hData.SetBytes(out, o.HostData)
+	p.hKeep.Set(out, o.HostKeep)
+	p.hLast.Set(out, b2u(o.HostLast))
+	p.hQP.Set(out, uint64(o.HostQP))
+	p.hLen.Set(out, uint64(o.HostLen))
+	p.hOp.Set(out, uint64(o.HostOpcode))
+	p.hDDPLast.Set(out, b2u(o.HostDDPLast))
+	p.hQN.Set(out, uint64(o.HostQN))
+	p.hMSN.Set(out, uint64(o.HostMSN))
+	p.hMO.Set(out, uint64(o.HostMO))
+	p.hInv.Set(out, uint64(o.HostInv))
+	p.tValid.Set(out, b2u(o.TermValid))
+	p.tCause.Set(out, uint64(o.TermCause))
+	p.tMDR.Set(out, b2u(o.TermM)<<2|b2u(o.TermD)<<1|b2u(o.TermR))
+	p.tSegLen.Set(out, uint64(o.TermSegLen))
+	p.tHdr.SetBytes(out, o.TermHdr[:])
+	p.tQP.Set(out, uint64(o.TermQP))
+}
+
+// plMode selects the driver's traffic.
+type plMode struct {
+	saturated bool // readies high, no gaps, only good RDMA Writes of payload bytes each
+	payload   int
+	aligned   bool // host buffers 64-byte aligned and TO at their start
+}
+
+// plShadow is what the driver programmed at one table index.
+type plShadow struct {
+	cycle.PlacementEntry
+	pages []uint64 // paged: page addresses from slot PBL on
+}
+
+// footprint calls fn with every host byte range the entry maps.
+func (s *plShadow) footprint(fn func(lo, hi uint64)) {
+	if !s.Paged {
+		fn(s.Addr, s.Addr+s.Length)
+		return
+	}
+	v, end := s.Addr, s.Addr+s.Length
+	for v < end {
+		pg := v >> gen.PageShift
+		n := min(end, (pg+1)<<gen.PageShift) - v
+		base := s.pages[pg]
+		fn(base+v&(1<<gen.PageShift-1), base+v&(1<<gen.PageShift-1)+n)
+		v += n
+	}
+}
+
+type regWrite struct{ addr, data uint32 }
+
+// plDriver makes the placement stimulus: it programs random STag tables
+// through the register interface (quiescing traffic first, as a host
+// fences before changing an entry), then sends random ULPDUs, good and
+// hostile, under random gaps and backpressure; after each reprogramming it
+// rebuilds the footprint of the valid entries and checks every DMA write
+// against it.
+type plDriver struct {
+	p     plPorts
+	cfg   gen.PlacementConfig
+	mode  plMode
+	rng   Rand
+	pool  Pool
+	src   *AXISSource
+	cycle uint64
+
+	phase     int // 0 reset, 1 wait init, 2 program, 3 traffic, 4 drain
+	resetLeft int
+	regs      []regWrite
+	frames    int // frames left in this traffic phase
+	drain     int
+	readyP    [3]int
+
+	table   []plShadow
+	nextPBL uint32
+	keys    []uint8
+
+	cur   plFrame
+	frame []byte
+	fp    map[uint64][][2]uint64 // host page -> allowed byte ranges
+	regOK map[uint32]bool        // indexes valid with a write right
+
+	// What the run saw.
+	Violation   string
+	DMABeats    uint64
+	HostBeats   uint64
+	Terms       map[rdmap.Cause]uint64
+	Sent        map[string]uint64
+	TrafficCyc  uint64
+	TrafficBeat uint64
+}
+
+type plFrame struct {
+	len    uint16
+	qp, pd uint32
+	rev    bool
+}
+
+func newPlDriver(l Layout, cfg gen.PlacementConfig, seed uint64, mode plMode) *plDriver {
+	p, err := lookupPlPorts(l)
+	if err != nil {
+		panic(err) // the model constructor reports the same error first
+	}
+	d := &plDriver{p: p, cfg: cfg, mode: mode, rng: NewRand(seed), resetLeft: 3, readyP: [3]int{256, 256, 256},
+		table: make([]plShadow, cfg.TableDepth), Terms: map[rdmap.Cause]uint64{}, Sent: map[string]uint64{}}
+	d.pool = NewPool(d.rng, 1<<17)
+	d.src = NewAXISSource(p.s, d.rng, d.pool, d.nextFrame)
+	return d
+}
+
+const plPDs = 3
+
+func (d *plDriver) randEntry(index uint32) plShadow {
+	r := d.rng
+	var s plShadow
+	s.Valid = !r.Chance(20)
+	s.Key = uint8(r.Uint32())
+	s.PD = 1 + uint32(r.IntN(plPDs))
+	if r.Chance(64) {
+		s.QP = 1 + uint32(r.IntN(8))
+	}
+	s.Access = mem.Access(r.IntN(16)) | mem.RemoteWrite
+	if r.Chance(40) {
+		s.Access &^= mem.RemoteWrite
+	}
+	if r.Chance(60) {
+		s.Access &^= mem.LocalWrite
+	}
+	s.Length = 1 + uint64(r.IntN(1<<14))
+	if r.Chance(64) {
+		s.Length = 1 + uint64(r.IntN(1<<18))
+	}
+	switch x := r.IntN(10); {
+	case x < 4:
+		s.Base = 0
+	case x < 9:
+		s.Base = r.Uint64() >> 16
+	default:
+		s.Base = ^uint64(0) - s.Length - uint64(r.IntN(64)) // near the top: wrap checks
+	}
+	if d.mode.saturated {
+		s.Valid, s.Access, s.QP, s.Base = true, mem.RemoteWrite, 0, r.Uint64()>>20<<6
+		s.Length = uint64(d.mode.payload) + uint64(r.IntN(1<<12))
+	}
+	if !d.mode.saturated && r.Chance(40) && s.Length <= 1<<14 {
+		s.Paged = true
+		s.Addr = uint64(r.IntN(1 << gen.PageShift))
+		n := (s.Addr + s.Length + 1<<gen.PageShift - 1) >> gen.PageShift
+		if d.nextPBL+uint32(n) > uint32(d.cfg.PBLDepth) {
+			d.nextPBL = 0
+		}
+		s.PBL = d.nextPBL
+		d.nextPBL += uint32(n)
+		for i := uint64(0); i < n; i++ {
+			s.pages = append(s.pages, r.Uint64()>>16<<gen.PageShift)
+		}
+		return s
+	}
+	s.Addr = r.Uint64() >> 16
+	if d.mode.aligned || r.Chance(128) {
+		s.Addr &^= 63
+	}
+	return s
+}
+
+func (d *plDriver) program(index uint32, s plShadow) {
+	w := func(name string, v uint64) {
+		d.regs = append(d.regs, regWrite{gen.PlacementRegMap().Reg(name).Offset, uint32(v)})
+	}
+	for i, pg := range s.pages {
+		w("PBL_INDEX", uint64(s.PBL)+uint64(i))
+		w("PBL_ADDR_LO", pg)
+		w("PBL_ADDR_HI", pg>>32)
+		w("PBL_COMMIT", 0)
+	}
+	w("STAG_INDEX", uint64(index))
+	ctrl := uint64(s.Key) | uint64(s.Access)<<8
+	if s.Paged {
+		ctrl |= 1 << 16
+	}
+	if s.Valid {
+		ctrl |= 1 << 31
+	}
+	w("STAG_CTRL", ctrl)
+	w("STAG_PD", uint64(s.PD))
+	w("STAG_QP", uint64(s.QP))
+	w("STAG_BASE_LO", s.Base)
+	w("STAG_BASE_HI", s.Base>>32)
+	w("STAG_LEN_LO", s.Length)
+	w("STAG_LEN_HI", s.Length>>32)
+	w("STAG_ADDR_LO", s.Addr)
+	w("STAG_ADDR_HI", s.Addr>>32)
+	w("STAG_PBL", uint64(s.PBL))
+	w("STAG_COMMIT", 0)
+	if index < uint32(d.cfg.TableDepth) {
+		d.table[index] = s
+	}
+}
+
+// plan queues the register writes of one programming phase: the whole
+// table the first time, then a few changes (re-registrations with a new
+// key, invalidations, commits to indexes past the table).
+func (d *plDriver) plan(first bool) {
+	n := d.cfg.TableDepth
+	if !first {
+		n = 8 + d.rng.IntN(40)
+	}
+	for i := 0; i < n; i++ {
+		idx := uint32(i)
+		if !first {
+			idx = uint32(d.rng.IntN(d.cfg.TableDepth))
+		}
+		switch {
+		case !first && d.rng.Chance(64):
+			d.regs = append(d.regs, regWrite{gen.PlacementRegMap().Reg("STAG_INVALIDATE").Offset, idx})
+			d.table[idx].Valid = false
+		case !first && d.rng.Chance(8):
+			d.program(uint32(d.cfg.TableDepth)+uint32(d.rng.IntN(1<<20)), d.randEntry(0)) // ignored by the block
+		default:
+			d.program(idx, d.randEntry(idx))
+		}
+	}
+	d.rebuild()
+}
+
+// rebuild computes the footprint of every valid entry with a write right.
+func (d *plDriver) rebuild() {
+	d.fp = map[uint64][][2]uint64{}
+	d.regOK = map[uint32]bool{}
+	for i := range d.table {
+		s := &d.table[i]
+		if !s.Valid || s.Access&(mem.RemoteWrite|mem.LocalWrite) == 0 || s.Length == 0 {
+			continue
+		}
+		d.regOK[uint32(i)] = true
+		s.footprint(func(lo, hi uint64) {
+			for pg := lo >> gen.PageShift; pg<<gen.PageShift < hi; pg++ {
+				d.fp[pg] = append(d.fp[pg], [2]uint64{lo, hi})
+			}
+		})
+	}
+}
+
+// checkDMA is the safety property: every byte a DMA write strobes lies in
+// the footprint of a valid entry that has a write right.
+func (d *plDriver) checkDMA(addr, strb uint64) {
+	lanes := d.cfg.Width / 8
+	if addr%uint64(lanes) != 0 && d.Violation == "" {
+		d.Violation = fmt.Sprintf("cycle %d: DMA address %#x not block aligned", d.cycle, addr)
+	}
+	for o := 0; o < lanes; o++ {
+		if strb>>o&1 == 0 {
+			continue
+		}
+		a := addr + uint64(o)
+		ok := false
+		for _, r := range d.fp[a>>gen.PageShift] {
+			if a >= r[0] && a < r[1] {
+				ok = true
+				break
+			}
+		}
+		if !ok && d.Violation == "" {
+			d.Violation = fmt.Sprintf("cycle %d: DMA write of byte %#x outside every valid region", d.cycle, a)
+		}
+	}
+}
+
+func (d *plDriver) randPayload() int {
+	r := d.rng
+	l := d.cfg.Width / 8
+	switch x := r.IntN(16); {
+	case x < 6:
+		return r.IntN(3 * l)
+	case x < 12:
+		return r.IntN(600)
+	case x < 15:
+		return 256 + r.IntN(4000)
+	default:
+		return r.IntN(9000)
+	}
+}
+
+// validIndexes picks a programmed, valid index with the given right (or any).
+func (d *plDriver) pick(need mem.Access) (uint32, bool) {
+	for try := 0; try < 16; try++ {
+		i := uint32(d.rng.IntN(d.cfg.TableDepth))
+		s := &d.table[i]
+		if s.Valid && s.Access&need == need && s.Length > 0 {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+func (d *plDriver) nextFrame() []byte {
+	d.frames--
+	r := d.rng
+	d.cur = plFrame{rev: !r.Chance(24), pd: 1 + uint32(r.IntN(plPDs)), qp: 1 + uint32(r.IntN(8))}
+	ver := ddp.VersionRDMAC
+	if d.cur.rev {
+		ver = ddp.Version1
+	}
+	f := d.frame[:0]
+	kind := r.IntN(100)
+	if d.mode.saturated {
+		kind = 0
+		d.cur.rev, ver = true, ddp.Version1
+	}
+	switch {
+	case kind < 55: // tagged Write or Read Response, good or hostile
+		op, need := rdmap.OpWrite, mem.RemoteWrite
+		if !d.mode.saturated && r.Chance(64) {
+			op, need = rdmap.OpReadResponse, mem.LocalWrite
+		}
+		idx, ok := d.pick(need)
+		s := d.table[idx]
+		stag := uint32(mem.MakeSTag(idx, s.Key))
+		n := d.randPayload()
+		if d.mode.saturated {
+			n = d.mode.payload
+		}
+		n = min(n, int(s.Length))
+		to := s.Base + uint64(r.IntN(int(s.Length)-n+1))
+		if d.mode.aligned {
+			to = s.Base
+		}
+		d.cur.pd = s.PD
+		if s.QP != 0 {
+			d.cur.qp = s.QP
+		}
+		what := "good"
+		if !d.mode.saturated && (!ok || r.Chance(100)) {
+			switch h := r.IntN(10); h {
+			case 0:
+				stag = uint32(mem.MakeSTag(uint32(d.cfg.TableDepth)+uint32(r.IntN(1<<20)), uint8(r.Uint32())))
+				what = "index past the table"
+			case 1:
+				stag ^= uint32(1 + r.IntN(255))
+				what = "wrong key"
+			case 2:
+				d.cur.pd = s.PD%plPDs + 1
+				what = "wrong PD"
+			case 3:
+				d.cur.qp = s.QP + 1
+				what = "wrong stream"
+			case 4:
+				to, n = s.Base-1, max(n, 1)
+				what = "one byte below"
+			case 5:
+				n = max(n, 1)
+				to = s.Base + s.Length - uint64(n) + 1
+				what = "one byte above"
+			case 6:
+				to, n = ^uint64(0)-uint64(r.IntN(16)), max(n, 17)
+				what = "TO wrap"
+			case 7:
+				op = rdmap.OpReadResponse + rdmap.OpWrite - op // the other right
+				what = "missing right"
+			case 8:
+				stag = uint32(mem.MakeSTag(uint32(r.IntN(d.cfg.TableDepth)), uint8(r.Uint32())))
+				what = "random STag"
+			default:
+				idx = uint32(r.IntN(d.cfg.TableDepth))
+				stag = uint32(mem.MakeSTag(idx, d.table[idx].Key))
+				what = "any entry"
+			}
+		}
+		if !ok {
+			what = "no entry with the right"
+		}
+		d.Sent["tagged "+what]++
+		f = ddp.TaggedFields{Last: r.Chance(128), Version: ver, RsvdULP: uint8(rdmap.NewControl(rdmap.Version(ver), op)),
+			STag: stag, TO: to}.Append(f)
+		f = append(f, d.pool.Slice(r, n)...)
+	case kind < 80: // untagged, good header
+		ops := []rdmap.Opcode{rdmap.OpSend, rdmap.OpSendInvalidate, rdmap.OpSendSE, rdmap.OpSendSEInvalidate, rdmap.OpReadRequest, rdmap.OpTerminate}
+		op := ops[r.IntN(len(ops))]
+		info, _ := op.Info()
+		f = ddp.UntaggedFields{Last: r.Chance(160), Version: ver, RsvdULP0: uint8(rdmap.NewControl(rdmap.Version(ver), op)),
+			RsvdULP1: r.Uint32(), QN: info.QN, MSN: r.Uint32(), MO: r.Uint32()}.Append(f)
+		f = append(f, d.pool.Slice(r, d.randPayload())...)
+		d.Sent["untagged"]++
+	default: // hostile headers
+		ops := rdmap.Opcode(r.IntN(16))
+		tagged := r.Chance(100)
+		v := ver
+		rv := rdmap.Version(ver)
+		switch r.IntN(4) {
+		case 0:
+			v ^= 1
+		case 1:
+			rv ^= 1 + rdmap.Version(r.IntN(3))&1
+		}
+		if tagged {
+			f = ddp.TaggedFields{Version: v, RsvdULP: uint8(rdmap.NewControl(rv, ops)), STag: r.Uint32(), TO: r.Uint64()}.Append(f)
+		} else {
+			f = ddp.UntaggedFields{Version: v, RsvdULP0: uint8(rdmap.NewControl(rv, ops)), QN: uint32(r.IntN(6)) << (r.IntN(2) * 30),
+				MSN: r.Uint32(), MO: r.Uint32()}.Append(f)
+		}
+		f = append(f, d.pool.Slice(r, d.randPayload())...)
+		if r.Chance(40) {
+			f = append(f[:0], d.pool.Slice(r, 1+r.IntN(40))...) // garbage, often shorter than a header
+		}
+		d.Sent["hostile header"]++
+	}
+	d.cur.len = uint16(min(len(f), 65535))
+	if !d.mode.saturated && r.Chance(12) { // the sideband length disagrees with the frame
+		d.cur.len = uint16(max(0, len(f)+r.IntN(41)-20))
+		d.Sent["length mismatch"]++
+	}
+	if len(f) == 0 {
+		f = append(f, 0)
+	}
+	d.frame = f
+	return f
+}
+
+func (d *plDriver) Next(in []uint32) {
+	d.cycle++
+	p := d.p
+	rng := d.rng
+	p.rst.Set(in, 0)
+	p.regWr.Set(in, 0)
+	p.regAddr.Set(in, uint64(rng.Uint32()&0xFF))
+	p.regData.Set(in, uint64(rng.Uint32()))
+	p.s.Valid.Set(in, 0)
+	for i, rp := range []Port{p.dmaReady, p.hostReady, p.termReady} {
+		p := d.readyP[i]
+		if d.phase != 3 {
+			p = 256
+		}
+		rp.Set(in, b2u(rng.Chance(p)))
+	}
+	switch d.phase {
+	case 0:
+		p.rst.Set(in, 1)
+	case 2:
+		if len(d.regs) > 0 && (d.mode.saturated || rng.Chance(200)) {
+			w := d.regs[0]
+			p.regWr.Set(in, 1)
+			p.regAddr.Set(in, uint64(w.addr))
+			p.regData.Set(in, uint64(w.data))
+		}
+	case 3:
+		d.TrafficCyc++
+		if !d.mode.saturated && d.cycle%4096 == 0 {
+			pr := Pressures[rng.IntN(len(Pressures))]
+			d.src.ValidP = pr.Valid
+			for i := range d.readyP {
+				d.readyP[i] = pr.Ready
+				if rng.Chance(64) {
+					d.readyP[i] = 256
+				}
+			}
+		}
+		d.src.Drive(in)
+		p.uLen.Set(in, uint64(d.cur.len))
+		p.uQP.Set(in, uint64(d.cur.qp))
+		p.uPD.Set(in, uint64(d.cur.pd))
+		p.uRev.Set(in, b2u(d.cur.rev))
+	}
+	if d.phase != 3 {
+		p.s.Data.SetBytes(in, d.pool.Slice(rng, p.s.Lanes))
+		p.s.Last.Set(in, uint64(rng.Uint32()&1))
+	}
+}
+
+func (d *plDriver) Observe(in, out []uint32) {
+	p := d.p
+	if p.dmaValid.Get(out) != 0 {
+		d.DMABeats++
+		strb := p.dmaStrb.Get(out)
+		if p.dmaStrb.Words > 2 {
+			// 64 lanes fit the first two words; wider strobes do not exist here.
+			panic("strobes wider than 64 lanes")
+		}
+		d.checkDMA(p.dmaAddr.Get(out), strb)
+	}
+	if p.hValid.Get(out) != 0 && p.hostReady.Get(in) != 0 {
+		d.HostBeats++
+	}
+	if p.tValid.Get(out) != 0 && p.termReady.Get(in) != 0 {
+		d.Terms[rdmap.Cause(p.tCause.Get(out))]++
+	}
+	switch d.phase {
+	case 0:
+		d.resetLeft--
+		if d.resetLeft == 0 {
+			d.phase = 1
+		}
+	case 1:
+		if p.initDone.Get(out) != 0 {
+			d.plan(true)
+			d.phase = 2
+		}
+	case 2:
+		if len(d.regs) > 0 && p.regWr.Get(in) != 0 {
+			d.regs = d.regs[1:]
+		}
+		if len(d.regs) == 0 {
+			d.phase, d.frames = 3, 200+d.rng.IntN(400)
+			d.src.ValidP = 256
+		}
+	case 3:
+		if p.s.Valid.Get(in) != 0 && p.s.Ready.Get(out) != 0 {
+			d.TrafficBeat++
+		}
+		d.src.Observe(in, out)
+		if d.frames <= 0 && d.src.frame == nil && !d.src.holding {
+			d.phase, d.drain = 4, 32
+		}
+	case 4:
+		d.drain--
+		if d.drain == 0 {
+			d.plan(false)
+			d.phase = 2
+		}
+	}
+}
+
+// summary lists what the driver sent and saw, for the test log.
+func (d *plDriver) summary() string {
+	var keys []string
+	for k := range d.Sent {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	s := fmt.Sprintf("DMA beats %d, host beats %d; sent:", d.DMABeats, d.HostBeats)
+	for _, k := range keys {
+		s += fmt.Sprintf(" %s=%d", k, d.Sent[k])
+	}
+	s += "; Terminates:"
+	var cs []int
+	for c := range d.Terms {
+		cs = append(cs, int(c))
+	}
+	sort.Ints(cs)
+	for _, c := range cs {
+		s += fmt.Sprintf(" %#04x=%d", c, d.Terms[rdmap.Cause(c)])
+	}
+	return s
+}
