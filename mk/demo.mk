@@ -21,3 +21,4 @@ demo-mpa:
 	@printf '\x55' | dd of=build/demo-mpa-bad.stream bs=1 seek=100 conv=notrunc status=none
 	@rc=0; build/iwdump -stream -no-startup -markers build/demo-mpa-bad.stream || rc=$$?; \
 	  [ $$rc -eq 1 ] || { echo "demo-mpa: expected iwdump to report the corruption (exit 1), got $$rc"; exit 1; }
+	@echo "== the corrupted FPDU was caught by its CRC and nothing after it was delivered (RFC 5044 §8), as expected"
