@@ -1,0 +1,76 @@
+package ipoib
+
+import (
+	"io"
+	"net"
+	"net/netip"
+	"testing"
+)
+
+// benchBytes is what one benchmark iteration sends over one TCP connection.
+const benchBytes = 32 << 20
+
+// BenchmarkIPoIBCM measures TCP throughput across the ipoibcm link (TCP in
+// IP in RDMAP Sends over MPA over the underlay TCP); BenchmarkIPoIBCMBaseline
+// measures the same transfer over the bare veth pair under it. Each builds
+// the same two-namespace topology in the same `go test` run.
+func BenchmarkIPoIBCM(b *testing.B) {
+	e := NewEnv(b, 2)
+	e.Start(e.Nodes[0])
+	e.Start(e.Nodes[1])
+	b.Run("tcp", func(b *testing.B) { benchTCP(b, e.Nodes[0].NS, e.Nodes[1].NS, e.Nodes[1].V4) })
+}
+
+func BenchmarkIPoIBCMBaseline(b *testing.B) {
+	e := NewEnv(b, 2)
+	b.Run("tcp", func(b *testing.B) { benchTCP(b, e.Nodes[0].NS, e.Nodes[1].NS, e.Nodes[1].Underlay) })
+}
+
+// benchTCP sends benchBytes per iteration from src to a sink at to in dst.
+func benchTCP(b *testing.B, src, dst string, to netip.Addr) {
+	var ln net.Listener
+	addr := netip.AddrPortFrom(to, 5201).String()
+	if err := In(dst, func() error {
+		var err error
+		ln, err = net.Listen("tcp", addr)
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan error, 1)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, err = io.Copy(io.Discard, c)
+			c.Close()
+			done <- err
+		}
+	}()
+	chunk := make([]byte, 256<<10)
+	b.SetBytes(benchBytes)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var c net.Conn
+		if err := In(src, func() error {
+			var err error
+			c, err = net.Dial("tcp", addr)
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+		for n := 0; n < benchBytes; n += len(chunk) {
+			if _, err := c.Write(chunk); err != nil {
+				b.Fatal(err)
+			}
+		}
+		c.(*net.TCPConn).CloseWrite()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
+	}
+}
