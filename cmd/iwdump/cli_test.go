@@ -482,3 +482,60 @@ func TestInterleavedConnections(t *testing.T) {
 		assert.Equal(t, want, byConn[float64(i+1)], "connection %d (%s)", i+1, n)
 	}
 }
+
+// TestStreamFramingErrors corrupts an encoded stream three ways and checks
+// the error kind, RFC 5044 §8 code and offset iwdump reports.
+func TestStreamFramingErrors(t *testing.T) {
+	f := mpa.Framer{Markers: true, CRC: true}
+	var s []byte
+	for i := range 4 {
+		var err error
+		s, err = f.AppendFPDU(s, pattern(300, byte(i)))
+		require.NoError(t, err)
+	}
+	// Stream offsets of the four FPDUs.
+	var offs []uint32
+	var off uint32
+	for range 4 {
+		offs = append(offs, off)
+		off += uint32(mpa.FPDUWireLen(off, true, 300))
+	}
+	corrupt := func(i int, x byte) []byte {
+		b := append([]byte(nil), s...)
+		b[i] ^= x
+		return b
+	}
+	for _, tc := range []struct {
+		name  string
+		in    []byte
+		flags []string
+		code  float64
+		off   uint32
+		fpdus int // FPDUs reported before the error (a bad-CRC one included)
+		msg   string
+	}{
+		{"CRC", corrupt(int(offs[2])+100, 0x40), []string{"-markers"}, 2, offs[2], 3, "crc error"},
+		// The marker at 512 lies inside the second FPDU; break its pointer
+		// with CRC checking off so that only the marker check can see it.
+		{"marker", corrupt(512+3, 0x10), []string{"-markers", "-crc=false"}, 3, offs[1], 1, "marker"},
+		{"length", corrupt(int(offs[1]), 0xff), []string{"-markers", "-crc=false"}, 3, offs[1], 1, "ULPDU_Length"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, code := iwdump(t, tc.in, append([]string{"-stream", "-no-startup", "-json"}, append(tc.flags, "-")...)...)
+			assert.Equal(t, 1, code)
+			evs := events(t, out)
+			require.NotEmpty(t, evs)
+			last := evs[len(evs)-1]
+			assert.Equal(t, "error", last["kind"])
+			assert.Equal(t, tc.code, last["code"])
+			assert.Equal(t, float64(tc.off), last["offset"])
+			assert.Contains(t, last["error"], tc.msg)
+			assert.Len(t, ofKind(evs, "fpdu"), tc.fpdus)
+			if tc.name == "CRC" {
+				bad := ofKind(evs, "fpdu")[2]
+				assert.Equal(t, "bad", bad["crc"])
+				assert.Equal(t, float64(offs[2]), bad["offset"])
+			}
+		})
+	}
+}
