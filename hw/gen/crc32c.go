@@ -70,11 +70,7 @@ func CRC32C(width int) (*Module, error) {
 	iLast := m.Reg("i_last", 1, nil, tlast, fire, "")
 
 	// Lanes not in use are processed as zero bytes.
-	parts := make([]Expr, lanes)
-	for i := 0; i < lanes; i++ {
-		parts[lanes-1-i] = And(Bits(iData, 8*i+7, 8*i), Rep(Bit(iKeep, i), 8))
-	}
-	masked := m.WireOf("i_data_masked", Cat(parts...), "the beat with unused lanes zeroed")
+	masked := m.WireOf("i_data_masked", laneMasked(iData, iKeep), "the beat with unused lanes zeroed")
 
 	upd := CRC32CUpdate(lanes)
 	dataRows, stateRows := make([]*big.Int, 32), make([]*big.Int, 32)
@@ -87,26 +83,8 @@ func CRC32C(width int) (*Module, error) {
 
 	// p = lanes not in use on the last beat. With n lanes in use, the last
 	// lane is n-1 and p = lanes-1-(n-1), the complement of n-1.
-	ends := make([]Expr, lanes)
-	for i := 0; i < lanes; i++ {
-		e := Bit(iKeep, i)
-		if i+1 < lanes {
-			e = And(e, Not(Bit(iKeep, i+1)))
-		}
-		ends[lanes-1-i] = e
-	}
-	lastLane := m.WireOf("i_last_lane", Cat(ends...), "one-hot: the last lane in use")
-	pads := make([]Expr, nk)
-	for j := 0; j < nk; j++ {
-		mask := new(big.Int)
-		for i := 0; i < lanes; i++ {
-			if i>>j&1 == 0 {
-				mask.SetBit(mask, i, 1)
-			}
-		}
-		pads[nk-1-j] = RedOr(And(lastLane, CBig(lanes, mask)))
-	}
-	padLanes := m.WireOf("i_pad_lanes", Cat(pads...), "lanes not in use on this beat")
+	lastLane := m.WireOf("i_last_lane", lastLaneOneHot(iKeep), "one-hot: the last lane in use")
+	padLanes := m.WireOf("i_pad_lanes", complementIndex(lastLane, nk), "lanes not in use on this beat")
 
 	// Stage b registers the beat's data term, so that the feedback loop is
 	// only the register's own 32x32 update.
@@ -131,38 +109,11 @@ func CRC32C(width int) (*Module, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: CRC32c zero-byte matrix is singular", ErrInvalid)
 	}
-	zinvs := map[int]*Signal{}
-	zinvParam := func(k int) *Signal {
-		if p := zinvs[k]; p != nil {
-			return p
-		}
-		rows := zinv.Pow(k)
-		v := new(big.Int)
-		for i := 31; i >= 0; i-- {
-			v.Lsh(v, 32).Or(v, big.NewInt(int64(rows[i])))
-		}
-		zinvs[k] = m.Param(fmt.Sprintf("zinv_%d", k), 1024, v, fmt.Sprintf("Z^-%d: row i (bits 32i+31:32i) selects the register bits that give bit i", k))
-		return zinvs[k]
-	}
+	zinvParam := zinvParams(m, zinv)
 	for s := 0; s < stages; s++ {
 		lo := s * crcFixBits
 		n := min(crcFixBits, nk-lo)
-		cands := make([]Expr, 1<<n)
-		for v := range cands {
-			cands[v] = zinvParam(v << lo)
-		}
-		var sel []Expr
-		for b := 0; b < n; b++ {
-			sel = append(sel, Bit(pad, b))
-		}
-		mat := m.WireOf(fmt.Sprintf("p%d_matrix", s), muxTree(sel, cands),
-			fmt.Sprintf("Z^-k for pad-lane bits %d..%d of this frame", lo, lo+n-1))
-		prod := make([]Expr, 32)
-		for i := 0; i < 32; i++ {
-			prod[31-i] = RedXor(And(crc, Bits(mat, 32*i+31, 32*i)))
-		}
-		fixed := m.WireOf(fmt.Sprintf("p%d_fixed", s), Cat(prod...),
-			fmt.Sprintf("register corrected for pad-lane bits %d..%d", lo, lo+n-1))
+		fixed := crcFix(m, fmt.Sprintf("p%d", s), crc, pad, lo, n, zinvParam)
 		en := And(adv, valid)
 		if s == stages-1 {
 			m.Drive(resValid, big.NewInt(0), valid, adv)
@@ -179,6 +130,85 @@ func CRC32C(width int) (*Module, error) {
 		valid = nv
 	}
 	return m, m.Validate()
+}
+
+// zinvParams returns a function that declares (once) the parameter holding
+// the rows of Z^-k, row i in bits 32i+31:32i.
+func zinvParams(m *Module, zinv Mat32) func(k int) *Signal {
+	zinvs := map[int]*Signal{}
+	return func(k int) *Signal {
+		if p := zinvs[k]; p != nil {
+			return p
+		}
+		rows := zinv.Pow(k)
+		v := new(big.Int)
+		for i := 31; i >= 0; i-- {
+			v.Lsh(v, 32).Or(v, big.NewInt(int64(rows[i])))
+		}
+		zinvs[k] = m.Param(fmt.Sprintf("zinv_%d", k), 1024, v, fmt.Sprintf("Z^-%d: row i (bits 32i+31:32i) selects the register bits that give bit i", k))
+		return zinvs[k]
+	}
+}
+
+// laneMasked is data with the byte lanes whose keep bit is 0 zeroed.
+func laneMasked(data, keep *Signal) Expr {
+	lanes := keep.W
+	parts := make([]Expr, lanes)
+	for i := 0; i < lanes; i++ {
+		parts[lanes-1-i] = And(Bits(data, 8*i+7, 8*i), Rep(Bit(keep, i), 8))
+	}
+	return Cat(parts...)
+}
+
+// lastLaneOneHot marks the highest lane whose keep bit is 1 (keep
+// contiguous from lane 0).
+func lastLaneOneHot(keep *Signal) Expr {
+	lanes := keep.W
+	ends := make([]Expr, lanes)
+	for i := 0; i < lanes; i++ {
+		e := Bit(keep, i)
+		if i+1 < lanes {
+			e = And(e, Not(Bit(keep, i+1)))
+		}
+		ends[lanes-1-i] = e
+	}
+	return Cat(ends...)
+}
+
+// complementIndex is ~index of the one-hot lane, nk bits: lanes-1-i for
+// the lane i that is set.
+func complementIndex(oneHot *Signal, nk int) Expr {
+	pads := make([]Expr, nk)
+	for j := 0; j < nk; j++ {
+		mask := new(big.Int)
+		for i := 0; i < oneHot.W; i++ {
+			if i>>j&1 == 0 {
+				mask.SetBit(mask, i, 1)
+			}
+		}
+		pads[nk-1-j] = RedOr(And(oneHot, CBig(oneHot.W, mask)))
+	}
+	return Cat(pads...)
+}
+
+// crcFix multiplies the 32-bit register crc by Z^-p selected by the bits of
+// pad from lo to lo+n-1 (the rows chosen among constant matrices).
+func crcFix(m *Module, prefix string, crc *Signal, pad *Signal, lo, n int, zinvParam func(int) *Signal) *Signal {
+	cands := make([]Expr, 1<<n)
+	for v := range cands {
+		cands[v] = zinvParam(v << lo)
+	}
+	var sel []Expr
+	for b := 0; b < n; b++ {
+		sel = append(sel, Bit(pad, b))
+	}
+	mat := m.WireOf(prefix+"_matrix", muxTree(sel, cands),
+		fmt.Sprintf("Z^-k for pad-lane bits %d..%d of this frame", lo, lo+n-1))
+	prod := make([]Expr, 32)
+	for i := 0; i < 32; i++ {
+		prod[31-i] = RedXor(And(crc, Bits(mat, 32*i+31, 32*i)))
+	}
+	return m.WireOf(prefix+"_fixed", Cat(prod...), fmt.Sprintf("register corrected for pad-lane bits %d..%d", lo, lo+n-1))
 }
 
 // muxTree selects cands[v] where v is the binary number sel (bit 0 first).
