@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -538,4 +539,32 @@ func TestStreamFramingErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSkippedPacketNotes: packets iwdump cannot follow get one note per
+// reason (with the first frame) and a count; packets that are simply not
+// TCP pass silently.
+func TestSkippedPacketNotes(t *testing.T) {
+	seg := pcapio.Segment{Src: netip.MustParseAddrPort("198.18.0.1:1"), Dst: netip.MustParseAddrPort("198.18.0.2:2"), Flags: pcapio.FlagACK, Payload: []byte("x")}
+	frame, err := pcapio.AppendFrame(nil, &seg, true)
+	require.NoError(t, err)
+	frag := append([]byte(nil), frame...)
+	frag[14+6] = 0x20 // IPv4 More Fragments
+	udp := append([]byte(nil), frame...)
+	udp[14+9] = 17
+	var file bytes.Buffer
+	w, err := pcapio.NewWriter(&file, pcapio.LinkEthernet)
+	require.NoError(t, err)
+	for _, f := range [][]byte{udp, frag, frag, frame[:40], frag} {
+		require.NoError(t, w.WritePacket(captureEpoch, f))
+	}
+	path := filepath.Join(t.TempDir(), "odd.pcap")
+	require.NoError(t, os.WriteFile(path, file.Bytes(), 0o644))
+	out, _, code := iwdump(t, nil, path)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, `note: frame 2 not decoded: IPv4: IP fragment: 198.18.0.1 -> 198.18.0.2 offset 0
+note: frame 4 not decoded: IPv4: packet truncated: total length 41, captured 26
+note: 3 packets in all not decoded: IPv4 IP fragment
+note: odd.pcap: no TCP connection in the capture
+`, strings.ReplaceAll(out, filepath.Dir(path)+"/", ""))
 }
