@@ -568,3 +568,27 @@ note: 3 packets in all not decoded: IPv4 IP fragment
 note: odd.pcap: no TCP connection in the capture
 `, strings.ReplaceAll(out, filepath.Dir(path)+"/", ""))
 }
+
+// TestIPv6Capture records an exchange over [::1] and decodes it: the same
+// FPDUs as over IPv4, with IPv6 addresses.
+func TestIPv6Capture(t *testing.T) {
+	sc := scenarios()[0]
+	sc.ipv6 = true
+	path := filepath.Join(t.TempDir(), "v6.pcap")
+	require.NoError(t, os.WriteFile(path, record(t, sc), 0o644))
+	out, stderr, code := iwdump(t, nil, "-json", path)
+	require.Equal(t, 0, code, stderr)
+	v6 := events(t, out)
+	assert.Equal(t, "[::1]:40001", ofKind(v6, "connection")[0]["initiator"])
+	v4out, _, _ := iwdump(t, nil, "-json", capturePath(sc.name))
+	v4 := ofKind(events(t, v4out), "fpdu")
+	got := ofKind(v6, "fpdu")
+	require.Len(t, got, len(v4))
+	for i := range v4 {
+		for _, k := range []string{"src", "dst"} {
+			delete(v4[i], k)
+			delete(got[i], k)
+		}
+	}
+	assert.Equal(t, v4, got)
+}

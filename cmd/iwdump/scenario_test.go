@@ -43,6 +43,8 @@ type scenario struct {
 	// isn overrides the initial sequence numbers (client, server). By
 	// default the server's wrap past 2^32 a few FPDUs in.
 	isn [2]uint32
+	// ipv6 runs the exchange over [::1] instead of 127.0.0.1.
+	ipv6 bool
 }
 
 // ULPDU builders, from golden/ddp and golden/rdmap encoders.
@@ -119,7 +121,11 @@ var captureEpoch = time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
 // record runs sc between two golden/mpa endpoints over TCP on 127.0.0.1
 // and returns the pcap.
 func record(t testing.TB, sc scenario) []byte {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := "127.0.0.1:0"
+	if sc.ipv6 {
+		addr = "[::1]:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
 	defer ln.Close()
 	acc := make(chan net.Conn, 1)
