@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -591,4 +592,47 @@ func TestIPv6Capture(t *testing.T) {
 		}
 	}
 	assert.Equal(t, v4, got)
+}
+
+// TestCorruptedCaptureStopsDirection flips one ULPDU bit in frame 8 of the
+// markers-crc capture: that FPDU is shown with "crc":"bad", the error
+// follows, the Initiator's later FPDUs are not decoded (RFC 5044 §8) but
+// counted, and the Responder's direction decodes on. The capture is read
+// from stdin.
+func TestCorruptedCaptureStopsDirection(t *testing.T) {
+	file, err := os.ReadFile(capturePath("markers-crc"))
+	require.NoError(t, err)
+	r, err := pcapio.NewReader(bytes.NewReader(file))
+	require.NoError(t, err)
+	var out bytes.Buffer
+	w, err := pcapio.NewWriter(&out, pcapio.LinkEthernet)
+	require.NoError(t, err)
+	for {
+		pk, err := r.Next()
+		if err != nil {
+			break
+		}
+		data := append([]byte(nil), pk.Data...)
+		if pk.Index == 8 {
+			data[len(data)-100] ^= 0x80
+		}
+		require.NoError(t, w.WritePacket(pk.Time, data))
+	}
+	stdout, _, code := iwdump(t, out.Bytes(), "-json", "-")
+	assert.Equal(t, 1, code)
+	evs := events(t, stdout)
+	var ini, res []string
+	for _, e := range evs {
+		switch e["from"] {
+		case "initiator":
+			ini = append(ini, e["kind"].(string)+":"+fmt.Sprint(e["crc"]))
+		case "responder":
+			res = append(res, e["kind"].(string)+":"+fmt.Sprint(e["crc"]))
+		}
+	}
+	assert.Equal(t, []string{"request:<nil>", "fpdu:ok", "fpdu:bad", "error:<nil>", "note:<nil>"}, ini)
+	assert.Equal(t, []string{"reply:<nil>", "fpdu:ok", "fpdu:ok", "fpdu:ok"}, res)
+	note := evs[len(evs)-1]
+	assert.Equal(t, "note", note["kind"])
+	assert.Contains(t, note["note"], "1540 more octets in this direction not decoded")
 }

@@ -26,6 +26,7 @@ type half struct {
 	rawOff  uint32
 	failed  bool
 	fpdus   int
+	ignored uint64 // octets after the error, not decoded
 }
 
 func newHalf(p *printer, w where, markers, crc bool, rev mpa.Revision) *half {
@@ -36,6 +37,7 @@ func newHalf(p *printer, w where, markers, crc bool, rev mpa.Revision) *half {
 // feed decodes the next octets of the stream, which arrived in frame.
 func (h *half) feed(b []byte, frame int) {
 	if h.failed {
+		h.ignored += uint64(len(b))
 		return
 	}
 	h.w.Frame = frame
@@ -85,6 +87,9 @@ func (h *half) fail(err error) {
 // error).
 func (h *half) end(capture bool) {
 	if h.failed {
+		if h.ignored > 0 {
+			h.p.note(h.w, "%d more octets in this direction not decoded: nothing is delivered after an MPA error (RFC 5044 §8)", h.ignored)
+		}
 		return
 	}
 	err := h.d.End()

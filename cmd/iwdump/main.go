@@ -5,11 +5,12 @@
 //
 // Usage:
 //
-//	iwdump [-json] [-max-mem N] FILE
+//	iwdump [-json] [-max-mem N] FILE|-
 //	iwdump -stream [-no-startup] [-markers] [-crc=BOOL] [-json] FILE|-
 //	iwdump -encode [-markers] [-crc=BOOL] < ULPDUS > STREAM
 //
-// The first form decodes every TCP connection of a pcap or pcapng file. The
+// The first form decodes every TCP connection of a pcap or pcapng file (- for
+// stdin, so that tcpdump -w - can feed it). The
 // Request/Reply pair of each connection gives the negotiated revision,
 // markers (per direction) and CRC; connections that are not MPA are skipped
 // with a note. Each FPDU is one line: frame number, connection, direction
@@ -59,7 +60,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	maxMem := fs.Int("max-mem", pcapio.DefaultMaxBuffered, "bound in octets on data held for reassembly and startup, per capture")
 	chunk := fs.Int("chunk", 1<<16, "with -stream: read size in octets (decoding does not depend on it)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: iwdump [-json] [-max-mem N] FILE
+		fmt.Fprint(stderr, `usage: iwdump [-json] [-max-mem N] FILE|-
        iwdump -stream [-no-startup] [-markers] [-crc=BOOL] [-json] FILE|-
        iwdump -encode [-markers] [-crc=BOOL] < ULPDUS > STREAM
 
@@ -101,7 +102,7 @@ DDP/RDMAP headers, from a pcap/pcapng capture or one direction's raw stream;
 	case *enc && fs.NArg() != 0:
 		return usage("-encode reads stdin and takes no file argument")
 	case !*enc && fs.NArg() != 1:
-		return usage("expected exactly one input (a capture file, or with -stream a file or -), got %d", fs.NArg())
+		return usage("expected exactly one input (a file, or - for stdin), got %d", fs.NArg())
 	}
 
 	out := bufio.NewWriterSize(stdout, 1<<16)
@@ -117,7 +118,7 @@ DDP/RDMAP headers, from a pcap/pcapng capture or one direction's raw stream;
 
 	name := fs.Arg(0)
 	in := stdin
-	if !(*stream && name == "-") {
+	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
 			fmt.Fprintln(stderr, "iwdump:", err)
