@@ -110,7 +110,10 @@ type Endpoint struct {
 	rxDone  bool
 	failed  atomic.Bool // state is stError or stClosed: place nothing more
 
-	// transmitter-owned
+	txMu      sync.Mutex  // held by whoever transmits (see txRun)
+	txPending atomic.Bool // the transmitter holds unwritten FPDUs or unreported WRs
+
+	// transmitter-owned (txMu)
 	wbuf      []byte
 	ulp       []byte
 	txMSN     [rdmap.NumQueues]uint32
@@ -254,7 +257,20 @@ func (ep *Endpoint) PostSend(wrs ...SendWR) error {
 		}
 		ep.sq = append(ep.sq, &sqEntry{wr: wr})
 	}
-	ep.cond.Broadcast()
+	// An idle queue pair sends a lone small WR from this goroutine, which
+	// saves a goroutine handoff on the latency path; a busy one leaves the
+	// work to the transmit goroutine, which batches it.
+	if len(ep.sq) != len(wrs) || len(ep.irq) > 0 || !ep.txMu.TryLock() {
+		ep.cond.Broadcast()
+		return nil
+	}
+	ep.mu.Unlock()
+	ep.txRun(true)
+	ep.txMu.Unlock()
+	ep.mu.Lock()
+	if ep.pickLocked() != jobWait {
+		ep.cond.Broadcast()
+	}
 	return nil
 }
 

@@ -46,7 +46,7 @@ func (ep *Endpoint) pickLocked() jobKind {
 			return jobWR
 		}
 	}
-	if len(ep.wbuf) > 0 || len(ep.unflushed) > 0 {
+	if ep.txPending.Load() {
 		return jobFlush
 	}
 	if ep.rxDone || ep.state == stClosing && ep.sqNext == len(ep.sq) && len(ep.orq) == 0 {
@@ -55,20 +55,48 @@ func (ep *Endpoint) pickLocked() jobKind {
 	return jobWait
 }
 
+// The transmitter's state (wbuf, ulp, txMSN, unflushed) belongs to
+// whoever holds txMu: the transmit goroutine, or a PostSend caller that
+// finds it idle and sends its own small WR inline, which saves a goroutine
+// handoff on the latency path.
+
 func (ep *Endpoint) txLoop() {
 	defer ep.wg.Done()
 	for {
 		ep.mu.Lock()
-		job := ep.pickLocked()
-		for job == jobWait {
+		for ep.pickLocked() == jobWait {
 			ep.cond.Wait()
-			job = ep.pickLocked()
+		}
+		ep.mu.Unlock()
+		ep.txMu.Lock()
+		done := ep.txRun(false)
+		ep.txMu.Unlock()
+		if done {
+			return
+		}
+	}
+}
+
+// txRun runs transmitter jobs until there is nothing to do. inline (a
+// PostSend caller) stops short of jobs that may take long or end the
+// stream. It reports whether the stream is finished. Called with txMu held.
+func (ep *Endpoint) txRun(inline bool) bool {
+	for {
+		ep.mu.Lock()
+		job := ep.pickLocked()
+		if job == jobWait || inline && job != jobWR && job != jobFlush {
+			ep.mu.Unlock()
+			return false
 		}
 		var s *sqEntry
 		var ir inboundRead
 		switch job {
 		case jobWR:
 			s = ep.sq[ep.sqNext]
+			if inline && wrLen(&s.wr) > inlineMax {
+				ep.mu.Unlock()
+				return false
+			}
 			ep.sqNext++
 			if s.wr.Opcode == WRRead {
 				ep.orq = append(ep.orq, s)
@@ -89,25 +117,28 @@ func (ep *Endpoint) txLoop() {
 			err = ep.sendReadResponse(ir)
 		case jobTerm:
 			ep.wbuf = ep.wbuf[:0] // the Terminate goes out next, alone (RFC 5040 §7.1)
-			ep.unflushed = ep.unflushed[:0]
+			ep.setUnflushed(ep.unflushed[:0])
 			ep.ulp = term.AppendMessage(ep.ulp[:0], ep.rv, ep.dv, ep.txMSN[rdmap.QNTerminate])
 			if ep.wbuf, err = ep.framer.AppendFPDU(ep.wbuf, ep.ulp); err == nil {
 				err = ep.flush()
 			}
 			ep.shutdown()
-			return
+			return true
 		case jobExit:
 			if ep.Err() == nil {
 				ep.flush() // graceful: what was queued goes out before the FIN
 			}
 			ep.shutdown()
-			return
+			return true
 		}
 		if err != nil && !errors.Is(err, errAborted) {
 			ep.abort(&Error{Cause: rdmap.MPAConnectionLost, Msg: "sending", Err: err}, nil)
 		}
 	}
 }
+
+// inlineMax is the largest WR a PostSend caller transmits itself.
+const inlineMax = 4096
 
 // shutdown closes the connection as RFC 5040 §6.2.1 asks: FIN, then a
 // bounded wait for the peer's FIN, then close.
@@ -156,7 +187,14 @@ func (ep *Endpoint) flush() error {
 		clear(ep.unflushed)
 		ep.unflushed = ep.unflushed[:0]
 	}
+	ep.txPending.Store(false)
 	return nil
+}
+
+// setUnflushed replaces the list of WRs waiting for the next flush.
+func (ep *Endpoint) setUnflushed(u []*sqEntry) {
+	ep.unflushed = u
+	ep.txPending.Store(len(ep.wbuf) > 0 || len(u) > 0)
 }
 
 // segments appends the FPDUs of one message of total payload bytes:
@@ -178,6 +216,7 @@ func (ep *Endpoint) segments(total uint64, hdrLen int, hdr func(dst []byte, off 
 		if ep.wbuf, err = ep.framer.AppendFPDU(ep.wbuf, ulp); err != nil {
 			return err
 		}
+		ep.txPending.Store(true)
 		ep.ulp = ulp
 		off += n
 		if len(ep.wbuf) >= flushAt || ep.cfg.AlignFPDUs {
@@ -185,6 +224,7 @@ func (ep *Endpoint) segments(total uint64, hdrLen int, hdr func(dst []byte, off 
 				return err
 			}
 			ep.wbuf = ep.wbuf[:0]
+			ep.txPending.Store(len(ep.unflushed) > 0)
 		}
 		if last {
 			return nil
@@ -250,6 +290,7 @@ func (ep *Endpoint) sendWR(s *sqEntry) error {
 			QN: rdmap.QNReadRequest, MSN: msn}.Append(ep.ulp[:0])
 		ep.ulp = rr.Append(ep.ulp)
 		ep.wbuf, err = ep.framer.AppendFPDU(ep.wbuf, ep.ulp)
+		ep.txPending.Store(true)
 		if err == nil && ep.moreWorkQueued() && !ep.cfg.AlignFPDUs {
 			return nil // the Read completes on its response, not on the flush
 		}
@@ -272,7 +313,7 @@ func (ep *Endpoint) sendWR(s *sqEntry) error {
 	if err != nil {
 		return err
 	}
-	ep.unflushed = append(ep.unflushed, s)
+	ep.setUnflushed(append(ep.unflushed, s))
 	if ep.moreWorkQueued() && len(ep.unflushed) < 64 {
 		return nil
 	}
