@@ -187,6 +187,7 @@ type plMode struct {
 	saturated bool // readies high, no gaps, only good RDMA Writes of payload bytes each
 	payload   int
 	aligned   bool // host buffers 64-byte aligned and TO at their start
+	sparse    int  // program only this many random entries at first (0: the whole table)
 }
 
 // plShadow is what the driver programmed at one table index.
@@ -237,6 +238,7 @@ type plDriver struct {
 
 	table   []plShadow
 	nextPBL uint32
+	used    []uint32 // indexes programmed at least once
 	keys    []uint8
 
 	cur   plFrame
@@ -357,6 +359,9 @@ func (d *plDriver) program(index uint32, s plShadow) {
 	w("STAG_PBL", uint64(s.PBL))
 	w("STAG_COMMIT", 0)
 	if index < uint32(d.cfg.TableDepth) {
+		if d.table[index].Length == 0 {
+			d.used = append(d.used, index)
+		}
 		d.table[index] = s
 	}
 }
@@ -368,10 +373,12 @@ func (d *plDriver) plan(first bool) {
 	n := d.cfg.TableDepth
 	if !first {
 		n = 8 + d.rng.IntN(40)
+	} else if d.mode.sparse > 0 {
+		n = d.mode.sparse
 	}
 	for i := 0; i < n; i++ {
 		idx := uint32(i)
-		if !first {
+		if !first || d.mode.sparse > 0 {
 			idx = uint32(d.rng.IntN(d.cfg.TableDepth))
 		}
 		switch {
@@ -447,8 +454,8 @@ func (d *plDriver) randPayload() int {
 
 // validIndexes picks a programmed, valid index with the given right (or any).
 func (d *plDriver) pick(need mem.Access) (uint32, bool) {
-	for try := 0; try < 16; try++ {
-		i := uint32(d.rng.IntN(d.cfg.TableDepth))
+	for try := 0; try < 16 && len(d.used) > 0; try++ {
+		i := d.used[d.rng.IntN(len(d.used))]
 		s := &d.table[i]
 		if s.Valid && s.Access&need == need && s.Length > 0 {
 			return i, true
