@@ -399,6 +399,14 @@ func (ep *Endpoint) flushLocked(cause error) {
 	ep.rq = nil
 }
 
+// cqOverflowLocked ends the stream when its CQ has lost a completion: a
+// local resource failure (Local Catastrophic, digest §3.7). Streams on
+// other CQs are not affected (RFC 5040 §8.1.1 #10).
+func (ep *Endpoint) cqOverflowLocked() {
+	c := rdmap.RDMAPLocalCatastrophic
+	ep.abortLocked(&Error{Cause: c, Msg: "completion queue overflow", Err: ErrCQOverflow}, &rdmap.Terminate{Cause: c})
+}
+
 // completeLocked reports finished send WRs in posting order (RFC 5040 §5.5 rule 15).
 func (ep *Endpoint) completeLocked() {
 	k := 0
@@ -412,7 +420,9 @@ func (ep *Endpoint) completeLocked() {
 		if s.status == WCSuccess {
 			c.ByteLen = uint32(wrLen(&s.wr))
 		}
-		ep.cfg.SendCQ.push(c, false)
+		if !ep.cfg.SendCQ.push(c, false) {
+			ep.cqOverflowLocked()
+		}
 	}
 	if k > 0 {
 		copy(ep.sq, ep.sq[k:])

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/openiwarp/openiwarp/golden/ddp"
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+	"github.com/openiwarp/openiwarp/golden/rdmap"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -116,4 +118,28 @@ func TestSizes(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestRev0 runs the RDMA Consortium versions (DDP DV=0, RDMAP RV=0) that go
+// with MPA revision 0 (draft-01), and checks the version on the wire.
+func TestRev0(t *testing.T) {
+	checkLeaks(t)
+	a, b := pair(t, pairOpts{draft01: true})
+	require.Equal(t, ddp.VersionRDMAC, a.ep.dv)
+	require.Equal(t, rdmap.VersionRDMAC, b.ep.rv)
+	src := []byte("rdmac")
+	amr := a.reg(t, src, 0, all)
+	dst := make([]byte, 5)
+	bmr := b.reg(t, dst, 0, all)
+	rb := make([]byte, 5)
+	rmr := b.reg(t, rb, 0, mem.LocalWrite)
+	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{0, 5, rmr.STag}}}))
+	require.NoError(t, a.ep.PostSend(
+		SendWR{ID: 1, Opcode: WRWrite, SGL: []SGE{{0, 5, amr.STag}}, RKey: bmr.STag, Signaled: true},
+		SendWR{ID: 2, Opcode: WRSend, SGL: []SGE{{0, 5, amr.STag}}, Signaled: true}))
+	waitOK(t, a.scq, 1, WCWrite)
+	waitOK(t, a.scq, 2, WCSend)
+	waitOK(t, b.rcq, 1, WCRecv)
+	assert.Equal(t, "rdmac", string(dst))
+	assert.Equal(t, "rdmac", string(rb))
 }

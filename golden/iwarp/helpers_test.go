@@ -26,6 +26,8 @@ type pairOpts struct {
 	markers, noCRC bool
 	rev            mpa.Revision
 	cfg            Config // ORD, IRD, depths
+	cqDepth        int    // 0: 4096
+	draft01        bool   // MPA Rev 0: DDP and RDMAP version 0 (RDMA Consortium)
 }
 
 // checkLeaks fails the test if goroutines started during it outlive it.
@@ -58,7 +60,10 @@ func listen(t testing.TB) net.Listener {
 }
 
 func mpaConfig(o pairOpts) mpa.Config {
-	c := mpa.Config{Rev: o.rev, Markers: o.markers, NoCRC: o.noCRC, IRD: 16, ORD: 16}
+	c := mpa.Config{Rev: o.rev, Markers: o.markers, NoCRC: o.noCRC, IRD: 16, ORD: 16, Draft01: o.draft01}
+	if o.draft01 {
+		return c
+	}
 	if c.Rev == 0 {
 		c.Rev = mpa.Rev2
 	}
@@ -70,7 +75,11 @@ func mpaConfig(o pairOpts) mpa.Config {
 
 func newSide(t testing.TB, conn net.Conn, p mpa.Params, o pairOpts) *side {
 	tab := mem.NewTable()
-	s := &side{tab: tab, pd: tab.AllocPD(), scq: NewCQ(4096), rcq: NewCQ(4096)}
+	depth := o.cqDepth
+	if depth == 0 {
+		depth = 4096
+	}
+	s := &side{tab: tab, pd: tab.AllocPD(), scq: NewCQ(depth), rcq: NewCQ(depth)}
 	cfg := o.cfg
 	cfg.PD, cfg.SendCQ, cfg.RecvCQ = s.pd, s.scq, s.rcq
 	ep, err := New(conn, p, cfg)

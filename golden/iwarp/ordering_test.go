@@ -320,3 +320,33 @@ func traffic(ctx context.Context, a, b *side, ops, size int, seed byte) error {
 	}
 	return nil
 }
+
+// TestCQOverflow: a full CQ ends the streams that report to it, with a
+// Local Catastrophic Terminate; a stream on another CQ keeps working
+// (RFC 5040 §8.1.1 #10, security test S10).
+func TestCQOverflow(t *testing.T) {
+	checkLeaks(t)
+	a, b := pair(t, pairOpts{cqDepth: 1})
+	small := b.rcq
+	a2, b2 := pair(t, pairOpts{})
+	rb := make([]byte, 16)
+	rmr := b.reg(t, rb, 0, mem.LocalWrite)
+	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{0, 8, rmr.STag}}}, RecvWR{ID: 2, SGL: []SGE{{8, 8, rmr.STag}}}))
+	require.NoError(t, a.ep.PostSend(SendWR{ID: 1, Opcode: WRSend, Inline: []byte("1")}, SendWR{ID: 2, Opcode: WRSend, Inline: []byte("2")}))
+	<-b.ep.Done()
+	var ee *Error
+	require.ErrorAs(t, b.ep.Err(), &ee)
+	assert.Equal(t, rdmap.RDMAPLocalCatastrophic, ee.Cause)
+	assert.ErrorIs(t, ee, ErrCQOverflow)
+	<-a.ep.Done()
+	require.ErrorAs(t, a.ep.Err(), &ee)
+	assert.True(t, ee.Remote)
+	assert.Equal(t, rdmap.RDMAPLocalCatastrophic, ee.Cause)
+	assert.True(t, small.Overflowed())
+	// The other pair, on its own CQs, is unaffected.
+	buf := make([]byte, 4)
+	mr := b2.reg(t, buf, 0, mem.LocalWrite)
+	require.NoError(t, b2.ep.PostRecv(RecvWR{ID: 9, SGL: []SGE{{0, 4, mr.STag}}}))
+	require.NoError(t, a2.ep.PostSend(SendWR{ID: 9, Opcode: WRSend, Inline: []byte("ok"), Signaled: true}))
+	waitOK(t, b2.rcq, 9, WCRecv)
+}

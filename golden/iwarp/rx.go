@@ -193,7 +193,10 @@ func (ep *Endpoint) rxSend(seg ddp.Segment, op rdmap.Opcode, d []byte) error {
 	ep.mu.Lock()
 	if ep.state < stError {
 		ep.rq = ep.rq[1:]
-		ep.cfg.RecvCQ.push(c, info.Solicited)
+		if !ep.cfg.RecvCQ.push(c, info.Solicited) {
+			ep.cqOverflowLocked()
+			ep.dropping = true
+		}
 	}
 	ep.mu.Unlock()
 	return nil
