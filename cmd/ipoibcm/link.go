@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/openiwarp/openiwarp/golden/ipoibcm"
-	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+	"github.com/openiwarp/openiwarp/host/verbs"
 )
 
 // config is what the flags set.
@@ -34,6 +34,7 @@ type config struct {
 	neighTTL  time.Duration // address-resolution entry lifetime
 	depth     int           // receives posted per connection (credits granted)
 	udOnly    bool          // do not advertise or use RC: everything over the datagram channel
+	device    string        // verbs device: model, sim, vfio:<PCI address>
 	maxConns  int
 	verbose   bool
 	connectTO time.Duration
@@ -72,15 +73,15 @@ type Link struct {
 	v6   netip.Prefix
 	tun  *os.File
 	udp  *net.UDPConn
-	ln   net.Listener
+	ln   *verbs.Listener
 	ctx  context.Context
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 	log  *log.Logger
 	st   counters
 
-	pdOnce sync.Once
-	pd     *mem.PD
+	dev *verbs.Context // the card the connections run on
+	pd  *verbs.PD
 
 	mu      sync.Mutex
 	neigh   map[netip.Addr]*neigh
@@ -151,11 +152,27 @@ func (l *Link) start() error {
 	_ = l.udp.SetReadBuffer(4 << 20)
 	_ = l.udp.SetWriteBuffer(4 << 20)
 	if !l.cfg.udOnly {
-		l.ln, err = net.Listen("tcp", netip.AddrPortFrom(l.cfg.underlay, uint16(l.cfg.tcpPort)).String())
-		if err != nil {
+		fail := func(err error) error {
 			tun.Close()
 			l.udp.Close()
-			return fmt.Errorf("connection listener: %w", err)
+			if l.dev != nil {
+				l.dev.Close()
+			}
+			return err
+		}
+		if l.dev, err = verbs.Open(l.cfg.device); err != nil {
+			return fail(fmt.Errorf("opening device %q: %w", l.cfg.device, err))
+		}
+		if max := l.dev.Info().MaxInline; int(l.cfg.recvMTU) > max {
+			return fail(fmt.Errorf("receive MTU %d: device %q sends at most %d octets inline", l.cfg.recvMTU, l.cfg.device, max))
+		}
+		if l.pd, err = l.dev.AllocPD(); err != nil {
+			return fail(err)
+		}
+		l.ln, err = verbs.Listen(netip.AddrPortFrom(l.cfg.underlay, uint16(l.cfg.tcpPort)).String(),
+			verbs.ListenConfig{Timeout: l.cfg.connectTO, Backlog: 64})
+		if err != nil {
+			return fail(fmt.Errorf("connection listener: %w", err))
 		}
 	}
 	l.ctx, l.stop = context.WithCancel(context.Background())
@@ -188,6 +205,9 @@ func (l *Link) close() {
 	l.udp.Close()
 	l.tun.Close()
 	l.wg.Wait()
+	if l.dev != nil {
+		l.dev.Close()
+	}
 }
 
 // ---- transmit: packets from the local stack ----

@@ -7,18 +7,17 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/openiwarp/openiwarp/golden/ipoibcm"
 	"github.com/openiwarp/openiwarp/golden/iwarp"
-	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
-	"github.com/openiwarp/openiwarp/golden/mpa"
+	"github.com/openiwarp/openiwarp/host/verbs"
 )
 
-// Reliable connections: RFC 4755's RC QPs as iWARP endpoints. The IB CM
-// exchange is TCP connect plus the MPA Request/Reply with the private data
-// inside (digest §13); the initiator's "ready" control message is the RTU.
+// Reliable connections: RFC 4755's RC QPs as verbs RC QPs. The IB CM
+// exchange is the connection manager's Dial / Accept / Reject, i.e. TCP
+// connect plus the MPA Request/Reply with the private data inside (digest
+// §13); the initiator's "ready" control message is the RTU.
 
 var errTxQueueFull = errors.New("connection transmit queue full")
 
@@ -26,19 +25,18 @@ var errTxQueueFull = errors.New("connection transmit queue full")
 // a NIC's transmit ring; beyond it packets are dropped and TCP recovers.
 const txQueueLen = 512
 
-// rcConn is one established connection and its flow control.
+// rcConn is one connection and its flow control.
 type rcConn struct {
 	l         *Link
 	id        ipoibcm.ConnID
 	peer      ipoibcm.LinkAddr
 	mtu       int
 	initiator bool
-	ep        *iwarp.Endpoint
-	mr        *mem.MR
+	qp        *verbs.QP
+	mr        *verbs.MR
 	bufSize   int
 	depth     int
-	rcq, scq  *iwarp.CQ
-	gate      *gatedConn
+	rcq, scq  *verbs.CQ
 	ctx       context.Context
 	cancel    context.CancelFunc
 
@@ -48,63 +46,72 @@ type rcConn struct {
 	q      [][]byte
 	closed bool
 	failed bool // connDown has been started
-	err    error
 }
 
-// gatedConn holds the engine's reads until the receives are posted, so no
-// Send can meet an empty receive queue however the goroutines are scheduled.
-// It keeps the TCP socket's SyscallConn (the engine reads the MSS from it)
-// and CloseWrite (its graceful FIN).
-type gatedConn struct {
-	*net.TCPConn
-	open chan struct{}
-}
+// sqDepth sizes the send queue. Credits bound the Sends the peer has not
+// received, but the engine keeps a Send on its queue until its transmitter
+// next flushes, so more can sit there; post waits while it is full.
+const sqDepth = 512
 
-func (g *gatedConn) Read(b []byte) (int, error) {
-	<-g.open
-	return g.TCPConn.Read(b)
-}
-
-func (l *Link) memPD() *mem.PD {
-	l.pdOnce.Do(func() { l.pd = mem.NewTable().AllocPD() })
-	return l.pd
-}
-
-// newRC starts the endpoint on an MPA-negotiated connection, posts the
-// receives, and only then lets the engine read.
-func (l *Link) newRC(tc *net.TCPConn, p mpa.Params, id ipoibcm.ConnID, peer ipoibcm.LinkAddr, mtu, peerCredits int) (*rcConn, error) {
-	c := &rcConn{l: l, id: id, peer: peer.WithoutFlags(), mtu: mtu, initiator: p.Initiator,
-		bufSize: int(l.cfg.recvMTU), depth: l.cfg.depth}
+// newQP makes a QP with its receive buffers registered and every receive
+// posted before the connection exists: verbs hands receives posted early to
+// the card when the QP connects, so the peer's first Send finds them.
+func (l *Link) newQP() (*rcConn, error) {
+	c := &rcConn{l: l, bufSize: int(l.cfg.recvMTU), depth: l.cfg.depth}
 	c.cond = sync.NewCond(&c.mu)
 	var err error
-	if c.fc, err = ipoibcm.NewFlowControl(c.depth, peerCredits); err != nil {
+	if c.rcq, err = l.dev.CreateCQ(c.depth + 8); err != nil {
 		return nil, err
 	}
-	pd := l.memPD()
-	if c.mr, err = pd.RegisterMR(make([]byte, c.depth*c.bufSize), 0, mem.LocalWrite, 0); err != nil {
+	// Sends are unsignaled: the send CQ only ever sees errors and flushes.
+	if c.scq, err = l.dev.CreateCQ(sqDepth + 8); err != nil {
+		c.release()
+		return nil, err
+	}
+	if c.mr, err = l.pd.RegMR(make([]byte, c.depth*c.bufSize), verbs.AccessLocalWrite); err != nil {
+		c.release()
 		return nil, fmt.Errorf("registering receive buffers: %w", err)
 	}
-	c.rcq = iwarp.NewCQ(c.depth + 8)
-	c.scq = iwarp.NewCQ(peerCredits + 8)
-	c.gate = &gatedConn{TCPConn: tc, open: make(chan struct{})}
-	_ = tc.SetNoDelay(true)
-	c.ep, err = iwarp.New(c.gate, p, iwarp.Config{PD: pd, SendCQ: c.scq, RecvCQ: c.rcq,
-		SQDepth: sqDepth(peerCredits), RQDepth: c.depth})
+	c.qp, err = l.pd.CreateQP(verbs.QPInitAttr{SendCQ: c.scq, RecvCQ: c.rcq,
+		Cap: verbs.QPCap{MaxSendWR: sqDepth, MaxRecvWR: c.depth, MaxInlineData: c.bufSize}})
 	if err != nil {
-		_ = c.mr.Deregister()
-		return nil, fmt.Errorf("starting endpoint: %w", err)
+		c.release()
+		return nil, err
 	}
 	for i := 0; i < c.depth; i++ {
 		if err := c.postRecv(i); err != nil {
-			close(c.gate.open)
-			c.ep.Close()
-			_ = c.mr.Deregister()
+			c.release()
 			return nil, err
 		}
 	}
-	close(c.gate.open)
-	c.ctx, c.cancel = context.WithCancel(l.ctx)
-	if c.initiator {
+	return c, nil
+}
+
+// release frees what newQP made; a connected QP disconnects first.
+func (c *rcConn) release() {
+	if c.qp != nil {
+		_ = c.qp.Destroy()
+	}
+	if c.mr != nil {
+		_ = c.mr.Dereg()
+	}
+	for _, cq := range []*verbs.CQ{c.rcq, c.scq} {
+		if cq != nil {
+			_ = cq.Destroy()
+		}
+	}
+}
+
+// run starts a connected QP: flow control, the initiator's ready (the RTU
+// the responder waits for), and the goroutines.
+func (c *rcConn) run(id ipoibcm.ConnID, peer ipoibcm.LinkAddr, mtu, peerCredits int, initiator bool) error {
+	c.id, c.peer, c.mtu, c.initiator = id, peer.WithoutFlags(), mtu, initiator
+	var err error
+	if c.fc, err = ipoibcm.NewFlowControl(c.depth, peerCredits); err != nil {
+		return err
+	}
+	c.ctx, c.cancel = context.WithCancel(c.l.ctx)
+	if initiator {
 		c.mu.Lock()
 		r, err := c.fc.TakeReady()
 		if err == nil {
@@ -112,31 +119,25 @@ func (l *Link) newRC(tc *net.TCPConn, p mpa.Params, id ipoibcm.ConnID, peer ipoi
 		}
 		c.mu.Unlock()
 		if err != nil {
-			c.close()
-			return nil, fmt.Errorf("sending ready: %w", err)
+			c.cancel()
+			return fmt.Errorf("sending ready: %w", err)
 		}
 	}
-	l.goRun(c.rxLoop)
-	l.goRun(c.txLoop)
-	l.goRun(c.watch)
-	return c, nil
+	c.l.goRun(c.rxLoop)
+	c.l.goRun(c.txLoop)
+	c.l.goRun(c.watch)
+	return nil
 }
 
 func (c *rcConn) postRecv(slot int) error {
-	return c.ep.PostRecv(iwarp.RecvWR{ID: uint64(slot), SGL: []iwarp.SGE{{
-		Addr: c.mr.Addr + uint64(slot*c.bufSize), Length: uint32(c.bufSize), LKey: c.mr.STag}}})
+	return c.qp.PostRecv(verbs.RecvWR{ID: uint64(slot), SGL: []verbs.SGE{c.mr.SGE(slot*c.bufSize, c.bufSize)}})
 }
-
-// sqDepth sizes the send queue. Credits bound the Sends the peer has not
-// received, but the engine keeps a Send on its queue until its transmitter
-// next flushes, so more can sit there; post waits if it is full.
-func sqDepth(peerCredits int) int { return max(256, 4*peerCredits) }
 
 // post posts one Send, waiting while the send queue is full. It is called
 // with c.mu held and releases it while waiting.
 func (c *rcConn) post(msg []byte) error {
 	for {
-		err := c.ep.PostSend(iwarp.SendWR{Opcode: iwarp.WRSend, Inline: msg})
+		err := c.qp.PostSend(verbs.SendWR{Opcode: verbs.WRSend, Inline: msg})
 		if !errors.Is(err, iwarp.ErrQueueFull) {
 			return err
 		}
@@ -144,7 +145,7 @@ func (c *rcConn) post(msg []byte) error {
 		time.Sleep(50 * time.Microsecond)
 		c.mu.Lock()
 		if c.closed {
-			return iwarp.ErrClosed
+			return verbs.ErrClosed
 		}
 	}
 }
@@ -154,7 +155,7 @@ func (c *rcConn) send(b []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return fmt.Errorf("connection %d: %w", c.id, iwarp.ErrClosed)
+		return fmt.Errorf("connection %d: %w", c.id, verbs.ErrClosed)
 	}
 	if len(c.q) >= txQueueLen {
 		return errTxQueueFull
@@ -196,7 +197,8 @@ func (c *rcConn) txLoop() {
 }
 
 // rxLoop takes each received message, hands it on, posts the buffer again
-// and counts the credit it owes.
+// and only then counts the credit it owes, so a grant never names a buffer
+// that is not posted.
 func (c *rcConn) rxLoop() {
 	for {
 		wc, err := c.rcq.Wait(c.ctx)
@@ -204,14 +206,13 @@ func (c *rcConn) rxLoop() {
 			c.fail(err)
 			return
 		}
-		if wc.Status != iwarp.WCSuccess {
+		if wc.Status != verbs.WCSuccess {
 			c.fail(fmt.Errorf("receive completion: %v", wc.Status))
 			return
 		}
 		slot := int(wc.ID)
 		off := slot * c.bufSize
-		data := c.mr.Buf[off : off+int(wc.ByteLen)]
-		isData, err := c.input(data)
+		isData, err := c.input(c.mr.Bytes()[off : off+int(wc.ByteLen)])
 		if err == nil {
 			err = c.postRecv(slot)
 		}
@@ -266,11 +267,11 @@ func (c *rcConn) input(b []byte) (data bool, err error) {
 	return true, nil
 }
 
-// watch notices the engine ending (peer closed, Terminate, TCP lost).
+// watch notices the stream ending (peer closed, Terminate, TCP lost).
 func (c *rcConn) watch() {
 	select {
-	case <-c.ep.Done():
-		c.fail(c.ep.Err())
+	case <-c.qp.Done():
+		c.fail(c.qp.Err())
 	case <-c.ctx.Done():
 	}
 }
@@ -281,12 +282,12 @@ func (c *rcConn) fail(err error) {
 	c.mu.Unlock()
 }
 
-// failLocked records why the connection ended and has the link drop it.
+// failLocked has the link drop the connection, once.
 func (c *rcConn) failLocked(err error) {
 	if c.closed || c.failed {
 		return
 	}
-	c.failed, c.err = true, err
+	c.failed = true
 	go c.l.connDown(c, err)
 }
 
@@ -302,8 +303,8 @@ func (c *rcConn) close() {
 	c.cond.Broadcast()
 	c.mu.Unlock()
 	c.cancel()
-	c.ep.Close()
-	_ = c.mr.Deregister()
+	_ = c.qp.Disconnect()
+	c.release()
 }
 
 // connDown removes a failed connection; packets to the peer will set up a new one.
@@ -362,9 +363,8 @@ func (l *Link) register(c *rcConn, superseded []ipoibcm.ConnID) {
 	if !c.initiator {
 		_ = l.tb.Up(c.id, now)
 	}
-	key := c.peer
-	q := l.pending[key]
-	delete(l.pending, key)
+	q := l.pending[c.peer]
+	delete(l.pending, c.peer)
 	l.mu.Unlock()
 	l.log.Printf("connection %d with %v up (%s, MTU %d)", c.id, c.peer, map[bool]string{true: "active", false: "passive"}[c.initiator], c.mtu)
 	for _, p := range q {
@@ -394,7 +394,7 @@ func (l *Link) dial(peer ipoibcm.LinkAddr, id ipoibcm.ConnID) {
 	}
 	l.mu.Unlock()
 	if crossing {
-		l.debugf("connect to %v: %v; using the peer's connection", peer, err)
+		l.debugf("connect to %v: %v: crossing requests, using the peer's connection", peer, err)
 	} else {
 		l.log.Printf("connect to %v: %v", peer, err)
 	}
@@ -405,23 +405,22 @@ type rejectErr struct{ reason uint8 }
 func (e *rejectErr) Error() string { return fmt.Sprintf("rejected by the peer, reason %d", e.reason) }
 
 func (l *Link) dialErr(peer ipoibcm.LinkAddr, id ipoibcm.ConnID) error {
-	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.connectTO)
-	defer cancel()
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(peer.Underlay(), uint16(l.cfg.tcpPort)).String())
-	if err != nil {
-		return err
-	}
-	tc := nc.(*net.TCPConn)
 	sid, err := ipoibcm.ServiceID(peer.QPN(), l.cfg.sidMode)
 	if err != nil {
-		tc.Close()
 		return err
 	}
-	p, err := mpa.Initiate(ctx, tc, mpa.Config{PrivateData: l.hello(sid, 0), Timeout: l.cfg.connectTO})
-	if errors.Is(err, mpa.ErrRejected) {
-		tc.Close()
-		h, perr := ipoibcm.ParseHello(p.PeerPD)
+	c, err := l.newQP()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.connectTO)
+	defer cancel()
+	addr := netip.AddrPortFrom(peer.Underlay(), uint16(l.cfg.tcpPort)).String()
+	err = verbs.Dial(ctx, addr, c.qp, verbs.ConnParam{PrivateData: l.hello(sid, 0), Timeout: l.cfg.connectTO})
+	var rej *verbs.RejectError
+	if errors.As(err, &rej) {
+		c.release()
+		h, perr := ipoibcm.ParseHello(rej.PrivateData)
 		l.mu.Lock()
 		_ = l.tb.Rejected(id, perr == nil && h.RejectReason == ipoibcm.RejectReasonConsumer)
 		l.mu.Unlock()
@@ -431,10 +430,10 @@ func (l *Link) dialErr(peer ipoibcm.LinkAddr, id ipoibcm.ConnID) error {
 		return &rejectErr{h.RejectReason}
 	}
 	if err != nil {
-		tc.Close()
+		c.release()
 		return err
 	}
-	h, err := ipoibcm.ParseHello(p.PeerPD)
+	h, err := ipoibcm.ParseHello(c.qp.Params().PeerPD)
 	if err == nil && int(h.Credits) < ipoibcm.MinQueueDepth {
 		err = fmt.Errorf("peer grants %d credits: %w", h.Credits, ipoibcm.ErrCredits)
 	}
@@ -444,14 +443,12 @@ func (l *Link) dialErr(peer ipoibcm.LinkAddr, id ipoibcm.ConnID) error {
 		mtu, err = l.tb.Replied(id, h.PrivateData, time.Now())
 		l.mu.Unlock()
 	}
-	if err != nil {
-		tc.Close()
-		return fmt.Errorf("reply: %w", err)
+	if err == nil {
+		err = c.run(id, peer, mtu, int(h.Credits), true)
 	}
-	c, err := l.newRC(tc, p, id, peer, mtu, int(h.Credits))
 	if err != nil {
-		tc.Close()
-		return err
+		c.release()
+		return fmt.Errorf("reply: %w", err)
 	}
 	l.register(c, nil)
 	return nil
@@ -459,91 +456,85 @@ func (l *Link) dialErr(peer ipoibcm.LinkAddr, id ipoibcm.ConnID) error {
 
 func (l *Link) acceptLoop() {
 	for {
-		nc, err := l.ln.Accept()
+		req, err := l.ln.Accept(l.ctx)
 		if err != nil {
 			if l.ctx.Err() == nil {
 				l.log.Printf("accept: %v", err)
 			}
 			return
 		}
-		l.goRun(func() { l.respond(nc.(*net.TCPConn)) })
+		l.goRun(func() { l.respond(req) })
 	}
 }
 
-// respond is the passive side: the Accept hook applies RFC 4755 to the
-// request's private data and answers with ours (REP) or a reject (REJ),
+// respond is the passive side: it applies RFC 4755 to the request's
+// private data and answers with ours, in a Reply (REP) or a Reject (REJ),
 // which carries our private data too (§3.2).
-func (l *Link) respond(tc *net.TCPConn) {
-	remote := tc.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
-	var (
-		id          ipoibcm.ConnID
-		peer        ipoibcm.LinkAddr
-		mtu         int
-		peerCredits int
-		superseded  []ipoibcm.ConnID
-		why         error
-	)
-	accept := func(p *mpa.Params) (bool, []byte) {
-		h, err := ipoibcm.ParseHello(p.PeerPD)
-		sid := h.ServiceID
-		if err == nil {
-			var qpn uint32
-			// Accept the request on either Service-ID form (digest §3).
-			if qpn, _, err = ipoibcm.ParseServiceID(sid); err == nil && qpn != l.me.QPN() {
-				err = fmt.Errorf("service ID %#x names endpoint %#x, we are %#x: %w", sid, qpn, l.me.QPN(), ipoibcm.ErrServiceID)
-			}
-		}
-		if err == nil && int(h.Credits) < ipoibcm.MinQueueDepth {
-			err = fmt.Errorf("peer grants %d credits: %w", h.Credits, ipoibcm.ErrCredits)
-		}
-		d := ipoibcm.RejectInvalid
-		if err == nil {
-			// §4.3: the requester's address from its UD QPN and its "GID",
-			// which on iWARP is the TCP peer address.
-			if peer, err = ipoibcm.NewUnderlayLinkAddr(0, h.UDQPN, remote); err == nil {
-				l.mu.Lock()
-				id, mtu, d, superseded, err = l.tb.Request(peer, h.PrivateData, time.Now())
-				l.mu.Unlock()
-				peerCredits = int(h.Credits)
-			}
-		}
-		if d != ipoibcm.Accept {
-			why = fmt.Errorf("%v: %v", d, err)
-			if err == nil {
-				why = errors.New(d.String())
-			}
-			ownSID, _ := ipoibcm.ServiceID(l.me.QPN(), l.cfg.sidMode)
-			return true, l.hello(ownSID, ipoibcm.RejectReason(d, err))
-		}
-		return false, l.hello(sid, 0)
+func (l *Link) respond(req *verbs.ConnRequest) {
+	remote := netip.Addr{}
+	if ta, ok := req.RemoteAddr().(*net.TCPAddr); ok {
+		remote = ta.AddrPort().Addr().Unmap()
 	}
-	p, err := mpa.Respond(l.ctx, tc, mpa.Config{Accept: accept, Timeout: l.cfg.connectTO})
-	if err != nil {
-		tc.Close()
-		if why != nil {
-			l.debugf("request from %v rejected: %v", remote, why)
-			return
+	h, err := ipoibcm.ParseHello(req.PrivateData)
+	sid := h.ServiceID
+	if err == nil {
+		var qpn uint32
+		// Accept the request on either Service-ID form (digest §3).
+		if qpn, _, err = ipoibcm.ParseServiceID(sid); err == nil && qpn != l.me.QPN() {
+			err = fmt.Errorf("service ID %#x names endpoint %#x, we are %#x: %w", sid, qpn, l.me.QPN(), ipoibcm.ErrServiceID)
 		}
-		l.log.Printf("request from %v: %v", remote, err)
-		if id != 0 {
+	}
+	if err == nil && int(h.Credits) < ipoibcm.MinQueueDepth {
+		err = fmt.Errorf("peer grants %d credits: %w", h.Credits, ipoibcm.ErrCredits)
+	}
+	var (
+		id         ipoibcm.ConnID
+		peer       ipoibcm.LinkAddr
+		mtu        int
+		superseded []ipoibcm.ConnID
+	)
+	d := ipoibcm.RejectInvalid
+	if err == nil {
+		// §4.3: the requester's address from its UD QPN and its "GID",
+		// which on iWARP is the TCP peer address.
+		if peer, err = ipoibcm.NewUnderlayLinkAddr(0, h.UDQPN, remote); err == nil {
 			l.mu.Lock()
-			l.tb.Close(id)
+			id, mtu, d, superseded, err = l.tb.Request(peer, h.PrivateData, time.Now())
 			l.mu.Unlock()
-			l.closeConns(superseded)
+		}
+	}
+	if d != ipoibcm.Accept {
+		ownSID, _ := ipoibcm.ServiceID(l.me.QPN(), l.cfg.sidMode)
+		_ = req.Reject(l.hello(ownSID, ipoibcm.RejectReason(d, err)))
+		if err != nil {
+			l.debugf("request from %v rejected: %v: %v", remote, d, err)
+		} else {
+			l.debugf("request from %v rejected: %v", remote, d)
 		}
 		return
 	}
-	c, err := l.newRC(tc, p, id, peer, mtu, peerCredits)
-	if err != nil {
-		tc.Close()
+	fail := func(err error) {
 		l.mu.Lock()
 		l.tb.Close(id)
 		l.mu.Unlock()
 		l.closeConns(superseded)
 		l.log.Printf("request from %v: %v", remote, err)
+	}
+	c, err := l.newQP()
+	if err != nil {
+		_ = req.Reject(l.hello(sid, ipoibcm.RejectReasonNoResources))
+		fail(err)
+		return
+	}
+	if err := req.Accept(c.qp, l.hello(sid, 0)); err != nil {
+		c.release()
+		fail(err)
+		return
+	}
+	if err := c.run(id, peer, mtu, int(h.Credits), false); err != nil {
+		c.release()
+		fail(err)
 		return
 	}
 	l.register(c, superseded)
 }
-
-var _ syscall.Conn = (*gatedConn)(nil)
