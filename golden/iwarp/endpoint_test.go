@@ -25,6 +25,7 @@ func TestEveryOpcode(t *testing.T) {
 	// RDMA Write (opcode 0): placed, never delivered at the sink.
 	require.NoError(t, a.ep.PostSend(SendWR{ID: 1, Opcode: WRWrite, SGL: []SGE{{0x10000, 1000, amr.STag}}, RemoteAddr: 0x20000 + 100, RKey: bmr.STag, Signaled: true}))
 	waitOK(t, a.scq, 1, WCWrite)
+	noCompletion(t, b.rcq) // a Write is never delivered to the sink's ULP
 	// RDMA Read Request/Response (1, 2): read back what was written.
 	back := make([]byte, 1000)
 	backMR := a.reg(t, back, 0, all)
@@ -34,6 +35,8 @@ func TestEveryOpcode(t *testing.T) {
 	assert.Equal(t, src, back)
 	assert.Equal(t, src, dst[100:1100])
 	assert.Equal(t, make([]byte, 100), dst[:100])
+	noCompletion(t, b.rcq) // nor is a Read Request
+	noCompletion(t, b.scq)
 
 	// Send family (3-6): each consumes one receive.
 	rbuf := make([]byte, 4*64)

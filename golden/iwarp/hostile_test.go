@@ -50,11 +50,11 @@ func hostilePair(t *testing.T, o pairOpts) (*hostile, *side) {
 	}()
 	c, err := net.Dial("tcp", ln.Addr().String())
 	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
 	p, err := mpa.Initiate(ctx, c, cfg)
 	require.NoError(t, err)
 	v := <-ch
 	require.NotNil(t, v)
+	t.Cleanup(func() { c.Close() }) // runs before the victim's Close: its FIN ends the Linger
 	return &hostile{conn: c, fr: p.Framer(), df: p.Deframer(0), p: p}, v
 }
 

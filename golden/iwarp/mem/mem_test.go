@@ -241,3 +241,44 @@ func TestSTagsUnpredictable(t *testing.T) {
 	}
 	assert.Greater(t, hi, uint32(1<<23), "indices spread over the 24-bit range")
 }
+
+// TestRevokeFencesPlacement is S6: placements race with Invalidate; once
+// Invalidate has returned, no byte of the region ever changes again.
+func TestRevokeFencesPlacement(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		tab := NewTable()
+		pd := tab.AllocPD()
+		buf := make([]byte, 4096)
+		mr, err := pd.RegisterMR(buf, 0, RemoteWrite, 0)
+		require.NoError(t, err)
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			data := make([]byte, 4096)
+			for i := byte(1); ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for j := range data {
+					data[j] = i
+				}
+				tab.Place(Request{STag: mr.STag, PD: pd.ID, TO: 0, Use: UseRemoteWrite}, data)
+			}
+		}()
+		require.NoError(t, tab.Invalidate(mr.STag, pd.ID))
+		tab.mu.RLock()
+		snap := append([]byte(nil), buf...)
+		tab.mu.RUnlock()
+		for i := 0; i < 100; i++ {
+			tab.mu.RLock()
+			same := string(snap) == string(buf)
+			tab.mu.RUnlock()
+			require.True(t, same, "round %d: the region changed after Invalidate returned", round)
+		}
+		close(stop)
+		<-done
+	}
+}
