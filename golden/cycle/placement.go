@@ -20,6 +20,10 @@ const (
 // Terminate events: an untagged DDP header.
 const PlacementHdrBytes = ddp.UntaggedHeaderLen
 
+// PlacementLatency is the number of cycles from the cycle a beat is accepted
+// in to the first cycle its output shows (nothing stalling, the beat not held).
+const PlacementLatency = 4
+
 // pageShift is the page size of page-list translation (4 KiB).
 const pageShift = 12
 

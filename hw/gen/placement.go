@@ -57,10 +57,10 @@ const (
 	PlacementHdrBytes = untaggedHdr
 )
 
-// PlacementLatency is the number of cycles from the acceptance of a beat to
-// the cycle its output (if any) is first shown, when nothing stalls and the
-// beat is not held (see the block documentation).
-const PlacementLatency = 3
+// PlacementLatency is the number of cycles from the cycle a beat is accepted
+// in to the first cycle its output (if any) shows, when nothing stalls and
+// the beat is not held (see the block documentation).
+const PlacementLatency = 4
 
 func log2(n int) int { return bits.Len(uint(n)) - 1 }
 
@@ -445,9 +445,9 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 
 func holdDoc(lanes int) string {
 	if lanes >= taggedHdr {
-		return "Every beat moves on as soon as the pipeline advances: latency 3 cycles."
+		return "Every beat moves on as soon as the pipeline advances: its output shows 4 cycles after the cycle it is accepted in."
 	}
-	return fmt.Sprintf("A ULPDU's first beat waits in the input register until its second beat is accepted (or it is the last), so the decision sees header bytes 0-%d; other beats move on at once: latency 3 cycles.", taggedHdr-1)
+	return fmt.Sprintf("A ULPDU's first beat waits in the input register until its second beat is accepted (or it is the last), so the decision sees header bytes 0-%d; other beats move on at once; a beat's output shows 4 cycles after the cycle it is accepted in.", taggedHdr-1)
 }
 
 // stringsUpper is strings.ToUpper for the ASCII register names.

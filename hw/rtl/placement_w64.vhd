@@ -39,10 +39,11 @@
 -- in the block after its last input beat), and low until init_done. A ULPDU's
 -- first beat waits in the input register until its second beat is accepted (or
 -- it is the last), so the decision sees header bytes 0-13; other beats move on
--- at once: latency 3 cycles. The STag table is read when a segment's first
--- beat leaves the input register, so a commit made before the first beat is
--- accepted is seen. After reset the table's valid bits are cleared, one entry
--- per cycle, before init_done rises.
+-- at once; a beat's output shows 4 cycles after the cycle it is accepted in.
+-- The STag table is read when a segment's first beat leaves the input
+-- register, so a commit made before the first beat is accepted is seen. After
+-- reset the table's valid bits are cleared, one entry per cycle, before
+-- init_done rises.
 --
 -- Implements: RFC 5041 §4, §7 (tagged and untagged checks, Terminate causes); RFC 5040 §4.1-4.2, §8.1.1 #1-#6 (opcodes, versions, memory protection); digest ddp-rdmap.md §3.7, §4.2
 --
