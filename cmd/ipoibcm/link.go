@@ -38,6 +38,9 @@ type config struct {
 	maxConns  int
 	verbose   bool
 	connectTO time.Duration
+	// acceptDelay holds each incoming request before answering it (testing:
+	// it makes requests cross).
+	acceptDelay time.Duration
 }
 
 const (

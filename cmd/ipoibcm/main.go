@@ -70,6 +70,7 @@ func run(args []string) int {
 	fs.BoolVar(&cfg.udOnly, "ud-only", false, "advertise no connected mode; send everything over the datagram channel")
 	fs.IntVar(&cfg.maxConns, "max-conns", ipoibcm.DefaultMaxConns, "cap on connections")
 	fs.DurationVar(&cfg.connectTO, "connect-timeout", 5*time.Second, "bound on connection setup")
+	fs.DurationVar(&cfg.acceptDelay, "accept-delay", 0, "hold each incoming connection request this long before answering (testing crossing requests)")
 	fs.DurationVar(&statsEvery, "stats", 0, "log counters this often (0: only at exit)")
 	fs.BoolVar(&cfg.verbose, "v", false, "log resolution and connection events")
 	if err := fs.Parse(args); err != nil {

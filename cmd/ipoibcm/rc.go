@@ -471,6 +471,16 @@ func (l *Link) acceptLoop() {
 // private data and answers with ours, in a Reply (REP) or a Reject (REJ),
 // which carries our private data too (§3.2).
 func (l *Link) respond(req *verbs.ConnRequest) {
+	if l.cfg.acceptDelay > 0 {
+		// A slow connection manager (as an IB CM behind MADs can be):
+		// requests stay outstanding, so crossing requests can be tested.
+		select {
+		case <-time.After(l.cfg.acceptDelay):
+		case <-l.ctx.Done():
+			_ = req.Reject(nil)
+			return
+		}
+	}
 	remote := netip.Addr{}
 	if ta, ok := req.RemoteAddr().(*net.TCPAddr); ok {
 		remote = ta.AddrPort().Addr().Unmap()

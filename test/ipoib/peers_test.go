@@ -143,14 +143,14 @@ func TestPeers(t *testing.T) {
 	}
 }
 
-// Both ends start sending to each other at once, so their requests cross;
-// RFC 4755 §3.3 leaves one connection, and idle connections are torn down
-// and set up again on demand.
+// Both ends start sending to each other at once and answer requests slowly,
+// so their requests cross; RFC 4755 §3.3 leaves one connection, and idle
+// connections are torn down and set up again on demand.
 func TestCrossingAndIdle(t *testing.T) {
 	e := NewEnv(t, 2)
 	a, b := e.Nodes[0], e.Nodes[1]
-	da := e.Start(a, "-idle", "1500ms")
-	db := e.Start(b, "-idle", "1500ms")
+	da := e.Start(a, "-idle", "1500ms", "-accept-delay", "300ms")
+	db := e.Start(b, "-idle", "1500ms", "-accept-delay", "300ms")
 	var wg sync.WaitGroup
 	var errA, errB error
 	var outA, outB string
@@ -162,6 +162,10 @@ func TestCrossingAndIdle(t *testing.T) {
 	require.NoError(t, errB, outB)
 	up := func(d *Daemon) int { return strings.Count(d.Log(), " up (") }
 	closed := func(d *Daemon) int { return strings.Count(d.Log(), " closed") + strings.Count(d.Log(), " dropped") }
+	// b (the higher address) rejects a's request with Consumer Reject and
+	// a sends on b's connection.
+	assert.True(t, db.WaitLine(time.Second, "request from 198.18.0.1 rejected", "crossing"), db.Log())
+	assert.True(t, da.WaitLine(time.Second, "reason 28", "using the peer's connection"), da.Log())
 	assert.Equal(t, 1, up(da)-closed(da), "a ends with one connection:\n%s", da.Log())
 	assert.Equal(t, 1, up(db)-closed(db), "b ends with one connection:\n%s", db.Log())
 
@@ -171,4 +175,28 @@ func TestCrossingAndIdle(t *testing.T) {
 	require.NoError(t, err, "a new connection is set up on demand:\n%s", out)
 	require.NoError(t, da.Stop())
 	require.NoError(t, db.Stop())
+}
+
+// Two compat (Linux-like) nodes accept every request and each sends on the
+// connection it set up itself, so crossing requests leave two connections.
+func TestCrossingCompat(t *testing.T) {
+	e := NewEnv(t, 2)
+	a, b := e.Nodes[0], e.Nodes[1]
+	da := e.Start(a, "-policy", "compat", "-accept-delay", "300ms")
+	db := e.Start(b, "-policy", "compat", "-accept-delay", "300ms")
+	var wg sync.WaitGroup
+	var errA, errB error
+	wg.Add(2)
+	go func() { defer wg.Done(); _, errA = a.Ping(b.V4.String()) }()
+	go func() { defer wg.Done(); _, errB = b.Ping(a.V4.String()) }()
+	wg.Wait()
+	require.NoError(t, errA)
+	require.NoError(t, errB)
+	for _, d := range []*Daemon{da, db} {
+		assert.True(t, d.WaitLine(time.Second, "up (active"), d.Log())
+		assert.True(t, d.WaitLine(time.Second, "up (passive"), d.Log())
+		assert.NotContains(t, d.Log(), "crossing")
+	}
+	_, err := Transfer(a.NS, b.NS, b.V4, 5301, 4<<20, 31)
+	require.NoError(t, err)
 }
