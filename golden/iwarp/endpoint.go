@@ -68,10 +68,11 @@ type sqEntry struct {
 }
 
 type rqEntry struct {
-	wr  RecvWR
-	cap uint64
-	got uint64 // bytes placed
-	sc  cursor
+	wr     RecvWR
+	cap    uint64
+	got    uint64 // bytes placed
+	sc     cursor
+	status Status // the error it completes with if the stream fails on it
 }
 
 type inboundRead struct {
@@ -394,7 +395,11 @@ func (ep *Endpoint) flushLocked(cause error) {
 	ep.orq, ep.irq = nil, nil
 	ep.completeLocked()
 	for _, r := range ep.rq {
-		ep.cfg.RecvCQ.push(Completion{ID: r.wr.ID, Status: WCFlushErr, Opcode: WCRecv, QP: ep.qpn}, false)
+		st := r.status
+		if st == WCSuccess {
+			st = WCFlushErr
+		}
+		ep.cfg.RecvCQ.push(Completion{ID: r.wr.ID, Status: st, Opcode: WCRecv, QP: ep.qpn}, false)
 	}
 	ep.rq = nil
 }

@@ -166,6 +166,9 @@ func (ep *Endpoint) rxSend(seg ddp.Segment, op rdmap.Opcode, d []byte) error {
 		return ep.fail(rdmap.DDPInvalidMO, op, d, nil, "Send MO %d, expected %d", mo, r.got)
 	}
 	if r.got+n > r.cap {
+		ep.mu.Lock()
+		r.status = WCLocLenErr
+		ep.mu.Unlock()
 		return ep.fail(rdmap.DDPMessageTooLong, op, d, nil, "Send of at least %d bytes for a %d-byte receive", r.got+n, r.cap)
 	}
 	p := seg.Payload
