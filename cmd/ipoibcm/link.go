@@ -65,7 +65,7 @@ type neigh struct {
 
 // counters are exported by -v logging and read by tests through the log.
 type counters struct {
-	tunIn, tunOut, dgIn, dgOut, rcIn, rcOut, dropped, tooBig atomic.Uint64
+	tunIn, tunOut, dgIn, dgOut, rcIn, rcOut, dropped, tooBig, sqFull, noCredit atomic.Uint64
 }
 
 // Link is one IPoIB-CM interface over iWARP.
@@ -247,7 +247,7 @@ func (l *Link) output(pkt []byte) {
 	subnet := l.v4
 	if isGroup(info.dst, subnet) {
 		// RFC 4755 §2.1: multicast and broadcast always use the UD QP.
-		l.sendSized(pkt, info, udMTU, l.floodDatagram)
+		l.sendSized(pkt, info, udMTU, func(b []byte) error { defer putFrame(b); return l.floodDatagram(b) })
 		return
 	}
 	l.mu.Lock()
@@ -282,7 +282,7 @@ func (l *Link) deliver(la ipoibcm.LinkAddr, pkt []byte, info ipInfo) {
 	if l.cfg.udOnly || !la.HasRC() {
 		// The peer is UD-only (or we are): the datagram channel, UD MTU.
 		to := la.Underlay()
-		l.sendSized(pkt, info, udMTU, func(b []byte) error { return l.sendDatagram(to, b) })
+		l.sendSized(pkt, info, udMTU, func(b []byte) error { defer putFrame(b); return l.sendDatagram(to, b) })
 		return
 	}
 	l.mu.Lock()
@@ -319,14 +319,30 @@ func (l *Link) deliver(la ipoibcm.LinkAddr, pkt []byte, info ipInfo) {
 	l.sendSized(pkt, info, c.mtu, c.send)
 }
 
+// frames recycles the buffers packets are framed in: at tens of thousands
+// of 64 KiB packets a second, fresh ones would keep the collector busy.
+var frames = sync.Pool{New: func() any { b := make([]byte, 0, maxPacketSize); return &b }}
+
+func getFrame(n int) []byte { return (*frames.Get().(*[]byte))[:n] }
+
+// putFrame returns a buffer from getFrame; other buffers are left alone.
+func putFrame(b []byte) {
+	if cap(b) == maxPacketSize {
+		b = b[:0]
+		frames.Put(&b)
+	}
+}
+
 // sendSized sends pkt with the encapsulation header through send if it fits
 // mtu; otherwise IPv4 without DF is fragmented and anything else gets the
 // ICMP error that teaches the stack the per-destination MTU (RFC 4755 §7.2).
+// send owns the frame it is given and returns it with putFrame when done.
 func (l *Link) sendSized(pkt []byte, info ipInfo, mtu int, send func([]byte) error) {
 	emit := func(p []byte) error {
-		b := make([]byte, ipoibcm.HeaderLen, ipoibcm.HeaderLen+len(p))
+		b := getFrame(ipoibcm.HeaderLen + len(p))
 		ipoibcm.EncapHeader{EtherType: info.etherType}.Put(b)
-		return send(append(b, p...))
+		copy(b[ipoibcm.HeaderLen:], p)
+		return send(b)
 	}
 	var err error
 	switch {

@@ -27,6 +27,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -51,6 +52,7 @@ func run(args []string) int {
 		underlay, sid, policy string
 		epid, recvMTU         uint
 		statsEvery            time.Duration
+		cpuProfile            string
 	)
 	fs.StringVar(&cfg.dev, "dev", "ipcm%d", "TUN interface name (%d: the kernel picks a number)")
 	fs.Var(&addrs, "addr", "overlay address/prefix of the interface (repeatable; IPv4 and IPv6)")
@@ -72,6 +74,7 @@ func run(args []string) int {
 	fs.DurationVar(&cfg.connectTO, "connect-timeout", 5*time.Second, "bound on connection setup")
 	fs.DurationVar(&cfg.acceptDelay, "accept-delay", 0, "hold each incoming connection request this long before answering (testing crossing requests)")
 	fs.DurationVar(&statsEvery, "stats", 0, "log counters this often (0: only at exit)")
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown")
 	fs.BoolVar(&cfg.verbose, "v", false, "log resolution and connection events")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -143,6 +146,19 @@ func run(args []string) int {
 	}
 
 	logger := log.New(os.Stderr, "ipoibcm: ", log.Ltime|log.Lmicroseconds)
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			logger.Print(err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			logger.Print(err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 	l, err := newLink(cfg, logger)
 	if err != nil {
 		logger.Print(err)
@@ -179,6 +195,7 @@ func (l *Link) stats() string {
 	conns := len(l.conns)
 	l.mu.Unlock()
 	s := &l.st
-	return fmt.Sprintf("stats: tun in %d out %d, datagram in %d out %d, connected in %d out %d, too big %d, dropped %d, connections %d",
-		s.tunIn.Load(), s.tunOut.Load(), s.dgIn.Load(), s.dgOut.Load(), s.rcIn.Load(), s.rcOut.Load(), s.tooBig.Load(), s.dropped.Load(), conns)
+	return fmt.Sprintf("stats: tun in %d out %d, datagram in %d out %d, connected in %d out %d, too big %d, dropped %d, waits for credit %d, for send queue %d, connections %d",
+		s.tunIn.Load(), s.tunOut.Load(), s.dgIn.Load(), s.dgOut.Load(), s.rcIn.Load(), s.rcOut.Load(), s.tooBig.Load(), s.dropped.Load(),
+		s.noCredit.Load(), s.sqFull.Load(), conns)
 }

@@ -141,6 +141,7 @@ func (c *rcConn) post(msg []byte) error {
 		if !errors.Is(err, iwarp.ErrQueueFull) {
 			return err
 		}
+		c.l.st.sqFull.Add(1)
 		c.mu.Unlock()
 		time.Sleep(50 * time.Microsecond)
 		c.mu.Lock()
@@ -150,14 +151,17 @@ func (c *rcConn) post(msg []byte) error {
 	}
 }
 
-// send queues one encapsulated packet (already sized to the connection MTU).
+// send queues one encapsulated packet (already sized to the connection MTU)
+// and owns b from then on.
 func (c *rcConn) send(b []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
+		putFrame(b)
 		return fmt.Errorf("connection %d: %w", c.id, verbs.ErrClosed)
 	}
 	if len(c.q) >= txQueueLen {
+		putFrame(b)
 		return errTxQueueFull
 	}
 	c.q = append(c.q, b)
@@ -172,6 +176,9 @@ func (c *rcConn) txLoop() {
 	defer c.mu.Unlock()
 	for {
 		for !c.closed && !(len(c.q) > 0 && c.fc.Credits() >= 2) && !c.fc.UpdateDue() {
+			if len(c.q) > 0 {
+				c.l.st.noCredit.Add(1)
+			}
 			c.cond.Wait()
 		}
 		if c.closed {
@@ -187,7 +194,9 @@ func (c *rcConn) txLoop() {
 			b := c.q[0]
 			c.q[0] = nil
 			c.q = c.q[1:]
-			if err := c.post(b); err != nil {
+			err := c.post(b) // the Send copies the data (inline)
+			putFrame(b)
+			if err != nil {
 				c.failLocked(err)
 				return
 			}
