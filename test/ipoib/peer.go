@@ -127,3 +127,23 @@ func IPv4Packet(src, dst netip.Addr, total int) []byte {
 
 // Ready is the initiator's first message.
 func Ready() []byte { return ipoibcm.Control{Kind: ipoibcm.ControlReady}.Append(nil) }
+
+// SendDatagrams sends each payload as one UDP datagram from namespace ns to
+// to:port (the daemon's datagram channel).
+func SendDatagrams(ns string, to netip.Addr, port int, payloads ...[]byte) error {
+	var c net.Conn
+	if err := In(ns, func() error {
+		var err error
+		c, err = net.Dial("udp", netip.AddrPortFrom(to, uint16(port)).String())
+		return err
+	}); err != nil {
+		return err
+	}
+	defer c.Close()
+	for _, p := range payloads {
+		if _, err := c.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -125,6 +125,19 @@ func TestPeers(t *testing.T) {
 		require.NoError(t, r.Conn.Close()) // RST
 		assert.True(t, db.WaitLine(5*time.Second, "with 00:00:07:79:", "dropped"), db.Log())
 
+		// Garbage and an impostor on the datagram channel: an ARP reply from
+		// c's underlay address claiming a's overlay address with a's link
+		// address is refused (the address does not belong to its sender).
+		aLink, err := ipoibcm.NewUnderlayLinkAddr(ipoibcm.FlagRC, uint32(a.EPID), a.Underlay)
+		require.NoError(t, err)
+		spoof, err := ipoibcm.ARP{Op: ipoibcm.ARPReply, SenderHW: aLink, SenderIP: a.V4, TargetIP: b.V4}.Append(
+			ipoibcm.EncapHeader{EtherType: ipoibcm.EtherTypeARP}.Append(nil))
+		require.NoError(t, err)
+		require.NoError(t, SendDatagrams(c.NS, b.Underlay, 4755,
+			nil, []byte{8}, []byte{0x08, 0x06, 0, 0, 1, 2, 3}, []byte{0x88, 0xb5, 0, 0, 1, 1, 0, 0, 0, 0, 0, 9},
+			append([]byte{0x86, 0xdd, 0, 0}, make([]byte, 60)...), spoof))
+		assert.True(t, db.WaitLine(5*time.Second, "does not belong to sender 198.18.0.3"), db.Log())
+
 		// A Terminate-free close right after setup.
 		r, err = DialRaw(c.NS, b.Underlay, 4756, HelloFor(target, me+3, 65524, 8, ipoibcm.SIDOFED))
 		require.NoError(t, err)
