@@ -21,6 +21,7 @@ package main
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
@@ -53,6 +54,7 @@ func run(args []string) int {
 		epid, recvMTU         uint
 		statsEvery            time.Duration
 		cpuProfile            string
+		jsonOut               bool
 	)
 	fs.StringVar(&cfg.dev, "dev", "ipcm%d", "TUN interface name (%d: the kernel picks a number)")
 	fs.Var(&addrs, "addr", "overlay address/prefix of the interface (repeatable; IPv4 and IPv6)")
@@ -75,6 +77,7 @@ func run(args []string) int {
 	fs.DurationVar(&cfg.acceptDelay, "accept-delay", 0, "hold each incoming connection request this long before answering (testing crossing requests)")
 	fs.DurationVar(&statsEvery, "stats", 0, "log counters this often (0: only at exit)")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown")
+	fs.BoolVar(&jsonOut, "json", false, "print the counters as one JSON object per line on stdout (at -stats and at exit)")
 	fs.BoolVar(&cfg.verbose, "v", false, "log resolution and connection events")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -180,22 +183,40 @@ func run(args []string) int {
 		select {
 		case s := <-sig:
 			logger.Printf("%v: shutting down", s)
-			logger.Print(l.stats())
+			report(l, logger, jsonOut)
 			l.close()
 			return 0
 		case <-tick:
-			logger.Print(l.stats())
+			report(l, logger, jsonOut)
 		}
 	}
 }
 
-// stats is one line of counters.
-func (l *Link) stats() string {
+// Stats are the link's counters.
+type Stats struct {
+	TUNIn, TUNOut           uint64 // packets read from / written to the interface
+	DatagramIn, DatagramOut uint64 // datagrams on the channel that stands in for the UD QP
+	ConnIn, ConnOut         uint64 // IP packets received / sent as Sends on connections
+	TooBig, Dropped         uint64 // ICMP too-big generated; packets dropped
+	CreditWaits, SQWaits    uint64 // times a packet waited for a credit / for send-queue room
+	Connections             int
+}
+
+func (l *Link) stats() Stats {
 	l.mu.Lock()
 	conns := len(l.conns)
 	l.mu.Unlock()
 	s := &l.st
-	return fmt.Sprintf("stats: tun in %d out %d, datagram in %d out %d, connected in %d out %d, too big %d, dropped %d, waits for credit %d, for send queue %d, connections %d",
-		s.tunIn.Load(), s.tunOut.Load(), s.dgIn.Load(), s.dgOut.Load(), s.rcIn.Load(), s.rcOut.Load(), s.tooBig.Load(), s.dropped.Load(),
-		s.noCredit.Load(), s.sqFull.Load(), conns)
+	return Stats{s.tunIn.Load(), s.tunOut.Load(), s.dgIn.Load(), s.dgOut.Load(), s.rcIn.Load(), s.rcOut.Load(),
+		s.tooBig.Load(), s.dropped.Load(), s.noCredit.Load(), s.sqFull.Load(), conns}
+}
+
+func report(l *Link, logger *log.Logger, jsonOut bool) {
+	s := l.stats()
+	if jsonOut {
+		_ = json.NewEncoder(os.Stdout).Encode(s)
+		return
+	}
+	logger.Printf("stats: tun in %d out %d, datagram in %d out %d, connected in %d out %d, too big %d, dropped %d, waits for credit %d, for send queue %d, connections %d",
+		s.TUNIn, s.TUNOut, s.DatagramIn, s.DatagramOut, s.ConnIn, s.ConnOut, s.TooBig, s.Dropped, s.CreditWaits, s.SQWaits, s.Connections)
 }
