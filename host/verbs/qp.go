@@ -1,10 +1,12 @@
 package verbs
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"sync"
 
+	"github.com/openiwarp/openiwarp/golden/iwarp"
 	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/host/driver"
 )
@@ -209,12 +211,10 @@ func (qp *QP) postErr(d driver.QP, what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	select {
-	case <-d.Done():
+	if errors.Is(err, iwarp.ErrTerminated) || errors.Is(err, iwarp.ErrClosed) || errors.Is(err, iwarp.ErrConnLost) {
 		return fmt.Errorf("%w: %s on QP %d: %w", ErrQPError, what, d.QPN(), err)
-	default:
-		return fmt.Errorf("verbs: %s on QP %d: %w", what, d.QPN(), err)
 	}
+	return fmt.Errorf("verbs: %s on QP %d: %w", what, d.QPN(), err)
 }
 
 // PostRecv posts receive work requests (ibv_post_recv). Receives posted

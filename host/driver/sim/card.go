@@ -1,0 +1,185 @@
+// Package sim is the "sim" card: the model card (host/driver/model) with
+// the MPA datapath of every QP running through Verilated RTL from hw/sim,
+// each output of the RTL compared with its golden/cycle model on every
+// cycle. Import it for its side effect to make "sim" available:
+//
+//	import _ "github.com/openiwarp/openiwarp/host/driver/sim"
+//	ctx, err := verbs.Open("sim")      // or "sim:512" for a 512-bit datapath
+//
+// # What runs in the RTL today
+//
+// The RTL block available is crc32c_w<W> (hw/rtl, W = 32 to 512, 256 by
+// default). So, exactly:
+//
+//   - transmit: the FPDU (ULPDU_Length, ULPDU, PAD, markers) is framed in
+//     Go by golden/mpa with its CRC field left empty; the whole FPDU then
+//     streams through the RTL block, one W-bit beat per cycle, and the CRC
+//     the RTL computes is what goes on the wire;
+//   - receive: golden/mpa delineates FPDUs and strips markers with its own
+//     CRC check switched off; each FPDU, as received and CRC field
+//     included, streams through the RTL block, and the RTL's residue check
+//     (m_axis_tuser) alone decides whether the FPDU is good. A bad one
+//     ends the stream with the MPA CRC error (Terminate 2/0/0x02), as the
+//     golden check would.
+//
+// Every cycle of every such run, all output ports of the RTL (s_axis_tready,
+// m_axis_tdata, m_axis_tuser, m_axis_tvalid) are compared with
+// golden/cycle.CRC32C driven by the same inputs; a difference fails the QP
+// with an error wrapping ErrMismatch that names the cycle and the port.
+// Info().CheckedCycles counts the cycles checked. With CRCs negotiated off
+// (ConnParam.NoCRC on both sides) there is nothing for the block to do and
+// no RTL is in that QP's loop. The segmentation, placement and Read logic
+// is the golden engine's until the mpa_tx/mpa_rx and placement RTL land.
+//
+// The Verilated library is built with make (mk/hw.mk) on first use, so the
+// process must run inside the repository with verilator and g++ installed.
+package sim
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/openiwarp/openiwarp/golden/mpa"
+	"github.com/openiwarp/openiwarp/host/driver"
+	"github.com/openiwarp/openiwarp/host/driver/model"
+)
+
+// DefaultWidth is the datapath width of "sim" without an argument.
+const DefaultWidth = 256
+
+func init() {
+	driver.Register("sim", func(name, arg string) (driver.Card, error) { return Open(name, arg) })
+}
+
+var (
+	blocksMu sync.Mutex
+	blocks   = map[int]*crcBlock{}
+	// Process-wide counts (every sim card of the process).
+	totalCycles, totalFrames atomic.Uint64
+)
+
+// CheckedCycles is the number of RTL cycles checked against the cycle
+// model by every sim card of this process so far.
+func CheckedCycles() uint64 { return totalCycles.Load() }
+
+// Frames is the number of FPDUs that went through the RTL so far.
+func Frames() uint64 { return totalFrames.Load() }
+
+// Open opens a sim card; arg is the datapath width in bits ("" for
+// DefaultWidth).
+func Open(name, arg string) (*model.Card, error) {
+	width := DefaultWidth
+	if arg != "" {
+		w, err := strconv.Atoi(arg)
+		if err != nil {
+			return nil, fmt.Errorf("%w: sim card width %q (want 32, 64, 128, 256 or 512)", driver.ErrInvalid, arg)
+		}
+		width = w
+	}
+	blocksMu.Lock()
+	b := blocks[width]
+	if b == nil {
+		var err error
+		if b, err = loadCRC(width); err != nil {
+			blocksMu.Unlock()
+			return nil, err
+		}
+		blocks[width] = b
+	}
+	blocksMu.Unlock()
+	var checked atomic.Uint64
+	cb := *b // this card's counter, the process-wide one beside it
+	cb.checked = &checked
+	c := model.New(name, model.Options{
+		Kind:          "sim",
+		Detail:        fmt.Sprintf("golden/iwarp engine, MPA CRC32c through Verilated crc32c_w%d checked against golden/cycle every cycle", width),
+		Datapath:      func(p mpa.Params) (model.Datapath, error) { return newDatapath(&cb, p) },
+		CheckedCycles: checked.Load,
+	})
+	return c, nil
+}
+
+// datapath is one QP's MPA layer with the RTL in it.
+type datapath struct {
+	tx, rx *crcEngine
+	framer mpa.Framer
+	defr   *mpa.Deframer
+	raw    []byte // received stream octets from rawOff on, not yet part of a delivered FPDU
+	rawOff uint32
+}
+
+func newDatapath(b *crcBlock, p mpa.Params) (model.Datapath, error) {
+	d := &datapath{framer: p.Framer()}
+	d.framer.CRC = false // the RTL fills the CRC field
+	d.defr = mpa.NewDeframer(mpa.DeframerConfig{Markers: p.RxMarkers, CRC: false, Rev: p.Rev})
+	if p.CRC {
+		var err error
+		if d.tx, err = b.newEngine(); err != nil {
+			return model.Datapath{}, err
+		}
+		if d.rx, err = b.newEngine(); err != nil {
+			d.tx.Close()
+			return model.Datapath{}, err
+		}
+	}
+	return model.Datapath{Framer: d, Deframer: d, Closer: d}, nil
+}
+
+// Close frees the QP's RTL instances.
+func (d *datapath) Close() error {
+	if d.tx != nil {
+		d.tx.Close()
+		d.rx.Close()
+	}
+	return nil
+}
+
+// AppendFPDU frames ulpdu in Go and takes its CRC from the RTL.
+func (d *datapath) AppendFPDU(dst, ulpdu []byte) ([]byte, error) {
+	start := len(dst)
+	dst, err := d.framer.AppendFPDU(dst, ulpdu)
+	if err != nil || d.tx == nil {
+		return dst, err
+	}
+	crc, _, err := d.tx.CRC(dst[start : len(dst)-mpa.CRCLen])
+	if err != nil {
+		return dst[:start], err
+	}
+	binary.LittleEndian.PutUint32(dst[len(dst)-mpa.CRCLen:], crc)
+	return dst, nil
+}
+
+// Feed delineates FPDUs in Go and checks each one's CRC in the RTL.
+func (d *datapath) Feed(p []byte, fn func(mpa.ULPDU) error) error {
+	if d.rx == nil {
+		return d.defr.Feed(p, fn)
+	}
+	d.raw = append(d.raw, p...)
+	used := 0 // octets of raw that belong to delivered FPDUs
+	err := d.defr.Feed(p, func(u mpa.ULPDU) error {
+		start := int(u.Offset - d.rawOff)
+		if start < 0 || start+u.WireLen > len(d.raw) {
+			return fmt.Errorf("sim: FPDU at stream offset %d (%d octets) is outside the %d octets held from %d",
+				u.Offset, u.WireLen, len(d.raw), d.rawOff)
+		}
+		_, ok, err := d.rx.CRC(d.raw[start : start+u.WireLen])
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return &mpa.Error{Kind: mpa.KindCRC, Code: mpa.CodeCRC, Offset: uint64(u.Offset),
+				Msg: fmt.Sprintf("the RTL's CRC32c residue check failed on the %d-octet FPDU (CRC field %#08x)", u.WireLen, u.CRC)}
+		}
+		used = start + u.WireLen
+		return fn(u)
+	})
+	if used > 0 {
+		n := copy(d.raw, d.raw[used:])
+		d.raw = d.raw[:n]
+		d.rawOff += uint32(used)
+	}
+	return err
+}
