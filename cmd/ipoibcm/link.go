@@ -34,7 +34,7 @@ type config struct {
 	neighTTL  time.Duration // address-resolution entry lifetime
 	depth     int           // receives posted per connection (credits granted)
 	udOnly    bool          // do not advertise or use RC: everything over the datagram channel
-	device    string        // verbs device: model, sim, vfio:<PCI address>
+	device    string        // verbs device (verbs.Open name)
 	maxConns  int
 	verbose   bool
 	connectTO time.Duration

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/openiwarp/openiwarp/golden/ipoibcm"
+	"github.com/openiwarp/openiwarp/host/verbs"
 )
 
 type listFlag []string
@@ -70,7 +71,7 @@ func run(args []string) int {
 	fs.DurationVar(&cfg.idle, "idle", 60*time.Second, "tear down connections idle this long")
 	fs.DurationVar(&cfg.neighTTL, "neigh-ttl", 5*time.Minute, "lifetime of an address-resolution entry")
 	fs.IntVar(&cfg.depth, "depth", 64, "receives posted per connection (the credits granted to the peer)")
-	fs.StringVar(&cfg.device, "device", "model", "verbs device the connections run on: model, sim or vfio:<PCI address>")
+	fs.StringVar(&cfg.device, "device", "model", "verbs device the connections run on (in this build: "+strings.Join(verbs.Devices(), ", ")+")")
 	fs.BoolVar(&cfg.udOnly, "ud-only", false, "advertise no connected mode; send everything over the datagram channel")
 	fs.IntVar(&cfg.maxConns, "max-conns", ipoibcm.DefaultMaxConns, "cap on connections")
 	fs.DurationVar(&cfg.connectTO, "connect-timeout", 5*time.Second, "bound on connection setup")
