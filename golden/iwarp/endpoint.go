@@ -258,10 +258,11 @@ func (ep *Endpoint) PostSend(wrs ...SendWR) error {
 		}
 		ep.sq = append(ep.sq, &sqEntry{wr: wr})
 	}
-	// An idle queue pair sends a lone small WR from this goroutine, which
-	// saves a goroutine handoff on the latency path; a busy one leaves the
-	// work to the transmit goroutine, which batches it.
-	if len(ep.sq) != len(wrs) || len(ep.irq) > 0 || !ep.txMu.TryLock() {
+	// An idle queue pair sends a lone inline WR (small by nature, and the
+	// verbs way to ask for low latency) from this goroutine, saving a
+	// goroutine handoff; anything else goes to the transmit goroutine,
+	// which batches it.
+	if len(wrs) != 1 || wrs[0].Inline == nil || len(ep.sq) != 1 || len(ep.irq) > 0 || !ep.txMu.TryLock() {
 		ep.cond.Broadcast()
 		return nil
 	}
