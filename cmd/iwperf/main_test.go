@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/openiwarp/openiwarp/host/verbs"
+	"github.com/openiwarp/openiwarp/host/verbs/perf"
+)
+
+func startServer(t *testing.T) string {
+	ln, err := verbs.Listen("127.0.0.1:0", perf.ListenConfig())
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { perf.Serve(ctx, ln, "model", nil); close(done) }()
+	t.Cleanup(func() { cancel(); ln.Close(); <-done })
+	return ln.Addr().String()
+}
+
+func TestClientTable(t *testing.T) {
+	addr := startServer(t)
+	var out, errb bytes.Buffer
+	code := run([]string{"-test", "read", "-s", "4K", "-n", "200", addr}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	s := out.String()
+	require.Contains(t, s, "RDMA_Read BW Test")
+	require.Contains(t, s, "#bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]")
+	fields := strings.Fields(strings.Split(s, "MsgRate[Mpps]\n")[1])
+	require.Equal(t, "4096", fields[0])
+	require.Equal(t, "200", fields[1])
+}
+
+func TestClientJSONLatency(t *testing.T) {
+	addr := startServer(t)
+	host, port, _ := net.SplitHostPort(addr)
+	var out, errb bytes.Buffer
+	code := run([]string{"-json", "-test", "send", "-mode", "lat", "-s", "64", "-n", "100", "-p", port, host}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	var doc struct{ Results []perf.Result }
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
+	require.Len(t, doc.Results, 1)
+	r := doc.Results[0]
+	require.Equal(t, perf.Send, r.Test)
+	require.Equal(t, 64, r.Size)
+	require.NotNil(t, r.Lat)
+	require.Positive(t, r.Lat.Min)
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"-s", "lots", "127.0.0.1"}, {"-test", "fly", "127.0.0.1"}, {"-mode", "x", "127.0.0.1"},
+		{"-depth", "0", "127.0.0.1"}, {"a", "b"}, {"-nosuchflag"},
+	} {
+		var out, errb bytes.Buffer
+		require.Equal(t, 2, run(args, &out, &errb), "%v", args)
+		require.NotEmpty(t, errb.String())
+	}
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"-h"}, &out, &errb))
+}
+
+func TestRunFailureExitsOne(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	var out, errb bytes.Buffer
+	require.Equal(t, 1, run([]string{"-p", strconv.Itoa(port), "127.0.0.1"}, &out, &errb))
+	require.Contains(t, errb.String(), "connection refused")
+}

@@ -1,0 +1,251 @@
+package perf
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/openiwarp/openiwarp/golden/mpa"
+	"github.com/openiwarp/openiwarp/host/verbs"
+)
+
+// Client runs tests against a perf server.
+type Client struct {
+	Device string          // card ("model", "sim", ...)
+	Conn   verbs.ConnParam // MPA options; PrivateData is set by Run
+	// Progress, if not nil, is called about every 200 ms with the
+	// operations completed so far.
+	Progress func(done, total int)
+}
+
+// Run connects to the server at addr, runs spec, disconnects, and returns
+// the measurement.
+func (c *Client) Run(ctx context.Context, addr string, spec Spec) (Result, error) {
+	res := Result{Spec: spec, Device: c.Device}
+	if err := spec.Check(); err != nil {
+		return res, err
+	}
+	dev, err := verbs.Open(c.Device)
+	if err != nil {
+		return res, err
+	}
+	defer dev.Close()
+	e, err := newEndpoint(dev, spec)
+	if err != nil {
+		return res, err
+	}
+	defer e.close()
+	if spec.Test == Write && spec.Mode == Lat {
+		spec.Addr, spec.RKey = e.mr.Addr(), uint32(e.mr.RKey())
+	}
+	switch {
+	case spec.Test == Send && spec.Mode == BW:
+		for i := range e.r {
+			err = e.recvCtl(uint64(i))
+		}
+	case spec.Test == Send && spec.Mode == Lat:
+		err = e.recvData(0)
+	case spec.Test == Write && spec.Mode == Lat:
+		err = e.recvCtl(0)
+	}
+	if err != nil {
+		return res, err
+	}
+	cp := c.Conn
+	cp.PrivateData = spec.marshal()
+	if err := verbs.Dial(ctx, addr, e.qp, cp); err != nil {
+		return res, err
+	}
+	var rep reply
+	if err := json.Unmarshal(e.qp.Params().PeerPD, &rep); err != nil {
+		return res, fmt.Errorf("perf: the server's reply is not a perf reply: %w", err)
+	}
+	res.MULPDU = e.qp.MULPDU()
+	res.MPA = describe(e.qp.Params())
+	res.Local, res.Remote = e.qp.LocalAddr().String(), e.qp.RemoteAddr().String()
+	r := runner{c: c, e: e, spec: spec, rep: rep, ctx: ctx}
+	start := time.Now()
+	r.last = start
+	r.marks = append(r.marks, mark{start, 0})
+	if spec.Mode == BW {
+		err = r.bw()
+	} else {
+		err = r.lat()
+	}
+	if err != nil {
+		return res, err
+	}
+	res.Elapsed = r.end.Sub(start)
+	if spec.Mode == BW {
+		bytes := float64(spec.Size) * float64(spec.Iters)
+		res.AvgMBps = bytes / res.Elapsed.Seconds() / 1e6
+		res.MsgRate = float64(spec.Iters) / res.Elapsed.Seconds() / 1e6
+		res.PeakMBps = r.peak(float64(spec.Size), res.Elapsed)
+	} else {
+		res.Lat = summarise(r.samples, spec.Test != Read)
+	}
+	// "done", the server's acknowledgement, then disconnect.
+	if err := e.recvCtl(uint64(e.r)); err != nil {
+		return res, err
+	}
+	if err := e.sendCtl(0); err != nil {
+		return res, err
+	}
+	if _, err := e.waitRecv(ctx); err != nil {
+		return res, err
+	}
+	return res, e.qp.Disconnect()
+}
+
+type mark struct {
+	t    time.Time
+	done int
+}
+
+type runner struct {
+	c       *Client
+	e       *endpoint
+	spec    Spec
+	rep     reply
+	ctx     context.Context
+	marks   []mark
+	samples []time.Duration
+	last    time.Time
+	end     time.Time
+}
+
+func (r *runner) progress(done int) {
+	if r.c.Progress == nil {
+		return
+	}
+	if now := time.Now(); now.Sub(r.last) > 200*time.Millisecond {
+		r.last = now
+		r.c.Progress(done, r.spec.Iters)
+	}
+}
+
+// bw keeps TxDepth operations in flight until Iters have completed.
+func (r *runner) bw() error {
+	s, e := r.spec, r.e
+	sig := max(1, s.TxDepth/4) // signal every sig-th WR, as perftest's cq_mod
+	posted, done, credits := 0, 0, 0
+	var batch []verbs.SendWR
+	target := func() int {
+		if s.Test == Send {
+			return credits // the server has received them
+		}
+		return done
+	}
+	for target() < s.Iters {
+		batch = batch[:0]
+		for posted < s.Iters && posted-done < s.TxDepth && (s.Test != Send || posted-credits < e.r) {
+			wr := verbs.SendWR{ID: uint64(posted), Signaled: (posted+1)%sig == 0 || posted == s.Iters-1,
+				SGL: []verbs.SGE{e.mr.SGE(0, s.Size)}, RemoteAddr: r.rep.Addr, RKey: verbs.STag(r.rep.RKey)}
+			switch s.Test {
+			case Write:
+				wr.Opcode = verbs.WRRDMAWrite
+			case Read:
+				wr.Opcode = verbs.WRRDMARead
+			default:
+				wr.Opcode = verbs.WRSend
+			}
+			batch = append(batch, wr)
+			posted++
+		}
+		if len(batch) > 0 {
+			if err := e.qp.PostSend(batch...); err != nil {
+				return err
+			}
+		}
+		wc, err := e.wait(r.ctx)
+		if err != nil {
+			return err
+		}
+		if wc.Opcode == verbs.WCRecv {
+			slot := int(wc.ID) % (e.r + 1)
+			credits = int(binary.LittleEndian.Uint32(e.ctl.Bytes()[4*slot:]))
+			if err := e.recvCtl(wc.ID + uint64(e.r)); err != nil {
+				return err
+			}
+		} else {
+			done = int(wc.ID) + 1
+		}
+		r.marks = append(r.marks, mark{time.Now(), target()})
+		r.progress(target())
+	}
+	r.end = time.Now()
+	return nil
+}
+
+// peak is the best bandwidth over any stretch of the run that covers at
+// least a twentieth of its operations and of its time.
+func (r *runner) peak(size float64, elapsed time.Duration) float64 {
+	span, minDT := max(1, r.spec.Iters/20), elapsed.Seconds()/20
+	best := 0.0
+	j := 0
+	for i := range r.marks {
+		for j < len(r.marks) && (r.marks[j].done-r.marks[i].done < span || r.marks[j].t.Sub(r.marks[i].t).Seconds() < minDT) {
+			j++
+		}
+		if j == len(r.marks) {
+			break
+		}
+		dt := r.marks[j].t.Sub(r.marks[i].t).Seconds()
+		best = max(best, float64(r.marks[j].done-r.marks[i].done)*size/dt/1e6)
+	}
+	return max(best, size*float64(r.spec.Iters)/elapsed.Seconds()/1e6)
+}
+
+// lat runs one operation at a time and records each one's time.
+func (r *runner) lat() error {
+	s, e := r.spec, r.e
+	r.samples = make([]time.Duration, 0, s.Iters)
+	for i := range s.Iters {
+		t0 := time.Now()
+		var wrs []verbs.SendWR
+		switch s.Test {
+		case Read:
+			wrs = []verbs.SendWR{{ID: uint64(i), Opcode: verbs.WRRDMARead, Signaled: true, SGL: []verbs.SGE{e.mr.SGE(0, s.Size)},
+				RemoteAddr: r.rep.Addr, RKey: verbs.STag(r.rep.RKey)}}
+		case Write:
+			wrs = []verbs.SendWR{{Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{e.mr.SGE(0, s.Size)}, RemoteAddr: r.rep.Addr,
+				RKey: verbs.STag(r.rep.RKey)}, {Opcode: verbs.WRSend}}
+		default:
+			wrs = []verbs.SendWR{{Opcode: verbs.WRSend, SGL: []verbs.SGE{e.mr.SGE(0, s.Size)}}}
+		}
+		if err := e.qp.PostSend(wrs...); err != nil {
+			return err
+		}
+		var err error
+		if s.Test == Read {
+			_, err = e.wait(r.ctx)
+		} else {
+			_, err = e.waitRecv(r.ctx)
+			if err == nil && s.Test == Send {
+				err = e.recvData(uint64(i + 1))
+			} else if err == nil {
+				err = e.recvCtl(uint64(i + 1))
+			}
+		}
+		if err != nil {
+			return err
+		}
+		r.samples = append(r.samples, time.Since(t0))
+		r.progress(i + 1)
+	}
+	r.end = time.Now()
+	return nil
+}
+
+// describe says which MPA options a connection runs with.
+func describe(p mpa.Params) string {
+	onOff := func(b bool) string {
+		if b {
+			return "on"
+		}
+		return "off"
+	}
+	return fmt.Sprintf("Rev %d, CRC %s, markers tx %s rx %s", p.Rev, onOff(p.CRC), onOff(p.TxMarkers), onOff(p.RxMarkers))
+}

@@ -1,0 +1,219 @@
+package perf
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/openiwarp/openiwarp/host/verbs"
+)
+
+// ListenConfig is what a perf server should listen with: an IRD deep
+// enough for the deepest Read window a client may open.
+func ListenConfig() verbs.ListenConfig { return verbs.ListenConfig{IRD: maxRd, ORD: maxRd} }
+
+const maxRd = 128
+
+// Serve answers perf clients on ln with device until ctx ends (it then
+// returns nil) or the device fails. Each connection is served on its own
+// goroutine; logf, if not nil, reports each one.
+func Serve(ctx context.Context, ln *verbs.Listener, device string, logf func(format string, args ...any)) error {
+	dev, err := verbs.Open(device)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		req, err := ln.Accept(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, verbs.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		spec, err := parseSpec(req.PrivateData)
+		if err != nil {
+			logf("rejecting %v: %v", req.RemoteAddr(), err)
+			req.Reject([]byte(err.Error()))
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			logf("%v: %s %s, %d bytes x %d, depth %d", req.RemoteAddr(), spec.Test, spec.Mode, spec.Size, spec.Iters, spec.TxDepth)
+			if err := serveOne(ctx, dev, req, spec); err != nil {
+				logf("%v: %v", req.RemoteAddr(), err)
+			}
+		}()
+	}
+}
+
+// endpoint is one side's verbs objects for a test.
+type endpoint struct {
+	pd  *verbs.PD
+	cq  *verbs.CQ
+	qp  *verbs.QP
+	mr  *verbs.MR
+	ctl *verbs.MR // small buffer for credits
+	r   int       // receive slots (Send bandwidth)
+}
+
+func newEndpoint(dev *verbs.Context, spec Spec) (*endpoint, error) {
+	e := &endpoint{r: 2 * spec.TxDepth}
+	var err error
+	if e.pd, err = dev.AllocPD(); err != nil {
+		return nil, err
+	}
+	if e.cq, err = dev.CreateCQ(4*spec.TxDepth + 64); err != nil {
+		return nil, err
+	}
+	rd := min(spec.TxDepth, maxRd)
+	if e.qp, err = e.pd.CreateQP(verbs.QPInitAttr{SendCQ: e.cq, RecvCQ: e.cq, ORD: rd, IRD: maxRd,
+		Cap: verbs.QPCap{MaxSendWR: spec.TxDepth + 16, MaxRecvWR: e.r + 16}}); err != nil {
+		return nil, err
+	}
+	if e.mr, err = e.pd.RegMR(make([]byte, max(spec.Size, 4)), verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead); err != nil {
+		return nil, err
+	}
+	if e.ctl, err = e.pd.RegMR(make([]byte, 4*(e.r+1)), verbs.AccessLocalWrite); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *endpoint) close() {
+	if e.qp != nil {
+		e.qp.Destroy()
+	}
+}
+
+// recv posts receive i (slot i of the control buffer, or the data buffer).
+func (e *endpoint) recvCtl(id uint64) error {
+	slot := int(id) % (e.r + 1)
+	return e.qp.PostRecv(verbs.RecvWR{ID: id, SGL: []verbs.SGE{e.ctl.SGE(4*slot, 4)}})
+}
+
+func (e *endpoint) recvData(id uint64) error {
+	return e.qp.PostRecv(verbs.RecvWR{ID: id, SGL: []verbs.SGE{e.mr.SGE(0, e.mr.Len())}})
+}
+
+// wait returns the next completion, failing on an error status.
+func (e *endpoint) wait(ctx context.Context) (verbs.WC, error) {
+	wc, err := e.cq.Wait(ctx)
+	if err == nil && wc.Status != verbs.WCSuccess {
+		err = fmt.Errorf("perf: %v completion of WR %d: %v (QP: %v)", wc.Opcode, wc.ID, wc.Status, e.qp.Err())
+	}
+	return wc, err
+}
+
+// waitRecv waits for the next receive completion, skipping send ones.
+func (e *endpoint) waitRecv(ctx context.Context) (verbs.WC, error) {
+	for {
+		wc, err := e.wait(ctx)
+		if err != nil || wc.Opcode == verbs.WCRecv {
+			return wc, err
+		}
+	}
+}
+
+func (e *endpoint) sendCtl(v uint32) error {
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], v)
+	return e.qp.PostSend(verbs.SendWR{Opcode: verbs.WRSend, Inline: b[:]})
+}
+
+func serveOne(ctx context.Context, dev *verbs.Context, req *verbs.ConnRequest, spec Spec) error {
+	e, err := newEndpoint(dev, spec)
+	if err != nil {
+		req.Reject([]byte(err.Error()))
+		return err
+	}
+	defer e.close()
+	switch {
+	case spec.Test == Send && spec.Mode == BW:
+		for i := range e.r {
+			if err := e.recvData(uint64(i)); err != nil {
+				return err
+			}
+		}
+	case spec.Test == Send:
+		err = e.recvData(0)
+	default:
+		err = e.recvCtl(0)
+	}
+	if err != nil {
+		return err
+	}
+	rep, _ := json.Marshal(reply{Addr: e.mr.Addr(), RKey: uint32(e.mr.RKey())})
+	if err := req.Accept(e.qp, rep); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 24*time.Hour)
+	defer cancel()
+	switch {
+	case spec.Test == Send && spec.Mode == BW:
+		// Every receive is reposted at once; credits go back every r/2.
+		got, told := 0, 0
+		for got < spec.Iters {
+			if _, err := e.waitRecv(ctx); err != nil {
+				return err
+			}
+			got++
+			if err := e.recvData(uint64(got)); err != nil {
+				return err
+			}
+			if got-told >= e.r/2 || got == spec.Iters {
+				if err := e.sendCtl(uint32(got)); err != nil {
+					return err
+				}
+				told = got
+			}
+		}
+	case spec.Mode == Lat && spec.Test != Read:
+		for i := range spec.Iters {
+			if _, err := e.waitRecv(ctx); err != nil {
+				return err
+			}
+			if spec.Test == Send {
+				err = e.recvData(uint64(i + 1))
+			} else {
+				err = e.recvCtl(uint64(i + 1))
+			}
+			if err != nil {
+				return err
+			}
+			wrs := []verbs.SendWR{{Opcode: verbs.WRSend}}
+			if spec.Test == Send {
+				wrs[0].SGL = []verbs.SGE{e.mr.SGE(0, spec.Size)}
+			} else {
+				wrs = append([]verbs.SendWR{{Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{e.mr.SGE(0, spec.Size)},
+					RemoteAddr: spec.Addr, RKey: verbs.STag(spec.RKey)}}, wrs...)
+			}
+			if err := e.qp.PostSend(wrs...); err != nil {
+				return err
+			}
+		}
+	}
+	// The client's "done", then our acknowledgement, then its disconnect.
+	if _, err := e.waitRecv(ctx); err != nil {
+		return err
+	}
+	if err := e.sendCtl(0); err != nil {
+		return err
+	}
+	select {
+	case <-e.qp.Done():
+	case <-ctx.Done():
+	case <-time.After(30 * time.Second):
+	}
+	return nil
+}
