@@ -31,34 +31,34 @@ TEST_TARGETS += hw-regen-check hw-lint
 HW_SIM := $(HW_BUILD)/sim
 VERILATOR_ROOT_DIR := $(shell verilator --getenv VERILATOR_ROOT 2>/dev/null)
 HW_SIM_CXXFLAGS := -O3 -march=native -fPIC -std=c++17 -fvisibility=hidden -Wl,-Bsymbolic -Wl,--no-undefined -I$(VERILATOR_ROOT_DIR)/include -I$(VERILATOR_ROOT_DIR)/include/vltstd
-HW_VERILATE = verilator --cc -O3 --x-assign fast --x-initial fast --noassert -Wall $(2) \
-	--Mdir $(1) --build -j 2 hw/rtl/$*.v \
-	-CFLAGS "-fPIC -O3 -march=native" -MAKEFLAGS "OPT_FAST=-O3 OPT_SLOW=-O2 OPT_GLOBAL=-O3" >$(1).log 2>&1 || { cat $(1).log; exit 1; }
+# $(call HW_VERILATE_SO,<extra verilator flags>,<extra g++ flags>,<runtime objects>): builds $@ in a
+# private directory and renames it into place, so that concurrent builds of
+# the same block (two test runs at once) cannot trip over each other.
+HW_VERILATE_SO = set -e; d=$$(mktemp -d $(HW_SIM)/obj/$*.XXXXXX); \
+	verilator --cc -O3 --x-assign fast --x-initial fast --noassert -Wall $(1) --Mdir $$d --build -j 2 hw/rtl/$*.v \
+	  -CFLAGS "-fPIC -O3 -march=native" -MAKEFLAGS "OPT_FAST=-O3 OPT_SLOW=-O2 OPT_GLOBAL=-O3" >$$d.log 2>&1 || { cat $$d.log; rm -rf $$d $$d.log; exit 1; }; \
+	g++ $(HW_SIM_CXXFLAGS) $(2) -shared -I$$d -include V$*.h -include hw/sim/ports/$*.h \
+	  -o $$d.so hw/sim/cxx/block.cpp $$d/V$*__ALL.a $(3) -lpthread; \
+	mv -f $$d.so $@; rm -rf $$d $$d.log
 
 # Verilator's runtime, compiled once for all blocks (and once more with VCD support).
 HW_VL_RT := verilated verilated_threads
 $(HW_SIM)/rt/%.o: | $(HW_SIM)/rt
-	g++ $(HW_SIM_CXXFLAGS) -DVM_TRACE=0 -c -o $@ $(VERILATOR_ROOT_DIR)/include/$*.cpp
+	g++ $(HW_SIM_CXXFLAGS) -DVM_TRACE=0 -c -o $@.$$$$ $(VERILATOR_ROOT_DIR)/include/$*.cpp && mv -f $@.$$$$ $@
 $(HW_SIM)/trace/rt/%.o: | $(HW_SIM)/trace/rt
-	g++ $(HW_SIM_CXXFLAGS) -DVM_TRACE=1 -c -o $@ $(VERILATOR_ROOT_DIR)/include/$*.cpp
-$(HW_SIM)/rt $(HW_SIM)/trace/rt:
+	g++ $(HW_SIM_CXXFLAGS) -DVM_TRACE=1 -c -o $@.$$$$ $(VERILATOR_ROOT_DIR)/include/$*.cpp && mv -f $@.$$$$ $@
+$(HW_SIM)/rt $(HW_SIM)/trace/rt $(HW_SIM)/obj:
 	mkdir -p $@
 HW_RT_OBJS := $(HW_VL_RT:%=$(HW_SIM)/rt/%.o)
 HW_RT_TRACE_OBJS := $(HW_VL_RT:%=$(HW_SIM)/trace/rt/%.o) $(HW_SIM)/trace/rt/verilated_vcd_c.o
 
-$(HW_SIM)/lib%.so: hw/rtl/%.v hw/sim/ports/%.h hw/sim/cxx/block.cpp $(HW_RT_OBJS)
-	@mkdir -p $(HW_SIM)/obj && rm -rf $(HW_SIM)/obj/$*
+$(HW_SIM)/lib%.so: hw/rtl/%.v hw/sim/ports/%.h hw/sim/cxx/block.cpp $(HW_RT_OBJS) | $(HW_SIM)/obj
 	@echo "verilate $* -> $@"
-	@$(call HW_VERILATE,$(HW_SIM)/obj/$*,)
-	@g++ $(HW_SIM_CXXFLAGS) -DVM_TRACE=0 -shared -I$(HW_SIM)/obj/$* -include V$*.h -include hw/sim/ports/$*.h \
-		-o $@.tmp hw/sim/cxx/block.cpp $(HW_SIM)/obj/$*/V$*__ALL.a $(HW_RT_OBJS) -lpthread && mv $@.tmp $@
+	@$(call HW_VERILATE_SO,,-DVM_TRACE=0,$(HW_RT_OBJS))
 
-$(HW_SIM)/trace/lib%.so: hw/rtl/%.v hw/sim/ports/%.h hw/sim/cxx/block.cpp $(HW_RT_TRACE_OBJS)
-	@mkdir -p $(HW_SIM)/trace/obj && rm -rf $(HW_SIM)/trace/obj/$*
+$(HW_SIM)/trace/lib%.so: hw/rtl/%.v hw/sim/ports/%.h hw/sim/cxx/block.cpp $(HW_RT_TRACE_OBJS) | $(HW_SIM)/obj
 	@echo "verilate --trace $* -> $@"
-	@$(call HW_VERILATE,$(HW_SIM)/trace/obj/$*,--trace)
-	@g++ $(HW_SIM_CXXFLAGS) -DVM_TRACE=1 -shared -I$(HW_SIM)/trace/obj/$* -include V$*.h -include hw/sim/ports/$*.h \
-		-o $@.tmp hw/sim/cxx/block.cpp $(HW_SIM)/trace/obj/$*/V$*__ALL.a $(HW_RT_TRACE_OBJS) -lpthread && mv $@.tmp $@
+	@$(call HW_VERILATE_SO,--trace,-DVM_TRACE=1,$(HW_RT_TRACE_OBJS))
 
 .PHONY: test-cosim
 # Verilator co-simulation of every block against its golden/cycle model
