@@ -171,6 +171,9 @@ type Placement struct {
 	prev      plBeat // the beat that last left stage 2
 	flushData []byte
 	flushStrb uint64
+	flPaged   bool // translation of the trailing block
+	flPBL     uint32
+	s3Paged   bool // translation of the block in the output register
 
 	s3v     bool
 	s3Dest  int
@@ -227,7 +230,12 @@ func (m *Placement) adv(in *PlacementIn) bool {
 // Step runs one cycle.
 func (m *Placement) Step(in PlacementIn) PlacementOut {
 	adv := m.adv(&in)
-	advUp := adv && !m.flush
+	// While a trailing block is written, a first beat that writes nothing
+	// (payload starting in the next host block, or zero length) moves on too.
+	var scratch [64]byte
+	merge := m.flush && m.s2.v && m.s2.sop && (m.s2Ctx.dest == PlaceDrop ||
+		m.s2Ctx.dest == PlaceDMA && m.block(scratch[:m.lanes], nil, &m.s2, m.s2Ctx.rot) == 0)
+	advUp := adv && (!m.flush || merge)
 	out := m.outputs()
 	out.SReady = advUp && m.initDone
 	if in.Reset {
@@ -239,10 +247,11 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 
 	// Output register (and the page-list read that goes with it).
 	if adv {
-		nextPBL := m.s2Ctx.pbl
+		nextPBL, nextPaged := m.s2Ctx.pbl, m.s2Ctx.paged
 		if m.flush {
-			nextPBL = m.s3Ctx.pbl
+			nextPBL, nextPaged = m.flPBL, m.flPaged
 		}
+		m.s3Paged = nextPaged
 		nextVblk := m.s2Ctx.vbase
 		if m.flush || !m.s2.sop {
 			nextVblk = m.vnext
@@ -268,7 +277,7 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 			newData, newStrb = s2.data, s2.keep
 			newV = s2.v && (m.s2Ctx.dest == PlaceHost || m.s2Ctx.dest == PlaceTerm && s2.last)
 		}
-		if advUp && s2.v {
+		if advUp && s2.v && !m.flush {
 			m.s3Ctx = m.s2Ctx
 			if s2.sop {
 				m.s3Hdr = [PlacementHdrBytes]byte{}
@@ -279,7 +288,10 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 		}
 		m.s3v, m.s3Dest, m.s3Last, m.s3Strb = newV, newDest, newLast, newStrb
 		copy(m.s3Data, newData)
-		if m.flush || s2.v {
+		switch {
+		case merge:
+			m.vnext = m.s2Ctx.vbase + uint64(l)
+		case m.flush || s2.v:
 			m.vnext = nextVblk + uint64(l)
 		}
 		m.s3Vblk = nextVblk
@@ -287,6 +299,7 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 		if advUp && s2.v {
 			// The block after the last beat: its lanes below rot come from this beat.
 			m.flushStrb = m.block(m.flushData, s2, nil, m.s2Ctx.rot)
+			m.flPaged, m.flPBL = m.s2Ctx.paged, m.s2Ctx.pbl
 			newFlush = s2.last && m.s2Ctx.dest == PlaceDMA && m.flushStrb != 0
 			m.prev.copyFrom(s2)
 		}
@@ -493,7 +506,7 @@ func (m *Placement) outputs() PlacementOut {
 		o.DMAValid, o.DMAStrb = true, m.s3Strb
 		o.DMAData = append(m.outData[:0], m.s3Data...)
 		o.DMAAddr = m.s3Vblk
-		if m.s3Ctx.paged {
+		if m.s3Paged {
 			o.DMAAddr = m.pblRd<<pageShift | m.s3Vblk&(1<<pageShift-1)
 		}
 	case PlaceHost:

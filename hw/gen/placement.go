@@ -158,7 +158,7 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	adv := m.WireOf("advance", Or(Not(s3v),
 		Or(And(dest(s3dest, PlaceDMA), dmaReady), And(dest(s3dest, PlaceHost), hReady), And(dest(s3dest, PlaceTerm), tReady))),
 		"the output register is free this cycle")
-	advUp := m.WireOf("advance_up", And(adv, Not(flush)), "the stages before the output register move")
+	advUp := m.Wire("advance_up", 1, "the stages before the output register move")
 	m.Assign(tready, And(advUp, initDoneR))
 	fire := m.WireOf("s_fire", And(tvalid, advUp, initDoneR), "a beat is accepted")
 
@@ -376,7 +376,16 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	blkData := m.WireOf("blk_data", Or(And(expand(s2lo), prevR), And(Not(expand(s2lo)), curR)), "")
 	flStrb := m.Reg("flush_strb", L, nil, And(curRm, s2lo), And(advUp, s2.v), "lanes of the block after the last beat")
 	isDMA := m.WireOf("s2_is_dma", And(s2.v, dest(s2dest, PlaceDMA)), "")
-	m.Drive(flush, big.NewInt(0), And(Not(flush), isDMA, s2.last, RedOr(And(curRm, s2lo))), adv)
+	// While a trailing block is written, a first beat that writes nothing
+	// (its payload starts in the next host block, or a zero-length segment)
+	// moves on at the same time, so steady streams of one alignment keep one
+	// beat per cycle.
+	merge := m.WireOf("merge", And(flush, s2.v, s2.sop, Or(dest(s2dest, PlaceDrop), And(dest(s2dest, PlaceDMA), Not(RedOr(blkStrb))))),
+		"a first beat that writes nothing moves on beside the trailing block")
+	m.Assign(advUp, And(adv, Or(Not(flush), merge)))
+	m.Drive(flush, big.NewInt(0), And(advUp, isDMA, s2.last, RedOr(And(curRm, s2lo))), adv)
+	flPaged := m.Reg("flush_paged", 1, nil, s2paged, And(advUp, s2.v), "translation of the trailing block")
+	flPBL := m.Reg("flush_pbl", PW, nil, s2pbl, And(advUp, s2.v), "")
 
 	// Stage 3: the output register.
 	s3data := m.RegDecl("s3_data", W, "")
@@ -392,15 +401,14 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	m.Drive(s3last, nil, And(Not(flush), s2.last), adv)
 	nextVblk := m.WireOf("next_vblk", Sel(Or(flush, Not(s2.sop)), vnext, s2vbase), "")
 	m.Drive(s3vblk, nil, nextVblk, adv)
-	m.Drive(vnext, nil, Add(nextVblk, C(64, uint64(L))), And(adv, Or(flush, s2.v)))
-	ld3 := m.WireOf("s3_ctx_load", And(advUp, s2.v), "a beat enters the output register")
+	m.Drive(vnext, nil, Add(Sel(merge, s2vbase, nextVblk), C(64, uint64(L))), And(adv, Or(flush, s2.v)))
+	ld3 := m.WireOf("s3_ctx_load", And(advUp, s2.v, Not(flush)), "a beat enters the output register")
 	s3cause := m.Reg("s3_cause", 16, nil, s2cause, ld3, "")
 	s3md := m.Reg("s3_md", 1, nil, s2md, ld3, "")
-	s3paged := m.Reg("s3_paged", 1, nil, s2paged, ld3, "")
-	s3pbl := m.Reg("s3_pbl", PW, nil, s2pbl, ld3, "")
+	s3paged := m.Reg("s3_paged", 1, nil, Sel(flush, flPaged, s2paged), adv, "")
 	s3len := m.Reg("s3_len", 16, nil, s2len, ld3, "")
 	s3qp := m.Reg("s3_qp", 32, nil, s2qp, ld3, "")
-	m.Assign(pblRdAddr, Add(Sel(flush, s3pbl, s2pbl), Bits(nextVblk, PageShift+PW-1, PageShift)))
+	m.Assign(pblRdAddr, Add(Sel(flush, flPBL, s2pbl), Bits(nextVblk, PageShift+PW-1, PageShift)))
 	// Header copy: the first PlacementHdrBytes bytes of the segment in the output register.
 	s3hdr := m.RegDecl("s3_hdr", 8*PlacementHdrBytes, "first bytes of the segment, byte 0 in bits 7:0")
 	hp := make([]Expr, PlacementHdrBytes)

@@ -232,6 +232,9 @@ module placement_w512 (
     wire [511:0]   blk_data;
     reg  [63:0]    flush_strb;               // lanes of the block after the last beat
     wire           s2_is_dma;
+    wire           merge;                    // a first beat that writes nothing moves on beside the trailing block
+    reg            flush_paged;              // translation of the trailing block
+    reg  [11:0]    flush_pbl;
     reg  [511:0]   s3_data;
     reg  [63:0]    s3_strb;                  // DMA strobes, or the host keep
     reg            s3_last;
@@ -242,7 +245,6 @@ module placement_w512 (
     reg  [15:0]    s3_cause;
     reg            s3_md;
     reg            s3_paged;
-    reg  [11:0]    s3_pbl;
     reg  [15:0]    s3_len;
     reg  [31:0]    s3_qp;
     reg  [143:0]   s3_hdr;                   // first bytes of the segment, byte 0 in bits 7:0
@@ -257,7 +259,6 @@ module placement_w512 (
 
     assign init_done = init_done_r;
     assign advance = ~s3_valid | ((((s3_dest == 2'h1) & m_dma_ready) | ((s3_dest == 2'h2) & m_host_tready)) | ((s3_dest == 2'h3) & m_term_ready));
-    assign advance_up = advance & ~flush_pend;
     assign s_axis_tready = advance_up & init_done_r;
     assign s_fire = (s_axis_tvalid & advance_up) & init_done_r;
     assign cur_rem = in_sop ? s_axis_tuser_len : in_rem;
@@ -723,9 +724,11 @@ module placement_w512 (
         {8{s2_lomask[0]}}
     } & r_data_5);
     assign s2_is_dma = s2_valid & (s2_dest == 2'h1);
+    assign merge = ((flush_pend & s2_valid) & s2_sop) & ((s2_dest == 2'h0) | ((s2_dest == 2'h1) & ~|blk_strb));
+    assign advance_up = advance & (~flush_pend | merge);
     assign next_vblk = (flush_pend | ~s2_sop) ? vnext : s2_vbase;
-    assign s3_ctx_load = advance_up & s2_valid;
-    assign pbl_rd_addr = (flush_pend ? s3_pbl : s2_pbl) + next_vblk[23:12];
+    assign s3_ctx_load = (advance_up & s2_valid) & ~flush_pend;
+    assign pbl_rd_addr = (flush_pend ? flush_pbl : s2_pbl) + next_vblk[23:12];
     assign dma_v = s3_valid & (s3_dest == 2'h1);
     assign host_v = s3_valid & (s3_dest == 2'h2);
     assign term_v = s3_valid & (s3_dest == 2'h3);
@@ -1269,7 +1272,19 @@ module placement_w512 (
         if (rst) begin
             flush_pend <= 1'h0;
         end else if (advance) begin
-            flush_pend <= ((~flush_pend & s2_is_dma) & s2_last) & |(r_mask_5 & s2_lomask);
+            flush_pend <= ((advance_up & s2_is_dma) & s2_last) & |(r_mask_5 & s2_lomask);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (advance_up & s2_valid) begin
+            flush_paged <= s2_paged;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (advance_up & s2_valid) begin
+            flush_pbl <= s2_pbl;
         end
     end
 
@@ -1313,7 +1328,7 @@ module placement_w512 (
 
     always @(posedge clk) begin
         if (advance & (flush_pend | s2_valid)) begin
-            vnext <= next_vblk + 64'h0000000000000040;
+            vnext <= (merge ? s2_vbase : next_vblk) + 64'h0000000000000040;
         end
     end
 
@@ -1330,14 +1345,8 @@ module placement_w512 (
     end
 
     always @(posedge clk) begin
-        if (s3_ctx_load) begin
-            s3_paged <= s2_paged;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (s3_ctx_load) begin
-            s3_pbl <= s2_pbl;
+        if (advance) begin
+            s3_paged <= flush_pend ? flush_paged : s2_paged;
         end
     end
 

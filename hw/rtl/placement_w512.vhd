@@ -263,6 +263,9 @@ architecture rtl of placement_w512 is
     signal blk_data : std_logic_vector(511 downto 0);
     signal flush_strb : std_logic_vector(63 downto 0); -- lanes of the block after the last beat
     signal s2_is_dma : std_logic;
+    signal merge : std_logic;                -- a first beat that writes nothing moves on beside the trailing block
+    signal flush_paged : std_logic;          -- translation of the trailing block
+    signal flush_pbl : std_logic_vector(11 downto 0);
     signal s3_data : std_logic_vector(511 downto 0);
     signal s3_strb : std_logic_vector(63 downto 0); -- DMA strobes, or the host keep
     signal s3_last : std_logic;
@@ -273,7 +276,6 @@ architecture rtl of placement_w512 is
     signal s3_cause : std_logic_vector(15 downto 0);
     signal s3_md : std_logic;
     signal s3_paged : std_logic;
-    signal s3_pbl : std_logic_vector(11 downto 0);
     signal s3_len : std_logic_vector(15 downto 0);
     signal s3_qp : std_logic_vector(31 downto 0);
     signal s3_hdr : std_logic_vector(143 downto 0); -- first bytes of the segment, byte 0 in bits 7:0
@@ -291,7 +293,6 @@ architecture rtl of placement_w512 is
 begin
     init_done <= init_done_r;
     advance <= (not s3_valid) or (((b2l(s3_dest = "01") and m_dma_ready) or (b2l(s3_dest = "10") and m_host_tready)) or (b2l(s3_dest = "11") and m_term_ready));
-    advance_up <= advance and (not flush_pend);
     s_axis_tready <= advance_up and init_done_r;
     s_fire <= (s_axis_tvalid and advance_up) and init_done_r;
     cur_rem <= mux(in_sop, s_axis_tuser_len, in_rem);
@@ -762,9 +763,11 @@ begin
         std_logic_vector'(7 downto 0 => s2_lomask(0))
     )) and r_data_5);
     s2_is_dma <= s2_valid and b2l(s2_dest = "01");
+    merge <= ((flush_pend and s2_valid) and s2_sop) and (b2l(s2_dest = "00") or (b2l(s2_dest = "01") and (not (or blk_strb))));
+    advance_up <= advance and ((not flush_pend) or merge);
     next_vblk <= mux(flush_pend or (not s2_sop), vnext, s2_vbase);
-    s3_ctx_load <= advance_up and s2_valid;
-    pbl_rd_addr <= std_logic_vector(unsigned(mux(flush_pend, s3_pbl, s2_pbl)) + unsigned(next_vblk(23 downto 12)));
+    s3_ctx_load <= (advance_up and s2_valid) and (not flush_pend);
+    pbl_rd_addr <= std_logic_vector(unsigned(mux(flush_pend, flush_pbl, s2_pbl)) + unsigned(next_vblk(23 downto 12)));
     dma_v <= s3_valid and b2l(s3_dest = "01");
     host_v <= s3_valid and b2l(s3_dest = "10");
     term_v <= s3_valid and b2l(s3_dest = "11");
@@ -1520,7 +1523,25 @@ begin
             if rst = '1' then
                 flush_pend <= '0';
             elsif advance = '1' then
-                flush_pend <= (((not flush_pend) and s2_is_dma) and s2_last) and (or (r_mask_5 and s2_lomask));
+                flush_pend <= ((advance_up and s2_is_dma) and s2_last) and (or (r_mask_5 and s2_lomask));
+            end if;
+        end if;
+    end process;
+
+    flush_paged_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (advance_up and s2_valid) = '1' then
+                flush_paged <= s2_paged;
+            end if;
+        end if;
+    end process;
+
+    flush_pbl_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (advance_up and s2_valid) = '1' then
+                flush_pbl <= s2_pbl;
             end if;
         end if;
     end process;
@@ -1585,7 +1606,7 @@ begin
     begin
         if rising_edge(clk) then
             if (advance and (flush_pend or s2_valid)) = '1' then
-                vnext <= std_logic_vector(unsigned(next_vblk) + unsigned'(x"0000000000000040"));
+                vnext <= std_logic_vector(unsigned(mux(merge, s2_vbase, next_vblk)) + unsigned'(x"0000000000000040"));
             end if;
         end if;
     end process;
@@ -1611,17 +1632,8 @@ begin
     s3_paged_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if s3_ctx_load = '1' then
-                s3_paged <= s2_paged;
-            end if;
-        end if;
-    end process;
-
-    s3_pbl_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if s3_ctx_load = '1' then
-                s3_pbl <= s2_pbl;
+            if advance = '1' then
+                s3_paged <= mux(flush_pend, flush_paged, s2_paged);
             end if;
         end if;
     end process;

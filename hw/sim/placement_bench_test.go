@@ -186,8 +186,9 @@ func (a *plModel) Step(in, out []uint32) {
 type plMode struct {
 	saturated bool // readies high, no gaps, only good RDMA Writes of payload bytes each
 	payload   int
-	aligned   bool // host buffers 64-byte aligned and TO at their start
-	sparse    int  // program only this many random entries at first (0: the whole table)
+	aligned   bool // host buffers at offset skew of a 64-byte boundary, written from their start
+	skew      int
+	sparse    int // program only this many random entries at first (0: the whole table)
 }
 
 // plShadow is what the driver programmed at one table index.
@@ -324,7 +325,7 @@ func (d *plDriver) randEntry(index uint32) plShadow {
 	}
 	s.Addr = r.Uint64() >> 16
 	if d.mode.aligned || r.Chance(128) {
-		s.Addr &^= 63
+		s.Addr = s.Addr&^63 + uint64(d.mode.skew)
 	}
 	return s
 }
@@ -717,19 +718,21 @@ func (d *plDriver) summary() string {
 // ready high, tvalid always high) with the 4096-entry table full, on RDMA
 // Writes of a fixed payload: input beats accepted per cycle while traffic
 // flows (table programming excluded), with host buffers at random
-// alignments and at 64-byte aligned offsets. Every cycle is still checked
+// alignments and at fixed offsets from a 64-byte boundary. Every cycle is still checked
 // against the model.
 func BenchmarkPlacementThroughput(b *testing.B) {
 	for _, w := range gen.PlacementWidths {
 		for _, payload := range []int{256, 1024, 4096} {
-			for _, aligned := range []bool{false, true} {
-				name := fmt.Sprintf("w%d/%dB", w, payload)
-				if aligned {
-					name += "_aligned"
+			for _, skew := range []int{-1, 0, 8} {
+				name := fmt.Sprintf("w%d/%dB_", w, payload)
+				if skew < 0 {
+					name += "random"
+				} else {
+					name += fmt.Sprintf("at%d", skew)
 				}
 				b.Run(name, func(b *testing.B) {
 					var drv *plDriver
-					bench, err := placementBench(w, plMode{saturated: true, payload: payload, aligned: aligned}, &drv)
+					bench, err := placementBench(w, plMode{saturated: true, payload: payload, aligned: skew >= 0, skew: max(skew, 0)}, &drv)
 					if err != nil {
 						b.Fatal(err)
 					}
