@@ -258,24 +258,20 @@ func TestManyConnections(t *testing.T) {
 // traffic posts ops Writes, Sends and Reads at once from a to b and checks
 // every byte and every completion.
 func traffic(ctx context.Context, a, b *side, ops, size int, seed byte) error {
-	src := make([]byte, ops*size)
+	var err error
+	reg := func(sd *side, addr uint64, acc mem.Access) ([]byte, *mem.MR) {
+		buf := make([]byte, ops*size)
+		var mr *mem.MR
+		if err == nil {
+			mr, err = sd.pd.RegisterMR(buf, addr, acc, 0)
+		}
+		return buf, mr
+	}
+	src, amr := reg(a, 0x100000, all)
 	fill(src, seed)
-	amr, err := a.pd.RegisterMR(src, 0x100000, all, 0)
-	if err != nil {
-		return err
-	}
-	dst := make([]byte, ops*size)
-	bmr, err := b.pd.RegisterMR(dst, 0x900000, all, 0)
-	if err != nil {
-		return err
-	}
-	recv := make([]byte, ops*size)
-	rmr, err := b.pd.RegisterMR(recv, 0, mem.LocalWrite, 0)
-	if err != nil {
-		return err
-	}
-	back := make([]byte, ops*size)
-	backMR, err := a.pd.RegisterMR(back, 0, all, 0)
+	dst, bmr := reg(b, 0x900000, all)
+	recv, rmr := reg(b, 0, mem.LocalWrite)
+	back, backMR := reg(a, 0, all)
 	if err != nil {
 		return err
 	}

@@ -147,17 +147,22 @@ func (ep *Endpoint) onULPDU(u mpa.ULPDU) error {
 	return ep.rxSend(seg, op, d)
 }
 
+// first returns the head of one of the endpoint's queues, or nil.
+func first[T any](ep *Endpoint, q *[]*T) *T {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if len(*q) == 0 {
+		return nil
+	}
+	return (*q)[0]
+}
+
 func (ep *Endpoint) rxSend(seg ddp.Segment, op rdmap.Opcode, d []byte) error {
 	h := seg.Untagged()
 	if msn := h.MSN(); msn != ep.rxMSN[rdmap.QNSend] {
 		return ep.fail(rdmap.DDPInvalidMSNRange, op, d, nil, "Send MSN %d, expected %d", msn, ep.rxMSN[rdmap.QNSend])
 	}
-	ep.mu.Lock()
-	var r *rqEntry
-	if len(ep.rq) > 0 {
-		r = ep.rq[0]
-	}
-	ep.mu.Unlock()
+	r := first(ep, &ep.rq)
 	if r == nil {
 		return ep.fail(rdmap.DDPNoBuffer, op, d, nil, "Send MSN %d and no receive posted", h.MSN())
 	}
@@ -246,12 +251,7 @@ func (ep *Endpoint) rxReadRequest(seg ddp.Segment, d []byte) error {
 func (ep *Endpoint) rxReadResponse(seg ddp.Segment, d []byte) error {
 	op := rdmap.OpReadResponse
 	h := seg.Tagged()
-	ep.mu.Lock()
-	var s *sqEntry
-	if len(ep.orq) > 0 {
-		s = ep.orq[0]
-	}
-	ep.mu.Unlock()
+	s := first(ep, &ep.orq)
 	if s == nil {
 		return ep.fail(rdmap.DDPLocalCatastrophic, op, d, nil, "Read Response with no Read outstanding")
 	}
