@@ -33,13 +33,15 @@ type Decoded struct {
 var rdmapOpcodes = map[int]string{0: "Write", 1: "ReadRequest", 2: "ReadResponse", 3: "Send",
 	4: "SendInvalidate", 5: "SendSE", 6: "SendSEInvalidate", 7: "Terminate"}
 
-// DecodeTshark decodes a pcap with tshark's iWARP dissectors (iwarp_mpa is a
-// heuristic TCP dissector, so no -d is needed) and counts what it saw.
+// DecodeTshark decodes a pcap with tshark's iWARP dissectors and counts
+// what it saw. iwarp_mpa is a heuristic TCP dissector (no -d needed); the
+// heuristics run first so that a port some other dissector claims (7236 is
+// RTSP's) still decodes as MPA.
 func DecodeTshark(ctx context.Context, pcap string) (*Decoded, error) {
 	fields := []string{"iwarp_mpa.req", "iwarp_mpa.rep", "iwarp_mpa.rev", "iwarp_mpa.crc_flag",
 		"iwarp_mpa.marker_flag", "iwarp_mpa.rej_flag", "iwarp_mpa.crc", "iwarp_mpa.crc_check",
 		"iwarp_rdma.opcode"}
-	args := []string{"-r", pcap, "-Y", "iwarp_mpa", "-T", "fields", "-E", "separator=|", "-E", "occurrence=a", "-E", "aggregator=;"}
+	args := []string{"-o", "tcp.try_heuristic_first:TRUE", "-r", pcap, "-Y", "iwarp_mpa", "-T", "fields", "-E", "separator=|", "-E", "occurrence=a", "-E", "aggregator=;"}
 	for _, f := range fields {
 		args = append(args, "-e", f)
 	}
@@ -50,7 +52,7 @@ func DecodeTshark(ctx context.Context, pcap string) (*Decoded, error) {
 	d := &Decoded{Opcodes: map[string]int{}}
 	// The verdict of tshark's CRC check is only in the field's display
 	// text: "CRC check: 0x... (Bad CRC32, should be 0x...)".
-	detail, err := exec.CommandContext(ctx, "tshark", "-r", pcap, "-Y", "iwarp_mpa", "-O", "iwarp_mpa").Output()
+	detail, err := exec.CommandContext(ctx, "tshark", "-o", "tcp.try_heuristic_first:TRUE", "-r", pcap, "-Y", "iwarp_mpa", "-O", "iwarp_mpa").Output()
 	if err != nil {
 		return nil, fmt.Errorf("interop: tshark %s: %w", pcap, err)
 	}

@@ -71,3 +71,10 @@ func TestDecodeDetectsBadCRC(t *testing.T) {
 	require.Equal(t, 1, d.CRCBad, "%s", d)
 	require.Error(t, d.Check(Expect{Rev: 2, CRC: true}))
 }
+
+// Port 7236 belongs to tshark's RTSP dissector; the MPA heuristics must win.
+func TestDecodeOnAClaimedPort(t *testing.T) {
+	d, err := DecodeTshark(context.Background(), "testdata/example-on-rtsp-port.pcap")
+	require.NoError(t, err)
+	require.NoError(t, d.Check(Expect{Rev: 2, MinOps: map[string]int{"Send": 2}}), "%s", d)
+}

@@ -34,6 +34,7 @@ type Harness struct {
 	mu     sync.Mutex
 	guests map[string]*guest.VM
 	loaded map[string]string // guest address -> siw build loaded
+	iwping string            // built cmd/iwping
 }
 
 // NewHarness builds (or takes from the cache) the siw guest image and creates

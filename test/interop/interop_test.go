@@ -3,6 +3,7 @@ package interop
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,7 @@ var (
 	resultsFlag = flag.String("results", "", "directory for captures, console logs and reports (default: <repo>/build/interop)")
 	matrixFlag  = flag.String("matrix", "", "write the interoperability matrix (Markdown) to this file")
 	onlyFlag    = flag.String("only", "", "run only the scenarios whose name matches this regexp")
+	repeatFlag  = flag.Int("repeat", 1, "run each scenario this many times (to measure flakiness)")
 )
 
 type testLog struct{ t *testing.T }
@@ -53,14 +55,20 @@ func TestInterop(t *testing.T) {
 		if only != nil && !only.MatchString(s.Name) {
 			continue
 		}
-		t.Run(s.Name, func(t *testing.T) {
-			r := h.Run(ctx, s)
-			all = append(all, r)
-			t.Logf("%s: %s in %s; capture: %s; iwdump: %s", r.Name, r.Status, r.Elapsed.Round(time.Millisecond), r.Decoded, r.Iwdump)
-			if r.Status != "pass" {
-				t.Errorf("%s: %s: %s (kept in %s)", r.Name, r.Status, r.Detail, r.Dir)
-			}
-		})
+		for i := range *repeatFlag {
+			t.Run(s.Name, func(t *testing.T) {
+				tag := ""
+				if *repeatFlag > 1 {
+					tag = fmt.Sprintf("-%d", i)
+				}
+				r := h.Run(ctx, s, tag)
+				all = append(all, r)
+				t.Logf("%s: %s in %s; capture: %s; iwdump: %s", r.Name, r.Status, r.Elapsed.Round(time.Millisecond), r.Decoded, r.Iwdump)
+				if r.Status != "pass" {
+					t.Errorf("%s: %s: %s (kept in %s)", r.Name, r.Status, r.Detail, r.Dir)
+				}
+			})
+		}
 	}
 	if *matrixFlag != "" {
 		if err := os.WriteFile(*matrixFlag, []byte(Matrix(all, NotDone())), 0o644); err != nil {

@@ -55,9 +55,9 @@ var portSeq = 7200
 // tshark, and writes report.txt (plus, on failure, the guests' console logs)
 // into Results/<name>. A stall that matches siw's known first-Send race (see
 // KnownSiwDefects) is retried once and counted.
-func (h *Harness) Run(ctx context.Context, s *Scenario) Result {
+func (h *Harness) Run(ctx context.Context, s *Scenario, tag string) Result {
 	t0 := time.Now()
-	dir := filepath.Join(h.Results, s.Name)
+	dir := filepath.Join(h.Results, s.Name+tag)
 	_ = os.RemoveAll(dir)
 	res := Result{Name: s.Name, Roles: s.Roles, MPA: s.MPA, Card: s.Card, CRC: s.CRC, Dir: dir}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -89,6 +89,13 @@ func (h *Harness) Run(ctx context.Context, s *Scenario) Result {
 			res.Status = "not done"
 		}
 		res.Detail = err.Error()
+		var se *SidesError
+		if errors.As(err, &se) {
+			for _, r := range se.Results {
+				out := fmt.Sprintf("state: %s\nerror: %v\n--- stdout ---\n%s\n--- stderr ---\n%s\n", r.State, r.Err, r.Output.Stdout, r.Output.Stderr)
+				_ = os.WriteFile(filepath.Join(dir, "side-"+fileName(r.Name)+".txt"), []byte(out), 0o644)
+			}
+		}
 		for addr := range s.Guests {
 			_ = copyFileTo(h.consoleLog(addr), filepath.Join(dir, "console-"+addr+".log"))
 		}
@@ -154,6 +161,16 @@ func isFirstSendStall(err error, d *Decoded) bool {
 		return false
 	}
 	return d.Requests == 1 && d.Replies == 1 && d.FPDUs == 1 && d.Opcodes["Send"] == 1
+}
+
+// fileName turns a side's name into a file name.
+func fileName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '_'
+	}, s)
 }
 
 func copyFileTo(src, dst string) error {

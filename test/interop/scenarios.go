@@ -122,12 +122,12 @@ func siwExamplePair(ctx context.Context, h *Harness, a *Attempt) error {
 func Scenarios() []*Scenario {
 	stock := map[string]string{GuestA: SiwModule, GuestB: SiwModule}
 	crc := map[string]string{GuestA: SiwCRCModule, GuestB: SiwCRCModule}
-	return []*Scenario{
+	return append([]*Scenario{
 		{Name: "siw-siw-rping", Roles: "rping -c (siw guest B) → rping -s (siw guest A)", MPA: "Rev 2", Card: "— (siw both ends)",
 			Guests: stock, Expect: Expect{Rev: 2, MinOps: rpingOps(pingCount)}, Run: siwRpingPair},
 		{Name: "siw-siw-rping-crc", Roles: "rping -c (CRC-requiring siw B) → rping -s (CRC-requiring siw A)", CRC: true, MPA: "Rev 2", Card: "— (siw both ends)",
 			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: rpingOps(pingCount)}, Run: siwRpingPair},
 		{Name: "siw-siw-rdma-example", Roles: "rdma_client (siw guest B) → rdma_server (siw guest A)", MPA: "Rev 2", Card: "— (siw both ends)",
 			Guests: stock, Expect: Expect{Rev: 2, MinOps: map[string]int{"Send": 2}}, Run: siwExamplePair},
-	}
+	}, iwpingScenarios()...)
 }

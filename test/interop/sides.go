@@ -54,6 +54,9 @@ func (e *SidesError) Error() string {
 		if r.Err != nil {
 			fmt.Fprintf(&b, ": %s", firstLine(r.Err.Error()))
 		}
+		if tail := lastLines(r.Output.Stderr, 2); tail != "" {
+			fmt.Fprintf(&b, " [stderr: %s]", strings.ReplaceAll(tail, "\n", " / "))
+		}
 	}
 	return "interop: " + b.String()
 }
@@ -66,6 +69,14 @@ func (e *SidesError) Stalled() bool {
 		}
 	}
 	return false
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
 }
 
 func firstLine(s string) string {

@@ -215,7 +215,9 @@ func recvInfo(ctx context.Context, c Conn, st *Stats) error {
 
 // Server runs the server side of rping's loop on an accepted connection:
 // it serves cycles until the peer disconnects (Recv returns an error that
-// isDisconnect accepts), or Count cycles if Count > 0.
+// isDisconnect accepts), or Count cycles if Count > 0. A disconnect reported
+// on a cycle's last go-ahead ends the run normally: the client only closes
+// once it has that go-ahead (or has failed, which it reports itself).
 func Server(ctx context.Context, c Conn, o Options, isDisconnect func(error) bool) (Stats, error) {
 	var st Stats
 	if o.Size < MinSize || o.Size > MaxSize {
@@ -277,6 +279,13 @@ func Server(ctx context.Context, c Conn, o Options, isDisconnect func(error) boo
 		}
 		st.BytesWritten += n
 		if err := c.Send(ctx, goAhead); err != nil {
+			if isDisconnect != nil && isDisconnect(err) {
+				// The client closed as soon as it had the last go-ahead
+				// and the Send's completion was flushed: rping, too,
+				// ignores flushed completions and ends on the disconnect.
+				st.Cycles++
+				return st, nil
+			}
 			return fail("send go-ahead after RDMA Write", err)
 		}
 		st.Sends++

@@ -1,0 +1,334 @@
+// Command iwping is an rping-compatible RDMA ping over iWARP, built on
+// openiwarp's engine. It speaks exactly what rdma-core's rping puts on the
+// wire (package rping: buffer advertisements over Send, RDMA Read, RDMA
+// Write, go-ahead Sends, one cycle after another), so it runs against a
+// real rping on Linux soft-iWARP (siw) or any iWARP RNIC, in either role.
+//
+//	iwping -s [-vVd] [-S size] [-C count] [-a addr] [-p port]
+//	iwping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port]
+//
+// The rping flags mean what they mean for rping. iwping adds the iWARP
+// connection parameters rping takes from the kernel:
+//
+//	-crc       ask for MPA CRC32c (C=1); without it CRC is on only if the peer asks
+//	-markers   ask for MPA markers (M=1); siw refuses such a Request
+//	-rev N     MPA revision to send (client) or accept at most (server): 1 or 2
+//	-ird/-ord  RFC 6581 limits announced in MPA Rev 2 private data (rping: 1 and 1)
+//	-example   instead of the ping loop, do the exchange of librdmacm's
+//	           rdma_server/rdma_client examples (one 16-octet Send each way)
+//	-card      the openiwarp card: "model" (the Go reference engine over a
+//	           kernel TCP socket)
+//	-first-delay D  client: pause D between the MPA Reply and the first
+//	           FPDU. Linux siw 6.1 as Responder can miss a Send that arrives
+//	           while it is still moving the connection into RDMA mode; a
+//	           real RNIC or a kernel initiator is slow enough never to hit it
+//	-timeout   bound on the whole run
+//	-json      print a JSON summary on stdout at the end
+//
+// The server serves one connection, like rping without -P. Exit status: 0
+// when every cycle verified (client -V) and the connection closed cleanly,
+// 1 on any failure (the error says at which cycle and step), 2 on bad usage.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/openiwarp/openiwarp/cmd/iwping/rping"
+	"github.com/openiwarp/openiwarp/golden/mpa"
+)
+
+type options struct {
+	server, client    bool
+	addr, src         string
+	port              int
+	count, size       int
+	verbose, validate bool
+	debug             bool
+	crc, markers      bool
+	rev, ird, ord     int
+	example           bool
+	firstDelay        time.Duration
+	card              string
+	timeout           time.Duration
+	json              bool
+	stdout, stderr    io.Writer
+	listening         func(net.Addr) // test hook: called once the server listens
+}
+
+// Summary is the -json output.
+type Summary struct {
+	Role      string        `json:"role"`
+	Local     string        `json:"local,omitempty"`
+	Peer      string        `json:"peer,omitempty"`
+	Card      string        `json:"card"`
+	MPA       *MPASummary   `json:"mpa,omitempty"`
+	Mode      string        `json:"mode"`
+	Stats     rping.Stats   `json:"stats"`
+	ElapsedMS float64       `json:"elapsed_ms"`
+	Error     string        `json:"error,omitempty"`
+	elapsed   time.Duration `json:"-"`
+}
+
+// MPASummary is what the MPA startup negotiated.
+type MPASummary struct {
+	Rev       int  `json:"rev"`
+	CRC       bool `json:"crc"`
+	TxMarkers bool `json:"tx_markers"`
+	RxMarkers bool `json:"rx_markers"`
+	PeerIRD   int  `json:"peer_ird"`
+	PeerORD   int  `json:"peer_ord"`
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "iwping:", err)
+		return 2
+	}
+	o.stdout, o.stderr = stdout, stderr
+	sum, err := execute(o)
+	if o.json {
+		if err != nil {
+			sum.Error = err.Error()
+		}
+		sum.ElapsedMS = float64(sum.elapsed.Microseconds()) / 1000
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(sum)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "iwping:", err)
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("iwping", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.BoolVar(&o.server, "s", false, "server side")
+	fs.BoolVar(&o.client, "c", false, "client side")
+	fs.StringVar(&o.addr, "a", "", "address (server: to bind, default any; client: of the server)")
+	fs.StringVar(&o.src, "I", "", "source address to bind to (client)")
+	fs.IntVar(&o.port, "p", rping.DefaultPort, "port")
+	fs.IntVar(&o.count, "C", 0, "ping count (0: until interrupted or disconnected)")
+	fs.IntVar(&o.size, "S", rping.DefaultSize, "ping data size")
+	fs.BoolVar(&o.verbose, "v", false, "display ping data")
+	fs.BoolVar(&o.validate, "V", false, "validate ping data")
+	fs.BoolVar(&o.debug, "d", false, "debug output (MPA negotiation) on stderr")
+	fs.BoolVar(&o.crc, "crc", false, "ask for MPA CRC (C=1)")
+	fs.BoolVar(&o.markers, "markers", false, "ask for MPA markers (M=1)")
+	fs.IntVar(&o.rev, "rev", 2, "MPA revision: 1 or 2")
+	fs.IntVar(&o.ird, "ird", 1, "inbound RDMA Read limit (IRD) announced with MPA Rev 2")
+	fs.IntVar(&o.ord, "ord", 1, "outbound RDMA Read limit (ORD) announced with MPA Rev 2")
+	fs.DurationVar(&o.firstDelay, "first-delay", 0, "client: wait this long after the MPA Reply before the first FPDU (works around siw 6.1's race on a Send that follows its Reply at once)")
+	fs.BoolVar(&o.example, "example", false, "librdmacm rdma_server/rdma_client exchange instead of the ping loop")
+	fs.StringVar(&o.card, "card", "model", "openiwarp card: model")
+	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "bound on the whole run")
+	fs.BoolVar(&o.json, "json", false, "print a JSON summary on stdout")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: iwping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [iWARP options]")
+		fmt.Fprintln(stderr, "       iwping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port] [iWARP options]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case o.server == o.client:
+		return nil, errors.New("exactly one of -s and -c is required")
+	case o.client && o.addr == "":
+		return nil, errors.New("-c needs -a (the server's address)")
+	case o.size < rping.MinSize || o.size > rping.MaxSize:
+		return nil, fmt.Errorf("invalid size %d (valid range is %d to %d)", o.size, rping.MinSize, rping.MaxSize)
+	case o.count < 0:
+		return nil, fmt.Errorf("invalid count %d", o.count)
+	case o.port <= 0 || o.port > 65535:
+		return nil, fmt.Errorf("invalid port %d", o.port)
+	case o.rev != 1 && o.rev != 2:
+		return nil, fmt.Errorf("invalid MPA revision %d (1 or 2)", o.rev)
+	case o.ird < 1 || o.ird > 0x3fff || o.ord < 1 || o.ord > 0x3fff:
+		return nil, errors.New("-ird and -ord must be 1..16383")
+	case o.card != "model":
+		return nil, fmt.Errorf("unknown card %q (available: model)", o.card)
+	}
+	return o, nil
+}
+
+func (o *options) mpaConfig() mpa.Config {
+	return mpa.Config{Rev: mpa.Revision(o.rev), NoCRC: !o.crc, Markers: o.markers,
+		IRD: uint16(o.ird), ORD: uint16(o.ord)}
+}
+
+func execute(o *options) (*Summary, error) {
+	start := time.Now()
+	sum := &Summary{Role: "client", Card: o.card, Mode: "rping"}
+	if o.server {
+		sum.Role = "server"
+	}
+	if o.example {
+		sum.Mode = "rdma-example"
+	}
+	defer func() { sum.elapsed = time.Since(start) }()
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+
+	conn, params, err := o.connect(ctx)
+	if err != nil {
+		return sum, err
+	}
+	sum.Local, sum.Peer = conn.LocalAddr().String(), conn.RemoteAddr().String()
+	sum.MPA = &MPASummary{Rev: int(params.Rev), CRC: params.CRC, TxMarkers: params.TxMarkers, RxMarkers: params.RxMarkers,
+		PeerIRD: int(params.PeerIRD), PeerORD: int(params.PeerORD)}
+	if o.debug {
+		fmt.Fprintf(o.stderr, "iwping: MPA Rev %d with %s, CRC %v, markers tx %v rx %v, peer IRD %d ORD %d\n",
+			params.Rev, sum.Peer, params.CRC, params.TxMarkers, params.RxMarkers, params.PeerIRD, params.PeerORD)
+	}
+	ec, err := newEngineConn(conn, params, o.ird, o.ord)
+	if err != nil {
+		conn.Close()
+		return sum, err
+	}
+	defer ec.Close()
+	if o.client && o.firstDelay > 0 {
+		select {
+		case <-time.After(o.firstDelay):
+		case <-ctx.Done():
+			return sum, ctx.Err()
+		}
+	}
+	if o.example {
+		err = o.runExample(ctx, ec)
+		sum.Stats = rping.Stats{Sends: 1, Recvs: 1}
+		if err != nil {
+			sum.Stats = rping.Stats{}
+		}
+		return sum, err
+	}
+	ro := rping.Options{Count: o.count, Size: o.size, Validate: o.validate}
+	if o.verbose {
+		ro.Verbose = func(l string) { fmt.Fprintln(o.stdout, l) }
+	}
+	if o.server {
+		sum.Stats, err = rping.Server(ctx, ec, ro, peerClosed)
+	} else {
+		sum.Stats, err = rping.Client(ctx, ec, ro)
+	}
+	return sum, err
+}
+
+// connect opens the TCP connection (dial, or listen and accept one) and
+// runs the MPA startup on it.
+func (o *options) connect(ctx context.Context) (net.Conn, mpa.Params, error) {
+	port := strconv.Itoa(o.port)
+	if o.client {
+		d := net.Dialer{}
+		if o.src != "" {
+			d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(o.src)}
+		}
+		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(o.addr, port))
+		if err != nil {
+			return nil, mpa.Params{}, fmt.Errorf("connect: %w", err)
+		}
+		p, err := mpa.Initiate(ctx, conn, o.mpaConfig())
+		if err != nil {
+			conn.Close()
+			return nil, p, fmt.Errorf("MPA startup with %s: %w", conn.RemoteAddr(), err)
+		}
+		return conn, p, nil
+	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort(o.addr, port))
+	if err != nil {
+		return nil, mpa.Params{}, fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
+	if o.listening != nil {
+		o.listening(ln.Addr())
+	}
+	if o.debug {
+		fmt.Fprintln(o.stderr, "iwping: listening on", ln.Addr())
+	}
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	conn, err := ln.Accept()
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("no connection: %w", ctx.Err())
+		}
+		return nil, mpa.Params{}, fmt.Errorf("accept: %w", err)
+	}
+	p, err := mpa.Respond(ctx, conn, o.mpaConfig())
+	if err != nil {
+		conn.Close()
+		return nil, p, fmt.Errorf("MPA startup with %s: %w", conn.RemoteAddr(), err)
+	}
+	return conn, p, nil
+}
+
+// exampleLen is the message size of librdmacm's rdma_server/rdma_client.
+const exampleLen = 16
+
+// runExample does what librdmacm's rdma_client (client) or rdma_server
+// (server) does after connecting: the client sends 16 octets and waits for
+// 16 back; the server receives 16 and answers with 16. Both examples send
+// their zero-initialised static buffers, so every octet must be zero.
+func (o *options) runExample(ctx context.Context, c *engineConn) error {
+	msg := make([]byte, exampleLen)
+	check := func(b []byte) error {
+		if len(b) != exampleLen {
+			return fmt.Errorf("example: received %d octets, want %d", len(b), exampleLen)
+		}
+		for i, v := range b {
+			if v != 0 {
+				return fmt.Errorf("example: octet %d is %#02x, want 0", i, v)
+			}
+		}
+		return nil
+	}
+	if o.client {
+		if err := c.Send(ctx, msg); err != nil && !peerClosed(err) {
+			// The server answers and closes at once; if its FIN
+			// overtook our Send's completion, the Send was flushed
+			// although the answer (checked below) proves it arrived;
+			// rdma_client, too, ignores the completion's status.
+			return fmt.Errorf("example: send: %w", err)
+		}
+		b, err := c.Recv(ctx)
+		if err != nil {
+			return fmt.Errorf("example: receive: %w", err)
+		}
+		return check(b)
+	}
+	b, err := c.Recv(ctx)
+	if err != nil {
+		return fmt.Errorf("example: receive: %w", err)
+	}
+	if err := check(b); err != nil {
+		return err
+	}
+	if err := c.Send(ctx, msg); err != nil && !peerClosed(err) {
+		// A flush caused by the client's close is not a failure: the
+		// client closes once it has our answer (see the client above).
+		return fmt.Errorf("example: send: %w", err)
+	}
+	return nil
+}

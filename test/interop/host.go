@@ -1,0 +1,125 @@
+package interop
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// IwpingBinary builds cmd/iwping once per harness into Results/iwping.
+func (h *Harness) IwpingBinary(ctx context.Context) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.iwping != "" {
+		return h.iwping, nil
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(h.Results, "iwping")
+	cmd := exec.CommandContext(ctx, goTool(), "build", "-o", out, "./cmd/iwping")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("interop: build iwping: %w: %s", err, b)
+	}
+	h.iwping = out
+	return out, nil
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and concurrent readers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// HostProc is a program started inside the harness namespace.
+type HostProc struct {
+	cmd            *exec.Cmd
+	stdout, stderr lockedBuffer
+	done           chan struct{}
+	err            error
+}
+
+// StartHost starts bin inside the namespace; it is killed when ctx ends.
+func (h *Harness) StartHost(ctx context.Context, bin string, args ...string) (*HostProc, error) {
+	p := &HostProc{cmd: h.Net.Command(ctx, bin, args...), done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	p.cmd.WaitDelay = 2 * time.Second
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("interop: start %s: %w", bin, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Output is what the program printed so far.
+func (p *HostProc) Output() Output {
+	return Output{Stdout: p.stdout.String(), Stderr: p.stderr.String()}
+}
+
+// Kill ends the program (only this process) and waits for it.
+func (p *HostProc) Kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Side waits for the started program as a scenario side.
+func (p *HostProc) Side(name string) Side {
+	return Side{Name: name, Run: func(ctx context.Context) (Output, error) {
+		select {
+		case <-p.done:
+			return p.Output(), p.err
+		case <-ctx.Done():
+			p.Kill()
+			return p.Output(), fmt.Errorf("%w (killed)", ctx.Err())
+		}
+	}}
+}
+
+// WaitListenNS waits until a host program listens on port in the namespace
+// (read from the socket table, without connecting), or p exits.
+func (h *Harness) WaitListenNS(ctx context.Context, p *HostProc, port int) error {
+	for {
+		out, err := h.Net.Command(ctx, "ss", "-ltnH", fmt.Sprintf("sport = :%d", port)).Output()
+		if err == nil && strings.Contains(string(out), "LISTEN") {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("interop: host program exited before listening on %d: %v\n%s", port, p.err, p.Output())
+		case <-ctx.Done():
+			return fmt.Errorf("interop: nothing listens on host port %d: %w", port, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// goTool is the go command of the running toolchain (PATH's go otherwise).
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return "/usr/local/go/bin/go"
+}

@@ -1,0 +1,183 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// iwpingFlags are the rping flags both roles share, plus CRC.
+func iwpingFlags(crc bool, extra ...string) []string {
+	f := []string{"-v", "-S", fmt.Sprint(pingSize), "-timeout", iwpingTimeout}
+	if crc {
+		f = append(f, "-crc")
+	}
+	return append(f, extra...)
+}
+
+// iwpingTimeout bounds every iwping run: a cycle takes milliseconds even
+// under TCG, so a stall is reported long before the scenario's deadline.
+const iwpingTimeout = "20s"
+
+// siwFirstDelay is the harness's workaround for siw 6.1's first-Send race
+// (see KnownSiwDefects): iwping as Initiator waits this long after the MPA
+// Reply before its first FPDU.
+const siwFirstDelay = "300ms"
+
+// hostClient runs guestServer (argv) on guest A, then iwping with
+// clientArgs on the host as the client, and verifies both outputs.
+func hostClient(guestServer []string, clientArgs []string, verify func(server, client Output) error) func(ctx context.Context, h *Harness, a *Attempt) error {
+	return func(ctx context.Context, h *Harness, a *Attempt) error {
+		bin, err := h.IwpingBinary(ctx)
+		if err != nil {
+			return err
+		}
+		port := fmt.Sprint(a.Port)
+		srv, err := startGuestServer(ctx, h, GuestA, a.Port, withPort(guestServer, port)...)
+		if err != nil {
+			return err
+		}
+		res, err := RunSides(ctx, timeoutOf(ctx), gracePeriod,
+			StartedGuestSide("guest "+guestServer[0]+" (siw)", srv),
+			h.HostSide("host iwping client (openiwarp)", bin, append([]string{"-c", "-a", GuestA, "-p", port}, clientArgs...)...))
+		if err != nil {
+			return err
+		}
+		return verify(res[0].Output, res[1].Output)
+	}
+}
+
+// guestClient runs iwping with serverArgs on the host as the server, then
+// guestClient (argv) on guest A, and verifies both outputs.
+func guestClient(serverArgs []string, guestClient []string, verify func(server, client Output) error) func(ctx context.Context, h *Harness, a *Attempt) error {
+	return func(ctx context.Context, h *Harness, a *Attempt) error {
+		bin, err := h.IwpingBinary(ctx)
+		if err != nil {
+			return err
+		}
+		vm, err := h.Guest(ctx, GuestA)
+		if err != nil {
+			return err
+		}
+		port := fmt.Sprint(a.Port)
+		srv, err := h.StartHost(ctx, bin, append([]string{"-s", "-a", HostAddr, "-p", port}, serverArgs...)...)
+		if err != nil {
+			return err
+		}
+		if err := h.WaitListenNS(ctx, srv, a.Port); err != nil {
+			srv.Kill()
+			return err
+		}
+		res, err := RunSides(ctx, timeoutOf(ctx), gracePeriod,
+			srv.Side("host iwping server (openiwarp)"),
+			GuestSide("guest "+guestClient[0]+" (siw)", vm, withPort(guestClient, port)...))
+		if err != nil {
+			return err
+		}
+		return verify(res[0].Output, res[1].Output)
+	}
+}
+
+// withPort replaces the "PORT" placeholder in argv.
+func withPort(argv []string, port string) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = strings.ReplaceAll(a, "PORT", port)
+	}
+	return out
+}
+
+// verifyPings checks both rping -v outputs byte for byte.
+func verifyPings(server, client Output) error {
+	if err := VerifyRpingOutput(server.Stdout, "server ping data: ", pingCount, pingSize); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	if err := VerifyRpingOutput(client.Stdout, "ping data: ", pingCount, pingSize); err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	return nil
+}
+
+// verifyExample checks that the librdmacm example on the siw side ended
+// with 0 (iwping checked the 16 octets it received itself).
+func verifyExample(siwSide func(server, client Output) Output, want string) func(server, client Output) error {
+	return func(server, client Output) error {
+		if out := siwSide(server, client); !strings.Contains(out.Stdout, want) {
+			return fmt.Errorf("interop: no %q from the siw side:\n%s", want, out)
+		}
+		return nil
+	}
+}
+
+var (
+	rpingServer = []string{"rping", "-s", "-a", GuestA, "-p", "PORT", "-v", "-S", fmt.Sprint(pingSize)}
+	rpingClient = []string{"rping", "-c", "-a", HostAddr, "-p", "PORT", "-v", "-V", "-C", fmt.Sprint(pingCount), "-S", fmt.Sprint(pingSize)}
+)
+
+func iwpingClientToSiw(crc bool) func(ctx context.Context, h *Harness, a *Attempt) error {
+	args := append([]string{"-V", "-C", fmt.Sprint(pingCount), "-first-delay", siwFirstDelay}, iwpingFlags(crc)...)
+	return hostClient(rpingServer, args, verifyPings)
+}
+
+func siwClientToIwping(crc bool) func(ctx context.Context, h *Harness, a *Attempt) error {
+	return guestClient(iwpingFlags(crc), rpingClient, verifyPings)
+}
+
+// iwpingMarkersRefused asks siw for markers: siw must refuse the Request
+// and iwping must fail with a clear error naming the rejection.
+func iwpingMarkersRefused(ctx context.Context, h *Harness, a *Attempt) error {
+	bin, err := h.IwpingBinary(ctx)
+	if err != nil {
+		return err
+	}
+	port := fmt.Sprint(a.Port)
+	srv, err := startGuestServer(ctx, h, GuestA, a.Port, "rping", "-s", "-a", GuestA, "-p", port, "-v")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = srv.Signal(9); _, _ = srv.Wait(ctx) }()
+	res, err := RunSides(ctx, timeoutOf(ctx), gracePeriod,
+		h.HostSide("host iwping -c -markers (openiwarp)", bin, "-c", "-a", GuestA, "-p", port, "-C", "1", "-markers", "-timeout", iwpingTimeout))
+	if err == nil {
+		return fmt.Errorf("interop: iwping -markers succeeded against siw, which must refuse markers:\n%s", res[0].Output)
+	}
+	msg := res[0].Output.Stderr
+	if res[0].State != "failed" || !strings.Contains(msg, "MPA startup") || !strings.Contains(msg, "rejected") {
+		return fmt.Errorf("interop: iwping did not report the refusal clearly (%s): %q", res[0].State, msg)
+	}
+	fmt.Fprintf(a.Log, "iwping reported: %s", msg)
+	return nil
+}
+
+// The librdmacm example pair against iwping -example, both ways.
+var (
+	iwpingExampleClient = hostClient([]string{"rdma_server", "-p", "PORT"},
+		[]string{"-example", "-first-delay", siwFirstDelay, "-timeout", iwpingTimeout},
+		verifyExample(func(s, _ Output) Output { return s }, "rdma_server: end 0"))
+	iwpingExampleServer = guestClient([]string{"-example", "-timeout", iwpingTimeout},
+		[]string{"rdma_client", "-s", HostAddr, "-p", "PORT"},
+		verifyExample(func(_, c Output) Output { return c }, "rdma_client: end 0"))
+)
+
+// iwpingScenarios are the openiwarp-against-siw scenarios (model card).
+func iwpingScenarios() []*Scenario {
+	stock := map[string]string{GuestA: SiwModule}
+	crc := map[string]string{GuestA: SiwCRCModule}
+	ops := rpingOps(pingCount)
+	return []*Scenario{
+		{Name: "iwping-client-siw-server", Roles: "iwping -c (host) → rping -s (siw guest)", MPA: "Rev 2", Card: "model",
+			Guests: stock, Expect: Expect{Rev: 2, MinOps: ops}, Run: iwpingClientToSiw(false)},
+		{Name: "siw-client-iwping-server", Roles: "rping -c (siw guest) → iwping -s (host)", MPA: "Rev 2", Card: "model",
+			Guests: stock, Expect: Expect{Rev: 2, MinOps: ops}, Run: siwClientToIwping(false)},
+		{Name: "iwping-client-siw-server-crc", Roles: "iwping -c -crc (host) → rping -s (CRC-requiring siw)", CRC: true, MPA: "Rev 2", Card: "model",
+			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Run: iwpingClientToSiw(true)},
+		{Name: "siw-client-iwping-server-crc", Roles: "rping -c (CRC-requiring siw) → iwping -s -crc (host)", CRC: true, MPA: "Rev 2", Card: "model",
+			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Run: siwClientToIwping(true)},
+		{Name: "iwping-markers-refused", Roles: "iwping -c -markers (host) → rping -s (siw guest): refused", MPA: "Rev 2", Card: "model",
+			Guests: stock, Expect: Expect{Rev: 2, Markers: true, Reject: true}, Run: iwpingMarkersRefused},
+		{Name: "iwping-example-client", Roles: "iwping -c -example (host) → rdma_server (siw guest)", MPA: "Rev 2", Card: "model",
+			Guests: stock, Expect: Expect{Rev: 2, MinOps: map[string]int{"Send": 2}}, Run: iwpingExampleClient},
+		{Name: "iwping-example-server", Roles: "rdma_client (siw guest) → iwping -s -example (host)", MPA: "Rev 2", Card: "model",
+			Guests: stock, Expect: Expect{Rev: 2, MinOps: map[string]int{"Send": 2}}, Run: iwpingExampleServer},
+	}
+}
