@@ -48,6 +48,8 @@ type Config struct {
 	AlignFPDUs bool
 	// Linger bounds the wait for the peer's FIN after ours (0: 2 s).
 	Linger time.Duration
+
+	firstMSN uint32 // tests only: the first MSN on every queue (0: 1)
 }
 
 type state uint8
@@ -146,8 +148,12 @@ func New(conn net.Conn, p mpa.Params, cfg Config) (*Endpoint, error) {
 		qpn: qpCounter.Add(1), dv: ddp.Version(p.DDPVersion()), rv: rdmap.Version(p.DDPVersion()),
 		firstRx: !p.WaitFirstFPDU, done: make(chan struct{}), rxExit: make(chan struct{})}
 	ep.cond = sync.NewCond(&ep.mu)
+	msn := cfg.firstMSN
+	if msn == 0 {
+		msn = 1 // RFC 5041 §4.3
+	}
 	for i := range ep.txMSN {
-		ep.txMSN[i], ep.rxMSN[i] = 1, 1
+		ep.txMSN[i], ep.rxMSN[i] = msn, msn
 	}
 	def := func(v, d int) int {
 		if v <= 0 {

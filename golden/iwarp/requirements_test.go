@@ -83,7 +83,7 @@ var requirements = map[int][]string{
 	137: {"iwarp.TestSegmentationOnWire"}, 138: {"iwarp.TestHostilePeer", "iwarp.TestSizes"},
 	139: {"ddp.TestControlByte", "iwarp.TestIgnoredFields"}, 140: {"ddp.TestControlByte", "iwarp.TestHostilePeer"},
 	141: {"iwarp.TestSegmentationOnWire"}, 142: {"iwarp.TestSegmentationOnWire"}, 143: {"n/a: MAY"},
-	144: {"iwarp.TestHostilePeer"}, 145: {"iwarp.TestSegmentationOnWire"}, 146: {"iwarp.TestSegmentationOnWire"},
+	144: {"iwarp.TestHostilePeer"}, 145: {"iwarp.TestSegmentationOnWire", "iwarp.TestMSNWraps"}, 146: {"iwarp.TestSegmentationOnWire"},
 	147: {"iwarp.TestSegmentationOnWire"}, 148: {"iwarp.TestSegmentationOnWire", "ddp.TestSegmentation"},
 	149: {"iwarp.TestSizes"}, 150: {"iwarp.TestZeroLength", "ddp.TestSegmentation"},
 	151: {"iwarp.TestManyConnections"}, 152: {"iwarp.TestSegmentationOnWire"}, 153: {"n/a: MAY"},

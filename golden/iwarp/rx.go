@@ -293,7 +293,7 @@ func (ep *Endpoint) rxTerminate(seg ddp.Segment, d []byte) error {
 	h := seg.Untagged()
 	ep.dropping = true
 	e := &Error{Remote: true, Cause: rdmap.RDMAPOperationUnspecified}
-	if h.MSN() != 1 || h.MO() != 0 || !seg.Control.Last() {
+	if h.MSN() != ep.rxMSN[rdmap.QNTerminate] || h.MO() != 0 || !seg.Control.Last() {
 		// Only one Terminate per stream (RFC 5040 §5.4); ignore a malformed one's content.
 		e.Msg = fmt.Sprintf("malformed Terminate (MSN %d MO %d)", h.MSN(), h.MO())
 	} else if t, err := rdmap.ParseTerminate(seg.Payload); err != nil {

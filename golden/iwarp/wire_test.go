@@ -148,3 +148,27 @@ func TestPostChecks(t *testing.T) {
 	assert.ErrorIs(t, a.ep.PostSend(many...), ErrQueueFull)
 	assert.NoError(t, a.ep.Err())
 }
+
+// TestMSNWraps: MSNs go up by one modulo 2^32, 0xFFFFFFFF is followed by
+// 0, both ways (requirement 145). The endpoints start near the wrap.
+func TestMSNWraps(t *testing.T) {
+	checkLeaks(t)
+	h, v := hostilePair(t, pairOpts{cfg: Config{firstMSN: 0xFFFFFFFE}})
+	e := setupVictim(t, v)
+	for i := 0; i < 3; i++ {
+		require.NoError(t, v.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{uint64(i), 1, e.recv.STag}}}))
+	}
+	h.send(t, untagged(rdmap.OpSend, 0, 0xFFFFFFFE, 0, true, 0, []byte("a")),
+		untagged(rdmap.OpSend, 0, 0xFFFFFFFF, 0, true, 0, []byte("b")),
+		untagged(rdmap.OpSend, 0, 0, 0, true, 0, []byte("c")))
+	for i := 0; i < 3; i++ {
+		waitOK(t, v.rcq, uint64(i), WCRecv)
+	}
+	assert.Equal(t, "abc", string(e.recvBuf[:3]))
+	for i := 0; i < 3; i++ {
+		require.NoError(t, v.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte{'x'}}))
+	}
+	got := h.next(t, 3, 5*time.Second)
+	require.Len(t, got, 3)
+	assert.Equal(t, []uint32{0xFFFFFFFE, 0xFFFFFFFF, 0}, []uint32{got[0].Untagged().MSN(), got[1].Untagged().MSN(), got[2].Untagged().MSN()})
+}
