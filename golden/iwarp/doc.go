@@ -23,6 +23,8 @@
 //     produced in request order. Send and Write complete when handed to
 //     TCP; a Read when its whole Read Response is placed; completions come
 //     out in posting order (RFC 5040 §5.5 rule 15).
+//   - Memory work requests (WRBindMW, WRLocalInvalidate) take effect in
+//     send-queue order and complete in posting order, as in verbs.
 //   - Receive: every segment is checked before a byte is placed (RFC 5041
 //     §7, RFC 5040 §7.2): DDP and RDMAP version, QN, MSN, MO, receive
 //     buffer space, the STag check of package mem (PD, stream, rights,

@@ -283,8 +283,11 @@ func (ep *Endpoint) PostSend(wrs ...SendWR) error {
 }
 
 func (ep *Endpoint) validSend(wr *SendWR) error {
-	if wr.Opcode > WRRead {
+	if wr.Opcode > WRBindMW {
 		return fmt.Errorf("%w: opcode %d", ErrInvalidWR, wr.Opcode)
+	}
+	if wr.Opcode == WRBindMW && (wr.Bind == nil || wr.Bind.MW == nil || wr.Bind.MR == nil) {
+		return fmt.Errorf("%w: BIND_MW needs Bind with MW and MR", ErrInvalidWR)
 	}
 	if wr.Opcode == WRRead && (len(wr.SGL) > 1 || wr.Inline != nil) {
 		return fmt.Errorf("%w: an RDMA Read takes one SGE (one Read Response writes one tagged buffer)", ErrInvalidWR)
@@ -452,6 +455,10 @@ func wcOpcode(op WROpcode) WCOpcode {
 		return WCWrite
 	case WRRead:
 		return WCRead
+	case WRLocalInvalidate:
+		return WCLocalInv
+	case WRBindMW:
+		return WCBindMW
 	}
 	return WCSend
 }

@@ -146,3 +146,40 @@ func TestRev0(t *testing.T) {
 	assert.Equal(t, "rdmac", string(dst))
 	assert.Equal(t, "rdmac", string(rb))
 }
+
+// TestMemoryWRs: binding a window and invalidating an STag as send-queue
+// work requests, in order with the rest (digest §4.3, §4.4; S4).
+func TestMemoryWRs(t *testing.T) {
+	checkLeaks(t)
+	a, b := pair(t, pairOpts{})
+	region := make([]byte, 64)
+	mr := b.reg(t, region, 0x4000, all|mem.Bind)
+	mw, err := b.pd.AllocMW(mem.KindMW2)
+	require.NoError(t, err)
+	require.NoError(t, b.ep.PostSend(SendWR{ID: 1, Opcode: WRBindMW, Signaled: true,
+		Bind: &MWBind{MW: mw, MR: mr, Addr: 0x4010, Length: 16, Access: mem.RemoteWrite}}))
+	waitOK(t, b.scq, 1, WCBindMW)
+	win := mw.STag
+	e, ok := b.tab.Lookup(win)
+	require.True(t, ok)
+	require.True(t, e.Valid)
+	assert.Equal(t, b.ep.QPN(), e.QP, "a type 2 window is bound to the endpoint's stream")
+
+	require.NoError(t, a.ep.PostSend(SendWR{ID: 1, Opcode: WRWrite, Inline: []byte("window"), RemoteAddr: 0x4010, RKey: win, Signaled: true}))
+	waitOK(t, a.scq, 1, WCWrite)
+	// A Read back through the region's own STag orders after the Write.
+	back := make([]byte, 6)
+	bmr := a.reg(t, back, 0, all)
+	require.NoError(t, a.ep.PostSend(SendWR{ID: 2, Opcode: WRRead, SGL: []SGE{{0, 6, bmr.STag}}, RemoteAddr: 0x4010, RKey: mr.STag, Signaled: true}))
+	waitOK(t, a.scq, 2, WCRead)
+	assert.Equal(t, "window", string(back))
+
+	require.NoError(t, b.ep.PostSend(SendWR{ID: 2, Opcode: WRLocalInvalidate, InvalidateSTag: win, Signaled: true}))
+	waitOK(t, b.scq, 2, WCLocalInv)
+	require.NoError(t, a.ep.PostSend(SendWR{ID: 3, Opcode: WRWrite, Inline: []byte("late"), RemoteAddr: 0x4010, RKey: win}))
+	<-b.ep.Done()
+	var ee *Error
+	require.ErrorAs(t, b.ep.Err(), &ee)
+	assert.Equal(t, rdmap.DDPInvalidSTag, ee.Cause)
+	assert.Equal(t, "window", string(region[16:22]), "nothing placed after the invalidation")
+}

@@ -260,6 +260,28 @@ func (ep *Endpoint) sendWR(s *sqEntry) error {
 	}
 	var err error
 	switch wr.Opcode {
+	case WRLocalInvalidate, WRBindMW:
+		// Memory operations: nothing on the wire; they take effect in
+		// send-queue order and complete in posting order.
+		if wr.Opcode == WRLocalInvalidate {
+			err = ep.tab.Invalidate(wr.InvalidateSTag, ep.pd.ID)
+		} else {
+			b := wr.Bind
+			_, err = b.MW.Bind(b.MR, b.Addr, b.Length, b.Access, ep.qpn)
+		}
+		ep.mu.Lock()
+		defer ep.mu.Unlock()
+		s.done = true
+		if err != nil {
+			// As in verbs, a failed memory operation puts the QP in error.
+			s.status = WCLocProtErr
+			ep.completeLocked()
+			ep.abortLocked(&Error{Cause: rdmap.RDMAPLocalCatastrophic, Msg: fmt.Sprintf("WR %d (%v)", wr.ID, wr.Opcode), Err: err},
+				&rdmap.Terminate{Cause: rdmap.RDMAPLocalCatastrophic})
+			return nil
+		}
+		ep.completeLocked()
+		return nil
 	case WRWrite:
 		ctl := uint8(rdmap.NewControl(ep.rv, rdmap.OpWrite))
 		err = ep.segments(total, ddp.TaggedHeaderLen, func(dst []byte, off uint64, last bool) []byte {

@@ -14,14 +14,28 @@ type WROpcode uint8
 
 // Send work request opcodes.
 const (
-	WRSend           WROpcode = iota // Send (Send with SE if Solicited)
-	WRSendInvalidate                 // Send with Invalidate of InvalidateSTag (with SE if Solicited)
-	WRWrite                          // RDMA Write to RemoteAddr/RKey
-	WRRead                           // RDMA Read from RemoteAddr/RKey into the single SGE
+	WRSend            WROpcode = iota // Send (Send with SE if Solicited)
+	WRSendInvalidate                  // Send with Invalidate of InvalidateSTag (with SE if Solicited)
+	WRWrite                           // RDMA Write to RemoteAddr/RKey
+	WRRead                            // RDMA Read from RemoteAddr/RKey into the single SGE
+	WRLocalInvalidate                 // invalidate InvalidateSTag (one of ours), in send-queue order
+	WRBindMW                          // bind Bind.MW, in send-queue order
 )
 
 func (o WROpcode) String() string {
-	return [...]string{"SEND", "SEND_WITH_INV", "RDMA_WRITE", "RDMA_READ"}[o]
+	return [...]string{"SEND", "SEND_WITH_INV", "RDMA_WRITE", "RDMA_READ", "LOCAL_INV", "BIND_MW"}[o]
+}
+
+// MWBind describes a memory window bind (WRBindMW): the window gets
+// [Addr, Addr+Length) of MR with Access (RemoteRead, RemoteWrite); a type 2
+// window is bound to this endpoint's stream. The window's new STag is in
+// MW.STag once the WR completes.
+type MWBind struct {
+	MW     *mem.MW
+	MR     *mem.MR
+	Addr   uint64
+	Length uint64
+	Access mem.Access
 }
 
 // SGE is a scatter/gather element: Length bytes at tagged offset Addr of
@@ -42,8 +56,11 @@ type SendWR struct {
 	Signaled  bool // generate a completion on success (errors always complete)
 	Solicited bool // Send with Solicited Event
 	Fence     bool // wait until every earlier RDMA Read has completed
-	// InvalidateSTag is the peer's STag to invalidate (WRSendInvalidate).
+	// InvalidateSTag is the peer's STag to invalidate (WRSendInvalidate),
+	// or our own (WRLocalInvalidate).
 	InvalidateSTag mem.STag
+	// Bind is the window bind of a WRBindMW.
+	Bind *MWBind
 	// RemoteAddr and RKey name the peer's buffer (Write, Read).
 	RemoteAddr uint64
 	RKey       mem.STag
@@ -84,9 +101,13 @@ const (
 	WCWrite
 	WCRead
 	WCRecv
+	WCLocalInv
+	WCBindMW
 )
 
-func (o WCOpcode) String() string { return [...]string{"SEND", "RDMA_WRITE", "RDMA_READ", "RECV"}[o] }
+func (o WCOpcode) String() string {
+	return [...]string{"SEND", "RDMA_WRITE", "RDMA_READ", "RECV", "LOCAL_INV", "BIND_MW"}[o]
+}
 
 // Completion is a work completion (ibv_wc).
 type Completion struct {
