@@ -140,7 +140,8 @@ func TestPostChecks(t *testing.T) {
 	assert.ErrorIs(t, a.ep.PostSend(SendWR{Opcode: WRSend, SGL: []SGE{{4, 8, ro.STag}}}), ErrInvalidWR, "out of bounds")
 	assert.ErrorIs(t, a.ep.PostSend(SendWR{Opcode: WRRead, SGL: []SGE{{0, 4, ro.STag}}}), ErrInvalidWR, "Read sink without LocalWrite")
 	assert.ErrorIs(t, a.ep.PostSend(SendWR{Opcode: WRRead, SGL: []SGE{{0, 4, ro.STag}, {4, 4, ro.STag}}}), ErrInvalidWR, "two sink SGEs")
-	assert.ErrorIs(t, a.ep.PostSend(SendWR{Opcode: WRRead + 1}), ErrInvalidWR)
+	assert.ErrorIs(t, a.ep.PostSend(SendWR{Opcode: WRBindMW + 1}), ErrInvalidWR)
+	assert.ErrorIs(t, a.ep.PostSend(SendWR{Opcode: WRBindMW}), ErrInvalidWR, "BIND_MW without a bind")
 	many := make([]SendWR, 300)
 	for i := range many {
 		many[i] = SendWR{Opcode: WRSend, Inline: []byte("x")}
