@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
 	"github.com/openiwarp/openiwarp/golden/mpa"
@@ -18,14 +19,24 @@ func init() { driver.Register("vfio", openCard) }
 // Card is the board backend: the generic VFIO layer under the Card
 // interface. Its physical view is complete: Regs is BAR0 through the
 // mmapped accessors, DMA hands out IOMMU-mapped buffers, Info names the
-// device. Its operational view (STag table, CQs, QPs) is what the card's
-// register map will define: until the map describes those registers, those
-// methods fail with ErrNotSupported, saying so, rather than pretend.
+// device.
+//
+// Its operational view is what the register map defines so far. On an
+// openiwarp board (recognised by its PCI IDs, see Board) the STag table
+// works: AllocPD, RegisterMR and DeregisterMR keep a mem.Table mirror and
+// write the placement engine's table through host/driver/stagtab, each
+// region pinned, mapped into the IOMMU page by page and described to the
+// card as a page list of those IOVAs. CreateCQ and Attach need the queue
+// and doorbell registers, which the map does not define yet: they fail
+// with ErrNotSupported saying so, rather than pretend. On any other device
+// every operational method fails with ErrNotSupported and no register is
+// written.
 type Card struct {
 	name   string
 	dev    *Device
 	bar    *BAR
 	events chan driver.Event
+	stags  *stagTable // nil: not an openiwarp board
 
 	mu     sync.Mutex
 	bufs   map[uint64]*DMABuffer
@@ -49,7 +60,36 @@ func openCard(name, arg string) (driver.Card, error) {
 		dev.Close()
 		return nil, err
 	}
+	if b := DefaultBoard; dev.pci.Vendor == b.Vendor && dev.pci.DeviceID == b.Device {
+		if err := c.openSTagTable(b); err != nil {
+			dev.Close()
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// openSTagTable sets up the STag table of board b on BAR0.
+func (c *Card) openSTagTable(b Board) error {
+	if uint64(b.PlacementBase)+256 > c.bar.Size() {
+		return fmt.Errorf("%w: vfio card %s: BAR0 of %d bytes has no placement block at %#x", ErrNotSupported, c.dev, c.bar.Size(), b.PlacementBase)
+	}
+	// A read from the device completes only after the writes posted
+	// before it: it makes an invalidation reach the card.
+	flush := func() error {
+		_, err := c.bar.Read32(uint64(b.PlacementBase))
+		return cardErr(err)
+	}
+	mapMem := func(buf []byte) (userMemory, error) { return c.dev.MapMemory(buf) }
+	s, err := newStagTable(b, cardRegs{c}, time.Now(), mapMem, flush)
+	if err == nil {
+		err = s.init()
+	}
+	if err != nil {
+		return fmt.Errorf("vfio card %s: STag table: %w", c.dev, err)
+	}
+	c.stags = s
+	return nil
 }
 
 // Device is the VFIO device under the card.
@@ -57,12 +97,16 @@ func (c *Card) Device() *Device { return c.dev }
 
 // Info describes the board.
 func (c *Card) Info() driver.Info {
-	return driver.Info{
+	in := driver.Info{
 		Name: c.name,
 		Kind: "vfio",
 		Detail: fmt.Sprintf("board %s [%04x:%04x] through VFIO, IOMMU group %d, BAR0 %d KiB",
 			c.dev, c.dev.pci.Vendor, c.dev.pci.DeviceID, c.dev.IOMMUGroup(), c.bar.Size()>>10),
 	}
+	if c.stags != nil {
+		in.MaxMR = c.stags.board.maxMR()
+	}
+	return in
 }
 
 // Regs is BAR0.
@@ -75,22 +119,65 @@ func (c *Card) DMA() driver.DMA { return cardDMA{c} }
 // register map defines the interrupt causes.
 func (c *Card) Events() <-chan driver.Event { return c.events }
 
-// errNoRegisterMap explains the operational methods.
+// errNoRegisterMap explains the operational methods the register map does
+// not define yet.
 func (c *Card) errNoRegisterMap(what string) error {
 	if err := c.live(); err != nil {
 		return err
 	}
-	return fmt.Errorf("%w: vfio card %s: %s needs the board's register map, which does not define it yet",
-		ErrNotSupported, c.dev, what)
+	return fmt.Errorf("%w: vfio card %s: %s needs the queue and doorbell registers, which the board's register map "+
+		"(hw/gen, generated as docs/regmap.md) does not define yet", ErrNotSupported, c.dev, what)
 }
 
-// AllocPD, RegisterMR, DeregisterMR, CreateCQ and Attach drive the card's
-// STag table and queues: see Card.
-func (c *Card) AllocPD() (*mem.PD, error) { return nil, c.errNoRegisterMap("a protection domain") }
-func (c *Card) RegisterMR(*mem.PD, []byte, uint64, mem.Access, uint32) (*mem.MR, error) {
-	return nil, c.errNoRegisterMap("the STag table")
+// stagTable is the STag table, if the device is an openiwarp board.
+func (c *Card) stagTable() (*stagTable, error) {
+	if err := c.live(); err != nil {
+		return nil, err
+	}
+	if c.stags == nil {
+		b := DefaultBoard
+		return nil, fmt.Errorf("%w: vfio card %s: device [%04x:%04x] is not an openiwarp board [%04x:%04x] "+
+			"(provisional IDs, see vfio.Board), so its registers are not an STag table", ErrNotSupported, c.dev,
+			c.dev.pci.Vendor, c.dev.pci.DeviceID, b.Vendor, b.Device)
+	}
+	return c.stags, nil
 }
-func (c *Card) DeregisterMR(*mem.MR) error { return c.errNoRegisterMap("the STag table") }
+
+// AllocPD creates a protection domain in the host mirror (the card's table
+// stores each entry's PD number; there is nothing to write yet).
+func (c *Card) AllocPD() (*mem.PD, error) {
+	s, err := c.stagTable()
+	if err != nil {
+		return nil, err
+	}
+	return s.allocPD(), nil
+}
+
+// RegisterMR pins buf, maps its pages into the IOMMU and writes its STag
+// table entry (a page list of those IOVAs, bounded to buf's bytes). The
+// card may write buf until DeregisterMR returns.
+func (c *Card) RegisterMR(pd *mem.PD, buf []byte, addr uint64, access mem.Access, qp uint32) (*mem.MR, error) {
+	s, err := c.stagTable()
+	if err != nil {
+		return nil, err
+	}
+	return s.register(pd, buf, addr, access, qp)
+}
+
+// DeregisterMR invalidates the region's entry, makes sure the card has
+// seen it, and unmaps the buffer from the IOMMU.
+func (c *Card) DeregisterMR(mr *mem.MR) error {
+	s, err := c.stagTable()
+	if err != nil {
+		return err
+	}
+	if mr == nil {
+		return fmt.Errorf("%w: nil memory region", driver.ErrInvalid)
+	}
+	return s.deregister(mr)
+}
+
+// CreateCQ and Attach need registers the map does not define yet.
 func (c *Card) CreateCQ(int) (driver.CQ, error) {
 	return nil, c.errNoRegisterMap("a completion queue")
 }
@@ -119,6 +206,9 @@ func (c *Card) Close() error {
 	c.bufs = nil
 	c.mu.Unlock()
 	var errs []error
+	if c.stags != nil {
+		errs = append(errs, c.stags.close())
+	}
 	for _, b := range bufs {
 		errs = append(errs, b.Free())
 	}
