@@ -239,7 +239,9 @@ type plDriver struct {
 
 	table   []plShadow
 	nextPBL uint32
-	used    []uint32 // indexes programmed at least once
+	used    []uint32   // indexes programmed at least once
+	live    []regWrite // register writes made while traffic flows
+	wiped   bool       // a reset cleared the table this cycle
 	keys    []uint8
 
 	cur   plFrame
@@ -365,6 +367,24 @@ func (d *plDriver) program(index uint32, s plShadow) {
 		}
 		d.table[index] = s
 	}
+}
+
+// liveCommit queues, for while traffic flows, the commit of an invalid
+// entry over an index that is already invalid: it changes no footprint but
+// exercises staging and table writes that collide with lookups (a lookup in
+// the cycle of the write reads the old contents).
+func (d *plDriver) liveCommit() {
+	idx := uint32(d.rng.IntN(d.cfg.TableDepth))
+	if d.table[idx].Valid {
+		return
+	}
+	saved := d.regs
+	d.regs = nil
+	s := d.randEntry(idx)
+	s.Valid, s.pages, s.Paged = false, nil, false
+	d.program(idx, s)
+	d.live, d.regs = d.regs, saved
+	d.Sent["live commit"]++
 }
 
 // plan queues the register writes of one programming phase: the whole
@@ -626,6 +646,24 @@ func (d *plDriver) Next(in []uint32) {
 				}
 			}
 		}
+		if !d.mode.saturated && rng.Uint32()%400000 == 0 {
+			// A reset in the middle of traffic: the table must be cleared
+			// and programmed again.
+			d.phase, d.resetLeft = 0, 1+rng.IntN(3)
+			d.src.Abort()
+			d.live, d.wiped = nil, true // the table is forgotten once this cycle's outputs are checked
+			p.rst.Set(in, 1)
+			d.Sent["reset"]++
+			return
+		}
+		if len(d.live) == 0 && !d.mode.saturated && rng.Chance(2) {
+			d.liveCommit()
+		}
+		if len(d.live) > 0 && rng.Chance(64) {
+			p.regWr.Set(in, 1)
+			p.regAddr.Set(in, uint64(d.live[0].addr))
+			p.regData.Set(in, uint64(d.live[0].data))
+		}
 		d.src.Drive(in)
 		p.uLen.Set(in, uint64(d.cur.len))
 		p.uQP.Set(in, uint64(d.cur.qp))
@@ -655,6 +693,10 @@ func (d *plDriver) Observe(in, out []uint32) {
 	if p.tValid.Get(out) != 0 && p.termReady.Get(in) != 0 {
 		d.Terms[rdmap.Cause(p.tCause.Get(out))]++
 	}
+	if d.wiped {
+		d.table, d.used, d.wiped = make([]plShadow, d.cfg.TableDepth), nil, false
+		d.rebuild()
+	}
 	switch d.phase {
 	case 0:
 		d.resetLeft--
@@ -677,6 +719,9 @@ func (d *plDriver) Observe(in, out []uint32) {
 	case 3:
 		if p.s.Valid.Get(in) != 0 && p.s.Ready.Get(out) != 0 {
 			d.TrafficBeat++
+		}
+		if len(d.live) > 0 && p.regWr.Get(in) != 0 {
+			d.live = d.live[1:]
 		}
 		d.src.Observe(in, out)
 		if d.frames <= 0 && d.src.frame == nil && !d.src.holding {
