@@ -52,67 +52,70 @@ func FuzzReceive(f *testing.F) {
 	f.Add(fuzzSeed((&rdmap.Terminate{Cause: rdmap.DDPInvalidQN, M: true, D: true, DDPHeader: make([]byte, 18)}).AppendMessage(nil, 1, 1, 1)))
 	f.Add(fuzzSeed(untagged(rdmap.OpSendInvalidate, 0, 1, 0, true, fuzzSTag, []byte("x"))))
 	f.Add(append([]byte{1}, []byte("\x00\x10garbage-garbage-garbage")...))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		if len(in) == 0 {
-			return
-		}
-		mine, theirs := net.Pipe()
-		p := mpa.Params{Initiator: true, Rev: mpa.Rev1, CRC: true}
-		tab := mem.NewTable()
-		pd := tab.AllocPD()
-		cq := NewCQ(64)
-		ep, err := New(mine, p, Config{PD: pd, SendCQ: cq, RecvCQ: cq, IRD: 2, Linger: time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		arena := make([]byte, 2*guard+targetLen)
-		for i := range arena {
-			arena[i] = 0xAA
-		}
-		mr, _ := pd.RegisterMR(arena[guard:guard+targetLen:guard+targetLen], targetVA, all, ep.QPN())
-		recv := make([]byte, 3*guard)
-		for i := range recv {
-			recv[i] = 0xAA
-		}
-		rmr, _ := pd.RegisterMR(recv[guard:2*guard:2*guard], 0, mem.LocalWrite, 0)
-		ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{0, 100, rmr.STag}}}, RecvWR{ID: 2, SGL: []SGE{{100, 156, rmr.STag}}})
-		go io.Copy(io.Discard, theirs)
+	f.Fuzz(fuzzReceiveOne)
+}
 
-		var stream []byte
-		if in[0]%2 == 1 {
-			stream = in[1:]
-		} else {
-			fr := p.Framer()
-			for _, s := range fuzzSegments(in[1:]) {
-				s = append([]byte(nil), s...)
-				if len(s) >= ddp.TaggedHeaderLen && ddp.Control(s[0]).Tagged() && binary.BigEndian.Uint32(s[2:]) == fuzzSTag {
-					binary.BigEndian.PutUint32(s[2:], uint32(mr.STag))
-				}
-				if len(s) >= 46 && !ddp.Control(s[0]).Tagged() && binary.BigEndian.Uint32(s[34:]) == fuzzSTag {
-					binary.BigEndian.PutUint32(s[34:], uint32(mr.STag))
-				}
-				if len(s) >= 18 && !ddp.Control(s[0]).Tagged() && binary.BigEndian.Uint32(s[2:]) == fuzzSTag {
-					binary.BigEndian.PutUint32(s[2:], uint32(mr.STag))
-				}
-				stream, _ = fr.AppendFPDU(stream, s)
+// fuzzReceiveOne is one FuzzReceive input.
+func fuzzReceiveOne(t *testing.T, in []byte) {
+	if len(in) == 0 {
+		return
+	}
+	mine, theirs := net.Pipe()
+	p := mpa.Params{Initiator: true, Rev: mpa.Rev1, CRC: true}
+	tab := mem.NewTable()
+	pd := tab.AllocPD()
+	cq := NewCQ(64)
+	ep, err := New(mine, p, Config{PD: pd, SendCQ: cq, RecvCQ: cq, IRD: 2, Linger: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arena := make([]byte, 2*guard+targetLen)
+	for i := range arena {
+		arena[i] = 0xAA
+	}
+	mr, _ := pd.RegisterMR(arena[guard:guard+targetLen:guard+targetLen], targetVA, all, ep.QPN())
+	recv := make([]byte, 3*guard)
+	for i := range recv {
+		recv[i] = 0xAA
+	}
+	rmr, _ := pd.RegisterMR(recv[guard:2*guard:2*guard], 0, mem.LocalWrite, 0)
+	ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{0, 100, rmr.STag}}}, RecvWR{ID: 2, SGL: []SGE{{100, 156, rmr.STag}}})
+	go io.Copy(io.Discard, theirs)
+
+	var stream []byte
+	if in[0]%2 == 1 {
+		stream = in[1:]
+	} else {
+		fr := p.Framer()
+		for _, s := range fuzzSegments(in[1:]) {
+			s = append([]byte(nil), s...)
+			if len(s) >= ddp.TaggedHeaderLen && ddp.Control(s[0]).Tagged() && binary.BigEndian.Uint32(s[2:]) == fuzzSTag {
+				binary.BigEndian.PutUint32(s[2:], uint32(mr.STag))
 			}
-		}
-		theirs.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		theirs.Write(stream)
-		theirs.Close()
-		select {
-		case <-ep.Done():
-		case <-time.After(10 * time.Second):
-			t.Fatal("endpoint did not finish")
-		}
-		ep.Close()
-		for i := 0; i < guard; i++ {
-			if arena[i] != 0xAA || arena[len(arena)-1-i] != 0xAA {
-				t.Fatalf("write outside the region at guard byte %d", i)
+			if len(s) >= 46 && !ddp.Control(s[0]).Tagged() && binary.BigEndian.Uint32(s[34:]) == fuzzSTag {
+				binary.BigEndian.PutUint32(s[34:], uint32(mr.STag))
 			}
-			if recv[i] != 0xAA || recv[len(recv)-1-i] != 0xAA {
-				t.Fatalf("write outside the receive buffer at guard byte %d", i)
+			if len(s) >= 18 && !ddp.Control(s[0]).Tagged() && binary.BigEndian.Uint32(s[2:]) == fuzzSTag {
+				binary.BigEndian.PutUint32(s[2:], uint32(mr.STag))
 			}
+			stream, _ = fr.AppendFPDU(stream, s)
 		}
-	})
+	}
+	theirs.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	theirs.Write(stream)
+	theirs.Close()
+	select {
+	case <-ep.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("endpoint did not finish")
+	}
+	ep.Close()
+	for i := 0; i < guard; i++ {
+		if arena[i] != 0xAA || arena[len(arena)-1-i] != 0xAA {
+			t.Fatalf("write outside the region at guard byte %d", i)
+		}
+		if recv[i] != 0xAA || recv[len(recv)-1-i] != 0xAA {
+			t.Fatalf("write outside the receive buffer at guard byte %d", i)
+		}
+	}
 }

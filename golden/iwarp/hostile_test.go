@@ -334,8 +334,9 @@ func TestHostilePeer(t *testing.T) {
 			require.ErrorAs(t, v.ep.Err(), &ee)
 			assert.Equal(t, tc.cause, ee.Cause)
 			assert.False(t, ee.Remote)
-			if tc.cause != rdmap.RDMAPCannotInvalidate && tc.cause != rdmap.DDPMessageTooLong {
-				e.untouched(t)
+			e.untouched(t)
+			if tc.cause == rdmap.DDPMessageTooLong && tc.recvs > 0 {
+				assert.Equal(t, make([]byte, len(e.recvBuf)), e.recvBuf, "nothing of an oversize Send is placed")
 			}
 			for i := 0; i < tc.recvs; i++ {
 				c := wait(t, v.rcq)
