@@ -216,10 +216,14 @@ func (cq *CQ) Wait(ctx context.Context) (WC, error) {
 	if cq.cq.Poll(wc[:]) == 1 { // fast path: no context plumbing
 		return wc[0], nil
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(cq.life, cancel)
-	defer stop()
+	wctx := cq.life // a context that never ends: only Destroy ends the wait
+	if ctx.Done() != nil {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(cq.life, cancel)
+		defer stop()
+	}
 	w, err := cq.cq.Wait(wctx)
 	if err != nil {
 		switch {
