@@ -73,7 +73,11 @@ func (s *stagTable) register(pd *mem.PD, buf []byte, addr uint64, access mem.Acc
 		return nil, err
 	}
 	what := fmt.Sprintf("registering %d bytes at tagged offset %#x", len(buf), addr)
-	if n := s.count(); n >= s.limit {
+	// One registration at a time: the limit holds, and the Programmer
+	// serialises the card's writes anyway.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.mrs); n >= s.limit {
 		return nil, fmt.Errorf("%s: %w: the card holds %d regions, its limit", what, mem.ErrFull, n)
 	}
 	tr := stagtab.Paged(0, nil)
@@ -109,9 +113,7 @@ func (s *stagTable) register(pd *mem.PD, buf []byte, addr uint64, access mem.Acc
 		}
 		return nil, unmap(errors.Join(fmt.Errorf("%s: %w", what, err), mr.Deregister()))
 	}
-	s.mu.Lock()
 	s.mrs[mr] = &cardMR{mapping: m, buf: buf}
-	s.mu.Unlock()
 	return mr, nil
 }
 
