@@ -489,3 +489,37 @@ func TestHostileNoBytesOutside(t *testing.T) {
 	<-v.ep.Done()
 	assert.Equal(t, shadow, e.arena)
 }
+
+// TestReadSourceRevoked: the source of a Read is invalidated while the
+// response is being sent; the response stops, and the Terminate carries
+// the Read Request header updated to where it stopped (RFC 5040 §4.8).
+func TestReadSourceRevoked(t *testing.T) {
+	checkLeaks(t)
+	h, v := hostilePair(t, pairOpts{})
+	const size = 32 << 20
+	src := v.reg(t, make([]byte, size), 0x10000000, mem.RemoteRead)
+	rr := rdmap.ReadRequestFields{SinkSTag: 0x99, SinkTO: 0x5000, Size: size, SrcSTag: uint32(src.STag), SrcTO: 0x10000000}
+	h.send(t, readReq(1, rr))
+	// The peer does not read: the response stalls in TCP. Revoke the source.
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, v.tab.Invalidate(src.STag, v.pd.ID))
+	got := h.readAll(t)
+	require.NotEmpty(t, got)
+	var placed uint64
+	for _, u := range got[:len(got)-1] {
+		m, err := rdmap.Parse(u)
+		require.NoError(t, err)
+		require.Equal(t, rdmap.OpReadResponse, m.Opcode())
+		require.Equal(t, rr.SinkTO+placed, m.Tagged().TO())
+		placed += uint64(len(m.Payload))
+	}
+	require.Less(t, placed, uint64(size), "the response stopped early")
+	m, err := rdmap.Parse(got[len(got)-1])
+	require.NoError(t, err)
+	require.Equal(t, rdmap.OpTerminate, m.Opcode())
+	term := m.Terminate
+	assert.Equal(t, rdmap.RDMAPInvalidSTag, term.Cause)
+	assert.True(t, term.M && term.D && term.R)
+	require.Len(t, term.RDMAHeader, rdmap.ReadRequestLen)
+	assert.Equal(t, rr.Advance(uint32(placed)), rdmap.ReadRequest(term.RDMAHeader).Fields(), "updated to the progress made")
+}

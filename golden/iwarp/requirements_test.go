@@ -30,7 +30,7 @@ var requirements = map[int][]string{
 	22: {"rdmap.TestHeadersFig10", "iwarp.TestHostilePeer"},
 	23: {"rdmap.TestTerminateByteLayout", "rdmap.FuzzParseTerminate"},
 	24: {"iwarp.TestHostilePeer"}, 25: {"iwarp.TestHostilePeer"},
-	26: {"iwarp.TestHostilePeer", "rdmap.TestTerminateSendInvalidateR"},
+	26: {"iwarp.TestHostilePeer", "rdmap.TestTerminateSendInvalidateR", "iwarp.TestReadSourceRevoked"},
 	27: {"rdmap.TestOpcodeTable", "iwarp.TestHostilePeer"}, 28: {"iwarp.TestEveryOpcode"},
 	29: {"iwarp.TestManyConnections"},
 	30: {"n/a: by construction, a SendWR names one remote buffer (RemoteAddr, RKey)"},
