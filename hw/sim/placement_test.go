@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/openiwarp/openiwarp/golden/cycle"
+	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
 	"github.com/openiwarp/openiwarp/golden/rdmap"
 	"github.com/openiwarp/openiwarp/hw/gen"
 )
@@ -37,5 +39,41 @@ func TestPlacementCosim(t *testing.T) {
 				assert.NotZero(t, drv.Terms[c], "no Terminate %v in seed %d", c, seed)
 			}
 		})
+	}
+}
+
+// The safety property the co-simulation checks can fail: a DMA byte one
+// past a region, in an invalid region, or on an unmapped page of a paged
+// region is reported.
+func TestPlacementPropertyCatchesStrayWrites(t *testing.T) {
+	b, err := placementBench(64, plMode{}, nil)
+	require.NoError(t, err)
+	fresh := func() *plDriver {
+		d := newPlDriver(b.Layout, gen.PlacementDefault(64), 1, plMode{})
+		d.table[1] = plShadow{PlacementEntry: cycle.PlacementEntry{Entry: mem.Entry{Valid: true, Length: 100, Access: mem.RemoteWrite}, Addr: 0x1000}}
+		d.table[2] = plShadow{PlacementEntry: cycle.PlacementEntry{Entry: mem.Entry{Valid: true, Length: 4000, Access: mem.LocalWrite}, Paged: true, Addr: 0xF00},
+			pages: []uint64{0x40000, 0x90000}}
+		d.table[3] = plShadow{PlacementEntry: cycle.PlacementEntry{Entry: mem.Entry{Valid: false, Length: 100, Access: mem.RemoteWrite}, Addr: 0x8000}}
+		d.rebuild()
+		return d
+	}
+	for _, c := range []struct {
+		addr, strb uint64
+		bad        bool
+	}{
+		{0x1000, 0xFF, false},
+		{0x1060, 0x0F, false},  // bytes 0x1060-0x1063, the last four
+		{0x1060, 0x1F, true},   // one byte past the region
+		{0x0FF8, 0x80, true},   // one byte before
+		{0x8000, 0x01, true},   // an invalid entry's memory
+		{0x40F00, 0xFF, false}, // paged: first page from its offset
+		{0x40EF8, 0x80, true},  // just before the offset
+		{0x90000, 0xFF, false}, // second page
+		{0x90000 + 0xF00 + 4000 - 0x1000 - 8, 0xFF, false},
+		{0x90000 + 0xF00 + 4000 - 0x1000, 0x01, true}, // one past the end
+	} {
+		d := fresh()
+		d.checkDMA(c.addr, c.strb)
+		assert.Equal(t, c.bad, d.Violation != "", "write at %#x strobes %#x: %s", c.addr, c.strb, d.Violation)
 	}
 }
