@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/host/driver"
 	"github.com/openiwarp/openiwarp/host/driver/stagtab"
 )
@@ -254,4 +255,38 @@ func TestPageSpan(t *testing.T) {
 	}
 	_, ok := spanOf(^uint64(0)-10, 100, 4096)
 	assert.False(t, ok)
+}
+
+// A device that is not an openiwarp board: nothing operational works, and
+// the errors say why.
+func TestCardOperationalErrors(t *testing.T) {
+	c := &Card{name: "vfio:0000:03:00.0", dev: &Device{pci: pciDevice{Addr: Address{Bus: 3}, Vendor: 0x1234, DeviceID: 0x11e8}},
+		bar: &BAR{info: RegionInfo{Size: 1 << 20}}}
+	_, err := c.AllocPD()
+	assert.ErrorIs(t, err, ErrNotSupported)
+	assert.ErrorContains(t, err, "[1234:11e8] is not an openiwarp board [1234:1f1a]")
+	_, err = c.RegisterMR(nil, nil, 0, 0, 0)
+	assert.ErrorIs(t, err, ErrNotSupported)
+	assert.ErrorIs(t, c.DeregisterMR(nil), ErrNotSupported)
+	_, err = c.CreateCQ(16)
+	assert.ErrorIs(t, err, ErrNotSupported)
+	assert.ErrorContains(t, err, "a completion queue needs the queue and doorbell registers")
+	_, err = c.Attach(nil, mpa.Params{}, driver.QPConfig{})
+	assert.ErrorContains(t, err, "a queue pair needs the queue and doorbell registers")
+	assert.Equal(t, 0, c.Info().MaxMR)
+	assert.Contains(t, c.Info().Detail, "[1234:11e8]")
+
+	// On a board, the STag table answers; a nil region is refused.
+	f := newStagFixture(t, 4096)
+	c.stags = f.s
+	assert.Equal(t, 3072, c.Info().MaxMR)
+	pd, err := c.AllocPD()
+	require.NoError(t, err)
+	mr, err := c.RegisterMR(pd, make([]byte, 10), 0, mem.RemoteWrite, 0)
+	require.NoError(t, err)
+	assert.ErrorIs(t, c.DeregisterMR(nil), driver.ErrInvalid)
+	require.NoError(t, c.DeregisterMR(mr))
+	c.closed = true
+	_, err = c.AllocPD()
+	assert.ErrorIs(t, err, driver.ErrClosed)
 }
