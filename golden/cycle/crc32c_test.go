@@ -78,3 +78,16 @@ func TestCRC32CReset(t *testing.T) {
 		assert.Equal(t, CRC32COut{SReady: true}, o)
 	}
 }
+
+func TestBodyCountsNonMarkerOctets(t *testing.T) {
+	for _, off := range []uint32{0, 4, 8, 500, 508, 1020, 0xFFFFFFFC} {
+		u := &txULPDU{ctx: MPATxCtx{Offset: off, Markers: true}}
+		n := 0
+		for p := 0; p < 3000; p++ {
+			require.Equal(t, n, body(u, p), "offset %d octet %d", off, p)
+			if !isMarker(u, p) {
+				n++
+			}
+		}
+	}
+}

@@ -11,6 +11,13 @@ func Blocks() ([]*Module, error) {
 		}
 		mods = append(mods, m)
 	}
+	for _, w := range MPATxWidths {
+		m, err := MPATx(w)
+		if err != nil {
+			return nil, err
+		}
+		mods = append(mods, m)
+	}
 	for _, w := range PlacementWidths {
 		m, err := Placement(PlacementDefault(w))
 		if err != nil {

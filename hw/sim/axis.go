@@ -44,7 +44,8 @@ type AXISPorts struct {
 }
 
 // StreamPorts looks up prefix_tdata/tkeep/tvalid/tlast among the inputs and
-// prefix_tready among the outputs.
+// prefix_tready among the outputs. tkeep is optional (a block that learns
+// lengths from a header has none): Keep is then the zero Port.
 func StreamPorts(l Layout, prefix string) (AXISPorts, error) {
 	var p AXISPorts
 	var err error
@@ -59,7 +60,9 @@ func StreamPorts(l Layout, prefix string) (AXISPorts, error) {
 		}
 	}
 	get(&p.Data, "tdata", true)
-	get(&p.Keep, "tkeep", true)
+	if _, kerr := l.In(prefix + "_tkeep"); kerr == nil {
+		get(&p.Keep, "tkeep", true)
+	}
 	get(&p.Valid, "tvalid", true)
 	get(&p.Last, "tlast", true)
 	get(&p.Ready, "tready", false)
@@ -105,7 +108,9 @@ func (s *AXISSource) Drive(in []uint32) {
 		r := s.rng.Uint64()
 		off := int(r>>32) % (len(s.Pool) - 4*s.P.Data.Words)
 		s.P.Data.SetBytes(in, s.Pool[off:off+4*s.P.Data.Words])
-		s.P.Keep.Set(in, r&(1<<s.P.Lanes-1))
+		if s.P.Keep.Words > 0 {
+			s.P.Keep.Set(in, r&(1<<s.P.Lanes-1))
+		}
 		s.P.Valid.Set(in, 0)
 		s.P.Last.Set(in, r>>31&1)
 		return
@@ -113,7 +118,9 @@ func (s *AXISSource) Drive(in []uint32) {
 	beat := s.frame[s.off:]
 	n := min(len(beat), s.P.Lanes)
 	s.P.Data.SetBytes(in, beat[:n])
-	s.P.Keep.Set(in, 1<<n-1)
+	if s.P.Keep.Words > 0 {
+		s.P.Keep.Set(in, 1<<n-1)
+	}
 	s.P.Valid.Set(in, 1)
 	last := uint64(0)
 	if s.off+n == len(s.frame) {
@@ -134,6 +141,9 @@ func (s *AXISSource) Observe(in, out []uint32) {
 		s.frames++
 	}
 }
+
+// AtStart reports whether the beat driven this cycle opens a frame.
+func (s *AXISSource) AtStart() bool { return s.holding && s.off == 0 }
 
 // Abort drops the frame in flight (the block was reset).
 func (s *AXISSource) Abort() { s.frame, s.holding = nil, false }

@@ -10,17 +10,47 @@ import (
 // BenchmarkCosim measures co-simulation speed with the per-cycle check of
 // every output (one op = one cycle): the cycles/s metric.
 func BenchmarkCosim(b *testing.B) {
+	var benches []*Bench
 	for _, w := range gen.CRC32CWidths {
 		bench, err := CRC32CBench(w)
 		if err != nil {
 			b.Fatal(err)
 		}
+		benches = append(benches, bench)
+	}
+	for _, w := range gen.MPATxWidths {
+		bench, err := MPATxBench(w)
+		if err != nil {
+			b.Fatal(err)
+		}
+		benches = append(benches, bench)
+	}
+	for _, bench := range benches {
 		b.Run(bench.Module.Name, func(b *testing.B) {
 			st, err := bench.Run(1, uint64(b.N))
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ReportMetric(st.CyclesPerSecond(), "cycles/s")
+		})
+	}
+}
+
+// BenchmarkMPATxThroughput measures mpa_tx at full speed: output beats
+// per cycle (the FPDU side is the wider one: length, PAD, CRC, markers).
+func BenchmarkMPATxThroughput(b *testing.B) {
+	for _, w := range gen.MPATxWidths {
+		bench, err := MPATxSaturated(w)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(bench.Module.Name, func(b *testing.B) {
+			cycles := uint64(max(b.N, 100000))
+			st, err := bench.Run(1, cycles)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(st.Emitted["m_axis_tvalid"])/float64(st.Cycles), "beats/cycle")
 		})
 	}
 }

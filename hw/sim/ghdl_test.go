@@ -18,21 +18,30 @@ const ghdlCycles = 100000
 // self-checking test bench, matches the cycle model's outputs on every
 // cycle of the same stimulus the Verilator co-simulation uses.
 func TestCRC32CGHDL(t *testing.T) {
-	for _, w := range []int{64, 512} {
+	runGHDL(t, CRC32CBench, []int{64, 512}, ghdlCycles)
+}
+
+// mpa_tx's VHDL at two widths, the same way.
+func TestMPATxGHDL(t *testing.T) {
+	runGHDL(t, MPATxBench, []int{64, 128}, 30000)
+}
+
+func runGHDL(t *testing.T, bench func(int) (*Bench, error), widths []int, cycles int) {
+	for _, w := range widths {
 		t.Run(fmt.Sprint(w), func(t *testing.T) {
 			t.Parallel()
-			b, err := CRC32CBench(w)
+			b, err := bench(w)
 			require.NoError(t, err)
 			dir := t.TempDir()
 			vec := filepath.Join(dir, "vectors.txt")
 			f, err := os.Create(vec)
 			require.NoError(t, err)
 			seed := seedFor(t.Name())
-			require.NoError(t, b.WriteVectors(f, seed, ghdlCycles))
+			require.NoError(t, b.WriteVectors(f, seed, uint64(cycles)))
 			require.NoError(t, f.Close())
 			res, err := b.RunGHDL(dir, vec)
 			require.NoError(t, err, "seed %d", seed)
-			assert.Equal(t, ghdlCycles, res.Cycles)
+			assert.Equal(t, cycles, res.Cycles)
 		})
 	}
 }

@@ -72,6 +72,9 @@ type Stats struct {
 	// Accepted counts, per input port name ending in "tvalid", the cycles in
 	// which that stream's beat was accepted (tvalid and the matching tready).
 	Accepted map[string]uint64
+	// Emitted counts, per output port name ending in "tvalid", the cycles in
+	// which the block's beat on that stream was taken.
+	Emitted map[string]uint64
 }
 
 // CyclesPerSecond is the co-simulation speed, checks included.
@@ -91,7 +94,7 @@ type batch struct {
 // every cycle is compared. Stimulus generation (Go) and simulation (C++) of
 // consecutive batches overlap. A difference returns a *Mismatch.
 func (b *Bench) Run(seed, cycles uint64) (Stats, error) {
-	st := Stats{Accepted: map[string]uint64{}}
+	st := Stats{Accepted: map[string]uint64{}, Emitted: map[string]uint64{}}
 	lib, err := Load(LibPath(b.Module.Name, false))
 	if err != nil {
 		return st, err
@@ -143,7 +146,7 @@ func (b *Bench) Run(seed, cycles uint64) (Stats, error) {
 		}
 		wg.Wait()
 	}()
-	valids := acceptPairs(b.Layout)
+	valids, emits := acceptPairs(b.Layout)
 	start := time.Now()
 	for bt := range full {
 		if err := inst.Run(bt.in[:bt.n*iw], bt.got); err != nil {
@@ -161,6 +164,11 @@ func (b *Bench) Run(seed, cycles uint64) (Stats, error) {
 					st.Accepted[v.valid.Name]++
 				}
 			}
+			for _, v := range emits {
+				if got[v.valid.Offset] != 0 && bt.in[c*iw+v.ready.Offset] != 0 {
+					st.Emitted[v.valid.Name]++
+				}
+			}
 		}
 		st.Cycles += uint64(bt.n)
 		free <- bt
@@ -171,17 +179,24 @@ func (b *Bench) Run(seed, cycles uint64) (Stats, error) {
 
 type acceptPair struct{ valid, ready Port }
 
-// acceptPairs finds the input streams (xxx_tvalid in, xxx_tready out).
-func acceptPairs(l Layout) []acceptPair {
-	var ps []acceptPair
+// acceptPairs finds the input streams (xxx_tvalid in, xxx_tready out) and
+// the output streams (xxx_tvalid out, xxx_tready in).
+func acceptPairs(l Layout) (ins, outs []acceptPair) {
 	for _, p := range l.Inputs {
 		if n := len(p.Name); n > 6 && p.Name[n-6:] == "tvalid" {
 			if r, err := l.Out(p.Name[:n-6] + "tready"); err == nil {
-				ps = append(ps, acceptPair{p, r})
+				ins = append(ins, acceptPair{p, r})
 			}
 		}
 	}
-	return ps
+	for _, p := range l.Outputs {
+		if n := len(p.Name); n > 6 && p.Name[n-6:] == "tvalid" {
+			if r, err := l.In(p.Name[:n-6] + "tready"); err == nil {
+				outs = append(outs, acceptPair{p, r})
+			}
+		}
+	}
+	return ins, outs
 }
 
 func (b *Bench) mismatch(seed, cycle uint64, word int, in, want, got []uint32) *Mismatch {

@@ -1,0 +1,339 @@
+package gen
+
+import (
+	"fmt"
+	"math/big"
+	"math/bits"
+)
+
+// MPATxWidths lists the data widths mpa_tx ships at.
+var MPATxWidths = []int{64, 128, 256, 512}
+
+// mpaTxStages is the number of Z^-p correction stages of mpa_tx's CRC: p
+// counts the lanes the CRC does not cover on a frame's last beat, 0..lanes.
+func mpaTxStages(lanes int) int {
+	nk := bits.TrailingZeros(uint(lanes)) + 1
+	return (nk + crcFixBits - 1) / crcFixBits
+}
+
+// MPATxLatency is the number of cycles from the cycle an output beat is
+// formed to the cycle it is on m_axis (with m_axis_tready high).
+func MPATxLatency(width int) int { return 3 + mpaTxStages(width/8) }
+
+// MPATx builds mpa_tx_w<width>: the MPA transmit data path of RFC 5044 §4
+// for any number of half connections, one output beat per cycle.
+func MPATx(width int) (*Module, error) {
+	if width < 64 || width > 512 || width&(width-1) != 0 {
+		return nil, fmt.Errorf("%w: mpa_tx data width %d (need 64, 128, 256 or 512)", ErrInvalid, width)
+	}
+	lanes := width / 8
+	nk := bits.TrailingZeros(uint(lanes))
+	stages := mpaTxStages(lanes)
+	m := NewModule(fmt.Sprintf("mpa_tx_w%d", width),
+		"RFC 5044 §4.1 (FPDU format, PAD), §4.2-4.3 (markers, FPDUPTR, placement every 512 octets from SeqStart), §4.4 (CRC32c coverage, CRC sent least significant octet first)",
+		fmt.Sprintf("MPA transmit path, %d-bit AXI-Stream (%d byte lanes). It turns each ULPDU (DDP segment) into an FPDU: ULPDU_Length, the ULPDU, PAD to a 4-octet boundary, markers every 512 octets of the half connection's stream (counted from SeqStart) with FPDUPTR pointing back to the FPDU's ULPDU_Length, and the CRC32c of all of it, markers included.", width, lanes),
+		"Context per ULPDU, sampled with its first beat: s_offset (stream offset from SeqStart of the FPDU's first octet, a multiple of 4), s_ulpdu_len (1..64768, must match the beats up to tlast), s_markers, s_crc (0: the CRC field is sent as zero). One instance serves any number of connections: the caller keeps each connection's offset and advances it by the FPDU's wire length, which m_axis_tuser returns on the FPDU's last beat (the offset just past the FPDU; 0 on other beats).",
+		"Output: one AXI-Stream packet per FPDU starting at lane 0, tkeep contiguous. Timing: input beats are taken while fewer than 4 are held (s_axis_tready depends on state only); an output beat is formed once the held beats cover the next "+fmt.Sprintf("%d", lanes)+" octets of the ULPDU from the current position; a held beat is released once the output has passed all its octets (the ULPDU's last beat: when its FPDU ends); a new FPDU starts in the cycle its predecessor's last beat is formed if its context is already held, else one cycle after its first beat is. "+
+			fmt.Sprintf("Formed beats reach m_axis %d cycles later. Everything but input acceptance advances only when the output register is empty or m_axis_tready is 1.", MPATxLatency(width)))
+	m.Clock()
+	rst := m.ResetPort()
+	_ = rst
+	tdata := m.Input("s_axis_tdata", width, "ULPDU octets, lane 0 first")
+	tvalid := m.Input("s_axis_tvalid", 1, "")
+	tready := m.Output("s_axis_tready", 1, "")
+	tlast := m.Input("s_axis_tlast", 1, "last beat of the ULPDU")
+	sOff := m.Input("s_offset", 32, "context: stream offset of the FPDU from SeqStart")
+	sLen := m.Input("s_ulpdu_len", 16, "context: ULPDU length in octets")
+	sMk := m.Input("s_markers", 1, "context: insert markers")
+	sCRC := m.Input("s_crc", 1, "context: compute the CRC")
+	mData := m.Output("m_axis_tdata", width, "FPDU octets")
+	mKeep := m.Output("m_axis_tkeep", lanes, "")
+	mValid := m.Output("m_axis_tvalid", 1, "")
+	mReady := m.Input("m_axis_tready", 1, "")
+	mLast := m.Output("m_axis_tlast", 1, "last beat of the FPDU")
+	mUser := m.Output("m_axis_tuser", 32, "on the last beat: stream offset just past the FPDU")
+
+	oValid := m.RegDecl("o_valid", 1, "the output register holds a beat")
+	adv := m.WireOf("advance", Or(Not(oValid), mReady), "the framer and every pipeline stage move on this cycle")
+
+	// --- input: a window of up to four beats, and the ULPDUs' contexts ---
+	// (four, not three: the ULPDU's last beat stays until its FPDU ends, and
+	// the next ULPDU's first beat must already be in by then)
+	const depth = 4
+	cw := addrWidth(depth + 1)
+	inFirst := m.RegDecl("in_first", 1, "the next beat accepted opens a ULPDU")
+	var q Queue
+	room := m.Wire("win_room", 1, "fewer than four beats held")
+	m.Assign(tready, room)
+	fire := m.WireOf("s_fire", And(tvalid, room), "a beat is accepted")
+	m.Drive(inFirst, big.NewInt(1), tlast, fire)
+
+	// The framer state, declared first: the pops depend on it.
+	act := m.RegDecl("f_active", 1, "an FPDU is being formed")
+	first := m.RegDecl("f_first", 1, "the next beat is the FPDU's first")
+	bIdx := m.RegDecl("f_body", 18, "FPDU body octets (length, ULPDU, PAD, CRC) before this beat")
+	rel := m.RegDecl("f_rel", 18, "f_body minus the ULPDU index of window entry 0")
+	uLen := m.RegDecl("f_len", 16, "ULPDU length")
+	bodyLen := m.RegDecl("f_body_len", 18, "2 + length + PAD + 4")
+	toMk := m.RegDecl("f_to_marker", 9, "octets from this beat's lane 0 to the next marker position")
+	mkOn := m.RegDecl("f_markers", 1, "")
+	crcOn := m.RegDecl("f_crc", 1, "")
+	lead := m.RegDecl("f_lead", 1, "the FPDU opens with a marker")
+	jIdx := m.RegDecl("f_wire", 16, "FPDU octets on the wire before this beat")
+	pos := m.RegDecl("f_pos", 32, "stream offset of this beat's lane 0")
+
+	popW := m.Wire("win_pop", cw, "window entries released this cycle")
+	q = ShiftQueue(m, "win", depth, []string{"data", "last"}, []int{width, 1}, fire, []Expr{tdata, tlast}, popW)
+	m.Assign(room, Lt(q.Count, C(cw, depth)))
+	w0, w0Last, w1 := q.Fields[0][0], q.Fields[0][1], q.Fields[1][0]
+
+	ctxPop := m.Wire("ctx_pop", cw, "contexts taken this cycle")
+	ctxPush := m.WireOf("ctx_push", And(fire, inFirst), "a ULPDU's first beat brings its context")
+	cq := ShiftQueue(m, "ctx", depth, []string{"off", "len", "mk", "crc"}, []int{32, 16, 1, 1}, ctxPush, []Expr{sOff, sLen, sMk, sCRC}, ctxPop)
+	c0 := cq.Fields[0]
+
+	// --- forming one output beat from the framer state and the window ---
+	b18 := func(e Expr, w int) Expr { return Cat(C(18-w, 0), e) }
+	lenPlus2 := m.WireOf("f_len_plus2", Add(b18(uLen, 16), C(18, 2)), "")
+	need0 := m.WireOf("f_need_data", Lt(bIdx, lenPlus2), "this beat carries ULPDU octets")
+	need1 := m.WireOf("f_need_two", And(need0, Not(Lt(rel, C(18, 4))), Not(w0Last)), "they reach into window entry 1")
+	have := m.WireOf("f_have", Or(Not(need0), And(Ne(q.Count, C(cw, 0)), Or(Not(need1), Not(Lt(q.Count, C(cw, 2)))))), "the window holds them")
+	can := m.WireOf("f_can", And(act, have), "a beat can be formed")
+	emit := m.WireOf("f_emit", And(adv, can), "a beat is formed this cycle")
+
+	toMk18 := b18(toMk, 9)
+	mkHere := m.WireOf("f_marker_here", And(mkOn, Lt(toMk, C(9, uint64(lanes))), Lt(Add(bIdx, toMk18), bodyLen)), "a marker falls in this beat, before the FPDU ends")
+	consumed := m.WireOf("f_consumed", Sel(mkHere, C(18, uint64(lanes-4)), C(18, uint64(lanes))), "body octets this beat can carry")
+	bNext := m.WireOf("f_body_next", Add(bIdx, consumed), "")
+	last := m.WireOf("f_last", Not(Lt(bNext, bodyLen)), "this beat ends the FPDU")
+
+	// Lane classes. For a body threshold X, lane i is below it when
+	// i - 4*after_i < X - f_body, i.e. i + 4 - 4*after_i < X + 4 - f_body.
+	mkGroup := m.WireOf("f_marker_group", Bits(toMk, nk-1, 2), "4-lane group of the marker")
+	below := func(name string, x Expr) (pre, post []Expr) {
+		e := m.WireOf("f_room_"+name, Sub(Add(x, C(18, 4)), bIdx), "")
+		neg := Bit(e, 17)
+		big := m.WireOf("f_room_"+name+"_big", RedOr(Bits(e, 16, nk+2)), "")
+		small := m.WireOf("f_room_"+name+"_small", Bits(e, nk+1, 0), "")
+		for i := 0; i < lanes; i++ {
+			gt := func(c int) Expr {
+				return And(Not(neg), Or(big, Lt(C(nk+2, uint64(c)), small)))
+			}
+			pre = append(pre, gt(i+4))
+			if i >= 4 {
+				post = append(post, gt(i))
+			} else {
+				post = append(post, C(1, 0))
+			}
+		}
+		return pre, post
+	}
+	dataPre, dataPost := below("data", lenPlus2)
+	covPre, covPost := below("cov", Sub(bodyLen, C(18, 4)))
+	keepPre, keepPost := below("end", bodyLen)
+
+	// The window as octets: 2 zero octets, entry 0, entry 1 but its last two
+	// octets. ULPDU octet u sits at window octet u - base + 2; lane i (before
+	// the marker) needs u = body - 2 + i, i.e. window octet rel + i.
+	window := m.WireOf("f_window", Cat(Bits(w1, width-17, 0), w0, C(16, 0)), "")
+	var shifts []Expr
+	for v := 0; v <= lanes/4; v++ {
+		shifts = append(shifts, Bits(window, 32*v+width-1, 32*v))
+	}
+	sel := []Expr{}
+	for b := 2; b <= nk; b++ {
+		sel = append(sel, Bit(rel, b))
+	}
+	nSel := len(sel)
+	if lanes/4+1 > 1<<nSel {
+		sel = append(sel, Bit(rel, nk+1))
+		nSel++
+	}
+	for len(shifts) < 1<<nSel {
+		shifts = append(shifts, shifts[len(shifts)-1])
+	}
+	shifted := m.WireOf("f_shifted", muxTree(sel, shifts), "ULPDU octets aligned to this beat's lanes")
+
+	// FPDUPTR: distance back from the marker to ULPDU_Length, 0 for a marker
+	// that opens the FPDU.
+	hdrPos := Sel(lead, C(16, 4), C(16, 0))
+	ptr := m.WireOf("f_fpduptr", Sel(And(first, lead, Eq(toMk, C(9, 0))), C(16, 0), Sub(Add(jIdx, Cat(C(7, 0), toMk)), hdrPos)), "")
+	mkBytes := []Expr{C(8, 0), C(8, 0), Bits(ptr, 15, 8), Bits(ptr, 7, 0)}
+	hdrBytes := []Expr{Bits(uLen, 15, 8), Bits(uLen, 7, 0)}
+
+	var dataLanes, keepLanes, covLanes []Expr
+	for i := 0; i < lanes; i++ {
+		g := i / 4
+		isMk := And(mkHere, Eq(mkGroup, C(nk-2, uint64(g))))
+		after := lessConst(mkGroup, uint64(g))
+		if nk-2 == 0 {
+			isMk, after = mkHere, C(1, 0)
+		}
+		isMkW := m.WireOf(fmt.Sprintf("l%d_marker", i), isMk, "")
+		afterW := m.WireOf(fmt.Sprintf("l%d_after", i), And(mkHere, after), "")
+		var octet Expr = Bits(shifted, 8*i+7, 8*i)
+		if i >= 4 {
+			octet = Sel(afterW, Bits(shifted, 8*(i-4)+7, 8*(i-4)), octet)
+		}
+		inData := Sel(afterW, dataPost[i], dataPre[i])
+		octet = Sel(inData, octet, C(8, 0))
+		if i < 2 || (i >= 4 && i < 6) {
+			// ULPDU_Length: lanes 0-1 of the first beat, or 4-5 after a leading marker.
+			hdr := And(first, Sel(lead, C(1, b2i(i >= 4)), C(1, b2i(i < 2))))
+			octet = Sel(hdr, hdrBytes[i%2], octet)
+		}
+		octet = Sel(isMkW, mkBytes[i%4], octet)
+		dataLanes = append([]Expr{octet}, dataLanes...)
+		keepLanes = append([]Expr{Or(isMkW, Sel(afterW, keepPost[i], keepPre[i]))}, keepLanes...)
+		covLanes = append([]Expr{Or(isMkW, Sel(afterW, covPost[i], covPre[i]))}, covLanes...)
+	}
+	beatData := m.WireOf("f_data", Cat(dataLanes...), "the formed beat, CRC field still zero")
+	beatKeep := m.WireOf("f_keep", Cat(keepLanes...), "")
+	beatCov := m.WireOf("f_cover", Cat(covLanes...), "lanes the CRC covers")
+	endOff := m.WireOf("f_end_offset", Add(pos, Cat(C(14, 0), Add(Sub(bodyLen, bIdx), Sel(mkHere, C(18, 4), C(18, 0))))), "stream offset just past the FPDU")
+
+	// --- framer state ---
+	startNext := m.WireOf("f_start", And(adv, Ne(cq.Count, C(cw, 0)), Or(Not(act), And(can, last))), "load the next FPDU's context")
+	m.Assign(ctxPop, Cat(C(cw-1, 0), startNext))
+	pop1 := And(Not(Lt(Add(rel, consumed), C(18, uint64(lanes+4)))), Not(w0Last))
+	m.Assign(popW, Sel(emit, Sel(last, Sel(w0Last, C(cw, 1), C(cw, 2)), Cat(C(cw-1, 0), pop1)), C(cw, 0)))
+
+	// The next FPDU's initial state, from the head context.
+	c0Len18 := b18(c0[1], 16)
+	padded := m.WireOf("n_len_padded", And(Add(c0Len18, C(18, 5)), C(18, 0x3FFFC)), "2 + length + PAD")
+	nBodyLen := Add(padded, C(18, 4))
+	nToMk := Sub(C(9, 0), Bits(c0[0], 8, 0))
+	nLead := And(c0[2], Eq(Bits(c0[0], 8, 0), C(9, 0)))
+	stepToMk := Sel(Lt(toMk, C(9, uint64(lanes))), Add(toMk, C(9, uint64(512-lanes))), Sub(toMk, C(9, uint64(lanes))))
+	relNext := Sub(Add(rel, consumed), Sel(pop1, C(18, uint64(lanes)), C(18, 0)))
+	goOn := m.WireOf("f_continue", And(emit, Not(last)), "")
+	ld := func(r *Signal, reset *big.Int, start, cont Expr) {
+		m.Drive(r, reset, Sel(startNext, start, cont), Or(startNext, goOn))
+	}
+	m.Drive(act, big.NewInt(0), startNext, Or(startNext, And(emit, last)))
+	ld(first, big.NewInt(0), C(1, 1), C(1, 0))
+	ld(bIdx, nil, C(18, 0), bNext)
+	ld(rel, nil, C(18, 0), relNext)
+	ld(uLen, nil, c0[1], uLen)
+	ld(bodyLen, nil, nBodyLen, bodyLen)
+	ld(toMk, nil, nToMk, stepToMk)
+	ld(mkOn, nil, c0[2], mkOn)
+	ld(crcOn, nil, c0[3], crcOn)
+	ld(lead, nil, nLead, lead)
+	ld(jIdx, nil, C(16, 0), Add(jIdx, C(16, uint64(lanes))))
+	ld(pos, nil, c0[0], Add(pos, C(32, uint64(lanes))))
+
+	// --- stage f: the formed beat ---
+	fValid := m.Reg("fb_valid", 1, big.NewInt(0), emit, adv, "stage f holds a formed beat")
+	fData := m.Reg("fb_data", width, nil, beatData, emit, "")
+	fKeep := m.Reg("fb_keep", lanes, nil, beatKeep, emit, "")
+	fCov := m.Reg("fb_cover", lanes, nil, beatCov, emit, "")
+	fLast := m.Reg("fb_last", 1, nil, last, emit, "")
+	fCRC := m.Reg("fb_crc", 1, nil, crcOn, emit, "")
+	fUser := m.Reg("fb_user", 32, nil, Sel(last, endOff, C(32, 0)), emit, "")
+
+	// --- CRC over the covered lanes, as in crc32c ---
+	masked := m.WireOf("fb_masked", laneMasked(fData, fCov), "covered octets, others zero")
+	upd := CRC32CUpdate(lanes)
+	dataRows, stateRows := make([]*big.Int, 32), make([]*big.Int, 32)
+	low := new(big.Int).SetUint64(0xFFFFFFFF)
+	for i, row := range upd.Rows {
+		stateRows[i] = new(big.Int).And(row, low)
+		dataRows[i] = new(big.Int).Rsh(row, 32)
+	}
+	term := m.WireOf("fb_term", MatVec(masked, dataRows), "the beat's contribution to the CRC register")
+	covLast := m.WireOf("fb_cover_last", lastLaneOneHot(fCov), "")
+	covNone := m.WireOf("fb_cover_none", Not(RedOr(fCov)), "the beat is the CRC field alone")
+	padLanes := m.WireOf("fb_pad", Sel(covNone, C(nk+1, uint64(lanes)), Cat(C(1, 0), complementIndex(covLast, nk))), "lanes the CRC does not cover")
+
+	type carried struct{ data, keep, last, crc, user *Signal }
+	stage := func(p string, valid *Signal, c carried, extra func(en Expr)) (*Signal, carried) {
+		en := And(adv, valid)
+		nv := m.Reg(p+"_valid", 1, big.NewInt(0), valid, adv, "")
+		n := carried{
+			data: m.Reg(p+"_data", width, nil, c.data, en, ""),
+			keep: m.Reg(p+"_keep", lanes, nil, c.keep, en, ""),
+			last: m.Reg(p+"_last", 1, nil, c.last, en, ""),
+			crc:  m.Reg(p+"_crc_on", 1, nil, c.crc, en, ""),
+			user: m.Reg(p+"_user", 32, nil, c.user, en, ""),
+		}
+		if extra != nil {
+			extra(en)
+		}
+		return nv, n
+	}
+	var bTerm, bPad, bCov *Signal
+	bValid, bc := stage("b", fValid, carried{fData, fKeep, fLast, fCRC, fUser}, func(en Expr) {
+		bTerm = m.Reg("b_term", 32, nil, term, en, "")
+		bPad = m.Reg("b_pad", nk+1, nil, padLanes, en, "")
+		bCov = m.Reg("b_cover", lanes, nil, fCov, en, "")
+	})
+	state := m.RegDecl("crc_state", 32, "CRC register of the FPDU before stage b's beat")
+	stateTerm := m.WireOf("crc_state_term", MatVec(state, stateRows), "")
+	next := m.WireOf("crc_next", Xor(bTerm, stateTerm), "CRC register after stage b's beat")
+	m.Drive(state, big.NewInt(0xFFFFFFFF), Sel(bc.last, Ones(32), next), And(adv, bValid))
+
+	zinv, ok := ZeroByteMatrix().Inverse()
+	if !ok {
+		return nil, fmt.Errorf("%w: CRC32c zero-byte matrix is singular", ErrInvalid)
+	}
+	zinvParam := zinvParams(m, zinv)
+	valid, c, crc, pad, cov := bValid, bc, next, bPad, bCov
+	for s := 0; s < stages; s++ {
+		p := fmt.Sprintf("p%d", s)
+		var nCRC, nPad, nCov *Signal
+		lo := s * crcFixBits
+		n := min(crcFixBits, nk+1-lo)
+		valid, c = stage(p, valid, c, func(en Expr) {
+			nCRC = m.Reg(p+"_reg", 32, nil, crc, en, "CRC register, corrected so far")
+			nPad = m.Reg(p+"_pad", pad.W, nil, pad, en, "pad-lane bits not yet applied")
+			nCov = m.Reg(p+"_cover", lanes, nil, cov, en, "")
+		})
+		crc = crcFix(m, p, nCRC, nPad, lo, n, zinvParam)
+		cov = nCov
+		if s+1 < stages {
+			pad = m.WireOf(p+"_pad_rest", Bits(nPad, nPad.W-1, n), "")
+		}
+	}
+	// Output: the CRC (inverted register, least significant octet first)
+	// goes into the lanes kept but not covered on the FPDU's last beat.
+	final := m.WireOf("o_crc_value", Not(crc), "the FPDU's CRC32c")
+	var outLanes []Expr
+	for i := 0; i < lanes; i++ {
+		isCRC := And(c.last, c.crc, Bit(c.keep, i), Not(Bit(cov, i)))
+		outLanes = append([]Expr{Sel(isCRC, Bits(final, 8*(i%4)+7, 8*(i%4)), Bits(c.data, 8*i+7, 8*i))}, outLanes...)
+	}
+	merged := m.WireOf("o_merged", Cat(outLanes...), "the beat with its CRC field filled")
+	en := And(adv, valid)
+	m.Drive(oValid, big.NewInt(0), valid, adv)
+	oData := m.Reg("o_data", width, big.NewInt(0), merged, en, "")
+	oKeep := m.Reg("o_keep", lanes, big.NewInt(0), c.keep, en, "")
+	oLast := m.Reg("o_last", 1, big.NewInt(0), c.last, en, "")
+	oUser := m.Reg("o_user", 32, big.NewInt(0), c.user, en, "")
+	m.Assign(mData, oData)
+	m.Assign(mKeep, oKeep)
+	m.Assign(mValid, oValid)
+	m.Assign(mLast, oLast)
+	m.Assign(mUser, oUser)
+	return m, m.Validate()
+}
+
+// lessConst is 1 when x is below the constant c (unsigned).
+func lessConst(x Expr, c uint64) Expr {
+	switch {
+	case c == 0:
+		return C(1, 0)
+	case c >= 1<<x.Width():
+		return C(1, 1)
+	case x.Width() == 1:
+		return Not(x)
+	}
+	return Lt(x, C(x.Width(), c))
+}
+
+func b2i(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
