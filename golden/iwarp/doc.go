@@ -37,8 +37,23 @@
 //     received Terminate is parsed (siw's swapped layout is accepted) and
 //     reported the same way, without answering it.
 //
+// Connection start follows MPA: the DDP/RDMAP version comes from the
+// negotiated revision (1 for Rev 1 and 2, 0 for the draft-01 Rev 0); an MPA
+// Responder sends nothing before the Initiator's first FPDU has arrived
+// (RFC 5044 §7.1.2 rule 4); with the RFC 6581 peer-to-peer model the
+// Initiator first sends the agreed RTR message (a zero-length Write, Read
+// or Send). The MULPDU comes from the TCP MSS of the connection.
+//
 // The MPA layer sits behind two small interfaces, Framer and Deframer,
 // which mpa.Framer and *mpa.Deframer satisfy; the simulated-RTL card
-// supplies its own. Each endpoint runs two goroutines, both of which have
-// exited when Close returns.
+// supplies its own. Each endpoint runs two goroutines, a transmitter and a
+// receiver, both of which have exited when Close returns; a lone inline WR
+// posted on an idle endpoint is sent by the PostSend caller itself, which
+// saves a goroutine handoff on the latency path. Config.AlignFPDUs writes
+// one FPDU per Write, for captures read by dissectors that expect every TCP
+// segment to start with an FPDU.
+//
+// Stream association: an endpoint's QPN is the stream that stream-scoped
+// STags (mem.PD.RegisterMR with a QP) and type 2 windows are bound to; only
+// such STags can be invalidated by the peer (RFC 5040 §8.1.1 #7).
 package iwarp
