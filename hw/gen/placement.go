@@ -248,11 +248,17 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	inval := m.WireOf("invalidate", And(hit("STAG_INVALIDATE"), initDoneR, Not(RedOr(Bits(regData, invIdx.Lo+invIdx.Width-1, IW)))), "clear one valid bit")
 	unused = append(unused, Bits(regData, 31, invIdx.Lo+invIdx.Width))
 
-	// Table word, least significant field first: access, paged, pd, qp, base, len, addr, pbl.
-	entryW := 4 + 1 + 32 + 32 + 64 + 64 + 64 + PW
+	// Table word, least significant field first: access, paged, pd, qp, base, end, end wraps, delta, pbl.
+	// The sums a lookup needs are made at commit time, off the lookup path:
+	// END = BASE + LEN (and whether it wraps) and DELTA = ADDR - BASE - 14,
+	// so that a segment's byte 0 translates to TO + DELTA.
+	stBaseW := m.WireOf("st_base", stBase, "")
+	stEnd := m.WireOf("st_end", Add(stBaseW, stLen), "BASE + LEN")
+	stDelta := Sub(Sub(stAddr, stBaseW), C(64, taggedHdr))
+	entryW := 4 + 1 + 32 + 32 + 64 + 64 + 1 + 64 + PW
 	entry := m.Mem("stag_table", entryW, cfg.TableDepth, commit, Bits(stIndex, IW-1, 0),
-		Cat(Bits(stPBLFull, PW-1, 0), stAddr, stLen, stBase, stQP, stPD, stPaged, stAccess),
-		rdEn, Bits(idx, IW-1, 0), "STag table: rights, mode, PD, QP, base, length, address, page-list slot")
+		Cat(Bits(stPBLFull, PW-1, 0), stDelta, Lt(stEnd, stBaseW), stEnd, stBaseW, stQP, stPD, stPaged, stAccess),
+		rdEn, Bits(idx, IW-1, 0), "STag table: rights, mode, PD, QP, base, end, end wraps, address delta, page-list slot")
 	tagRd := m.Mem("stag_tag", 9, cfg.TableDepth, Or(commit, inval, Not(initDoneR)),
 		Sel(Not(initDoneR), initCnt, Sel(commit, Bits(stIndex, IW-1, 0), Bits(regData, IW-1, 0))),
 		Cat(And(commit, stValid, initDoneR), gate(commit, stKey)), rdEn, Bits(idx, IW-1, 0), "valid bit and key of each entry (valid cleared by the reset sweep and by invalidation)")
@@ -308,20 +314,20 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	ePD := m.WireOf("e_pd", Bits(entry, 36, 5), "")
 	eQP := m.WireOf("e_qp", Bits(entry, 68, 37), "")
 	eBase := field64("e_base", 69)
-	eLen := field64("e_len", 133)
-	eAddr := field64("e_addr", 197)
-	ePBL := m.WireOf("e_pbl", Bits(entry, 261+PW-1, 261), "")
+	eEnd := field64("e_end", 133)
+	eWrap := Bit(entry, 197)
+	eDelta := field64("e_delta", 198)
+	ePBL := m.WireOf("e_pbl", Bits(entry, 262+PW-1, 262), "")
 	unused = append(unused, Bit(eAcc, 1), Bit(eAcc, 3))
 	to := m.WireOf("h_to", Cat(hb[6], hb[7], hb[8], hb[9], hb[10], hb[11], hb[12], hb[13]), "tagged offset")
 	payLen := m.WireOf("h_paylen", Sub(s1len, C(16, taggedHdr)), "tagged payload length")
 	payZero := m.WireOf("h_payzero", Eq(payLen, C(16, 0)), "")
 	end := m.WireOf("h_end", Add(to, Cat(C(48, 0), payLen)), "TO + payload length")
-	eEnd := m.WireOf("e_end", Add(eBase, eLen), "BASE + LEN")
 	cInv := m.WireOf("c_invalid", Or(Not(idxOK), Not(Bit(tagRd, 8)), Ne(eKey, Cat(hb[5]))), "index, valid bit or key")
 	cAssoc := m.WireOf("c_assoc", Or(Ne(ePD, s1pd), And(Ne(eQP, C(32, 0)), Ne(eQP, s1qp))), "PD or stream")
 	cRights := m.WireOf("c_rights", Not(Sel(opIs(0), Bit(eAcc, 2), Bit(eAcc, 0))), "remote write (Write) or local write (Read Response)")
 	cWrap := m.WireOf("c_wrap", Lt(end, to), "TO + length wraps")
-	cBounds := m.WireOf("c_bounds", Or(Lt(to, eBase), Lt(eEnd, end), Lt(eEnd, eBase)), "outside [BASE, BASE+LEN)")
+	cBounds := m.WireOf("c_bounds", Or(Lt(to, eBase), Lt(eEnd, end), eWrap), "outside [BASE, BASE+LEN)")
 	memErr := m.WireOf("e_stag", And(Not(verr), Not(qnErr), Not(opErr), tagged, Not(payZero),
 		Or(cInv, cAssoc, cRights, cWrap, cBounds)), "the STag check fails")
 	fail := m.WireOf("e_fail", Or(verr, qnErr, opErr, memErr), "the segment fails")
@@ -332,8 +338,7 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 				Sel(cWrap, cc(causeDDPTOWrap), cc(causeDDPBaseBounds)))))))), "Terminate cause when the segment fails")
 	md := m.WireOf("e_md", Or(qnErr, memErr), "the Terminate copies the segment length and DDP header")
 	dst := m.WireOf("e_dest", Sel(fail, C(2, PlaceTerm), Sel(tagged, Sel(payZero, C(2, PlaceDrop), C(2, PlaceDMA)), C(2, PlaceHost))), "")
-	v0 := m.WireOf("t_v0", Add(Sub(to, eBase), eAddr), "translated offset of the first payload byte (contiguous: its host address)")
-	vm := m.WireOf("t_vm", Sub(v0, C(64, taggedHdr)), "translated offset of the segment's byte 0")
+	vm := m.WireOf("t_vm", Add(to, eDelta), "translated offset of the segment's byte 0 (contiguous: its host address)")
 	rot := m.WireOf("t_rot", Bits(vm, LB-1, 0), "lane rotation from input to host blocks")
 	lo := make([]Expr, L)
 	for i := 0; i < L; i++ {

@@ -143,7 +143,9 @@ module placement_w512 (
     reg  [31:0]    pbl_addr_hi;              // staged by PBL_ADDR_HI
     wire           commit;                   // write the staged entry
     wire           invalidate;               // clear one valid bit
-    reg  [272:0]   stag_table_rd;            // read data of stag_table
+    wire [63:0]    st_base;
+    wire [63:0]    st_end;                   // BASE + LEN
+    reg  [273:0]   stag_table_rd;            // read data of stag_table
     reg  [8:0]     stag_tag_rd;              // read data of stag_tag
     wire [11:0]    pbl_rd_addr;              // page-list slot of the block entering the output register
     reg  [51:0]    page_list_rd;             // read data of page_list
@@ -172,14 +174,13 @@ module placement_w512 (
     wire [31:0]    e_pd;
     wire [31:0]    e_qp;
     wire [63:0]    e_base;
-    wire [63:0]    e_len;
-    wire [63:0]    e_addr;
+    wire [63:0]    e_end;
+    wire [63:0]    e_delta;
     wire [11:0]    e_pbl;
     wire [63:0]    h_to;                     // tagged offset
     wire [15:0]    h_paylen;                 // tagged payload length
     wire           h_payzero;
     wire [63:0]    h_end;                    // TO + payload length
-    wire [63:0]    e_end;                    // BASE + LEN
     wire           c_invalid;                // index, valid bit or key
     wire           c_assoc;                  // PD or stream
     wire           c_rights;                 // remote write (Write) or local write (Read Response)
@@ -190,8 +191,7 @@ module placement_w512 (
     wire [15:0]    e_cause;                  // Terminate cause when the segment fails
     wire           e_md;                     // the Terminate copies the segment length and DDP header
     wire [1:0]     e_dest;
-    wire [63:0]    t_v0;                     // translated offset of the first payload byte (contiguous: its host address)
-    wire [63:0]    t_vm;                     // translated offset of the segment's byte 0
+    wire [63:0]    t_vm;                     // translated offset of the segment's byte 0 (contiguous: its host address)
     wire [5:0]     t_rot;                    // lane rotation from input to host blocks
     wire [63:0]    t_lomask;                 // host lanes filled from the previous input beat
     wire [63:0]    t_vbase;                  // host block of the segment's first beat
@@ -253,7 +253,7 @@ module placement_w512 (
     wire           term_v;
     wire           host_end;
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
-    reg  [272:0] stag_table [0:4095];        // STag table: rights, mode, PD, QP, base, length, address, page-list slot
+    reg  [273:0] stag_table [0:4095];        // STag table: rights, mode, PD, QP, base, end, end wraps, address delta, page-list slot
     reg  [8:0] stag_tag [0:4095];            // valid bit and key of each entry (valid cleared by the reset sweep and by invalidation)
     reg  [51:0] page_list [0:4095];          // page list: host page addresses, bits 63:12
 
@@ -466,6 +466,8 @@ module placement_w512 (
     assign table_rd = advance_up & s0_move;
     assign commit = ((reg_wr_valid & (reg_wr_addr == 8'h2c)) & init_done_r) & ~|st_index[23:12];
     assign invalidate = ((reg_wr_valid & (reg_wr_addr == 8'h30)) & init_done_r) & ~|reg_wr_data[23:12];
+    assign st_base = {stag_base_hi, stag_base_lo};
+    assign st_end = st_base + {stag_len_hi, stag_len_lo};
     assign h_ddp_ctl = s1_data[7:0];
     assign h_rdmap_ctl = s1_data[15:8];
     assign h_tagged = h_ddp_ctl[7];
@@ -480,9 +482,9 @@ module placement_w512 (
     assign e_pd = stag_table_rd[36:5];
     assign e_qp = stag_table_rd[68:37];
     assign e_base = stag_table_rd[132:69];
-    assign e_len = stag_table_rd[196:133];
-    assign e_addr = stag_table_rd[260:197];
-    assign e_pbl = stag_table_rd[272:261];
+    assign e_end = stag_table_rd[196:133];
+    assign e_delta = stag_table_rd[261:198];
+    assign e_pbl = stag_table_rd[273:262];
     assign h_to = {
         s1_data[55:48],
         s1_data[63:56],
@@ -496,19 +498,17 @@ module placement_w512 (
     assign h_paylen = s1_len - 16'h000e;
     assign h_payzero = h_paylen == 16'h0000;
     assign h_end = h_to + {48'h000000000000, h_paylen};
-    assign e_end = e_base + e_len;
     assign c_invalid = (~s1_index_ok | ~stag_tag_rd[8]) | (e_key != s1_data[47:40]);
     assign c_assoc = (e_pd != s1_pd) | ((e_qp != 32'h00000000) & (e_qp != s1_qp));
     assign c_rights = ~((h_opcode == 4'h0) ? e_access[2] : e_access[0]);
     assign c_wrap = h_end < h_to;
-    assign c_bounds = ((h_to < e_base) | (e_end < h_end)) | (e_end < e_base);
+    assign c_bounds = ((h_to < e_base) | (e_end < h_end)) | stag_table_rd[197];
     assign e_stag = ((((~e_version & ~e_qn) & ~e_opcode) & h_tagged) & ~h_payzero) & ((((c_invalid | c_assoc) | c_rights) | c_wrap) | c_bounds);
     assign e_fail = ((e_version | e_qn) | e_opcode) | e_stag;
     assign e_cause = e_version ? ((e_short | (h_ddp_ctl[1:0] != {1'h0, s1_rev})) ? (h_tagged ? 16'h1104 : 16'h1206) : 16'h0205) : (e_qn ? 16'h1201 : (e_opcode ? 16'h0206 : (c_invalid ? 16'h1100 : (c_assoc ? 16'h1102 : (c_rights ? 16'h1100 : (c_wrap ? 16'h1103 : 16'h1101))))));
     assign e_md = e_qn | e_stag;
     assign e_dest = e_fail ? 2'h3 : (h_tagged ? (h_payzero ? 2'h0 : 2'h1) : 2'h2);
-    assign t_v0 = (h_to - e_base) + e_addr;
-    assign t_vm = t_v0 - 64'h000000000000000e;
+    assign t_vm = h_to + e_delta;
     assign t_rot = t_vm[5:0];
     assign t_lomask = {
         1'h0,
@@ -1392,9 +1392,10 @@ module placement_w512 (
         if (commit) begin
             stag_table[st_index[11:0]] <= {
         st_pbl[11:0],
-        {stag_addr_hi, stag_addr_lo},
-        {stag_len_hi, stag_len_lo},
-        {stag_base_hi, stag_base_lo},
+        ({stag_addr_hi, stag_addr_lo} - st_base) - 64'h000000000000000e,
+        st_end < st_base,
+        st_end,
+        st_base,
         st_qp,
         st_pd,
         st_paged,

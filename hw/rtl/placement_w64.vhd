@@ -176,7 +176,9 @@ architecture rtl of placement_w64 is
     signal pbl_addr_hi : std_logic_vector(31 downto 0) := x"00000000"; -- staged by PBL_ADDR_HI
     signal commit : std_logic;               -- write the staged entry
     signal invalidate : std_logic;           -- clear one valid bit
-    signal stag_table_rd : std_logic_vector(272 downto 0); -- read data of stag_table
+    signal st_base : std_logic_vector(63 downto 0);
+    signal st_end : std_logic_vector(63 downto 0); -- BASE + LEN
+    signal stag_table_rd : std_logic_vector(273 downto 0); -- read data of stag_table
     signal stag_tag_rd : std_logic_vector(8 downto 0); -- read data of stag_tag
     signal pbl_rd_addr : std_logic_vector(11 downto 0); -- page-list slot of the block entering the output register
     signal page_list_rd : std_logic_vector(51 downto 0); -- read data of page_list
@@ -205,14 +207,13 @@ architecture rtl of placement_w64 is
     signal e_pd : std_logic_vector(31 downto 0);
     signal e_qp : std_logic_vector(31 downto 0);
     signal e_base : std_logic_vector(63 downto 0);
-    signal e_len : std_logic_vector(63 downto 0);
-    signal e_addr : std_logic_vector(63 downto 0);
+    signal e_end : std_logic_vector(63 downto 0);
+    signal e_delta : std_logic_vector(63 downto 0);
     signal e_pbl : std_logic_vector(11 downto 0);
     signal h_to : std_logic_vector(63 downto 0); -- tagged offset
     signal h_paylen : std_logic_vector(15 downto 0); -- tagged payload length
     signal h_payzero : std_logic;
     signal h_end : std_logic_vector(63 downto 0); -- TO + payload length
-    signal e_end : std_logic_vector(63 downto 0); -- BASE + LEN
     signal c_invalid : std_logic;            -- index, valid bit or key
     signal c_assoc : std_logic;              -- PD or stream
     signal c_rights : std_logic;             -- remote write (Write) or local write (Read Response)
@@ -223,8 +224,7 @@ architecture rtl of placement_w64 is
     signal e_cause : std_logic_vector(15 downto 0); -- Terminate cause when the segment fails
     signal e_md : std_logic;                 -- the Terminate copies the segment length and DDP header
     signal e_dest : std_logic_vector(1 downto 0);
-    signal t_v0 : std_logic_vector(63 downto 0); -- translated offset of the first payload byte (contiguous: its host address)
-    signal t_vm : std_logic_vector(63 downto 0); -- translated offset of the segment's byte 0
+    signal t_vm : std_logic_vector(63 downto 0); -- translated offset of the segment's byte 0 (contiguous: its host address)
     signal t_rot : std_logic_vector(2 downto 0); -- lane rotation from input to host blocks
     signal t_lomask : std_logic_vector(7 downto 0); -- host lanes filled from the previous input beat
     signal t_vbase : std_logic_vector(63 downto 0); -- host block of the segment's first beat
@@ -280,8 +280,8 @@ architecture rtl of placement_w64 is
     signal term_v : std_logic;
     signal host_end : std_logic;
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
-    type stag_table_t is array (0 to 4095) of std_logic_vector(272 downto 0);
-    signal stag_table : stag_table_t;        -- STag table: rights, mode, PD, QP, base, length, address, page-list slot
+    type stag_table_t is array (0 to 4095) of std_logic_vector(273 downto 0);
+    signal stag_table : stag_table_t;        -- STag table: rights, mode, PD, QP, base, end, end wraps, address delta, page-list slot
     type stag_tag_t is array (0 to 4095) of std_logic_vector(8 downto 0);
     signal stag_tag : stag_tag_t;            -- valid bit and key of each entry (valid cleared by the reset sweep and by invalidation)
     type page_list_t is array (0 to 4095) of std_logic_vector(51 downto 0);
@@ -328,6 +328,8 @@ begin
     table_rd <= advance_up and s0_move;
     commit <= ((reg_wr_valid and b2l(reg_wr_addr = x"2c")) and init_done_r) and (not (or st_index(23 downto 12)));
     invalidate <= ((reg_wr_valid and b2l(reg_wr_addr = x"30")) and init_done_r) and (not (or reg_wr_data(23 downto 12)));
+    st_base <= std_logic_vector'(stag_base_hi & stag_base_lo);
+    st_end <= std_logic_vector(unsigned(st_base) + unsigned(std_logic_vector'(stag_len_hi & stag_len_lo)));
     h_ddp_ctl <= s1_data(7 downto 0);
     h_rdmap_ctl <= s1_data(15 downto 8);
     h_tagged <= h_ddp_ctl(7);
@@ -347,9 +349,9 @@ begin
     e_pd <= stag_table_rd(36 downto 5);
     e_qp <= stag_table_rd(68 downto 37);
     e_base <= stag_table_rd(132 downto 69);
-    e_len <= stag_table_rd(196 downto 133);
-    e_addr <= stag_table_rd(260 downto 197);
-    e_pbl <= stag_table_rd(272 downto 261);
+    e_end <= stag_table_rd(196 downto 133);
+    e_delta <= stag_table_rd(261 downto 198);
+    e_pbl <= stag_table_rd(273 downto 262);
     h_to <= std_logic_vector'(
         s1_data(55 downto 48) &
         s1_data(63 downto 56) &
@@ -363,19 +365,17 @@ begin
     h_paylen <= std_logic_vector(unsigned(s1_len) - unsigned'(x"000e"));
     h_payzero <= b2l(h_paylen = x"0000");
     h_end <= std_logic_vector(unsigned(h_to) + unsigned(std_logic_vector'(x"000000000000" & h_paylen)));
-    e_end <= std_logic_vector(unsigned(e_base) + unsigned(e_len));
     c_invalid <= ((not s1_index_ok) or (not stag_tag_rd(8))) or b2l(e_key /= s1_data(47 downto 40));
     c_assoc <= b2l(e_pd /= s1_pd) or (b2l(e_qp /= x"00000000") and b2l(e_qp /= s1_qp));
     c_rights <= not mux(b2l(h_opcode = x"0"), e_access(2), e_access(0));
     c_wrap <= b2l(unsigned(h_end) < unsigned(h_to));
-    c_bounds <= (b2l(unsigned(h_to) < unsigned(e_base)) or b2l(unsigned(e_end) < unsigned(h_end))) or b2l(unsigned(e_end) < unsigned(e_base));
+    c_bounds <= (b2l(unsigned(h_to) < unsigned(e_base)) or b2l(unsigned(e_end) < unsigned(h_end))) or stag_table_rd(197);
     e_stag <= (((((not e_version) and (not e_qn)) and (not e_opcode)) and h_tagged) and (not h_payzero)) and ((((c_invalid or c_assoc) or c_rights) or c_wrap) or c_bounds);
     e_fail <= ((e_version or e_qn) or e_opcode) or e_stag;
     e_cause <= mux(e_version, mux(e_short or b2l(h_ddp_ctl(1 downto 0) /= std_logic_vector'('0' & s1_rev)), mux(h_tagged, x"1104", x"1206"), x"0205"), mux(e_qn, x"1201", mux(e_opcode, x"0206", mux(c_invalid, x"1100", mux(c_assoc, x"1102", mux(c_rights, x"1100", mux(c_wrap, x"1103", x"1101")))))));
     e_md <= e_qn or e_stag;
     e_dest <= mux(e_fail, "11", mux(h_tagged, mux(h_payzero, "00", "01"), "10"));
-    t_v0 <= std_logic_vector(unsigned(std_logic_vector(unsigned(h_to) - unsigned(e_base))) + unsigned(e_addr));
-    t_vm <= std_logic_vector(unsigned(t_v0) - unsigned'(x"000000000000000e"));
+    t_vm <= std_logic_vector(unsigned(h_to) + unsigned(e_delta));
     t_rot <= t_vm(2 downto 0);
     t_lomask <= std_logic_vector'(
         '0' &
@@ -1289,9 +1289,10 @@ begin
             if commit = '1' then
                 stag_table(to_integer(unsigned(st_index(11 downto 0)))) <= std_logic_vector'(
         st_pbl(11 downto 0) &
-        std_logic_vector'(stag_addr_hi & stag_addr_lo) &
-        std_logic_vector'(stag_len_hi & stag_len_lo) &
-        std_logic_vector'(stag_base_hi & stag_base_lo) &
+        std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'(stag_addr_hi & stag_addr_lo)) - unsigned(st_base))) - unsigned'(x"000000000000000e")) &
+        b2l(unsigned(st_end) < unsigned(st_base)) &
+        st_end &
+        st_base &
         st_qp &
         st_pd &
         st_paged &
