@@ -78,11 +78,12 @@ func newStagFixture(t *testing.T, iommuPage uint64) *stagFixture {
 		return m, nil
 	}
 	flush := func() error { f.flushes++; f.log = append(f.log, "flush"); return f.flushErr }
-	s, err := newStagTable(b, f.regs, time.Now(), mapMem, flush)
+	opened := time.Now()
+	s, err := newStagTable(b, f.regs, opened, mapMem, flush)
 	require.NoError(t, err)
-	start := time.Now()
+	require.ErrorIs(t, s.prog.Write(1, mem.Entry{}, stagtab.Contiguous(0)), stagtab.ErrNotReady)
 	require.NoError(t, s.init())
-	assert.GreaterOrEqual(t, time.Since(start), b.InitWait, "Init waits for the engine")
+	assert.GreaterOrEqual(t, time.Since(opened), b.InitWait, "Init waits for the engine")
 	f.s = s
 	return f
 }
