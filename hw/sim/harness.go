@@ -33,6 +33,9 @@ type Bench struct {
 	Layout    Layout
 	NewModel  func() (Model, error)
 	NewDriver func(seed uint64) Driver
+	// Tap, if set, sees every cycle's inputs and the RTL's outputs after they
+	// matched the model (for end-to-end checks of what the RTL produced).
+	Tap func(in, got []uint32)
 }
 
 // NewBench builds the bench of module m.
@@ -158,6 +161,9 @@ func (b *Bench) Run(seed, cycles uint64) (Stats, error) {
 				if got[i] != want[i] {
 					return st, b.mismatch(seed, bt.first+uint64(c), i, bt.in[c*iw:(c+1)*iw], want, got)
 				}
+			}
+			if b.Tap != nil {
+				b.Tap(bt.in[c*iw:(c+1)*iw], got)
 			}
 			for _, v := range valids {
 				if bt.in[c*iw+v.valid.Offset] != 0 && got[v.ready.Offset] != 0 {

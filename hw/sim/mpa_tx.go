@@ -126,7 +126,19 @@ type txDriver struct {
 	cycle     uint64
 	resetLeft int
 	saturated bool
+	noReset   bool
 	frame     []byte
+	// sent records every ULPDU in the order it was offered, for end-to-end
+	// checks (only when record is set).
+	record bool
+	sent   []txSent
+}
+
+// txSent is one ULPDU the driver sent and the connection it went on.
+type txSent struct {
+	conn int
+	ctx  cycle.MPATxCtx
+	data []byte
 }
 
 func newTxDriver(l Layout, seed uint64, saturated bool) Driver {
@@ -170,10 +182,14 @@ func (d *txDriver) nextULPDU() []byte {
 	if d.saturated {
 		n = 1 + d.rng.IntN(1500)
 	}
-	c := &d.conns[d.rng.IntN(len(d.conns))]
+	ci := d.rng.IntN(len(d.conns))
+	c := &d.conns[ci]
 	d.ctx = cycle.MPATxCtx{Offset: c.off, Len: n, Markers: c.markers, CRC: c.crc}
 	c.off += uint32(mpa.FPDUWireLen(c.off, c.markers, n))
 	d.frame = append(d.frame[:0], d.pool.Slice(d.rng, n)...)
+	if d.record {
+		d.sent = append(d.sent, txSent{conn: ci, ctx: d.ctx, data: append([]byte(nil), d.frame...)})
+	}
 	return d.frame
 }
 
@@ -182,7 +198,7 @@ func (d *txDriver) Next(in []uint32) {
 		pr := Pressures[d.rng.IntN(len(Pressures))]
 		d.src.ValidP, d.readyP = pr.Valid, pr.Ready
 	}
-	if !d.saturated && d.resetLeft == 0 && d.rng.Uint32()%200000 == 0 {
+	if !d.saturated && !d.noReset && d.resetLeft == 0 && d.rng.Uint32()%200000 == 0 {
 		d.resetLeft = 1 + d.rng.IntN(3)
 	}
 	d.cycle++
@@ -209,6 +225,7 @@ func (d *txDriver) Observe(in, out []uint32) {
 		if d.resetLeft == 0 {
 			// A reset loses whatever was in flight: start the connections afresh.
 			d.newConns()
+			d.sent = d.sent[:0]
 		}
 		d.src.Abort()
 		return
