@@ -423,8 +423,10 @@ func (ep *Endpoint) cqOverflowLocked() {
 }
 
 // completeLocked reports finished send WRs in posting order (RFC 5040 §5.5 rule 15).
+// A full CQ ends the stream, but only once the reported entries are off the
+// queue: ending it flushes the queue, which calls completeLocked again.
 func (ep *Endpoint) completeLocked() {
-	k := 0
+	k, overflow := 0, false
 	for k < len(ep.sq) && ep.sq[k].done {
 		s := ep.sq[k]
 		k++
@@ -436,7 +438,7 @@ func (ep *Endpoint) completeLocked() {
 			c.ByteLen = uint32(wrLen(&s.wr))
 		}
 		if !ep.cfg.SendCQ.push(c, false) {
-			ep.cqOverflowLocked()
+			overflow = true
 		}
 	}
 	if k > 0 {
@@ -446,6 +448,9 @@ func (ep *Endpoint) completeLocked() {
 		}
 		ep.sq = ep.sq[:len(ep.sq)-k]
 		ep.sqNext -= k
+	}
+	if overflow {
+		ep.cqOverflowLocked()
 	}
 }
 
