@@ -82,3 +82,5 @@ BENCH_TARGETS += bench-cosim
 # HX8K, written into hw/README.md.
 synth:
 	$(GO) run ./fpga/synth -modules crc32c_w64,crc32c_w512,mpa_tx_w64,mpa_tx_w512 -pnr crc32c_w32,crc32c_w64
+
+DEBIAN_PACKAGES += verilator ghdl yosys nextpnr-ice40 g++ make

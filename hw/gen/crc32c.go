@@ -72,13 +72,7 @@ func CRC32C(width int) (*Module, error) {
 	// Lanes not in use are processed as zero bytes.
 	masked := m.WireOf("i_data_masked", laneMasked(iData, iKeep), "the beat with unused lanes zeroed")
 
-	upd := CRC32CUpdate(lanes)
-	dataRows, stateRows := make([]*big.Int, 32), make([]*big.Int, 32)
-	low := new(big.Int).SetUint64(0xFFFFFFFF)
-	for i, row := range upd.Rows {
-		stateRows[i] = new(big.Int).And(row, low)
-		dataRows[i] = new(big.Int).Rsh(row, 32)
-	}
+	dataRows, stateRows := CRC32CUpdate(lanes).Split()
 	dataTerm := m.WireOf("i_data_term", MatVec(masked, dataRows), "the beat's contribution to the register")
 
 	// p = lanes not in use on the last beat. With n lanes in use, the last

@@ -128,6 +128,19 @@ func CRC32CUpdate(nbytes int) CRCUpdate {
 	return CRCUpdate{Bytes: nbytes, Rows: s}
 }
 
+// Split separates the data's rows (bit k of a data row: bit k of the data)
+// from the register's rows, so that a circuit can compute and register the
+// data's term apart from the feedback loop.
+func (u CRCUpdate) Split() (dataRows, stateRows []*big.Int) {
+	dataRows, stateRows = make([]*big.Int, 32), make([]*big.Int, 32)
+	low := new(big.Int).SetUint64(0xFFFFFFFF)
+	for i, row := range u.Rows {
+		stateRows[i] = new(big.Int).And(row, low)
+		dataRows[i] = new(big.Int).Rsh(row, 32)
+	}
+	return dataRows, stateRows
+}
+
 // Apply evaluates the update in software (for tests): the register after
 // processing data (len(data) == u.Bytes) from register reg.
 func (u CRCUpdate) Apply(reg uint32, data []byte) uint32 {

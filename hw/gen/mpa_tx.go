@@ -234,13 +234,7 @@ func MPATx(width int) (*Module, error) {
 
 	// --- CRC over the covered lanes, as in crc32c ---
 	masked := m.WireOf("fb_masked", laneMasked(fData, fCov), "covered octets, others zero")
-	upd := CRC32CUpdate(lanes)
-	dataRows, stateRows := make([]*big.Int, 32), make([]*big.Int, 32)
-	low := new(big.Int).SetUint64(0xFFFFFFFF)
-	for i, row := range upd.Rows {
-		stateRows[i] = new(big.Int).And(row, low)
-		dataRows[i] = new(big.Int).Rsh(row, 32)
-	}
+	dataRows, stateRows := CRC32CUpdate(lanes).Split()
 	term := m.WireOf("fb_term", MatVec(masked, dataRows), "the beat's contribution to the CRC register")
 	covLast := m.WireOf("fb_cover_last", lastLaneOneHot(fCov), "")
 	covNone := m.WireOf("fb_cover_none", Not(RedOr(fCov)), "the beat is the CRC field alone")
