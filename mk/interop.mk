@@ -21,6 +21,6 @@ interop:
 # The capture decoder's own tests (tshark, committed captures).
 .PHONY: test-interop-decode
 test-interop-decode:
-	$(GO) test -race -count=1 -run 'TestDecode' ./test/interop
+	$(GO) test -race -count=1 -run 'TestDecode|TestIwdump' ./test/interop
 
 TEST_TARGETS += test-interop-decode interop

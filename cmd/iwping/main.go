@@ -5,7 +5,7 @@
 // real rping on Linux soft-iWARP (siw) or any iWARP RNIC, in either role.
 //
 //	iwping -s [-vVd] [-S size] [-C count] [-a addr] [-p port]
-//	iwping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port]
+//	iwping -c [-vVd] [-S size] [-C count] -a addr [-p port]
 //
 // The rping flags mean what they mean for rping. iwping adds the iWARP
 // connection parameters rping takes from the kernel:
@@ -16,8 +16,9 @@
 //	-ird/-ord  RFC 6581 limits announced in MPA Rev 2 private data (rping: 1 and 1)
 //	-example   instead of the ping loop, do the exchange of librdmacm's
 //	           rdma_server/rdma_client examples (one 16-octet Send each way)
-//	-card      the openiwarp card: "model" (the Go reference engine over a
-//	           kernel TCP socket)
+//	-card      the openiwarp card (host/verbs): "model" (the Go reference
+//	           engine over a kernel TCP socket) or "sim" (the same with the
+//	           MPA CRC datapath in Verilated RTL, cycle-checked)
 //	-first-delay D  client: pause D between the MPA Reply and the first
 //	           FPDU. Linux siw 6.1 as Responder can miss a Send that arrives
 //	           while it is still moving the connection into RDMA mode; a
@@ -40,10 +41,13 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/openiwarp/openiwarp/cmd/iwping/rping"
 	"github.com/openiwarp/openiwarp/golden/mpa"
+	_ "github.com/openiwarp/openiwarp/host/driver/sim" // the sim card
+	"github.com/openiwarp/openiwarp/host/verbs"
 )
 
 type options struct {
@@ -66,16 +70,20 @@ type options struct {
 
 // Summary is the -json output.
 type Summary struct {
-	Role      string        `json:"role"`
-	Local     string        `json:"local,omitempty"`
-	Peer      string        `json:"peer,omitempty"`
-	Card      string        `json:"card"`
-	MPA       *MPASummary   `json:"mpa,omitempty"`
-	Mode      string        `json:"mode"`
-	Stats     rping.Stats   `json:"stats"`
-	ElapsedMS float64       `json:"elapsed_ms"`
-	Error     string        `json:"error,omitempty"`
-	elapsed   time.Duration `json:"-"`
+	Role  string `json:"role"`
+	Local string `json:"local,omitempty"`
+	Peer  string `json:"peer,omitempty"`
+	Card  string `json:"card"`
+	// CardDetail says what runs where; CheckedCycles counts the RTL cycles
+	// the sim card compared with the golden cycle model (0 elsewhere).
+	CardDetail    string        `json:"card_detail,omitempty"`
+	CheckedCycles uint64        `json:"checked_cycles"`
+	MPA           *MPASummary   `json:"mpa,omitempty"`
+	Mode          string        `json:"mode"`
+	Stats         rping.Stats   `json:"stats"`
+	ElapsedMS     float64       `json:"elapsed_ms"`
+	Error         string        `json:"error,omitempty"`
+	elapsed       time.Duration `json:"-"`
 }
 
 // MPASummary is what the MPA startup negotiated.
@@ -126,7 +134,6 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.server, "s", false, "server side")
 	fs.BoolVar(&o.client, "c", false, "client side")
 	fs.StringVar(&o.addr, "a", "", "address (server: to bind, default any; client: of the server)")
-	fs.StringVar(&o.src, "I", "", "source address to bind to (client)")
 	fs.IntVar(&o.port, "p", rping.DefaultPort, "port")
 	fs.IntVar(&o.count, "C", 0, "ping count (0: until interrupted or disconnected)")
 	fs.IntVar(&o.size, "S", rping.DefaultSize, "ping data size")
@@ -140,12 +147,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.ord, "ord", 1, "outbound RDMA Read limit (ORD) announced with MPA Rev 2")
 	fs.DurationVar(&o.firstDelay, "first-delay", 0, "client: wait this long after the MPA Reply before the first FPDU (works around siw 6.1's race on a Send that follows its Reply at once)")
 	fs.BoolVar(&o.example, "example", false, "librdmacm rdma_server/rdma_client exchange instead of the ping loop")
-	fs.StringVar(&o.card, "card", "model", "openiwarp card: model")
+	fs.StringVar(&o.card, "card", "model", "openiwarp card: "+strings.Join(verbs.Devices(), ", "))
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "bound on the whole run")
 	fs.BoolVar(&o.json, "json", false, "print a JSON summary on stdout")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: iwping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [iWARP options]")
-		fmt.Fprintln(stderr, "       iwping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port] [iWARP options]")
+		fmt.Fprintln(stderr, "       iwping -c [-vVd] [-S size] [-C count] -a addr [-p port] [iWARP options]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -168,15 +175,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("invalid MPA revision %d (1 or 2)", o.rev)
 	case o.ird < 1 || o.ird > 0x3fff || o.ord < 1 || o.ord > 0x3fff:
 		return nil, errors.New("-ird and -ord must be 1..16383")
-	case o.card != "model":
-		return nil, fmt.Errorf("unknown card %q (available: model)", o.card)
+	case !knownCard(o.card):
+		return nil, fmt.Errorf("unknown card %q (available: %s)", o.card, strings.Join(verbs.Devices(), ", "))
 	}
 	return o, nil
-}
-
-func (o *options) mpaConfig() mpa.Config {
-	return mpa.Config{Rev: mpa.Revision(o.rev), NoCRC: !o.crc, Markers: o.markers,
-		IRD: uint16(o.ird), ORD: uint16(o.ord)}
 }
 
 func execute(o *options) (*Summary, error) {
@@ -192,23 +194,24 @@ func execute(o *options) (*Summary, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 
-	conn, params, err := o.connect(ctx)
+	ec, err := o.connect(ctx)
 	if err != nil {
 		return sum, err
 	}
-	sum.Local, sum.Peer = conn.LocalAddr().String(), conn.RemoteAddr().String()
+	defer ec.Close()
+	defer func() {
+		info := ec.dev.Info()
+		sum.CardDetail, sum.CheckedCycles = info.Detail, info.CheckedCycles
+	}()
+	local, peer := ec.addrs()
+	sum.Local, sum.Peer = local.String(), peer.String()
+	params := ec.qp.Params()
 	sum.MPA = &MPASummary{Rev: int(params.Rev), CRC: params.CRC, TxMarkers: params.TxMarkers, RxMarkers: params.RxMarkers,
 		PeerIRD: int(params.PeerIRD), PeerORD: int(params.PeerORD)}
 	if o.debug {
 		fmt.Fprintf(o.stderr, "iwping: MPA Rev %d with %s, CRC %v, markers tx %v rx %v, peer IRD %d ORD %d\n",
 			params.Rev, sum.Peer, params.CRC, params.TxMarkers, params.RxMarkers, params.PeerIRD, params.PeerORD)
 	}
-	ec, err := newEngineConn(conn, params, o.ird, o.ord)
-	if err != nil {
-		conn.Close()
-		return sum, err
-	}
-	defer ec.Close()
 	if o.client && o.firstDelay > 0 {
 		select {
 		case <-time.After(o.firstDelay):
@@ -236,29 +239,38 @@ func execute(o *options) (*Summary, error) {
 	return sum, err
 }
 
-// connect opens the TCP connection (dial, or listen and accept one) and
-// runs the MPA startup on it.
-func (o *options) connect(ctx context.Context) (net.Conn, mpa.Params, error) {
-	port := strconv.Itoa(o.port)
-	if o.client {
-		d := net.Dialer{}
-		if o.src != "" {
-			d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(o.src)}
+// connect opens the card and connects its QP: Dial as the client, or
+// Listen and accept one connection as the server (rping without -P).
+// knownCard accepts the linked backends, with an optional ":option" suffix
+// ("sim:512").
+func knownCard(name string) bool {
+	base, _, _ := strings.Cut(name, ":")
+	for _, d := range verbs.Devices() {
+		if d == base {
+			return true
 		}
-		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(o.addr, port))
-		if err != nil {
-			return nil, mpa.Params{}, fmt.Errorf("connect: %w", err)
-		}
-		p, err := mpa.Initiate(ctx, conn, o.mpaConfig())
-		if err != nil {
-			conn.Close()
-			return nil, p, fmt.Errorf("MPA startup with %s: %w", conn.RemoteAddr(), err)
-		}
-		return conn, p, nil
 	}
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort(o.addr, port))
+	return false
+}
+
+func (o *options) connect(ctx context.Context) (*verbsConn, error) {
+	addr := net.JoinHostPort(o.addr, strconv.Itoa(o.port))
+	if o.client {
+		c, err := newVerbsConn(o.card, o.ird, o.ord)
+		if err != nil {
+			return nil, err
+		}
+		cp := verbs.ConnParam{Rev: mpa.Revision(o.rev), NoCRC: !o.crc, Markers: o.markers, Timeout: o.timeout}
+		if err := verbs.Dial(ctx, addr, c.qp, cp); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("MPA startup with %s: %w", addr, err)
+		}
+		return c, nil
+	}
+	ln, err := verbs.Listen(addr, verbs.ListenConfig{Markers: o.markers, NoCRC: !o.crc, MaxRev: mpa.Revision(o.rev),
+		IRD: o.ird, ORD: o.ord, Timeout: o.timeout, Backlog: 1})
 	if err != nil {
-		return nil, mpa.Params{}, fmt.Errorf("listen: %w", err)
+		return nil, fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close()
 	if o.listening != nil {
@@ -267,21 +279,20 @@ func (o *options) connect(ctx context.Context) (net.Conn, mpa.Params, error) {
 	if o.debug {
 		fmt.Fprintln(o.stderr, "iwping: listening on", ln.Addr())
 	}
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
-	conn, err := ln.Accept()
+	req, err := ln.Accept(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("no connection: %w", ctx.Err())
-		}
-		return nil, mpa.Params{}, fmt.Errorf("accept: %w", err)
+		return nil, fmt.Errorf("accept: %w", err)
 	}
-	p, err := mpa.Respond(ctx, conn, o.mpaConfig())
+	c, err := newVerbsConn(o.card, o.ird, o.ord)
 	if err != nil {
-		conn.Close()
-		return nil, p, fmt.Errorf("MPA startup with %s: %w", conn.RemoteAddr(), err)
+		_ = req.Reject(nil)
+		return nil, err
 	}
-	return conn, p, nil
+	if err := req.Accept(c.qp, nil); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("MPA startup with %s: %w", req.RemoteAddr(), err)
+	}
+	return c, nil
 }
 
 // exampleLen is the message size of librdmacm's rdma_server/rdma_client.
@@ -291,7 +302,7 @@ const exampleLen = 16
 // (server) does after connecting: the client sends 16 octets and waits for
 // 16 back; the server receives 16 and answers with 16. Both examples send
 // their zero-initialised static buffers, so every octet must be zero.
-func (o *options) runExample(ctx context.Context, c *engineConn) error {
+func (o *options) runExample(ctx context.Context, c *verbsConn) error {
 	msg := make([]byte, exampleLen)
 	check := func(b []byte) error {
 		if len(b) != exampleLen {

@@ -148,6 +148,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-s", "-rev", "3"}, "invalid MPA revision"},
 		{[]string{"-s", "-ird", "0"}, "-ird and -ord"},
 		{[]string{"-s", "-card", "fpga"}, "unknown card"},
+		{[]string{"-s", "-I", "1.2.3.4"}, "flag provided but not defined"},
 		{[]string{"-s", "extra"}, "unexpected argument"},
 		{[]string{"-s", "-bogus"}, "flag provided but not defined"},
 	} {

@@ -3,8 +3,10 @@ package guest
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -67,13 +69,28 @@ func (n *Network) Capture(ctx context.Context, iface, path string, filter ...str
 	}
 }
 
-// Stop ends the capture (SIGINT, so tcpdump flushes the file) and waits for
-// it, killing it after 10 s.
+// Stop ends the capture and waits for it. tcpdump drops what it has not
+// yet taken from the kernel when it is interrupted, so Stop first waits
+// (at most 5 s) until the file has stopped growing for 500 ms, then sends
+// SIGINT (tcpdump flushes and exits), and kills it after 10 s.
 func (c *Capture) Stop() error {
 	select {
 	case <-c.done:
 		return nil
 	default:
+	}
+	last, stable := int64(-1), 0
+	for deadline := time.Now().Add(5 * time.Second); stable < 5 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		size := int64(-1)
+		if st, err := os.Stat(c.Path); err == nil {
+			size = st.Size()
+		}
+		if size == last {
+			stable++
+		} else {
+			last, stable = size, 0
+		}
 	}
 	_ = c.cmd.Process.Signal(syscall.SIGINT)
 	select {
@@ -81,6 +98,38 @@ func (c *Capture) Stop() error {
 	case <-time.After(10 * time.Second):
 		_ = c.cmd.Process.Kill()
 		<-c.done
+		return fmt.Errorf("guest: tcpdump did not stop on SIGINT: %w", ErrCaptureIncomplete)
+	}
+	return c.checkStats()
+}
+
+// ErrCaptureIncomplete means tcpdump saw packets it did not write.
+var ErrCaptureIncomplete = errors.New("guest: capture incomplete")
+
+// checkStats compares tcpdump's closing counts: "N packets captured",
+// "M packets received by filter", "K packets dropped by kernel".
+func (c *Capture) checkStats() error {
+	var captured, received, dropped int64 = -1, -1, -1
+	for _, l := range strings.Split(c.stderr.String(), "\n") {
+		var n int64
+		var what string
+		if _, err := fmt.Sscanf(l, "%d packets %s", &n, &what); err != nil {
+			continue
+		}
+		switch {
+		case what == "captured":
+			captured = n
+		case what == "received" && strings.Contains(l, "by filter"):
+			received = n
+		case what == "dropped" && strings.Contains(l, "by kernel"):
+			dropped = n
+		}
+	}
+	if captured < 0 || received < 0 {
+		return fmt.Errorf("%w: no statistics from tcpdump: %s", ErrCaptureIncomplete, c.stderr.String())
+	}
+	if captured < received || dropped > 0 {
+		return fmt.Errorf("%w: tcpdump wrote %d of %d packets (%d dropped by the kernel)", ErrCaptureIncomplete, captured, received, dropped)
 	}
 	return nil
 }

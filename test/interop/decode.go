@@ -2,6 +2,8 @@ package interop
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Decoded is what tshark made of a scenario's capture.
@@ -131,6 +134,26 @@ func (d *Decoded) String() string {
 		d.Checked-d.CRCBad, d.CRCBad, d.Unchecked, d.CRCZero, strings.Join(ops, " "))
 }
 
+// Summary is a short verdict for the matrix: FPDUs, CRC status, opcodes.
+func (d *Decoded) Summary() string {
+	crc := "CRC off"
+	if d.Checked > 0 {
+		crc = fmt.Sprintf("CRC ok %d, bad %d", d.Checked-d.CRCBad, d.CRCBad)
+	}
+	ops := make([]string, 0, len(d.Opcodes))
+	for k, v := range d.Opcodes {
+		ops = append(ops, fmt.Sprintf("%s %d", k, v))
+	}
+	sort.Strings(ops)
+	rej := ""
+	for i, r := range d.RejectFlags {
+		if r && i > 0 {
+			rej = ", rejected"
+		}
+	}
+	return fmt.Sprintf("Rev %v%s; %d FPDUs, %s; %s", d.Revs, rej, d.FPDUs, crc, strings.Join(ops, ", "))
+}
+
 // Expect is what a scenario's capture must show.
 type Expect struct {
 	Rev     int            // MPA revision of every startup frame (0: don't check)
@@ -188,18 +211,111 @@ func (d *Decoded) Check(e Expect) error {
 	return nil
 }
 
-// checkIwdump decodes the capture with the project's own decoder,
-// cmd/iwdump, when the tree has it. It returns a short status for the
-// matrix.
-func checkIwdump(ctx context.Context, pcap string, e Expect) (string, error) {
-	root, err := moduleRoot()
+// iwdumpOpcodes maps iwdump's opcode names to the ones used here.
+var iwdumpOpcodes = map[string]string{"RDMA Write": "Write", "RDMA Read Request": "ReadRequest",
+	"RDMA Read Response": "ReadResponse", "Send": "Send", "Send with Invalidate": "SendInvalidate",
+	"Send with SE": "SendSE", "Send with SE and Invalidate": "SendSEInvalidate", "Terminate": "Terminate"}
+
+// iwdumpEvent is the part of an `iwdump -json` line the checks use.
+type iwdumpEvent struct {
+	Kind     string `json:"kind"`
+	Rev      int    `json:"rev"`
+	M, C, R  bool
+	CRC      string `json:"crc"`
+	CRCField string `json:"crc_field"`
+	Opcode   string `json:"opcode_name"`
+	Error    string `json:"error"`
+}
+
+var iwdumpBuild struct {
+	sync.Mutex
+	path string
+}
+
+// iwdumpPath builds cmd/iwdump once per test process.
+func iwdumpPath(ctx context.Context) (string, error) {
+	iwdumpBuild.Lock()
+	defer iwdumpBuild.Unlock()
+	if iwdumpBuild.path != "" {
+		return iwdumpBuild.path, nil
+	}
+	dir, err := os.MkdirTemp("", "oiw-iwdump-")
 	if err != nil {
+		return "", fmt.Errorf("interop: %w", err)
+	}
+	out := filepath.Join(dir, "iwdump")
+	if err := buildTool(ctx, "./cmd/iwdump", out); err != nil {
 		return "", err
 	}
-	if _, err := os.Stat(filepath.Join(root, "cmd", "iwdump")); err != nil {
-		return "n/a (cmd/iwdump not in the tree yet)", nil
+	iwdumpBuild.path = out
+	return out, nil
+}
+
+// DecodeIwdump decodes a capture with the project's own decoder
+// (cmd/iwdump -json) into the same counts as DecodeTshark. Decode errors
+// iwdump reports fail it.
+func DecodeIwdump(ctx context.Context, pcap string) (*Decoded, error) {
+	bin, err := iwdumpPath(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return "n/a (iwdump -json check not wired yet)", nil
+	// Exit status 1 means decode errors, which the output names.
+	out, runErr := exec.CommandContext(ctx, bin, "-json", pcap).Output()
+	var ee *exec.ExitError
+	if runErr != nil && (!errors.As(runErr, &ee) || ee.ExitCode() != 1) {
+		return nil, fmt.Errorf("interop: iwdump -json %s: %w", pcap, runErr)
+	}
+	d := &Decoded{Opcodes: map[string]int{}}
+	var decodeErrs []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if line == "" {
+			continue
+		}
+		var e iwdumpEvent
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			return nil, fmt.Errorf("interop: iwdump line %q: %w", line, err)
+		}
+		switch e.Kind {
+		case "request", "reply":
+			if e.Kind == "request" {
+				d.Requests++
+			} else {
+				d.Replies++
+			}
+			d.Revs = append(d.Revs, e.Rev)
+			d.CRCFlags = append(d.CRCFlags, e.C)
+			d.MarkerFlags = append(d.MarkerFlags, e.M)
+			d.RejectFlags = append(d.RejectFlags, e.R)
+		case "fpdu":
+			d.FPDUs++
+			switch e.CRC {
+			case "ok":
+				d.Checked++
+			case "bad":
+				d.Checked++
+				d.CRCBad++
+			default:
+				d.Unchecked++
+				if v, _ := strconv.ParseUint(strings.TrimPrefix(e.CRCField, "0x"), 16, 32); v == 0 {
+					d.CRCZero++
+				}
+			}
+			name := iwdumpOpcodes[e.Opcode]
+			if name == "" {
+				name = e.Opcode
+			}
+			d.Opcodes[name]++
+			if name == "Terminate" {
+				d.Terminates++
+			}
+		case "error":
+			decodeErrs = append(decodeErrs, e.Error)
+		}
+	}
+	if len(decodeErrs) > 0 || runErr != nil {
+		return d, fmt.Errorf("interop: iwdump %s: decode errors: %s", pcap, strings.Join(decodeErrs, "; "))
+	}
+	return d, nil
 }
 
 // moduleRoot is the repository root (two levels above this file).

@@ -70,6 +70,8 @@ func TestDecodeDetectsBadCRC(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, d.CRCBad, "%s", d)
 	require.Error(t, d.Check(Expect{Rev: 2, CRC: true}))
+	_, err = DecodeIwdump(context.Background(), p)
+	require.ErrorContains(t, err, "crc", "iwdump reports the bad CRC too")
 }
 
 // Port 7236 belongs to tshark's RTSP dissector; the MPA heuristics must win.
@@ -77,4 +79,15 @@ func TestDecodeOnAClaimedPort(t *testing.T) {
 	d, err := DecodeTshark(context.Background(), "testdata/example-on-rtsp-port.pcap")
 	require.NoError(t, err)
 	require.NoError(t, d.Check(Expect{Rev: 2, MinOps: map[string]int{"Send": 2}}), "%s", d)
+}
+
+// iwdump and tshark agree on every committed capture.
+func TestIwdumpAgreesWithTshark(t *testing.T) {
+	for _, f := range []string{"siw-rping.pcap", "siw-rping-crc.pcap", "example-on-rtsp-port.pcap"} {
+		ts, err := DecodeTshark(context.Background(), "testdata/"+f)
+		require.NoError(t, err, f)
+		own, err := DecodeIwdump(context.Background(), "testdata/"+f)
+		require.NoError(t, err, f)
+		require.Equal(t, ts.String(), own.String(), f)
+	}
 }

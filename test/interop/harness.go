@@ -67,7 +67,7 @@ func (h *Harness) Guest(ctx context.Context, addr string) (*guest.VM, error) {
 	}
 	t0 := time.Now()
 	vm, err := guest.Boot(ctx, guest.Config{Kernel: h.Image.Kernel, Initrd: h.Image.Initrd, Net: h.Net,
-		Addr: addr + "/24", ConsoleLog: h.consoleLog(addr)})
+		Addr: addr + "/24", ConsoleLog: h.consoleLog(addr), BootTimeout: 2 * time.Minute})
 	if err != nil {
 		return nil, fmt.Errorf("interop: guest %s: %w", addr, err)
 	}

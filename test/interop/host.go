@@ -19,18 +19,27 @@ func (h *Harness) IwpingBinary(ctx context.Context) (string, error) {
 	if h.iwping != "" {
 		return h.iwping, nil
 	}
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
-	}
 	out := filepath.Join(h.Results, "iwping")
-	cmd := exec.CommandContext(ctx, goTool(), "build", "-o", out, "./cmd/iwping")
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("interop: build iwping: %w: %s", err, b)
+	if err := buildTool(ctx, "./cmd/iwping", out); err != nil {
+		return "", err
 	}
 	h.iwping = out
 	return out, nil
+}
+
+// buildTool builds one of the repository's commands (e.g. "./cmd/iwping")
+// into out.
+func buildTool(ctx context.Context, pkg, out string) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, goTool(), "build", "-o", out, pkg)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("interop: build %s: %w: %s", pkg, err, b)
+	}
+	return nil
 }
 
 // lockedBuffer is a bytes.Buffer safe for a writer and concurrent readers.

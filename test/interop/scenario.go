@@ -23,8 +23,10 @@ type Scenario struct {
 	// needs there.
 	Guests map[string]string
 	Expect Expect
-	// Timeout bounds one attempt (default 90 s).
+	// Timeout bounds one attempt once its guests are up (default 60 s).
 	Timeout time.Duration
+	// Note is shown in the matrix (e.g. a workaround the scenario uses).
+	Note string
 	// Run drives the sides; it must verify the data byte for byte.
 	Run func(ctx context.Context, h *Harness, r *Attempt) error
 }
@@ -59,17 +61,18 @@ func (h *Harness) Run(ctx context.Context, s *Scenario, tag string) Result {
 	t0 := time.Now()
 	dir := filepath.Join(h.Results, s.Name+tag)
 	_ = os.RemoveAll(dir)
-	res := Result{Name: s.Name, Roles: s.Roles, MPA: s.MPA, Card: s.Card, CRC: s.CRC, Dir: dir}
+	res := Result{Name: s.Name, Roles: s.Roles, MPA: s.MPA, Card: s.Card, CRC: s.CRC, Dir: dir, Detail: s.Note}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		res.Status, res.Detail = "FAIL", err.Error()
 		return res
 	}
 	var err error
+	detail := ""
 	for attempt := 1; attempt <= 2; attempt++ {
 		var dec *Decoded
 		dec, err = h.attempt(ctx, s, dir)
 		if dec != nil {
-			res.Decoded, res.Iwdump = dec.String(), dec.Iwdump
+			res.Decoded, res.Iwdump, detail = dec.Summary(), dec.Iwdump, dec.String()
 		}
 		if err == nil {
 			break
@@ -88,7 +91,7 @@ func (h *Harness) Run(ctx context.Context, s *Scenario, tag string) Result {
 		if errors.Is(err, errNotDone) {
 			res.Status = "not done"
 		}
-		res.Detail = err.Error()
+		res.Detail = strings.TrimSpace(s.Note + " " + err.Error())
 		var se *SidesError
 		if errors.As(err, &se) {
 			for _, r := range se.Results {
@@ -105,24 +108,26 @@ func (h *Harness) Run(ctx context.Context, s *Scenario, tag string) Result {
 	if res.Retries > 0 {
 		res.Detail = strings.TrimSpace(res.Detail + fmt.Sprintf(" (retried %d× after the known siw first-Send stall)", res.Retries))
 	}
-	report := fmt.Sprintf("scenario: %s\nroles: %s\nCRC: %v  MPA: %s  card: %s\nstatus: %s\nretries: %d\nelapsed: %s\ncapture: %s\niwdump: %s\ndetail: %s\n",
-		s.Name, s.Roles, s.CRC, s.MPA, s.Card, res.Status, res.Retries, res.Elapsed.Round(time.Millisecond), res.Decoded, res.Iwdump, res.Detail)
+	report := fmt.Sprintf("scenario: %s\nroles: %s\nCRC: %v  MPA: %s  card: %s\nstatus: %s\nretries: %d\nelapsed: %s\ntshark: %s\niwdump: %s\ndetail: %s\n",
+		s.Name, s.Roles, s.CRC, s.MPA, s.Card, res.Status, res.Retries, res.Elapsed.Round(time.Millisecond), detail, res.Iwdump, res.Detail)
 	_ = os.WriteFile(filepath.Join(dir, "report.txt"), []byte(report), 0o644)
 	return res
 }
 
 func (h *Harness) attempt(ctx context.Context, s *Scenario, dir string) (*Decoded, error) {
-	timeout := s.Timeout
-	if timeout == 0 {
-		timeout = 90 * time.Second
-	}
-	actx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	// Guests boot (once) under their own bound; the scenario's own
+	// deadline starts when they are ready.
 	for addr, mod := range s.Guests {
-		if _, err := h.UseSiw(actx, addr, mod); err != nil {
+		if _, err := h.UseSiw(ctx, addr, mod); err != nil {
 			return nil, err
 		}
 	}
+	timeout := s.Timeout
+	if timeout == 0 {
+		timeout = 60 * time.Second
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	portSeq++
 	a := &Attempt{Dir: dir, Port: portSeq, Log: h.Log}
 	pcap := filepath.Join(dir, "capture.pcap")
@@ -131,12 +136,15 @@ func (h *Harness) attempt(ctx context.Context, s *Scenario, dir string) (*Decode
 		return nil, err
 	}
 	runErr := s.Run(actx, h, a)
-	_ = capt.Stop()
+	capErr := capt.Stop()
 	dctx, dcancel := context.WithTimeout(ctx, 60*time.Second)
 	defer dcancel()
 	dec, derr := DecodeTshark(dctx, pcap)
 	if runErr != nil {
 		return dec, runErr
+	}
+	if capErr != nil {
+		return dec, capErr
 	}
 	if derr != nil {
 		return nil, derr
@@ -144,11 +152,15 @@ func (h *Harness) attempt(ctx context.Context, s *Scenario, dir string) (*Decode
 	if err := dec.Check(s.Expect); err != nil {
 		return dec, err
 	}
-	st, err := checkIwdump(dctx, pcap, s.Expect)
-	dec.Iwdump = st
+	own, err := DecodeIwdump(dctx, pcap)
+	if err == nil {
+		err = own.Check(s.Expect)
+	}
 	if err != nil {
+		dec.Iwdump = "FAIL"
 		return dec, err
 	}
+	dec.Iwdump = own.Summary()
 	return dec, nil
 }
 

@@ -2,6 +2,7 @@ package interop
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -23,6 +24,8 @@ const iwpingTimeout = "20s"
 // (see KnownSiwDefects): iwping as Initiator waits this long after the MPA
 // Reply before its first FPDU.
 const siwFirstDelay = "300ms"
+
+const firstDelayNote = "iwping -first-delay " + siwFirstDelay + " (siw first-Send race workaround)"
 
 // hostClient runs guestServer (argv) on guest A, then iwping with
 // clientArgs on the host as the client, and verifies both outputs.
@@ -123,6 +126,15 @@ func siwClientToIwping(crc bool) func(ctx context.Context, h *Harness, a *Attemp
 	return guestClient(iwpingFlags(crc), rpingClient, verifyPings)
 }
 
+func iwpingSimClientToSiw(ctx context.Context, h *Harness, a *Attempt) error {
+	args := append([]string{"-V", "-C", fmt.Sprint(pingCount), "-first-delay", siwFirstDelay}, iwpingFlags(true, simCard...)...)
+	return hostClient(rpingServer, args, verifyRTL(false))(ctx, h, a)
+}
+
+func siwClientToIwpingSim(ctx context.Context, h *Harness, a *Attempt) error {
+	return guestClient(iwpingFlags(true, simCard...), rpingClient, verifyRTL(true))(ctx, h, a)
+}
+
 // iwpingMarkersRefused asks siw for markers: siw must refuse the Request
 // and iwping must fail with a clear error naming the rejection.
 func iwpingMarkersRefused(ctx context.Context, h *Harness, a *Attempt) error {
@@ -149,6 +161,39 @@ func iwpingMarkersRefused(ctx context.Context, h *Harness, a *Attempt) error {
 	return nil
 }
 
+// simCard runs iwping on the sim card (MPA CRC datapath in Verilated RTL,
+// cycle-checked) with a JSON summary, so the check can see the RTL ran.
+var simCard = []string{"-card", "sim", "-json"}
+
+// verifyRTL checks the pings and that the sim card's RTL checked cycles:
+// iwping is the server (ours = server) or the client.
+func verifyRTL(oursIsServer bool) func(server, client Output) error {
+	return func(server, client Output) error {
+		if err := verifyPings(server, client); err != nil {
+			return err
+		}
+		ours := client
+		if oursIsServer {
+			ours = server
+		}
+		i := strings.Index(ours.Stdout, "\n{")
+		if i < 0 {
+			return fmt.Errorf("interop: no JSON summary from iwping:\n%s", ours.Stdout)
+		}
+		var sum struct {
+			Card          string `json:"card"`
+			CheckedCycles uint64 `json:"checked_cycles"`
+		}
+		if err := json.Unmarshal([]byte(ours.Stdout[i+1:]), &sum); err != nil {
+			return fmt.Errorf("interop: iwping's JSON summary: %w", err)
+		}
+		if sum.Card != "sim" || sum.CheckedCycles == 0 {
+			return fmt.Errorf("interop: the RTL did not run: card %q, %d cycles checked", sum.Card, sum.CheckedCycles)
+		}
+		return nil
+	}
+}
+
 // The librdmacm example pair against iwping -example, both ways.
 var (
 	iwpingExampleClient = hostClient([]string{"rdma_server", "-p", "PORT"},
@@ -166,18 +211,22 @@ func iwpingScenarios() []*Scenario {
 	ops := rpingOps(pingCount)
 	return []*Scenario{
 		{Name: "iwping-client-siw-server", Roles: "iwping -c (host) → rping -s (siw guest)", MPA: "Rev 2", Card: "model",
-			Guests: stock, Expect: Expect{Rev: 2, MinOps: ops}, Run: iwpingClientToSiw(false)},
+			Guests: stock, Expect: Expect{Rev: 2, MinOps: ops}, Run: iwpingClientToSiw(false), Note: firstDelayNote},
 		{Name: "siw-client-iwping-server", Roles: "rping -c (siw guest) → iwping -s (host)", MPA: "Rev 2", Card: "model",
 			Guests: stock, Expect: Expect{Rev: 2, MinOps: ops}, Run: siwClientToIwping(false)},
 		{Name: "iwping-client-siw-server-crc", Roles: "iwping -c -crc (host) → rping -s (CRC-requiring siw)", CRC: true, MPA: "Rev 2", Card: "model",
-			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Run: iwpingClientToSiw(true)},
+			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Run: iwpingClientToSiw(true), Note: firstDelayNote},
 		{Name: "siw-client-iwping-server-crc", Roles: "rping -c (CRC-requiring siw) → iwping -s -crc (host)", CRC: true, MPA: "Rev 2", Card: "model",
 			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Run: siwClientToIwping(true)},
 		{Name: "iwping-markers-refused", Roles: "iwping -c -markers (host) → rping -s (siw guest): refused", MPA: "Rev 2", Card: "model",
 			Guests: stock, Expect: Expect{Rev: 2, Markers: true, Reject: true}, Run: iwpingMarkersRefused},
 		{Name: "iwping-example-client", Roles: "iwping -c -example (host) → rdma_server (siw guest)", MPA: "Rev 2", Card: "model",
-			Guests: stock, Expect: Expect{Rev: 2, MinOps: map[string]int{"Send": 2}}, Run: iwpingExampleClient},
+			Guests: stock, Expect: Expect{Rev: 2, MinOps: map[string]int{"Send": 2}}, Run: iwpingExampleClient, Note: firstDelayNote},
 		{Name: "iwping-example-server", Roles: "rdma_client (siw guest) → iwping -s -example (host)", MPA: "Rev 2", Card: "model",
 			Guests: stock, Expect: Expect{Rev: 2, MinOps: map[string]int{"Send": 2}}, Run: iwpingExampleServer},
+		{Name: "iwping-sim-client-siw-server-crc", Roles: "iwping -c -crc -card sim (host, RTL in the loop) → rping -s (CRC-requiring siw)", CRC: true, MPA: "Rev 2", Card: "sim",
+			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Run: iwpingSimClientToSiw, Note: firstDelayNote},
+		{Name: "siw-client-iwping-sim-server-crc", Roles: "rping -c (CRC-requiring siw) → iwping -s -crc -card sim (host, RTL in the loop)", CRC: true, MPA: "Rev 2", Card: "sim",
+			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Run: siwClientToIwpingSim},
 	}
 }
