@@ -120,11 +120,13 @@ func Boot(ctx context.Context, cfg Config) (vm *VM, err error) {
 	if vm.ConsoleLog == "" {
 		vm.ConsoleLog = filepath.Join(dir, "console.log")
 	}
-	defer func() {
+	// The VM is captured now: a failed boot returns (nil, err), and the
+	// cleanup must still reach the QEMU it started.
+	defer func(started *VM) {
 		if err != nil {
-			vm.Close()
+			started.Close()
 		}
-	}()
+	}(vm)
 	sock := filepath.Join(dir, "agent.sock")
 	kargs := []string{"console=ttyS0", "panic=-1", "oops=panic", "loglevel=4", "rdinit=/init"}
 	args := []string{
