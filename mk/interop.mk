@@ -18,9 +18,9 @@ TEST_TARGETS += test-guest
 interop:
 	$(GO) test -race -count=1 -timeout 20m -v -run TestInterop ./test/interop -args -matrix $(CURDIR)/test/interop/MATRIX.md
 
-# The capture decoder's own tests (tshark, committed captures).
-.PHONY: test-interop-decode
-test-interop-decode:
-	$(GO) test -race -count=1 -run 'TestDecode|TestIwdump' ./test/interop
+# The harness's own tests: capture decoding (tshark, iwdump, committed captures), sides, checks.
+.PHONY: test-interop-unit
+test-interop-unit:
+	$(GO) test -race -count=1 -skip '^TestInterop$$' ./test/interop
 
-TEST_TARGETS += test-interop-decode interop
+TEST_TARGETS += test-interop-unit interop

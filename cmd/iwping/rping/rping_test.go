@@ -47,3 +47,23 @@ func TestFillPingWrapsAndTerminates(t *testing.T) {
 	FillPing(small, 123456, 'A')
 	require.Equal(t, []byte("rdma\x00"), small)
 }
+
+// FuzzParseInfo: any input either decodes to an Info that re-encodes to the
+// same 16 octets, or is rejected as bogus.
+func FuzzParseInfo(f *testing.F) {
+	f.Add(Info{Addr: 0x7f1000000000, RKey: 0x1234, Size: 64}.Append(nil))
+	f.Add([]byte{})
+	f.Add(make([]byte, 17))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		i, err := ParseInfo(b)
+		if err != nil {
+			if !errors.Is(err, ErrBogus) || len(b) == InfoLen {
+				t.Fatalf("len %d: unexpected error %v", len(b), err)
+			}
+			return
+		}
+		if !bytes.Equal(i.Append(nil), b) {
+			t.Fatalf("round trip of %x gave %x", b, i.Append(nil))
+		}
+	})
+}
