@@ -35,13 +35,14 @@
 -- Timing: a 4-stage pipeline (input register, decision, realignment, output
 -- register) that advances when the output register is empty or the channel its
 -- content is for is ready; s_axis_tready is that condition, low for one cycle
--- while a segment's last partial host block is written (when its payload ends
--- in the block after its last input beat), and low until init_done. Every beat
--- moves on as soon as the pipeline advances: its output shows 4 cycles after
--- the cycle it is accepted in. The STag table is read when a segment's first
--- beat leaves the input register, so a commit made before the first beat is
--- accepted is seen. After reset the table's valid bits are cleared, one entry
--- per cycle, before init_done rises.
+-- while a segment's trailing host block is written (its payload ends in the
+-- block after its last input beat's block) unless the next first beat has no
+-- block to write, and low until init_done. Every beat moves on as soon as the
+-- pipeline advances: its output shows 4 cycles after the cycle it is accepted
+-- in. The STag table is read when a segment's first beat leaves the input
+-- register, so a commit made before the first beat is accepted is seen. After
+-- reset the table's valid bits are cleared, one entry per cycle, before
+-- init_done rises.
 --
 -- Implements: RFC 5041 §4, §7 (tagged and untagged checks, Terminate causes); RFC 5040 §4.1-4.2, §8.1.1 #1-#6 (opcodes, versions, memory protection); digest ddp-rdmap.md §3.7, §4.2
 --
