@@ -130,8 +130,18 @@ func synthCounts(out, m, flow, lutPat, ffPat string) (luts, ffs int, err error) 
 	if err != nil {
 		return 0, 0, fmt.Errorf("%s: no stat output: %w (log %d bytes)", m, err, len(log))
 	}
+	luts, ffs = countCells(string(stat), lutPat, ffPat)
+	if luts == 0 || ffs == 0 {
+		return 0, 0, fmt.Errorf("%s %s: no LUTs or flip-flops found in stat:\n%s", m, tag, stat)
+	}
+	return luts, ffs, nil
+}
+
+// countCells sums the cells of a yosys stat report whose type matches the
+// LUT and flip-flop patterns.
+func countCells(stat, lutPat, ffPat string) (luts, ffs int) {
 	lutRE, ffRE := regexp.MustCompile(lutPat), regexp.MustCompile(ffPat)
-	for _, c := range cellRE.FindAllStringSubmatch(string(stat), -1) {
+	for _, c := range cellRE.FindAllStringSubmatch(stat, -1) {
 		n, _ := strconv.Atoi(c[2])
 		switch {
 		case lutRE.MatchString(c[1]):
@@ -140,10 +150,7 @@ func synthCounts(out, m, flow, lutPat, ffPat string) (luts, ffs int, err error) 
 			ffs += n
 		}
 	}
-	if luts == 0 || ffs == 0 {
-		return 0, 0, fmt.Errorf("%s %s: no LUTs or flip-flops found in stat:\n%s", m, tag, stat)
-	}
-	return luts, ffs, nil
+	return luts, ffs
 }
 
 var ltpRE = regexp.MustCompile(`Longest topological path in \S+ \(length=(\d+)\)`)
