@@ -40,12 +40,13 @@ type rcConn struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 
-	mu     sync.Mutex
-	cond   *sync.Cond
-	fc     *ipoibcm.FlowControl
-	q      [][]byte
-	closed bool
-	failed bool // connDown has been started
+	mu        sync.Mutex
+	cond      *sync.Cond
+	fc        *ipoibcm.FlowControl
+	q         [][]byte
+	closed    bool
+	failed    bool // connDown has been started
+	peerReady bool // initiator: the responder's ready has arrived
 }
 
 // sqDepth sizes the send queue. Credits bound the Sends the peer has not
@@ -102,8 +103,12 @@ func (c *rcConn) release() {
 	}
 }
 
-// run starts a connected QP: flow control, the initiator's ready (the RTU
-// the responder waits for), and the goroutines.
+// run starts a connected QP: flow control, the opening messages, and the
+// goroutines. The initiator opens with a zero-length RDMA Write, which needs
+// no receive at the responder; the responder, whose receives are posted by
+// now, answers with ready; the initiator sends no Send before ready (see
+// ipoibcm.ControlReady). So no first Send depends on how quickly either end
+// hands its receives to its card.
 func (c *rcConn) run(id ipoibcm.ConnID, peer ipoibcm.LinkAddr, mtu, peerCredits int, initiator bool) error {
 	c.id, c.peer, c.mtu, c.initiator = id, peer.WithoutFlags(), mtu, initiator
 	var err error
@@ -111,17 +116,19 @@ func (c *rcConn) run(id ipoibcm.ConnID, peer ipoibcm.LinkAddr, mtu, peerCredits 
 		return err
 	}
 	c.ctx, c.cancel = context.WithCancel(c.l.ctx)
+	c.mu.Lock()
 	if initiator {
-		c.mu.Lock()
-		r, err := c.fc.TakeReady()
-		if err == nil {
+		err = c.qp.PostSend(verbs.SendWR{Opcode: verbs.WRRDMAWrite})
+	} else {
+		var r ipoibcm.Control
+		if r, err = c.fc.TakeReady(); err == nil {
 			err = c.post(r.Append(nil))
 		}
-		c.mu.Unlock()
-		if err != nil {
-			c.cancel()
-			return fmt.Errorf("sending ready: %w", err)
-		}
+	}
+	c.mu.Unlock()
+	if err != nil {
+		c.cancel()
+		return fmt.Errorf("opening the connection: %w", err)
 	}
 	c.l.goRun(c.rxLoop)
 	c.l.goRun(c.txLoop)
@@ -175,7 +182,7 @@ func (c *rcConn) txLoop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
-		for !c.closed && !(len(c.q) > 0 && c.fc.Credits() >= 2) && !c.fc.UpdateDue() {
+		for !c.closed && (c.initiator && !c.peerReady || !(len(c.q) > 0 && c.fc.Credits() >= 2) && !c.fc.UpdateDue()) {
 			if len(c.q) > 0 {
 				c.l.st.noCredit.Add(1)
 			}
@@ -254,15 +261,23 @@ func (c *rcConn) input(b []byte) (data bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		if ctl.Kind == ipoibcm.ControlGrant {
-			c.mu.Lock()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		switch {
+		case ctl.Kind == ipoibcm.ControlGrant:
 			err = c.fc.Granted(ctl)
-			c.cond.Signal()
-			c.mu.Unlock()
-		} else if c.initiator {
-			err = fmt.Errorf("ready from the responder")
+		case !c.initiator:
+			err = fmt.Errorf("ready from the initiator")
+		case c.peerReady:
+			err = fmt.Errorf("second ready")
+		default:
+			c.peerReady = true
 		}
+		c.cond.Signal()
 		return false, err
+	}
+	if c.initiator && !c.ready() {
+		return false, fmt.Errorf("data before ready")
 	}
 	if len(p) > c.mtu {
 		return false, fmt.Errorf("packet of %d octets over the connection MTU %d", len(p), c.mtu)
@@ -274,6 +289,12 @@ func (c *rcConn) input(b []byte) (data bool, err error) {
 		c.l.debugf("connection %d: %v", c.id, err)
 	}
 	return true, nil
+}
+
+func (c *rcConn) ready() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.peerReady
 }
 
 // watch notices the stream ending (peer closed, Terminate, TCP lost).

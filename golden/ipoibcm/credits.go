@@ -34,10 +34,16 @@ import (
 //	octets 4..7: credits granted (receives reposted since the last grant);
 //	             0 for ready
 //
-// Ready is the initiator's first message on a connection. It stands in for
-// the IB CM's RTU: an MPA Responder may not send before it has received an
-// FPDU (RFC 5044 §7.1.2 rule 4), and ready is that FPDU. Like any Send it
-// consumes a receive, which the responder owes back.
+// Ready is the responder's first message on a connection, standing in for
+// the IB CM's RTU. An MPA Responder may not send before it has received an
+// FPDU (RFC 5044 §7.1.2 rule 4), so the initiator opens with a zero-length
+// RDMA Write, which needs no receive buffer (the idea of RFC 6581's RTR
+// messages). The responder answers with ready once its receives are posted,
+// and the initiator sends nothing that consumes a receive before ready has
+// arrived. Neither side's first Send can then meet a receive queue that is
+// not yet filled, whatever the order in which the two ends start their
+// endpoints and post their receives. Ready consumes a receive like any Send,
+// which the initiator owes back.
 const ControlLen = 8
 
 const controlVersion = 1
@@ -47,7 +53,7 @@ type ControlKind uint8
 
 const (
 	ControlGrant ControlKind = 1 // grant credits
-	ControlReady ControlKind = 2 // initiator's first message (RTU)
+	ControlReady ControlKind = 2 // responder's first message (RTU)
 )
 
 // MinQueueDepth is the smallest receive depth the scheme works with.
@@ -138,7 +144,7 @@ func (f *FlowControl) Received(data bool) error {
 	return nil
 }
 
-// TakeReady takes the credit for the initiator's ready message.
+// TakeReady takes the credit for the responder's ready message.
 func (f *FlowControl) TakeReady() (Control, error) {
 	if f.credits < 1 {
 		return Control{}, fmt.Errorf("flow control: no credit for ready: %w", ErrCredits)

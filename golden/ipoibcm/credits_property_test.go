@@ -18,7 +18,7 @@ type simSide struct {
 	toSend   int
 	inflight []uint32 // 0 = data, n>0 = credit update granting n, ready = ready
 	got      int
-	heard    bool // received a message: a responder may send only then
+	heard    bool // the initiator sends only once ready has arrived
 }
 
 // TestFlowControlProperty drives two ends with random interleavings of
@@ -42,10 +42,12 @@ func TestFlowControlProperty(t *testing.T) {
 			s[i] = &simSide{fc: fc, posted: depth[i], toSend: rng.IntN(400)}
 		}
 		want := [2]int{s[1].toSend, s[0].toSend} // what each side must receive
-		// Side 0 initiates: its ready goes first; side 1 may not send before.
-		_, err := s[0].fc.TakeReady()
+		// Side 0 initiates with a zero-length Write, which flow control
+		// does not see; side 1 answers with ready, and side 0 sends
+		// nothing before it has arrived.
+		_, err := s[1].fc.TakeReady()
 		require.NoError(t, err)
-		s[0].inflight, s[0].heard = []uint32{ready}, true
+		s[1].inflight, s[1].heard = []uint32{ready}, true
 		for steps := 0; ; steps++ {
 			require.Less(t, steps, 1_000_000, "seed %d run %d: no termination", seed, run)
 			// Updates are sent as soon as they are due, as the daemon does.

@@ -42,32 +42,47 @@ type Env struct {
 	bin   string
 }
 
-var (
-	envSeq    atomic.Int32
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+var envSeq atomic.Int32
 
-// daemonBinary builds cmd/ipoibcm once per test process.
+// daemonBuild is one build of cmd/ipoibcm.
+type daemonBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Tests run the daemon built with the race detector, so a data race in it
+// fails the test (the daemon exits 66 and its log shows the race);
+// benchmarks run a plain build.
+var testBin, benchBin daemonBuild
+
 func daemonBinary(t testing.TB) string {
-	buildOnce.Do(func() {
+	_, bench := t.(*testing.B)
+	b := &testBin
+	if bench {
+		b = &benchBin
+	}
+	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "ipoibcm-bin")
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		binPath = filepath.Join(dir, "ipoibcm")
+		b.path = filepath.Join(dir, "ipoibcm")
+		args := []string{"build", "-o", b.path}
+		if !bench {
+			args = append(args, "-race")
+		}
 		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		out, err := exec.Command(gobin, "build", "-o", binPath, "github.com/openiwarp/openiwarp/cmd/ipoibcm").CombinedOutput()
+		out, err := exec.Command(gobin, append(args, "github.com/openiwarp/openiwarp/cmd/ipoibcm")...).CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("building cmd/ipoibcm: %v\n%s", err, out)
+			b.err = fmt.Errorf("building cmd/ipoibcm: %v\n%s", err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return binPath
+	return b.path
 }
 
 // Require fails the test unless it can create namespaces and TUN devices.
@@ -140,7 +155,10 @@ func NewEnv(t testing.TB, n int) *Env {
 func (e *Env) destroy() {
 	for _, nd := range e.Nodes {
 		if nd.daemon != nil {
-			nd.daemon.Stop()
+			// A daemon that does not exit 0 (a data race exits 66) fails the test.
+			if err := nd.daemon.Stop(); err != nil {
+				e.t.Errorf("ipoibcm in %s: %v\n%s", nd.NS, err, nd.daemon.Log())
+			}
 		}
 	}
 	for _, nd := range e.Nodes {

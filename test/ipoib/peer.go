@@ -3,6 +3,7 @@ package ipoib
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"net/netip"
 	"time"
@@ -22,6 +23,8 @@ type RawPeer struct {
 	Hello  ipoibcm.Hello // what the daemon answered
 	EP     *iwarp.Endpoint
 	mr     *mem.MR
+	cq     *iwarp.CQ
+	recvs  int
 }
 
 // DialRaw connects from namespace ns to a daemon at to:port and runs the MPA
@@ -54,19 +57,46 @@ func DialRaw(ns string, to netip.Addr, port int, pd []byte) (*RawPeer, error) {
 // Start runs an endpoint with recvs receive buffers of size octets posted
 // before it reads (they are never posted again).
 func (r *RawPeer) Start(recvs, size int) error {
+	r.recvs = recvs
 	pd := mem.NewTable().AllocPD()
 	var err error
 	if r.mr, err = pd.RegisterMR(make([]byte, recvs*size), 0, mem.LocalWrite, 0); err != nil {
 		return err
 	}
-	cq := iwarp.NewCQ(4096)
-	if r.EP, err = iwarp.New(r.Conn, r.Params, iwarp.Config{PD: pd, SendCQ: cq, RecvCQ: cq, SQDepth: 4096, RQDepth: max(recvs, 1)}); err != nil {
+	r.cq = iwarp.NewCQ(4096)
+	if r.EP, err = iwarp.New(r.Conn, r.Params, iwarp.Config{PD: pd, SendCQ: r.cq, RecvCQ: r.cq, SQDepth: 4096, RQDepth: max(recvs, 1)}); err != nil {
 		return err
 	}
 	for i := 0; i < recvs; i++ {
 		if err := r.EP.PostRecv(iwarp.RecvWR{ID: uint64(i), SGL: []iwarp.SGE{{Addr: uint64(i * size), Length: uint32(size), LKey: r.mr.STag}}}); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// Open does the initiator's part of the opening: a zero-length RDMA Write,
+// then the daemon's ready.
+func (r *RawPeer) Open() error {
+	if err := r.EP.PostSend(iwarp.SendWR{Opcode: iwarp.WRWrite}); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	wc, err := r.cq.Wait(ctx)
+	if err != nil {
+		return err
+	}
+	if wc.Status != iwarp.WCSuccess || wc.Opcode != iwarp.WCRecv {
+		return fmt.Errorf("waiting for ready: %v %v", wc.Opcode, wc.Status)
+	}
+	off := int(wc.ID) * (len(r.mr.Buf) / r.recvs)
+	h, p, err := ipoibcm.ParseEncap(r.mr.Buf[off:off+int(wc.ByteLen)], true)
+	if err != nil {
+		return err
+	}
+	if c, err := ipoibcm.ParseControl(p); err != nil || h.EtherType != ipoibcm.EtherTypeCredit || c.Kind != ipoibcm.ControlReady {
+		return fmt.Errorf("first message is not ready: %x", r.mr.Buf[off:off+int(wc.ByteLen)])
 	}
 	return nil
 }
@@ -124,9 +154,6 @@ func IPv4Packet(src, dst netip.Addr, total int) []byte {
 	binary.BigEndian.PutUint16(h[10:], ^uint16(sum))
 	return append(b, h...)
 }
-
-// Ready is the initiator's first message.
-func Ready() []byte { return ipoibcm.Control{Kind: ipoibcm.ControlReady}.Append(nil) }
 
 // SendDatagrams sends each payload as one UDP datagram from namespace ns to
 // to:port (the daemon's datagram channel).

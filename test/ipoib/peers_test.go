@@ -91,7 +91,7 @@ func TestPeers(t *testing.T) {
 		r, err = DialRaw(c.NS, b.Underlay, 4756, HelloFor(target, me, 1504, 8, ipoibcm.SIDLiteral))
 		require.NoError(t, err)
 		require.NoError(t, r.Start(8, 1504))
-		require.NoError(t, r.Send(Ready()))
+		require.NoError(t, r.Open())
 		require.NoError(t, r.Send(IPv4Packet(c.V4, b.V4, 1000)))
 		require.NoError(t, r.Send(IPv4Packet(c.V4, b.V4, 3000)))
 		why, done := r.WaitDone(10 * time.Second)
@@ -104,7 +104,7 @@ func TestPeers(t *testing.T) {
 		r, err = DialRaw(c.NS, b.Underlay, 4756, HelloFor(target, me+1, 65524, 3, ipoibcm.SIDOFED))
 		require.NoError(t, err)
 		require.NoError(t, r.Start(3, 65524))
-		require.NoError(t, r.Send(Ready()))
+		require.NoError(t, r.Open())
 		for i := 0; i < 400; i++ {
 			if r.Send(IPv4Packet(c.V4, b.V4, 100)) != nil {
 				break
@@ -116,9 +116,11 @@ func TestPeers(t *testing.T) {
 		// outran the reposting: either way that connection alone goes.
 		assert.True(t, db.WaitLine(time.Second, "with 00:00:07:78:", "dropped"), db.Log())
 
-		// Abrupt close in the middle of an FPDU.
+		// Abrupt close in the middle of an FPDU on an established connection.
 		r, err = DialRaw(c.NS, b.Underlay, 4756, HelloFor(target, me+2, 65524, 8, ipoibcm.SIDOFED))
 		require.NoError(t, err)
+		require.NoError(t, r.Start(8, 65524))
+		require.NoError(t, r.Open())
 		_, err = r.Conn.Write([]byte{0x00, 0x40, 0x01, 0x02})
 		require.NoError(t, err)
 		require.NoError(t, r.Conn.SetLinger(0))
@@ -138,7 +140,7 @@ func TestPeers(t *testing.T) {
 			append([]byte{0x86, 0xdd, 0, 0}, make([]byte, 60)...), spoof))
 		assert.True(t, db.WaitLine(5*time.Second, "does not belong to sender 198.18.0.3"), db.Log())
 
-		// A Terminate-free close right after setup.
+		// A close in the middle of setup.
 		r, err = DialRaw(c.NS, b.Underlay, 4756, HelloFor(target, me+3, 65524, 8, ipoibcm.SIDOFED))
 		require.NoError(t, err)
 		r.Conn.Close()
