@@ -56,6 +56,15 @@ type daemonBuild struct {
 // benchmarks run a plain build.
 var testBin, benchBin daemonBuild
 
+// removeBuilds deletes the daemon builds; TestMain calls it at exit.
+func removeBuilds() {
+	for _, b := range []*daemonBuild{&testBin, &benchBin} {
+		if b.path != "" {
+			os.RemoveAll(filepath.Dir(b.path))
+		}
+	}
+}
+
 func daemonBinary(t testing.TB) string {
 	_, bench := t.(*testing.B)
 	b := &testBin
