@@ -40,6 +40,18 @@ func (h *hostile) next(t *testing.T, n int, timeout time.Duration) []rdmap.Messa
 	return got
 }
 
+// expect reads exactly n more messages: n arrive within a generous time,
+// then nothing more for a short while.
+func (h *hostile) expect(t *testing.T, n int) []rdmap.Message {
+	var got []rdmap.Message
+	if n > 0 {
+		got = h.next(t, n, 10*time.Second)
+		require.Len(t, got, n)
+	}
+	require.Empty(t, h.next(t, 1, 200*time.Millisecond), "more than %d messages", n)
+	return got
+}
+
 func noCompletion(t *testing.T, cq *CQ) {
 	var wc [1]Completion
 	require.Zero(t, cq.Poll(wc[:]), "unexpected completion %+v", wc[0])
@@ -83,15 +95,13 @@ func TestORD(t *testing.T) {
 		require.NoError(t, v.ep.PostSend(SendWR{ID: uint64(i), Opcode: WRRead, SGL: []SGE{{uint64(i), 1, mr.STag}}, RKey: 9, RemoteAddr: uint64(i), Signaled: true}))
 	}
 	require.NoError(t, v.ep.PostSend(SendWR{ID: 99, Opcode: WRSend, Inline: []byte("s"), Signaled: true}))
-	got := h.next(t, 3, 300*time.Millisecond)
-	require.Len(t, got, 2, "only ORD Read Requests may be outstanding")
+	h.expect(t, 2) // only ORD Read Requests may be outstanding
 	// Each response frees one ORD slot for the next Read; the Send behind
 	// the fifth Read goes with it (Sends are not limited by ORD).
 	want := []int{1, 1, 2, 0, 0}
 	for i := 0; i < 5; i++ {
 		h.send(t, readResp(mr.STag, uint64(i), []byte{byte('a' + i)}))
-		got = h.next(t, want[i], 300*time.Millisecond)
-		require.Len(t, got, want[i], "after response %d", i)
+		got := h.expect(t, want[i])
 		if i == 2 {
 			assert.Equal(t, rdmap.OpReadRequest, got[0].Opcode())
 			assert.Equal(t, rdmap.OpSend, got[1].Opcode())
@@ -113,8 +123,7 @@ func TestFence(t *testing.T) {
 		SendWR{ID: 1, Opcode: WRRead, SGL: []SGE{{0, 4, mr.STag}}, RKey: 5, Signaled: true},
 		SendWR{ID: 2, Opcode: WRWrite, Inline: []byte("w"), RKey: 5, Fence: true, Signaled: true},
 	))
-	got := h.next(t, 2, 300*time.Millisecond)
-	require.Len(t, got, 1)
+	got := h.expect(t, 1)
 	assert.Equal(t, rdmap.OpReadRequest, got[0].Opcode())
 	h.send(t, readResp(mr.STag, 0, []byte("data")))
 	got = h.next(t, 1, 2*time.Second)
