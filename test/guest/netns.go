@@ -108,8 +108,20 @@ func (n *Network) AddTap(ctx context.Context) (string, error) {
 
 // Command returns a command that runs inside the namespace (through
 // `ip netns exec`, which execs the program: the process is the program).
+// Like every process this package starts, it is killed if the test process
+// dies (see childAttr).
 func (n *Network) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", n.Name, name}, args...)...)
+	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", n.Name, name}, args...)...)
+	cmd.SysProcAttr = childAttr()
+	return cmd
+}
+
+// childAttr makes a child process get SIGKILL when the process that
+// started it dies, so that a test killed by its timeout or a signal leaves
+// no QEMU, tcpdump or peer program running (the signal survives the exec
+// of ip netns exec: neither ip nor QEMU is set-user-ID).
+func childAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
 // Do runs fn on an OS thread that has joined the namespace. Sockets created

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -111,7 +112,8 @@ func Boot(ctx context.Context, cfg Config) (vm *VM, err error) {
 	if cfg.BootTimeout == 0 {
 		cfg.BootTimeout = 90 * time.Second
 	}
-	dir, err := os.MkdirTemp("", "oiw-vm-")
+	reapStaleVMDirs()
+	dir, err := os.MkdirTemp("", fmt.Sprintf("oiw-vm-%d-", os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("guest: %w", err)
 	}
@@ -180,6 +182,7 @@ func Boot(ctx context.Context, cfg Config) (vm *VM, err error) {
 		vm.cmd = cfg.Net.Command(context.Background(), "qemu-system-x86_64", args...)
 	} else {
 		vm.cmd = exec.Command("qemu-system-x86_64", args...)
+		vm.cmd.SysProcAttr = childAttr()
 	}
 	vm.cmd.Stdout, vm.cmd.Stderr = out, out
 	if err := vm.cmd.Start(); err != nil {
@@ -205,6 +208,22 @@ func Boot(ctx context.Context, cfg Config) (vm *VM, err error) {
 		return nil, &BootError{Stage: "waiting for agent", Console: vm.consoleTail(40), Err: bctx.Err()}
 	}
 	return vm, nil
+}
+
+// reapStaleVMDirs removes oiw-vm-<pid>-* directories whose process is gone
+// (left by a test that was killed).
+func reapStaleVMDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "oiw-vm-*-*"))
+	for _, d := range dirs {
+		pidStr, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), "oiw-vm-"), "-")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if syscall.Kill(pid, 0) == syscall.ESRCH {
+			_ = os.RemoveAll(d)
+		}
+	}
 }
 
 func (vm *VM) connect(ctx context.Context, sock string) error {

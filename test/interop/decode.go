@@ -251,6 +251,17 @@ func iwdumpPath(ctx context.Context) (string, error) {
 	return out, nil
 }
 
+// RemoveBuiltTools deletes the iwdump binary built by DecodeIwdump (call it
+// once the process is done decoding).
+func RemoveBuiltTools() {
+	iwdumpBuild.Lock()
+	defer iwdumpBuild.Unlock()
+	if iwdumpBuild.path != "" {
+		_ = os.RemoveAll(filepath.Dir(iwdumpBuild.path))
+		iwdumpBuild.path = ""
+	}
+}
+
 // DecodeIwdump decodes a capture with the project's own decoder
 // (cmd/iwdump -json) into the same counts as DecodeTshark. Decode errors
 // iwdump reports fail it.
