@@ -48,6 +48,10 @@ type Config struct {
 	AlignFPDUs bool
 	// Linger bounds the wait for the peer's FIN after ours (0: 2 s).
 	Linger time.Duration
+	// Recv are receives posted before the stream starts (post_recv on a
+	// QP not yet connected): they are on the receive queue before the
+	// first segment is read, so the peer's first Send finds them.
+	Recv []RecvWR
 
 	firstMSN uint32 // tests only: the first MSN on every queue (0: 1)
 }
@@ -194,6 +198,12 @@ func New(conn net.Conn, p mpa.Params, cfg Config) (*Endpoint, error) {
 	}
 	ep.wbuf = make([]byte, 0, flushAt+2*mpa.MaxULPDULength)
 	ep.ulp = make([]byte, 0, mpa.MaxULPDULength)
+	if len(cfg.Recv) > 0 {
+		// No goroutine runs yet: nothing can arrive before these are queued.
+		if err := ep.PostRecv(cfg.Recv...); err != nil {
+			return nil, fmt.Errorf("iwarp: receives posted before the stream started: %w", err)
+		}
+	}
 	ep.wg.Add(2)
 	go ep.txLoop()
 	go ep.rxLoop()

@@ -113,6 +113,9 @@ type QPConfig struct {
 	RQDepth        int // 0: 256
 	ORD, IRD       int // outstanding Reads out and in (0: 16)
 	MULPDU         int // largest DDP segment (0: from the TCP MSS)
+	// Recv are receives posted before the QP was connected; the card queues
+	// them before it reads the stream, so the peer's first Send finds them.
+	Recv []iwarp.RecvWR
 }
 
 // QP is a queue pair attached to a stream (an RC QP in RTS).

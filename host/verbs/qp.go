@@ -284,20 +284,17 @@ func (qp *QP) attach(conn net.Conn, p mpa.Params, ird int) error {
 		return fail(err)
 	}
 	a := qp.attr
+	// The receives posted before connecting go in with the attach, so they
+	// are queued before the card reads the stream's first segment.
 	d, err := qp.pd.ctx.card.Attach(conn, p, driver.QPConfig{PD: qp.pd.pd, SendCQ: a.SendCQ.cq, RecvCQ: a.RecvCQ.cq,
-		SQDepth: a.Cap.MaxSendWR, RQDepth: a.Cap.MaxRecvWR, ORD: a.ORD, IRD: ird, MULPDU: a.MULPDU})
+		SQDepth: a.Cap.MaxSendWR, RQDepth: a.Cap.MaxRecvWR, ORD: a.ORD, IRD: ird, MULPDU: a.MULPDU,
+		Recv: qp.preRecv})
 	if err != nil {
 		return fail(fmt.Errorf("verbs: connecting QP: %w", err))
 	}
 	qp.dqp, qp.connected, qp.params = d, true, p
 	qp.laddr, qp.raddr = conn.LocalAddr(), conn.RemoteAddr()
-	if len(qp.preRecv) > 0 {
-		if err := d.PostRecv(qp.preRecv...); err != nil {
-			d.Close()
-			return fmt.Errorf("verbs: handing the receives posted before connect to QP %d: %w", d.QPN(), err)
-		}
-		qp.preRecv = nil
-	}
+	qp.preRecv = nil
 	return nil
 }
 

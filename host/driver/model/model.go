@@ -247,7 +247,7 @@ func (c *Card) Attach(conn net.Conn, p mpa.Params, cfg driver.QPConfig) (driver.
 
 	q := &qp{}
 	icfg := iwarp.Config{PD: cfg.PD, SendCQ: scq.CQ, RecvCQ: rcq.CQ, SQDepth: cfg.SQDepth, RQDepth: cfg.RQDepth,
-		ORD: cfg.ORD, IRD: cfg.IRD, MULPDU: cfg.MULPDU}
+		ORD: cfg.ORD, IRD: cfg.IRD, MULPDU: cfg.MULPDU, Recv: cfg.Recv}
 	if c.opt.Datapath != nil {
 		dp, err := c.opt.Datapath(p)
 		if err != nil {
@@ -266,8 +266,13 @@ func (c *Card) Attach(conn net.Conn, p mpa.Params, cfg driver.QPConfig) (driver.
 	q.Endpoint = ep
 	c.mu.Lock()
 	c.qps[q] = struct{}{}
+	closed := c.closed // Close ran while the QP was being made: it did not see it
 	c.mu.Unlock()
 	go c.watch(q)
+	if closed {
+		q.Close()
+		return nil, fmt.Errorf("%w: card %s closed while a QP was attached", driver.ErrClosed, c.name)
+	}
 	return q, nil
 }
 
