@@ -46,6 +46,8 @@ const (
 	CmdCommit                      // write Entry at Index
 	CmdInvalidate                  // clear the valid bit at Index
 	CmdPage                        // write page address Addr at page-list Slot
+	CmdConnClear                   // forget that connection QP failed
+	CmdControl                     // set the options (DropAfterFail)
 )
 
 // PlacementCmd is one table update, effective from the next cycle (a lookup
@@ -56,7 +58,15 @@ type PlacementCmd struct {
 	Entry PlacementEntry
 	Slot  uint32 // page-list slot
 	Addr  uint64 // page address (4 KiB aligned; low bits ignored)
+	QP    uint32 // connection (CmdConnClear)
+	// DropAfterFail (CmdControl): after a failed segment, drop the
+	// connection's later segments silently until it is cleared.
+	DropAfterFail bool
 }
+
+// PlacementFailSlots is how many failed connections the engine remembers:
+// their later segments are dropped silently until the host clears them.
+const PlacementFailSlots = 8
 
 // PlacementIn is one cycle of inputs of placement_w<W>.
 type PlacementIn struct {
@@ -175,19 +185,24 @@ type Placement struct {
 	flPBL     uint32
 	s3Paged   bool // translation of the block in the output register
 
-	s3v     bool
-	s3Dest  int
-	s3Data  []byte
-	s3Strb  uint64
-	s3Last  bool
-	s3Vblk  uint64
-	s3Ctx   plCtx
-	s3Hdr   [PlacementHdrBytes]byte
-	pblRd   uint64
-	flush   bool
-	vnext   uint64
-	ulpdu   []byte
-	outData []byte // what the output register shows (Step's result aliases it)
+	s3v    bool
+	s3Dest int
+	s3Data []byte
+	s3Strb uint64
+	s3Last bool
+	s3Vblk uint64
+	s3Ctx  plCtx
+	s3Hdr  [PlacementHdrBytes]byte
+	pblRd  uint64
+	flush  bool
+	vnext  uint64
+	ulpdu  []byte
+	// Connections whose segments are dropped after a failure (RFC 5041 §7.1).
+	failQP    [PlacementFailSlots]uint32
+	failValid [PlacementFailSlots]bool
+	failPtr   int
+	dropOn    bool
+	outData   []byte // what the output register shows (Step's result aliases it)
 }
 
 // NewPlacement models the block of the given data width (bits) and table sizes.
@@ -230,6 +245,8 @@ func (m *Placement) adv(in *PlacementIn) bool {
 // Step runs one cycle.
 func (m *Placement) Step(in PlacementIn) PlacementOut {
 	adv := m.adv(&in)
+	record := false // a connection's first failure is remembered this cycle
+	recordQP := m.s1.qp
 	// While a trailing block is written, a first beat that writes nothing
 	// (payload starting in the next host block, or zero length) moves on too.
 	var scratch [64]byte
@@ -310,7 +327,14 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 		hold := l < ddp.TaggedHeaderLen && m.s0.sop && !m.s0.last
 		s0move := m.s0.v && (!hold || fire)
 		if m.s1.v && m.s1.sop {
+			failed := m.dropOn && m.connFailed(m.s1.qp)
 			m.s2Ctx = m.decide()
+			switch {
+			case failed:
+				m.s2Ctx.dest = PlaceDrop // silently: RFC 5041 §7.1
+			case m.s2Ctx.dest == PlaceTerm && m.dropOn:
+				record = true
+			}
 		}
 		m.s2.copyFrom(&m.s1)
 		if s0move && m.s0.sop {
@@ -338,6 +362,18 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 		}
 	case CmdPage:
 		m.pages[c.Slot%uint32(m.pblDepth)] = c.Addr >> pageShift
+	case CmdControl:
+		m.dropOn = c.DropAfterFail
+	case CmdConnClear:
+		for k := range m.failQP {
+			if m.failQP[k] == c.QP {
+				m.failValid[k] = false
+			}
+		}
+	}
+	if record { // after the clear: a failure recorded in the same cycle keeps its slot
+		m.failQP[m.failPtr], m.failValid[m.failPtr] = recordQP, true
+		m.failPtr = (m.failPtr + 1) % PlacementFailSlots
 	}
 	if !m.initDone {
 		m.table[m.initCnt].Valid = false
@@ -353,6 +389,16 @@ func (m *Placement) reset() {
 	m.initCnt, m.initDone = 0, false
 	m.inSop, m.inBidx = true, 0
 	m.s0.v, m.s1.v, m.s2.v, m.s3v, m.flush = false, false, false, false, false
+	m.failValid, m.failPtr, m.dropOn = [PlacementFailSlots]bool{}, 0, false
+}
+
+func (m *Placement) connFailed(qp uint32) bool {
+	for k, v := range m.failValid {
+		if v && m.failQP[k] == qp {
+			return true
+		}
+	}
+	return false
 }
 
 // load takes an accepted beat into the input register: bytes at or past

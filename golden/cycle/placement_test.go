@@ -238,3 +238,42 @@ func TestNewPlacementErrors(t *testing.T) {
 		assert.ErrorIs(t, err, ErrConfig, "%v", c)
 	}
 }
+
+// After a failed segment, every later segment of the same connection is
+// dropped without a word (RFC 5041 §7.1) until the host clears it; other
+// connections go on; the ninth failed connection evicts the oldest.
+func TestPlacementDropsAfterFailure(t *testing.T) {
+	r := newPlRun(t, 512)
+	r.cmd(PlacementCmd{Kind: CmdCommit, Index: 3, Entry: plEntry})
+	r.cmd(PlacementCmd{Kind: CmdControl, DropAfterFail: true})
+	good := writeSeg(mem.MakeSTag(3, 0x5A), 0x10000, payload(8))
+	bad := writeSeg(mem.MakeSTag(3, 0x5B), 0x10000, payload(8))
+	r.send(bad, 7, 2)
+	require.Len(t, r.terms, 1)
+	r.send(good, 7, 2)
+	r.send(bad, 7, 2)
+	assert.Empty(t, r.dma, "connection 2 is dropped")
+	assert.Len(t, r.terms, 1, "without another Terminate")
+	r.send(good, 7, 3)
+	assert.Len(t, r.dma, 8, "connection 3 goes on")
+	r.cmd(PlacementCmd{Kind: CmdConnClear, QP: 2})
+	clear(r.dma)
+	r.send(good, 7, 2)
+	assert.Len(t, r.dma, 8, "connection 2 after the clear")
+
+	// Connections 10..18 fail; 10 is forgotten, 11..18 are dropped.
+	for qp := uint32(10); qp < 10+PlacementFailSlots+1; qp++ {
+		r.send(bad, 7, qp)
+	}
+	clear(r.dma)
+	r.send(good, 7, 10)
+	assert.Len(t, r.dma, 8)
+	clear(r.dma)
+	r.send(good, 7, 11)
+	assert.Empty(t, r.dma)
+
+	// Off (the reset value), every segment is checked on its own.
+	r.cmd(PlacementCmd{Kind: CmdControl})
+	r.send(good, 7, 12)
+	assert.Len(t, r.dma, 8)
+}

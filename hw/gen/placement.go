@@ -337,7 +337,28 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 			Sel(cInv, cc(causeDDPInvalidSTag), Sel(cAssoc, cc(causeDDPNotAssociated), Sel(cRights, cc(causeDDPInvalidSTag),
 				Sel(cWrap, cc(causeDDPTOWrap), cc(causeDDPBaseBounds)))))))), "Terminate cause when the segment fails")
 	md := m.WireOf("e_md", Or(qnErr, memErr), "the Terminate copies the segment length and DDP header")
-	dst := m.WireOf("e_dest", Sel(fail, C(2, PlaceTerm), Sel(tagged, Sel(payZero, C(2, PlaceDrop), C(2, PlaceDMA)), C(2, PlaceHost))), "")
+
+	// Connections with a failed segment: every later segment of theirs is
+	// dropped silently (RFC 5041 §7.1) until the host clears them. A small
+	// set of slots, filled in turn; a host clear empties the matching slots,
+	// and a failure recorded in the same cycle wins its own slot.
+	clearQP := m.WireOf("conn_clear", hit("CONN_CLEAR"), "the host clears the connection on reg_wr_data")
+	dropFld := rm.Field("CTRL", "DROP_AFTER_FAIL")
+	dropOn := m.Reg("ctrl_drop", 1, big.NewInt(0), Bit(regData, dropFld.Lo), hit("CTRL"), "CTRL.DROP_AFTER_FAIL")
+	fsPtr := m.RegDecl("fail_ptr", log2(PlacementFailSlots), "slot the next failure takes")
+	var inFail []Expr
+	record := m.Wire("fail_record", 1, "a first segment failure of its connection is recorded this cycle")
+	for k := 0; k < PlacementFailSlots; k++ {
+		take := m.WireOf(fmt.Sprintf("fail_take%d", k), And(record, Eq(fsPtr, C(fsPtr.W, uint64(k)))), "")
+		fq := m.Reg(fmt.Sprintf("fail_qp%d", k), 32, nil, s1qp, take, "")
+		fv := m.RegDecl(fmt.Sprintf("fail_valid%d", k), 1, "")
+		m.Drive(fv, big.NewInt(0), Or(take, And(fv, Not(And(clearQP, Eq(fq, regData))))), nil)
+		inFail = append(inFail, And(fv, Eq(fq, s1qp)))
+	}
+	failedConn := m.WireOf("conn_failed", And(dropOn, RedOr(Cat(inFail...))), "the segment's connection already failed")
+	m.Assign(record, And(advUp, s1.v, s1.sop, fail, dropOn, Not(failedConn)))
+	m.Drive(fsPtr, big.NewInt(0), Add(fsPtr, C(fsPtr.W, 1)), record)
+	dst := m.WireOf("e_dest", Sel(failedConn, C(2, PlaceDrop), Sel(fail, C(2, PlaceTerm), Sel(tagged, Sel(payZero, C(2, PlaceDrop), C(2, PlaceDMA)), C(2, PlaceHost)))), "")
 	vm := m.WireOf("t_vm", Add(to, eDelta), "translated offset of the segment's byte 0 (contiguous: its host address)")
 	rot := m.WireOf("t_rot", Bits(vm, LB-1, 0), "lane rotation from input to host blocks")
 	lo := make([]Expr, L)

@@ -1,5 +1,11 @@
 package gen
 
+import "fmt"
+
+// PlacementFailSlots is how many failed connections the placement engine
+// remembers (and drops the segments of) until the host clears them.
+const PlacementFailSlots = 8
+
 // PageShift is the page size of page-list translation (4 KiB pages); every
 // DMA write of the placement engine stays inside one such page.
 const PageShift = 12
@@ -20,6 +26,7 @@ func PlacementRegMap() *RegMap {
 		Doc: []string{
 			"The host fills the STag table of the placement engine (hw/rtl/placement_w*.v) through staging registers and a commit: write STAG_INDEX and the entry's fields in any order, then STAG_COMMIT; the whole entry is written to the table in one cycle, so a lookup sees either the old or the new entry, never a mix. STAG_INVALIDATE clears one entry's valid bit in one write. Page-list slots are written the same way (PBL_INDEX, PBL_ADDR_LO/HI, PBL_COMMIT).",
 			"Translation: a contiguous entry (PAGED = 0) maps tagged offset TO to host address ADDR + (TO - BASE). A paged entry (PAGED = 1) maps TO to page-list slot PBL + (v >> 12) at byte v mod 4096 of that page, where v = ADDR + (TO - BASE) and ADDR is the offset of BASE in the first page (below 4096). Page addresses are 4 KiB aligned. Slot numbers wrap at the page-list depth.",
+			fmt.Sprintf("With CTRL.DROP_AFTER_FAIL set, after a segment fails a check every later segment of its connection is dropped without a word (RFC 5041 §7.1) until the host writes the connection to CONN_CLEAR. The engine remembers the last %d failed connections; a further failure replaces the oldest.", PlacementFailSlots),
 			"After reset the engine clears the valid bit of every entry, one per cycle, and raises init_done; commits and invalidations are ignored until then. Table indexes at or above the table depth are never stored: a commit or invalidation of such an index does nothing, and an STag whose index is that large is an invalid STag.",
 		},
 		AddrBits: 8,
@@ -54,6 +61,10 @@ func PlacementRegMap() *RegMap {
 				Fields: []RegField{{Name: "PAGE", Lo: 12, Width: 20, Doc: "page address bits 31:12"}}},
 			{Name: "PBL_ADDR_HI", Offset: 0x48, Doc: "Host address of the page, bits 63:32."},
 			{Name: "PBL_COMMIT", Offset: 0x4C, Command: true, Doc: "Writes the staged page address at PBL_INDEX (the value written is ignored)."},
+			{Name: "CONN_CLEAR", Offset: 0x50, Command: true, Doc: "Forgets that the connection written had a failed segment, so its segments are checked again (write it once the connection is torn down or before it is reused).",
+				Fields: []RegField{{Name: "QP", Lo: 0, Width: 32, Doc: "connection id"}}},
+			{Name: "CTRL", Offset: 0x54, Doc: "Engine options (zero after reset).",
+				Fields: []RegField{{Name: "DROP_AFTER_FAIL", Lo: 0, Width: 1, Doc: "1: after a failed segment, drop the connection's later segments silently until CONN_CLEAR (RFC 5041 §7.1)"}}},
 		},
 	}
 }

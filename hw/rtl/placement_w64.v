@@ -192,6 +192,35 @@ module placement_w64 (
     wire           e_fail;                   // the segment fails
     wire [15:0]    e_cause;                  // Terminate cause when the segment fails
     wire           e_md;                     // the Terminate copies the segment length and DDP header
+    wire           conn_clear;               // the host clears the connection on reg_wr_data
+    reg            ctrl_drop;                // CTRL.DROP_AFTER_FAIL
+    reg  [2:0]     fail_ptr;                 // slot the next failure takes
+    wire           fail_record;              // a first segment failure of its connection is recorded this cycle
+    wire           fail_take0;
+    reg  [31:0]    fail_qp0;
+    reg            fail_valid0;
+    wire           fail_take1;
+    reg  [31:0]    fail_qp1;
+    reg            fail_valid1;
+    wire           fail_take2;
+    reg  [31:0]    fail_qp2;
+    reg            fail_valid2;
+    wire           fail_take3;
+    reg  [31:0]    fail_qp3;
+    reg            fail_valid3;
+    wire           fail_take4;
+    reg  [31:0]    fail_qp4;
+    reg            fail_valid4;
+    wire           fail_take5;
+    reg  [31:0]    fail_qp5;
+    reg            fail_valid5;
+    wire           fail_take6;
+    reg  [31:0]    fail_qp6;
+    reg            fail_valid6;
+    wire           fail_take7;
+    reg  [31:0]    fail_qp7;
+    reg            fail_valid7;
+    wire           conn_failed;              // the segment's connection already failed
     wire [1:0]     e_dest;
     wire [63:0]    t_vm;                     // translated offset of the segment's byte 0 (contiguous: its host address)
     wire [2:0]     t_rot;                    // lane rotation from input to host blocks
@@ -335,7 +364,27 @@ module placement_w64 (
     assign e_fail = ((e_version | e_qn) | e_opcode) | e_stag;
     assign e_cause = e_version ? ((e_short | (h_ddp_ctl[1:0] != {1'h0, s1_rev})) ? (h_tagged ? 16'h1104 : 16'h1206) : 16'h0205) : (e_qn ? 16'h1201 : (e_opcode ? 16'h0206 : (c_invalid ? 16'h1100 : (c_assoc ? 16'h1102 : (c_rights ? 16'h1100 : (c_wrap ? 16'h1103 : 16'h1101))))));
     assign e_md = e_qn | e_stag;
-    assign e_dest = e_fail ? 2'h3 : (h_tagged ? (h_payzero ? 2'h0 : 2'h1) : 2'h2);
+    assign conn_clear = reg_wr_valid & (reg_wr_addr == 8'h50);
+    assign fail_take0 = fail_record & (fail_ptr == 3'h0);
+    assign fail_take1 = fail_record & (fail_ptr == 3'h1);
+    assign fail_take2 = fail_record & (fail_ptr == 3'h2);
+    assign fail_take3 = fail_record & (fail_ptr == 3'h3);
+    assign fail_take4 = fail_record & (fail_ptr == 3'h4);
+    assign fail_take5 = fail_record & (fail_ptr == 3'h5);
+    assign fail_take6 = fail_record & (fail_ptr == 3'h6);
+    assign fail_take7 = fail_record & (fail_ptr == 3'h7);
+    assign conn_failed = ctrl_drop & |{
+        fail_valid0 & (fail_qp0 == s1_qp),
+        fail_valid1 & (fail_qp1 == s1_qp),
+        fail_valid2 & (fail_qp2 == s1_qp),
+        fail_valid3 & (fail_qp3 == s1_qp),
+        fail_valid4 & (fail_qp4 == s1_qp),
+        fail_valid5 & (fail_qp5 == s1_qp),
+        fail_valid6 & (fail_qp6 == s1_qp),
+        fail_valid7 & (fail_qp7 == s1_qp)
+    };
+    assign fail_record = ((((advance_up & s1_valid) & s1_sop) & e_fail) & ctrl_drop) & ~conn_failed;
+    assign e_dest = conn_failed ? 2'h0 : (e_fail ? 2'h3 : (h_tagged ? (h_payzero ? 2'h0 : 2'h1) : 2'h2));
     assign t_vm = h_to + e_delta;
     assign t_rot = t_vm[2:0];
     assign t_lomask = {
@@ -741,6 +790,134 @@ module placement_w64 (
     always @(posedge clk) begin
         if (advance_up) begin
             s1_rev <= s0_rev;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ctrl_drop <= 1'h0;
+        end else if (reg_wr_valid & (reg_wr_addr == 8'h54)) begin
+            ctrl_drop <= reg_wr_data[0];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (fail_take0) begin
+            fail_qp0 <= s1_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            fail_valid0 <= 1'h0;
+        end else begin
+            fail_valid0 <= fail_take0 | (fail_valid0 & ~(conn_clear & (fail_qp0 == reg_wr_data)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (fail_take1) begin
+            fail_qp1 <= s1_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            fail_valid1 <= 1'h0;
+        end else begin
+            fail_valid1 <= fail_take1 | (fail_valid1 & ~(conn_clear & (fail_qp1 == reg_wr_data)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (fail_take2) begin
+            fail_qp2 <= s1_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            fail_valid2 <= 1'h0;
+        end else begin
+            fail_valid2 <= fail_take2 | (fail_valid2 & ~(conn_clear & (fail_qp2 == reg_wr_data)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (fail_take3) begin
+            fail_qp3 <= s1_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            fail_valid3 <= 1'h0;
+        end else begin
+            fail_valid3 <= fail_take3 | (fail_valid3 & ~(conn_clear & (fail_qp3 == reg_wr_data)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (fail_take4) begin
+            fail_qp4 <= s1_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            fail_valid4 <= 1'h0;
+        end else begin
+            fail_valid4 <= fail_take4 | (fail_valid4 & ~(conn_clear & (fail_qp4 == reg_wr_data)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (fail_take5) begin
+            fail_qp5 <= s1_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            fail_valid5 <= 1'h0;
+        end else begin
+            fail_valid5 <= fail_take5 | (fail_valid5 & ~(conn_clear & (fail_qp5 == reg_wr_data)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (fail_take6) begin
+            fail_qp6 <= s1_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            fail_valid6 <= 1'h0;
+        end else begin
+            fail_valid6 <= fail_take6 | (fail_valid6 & ~(conn_clear & (fail_qp6 == reg_wr_data)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (fail_take7) begin
+            fail_qp7 <= s1_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            fail_valid7 <= 1'h0;
+        end else begin
+            fail_valid7 <= fail_take7 | (fail_valid7 & ~(conn_clear & (fail_qp7 == reg_wr_data)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            fail_ptr <= 3'h0;
+        end else if (fail_record) begin
+            fail_ptr <= fail_ptr + 3'h1;
         end
     end
 

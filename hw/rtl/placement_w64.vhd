@@ -223,6 +223,35 @@ architecture rtl of placement_w64 is
     signal e_fail : std_logic;               -- the segment fails
     signal e_cause : std_logic_vector(15 downto 0); -- Terminate cause when the segment fails
     signal e_md : std_logic;                 -- the Terminate copies the segment length and DDP header
+    signal conn_clear : std_logic;           -- the host clears the connection on reg_wr_data
+    signal ctrl_drop : std_logic := '0';     -- CTRL.DROP_AFTER_FAIL
+    signal fail_ptr : std_logic_vector(2 downto 0) := "000"; -- slot the next failure takes
+    signal fail_record : std_logic;          -- a first segment failure of its connection is recorded this cycle
+    signal fail_take0 : std_logic;
+    signal fail_qp0 : std_logic_vector(31 downto 0);
+    signal fail_valid0 : std_logic := '0';
+    signal fail_take1 : std_logic;
+    signal fail_qp1 : std_logic_vector(31 downto 0);
+    signal fail_valid1 : std_logic := '0';
+    signal fail_take2 : std_logic;
+    signal fail_qp2 : std_logic_vector(31 downto 0);
+    signal fail_valid2 : std_logic := '0';
+    signal fail_take3 : std_logic;
+    signal fail_qp3 : std_logic_vector(31 downto 0);
+    signal fail_valid3 : std_logic := '0';
+    signal fail_take4 : std_logic;
+    signal fail_qp4 : std_logic_vector(31 downto 0);
+    signal fail_valid4 : std_logic := '0';
+    signal fail_take5 : std_logic;
+    signal fail_qp5 : std_logic_vector(31 downto 0);
+    signal fail_valid5 : std_logic := '0';
+    signal fail_take6 : std_logic;
+    signal fail_qp6 : std_logic_vector(31 downto 0);
+    signal fail_valid6 : std_logic := '0';
+    signal fail_take7 : std_logic;
+    signal fail_qp7 : std_logic_vector(31 downto 0);
+    signal fail_valid7 : std_logic := '0';
+    signal conn_failed : std_logic;          -- the segment's connection already failed
     signal e_dest : std_logic_vector(1 downto 0);
     signal t_vm : std_logic_vector(63 downto 0); -- translated offset of the segment's byte 0 (contiguous: its host address)
     signal t_rot : std_logic_vector(2 downto 0); -- lane rotation from input to host blocks
@@ -374,7 +403,27 @@ begin
     e_fail <= ((e_version or e_qn) or e_opcode) or e_stag;
     e_cause <= mux(e_version, mux(e_short or b2l(h_ddp_ctl(1 downto 0) /= std_logic_vector'('0' & s1_rev)), mux(h_tagged, x"1104", x"1206"), x"0205"), mux(e_qn, x"1201", mux(e_opcode, x"0206", mux(c_invalid, x"1100", mux(c_assoc, x"1102", mux(c_rights, x"1100", mux(c_wrap, x"1103", x"1101")))))));
     e_md <= e_qn or e_stag;
-    e_dest <= mux(e_fail, "11", mux(h_tagged, mux(h_payzero, "00", "01"), "10"));
+    conn_clear <= reg_wr_valid and b2l(reg_wr_addr = x"50");
+    fail_take0 <= fail_record and b2l(fail_ptr = "000");
+    fail_take1 <= fail_record and b2l(fail_ptr = "001");
+    fail_take2 <= fail_record and b2l(fail_ptr = "010");
+    fail_take3 <= fail_record and b2l(fail_ptr = "011");
+    fail_take4 <= fail_record and b2l(fail_ptr = "100");
+    fail_take5 <= fail_record and b2l(fail_ptr = "101");
+    fail_take6 <= fail_record and b2l(fail_ptr = "110");
+    fail_take7 <= fail_record and b2l(fail_ptr = "111");
+    conn_failed <= ctrl_drop and (or std_logic_vector'(
+        (fail_valid0 and b2l(fail_qp0 = s1_qp)) &
+        (fail_valid1 and b2l(fail_qp1 = s1_qp)) &
+        (fail_valid2 and b2l(fail_qp2 = s1_qp)) &
+        (fail_valid3 and b2l(fail_qp3 = s1_qp)) &
+        (fail_valid4 and b2l(fail_qp4 = s1_qp)) &
+        (fail_valid5 and b2l(fail_qp5 = s1_qp)) &
+        (fail_valid6 and b2l(fail_qp6 = s1_qp)) &
+        (fail_valid7 and b2l(fail_qp7 = s1_qp))
+    ));
+    fail_record <= ((((advance_up and s1_valid) and s1_sop) and e_fail) and ctrl_drop) and (not conn_failed);
+    e_dest <= mux(conn_failed, "00", mux(e_fail, "11", mux(h_tagged, mux(h_payzero, "00", "01"), "10")));
     t_vm <= std_logic_vector(unsigned(h_to) + unsigned(e_delta));
     t_rot <= t_vm(2 downto 0);
     t_lomask <= std_logic_vector'(
@@ -929,6 +978,188 @@ begin
         if rising_edge(clk) then
             if advance_up = '1' then
                 s1_rev <= s0_rev;
+            end if;
+        end if;
+    end process;
+
+    ctrl_drop_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ctrl_drop <= '0';
+            elsif (reg_wr_valid and b2l(reg_wr_addr = x"54")) = '1' then
+                ctrl_drop <= reg_wr_data(0);
+            end if;
+        end if;
+    end process;
+
+    fail_qp0_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if fail_take0 = '1' then
+                fail_qp0 <= s1_qp;
+            end if;
+        end if;
+    end process;
+
+    fail_valid0_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                fail_valid0 <= '0';
+            else
+                fail_valid0 <= fail_take0 or (fail_valid0 and (not (conn_clear and b2l(fail_qp0 = reg_wr_data))));
+            end if;
+        end if;
+    end process;
+
+    fail_qp1_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if fail_take1 = '1' then
+                fail_qp1 <= s1_qp;
+            end if;
+        end if;
+    end process;
+
+    fail_valid1_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                fail_valid1 <= '0';
+            else
+                fail_valid1 <= fail_take1 or (fail_valid1 and (not (conn_clear and b2l(fail_qp1 = reg_wr_data))));
+            end if;
+        end if;
+    end process;
+
+    fail_qp2_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if fail_take2 = '1' then
+                fail_qp2 <= s1_qp;
+            end if;
+        end if;
+    end process;
+
+    fail_valid2_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                fail_valid2 <= '0';
+            else
+                fail_valid2 <= fail_take2 or (fail_valid2 and (not (conn_clear and b2l(fail_qp2 = reg_wr_data))));
+            end if;
+        end if;
+    end process;
+
+    fail_qp3_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if fail_take3 = '1' then
+                fail_qp3 <= s1_qp;
+            end if;
+        end if;
+    end process;
+
+    fail_valid3_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                fail_valid3 <= '0';
+            else
+                fail_valid3 <= fail_take3 or (fail_valid3 and (not (conn_clear and b2l(fail_qp3 = reg_wr_data))));
+            end if;
+        end if;
+    end process;
+
+    fail_qp4_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if fail_take4 = '1' then
+                fail_qp4 <= s1_qp;
+            end if;
+        end if;
+    end process;
+
+    fail_valid4_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                fail_valid4 <= '0';
+            else
+                fail_valid4 <= fail_take4 or (fail_valid4 and (not (conn_clear and b2l(fail_qp4 = reg_wr_data))));
+            end if;
+        end if;
+    end process;
+
+    fail_qp5_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if fail_take5 = '1' then
+                fail_qp5 <= s1_qp;
+            end if;
+        end if;
+    end process;
+
+    fail_valid5_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                fail_valid5 <= '0';
+            else
+                fail_valid5 <= fail_take5 or (fail_valid5 and (not (conn_clear and b2l(fail_qp5 = reg_wr_data))));
+            end if;
+        end if;
+    end process;
+
+    fail_qp6_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if fail_take6 = '1' then
+                fail_qp6 <= s1_qp;
+            end if;
+        end if;
+    end process;
+
+    fail_valid6_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                fail_valid6 <= '0';
+            else
+                fail_valid6 <= fail_take6 or (fail_valid6 and (not (conn_clear and b2l(fail_qp6 = reg_wr_data))));
+            end if;
+        end if;
+    end process;
+
+    fail_qp7_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if fail_take7 = '1' then
+                fail_qp7 <= s1_qp;
+            end if;
+        end if;
+    end process;
+
+    fail_valid7_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                fail_valid7 <= '0';
+            else
+                fail_valid7 <= fail_take7 or (fail_valid7 and (not (conn_clear and b2l(fail_qp7 = reg_wr_data))));
+            end if;
+        end if;
+    end process;
+
+    fail_ptr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                fail_ptr <= "000";
+            elsif fail_record = '1' then
+                fail_ptr <= std_logic_vector(unsigned(fail_ptr) + unsigned'("001"));
             end if;
         end if;
     end process;

@@ -135,6 +135,11 @@ func (a *plModel) command(addr, data uint32) cycle.PlacementCmd {
 	case "STAG_INVALIDATE":
 		f := a.rm.Field(r, "INDEX")
 		return cycle.PlacementCmd{Kind: cycle.CmdInvalidate, Index: data >> f.Lo & f.Mask()}
+	case "CONN_CLEAR":
+		return cycle.PlacementCmd{Kind: cycle.CmdConnClear, QP: data}
+	case "CTRL":
+		f := a.rm.Field(r, "DROP_AFTER_FAIL")
+		return cycle.PlacementCmd{Kind: cycle.CmdControl, DropAfterFail: data>>f.Lo&f.Mask() != 0}
 	case "PBL_COMMIT":
 		page := a.rm.Field("PBL_ADDR_LO", "PAGE")
 		return cycle.PlacementCmd{Kind: cycle.CmdPage, Slot: a.field("PBL_INDEX", "SLOT"),
@@ -197,8 +202,9 @@ type plShadow struct {
 	pages []uint64 // paged: page addresses from slot PBL on
 }
 
-// footprint calls fn with every host byte range the entry maps.
-func (s *plShadow) footprint(fn func(lo, hi uint64)) {
+// footprint calls fn with every host byte range the entry maps, reading
+// the page list as the block holds it (slots are shared and rewritten).
+func (s *plShadow) footprint(pageList []uint64, fn func(lo, hi uint64)) {
 	if !s.Paged {
 		fn(s.Addr, s.Addr+s.Length)
 		return
@@ -207,7 +213,7 @@ func (s *plShadow) footprint(fn func(lo, hi uint64)) {
 	for v < end {
 		pg := v >> gen.PageShift
 		n := min(end, (pg+1)<<gen.PageShift) - v
-		base := s.pages[pg]
+		base := pageList[(uint64(s.PBL)+pg)%uint64(len(pageList))]
 		fn(base+v&(1<<gen.PageShift-1), base+v&(1<<gen.PageShift-1)+n)
 		v += n
 	}
@@ -237,12 +243,16 @@ type plDriver struct {
 	drain     int
 	readyP    [3]int
 
-	table   []plShadow
-	nextPBL uint32
-	used    []uint32   // indexes programmed at least once
-	live    []regWrite // register writes made while traffic flows
-	wiped   bool       // a reset cleared the table this cycle
-	keys    []uint8
+	table    []plShadow
+	nextPBL  uint32
+	used     []uint32   // indexes programmed at least once
+	live     []regWrite // register writes made while traffic flows
+	clears   []plClear  // connections to clear after their Terminate
+	wiped    bool       // a reset cleared the table this cycle
+	liveSent bool       // this cycle's register write is d.live[0]
+	dropOn   bool       // CTRL.DROP_AFTER_FAIL as programmed
+	pageList []uint64   // the page list as programmed
+	keys     []uint8
 
 	cur   plFrame
 	frame []byte
@@ -259,6 +269,13 @@ type plDriver struct {
 	TrafficBeat uint64
 }
 
+// plClear is a connection the driver clears (CONN_CLEAR) from a given cycle
+// on, as a host does once it has torn the failed connection down.
+type plClear struct {
+	at uint64
+	qp uint32
+}
+
 type plFrame struct {
 	len    uint16
 	qp, pd uint32
@@ -271,7 +288,7 @@ func newPlDriver(l Layout, cfg gen.PlacementConfig, seed uint64, mode plMode) *p
 		panic(err) // the model constructor reports the same error first
 	}
 	d := &plDriver{p: p, cfg: cfg, mode: mode, rng: NewRand(seed), resetLeft: 3, readyP: [3]int{256, 256, 256},
-		table: make([]plShadow, cfg.TableDepth), Terms: map[rdmap.Cause]uint64{}, Sent: map[string]uint64{}}
+		table: make([]plShadow, cfg.TableDepth), pageList: make([]uint64, cfg.PBLDepth), Terms: map[rdmap.Cause]uint64{}, Sent: map[string]uint64{}}
 	d.pool = NewPool(d.rng, 1<<17)
 	d.src = NewAXISSource(p.s, d.rng, d.pool, d.nextFrame)
 	return d
@@ -337,6 +354,7 @@ func (d *plDriver) program(index uint32, s plShadow) {
 		d.regs = append(d.regs, regWrite{gen.PlacementRegMap().Reg(name).Offset, uint32(v)})
 	}
 	for i, pg := range s.pages {
+		d.pageList[(int(s.PBL)+i)%len(d.pageList)] = pg &^ (1<<gen.PageShift - 1)
 		w("PBL_INDEX", uint64(s.PBL)+uint64(i))
 		w("PBL_ADDR_LO", pg)
 		w("PBL_ADDR_HI", pg>>32)
@@ -391,6 +409,12 @@ func (d *plDriver) liveCommit() {
 // table the first time, then a few changes (re-registrations with a new
 // key, invalidations, commits to indexes past the table).
 func (d *plDriver) plan(first bool) {
+	// Drop-after-failure is on after every reset and toggled now and then.
+	if first || d.rng.Chance(32) {
+		d.dropOn = first || !d.dropOn
+		d.regs = append(d.regs, regWrite{gen.PlacementRegMap().Reg("CTRL").Offset, uint32(b2u(d.dropOn))})
+		d.Sent[fmt.Sprintf("drop after failure %v", d.dropOn)]++
+	}
 	n := d.cfg.TableDepth
 	if !first {
 		n = 8 + d.rng.IntN(40)
@@ -425,7 +449,7 @@ func (d *plDriver) rebuild() {
 			continue
 		}
 		d.regOK[uint32(i)] = true
-		s.footprint(func(lo, hi uint64) {
+		s.footprint(d.pageList, func(lo, hi uint64) {
 			for pg := lo >> gen.PageShift; pg<<gen.PageShift < hi; pg++ {
 				d.fp[pg] = append(d.fp[pg], [2]uint64{lo, hi})
 			}
@@ -651,18 +675,25 @@ func (d *plDriver) Next(in []uint32) {
 			// and programmed again.
 			d.phase, d.resetLeft = 0, 1+rng.IntN(3)
 			d.src.Abort()
-			d.live, d.wiped = nil, true // the table is forgotten once this cycle's outputs are checked
+			d.live, d.clears, d.wiped = nil, nil, true // the table is forgotten once this cycle's outputs are checked
 			p.rst.Set(in, 1)
 			d.Sent["reset"]++
 			return
 		}
-		if len(d.live) == 0 && !d.mode.saturated && rng.Chance(2) {
+		if len(d.live) == 0 && d.frames > 0 && !d.mode.saturated && rng.Chance(2) {
 			d.liveCommit()
 		}
-		if len(d.live) > 0 && rng.Chance(64) {
+		switch {
+		case len(d.clears) > 0 && d.clears[0].at <= d.cycle:
+			p.regWr.Set(in, 1)
+			p.regAddr.Set(in, uint64(gen.PlacementRegMap().Reg("CONN_CLEAR").Offset))
+			p.regData.Set(in, uint64(d.clears[0].qp))
+			d.clears = d.clears[1:]
+		case len(d.live) > 0 && rng.Chance(64):
 			p.regWr.Set(in, 1)
 			p.regAddr.Set(in, uint64(d.live[0].addr))
 			p.regData.Set(in, uint64(d.live[0].data))
+			d.liveSent = true
 		}
 		d.src.Drive(in)
 		p.uLen.Set(in, uint64(d.cur.len))
@@ -692,6 +723,9 @@ func (d *plDriver) Observe(in, out []uint32) {
 	}
 	if p.tValid.Get(out) != 0 && p.termReady.Get(in) != 0 {
 		d.Terms[rdmap.Cause(p.tCause.Get(out))]++
+		// The host tears the connection down and clears it a little later;
+		// until then its segments are dropped.
+		d.clears = append(d.clears, plClear{at: d.cycle + 20 + uint64(d.rng.IntN(300)), qp: uint32(p.tQP.Get(out))})
 	}
 	if d.wiped {
 		d.table, d.used, d.wiped = make([]plShadow, d.cfg.TableDepth), nil, false
@@ -720,11 +754,13 @@ func (d *plDriver) Observe(in, out []uint32) {
 		if p.s.Valid.Get(in) != 0 && p.s.Ready.Get(out) != 0 {
 			d.TrafficBeat++
 		}
-		if len(d.live) > 0 && p.regWr.Get(in) != 0 {
-			d.live = d.live[1:]
+		if d.liveSent {
+			d.live, d.liveSent = d.live[1:], false
 		}
 		d.src.Observe(in, out)
-		if d.frames <= 0 && d.src.frame == nil && !d.src.holding {
+		// A live commit is finished before the table is reprogrammed: the
+		// staging registers are shared.
+		if d.frames <= 0 && d.src.frame == nil && !d.src.holding && len(d.live) == 0 {
 			d.phase, d.drain = 4, 32
 		}
 	case 4:

@@ -53,6 +53,7 @@ func TestPlacementPropertyCatchesStrayWrites(t *testing.T) {
 		d.table[1] = plShadow{PlacementEntry: cycle.PlacementEntry{Entry: mem.Entry{Valid: true, Length: 100, Access: mem.RemoteWrite}, Addr: 0x1000}}
 		d.table[2] = plShadow{PlacementEntry: cycle.PlacementEntry{Entry: mem.Entry{Valid: true, Length: 4000, Access: mem.LocalWrite}, Paged: true, Addr: 0xF00},
 			pages: []uint64{0x40000, 0x90000}}
+		d.pageList[0], d.pageList[1] = 0x40000, 0x90000
 		d.table[3] = plShadow{PlacementEntry: cycle.PlacementEntry{Entry: mem.Entry{Valid: false, Length: 100, Access: mem.RemoteWrite}, Addr: 0x8000}}
 		d.rebuild()
 		return d

@@ -17,6 +17,11 @@
 // BASE) and ADDR is the offset of BASE in the first page (below 4096). Page
 // addresses are 4 KiB aligned. Slot numbers wrap at the page-list depth.
 //
+// With CTRL.DROP_AFTER_FAIL set, after a segment fails a check every later
+// segment of its connection is dropped without a word (RFC 5041 §7.1) until
+// the host writes the connection to CONN_CLEAR. The engine remembers the last
+// 8 failed connections; a further failure replaces the oldest.
+//
 // After reset the engine clears the valid bit of every entry, one per cycle,
 // and raises init_done; commits and invalidations are ignored until then.
 // Table indexes at or above the table depth are never stored: a commit or
@@ -48,6 +53,8 @@ const (
 	PblAddrLo      = 0x44 // Host address of the page, bits 31:12 (bits 11:0 are ignored).
 	PblAddrHi      = 0x48 // Host address of the page, bits 63:32.
 	PblCommit      = 0x4c // Writes the staged page address at PBL_INDEX (the value written is ignored).
+	ConnClear      = 0x50 // Forgets that the connection written had a failed segment, so its segments are checked again (write it once the connection is torn down or before it is reused).
+	Ctrl           = 0x54 // Engine options (zero after reset).
 )
 
 // Fields of StagIndex.
@@ -102,4 +109,16 @@ const (
 const (
 	PblAddrLoPageShift = 12 // page address bits 31:12
 	PblAddrLoPageMask  = 0xfffff
+)
+
+// Fields of ConnClear.
+const (
+	ConnClearQpShift = 0 // connection id
+	ConnClearQpMask  = 0xffffffff
+)
+
+// Fields of Ctrl.
+const (
+	CtrlDropAfterFailShift = 0 // 1: after a failed segment, drop the connection's later segments silently until CONN_CLEAR (RFC 5041 §7.1)
+	CtrlDropAfterFailMask  = 0x1
 )
