@@ -82,7 +82,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}{rows, sim.CheckedCycles(), sim.Frames()})
 	} else {
 		table(stdout, rows)
-		fmt.Fprintf(stdout, "RTL cycles checked against the golden cycle model: %d (%d FPDUs through Verilated crc32c, every output port compared on every cycle)\n",
+		fmt.Fprintf(stdout, "RTL cycles checked against the golden cycle model: %d (%d FPDUs through the Verilated MPA blocks, every output port compared on every cycle)\n",
 			sim.CheckedCycles(), sim.Frames())
 	}
 	if failed {

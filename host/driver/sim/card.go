@@ -8,35 +8,35 @@
 //
 // # What runs in the RTL today
 //
-// The RTL block available is crc32c_w<W> (hw/rtl, W = 32 to 512, 256 by
-// default). So, exactly:
+// Two RTL blocks from hw/rtl, at a datapath width W of 64 to 512 bits
+// (256 by default):
 //
-//   - transmit: the FPDU (ULPDU_Length, ULPDU, PAD, markers) is framed in
-//     Go by golden/mpa with its CRC field left empty; the whole FPDU then
-//     streams through the RTL block, one W-bit beat per cycle, and the CRC
-//     the RTL computes is what goes on the wire;
+//   - transmit: mpa_tx_w<W> is the whole MPA transmitter. Each ULPDU the
+//     golden engine segments streams into it, one W-bit beat per cycle,
+//     with its context (stream offset, length, markers, CRC); the FPDU it
+//     streams out (ULPDU_Length, ULPDU, PAD, markers, CRC32c) is what goes
+//     on the wire, octet for octet.
 //   - receive: golden/mpa delineates FPDUs and strips markers with its own
 //     CRC check switched off; each FPDU, as received and CRC field
-//     included, streams through the RTL block, and the RTL's residue check
+//     included, streams through crc32c_w<W>, and the RTL's residue check
 //     (m_axis_tuser) alone decides whether the FPDU is good. A bad one
 //     ends the stream with the MPA CRC error (Terminate 2/0/0x02), as the
-//     golden check would.
+//     golden check would. (With CRCs negotiated off there is nothing for
+//     the block to check, and no RTL is on that receive path.)
 //
-// Every cycle of every such run, all output ports of the RTL (s_axis_tready,
-// m_axis_tdata, m_axis_tuser, m_axis_tvalid) are compared with
-// golden/cycle.CRC32C driven by the same inputs; a difference fails the QP
-// with an error wrapping ErrMismatch that names the cycle and the port.
-// Info().CheckedCycles counts the cycles checked. With CRCs negotiated off
-// (ConnParam.NoCRC on both sides) there is nothing for the block to do and
-// no RTL is in that QP's loop. The segmentation, placement and Read logic
-// is the golden engine's until the mpa_tx/mpa_rx and placement RTL land.
+// Every cycle of every run, all output ports of each block are compared
+// with its golden/cycle model (cycle.MPATx, cycle.CRC32C) driven by the
+// same inputs; a difference fails the QP with an error wrapping
+// ErrMismatch that names the block, the cycle and the port.
+// Info().CheckedCycles counts the cycles checked. DDP/RDMAP segmentation,
+// placement and the Read logic are the golden engine's: the placement
+// RTL (placement_w<W>) is not yet wired into this card.
 //
 // The Verilated library is built with make (mk/hw.mk) on first use, so the
 // process must run inside the repository with verilator and g++ installed.
 package sim
 
 import (
-	"encoding/binary"
 	"fmt"
 	"strconv"
 	"sync"
@@ -57,6 +57,7 @@ func init() {
 var (
 	blocksMu sync.Mutex
 	blocks   = map[int]*crcBlock{}
+	txBlocks = map[int]*txBlock{}
 	// Process-wide counts (every sim card of the process).
 	totalCycles, totalFrames atomic.Uint64
 )
@@ -89,14 +90,25 @@ func Open(name, arg string) (*model.Card, error) {
 		}
 		blocks[width] = b
 	}
+	tb := txBlocks[width]
+	if tb == nil {
+		var err error
+		if tb, err = loadTx(width); err != nil {
+			blocksMu.Unlock()
+			return nil, err
+		}
+		txBlocks[width] = tb
+	}
 	blocksMu.Unlock()
 	var checked atomic.Uint64
 	cb := *b // this card's counter, the process-wide one beside it
 	cb.checked = &checked
+	ctb := *tb
+	ctb.checked = &checked
 	c := model.New(name, model.Options{
 		Kind:          "sim",
-		Detail:        fmt.Sprintf("golden/iwarp engine, MPA CRC32c through Verilated crc32c_w%d checked against golden/cycle every cycle", width),
-		Datapath:      func(p mpa.Params) (model.Datapath, error) { return newDatapath(&cb, p) },
+		Detail:        fmt.Sprintf("golden/iwarp engine; MPA transmit in Verilated mpa_tx_w%d, receive CRC in crc32c_w%d, every cycle checked against golden/cycle", width, width),
+		Datapath:      func(p mpa.Params) (model.Datapath, error) { return newDatapath(&cb, &ctb, p) },
 		CheckedCycles: checked.Load,
 	})
 	return c, nil
@@ -104,24 +116,25 @@ func Open(name, arg string) (*model.Card, error) {
 
 // datapath is one QP's MPA layer with the RTL in it.
 type datapath struct {
-	tx, rx *crcEngine
+	txr    *txEngine // the transmitter: mpa_tx
+	rx     *crcEngine
 	framer mpa.Framer
 	defr   *mpa.Deframer
 	raw    []byte // received stream octets from rawOff on, not yet part of a delivered FPDU
 	rawOff uint32
 }
 
-func newDatapath(b *crcBlock, p mpa.Params) (model.Datapath, error) {
-	d := &datapath{framer: p.Framer()}
-	d.framer.CRC = false // the RTL fills the CRC field
+func newDatapath(b *crcBlock, tb *txBlock, p mpa.Params) (model.Datapath, error) {
+	d := &datapath{}
 	d.defr = mpa.NewDeframer(mpa.DeframerConfig{Markers: p.RxMarkers, CRC: false, Rev: p.Rev})
+	f := p.Framer()
+	var err error
+	if d.txr, err = tb.newEngine(f.Offset, f.Markers, f.CRC); err != nil {
+		return model.Datapath{}, err
+	}
 	if p.CRC {
-		var err error
-		if d.tx, err = b.newEngine(); err != nil {
-			return model.Datapath{}, err
-		}
 		if d.rx, err = b.newEngine(); err != nil {
-			d.tx.Close()
+			d.txr.Close()
 			return model.Datapath{}, err
 		}
 	}
@@ -130,27 +143,15 @@ func newDatapath(b *crcBlock, p mpa.Params) (model.Datapath, error) {
 
 // Close frees the QP's RTL instances.
 func (d *datapath) Close() error {
-	if d.tx != nil {
-		d.tx.Close()
+	d.txr.Close()
+	if d.rx != nil {
 		d.rx.Close()
 	}
 	return nil
 }
 
-// AppendFPDU frames ulpdu in Go and takes its CRC from the RTL.
-func (d *datapath) AppendFPDU(dst, ulpdu []byte) ([]byte, error) {
-	start := len(dst)
-	dst, err := d.framer.AppendFPDU(dst, ulpdu)
-	if err != nil || d.tx == nil {
-		return dst, err
-	}
-	crc, _, err := d.tx.CRC(dst[start : len(dst)-mpa.CRCLen])
-	if err != nil {
-		return dst[:start], err
-	}
-	binary.LittleEndian.PutUint32(dst[len(dst)-mpa.CRCLen:], crc)
-	return dst, nil
-}
+// AppendFPDU frames ulpdu in the RTL transmitter.
+func (d *datapath) AppendFPDU(dst, ulpdu []byte) ([]byte, error) { return d.txr.AppendFPDU(dst, ulpdu) }
 
 // Feed delineates FPDUs in Go and checks each one's CRC in the RTL.
 func (d *datapath) Feed(p []byte, fn func(mpa.ULPDU) error) error {

@@ -1,0 +1,223 @@
+package sim
+
+import (
+	"fmt"
+	"math/bits"
+	"sync/atomic"
+
+	"github.com/openiwarp/openiwarp/golden/cycle"
+	"github.com/openiwarp/openiwarp/hw/gen"
+	hwsim "github.com/openiwarp/openiwarp/hw/sim"
+)
+
+// txBlock is the loaded Verilated mpa_tx_w<width>: the whole MPA
+// transmitter (ULPDU_Length, PAD, markers, CRC32c) in RTL.
+type txBlock struct {
+	width   int
+	lib     *hwsim.Lib
+	layout  hwsim.Layout
+	checked *atomic.Uint64
+
+	rst, data, valid, last, off, ulen, markers, crc, mReady hwsim.Port
+	sReady, mData, mKeep, mValid, mLast, mUser              hwsim.Port
+}
+
+func loadTx(width int) (*txBlock, error) {
+	m, err := gen.MPATx(width)
+	if err != nil {
+		return nil, err
+	}
+	path := hwsim.LibPath(m.Name, false)
+	if err := hwsim.Build(path); err != nil {
+		return nil, fmt.Errorf("building the Verilated %s (make, verilator and g++ are needed): %w", m.Name, err)
+	}
+	lib, err := hwsim.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	b := &txBlock{width: width, lib: lib, layout: hwsim.LayoutOf(m)}
+	if lib.InWords != b.layout.InWords || lib.OutWords != b.layout.OutWords {
+		return nil, fmt.Errorf("%w: %s has %d/%d words per cycle, the generator %d/%d: rebuild it",
+			hwsim.ErrLibrary, path, lib.InWords, lib.OutWords, b.layout.InWords, b.layout.OutWords)
+	}
+	for _, p := range []struct {
+		dst  *hwsim.Port
+		name string
+		in   bool
+	}{{&b.rst, "rst", true}, {&b.data, "s_axis_tdata", true}, {&b.valid, "s_axis_tvalid", true},
+		{&b.last, "s_axis_tlast", true}, {&b.off, "s_offset", true}, {&b.ulen, "s_ulpdu_len", true},
+		{&b.markers, "s_markers", true}, {&b.crc, "s_crc", true}, {&b.mReady, "m_axis_tready", true},
+		{&b.sReady, "s_axis_tready", false}, {&b.mData, "m_axis_tdata", false}, {&b.mKeep, "m_axis_tkeep", false},
+		{&b.mValid, "m_axis_tvalid", false}, {&b.mLast, "m_axis_tlast", false}, {&b.mUser, "m_axis_tuser", false}} {
+		if p.in {
+			*p.dst, err = b.layout.In(p.name)
+		} else {
+			*p.dst, err = b.layout.Out(p.name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.Name, err)
+		}
+	}
+	if len(b.layout.Outputs) != 6 {
+		return nil, fmt.Errorf("%s has %d outputs; the sim card checks exactly 6", m.Name, len(b.layout.Outputs))
+	}
+	return b, nil
+}
+
+// txEngine is one QP's transmitter: the RTL instance and its cycle model,
+// with the half connection's framing state.
+type txEngine struct {
+	b       *txBlock
+	inst    *hwsim.Instance
+	model   *cycle.MPATx
+	offset  uint32 // stream offset of the next FPDU from SeqStart
+	markers bool
+	crc     bool
+
+	ins   []cycle.MPATxIn
+	want  []cycle.MPATxOut
+	wdata []byte // the model's output data, lanes per cycle (its Data aliases the model)
+	in    []uint32
+	out   []uint32
+	zero  []byte
+	got   []byte
+	cycle uint64
+	err   error
+}
+
+func (b *txBlock) newEngine(offset uint32, markers, crc bool) (*txEngine, error) {
+	m, err := cycle.NewMPATx(b.width)
+	if err != nil {
+		return nil, err
+	}
+	e := &txEngine{b: b, inst: b.lib.New(), model: m, offset: offset, markers: markers, crc: crc,
+		zero: make([]byte, b.width/8), got: make([]byte, b.width/8)}
+	e.ins, e.want, e.wdata = e.ins[:0], e.want[:0], e.wdata[:0]
+	for range 2 {
+		e.step(cycle.MPATxIn{Reset: true, Data: e.zero, MReady: true})
+	}
+	if err := e.check(); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close frees the Verilated instance.
+func (e *txEngine) Close() error { e.inst.Close(); return nil }
+
+// step runs the model one cycle and records its inputs and outputs.
+func (e *txEngine) step(in cycle.MPATxIn) cycle.MPATxOut {
+	o := e.model.Step(in)
+	e.ins = append(e.ins, in)
+	lanes := e.b.width / 8
+	d := o.Data[:min(len(o.Data), lanes)]
+	e.wdata = append(e.wdata, d...)
+	e.wdata = append(e.wdata, e.zero[:lanes-len(d)]...)
+	o.Data = nil
+	e.want = append(e.want, o)
+	return o
+}
+
+// check runs the recorded inputs through the RTL and compares every
+// output of every cycle with the model's.
+func (e *txEngine) check() error {
+	b, lanes := e.b, e.b.width/8
+	iw, ow := b.layout.InWords, b.layout.OutWords
+	n := len(e.ins)
+	if cap(e.in) < n*iw {
+		e.in, e.out = make([]uint32, n*iw), make([]uint32, n*ow)
+	}
+	e.in, e.out = e.in[:n*iw], e.out[:n*ow]
+	clear(e.in)
+	for c, x := range e.ins {
+		v := e.in[c*iw : (c+1)*iw]
+		b.rst.Set(v, b2u(x.Reset))
+		b.data.SetBytes(v, x.Data)
+		b.valid.Set(v, b2u(x.Valid))
+		b.last.Set(v, b2u(x.Last))
+		b.off.Set(v, uint64(x.Ctx.Offset))
+		b.ulen.Set(v, uint64(x.Ctx.Len))
+		b.markers.Set(v, b2u(x.Ctx.Markers))
+		b.crc.Set(v, b2u(x.Ctx.CRC))
+		b.mReady.Set(v, b2u(x.MReady))
+	}
+	if err := e.inst.Run(e.in, e.out); err != nil {
+		return err
+	}
+	for c, w := range e.want {
+		got := e.out[c*ow : (c+1)*ow]
+		for _, cmp := range []struct {
+			p    hwsim.Port
+			want uint64
+		}{{b.sReady, b2u(w.SReady)}, {b.mValid, b2u(w.Valid)}, {b.mKeep, w.Keep}, {b.mLast, b2u(w.Last)}, {b.mUser, uint64(w.User)}} {
+			if g := cmp.p.Get(got); g != cmp.want {
+				return e.mismatch(c, cmp.p.Name, fmt.Sprintf("%#x", cmp.want), fmt.Sprintf("%#x", g))
+			}
+		}
+		b.mData.Bytes(got, e.got)
+		if wd := e.wdata[c*lanes : (c+1)*lanes]; string(wd) != string(e.got) {
+			return e.mismatch(c, b.mData.Name, fmt.Sprintf("%x", wd), fmt.Sprintf("%x", e.got))
+		}
+	}
+	e.cycle += uint64(n)
+	b.checked.Add(uint64(n))
+	totalCycles.Add(uint64(n))
+	return nil
+}
+
+func (e *txEngine) mismatch(c int, port, want, got string) error {
+	e.err = fmt.Errorf("%w: mpa_tx_w%d cycle %d: port %s: expected %s, got %s", ErrMismatch, e.b.width, e.cycle+uint64(c), port, want, got)
+	return e.err
+}
+
+// AppendFPDU streams ulpdu through the RTL transmitter and appends the
+// FPDU it produced (every cycle checked against the model).
+func (e *txEngine) AppendFPDU(dst, ulpdu []byte) ([]byte, error) {
+	if e.err != nil {
+		return dst, e.err
+	}
+	lanes := e.b.width / 8
+	if len(ulpdu) == 0 || len(ulpdu) > 0xffff {
+		return dst, fmt.Errorf("sim: mpa_tx cannot frame a ULPDU of %d octets", len(ulpdu))
+	}
+	ctx := cycle.MPATxCtx{Offset: e.offset, Len: len(ulpdu), Markers: e.markers, CRC: e.crc}
+	e.ins, e.want, e.wdata = e.ins[:0], e.want[:0], e.wdata[:0]
+	beats := (len(ulpdu) + lanes - 1) / lanes
+	next, done := 0, false
+	var user uint32
+	var beat []byte
+	for limit := 8*beats + 64; !done; limit-- {
+		if limit == 0 {
+			return dst, fmt.Errorf("sim: mpa_tx model produced no end of FPDU for a %d-octet ULPDU", len(ulpdu))
+		}
+		in := cycle.MPATxIn{Data: e.zero, Ctx: ctx, MReady: true}
+		if next < beats {
+			lo := next * lanes
+			in.Data, in.Valid, in.Last = ulpdu[lo:min(lo+lanes, len(ulpdu))], true, next == beats-1
+			if len(in.Data) < lanes { // the short last beat, padded with zero lanes
+				beat = append(append(beat[:0], in.Data...), e.zero[:lanes-len(in.Data)]...)
+				in.Data = beat
+			}
+		}
+		o := e.step(in)
+		if in.Valid && o.SReady {
+			next++
+		}
+		if o.Valid && o.Last {
+			done, user = true, o.User
+		}
+	}
+	if err := e.check(); err != nil {
+		return dst, err
+	}
+	for c, w := range e.want {
+		if w.Valid {
+			k := bits.TrailingZeros64(^w.Keep)
+			dst = append(dst, e.wdata[c*lanes:c*lanes+min(k, lanes)]...)
+		}
+	}
+	e.offset = user
+	totalFrames.Add(1)
+	return dst, nil
+}
