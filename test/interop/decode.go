@@ -156,10 +156,15 @@ func (d *Decoded) Summary() string {
 
 // Expect is what a scenario's capture must show.
 type Expect struct {
-	Rev     int            // MPA revision of every startup frame (0: don't check)
-	CRC     bool           // CRCs on: every FPDU's CRC non-zero and correct; off: all zero
-	Reject  bool           // the Reply has R=1 and no FPDU follows
-	Markers bool           // the Request asked for markers
+	Rev     int  // MPA revision of every startup frame (0: don't check)
+	CRC     bool // CRCs on: every FPDU's CRC non-zero and correct; off: all zero
+	Reject  bool // the Reply has R=1 and no FPDU follows
+	Markers bool // the Request asked for markers
+	// ReplyRev is the Reply's revision when it differs from the Request's.
+	ReplyRev int
+	// NoFPDUs: the startup frames cross but the Initiator gives up, so no
+	// FPDU follows (e.g. siw refusing a Reply below Rev 2).
+	NoFPDUs bool
 	MinOps  map[string]int // at least this many of each RDMAP opcode
 }
 
@@ -170,8 +175,12 @@ func (d *Decoded) Check(e Expect) error {
 		errs = append(errs, fmt.Sprintf("want an MPA Request and Reply, saw %d and %d", d.Requests, d.Replies))
 	}
 	for i, r := range d.Revs {
-		if e.Rev != 0 && r != e.Rev {
-			errs = append(errs, fmt.Sprintf("startup frame %d has Rev %d, want %d", i, r, e.Rev))
+		want := e.Rev
+		if i > 0 && e.ReplyRev != 0 {
+			want = e.ReplyRev
+		}
+		if want != 0 && r != want {
+			errs = append(errs, fmt.Sprintf("startup frame %d has Rev %d, want %d", i, r, want))
 		}
 	}
 	if len(d.MarkerFlags) > 0 && d.MarkerFlags[0] != e.Markers {
@@ -186,10 +195,10 @@ func (d *Decoded) Check(e Expect) error {
 	if rejected != e.Reject {
 		errs = append(errs, fmt.Sprintf("Reply R=%v, want %v", rejected, e.Reject))
 	}
-	if e.Reject && d.FPDUs > 0 {
-		errs = append(errs, fmt.Sprintf("%d FPDUs after a rejected startup", d.FPDUs))
+	if (e.Reject || e.NoFPDUs) && d.FPDUs > 0 {
+		errs = append(errs, fmt.Sprintf("%d FPDUs after a refused startup", d.FPDUs))
 	}
-	if !e.Reject {
+	if !e.Reject && !e.NoFPDUs {
 		if e.CRC && (d.Unchecked > 0 || d.CRCBad > 0 || d.Checked == 0) {
 			errs = append(errs, fmt.Sprintf("CRC on: %d FPDUs checked, %d bad, %d without CRC", d.Checked, d.CRCBad, d.Unchecked))
 		}

@@ -91,3 +91,16 @@ func TestIwdumpAgreesWithTshark(t *testing.T) {
 		require.Equal(t, ts.String(), own.String(), f)
 	}
 }
+
+// siw as Initiator gives up on a Rev 1 Reply: Request Rev 2, Reply Rev 1,
+// no FPDU. Both decoders see it so.
+func TestDecodeRefusedRev1Reply(t *testing.T) {
+	for _, dec := range []func(context.Context, string) (*Decoded, error){DecodeTshark, DecodeIwdump} {
+		d, err := dec(context.Background(), "testdata/siw-refuses-rev1-reply.pcap")
+		require.NoError(t, err)
+		require.Equal(t, []int{2, 1}, d.Revs)
+		require.NoError(t, d.Check(Expect{Rev: 2, ReplyRev: 1, NoFPDUs: true}))
+		require.Error(t, d.Check(Expect{Rev: 2, NoFPDUs: true}), "the Reply is Rev 1")
+		require.Error(t, d.Check(Expect{Rev: 2, ReplyRev: 1, MinOps: map[string]int{"Send": 1}}), "no ping data crossed")
+	}
+}

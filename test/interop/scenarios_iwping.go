@@ -194,6 +194,43 @@ func verifyRTL(oursIsServer bool) func(server, client Output) error {
 	}
 }
 
+// siwRefusesRev1Reply: iwping -s answers at most Rev 1; siw as Initiator
+// accepts only a Rev 2 Reply, so rping -c must fail and no FPDU may follow.
+func siwRefusesRev1Reply(ctx context.Context, h *Harness, a *Attempt) error {
+	bin, err := h.IwpingBinary(ctx)
+	if err != nil {
+		return err
+	}
+	vm, err := h.Guest(ctx, GuestA)
+	if err != nil {
+		return err
+	}
+	port := fmt.Sprint(a.Port)
+	srv, err := h.StartHost(ctx, bin, "-s", "-a", HostAddr, "-p", port, "-rev", "1", "-json", "-timeout", iwpingTimeout)
+	if err != nil {
+		return err
+	}
+	if err := h.WaitListenNS(ctx, srv, a.Port); err != nil {
+		srv.Kill()
+		return err
+	}
+	res, err := RunSides(ctx, timeoutOf(ctx), gracePeriod,
+		srv.Side("host iwping -s -rev 1 (openiwarp)"),
+		GuestSide("guest rping -c (siw)", vm, withPort(rpingClient, port)...))
+	cli := res[1]
+	if cli.State != "failed" && cli.State != "disconnected" {
+		return fmt.Errorf("interop: rping -c should fail on a Rev 1 Reply, it ended %q (%v):\n%s", cli.State, err, cli.Output)
+	}
+	if res[0].State == "stalled" {
+		return fmt.Errorf("interop: iwping -s stalled after siw gave up: %v", err)
+	}
+	if strings.Contains(cli.Output.Stdout, "ping data") {
+		return fmt.Errorf("interop: rping -c exchanged data over a Rev 1 connection:\n%s", cli.Output)
+	}
+	fmt.Fprintf(a.Log, "siw's rping -c on a Rev 1 Reply: %s", lastLines(cli.Output.Stderr, 2))
+	return nil
+}
+
 // The librdmacm example pair against iwping -example, both ways.
 var (
 	iwpingExampleClient = hostClient([]string{"rdma_server", "-p", "PORT"},
@@ -224,6 +261,8 @@ func iwpingScenarios() []*Scenario {
 			Guests: stock, Expect: Expect{Rev: 2, MinOps: map[string]int{"Send": 2}}, Run: iwpingExampleClient, Note: firstDelayNote},
 		{Name: "iwping-example-server", Roles: "rdma_client (siw guest) → iwping -s -example (host)", MPA: "Rev 2", Card: "model",
 			Guests: stock, Expect: Expect{Rev: 2, MinOps: map[string]int{"Send": 2}}, Run: iwpingExampleServer},
+		{Name: "siw-client-iwping-rev1-server-refused", Roles: "rping -c (siw guest) → iwping -s -rev 1 (host): siw refuses the Rev 1 Reply", MPA: "Rev 2 → 1", Card: "model",
+			Guests: stock, Expect: Expect{Rev: 2, ReplyRev: 1, NoFPDUs: true}, Run: siwRefusesRev1Reply},
 		{Name: "iwping-sim-client-siw-server-crc", Roles: "iwping -c -crc -card sim (host, RTL in the loop) → rping -s (CRC-requiring siw)", CRC: true, MPA: "Rev 2", Card: "sim",
 			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Run: iwpingSimClientToSiw, Note: firstDelayNote},
 		{Name: "siw-client-iwping-sim-server-crc", Roles: "rping -c (CRC-requiring siw) → iwping -s -crc -card sim (host, RTL in the loop)", CRC: true, MPA: "Rev 2", Card: "sim",
