@@ -54,31 +54,37 @@ func hostClient(guestServer []string, clientArgs []string, verify func(server, c
 // guestClient (argv) on guest A, and verifies both outputs.
 func guestClient(serverArgs []string, guestClient []string, verify func(server, client Output) error) func(ctx context.Context, h *Harness, a *Attempt) error {
 	return func(ctx context.Context, h *Harness, a *Attempt) error {
-		bin, err := h.IwpingBinary(ctx)
-		if err != nil {
-			return err
-		}
-		vm, err := h.Guest(ctx, GuestA)
-		if err != nil {
-			return err
-		}
-		port := fmt.Sprint(a.Port)
-		srv, err := h.StartHost(ctx, bin, append([]string{"-s", "-a", HostAddr, "-p", port}, serverArgs...)...)
-		if err != nil {
-			return err
-		}
-		if err := h.WaitListenNS(ctx, srv, a.Port); err != nil {
-			srv.Kill()
-			return err
-		}
-		res, err := RunSides(ctx, timeoutOf(ctx), gracePeriod,
-			srv.Side("host iwping server (openiwarp)"),
-			GuestSide("guest "+guestClient[0]+" (siw)", vm, withPort(guestClient, port)...))
+		res, err := runGuestClient(ctx, h, a, serverArgs, guestClient)
 		if err != nil {
 			return err
 		}
 		return verify(res[0].Output, res[1].Output)
 	}
+}
+
+// runGuestClient starts iwping -s with serverArgs in the namespace, waits
+// until it listens, and runs guestClient (argv) on guest A against it.
+func runGuestClient(ctx context.Context, h *Harness, a *Attempt, serverArgs, guestClient []string) ([]SideResult, error) {
+	bin, err := h.IwpingBinary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	vm, err := h.Guest(ctx, GuestA)
+	if err != nil {
+		return nil, err
+	}
+	port := fmt.Sprint(a.Port)
+	srv, err := h.StartHost(ctx, bin, append([]string{"-s", "-a", HostAddr, "-p", port}, serverArgs...)...)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.WaitListenNS(ctx, srv, a.Port); err != nil {
+		srv.Kill()
+		return nil, err
+	}
+	return RunSides(ctx, timeoutOf(ctx), gracePeriod,
+		srv.Side("host iwping server (openiwarp)"),
+		GuestSide("guest "+guestClient[0]+" (siw)", vm, withPort(guestClient, port)...))
 }
 
 // withPort replaces the "PORT" placeholder in argv.
@@ -197,26 +203,10 @@ func verifyRTL(oursIsServer bool) func(server, client Output) error {
 // siwRefusesRev1Reply: iwping -s answers at most Rev 1; siw as Initiator
 // accepts only a Rev 2 Reply, so rping -c must fail and no FPDU may follow.
 func siwRefusesRev1Reply(ctx context.Context, h *Harness, a *Attempt) error {
-	bin, err := h.IwpingBinary(ctx)
-	if err != nil {
+	res, err := runGuestClient(ctx, h, a, []string{"-rev", "1", "-json", "-timeout", iwpingTimeout}, rpingClient)
+	if res == nil {
 		return err
 	}
-	vm, err := h.Guest(ctx, GuestA)
-	if err != nil {
-		return err
-	}
-	port := fmt.Sprint(a.Port)
-	srv, err := h.StartHost(ctx, bin, "-s", "-a", HostAddr, "-p", port, "-rev", "1", "-json", "-timeout", iwpingTimeout)
-	if err != nil {
-		return err
-	}
-	if err := h.WaitListenNS(ctx, srv, a.Port); err != nil {
-		srv.Kill()
-		return err
-	}
-	res, err := RunSides(ctx, timeoutOf(ctx), gracePeriod,
-		srv.Side("host iwping -s -rev 1 (openiwarp)"),
-		GuestSide("guest rping -c (siw)", vm, withPort(rpingClient, port)...))
 	cli := res[1]
 	if cli.State != "failed" && cli.State != "disconnected" {
 		return fmt.Errorf("interop: rping -c should fail on a Rev 1 Reply, it ended %q (%v):\n%s", cli.State, err, cli.Output)
