@@ -208,16 +208,10 @@ func (ep *Endpoint) segments(total uint64, hdrLen int, hdr func(dst []byte, off 
 		}
 		n := min(maxPay, total-off)
 		last := off+n == total
-		ulp := hdr(ep.ulp[:0], off, last)
-		ulp, err := src(ulp, off, int(n))
-		if err != nil {
-			return err
-		}
-		if ep.wbuf, err = ep.framer.AppendFPDU(ep.wbuf, ulp); err != nil {
+		if err := ep.appendSegment(off, int(n), last, hdr, src); err != nil {
 			return err
 		}
 		ep.txPending.Store(true)
-		ep.ulp = ulp
 		off += n
 		if len(ep.wbuf) >= flushAt || ep.cfg.AlignFPDUs {
 			if _, err := ep.conn.Write(ep.wbuf); err != nil {
@@ -230,6 +224,33 @@ func (ep *Endpoint) segments(total uint64, hdrLen int, hdr func(dst []byte, off 
 			return nil
 		}
 	}
+}
+
+// inPlaceFramer frames a ULPDU already written after a length slot in the
+// write buffer (mpa.Framer does), which saves copying every segment once.
+type inPlaceFramer interface {
+	FrameInPlace(dst []byte, start int) ([]byte, error)
+}
+
+// appendSegment appends the FPDU of the segment at offset off to wbuf.
+func (ep *Endpoint) appendSegment(off uint64, n int, last bool, hdr func(dst []byte, off uint64, last bool) []byte,
+	src func(dst []byte, off uint64, n int) ([]byte, error)) error {
+	if f, ok := ep.framer.(inPlaceFramer); ok {
+		start := len(ep.wbuf)
+		buf, err := src(hdr(append(ep.wbuf, 0, 0), off, last), off, n)
+		if err != nil {
+			return err // ep.wbuf still ends at start
+		}
+		ep.wbuf, err = f.FrameInPlace(buf, start)
+		return err
+	}
+	ulp, err := src(hdr(ep.ulp[:0], off, last), off, n)
+	if err != nil {
+		return err
+	}
+	ep.ulp = ulp
+	ep.wbuf, err = ep.framer.AppendFPDU(ep.wbuf, ulp)
+	return err
 }
 
 // errAborted stops a message whose stream has failed mid-way.

@@ -143,3 +143,75 @@ func (c *txCursor) write(b []byte) {
 		b = b[n:]
 	}
 }
+
+// FrameInPlace frames a ULPDU that the caller has already written into dst,
+// saving the copy AppendFPDU makes: dst[start:start+HeaderLen] is a slot for
+// ULPDU_Length (its contents are ignored) and dst[start+HeaderLen:] is the
+// ULPDU. FrameInPlace fills the length, inserts the markers that fall inside
+// the FPDU (moving the ULPDU up when they do), appends PAD and CRC, and
+// advances f.Offset. The result is the same octets AppendFPDU produces.
+func (f *Framer) FrameInPlace(dst []byte, start int) ([]byte, error) {
+	n := len(dst) - start - HeaderLen
+	if start < 0 || n <= 0 || n > MaxULPDULength {
+		return dst, newError(KindLength, uint64(f.Offset), nil,
+			"cannot frame a ULPDU of %d octets (MPA carries 1 to %d)", max(n, 0), MaxULPDULength)
+	}
+	binary.BigEndian.PutUint16(dst[start:], uint16(n))
+	dst = append(dst, zeroPad[:PadLen(n)]...)
+	if f.Markers {
+		dst = f.insertMarkers(dst, start)
+	}
+	var crc uint32
+	if f.CRC {
+		crc = crc32.Checksum(dst[start:], castagnoli)
+	}
+	dst = binary.LittleEndian.AppendUint32(dst, crc)
+	f.Offset += uint32(len(dst) - start)
+	return dst, nil
+}
+
+// insertMarkers spreads the body dst[start:] (header, ULPDU, PAD) over the
+// wire layout with its markers, from the last chunk back so that every move
+// goes to a higher address (copy is a memmove).
+func (f *Framer) insertMarkers(dst []byte, start int) []byte {
+	body := len(dst) - start
+	wire := FPDUWireLen(f.Offset, true, body-HeaderLen-PadLen(body-HeaderLen)) - CRCLen
+	if wire == body {
+		return dst
+	}
+	dst = slices.Grow(dst, wire-body)[:start+wire]
+	// Walk the wire layout forward to find each chunk's source and target.
+	type chunk struct{ from, to, n int }
+	var chunks [MaxULPDULength/(MarkerPeriod-MarkerLen) + 3]chunk
+	var markerAt [len(chunks) + 1]int
+	k, m := 0, 0
+	off, src, w := f.Offset, 0, 0
+	for src < body || off%MarkerPeriod == 0 && w < wire {
+		if off%MarkerPeriod == 0 {
+			markerAt[m] = w
+			m++
+			off, w = off+MarkerLen, w+MarkerLen
+			continue
+		}
+		n := min(body-src, MarkerPeriod-int(off%MarkerPeriod))
+		chunks[k] = chunk{src, w, n}
+		k++
+		src, w, off = src+n, w+n, off+uint32(n)
+	}
+	for i := k - 1; i >= 0; i-- {
+		c := chunks[i]
+		copy(dst[start+c.to:start+c.to+c.n], dst[start+c.from:start+c.from+c.n])
+	}
+	hdr := 0 // wire position of ULPDU_Length: after a leading marker
+	if m > 0 && markerAt[0] == 0 {
+		hdr = MarkerLen
+	}
+	for _, at := range markerAt[:m] {
+		ptr := 0
+		if at > 0 {
+			ptr = at - hdr
+		}
+		binary.BigEndian.PutUint32(dst[start+at:], uint32(ptr))
+	}
+	return dst
+}
