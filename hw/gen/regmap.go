@@ -190,27 +190,80 @@ func WriteRegMapMarkdown(w io.Writer, m *RegMap) error {
 	return err
 }
 
+// WriteRegMapVerilog writes a Verilog include file of localparams: each
+// register's byte offset (<MAP>_<REG>), and each field's least significant
+// bit and width (<MAP>_<REG>_<FIELD>_LSB / _W), for RTL written by hand
+// around the block (a board top, a register bridge).
+func WriteRegMapVerilog(w io.Writer, m *RegMap) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	var b strings.Builder
+	up := strings.ToUpper(m.Name)
+	fmt.Fprintf(&b, "// Register map of %s (docs/regmap.md).\n// %s\n\n", m.Name, Generated)
+	fmt.Fprintf(&b, "`ifndef REGMAP_%s_VH\n`define REGMAP_%s_VH\n\n", up, up)
+	for _, r := range m.Regs {
+		fmt.Fprintf(&b, "localparam [%d:0] %s_%s = %d'h%02x; // %s\n", m.AddrBits-1, up, r.Name, m.AddrBits, r.Offset, firstSentence(r.Doc))
+		for _, f := range r.Fields {
+			fmt.Fprintf(&b, "localparam integer %s_%s_%s_LSB = %d;\n", up, r.Name, f.Name, f.Lo)
+			fmt.Fprintf(&b, "localparam integer %s_%s_%s_W = %d;\n", up, r.Name, f.Name, f.Width)
+		}
+	}
+	b.WriteString("\n`endif\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteRegMapVHDL writes the same constants as a VHDL-2008 package,
+// regmap_<map>_pkg.
+func WriteRegMapVHDL(w io.Writer, m *RegMap) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	var b strings.Builder
+	up := strings.ToUpper(m.Name)
+	fmt.Fprintf(&b, "-- Register map of %s (docs/regmap.md).\n-- %s\n\n", m.Name, Generated)
+	fmt.Fprintf(&b, "library ieee;\nuse ieee.std_logic_1164.all;\n\npackage regmap_%s_pkg is\n", m.Name)
+	for _, r := range m.Regs {
+		fmt.Fprintf(&b, "    constant %s_%s : std_logic_vector(%d downto 0) := x\"%02x\"; -- %s\n", up, r.Name, m.AddrBits-1, r.Offset, firstSentence(r.Doc))
+		for _, f := range r.Fields {
+			fmt.Fprintf(&b, "    constant %s_%s_%s_LSB : natural := %d;\n", up, r.Name, f.Name, f.Lo)
+			fmt.Fprintf(&b, "    constant %s_%s_%s_W : natural := %d;\n", up, r.Name, f.Name, f.Width)
+		}
+	}
+	fmt.Fprintf(&b, "end package regmap_%s_pkg;\n", m.Name)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 // GenFile is one generated file at a path relative to the repository root.
 type GenFile struct {
 	Path string
 	Data []byte
 }
 
-// RegMapFiles renders the register maps for the host side: the Markdown
-// reference (docs/regmap.md) and the driver's Go constants
-// (host/driver/regs/regs.go). The RTL decoders are built from the same maps
-// by the block generators.
+// RegMapFiles renders the register maps: the Markdown reference
+// (docs/regmap.md), the driver's Go constants (host/driver/regs/regs.go),
+// and Verilog and VHDL constants for hand-written RTL around the blocks
+// (hw/rtl/regmap_*.vh, hw/rtl/regmap_*_pkg.vhd). The blocks' own decoders
+// are built from the same maps by their generators.
 func RegMapFiles() ([]GenFile, error) {
 	rm := PlacementRegMap()
-	var md, goSrc strings.Builder
-	if err := WriteRegMapMarkdown(&md, rm); err != nil {
-		return nil, err
-	}
-	if err := WriteRegMapGo(&goSrc, rm, "regs"); err != nil {
-		return nil, err
+	var md, goSrc, vh, vhd strings.Builder
+	for _, f := range []func() error{
+		func() error { return WriteRegMapMarkdown(&md, rm) },
+		func() error { return WriteRegMapGo(&goSrc, rm, "regs") },
+		func() error { return WriteRegMapVerilog(&vh, rm) },
+		func() error { return WriteRegMapVHDL(&vhd, rm) },
+	} {
+		if err := f(); err != nil {
+			return nil, err
+		}
 	}
 	return []GenFile{
 		{Path: "docs/regmap.md", Data: []byte(md.String())},
 		{Path: "host/driver/regs/regs.go", Data: []byte(goSrc.String())},
+		{Path: "hw/rtl/regmap_placement.vh", Data: []byte(vh.String())},
+		{Path: "hw/rtl/regmap_placement_pkg.vhd", Data: []byte(vhd.String())},
 	}, nil
 }

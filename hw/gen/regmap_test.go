@@ -2,6 +2,7 @@ package gen
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ import (
 func TestRegMapFilesUpToDate(t *testing.T) {
 	files, err := RegMapFiles()
 	require.NoError(t, err)
-	require.Len(t, files, 2)
+	require.Len(t, files, 4)
 	for _, f := range files {
 		old, err := os.ReadFile(filepath.Join("..", "..", f.Path))
 		require.NoError(t, err, "%s missing: run `make hw-gen`", f.Path)
@@ -60,4 +61,26 @@ func TestRegMapValidateRejects(t *testing.T) {
 		assert.Error(t, WriteRegMapGo(&b, rm, "x"), name)
 		assert.Error(t, WriteRegMapMarkdown(&b, rm), name)
 	}
+}
+
+// The RTL constants are legal Verilog and VHDL: Verilator lints a module
+// that includes them, GHDL analyses the package.
+func TestRegMapRTLConstants(t *testing.T) {
+	dir := t.TempDir()
+	var vh, vhd strings.Builder
+	rm := PlacementRegMap()
+	require.NoError(t, WriteRegMapVerilog(&vh, rm))
+	require.NoError(t, WriteRegMapVHDL(&vhd, rm))
+	assert.Contains(t, vh.String(), "localparam [7:0] PLACEMENT_STAG_COMMIT = 8'h2c;")
+	assert.Contains(t, vh.String(), "localparam integer PLACEMENT_STAG_CTRL_VALID_LSB = 31;")
+	assert.Contains(t, vhd.String(), `constant PLACEMENT_STAG_COMMIT : std_logic_vector(7 downto 0) := x"2c";`)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "regmap_placement.vh"), []byte(vh.String()), 0o644))
+	top := "`default_nettype none\nmodule t (input wire [7:0] a, output wire y);\n`include \"regmap_placement.vh\"\n" +
+		"    assign y = (a == PLACEMENT_STAG_COMMIT) && (PLACEMENT_STAG_CTRL_KEY_W == 8);\nendmodule\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "t.v"), []byte(top), 0o644))
+	out, err := exec.Command("verilator", "--lint-only", "-Wall", "-Wno-UNUSEDPARAM", "-I"+dir, filepath.Join(dir, "t.v")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "pkg.vhd"), []byte(vhd.String()), 0o644))
+	out, err = exec.Command("ghdl", "-a", "--std=08", "--workdir="+dir, filepath.Join(dir, "pkg.vhd")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
 }
