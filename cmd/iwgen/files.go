@@ -45,12 +45,15 @@ func Files(rtl, ports string) ([]File, error) {
 			files = append(files, File{Path: out.path, Data: b.Bytes()})
 		}
 	}
-	if RegMapRoot != "" {
-		rms, err := gen.RegMapFiles()
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range rms {
+	rms, err := gen.RegMapFiles()
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range rms {
+		switch {
+		case filepath.Dir(f.Path) == "hw/rtl": // register-map RTL constants live with the RTL
+			files = append(files, File{Path: filepath.Join(rtl, filepath.Base(f.Path)), Data: f.Data})
+		case RegMapRoot != "":
 			files = append(files, File{Path: filepath.Join(RegMapRoot, f.Path), Data: f.Data})
 		}
 	}
