@@ -152,26 +152,41 @@ func WaitListen(ctx context.Context, vm *guest.VM, port int) error {
 }
 
 // GuestSide runs argv in the guest as a scenario side.
-func GuestSide(name string, vm *guest.VM, argv ...string) Side {
+func GuestSide(a *Attempt, name string, vm *guest.VM, argv ...string) Side {
 	return Side{Name: name, Run: func(ctx context.Context) (Output, error) {
 		p, err := vm.Start(argv, guest.StartOptions{})
 		if err != nil {
 			return Output{}, err
 		}
-		return waitGuest(ctx, p)
+		return waitGuest(ctx, a, name, p)
 	}}
 }
 
 // StartedGuestSide waits for an already started guest program as a side.
-func StartedGuestSide(name string, p *guest.Proc) Side {
+func StartedGuestSide(a *Attempt, name string, p *guest.Proc) Side {
 	return Side{Name: name, Run: func(ctx context.Context) (Output, error) {
-		return waitGuest(ctx, p)
+		return waitGuest(ctx, a, name, p)
 	}}
 }
 
-func waitGuest(ctx context.Context, p *guest.Proc) (Output, error) {
+func waitGuest(ctx context.Context, a *Attempt, name string, p *guest.Proc) (Output, error) {
 	res, err := p.Wait(ctx)
-	return Output{Stdout: string(res.Stdout), Stderr: string(res.Stderr)}, err
+	out := Output{Stdout: string(res.Stdout), Stderr: string(res.Stderr)}
+	if err != nil && p.Argv[0] == "rping" && rpingTeardownRace(out) {
+		a.Notef("%s exited %d at teardown (rping's cm_thread race: %q); its data was verified", name, res.Code, lastLines(out.Stderr, 1))
+		err = nil
+	}
+	return out, err
+}
+
+// rpingTeardownRace recognises rdma-core 44 rping's exit race: after the
+// DISCONNECTED event, its CM thread polls the event channel the main thread
+// has just destroyed and exits with status 255 ("rdma_get_cm_event: Bad
+// file descriptor"), whatever the run's result. The caller still checks
+// every cycle's data.
+func rpingTeardownRace(out Output) bool {
+	return strings.Contains(out.Stderr, "DISCONNECT EVENT") &&
+		strings.HasSuffix(strings.TrimSpace(out.Stderr), "rdma_get_cm_event: Bad file descriptor")
 }
 
 // HostSide runs a program inside the harness namespace as a scenario side.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -36,6 +37,24 @@ type Attempt struct {
 	Dir  string
 	Port int
 	Log  io.Writer
+
+	mu    sync.Mutex
+	notes []string
+}
+
+// Notef records something the matrix should show about this attempt (a
+// tolerated peer defect, for instance).
+func (a *Attempt) Notef(format string, args ...any) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.notes = append(a.notes, fmt.Sprintf(format, args...))
+	fmt.Fprintf(a.Log, "note: %s\n", a.notes[len(a.notes)-1])
+}
+
+func (a *Attempt) notesText() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return strings.Join(a.notes, "; ")
 }
 
 // Result is a scenario's outcome, as the matrix shows it.
@@ -67,10 +86,10 @@ func (h *Harness) Run(ctx context.Context, s *Scenario, tag string) Result {
 		return res
 	}
 	var err error
-	detail := ""
+	detail, notes := "", ""
 	for attempt := 1; attempt <= 2; attempt++ {
 		var dec *Decoded
-		dec, err = h.attempt(ctx, s, dir)
+		dec, notes, err = h.attempt(ctx, s, dir)
 		if dec != nil {
 			res.Decoded, res.Iwdump, detail = dec.Summary(), dec.Iwdump, dec.String()
 		}
@@ -105,6 +124,7 @@ func (h *Harness) Run(ctx context.Context, s *Scenario, tag string) Result {
 	} else {
 		res.Status = "pass"
 	}
+	res.Detail = strings.TrimSpace(res.Detail + " " + notes)
 	if res.Retries > 0 {
 		res.Detail = strings.TrimSpace(res.Detail + fmt.Sprintf(" (retried %d× after the known siw first-Send stall)", res.Retries))
 	}
@@ -114,7 +134,14 @@ func (h *Harness) Run(ctx context.Context, s *Scenario, tag string) Result {
 	return res
 }
 
-func (h *Harness) attempt(ctx context.Context, s *Scenario, dir string) (*Decoded, error) {
+func (h *Harness) attempt(ctx context.Context, s *Scenario, dir string) (*Decoded, string, error) {
+	a := &Attempt{Dir: dir, Log: h.Log}
+	dec, err := h.runAttempt(ctx, s, a)
+	return dec, a.notesText(), err
+}
+
+func (h *Harness) runAttempt(ctx context.Context, s *Scenario, a *Attempt) (*Decoded, error) {
+	dir := a.Dir
 	// Guests boot (once) under their own bound; the scenario's own
 	// deadline starts when they are ready.
 	for addr, mod := range s.Guests {
@@ -129,7 +156,7 @@ func (h *Harness) attempt(ctx context.Context, s *Scenario, dir string) (*Decode
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	portSeq++
-	a := &Attempt{Dir: dir, Port: portSeq, Log: h.Log}
+	a.Port = portSeq
 	pcap := filepath.Join(dir, "capture.pcap")
 	capt, err := h.Net.Capture(actx, "", pcap, "tcp", "port", fmt.Sprint(a.Port))
 	if err != nil {

@@ -81,8 +81,8 @@ func siwRpingPair(ctx context.Context, h *Harness, a *Attempt) error {
 		return err
 	}
 	res, err := RunSides(ctx, timeoutOf(ctx), gracePeriod,
-		StartedGuestSide("guest A rping -s", srv),
-		GuestSide("guest B rping -c", cliVM, "rping", "-c", "-a", GuestA, "-p", port, "-v", "-V",
+		StartedGuestSide(a, "guest A rping -s", srv),
+		GuestSide(a, "guest B rping -c", cliVM, "rping", "-c", "-a", GuestA, "-p", port, "-v", "-V",
 			"-C", fmt.Sprint(pingCount), "-S", fmt.Sprint(pingSize)))
 	if err != nil {
 		return err
@@ -105,8 +105,8 @@ func siwExamplePair(ctx context.Context, h *Harness, a *Attempt) error {
 		return err
 	}
 	res, err := RunSides(ctx, timeoutOf(ctx), gracePeriod,
-		StartedGuestSide("guest A rdma_server", srv),
-		GuestSide("guest B rdma_client", cliVM, "rdma_client", "-s", GuestA, "-p", port))
+		StartedGuestSide(a, "guest A rdma_server", srv),
+		GuestSide(a, "guest B rdma_client", cliVM, "rdma_client", "-s", GuestA, "-p", port))
 	if err != nil {
 		return err
 	}

@@ -7,9 +7,19 @@ import (
 	"strings"
 )
 
+// load is a ping run's cycle count and message size.
+type load struct{ count, size int }
+
+var (
+	// std makes the Read Response and the Write span several DDP segments.
+	std = load{pingCount, pingSize}
+	// big is rping's largest message: 45 FPDUs per Read Response or Write.
+	big = load{3, 65535}
+)
+
 // iwpingFlags are the rping flags both roles share, plus CRC.
-func iwpingFlags(crc bool, extra ...string) []string {
-	f := []string{"-v", "-S", fmt.Sprint(pingSize), "-timeout", iwpingTimeout}
+func iwpingFlags(crc bool, l load, extra ...string) []string {
+	f := []string{"-v", "-S", fmt.Sprint(l.size), "-timeout", iwpingTimeout}
 	if crc {
 		f = append(f, "-crc")
 	}
@@ -41,7 +51,7 @@ func hostClient(guestServer []string, clientArgs []string, verify func(server, c
 			return err
 		}
 		res, err := RunSides(ctx, timeoutOf(ctx), gracePeriod,
-			StartedGuestSide("guest "+guestServer[0]+" (siw)", srv),
+			StartedGuestSide(a, "guest "+guestServer[0]+" (siw)", srv),
 			h.HostSide("host iwping client (openiwarp)", bin, append([]string{"-c", "-a", GuestA, "-p", port}, clientArgs...)...))
 		if err != nil {
 			return err
@@ -84,7 +94,7 @@ func runGuestClient(ctx context.Context, h *Harness, a *Attempt, serverArgs, gue
 	}
 	return RunSides(ctx, timeoutOf(ctx), gracePeriod,
 		srv.Side("host iwping server (openiwarp)"),
-		GuestSide("guest "+guestClient[0]+" (siw)", vm, withPort(guestClient, port)...))
+		GuestSide(a, "guest "+guestClient[0]+" (siw)", vm, withPort(guestClient, port)...))
 }
 
 // withPort replaces the "PORT" placeholder in argv.
@@ -97,14 +107,16 @@ func withPort(argv []string, port string) []string {
 }
 
 // verifyPings checks both rping -v outputs byte for byte.
-func verifyPings(server, client Output) error {
-	if err := VerifyRpingOutput(server.Stdout, "server ping data: ", pingCount, pingSize); err != nil {
-		return fmt.Errorf("server: %w", err)
+func verifyPings(l load) func(server, client Output) error {
+	return func(server, client Output) error {
+		if err := VerifyRpingOutput(server.Stdout, "server ping data: ", l.count, l.size); err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+		if err := VerifyRpingOutput(client.Stdout, "ping data: ", l.count, l.size); err != nil {
+			return fmt.Errorf("client: %w", err)
+		}
+		return nil
 	}
-	if err := VerifyRpingOutput(client.Stdout, "ping data: ", pingCount, pingSize); err != nil {
-		return fmt.Errorf("client: %w", err)
-	}
-	return nil
 }
 
 // verifyExample checks that the librdmacm example on the siw side ended
@@ -118,28 +130,32 @@ func verifyExample(siwSide func(server, client Output) Output, want string) func
 	}
 }
 
+// The guest's rping in each role.
+func rpingServer(l load) []string {
+	return []string{"rping", "-s", "-a", GuestA, "-p", "PORT", "-v", "-S", fmt.Sprint(l.size)}
+}
+
+func rpingClient(l load) []string {
+	return []string{"rping", "-c", "-a", HostAddr, "-p", "PORT", "-v", "-V", "-C", fmt.Sprint(l.count), "-S", fmt.Sprint(l.size)}
+}
+
+// iwpingClientArgs are iwping -c's flags against a siw rping -s.
+func iwpingClientArgs(crc bool, l load, extra ...string) []string {
+	return append([]string{"-V", "-C", fmt.Sprint(l.count), "-first-delay", siwFirstDelay}, iwpingFlags(crc, l, extra...)...)
+}
+
+func iwpingClientToSiw(crc bool, l load) func(ctx context.Context, h *Harness, a *Attempt) error {
+	return hostClient(rpingServer(l), iwpingClientArgs(crc, l), verifyPings(l))
+}
+
+func siwClientToIwping(crc bool, l load) func(ctx context.Context, h *Harness, a *Attempt) error {
+	return guestClient(iwpingFlags(crc, l), rpingClient(l), verifyPings(l))
+}
+
 var (
-	rpingServer = []string{"rping", "-s", "-a", GuestA, "-p", "PORT", "-v", "-S", fmt.Sprint(pingSize)}
-	rpingClient = []string{"rping", "-c", "-a", HostAddr, "-p", "PORT", "-v", "-V", "-C", fmt.Sprint(pingCount), "-S", fmt.Sprint(pingSize)}
+	iwpingSimClientToSiw = hostClient(rpingServer(std), iwpingClientArgs(true, std, simCard...), verifyRTL(false))
+	siwClientToIwpingSim = guestClient(iwpingFlags(true, std, simCard...), rpingClient(std), verifyRTL(true))
 )
-
-func iwpingClientToSiw(crc bool) func(ctx context.Context, h *Harness, a *Attempt) error {
-	args := append([]string{"-V", "-C", fmt.Sprint(pingCount), "-first-delay", siwFirstDelay}, iwpingFlags(crc)...)
-	return hostClient(rpingServer, args, verifyPings)
-}
-
-func siwClientToIwping(crc bool) func(ctx context.Context, h *Harness, a *Attempt) error {
-	return guestClient(iwpingFlags(crc), rpingClient, verifyPings)
-}
-
-func iwpingSimClientToSiw(ctx context.Context, h *Harness, a *Attempt) error {
-	args := append([]string{"-V", "-C", fmt.Sprint(pingCount), "-first-delay", siwFirstDelay}, iwpingFlags(true, simCard...)...)
-	return hostClient(rpingServer, args, verifyRTL(false))(ctx, h, a)
-}
-
-func siwClientToIwpingSim(ctx context.Context, h *Harness, a *Attempt) error {
-	return guestClient(iwpingFlags(true, simCard...), rpingClient, verifyRTL(true))(ctx, h, a)
-}
 
 // iwpingMarkersRefused asks siw for markers: siw must refuse the Request
 // and iwping must fail with a clear error naming the rejection.
@@ -175,7 +191,7 @@ var simCard = []string{"-card", "sim", "-json"}
 // iwping is the server (ours = server) or the client.
 func verifyRTL(oursIsServer bool) func(server, client Output) error {
 	return func(server, client Output) error {
-		if err := verifyPings(server, client); err != nil {
+		if err := verifyPings(std)(server, client); err != nil {
 			return err
 		}
 		ours := client
@@ -203,7 +219,7 @@ func verifyRTL(oursIsServer bool) func(server, client Output) error {
 // siwRefusesRev1Reply: iwping -s answers at most Rev 1; siw as Initiator
 // accepts only a Rev 2 Reply, so rping -c must fail and no FPDU may follow.
 func siwRefusesRev1Reply(ctx context.Context, h *Harness, a *Attempt) error {
-	res, err := runGuestClient(ctx, h, a, []string{"-rev", "1", "-json", "-timeout", iwpingTimeout}, rpingClient)
+	res, err := runGuestClient(ctx, h, a, []string{"-rev", "1", "-json", "-timeout", iwpingTimeout}, rpingClient(std))
 	if res == nil {
 		return err
 	}
@@ -236,15 +252,22 @@ func iwpingScenarios() []*Scenario {
 	stock := map[string]string{GuestA: SiwModule}
 	crc := map[string]string{GuestA: SiwCRCModule}
 	ops := rpingOps(pingCount)
+	// Each 65535-octet Read Response and Write is many FPDUs (MULPDU < MSS).
+	bigOps := map[string]int{"Send": 4 * big.count, "ReadRequest": big.count,
+		"ReadResponse": big.count * (big.size/1460 + 1), "Write": big.count * (big.size/1460 + 1)}
 	return []*Scenario{
 		{Name: "iwping-client-siw-server", Roles: "iwping -c (host) → rping -s (siw guest)", MPA: "Rev 2", Card: "model",
-			Guests: stock, Expect: Expect{Rev: 2, MinOps: ops}, Run: iwpingClientToSiw(false), Note: firstDelayNote},
+			Guests: stock, Expect: Expect{Rev: 2, MinOps: ops}, Run: iwpingClientToSiw(false, std), Note: firstDelayNote},
 		{Name: "siw-client-iwping-server", Roles: "rping -c (siw guest) → iwping -s (host)", MPA: "Rev 2", Card: "model",
-			Guests: stock, Expect: Expect{Rev: 2, MinOps: ops}, Run: siwClientToIwping(false)},
+			Guests: stock, Expect: Expect{Rev: 2, MinOps: ops}, Run: siwClientToIwping(false, std)},
 		{Name: "iwping-client-siw-server-crc", Roles: "iwping -c -crc (host) → rping -s (CRC-requiring siw)", CRC: true, MPA: "Rev 2", Card: "model",
-			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Run: iwpingClientToSiw(true), Note: firstDelayNote},
+			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Run: iwpingClientToSiw(true, std), Note: firstDelayNote},
 		{Name: "siw-client-iwping-server-crc", Roles: "rping -c (CRC-requiring siw) → iwping -s -crc (host)", CRC: true, MPA: "Rev 2", Card: "model",
-			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Run: siwClientToIwping(true)},
+			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Run: siwClientToIwping(true, std)},
+		{Name: "iwping-client-siw-server-64k-crc", Roles: "iwping -c -crc -S 65535 (host) → rping -s (CRC-requiring siw)", CRC: true, MPA: "Rev 2", Card: "model",
+			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: bigOps}, Run: iwpingClientToSiw(true, big), Note: firstDelayNote},
+		{Name: "siw-client-iwping-server-64k-crc", Roles: "rping -c -S 65535 (CRC-requiring siw) → iwping -s -crc (host)", CRC: true, MPA: "Rev 2", Card: "model",
+			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: bigOps}, Run: siwClientToIwping(true, big)},
 		{Name: "iwping-markers-refused", Roles: "iwping -c -markers (host) → rping -s (siw guest): refused", MPA: "Rev 2", Card: "model",
 			Guests: stock, Expect: Expect{Rev: 2, Markers: true, Reject: true}, Run: iwpingMarkersRefused},
 		{Name: "iwping-example-client", Roles: "iwping -c -example (host) → rdma_server (siw guest)", MPA: "Rev 2", Card: "model",

@@ -75,3 +75,15 @@ func TestVerifyRpingOutput(t *testing.T) {
 	bad := "ping data: rdma-ping-0: ABCDEFGHIJKLMNOPQRSTUVWXYz\n"
 	require.ErrorContains(t, VerifyRpingOutput(bad, "ping data: ", 1, 40), "first difference at 38")
 }
+
+func TestRpingTeardownRace(t *testing.T) {
+	race := Output{Stdout: "ping data: x\n", Stderr: "client DISCONNECT EVENT...\nrdma_get_cm_event: Bad file descriptor\n"}
+	require.True(t, rpingTeardownRace(race))
+	for _, o := range []Output{
+		{Stderr: "rdma_get_cm_event: Bad file descriptor\n"},                                             // no disconnect first
+		{Stderr: "client DISCONNECT EVENT...\nrdma_get_cm_event: Bad file descriptor\ndata mismatch!\n"}, // more after it
+		{Stderr: "client DISCONNECT EVENT...\ncq completion failed status 5\n"},
+	} {
+		require.False(t, rpingTeardownRace(o), "%q", o.Stderr)
+	}
+}
