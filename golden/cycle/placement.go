@@ -82,6 +82,7 @@ type PlacementIn struct {
 	DMAReady  bool
 	HostReady bool
 	TermReady bool
+	DoneReady bool
 }
 
 // PlacementOut is one cycle of outputs of placement_w<W>. Data of a channel
@@ -116,6 +117,13 @@ type PlacementOut struct {
 	TermSegLen uint16
 	TermHdr    [PlacementHdrBytes]byte
 	TermQP     uint32
+
+	// A placed Read Response segment with L=1 (m_done).
+	DoneValid bool
+	DoneQP    uint32
+	DoneSTag  uint32
+	DoneTO    uint64
+	DoneLen   uint16
 }
 
 type plBeat struct {
@@ -145,6 +153,7 @@ type plCtx struct {
 	pbl     uint32
 	len     uint16
 	qp      uint32
+	done    bool // a Read Response with L=1 that passed: report it once placed
 }
 
 // Placement models placement_w<W>, the receive-side placement engine: a
@@ -186,6 +195,8 @@ type Placement struct {
 	s3Paged   bool // translation of the block in the output register
 
 	s3v    bool
+	s3Done bool
+	flDone bool
 	s3Dest int
 	s3Data []byte
 	s3Strb uint64
@@ -231,15 +242,18 @@ func (m *Placement) adv(in *PlacementIn) bool {
 	if !m.s3v {
 		return true
 	}
+	if m.s3Done && !in.DoneReady {
+		return false
+	}
 	switch m.s3Dest {
 	case PlaceDMA:
-		return in.DMAReady
+		return m.s3Strb == 0 || in.DMAReady
 	case PlaceHost:
 		return in.HostReady
 	case PlaceTerm:
 		return in.TermReady
 	}
-	return false
+	return true
 }
 
 // Step runs one cycle.
@@ -250,7 +264,7 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 	// While a trailing block is written, a first beat that writes nothing
 	// (payload starting in the next host block, or zero length) moves on too.
 	var scratch [64]byte
-	merge := m.flush && m.s2.v && m.s2.sop && (m.s2Ctx.dest == PlaceDrop ||
+	merge := m.flush && m.s2.v && m.s2.sop && !(m.s2.last && m.s2Ctx.done) && (m.s2Ctx.dest == PlaceDrop ||
 		m.s2Ctx.dest == PlaceDMA && m.block(scratch[:m.lanes], nil, &m.s2, m.s2Ctx.rot) == 0)
 	advUp := adv && (!m.flush || merge)
 	out := m.outputs()
@@ -276,6 +290,11 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 		slot := (uint64(nextPBL) + nextVblk>>pageShift) % uint64(m.pblDepth)
 		m.pblRd = m.pages[slot]
 		s2 := &m.s2
+		// The beat's trailing block (its lanes below rot come from this beat).
+		var trail [64]byte
+		trailStrb := m.block(trail[:l], s2, nil, m.s2Ctx.rot)
+		spill := s2.v && s2.last && m.s2Ctx.dest == PlaceDMA && trailStrb != 0
+		doneNow := s2.v && s2.last && m.s2Ctx.done && !spill
 		var newData []byte
 		var newStrb uint64
 		newV, newDest, newLast := false, m.s2Ctx.dest, s2.last && !m.flush
@@ -303,7 +322,13 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 				m.s3Hdr[k] = s2.data[k-s2.bidx*l]
 			}
 		}
-		m.s3v, m.s3Dest, m.s3Last, m.s3Strb = newV, newDest, newLast, newStrb
+		newDone := doneNow
+		if m.flush {
+			newDone = m.flDone
+		} else {
+			newV = newV || doneNow
+		}
+		m.s3v, m.s3Dest, m.s3Last, m.s3Strb, m.s3Done = newV, newDest, newLast, newStrb, newDone
 		copy(m.s3Data, newData)
 		switch {
 		case merge:
@@ -315,9 +340,11 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 		newFlush := false
 		if advUp && s2.v {
 			// The block after the last beat: its lanes below rot come from this beat.
-			m.flushStrb = m.block(m.flushData, s2, nil, m.s2Ctx.rot)
+			copy(m.flushData, trail[:l])
+			m.flushStrb = trailStrb
 			m.flPaged, m.flPBL = m.s2Ctx.paged, m.s2Ctx.pbl
-			newFlush = s2.last && m.s2Ctx.dest == PlaceDMA && m.flushStrb != 0
+			newFlush = spill
+			m.flDone = m.s2Ctx.done && spill
 			m.prev.copyFrom(s2)
 		}
 		m.flush = newFlush
@@ -331,7 +358,7 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 			m.s2Ctx = m.decide()
 			switch {
 			case failed:
-				m.s2Ctx.dest = PlaceDrop // silently: RFC 5041 §7.1
+				m.s2Ctx.dest, m.s2Ctx.done = PlaceDrop, false // silently: RFC 5041 §7.1
 			case m.s2Ctx.dest == PlaceTerm && m.dropOn:
 				record = true
 			}
@@ -526,6 +553,7 @@ func (m *Placement) decide() plCtx {
 	if f := mem.Check(e, mem.Request{STag: mem.STag(h.STag()), PD: m.s1.pd, QP: m.s1.qp, TO: h.TO(), Len: payLen, Use: use}); f != mem.OK {
 		return fail(f.Cause(use), op)
 	}
+	ctx.done = op == rdmap.OpReadResponse && seg.Control.Last()
 	if payLen == 0 {
 		ctx.dest = PlaceDrop
 		return ctx
@@ -547,8 +575,15 @@ func (m *Placement) outputs() PlacementOut {
 	if !m.s3v {
 		return o
 	}
+	if m.s3Done {
+		h := ddp.Tagged(m.s3Hdr[:])
+		o.DoneValid, o.DoneQP, o.DoneSTag, o.DoneTO, o.DoneLen = true, m.s3Ctx.qp, h.STag(), h.TO(), m.s3Ctx.len
+	}
 	switch m.s3Dest {
 	case PlaceDMA:
+		if m.s3Strb == 0 {
+			break
+		}
 		o.DMAValid, o.DMAStrb = true, m.s3Strb
 		o.DMAData = append(m.outData[:0], m.s3Data...)
 		o.DMAAddr = m.s3Vblk

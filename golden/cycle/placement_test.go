@@ -19,6 +19,7 @@ type plRun struct {
 	host   []byte          // host stream bytes
 	hostEv []PlacementOut  // host last beats
 	terms  []PlacementOut
+	dones  []PlacementOut
 	cycles int
 	first  int // cycle of the first output
 	accept int // cycle the first beat was accepted
@@ -38,7 +39,7 @@ func newPlRun(t *testing.T, width int) *plRun {
 }
 
 func (r *plRun) step(in PlacementIn) PlacementOut {
-	in.DMAReady, in.HostReady, in.TermReady = true, true, true
+	in.DMAReady, in.HostReady, in.TermReady, in.DoneReady = true, true, true, true
 	if in.Data == nil {
 		in.Data = make([]byte, r.m.Lanes())
 	}
@@ -62,6 +63,9 @@ func (r *plRun) step(in PlacementIn) PlacementOut {
 	}
 	if o.TermValid {
 		r.terms = append(r.terms, o)
+	}
+	if o.DoneValid {
+		r.dones = append(r.dones, o)
 	}
 	if (o.DMAValid || o.HostValid || o.TermValid) && r.first < 0 {
 		r.first = r.cycles
@@ -276,4 +280,59 @@ func TestPlacementDropsAfterFailure(t *testing.T) {
 	r.cmd(PlacementCmd{Kind: CmdControl})
 	r.send(good, 7, 12)
 	assert.Len(t, r.dma, 8)
+}
+
+// A placed Read Response segment with L=1 raises one completion, with its
+// connection, STag, TO and length, no earlier than its last DMA write; a
+// middle segment, a Write and a failed Read Response raise none.
+func TestPlacementReadResponseDone(t *testing.T) {
+	for _, w := range []int{64, 512} {
+		for _, n := range []int{0, 1, 50, 300} {
+			r := newPlRun(t, w)
+			e := plEntry
+			e.Access = mem.LocalWrite
+			r.cmd(PlacementCmd{Kind: CmdCommit, Index: 3, Entry: e})
+			rr := func(last bool, key uint8, to uint64) []byte {
+				u := ddp.TaggedFields{Last: last, Version: ddp.Version1, RsvdULP: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpReadResponse)),
+					STag: uint32(mem.MakeSTag(3, key)), TO: to}.Append(nil)
+				return append(u, payload(n)...)
+			}
+			r.send(rr(false, 0x5A, 0x10000), 7, 4)
+			assert.Empty(t, r.dones, "width %d: not the last segment", w)
+			lastDMA := -1
+			r.first = -1
+			u := rr(true, 0x5A, 0x10200)
+			l := r.m.Lanes()
+			for off := 0; off < len(u) || off == 0; {
+				m := min(l, len(u)-off)
+				beat := make([]byte, l)
+				copy(beat, u[off:off+m])
+				if r.step(PlacementIn{Data: beat, Keep: 1<<m - 1 | ^uint64(0)*uint64(m/64), Valid: true, Last: off+m == len(u), Len: uint16(len(u)), PD: 7, QP: 4, Rev: true}).SReady {
+					off += m
+				}
+			}
+			doneAt := -1
+			for i := 0; i < 10; i++ {
+				o := r.step(PlacementIn{})
+				if o.DMAValid {
+					lastDMA = r.cycles
+				}
+				if o.DoneValid && doneAt < 0 {
+					doneAt = r.cycles
+				}
+			}
+			require.Equal(t, 1, len(r.dones), "width %d payload %d", w, n)
+			d := r.dones[0]
+			assert.Equal(t, uint32(4), d.DoneQP)
+			assert.Equal(t, uint32(mem.MakeSTag(3, 0x5A)), d.DoneSTag)
+			assert.Equal(t, uint64(0x10200), d.DoneTO)
+			assert.Equal(t, uint16(len(u)), d.DoneLen)
+			assert.GreaterOrEqual(t, doneAt, lastDMA, "width %d payload %d: the completion follows the last write", w, n)
+			assert.Equal(t, 2*n, len(r.dma))
+			if n > 0 { // a zero-length segment is not checked (RFC 5041 §5.2)
+				r.send(rr(true, 0x5B, 0x10000), 7, 5) // wrong key
+				assert.Equal(t, 1, len(r.dones))
+			}
+		}
+	}
 }

@@ -87,7 +87,7 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 		"RFC 5041 §4, §7 (tagged and untagged checks, Terminate causes); RFC 5040 §4.1-4.2, §8.1.1 #1-#6 (opcodes, versions, memory protection); digest ddp-rdmap.md §3.7, §4.2",
 		fmt.Sprintf("Receive-side DDP/RDMAP placement engine, %d-bit data (%d byte lanes), with a %d-entry STag table and a %d-slot page list. Input: one ULPDU (DDP segment) per AXI-Stream frame from mpa_rx, with its connection sideband (s_axis_tuser_*) on every beat: len is the ULPDU length (the MPA ULPDU_Length), qp and pd the connection and its protection domain, rev 1 for RFC 5040/5041 (DV = RV = 1) and 0 for the RDMA Consortium versions (MPA revision 0). Bytes at or past len are ignored (never written, read as zero).", W, L, cfg.TableDepth, cfg.PBLDepth),
 		"Checks, in the order of the golden engine: a ULPDU shorter than its DDP header or with the wrong DV is a DDP Invalid DDP version (1/1/0x04 tagged, 1/2/0x06 untagged); wrong RV is RDMAP Invalid RDMAP version (0/2/0x05); an untagged QN above 2 is DDP Invalid QN (1/2/0x01); an opcode that is reserved or does not fit T/QN is RDMAP Unexpected OpCode (0/2/0x06). A tagged segment with payload then passes the STag check of golden/iwarp/mem.Check: index in the table, valid, key (else 1/1/0x00); PD and stream (else 1/1/0x02); remote write right for an RDMA Write, local write for a Read Response (else 1/1/0x00, DDP has no rights code); TO + length wraps 2^64 (1/1/0x03); inside [BASE, BASE+LEN) (else 1/1/0x01). A zero-length tagged segment is not checked and writes nothing.",
-		fmt.Sprintf("Outputs. m_dma: one write per %d-byte aligned host block (address, data, byte strobes; data lanes without a strobe read zero), one per cycle, never crossing a 4 KiB page, only for a tagged segment that passed every check, and only inside the checked range. m_host: untagged segments that passed the header checks, beat for beat as they came in (bytes past len zeroed and not kept), with the connection and the parsed untagged header (opcode, L flag, QN, MSN, MO, Invalidate STag) on the last beat. m_term: one event per failed segment, on its last beat: the Terminate cause (Layer, EType, Code), the M/D/R flags of RFC 5040 Fig. 10, the segment length and the first %d bytes of the ULPDU (the DDP header the Terminate copies). A failed segment writes nothing at all. All output data is zero when its valid is low.", L, PlacementHdrBytes),
+		fmt.Sprintf("Outputs. m_dma: one write per %d-byte aligned host block (address, data, byte strobes; data lanes without a strobe read zero), one per cycle, never crossing a 4 KiB page, only for a tagged segment that passed every check, and only inside the checked range. m_host: untagged segments that passed the header checks, beat for beat as they came in (bytes past len zeroed and not kept), with the connection and the parsed untagged header (opcode, L flag, QN, MSN, MO, Invalidate STag) on the last beat. m_term: one event per failed segment, on its last beat: the Terminate cause (Layer, EType, Code), the M/D/R flags of RFC 5040 Fig. 10, the segment length and the first %d bytes of the ULPDU (the DDP header the Terminate copies). m_done: one event per placed Read Response segment with L=1 (the last of its message, zero-length included), with its connection, STag, TO and length, in the cycle of its last DMA write or later, so the host can complete the Read. A failed segment writes nothing at all. All output data is zero when its valid is low.", L, PlacementHdrBytes),
 		fmt.Sprintf("Timing: a 4-stage pipeline (input register, decision, realignment, output register) that advances when the output register is empty or the channel its content is for is ready; s_axis_tready is that condition, low for one cycle while a segment's trailing host block is written (its payload ends in the block after its last input beat's block) unless the next first beat has no block to write, and low until init_done. %s The STag table is read when a segment's first beat leaves the input register, so a commit made before the first beat is accepted is seen. After reset the table's valid bits are cleared, one entry per cycle, before init_done rises.", holdDoc(L)),
 	)
 	m.Clock()
@@ -130,6 +130,12 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	tSegLen := m.Output("m_term_seglen", 16, "the failed ULPDU's length")
 	tHdr := m.Output("m_term_hdr", 8*PlacementHdrBytes, "its first bytes (zero past len), byte 0 in bits 7:0")
 	tQP := m.Output("m_term_qp", 32, "connection id")
+	dValid := m.Output("m_done_valid", 1, "a Read Response message's last segment (L=1) is placed")
+	dReady := m.Input("m_done_ready", 1, "")
+	dQP := m.Output("m_done_qp", 32, "its connection")
+	dSTag := m.Output("m_done_stag", 32, "its STag (the Read's sink)")
+	dTO := m.Output("m_done_to", 64, "its tagged offset")
+	dLen := m.Output("m_done_len", 16, "its ULPDU length")
 
 	var unused []Expr
 	one, zero := C(1, 1), C(1, 0)
@@ -155,8 +161,11 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	s3v := m.RegDecl("s3_valid", 1, "the output register holds a beat for a channel")
 	s3dest := m.RegDecl("s3_dest", 2, "its channel: 1 DMA, 2 host, 3 Terminate")
 	flush := m.RegDecl("flush_pend", 1, "the last host block of a segment is still to be written")
-	adv := m.WireOf("advance", Or(Not(s3v),
-		Or(And(dest(s3dest, PlaceDMA), dmaReady), And(dest(s3dest, PlaceHost), hReady), And(dest(s3dest, PlaceTerm), tReady))),
+	s3strb := m.RegDecl("s3_strb", L, "DMA strobes, or the host keep")
+	s3done := m.RegDecl("s3_done", 1, "the output register also holds a Read Response completion")
+	chanOK := Or(And(dest(s3dest, PlaceDMA), Or(Not(RedOr(s3strb)), dmaReady)), And(dest(s3dest, PlaceHost), hReady),
+		And(dest(s3dest, PlaceTerm), tReady), dest(s3dest, PlaceDrop))
+	adv := m.WireOf("advance", Or(Not(s3v), And(chanOK, Or(Not(s3done), dReady))),
 		"the output register is free this cycle")
 	advUp := m.Wire("advance_up", 1, "the stages before the output register move")
 	m.Assign(tready, And(advUp, initDoneR))
@@ -384,6 +393,8 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	s2dest := m.Reg("s2_dest", 2, nil, dst, ctxEn, "")
 	s2cause := m.Reg("s2_cause", 16, nil, cause, ctxEn, "")
 	s2md := m.Reg("s2_md", 1, nil, md, ctxEn, "")
+	done := And(tagged, opIs(2), Bit(h0, 6), Not(fail), Not(failedConn))
+	s2done := m.Reg("s2_done", 1, nil, done, ctxEn, "a Read Response with L=1: report it once placed")
 	s2rot := m.Reg("s2_rot", LB, nil, rot, ctxEn, "")
 	s2lo := m.Reg("s2_lomask", L, nil, loMask, ctxEn, "")
 	s2vbase := m.Reg("s2_vbase", 64, nil, vbase, ctxEn, "")
@@ -406,21 +417,24 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	// (its payload starts in the next host block, or a zero-length segment)
 	// moves on at the same time, so steady streams of one alignment keep one
 	// beat per cycle.
-	merge := m.WireOf("merge", And(flush, s2.v, s2.sop, Or(dest(s2dest, PlaceDrop), And(dest(s2dest, PlaceDMA), Not(RedOr(blkStrb))))),
+	spill := m.WireOf("spill", And(isDMA, s2.last, RedOr(And(curRm, s2lo))), "the segment's last beat leaves a trailing block")
+	doneNow := m.WireOf("done_now", And(s2.v, s2.last, s2done, Not(spill)), "the completion goes with this beat")
+	merge := m.WireOf("merge", And(flush, s2.v, s2.sop, Not(And(s2.last, s2done)), Or(dest(s2dest, PlaceDrop), And(dest(s2dest, PlaceDMA), Not(RedOr(blkStrb))))),
 		"a first beat that writes nothing moves on beside the trailing block")
 	m.Assign(advUp, And(adv, Or(Not(flush), merge)))
-	m.Drive(flush, big.NewInt(0), And(advUp, isDMA, s2.last, RedOr(And(curRm, s2lo))), adv)
+	m.Drive(flush, big.NewInt(0), And(advUp, spill), adv)
+	flDone := m.Reg("flush_done", 1, nil, And(s2done, spill), And(advUp, s2.v), "the completion goes with the trailing block")
 	flPaged := m.Reg("flush_paged", 1, nil, s2paged, And(advUp, s2.v), "translation of the trailing block")
 	flPBL := m.Reg("flush_pbl", PW, nil, s2pbl, And(advUp, s2.v), "")
 
 	// Stage 3: the output register.
 	s3data := m.RegDecl("s3_data", W, "")
-	s3strb := m.RegDecl("s3_strb", L, "DMA strobes, or the host keep")
 	s3last := m.RegDecl("s3_last", 1, "")
 	s3vblk := m.RegDecl("s3_vblk", 64, "translated offset of the host block")
 	vnext := m.RegDecl("vnext", 64, "translated offset of the segment's next host block")
 	out := Sel(dest(s2dest, PlaceDMA), RedOr(blkStrb), Sel(dest(s2dest, PlaceHost), one, Sel(dest(s2dest, PlaceTerm), s2.last, zero)))
-	m.Drive(s3v, big.NewInt(0), Or(flush, And(s2.v, out)), adv)
+	m.Drive(s3v, big.NewInt(0), Or(flush, And(s2.v, out), doneNow), adv)
+	m.Drive(s3done, nil, Sel(flush, flDone, doneNow), adv)
 	m.Drive(s3dest, nil, Sel(flush, C(2, PlaceDMA), s2dest), adv)
 	m.Drive(s3data, nil, Sel(flush, prevR, Sel(dest(s2dest, PlaceDMA), blkData, s2.data)), adv)
 	m.Drive(s3strb, nil, Sel(flush, flStrb, Sel(dest(s2dest, PlaceDMA), blkStrb, s2.keep)), adv)
@@ -445,7 +459,13 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	m.Drive(s3hdr, nil, Cat(hp...), ld3)
 
 	// Outputs.
-	dmaV := m.WireOf("dma_v", And(s3v, dest(s3dest, PlaceDMA)), "")
+	dmaV := m.WireOf("dma_v", And(s3v, dest(s3dest, PlaceDMA), RedOr(s3strb)), "")
+	doneV := m.WireOf("done_v", And(s3v, s3done), "")
+	m.Assign(dValid, doneV)
+	m.Assign(dQP, gate(doneV, s3qp))
+	m.Assign(dSTag, gate(doneV, Cat(lane(s3hdr, 2), lane(s3hdr, 3), lane(s3hdr, 4), lane(s3hdr, 5))))
+	m.Assign(dTO, gate(doneV, Cat(lane(s3hdr, 6), lane(s3hdr, 7), lane(s3hdr, 8), lane(s3hdr, 9), lane(s3hdr, 10), lane(s3hdr, 11), lane(s3hdr, 12), lane(s3hdr, 13))))
+	m.Assign(dLen, gate(doneV, s3len))
 	hostV := m.WireOf("host_v", And(s3v, dest(s3dest, PlaceHost)), "")
 	termV := m.WireOf("term_v", And(s3v, dest(s3dest, PlaceTerm)), "")
 	hostEnd := m.WireOf("host_end", And(hostV, s3last), "")

@@ -29,8 +29,11 @@
 // QN, MSN, MO, Invalidate STag) on the last beat. m_term: one event per failed
 // segment, on its last beat: the Terminate cause (Layer, EType, Code), the
 // M/D/R flags of RFC 5040 Fig. 10, the segment length and the first 18 bytes
-// of the ULPDU (the DDP header the Terminate copies). A failed segment writes
-// nothing at all. All output data is zero when its valid is low.
+// of the ULPDU (the DDP header the Terminate copies). m_done: one event per
+// placed Read Response segment with L=1 (the last of its message, zero-length
+// included), with its connection, STag, TO and length, in the cycle of its
+// last DMA write or later, so the host can complete the Read. A failed segment
+// writes nothing at all. All output data is zero when its valid is low.
 //
 // Timing: a 4-stage pipeline (input register, decision, realignment, output
 // register) that advances when the output register is empty or the channel its
@@ -91,7 +94,13 @@ module placement_w512 (
     output wire [2:0]     m_term_mdr,        // Terminate Hdr Ctrl flags M (2), D (1), R (0)
     output wire [15:0]    m_term_seglen,     // the failed ULPDU's length
     output wire [143:0]   m_term_hdr,        // its first bytes (zero past len), byte 0 in bits 7:0
-    output wire [31:0]    m_term_qp          // connection id
+    output wire [31:0]    m_term_qp,         // connection id
+    output wire           m_done_valid,      // a Read Response message's last segment (L=1) is placed
+    input  wire           m_done_ready,
+    output wire [31:0]    m_done_qp,         // its connection
+    output wire [31:0]    m_done_stag,       // its STag (the Read's sink)
+    output wire [63:0]    m_done_to,         // its tagged offset
+    output wire [15:0]    m_done_len         // its ULPDU length
 );
 
     reg  [11:0]    init_cnt;                 // entry the reset sweep clears this cycle
@@ -99,6 +108,8 @@ module placement_w512 (
     reg            s3_valid;                 // the output register holds a beat for a channel
     reg  [1:0]     s3_dest;                  // its channel: 1 DMA, 2 host, 3 Terminate
     reg            flush_pend;               // the last host block of a segment is still to be written
+    reg  [63:0]    s3_strb;                  // DMA strobes, or the host keep
+    reg            s3_done;                  // the output register also holds a Read Response completion
     wire           advance;                  // the output register is free this cycle
     wire           advance_up;               // the stages before the output register move
     wire           s_fire;                   // a beat is accepted
@@ -236,6 +247,7 @@ module placement_w512 (
     reg  [1:0]     s2_dest;
     reg  [15:0]    s2_cause;
     reg            s2_md;
+    reg            s2_done;                  // a Read Response with L=1: report it once placed
     reg  [5:0]     s2_rot;
     reg  [63:0]    s2_lomask;
     reg  [63:0]    s2_vbase;
@@ -262,11 +274,13 @@ module placement_w512 (
     wire [511:0]   blk_data;
     reg  [63:0]    flush_strb;               // lanes of the block after the last beat
     wire           s2_is_dma;
+    wire           spill;                    // the segment's last beat leaves a trailing block
+    wire           done_now;                 // the completion goes with this beat
     wire           merge;                    // a first beat that writes nothing moves on beside the trailing block
+    reg            flush_done;               // the completion goes with the trailing block
     reg            flush_paged;              // translation of the trailing block
     reg  [11:0]    flush_pbl;
     reg  [511:0]   s3_data;
-    reg  [63:0]    s3_strb;                  // DMA strobes, or the host keep
     reg            s3_last;
     reg  [63:0]    s3_vblk;                  // translated offset of the host block
     reg  [63:0]    vnext;                    // translated offset of the segment's next host block
@@ -279,6 +293,7 @@ module placement_w512 (
     reg  [31:0]    s3_qp;
     reg  [143:0]   s3_hdr;                   // first bytes of the segment, byte 0 in bits 7:0
     wire           dma_v;
+    wire           done_v;
     wire           host_v;
     wire           term_v;
     wire           host_end;
@@ -288,7 +303,7 @@ module placement_w512 (
     reg  [51:0] page_list [0:4095];          // page list: host page addresses, bits 63:12
 
     assign init_done = init_done_r;
-    assign advance = ~s3_valid | ((((s3_dest == 2'h1) & m_dma_ready) | ((s3_dest == 2'h2) & m_host_tready)) | ((s3_dest == 2'h3) & m_term_ready));
+    assign advance = ~s3_valid | ((((((s3_dest == 2'h1) & (~|s3_strb | m_dma_ready)) | ((s3_dest == 2'h2) & m_host_tready)) | ((s3_dest == 2'h3) & m_term_ready)) | (s3_dest == 2'h0)) & (~s3_done | m_done_ready));
     assign s_axis_tready = advance_up & init_done_r;
     assign s_fire = (s_axis_tvalid & advance_up) & init_done_r;
     assign cur_rem = in_sop ? s_axis_tuser_len : in_rem;
@@ -774,12 +789,29 @@ module placement_w512 (
         {8{s2_lomask[0]}}
     } & r_data_5);
     assign s2_is_dma = s2_valid & (s2_dest == 2'h1);
-    assign merge = ((flush_pend & s2_valid) & s2_sop) & ((s2_dest == 2'h0) | ((s2_dest == 2'h1) & ~|blk_strb));
+    assign spill = (s2_is_dma & s2_last) & |(r_mask_5 & s2_lomask);
+    assign done_now = ((s2_valid & s2_last) & s2_done) & ~spill;
+    assign merge = (((flush_pend & s2_valid) & s2_sop) & ~(s2_last & s2_done)) & ((s2_dest == 2'h0) | ((s2_dest == 2'h1) & ~|blk_strb));
     assign advance_up = advance & (~flush_pend | merge);
     assign next_vblk = (flush_pend | ~s2_sop) ? vnext : s2_vbase;
     assign s3_ctx_load = (advance_up & s2_valid) & ~flush_pend;
     assign pbl_rd_addr = (flush_pend ? flush_pbl : s2_pbl) + next_vblk[23:12];
-    assign dma_v = s3_valid & (s3_dest == 2'h1);
+    assign dma_v = (s3_valid & (s3_dest == 2'h1)) & |s3_strb;
+    assign done_v = s3_valid & s3_done;
+    assign m_done_valid = done_v;
+    assign m_done_qp = s3_qp & {32{done_v}};
+    assign m_done_stag = {s3_hdr[23:16], s3_hdr[31:24], s3_hdr[39:32], s3_hdr[47:40]} & {32{done_v}};
+    assign m_done_to = {
+        s3_hdr[55:48],
+        s3_hdr[63:56],
+        s3_hdr[71:64],
+        s3_hdr[79:72],
+        s3_hdr[87:80],
+        s3_hdr[95:88],
+        s3_hdr[103:96],
+        s3_hdr[111:104]
+    } & {64{done_v}};
+    assign m_done_len = s3_len & {16{done_v}};
     assign host_v = s3_valid & (s3_dest == 2'h2);
     assign term_v = s3_valid & (s3_dest == 2'h3);
     assign host_end = host_v & s3_last;
@@ -1388,6 +1420,12 @@ module placement_w512 (
 
     always @(posedge clk) begin
         if (s2_ctx_load) begin
+            s2_done <= (((h_tagged & (h_opcode == 4'h2)) & h_ddp_ctl[6]) & ~e_fail) & ~conn_failed;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (s2_ctx_load) begin
             s2_rot <= t_rot;
         end
     end
@@ -1450,7 +1488,13 @@ module placement_w512 (
         if (rst) begin
             flush_pend <= 1'h0;
         end else if (advance) begin
-            flush_pend <= ((advance_up & s2_is_dma) & s2_last) & |(r_mask_5 & s2_lomask);
+            flush_pend <= advance_up & spill;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (advance_up & s2_valid) begin
+            flush_done <= s2_done & spill;
         end
     end
 
@@ -1470,7 +1514,13 @@ module placement_w512 (
         if (rst) begin
             s3_valid <= 1'h0;
         end else if (advance) begin
-            s3_valid <= flush_pend | (s2_valid & ((s2_dest == 2'h1) ? |blk_strb : ((s2_dest == 2'h2) ? 1'h1 : ((s2_dest == 2'h3) ? s2_last : 1'h0))));
+            s3_valid <= (flush_pend | (s2_valid & ((s2_dest == 2'h1) ? |blk_strb : ((s2_dest == 2'h2) ? 1'h1 : ((s2_dest == 2'h3) ? s2_last : 1'h0))))) | done_now;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (advance) begin
+            s3_done <= flush_pend ? flush_done : done_now;
         end
     end
 

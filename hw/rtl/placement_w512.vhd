@@ -29,8 +29,11 @@
 -- QN, MSN, MO, Invalidate STag) on the last beat. m_term: one event per failed
 -- segment, on its last beat: the Terminate cause (Layer, EType, Code), the
 -- M/D/R flags of RFC 5040 Fig. 10, the segment length and the first 18 bytes
--- of the ULPDU (the DDP header the Terminate copies). A failed segment writes
--- nothing at all. All output data is zero when its valid is low.
+-- of the ULPDU (the DDP header the Terminate copies). m_done: one event per
+-- placed Read Response segment with L=1 (the last of its message, zero-length
+-- included), with its connection, STag, TO and length, in the cycle of its
+-- last DMA write or later, so the host can complete the Read. A failed segment
+-- writes nothing at all. All output data is zero when its valid is low.
 --
 -- Timing: a 4-stage pipeline (input register, decision, realignment, output
 -- register) that advances when the output register is empty or the channel its
@@ -93,7 +96,13 @@ entity placement_w512 is
         m_term_mdr : out std_logic_vector(2 downto 0); -- Terminate Hdr Ctrl flags M (2), D (1), R (0)
         m_term_seglen : out std_logic_vector(15 downto 0); -- the failed ULPDU's length
         m_term_hdr : out std_logic_vector(143 downto 0); -- its first bytes (zero past len), byte 0 in bits 7:0
-        m_term_qp : out std_logic_vector(31 downto 0) -- connection id
+        m_term_qp : out std_logic_vector(31 downto 0); -- connection id
+        m_done_valid : out std_logic;        -- a Read Response message's last segment (L=1) is placed
+        m_done_ready : in  std_logic;
+        m_done_qp : out std_logic_vector(31 downto 0); -- its connection
+        m_done_stag : out std_logic_vector(31 downto 0); -- its STag (the Read's sink)
+        m_done_to : out std_logic_vector(63 downto 0); -- its tagged offset
+        m_done_len : out std_logic_vector(15 downto 0) -- its ULPDU length
     );
 end entity placement_w512;
 
@@ -130,6 +139,8 @@ architecture rtl of placement_w512 is
     signal s3_valid : std_logic := '0';      -- the output register holds a beat for a channel
     signal s3_dest : std_logic_vector(1 downto 0); -- its channel: 1 DMA, 2 host, 3 Terminate
     signal flush_pend : std_logic := '0';    -- the last host block of a segment is still to be written
+    signal s3_strb : std_logic_vector(63 downto 0); -- DMA strobes, or the host keep
+    signal s3_done : std_logic;              -- the output register also holds a Read Response completion
     signal advance : std_logic;              -- the output register is free this cycle
     signal advance_up : std_logic;           -- the stages before the output register move
     signal s_fire : std_logic;               -- a beat is accepted
@@ -267,6 +278,7 @@ architecture rtl of placement_w512 is
     signal s2_dest : std_logic_vector(1 downto 0);
     signal s2_cause : std_logic_vector(15 downto 0);
     signal s2_md : std_logic;
+    signal s2_done : std_logic;              -- a Read Response with L=1: report it once placed
     signal s2_rot : std_logic_vector(5 downto 0);
     signal s2_lomask : std_logic_vector(63 downto 0);
     signal s2_vbase : std_logic_vector(63 downto 0);
@@ -293,11 +305,13 @@ architecture rtl of placement_w512 is
     signal blk_data : std_logic_vector(511 downto 0);
     signal flush_strb : std_logic_vector(63 downto 0); -- lanes of the block after the last beat
     signal s2_is_dma : std_logic;
+    signal spill : std_logic;                -- the segment's last beat leaves a trailing block
+    signal done_now : std_logic;             -- the completion goes with this beat
     signal merge : std_logic;                -- a first beat that writes nothing moves on beside the trailing block
+    signal flush_done : std_logic;           -- the completion goes with the trailing block
     signal flush_paged : std_logic;          -- translation of the trailing block
     signal flush_pbl : std_logic_vector(11 downto 0);
     signal s3_data : std_logic_vector(511 downto 0);
-    signal s3_strb : std_logic_vector(63 downto 0); -- DMA strobes, or the host keep
     signal s3_last : std_logic;
     signal s3_vblk : std_logic_vector(63 downto 0); -- translated offset of the host block
     signal vnext : std_logic_vector(63 downto 0); -- translated offset of the segment's next host block
@@ -310,6 +324,7 @@ architecture rtl of placement_w512 is
     signal s3_qp : std_logic_vector(31 downto 0);
     signal s3_hdr : std_logic_vector(143 downto 0); -- first bytes of the segment, byte 0 in bits 7:0
     signal dma_v : std_logic;
+    signal done_v : std_logic;
     signal host_v : std_logic;
     signal term_v : std_logic;
     signal host_end : std_logic;
@@ -322,7 +337,7 @@ architecture rtl of placement_w512 is
     signal page_list : page_list_t;          -- page list: host page addresses, bits 63:12
 begin
     init_done <= init_done_r;
-    advance <= (not s3_valid) or (((b2l(s3_dest = "01") and m_dma_ready) or (b2l(s3_dest = "10") and m_host_tready)) or (b2l(s3_dest = "11") and m_term_ready));
+    advance <= (not s3_valid) or (((((b2l(s3_dest = "01") and ((not (or s3_strb)) or m_dma_ready)) or (b2l(s3_dest = "10") and m_host_tready)) or (b2l(s3_dest = "11") and m_term_ready)) or b2l(s3_dest = "00")) and ((not s3_done) or m_done_ready));
     s_axis_tready <= advance_up and init_done_r;
     s_fire <= (s_axis_tvalid and advance_up) and init_done_r;
     cur_rem <= mux(in_sop, s_axis_tuser_len, in_rem);
@@ -813,12 +828,34 @@ begin
         std_logic_vector'(7 downto 0 => s2_lomask(0))
     )) and r_data_5);
     s2_is_dma <= s2_valid and b2l(s2_dest = "01");
-    merge <= ((flush_pend and s2_valid) and s2_sop) and (b2l(s2_dest = "00") or (b2l(s2_dest = "01") and (not (or blk_strb))));
+    spill <= (s2_is_dma and s2_last) and (or (r_mask_5 and s2_lomask));
+    done_now <= ((s2_valid and s2_last) and s2_done) and (not spill);
+    merge <= (((flush_pend and s2_valid) and s2_sop) and (not (s2_last and s2_done))) and (b2l(s2_dest = "00") or (b2l(s2_dest = "01") and (not (or blk_strb))));
     advance_up <= advance and ((not flush_pend) or merge);
     next_vblk <= mux(flush_pend or (not s2_sop), vnext, s2_vbase);
     s3_ctx_load <= (advance_up and s2_valid) and (not flush_pend);
     pbl_rd_addr <= std_logic_vector(unsigned(mux(flush_pend, flush_pbl, s2_pbl)) + unsigned(next_vblk(23 downto 12)));
-    dma_v <= s3_valid and b2l(s3_dest = "01");
+    dma_v <= (s3_valid and b2l(s3_dest = "01")) and (or s3_strb);
+    done_v <= s3_valid and s3_done;
+    m_done_valid <= done_v;
+    m_done_qp <= s3_qp and std_logic_vector'(31 downto 0 => done_v);
+    m_done_stag <= std_logic_vector'(
+        s3_hdr(23 downto 16) &
+        s3_hdr(31 downto 24) &
+        s3_hdr(39 downto 32) &
+        s3_hdr(47 downto 40)
+    ) and std_logic_vector'(31 downto 0 => done_v);
+    m_done_to <= std_logic_vector'(
+        s3_hdr(55 downto 48) &
+        s3_hdr(63 downto 56) &
+        s3_hdr(71 downto 64) &
+        s3_hdr(79 downto 72) &
+        s3_hdr(87 downto 80) &
+        s3_hdr(95 downto 88) &
+        s3_hdr(103 downto 96) &
+        s3_hdr(111 downto 104)
+    ) and std_logic_vector'(63 downto 0 => done_v);
+    m_done_len <= s3_len and std_logic_vector'(15 downto 0 => done_v);
     host_v <= s3_valid and b2l(s3_dest = "10");
     term_v <= s3_valid and b2l(s3_dest = "11");
     host_end <= host_v and s3_last;
@@ -1659,6 +1696,15 @@ begin
         end if;
     end process;
 
+    s2_done_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if s2_ctx_load = '1' then
+                s2_done <= (((h_tagged and b2l(h_opcode = x"2")) and h_ddp_ctl(6)) and (not e_fail)) and (not conn_failed);
+            end if;
+        end if;
+    end process;
+
     s2_rot_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -1755,7 +1801,16 @@ begin
             if rst = '1' then
                 flush_pend <= '0';
             elsif advance = '1' then
-                flush_pend <= ((advance_up and s2_is_dma) and s2_last) and (or (r_mask_5 and s2_lomask));
+                flush_pend <= advance_up and spill;
+            end if;
+        end if;
+    end process;
+
+    flush_done_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (advance_up and s2_valid) = '1' then
+                flush_done <= s2_done and spill;
             end if;
         end if;
     end process;
@@ -1784,7 +1839,16 @@ begin
             if rst = '1' then
                 s3_valid <= '0';
             elsif advance = '1' then
-                s3_valid <= flush_pend or (s2_valid and mux(b2l(s2_dest = "01"), or blk_strb, mux(b2l(s2_dest = "10"), '1', mux(b2l(s2_dest = "11"), s2_last, '0'))));
+                s3_valid <= (flush_pend or (s2_valid and mux(b2l(s2_dest = "01"), or blk_strb, mux(b2l(s2_dest = "10"), '1', mux(b2l(s2_dest = "11"), s2_last, '0'))))) or done_now;
+            end if;
+        end if;
+    end process;
+
+    s3_done_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if advance = '1' then
+                s3_done <= mux(flush_pend, flush_done, done_now);
             end if;
         end if;
     end process;

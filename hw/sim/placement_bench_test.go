@@ -33,17 +33,18 @@ func placementBench(width int, mode plMode, drv **plDriver) (*Bench, error) {
 }
 
 type plPorts struct {
-	s                                   AXISPorts
-	rst, uLen, uQP, uPD, uRev           Port
-	regWr, regAddr, regData             Port
-	dmaReady, hostReady, termReady      Port
-	initDone                            Port
-	dmaAddr, dmaData, dmaStrb, dmaValid Port
-	hData, hKeep, hLast, hValid, hQP    Port
-	hLen, hOp, hDDPLast, hQN, hMSN, hMO Port
-	hInv                                Port
-	tValid, tCause, tMDR, tSegLen, tHdr Port
-	tQP                                 Port
+	s                                     AXISPorts
+	rst, uLen, uQP, uPD, uRev             Port
+	regWr, regAddr, regData               Port
+	dmaReady, hostReady, termReady        Port
+	initDone                              Port
+	dmaAddr, dmaData, dmaStrb, dmaValid   Port
+	hData, hKeep, hLast, hValid, hQP      Port
+	hLen, hOp, hDDPLast, hQN, hMSN, hMO   Port
+	hInv                                  Port
+	tValid, tCause, tMDR, tSegLen, tHdr   Port
+	tQP                                   Port
+	dReady, dValid, dQP, dSTag, dTO, dLen Port
 }
 
 func lookupPlPorts(l Layout) (plPorts, error) {
@@ -54,13 +55,14 @@ func lookupPlPorts(l Layout) (plPorts, error) {
 	}
 	ins := map[string]*Port{"rst": &p.rst, "s_axis_tuser_len": &p.uLen, "s_axis_tuser_qp": &p.uQP, "s_axis_tuser_pd": &p.uPD,
 		"s_axis_tuser_rev": &p.uRev, "reg_wr_valid": &p.regWr, "reg_wr_addr": &p.regAddr, "reg_wr_data": &p.regData,
-		"m_dma_ready": &p.dmaReady, "m_host_tready": &p.hostReady, "m_term_ready": &p.termReady}
+		"m_dma_ready": &p.dmaReady, "m_host_tready": &p.hostReady, "m_term_ready": &p.termReady, "m_done_ready": &p.dReady}
 	outs := map[string]*Port{"init_done": &p.initDone, "m_dma_addr": &p.dmaAddr, "m_dma_data": &p.dmaData, "m_dma_strb": &p.dmaStrb,
 		"m_dma_valid": &p.dmaValid, "m_host_tdata": &p.hData, "m_host_tkeep": &p.hKeep, "m_host_tlast": &p.hLast,
 		"m_host_tvalid": &p.hValid, "m_host_qp": &p.hQP, "m_host_len": &p.hLen, "m_host_opcode": &p.hOp,
 		"m_host_last": &p.hDDPLast, "m_host_qn": &p.hQN, "m_host_msn": &p.hMSN, "m_host_mo": &p.hMO,
 		"m_host_inv_stag": &p.hInv, "m_term_valid": &p.tValid, "m_term_cause": &p.tCause, "m_term_mdr": &p.tMDR,
-		"m_term_seglen": &p.tSegLen, "m_term_hdr": &p.tHdr, "m_term_qp": &p.tQP}
+		"m_term_seglen": &p.tSegLen, "m_term_hdr": &p.tHdr, "m_term_qp": &p.tQP,
+		"m_done_valid": &p.dValid, "m_done_qp": &p.dQP, "m_done_stag": &p.dSTag, "m_done_to": &p.dTO, "m_done_len": &p.dLen}
 	for name, dst := range ins {
 		if *dst, err = l.In(name); err != nil {
 			return p, err
@@ -154,7 +156,7 @@ func (a *plModel) Step(in, out []uint32) {
 	p.s.Data.Bytes(in, a.data)
 	x := cycle.PlacementIn{Reset: p.rst.Get(in) != 0, Data: a.data, Keep: p.s.Keep.Get(in), Valid: p.s.Valid.Get(in) != 0,
 		Last: p.s.Last.Get(in) != 0, Len: uint16(p.uLen.Get(in)), QP: uint32(p.uQP.Get(in)), PD: uint32(p.uPD.Get(in)),
-		Rev: p.uRev.Get(in) != 0, DMAReady: p.dmaReady.Get(in) != 0, HostReady: p.hostReady.Get(in) != 0, TermReady: p.termReady.Get(in) != 0}
+		Rev: p.uRev.Get(in) != 0, DMAReady: p.dmaReady.Get(in) != 0, HostReady: p.hostReady.Get(in) != 0, TermReady: p.termReady.Get(in) != 0, DoneReady: p.dReady.Get(in) != 0}
 	if x.Reset {
 		clear(a.staged)
 	} else if p.regWr.Get(in) != 0 {
@@ -185,6 +187,11 @@ func (a *plModel) Step(in, out []uint32) {
 	p.tSegLen.Set(out, uint64(o.TermSegLen))
 	p.tHdr.SetBytes(out, o.TermHdr[:])
 	p.tQP.Set(out, uint64(o.TermQP))
+	p.dValid.Set(out, b2u(o.DoneValid))
+	p.dQP.Set(out, uint64(o.DoneQP))
+	p.dSTag.Set(out, uint64(o.DoneSTag))
+	p.dTO.Set(out, o.DoneTO)
+	p.dLen.Set(out, uint64(o.DoneLen))
 }
 
 // plMode selects the driver's traffic.
@@ -241,7 +248,7 @@ type plDriver struct {
 	regs      []regWrite
 	frames    int // frames left in this traffic phase
 	drain     int
-	readyP    [3]int
+	readyP    [4]int
 
 	table    []plShadow
 	nextPBL  uint32
@@ -262,6 +269,7 @@ type plDriver struct {
 	// What the run saw.
 	Violation   string
 	DMABeats    uint64
+	Dones       uint64 // Read Response completions
 	HostBeats   uint64
 	Terms       map[rdmap.Cause]uint64
 	Sent        map[string]uint64
@@ -287,7 +295,7 @@ func newPlDriver(l Layout, cfg gen.PlacementConfig, seed uint64, mode plMode) *p
 	if err != nil {
 		panic(err) // the model constructor reports the same error first
 	}
-	d := &plDriver{p: p, cfg: cfg, mode: mode, rng: NewRand(seed), resetLeft: 3, readyP: [3]int{256, 256, 256},
+	d := &plDriver{p: p, cfg: cfg, mode: mode, rng: NewRand(seed), resetLeft: 3, readyP: [4]int{256, 256, 256, 256},
 		table: make([]plShadow, cfg.TableDepth), pageList: make([]uint64, cfg.PBLDepth), Terms: map[rdmap.Cause]uint64{}, Sent: map[string]uint64{}}
 	d.pool = NewPool(d.rng, 1<<17)
 	d.src = NewAXISSource(p.s, d.rng, d.pool, d.nextFrame)
@@ -641,7 +649,7 @@ func (d *plDriver) Next(in []uint32) {
 	p.regAddr.Set(in, uint64(rng.Uint32()&0xFF))
 	p.regData.Set(in, uint64(rng.Uint32()))
 	p.s.Valid.Set(in, 0)
-	for i, rp := range []Port{p.dmaReady, p.hostReady, p.termReady} {
+	for i, rp := range []Port{p.dmaReady, p.hostReady, p.termReady, p.dReady} {
 		p := d.readyP[i]
 		if d.phase != 3 {
 			p = 256
@@ -721,6 +729,9 @@ func (d *plDriver) Observe(in, out []uint32) {
 	if p.hValid.Get(out) != 0 && p.hostReady.Get(in) != 0 {
 		d.HostBeats++
 	}
+	if p.dValid.Get(out) != 0 && p.dReady.Get(in) != 0 {
+		d.Dones++
+	}
 	if p.tValid.Get(out) != 0 && p.termReady.Get(in) != 0 {
 		d.Terms[rdmap.Cause(p.tCause.Get(out))]++
 		// The host tears the connection down and clears it a little later;
@@ -779,7 +790,7 @@ func (d *plDriver) summary() string {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	s := fmt.Sprintf("DMA beats %d, host beats %d; sent:", d.DMABeats, d.HostBeats)
+	s := fmt.Sprintf("DMA beats %d, host beats %d, Read Response completions %d; sent:", d.DMABeats, d.HostBeats, d.Dones)
 	for _, k := range keys {
 		s += fmt.Sprintf(" %s=%d", k, d.Sent[k])
 	}

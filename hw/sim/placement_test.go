@@ -33,6 +33,7 @@ func TestPlacementCosim(t *testing.T) {
 			// The stimulus reached every outcome.
 			assert.Greater(t, drv.DMABeats, st.Cycles/50, "seed %d", seed)
 			assert.Greater(t, drv.HostBeats, st.Cycles/100, "seed %d", seed)
+			assert.Greater(t, drv.Dones, uint64(100), "seed %d", seed)
 			for _, c := range []rdmap.Cause{rdmap.DDPInvalidSTag, rdmap.DDPBaseBounds, rdmap.DDPSTagNotAssociated, rdmap.DDPTOWrap,
 				rdmap.DDPTaggedInvalidVersion, rdmap.DDPUntaggedInvalidVersion, rdmap.DDPInvalidQN,
 				rdmap.RDMAPInvalidVersion, rdmap.RDMAPUnexpectedOpcode} {

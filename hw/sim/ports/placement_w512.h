@@ -20,6 +20,7 @@
     X(m_dma_ready, 1) \
     X(m_host_tready, 1) \
     X(m_term_ready, 1) \
+    X(m_done_ready, 1) \
     /* end */
 
 #define IW_SIM_OUTPUTS(X) \
@@ -47,5 +48,10 @@
     X(m_term_seglen, 16) \
     X(m_term_hdr, 144) \
     X(m_term_qp, 32) \
+    X(m_done_valid, 1) \
+    X(m_done_qp, 32) \
+    X(m_done_stag, 32) \
+    X(m_done_to, 64) \
+    X(m_done_len, 16) \
     /* end */
 
