@@ -22,4 +22,5 @@ demo-host:
 	$(GO) build -o build/iwdemo ./cmd/iwdemo
 	./build/iwdemo
 
+TEST_TARGETS += test-host-sim
 BENCH_TARGETS += bench-host-sim

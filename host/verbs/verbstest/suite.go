@@ -57,7 +57,7 @@ func Run(t *testing.T, device string, o Options) {
 	}{
 		{"Write", s.write}, {"Read", s.read}, {"Send", s.send},
 		{"SendWithInvalidate", s.sendInv}, {"SolicitedEvent", s.solicited},
-		{"ScatterGather", s.sgl}, {"Unsignaled", s.unsignaled}, {"Inline", s.inline},
+		{"ScatterGather", s.sgl}, {"Unsignaled", s.unsignaled}, {"Inline", s.inline}, {"ReadFence", s.fence},
 		{"MPAOptions", s.mpaOptions}, {"PrivateDataAndReject", s.reject},
 		{"ManyQPs", s.manyQPs}, {"RemoteAccessError", s.remoteAccess},
 		{"FlushOnDisconnect", s.flush}, {"BadUse", s.badUse},
@@ -421,6 +421,29 @@ func (s *suite) inline(t *testing.T) {
 	require.Equal(t, byte('w'), b.Buf[100])
 }
 
+// fence: a Write fenced behind a Read of the same remote bytes starts only
+// once the Read has completed, so the Read returns the old bytes (digest
+// §3.4; without the fence RFC 5040 §5.5 rule 12 lets it see the new ones).
+func (s *suite) fence(t *testing.T) {
+	ctx := timeout(t)
+	n := min(s.o.MaxSize, 256<<10)
+	a, b := Pair(t, ctx, s.dev, 2*n)
+	for round := range 5 {
+		s.fill(b.Buf[:n])
+		old := append([]byte(nil), b.Buf[:n]...)
+		s.fill(a.Buf[n:])
+		id := uint64(10 * round)
+		require.NoError(t, a.QP.PostSend(
+			verbs.SendWR{ID: id + 1, Opcode: verbs.WRRDMARead, Signaled: true, SGL: []verbs.SGE{a.MR.SGE(0, n)}, RemoteAddr: b.MR.Addr(), RKey: b.MR.RKey()},
+			verbs.SendWR{ID: id + 2, Opcode: verbs.WRRDMAWrite, Fence: true, Signaled: true, SGL: []verbs.SGE{a.MR.SGE(n, n)}, RemoteAddr: b.MR.Addr(), RKey: b.MR.RKey()}))
+		Expect(t, ctx, a.CQ, id+1, verbs.WCSuccess)
+		Expect(t, ctx, a.CQ, id+2, verbs.WCSuccess)
+		barrier(t, ctx, a, b, id+3)
+		equal(t, old, a.Buf[:n], "the Read before a fenced Write")
+		equal(t, a.Buf[n:], b.Buf[:n], "the fenced Write")
+	}
+}
+
 func (s *suite) mpaOptions(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -565,7 +588,13 @@ func (s *suite) remoteAccess(t *testing.T) {
 		var ie *iwarp.Error
 		require.ErrorAs(t, b.QP.Err(), &ie)
 		require.False(t, ie.Remote)
+		select { // a's stream ends too, once its teardown has run
+		case <-a.QP.Done():
+		case <-ctx.Done():
+			t.Fatal("the requester's QP did not end after the peer's Terminate")
+		}
 		require.Equal(t, verbs.QPSError, a.QP.State())
+		require.ErrorIs(t, a.QP.PostSend(verbs.SendWR{Opcode: verbs.WRSend}), verbs.ErrQPError)
 	})
 	t.Run("Read-no-right", func(t *testing.T) {
 		ctx := timeout(t)
