@@ -40,6 +40,7 @@ type options struct {
 	device, test, mode, size string
 	all                      bool
 	iters, depth, port       int
+	inline                   int
 	json, quiet              bool
 	markers, noCRC           bool
 	rev                      int
@@ -63,6 +64,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.all, "a", false, "run sizes 2 to 8M in powers of two")
 	fs.IntVar(&o.iters, "n", 0, "iterations (default 5000 for bw, 1000 for lat)")
 	fs.IntVar(&o.depth, "depth", 128, "operations in flight (bw)")
+	fs.IntVar(&o.inline, "I", -1, "post messages up to this size inline (default 236 for lat, 0 for bw)")
 	fs.IntVar(&o.port, "p", defaultPort, "TCP port")
 	fs.StringVar(&o.bind, "bind", "", "server: address to listen on (default all)")
 	fs.BoolVar(&o.json, "json", false, "print results as JSON")
@@ -116,7 +118,13 @@ func parseSize(s string) (int, error) {
 }
 
 func (o *options) specs() ([]perf.Spec, error) {
-	base := perf.Spec{Test: perf.Test(o.test), Mode: perf.Mode(o.mode), Iters: o.iters, TxDepth: o.depth}
+	base := perf.Spec{Test: perf.Test(o.test), Mode: perf.Mode(o.mode), Iters: o.iters, TxDepth: o.depth, Inline: o.inline}
+	if base.Inline < 0 {
+		base.Inline = 0
+		if base.Mode == perf.Lat {
+			base.Inline = perf.DefaultLatInline
+		}
+	}
 	if base.Iters == 0 {
 		base.Iters = 5000
 		if base.Mode == perf.Lat {
@@ -228,7 +236,7 @@ func header(w io.Writer, o options, r perf.Result) {
 	fmt.Fprintf(w, " Card           : %-16s Transport type : iWARP over TCP\n", r.Device)
 	fmt.Fprintf(w, " Number of qps  : %-16d Connection     : %s -> %s\n", 1, r.Local, r.Remote)
 	fmt.Fprintf(w, " TX depth       : %-16d MPA            : %s\n", r.TxDepth, r.MPA)
-	fmt.Fprintf(w, " MULPDU         : %d[B]\n", r.MULPDU)
+	fmt.Fprintf(w, " MULPDU         : %-16s Inline data    : %d[B]\n", fmt.Sprintf("%d[B]", r.MULPDU), r.Inline)
 	fmt.Fprintln(w, rule)
 	if r.Mode == perf.BW {
 		fmt.Fprintln(w, " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]")

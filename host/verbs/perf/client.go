@@ -142,7 +142,12 @@ func (r *runner) bw() error {
 		batch = batch[:0]
 		for posted < s.Iters && posted-done < s.TxDepth && (s.Test != Send || posted-credits < e.r) {
 			wr := verbs.SendWR{ID: uint64(posted), Signaled: (posted+1)%sig == 0 || posted == s.Iters-1,
-				SGL: []verbs.SGE{e.mr.SGE(0, s.Size)}, RemoteAddr: r.rep.Addr, RKey: verbs.STag(r.rep.RKey)}
+				RemoteAddr: r.rep.Addr, RKey: verbs.STag(r.rep.RKey)}
+			if s.Test == Read { // a Read's sink is never inline
+				wr.SGL = []verbs.SGE{e.mr.SGE(0, s.Size)}
+			} else {
+				wr = payload(wr, e.mr, s.Size, s.Inline)
+			}
 			switch s.Test {
 			case Write:
 				wr.Opcode = verbs.WRRDMAWrite
@@ -210,10 +215,10 @@ func (r *runner) lat() error {
 			wrs = []verbs.SendWR{{ID: uint64(i), Opcode: verbs.WRRDMARead, Signaled: true, SGL: []verbs.SGE{e.mr.SGE(0, s.Size)},
 				RemoteAddr: r.rep.Addr, RKey: verbs.STag(r.rep.RKey)}}
 		case Write:
-			wrs = []verbs.SendWR{{Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{e.mr.SGE(0, s.Size)}, RemoteAddr: r.rep.Addr,
-				RKey: verbs.STag(r.rep.RKey)}, {Opcode: verbs.WRSend}}
+			wrs = []verbs.SendWR{payload(verbs.SendWR{Opcode: verbs.WRRDMAWrite, RemoteAddr: r.rep.Addr,
+				RKey: verbs.STag(r.rep.RKey)}, e.mr, s.Size, s.Inline), {Opcode: verbs.WRSend}}
 		default:
-			wrs = []verbs.SendWR{{Opcode: verbs.WRSend, SGL: []verbs.SGE{e.mr.SGE(0, s.Size)}}}
+			wrs = []verbs.SendWR{payload(verbs.SendWR{Opcode: verbs.WRSend}, e.mr, s.Size, s.Inline)}
 		}
 		if err := e.qp.PostSend(wrs...); err != nil {
 			return err

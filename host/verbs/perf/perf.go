@@ -18,6 +18,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/openiwarp/openiwarp/host/verbs"
 )
 
 // Test is the operation measured.
@@ -44,13 +46,16 @@ var ErrSpec = errors.New("perf: bad test specification")
 
 // Spec is what the client asks the server for (the MPA private data).
 type Spec struct {
-	Test    Test   `json:"test"`
-	Mode    Mode   `json:"mode"`
-	Size    int    `json:"size"`
-	Iters   int    `json:"iters"`
-	TxDepth int    `json:"depth"`
-	Addr    uint64 `json:"addr,omitempty"` // the client's buffer (Write latency: the server writes back)
-	RKey    uint32 `json:"rkey,omitempty"`
+	Test    Test `json:"test"`
+	Mode    Mode `json:"mode"`
+	Size    int  `json:"size"`
+	Iters   int  `json:"iters"`
+	TxDepth int  `json:"depth"`
+	// Inline: messages up to this size are posted inline (IBV_SEND_INLINE;
+	// perftest's -I, whose latency tests default to 236 bytes).
+	Inline int    `json:"inline,omitempty"`
+	Addr   uint64 `json:"addr,omitempty"` // the client's buffer (Write latency: the server writes back)
+	RKey   uint32 `json:"rkey,omitempty"`
 }
 
 // MaxSize is the largest message.
@@ -67,6 +72,8 @@ func (s *Spec) Check() error {
 		return fmt.Errorf("%w: size %d (0 to %d)", ErrSpec, s.Size, MaxSize)
 	case s.Iters < 1:
 		return fmt.Errorf("%w: %d iterations", ErrSpec, s.Iters)
+	case s.Inline < 0 || s.Inline > 64<<10:
+		return fmt.Errorf("%w: inline size %d (0 to 65536)", ErrSpec, s.Inline)
 	case s.TxDepth < 1 || s.TxDepth > 4096:
 		return fmt.Errorf("%w: queue depth %d (1 to 4096)", ErrSpec, s.TxDepth)
 	}
@@ -132,4 +139,17 @@ func summarise(samples []time.Duration, half bool) *Latency {
 	pct := func(p float64) float64 { return us[min(len(us)-1, int(math.Ceil(p*float64(len(us))))-1)] }
 	return &Latency{Min: us[0], Max: us[len(us)-1], Typical: us[len(us)/2], Avg: avg,
 		Stdev: math.Sqrt(sq / float64(len(us))), P99: pct(0.99), P999: pct(0.999)}
+}
+
+// DefaultLatInline is perftest's inline size for latency tests.
+const DefaultLatInline = 236
+
+// payload sets wr's data: n bytes of mr, inline when n is small enough.
+func payload(wr verbs.SendWR, mr *verbs.MR, n, inline int) verbs.SendWR {
+	if n <= inline {
+		wr.Inline = mr.Bytes()[:n:n]
+	} else {
+		wr.SGL = []verbs.SGE{mr.SGE(0, n)}
+	}
+	return wr
 }

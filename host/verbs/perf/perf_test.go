@@ -39,7 +39,7 @@ func TestEveryTestAndMode(t *testing.T) {
 				t.Run(fmt.Sprintf("%s-%s-%d", test, mode, size), func(t *testing.T) {
 					progressed := 0
 					c := &perf.Client{Device: "model", Progress: func(done, total int) { progressed++ }}
-					r, err := c.Run(ctx, addr, perf.Spec{Test: test, Mode: mode, Size: size, Iters: 300, TxDepth: 16})
+					r, err := c.Run(ctx, addr, perf.Spec{Test: test, Mode: mode, Size: size, Iters: 300, TxDepth: 16, Inline: 64})
 					require.NoError(t, err)
 					require.Equal(t, 300, r.Iters)
 					require.Positive(t, r.Elapsed)
@@ -140,7 +140,7 @@ func BenchmarkSendLat(b *testing.B) {
 	addr := startServer(b, "model")
 	for _, n := range latSizes {
 		b.Run(sizeName(n), func(b *testing.B) {
-			benchRun(b, addr, perf.Spec{Test: perf.Send, Mode: perf.Lat, Size: n, TxDepth: 1})
+			benchRun(b, addr, perf.Spec{Test: perf.Send, Mode: perf.Lat, Size: n, TxDepth: 1, Inline: perf.DefaultLatInline})
 		})
 	}
 }

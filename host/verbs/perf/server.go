@@ -108,7 +108,11 @@ func (e *endpoint) recvData(id uint64) error {
 
 // wait returns the next completion, failing on an error status.
 func (e *endpoint) wait(ctx context.Context) (verbs.WC, error) {
-	wc, err := e.cq.Wait(ctx)
+	return e.checked(e.cq.Wait(ctx))
+}
+
+// checked fails on an error status.
+func (e *endpoint) checked(wc verbs.WC, err error) (verbs.WC, error) {
 	if err == nil && wc.Status != verbs.WCSuccess {
 		err = fmt.Errorf("perf: %v completion of WR %d: %v (QP: %v)", wc.Opcode, wc.ID, wc.Status, e.qp.Err())
 	}
@@ -193,10 +197,10 @@ func serveOne(ctx context.Context, dev *verbs.Context, req *verbs.ConnRequest, s
 			}
 			wrs := []verbs.SendWR{{Opcode: verbs.WRSend}}
 			if spec.Test == Send {
-				wrs[0].SGL = []verbs.SGE{e.mr.SGE(0, spec.Size)}
+				wrs[0] = payload(wrs[0], e.mr, spec.Size, spec.Inline)
 			} else {
-				wrs = append([]verbs.SendWR{{Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{e.mr.SGE(0, spec.Size)},
-					RemoteAddr: spec.Addr, RKey: verbs.STag(spec.RKey)}}, wrs...)
+				wrs = append([]verbs.SendWR{payload(verbs.SendWR{Opcode: verbs.WRRDMAWrite,
+					RemoteAddr: spec.Addr, RKey: verbs.STag(spec.RKey)}, e.mr, spec.Size, spec.Inline)}, wrs...)
 			}
 			if err := e.qp.PostSend(wrs...); err != nil {
 				return err
