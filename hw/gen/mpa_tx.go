@@ -71,10 +71,16 @@ func MPATx(width int) (*Module, error) {
 	// The framer state, declared first: the pops depend on it.
 	act := m.RegDecl("f_active", 1, "an FPDU is being formed")
 	first := m.RegDecl("f_first", 1, "the next beat is the FPDU's first")
-	bIdx := m.RegDecl("f_body", 18, "FPDU body octets (length, ULPDU, PAD, CRC) before this beat")
+	// Distances to the body's landmarks are kept as registers, stepped down
+	// by the octets each beat carries, so that no adder sits between the
+	// state and the lane selects: room_x = x + 4 - (body octets before this
+	// beat), for x = the end of the ULPDU (2 + length), of the CRC coverage
+	// (body length - 4) and of the body.
+	roomData := m.RegDecl("f_room_data", 18, "2 + length + 4 - body octets so far")
+	roomCov := m.RegDecl("f_room_cov", 18, "body octets left (the CRC field's 4 included)")
+	roomEnd := m.RegDecl("f_room_end", 18, "body octets left + 4")
 	rel := m.RegDecl("f_rel", 18, "f_body minus the ULPDU index of window entry 0")
 	uLen := m.RegDecl("f_len", 16, "ULPDU length")
-	bodyLen := m.RegDecl("f_body_len", 18, "2 + length + PAD + 4")
 	toMk := m.RegDecl("f_to_marker", 9, "octets from this beat's lane 0 to the next marker position")
 	mkOn := m.RegDecl("f_markers", 1, "")
 	crcOn := m.RegDecl("f_crc", 1, "")
@@ -94,24 +100,21 @@ func MPATx(width int) (*Module, error) {
 
 	// --- forming one output beat from the framer state and the window ---
 	b18 := func(e Expr, w int) Expr { return Cat(C(18-w, 0), e) }
-	lenPlus2 := m.WireOf("f_len_plus2", Add(b18(uLen, 16), C(18, 2)), "")
-	need0 := m.WireOf("f_need_data", Lt(bIdx, lenPlus2), "this beat carries ULPDU octets")
+	need0 := m.WireOf("f_need_data", Not(Or(Bit(roomData, 17), Lt(roomData, C(18, 5)))), "this beat carries ULPDU octets")
 	need1 := m.WireOf("f_need_two", And(need0, Not(Lt(rel, C(18, 4))), Not(w0Last)), "they reach into window entry 1")
 	have := m.WireOf("f_have", Or(Not(need0), And(Ne(q.Count, C(cw, 0)), Or(Not(need1), Not(Lt(q.Count, C(cw, 2)))))), "the window holds them")
 	can := m.WireOf("f_can", And(act, have), "a beat can be formed")
 	emit := m.WireOf("f_emit", And(adv, can), "a beat is formed this cycle")
 
 	toMk18 := b18(toMk, 9)
-	mkHere := m.WireOf("f_marker_here", And(mkOn, Lt(toMk, C(9, uint64(lanes))), Lt(Add(bIdx, toMk18), bodyLen)), "a marker falls in this beat, before the FPDU ends")
+	mkHere := m.WireOf("f_marker_here", And(mkOn, Lt(toMk, C(9, uint64(lanes))), Lt(toMk18, roomCov)), "a marker falls in this beat, before the FPDU ends")
 	consumed := m.WireOf("f_consumed", Sel(mkHere, C(18, uint64(lanes-4)), C(18, uint64(lanes))), "body octets this beat can carry")
-	bNext := m.WireOf("f_body_next", Add(bIdx, consumed), "")
-	last := m.WireOf("f_last", Not(Lt(bNext, bodyLen)), "this beat ends the FPDU")
+	last := m.WireOf("f_last", Sel(mkHere, Lt(roomCov, C(18, uint64(lanes-3))), Lt(roomCov, C(18, uint64(lanes+1)))), "this beat ends the FPDU")
 
 	// Lane classes. For a body threshold X, lane i is below it when
 	// i - 4*after_i < X - f_body, i.e. i + 4 - 4*after_i < X + 4 - f_body.
 	mkGroup := m.WireOf("f_marker_group", Bits(toMk, nk-1, 2), "4-lane group of the marker")
-	below := func(name string, x Expr) (pre, post []Expr) {
-		e := m.WireOf("f_room_"+name, Sub(Add(x, C(18, 4)), bIdx), "")
+	below := func(name string, e *Signal) (pre, post []Expr) {
 		neg := Bit(e, 17)
 		big := m.WireOf("f_room_"+name+"_big", RedOr(Bits(e, 16, nk+2)), "")
 		small := m.WireOf("f_room_"+name+"_small", Bits(e, nk+1, 0), "")
@@ -128,9 +131,9 @@ func MPATx(width int) (*Module, error) {
 		}
 		return pre, post
 	}
-	dataPre, dataPost := below("data", lenPlus2)
-	covPre, covPost := below("cov", Sub(bodyLen, C(18, 4)))
-	keepPre, keepPost := below("end", bodyLen)
+	dataPre, dataPost := below("data", roomData)
+	covPre, covPost := below("cov", roomCov)
+	keepPre, keepPost := below("end", roomEnd)
 
 	// The window as octets: 2 zero octets, entry 0, entry 1 but its last two
 	// octets. ULPDU octet u sits at window octet u - base + 2; lane i (before
@@ -190,7 +193,7 @@ func MPATx(width int) (*Module, error) {
 	beatData := m.WireOf("f_data", Cat(dataLanes...), "the formed beat, CRC field still zero")
 	beatKeep := m.WireOf("f_keep", Cat(keepLanes...), "")
 	beatCov := m.WireOf("f_cover", Cat(covLanes...), "lanes the CRC covers")
-	endOff := m.WireOf("f_end_offset", Add(pos, Cat(C(14, 0), Add(Sub(bodyLen, bIdx), Sel(mkHere, C(18, 4), C(18, 0))))), "stream offset just past the FPDU")
+	endOff := m.WireOf("f_end_offset", Add(pos, Cat(C(14, 0), Add(roomCov, Sel(mkHere, C(18, 4), C(18, 0))))), "stream offset just past the FPDU")
 
 	// --- framer state ---
 	startNext := m.WireOf("f_start", And(adv, Ne(cq.Count, C(cw, 0)), Or(Not(act), And(can, last))), "load the next FPDU's context")
@@ -212,10 +215,11 @@ func MPATx(width int) (*Module, error) {
 	}
 	m.Drive(act, big.NewInt(0), startNext, Or(startNext, And(emit, last)))
 	ld(first, big.NewInt(0), C(1, 1), C(1, 0))
-	ld(bIdx, nil, C(18, 0), bNext)
+	ld(roomData, nil, Add(c0Len18, C(18, 6)), Sub(roomData, consumed))
+	ld(roomCov, nil, nBodyLen, Sub(roomCov, consumed))
+	ld(roomEnd, nil, Add(nBodyLen, C(18, 4)), Sub(roomEnd, consumed))
 	ld(rel, nil, C(18, 0), relNext)
 	ld(uLen, nil, c0[1], uLen)
-	ld(bodyLen, nil, nBodyLen, bodyLen)
 	ld(toMk, nil, nToMk, stepToMk)
 	ld(mkOn, nil, c0[2], mkOn)
 	ld(crcOn, nil, c0[3], crcOn)

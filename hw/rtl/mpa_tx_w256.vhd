@@ -119,10 +119,11 @@ architecture rtl of mpa_tx_w256 is
     signal s_fire : std_logic;               -- a beat is accepted
     signal f_active : std_logic := '0';      -- an FPDU is being formed
     signal f_first : std_logic := '0';       -- the next beat is the FPDU's first
-    signal f_body : std_logic_vector(17 downto 0); -- FPDU body octets (length, ULPDU, PAD, CRC) before this beat
+    signal f_room_data : std_logic_vector(17 downto 0); -- 2 + length + 4 - body octets so far
+    signal f_room_cov : std_logic_vector(17 downto 0); -- body octets left (the CRC field's 4 included)
+    signal f_room_end : std_logic_vector(17 downto 0); -- body octets left + 4
     signal f_rel : std_logic_vector(17 downto 0); -- f_body minus the ULPDU index of window entry 0
     signal f_len : std_logic_vector(15 downto 0); -- ULPDU length
-    signal f_body_len : std_logic_vector(17 downto 0); -- 2 + length + PAD + 4
     signal f_to_marker : std_logic_vector(8 downto 0); -- octets from this beat's lane 0 to the next marker position
     signal f_markers : std_logic;
     signal f_crc : std_logic;
@@ -168,7 +169,6 @@ architecture rtl of mpa_tx_w256 is
     signal ctx1_push : std_logic;
     signal ctx2_push : std_logic;
     signal ctx3_push : std_logic;
-    signal f_len_plus2 : std_logic_vector(17 downto 0);
     signal f_need_data : std_logic;          -- this beat carries ULPDU octets
     signal f_need_two : std_logic;           -- they reach into window entry 1
     signal f_have : std_logic;               -- the window holds them
@@ -176,16 +176,12 @@ architecture rtl of mpa_tx_w256 is
     signal f_emit : std_logic;               -- a beat is formed this cycle
     signal f_marker_here : std_logic;        -- a marker falls in this beat, before the FPDU ends
     signal f_consumed : std_logic_vector(17 downto 0); -- body octets this beat can carry
-    signal f_body_next : std_logic_vector(17 downto 0);
     signal f_last : std_logic;               -- this beat ends the FPDU
     signal f_marker_group : std_logic_vector(2 downto 0); -- 4-lane group of the marker
-    signal f_room_data : std_logic_vector(17 downto 0);
     signal f_room_data_big : std_logic;
     signal f_room_data_small : std_logic_vector(6 downto 0);
-    signal f_room_cov : std_logic_vector(17 downto 0);
     signal f_room_cov_big : std_logic;
     signal f_room_cov_small : std_logic_vector(6 downto 0);
-    signal f_room_end : std_logic_vector(17 downto 0);
     signal f_room_end_big : std_logic;
     signal f_room_end_small : std_logic_vector(6 downto 0);
     signal f_window : std_logic_vector(511 downto 0);
@@ -331,24 +327,19 @@ begin
     ctx1_push <= ctx_push and b2l(ctx_wpos = "001");
     ctx2_push <= ctx_push and b2l(ctx_wpos = "010");
     ctx3_push <= ctx_push and b2l(ctx_wpos = "011");
-    f_len_plus2 <= std_logic_vector(unsigned(std_logic_vector'("00" & f_len)) + unsigned'("000000000000000010"));
-    f_need_data <= b2l(unsigned(f_body) < unsigned(f_len_plus2));
+    f_need_data <= not (f_room_data(17) or b2l(unsigned(f_room_data) < unsigned'("000000000000000101")));
     f_need_two <= (f_need_data and (not b2l(unsigned(f_rel) < unsigned'("000000000000000100")))) and (not win0_last);
     f_have <= (not f_need_data) or (b2l(win_count /= "000") and ((not f_need_two) or (not b2l(unsigned(win_count) < unsigned'("010")))));
     f_can <= f_active and f_have;
     f_emit <= advance and f_can;
-    f_marker_here <= (f_markers and b2l(unsigned(f_to_marker) < unsigned'("000100000"))) and b2l(unsigned(std_logic_vector(unsigned(f_body) + unsigned(std_logic_vector'("000000000" & f_to_marker)))) < unsigned(f_body_len));
+    f_marker_here <= (f_markers and b2l(unsigned(f_to_marker) < unsigned'("000100000"))) and b2l(unsigned(std_logic_vector'("000000000" & f_to_marker)) < unsigned(f_room_cov));
     f_consumed <= mux(f_marker_here, "000000000000011100", "000000000000100000");
-    f_body_next <= std_logic_vector(unsigned(f_body) + unsigned(f_consumed));
-    f_last <= not b2l(unsigned(f_body_next) < unsigned(f_body_len));
+    f_last <= mux(f_marker_here, b2l(unsigned(f_room_cov) < unsigned'("000000000000011101")), b2l(unsigned(f_room_cov) < unsigned'("000000000000100001")));
     f_marker_group <= f_to_marker(4 downto 2);
-    f_room_data <= std_logic_vector(unsigned(std_logic_vector(unsigned(f_len_plus2) + unsigned'("000000000000000100"))) - unsigned(f_body));
     f_room_data_big <= or f_room_data(16 downto 7);
     f_room_data_small <= f_room_data(6 downto 0);
-    f_room_cov <= std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(f_body_len) - unsigned'("000000000000000100"))) + unsigned'("000000000000000100"))) - unsigned(f_body));
     f_room_cov_big <= or f_room_cov(16 downto 7);
     f_room_cov_small <= f_room_cov(6 downto 0);
-    f_room_end <= std_logic_vector(unsigned(std_logic_vector(unsigned(f_body_len) + unsigned'("000000000000000100"))) - unsigned(f_body));
     f_room_end_big <= or f_room_end(16 downto 7);
     f_room_end_small <= f_room_end(6 downto 0);
     f_window <= std_logic_vector'(win1_data(239 downto 0) & win0_data & x"0000");
@@ -522,7 +513,7 @@ begin
     );
     f_end_offset <= std_logic_vector(unsigned(f_pos) + unsigned(std_logic_vector'(
         "00000000000000" &
-        std_logic_vector(unsigned(std_logic_vector(unsigned(f_body_len) - unsigned(f_body))) + unsigned(mux(f_marker_here, "000000000000000100", "000000000000000000")))
+        std_logic_vector(unsigned(f_room_cov) + unsigned(mux(f_marker_here, "000000000000000100", "000000000000000000")))
     )));
     f_start <= (advance and b2l(ctx_count /= "000")) and ((not f_active) or (f_can and f_last));
     ctx_pop <= std_logic_vector'("00" & f_start);
@@ -1012,11 +1003,29 @@ begin
         end if;
     end process;
 
-    f_body_reg : process (clk)
+    f_room_data_reg : process (clk)
     begin
         if rising_edge(clk) then
             if (f_start or f_continue) = '1' then
-                f_body <= mux(f_start, "000000000000000000", f_body_next);
+                f_room_data <= mux(f_start, std_logic_vector(unsigned(std_logic_vector'("00" & ctx0_len)) + unsigned'("000000000000000110")), std_logic_vector(unsigned(f_room_data) - unsigned(f_consumed)));
+            end if;
+        end if;
+    end process;
+
+    f_room_cov_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (f_start or f_continue) = '1' then
+                f_room_cov <= mux(f_start, std_logic_vector(unsigned(n_len_padded) + unsigned'("000000000000000100")), std_logic_vector(unsigned(f_room_cov) - unsigned(f_consumed)));
+            end if;
+        end if;
+    end process;
+
+    f_room_end_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (f_start or f_continue) = '1' then
+                f_room_end <= mux(f_start, std_logic_vector(unsigned(std_logic_vector(unsigned(n_len_padded) + unsigned'("000000000000000100"))) + unsigned'("000000000000000100")), std_logic_vector(unsigned(f_room_end) - unsigned(f_consumed)));
             end if;
         end if;
     end process;
@@ -1035,15 +1044,6 @@ begin
         if rising_edge(clk) then
             if (f_start or f_continue) = '1' then
                 f_len <= mux(f_start, ctx0_len, f_len);
-            end if;
-        end if;
-    end process;
-
-    f_body_len_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if (f_start or f_continue) = '1' then
-                f_body_len <= mux(f_start, std_logic_vector(unsigned(n_len_padded) + unsigned'("000000000000000100")), f_body_len);
             end if;
         end if;
     end process;

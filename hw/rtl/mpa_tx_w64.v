@@ -77,10 +77,11 @@ module mpa_tx_w64 (
     wire           s_fire;                   // a beat is accepted
     reg            f_active;                 // an FPDU is being formed
     reg            f_first;                  // the next beat is the FPDU's first
-    reg  [17:0]    f_body;                   // FPDU body octets (length, ULPDU, PAD, CRC) before this beat
+    reg  [17:0]    f_room_data;              // 2 + length + 4 - body octets so far
+    reg  [17:0]    f_room_cov;               // body octets left (the CRC field's 4 included)
+    reg  [17:0]    f_room_end;               // body octets left + 4
     reg  [17:0]    f_rel;                    // f_body minus the ULPDU index of window entry 0
     reg  [15:0]    f_len;                    // ULPDU length
-    reg  [17:0]    f_body_len;               // 2 + length + PAD + 4
     reg  [8:0]     f_to_marker;              // octets from this beat's lane 0 to the next marker position
     reg            f_markers;
     reg            f_crc;
@@ -126,7 +127,6 @@ module mpa_tx_w64 (
     wire           ctx1_push;
     wire           ctx2_push;
     wire           ctx3_push;
-    wire [17:0]    f_len_plus2;
     wire           f_need_data;              // this beat carries ULPDU octets
     wire           f_need_two;               // they reach into window entry 1
     wire           f_have;                   // the window holds them
@@ -134,16 +134,12 @@ module mpa_tx_w64 (
     wire           f_emit;                   // a beat is formed this cycle
     wire           f_marker_here;            // a marker falls in this beat, before the FPDU ends
     wire [17:0]    f_consumed;               // body octets this beat can carry
-    wire [17:0]    f_body_next;
     wire           f_last;                   // this beat ends the FPDU
     wire           f_marker_group;           // 4-lane group of the marker
-    wire [17:0]    f_room_data;
     wire           f_room_data_big;
     wire [4:0]     f_room_data_small;
-    wire [17:0]    f_room_cov;
     wire           f_room_cov_big;
     wire [4:0]     f_room_cov_small;
-    wire [17:0]    f_room_end;
     wire           f_room_end_big;
     wire [4:0]     f_room_end_small;
     wire [127:0]   f_window;
@@ -241,24 +237,19 @@ module mpa_tx_w64 (
     assign ctx1_push = ctx_push & (ctx_wpos == 3'h1);
     assign ctx2_push = ctx_push & (ctx_wpos == 3'h2);
     assign ctx3_push = ctx_push & (ctx_wpos == 3'h3);
-    assign f_len_plus2 = {2'h0, f_len} + 18'h00002;
-    assign f_need_data = f_body < f_len_plus2;
+    assign f_need_data = ~(f_room_data[17] | (f_room_data < 18'h00005));
     assign f_need_two = (f_need_data & ~(f_rel < 18'h00004)) & ~win0_last;
     assign f_have = ~f_need_data | ((win_count != 3'h0) & (~f_need_two | ~(win_count < 3'h2)));
     assign f_can = f_active & f_have;
     assign f_emit = advance & f_can;
-    assign f_marker_here = (f_markers & (f_to_marker < 9'h008)) & ((f_body + {9'h000, f_to_marker}) < f_body_len);
+    assign f_marker_here = (f_markers & (f_to_marker < 9'h008)) & ({9'h000, f_to_marker} < f_room_cov);
     assign f_consumed = f_marker_here ? 18'h00004 : 18'h00008;
-    assign f_body_next = f_body + f_consumed;
-    assign f_last = ~(f_body_next < f_body_len);
+    assign f_last = f_marker_here ? (f_room_cov < 18'h00005) : (f_room_cov < 18'h00009);
     assign f_marker_group = f_to_marker[2];
-    assign f_room_data = (f_len_plus2 + 18'h00004) - f_body;
     assign f_room_data_big = |f_room_data[16:5];
     assign f_room_data_small = f_room_data[4:0];
-    assign f_room_cov = ((f_body_len - 18'h00004) + 18'h00004) - f_body;
     assign f_room_cov_big = |f_room_cov[16:5];
     assign f_room_cov_small = f_room_cov[4:0];
-    assign f_room_end = (f_body_len + 18'h00004) - f_body;
     assign f_room_end_big = |f_room_end[16:5];
     assign f_room_end_small = f_room_end[4:0];
     assign f_window = {win1_data[47:0], win0_data, 16'h0000};
@@ -310,7 +301,7 @@ module mpa_tx_w64 (
         l1_marker | (l1_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (5'h05 < f_room_cov_small)))),
         l0_marker | (l0_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (5'h04 < f_room_cov_small))))
     };
-    assign f_end_offset = f_pos + {14'h0000, (f_body_len - f_body) + (f_marker_here ? 18'h00004 : 18'h00000)};
+    assign f_end_offset = f_pos + {14'h0000, f_room_cov + (f_marker_here ? 18'h00004 : 18'h00000)};
     assign f_start = (advance & (ctx_count != 3'h0)) & (~f_active | (f_can & f_last));
     assign ctx_pop = {2'h0, f_start};
     assign win_pop = f_emit ? (f_last ? (win0_last ? 3'h1 : 3'h2) : {2'h0, ~((f_rel + f_consumed) < 18'h0000c) & ~win0_last}) : 3'h0;
@@ -633,7 +624,19 @@ module mpa_tx_w64 (
 
     always @(posedge clk) begin
         if (f_start | f_continue) begin
-            f_body <= f_start ? 18'h00000 : f_body_next;
+            f_room_data <= f_start ? ({2'h0, ctx0_len} + 18'h00006) : (f_room_data - f_consumed);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (f_start | f_continue) begin
+            f_room_cov <= f_start ? (n_len_padded + 18'h00004) : (f_room_cov - f_consumed);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (f_start | f_continue) begin
+            f_room_end <= f_start ? ((n_len_padded + 18'h00004) + 18'h00004) : (f_room_end - f_consumed);
         end
     end
 
@@ -646,12 +649,6 @@ module mpa_tx_w64 (
     always @(posedge clk) begin
         if (f_start | f_continue) begin
             f_len <= f_start ? ctx0_len : f_len;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (f_start | f_continue) begin
-            f_body_len <= f_start ? (n_len_padded + 18'h00004) : f_body_len;
         end
     end
 
