@@ -40,7 +40,7 @@ type options struct {
 	device, test, mode, size string
 	all                      bool
 	iters, depth, port       int
-	inline                   int
+	inline, qps              int
 	json, quiet              bool
 	markers, noCRC           bool
 	rev                      int
@@ -63,7 +63,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.size, "s", "65536", "message size in bytes (suffixes K, M)")
 	fs.BoolVar(&o.all, "a", false, "run sizes 2 to 8M in powers of two")
 	fs.IntVar(&o.iters, "n", 0, "iterations (default 5000 for bw, 1000 for lat)")
-	fs.IntVar(&o.depth, "depth", 128, "operations in flight (bw)")
+	fs.IntVar(&o.depth, "depth", 128, "operations in flight (bw), per QP")
+	fs.IntVar(&o.qps, "qp", 1, "connections (QPs) run at once on one card (bw)")
 	fs.IntVar(&o.inline, "I", -1, "post messages up to this size inline (default 236 for lat, 0 for bw)")
 	fs.IntVar(&o.port, "p", defaultPort, "TCP port")
 	fs.StringVar(&o.bind, "bind", "", "server: address to listen on (default all)")
@@ -143,6 +144,9 @@ func (o *options) specs() ([]perf.Spec, error) {
 		}
 		sizes = []int{n}
 	}
+	if o.qps < 1 || o.qps > 1024 || o.qps > 1 && base.Mode != perf.BW {
+		return nil, fmt.Errorf("-qp %d: 1 to 1024, and more than one only with -mode bw", o.qps)
+	}
 	var out []perf.Spec
 	for _, n := range sizes {
 		s := base
@@ -201,7 +205,7 @@ func client(ctx context.Context, o options, addr string, specs []perf.Spec, stdo
 				}
 			}
 		}
-		r, err := c.Run(ctx, addr, s)
+		r, err := c.RunQPs(ctx, addr, s, o.qps)
 		if tty && !o.quiet && time.Since(start) > time.Second {
 			fmt.Fprint(stderr, "\r\033[K")
 		}
@@ -234,7 +238,7 @@ func header(w io.Writer, o options, r perf.Result) {
 	title := fmt.Sprintf("%s %s Test", testNames[r.Test], map[perf.Mode]string{perf.BW: "BW", perf.Lat: "Latency"}[r.Mode])
 	fmt.Fprintf(w, "%*s\n", 44+len(title)/2, title)
 	fmt.Fprintf(w, " Card           : %-16s Transport type : iWARP over TCP\n", r.Device)
-	fmt.Fprintf(w, " Number of qps  : %-16d Connection     : %s -> %s\n", 1, r.Local, r.Remote)
+	fmt.Fprintf(w, " Number of qps  : %-16d Connection     : %s -> %s\n", r.QPs, r.Local, r.Remote)
 	fmt.Fprintf(w, " TX depth       : %-16d MPA            : %s\n", r.TxDepth, r.MPA)
 	fmt.Fprintf(w, " MULPDU         : %-16s Inline data    : %d[B]\n", fmt.Sprintf("%d[B]", r.MULPDU), r.Inline)
 	fmt.Fprintln(w, rule)

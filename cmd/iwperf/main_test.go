@@ -38,6 +38,18 @@ func TestClientTable(t *testing.T) {
 	require.Equal(t, "200", fields[1])
 }
 
+func TestClientManyQPs(t *testing.T) {
+	addr := startServer(t)
+	var out, errb bytes.Buffer
+	code := run([]string{"-json", "-qp", "8", "-test", "write", "-s", "64K", "-n", "100", addr}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	var doc struct{ Results []perf.Result }
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
+	r := doc.Results[0]
+	require.Equal(t, 8, r.QPs)
+	require.InDelta(t, 8*100*65536/r.Elapsed.Seconds()/1e6, r.AvgMBps, 1e-6)
+}
+
 func TestClientJSONLatency(t *testing.T) {
 	addr := startServer(t)
 	host, port, _ := net.SplitHostPort(addr)
@@ -57,7 +69,7 @@ func TestClientJSONLatency(t *testing.T) {
 func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"-s", "lots", "127.0.0.1"}, {"-test", "fly", "127.0.0.1"}, {"-mode", "x", "127.0.0.1"},
-		{"-depth", "0", "127.0.0.1"}, {"a", "b"}, {"-nosuchflag"},
+		{"-depth", "0", "127.0.0.1"}, {"a", "b"}, {"-nosuchflag"}, {"-qp", "2", "-mode", "lat", "127.0.0.1"}, {"-qp", "0", "127.0.0.1"},
 	} {
 		var out, errb bytes.Buffer
 		require.Equal(t, 2, run(args, &out, &errb), "%v", args)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/openiwarp/openiwarp/golden/mpa"
@@ -32,6 +34,70 @@ func (c *Client) Run(ctx context.Context, addr string, spec Spec) (Result, error
 		return res, err
 	}
 	defer dev.Close()
+	return c.runOn(ctx, dev, addr, spec, c.Progress)
+}
+
+// RunQPs runs spec on qps connections of one device at once (bandwidth
+// only) and returns their sum: bytes over the longest elapsed time, and
+// the sum of the peaks.
+func (c *Client) RunQPs(ctx context.Context, addr string, spec Spec, qps int) (Result, error) {
+	res := Result{Spec: spec, Device: c.Device, QPs: qps}
+	if err := spec.Check(); err != nil {
+		return res, err
+	}
+	if qps < 1 || qps > 1024 || qps > 1 && spec.Mode != BW {
+		return res, fmt.Errorf("%w: %d QPs (1 to 1024, and more than one only for bandwidth)", ErrSpec, qps)
+	}
+	dev, err := verbs.Open(c.Device)
+	if err != nil {
+		return res, err
+	}
+	defer dev.Close()
+	var mu sync.Mutex
+	done := make([]int, qps)
+	results := make([]Result, qps)
+	errs := make([]error, qps)
+	var wg sync.WaitGroup
+	for i := range qps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var progress func(int, int)
+			if c.Progress != nil {
+				progress = func(d, total int) {
+					mu.Lock()
+					defer mu.Unlock()
+					done[i] = d
+					sum := 0
+					for _, v := range done {
+						sum += v
+					}
+					c.Progress(sum, total*qps)
+				}
+			}
+			results[i], errs[i] = c.runOn(ctx, dev, addr, spec, progress)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return res, err
+	}
+	res = results[0]
+	res.QPs = qps
+	for _, r := range results[1:] {
+		res.Elapsed = max(res.Elapsed, r.Elapsed)
+		res.PeakMBps += r.PeakMBps
+	}
+	total := float64(qps) * float64(spec.Iters)
+	res.AvgMBps = total * float64(spec.Size) / res.Elapsed.Seconds() / 1e6
+	res.MsgRate = total / res.Elapsed.Seconds() / 1e6
+	res.PeakMBps = max(res.PeakMBps, res.AvgMBps)
+	return res, nil
+}
+
+// runOn runs one connection of spec on dev.
+func (c *Client) runOn(ctx context.Context, dev *verbs.Context, addr string, spec Spec, progress func(int, int)) (Result, error) {
+	res := Result{Spec: spec, Device: c.Device, QPs: 1}
 	e, err := newEndpoint(dev, spec)
 	if err != nil {
 		return res, err
@@ -65,7 +131,7 @@ func (c *Client) Run(ctx context.Context, addr string, spec Spec) (Result, error
 	res.MULPDU = e.qp.MULPDU()
 	res.MPA = describe(e.qp.Params())
 	res.Local, res.Remote = e.qp.LocalAddr().String(), e.qp.RemoteAddr().String()
-	r := runner{c: c, e: e, spec: spec, rep: rep, ctx: ctx}
+	r := runner{progressFn: progress, e: e, spec: spec, rep: rep, ctx: ctx}
 	start := time.Now()
 	r.last = start
 	r.marks = append(r.marks, mark{start, 0})
@@ -105,24 +171,24 @@ type mark struct {
 }
 
 type runner struct {
-	c       *Client
-	e       *endpoint
-	spec    Spec
-	rep     reply
-	ctx     context.Context
-	marks   []mark
-	samples []time.Duration
-	last    time.Time
-	end     time.Time
+	progressFn func(done, total int)
+	e          *endpoint
+	spec       Spec
+	rep        reply
+	ctx        context.Context
+	marks      []mark
+	samples    []time.Duration
+	last       time.Time
+	end        time.Time
 }
 
 func (r *runner) progress(done int) {
-	if r.c.Progress == nil {
+	if r.progressFn == nil {
 		return
 	}
 	if now := time.Now(); now.Sub(r.last) > 200*time.Millisecond {
 		r.last = now
-		r.c.Progress(done, r.spec.Iters)
+		r.progressFn(done, r.spec.Iters)
 	}
 }
 

@@ -100,6 +100,7 @@ type reply struct {
 type Result struct {
 	Spec
 	Device  string        `json:"device"`
+	QPs     int           `json:"qps"`
 	MULPDU  int           `json:"mulpdu"`
 	MPA     string        `json:"mpa"` // the negotiated MPA options
 	Local   string        `json:"local"`
