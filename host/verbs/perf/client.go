@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -84,14 +85,28 @@ func (c *Client) RunQPs(ctx context.Context, addr string, spec Spec, qps int) (R
 	}
 	res = results[0]
 	res.QPs = qps
-	for _, r := range results[1:] {
-		res.Elapsed = max(res.Elapsed, r.Elapsed)
-		res.PeakMBps += r.PeakMBps
+	if qps == 1 {
+		res.marks = nil
+		return res, nil
 	}
+	runs := make([][]mark, qps)
+	start := results[0].marks[0].t
+	end := start
+	for i, r := range results {
+		runs[i] = r.marks
+		if t := r.marks[0].t; t.Before(start) {
+			start = t
+		}
+		if t := r.marks[len(r.marks)-1].t; t.After(end) {
+			end = t
+		}
+	}
+	res.Elapsed = end.Sub(start) // from the first start to the last completion
 	total := float64(qps) * float64(spec.Iters)
 	res.AvgMBps = total * float64(spec.Size) / res.Elapsed.Seconds() / 1e6
 	res.MsgRate = total / res.Elapsed.Seconds() / 1e6
-	res.PeakMBps = max(res.PeakMBps, res.AvgMBps)
+	res.PeakMBps = peak(merge(runs), float64(spec.Size), qps*spec.Iters, res.Elapsed)
+	res.marks = nil
 	return res, nil
 }
 
@@ -149,6 +164,7 @@ func (c *Client) runOn(ctx context.Context, dev *verbs.Context, addr string, spe
 		res.AvgMBps = bytes / res.Elapsed.Seconds() / 1e6
 		res.MsgRate = float64(spec.Iters) / res.Elapsed.Seconds() / 1e6
 		res.PeakMBps = r.peak(float64(spec.Size), res.Elapsed)
+		res.marks = r.marks
 	} else {
 		res.Lat = summarise(r.samples, spec.Test != Read)
 	}
@@ -253,20 +269,49 @@ func (r *runner) bw() error {
 // peak is the best bandwidth over any stretch of the run that covers at
 // least a twentieth of its operations and of its time.
 func (r *runner) peak(size float64, elapsed time.Duration) float64 {
-	span, minDT := max(1, r.spec.Iters/20), elapsed.Seconds()/20
+	return peak(r.marks, size, r.spec.Iters, elapsed)
+}
+
+func peak(marks []mark, size float64, iters int, elapsed time.Duration) float64 {
+	span, minDT := max(1, iters/20), elapsed.Seconds()/20
 	best := 0.0
 	j := 0
-	for i := range r.marks {
-		for j < len(r.marks) && (r.marks[j].done-r.marks[i].done < span || r.marks[j].t.Sub(r.marks[i].t).Seconds() < minDT) {
+	for i := range marks {
+		for j < len(marks) && (marks[j].done-marks[i].done < span || marks[j].t.Sub(marks[i].t).Seconds() < minDT) {
 			j++
 		}
-		if j == len(r.marks) {
+		if j == len(marks) {
 			break
 		}
-		dt := r.marks[j].t.Sub(r.marks[i].t).Seconds()
-		best = max(best, float64(r.marks[j].done-r.marks[i].done)*size/dt/1e6)
+		dt := marks[j].t.Sub(marks[i].t).Seconds()
+		best = max(best, float64(marks[j].done-marks[i].done)*size/dt/1e6)
 	}
-	return max(best, size*float64(r.spec.Iters)/elapsed.Seconds()/1e6)
+	return max(best, size*float64(iters)/elapsed.Seconds()/1e6)
+}
+
+// merge joins the progress marks of runs that went on at once into one
+// timeline of their total progress.
+func merge(runs [][]mark) []mark {
+	type ev struct {
+		mark
+		run int
+	}
+	var evs []ev
+	for i, ms := range runs {
+		for _, m := range ms {
+			evs = append(evs, ev{m, i})
+		}
+	}
+	sort.SliceStable(evs, func(a, b int) bool { return evs[a].t.Before(evs[b].t) })
+	last := make([]int, len(runs))
+	total := 0
+	out := make([]mark, 0, len(evs))
+	for _, e := range evs {
+		total += e.done - last[e.run]
+		last[e.run] = e.done
+		out = append(out, mark{e.t, total})
+	}
+	return out
 }
 
 // lat runs one operation at a time and records each one's time.

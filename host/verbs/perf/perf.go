@@ -113,6 +113,8 @@ type Result struct {
 	// Latency (Mode Lat), in microseconds: half the round trip for Write
 	// and Send (ping-pong), the whole Read for Read, as perftest does.
 	Lat *Latency `json:"latency,omitempty"`
+
+	marks []mark // bandwidth progress over time, for RunQPs
 }
 
 // Latency summarises latency samples, in microseconds.
