@@ -186,5 +186,5 @@ func (c *verbsConn) Close() error {
 // peerClosed reports whether err is the peer's graceful disconnect.
 func peerClosed(err error) bool { return errors.Is(err, iwarp.ErrClosed) }
 
-// localAddrs names both ends of the connection for the summary.
+// addrs names both ends of the connection for the summary.
 func (c *verbsConn) addrs() (local, peer net.Addr) { return c.qp.LocalAddr(), c.qp.RemoteAddr() }

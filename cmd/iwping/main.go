@@ -239,8 +239,6 @@ func execute(o *options) (*Summary, error) {
 	return sum, err
 }
 
-// connect opens the card and connects its QP: Dial as the client, or
-// Listen and accept one connection as the server (rping without -P).
 // knownCard accepts the linked backends, with an optional ":option" suffix
 // ("sim:512").
 func knownCard(name string) bool {
@@ -253,6 +251,8 @@ func knownCard(name string) bool {
 	return false
 }
 
+// connect opens the card and connects its QP: Dial as the client, or
+// Listen and accept one connection as the server (rping without -P).
 func (o *options) connect(ctx context.Context) (*verbsConn, error) {
 	addr := net.JoinHostPort(o.addr, strconv.Itoa(o.port))
 	if o.client {

@@ -29,7 +29,9 @@ func (n *Network) Capture(ctx context.Context, iface, path string, filter ...str
 	if iface == "" {
 		iface = n.Bridge
 	}
-	args := append([]string{"-i", iface, "-U", "--immediate-mode", "-s", "0", "-Z", "root", "-w", path}, filter...)
+	// A 64 MiB kernel buffer: under TCG a guest can burst faster than
+	// tcpdump is scheduled, and a dropped packet fails the capture check.
+	args := append([]string{"-i", iface, "-U", "--immediate-mode", "-B", "65536", "-s", "0", "-Z", "root", "-w", path}, filter...)
 	c := &Capture{Path: path, cmd: n.Command(context.Background(), "tcpdump", args...), done: make(chan struct{})}
 	pr, err := c.cmd.StderrPipe()
 	if err != nil {

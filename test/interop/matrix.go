@@ -61,10 +61,12 @@ const KnownSiwDefects = `## Known siw 6.1 and rping defects and how the harness 
   miss an FPDU that arrives while it is still moving the connection into RDMA
   mode after sending its MPA Reply: the Send sits in the socket and siw never
   answers (a race inside siw, not the peer's fault; measured here in about 4
-  of 10 runs with iwping as Initiator, which sends at once). Workaround: the
-  harness runs iwping as Initiator with ` + "`-first-delay 300ms`" + ` (the pause a
-  kernel initiator's own latency gives siw); the scenarios that use it say so
-  in the Notes column. Should a stall with exactly that capture (Request,
+  of 10 runs with iwping as Initiator, which sends at once, and in about 1 of
+  5 between two siw guests). Workarounds: the harness runs iwping as
+  Initiator with ` + "`-first-delay 300ms`" + `, and between two siw guests it delays
+  the Initiator guest's packets by 100 ms with netem (in the guest: the host
+  kernel has no netem); the scenarios that use either say so in the Notes
+  column. Should a stall with exactly that capture (Request,
   Reply, one Send, then nothing) still happen, the harness keeps the capture
   as capture-attempt1.pcap, retries once and counts the retry in Notes; any
   other stall, or a second one, fails the scenario.

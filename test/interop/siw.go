@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"time"
 
 	"github.com/openiwarp/openiwarp/test/guest"
 )
@@ -23,12 +24,13 @@ const (
 // Guest programs from rdma-core (rdmacm-utils, ibverbs-utils) and iproute2.
 var siwBinaries = []string{
 	"/usr/bin/rping", "/usr/bin/rdma_server", "/usr/bin/rdma_client",
-	"/usr/bin/ibv_devinfo", "/usr/bin/rdma",
+	"/usr/bin/ibv_devinfo", "/usr/bin/rdma", "/usr/sbin/tc",
 	"/usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav34.so",
 }
 
 // siwModules are the in-tree modules siw and the verbs/CM user space need.
-var siwModules = []string{"ib_core", "ib_uverbs", "iw_cm", "rdma_cm", "rdma_ucm", "libcrc32c", "crc32c_generic", "crc32c_intel"}
+var siwModules = []string{"ib_core", "ib_uverbs", "iw_cm", "rdma_cm", "rdma_ucm", "libcrc32c", "crc32c_generic", "crc32c_intel",
+	"sch_netem"} // netem: DelayEgress
 
 // SiwImage is a guest kernel and initramfs carrying siw (both builds) and
 // rdma-core's user space.
@@ -105,4 +107,21 @@ echo siw-%s-loaded`, module, path.Base(module))
 		return fmt.Errorf("interop: load %s: %w", module, err)
 	}
 	return nil
+}
+
+// DelayEgress makes the guest hold every packet it sends for d (netem on
+// eth0, set with iproute2's tc: busybox's knows no netem) until the returned
+// func undoes it. The host kernel has no netem; the Debian guest kernel
+// does. It is the workaround for siw's first-Send race between two siw
+// guests: the Initiator's first FPDU then reaches the Responder d after the
+// Responder sent its MPA Reply.
+func DelayEgress(ctx context.Context, vm *guest.VM, d string) (func(), error) {
+	if _, err := vm.Shell(ctx, "/usr/sbin/tc qdisc replace dev eth0 root netem delay "+d); err != nil {
+		return nil, fmt.Errorf("interop: netem on the guest: %w", err)
+	}
+	return func() {
+		uctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = vm.Shell(uctx, "/usr/sbin/tc qdisc del dev eth0 root")
+	}, nil
 }
