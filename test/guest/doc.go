@@ -39,8 +39,11 @@
 //
 // Cleanup: VM.Shutdown powers the guest off (VM.Close kills QEMU, only the
 // process it started) and removes the VM's temporary directory; Network.Close
-// deletes the namespace with its bridge and taps. Namespaces left by a killed
-// run (their creator pid is gone) are removed by the next NewNetwork.
+// deletes the namespace with its bridge and taps. Every QEMU, tcpdump and
+// namespace program this package starts gets SIGKILL if the test process
+// dies (Pdeathsig); namespaces (oiw-<pid>-<n>) and VM directories
+// (oiw-vm-<pid>-*) whose creator is gone are removed by the next NewNetwork
+// or Boot.
 //
 // Host requirements (Debian packages): qemu-system-x86, busybox-static, kmod,
 // xz-utils, dpkg, apt (for apt-get download), iproute2, tcpdump; gcc and make
