@@ -1,11 +1,10 @@
-# make demo: the project end to end. demo-mpa shows the wire: a requester's
-# RDMAP conversation framed by golden/mpa (markers, CRC32c) through
-# `iwdump -encode`, then decoded back by `iwdump -stream`. Areas append
-# their own parts to DEMO_TARGETS.
+# make demo: the project end to end. demo-host (mk/host.mk) moves RDMA Write,
+# Read and Send data between two endpoints over TCP on 127.0.0.1, through the
+# model card and then the sim card with the RTL in the loop. demo-mpa then
+# shows the wire: a requester's RDMAP conversation framed by golden/mpa
+# (markers, CRC32c) through `iwdump -encode` and decoded back.
 
-DEMO_TARGETS ?=
-
-demo: tools demo-mpa $(DEMO_TARGETS)
+demo: tools demo-host demo-mpa
 	@echo "make demo: done"
 
 demo-mpa:
