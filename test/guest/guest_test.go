@@ -174,3 +174,25 @@ done; ls /sys/module | grep -c '^vfio_pci$'`)
 	require.Equal(t, "1", lines[1], "vfio_pci loaded")
 	require.NoError(t, vm.Shutdown(ctx))
 }
+
+// A guest that cannot boot (no init in its initramfs) ends the boot with a
+// *BootError carrying the kernel's last words, and leaves nothing running.
+func TestBootFailureReportsConsole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots a QEMU guest")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	k, err := FetchKernel(ctx, KernelOptions{})
+	require.NoError(t, err)
+	var empty bytes.Buffer
+	require.NoError(t, writeCpio(&empty, []cpioEntry{{Name: "/etc/motd", Mode: 0o644, Data: []byte("no init here\n")}}))
+	initrd := filepath.Join(t.TempDir(), "noinit.cpio")
+	require.NoError(t, os.WriteFile(initrd, empty.Bytes(), 0o644))
+	vm, err := Boot(ctx, Config{Kernel: k, Initrd: initrd, BootTimeout: 2 * time.Minute})
+	require.Nil(t, vm)
+	var be *BootError
+	require.ErrorAs(t, err, &be)
+	require.ErrorIs(t, err, ErrVMExited)
+	require.Contains(t, be.Console, "Kernel panic")
+}
