@@ -68,6 +68,10 @@ const (
 type sqEntry struct {
 	wr       SendWR
 	internal bool // an RTR message: never completed to the ULP
+	// inFlight: the transmitter is handing its last FPDUs to TCP and
+	// completes it itself, with success once they are written, so a flush
+	// racing with that Write must leave it alone.
+	inFlight bool
 	done     bool
 	status   Status
 	got      uint64 // Read: response bytes placed
@@ -403,7 +407,7 @@ func (ep *Endpoint) flushLocked(cause error) {
 		first = remoteStatus(e.Cause)
 	}
 	for i, s := range ep.sq {
-		if s.done {
+		if s.done || s.inFlight {
 			continue
 		}
 		s.done, s.status = true, WCFlushErr

@@ -169,23 +169,36 @@ func (ep *Endpoint) shutdown() {
 // flush writes the buffered FPDUs; the Sends and Writes they finish are
 // then complete (RFC 5040 §5.5 rule 14: handed to the LLP).
 func (ep *Endpoint) flush() error {
+	var err error
 	if len(ep.wbuf) > 0 {
-		if _, err := ep.conn.Write(ep.wbuf); err != nil {
-			return err
+		if len(ep.unflushed) > 0 {
+			ep.mu.Lock()
+			for _, s := range ep.unflushed {
+				s.inFlight = !s.done
+			}
+			ep.mu.Unlock()
 		}
-		ep.wbuf = ep.wbuf[:0]
+		if _, err = ep.conn.Write(ep.wbuf); err == nil {
+			ep.wbuf = ep.wbuf[:0]
+		}
 	}
 	if len(ep.unflushed) > 0 {
 		ep.mu.Lock()
 		for _, s := range ep.unflushed {
-			if !s.done {
-				s.done = true
+			if s.inFlight || !s.done {
+				s.inFlight, s.done = false, true
+				if err != nil {
+					s.status = WCFlushErr // TCP did not take it
+				}
 			}
 		}
 		ep.completeLocked()
 		ep.mu.Unlock()
 		clear(ep.unflushed)
 		ep.unflushed = ep.unflushed[:0]
+	}
+	if err != nil {
+		return err
 	}
 	ep.txPending.Store(false)
 	return nil
