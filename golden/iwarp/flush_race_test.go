@@ -66,7 +66,9 @@ func TestSendWrittenBeforePeerCloses(t *testing.T) {
 	// Posted from its own goroutine: a lone inline WR on an idle QP is sent
 	// by the posting goroutine itself, which the gate then holds.
 	posted := make(chan error, 1)
-	go func() { posted <- ep.PostSend(SendWR{ID: 9, Opcode: WRSend, Inline: []byte("last words"), Signaled: true}) }()
+	go func() {
+		posted <- ep.PostSend(SendWR{ID: 9, Opcode: WRSend, Inline: []byte("last words"), Signaled: true})
+	}()
 	released := false
 	defer func() {
 		if !released {
