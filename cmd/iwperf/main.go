@@ -29,7 +29,8 @@ import (
 	"time"
 
 	"github.com/openiwarp/openiwarp/golden/mpa"
-	_ "github.com/openiwarp/openiwarp/host/driver/sim" // the sim card
+	_ "github.com/openiwarp/openiwarp/host/driver/sim"  // the sim card
+	_ "github.com/openiwarp/openiwarp/host/driver/vfio" // boards: vfio:<PCI address>
 	"github.com/openiwarp/openiwarp/host/verbs"
 	"github.com/openiwarp/openiwarp/host/verbs/perf"
 )
