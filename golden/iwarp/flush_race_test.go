@@ -1,7 +1,6 @@
 package iwarp
 
 import (
-	"context"
 	"io"
 	"net"
 	"sync"
@@ -35,26 +34,7 @@ func (g *gateConn) Write(p []byte) (int, error) {
 // transmitter marks it done (RFC 5040 §5.5 rule 14: handed to the LLP).
 func TestSendWrittenBeforePeerCloses(t *testing.T) {
 	checkLeaks(t)
-	ln := listen(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			if _, err = mpa.Respond(ctx, c, mpa.Config{}); err != nil {
-				c.Close()
-				c = nil
-			}
-		}
-		accepted <- c
-	}()
-	cc, err := net.Dial("tcp", ln.Addr().String())
-	require.NoError(t, err)
-	p, err := mpa.Initiate(ctx, cc, mpa.Config{})
-	require.NoError(t, err)
-	peer := <-accepted
-	require.NotNil(t, peer)
+	cc, p, peer, _ := connectMPA(t, mpa.Config{}, mpa.Config{})
 
 	gate := &gateConn{Conn: cc, written: make(chan struct{}), release: make(chan struct{})}
 	tab := mem.NewTable()

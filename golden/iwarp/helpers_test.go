@@ -91,6 +91,13 @@ func newSide(t testing.TB, conn net.Conn, p mpa.Params, o pairOpts) *side {
 
 // pair connects two endpoints over TCP on 127.0.0.1.
 func pair(t testing.TB, o pairOpts) (client, server *side) {
+	cc, cp, sc, sp := connectMPA(t, mpaConfig(o), mpaConfig(o))
+	return newSide(t, cc, cp, o), newSide(t, sc, sp, o)
+}
+
+// connectMPA opens a TCP connection on 127.0.0.1 and runs the MPA startup
+// on it, initiator side with icfg, responder side with rcfg.
+func connectMPA(t testing.TB, icfg, rcfg mpa.Config) (cc net.Conn, cp mpa.Params, sc net.Conn, sp mpa.Params) {
 	ln := listen(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -106,16 +113,18 @@ func pair(t testing.TB, o pairOpts) (client, server *side) {
 			ch <- res{err: err}
 			return
 		}
-		p, err := mpa.Respond(ctx, c, mpaConfig(o))
+		p, err := mpa.Respond(ctx, c, rcfg)
 		ch <- res{c, p, err}
 	}()
 	cc, err := net.Dial("tcp", ln.Addr().String())
 	require.NoError(t, err)
-	cp, err := mpa.Initiate(ctx, cc, mpaConfig(o))
+	t.Cleanup(func() { cc.Close() })
+	cp, err = mpa.Initiate(ctx, cc, icfg)
 	require.NoError(t, err)
 	r := <-ch
 	require.NoError(t, r.err)
-	return newSide(t, cc, cp, o), newSide(t, r.c, r.p, o)
+	t.Cleanup(func() { r.c.Close() })
+	return cc, cp, r.c, r.p
 }
 
 func (s *side) reg(t testing.TB, buf []byte, addr uint64, acc mem.Access) *mem.MR {

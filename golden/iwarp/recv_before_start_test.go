@@ -1,10 +1,7 @@
 package iwarp
 
 import (
-	"context"
-	"net"
 	"testing"
-	"time"
 
 	"github.com/openiwarp/openiwarp/golden/ddp"
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
@@ -18,32 +15,7 @@ import (
 // before connecting). Queued after the start, it would be a Terminate.
 func TestRecvBeforeStart(t *testing.T) {
 	checkLeaks(t)
-	ln := listen(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	type res struct {
-		c   net.Conn
-		p   mpa.Params
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			var p mpa.Params
-			p, err = mpa.Respond(ctx, c, mpa.Config{})
-			ch <- res{c, p, err}
-			return
-		}
-		ch <- res{err: err}
-	}()
-	cc, err := net.Dial("tcp", ln.Addr().String())
-	require.NoError(t, err)
-	t.Cleanup(func() { cc.Close() })
-	cp, err := mpa.Initiate(ctx, cc, mpa.Config{})
-	require.NoError(t, err)
-	r := <-ch
-	require.NoError(t, r.err)
+	cc, cp, sc, sp := connectMPA(t, mpa.Config{}, mpa.Config{})
 
 	// The initiator's first FPDU, a Send, is in the responder's socket
 	// before its endpoint exists.
@@ -61,7 +33,7 @@ func TestRecvBeforeStart(t *testing.T) {
 	mr, err := pd.RegisterMR(buf, 0, mem.LocalWrite, 0)
 	require.NoError(t, err)
 	cq := NewCQ(16)
-	ep, err := New(r.c, r.p, Config{PD: pd, SendCQ: cq, RecvCQ: cq,
+	ep, err := New(sc, sp, Config{PD: pd, SendCQ: cq, RecvCQ: cq,
 		Recv: []RecvWR{{ID: 7, SGL: []SGE{{Addr: 0, Length: 16, LKey: mr.STag}}}}})
 	require.NoError(t, err)
 	t.Cleanup(func() { ep.Close() })
