@@ -52,7 +52,7 @@ import (
 
 type options struct {
 	server, client    bool
-	addr, src         string
+	addr              string
 	port              int
 	count, size       int
 	verbose, validate bool

@@ -119,8 +119,9 @@ func (ep *Endpoint) txRun(inline bool) bool {
 			ep.wbuf = ep.wbuf[:0] // the Terminate goes out next, alone (RFC 5040 §7.1)
 			ep.setUnflushed(ep.unflushed[:0])
 			ep.ulp = term.AppendMessage(ep.ulp[:0], ep.rv, ep.dv, ep.txMSN[rdmap.QNTerminate])
+			// Best effort: the stream ends after this whether or not it is sent.
 			if ep.wbuf, err = ep.framer.AppendFPDU(ep.wbuf, ep.ulp); err == nil {
-				err = ep.flush()
+				_ = ep.flush()
 			}
 			ep.shutdown()
 			return true

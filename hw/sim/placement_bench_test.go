@@ -259,7 +259,6 @@ type plDriver struct {
 	liveSent bool       // this cycle's register write is d.live[0]
 	dropOn   bool       // CTRL.DROP_AFTER_FAIL as programmed
 	pageList []uint64   // the page list as programmed
-	keys     []uint8
 
 	cur   plFrame
 	frame []byte

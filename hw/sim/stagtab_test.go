@@ -113,7 +113,6 @@ type stagHarness struct {
 	iommu                        map[uint64]*stagRegion // IOVA page -> region
 	nextIOVA                     uint64
 	cur                          stagFrame
-	frames                       int
 	wantTerms                    []rdmap.Cause
 	violation                    string
 	sent                         map[string]int

@@ -3,10 +3,7 @@ package guest
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,20 +126,6 @@ func fetchDeb(ctx context.Context, cache, pkg, version string) (string, error) {
 		return "", fmt.Errorf("guest: apt-get download %s=%s left no .deb in %s", pkg, version, dir)
 	}
 	return matches[0], nil
-}
-
-// hashFile returns the hex SHA-256 of a file's contents.
-func hashFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("guest: hash %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // publishDir atomically moves a fully built tmp directory to final (another
