@@ -118,7 +118,6 @@ func Open(name, arg string) (*model.Card, error) {
 type datapath struct {
 	txr    *txEngine // the transmitter: mpa_tx
 	rx     *crcEngine
-	framer mpa.Framer
 	defr   *mpa.Deframer
 	raw    []byte // received stream octets from rawOff on, not yet part of a delivered FPDU
 	rawOff uint32

@@ -33,39 +33,14 @@ func loadCRC(width int) (*crcBlock, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := hwsim.LibPath(m.Name, false)
-	if err := hwsim.Build(path); err != nil {
-		return nil, fmt.Errorf("building the Verilated %s (make, verilator and g++ are needed): %w", m.Name, err)
-	}
-	lib, err := hwsim.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	b := &crcBlock{width: width, lib: lib, layout: hwsim.LayoutOf(m)}
-	if lib.InWords != b.layout.InWords || lib.OutWords != b.layout.OutWords {
-		return nil, fmt.Errorf("%w: %s has %d/%d words per cycle, the generator %d/%d: rebuild it",
-			hwsim.ErrLibrary, path, lib.InWords, lib.OutWords, b.layout.InWords, b.layout.OutWords)
-	}
-	for _, p := range []struct {
-		dst  *hwsim.Port
-		name string
-		in   bool
-	}{{&b.in.rst, "rst", true}, {&b.in.data, "s_axis_tdata", true}, {&b.in.keep, "s_axis_tkeep", true},
+	b := &crcBlock{width: width}
+	b.lib, b.layout, err = loadBlock(m, []port{
+		{&b.in.rst, "rst", true}, {&b.in.data, "s_axis_tdata", true}, {&b.in.keep, "s_axis_tkeep", true},
 		{&b.in.valid, "s_axis_tvalid", true}, {&b.in.last, "s_axis_tlast", true}, {&b.in.mReady, "m_axis_tready", true},
 		{&b.out.sReady, "s_axis_tready", false}, {&b.out.mData, "m_axis_tdata", false},
-		{&b.out.mUser, "m_axis_tuser", false}, {&b.out.mValid, "m_axis_tvalid", false}} {
-		if p.in {
-			*p.dst, err = b.layout.In(p.name)
-		} else {
-			*p.dst, err = b.layout.Out(p.name)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", m.Name, err)
-		}
-	}
-	// Every output is compared: refuse a block with outputs we do not know.
-	if len(b.layout.Outputs) != 4 {
-		return nil, fmt.Errorf("%s has %d outputs; the sim card checks exactly 4", m.Name, len(b.layout.Outputs))
+		{&b.out.mUser, "m_axis_tuser", false}, {&b.out.mValid, "m_axis_tvalid", false}})
+	if err != nil {
+		return nil, err
 	}
 	return b, nil
 }

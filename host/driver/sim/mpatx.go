@@ -27,39 +27,15 @@ func loadTx(width int) (*txBlock, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := hwsim.LibPath(m.Name, false)
-	if err := hwsim.Build(path); err != nil {
-		return nil, fmt.Errorf("building the Verilated %s (make, verilator and g++ are needed): %w", m.Name, err)
-	}
-	lib, err := hwsim.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	b := &txBlock{width: width, lib: lib, layout: hwsim.LayoutOf(m)}
-	if lib.InWords != b.layout.InWords || lib.OutWords != b.layout.OutWords {
-		return nil, fmt.Errorf("%w: %s has %d/%d words per cycle, the generator %d/%d: rebuild it",
-			hwsim.ErrLibrary, path, lib.InWords, lib.OutWords, b.layout.InWords, b.layout.OutWords)
-	}
-	for _, p := range []struct {
-		dst  *hwsim.Port
-		name string
-		in   bool
-	}{{&b.rst, "rst", true}, {&b.data, "s_axis_tdata", true}, {&b.valid, "s_axis_tvalid", true},
+	b := &txBlock{width: width}
+	b.lib, b.layout, err = loadBlock(m, []port{
+		{&b.rst, "rst", true}, {&b.data, "s_axis_tdata", true}, {&b.valid, "s_axis_tvalid", true},
 		{&b.last, "s_axis_tlast", true}, {&b.off, "s_offset", true}, {&b.ulen, "s_ulpdu_len", true},
 		{&b.markers, "s_markers", true}, {&b.crc, "s_crc", true}, {&b.mReady, "m_axis_tready", true},
 		{&b.sReady, "s_axis_tready", false}, {&b.mData, "m_axis_tdata", false}, {&b.mKeep, "m_axis_tkeep", false},
-		{&b.mValid, "m_axis_tvalid", false}, {&b.mLast, "m_axis_tlast", false}, {&b.mUser, "m_axis_tuser", false}} {
-		if p.in {
-			*p.dst, err = b.layout.In(p.name)
-		} else {
-			*p.dst, err = b.layout.Out(p.name)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", m.Name, err)
-		}
-	}
-	if len(b.layout.Outputs) != 6 {
-		return nil, fmt.Errorf("%s has %d outputs; the sim card checks exactly 6", m.Name, len(b.layout.Outputs))
+		{&b.mValid, "m_axis_tvalid", false}, {&b.mLast, "m_axis_tlast", false}, {&b.mUser, "m_axis_tuser", false}})
+	if err != nil {
+		return nil, err
 	}
 	return b, nil
 }
