@@ -77,26 +77,34 @@ func startGuestServer(ctx context.Context, h *Harness, addr string, port int, ar
 	return p, nil
 }
 
-// siwRpingPair runs rping -s on guest A and rping -c on guest B.
-func siwRpingPair(ctx context.Context, h *Harness, a *Attempt) error {
-	port := fmt.Sprint(a.Port)
-	srv, err := startGuestServer(ctx, h, GuestA, a.Port, "rping", "-s", "-a", GuestA, "-p", port, "-v", "-S", fmt.Sprint(pingSize))
+// runSiwPair runs server (argv) on guest A and, once it listens, client on
+// guest B, each side reported under its name. Guest B's egress is delayed to
+// stay clear of siw's first-Send stall (see MATRIX.md).
+func runSiwPair(ctx context.Context, h *Harness, a *Attempt, srvName string, server []string, cliName string, client []string) ([]SideResult, error) {
+	srv, err := startGuestServer(ctx, h, GuestA, a.Port, server...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cliVM, err := h.Guest(ctx, GuestB)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	undo, err := DelayEgress(ctx, cliVM, siwInitiatorDelay)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer undo()
-	res, err := RunSides(ctx, timeoutOf(ctx), gracePeriod,
-		StartedGuestSide(a, "guest A rping -s", srv),
-		GuestSide(a, "guest B rping -c", cliVM, "rping", "-c", "-a", GuestA, "-p", port, "-v", "-V",
-			"-C", fmt.Sprint(pingCount), "-S", fmt.Sprint(pingSize)))
+	return RunSides(ctx, timeoutOf(ctx), gracePeriod,
+		StartedGuestSide(a, srvName, srv),
+		GuestSide(a, cliName, cliVM, client...))
+}
+
+// siwRpingPair runs rping -s on guest A and rping -c on guest B.
+func siwRpingPair(ctx context.Context, h *Harness, a *Attempt) error {
+	port := fmt.Sprint(a.Port)
+	res, err := runSiwPair(ctx, h, a,
+		"guest A rping -s", []string{"rping", "-s", "-a", GuestA, "-p", port, "-v", "-S", fmt.Sprint(pingSize)},
+		"guest B rping -c", []string{"rping", "-c", "-a", GuestA, "-p", port, "-v", "-V", "-C", fmt.Sprint(pingCount), "-S", fmt.Sprint(pingSize)})
 	if err != nil {
 		return err
 	}
@@ -109,22 +117,8 @@ func siwRpingPair(ctx context.Context, h *Harness, a *Attempt) error {
 // siwExamplePair runs librdmacm's rdma_server on guest A and rdma_client on B.
 func siwExamplePair(ctx context.Context, h *Harness, a *Attempt) error {
 	port := fmt.Sprint(a.Port)
-	srv, err := startGuestServer(ctx, h, GuestA, a.Port, "rdma_server", "-p", port)
-	if err != nil {
-		return err
-	}
-	cliVM, err := h.Guest(ctx, GuestB)
-	if err != nil {
-		return err
-	}
-	undo, err := DelayEgress(ctx, cliVM, siwInitiatorDelay)
-	if err != nil {
-		return err
-	}
-	defer undo()
-	res, err := RunSides(ctx, timeoutOf(ctx), gracePeriod,
-		StartedGuestSide(a, "guest A rdma_server", srv),
-		GuestSide(a, "guest B rdma_client", cliVM, "rdma_client", "-s", GuestA, "-p", port))
+	res, err := runSiwPair(ctx, h, a, "guest A rdma_server", []string{"rdma_server", "-p", port},
+		"guest B rdma_client", []string{"rdma_client", "-s", GuestA, "-p", port})
 	if err != nil {
 		return err
 	}
