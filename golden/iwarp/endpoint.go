@@ -25,6 +25,16 @@ type Deframer interface {
 	Feed(p []byte, fn func(mpa.ULPDU) error) error
 }
 
+// TaggedPlacer places the payload of a tagged segment (an RDMA Write or
+// a Read Response) into registered memory, checking the STag, rights and
+// bounds first: *mem.Table, or a card's placement engine. ulpdu is the
+// whole DDP segment, headers included; payload is its data. A placer
+// returns mem.OK only if every byte was placed, and places nothing
+// otherwise.
+type TaggedPlacer interface {
+	PlaceTagged(req mem.Request, ulpdu, payload []byte) mem.Fault
+}
+
 // Config configures an endpoint.
 type Config struct {
 	PD             *mem.PD // required: the endpoint's protection domain
@@ -41,6 +51,8 @@ type Config struct {
 	// Framer and Deframer replace the MPA layer (nil: from the Params).
 	Framer   Framer
 	Deframer Deframer
+	// Placer replaces tagged placement (nil: the PD's table).
+	Placer TaggedPlacer
 	// AlignFPDUs hands each FPDU to the connection in its own Write, so a
 	// connection that maps writes to TCP segments starts every segment with
 	// an FPDU, as RFC 5044 §4.2 asks of an MPA-aware TCP. Off, FPDUs are
@@ -99,6 +111,7 @@ type Endpoint struct {
 	cfg    Config
 	pd     *mem.PD
 	tab    *mem.Table
+	placer TaggedPlacer // tagged placement: tab unless Config.Placer
 	qpn    uint32
 	dv     ddp.Version
 	rv     rdmap.Version
@@ -187,6 +200,10 @@ func New(conn net.Conn, p mpa.Params, cfg Config) (*Endpoint, error) {
 	}
 	if ep.defr == nil {
 		ep.defr = p.Deframer(0)
+	}
+	ep.placer = cfg.Placer
+	if ep.placer == nil {
+		ep.placer = ep.tab
 	}
 	if p.Initiator && p.RTR != 0 {
 		// RFC 6581 peer-to-peer: the Initiator's first FPDU is the agreed RTR message.

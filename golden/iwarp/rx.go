@@ -133,7 +133,7 @@ func (ep *Endpoint) onULPDU(u mpa.ULPDU) error {
 	switch op {
 	case rdmap.OpWrite:
 		h := seg.Tagged()
-		if f := ep.tab.Place(mem.Request{STag: mem.STag(h.STag()), PD: ep.pd.ID, QP: ep.qpn, TO: h.TO(), Use: mem.UseRemoteWrite}, seg.Payload); f != mem.OK {
+		if f := ep.placer.PlaceTagged(mem.Request{STag: mem.STag(h.STag()), PD: ep.pd.ID, QP: ep.qpn, TO: h.TO(), Use: mem.UseRemoteWrite}, d, seg.Payload); f != mem.OK {
 			return ep.fail(f.Cause(mem.UseRemoteWrite), op, d, nil, "RDMA Write to %v TO %#x len %d: %v", mem.STag(h.STag()), h.TO(), len(seg.Payload), f)
 		}
 		return nil
@@ -267,7 +267,7 @@ func (ep *Endpoint) rxReadResponse(seg ddp.Segment, d []byte) error {
 		if h.TO() != sink.Addr+s.got || s.got+n > uint64(sink.Length) {
 			return ep.fail(rdmap.DDPBaseBounds, op, d, nil, "Read Response TO %#x len %d, expected TO %#x with %d left", h.TO(), n, sink.Addr+s.got, uint64(sink.Length)-s.got)
 		}
-		if f := ep.tab.Place(mem.Request{STag: sink.LKey, PD: ep.pd.ID, QP: ep.qpn, TO: h.TO(), Use: mem.UseReadResponse}, seg.Payload); f != mem.OK {
+		if f := ep.placer.PlaceTagged(mem.Request{STag: sink.LKey, PD: ep.pd.ID, QP: ep.qpn, TO: h.TO(), Use: mem.UseReadResponse}, d, seg.Payload); f != mem.OK {
 			return ep.fail(f.Cause(mem.UseReadResponse), op, d, nil, "Read Response placement: %v", f)
 		}
 		s.got += n

@@ -283,6 +283,13 @@ func (t *Table) Place(req Request, data []byte) Fault {
 	return f
 }
 
+// PlaceTagged is Place for a tagged DDP segment: the table needs only its
+// payload, not the whole segment (ulpdu), which a hardware placement
+// engine standing in for the table parses itself.
+func (t *Table) PlaceTagged(req Request, ulpdu, payload []byte) Fault {
+	return t.Place(req, payload)
+}
+
 // Read checks req and, only if it passes, appends the req.Len bytes at
 // req.TO to dst.
 func (t *Table) Read(dst []byte, req Request) ([]byte, Fault) {
