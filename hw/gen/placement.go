@@ -8,7 +8,7 @@ import (
 
 // PlacementWidths lists the data widths the project ships for the
 // placement engine.
-var PlacementWidths = []int{64, 512}
+var PlacementWidths = []int{64, 128, 256, 512}
 
 // PlacementConfig sizes one placement engine.
 type PlacementConfig struct {

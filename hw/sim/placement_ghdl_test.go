@@ -8,8 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/openiwarp/openiwarp/hw/gen"
 )
 
 // placementGHDLCycles: the reset sweep of the 4096-entry table, a sparse
@@ -19,9 +17,11 @@ const placementGHDLCycles = 40000
 // The VHDL of the placement engine at 64 and 512 bits, run by GHDL under
 // the generated self-checking test bench, matches the cycle model on every
 // output of every cycle of the co-simulation's stimulus (a sparse random
-// table so that traffic starts early).
+// table so that traffic starts early). The widths between come from the
+// same generator code and are co-simulated with Verilator; GHDL runs the
+// two ends only, to keep make test short.
 func TestPlacementGHDL(t *testing.T) {
-	for _, w := range gen.PlacementWidths {
+	for _, w := range []int{64, 512} {
 		t.Run(fmt.Sprint(w), func(t *testing.T) {
 			t.Parallel()
 			var drv *plDriver
