@@ -130,6 +130,9 @@ func (c *Card) Info() driver.Info {
 	return in
 }
 
+// Table is the card's STag table (every PD of the card is in it).
+func (c *Card) Table() *mem.Table { return c.tab }
+
 // Regs is the card's register file.
 func (c *Card) Regs() driver.Regs { return &c.regs }
 
