@@ -174,6 +174,9 @@ func (a *plModel) Step(in, out []uint32) {
 	p.dLen.Set(out, uint64(o.DoneLen))
 }
 
+// regWrite is one register write: byte offset and value.
+type regWrite struct{ addr, data uint32 }
+
 // PlacementBlock is the loaded Verilated placement engine of one shipped
 // configuration: what NewEngine makes instances of.
 type PlacementBlock struct {

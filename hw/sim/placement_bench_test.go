@@ -64,8 +64,6 @@ func (s *plShadow) footprint(pageList []uint64, fn func(lo, hi uint64)) {
 	}
 }
 
-type regWrite struct{ addr, data uint32 }
-
 // plDriver makes the placement stimulus: it programs random STag tables
 // through the register interface (quiescing traffic first, as a host
 // fences before changing an entry), then sends random ULPDUs, good and
