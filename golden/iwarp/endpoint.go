@@ -137,8 +137,15 @@ type Endpoint struct {
 	txMu      sync.Mutex  // held by whoever transmits (see txRun)
 	txPending atomic.Bool // the transmitter holds unwritten FPDUs or unreported WRs
 
-	// transmitter-owned (txMu)
+	// transmitter-owned (txMu). What is pending for the socket is vec
+	// followed by wbuf[wopen:]: wbuf holds FPDUs, or with zero-copy
+	// framing (zc) only their headers and trailers, while vec also points
+	// at the payloads in registered memory (vecLen bytes of them).
 	wbuf      []byte
+	vec       net.Buffers
+	wopen     int
+	vecLen    int
+	zc        *mpa.Framer
 	ulp       []byte
 	txMSN     [rdmap.NumQueues]uint32
 	unflushed []*sqEntry
@@ -155,7 +162,7 @@ type Endpoint struct {
 const (
 	defaultDepth = 256
 	defaultRd    = 16
-	flushAt      = 512 << 10
+	flushAt      = 1 << 20 // pending bytes that are written without waiting for the WR's end
 	rxBufSize    = 1 << 20
 )
 
@@ -217,7 +224,12 @@ func New(conn net.Conn, p mpa.Params, cfg Config) (*Endpoint, error) {
 		}
 		ep.sq = append(ep.sq, &sqEntry{wr: wr, internal: true})
 	}
-	ep.wbuf = make([]byte, 0, flushAt+2*mpa.MaxULPDULength)
+	ep.wbuf = make([]byte, 0, 2*mpa.MaxFPDUWireLen)
+	if f, ok := ep.framer.(*mpa.Framer); ok && !f.Markers && !cfg.AlignFPDUs {
+		if _, tcp := conn.(*net.TCPConn); tcp {
+			ep.zc = f // writev: payloads go from registered memory to the socket
+		}
+	}
 	ep.ulp = make([]byte, 0, mpa.MaxULPDULength)
 	if len(cfg.Recv) > 0 {
 		// No goroutine runs yet: nothing can arrive before these are queued.
@@ -423,14 +435,19 @@ func (ep *Endpoint) flushLocked(cause error) {
 	if errors.As(cause, &e) && e.Remote {
 		first = remoteStatus(e.Cause)
 	}
+	// The peer's error most likely hit the oldest WR the transmitter took
+	// that is not complete: not one whose FPDUs are being handed to TCP
+	// (inFlight), which the transmitter completes with success.
+	blame := true
 	for i, s := range ep.sq {
 		if s.done || s.inFlight {
 			continue
 		}
 		s.done, s.status = true, WCFlushErr
-		if i == 0 && i < ep.sqNext {
-			s.status = first // the WR the peer's error most likely hit
+		if blame && i < ep.sqNext {
+			s.status = first
 		}
+		blame = false
 	}
 	ep.sqNext = len(ep.sq)
 	ep.orq, ep.irq = nil, nil

@@ -1,12 +1,15 @@
 package iwarp
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"time"
 
 	"github.com/openiwarp/openiwarp/golden/ddp"
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/golden/rdmap"
 )
 
@@ -31,10 +34,14 @@ func (ep *Endpoint) pickLocked() jobKind {
 		return jobExit
 	}
 	if !ep.firstRx {
-		if ep.rxDone {
+		// RFC 5044 §7.1.2 rule 4: the Responder sends no FPDU before the
+		// Initiator's first one. Closing with nothing queued needs none:
+		// the FIN goes at once. Queued work waits for that FPDU (the
+		// close drains it), bounded by the Linger.
+		if ep.rxDone || ep.state == stClosing && ep.sqNext == len(ep.sq) {
 			return jobExit
 		}
-		return jobWait // RFC 5044 §7.1.2 rule 4: the Responder speaks after the first FPDU
+		return jobWait
 	}
 	if len(ep.irq) > 0 {
 		return jobResp
@@ -116,7 +123,7 @@ func (ep *Endpoint) txRun(inline bool) bool {
 		case jobResp:
 			err = ep.sendReadResponse(ir)
 		case jobTerm:
-			ep.wbuf = ep.wbuf[:0] // the Terminate goes out next, alone (RFC 5040 §7.1)
+			ep.dropPending() // the Terminate goes out next, alone (RFC 5040 §7.1)
 			ep.setUnflushed(ep.unflushed[:0])
 			ep.ulp = term.AppendMessage(ep.ulp[:0], ep.rv, ep.dv, ep.txMSN[rdmap.QNTerminate])
 			// Best effort: the stream ends after this whether or not it is sent.
@@ -171,7 +178,7 @@ func (ep *Endpoint) shutdown() {
 // then complete (RFC 5040 §5.5 rule 14: handed to the LLP).
 func (ep *Endpoint) flush() error {
 	var err error
-	if len(ep.wbuf) > 0 {
+	if ep.pending() > 0 {
 		if len(ep.unflushed) > 0 {
 			ep.mu.Lock()
 			for _, s := range ep.unflushed {
@@ -179,9 +186,7 @@ func (ep *Endpoint) flush() error {
 			}
 			ep.mu.Unlock()
 		}
-		if _, err = ep.conn.Write(ep.wbuf); err == nil {
-			ep.wbuf = ep.wbuf[:0]
-		}
+		err = ep.writeOut()
 	}
 	if len(ep.unflushed) > 0 {
 		ep.mu.Lock()
@@ -208,13 +213,53 @@ func (ep *Endpoint) flush() error {
 // setUnflushed replaces the list of WRs waiting for the next flush.
 func (ep *Endpoint) setUnflushed(u []*sqEntry) {
 	ep.unflushed = u
-	ep.txPending.Store(len(ep.wbuf) > 0 || len(u) > 0)
+	ep.txPending.Store(ep.pending() > 0 || len(u) > 0)
+}
+
+// pending is the number of octets waiting for the socket.
+func (ep *Endpoint) pending() int { return len(ep.wbuf) + ep.vecLen }
+
+// writeOut hands everything pending to the socket: one write, or one
+// writev when payloads are referenced in place. What was pending is
+// dropped even on error: the stream is failing then.
+func (ep *Endpoint) writeOut() error {
+	var err error
+	if len(ep.vec) == 0 {
+		_, err = ep.conn.Write(ep.wbuf)
+	} else {
+		if ep.wopen < len(ep.wbuf) {
+			ep.vec = append(ep.vec, ep.wbuf[ep.wopen:])
+		}
+		if raceBuild {
+			// The race detector learns that a socket orders the writer's
+			// memory accesses before the reader's from write(2), which
+			// Go annotates, and not from writev(2): an empty write says it.
+			ep.conn.Write(nil)
+		}
+		v := ep.vec // WriteTo consumes its receiver
+		_, err = v.WriteTo(ep.conn)
+	}
+	ep.dropPending()
+	return err
+}
+
+// dropPending forgets the octets not yet written.
+func (ep *Endpoint) dropPending() {
+	clear(ep.vec) // no reference to registered memory outlives its WR
+	ep.vec, ep.wbuf, ep.wopen, ep.vecLen = ep.vec[:0], ep.wbuf[:0], 0, 0
+}
+
+// source supplies the payload of a message, in order. gather appends the
+// n octets at offset off to dst; view, if not nil, may be called instead
+// and passes the same octets in place, in pieces (zero-copy framing).
+type source struct {
+	gather func(dst []byte, off uint64, n int) ([]byte, error)
+	view   func(off uint64, n int, piece func([]byte)) error
 }
 
 // segments appends the FPDUs of one message of total payload bytes:
 // hdr appends the headers of the segment at offset off, src its payload.
-func (ep *Endpoint) segments(total uint64, hdrLen int, hdr func(dst []byte, off uint64, last bool) []byte,
-	src func(dst []byte, off uint64, n int) ([]byte, error)) error {
+func (ep *Endpoint) segments(total uint64, hdrLen int, hdr func(dst []byte, off uint64, last bool) []byte, src source) error {
 	maxPay := uint64(ddp.MaxPayload(ep.mulpdu, hdrLen))
 	for off := uint64(0); ; {
 		if ep.failed.Load() {
@@ -222,16 +267,21 @@ func (ep *Endpoint) segments(total uint64, hdrLen int, hdr func(dst []byte, off 
 		}
 		n := min(maxPay, total-off)
 		last := off+n == total
-		if err := ep.appendSegment(off, int(n), last, hdr, src); err != nil {
+		var err error
+		if ep.zc != nil && src.view != nil && n >= zcMin {
+			err = ep.appendSegmentInPlace(off, int(n), last, hdr, src.view)
+		} else {
+			err = ep.appendSegment(off, int(n), last, hdr, src.gather)
+		}
+		if err != nil {
 			return err
 		}
 		ep.txPending.Store(true)
 		off += n
-		if len(ep.wbuf) >= flushAt || ep.cfg.AlignFPDUs {
-			if _, err := ep.conn.Write(ep.wbuf); err != nil {
+		if ep.pending() >= flushAt || ep.cfg.AlignFPDUs {
+			if err := ep.writeOut(); err != nil {
 				return err
 			}
-			ep.wbuf = ep.wbuf[:0]
 			ep.txPending.Store(len(ep.unflushed) > 0)
 		}
 		if last {
@@ -239,6 +289,53 @@ func (ep *Endpoint) segments(total uint64, hdrLen int, hdr func(dst []byte, off 
 		}
 	}
 }
+
+// zcMin is the smallest segment payload sent in place: below it a copy
+// costs less than one more piece of writev.
+const zcMin = 512
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// appendSegmentInPlace frames the segment at offset off around its payload
+// in registered memory: ULPDU_Length and the headers go to wbuf, then the
+// payload pieces, then PAD and CRC (RFC 5044 §4.1, markers off). The
+// octets are those ep.zc.AppendFPDU would produce, without copying the
+// payload.
+func (ep *Endpoint) appendSegmentInPlace(off uint64, n int, last bool, hdr func(dst []byte, off uint64, last bool) []byte,
+	view func(off uint64, n int, piece func([]byte)) error) error {
+	start, vecAt, wopen, vecLen := len(ep.wbuf), len(ep.vec), ep.wopen, ep.vecLen
+	ep.wbuf = hdr(append(ep.wbuf, 0, 0), off, last)
+	ulen := len(ep.wbuf) - start - mpa.HeaderLen + n
+	binary.BigEndian.PutUint16(ep.wbuf[start:], uint16(ulen))
+	var crc uint32
+	if ep.zc.CRC {
+		crc = crc32.Update(0, castagnoli, ep.wbuf[start:])
+	}
+	ep.vec = append(ep.vec, ep.wbuf[ep.wopen:])
+	ep.wopen = len(ep.wbuf)
+	err := view(off, n, func(p []byte) {
+		if ep.zc.CRC {
+			crc = crc32.Update(crc, castagnoli, p)
+		}
+		ep.vec = append(ep.vec, p)
+		ep.vecLen += len(p)
+	})
+	if err != nil {
+		clear(ep.vec[vecAt:])
+		ep.vec, ep.wbuf, ep.wopen, ep.vecLen = ep.vec[:vecAt], ep.wbuf[:start], wopen, vecLen
+		return err
+	}
+	pad := mpa.PadLen(ulen)
+	ep.wbuf = append(ep.wbuf, zeroPad[:pad]...)
+	if ep.zc.CRC {
+		crc = crc32.Update(crc, castagnoli, zeroPad[:pad])
+	}
+	ep.wbuf = binary.LittleEndian.AppendUint32(ep.wbuf, crc)
+	ep.zc.Offset += uint32(mpa.HeaderLen + ulen + pad + mpa.CRCLen)
+	return nil
+}
+
+var zeroPad [3]byte
 
 // inPlaceFramer frames a ULPDU already written after a length slot in the
 // write buffer (mpa.Framer does), which saves copying every segment once.
@@ -279,7 +376,8 @@ func (ep *Endpoint) sendWR(s *sqEntry) error {
 	wr := &s.wr
 	total := wrLen(wr)
 	g := cursor{sgl: wr.SGL}
-	gather := func(dst []byte, off uint64, n int) ([]byte, error) {
+	var src source
+	src.gather = func(dst []byte, off uint64, n int) ([]byte, error) {
 		if wr.Inline != nil {
 			return append(dst, wr.Inline[off:off+uint64(n)]...), nil
 		}
@@ -292,6 +390,23 @@ func (ep *Endpoint) sendWR(s *sqEntry) error {
 			return dst, localFault{f}
 		}
 		return dst, nil
+	}
+	if wr.Inline == nil {
+		// The WR is outstanding until its FPDUs are written: its buffers
+		// may be read in place (mem.Table.View).
+		src.view = func(off uint64, n int, piece func([]byte)) error {
+			f := g.next(uint64(n), func(sg SGE, o, k uint32) mem.Fault {
+				p, f := ep.tab.View(mem.Request{STag: sg.LKey, PD: ep.pd.ID, QP: ep.qpn, TO: sg.Addr + uint64(o), Len: uint64(k), Use: mem.UseLocalRead})
+				if f == mem.OK && len(p) > 0 {
+					piece(p)
+				}
+				return f
+			})
+			if f != mem.OK {
+				return localFault{f}
+			}
+			return nil
+		}
 	}
 	var err error
 	switch wr.Opcode {
@@ -321,7 +436,7 @@ func (ep *Endpoint) sendWR(s *sqEntry) error {
 		ctl := uint8(rdmap.NewControl(ep.rv, rdmap.OpWrite))
 		err = ep.segments(total, ddp.TaggedHeaderLen, func(dst []byte, off uint64, last bool) []byte {
 			return ddp.TaggedFields{Last: last, Version: ep.dv, RsvdULP: ctl, STag: uint32(wr.RKey), TO: wr.RemoteAddr + off}.Append(dst)
-		}, gather)
+		}, src)
 	case WRSend, WRSendInvalidate:
 		op := rdmap.OpSend
 		var inv uint32
@@ -335,7 +450,7 @@ func (ep *Endpoint) sendWR(s *sqEntry) error {
 		ep.txMSN[rdmap.QNSend]++
 		err = ep.segments(total, ddp.UntaggedHeaderLen, func(dst []byte, off uint64, last bool) []byte {
 			return ddp.UntaggedFields{Last: last, Version: ep.dv, RsvdULP0: ctl, RsvdULP1: inv, QN: rdmap.QNSend, MSN: msn, MO: uint32(off)}.Append(dst)
-		}, gather)
+		}, src)
 	case WRRead:
 		rr := rdmap.ReadRequestFields{SrcSTag: uint32(wr.RKey), SrcTO: wr.RemoteAddr}
 		if len(wr.SGL) == 1 {
@@ -393,7 +508,7 @@ func (ep *Endpoint) sendReadResponse(ir inboundRead) error {
 	var sent uint64
 	err := ep.segments(uint64(rr.Size), ddp.TaggedHeaderLen, func(dst []byte, off uint64, last bool) []byte {
 		return ddp.TaggedFields{Last: last, Version: ep.dv, RsvdULP: ctl, STag: rr.SinkSTag, TO: rr.SinkTO + off}.Append(dst)
-	}, func(dst []byte, off uint64, n int) ([]byte, error) {
+	}, source{gather: func(dst []byte, off uint64, n int) ([]byte, error) {
 		sent = off
 		var f mem.Fault
 		dst, f = ep.tab.Read(dst, mem.Request{STag: mem.STag(rr.SrcSTag), PD: ep.pd.ID, QP: ep.qpn, TO: rr.SrcTO + off, Len: uint64(n), Use: mem.UseRemoteRead})
@@ -402,7 +517,7 @@ func (ep *Endpoint) sendReadResponse(ir inboundRead) error {
 			return dst, localFault{f}
 		}
 		return dst, nil
-	})
+	}})
 	if fault != mem.OK {
 		// The source was revoked while the Read was being answered: report
 		// it with the Read Request header updated to where it stopped (RFC 5040 §4.8).

@@ -1,11 +1,13 @@
 package iwarp
 
 import (
+	"io"
 	"testing"
 	"time"
 
 	"github.com/openiwarp/openiwarp/golden/ddp"
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/golden/rdmap"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -172,4 +174,43 @@ func TestMSNWraps(t *testing.T) {
 	got := h.next(t, 3, 5*time.Second)
 	require.Len(t, got, 3)
 	assert.Equal(t, []uint32{0xFFFFFFFE, 0xFFFFFFFF, 0}, []uint32{got[0].Untagged().MSN(), got[1].Untagged().MSN(), got[2].Untagged().MSN()})
+}
+
+// TestInPlaceFramingOnWire: FPDUs framed around payloads read in place
+// from registered memory (writev) are, octet for octet, those mpa.Framer
+// builds from the same ULPDUs, whatever the SGE boundaries and with CRC on
+// or off.
+func TestInPlaceFramingOnWire(t *testing.T) {
+	for _, noCRC := range []bool{false, true} {
+		t.Run(map[bool]string{false: "crc", true: "nocrc"}[noCRC], func(t *testing.T) {
+			checkLeaks(t)
+			h, v := hostilePair(t, pairOpts{noCRC: noCRC, cfg: Config{MULPDU: 1500}})
+			require.NotNil(t, v.ep.zc, "a kernel socket with golden MPA and no markers frames in place")
+			src := make([]byte, 8000)
+			fill(src, 9)
+			mr := v.reg(t, src, 0x1000, all)
+			h.send(t, write(1, 0, true, nil))
+			sgl := []SGE{{0x1000, 700, mr.STag}, {0x1000 + 700, 3001, mr.STag}, {0x1000 + 4000, 99, mr.STag}}
+			require.NoError(t, v.ep.PostSend(
+				SendWR{Opcode: WRWrite, SGL: sgl, RemoteAddr: 1 << 40, RKey: 0x77},
+				SendWR{Opcode: WRSend, SGL: sgl[1:2]},
+				SendWR{Opcode: WRSend, Inline: []byte("tail")},
+			))
+			go v.ep.Close()
+			h.conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+			wire, err := io.ReadAll(h.conn)
+			require.NoError(t, err)
+			var want []byte
+			f := h.p.Framer() // the victim's transmit side, as the peer negotiated it
+			f.CRC = !noCRC
+			n := 0
+			require.NoError(t, h.df.Feed(wire, func(u mpa.ULPDU) error {
+				n++
+				want, err = f.AppendFPDU(want, u.Data)
+				return err
+			}))
+			require.Equal(t, 7, n, "3 Write and 3 Send segments (the last one copied: under zcMin), one inline Send")
+			require.Equal(t, want, wire)
+		})
+	}
 }

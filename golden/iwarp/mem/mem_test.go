@@ -282,3 +282,37 @@ func TestRevokeFencesPlacement(t *testing.T) {
 		<-done
 	}
 }
+
+// TestView: View returns exactly the checked bytes of a local gather, in
+// place (no copy), and refuses what Check refuses or any other use.
+func TestView(t *testing.T) {
+	tab := NewTable()
+	pd := tab.AllocPD()
+	buf := []byte("0123456789")
+	mr, err := pd.RegisterMR(buf, 100, LocalWrite, 0)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name string
+		req  Request
+		want Fault
+		got  string
+	}{
+		{"whole", Request{STag: mr.STag, PD: pd.ID, TO: 100, Len: 10, Use: UseLocalRead}, OK, "0123456789"},
+		{"middle", Request{STag: mr.STag, PD: pd.ID, TO: 103, Len: 4, Use: UseLocalRead}, OK, "3456"},
+		{"empty", Request{STag: mr.STag ^ 1, PD: pd.ID, TO: 0, Len: 0, Use: UseLocalRead}, OK, ""},
+		{"past the end", Request{STag: mr.STag, PD: pd.ID, TO: 105, Len: 6, Use: UseLocalRead}, BaseBounds, ""},
+		{"stale key", Request{STag: mr.STag ^ 1, PD: pd.ID, TO: 100, Len: 1, Use: UseLocalRead}, InvalidSTag, ""},
+		{"other PD", Request{STag: mr.STag, PD: pd.ID + 1, TO: 100, Len: 1, Use: UseLocalRead}, NotAssociated, ""},
+		{"a peer's Read", Request{STag: mr.STag, PD: pd.ID, TO: 100, Len: 1, Use: UseRemoteRead}, AccessRights, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, f := tab.View(c.req)
+			require.Equal(t, c.want, f)
+			require.Equal(t, c.got, string(p))
+			if len(p) > 0 {
+				require.Same(t, &buf[c.req.TO-100], &p[0], "a view, not a copy")
+				require.Equal(t, len(p), cap(p), "no access past the view by append")
+			}
+		})
+	}
+}

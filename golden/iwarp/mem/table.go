@@ -293,17 +293,40 @@ func (t *Table) PlaceTagged(req Request, ulpdu, payload []byte) Fault {
 // Read checks req and, only if it passes, appends the req.Len bytes at
 // req.TO to dst.
 func (t *Table) Read(dst []byte, req Request) ([]byte, Fault) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	p, f := t.view(req)
+	return append(dst, p...), f
+}
+
+// view returns the req.Len bytes at req.TO if req passes Check. Called
+// with mu held.
+func (t *Table) view(req Request) ([]byte, Fault) {
 	if req.Len == 0 {
-		return dst, OK
+		return nil, OK
+	}
+	s, f := t.check(req)
+	if f != OK {
+		return nil, f
+	}
+	off := req.TO - s.Base
+	return s.buf[off : off+req.Len : off+req.Len], OK
+}
+
+// View checks req and, only if it passes, returns the req.Len bytes at
+// req.TO without copying them. The caller reads them after the table's
+// lock is released, so View is only for a local gather (UseLocalRead)
+// whose work request is outstanding: verbs forbid the ULP to change or
+// deregister such a buffer until the WR completes. A peer's RDMA Read
+// copies with Read instead, so that a revocation is never raced; View
+// refuses any other use with AccessRights.
+func (t *Table) View(req Request) ([]byte, Fault) {
+	if req.Use != UseLocalRead {
+		return nil, AccessRights
 	}
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	s, f := t.check(req)
-	if f != OK {
-		return dst, f
-	}
-	off := req.TO - s.Base
-	return append(dst, s.buf[off:off+req.Len]...), OK
+	return t.view(req)
 }
 
 // Verify runs Check on req without touching memory.
