@@ -100,17 +100,30 @@ func Open(name, arg string) (*model.Card, error) {
 		txBlocks[width] = tb
 	}
 	blocksMu.Unlock()
-	var checked atomic.Uint64
+	checked := new(atomic.Uint64)
 	cb := *b // this card's counter, the process-wide one beside it
-	cb.checked = &checked
+	cb.checked = checked
 	ctb := *tb
-	ctb.checked = &checked
+	ctb.checked = checked
+	pl, err := newPlacement(width, checked)
+	if err != nil {
+		return nil, err
+	}
 	c := model.New(name, model.Options{
-		Kind:          "sim",
-		Detail:        fmt.Sprintf("golden/iwarp engine; MPA transmit in Verilated mpa_tx_w%d, receive CRC in crc32c_w%d, every cycle checked against golden/cycle", width, width),
-		Datapath:      func(p mpa.Params) (model.Datapath, error) { return newDatapath(&cb, &ctb, p) },
+		Kind: "sim",
+		Detail: fmt.Sprintf("golden/iwarp engine; MPA transmit in Verilated mpa_tx_w%d, receive CRC in crc32c_w%d, "+
+			"tagged placement (RDMA Write, Read Response) in placement_w%d and its STag table; every cycle checked against golden/cycle", width, width, width),
+		Datapath:      func(p mpa.Params) (model.Datapath, error) { return newDatapath(&cb, &ctb, pl, p) },
 		CheckedCycles: checked.Load,
+		RegisterMR:    pl.registerMR,
+		DeregisterMR:  pl.deregisterMR,
+		CheckSendWR:   checkSendWR,
+		MaxMR:         pl.maxMR,
+		Close:         pl.close,
 	})
+	pl.mu.Lock()
+	pl.tab = c.Table()
+	pl.mu.Unlock()
 	return c, nil
 }
 
@@ -123,7 +136,7 @@ type datapath struct {
 	rawOff uint32
 }
 
-func newDatapath(b *crcBlock, tb *txBlock, p mpa.Params) (model.Datapath, error) {
+func newDatapath(b *crcBlock, tb *txBlock, pl *placement, p mpa.Params) (model.Datapath, error) {
 	d := &datapath{}
 	d.defr = mpa.NewDeframer(mpa.DeframerConfig{Markers: p.RxMarkers, CRC: false, Rev: p.Rev})
 	f := p.Framer()
@@ -137,7 +150,8 @@ func newDatapath(b *crcBlock, tb *txBlock, p mpa.Params) (model.Datapath, error)
 			return model.Datapath{}, err
 		}
 	}
-	return model.Datapath{Framer: d, Deframer: d, Closer: d}, nil
+	q := &qpPlacer{p: pl, rev: p.DDPVersion() == 1}
+	return model.Datapath{Framer: d, Deframer: invWatch{d, q}, Closer: d, Placer: q, Err: q.Err}, nil
 }
 
 // Close frees the QP's RTL instances.

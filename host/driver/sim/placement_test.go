@@ -1,0 +1,106 @@
+//go:build cosim
+
+package sim_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/openiwarp/openiwarp/golden/iwarp"
+	"github.com/openiwarp/openiwarp/golden/rdmap"
+	"github.com/openiwarp/openiwarp/host/driver/sim"
+	"github.com/openiwarp/openiwarp/host/verbs"
+	"github.com/openiwarp/openiwarp/host/verbs/verbstest"
+)
+
+// placed is a snapshot of the process-wide placement RTL counters.
+type placed struct{ segs, dma, terms uint64 }
+
+func snap() placed { return placed{sim.PlacedSegments(), sim.DMAWrites(), sim.PlacementTerminates()} }
+
+func (p placed) since(q placed) placed {
+	return placed{p.segs - q.segs, p.dma - q.dma, p.terms - q.terms}
+}
+
+// RDMA Writes and Read Responses received by a sim card are placed by the
+// placement RTL: its DMA writes, not the golden table, put the bytes in
+// the registered memory, and each segment costs the RTL cycles. A Write
+// one byte past its region is refused by the RTL (the Terminate the
+// requester learns of is the RTL's), and nothing lands.
+func TestPlacementRTLInPath(t *testing.T) {
+	for _, width := range []string{"64", "512"} { // "sim" (256) runs the suite
+		t.Run(width, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			const n = 70000 // several segments, at every alignment the MR offsets give
+			a, b := verbstest.Setup(t, "sim:"+width, n, verbs.QPInitAttr{})
+			verbstest.Connect(t, ctx, a, b, verbs.ConnParam{}, verbs.ListenConfig{})
+			for i := range a.Buf {
+				a.Buf[i] = byte(i*7 + 1)
+			}
+			require.Contains(t, a.Ctx.Info().Detail, "placement_w"+width)
+
+			// A Write from a to b at an odd offset: b's RTL places it.
+			before, cycles := snap(), b.Ctx.Info().CheckedCycles
+			require.NoError(t, a.QP.PostSend(verbs.SendWR{ID: 1, Opcode: verbs.WRRDMAWrite, Signaled: true,
+				SGL: []verbs.SGE{a.MR.SGE(3, n-10)}, RemoteAddr: b.MR.Addr() + 5, RKey: b.MR.RKey()}))
+			verbstest.Expect(t, ctx, a.CQ, 1, verbs.WCSuccess)
+			// a zero-length Send behind it: everything before it is placed.
+			require.NoError(t, b.QP.PostRecv(verbs.RecvWR{ID: 2}))
+			require.NoError(t, a.QP.PostSend(verbs.SendWR{ID: 3, Opcode: verbs.WRSend}))
+			verbstest.Expect(t, ctx, b.CQ, 2, verbs.WCSuccess)
+			got := snap().since(before)
+			lanes := uint64(mustAtoi(t, width) / 8)
+			require.GreaterOrEqual(t, got.segs, uint64(2), "the Write's segments went through the RTL")
+			require.GreaterOrEqual(t, got.dma, uint64(n-10)/lanes, "one DMA write per %d-byte block at least", lanes)
+			require.Zero(t, got.terms)
+			require.Equal(t, a.Buf[3:n-7], b.Buf[5:n-5])
+			require.Greater(t, b.Ctx.Info().CheckedCycles-cycles, uint64(n-10)/lanes, "b's card checked the placement cycles")
+
+			// A Read: b's Read Responses are placed in a's memory by a's RTL.
+			for i := range b.Buf {
+				b.Buf[i] = byte(i*13 + 5)
+			}
+			before = snap()
+			require.NoError(t, a.QP.PostSend(verbs.SendWR{ID: 4, Opcode: verbs.WRRDMARead, Signaled: true,
+				SGL: []verbs.SGE{a.MR.SGE(1, n-1)}, RemoteAddr: b.MR.Addr(), RKey: b.MR.RKey()}))
+			verbstest.Expect(t, ctx, a.CQ, 4, verbs.WCSuccess)
+			got = snap().since(before)
+			require.GreaterOrEqual(t, got.segs, uint64(2))
+			require.GreaterOrEqual(t, got.dma, uint64(n-1)/lanes)
+			require.Equal(t, b.Buf[:n-1], a.Buf[1:])
+
+			// One byte past a small region: the RTL raises the Terminate.
+			small := make([]byte, 64)
+			smr, err := b.PD.RegMR(small, verbs.AccessRemoteWrite)
+			require.NoError(t, err)
+			before = snap()
+			require.NoError(t, a.QP.PostSend(verbs.SendWR{ID: 5, Opcode: verbs.WRRDMAWrite,
+				SGL: []verbs.SGE{a.MR.SGE(0, 65)}, RemoteAddr: smr.Addr(), RKey: smr.RKey()},
+				verbs.SendWR{ID: 6, Opcode: verbs.WRRDMARead, Signaled: true, SGL: []verbs.SGE{a.MR.SGE(0, 1)}, RemoteAddr: b.MR.Addr(), RKey: b.MR.RKey()}))
+			wc, err := a.CQ.Wait(ctx)
+			require.NoError(t, err)
+			require.NotEqual(t, verbs.WCSuccess, wc.Status, "the Read behind the refused Write")
+			<-b.QP.Done()
+			var ie *iwarp.Error
+			require.ErrorAs(t, b.QP.Err(), &ie)
+			require.Equal(t, rdmap.DDPBaseBounds, ie.Cause)
+			require.False(t, errors.Is(b.QP.Err(), sim.ErrMismatch), "the RTL and the golden table agree: %v", b.QP.Err())
+			got = snap().since(before)
+			require.Equal(t, uint64(1), got.terms, "the RTL refused the segment")
+			require.Zero(t, got.dma)
+			require.Equal(t, make([]byte, 64), small, "nothing lands")
+		})
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
+}
