@@ -1,14 +1,15 @@
 // Package sim is the "sim" card: the model card (host/driver/model) with
-// the MPA datapath of every QP running through Verilated RTL from hw/sim,
-// each output of the RTL compared with its golden/cycle model on every
-// cycle. Import it for its side effect to make "sim" available:
+// the MPA datapath and the tagged placement of every QP running through
+// Verilated RTL from hw/sim, each output of the RTL compared with its
+// golden/cycle model on every cycle. Import it for its side effect to make
+// "sim" available:
 //
 //	import _ "github.com/openiwarp/openiwarp/host/driver/sim"
 //	ctx, err := verbs.Open("sim")      // or "sim:512" for a 512-bit datapath
 //
 // # What runs in the RTL today
 //
-// Two RTL blocks from hw/rtl, at a datapath width W of 64 to 512 bits
+// Three RTL blocks from hw/rtl, at a datapath width W of 64 to 512 bits
 // (256 by default):
 //
 //   - transmit: mpa_tx_w<W> is the whole MPA transmitter. Each ULPDU the
@@ -23,17 +24,45 @@
 //     ends the stream with the MPA CRC error (Terminate 2/0/0x02), as the
 //     golden check would. (With CRCs negotiated off there is nothing for
 //     the block to check, and no RTL is on that receive path.)
+//   - placement: every tagged segment the golden engine receives (RDMA
+//     Write, Read Response; iwarp.Config.Placer) streams into
+//     placement_w<W>, one per card, with its connection, protection
+//     domain and DDP version as sideband. The RTL checks the STag against
+//     its own 4096-entry table, translates the tagged offset and emits the
+//     DMA writes, which reach the registered memory through the card's
+//     IOMMU (a region is one contiguous IOVA range, or, when it spans at
+//     most 16 pages, a page list of scattered IOVA pages); or it refuses
+//     the segment with a Terminate event and writes nothing. The golden
+//     table's verdict (mem.Table.Verify) must agree: the same Terminate
+//     cause, or a placement whose DMA writes cover exactly the payload at
+//     the right offset of the right region, each byte once (and for a
+//     Read Response with L=1, the RTL's completion). Only then do the
+//     writes land. The RTL's table mirrors the card's registrations: it is
+//     programmed through the block's register map (host/driver/stagtab)
+//     when a region is registered (under an STag whose index the table
+//     can hold, stagtab.RegisterMirror; at most 3072 regions, Info.MaxMR)
+//     or deregistered, and invalidated as soon as the golden engine has
+//     accepted a Send with Invalidate for it, before the next segment.
 //
 // Every cycle of every run, all output ports of each block are compared
-// with its golden/cycle model (cycle.MPATx, cycle.CRC32C) driven by the
-// same inputs; a difference fails the QP with an error wrapping
-// ErrMismatch that names the block, the cycle and the port.
-// Info().CheckedCycles counts the cycles checked. DDP/RDMAP segmentation,
-// placement and the Read logic are the golden engine's: the placement
-// RTL (placement_w<W>) is not yet wired into this card.
+// with its golden/cycle model (cycle.MPATx, cycle.CRC32C,
+// cycle.Placement) driven by the same inputs; a difference fails the QP
+// with an error wrapping ErrMismatch that names the block, the cycle and
+// the port. A disagreement between the placement RTL and the golden table
+// fails the QP the same way (QP.Err joins it to the engine's Terminate).
+// Info().CheckedCycles counts the cycles checked, placement's included.
+// DDP/RDMAP segmentation, untagged (Send) placement and the Read logic are
+// the golden engine's.
 //
-// The Verilated library is built with make (mk/hw.mk) on first use, so the
-// process must run inside the repository with verilator and g++ installed.
+// Limits: the memory work requests (Local Invalidate, Bind MW) are
+// refused with driver.ErrInvalid, since golden/iwarp performs them on its
+// table inside the send queue where the card cannot mirror them in step;
+// regions registered straight on a PD (not through the card) are unknown
+// to the RTL, and a segment to one is a mismatch.
+//
+// The Verilated libraries are built with make (mk/hw.mk) on first use, so
+// the process must run inside the repository with verilator and g++
+// installed.
 package sim
 
 import (
