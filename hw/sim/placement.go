@@ -286,8 +286,8 @@ var (
 
 // placementStall bounds the cycles a beat may wait for s_axis_tready once
 // the engine is initialised: with every output channel ready it is low for
-// one cycle at most.
-const placementStall = 64
+// one cycle at most; under Stall, for as long as the DMA channel is held.
+const placementStall = 1 << 16
 
 // PlacementEngine is one instance of the Verilated placement engine with
 // its cycle model (golden/cycle.Placement) beside it: every cycle it runs,
@@ -310,11 +310,18 @@ type PlacementEngine struct {
 	in, want, got []uint32 // one call's vectors
 	n             int      // cycles recorded
 	cycles        uint64   // cycles run before this call
+	gap           bool     // Stall's answer for the cycle being made
 	initDone      bool
 	err           error
 
 	res   PlacementResult
 	arena []byte
+
+	// Stall, if not nil, is asked every cycle of a call: gap leaves the
+	// input idle that cycle (a valid gap, before any beat), hold drops
+	// m_dma_ready. Tests run the engine under backpressure with it; by
+	// default every cycle offers a beat and every channel is ready.
+	Stall func() (gap, hold bool)
 }
 
 // NewEngine makes an engine: a fresh instance, reset, and run until its
@@ -413,11 +420,17 @@ func (e *PlacementEngine) Place(segs ...PlacementSegment) (*PlacementResult, err
 	for _, s := range segs {
 		for off := 0; off < len(s.ULPDU); off += lanes {
 			beat := s.ULPDU[off:min(off+lanes, len(s.ULPDU))]
+			offered := false // once offered, a beat stays until taken (AXI-Stream)
 			for wait := 0; ; wait++ {
 				if wait == placementStall {
 					return nil, fmt.Errorf("%w: %s: a beat waited %d cycles", ErrPlacementStalled, e.b.Module.Name, wait)
 				}
 				in := e.cycle()
+				if e.gap && !offered {
+					e.step(in)
+					continue
+				}
+				offered = true
 				p.s.Data.SetBytes(in, beat)
 				p.s.Keep.Set(in, lanesMask(len(beat)))
 				p.s.Valid.Set(in, 1)
@@ -463,9 +476,14 @@ func (e *PlacementEngine) cycle() []uint32 {
 	e.in = append(e.in, make([]uint32, iw)...)
 	in := e.in[len(e.in)-iw:]
 	p := &e.b.p
-	for _, r := range []Port{p.dmaReady, p.hostReady, p.termReady, p.dReady} {
+	hold := false
+	if e.Stall != nil {
+		e.gap, hold = e.Stall()
+	}
+	for _, r := range []Port{p.hostReady, p.termReady, p.dReady} {
 		r.Set(in, 1)
 	}
+	p.dmaReady.Set(in, b2u(!hold))
 	return in
 }
 
@@ -527,7 +545,7 @@ func (e *PlacementEngine) finish() (*PlacementResult, error) {
 
 // collect decodes the outputs of the call's cycles.
 func (e *PlacementEngine) collect() *PlacementResult {
-	p, ow, lanes := &e.b.p, e.b.Layout.OutWords, e.b.Config.Width/8
+	p, iw, ow, lanes := &e.b.p, e.b.Layout.InWords, e.b.Layout.OutWords, e.b.Config.Width/8
 	r := &e.res
 	r.DMA, r.Host, r.Terms, r.Dones, r.Cycles = r.DMA[:0], r.Host[:0], r.Terms[:0], r.Dones[:0], uint64(e.n)
 	e.arena = e.arena[:0]
@@ -537,7 +555,7 @@ func (e *PlacementEngine) collect() *PlacementResult {
 	var dmaOff []int
 	for c := 0; c < e.n; c++ {
 		out := e.got[c*ow : (c+1)*ow]
-		if p.dmaValid.Get(out) != 0 {
+		if p.dmaValid.Get(out) != 0 && p.dmaReady.Get(e.in[c*iw:]) != 0 {
 			dmaOff = append(dmaOff, len(e.arena))
 			e.arena = append(e.arena, make([]byte, lanes)...)
 			p.dmaData.Bytes(out, e.arena[len(e.arena)-lanes:])

@@ -57,8 +57,8 @@ func TestStagtabOnRTL(t *testing.T) {
 			h.traffic(t, 200)
 
 			h.finish(t)
-			t.Logf("seed %d: %d cycles; %d regions (%d paged), %d register writes; segments: %s; %d DMA writes, %d Terminates",
-				seed, h.cycle, len(h.regions), h.paged, h.regWrites, h.summary(), h.dmaWrites, h.terms)
+			t.Logf("seed %d: %d cycles, each checked against the cycle model; %d regions (%d paged), %d register writes; segments: %s; %d DMA writes, %d Terminates",
+				seed, h.eng.Cycles(), len(h.regions), h.paged, h.regWrites, h.summary(), h.dmaWrites, h.terms)
 			assert.Greater(t, h.sent["good"], 300)
 			for _, k := range []string{"wrong key", "wrong PD", "wrong stream", "one byte below", "one byte above",
 				"no write right", "invalidated", "deregistered", "index past the table", "after reset"} {
@@ -82,106 +82,48 @@ type stagRegion struct {
 	pdID, qpID uint32
 }
 
-// stagHarness drives one Verilated placement block cycle by cycle. It is
-// the driver.Regs the Programmer writes through (each write is one cycle of
-// reg_wr_valid), and the host memory the block's DMA writes land in.
+// stagHarness drives one Verilated placement block through a
+// PlacementEngine, so that every cycle is also checked against the cycle
+// model, under random valid gaps and DMA backpressure. It is the
+// driver.Regs the Programmer writes through (each write one cycle of
+// reg_wr_valid, run before the next segment), and the host memory the
+// block's DMA writes land in.
 type stagHarness struct {
-	cfg  gen.PlacementConfig
-	inst *Instance
-	rng  Rand
-	pool Pool
-	in   []uint32
-	out  []uint32
-
-	rst, regWr, regAddr, regData Port
-	uLen, uQP, uPD, uRev         Port
-	initPort                     Port
-	dmaAddr, dmaData, dmaStrb    Port
-	dmaValid, dmaReady           Port
-	hostReady, termReady         Port
-	tValid, tCause               Port
-	src                          *AXISSource
-	s                            AXISPorts
-	lanes                        int
-	cycle, regWrites, dmaWrites  uint64
-	terms                        int
-	programmer                   *stagtab.Programmer
-	table                        *mem.Table
-	pds                          []*mem.PD
-	regions                      []*stagRegion
-	paged                        int
-	iommu                        map[uint64]*stagRegion // IOVA page -> region
-	nextIOVA                     uint64
-	cur                          stagFrame
-	wantTerms                    []rdmap.Cause
-	violation                    string
-	sent                         map[string]int
-	dmaData64                    []byte
-}
-
-type stagFrame struct {
-	qp, pd uint32
-	len    uint16
+	cfg         gen.PlacementConfig
+	eng         *PlacementEngine
+	rng         Rand
+	pool        Pool
+	lanes       int
+	gapP, holdP int // chances (of 256) of a valid gap and of m_dma_ready low, per cycle
+	regWrites   uint64
+	dmaWrites   uint64
+	terms       int
+	programmer  *stagtab.Programmer
+	table       *mem.Table
+	pds         []*mem.PD
+	regions     []*stagRegion
+	paged       int
+	iommu       map[uint64]*stagRegion // IOVA page -> region
+	nextIOVA    uint64
+	wantTerms   []rdmap.Cause
+	violation   string
+	sent        map[string]int
 }
 
 func newStagHarness(t *testing.T, width int, seed uint64) *stagHarness {
-	cfg := gen.PlacementDefault(width)
-	m, err := gen.Placement(cfg)
+	b, err := LoadPlacement(gen.PlacementDefault(width))
 	require.NoError(t, err)
-	l := LayoutOf(m)
-	lib, err := Load(LibPath(m.Name, false))
+	eng, err := b.NewEngine()
 	require.NoError(t, err)
-	require.Equal(t, l.InWords, lib.InWords, "rebuild %s", lib.Path)
-	h := &stagHarness{cfg: cfg, inst: lib.New(), rng: NewRand(seed), in: make([]uint32, l.InWords), out: make([]uint32, l.OutWords),
-		table: mem.NewTable(), iommu: map[uint64]*stagRegion{}, nextIOVA: 1 << 32, sent: map[string]int{}, lanes: width / 8,
-		dmaData64: make([]byte, width/8)}
-	t.Cleanup(h.inst.Close)
+	t.Cleanup(eng.Close)
+	h := &stagHarness{cfg: b.Config, eng: eng, rng: NewRand(seed), table: mem.NewTable(), iommu: map[uint64]*stagRegion{},
+		nextIOVA: 1 << 32, sent: map[string]int{}, lanes: width / 8}
+	eng.Stall = func() (gap, hold bool) { return h.rng.Chance(h.gapP), h.rng.Chance(h.holdP) }
 	h.pool = NewPool(h.rng, 1<<16)
-	for name, p := range map[string]*Port{"rst": &h.rst, "reg_wr_valid": &h.regWr, "reg_wr_addr": &h.regAddr, "reg_wr_data": &h.regData,
-		"s_axis_tuser_len": &h.uLen, "s_axis_tuser_qp": &h.uQP, "s_axis_tuser_pd": &h.uPD, "s_axis_tuser_rev": &h.uRev,
-		"m_dma_ready": &h.dmaReady, "m_host_tready": &h.hostReady, "m_term_ready": &h.termReady} {
-		*p, err = l.In(name)
-		require.NoError(t, err)
-	}
-	for name, p := range map[string]*Port{"init_done": &h.initPort, "m_dma_addr": &h.dmaAddr, "m_dma_data": &h.dmaData,
-		"m_dma_strb": &h.dmaStrb, "m_dma_valid": &h.dmaValid, "m_term_valid": &h.tValid, "m_term_cause": &h.tCause} {
-		*p, err = l.Out(name)
-		require.NoError(t, err)
-	}
-	h.s, err = StreamPorts(l, "s_axis")
-	require.NoError(t, err)
-	h.src = NewAXISSource(h.s, h.rng, h.pool, nil)
 	for i := 0; i < 3; i++ {
 		h.pds = append(h.pds, h.table.AllocPD())
 	}
-	h.resetCycles()
 	return h
-}
-
-// step runs one cycle with the inputs in h.in, then takes what the block
-// put out: accepted DMA writes go to host memory, Terminates are counted.
-func (h *stagHarness) step() {
-	h.hostReady.Set(h.in, 1)
-	h.termReady.Set(h.in, 1)
-	if err := h.inst.Run(h.in, h.out); err != nil {
-		panic(err)
-	}
-	h.cycle++
-	if h.dmaValid.Get(h.out) != 0 && h.dmaReady.Get(h.in) != 0 {
-		h.dmaWrite(h.dmaAddr.Get(h.out), h.dmaStrb.Get(h.out))
-	}
-	if h.tValid.Get(h.out) != 0 {
-		c := rdmap.Cause(h.tCause.Get(h.out))
-		if len(h.wantTerms) == 0 {
-			h.fail("cycle %d: unexpected Terminate %v", h.cycle, c)
-		} else if c != h.wantTerms[0] {
-			h.fail("cycle %d: Terminate %v, expected %v", h.cycle, c, h.wantTerms[0])
-		}
-		if len(h.wantTerms) > 0 {
-			h.wantTerms = h.wantTerms[1:]
-		}
-		h.terms++
-	}
 }
 
 func (h *stagHarness) fail(format string, args ...any) {
@@ -190,65 +132,67 @@ func (h *stagHarness) fail(format string, args ...any) {
 	}
 }
 
-// dmaWrite lands one block write in host memory through the IOMMU map.
-func (h *stagHarness) dmaWrite(addr, strb uint64) {
-	h.dmaWrites++
-	if addr%uint64(h.lanes) != 0 {
-		h.fail("cycle %d: DMA address %#x not block aligned", h.cycle, addr)
+// take lands a call's DMA writes in host memory and matches its
+// Terminates with the ones expected.
+func (h *stagHarness) take(res *PlacementResult) {
+	for _, d := range res.DMA {
+		h.dmaWrite(d)
 	}
-	h.dmaData.Bytes(h.out, h.dmaData64)
+	for _, tm := range res.Terms {
+		if len(h.wantTerms) == 0 {
+			h.fail("cycle %d: unexpected Terminate %v", h.eng.Cycles(), tm.Cause)
+		} else if tm.Cause != h.wantTerms[0] {
+			h.fail("cycle %d: Terminate %v, expected %v", h.eng.Cycles(), tm.Cause, h.wantTerms[0])
+		}
+		if len(h.wantTerms) > 0 {
+			h.wantTerms = h.wantTerms[1:]
+		}
+		h.terms++
+	}
+}
+
+// dmaWrite lands one block write in host memory through the IOMMU map.
+func (h *stagHarness) dmaWrite(d PlacementDMA) {
+	h.dmaWrites++
+	if d.Addr%uint64(h.lanes) != 0 {
+		h.fail("cycle %d: DMA address %#x not block aligned", h.eng.Cycles(), d.Addr)
+	}
 	for o := 0; o < h.lanes; o++ {
-		if strb>>o&1 == 0 { // at most 64 lanes
+		if d.Strb>>o&1 == 0 { // at most 64 lanes
 			continue
 		}
-		a := addr + uint64(o)
+		a := d.Addr + uint64(o)
 		r := h.iommu[a>>stagtab.PageShift]
 		if r == nil {
-			h.fail("cycle %d: DMA write of byte %#x: no region maps that IOVA", h.cycle, a)
+			h.fail("cycle %d: DMA write of byte %#x: no region maps that IOVA", h.eng.Cycles(), a)
 			continue
 		}
 		if !r.tr.Paged {
 			if a < r.tr.Addr || a-r.tr.Addr >= uint64(len(r.rtl)) {
-				h.fail("cycle %d: DMA write of byte %#x next to the contiguous region at %#x", h.cycle, a, r.tr.Addr)
+				h.fail("cycle %d: DMA write of byte %#x next to the contiguous region at %#x", h.eng.Cycles(), a, r.tr.Addr)
 				continue
 			}
-			r.rtl[a-r.tr.Addr] = h.dmaData64[o]
+			r.rtl[a-r.tr.Addr] = d.Data[o]
 			continue
 		}
 		for k, pg := range r.tr.Pages {
 			if a>>stagtab.PageShift == pg>>stagtab.PageShift {
-				r.rtl[k<<stagtab.PageShift+int(a&(stagtab.PageSize-1))] = h.dmaData64[o]
+				r.rtl[k<<stagtab.PageShift+int(a&(stagtab.PageSize-1))] = d.Data[o]
 			}
 		}
 	}
 }
 
-// idle drives no beat and no register write.
-func (h *stagHarness) idle() {
-	h.rst.Set(h.in, 0)
-	h.regWr.Set(h.in, 0)
-	h.s.Valid.Set(h.in, 0)
-	h.dmaReady.Set(h.in, 1)
+// flush runs the register writes the Programmer queued.
+func (h *stagHarness) flush(t *testing.T) {
+	h.gapP, h.holdP = 0, 0
+	res, err := h.eng.Flush()
+	require.NoError(t, err)
+	h.take(res)
 }
 
-func (h *stagHarness) resetCycles() {
-	h.idle()
-	h.rst.Set(h.in, 1)
-	for i := 0; i < 3; i++ {
-		h.step()
-	}
-	h.rst.Set(h.in, 0)
-}
-
-// initDone is the Programmer's view of init_done: it lets the block run
-// some cycles, then reads the output.
-func (h *stagHarness) initDone() (bool, error) {
-	h.idle()
-	for i := 0; i < 256; i++ {
-		h.step()
-	}
-	return h.initPort.Get(h.out) != 0, nil
-}
+// initDone is the Programmer's view of init_done.
+func (h *stagHarness) initDone() (bool, error) { return h.eng.InitDone(), nil }
 
 // The driver.Regs of the block at stagBase: write-only, one write a cycle.
 
@@ -256,14 +200,8 @@ func (h *stagHarness) Write32(off, v uint32) error {
 	if off < stagBase || off-stagBase >= 1<<8 || off%4 != 0 {
 		return fmt.Errorf("%w: write at %#x outside the placement block at %#x", driver.ErrInvalid, off, stagBase)
 	}
-	h.idle()
-	h.regWr.Set(h.in, 1)
-	h.regAddr.Set(h.in, uint64(off-stagBase))
-	h.regData.Set(h.in, uint64(v))
-	h.step()
-	h.regWr.Set(h.in, 0)
 	h.regWrites++
-	return nil
+	return h.eng.RegWrite(off-stagBase, v)
 }
 
 func (h *stagHarness) Write64(off uint32, v uint64) error {
@@ -336,6 +274,7 @@ func (h *stagHarness) register(t *testing.T) {
 	e, ok := h.table.Lookup(mr.STag)
 	require.True(t, ok)
 	require.NoError(t, h.programmer.Write(mr.STag.Index(), e, reg.tr))
+	h.flush(t)
 	h.regions = append(h.regions, reg)
 }
 
@@ -352,6 +291,7 @@ func (h *stagHarness) invalidate(t *testing.T) {
 	if reg := h.pick("live"); reg != nil {
 		require.NoError(t, h.table.Invalidate(reg.mr.STag, reg.pdID))
 		require.NoError(t, h.programmer.Invalidate(reg.mr.STag.Index()))
+		h.flush(t)
 		reg.state = "invalidated"
 	}
 }
@@ -361,6 +301,7 @@ func (h *stagHarness) invalidate(t *testing.T) {
 func (h *stagHarness) deregister(t *testing.T) {
 	if reg := h.pick("live"); reg != nil {
 		require.NoError(t, h.programmer.Remove(reg.mr.STag.Index()))
+		h.flush(t)
 		require.NoError(t, reg.mr.Deregister())
 		reg.state = "deregistered"
 	}
@@ -370,7 +311,8 @@ func (h *stagHarness) deregister(t *testing.T) {
 // segments find an empty table; then the driver reprograms every region the
 // mirror holds.
 func (h *stagHarness) resetBlock(t *testing.T) {
-	h.resetCycles()
+	h.gapP, h.holdP = 0, 0
+	require.NoError(t, h.eng.Reset())
 	h.programmer.Reset()
 	require.ErrorIs(t, h.programmer.Invalidate(1), stagtab.ErrNotReady)
 	require.NoError(t, h.programmer.Init(context.Background()))
@@ -381,7 +323,6 @@ func (h *stagHarness) resetBlock(t *testing.T) {
 		}
 		h.send(t, reg.mr.STag, reg.pdID, reg.qpID, reg.mr.Addr, 1+h.rng.IntN(len(reg.mr.Buf)), "after reset", rdmap.DDPInvalidSTag)
 	}
-	h.drain()
 	for _, reg := range h.regions {
 		if reg.state == "deregistered" {
 			continue
@@ -390,6 +331,7 @@ func (h *stagHarness) resetBlock(t *testing.T) {
 		require.True(t, ok)
 		require.NoError(t, h.programmer.Write(reg.mr.STag.Index(), e, reg.tr))
 	}
+	h.flush(t)
 }
 
 // traffic sends n random segments, good and hostile, and drains.
@@ -445,7 +387,6 @@ func (h *stagHarness) traffic(t *testing.T, n int) {
 		}
 		h.send(t, stag, pd, qp, to, ln, what, 0)
 	}
-	h.drain()
 }
 
 // send queues one RDMA Write segment and runs the block until it is in.
@@ -470,35 +411,13 @@ func (h *stagHarness) send(t *testing.T, stag mem.STag, pd, qp uint32, to uint64
 	frame := ddp.TaggedFields{Last: true, Version: ddp.Version1, RsvdULP: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpWrite)),
 		STag: uint32(stag), TO: to}.Append(nil)
 	frame = append(frame, payload...)
-	h.cur = stagFrame{qp: qp, pd: pd, len: uint16(len(frame))}
-	h.src.Frame = func() []byte { return frame }
-	h.src.ValidP = 256
+	h.gapP, h.holdP = 0, 24
 	if h.rng.Chance(64) {
-		h.src.ValidP = 96
+		h.gapP = 160
 	}
-	start := h.src.Frames()
-	for h.src.Frames() == start {
-		h.idle()
-		h.src.Drive(h.in)
-		h.uLen.Set(h.in, uint64(h.cur.len))
-		h.uQP.Set(h.in, uint64(h.cur.qp))
-		h.uPD.Set(h.in, uint64(h.cur.pd))
-		h.uRev.Set(h.in, 1)
-		h.dmaReady.Set(h.in, b2u(!h.rng.Chance(24)))
-		h.step()
-		h.src.Observe(h.in, h.out)
-		if h.cycle > 50_000_000 {
-			t.Fatal("the block stopped taking beats")
-		}
-	}
-}
-
-// drain runs idle cycles until everything in flight has come out.
-func (h *stagHarness) drain() {
-	h.idle()
-	for i := 0; i < 64; i++ {
-		h.step()
-	}
+	res, err := h.eng.Place(PlacementSegment{ULPDU: frame, QP: qp, PD: pd, Rev: true})
+	require.NoError(t, err, "seed of this run: see the test log")
+	h.take(res)
 }
 
 // finish compares every region's memory: what the RTL wrote against what
