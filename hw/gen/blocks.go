@@ -18,6 +18,13 @@ func Blocks() ([]*Module, error) {
 		}
 		mods = append(mods, m)
 	}
+	for _, w := range MPARxWidths {
+		m, err := MPARx(w)
+		if err != nil {
+			return nil, err
+		}
+		mods = append(mods, m)
+	}
 	for _, w := range PlacementWidths {
 		m, err := Placement(PlacementDefault(w))
 		if err != nil {

@@ -86,7 +86,7 @@ func (b *Bench) RunGHDL(dir, vectors string) (GHDLResult, error) {
 		{"-a", "--std=08", work, rtl},
 		{"-a", "--std=08", work, tbPath},
 		{"-e", "--std=08", work, name + "_tb"},
-		{"-r", "--std=08", work, name + "_tb", "-gvectors=" + vectors},
+		{"-r", "--std=08", work, name + "_tb", "-gvectors=" + vectors, "--ieee-asserts=disable-at-0"}, // registers without reset are U until loaded
 	}
 	for _, args := range steps {
 		cmd := exec.Command("ghdl", args...)
