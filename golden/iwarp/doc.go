@@ -47,11 +47,16 @@
 // The MPA layer sits behind two small interfaces, Framer and Deframer,
 // which mpa.Framer and *mpa.Deframer satisfy; the simulated-RTL card
 // supplies its own. Each endpoint runs two goroutines, a transmitter and a
-// receiver, both of which have exited when Close returns; a lone inline WR
-// posted on an idle endpoint is sent by the PostSend caller itself, which
-// saves a goroutine handoff on the latency path. Config.AlignFPDUs writes
-// one FPDU per Write, for captures read by dissectors that expect every TCP
-// segment to start with an FPDU.
+// receiver, both of which have exited when Close returns. Two shortcuts
+// save a goroutine handoff at each end of a round trip: a lone inline WR
+// posted on an idle endpoint is sent by the PostSend caller itself, and a
+// goroutine waiting on a CQ that one endpoint alone feeds reads that
+// endpoint's socket itself while the receiver steps aside (CQ.Wait), so
+// the netpoller wakes the goroutine that wants the completion. With the
+// golden MPA layer, no markers and a TCP socket, Sends and Writes go out
+// by writev with their payload read in place from registered memory.
+// Config.AlignFPDUs writes one FPDU per Write, for captures read by
+// dissectors that expect every TCP segment to start with an FPDU.
 //
 // Stream association: an endpoint's QPN is the stream that stream-scoped
 // STags (mem.PD.RegisterMR with a QP) and type 2 windows are bound to; only

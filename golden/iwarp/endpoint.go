@@ -150,9 +150,21 @@ type Endpoint struct {
 	txMSN     [rdmap.NumQueues]uint32
 	unflushed []*sqEntry
 
-	// receiver-owned
+	// receiver-owned (rxMu; see rxLoop)
+	rxMu     sync.Mutex
+	rxBuf    []byte
 	rxMSN    [rdmap.NumQueues]uint32
 	dropping bool
+	rxEnded  bool // the socket reported EOF or an error
+
+	rxWanted   atomic.Int32  // CQ waiters that would drive the receive path
+	rxActivity atomic.Uint32 // bumped each time a waiter takes the receive path
+	rxResume   chan struct{} // brings the receive goroutine back (resumeRx)
+	kickable   bool          // the connection takes read deadlines
+
+	kmu      sync.Mutex // a waiter blocked in the socket, and its kick
+	kReading bool
+	kicked   bool
 
 	wg     sync.WaitGroup
 	done   chan struct{}
@@ -174,7 +186,8 @@ func New(conn net.Conn, p mpa.Params, cfg Config) (*Endpoint, error) {
 	}
 	ep := &Endpoint{conn: conn, params: p, cfg: cfg, pd: cfg.PD, tab: cfg.PD.Table(),
 		qpn: qpCounter.Add(1), dv: ddp.Version(p.DDPVersion()), rv: rdmap.Version(p.DDPVersion()),
-		firstRx: !p.WaitFirstFPDU, done: make(chan struct{}), rxExit: make(chan struct{})}
+		firstRx: !p.WaitFirstFPDU, done: make(chan struct{}), rxExit: make(chan struct{}), rxResume: make(chan struct{}, 1),
+		rxBuf: make([]byte, rxBufSize), kickable: conn.SetReadDeadline(time.Time{}) == nil}
 	ep.cond = sync.NewCond(&ep.mu)
 	msn := cfg.firstMSN
 	if msn == 0 {
@@ -237,10 +250,23 @@ func New(conn net.Conn, p mpa.Params, cfg Config) (*Endpoint, error) {
 			return nil, fmt.Errorf("iwarp: receives posted before the stream started: %w", err)
 		}
 	}
+	cqs := []*CQ{cfg.SendCQ}
+	if cfg.RecvCQ != cfg.SendCQ {
+		cqs = append(cqs, cfg.RecvCQ)
+	}
+	for _, cq := range cqs {
+		cq.attach(ep, 1)
+	}
 	ep.wg.Add(2)
 	go ep.txLoop()
 	go ep.rxLoop()
-	go func() { ep.wg.Wait(); close(ep.done) }()
+	go func() {
+		ep.wg.Wait()
+		for _, cq := range cqs {
+			cq.attach(ep, -1)
+		}
+		close(ep.done)
+	}()
 	return ep, nil
 }
 

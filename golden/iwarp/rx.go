@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"time"
 
 	"github.com/openiwarp/openiwarp/golden/ddp"
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
@@ -15,40 +17,169 @@ import (
 // silently dropped (RFC 5041 §7.1).
 var errStop = errors.New("iwarp: stream failed")
 
+// The receive path runs in whichever goroutine holds rxMu: the receive
+// goroutine (rxLoop), or a goroutine waiting on a CQ that only this
+// endpoint feeds (CQ.Wait, through driveRx). When a CQ waiter is about,
+// the receive goroutine steps aside, and the waiter reads the socket
+// itself: the netpoller then wakes the very goroutine that wants the
+// completion, which saves a goroutine handoff at each end of a round
+// trip. A waiter blocked in the socket is woken for completions that come
+// from elsewhere (the transmitter, another endpoint) or for its context
+// by a read deadline in the past (kick).
+
+// rxLease is how long the receive goroutine stays aside once no waiter
+// has used the socket: what arrives meanwhile waits at most this long.
+const rxLease = time.Millisecond
+
 func (ep *Endpoint) rxLoop() {
 	defer ep.wg.Done()
 	defer close(ep.rxExit)
-	buf := make([]byte, rxBufSize)
 	for {
-		n, err := ep.conn.Read(buf)
-		if n > 0 && !ep.dropping {
-			if ferr := ep.defr.Feed(buf[:n], ep.onULPDU); ferr != nil && !errors.Is(ferr, errStop) {
-				ep.dropping = true
-				ep.mpaError(ferr)
-			}
+		ep.rxMu.Lock()
+		if !ep.rxEnded {
+			n, err := ep.conn.Read(ep.rxBuf)
+			ep.rxHandle(n, err)
 		}
-		if err != nil {
-			ep.mu.Lock()
-			ep.rxDone = true
-			if ep.state == stLive || ep.state == stClosing {
-				// The peer closed or the connection broke. A FIN after a
-				// graceful close of ours is the normal end; anything else
-				// ends the stream with the outstanding work flushed.
-				if ep.state == stClosing || errors.Is(err, io.EOF) {
-					ep.err = ErrClosed // our graceful close, or the peer's
-				} else {
-					ep.err = fmt.Errorf("%w: %v", ErrConnLost, err)
-				}
-				ep.state = stError
-				ep.failed.Store(true)
-				ep.flushLocked(ep.err)
-			}
-			ep.cond.Broadcast()
-			ep.mu.Unlock()
+		ended := ep.rxEnded
+		ep.rxMu.Unlock()
+		if ended || ep.rxWanted.Load() > 0 && !ep.rxStepAside() {
 			return
 		}
 	}
 }
+
+// rxStepAside leaves the socket to CQ waiters until none has used it for
+// a lease, or until resumeRx. It reports false if the stream has ended.
+func (ep *Endpoint) rxStepAside() bool {
+	ep.nudgeCQs() // a waiter parked on its CQ comes and reads
+	t := time.NewTimer(rxLease)
+	defer t.Stop()
+	seen := ep.rxActivity.Load()
+	for {
+		select {
+		case <-t.C:
+		case <-ep.rxResume:
+			return true
+		}
+		now := ep.rxActivity.Load()
+		if now == seen && ep.rxWanted.Load() == 0 {
+			return true
+		}
+		seen = now
+		t.Reset(rxLease)
+	}
+}
+
+// nudgeCQs wakes the waiters of the endpoint's CQs.
+func (ep *Endpoint) nudgeCQs() {
+	ep.cfg.SendCQ.nudge()
+	if ep.cfg.RecvCQ != ep.cfg.SendCQ {
+		ep.cfg.RecvCQ.nudge()
+	}
+}
+
+// resumeRx brings the receive goroutine back to the socket (the stream
+// ended in a waiter's hands, or is closing).
+func (ep *Endpoint) resumeRx() {
+	select {
+	case ep.rxResume <- struct{}{}:
+	default:
+	}
+}
+
+// rxHandle runs the receive path on n octets read with error err. Called
+// with rxMu held.
+func (ep *Endpoint) rxHandle(n int, err error) {
+	if n > 0 && !ep.dropping {
+		if ferr := ep.defr.Feed(ep.rxBuf[:n], ep.onULPDU); ferr != nil && !errors.Is(ferr, errStop) {
+			ep.dropping = true
+			ep.mpaError(ferr)
+		}
+	}
+	if err == nil {
+		return
+	}
+	ep.rxEnded = true
+	ep.mu.Lock()
+	ep.rxDone = true
+	if ep.state == stLive || ep.state == stClosing {
+		// The peer closed or the connection broke. A FIN after a
+		// graceful close of ours is the normal end; anything else
+		// ends the stream with the outstanding work flushed.
+		if ep.state == stClosing || errors.Is(err, io.EOF) {
+			ep.err = ErrClosed // our graceful close, or the peer's
+		} else {
+			ep.err = fmt.Errorf("%w: %v", ErrConnLost, err)
+		}
+		ep.state = stError
+		ep.failed.Store(true)
+		ep.flushLocked(ep.err)
+	}
+	ep.cond.Broadcast()
+	ep.mu.Unlock()
+}
+
+// driveRx is CQ.Wait's turn at the receive path of ep, the only endpoint
+// feeding cq: it reads the socket once, unless the receive path is busy
+// elsewhere or a completion is already there. It reports whether it did
+// anything (the caller polls again) or must wait on the CQ instead.
+func (ep *Endpoint) driveRx(cq *CQ, done <-chan struct{}) bool {
+	if !ep.kickable || !ep.rxMu.TryLock() {
+		return false
+	}
+	defer ep.rxMu.Unlock()
+	ep.rxActivity.Add(1)
+	if ep.rxEnded {
+		return false
+	}
+	cq.mu.Lock()
+	if cq.n > 0 || cq.overflow {
+		cq.mu.Unlock()
+		return true
+	}
+	cq.reader = ep
+	ep.kmu.Lock()
+	ep.kReading = true
+	ep.kmu.Unlock()
+	cq.mu.Unlock()
+	select {
+	case <-done: // a cancelled wait must not block in the socket
+		ep.kick()
+	default:
+	}
+	n, err := ep.conn.Read(ep.rxBuf)
+	cq.mu.Lock()
+	cq.reader = nil
+	ep.kmu.Lock()
+	ep.kReading = false
+	kicked := ep.kicked
+	if kicked {
+		ep.kicked = false
+		ep.conn.SetReadDeadline(time.Time{})
+	}
+	ep.kmu.Unlock()
+	cq.mu.Unlock()
+	if kicked && errors.Is(err, os.ErrDeadlineExceeded) {
+		err = nil
+	}
+	ep.rxHandle(n, err)
+	if ep.rxEnded {
+		ep.resumeRx() // the receive goroutine ends too
+	}
+	return true
+}
+
+// kick wakes a CQ waiter blocked in ep's socket.
+func (ep *Endpoint) kick() {
+	ep.kmu.Lock()
+	defer ep.kmu.Unlock()
+	if ep.kReading && !ep.kicked {
+		ep.kicked = true
+		ep.conn.SetReadDeadline(aLongTimeAgo)
+	}
+}
+
+var aLongTimeAgo = time.Unix(1, 0)
 
 // mpaError ends the stream on an MPA error (RFC 5044 §8): a Terminate with
 // layer LLP and no headers, unless the error requires closing TCP at once.

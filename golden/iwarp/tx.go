@@ -151,6 +151,7 @@ const inlineMax = 4096
 // shutdown closes the connection as RFC 5040 §6.2.1 asks: FIN, then a
 // bounded wait for the peer's FIN, then close.
 func (ep *Endpoint) shutdown() {
+	ep.resumeRx() // the peer's FIN is read even with no CQ waiter about
 	if tc, ok := ep.conn.(interface{ CloseWrite() error }); ok {
 		tc.CloseWrite()
 		t := time.NewTimer(ep.cfg.Linger)

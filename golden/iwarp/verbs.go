@@ -136,6 +136,34 @@ type CQ struct {
 	armed     bool
 	solicited bool
 	events    chan struct{}
+	// The endpoints that complete work here: with one alone (solo), a
+	// waiter may run its receive path (Endpoint.driveRx); reader is the
+	// endpoint whose socket a waiter is blocked in, kicked on a push.
+	eps    int
+	solo   *Endpoint
+	reader *Endpoint
+}
+
+// attach counts ep in (delta 1) or out (-1) of the endpoints feeding cq.
+func (cq *CQ) attach(ep *Endpoint, delta int) {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	cq.eps += delta
+	switch {
+	case delta > 0 && cq.eps == 1:
+		cq.solo = ep
+	case delta < 0 && cq.solo == ep, cq.eps != 1:
+		cq.solo = nil // one left after several: which one is not known here
+	}
+}
+
+// nudge wakes the waiters parked on cq without a completion, so that one
+// of them takes over the receive path the receive goroutine left.
+func (cq *CQ) nudge() {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	close(cq.wake)
+	cq.wake = make(chan struct{})
 }
 
 // NewCQ returns a CQ holding up to depth completions.
@@ -159,6 +187,9 @@ func (cq *CQ) push(c Completion, solicited bool) bool {
 	cq.n++
 	close(cq.wake)
 	cq.wake = make(chan struct{})
+	if cq.reader != nil {
+		cq.reader.kick()
+	}
 	if cq.armed && (!cq.solicited || solicited || c.Status != WCSuccess) {
 		cq.armed = false
 		select {
@@ -184,17 +215,49 @@ func (cq *CQ) Poll(wc []Completion) int {
 }
 
 // Wait returns the next completion, waiting until one arrives or ctx ends.
+// When one endpoint alone feeds the CQ, the waiter runs that endpoint's
+// receive path itself (see Endpoint.driveRx).
 func (cq *CQ) Wait(ctx context.Context) (Completion, error) {
 	var wc [1]Completion
+	var driven *Endpoint
+	defer func() {
+		// Another waiter that found the receive path busy waits on its
+		// CQ: it takes over now (the receive goroutine stays aside while
+		// waiters want the path).
+		if driven != nil && driven.rxWanted.Add(-1) > 0 {
+			driven.nudgeCQs()
+		}
+	}()
+	var stopKick func() bool
+	defer func() {
+		if stopKick != nil {
+			stopKick()
+		}
+	}()
 	for {
 		cq.mu.Lock()
-		wake, over := cq.wake, cq.overflow && cq.n == 0
+		wake, over, solo := cq.wake, cq.overflow && cq.n == 0, cq.solo
 		cq.mu.Unlock()
 		if cq.Poll(wc[:]) == 1 {
 			return wc[0], nil
 		}
 		if over {
 			return Completion{}, ErrCQOverflow
+		}
+		if err := ctx.Err(); err != nil {
+			return Completion{}, fmt.Errorf("iwarp: waiting for a completion: %w", err)
+		}
+		if solo != nil && (driven == nil || driven == solo) {
+			if driven == nil {
+				driven = solo
+				driven.rxWanted.Add(1)
+				if ctx.Done() != nil {
+					stopKick = context.AfterFunc(ctx, driven.kick)
+				}
+			}
+			if driven.driveRx(cq, ctx.Done()) {
+				continue
+			}
 		}
 		select {
 		case <-wake:

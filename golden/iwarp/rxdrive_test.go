@@ -1,0 +1,168 @@
+package iwarp
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+	"github.com/stretchr/testify/require"
+)
+
+// Tests of the receive path run by CQ waiters (Endpoint.driveRx): every
+// way a waiter blocked in the socket must be woken, and every way the
+// socket must still be read when waiters come and go. A lost wakeup
+// shows as a hang (the helpers wait up to 20 s).
+
+func recvBuf(t *testing.T, s *side, n int) *mem.MR {
+	return s.reg(t, make([]byte, n), 0, mem.LocalWrite)
+}
+
+// TestWaiterDrivesReceive: a ping-pong where each side's waiter reads its
+// own socket; Sends land in order, and a Signaled Write's completion,
+// which comes from the transmitter, wakes a waiter blocked in the socket.
+func TestWaiterDrivesReceive(t *testing.T) {
+	checkLeaks(t)
+	a, b := pair(t, pairOpts{})
+	am, bm := recvBuf(t, a, 8), recvBuf(t, b, 8)
+	for i := range 200 {
+		require.NoError(t, b.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{0, 8, bm.STag}}}))
+		require.NoError(t, a.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte{byte(i)}}))
+		c := waitOK(t, b.rcq, uint64(i), WCRecv)
+		require.Equal(t, uint32(1), c.ByteLen)
+		require.Equal(t, byte(i), bm.Buf[0])
+		require.NoError(t, a.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{0, 8, am.STag}}}))
+		require.NoError(t, b.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte{byte(i + 1)}}))
+		waitOK(t, a.rcq, uint64(i), WCRecv)
+	}
+	// a's send CQ is fed by a alone: its waiter drives a's socket, where
+	// nothing comes; the Write's completion comes from the transmitter.
+	src := a.reg(t, make([]byte, 4096), 0, all)
+	dst := b.reg(t, make([]byte, 4096), 0, all)
+	for i := range 50 {
+		require.NoError(t, a.ep.PostSend(SendWR{ID: uint64(i), Opcode: WRWrite, SGL: []SGE{{0, 4096, src.STag}}, RKey: dst.STag, Signaled: true}))
+		waitOK(t, a.scq, uint64(i), WCWrite)
+	}
+}
+
+// TestWaitersOnBothCQs: one endpoint, a waiter on its send CQ and one on
+// its receive CQ at once; only one can read the socket, and the other
+// must take over when the first leaves.
+func TestWaitersOnBothCQs(t *testing.T) {
+	checkLeaks(t)
+	a, b := pair(t, pairOpts{})
+	bm := recvBuf(t, b, 8)
+	src := a.reg(t, make([]byte, 64), 0, all)
+	const n = 200 // within the queue depths (256)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, cq := range []*CQ{b.scq, b.rcq} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			for range n {
+				c, err := cq.Wait(ctx)
+				if err == nil && c.Status != WCSuccess {
+					err = errors.New(c.Status.String())
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := range n {
+		require.NoError(t, b.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{0, 8, bm.STag}}}))
+		require.NoError(t, a.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte{1}}))
+		// b's Read: its response comes through b's socket, completes on b's send CQ.
+		require.NoError(t, b.ep.PostSend(SendWR{ID: uint64(i), Opcode: WRRead, SGL: []SGE{{0, 8, bm.STag}}, RKey: src.STag, RemoteAddr: 0, Signaled: true}))
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+// TestWaiterCancelled: a waiter blocked in the socket returns when its
+// context ends, and the socket works as before afterwards (the kick's
+// read deadline is gone).
+func TestWaiterCancelled(t *testing.T) {
+	checkLeaks(t)
+	a, b := pair(t, pairOpts{})
+	bm := recvBuf(t, b, 8)
+	for range 3 {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+		_, err := b.rcq.Wait(ctx)
+		require.ErrorIs(t, err, context.Canceled)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := b.rcq.Wait(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 9, SGL: []SGE{{0, 8, bm.STag}}}))
+	require.NoError(t, a.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte("ok")}))
+	waitOK(t, b.rcq, 9, WCRecv)
+	require.Equal(t, "ok", string(bm.Buf[:2]))
+}
+
+// TestNoWaiterAfterWaits: once the waiters are gone, the receive goroutine
+// reads again: a peer's Writes and Read Requests are served, and a Send
+// completes, with the ULP only polling.
+func TestNoWaiterAfterWaits(t *testing.T) {
+	checkLeaks(t)
+	a, b := pair(t, pairOpts{})
+	bm := recvBuf(t, b, 8)
+	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{0, 8, bm.STag}}}))
+	require.NoError(t, a.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte{1}}))
+	waitOK(t, b.rcq, 1, WCRecv) // b's waiter drove b's socket
+	src := b.reg(t, []byte("served without a waiter"), 0, all)
+	sink := a.reg(t, make([]byte, len(src.Buf)), 0, all)
+	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 2, SGL: []SGE{{0, 8, bm.STag}}}))
+	require.NoError(t, a.ep.PostSend(
+		SendWR{Opcode: WRWrite, SGL: []SGE{{0, 8, sink.STag}}, RKey: src.STag, RemoteAddr: 0},
+		SendWR{ID: 3, Opcode: WRRead, SGL: []SGE{{0, uint32(len(src.Buf)), sink.STag}}, RKey: src.STag, Signaled: true},
+		SendWR{Opcode: WRSend, Inline: []byte{2}},
+	))
+	waitOK(t, a.scq, 3, WCRead) // b answered the Read with nobody waiting on b's CQs
+	require.Equal(t, src.Buf, sink.Buf)
+	var wc [1]Completion
+	deadline := time.Now().Add(20 * time.Second)
+	for b.rcq.Poll(wc[:]) == 0 {
+		require.True(t, time.Now().Before(deadline), "b's Send never completed with b only polling")
+		time.Sleep(time.Millisecond)
+	}
+	require.Equal(t, uint64(2), wc[0].ID)
+}
+
+// TestCloseWhileWaiterReads: closing either end while a waiter is blocked
+// in the socket ends the wait with the flushed receive.
+func TestCloseWhileWaiterReads(t *testing.T) {
+	for _, closer := range []string{"self", "peer"} {
+		t.Run(closer, func(t *testing.T) {
+			checkLeaks(t)
+			a, b := pair(t, pairOpts{})
+			bm := recvBuf(t, b, 8)
+			require.NoError(t, b.ep.PostRecv(RecvWR{ID: 4, SGL: []SGE{{0, 8, bm.STag}}}))
+			got := make(chan Completion, 1)
+			go func() { got <- wait(t, b.rcq) }()
+			time.Sleep(10 * time.Millisecond) // let the waiter block in the socket (either way is correct)
+			if closer == "self" {
+				require.NoError(t, b.ep.Close())
+			} else {
+				require.NoError(t, a.ep.Close())
+			}
+			c := <-got
+			require.Equal(t, uint64(4), c.ID)
+			require.Equal(t, WCFlushErr, c.Status)
+			<-b.ep.Done()
+			require.ErrorIs(t, b.ep.Err(), ErrClosed)
+		})
+	}
+}
