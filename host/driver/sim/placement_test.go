@@ -5,6 +5,7 @@ package sim_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -12,7 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/openiwarp/openiwarp/golden/iwarp"
+	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/golden/rdmap"
+	"github.com/openiwarp/openiwarp/host/driver"
 	"github.com/openiwarp/openiwarp/host/driver/sim"
 	"github.com/openiwarp/openiwarp/host/verbs"
 	"github.com/openiwarp/openiwarp/host/verbs/verbstest"
@@ -103,4 +107,85 @@ func mustAtoi(t *testing.T, s string) int {
 	n, err := strconv.Atoi(s)
 	require.NoError(t, err)
 	return n
+}
+
+// A region registered on a PD behind the card's back (the golden table has
+// it, the placement RTL's table does not) is a disagreement: the RTL
+// refuses the Write the golden table would place, nothing lands, and the
+// receiving QP ends with an error wrapping ErrMismatch beside the
+// Terminate it sent.
+func TestDisagreementFailsTheQP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	type side struct {
+		card driver.Card
+		pd   *mem.PD
+		cq   driver.CQ
+		buf  []byte
+		mr   *mem.MR
+	}
+	mk := func() *side {
+		c, err := driver.Open("sim")
+		require.NoError(t, err)
+		s := &side{card: c, buf: make([]byte, 4096)}
+		s.pd, err = c.AllocPD()
+		require.NoError(t, err)
+		s.cq, err = c.CreateCQ(16)
+		require.NoError(t, err)
+		s.mr, err = c.RegisterMR(s.pd, s.buf, 0, mem.LocalWrite|mem.RemoteWrite, 0)
+		require.NoError(t, err)
+		return s
+	}
+	a, b := mk(), mk()
+	defer a.card.Close()
+	defer b.card.Close()
+	hidden := make([]byte, 256)
+	hmr, err := b.pd.RegisterMR(hidden, 0, mem.RemoteWrite, 0) // not through the card
+	require.NoError(t, err)
+	qpc := make(chan driver.QP, 1)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			qpc <- nil
+			return
+		}
+		p, err := mpa.Respond(ctx, conn, mpa.Config{})
+		if err != nil {
+			qpc <- nil
+			return
+		}
+		q, _ := b.card.Attach(conn, p, driver.QPConfig{PD: b.pd, SendCQ: b.cq, RecvCQ: b.cq})
+		qpc <- q
+	}()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	p, err := mpa.Initiate(ctx, conn, mpa.Config{})
+	require.NoError(t, err)
+	qa, err := a.card.Attach(conn, p, driver.QPConfig{PD: a.pd, SendCQ: a.cq, RecvCQ: a.cq})
+	require.NoError(t, err)
+	qb := <-qpc
+	require.NotNil(t, qb)
+	// The memory work requests are refused on the sim card.
+	require.ErrorIs(t, qa.PostSend(iwarp.SendWR{ID: 1, Opcode: iwarp.WRLocalInvalidate, InvalidateSTag: a.mr.STag}), driver.ErrInvalid)
+
+	for i := range a.buf {
+		a.buf[i] = byte(i + 1)
+	}
+	require.NoError(t, qa.PostSend(iwarp.SendWR{ID: 2, Opcode: iwarp.WRWrite, SGL: []iwarp.SGE{{Length: 100, LKey: a.mr.STag}}, RKey: hmr.STag},
+		iwarp.SendWR{ID: 3, Opcode: iwarp.WRRead, Signaled: true, SGL: []iwarp.SGE{{Length: 1, LKey: a.mr.STag}}, RKey: b.mr.STag}))
+	select {
+	case <-qb.Done():
+	case <-ctx.Done():
+		t.Fatal("the receiving QP did not end")
+	}
+	require.ErrorIs(t, qb.Err(), sim.ErrMismatch)
+	var ie *iwarp.Error
+	require.ErrorAs(t, qb.Err(), &ie, "the engine's Terminate is part of the error too")
+	require.Equal(t, make([]byte, 256), hidden, "nothing lands")
+	ev := <-b.card.Events()
+	require.Equal(t, driver.EventQPFatal, ev.Type)
+	require.ErrorIs(t, ev.Err, sim.ErrMismatch)
 }
