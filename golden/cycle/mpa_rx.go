@@ -124,8 +124,9 @@ type MPARx struct {
 	errOff           uint32
 	eos              bool
 
-	zero []byte
-	ulp  []byte // the ULPDU golden/mpa delivered during the last Feed
+	zero  []byte
+	ulp   []byte // the ULPDU golden/mpa delivered during the last Feed
+	moved bool   // the framer did something in the last cycle
 }
 
 // NewMPARx models the block of the given data width.
@@ -248,6 +249,7 @@ func (m *MPARx) Step(in MPARxIn) MPARxOut {
 	}
 
 	var verdict *rxVerdict
+	m.moved = m.pend || goPiece || lenErr || eosGo
 	switch {
 	case m.pend:
 		m.wptr++ // the ULPDU's last beat, held over
@@ -345,6 +347,13 @@ func (m *MPARx) Step(in MPARxIn) MPARxOut {
 	}
 	m.cycle++
 	return out
+}
+
+// Quiet reports whether the block has nothing left to do until more input
+// comes: the framer did nothing in the last cycle, and no verdict, buffer
+// write or output beat is under way.
+func (m *MPARx) Quiet() bool {
+	return !m.moved && !m.pend && len(m.pipe) == 0 && len(m.readable) == 0 && m.reading == nil && len(m.queue) == 0
 }
 
 // commit makes a good ULPDU readable, a beat at a time.

@@ -17,13 +17,13 @@
 //     with its context (stream offset, length, markers, CRC); the FPDU it
 //     streams out (ULPDU_Length, ULPDU, PAD, markers, CRC32c) is what goes
 //     on the wire, octet for octet.
-//   - receive: golden/mpa delineates FPDUs and strips markers with its own
-//     CRC check switched off; each FPDU, as received and CRC field
-//     included, streams through crc32c_w<W>, and the RTL's residue check
-//     (m_axis_tuser) alone decides whether the FPDU is good. A bad one
-//     ends the stream with the MPA CRC error (Terminate 2/0/0x02), as the
-//     golden check would. (With CRCs negotiated off there is nothing for
-//     the block to check, and no RTL is on that receive path.)
+//   - receive: mpa_rx_w<W> is the whole MPA receiver. The connection's
+//     TCP payload streams into it as it is read, a beat per cycle; it
+//     delineates the FPDUs, strips and checks the markers, checks the
+//     CRC32c and hands over each ULPDU once its FPDU is good, and these
+//     ULPDUs are what the golden engine receives. An error it reports
+//     (CRC, marker, length; its kind, §8 code and FPDU offset) ends the
+//     stream as golden/mpa's would (a Terminate 2/0/code).
 //   - placement: every tagged segment the golden engine receives (RDMA
 //     Write, Read Response; iwarp.Config.Placer) streams into
 //     placement_w<W>, one per card, with its connection, protection
@@ -45,7 +45,7 @@
 //     accepted a Send with Invalidate for it, before the next segment.
 //
 // Every cycle of every run, all output ports of each block are compared
-// with its golden/cycle model (cycle.MPATx, cycle.CRC32C,
+// with its golden/cycle model (cycle.MPATx, cycle.MPARx,
 // cycle.Placement) driven by the same inputs; a difference fails the QP
 // with an error wrapping ErrMismatch that names the block, the cycle and
 // the port. A disagreement between the placement RTL and the golden table
@@ -71,6 +71,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/openiwarp/openiwarp/golden/cycle"
 	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/host/driver"
 	"github.com/openiwarp/openiwarp/host/driver/model"
@@ -85,7 +86,7 @@ func init() {
 
 var (
 	blocksMu sync.Mutex
-	blocks   = map[int]*crcBlock{}
+	rxBlocks = map[int]*rxBlock{}
 	txBlocks = map[int]*txBlock{}
 	// Process-wide counts (every sim card of the process).
 	totalCycles, totalFrames atomic.Uint64
@@ -110,14 +111,14 @@ func Open(name, arg string) (*model.Card, error) {
 		width = w
 	}
 	blocksMu.Lock()
-	b := blocks[width]
+	b := rxBlocks[width]
 	if b == nil {
 		var err error
-		if b, err = loadCRC(width); err != nil {
+		if b, err = loadRx(width); err != nil {
 			blocksMu.Unlock()
 			return nil, err
 		}
-		blocks[width] = b
+		rxBlocks[width] = b
 	}
 	tb := txBlocks[width]
 	if tb == nil {
@@ -140,7 +141,7 @@ func Open(name, arg string) (*model.Card, error) {
 	}
 	c := model.New(name, model.Options{
 		Kind: "sim",
-		Detail: fmt.Sprintf("golden/iwarp engine; MPA transmit in Verilated mpa_tx_w%d, receive CRC in crc32c_w%d, "+
+		Detail: fmt.Sprintf("golden/iwarp engine; MPA transmit in Verilated mpa_tx_w%d, receive in mpa_rx_w%d, "+
 			"tagged placement (RDMA Write, Read Response) in placement_w%d and its STag table; every cycle checked against golden/cycle", width, width, width),
 		Datapath:      func(p mpa.Params) (model.Datapath, error) { return newDatapath(&cb, &ctb, pl, p) },
 		CheckedCycles: checked.Load,
@@ -158,26 +159,22 @@ func Open(name, arg string) (*model.Card, error) {
 
 // datapath is one QP's MPA layer with the RTL in it.
 type datapath struct {
-	txr    *txEngine // the transmitter: mpa_tx
-	rx     *crcEngine
-	defr   *mpa.Deframer
-	raw    []byte // received stream octets from rawOff on, not yet part of a delivered FPDU
-	rawOff uint32
+	txr *txEngine // the transmitter: mpa_tx
+	rx  *rxEngine // the receiver: mpa_rx
 }
 
-func newDatapath(b *crcBlock, tb *txBlock, pl *placement, p mpa.Params) (model.Datapath, error) {
+func newDatapath(b *rxBlock, tb *txBlock, pl *placement, p mpa.Params) (model.Datapath, error) {
 	d := &datapath{}
-	d.defr = mpa.NewDeframer(mpa.DeframerConfig{Markers: p.RxMarkers, CRC: false, Rev: p.Rev})
 	f := p.Framer()
 	var err error
 	if d.txr, err = tb.newEngine(f.Offset, f.Markers, f.CRC); err != nil {
 		return model.Datapath{}, err
 	}
-	if p.CRC {
-		if d.rx, err = b.newEngine(); err != nil {
-			d.txr.Close()
-			return model.Datapath{}, err
-		}
+	// Full operation starts at SeqStart, stream offset 0 (RFC 5044 §4.3).
+	cfg := cycle.MPARxCfg{Markers: p.RxMarkers, CRC: p.CRC, Rev0: p.Rev == mpa.Rev0}
+	if d.rx, err = b.newEngine(cfg); err != nil {
+		d.txr.Close()
+		return model.Datapath{}, err
 	}
 	q := &qpPlacer{p: pl, rev: p.DDPVersion() == 1}
 	return model.Datapath{Framer: d, Deframer: invWatch{d, q}, Closer: d, Placer: q, Err: q.Err}, nil
@@ -186,43 +183,12 @@ func newDatapath(b *crcBlock, tb *txBlock, pl *placement, p mpa.Params) (model.D
 // Close frees the QP's RTL instances.
 func (d *datapath) Close() error {
 	d.txr.Close()
-	if d.rx != nil {
-		d.rx.Close()
-	}
+	d.rx.Close()
 	return nil
 }
 
 // AppendFPDU frames ulpdu in the RTL transmitter.
 func (d *datapath) AppendFPDU(dst, ulpdu []byte) ([]byte, error) { return d.txr.AppendFPDU(dst, ulpdu) }
 
-// Feed delineates FPDUs in Go and checks each one's CRC in the RTL.
-func (d *datapath) Feed(p []byte, fn func(mpa.ULPDU) error) error {
-	if d.rx == nil {
-		return d.defr.Feed(p, fn)
-	}
-	d.raw = append(d.raw, p...)
-	used := 0 // octets of raw that belong to delivered FPDUs
-	err := d.defr.Feed(p, func(u mpa.ULPDU) error {
-		start := int(u.Offset - d.rawOff)
-		if start < 0 || start+u.WireLen > len(d.raw) {
-			return fmt.Errorf("sim: FPDU at stream offset %d (%d octets) is outside the %d octets held from %d",
-				u.Offset, u.WireLen, len(d.raw), d.rawOff)
-		}
-		_, ok, err := d.rx.CRC(d.raw[start : start+u.WireLen])
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return &mpa.Error{Kind: mpa.KindCRC, Code: mpa.CodeCRC, Offset: uint64(u.Offset),
-				Msg: fmt.Sprintf("the RTL's CRC32c residue check failed on the %d-octet FPDU (CRC field %#08x)", u.WireLen, u.CRC)}
-		}
-		used = start + u.WireLen
-		return fn(u)
-	})
-	if used > 0 {
-		n := copy(d.raw, d.raw[used:])
-		d.raw = d.raw[:n]
-		d.rawOff += uint32(used)
-	}
-	return err
-}
+// Feed runs the received octets through the RTL receiver.
+func (d *datapath) Feed(p []byte, fn func(mpa.ULPDU) error) error { return d.rx.Feed(p, fn) }

@@ -12,27 +12,32 @@ import (
 	"github.com/openiwarp/openiwarp/golden/mpa"
 )
 
-// The comparison is not vacuous: a model one octet out of step with the
-// RTL is caught on the port that shows it, and the engine then refuses
-// to run.
-func TestCRCMismatchIsCaught(t *testing.T) {
-	b, err := loadCRC(256)
+// The comparison is not vacuous: a model one beat out of step with the
+// RTL is caught on the port that shows it, and the engine then refuses to
+// run.
+func TestMPARxMismatchIsCaught(t *testing.T) {
+	b, err := loadRx(256)
 	require.NoError(t, err)
 	b.checked = new(atomic.Uint64)
-	e, err := b.newEngine()
+	e, err := b.newEngine(cycle.MPARxCfg{Markers: true, CRC: true})
 	require.NoError(t, err)
 	defer e.Close()
-	crc, ok, err := e.CRC([]byte("in step"))
+	f := mpa.Framer{Markers: true, CRC: true}
+	ulpdu := []byte("in step with the model")
+	fpdu, err := f.AppendFPDU(nil, ulpdu)
 	require.NoError(t, err)
-	require.Equal(t, mpa.CRC32c([]byte("in step")), crc)
-	require.False(t, ok)
-	// The model alone takes one extra octet.
-	e.model.Step(cycle.CRC32CIn{Data: make([]byte, 32), Keep: 1, Valid: true, MReady: true})
-	_, _, err = e.CRC([]byte("out of step"))
+	var got [][]byte
+	require.NoError(t, e.Feed(fpdu, func(u mpa.ULPDU) error { got = append(got, append([]byte(nil), u.Data...)); return nil }))
+	require.Equal(t, [][]byte{ulpdu}, got, "the RTL's ULPDU is golden/mpa's")
+	// Desynchronise: the model alone takes a beat of the stream.
+	e.model.Step(cycle.MPARxIn{Cfg: e.cfg, Data: make([]byte, 32), Keep: 0xF, Valid: true, MReady: true})
+	f.Offset = uint32(len(fpdu))
+	fpdu, err = f.AppendFPDU(nil, []byte("out of step"))
+	require.NoError(t, err)
+	err = e.Feed(fpdu, func(mpa.ULPDU) error { return nil })
 	require.ErrorIs(t, err, ErrMismatch)
-	require.Contains(t, err.Error(), "crc32c_w256")
-	_, _, err = e.CRC([]byte("again"))
-	require.ErrorIs(t, err, ErrMismatch, "a failed engine stays failed")
+	require.Contains(t, err.Error(), "mpa_rx_w256")
+	require.ErrorIs(t, e.Feed(fpdu, func(mpa.ULPDU) error { return nil }), ErrMismatch, "a failed engine stays failed")
 }
 
 func TestMPATxMismatchIsCaught(t *testing.T) {

@@ -9,8 +9,9 @@ import (
 	"github.com/openiwarp/openiwarp/host/verbs/verbstest"
 )
 
-// TestSuiteSim runs the verbs suite on the sim card: every FPDU's CRC32c
-// comes from (transmit) or is checked by (receive) the Verilated RTL.
+// TestSuiteSim runs the verbs suite on the sim card: every FPDU is framed
+// by (transmit) and delineated, checked and unframed by (receive) the
+// Verilated RTL, and tagged segments are placed by it.
 // Same sizes as the model card, 0 to 16 MiB.
 func TestSuiteSim(t *testing.T) {
 	before := sim.CheckedCycles()
