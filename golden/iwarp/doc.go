@@ -48,9 +48,9 @@
 // which mpa.Framer and *mpa.Deframer satisfy; the simulated-RTL card
 // supplies its own. Each endpoint runs two goroutines, a transmitter and a
 // receiver, both of which have exited when Close returns. Two shortcuts
-// save a goroutine handoff at each end of a round trip: a lone inline WR
-// posted on an idle endpoint is sent by the PostSend caller itself, and a
-// goroutine waiting on a CQ that one endpoint alone feeds reads that
+// save a goroutine handoff at each end of a round trip: a lone WR of up
+// to 4 KiB (or an RDMA Read) posted on an idle endpoint is sent by the
+// PostSend caller itself, and a goroutine waiting on a CQ that one endpoint alone feeds reads that
 // endpoint's socket itself while the receiver steps aside (CQ.Wait), so
 // the netpoller wakes the goroutine that wants the completion. With the
 // golden MPA layer, no markers and a TCP socket, Sends and Writes go out

@@ -333,11 +333,10 @@ func (ep *Endpoint) PostSend(wrs ...SendWR) error {
 		}
 		ep.sq = append(ep.sq, &sqEntry{wr: wr})
 	}
-	// An idle queue pair sends a lone inline WR (small by nature, and the
-	// verbs way to ask for low latency) from this goroutine, saving a
-	// goroutine handoff; anything else goes to the transmit goroutine,
-	// which batches it.
-	if len(wrs) != 1 || wrs[0].Inline == nil || len(ep.sq) != 1 || len(ep.irq) > 0 || !ep.txMu.TryLock() {
+	// An idle queue pair sends a lone small WR from this goroutine,
+	// saving a goroutine handoff; anything else goes to the transmit
+	// goroutine, which batches it.
+	if len(wrs) != 1 || len(ep.sq) != 1 || len(ep.irq) > 0 || wrs[0].Opcode != WRRead && wrLen(&wrs[0]) > inlineMax || !ep.txMu.TryLock() {
 		ep.cond.Broadcast()
 		return nil
 	}

@@ -1,6 +1,7 @@
 package iwarp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -123,7 +124,7 @@ func (ep *Endpoint) rxHandle(n int, err error) {
 // feeding cq: it reads the socket once, unless the receive path is busy
 // elsewhere or a completion is already there. It reports whether it did
 // anything (the caller polls again) or must wait on the CQ instead.
-func (ep *Endpoint) driveRx(cq *CQ, done <-chan struct{}) bool {
+func (ep *Endpoint) driveRx(cq *CQ, ctx context.Context) bool {
 	if !ep.kickable || !ep.rxMu.TryLock() {
 		return false
 	}
@@ -133,19 +134,18 @@ func (ep *Endpoint) driveRx(cq *CQ, done <-chan struct{}) bool {
 		return false
 	}
 	cq.mu.Lock()
-	if cq.n > 0 || cq.overflow {
+	if cq.n > 0 || cq.overflow || cq.destroyed {
 		cq.mu.Unlock()
 		return true
 	}
 	cq.reader = ep
+	cq.watchLocked(ctx)
 	ep.kmu.Lock()
 	ep.kReading = true
 	ep.kmu.Unlock()
 	cq.mu.Unlock()
-	select {
-	case <-done: // a cancelled wait must not block in the socket
-		ep.kick()
-	default:
+	if ctx.Err() != nil {
+		ep.kick() // ended before the watch: the read must not block
 	}
 	n, err := ep.conn.Read(ep.rxBuf)
 	cq.mu.Lock()

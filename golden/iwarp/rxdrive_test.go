@@ -132,13 +132,18 @@ func TestNoWaiterAfterWaits(t *testing.T) {
 	))
 	waitOK(t, a.scq, 3, WCRead) // b answered the Read with nobody waiting on b's CQs
 	require.Equal(t, src.Buf, sink.Buf)
+	require.Equal(t, uint64(2), pollFor(t, b.rcq).ID, "b's Send, with b only polling")
+}
+
+// pollFor polls cq until a completion comes (20 s at most).
+func pollFor(t *testing.T, cq *CQ) Completion {
 	var wc [1]Completion
 	deadline := time.Now().Add(20 * time.Second)
-	for b.rcq.Poll(wc[:]) == 0 {
-		require.True(t, time.Now().Before(deadline), "b's Send never completed with b only polling")
+	for cq.Poll(wc[:]) == 0 {
+		require.True(t, time.Now().Before(deadline), "no completion while polling")
 		time.Sleep(time.Millisecond)
 	}
-	require.Equal(t, uint64(2), wc[0].ID)
+	return wc[0]
 }
 
 // TestCloseWhileWaiterReads: closing either end while a waiter is blocked
@@ -165,4 +170,27 @@ func TestCloseWhileWaiterReads(t *testing.T) {
 			require.ErrorIs(t, b.ep.Err(), ErrClosed)
 		})
 	}
+}
+
+// TestDestroyWakesWaiters: Destroy ends every wait on the CQ, the one
+// blocked in the socket and one parked on the CQ, and later ones; what
+// completes afterwards can still be polled.
+func TestDestroyWakesWaiters(t *testing.T) {
+	checkLeaks(t)
+	a, b := pair(t, pairOpts{})
+	bm := recvBuf(t, b, 8)
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { _, err := b.rcq.Wait(context.Background()); errs <- err }()
+	}
+	time.Sleep(10 * time.Millisecond) // let them block (either way is correct)
+	b.rcq.Destroy()
+	for range 2 {
+		require.ErrorIs(t, <-errs, ErrCQDestroyed)
+	}
+	_, err := b.rcq.Wait(context.Background())
+	require.ErrorIs(t, err, ErrCQDestroyed)
+	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 6, SGL: []SGE{{0, 8, bm.STag}}}))
+	require.NoError(t, a.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte{1}}))
+	require.Equal(t, uint64(6), pollFor(t, b.rcq).ID)
 }

@@ -100,7 +100,7 @@ func (ep *Endpoint) txRun(inline bool) bool {
 		switch job {
 		case jobWR:
 			s = ep.sq[ep.sqNext]
-			if inline && wrLen(&s.wr) > inlineMax {
+			if inline && s.wr.Opcode != WRRead && wrLen(&s.wr) > inlineMax {
 				ep.mu.Unlock()
 				return false
 			}

@@ -126,22 +126,42 @@ type Completion struct {
 // ErrCQOverflow is reported by a CQ that was full when a completion arrived.
 var ErrCQOverflow = errors.New("iwarp: completion queue overflow")
 
+// ErrCQDestroyed is returned by Wait once Destroy has been called.
+var ErrCQDestroyed = errors.New("iwarp: completion queue destroyed")
+
 // CQ is a completion queue shared by any number of endpoints.
 type CQ struct {
 	mu        sync.Mutex
 	q         []Completion
 	head, n   int
 	overflow  bool
-	wake      chan struct{} // closed and replaced when a completion arrives
+	destroyed bool
+	// wake is closed and replaced when a completion arrives, if a waiter
+	// took it since the last time (wakeUsed): most pushes find nobody
+	// parked on it.
+	wake      chan struct{}
+	wakeUsed  bool
 	armed     bool
 	solicited bool
 	events    chan struct{}
 	// The endpoints that complete work here: with one alone (solo), a
 	// waiter may run its receive path (Endpoint.driveRx); reader is the
-	// endpoint whose socket a waiter is blocked in, kicked on a push.
-	eps    int
-	solo   *Endpoint
-	reader *Endpoint
+	// endpoint whose socket a waiter is blocked in, kicked on a push, on
+	// Destroy, and when kickCtx, the context of the last such waiter,
+	// ends (one registration serves every Wait with that context).
+	eps      int
+	solo     *Endpoint
+	reader   *Endpoint
+	kickCtx  context.Context
+	kickStop func() bool
+}
+
+// NewCQ returns a CQ holding up to depth completions.
+func NewCQ(depth int) *CQ {
+	if depth <= 0 {
+		depth = 1
+	}
+	return &CQ{q: make([]Completion, depth), wake: make(chan struct{}), events: make(chan struct{}, 1)}
 }
 
 // attach counts ep in (delta 1) or out (-1) of the endpoints feeding cq.
@@ -157,21 +177,37 @@ func (cq *CQ) attach(ep *Endpoint, delta int) {
 	}
 }
 
-// nudge wakes the waiters parked on cq without a completion, so that one
-// of them takes over the receive path the receive goroutine left.
+// wakeLocked wakes the waiters parked on cq and the one blocked in a
+// socket. Called with mu held.
+func (cq *CQ) wakeLocked() {
+	if cq.wakeUsed {
+		close(cq.wake)
+		cq.wake, cq.wakeUsed = make(chan struct{}), false
+	}
+	if cq.reader != nil {
+		cq.reader.kick()
+	}
+}
+
+// nudge wakes the waiters without a completion, so that one of them takes
+// over the receive path the receive goroutine left.
 func (cq *CQ) nudge() {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	close(cq.wake)
-	cq.wake = make(chan struct{})
+	cq.wakeLocked()
 }
 
-// NewCQ returns a CQ holding up to depth completions.
-func NewCQ(depth int) *CQ {
-	if depth <= 0 {
-		depth = 1
+// Destroy makes every Wait, current or later, return ErrCQDestroyed.
+// Completions still arrive and can be polled.
+func (cq *CQ) Destroy() {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	cq.destroyed = true
+	cq.wakeLocked()
+	if cq.kickStop != nil {
+		cq.kickStop()
+		cq.kickCtx, cq.kickStop = nil, nil
 	}
-	return &CQ{q: make([]Completion, depth), wake: make(chan struct{}), events: make(chan struct{}, 1)}
 }
 
 // push adds a completion; false if the CQ is full (it is then in error
@@ -185,11 +221,7 @@ func (cq *CQ) push(c Completion, solicited bool) bool {
 	}
 	cq.q[(cq.head+cq.n)%len(cq.q)] = c
 	cq.n++
-	close(cq.wake)
-	cq.wake = make(chan struct{})
-	if cq.reader != nil {
-		cq.reader.kick()
-	}
+	cq.wakeLocked()
 	if cq.armed && (!cq.solicited || solicited || c.Status != WCSuccess) {
 		cq.armed = false
 		select {
@@ -204,6 +236,10 @@ func (cq *CQ) push(c Completion, solicited bool) bool {
 func (cq *CQ) Poll(wc []Completion) int {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
+	return cq.pollLocked(wc)
+}
+
+func (cq *CQ) pollLocked(wc []Completion) int {
 	k := 0
 	for k < len(wc) && cq.n > 0 {
 		wc[k] = cq.q[cq.head]
@@ -214,9 +250,9 @@ func (cq *CQ) Poll(wc []Completion) int {
 	return k
 }
 
-// Wait returns the next completion, waiting until one arrives or ctx ends.
-// When one endpoint alone feeds the CQ, the waiter runs that endpoint's
-// receive path itself (see Endpoint.driveRx).
+// Wait returns the next completion, waiting until one arrives, ctx ends
+// or the CQ is destroyed. When one endpoint alone feeds the CQ, the
+// waiter runs that endpoint's receive path itself (see Endpoint.driveRx).
 func (cq *CQ) Wait(ctx context.Context) (Completion, error) {
 	var wc [1]Completion
 	var driven *Endpoint
@@ -228,43 +264,64 @@ func (cq *CQ) Wait(ctx context.Context) (Completion, error) {
 			driven.nudgeCQs()
 		}
 	}()
-	var stopKick func() bool
-	defer func() {
-		if stopKick != nil {
-			stopKick()
-		}
-	}()
 	for {
 		cq.mu.Lock()
-		wake, over, solo := cq.wake, cq.overflow && cq.n == 0, cq.solo
-		cq.mu.Unlock()
-		if cq.Poll(wc[:]) == 1 {
+		if cq.pollLocked(wc[:]) == 1 {
+			cq.mu.Unlock()
 			return wc[0], nil
 		}
-		if over {
+		over, gone, solo := cq.overflow, cq.destroyed, cq.solo
+		cq.mu.Unlock()
+		switch {
+		case over:
 			return Completion{}, ErrCQOverflow
-		}
-		if err := ctx.Err(); err != nil {
-			return Completion{}, fmt.Errorf("iwarp: waiting for a completion: %w", err)
+		case gone:
+			return Completion{}, ErrCQDestroyed
+		case ctx.Err() != nil:
+			return Completion{}, fmt.Errorf("iwarp: waiting for a completion: %w", ctx.Err())
 		}
 		if solo != nil && (driven == nil || driven == solo) {
 			if driven == nil {
 				driven = solo
 				driven.rxWanted.Add(1)
-				if ctx.Done() != nil {
-					stopKick = context.AfterFunc(ctx, driven.kick)
-				}
 			}
-			if driven.driveRx(cq, ctx.Done()) {
+			if driven.driveRx(cq, ctx) {
 				continue
 			}
 		}
+		cq.mu.Lock()
+		if cq.n > 0 || cq.overflow || cq.destroyed {
+			cq.mu.Unlock()
+			continue
+		}
+		wake := cq.wake
+		cq.wakeUsed = true
+		cq.mu.Unlock()
 		select {
 		case <-wake:
 		case <-ctx.Done():
 			return Completion{}, fmt.Errorf("iwarp: waiting for a completion: %w", ctx.Err())
 		}
 	}
+}
+
+// watchLocked makes sure that the end of ctx kicks the waiter blocked in
+// a socket for cq. Called with mu held.
+func (cq *CQ) watchLocked(ctx context.Context) {
+	if ctx.Done() == nil || ctx == cq.kickCtx {
+		return
+	}
+	if cq.kickStop != nil {
+		cq.kickStop()
+	}
+	cq.kickCtx = ctx
+	cq.kickStop = context.AfterFunc(ctx, func() {
+		cq.mu.Lock()
+		defer cq.mu.Unlock()
+		if cq.reader != nil {
+			cq.reader.kick()
+		}
+	})
 }
 
 // Overflowed reports whether a completion was lost to a full queue.
