@@ -217,7 +217,9 @@ func (cq *CQ) Wait(ctx context.Context) (WC, error) {
 		return wc[0], nil
 	}
 	wctx := cq.life // a context that never ends: only Destroy ends the wait
-	if ctx.Done() != nil {
+	if _, ok := cq.cq.(destroyer); ok {
+		wctx = ctx // the card's CQ ends its waits itself on Destroy
+	} else if ctx.Done() != nil {
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithCancel(ctx)
 		defer cancel()
@@ -227,7 +229,7 @@ func (cq *CQ) Wait(ctx context.Context) (WC, error) {
 	w, err := cq.cq.Wait(wctx)
 	if err != nil {
 		switch {
-		case cq.closed.Load() && ctx.Err() == nil:
+		case cq.closed.Load() && ctx.Err() == nil, errors.Is(err, iwarp.ErrCQDestroyed):
 			return WC{}, fmt.Errorf("%w: CQ destroyed while waiting", ErrClosed)
 		case errors.Is(err, iwarp.ErrCQOverflow):
 			return WC{}, fmt.Errorf("verbs: CQ overrun (depth %d): %w", cq.cq.Depth(), err)
@@ -260,5 +262,12 @@ func (cq *CQ) Destroy() error {
 		return fmt.Errorf("%w: CQ destroyed twice", ErrClosed)
 	}
 	cq.kill()
+	if d, ok := cq.cq.(destroyer); ok {
+		d.Destroy()
+	}
 	return nil
 }
+
+// destroyer is a card CQ that can end its own waits (iwarp.CQ.Destroy):
+// Wait then needs no context of its own to learn of Destroy.
+type destroyer interface{ Destroy() }
