@@ -13,8 +13,9 @@ import (
 	"github.com/openiwarp/openiwarp/host/verbs/perf"
 )
 
-// BenchmarkSimBW is iwperf bandwidth on the sim card: every FPDU's CRC32c
-// runs through the Verilated RTL, cycle-checked. It reports simulated
+// BenchmarkSimBW is iwperf bandwidth on the sim card: every FPDU goes
+// through the Verilated MPA blocks and every RDMA Write and Read Response
+// segment through the placement RTL, cycle-checked. It reports simulated
 // operations per second and the RTL cycles checked per operation.
 func BenchmarkSimBW(b *testing.B) {
 	ln, err := verbs.Listen("127.0.0.1:0", perf.ListenConfig())
