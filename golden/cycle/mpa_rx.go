@@ -81,10 +81,13 @@ type rxVerdict struct {
 //     received, whichever comes first, and only if the piece reaches the
 //     beat's end or the FPDU's end, or no beat is offered this cycle, or
 //     the stream has ended; a starting FPDU needs its ULPDU_Length group;
-//   - it writes the ULPDU into the buffer a beat at a time as the pieces
-//     complete output beats, and stalls one cycle when a ULPDU's end
-//     leaves two beats to write; it waits while fewer than two buffer
-//     beats are free;
+//   - in the cycle an FPDU ends inside a beat, it also takes the next
+//     FPDU's first piece, to the beat's end, when that part has arrived,
+//     holds a good ULPDU_Length and neither that FPDU nor its ULPDU ends in
+//     the beat;
+//   - it writes the ULPDU into the buffer as the pieces complete output
+//     beats, a ULPDU's last two at once when its end leaves two (the buffer
+//     has two banks); it waits while fewer than two buffer beats are free;
 //   - an FPDU's verdict takes effect a fixed number of cycles after its
 //     last piece: a good ULPDU becomes readable, an error is shown and
 //     stops the framer; a length error is found on the ULPDU_Length
@@ -111,7 +114,6 @@ type MPARx struct {
 	left   int // body octets (no markers) of the FPDU left
 	done   int // body octets taken
 	nAcc   int // lanes of the output beat being filled
-	pend   bool
 	fStart uint32
 
 	wptr, rptr int // buffer beats written, read
@@ -224,7 +226,7 @@ func (m *MPARx) Step(in MPARxIn) MPARxOut {
 		lenBad = n == 0 || n > mpa.MaxULPDULength
 	}
 	bufRoom := m.wptr-m.rptr < m.depth-1
-	ready := !halted && !m.pend && bufRoom
+	ready := !halted && bufRoom
 	canGo := endAvail > a
 	left, done, fLen := m.left, m.done, m.fLen
 	if starting {
@@ -243,17 +245,14 @@ func (m *MPARx) Step(in MPARxIn) MPARxOut {
 	lenErr := ready && starting && hdrAvail && lenBad
 	var eosGo bool
 	if starting {
-		eosGo = !halted && !m.pend && m.fin && !hdrAvail
+		eosGo = !halted && m.fin && !hdrAvail
 	} else {
-		eosGo = !halted && !m.pend && m.fin && !canGo
+		eosGo = !halted && m.fin && !canGo
 	}
 
 	var verdict *rxVerdict
-	m.moved = m.pend || goPiece || lenErr || eosGo
+	m.moved = goPiece || lenErr || eosGo
 	switch {
-	case m.pend:
-		m.wptr++ // the ULPDU's last beat, held over
-		m.pend = false
 	case goPiece:
 		if starting {
 			m.inF, m.fLen, m.fStart, m.nAcc = true, fLen, m.rpos, 0
@@ -267,7 +266,9 @@ func (m *MPARx) Step(in MPARxIn) MPARxOut {
 		if full || ulpEnds {
 			m.wptr++
 		}
-		m.pend = ulpEnds && full && tot%L != 0
+		if ulpEnds && full && tot%L != 0 {
+			m.wptr++ // the ULPDU's last beat too, into the other bank
+		}
 		m.nAcc = tot % L
 		err := m.feed(e - a)
 		m.rpos += uint32(e - a)
@@ -275,6 +276,7 @@ func (m *MPARx) Step(in MPARxIn) MPARxOut {
 		if endsF {
 			m.inF = false
 			verdict = &rxVerdict{err: err, ulpdu: m.ulp}
+			m.second(e, endAvail)
 		}
 	case lenErr:
 		m.bHalt = true
@@ -349,11 +351,30 @@ func (m *MPARx) Step(in MPARxIn) MPARxOut {
 	return out
 }
 
+// second takes the next FPDU's first piece in the cycle the previous FPDU
+// ended at lane e, when the rest of the beat has arrived and holds its
+// ULPDU_Length (a good one), and neither it nor its ULPDU ends in the beat.
+func (m *MPARx) second(e, endAvail int) {
+	L := m.lanes
+	if e >= L || endAvail != L {
+		return
+	}
+	n := int(binary.BigEndian.Uint16(m.octets(m.rpos, 2)))
+	body := L - e
+	if n == 0 || n > mpa.MaxULPDULength || 2+n <= body {
+		return
+	}
+	m.feed(body) // golden/mpa sees these octets in order; nothing completes
+	m.inF, m.fLen, m.fStart = true, n, m.rpos
+	m.left, m.done, m.nAcc = (2+n+3)&^3+mpa.CRCLen-body, body, body-2
+	m.rpos += uint32(body)
+}
+
 // Quiet reports whether the block has nothing left to do until more input
 // comes: the framer did nothing in the last cycle, and no verdict, buffer
 // write or output beat is under way.
 func (m *MPARx) Quiet() bool {
-	return !m.moved && !m.pend && len(m.pipe) == 0 && len(m.readable) == 0 && m.reading == nil && len(m.queue) == 0
+	return !m.moved && len(m.pipe) == 0 && len(m.readable) == 0 && m.reading == nil && len(m.queue) == 0
 }
 
 // commit makes a good ULPDU readable, a beat at a time.

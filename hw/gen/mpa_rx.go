@@ -57,7 +57,7 @@ func MPARx(width int) (*Module, error) {
 		"Context, sampled while rst is 1: cfg_offset (stream offset from SeqStart of the first octet that follows, a multiple of 4: 0 at SeqStart), cfg_markers (markers expected), cfg_crc (check CRCs), cfg_rev0 (also accept draft-01's FPDUPTR to a leading marker).",
 		"Input: s_axis beats carry 1..W/8 octets from lane 0 (tkeep contiguous); a beat may be partial anywhere (where TCP segments end); s_axis_tlast marks the end of the stream (the peer's FIN), and only a tlast beat may have tkeep 0.",
 		fmt.Sprintf("Output: one packet per ULPDU on m_axis from lane 0 (tkeep contiguous, only the last beat partial), m_axis_tuser_len its ULPDU_Length on every beat; every output reads zero while its valid is low. Errors (sticky until reset; nothing is delivered past them, earlier ULPDUs still are): m_err_valid, m_err_kind (1 CRC, 2 marker, 3 length, 6 stream ended inside an FPDU: golden/mpa's Kind numbers), m_err_code (the §8 code: 2, 3, 3, 1), m_err_offset (stream offset of the FPDU). m_eos: the stream ended at an FPDU boundary. The buffer holds %d beats: two ULPDUs of the largest size.", depth),
-		fmt.Sprintf("Timing: input octets go into a ring of %d aligned beats (octet at stream offset s in lane s mod W/8, so markers sit in lane 0 and every landmark in a whole 4-octet group); s_axis_tready is 1 while the ring has room for a beat (or after an error, to drain). The framer takes one piece per cycle: the octets from its position to the end of the aligned beat, the end of the FPDU, or the end of what has arrived (whole 4-octet groups), whichever comes first; it waits for more unless the piece reaches the beat's end or the FPDU's end, or s_axis_tvalid is 0 (or the stream has ended). It writes up to one buffer beat per cycle, and stalls one cycle when a ULPDU's end leaves two. The CRC check is pipelined: an FPDU's verdict takes effect %d cycles after its last piece; a good FPDU's ULPDU then becomes readable and reaches m_axis 2 cycles later at the earliest.", mpaRxRingBeats, MPARxVerdictLatency(width)))
+		fmt.Sprintf("Timing: input octets go into a ring of %d aligned beats (octet at stream offset s in lane s mod W/8, so markers sit in lane 0 and every landmark in a whole 4-octet group); s_axis_tready is 1 while the ring has room for a beat (or after an error, to drain). The framer takes one piece per cycle: the octets from its position to the end of the aligned beat, the end of the FPDU, or the end of what has arrived (whole 4-octet groups), whichever comes first; it waits for more unless the piece reaches the beat's end or the FPDU's end, or s_axis_tvalid is 0 (or the stream has ended). In the cycle an FPDU ends inside a beat, the next FPDU's first piece (to the beat's end) is taken too when that part of the beat has arrived, its ULPDU_Length is good and neither it nor its ULPDU ends in the beat. The buffer has two banks (even and odd beats), so a ULPDU's last two beats are written in one cycle; the framer waits while fewer than two buffer beats are free. The CRC check is pipelined: an FPDU's verdict takes effect %d cycles after its last piece; a good FPDU's ULPDU then becomes readable and reaches m_axis 2 cycles later at the earliest.", mpaRxRingBeats, MPARxVerdictLatency(width)))
 	m.Clock()
 	rst := m.ResetPort()
 	tdata := m.Input("s_axis_tdata", width, "TCP payload octets, lane 0 first")
@@ -167,7 +167,6 @@ func MPARx(width int) (*Module, error) {
 	fCRCLo := m.RegDecl("f_crc_lo", nk, "first lane of the current aligned beat that the CRC covers")
 	fFresh := m.RegDecl("f_crc_fresh", 1, "the FPDU's CRC has no beat yet")
 	fEndPtr := m.RegDecl("f_end_ptr", cw, "buffer pointer just past the ULPDU, once written")
-	pend := m.RegDecl("f_pending", 1, "the ULPDU's last beat waits in f_acc")
 	wptr := m.RegDecl("buf_wptr", cw, "buffer write pointer")
 	rptr := m.RegDecl("buf_rptr", cw, "buffer read pointer")
 
@@ -216,11 +215,11 @@ func MPARx(width int) (*Module, error) {
 	idle := m.WireOf("b_idle", Or(Not(tvalid), fin), "no more octets arrive next cycle")
 	used := m.WireOf("buf_used", Sub(wptr, rptr), "buffer beats written and not yet read")
 	bufRoom := m.WireOf("buf_room", Lt(used, C(cw, uint64(depth-1))), "two beats fit")
-	ready := m.WireOf("b_ready", And(Not(halted), Not(pend), bufRoom), "")
+	ready := m.WireOf("b_ready", And(Not(halted), bufRoom), "")
 	lenErr := m.WireOf("b_len_err", And(ready, starting, hdrAvail, lenBad), "report a length error")
 	canGo := Sel(starting, And(hdrAvail, Not(lenBad)), nonEmpty)
 	bGo := m.WireOf("b_go", And(ready, canGo, Or(endsF, Eq(endAvail, C(nk+1, uint64(L))), idle)), "take the piece")
-	eosGo := m.WireOf("b_eos", And(Not(halted), Not(pend), fin, Not(Sel(starting, hdrAvail, nonEmpty))), "the stream has ended: report how")
+	eosGo := m.WireOf("b_eos", And(Not(halted), fin, Not(Sel(starting, hdrAvail, nonEmpty))), "the stream has ended: report how")
 
 	// ULPDU octets of the piece: body positions [done, done+body) within [2, 2+len).
 	uEnd := m.WireOf("b_ulpdu_end", Add(Cat(C(1, 0), curLen), C(17, 2)), "body position just past the ULPDU")
@@ -237,15 +236,21 @@ func MPARx(width int) (*Module, error) {
 	for b := 2; b < nk; b++ {
 		shSel = append(shSel, Bit(sh, b))
 	}
-	shCands := make([]Expr, G)
-	for c := range shCands {
-		lanes := make([]Expr, L)
-		for j := 0; j < L; j++ {
-			src := (j + 4*c + 2) % L
-			lanes[L-1-j] = Bits(beat, 8*src+7, 8*src)
+	// shifts(n) are the beat's octets moved down by 4c+2 lanes, for each c,
+	// as n lanes.
+	shifts := func(n int) []Expr {
+		cands := make([]Expr, G)
+		for c := range cands {
+			lanes := make([]Expr, n)
+			for j := 0; j < n; j++ {
+				src := (j + 4*c + 2) % L
+				lanes[n-1-j] = Bits(beat, 8*src+7, 8*src)
+			}
+			cands[c] = Cat(lanes...)
 		}
-		shCands[c] = Cat(lanes...)
+		return cands
 	}
+	shCands := shifts(L)
 	rotated := m.WireOf("b_rotated", muxTree(shSel, shCands), "ULPDU octet u of the piece in lane u mod W/8")
 	tot := m.WireOf("b_total", Add(Cat(C(1, 0), nAcc), k), "lanes filled after the piece")
 	full := m.WireOf("b_full", Bit(tot, nk), "an output beat is complete")
@@ -265,19 +270,20 @@ func MPARx(width int) (*Module, error) {
 	}
 	comb := m.WireOf("b_combined", Cat(combLanes...), "f_acc and the piece, but the last lane")
 	outBeat := m.WireOf("b_out", Cat(outLanes...), "")
-	wrPiece := m.WireOf("b_write", And(bGo, Or(full, ulpEnds)), "the piece writes a buffer beat")
+	wr0 := m.WireOf("b_write", And(bGo, Or(full, ulpEnds)), "the piece writes a buffer beat")
 	spill := m.WireOf("b_spill", And(ulpEnds, full, Ne(Bits(tot, nk-1, 0), C(nk, 0))), "the ULPDU ends with two beats to write")
-	pendMask := make([]Expr, L)
+	wr1 := m.WireOf("b_write_second", And(bGo, spill), "... and writes its last one too, into the other bank")
+	spillLanes := make([]Expr, L)
 	for j := 0; j < L; j++ {
 		if j == L-1 {
-			pendMask[0] = C(8, 0) // f_acc never fills the last lane
+			spillLanes[0] = C(8, 0) // at most W/8-1 lanes spill
 			continue
 		}
-		pendMask[L-1-j] = And(Bits(fAcc, 8*j+7, 8*j), Rep(Lt(C(nk, uint64(j)), fNAcc), 8))
+		spillLanes[L-1-j] = And(Bits(rotated, 8*j+7, 8*j), Rep(Lt(C(nk, uint64(j)), Bits(tot, nk-1, 0)), 8))
 	}
-	bufWrite := m.WireOf("buf_write", Or(wrPiece, pend), "")
 	// f_len holds the length once the header is taken; a starting piece supplies it directly.
-	bufWord := m.WireOf("buf_word", Cat(Sel(pend, C(1, 1), And(ulpEnds, Not(spill))), Sel(pend, fLen, curLen), Sel(pend, Cat(pendMask...), outBeat)), "last, ULPDU_Length, data")
+	word0 := m.WireOf("buf_word0", Cat(And(ulpEnds, Not(spill)), curLen, outBeat), "last, ULPDU_Length, data")
+	word1 := m.WireOf("buf_word1", Cat(C(1, 1), curLen, Cat(spillLanes...)), "the ULPDU's last beat when it spills")
 	endPtrNow := m.WireOf("b_end_ptr", Sel(ulpEnds, Add(wptr, Sel(spill, C(cw, 2), C(cw, 1))), fEndPtr), "buffer pointer just past the ULPDU")
 
 	// Markers: FPDUPTR (low bits ignored) must be 0 for a leading marker,
@@ -303,28 +309,63 @@ func MPARx(width int) (*Module, error) {
 	covered := m.WireOf("b_covered", Cat(covLanes...), "the FPDU's octets of the beat, others zero")
 	fresh := m.WireOf("b_crc_fresh", Or(starting, fFresh), "the CRC starts from the initial value at lane b_crc_lo")
 
+	// --- a second piece: the next FPDU's first octets in the beat where one ends ---
+	// Taken in the same cycle when the rest of the beat has arrived, holds the
+	// next FPDU's ULPDU_Length (a good one) and neither that FPDU nor its ULPDU
+	// ends in the beat: then it writes nothing, and needs no marker (markers
+	// sit in lane 0).
+	var eSel []Expr
+	for b := 2; b < nk; b++ {
+		eSel = append(eSel, Bit(e, b))
+	}
+	nHdr := m.WireOf("n_hdr_group", muxTree(eSel, groups), "the octets at b_end")
+	nLen := m.WireOf("n_len", Cat(Bits(nHdr, 7, 0), Bits(nHdr, 15, 8)), "ULPDU_Length of the next FPDU")
+	nBody := m.WireOf("n_body", Sub(C(nk+1, uint64(L)), e), "octets of the beat from b_end on")
+	dual := m.WireOf("n_take", And(bGo, endsF, Not(Bit(e, nk)), Eq(endAvail, C(nk+1, uint64(L))), Ne(nLen, C(16, 0)),
+		Not(Lt(C(16, MPARxMaxULPDU), nLen)), Lt(x17(nBody), Add(Cat(C(1, 0), nLen), C(17, 2)))), "take the next FPDU's first piece too")
+	nPadded := And(Add(Cat(C(1, 0), nLen), C(17, 5)), C(17, 0x1FFFC))
+	nLeft := m.WireOf("n_left", Sub(Add(nPadded, C(17, 4)), x17(nBody)), "its body octets left after the piece")
+	nShData := m.WireOf("n_shift_lane", Add(Bits(e, nk-1, 0), C(nk, 2)), "lane of its first ULPDU octet")
+	var nShSel []Expr
+	for b := 2; b < nk; b++ {
+		nShSel = append(nShSel, Bit(nShData, b))
+	}
+	nRot := m.WireOf("n_rotated", muxTree(nShSel, shifts(L-1)), "its ULPDU octets in their output lanes (at most W/8-6 of them)")
+	nK := m.WireOf("n_acc_lanes", Sub(Bits(nBody, nk-1, 0), C(nk, 2)), "its ULPDU octets in the beat")
+	nCovLanes := make([]Expr, L)
+	for j := 0; j < L; j++ {
+		var in Expr = Not(Lt(C(nk+1, uint64(j)), e))
+		if j < 4 {
+			in = C(1, 0) // b_end is at least 4 when the second piece is taken
+		}
+		nCovLanes[L-1-j] = And(Bits(beat, 8*j+7, 8*j), Rep(in, 8))
+	}
+	nCovered := m.WireOf("n_covered", Cat(nCovLanes...), "its octets of the beat, others zero")
+
 	// --- framer state ---
-	advance := Add(rpos, Cat(C(32-nk-1, 0), Sub(e, a1)))
+	eAdv := Sel(dual, C(nk+1, uint64(L)), e)
+	advance := Add(rpos, Cat(C(32-nk-1, 0), Sub(eAdv, a1)))
+	nStart := m.WireOf("n_start", Add(rpos, Cat(C(32-nk-1, 0), Sub(e, a1))), "stream offset of the next FPDU")
 	rNext := m.WireOf("rpos_next", Sel(rst, cfgOff, Sel(bGo, advance, rpos)), "")
 	m.Drive(rpos, nil, rNext, nil)
 	heldNext := m.WireOf("ring_held_next", Sub(wNext, Cat(Bits(rNext, 31, nk), C(nk, 0))), "")
 	m.Drive(ringFull, big.NewInt(0), Not(Lt(heldNext, C(32, uint64((D-1)*L+1)))), nil)
-	m.Drive(inF, big.NewInt(0), Not(endsF), bGo)
-	m.Drive(fLen, nil, curLen, bGo)
-	m.Drive(fLeft, nil, Sub(curLeft, x17(bodyP)), bGo)
-	m.Drive(fDone, nil, pEnd, bGo)
-	m.Drive(fSh, nil, sh, bGo)
-	m.Drive(fAcc, nil, Sel(full, Bits(rotated, width-9, 0), comb), bGo)
-	m.Drive(fNAcc, nil, Bits(tot, nk-1, 0), bGo)
-	m.Drive(fStart, nil, rpos, And(bGo, starting))
-	m.Drive(fHdr, nil, Add(Bits(rpos, 15, 0), Cat(C(16-nk-1, 0), mk4)), And(bGo, starting))
-	m.Drive(fLead, nil, mkHere, And(bGo, starting))
-	m.Drive(fMkBad, nil, mkBad, bGo)
-	m.Drive(fCRCLo, nil, Sel(Eq(e, C(nk+1, uint64(L))), C(nk, 0), crcLo), bGo)
-	m.Drive(fFresh, nil, And(fresh, Not(crcUpd)), bGo)
+	m.Drive(inF, big.NewInt(0), Or(dual, Not(endsF)), bGo)
+	m.Drive(fLen, nil, Sel(dual, nLen, curLen), bGo)
+	m.Drive(fLeft, nil, Sel(dual, nLeft, Sub(curLeft, x17(bodyP))), bGo)
+	m.Drive(fDone, nil, Sel(dual, x17(nBody), pEnd), bGo)
+	m.Drive(fSh, nil, Sel(dual, nShData, sh), bGo)
+	m.Drive(fAcc, nil, Sel(dual, nRot, Sel(full, Bits(rotated, width-9, 0), comb)), bGo)
+	m.Drive(fNAcc, nil, Sel(dual, nK, Bits(tot, nk-1, 0)), bGo)
+	opens := And(bGo, Or(starting, dual))
+	m.Drive(fStart, nil, Sel(dual, nStart, rpos), opens)
+	m.Drive(fHdr, nil, Sel(dual, Bits(nStart, 15, 0), Add(Bits(rpos, 15, 0), Cat(C(16-nk-1, 0), mk4))), opens)
+	m.Drive(fLead, nil, And(Not(dual), mkHere), opens)
+	m.Drive(fMkBad, nil, And(Not(dual), mkBad), bGo)
+	m.Drive(fCRCLo, nil, Sel(Or(dual, Eq(e, C(nk+1, uint64(L)))), C(nk, 0), crcLo), bGo)
+	m.Drive(fFresh, nil, And(Not(dual), fresh, Not(crcUpd)), bGo)
 	m.Drive(fEndPtr, nil, endPtrNow, bGo)
-	m.Drive(pend, big.NewInt(0), Sel(pend, C(1, 0), spill), Or(pend, bGo))
-	m.Drive(wptr, big.NewInt(0), Add(wptr, C(cw, 1)), bufWrite)
+	m.Drive(wptr, big.NewInt(0), Add(wptr, Sel(wr1, C(cw, 2), C(cw, 1))), wr0)
 	m.Drive(bHalt, big.NewInt(0), C(1, 1), Or(lenErr, eosGo))
 
 	// --- CRC pipeline: every entry takes the same path, so verdicts stay in stream order ---
@@ -339,7 +380,7 @@ func MPARx(width int) (*Module, error) {
 	}
 	padIn := m.WireOf("c_pad_in", padExpr, "4-octet groups of the beat past the FPDU's end: (W/8 - b_end)/4 mod W/32")
 	loIn := m.WireOf("c_lo_in", Bits(crcLo, nk-1, 2), "b_crc_lo in groups")
-	type ctl struct{ valid, upd, fresh, lo, end, pad, kind, crc, mk, off, trunc, ptr *Signal }
+	type ctl struct{ valid, upd, fresh, lo, dual, nlo, end, pad, kind, crc, mk, off, trunc, ptr *Signal }
 	reg := func(p string, en Expr, from ctl) ctl {
 		// The register-update fields stop at c2: later stages leave them nil.
 		opt := func(name string, s *Signal, reset *big.Int, en Expr) *Signal {
@@ -353,6 +394,8 @@ func MPARx(width int) (*Module, error) {
 			upd:   opt("upd", from.upd, big.NewInt(0), nil),
 			fresh: opt("fresh", from.fresh, nil, en),
 			lo:    opt("lo", from.lo, nil, en),
+			dual:  opt("next", from.dual, nil, en),
+			nlo:   opt("next_lo", from.nlo, nil, en),
 			pad:   opt("pad", from.pad, nil, en),
 			end:   m.Reg(p+"_end", 1, nil, from.end, en, ""),
 			kind:  m.Reg(p+"_kind", 2, nil, from.kind, en, ""),
@@ -364,7 +407,7 @@ func MPARx(width int) (*Module, error) {
 		}
 	}
 	in := ctl{
-		valid: m.WireOf("c_in_valid", ent, ""), upd: crcUpd, fresh: fresh, lo: loIn,
+		valid: m.WireOf("c_in_valid", ent, ""), upd: crcUpd, fresh: fresh, lo: loIn, dual: dual, nlo: m.WireOf("c_next_lo_in", Bits(e, nk-1, 2), "first group of the next FPDU"),
 		end:  m.WireOf("c_in_end", Or(And(crcUpd, endsF), lenErr, eosGo), "the entry carries a verdict"),
 		pad:  padIn,
 		kind: m.WireOf("c_in_kind", kindIn, ""), crc: cfgCRC, mk: mkBad,
@@ -373,10 +416,12 @@ func MPARx(width int) (*Module, error) {
 	// After reset the pipeline's contents are dropped: valid bits reset.
 	c1 := reg("c1", ent, in)
 	c1Data := m.Reg("c1_data", width, nil, covered, crcUpd, "")
+	c1NData := m.Reg("c1_next_data", width, nil, nCovered, dual, "the next FPDU's octets when a second piece was taken")
 	dataRows, stateRows := CRC32CUpdate(L).Split()
 	term := m.WireOf("c1_term", MatVec(c1Data, dataRows), "the beat's contribution to the CRC register")
 	c2 := reg("c2", c1.valid, c1)
 	c2Term := m.Reg("c2_term", 32, nil, term, c1.valid, "")
+	c2NTerm := m.Reg("c2_next_term", 32, nil, m.WireOf("c1_next_term", MatVec(c1NData, dataRows), ""), And(c1.valid, c1.dual), "")
 	// The register starts at Z^-lo(0xFFFFFFFF), so the zero lanes before the
 	// FPDU's first octet leave it at 0xFFFFFFFF.
 	zinv, ok := ZeroByteMatrix().Inverse()
@@ -395,10 +440,22 @@ func MPARx(width int) (*Module, error) {
 	init := m.WireOf("crc_init", muxTree(loSel, inits), "")
 	from := m.WireOf("crc_from", Sel(c2.fresh, init, state), "")
 	next := m.WireOf("crc_next", Xor(c2Term, MatVec(from, stateRows)), "register after c2's beat")
-	m.Drive(state, nil, next, And(c2.valid, c2.upd))
+	// A second piece starts the next FPDU's register from Z^-lo(0xFFFFFFFF)
+	// through a whole beat: a constant per lo, then its data term.
+	upd := CRC32CUpdate(L)
+	starts := make([]Expr, G)
+	for g := range starts {
+		starts[g] = C(32, uint64(upd.Apply(zinv.Pow(4*g).Apply(0xFFFFFFFF), make([]byte, L))))
+	}
+	var nloSel []Expr
+	for b := 0; b < gk; b++ {
+		nloSel = append(nloSel, Bit(c2.nlo, b))
+	}
+	nState := m.WireOf("crc_next_fpdu", Xor(c2NTerm, muxTree(nloSel, starts)), "the next FPDU's register after its first piece")
+	m.Drive(state, nil, Sel(c2.dual, nState, next), And(c2.valid, c2.upd))
 	zinvParam := zinvParams(m, zinv)
 	cur := c2
-	cur.upd, cur.fresh, cur.lo, cur.pad = nil, nil, nil, nil // the register update is done
+	cur.upd, cur.fresh, cur.lo, cur.pad, cur.dual, cur.nlo = nil, nil, nil, nil, nil, nil // the register update is done
 	crc := next
 	pad := c2.pad
 	for s := 0; s < stages; s++ {
@@ -443,7 +500,21 @@ func MPARx(width int) (*Module, error) {
 	popW := m.Wire("o_pop", 2, "the head beat is taken")
 	memW := 1 + 16 + width
 	rdGo := m.Wire("o_read", 1, "issue a buffer read")
-	rdData := m.Mem("ulpdu_buf", memW, depth, bufWrite, Bits(wptr, ck-1, 0), bufWord, rdGo, Bits(rptr, ck-1, 0), "ULPDU beats: last, ULPDU_Length, data")
+	// Two banks, even and odd beats, so that a ULPDU's last two beats can
+	// be written in one cycle; reads take one bank at a time.
+	bank0 := m.WireOf("buf_bank", Bit(wptr, 0), "bank of buf_wptr")
+	rowA := m.WireOf("buf_row0", Bits(wptr, ck-1, 1), "row of buf_wptr")
+	rowB := m.WireOf("buf_row1", Add(rowA, Cat(C(ck-2, 0), bank0)), "row of buf_wptr+1")
+	rdRow := m.WireOf("buf_rd_row", Bits(rptr, ck-1, 1), "")
+	var rds [2]*Signal
+	for b := 0; b < 2; b++ {
+		mine := Eq(bank0, C(1, uint64(b)))
+		en := Or(And(wr0, mine), And(wr1, Not(mine)))
+		rds[b] = m.Mem(fmt.Sprintf("ulpdu_buf%d", b), memW, depth/2, en, Sel(mine, rowA, rowB), Sel(mine, word0, word1),
+			And(rdGo, Eq(Bit(rptr, 0), C(1, uint64(b)))), rdRow, fmt.Sprintf("ULPDU beats with buffer index %d mod 2: last, ULPDU_Length, data", b))
+	}
+	rdBank := m.Reg("o_read_bank", 1, nil, Bit(rptr, 0), rdGo, "bank of the read under way")
+	rdData := m.WireOf("o_read_data", Sel(rdBank, rds[1], rds[0]), "")
 	q := ShiftQueue(m, "o_q", 2, []string{"word"}, []int{memW}, rdPending, []Expr{rdData}, popW)
 	hv := m.WireOf("o_valid", Ne(q.Count, C(2, 0)), "")
 	pop := And(hv, mReady)

@@ -32,11 +32,15 @@
 // octets from its position to the end of the aligned beat, the end of the
 // FPDU, or the end of what has arrived (whole 4-octet groups), whichever comes
 // first; it waits for more unless the piece reaches the beat's end or the
-// FPDU's end, or s_axis_tvalid is 0 (or the stream has ended). It writes up to
-// one buffer beat per cycle, and stalls one cycle when a ULPDU's end leaves
-// two. The CRC check is pipelined: an FPDU's verdict takes effect 4 cycles
-// after its last piece; a good FPDU's ULPDU then becomes readable and reaches
-// m_axis 2 cycles later at the earliest.
+// FPDU's end, or s_axis_tvalid is 0 (or the stream has ended). In the cycle an
+// FPDU ends inside a beat, the next FPDU's first piece (to the beat's end) is
+// taken too when that part of the beat has arrived, its ULPDU_Length is good
+// and neither it nor its ULPDU ends in the beat. The buffer has two banks
+// (even and odd beats), so a ULPDU's last two beats are written in one cycle;
+// the framer waits while fewer than two buffer beats are free. The CRC check
+// is pipelined: an FPDU's verdict takes effect 4 cycles after its last piece;
+// a good FPDU's ULPDU then becomes readable and reaches m_axis 2 cycles later
+// at the earliest.
 //
 // Implements: RFC 5044 §4.1-4.4 (FPDU format, markers every 512 octets from SeqStart, FPDUPTR, CRC32c coverage), §6 (delineation by ULPDU_Length; pass a ULPDU only once the whole FPDU is present and checked), §8 (error codes; nothing delivered after an error)
 //
@@ -134,7 +138,6 @@ module mpa_rx_w256 (
     reg  [4:0]     f_crc_lo;                 // first lane of the current aligned beat that the CRC covers
     reg            f_crc_fresh;              // the FPDU's CRC has no beat yet
     reg  [12:0]    f_end_ptr;                // buffer pointer just past the ULPDU, once written
-    reg            f_pending;                // the ULPDU's last beat waits in f_acc
     reg  [12:0]    buf_wptr;                 // buffer write pointer
     reg  [12:0]    buf_rptr;                 // buffer read pointer
     wire           b_starting;               // the framer is at an FPDU's first octet
@@ -182,8 +185,9 @@ module mpa_rx_w256 (
     wire [255:0]   b_out;
     wire           b_write;                  // the piece writes a buffer beat
     wire           b_spill;                  // the ULPDU ends with two beats to write
-    wire           buf_write;
-    wire [272:0]   buf_word;                 // last, ULPDU_Length, data
+    wire           b_write_second;           // ... and writes its last one too, into the other bank
+    wire [272:0]   buf_word0;                // last, ULPDU_Length, data
+    wire [272:0]   buf_word1;                // the ULPDU's last beat when it spills
     wire [12:0]    b_end_ptr;                // buffer pointer just past the ULPDU
     wire [15:0]    b_fpduptr;                // FPDUPTR of a marker in lanes 0-3, low bits ignored
     wire [15:0]    b_fpduptr_want;
@@ -192,12 +196,23 @@ module mpa_rx_w256 (
     wire           b_crc_update;             // the CRC takes the beat
     wire [255:0]   b_covered;                // the FPDU's octets of the beat, others zero
     wire           b_crc_fresh;              // the CRC starts from the initial value at lane b_crc_lo
+    wire [15:0]    n_hdr_group;              // the octets at b_end
+    wire [15:0]    n_len;                    // ULPDU_Length of the next FPDU
+    wire [5:0]     n_body;                   // octets of the beat from b_end on
+    wire           n_take;                   // take the next FPDU's first piece too
+    wire [16:0]    n_left;                   // its body octets left after the piece
+    wire [4:0]     n_shift_lane;             // lane of its first ULPDU octet
+    wire [247:0]   n_rotated;                // its ULPDU octets in their output lanes (at most W/8-6 of them)
+    wire [4:0]     n_acc_lanes;              // its ULPDU octets in the beat
+    wire [255:0]   n_covered;                // its octets of the beat, others zero
+    wire [31:0]    n_start;                  // stream offset of the next FPDU
     wire [31:0]    rpos_next;
     wire [31:0]    ring_held_next;
     wire           c_enter;
     wire [2:0]     c_pad_in;                 // 4-octet groups of the beat past the FPDU's end: (W/8 - b_end)/4 mod W/32
     wire [2:0]     c_lo_in;                  // b_crc_lo in groups
     wire           c_in_valid;
+    wire [2:0]     c_next_lo_in;             // first group of the next FPDU
     wire           c_in_end;                 // the entry carries a verdict
     wire [1:0]     c_in_kind;
     wire [31:0]    c_in_offset;
@@ -206,6 +221,8 @@ module mpa_rx_w256 (
     reg            c1_upd;
     reg            c1_fresh;
     reg  [2:0]     c1_lo;
+    reg            c1_next;
+    reg  [2:0]     c1_next_lo;
     reg  [2:0]     c1_pad;
     reg            c1_end;
     reg  [1:0]     c1_kind;
@@ -215,11 +232,14 @@ module mpa_rx_w256 (
     reg            c1_trunc;
     reg  [12:0]    c1_end_ptr;
     reg  [255:0]   c1_data;
+    reg  [255:0]   c1_next_data;             // the next FPDU's octets when a second piece was taken
     wire [31:0]    c1_term;                  // the beat's contribution to the CRC register
     reg            c2_valid;
     reg            c2_upd;
     reg            c2_fresh;
     reg  [2:0]     c2_lo;
+    reg            c2_next;
+    reg  [2:0]     c2_next_lo;
     reg  [2:0]     c2_pad;
     reg            c2_end;
     reg  [1:0]     c2_kind;
@@ -229,10 +249,13 @@ module mpa_rx_w256 (
     reg            c2_trunc;
     reg  [12:0]    c2_end_ptr;
     reg  [31:0]    c2_term;
+    wire [31:0]    c1_next_term;
+    reg  [31:0]    c2_next_term;
     reg  [31:0]    crc_state;                // CRC register of the FPDU
     wire [31:0]    crc_init;
     wire [31:0]    crc_from;
     wire [31:0]    crc_next;                 // register after c2's beat
+    wire [31:0]    crc_next_fpdu;            // the next FPDU's register after its first piece
     reg            c3_valid;
     reg            c3_end;
     reg  [1:0]     c3_kind;
@@ -256,7 +279,14 @@ module mpa_rx_w256 (
     reg            o_reading;                // a buffer read is under way
     wire [1:0]     o_pop;                    // the head beat is taken
     wire           o_read;                   // issue a buffer read
-    reg  [272:0]   ulpdu_buf_rd;             // read data of ulpdu_buf
+    wire           buf_bank;                 // bank of buf_wptr
+    wire [10:0]    buf_row0;                 // row of buf_wptr
+    wire [10:0]    buf_row1;                 // row of buf_wptr+1
+    wire [10:0]    buf_rd_row;
+    reg  [272:0]   ulpdu_buf0_rd;            // read data of ulpdu_buf0
+    reg  [272:0]   ulpdu_buf1_rd;            // read data of ulpdu_buf1
+    reg            o_read_bank;              // bank of the read under way
+    wire [272:0]   o_read_data;
     reg  [1:0]     o_q_count;                // entries held in o_q
     reg  [272:0]   o_q0_word;
     reg  [272:0]   o_q1_word;
@@ -266,7 +296,8 @@ module mpa_rx_w256 (
     wire           o_valid;
     wire [4:0]     o_len_low;
     wire [4:0]     o_last_lanes;             // index of the last lane of a last beat: (length - 1) mod W/8
-    reg  [272:0] ulpdu_buf [0:4095];         // ULPDU beats: last, ULPDU_Length, data
+    reg  [272:0] ulpdu_buf0 [0:2047];        // ULPDU beats with buffer index 0 mod 2: last, ULPDU_Length, data
+    reg  [272:0] ulpdu_buf1 [0:2047];        // ULPDU beats with buffer index 1 mod 2: last, ULPDU_Length, data
 
     assign halted = b_halt | v_err;
     assign ring_room = ~ring_full;
@@ -1376,10 +1407,10 @@ module mpa_rx_w256 (
     assign b_idle = ~s_axis_tvalid | fin;
     assign buf_used = buf_wptr - buf_rptr;
     assign buf_room = buf_used < 13'h0fff;
-    assign b_ready = (~halted & ~f_pending) & buf_room;
+    assign b_ready = ~halted & buf_room;
     assign b_len_err = ((b_ready & b_starting) & b_hdr_avail) & b_len_bad;
     assign b_go = (b_ready & (b_starting ? (b_hdr_avail & ~b_len_bad) : ({1'h0, b_lane} < b_end_avail))) & ((b_ends | (b_end_avail == 6'h20)) | b_idle);
-    assign b_eos = ((~halted & ~f_pending) & fin) & ~(b_starting ? b_hdr_avail : ({1'h0, b_lane} < b_end_avail));
+    assign b_eos = (~halted & fin) & ~(b_starting ? b_hdr_avail : ({1'h0, b_lane} < b_end_avail));
     assign b_ulpdu_end = {1'h0, b_len} + 17'h00002;
     assign b_ulpdu_from = (b_done < 17'h00002) ? 17'h00002 : b_done;
     assign b_ulpdu_to = ((b_done + {11'h000, b_body}) < b_ulpdu_end) ? (b_done + {11'h000, b_body}) : b_ulpdu_end;
@@ -1725,41 +1756,42 @@ module mpa_rx_w256 (
     };
     assign b_write = b_go & (b_full | b_ulpdu_ends);
     assign b_spill = (b_ulpdu_ends & b_full) & (b_total[4:0] != 5'h00);
-    assign buf_write = b_write | f_pending;
-    assign buf_word = {f_pending ? 1'h1 : (b_ulpdu_ends & ~b_spill), f_pending ? f_len : b_len, f_pending ? {
+    assign b_write_second = b_go & b_spill;
+    assign buf_word0 = {b_ulpdu_ends & ~b_spill, b_len, b_out};
+    assign buf_word1 = {1'h1, b_len, {
         8'h00,
-        f_acc[247:240] & {8{(5'h1e < f_acc_lanes)}},
-        f_acc[239:232] & {8{(5'h1d < f_acc_lanes)}},
-        f_acc[231:224] & {8{(5'h1c < f_acc_lanes)}},
-        f_acc[223:216] & {8{(5'h1b < f_acc_lanes)}},
-        f_acc[215:208] & {8{(5'h1a < f_acc_lanes)}},
-        f_acc[207:200] & {8{(5'h19 < f_acc_lanes)}},
-        f_acc[199:192] & {8{(5'h18 < f_acc_lanes)}},
-        f_acc[191:184] & {8{(5'h17 < f_acc_lanes)}},
-        f_acc[183:176] & {8{(5'h16 < f_acc_lanes)}},
-        f_acc[175:168] & {8{(5'h15 < f_acc_lanes)}},
-        f_acc[167:160] & {8{(5'h14 < f_acc_lanes)}},
-        f_acc[159:152] & {8{(5'h13 < f_acc_lanes)}},
-        f_acc[151:144] & {8{(5'h12 < f_acc_lanes)}},
-        f_acc[143:136] & {8{(5'h11 < f_acc_lanes)}},
-        f_acc[135:128] & {8{(5'h10 < f_acc_lanes)}},
-        f_acc[127:120] & {8{(5'h0f < f_acc_lanes)}},
-        f_acc[119:112] & {8{(5'h0e < f_acc_lanes)}},
-        f_acc[111:104] & {8{(5'h0d < f_acc_lanes)}},
-        f_acc[103:96] & {8{(5'h0c < f_acc_lanes)}},
-        f_acc[95:88] & {8{(5'h0b < f_acc_lanes)}},
-        f_acc[87:80] & {8{(5'h0a < f_acc_lanes)}},
-        f_acc[79:72] & {8{(5'h09 < f_acc_lanes)}},
-        f_acc[71:64] & {8{(5'h08 < f_acc_lanes)}},
-        f_acc[63:56] & {8{(5'h07 < f_acc_lanes)}},
-        f_acc[55:48] & {8{(5'h06 < f_acc_lanes)}},
-        f_acc[47:40] & {8{(5'h05 < f_acc_lanes)}},
-        f_acc[39:32] & {8{(5'h04 < f_acc_lanes)}},
-        f_acc[31:24] & {8{(5'h03 < f_acc_lanes)}},
-        f_acc[23:16] & {8{(5'h02 < f_acc_lanes)}},
-        f_acc[15:8] & {8{(5'h01 < f_acc_lanes)}},
-        f_acc[7:0] & {8{(5'h00 < f_acc_lanes)}}
-    } : b_out};
+        b_rotated[247:240] & {8{(5'h1e < b_total[4:0])}},
+        b_rotated[239:232] & {8{(5'h1d < b_total[4:0])}},
+        b_rotated[231:224] & {8{(5'h1c < b_total[4:0])}},
+        b_rotated[223:216] & {8{(5'h1b < b_total[4:0])}},
+        b_rotated[215:208] & {8{(5'h1a < b_total[4:0])}},
+        b_rotated[207:200] & {8{(5'h19 < b_total[4:0])}},
+        b_rotated[199:192] & {8{(5'h18 < b_total[4:0])}},
+        b_rotated[191:184] & {8{(5'h17 < b_total[4:0])}},
+        b_rotated[183:176] & {8{(5'h16 < b_total[4:0])}},
+        b_rotated[175:168] & {8{(5'h15 < b_total[4:0])}},
+        b_rotated[167:160] & {8{(5'h14 < b_total[4:0])}},
+        b_rotated[159:152] & {8{(5'h13 < b_total[4:0])}},
+        b_rotated[151:144] & {8{(5'h12 < b_total[4:0])}},
+        b_rotated[143:136] & {8{(5'h11 < b_total[4:0])}},
+        b_rotated[135:128] & {8{(5'h10 < b_total[4:0])}},
+        b_rotated[127:120] & {8{(5'h0f < b_total[4:0])}},
+        b_rotated[119:112] & {8{(5'h0e < b_total[4:0])}},
+        b_rotated[111:104] & {8{(5'h0d < b_total[4:0])}},
+        b_rotated[103:96] & {8{(5'h0c < b_total[4:0])}},
+        b_rotated[95:88] & {8{(5'h0b < b_total[4:0])}},
+        b_rotated[87:80] & {8{(5'h0a < b_total[4:0])}},
+        b_rotated[79:72] & {8{(5'h09 < b_total[4:0])}},
+        b_rotated[71:64] & {8{(5'h08 < b_total[4:0])}},
+        b_rotated[63:56] & {8{(5'h07 < b_total[4:0])}},
+        b_rotated[55:48] & {8{(5'h06 < b_total[4:0])}},
+        b_rotated[47:40] & {8{(5'h05 < b_total[4:0])}},
+        b_rotated[39:32] & {8{(5'h04 < b_total[4:0])}},
+        b_rotated[31:24] & {8{(5'h03 < b_total[4:0])}},
+        b_rotated[23:16] & {8{(5'h02 < b_total[4:0])}},
+        b_rotated[15:8] & {8{(5'h01 < b_total[4:0])}},
+        b_rotated[7:0] & {8{(5'h00 < b_total[4:0])}}
+    }};
     assign b_end_ptr = b_ulpdu_ends ? (buf_wptr + (b_spill ? 13'h0002 : 13'h0001)) : f_end_ptr;
     assign b_fpduptr = {b_beat[23:16], b_beat[31:26], 2'h0};
     assign b_fpduptr_want = rpos[15:0] - f_hdr;
@@ -1801,12 +1833,312 @@ module mpa_rx_w256 (
         b_beat[7:0] & {8{(~(6'h00 < {1'h0, b_crc_lo}) & (6'h00 < b_end))}}
     };
     assign b_crc_fresh = b_starting | f_crc_fresh;
-    assign rpos_next = rst ? cfg_offset : (b_go ? (rpos + {26'h0000000, b_end - {1'h0, b_lane}}) : rpos);
+    assign n_hdr_group = b_end[4] ? (b_end[3] ? (b_end[2] ? b_beat[239:224] : b_beat[207:192]) : (b_end[2] ? b_beat[175:160] : b_beat[143:128])) : (b_end[3] ? (b_end[2] ? b_beat[111:96] : b_beat[79:64]) : (b_end[2] ? b_beat[47:32] : b_beat[15:0]));
+    assign n_len = {n_hdr_group[7:0], n_hdr_group[15:8]};
+    assign n_body = 6'h20 - b_end;
+    assign n_take = (((((b_go & b_ends) & ~b_end[5]) & (b_end_avail == 6'h20)) & (n_len != 16'h0000)) & ~(16'hfd00 < n_len)) & ({11'h000, n_body} < ({1'h0, n_len} + 17'h00002));
+    assign n_left = ((({1'h0, n_len} + 17'h00005) & 17'h1fffc) + 17'h00004) - {11'h000, n_body};
+    assign n_shift_lane = b_end[4:0] + 5'h02;
+    assign n_rotated = n_shift_lane[4] ? (n_shift_lane[3] ? (n_shift_lane[2] ? {
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[255:248],
+        b_beat[247:240]
+    } : {
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208]
+    }) : (n_shift_lane[2] ? {
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176]
+    } : {
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144]
+    })) : (n_shift_lane[3] ? (n_shift_lane[2] ? {
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112]
+    } : {
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80]
+    }) : (n_shift_lane[2] ? {
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48]
+    } : {
+        b_beat[7:0],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16]
+    }));
+    assign n_acc_lanes = n_body[4:0] - 5'h02;
+    assign n_covered = {
+        b_beat[255:248] & {8{~(6'h1f < b_end)}},
+        b_beat[247:240] & {8{~(6'h1e < b_end)}},
+        b_beat[239:232] & {8{~(6'h1d < b_end)}},
+        b_beat[231:224] & {8{~(6'h1c < b_end)}},
+        b_beat[223:216] & {8{~(6'h1b < b_end)}},
+        b_beat[215:208] & {8{~(6'h1a < b_end)}},
+        b_beat[207:200] & {8{~(6'h19 < b_end)}},
+        b_beat[199:192] & {8{~(6'h18 < b_end)}},
+        b_beat[191:184] & {8{~(6'h17 < b_end)}},
+        b_beat[183:176] & {8{~(6'h16 < b_end)}},
+        b_beat[175:168] & {8{~(6'h15 < b_end)}},
+        b_beat[167:160] & {8{~(6'h14 < b_end)}},
+        b_beat[159:152] & {8{~(6'h13 < b_end)}},
+        b_beat[151:144] & {8{~(6'h12 < b_end)}},
+        b_beat[143:136] & {8{~(6'h11 < b_end)}},
+        b_beat[135:128] & {8{~(6'h10 < b_end)}},
+        b_beat[127:120] & {8{~(6'h0f < b_end)}},
+        b_beat[119:112] & {8{~(6'h0e < b_end)}},
+        b_beat[111:104] & {8{~(6'h0d < b_end)}},
+        b_beat[103:96] & {8{~(6'h0c < b_end)}},
+        b_beat[95:88] & {8{~(6'h0b < b_end)}},
+        b_beat[87:80] & {8{~(6'h0a < b_end)}},
+        b_beat[79:72] & {8{~(6'h09 < b_end)}},
+        b_beat[71:64] & {8{~(6'h08 < b_end)}},
+        b_beat[63:56] & {8{~(6'h07 < b_end)}},
+        b_beat[55:48] & {8{~(6'h06 < b_end)}},
+        b_beat[47:40] & {8{~(6'h05 < b_end)}},
+        b_beat[39:32] & {8{~(6'h04 < b_end)}},
+        b_beat[31:24] & {8{1'h0}},
+        b_beat[23:16] & {8{1'h0}},
+        b_beat[15:8] & {8{1'h0}},
+        b_beat[7:0] & {8{1'h0}}
+    };
+    assign n_start = rpos + {26'h0000000, b_end - {1'h0, b_lane}};
+    assign rpos_next = rst ? cfg_offset : (b_go ? (rpos + {26'h0000000, (n_take ? 6'h20 : b_end) - {1'h0, b_lane}}) : rpos);
     assign ring_held_next = wpos_next - {rpos_next[31:5], 5'h00};
     assign c_enter = (b_crc_update | b_len_err) | b_eos;
     assign c_pad_in = 3'h0 - b_end[4:2];
     assign c_lo_in = b_crc_lo[4:2];
     assign c_in_valid = c_enter;
+    assign c_next_lo_in = b_end[4:2];
     assign c_in_end = ((b_crc_update & b_ends) | b_len_err) | b_eos;
     assign c_in_kind = b_len_err ? 2'h1 : (b_eos ? 2'h2 : 2'h0);
     assign c_in_offset = b_starting ? rpos : f_start;
@@ -1845,6 +2177,40 @@ module mpa_rx_w256 (
         ^(c1_data & 256'h3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af3),
         ^(c1_data & 256'h1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79)
     };
+    assign c1_next_term = {
+        ^(c1_next_data & 256'h8fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebc),
+        ^(c1_next_data & 256'h47e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e),
+        ^(c1_next_data & 256'h23f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af),
+        ^(c1_next_data & 256'h11f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d7),
+        ^(c1_next_data & 256'h08fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89eb),
+        ^(c1_next_data & 256'h047e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5),
+        ^(c1_next_data & 256'h8df7c6eef047484aa4afe72a3c98cf15471b1e9b0278c6a5016629ed3b163cc6),
+        ^(c1_next_data & 256'h46fbe3777823a4255257f3951e4c678aa38d8f4d813c635280b314f69d8b1e63),
+        ^(c1_next_data & 256'hacb514c0a026440046385046838c554a2b361a4a70241fb434ed707e616d118d),
+        ^(c1_next_data & 256'hd9926f1b4c24b412cc0f81af4d6c4c2a6f6bd0c988a821c76ec2423a1f1e167a),
+        ^(c1_next_data & 256'he301d2f6ba25cc1b8914695baa1c409a4d45358874ee3efec3d5db1820279581),
+        ^(c1_next_data & 256'hfe480c004125701f2b999d21d9a446c25c5247288acd3162155e17893fbb547c),
+        ^(c1_next_data & 256'h7f2406002092b80f95ccce90ecd223612e292394456698b10aaf0bc49fddaa3e),
+        ^(c1_next_data & 256'hb05ae67b0c7eca1525f5cec47ac3773fede44c2692096245f1e37fe760464ba3),
+        ^(c1_next_data & 256'hd7e596469a08f3187de94eee31cbdd108c02fbfff9be9f3f8c4545f69f8bbb6d),
+        ^(c1_next_data & 256'h6bf2cb234d04798c3ef4a77718e5ee8846017dfffcdf4f9fc622a2fb4fc5ddb6),
+        ^(c1_next_data & 256'h35f96591a6823cc61f7a53bb8c72f7442300befffe6fa7cfe311517da7e2eedb),
+        ^(c1_next_data & 256'h1afcb2c8d3411e630fbd29ddc6397ba211805f7fff37d3e7f188a8bed3f1776d),
+        ^(c1_next_data & 256'h82b6bc1f7597192368cd3d62efb6db5e7230f2534f21c7ee8c70ae5a4650250a),
+        ^(c1_next_data & 256'hce93bb74a6fc1a835b75373d7b710b2043e8a4c5172acdea328cad280c808c39),
+        ^(c1_next_data & 256'he88138c14f499b5342a93212b112e31f5b048f8e3b2f48e86df2ac9129e8d8a0),
+        ^(c1_next_data & 256'h74409c60a7a4cda9a15499095889718fad8247c71d97a47436f9564894f46c50),
+        ^(c1_next_data & 256'hb5e8ab4b4fe5f0c63fb9e508a0eede48ac31fe0f3e71fc276fc8512165d2a894),
+        ^(c1_next_data & 256'hd53cb0debbc56e71f0cf5b085cdd09ab2ce822eb2f82d00ec350d2959d41caf6),
+        ^(c1_next_data & 256'h6a9e586f5de2b738f867ad842e6e84d59674117597c1680761a8694acea0e57b),
+        ^(c1_next_data & 256'hba87c94cb2c6cd8e93207f4e1b9d24e5b1cad5567b5a9a1ec460cea048f8ec01),
+        ^(c1_next_data & 256'hd28b01dd4554f0d5a683962b0164f4fda215b7478d17631216849d550bd4e8bc),
+        ^(c1_next_data & 256'he68d6595be9dee783c5262998c181cf1abfa064f76319f947ff6b4afaa42eae2),
+        ^(c1_next_data & 256'hfc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcd),
+        ^(c1_next_data & 256'h7e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6),
+        ^(c1_next_data & 256'h3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af3),
+        ^(c1_next_data & 256'h1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79)
+    };
     assign crc_init = c2_lo[2] ? (c2_lo[1] ? (c2_lo[0] ? 32'hcf8dcf8e : 32'hc623cf97) : (c2_lo[0] ? 32'h0c67e749 : 32'heee3ddcd)) : (c2_lo[1] ? (c2_lo[0] ? 32'h96fb8c9f : 32'h20481012) : (c2_lo[0] ? 32'h641f6454 : 32'hffffffff));
     assign crc_from = c2_fresh ? crc_init : crc_state;
     assign crc_next = c2_term ^ {
@@ -1881,39 +2247,104 @@ module mpa_rx_w256 (
         ^(crc_from & 32'hbea27af3),
         ^(crc_from & 32'h5f513d79)
     };
+    assign crc_next_fpdu = c2_next_term ^ (c2_next_lo[2] ? (c2_next_lo[1] ? (c2_next_lo[0] ? 32'hb798b438 : 32'h73d74d75) : (c2_next_lo[0] ? 32'hd49f4aa2 : 32'hbd8f6515)) : (c2_next_lo[1] ? (c2_next_lo[0] ? 32'h433aa9c1 : 32'h7b041311) : (c2_next_lo[0] ? 32'h08363896 : 32'h756ec955)));
     assign c3_fixed = {
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[1023:992] : zinv_24[1023:992]) : (c3_pad_rest[0] ? zinv_20[1023:992] : zinv_16[1023:992])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[1023:992] : zinv_8[1023:992]) : (c3_pad_rest[0] ? zinv_4[1023:992] : zinv_0[1023:992])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[991:960] : zinv_24[991:960]) : (c3_pad_rest[0] ? zinv_20[991:960] : zinv_16[991:960])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[991:960] : zinv_8[991:960]) : (c3_pad_rest[0] ? zinv_4[991:960] : zinv_0[991:960])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[959:928] : zinv_24[959:928]) : (c3_pad_rest[0] ? zinv_20[959:928] : zinv_16[959:928])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[959:928] : zinv_8[959:928]) : (c3_pad_rest[0] ? zinv_4[959:928] : zinv_0[959:928])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[927:896] : zinv_24[927:896]) : (c3_pad_rest[0] ? zinv_20[927:896] : zinv_16[927:896])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[927:896] : zinv_8[927:896]) : (c3_pad_rest[0] ? zinv_4[927:896] : zinv_0[927:896])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[895:864] : zinv_24[895:864]) : (c3_pad_rest[0] ? zinv_20[895:864] : zinv_16[895:864])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[895:864] : zinv_8[895:864]) : (c3_pad_rest[0] ? zinv_4[895:864] : zinv_0[895:864])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[863:832] : zinv_24[863:832]) : (c3_pad_rest[0] ? zinv_20[863:832] : zinv_16[863:832])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[863:832] : zinv_8[863:832]) : (c3_pad_rest[0] ? zinv_4[863:832] : zinv_0[863:832])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[831:800] : zinv_24[831:800]) : (c3_pad_rest[0] ? zinv_20[831:800] : zinv_16[831:800])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[831:800] : zinv_8[831:800]) : (c3_pad_rest[0] ? zinv_4[831:800] : zinv_0[831:800])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[799:768] : zinv_24[799:768]) : (c3_pad_rest[0] ? zinv_20[799:768] : zinv_16[799:768])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[799:768] : zinv_8[799:768]) : (c3_pad_rest[0] ? zinv_4[799:768] : zinv_0[799:768])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[767:736] : zinv_24[767:736]) : (c3_pad_rest[0] ? zinv_20[767:736] : zinv_16[767:736])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[767:736] : zinv_8[767:736]) : (c3_pad_rest[0] ? zinv_4[767:736] : zinv_0[767:736])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[735:704] : zinv_24[735:704]) : (c3_pad_rest[0] ? zinv_20[735:704] : zinv_16[735:704])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[735:704] : zinv_8[735:704]) : (c3_pad_rest[0] ? zinv_4[735:704] : zinv_0[735:704])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[703:672] : zinv_24[703:672]) : (c3_pad_rest[0] ? zinv_20[703:672] : zinv_16[703:672])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[703:672] : zinv_8[703:672]) : (c3_pad_rest[0] ? zinv_4[703:672] : zinv_0[703:672])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[671:640] : zinv_24[671:640]) : (c3_pad_rest[0] ? zinv_20[671:640] : zinv_16[671:640])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[671:640] : zinv_8[671:640]) : (c3_pad_rest[0] ? zinv_4[671:640] : zinv_0[671:640])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[639:608] : zinv_24[639:608]) : (c3_pad_rest[0] ? zinv_20[639:608] : zinv_16[639:608])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[639:608] : zinv_8[639:608]) : (c3_pad_rest[0] ? zinv_4[639:608] : zinv_0[639:608])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[607:576] : zinv_24[607:576]) : (c3_pad_rest[0] ? zinv_20[607:576] : zinv_16[607:576])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[607:576] : zinv_8[607:576]) : (c3_pad_rest[0] ? zinv_4[607:576] : zinv_0[607:576])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[575:544] : zinv_24[575:544]) : (c3_pad_rest[0] ? zinv_20[575:544] : zinv_16[575:544])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[575:544] : zinv_8[575:544]) : (c3_pad_rest[0] ? zinv_4[575:544] : zinv_0[575:544])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[543:512] : zinv_24[543:512]) : (c3_pad_rest[0] ? zinv_20[543:512] : zinv_16[543:512])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[543:512] : zinv_8[543:512]) : (c3_pad_rest[0] ? zinv_4[543:512] : zinv_0[543:512])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[511:480] : zinv_24[511:480]) : (c3_pad_rest[0] ? zinv_20[511:480] : zinv_16[511:480])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[511:480] : zinv_8[511:480]) : (c3_pad_rest[0] ? zinv_4[511:480] : zinv_0[511:480])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[479:448] : zinv_24[479:448]) : (c3_pad_rest[0] ? zinv_20[479:448] : zinv_16[479:448])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[479:448] : zinv_8[479:448]) : (c3_pad_rest[0] ? zinv_4[479:448] : zinv_0[479:448])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[447:416] : zinv_24[447:416]) : (c3_pad_rest[0] ? zinv_20[447:416] : zinv_16[447:416])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[447:416] : zinv_8[447:416]) : (c3_pad_rest[0] ? zinv_4[447:416] : zinv_0[447:416])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[415:384] : zinv_24[415:384]) : (c3_pad_rest[0] ? zinv_20[415:384] : zinv_16[415:384])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[415:384] : zinv_8[415:384]) : (c3_pad_rest[0] ? zinv_4[415:384] : zinv_0[415:384])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[383:352] : zinv_24[383:352]) : (c3_pad_rest[0] ? zinv_20[383:352] : zinv_16[383:352])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[383:352] : zinv_8[383:352]) : (c3_pad_rest[0] ? zinv_4[383:352] : zinv_0[383:352])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[351:320] : zinv_24[351:320]) : (c3_pad_rest[0] ? zinv_20[351:320] : zinv_16[351:320])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[351:320] : zinv_8[351:320]) : (c3_pad_rest[0] ? zinv_4[351:320] : zinv_0[351:320])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[319:288] : zinv_24[319:288]) : (c3_pad_rest[0] ? zinv_20[319:288] : zinv_16[319:288])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[319:288] : zinv_8[319:288]) : (c3_pad_rest[0] ? zinv_4[319:288] : zinv_0[319:288])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[287:256] : zinv_24[287:256]) : (c3_pad_rest[0] ? zinv_20[287:256] : zinv_16[287:256])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[287:256] : zinv_8[287:256]) : (c3_pad_rest[0] ? zinv_4[287:256] : zinv_0[287:256])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[255:224] : zinv_24[255:224]) : (c3_pad_rest[0] ? zinv_20[255:224] : zinv_16[255:224])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[255:224] : zinv_8[255:224]) : (c3_pad_rest[0] ? zinv_4[255:224] : zinv_0[255:224])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[223:192] : zinv_24[223:192]) : (c3_pad_rest[0] ? zinv_20[223:192] : zinv_16[223:192])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[223:192] : zinv_8[223:192]) : (c3_pad_rest[0] ? zinv_4[223:192] : zinv_0[223:192])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[191:160] : zinv_24[191:160]) : (c3_pad_rest[0] ? zinv_20[191:160] : zinv_16[191:160])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[191:160] : zinv_8[191:160]) : (c3_pad_rest[0] ? zinv_4[191:160] : zinv_0[191:160])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[159:128] : zinv_24[159:128]) : (c3_pad_rest[0] ? zinv_20[159:128] : zinv_16[159:128])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[159:128] : zinv_8[159:128]) : (c3_pad_rest[0] ? zinv_4[159:128] : zinv_0[159:128])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[127:96] : zinv_24[127:96]) : (c3_pad_rest[0] ? zinv_20[127:96] : zinv_16[127:96])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[127:96] : zinv_8[127:96]) : (c3_pad_rest[0] ? zinv_4[127:96] : zinv_0[127:96])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[95:64] : zinv_24[95:64]) : (c3_pad_rest[0] ? zinv_20[95:64] : zinv_16[95:64])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[95:64] : zinv_8[95:64]) : (c3_pad_rest[0] ? zinv_4[95:64] : zinv_0[95:64])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[63:32] : zinv_24[63:32]) : (c3_pad_rest[0] ? zinv_20[63:32] : zinv_16[63:32])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[63:32] : zinv_8[63:32]) : (c3_pad_rest[0] ? zinv_4[63:32] : zinv_0[63:32])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[31:0] : zinv_24[31:0]) : (c3_pad_rest[0] ? zinv_20[31:0] : zinv_16[31:0])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[31:0] : zinv_8[31:0]) : (c3_pad_rest[0] ? zinv_4[31:0] : zinv_0[31:0]))))
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[1023:992] : zinv_24[1023:992]) :
+            (c3_pad_rest[0] ? zinv_20[1023:992] : zinv_16[1023:992])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[1023:992] :
+            zinv_8[1023:992]) : (c3_pad_rest[0] ? zinv_4[1023:992] : zinv_0[1023:992])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[991:960] : zinv_24[991:960]) : (c3_pad_rest[0]
+            ? zinv_20[991:960] : zinv_16[991:960])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[991:960] : zinv_8[991:960]) :
+            (c3_pad_rest[0] ? zinv_4[991:960] : zinv_0[991:960])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[959:928] : zinv_24[959:928]) : (c3_pad_rest[0]
+            ? zinv_20[959:928] : zinv_16[959:928])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[959:928] : zinv_8[959:928]) :
+            (c3_pad_rest[0] ? zinv_4[959:928] : zinv_0[959:928])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[927:896] : zinv_24[927:896]) : (c3_pad_rest[0]
+            ? zinv_20[927:896] : zinv_16[927:896])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[927:896] : zinv_8[927:896]) :
+            (c3_pad_rest[0] ? zinv_4[927:896] : zinv_0[927:896])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[895:864] : zinv_24[895:864]) : (c3_pad_rest[0]
+            ? zinv_20[895:864] : zinv_16[895:864])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[895:864] : zinv_8[895:864]) :
+            (c3_pad_rest[0] ? zinv_4[895:864] : zinv_0[895:864])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[863:832] : zinv_24[863:832]) : (c3_pad_rest[0]
+            ? zinv_20[863:832] : zinv_16[863:832])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[863:832] : zinv_8[863:832]) :
+            (c3_pad_rest[0] ? zinv_4[863:832] : zinv_0[863:832])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[831:800] : zinv_24[831:800]) : (c3_pad_rest[0]
+            ? zinv_20[831:800] : zinv_16[831:800])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[831:800] : zinv_8[831:800]) :
+            (c3_pad_rest[0] ? zinv_4[831:800] : zinv_0[831:800])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[799:768] : zinv_24[799:768]) : (c3_pad_rest[0]
+            ? zinv_20[799:768] : zinv_16[799:768])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[799:768] : zinv_8[799:768]) :
+            (c3_pad_rest[0] ? zinv_4[799:768] : zinv_0[799:768])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[767:736] : zinv_24[767:736]) : (c3_pad_rest[0]
+            ? zinv_20[767:736] : zinv_16[767:736])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[767:736] : zinv_8[767:736]) :
+            (c3_pad_rest[0] ? zinv_4[767:736] : zinv_0[767:736])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[735:704] : zinv_24[735:704]) : (c3_pad_rest[0]
+            ? zinv_20[735:704] : zinv_16[735:704])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[735:704] : zinv_8[735:704]) :
+            (c3_pad_rest[0] ? zinv_4[735:704] : zinv_0[735:704])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[703:672] : zinv_24[703:672]) : (c3_pad_rest[0]
+            ? zinv_20[703:672] : zinv_16[703:672])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[703:672] : zinv_8[703:672]) :
+            (c3_pad_rest[0] ? zinv_4[703:672] : zinv_0[703:672])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[671:640] : zinv_24[671:640]) : (c3_pad_rest[0]
+            ? zinv_20[671:640] : zinv_16[671:640])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[671:640] : zinv_8[671:640]) :
+            (c3_pad_rest[0] ? zinv_4[671:640] : zinv_0[671:640])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[639:608] : zinv_24[639:608]) : (c3_pad_rest[0]
+            ? zinv_20[639:608] : zinv_16[639:608])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[639:608] : zinv_8[639:608]) :
+            (c3_pad_rest[0] ? zinv_4[639:608] : zinv_0[639:608])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[607:576] : zinv_24[607:576]) : (c3_pad_rest[0]
+            ? zinv_20[607:576] : zinv_16[607:576])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[607:576] : zinv_8[607:576]) :
+            (c3_pad_rest[0] ? zinv_4[607:576] : zinv_0[607:576])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[575:544] : zinv_24[575:544]) : (c3_pad_rest[0]
+            ? zinv_20[575:544] : zinv_16[575:544])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[575:544] : zinv_8[575:544]) :
+            (c3_pad_rest[0] ? zinv_4[575:544] : zinv_0[575:544])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[543:512] : zinv_24[543:512]) : (c3_pad_rest[0]
+            ? zinv_20[543:512] : zinv_16[543:512])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[543:512] : zinv_8[543:512]) :
+            (c3_pad_rest[0] ? zinv_4[543:512] : zinv_0[543:512])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[511:480] : zinv_24[511:480]) : (c3_pad_rest[0]
+            ? zinv_20[511:480] : zinv_16[511:480])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[511:480] : zinv_8[511:480]) :
+            (c3_pad_rest[0] ? zinv_4[511:480] : zinv_0[511:480])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[479:448] : zinv_24[479:448]) : (c3_pad_rest[0]
+            ? zinv_20[479:448] : zinv_16[479:448])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[479:448] : zinv_8[479:448]) :
+            (c3_pad_rest[0] ? zinv_4[479:448] : zinv_0[479:448])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[447:416] : zinv_24[447:416]) : (c3_pad_rest[0]
+            ? zinv_20[447:416] : zinv_16[447:416])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[447:416] : zinv_8[447:416]) :
+            (c3_pad_rest[0] ? zinv_4[447:416] : zinv_0[447:416])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[415:384] : zinv_24[415:384]) : (c3_pad_rest[0]
+            ? zinv_20[415:384] : zinv_16[415:384])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[415:384] : zinv_8[415:384]) :
+            (c3_pad_rest[0] ? zinv_4[415:384] : zinv_0[415:384])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[383:352] : zinv_24[383:352]) : (c3_pad_rest[0]
+            ? zinv_20[383:352] : zinv_16[383:352])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[383:352] : zinv_8[383:352]) :
+            (c3_pad_rest[0] ? zinv_4[383:352] : zinv_0[383:352])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[351:320] : zinv_24[351:320]) : (c3_pad_rest[0]
+            ? zinv_20[351:320] : zinv_16[351:320])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[351:320] : zinv_8[351:320]) :
+            (c3_pad_rest[0] ? zinv_4[351:320] : zinv_0[351:320])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[319:288] : zinv_24[319:288]) : (c3_pad_rest[0]
+            ? zinv_20[319:288] : zinv_16[319:288])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[319:288] : zinv_8[319:288]) :
+            (c3_pad_rest[0] ? zinv_4[319:288] : zinv_0[319:288])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[287:256] : zinv_24[287:256]) : (c3_pad_rest[0]
+            ? zinv_20[287:256] : zinv_16[287:256])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[287:256] : zinv_8[287:256]) :
+            (c3_pad_rest[0] ? zinv_4[287:256] : zinv_0[287:256])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[255:224] : zinv_24[255:224]) : (c3_pad_rest[0]
+            ? zinv_20[255:224] : zinv_16[255:224])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[255:224] : zinv_8[255:224]) :
+            (c3_pad_rest[0] ? zinv_4[255:224] : zinv_0[255:224])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[223:192] : zinv_24[223:192]) : (c3_pad_rest[0]
+            ? zinv_20[223:192] : zinv_16[223:192])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[223:192] : zinv_8[223:192]) :
+            (c3_pad_rest[0] ? zinv_4[223:192] : zinv_0[223:192])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[191:160] : zinv_24[191:160]) : (c3_pad_rest[0]
+            ? zinv_20[191:160] : zinv_16[191:160])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[191:160] : zinv_8[191:160]) :
+            (c3_pad_rest[0] ? zinv_4[191:160] : zinv_0[191:160])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[159:128] : zinv_24[159:128]) : (c3_pad_rest[0]
+            ? zinv_20[159:128] : zinv_16[159:128])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[159:128] : zinv_8[159:128]) :
+            (c3_pad_rest[0] ? zinv_4[159:128] : zinv_0[159:128])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[127:96] : zinv_24[127:96]) : (c3_pad_rest[0] ?
+            zinv_20[127:96] : zinv_16[127:96])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[127:96] : zinv_8[127:96]) :
+            (c3_pad_rest[0] ? zinv_4[127:96] : zinv_0[127:96])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[95:64] : zinv_24[95:64]) : (c3_pad_rest[0] ?
+            zinv_20[95:64] : zinv_16[95:64])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[95:64] : zinv_8[95:64]) :
+            (c3_pad_rest[0] ? zinv_4[95:64] : zinv_0[95:64])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[63:32] : zinv_24[63:32]) : (c3_pad_rest[0] ?
+            zinv_20[63:32] : zinv_16[63:32])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[63:32] : zinv_8[63:32]) :
+            (c3_pad_rest[0] ? zinv_4[63:32] : zinv_0[63:32])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[31:0] : zinv_24[31:0]) : (c3_pad_rest[0] ?
+            zinv_20[31:0] : zinv_16[31:0])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[31:0] : zinv_8[31:0]) : (c3_pad_rest[0] ?
+            zinv_4[31:0] : zinv_0[31:0]))))
     };
     assign v_crc_good = c3_fixed == 32'hb798b438;
     assign v_in = (c3_valid & c3_end) & ~v_err;
@@ -1924,6 +2355,11 @@ module mpa_rx_w256 (
     assign m_err_code = v_err_code;
     assign m_err_offset = v_err_offset;
     assign m_eos = v_eos;
+    assign buf_bank = buf_wptr[0];
+    assign buf_row0 = buf_wptr[11:1];
+    assign buf_row1 = buf_row0 + {10'h000, buf_bank};
+    assign buf_rd_row = buf_rptr[11:1];
+    assign o_read_data = o_read_bank ? ulpdu_buf1_rd : ulpdu_buf0_rd;
     assign o_q_wpos = o_q_count - o_pop;
     assign o_q0_push = o_reading & (o_q_wpos == 2'h0);
     assign o_q1_push = o_reading & (o_q_wpos == 2'h1);
@@ -1991,150 +2427,150 @@ module mpa_rx_w256 (
 
     always @(posedge clk) begin
         ring0 <= {
-        ((ring0_first & (6'h1f < w_end)) | 1'h0) ? w_rotated[255:248] : ring0[255:248],
-        (((ring0_first & (6'h1e < w_end)) & ~(6'h1e < {1'h0, w_lane})) | (ring0_second & ((6'h1e + 6'h20) < w_end))) ? w_rotated[247:240] : ring0[247:240],
-        (((ring0_first & (6'h1d < w_end)) & ~(6'h1d < {1'h0, w_lane})) | (ring0_second & ((6'h1d + 6'h20) < w_end))) ? w_rotated[239:232] : ring0[239:232],
-        (((ring0_first & (6'h1c < w_end)) & ~(6'h1c < {1'h0, w_lane})) | (ring0_second & ((6'h1c + 6'h20) < w_end))) ? w_rotated[231:224] : ring0[231:224],
-        (((ring0_first & (6'h1b < w_end)) & ~(6'h1b < {1'h0, w_lane})) | (ring0_second & ((6'h1b + 6'h20) < w_end))) ? w_rotated[223:216] : ring0[223:216],
-        (((ring0_first & (6'h1a < w_end)) & ~(6'h1a < {1'h0, w_lane})) | (ring0_second & ((6'h1a + 6'h20) < w_end))) ? w_rotated[215:208] : ring0[215:208],
-        (((ring0_first & (6'h19 < w_end)) & ~(6'h19 < {1'h0, w_lane})) | (ring0_second & ((6'h19 + 6'h20) < w_end))) ? w_rotated[207:200] : ring0[207:200],
-        (((ring0_first & (6'h18 < w_end)) & ~(6'h18 < {1'h0, w_lane})) | (ring0_second & ((6'h18 + 6'h20) < w_end))) ? w_rotated[199:192] : ring0[199:192],
-        (((ring0_first & (6'h17 < w_end)) & ~(6'h17 < {1'h0, w_lane})) | (ring0_second & ((6'h17 + 6'h20) < w_end))) ? w_rotated[191:184] : ring0[191:184],
-        (((ring0_first & (6'h16 < w_end)) & ~(6'h16 < {1'h0, w_lane})) | (ring0_second & ((6'h16 + 6'h20) < w_end))) ? w_rotated[183:176] : ring0[183:176],
-        (((ring0_first & (6'h15 < w_end)) & ~(6'h15 < {1'h0, w_lane})) | (ring0_second & ((6'h15 + 6'h20) < w_end))) ? w_rotated[175:168] : ring0[175:168],
-        (((ring0_first & (6'h14 < w_end)) & ~(6'h14 < {1'h0, w_lane})) | (ring0_second & ((6'h14 + 6'h20) < w_end))) ? w_rotated[167:160] : ring0[167:160],
-        (((ring0_first & (6'h13 < w_end)) & ~(6'h13 < {1'h0, w_lane})) | (ring0_second & ((6'h13 + 6'h20) < w_end))) ? w_rotated[159:152] : ring0[159:152],
-        (((ring0_first & (6'h12 < w_end)) & ~(6'h12 < {1'h0, w_lane})) | (ring0_second & ((6'h12 + 6'h20) < w_end))) ? w_rotated[151:144] : ring0[151:144],
-        (((ring0_first & (6'h11 < w_end)) & ~(6'h11 < {1'h0, w_lane})) | (ring0_second & ((6'h11 + 6'h20) < w_end))) ? w_rotated[143:136] : ring0[143:136],
-        (((ring0_first & (6'h10 < w_end)) & ~(6'h10 < {1'h0, w_lane})) | (ring0_second & ((6'h10 + 6'h20) < w_end))) ? w_rotated[135:128] : ring0[135:128],
-        (((ring0_first & (6'h0f < w_end)) & ~(6'h0f < {1'h0, w_lane})) | (ring0_second & ((6'h0f + 6'h20) < w_end))) ? w_rotated[127:120] : ring0[127:120],
-        (((ring0_first & (6'h0e < w_end)) & ~(6'h0e < {1'h0, w_lane})) | (ring0_second & ((6'h0e + 6'h20) < w_end))) ? w_rotated[119:112] : ring0[119:112],
-        (((ring0_first & (6'h0d < w_end)) & ~(6'h0d < {1'h0, w_lane})) | (ring0_second & ((6'h0d + 6'h20) < w_end))) ? w_rotated[111:104] : ring0[111:104],
-        (((ring0_first & (6'h0c < w_end)) & ~(6'h0c < {1'h0, w_lane})) | (ring0_second & ((6'h0c + 6'h20) < w_end))) ? w_rotated[103:96] : ring0[103:96],
-        (((ring0_first & (6'h0b < w_end)) & ~(6'h0b < {1'h0, w_lane})) | (ring0_second & ((6'h0b + 6'h20) < w_end))) ? w_rotated[95:88] : ring0[95:88],
-        (((ring0_first & (6'h0a < w_end)) & ~(6'h0a < {1'h0, w_lane})) | (ring0_second & ((6'h0a + 6'h20) < w_end))) ? w_rotated[87:80] : ring0[87:80],
-        (((ring0_first & (6'h09 < w_end)) & ~(6'h09 < {1'h0, w_lane})) | (ring0_second & ((6'h09 + 6'h20) < w_end))) ? w_rotated[79:72] : ring0[79:72],
-        (((ring0_first & (6'h08 < w_end)) & ~(6'h08 < {1'h0, w_lane})) | (ring0_second & ((6'h08 + 6'h20) < w_end))) ? w_rotated[71:64] : ring0[71:64],
-        (((ring0_first & (6'h07 < w_end)) & ~(6'h07 < {1'h0, w_lane})) | (ring0_second & ((6'h07 + 6'h20) < w_end))) ? w_rotated[63:56] : ring0[63:56],
-        (((ring0_first & (6'h06 < w_end)) & ~(6'h06 < {1'h0, w_lane})) | (ring0_second & ((6'h06 + 6'h20) < w_end))) ? w_rotated[55:48] : ring0[55:48],
-        (((ring0_first & (6'h05 < w_end)) & ~(6'h05 < {1'h0, w_lane})) | (ring0_second & ((6'h05 + 6'h20) < w_end))) ? w_rotated[47:40] : ring0[47:40],
-        (((ring0_first & (6'h04 < w_end)) & ~(6'h04 < {1'h0, w_lane})) | (ring0_second & ((6'h04 + 6'h20) < w_end))) ? w_rotated[39:32] : ring0[39:32],
-        (((ring0_first & (6'h03 < w_end)) & ~(6'h03 < {1'h0, w_lane})) | (ring0_second & ((6'h03 + 6'h20) < w_end))) ? w_rotated[31:24] : ring0[31:24],
-        (((ring0_first & (6'h02 < w_end)) & ~(6'h02 < {1'h0, w_lane})) | (ring0_second & ((6'h02 + 6'h20) < w_end))) ? w_rotated[23:16] : ring0[23:16],
-        (((ring0_first & (6'h01 < w_end)) & ~(6'h01 < {1'h0, w_lane})) | (ring0_second & ((6'h01 + 6'h20) < w_end))) ? w_rotated[15:8] : ring0[15:8],
-        (((ring0_first & (6'h00 < w_end)) & ~(6'h00 < {1'h0, w_lane})) | (ring0_second & ((6'h00 + 6'h20) < w_end))) ? w_rotated[7:0] : ring0[7:0]
-    };
+            ((ring0_first & (6'h1f < w_end)) | 1'h0) ? w_rotated[255:248] : ring0[255:248],
+            (((ring0_first & (6'h1e < w_end)) & ~(6'h1e < {1'h0, w_lane})) | (ring0_second & ((6'h1e + 6'h20) < w_end))) ? w_rotated[247:240] : ring0[247:240],
+            (((ring0_first & (6'h1d < w_end)) & ~(6'h1d < {1'h0, w_lane})) | (ring0_second & ((6'h1d + 6'h20) < w_end))) ? w_rotated[239:232] : ring0[239:232],
+            (((ring0_first & (6'h1c < w_end)) & ~(6'h1c < {1'h0, w_lane})) | (ring0_second & ((6'h1c + 6'h20) < w_end))) ? w_rotated[231:224] : ring0[231:224],
+            (((ring0_first & (6'h1b < w_end)) & ~(6'h1b < {1'h0, w_lane})) | (ring0_second & ((6'h1b + 6'h20) < w_end))) ? w_rotated[223:216] : ring0[223:216],
+            (((ring0_first & (6'h1a < w_end)) & ~(6'h1a < {1'h0, w_lane})) | (ring0_second & ((6'h1a + 6'h20) < w_end))) ? w_rotated[215:208] : ring0[215:208],
+            (((ring0_first & (6'h19 < w_end)) & ~(6'h19 < {1'h0, w_lane})) | (ring0_second & ((6'h19 + 6'h20) < w_end))) ? w_rotated[207:200] : ring0[207:200],
+            (((ring0_first & (6'h18 < w_end)) & ~(6'h18 < {1'h0, w_lane})) | (ring0_second & ((6'h18 + 6'h20) < w_end))) ? w_rotated[199:192] : ring0[199:192],
+            (((ring0_first & (6'h17 < w_end)) & ~(6'h17 < {1'h0, w_lane})) | (ring0_second & ((6'h17 + 6'h20) < w_end))) ? w_rotated[191:184] : ring0[191:184],
+            (((ring0_first & (6'h16 < w_end)) & ~(6'h16 < {1'h0, w_lane})) | (ring0_second & ((6'h16 + 6'h20) < w_end))) ? w_rotated[183:176] : ring0[183:176],
+            (((ring0_first & (6'h15 < w_end)) & ~(6'h15 < {1'h0, w_lane})) | (ring0_second & ((6'h15 + 6'h20) < w_end))) ? w_rotated[175:168] : ring0[175:168],
+            (((ring0_first & (6'h14 < w_end)) & ~(6'h14 < {1'h0, w_lane})) | (ring0_second & ((6'h14 + 6'h20) < w_end))) ? w_rotated[167:160] : ring0[167:160],
+            (((ring0_first & (6'h13 < w_end)) & ~(6'h13 < {1'h0, w_lane})) | (ring0_second & ((6'h13 + 6'h20) < w_end))) ? w_rotated[159:152] : ring0[159:152],
+            (((ring0_first & (6'h12 < w_end)) & ~(6'h12 < {1'h0, w_lane})) | (ring0_second & ((6'h12 + 6'h20) < w_end))) ? w_rotated[151:144] : ring0[151:144],
+            (((ring0_first & (6'h11 < w_end)) & ~(6'h11 < {1'h0, w_lane})) | (ring0_second & ((6'h11 + 6'h20) < w_end))) ? w_rotated[143:136] : ring0[143:136],
+            (((ring0_first & (6'h10 < w_end)) & ~(6'h10 < {1'h0, w_lane})) | (ring0_second & ((6'h10 + 6'h20) < w_end))) ? w_rotated[135:128] : ring0[135:128],
+            (((ring0_first & (6'h0f < w_end)) & ~(6'h0f < {1'h0, w_lane})) | (ring0_second & ((6'h0f + 6'h20) < w_end))) ? w_rotated[127:120] : ring0[127:120],
+            (((ring0_first & (6'h0e < w_end)) & ~(6'h0e < {1'h0, w_lane})) | (ring0_second & ((6'h0e + 6'h20) < w_end))) ? w_rotated[119:112] : ring0[119:112],
+            (((ring0_first & (6'h0d < w_end)) & ~(6'h0d < {1'h0, w_lane})) | (ring0_second & ((6'h0d + 6'h20) < w_end))) ? w_rotated[111:104] : ring0[111:104],
+            (((ring0_first & (6'h0c < w_end)) & ~(6'h0c < {1'h0, w_lane})) | (ring0_second & ((6'h0c + 6'h20) < w_end))) ? w_rotated[103:96] : ring0[103:96],
+            (((ring0_first & (6'h0b < w_end)) & ~(6'h0b < {1'h0, w_lane})) | (ring0_second & ((6'h0b + 6'h20) < w_end))) ? w_rotated[95:88] : ring0[95:88],
+            (((ring0_first & (6'h0a < w_end)) & ~(6'h0a < {1'h0, w_lane})) | (ring0_second & ((6'h0a + 6'h20) < w_end))) ? w_rotated[87:80] : ring0[87:80],
+            (((ring0_first & (6'h09 < w_end)) & ~(6'h09 < {1'h0, w_lane})) | (ring0_second & ((6'h09 + 6'h20) < w_end))) ? w_rotated[79:72] : ring0[79:72],
+            (((ring0_first & (6'h08 < w_end)) & ~(6'h08 < {1'h0, w_lane})) | (ring0_second & ((6'h08 + 6'h20) < w_end))) ? w_rotated[71:64] : ring0[71:64],
+            (((ring0_first & (6'h07 < w_end)) & ~(6'h07 < {1'h0, w_lane})) | (ring0_second & ((6'h07 + 6'h20) < w_end))) ? w_rotated[63:56] : ring0[63:56],
+            (((ring0_first & (6'h06 < w_end)) & ~(6'h06 < {1'h0, w_lane})) | (ring0_second & ((6'h06 + 6'h20) < w_end))) ? w_rotated[55:48] : ring0[55:48],
+            (((ring0_first & (6'h05 < w_end)) & ~(6'h05 < {1'h0, w_lane})) | (ring0_second & ((6'h05 + 6'h20) < w_end))) ? w_rotated[47:40] : ring0[47:40],
+            (((ring0_first & (6'h04 < w_end)) & ~(6'h04 < {1'h0, w_lane})) | (ring0_second & ((6'h04 + 6'h20) < w_end))) ? w_rotated[39:32] : ring0[39:32],
+            (((ring0_first & (6'h03 < w_end)) & ~(6'h03 < {1'h0, w_lane})) | (ring0_second & ((6'h03 + 6'h20) < w_end))) ? w_rotated[31:24] : ring0[31:24],
+            (((ring0_first & (6'h02 < w_end)) & ~(6'h02 < {1'h0, w_lane})) | (ring0_second & ((6'h02 + 6'h20) < w_end))) ? w_rotated[23:16] : ring0[23:16],
+            (((ring0_first & (6'h01 < w_end)) & ~(6'h01 < {1'h0, w_lane})) | (ring0_second & ((6'h01 + 6'h20) < w_end))) ? w_rotated[15:8] : ring0[15:8],
+            (((ring0_first & (6'h00 < w_end)) & ~(6'h00 < {1'h0, w_lane})) | (ring0_second & ((6'h00 + 6'h20) < w_end))) ? w_rotated[7:0] : ring0[7:0]
+        };
     end
 
     always @(posedge clk) begin
         ring1 <= {
-        ((ring1_first & (6'h1f < w_end)) | 1'h0) ? w_rotated[255:248] : ring1[255:248],
-        (((ring1_first & (6'h1e < w_end)) & ~(6'h1e < {1'h0, w_lane})) | (ring1_second & ((6'h1e + 6'h20) < w_end))) ? w_rotated[247:240] : ring1[247:240],
-        (((ring1_first & (6'h1d < w_end)) & ~(6'h1d < {1'h0, w_lane})) | (ring1_second & ((6'h1d + 6'h20) < w_end))) ? w_rotated[239:232] : ring1[239:232],
-        (((ring1_first & (6'h1c < w_end)) & ~(6'h1c < {1'h0, w_lane})) | (ring1_second & ((6'h1c + 6'h20) < w_end))) ? w_rotated[231:224] : ring1[231:224],
-        (((ring1_first & (6'h1b < w_end)) & ~(6'h1b < {1'h0, w_lane})) | (ring1_second & ((6'h1b + 6'h20) < w_end))) ? w_rotated[223:216] : ring1[223:216],
-        (((ring1_first & (6'h1a < w_end)) & ~(6'h1a < {1'h0, w_lane})) | (ring1_second & ((6'h1a + 6'h20) < w_end))) ? w_rotated[215:208] : ring1[215:208],
-        (((ring1_first & (6'h19 < w_end)) & ~(6'h19 < {1'h0, w_lane})) | (ring1_second & ((6'h19 + 6'h20) < w_end))) ? w_rotated[207:200] : ring1[207:200],
-        (((ring1_first & (6'h18 < w_end)) & ~(6'h18 < {1'h0, w_lane})) | (ring1_second & ((6'h18 + 6'h20) < w_end))) ? w_rotated[199:192] : ring1[199:192],
-        (((ring1_first & (6'h17 < w_end)) & ~(6'h17 < {1'h0, w_lane})) | (ring1_second & ((6'h17 + 6'h20) < w_end))) ? w_rotated[191:184] : ring1[191:184],
-        (((ring1_first & (6'h16 < w_end)) & ~(6'h16 < {1'h0, w_lane})) | (ring1_second & ((6'h16 + 6'h20) < w_end))) ? w_rotated[183:176] : ring1[183:176],
-        (((ring1_first & (6'h15 < w_end)) & ~(6'h15 < {1'h0, w_lane})) | (ring1_second & ((6'h15 + 6'h20) < w_end))) ? w_rotated[175:168] : ring1[175:168],
-        (((ring1_first & (6'h14 < w_end)) & ~(6'h14 < {1'h0, w_lane})) | (ring1_second & ((6'h14 + 6'h20) < w_end))) ? w_rotated[167:160] : ring1[167:160],
-        (((ring1_first & (6'h13 < w_end)) & ~(6'h13 < {1'h0, w_lane})) | (ring1_second & ((6'h13 + 6'h20) < w_end))) ? w_rotated[159:152] : ring1[159:152],
-        (((ring1_first & (6'h12 < w_end)) & ~(6'h12 < {1'h0, w_lane})) | (ring1_second & ((6'h12 + 6'h20) < w_end))) ? w_rotated[151:144] : ring1[151:144],
-        (((ring1_first & (6'h11 < w_end)) & ~(6'h11 < {1'h0, w_lane})) | (ring1_second & ((6'h11 + 6'h20) < w_end))) ? w_rotated[143:136] : ring1[143:136],
-        (((ring1_first & (6'h10 < w_end)) & ~(6'h10 < {1'h0, w_lane})) | (ring1_second & ((6'h10 + 6'h20) < w_end))) ? w_rotated[135:128] : ring1[135:128],
-        (((ring1_first & (6'h0f < w_end)) & ~(6'h0f < {1'h0, w_lane})) | (ring1_second & ((6'h0f + 6'h20) < w_end))) ? w_rotated[127:120] : ring1[127:120],
-        (((ring1_first & (6'h0e < w_end)) & ~(6'h0e < {1'h0, w_lane})) | (ring1_second & ((6'h0e + 6'h20) < w_end))) ? w_rotated[119:112] : ring1[119:112],
-        (((ring1_first & (6'h0d < w_end)) & ~(6'h0d < {1'h0, w_lane})) | (ring1_second & ((6'h0d + 6'h20) < w_end))) ? w_rotated[111:104] : ring1[111:104],
-        (((ring1_first & (6'h0c < w_end)) & ~(6'h0c < {1'h0, w_lane})) | (ring1_second & ((6'h0c + 6'h20) < w_end))) ? w_rotated[103:96] : ring1[103:96],
-        (((ring1_first & (6'h0b < w_end)) & ~(6'h0b < {1'h0, w_lane})) | (ring1_second & ((6'h0b + 6'h20) < w_end))) ? w_rotated[95:88] : ring1[95:88],
-        (((ring1_first & (6'h0a < w_end)) & ~(6'h0a < {1'h0, w_lane})) | (ring1_second & ((6'h0a + 6'h20) < w_end))) ? w_rotated[87:80] : ring1[87:80],
-        (((ring1_first & (6'h09 < w_end)) & ~(6'h09 < {1'h0, w_lane})) | (ring1_second & ((6'h09 + 6'h20) < w_end))) ? w_rotated[79:72] : ring1[79:72],
-        (((ring1_first & (6'h08 < w_end)) & ~(6'h08 < {1'h0, w_lane})) | (ring1_second & ((6'h08 + 6'h20) < w_end))) ? w_rotated[71:64] : ring1[71:64],
-        (((ring1_first & (6'h07 < w_end)) & ~(6'h07 < {1'h0, w_lane})) | (ring1_second & ((6'h07 + 6'h20) < w_end))) ? w_rotated[63:56] : ring1[63:56],
-        (((ring1_first & (6'h06 < w_end)) & ~(6'h06 < {1'h0, w_lane})) | (ring1_second & ((6'h06 + 6'h20) < w_end))) ? w_rotated[55:48] : ring1[55:48],
-        (((ring1_first & (6'h05 < w_end)) & ~(6'h05 < {1'h0, w_lane})) | (ring1_second & ((6'h05 + 6'h20) < w_end))) ? w_rotated[47:40] : ring1[47:40],
-        (((ring1_first & (6'h04 < w_end)) & ~(6'h04 < {1'h0, w_lane})) | (ring1_second & ((6'h04 + 6'h20) < w_end))) ? w_rotated[39:32] : ring1[39:32],
-        (((ring1_first & (6'h03 < w_end)) & ~(6'h03 < {1'h0, w_lane})) | (ring1_second & ((6'h03 + 6'h20) < w_end))) ? w_rotated[31:24] : ring1[31:24],
-        (((ring1_first & (6'h02 < w_end)) & ~(6'h02 < {1'h0, w_lane})) | (ring1_second & ((6'h02 + 6'h20) < w_end))) ? w_rotated[23:16] : ring1[23:16],
-        (((ring1_first & (6'h01 < w_end)) & ~(6'h01 < {1'h0, w_lane})) | (ring1_second & ((6'h01 + 6'h20) < w_end))) ? w_rotated[15:8] : ring1[15:8],
-        (((ring1_first & (6'h00 < w_end)) & ~(6'h00 < {1'h0, w_lane})) | (ring1_second & ((6'h00 + 6'h20) < w_end))) ? w_rotated[7:0] : ring1[7:0]
-    };
+            ((ring1_first & (6'h1f < w_end)) | 1'h0) ? w_rotated[255:248] : ring1[255:248],
+            (((ring1_first & (6'h1e < w_end)) & ~(6'h1e < {1'h0, w_lane})) | (ring1_second & ((6'h1e + 6'h20) < w_end))) ? w_rotated[247:240] : ring1[247:240],
+            (((ring1_first & (6'h1d < w_end)) & ~(6'h1d < {1'h0, w_lane})) | (ring1_second & ((6'h1d + 6'h20) < w_end))) ? w_rotated[239:232] : ring1[239:232],
+            (((ring1_first & (6'h1c < w_end)) & ~(6'h1c < {1'h0, w_lane})) | (ring1_second & ((6'h1c + 6'h20) < w_end))) ? w_rotated[231:224] : ring1[231:224],
+            (((ring1_first & (6'h1b < w_end)) & ~(6'h1b < {1'h0, w_lane})) | (ring1_second & ((6'h1b + 6'h20) < w_end))) ? w_rotated[223:216] : ring1[223:216],
+            (((ring1_first & (6'h1a < w_end)) & ~(6'h1a < {1'h0, w_lane})) | (ring1_second & ((6'h1a + 6'h20) < w_end))) ? w_rotated[215:208] : ring1[215:208],
+            (((ring1_first & (6'h19 < w_end)) & ~(6'h19 < {1'h0, w_lane})) | (ring1_second & ((6'h19 + 6'h20) < w_end))) ? w_rotated[207:200] : ring1[207:200],
+            (((ring1_first & (6'h18 < w_end)) & ~(6'h18 < {1'h0, w_lane})) | (ring1_second & ((6'h18 + 6'h20) < w_end))) ? w_rotated[199:192] : ring1[199:192],
+            (((ring1_first & (6'h17 < w_end)) & ~(6'h17 < {1'h0, w_lane})) | (ring1_second & ((6'h17 + 6'h20) < w_end))) ? w_rotated[191:184] : ring1[191:184],
+            (((ring1_first & (6'h16 < w_end)) & ~(6'h16 < {1'h0, w_lane})) | (ring1_second & ((6'h16 + 6'h20) < w_end))) ? w_rotated[183:176] : ring1[183:176],
+            (((ring1_first & (6'h15 < w_end)) & ~(6'h15 < {1'h0, w_lane})) | (ring1_second & ((6'h15 + 6'h20) < w_end))) ? w_rotated[175:168] : ring1[175:168],
+            (((ring1_first & (6'h14 < w_end)) & ~(6'h14 < {1'h0, w_lane})) | (ring1_second & ((6'h14 + 6'h20) < w_end))) ? w_rotated[167:160] : ring1[167:160],
+            (((ring1_first & (6'h13 < w_end)) & ~(6'h13 < {1'h0, w_lane})) | (ring1_second & ((6'h13 + 6'h20) < w_end))) ? w_rotated[159:152] : ring1[159:152],
+            (((ring1_first & (6'h12 < w_end)) & ~(6'h12 < {1'h0, w_lane})) | (ring1_second & ((6'h12 + 6'h20) < w_end))) ? w_rotated[151:144] : ring1[151:144],
+            (((ring1_first & (6'h11 < w_end)) & ~(6'h11 < {1'h0, w_lane})) | (ring1_second & ((6'h11 + 6'h20) < w_end))) ? w_rotated[143:136] : ring1[143:136],
+            (((ring1_first & (6'h10 < w_end)) & ~(6'h10 < {1'h0, w_lane})) | (ring1_second & ((6'h10 + 6'h20) < w_end))) ? w_rotated[135:128] : ring1[135:128],
+            (((ring1_first & (6'h0f < w_end)) & ~(6'h0f < {1'h0, w_lane})) | (ring1_second & ((6'h0f + 6'h20) < w_end))) ? w_rotated[127:120] : ring1[127:120],
+            (((ring1_first & (6'h0e < w_end)) & ~(6'h0e < {1'h0, w_lane})) | (ring1_second & ((6'h0e + 6'h20) < w_end))) ? w_rotated[119:112] : ring1[119:112],
+            (((ring1_first & (6'h0d < w_end)) & ~(6'h0d < {1'h0, w_lane})) | (ring1_second & ((6'h0d + 6'h20) < w_end))) ? w_rotated[111:104] : ring1[111:104],
+            (((ring1_first & (6'h0c < w_end)) & ~(6'h0c < {1'h0, w_lane})) | (ring1_second & ((6'h0c + 6'h20) < w_end))) ? w_rotated[103:96] : ring1[103:96],
+            (((ring1_first & (6'h0b < w_end)) & ~(6'h0b < {1'h0, w_lane})) | (ring1_second & ((6'h0b + 6'h20) < w_end))) ? w_rotated[95:88] : ring1[95:88],
+            (((ring1_first & (6'h0a < w_end)) & ~(6'h0a < {1'h0, w_lane})) | (ring1_second & ((6'h0a + 6'h20) < w_end))) ? w_rotated[87:80] : ring1[87:80],
+            (((ring1_first & (6'h09 < w_end)) & ~(6'h09 < {1'h0, w_lane})) | (ring1_second & ((6'h09 + 6'h20) < w_end))) ? w_rotated[79:72] : ring1[79:72],
+            (((ring1_first & (6'h08 < w_end)) & ~(6'h08 < {1'h0, w_lane})) | (ring1_second & ((6'h08 + 6'h20) < w_end))) ? w_rotated[71:64] : ring1[71:64],
+            (((ring1_first & (6'h07 < w_end)) & ~(6'h07 < {1'h0, w_lane})) | (ring1_second & ((6'h07 + 6'h20) < w_end))) ? w_rotated[63:56] : ring1[63:56],
+            (((ring1_first & (6'h06 < w_end)) & ~(6'h06 < {1'h0, w_lane})) | (ring1_second & ((6'h06 + 6'h20) < w_end))) ? w_rotated[55:48] : ring1[55:48],
+            (((ring1_first & (6'h05 < w_end)) & ~(6'h05 < {1'h0, w_lane})) | (ring1_second & ((6'h05 + 6'h20) < w_end))) ? w_rotated[47:40] : ring1[47:40],
+            (((ring1_first & (6'h04 < w_end)) & ~(6'h04 < {1'h0, w_lane})) | (ring1_second & ((6'h04 + 6'h20) < w_end))) ? w_rotated[39:32] : ring1[39:32],
+            (((ring1_first & (6'h03 < w_end)) & ~(6'h03 < {1'h0, w_lane})) | (ring1_second & ((6'h03 + 6'h20) < w_end))) ? w_rotated[31:24] : ring1[31:24],
+            (((ring1_first & (6'h02 < w_end)) & ~(6'h02 < {1'h0, w_lane})) | (ring1_second & ((6'h02 + 6'h20) < w_end))) ? w_rotated[23:16] : ring1[23:16],
+            (((ring1_first & (6'h01 < w_end)) & ~(6'h01 < {1'h0, w_lane})) | (ring1_second & ((6'h01 + 6'h20) < w_end))) ? w_rotated[15:8] : ring1[15:8],
+            (((ring1_first & (6'h00 < w_end)) & ~(6'h00 < {1'h0, w_lane})) | (ring1_second & ((6'h00 + 6'h20) < w_end))) ? w_rotated[7:0] : ring1[7:0]
+        };
     end
 
     always @(posedge clk) begin
         ring2 <= {
-        ((ring2_first & (6'h1f < w_end)) | 1'h0) ? w_rotated[255:248] : ring2[255:248],
-        (((ring2_first & (6'h1e < w_end)) & ~(6'h1e < {1'h0, w_lane})) | (ring2_second & ((6'h1e + 6'h20) < w_end))) ? w_rotated[247:240] : ring2[247:240],
-        (((ring2_first & (6'h1d < w_end)) & ~(6'h1d < {1'h0, w_lane})) | (ring2_second & ((6'h1d + 6'h20) < w_end))) ? w_rotated[239:232] : ring2[239:232],
-        (((ring2_first & (6'h1c < w_end)) & ~(6'h1c < {1'h0, w_lane})) | (ring2_second & ((6'h1c + 6'h20) < w_end))) ? w_rotated[231:224] : ring2[231:224],
-        (((ring2_first & (6'h1b < w_end)) & ~(6'h1b < {1'h0, w_lane})) | (ring2_second & ((6'h1b + 6'h20) < w_end))) ? w_rotated[223:216] : ring2[223:216],
-        (((ring2_first & (6'h1a < w_end)) & ~(6'h1a < {1'h0, w_lane})) | (ring2_second & ((6'h1a + 6'h20) < w_end))) ? w_rotated[215:208] : ring2[215:208],
-        (((ring2_first & (6'h19 < w_end)) & ~(6'h19 < {1'h0, w_lane})) | (ring2_second & ((6'h19 + 6'h20) < w_end))) ? w_rotated[207:200] : ring2[207:200],
-        (((ring2_first & (6'h18 < w_end)) & ~(6'h18 < {1'h0, w_lane})) | (ring2_second & ((6'h18 + 6'h20) < w_end))) ? w_rotated[199:192] : ring2[199:192],
-        (((ring2_first & (6'h17 < w_end)) & ~(6'h17 < {1'h0, w_lane})) | (ring2_second & ((6'h17 + 6'h20) < w_end))) ? w_rotated[191:184] : ring2[191:184],
-        (((ring2_first & (6'h16 < w_end)) & ~(6'h16 < {1'h0, w_lane})) | (ring2_second & ((6'h16 + 6'h20) < w_end))) ? w_rotated[183:176] : ring2[183:176],
-        (((ring2_first & (6'h15 < w_end)) & ~(6'h15 < {1'h0, w_lane})) | (ring2_second & ((6'h15 + 6'h20) < w_end))) ? w_rotated[175:168] : ring2[175:168],
-        (((ring2_first & (6'h14 < w_end)) & ~(6'h14 < {1'h0, w_lane})) | (ring2_second & ((6'h14 + 6'h20) < w_end))) ? w_rotated[167:160] : ring2[167:160],
-        (((ring2_first & (6'h13 < w_end)) & ~(6'h13 < {1'h0, w_lane})) | (ring2_second & ((6'h13 + 6'h20) < w_end))) ? w_rotated[159:152] : ring2[159:152],
-        (((ring2_first & (6'h12 < w_end)) & ~(6'h12 < {1'h0, w_lane})) | (ring2_second & ((6'h12 + 6'h20) < w_end))) ? w_rotated[151:144] : ring2[151:144],
-        (((ring2_first & (6'h11 < w_end)) & ~(6'h11 < {1'h0, w_lane})) | (ring2_second & ((6'h11 + 6'h20) < w_end))) ? w_rotated[143:136] : ring2[143:136],
-        (((ring2_first & (6'h10 < w_end)) & ~(6'h10 < {1'h0, w_lane})) | (ring2_second & ((6'h10 + 6'h20) < w_end))) ? w_rotated[135:128] : ring2[135:128],
-        (((ring2_first & (6'h0f < w_end)) & ~(6'h0f < {1'h0, w_lane})) | (ring2_second & ((6'h0f + 6'h20) < w_end))) ? w_rotated[127:120] : ring2[127:120],
-        (((ring2_first & (6'h0e < w_end)) & ~(6'h0e < {1'h0, w_lane})) | (ring2_second & ((6'h0e + 6'h20) < w_end))) ? w_rotated[119:112] : ring2[119:112],
-        (((ring2_first & (6'h0d < w_end)) & ~(6'h0d < {1'h0, w_lane})) | (ring2_second & ((6'h0d + 6'h20) < w_end))) ? w_rotated[111:104] : ring2[111:104],
-        (((ring2_first & (6'h0c < w_end)) & ~(6'h0c < {1'h0, w_lane})) | (ring2_second & ((6'h0c + 6'h20) < w_end))) ? w_rotated[103:96] : ring2[103:96],
-        (((ring2_first & (6'h0b < w_end)) & ~(6'h0b < {1'h0, w_lane})) | (ring2_second & ((6'h0b + 6'h20) < w_end))) ? w_rotated[95:88] : ring2[95:88],
-        (((ring2_first & (6'h0a < w_end)) & ~(6'h0a < {1'h0, w_lane})) | (ring2_second & ((6'h0a + 6'h20) < w_end))) ? w_rotated[87:80] : ring2[87:80],
-        (((ring2_first & (6'h09 < w_end)) & ~(6'h09 < {1'h0, w_lane})) | (ring2_second & ((6'h09 + 6'h20) < w_end))) ? w_rotated[79:72] : ring2[79:72],
-        (((ring2_first & (6'h08 < w_end)) & ~(6'h08 < {1'h0, w_lane})) | (ring2_second & ((6'h08 + 6'h20) < w_end))) ? w_rotated[71:64] : ring2[71:64],
-        (((ring2_first & (6'h07 < w_end)) & ~(6'h07 < {1'h0, w_lane})) | (ring2_second & ((6'h07 + 6'h20) < w_end))) ? w_rotated[63:56] : ring2[63:56],
-        (((ring2_first & (6'h06 < w_end)) & ~(6'h06 < {1'h0, w_lane})) | (ring2_second & ((6'h06 + 6'h20) < w_end))) ? w_rotated[55:48] : ring2[55:48],
-        (((ring2_first & (6'h05 < w_end)) & ~(6'h05 < {1'h0, w_lane})) | (ring2_second & ((6'h05 + 6'h20) < w_end))) ? w_rotated[47:40] : ring2[47:40],
-        (((ring2_first & (6'h04 < w_end)) & ~(6'h04 < {1'h0, w_lane})) | (ring2_second & ((6'h04 + 6'h20) < w_end))) ? w_rotated[39:32] : ring2[39:32],
-        (((ring2_first & (6'h03 < w_end)) & ~(6'h03 < {1'h0, w_lane})) | (ring2_second & ((6'h03 + 6'h20) < w_end))) ? w_rotated[31:24] : ring2[31:24],
-        (((ring2_first & (6'h02 < w_end)) & ~(6'h02 < {1'h0, w_lane})) | (ring2_second & ((6'h02 + 6'h20) < w_end))) ? w_rotated[23:16] : ring2[23:16],
-        (((ring2_first & (6'h01 < w_end)) & ~(6'h01 < {1'h0, w_lane})) | (ring2_second & ((6'h01 + 6'h20) < w_end))) ? w_rotated[15:8] : ring2[15:8],
-        (((ring2_first & (6'h00 < w_end)) & ~(6'h00 < {1'h0, w_lane})) | (ring2_second & ((6'h00 + 6'h20) < w_end))) ? w_rotated[7:0] : ring2[7:0]
-    };
+            ((ring2_first & (6'h1f < w_end)) | 1'h0) ? w_rotated[255:248] : ring2[255:248],
+            (((ring2_first & (6'h1e < w_end)) & ~(6'h1e < {1'h0, w_lane})) | (ring2_second & ((6'h1e + 6'h20) < w_end))) ? w_rotated[247:240] : ring2[247:240],
+            (((ring2_first & (6'h1d < w_end)) & ~(6'h1d < {1'h0, w_lane})) | (ring2_second & ((6'h1d + 6'h20) < w_end))) ? w_rotated[239:232] : ring2[239:232],
+            (((ring2_first & (6'h1c < w_end)) & ~(6'h1c < {1'h0, w_lane})) | (ring2_second & ((6'h1c + 6'h20) < w_end))) ? w_rotated[231:224] : ring2[231:224],
+            (((ring2_first & (6'h1b < w_end)) & ~(6'h1b < {1'h0, w_lane})) | (ring2_second & ((6'h1b + 6'h20) < w_end))) ? w_rotated[223:216] : ring2[223:216],
+            (((ring2_first & (6'h1a < w_end)) & ~(6'h1a < {1'h0, w_lane})) | (ring2_second & ((6'h1a + 6'h20) < w_end))) ? w_rotated[215:208] : ring2[215:208],
+            (((ring2_first & (6'h19 < w_end)) & ~(6'h19 < {1'h0, w_lane})) | (ring2_second & ((6'h19 + 6'h20) < w_end))) ? w_rotated[207:200] : ring2[207:200],
+            (((ring2_first & (6'h18 < w_end)) & ~(6'h18 < {1'h0, w_lane})) | (ring2_second & ((6'h18 + 6'h20) < w_end))) ? w_rotated[199:192] : ring2[199:192],
+            (((ring2_first & (6'h17 < w_end)) & ~(6'h17 < {1'h0, w_lane})) | (ring2_second & ((6'h17 + 6'h20) < w_end))) ? w_rotated[191:184] : ring2[191:184],
+            (((ring2_first & (6'h16 < w_end)) & ~(6'h16 < {1'h0, w_lane})) | (ring2_second & ((6'h16 + 6'h20) < w_end))) ? w_rotated[183:176] : ring2[183:176],
+            (((ring2_first & (6'h15 < w_end)) & ~(6'h15 < {1'h0, w_lane})) | (ring2_second & ((6'h15 + 6'h20) < w_end))) ? w_rotated[175:168] : ring2[175:168],
+            (((ring2_first & (6'h14 < w_end)) & ~(6'h14 < {1'h0, w_lane})) | (ring2_second & ((6'h14 + 6'h20) < w_end))) ? w_rotated[167:160] : ring2[167:160],
+            (((ring2_first & (6'h13 < w_end)) & ~(6'h13 < {1'h0, w_lane})) | (ring2_second & ((6'h13 + 6'h20) < w_end))) ? w_rotated[159:152] : ring2[159:152],
+            (((ring2_first & (6'h12 < w_end)) & ~(6'h12 < {1'h0, w_lane})) | (ring2_second & ((6'h12 + 6'h20) < w_end))) ? w_rotated[151:144] : ring2[151:144],
+            (((ring2_first & (6'h11 < w_end)) & ~(6'h11 < {1'h0, w_lane})) | (ring2_second & ((6'h11 + 6'h20) < w_end))) ? w_rotated[143:136] : ring2[143:136],
+            (((ring2_first & (6'h10 < w_end)) & ~(6'h10 < {1'h0, w_lane})) | (ring2_second & ((6'h10 + 6'h20) < w_end))) ? w_rotated[135:128] : ring2[135:128],
+            (((ring2_first & (6'h0f < w_end)) & ~(6'h0f < {1'h0, w_lane})) | (ring2_second & ((6'h0f + 6'h20) < w_end))) ? w_rotated[127:120] : ring2[127:120],
+            (((ring2_first & (6'h0e < w_end)) & ~(6'h0e < {1'h0, w_lane})) | (ring2_second & ((6'h0e + 6'h20) < w_end))) ? w_rotated[119:112] : ring2[119:112],
+            (((ring2_first & (6'h0d < w_end)) & ~(6'h0d < {1'h0, w_lane})) | (ring2_second & ((6'h0d + 6'h20) < w_end))) ? w_rotated[111:104] : ring2[111:104],
+            (((ring2_first & (6'h0c < w_end)) & ~(6'h0c < {1'h0, w_lane})) | (ring2_second & ((6'h0c + 6'h20) < w_end))) ? w_rotated[103:96] : ring2[103:96],
+            (((ring2_first & (6'h0b < w_end)) & ~(6'h0b < {1'h0, w_lane})) | (ring2_second & ((6'h0b + 6'h20) < w_end))) ? w_rotated[95:88] : ring2[95:88],
+            (((ring2_first & (6'h0a < w_end)) & ~(6'h0a < {1'h0, w_lane})) | (ring2_second & ((6'h0a + 6'h20) < w_end))) ? w_rotated[87:80] : ring2[87:80],
+            (((ring2_first & (6'h09 < w_end)) & ~(6'h09 < {1'h0, w_lane})) | (ring2_second & ((6'h09 + 6'h20) < w_end))) ? w_rotated[79:72] : ring2[79:72],
+            (((ring2_first & (6'h08 < w_end)) & ~(6'h08 < {1'h0, w_lane})) | (ring2_second & ((6'h08 + 6'h20) < w_end))) ? w_rotated[71:64] : ring2[71:64],
+            (((ring2_first & (6'h07 < w_end)) & ~(6'h07 < {1'h0, w_lane})) | (ring2_second & ((6'h07 + 6'h20) < w_end))) ? w_rotated[63:56] : ring2[63:56],
+            (((ring2_first & (6'h06 < w_end)) & ~(6'h06 < {1'h0, w_lane})) | (ring2_second & ((6'h06 + 6'h20) < w_end))) ? w_rotated[55:48] : ring2[55:48],
+            (((ring2_first & (6'h05 < w_end)) & ~(6'h05 < {1'h0, w_lane})) | (ring2_second & ((6'h05 + 6'h20) < w_end))) ? w_rotated[47:40] : ring2[47:40],
+            (((ring2_first & (6'h04 < w_end)) & ~(6'h04 < {1'h0, w_lane})) | (ring2_second & ((6'h04 + 6'h20) < w_end))) ? w_rotated[39:32] : ring2[39:32],
+            (((ring2_first & (6'h03 < w_end)) & ~(6'h03 < {1'h0, w_lane})) | (ring2_second & ((6'h03 + 6'h20) < w_end))) ? w_rotated[31:24] : ring2[31:24],
+            (((ring2_first & (6'h02 < w_end)) & ~(6'h02 < {1'h0, w_lane})) | (ring2_second & ((6'h02 + 6'h20) < w_end))) ? w_rotated[23:16] : ring2[23:16],
+            (((ring2_first & (6'h01 < w_end)) & ~(6'h01 < {1'h0, w_lane})) | (ring2_second & ((6'h01 + 6'h20) < w_end))) ? w_rotated[15:8] : ring2[15:8],
+            (((ring2_first & (6'h00 < w_end)) & ~(6'h00 < {1'h0, w_lane})) | (ring2_second & ((6'h00 + 6'h20) < w_end))) ? w_rotated[7:0] : ring2[7:0]
+        };
     end
 
     always @(posedge clk) begin
         ring3 <= {
-        ((ring3_first & (6'h1f < w_end)) | 1'h0) ? w_rotated[255:248] : ring3[255:248],
-        (((ring3_first & (6'h1e < w_end)) & ~(6'h1e < {1'h0, w_lane})) | (ring3_second & ((6'h1e + 6'h20) < w_end))) ? w_rotated[247:240] : ring3[247:240],
-        (((ring3_first & (6'h1d < w_end)) & ~(6'h1d < {1'h0, w_lane})) | (ring3_second & ((6'h1d + 6'h20) < w_end))) ? w_rotated[239:232] : ring3[239:232],
-        (((ring3_first & (6'h1c < w_end)) & ~(6'h1c < {1'h0, w_lane})) | (ring3_second & ((6'h1c + 6'h20) < w_end))) ? w_rotated[231:224] : ring3[231:224],
-        (((ring3_first & (6'h1b < w_end)) & ~(6'h1b < {1'h0, w_lane})) | (ring3_second & ((6'h1b + 6'h20) < w_end))) ? w_rotated[223:216] : ring3[223:216],
-        (((ring3_first & (6'h1a < w_end)) & ~(6'h1a < {1'h0, w_lane})) | (ring3_second & ((6'h1a + 6'h20) < w_end))) ? w_rotated[215:208] : ring3[215:208],
-        (((ring3_first & (6'h19 < w_end)) & ~(6'h19 < {1'h0, w_lane})) | (ring3_second & ((6'h19 + 6'h20) < w_end))) ? w_rotated[207:200] : ring3[207:200],
-        (((ring3_first & (6'h18 < w_end)) & ~(6'h18 < {1'h0, w_lane})) | (ring3_second & ((6'h18 + 6'h20) < w_end))) ? w_rotated[199:192] : ring3[199:192],
-        (((ring3_first & (6'h17 < w_end)) & ~(6'h17 < {1'h0, w_lane})) | (ring3_second & ((6'h17 + 6'h20) < w_end))) ? w_rotated[191:184] : ring3[191:184],
-        (((ring3_first & (6'h16 < w_end)) & ~(6'h16 < {1'h0, w_lane})) | (ring3_second & ((6'h16 + 6'h20) < w_end))) ? w_rotated[183:176] : ring3[183:176],
-        (((ring3_first & (6'h15 < w_end)) & ~(6'h15 < {1'h0, w_lane})) | (ring3_second & ((6'h15 + 6'h20) < w_end))) ? w_rotated[175:168] : ring3[175:168],
-        (((ring3_first & (6'h14 < w_end)) & ~(6'h14 < {1'h0, w_lane})) | (ring3_second & ((6'h14 + 6'h20) < w_end))) ? w_rotated[167:160] : ring3[167:160],
-        (((ring3_first & (6'h13 < w_end)) & ~(6'h13 < {1'h0, w_lane})) | (ring3_second & ((6'h13 + 6'h20) < w_end))) ? w_rotated[159:152] : ring3[159:152],
-        (((ring3_first & (6'h12 < w_end)) & ~(6'h12 < {1'h0, w_lane})) | (ring3_second & ((6'h12 + 6'h20) < w_end))) ? w_rotated[151:144] : ring3[151:144],
-        (((ring3_first & (6'h11 < w_end)) & ~(6'h11 < {1'h0, w_lane})) | (ring3_second & ((6'h11 + 6'h20) < w_end))) ? w_rotated[143:136] : ring3[143:136],
-        (((ring3_first & (6'h10 < w_end)) & ~(6'h10 < {1'h0, w_lane})) | (ring3_second & ((6'h10 + 6'h20) < w_end))) ? w_rotated[135:128] : ring3[135:128],
-        (((ring3_first & (6'h0f < w_end)) & ~(6'h0f < {1'h0, w_lane})) | (ring3_second & ((6'h0f + 6'h20) < w_end))) ? w_rotated[127:120] : ring3[127:120],
-        (((ring3_first & (6'h0e < w_end)) & ~(6'h0e < {1'h0, w_lane})) | (ring3_second & ((6'h0e + 6'h20) < w_end))) ? w_rotated[119:112] : ring3[119:112],
-        (((ring3_first & (6'h0d < w_end)) & ~(6'h0d < {1'h0, w_lane})) | (ring3_second & ((6'h0d + 6'h20) < w_end))) ? w_rotated[111:104] : ring3[111:104],
-        (((ring3_first & (6'h0c < w_end)) & ~(6'h0c < {1'h0, w_lane})) | (ring3_second & ((6'h0c + 6'h20) < w_end))) ? w_rotated[103:96] : ring3[103:96],
-        (((ring3_first & (6'h0b < w_end)) & ~(6'h0b < {1'h0, w_lane})) | (ring3_second & ((6'h0b + 6'h20) < w_end))) ? w_rotated[95:88] : ring3[95:88],
-        (((ring3_first & (6'h0a < w_end)) & ~(6'h0a < {1'h0, w_lane})) | (ring3_second & ((6'h0a + 6'h20) < w_end))) ? w_rotated[87:80] : ring3[87:80],
-        (((ring3_first & (6'h09 < w_end)) & ~(6'h09 < {1'h0, w_lane})) | (ring3_second & ((6'h09 + 6'h20) < w_end))) ? w_rotated[79:72] : ring3[79:72],
-        (((ring3_first & (6'h08 < w_end)) & ~(6'h08 < {1'h0, w_lane})) | (ring3_second & ((6'h08 + 6'h20) < w_end))) ? w_rotated[71:64] : ring3[71:64],
-        (((ring3_first & (6'h07 < w_end)) & ~(6'h07 < {1'h0, w_lane})) | (ring3_second & ((6'h07 + 6'h20) < w_end))) ? w_rotated[63:56] : ring3[63:56],
-        (((ring3_first & (6'h06 < w_end)) & ~(6'h06 < {1'h0, w_lane})) | (ring3_second & ((6'h06 + 6'h20) < w_end))) ? w_rotated[55:48] : ring3[55:48],
-        (((ring3_first & (6'h05 < w_end)) & ~(6'h05 < {1'h0, w_lane})) | (ring3_second & ((6'h05 + 6'h20) < w_end))) ? w_rotated[47:40] : ring3[47:40],
-        (((ring3_first & (6'h04 < w_end)) & ~(6'h04 < {1'h0, w_lane})) | (ring3_second & ((6'h04 + 6'h20) < w_end))) ? w_rotated[39:32] : ring3[39:32],
-        (((ring3_first & (6'h03 < w_end)) & ~(6'h03 < {1'h0, w_lane})) | (ring3_second & ((6'h03 + 6'h20) < w_end))) ? w_rotated[31:24] : ring3[31:24],
-        (((ring3_first & (6'h02 < w_end)) & ~(6'h02 < {1'h0, w_lane})) | (ring3_second & ((6'h02 + 6'h20) < w_end))) ? w_rotated[23:16] : ring3[23:16],
-        (((ring3_first & (6'h01 < w_end)) & ~(6'h01 < {1'h0, w_lane})) | (ring3_second & ((6'h01 + 6'h20) < w_end))) ? w_rotated[15:8] : ring3[15:8],
-        (((ring3_first & (6'h00 < w_end)) & ~(6'h00 < {1'h0, w_lane})) | (ring3_second & ((6'h00 + 6'h20) < w_end))) ? w_rotated[7:0] : ring3[7:0]
-    };
+            ((ring3_first & (6'h1f < w_end)) | 1'h0) ? w_rotated[255:248] : ring3[255:248],
+            (((ring3_first & (6'h1e < w_end)) & ~(6'h1e < {1'h0, w_lane})) | (ring3_second & ((6'h1e + 6'h20) < w_end))) ? w_rotated[247:240] : ring3[247:240],
+            (((ring3_first & (6'h1d < w_end)) & ~(6'h1d < {1'h0, w_lane})) | (ring3_second & ((6'h1d + 6'h20) < w_end))) ? w_rotated[239:232] : ring3[239:232],
+            (((ring3_first & (6'h1c < w_end)) & ~(6'h1c < {1'h0, w_lane})) | (ring3_second & ((6'h1c + 6'h20) < w_end))) ? w_rotated[231:224] : ring3[231:224],
+            (((ring3_first & (6'h1b < w_end)) & ~(6'h1b < {1'h0, w_lane})) | (ring3_second & ((6'h1b + 6'h20) < w_end))) ? w_rotated[223:216] : ring3[223:216],
+            (((ring3_first & (6'h1a < w_end)) & ~(6'h1a < {1'h0, w_lane})) | (ring3_second & ((6'h1a + 6'h20) < w_end))) ? w_rotated[215:208] : ring3[215:208],
+            (((ring3_first & (6'h19 < w_end)) & ~(6'h19 < {1'h0, w_lane})) | (ring3_second & ((6'h19 + 6'h20) < w_end))) ? w_rotated[207:200] : ring3[207:200],
+            (((ring3_first & (6'h18 < w_end)) & ~(6'h18 < {1'h0, w_lane})) | (ring3_second & ((6'h18 + 6'h20) < w_end))) ? w_rotated[199:192] : ring3[199:192],
+            (((ring3_first & (6'h17 < w_end)) & ~(6'h17 < {1'h0, w_lane})) | (ring3_second & ((6'h17 + 6'h20) < w_end))) ? w_rotated[191:184] : ring3[191:184],
+            (((ring3_first & (6'h16 < w_end)) & ~(6'h16 < {1'h0, w_lane})) | (ring3_second & ((6'h16 + 6'h20) < w_end))) ? w_rotated[183:176] : ring3[183:176],
+            (((ring3_first & (6'h15 < w_end)) & ~(6'h15 < {1'h0, w_lane})) | (ring3_second & ((6'h15 + 6'h20) < w_end))) ? w_rotated[175:168] : ring3[175:168],
+            (((ring3_first & (6'h14 < w_end)) & ~(6'h14 < {1'h0, w_lane})) | (ring3_second & ((6'h14 + 6'h20) < w_end))) ? w_rotated[167:160] : ring3[167:160],
+            (((ring3_first & (6'h13 < w_end)) & ~(6'h13 < {1'h0, w_lane})) | (ring3_second & ((6'h13 + 6'h20) < w_end))) ? w_rotated[159:152] : ring3[159:152],
+            (((ring3_first & (6'h12 < w_end)) & ~(6'h12 < {1'h0, w_lane})) | (ring3_second & ((6'h12 + 6'h20) < w_end))) ? w_rotated[151:144] : ring3[151:144],
+            (((ring3_first & (6'h11 < w_end)) & ~(6'h11 < {1'h0, w_lane})) | (ring3_second & ((6'h11 + 6'h20) < w_end))) ? w_rotated[143:136] : ring3[143:136],
+            (((ring3_first & (6'h10 < w_end)) & ~(6'h10 < {1'h0, w_lane})) | (ring3_second & ((6'h10 + 6'h20) < w_end))) ? w_rotated[135:128] : ring3[135:128],
+            (((ring3_first & (6'h0f < w_end)) & ~(6'h0f < {1'h0, w_lane})) | (ring3_second & ((6'h0f + 6'h20) < w_end))) ? w_rotated[127:120] : ring3[127:120],
+            (((ring3_first & (6'h0e < w_end)) & ~(6'h0e < {1'h0, w_lane})) | (ring3_second & ((6'h0e + 6'h20) < w_end))) ? w_rotated[119:112] : ring3[119:112],
+            (((ring3_first & (6'h0d < w_end)) & ~(6'h0d < {1'h0, w_lane})) | (ring3_second & ((6'h0d + 6'h20) < w_end))) ? w_rotated[111:104] : ring3[111:104],
+            (((ring3_first & (6'h0c < w_end)) & ~(6'h0c < {1'h0, w_lane})) | (ring3_second & ((6'h0c + 6'h20) < w_end))) ? w_rotated[103:96] : ring3[103:96],
+            (((ring3_first & (6'h0b < w_end)) & ~(6'h0b < {1'h0, w_lane})) | (ring3_second & ((6'h0b + 6'h20) < w_end))) ? w_rotated[95:88] : ring3[95:88],
+            (((ring3_first & (6'h0a < w_end)) & ~(6'h0a < {1'h0, w_lane})) | (ring3_second & ((6'h0a + 6'h20) < w_end))) ? w_rotated[87:80] : ring3[87:80],
+            (((ring3_first & (6'h09 < w_end)) & ~(6'h09 < {1'h0, w_lane})) | (ring3_second & ((6'h09 + 6'h20) < w_end))) ? w_rotated[79:72] : ring3[79:72],
+            (((ring3_first & (6'h08 < w_end)) & ~(6'h08 < {1'h0, w_lane})) | (ring3_second & ((6'h08 + 6'h20) < w_end))) ? w_rotated[71:64] : ring3[71:64],
+            (((ring3_first & (6'h07 < w_end)) & ~(6'h07 < {1'h0, w_lane})) | (ring3_second & ((6'h07 + 6'h20) < w_end))) ? w_rotated[63:56] : ring3[63:56],
+            (((ring3_first & (6'h06 < w_end)) & ~(6'h06 < {1'h0, w_lane})) | (ring3_second & ((6'h06 + 6'h20) < w_end))) ? w_rotated[55:48] : ring3[55:48],
+            (((ring3_first & (6'h05 < w_end)) & ~(6'h05 < {1'h0, w_lane})) | (ring3_second & ((6'h05 + 6'h20) < w_end))) ? w_rotated[47:40] : ring3[47:40],
+            (((ring3_first & (6'h04 < w_end)) & ~(6'h04 < {1'h0, w_lane})) | (ring3_second & ((6'h04 + 6'h20) < w_end))) ? w_rotated[39:32] : ring3[39:32],
+            (((ring3_first & (6'h03 < w_end)) & ~(6'h03 < {1'h0, w_lane})) | (ring3_second & ((6'h03 + 6'h20) < w_end))) ? w_rotated[31:24] : ring3[31:24],
+            (((ring3_first & (6'h02 < w_end)) & ~(6'h02 < {1'h0, w_lane})) | (ring3_second & ((6'h02 + 6'h20) < w_end))) ? w_rotated[23:16] : ring3[23:16],
+            (((ring3_first & (6'h01 < w_end)) & ~(6'h01 < {1'h0, w_lane})) | (ring3_second & ((6'h01 + 6'h20) < w_end))) ? w_rotated[15:8] : ring3[15:8],
+            (((ring3_first & (6'h00 < w_end)) & ~(6'h00 < {1'h0, w_lane})) | (ring3_second & ((6'h00 + 6'h20) < w_end))) ? w_rotated[7:0] : ring3[7:0]
+        };
     end
 
     always @(posedge clk) begin
@@ -2165,79 +2601,79 @@ module mpa_rx_w256 (
         if (rst) begin
             f_in <= 1'h0;
         end else if (b_go) begin
-            f_in <= ~b_ends;
+            f_in <= n_take | ~b_ends;
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_len <= b_len;
+            f_len <= n_take ? n_len : b_len;
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_left <= b_left - {11'h000, b_body};
+            f_left <= n_take ? n_left : (b_left - {11'h000, b_body});
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_done <= b_done + {11'h000, b_body};
+            f_done <= n_take ? {11'h000, n_body} : (b_done + {11'h000, b_body});
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_shift <= b_shift;
+            f_shift <= n_take ? n_shift_lane : b_shift;
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_acc <= b_full ? b_rotated[247:0] : b_combined;
+            f_acc <= n_take ? n_rotated : (b_full ? b_rotated[247:0] : b_combined);
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_acc_lanes <= b_total[4:0];
+            f_acc_lanes <= n_take ? n_acc_lanes : b_total[4:0];
         end
     end
 
     always @(posedge clk) begin
-        if (b_go & b_starting) begin
-            f_start <= rpos;
+        if (b_go & (b_starting | n_take)) begin
+            f_start <= n_take ? n_start : rpos;
         end
     end
 
     always @(posedge clk) begin
-        if (b_go & b_starting) begin
-            f_hdr <= rpos[15:0] + {10'h000, b_marker_lanes};
+        if (b_go & (b_starting | n_take)) begin
+            f_hdr <= n_take ? n_start[15:0] : (rpos[15:0] + {10'h000, b_marker_lanes});
         end
     end
 
     always @(posedge clk) begin
-        if (b_go & b_starting) begin
-            f_lead <= b_marker;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (b_go) begin
-            f_marker_bad <= b_marker_bad;
+        if (b_go & (b_starting | n_take)) begin
+            f_lead <= ~n_take & b_marker;
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_crc_lo <= (b_end == 6'h20) ? 5'h00 : b_crc_lo;
+            f_marker_bad <= ~n_take & b_marker_bad;
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_crc_fresh <= b_crc_fresh & ~b_crc_update;
+            f_crc_lo <= (n_take | (b_end == 6'h20)) ? 5'h00 : b_crc_lo;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (b_go) begin
+            f_crc_fresh <= (~n_take & b_crc_fresh) & ~b_crc_update;
         end
     end
 
@@ -2249,17 +2685,9 @@ module mpa_rx_w256 (
 
     always @(posedge clk) begin
         if (rst) begin
-            f_pending <= 1'h0;
-        end else if (f_pending | b_go) begin
-            f_pending <= f_pending ? 1'h0 : b_spill;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
             buf_wptr <= 13'h0000;
-        end else if (buf_write) begin
-            buf_wptr <= buf_wptr + 13'h0001;
+        end else if (b_write) begin
+            buf_wptr <= buf_wptr + (b_write_second ? 13'h0002 : 13'h0001);
         end
     end
 
@@ -2296,6 +2724,18 @@ module mpa_rx_w256 (
     always @(posedge clk) begin
         if (c_enter) begin
             c1_lo <= c_lo_in;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_enter) begin
+            c1_next <= n_take;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_enter) begin
+            c1_next_lo <= c_next_lo_in;
         end
     end
 
@@ -2354,6 +2794,12 @@ module mpa_rx_w256 (
     end
 
     always @(posedge clk) begin
+        if (n_take) begin
+            c1_next_data <= n_covered;
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             c2_valid <= 1'h0;
         end else begin
@@ -2378,6 +2824,18 @@ module mpa_rx_w256 (
     always @(posedge clk) begin
         if (c1_valid) begin
             c2_lo <= c1_lo;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c1_valid) begin
+            c2_next <= c1_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c1_valid) begin
+            c2_next_lo <= c1_next_lo;
         end
     end
 
@@ -2436,8 +2894,14 @@ module mpa_rx_w256 (
     end
 
     always @(posedge clk) begin
+        if (c1_valid & c1_next) begin
+            c2_next_term <= c1_next_term;
+        end
+    end
+
+    always @(posedge clk) begin
         if (c2_valid & c2_upd) begin
-            crc_state <= crc_next;
+            crc_state <= c2_next ? crc_next_fpdu : crc_next;
         end
     end
 
@@ -2552,6 +3016,12 @@ module mpa_rx_w256 (
     end
 
     always @(posedge clk) begin
+        if (o_read) begin
+            o_read_bank <= buf_rptr[0];
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             o_q_count <= 2'h0;
         end else begin
@@ -2560,11 +3030,11 @@ module mpa_rx_w256 (
     end
 
     always @(posedge clk) begin
-        o_q0_word <= o_q0_push ? ulpdu_buf_rd : ((o_pop == 2'h1) ? o_q1_word : o_q0_word);
+        o_q0_word <= o_q0_push ? o_read_data : ((o_pop == 2'h1) ? o_q1_word : o_q0_word);
     end
 
     always @(posedge clk) begin
-        o_q1_word <= o_q1_push ? ulpdu_buf_rd : o_q1_word;
+        o_q1_word <= o_q1_push ? o_read_data : o_q1_word;
     end
 
     always @(posedge clk) begin
@@ -2583,13 +3053,23 @@ module mpa_rx_w256 (
         end
     end
 
-    // ulpdu_buf: synchronous write, synchronous read (block RAM)
+    // ulpdu_buf0: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if (buf_write) begin
-            ulpdu_buf[buf_wptr[11:0]] <= buf_word;
+        if ((b_write & (buf_bank == 1'h0)) | (b_write_second & ~(buf_bank == 1'h0))) begin
+            ulpdu_buf0[(buf_bank == 1'h0) ? buf_row0 : buf_row1] <= (buf_bank == 1'h0) ? buf_word0 : buf_word1;
         end
-        if (o_read) begin
-            ulpdu_buf_rd <= ulpdu_buf[buf_rptr[11:0]];
+        if (o_read & (buf_rptr[0] == 1'h0)) begin
+            ulpdu_buf0_rd <= ulpdu_buf0[buf_rd_row];
+        end
+    end
+
+    // ulpdu_buf1: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((b_write & (buf_bank == 1'h1)) | (b_write_second & ~(buf_bank == 1'h1))) begin
+            ulpdu_buf1[(buf_bank == 1'h1) ? buf_row0 : buf_row1] <= (buf_bank == 1'h1) ? buf_word0 : buf_word1;
+        end
+        if (o_read & (buf_rptr[0] == 1'h1)) begin
+            ulpdu_buf1_rd <= ulpdu_buf1[buf_rd_row];
         end
     end
 

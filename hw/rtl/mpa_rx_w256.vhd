@@ -32,11 +32,15 @@
 -- octets from its position to the end of the aligned beat, the end of the
 -- FPDU, or the end of what has arrived (whole 4-octet groups), whichever comes
 -- first; it waits for more unless the piece reaches the beat's end or the
--- FPDU's end, or s_axis_tvalid is 0 (or the stream has ended). It writes up to
--- one buffer beat per cycle, and stalls one cycle when a ULPDU's end leaves
--- two. The CRC check is pipelined: an FPDU's verdict takes effect 4 cycles
--- after its last piece; a good FPDU's ULPDU then becomes readable and reaches
--- m_axis 2 cycles later at the earliest.
+-- FPDU's end, or s_axis_tvalid is 0 (or the stream has ended). In the cycle an
+-- FPDU ends inside a beat, the next FPDU's first piece (to the beat's end) is
+-- taken too when that part of the beat has arrived, its ULPDU_Length is good
+-- and neither it nor its ULPDU ends in the beat. The buffer has two banks
+-- (even and odd beats), so a ULPDU's last two beats are written in one cycle;
+-- the framer waits while fewer than two buffer beats are free. The CRC check
+-- is pipelined: an FPDU's verdict takes effect 4 cycles after its last piece;
+-- a good FPDU's ULPDU then becomes readable and reaches m_axis 2 cycles later
+-- at the earliest.
 --
 -- Implements: RFC 5044 §4.1-4.4 (FPDU format, markers every 512 octets from SeqStart, FPDUPTR, CRC32c coverage), §6 (delineation by ULPDU_Length; pass a ULPDU only once the whole FPDU is present and checked), §8 (error codes; nothing delivered after an error)
 --
@@ -164,7 +168,6 @@ architecture rtl of mpa_rx_w256 is
     signal f_crc_lo : std_logic_vector(4 downto 0); -- first lane of the current aligned beat that the CRC covers
     signal f_crc_fresh : std_logic;          -- the FPDU's CRC has no beat yet
     signal f_end_ptr : std_logic_vector(12 downto 0); -- buffer pointer just past the ULPDU, once written
-    signal f_pending : std_logic := '0';     -- the ULPDU's last beat waits in f_acc
     signal buf_wptr : std_logic_vector(12 downto 0) := "0000000000000"; -- buffer write pointer
     signal buf_rptr : std_logic_vector(12 downto 0) := "0000000000000"; -- buffer read pointer
     signal b_starting : std_logic;           -- the framer is at an FPDU's first octet
@@ -212,8 +215,9 @@ architecture rtl of mpa_rx_w256 is
     signal b_out : std_logic_vector(255 downto 0);
     signal b_write : std_logic;              -- the piece writes a buffer beat
     signal b_spill : std_logic;              -- the ULPDU ends with two beats to write
-    signal buf_write : std_logic;
-    signal buf_word : std_logic_vector(272 downto 0); -- last, ULPDU_Length, data
+    signal b_write_second : std_logic;       -- ... and writes its last one too, into the other bank
+    signal buf_word0 : std_logic_vector(272 downto 0); -- last, ULPDU_Length, data
+    signal buf_word1 : std_logic_vector(272 downto 0); -- the ULPDU's last beat when it spills
     signal b_end_ptr : std_logic_vector(12 downto 0); -- buffer pointer just past the ULPDU
     signal b_fpduptr : std_logic_vector(15 downto 0); -- FPDUPTR of a marker in lanes 0-3, low bits ignored
     signal b_fpduptr_want : std_logic_vector(15 downto 0);
@@ -222,12 +226,23 @@ architecture rtl of mpa_rx_w256 is
     signal b_crc_update : std_logic;         -- the CRC takes the beat
     signal b_covered : std_logic_vector(255 downto 0); -- the FPDU's octets of the beat, others zero
     signal b_crc_fresh : std_logic;          -- the CRC starts from the initial value at lane b_crc_lo
+    signal n_hdr_group : std_logic_vector(15 downto 0); -- the octets at b_end
+    signal n_len : std_logic_vector(15 downto 0); -- ULPDU_Length of the next FPDU
+    signal n_body : std_logic_vector(5 downto 0); -- octets of the beat from b_end on
+    signal n_take : std_logic;               -- take the next FPDU's first piece too
+    signal n_left : std_logic_vector(16 downto 0); -- its body octets left after the piece
+    signal n_shift_lane : std_logic_vector(4 downto 0); -- lane of its first ULPDU octet
+    signal n_rotated : std_logic_vector(247 downto 0); -- its ULPDU octets in their output lanes (at most W/8-6 of them)
+    signal n_acc_lanes : std_logic_vector(4 downto 0); -- its ULPDU octets in the beat
+    signal n_covered : std_logic_vector(255 downto 0); -- its octets of the beat, others zero
+    signal n_start : std_logic_vector(31 downto 0); -- stream offset of the next FPDU
     signal rpos_next : std_logic_vector(31 downto 0);
     signal ring_held_next : std_logic_vector(31 downto 0);
     signal c_enter : std_logic;
     signal c_pad_in : std_logic_vector(2 downto 0); -- 4-octet groups of the beat past the FPDU's end: (W/8 - b_end)/4 mod W/32
     signal c_lo_in : std_logic_vector(2 downto 0); -- b_crc_lo in groups
     signal c_in_valid : std_logic;
+    signal c_next_lo_in : std_logic_vector(2 downto 0); -- first group of the next FPDU
     signal c_in_end : std_logic;             -- the entry carries a verdict
     signal c_in_kind : std_logic_vector(1 downto 0);
     signal c_in_offset : std_logic_vector(31 downto 0);
@@ -236,6 +251,8 @@ architecture rtl of mpa_rx_w256 is
     signal c1_upd : std_logic := '0';
     signal c1_fresh : std_logic;
     signal c1_lo : std_logic_vector(2 downto 0);
+    signal c1_next : std_logic;
+    signal c1_next_lo : std_logic_vector(2 downto 0);
     signal c1_pad : std_logic_vector(2 downto 0);
     signal c1_end : std_logic;
     signal c1_kind : std_logic_vector(1 downto 0);
@@ -245,11 +262,14 @@ architecture rtl of mpa_rx_w256 is
     signal c1_trunc : std_logic;
     signal c1_end_ptr : std_logic_vector(12 downto 0);
     signal c1_data : std_logic_vector(255 downto 0);
+    signal c1_next_data : std_logic_vector(255 downto 0); -- the next FPDU's octets when a second piece was taken
     signal c1_term : std_logic_vector(31 downto 0); -- the beat's contribution to the CRC register
     signal c2_valid : std_logic := '0';
     signal c2_upd : std_logic := '0';
     signal c2_fresh : std_logic;
     signal c2_lo : std_logic_vector(2 downto 0);
+    signal c2_next : std_logic;
+    signal c2_next_lo : std_logic_vector(2 downto 0);
     signal c2_pad : std_logic_vector(2 downto 0);
     signal c2_end : std_logic;
     signal c2_kind : std_logic_vector(1 downto 0);
@@ -259,10 +279,13 @@ architecture rtl of mpa_rx_w256 is
     signal c2_trunc : std_logic;
     signal c2_end_ptr : std_logic_vector(12 downto 0);
     signal c2_term : std_logic_vector(31 downto 0);
+    signal c1_next_term : std_logic_vector(31 downto 0);
+    signal c2_next_term : std_logic_vector(31 downto 0);
     signal crc_state : std_logic_vector(31 downto 0); -- CRC register of the FPDU
     signal crc_init : std_logic_vector(31 downto 0);
     signal crc_from : std_logic_vector(31 downto 0);
     signal crc_next : std_logic_vector(31 downto 0); -- register after c2's beat
+    signal crc_next_fpdu : std_logic_vector(31 downto 0); -- the next FPDU's register after its first piece
     signal c3_valid : std_logic := '0';
     signal c3_end : std_logic;
     signal c3_kind : std_logic_vector(1 downto 0);
@@ -286,7 +309,14 @@ architecture rtl of mpa_rx_w256 is
     signal o_reading : std_logic := '0';     -- a buffer read is under way
     signal o_pop : std_logic_vector(1 downto 0); -- the head beat is taken
     signal o_read : std_logic;               -- issue a buffer read
-    signal ulpdu_buf_rd : std_logic_vector(272 downto 0); -- read data of ulpdu_buf
+    signal buf_bank : std_logic;             -- bank of buf_wptr
+    signal buf_row0 : std_logic_vector(10 downto 0); -- row of buf_wptr
+    signal buf_row1 : std_logic_vector(10 downto 0); -- row of buf_wptr+1
+    signal buf_rd_row : std_logic_vector(10 downto 0);
+    signal ulpdu_buf0_rd : std_logic_vector(272 downto 0); -- read data of ulpdu_buf0
+    signal ulpdu_buf1_rd : std_logic_vector(272 downto 0); -- read data of ulpdu_buf1
+    signal o_read_bank : std_logic;          -- bank of the read under way
+    signal o_read_data : std_logic_vector(272 downto 0);
     signal o_q_count : std_logic_vector(1 downto 0) := "00"; -- entries held in o_q
     signal o_q0_word : std_logic_vector(272 downto 0);
     signal o_q1_word : std_logic_vector(272 downto 0);
@@ -296,8 +326,10 @@ architecture rtl of mpa_rx_w256 is
     signal o_valid : std_logic;
     signal o_len_low : std_logic_vector(4 downto 0);
     signal o_last_lanes : std_logic_vector(4 downto 0); -- index of the last lane of a last beat: (length - 1) mod W/8
-    type ulpdu_buf_t is array (0 to 4095) of std_logic_vector(272 downto 0);
-    signal ulpdu_buf : ulpdu_buf_t;          -- ULPDU beats: last, ULPDU_Length, data
+    type ulpdu_buf0_t is array (0 to 2047) of std_logic_vector(272 downto 0);
+    signal ulpdu_buf0 : ulpdu_buf0_t;        -- ULPDU beats with buffer index 0 mod 2: last, ULPDU_Length, data
+    type ulpdu_buf1_t is array (0 to 2047) of std_logic_vector(272 downto 0);
+    signal ulpdu_buf1 : ulpdu_buf1_t;        -- ULPDU beats with buffer index 1 mod 2: last, ULPDU_Length, data
 begin
     halted <= b_halt or v_err;
     ring_room <= not ring_full;
@@ -1410,10 +1442,10 @@ begin
     b_idle <= (not s_axis_tvalid) or fin;
     buf_used <= std_logic_vector(unsigned(buf_wptr) - unsigned(buf_rptr));
     buf_room <= b2l(unsigned(buf_used) < unsigned'("0111111111111"));
-    b_ready <= ((not halted) and (not f_pending)) and buf_room;
+    b_ready <= (not halted) and buf_room;
     b_len_err <= ((b_ready and b_starting) and b_hdr_avail) and b_len_bad;
     b_go <= (b_ready and mux(b_starting, b_hdr_avail and (not b_len_bad), b2l(unsigned(std_logic_vector'('0' & b_lane)) < unsigned(b_end_avail)))) and ((b_ends or b2l(b_end_avail = "100000")) or b_idle);
-    b_eos <= (((not halted) and (not f_pending)) and fin) and (not mux(b_starting, b_hdr_avail, b2l(unsigned(std_logic_vector'('0' & b_lane)) < unsigned(b_end_avail))));
+    b_eos <= ((not halted) and fin) and (not mux(b_starting, b_hdr_avail, b2l(unsigned(std_logic_vector'('0' & b_lane)) < unsigned(b_end_avail))));
     b_ulpdu_end <= std_logic_vector(unsigned(std_logic_vector'('0' & b_len)) + unsigned'("00000000000000010"));
     b_ulpdu_from <= mux(b2l(unsigned(b_done) < unsigned'("00000000000000010")), "00000000000000010", b_done);
     b_ulpdu_to <= mux(b2l(unsigned(std_logic_vector(unsigned(b_done) + unsigned(std_logic_vector'("00000000000" & b_body)))) < unsigned(b_ulpdu_end)), std_logic_vector(unsigned(b_done) + unsigned(std_logic_vector'("00000000000" & b_body))), b_ulpdu_end);
@@ -1725,75 +1757,107 @@ begin
     );
     b_out <= std_logic_vector'(
         (b_rotated(255 downto 248) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("011111") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("11110") < unsigned(b_acc_lanes)), f_acc(247 downto 240), b_rotated(247 downto 240)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("011110") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("11101") < unsigned(b_acc_lanes)), f_acc(239 downto 232), b_rotated(239 downto 232)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("011101") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("11100") < unsigned(b_acc_lanes)), f_acc(231 downto 224), b_rotated(231 downto 224)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("011100") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("11011") < unsigned(b_acc_lanes)), f_acc(223 downto 216), b_rotated(223 downto 216)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("011011") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("11010") < unsigned(b_acc_lanes)), f_acc(215 downto 208), b_rotated(215 downto 208)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("011010") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("11001") < unsigned(b_acc_lanes)), f_acc(207 downto 200), b_rotated(207 downto 200)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("011001") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("11000") < unsigned(b_acc_lanes)), f_acc(199 downto 192), b_rotated(199 downto 192)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("011000") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("10111") < unsigned(b_acc_lanes)), f_acc(191 downto 184), b_rotated(191 downto 184)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("010111") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("10110") < unsigned(b_acc_lanes)), f_acc(183 downto 176), b_rotated(183 downto 176)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("010110") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("10101") < unsigned(b_acc_lanes)), f_acc(175 downto 168), b_rotated(175 downto 168)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("010101") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("10100") < unsigned(b_acc_lanes)), f_acc(167 downto 160), b_rotated(167 downto 160)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("010100") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("10011") < unsigned(b_acc_lanes)), f_acc(159 downto 152), b_rotated(159 downto 152)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("010011") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("10010") < unsigned(b_acc_lanes)), f_acc(151 downto 144), b_rotated(151 downto 144)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("010010") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("10001") < unsigned(b_acc_lanes)), f_acc(143 downto 136), b_rotated(143 downto 136)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("010001") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("10000") < unsigned(b_acc_lanes)), f_acc(135 downto 128), b_rotated(135 downto 128)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("010000") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("01111") < unsigned(b_acc_lanes)), f_acc(127 downto 120), b_rotated(127 downto 120)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("001111") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("01110") < unsigned(b_acc_lanes)), f_acc(119 downto 112), b_rotated(119 downto 112)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("001110") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("01101") < unsigned(b_acc_lanes)), f_acc(111 downto 104), b_rotated(111 downto 104)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("001101") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("01100") < unsigned(b_acc_lanes)), f_acc(103 downto 96), b_rotated(103 downto 96)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("001100") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("01011") < unsigned(b_acc_lanes)), f_acc(95 downto 88), b_rotated(95 downto 88)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("001011") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("01010") < unsigned(b_acc_lanes)), f_acc(87 downto 80), b_rotated(87 downto 80)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("001010") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("01001") < unsigned(b_acc_lanes)), f_acc(79 downto 72), b_rotated(79 downto 72)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("001001") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("01000") < unsigned(b_acc_lanes)), f_acc(71 downto 64), b_rotated(71 downto 64)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("001000") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("00111") < unsigned(b_acc_lanes)), f_acc(63 downto 56), b_rotated(63 downto 56)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("000111") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("00110") < unsigned(b_acc_lanes)), f_acc(55 downto 48), b_rotated(55 downto 48)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("000110") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("00101") < unsigned(b_acc_lanes)), f_acc(47 downto 40), b_rotated(47 downto 40)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("000101") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("00100") < unsigned(b_acc_lanes)), f_acc(39 downto 32), b_rotated(39 downto 32)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("000100") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("00011") < unsigned(b_acc_lanes)), f_acc(31 downto 24), b_rotated(31 downto 24)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("000011") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("00010") < unsigned(b_acc_lanes)), f_acc(23 downto 16), b_rotated(23 downto 16)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("000010") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("00001") < unsigned(b_acc_lanes)), f_acc(15 downto 8), b_rotated(15 downto 8)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("000001") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("00000") < unsigned(b_acc_lanes)), f_acc(7 downto 0), b_rotated(7 downto 0)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("000000") < unsigned(b_total))))
+        (mux(b2l(unsigned'("11110") < unsigned(b_acc_lanes)), f_acc(247 downto 240), b_rotated(247 downto 240)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("011110") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("11101") < unsigned(b_acc_lanes)), f_acc(239 downto 232), b_rotated(239 downto 232)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("011101") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("11100") < unsigned(b_acc_lanes)), f_acc(231 downto 224), b_rotated(231 downto 224)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("011100") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("11011") < unsigned(b_acc_lanes)), f_acc(223 downto 216), b_rotated(223 downto 216)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("011011") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("11010") < unsigned(b_acc_lanes)), f_acc(215 downto 208), b_rotated(215 downto 208)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("011010") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("11001") < unsigned(b_acc_lanes)), f_acc(207 downto 200), b_rotated(207 downto 200)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("011001") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("11000") < unsigned(b_acc_lanes)), f_acc(199 downto 192), b_rotated(199 downto 192)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("011000") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("10111") < unsigned(b_acc_lanes)), f_acc(191 downto 184), b_rotated(191 downto 184)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("010111") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("10110") < unsigned(b_acc_lanes)), f_acc(183 downto 176), b_rotated(183 downto 176)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("010110") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("10101") < unsigned(b_acc_lanes)), f_acc(175 downto 168), b_rotated(175 downto 168)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("010101") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("10100") < unsigned(b_acc_lanes)), f_acc(167 downto 160), b_rotated(167 downto 160)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("010100") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("10011") < unsigned(b_acc_lanes)), f_acc(159 downto 152), b_rotated(159 downto 152)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("010011") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("10010") < unsigned(b_acc_lanes)), f_acc(151 downto 144), b_rotated(151 downto 144)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("010010") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("10001") < unsigned(b_acc_lanes)), f_acc(143 downto 136), b_rotated(143 downto 136)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("010001") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("10000") < unsigned(b_acc_lanes)), f_acc(135 downto 128), b_rotated(135 downto 128)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("010000") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("01111") < unsigned(b_acc_lanes)), f_acc(127 downto 120), b_rotated(127 downto 120)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("001111") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("01110") < unsigned(b_acc_lanes)), f_acc(119 downto 112), b_rotated(119 downto 112)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("001110") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("01101") < unsigned(b_acc_lanes)), f_acc(111 downto 104), b_rotated(111 downto 104)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("001101") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("01100") < unsigned(b_acc_lanes)), f_acc(103 downto 96), b_rotated(103 downto 96)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("001100") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("01011") < unsigned(b_acc_lanes)), f_acc(95 downto 88), b_rotated(95 downto 88)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("001011") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("01010") < unsigned(b_acc_lanes)), f_acc(87 downto 80), b_rotated(87 downto 80)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("001010") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("01001") < unsigned(b_acc_lanes)), f_acc(79 downto 72), b_rotated(79 downto 72)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("001001") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("01000") < unsigned(b_acc_lanes)), f_acc(71 downto 64), b_rotated(71 downto 64)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("001000") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("00111") < unsigned(b_acc_lanes)), f_acc(63 downto 56), b_rotated(63 downto 56)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("000111") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("00110") < unsigned(b_acc_lanes)), f_acc(55 downto 48), b_rotated(55 downto 48)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("000110") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("00101") < unsigned(b_acc_lanes)), f_acc(47 downto 40), b_rotated(47 downto 40)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("000101") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("00100") < unsigned(b_acc_lanes)), f_acc(39 downto 32), b_rotated(39 downto 32)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("000100") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("00011") < unsigned(b_acc_lanes)), f_acc(31 downto 24), b_rotated(31 downto 24)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("000011") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("00010") < unsigned(b_acc_lanes)), f_acc(23 downto 16), b_rotated(23 downto 16)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("000010") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("00001") < unsigned(b_acc_lanes)), f_acc(15 downto 8), b_rotated(15 downto 8)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("000001") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("00000") < unsigned(b_acc_lanes)), f_acc(7 downto 0), b_rotated(7 downto 0)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'("000000") < unsigned(b_total))))
     );
     b_write <= b_go and (b_full or b_ulpdu_ends);
     b_spill <= (b_ulpdu_ends and b_full) and b2l(b_total(4 downto 0) /= "00000");
-    buf_write <= b_write or f_pending;
-    buf_word <= std_logic_vector'(mux(f_pending, '1', b_ulpdu_ends and (not b_spill)) & mux(f_pending, f_len, b_len) & mux(f_pending, std_logic_vector'(
+    b_write_second <= b_go and b_spill;
+    buf_word0 <= std_logic_vector'((b_ulpdu_ends and (not b_spill)) & b_len & b_out);
+    buf_word1 <= std_logic_vector'('1' & b_len & std_logic_vector'(
         x"00" &
-        (f_acc(247 downto 240) and std_logic_vector'(7 downto 0 => b2l(unsigned'("11110") < unsigned(f_acc_lanes)))) &
-        (f_acc(239 downto 232) and std_logic_vector'(7 downto 0 => b2l(unsigned'("11101") < unsigned(f_acc_lanes)))) &
-        (f_acc(231 downto 224) and std_logic_vector'(7 downto 0 => b2l(unsigned'("11100") < unsigned(f_acc_lanes)))) &
-        (f_acc(223 downto 216) and std_logic_vector'(7 downto 0 => b2l(unsigned'("11011") < unsigned(f_acc_lanes)))) &
-        (f_acc(215 downto 208) and std_logic_vector'(7 downto 0 => b2l(unsigned'("11010") < unsigned(f_acc_lanes)))) &
-        (f_acc(207 downto 200) and std_logic_vector'(7 downto 0 => b2l(unsigned'("11001") < unsigned(f_acc_lanes)))) &
-        (f_acc(199 downto 192) and std_logic_vector'(7 downto 0 => b2l(unsigned'("11000") < unsigned(f_acc_lanes)))) &
-        (f_acc(191 downto 184) and std_logic_vector'(7 downto 0 => b2l(unsigned'("10111") < unsigned(f_acc_lanes)))) &
-        (f_acc(183 downto 176) and std_logic_vector'(7 downto 0 => b2l(unsigned'("10110") < unsigned(f_acc_lanes)))) &
-        (f_acc(175 downto 168) and std_logic_vector'(7 downto 0 => b2l(unsigned'("10101") < unsigned(f_acc_lanes)))) &
-        (f_acc(167 downto 160) and std_logic_vector'(7 downto 0 => b2l(unsigned'("10100") < unsigned(f_acc_lanes)))) &
-        (f_acc(159 downto 152) and std_logic_vector'(7 downto 0 => b2l(unsigned'("10011") < unsigned(f_acc_lanes)))) &
-        (f_acc(151 downto 144) and std_logic_vector'(7 downto 0 => b2l(unsigned'("10010") < unsigned(f_acc_lanes)))) &
-        (f_acc(143 downto 136) and std_logic_vector'(7 downto 0 => b2l(unsigned'("10001") < unsigned(f_acc_lanes)))) &
-        (f_acc(135 downto 128) and std_logic_vector'(7 downto 0 => b2l(unsigned'("10000") < unsigned(f_acc_lanes)))) &
-        (f_acc(127 downto 120) and std_logic_vector'(7 downto 0 => b2l(unsigned'("01111") < unsigned(f_acc_lanes)))) &
-        (f_acc(119 downto 112) and std_logic_vector'(7 downto 0 => b2l(unsigned'("01110") < unsigned(f_acc_lanes)))) &
-        (f_acc(111 downto 104) and std_logic_vector'(7 downto 0 => b2l(unsigned'("01101") < unsigned(f_acc_lanes)))) &
-        (f_acc(103 downto 96) and std_logic_vector'(7 downto 0 => b2l(unsigned'("01100") < unsigned(f_acc_lanes)))) &
-        (f_acc(95 downto 88) and std_logic_vector'(7 downto 0 => b2l(unsigned'("01011") < unsigned(f_acc_lanes)))) &
-        (f_acc(87 downto 80) and std_logic_vector'(7 downto 0 => b2l(unsigned'("01010") < unsigned(f_acc_lanes)))) &
-        (f_acc(79 downto 72) and std_logic_vector'(7 downto 0 => b2l(unsigned'("01001") < unsigned(f_acc_lanes)))) &
-        (f_acc(71 downto 64) and std_logic_vector'(7 downto 0 => b2l(unsigned'("01000") < unsigned(f_acc_lanes)))) &
-        (f_acc(63 downto 56) and std_logic_vector'(7 downto 0 => b2l(unsigned'("00111") < unsigned(f_acc_lanes)))) &
-        (f_acc(55 downto 48) and std_logic_vector'(7 downto 0 => b2l(unsigned'("00110") < unsigned(f_acc_lanes)))) &
-        (f_acc(47 downto 40) and std_logic_vector'(7 downto 0 => b2l(unsigned'("00101") < unsigned(f_acc_lanes)))) &
-        (f_acc(39 downto 32) and std_logic_vector'(7 downto 0 => b2l(unsigned'("00100") < unsigned(f_acc_lanes)))) &
-        (f_acc(31 downto 24) and std_logic_vector'(7 downto 0 => b2l(unsigned'("00011") < unsigned(f_acc_lanes)))) &
-        (f_acc(23 downto 16) and std_logic_vector'(7 downto 0 => b2l(unsigned'("00010") < unsigned(f_acc_lanes)))) &
-        (f_acc(15 downto 8) and std_logic_vector'(7 downto 0 => b2l(unsigned'("00001") < unsigned(f_acc_lanes)))) &
-        (f_acc(7 downto 0) and std_logic_vector'(7 downto 0 => b2l(unsigned'("00000") < unsigned(f_acc_lanes))))
-    ), b_out));
+        (b_rotated(247 downto 240) and std_logic_vector'(7 downto 0 => b2l(unsigned'("11110") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(239 downto 232) and std_logic_vector'(7 downto 0 => b2l(unsigned'("11101") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(231 downto 224) and std_logic_vector'(7 downto 0 => b2l(unsigned'("11100") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(223 downto 216) and std_logic_vector'(7 downto 0 => b2l(unsigned'("11011") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(215 downto 208) and std_logic_vector'(7 downto 0 => b2l(unsigned'("11010") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(207 downto 200) and std_logic_vector'(7 downto 0 => b2l(unsigned'("11001") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(199 downto 192) and std_logic_vector'(7 downto 0 => b2l(unsigned'("11000") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(191 downto 184) and std_logic_vector'(7 downto 0 => b2l(unsigned'("10111") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(183 downto 176) and std_logic_vector'(7 downto 0 => b2l(unsigned'("10110") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(175 downto 168) and std_logic_vector'(7 downto 0 => b2l(unsigned'("10101") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(167 downto 160) and std_logic_vector'(7 downto 0 => b2l(unsigned'("10100") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(159 downto 152) and std_logic_vector'(7 downto 0 => b2l(unsigned'("10011") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(151 downto 144) and std_logic_vector'(7 downto 0 => b2l(unsigned'("10010") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(143 downto 136) and std_logic_vector'(7 downto 0 => b2l(unsigned'("10001") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(135 downto 128) and std_logic_vector'(7 downto 0 => b2l(unsigned'("10000") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(127 downto 120) and std_logic_vector'(7 downto 0 => b2l(unsigned'("01111") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(119 downto 112) and std_logic_vector'(7 downto 0 => b2l(unsigned'("01110") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(111 downto 104) and std_logic_vector'(7 downto 0 => b2l(unsigned'("01101") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(103 downto 96) and std_logic_vector'(7 downto 0 => b2l(unsigned'("01100") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(95 downto 88) and std_logic_vector'(7 downto 0 => b2l(unsigned'("01011") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(87 downto 80) and std_logic_vector'(7 downto 0 => b2l(unsigned'("01010") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(79 downto 72) and std_logic_vector'(7 downto 0 => b2l(unsigned'("01001") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(71 downto 64) and std_logic_vector'(7 downto 0 => b2l(unsigned'("01000") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(63 downto 56) and std_logic_vector'(7 downto 0 => b2l(unsigned'("00111") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(55 downto 48) and std_logic_vector'(7 downto 0 => b2l(unsigned'("00110") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(47 downto 40) and std_logic_vector'(7 downto 0 => b2l(unsigned'("00101") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(39 downto 32) and std_logic_vector'(7 downto 0 => b2l(unsigned'("00100") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(31 downto 24) and std_logic_vector'(7 downto 0 => b2l(unsigned'("00011") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(23 downto 16) and std_logic_vector'(7 downto 0 => b2l(unsigned'("00010") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(15 downto 8) and std_logic_vector'(7 downto 0 => b2l(unsigned'("00001") < unsigned(b_total(4 downto 0))))) &
+        (b_rotated(7 downto 0) and std_logic_vector'(7 downto 0 => b2l(unsigned'("00000") < unsigned(b_total(4 downto 0)))))
+    ));
     b_end_ptr <= mux(b_ulpdu_ends, std_logic_vector(unsigned(buf_wptr) + unsigned(mux(b_spill, "0000000000010", "0000000000001"))), f_end_ptr);
     b_fpduptr <= std_logic_vector'(b_beat(23 downto 16) & b_beat(31 downto 26) & "00");
     b_fpduptr_want <= std_logic_vector(unsigned(rpos(15 downto 0)) - unsigned(f_hdr));
@@ -1802,48 +1866,382 @@ begin
     b_crc_update <= b_go and (b_ends or b2l(b_end = "100000"));
     b_covered <= std_logic_vector'(
         (b_beat(255 downto 248) and std_logic_vector'(7 downto 0 => b2l(unsigned'("011111") < unsigned(b_end)))) &
-        (b_beat(247 downto 240) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("011110") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("011110") < unsigned(b_end)))) &
-        (b_beat(239 downto 232) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("011101") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("011101") < unsigned(b_end)))) &
-        (b_beat(231 downto 224) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("011100") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("011100") < unsigned(b_end)))) &
-        (b_beat(223 downto 216) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("011011") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("011011") < unsigned(b_end)))) &
-        (b_beat(215 downto 208) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("011010") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("011010") < unsigned(b_end)))) &
-        (b_beat(207 downto 200) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("011001") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("011001") < unsigned(b_end)))) &
-        (b_beat(199 downto 192) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("011000") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("011000") < unsigned(b_end)))) &
-        (b_beat(191 downto 184) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("010111") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("010111") < unsigned(b_end)))) &
-        (b_beat(183 downto 176) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("010110") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("010110") < unsigned(b_end)))) &
-        (b_beat(175 downto 168) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("010101") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("010101") < unsigned(b_end)))) &
-        (b_beat(167 downto 160) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("010100") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("010100") < unsigned(b_end)))) &
-        (b_beat(159 downto 152) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("010011") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("010011") < unsigned(b_end)))) &
-        (b_beat(151 downto 144) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("010010") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("010010") < unsigned(b_end)))) &
-        (b_beat(143 downto 136) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("010001") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("010001") < unsigned(b_end)))) &
-        (b_beat(135 downto 128) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("010000") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("010000") < unsigned(b_end)))) &
-        (b_beat(127 downto 120) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("001111") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("001111") < unsigned(b_end)))) &
-        (b_beat(119 downto 112) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("001110") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("001110") < unsigned(b_end)))) &
-        (b_beat(111 downto 104) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("001101") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("001101") < unsigned(b_end)))) &
-        (b_beat(103 downto 96) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("001100") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("001100") < unsigned(b_end)))) &
-        (b_beat(95 downto 88) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("001011") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("001011") < unsigned(b_end)))) &
-        (b_beat(87 downto 80) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("001010") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("001010") < unsigned(b_end)))) &
-        (b_beat(79 downto 72) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("001001") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("001001") < unsigned(b_end)))) &
-        (b_beat(71 downto 64) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("001000") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("001000") < unsigned(b_end)))) &
-        (b_beat(63 downto 56) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("000111") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("000111") < unsigned(b_end)))) &
-        (b_beat(55 downto 48) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("000110") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("000110") < unsigned(b_end)))) &
-        (b_beat(47 downto 40) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("000101") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("000101") < unsigned(b_end)))) &
-        (b_beat(39 downto 32) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("000100") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("000100") < unsigned(b_end)))) &
-        (b_beat(31 downto 24) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("000011") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("000011") < unsigned(b_end)))) &
-        (b_beat(23 downto 16) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("000010") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("000010") < unsigned(b_end)))) &
-        (b_beat(15 downto 8) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("000001") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("000001") < unsigned(b_end)))) &
-        (b_beat(7 downto 0) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("000000") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("000000") < unsigned(b_end))))
+        (b_beat(247 downto 240) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("011110") <
+            unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("011110") < unsigned(b_end)))) &
+        (b_beat(239 downto 232) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("011101") <
+            unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("011101") < unsigned(b_end)))) &
+        (b_beat(231 downto 224) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("011100") <
+            unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("011100") < unsigned(b_end)))) &
+        (b_beat(223 downto 216) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("011011") <
+            unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("011011") < unsigned(b_end)))) &
+        (b_beat(215 downto 208) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("011010") <
+            unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("011010") < unsigned(b_end)))) &
+        (b_beat(207 downto 200) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("011001") <
+            unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("011001") < unsigned(b_end)))) &
+        (b_beat(199 downto 192) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("011000") <
+            unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("011000") < unsigned(b_end)))) &
+        (b_beat(191 downto 184) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("010111") <
+            unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("010111") < unsigned(b_end)))) &
+        (b_beat(183 downto 176) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("010110") <
+            unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("010110") < unsigned(b_end)))) &
+        (b_beat(175 downto 168) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("010101") <
+            unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("010101") < unsigned(b_end)))) &
+        (b_beat(167 downto 160) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("010100") <
+            unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("010100") < unsigned(b_end)))) &
+        (b_beat(159 downto 152) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("010011") <
+            unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("010011") < unsigned(b_end)))) &
+        (b_beat(151 downto 144) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("010010") <
+            unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("010010") < unsigned(b_end)))) &
+        (b_beat(143 downto 136) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("010001") <
+            unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("010001") < unsigned(b_end)))) &
+        (b_beat(135 downto 128) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("010000") <
+            unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("010000") < unsigned(b_end)))) &
+        (b_beat(127 downto 120) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("001111") <
+            unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("001111") < unsigned(b_end)))) &
+        (b_beat(119 downto 112) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("001110") <
+            unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("001110") < unsigned(b_end)))) &
+        (b_beat(111 downto 104) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("001101") <
+            unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'("001101") < unsigned(b_end)))) &
+        (b_beat(103 downto 96) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("001100") < unsigned(std_logic_vector'('0'
+            & b_crc_lo)))) and b2l(unsigned'("001100") < unsigned(b_end)))) &
+        (b_beat(95 downto 88) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("001011") < unsigned(std_logic_vector'('0'
+            & b_crc_lo)))) and b2l(unsigned'("001011") < unsigned(b_end)))) &
+        (b_beat(87 downto 80) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("001010") < unsigned(std_logic_vector'('0'
+            & b_crc_lo)))) and b2l(unsigned'("001010") < unsigned(b_end)))) &
+        (b_beat(79 downto 72) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("001001") < unsigned(std_logic_vector'('0'
+            & b_crc_lo)))) and b2l(unsigned'("001001") < unsigned(b_end)))) &
+        (b_beat(71 downto 64) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("001000") < unsigned(std_logic_vector'('0'
+            & b_crc_lo)))) and b2l(unsigned'("001000") < unsigned(b_end)))) &
+        (b_beat(63 downto 56) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("000111") < unsigned(std_logic_vector'('0'
+            & b_crc_lo)))) and b2l(unsigned'("000111") < unsigned(b_end)))) &
+        (b_beat(55 downto 48) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("000110") < unsigned(std_logic_vector'('0'
+            & b_crc_lo)))) and b2l(unsigned'("000110") < unsigned(b_end)))) &
+        (b_beat(47 downto 40) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("000101") < unsigned(std_logic_vector'('0'
+            & b_crc_lo)))) and b2l(unsigned'("000101") < unsigned(b_end)))) &
+        (b_beat(39 downto 32) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("000100") < unsigned(std_logic_vector'('0'
+            & b_crc_lo)))) and b2l(unsigned'("000100") < unsigned(b_end)))) &
+        (b_beat(31 downto 24) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("000011") < unsigned(std_logic_vector'('0'
+            & b_crc_lo)))) and b2l(unsigned'("000011") < unsigned(b_end)))) &
+        (b_beat(23 downto 16) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("000010") < unsigned(std_logic_vector'('0'
+            & b_crc_lo)))) and b2l(unsigned'("000010") < unsigned(b_end)))) &
+        (b_beat(15 downto 8) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("000001") < unsigned(std_logic_vector'('0' &
+            b_crc_lo)))) and b2l(unsigned'("000001") < unsigned(b_end)))) &
+        (b_beat(7 downto 0) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'("000000") < unsigned(std_logic_vector'('0' &
+            b_crc_lo)))) and b2l(unsigned'("000000") < unsigned(b_end))))
     );
     b_crc_fresh <= b_starting or f_crc_fresh;
-    rpos_next <= mux(rst, cfg_offset, mux(b_go, std_logic_vector(unsigned(rpos) + unsigned(std_logic_vector'(
+    n_hdr_group <= mux(b_end(4), mux(b_end(3), mux(b_end(2), b_beat(239 downto 224), b_beat(207 downto 192)), mux(b_end(2), b_beat(175 downto 160), b_beat(143 downto 128))), mux(b_end(3), mux(b_end(2), b_beat(111 downto 96), b_beat(79 downto 64)), mux(b_end(2), b_beat(47 downto 32), b_beat(15 downto 0))));
+    n_len <= std_logic_vector'(n_hdr_group(7 downto 0) & n_hdr_group(15 downto 8));
+    n_body <= std_logic_vector(unsigned'("100000") - unsigned(b_end));
+    n_take <= (((((b_go and b_ends) and (not b_end(5))) and b2l(b_end_avail = "100000")) and b2l(n_len /= x"0000")) and (not b2l(unsigned'(x"fd00") < unsigned(n_len)))) and b2l(unsigned(std_logic_vector'("00000000000" & n_body)) < unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & n_len)) + unsigned'("00000000000000010"))));
+    n_left <= std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & n_len)) + unsigned'("00000000000000101")) and "11111111111111100") + unsigned'("00000000000000100"))) - unsigned(std_logic_vector'("00000000000" & n_body)));
+    n_shift_lane <= std_logic_vector(unsigned(b_end(4 downto 0)) + unsigned'("00010"));
+    n_rotated <= mux(n_shift_lane(4), mux(n_shift_lane(3), mux(n_shift_lane(2), std_logic_vector'(
+        b_beat(231 downto 224) &
+        b_beat(223 downto 216) &
+        b_beat(215 downto 208) &
+        b_beat(207 downto 200) &
+        b_beat(199 downto 192) &
+        b_beat(191 downto 184) &
+        b_beat(183 downto 176) &
+        b_beat(175 downto 168) &
+        b_beat(167 downto 160) &
+        b_beat(159 downto 152) &
+        b_beat(151 downto 144) &
+        b_beat(143 downto 136) &
+        b_beat(135 downto 128) &
+        b_beat(127 downto 120) &
+        b_beat(119 downto 112) &
+        b_beat(111 downto 104) &
+        b_beat(103 downto 96) &
+        b_beat(95 downto 88) &
+        b_beat(87 downto 80) &
+        b_beat(79 downto 72) &
+        b_beat(71 downto 64) &
+        b_beat(63 downto 56) &
+        b_beat(55 downto 48) &
+        b_beat(47 downto 40) &
+        b_beat(39 downto 32) &
+        b_beat(31 downto 24) &
+        b_beat(23 downto 16) &
+        b_beat(15 downto 8) &
+        b_beat(7 downto 0) &
+        b_beat(255 downto 248) &
+        b_beat(247 downto 240)
+    ), std_logic_vector'(
+        b_beat(199 downto 192) &
+        b_beat(191 downto 184) &
+        b_beat(183 downto 176) &
+        b_beat(175 downto 168) &
+        b_beat(167 downto 160) &
+        b_beat(159 downto 152) &
+        b_beat(151 downto 144) &
+        b_beat(143 downto 136) &
+        b_beat(135 downto 128) &
+        b_beat(127 downto 120) &
+        b_beat(119 downto 112) &
+        b_beat(111 downto 104) &
+        b_beat(103 downto 96) &
+        b_beat(95 downto 88) &
+        b_beat(87 downto 80) &
+        b_beat(79 downto 72) &
+        b_beat(71 downto 64) &
+        b_beat(63 downto 56) &
+        b_beat(55 downto 48) &
+        b_beat(47 downto 40) &
+        b_beat(39 downto 32) &
+        b_beat(31 downto 24) &
+        b_beat(23 downto 16) &
+        b_beat(15 downto 8) &
+        b_beat(7 downto 0) &
+        b_beat(255 downto 248) &
+        b_beat(247 downto 240) &
+        b_beat(239 downto 232) &
+        b_beat(231 downto 224) &
+        b_beat(223 downto 216) &
+        b_beat(215 downto 208)
+    )), mux(n_shift_lane(2), std_logic_vector'(
+        b_beat(167 downto 160) &
+        b_beat(159 downto 152) &
+        b_beat(151 downto 144) &
+        b_beat(143 downto 136) &
+        b_beat(135 downto 128) &
+        b_beat(127 downto 120) &
+        b_beat(119 downto 112) &
+        b_beat(111 downto 104) &
+        b_beat(103 downto 96) &
+        b_beat(95 downto 88) &
+        b_beat(87 downto 80) &
+        b_beat(79 downto 72) &
+        b_beat(71 downto 64) &
+        b_beat(63 downto 56) &
+        b_beat(55 downto 48) &
+        b_beat(47 downto 40) &
+        b_beat(39 downto 32) &
+        b_beat(31 downto 24) &
+        b_beat(23 downto 16) &
+        b_beat(15 downto 8) &
+        b_beat(7 downto 0) &
+        b_beat(255 downto 248) &
+        b_beat(247 downto 240) &
+        b_beat(239 downto 232) &
+        b_beat(231 downto 224) &
+        b_beat(223 downto 216) &
+        b_beat(215 downto 208) &
+        b_beat(207 downto 200) &
+        b_beat(199 downto 192) &
+        b_beat(191 downto 184) &
+        b_beat(183 downto 176)
+    ), std_logic_vector'(
+        b_beat(135 downto 128) &
+        b_beat(127 downto 120) &
+        b_beat(119 downto 112) &
+        b_beat(111 downto 104) &
+        b_beat(103 downto 96) &
+        b_beat(95 downto 88) &
+        b_beat(87 downto 80) &
+        b_beat(79 downto 72) &
+        b_beat(71 downto 64) &
+        b_beat(63 downto 56) &
+        b_beat(55 downto 48) &
+        b_beat(47 downto 40) &
+        b_beat(39 downto 32) &
+        b_beat(31 downto 24) &
+        b_beat(23 downto 16) &
+        b_beat(15 downto 8) &
+        b_beat(7 downto 0) &
+        b_beat(255 downto 248) &
+        b_beat(247 downto 240) &
+        b_beat(239 downto 232) &
+        b_beat(231 downto 224) &
+        b_beat(223 downto 216) &
+        b_beat(215 downto 208) &
+        b_beat(207 downto 200) &
+        b_beat(199 downto 192) &
+        b_beat(191 downto 184) &
+        b_beat(183 downto 176) &
+        b_beat(175 downto 168) &
+        b_beat(167 downto 160) &
+        b_beat(159 downto 152) &
+        b_beat(151 downto 144)
+    ))), mux(n_shift_lane(3), mux(n_shift_lane(2), std_logic_vector'(
+        b_beat(103 downto 96) &
+        b_beat(95 downto 88) &
+        b_beat(87 downto 80) &
+        b_beat(79 downto 72) &
+        b_beat(71 downto 64) &
+        b_beat(63 downto 56) &
+        b_beat(55 downto 48) &
+        b_beat(47 downto 40) &
+        b_beat(39 downto 32) &
+        b_beat(31 downto 24) &
+        b_beat(23 downto 16) &
+        b_beat(15 downto 8) &
+        b_beat(7 downto 0) &
+        b_beat(255 downto 248) &
+        b_beat(247 downto 240) &
+        b_beat(239 downto 232) &
+        b_beat(231 downto 224) &
+        b_beat(223 downto 216) &
+        b_beat(215 downto 208) &
+        b_beat(207 downto 200) &
+        b_beat(199 downto 192) &
+        b_beat(191 downto 184) &
+        b_beat(183 downto 176) &
+        b_beat(175 downto 168) &
+        b_beat(167 downto 160) &
+        b_beat(159 downto 152) &
+        b_beat(151 downto 144) &
+        b_beat(143 downto 136) &
+        b_beat(135 downto 128) &
+        b_beat(127 downto 120) &
+        b_beat(119 downto 112)
+    ), std_logic_vector'(
+        b_beat(71 downto 64) &
+        b_beat(63 downto 56) &
+        b_beat(55 downto 48) &
+        b_beat(47 downto 40) &
+        b_beat(39 downto 32) &
+        b_beat(31 downto 24) &
+        b_beat(23 downto 16) &
+        b_beat(15 downto 8) &
+        b_beat(7 downto 0) &
+        b_beat(255 downto 248) &
+        b_beat(247 downto 240) &
+        b_beat(239 downto 232) &
+        b_beat(231 downto 224) &
+        b_beat(223 downto 216) &
+        b_beat(215 downto 208) &
+        b_beat(207 downto 200) &
+        b_beat(199 downto 192) &
+        b_beat(191 downto 184) &
+        b_beat(183 downto 176) &
+        b_beat(175 downto 168) &
+        b_beat(167 downto 160) &
+        b_beat(159 downto 152) &
+        b_beat(151 downto 144) &
+        b_beat(143 downto 136) &
+        b_beat(135 downto 128) &
+        b_beat(127 downto 120) &
+        b_beat(119 downto 112) &
+        b_beat(111 downto 104) &
+        b_beat(103 downto 96) &
+        b_beat(95 downto 88) &
+        b_beat(87 downto 80)
+    )), mux(n_shift_lane(2), std_logic_vector'(
+        b_beat(39 downto 32) &
+        b_beat(31 downto 24) &
+        b_beat(23 downto 16) &
+        b_beat(15 downto 8) &
+        b_beat(7 downto 0) &
+        b_beat(255 downto 248) &
+        b_beat(247 downto 240) &
+        b_beat(239 downto 232) &
+        b_beat(231 downto 224) &
+        b_beat(223 downto 216) &
+        b_beat(215 downto 208) &
+        b_beat(207 downto 200) &
+        b_beat(199 downto 192) &
+        b_beat(191 downto 184) &
+        b_beat(183 downto 176) &
+        b_beat(175 downto 168) &
+        b_beat(167 downto 160) &
+        b_beat(159 downto 152) &
+        b_beat(151 downto 144) &
+        b_beat(143 downto 136) &
+        b_beat(135 downto 128) &
+        b_beat(127 downto 120) &
+        b_beat(119 downto 112) &
+        b_beat(111 downto 104) &
+        b_beat(103 downto 96) &
+        b_beat(95 downto 88) &
+        b_beat(87 downto 80) &
+        b_beat(79 downto 72) &
+        b_beat(71 downto 64) &
+        b_beat(63 downto 56) &
+        b_beat(55 downto 48)
+    ), std_logic_vector'(
+        b_beat(7 downto 0) &
+        b_beat(255 downto 248) &
+        b_beat(247 downto 240) &
+        b_beat(239 downto 232) &
+        b_beat(231 downto 224) &
+        b_beat(223 downto 216) &
+        b_beat(215 downto 208) &
+        b_beat(207 downto 200) &
+        b_beat(199 downto 192) &
+        b_beat(191 downto 184) &
+        b_beat(183 downto 176) &
+        b_beat(175 downto 168) &
+        b_beat(167 downto 160) &
+        b_beat(159 downto 152) &
+        b_beat(151 downto 144) &
+        b_beat(143 downto 136) &
+        b_beat(135 downto 128) &
+        b_beat(127 downto 120) &
+        b_beat(119 downto 112) &
+        b_beat(111 downto 104) &
+        b_beat(103 downto 96) &
+        b_beat(95 downto 88) &
+        b_beat(87 downto 80) &
+        b_beat(79 downto 72) &
+        b_beat(71 downto 64) &
+        b_beat(63 downto 56) &
+        b_beat(55 downto 48) &
+        b_beat(47 downto 40) &
+        b_beat(39 downto 32) &
+        b_beat(31 downto 24) &
+        b_beat(23 downto 16)
+    ))));
+    n_acc_lanes <= std_logic_vector(unsigned(n_body(4 downto 0)) - unsigned'("00010"));
+    n_covered <= std_logic_vector'(
+        (b_beat(255 downto 248) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("011111") < unsigned(b_end)))) &
+        (b_beat(247 downto 240) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("011110") < unsigned(b_end)))) &
+        (b_beat(239 downto 232) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("011101") < unsigned(b_end)))) &
+        (b_beat(231 downto 224) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("011100") < unsigned(b_end)))) &
+        (b_beat(223 downto 216) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("011011") < unsigned(b_end)))) &
+        (b_beat(215 downto 208) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("011010") < unsigned(b_end)))) &
+        (b_beat(207 downto 200) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("011001") < unsigned(b_end)))) &
+        (b_beat(199 downto 192) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("011000") < unsigned(b_end)))) &
+        (b_beat(191 downto 184) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("010111") < unsigned(b_end)))) &
+        (b_beat(183 downto 176) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("010110") < unsigned(b_end)))) &
+        (b_beat(175 downto 168) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("010101") < unsigned(b_end)))) &
+        (b_beat(167 downto 160) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("010100") < unsigned(b_end)))) &
+        (b_beat(159 downto 152) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("010011") < unsigned(b_end)))) &
+        (b_beat(151 downto 144) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("010010") < unsigned(b_end)))) &
+        (b_beat(143 downto 136) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("010001") < unsigned(b_end)))) &
+        (b_beat(135 downto 128) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("010000") < unsigned(b_end)))) &
+        (b_beat(127 downto 120) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("001111") < unsigned(b_end)))) &
+        (b_beat(119 downto 112) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("001110") < unsigned(b_end)))) &
+        (b_beat(111 downto 104) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("001101") < unsigned(b_end)))) &
+        (b_beat(103 downto 96) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("001100") < unsigned(b_end)))) &
+        (b_beat(95 downto 88) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("001011") < unsigned(b_end)))) &
+        (b_beat(87 downto 80) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("001010") < unsigned(b_end)))) &
+        (b_beat(79 downto 72) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("001001") < unsigned(b_end)))) &
+        (b_beat(71 downto 64) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("001000") < unsigned(b_end)))) &
+        (b_beat(63 downto 56) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("000111") < unsigned(b_end)))) &
+        (b_beat(55 downto 48) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("000110") < unsigned(b_end)))) &
+        (b_beat(47 downto 40) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("000101") < unsigned(b_end)))) &
+        (b_beat(39 downto 32) and std_logic_vector'(7 downto 0 => not b2l(unsigned'("000100") < unsigned(b_end)))) &
+        (b_beat(31 downto 24) and std_logic_vector'(7 downto 0 => '0')) &
+        (b_beat(23 downto 16) and std_logic_vector'(7 downto 0 => '0')) &
+        (b_beat(15 downto 8) and std_logic_vector'(7 downto 0 => '0')) &
+        (b_beat(7 downto 0) and std_logic_vector'(7 downto 0 => '0'))
+    );
+    n_start <= std_logic_vector(unsigned(rpos) + unsigned(std_logic_vector'(
         "00000000000000000000000000" &
         std_logic_vector(unsigned(b_end) - unsigned(std_logic_vector'('0' & b_lane)))
+    )));
+    rpos_next <= mux(rst, cfg_offset, mux(b_go, std_logic_vector(unsigned(rpos) + unsigned(std_logic_vector'(
+        "00000000000000000000000000" &
+        std_logic_vector(unsigned(mux(n_take, "100000", b_end)) - unsigned(std_logic_vector'('0' & b_lane)))
     ))), rpos));
     ring_held_next <= std_logic_vector(unsigned(wpos_next) - unsigned(std_logic_vector'(rpos_next(31 downto 5) & "00000")));
     c_enter <= (b_crc_update or b_len_err) or b_eos;
     c_pad_in <= std_logic_vector(unsigned'("000") - unsigned(b_end(4 downto 2)));
     c_lo_in <= b_crc_lo(4 downto 2);
     c_in_valid <= c_enter;
+    c_next_lo_in <= b_end(4 downto 2);
     c_in_end <= ((b_crc_update and b_ends) or b_len_err) or b_eos;
     c_in_kind <= mux(b_len_err, "01", mux(b_eos, "10", "00"));
     c_in_offset <= mux(b_starting, rpos, f_start);
@@ -1882,6 +2280,40 @@ begin
         (xor (c1_data and x"3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af3")) &
         (xor (c1_data and x"1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79"))
     );
+    c1_next_term <= std_logic_vector'(
+        (xor (c1_next_data and x"8fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebc")) &
+        (xor (c1_next_data and x"47e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e")) &
+        (xor (c1_next_data and x"23f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af")) &
+        (xor (c1_next_data and x"11f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d7")) &
+        (xor (c1_next_data and x"08fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89eb")) &
+        (xor (c1_next_data and x"047e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5")) &
+        (xor (c1_next_data and x"8df7c6eef047484aa4afe72a3c98cf15471b1e9b0278c6a5016629ed3b163cc6")) &
+        (xor (c1_next_data and x"46fbe3777823a4255257f3951e4c678aa38d8f4d813c635280b314f69d8b1e63")) &
+        (xor (c1_next_data and x"acb514c0a026440046385046838c554a2b361a4a70241fb434ed707e616d118d")) &
+        (xor (c1_next_data and x"d9926f1b4c24b412cc0f81af4d6c4c2a6f6bd0c988a821c76ec2423a1f1e167a")) &
+        (xor (c1_next_data and x"e301d2f6ba25cc1b8914695baa1c409a4d45358874ee3efec3d5db1820279581")) &
+        (xor (c1_next_data and x"fe480c004125701f2b999d21d9a446c25c5247288acd3162155e17893fbb547c")) &
+        (xor (c1_next_data and x"7f2406002092b80f95ccce90ecd223612e292394456698b10aaf0bc49fddaa3e")) &
+        (xor (c1_next_data and x"b05ae67b0c7eca1525f5cec47ac3773fede44c2692096245f1e37fe760464ba3")) &
+        (xor (c1_next_data and x"d7e596469a08f3187de94eee31cbdd108c02fbfff9be9f3f8c4545f69f8bbb6d")) &
+        (xor (c1_next_data and x"6bf2cb234d04798c3ef4a77718e5ee8846017dfffcdf4f9fc622a2fb4fc5ddb6")) &
+        (xor (c1_next_data and x"35f96591a6823cc61f7a53bb8c72f7442300befffe6fa7cfe311517da7e2eedb")) &
+        (xor (c1_next_data and x"1afcb2c8d3411e630fbd29ddc6397ba211805f7fff37d3e7f188a8bed3f1776d")) &
+        (xor (c1_next_data and x"82b6bc1f7597192368cd3d62efb6db5e7230f2534f21c7ee8c70ae5a4650250a")) &
+        (xor (c1_next_data and x"ce93bb74a6fc1a835b75373d7b710b2043e8a4c5172acdea328cad280c808c39")) &
+        (xor (c1_next_data and x"e88138c14f499b5342a93212b112e31f5b048f8e3b2f48e86df2ac9129e8d8a0")) &
+        (xor (c1_next_data and x"74409c60a7a4cda9a15499095889718fad8247c71d97a47436f9564894f46c50")) &
+        (xor (c1_next_data and x"b5e8ab4b4fe5f0c63fb9e508a0eede48ac31fe0f3e71fc276fc8512165d2a894")) &
+        (xor (c1_next_data and x"d53cb0debbc56e71f0cf5b085cdd09ab2ce822eb2f82d00ec350d2959d41caf6")) &
+        (xor (c1_next_data and x"6a9e586f5de2b738f867ad842e6e84d59674117597c1680761a8694acea0e57b")) &
+        (xor (c1_next_data and x"ba87c94cb2c6cd8e93207f4e1b9d24e5b1cad5567b5a9a1ec460cea048f8ec01")) &
+        (xor (c1_next_data and x"d28b01dd4554f0d5a683962b0164f4fda215b7478d17631216849d550bd4e8bc")) &
+        (xor (c1_next_data and x"e68d6595be9dee783c5262998c181cf1abfa064f76319f947ff6b4afaa42eae2")) &
+        (xor (c1_next_data and x"fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcd")) &
+        (xor (c1_next_data and x"7e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6")) &
+        (xor (c1_next_data and x"3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af3")) &
+        (xor (c1_next_data and x"1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79"))
+    );
     crc_init <= mux(c2_lo(2), mux(c2_lo(1), mux(c2_lo(0), x"cf8dcf8e", x"c623cf97"), mux(c2_lo(0), x"0c67e749", x"eee3ddcd")), mux(c2_lo(1), mux(c2_lo(0), x"96fb8c9f", x"20481012"), mux(c2_lo(0), x"641f6454", x"ffffffff")));
     crc_from <= mux(c2_fresh, crc_init, crc_state);
     crc_next <= c2_term xor std_logic_vector'(
@@ -1918,39 +2350,136 @@ begin
         (xor (crc_from and x"bea27af3")) &
         (xor (crc_from and x"5f513d79"))
     );
+    crc_next_fpdu <= c2_next_term xor mux(c2_next_lo(2), mux(c2_next_lo(1), mux(c2_next_lo(0), x"b798b438", x"73d74d75"), mux(c2_next_lo(0), x"d49f4aa2", x"bd8f6515")), mux(c2_next_lo(1), mux(c2_next_lo(0), x"433aa9c1", x"7b041311"), mux(c2_next_lo(0), x"08363896", x"756ec955")));
     c3_fixed <= std_logic_vector'(
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(1023 downto 992), zinv_24(1023 downto 992)), mux(c3_pad_rest(0), zinv_20(1023 downto 992), zinv_16(1023 downto 992))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(1023 downto 992), zinv_8(1023 downto 992)), mux(c3_pad_rest(0), zinv_4(1023 downto 992), zinv_0(1023 downto 992)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(991 downto 960), zinv_24(991 downto 960)), mux(c3_pad_rest(0), zinv_20(991 downto 960), zinv_16(991 downto 960))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(991 downto 960), zinv_8(991 downto 960)), mux(c3_pad_rest(0), zinv_4(991 downto 960), zinv_0(991 downto 960)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(959 downto 928), zinv_24(959 downto 928)), mux(c3_pad_rest(0), zinv_20(959 downto 928), zinv_16(959 downto 928))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(959 downto 928), zinv_8(959 downto 928)), mux(c3_pad_rest(0), zinv_4(959 downto 928), zinv_0(959 downto 928)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(927 downto 896), zinv_24(927 downto 896)), mux(c3_pad_rest(0), zinv_20(927 downto 896), zinv_16(927 downto 896))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(927 downto 896), zinv_8(927 downto 896)), mux(c3_pad_rest(0), zinv_4(927 downto 896), zinv_0(927 downto 896)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(895 downto 864), zinv_24(895 downto 864)), mux(c3_pad_rest(0), zinv_20(895 downto 864), zinv_16(895 downto 864))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(895 downto 864), zinv_8(895 downto 864)), mux(c3_pad_rest(0), zinv_4(895 downto 864), zinv_0(895 downto 864)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(863 downto 832), zinv_24(863 downto 832)), mux(c3_pad_rest(0), zinv_20(863 downto 832), zinv_16(863 downto 832))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(863 downto 832), zinv_8(863 downto 832)), mux(c3_pad_rest(0), zinv_4(863 downto 832), zinv_0(863 downto 832)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(831 downto 800), zinv_24(831 downto 800)), mux(c3_pad_rest(0), zinv_20(831 downto 800), zinv_16(831 downto 800))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(831 downto 800), zinv_8(831 downto 800)), mux(c3_pad_rest(0), zinv_4(831 downto 800), zinv_0(831 downto 800)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(799 downto 768), zinv_24(799 downto 768)), mux(c3_pad_rest(0), zinv_20(799 downto 768), zinv_16(799 downto 768))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(799 downto 768), zinv_8(799 downto 768)), mux(c3_pad_rest(0), zinv_4(799 downto 768), zinv_0(799 downto 768)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(767 downto 736), zinv_24(767 downto 736)), mux(c3_pad_rest(0), zinv_20(767 downto 736), zinv_16(767 downto 736))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(767 downto 736), zinv_8(767 downto 736)), mux(c3_pad_rest(0), zinv_4(767 downto 736), zinv_0(767 downto 736)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(735 downto 704), zinv_24(735 downto 704)), mux(c3_pad_rest(0), zinv_20(735 downto 704), zinv_16(735 downto 704))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(735 downto 704), zinv_8(735 downto 704)), mux(c3_pad_rest(0), zinv_4(735 downto 704), zinv_0(735 downto 704)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(703 downto 672), zinv_24(703 downto 672)), mux(c3_pad_rest(0), zinv_20(703 downto 672), zinv_16(703 downto 672))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(703 downto 672), zinv_8(703 downto 672)), mux(c3_pad_rest(0), zinv_4(703 downto 672), zinv_0(703 downto 672)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(671 downto 640), zinv_24(671 downto 640)), mux(c3_pad_rest(0), zinv_20(671 downto 640), zinv_16(671 downto 640))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(671 downto 640), zinv_8(671 downto 640)), mux(c3_pad_rest(0), zinv_4(671 downto 640), zinv_0(671 downto 640)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(639 downto 608), zinv_24(639 downto 608)), mux(c3_pad_rest(0), zinv_20(639 downto 608), zinv_16(639 downto 608))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(639 downto 608), zinv_8(639 downto 608)), mux(c3_pad_rest(0), zinv_4(639 downto 608), zinv_0(639 downto 608)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(607 downto 576), zinv_24(607 downto 576)), mux(c3_pad_rest(0), zinv_20(607 downto 576), zinv_16(607 downto 576))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(607 downto 576), zinv_8(607 downto 576)), mux(c3_pad_rest(0), zinv_4(607 downto 576), zinv_0(607 downto 576)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(575 downto 544), zinv_24(575 downto 544)), mux(c3_pad_rest(0), zinv_20(575 downto 544), zinv_16(575 downto 544))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(575 downto 544), zinv_8(575 downto 544)), mux(c3_pad_rest(0), zinv_4(575 downto 544), zinv_0(575 downto 544)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(543 downto 512), zinv_24(543 downto 512)), mux(c3_pad_rest(0), zinv_20(543 downto 512), zinv_16(543 downto 512))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(543 downto 512), zinv_8(543 downto 512)), mux(c3_pad_rest(0), zinv_4(543 downto 512), zinv_0(543 downto 512)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(511 downto 480), zinv_24(511 downto 480)), mux(c3_pad_rest(0), zinv_20(511 downto 480), zinv_16(511 downto 480))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(511 downto 480), zinv_8(511 downto 480)), mux(c3_pad_rest(0), zinv_4(511 downto 480), zinv_0(511 downto 480)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(479 downto 448), zinv_24(479 downto 448)), mux(c3_pad_rest(0), zinv_20(479 downto 448), zinv_16(479 downto 448))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(479 downto 448), zinv_8(479 downto 448)), mux(c3_pad_rest(0), zinv_4(479 downto 448), zinv_0(479 downto 448)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(447 downto 416), zinv_24(447 downto 416)), mux(c3_pad_rest(0), zinv_20(447 downto 416), zinv_16(447 downto 416))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(447 downto 416), zinv_8(447 downto 416)), mux(c3_pad_rest(0), zinv_4(447 downto 416), zinv_0(447 downto 416)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(415 downto 384), zinv_24(415 downto 384)), mux(c3_pad_rest(0), zinv_20(415 downto 384), zinv_16(415 downto 384))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(415 downto 384), zinv_8(415 downto 384)), mux(c3_pad_rest(0), zinv_4(415 downto 384), zinv_0(415 downto 384)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(383 downto 352), zinv_24(383 downto 352)), mux(c3_pad_rest(0), zinv_20(383 downto 352), zinv_16(383 downto 352))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(383 downto 352), zinv_8(383 downto 352)), mux(c3_pad_rest(0), zinv_4(383 downto 352), zinv_0(383 downto 352)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(351 downto 320), zinv_24(351 downto 320)), mux(c3_pad_rest(0), zinv_20(351 downto 320), zinv_16(351 downto 320))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(351 downto 320), zinv_8(351 downto 320)), mux(c3_pad_rest(0), zinv_4(351 downto 320), zinv_0(351 downto 320)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(319 downto 288), zinv_24(319 downto 288)), mux(c3_pad_rest(0), zinv_20(319 downto 288), zinv_16(319 downto 288))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(319 downto 288), zinv_8(319 downto 288)), mux(c3_pad_rest(0), zinv_4(319 downto 288), zinv_0(319 downto 288)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(287 downto 256), zinv_24(287 downto 256)), mux(c3_pad_rest(0), zinv_20(287 downto 256), zinv_16(287 downto 256))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(287 downto 256), zinv_8(287 downto 256)), mux(c3_pad_rest(0), zinv_4(287 downto 256), zinv_0(287 downto 256)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(255 downto 224), zinv_24(255 downto 224)), mux(c3_pad_rest(0), zinv_20(255 downto 224), zinv_16(255 downto 224))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(255 downto 224), zinv_8(255 downto 224)), mux(c3_pad_rest(0), zinv_4(255 downto 224), zinv_0(255 downto 224)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(223 downto 192), zinv_24(223 downto 192)), mux(c3_pad_rest(0), zinv_20(223 downto 192), zinv_16(223 downto 192))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(223 downto 192), zinv_8(223 downto 192)), mux(c3_pad_rest(0), zinv_4(223 downto 192), zinv_0(223 downto 192)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(191 downto 160), zinv_24(191 downto 160)), mux(c3_pad_rest(0), zinv_20(191 downto 160), zinv_16(191 downto 160))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(191 downto 160), zinv_8(191 downto 160)), mux(c3_pad_rest(0), zinv_4(191 downto 160), zinv_0(191 downto 160)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(159 downto 128), zinv_24(159 downto 128)), mux(c3_pad_rest(0), zinv_20(159 downto 128), zinv_16(159 downto 128))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(159 downto 128), zinv_8(159 downto 128)), mux(c3_pad_rest(0), zinv_4(159 downto 128), zinv_0(159 downto 128)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(127 downto 96), zinv_24(127 downto 96)), mux(c3_pad_rest(0), zinv_20(127 downto 96), zinv_16(127 downto 96))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(127 downto 96), zinv_8(127 downto 96)), mux(c3_pad_rest(0), zinv_4(127 downto 96), zinv_0(127 downto 96)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(95 downto 64), zinv_24(95 downto 64)), mux(c3_pad_rest(0), zinv_20(95 downto 64), zinv_16(95 downto 64))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(95 downto 64), zinv_8(95 downto 64)), mux(c3_pad_rest(0), zinv_4(95 downto 64), zinv_0(95 downto 64)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(63 downto 32), zinv_24(63 downto 32)), mux(c3_pad_rest(0), zinv_20(63 downto 32), zinv_16(63 downto 32))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(63 downto 32), zinv_8(63 downto 32)), mux(c3_pad_rest(0), zinv_4(63 downto 32), zinv_0(63 downto 32)))))) &
-        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(31 downto 0), zinv_24(31 downto 0)), mux(c3_pad_rest(0), zinv_20(31 downto 0), zinv_16(31 downto 0))), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_12(31 downto 0), zinv_8(31 downto 0)), mux(c3_pad_rest(0), zinv_4(31 downto 0), zinv_0(31 downto 0))))))
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(1023 downto 992),
+            zinv_24(1023 downto 992)), mux(c3_pad_rest(0), zinv_20(1023 downto 992), zinv_16(1023 downto 992))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(1023 downto 992), zinv_8(1023 downto 992)), mux(c3_pad_rest(0), zinv_4(1023 downto 992),
+            zinv_0(1023 downto 992)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(991 downto 960),
+            zinv_24(991 downto 960)), mux(c3_pad_rest(0), zinv_20(991 downto 960), zinv_16(991 downto 960))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(991 downto 960), zinv_8(991 downto 960)), mux(c3_pad_rest(0), zinv_4(991 downto 960),
+            zinv_0(991 downto 960)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(959 downto 928),
+            zinv_24(959 downto 928)), mux(c3_pad_rest(0), zinv_20(959 downto 928), zinv_16(959 downto 928))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(959 downto 928), zinv_8(959 downto 928)), mux(c3_pad_rest(0), zinv_4(959 downto 928),
+            zinv_0(959 downto 928)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(927 downto 896),
+            zinv_24(927 downto 896)), mux(c3_pad_rest(0), zinv_20(927 downto 896), zinv_16(927 downto 896))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(927 downto 896), zinv_8(927 downto 896)), mux(c3_pad_rest(0), zinv_4(927 downto 896),
+            zinv_0(927 downto 896)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(895 downto 864),
+            zinv_24(895 downto 864)), mux(c3_pad_rest(0), zinv_20(895 downto 864), zinv_16(895 downto 864))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(895 downto 864), zinv_8(895 downto 864)), mux(c3_pad_rest(0), zinv_4(895 downto 864),
+            zinv_0(895 downto 864)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(863 downto 832),
+            zinv_24(863 downto 832)), mux(c3_pad_rest(0), zinv_20(863 downto 832), zinv_16(863 downto 832))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(863 downto 832), zinv_8(863 downto 832)), mux(c3_pad_rest(0), zinv_4(863 downto 832),
+            zinv_0(863 downto 832)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(831 downto 800),
+            zinv_24(831 downto 800)), mux(c3_pad_rest(0), zinv_20(831 downto 800), zinv_16(831 downto 800))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(831 downto 800), zinv_8(831 downto 800)), mux(c3_pad_rest(0), zinv_4(831 downto 800),
+            zinv_0(831 downto 800)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(799 downto 768),
+            zinv_24(799 downto 768)), mux(c3_pad_rest(0), zinv_20(799 downto 768), zinv_16(799 downto 768))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(799 downto 768), zinv_8(799 downto 768)), mux(c3_pad_rest(0), zinv_4(799 downto 768),
+            zinv_0(799 downto 768)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(767 downto 736),
+            zinv_24(767 downto 736)), mux(c3_pad_rest(0), zinv_20(767 downto 736), zinv_16(767 downto 736))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(767 downto 736), zinv_8(767 downto 736)), mux(c3_pad_rest(0), zinv_4(767 downto 736),
+            zinv_0(767 downto 736)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(735 downto 704),
+            zinv_24(735 downto 704)), mux(c3_pad_rest(0), zinv_20(735 downto 704), zinv_16(735 downto 704))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(735 downto 704), zinv_8(735 downto 704)), mux(c3_pad_rest(0), zinv_4(735 downto 704),
+            zinv_0(735 downto 704)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(703 downto 672),
+            zinv_24(703 downto 672)), mux(c3_pad_rest(0), zinv_20(703 downto 672), zinv_16(703 downto 672))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(703 downto 672), zinv_8(703 downto 672)), mux(c3_pad_rest(0), zinv_4(703 downto 672),
+            zinv_0(703 downto 672)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(671 downto 640),
+            zinv_24(671 downto 640)), mux(c3_pad_rest(0), zinv_20(671 downto 640), zinv_16(671 downto 640))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(671 downto 640), zinv_8(671 downto 640)), mux(c3_pad_rest(0), zinv_4(671 downto 640),
+            zinv_0(671 downto 640)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(639 downto 608),
+            zinv_24(639 downto 608)), mux(c3_pad_rest(0), zinv_20(639 downto 608), zinv_16(639 downto 608))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(639 downto 608), zinv_8(639 downto 608)), mux(c3_pad_rest(0), zinv_4(639 downto 608),
+            zinv_0(639 downto 608)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(607 downto 576),
+            zinv_24(607 downto 576)), mux(c3_pad_rest(0), zinv_20(607 downto 576), zinv_16(607 downto 576))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(607 downto 576), zinv_8(607 downto 576)), mux(c3_pad_rest(0), zinv_4(607 downto 576),
+            zinv_0(607 downto 576)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(575 downto 544),
+            zinv_24(575 downto 544)), mux(c3_pad_rest(0), zinv_20(575 downto 544), zinv_16(575 downto 544))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(575 downto 544), zinv_8(575 downto 544)), mux(c3_pad_rest(0), zinv_4(575 downto 544),
+            zinv_0(575 downto 544)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(543 downto 512),
+            zinv_24(543 downto 512)), mux(c3_pad_rest(0), zinv_20(543 downto 512), zinv_16(543 downto 512))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(543 downto 512), zinv_8(543 downto 512)), mux(c3_pad_rest(0), zinv_4(543 downto 512),
+            zinv_0(543 downto 512)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(511 downto 480),
+            zinv_24(511 downto 480)), mux(c3_pad_rest(0), zinv_20(511 downto 480), zinv_16(511 downto 480))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(511 downto 480), zinv_8(511 downto 480)), mux(c3_pad_rest(0), zinv_4(511 downto 480),
+            zinv_0(511 downto 480)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(479 downto 448),
+            zinv_24(479 downto 448)), mux(c3_pad_rest(0), zinv_20(479 downto 448), zinv_16(479 downto 448))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(479 downto 448), zinv_8(479 downto 448)), mux(c3_pad_rest(0), zinv_4(479 downto 448),
+            zinv_0(479 downto 448)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(447 downto 416),
+            zinv_24(447 downto 416)), mux(c3_pad_rest(0), zinv_20(447 downto 416), zinv_16(447 downto 416))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(447 downto 416), zinv_8(447 downto 416)), mux(c3_pad_rest(0), zinv_4(447 downto 416),
+            zinv_0(447 downto 416)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(415 downto 384),
+            zinv_24(415 downto 384)), mux(c3_pad_rest(0), zinv_20(415 downto 384), zinv_16(415 downto 384))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(415 downto 384), zinv_8(415 downto 384)), mux(c3_pad_rest(0), zinv_4(415 downto 384),
+            zinv_0(415 downto 384)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(383 downto 352),
+            zinv_24(383 downto 352)), mux(c3_pad_rest(0), zinv_20(383 downto 352), zinv_16(383 downto 352))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(383 downto 352), zinv_8(383 downto 352)), mux(c3_pad_rest(0), zinv_4(383 downto 352),
+            zinv_0(383 downto 352)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(351 downto 320),
+            zinv_24(351 downto 320)), mux(c3_pad_rest(0), zinv_20(351 downto 320), zinv_16(351 downto 320))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(351 downto 320), zinv_8(351 downto 320)), mux(c3_pad_rest(0), zinv_4(351 downto 320),
+            zinv_0(351 downto 320)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(319 downto 288),
+            zinv_24(319 downto 288)), mux(c3_pad_rest(0), zinv_20(319 downto 288), zinv_16(319 downto 288))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(319 downto 288), zinv_8(319 downto 288)), mux(c3_pad_rest(0), zinv_4(319 downto 288),
+            zinv_0(319 downto 288)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(287 downto 256),
+            zinv_24(287 downto 256)), mux(c3_pad_rest(0), zinv_20(287 downto 256), zinv_16(287 downto 256))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(287 downto 256), zinv_8(287 downto 256)), mux(c3_pad_rest(0), zinv_4(287 downto 256),
+            zinv_0(287 downto 256)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(255 downto 224),
+            zinv_24(255 downto 224)), mux(c3_pad_rest(0), zinv_20(255 downto 224), zinv_16(255 downto 224))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(255 downto 224), zinv_8(255 downto 224)), mux(c3_pad_rest(0), zinv_4(255 downto 224),
+            zinv_0(255 downto 224)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(223 downto 192),
+            zinv_24(223 downto 192)), mux(c3_pad_rest(0), zinv_20(223 downto 192), zinv_16(223 downto 192))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(223 downto 192), zinv_8(223 downto 192)), mux(c3_pad_rest(0), zinv_4(223 downto 192),
+            zinv_0(223 downto 192)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(191 downto 160),
+            zinv_24(191 downto 160)), mux(c3_pad_rest(0), zinv_20(191 downto 160), zinv_16(191 downto 160))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(191 downto 160), zinv_8(191 downto 160)), mux(c3_pad_rest(0), zinv_4(191 downto 160),
+            zinv_0(191 downto 160)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(159 downto 128),
+            zinv_24(159 downto 128)), mux(c3_pad_rest(0), zinv_20(159 downto 128), zinv_16(159 downto 128))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(159 downto 128), zinv_8(159 downto 128)), mux(c3_pad_rest(0), zinv_4(159 downto 128),
+            zinv_0(159 downto 128)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(127 downto 96),
+            zinv_24(127 downto 96)), mux(c3_pad_rest(0), zinv_20(127 downto 96), zinv_16(127 downto 96))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(127 downto 96), zinv_8(127 downto 96)), mux(c3_pad_rest(0), zinv_4(127 downto 96),
+            zinv_0(127 downto 96)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(95 downto 64),
+            zinv_24(95 downto 64)), mux(c3_pad_rest(0), zinv_20(95 downto 64), zinv_16(95 downto 64))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(95 downto 64), zinv_8(95 downto 64)), mux(c3_pad_rest(0), zinv_4(95 downto 64),
+            zinv_0(95 downto 64)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(63 downto 32),
+            zinv_24(63 downto 32)), mux(c3_pad_rest(0), zinv_20(63 downto 32), zinv_16(63 downto 32))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(63 downto 32), zinv_8(63 downto 32)), mux(c3_pad_rest(0), zinv_4(63 downto 32),
+            zinv_0(63 downto 32)))))) &
+        (xor (c3_reg and mux(c3_pad_rest(2), mux(c3_pad_rest(1), mux(c3_pad_rest(0), zinv_28(31 downto 0),
+            zinv_24(31 downto 0)), mux(c3_pad_rest(0), zinv_20(31 downto 0), zinv_16(31 downto 0))), mux(c3_pad_rest(1),
+            mux(c3_pad_rest(0), zinv_12(31 downto 0), zinv_8(31 downto 0)), mux(c3_pad_rest(0), zinv_4(31 downto 0),
+            zinv_0(31 downto 0))))))
     );
     v_crc_good <= b2l(c3_fixed = x"b798b438");
     v_in <= (c3_valid and c3_end) and (not v_err);
@@ -1961,6 +2490,11 @@ begin
     m_err_code <= v_err_code;
     m_err_offset <= v_err_offset;
     m_eos <= v_eos;
+    buf_bank <= buf_wptr(0);
+    buf_row0 <= buf_wptr(11 downto 1);
+    buf_row1 <= std_logic_vector(unsigned(buf_row0) + unsigned(std_logic_vector'("0000000000" & buf_bank)));
+    buf_rd_row <= buf_rptr(11 downto 1);
+    o_read_data <= mux(o_read_bank, ulpdu_buf1_rd, ulpdu_buf0_rd);
     o_q_wpos <= std_logic_vector(unsigned(o_q_count) - unsigned(o_pop));
     o_q0_push <= o_reading and b2l(o_q_wpos = "00");
     o_q1_push <= o_reading and b2l(o_q_wpos = "01");
@@ -2039,39 +2573,101 @@ begin
     begin
         if rising_edge(clk) then
             ring0 <= std_logic_vector'(
-        mux((ring0_first and b2l(unsigned'("011111") < unsigned(w_end))) or '0', w_rotated(255 downto 248), ring0(255 downto 248)) &
-        mux(((ring0_first and b2l(unsigned'("011110") < unsigned(w_end))) and (not b2l(unsigned'("011110") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("011110") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(247 downto 240), ring0(247 downto 240)) &
-        mux(((ring0_first and b2l(unsigned'("011101") < unsigned(w_end))) and (not b2l(unsigned'("011101") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("011101") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(239 downto 232), ring0(239 downto 232)) &
-        mux(((ring0_first and b2l(unsigned'("011100") < unsigned(w_end))) and (not b2l(unsigned'("011100") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("011100") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(231 downto 224), ring0(231 downto 224)) &
-        mux(((ring0_first and b2l(unsigned'("011011") < unsigned(w_end))) and (not b2l(unsigned'("011011") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("011011") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(223 downto 216), ring0(223 downto 216)) &
-        mux(((ring0_first and b2l(unsigned'("011010") < unsigned(w_end))) and (not b2l(unsigned'("011010") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("011010") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(215 downto 208), ring0(215 downto 208)) &
-        mux(((ring0_first and b2l(unsigned'("011001") < unsigned(w_end))) and (not b2l(unsigned'("011001") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("011001") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(207 downto 200), ring0(207 downto 200)) &
-        mux(((ring0_first and b2l(unsigned'("011000") < unsigned(w_end))) and (not b2l(unsigned'("011000") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("011000") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(199 downto 192), ring0(199 downto 192)) &
-        mux(((ring0_first and b2l(unsigned'("010111") < unsigned(w_end))) and (not b2l(unsigned'("010111") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("010111") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(191 downto 184), ring0(191 downto 184)) &
-        mux(((ring0_first and b2l(unsigned'("010110") < unsigned(w_end))) and (not b2l(unsigned'("010110") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("010110") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(183 downto 176), ring0(183 downto 176)) &
-        mux(((ring0_first and b2l(unsigned'("010101") < unsigned(w_end))) and (not b2l(unsigned'("010101") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("010101") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(175 downto 168), ring0(175 downto 168)) &
-        mux(((ring0_first and b2l(unsigned'("010100") < unsigned(w_end))) and (not b2l(unsigned'("010100") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("010100") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(167 downto 160), ring0(167 downto 160)) &
-        mux(((ring0_first and b2l(unsigned'("010011") < unsigned(w_end))) and (not b2l(unsigned'("010011") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("010011") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(159 downto 152), ring0(159 downto 152)) &
-        mux(((ring0_first and b2l(unsigned'("010010") < unsigned(w_end))) and (not b2l(unsigned'("010010") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("010010") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(151 downto 144), ring0(151 downto 144)) &
-        mux(((ring0_first and b2l(unsigned'("010001") < unsigned(w_end))) and (not b2l(unsigned'("010001") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("010001") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(143 downto 136), ring0(143 downto 136)) &
-        mux(((ring0_first and b2l(unsigned'("010000") < unsigned(w_end))) and (not b2l(unsigned'("010000") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("010000") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(135 downto 128), ring0(135 downto 128)) &
-        mux(((ring0_first and b2l(unsigned'("001111") < unsigned(w_end))) and (not b2l(unsigned'("001111") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("001111") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(127 downto 120), ring0(127 downto 120)) &
-        mux(((ring0_first and b2l(unsigned'("001110") < unsigned(w_end))) and (not b2l(unsigned'("001110") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("001110") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(119 downto 112), ring0(119 downto 112)) &
-        mux(((ring0_first and b2l(unsigned'("001101") < unsigned(w_end))) and (not b2l(unsigned'("001101") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("001101") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(111 downto 104), ring0(111 downto 104)) &
-        mux(((ring0_first and b2l(unsigned'("001100") < unsigned(w_end))) and (not b2l(unsigned'("001100") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("001100") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(103 downto 96), ring0(103 downto 96)) &
-        mux(((ring0_first and b2l(unsigned'("001011") < unsigned(w_end))) and (not b2l(unsigned'("001011") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("001011") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(95 downto 88), ring0(95 downto 88)) &
-        mux(((ring0_first and b2l(unsigned'("001010") < unsigned(w_end))) and (not b2l(unsigned'("001010") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("001010") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(87 downto 80), ring0(87 downto 80)) &
-        mux(((ring0_first and b2l(unsigned'("001001") < unsigned(w_end))) and (not b2l(unsigned'("001001") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("001001") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(79 downto 72), ring0(79 downto 72)) &
-        mux(((ring0_first and b2l(unsigned'("001000") < unsigned(w_end))) and (not b2l(unsigned'("001000") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("001000") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(71 downto 64), ring0(71 downto 64)) &
-        mux(((ring0_first and b2l(unsigned'("000111") < unsigned(w_end))) and (not b2l(unsigned'("000111") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("000111") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(63 downto 56), ring0(63 downto 56)) &
-        mux(((ring0_first and b2l(unsigned'("000110") < unsigned(w_end))) and (not b2l(unsigned'("000110") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("000110") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(55 downto 48), ring0(55 downto 48)) &
-        mux(((ring0_first and b2l(unsigned'("000101") < unsigned(w_end))) and (not b2l(unsigned'("000101") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("000101") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(47 downto 40), ring0(47 downto 40)) &
-        mux(((ring0_first and b2l(unsigned'("000100") < unsigned(w_end))) and (not b2l(unsigned'("000100") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("000100") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(39 downto 32), ring0(39 downto 32)) &
-        mux(((ring0_first and b2l(unsigned'("000011") < unsigned(w_end))) and (not b2l(unsigned'("000011") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("000011") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(31 downto 24), ring0(31 downto 24)) &
-        mux(((ring0_first and b2l(unsigned'("000010") < unsigned(w_end))) and (not b2l(unsigned'("000010") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("000010") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(23 downto 16), ring0(23 downto 16)) &
-        mux(((ring0_first and b2l(unsigned'("000001") < unsigned(w_end))) and (not b2l(unsigned'("000001") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("000001") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(15 downto 8), ring0(15 downto 8)) &
-        mux(((ring0_first and b2l(unsigned'("000000") < unsigned(w_end))) and (not b2l(unsigned'("000000") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("000000") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(7 downto 0), ring0(7 downto 0))
-    );
+                mux((ring0_first and b2l(unsigned'("011111") < unsigned(w_end))) or '0', w_rotated(255 downto 248), ring0(255 downto 248)) &
+                mux(((ring0_first and b2l(unsigned'("011110") < unsigned(w_end))) and (not b2l(unsigned'("011110") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("011110") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(247 downto 240), ring0(247 downto 240)) &
+                mux(((ring0_first and b2l(unsigned'("011101") < unsigned(w_end))) and (not b2l(unsigned'("011101") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("011101") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(239 downto 232), ring0(239 downto 232)) &
+                mux(((ring0_first and b2l(unsigned'("011100") < unsigned(w_end))) and (not b2l(unsigned'("011100") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("011100") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(231 downto 224), ring0(231 downto 224)) &
+                mux(((ring0_first and b2l(unsigned'("011011") < unsigned(w_end))) and (not b2l(unsigned'("011011") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("011011") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(223 downto 216), ring0(223 downto 216)) &
+                mux(((ring0_first and b2l(unsigned'("011010") < unsigned(w_end))) and (not b2l(unsigned'("011010") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("011010") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(215 downto 208), ring0(215 downto 208)) &
+                mux(((ring0_first and b2l(unsigned'("011001") < unsigned(w_end))) and (not b2l(unsigned'("011001") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("011001") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(207 downto 200), ring0(207 downto 200)) &
+                mux(((ring0_first and b2l(unsigned'("011000") < unsigned(w_end))) and (not b2l(unsigned'("011000") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("011000") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(199 downto 192), ring0(199 downto 192)) &
+                mux(((ring0_first and b2l(unsigned'("010111") < unsigned(w_end))) and (not b2l(unsigned'("010111") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("010111") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(191 downto 184), ring0(191 downto 184)) &
+                mux(((ring0_first and b2l(unsigned'("010110") < unsigned(w_end))) and (not b2l(unsigned'("010110") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("010110") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(183 downto 176), ring0(183 downto 176)) &
+                mux(((ring0_first and b2l(unsigned'("010101") < unsigned(w_end))) and (not b2l(unsigned'("010101") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("010101") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(175 downto 168), ring0(175 downto 168)) &
+                mux(((ring0_first and b2l(unsigned'("010100") < unsigned(w_end))) and (not b2l(unsigned'("010100") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("010100") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(167 downto 160), ring0(167 downto 160)) &
+                mux(((ring0_first and b2l(unsigned'("010011") < unsigned(w_end))) and (not b2l(unsigned'("010011") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("010011") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(159 downto 152), ring0(159 downto 152)) &
+                mux(((ring0_first and b2l(unsigned'("010010") < unsigned(w_end))) and (not b2l(unsigned'("010010") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("010010") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(151 downto 144), ring0(151 downto 144)) &
+                mux(((ring0_first and b2l(unsigned'("010001") < unsigned(w_end))) and (not b2l(unsigned'("010001") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("010001") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(143 downto 136), ring0(143 downto 136)) &
+                mux(((ring0_first and b2l(unsigned'("010000") < unsigned(w_end))) and (not b2l(unsigned'("010000") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("010000") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(135 downto 128), ring0(135 downto 128)) &
+                mux(((ring0_first and b2l(unsigned'("001111") < unsigned(w_end))) and (not b2l(unsigned'("001111") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("001111") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(127 downto 120), ring0(127 downto 120)) &
+                mux(((ring0_first and b2l(unsigned'("001110") < unsigned(w_end))) and (not b2l(unsigned'("001110") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("001110") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(119 downto 112), ring0(119 downto 112)) &
+                mux(((ring0_first and b2l(unsigned'("001101") < unsigned(w_end))) and (not b2l(unsigned'("001101") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("001101") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(111 downto 104), ring0(111 downto 104)) &
+                mux(((ring0_first and b2l(unsigned'("001100") < unsigned(w_end))) and (not b2l(unsigned'("001100") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("001100") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(103 downto 96), ring0(103 downto 96)) &
+                mux(((ring0_first and b2l(unsigned'("001011") < unsigned(w_end))) and (not b2l(unsigned'("001011") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("001011") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(95 downto 88), ring0(95 downto 88)) &
+                mux(((ring0_first and b2l(unsigned'("001010") < unsigned(w_end))) and (not b2l(unsigned'("001010") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("001010") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(87 downto 80), ring0(87 downto 80)) &
+                mux(((ring0_first and b2l(unsigned'("001001") < unsigned(w_end))) and (not b2l(unsigned'("001001") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("001001") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(79 downto 72), ring0(79 downto 72)) &
+                mux(((ring0_first and b2l(unsigned'("001000") < unsigned(w_end))) and (not b2l(unsigned'("001000") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("001000") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(71 downto 64), ring0(71 downto 64)) &
+                mux(((ring0_first and b2l(unsigned'("000111") < unsigned(w_end))) and (not b2l(unsigned'("000111") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("000111") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(63 downto 56), ring0(63 downto 56)) &
+                mux(((ring0_first and b2l(unsigned'("000110") < unsigned(w_end))) and (not b2l(unsigned'("000110") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("000110") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(55 downto 48), ring0(55 downto 48)) &
+                mux(((ring0_first and b2l(unsigned'("000101") < unsigned(w_end))) and (not b2l(unsigned'("000101") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("000101") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(47 downto 40), ring0(47 downto 40)) &
+                mux(((ring0_first and b2l(unsigned'("000100") < unsigned(w_end))) and (not b2l(unsigned'("000100") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("000100") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(39 downto 32), ring0(39 downto 32)) &
+                mux(((ring0_first and b2l(unsigned'("000011") < unsigned(w_end))) and (not b2l(unsigned'("000011") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("000011") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(31 downto 24), ring0(31 downto 24)) &
+                mux(((ring0_first and b2l(unsigned'("000010") < unsigned(w_end))) and (not b2l(unsigned'("000010") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("000010") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(23 downto 16), ring0(23 downto 16)) &
+                mux(((ring0_first and b2l(unsigned'("000001") < unsigned(w_end))) and (not b2l(unsigned'("000001") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("000001") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(15 downto 8), ring0(15 downto 8)) &
+                mux(((ring0_first and b2l(unsigned'("000000") < unsigned(w_end))) and (not b2l(unsigned'("000000") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'("000000") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(7 downto 0), ring0(7 downto 0))
+            );
         end if;
     end process;
 
@@ -2079,39 +2675,101 @@ begin
     begin
         if rising_edge(clk) then
             ring1 <= std_logic_vector'(
-        mux((ring1_first and b2l(unsigned'("011111") < unsigned(w_end))) or '0', w_rotated(255 downto 248), ring1(255 downto 248)) &
-        mux(((ring1_first and b2l(unsigned'("011110") < unsigned(w_end))) and (not b2l(unsigned'("011110") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("011110") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(247 downto 240), ring1(247 downto 240)) &
-        mux(((ring1_first and b2l(unsigned'("011101") < unsigned(w_end))) and (not b2l(unsigned'("011101") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("011101") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(239 downto 232), ring1(239 downto 232)) &
-        mux(((ring1_first and b2l(unsigned'("011100") < unsigned(w_end))) and (not b2l(unsigned'("011100") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("011100") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(231 downto 224), ring1(231 downto 224)) &
-        mux(((ring1_first and b2l(unsigned'("011011") < unsigned(w_end))) and (not b2l(unsigned'("011011") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("011011") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(223 downto 216), ring1(223 downto 216)) &
-        mux(((ring1_first and b2l(unsigned'("011010") < unsigned(w_end))) and (not b2l(unsigned'("011010") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("011010") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(215 downto 208), ring1(215 downto 208)) &
-        mux(((ring1_first and b2l(unsigned'("011001") < unsigned(w_end))) and (not b2l(unsigned'("011001") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("011001") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(207 downto 200), ring1(207 downto 200)) &
-        mux(((ring1_first and b2l(unsigned'("011000") < unsigned(w_end))) and (not b2l(unsigned'("011000") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("011000") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(199 downto 192), ring1(199 downto 192)) &
-        mux(((ring1_first and b2l(unsigned'("010111") < unsigned(w_end))) and (not b2l(unsigned'("010111") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("010111") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(191 downto 184), ring1(191 downto 184)) &
-        mux(((ring1_first and b2l(unsigned'("010110") < unsigned(w_end))) and (not b2l(unsigned'("010110") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("010110") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(183 downto 176), ring1(183 downto 176)) &
-        mux(((ring1_first and b2l(unsigned'("010101") < unsigned(w_end))) and (not b2l(unsigned'("010101") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("010101") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(175 downto 168), ring1(175 downto 168)) &
-        mux(((ring1_first and b2l(unsigned'("010100") < unsigned(w_end))) and (not b2l(unsigned'("010100") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("010100") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(167 downto 160), ring1(167 downto 160)) &
-        mux(((ring1_first and b2l(unsigned'("010011") < unsigned(w_end))) and (not b2l(unsigned'("010011") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("010011") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(159 downto 152), ring1(159 downto 152)) &
-        mux(((ring1_first and b2l(unsigned'("010010") < unsigned(w_end))) and (not b2l(unsigned'("010010") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("010010") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(151 downto 144), ring1(151 downto 144)) &
-        mux(((ring1_first and b2l(unsigned'("010001") < unsigned(w_end))) and (not b2l(unsigned'("010001") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("010001") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(143 downto 136), ring1(143 downto 136)) &
-        mux(((ring1_first and b2l(unsigned'("010000") < unsigned(w_end))) and (not b2l(unsigned'("010000") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("010000") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(135 downto 128), ring1(135 downto 128)) &
-        mux(((ring1_first and b2l(unsigned'("001111") < unsigned(w_end))) and (not b2l(unsigned'("001111") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("001111") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(127 downto 120), ring1(127 downto 120)) &
-        mux(((ring1_first and b2l(unsigned'("001110") < unsigned(w_end))) and (not b2l(unsigned'("001110") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("001110") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(119 downto 112), ring1(119 downto 112)) &
-        mux(((ring1_first and b2l(unsigned'("001101") < unsigned(w_end))) and (not b2l(unsigned'("001101") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("001101") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(111 downto 104), ring1(111 downto 104)) &
-        mux(((ring1_first and b2l(unsigned'("001100") < unsigned(w_end))) and (not b2l(unsigned'("001100") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("001100") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(103 downto 96), ring1(103 downto 96)) &
-        mux(((ring1_first and b2l(unsigned'("001011") < unsigned(w_end))) and (not b2l(unsigned'("001011") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("001011") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(95 downto 88), ring1(95 downto 88)) &
-        mux(((ring1_first and b2l(unsigned'("001010") < unsigned(w_end))) and (not b2l(unsigned'("001010") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("001010") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(87 downto 80), ring1(87 downto 80)) &
-        mux(((ring1_first and b2l(unsigned'("001001") < unsigned(w_end))) and (not b2l(unsigned'("001001") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("001001") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(79 downto 72), ring1(79 downto 72)) &
-        mux(((ring1_first and b2l(unsigned'("001000") < unsigned(w_end))) and (not b2l(unsigned'("001000") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("001000") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(71 downto 64), ring1(71 downto 64)) &
-        mux(((ring1_first and b2l(unsigned'("000111") < unsigned(w_end))) and (not b2l(unsigned'("000111") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("000111") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(63 downto 56), ring1(63 downto 56)) &
-        mux(((ring1_first and b2l(unsigned'("000110") < unsigned(w_end))) and (not b2l(unsigned'("000110") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("000110") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(55 downto 48), ring1(55 downto 48)) &
-        mux(((ring1_first and b2l(unsigned'("000101") < unsigned(w_end))) and (not b2l(unsigned'("000101") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("000101") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(47 downto 40), ring1(47 downto 40)) &
-        mux(((ring1_first and b2l(unsigned'("000100") < unsigned(w_end))) and (not b2l(unsigned'("000100") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("000100") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(39 downto 32), ring1(39 downto 32)) &
-        mux(((ring1_first and b2l(unsigned'("000011") < unsigned(w_end))) and (not b2l(unsigned'("000011") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("000011") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(31 downto 24), ring1(31 downto 24)) &
-        mux(((ring1_first and b2l(unsigned'("000010") < unsigned(w_end))) and (not b2l(unsigned'("000010") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("000010") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(23 downto 16), ring1(23 downto 16)) &
-        mux(((ring1_first and b2l(unsigned'("000001") < unsigned(w_end))) and (not b2l(unsigned'("000001") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("000001") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(15 downto 8), ring1(15 downto 8)) &
-        mux(((ring1_first and b2l(unsigned'("000000") < unsigned(w_end))) and (not b2l(unsigned'("000000") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("000000") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(7 downto 0), ring1(7 downto 0))
-    );
+                mux((ring1_first and b2l(unsigned'("011111") < unsigned(w_end))) or '0', w_rotated(255 downto 248), ring1(255 downto 248)) &
+                mux(((ring1_first and b2l(unsigned'("011110") < unsigned(w_end))) and (not b2l(unsigned'("011110") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("011110") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(247 downto 240), ring1(247 downto 240)) &
+                mux(((ring1_first and b2l(unsigned'("011101") < unsigned(w_end))) and (not b2l(unsigned'("011101") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("011101") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(239 downto 232), ring1(239 downto 232)) &
+                mux(((ring1_first and b2l(unsigned'("011100") < unsigned(w_end))) and (not b2l(unsigned'("011100") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("011100") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(231 downto 224), ring1(231 downto 224)) &
+                mux(((ring1_first and b2l(unsigned'("011011") < unsigned(w_end))) and (not b2l(unsigned'("011011") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("011011") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(223 downto 216), ring1(223 downto 216)) &
+                mux(((ring1_first and b2l(unsigned'("011010") < unsigned(w_end))) and (not b2l(unsigned'("011010") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("011010") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(215 downto 208), ring1(215 downto 208)) &
+                mux(((ring1_first and b2l(unsigned'("011001") < unsigned(w_end))) and (not b2l(unsigned'("011001") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("011001") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(207 downto 200), ring1(207 downto 200)) &
+                mux(((ring1_first and b2l(unsigned'("011000") < unsigned(w_end))) and (not b2l(unsigned'("011000") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("011000") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(199 downto 192), ring1(199 downto 192)) &
+                mux(((ring1_first and b2l(unsigned'("010111") < unsigned(w_end))) and (not b2l(unsigned'("010111") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("010111") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(191 downto 184), ring1(191 downto 184)) &
+                mux(((ring1_first and b2l(unsigned'("010110") < unsigned(w_end))) and (not b2l(unsigned'("010110") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("010110") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(183 downto 176), ring1(183 downto 176)) &
+                mux(((ring1_first and b2l(unsigned'("010101") < unsigned(w_end))) and (not b2l(unsigned'("010101") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("010101") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(175 downto 168), ring1(175 downto 168)) &
+                mux(((ring1_first and b2l(unsigned'("010100") < unsigned(w_end))) and (not b2l(unsigned'("010100") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("010100") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(167 downto 160), ring1(167 downto 160)) &
+                mux(((ring1_first and b2l(unsigned'("010011") < unsigned(w_end))) and (not b2l(unsigned'("010011") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("010011") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(159 downto 152), ring1(159 downto 152)) &
+                mux(((ring1_first and b2l(unsigned'("010010") < unsigned(w_end))) and (not b2l(unsigned'("010010") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("010010") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(151 downto 144), ring1(151 downto 144)) &
+                mux(((ring1_first and b2l(unsigned'("010001") < unsigned(w_end))) and (not b2l(unsigned'("010001") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("010001") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(143 downto 136), ring1(143 downto 136)) &
+                mux(((ring1_first and b2l(unsigned'("010000") < unsigned(w_end))) and (not b2l(unsigned'("010000") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("010000") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(135 downto 128), ring1(135 downto 128)) &
+                mux(((ring1_first and b2l(unsigned'("001111") < unsigned(w_end))) and (not b2l(unsigned'("001111") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("001111") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(127 downto 120), ring1(127 downto 120)) &
+                mux(((ring1_first and b2l(unsigned'("001110") < unsigned(w_end))) and (not b2l(unsigned'("001110") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("001110") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(119 downto 112), ring1(119 downto 112)) &
+                mux(((ring1_first and b2l(unsigned'("001101") < unsigned(w_end))) and (not b2l(unsigned'("001101") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("001101") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(111 downto 104), ring1(111 downto 104)) &
+                mux(((ring1_first and b2l(unsigned'("001100") < unsigned(w_end))) and (not b2l(unsigned'("001100") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("001100") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(103 downto 96), ring1(103 downto 96)) &
+                mux(((ring1_first and b2l(unsigned'("001011") < unsigned(w_end))) and (not b2l(unsigned'("001011") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("001011") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(95 downto 88), ring1(95 downto 88)) &
+                mux(((ring1_first and b2l(unsigned'("001010") < unsigned(w_end))) and (not b2l(unsigned'("001010") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("001010") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(87 downto 80), ring1(87 downto 80)) &
+                mux(((ring1_first and b2l(unsigned'("001001") < unsigned(w_end))) and (not b2l(unsigned'("001001") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("001001") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(79 downto 72), ring1(79 downto 72)) &
+                mux(((ring1_first and b2l(unsigned'("001000") < unsigned(w_end))) and (not b2l(unsigned'("001000") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("001000") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(71 downto 64), ring1(71 downto 64)) &
+                mux(((ring1_first and b2l(unsigned'("000111") < unsigned(w_end))) and (not b2l(unsigned'("000111") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("000111") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(63 downto 56), ring1(63 downto 56)) &
+                mux(((ring1_first and b2l(unsigned'("000110") < unsigned(w_end))) and (not b2l(unsigned'("000110") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("000110") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(55 downto 48), ring1(55 downto 48)) &
+                mux(((ring1_first and b2l(unsigned'("000101") < unsigned(w_end))) and (not b2l(unsigned'("000101") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("000101") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(47 downto 40), ring1(47 downto 40)) &
+                mux(((ring1_first and b2l(unsigned'("000100") < unsigned(w_end))) and (not b2l(unsigned'("000100") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("000100") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(39 downto 32), ring1(39 downto 32)) &
+                mux(((ring1_first and b2l(unsigned'("000011") < unsigned(w_end))) and (not b2l(unsigned'("000011") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("000011") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(31 downto 24), ring1(31 downto 24)) &
+                mux(((ring1_first and b2l(unsigned'("000010") < unsigned(w_end))) and (not b2l(unsigned'("000010") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("000010") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(23 downto 16), ring1(23 downto 16)) &
+                mux(((ring1_first and b2l(unsigned'("000001") < unsigned(w_end))) and (not b2l(unsigned'("000001") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("000001") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(15 downto 8), ring1(15 downto 8)) &
+                mux(((ring1_first and b2l(unsigned'("000000") < unsigned(w_end))) and (not b2l(unsigned'("000000") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'("000000") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(7 downto 0), ring1(7 downto 0))
+            );
         end if;
     end process;
 
@@ -2119,39 +2777,101 @@ begin
     begin
         if rising_edge(clk) then
             ring2 <= std_logic_vector'(
-        mux((ring2_first and b2l(unsigned'("011111") < unsigned(w_end))) or '0', w_rotated(255 downto 248), ring2(255 downto 248)) &
-        mux(((ring2_first and b2l(unsigned'("011110") < unsigned(w_end))) and (not b2l(unsigned'("011110") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("011110") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(247 downto 240), ring2(247 downto 240)) &
-        mux(((ring2_first and b2l(unsigned'("011101") < unsigned(w_end))) and (not b2l(unsigned'("011101") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("011101") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(239 downto 232), ring2(239 downto 232)) &
-        mux(((ring2_first and b2l(unsigned'("011100") < unsigned(w_end))) and (not b2l(unsigned'("011100") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("011100") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(231 downto 224), ring2(231 downto 224)) &
-        mux(((ring2_first and b2l(unsigned'("011011") < unsigned(w_end))) and (not b2l(unsigned'("011011") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("011011") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(223 downto 216), ring2(223 downto 216)) &
-        mux(((ring2_first and b2l(unsigned'("011010") < unsigned(w_end))) and (not b2l(unsigned'("011010") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("011010") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(215 downto 208), ring2(215 downto 208)) &
-        mux(((ring2_first and b2l(unsigned'("011001") < unsigned(w_end))) and (not b2l(unsigned'("011001") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("011001") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(207 downto 200), ring2(207 downto 200)) &
-        mux(((ring2_first and b2l(unsigned'("011000") < unsigned(w_end))) and (not b2l(unsigned'("011000") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("011000") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(199 downto 192), ring2(199 downto 192)) &
-        mux(((ring2_first and b2l(unsigned'("010111") < unsigned(w_end))) and (not b2l(unsigned'("010111") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("010111") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(191 downto 184), ring2(191 downto 184)) &
-        mux(((ring2_first and b2l(unsigned'("010110") < unsigned(w_end))) and (not b2l(unsigned'("010110") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("010110") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(183 downto 176), ring2(183 downto 176)) &
-        mux(((ring2_first and b2l(unsigned'("010101") < unsigned(w_end))) and (not b2l(unsigned'("010101") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("010101") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(175 downto 168), ring2(175 downto 168)) &
-        mux(((ring2_first and b2l(unsigned'("010100") < unsigned(w_end))) and (not b2l(unsigned'("010100") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("010100") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(167 downto 160), ring2(167 downto 160)) &
-        mux(((ring2_first and b2l(unsigned'("010011") < unsigned(w_end))) and (not b2l(unsigned'("010011") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("010011") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(159 downto 152), ring2(159 downto 152)) &
-        mux(((ring2_first and b2l(unsigned'("010010") < unsigned(w_end))) and (not b2l(unsigned'("010010") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("010010") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(151 downto 144), ring2(151 downto 144)) &
-        mux(((ring2_first and b2l(unsigned'("010001") < unsigned(w_end))) and (not b2l(unsigned'("010001") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("010001") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(143 downto 136), ring2(143 downto 136)) &
-        mux(((ring2_first and b2l(unsigned'("010000") < unsigned(w_end))) and (not b2l(unsigned'("010000") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("010000") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(135 downto 128), ring2(135 downto 128)) &
-        mux(((ring2_first and b2l(unsigned'("001111") < unsigned(w_end))) and (not b2l(unsigned'("001111") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("001111") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(127 downto 120), ring2(127 downto 120)) &
-        mux(((ring2_first and b2l(unsigned'("001110") < unsigned(w_end))) and (not b2l(unsigned'("001110") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("001110") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(119 downto 112), ring2(119 downto 112)) &
-        mux(((ring2_first and b2l(unsigned'("001101") < unsigned(w_end))) and (not b2l(unsigned'("001101") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("001101") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(111 downto 104), ring2(111 downto 104)) &
-        mux(((ring2_first and b2l(unsigned'("001100") < unsigned(w_end))) and (not b2l(unsigned'("001100") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("001100") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(103 downto 96), ring2(103 downto 96)) &
-        mux(((ring2_first and b2l(unsigned'("001011") < unsigned(w_end))) and (not b2l(unsigned'("001011") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("001011") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(95 downto 88), ring2(95 downto 88)) &
-        mux(((ring2_first and b2l(unsigned'("001010") < unsigned(w_end))) and (not b2l(unsigned'("001010") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("001010") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(87 downto 80), ring2(87 downto 80)) &
-        mux(((ring2_first and b2l(unsigned'("001001") < unsigned(w_end))) and (not b2l(unsigned'("001001") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("001001") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(79 downto 72), ring2(79 downto 72)) &
-        mux(((ring2_first and b2l(unsigned'("001000") < unsigned(w_end))) and (not b2l(unsigned'("001000") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("001000") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(71 downto 64), ring2(71 downto 64)) &
-        mux(((ring2_first and b2l(unsigned'("000111") < unsigned(w_end))) and (not b2l(unsigned'("000111") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("000111") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(63 downto 56), ring2(63 downto 56)) &
-        mux(((ring2_first and b2l(unsigned'("000110") < unsigned(w_end))) and (not b2l(unsigned'("000110") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("000110") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(55 downto 48), ring2(55 downto 48)) &
-        mux(((ring2_first and b2l(unsigned'("000101") < unsigned(w_end))) and (not b2l(unsigned'("000101") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("000101") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(47 downto 40), ring2(47 downto 40)) &
-        mux(((ring2_first and b2l(unsigned'("000100") < unsigned(w_end))) and (not b2l(unsigned'("000100") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("000100") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(39 downto 32), ring2(39 downto 32)) &
-        mux(((ring2_first and b2l(unsigned'("000011") < unsigned(w_end))) and (not b2l(unsigned'("000011") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("000011") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(31 downto 24), ring2(31 downto 24)) &
-        mux(((ring2_first and b2l(unsigned'("000010") < unsigned(w_end))) and (not b2l(unsigned'("000010") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("000010") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(23 downto 16), ring2(23 downto 16)) &
-        mux(((ring2_first and b2l(unsigned'("000001") < unsigned(w_end))) and (not b2l(unsigned'("000001") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("000001") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(15 downto 8), ring2(15 downto 8)) &
-        mux(((ring2_first and b2l(unsigned'("000000") < unsigned(w_end))) and (not b2l(unsigned'("000000") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("000000") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(7 downto 0), ring2(7 downto 0))
-    );
+                mux((ring2_first and b2l(unsigned'("011111") < unsigned(w_end))) or '0', w_rotated(255 downto 248), ring2(255 downto 248)) &
+                mux(((ring2_first and b2l(unsigned'("011110") < unsigned(w_end))) and (not b2l(unsigned'("011110") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("011110") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(247 downto 240), ring2(247 downto 240)) &
+                mux(((ring2_first and b2l(unsigned'("011101") < unsigned(w_end))) and (not b2l(unsigned'("011101") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("011101") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(239 downto 232), ring2(239 downto 232)) &
+                mux(((ring2_first and b2l(unsigned'("011100") < unsigned(w_end))) and (not b2l(unsigned'("011100") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("011100") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(231 downto 224), ring2(231 downto 224)) &
+                mux(((ring2_first and b2l(unsigned'("011011") < unsigned(w_end))) and (not b2l(unsigned'("011011") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("011011") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(223 downto 216), ring2(223 downto 216)) &
+                mux(((ring2_first and b2l(unsigned'("011010") < unsigned(w_end))) and (not b2l(unsigned'("011010") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("011010") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(215 downto 208), ring2(215 downto 208)) &
+                mux(((ring2_first and b2l(unsigned'("011001") < unsigned(w_end))) and (not b2l(unsigned'("011001") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("011001") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(207 downto 200), ring2(207 downto 200)) &
+                mux(((ring2_first and b2l(unsigned'("011000") < unsigned(w_end))) and (not b2l(unsigned'("011000") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("011000") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(199 downto 192), ring2(199 downto 192)) &
+                mux(((ring2_first and b2l(unsigned'("010111") < unsigned(w_end))) and (not b2l(unsigned'("010111") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("010111") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(191 downto 184), ring2(191 downto 184)) &
+                mux(((ring2_first and b2l(unsigned'("010110") < unsigned(w_end))) and (not b2l(unsigned'("010110") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("010110") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(183 downto 176), ring2(183 downto 176)) &
+                mux(((ring2_first and b2l(unsigned'("010101") < unsigned(w_end))) and (not b2l(unsigned'("010101") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("010101") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(175 downto 168), ring2(175 downto 168)) &
+                mux(((ring2_first and b2l(unsigned'("010100") < unsigned(w_end))) and (not b2l(unsigned'("010100") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("010100") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(167 downto 160), ring2(167 downto 160)) &
+                mux(((ring2_first and b2l(unsigned'("010011") < unsigned(w_end))) and (not b2l(unsigned'("010011") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("010011") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(159 downto 152), ring2(159 downto 152)) &
+                mux(((ring2_first and b2l(unsigned'("010010") < unsigned(w_end))) and (not b2l(unsigned'("010010") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("010010") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(151 downto 144), ring2(151 downto 144)) &
+                mux(((ring2_first and b2l(unsigned'("010001") < unsigned(w_end))) and (not b2l(unsigned'("010001") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("010001") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(143 downto 136), ring2(143 downto 136)) &
+                mux(((ring2_first and b2l(unsigned'("010000") < unsigned(w_end))) and (not b2l(unsigned'("010000") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("010000") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(135 downto 128), ring2(135 downto 128)) &
+                mux(((ring2_first and b2l(unsigned'("001111") < unsigned(w_end))) and (not b2l(unsigned'("001111") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("001111") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(127 downto 120), ring2(127 downto 120)) &
+                mux(((ring2_first and b2l(unsigned'("001110") < unsigned(w_end))) and (not b2l(unsigned'("001110") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("001110") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(119 downto 112), ring2(119 downto 112)) &
+                mux(((ring2_first and b2l(unsigned'("001101") < unsigned(w_end))) and (not b2l(unsigned'("001101") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("001101") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(111 downto 104), ring2(111 downto 104)) &
+                mux(((ring2_first and b2l(unsigned'("001100") < unsigned(w_end))) and (not b2l(unsigned'("001100") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("001100") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(103 downto 96), ring2(103 downto 96)) &
+                mux(((ring2_first and b2l(unsigned'("001011") < unsigned(w_end))) and (not b2l(unsigned'("001011") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("001011") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(95 downto 88), ring2(95 downto 88)) &
+                mux(((ring2_first and b2l(unsigned'("001010") < unsigned(w_end))) and (not b2l(unsigned'("001010") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("001010") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(87 downto 80), ring2(87 downto 80)) &
+                mux(((ring2_first and b2l(unsigned'("001001") < unsigned(w_end))) and (not b2l(unsigned'("001001") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("001001") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(79 downto 72), ring2(79 downto 72)) &
+                mux(((ring2_first and b2l(unsigned'("001000") < unsigned(w_end))) and (not b2l(unsigned'("001000") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("001000") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(71 downto 64), ring2(71 downto 64)) &
+                mux(((ring2_first and b2l(unsigned'("000111") < unsigned(w_end))) and (not b2l(unsigned'("000111") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("000111") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(63 downto 56), ring2(63 downto 56)) &
+                mux(((ring2_first and b2l(unsigned'("000110") < unsigned(w_end))) and (not b2l(unsigned'("000110") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("000110") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(55 downto 48), ring2(55 downto 48)) &
+                mux(((ring2_first and b2l(unsigned'("000101") < unsigned(w_end))) and (not b2l(unsigned'("000101") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("000101") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(47 downto 40), ring2(47 downto 40)) &
+                mux(((ring2_first and b2l(unsigned'("000100") < unsigned(w_end))) and (not b2l(unsigned'("000100") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("000100") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(39 downto 32), ring2(39 downto 32)) &
+                mux(((ring2_first and b2l(unsigned'("000011") < unsigned(w_end))) and (not b2l(unsigned'("000011") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("000011") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(31 downto 24), ring2(31 downto 24)) &
+                mux(((ring2_first and b2l(unsigned'("000010") < unsigned(w_end))) and (not b2l(unsigned'("000010") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("000010") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(23 downto 16), ring2(23 downto 16)) &
+                mux(((ring2_first and b2l(unsigned'("000001") < unsigned(w_end))) and (not b2l(unsigned'("000001") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("000001") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(15 downto 8), ring2(15 downto 8)) &
+                mux(((ring2_first and b2l(unsigned'("000000") < unsigned(w_end))) and (not b2l(unsigned'("000000") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'("000000") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(7 downto 0), ring2(7 downto 0))
+            );
         end if;
     end process;
 
@@ -2159,39 +2879,101 @@ begin
     begin
         if rising_edge(clk) then
             ring3 <= std_logic_vector'(
-        mux((ring3_first and b2l(unsigned'("011111") < unsigned(w_end))) or '0', w_rotated(255 downto 248), ring3(255 downto 248)) &
-        mux(((ring3_first and b2l(unsigned'("011110") < unsigned(w_end))) and (not b2l(unsigned'("011110") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("011110") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(247 downto 240), ring3(247 downto 240)) &
-        mux(((ring3_first and b2l(unsigned'("011101") < unsigned(w_end))) and (not b2l(unsigned'("011101") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("011101") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(239 downto 232), ring3(239 downto 232)) &
-        mux(((ring3_first and b2l(unsigned'("011100") < unsigned(w_end))) and (not b2l(unsigned'("011100") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("011100") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(231 downto 224), ring3(231 downto 224)) &
-        mux(((ring3_first and b2l(unsigned'("011011") < unsigned(w_end))) and (not b2l(unsigned'("011011") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("011011") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(223 downto 216), ring3(223 downto 216)) &
-        mux(((ring3_first and b2l(unsigned'("011010") < unsigned(w_end))) and (not b2l(unsigned'("011010") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("011010") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(215 downto 208), ring3(215 downto 208)) &
-        mux(((ring3_first and b2l(unsigned'("011001") < unsigned(w_end))) and (not b2l(unsigned'("011001") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("011001") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(207 downto 200), ring3(207 downto 200)) &
-        mux(((ring3_first and b2l(unsigned'("011000") < unsigned(w_end))) and (not b2l(unsigned'("011000") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("011000") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(199 downto 192), ring3(199 downto 192)) &
-        mux(((ring3_first and b2l(unsigned'("010111") < unsigned(w_end))) and (not b2l(unsigned'("010111") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("010111") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(191 downto 184), ring3(191 downto 184)) &
-        mux(((ring3_first and b2l(unsigned'("010110") < unsigned(w_end))) and (not b2l(unsigned'("010110") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("010110") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(183 downto 176), ring3(183 downto 176)) &
-        mux(((ring3_first and b2l(unsigned'("010101") < unsigned(w_end))) and (not b2l(unsigned'("010101") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("010101") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(175 downto 168), ring3(175 downto 168)) &
-        mux(((ring3_first and b2l(unsigned'("010100") < unsigned(w_end))) and (not b2l(unsigned'("010100") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("010100") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(167 downto 160), ring3(167 downto 160)) &
-        mux(((ring3_first and b2l(unsigned'("010011") < unsigned(w_end))) and (not b2l(unsigned'("010011") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("010011") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(159 downto 152), ring3(159 downto 152)) &
-        mux(((ring3_first and b2l(unsigned'("010010") < unsigned(w_end))) and (not b2l(unsigned'("010010") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("010010") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(151 downto 144), ring3(151 downto 144)) &
-        mux(((ring3_first and b2l(unsigned'("010001") < unsigned(w_end))) and (not b2l(unsigned'("010001") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("010001") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(143 downto 136), ring3(143 downto 136)) &
-        mux(((ring3_first and b2l(unsigned'("010000") < unsigned(w_end))) and (not b2l(unsigned'("010000") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("010000") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(135 downto 128), ring3(135 downto 128)) &
-        mux(((ring3_first and b2l(unsigned'("001111") < unsigned(w_end))) and (not b2l(unsigned'("001111") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("001111") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(127 downto 120), ring3(127 downto 120)) &
-        mux(((ring3_first and b2l(unsigned'("001110") < unsigned(w_end))) and (not b2l(unsigned'("001110") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("001110") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(119 downto 112), ring3(119 downto 112)) &
-        mux(((ring3_first and b2l(unsigned'("001101") < unsigned(w_end))) and (not b2l(unsigned'("001101") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("001101") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(111 downto 104), ring3(111 downto 104)) &
-        mux(((ring3_first and b2l(unsigned'("001100") < unsigned(w_end))) and (not b2l(unsigned'("001100") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("001100") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(103 downto 96), ring3(103 downto 96)) &
-        mux(((ring3_first and b2l(unsigned'("001011") < unsigned(w_end))) and (not b2l(unsigned'("001011") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("001011") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(95 downto 88), ring3(95 downto 88)) &
-        mux(((ring3_first and b2l(unsigned'("001010") < unsigned(w_end))) and (not b2l(unsigned'("001010") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("001010") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(87 downto 80), ring3(87 downto 80)) &
-        mux(((ring3_first and b2l(unsigned'("001001") < unsigned(w_end))) and (not b2l(unsigned'("001001") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("001001") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(79 downto 72), ring3(79 downto 72)) &
-        mux(((ring3_first and b2l(unsigned'("001000") < unsigned(w_end))) and (not b2l(unsigned'("001000") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("001000") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(71 downto 64), ring3(71 downto 64)) &
-        mux(((ring3_first and b2l(unsigned'("000111") < unsigned(w_end))) and (not b2l(unsigned'("000111") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("000111") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(63 downto 56), ring3(63 downto 56)) &
-        mux(((ring3_first and b2l(unsigned'("000110") < unsigned(w_end))) and (not b2l(unsigned'("000110") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("000110") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(55 downto 48), ring3(55 downto 48)) &
-        mux(((ring3_first and b2l(unsigned'("000101") < unsigned(w_end))) and (not b2l(unsigned'("000101") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("000101") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(47 downto 40), ring3(47 downto 40)) &
-        mux(((ring3_first and b2l(unsigned'("000100") < unsigned(w_end))) and (not b2l(unsigned'("000100") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("000100") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(39 downto 32), ring3(39 downto 32)) &
-        mux(((ring3_first and b2l(unsigned'("000011") < unsigned(w_end))) and (not b2l(unsigned'("000011") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("000011") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(31 downto 24), ring3(31 downto 24)) &
-        mux(((ring3_first and b2l(unsigned'("000010") < unsigned(w_end))) and (not b2l(unsigned'("000010") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("000010") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(23 downto 16), ring3(23 downto 16)) &
-        mux(((ring3_first and b2l(unsigned'("000001") < unsigned(w_end))) and (not b2l(unsigned'("000001") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("000001") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(15 downto 8), ring3(15 downto 8)) &
-        mux(((ring3_first and b2l(unsigned'("000000") < unsigned(w_end))) and (not b2l(unsigned'("000000") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("000000") + unsigned'("100000"))) < unsigned(w_end))), w_rotated(7 downto 0), ring3(7 downto 0))
-    );
+                mux((ring3_first and b2l(unsigned'("011111") < unsigned(w_end))) or '0', w_rotated(255 downto 248), ring3(255 downto 248)) &
+                mux(((ring3_first and b2l(unsigned'("011110") < unsigned(w_end))) and (not b2l(unsigned'("011110") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("011110") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(247 downto 240), ring3(247 downto 240)) &
+                mux(((ring3_first and b2l(unsigned'("011101") < unsigned(w_end))) and (not b2l(unsigned'("011101") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("011101") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(239 downto 232), ring3(239 downto 232)) &
+                mux(((ring3_first and b2l(unsigned'("011100") < unsigned(w_end))) and (not b2l(unsigned'("011100") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("011100") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(231 downto 224), ring3(231 downto 224)) &
+                mux(((ring3_first and b2l(unsigned'("011011") < unsigned(w_end))) and (not b2l(unsigned'("011011") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("011011") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(223 downto 216), ring3(223 downto 216)) &
+                mux(((ring3_first and b2l(unsigned'("011010") < unsigned(w_end))) and (not b2l(unsigned'("011010") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("011010") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(215 downto 208), ring3(215 downto 208)) &
+                mux(((ring3_first and b2l(unsigned'("011001") < unsigned(w_end))) and (not b2l(unsigned'("011001") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("011001") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(207 downto 200), ring3(207 downto 200)) &
+                mux(((ring3_first and b2l(unsigned'("011000") < unsigned(w_end))) and (not b2l(unsigned'("011000") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("011000") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(199 downto 192), ring3(199 downto 192)) &
+                mux(((ring3_first and b2l(unsigned'("010111") < unsigned(w_end))) and (not b2l(unsigned'("010111") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("010111") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(191 downto 184), ring3(191 downto 184)) &
+                mux(((ring3_first and b2l(unsigned'("010110") < unsigned(w_end))) and (not b2l(unsigned'("010110") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("010110") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(183 downto 176), ring3(183 downto 176)) &
+                mux(((ring3_first and b2l(unsigned'("010101") < unsigned(w_end))) and (not b2l(unsigned'("010101") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("010101") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(175 downto 168), ring3(175 downto 168)) &
+                mux(((ring3_first and b2l(unsigned'("010100") < unsigned(w_end))) and (not b2l(unsigned'("010100") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("010100") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(167 downto 160), ring3(167 downto 160)) &
+                mux(((ring3_first and b2l(unsigned'("010011") < unsigned(w_end))) and (not b2l(unsigned'("010011") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("010011") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(159 downto 152), ring3(159 downto 152)) &
+                mux(((ring3_first and b2l(unsigned'("010010") < unsigned(w_end))) and (not b2l(unsigned'("010010") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("010010") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(151 downto 144), ring3(151 downto 144)) &
+                mux(((ring3_first and b2l(unsigned'("010001") < unsigned(w_end))) and (not b2l(unsigned'("010001") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("010001") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(143 downto 136), ring3(143 downto 136)) &
+                mux(((ring3_first and b2l(unsigned'("010000") < unsigned(w_end))) and (not b2l(unsigned'("010000") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("010000") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(135 downto 128), ring3(135 downto 128)) &
+                mux(((ring3_first and b2l(unsigned'("001111") < unsigned(w_end))) and (not b2l(unsigned'("001111") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("001111") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(127 downto 120), ring3(127 downto 120)) &
+                mux(((ring3_first and b2l(unsigned'("001110") < unsigned(w_end))) and (not b2l(unsigned'("001110") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("001110") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(119 downto 112), ring3(119 downto 112)) &
+                mux(((ring3_first and b2l(unsigned'("001101") < unsigned(w_end))) and (not b2l(unsigned'("001101") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("001101") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(111 downto 104), ring3(111 downto 104)) &
+                mux(((ring3_first and b2l(unsigned'("001100") < unsigned(w_end))) and (not b2l(unsigned'("001100") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("001100") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(103 downto 96), ring3(103 downto 96)) &
+                mux(((ring3_first and b2l(unsigned'("001011") < unsigned(w_end))) and (not b2l(unsigned'("001011") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("001011") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(95 downto 88), ring3(95 downto 88)) &
+                mux(((ring3_first and b2l(unsigned'("001010") < unsigned(w_end))) and (not b2l(unsigned'("001010") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("001010") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(87 downto 80), ring3(87 downto 80)) &
+                mux(((ring3_first and b2l(unsigned'("001001") < unsigned(w_end))) and (not b2l(unsigned'("001001") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("001001") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(79 downto 72), ring3(79 downto 72)) &
+                mux(((ring3_first and b2l(unsigned'("001000") < unsigned(w_end))) and (not b2l(unsigned'("001000") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("001000") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(71 downto 64), ring3(71 downto 64)) &
+                mux(((ring3_first and b2l(unsigned'("000111") < unsigned(w_end))) and (not b2l(unsigned'("000111") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("000111") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(63 downto 56), ring3(63 downto 56)) &
+                mux(((ring3_first and b2l(unsigned'("000110") < unsigned(w_end))) and (not b2l(unsigned'("000110") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("000110") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(55 downto 48), ring3(55 downto 48)) &
+                mux(((ring3_first and b2l(unsigned'("000101") < unsigned(w_end))) and (not b2l(unsigned'("000101") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("000101") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(47 downto 40), ring3(47 downto 40)) &
+                mux(((ring3_first and b2l(unsigned'("000100") < unsigned(w_end))) and (not b2l(unsigned'("000100") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("000100") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(39 downto 32), ring3(39 downto 32)) &
+                mux(((ring3_first and b2l(unsigned'("000011") < unsigned(w_end))) and (not b2l(unsigned'("000011") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("000011") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(31 downto 24), ring3(31 downto 24)) &
+                mux(((ring3_first and b2l(unsigned'("000010") < unsigned(w_end))) and (not b2l(unsigned'("000010") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("000010") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(23 downto 16), ring3(23 downto 16)) &
+                mux(((ring3_first and b2l(unsigned'("000001") < unsigned(w_end))) and (not b2l(unsigned'("000001") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("000001") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(15 downto 8), ring3(15 downto 8)) &
+                mux(((ring3_first and b2l(unsigned'("000000") < unsigned(w_end))) and (not b2l(unsigned'("000000") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'("000000") +
+                    unsigned'("100000"))) < unsigned(w_end))), w_rotated(7 downto 0), ring3(7 downto 0))
+            );
         end if;
     end process;
 
@@ -2237,7 +3019,7 @@ begin
             if rst = '1' then
                 f_in <= '0';
             elsif b_go = '1' then
-                f_in <= not b_ends;
+                f_in <= n_take or (not b_ends);
             end if;
         end if;
     end process;
@@ -2246,7 +3028,7 @@ begin
     begin
         if rising_edge(clk) then
             if b_go = '1' then
-                f_len <= b_len;
+                f_len <= mux(n_take, n_len, b_len);
             end if;
         end if;
     end process;
@@ -2255,7 +3037,7 @@ begin
     begin
         if rising_edge(clk) then
             if b_go = '1' then
-                f_left <= std_logic_vector(unsigned(b_left) - unsigned(std_logic_vector'("00000000000" & b_body)));
+                f_left <= mux(n_take, n_left, std_logic_vector(unsigned(b_left) - unsigned(std_logic_vector'("00000000000" & b_body))));
             end if;
         end if;
     end process;
@@ -2264,7 +3046,7 @@ begin
     begin
         if rising_edge(clk) then
             if b_go = '1' then
-                f_done <= std_logic_vector(unsigned(b_done) + unsigned(std_logic_vector'("00000000000" & b_body)));
+                f_done <= mux(n_take, std_logic_vector'("00000000000" & n_body), std_logic_vector(unsigned(b_done) + unsigned(std_logic_vector'("00000000000" & b_body))));
             end if;
         end if;
     end process;
@@ -2273,7 +3055,7 @@ begin
     begin
         if rising_edge(clk) then
             if b_go = '1' then
-                f_shift <= b_shift;
+                f_shift <= mux(n_take, n_shift_lane, b_shift);
             end if;
         end if;
     end process;
@@ -2282,7 +3064,7 @@ begin
     begin
         if rising_edge(clk) then
             if b_go = '1' then
-                f_acc <= mux(b_full, b_rotated(247 downto 0), b_combined);
+                f_acc <= mux(n_take, n_rotated, mux(b_full, b_rotated(247 downto 0), b_combined));
             end if;
         end if;
     end process;
@@ -2291,7 +3073,7 @@ begin
     begin
         if rising_edge(clk) then
             if b_go = '1' then
-                f_acc_lanes <= b_total(4 downto 0);
+                f_acc_lanes <= mux(n_take, n_acc_lanes, b_total(4 downto 0));
             end if;
         end if;
     end process;
@@ -2299,8 +3081,8 @@ begin
     f_start_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (b_go and b_starting) = '1' then
-                f_start <= rpos;
+            if (b_go and (b_starting or n_take)) = '1' then
+                f_start <= mux(n_take, n_start, rpos);
             end if;
         end if;
     end process;
@@ -2308,8 +3090,8 @@ begin
     f_hdr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (b_go and b_starting) = '1' then
-                f_hdr <= std_logic_vector(unsigned(rpos(15 downto 0)) + unsigned(std_logic_vector'("0000000000" & b_marker_lanes)));
+            if (b_go and (b_starting or n_take)) = '1' then
+                f_hdr <= mux(n_take, n_start(15 downto 0), std_logic_vector(unsigned(rpos(15 downto 0)) + unsigned(std_logic_vector'("0000000000" & b_marker_lanes))));
             end if;
         end if;
     end process;
@@ -2317,8 +3099,8 @@ begin
     f_lead_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (b_go and b_starting) = '1' then
-                f_lead <= b_marker;
+            if (b_go and (b_starting or n_take)) = '1' then
+                f_lead <= (not n_take) and b_marker;
             end if;
         end if;
     end process;
@@ -2327,7 +3109,7 @@ begin
     begin
         if rising_edge(clk) then
             if b_go = '1' then
-                f_marker_bad <= b_marker_bad;
+                f_marker_bad <= (not n_take) and b_marker_bad;
             end if;
         end if;
     end process;
@@ -2336,7 +3118,7 @@ begin
     begin
         if rising_edge(clk) then
             if b_go = '1' then
-                f_crc_lo <= mux(b2l(b_end = "100000"), "00000", b_crc_lo);
+                f_crc_lo <= mux(n_take or b2l(b_end = "100000"), "00000", b_crc_lo);
             end if;
         end if;
     end process;
@@ -2345,7 +3127,7 @@ begin
     begin
         if rising_edge(clk) then
             if b_go = '1' then
-                f_crc_fresh <= b_crc_fresh and (not b_crc_update);
+                f_crc_fresh <= ((not n_take) and b_crc_fresh) and (not b_crc_update);
             end if;
         end if;
     end process;
@@ -2359,24 +3141,13 @@ begin
         end if;
     end process;
 
-    f_pending_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if rst = '1' then
-                f_pending <= '0';
-            elsif (f_pending or b_go) = '1' then
-                f_pending <= mux(f_pending, '0', b_spill);
-            end if;
-        end if;
-    end process;
-
     buf_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
                 buf_wptr <= "0000000000000";
-            elsif buf_write = '1' then
-                buf_wptr <= std_logic_vector(unsigned(buf_wptr) + unsigned'("0000000000001"));
+            elsif b_write = '1' then
+                buf_wptr <= std_logic_vector(unsigned(buf_wptr) + unsigned(mux(b_write_second, "0000000000010", "0000000000001")));
             end if;
         end if;
     end process;
@@ -2428,6 +3199,24 @@ begin
         if rising_edge(clk) then
             if c_enter = '1' then
                 c1_lo <= c_lo_in;
+            end if;
+        end if;
+    end process;
+
+    c1_next_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_enter = '1' then
+                c1_next <= n_take;
+            end if;
+        end if;
+    end process;
+
+    c1_next_lo_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_enter = '1' then
+                c1_next_lo <= c_next_lo_in;
             end if;
         end if;
     end process;
@@ -2513,6 +3302,15 @@ begin
         end if;
     end process;
 
+    c1_next_data_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if n_take = '1' then
+                c1_next_data <= n_covered;
+            end if;
+        end if;
+    end process;
+
     c2_valid_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -2549,6 +3347,24 @@ begin
         if rising_edge(clk) then
             if c1_valid = '1' then
                 c2_lo <= c1_lo;
+            end if;
+        end if;
+    end process;
+
+    c2_next_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c1_valid = '1' then
+                c2_next <= c1_next;
+            end if;
+        end if;
+    end process;
+
+    c2_next_lo_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c1_valid = '1' then
+                c2_next_lo <= c1_next_lo;
             end if;
         end if;
     end process;
@@ -2634,11 +3450,20 @@ begin
         end if;
     end process;
 
+    c2_next_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (c1_valid and c1_next) = '1' then
+                c2_next_term <= c1_next_term;
+            end if;
+        end if;
+    end process;
+
     crc_state_reg : process (clk)
     begin
         if rising_edge(clk) then
             if (c2_valid and c2_upd) = '1' then
-                crc_state <= crc_next;
+                crc_state <= mux(c2_next, crc_next_fpdu, crc_next);
             end if;
         end if;
     end process;
@@ -2801,6 +3626,15 @@ begin
         end if;
     end process;
 
+    o_read_bank_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if o_read = '1' then
+                o_read_bank <= buf_rptr(0);
+            end if;
+        end if;
+    end process;
+
     o_q_count_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -2815,14 +3649,14 @@ begin
     o_q0_word_reg : process (clk)
     begin
         if rising_edge(clk) then
-            o_q0_word <= mux(o_q0_push, ulpdu_buf_rd, mux(b2l(o_pop = "01"), o_q1_word, o_q0_word));
+            o_q0_word <= mux(o_q0_push, o_read_data, mux(b2l(o_pop = "01"), o_q1_word, o_q0_word));
         end if;
     end process;
 
     o_q1_word_reg : process (clk)
     begin
         if rising_edge(clk) then
-            o_q1_word <= mux(o_q1_push, ulpdu_buf_rd, o_q1_word);
+            o_q1_word <= mux(o_q1_push, o_read_data, o_q1_word);
         end if;
     end process;
 
@@ -2848,15 +3682,28 @@ begin
         end if;
     end process;
 
-    -- ulpdu_buf: synchronous write, synchronous read (block RAM)
-    ulpdu_buf_ram : process (clk)
+    -- ulpdu_buf0: synchronous write, synchronous read (block RAM)
+    ulpdu_buf0_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if buf_write = '1' then
-                ulpdu_buf(to_integer(unsigned(buf_wptr(11 downto 0)))) <= buf_word;
+            if ((b_write and b2l(buf_bank = '0')) or (b_write_second and (not b2l(buf_bank = '0')))) = '1' then
+                ulpdu_buf0(to_integer(unsigned(mux(b2l(buf_bank = '0'), buf_row0, buf_row1)))) <= mux(b2l(buf_bank = '0'), buf_word0, buf_word1);
             end if;
-            if o_read = '1' then
-                ulpdu_buf_rd <= ulpdu_buf(to_integer(unsigned(buf_rptr(11 downto 0))));
+            if (o_read and b2l(buf_rptr(0) = '0')) = '1' then
+                ulpdu_buf0_rd <= ulpdu_buf0(to_integer(unsigned(buf_rd_row)));
+            end if;
+        end if;
+    end process;
+
+    -- ulpdu_buf1: synchronous write, synchronous read (block RAM)
+    ulpdu_buf1_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((b_write and b2l(buf_bank = '1')) or (b_write_second and (not b2l(buf_bank = '1')))) = '1' then
+                ulpdu_buf1(to_integer(unsigned(mux(b2l(buf_bank = '1'), buf_row0, buf_row1)))) <= mux(b2l(buf_bank = '1'), buf_word0, buf_word1);
+            end if;
+            if (o_read and b2l(buf_rptr(0) = '1')) = '1' then
+                ulpdu_buf1_rd <= ulpdu_buf1(to_integer(unsigned(buf_rd_row)));
             end if;
         end if;
     end process;

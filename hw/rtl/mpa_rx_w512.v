@@ -32,11 +32,15 @@
 // octets from its position to the end of the aligned beat, the end of the
 // FPDU, or the end of what has arrived (whole 4-octet groups), whichever comes
 // first; it waits for more unless the piece reaches the beat's end or the
-// FPDU's end, or s_axis_tvalid is 0 (or the stream has ended). It writes up to
-// one buffer beat per cycle, and stalls one cycle when a ULPDU's end leaves
-// two. The CRC check is pipelined: an FPDU's verdict takes effect 5 cycles
-// after its last piece; a good FPDU's ULPDU then becomes readable and reaches
-// m_axis 2 cycles later at the earliest.
+// FPDU's end, or s_axis_tvalid is 0 (or the stream has ended). In the cycle an
+// FPDU ends inside a beat, the next FPDU's first piece (to the beat's end) is
+// taken too when that part of the beat has arrived, its ULPDU_Length is good
+// and neither it nor its ULPDU ends in the beat. The buffer has two banks
+// (even and odd beats), so a ULPDU's last two beats are written in one cycle;
+// the framer waits while fewer than two buffer beats are free. The CRC check
+// is pipelined: an FPDU's verdict takes effect 5 cycles after its last piece;
+// a good FPDU's ULPDU then becomes readable and reaches m_axis 2 cycles later
+// at the earliest.
 //
 // Implements: RFC 5044 §4.1-4.4 (FPDU format, markers every 512 octets from SeqStart, FPDUPTR, CRC32c coverage), §6 (delineation by ULPDU_Length; pass a ULPDU only once the whole FPDU is present and checked), §8 (error codes; nothing delivered after an error)
 //
@@ -136,7 +140,6 @@ module mpa_rx_w512 (
     reg  [5:0]     f_crc_lo;                 // first lane of the current aligned beat that the CRC covers
     reg            f_crc_fresh;              // the FPDU's CRC has no beat yet
     reg  [11:0]    f_end_ptr;                // buffer pointer just past the ULPDU, once written
-    reg            f_pending;                // the ULPDU's last beat waits in f_acc
     reg  [11:0]    buf_wptr;                 // buffer write pointer
     reg  [11:0]    buf_rptr;                 // buffer read pointer
     wire           b_starting;               // the framer is at an FPDU's first octet
@@ -184,8 +187,9 @@ module mpa_rx_w512 (
     wire [511:0]   b_out;
     wire           b_write;                  // the piece writes a buffer beat
     wire           b_spill;                  // the ULPDU ends with two beats to write
-    wire           buf_write;
-    wire [528:0]   buf_word;                 // last, ULPDU_Length, data
+    wire           b_write_second;           // ... and writes its last one too, into the other bank
+    wire [528:0]   buf_word0;                // last, ULPDU_Length, data
+    wire [528:0]   buf_word1;                // the ULPDU's last beat when it spills
     wire [11:0]    b_end_ptr;                // buffer pointer just past the ULPDU
     wire [15:0]    b_fpduptr;                // FPDUPTR of a marker in lanes 0-3, low bits ignored
     wire [15:0]    b_fpduptr_want;
@@ -194,12 +198,23 @@ module mpa_rx_w512 (
     wire           b_crc_update;             // the CRC takes the beat
     wire [511:0]   b_covered;                // the FPDU's octets of the beat, others zero
     wire           b_crc_fresh;              // the CRC starts from the initial value at lane b_crc_lo
+    wire [15:0]    n_hdr_group;              // the octets at b_end
+    wire [15:0]    n_len;                    // ULPDU_Length of the next FPDU
+    wire [6:0]     n_body;                   // octets of the beat from b_end on
+    wire           n_take;                   // take the next FPDU's first piece too
+    wire [16:0]    n_left;                   // its body octets left after the piece
+    wire [5:0]     n_shift_lane;             // lane of its first ULPDU octet
+    wire [503:0]   n_rotated;                // its ULPDU octets in their output lanes (at most W/8-6 of them)
+    wire [5:0]     n_acc_lanes;              // its ULPDU octets in the beat
+    wire [511:0]   n_covered;                // its octets of the beat, others zero
+    wire [31:0]    n_start;                  // stream offset of the next FPDU
     wire [31:0]    rpos_next;
     wire [31:0]    ring_held_next;
     wire           c_enter;
     wire [3:0]     c_pad_in;                 // 4-octet groups of the beat past the FPDU's end: (W/8 - b_end)/4 mod W/32
     wire [3:0]     c_lo_in;                  // b_crc_lo in groups
     wire           c_in_valid;
+    wire [3:0]     c_next_lo_in;             // first group of the next FPDU
     wire           c_in_end;                 // the entry carries a verdict
     wire [1:0]     c_in_kind;
     wire [31:0]    c_in_offset;
@@ -208,6 +223,8 @@ module mpa_rx_w512 (
     reg            c1_upd;
     reg            c1_fresh;
     reg  [3:0]     c1_lo;
+    reg            c1_next;
+    reg  [3:0]     c1_next_lo;
     reg  [3:0]     c1_pad;
     reg            c1_end;
     reg  [1:0]     c1_kind;
@@ -217,11 +234,14 @@ module mpa_rx_w512 (
     reg            c1_trunc;
     reg  [11:0]    c1_end_ptr;
     reg  [511:0]   c1_data;
+    reg  [511:0]   c1_next_data;             // the next FPDU's octets when a second piece was taken
     wire [31:0]    c1_term;                  // the beat's contribution to the CRC register
     reg            c2_valid;
     reg            c2_upd;
     reg            c2_fresh;
     reg  [3:0]     c2_lo;
+    reg            c2_next;
+    reg  [3:0]     c2_next_lo;
     reg  [3:0]     c2_pad;
     reg            c2_end;
     reg  [1:0]     c2_kind;
@@ -231,10 +251,13 @@ module mpa_rx_w512 (
     reg            c2_trunc;
     reg  [11:0]    c2_end_ptr;
     reg  [31:0]    c2_term;
+    wire [31:0]    c1_next_term;
+    reg  [31:0]    c2_next_term;
     reg  [31:0]    crc_state;                // CRC register of the FPDU
     wire [31:0]    crc_init;
     wire [31:0]    crc_from;
     wire [31:0]    crc_next;                 // register after c2's beat
+    wire [31:0]    crc_next_fpdu;            // the next FPDU's register after its first piece
     reg            c3_valid;
     reg            c3_end;
     reg  [1:0]     c3_kind;
@@ -270,7 +293,14 @@ module mpa_rx_w512 (
     reg            o_reading;                // a buffer read is under way
     wire [1:0]     o_pop;                    // the head beat is taken
     wire           o_read;                   // issue a buffer read
-    reg  [528:0]   ulpdu_buf_rd;             // read data of ulpdu_buf
+    wire           buf_bank;                 // bank of buf_wptr
+    wire [9:0]     buf_row0;                 // row of buf_wptr
+    wire [9:0]     buf_row1;                 // row of buf_wptr+1
+    wire [9:0]     buf_rd_row;
+    reg  [528:0]   ulpdu_buf0_rd;            // read data of ulpdu_buf0
+    reg  [528:0]   ulpdu_buf1_rd;            // read data of ulpdu_buf1
+    reg            o_read_bank;              // bank of the read under way
+    wire [528:0]   o_read_data;
     reg  [1:0]     o_q_count;                // entries held in o_q
     reg  [528:0]   o_q0_word;
     reg  [528:0]   o_q1_word;
@@ -280,7 +310,8 @@ module mpa_rx_w512 (
     wire           o_valid;
     wire [5:0]     o_len_low;
     wire [5:0]     o_last_lanes;             // index of the last lane of a last beat: (length - 1) mod W/8
-    reg  [528:0] ulpdu_buf [0:2047];         // ULPDU beats: last, ULPDU_Length, data
+    reg  [528:0] ulpdu_buf0 [0:1023];        // ULPDU beats with buffer index 0 mod 2: last, ULPDU_Length, data
+    reg  [528:0] ulpdu_buf1 [0:1023];        // ULPDU beats with buffer index 1 mod 2: last, ULPDU_Length, data
 
     assign halted = b_halt | v_err;
     assign ring_room = ~ring_full;
@@ -4495,10 +4526,10 @@ module mpa_rx_w512 (
     assign b_idle = ~s_axis_tvalid | fin;
     assign buf_used = buf_wptr - buf_rptr;
     assign buf_room = buf_used < 12'h7ff;
-    assign b_ready = (~halted & ~f_pending) & buf_room;
+    assign b_ready = ~halted & buf_room;
     assign b_len_err = ((b_ready & b_starting) & b_hdr_avail) & b_len_bad;
     assign b_go = (b_ready & (b_starting ? (b_hdr_avail & ~b_len_bad) : ({1'h0, b_lane} < b_end_avail))) & ((b_ends | (b_end_avail == 7'h40)) | b_idle);
-    assign b_eos = ((~halted & ~f_pending) & fin) & ~(b_starting ? b_hdr_avail : ({1'h0, b_lane} < b_end_avail));
+    assign b_eos = (~halted & fin) & ~(b_starting ? b_hdr_avail : ({1'h0, b_lane} < b_end_avail));
     assign b_ulpdu_end = {1'h0, b_len} + 17'h00002;
     assign b_ulpdu_from = (b_done < 17'h00002) ? 17'h00002 : b_done;
     assign b_ulpdu_to = ((b_done + {10'h000, b_body}) < b_ulpdu_end) ? (b_done + {10'h000, b_body}) : b_ulpdu_end;
@@ -5684,73 +5715,74 @@ module mpa_rx_w512 (
     };
     assign b_write = b_go & (b_full | b_ulpdu_ends);
     assign b_spill = (b_ulpdu_ends & b_full) & (b_total[5:0] != 6'h00);
-    assign buf_write = b_write | f_pending;
-    assign buf_word = {f_pending ? 1'h1 : (b_ulpdu_ends & ~b_spill), f_pending ? f_len : b_len, f_pending ? {
+    assign b_write_second = b_go & b_spill;
+    assign buf_word0 = {b_ulpdu_ends & ~b_spill, b_len, b_out};
+    assign buf_word1 = {1'h1, b_len, {
         8'h00,
-        f_acc[503:496] & {8{(6'h3e < f_acc_lanes)}},
-        f_acc[495:488] & {8{(6'h3d < f_acc_lanes)}},
-        f_acc[487:480] & {8{(6'h3c < f_acc_lanes)}},
-        f_acc[479:472] & {8{(6'h3b < f_acc_lanes)}},
-        f_acc[471:464] & {8{(6'h3a < f_acc_lanes)}},
-        f_acc[463:456] & {8{(6'h39 < f_acc_lanes)}},
-        f_acc[455:448] & {8{(6'h38 < f_acc_lanes)}},
-        f_acc[447:440] & {8{(6'h37 < f_acc_lanes)}},
-        f_acc[439:432] & {8{(6'h36 < f_acc_lanes)}},
-        f_acc[431:424] & {8{(6'h35 < f_acc_lanes)}},
-        f_acc[423:416] & {8{(6'h34 < f_acc_lanes)}},
-        f_acc[415:408] & {8{(6'h33 < f_acc_lanes)}},
-        f_acc[407:400] & {8{(6'h32 < f_acc_lanes)}},
-        f_acc[399:392] & {8{(6'h31 < f_acc_lanes)}},
-        f_acc[391:384] & {8{(6'h30 < f_acc_lanes)}},
-        f_acc[383:376] & {8{(6'h2f < f_acc_lanes)}},
-        f_acc[375:368] & {8{(6'h2e < f_acc_lanes)}},
-        f_acc[367:360] & {8{(6'h2d < f_acc_lanes)}},
-        f_acc[359:352] & {8{(6'h2c < f_acc_lanes)}},
-        f_acc[351:344] & {8{(6'h2b < f_acc_lanes)}},
-        f_acc[343:336] & {8{(6'h2a < f_acc_lanes)}},
-        f_acc[335:328] & {8{(6'h29 < f_acc_lanes)}},
-        f_acc[327:320] & {8{(6'h28 < f_acc_lanes)}},
-        f_acc[319:312] & {8{(6'h27 < f_acc_lanes)}},
-        f_acc[311:304] & {8{(6'h26 < f_acc_lanes)}},
-        f_acc[303:296] & {8{(6'h25 < f_acc_lanes)}},
-        f_acc[295:288] & {8{(6'h24 < f_acc_lanes)}},
-        f_acc[287:280] & {8{(6'h23 < f_acc_lanes)}},
-        f_acc[279:272] & {8{(6'h22 < f_acc_lanes)}},
-        f_acc[271:264] & {8{(6'h21 < f_acc_lanes)}},
-        f_acc[263:256] & {8{(6'h20 < f_acc_lanes)}},
-        f_acc[255:248] & {8{(6'h1f < f_acc_lanes)}},
-        f_acc[247:240] & {8{(6'h1e < f_acc_lanes)}},
-        f_acc[239:232] & {8{(6'h1d < f_acc_lanes)}},
-        f_acc[231:224] & {8{(6'h1c < f_acc_lanes)}},
-        f_acc[223:216] & {8{(6'h1b < f_acc_lanes)}},
-        f_acc[215:208] & {8{(6'h1a < f_acc_lanes)}},
-        f_acc[207:200] & {8{(6'h19 < f_acc_lanes)}},
-        f_acc[199:192] & {8{(6'h18 < f_acc_lanes)}},
-        f_acc[191:184] & {8{(6'h17 < f_acc_lanes)}},
-        f_acc[183:176] & {8{(6'h16 < f_acc_lanes)}},
-        f_acc[175:168] & {8{(6'h15 < f_acc_lanes)}},
-        f_acc[167:160] & {8{(6'h14 < f_acc_lanes)}},
-        f_acc[159:152] & {8{(6'h13 < f_acc_lanes)}},
-        f_acc[151:144] & {8{(6'h12 < f_acc_lanes)}},
-        f_acc[143:136] & {8{(6'h11 < f_acc_lanes)}},
-        f_acc[135:128] & {8{(6'h10 < f_acc_lanes)}},
-        f_acc[127:120] & {8{(6'h0f < f_acc_lanes)}},
-        f_acc[119:112] & {8{(6'h0e < f_acc_lanes)}},
-        f_acc[111:104] & {8{(6'h0d < f_acc_lanes)}},
-        f_acc[103:96] & {8{(6'h0c < f_acc_lanes)}},
-        f_acc[95:88] & {8{(6'h0b < f_acc_lanes)}},
-        f_acc[87:80] & {8{(6'h0a < f_acc_lanes)}},
-        f_acc[79:72] & {8{(6'h09 < f_acc_lanes)}},
-        f_acc[71:64] & {8{(6'h08 < f_acc_lanes)}},
-        f_acc[63:56] & {8{(6'h07 < f_acc_lanes)}},
-        f_acc[55:48] & {8{(6'h06 < f_acc_lanes)}},
-        f_acc[47:40] & {8{(6'h05 < f_acc_lanes)}},
-        f_acc[39:32] & {8{(6'h04 < f_acc_lanes)}},
-        f_acc[31:24] & {8{(6'h03 < f_acc_lanes)}},
-        f_acc[23:16] & {8{(6'h02 < f_acc_lanes)}},
-        f_acc[15:8] & {8{(6'h01 < f_acc_lanes)}},
-        f_acc[7:0] & {8{(6'h00 < f_acc_lanes)}}
-    } : b_out};
+        b_rotated[503:496] & {8{(6'h3e < b_total[5:0])}},
+        b_rotated[495:488] & {8{(6'h3d < b_total[5:0])}},
+        b_rotated[487:480] & {8{(6'h3c < b_total[5:0])}},
+        b_rotated[479:472] & {8{(6'h3b < b_total[5:0])}},
+        b_rotated[471:464] & {8{(6'h3a < b_total[5:0])}},
+        b_rotated[463:456] & {8{(6'h39 < b_total[5:0])}},
+        b_rotated[455:448] & {8{(6'h38 < b_total[5:0])}},
+        b_rotated[447:440] & {8{(6'h37 < b_total[5:0])}},
+        b_rotated[439:432] & {8{(6'h36 < b_total[5:0])}},
+        b_rotated[431:424] & {8{(6'h35 < b_total[5:0])}},
+        b_rotated[423:416] & {8{(6'h34 < b_total[5:0])}},
+        b_rotated[415:408] & {8{(6'h33 < b_total[5:0])}},
+        b_rotated[407:400] & {8{(6'h32 < b_total[5:0])}},
+        b_rotated[399:392] & {8{(6'h31 < b_total[5:0])}},
+        b_rotated[391:384] & {8{(6'h30 < b_total[5:0])}},
+        b_rotated[383:376] & {8{(6'h2f < b_total[5:0])}},
+        b_rotated[375:368] & {8{(6'h2e < b_total[5:0])}},
+        b_rotated[367:360] & {8{(6'h2d < b_total[5:0])}},
+        b_rotated[359:352] & {8{(6'h2c < b_total[5:0])}},
+        b_rotated[351:344] & {8{(6'h2b < b_total[5:0])}},
+        b_rotated[343:336] & {8{(6'h2a < b_total[5:0])}},
+        b_rotated[335:328] & {8{(6'h29 < b_total[5:0])}},
+        b_rotated[327:320] & {8{(6'h28 < b_total[5:0])}},
+        b_rotated[319:312] & {8{(6'h27 < b_total[5:0])}},
+        b_rotated[311:304] & {8{(6'h26 < b_total[5:0])}},
+        b_rotated[303:296] & {8{(6'h25 < b_total[5:0])}},
+        b_rotated[295:288] & {8{(6'h24 < b_total[5:0])}},
+        b_rotated[287:280] & {8{(6'h23 < b_total[5:0])}},
+        b_rotated[279:272] & {8{(6'h22 < b_total[5:0])}},
+        b_rotated[271:264] & {8{(6'h21 < b_total[5:0])}},
+        b_rotated[263:256] & {8{(6'h20 < b_total[5:0])}},
+        b_rotated[255:248] & {8{(6'h1f < b_total[5:0])}},
+        b_rotated[247:240] & {8{(6'h1e < b_total[5:0])}},
+        b_rotated[239:232] & {8{(6'h1d < b_total[5:0])}},
+        b_rotated[231:224] & {8{(6'h1c < b_total[5:0])}},
+        b_rotated[223:216] & {8{(6'h1b < b_total[5:0])}},
+        b_rotated[215:208] & {8{(6'h1a < b_total[5:0])}},
+        b_rotated[207:200] & {8{(6'h19 < b_total[5:0])}},
+        b_rotated[199:192] & {8{(6'h18 < b_total[5:0])}},
+        b_rotated[191:184] & {8{(6'h17 < b_total[5:0])}},
+        b_rotated[183:176] & {8{(6'h16 < b_total[5:0])}},
+        b_rotated[175:168] & {8{(6'h15 < b_total[5:0])}},
+        b_rotated[167:160] & {8{(6'h14 < b_total[5:0])}},
+        b_rotated[159:152] & {8{(6'h13 < b_total[5:0])}},
+        b_rotated[151:144] & {8{(6'h12 < b_total[5:0])}},
+        b_rotated[143:136] & {8{(6'h11 < b_total[5:0])}},
+        b_rotated[135:128] & {8{(6'h10 < b_total[5:0])}},
+        b_rotated[127:120] & {8{(6'h0f < b_total[5:0])}},
+        b_rotated[119:112] & {8{(6'h0e < b_total[5:0])}},
+        b_rotated[111:104] & {8{(6'h0d < b_total[5:0])}},
+        b_rotated[103:96] & {8{(6'h0c < b_total[5:0])}},
+        b_rotated[95:88] & {8{(6'h0b < b_total[5:0])}},
+        b_rotated[87:80] & {8{(6'h0a < b_total[5:0])}},
+        b_rotated[79:72] & {8{(6'h09 < b_total[5:0])}},
+        b_rotated[71:64] & {8{(6'h08 < b_total[5:0])}},
+        b_rotated[63:56] & {8{(6'h07 < b_total[5:0])}},
+        b_rotated[55:48] & {8{(6'h06 < b_total[5:0])}},
+        b_rotated[47:40] & {8{(6'h05 < b_total[5:0])}},
+        b_rotated[39:32] & {8{(6'h04 < b_total[5:0])}},
+        b_rotated[31:24] & {8{(6'h03 < b_total[5:0])}},
+        b_rotated[23:16] & {8{(6'h02 < b_total[5:0])}},
+        b_rotated[15:8] & {8{(6'h01 < b_total[5:0])}},
+        b_rotated[7:0] & {8{(6'h00 < b_total[5:0])}}
+    }};
     assign b_end_ptr = b_ulpdu_ends ? (buf_wptr + (b_spill ? 12'h002 : 12'h001)) : f_end_ptr;
     assign b_fpduptr = {b_beat[23:16], b_beat[31:26], 2'h0};
     assign b_fpduptr_want = rpos[15:0] - f_hdr;
@@ -5824,12 +5856,1112 @@ module mpa_rx_w512 (
         b_beat[7:0] & {8{(~(7'h00 < {1'h0, b_crc_lo}) & (7'h00 < b_end))}}
     };
     assign b_crc_fresh = b_starting | f_crc_fresh;
-    assign rpos_next = rst ? cfg_offset : (b_go ? (rpos + {25'h0000000, b_end - {1'h0, b_lane}}) : rpos);
+    assign n_hdr_group = b_end[5] ? (b_end[4] ? (b_end[3] ? (b_end[2] ? b_beat[495:480] : b_beat[463:448]) : (b_end[2] ? b_beat[431:416] : b_beat[399:384])) : (b_end[3] ? (b_end[2] ? b_beat[367:352] : b_beat[335:320]) : (b_end[2] ? b_beat[303:288] : b_beat[271:256]))) : (b_end[4] ? (b_end[3] ? (b_end[2] ? b_beat[239:224] : b_beat[207:192]) : (b_end[2] ? b_beat[175:160] : b_beat[143:128])) : (b_end[3] ? (b_end[2] ? b_beat[111:96] : b_beat[79:64]) : (b_end[2] ? b_beat[47:32] : b_beat[15:0])));
+    assign n_len = {n_hdr_group[7:0], n_hdr_group[15:8]};
+    assign n_body = 7'h40 - b_end;
+    assign n_take = (((((b_go & b_ends) & ~b_end[6]) & (b_end_avail == 7'h40)) & (n_len != 16'h0000)) & ~(16'hfd00 < n_len)) & ({10'h000, n_body} < ({1'h0, n_len} + 17'h00002));
+    assign n_left = ((({1'h0, n_len} + 17'h00005) & 17'h1fffc) + 17'h00004) - {10'h000, n_body};
+    assign n_shift_lane = b_end[5:0] + 6'h02;
+    assign n_rotated = n_shift_lane[5] ? (n_shift_lane[4] ? (n_shift_lane[3] ? (n_shift_lane[2] ? {
+        b_beat[487:480],
+        b_beat[479:472],
+        b_beat[471:464],
+        b_beat[463:456],
+        b_beat[455:448],
+        b_beat[447:440],
+        b_beat[439:432],
+        b_beat[431:424],
+        b_beat[423:416],
+        b_beat[415:408],
+        b_beat[407:400],
+        b_beat[399:392],
+        b_beat[391:384],
+        b_beat[383:376],
+        b_beat[375:368],
+        b_beat[367:360],
+        b_beat[359:352],
+        b_beat[351:344],
+        b_beat[343:336],
+        b_beat[335:328],
+        b_beat[327:320],
+        b_beat[319:312],
+        b_beat[311:304],
+        b_beat[303:296],
+        b_beat[295:288],
+        b_beat[287:280],
+        b_beat[279:272],
+        b_beat[271:264],
+        b_beat[263:256],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[511:504],
+        b_beat[503:496]
+    } : {
+        b_beat[455:448],
+        b_beat[447:440],
+        b_beat[439:432],
+        b_beat[431:424],
+        b_beat[423:416],
+        b_beat[415:408],
+        b_beat[407:400],
+        b_beat[399:392],
+        b_beat[391:384],
+        b_beat[383:376],
+        b_beat[375:368],
+        b_beat[367:360],
+        b_beat[359:352],
+        b_beat[351:344],
+        b_beat[343:336],
+        b_beat[335:328],
+        b_beat[327:320],
+        b_beat[319:312],
+        b_beat[311:304],
+        b_beat[303:296],
+        b_beat[295:288],
+        b_beat[287:280],
+        b_beat[279:272],
+        b_beat[271:264],
+        b_beat[263:256],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[511:504],
+        b_beat[503:496],
+        b_beat[495:488],
+        b_beat[487:480],
+        b_beat[479:472],
+        b_beat[471:464]
+    }) : (n_shift_lane[2] ? {
+        b_beat[423:416],
+        b_beat[415:408],
+        b_beat[407:400],
+        b_beat[399:392],
+        b_beat[391:384],
+        b_beat[383:376],
+        b_beat[375:368],
+        b_beat[367:360],
+        b_beat[359:352],
+        b_beat[351:344],
+        b_beat[343:336],
+        b_beat[335:328],
+        b_beat[327:320],
+        b_beat[319:312],
+        b_beat[311:304],
+        b_beat[303:296],
+        b_beat[295:288],
+        b_beat[287:280],
+        b_beat[279:272],
+        b_beat[271:264],
+        b_beat[263:256],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[511:504],
+        b_beat[503:496],
+        b_beat[495:488],
+        b_beat[487:480],
+        b_beat[479:472],
+        b_beat[471:464],
+        b_beat[463:456],
+        b_beat[455:448],
+        b_beat[447:440],
+        b_beat[439:432]
+    } : {
+        b_beat[391:384],
+        b_beat[383:376],
+        b_beat[375:368],
+        b_beat[367:360],
+        b_beat[359:352],
+        b_beat[351:344],
+        b_beat[343:336],
+        b_beat[335:328],
+        b_beat[327:320],
+        b_beat[319:312],
+        b_beat[311:304],
+        b_beat[303:296],
+        b_beat[295:288],
+        b_beat[287:280],
+        b_beat[279:272],
+        b_beat[271:264],
+        b_beat[263:256],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[511:504],
+        b_beat[503:496],
+        b_beat[495:488],
+        b_beat[487:480],
+        b_beat[479:472],
+        b_beat[471:464],
+        b_beat[463:456],
+        b_beat[455:448],
+        b_beat[447:440],
+        b_beat[439:432],
+        b_beat[431:424],
+        b_beat[423:416],
+        b_beat[415:408],
+        b_beat[407:400]
+    })) : (n_shift_lane[3] ? (n_shift_lane[2] ? {
+        b_beat[359:352],
+        b_beat[351:344],
+        b_beat[343:336],
+        b_beat[335:328],
+        b_beat[327:320],
+        b_beat[319:312],
+        b_beat[311:304],
+        b_beat[303:296],
+        b_beat[295:288],
+        b_beat[287:280],
+        b_beat[279:272],
+        b_beat[271:264],
+        b_beat[263:256],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[511:504],
+        b_beat[503:496],
+        b_beat[495:488],
+        b_beat[487:480],
+        b_beat[479:472],
+        b_beat[471:464],
+        b_beat[463:456],
+        b_beat[455:448],
+        b_beat[447:440],
+        b_beat[439:432],
+        b_beat[431:424],
+        b_beat[423:416],
+        b_beat[415:408],
+        b_beat[407:400],
+        b_beat[399:392],
+        b_beat[391:384],
+        b_beat[383:376],
+        b_beat[375:368]
+    } : {
+        b_beat[327:320],
+        b_beat[319:312],
+        b_beat[311:304],
+        b_beat[303:296],
+        b_beat[295:288],
+        b_beat[287:280],
+        b_beat[279:272],
+        b_beat[271:264],
+        b_beat[263:256],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[511:504],
+        b_beat[503:496],
+        b_beat[495:488],
+        b_beat[487:480],
+        b_beat[479:472],
+        b_beat[471:464],
+        b_beat[463:456],
+        b_beat[455:448],
+        b_beat[447:440],
+        b_beat[439:432],
+        b_beat[431:424],
+        b_beat[423:416],
+        b_beat[415:408],
+        b_beat[407:400],
+        b_beat[399:392],
+        b_beat[391:384],
+        b_beat[383:376],
+        b_beat[375:368],
+        b_beat[367:360],
+        b_beat[359:352],
+        b_beat[351:344],
+        b_beat[343:336]
+    }) : (n_shift_lane[2] ? {
+        b_beat[295:288],
+        b_beat[287:280],
+        b_beat[279:272],
+        b_beat[271:264],
+        b_beat[263:256],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[511:504],
+        b_beat[503:496],
+        b_beat[495:488],
+        b_beat[487:480],
+        b_beat[479:472],
+        b_beat[471:464],
+        b_beat[463:456],
+        b_beat[455:448],
+        b_beat[447:440],
+        b_beat[439:432],
+        b_beat[431:424],
+        b_beat[423:416],
+        b_beat[415:408],
+        b_beat[407:400],
+        b_beat[399:392],
+        b_beat[391:384],
+        b_beat[383:376],
+        b_beat[375:368],
+        b_beat[367:360],
+        b_beat[359:352],
+        b_beat[351:344],
+        b_beat[343:336],
+        b_beat[335:328],
+        b_beat[327:320],
+        b_beat[319:312],
+        b_beat[311:304]
+    } : {
+        b_beat[263:256],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[511:504],
+        b_beat[503:496],
+        b_beat[495:488],
+        b_beat[487:480],
+        b_beat[479:472],
+        b_beat[471:464],
+        b_beat[463:456],
+        b_beat[455:448],
+        b_beat[447:440],
+        b_beat[439:432],
+        b_beat[431:424],
+        b_beat[423:416],
+        b_beat[415:408],
+        b_beat[407:400],
+        b_beat[399:392],
+        b_beat[391:384],
+        b_beat[383:376],
+        b_beat[375:368],
+        b_beat[367:360],
+        b_beat[359:352],
+        b_beat[351:344],
+        b_beat[343:336],
+        b_beat[335:328],
+        b_beat[327:320],
+        b_beat[319:312],
+        b_beat[311:304],
+        b_beat[303:296],
+        b_beat[295:288],
+        b_beat[287:280],
+        b_beat[279:272]
+    }))) : (n_shift_lane[4] ? (n_shift_lane[3] ? (n_shift_lane[2] ? {
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[511:504],
+        b_beat[503:496],
+        b_beat[495:488],
+        b_beat[487:480],
+        b_beat[479:472],
+        b_beat[471:464],
+        b_beat[463:456],
+        b_beat[455:448],
+        b_beat[447:440],
+        b_beat[439:432],
+        b_beat[431:424],
+        b_beat[423:416],
+        b_beat[415:408],
+        b_beat[407:400],
+        b_beat[399:392],
+        b_beat[391:384],
+        b_beat[383:376],
+        b_beat[375:368],
+        b_beat[367:360],
+        b_beat[359:352],
+        b_beat[351:344],
+        b_beat[343:336],
+        b_beat[335:328],
+        b_beat[327:320],
+        b_beat[319:312],
+        b_beat[311:304],
+        b_beat[303:296],
+        b_beat[295:288],
+        b_beat[287:280],
+        b_beat[279:272],
+        b_beat[271:264],
+        b_beat[263:256],
+        b_beat[255:248],
+        b_beat[247:240]
+    } : {
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[511:504],
+        b_beat[503:496],
+        b_beat[495:488],
+        b_beat[487:480],
+        b_beat[479:472],
+        b_beat[471:464],
+        b_beat[463:456],
+        b_beat[455:448],
+        b_beat[447:440],
+        b_beat[439:432],
+        b_beat[431:424],
+        b_beat[423:416],
+        b_beat[415:408],
+        b_beat[407:400],
+        b_beat[399:392],
+        b_beat[391:384],
+        b_beat[383:376],
+        b_beat[375:368],
+        b_beat[367:360],
+        b_beat[359:352],
+        b_beat[351:344],
+        b_beat[343:336],
+        b_beat[335:328],
+        b_beat[327:320],
+        b_beat[319:312],
+        b_beat[311:304],
+        b_beat[303:296],
+        b_beat[295:288],
+        b_beat[287:280],
+        b_beat[279:272],
+        b_beat[271:264],
+        b_beat[263:256],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208]
+    }) : (n_shift_lane[2] ? {
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[511:504],
+        b_beat[503:496],
+        b_beat[495:488],
+        b_beat[487:480],
+        b_beat[479:472],
+        b_beat[471:464],
+        b_beat[463:456],
+        b_beat[455:448],
+        b_beat[447:440],
+        b_beat[439:432],
+        b_beat[431:424],
+        b_beat[423:416],
+        b_beat[415:408],
+        b_beat[407:400],
+        b_beat[399:392],
+        b_beat[391:384],
+        b_beat[383:376],
+        b_beat[375:368],
+        b_beat[367:360],
+        b_beat[359:352],
+        b_beat[351:344],
+        b_beat[343:336],
+        b_beat[335:328],
+        b_beat[327:320],
+        b_beat[319:312],
+        b_beat[311:304],
+        b_beat[303:296],
+        b_beat[295:288],
+        b_beat[287:280],
+        b_beat[279:272],
+        b_beat[271:264],
+        b_beat[263:256],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176]
+    } : {
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[511:504],
+        b_beat[503:496],
+        b_beat[495:488],
+        b_beat[487:480],
+        b_beat[479:472],
+        b_beat[471:464],
+        b_beat[463:456],
+        b_beat[455:448],
+        b_beat[447:440],
+        b_beat[439:432],
+        b_beat[431:424],
+        b_beat[423:416],
+        b_beat[415:408],
+        b_beat[407:400],
+        b_beat[399:392],
+        b_beat[391:384],
+        b_beat[383:376],
+        b_beat[375:368],
+        b_beat[367:360],
+        b_beat[359:352],
+        b_beat[351:344],
+        b_beat[343:336],
+        b_beat[335:328],
+        b_beat[327:320],
+        b_beat[319:312],
+        b_beat[311:304],
+        b_beat[303:296],
+        b_beat[295:288],
+        b_beat[287:280],
+        b_beat[279:272],
+        b_beat[271:264],
+        b_beat[263:256],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144]
+    })) : (n_shift_lane[3] ? (n_shift_lane[2] ? {
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[511:504],
+        b_beat[503:496],
+        b_beat[495:488],
+        b_beat[487:480],
+        b_beat[479:472],
+        b_beat[471:464],
+        b_beat[463:456],
+        b_beat[455:448],
+        b_beat[447:440],
+        b_beat[439:432],
+        b_beat[431:424],
+        b_beat[423:416],
+        b_beat[415:408],
+        b_beat[407:400],
+        b_beat[399:392],
+        b_beat[391:384],
+        b_beat[383:376],
+        b_beat[375:368],
+        b_beat[367:360],
+        b_beat[359:352],
+        b_beat[351:344],
+        b_beat[343:336],
+        b_beat[335:328],
+        b_beat[327:320],
+        b_beat[319:312],
+        b_beat[311:304],
+        b_beat[303:296],
+        b_beat[295:288],
+        b_beat[287:280],
+        b_beat[279:272],
+        b_beat[271:264],
+        b_beat[263:256],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112]
+    } : {
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[511:504],
+        b_beat[503:496],
+        b_beat[495:488],
+        b_beat[487:480],
+        b_beat[479:472],
+        b_beat[471:464],
+        b_beat[463:456],
+        b_beat[455:448],
+        b_beat[447:440],
+        b_beat[439:432],
+        b_beat[431:424],
+        b_beat[423:416],
+        b_beat[415:408],
+        b_beat[407:400],
+        b_beat[399:392],
+        b_beat[391:384],
+        b_beat[383:376],
+        b_beat[375:368],
+        b_beat[367:360],
+        b_beat[359:352],
+        b_beat[351:344],
+        b_beat[343:336],
+        b_beat[335:328],
+        b_beat[327:320],
+        b_beat[319:312],
+        b_beat[311:304],
+        b_beat[303:296],
+        b_beat[295:288],
+        b_beat[287:280],
+        b_beat[279:272],
+        b_beat[271:264],
+        b_beat[263:256],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80]
+    }) : (n_shift_lane[2] ? {
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[511:504],
+        b_beat[503:496],
+        b_beat[495:488],
+        b_beat[487:480],
+        b_beat[479:472],
+        b_beat[471:464],
+        b_beat[463:456],
+        b_beat[455:448],
+        b_beat[447:440],
+        b_beat[439:432],
+        b_beat[431:424],
+        b_beat[423:416],
+        b_beat[415:408],
+        b_beat[407:400],
+        b_beat[399:392],
+        b_beat[391:384],
+        b_beat[383:376],
+        b_beat[375:368],
+        b_beat[367:360],
+        b_beat[359:352],
+        b_beat[351:344],
+        b_beat[343:336],
+        b_beat[335:328],
+        b_beat[327:320],
+        b_beat[319:312],
+        b_beat[311:304],
+        b_beat[303:296],
+        b_beat[295:288],
+        b_beat[287:280],
+        b_beat[279:272],
+        b_beat[271:264],
+        b_beat[263:256],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48]
+    } : {
+        b_beat[7:0],
+        b_beat[511:504],
+        b_beat[503:496],
+        b_beat[495:488],
+        b_beat[487:480],
+        b_beat[479:472],
+        b_beat[471:464],
+        b_beat[463:456],
+        b_beat[455:448],
+        b_beat[447:440],
+        b_beat[439:432],
+        b_beat[431:424],
+        b_beat[423:416],
+        b_beat[415:408],
+        b_beat[407:400],
+        b_beat[399:392],
+        b_beat[391:384],
+        b_beat[383:376],
+        b_beat[375:368],
+        b_beat[367:360],
+        b_beat[359:352],
+        b_beat[351:344],
+        b_beat[343:336],
+        b_beat[335:328],
+        b_beat[327:320],
+        b_beat[319:312],
+        b_beat[311:304],
+        b_beat[303:296],
+        b_beat[295:288],
+        b_beat[287:280],
+        b_beat[279:272],
+        b_beat[271:264],
+        b_beat[263:256],
+        b_beat[255:248],
+        b_beat[247:240],
+        b_beat[239:232],
+        b_beat[231:224],
+        b_beat[223:216],
+        b_beat[215:208],
+        b_beat[207:200],
+        b_beat[199:192],
+        b_beat[191:184],
+        b_beat[183:176],
+        b_beat[175:168],
+        b_beat[167:160],
+        b_beat[159:152],
+        b_beat[151:144],
+        b_beat[143:136],
+        b_beat[135:128],
+        b_beat[127:120],
+        b_beat[119:112],
+        b_beat[111:104],
+        b_beat[103:96],
+        b_beat[95:88],
+        b_beat[87:80],
+        b_beat[79:72],
+        b_beat[71:64],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16]
+    })));
+    assign n_acc_lanes = n_body[5:0] - 6'h02;
+    assign n_covered = {
+        b_beat[511:504] & {8{~(7'h3f < b_end)}},
+        b_beat[503:496] & {8{~(7'h3e < b_end)}},
+        b_beat[495:488] & {8{~(7'h3d < b_end)}},
+        b_beat[487:480] & {8{~(7'h3c < b_end)}},
+        b_beat[479:472] & {8{~(7'h3b < b_end)}},
+        b_beat[471:464] & {8{~(7'h3a < b_end)}},
+        b_beat[463:456] & {8{~(7'h39 < b_end)}},
+        b_beat[455:448] & {8{~(7'h38 < b_end)}},
+        b_beat[447:440] & {8{~(7'h37 < b_end)}},
+        b_beat[439:432] & {8{~(7'h36 < b_end)}},
+        b_beat[431:424] & {8{~(7'h35 < b_end)}},
+        b_beat[423:416] & {8{~(7'h34 < b_end)}},
+        b_beat[415:408] & {8{~(7'h33 < b_end)}},
+        b_beat[407:400] & {8{~(7'h32 < b_end)}},
+        b_beat[399:392] & {8{~(7'h31 < b_end)}},
+        b_beat[391:384] & {8{~(7'h30 < b_end)}},
+        b_beat[383:376] & {8{~(7'h2f < b_end)}},
+        b_beat[375:368] & {8{~(7'h2e < b_end)}},
+        b_beat[367:360] & {8{~(7'h2d < b_end)}},
+        b_beat[359:352] & {8{~(7'h2c < b_end)}},
+        b_beat[351:344] & {8{~(7'h2b < b_end)}},
+        b_beat[343:336] & {8{~(7'h2a < b_end)}},
+        b_beat[335:328] & {8{~(7'h29 < b_end)}},
+        b_beat[327:320] & {8{~(7'h28 < b_end)}},
+        b_beat[319:312] & {8{~(7'h27 < b_end)}},
+        b_beat[311:304] & {8{~(7'h26 < b_end)}},
+        b_beat[303:296] & {8{~(7'h25 < b_end)}},
+        b_beat[295:288] & {8{~(7'h24 < b_end)}},
+        b_beat[287:280] & {8{~(7'h23 < b_end)}},
+        b_beat[279:272] & {8{~(7'h22 < b_end)}},
+        b_beat[271:264] & {8{~(7'h21 < b_end)}},
+        b_beat[263:256] & {8{~(7'h20 < b_end)}},
+        b_beat[255:248] & {8{~(7'h1f < b_end)}},
+        b_beat[247:240] & {8{~(7'h1e < b_end)}},
+        b_beat[239:232] & {8{~(7'h1d < b_end)}},
+        b_beat[231:224] & {8{~(7'h1c < b_end)}},
+        b_beat[223:216] & {8{~(7'h1b < b_end)}},
+        b_beat[215:208] & {8{~(7'h1a < b_end)}},
+        b_beat[207:200] & {8{~(7'h19 < b_end)}},
+        b_beat[199:192] & {8{~(7'h18 < b_end)}},
+        b_beat[191:184] & {8{~(7'h17 < b_end)}},
+        b_beat[183:176] & {8{~(7'h16 < b_end)}},
+        b_beat[175:168] & {8{~(7'h15 < b_end)}},
+        b_beat[167:160] & {8{~(7'h14 < b_end)}},
+        b_beat[159:152] & {8{~(7'h13 < b_end)}},
+        b_beat[151:144] & {8{~(7'h12 < b_end)}},
+        b_beat[143:136] & {8{~(7'h11 < b_end)}},
+        b_beat[135:128] & {8{~(7'h10 < b_end)}},
+        b_beat[127:120] & {8{~(7'h0f < b_end)}},
+        b_beat[119:112] & {8{~(7'h0e < b_end)}},
+        b_beat[111:104] & {8{~(7'h0d < b_end)}},
+        b_beat[103:96] & {8{~(7'h0c < b_end)}},
+        b_beat[95:88] & {8{~(7'h0b < b_end)}},
+        b_beat[87:80] & {8{~(7'h0a < b_end)}},
+        b_beat[79:72] & {8{~(7'h09 < b_end)}},
+        b_beat[71:64] & {8{~(7'h08 < b_end)}},
+        b_beat[63:56] & {8{~(7'h07 < b_end)}},
+        b_beat[55:48] & {8{~(7'h06 < b_end)}},
+        b_beat[47:40] & {8{~(7'h05 < b_end)}},
+        b_beat[39:32] & {8{~(7'h04 < b_end)}},
+        b_beat[31:24] & {8{1'h0}},
+        b_beat[23:16] & {8{1'h0}},
+        b_beat[15:8] & {8{1'h0}},
+        b_beat[7:0] & {8{1'h0}}
+    };
+    assign n_start = rpos + {25'h0000000, b_end - {1'h0, b_lane}};
+    assign rpos_next = rst ? cfg_offset : (b_go ? (rpos + {25'h0000000, (n_take ? 7'h40 : b_end) - {1'h0, b_lane}}) : rpos);
     assign ring_held_next = wpos_next - {rpos_next[31:6], 6'h00};
     assign c_enter = (b_crc_update | b_len_err) | b_eos;
     assign c_pad_in = 4'h0 - b_end[5:2];
     assign c_lo_in = b_crc_lo[5:2];
     assign c_in_valid = c_enter;
+    assign c_next_lo_in = b_end[5:2];
     assign c_in_end = ((b_crc_update & b_ends) | b_len_err) | b_eos;
     assign c_in_kind = b_len_err ? 2'h1 : (b_eos ? 2'h2 : 2'h0);
     assign c_in_offset = b_starting ? rpos : f_start;
@@ -5868,6 +7000,40 @@ module mpa_rx_w512 (
         ^(c1_data & 512'h3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186b9),
         ^(c1_data & 512'h1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35c)
     };
+    assign c1_next_term = {
+        ^(c1_next_data & 512'h8fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061ae),
+        ^(c1_next_data & 512'h47e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d7),
+        ^(c1_next_data & 512'h23f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186b),
+        ^(c1_next_data & 512'h11f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35),
+        ^(c1_next_data & 512'h08fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061a),
+        ^(c1_next_data & 512'h047e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d),
+        ^(c1_next_data & 512'h8df7c6eef047484aa4afe72a3c98cf15471b1e9b0278c6a5016629ed3b163cc629957edf0fbf0c6a327b35a0ed587bf0c3ca8214c61dd955fa96989e687ca028),
+        ^(c1_next_data & 512'h46fbe3777823a4255257f3951e4c678aa38d8f4d813c635280b314f69d8b1e6314cabf6f87df8635193d9ad076ac3df861e5410a630eecaafd4b4c4f343e5014),
+        ^(c1_next_data & 512'hacb514c0a026440046385046838c554a2b361a4a70241fb434ed707e616d118d509bdb7bfcadc7615191c4eecdd46cc413b53ce062d7ed6c60488a09492f49a4),
+        ^(c1_next_data & 512'hd9926f1b4c24b412cc0f81af4d6c4c2a6f6bd0c988a821c76ec2423a1f1e167a72b36971c114e7cb75c7ebf19068445a2a9d0215623b6d8f2ec9692a77a7c57c),
+        ^(c1_next_data & 512'he301d2f6ba25cc1b8914695baa1c409a4d45358874ee3efec3d5db1820279581e3a73074dfc8779e67ecfc7e3eb6501536091d6fe24d2dfe898998bbe8e38310),
+        ^(c1_next_data & 512'hfe480c004125701f2b999d21d9a446c25c5247288acd3162155e17893fbb547c2b2d1cf650a63fb4eef977b9e9d95a32b84312d2a2760dc65a29e0732741a026),
+        ^(c1_next_data & 512'h7f2406002092b80f95ccce90ecd223612e292394456698b10aaf0bc49fddaa3e15968e7b28531fda777cbbdcf4ecad195c218969513b06e32d14f03993a0d013),
+        ^(c1_next_data & 512'hb05ae67b0c7eca1525f5cec47ac3773fede44c2692096245f1e37fe760464ba3d035c3f1ab6b8b96e6b154688cf424b48d5758d1fbcd1848886754321ae009a7),
+        ^(c1_next_data & 512'hd7e596469a08f3187de94eee31cbdd108c02fbfff9be9f3f8c4545f69f8bbb6d32e46534eaf7c1b0ae57a3b2b0f8606265ec300daeb6171d5ade8637de40657d),
+        ^(c1_next_data & 512'h6bf2cb234d04798c3ef4a77718e5ee8846017dfffcdf4f9fc622a2fb4fc5ddb69972329a757be0d8572bd1d9587c303132f61806d75b0b8ead6f431bef2032be),
+        ^(c1_next_data & 512'h35f96591a6823cc61f7a53bb8c72f7442300befffe6fa7cfe311517da7e2eedb4cb9194d3abdf06c2b95e8ecac3e1818997b0c036bad85c756b7a18df790195f),
+        ^(c1_next_data & 512'h1afcb2c8d3411e630fbd29ddc6397ba211805f7fff37d3e7f188a8bed3f1776da65c8ca69d5ef83615caf476561f0c0c4cbd8601b5d6c2e3ab5bd0c6fbc80caf),
+        ^(c1_next_data & 512'h82b6bc1f7597192368cd3d62efb6db5e7230f2534f21c7ee8c70ae5a4650250a09d0c29f71ed7860d7ea73bddd8df43e05195f6589bbfa48cb40c44daed467f9),
+        ^(c1_next_data & 512'hce93bb74a6fc1a835b75373d7b710b2043e8a4c5172acdea328cad280c808c39de16e58387b4b84bb6fa30581844882721cb33d7978d661d7b4d4e08045a5252),
+        ^(c1_next_data & 512'he88138c14f499b5342a93212b112e31f5b048f8e3b2f48e86df2ac9129e8d8a035f5f60dfc98585e067211aafaa0362bb3a2058e98962837a34b8b2ad11d4887),
+        ^(c1_next_data & 512'h74409c60a7a4cda9a15499095889718fad8247c71d97a47436f9564894f46c501afafb06fe4c2c2f033908d57d501b15d9d102c74c4b141bd1a5c595688ea443),
+        ^(c1_next_data & 512'hb5e8ab4b4fe5f0c63fb9e508a0eede48ac31fe0f3e71fc276fc8512165d2a894d783f94f4064126c5c938dec482a7fb2cfaf1d06f5751134f63fcee46777338f),
+        ^(c1_next_data & 512'hd53cb0debbc56e71f0cf5b085cdd09ab2ce822eb2f82d00ec350d2959d41caf6b13f786b9f700d4df346cf70d2974de1449012e629ea13a365f2cb5ce08bf869),
+        ^(c1_next_data & 512'h6a9e586f5de2b738f867ad842e6e84d59674117597c1680761a8694acea0e57b589fbc35cfb806a6f9a367b8694ba6f0a248097314f509d1b2f965ae7045fc34),
+        ^(c1_next_data & 512'hba87c94cb2c6cd8e93207f4e1b9d24e5b1cad5567b5a9a1ec460cea048f8ec0176b15ad6d89e0728a1deba5ac227a140726398dcd92a1fd1c7919ef9eb129fb4),
+        ^(c1_next_data & 512'hd28b01dd4554f0d5a683962b0164f4fda215b7478d17631216849d550bd4e8bc61a629a7530d07ef8de054ab9791a2981a76500b3fc594d1fd25e35226b92e74),
+        ^(c1_next_data & 512'he68d6595be9dee783c5262998c181cf1abfa064f76319f947ff6b4afaa42eae2ea2d901f96c4878c1bff23d33d4aa3742e7cb460ccb25151e07fdd87c06cf694),
+        ^(c1_next_data & 512'hfc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061ae4),
+        ^(c1_next_data & 512'h7e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d72),
+        ^(c1_next_data & 512'h3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186b9),
+        ^(c1_next_data & 512'h1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35c)
+    };
     assign crc_init = c2_lo[3] ? (c2_lo[2] ? (c2_lo[1] ? (c2_lo[0] ? 32'hcbcfabe8 : 32'hd9d228ab) : (c2_lo[0] ? 32'h7fc3354f : 32'hf123c87c)) : (c2_lo[1] ? (c2_lo[0] ? 32'h26fbc6f6 : 32'h75840cf8) : (c2_lo[0] ? 32'h66ac1163 : 32'hdbf3e2b4))) : (c2_lo[2] ? (c2_lo[1] ? (c2_lo[0] ? 32'hcf8dcf8e : 32'hc623cf97) : (c2_lo[0] ? 32'h0c67e749 : 32'heee3ddcd)) : (c2_lo[1] ? (c2_lo[0] ? 32'h96fb8c9f : 32'h20481012) : (c2_lo[0] ? 32'h641f6454 : 32'hffffffff)));
     assign crc_from = c2_fresh ? crc_init : crc_state;
     assign crc_next = c2_term ^ {
@@ -5904,39 +7070,104 @@ module mpa_rx_w512 (
         ^(crc_from & 32'h4cc186b9),
         ^(crc_from & 32'ha660c35c)
     };
+    assign crc_next_fpdu = c2_next_term ^ (c2_next_lo[3] ? (c2_next_lo[2] ? (c2_next_lo[1] ? (c2_next_lo[0] ? 32'hb798b438 : 32'h73d74d75) : (c2_next_lo[0] ? 32'hd49f4aa2 : 32'hbd8f6515)) : (c2_next_lo[1] ? (c2_next_lo[0] ? 32'h433aa9c1 : 32'h7b041311) : (c2_next_lo[0] ? 32'h08363896 : 32'h756ec955))) : (c2_next_lo[2] ? (c2_next_lo[1] ? (c2_next_lo[0] ? 32'h05d9d92d : 32'ha6a04822) : (c2_next_lo[0] ? 32'h97d4c2a3 : 32'hd773c546)) : (c2_next_lo[1] ? (c2_next_lo[0] ? 32'h94997535 : 32'heab83561) : (c2_next_lo[0] ? 32'ha5f4face : 32'hfc371498))));
     assign c3_fixed = {
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[1023:992] : zinv_24[1023:992]) : (c3_pad_rest[0] ? zinv_20[1023:992] : zinv_16[1023:992])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[1023:992] : zinv_8[1023:992]) : (c3_pad_rest[0] ? zinv_4[1023:992] : zinv_0[1023:992])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[991:960] : zinv_24[991:960]) : (c3_pad_rest[0] ? zinv_20[991:960] : zinv_16[991:960])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[991:960] : zinv_8[991:960]) : (c3_pad_rest[0] ? zinv_4[991:960] : zinv_0[991:960])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[959:928] : zinv_24[959:928]) : (c3_pad_rest[0] ? zinv_20[959:928] : zinv_16[959:928])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[959:928] : zinv_8[959:928]) : (c3_pad_rest[0] ? zinv_4[959:928] : zinv_0[959:928])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[927:896] : zinv_24[927:896]) : (c3_pad_rest[0] ? zinv_20[927:896] : zinv_16[927:896])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[927:896] : zinv_8[927:896]) : (c3_pad_rest[0] ? zinv_4[927:896] : zinv_0[927:896])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[895:864] : zinv_24[895:864]) : (c3_pad_rest[0] ? zinv_20[895:864] : zinv_16[895:864])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[895:864] : zinv_8[895:864]) : (c3_pad_rest[0] ? zinv_4[895:864] : zinv_0[895:864])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[863:832] : zinv_24[863:832]) : (c3_pad_rest[0] ? zinv_20[863:832] : zinv_16[863:832])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[863:832] : zinv_8[863:832]) : (c3_pad_rest[0] ? zinv_4[863:832] : zinv_0[863:832])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[831:800] : zinv_24[831:800]) : (c3_pad_rest[0] ? zinv_20[831:800] : zinv_16[831:800])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[831:800] : zinv_8[831:800]) : (c3_pad_rest[0] ? zinv_4[831:800] : zinv_0[831:800])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[799:768] : zinv_24[799:768]) : (c3_pad_rest[0] ? zinv_20[799:768] : zinv_16[799:768])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[799:768] : zinv_8[799:768]) : (c3_pad_rest[0] ? zinv_4[799:768] : zinv_0[799:768])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[767:736] : zinv_24[767:736]) : (c3_pad_rest[0] ? zinv_20[767:736] : zinv_16[767:736])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[767:736] : zinv_8[767:736]) : (c3_pad_rest[0] ? zinv_4[767:736] : zinv_0[767:736])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[735:704] : zinv_24[735:704]) : (c3_pad_rest[0] ? zinv_20[735:704] : zinv_16[735:704])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[735:704] : zinv_8[735:704]) : (c3_pad_rest[0] ? zinv_4[735:704] : zinv_0[735:704])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[703:672] : zinv_24[703:672]) : (c3_pad_rest[0] ? zinv_20[703:672] : zinv_16[703:672])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[703:672] : zinv_8[703:672]) : (c3_pad_rest[0] ? zinv_4[703:672] : zinv_0[703:672])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[671:640] : zinv_24[671:640]) : (c3_pad_rest[0] ? zinv_20[671:640] : zinv_16[671:640])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[671:640] : zinv_8[671:640]) : (c3_pad_rest[0] ? zinv_4[671:640] : zinv_0[671:640])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[639:608] : zinv_24[639:608]) : (c3_pad_rest[0] ? zinv_20[639:608] : zinv_16[639:608])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[639:608] : zinv_8[639:608]) : (c3_pad_rest[0] ? zinv_4[639:608] : zinv_0[639:608])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[607:576] : zinv_24[607:576]) : (c3_pad_rest[0] ? zinv_20[607:576] : zinv_16[607:576])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[607:576] : zinv_8[607:576]) : (c3_pad_rest[0] ? zinv_4[607:576] : zinv_0[607:576])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[575:544] : zinv_24[575:544]) : (c3_pad_rest[0] ? zinv_20[575:544] : zinv_16[575:544])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[575:544] : zinv_8[575:544]) : (c3_pad_rest[0] ? zinv_4[575:544] : zinv_0[575:544])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[543:512] : zinv_24[543:512]) : (c3_pad_rest[0] ? zinv_20[543:512] : zinv_16[543:512])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[543:512] : zinv_8[543:512]) : (c3_pad_rest[0] ? zinv_4[543:512] : zinv_0[543:512])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[511:480] : zinv_24[511:480]) : (c3_pad_rest[0] ? zinv_20[511:480] : zinv_16[511:480])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[511:480] : zinv_8[511:480]) : (c3_pad_rest[0] ? zinv_4[511:480] : zinv_0[511:480])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[479:448] : zinv_24[479:448]) : (c3_pad_rest[0] ? zinv_20[479:448] : zinv_16[479:448])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[479:448] : zinv_8[479:448]) : (c3_pad_rest[0] ? zinv_4[479:448] : zinv_0[479:448])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[447:416] : zinv_24[447:416]) : (c3_pad_rest[0] ? zinv_20[447:416] : zinv_16[447:416])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[447:416] : zinv_8[447:416]) : (c3_pad_rest[0] ? zinv_4[447:416] : zinv_0[447:416])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[415:384] : zinv_24[415:384]) : (c3_pad_rest[0] ? zinv_20[415:384] : zinv_16[415:384])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[415:384] : zinv_8[415:384]) : (c3_pad_rest[0] ? zinv_4[415:384] : zinv_0[415:384])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[383:352] : zinv_24[383:352]) : (c3_pad_rest[0] ? zinv_20[383:352] : zinv_16[383:352])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[383:352] : zinv_8[383:352]) : (c3_pad_rest[0] ? zinv_4[383:352] : zinv_0[383:352])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[351:320] : zinv_24[351:320]) : (c3_pad_rest[0] ? zinv_20[351:320] : zinv_16[351:320])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[351:320] : zinv_8[351:320]) : (c3_pad_rest[0] ? zinv_4[351:320] : zinv_0[351:320])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[319:288] : zinv_24[319:288]) : (c3_pad_rest[0] ? zinv_20[319:288] : zinv_16[319:288])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[319:288] : zinv_8[319:288]) : (c3_pad_rest[0] ? zinv_4[319:288] : zinv_0[319:288])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[287:256] : zinv_24[287:256]) : (c3_pad_rest[0] ? zinv_20[287:256] : zinv_16[287:256])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[287:256] : zinv_8[287:256]) : (c3_pad_rest[0] ? zinv_4[287:256] : zinv_0[287:256])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[255:224] : zinv_24[255:224]) : (c3_pad_rest[0] ? zinv_20[255:224] : zinv_16[255:224])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[255:224] : zinv_8[255:224]) : (c3_pad_rest[0] ? zinv_4[255:224] : zinv_0[255:224])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[223:192] : zinv_24[223:192]) : (c3_pad_rest[0] ? zinv_20[223:192] : zinv_16[223:192])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[223:192] : zinv_8[223:192]) : (c3_pad_rest[0] ? zinv_4[223:192] : zinv_0[223:192])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[191:160] : zinv_24[191:160]) : (c3_pad_rest[0] ? zinv_20[191:160] : zinv_16[191:160])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[191:160] : zinv_8[191:160]) : (c3_pad_rest[0] ? zinv_4[191:160] : zinv_0[191:160])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[159:128] : zinv_24[159:128]) : (c3_pad_rest[0] ? zinv_20[159:128] : zinv_16[159:128])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[159:128] : zinv_8[159:128]) : (c3_pad_rest[0] ? zinv_4[159:128] : zinv_0[159:128])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[127:96] : zinv_24[127:96]) : (c3_pad_rest[0] ? zinv_20[127:96] : zinv_16[127:96])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[127:96] : zinv_8[127:96]) : (c3_pad_rest[0] ? zinv_4[127:96] : zinv_0[127:96])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[95:64] : zinv_24[95:64]) : (c3_pad_rest[0] ? zinv_20[95:64] : zinv_16[95:64])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[95:64] : zinv_8[95:64]) : (c3_pad_rest[0] ? zinv_4[95:64] : zinv_0[95:64])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[63:32] : zinv_24[63:32]) : (c3_pad_rest[0] ? zinv_20[63:32] : zinv_16[63:32])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[63:32] : zinv_8[63:32]) : (c3_pad_rest[0] ? zinv_4[63:32] : zinv_0[63:32])))),
-        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[31:0] : zinv_24[31:0]) : (c3_pad_rest[0] ? zinv_20[31:0] : zinv_16[31:0])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[31:0] : zinv_8[31:0]) : (c3_pad_rest[0] ? zinv_4[31:0] : zinv_0[31:0]))))
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[1023:992] : zinv_24[1023:992]) :
+            (c3_pad_rest[0] ? zinv_20[1023:992] : zinv_16[1023:992])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[1023:992] :
+            zinv_8[1023:992]) : (c3_pad_rest[0] ? zinv_4[1023:992] : zinv_0[1023:992])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[991:960] : zinv_24[991:960]) : (c3_pad_rest[0]
+            ? zinv_20[991:960] : zinv_16[991:960])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[991:960] : zinv_8[991:960]) :
+            (c3_pad_rest[0] ? zinv_4[991:960] : zinv_0[991:960])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[959:928] : zinv_24[959:928]) : (c3_pad_rest[0]
+            ? zinv_20[959:928] : zinv_16[959:928])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[959:928] : zinv_8[959:928]) :
+            (c3_pad_rest[0] ? zinv_4[959:928] : zinv_0[959:928])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[927:896] : zinv_24[927:896]) : (c3_pad_rest[0]
+            ? zinv_20[927:896] : zinv_16[927:896])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[927:896] : zinv_8[927:896]) :
+            (c3_pad_rest[0] ? zinv_4[927:896] : zinv_0[927:896])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[895:864] : zinv_24[895:864]) : (c3_pad_rest[0]
+            ? zinv_20[895:864] : zinv_16[895:864])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[895:864] : zinv_8[895:864]) :
+            (c3_pad_rest[0] ? zinv_4[895:864] : zinv_0[895:864])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[863:832] : zinv_24[863:832]) : (c3_pad_rest[0]
+            ? zinv_20[863:832] : zinv_16[863:832])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[863:832] : zinv_8[863:832]) :
+            (c3_pad_rest[0] ? zinv_4[863:832] : zinv_0[863:832])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[831:800] : zinv_24[831:800]) : (c3_pad_rest[0]
+            ? zinv_20[831:800] : zinv_16[831:800])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[831:800] : zinv_8[831:800]) :
+            (c3_pad_rest[0] ? zinv_4[831:800] : zinv_0[831:800])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[799:768] : zinv_24[799:768]) : (c3_pad_rest[0]
+            ? zinv_20[799:768] : zinv_16[799:768])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[799:768] : zinv_8[799:768]) :
+            (c3_pad_rest[0] ? zinv_4[799:768] : zinv_0[799:768])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[767:736] : zinv_24[767:736]) : (c3_pad_rest[0]
+            ? zinv_20[767:736] : zinv_16[767:736])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[767:736] : zinv_8[767:736]) :
+            (c3_pad_rest[0] ? zinv_4[767:736] : zinv_0[767:736])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[735:704] : zinv_24[735:704]) : (c3_pad_rest[0]
+            ? zinv_20[735:704] : zinv_16[735:704])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[735:704] : zinv_8[735:704]) :
+            (c3_pad_rest[0] ? zinv_4[735:704] : zinv_0[735:704])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[703:672] : zinv_24[703:672]) : (c3_pad_rest[0]
+            ? zinv_20[703:672] : zinv_16[703:672])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[703:672] : zinv_8[703:672]) :
+            (c3_pad_rest[0] ? zinv_4[703:672] : zinv_0[703:672])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[671:640] : zinv_24[671:640]) : (c3_pad_rest[0]
+            ? zinv_20[671:640] : zinv_16[671:640])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[671:640] : zinv_8[671:640]) :
+            (c3_pad_rest[0] ? zinv_4[671:640] : zinv_0[671:640])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[639:608] : zinv_24[639:608]) : (c3_pad_rest[0]
+            ? zinv_20[639:608] : zinv_16[639:608])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[639:608] : zinv_8[639:608]) :
+            (c3_pad_rest[0] ? zinv_4[639:608] : zinv_0[639:608])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[607:576] : zinv_24[607:576]) : (c3_pad_rest[0]
+            ? zinv_20[607:576] : zinv_16[607:576])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[607:576] : zinv_8[607:576]) :
+            (c3_pad_rest[0] ? zinv_4[607:576] : zinv_0[607:576])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[575:544] : zinv_24[575:544]) : (c3_pad_rest[0]
+            ? zinv_20[575:544] : zinv_16[575:544])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[575:544] : zinv_8[575:544]) :
+            (c3_pad_rest[0] ? zinv_4[575:544] : zinv_0[575:544])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[543:512] : zinv_24[543:512]) : (c3_pad_rest[0]
+            ? zinv_20[543:512] : zinv_16[543:512])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[543:512] : zinv_8[543:512]) :
+            (c3_pad_rest[0] ? zinv_4[543:512] : zinv_0[543:512])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[511:480] : zinv_24[511:480]) : (c3_pad_rest[0]
+            ? zinv_20[511:480] : zinv_16[511:480])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[511:480] : zinv_8[511:480]) :
+            (c3_pad_rest[0] ? zinv_4[511:480] : zinv_0[511:480])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[479:448] : zinv_24[479:448]) : (c3_pad_rest[0]
+            ? zinv_20[479:448] : zinv_16[479:448])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[479:448] : zinv_8[479:448]) :
+            (c3_pad_rest[0] ? zinv_4[479:448] : zinv_0[479:448])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[447:416] : zinv_24[447:416]) : (c3_pad_rest[0]
+            ? zinv_20[447:416] : zinv_16[447:416])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[447:416] : zinv_8[447:416]) :
+            (c3_pad_rest[0] ? zinv_4[447:416] : zinv_0[447:416])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[415:384] : zinv_24[415:384]) : (c3_pad_rest[0]
+            ? zinv_20[415:384] : zinv_16[415:384])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[415:384] : zinv_8[415:384]) :
+            (c3_pad_rest[0] ? zinv_4[415:384] : zinv_0[415:384])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[383:352] : zinv_24[383:352]) : (c3_pad_rest[0]
+            ? zinv_20[383:352] : zinv_16[383:352])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[383:352] : zinv_8[383:352]) :
+            (c3_pad_rest[0] ? zinv_4[383:352] : zinv_0[383:352])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[351:320] : zinv_24[351:320]) : (c3_pad_rest[0]
+            ? zinv_20[351:320] : zinv_16[351:320])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[351:320] : zinv_8[351:320]) :
+            (c3_pad_rest[0] ? zinv_4[351:320] : zinv_0[351:320])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[319:288] : zinv_24[319:288]) : (c3_pad_rest[0]
+            ? zinv_20[319:288] : zinv_16[319:288])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[319:288] : zinv_8[319:288]) :
+            (c3_pad_rest[0] ? zinv_4[319:288] : zinv_0[319:288])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[287:256] : zinv_24[287:256]) : (c3_pad_rest[0]
+            ? zinv_20[287:256] : zinv_16[287:256])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[287:256] : zinv_8[287:256]) :
+            (c3_pad_rest[0] ? zinv_4[287:256] : zinv_0[287:256])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[255:224] : zinv_24[255:224]) : (c3_pad_rest[0]
+            ? zinv_20[255:224] : zinv_16[255:224])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[255:224] : zinv_8[255:224]) :
+            (c3_pad_rest[0] ? zinv_4[255:224] : zinv_0[255:224])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[223:192] : zinv_24[223:192]) : (c3_pad_rest[0]
+            ? zinv_20[223:192] : zinv_16[223:192])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[223:192] : zinv_8[223:192]) :
+            (c3_pad_rest[0] ? zinv_4[223:192] : zinv_0[223:192])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[191:160] : zinv_24[191:160]) : (c3_pad_rest[0]
+            ? zinv_20[191:160] : zinv_16[191:160])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[191:160] : zinv_8[191:160]) :
+            (c3_pad_rest[0] ? zinv_4[191:160] : zinv_0[191:160])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[159:128] : zinv_24[159:128]) : (c3_pad_rest[0]
+            ? zinv_20[159:128] : zinv_16[159:128])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[159:128] : zinv_8[159:128]) :
+            (c3_pad_rest[0] ? zinv_4[159:128] : zinv_0[159:128])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[127:96] : zinv_24[127:96]) : (c3_pad_rest[0] ?
+            zinv_20[127:96] : zinv_16[127:96])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[127:96] : zinv_8[127:96]) :
+            (c3_pad_rest[0] ? zinv_4[127:96] : zinv_0[127:96])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[95:64] : zinv_24[95:64]) : (c3_pad_rest[0] ?
+            zinv_20[95:64] : zinv_16[95:64])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[95:64] : zinv_8[95:64]) :
+            (c3_pad_rest[0] ? zinv_4[95:64] : zinv_0[95:64])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[63:32] : zinv_24[63:32]) : (c3_pad_rest[0] ?
+            zinv_20[63:32] : zinv_16[63:32])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[63:32] : zinv_8[63:32]) :
+            (c3_pad_rest[0] ? zinv_4[63:32] : zinv_0[63:32])))),
+        ^(c3_reg & (c3_pad_rest[2] ? (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_28[31:0] : zinv_24[31:0]) : (c3_pad_rest[0] ?
+            zinv_20[31:0] : zinv_16[31:0])) : (c3_pad_rest[1] ? (c3_pad_rest[0] ? zinv_12[31:0] : zinv_8[31:0]) : (c3_pad_rest[0] ?
+            zinv_4[31:0] : zinv_0[31:0]))))
     };
     assign c3_pad_next = c3_pad_rest[3];
     assign c4_fixed = {
@@ -5982,6 +7213,11 @@ module mpa_rx_w512 (
     assign m_err_code = v_err_code;
     assign m_err_offset = v_err_offset;
     assign m_eos = v_eos;
+    assign buf_bank = buf_wptr[0];
+    assign buf_row0 = buf_wptr[10:1];
+    assign buf_row1 = buf_row0 + {9'h000, buf_bank};
+    assign buf_rd_row = buf_rptr[10:1];
+    assign o_read_data = o_read_bank ? ulpdu_buf1_rd : ulpdu_buf0_rd;
     assign o_q_wpos = o_q_count - o_pop;
     assign o_q0_push = o_reading & (o_q_wpos == 2'h0);
     assign o_q1_push = o_reading & (o_q_wpos == 2'h1);
@@ -6081,278 +7317,278 @@ module mpa_rx_w512 (
 
     always @(posedge clk) begin
         ring0 <= {
-        ((ring0_first & (7'h3f < w_end)) | 1'h0) ? w_rotated[511:504] : ring0[511:504],
-        (((ring0_first & (7'h3e < w_end)) & ~(7'h3e < {1'h0, w_lane})) | (ring0_second & ((7'h3e + 7'h40) < w_end))) ? w_rotated[503:496] : ring0[503:496],
-        (((ring0_first & (7'h3d < w_end)) & ~(7'h3d < {1'h0, w_lane})) | (ring0_second & ((7'h3d + 7'h40) < w_end))) ? w_rotated[495:488] : ring0[495:488],
-        (((ring0_first & (7'h3c < w_end)) & ~(7'h3c < {1'h0, w_lane})) | (ring0_second & ((7'h3c + 7'h40) < w_end))) ? w_rotated[487:480] : ring0[487:480],
-        (((ring0_first & (7'h3b < w_end)) & ~(7'h3b < {1'h0, w_lane})) | (ring0_second & ((7'h3b + 7'h40) < w_end))) ? w_rotated[479:472] : ring0[479:472],
-        (((ring0_first & (7'h3a < w_end)) & ~(7'h3a < {1'h0, w_lane})) | (ring0_second & ((7'h3a + 7'h40) < w_end))) ? w_rotated[471:464] : ring0[471:464],
-        (((ring0_first & (7'h39 < w_end)) & ~(7'h39 < {1'h0, w_lane})) | (ring0_second & ((7'h39 + 7'h40) < w_end))) ? w_rotated[463:456] : ring0[463:456],
-        (((ring0_first & (7'h38 < w_end)) & ~(7'h38 < {1'h0, w_lane})) | (ring0_second & ((7'h38 + 7'h40) < w_end))) ? w_rotated[455:448] : ring0[455:448],
-        (((ring0_first & (7'h37 < w_end)) & ~(7'h37 < {1'h0, w_lane})) | (ring0_second & ((7'h37 + 7'h40) < w_end))) ? w_rotated[447:440] : ring0[447:440],
-        (((ring0_first & (7'h36 < w_end)) & ~(7'h36 < {1'h0, w_lane})) | (ring0_second & ((7'h36 + 7'h40) < w_end))) ? w_rotated[439:432] : ring0[439:432],
-        (((ring0_first & (7'h35 < w_end)) & ~(7'h35 < {1'h0, w_lane})) | (ring0_second & ((7'h35 + 7'h40) < w_end))) ? w_rotated[431:424] : ring0[431:424],
-        (((ring0_first & (7'h34 < w_end)) & ~(7'h34 < {1'h0, w_lane})) | (ring0_second & ((7'h34 + 7'h40) < w_end))) ? w_rotated[423:416] : ring0[423:416],
-        (((ring0_first & (7'h33 < w_end)) & ~(7'h33 < {1'h0, w_lane})) | (ring0_second & ((7'h33 + 7'h40) < w_end))) ? w_rotated[415:408] : ring0[415:408],
-        (((ring0_first & (7'h32 < w_end)) & ~(7'h32 < {1'h0, w_lane})) | (ring0_second & ((7'h32 + 7'h40) < w_end))) ? w_rotated[407:400] : ring0[407:400],
-        (((ring0_first & (7'h31 < w_end)) & ~(7'h31 < {1'h0, w_lane})) | (ring0_second & ((7'h31 + 7'h40) < w_end))) ? w_rotated[399:392] : ring0[399:392],
-        (((ring0_first & (7'h30 < w_end)) & ~(7'h30 < {1'h0, w_lane})) | (ring0_second & ((7'h30 + 7'h40) < w_end))) ? w_rotated[391:384] : ring0[391:384],
-        (((ring0_first & (7'h2f < w_end)) & ~(7'h2f < {1'h0, w_lane})) | (ring0_second & ((7'h2f + 7'h40) < w_end))) ? w_rotated[383:376] : ring0[383:376],
-        (((ring0_first & (7'h2e < w_end)) & ~(7'h2e < {1'h0, w_lane})) | (ring0_second & ((7'h2e + 7'h40) < w_end))) ? w_rotated[375:368] : ring0[375:368],
-        (((ring0_first & (7'h2d < w_end)) & ~(7'h2d < {1'h0, w_lane})) | (ring0_second & ((7'h2d + 7'h40) < w_end))) ? w_rotated[367:360] : ring0[367:360],
-        (((ring0_first & (7'h2c < w_end)) & ~(7'h2c < {1'h0, w_lane})) | (ring0_second & ((7'h2c + 7'h40) < w_end))) ? w_rotated[359:352] : ring0[359:352],
-        (((ring0_first & (7'h2b < w_end)) & ~(7'h2b < {1'h0, w_lane})) | (ring0_second & ((7'h2b + 7'h40) < w_end))) ? w_rotated[351:344] : ring0[351:344],
-        (((ring0_first & (7'h2a < w_end)) & ~(7'h2a < {1'h0, w_lane})) | (ring0_second & ((7'h2a + 7'h40) < w_end))) ? w_rotated[343:336] : ring0[343:336],
-        (((ring0_first & (7'h29 < w_end)) & ~(7'h29 < {1'h0, w_lane})) | (ring0_second & ((7'h29 + 7'h40) < w_end))) ? w_rotated[335:328] : ring0[335:328],
-        (((ring0_first & (7'h28 < w_end)) & ~(7'h28 < {1'h0, w_lane})) | (ring0_second & ((7'h28 + 7'h40) < w_end))) ? w_rotated[327:320] : ring0[327:320],
-        (((ring0_first & (7'h27 < w_end)) & ~(7'h27 < {1'h0, w_lane})) | (ring0_second & ((7'h27 + 7'h40) < w_end))) ? w_rotated[319:312] : ring0[319:312],
-        (((ring0_first & (7'h26 < w_end)) & ~(7'h26 < {1'h0, w_lane})) | (ring0_second & ((7'h26 + 7'h40) < w_end))) ? w_rotated[311:304] : ring0[311:304],
-        (((ring0_first & (7'h25 < w_end)) & ~(7'h25 < {1'h0, w_lane})) | (ring0_second & ((7'h25 + 7'h40) < w_end))) ? w_rotated[303:296] : ring0[303:296],
-        (((ring0_first & (7'h24 < w_end)) & ~(7'h24 < {1'h0, w_lane})) | (ring0_second & ((7'h24 + 7'h40) < w_end))) ? w_rotated[295:288] : ring0[295:288],
-        (((ring0_first & (7'h23 < w_end)) & ~(7'h23 < {1'h0, w_lane})) | (ring0_second & ((7'h23 + 7'h40) < w_end))) ? w_rotated[287:280] : ring0[287:280],
-        (((ring0_first & (7'h22 < w_end)) & ~(7'h22 < {1'h0, w_lane})) | (ring0_second & ((7'h22 + 7'h40) < w_end))) ? w_rotated[279:272] : ring0[279:272],
-        (((ring0_first & (7'h21 < w_end)) & ~(7'h21 < {1'h0, w_lane})) | (ring0_second & ((7'h21 + 7'h40) < w_end))) ? w_rotated[271:264] : ring0[271:264],
-        (((ring0_first & (7'h20 < w_end)) & ~(7'h20 < {1'h0, w_lane})) | (ring0_second & ((7'h20 + 7'h40) < w_end))) ? w_rotated[263:256] : ring0[263:256],
-        (((ring0_first & (7'h1f < w_end)) & ~(7'h1f < {1'h0, w_lane})) | (ring0_second & ((7'h1f + 7'h40) < w_end))) ? w_rotated[255:248] : ring0[255:248],
-        (((ring0_first & (7'h1e < w_end)) & ~(7'h1e < {1'h0, w_lane})) | (ring0_second & ((7'h1e + 7'h40) < w_end))) ? w_rotated[247:240] : ring0[247:240],
-        (((ring0_first & (7'h1d < w_end)) & ~(7'h1d < {1'h0, w_lane})) | (ring0_second & ((7'h1d + 7'h40) < w_end))) ? w_rotated[239:232] : ring0[239:232],
-        (((ring0_first & (7'h1c < w_end)) & ~(7'h1c < {1'h0, w_lane})) | (ring0_second & ((7'h1c + 7'h40) < w_end))) ? w_rotated[231:224] : ring0[231:224],
-        (((ring0_first & (7'h1b < w_end)) & ~(7'h1b < {1'h0, w_lane})) | (ring0_second & ((7'h1b + 7'h40) < w_end))) ? w_rotated[223:216] : ring0[223:216],
-        (((ring0_first & (7'h1a < w_end)) & ~(7'h1a < {1'h0, w_lane})) | (ring0_second & ((7'h1a + 7'h40) < w_end))) ? w_rotated[215:208] : ring0[215:208],
-        (((ring0_first & (7'h19 < w_end)) & ~(7'h19 < {1'h0, w_lane})) | (ring0_second & ((7'h19 + 7'h40) < w_end))) ? w_rotated[207:200] : ring0[207:200],
-        (((ring0_first & (7'h18 < w_end)) & ~(7'h18 < {1'h0, w_lane})) | (ring0_second & ((7'h18 + 7'h40) < w_end))) ? w_rotated[199:192] : ring0[199:192],
-        (((ring0_first & (7'h17 < w_end)) & ~(7'h17 < {1'h0, w_lane})) | (ring0_second & ((7'h17 + 7'h40) < w_end))) ? w_rotated[191:184] : ring0[191:184],
-        (((ring0_first & (7'h16 < w_end)) & ~(7'h16 < {1'h0, w_lane})) | (ring0_second & ((7'h16 + 7'h40) < w_end))) ? w_rotated[183:176] : ring0[183:176],
-        (((ring0_first & (7'h15 < w_end)) & ~(7'h15 < {1'h0, w_lane})) | (ring0_second & ((7'h15 + 7'h40) < w_end))) ? w_rotated[175:168] : ring0[175:168],
-        (((ring0_first & (7'h14 < w_end)) & ~(7'h14 < {1'h0, w_lane})) | (ring0_second & ((7'h14 + 7'h40) < w_end))) ? w_rotated[167:160] : ring0[167:160],
-        (((ring0_first & (7'h13 < w_end)) & ~(7'h13 < {1'h0, w_lane})) | (ring0_second & ((7'h13 + 7'h40) < w_end))) ? w_rotated[159:152] : ring0[159:152],
-        (((ring0_first & (7'h12 < w_end)) & ~(7'h12 < {1'h0, w_lane})) | (ring0_second & ((7'h12 + 7'h40) < w_end))) ? w_rotated[151:144] : ring0[151:144],
-        (((ring0_first & (7'h11 < w_end)) & ~(7'h11 < {1'h0, w_lane})) | (ring0_second & ((7'h11 + 7'h40) < w_end))) ? w_rotated[143:136] : ring0[143:136],
-        (((ring0_first & (7'h10 < w_end)) & ~(7'h10 < {1'h0, w_lane})) | (ring0_second & ((7'h10 + 7'h40) < w_end))) ? w_rotated[135:128] : ring0[135:128],
-        (((ring0_first & (7'h0f < w_end)) & ~(7'h0f < {1'h0, w_lane})) | (ring0_second & ((7'h0f + 7'h40) < w_end))) ? w_rotated[127:120] : ring0[127:120],
-        (((ring0_first & (7'h0e < w_end)) & ~(7'h0e < {1'h0, w_lane})) | (ring0_second & ((7'h0e + 7'h40) < w_end))) ? w_rotated[119:112] : ring0[119:112],
-        (((ring0_first & (7'h0d < w_end)) & ~(7'h0d < {1'h0, w_lane})) | (ring0_second & ((7'h0d + 7'h40) < w_end))) ? w_rotated[111:104] : ring0[111:104],
-        (((ring0_first & (7'h0c < w_end)) & ~(7'h0c < {1'h0, w_lane})) | (ring0_second & ((7'h0c + 7'h40) < w_end))) ? w_rotated[103:96] : ring0[103:96],
-        (((ring0_first & (7'h0b < w_end)) & ~(7'h0b < {1'h0, w_lane})) | (ring0_second & ((7'h0b + 7'h40) < w_end))) ? w_rotated[95:88] : ring0[95:88],
-        (((ring0_first & (7'h0a < w_end)) & ~(7'h0a < {1'h0, w_lane})) | (ring0_second & ((7'h0a + 7'h40) < w_end))) ? w_rotated[87:80] : ring0[87:80],
-        (((ring0_first & (7'h09 < w_end)) & ~(7'h09 < {1'h0, w_lane})) | (ring0_second & ((7'h09 + 7'h40) < w_end))) ? w_rotated[79:72] : ring0[79:72],
-        (((ring0_first & (7'h08 < w_end)) & ~(7'h08 < {1'h0, w_lane})) | (ring0_second & ((7'h08 + 7'h40) < w_end))) ? w_rotated[71:64] : ring0[71:64],
-        (((ring0_first & (7'h07 < w_end)) & ~(7'h07 < {1'h0, w_lane})) | (ring0_second & ((7'h07 + 7'h40) < w_end))) ? w_rotated[63:56] : ring0[63:56],
-        (((ring0_first & (7'h06 < w_end)) & ~(7'h06 < {1'h0, w_lane})) | (ring0_second & ((7'h06 + 7'h40) < w_end))) ? w_rotated[55:48] : ring0[55:48],
-        (((ring0_first & (7'h05 < w_end)) & ~(7'h05 < {1'h0, w_lane})) | (ring0_second & ((7'h05 + 7'h40) < w_end))) ? w_rotated[47:40] : ring0[47:40],
-        (((ring0_first & (7'h04 < w_end)) & ~(7'h04 < {1'h0, w_lane})) | (ring0_second & ((7'h04 + 7'h40) < w_end))) ? w_rotated[39:32] : ring0[39:32],
-        (((ring0_first & (7'h03 < w_end)) & ~(7'h03 < {1'h0, w_lane})) | (ring0_second & ((7'h03 + 7'h40) < w_end))) ? w_rotated[31:24] : ring0[31:24],
-        (((ring0_first & (7'h02 < w_end)) & ~(7'h02 < {1'h0, w_lane})) | (ring0_second & ((7'h02 + 7'h40) < w_end))) ? w_rotated[23:16] : ring0[23:16],
-        (((ring0_first & (7'h01 < w_end)) & ~(7'h01 < {1'h0, w_lane})) | (ring0_second & ((7'h01 + 7'h40) < w_end))) ? w_rotated[15:8] : ring0[15:8],
-        (((ring0_first & (7'h00 < w_end)) & ~(7'h00 < {1'h0, w_lane})) | (ring0_second & ((7'h00 + 7'h40) < w_end))) ? w_rotated[7:0] : ring0[7:0]
-    };
+            ((ring0_first & (7'h3f < w_end)) | 1'h0) ? w_rotated[511:504] : ring0[511:504],
+            (((ring0_first & (7'h3e < w_end)) & ~(7'h3e < {1'h0, w_lane})) | (ring0_second & ((7'h3e + 7'h40) < w_end))) ? w_rotated[503:496] : ring0[503:496],
+            (((ring0_first & (7'h3d < w_end)) & ~(7'h3d < {1'h0, w_lane})) | (ring0_second & ((7'h3d + 7'h40) < w_end))) ? w_rotated[495:488] : ring0[495:488],
+            (((ring0_first & (7'h3c < w_end)) & ~(7'h3c < {1'h0, w_lane})) | (ring0_second & ((7'h3c + 7'h40) < w_end))) ? w_rotated[487:480] : ring0[487:480],
+            (((ring0_first & (7'h3b < w_end)) & ~(7'h3b < {1'h0, w_lane})) | (ring0_second & ((7'h3b + 7'h40) < w_end))) ? w_rotated[479:472] : ring0[479:472],
+            (((ring0_first & (7'h3a < w_end)) & ~(7'h3a < {1'h0, w_lane})) | (ring0_second & ((7'h3a + 7'h40) < w_end))) ? w_rotated[471:464] : ring0[471:464],
+            (((ring0_first & (7'h39 < w_end)) & ~(7'h39 < {1'h0, w_lane})) | (ring0_second & ((7'h39 + 7'h40) < w_end))) ? w_rotated[463:456] : ring0[463:456],
+            (((ring0_first & (7'h38 < w_end)) & ~(7'h38 < {1'h0, w_lane})) | (ring0_second & ((7'h38 + 7'h40) < w_end))) ? w_rotated[455:448] : ring0[455:448],
+            (((ring0_first & (7'h37 < w_end)) & ~(7'h37 < {1'h0, w_lane})) | (ring0_second & ((7'h37 + 7'h40) < w_end))) ? w_rotated[447:440] : ring0[447:440],
+            (((ring0_first & (7'h36 < w_end)) & ~(7'h36 < {1'h0, w_lane})) | (ring0_second & ((7'h36 + 7'h40) < w_end))) ? w_rotated[439:432] : ring0[439:432],
+            (((ring0_first & (7'h35 < w_end)) & ~(7'h35 < {1'h0, w_lane})) | (ring0_second & ((7'h35 + 7'h40) < w_end))) ? w_rotated[431:424] : ring0[431:424],
+            (((ring0_first & (7'h34 < w_end)) & ~(7'h34 < {1'h0, w_lane})) | (ring0_second & ((7'h34 + 7'h40) < w_end))) ? w_rotated[423:416] : ring0[423:416],
+            (((ring0_first & (7'h33 < w_end)) & ~(7'h33 < {1'h0, w_lane})) | (ring0_second & ((7'h33 + 7'h40) < w_end))) ? w_rotated[415:408] : ring0[415:408],
+            (((ring0_first & (7'h32 < w_end)) & ~(7'h32 < {1'h0, w_lane})) | (ring0_second & ((7'h32 + 7'h40) < w_end))) ? w_rotated[407:400] : ring0[407:400],
+            (((ring0_first & (7'h31 < w_end)) & ~(7'h31 < {1'h0, w_lane})) | (ring0_second & ((7'h31 + 7'h40) < w_end))) ? w_rotated[399:392] : ring0[399:392],
+            (((ring0_first & (7'h30 < w_end)) & ~(7'h30 < {1'h0, w_lane})) | (ring0_second & ((7'h30 + 7'h40) < w_end))) ? w_rotated[391:384] : ring0[391:384],
+            (((ring0_first & (7'h2f < w_end)) & ~(7'h2f < {1'h0, w_lane})) | (ring0_second & ((7'h2f + 7'h40) < w_end))) ? w_rotated[383:376] : ring0[383:376],
+            (((ring0_first & (7'h2e < w_end)) & ~(7'h2e < {1'h0, w_lane})) | (ring0_second & ((7'h2e + 7'h40) < w_end))) ? w_rotated[375:368] : ring0[375:368],
+            (((ring0_first & (7'h2d < w_end)) & ~(7'h2d < {1'h0, w_lane})) | (ring0_second & ((7'h2d + 7'h40) < w_end))) ? w_rotated[367:360] : ring0[367:360],
+            (((ring0_first & (7'h2c < w_end)) & ~(7'h2c < {1'h0, w_lane})) | (ring0_second & ((7'h2c + 7'h40) < w_end))) ? w_rotated[359:352] : ring0[359:352],
+            (((ring0_first & (7'h2b < w_end)) & ~(7'h2b < {1'h0, w_lane})) | (ring0_second & ((7'h2b + 7'h40) < w_end))) ? w_rotated[351:344] : ring0[351:344],
+            (((ring0_first & (7'h2a < w_end)) & ~(7'h2a < {1'h0, w_lane})) | (ring0_second & ((7'h2a + 7'h40) < w_end))) ? w_rotated[343:336] : ring0[343:336],
+            (((ring0_first & (7'h29 < w_end)) & ~(7'h29 < {1'h0, w_lane})) | (ring0_second & ((7'h29 + 7'h40) < w_end))) ? w_rotated[335:328] : ring0[335:328],
+            (((ring0_first & (7'h28 < w_end)) & ~(7'h28 < {1'h0, w_lane})) | (ring0_second & ((7'h28 + 7'h40) < w_end))) ? w_rotated[327:320] : ring0[327:320],
+            (((ring0_first & (7'h27 < w_end)) & ~(7'h27 < {1'h0, w_lane})) | (ring0_second & ((7'h27 + 7'h40) < w_end))) ? w_rotated[319:312] : ring0[319:312],
+            (((ring0_first & (7'h26 < w_end)) & ~(7'h26 < {1'h0, w_lane})) | (ring0_second & ((7'h26 + 7'h40) < w_end))) ? w_rotated[311:304] : ring0[311:304],
+            (((ring0_first & (7'h25 < w_end)) & ~(7'h25 < {1'h0, w_lane})) | (ring0_second & ((7'h25 + 7'h40) < w_end))) ? w_rotated[303:296] : ring0[303:296],
+            (((ring0_first & (7'h24 < w_end)) & ~(7'h24 < {1'h0, w_lane})) | (ring0_second & ((7'h24 + 7'h40) < w_end))) ? w_rotated[295:288] : ring0[295:288],
+            (((ring0_first & (7'h23 < w_end)) & ~(7'h23 < {1'h0, w_lane})) | (ring0_second & ((7'h23 + 7'h40) < w_end))) ? w_rotated[287:280] : ring0[287:280],
+            (((ring0_first & (7'h22 < w_end)) & ~(7'h22 < {1'h0, w_lane})) | (ring0_second & ((7'h22 + 7'h40) < w_end))) ? w_rotated[279:272] : ring0[279:272],
+            (((ring0_first & (7'h21 < w_end)) & ~(7'h21 < {1'h0, w_lane})) | (ring0_second & ((7'h21 + 7'h40) < w_end))) ? w_rotated[271:264] : ring0[271:264],
+            (((ring0_first & (7'h20 < w_end)) & ~(7'h20 < {1'h0, w_lane})) | (ring0_second & ((7'h20 + 7'h40) < w_end))) ? w_rotated[263:256] : ring0[263:256],
+            (((ring0_first & (7'h1f < w_end)) & ~(7'h1f < {1'h0, w_lane})) | (ring0_second & ((7'h1f + 7'h40) < w_end))) ? w_rotated[255:248] : ring0[255:248],
+            (((ring0_first & (7'h1e < w_end)) & ~(7'h1e < {1'h0, w_lane})) | (ring0_second & ((7'h1e + 7'h40) < w_end))) ? w_rotated[247:240] : ring0[247:240],
+            (((ring0_first & (7'h1d < w_end)) & ~(7'h1d < {1'h0, w_lane})) | (ring0_second & ((7'h1d + 7'h40) < w_end))) ? w_rotated[239:232] : ring0[239:232],
+            (((ring0_first & (7'h1c < w_end)) & ~(7'h1c < {1'h0, w_lane})) | (ring0_second & ((7'h1c + 7'h40) < w_end))) ? w_rotated[231:224] : ring0[231:224],
+            (((ring0_first & (7'h1b < w_end)) & ~(7'h1b < {1'h0, w_lane})) | (ring0_second & ((7'h1b + 7'h40) < w_end))) ? w_rotated[223:216] : ring0[223:216],
+            (((ring0_first & (7'h1a < w_end)) & ~(7'h1a < {1'h0, w_lane})) | (ring0_second & ((7'h1a + 7'h40) < w_end))) ? w_rotated[215:208] : ring0[215:208],
+            (((ring0_first & (7'h19 < w_end)) & ~(7'h19 < {1'h0, w_lane})) | (ring0_second & ((7'h19 + 7'h40) < w_end))) ? w_rotated[207:200] : ring0[207:200],
+            (((ring0_first & (7'h18 < w_end)) & ~(7'h18 < {1'h0, w_lane})) | (ring0_second & ((7'h18 + 7'h40) < w_end))) ? w_rotated[199:192] : ring0[199:192],
+            (((ring0_first & (7'h17 < w_end)) & ~(7'h17 < {1'h0, w_lane})) | (ring0_second & ((7'h17 + 7'h40) < w_end))) ? w_rotated[191:184] : ring0[191:184],
+            (((ring0_first & (7'h16 < w_end)) & ~(7'h16 < {1'h0, w_lane})) | (ring0_second & ((7'h16 + 7'h40) < w_end))) ? w_rotated[183:176] : ring0[183:176],
+            (((ring0_first & (7'h15 < w_end)) & ~(7'h15 < {1'h0, w_lane})) | (ring0_second & ((7'h15 + 7'h40) < w_end))) ? w_rotated[175:168] : ring0[175:168],
+            (((ring0_first & (7'h14 < w_end)) & ~(7'h14 < {1'h0, w_lane})) | (ring0_second & ((7'h14 + 7'h40) < w_end))) ? w_rotated[167:160] : ring0[167:160],
+            (((ring0_first & (7'h13 < w_end)) & ~(7'h13 < {1'h0, w_lane})) | (ring0_second & ((7'h13 + 7'h40) < w_end))) ? w_rotated[159:152] : ring0[159:152],
+            (((ring0_first & (7'h12 < w_end)) & ~(7'h12 < {1'h0, w_lane})) | (ring0_second & ((7'h12 + 7'h40) < w_end))) ? w_rotated[151:144] : ring0[151:144],
+            (((ring0_first & (7'h11 < w_end)) & ~(7'h11 < {1'h0, w_lane})) | (ring0_second & ((7'h11 + 7'h40) < w_end))) ? w_rotated[143:136] : ring0[143:136],
+            (((ring0_first & (7'h10 < w_end)) & ~(7'h10 < {1'h0, w_lane})) | (ring0_second & ((7'h10 + 7'h40) < w_end))) ? w_rotated[135:128] : ring0[135:128],
+            (((ring0_first & (7'h0f < w_end)) & ~(7'h0f < {1'h0, w_lane})) | (ring0_second & ((7'h0f + 7'h40) < w_end))) ? w_rotated[127:120] : ring0[127:120],
+            (((ring0_first & (7'h0e < w_end)) & ~(7'h0e < {1'h0, w_lane})) | (ring0_second & ((7'h0e + 7'h40) < w_end))) ? w_rotated[119:112] : ring0[119:112],
+            (((ring0_first & (7'h0d < w_end)) & ~(7'h0d < {1'h0, w_lane})) | (ring0_second & ((7'h0d + 7'h40) < w_end))) ? w_rotated[111:104] : ring0[111:104],
+            (((ring0_first & (7'h0c < w_end)) & ~(7'h0c < {1'h0, w_lane})) | (ring0_second & ((7'h0c + 7'h40) < w_end))) ? w_rotated[103:96] : ring0[103:96],
+            (((ring0_first & (7'h0b < w_end)) & ~(7'h0b < {1'h0, w_lane})) | (ring0_second & ((7'h0b + 7'h40) < w_end))) ? w_rotated[95:88] : ring0[95:88],
+            (((ring0_first & (7'h0a < w_end)) & ~(7'h0a < {1'h0, w_lane})) | (ring0_second & ((7'h0a + 7'h40) < w_end))) ? w_rotated[87:80] : ring0[87:80],
+            (((ring0_first & (7'h09 < w_end)) & ~(7'h09 < {1'h0, w_lane})) | (ring0_second & ((7'h09 + 7'h40) < w_end))) ? w_rotated[79:72] : ring0[79:72],
+            (((ring0_first & (7'h08 < w_end)) & ~(7'h08 < {1'h0, w_lane})) | (ring0_second & ((7'h08 + 7'h40) < w_end))) ? w_rotated[71:64] : ring0[71:64],
+            (((ring0_first & (7'h07 < w_end)) & ~(7'h07 < {1'h0, w_lane})) | (ring0_second & ((7'h07 + 7'h40) < w_end))) ? w_rotated[63:56] : ring0[63:56],
+            (((ring0_first & (7'h06 < w_end)) & ~(7'h06 < {1'h0, w_lane})) | (ring0_second & ((7'h06 + 7'h40) < w_end))) ? w_rotated[55:48] : ring0[55:48],
+            (((ring0_first & (7'h05 < w_end)) & ~(7'h05 < {1'h0, w_lane})) | (ring0_second & ((7'h05 + 7'h40) < w_end))) ? w_rotated[47:40] : ring0[47:40],
+            (((ring0_first & (7'h04 < w_end)) & ~(7'h04 < {1'h0, w_lane})) | (ring0_second & ((7'h04 + 7'h40) < w_end))) ? w_rotated[39:32] : ring0[39:32],
+            (((ring0_first & (7'h03 < w_end)) & ~(7'h03 < {1'h0, w_lane})) | (ring0_second & ((7'h03 + 7'h40) < w_end))) ? w_rotated[31:24] : ring0[31:24],
+            (((ring0_first & (7'h02 < w_end)) & ~(7'h02 < {1'h0, w_lane})) | (ring0_second & ((7'h02 + 7'h40) < w_end))) ? w_rotated[23:16] : ring0[23:16],
+            (((ring0_first & (7'h01 < w_end)) & ~(7'h01 < {1'h0, w_lane})) | (ring0_second & ((7'h01 + 7'h40) < w_end))) ? w_rotated[15:8] : ring0[15:8],
+            (((ring0_first & (7'h00 < w_end)) & ~(7'h00 < {1'h0, w_lane})) | (ring0_second & ((7'h00 + 7'h40) < w_end))) ? w_rotated[7:0] : ring0[7:0]
+        };
     end
 
     always @(posedge clk) begin
         ring1 <= {
-        ((ring1_first & (7'h3f < w_end)) | 1'h0) ? w_rotated[511:504] : ring1[511:504],
-        (((ring1_first & (7'h3e < w_end)) & ~(7'h3e < {1'h0, w_lane})) | (ring1_second & ((7'h3e + 7'h40) < w_end))) ? w_rotated[503:496] : ring1[503:496],
-        (((ring1_first & (7'h3d < w_end)) & ~(7'h3d < {1'h0, w_lane})) | (ring1_second & ((7'h3d + 7'h40) < w_end))) ? w_rotated[495:488] : ring1[495:488],
-        (((ring1_first & (7'h3c < w_end)) & ~(7'h3c < {1'h0, w_lane})) | (ring1_second & ((7'h3c + 7'h40) < w_end))) ? w_rotated[487:480] : ring1[487:480],
-        (((ring1_first & (7'h3b < w_end)) & ~(7'h3b < {1'h0, w_lane})) | (ring1_second & ((7'h3b + 7'h40) < w_end))) ? w_rotated[479:472] : ring1[479:472],
-        (((ring1_first & (7'h3a < w_end)) & ~(7'h3a < {1'h0, w_lane})) | (ring1_second & ((7'h3a + 7'h40) < w_end))) ? w_rotated[471:464] : ring1[471:464],
-        (((ring1_first & (7'h39 < w_end)) & ~(7'h39 < {1'h0, w_lane})) | (ring1_second & ((7'h39 + 7'h40) < w_end))) ? w_rotated[463:456] : ring1[463:456],
-        (((ring1_first & (7'h38 < w_end)) & ~(7'h38 < {1'h0, w_lane})) | (ring1_second & ((7'h38 + 7'h40) < w_end))) ? w_rotated[455:448] : ring1[455:448],
-        (((ring1_first & (7'h37 < w_end)) & ~(7'h37 < {1'h0, w_lane})) | (ring1_second & ((7'h37 + 7'h40) < w_end))) ? w_rotated[447:440] : ring1[447:440],
-        (((ring1_first & (7'h36 < w_end)) & ~(7'h36 < {1'h0, w_lane})) | (ring1_second & ((7'h36 + 7'h40) < w_end))) ? w_rotated[439:432] : ring1[439:432],
-        (((ring1_first & (7'h35 < w_end)) & ~(7'h35 < {1'h0, w_lane})) | (ring1_second & ((7'h35 + 7'h40) < w_end))) ? w_rotated[431:424] : ring1[431:424],
-        (((ring1_first & (7'h34 < w_end)) & ~(7'h34 < {1'h0, w_lane})) | (ring1_second & ((7'h34 + 7'h40) < w_end))) ? w_rotated[423:416] : ring1[423:416],
-        (((ring1_first & (7'h33 < w_end)) & ~(7'h33 < {1'h0, w_lane})) | (ring1_second & ((7'h33 + 7'h40) < w_end))) ? w_rotated[415:408] : ring1[415:408],
-        (((ring1_first & (7'h32 < w_end)) & ~(7'h32 < {1'h0, w_lane})) | (ring1_second & ((7'h32 + 7'h40) < w_end))) ? w_rotated[407:400] : ring1[407:400],
-        (((ring1_first & (7'h31 < w_end)) & ~(7'h31 < {1'h0, w_lane})) | (ring1_second & ((7'h31 + 7'h40) < w_end))) ? w_rotated[399:392] : ring1[399:392],
-        (((ring1_first & (7'h30 < w_end)) & ~(7'h30 < {1'h0, w_lane})) | (ring1_second & ((7'h30 + 7'h40) < w_end))) ? w_rotated[391:384] : ring1[391:384],
-        (((ring1_first & (7'h2f < w_end)) & ~(7'h2f < {1'h0, w_lane})) | (ring1_second & ((7'h2f + 7'h40) < w_end))) ? w_rotated[383:376] : ring1[383:376],
-        (((ring1_first & (7'h2e < w_end)) & ~(7'h2e < {1'h0, w_lane})) | (ring1_second & ((7'h2e + 7'h40) < w_end))) ? w_rotated[375:368] : ring1[375:368],
-        (((ring1_first & (7'h2d < w_end)) & ~(7'h2d < {1'h0, w_lane})) | (ring1_second & ((7'h2d + 7'h40) < w_end))) ? w_rotated[367:360] : ring1[367:360],
-        (((ring1_first & (7'h2c < w_end)) & ~(7'h2c < {1'h0, w_lane})) | (ring1_second & ((7'h2c + 7'h40) < w_end))) ? w_rotated[359:352] : ring1[359:352],
-        (((ring1_first & (7'h2b < w_end)) & ~(7'h2b < {1'h0, w_lane})) | (ring1_second & ((7'h2b + 7'h40) < w_end))) ? w_rotated[351:344] : ring1[351:344],
-        (((ring1_first & (7'h2a < w_end)) & ~(7'h2a < {1'h0, w_lane})) | (ring1_second & ((7'h2a + 7'h40) < w_end))) ? w_rotated[343:336] : ring1[343:336],
-        (((ring1_first & (7'h29 < w_end)) & ~(7'h29 < {1'h0, w_lane})) | (ring1_second & ((7'h29 + 7'h40) < w_end))) ? w_rotated[335:328] : ring1[335:328],
-        (((ring1_first & (7'h28 < w_end)) & ~(7'h28 < {1'h0, w_lane})) | (ring1_second & ((7'h28 + 7'h40) < w_end))) ? w_rotated[327:320] : ring1[327:320],
-        (((ring1_first & (7'h27 < w_end)) & ~(7'h27 < {1'h0, w_lane})) | (ring1_second & ((7'h27 + 7'h40) < w_end))) ? w_rotated[319:312] : ring1[319:312],
-        (((ring1_first & (7'h26 < w_end)) & ~(7'h26 < {1'h0, w_lane})) | (ring1_second & ((7'h26 + 7'h40) < w_end))) ? w_rotated[311:304] : ring1[311:304],
-        (((ring1_first & (7'h25 < w_end)) & ~(7'h25 < {1'h0, w_lane})) | (ring1_second & ((7'h25 + 7'h40) < w_end))) ? w_rotated[303:296] : ring1[303:296],
-        (((ring1_first & (7'h24 < w_end)) & ~(7'h24 < {1'h0, w_lane})) | (ring1_second & ((7'h24 + 7'h40) < w_end))) ? w_rotated[295:288] : ring1[295:288],
-        (((ring1_first & (7'h23 < w_end)) & ~(7'h23 < {1'h0, w_lane})) | (ring1_second & ((7'h23 + 7'h40) < w_end))) ? w_rotated[287:280] : ring1[287:280],
-        (((ring1_first & (7'h22 < w_end)) & ~(7'h22 < {1'h0, w_lane})) | (ring1_second & ((7'h22 + 7'h40) < w_end))) ? w_rotated[279:272] : ring1[279:272],
-        (((ring1_first & (7'h21 < w_end)) & ~(7'h21 < {1'h0, w_lane})) | (ring1_second & ((7'h21 + 7'h40) < w_end))) ? w_rotated[271:264] : ring1[271:264],
-        (((ring1_first & (7'h20 < w_end)) & ~(7'h20 < {1'h0, w_lane})) | (ring1_second & ((7'h20 + 7'h40) < w_end))) ? w_rotated[263:256] : ring1[263:256],
-        (((ring1_first & (7'h1f < w_end)) & ~(7'h1f < {1'h0, w_lane})) | (ring1_second & ((7'h1f + 7'h40) < w_end))) ? w_rotated[255:248] : ring1[255:248],
-        (((ring1_first & (7'h1e < w_end)) & ~(7'h1e < {1'h0, w_lane})) | (ring1_second & ((7'h1e + 7'h40) < w_end))) ? w_rotated[247:240] : ring1[247:240],
-        (((ring1_first & (7'h1d < w_end)) & ~(7'h1d < {1'h0, w_lane})) | (ring1_second & ((7'h1d + 7'h40) < w_end))) ? w_rotated[239:232] : ring1[239:232],
-        (((ring1_first & (7'h1c < w_end)) & ~(7'h1c < {1'h0, w_lane})) | (ring1_second & ((7'h1c + 7'h40) < w_end))) ? w_rotated[231:224] : ring1[231:224],
-        (((ring1_first & (7'h1b < w_end)) & ~(7'h1b < {1'h0, w_lane})) | (ring1_second & ((7'h1b + 7'h40) < w_end))) ? w_rotated[223:216] : ring1[223:216],
-        (((ring1_first & (7'h1a < w_end)) & ~(7'h1a < {1'h0, w_lane})) | (ring1_second & ((7'h1a + 7'h40) < w_end))) ? w_rotated[215:208] : ring1[215:208],
-        (((ring1_first & (7'h19 < w_end)) & ~(7'h19 < {1'h0, w_lane})) | (ring1_second & ((7'h19 + 7'h40) < w_end))) ? w_rotated[207:200] : ring1[207:200],
-        (((ring1_first & (7'h18 < w_end)) & ~(7'h18 < {1'h0, w_lane})) | (ring1_second & ((7'h18 + 7'h40) < w_end))) ? w_rotated[199:192] : ring1[199:192],
-        (((ring1_first & (7'h17 < w_end)) & ~(7'h17 < {1'h0, w_lane})) | (ring1_second & ((7'h17 + 7'h40) < w_end))) ? w_rotated[191:184] : ring1[191:184],
-        (((ring1_first & (7'h16 < w_end)) & ~(7'h16 < {1'h0, w_lane})) | (ring1_second & ((7'h16 + 7'h40) < w_end))) ? w_rotated[183:176] : ring1[183:176],
-        (((ring1_first & (7'h15 < w_end)) & ~(7'h15 < {1'h0, w_lane})) | (ring1_second & ((7'h15 + 7'h40) < w_end))) ? w_rotated[175:168] : ring1[175:168],
-        (((ring1_first & (7'h14 < w_end)) & ~(7'h14 < {1'h0, w_lane})) | (ring1_second & ((7'h14 + 7'h40) < w_end))) ? w_rotated[167:160] : ring1[167:160],
-        (((ring1_first & (7'h13 < w_end)) & ~(7'h13 < {1'h0, w_lane})) | (ring1_second & ((7'h13 + 7'h40) < w_end))) ? w_rotated[159:152] : ring1[159:152],
-        (((ring1_first & (7'h12 < w_end)) & ~(7'h12 < {1'h0, w_lane})) | (ring1_second & ((7'h12 + 7'h40) < w_end))) ? w_rotated[151:144] : ring1[151:144],
-        (((ring1_first & (7'h11 < w_end)) & ~(7'h11 < {1'h0, w_lane})) | (ring1_second & ((7'h11 + 7'h40) < w_end))) ? w_rotated[143:136] : ring1[143:136],
-        (((ring1_first & (7'h10 < w_end)) & ~(7'h10 < {1'h0, w_lane})) | (ring1_second & ((7'h10 + 7'h40) < w_end))) ? w_rotated[135:128] : ring1[135:128],
-        (((ring1_first & (7'h0f < w_end)) & ~(7'h0f < {1'h0, w_lane})) | (ring1_second & ((7'h0f + 7'h40) < w_end))) ? w_rotated[127:120] : ring1[127:120],
-        (((ring1_first & (7'h0e < w_end)) & ~(7'h0e < {1'h0, w_lane})) | (ring1_second & ((7'h0e + 7'h40) < w_end))) ? w_rotated[119:112] : ring1[119:112],
-        (((ring1_first & (7'h0d < w_end)) & ~(7'h0d < {1'h0, w_lane})) | (ring1_second & ((7'h0d + 7'h40) < w_end))) ? w_rotated[111:104] : ring1[111:104],
-        (((ring1_first & (7'h0c < w_end)) & ~(7'h0c < {1'h0, w_lane})) | (ring1_second & ((7'h0c + 7'h40) < w_end))) ? w_rotated[103:96] : ring1[103:96],
-        (((ring1_first & (7'h0b < w_end)) & ~(7'h0b < {1'h0, w_lane})) | (ring1_second & ((7'h0b + 7'h40) < w_end))) ? w_rotated[95:88] : ring1[95:88],
-        (((ring1_first & (7'h0a < w_end)) & ~(7'h0a < {1'h0, w_lane})) | (ring1_second & ((7'h0a + 7'h40) < w_end))) ? w_rotated[87:80] : ring1[87:80],
-        (((ring1_first & (7'h09 < w_end)) & ~(7'h09 < {1'h0, w_lane})) | (ring1_second & ((7'h09 + 7'h40) < w_end))) ? w_rotated[79:72] : ring1[79:72],
-        (((ring1_first & (7'h08 < w_end)) & ~(7'h08 < {1'h0, w_lane})) | (ring1_second & ((7'h08 + 7'h40) < w_end))) ? w_rotated[71:64] : ring1[71:64],
-        (((ring1_first & (7'h07 < w_end)) & ~(7'h07 < {1'h0, w_lane})) | (ring1_second & ((7'h07 + 7'h40) < w_end))) ? w_rotated[63:56] : ring1[63:56],
-        (((ring1_first & (7'h06 < w_end)) & ~(7'h06 < {1'h0, w_lane})) | (ring1_second & ((7'h06 + 7'h40) < w_end))) ? w_rotated[55:48] : ring1[55:48],
-        (((ring1_first & (7'h05 < w_end)) & ~(7'h05 < {1'h0, w_lane})) | (ring1_second & ((7'h05 + 7'h40) < w_end))) ? w_rotated[47:40] : ring1[47:40],
-        (((ring1_first & (7'h04 < w_end)) & ~(7'h04 < {1'h0, w_lane})) | (ring1_second & ((7'h04 + 7'h40) < w_end))) ? w_rotated[39:32] : ring1[39:32],
-        (((ring1_first & (7'h03 < w_end)) & ~(7'h03 < {1'h0, w_lane})) | (ring1_second & ((7'h03 + 7'h40) < w_end))) ? w_rotated[31:24] : ring1[31:24],
-        (((ring1_first & (7'h02 < w_end)) & ~(7'h02 < {1'h0, w_lane})) | (ring1_second & ((7'h02 + 7'h40) < w_end))) ? w_rotated[23:16] : ring1[23:16],
-        (((ring1_first & (7'h01 < w_end)) & ~(7'h01 < {1'h0, w_lane})) | (ring1_second & ((7'h01 + 7'h40) < w_end))) ? w_rotated[15:8] : ring1[15:8],
-        (((ring1_first & (7'h00 < w_end)) & ~(7'h00 < {1'h0, w_lane})) | (ring1_second & ((7'h00 + 7'h40) < w_end))) ? w_rotated[7:0] : ring1[7:0]
-    };
+            ((ring1_first & (7'h3f < w_end)) | 1'h0) ? w_rotated[511:504] : ring1[511:504],
+            (((ring1_first & (7'h3e < w_end)) & ~(7'h3e < {1'h0, w_lane})) | (ring1_second & ((7'h3e + 7'h40) < w_end))) ? w_rotated[503:496] : ring1[503:496],
+            (((ring1_first & (7'h3d < w_end)) & ~(7'h3d < {1'h0, w_lane})) | (ring1_second & ((7'h3d + 7'h40) < w_end))) ? w_rotated[495:488] : ring1[495:488],
+            (((ring1_first & (7'h3c < w_end)) & ~(7'h3c < {1'h0, w_lane})) | (ring1_second & ((7'h3c + 7'h40) < w_end))) ? w_rotated[487:480] : ring1[487:480],
+            (((ring1_first & (7'h3b < w_end)) & ~(7'h3b < {1'h0, w_lane})) | (ring1_second & ((7'h3b + 7'h40) < w_end))) ? w_rotated[479:472] : ring1[479:472],
+            (((ring1_first & (7'h3a < w_end)) & ~(7'h3a < {1'h0, w_lane})) | (ring1_second & ((7'h3a + 7'h40) < w_end))) ? w_rotated[471:464] : ring1[471:464],
+            (((ring1_first & (7'h39 < w_end)) & ~(7'h39 < {1'h0, w_lane})) | (ring1_second & ((7'h39 + 7'h40) < w_end))) ? w_rotated[463:456] : ring1[463:456],
+            (((ring1_first & (7'h38 < w_end)) & ~(7'h38 < {1'h0, w_lane})) | (ring1_second & ((7'h38 + 7'h40) < w_end))) ? w_rotated[455:448] : ring1[455:448],
+            (((ring1_first & (7'h37 < w_end)) & ~(7'h37 < {1'h0, w_lane})) | (ring1_second & ((7'h37 + 7'h40) < w_end))) ? w_rotated[447:440] : ring1[447:440],
+            (((ring1_first & (7'h36 < w_end)) & ~(7'h36 < {1'h0, w_lane})) | (ring1_second & ((7'h36 + 7'h40) < w_end))) ? w_rotated[439:432] : ring1[439:432],
+            (((ring1_first & (7'h35 < w_end)) & ~(7'h35 < {1'h0, w_lane})) | (ring1_second & ((7'h35 + 7'h40) < w_end))) ? w_rotated[431:424] : ring1[431:424],
+            (((ring1_first & (7'h34 < w_end)) & ~(7'h34 < {1'h0, w_lane})) | (ring1_second & ((7'h34 + 7'h40) < w_end))) ? w_rotated[423:416] : ring1[423:416],
+            (((ring1_first & (7'h33 < w_end)) & ~(7'h33 < {1'h0, w_lane})) | (ring1_second & ((7'h33 + 7'h40) < w_end))) ? w_rotated[415:408] : ring1[415:408],
+            (((ring1_first & (7'h32 < w_end)) & ~(7'h32 < {1'h0, w_lane})) | (ring1_second & ((7'h32 + 7'h40) < w_end))) ? w_rotated[407:400] : ring1[407:400],
+            (((ring1_first & (7'h31 < w_end)) & ~(7'h31 < {1'h0, w_lane})) | (ring1_second & ((7'h31 + 7'h40) < w_end))) ? w_rotated[399:392] : ring1[399:392],
+            (((ring1_first & (7'h30 < w_end)) & ~(7'h30 < {1'h0, w_lane})) | (ring1_second & ((7'h30 + 7'h40) < w_end))) ? w_rotated[391:384] : ring1[391:384],
+            (((ring1_first & (7'h2f < w_end)) & ~(7'h2f < {1'h0, w_lane})) | (ring1_second & ((7'h2f + 7'h40) < w_end))) ? w_rotated[383:376] : ring1[383:376],
+            (((ring1_first & (7'h2e < w_end)) & ~(7'h2e < {1'h0, w_lane})) | (ring1_second & ((7'h2e + 7'h40) < w_end))) ? w_rotated[375:368] : ring1[375:368],
+            (((ring1_first & (7'h2d < w_end)) & ~(7'h2d < {1'h0, w_lane})) | (ring1_second & ((7'h2d + 7'h40) < w_end))) ? w_rotated[367:360] : ring1[367:360],
+            (((ring1_first & (7'h2c < w_end)) & ~(7'h2c < {1'h0, w_lane})) | (ring1_second & ((7'h2c + 7'h40) < w_end))) ? w_rotated[359:352] : ring1[359:352],
+            (((ring1_first & (7'h2b < w_end)) & ~(7'h2b < {1'h0, w_lane})) | (ring1_second & ((7'h2b + 7'h40) < w_end))) ? w_rotated[351:344] : ring1[351:344],
+            (((ring1_first & (7'h2a < w_end)) & ~(7'h2a < {1'h0, w_lane})) | (ring1_second & ((7'h2a + 7'h40) < w_end))) ? w_rotated[343:336] : ring1[343:336],
+            (((ring1_first & (7'h29 < w_end)) & ~(7'h29 < {1'h0, w_lane})) | (ring1_second & ((7'h29 + 7'h40) < w_end))) ? w_rotated[335:328] : ring1[335:328],
+            (((ring1_first & (7'h28 < w_end)) & ~(7'h28 < {1'h0, w_lane})) | (ring1_second & ((7'h28 + 7'h40) < w_end))) ? w_rotated[327:320] : ring1[327:320],
+            (((ring1_first & (7'h27 < w_end)) & ~(7'h27 < {1'h0, w_lane})) | (ring1_second & ((7'h27 + 7'h40) < w_end))) ? w_rotated[319:312] : ring1[319:312],
+            (((ring1_first & (7'h26 < w_end)) & ~(7'h26 < {1'h0, w_lane})) | (ring1_second & ((7'h26 + 7'h40) < w_end))) ? w_rotated[311:304] : ring1[311:304],
+            (((ring1_first & (7'h25 < w_end)) & ~(7'h25 < {1'h0, w_lane})) | (ring1_second & ((7'h25 + 7'h40) < w_end))) ? w_rotated[303:296] : ring1[303:296],
+            (((ring1_first & (7'h24 < w_end)) & ~(7'h24 < {1'h0, w_lane})) | (ring1_second & ((7'h24 + 7'h40) < w_end))) ? w_rotated[295:288] : ring1[295:288],
+            (((ring1_first & (7'h23 < w_end)) & ~(7'h23 < {1'h0, w_lane})) | (ring1_second & ((7'h23 + 7'h40) < w_end))) ? w_rotated[287:280] : ring1[287:280],
+            (((ring1_first & (7'h22 < w_end)) & ~(7'h22 < {1'h0, w_lane})) | (ring1_second & ((7'h22 + 7'h40) < w_end))) ? w_rotated[279:272] : ring1[279:272],
+            (((ring1_first & (7'h21 < w_end)) & ~(7'h21 < {1'h0, w_lane})) | (ring1_second & ((7'h21 + 7'h40) < w_end))) ? w_rotated[271:264] : ring1[271:264],
+            (((ring1_first & (7'h20 < w_end)) & ~(7'h20 < {1'h0, w_lane})) | (ring1_second & ((7'h20 + 7'h40) < w_end))) ? w_rotated[263:256] : ring1[263:256],
+            (((ring1_first & (7'h1f < w_end)) & ~(7'h1f < {1'h0, w_lane})) | (ring1_second & ((7'h1f + 7'h40) < w_end))) ? w_rotated[255:248] : ring1[255:248],
+            (((ring1_first & (7'h1e < w_end)) & ~(7'h1e < {1'h0, w_lane})) | (ring1_second & ((7'h1e + 7'h40) < w_end))) ? w_rotated[247:240] : ring1[247:240],
+            (((ring1_first & (7'h1d < w_end)) & ~(7'h1d < {1'h0, w_lane})) | (ring1_second & ((7'h1d + 7'h40) < w_end))) ? w_rotated[239:232] : ring1[239:232],
+            (((ring1_first & (7'h1c < w_end)) & ~(7'h1c < {1'h0, w_lane})) | (ring1_second & ((7'h1c + 7'h40) < w_end))) ? w_rotated[231:224] : ring1[231:224],
+            (((ring1_first & (7'h1b < w_end)) & ~(7'h1b < {1'h0, w_lane})) | (ring1_second & ((7'h1b + 7'h40) < w_end))) ? w_rotated[223:216] : ring1[223:216],
+            (((ring1_first & (7'h1a < w_end)) & ~(7'h1a < {1'h0, w_lane})) | (ring1_second & ((7'h1a + 7'h40) < w_end))) ? w_rotated[215:208] : ring1[215:208],
+            (((ring1_first & (7'h19 < w_end)) & ~(7'h19 < {1'h0, w_lane})) | (ring1_second & ((7'h19 + 7'h40) < w_end))) ? w_rotated[207:200] : ring1[207:200],
+            (((ring1_first & (7'h18 < w_end)) & ~(7'h18 < {1'h0, w_lane})) | (ring1_second & ((7'h18 + 7'h40) < w_end))) ? w_rotated[199:192] : ring1[199:192],
+            (((ring1_first & (7'h17 < w_end)) & ~(7'h17 < {1'h0, w_lane})) | (ring1_second & ((7'h17 + 7'h40) < w_end))) ? w_rotated[191:184] : ring1[191:184],
+            (((ring1_first & (7'h16 < w_end)) & ~(7'h16 < {1'h0, w_lane})) | (ring1_second & ((7'h16 + 7'h40) < w_end))) ? w_rotated[183:176] : ring1[183:176],
+            (((ring1_first & (7'h15 < w_end)) & ~(7'h15 < {1'h0, w_lane})) | (ring1_second & ((7'h15 + 7'h40) < w_end))) ? w_rotated[175:168] : ring1[175:168],
+            (((ring1_first & (7'h14 < w_end)) & ~(7'h14 < {1'h0, w_lane})) | (ring1_second & ((7'h14 + 7'h40) < w_end))) ? w_rotated[167:160] : ring1[167:160],
+            (((ring1_first & (7'h13 < w_end)) & ~(7'h13 < {1'h0, w_lane})) | (ring1_second & ((7'h13 + 7'h40) < w_end))) ? w_rotated[159:152] : ring1[159:152],
+            (((ring1_first & (7'h12 < w_end)) & ~(7'h12 < {1'h0, w_lane})) | (ring1_second & ((7'h12 + 7'h40) < w_end))) ? w_rotated[151:144] : ring1[151:144],
+            (((ring1_first & (7'h11 < w_end)) & ~(7'h11 < {1'h0, w_lane})) | (ring1_second & ((7'h11 + 7'h40) < w_end))) ? w_rotated[143:136] : ring1[143:136],
+            (((ring1_first & (7'h10 < w_end)) & ~(7'h10 < {1'h0, w_lane})) | (ring1_second & ((7'h10 + 7'h40) < w_end))) ? w_rotated[135:128] : ring1[135:128],
+            (((ring1_first & (7'h0f < w_end)) & ~(7'h0f < {1'h0, w_lane})) | (ring1_second & ((7'h0f + 7'h40) < w_end))) ? w_rotated[127:120] : ring1[127:120],
+            (((ring1_first & (7'h0e < w_end)) & ~(7'h0e < {1'h0, w_lane})) | (ring1_second & ((7'h0e + 7'h40) < w_end))) ? w_rotated[119:112] : ring1[119:112],
+            (((ring1_first & (7'h0d < w_end)) & ~(7'h0d < {1'h0, w_lane})) | (ring1_second & ((7'h0d + 7'h40) < w_end))) ? w_rotated[111:104] : ring1[111:104],
+            (((ring1_first & (7'h0c < w_end)) & ~(7'h0c < {1'h0, w_lane})) | (ring1_second & ((7'h0c + 7'h40) < w_end))) ? w_rotated[103:96] : ring1[103:96],
+            (((ring1_first & (7'h0b < w_end)) & ~(7'h0b < {1'h0, w_lane})) | (ring1_second & ((7'h0b + 7'h40) < w_end))) ? w_rotated[95:88] : ring1[95:88],
+            (((ring1_first & (7'h0a < w_end)) & ~(7'h0a < {1'h0, w_lane})) | (ring1_second & ((7'h0a + 7'h40) < w_end))) ? w_rotated[87:80] : ring1[87:80],
+            (((ring1_first & (7'h09 < w_end)) & ~(7'h09 < {1'h0, w_lane})) | (ring1_second & ((7'h09 + 7'h40) < w_end))) ? w_rotated[79:72] : ring1[79:72],
+            (((ring1_first & (7'h08 < w_end)) & ~(7'h08 < {1'h0, w_lane})) | (ring1_second & ((7'h08 + 7'h40) < w_end))) ? w_rotated[71:64] : ring1[71:64],
+            (((ring1_first & (7'h07 < w_end)) & ~(7'h07 < {1'h0, w_lane})) | (ring1_second & ((7'h07 + 7'h40) < w_end))) ? w_rotated[63:56] : ring1[63:56],
+            (((ring1_first & (7'h06 < w_end)) & ~(7'h06 < {1'h0, w_lane})) | (ring1_second & ((7'h06 + 7'h40) < w_end))) ? w_rotated[55:48] : ring1[55:48],
+            (((ring1_first & (7'h05 < w_end)) & ~(7'h05 < {1'h0, w_lane})) | (ring1_second & ((7'h05 + 7'h40) < w_end))) ? w_rotated[47:40] : ring1[47:40],
+            (((ring1_first & (7'h04 < w_end)) & ~(7'h04 < {1'h0, w_lane})) | (ring1_second & ((7'h04 + 7'h40) < w_end))) ? w_rotated[39:32] : ring1[39:32],
+            (((ring1_first & (7'h03 < w_end)) & ~(7'h03 < {1'h0, w_lane})) | (ring1_second & ((7'h03 + 7'h40) < w_end))) ? w_rotated[31:24] : ring1[31:24],
+            (((ring1_first & (7'h02 < w_end)) & ~(7'h02 < {1'h0, w_lane})) | (ring1_second & ((7'h02 + 7'h40) < w_end))) ? w_rotated[23:16] : ring1[23:16],
+            (((ring1_first & (7'h01 < w_end)) & ~(7'h01 < {1'h0, w_lane})) | (ring1_second & ((7'h01 + 7'h40) < w_end))) ? w_rotated[15:8] : ring1[15:8],
+            (((ring1_first & (7'h00 < w_end)) & ~(7'h00 < {1'h0, w_lane})) | (ring1_second & ((7'h00 + 7'h40) < w_end))) ? w_rotated[7:0] : ring1[7:0]
+        };
     end
 
     always @(posedge clk) begin
         ring2 <= {
-        ((ring2_first & (7'h3f < w_end)) | 1'h0) ? w_rotated[511:504] : ring2[511:504],
-        (((ring2_first & (7'h3e < w_end)) & ~(7'h3e < {1'h0, w_lane})) | (ring2_second & ((7'h3e + 7'h40) < w_end))) ? w_rotated[503:496] : ring2[503:496],
-        (((ring2_first & (7'h3d < w_end)) & ~(7'h3d < {1'h0, w_lane})) | (ring2_second & ((7'h3d + 7'h40) < w_end))) ? w_rotated[495:488] : ring2[495:488],
-        (((ring2_first & (7'h3c < w_end)) & ~(7'h3c < {1'h0, w_lane})) | (ring2_second & ((7'h3c + 7'h40) < w_end))) ? w_rotated[487:480] : ring2[487:480],
-        (((ring2_first & (7'h3b < w_end)) & ~(7'h3b < {1'h0, w_lane})) | (ring2_second & ((7'h3b + 7'h40) < w_end))) ? w_rotated[479:472] : ring2[479:472],
-        (((ring2_first & (7'h3a < w_end)) & ~(7'h3a < {1'h0, w_lane})) | (ring2_second & ((7'h3a + 7'h40) < w_end))) ? w_rotated[471:464] : ring2[471:464],
-        (((ring2_first & (7'h39 < w_end)) & ~(7'h39 < {1'h0, w_lane})) | (ring2_second & ((7'h39 + 7'h40) < w_end))) ? w_rotated[463:456] : ring2[463:456],
-        (((ring2_first & (7'h38 < w_end)) & ~(7'h38 < {1'h0, w_lane})) | (ring2_second & ((7'h38 + 7'h40) < w_end))) ? w_rotated[455:448] : ring2[455:448],
-        (((ring2_first & (7'h37 < w_end)) & ~(7'h37 < {1'h0, w_lane})) | (ring2_second & ((7'h37 + 7'h40) < w_end))) ? w_rotated[447:440] : ring2[447:440],
-        (((ring2_first & (7'h36 < w_end)) & ~(7'h36 < {1'h0, w_lane})) | (ring2_second & ((7'h36 + 7'h40) < w_end))) ? w_rotated[439:432] : ring2[439:432],
-        (((ring2_first & (7'h35 < w_end)) & ~(7'h35 < {1'h0, w_lane})) | (ring2_second & ((7'h35 + 7'h40) < w_end))) ? w_rotated[431:424] : ring2[431:424],
-        (((ring2_first & (7'h34 < w_end)) & ~(7'h34 < {1'h0, w_lane})) | (ring2_second & ((7'h34 + 7'h40) < w_end))) ? w_rotated[423:416] : ring2[423:416],
-        (((ring2_first & (7'h33 < w_end)) & ~(7'h33 < {1'h0, w_lane})) | (ring2_second & ((7'h33 + 7'h40) < w_end))) ? w_rotated[415:408] : ring2[415:408],
-        (((ring2_first & (7'h32 < w_end)) & ~(7'h32 < {1'h0, w_lane})) | (ring2_second & ((7'h32 + 7'h40) < w_end))) ? w_rotated[407:400] : ring2[407:400],
-        (((ring2_first & (7'h31 < w_end)) & ~(7'h31 < {1'h0, w_lane})) | (ring2_second & ((7'h31 + 7'h40) < w_end))) ? w_rotated[399:392] : ring2[399:392],
-        (((ring2_first & (7'h30 < w_end)) & ~(7'h30 < {1'h0, w_lane})) | (ring2_second & ((7'h30 + 7'h40) < w_end))) ? w_rotated[391:384] : ring2[391:384],
-        (((ring2_first & (7'h2f < w_end)) & ~(7'h2f < {1'h0, w_lane})) | (ring2_second & ((7'h2f + 7'h40) < w_end))) ? w_rotated[383:376] : ring2[383:376],
-        (((ring2_first & (7'h2e < w_end)) & ~(7'h2e < {1'h0, w_lane})) | (ring2_second & ((7'h2e + 7'h40) < w_end))) ? w_rotated[375:368] : ring2[375:368],
-        (((ring2_first & (7'h2d < w_end)) & ~(7'h2d < {1'h0, w_lane})) | (ring2_second & ((7'h2d + 7'h40) < w_end))) ? w_rotated[367:360] : ring2[367:360],
-        (((ring2_first & (7'h2c < w_end)) & ~(7'h2c < {1'h0, w_lane})) | (ring2_second & ((7'h2c + 7'h40) < w_end))) ? w_rotated[359:352] : ring2[359:352],
-        (((ring2_first & (7'h2b < w_end)) & ~(7'h2b < {1'h0, w_lane})) | (ring2_second & ((7'h2b + 7'h40) < w_end))) ? w_rotated[351:344] : ring2[351:344],
-        (((ring2_first & (7'h2a < w_end)) & ~(7'h2a < {1'h0, w_lane})) | (ring2_second & ((7'h2a + 7'h40) < w_end))) ? w_rotated[343:336] : ring2[343:336],
-        (((ring2_first & (7'h29 < w_end)) & ~(7'h29 < {1'h0, w_lane})) | (ring2_second & ((7'h29 + 7'h40) < w_end))) ? w_rotated[335:328] : ring2[335:328],
-        (((ring2_first & (7'h28 < w_end)) & ~(7'h28 < {1'h0, w_lane})) | (ring2_second & ((7'h28 + 7'h40) < w_end))) ? w_rotated[327:320] : ring2[327:320],
-        (((ring2_first & (7'h27 < w_end)) & ~(7'h27 < {1'h0, w_lane})) | (ring2_second & ((7'h27 + 7'h40) < w_end))) ? w_rotated[319:312] : ring2[319:312],
-        (((ring2_first & (7'h26 < w_end)) & ~(7'h26 < {1'h0, w_lane})) | (ring2_second & ((7'h26 + 7'h40) < w_end))) ? w_rotated[311:304] : ring2[311:304],
-        (((ring2_first & (7'h25 < w_end)) & ~(7'h25 < {1'h0, w_lane})) | (ring2_second & ((7'h25 + 7'h40) < w_end))) ? w_rotated[303:296] : ring2[303:296],
-        (((ring2_first & (7'h24 < w_end)) & ~(7'h24 < {1'h0, w_lane})) | (ring2_second & ((7'h24 + 7'h40) < w_end))) ? w_rotated[295:288] : ring2[295:288],
-        (((ring2_first & (7'h23 < w_end)) & ~(7'h23 < {1'h0, w_lane})) | (ring2_second & ((7'h23 + 7'h40) < w_end))) ? w_rotated[287:280] : ring2[287:280],
-        (((ring2_first & (7'h22 < w_end)) & ~(7'h22 < {1'h0, w_lane})) | (ring2_second & ((7'h22 + 7'h40) < w_end))) ? w_rotated[279:272] : ring2[279:272],
-        (((ring2_first & (7'h21 < w_end)) & ~(7'h21 < {1'h0, w_lane})) | (ring2_second & ((7'h21 + 7'h40) < w_end))) ? w_rotated[271:264] : ring2[271:264],
-        (((ring2_first & (7'h20 < w_end)) & ~(7'h20 < {1'h0, w_lane})) | (ring2_second & ((7'h20 + 7'h40) < w_end))) ? w_rotated[263:256] : ring2[263:256],
-        (((ring2_first & (7'h1f < w_end)) & ~(7'h1f < {1'h0, w_lane})) | (ring2_second & ((7'h1f + 7'h40) < w_end))) ? w_rotated[255:248] : ring2[255:248],
-        (((ring2_first & (7'h1e < w_end)) & ~(7'h1e < {1'h0, w_lane})) | (ring2_second & ((7'h1e + 7'h40) < w_end))) ? w_rotated[247:240] : ring2[247:240],
-        (((ring2_first & (7'h1d < w_end)) & ~(7'h1d < {1'h0, w_lane})) | (ring2_second & ((7'h1d + 7'h40) < w_end))) ? w_rotated[239:232] : ring2[239:232],
-        (((ring2_first & (7'h1c < w_end)) & ~(7'h1c < {1'h0, w_lane})) | (ring2_second & ((7'h1c + 7'h40) < w_end))) ? w_rotated[231:224] : ring2[231:224],
-        (((ring2_first & (7'h1b < w_end)) & ~(7'h1b < {1'h0, w_lane})) | (ring2_second & ((7'h1b + 7'h40) < w_end))) ? w_rotated[223:216] : ring2[223:216],
-        (((ring2_first & (7'h1a < w_end)) & ~(7'h1a < {1'h0, w_lane})) | (ring2_second & ((7'h1a + 7'h40) < w_end))) ? w_rotated[215:208] : ring2[215:208],
-        (((ring2_first & (7'h19 < w_end)) & ~(7'h19 < {1'h0, w_lane})) | (ring2_second & ((7'h19 + 7'h40) < w_end))) ? w_rotated[207:200] : ring2[207:200],
-        (((ring2_first & (7'h18 < w_end)) & ~(7'h18 < {1'h0, w_lane})) | (ring2_second & ((7'h18 + 7'h40) < w_end))) ? w_rotated[199:192] : ring2[199:192],
-        (((ring2_first & (7'h17 < w_end)) & ~(7'h17 < {1'h0, w_lane})) | (ring2_second & ((7'h17 + 7'h40) < w_end))) ? w_rotated[191:184] : ring2[191:184],
-        (((ring2_first & (7'h16 < w_end)) & ~(7'h16 < {1'h0, w_lane})) | (ring2_second & ((7'h16 + 7'h40) < w_end))) ? w_rotated[183:176] : ring2[183:176],
-        (((ring2_first & (7'h15 < w_end)) & ~(7'h15 < {1'h0, w_lane})) | (ring2_second & ((7'h15 + 7'h40) < w_end))) ? w_rotated[175:168] : ring2[175:168],
-        (((ring2_first & (7'h14 < w_end)) & ~(7'h14 < {1'h0, w_lane})) | (ring2_second & ((7'h14 + 7'h40) < w_end))) ? w_rotated[167:160] : ring2[167:160],
-        (((ring2_first & (7'h13 < w_end)) & ~(7'h13 < {1'h0, w_lane})) | (ring2_second & ((7'h13 + 7'h40) < w_end))) ? w_rotated[159:152] : ring2[159:152],
-        (((ring2_first & (7'h12 < w_end)) & ~(7'h12 < {1'h0, w_lane})) | (ring2_second & ((7'h12 + 7'h40) < w_end))) ? w_rotated[151:144] : ring2[151:144],
-        (((ring2_first & (7'h11 < w_end)) & ~(7'h11 < {1'h0, w_lane})) | (ring2_second & ((7'h11 + 7'h40) < w_end))) ? w_rotated[143:136] : ring2[143:136],
-        (((ring2_first & (7'h10 < w_end)) & ~(7'h10 < {1'h0, w_lane})) | (ring2_second & ((7'h10 + 7'h40) < w_end))) ? w_rotated[135:128] : ring2[135:128],
-        (((ring2_first & (7'h0f < w_end)) & ~(7'h0f < {1'h0, w_lane})) | (ring2_second & ((7'h0f + 7'h40) < w_end))) ? w_rotated[127:120] : ring2[127:120],
-        (((ring2_first & (7'h0e < w_end)) & ~(7'h0e < {1'h0, w_lane})) | (ring2_second & ((7'h0e + 7'h40) < w_end))) ? w_rotated[119:112] : ring2[119:112],
-        (((ring2_first & (7'h0d < w_end)) & ~(7'h0d < {1'h0, w_lane})) | (ring2_second & ((7'h0d + 7'h40) < w_end))) ? w_rotated[111:104] : ring2[111:104],
-        (((ring2_first & (7'h0c < w_end)) & ~(7'h0c < {1'h0, w_lane})) | (ring2_second & ((7'h0c + 7'h40) < w_end))) ? w_rotated[103:96] : ring2[103:96],
-        (((ring2_first & (7'h0b < w_end)) & ~(7'h0b < {1'h0, w_lane})) | (ring2_second & ((7'h0b + 7'h40) < w_end))) ? w_rotated[95:88] : ring2[95:88],
-        (((ring2_first & (7'h0a < w_end)) & ~(7'h0a < {1'h0, w_lane})) | (ring2_second & ((7'h0a + 7'h40) < w_end))) ? w_rotated[87:80] : ring2[87:80],
-        (((ring2_first & (7'h09 < w_end)) & ~(7'h09 < {1'h0, w_lane})) | (ring2_second & ((7'h09 + 7'h40) < w_end))) ? w_rotated[79:72] : ring2[79:72],
-        (((ring2_first & (7'h08 < w_end)) & ~(7'h08 < {1'h0, w_lane})) | (ring2_second & ((7'h08 + 7'h40) < w_end))) ? w_rotated[71:64] : ring2[71:64],
-        (((ring2_first & (7'h07 < w_end)) & ~(7'h07 < {1'h0, w_lane})) | (ring2_second & ((7'h07 + 7'h40) < w_end))) ? w_rotated[63:56] : ring2[63:56],
-        (((ring2_first & (7'h06 < w_end)) & ~(7'h06 < {1'h0, w_lane})) | (ring2_second & ((7'h06 + 7'h40) < w_end))) ? w_rotated[55:48] : ring2[55:48],
-        (((ring2_first & (7'h05 < w_end)) & ~(7'h05 < {1'h0, w_lane})) | (ring2_second & ((7'h05 + 7'h40) < w_end))) ? w_rotated[47:40] : ring2[47:40],
-        (((ring2_first & (7'h04 < w_end)) & ~(7'h04 < {1'h0, w_lane})) | (ring2_second & ((7'h04 + 7'h40) < w_end))) ? w_rotated[39:32] : ring2[39:32],
-        (((ring2_first & (7'h03 < w_end)) & ~(7'h03 < {1'h0, w_lane})) | (ring2_second & ((7'h03 + 7'h40) < w_end))) ? w_rotated[31:24] : ring2[31:24],
-        (((ring2_first & (7'h02 < w_end)) & ~(7'h02 < {1'h0, w_lane})) | (ring2_second & ((7'h02 + 7'h40) < w_end))) ? w_rotated[23:16] : ring2[23:16],
-        (((ring2_first & (7'h01 < w_end)) & ~(7'h01 < {1'h0, w_lane})) | (ring2_second & ((7'h01 + 7'h40) < w_end))) ? w_rotated[15:8] : ring2[15:8],
-        (((ring2_first & (7'h00 < w_end)) & ~(7'h00 < {1'h0, w_lane})) | (ring2_second & ((7'h00 + 7'h40) < w_end))) ? w_rotated[7:0] : ring2[7:0]
-    };
+            ((ring2_first & (7'h3f < w_end)) | 1'h0) ? w_rotated[511:504] : ring2[511:504],
+            (((ring2_first & (7'h3e < w_end)) & ~(7'h3e < {1'h0, w_lane})) | (ring2_second & ((7'h3e + 7'h40) < w_end))) ? w_rotated[503:496] : ring2[503:496],
+            (((ring2_first & (7'h3d < w_end)) & ~(7'h3d < {1'h0, w_lane})) | (ring2_second & ((7'h3d + 7'h40) < w_end))) ? w_rotated[495:488] : ring2[495:488],
+            (((ring2_first & (7'h3c < w_end)) & ~(7'h3c < {1'h0, w_lane})) | (ring2_second & ((7'h3c + 7'h40) < w_end))) ? w_rotated[487:480] : ring2[487:480],
+            (((ring2_first & (7'h3b < w_end)) & ~(7'h3b < {1'h0, w_lane})) | (ring2_second & ((7'h3b + 7'h40) < w_end))) ? w_rotated[479:472] : ring2[479:472],
+            (((ring2_first & (7'h3a < w_end)) & ~(7'h3a < {1'h0, w_lane})) | (ring2_second & ((7'h3a + 7'h40) < w_end))) ? w_rotated[471:464] : ring2[471:464],
+            (((ring2_first & (7'h39 < w_end)) & ~(7'h39 < {1'h0, w_lane})) | (ring2_second & ((7'h39 + 7'h40) < w_end))) ? w_rotated[463:456] : ring2[463:456],
+            (((ring2_first & (7'h38 < w_end)) & ~(7'h38 < {1'h0, w_lane})) | (ring2_second & ((7'h38 + 7'h40) < w_end))) ? w_rotated[455:448] : ring2[455:448],
+            (((ring2_first & (7'h37 < w_end)) & ~(7'h37 < {1'h0, w_lane})) | (ring2_second & ((7'h37 + 7'h40) < w_end))) ? w_rotated[447:440] : ring2[447:440],
+            (((ring2_first & (7'h36 < w_end)) & ~(7'h36 < {1'h0, w_lane})) | (ring2_second & ((7'h36 + 7'h40) < w_end))) ? w_rotated[439:432] : ring2[439:432],
+            (((ring2_first & (7'h35 < w_end)) & ~(7'h35 < {1'h0, w_lane})) | (ring2_second & ((7'h35 + 7'h40) < w_end))) ? w_rotated[431:424] : ring2[431:424],
+            (((ring2_first & (7'h34 < w_end)) & ~(7'h34 < {1'h0, w_lane})) | (ring2_second & ((7'h34 + 7'h40) < w_end))) ? w_rotated[423:416] : ring2[423:416],
+            (((ring2_first & (7'h33 < w_end)) & ~(7'h33 < {1'h0, w_lane})) | (ring2_second & ((7'h33 + 7'h40) < w_end))) ? w_rotated[415:408] : ring2[415:408],
+            (((ring2_first & (7'h32 < w_end)) & ~(7'h32 < {1'h0, w_lane})) | (ring2_second & ((7'h32 + 7'h40) < w_end))) ? w_rotated[407:400] : ring2[407:400],
+            (((ring2_first & (7'h31 < w_end)) & ~(7'h31 < {1'h0, w_lane})) | (ring2_second & ((7'h31 + 7'h40) < w_end))) ? w_rotated[399:392] : ring2[399:392],
+            (((ring2_first & (7'h30 < w_end)) & ~(7'h30 < {1'h0, w_lane})) | (ring2_second & ((7'h30 + 7'h40) < w_end))) ? w_rotated[391:384] : ring2[391:384],
+            (((ring2_first & (7'h2f < w_end)) & ~(7'h2f < {1'h0, w_lane})) | (ring2_second & ((7'h2f + 7'h40) < w_end))) ? w_rotated[383:376] : ring2[383:376],
+            (((ring2_first & (7'h2e < w_end)) & ~(7'h2e < {1'h0, w_lane})) | (ring2_second & ((7'h2e + 7'h40) < w_end))) ? w_rotated[375:368] : ring2[375:368],
+            (((ring2_first & (7'h2d < w_end)) & ~(7'h2d < {1'h0, w_lane})) | (ring2_second & ((7'h2d + 7'h40) < w_end))) ? w_rotated[367:360] : ring2[367:360],
+            (((ring2_first & (7'h2c < w_end)) & ~(7'h2c < {1'h0, w_lane})) | (ring2_second & ((7'h2c + 7'h40) < w_end))) ? w_rotated[359:352] : ring2[359:352],
+            (((ring2_first & (7'h2b < w_end)) & ~(7'h2b < {1'h0, w_lane})) | (ring2_second & ((7'h2b + 7'h40) < w_end))) ? w_rotated[351:344] : ring2[351:344],
+            (((ring2_first & (7'h2a < w_end)) & ~(7'h2a < {1'h0, w_lane})) | (ring2_second & ((7'h2a + 7'h40) < w_end))) ? w_rotated[343:336] : ring2[343:336],
+            (((ring2_first & (7'h29 < w_end)) & ~(7'h29 < {1'h0, w_lane})) | (ring2_second & ((7'h29 + 7'h40) < w_end))) ? w_rotated[335:328] : ring2[335:328],
+            (((ring2_first & (7'h28 < w_end)) & ~(7'h28 < {1'h0, w_lane})) | (ring2_second & ((7'h28 + 7'h40) < w_end))) ? w_rotated[327:320] : ring2[327:320],
+            (((ring2_first & (7'h27 < w_end)) & ~(7'h27 < {1'h0, w_lane})) | (ring2_second & ((7'h27 + 7'h40) < w_end))) ? w_rotated[319:312] : ring2[319:312],
+            (((ring2_first & (7'h26 < w_end)) & ~(7'h26 < {1'h0, w_lane})) | (ring2_second & ((7'h26 + 7'h40) < w_end))) ? w_rotated[311:304] : ring2[311:304],
+            (((ring2_first & (7'h25 < w_end)) & ~(7'h25 < {1'h0, w_lane})) | (ring2_second & ((7'h25 + 7'h40) < w_end))) ? w_rotated[303:296] : ring2[303:296],
+            (((ring2_first & (7'h24 < w_end)) & ~(7'h24 < {1'h0, w_lane})) | (ring2_second & ((7'h24 + 7'h40) < w_end))) ? w_rotated[295:288] : ring2[295:288],
+            (((ring2_first & (7'h23 < w_end)) & ~(7'h23 < {1'h0, w_lane})) | (ring2_second & ((7'h23 + 7'h40) < w_end))) ? w_rotated[287:280] : ring2[287:280],
+            (((ring2_first & (7'h22 < w_end)) & ~(7'h22 < {1'h0, w_lane})) | (ring2_second & ((7'h22 + 7'h40) < w_end))) ? w_rotated[279:272] : ring2[279:272],
+            (((ring2_first & (7'h21 < w_end)) & ~(7'h21 < {1'h0, w_lane})) | (ring2_second & ((7'h21 + 7'h40) < w_end))) ? w_rotated[271:264] : ring2[271:264],
+            (((ring2_first & (7'h20 < w_end)) & ~(7'h20 < {1'h0, w_lane})) | (ring2_second & ((7'h20 + 7'h40) < w_end))) ? w_rotated[263:256] : ring2[263:256],
+            (((ring2_first & (7'h1f < w_end)) & ~(7'h1f < {1'h0, w_lane})) | (ring2_second & ((7'h1f + 7'h40) < w_end))) ? w_rotated[255:248] : ring2[255:248],
+            (((ring2_first & (7'h1e < w_end)) & ~(7'h1e < {1'h0, w_lane})) | (ring2_second & ((7'h1e + 7'h40) < w_end))) ? w_rotated[247:240] : ring2[247:240],
+            (((ring2_first & (7'h1d < w_end)) & ~(7'h1d < {1'h0, w_lane})) | (ring2_second & ((7'h1d + 7'h40) < w_end))) ? w_rotated[239:232] : ring2[239:232],
+            (((ring2_first & (7'h1c < w_end)) & ~(7'h1c < {1'h0, w_lane})) | (ring2_second & ((7'h1c + 7'h40) < w_end))) ? w_rotated[231:224] : ring2[231:224],
+            (((ring2_first & (7'h1b < w_end)) & ~(7'h1b < {1'h0, w_lane})) | (ring2_second & ((7'h1b + 7'h40) < w_end))) ? w_rotated[223:216] : ring2[223:216],
+            (((ring2_first & (7'h1a < w_end)) & ~(7'h1a < {1'h0, w_lane})) | (ring2_second & ((7'h1a + 7'h40) < w_end))) ? w_rotated[215:208] : ring2[215:208],
+            (((ring2_first & (7'h19 < w_end)) & ~(7'h19 < {1'h0, w_lane})) | (ring2_second & ((7'h19 + 7'h40) < w_end))) ? w_rotated[207:200] : ring2[207:200],
+            (((ring2_first & (7'h18 < w_end)) & ~(7'h18 < {1'h0, w_lane})) | (ring2_second & ((7'h18 + 7'h40) < w_end))) ? w_rotated[199:192] : ring2[199:192],
+            (((ring2_first & (7'h17 < w_end)) & ~(7'h17 < {1'h0, w_lane})) | (ring2_second & ((7'h17 + 7'h40) < w_end))) ? w_rotated[191:184] : ring2[191:184],
+            (((ring2_first & (7'h16 < w_end)) & ~(7'h16 < {1'h0, w_lane})) | (ring2_second & ((7'h16 + 7'h40) < w_end))) ? w_rotated[183:176] : ring2[183:176],
+            (((ring2_first & (7'h15 < w_end)) & ~(7'h15 < {1'h0, w_lane})) | (ring2_second & ((7'h15 + 7'h40) < w_end))) ? w_rotated[175:168] : ring2[175:168],
+            (((ring2_first & (7'h14 < w_end)) & ~(7'h14 < {1'h0, w_lane})) | (ring2_second & ((7'h14 + 7'h40) < w_end))) ? w_rotated[167:160] : ring2[167:160],
+            (((ring2_first & (7'h13 < w_end)) & ~(7'h13 < {1'h0, w_lane})) | (ring2_second & ((7'h13 + 7'h40) < w_end))) ? w_rotated[159:152] : ring2[159:152],
+            (((ring2_first & (7'h12 < w_end)) & ~(7'h12 < {1'h0, w_lane})) | (ring2_second & ((7'h12 + 7'h40) < w_end))) ? w_rotated[151:144] : ring2[151:144],
+            (((ring2_first & (7'h11 < w_end)) & ~(7'h11 < {1'h0, w_lane})) | (ring2_second & ((7'h11 + 7'h40) < w_end))) ? w_rotated[143:136] : ring2[143:136],
+            (((ring2_first & (7'h10 < w_end)) & ~(7'h10 < {1'h0, w_lane})) | (ring2_second & ((7'h10 + 7'h40) < w_end))) ? w_rotated[135:128] : ring2[135:128],
+            (((ring2_first & (7'h0f < w_end)) & ~(7'h0f < {1'h0, w_lane})) | (ring2_second & ((7'h0f + 7'h40) < w_end))) ? w_rotated[127:120] : ring2[127:120],
+            (((ring2_first & (7'h0e < w_end)) & ~(7'h0e < {1'h0, w_lane})) | (ring2_second & ((7'h0e + 7'h40) < w_end))) ? w_rotated[119:112] : ring2[119:112],
+            (((ring2_first & (7'h0d < w_end)) & ~(7'h0d < {1'h0, w_lane})) | (ring2_second & ((7'h0d + 7'h40) < w_end))) ? w_rotated[111:104] : ring2[111:104],
+            (((ring2_first & (7'h0c < w_end)) & ~(7'h0c < {1'h0, w_lane})) | (ring2_second & ((7'h0c + 7'h40) < w_end))) ? w_rotated[103:96] : ring2[103:96],
+            (((ring2_first & (7'h0b < w_end)) & ~(7'h0b < {1'h0, w_lane})) | (ring2_second & ((7'h0b + 7'h40) < w_end))) ? w_rotated[95:88] : ring2[95:88],
+            (((ring2_first & (7'h0a < w_end)) & ~(7'h0a < {1'h0, w_lane})) | (ring2_second & ((7'h0a + 7'h40) < w_end))) ? w_rotated[87:80] : ring2[87:80],
+            (((ring2_first & (7'h09 < w_end)) & ~(7'h09 < {1'h0, w_lane})) | (ring2_second & ((7'h09 + 7'h40) < w_end))) ? w_rotated[79:72] : ring2[79:72],
+            (((ring2_first & (7'h08 < w_end)) & ~(7'h08 < {1'h0, w_lane})) | (ring2_second & ((7'h08 + 7'h40) < w_end))) ? w_rotated[71:64] : ring2[71:64],
+            (((ring2_first & (7'h07 < w_end)) & ~(7'h07 < {1'h0, w_lane})) | (ring2_second & ((7'h07 + 7'h40) < w_end))) ? w_rotated[63:56] : ring2[63:56],
+            (((ring2_first & (7'h06 < w_end)) & ~(7'h06 < {1'h0, w_lane})) | (ring2_second & ((7'h06 + 7'h40) < w_end))) ? w_rotated[55:48] : ring2[55:48],
+            (((ring2_first & (7'h05 < w_end)) & ~(7'h05 < {1'h0, w_lane})) | (ring2_second & ((7'h05 + 7'h40) < w_end))) ? w_rotated[47:40] : ring2[47:40],
+            (((ring2_first & (7'h04 < w_end)) & ~(7'h04 < {1'h0, w_lane})) | (ring2_second & ((7'h04 + 7'h40) < w_end))) ? w_rotated[39:32] : ring2[39:32],
+            (((ring2_first & (7'h03 < w_end)) & ~(7'h03 < {1'h0, w_lane})) | (ring2_second & ((7'h03 + 7'h40) < w_end))) ? w_rotated[31:24] : ring2[31:24],
+            (((ring2_first & (7'h02 < w_end)) & ~(7'h02 < {1'h0, w_lane})) | (ring2_second & ((7'h02 + 7'h40) < w_end))) ? w_rotated[23:16] : ring2[23:16],
+            (((ring2_first & (7'h01 < w_end)) & ~(7'h01 < {1'h0, w_lane})) | (ring2_second & ((7'h01 + 7'h40) < w_end))) ? w_rotated[15:8] : ring2[15:8],
+            (((ring2_first & (7'h00 < w_end)) & ~(7'h00 < {1'h0, w_lane})) | (ring2_second & ((7'h00 + 7'h40) < w_end))) ? w_rotated[7:0] : ring2[7:0]
+        };
     end
 
     always @(posedge clk) begin
         ring3 <= {
-        ((ring3_first & (7'h3f < w_end)) | 1'h0) ? w_rotated[511:504] : ring3[511:504],
-        (((ring3_first & (7'h3e < w_end)) & ~(7'h3e < {1'h0, w_lane})) | (ring3_second & ((7'h3e + 7'h40) < w_end))) ? w_rotated[503:496] : ring3[503:496],
-        (((ring3_first & (7'h3d < w_end)) & ~(7'h3d < {1'h0, w_lane})) | (ring3_second & ((7'h3d + 7'h40) < w_end))) ? w_rotated[495:488] : ring3[495:488],
-        (((ring3_first & (7'h3c < w_end)) & ~(7'h3c < {1'h0, w_lane})) | (ring3_second & ((7'h3c + 7'h40) < w_end))) ? w_rotated[487:480] : ring3[487:480],
-        (((ring3_first & (7'h3b < w_end)) & ~(7'h3b < {1'h0, w_lane})) | (ring3_second & ((7'h3b + 7'h40) < w_end))) ? w_rotated[479:472] : ring3[479:472],
-        (((ring3_first & (7'h3a < w_end)) & ~(7'h3a < {1'h0, w_lane})) | (ring3_second & ((7'h3a + 7'h40) < w_end))) ? w_rotated[471:464] : ring3[471:464],
-        (((ring3_first & (7'h39 < w_end)) & ~(7'h39 < {1'h0, w_lane})) | (ring3_second & ((7'h39 + 7'h40) < w_end))) ? w_rotated[463:456] : ring3[463:456],
-        (((ring3_first & (7'h38 < w_end)) & ~(7'h38 < {1'h0, w_lane})) | (ring3_second & ((7'h38 + 7'h40) < w_end))) ? w_rotated[455:448] : ring3[455:448],
-        (((ring3_first & (7'h37 < w_end)) & ~(7'h37 < {1'h0, w_lane})) | (ring3_second & ((7'h37 + 7'h40) < w_end))) ? w_rotated[447:440] : ring3[447:440],
-        (((ring3_first & (7'h36 < w_end)) & ~(7'h36 < {1'h0, w_lane})) | (ring3_second & ((7'h36 + 7'h40) < w_end))) ? w_rotated[439:432] : ring3[439:432],
-        (((ring3_first & (7'h35 < w_end)) & ~(7'h35 < {1'h0, w_lane})) | (ring3_second & ((7'h35 + 7'h40) < w_end))) ? w_rotated[431:424] : ring3[431:424],
-        (((ring3_first & (7'h34 < w_end)) & ~(7'h34 < {1'h0, w_lane})) | (ring3_second & ((7'h34 + 7'h40) < w_end))) ? w_rotated[423:416] : ring3[423:416],
-        (((ring3_first & (7'h33 < w_end)) & ~(7'h33 < {1'h0, w_lane})) | (ring3_second & ((7'h33 + 7'h40) < w_end))) ? w_rotated[415:408] : ring3[415:408],
-        (((ring3_first & (7'h32 < w_end)) & ~(7'h32 < {1'h0, w_lane})) | (ring3_second & ((7'h32 + 7'h40) < w_end))) ? w_rotated[407:400] : ring3[407:400],
-        (((ring3_first & (7'h31 < w_end)) & ~(7'h31 < {1'h0, w_lane})) | (ring3_second & ((7'h31 + 7'h40) < w_end))) ? w_rotated[399:392] : ring3[399:392],
-        (((ring3_first & (7'h30 < w_end)) & ~(7'h30 < {1'h0, w_lane})) | (ring3_second & ((7'h30 + 7'h40) < w_end))) ? w_rotated[391:384] : ring3[391:384],
-        (((ring3_first & (7'h2f < w_end)) & ~(7'h2f < {1'h0, w_lane})) | (ring3_second & ((7'h2f + 7'h40) < w_end))) ? w_rotated[383:376] : ring3[383:376],
-        (((ring3_first & (7'h2e < w_end)) & ~(7'h2e < {1'h0, w_lane})) | (ring3_second & ((7'h2e + 7'h40) < w_end))) ? w_rotated[375:368] : ring3[375:368],
-        (((ring3_first & (7'h2d < w_end)) & ~(7'h2d < {1'h0, w_lane})) | (ring3_second & ((7'h2d + 7'h40) < w_end))) ? w_rotated[367:360] : ring3[367:360],
-        (((ring3_first & (7'h2c < w_end)) & ~(7'h2c < {1'h0, w_lane})) | (ring3_second & ((7'h2c + 7'h40) < w_end))) ? w_rotated[359:352] : ring3[359:352],
-        (((ring3_first & (7'h2b < w_end)) & ~(7'h2b < {1'h0, w_lane})) | (ring3_second & ((7'h2b + 7'h40) < w_end))) ? w_rotated[351:344] : ring3[351:344],
-        (((ring3_first & (7'h2a < w_end)) & ~(7'h2a < {1'h0, w_lane})) | (ring3_second & ((7'h2a + 7'h40) < w_end))) ? w_rotated[343:336] : ring3[343:336],
-        (((ring3_first & (7'h29 < w_end)) & ~(7'h29 < {1'h0, w_lane})) | (ring3_second & ((7'h29 + 7'h40) < w_end))) ? w_rotated[335:328] : ring3[335:328],
-        (((ring3_first & (7'h28 < w_end)) & ~(7'h28 < {1'h0, w_lane})) | (ring3_second & ((7'h28 + 7'h40) < w_end))) ? w_rotated[327:320] : ring3[327:320],
-        (((ring3_first & (7'h27 < w_end)) & ~(7'h27 < {1'h0, w_lane})) | (ring3_second & ((7'h27 + 7'h40) < w_end))) ? w_rotated[319:312] : ring3[319:312],
-        (((ring3_first & (7'h26 < w_end)) & ~(7'h26 < {1'h0, w_lane})) | (ring3_second & ((7'h26 + 7'h40) < w_end))) ? w_rotated[311:304] : ring3[311:304],
-        (((ring3_first & (7'h25 < w_end)) & ~(7'h25 < {1'h0, w_lane})) | (ring3_second & ((7'h25 + 7'h40) < w_end))) ? w_rotated[303:296] : ring3[303:296],
-        (((ring3_first & (7'h24 < w_end)) & ~(7'h24 < {1'h0, w_lane})) | (ring3_second & ((7'h24 + 7'h40) < w_end))) ? w_rotated[295:288] : ring3[295:288],
-        (((ring3_first & (7'h23 < w_end)) & ~(7'h23 < {1'h0, w_lane})) | (ring3_second & ((7'h23 + 7'h40) < w_end))) ? w_rotated[287:280] : ring3[287:280],
-        (((ring3_first & (7'h22 < w_end)) & ~(7'h22 < {1'h0, w_lane})) | (ring3_second & ((7'h22 + 7'h40) < w_end))) ? w_rotated[279:272] : ring3[279:272],
-        (((ring3_first & (7'h21 < w_end)) & ~(7'h21 < {1'h0, w_lane})) | (ring3_second & ((7'h21 + 7'h40) < w_end))) ? w_rotated[271:264] : ring3[271:264],
-        (((ring3_first & (7'h20 < w_end)) & ~(7'h20 < {1'h0, w_lane})) | (ring3_second & ((7'h20 + 7'h40) < w_end))) ? w_rotated[263:256] : ring3[263:256],
-        (((ring3_first & (7'h1f < w_end)) & ~(7'h1f < {1'h0, w_lane})) | (ring3_second & ((7'h1f + 7'h40) < w_end))) ? w_rotated[255:248] : ring3[255:248],
-        (((ring3_first & (7'h1e < w_end)) & ~(7'h1e < {1'h0, w_lane})) | (ring3_second & ((7'h1e + 7'h40) < w_end))) ? w_rotated[247:240] : ring3[247:240],
-        (((ring3_first & (7'h1d < w_end)) & ~(7'h1d < {1'h0, w_lane})) | (ring3_second & ((7'h1d + 7'h40) < w_end))) ? w_rotated[239:232] : ring3[239:232],
-        (((ring3_first & (7'h1c < w_end)) & ~(7'h1c < {1'h0, w_lane})) | (ring3_second & ((7'h1c + 7'h40) < w_end))) ? w_rotated[231:224] : ring3[231:224],
-        (((ring3_first & (7'h1b < w_end)) & ~(7'h1b < {1'h0, w_lane})) | (ring3_second & ((7'h1b + 7'h40) < w_end))) ? w_rotated[223:216] : ring3[223:216],
-        (((ring3_first & (7'h1a < w_end)) & ~(7'h1a < {1'h0, w_lane})) | (ring3_second & ((7'h1a + 7'h40) < w_end))) ? w_rotated[215:208] : ring3[215:208],
-        (((ring3_first & (7'h19 < w_end)) & ~(7'h19 < {1'h0, w_lane})) | (ring3_second & ((7'h19 + 7'h40) < w_end))) ? w_rotated[207:200] : ring3[207:200],
-        (((ring3_first & (7'h18 < w_end)) & ~(7'h18 < {1'h0, w_lane})) | (ring3_second & ((7'h18 + 7'h40) < w_end))) ? w_rotated[199:192] : ring3[199:192],
-        (((ring3_first & (7'h17 < w_end)) & ~(7'h17 < {1'h0, w_lane})) | (ring3_second & ((7'h17 + 7'h40) < w_end))) ? w_rotated[191:184] : ring3[191:184],
-        (((ring3_first & (7'h16 < w_end)) & ~(7'h16 < {1'h0, w_lane})) | (ring3_second & ((7'h16 + 7'h40) < w_end))) ? w_rotated[183:176] : ring3[183:176],
-        (((ring3_first & (7'h15 < w_end)) & ~(7'h15 < {1'h0, w_lane})) | (ring3_second & ((7'h15 + 7'h40) < w_end))) ? w_rotated[175:168] : ring3[175:168],
-        (((ring3_first & (7'h14 < w_end)) & ~(7'h14 < {1'h0, w_lane})) | (ring3_second & ((7'h14 + 7'h40) < w_end))) ? w_rotated[167:160] : ring3[167:160],
-        (((ring3_first & (7'h13 < w_end)) & ~(7'h13 < {1'h0, w_lane})) | (ring3_second & ((7'h13 + 7'h40) < w_end))) ? w_rotated[159:152] : ring3[159:152],
-        (((ring3_first & (7'h12 < w_end)) & ~(7'h12 < {1'h0, w_lane})) | (ring3_second & ((7'h12 + 7'h40) < w_end))) ? w_rotated[151:144] : ring3[151:144],
-        (((ring3_first & (7'h11 < w_end)) & ~(7'h11 < {1'h0, w_lane})) | (ring3_second & ((7'h11 + 7'h40) < w_end))) ? w_rotated[143:136] : ring3[143:136],
-        (((ring3_first & (7'h10 < w_end)) & ~(7'h10 < {1'h0, w_lane})) | (ring3_second & ((7'h10 + 7'h40) < w_end))) ? w_rotated[135:128] : ring3[135:128],
-        (((ring3_first & (7'h0f < w_end)) & ~(7'h0f < {1'h0, w_lane})) | (ring3_second & ((7'h0f + 7'h40) < w_end))) ? w_rotated[127:120] : ring3[127:120],
-        (((ring3_first & (7'h0e < w_end)) & ~(7'h0e < {1'h0, w_lane})) | (ring3_second & ((7'h0e + 7'h40) < w_end))) ? w_rotated[119:112] : ring3[119:112],
-        (((ring3_first & (7'h0d < w_end)) & ~(7'h0d < {1'h0, w_lane})) | (ring3_second & ((7'h0d + 7'h40) < w_end))) ? w_rotated[111:104] : ring3[111:104],
-        (((ring3_first & (7'h0c < w_end)) & ~(7'h0c < {1'h0, w_lane})) | (ring3_second & ((7'h0c + 7'h40) < w_end))) ? w_rotated[103:96] : ring3[103:96],
-        (((ring3_first & (7'h0b < w_end)) & ~(7'h0b < {1'h0, w_lane})) | (ring3_second & ((7'h0b + 7'h40) < w_end))) ? w_rotated[95:88] : ring3[95:88],
-        (((ring3_first & (7'h0a < w_end)) & ~(7'h0a < {1'h0, w_lane})) | (ring3_second & ((7'h0a + 7'h40) < w_end))) ? w_rotated[87:80] : ring3[87:80],
-        (((ring3_first & (7'h09 < w_end)) & ~(7'h09 < {1'h0, w_lane})) | (ring3_second & ((7'h09 + 7'h40) < w_end))) ? w_rotated[79:72] : ring3[79:72],
-        (((ring3_first & (7'h08 < w_end)) & ~(7'h08 < {1'h0, w_lane})) | (ring3_second & ((7'h08 + 7'h40) < w_end))) ? w_rotated[71:64] : ring3[71:64],
-        (((ring3_first & (7'h07 < w_end)) & ~(7'h07 < {1'h0, w_lane})) | (ring3_second & ((7'h07 + 7'h40) < w_end))) ? w_rotated[63:56] : ring3[63:56],
-        (((ring3_first & (7'h06 < w_end)) & ~(7'h06 < {1'h0, w_lane})) | (ring3_second & ((7'h06 + 7'h40) < w_end))) ? w_rotated[55:48] : ring3[55:48],
-        (((ring3_first & (7'h05 < w_end)) & ~(7'h05 < {1'h0, w_lane})) | (ring3_second & ((7'h05 + 7'h40) < w_end))) ? w_rotated[47:40] : ring3[47:40],
-        (((ring3_first & (7'h04 < w_end)) & ~(7'h04 < {1'h0, w_lane})) | (ring3_second & ((7'h04 + 7'h40) < w_end))) ? w_rotated[39:32] : ring3[39:32],
-        (((ring3_first & (7'h03 < w_end)) & ~(7'h03 < {1'h0, w_lane})) | (ring3_second & ((7'h03 + 7'h40) < w_end))) ? w_rotated[31:24] : ring3[31:24],
-        (((ring3_first & (7'h02 < w_end)) & ~(7'h02 < {1'h0, w_lane})) | (ring3_second & ((7'h02 + 7'h40) < w_end))) ? w_rotated[23:16] : ring3[23:16],
-        (((ring3_first & (7'h01 < w_end)) & ~(7'h01 < {1'h0, w_lane})) | (ring3_second & ((7'h01 + 7'h40) < w_end))) ? w_rotated[15:8] : ring3[15:8],
-        (((ring3_first & (7'h00 < w_end)) & ~(7'h00 < {1'h0, w_lane})) | (ring3_second & ((7'h00 + 7'h40) < w_end))) ? w_rotated[7:0] : ring3[7:0]
-    };
+            ((ring3_first & (7'h3f < w_end)) | 1'h0) ? w_rotated[511:504] : ring3[511:504],
+            (((ring3_first & (7'h3e < w_end)) & ~(7'h3e < {1'h0, w_lane})) | (ring3_second & ((7'h3e + 7'h40) < w_end))) ? w_rotated[503:496] : ring3[503:496],
+            (((ring3_first & (7'h3d < w_end)) & ~(7'h3d < {1'h0, w_lane})) | (ring3_second & ((7'h3d + 7'h40) < w_end))) ? w_rotated[495:488] : ring3[495:488],
+            (((ring3_first & (7'h3c < w_end)) & ~(7'h3c < {1'h0, w_lane})) | (ring3_second & ((7'h3c + 7'h40) < w_end))) ? w_rotated[487:480] : ring3[487:480],
+            (((ring3_first & (7'h3b < w_end)) & ~(7'h3b < {1'h0, w_lane})) | (ring3_second & ((7'h3b + 7'h40) < w_end))) ? w_rotated[479:472] : ring3[479:472],
+            (((ring3_first & (7'h3a < w_end)) & ~(7'h3a < {1'h0, w_lane})) | (ring3_second & ((7'h3a + 7'h40) < w_end))) ? w_rotated[471:464] : ring3[471:464],
+            (((ring3_first & (7'h39 < w_end)) & ~(7'h39 < {1'h0, w_lane})) | (ring3_second & ((7'h39 + 7'h40) < w_end))) ? w_rotated[463:456] : ring3[463:456],
+            (((ring3_first & (7'h38 < w_end)) & ~(7'h38 < {1'h0, w_lane})) | (ring3_second & ((7'h38 + 7'h40) < w_end))) ? w_rotated[455:448] : ring3[455:448],
+            (((ring3_first & (7'h37 < w_end)) & ~(7'h37 < {1'h0, w_lane})) | (ring3_second & ((7'h37 + 7'h40) < w_end))) ? w_rotated[447:440] : ring3[447:440],
+            (((ring3_first & (7'h36 < w_end)) & ~(7'h36 < {1'h0, w_lane})) | (ring3_second & ((7'h36 + 7'h40) < w_end))) ? w_rotated[439:432] : ring3[439:432],
+            (((ring3_first & (7'h35 < w_end)) & ~(7'h35 < {1'h0, w_lane})) | (ring3_second & ((7'h35 + 7'h40) < w_end))) ? w_rotated[431:424] : ring3[431:424],
+            (((ring3_first & (7'h34 < w_end)) & ~(7'h34 < {1'h0, w_lane})) | (ring3_second & ((7'h34 + 7'h40) < w_end))) ? w_rotated[423:416] : ring3[423:416],
+            (((ring3_first & (7'h33 < w_end)) & ~(7'h33 < {1'h0, w_lane})) | (ring3_second & ((7'h33 + 7'h40) < w_end))) ? w_rotated[415:408] : ring3[415:408],
+            (((ring3_first & (7'h32 < w_end)) & ~(7'h32 < {1'h0, w_lane})) | (ring3_second & ((7'h32 + 7'h40) < w_end))) ? w_rotated[407:400] : ring3[407:400],
+            (((ring3_first & (7'h31 < w_end)) & ~(7'h31 < {1'h0, w_lane})) | (ring3_second & ((7'h31 + 7'h40) < w_end))) ? w_rotated[399:392] : ring3[399:392],
+            (((ring3_first & (7'h30 < w_end)) & ~(7'h30 < {1'h0, w_lane})) | (ring3_second & ((7'h30 + 7'h40) < w_end))) ? w_rotated[391:384] : ring3[391:384],
+            (((ring3_first & (7'h2f < w_end)) & ~(7'h2f < {1'h0, w_lane})) | (ring3_second & ((7'h2f + 7'h40) < w_end))) ? w_rotated[383:376] : ring3[383:376],
+            (((ring3_first & (7'h2e < w_end)) & ~(7'h2e < {1'h0, w_lane})) | (ring3_second & ((7'h2e + 7'h40) < w_end))) ? w_rotated[375:368] : ring3[375:368],
+            (((ring3_first & (7'h2d < w_end)) & ~(7'h2d < {1'h0, w_lane})) | (ring3_second & ((7'h2d + 7'h40) < w_end))) ? w_rotated[367:360] : ring3[367:360],
+            (((ring3_first & (7'h2c < w_end)) & ~(7'h2c < {1'h0, w_lane})) | (ring3_second & ((7'h2c + 7'h40) < w_end))) ? w_rotated[359:352] : ring3[359:352],
+            (((ring3_first & (7'h2b < w_end)) & ~(7'h2b < {1'h0, w_lane})) | (ring3_second & ((7'h2b + 7'h40) < w_end))) ? w_rotated[351:344] : ring3[351:344],
+            (((ring3_first & (7'h2a < w_end)) & ~(7'h2a < {1'h0, w_lane})) | (ring3_second & ((7'h2a + 7'h40) < w_end))) ? w_rotated[343:336] : ring3[343:336],
+            (((ring3_first & (7'h29 < w_end)) & ~(7'h29 < {1'h0, w_lane})) | (ring3_second & ((7'h29 + 7'h40) < w_end))) ? w_rotated[335:328] : ring3[335:328],
+            (((ring3_first & (7'h28 < w_end)) & ~(7'h28 < {1'h0, w_lane})) | (ring3_second & ((7'h28 + 7'h40) < w_end))) ? w_rotated[327:320] : ring3[327:320],
+            (((ring3_first & (7'h27 < w_end)) & ~(7'h27 < {1'h0, w_lane})) | (ring3_second & ((7'h27 + 7'h40) < w_end))) ? w_rotated[319:312] : ring3[319:312],
+            (((ring3_first & (7'h26 < w_end)) & ~(7'h26 < {1'h0, w_lane})) | (ring3_second & ((7'h26 + 7'h40) < w_end))) ? w_rotated[311:304] : ring3[311:304],
+            (((ring3_first & (7'h25 < w_end)) & ~(7'h25 < {1'h0, w_lane})) | (ring3_second & ((7'h25 + 7'h40) < w_end))) ? w_rotated[303:296] : ring3[303:296],
+            (((ring3_first & (7'h24 < w_end)) & ~(7'h24 < {1'h0, w_lane})) | (ring3_second & ((7'h24 + 7'h40) < w_end))) ? w_rotated[295:288] : ring3[295:288],
+            (((ring3_first & (7'h23 < w_end)) & ~(7'h23 < {1'h0, w_lane})) | (ring3_second & ((7'h23 + 7'h40) < w_end))) ? w_rotated[287:280] : ring3[287:280],
+            (((ring3_first & (7'h22 < w_end)) & ~(7'h22 < {1'h0, w_lane})) | (ring3_second & ((7'h22 + 7'h40) < w_end))) ? w_rotated[279:272] : ring3[279:272],
+            (((ring3_first & (7'h21 < w_end)) & ~(7'h21 < {1'h0, w_lane})) | (ring3_second & ((7'h21 + 7'h40) < w_end))) ? w_rotated[271:264] : ring3[271:264],
+            (((ring3_first & (7'h20 < w_end)) & ~(7'h20 < {1'h0, w_lane})) | (ring3_second & ((7'h20 + 7'h40) < w_end))) ? w_rotated[263:256] : ring3[263:256],
+            (((ring3_first & (7'h1f < w_end)) & ~(7'h1f < {1'h0, w_lane})) | (ring3_second & ((7'h1f + 7'h40) < w_end))) ? w_rotated[255:248] : ring3[255:248],
+            (((ring3_first & (7'h1e < w_end)) & ~(7'h1e < {1'h0, w_lane})) | (ring3_second & ((7'h1e + 7'h40) < w_end))) ? w_rotated[247:240] : ring3[247:240],
+            (((ring3_first & (7'h1d < w_end)) & ~(7'h1d < {1'h0, w_lane})) | (ring3_second & ((7'h1d + 7'h40) < w_end))) ? w_rotated[239:232] : ring3[239:232],
+            (((ring3_first & (7'h1c < w_end)) & ~(7'h1c < {1'h0, w_lane})) | (ring3_second & ((7'h1c + 7'h40) < w_end))) ? w_rotated[231:224] : ring3[231:224],
+            (((ring3_first & (7'h1b < w_end)) & ~(7'h1b < {1'h0, w_lane})) | (ring3_second & ((7'h1b + 7'h40) < w_end))) ? w_rotated[223:216] : ring3[223:216],
+            (((ring3_first & (7'h1a < w_end)) & ~(7'h1a < {1'h0, w_lane})) | (ring3_second & ((7'h1a + 7'h40) < w_end))) ? w_rotated[215:208] : ring3[215:208],
+            (((ring3_first & (7'h19 < w_end)) & ~(7'h19 < {1'h0, w_lane})) | (ring3_second & ((7'h19 + 7'h40) < w_end))) ? w_rotated[207:200] : ring3[207:200],
+            (((ring3_first & (7'h18 < w_end)) & ~(7'h18 < {1'h0, w_lane})) | (ring3_second & ((7'h18 + 7'h40) < w_end))) ? w_rotated[199:192] : ring3[199:192],
+            (((ring3_first & (7'h17 < w_end)) & ~(7'h17 < {1'h0, w_lane})) | (ring3_second & ((7'h17 + 7'h40) < w_end))) ? w_rotated[191:184] : ring3[191:184],
+            (((ring3_first & (7'h16 < w_end)) & ~(7'h16 < {1'h0, w_lane})) | (ring3_second & ((7'h16 + 7'h40) < w_end))) ? w_rotated[183:176] : ring3[183:176],
+            (((ring3_first & (7'h15 < w_end)) & ~(7'h15 < {1'h0, w_lane})) | (ring3_second & ((7'h15 + 7'h40) < w_end))) ? w_rotated[175:168] : ring3[175:168],
+            (((ring3_first & (7'h14 < w_end)) & ~(7'h14 < {1'h0, w_lane})) | (ring3_second & ((7'h14 + 7'h40) < w_end))) ? w_rotated[167:160] : ring3[167:160],
+            (((ring3_first & (7'h13 < w_end)) & ~(7'h13 < {1'h0, w_lane})) | (ring3_second & ((7'h13 + 7'h40) < w_end))) ? w_rotated[159:152] : ring3[159:152],
+            (((ring3_first & (7'h12 < w_end)) & ~(7'h12 < {1'h0, w_lane})) | (ring3_second & ((7'h12 + 7'h40) < w_end))) ? w_rotated[151:144] : ring3[151:144],
+            (((ring3_first & (7'h11 < w_end)) & ~(7'h11 < {1'h0, w_lane})) | (ring3_second & ((7'h11 + 7'h40) < w_end))) ? w_rotated[143:136] : ring3[143:136],
+            (((ring3_first & (7'h10 < w_end)) & ~(7'h10 < {1'h0, w_lane})) | (ring3_second & ((7'h10 + 7'h40) < w_end))) ? w_rotated[135:128] : ring3[135:128],
+            (((ring3_first & (7'h0f < w_end)) & ~(7'h0f < {1'h0, w_lane})) | (ring3_second & ((7'h0f + 7'h40) < w_end))) ? w_rotated[127:120] : ring3[127:120],
+            (((ring3_first & (7'h0e < w_end)) & ~(7'h0e < {1'h0, w_lane})) | (ring3_second & ((7'h0e + 7'h40) < w_end))) ? w_rotated[119:112] : ring3[119:112],
+            (((ring3_first & (7'h0d < w_end)) & ~(7'h0d < {1'h0, w_lane})) | (ring3_second & ((7'h0d + 7'h40) < w_end))) ? w_rotated[111:104] : ring3[111:104],
+            (((ring3_first & (7'h0c < w_end)) & ~(7'h0c < {1'h0, w_lane})) | (ring3_second & ((7'h0c + 7'h40) < w_end))) ? w_rotated[103:96] : ring3[103:96],
+            (((ring3_first & (7'h0b < w_end)) & ~(7'h0b < {1'h0, w_lane})) | (ring3_second & ((7'h0b + 7'h40) < w_end))) ? w_rotated[95:88] : ring3[95:88],
+            (((ring3_first & (7'h0a < w_end)) & ~(7'h0a < {1'h0, w_lane})) | (ring3_second & ((7'h0a + 7'h40) < w_end))) ? w_rotated[87:80] : ring3[87:80],
+            (((ring3_first & (7'h09 < w_end)) & ~(7'h09 < {1'h0, w_lane})) | (ring3_second & ((7'h09 + 7'h40) < w_end))) ? w_rotated[79:72] : ring3[79:72],
+            (((ring3_first & (7'h08 < w_end)) & ~(7'h08 < {1'h0, w_lane})) | (ring3_second & ((7'h08 + 7'h40) < w_end))) ? w_rotated[71:64] : ring3[71:64],
+            (((ring3_first & (7'h07 < w_end)) & ~(7'h07 < {1'h0, w_lane})) | (ring3_second & ((7'h07 + 7'h40) < w_end))) ? w_rotated[63:56] : ring3[63:56],
+            (((ring3_first & (7'h06 < w_end)) & ~(7'h06 < {1'h0, w_lane})) | (ring3_second & ((7'h06 + 7'h40) < w_end))) ? w_rotated[55:48] : ring3[55:48],
+            (((ring3_first & (7'h05 < w_end)) & ~(7'h05 < {1'h0, w_lane})) | (ring3_second & ((7'h05 + 7'h40) < w_end))) ? w_rotated[47:40] : ring3[47:40],
+            (((ring3_first & (7'h04 < w_end)) & ~(7'h04 < {1'h0, w_lane})) | (ring3_second & ((7'h04 + 7'h40) < w_end))) ? w_rotated[39:32] : ring3[39:32],
+            (((ring3_first & (7'h03 < w_end)) & ~(7'h03 < {1'h0, w_lane})) | (ring3_second & ((7'h03 + 7'h40) < w_end))) ? w_rotated[31:24] : ring3[31:24],
+            (((ring3_first & (7'h02 < w_end)) & ~(7'h02 < {1'h0, w_lane})) | (ring3_second & ((7'h02 + 7'h40) < w_end))) ? w_rotated[23:16] : ring3[23:16],
+            (((ring3_first & (7'h01 < w_end)) & ~(7'h01 < {1'h0, w_lane})) | (ring3_second & ((7'h01 + 7'h40) < w_end))) ? w_rotated[15:8] : ring3[15:8],
+            (((ring3_first & (7'h00 < w_end)) & ~(7'h00 < {1'h0, w_lane})) | (ring3_second & ((7'h00 + 7'h40) < w_end))) ? w_rotated[7:0] : ring3[7:0]
+        };
     end
 
     always @(posedge clk) begin
@@ -6383,79 +7619,79 @@ module mpa_rx_w512 (
         if (rst) begin
             f_in <= 1'h0;
         end else if (b_go) begin
-            f_in <= ~b_ends;
+            f_in <= n_take | ~b_ends;
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_len <= b_len;
+            f_len <= n_take ? n_len : b_len;
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_left <= b_left - {10'h000, b_body};
+            f_left <= n_take ? n_left : (b_left - {10'h000, b_body});
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_done <= b_done + {10'h000, b_body};
+            f_done <= n_take ? {10'h000, n_body} : (b_done + {10'h000, b_body});
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_shift <= b_shift;
+            f_shift <= n_take ? n_shift_lane : b_shift;
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_acc <= b_full ? b_rotated[503:0] : b_combined;
+            f_acc <= n_take ? n_rotated : (b_full ? b_rotated[503:0] : b_combined);
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_acc_lanes <= b_total[5:0];
+            f_acc_lanes <= n_take ? n_acc_lanes : b_total[5:0];
         end
     end
 
     always @(posedge clk) begin
-        if (b_go & b_starting) begin
-            f_start <= rpos;
+        if (b_go & (b_starting | n_take)) begin
+            f_start <= n_take ? n_start : rpos;
         end
     end
 
     always @(posedge clk) begin
-        if (b_go & b_starting) begin
-            f_hdr <= rpos[15:0] + {9'h000, b_marker_lanes};
+        if (b_go & (b_starting | n_take)) begin
+            f_hdr <= n_take ? n_start[15:0] : (rpos[15:0] + {9'h000, b_marker_lanes});
         end
     end
 
     always @(posedge clk) begin
-        if (b_go & b_starting) begin
-            f_lead <= b_marker;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (b_go) begin
-            f_marker_bad <= b_marker_bad;
+        if (b_go & (b_starting | n_take)) begin
+            f_lead <= ~n_take & b_marker;
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_crc_lo <= (b_end == 7'h40) ? 6'h00 : b_crc_lo;
+            f_marker_bad <= ~n_take & b_marker_bad;
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_crc_fresh <= b_crc_fresh & ~b_crc_update;
+            f_crc_lo <= (n_take | (b_end == 7'h40)) ? 6'h00 : b_crc_lo;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (b_go) begin
+            f_crc_fresh <= (~n_take & b_crc_fresh) & ~b_crc_update;
         end
     end
 
@@ -6467,17 +7703,9 @@ module mpa_rx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            f_pending <= 1'h0;
-        end else if (f_pending | b_go) begin
-            f_pending <= f_pending ? 1'h0 : b_spill;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
             buf_wptr <= 12'h000;
-        end else if (buf_write) begin
-            buf_wptr <= buf_wptr + 12'h001;
+        end else if (b_write) begin
+            buf_wptr <= buf_wptr + (b_write_second ? 12'h002 : 12'h001);
         end
     end
 
@@ -6514,6 +7742,18 @@ module mpa_rx_w512 (
     always @(posedge clk) begin
         if (c_enter) begin
             c1_lo <= c_lo_in;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_enter) begin
+            c1_next <= n_take;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_enter) begin
+            c1_next_lo <= c_next_lo_in;
         end
     end
 
@@ -6572,6 +7812,12 @@ module mpa_rx_w512 (
     end
 
     always @(posedge clk) begin
+        if (n_take) begin
+            c1_next_data <= n_covered;
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             c2_valid <= 1'h0;
         end else begin
@@ -6596,6 +7842,18 @@ module mpa_rx_w512 (
     always @(posedge clk) begin
         if (c1_valid) begin
             c2_lo <= c1_lo;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c1_valid) begin
+            c2_next <= c1_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c1_valid) begin
+            c2_next_lo <= c1_next_lo;
         end
     end
 
@@ -6654,8 +7912,14 @@ module mpa_rx_w512 (
     end
 
     always @(posedge clk) begin
+        if (c1_valid & c1_next) begin
+            c2_next_term <= c1_next_term;
+        end
+    end
+
+    always @(posedge clk) begin
         if (c2_valid & c2_upd) begin
-            crc_state <= crc_next;
+            crc_state <= c2_next ? crc_next_fpdu : crc_next;
         end
     end
 
@@ -6832,6 +8096,12 @@ module mpa_rx_w512 (
     end
 
     always @(posedge clk) begin
+        if (o_read) begin
+            o_read_bank <= buf_rptr[0];
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             o_q_count <= 2'h0;
         end else begin
@@ -6840,11 +8110,11 @@ module mpa_rx_w512 (
     end
 
     always @(posedge clk) begin
-        o_q0_word <= o_q0_push ? ulpdu_buf_rd : ((o_pop == 2'h1) ? o_q1_word : o_q0_word);
+        o_q0_word <= o_q0_push ? o_read_data : ((o_pop == 2'h1) ? o_q1_word : o_q0_word);
     end
 
     always @(posedge clk) begin
-        o_q1_word <= o_q1_push ? ulpdu_buf_rd : o_q1_word;
+        o_q1_word <= o_q1_push ? o_read_data : o_q1_word;
     end
 
     always @(posedge clk) begin
@@ -6863,13 +8133,23 @@ module mpa_rx_w512 (
         end
     end
 
-    // ulpdu_buf: synchronous write, synchronous read (block RAM)
+    // ulpdu_buf0: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if (buf_write) begin
-            ulpdu_buf[buf_wptr[10:0]] <= buf_word;
+        if ((b_write & (buf_bank == 1'h0)) | (b_write_second & ~(buf_bank == 1'h0))) begin
+            ulpdu_buf0[(buf_bank == 1'h0) ? buf_row0 : buf_row1] <= (buf_bank == 1'h0) ? buf_word0 : buf_word1;
         end
-        if (o_read) begin
-            ulpdu_buf_rd <= ulpdu_buf[buf_rptr[10:0]];
+        if (o_read & (buf_rptr[0] == 1'h0)) begin
+            ulpdu_buf0_rd <= ulpdu_buf0[buf_rd_row];
+        end
+    end
+
+    // ulpdu_buf1: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((b_write & (buf_bank == 1'h1)) | (b_write_second & ~(buf_bank == 1'h1))) begin
+            ulpdu_buf1[(buf_bank == 1'h1) ? buf_row0 : buf_row1] <= (buf_bank == 1'h1) ? buf_word0 : buf_word1;
+        end
+        if (o_read & (buf_rptr[0] == 1'h1)) begin
+            ulpdu_buf1_rd <= ulpdu_buf1[buf_rd_row];
         end
     end
 

@@ -32,11 +32,15 @@
 // octets from its position to the end of the aligned beat, the end of the
 // FPDU, or the end of what has arrived (whole 4-octet groups), whichever comes
 // first; it waits for more unless the piece reaches the beat's end or the
-// FPDU's end, or s_axis_tvalid is 0 (or the stream has ended). It writes up to
-// one buffer beat per cycle, and stalls one cycle when a ULPDU's end leaves
-// two. The CRC check is pipelined: an FPDU's verdict takes effect 4 cycles
-// after its last piece; a good FPDU's ULPDU then becomes readable and reaches
-// m_axis 2 cycles later at the earliest.
+// FPDU's end, or s_axis_tvalid is 0 (or the stream has ended). In the cycle an
+// FPDU ends inside a beat, the next FPDU's first piece (to the beat's end) is
+// taken too when that part of the beat has arrived, its ULPDU_Length is good
+// and neither it nor its ULPDU ends in the beat. The buffer has two banks
+// (even and odd beats), so a ULPDU's last two beats are written in one cycle;
+// the framer waits while fewer than two buffer beats are free. The CRC check
+// is pipelined: an FPDU's verdict takes effect 4 cycles after its last piece;
+// a good FPDU's ULPDU then becomes readable and reaches m_axis 2 cycles later
+// at the earliest.
 //
 // Implements: RFC 5044 §4.1-4.4 (FPDU format, markers every 512 octets from SeqStart, FPDUPTR, CRC32c coverage), §6 (delineation by ULPDU_Length; pass a ULPDU only once the whole FPDU is present and checked), §8 (error codes; nothing delivered after an error)
 //
@@ -122,7 +126,6 @@ module mpa_rx_w64 (
     reg  [2:0]     f_crc_lo;                 // first lane of the current aligned beat that the CRC covers
     reg            f_crc_fresh;              // the FPDU's CRC has no beat yet
     reg  [14:0]    f_end_ptr;                // buffer pointer just past the ULPDU, once written
-    reg            f_pending;                // the ULPDU's last beat waits in f_acc
     reg  [14:0]    buf_wptr;                 // buffer write pointer
     reg  [14:0]    buf_rptr;                 // buffer read pointer
     wire           b_starting;               // the framer is at an FPDU's first octet
@@ -170,8 +173,9 @@ module mpa_rx_w64 (
     wire [63:0]    b_out;
     wire           b_write;                  // the piece writes a buffer beat
     wire           b_spill;                  // the ULPDU ends with two beats to write
-    wire           buf_write;
-    wire [80:0]    buf_word;                 // last, ULPDU_Length, data
+    wire           b_write_second;           // ... and writes its last one too, into the other bank
+    wire [80:0]    buf_word0;                // last, ULPDU_Length, data
+    wire [80:0]    buf_word1;                // the ULPDU's last beat when it spills
     wire [14:0]    b_end_ptr;                // buffer pointer just past the ULPDU
     wire [15:0]    b_fpduptr;                // FPDUPTR of a marker in lanes 0-3, low bits ignored
     wire [15:0]    b_fpduptr_want;
@@ -180,12 +184,23 @@ module mpa_rx_w64 (
     wire           b_crc_update;             // the CRC takes the beat
     wire [63:0]    b_covered;                // the FPDU's octets of the beat, others zero
     wire           b_crc_fresh;              // the CRC starts from the initial value at lane b_crc_lo
+    wire [15:0]    n_hdr_group;              // the octets at b_end
+    wire [15:0]    n_len;                    // ULPDU_Length of the next FPDU
+    wire [3:0]     n_body;                   // octets of the beat from b_end on
+    wire           n_take;                   // take the next FPDU's first piece too
+    wire [16:0]    n_left;                   // its body octets left after the piece
+    wire [2:0]     n_shift_lane;             // lane of its first ULPDU octet
+    wire [55:0]    n_rotated;                // its ULPDU octets in their output lanes (at most W/8-6 of them)
+    wire [2:0]     n_acc_lanes;              // its ULPDU octets in the beat
+    wire [63:0]    n_covered;                // its octets of the beat, others zero
+    wire [31:0]    n_start;                  // stream offset of the next FPDU
     wire [31:0]    rpos_next;
     wire [31:0]    ring_held_next;
     wire           c_enter;
     wire           c_pad_in;                 // 4-octet groups of the beat past the FPDU's end: (W/8 - b_end)/4 mod W/32
     wire           c_lo_in;                  // b_crc_lo in groups
     wire           c_in_valid;
+    wire           c_next_lo_in;             // first group of the next FPDU
     wire           c_in_end;                 // the entry carries a verdict
     wire [1:0]     c_in_kind;
     wire [31:0]    c_in_offset;
@@ -194,6 +209,8 @@ module mpa_rx_w64 (
     reg            c1_upd;
     reg            c1_fresh;
     reg            c1_lo;
+    reg            c1_next;
+    reg            c1_next_lo;
     reg            c1_pad;
     reg            c1_end;
     reg  [1:0]     c1_kind;
@@ -203,11 +220,14 @@ module mpa_rx_w64 (
     reg            c1_trunc;
     reg  [14:0]    c1_end_ptr;
     reg  [63:0]    c1_data;
+    reg  [63:0]    c1_next_data;             // the next FPDU's octets when a second piece was taken
     wire [31:0]    c1_term;                  // the beat's contribution to the CRC register
     reg            c2_valid;
     reg            c2_upd;
     reg            c2_fresh;
     reg            c2_lo;
+    reg            c2_next;
+    reg            c2_next_lo;
     reg            c2_pad;
     reg            c2_end;
     reg  [1:0]     c2_kind;
@@ -217,10 +237,13 @@ module mpa_rx_w64 (
     reg            c2_trunc;
     reg  [14:0]    c2_end_ptr;
     reg  [31:0]    c2_term;
+    wire [31:0]    c1_next_term;
+    reg  [31:0]    c2_next_term;
     reg  [31:0]    crc_state;                // CRC register of the FPDU
     wire [31:0]    crc_init;
     wire [31:0]    crc_from;
     wire [31:0]    crc_next;                 // register after c2's beat
+    wire [31:0]    crc_next_fpdu;            // the next FPDU's register after its first piece
     reg            c3_valid;
     reg            c3_end;
     reg  [1:0]     c3_kind;
@@ -244,7 +267,14 @@ module mpa_rx_w64 (
     reg            o_reading;                // a buffer read is under way
     wire [1:0]     o_pop;                    // the head beat is taken
     wire           o_read;                   // issue a buffer read
-    reg  [80:0]    ulpdu_buf_rd;             // read data of ulpdu_buf
+    wire           buf_bank;                 // bank of buf_wptr
+    wire [12:0]    buf_row0;                 // row of buf_wptr
+    wire [12:0]    buf_row1;                 // row of buf_wptr+1
+    wire [12:0]    buf_rd_row;
+    reg  [80:0]    ulpdu_buf0_rd;            // read data of ulpdu_buf0
+    reg  [80:0]    ulpdu_buf1_rd;            // read data of ulpdu_buf1
+    reg            o_read_bank;              // bank of the read under way
+    wire [80:0]    o_read_data;
     reg  [1:0]     o_q_count;                // entries held in o_q
     reg  [80:0]    o_q0_word;
     reg  [80:0]    o_q1_word;
@@ -254,7 +284,8 @@ module mpa_rx_w64 (
     wire           o_valid;
     wire [2:0]     o_len_low;
     wire [2:0]     o_last_lanes;             // index of the last lane of a last beat: (length - 1) mod W/8
-    reg  [80:0] ulpdu_buf [0:16383];         // ULPDU beats: last, ULPDU_Length, data
+    reg  [80:0] ulpdu_buf0 [0:8191];         // ULPDU beats with buffer index 0 mod 2: last, ULPDU_Length, data
+    reg  [80:0] ulpdu_buf1 [0:8191];         // ULPDU beats with buffer index 1 mod 2: last, ULPDU_Length, data
 
     assign halted = b_halt | v_err;
     assign ring_room = ~ring_full;
@@ -374,10 +405,10 @@ module mpa_rx_w64 (
     assign b_idle = ~s_axis_tvalid | fin;
     assign buf_used = buf_wptr - buf_rptr;
     assign buf_room = buf_used < 15'h3fff;
-    assign b_ready = (~halted & ~f_pending) & buf_room;
+    assign b_ready = ~halted & buf_room;
     assign b_len_err = ((b_ready & b_starting) & b_hdr_avail) & b_len_bad;
     assign b_go = (b_ready & (b_starting ? (b_hdr_avail & ~b_len_bad) : ({1'h0, b_lane} < b_end_avail))) & ((b_ends | (b_end_avail == 4'h8)) | b_idle);
-    assign b_eos = ((~halted & ~f_pending) & fin) & ~(b_starting ? b_hdr_avail : ({1'h0, b_lane} < b_end_avail));
+    assign b_eos = (~halted & fin) & ~(b_starting ? b_hdr_avail : ({1'h0, b_lane} < b_end_avail));
     assign b_ulpdu_end = {1'h0, b_len} + 17'h00002;
     assign b_ulpdu_from = (b_done < 17'h00002) ? 17'h00002 : b_done;
     assign b_ulpdu_to = ((b_done + {13'h0000, b_body}) < b_ulpdu_end) ? (b_done + {13'h0000, b_body}) : b_ulpdu_end;
@@ -429,17 +460,18 @@ module mpa_rx_w64 (
     };
     assign b_write = b_go & (b_full | b_ulpdu_ends);
     assign b_spill = (b_ulpdu_ends & b_full) & (b_total[2:0] != 3'h0);
-    assign buf_write = b_write | f_pending;
-    assign buf_word = {f_pending ? 1'h1 : (b_ulpdu_ends & ~b_spill), f_pending ? f_len : b_len, f_pending ? {
+    assign b_write_second = b_go & b_spill;
+    assign buf_word0 = {b_ulpdu_ends & ~b_spill, b_len, b_out};
+    assign buf_word1 = {1'h1, b_len, {
         8'h00,
-        f_acc[55:48] & {8{(3'h6 < f_acc_lanes)}},
-        f_acc[47:40] & {8{(3'h5 < f_acc_lanes)}},
-        f_acc[39:32] & {8{(3'h4 < f_acc_lanes)}},
-        f_acc[31:24] & {8{(3'h3 < f_acc_lanes)}},
-        f_acc[23:16] & {8{(3'h2 < f_acc_lanes)}},
-        f_acc[15:8] & {8{(3'h1 < f_acc_lanes)}},
-        f_acc[7:0] & {8{(3'h0 < f_acc_lanes)}}
-    } : b_out};
+        b_rotated[55:48] & {8{(3'h6 < b_total[2:0])}},
+        b_rotated[47:40] & {8{(3'h5 < b_total[2:0])}},
+        b_rotated[39:32] & {8{(3'h4 < b_total[2:0])}},
+        b_rotated[31:24] & {8{(3'h3 < b_total[2:0])}},
+        b_rotated[23:16] & {8{(3'h2 < b_total[2:0])}},
+        b_rotated[15:8] & {8{(3'h1 < b_total[2:0])}},
+        b_rotated[7:0] & {8{(3'h0 < b_total[2:0])}}
+    }};
     assign b_end_ptr = b_ulpdu_ends ? (buf_wptr + (b_spill ? 15'h0002 : 15'h0001)) : f_end_ptr;
     assign b_fpduptr = {b_beat[23:16], b_beat[31:26], 2'h0};
     assign b_fpduptr_want = rpos[15:0] - f_hdr;
@@ -457,12 +489,48 @@ module mpa_rx_w64 (
         b_beat[7:0] & {8{(~(4'h0 < {1'h0, b_crc_lo}) & (4'h0 < b_end))}}
     };
     assign b_crc_fresh = b_starting | f_crc_fresh;
-    assign rpos_next = rst ? cfg_offset : (b_go ? (rpos + {28'h0000000, b_end - {1'h0, b_lane}}) : rpos);
+    assign n_hdr_group = b_end[2] ? b_beat[47:32] : b_beat[15:0];
+    assign n_len = {n_hdr_group[7:0], n_hdr_group[15:8]};
+    assign n_body = 4'h8 - b_end;
+    assign n_take = (((((b_go & b_ends) & ~b_end[3]) & (b_end_avail == 4'h8)) & (n_len != 16'h0000)) & ~(16'hfd00 < n_len)) & ({13'h0000, n_body} < ({1'h0, n_len} + 17'h00002));
+    assign n_left = ((({1'h0, n_len} + 17'h00005) & 17'h1fffc) + 17'h00004) - {13'h0000, n_body};
+    assign n_shift_lane = b_end[2:0] + 3'h2;
+    assign n_rotated = n_shift_lane[2] ? {
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16],
+        b_beat[15:8],
+        b_beat[7:0],
+        b_beat[63:56],
+        b_beat[55:48]
+    } : {
+        b_beat[7:0],
+        b_beat[63:56],
+        b_beat[55:48],
+        b_beat[47:40],
+        b_beat[39:32],
+        b_beat[31:24],
+        b_beat[23:16]
+    };
+    assign n_acc_lanes = n_body[2:0] - 3'h2;
+    assign n_covered = {
+        b_beat[63:56] & {8{~(4'h7 < b_end)}},
+        b_beat[55:48] & {8{~(4'h6 < b_end)}},
+        b_beat[47:40] & {8{~(4'h5 < b_end)}},
+        b_beat[39:32] & {8{~(4'h4 < b_end)}},
+        b_beat[31:24] & {8{1'h0}},
+        b_beat[23:16] & {8{1'h0}},
+        b_beat[15:8] & {8{1'h0}},
+        b_beat[7:0] & {8{1'h0}}
+    };
+    assign n_start = rpos + {28'h0000000, b_end - {1'h0, b_lane}};
+    assign rpos_next = rst ? cfg_offset : (b_go ? (rpos + {28'h0000000, (n_take ? 4'h8 : b_end) - {1'h0, b_lane}}) : rpos);
     assign ring_held_next = wpos_next - {rpos_next[31:3], 3'h0};
     assign c_enter = (b_crc_update | b_len_err) | b_eos;
     assign c_pad_in = b_end[2];
     assign c_lo_in = b_crc_lo[2];
     assign c_in_valid = c_enter;
+    assign c_next_lo_in = b_end[2];
     assign c_in_end = ((b_crc_update & b_ends) | b_len_err) | b_eos;
     assign c_in_kind = b_len_err ? 2'h1 : (b_eos ? 2'h2 : 2'h0);
     assign c_in_offset = b_starting ? rpos : f_start;
@@ -501,6 +569,40 @@ module mpa_rx_w64 (
         ^(c1_data & 64'h3f2395ec70de584b),
         ^(c1_data & 64'h1f91caf6386f2c25)
     };
+    assign c1_next_term = {
+        ^(c1_next_data & 64'h8fc8e57b1c379612),
+        ^(c1_next_data & 64'h47e472bd8e1bcb09),
+        ^(c1_next_data & 64'h23f2395ec70de584),
+        ^(c1_next_data & 64'h11f91caf6386f2c2),
+        ^(c1_next_data & 64'h08fc8e57b1c37961),
+        ^(c1_next_data & 64'h047e472bd8e1bcb0),
+        ^(c1_next_data & 64'h8df7c6eef047484a),
+        ^(c1_next_data & 64'h46fbe3777823a425),
+        ^(c1_next_data & 64'hacb514c0a0264400),
+        ^(c1_next_data & 64'hd9926f1b4c24b412),
+        ^(c1_next_data & 64'he301d2f6ba25cc1b),
+        ^(c1_next_data & 64'hfe480c004125701f),
+        ^(c1_next_data & 64'h7f2406002092b80f),
+        ^(c1_next_data & 64'hb05ae67b0c7eca15),
+        ^(c1_next_data & 64'hd7e596469a08f318),
+        ^(c1_next_data & 64'h6bf2cb234d04798c),
+        ^(c1_next_data & 64'h35f96591a6823cc6),
+        ^(c1_next_data & 64'h1afcb2c8d3411e63),
+        ^(c1_next_data & 64'h82b6bc1f75971923),
+        ^(c1_next_data & 64'hce93bb74a6fc1a83),
+        ^(c1_next_data & 64'he88138c14f499b53),
+        ^(c1_next_data & 64'h74409c60a7a4cda9),
+        ^(c1_next_data & 64'hb5e8ab4b4fe5f0c6),
+        ^(c1_next_data & 64'hd53cb0debbc56e71),
+        ^(c1_next_data & 64'h6a9e586f5de2b738),
+        ^(c1_next_data & 64'hba87c94cb2c6cd8e),
+        ^(c1_next_data & 64'hd28b01dd4554f0d5),
+        ^(c1_next_data & 64'he68d6595be9dee78),
+        ^(c1_next_data & 64'hfc8e57b1c379612e),
+        ^(c1_next_data & 64'h7e472bd8e1bcb097),
+        ^(c1_next_data & 64'h3f2395ec70de584b),
+        ^(c1_next_data & 64'h1f91caf6386f2c25)
+    };
     assign crc_init = c2_lo ? 32'h641f6454 : 32'hffffffff;
     assign crc_from = c2_fresh ? crc_init : crc_state;
     assign crc_next = c2_term ^ {
@@ -537,6 +639,7 @@ module mpa_rx_w64 (
         ^(crc_from & 32'h70de584b),
         ^(crc_from & 32'h386f2c25)
     };
+    assign crc_next_fpdu = c2_next_term ^ (c2_next_lo ? 32'hb798b438 : 32'h73d74d75);
     assign c3_fixed = {
         ^(c3_reg & (c3_pad_rest ? zinv_4[1023:992] : zinv_0[1023:992])),
         ^(c3_reg & (c3_pad_rest ? zinv_4[991:960] : zinv_0[991:960])),
@@ -580,6 +683,11 @@ module mpa_rx_w64 (
     assign m_err_code = v_err_code;
     assign m_err_offset = v_err_offset;
     assign m_eos = v_eos;
+    assign buf_bank = buf_wptr[0];
+    assign buf_row0 = buf_wptr[13:1];
+    assign buf_row1 = buf_row0 + {12'h000, buf_bank};
+    assign buf_rd_row = buf_rptr[13:1];
+    assign o_read_data = o_read_bank ? ulpdu_buf1_rd : ulpdu_buf0_rd;
     assign o_q_wpos = o_q_count - o_pop;
     assign o_q0_push = o_reading & (o_q_wpos == 2'h0);
     assign o_q1_push = o_reading & (o_q_wpos == 2'h1);
@@ -623,54 +731,54 @@ module mpa_rx_w64 (
 
     always @(posedge clk) begin
         ring0 <= {
-        ((ring0_first & (4'h7 < w_end)) | 1'h0) ? w_rotated[63:56] : ring0[63:56],
-        (((ring0_first & (4'h6 < w_end)) & ~(4'h6 < {1'h0, w_lane})) | (ring0_second & ((4'h6 + 4'h8) < w_end))) ? w_rotated[55:48] : ring0[55:48],
-        (((ring0_first & (4'h5 < w_end)) & ~(4'h5 < {1'h0, w_lane})) | (ring0_second & ((4'h5 + 4'h8) < w_end))) ? w_rotated[47:40] : ring0[47:40],
-        (((ring0_first & (4'h4 < w_end)) & ~(4'h4 < {1'h0, w_lane})) | (ring0_second & ((4'h4 + 4'h8) < w_end))) ? w_rotated[39:32] : ring0[39:32],
-        (((ring0_first & (4'h3 < w_end)) & ~(4'h3 < {1'h0, w_lane})) | (ring0_second & ((4'h3 + 4'h8) < w_end))) ? w_rotated[31:24] : ring0[31:24],
-        (((ring0_first & (4'h2 < w_end)) & ~(4'h2 < {1'h0, w_lane})) | (ring0_second & ((4'h2 + 4'h8) < w_end))) ? w_rotated[23:16] : ring0[23:16],
-        (((ring0_first & (4'h1 < w_end)) & ~(4'h1 < {1'h0, w_lane})) | (ring0_second & ((4'h1 + 4'h8) < w_end))) ? w_rotated[15:8] : ring0[15:8],
-        (((ring0_first & (4'h0 < w_end)) & ~(4'h0 < {1'h0, w_lane})) | (ring0_second & ((4'h0 + 4'h8) < w_end))) ? w_rotated[7:0] : ring0[7:0]
-    };
+            ((ring0_first & (4'h7 < w_end)) | 1'h0) ? w_rotated[63:56] : ring0[63:56],
+            (((ring0_first & (4'h6 < w_end)) & ~(4'h6 < {1'h0, w_lane})) | (ring0_second & ((4'h6 + 4'h8) < w_end))) ? w_rotated[55:48] : ring0[55:48],
+            (((ring0_first & (4'h5 < w_end)) & ~(4'h5 < {1'h0, w_lane})) | (ring0_second & ((4'h5 + 4'h8) < w_end))) ? w_rotated[47:40] : ring0[47:40],
+            (((ring0_first & (4'h4 < w_end)) & ~(4'h4 < {1'h0, w_lane})) | (ring0_second & ((4'h4 + 4'h8) < w_end))) ? w_rotated[39:32] : ring0[39:32],
+            (((ring0_first & (4'h3 < w_end)) & ~(4'h3 < {1'h0, w_lane})) | (ring0_second & ((4'h3 + 4'h8) < w_end))) ? w_rotated[31:24] : ring0[31:24],
+            (((ring0_first & (4'h2 < w_end)) & ~(4'h2 < {1'h0, w_lane})) | (ring0_second & ((4'h2 + 4'h8) < w_end))) ? w_rotated[23:16] : ring0[23:16],
+            (((ring0_first & (4'h1 < w_end)) & ~(4'h1 < {1'h0, w_lane})) | (ring0_second & ((4'h1 + 4'h8) < w_end))) ? w_rotated[15:8] : ring0[15:8],
+            (((ring0_first & (4'h0 < w_end)) & ~(4'h0 < {1'h0, w_lane})) | (ring0_second & ((4'h0 + 4'h8) < w_end))) ? w_rotated[7:0] : ring0[7:0]
+        };
     end
 
     always @(posedge clk) begin
         ring1 <= {
-        ((ring1_first & (4'h7 < w_end)) | 1'h0) ? w_rotated[63:56] : ring1[63:56],
-        (((ring1_first & (4'h6 < w_end)) & ~(4'h6 < {1'h0, w_lane})) | (ring1_second & ((4'h6 + 4'h8) < w_end))) ? w_rotated[55:48] : ring1[55:48],
-        (((ring1_first & (4'h5 < w_end)) & ~(4'h5 < {1'h0, w_lane})) | (ring1_second & ((4'h5 + 4'h8) < w_end))) ? w_rotated[47:40] : ring1[47:40],
-        (((ring1_first & (4'h4 < w_end)) & ~(4'h4 < {1'h0, w_lane})) | (ring1_second & ((4'h4 + 4'h8) < w_end))) ? w_rotated[39:32] : ring1[39:32],
-        (((ring1_first & (4'h3 < w_end)) & ~(4'h3 < {1'h0, w_lane})) | (ring1_second & ((4'h3 + 4'h8) < w_end))) ? w_rotated[31:24] : ring1[31:24],
-        (((ring1_first & (4'h2 < w_end)) & ~(4'h2 < {1'h0, w_lane})) | (ring1_second & ((4'h2 + 4'h8) < w_end))) ? w_rotated[23:16] : ring1[23:16],
-        (((ring1_first & (4'h1 < w_end)) & ~(4'h1 < {1'h0, w_lane})) | (ring1_second & ((4'h1 + 4'h8) < w_end))) ? w_rotated[15:8] : ring1[15:8],
-        (((ring1_first & (4'h0 < w_end)) & ~(4'h0 < {1'h0, w_lane})) | (ring1_second & ((4'h0 + 4'h8) < w_end))) ? w_rotated[7:0] : ring1[7:0]
-    };
+            ((ring1_first & (4'h7 < w_end)) | 1'h0) ? w_rotated[63:56] : ring1[63:56],
+            (((ring1_first & (4'h6 < w_end)) & ~(4'h6 < {1'h0, w_lane})) | (ring1_second & ((4'h6 + 4'h8) < w_end))) ? w_rotated[55:48] : ring1[55:48],
+            (((ring1_first & (4'h5 < w_end)) & ~(4'h5 < {1'h0, w_lane})) | (ring1_second & ((4'h5 + 4'h8) < w_end))) ? w_rotated[47:40] : ring1[47:40],
+            (((ring1_first & (4'h4 < w_end)) & ~(4'h4 < {1'h0, w_lane})) | (ring1_second & ((4'h4 + 4'h8) < w_end))) ? w_rotated[39:32] : ring1[39:32],
+            (((ring1_first & (4'h3 < w_end)) & ~(4'h3 < {1'h0, w_lane})) | (ring1_second & ((4'h3 + 4'h8) < w_end))) ? w_rotated[31:24] : ring1[31:24],
+            (((ring1_first & (4'h2 < w_end)) & ~(4'h2 < {1'h0, w_lane})) | (ring1_second & ((4'h2 + 4'h8) < w_end))) ? w_rotated[23:16] : ring1[23:16],
+            (((ring1_first & (4'h1 < w_end)) & ~(4'h1 < {1'h0, w_lane})) | (ring1_second & ((4'h1 + 4'h8) < w_end))) ? w_rotated[15:8] : ring1[15:8],
+            (((ring1_first & (4'h0 < w_end)) & ~(4'h0 < {1'h0, w_lane})) | (ring1_second & ((4'h0 + 4'h8) < w_end))) ? w_rotated[7:0] : ring1[7:0]
+        };
     end
 
     always @(posedge clk) begin
         ring2 <= {
-        ((ring2_first & (4'h7 < w_end)) | 1'h0) ? w_rotated[63:56] : ring2[63:56],
-        (((ring2_first & (4'h6 < w_end)) & ~(4'h6 < {1'h0, w_lane})) | (ring2_second & ((4'h6 + 4'h8) < w_end))) ? w_rotated[55:48] : ring2[55:48],
-        (((ring2_first & (4'h5 < w_end)) & ~(4'h5 < {1'h0, w_lane})) | (ring2_second & ((4'h5 + 4'h8) < w_end))) ? w_rotated[47:40] : ring2[47:40],
-        (((ring2_first & (4'h4 < w_end)) & ~(4'h4 < {1'h0, w_lane})) | (ring2_second & ((4'h4 + 4'h8) < w_end))) ? w_rotated[39:32] : ring2[39:32],
-        (((ring2_first & (4'h3 < w_end)) & ~(4'h3 < {1'h0, w_lane})) | (ring2_second & ((4'h3 + 4'h8) < w_end))) ? w_rotated[31:24] : ring2[31:24],
-        (((ring2_first & (4'h2 < w_end)) & ~(4'h2 < {1'h0, w_lane})) | (ring2_second & ((4'h2 + 4'h8) < w_end))) ? w_rotated[23:16] : ring2[23:16],
-        (((ring2_first & (4'h1 < w_end)) & ~(4'h1 < {1'h0, w_lane})) | (ring2_second & ((4'h1 + 4'h8) < w_end))) ? w_rotated[15:8] : ring2[15:8],
-        (((ring2_first & (4'h0 < w_end)) & ~(4'h0 < {1'h0, w_lane})) | (ring2_second & ((4'h0 + 4'h8) < w_end))) ? w_rotated[7:0] : ring2[7:0]
-    };
+            ((ring2_first & (4'h7 < w_end)) | 1'h0) ? w_rotated[63:56] : ring2[63:56],
+            (((ring2_first & (4'h6 < w_end)) & ~(4'h6 < {1'h0, w_lane})) | (ring2_second & ((4'h6 + 4'h8) < w_end))) ? w_rotated[55:48] : ring2[55:48],
+            (((ring2_first & (4'h5 < w_end)) & ~(4'h5 < {1'h0, w_lane})) | (ring2_second & ((4'h5 + 4'h8) < w_end))) ? w_rotated[47:40] : ring2[47:40],
+            (((ring2_first & (4'h4 < w_end)) & ~(4'h4 < {1'h0, w_lane})) | (ring2_second & ((4'h4 + 4'h8) < w_end))) ? w_rotated[39:32] : ring2[39:32],
+            (((ring2_first & (4'h3 < w_end)) & ~(4'h3 < {1'h0, w_lane})) | (ring2_second & ((4'h3 + 4'h8) < w_end))) ? w_rotated[31:24] : ring2[31:24],
+            (((ring2_first & (4'h2 < w_end)) & ~(4'h2 < {1'h0, w_lane})) | (ring2_second & ((4'h2 + 4'h8) < w_end))) ? w_rotated[23:16] : ring2[23:16],
+            (((ring2_first & (4'h1 < w_end)) & ~(4'h1 < {1'h0, w_lane})) | (ring2_second & ((4'h1 + 4'h8) < w_end))) ? w_rotated[15:8] : ring2[15:8],
+            (((ring2_first & (4'h0 < w_end)) & ~(4'h0 < {1'h0, w_lane})) | (ring2_second & ((4'h0 + 4'h8) < w_end))) ? w_rotated[7:0] : ring2[7:0]
+        };
     end
 
     always @(posedge clk) begin
         ring3 <= {
-        ((ring3_first & (4'h7 < w_end)) | 1'h0) ? w_rotated[63:56] : ring3[63:56],
-        (((ring3_first & (4'h6 < w_end)) & ~(4'h6 < {1'h0, w_lane})) | (ring3_second & ((4'h6 + 4'h8) < w_end))) ? w_rotated[55:48] : ring3[55:48],
-        (((ring3_first & (4'h5 < w_end)) & ~(4'h5 < {1'h0, w_lane})) | (ring3_second & ((4'h5 + 4'h8) < w_end))) ? w_rotated[47:40] : ring3[47:40],
-        (((ring3_first & (4'h4 < w_end)) & ~(4'h4 < {1'h0, w_lane})) | (ring3_second & ((4'h4 + 4'h8) < w_end))) ? w_rotated[39:32] : ring3[39:32],
-        (((ring3_first & (4'h3 < w_end)) & ~(4'h3 < {1'h0, w_lane})) | (ring3_second & ((4'h3 + 4'h8) < w_end))) ? w_rotated[31:24] : ring3[31:24],
-        (((ring3_first & (4'h2 < w_end)) & ~(4'h2 < {1'h0, w_lane})) | (ring3_second & ((4'h2 + 4'h8) < w_end))) ? w_rotated[23:16] : ring3[23:16],
-        (((ring3_first & (4'h1 < w_end)) & ~(4'h1 < {1'h0, w_lane})) | (ring3_second & ((4'h1 + 4'h8) < w_end))) ? w_rotated[15:8] : ring3[15:8],
-        (((ring3_first & (4'h0 < w_end)) & ~(4'h0 < {1'h0, w_lane})) | (ring3_second & ((4'h0 + 4'h8) < w_end))) ? w_rotated[7:0] : ring3[7:0]
-    };
+            ((ring3_first & (4'h7 < w_end)) | 1'h0) ? w_rotated[63:56] : ring3[63:56],
+            (((ring3_first & (4'h6 < w_end)) & ~(4'h6 < {1'h0, w_lane})) | (ring3_second & ((4'h6 + 4'h8) < w_end))) ? w_rotated[55:48] : ring3[55:48],
+            (((ring3_first & (4'h5 < w_end)) & ~(4'h5 < {1'h0, w_lane})) | (ring3_second & ((4'h5 + 4'h8) < w_end))) ? w_rotated[47:40] : ring3[47:40],
+            (((ring3_first & (4'h4 < w_end)) & ~(4'h4 < {1'h0, w_lane})) | (ring3_second & ((4'h4 + 4'h8) < w_end))) ? w_rotated[39:32] : ring3[39:32],
+            (((ring3_first & (4'h3 < w_end)) & ~(4'h3 < {1'h0, w_lane})) | (ring3_second & ((4'h3 + 4'h8) < w_end))) ? w_rotated[31:24] : ring3[31:24],
+            (((ring3_first & (4'h2 < w_end)) & ~(4'h2 < {1'h0, w_lane})) | (ring3_second & ((4'h2 + 4'h8) < w_end))) ? w_rotated[23:16] : ring3[23:16],
+            (((ring3_first & (4'h1 < w_end)) & ~(4'h1 < {1'h0, w_lane})) | (ring3_second & ((4'h1 + 4'h8) < w_end))) ? w_rotated[15:8] : ring3[15:8],
+            (((ring3_first & (4'h0 < w_end)) & ~(4'h0 < {1'h0, w_lane})) | (ring3_second & ((4'h0 + 4'h8) < w_end))) ? w_rotated[7:0] : ring3[7:0]
+        };
     end
 
     always @(posedge clk) begin
@@ -701,79 +809,79 @@ module mpa_rx_w64 (
         if (rst) begin
             f_in <= 1'h0;
         end else if (b_go) begin
-            f_in <= ~b_ends;
+            f_in <= n_take | ~b_ends;
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_len <= b_len;
+            f_len <= n_take ? n_len : b_len;
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_left <= b_left - {13'h0000, b_body};
+            f_left <= n_take ? n_left : (b_left - {13'h0000, b_body});
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_done <= b_done + {13'h0000, b_body};
+            f_done <= n_take ? {13'h0000, n_body} : (b_done + {13'h0000, b_body});
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_shift <= b_shift;
+            f_shift <= n_take ? n_shift_lane : b_shift;
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_acc <= b_full ? b_rotated[55:0] : b_combined;
+            f_acc <= n_take ? n_rotated : (b_full ? b_rotated[55:0] : b_combined);
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_acc_lanes <= b_total[2:0];
+            f_acc_lanes <= n_take ? n_acc_lanes : b_total[2:0];
         end
     end
 
     always @(posedge clk) begin
-        if (b_go & b_starting) begin
-            f_start <= rpos;
+        if (b_go & (b_starting | n_take)) begin
+            f_start <= n_take ? n_start : rpos;
         end
     end
 
     always @(posedge clk) begin
-        if (b_go & b_starting) begin
-            f_hdr <= rpos[15:0] + {12'h000, b_marker_lanes};
+        if (b_go & (b_starting | n_take)) begin
+            f_hdr <= n_take ? n_start[15:0] : (rpos[15:0] + {12'h000, b_marker_lanes});
         end
     end
 
     always @(posedge clk) begin
-        if (b_go & b_starting) begin
-            f_lead <= b_marker;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (b_go) begin
-            f_marker_bad <= b_marker_bad;
+        if (b_go & (b_starting | n_take)) begin
+            f_lead <= ~n_take & b_marker;
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_crc_lo <= (b_end == 4'h8) ? 3'h0 : b_crc_lo;
+            f_marker_bad <= ~n_take & b_marker_bad;
         end
     end
 
     always @(posedge clk) begin
         if (b_go) begin
-            f_crc_fresh <= b_crc_fresh & ~b_crc_update;
+            f_crc_lo <= (n_take | (b_end == 4'h8)) ? 3'h0 : b_crc_lo;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (b_go) begin
+            f_crc_fresh <= (~n_take & b_crc_fresh) & ~b_crc_update;
         end
     end
 
@@ -785,17 +893,9 @@ module mpa_rx_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
-            f_pending <= 1'h0;
-        end else if (f_pending | b_go) begin
-            f_pending <= f_pending ? 1'h0 : b_spill;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
             buf_wptr <= 15'h0000;
-        end else if (buf_write) begin
-            buf_wptr <= buf_wptr + 15'h0001;
+        end else if (b_write) begin
+            buf_wptr <= buf_wptr + (b_write_second ? 15'h0002 : 15'h0001);
         end
     end
 
@@ -832,6 +932,18 @@ module mpa_rx_w64 (
     always @(posedge clk) begin
         if (c_enter) begin
             c1_lo <= c_lo_in;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_enter) begin
+            c1_next <= n_take;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_enter) begin
+            c1_next_lo <= c_next_lo_in;
         end
     end
 
@@ -890,6 +1002,12 @@ module mpa_rx_w64 (
     end
 
     always @(posedge clk) begin
+        if (n_take) begin
+            c1_next_data <= n_covered;
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             c2_valid <= 1'h0;
         end else begin
@@ -914,6 +1032,18 @@ module mpa_rx_w64 (
     always @(posedge clk) begin
         if (c1_valid) begin
             c2_lo <= c1_lo;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c1_valid) begin
+            c2_next <= c1_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c1_valid) begin
+            c2_next_lo <= c1_next_lo;
         end
     end
 
@@ -972,8 +1102,14 @@ module mpa_rx_w64 (
     end
 
     always @(posedge clk) begin
+        if (c1_valid & c1_next) begin
+            c2_next_term <= c1_next_term;
+        end
+    end
+
+    always @(posedge clk) begin
         if (c2_valid & c2_upd) begin
-            crc_state <= crc_next;
+            crc_state <= c2_next ? crc_next_fpdu : crc_next;
         end
     end
 
@@ -1088,6 +1224,12 @@ module mpa_rx_w64 (
     end
 
     always @(posedge clk) begin
+        if (o_read) begin
+            o_read_bank <= buf_rptr[0];
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             o_q_count <= 2'h0;
         end else begin
@@ -1096,11 +1238,11 @@ module mpa_rx_w64 (
     end
 
     always @(posedge clk) begin
-        o_q0_word <= o_q0_push ? ulpdu_buf_rd : ((o_pop == 2'h1) ? o_q1_word : o_q0_word);
+        o_q0_word <= o_q0_push ? o_read_data : ((o_pop == 2'h1) ? o_q1_word : o_q0_word);
     end
 
     always @(posedge clk) begin
-        o_q1_word <= o_q1_push ? ulpdu_buf_rd : o_q1_word;
+        o_q1_word <= o_q1_push ? o_read_data : o_q1_word;
     end
 
     always @(posedge clk) begin
@@ -1119,13 +1261,23 @@ module mpa_rx_w64 (
         end
     end
 
-    // ulpdu_buf: synchronous write, synchronous read (block RAM)
+    // ulpdu_buf0: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if (buf_write) begin
-            ulpdu_buf[buf_wptr[13:0]] <= buf_word;
+        if ((b_write & (buf_bank == 1'h0)) | (b_write_second & ~(buf_bank == 1'h0))) begin
+            ulpdu_buf0[(buf_bank == 1'h0) ? buf_row0 : buf_row1] <= (buf_bank == 1'h0) ? buf_word0 : buf_word1;
         end
-        if (o_read) begin
-            ulpdu_buf_rd <= ulpdu_buf[buf_rptr[13:0]];
+        if (o_read & (buf_rptr[0] == 1'h0)) begin
+            ulpdu_buf0_rd <= ulpdu_buf0[buf_rd_row];
+        end
+    end
+
+    // ulpdu_buf1: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((b_write & (buf_bank == 1'h1)) | (b_write_second & ~(buf_bank == 1'h1))) begin
+            ulpdu_buf1[(buf_bank == 1'h1) ? buf_row0 : buf_row1] <= (buf_bank == 1'h1) ? buf_word0 : buf_word1;
+        end
+        if (o_read & (buf_rptr[0] == 1'h1)) begin
+            ulpdu_buf1_rd <= ulpdu_buf1[buf_rd_row];
         end
     end
 

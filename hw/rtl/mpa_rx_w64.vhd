@@ -32,11 +32,15 @@
 -- octets from its position to the end of the aligned beat, the end of the
 -- FPDU, or the end of what has arrived (whole 4-octet groups), whichever comes
 -- first; it waits for more unless the piece reaches the beat's end or the
--- FPDU's end, or s_axis_tvalid is 0 (or the stream has ended). It writes up to
--- one buffer beat per cycle, and stalls one cycle when a ULPDU's end leaves
--- two. The CRC check is pipelined: an FPDU's verdict takes effect 4 cycles
--- after its last piece; a good FPDU's ULPDU then becomes readable and reaches
--- m_axis 2 cycles later at the earliest.
+-- FPDU's end, or s_axis_tvalid is 0 (or the stream has ended). In the cycle an
+-- FPDU ends inside a beat, the next FPDU's first piece (to the beat's end) is
+-- taken too when that part of the beat has arrived, its ULPDU_Length is good
+-- and neither it nor its ULPDU ends in the beat. The buffer has two banks
+-- (even and odd beats), so a ULPDU's last two beats are written in one cycle;
+-- the framer waits while fewer than two buffer beats are free. The CRC check
+-- is pipelined: an FPDU's verdict takes effect 4 cycles after its last piece;
+-- a good FPDU's ULPDU then becomes readable and reaches m_axis 2 cycles later
+-- at the earliest.
 --
 -- Implements: RFC 5044 §4.1-4.4 (FPDU format, markers every 512 octets from SeqStart, FPDUPTR, CRC32c coverage), §6 (delineation by ULPDU_Length; pass a ULPDU only once the whole FPDU is present and checked), §8 (error codes; nothing delivered after an error)
 --
@@ -152,7 +156,6 @@ architecture rtl of mpa_rx_w64 is
     signal f_crc_lo : std_logic_vector(2 downto 0); -- first lane of the current aligned beat that the CRC covers
     signal f_crc_fresh : std_logic;          -- the FPDU's CRC has no beat yet
     signal f_end_ptr : std_logic_vector(14 downto 0); -- buffer pointer just past the ULPDU, once written
-    signal f_pending : std_logic := '0';     -- the ULPDU's last beat waits in f_acc
     signal buf_wptr : std_logic_vector(14 downto 0) := "000000000000000"; -- buffer write pointer
     signal buf_rptr : std_logic_vector(14 downto 0) := "000000000000000"; -- buffer read pointer
     signal b_starting : std_logic;           -- the framer is at an FPDU's first octet
@@ -200,8 +203,9 @@ architecture rtl of mpa_rx_w64 is
     signal b_out : std_logic_vector(63 downto 0);
     signal b_write : std_logic;              -- the piece writes a buffer beat
     signal b_spill : std_logic;              -- the ULPDU ends with two beats to write
-    signal buf_write : std_logic;
-    signal buf_word : std_logic_vector(80 downto 0); -- last, ULPDU_Length, data
+    signal b_write_second : std_logic;       -- ... and writes its last one too, into the other bank
+    signal buf_word0 : std_logic_vector(80 downto 0); -- last, ULPDU_Length, data
+    signal buf_word1 : std_logic_vector(80 downto 0); -- the ULPDU's last beat when it spills
     signal b_end_ptr : std_logic_vector(14 downto 0); -- buffer pointer just past the ULPDU
     signal b_fpduptr : std_logic_vector(15 downto 0); -- FPDUPTR of a marker in lanes 0-3, low bits ignored
     signal b_fpduptr_want : std_logic_vector(15 downto 0);
@@ -210,12 +214,23 @@ architecture rtl of mpa_rx_w64 is
     signal b_crc_update : std_logic;         -- the CRC takes the beat
     signal b_covered : std_logic_vector(63 downto 0); -- the FPDU's octets of the beat, others zero
     signal b_crc_fresh : std_logic;          -- the CRC starts from the initial value at lane b_crc_lo
+    signal n_hdr_group : std_logic_vector(15 downto 0); -- the octets at b_end
+    signal n_len : std_logic_vector(15 downto 0); -- ULPDU_Length of the next FPDU
+    signal n_body : std_logic_vector(3 downto 0); -- octets of the beat from b_end on
+    signal n_take : std_logic;               -- take the next FPDU's first piece too
+    signal n_left : std_logic_vector(16 downto 0); -- its body octets left after the piece
+    signal n_shift_lane : std_logic_vector(2 downto 0); -- lane of its first ULPDU octet
+    signal n_rotated : std_logic_vector(55 downto 0); -- its ULPDU octets in their output lanes (at most W/8-6 of them)
+    signal n_acc_lanes : std_logic_vector(2 downto 0); -- its ULPDU octets in the beat
+    signal n_covered : std_logic_vector(63 downto 0); -- its octets of the beat, others zero
+    signal n_start : std_logic_vector(31 downto 0); -- stream offset of the next FPDU
     signal rpos_next : std_logic_vector(31 downto 0);
     signal ring_held_next : std_logic_vector(31 downto 0);
     signal c_enter : std_logic;
     signal c_pad_in : std_logic;             -- 4-octet groups of the beat past the FPDU's end: (W/8 - b_end)/4 mod W/32
     signal c_lo_in : std_logic;              -- b_crc_lo in groups
     signal c_in_valid : std_logic;
+    signal c_next_lo_in : std_logic;         -- first group of the next FPDU
     signal c_in_end : std_logic;             -- the entry carries a verdict
     signal c_in_kind : std_logic_vector(1 downto 0);
     signal c_in_offset : std_logic_vector(31 downto 0);
@@ -224,6 +239,8 @@ architecture rtl of mpa_rx_w64 is
     signal c1_upd : std_logic := '0';
     signal c1_fresh : std_logic;
     signal c1_lo : std_logic;
+    signal c1_next : std_logic;
+    signal c1_next_lo : std_logic;
     signal c1_pad : std_logic;
     signal c1_end : std_logic;
     signal c1_kind : std_logic_vector(1 downto 0);
@@ -233,11 +250,14 @@ architecture rtl of mpa_rx_w64 is
     signal c1_trunc : std_logic;
     signal c1_end_ptr : std_logic_vector(14 downto 0);
     signal c1_data : std_logic_vector(63 downto 0);
+    signal c1_next_data : std_logic_vector(63 downto 0); -- the next FPDU's octets when a second piece was taken
     signal c1_term : std_logic_vector(31 downto 0); -- the beat's contribution to the CRC register
     signal c2_valid : std_logic := '0';
     signal c2_upd : std_logic := '0';
     signal c2_fresh : std_logic;
     signal c2_lo : std_logic;
+    signal c2_next : std_logic;
+    signal c2_next_lo : std_logic;
     signal c2_pad : std_logic;
     signal c2_end : std_logic;
     signal c2_kind : std_logic_vector(1 downto 0);
@@ -247,10 +267,13 @@ architecture rtl of mpa_rx_w64 is
     signal c2_trunc : std_logic;
     signal c2_end_ptr : std_logic_vector(14 downto 0);
     signal c2_term : std_logic_vector(31 downto 0);
+    signal c1_next_term : std_logic_vector(31 downto 0);
+    signal c2_next_term : std_logic_vector(31 downto 0);
     signal crc_state : std_logic_vector(31 downto 0); -- CRC register of the FPDU
     signal crc_init : std_logic_vector(31 downto 0);
     signal crc_from : std_logic_vector(31 downto 0);
     signal crc_next : std_logic_vector(31 downto 0); -- register after c2's beat
+    signal crc_next_fpdu : std_logic_vector(31 downto 0); -- the next FPDU's register after its first piece
     signal c3_valid : std_logic := '0';
     signal c3_end : std_logic;
     signal c3_kind : std_logic_vector(1 downto 0);
@@ -274,7 +297,14 @@ architecture rtl of mpa_rx_w64 is
     signal o_reading : std_logic := '0';     -- a buffer read is under way
     signal o_pop : std_logic_vector(1 downto 0); -- the head beat is taken
     signal o_read : std_logic;               -- issue a buffer read
-    signal ulpdu_buf_rd : std_logic_vector(80 downto 0); -- read data of ulpdu_buf
+    signal buf_bank : std_logic;             -- bank of buf_wptr
+    signal buf_row0 : std_logic_vector(12 downto 0); -- row of buf_wptr
+    signal buf_row1 : std_logic_vector(12 downto 0); -- row of buf_wptr+1
+    signal buf_rd_row : std_logic_vector(12 downto 0);
+    signal ulpdu_buf0_rd : std_logic_vector(80 downto 0); -- read data of ulpdu_buf0
+    signal ulpdu_buf1_rd : std_logic_vector(80 downto 0); -- read data of ulpdu_buf1
+    signal o_read_bank : std_logic;          -- bank of the read under way
+    signal o_read_data : std_logic_vector(80 downto 0);
     signal o_q_count : std_logic_vector(1 downto 0) := "00"; -- entries held in o_q
     signal o_q0_word : std_logic_vector(80 downto 0);
     signal o_q1_word : std_logic_vector(80 downto 0);
@@ -284,8 +314,10 @@ architecture rtl of mpa_rx_w64 is
     signal o_valid : std_logic;
     signal o_len_low : std_logic_vector(2 downto 0);
     signal o_last_lanes : std_logic_vector(2 downto 0); -- index of the last lane of a last beat: (length - 1) mod W/8
-    type ulpdu_buf_t is array (0 to 16383) of std_logic_vector(80 downto 0);
-    signal ulpdu_buf : ulpdu_buf_t;          -- ULPDU beats: last, ULPDU_Length, data
+    type ulpdu_buf0_t is array (0 to 8191) of std_logic_vector(80 downto 0);
+    signal ulpdu_buf0 : ulpdu_buf0_t;        -- ULPDU beats with buffer index 0 mod 2: last, ULPDU_Length, data
+    type ulpdu_buf1_t is array (0 to 8191) of std_logic_vector(80 downto 0);
+    signal ulpdu_buf1 : ulpdu_buf1_t;        -- ULPDU beats with buffer index 1 mod 2: last, ULPDU_Length, data
 begin
     halted <= b_halt or v_err;
     ring_room <= not ring_full;
@@ -412,10 +444,10 @@ begin
     b_idle <= (not s_axis_tvalid) or fin;
     buf_used <= std_logic_vector(unsigned(buf_wptr) - unsigned(buf_rptr));
     buf_room <= b2l(unsigned(buf_used) < unsigned'("011111111111111"));
-    b_ready <= ((not halted) and (not f_pending)) and buf_room;
+    b_ready <= (not halted) and buf_room;
     b_len_err <= ((b_ready and b_starting) and b_hdr_avail) and b_len_bad;
     b_go <= (b_ready and mux(b_starting, b_hdr_avail and (not b_len_bad), b2l(unsigned(std_logic_vector'('0' & b_lane)) < unsigned(b_end_avail)))) and ((b_ends or b2l(b_end_avail = x"8")) or b_idle);
-    b_eos <= (((not halted) and (not f_pending)) and fin) and (not mux(b_starting, b_hdr_avail, b2l(unsigned(std_logic_vector'('0' & b_lane)) < unsigned(b_end_avail))));
+    b_eos <= ((not halted) and fin) and (not mux(b_starting, b_hdr_avail, b2l(unsigned(std_logic_vector'('0' & b_lane)) < unsigned(b_end_avail))));
     b_ulpdu_end <= std_logic_vector(unsigned(std_logic_vector'('0' & b_len)) + unsigned'("00000000000000010"));
     b_ulpdu_from <= mux(b2l(unsigned(b_done) < unsigned'("00000000000000010")), "00000000000000010", b_done);
     b_ulpdu_to <= mux(b2l(unsigned(std_logic_vector(unsigned(b_done) + unsigned(std_logic_vector'("0000000000000" & b_body)))) < unsigned(b_ulpdu_end)), std_logic_vector(unsigned(b_done) + unsigned(std_logic_vector'("0000000000000" & b_body))), b_ulpdu_end);
@@ -457,27 +489,35 @@ begin
     );
     b_out <= std_logic_vector'(
         (b_rotated(63 downto 56) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'(x"7") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("110") < unsigned(b_acc_lanes)), f_acc(55 downto 48), b_rotated(55 downto 48)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'(x"6") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("101") < unsigned(b_acc_lanes)), f_acc(47 downto 40), b_rotated(47 downto 40)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'(x"5") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("100") < unsigned(b_acc_lanes)), f_acc(39 downto 32), b_rotated(39 downto 32)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'(x"4") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("011") < unsigned(b_acc_lanes)), f_acc(31 downto 24), b_rotated(31 downto 24)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'(x"3") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("010") < unsigned(b_acc_lanes)), f_acc(23 downto 16), b_rotated(23 downto 16)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'(x"2") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("001") < unsigned(b_acc_lanes)), f_acc(15 downto 8), b_rotated(15 downto 8)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'(x"1") < unsigned(b_total)))) &
-        (mux(b2l(unsigned'("000") < unsigned(b_acc_lanes)), f_acc(7 downto 0), b_rotated(7 downto 0)) and std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'(x"0") < unsigned(b_total))))
+        (mux(b2l(unsigned'("110") < unsigned(b_acc_lanes)), f_acc(55 downto 48), b_rotated(55 downto 48)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'(x"6") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("101") < unsigned(b_acc_lanes)), f_acc(47 downto 40), b_rotated(47 downto 40)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'(x"5") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("100") < unsigned(b_acc_lanes)), f_acc(39 downto 32), b_rotated(39 downto 32)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'(x"4") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("011") < unsigned(b_acc_lanes)), f_acc(31 downto 24), b_rotated(31 downto 24)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'(x"3") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("010") < unsigned(b_acc_lanes)), f_acc(23 downto 16), b_rotated(23 downto 16)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'(x"2") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("001") < unsigned(b_acc_lanes)), f_acc(15 downto 8), b_rotated(15 downto 8)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'(x"1") < unsigned(b_total)))) &
+        (mux(b2l(unsigned'("000") < unsigned(b_acc_lanes)), f_acc(7 downto 0), b_rotated(7 downto 0)) and
+            std_logic_vector'(7 downto 0 => b_full or b2l(unsigned'(x"0") < unsigned(b_total))))
     );
     b_write <= b_go and (b_full or b_ulpdu_ends);
     b_spill <= (b_ulpdu_ends and b_full) and b2l(b_total(2 downto 0) /= "000");
-    buf_write <= b_write or f_pending;
-    buf_word <= std_logic_vector'(mux(f_pending, '1', b_ulpdu_ends and (not b_spill)) & mux(f_pending, f_len, b_len) & mux(f_pending, std_logic_vector'(
+    b_write_second <= b_go and b_spill;
+    buf_word0 <= std_logic_vector'((b_ulpdu_ends and (not b_spill)) & b_len & b_out);
+    buf_word1 <= std_logic_vector'('1' & b_len & std_logic_vector'(
         x"00" &
-        (f_acc(55 downto 48) and std_logic_vector'(7 downto 0 => b2l(unsigned'("110") < unsigned(f_acc_lanes)))) &
-        (f_acc(47 downto 40) and std_logic_vector'(7 downto 0 => b2l(unsigned'("101") < unsigned(f_acc_lanes)))) &
-        (f_acc(39 downto 32) and std_logic_vector'(7 downto 0 => b2l(unsigned'("100") < unsigned(f_acc_lanes)))) &
-        (f_acc(31 downto 24) and std_logic_vector'(7 downto 0 => b2l(unsigned'("011") < unsigned(f_acc_lanes)))) &
-        (f_acc(23 downto 16) and std_logic_vector'(7 downto 0 => b2l(unsigned'("010") < unsigned(f_acc_lanes)))) &
-        (f_acc(15 downto 8) and std_logic_vector'(7 downto 0 => b2l(unsigned'("001") < unsigned(f_acc_lanes)))) &
-        (f_acc(7 downto 0) and std_logic_vector'(7 downto 0 => b2l(unsigned'("000") < unsigned(f_acc_lanes))))
-    ), b_out));
+        (b_rotated(55 downto 48) and std_logic_vector'(7 downto 0 => b2l(unsigned'("110") < unsigned(b_total(2 downto 0))))) &
+        (b_rotated(47 downto 40) and std_logic_vector'(7 downto 0 => b2l(unsigned'("101") < unsigned(b_total(2 downto 0))))) &
+        (b_rotated(39 downto 32) and std_logic_vector'(7 downto 0 => b2l(unsigned'("100") < unsigned(b_total(2 downto 0))))) &
+        (b_rotated(31 downto 24) and std_logic_vector'(7 downto 0 => b2l(unsigned'("011") < unsigned(b_total(2 downto 0))))) &
+        (b_rotated(23 downto 16) and std_logic_vector'(7 downto 0 => b2l(unsigned'("010") < unsigned(b_total(2 downto 0))))) &
+        (b_rotated(15 downto 8) and std_logic_vector'(7 downto 0 => b2l(unsigned'("001") < unsigned(b_total(2 downto 0))))) &
+        (b_rotated(7 downto 0) and std_logic_vector'(7 downto 0 => b2l(unsigned'("000") < unsigned(b_total(2 downto 0)))))
+    ));
     b_end_ptr <= mux(b_ulpdu_ends, std_logic_vector(unsigned(buf_wptr) + unsigned(mux(b_spill, "000000000000010", "000000000000001"))), f_end_ptr);
     b_fpduptr <= std_logic_vector'(b_beat(23 downto 16) & b_beat(31 downto 26) & "00");
     b_fpduptr_want <= std_logic_vector(unsigned(rpos(15 downto 0)) - unsigned(f_hdr));
@@ -486,24 +526,70 @@ begin
     b_crc_update <= b_go and (b_ends or b2l(b_end = x"8"));
     b_covered <= std_logic_vector'(
         (b_beat(63 downto 56) and std_logic_vector'(7 downto 0 => b2l(unsigned'(x"7") < unsigned(b_end)))) &
-        (b_beat(55 downto 48) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'(x"6") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'(x"6") < unsigned(b_end)))) &
-        (b_beat(47 downto 40) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'(x"5") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'(x"5") < unsigned(b_end)))) &
-        (b_beat(39 downto 32) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'(x"4") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'(x"4") < unsigned(b_end)))) &
-        (b_beat(31 downto 24) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'(x"3") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'(x"3") < unsigned(b_end)))) &
-        (b_beat(23 downto 16) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'(x"2") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'(x"2") < unsigned(b_end)))) &
-        (b_beat(15 downto 8) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'(x"1") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'(x"1") < unsigned(b_end)))) &
-        (b_beat(7 downto 0) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'(x"0") < unsigned(std_logic_vector'('0' & b_crc_lo)))) and b2l(unsigned'(x"0") < unsigned(b_end))))
+        (b_beat(55 downto 48) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'(x"6") < unsigned(std_logic_vector'('0' &
+            b_crc_lo)))) and b2l(unsigned'(x"6") < unsigned(b_end)))) &
+        (b_beat(47 downto 40) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'(x"5") < unsigned(std_logic_vector'('0' &
+            b_crc_lo)))) and b2l(unsigned'(x"5") < unsigned(b_end)))) &
+        (b_beat(39 downto 32) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'(x"4") < unsigned(std_logic_vector'('0' &
+            b_crc_lo)))) and b2l(unsigned'(x"4") < unsigned(b_end)))) &
+        (b_beat(31 downto 24) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'(x"3") < unsigned(std_logic_vector'('0' &
+            b_crc_lo)))) and b2l(unsigned'(x"3") < unsigned(b_end)))) &
+        (b_beat(23 downto 16) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'(x"2") < unsigned(std_logic_vector'('0' &
+            b_crc_lo)))) and b2l(unsigned'(x"2") < unsigned(b_end)))) &
+        (b_beat(15 downto 8) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'(x"1") < unsigned(std_logic_vector'('0' &
+            b_crc_lo)))) and b2l(unsigned'(x"1") < unsigned(b_end)))) &
+        (b_beat(7 downto 0) and std_logic_vector'(7 downto 0 => (not b2l(unsigned'(x"0") < unsigned(std_logic_vector'('0' &
+            b_crc_lo)))) and b2l(unsigned'(x"0") < unsigned(b_end))))
     );
     b_crc_fresh <= b_starting or f_crc_fresh;
-    rpos_next <= mux(rst, cfg_offset, mux(b_go, std_logic_vector(unsigned(rpos) + unsigned(std_logic_vector'(
+    n_hdr_group <= mux(b_end(2), b_beat(47 downto 32), b_beat(15 downto 0));
+    n_len <= std_logic_vector'(n_hdr_group(7 downto 0) & n_hdr_group(15 downto 8));
+    n_body <= std_logic_vector(unsigned'(x"8") - unsigned(b_end));
+    n_take <= (((((b_go and b_ends) and (not b_end(3))) and b2l(b_end_avail = x"8")) and b2l(n_len /= x"0000")) and (not b2l(unsigned'(x"fd00") < unsigned(n_len)))) and b2l(unsigned(std_logic_vector'("0000000000000" & n_body)) < unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & n_len)) + unsigned'("00000000000000010"))));
+    n_left <= std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & n_len)) + unsigned'("00000000000000101")) and "11111111111111100") + unsigned'("00000000000000100"))) - unsigned(std_logic_vector'("0000000000000" & n_body)));
+    n_shift_lane <= std_logic_vector(unsigned(b_end(2 downto 0)) + unsigned'("010"));
+    n_rotated <= mux(n_shift_lane(2), std_logic_vector'(
+        b_beat(39 downto 32) &
+        b_beat(31 downto 24) &
+        b_beat(23 downto 16) &
+        b_beat(15 downto 8) &
+        b_beat(7 downto 0) &
+        b_beat(63 downto 56) &
+        b_beat(55 downto 48)
+    ), std_logic_vector'(
+        b_beat(7 downto 0) &
+        b_beat(63 downto 56) &
+        b_beat(55 downto 48) &
+        b_beat(47 downto 40) &
+        b_beat(39 downto 32) &
+        b_beat(31 downto 24) &
+        b_beat(23 downto 16)
+    ));
+    n_acc_lanes <= std_logic_vector(unsigned(n_body(2 downto 0)) - unsigned'("010"));
+    n_covered <= std_logic_vector'(
+        (b_beat(63 downto 56) and std_logic_vector'(7 downto 0 => not b2l(unsigned'(x"7") < unsigned(b_end)))) &
+        (b_beat(55 downto 48) and std_logic_vector'(7 downto 0 => not b2l(unsigned'(x"6") < unsigned(b_end)))) &
+        (b_beat(47 downto 40) and std_logic_vector'(7 downto 0 => not b2l(unsigned'(x"5") < unsigned(b_end)))) &
+        (b_beat(39 downto 32) and std_logic_vector'(7 downto 0 => not b2l(unsigned'(x"4") < unsigned(b_end)))) &
+        (b_beat(31 downto 24) and std_logic_vector'(7 downto 0 => '0')) &
+        (b_beat(23 downto 16) and std_logic_vector'(7 downto 0 => '0')) &
+        (b_beat(15 downto 8) and std_logic_vector'(7 downto 0 => '0')) &
+        (b_beat(7 downto 0) and std_logic_vector'(7 downto 0 => '0'))
+    );
+    n_start <= std_logic_vector(unsigned(rpos) + unsigned(std_logic_vector'(
         x"0000000" &
         std_logic_vector(unsigned(b_end) - unsigned(std_logic_vector'('0' & b_lane)))
+    )));
+    rpos_next <= mux(rst, cfg_offset, mux(b_go, std_logic_vector(unsigned(rpos) + unsigned(std_logic_vector'(
+        x"0000000" &
+        std_logic_vector(unsigned(mux(n_take, x"8", b_end)) - unsigned(std_logic_vector'('0' & b_lane)))
     ))), rpos));
     ring_held_next <= std_logic_vector(unsigned(wpos_next) - unsigned(std_logic_vector'(rpos_next(31 downto 3) & "000")));
     c_enter <= (b_crc_update or b_len_err) or b_eos;
     c_pad_in <= b_end(2);
     c_lo_in <= b_crc_lo(2);
     c_in_valid <= c_enter;
+    c_next_lo_in <= b_end(2);
     c_in_end <= ((b_crc_update and b_ends) or b_len_err) or b_eos;
     c_in_kind <= mux(b_len_err, "01", mux(b_eos, "10", "00"));
     c_in_offset <= mux(b_starting, rpos, f_start);
@@ -542,6 +628,40 @@ begin
         (xor (c1_data and x"3f2395ec70de584b")) &
         (xor (c1_data and x"1f91caf6386f2c25"))
     );
+    c1_next_term <= std_logic_vector'(
+        (xor (c1_next_data and x"8fc8e57b1c379612")) &
+        (xor (c1_next_data and x"47e472bd8e1bcb09")) &
+        (xor (c1_next_data and x"23f2395ec70de584")) &
+        (xor (c1_next_data and x"11f91caf6386f2c2")) &
+        (xor (c1_next_data and x"08fc8e57b1c37961")) &
+        (xor (c1_next_data and x"047e472bd8e1bcb0")) &
+        (xor (c1_next_data and x"8df7c6eef047484a")) &
+        (xor (c1_next_data and x"46fbe3777823a425")) &
+        (xor (c1_next_data and x"acb514c0a0264400")) &
+        (xor (c1_next_data and x"d9926f1b4c24b412")) &
+        (xor (c1_next_data and x"e301d2f6ba25cc1b")) &
+        (xor (c1_next_data and x"fe480c004125701f")) &
+        (xor (c1_next_data and x"7f2406002092b80f")) &
+        (xor (c1_next_data and x"b05ae67b0c7eca15")) &
+        (xor (c1_next_data and x"d7e596469a08f318")) &
+        (xor (c1_next_data and x"6bf2cb234d04798c")) &
+        (xor (c1_next_data and x"35f96591a6823cc6")) &
+        (xor (c1_next_data and x"1afcb2c8d3411e63")) &
+        (xor (c1_next_data and x"82b6bc1f75971923")) &
+        (xor (c1_next_data and x"ce93bb74a6fc1a83")) &
+        (xor (c1_next_data and x"e88138c14f499b53")) &
+        (xor (c1_next_data and x"74409c60a7a4cda9")) &
+        (xor (c1_next_data and x"b5e8ab4b4fe5f0c6")) &
+        (xor (c1_next_data and x"d53cb0debbc56e71")) &
+        (xor (c1_next_data and x"6a9e586f5de2b738")) &
+        (xor (c1_next_data and x"ba87c94cb2c6cd8e")) &
+        (xor (c1_next_data and x"d28b01dd4554f0d5")) &
+        (xor (c1_next_data and x"e68d6595be9dee78")) &
+        (xor (c1_next_data and x"fc8e57b1c379612e")) &
+        (xor (c1_next_data and x"7e472bd8e1bcb097")) &
+        (xor (c1_next_data and x"3f2395ec70de584b")) &
+        (xor (c1_next_data and x"1f91caf6386f2c25"))
+    );
     crc_init <= mux(c2_lo, x"641f6454", x"ffffffff");
     crc_from <= mux(c2_fresh, crc_init, crc_state);
     crc_next <= c2_term xor std_logic_vector'(
@@ -578,6 +698,7 @@ begin
         (xor (crc_from and x"70de584b")) &
         (xor (crc_from and x"386f2c25"))
     );
+    crc_next_fpdu <= c2_next_term xor mux(c2_next_lo, x"b798b438", x"73d74d75");
     c3_fixed <= std_logic_vector'(
         (xor (c3_reg and mux(c3_pad_rest, zinv_4(1023 downto 992), zinv_0(1023 downto 992)))) &
         (xor (c3_reg and mux(c3_pad_rest, zinv_4(991 downto 960), zinv_0(991 downto 960)))) &
@@ -621,6 +742,11 @@ begin
     m_err_code <= v_err_code;
     m_err_offset <= v_err_offset;
     m_eos <= v_eos;
+    buf_bank <= buf_wptr(0);
+    buf_row0 <= buf_wptr(13 downto 1);
+    buf_row1 <= std_logic_vector(unsigned(buf_row0) + unsigned(std_logic_vector'(x"000" & buf_bank)));
+    buf_rd_row <= buf_rptr(13 downto 1);
+    o_read_data <= mux(o_read_bank, ulpdu_buf1_rd, ulpdu_buf0_rd);
     o_q_wpos <= std_logic_vector(unsigned(o_q_count) - unsigned(o_pop));
     o_q0_push <= o_reading and b2l(o_q_wpos = "00");
     o_q1_push <= o_reading and b2l(o_q_wpos = "01");
@@ -675,15 +801,29 @@ begin
     begin
         if rising_edge(clk) then
             ring0 <= std_logic_vector'(
-        mux((ring0_first and b2l(unsigned'(x"7") < unsigned(w_end))) or '0', w_rotated(63 downto 56), ring0(63 downto 56)) &
-        mux(((ring0_first and b2l(unsigned'(x"6") < unsigned(w_end))) and (not b2l(unsigned'(x"6") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'(x"6") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(55 downto 48), ring0(55 downto 48)) &
-        mux(((ring0_first and b2l(unsigned'(x"5") < unsigned(w_end))) and (not b2l(unsigned'(x"5") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'(x"5") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(47 downto 40), ring0(47 downto 40)) &
-        mux(((ring0_first and b2l(unsigned'(x"4") < unsigned(w_end))) and (not b2l(unsigned'(x"4") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'(x"4") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(39 downto 32), ring0(39 downto 32)) &
-        mux(((ring0_first and b2l(unsigned'(x"3") < unsigned(w_end))) and (not b2l(unsigned'(x"3") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'(x"3") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(31 downto 24), ring0(31 downto 24)) &
-        mux(((ring0_first and b2l(unsigned'(x"2") < unsigned(w_end))) and (not b2l(unsigned'(x"2") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'(x"2") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(23 downto 16), ring0(23 downto 16)) &
-        mux(((ring0_first and b2l(unsigned'(x"1") < unsigned(w_end))) and (not b2l(unsigned'(x"1") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'(x"1") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(15 downto 8), ring0(15 downto 8)) &
-        mux(((ring0_first and b2l(unsigned'(x"0") < unsigned(w_end))) and (not b2l(unsigned'(x"0") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'(x"0") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(7 downto 0), ring0(7 downto 0))
-    );
+                mux((ring0_first and b2l(unsigned'(x"7") < unsigned(w_end))) or '0', w_rotated(63 downto 56), ring0(63 downto 56)) &
+                mux(((ring0_first and b2l(unsigned'(x"6") < unsigned(w_end))) and (not b2l(unsigned'(x"6") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'(x"6") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(55 downto 48), ring0(55 downto 48)) &
+                mux(((ring0_first and b2l(unsigned'(x"5") < unsigned(w_end))) and (not b2l(unsigned'(x"5") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'(x"5") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(47 downto 40), ring0(47 downto 40)) &
+                mux(((ring0_first and b2l(unsigned'(x"4") < unsigned(w_end))) and (not b2l(unsigned'(x"4") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'(x"4") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(39 downto 32), ring0(39 downto 32)) &
+                mux(((ring0_first and b2l(unsigned'(x"3") < unsigned(w_end))) and (not b2l(unsigned'(x"3") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'(x"3") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(31 downto 24), ring0(31 downto 24)) &
+                mux(((ring0_first and b2l(unsigned'(x"2") < unsigned(w_end))) and (not b2l(unsigned'(x"2") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'(x"2") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(23 downto 16), ring0(23 downto 16)) &
+                mux(((ring0_first and b2l(unsigned'(x"1") < unsigned(w_end))) and (not b2l(unsigned'(x"1") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'(x"1") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(15 downto 8), ring0(15 downto 8)) &
+                mux(((ring0_first and b2l(unsigned'(x"0") < unsigned(w_end))) and (not b2l(unsigned'(x"0") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring0_second and b2l(unsigned(std_logic_vector(unsigned'(x"0") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(7 downto 0), ring0(7 downto 0))
+            );
         end if;
     end process;
 
@@ -691,15 +831,29 @@ begin
     begin
         if rising_edge(clk) then
             ring1 <= std_logic_vector'(
-        mux((ring1_first and b2l(unsigned'(x"7") < unsigned(w_end))) or '0', w_rotated(63 downto 56), ring1(63 downto 56)) &
-        mux(((ring1_first and b2l(unsigned'(x"6") < unsigned(w_end))) and (not b2l(unsigned'(x"6") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'(x"6") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(55 downto 48), ring1(55 downto 48)) &
-        mux(((ring1_first and b2l(unsigned'(x"5") < unsigned(w_end))) and (not b2l(unsigned'(x"5") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'(x"5") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(47 downto 40), ring1(47 downto 40)) &
-        mux(((ring1_first and b2l(unsigned'(x"4") < unsigned(w_end))) and (not b2l(unsigned'(x"4") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'(x"4") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(39 downto 32), ring1(39 downto 32)) &
-        mux(((ring1_first and b2l(unsigned'(x"3") < unsigned(w_end))) and (not b2l(unsigned'(x"3") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'(x"3") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(31 downto 24), ring1(31 downto 24)) &
-        mux(((ring1_first and b2l(unsigned'(x"2") < unsigned(w_end))) and (not b2l(unsigned'(x"2") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'(x"2") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(23 downto 16), ring1(23 downto 16)) &
-        mux(((ring1_first and b2l(unsigned'(x"1") < unsigned(w_end))) and (not b2l(unsigned'(x"1") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'(x"1") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(15 downto 8), ring1(15 downto 8)) &
-        mux(((ring1_first and b2l(unsigned'(x"0") < unsigned(w_end))) and (not b2l(unsigned'(x"0") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'(x"0") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(7 downto 0), ring1(7 downto 0))
-    );
+                mux((ring1_first and b2l(unsigned'(x"7") < unsigned(w_end))) or '0', w_rotated(63 downto 56), ring1(63 downto 56)) &
+                mux(((ring1_first and b2l(unsigned'(x"6") < unsigned(w_end))) and (not b2l(unsigned'(x"6") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'(x"6") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(55 downto 48), ring1(55 downto 48)) &
+                mux(((ring1_first and b2l(unsigned'(x"5") < unsigned(w_end))) and (not b2l(unsigned'(x"5") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'(x"5") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(47 downto 40), ring1(47 downto 40)) &
+                mux(((ring1_first and b2l(unsigned'(x"4") < unsigned(w_end))) and (not b2l(unsigned'(x"4") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'(x"4") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(39 downto 32), ring1(39 downto 32)) &
+                mux(((ring1_first and b2l(unsigned'(x"3") < unsigned(w_end))) and (not b2l(unsigned'(x"3") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'(x"3") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(31 downto 24), ring1(31 downto 24)) &
+                mux(((ring1_first and b2l(unsigned'(x"2") < unsigned(w_end))) and (not b2l(unsigned'(x"2") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'(x"2") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(23 downto 16), ring1(23 downto 16)) &
+                mux(((ring1_first and b2l(unsigned'(x"1") < unsigned(w_end))) and (not b2l(unsigned'(x"1") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'(x"1") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(15 downto 8), ring1(15 downto 8)) &
+                mux(((ring1_first and b2l(unsigned'(x"0") < unsigned(w_end))) and (not b2l(unsigned'(x"0") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring1_second and b2l(unsigned(std_logic_vector(unsigned'(x"0") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(7 downto 0), ring1(7 downto 0))
+            );
         end if;
     end process;
 
@@ -707,15 +861,29 @@ begin
     begin
         if rising_edge(clk) then
             ring2 <= std_logic_vector'(
-        mux((ring2_first and b2l(unsigned'(x"7") < unsigned(w_end))) or '0', w_rotated(63 downto 56), ring2(63 downto 56)) &
-        mux(((ring2_first and b2l(unsigned'(x"6") < unsigned(w_end))) and (not b2l(unsigned'(x"6") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'(x"6") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(55 downto 48), ring2(55 downto 48)) &
-        mux(((ring2_first and b2l(unsigned'(x"5") < unsigned(w_end))) and (not b2l(unsigned'(x"5") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'(x"5") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(47 downto 40), ring2(47 downto 40)) &
-        mux(((ring2_first and b2l(unsigned'(x"4") < unsigned(w_end))) and (not b2l(unsigned'(x"4") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'(x"4") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(39 downto 32), ring2(39 downto 32)) &
-        mux(((ring2_first and b2l(unsigned'(x"3") < unsigned(w_end))) and (not b2l(unsigned'(x"3") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'(x"3") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(31 downto 24), ring2(31 downto 24)) &
-        mux(((ring2_first and b2l(unsigned'(x"2") < unsigned(w_end))) and (not b2l(unsigned'(x"2") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'(x"2") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(23 downto 16), ring2(23 downto 16)) &
-        mux(((ring2_first and b2l(unsigned'(x"1") < unsigned(w_end))) and (not b2l(unsigned'(x"1") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'(x"1") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(15 downto 8), ring2(15 downto 8)) &
-        mux(((ring2_first and b2l(unsigned'(x"0") < unsigned(w_end))) and (not b2l(unsigned'(x"0") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'(x"0") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(7 downto 0), ring2(7 downto 0))
-    );
+                mux((ring2_first and b2l(unsigned'(x"7") < unsigned(w_end))) or '0', w_rotated(63 downto 56), ring2(63 downto 56)) &
+                mux(((ring2_first and b2l(unsigned'(x"6") < unsigned(w_end))) and (not b2l(unsigned'(x"6") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'(x"6") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(55 downto 48), ring2(55 downto 48)) &
+                mux(((ring2_first and b2l(unsigned'(x"5") < unsigned(w_end))) and (not b2l(unsigned'(x"5") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'(x"5") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(47 downto 40), ring2(47 downto 40)) &
+                mux(((ring2_first and b2l(unsigned'(x"4") < unsigned(w_end))) and (not b2l(unsigned'(x"4") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'(x"4") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(39 downto 32), ring2(39 downto 32)) &
+                mux(((ring2_first and b2l(unsigned'(x"3") < unsigned(w_end))) and (not b2l(unsigned'(x"3") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'(x"3") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(31 downto 24), ring2(31 downto 24)) &
+                mux(((ring2_first and b2l(unsigned'(x"2") < unsigned(w_end))) and (not b2l(unsigned'(x"2") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'(x"2") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(23 downto 16), ring2(23 downto 16)) &
+                mux(((ring2_first and b2l(unsigned'(x"1") < unsigned(w_end))) and (not b2l(unsigned'(x"1") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'(x"1") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(15 downto 8), ring2(15 downto 8)) &
+                mux(((ring2_first and b2l(unsigned'(x"0") < unsigned(w_end))) and (not b2l(unsigned'(x"0") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring2_second and b2l(unsigned(std_logic_vector(unsigned'(x"0") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(7 downto 0), ring2(7 downto 0))
+            );
         end if;
     end process;
 
@@ -723,15 +891,29 @@ begin
     begin
         if rising_edge(clk) then
             ring3 <= std_logic_vector'(
-        mux((ring3_first and b2l(unsigned'(x"7") < unsigned(w_end))) or '0', w_rotated(63 downto 56), ring3(63 downto 56)) &
-        mux(((ring3_first and b2l(unsigned'(x"6") < unsigned(w_end))) and (not b2l(unsigned'(x"6") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'(x"6") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(55 downto 48), ring3(55 downto 48)) &
-        mux(((ring3_first and b2l(unsigned'(x"5") < unsigned(w_end))) and (not b2l(unsigned'(x"5") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'(x"5") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(47 downto 40), ring3(47 downto 40)) &
-        mux(((ring3_first and b2l(unsigned'(x"4") < unsigned(w_end))) and (not b2l(unsigned'(x"4") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'(x"4") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(39 downto 32), ring3(39 downto 32)) &
-        mux(((ring3_first and b2l(unsigned'(x"3") < unsigned(w_end))) and (not b2l(unsigned'(x"3") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'(x"3") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(31 downto 24), ring3(31 downto 24)) &
-        mux(((ring3_first and b2l(unsigned'(x"2") < unsigned(w_end))) and (not b2l(unsigned'(x"2") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'(x"2") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(23 downto 16), ring3(23 downto 16)) &
-        mux(((ring3_first and b2l(unsigned'(x"1") < unsigned(w_end))) and (not b2l(unsigned'(x"1") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'(x"1") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(15 downto 8), ring3(15 downto 8)) &
-        mux(((ring3_first and b2l(unsigned'(x"0") < unsigned(w_end))) and (not b2l(unsigned'(x"0") < unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'(x"0") + unsigned'(x"8"))) < unsigned(w_end))), w_rotated(7 downto 0), ring3(7 downto 0))
-    );
+                mux((ring3_first and b2l(unsigned'(x"7") < unsigned(w_end))) or '0', w_rotated(63 downto 56), ring3(63 downto 56)) &
+                mux(((ring3_first and b2l(unsigned'(x"6") < unsigned(w_end))) and (not b2l(unsigned'(x"6") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'(x"6") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(55 downto 48), ring3(55 downto 48)) &
+                mux(((ring3_first and b2l(unsigned'(x"5") < unsigned(w_end))) and (not b2l(unsigned'(x"5") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'(x"5") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(47 downto 40), ring3(47 downto 40)) &
+                mux(((ring3_first and b2l(unsigned'(x"4") < unsigned(w_end))) and (not b2l(unsigned'(x"4") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'(x"4") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(39 downto 32), ring3(39 downto 32)) &
+                mux(((ring3_first and b2l(unsigned'(x"3") < unsigned(w_end))) and (not b2l(unsigned'(x"3") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'(x"3") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(31 downto 24), ring3(31 downto 24)) &
+                mux(((ring3_first and b2l(unsigned'(x"2") < unsigned(w_end))) and (not b2l(unsigned'(x"2") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'(x"2") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(23 downto 16), ring3(23 downto 16)) &
+                mux(((ring3_first and b2l(unsigned'(x"1") < unsigned(w_end))) and (not b2l(unsigned'(x"1") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'(x"1") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(15 downto 8), ring3(15 downto 8)) &
+                mux(((ring3_first and b2l(unsigned'(x"0") < unsigned(w_end))) and (not b2l(unsigned'(x"0") <
+                    unsigned(std_logic_vector'('0' & w_lane))))) or (ring3_second and b2l(unsigned(std_logic_vector(unsigned'(x"0") +
+                    unsigned'(x"8"))) < unsigned(w_end))), w_rotated(7 downto 0), ring3(7 downto 0))
+            );
         end if;
     end process;
 
@@ -777,7 +959,7 @@ begin
             if rst = '1' then
                 f_in <= '0';
             elsif b_go = '1' then
-                f_in <= not b_ends;
+                f_in <= n_take or (not b_ends);
             end if;
         end if;
     end process;
@@ -786,7 +968,7 @@ begin
     begin
         if rising_edge(clk) then
             if b_go = '1' then
-                f_len <= b_len;
+                f_len <= mux(n_take, n_len, b_len);
             end if;
         end if;
     end process;
@@ -795,7 +977,7 @@ begin
     begin
         if rising_edge(clk) then
             if b_go = '1' then
-                f_left <= std_logic_vector(unsigned(b_left) - unsigned(std_logic_vector'("0000000000000" & b_body)));
+                f_left <= mux(n_take, n_left, std_logic_vector(unsigned(b_left) - unsigned(std_logic_vector'("0000000000000" & b_body))));
             end if;
         end if;
     end process;
@@ -804,7 +986,7 @@ begin
     begin
         if rising_edge(clk) then
             if b_go = '1' then
-                f_done <= std_logic_vector(unsigned(b_done) + unsigned(std_logic_vector'("0000000000000" & b_body)));
+                f_done <= mux(n_take, std_logic_vector'("0000000000000" & n_body), std_logic_vector(unsigned(b_done) + unsigned(std_logic_vector'("0000000000000" & b_body))));
             end if;
         end if;
     end process;
@@ -813,7 +995,7 @@ begin
     begin
         if rising_edge(clk) then
             if b_go = '1' then
-                f_shift <= b_shift;
+                f_shift <= mux(n_take, n_shift_lane, b_shift);
             end if;
         end if;
     end process;
@@ -822,7 +1004,7 @@ begin
     begin
         if rising_edge(clk) then
             if b_go = '1' then
-                f_acc <= mux(b_full, b_rotated(55 downto 0), b_combined);
+                f_acc <= mux(n_take, n_rotated, mux(b_full, b_rotated(55 downto 0), b_combined));
             end if;
         end if;
     end process;
@@ -831,7 +1013,7 @@ begin
     begin
         if rising_edge(clk) then
             if b_go = '1' then
-                f_acc_lanes <= b_total(2 downto 0);
+                f_acc_lanes <= mux(n_take, n_acc_lanes, b_total(2 downto 0));
             end if;
         end if;
     end process;
@@ -839,8 +1021,8 @@ begin
     f_start_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (b_go and b_starting) = '1' then
-                f_start <= rpos;
+            if (b_go and (b_starting or n_take)) = '1' then
+                f_start <= mux(n_take, n_start, rpos);
             end if;
         end if;
     end process;
@@ -848,8 +1030,8 @@ begin
     f_hdr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (b_go and b_starting) = '1' then
-                f_hdr <= std_logic_vector(unsigned(rpos(15 downto 0)) + unsigned(std_logic_vector'(x"000" & b_marker_lanes)));
+            if (b_go and (b_starting or n_take)) = '1' then
+                f_hdr <= mux(n_take, n_start(15 downto 0), std_logic_vector(unsigned(rpos(15 downto 0)) + unsigned(std_logic_vector'(x"000" & b_marker_lanes))));
             end if;
         end if;
     end process;
@@ -857,8 +1039,8 @@ begin
     f_lead_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (b_go and b_starting) = '1' then
-                f_lead <= b_marker;
+            if (b_go and (b_starting or n_take)) = '1' then
+                f_lead <= (not n_take) and b_marker;
             end if;
         end if;
     end process;
@@ -867,7 +1049,7 @@ begin
     begin
         if rising_edge(clk) then
             if b_go = '1' then
-                f_marker_bad <= b_marker_bad;
+                f_marker_bad <= (not n_take) and b_marker_bad;
             end if;
         end if;
     end process;
@@ -876,7 +1058,7 @@ begin
     begin
         if rising_edge(clk) then
             if b_go = '1' then
-                f_crc_lo <= mux(b2l(b_end = x"8"), "000", b_crc_lo);
+                f_crc_lo <= mux(n_take or b2l(b_end = x"8"), "000", b_crc_lo);
             end if;
         end if;
     end process;
@@ -885,7 +1067,7 @@ begin
     begin
         if rising_edge(clk) then
             if b_go = '1' then
-                f_crc_fresh <= b_crc_fresh and (not b_crc_update);
+                f_crc_fresh <= ((not n_take) and b_crc_fresh) and (not b_crc_update);
             end if;
         end if;
     end process;
@@ -899,24 +1081,13 @@ begin
         end if;
     end process;
 
-    f_pending_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if rst = '1' then
-                f_pending <= '0';
-            elsif (f_pending or b_go) = '1' then
-                f_pending <= mux(f_pending, '0', b_spill);
-            end if;
-        end if;
-    end process;
-
     buf_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
                 buf_wptr <= "000000000000000";
-            elsif buf_write = '1' then
-                buf_wptr <= std_logic_vector(unsigned(buf_wptr) + unsigned'("000000000000001"));
+            elsif b_write = '1' then
+                buf_wptr <= std_logic_vector(unsigned(buf_wptr) + unsigned(mux(b_write_second, "000000000000010", "000000000000001")));
             end if;
         end if;
     end process;
@@ -968,6 +1139,24 @@ begin
         if rising_edge(clk) then
             if c_enter = '1' then
                 c1_lo <= c_lo_in;
+            end if;
+        end if;
+    end process;
+
+    c1_next_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_enter = '1' then
+                c1_next <= n_take;
+            end if;
+        end if;
+    end process;
+
+    c1_next_lo_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_enter = '1' then
+                c1_next_lo <= c_next_lo_in;
             end if;
         end if;
     end process;
@@ -1053,6 +1242,15 @@ begin
         end if;
     end process;
 
+    c1_next_data_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if n_take = '1' then
+                c1_next_data <= n_covered;
+            end if;
+        end if;
+    end process;
+
     c2_valid_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -1089,6 +1287,24 @@ begin
         if rising_edge(clk) then
             if c1_valid = '1' then
                 c2_lo <= c1_lo;
+            end if;
+        end if;
+    end process;
+
+    c2_next_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c1_valid = '1' then
+                c2_next <= c1_next;
+            end if;
+        end if;
+    end process;
+
+    c2_next_lo_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c1_valid = '1' then
+                c2_next_lo <= c1_next_lo;
             end if;
         end if;
     end process;
@@ -1174,11 +1390,20 @@ begin
         end if;
     end process;
 
+    c2_next_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (c1_valid and c1_next) = '1' then
+                c2_next_term <= c1_next_term;
+            end if;
+        end if;
+    end process;
+
     crc_state_reg : process (clk)
     begin
         if rising_edge(clk) then
             if (c2_valid and c2_upd) = '1' then
-                crc_state <= crc_next;
+                crc_state <= mux(c2_next, crc_next_fpdu, crc_next);
             end if;
         end if;
     end process;
@@ -1341,6 +1566,15 @@ begin
         end if;
     end process;
 
+    o_read_bank_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if o_read = '1' then
+                o_read_bank <= buf_rptr(0);
+            end if;
+        end if;
+    end process;
+
     o_q_count_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -1355,14 +1589,14 @@ begin
     o_q0_word_reg : process (clk)
     begin
         if rising_edge(clk) then
-            o_q0_word <= mux(o_q0_push, ulpdu_buf_rd, mux(b2l(o_pop = "01"), o_q1_word, o_q0_word));
+            o_q0_word <= mux(o_q0_push, o_read_data, mux(b2l(o_pop = "01"), o_q1_word, o_q0_word));
         end if;
     end process;
 
     o_q1_word_reg : process (clk)
     begin
         if rising_edge(clk) then
-            o_q1_word <= mux(o_q1_push, ulpdu_buf_rd, o_q1_word);
+            o_q1_word <= mux(o_q1_push, o_read_data, o_q1_word);
         end if;
     end process;
 
@@ -1388,15 +1622,28 @@ begin
         end if;
     end process;
 
-    -- ulpdu_buf: synchronous write, synchronous read (block RAM)
-    ulpdu_buf_ram : process (clk)
+    -- ulpdu_buf0: synchronous write, synchronous read (block RAM)
+    ulpdu_buf0_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if buf_write = '1' then
-                ulpdu_buf(to_integer(unsigned(buf_wptr(13 downto 0)))) <= buf_word;
+            if ((b_write and b2l(buf_bank = '0')) or (b_write_second and (not b2l(buf_bank = '0')))) = '1' then
+                ulpdu_buf0(to_integer(unsigned(mux(b2l(buf_bank = '0'), buf_row0, buf_row1)))) <= mux(b2l(buf_bank = '0'), buf_word0, buf_word1);
             end if;
-            if o_read = '1' then
-                ulpdu_buf_rd <= ulpdu_buf(to_integer(unsigned(buf_rptr(13 downto 0))));
+            if (o_read and b2l(buf_rptr(0) = '0')) = '1' then
+                ulpdu_buf0_rd <= ulpdu_buf0(to_integer(unsigned(buf_rd_row)));
+            end if;
+        end if;
+    end process;
+
+    -- ulpdu_buf1: synchronous write, synchronous read (block RAM)
+    ulpdu_buf1_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((b_write and b2l(buf_bank = '1')) or (b_write_second and (not b2l(buf_bank = '1')))) = '1' then
+                ulpdu_buf1(to_integer(unsigned(mux(b2l(buf_bank = '1'), buf_row0, buf_row1)))) <= mux(b2l(buf_bank = '1'), buf_word0, buf_word1);
+            end if;
+            if (o_read and b2l(buf_rptr(0) = '1')) = '1' then
+                ulpdu_buf1_rd <= ulpdu_buf1(to_integer(unsigned(buf_rd_row)));
             end if;
         end if;
     end process;
