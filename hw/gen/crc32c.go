@@ -70,10 +70,8 @@ func CRC32C(width int) (*Module, error) {
 	iLast := m.Reg("i_last", 1, nil, tlast, fire, "")
 
 	// Lanes not in use are processed as zero bytes.
-	masked := m.WireOf("i_data_masked", laneMasked(iData, iKeep), "the beat with unused lanes zeroed")
-
+	masked := maskedWords(m, "i_data_masked", iData, iKeep)
 	dataRows, stateRows := CRC32CUpdate(lanes).Split()
-	dataTerm := m.WireOf("i_data_term", MatVec(masked, dataRows), "the beat's contribution to the register")
 
 	// p = lanes not in use on the last beat. With n lanes in use, the last
 	// lane is n-1 and p = lanes-1-(n-1), the complement of n-1.
@@ -85,7 +83,10 @@ func CRC32C(width int) (*Module, error) {
 	take := m.WireOf("i_take", And(adv, iValid), "stage i's beat moves to stage b")
 	bValid := m.Reg("b_valid", 1, big.NewInt(0), iValid, adv, "stage b holds a beat's data term")
 	bLast := m.Reg("b_last", 1, nil, iLast, take, "")
-	bTerm := m.Reg("b_term", 32, nil, dataTerm, take, "")
+	// The data term is written into the register rather than given a wire
+	// of its own: the same logic, which a simulator then evaluates only for
+	// beats that move (the widest part of the block).
+	bTerm := m.Reg("b_term", 32, nil, MatVecWords(masked, dataRows), take, "the beat's contribution to the register")
 	bPad := m.Reg("b_pad", nk, nil, padLanes, take, "")
 
 	state := m.RegDecl("crc_state", 32, "CRC register (not inverted) of the frame before stage b's beat")
@@ -104,10 +105,12 @@ func CRC32C(width int) (*Module, error) {
 		return nil, fmt.Errorf("%w: CRC32c zero-byte matrix is singular", ErrInvalid)
 	}
 	zinvParam := zinvParams(m, zinv)
+	// Each correction is written into the registers it feeds (no wire), so
+	// that a simulator evaluates it only for frames that end.
 	for s := 0; s < stages; s++ {
 		lo := s * crcFixBits
 		n := min(crcFixBits, nk-lo)
-		fixed := crcFix(m, fmt.Sprintf("p%d", s), crc, pad, lo, n, zinvParam)
+		fixed := crcFixExpr(crc, pad, lo, n, zinvParam)
 		en := And(adv, valid)
 		if s == stages-1 {
 			m.Drive(resValid, big.NewInt(0), valid, adv)
@@ -119,7 +122,7 @@ func CRC32C(width int) (*Module, error) {
 			break
 		}
 		nv := m.Reg(fmt.Sprintf("p%d_valid", s+1), 1, big.NewInt(0), valid, adv, "")
-		crc = m.Reg(fmt.Sprintf("p%d_crc", s+1), 32, nil, fixed, en, "")
+		crc = m.Reg(fmt.Sprintf("p%d_crc", s+1), 32, nil, fixed, en, fmt.Sprintf("register corrected for pad-lane bits 0..%d", lo+n-1))
 		pad = m.Reg(fmt.Sprintf("p%d_pad", s+1), nk-lo-n, nil, Bits(pad, pad.W-1, n), en, "")
 		valid = nv
 	}
@@ -145,28 +148,40 @@ func zinvParams(m *Module, zinv Mat32) func(k int) *Signal {
 }
 
 // laneMasked is data with the byte lanes whose keep bit is 0 zeroed.
-func laneMasked(data, keep *Signal) Expr {
-	lanes := keep.W
-	parts := make([]Expr, lanes)
-	for i := 0; i < lanes; i++ {
-		parts[lanes-1-i] = And(Bits(data, 8*i+7, 8*i), Rep(Bit(keep, i), 8))
+func laneMasked(data, keep *Signal) Expr { return lanesMasked(data, keep, 0, keep.W) }
+
+// lanesMasked is lanes lo..lo+n-1 of data, those whose keep bit is 0 zeroed.
+func lanesMasked(data, keep *Signal, lo, n int) Expr {
+	parts := make([]Expr, n)
+	for i := lo; i < lo+n; i++ {
+		parts[lo+n-1-i] = And(Bits(data, 8*i+7, 8*i), Rep(Bit(keep, i), 8))
 	}
 	return Cat(parts...)
 }
 
-// lastLaneOneHot marks the highest lane whose keep bit is 1 (keep
-// contiguous from lane 0).
-func lastLaneOneHot(keep *Signal) Expr {
-	lanes := keep.W
-	ends := make([]Expr, lanes)
-	for i := 0; i < lanes; i++ {
-		e := Bit(keep, i)
-		if i+1 < lanes {
-			e = And(e, Not(Bit(keep, i+1)))
-		}
-		ends[lanes-1-i] = e
+// maskedWords is data with the lanes whose keep bit is 0 zeroed, as wires of
+// at most 64 bits (least significant first): the same AND gates, but a
+// simulator evaluates a 64-bit wire as one machine word, where it would
+// evaluate a wider expression 32 bits at a time.
+func maskedWords(m *Module, name string, data, keep *Signal) []*Signal {
+	if data.W <= 64 {
+		return []*Signal{m.WireOf(name, laneMasked(data, keep), "the beat with unused lanes zeroed")}
 	}
-	return Cat(ends...)
+	words := make([]*Signal, data.W/64)
+	for k := range words {
+		words[k] = m.WireOf(fmt.Sprintf("%s_%d", name, k), lanesMasked(data, keep, 8*k, 8),
+			fmt.Sprintf("lanes %d..%d of the beat, unused lanes zeroed", 8*k, 8*k+7))
+	}
+	return words
+}
+
+// lastLaneOneHot marks the highest lane whose keep bit is 1 (keep
+// contiguous from lane 0): keep[i] & ~keep[i+1], written on whole vectors.
+func lastLaneOneHot(keep *Signal) Expr {
+	if keep.W == 1 {
+		return keep
+	}
+	return And(keep, Not(Cat(C(1, 0), Bits(keep, keep.W-1, 1))))
 }
 
 // complementIndex is ~index of the one-hot lane, nk bits: lanes-1-i for
@@ -188,21 +203,28 @@ func complementIndex(oneHot *Signal, nk int) Expr {
 // crcFix multiplies the 32-bit register crc by Z^-p selected by the bits of
 // pad from lo to lo+n-1 (the rows chosen among constant matrices).
 func crcFix(m *Module, prefix string, crc *Signal, pad *Signal, lo, n int, zinvParam func(int) *Signal) *Signal {
-	cands := make([]Expr, 1<<n)
-	for v := range cands {
-		cands[v] = zinvParam(v << lo)
-	}
+	return m.WireOf(prefix+"_fixed", crcFixExpr(crc, pad, lo, n, zinvParam), fmt.Sprintf("register corrected for pad-lane bits %d..%d", lo, lo+n-1))
+}
+
+// crcFixExpr is crcFix's product as an expression: bit i is the parity of
+// crc and row i of Z^-p, that row selected among the constant matrices'
+// rows i. Selecting row by row (rather than a whole matrix, then its rows)
+// is the same logic, and lets a simulator pick 32-bit constants instead of
+// copying a 1024-bit matrix.
+func crcFixExpr(crc *Signal, pad *Signal, lo, n int, zinvParam func(int) *Signal) Expr {
 	var sel []Expr
 	for b := 0; b < n; b++ {
 		sel = append(sel, Bit(pad, b))
 	}
-	mat := m.WireOf(prefix+"_matrix", muxTree(sel, cands),
-		fmt.Sprintf("Z^-k for pad-lane bits %d..%d of this frame", lo, lo+n-1))
 	prod := make([]Expr, 32)
+	cands := make([]Expr, 1<<n)
 	for i := 0; i < 32; i++ {
-		prod[31-i] = RedXor(And(crc, Bits(mat, 32*i+31, 32*i)))
+		for v := range cands {
+			cands[v] = Bits(zinvParam(v<<lo), 32*i+31, 32*i)
+		}
+		prod[31-i] = RedXor(And(crc, muxTree(sel, cands)))
 	}
-	return m.WireOf(prefix+"_fixed", Cat(prod...), fmt.Sprintf("register corrected for pad-lane bits %d..%d", lo, lo+n-1))
+	return Cat(prod...)
 }
 
 // muxTree selects cands[v] where v is the binary number sel (bit 0 first).
@@ -216,10 +238,47 @@ func muxTree(sel []Expr, cands []Expr) Expr {
 }
 
 // MatVec is the GF(2) product rows·x: bit i is the parity of x AND rows[i].
-func MatVec(x *Signal, rows []*big.Int) Expr {
+func MatVec(x *Signal, rows []*big.Int) Expr { return MatVecWords([]*Signal{x}, rows) }
+
+// MatVecWords is MatVec of the vector made of words (least significant
+// first, all of the same width when more than one): bit i is the parity of
+// the XOR of each word AND its slice of rows[i]. Splitting a wide vector
+// into 64-bit words is the same logic, and lets a simulator work on whole
+// machine words.
+func MatVecWords(words []*Signal, rows []*big.Int) Expr {
+	if len(words) == 1 {
+		out := make([]Expr, len(rows))
+		for i, row := range rows {
+			out[len(rows)-1-i] = parityOf(words[0], row)
+		}
+		return Cat(out...)
+	}
+	w := words[0].W
+	for _, x := range words {
+		if x.W != w {
+			return bad("MatVecWords: words of different widths (%d and %d)", w, x.W)
+		}
+	}
+	wordMask := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), uint(w)), big.NewInt(1))
 	out := make([]Expr, len(rows))
 	for i, row := range rows {
-		out[len(rows)-1-i] = parityOf(x, row)
+		var terms []Expr
+		last := -1
+		for k, x := range words {
+			mask := new(big.Int).And(new(big.Int).Rsh(row, uint(k*w)), wordMask)
+			if mask.Sign() != 0 {
+				terms = append(terms, And(x, CBig(w, mask)))
+				last = k
+			}
+		}
+		switch len(terms) {
+		case 0:
+			out[len(rows)-1-i] = C(1, 0)
+		case 1:
+			out[len(rows)-1-i] = parityOf(words[last], new(big.Int).And(new(big.Int).Rsh(row, uint(last*w)), wordMask))
+		default:
+			out[len(rows)-1-i] = RedXor(Xor(terms[0], terms[1], terms[2:]...))
+		}
 	}
 	return Cat(out...)
 }

@@ -82,7 +82,7 @@ func WriteVerilog(w io.Writer, m *Module) error {
 			b.WriteString(" else begin\n")
 			ind = "            "
 		}
-		fmt.Fprintf(&b, "%s%s <= %s;\n", ind, r.Q.Name, vexpr(r.D, true))
+		fmt.Fprintf(&b, "%s%s <= %s;\n", ind, r.Q.Name, indentLines(vexpr(r.D, true), ind))
 		if open {
 			b.WriteString("        end\n")
 		}
@@ -161,13 +161,53 @@ func wrap(s string, n int) []string {
 }
 
 // joinLong joins parts between open and close, one part per line when the
-// result would be too long to read on one.
+// result would be too long to read on one; a part still too long for one
+// line is wrapped at its spaces (both languages ignore where a line breaks
+// between tokens).
 func joinLong(open string, parts []string, sep, close string) string {
 	one := open + strings.Join(parts, sep+" ") + close
 	if len(one) <= 100 || strings.Contains(one, "\n") {
 		return one
 	}
-	return open + "\n        " + strings.Join(parts, sep+"\n        ") + "\n    " + close
+	lines := make([]string, len(parts))
+	for i, p := range parts {
+		lines[i] = wrapTokens(p, "\n            ", 120)
+	}
+	return open + "\n        " + strings.Join(lines, sep+"\n        ") + "\n    " + close
+}
+
+// indentLines shifts the continuation lines of a multi-line expression
+// (laid out for an assign at 4 spaces) under a statement indented by ind.
+func indentLines(e, ind string) string {
+	return strings.ReplaceAll(e, "\n", "\n"+ind[4:])
+}
+
+// wrapTokens breaks s at spaces into lines of about n characters when it is
+// longer than maxLine, each continuation starting with cont.
+func wrapTokens(s, cont string, n int) string {
+	const maxLine = 160
+	if len(s) <= maxLine || strings.Contains(s, "\n") {
+		return s
+	}
+	const glue = "\x00" // keeps "a downto b" on one line
+	s = strings.ReplaceAll(s, " downto ", glue+"downto"+glue)
+	var b strings.Builder
+	line := 0
+	for i, tok := range strings.Split(s, " ") {
+		tok = strings.ReplaceAll(tok, glue, " ")
+		if i > 0 {
+			if line+1+len(tok) > n {
+				b.WriteString(cont)
+				line = 0
+			} else {
+				b.WriteByte(' ')
+				line++
+			}
+		}
+		b.WriteString(tok)
+		line += len(tok)
+	}
+	return b.String()
 }
 
 func vconst(w int, v *big.Int) string { return fmt.Sprintf("%d'h%0*s", w, (w+3)/4, v.Text(16)) }

@@ -112,7 +112,7 @@ func WriteVHDL(w io.Writer, m *Module) error {
 			b.WriteString("            else\n")
 			ind = "                "
 		}
-		fmt.Fprintf(&b, "%s%s <= %s;\n", ind, r.Q.Name, hexpr(r.D, true))
+		fmt.Fprintf(&b, "%s%s <= %s;\n", ind, r.Q.Name, indentLines(hexpr(r.D, true), ind))
 		if r.Reset != nil || r.En != nil {
 			b.WriteString("            end if;\n")
 		}

@@ -91,14 +91,14 @@ architecture rtl of crc32c_w128 is
     signal i_data : std_logic_vector(127 downto 0);
     signal i_keep : std_logic_vector(15 downto 0);
     signal i_last : std_logic;
-    signal i_data_masked : std_logic_vector(127 downto 0); -- the beat with unused lanes zeroed
-    signal i_data_term : std_logic_vector(31 downto 0); -- the beat's contribution to the register
+    signal i_data_masked_0 : std_logic_vector(63 downto 0); -- lanes 0..7 of the beat, unused lanes zeroed
+    signal i_data_masked_1 : std_logic_vector(63 downto 0); -- lanes 8..15 of the beat, unused lanes zeroed
     signal i_last_lane : std_logic_vector(15 downto 0); -- one-hot: the last lane in use
     signal i_pad_lanes : std_logic_vector(3 downto 0); -- lanes not in use on this beat
     signal i_take : std_logic;               -- stage i's beat moves to stage b
     signal b_valid : std_logic := '0';       -- stage b holds a beat's data term
     signal b_last : std_logic;
-    signal b_term : std_logic_vector(31 downto 0);
+    signal b_term : std_logic_vector(31 downto 0); -- the beat's contribution to the register
     signal b_pad : std_logic_vector(3 downto 0);
     signal crc_state : std_logic_vector(31 downto 0) := x"ffffffff"; -- CRC register (not inverted) of the frame before stage b's beat
     signal crc_state_term : std_logic_vector(31 downto 0); -- the register's own contribution
@@ -107,28 +107,16 @@ architecture rtl of crc32c_w128 is
     signal p0_valid : std_logic := '0';      -- stage 0 holds a frame's uncorrected register
     signal p0_crc : std_logic_vector(31 downto 0);
     signal p0_pad : std_logic_vector(3 downto 0);
-    signal p0_matrix : std_logic_vector(1023 downto 0); -- Z^-k for pad-lane bits 0..2 of this frame
-    signal p0_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 0..2
     signal p1_valid : std_logic := '0';
-    signal p1_crc : std_logic_vector(31 downto 0);
+    signal p1_crc : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 0..2
     signal p1_pad : std_logic;
-    signal p1_matrix : std_logic_vector(1023 downto 0); -- Z^-k for pad-lane bits 3..3 of this frame
-    signal p1_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 3..3
     signal res_crc : std_logic_vector(31 downto 0) := x"00000000"; -- the frame's CRC32c
     signal res_ok : std_logic := '0';        -- residue check passed
 begin
     advance <= (not res_valid) or m_axis_tready;
     s_axis_tready <= advance;
     s_fire <= s_axis_tvalid and advance;
-    i_data_masked <= std_logic_vector'(
-        (i_data(127 downto 120) and std_logic_vector'(7 downto 0 => i_keep(15))) &
-        (i_data(119 downto 112) and std_logic_vector'(7 downto 0 => i_keep(14))) &
-        (i_data(111 downto 104) and std_logic_vector'(7 downto 0 => i_keep(13))) &
-        (i_data(103 downto 96) and std_logic_vector'(7 downto 0 => i_keep(12))) &
-        (i_data(95 downto 88) and std_logic_vector'(7 downto 0 => i_keep(11))) &
-        (i_data(87 downto 80) and std_logic_vector'(7 downto 0 => i_keep(10))) &
-        (i_data(79 downto 72) and std_logic_vector'(7 downto 0 => i_keep(9))) &
-        (i_data(71 downto 64) and std_logic_vector'(7 downto 0 => i_keep(8))) &
+    i_data_masked_0 <= std_logic_vector'(
         (i_data(63 downto 56) and std_logic_vector'(7 downto 0 => i_keep(7))) &
         (i_data(55 downto 48) and std_logic_vector'(7 downto 0 => i_keep(6))) &
         (i_data(47 downto 40) and std_logic_vector'(7 downto 0 => i_keep(5))) &
@@ -138,58 +126,17 @@ begin
         (i_data(15 downto 8) and std_logic_vector'(7 downto 0 => i_keep(1))) &
         (i_data(7 downto 0) and std_logic_vector'(7 downto 0 => i_keep(0)))
     );
-    i_data_term <= std_logic_vector'(
-        (xor (i_data_masked and x"8fc8e57b1c379612ef13a98c0caa668f")) &
-        (xor (i_data_masked and x"47e472bd8e1bcb097789d4c606553347")) &
-        (xor (i_data_masked and x"23f2395ec70de584bbc4ea63032a99a3")) &
-        (xor (i_data_masked and x"11f91caf6386f2c25de2753181954cd1")) &
-        (xor (i_data_masked and x"08fc8e57b1c379612ef13a98c0caa668")) &
-        (xor (i_data_masked and x"047e472bd8e1bcb097789d4c60655334")) &
-        (xor (i_data_masked and x"8df7c6eef047484aa4afe72a3c98cf15")) &
-        (xor (i_data_masked and x"46fbe3777823a4255257f3951e4c678a")) &
-        (xor (i_data_masked and x"acb514c0a026440046385046838c554a")) &
-        (xor (i_data_masked and x"d9926f1b4c24b412cc0f81af4d6c4c2a")) &
-        (xor (i_data_masked and x"e301d2f6ba25cc1b8914695baa1c409a")) &
-        (xor (i_data_masked and x"fe480c004125701f2b999d21d9a446c2")) &
-        (xor (i_data_masked and x"7f2406002092b80f95ccce90ecd22361")) &
-        (xor (i_data_masked and x"b05ae67b0c7eca1525f5cec47ac3773f")) &
-        (xor (i_data_masked and x"d7e596469a08f3187de94eee31cbdd10")) &
-        (xor (i_data_masked and x"6bf2cb234d04798c3ef4a77718e5ee88")) &
-        (xor (i_data_masked and x"35f96591a6823cc61f7a53bb8c72f744")) &
-        (xor (i_data_masked and x"1afcb2c8d3411e630fbd29ddc6397ba2")) &
-        (xor (i_data_masked and x"82b6bc1f7597192368cd3d62efb6db5e")) &
-        (xor (i_data_masked and x"ce93bb74a6fc1a835b75373d7b710b20")) &
-        (xor (i_data_masked and x"e88138c14f499b5342a93212b112e31f")) &
-        (xor (i_data_masked and x"74409c60a7a4cda9a15499095889718f")) &
-        (xor (i_data_masked and x"b5e8ab4b4fe5f0c63fb9e508a0eede48")) &
-        (xor (i_data_masked and x"d53cb0debbc56e71f0cf5b085cdd09ab")) &
-        (xor (i_data_masked and x"6a9e586f5de2b738f867ad842e6e84d5")) &
-        (xor (i_data_masked and x"ba87c94cb2c6cd8e93207f4e1b9d24e5")) &
-        (xor (i_data_masked and x"d28b01dd4554f0d5a683962b0164f4fd")) &
-        (xor (i_data_masked and x"e68d6595be9dee783c5262998c181cf1")) &
-        (xor (i_data_masked and x"fc8e57b1c379612ef13a98c0caa668f7")) &
-        (xor (i_data_masked and x"7e472bd8e1bcb097789d4c606553347b")) &
-        (xor (i_data_masked and x"3f2395ec70de584bbc4ea63032a99a3d")) &
-        (xor (i_data_masked and x"1f91caf6386f2c25de2753181954cd1e"))
+    i_data_masked_1 <= std_logic_vector'(
+        (i_data(127 downto 120) and std_logic_vector'(7 downto 0 => i_keep(15))) &
+        (i_data(119 downto 112) and std_logic_vector'(7 downto 0 => i_keep(14))) &
+        (i_data(111 downto 104) and std_logic_vector'(7 downto 0 => i_keep(13))) &
+        (i_data(103 downto 96) and std_logic_vector'(7 downto 0 => i_keep(12))) &
+        (i_data(95 downto 88) and std_logic_vector'(7 downto 0 => i_keep(11))) &
+        (i_data(87 downto 80) and std_logic_vector'(7 downto 0 => i_keep(10))) &
+        (i_data(79 downto 72) and std_logic_vector'(7 downto 0 => i_keep(9))) &
+        (i_data(71 downto 64) and std_logic_vector'(7 downto 0 => i_keep(8)))
     );
-    i_last_lane <= std_logic_vector'(
-        i_keep(15) &
-        (i_keep(14) and (not i_keep(15))) &
-        (i_keep(13) and (not i_keep(14))) &
-        (i_keep(12) and (not i_keep(13))) &
-        (i_keep(11) and (not i_keep(12))) &
-        (i_keep(10) and (not i_keep(11))) &
-        (i_keep(9) and (not i_keep(10))) &
-        (i_keep(8) and (not i_keep(9))) &
-        (i_keep(7) and (not i_keep(8))) &
-        (i_keep(6) and (not i_keep(7))) &
-        (i_keep(5) and (not i_keep(6))) &
-        (i_keep(4) and (not i_keep(5))) &
-        (i_keep(3) and (not i_keep(4))) &
-        (i_keep(2) and (not i_keep(3))) &
-        (i_keep(1) and (not i_keep(2))) &
-        (i_keep(0) and (not i_keep(1)))
-    );
+    i_last_lane <= i_keep and (not std_logic_vector'('0' & i_keep(15 downto 1)));
     i_pad_lanes <= std_logic_vector'(
         (or (i_last_lane and x"00ff")) &
         (or (i_last_lane and x"0f0f")) &
@@ -233,76 +180,6 @@ begin
     );
     crc_next <= b_term xor crc_state_term;
     b_frame_end <= b_valid and b_last;
-    p0_matrix <= mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7, zinv_6), mux(p0_pad(0), zinv_5, zinv_4)), mux(p0_pad(1), mux(p0_pad(0), zinv_3, zinv_2), mux(p0_pad(0), zinv_1, zinv_0)));
-    p0_fixed <= std_logic_vector'(
-        (xor (p0_crc and p0_matrix(1023 downto 992))) &
-        (xor (p0_crc and p0_matrix(991 downto 960))) &
-        (xor (p0_crc and p0_matrix(959 downto 928))) &
-        (xor (p0_crc and p0_matrix(927 downto 896))) &
-        (xor (p0_crc and p0_matrix(895 downto 864))) &
-        (xor (p0_crc and p0_matrix(863 downto 832))) &
-        (xor (p0_crc and p0_matrix(831 downto 800))) &
-        (xor (p0_crc and p0_matrix(799 downto 768))) &
-        (xor (p0_crc and p0_matrix(767 downto 736))) &
-        (xor (p0_crc and p0_matrix(735 downto 704))) &
-        (xor (p0_crc and p0_matrix(703 downto 672))) &
-        (xor (p0_crc and p0_matrix(671 downto 640))) &
-        (xor (p0_crc and p0_matrix(639 downto 608))) &
-        (xor (p0_crc and p0_matrix(607 downto 576))) &
-        (xor (p0_crc and p0_matrix(575 downto 544))) &
-        (xor (p0_crc and p0_matrix(543 downto 512))) &
-        (xor (p0_crc and p0_matrix(511 downto 480))) &
-        (xor (p0_crc and p0_matrix(479 downto 448))) &
-        (xor (p0_crc and p0_matrix(447 downto 416))) &
-        (xor (p0_crc and p0_matrix(415 downto 384))) &
-        (xor (p0_crc and p0_matrix(383 downto 352))) &
-        (xor (p0_crc and p0_matrix(351 downto 320))) &
-        (xor (p0_crc and p0_matrix(319 downto 288))) &
-        (xor (p0_crc and p0_matrix(287 downto 256))) &
-        (xor (p0_crc and p0_matrix(255 downto 224))) &
-        (xor (p0_crc and p0_matrix(223 downto 192))) &
-        (xor (p0_crc and p0_matrix(191 downto 160))) &
-        (xor (p0_crc and p0_matrix(159 downto 128))) &
-        (xor (p0_crc and p0_matrix(127 downto 96))) &
-        (xor (p0_crc and p0_matrix(95 downto 64))) &
-        (xor (p0_crc and p0_matrix(63 downto 32))) &
-        (xor (p0_crc and p0_matrix(31 downto 0)))
-    );
-    p1_matrix <= mux(p1_pad, zinv_8, zinv_0);
-    p1_fixed <= std_logic_vector'(
-        (xor (p1_crc and p1_matrix(1023 downto 992))) &
-        (xor (p1_crc and p1_matrix(991 downto 960))) &
-        (xor (p1_crc and p1_matrix(959 downto 928))) &
-        (xor (p1_crc and p1_matrix(927 downto 896))) &
-        (xor (p1_crc and p1_matrix(895 downto 864))) &
-        (xor (p1_crc and p1_matrix(863 downto 832))) &
-        (xor (p1_crc and p1_matrix(831 downto 800))) &
-        (xor (p1_crc and p1_matrix(799 downto 768))) &
-        (xor (p1_crc and p1_matrix(767 downto 736))) &
-        (xor (p1_crc and p1_matrix(735 downto 704))) &
-        (xor (p1_crc and p1_matrix(703 downto 672))) &
-        (xor (p1_crc and p1_matrix(671 downto 640))) &
-        (xor (p1_crc and p1_matrix(639 downto 608))) &
-        (xor (p1_crc and p1_matrix(607 downto 576))) &
-        (xor (p1_crc and p1_matrix(575 downto 544))) &
-        (xor (p1_crc and p1_matrix(543 downto 512))) &
-        (xor (p1_crc and p1_matrix(511 downto 480))) &
-        (xor (p1_crc and p1_matrix(479 downto 448))) &
-        (xor (p1_crc and p1_matrix(447 downto 416))) &
-        (xor (p1_crc and p1_matrix(415 downto 384))) &
-        (xor (p1_crc and p1_matrix(383 downto 352))) &
-        (xor (p1_crc and p1_matrix(351 downto 320))) &
-        (xor (p1_crc and p1_matrix(319 downto 288))) &
-        (xor (p1_crc and p1_matrix(287 downto 256))) &
-        (xor (p1_crc and p1_matrix(255 downto 224))) &
-        (xor (p1_crc and p1_matrix(223 downto 192))) &
-        (xor (p1_crc and p1_matrix(191 downto 160))) &
-        (xor (p1_crc and p1_matrix(159 downto 128))) &
-        (xor (p1_crc and p1_matrix(127 downto 96))) &
-        (xor (p1_crc and p1_matrix(95 downto 64))) &
-        (xor (p1_crc and p1_matrix(63 downto 32))) &
-        (xor (p1_crc and p1_matrix(31 downto 0)))
-    );
     m_axis_tdata <= res_crc;
     m_axis_tuser <= res_ok;
     m_axis_tvalid <= res_valid;
@@ -369,7 +246,40 @@ begin
     begin
         if rising_edge(clk) then
             if i_take = '1' then
-                b_term <= i_data_term;
+                b_term <= std_logic_vector'(
+                    (xor ((i_data_masked_0 and x"ef13a98c0caa668f") xor (i_data_masked_1 and x"8fc8e57b1c379612"))) &
+                    (xor ((i_data_masked_0 and x"7789d4c606553347") xor (i_data_masked_1 and x"47e472bd8e1bcb09"))) &
+                    (xor ((i_data_masked_0 and x"bbc4ea63032a99a3") xor (i_data_masked_1 and x"23f2395ec70de584"))) &
+                    (xor ((i_data_masked_0 and x"5de2753181954cd1") xor (i_data_masked_1 and x"11f91caf6386f2c2"))) &
+                    (xor ((i_data_masked_0 and x"2ef13a98c0caa668") xor (i_data_masked_1 and x"08fc8e57b1c37961"))) &
+                    (xor ((i_data_masked_0 and x"97789d4c60655334") xor (i_data_masked_1 and x"047e472bd8e1bcb0"))) &
+                    (xor ((i_data_masked_0 and x"a4afe72a3c98cf15") xor (i_data_masked_1 and x"8df7c6eef047484a"))) &
+                    (xor ((i_data_masked_0 and x"5257f3951e4c678a") xor (i_data_masked_1 and x"46fbe3777823a425"))) &
+                    (xor ((i_data_masked_0 and x"46385046838c554a") xor (i_data_masked_1 and x"acb514c0a0264400"))) &
+                    (xor ((i_data_masked_0 and x"cc0f81af4d6c4c2a") xor (i_data_masked_1 and x"d9926f1b4c24b412"))) &
+                    (xor ((i_data_masked_0 and x"8914695baa1c409a") xor (i_data_masked_1 and x"e301d2f6ba25cc1b"))) &
+                    (xor ((i_data_masked_0 and x"2b999d21d9a446c2") xor (i_data_masked_1 and x"fe480c004125701f"))) &
+                    (xor ((i_data_masked_0 and x"95ccce90ecd22361") xor (i_data_masked_1 and x"7f2406002092b80f"))) &
+                    (xor ((i_data_masked_0 and x"25f5cec47ac3773f") xor (i_data_masked_1 and x"b05ae67b0c7eca15"))) &
+                    (xor ((i_data_masked_0 and x"7de94eee31cbdd10") xor (i_data_masked_1 and x"d7e596469a08f318"))) &
+                    (xor ((i_data_masked_0 and x"3ef4a77718e5ee88") xor (i_data_masked_1 and x"6bf2cb234d04798c"))) &
+                    (xor ((i_data_masked_0 and x"1f7a53bb8c72f744") xor (i_data_masked_1 and x"35f96591a6823cc6"))) &
+                    (xor ((i_data_masked_0 and x"0fbd29ddc6397ba2") xor (i_data_masked_1 and x"1afcb2c8d3411e63"))) &
+                    (xor ((i_data_masked_0 and x"68cd3d62efb6db5e") xor (i_data_masked_1 and x"82b6bc1f75971923"))) &
+                    (xor ((i_data_masked_0 and x"5b75373d7b710b20") xor (i_data_masked_1 and x"ce93bb74a6fc1a83"))) &
+                    (xor ((i_data_masked_0 and x"42a93212b112e31f") xor (i_data_masked_1 and x"e88138c14f499b53"))) &
+                    (xor ((i_data_masked_0 and x"a15499095889718f") xor (i_data_masked_1 and x"74409c60a7a4cda9"))) &
+                    (xor ((i_data_masked_0 and x"3fb9e508a0eede48") xor (i_data_masked_1 and x"b5e8ab4b4fe5f0c6"))) &
+                    (xor ((i_data_masked_0 and x"f0cf5b085cdd09ab") xor (i_data_masked_1 and x"d53cb0debbc56e71"))) &
+                    (xor ((i_data_masked_0 and x"f867ad842e6e84d5") xor (i_data_masked_1 and x"6a9e586f5de2b738"))) &
+                    (xor ((i_data_masked_0 and x"93207f4e1b9d24e5") xor (i_data_masked_1 and x"ba87c94cb2c6cd8e"))) &
+                    (xor ((i_data_masked_0 and x"a683962b0164f4fd") xor (i_data_masked_1 and x"d28b01dd4554f0d5"))) &
+                    (xor ((i_data_masked_0 and x"3c5262998c181cf1") xor (i_data_masked_1 and x"e68d6595be9dee78"))) &
+                    (xor ((i_data_masked_0 and x"f13a98c0caa668f7") xor (i_data_masked_1 and x"fc8e57b1c379612e"))) &
+                    (xor ((i_data_masked_0 and x"789d4c606553347b") xor (i_data_masked_1 and x"7e472bd8e1bcb097"))) &
+                    (xor ((i_data_masked_0 and x"bc4ea63032a99a3d") xor (i_data_masked_1 and x"3f2395ec70de584b"))) &
+                    (xor ((i_data_masked_0 and x"de2753181954cd1e") xor (i_data_masked_1 and x"1f91caf6386f2c25")))
+                );
             end if;
         end if;
     end process;
@@ -438,7 +348,104 @@ begin
     begin
         if rising_edge(clk) then
             if (advance and p0_valid) = '1' then
-                p1_crc <= p0_fixed;
+                p1_crc <= std_logic_vector'(
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(1023 downto 992), zinv_6(1023 downto 992)),
+                        mux(p0_pad(0), zinv_5(1023 downto 992), zinv_4(1023 downto 992))), mux(p0_pad(1), mux(p0_pad(0),
+                        zinv_3(1023 downto 992), zinv_2(1023 downto 992)), mux(p0_pad(0), zinv_1(1023 downto 992), zinv_0(1023 downto 992)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(991 downto 960), zinv_6(991 downto 960)),
+                        mux(p0_pad(0), zinv_5(991 downto 960), zinv_4(991 downto 960))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(991 downto 960),
+                        zinv_2(991 downto 960)), mux(p0_pad(0), zinv_1(991 downto 960), zinv_0(991 downto 960)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(959 downto 928), zinv_6(959 downto 928)),
+                        mux(p0_pad(0), zinv_5(959 downto 928), zinv_4(959 downto 928))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(959 downto 928),
+                        zinv_2(959 downto 928)), mux(p0_pad(0), zinv_1(959 downto 928), zinv_0(959 downto 928)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(927 downto 896), zinv_6(927 downto 896)),
+                        mux(p0_pad(0), zinv_5(927 downto 896), zinv_4(927 downto 896))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(927 downto 896),
+                        zinv_2(927 downto 896)), mux(p0_pad(0), zinv_1(927 downto 896), zinv_0(927 downto 896)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(895 downto 864), zinv_6(895 downto 864)),
+                        mux(p0_pad(0), zinv_5(895 downto 864), zinv_4(895 downto 864))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(895 downto 864),
+                        zinv_2(895 downto 864)), mux(p0_pad(0), zinv_1(895 downto 864), zinv_0(895 downto 864)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(863 downto 832), zinv_6(863 downto 832)),
+                        mux(p0_pad(0), zinv_5(863 downto 832), zinv_4(863 downto 832))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(863 downto 832),
+                        zinv_2(863 downto 832)), mux(p0_pad(0), zinv_1(863 downto 832), zinv_0(863 downto 832)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(831 downto 800), zinv_6(831 downto 800)),
+                        mux(p0_pad(0), zinv_5(831 downto 800), zinv_4(831 downto 800))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(831 downto 800),
+                        zinv_2(831 downto 800)), mux(p0_pad(0), zinv_1(831 downto 800), zinv_0(831 downto 800)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(799 downto 768), zinv_6(799 downto 768)),
+                        mux(p0_pad(0), zinv_5(799 downto 768), zinv_4(799 downto 768))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(799 downto 768),
+                        zinv_2(799 downto 768)), mux(p0_pad(0), zinv_1(799 downto 768), zinv_0(799 downto 768)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(767 downto 736), zinv_6(767 downto 736)),
+                        mux(p0_pad(0), zinv_5(767 downto 736), zinv_4(767 downto 736))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(767 downto 736),
+                        zinv_2(767 downto 736)), mux(p0_pad(0), zinv_1(767 downto 736), zinv_0(767 downto 736)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(735 downto 704), zinv_6(735 downto 704)),
+                        mux(p0_pad(0), zinv_5(735 downto 704), zinv_4(735 downto 704))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(735 downto 704),
+                        zinv_2(735 downto 704)), mux(p0_pad(0), zinv_1(735 downto 704), zinv_0(735 downto 704)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(703 downto 672), zinv_6(703 downto 672)),
+                        mux(p0_pad(0), zinv_5(703 downto 672), zinv_4(703 downto 672))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(703 downto 672),
+                        zinv_2(703 downto 672)), mux(p0_pad(0), zinv_1(703 downto 672), zinv_0(703 downto 672)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(671 downto 640), zinv_6(671 downto 640)),
+                        mux(p0_pad(0), zinv_5(671 downto 640), zinv_4(671 downto 640))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(671 downto 640),
+                        zinv_2(671 downto 640)), mux(p0_pad(0), zinv_1(671 downto 640), zinv_0(671 downto 640)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(639 downto 608), zinv_6(639 downto 608)),
+                        mux(p0_pad(0), zinv_5(639 downto 608), zinv_4(639 downto 608))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(639 downto 608),
+                        zinv_2(639 downto 608)), mux(p0_pad(0), zinv_1(639 downto 608), zinv_0(639 downto 608)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(607 downto 576), zinv_6(607 downto 576)),
+                        mux(p0_pad(0), zinv_5(607 downto 576), zinv_4(607 downto 576))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(607 downto 576),
+                        zinv_2(607 downto 576)), mux(p0_pad(0), zinv_1(607 downto 576), zinv_0(607 downto 576)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(575 downto 544), zinv_6(575 downto 544)),
+                        mux(p0_pad(0), zinv_5(575 downto 544), zinv_4(575 downto 544))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(575 downto 544),
+                        zinv_2(575 downto 544)), mux(p0_pad(0), zinv_1(575 downto 544), zinv_0(575 downto 544)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(543 downto 512), zinv_6(543 downto 512)),
+                        mux(p0_pad(0), zinv_5(543 downto 512), zinv_4(543 downto 512))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(543 downto 512),
+                        zinv_2(543 downto 512)), mux(p0_pad(0), zinv_1(543 downto 512), zinv_0(543 downto 512)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(511 downto 480), zinv_6(511 downto 480)),
+                        mux(p0_pad(0), zinv_5(511 downto 480), zinv_4(511 downto 480))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(511 downto 480),
+                        zinv_2(511 downto 480)), mux(p0_pad(0), zinv_1(511 downto 480), zinv_0(511 downto 480)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(479 downto 448), zinv_6(479 downto 448)),
+                        mux(p0_pad(0), zinv_5(479 downto 448), zinv_4(479 downto 448))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(479 downto 448),
+                        zinv_2(479 downto 448)), mux(p0_pad(0), zinv_1(479 downto 448), zinv_0(479 downto 448)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(447 downto 416), zinv_6(447 downto 416)),
+                        mux(p0_pad(0), zinv_5(447 downto 416), zinv_4(447 downto 416))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(447 downto 416),
+                        zinv_2(447 downto 416)), mux(p0_pad(0), zinv_1(447 downto 416), zinv_0(447 downto 416)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(415 downto 384), zinv_6(415 downto 384)),
+                        mux(p0_pad(0), zinv_5(415 downto 384), zinv_4(415 downto 384))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(415 downto 384),
+                        zinv_2(415 downto 384)), mux(p0_pad(0), zinv_1(415 downto 384), zinv_0(415 downto 384)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(383 downto 352), zinv_6(383 downto 352)),
+                        mux(p0_pad(0), zinv_5(383 downto 352), zinv_4(383 downto 352))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(383 downto 352),
+                        zinv_2(383 downto 352)), mux(p0_pad(0), zinv_1(383 downto 352), zinv_0(383 downto 352)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(351 downto 320), zinv_6(351 downto 320)),
+                        mux(p0_pad(0), zinv_5(351 downto 320), zinv_4(351 downto 320))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(351 downto 320),
+                        zinv_2(351 downto 320)), mux(p0_pad(0), zinv_1(351 downto 320), zinv_0(351 downto 320)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(319 downto 288), zinv_6(319 downto 288)),
+                        mux(p0_pad(0), zinv_5(319 downto 288), zinv_4(319 downto 288))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(319 downto 288),
+                        zinv_2(319 downto 288)), mux(p0_pad(0), zinv_1(319 downto 288), zinv_0(319 downto 288)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(287 downto 256), zinv_6(287 downto 256)),
+                        mux(p0_pad(0), zinv_5(287 downto 256), zinv_4(287 downto 256))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(287 downto 256),
+                        zinv_2(287 downto 256)), mux(p0_pad(0), zinv_1(287 downto 256), zinv_0(287 downto 256)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(255 downto 224), zinv_6(255 downto 224)),
+                        mux(p0_pad(0), zinv_5(255 downto 224), zinv_4(255 downto 224))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(255 downto 224),
+                        zinv_2(255 downto 224)), mux(p0_pad(0), zinv_1(255 downto 224), zinv_0(255 downto 224)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(223 downto 192), zinv_6(223 downto 192)),
+                        mux(p0_pad(0), zinv_5(223 downto 192), zinv_4(223 downto 192))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(223 downto 192),
+                        zinv_2(223 downto 192)), mux(p0_pad(0), zinv_1(223 downto 192), zinv_0(223 downto 192)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(191 downto 160), zinv_6(191 downto 160)),
+                        mux(p0_pad(0), zinv_5(191 downto 160), zinv_4(191 downto 160))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(191 downto 160),
+                        zinv_2(191 downto 160)), mux(p0_pad(0), zinv_1(191 downto 160), zinv_0(191 downto 160)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(159 downto 128), zinv_6(159 downto 128)),
+                        mux(p0_pad(0), zinv_5(159 downto 128), zinv_4(159 downto 128))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(159 downto 128),
+                        zinv_2(159 downto 128)), mux(p0_pad(0), zinv_1(159 downto 128), zinv_0(159 downto 128)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(127 downto 96), zinv_6(127 downto 96)),
+                        mux(p0_pad(0), zinv_5(127 downto 96), zinv_4(127 downto 96))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(127 downto 96),
+                        zinv_2(127 downto 96)), mux(p0_pad(0), zinv_1(127 downto 96), zinv_0(127 downto 96)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(95 downto 64), zinv_6(95 downto 64)),
+                        mux(p0_pad(0), zinv_5(95 downto 64), zinv_4(95 downto 64))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(95 downto 64),
+                        zinv_2(95 downto 64)), mux(p0_pad(0), zinv_1(95 downto 64), zinv_0(95 downto 64)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(63 downto 32), zinv_6(63 downto 32)),
+                        mux(p0_pad(0), zinv_5(63 downto 32), zinv_4(63 downto 32))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(63 downto 32),
+                        zinv_2(63 downto 32)), mux(p0_pad(0), zinv_1(63 downto 32), zinv_0(63 downto 32)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(31 downto 0), zinv_6(31 downto 0)), mux(p0_pad(0),
+                        zinv_5(31 downto 0), zinv_4(31 downto 0))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(31 downto 0), zinv_2(31 downto 0)),
+                        mux(p0_pad(0), zinv_1(31 downto 0), zinv_0(31 downto 0))))))
+                );
             end if;
         end if;
     end process;
@@ -469,7 +476,40 @@ begin
             if rst = '1' then
                 res_crc <= x"00000000";
             elsif (advance and p1_valid) = '1' then
-                res_crc <= not p1_fixed;
+                res_crc <= not std_logic_vector'(
+                    (xor (p1_crc and mux(p1_pad, zinv_8(1023 downto 992), zinv_0(1023 downto 992)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(991 downto 960), zinv_0(991 downto 960)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(959 downto 928), zinv_0(959 downto 928)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(927 downto 896), zinv_0(927 downto 896)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(895 downto 864), zinv_0(895 downto 864)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(863 downto 832), zinv_0(863 downto 832)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(831 downto 800), zinv_0(831 downto 800)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(799 downto 768), zinv_0(799 downto 768)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(767 downto 736), zinv_0(767 downto 736)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(735 downto 704), zinv_0(735 downto 704)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(703 downto 672), zinv_0(703 downto 672)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(671 downto 640), zinv_0(671 downto 640)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(639 downto 608), zinv_0(639 downto 608)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(607 downto 576), zinv_0(607 downto 576)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(575 downto 544), zinv_0(575 downto 544)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(543 downto 512), zinv_0(543 downto 512)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(511 downto 480), zinv_0(511 downto 480)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(479 downto 448), zinv_0(479 downto 448)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(447 downto 416), zinv_0(447 downto 416)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(415 downto 384), zinv_0(415 downto 384)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(383 downto 352), zinv_0(383 downto 352)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(351 downto 320), zinv_0(351 downto 320)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(319 downto 288), zinv_0(319 downto 288)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(287 downto 256), zinv_0(287 downto 256)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(255 downto 224), zinv_0(255 downto 224)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(223 downto 192), zinv_0(223 downto 192)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(191 downto 160), zinv_0(191 downto 160)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(159 downto 128), zinv_0(159 downto 128)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(127 downto 96), zinv_0(127 downto 96)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(95 downto 64), zinv_0(95 downto 64)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(63 downto 32), zinv_0(63 downto 32)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(31 downto 0), zinv_0(31 downto 0))))
+                );
             end if;
         end if;
     end process;
@@ -480,7 +520,40 @@ begin
             if rst = '1' then
                 res_ok <= '0';
             elsif (advance and p1_valid) = '1' then
-                res_ok <= b2l(p1_fixed = x"b798b438");
+                res_ok <= b2l(std_logic_vector'(
+                    (xor (p1_crc and mux(p1_pad, zinv_8(1023 downto 992), zinv_0(1023 downto 992)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(991 downto 960), zinv_0(991 downto 960)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(959 downto 928), zinv_0(959 downto 928)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(927 downto 896), zinv_0(927 downto 896)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(895 downto 864), zinv_0(895 downto 864)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(863 downto 832), zinv_0(863 downto 832)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(831 downto 800), zinv_0(831 downto 800)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(799 downto 768), zinv_0(799 downto 768)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(767 downto 736), zinv_0(767 downto 736)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(735 downto 704), zinv_0(735 downto 704)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(703 downto 672), zinv_0(703 downto 672)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(671 downto 640), zinv_0(671 downto 640)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(639 downto 608), zinv_0(639 downto 608)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(607 downto 576), zinv_0(607 downto 576)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(575 downto 544), zinv_0(575 downto 544)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(543 downto 512), zinv_0(543 downto 512)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(511 downto 480), zinv_0(511 downto 480)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(479 downto 448), zinv_0(479 downto 448)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(447 downto 416), zinv_0(447 downto 416)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(415 downto 384), zinv_0(415 downto 384)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(383 downto 352), zinv_0(383 downto 352)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(351 downto 320), zinv_0(351 downto 320)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(319 downto 288), zinv_0(319 downto 288)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(287 downto 256), zinv_0(287 downto 256)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(255 downto 224), zinv_0(255 downto 224)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(223 downto 192), zinv_0(223 downto 192)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(191 downto 160), zinv_0(191 downto 160)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(159 downto 128), zinv_0(159 downto 128)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(127 downto 96), zinv_0(127 downto 96)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(95 downto 64), zinv_0(95 downto 64)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(63 downto 32), zinv_0(63 downto 32)))) &
+                    (xor (p1_crc and mux(p1_pad, zinv_8(31 downto 0), zinv_0(31 downto 0))))
+                ) = x"b798b438");
             end if;
         end if;
     end process;

@@ -61,13 +61,12 @@ module crc32c_w32 (
     reg  [3:0]     i_keep;
     reg            i_last;
     wire [31:0]    i_data_masked;            // the beat with unused lanes zeroed
-    wire [31:0]    i_data_term;              // the beat's contribution to the register
     wire [3:0]     i_last_lane;              // one-hot: the last lane in use
     wire [1:0]     i_pad_lanes;              // lanes not in use on this beat
     wire           i_take;                   // stage i's beat moves to stage b
     reg            b_valid;                  // stage b holds a beat's data term
     reg            b_last;
-    reg  [31:0]    b_term;
+    reg  [31:0]    b_term;                   // the beat's contribution to the register
     reg  [1:0]     b_pad;
     reg  [31:0]    crc_state;                // CRC register (not inverted) of the frame before stage b's beat
     wire [31:0]    crc_state_term;           // the register's own contribution
@@ -76,8 +75,6 @@ module crc32c_w32 (
     reg            p0_valid;                 // stage 0 holds a frame's uncorrected register
     reg  [31:0]    p0_crc;
     reg  [1:0]     p0_pad;
-    wire [1023:0]  p0_matrix;                // Z^-k for pad-lane bits 0..1 of this frame
-    wire [31:0]    p0_fixed;                 // register corrected for pad-lane bits 0..1
     reg  [31:0]    res_crc;                  // the frame's CRC32c
     reg            res_ok;                   // residue check passed
 
@@ -90,41 +87,7 @@ module crc32c_w32 (
         i_data[15:8] & {8{i_keep[1]}},
         i_data[7:0] & {8{i_keep[0]}}
     };
-    assign i_data_term = {
-        ^(i_data_masked & 32'h8fc8e57b),
-        ^(i_data_masked & 32'h47e472bd),
-        ^(i_data_masked & 32'h23f2395e),
-        ^(i_data_masked & 32'h11f91caf),
-        ^(i_data_masked & 32'h08fc8e57),
-        ^(i_data_masked & 32'h047e472b),
-        ^(i_data_masked & 32'h8df7c6ee),
-        ^(i_data_masked & 32'h46fbe377),
-        ^(i_data_masked & 32'hacb514c0),
-        ^(i_data_masked & 32'hd9926f1b),
-        ^(i_data_masked & 32'he301d2f6),
-        ^(i_data_masked & 32'hfe480c00),
-        ^(i_data_masked & 32'h7f240600),
-        ^(i_data_masked & 32'hb05ae67b),
-        ^(i_data_masked & 32'hd7e59646),
-        ^(i_data_masked & 32'h6bf2cb23),
-        ^(i_data_masked & 32'h35f96591),
-        ^(i_data_masked & 32'h1afcb2c8),
-        ^(i_data_masked & 32'h82b6bc1f),
-        ^(i_data_masked & 32'hce93bb74),
-        ^(i_data_masked & 32'he88138c1),
-        ^(i_data_masked & 32'h74409c60),
-        ^(i_data_masked & 32'hb5e8ab4b),
-        ^(i_data_masked & 32'hd53cb0de),
-        ^(i_data_masked & 32'h6a9e586f),
-        ^(i_data_masked & 32'hba87c94c),
-        ^(i_data_masked & 32'hd28b01dd),
-        ^(i_data_masked & 32'he68d6595),
-        ^(i_data_masked & 32'hfc8e57b1),
-        ^(i_data_masked & 32'h7e472bd8),
-        ^(i_data_masked & 32'h3f2395ec),
-        ^(i_data_masked & 32'h1f91caf6)
-    };
-    assign i_last_lane = {i_keep[3], i_keep[2] & ~i_keep[3], i_keep[1] & ~i_keep[2], i_keep[0] & ~i_keep[1]};
+    assign i_last_lane = i_keep & ~{1'h0, i_keep[3:1]};
     assign i_pad_lanes = {|(i_last_lane & 4'h3), |(i_last_lane & 4'h5)};
     assign i_take = advance & i_valid;
     assign crc_state_term = {
@@ -163,41 +126,6 @@ module crc32c_w32 (
     };
     assign crc_next = b_term ^ crc_state_term;
     assign b_frame_end = b_valid & b_last;
-    assign p0_matrix = p0_pad[1] ? (p0_pad[0] ? zinv_3 : zinv_2) : (p0_pad[0] ? zinv_1 : zinv_0);
-    assign p0_fixed = {
-        ^(p0_crc & p0_matrix[1023:992]),
-        ^(p0_crc & p0_matrix[991:960]),
-        ^(p0_crc & p0_matrix[959:928]),
-        ^(p0_crc & p0_matrix[927:896]),
-        ^(p0_crc & p0_matrix[895:864]),
-        ^(p0_crc & p0_matrix[863:832]),
-        ^(p0_crc & p0_matrix[831:800]),
-        ^(p0_crc & p0_matrix[799:768]),
-        ^(p0_crc & p0_matrix[767:736]),
-        ^(p0_crc & p0_matrix[735:704]),
-        ^(p0_crc & p0_matrix[703:672]),
-        ^(p0_crc & p0_matrix[671:640]),
-        ^(p0_crc & p0_matrix[639:608]),
-        ^(p0_crc & p0_matrix[607:576]),
-        ^(p0_crc & p0_matrix[575:544]),
-        ^(p0_crc & p0_matrix[543:512]),
-        ^(p0_crc & p0_matrix[511:480]),
-        ^(p0_crc & p0_matrix[479:448]),
-        ^(p0_crc & p0_matrix[447:416]),
-        ^(p0_crc & p0_matrix[415:384]),
-        ^(p0_crc & p0_matrix[383:352]),
-        ^(p0_crc & p0_matrix[351:320]),
-        ^(p0_crc & p0_matrix[319:288]),
-        ^(p0_crc & p0_matrix[287:256]),
-        ^(p0_crc & p0_matrix[255:224]),
-        ^(p0_crc & p0_matrix[223:192]),
-        ^(p0_crc & p0_matrix[191:160]),
-        ^(p0_crc & p0_matrix[159:128]),
-        ^(p0_crc & p0_matrix[127:96]),
-        ^(p0_crc & p0_matrix[95:64]),
-        ^(p0_crc & p0_matrix[63:32]),
-        ^(p0_crc & p0_matrix[31:0])
-    };
     assign m_axis_tdata = res_crc;
     assign m_axis_tuser = res_ok;
     assign m_axis_tvalid = res_valid;
@@ -244,7 +172,40 @@ module crc32c_w32 (
 
     always @(posedge clk) begin
         if (i_take) begin
-            b_term <= i_data_term;
+            b_term <= {
+                ^(i_data_masked & 32'h8fc8e57b),
+                ^(i_data_masked & 32'h47e472bd),
+                ^(i_data_masked & 32'h23f2395e),
+                ^(i_data_masked & 32'h11f91caf),
+                ^(i_data_masked & 32'h08fc8e57),
+                ^(i_data_masked & 32'h047e472b),
+                ^(i_data_masked & 32'h8df7c6ee),
+                ^(i_data_masked & 32'h46fbe377),
+                ^(i_data_masked & 32'hacb514c0),
+                ^(i_data_masked & 32'hd9926f1b),
+                ^(i_data_masked & 32'he301d2f6),
+                ^(i_data_masked & 32'hfe480c00),
+                ^(i_data_masked & 32'h7f240600),
+                ^(i_data_masked & 32'hb05ae67b),
+                ^(i_data_masked & 32'hd7e59646),
+                ^(i_data_masked & 32'h6bf2cb23),
+                ^(i_data_masked & 32'h35f96591),
+                ^(i_data_masked & 32'h1afcb2c8),
+                ^(i_data_masked & 32'h82b6bc1f),
+                ^(i_data_masked & 32'hce93bb74),
+                ^(i_data_masked & 32'he88138c1),
+                ^(i_data_masked & 32'h74409c60),
+                ^(i_data_masked & 32'hb5e8ab4b),
+                ^(i_data_masked & 32'hd53cb0de),
+                ^(i_data_masked & 32'h6a9e586f),
+                ^(i_data_masked & 32'hba87c94c),
+                ^(i_data_masked & 32'hd28b01dd),
+                ^(i_data_masked & 32'he68d6595),
+                ^(i_data_masked & 32'hfc8e57b1),
+                ^(i_data_masked & 32'h7e472bd8),
+                ^(i_data_masked & 32'h3f2395ec),
+                ^(i_data_masked & 32'h1f91caf6)
+            };
         end
     end
 
@@ -294,7 +255,40 @@ module crc32c_w32 (
         if (rst) begin
             res_crc <= 32'h00000000;
         end else if (advance & p0_valid) begin
-            res_crc <= ~p0_fixed;
+            res_crc <= ~{
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[1023:992] : zinv_2[1023:992]) : (p0_pad[0] ? zinv_1[1023:992] : zinv_0[1023:992]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[991:960] : zinv_2[991:960]) : (p0_pad[0] ? zinv_1[991:960] : zinv_0[991:960]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[959:928] : zinv_2[959:928]) : (p0_pad[0] ? zinv_1[959:928] : zinv_0[959:928]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[927:896] : zinv_2[927:896]) : (p0_pad[0] ? zinv_1[927:896] : zinv_0[927:896]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[895:864] : zinv_2[895:864]) : (p0_pad[0] ? zinv_1[895:864] : zinv_0[895:864]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[863:832] : zinv_2[863:832]) : (p0_pad[0] ? zinv_1[863:832] : zinv_0[863:832]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[831:800] : zinv_2[831:800]) : (p0_pad[0] ? zinv_1[831:800] : zinv_0[831:800]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[799:768] : zinv_2[799:768]) : (p0_pad[0] ? zinv_1[799:768] : zinv_0[799:768]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[767:736] : zinv_2[767:736]) : (p0_pad[0] ? zinv_1[767:736] : zinv_0[767:736]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[735:704] : zinv_2[735:704]) : (p0_pad[0] ? zinv_1[735:704] : zinv_0[735:704]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[703:672] : zinv_2[703:672]) : (p0_pad[0] ? zinv_1[703:672] : zinv_0[703:672]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[671:640] : zinv_2[671:640]) : (p0_pad[0] ? zinv_1[671:640] : zinv_0[671:640]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[639:608] : zinv_2[639:608]) : (p0_pad[0] ? zinv_1[639:608] : zinv_0[639:608]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[607:576] : zinv_2[607:576]) : (p0_pad[0] ? zinv_1[607:576] : zinv_0[607:576]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[575:544] : zinv_2[575:544]) : (p0_pad[0] ? zinv_1[575:544] : zinv_0[575:544]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[543:512] : zinv_2[543:512]) : (p0_pad[0] ? zinv_1[543:512] : zinv_0[543:512]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[511:480] : zinv_2[511:480]) : (p0_pad[0] ? zinv_1[511:480] : zinv_0[511:480]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[479:448] : zinv_2[479:448]) : (p0_pad[0] ? zinv_1[479:448] : zinv_0[479:448]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[447:416] : zinv_2[447:416]) : (p0_pad[0] ? zinv_1[447:416] : zinv_0[447:416]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[415:384] : zinv_2[415:384]) : (p0_pad[0] ? zinv_1[415:384] : zinv_0[415:384]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[383:352] : zinv_2[383:352]) : (p0_pad[0] ? zinv_1[383:352] : zinv_0[383:352]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[351:320] : zinv_2[351:320]) : (p0_pad[0] ? zinv_1[351:320] : zinv_0[351:320]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[319:288] : zinv_2[319:288]) : (p0_pad[0] ? zinv_1[319:288] : zinv_0[319:288]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[287:256] : zinv_2[287:256]) : (p0_pad[0] ? zinv_1[287:256] : zinv_0[287:256]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[255:224] : zinv_2[255:224]) : (p0_pad[0] ? zinv_1[255:224] : zinv_0[255:224]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[223:192] : zinv_2[223:192]) : (p0_pad[0] ? zinv_1[223:192] : zinv_0[223:192]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[191:160] : zinv_2[191:160]) : (p0_pad[0] ? zinv_1[191:160] : zinv_0[191:160]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[159:128] : zinv_2[159:128]) : (p0_pad[0] ? zinv_1[159:128] : zinv_0[159:128]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[127:96] : zinv_2[127:96]) : (p0_pad[0] ? zinv_1[127:96] : zinv_0[127:96]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[95:64] : zinv_2[95:64]) : (p0_pad[0] ? zinv_1[95:64] : zinv_0[95:64]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[63:32] : zinv_2[63:32]) : (p0_pad[0] ? zinv_1[63:32] : zinv_0[63:32]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[31:0] : zinv_2[31:0]) : (p0_pad[0] ? zinv_1[31:0] : zinv_0[31:0])))
+            };
         end
     end
 
@@ -302,7 +296,40 @@ module crc32c_w32 (
         if (rst) begin
             res_ok <= 1'h0;
         end else if (advance & p0_valid) begin
-            res_ok <= p0_fixed == 32'hb798b438;
+            res_ok <= {
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[1023:992] : zinv_2[1023:992]) : (p0_pad[0] ? zinv_1[1023:992] : zinv_0[1023:992]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[991:960] : zinv_2[991:960]) : (p0_pad[0] ? zinv_1[991:960] : zinv_0[991:960]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[959:928] : zinv_2[959:928]) : (p0_pad[0] ? zinv_1[959:928] : zinv_0[959:928]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[927:896] : zinv_2[927:896]) : (p0_pad[0] ? zinv_1[927:896] : zinv_0[927:896]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[895:864] : zinv_2[895:864]) : (p0_pad[0] ? zinv_1[895:864] : zinv_0[895:864]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[863:832] : zinv_2[863:832]) : (p0_pad[0] ? zinv_1[863:832] : zinv_0[863:832]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[831:800] : zinv_2[831:800]) : (p0_pad[0] ? zinv_1[831:800] : zinv_0[831:800]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[799:768] : zinv_2[799:768]) : (p0_pad[0] ? zinv_1[799:768] : zinv_0[799:768]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[767:736] : zinv_2[767:736]) : (p0_pad[0] ? zinv_1[767:736] : zinv_0[767:736]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[735:704] : zinv_2[735:704]) : (p0_pad[0] ? zinv_1[735:704] : zinv_0[735:704]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[703:672] : zinv_2[703:672]) : (p0_pad[0] ? zinv_1[703:672] : zinv_0[703:672]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[671:640] : zinv_2[671:640]) : (p0_pad[0] ? zinv_1[671:640] : zinv_0[671:640]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[639:608] : zinv_2[639:608]) : (p0_pad[0] ? zinv_1[639:608] : zinv_0[639:608]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[607:576] : zinv_2[607:576]) : (p0_pad[0] ? zinv_1[607:576] : zinv_0[607:576]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[575:544] : zinv_2[575:544]) : (p0_pad[0] ? zinv_1[575:544] : zinv_0[575:544]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[543:512] : zinv_2[543:512]) : (p0_pad[0] ? zinv_1[543:512] : zinv_0[543:512]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[511:480] : zinv_2[511:480]) : (p0_pad[0] ? zinv_1[511:480] : zinv_0[511:480]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[479:448] : zinv_2[479:448]) : (p0_pad[0] ? zinv_1[479:448] : zinv_0[479:448]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[447:416] : zinv_2[447:416]) : (p0_pad[0] ? zinv_1[447:416] : zinv_0[447:416]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[415:384] : zinv_2[415:384]) : (p0_pad[0] ? zinv_1[415:384] : zinv_0[415:384]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[383:352] : zinv_2[383:352]) : (p0_pad[0] ? zinv_1[383:352] : zinv_0[383:352]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[351:320] : zinv_2[351:320]) : (p0_pad[0] ? zinv_1[351:320] : zinv_0[351:320]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[319:288] : zinv_2[319:288]) : (p0_pad[0] ? zinv_1[319:288] : zinv_0[319:288]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[287:256] : zinv_2[287:256]) : (p0_pad[0] ? zinv_1[287:256] : zinv_0[287:256]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[255:224] : zinv_2[255:224]) : (p0_pad[0] ? zinv_1[255:224] : zinv_0[255:224]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[223:192] : zinv_2[223:192]) : (p0_pad[0] ? zinv_1[223:192] : zinv_0[223:192]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[191:160] : zinv_2[191:160]) : (p0_pad[0] ? zinv_1[191:160] : zinv_0[191:160]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[159:128] : zinv_2[159:128]) : (p0_pad[0] ? zinv_1[159:128] : zinv_0[159:128]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[127:96] : zinv_2[127:96]) : (p0_pad[0] ? zinv_1[127:96] : zinv_0[127:96]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[95:64] : zinv_2[95:64]) : (p0_pad[0] ? zinv_1[95:64] : zinv_0[95:64]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[63:32] : zinv_2[63:32]) : (p0_pad[0] ? zinv_1[63:32] : zinv_0[63:32]))),
+                ^(p0_crc & (p0_pad[1] ? (p0_pad[0] ? zinv_3[31:0] : zinv_2[31:0]) : (p0_pad[0] ? zinv_1[31:0] : zinv_0[31:0])))
+            } == 32'hb798b438;
         end
     end
 

@@ -82,13 +82,12 @@ architecture rtl of crc32c_w32 is
     signal i_keep : std_logic_vector(3 downto 0);
     signal i_last : std_logic;
     signal i_data_masked : std_logic_vector(31 downto 0); -- the beat with unused lanes zeroed
-    signal i_data_term : std_logic_vector(31 downto 0); -- the beat's contribution to the register
     signal i_last_lane : std_logic_vector(3 downto 0); -- one-hot: the last lane in use
     signal i_pad_lanes : std_logic_vector(1 downto 0); -- lanes not in use on this beat
     signal i_take : std_logic;               -- stage i's beat moves to stage b
     signal b_valid : std_logic := '0';       -- stage b holds a beat's data term
     signal b_last : std_logic;
-    signal b_term : std_logic_vector(31 downto 0);
+    signal b_term : std_logic_vector(31 downto 0); -- the beat's contribution to the register
     signal b_pad : std_logic_vector(1 downto 0);
     signal crc_state : std_logic_vector(31 downto 0) := x"ffffffff"; -- CRC register (not inverted) of the frame before stage b's beat
     signal crc_state_term : std_logic_vector(31 downto 0); -- the register's own contribution
@@ -97,8 +96,6 @@ architecture rtl of crc32c_w32 is
     signal p0_valid : std_logic := '0';      -- stage 0 holds a frame's uncorrected register
     signal p0_crc : std_logic_vector(31 downto 0);
     signal p0_pad : std_logic_vector(1 downto 0);
-    signal p0_matrix : std_logic_vector(1023 downto 0); -- Z^-k for pad-lane bits 0..1 of this frame
-    signal p0_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 0..1
     signal res_crc : std_logic_vector(31 downto 0) := x"00000000"; -- the frame's CRC32c
     signal res_ok : std_logic := '0';        -- residue check passed
 begin
@@ -111,46 +108,7 @@ begin
         (i_data(15 downto 8) and std_logic_vector'(7 downto 0 => i_keep(1))) &
         (i_data(7 downto 0) and std_logic_vector'(7 downto 0 => i_keep(0)))
     );
-    i_data_term <= std_logic_vector'(
-        (xor (i_data_masked and x"8fc8e57b")) &
-        (xor (i_data_masked and x"47e472bd")) &
-        (xor (i_data_masked and x"23f2395e")) &
-        (xor (i_data_masked and x"11f91caf")) &
-        (xor (i_data_masked and x"08fc8e57")) &
-        (xor (i_data_masked and x"047e472b")) &
-        (xor (i_data_masked and x"8df7c6ee")) &
-        (xor (i_data_masked and x"46fbe377")) &
-        (xor (i_data_masked and x"acb514c0")) &
-        (xor (i_data_masked and x"d9926f1b")) &
-        (xor (i_data_masked and x"e301d2f6")) &
-        (xor (i_data_masked and x"fe480c00")) &
-        (xor (i_data_masked and x"7f240600")) &
-        (xor (i_data_masked and x"b05ae67b")) &
-        (xor (i_data_masked and x"d7e59646")) &
-        (xor (i_data_masked and x"6bf2cb23")) &
-        (xor (i_data_masked and x"35f96591")) &
-        (xor (i_data_masked and x"1afcb2c8")) &
-        (xor (i_data_masked and x"82b6bc1f")) &
-        (xor (i_data_masked and x"ce93bb74")) &
-        (xor (i_data_masked and x"e88138c1")) &
-        (xor (i_data_masked and x"74409c60")) &
-        (xor (i_data_masked and x"b5e8ab4b")) &
-        (xor (i_data_masked and x"d53cb0de")) &
-        (xor (i_data_masked and x"6a9e586f")) &
-        (xor (i_data_masked and x"ba87c94c")) &
-        (xor (i_data_masked and x"d28b01dd")) &
-        (xor (i_data_masked and x"e68d6595")) &
-        (xor (i_data_masked and x"fc8e57b1")) &
-        (xor (i_data_masked and x"7e472bd8")) &
-        (xor (i_data_masked and x"3f2395ec")) &
-        (xor (i_data_masked and x"1f91caf6"))
-    );
-    i_last_lane <= std_logic_vector'(
-        i_keep(3) &
-        (i_keep(2) and (not i_keep(3))) &
-        (i_keep(1) and (not i_keep(2))) &
-        (i_keep(0) and (not i_keep(1)))
-    );
+    i_last_lane <= i_keep and (not std_logic_vector'('0' & i_keep(3 downto 1)));
     i_pad_lanes <= std_logic_vector'((or (i_last_lane and x"3")) & (or (i_last_lane and x"5")));
     i_take <= advance and i_valid;
     crc_state_term <= std_logic_vector'(
@@ -189,41 +147,6 @@ begin
     );
     crc_next <= b_term xor crc_state_term;
     b_frame_end <= b_valid and b_last;
-    p0_matrix <= mux(p0_pad(1), mux(p0_pad(0), zinv_3, zinv_2), mux(p0_pad(0), zinv_1, zinv_0));
-    p0_fixed <= std_logic_vector'(
-        (xor (p0_crc and p0_matrix(1023 downto 992))) &
-        (xor (p0_crc and p0_matrix(991 downto 960))) &
-        (xor (p0_crc and p0_matrix(959 downto 928))) &
-        (xor (p0_crc and p0_matrix(927 downto 896))) &
-        (xor (p0_crc and p0_matrix(895 downto 864))) &
-        (xor (p0_crc and p0_matrix(863 downto 832))) &
-        (xor (p0_crc and p0_matrix(831 downto 800))) &
-        (xor (p0_crc and p0_matrix(799 downto 768))) &
-        (xor (p0_crc and p0_matrix(767 downto 736))) &
-        (xor (p0_crc and p0_matrix(735 downto 704))) &
-        (xor (p0_crc and p0_matrix(703 downto 672))) &
-        (xor (p0_crc and p0_matrix(671 downto 640))) &
-        (xor (p0_crc and p0_matrix(639 downto 608))) &
-        (xor (p0_crc and p0_matrix(607 downto 576))) &
-        (xor (p0_crc and p0_matrix(575 downto 544))) &
-        (xor (p0_crc and p0_matrix(543 downto 512))) &
-        (xor (p0_crc and p0_matrix(511 downto 480))) &
-        (xor (p0_crc and p0_matrix(479 downto 448))) &
-        (xor (p0_crc and p0_matrix(447 downto 416))) &
-        (xor (p0_crc and p0_matrix(415 downto 384))) &
-        (xor (p0_crc and p0_matrix(383 downto 352))) &
-        (xor (p0_crc and p0_matrix(351 downto 320))) &
-        (xor (p0_crc and p0_matrix(319 downto 288))) &
-        (xor (p0_crc and p0_matrix(287 downto 256))) &
-        (xor (p0_crc and p0_matrix(255 downto 224))) &
-        (xor (p0_crc and p0_matrix(223 downto 192))) &
-        (xor (p0_crc and p0_matrix(191 downto 160))) &
-        (xor (p0_crc and p0_matrix(159 downto 128))) &
-        (xor (p0_crc and p0_matrix(127 downto 96))) &
-        (xor (p0_crc and p0_matrix(95 downto 64))) &
-        (xor (p0_crc and p0_matrix(63 downto 32))) &
-        (xor (p0_crc and p0_matrix(31 downto 0)))
-    );
     m_axis_tdata <= res_crc;
     m_axis_tuser <= res_ok;
     m_axis_tvalid <= res_valid;
@@ -290,7 +213,40 @@ begin
     begin
         if rising_edge(clk) then
             if i_take = '1' then
-                b_term <= i_data_term;
+                b_term <= std_logic_vector'(
+                    (xor (i_data_masked and x"8fc8e57b")) &
+                    (xor (i_data_masked and x"47e472bd")) &
+                    (xor (i_data_masked and x"23f2395e")) &
+                    (xor (i_data_masked and x"11f91caf")) &
+                    (xor (i_data_masked and x"08fc8e57")) &
+                    (xor (i_data_masked and x"047e472b")) &
+                    (xor (i_data_masked and x"8df7c6ee")) &
+                    (xor (i_data_masked and x"46fbe377")) &
+                    (xor (i_data_masked and x"acb514c0")) &
+                    (xor (i_data_masked and x"d9926f1b")) &
+                    (xor (i_data_masked and x"e301d2f6")) &
+                    (xor (i_data_masked and x"fe480c00")) &
+                    (xor (i_data_masked and x"7f240600")) &
+                    (xor (i_data_masked and x"b05ae67b")) &
+                    (xor (i_data_masked and x"d7e59646")) &
+                    (xor (i_data_masked and x"6bf2cb23")) &
+                    (xor (i_data_masked and x"35f96591")) &
+                    (xor (i_data_masked and x"1afcb2c8")) &
+                    (xor (i_data_masked and x"82b6bc1f")) &
+                    (xor (i_data_masked and x"ce93bb74")) &
+                    (xor (i_data_masked and x"e88138c1")) &
+                    (xor (i_data_masked and x"74409c60")) &
+                    (xor (i_data_masked and x"b5e8ab4b")) &
+                    (xor (i_data_masked and x"d53cb0de")) &
+                    (xor (i_data_masked and x"6a9e586f")) &
+                    (xor (i_data_masked and x"ba87c94c")) &
+                    (xor (i_data_masked and x"d28b01dd")) &
+                    (xor (i_data_masked and x"e68d6595")) &
+                    (xor (i_data_masked and x"fc8e57b1")) &
+                    (xor (i_data_masked and x"7e472bd8")) &
+                    (xor (i_data_masked and x"3f2395ec")) &
+                    (xor (i_data_masked and x"1f91caf6"))
+                );
             end if;
         end if;
     end process;
@@ -361,7 +317,68 @@ begin
             if rst = '1' then
                 res_crc <= x"00000000";
             elsif (advance and p0_valid) = '1' then
-                res_crc <= not p0_fixed;
+                res_crc <= not std_logic_vector'(
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(1023 downto 992), zinv_2(1023 downto 992)), mux(p0_pad(0),
+                        zinv_1(1023 downto 992), zinv_0(1023 downto 992))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(991 downto 960), zinv_2(991 downto 960)), mux(p0_pad(0),
+                        zinv_1(991 downto 960), zinv_0(991 downto 960))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(959 downto 928), zinv_2(959 downto 928)), mux(p0_pad(0),
+                        zinv_1(959 downto 928), zinv_0(959 downto 928))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(927 downto 896), zinv_2(927 downto 896)), mux(p0_pad(0),
+                        zinv_1(927 downto 896), zinv_0(927 downto 896))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(895 downto 864), zinv_2(895 downto 864)), mux(p0_pad(0),
+                        zinv_1(895 downto 864), zinv_0(895 downto 864))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(863 downto 832), zinv_2(863 downto 832)), mux(p0_pad(0),
+                        zinv_1(863 downto 832), zinv_0(863 downto 832))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(831 downto 800), zinv_2(831 downto 800)), mux(p0_pad(0),
+                        zinv_1(831 downto 800), zinv_0(831 downto 800))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(799 downto 768), zinv_2(799 downto 768)), mux(p0_pad(0),
+                        zinv_1(799 downto 768), zinv_0(799 downto 768))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(767 downto 736), zinv_2(767 downto 736)), mux(p0_pad(0),
+                        zinv_1(767 downto 736), zinv_0(767 downto 736))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(735 downto 704), zinv_2(735 downto 704)), mux(p0_pad(0),
+                        zinv_1(735 downto 704), zinv_0(735 downto 704))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(703 downto 672), zinv_2(703 downto 672)), mux(p0_pad(0),
+                        zinv_1(703 downto 672), zinv_0(703 downto 672))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(671 downto 640), zinv_2(671 downto 640)), mux(p0_pad(0),
+                        zinv_1(671 downto 640), zinv_0(671 downto 640))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(639 downto 608), zinv_2(639 downto 608)), mux(p0_pad(0),
+                        zinv_1(639 downto 608), zinv_0(639 downto 608))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(607 downto 576), zinv_2(607 downto 576)), mux(p0_pad(0),
+                        zinv_1(607 downto 576), zinv_0(607 downto 576))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(575 downto 544), zinv_2(575 downto 544)), mux(p0_pad(0),
+                        zinv_1(575 downto 544), zinv_0(575 downto 544))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(543 downto 512), zinv_2(543 downto 512)), mux(p0_pad(0),
+                        zinv_1(543 downto 512), zinv_0(543 downto 512))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(511 downto 480), zinv_2(511 downto 480)), mux(p0_pad(0),
+                        zinv_1(511 downto 480), zinv_0(511 downto 480))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(479 downto 448), zinv_2(479 downto 448)), mux(p0_pad(0),
+                        zinv_1(479 downto 448), zinv_0(479 downto 448))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(447 downto 416), zinv_2(447 downto 416)), mux(p0_pad(0),
+                        zinv_1(447 downto 416), zinv_0(447 downto 416))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(415 downto 384), zinv_2(415 downto 384)), mux(p0_pad(0),
+                        zinv_1(415 downto 384), zinv_0(415 downto 384))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(383 downto 352), zinv_2(383 downto 352)), mux(p0_pad(0),
+                        zinv_1(383 downto 352), zinv_0(383 downto 352))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(351 downto 320), zinv_2(351 downto 320)), mux(p0_pad(0),
+                        zinv_1(351 downto 320), zinv_0(351 downto 320))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(319 downto 288), zinv_2(319 downto 288)), mux(p0_pad(0),
+                        zinv_1(319 downto 288), zinv_0(319 downto 288))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(287 downto 256), zinv_2(287 downto 256)), mux(p0_pad(0),
+                        zinv_1(287 downto 256), zinv_0(287 downto 256))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(255 downto 224), zinv_2(255 downto 224)), mux(p0_pad(0),
+                        zinv_1(255 downto 224), zinv_0(255 downto 224))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(223 downto 192), zinv_2(223 downto 192)), mux(p0_pad(0),
+                        zinv_1(223 downto 192), zinv_0(223 downto 192))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(191 downto 160), zinv_2(191 downto 160)), mux(p0_pad(0),
+                        zinv_1(191 downto 160), zinv_0(191 downto 160))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(159 downto 128), zinv_2(159 downto 128)), mux(p0_pad(0),
+                        zinv_1(159 downto 128), zinv_0(159 downto 128))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(127 downto 96), zinv_2(127 downto 96)), mux(p0_pad(0), zinv_1(127 downto 96), zinv_0(127 downto 96))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(95 downto 64), zinv_2(95 downto 64)), mux(p0_pad(0), zinv_1(95 downto 64), zinv_0(95 downto 64))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(63 downto 32), zinv_2(63 downto 32)), mux(p0_pad(0), zinv_1(63 downto 32), zinv_0(63 downto 32))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(31 downto 0), zinv_2(31 downto 0)), mux(p0_pad(0), zinv_1(31 downto 0), zinv_0(31 downto 0)))))
+                );
             end if;
         end if;
     end process;
@@ -372,7 +389,68 @@ begin
             if rst = '1' then
                 res_ok <= '0';
             elsif (advance and p0_valid) = '1' then
-                res_ok <= b2l(p0_fixed = x"b798b438");
+                res_ok <= b2l(std_logic_vector'(
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(1023 downto 992), zinv_2(1023 downto 992)), mux(p0_pad(0),
+                        zinv_1(1023 downto 992), zinv_0(1023 downto 992))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(991 downto 960), zinv_2(991 downto 960)), mux(p0_pad(0),
+                        zinv_1(991 downto 960), zinv_0(991 downto 960))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(959 downto 928), zinv_2(959 downto 928)), mux(p0_pad(0),
+                        zinv_1(959 downto 928), zinv_0(959 downto 928))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(927 downto 896), zinv_2(927 downto 896)), mux(p0_pad(0),
+                        zinv_1(927 downto 896), zinv_0(927 downto 896))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(895 downto 864), zinv_2(895 downto 864)), mux(p0_pad(0),
+                        zinv_1(895 downto 864), zinv_0(895 downto 864))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(863 downto 832), zinv_2(863 downto 832)), mux(p0_pad(0),
+                        zinv_1(863 downto 832), zinv_0(863 downto 832))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(831 downto 800), zinv_2(831 downto 800)), mux(p0_pad(0),
+                        zinv_1(831 downto 800), zinv_0(831 downto 800))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(799 downto 768), zinv_2(799 downto 768)), mux(p0_pad(0),
+                        zinv_1(799 downto 768), zinv_0(799 downto 768))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(767 downto 736), zinv_2(767 downto 736)), mux(p0_pad(0),
+                        zinv_1(767 downto 736), zinv_0(767 downto 736))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(735 downto 704), zinv_2(735 downto 704)), mux(p0_pad(0),
+                        zinv_1(735 downto 704), zinv_0(735 downto 704))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(703 downto 672), zinv_2(703 downto 672)), mux(p0_pad(0),
+                        zinv_1(703 downto 672), zinv_0(703 downto 672))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(671 downto 640), zinv_2(671 downto 640)), mux(p0_pad(0),
+                        zinv_1(671 downto 640), zinv_0(671 downto 640))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(639 downto 608), zinv_2(639 downto 608)), mux(p0_pad(0),
+                        zinv_1(639 downto 608), zinv_0(639 downto 608))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(607 downto 576), zinv_2(607 downto 576)), mux(p0_pad(0),
+                        zinv_1(607 downto 576), zinv_0(607 downto 576))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(575 downto 544), zinv_2(575 downto 544)), mux(p0_pad(0),
+                        zinv_1(575 downto 544), zinv_0(575 downto 544))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(543 downto 512), zinv_2(543 downto 512)), mux(p0_pad(0),
+                        zinv_1(543 downto 512), zinv_0(543 downto 512))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(511 downto 480), zinv_2(511 downto 480)), mux(p0_pad(0),
+                        zinv_1(511 downto 480), zinv_0(511 downto 480))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(479 downto 448), zinv_2(479 downto 448)), mux(p0_pad(0),
+                        zinv_1(479 downto 448), zinv_0(479 downto 448))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(447 downto 416), zinv_2(447 downto 416)), mux(p0_pad(0),
+                        zinv_1(447 downto 416), zinv_0(447 downto 416))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(415 downto 384), zinv_2(415 downto 384)), mux(p0_pad(0),
+                        zinv_1(415 downto 384), zinv_0(415 downto 384))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(383 downto 352), zinv_2(383 downto 352)), mux(p0_pad(0),
+                        zinv_1(383 downto 352), zinv_0(383 downto 352))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(351 downto 320), zinv_2(351 downto 320)), mux(p0_pad(0),
+                        zinv_1(351 downto 320), zinv_0(351 downto 320))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(319 downto 288), zinv_2(319 downto 288)), mux(p0_pad(0),
+                        zinv_1(319 downto 288), zinv_0(319 downto 288))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(287 downto 256), zinv_2(287 downto 256)), mux(p0_pad(0),
+                        zinv_1(287 downto 256), zinv_0(287 downto 256))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(255 downto 224), zinv_2(255 downto 224)), mux(p0_pad(0),
+                        zinv_1(255 downto 224), zinv_0(255 downto 224))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(223 downto 192), zinv_2(223 downto 192)), mux(p0_pad(0),
+                        zinv_1(223 downto 192), zinv_0(223 downto 192))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(191 downto 160), zinv_2(191 downto 160)), mux(p0_pad(0),
+                        zinv_1(191 downto 160), zinv_0(191 downto 160))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(159 downto 128), zinv_2(159 downto 128)), mux(p0_pad(0),
+                        zinv_1(159 downto 128), zinv_0(159 downto 128))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(127 downto 96), zinv_2(127 downto 96)), mux(p0_pad(0), zinv_1(127 downto 96), zinv_0(127 downto 96))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(95 downto 64), zinv_2(95 downto 64)), mux(p0_pad(0), zinv_1(95 downto 64), zinv_0(95 downto 64))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(63 downto 32), zinv_2(63 downto 32)), mux(p0_pad(0), zinv_1(63 downto 32), zinv_0(63 downto 32))))) &
+                    (xor (p0_crc and mux(p0_pad(1), mux(p0_pad(0), zinv_3(31 downto 0), zinv_2(31 downto 0)), mux(p0_pad(0), zinv_1(31 downto 0), zinv_0(31 downto 0)))))
+                ) = x"b798b438");
             end if;
         end if;
     end process;

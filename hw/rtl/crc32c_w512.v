@@ -82,14 +82,20 @@ module crc32c_w512 (
     reg  [511:0]   i_data;
     reg  [63:0]    i_keep;
     reg            i_last;
-    wire [511:0]   i_data_masked;            // the beat with unused lanes zeroed
-    wire [31:0]    i_data_term;              // the beat's contribution to the register
+    wire [63:0]    i_data_masked_0;          // lanes 0..7 of the beat, unused lanes zeroed
+    wire [63:0]    i_data_masked_1;          // lanes 8..15 of the beat, unused lanes zeroed
+    wire [63:0]    i_data_masked_2;          // lanes 16..23 of the beat, unused lanes zeroed
+    wire [63:0]    i_data_masked_3;          // lanes 24..31 of the beat, unused lanes zeroed
+    wire [63:0]    i_data_masked_4;          // lanes 32..39 of the beat, unused lanes zeroed
+    wire [63:0]    i_data_masked_5;          // lanes 40..47 of the beat, unused lanes zeroed
+    wire [63:0]    i_data_masked_6;          // lanes 48..55 of the beat, unused lanes zeroed
+    wire [63:0]    i_data_masked_7;          // lanes 56..63 of the beat, unused lanes zeroed
     wire [63:0]    i_last_lane;              // one-hot: the last lane in use
     wire [5:0]     i_pad_lanes;              // lanes not in use on this beat
     wire           i_take;                   // stage i's beat moves to stage b
     reg            b_valid;                  // stage b holds a beat's data term
     reg            b_last;
-    reg  [31:0]    b_term;
+    reg  [31:0]    b_term;                   // the beat's contribution to the register
     reg  [5:0]     b_pad;
     reg  [31:0]    crc_state;                // CRC register (not inverted) of the frame before stage b's beat
     wire [31:0]    crc_state_term;           // the register's own contribution
@@ -98,76 +104,16 @@ module crc32c_w512 (
     reg            p0_valid;                 // stage 0 holds a frame's uncorrected register
     reg  [31:0]    p0_crc;
     reg  [5:0]     p0_pad;
-    wire [1023:0]  p0_matrix;                // Z^-k for pad-lane bits 0..2 of this frame
-    wire [31:0]    p0_fixed;                 // register corrected for pad-lane bits 0..2
     reg            p1_valid;
-    reg  [31:0]    p1_crc;
+    reg  [31:0]    p1_crc;                   // register corrected for pad-lane bits 0..2
     reg  [2:0]     p1_pad;
-    wire [1023:0]  p1_matrix;                // Z^-k for pad-lane bits 3..5 of this frame
-    wire [31:0]    p1_fixed;                 // register corrected for pad-lane bits 3..5
     reg  [31:0]    res_crc;                  // the frame's CRC32c
     reg            res_ok;                   // residue check passed
 
     assign advance = ~res_valid | m_axis_tready;
     assign s_axis_tready = advance;
     assign s_fire = s_axis_tvalid & advance;
-    assign i_data_masked = {
-        i_data[511:504] & {8{i_keep[63]}},
-        i_data[503:496] & {8{i_keep[62]}},
-        i_data[495:488] & {8{i_keep[61]}},
-        i_data[487:480] & {8{i_keep[60]}},
-        i_data[479:472] & {8{i_keep[59]}},
-        i_data[471:464] & {8{i_keep[58]}},
-        i_data[463:456] & {8{i_keep[57]}},
-        i_data[455:448] & {8{i_keep[56]}},
-        i_data[447:440] & {8{i_keep[55]}},
-        i_data[439:432] & {8{i_keep[54]}},
-        i_data[431:424] & {8{i_keep[53]}},
-        i_data[423:416] & {8{i_keep[52]}},
-        i_data[415:408] & {8{i_keep[51]}},
-        i_data[407:400] & {8{i_keep[50]}},
-        i_data[399:392] & {8{i_keep[49]}},
-        i_data[391:384] & {8{i_keep[48]}},
-        i_data[383:376] & {8{i_keep[47]}},
-        i_data[375:368] & {8{i_keep[46]}},
-        i_data[367:360] & {8{i_keep[45]}},
-        i_data[359:352] & {8{i_keep[44]}},
-        i_data[351:344] & {8{i_keep[43]}},
-        i_data[343:336] & {8{i_keep[42]}},
-        i_data[335:328] & {8{i_keep[41]}},
-        i_data[327:320] & {8{i_keep[40]}},
-        i_data[319:312] & {8{i_keep[39]}},
-        i_data[311:304] & {8{i_keep[38]}},
-        i_data[303:296] & {8{i_keep[37]}},
-        i_data[295:288] & {8{i_keep[36]}},
-        i_data[287:280] & {8{i_keep[35]}},
-        i_data[279:272] & {8{i_keep[34]}},
-        i_data[271:264] & {8{i_keep[33]}},
-        i_data[263:256] & {8{i_keep[32]}},
-        i_data[255:248] & {8{i_keep[31]}},
-        i_data[247:240] & {8{i_keep[30]}},
-        i_data[239:232] & {8{i_keep[29]}},
-        i_data[231:224] & {8{i_keep[28]}},
-        i_data[223:216] & {8{i_keep[27]}},
-        i_data[215:208] & {8{i_keep[26]}},
-        i_data[207:200] & {8{i_keep[25]}},
-        i_data[199:192] & {8{i_keep[24]}},
-        i_data[191:184] & {8{i_keep[23]}},
-        i_data[183:176] & {8{i_keep[22]}},
-        i_data[175:168] & {8{i_keep[21]}},
-        i_data[167:160] & {8{i_keep[20]}},
-        i_data[159:152] & {8{i_keep[19]}},
-        i_data[151:144] & {8{i_keep[18]}},
-        i_data[143:136] & {8{i_keep[17]}},
-        i_data[135:128] & {8{i_keep[16]}},
-        i_data[127:120] & {8{i_keep[15]}},
-        i_data[119:112] & {8{i_keep[14]}},
-        i_data[111:104] & {8{i_keep[13]}},
-        i_data[103:96] & {8{i_keep[12]}},
-        i_data[95:88] & {8{i_keep[11]}},
-        i_data[87:80] & {8{i_keep[10]}},
-        i_data[79:72] & {8{i_keep[9]}},
-        i_data[71:64] & {8{i_keep[8]}},
+    assign i_data_masked_0 = {
         i_data[63:56] & {8{i_keep[7]}},
         i_data[55:48] & {8{i_keep[6]}},
         i_data[47:40] & {8{i_keep[5]}},
@@ -177,106 +123,77 @@ module crc32c_w512 (
         i_data[15:8] & {8{i_keep[1]}},
         i_data[7:0] & {8{i_keep[0]}}
     };
-    assign i_data_term = {
-        ^(i_data_masked & 512'h8fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061ae),
-        ^(i_data_masked & 512'h47e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d7),
-        ^(i_data_masked & 512'h23f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186b),
-        ^(i_data_masked & 512'h11f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35),
-        ^(i_data_masked & 512'h08fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061a),
-        ^(i_data_masked & 512'h047e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d),
-        ^(i_data_masked & 512'h8df7c6eef047484aa4afe72a3c98cf15471b1e9b0278c6a5016629ed3b163cc629957edf0fbf0c6a327b35a0ed587bf0c3ca8214c61dd955fa96989e687ca028),
-        ^(i_data_masked & 512'h46fbe3777823a4255257f3951e4c678aa38d8f4d813c635280b314f69d8b1e6314cabf6f87df8635193d9ad076ac3df861e5410a630eecaafd4b4c4f343e5014),
-        ^(i_data_masked & 512'hacb514c0a026440046385046838c554a2b361a4a70241fb434ed707e616d118d509bdb7bfcadc7615191c4eecdd46cc413b53ce062d7ed6c60488a09492f49a4),
-        ^(i_data_masked & 512'hd9926f1b4c24b412cc0f81af4d6c4c2a6f6bd0c988a821c76ec2423a1f1e167a72b36971c114e7cb75c7ebf19068445a2a9d0215623b6d8f2ec9692a77a7c57c),
-        ^(i_data_masked & 512'he301d2f6ba25cc1b8914695baa1c409a4d45358874ee3efec3d5db1820279581e3a73074dfc8779e67ecfc7e3eb6501536091d6fe24d2dfe898998bbe8e38310),
-        ^(i_data_masked & 512'hfe480c004125701f2b999d21d9a446c25c5247288acd3162155e17893fbb547c2b2d1cf650a63fb4eef977b9e9d95a32b84312d2a2760dc65a29e0732741a026),
-        ^(i_data_masked & 512'h7f2406002092b80f95ccce90ecd223612e292394456698b10aaf0bc49fddaa3e15968e7b28531fda777cbbdcf4ecad195c218969513b06e32d14f03993a0d013),
-        ^(i_data_masked & 512'hb05ae67b0c7eca1525f5cec47ac3773fede44c2692096245f1e37fe760464ba3d035c3f1ab6b8b96e6b154688cf424b48d5758d1fbcd1848886754321ae009a7),
-        ^(i_data_masked & 512'hd7e596469a08f3187de94eee31cbdd108c02fbfff9be9f3f8c4545f69f8bbb6d32e46534eaf7c1b0ae57a3b2b0f8606265ec300daeb6171d5ade8637de40657d),
-        ^(i_data_masked & 512'h6bf2cb234d04798c3ef4a77718e5ee8846017dfffcdf4f9fc622a2fb4fc5ddb69972329a757be0d8572bd1d9587c303132f61806d75b0b8ead6f431bef2032be),
-        ^(i_data_masked & 512'h35f96591a6823cc61f7a53bb8c72f7442300befffe6fa7cfe311517da7e2eedb4cb9194d3abdf06c2b95e8ecac3e1818997b0c036bad85c756b7a18df790195f),
-        ^(i_data_masked & 512'h1afcb2c8d3411e630fbd29ddc6397ba211805f7fff37d3e7f188a8bed3f1776da65c8ca69d5ef83615caf476561f0c0c4cbd8601b5d6c2e3ab5bd0c6fbc80caf),
-        ^(i_data_masked & 512'h82b6bc1f7597192368cd3d62efb6db5e7230f2534f21c7ee8c70ae5a4650250a09d0c29f71ed7860d7ea73bddd8df43e05195f6589bbfa48cb40c44daed467f9),
-        ^(i_data_masked & 512'hce93bb74a6fc1a835b75373d7b710b2043e8a4c5172acdea328cad280c808c39de16e58387b4b84bb6fa30581844882721cb33d7978d661d7b4d4e08045a5252),
-        ^(i_data_masked & 512'he88138c14f499b5342a93212b112e31f5b048f8e3b2f48e86df2ac9129e8d8a035f5f60dfc98585e067211aafaa0362bb3a2058e98962837a34b8b2ad11d4887),
-        ^(i_data_masked & 512'h74409c60a7a4cda9a15499095889718fad8247c71d97a47436f9564894f46c501afafb06fe4c2c2f033908d57d501b15d9d102c74c4b141bd1a5c595688ea443),
-        ^(i_data_masked & 512'hb5e8ab4b4fe5f0c63fb9e508a0eede48ac31fe0f3e71fc276fc8512165d2a894d783f94f4064126c5c938dec482a7fb2cfaf1d06f5751134f63fcee46777338f),
-        ^(i_data_masked & 512'hd53cb0debbc56e71f0cf5b085cdd09ab2ce822eb2f82d00ec350d2959d41caf6b13f786b9f700d4df346cf70d2974de1449012e629ea13a365f2cb5ce08bf869),
-        ^(i_data_masked & 512'h6a9e586f5de2b738f867ad842e6e84d59674117597c1680761a8694acea0e57b589fbc35cfb806a6f9a367b8694ba6f0a248097314f509d1b2f965ae7045fc34),
-        ^(i_data_masked & 512'hba87c94cb2c6cd8e93207f4e1b9d24e5b1cad5567b5a9a1ec460cea048f8ec0176b15ad6d89e0728a1deba5ac227a140726398dcd92a1fd1c7919ef9eb129fb4),
-        ^(i_data_masked & 512'hd28b01dd4554f0d5a683962b0164f4fda215b7478d17631216849d550bd4e8bc61a629a7530d07ef8de054ab9791a2981a76500b3fc594d1fd25e35226b92e74),
-        ^(i_data_masked & 512'he68d6595be9dee783c5262998c181cf1abfa064f76319f947ff6b4afaa42eae2ea2d901f96c4878c1bff23d33d4aa3742e7cb460ccb25151e07fdd87c06cf694),
-        ^(i_data_masked & 512'hfc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061ae4),
-        ^(i_data_masked & 512'h7e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d72),
-        ^(i_data_masked & 512'h3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186b9),
-        ^(i_data_masked & 512'h1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35c)
+    assign i_data_masked_1 = {
+        i_data[127:120] & {8{i_keep[15]}},
+        i_data[119:112] & {8{i_keep[14]}},
+        i_data[111:104] & {8{i_keep[13]}},
+        i_data[103:96] & {8{i_keep[12]}},
+        i_data[95:88] & {8{i_keep[11]}},
+        i_data[87:80] & {8{i_keep[10]}},
+        i_data[79:72] & {8{i_keep[9]}},
+        i_data[71:64] & {8{i_keep[8]}}
     };
-    assign i_last_lane = {
-        i_keep[63],
-        i_keep[62] & ~i_keep[63],
-        i_keep[61] & ~i_keep[62],
-        i_keep[60] & ~i_keep[61],
-        i_keep[59] & ~i_keep[60],
-        i_keep[58] & ~i_keep[59],
-        i_keep[57] & ~i_keep[58],
-        i_keep[56] & ~i_keep[57],
-        i_keep[55] & ~i_keep[56],
-        i_keep[54] & ~i_keep[55],
-        i_keep[53] & ~i_keep[54],
-        i_keep[52] & ~i_keep[53],
-        i_keep[51] & ~i_keep[52],
-        i_keep[50] & ~i_keep[51],
-        i_keep[49] & ~i_keep[50],
-        i_keep[48] & ~i_keep[49],
-        i_keep[47] & ~i_keep[48],
-        i_keep[46] & ~i_keep[47],
-        i_keep[45] & ~i_keep[46],
-        i_keep[44] & ~i_keep[45],
-        i_keep[43] & ~i_keep[44],
-        i_keep[42] & ~i_keep[43],
-        i_keep[41] & ~i_keep[42],
-        i_keep[40] & ~i_keep[41],
-        i_keep[39] & ~i_keep[40],
-        i_keep[38] & ~i_keep[39],
-        i_keep[37] & ~i_keep[38],
-        i_keep[36] & ~i_keep[37],
-        i_keep[35] & ~i_keep[36],
-        i_keep[34] & ~i_keep[35],
-        i_keep[33] & ~i_keep[34],
-        i_keep[32] & ~i_keep[33],
-        i_keep[31] & ~i_keep[32],
-        i_keep[30] & ~i_keep[31],
-        i_keep[29] & ~i_keep[30],
-        i_keep[28] & ~i_keep[29],
-        i_keep[27] & ~i_keep[28],
-        i_keep[26] & ~i_keep[27],
-        i_keep[25] & ~i_keep[26],
-        i_keep[24] & ~i_keep[25],
-        i_keep[23] & ~i_keep[24],
-        i_keep[22] & ~i_keep[23],
-        i_keep[21] & ~i_keep[22],
-        i_keep[20] & ~i_keep[21],
-        i_keep[19] & ~i_keep[20],
-        i_keep[18] & ~i_keep[19],
-        i_keep[17] & ~i_keep[18],
-        i_keep[16] & ~i_keep[17],
-        i_keep[15] & ~i_keep[16],
-        i_keep[14] & ~i_keep[15],
-        i_keep[13] & ~i_keep[14],
-        i_keep[12] & ~i_keep[13],
-        i_keep[11] & ~i_keep[12],
-        i_keep[10] & ~i_keep[11],
-        i_keep[9] & ~i_keep[10],
-        i_keep[8] & ~i_keep[9],
-        i_keep[7] & ~i_keep[8],
-        i_keep[6] & ~i_keep[7],
-        i_keep[5] & ~i_keep[6],
-        i_keep[4] & ~i_keep[5],
-        i_keep[3] & ~i_keep[4],
-        i_keep[2] & ~i_keep[3],
-        i_keep[1] & ~i_keep[2],
-        i_keep[0] & ~i_keep[1]
+    assign i_data_masked_2 = {
+        i_data[191:184] & {8{i_keep[23]}},
+        i_data[183:176] & {8{i_keep[22]}},
+        i_data[175:168] & {8{i_keep[21]}},
+        i_data[167:160] & {8{i_keep[20]}},
+        i_data[159:152] & {8{i_keep[19]}},
+        i_data[151:144] & {8{i_keep[18]}},
+        i_data[143:136] & {8{i_keep[17]}},
+        i_data[135:128] & {8{i_keep[16]}}
     };
+    assign i_data_masked_3 = {
+        i_data[255:248] & {8{i_keep[31]}},
+        i_data[247:240] & {8{i_keep[30]}},
+        i_data[239:232] & {8{i_keep[29]}},
+        i_data[231:224] & {8{i_keep[28]}},
+        i_data[223:216] & {8{i_keep[27]}},
+        i_data[215:208] & {8{i_keep[26]}},
+        i_data[207:200] & {8{i_keep[25]}},
+        i_data[199:192] & {8{i_keep[24]}}
+    };
+    assign i_data_masked_4 = {
+        i_data[319:312] & {8{i_keep[39]}},
+        i_data[311:304] & {8{i_keep[38]}},
+        i_data[303:296] & {8{i_keep[37]}},
+        i_data[295:288] & {8{i_keep[36]}},
+        i_data[287:280] & {8{i_keep[35]}},
+        i_data[279:272] & {8{i_keep[34]}},
+        i_data[271:264] & {8{i_keep[33]}},
+        i_data[263:256] & {8{i_keep[32]}}
+    };
+    assign i_data_masked_5 = {
+        i_data[383:376] & {8{i_keep[47]}},
+        i_data[375:368] & {8{i_keep[46]}},
+        i_data[367:360] & {8{i_keep[45]}},
+        i_data[359:352] & {8{i_keep[44]}},
+        i_data[351:344] & {8{i_keep[43]}},
+        i_data[343:336] & {8{i_keep[42]}},
+        i_data[335:328] & {8{i_keep[41]}},
+        i_data[327:320] & {8{i_keep[40]}}
+    };
+    assign i_data_masked_6 = {
+        i_data[447:440] & {8{i_keep[55]}},
+        i_data[439:432] & {8{i_keep[54]}},
+        i_data[431:424] & {8{i_keep[53]}},
+        i_data[423:416] & {8{i_keep[52]}},
+        i_data[415:408] & {8{i_keep[51]}},
+        i_data[407:400] & {8{i_keep[50]}},
+        i_data[399:392] & {8{i_keep[49]}},
+        i_data[391:384] & {8{i_keep[48]}}
+    };
+    assign i_data_masked_7 = {
+        i_data[511:504] & {8{i_keep[63]}},
+        i_data[503:496] & {8{i_keep[62]}},
+        i_data[495:488] & {8{i_keep[61]}},
+        i_data[487:480] & {8{i_keep[60]}},
+        i_data[479:472] & {8{i_keep[59]}},
+        i_data[471:464] & {8{i_keep[58]}},
+        i_data[463:456] & {8{i_keep[57]}},
+        i_data[455:448] & {8{i_keep[56]}}
+    };
+    assign i_last_lane = i_keep & ~{1'h0, i_keep[63:1]};
     assign i_pad_lanes = {
         |(i_last_lane & 64'h00000000ffffffff),
         |(i_last_lane & 64'h0000ffff0000ffff),
@@ -322,76 +239,6 @@ module crc32c_w512 (
     };
     assign crc_next = b_term ^ crc_state_term;
     assign b_frame_end = b_valid & b_last;
-    assign p0_matrix = p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7 : zinv_6) : (p0_pad[0] ? zinv_5 : zinv_4)) : (p0_pad[1] ? (p0_pad[0] ? zinv_3 : zinv_2) : (p0_pad[0] ? zinv_1 : zinv_0));
-    assign p0_fixed = {
-        ^(p0_crc & p0_matrix[1023:992]),
-        ^(p0_crc & p0_matrix[991:960]),
-        ^(p0_crc & p0_matrix[959:928]),
-        ^(p0_crc & p0_matrix[927:896]),
-        ^(p0_crc & p0_matrix[895:864]),
-        ^(p0_crc & p0_matrix[863:832]),
-        ^(p0_crc & p0_matrix[831:800]),
-        ^(p0_crc & p0_matrix[799:768]),
-        ^(p0_crc & p0_matrix[767:736]),
-        ^(p0_crc & p0_matrix[735:704]),
-        ^(p0_crc & p0_matrix[703:672]),
-        ^(p0_crc & p0_matrix[671:640]),
-        ^(p0_crc & p0_matrix[639:608]),
-        ^(p0_crc & p0_matrix[607:576]),
-        ^(p0_crc & p0_matrix[575:544]),
-        ^(p0_crc & p0_matrix[543:512]),
-        ^(p0_crc & p0_matrix[511:480]),
-        ^(p0_crc & p0_matrix[479:448]),
-        ^(p0_crc & p0_matrix[447:416]),
-        ^(p0_crc & p0_matrix[415:384]),
-        ^(p0_crc & p0_matrix[383:352]),
-        ^(p0_crc & p0_matrix[351:320]),
-        ^(p0_crc & p0_matrix[319:288]),
-        ^(p0_crc & p0_matrix[287:256]),
-        ^(p0_crc & p0_matrix[255:224]),
-        ^(p0_crc & p0_matrix[223:192]),
-        ^(p0_crc & p0_matrix[191:160]),
-        ^(p0_crc & p0_matrix[159:128]),
-        ^(p0_crc & p0_matrix[127:96]),
-        ^(p0_crc & p0_matrix[95:64]),
-        ^(p0_crc & p0_matrix[63:32]),
-        ^(p0_crc & p0_matrix[31:0])
-    };
-    assign p1_matrix = p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56 : zinv_48) : (p1_pad[0] ? zinv_40 : zinv_32)) : (p1_pad[1] ? (p1_pad[0] ? zinv_24 : zinv_16) : (p1_pad[0] ? zinv_8 : zinv_0));
-    assign p1_fixed = {
-        ^(p1_crc & p1_matrix[1023:992]),
-        ^(p1_crc & p1_matrix[991:960]),
-        ^(p1_crc & p1_matrix[959:928]),
-        ^(p1_crc & p1_matrix[927:896]),
-        ^(p1_crc & p1_matrix[895:864]),
-        ^(p1_crc & p1_matrix[863:832]),
-        ^(p1_crc & p1_matrix[831:800]),
-        ^(p1_crc & p1_matrix[799:768]),
-        ^(p1_crc & p1_matrix[767:736]),
-        ^(p1_crc & p1_matrix[735:704]),
-        ^(p1_crc & p1_matrix[703:672]),
-        ^(p1_crc & p1_matrix[671:640]),
-        ^(p1_crc & p1_matrix[639:608]),
-        ^(p1_crc & p1_matrix[607:576]),
-        ^(p1_crc & p1_matrix[575:544]),
-        ^(p1_crc & p1_matrix[543:512]),
-        ^(p1_crc & p1_matrix[511:480]),
-        ^(p1_crc & p1_matrix[479:448]),
-        ^(p1_crc & p1_matrix[447:416]),
-        ^(p1_crc & p1_matrix[415:384]),
-        ^(p1_crc & p1_matrix[383:352]),
-        ^(p1_crc & p1_matrix[351:320]),
-        ^(p1_crc & p1_matrix[319:288]),
-        ^(p1_crc & p1_matrix[287:256]),
-        ^(p1_crc & p1_matrix[255:224]),
-        ^(p1_crc & p1_matrix[223:192]),
-        ^(p1_crc & p1_matrix[191:160]),
-        ^(p1_crc & p1_matrix[159:128]),
-        ^(p1_crc & p1_matrix[127:96]),
-        ^(p1_crc & p1_matrix[95:64]),
-        ^(p1_crc & p1_matrix[63:32]),
-        ^(p1_crc & p1_matrix[31:0])
-    };
     assign m_axis_tdata = res_crc;
     assign m_axis_tuser = res_ok;
     assign m_axis_tvalid = res_valid;
@@ -438,7 +285,136 @@ module crc32c_w512 (
 
     always @(posedge clk) begin
         if (i_take) begin
-            b_term <= i_data_term;
+            b_term <= {
+                ^((((((((i_data_masked_0 & 64'h1eed2c2ed33061ae) ^ (i_data_masked_1 & 64'h23479c6553509b39)) ^ (i_data_masked_2 &
+                    64'hdd0f0986f6827238)) ^ (i_data_masked_3 & 64'hdafe84cc3f42047b)) ^ (i_data_masked_4 & 64'h74b4fa052fa89ebc)) ^
+                    (i_data_masked_5 & 64'h7af0ddecb0ba2e1d)) ^ (i_data_masked_6 & 64'hef13a98c0caa668f)) ^ (i_data_masked_7 &
+                    64'h8fc8e57b1c379612)),
+                ^((((((((i_data_masked_0 & 64'h8f769617699830d7) ^ (i_data_masked_1 & 64'h11a3ce32a9a84d9c)) ^ (i_data_masked_2 &
+                    64'hee8784c37b41391c)) ^ (i_data_masked_3 & 64'h6d7f42661fa1023d)) ^ (i_data_masked_4 & 64'hba5a7d0297d44f5e)) ^
+                    (i_data_masked_5 & 64'hbd786ef6585d170e)) ^ (i_data_masked_6 & 64'h7789d4c606553347)) ^ (i_data_masked_7 &
+                    64'h47e472bd8e1bcb09)),
+                ^((((((((i_data_masked_0 & 64'h47bb4b0bb4cc186b) ^ (i_data_masked_1 & 64'h08d1e71954d426ce)) ^ (i_data_masked_2 &
+                    64'hf743c261bda09c8e)) ^ (i_data_masked_3 & 64'h36bfa1330fd0811e)) ^ (i_data_masked_4 & 64'h5d2d3e814bea27af)) ^
+                    (i_data_masked_5 & 64'hdebc377b2c2e8b87)) ^ (i_data_masked_6 & 64'hbbc4ea63032a99a3)) ^ (i_data_masked_7 &
+                    64'h23f2395ec70de584)),
+                ^((((((((i_data_masked_0 & 64'h23dda585da660c35) ^ (i_data_masked_1 & 64'h0468f38caa6a1367)) ^ (i_data_masked_2 &
+                    64'h7ba1e130ded04e47)) ^ (i_data_masked_3 & 64'h9b5fd09987e8408f)) ^ (i_data_masked_4 & 64'hae969f40a5f513d7)) ^
+                    (i_data_masked_5 & 64'hef5e1bbd961745c3)) ^ (i_data_masked_6 & 64'h5de2753181954cd1)) ^ (i_data_masked_7 &
+                    64'h11f91caf6386f2c2)),
+                ^((((((((i_data_masked_0 & 64'h91eed2c2ed33061a) ^ (i_data_masked_1 & 64'h823479c6553509b3)) ^ (i_data_masked_2 &
+                    64'hbdd0f0986f682723)) ^ (i_data_masked_3 & 64'hcdafe84cc3f42047)) ^ (i_data_masked_4 & 64'hd74b4fa052fa89eb)) ^
+                    (i_data_masked_5 & 64'hf7af0ddecb0ba2e1)) ^ (i_data_masked_6 & 64'h2ef13a98c0caa668)) ^ (i_data_masked_7 &
+                    64'h08fc8e57b1c37961)),
+                ^((((((((i_data_masked_0 & 64'hc8f769617699830d) ^ (i_data_masked_1 & 64'hc11a3ce32a9a84d9)) ^ (i_data_masked_2 &
+                    64'hdee8784c37b41391)) ^ (i_data_masked_3 & 64'he6d7f42661fa1023)) ^ (i_data_masked_4 & 64'heba5a7d0297d44f5)) ^
+                    (i_data_masked_5 & 64'h7bd786ef6585d170)) ^ (i_data_masked_6 & 64'h97789d4c60655334)) ^ (i_data_masked_7 &
+                    64'h047e472bd8e1bcb0)),
+                ^((((((((i_data_masked_0 & 64'hfa96989e687ca028) ^ (i_data_masked_1 & 64'hc3ca8214c61dd955)) ^ (i_data_masked_2 &
+                    64'h327b35a0ed587bf0)) ^ (i_data_masked_3 & 64'h29957edf0fbf0c6a)) ^ (i_data_masked_4 & 64'h016629ed3b163cc6)) ^
+                    (i_data_masked_5 & 64'h471b1e9b0278c6a5)) ^ (i_data_masked_6 & 64'ha4afe72a3c98cf15)) ^ (i_data_masked_7 &
+                    64'h8df7c6eef047484a)),
+                ^((((((((i_data_masked_0 & 64'hfd4b4c4f343e5014) ^ (i_data_masked_1 & 64'h61e5410a630eecaa)) ^ (i_data_masked_2 &
+                    64'h193d9ad076ac3df8)) ^ (i_data_masked_3 & 64'h14cabf6f87df8635)) ^ (i_data_masked_4 & 64'h80b314f69d8b1e63)) ^
+                    (i_data_masked_5 & 64'ha38d8f4d813c6352)) ^ (i_data_masked_6 & 64'h5257f3951e4c678a)) ^ (i_data_masked_7 &
+                    64'h46fbe3777823a425)),
+                ^((((((((i_data_masked_0 & 64'h60488a09492f49a4) ^ (i_data_masked_1 & 64'h13b53ce062d7ed6c)) ^ (i_data_masked_2 &
+                    64'h5191c4eecdd46cc4)) ^ (i_data_masked_3 & 64'h509bdb7bfcadc761)) ^ (i_data_masked_4 & 64'h34ed707e616d118d)) ^
+                    (i_data_masked_5 & 64'h2b361a4a70241fb4)) ^ (i_data_masked_6 & 64'h46385046838c554a)) ^ (i_data_masked_7 &
+                    64'hacb514c0a0264400)),
+                ^((((((((i_data_masked_0 & 64'h2ec9692a77a7c57c) ^ (i_data_masked_1 & 64'h2a9d0215623b6d8f)) ^ (i_data_masked_2 &
+                    64'h75c7ebf19068445a)) ^ (i_data_masked_3 & 64'h72b36971c114e7cb)) ^ (i_data_masked_4 & 64'h6ec2423a1f1e167a)) ^
+                    (i_data_masked_5 & 64'h6f6bd0c988a821c7)) ^ (i_data_masked_6 & 64'hcc0f81af4d6c4c2a)) ^ (i_data_masked_7 &
+                    64'hd9926f1b4c24b412)),
+                ^((((((((i_data_masked_0 & 64'h898998bbe8e38310) ^ (i_data_masked_1 & 64'h36091d6fe24d2dfe)) ^ (i_data_masked_2 &
+                    64'h67ecfc7e3eb65015)) ^ (i_data_masked_3 & 64'he3a73074dfc8779e)) ^ (i_data_masked_4 & 64'hc3d5db1820279581)) ^
+                    (i_data_masked_5 & 64'h4d45358874ee3efe)) ^ (i_data_masked_6 & 64'h8914695baa1c409a)) ^ (i_data_masked_7 &
+                    64'he301d2f6ba25cc1b)),
+                ^((((((((i_data_masked_0 & 64'h5a29e0732741a026) ^ (i_data_masked_1 & 64'hb84312d2a2760dc6)) ^ (i_data_masked_2 &
+                    64'heef977b9e9d95a32)) ^ (i_data_masked_3 & 64'h2b2d1cf650a63fb4)) ^ (i_data_masked_4 & 64'h155e17893fbb547c)) ^
+                    (i_data_masked_5 & 64'h5c5247288acd3162)) ^ (i_data_masked_6 & 64'h2b999d21d9a446c2)) ^ (i_data_masked_7 &
+                    64'hfe480c004125701f)),
+                ^((((((((i_data_masked_0 & 64'h2d14f03993a0d013) ^ (i_data_masked_1 & 64'h5c218969513b06e3)) ^ (i_data_masked_2 &
+                    64'h777cbbdcf4ecad19)) ^ (i_data_masked_3 & 64'h15968e7b28531fda)) ^ (i_data_masked_4 & 64'h0aaf0bc49fddaa3e)) ^
+                    (i_data_masked_5 & 64'h2e292394456698b1)) ^ (i_data_masked_6 & 64'h95ccce90ecd22361)) ^ (i_data_masked_7 &
+                    64'h7f2406002092b80f)),
+                ^((((((((i_data_masked_0 & 64'h886754321ae009a7) ^ (i_data_masked_1 & 64'h8d5758d1fbcd1848)) ^ (i_data_masked_2 &
+                    64'he6b154688cf424b4)) ^ (i_data_masked_3 & 64'hd035c3f1ab6b8b96)) ^ (i_data_masked_4 & 64'hf1e37fe760464ba3)) ^
+                    (i_data_masked_5 & 64'hede44c2692096245)) ^ (i_data_masked_6 & 64'h25f5cec47ac3773f)) ^ (i_data_masked_7 &
+                    64'hb05ae67b0c7eca15)),
+                ^((((((((i_data_masked_0 & 64'h5ade8637de40657d) ^ (i_data_masked_1 & 64'h65ec300daeb6171d)) ^ (i_data_masked_2 &
+                    64'hae57a3b2b0f86062)) ^ (i_data_masked_3 & 64'h32e46534eaf7c1b0)) ^ (i_data_masked_4 & 64'h8c4545f69f8bbb6d)) ^
+                    (i_data_masked_5 & 64'h8c02fbfff9be9f3f)) ^ (i_data_masked_6 & 64'h7de94eee31cbdd10)) ^ (i_data_masked_7 &
+                    64'hd7e596469a08f318)),
+                ^((((((((i_data_masked_0 & 64'had6f431bef2032be) ^ (i_data_masked_1 & 64'h32f61806d75b0b8e)) ^ (i_data_masked_2 &
+                    64'h572bd1d9587c3031)) ^ (i_data_masked_3 & 64'h9972329a757be0d8)) ^ (i_data_masked_4 & 64'hc622a2fb4fc5ddb6)) ^
+                    (i_data_masked_5 & 64'h46017dfffcdf4f9f)) ^ (i_data_masked_6 & 64'h3ef4a77718e5ee88)) ^ (i_data_masked_7 &
+                    64'h6bf2cb234d04798c)),
+                ^((((((((i_data_masked_0 & 64'h56b7a18df790195f) ^ (i_data_masked_1 & 64'h997b0c036bad85c7)) ^ (i_data_masked_2 &
+                    64'h2b95e8ecac3e1818)) ^ (i_data_masked_3 & 64'h4cb9194d3abdf06c)) ^ (i_data_masked_4 & 64'he311517da7e2eedb)) ^
+                    (i_data_masked_5 & 64'h2300befffe6fa7cf)) ^ (i_data_masked_6 & 64'h1f7a53bb8c72f744)) ^ (i_data_masked_7 &
+                    64'h35f96591a6823cc6)),
+                ^((((((((i_data_masked_0 & 64'hab5bd0c6fbc80caf) ^ (i_data_masked_1 & 64'h4cbd8601b5d6c2e3)) ^ (i_data_masked_2 &
+                    64'h15caf476561f0c0c)) ^ (i_data_masked_3 & 64'ha65c8ca69d5ef836)) ^ (i_data_masked_4 & 64'hf188a8bed3f1776d)) ^
+                    (i_data_masked_5 & 64'h11805f7fff37d3e7)) ^ (i_data_masked_6 & 64'h0fbd29ddc6397ba2)) ^ (i_data_masked_7 &
+                    64'h1afcb2c8d3411e63)),
+                ^((((((((i_data_masked_0 & 64'hcb40c44daed467f9) ^ (i_data_masked_1 & 64'h05195f6589bbfa48)) ^ (i_data_masked_2 &
+                    64'hd7ea73bddd8df43e)) ^ (i_data_masked_3 & 64'h09d0c29f71ed7860)) ^ (i_data_masked_4 & 64'h8c70ae5a4650250a)) ^
+                    (i_data_masked_5 & 64'h7230f2534f21c7ee)) ^ (i_data_masked_6 & 64'h68cd3d62efb6db5e)) ^ (i_data_masked_7 &
+                    64'h82b6bc1f75971923)),
+                ^((((((((i_data_masked_0 & 64'h7b4d4e08045a5252) ^ (i_data_masked_1 & 64'h21cb33d7978d661d)) ^ (i_data_masked_2 &
+                    64'hb6fa305818448827)) ^ (i_data_masked_3 & 64'hde16e58387b4b84b)) ^ (i_data_masked_4 & 64'h328cad280c808c39)) ^
+                    (i_data_masked_5 & 64'h43e8a4c5172acdea)) ^ (i_data_masked_6 & 64'h5b75373d7b710b20)) ^ (i_data_masked_7 &
+                    64'hce93bb74a6fc1a83)),
+                ^((((((((i_data_masked_0 & 64'ha34b8b2ad11d4887) ^ (i_data_masked_1 & 64'hb3a2058e98962837)) ^ (i_data_masked_2 &
+                    64'h067211aafaa0362b)) ^ (i_data_masked_3 & 64'h35f5f60dfc98585e)) ^ (i_data_masked_4 & 64'h6df2ac9129e8d8a0)) ^
+                    (i_data_masked_5 & 64'h5b048f8e3b2f48e8)) ^ (i_data_masked_6 & 64'h42a93212b112e31f)) ^ (i_data_masked_7 &
+                    64'he88138c14f499b53)),
+                ^((((((((i_data_masked_0 & 64'hd1a5c595688ea443) ^ (i_data_masked_1 & 64'hd9d102c74c4b141b)) ^ (i_data_masked_2 &
+                    64'h033908d57d501b15)) ^ (i_data_masked_3 & 64'h1afafb06fe4c2c2f)) ^ (i_data_masked_4 & 64'h36f9564894f46c50)) ^
+                    (i_data_masked_5 & 64'had8247c71d97a474)) ^ (i_data_masked_6 & 64'ha15499095889718f)) ^ (i_data_masked_7 &
+                    64'h74409c60a7a4cda9)),
+                ^((((((((i_data_masked_0 & 64'hf63fcee46777338f) ^ (i_data_masked_1 & 64'hcfaf1d06f5751134)) ^ (i_data_masked_2 &
+                    64'h5c938dec482a7fb2)) ^ (i_data_masked_3 & 64'hd783f94f4064126c)) ^ (i_data_masked_4 & 64'h6fc8512165d2a894)) ^
+                    (i_data_masked_5 & 64'hac31fe0f3e71fc27)) ^ (i_data_masked_6 & 64'h3fb9e508a0eede48)) ^ (i_data_masked_7 &
+                    64'hb5e8ab4b4fe5f0c6)),
+                ^((((((((i_data_masked_0 & 64'h65f2cb5ce08bf869) ^ (i_data_masked_1 & 64'h449012e629ea13a3)) ^ (i_data_masked_2 &
+                    64'hf346cf70d2974de1)) ^ (i_data_masked_3 & 64'hb13f786b9f700d4d)) ^ (i_data_masked_4 & 64'hc350d2959d41caf6)) ^
+                    (i_data_masked_5 & 64'h2ce822eb2f82d00e)) ^ (i_data_masked_6 & 64'hf0cf5b085cdd09ab)) ^ (i_data_masked_7 &
+                    64'hd53cb0debbc56e71)),
+                ^((((((((i_data_masked_0 & 64'hb2f965ae7045fc34) ^ (i_data_masked_1 & 64'ha248097314f509d1)) ^ (i_data_masked_2 &
+                    64'hf9a367b8694ba6f0)) ^ (i_data_masked_3 & 64'h589fbc35cfb806a6)) ^ (i_data_masked_4 & 64'h61a8694acea0e57b)) ^
+                    (i_data_masked_5 & 64'h9674117597c16807)) ^ (i_data_masked_6 & 64'hf867ad842e6e84d5)) ^ (i_data_masked_7 &
+                    64'h6a9e586f5de2b738)),
+                ^((((((((i_data_masked_0 & 64'hc7919ef9eb129fb4) ^ (i_data_masked_1 & 64'h726398dcd92a1fd1)) ^ (i_data_masked_2 &
+                    64'ha1deba5ac227a140)) ^ (i_data_masked_3 & 64'h76b15ad6d89e0728)) ^ (i_data_masked_4 & 64'hc460cea048f8ec01)) ^
+                    (i_data_masked_5 & 64'hb1cad5567b5a9a1e)) ^ (i_data_masked_6 & 64'h93207f4e1b9d24e5)) ^ (i_data_masked_7 &
+                    64'hba87c94cb2c6cd8e)),
+                ^((((((((i_data_masked_0 & 64'hfd25e35226b92e74) ^ (i_data_masked_1 & 64'h1a76500b3fc594d1)) ^ (i_data_masked_2 &
+                    64'h8de054ab9791a298)) ^ (i_data_masked_3 & 64'h61a629a7530d07ef)) ^ (i_data_masked_4 & 64'h16849d550bd4e8bc)) ^
+                    (i_data_masked_5 & 64'ha215b7478d176312)) ^ (i_data_masked_6 & 64'ha683962b0164f4fd)) ^ (i_data_masked_7 &
+                    64'hd28b01dd4554f0d5)),
+                ^((((((((i_data_masked_0 & 64'he07fdd87c06cf694) ^ (i_data_masked_1 & 64'h2e7cb460ccb25151)) ^ (i_data_masked_2 &
+                    64'h1bff23d33d4aa374)) ^ (i_data_masked_3 & 64'hea2d901f96c4878c)) ^ (i_data_masked_4 & 64'h7ff6b4afaa42eae2)) ^
+                    (i_data_masked_5 & 64'habfa064f76319f94)) ^ (i_data_masked_6 & 64'h3c5262998c181cf1)) ^ (i_data_masked_7 &
+                    64'he68d6595be9dee78)),
+                ^((((((((i_data_masked_0 & 64'heed2c2ed33061ae4) ^ (i_data_masked_1 & 64'h3479c6553509b391)) ^ (i_data_masked_2 &
+                    64'hd0f0986f68272382)) ^ (i_data_masked_3 & 64'hafe84cc3f42047bd)) ^ (i_data_masked_4 & 64'h4b4fa052fa89ebcd)) ^
+                    (i_data_masked_5 & 64'haf0ddecb0ba2e1d7)) ^ (i_data_masked_6 & 64'hf13a98c0caa668f7)) ^ (i_data_masked_7 &
+                    64'hfc8e57b1c379612e)),
+                ^((((((((i_data_masked_0 & 64'hf769617699830d72) ^ (i_data_masked_1 & 64'h1a3ce32a9a84d9c8)) ^ (i_data_masked_2 &
+                    64'he8784c37b41391c1)) ^ (i_data_masked_3 & 64'hd7f42661fa1023de)) ^ (i_data_masked_4 & 64'ha5a7d0297d44f5e6)) ^
+                    (i_data_masked_5 & 64'hd786ef6585d170eb)) ^ (i_data_masked_6 & 64'h789d4c606553347b)) ^ (i_data_masked_7 &
+                    64'h7e472bd8e1bcb097)),
+                ^((((((((i_data_masked_0 & 64'h7bb4b0bb4cc186b9) ^ (i_data_masked_1 & 64'h8d1e71954d426ce4)) ^ (i_data_masked_2 &
+                    64'h743c261bda09c8e0)) ^ (i_data_masked_3 & 64'h6bfa1330fd0811ef)) ^ (i_data_masked_4 & 64'hd2d3e814bea27af3)) ^
+                    (i_data_masked_5 & 64'hebc377b2c2e8b875)) ^ (i_data_masked_6 & 64'hbc4ea63032a99a3d)) ^ (i_data_masked_7 &
+                    64'h3f2395ec70de584b)),
+                ^((((((((i_data_masked_0 & 64'h3dda585da660c35c) ^ (i_data_masked_1 & 64'h468f38caa6a13672)) ^ (i_data_masked_2 &
+                    64'hba1e130ded04e470)) ^ (i_data_masked_3 & 64'hb5fd09987e8408f7)) ^ (i_data_masked_4 & 64'he969f40a5f513d79)) ^
+                    (i_data_masked_5 & 64'hf5e1bbd961745c3a)) ^ (i_data_masked_6 & 64'hde2753181954cd1e)) ^ (i_data_masked_7 &
+                    64'h1f91caf6386f2c25))
+            };
         end
     end
 
@@ -486,7 +462,103 @@ module crc32c_w512 (
 
     always @(posedge clk) begin
         if (advance & p0_valid) begin
-            p1_crc <= p0_fixed;
+            p1_crc <= {
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[1023:992] : zinv_6[1023:992]) : (p0_pad[0] ? zinv_5[1023:992] :
+                    zinv_4[1023:992])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[1023:992] : zinv_2[1023:992]) : (p0_pad[0] ? zinv_1[1023:992] :
+                    zinv_0[1023:992])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[991:960] : zinv_6[991:960]) : (p0_pad[0] ? zinv_5[991:960] :
+                    zinv_4[991:960])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[991:960] : zinv_2[991:960]) : (p0_pad[0] ? zinv_1[991:960] :
+                    zinv_0[991:960])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[959:928] : zinv_6[959:928]) : (p0_pad[0] ? zinv_5[959:928] :
+                    zinv_4[959:928])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[959:928] : zinv_2[959:928]) : (p0_pad[0] ? zinv_1[959:928] :
+                    zinv_0[959:928])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[927:896] : zinv_6[927:896]) : (p0_pad[0] ? zinv_5[927:896] :
+                    zinv_4[927:896])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[927:896] : zinv_2[927:896]) : (p0_pad[0] ? zinv_1[927:896] :
+                    zinv_0[927:896])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[895:864] : zinv_6[895:864]) : (p0_pad[0] ? zinv_5[895:864] :
+                    zinv_4[895:864])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[895:864] : zinv_2[895:864]) : (p0_pad[0] ? zinv_1[895:864] :
+                    zinv_0[895:864])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[863:832] : zinv_6[863:832]) : (p0_pad[0] ? zinv_5[863:832] :
+                    zinv_4[863:832])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[863:832] : zinv_2[863:832]) : (p0_pad[0] ? zinv_1[863:832] :
+                    zinv_0[863:832])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[831:800] : zinv_6[831:800]) : (p0_pad[0] ? zinv_5[831:800] :
+                    zinv_4[831:800])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[831:800] : zinv_2[831:800]) : (p0_pad[0] ? zinv_1[831:800] :
+                    zinv_0[831:800])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[799:768] : zinv_6[799:768]) : (p0_pad[0] ? zinv_5[799:768] :
+                    zinv_4[799:768])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[799:768] : zinv_2[799:768]) : (p0_pad[0] ? zinv_1[799:768] :
+                    zinv_0[799:768])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[767:736] : zinv_6[767:736]) : (p0_pad[0] ? zinv_5[767:736] :
+                    zinv_4[767:736])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[767:736] : zinv_2[767:736]) : (p0_pad[0] ? zinv_1[767:736] :
+                    zinv_0[767:736])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[735:704] : zinv_6[735:704]) : (p0_pad[0] ? zinv_5[735:704] :
+                    zinv_4[735:704])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[735:704] : zinv_2[735:704]) : (p0_pad[0] ? zinv_1[735:704] :
+                    zinv_0[735:704])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[703:672] : zinv_6[703:672]) : (p0_pad[0] ? zinv_5[703:672] :
+                    zinv_4[703:672])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[703:672] : zinv_2[703:672]) : (p0_pad[0] ? zinv_1[703:672] :
+                    zinv_0[703:672])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[671:640] : zinv_6[671:640]) : (p0_pad[0] ? zinv_5[671:640] :
+                    zinv_4[671:640])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[671:640] : zinv_2[671:640]) : (p0_pad[0] ? zinv_1[671:640] :
+                    zinv_0[671:640])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[639:608] : zinv_6[639:608]) : (p0_pad[0] ? zinv_5[639:608] :
+                    zinv_4[639:608])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[639:608] : zinv_2[639:608]) : (p0_pad[0] ? zinv_1[639:608] :
+                    zinv_0[639:608])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[607:576] : zinv_6[607:576]) : (p0_pad[0] ? zinv_5[607:576] :
+                    zinv_4[607:576])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[607:576] : zinv_2[607:576]) : (p0_pad[0] ? zinv_1[607:576] :
+                    zinv_0[607:576])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[575:544] : zinv_6[575:544]) : (p0_pad[0] ? zinv_5[575:544] :
+                    zinv_4[575:544])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[575:544] : zinv_2[575:544]) : (p0_pad[0] ? zinv_1[575:544] :
+                    zinv_0[575:544])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[543:512] : zinv_6[543:512]) : (p0_pad[0] ? zinv_5[543:512] :
+                    zinv_4[543:512])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[543:512] : zinv_2[543:512]) : (p0_pad[0] ? zinv_1[543:512] :
+                    zinv_0[543:512])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[511:480] : zinv_6[511:480]) : (p0_pad[0] ? zinv_5[511:480] :
+                    zinv_4[511:480])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[511:480] : zinv_2[511:480]) : (p0_pad[0] ? zinv_1[511:480] :
+                    zinv_0[511:480])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[479:448] : zinv_6[479:448]) : (p0_pad[0] ? zinv_5[479:448] :
+                    zinv_4[479:448])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[479:448] : zinv_2[479:448]) : (p0_pad[0] ? zinv_1[479:448] :
+                    zinv_0[479:448])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[447:416] : zinv_6[447:416]) : (p0_pad[0] ? zinv_5[447:416] :
+                    zinv_4[447:416])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[447:416] : zinv_2[447:416]) : (p0_pad[0] ? zinv_1[447:416] :
+                    zinv_0[447:416])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[415:384] : zinv_6[415:384]) : (p0_pad[0] ? zinv_5[415:384] :
+                    zinv_4[415:384])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[415:384] : zinv_2[415:384]) : (p0_pad[0] ? zinv_1[415:384] :
+                    zinv_0[415:384])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[383:352] : zinv_6[383:352]) : (p0_pad[0] ? zinv_5[383:352] :
+                    zinv_4[383:352])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[383:352] : zinv_2[383:352]) : (p0_pad[0] ? zinv_1[383:352] :
+                    zinv_0[383:352])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[351:320] : zinv_6[351:320]) : (p0_pad[0] ? zinv_5[351:320] :
+                    zinv_4[351:320])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[351:320] : zinv_2[351:320]) : (p0_pad[0] ? zinv_1[351:320] :
+                    zinv_0[351:320])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[319:288] : zinv_6[319:288]) : (p0_pad[0] ? zinv_5[319:288] :
+                    zinv_4[319:288])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[319:288] : zinv_2[319:288]) : (p0_pad[0] ? zinv_1[319:288] :
+                    zinv_0[319:288])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[287:256] : zinv_6[287:256]) : (p0_pad[0] ? zinv_5[287:256] :
+                    zinv_4[287:256])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[287:256] : zinv_2[287:256]) : (p0_pad[0] ? zinv_1[287:256] :
+                    zinv_0[287:256])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[255:224] : zinv_6[255:224]) : (p0_pad[0] ? zinv_5[255:224] :
+                    zinv_4[255:224])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[255:224] : zinv_2[255:224]) : (p0_pad[0] ? zinv_1[255:224] :
+                    zinv_0[255:224])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[223:192] : zinv_6[223:192]) : (p0_pad[0] ? zinv_5[223:192] :
+                    zinv_4[223:192])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[223:192] : zinv_2[223:192]) : (p0_pad[0] ? zinv_1[223:192] :
+                    zinv_0[223:192])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[191:160] : zinv_6[191:160]) : (p0_pad[0] ? zinv_5[191:160] :
+                    zinv_4[191:160])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[191:160] : zinv_2[191:160]) : (p0_pad[0] ? zinv_1[191:160] :
+                    zinv_0[191:160])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[159:128] : zinv_6[159:128]) : (p0_pad[0] ? zinv_5[159:128] :
+                    zinv_4[159:128])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[159:128] : zinv_2[159:128]) : (p0_pad[0] ? zinv_1[159:128] :
+                    zinv_0[159:128])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[127:96] : zinv_6[127:96]) : (p0_pad[0] ? zinv_5[127:96] :
+                    zinv_4[127:96])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[127:96] : zinv_2[127:96]) : (p0_pad[0] ? zinv_1[127:96] :
+                    zinv_0[127:96])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[95:64] : zinv_6[95:64]) : (p0_pad[0] ? zinv_5[95:64] :
+                    zinv_4[95:64])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[95:64] : zinv_2[95:64]) : (p0_pad[0] ? zinv_1[95:64] :
+                    zinv_0[95:64])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[63:32] : zinv_6[63:32]) : (p0_pad[0] ? zinv_5[63:32] :
+                    zinv_4[63:32])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[63:32] : zinv_2[63:32]) : (p0_pad[0] ? zinv_1[63:32] :
+                    zinv_0[63:32])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[31:0] : zinv_6[31:0]) : (p0_pad[0] ? zinv_5[31:0] :
+                    zinv_4[31:0])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[31:0] : zinv_2[31:0]) : (p0_pad[0] ? zinv_1[31:0] : zinv_0[31:0]))))
+            };
         end
     end
 
@@ -508,7 +580,104 @@ module crc32c_w512 (
         if (rst) begin
             res_crc <= 32'h00000000;
         end else if (advance & p1_valid) begin
-            res_crc <= ~p1_fixed;
+            res_crc <= ~{
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[1023:992] : zinv_48[1023:992]) : (p1_pad[0] ?
+                    zinv_40[1023:992] : zinv_32[1023:992])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[1023:992] : zinv_16[1023:992]) : (p1_pad[0]
+                    ? zinv_8[1023:992] : zinv_0[1023:992])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[991:960] : zinv_48[991:960]) : (p1_pad[0] ? zinv_40[991:960] :
+                    zinv_32[991:960])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[991:960] : zinv_16[991:960]) : (p1_pad[0] ? zinv_8[991:960] :
+                    zinv_0[991:960])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[959:928] : zinv_48[959:928]) : (p1_pad[0] ? zinv_40[959:928] :
+                    zinv_32[959:928])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[959:928] : zinv_16[959:928]) : (p1_pad[0] ? zinv_8[959:928] :
+                    zinv_0[959:928])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[927:896] : zinv_48[927:896]) : (p1_pad[0] ? zinv_40[927:896] :
+                    zinv_32[927:896])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[927:896] : zinv_16[927:896]) : (p1_pad[0] ? zinv_8[927:896] :
+                    zinv_0[927:896])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[895:864] : zinv_48[895:864]) : (p1_pad[0] ? zinv_40[895:864] :
+                    zinv_32[895:864])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[895:864] : zinv_16[895:864]) : (p1_pad[0] ? zinv_8[895:864] :
+                    zinv_0[895:864])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[863:832] : zinv_48[863:832]) : (p1_pad[0] ? zinv_40[863:832] :
+                    zinv_32[863:832])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[863:832] : zinv_16[863:832]) : (p1_pad[0] ? zinv_8[863:832] :
+                    zinv_0[863:832])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[831:800] : zinv_48[831:800]) : (p1_pad[0] ? zinv_40[831:800] :
+                    zinv_32[831:800])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[831:800] : zinv_16[831:800]) : (p1_pad[0] ? zinv_8[831:800] :
+                    zinv_0[831:800])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[799:768] : zinv_48[799:768]) : (p1_pad[0] ? zinv_40[799:768] :
+                    zinv_32[799:768])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[799:768] : zinv_16[799:768]) : (p1_pad[0] ? zinv_8[799:768] :
+                    zinv_0[799:768])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[767:736] : zinv_48[767:736]) : (p1_pad[0] ? zinv_40[767:736] :
+                    zinv_32[767:736])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[767:736] : zinv_16[767:736]) : (p1_pad[0] ? zinv_8[767:736] :
+                    zinv_0[767:736])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[735:704] : zinv_48[735:704]) : (p1_pad[0] ? zinv_40[735:704] :
+                    zinv_32[735:704])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[735:704] : zinv_16[735:704]) : (p1_pad[0] ? zinv_8[735:704] :
+                    zinv_0[735:704])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[703:672] : zinv_48[703:672]) : (p1_pad[0] ? zinv_40[703:672] :
+                    zinv_32[703:672])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[703:672] : zinv_16[703:672]) : (p1_pad[0] ? zinv_8[703:672] :
+                    zinv_0[703:672])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[671:640] : zinv_48[671:640]) : (p1_pad[0] ? zinv_40[671:640] :
+                    zinv_32[671:640])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[671:640] : zinv_16[671:640]) : (p1_pad[0] ? zinv_8[671:640] :
+                    zinv_0[671:640])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[639:608] : zinv_48[639:608]) : (p1_pad[0] ? zinv_40[639:608] :
+                    zinv_32[639:608])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[639:608] : zinv_16[639:608]) : (p1_pad[0] ? zinv_8[639:608] :
+                    zinv_0[639:608])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[607:576] : zinv_48[607:576]) : (p1_pad[0] ? zinv_40[607:576] :
+                    zinv_32[607:576])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[607:576] : zinv_16[607:576]) : (p1_pad[0] ? zinv_8[607:576] :
+                    zinv_0[607:576])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[575:544] : zinv_48[575:544]) : (p1_pad[0] ? zinv_40[575:544] :
+                    zinv_32[575:544])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[575:544] : zinv_16[575:544]) : (p1_pad[0] ? zinv_8[575:544] :
+                    zinv_0[575:544])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[543:512] : zinv_48[543:512]) : (p1_pad[0] ? zinv_40[543:512] :
+                    zinv_32[543:512])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[543:512] : zinv_16[543:512]) : (p1_pad[0] ? zinv_8[543:512] :
+                    zinv_0[543:512])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[511:480] : zinv_48[511:480]) : (p1_pad[0] ? zinv_40[511:480] :
+                    zinv_32[511:480])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[511:480] : zinv_16[511:480]) : (p1_pad[0] ? zinv_8[511:480] :
+                    zinv_0[511:480])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[479:448] : zinv_48[479:448]) : (p1_pad[0] ? zinv_40[479:448] :
+                    zinv_32[479:448])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[479:448] : zinv_16[479:448]) : (p1_pad[0] ? zinv_8[479:448] :
+                    zinv_0[479:448])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[447:416] : zinv_48[447:416]) : (p1_pad[0] ? zinv_40[447:416] :
+                    zinv_32[447:416])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[447:416] : zinv_16[447:416]) : (p1_pad[0] ? zinv_8[447:416] :
+                    zinv_0[447:416])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[415:384] : zinv_48[415:384]) : (p1_pad[0] ? zinv_40[415:384] :
+                    zinv_32[415:384])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[415:384] : zinv_16[415:384]) : (p1_pad[0] ? zinv_8[415:384] :
+                    zinv_0[415:384])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[383:352] : zinv_48[383:352]) : (p1_pad[0] ? zinv_40[383:352] :
+                    zinv_32[383:352])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[383:352] : zinv_16[383:352]) : (p1_pad[0] ? zinv_8[383:352] :
+                    zinv_0[383:352])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[351:320] : zinv_48[351:320]) : (p1_pad[0] ? zinv_40[351:320] :
+                    zinv_32[351:320])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[351:320] : zinv_16[351:320]) : (p1_pad[0] ? zinv_8[351:320] :
+                    zinv_0[351:320])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[319:288] : zinv_48[319:288]) : (p1_pad[0] ? zinv_40[319:288] :
+                    zinv_32[319:288])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[319:288] : zinv_16[319:288]) : (p1_pad[0] ? zinv_8[319:288] :
+                    zinv_0[319:288])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[287:256] : zinv_48[287:256]) : (p1_pad[0] ? zinv_40[287:256] :
+                    zinv_32[287:256])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[287:256] : zinv_16[287:256]) : (p1_pad[0] ? zinv_8[287:256] :
+                    zinv_0[287:256])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[255:224] : zinv_48[255:224]) : (p1_pad[0] ? zinv_40[255:224] :
+                    zinv_32[255:224])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[255:224] : zinv_16[255:224]) : (p1_pad[0] ? zinv_8[255:224] :
+                    zinv_0[255:224])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[223:192] : zinv_48[223:192]) : (p1_pad[0] ? zinv_40[223:192] :
+                    zinv_32[223:192])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[223:192] : zinv_16[223:192]) : (p1_pad[0] ? zinv_8[223:192] :
+                    zinv_0[223:192])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[191:160] : zinv_48[191:160]) : (p1_pad[0] ? zinv_40[191:160] :
+                    zinv_32[191:160])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[191:160] : zinv_16[191:160]) : (p1_pad[0] ? zinv_8[191:160] :
+                    zinv_0[191:160])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[159:128] : zinv_48[159:128]) : (p1_pad[0] ? zinv_40[159:128] :
+                    zinv_32[159:128])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[159:128] : zinv_16[159:128]) : (p1_pad[0] ? zinv_8[159:128] :
+                    zinv_0[159:128])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[127:96] : zinv_48[127:96]) : (p1_pad[0] ? zinv_40[127:96] :
+                    zinv_32[127:96])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[127:96] : zinv_16[127:96]) : (p1_pad[0] ? zinv_8[127:96] :
+                    zinv_0[127:96])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[95:64] : zinv_48[95:64]) : (p1_pad[0] ? zinv_40[95:64] :
+                    zinv_32[95:64])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[95:64] : zinv_16[95:64]) : (p1_pad[0] ? zinv_8[95:64] :
+                    zinv_0[95:64])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[63:32] : zinv_48[63:32]) : (p1_pad[0] ? zinv_40[63:32] :
+                    zinv_32[63:32])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[63:32] : zinv_16[63:32]) : (p1_pad[0] ? zinv_8[63:32] :
+                    zinv_0[63:32])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[31:0] : zinv_48[31:0]) : (p1_pad[0] ? zinv_40[31:0] :
+                    zinv_32[31:0])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[31:0] : zinv_16[31:0]) : (p1_pad[0] ? zinv_8[31:0] :
+                    zinv_0[31:0]))))
+            };
         end
     end
 
@@ -516,7 +685,104 @@ module crc32c_w512 (
         if (rst) begin
             res_ok <= 1'h0;
         end else if (advance & p1_valid) begin
-            res_ok <= p1_fixed == 32'hb798b438;
+            res_ok <= {
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[1023:992] : zinv_48[1023:992]) : (p1_pad[0] ?
+                    zinv_40[1023:992] : zinv_32[1023:992])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[1023:992] : zinv_16[1023:992]) : (p1_pad[0]
+                    ? zinv_8[1023:992] : zinv_0[1023:992])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[991:960] : zinv_48[991:960]) : (p1_pad[0] ? zinv_40[991:960] :
+                    zinv_32[991:960])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[991:960] : zinv_16[991:960]) : (p1_pad[0] ? zinv_8[991:960] :
+                    zinv_0[991:960])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[959:928] : zinv_48[959:928]) : (p1_pad[0] ? zinv_40[959:928] :
+                    zinv_32[959:928])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[959:928] : zinv_16[959:928]) : (p1_pad[0] ? zinv_8[959:928] :
+                    zinv_0[959:928])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[927:896] : zinv_48[927:896]) : (p1_pad[0] ? zinv_40[927:896] :
+                    zinv_32[927:896])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[927:896] : zinv_16[927:896]) : (p1_pad[0] ? zinv_8[927:896] :
+                    zinv_0[927:896])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[895:864] : zinv_48[895:864]) : (p1_pad[0] ? zinv_40[895:864] :
+                    zinv_32[895:864])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[895:864] : zinv_16[895:864]) : (p1_pad[0] ? zinv_8[895:864] :
+                    zinv_0[895:864])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[863:832] : zinv_48[863:832]) : (p1_pad[0] ? zinv_40[863:832] :
+                    zinv_32[863:832])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[863:832] : zinv_16[863:832]) : (p1_pad[0] ? zinv_8[863:832] :
+                    zinv_0[863:832])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[831:800] : zinv_48[831:800]) : (p1_pad[0] ? zinv_40[831:800] :
+                    zinv_32[831:800])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[831:800] : zinv_16[831:800]) : (p1_pad[0] ? zinv_8[831:800] :
+                    zinv_0[831:800])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[799:768] : zinv_48[799:768]) : (p1_pad[0] ? zinv_40[799:768] :
+                    zinv_32[799:768])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[799:768] : zinv_16[799:768]) : (p1_pad[0] ? zinv_8[799:768] :
+                    zinv_0[799:768])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[767:736] : zinv_48[767:736]) : (p1_pad[0] ? zinv_40[767:736] :
+                    zinv_32[767:736])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[767:736] : zinv_16[767:736]) : (p1_pad[0] ? zinv_8[767:736] :
+                    zinv_0[767:736])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[735:704] : zinv_48[735:704]) : (p1_pad[0] ? zinv_40[735:704] :
+                    zinv_32[735:704])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[735:704] : zinv_16[735:704]) : (p1_pad[0] ? zinv_8[735:704] :
+                    zinv_0[735:704])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[703:672] : zinv_48[703:672]) : (p1_pad[0] ? zinv_40[703:672] :
+                    zinv_32[703:672])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[703:672] : zinv_16[703:672]) : (p1_pad[0] ? zinv_8[703:672] :
+                    zinv_0[703:672])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[671:640] : zinv_48[671:640]) : (p1_pad[0] ? zinv_40[671:640] :
+                    zinv_32[671:640])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[671:640] : zinv_16[671:640]) : (p1_pad[0] ? zinv_8[671:640] :
+                    zinv_0[671:640])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[639:608] : zinv_48[639:608]) : (p1_pad[0] ? zinv_40[639:608] :
+                    zinv_32[639:608])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[639:608] : zinv_16[639:608]) : (p1_pad[0] ? zinv_8[639:608] :
+                    zinv_0[639:608])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[607:576] : zinv_48[607:576]) : (p1_pad[0] ? zinv_40[607:576] :
+                    zinv_32[607:576])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[607:576] : zinv_16[607:576]) : (p1_pad[0] ? zinv_8[607:576] :
+                    zinv_0[607:576])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[575:544] : zinv_48[575:544]) : (p1_pad[0] ? zinv_40[575:544] :
+                    zinv_32[575:544])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[575:544] : zinv_16[575:544]) : (p1_pad[0] ? zinv_8[575:544] :
+                    zinv_0[575:544])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[543:512] : zinv_48[543:512]) : (p1_pad[0] ? zinv_40[543:512] :
+                    zinv_32[543:512])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[543:512] : zinv_16[543:512]) : (p1_pad[0] ? zinv_8[543:512] :
+                    zinv_0[543:512])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[511:480] : zinv_48[511:480]) : (p1_pad[0] ? zinv_40[511:480] :
+                    zinv_32[511:480])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[511:480] : zinv_16[511:480]) : (p1_pad[0] ? zinv_8[511:480] :
+                    zinv_0[511:480])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[479:448] : zinv_48[479:448]) : (p1_pad[0] ? zinv_40[479:448] :
+                    zinv_32[479:448])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[479:448] : zinv_16[479:448]) : (p1_pad[0] ? zinv_8[479:448] :
+                    zinv_0[479:448])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[447:416] : zinv_48[447:416]) : (p1_pad[0] ? zinv_40[447:416] :
+                    zinv_32[447:416])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[447:416] : zinv_16[447:416]) : (p1_pad[0] ? zinv_8[447:416] :
+                    zinv_0[447:416])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[415:384] : zinv_48[415:384]) : (p1_pad[0] ? zinv_40[415:384] :
+                    zinv_32[415:384])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[415:384] : zinv_16[415:384]) : (p1_pad[0] ? zinv_8[415:384] :
+                    zinv_0[415:384])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[383:352] : zinv_48[383:352]) : (p1_pad[0] ? zinv_40[383:352] :
+                    zinv_32[383:352])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[383:352] : zinv_16[383:352]) : (p1_pad[0] ? zinv_8[383:352] :
+                    zinv_0[383:352])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[351:320] : zinv_48[351:320]) : (p1_pad[0] ? zinv_40[351:320] :
+                    zinv_32[351:320])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[351:320] : zinv_16[351:320]) : (p1_pad[0] ? zinv_8[351:320] :
+                    zinv_0[351:320])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[319:288] : zinv_48[319:288]) : (p1_pad[0] ? zinv_40[319:288] :
+                    zinv_32[319:288])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[319:288] : zinv_16[319:288]) : (p1_pad[0] ? zinv_8[319:288] :
+                    zinv_0[319:288])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[287:256] : zinv_48[287:256]) : (p1_pad[0] ? zinv_40[287:256] :
+                    zinv_32[287:256])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[287:256] : zinv_16[287:256]) : (p1_pad[0] ? zinv_8[287:256] :
+                    zinv_0[287:256])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[255:224] : zinv_48[255:224]) : (p1_pad[0] ? zinv_40[255:224] :
+                    zinv_32[255:224])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[255:224] : zinv_16[255:224]) : (p1_pad[0] ? zinv_8[255:224] :
+                    zinv_0[255:224])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[223:192] : zinv_48[223:192]) : (p1_pad[0] ? zinv_40[223:192] :
+                    zinv_32[223:192])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[223:192] : zinv_16[223:192]) : (p1_pad[0] ? zinv_8[223:192] :
+                    zinv_0[223:192])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[191:160] : zinv_48[191:160]) : (p1_pad[0] ? zinv_40[191:160] :
+                    zinv_32[191:160])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[191:160] : zinv_16[191:160]) : (p1_pad[0] ? zinv_8[191:160] :
+                    zinv_0[191:160])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[159:128] : zinv_48[159:128]) : (p1_pad[0] ? zinv_40[159:128] :
+                    zinv_32[159:128])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[159:128] : zinv_16[159:128]) : (p1_pad[0] ? zinv_8[159:128] :
+                    zinv_0[159:128])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[127:96] : zinv_48[127:96]) : (p1_pad[0] ? zinv_40[127:96] :
+                    zinv_32[127:96])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[127:96] : zinv_16[127:96]) : (p1_pad[0] ? zinv_8[127:96] :
+                    zinv_0[127:96])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[95:64] : zinv_48[95:64]) : (p1_pad[0] ? zinv_40[95:64] :
+                    zinv_32[95:64])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[95:64] : zinv_16[95:64]) : (p1_pad[0] ? zinv_8[95:64] :
+                    zinv_0[95:64])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[63:32] : zinv_48[63:32]) : (p1_pad[0] ? zinv_40[63:32] :
+                    zinv_32[63:32])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[63:32] : zinv_16[63:32]) : (p1_pad[0] ? zinv_8[63:32] :
+                    zinv_0[63:32])))),
+                ^(p1_crc & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[31:0] : zinv_48[31:0]) : (p1_pad[0] ? zinv_40[31:0] :
+                    zinv_32[31:0])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[31:0] : zinv_16[31:0]) : (p1_pad[0] ? zinv_8[31:0] :
+                    zinv_0[31:0]))))
+            } == 32'hb798b438;
         end
     end
 

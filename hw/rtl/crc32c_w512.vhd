@@ -103,14 +103,20 @@ architecture rtl of crc32c_w512 is
     signal i_data : std_logic_vector(511 downto 0);
     signal i_keep : std_logic_vector(63 downto 0);
     signal i_last : std_logic;
-    signal i_data_masked : std_logic_vector(511 downto 0); -- the beat with unused lanes zeroed
-    signal i_data_term : std_logic_vector(31 downto 0); -- the beat's contribution to the register
+    signal i_data_masked_0 : std_logic_vector(63 downto 0); -- lanes 0..7 of the beat, unused lanes zeroed
+    signal i_data_masked_1 : std_logic_vector(63 downto 0); -- lanes 8..15 of the beat, unused lanes zeroed
+    signal i_data_masked_2 : std_logic_vector(63 downto 0); -- lanes 16..23 of the beat, unused lanes zeroed
+    signal i_data_masked_3 : std_logic_vector(63 downto 0); -- lanes 24..31 of the beat, unused lanes zeroed
+    signal i_data_masked_4 : std_logic_vector(63 downto 0); -- lanes 32..39 of the beat, unused lanes zeroed
+    signal i_data_masked_5 : std_logic_vector(63 downto 0); -- lanes 40..47 of the beat, unused lanes zeroed
+    signal i_data_masked_6 : std_logic_vector(63 downto 0); -- lanes 48..55 of the beat, unused lanes zeroed
+    signal i_data_masked_7 : std_logic_vector(63 downto 0); -- lanes 56..63 of the beat, unused lanes zeroed
     signal i_last_lane : std_logic_vector(63 downto 0); -- one-hot: the last lane in use
     signal i_pad_lanes : std_logic_vector(5 downto 0); -- lanes not in use on this beat
     signal i_take : std_logic;               -- stage i's beat moves to stage b
     signal b_valid : std_logic := '0';       -- stage b holds a beat's data term
     signal b_last : std_logic;
-    signal b_term : std_logic_vector(31 downto 0);
+    signal b_term : std_logic_vector(31 downto 0); -- the beat's contribution to the register
     signal b_pad : std_logic_vector(5 downto 0);
     signal crc_state : std_logic_vector(31 downto 0) := x"ffffffff"; -- CRC register (not inverted) of the frame before stage b's beat
     signal crc_state_term : std_logic_vector(31 downto 0); -- the register's own contribution
@@ -119,76 +125,16 @@ architecture rtl of crc32c_w512 is
     signal p0_valid : std_logic := '0';      -- stage 0 holds a frame's uncorrected register
     signal p0_crc : std_logic_vector(31 downto 0);
     signal p0_pad : std_logic_vector(5 downto 0);
-    signal p0_matrix : std_logic_vector(1023 downto 0); -- Z^-k for pad-lane bits 0..2 of this frame
-    signal p0_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 0..2
     signal p1_valid : std_logic := '0';
-    signal p1_crc : std_logic_vector(31 downto 0);
+    signal p1_crc : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 0..2
     signal p1_pad : std_logic_vector(2 downto 0);
-    signal p1_matrix : std_logic_vector(1023 downto 0); -- Z^-k for pad-lane bits 3..5 of this frame
-    signal p1_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 3..5
     signal res_crc : std_logic_vector(31 downto 0) := x"00000000"; -- the frame's CRC32c
     signal res_ok : std_logic := '0';        -- residue check passed
 begin
     advance <= (not res_valid) or m_axis_tready;
     s_axis_tready <= advance;
     s_fire <= s_axis_tvalid and advance;
-    i_data_masked <= std_logic_vector'(
-        (i_data(511 downto 504) and std_logic_vector'(7 downto 0 => i_keep(63))) &
-        (i_data(503 downto 496) and std_logic_vector'(7 downto 0 => i_keep(62))) &
-        (i_data(495 downto 488) and std_logic_vector'(7 downto 0 => i_keep(61))) &
-        (i_data(487 downto 480) and std_logic_vector'(7 downto 0 => i_keep(60))) &
-        (i_data(479 downto 472) and std_logic_vector'(7 downto 0 => i_keep(59))) &
-        (i_data(471 downto 464) and std_logic_vector'(7 downto 0 => i_keep(58))) &
-        (i_data(463 downto 456) and std_logic_vector'(7 downto 0 => i_keep(57))) &
-        (i_data(455 downto 448) and std_logic_vector'(7 downto 0 => i_keep(56))) &
-        (i_data(447 downto 440) and std_logic_vector'(7 downto 0 => i_keep(55))) &
-        (i_data(439 downto 432) and std_logic_vector'(7 downto 0 => i_keep(54))) &
-        (i_data(431 downto 424) and std_logic_vector'(7 downto 0 => i_keep(53))) &
-        (i_data(423 downto 416) and std_logic_vector'(7 downto 0 => i_keep(52))) &
-        (i_data(415 downto 408) and std_logic_vector'(7 downto 0 => i_keep(51))) &
-        (i_data(407 downto 400) and std_logic_vector'(7 downto 0 => i_keep(50))) &
-        (i_data(399 downto 392) and std_logic_vector'(7 downto 0 => i_keep(49))) &
-        (i_data(391 downto 384) and std_logic_vector'(7 downto 0 => i_keep(48))) &
-        (i_data(383 downto 376) and std_logic_vector'(7 downto 0 => i_keep(47))) &
-        (i_data(375 downto 368) and std_logic_vector'(7 downto 0 => i_keep(46))) &
-        (i_data(367 downto 360) and std_logic_vector'(7 downto 0 => i_keep(45))) &
-        (i_data(359 downto 352) and std_logic_vector'(7 downto 0 => i_keep(44))) &
-        (i_data(351 downto 344) and std_logic_vector'(7 downto 0 => i_keep(43))) &
-        (i_data(343 downto 336) and std_logic_vector'(7 downto 0 => i_keep(42))) &
-        (i_data(335 downto 328) and std_logic_vector'(7 downto 0 => i_keep(41))) &
-        (i_data(327 downto 320) and std_logic_vector'(7 downto 0 => i_keep(40))) &
-        (i_data(319 downto 312) and std_logic_vector'(7 downto 0 => i_keep(39))) &
-        (i_data(311 downto 304) and std_logic_vector'(7 downto 0 => i_keep(38))) &
-        (i_data(303 downto 296) and std_logic_vector'(7 downto 0 => i_keep(37))) &
-        (i_data(295 downto 288) and std_logic_vector'(7 downto 0 => i_keep(36))) &
-        (i_data(287 downto 280) and std_logic_vector'(7 downto 0 => i_keep(35))) &
-        (i_data(279 downto 272) and std_logic_vector'(7 downto 0 => i_keep(34))) &
-        (i_data(271 downto 264) and std_logic_vector'(7 downto 0 => i_keep(33))) &
-        (i_data(263 downto 256) and std_logic_vector'(7 downto 0 => i_keep(32))) &
-        (i_data(255 downto 248) and std_logic_vector'(7 downto 0 => i_keep(31))) &
-        (i_data(247 downto 240) and std_logic_vector'(7 downto 0 => i_keep(30))) &
-        (i_data(239 downto 232) and std_logic_vector'(7 downto 0 => i_keep(29))) &
-        (i_data(231 downto 224) and std_logic_vector'(7 downto 0 => i_keep(28))) &
-        (i_data(223 downto 216) and std_logic_vector'(7 downto 0 => i_keep(27))) &
-        (i_data(215 downto 208) and std_logic_vector'(7 downto 0 => i_keep(26))) &
-        (i_data(207 downto 200) and std_logic_vector'(7 downto 0 => i_keep(25))) &
-        (i_data(199 downto 192) and std_logic_vector'(7 downto 0 => i_keep(24))) &
-        (i_data(191 downto 184) and std_logic_vector'(7 downto 0 => i_keep(23))) &
-        (i_data(183 downto 176) and std_logic_vector'(7 downto 0 => i_keep(22))) &
-        (i_data(175 downto 168) and std_logic_vector'(7 downto 0 => i_keep(21))) &
-        (i_data(167 downto 160) and std_logic_vector'(7 downto 0 => i_keep(20))) &
-        (i_data(159 downto 152) and std_logic_vector'(7 downto 0 => i_keep(19))) &
-        (i_data(151 downto 144) and std_logic_vector'(7 downto 0 => i_keep(18))) &
-        (i_data(143 downto 136) and std_logic_vector'(7 downto 0 => i_keep(17))) &
-        (i_data(135 downto 128) and std_logic_vector'(7 downto 0 => i_keep(16))) &
-        (i_data(127 downto 120) and std_logic_vector'(7 downto 0 => i_keep(15))) &
-        (i_data(119 downto 112) and std_logic_vector'(7 downto 0 => i_keep(14))) &
-        (i_data(111 downto 104) and std_logic_vector'(7 downto 0 => i_keep(13))) &
-        (i_data(103 downto 96) and std_logic_vector'(7 downto 0 => i_keep(12))) &
-        (i_data(95 downto 88) and std_logic_vector'(7 downto 0 => i_keep(11))) &
-        (i_data(87 downto 80) and std_logic_vector'(7 downto 0 => i_keep(10))) &
-        (i_data(79 downto 72) and std_logic_vector'(7 downto 0 => i_keep(9))) &
-        (i_data(71 downto 64) and std_logic_vector'(7 downto 0 => i_keep(8))) &
+    i_data_masked_0 <= std_logic_vector'(
         (i_data(63 downto 56) and std_logic_vector'(7 downto 0 => i_keep(7))) &
         (i_data(55 downto 48) and std_logic_vector'(7 downto 0 => i_keep(6))) &
         (i_data(47 downto 40) and std_logic_vector'(7 downto 0 => i_keep(5))) &
@@ -198,106 +144,77 @@ begin
         (i_data(15 downto 8) and std_logic_vector'(7 downto 0 => i_keep(1))) &
         (i_data(7 downto 0) and std_logic_vector'(7 downto 0 => i_keep(0)))
     );
-    i_data_term <= std_logic_vector'(
-        (xor (i_data_masked and x"8fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061ae")) &
-        (xor (i_data_masked and x"47e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d7")) &
-        (xor (i_data_masked and x"23f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186b")) &
-        (xor (i_data_masked and x"11f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35")) &
-        (xor (i_data_masked and x"08fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061a")) &
-        (xor (i_data_masked and x"047e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d")) &
-        (xor (i_data_masked and x"8df7c6eef047484aa4afe72a3c98cf15471b1e9b0278c6a5016629ed3b163cc629957edf0fbf0c6a327b35a0ed587bf0c3ca8214c61dd955fa96989e687ca028")) &
-        (xor (i_data_masked and x"46fbe3777823a4255257f3951e4c678aa38d8f4d813c635280b314f69d8b1e6314cabf6f87df8635193d9ad076ac3df861e5410a630eecaafd4b4c4f343e5014")) &
-        (xor (i_data_masked and x"acb514c0a026440046385046838c554a2b361a4a70241fb434ed707e616d118d509bdb7bfcadc7615191c4eecdd46cc413b53ce062d7ed6c60488a09492f49a4")) &
-        (xor (i_data_masked and x"d9926f1b4c24b412cc0f81af4d6c4c2a6f6bd0c988a821c76ec2423a1f1e167a72b36971c114e7cb75c7ebf19068445a2a9d0215623b6d8f2ec9692a77a7c57c")) &
-        (xor (i_data_masked and x"e301d2f6ba25cc1b8914695baa1c409a4d45358874ee3efec3d5db1820279581e3a73074dfc8779e67ecfc7e3eb6501536091d6fe24d2dfe898998bbe8e38310")) &
-        (xor (i_data_masked and x"fe480c004125701f2b999d21d9a446c25c5247288acd3162155e17893fbb547c2b2d1cf650a63fb4eef977b9e9d95a32b84312d2a2760dc65a29e0732741a026")) &
-        (xor (i_data_masked and x"7f2406002092b80f95ccce90ecd223612e292394456698b10aaf0bc49fddaa3e15968e7b28531fda777cbbdcf4ecad195c218969513b06e32d14f03993a0d013")) &
-        (xor (i_data_masked and x"b05ae67b0c7eca1525f5cec47ac3773fede44c2692096245f1e37fe760464ba3d035c3f1ab6b8b96e6b154688cf424b48d5758d1fbcd1848886754321ae009a7")) &
-        (xor (i_data_masked and x"d7e596469a08f3187de94eee31cbdd108c02fbfff9be9f3f8c4545f69f8bbb6d32e46534eaf7c1b0ae57a3b2b0f8606265ec300daeb6171d5ade8637de40657d")) &
-        (xor (i_data_masked and x"6bf2cb234d04798c3ef4a77718e5ee8846017dfffcdf4f9fc622a2fb4fc5ddb69972329a757be0d8572bd1d9587c303132f61806d75b0b8ead6f431bef2032be")) &
-        (xor (i_data_masked and x"35f96591a6823cc61f7a53bb8c72f7442300befffe6fa7cfe311517da7e2eedb4cb9194d3abdf06c2b95e8ecac3e1818997b0c036bad85c756b7a18df790195f")) &
-        (xor (i_data_masked and x"1afcb2c8d3411e630fbd29ddc6397ba211805f7fff37d3e7f188a8bed3f1776da65c8ca69d5ef83615caf476561f0c0c4cbd8601b5d6c2e3ab5bd0c6fbc80caf")) &
-        (xor (i_data_masked and x"82b6bc1f7597192368cd3d62efb6db5e7230f2534f21c7ee8c70ae5a4650250a09d0c29f71ed7860d7ea73bddd8df43e05195f6589bbfa48cb40c44daed467f9")) &
-        (xor (i_data_masked and x"ce93bb74a6fc1a835b75373d7b710b2043e8a4c5172acdea328cad280c808c39de16e58387b4b84bb6fa30581844882721cb33d7978d661d7b4d4e08045a5252")) &
-        (xor (i_data_masked and x"e88138c14f499b5342a93212b112e31f5b048f8e3b2f48e86df2ac9129e8d8a035f5f60dfc98585e067211aafaa0362bb3a2058e98962837a34b8b2ad11d4887")) &
-        (xor (i_data_masked and x"74409c60a7a4cda9a15499095889718fad8247c71d97a47436f9564894f46c501afafb06fe4c2c2f033908d57d501b15d9d102c74c4b141bd1a5c595688ea443")) &
-        (xor (i_data_masked and x"b5e8ab4b4fe5f0c63fb9e508a0eede48ac31fe0f3e71fc276fc8512165d2a894d783f94f4064126c5c938dec482a7fb2cfaf1d06f5751134f63fcee46777338f")) &
-        (xor (i_data_masked and x"d53cb0debbc56e71f0cf5b085cdd09ab2ce822eb2f82d00ec350d2959d41caf6b13f786b9f700d4df346cf70d2974de1449012e629ea13a365f2cb5ce08bf869")) &
-        (xor (i_data_masked and x"6a9e586f5de2b738f867ad842e6e84d59674117597c1680761a8694acea0e57b589fbc35cfb806a6f9a367b8694ba6f0a248097314f509d1b2f965ae7045fc34")) &
-        (xor (i_data_masked and x"ba87c94cb2c6cd8e93207f4e1b9d24e5b1cad5567b5a9a1ec460cea048f8ec0176b15ad6d89e0728a1deba5ac227a140726398dcd92a1fd1c7919ef9eb129fb4")) &
-        (xor (i_data_masked and x"d28b01dd4554f0d5a683962b0164f4fda215b7478d17631216849d550bd4e8bc61a629a7530d07ef8de054ab9791a2981a76500b3fc594d1fd25e35226b92e74")) &
-        (xor (i_data_masked and x"e68d6595be9dee783c5262998c181cf1abfa064f76319f947ff6b4afaa42eae2ea2d901f96c4878c1bff23d33d4aa3742e7cb460ccb25151e07fdd87c06cf694")) &
-        (xor (i_data_masked and x"fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061ae4")) &
-        (xor (i_data_masked and x"7e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d72")) &
-        (xor (i_data_masked and x"3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186b9")) &
-        (xor (i_data_masked and x"1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35c"))
+    i_data_masked_1 <= std_logic_vector'(
+        (i_data(127 downto 120) and std_logic_vector'(7 downto 0 => i_keep(15))) &
+        (i_data(119 downto 112) and std_logic_vector'(7 downto 0 => i_keep(14))) &
+        (i_data(111 downto 104) and std_logic_vector'(7 downto 0 => i_keep(13))) &
+        (i_data(103 downto 96) and std_logic_vector'(7 downto 0 => i_keep(12))) &
+        (i_data(95 downto 88) and std_logic_vector'(7 downto 0 => i_keep(11))) &
+        (i_data(87 downto 80) and std_logic_vector'(7 downto 0 => i_keep(10))) &
+        (i_data(79 downto 72) and std_logic_vector'(7 downto 0 => i_keep(9))) &
+        (i_data(71 downto 64) and std_logic_vector'(7 downto 0 => i_keep(8)))
     );
-    i_last_lane <= std_logic_vector'(
-        i_keep(63) &
-        (i_keep(62) and (not i_keep(63))) &
-        (i_keep(61) and (not i_keep(62))) &
-        (i_keep(60) and (not i_keep(61))) &
-        (i_keep(59) and (not i_keep(60))) &
-        (i_keep(58) and (not i_keep(59))) &
-        (i_keep(57) and (not i_keep(58))) &
-        (i_keep(56) and (not i_keep(57))) &
-        (i_keep(55) and (not i_keep(56))) &
-        (i_keep(54) and (not i_keep(55))) &
-        (i_keep(53) and (not i_keep(54))) &
-        (i_keep(52) and (not i_keep(53))) &
-        (i_keep(51) and (not i_keep(52))) &
-        (i_keep(50) and (not i_keep(51))) &
-        (i_keep(49) and (not i_keep(50))) &
-        (i_keep(48) and (not i_keep(49))) &
-        (i_keep(47) and (not i_keep(48))) &
-        (i_keep(46) and (not i_keep(47))) &
-        (i_keep(45) and (not i_keep(46))) &
-        (i_keep(44) and (not i_keep(45))) &
-        (i_keep(43) and (not i_keep(44))) &
-        (i_keep(42) and (not i_keep(43))) &
-        (i_keep(41) and (not i_keep(42))) &
-        (i_keep(40) and (not i_keep(41))) &
-        (i_keep(39) and (not i_keep(40))) &
-        (i_keep(38) and (not i_keep(39))) &
-        (i_keep(37) and (not i_keep(38))) &
-        (i_keep(36) and (not i_keep(37))) &
-        (i_keep(35) and (not i_keep(36))) &
-        (i_keep(34) and (not i_keep(35))) &
-        (i_keep(33) and (not i_keep(34))) &
-        (i_keep(32) and (not i_keep(33))) &
-        (i_keep(31) and (not i_keep(32))) &
-        (i_keep(30) and (not i_keep(31))) &
-        (i_keep(29) and (not i_keep(30))) &
-        (i_keep(28) and (not i_keep(29))) &
-        (i_keep(27) and (not i_keep(28))) &
-        (i_keep(26) and (not i_keep(27))) &
-        (i_keep(25) and (not i_keep(26))) &
-        (i_keep(24) and (not i_keep(25))) &
-        (i_keep(23) and (not i_keep(24))) &
-        (i_keep(22) and (not i_keep(23))) &
-        (i_keep(21) and (not i_keep(22))) &
-        (i_keep(20) and (not i_keep(21))) &
-        (i_keep(19) and (not i_keep(20))) &
-        (i_keep(18) and (not i_keep(19))) &
-        (i_keep(17) and (not i_keep(18))) &
-        (i_keep(16) and (not i_keep(17))) &
-        (i_keep(15) and (not i_keep(16))) &
-        (i_keep(14) and (not i_keep(15))) &
-        (i_keep(13) and (not i_keep(14))) &
-        (i_keep(12) and (not i_keep(13))) &
-        (i_keep(11) and (not i_keep(12))) &
-        (i_keep(10) and (not i_keep(11))) &
-        (i_keep(9) and (not i_keep(10))) &
-        (i_keep(8) and (not i_keep(9))) &
-        (i_keep(7) and (not i_keep(8))) &
-        (i_keep(6) and (not i_keep(7))) &
-        (i_keep(5) and (not i_keep(6))) &
-        (i_keep(4) and (not i_keep(5))) &
-        (i_keep(3) and (not i_keep(4))) &
-        (i_keep(2) and (not i_keep(3))) &
-        (i_keep(1) and (not i_keep(2))) &
-        (i_keep(0) and (not i_keep(1)))
+    i_data_masked_2 <= std_logic_vector'(
+        (i_data(191 downto 184) and std_logic_vector'(7 downto 0 => i_keep(23))) &
+        (i_data(183 downto 176) and std_logic_vector'(7 downto 0 => i_keep(22))) &
+        (i_data(175 downto 168) and std_logic_vector'(7 downto 0 => i_keep(21))) &
+        (i_data(167 downto 160) and std_logic_vector'(7 downto 0 => i_keep(20))) &
+        (i_data(159 downto 152) and std_logic_vector'(7 downto 0 => i_keep(19))) &
+        (i_data(151 downto 144) and std_logic_vector'(7 downto 0 => i_keep(18))) &
+        (i_data(143 downto 136) and std_logic_vector'(7 downto 0 => i_keep(17))) &
+        (i_data(135 downto 128) and std_logic_vector'(7 downto 0 => i_keep(16)))
     );
+    i_data_masked_3 <= std_logic_vector'(
+        (i_data(255 downto 248) and std_logic_vector'(7 downto 0 => i_keep(31))) &
+        (i_data(247 downto 240) and std_logic_vector'(7 downto 0 => i_keep(30))) &
+        (i_data(239 downto 232) and std_logic_vector'(7 downto 0 => i_keep(29))) &
+        (i_data(231 downto 224) and std_logic_vector'(7 downto 0 => i_keep(28))) &
+        (i_data(223 downto 216) and std_logic_vector'(7 downto 0 => i_keep(27))) &
+        (i_data(215 downto 208) and std_logic_vector'(7 downto 0 => i_keep(26))) &
+        (i_data(207 downto 200) and std_logic_vector'(7 downto 0 => i_keep(25))) &
+        (i_data(199 downto 192) and std_logic_vector'(7 downto 0 => i_keep(24)))
+    );
+    i_data_masked_4 <= std_logic_vector'(
+        (i_data(319 downto 312) and std_logic_vector'(7 downto 0 => i_keep(39))) &
+        (i_data(311 downto 304) and std_logic_vector'(7 downto 0 => i_keep(38))) &
+        (i_data(303 downto 296) and std_logic_vector'(7 downto 0 => i_keep(37))) &
+        (i_data(295 downto 288) and std_logic_vector'(7 downto 0 => i_keep(36))) &
+        (i_data(287 downto 280) and std_logic_vector'(7 downto 0 => i_keep(35))) &
+        (i_data(279 downto 272) and std_logic_vector'(7 downto 0 => i_keep(34))) &
+        (i_data(271 downto 264) and std_logic_vector'(7 downto 0 => i_keep(33))) &
+        (i_data(263 downto 256) and std_logic_vector'(7 downto 0 => i_keep(32)))
+    );
+    i_data_masked_5 <= std_logic_vector'(
+        (i_data(383 downto 376) and std_logic_vector'(7 downto 0 => i_keep(47))) &
+        (i_data(375 downto 368) and std_logic_vector'(7 downto 0 => i_keep(46))) &
+        (i_data(367 downto 360) and std_logic_vector'(7 downto 0 => i_keep(45))) &
+        (i_data(359 downto 352) and std_logic_vector'(7 downto 0 => i_keep(44))) &
+        (i_data(351 downto 344) and std_logic_vector'(7 downto 0 => i_keep(43))) &
+        (i_data(343 downto 336) and std_logic_vector'(7 downto 0 => i_keep(42))) &
+        (i_data(335 downto 328) and std_logic_vector'(7 downto 0 => i_keep(41))) &
+        (i_data(327 downto 320) and std_logic_vector'(7 downto 0 => i_keep(40)))
+    );
+    i_data_masked_6 <= std_logic_vector'(
+        (i_data(447 downto 440) and std_logic_vector'(7 downto 0 => i_keep(55))) &
+        (i_data(439 downto 432) and std_logic_vector'(7 downto 0 => i_keep(54))) &
+        (i_data(431 downto 424) and std_logic_vector'(7 downto 0 => i_keep(53))) &
+        (i_data(423 downto 416) and std_logic_vector'(7 downto 0 => i_keep(52))) &
+        (i_data(415 downto 408) and std_logic_vector'(7 downto 0 => i_keep(51))) &
+        (i_data(407 downto 400) and std_logic_vector'(7 downto 0 => i_keep(50))) &
+        (i_data(399 downto 392) and std_logic_vector'(7 downto 0 => i_keep(49))) &
+        (i_data(391 downto 384) and std_logic_vector'(7 downto 0 => i_keep(48)))
+    );
+    i_data_masked_7 <= std_logic_vector'(
+        (i_data(511 downto 504) and std_logic_vector'(7 downto 0 => i_keep(63))) &
+        (i_data(503 downto 496) and std_logic_vector'(7 downto 0 => i_keep(62))) &
+        (i_data(495 downto 488) and std_logic_vector'(7 downto 0 => i_keep(61))) &
+        (i_data(487 downto 480) and std_logic_vector'(7 downto 0 => i_keep(60))) &
+        (i_data(479 downto 472) and std_logic_vector'(7 downto 0 => i_keep(59))) &
+        (i_data(471 downto 464) and std_logic_vector'(7 downto 0 => i_keep(58))) &
+        (i_data(463 downto 456) and std_logic_vector'(7 downto 0 => i_keep(57))) &
+        (i_data(455 downto 448) and std_logic_vector'(7 downto 0 => i_keep(56)))
+    );
+    i_last_lane <= i_keep and (not std_logic_vector'('0' & i_keep(63 downto 1)));
     i_pad_lanes <= std_logic_vector'(
         (or (i_last_lane and x"00000000ffffffff")) &
         (or (i_last_lane and x"0000ffff0000ffff")) &
@@ -343,76 +260,6 @@ begin
     );
     crc_next <= b_term xor crc_state_term;
     b_frame_end <= b_valid and b_last;
-    p0_matrix <= mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7, zinv_6), mux(p0_pad(0), zinv_5, zinv_4)), mux(p0_pad(1), mux(p0_pad(0), zinv_3, zinv_2), mux(p0_pad(0), zinv_1, zinv_0)));
-    p0_fixed <= std_logic_vector'(
-        (xor (p0_crc and p0_matrix(1023 downto 992))) &
-        (xor (p0_crc and p0_matrix(991 downto 960))) &
-        (xor (p0_crc and p0_matrix(959 downto 928))) &
-        (xor (p0_crc and p0_matrix(927 downto 896))) &
-        (xor (p0_crc and p0_matrix(895 downto 864))) &
-        (xor (p0_crc and p0_matrix(863 downto 832))) &
-        (xor (p0_crc and p0_matrix(831 downto 800))) &
-        (xor (p0_crc and p0_matrix(799 downto 768))) &
-        (xor (p0_crc and p0_matrix(767 downto 736))) &
-        (xor (p0_crc and p0_matrix(735 downto 704))) &
-        (xor (p0_crc and p0_matrix(703 downto 672))) &
-        (xor (p0_crc and p0_matrix(671 downto 640))) &
-        (xor (p0_crc and p0_matrix(639 downto 608))) &
-        (xor (p0_crc and p0_matrix(607 downto 576))) &
-        (xor (p0_crc and p0_matrix(575 downto 544))) &
-        (xor (p0_crc and p0_matrix(543 downto 512))) &
-        (xor (p0_crc and p0_matrix(511 downto 480))) &
-        (xor (p0_crc and p0_matrix(479 downto 448))) &
-        (xor (p0_crc and p0_matrix(447 downto 416))) &
-        (xor (p0_crc and p0_matrix(415 downto 384))) &
-        (xor (p0_crc and p0_matrix(383 downto 352))) &
-        (xor (p0_crc and p0_matrix(351 downto 320))) &
-        (xor (p0_crc and p0_matrix(319 downto 288))) &
-        (xor (p0_crc and p0_matrix(287 downto 256))) &
-        (xor (p0_crc and p0_matrix(255 downto 224))) &
-        (xor (p0_crc and p0_matrix(223 downto 192))) &
-        (xor (p0_crc and p0_matrix(191 downto 160))) &
-        (xor (p0_crc and p0_matrix(159 downto 128))) &
-        (xor (p0_crc and p0_matrix(127 downto 96))) &
-        (xor (p0_crc and p0_matrix(95 downto 64))) &
-        (xor (p0_crc and p0_matrix(63 downto 32))) &
-        (xor (p0_crc and p0_matrix(31 downto 0)))
-    );
-    p1_matrix <= mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56, zinv_48), mux(p1_pad(0), zinv_40, zinv_32)), mux(p1_pad(1), mux(p1_pad(0), zinv_24, zinv_16), mux(p1_pad(0), zinv_8, zinv_0)));
-    p1_fixed <= std_logic_vector'(
-        (xor (p1_crc and p1_matrix(1023 downto 992))) &
-        (xor (p1_crc and p1_matrix(991 downto 960))) &
-        (xor (p1_crc and p1_matrix(959 downto 928))) &
-        (xor (p1_crc and p1_matrix(927 downto 896))) &
-        (xor (p1_crc and p1_matrix(895 downto 864))) &
-        (xor (p1_crc and p1_matrix(863 downto 832))) &
-        (xor (p1_crc and p1_matrix(831 downto 800))) &
-        (xor (p1_crc and p1_matrix(799 downto 768))) &
-        (xor (p1_crc and p1_matrix(767 downto 736))) &
-        (xor (p1_crc and p1_matrix(735 downto 704))) &
-        (xor (p1_crc and p1_matrix(703 downto 672))) &
-        (xor (p1_crc and p1_matrix(671 downto 640))) &
-        (xor (p1_crc and p1_matrix(639 downto 608))) &
-        (xor (p1_crc and p1_matrix(607 downto 576))) &
-        (xor (p1_crc and p1_matrix(575 downto 544))) &
-        (xor (p1_crc and p1_matrix(543 downto 512))) &
-        (xor (p1_crc and p1_matrix(511 downto 480))) &
-        (xor (p1_crc and p1_matrix(479 downto 448))) &
-        (xor (p1_crc and p1_matrix(447 downto 416))) &
-        (xor (p1_crc and p1_matrix(415 downto 384))) &
-        (xor (p1_crc and p1_matrix(383 downto 352))) &
-        (xor (p1_crc and p1_matrix(351 downto 320))) &
-        (xor (p1_crc and p1_matrix(319 downto 288))) &
-        (xor (p1_crc and p1_matrix(287 downto 256))) &
-        (xor (p1_crc and p1_matrix(255 downto 224))) &
-        (xor (p1_crc and p1_matrix(223 downto 192))) &
-        (xor (p1_crc and p1_matrix(191 downto 160))) &
-        (xor (p1_crc and p1_matrix(159 downto 128))) &
-        (xor (p1_crc and p1_matrix(127 downto 96))) &
-        (xor (p1_crc and p1_matrix(95 downto 64))) &
-        (xor (p1_crc and p1_matrix(63 downto 32))) &
-        (xor (p1_crc and p1_matrix(31 downto 0)))
-    );
     m_axis_tdata <= res_crc;
     m_axis_tuser <= res_ok;
     m_axis_tvalid <= res_valid;
@@ -479,7 +326,136 @@ begin
     begin
         if rising_edge(clk) then
             if i_take = '1' then
-                b_term <= i_data_term;
+                b_term <= std_logic_vector'(
+                    (xor ((((((((i_data_masked_0 and x"1eed2c2ed33061ae") xor (i_data_masked_1 and x"23479c6553509b39")) xor
+                        (i_data_masked_2 and x"dd0f0986f6827238")) xor (i_data_masked_3 and x"dafe84cc3f42047b")) xor (i_data_masked_4 and
+                        x"74b4fa052fa89ebc")) xor (i_data_masked_5 and x"7af0ddecb0ba2e1d")) xor (i_data_masked_6 and x"ef13a98c0caa668f")) xor
+                        (i_data_masked_7 and x"8fc8e57b1c379612"))) &
+                    (xor ((((((((i_data_masked_0 and x"8f769617699830d7") xor (i_data_masked_1 and x"11a3ce32a9a84d9c")) xor
+                        (i_data_masked_2 and x"ee8784c37b41391c")) xor (i_data_masked_3 and x"6d7f42661fa1023d")) xor (i_data_masked_4 and
+                        x"ba5a7d0297d44f5e")) xor (i_data_masked_5 and x"bd786ef6585d170e")) xor (i_data_masked_6 and x"7789d4c606553347")) xor
+                        (i_data_masked_7 and x"47e472bd8e1bcb09"))) &
+                    (xor ((((((((i_data_masked_0 and x"47bb4b0bb4cc186b") xor (i_data_masked_1 and x"08d1e71954d426ce")) xor
+                        (i_data_masked_2 and x"f743c261bda09c8e")) xor (i_data_masked_3 and x"36bfa1330fd0811e")) xor (i_data_masked_4 and
+                        x"5d2d3e814bea27af")) xor (i_data_masked_5 and x"debc377b2c2e8b87")) xor (i_data_masked_6 and x"bbc4ea63032a99a3")) xor
+                        (i_data_masked_7 and x"23f2395ec70de584"))) &
+                    (xor ((((((((i_data_masked_0 and x"23dda585da660c35") xor (i_data_masked_1 and x"0468f38caa6a1367")) xor
+                        (i_data_masked_2 and x"7ba1e130ded04e47")) xor (i_data_masked_3 and x"9b5fd09987e8408f")) xor (i_data_masked_4 and
+                        x"ae969f40a5f513d7")) xor (i_data_masked_5 and x"ef5e1bbd961745c3")) xor (i_data_masked_6 and x"5de2753181954cd1")) xor
+                        (i_data_masked_7 and x"11f91caf6386f2c2"))) &
+                    (xor ((((((((i_data_masked_0 and x"91eed2c2ed33061a") xor (i_data_masked_1 and x"823479c6553509b3")) xor
+                        (i_data_masked_2 and x"bdd0f0986f682723")) xor (i_data_masked_3 and x"cdafe84cc3f42047")) xor (i_data_masked_4 and
+                        x"d74b4fa052fa89eb")) xor (i_data_masked_5 and x"f7af0ddecb0ba2e1")) xor (i_data_masked_6 and x"2ef13a98c0caa668")) xor
+                        (i_data_masked_7 and x"08fc8e57b1c37961"))) &
+                    (xor ((((((((i_data_masked_0 and x"c8f769617699830d") xor (i_data_masked_1 and x"c11a3ce32a9a84d9")) xor
+                        (i_data_masked_2 and x"dee8784c37b41391")) xor (i_data_masked_3 and x"e6d7f42661fa1023")) xor (i_data_masked_4 and
+                        x"eba5a7d0297d44f5")) xor (i_data_masked_5 and x"7bd786ef6585d170")) xor (i_data_masked_6 and x"97789d4c60655334")) xor
+                        (i_data_masked_7 and x"047e472bd8e1bcb0"))) &
+                    (xor ((((((((i_data_masked_0 and x"fa96989e687ca028") xor (i_data_masked_1 and x"c3ca8214c61dd955")) xor
+                        (i_data_masked_2 and x"327b35a0ed587bf0")) xor (i_data_masked_3 and x"29957edf0fbf0c6a")) xor (i_data_masked_4 and
+                        x"016629ed3b163cc6")) xor (i_data_masked_5 and x"471b1e9b0278c6a5")) xor (i_data_masked_6 and x"a4afe72a3c98cf15")) xor
+                        (i_data_masked_7 and x"8df7c6eef047484a"))) &
+                    (xor ((((((((i_data_masked_0 and x"fd4b4c4f343e5014") xor (i_data_masked_1 and x"61e5410a630eecaa")) xor
+                        (i_data_masked_2 and x"193d9ad076ac3df8")) xor (i_data_masked_3 and x"14cabf6f87df8635")) xor (i_data_masked_4 and
+                        x"80b314f69d8b1e63")) xor (i_data_masked_5 and x"a38d8f4d813c6352")) xor (i_data_masked_6 and x"5257f3951e4c678a")) xor
+                        (i_data_masked_7 and x"46fbe3777823a425"))) &
+                    (xor ((((((((i_data_masked_0 and x"60488a09492f49a4") xor (i_data_masked_1 and x"13b53ce062d7ed6c")) xor
+                        (i_data_masked_2 and x"5191c4eecdd46cc4")) xor (i_data_masked_3 and x"509bdb7bfcadc761")) xor (i_data_masked_4 and
+                        x"34ed707e616d118d")) xor (i_data_masked_5 and x"2b361a4a70241fb4")) xor (i_data_masked_6 and x"46385046838c554a")) xor
+                        (i_data_masked_7 and x"acb514c0a0264400"))) &
+                    (xor ((((((((i_data_masked_0 and x"2ec9692a77a7c57c") xor (i_data_masked_1 and x"2a9d0215623b6d8f")) xor
+                        (i_data_masked_2 and x"75c7ebf19068445a")) xor (i_data_masked_3 and x"72b36971c114e7cb")) xor (i_data_masked_4 and
+                        x"6ec2423a1f1e167a")) xor (i_data_masked_5 and x"6f6bd0c988a821c7")) xor (i_data_masked_6 and x"cc0f81af4d6c4c2a")) xor
+                        (i_data_masked_7 and x"d9926f1b4c24b412"))) &
+                    (xor ((((((((i_data_masked_0 and x"898998bbe8e38310") xor (i_data_masked_1 and x"36091d6fe24d2dfe")) xor
+                        (i_data_masked_2 and x"67ecfc7e3eb65015")) xor (i_data_masked_3 and x"e3a73074dfc8779e")) xor (i_data_masked_4 and
+                        x"c3d5db1820279581")) xor (i_data_masked_5 and x"4d45358874ee3efe")) xor (i_data_masked_6 and x"8914695baa1c409a")) xor
+                        (i_data_masked_7 and x"e301d2f6ba25cc1b"))) &
+                    (xor ((((((((i_data_masked_0 and x"5a29e0732741a026") xor (i_data_masked_1 and x"b84312d2a2760dc6")) xor
+                        (i_data_masked_2 and x"eef977b9e9d95a32")) xor (i_data_masked_3 and x"2b2d1cf650a63fb4")) xor (i_data_masked_4 and
+                        x"155e17893fbb547c")) xor (i_data_masked_5 and x"5c5247288acd3162")) xor (i_data_masked_6 and x"2b999d21d9a446c2")) xor
+                        (i_data_masked_7 and x"fe480c004125701f"))) &
+                    (xor ((((((((i_data_masked_0 and x"2d14f03993a0d013") xor (i_data_masked_1 and x"5c218969513b06e3")) xor
+                        (i_data_masked_2 and x"777cbbdcf4ecad19")) xor (i_data_masked_3 and x"15968e7b28531fda")) xor (i_data_masked_4 and
+                        x"0aaf0bc49fddaa3e")) xor (i_data_masked_5 and x"2e292394456698b1")) xor (i_data_masked_6 and x"95ccce90ecd22361")) xor
+                        (i_data_masked_7 and x"7f2406002092b80f"))) &
+                    (xor ((((((((i_data_masked_0 and x"886754321ae009a7") xor (i_data_masked_1 and x"8d5758d1fbcd1848")) xor
+                        (i_data_masked_2 and x"e6b154688cf424b4")) xor (i_data_masked_3 and x"d035c3f1ab6b8b96")) xor (i_data_masked_4 and
+                        x"f1e37fe760464ba3")) xor (i_data_masked_5 and x"ede44c2692096245")) xor (i_data_masked_6 and x"25f5cec47ac3773f")) xor
+                        (i_data_masked_7 and x"b05ae67b0c7eca15"))) &
+                    (xor ((((((((i_data_masked_0 and x"5ade8637de40657d") xor (i_data_masked_1 and x"65ec300daeb6171d")) xor
+                        (i_data_masked_2 and x"ae57a3b2b0f86062")) xor (i_data_masked_3 and x"32e46534eaf7c1b0")) xor (i_data_masked_4 and
+                        x"8c4545f69f8bbb6d")) xor (i_data_masked_5 and x"8c02fbfff9be9f3f")) xor (i_data_masked_6 and x"7de94eee31cbdd10")) xor
+                        (i_data_masked_7 and x"d7e596469a08f318"))) &
+                    (xor ((((((((i_data_masked_0 and x"ad6f431bef2032be") xor (i_data_masked_1 and x"32f61806d75b0b8e")) xor
+                        (i_data_masked_2 and x"572bd1d9587c3031")) xor (i_data_masked_3 and x"9972329a757be0d8")) xor (i_data_masked_4 and
+                        x"c622a2fb4fc5ddb6")) xor (i_data_masked_5 and x"46017dfffcdf4f9f")) xor (i_data_masked_6 and x"3ef4a77718e5ee88")) xor
+                        (i_data_masked_7 and x"6bf2cb234d04798c"))) &
+                    (xor ((((((((i_data_masked_0 and x"56b7a18df790195f") xor (i_data_masked_1 and x"997b0c036bad85c7")) xor
+                        (i_data_masked_2 and x"2b95e8ecac3e1818")) xor (i_data_masked_3 and x"4cb9194d3abdf06c")) xor (i_data_masked_4 and
+                        x"e311517da7e2eedb")) xor (i_data_masked_5 and x"2300befffe6fa7cf")) xor (i_data_masked_6 and x"1f7a53bb8c72f744")) xor
+                        (i_data_masked_7 and x"35f96591a6823cc6"))) &
+                    (xor ((((((((i_data_masked_0 and x"ab5bd0c6fbc80caf") xor (i_data_masked_1 and x"4cbd8601b5d6c2e3")) xor
+                        (i_data_masked_2 and x"15caf476561f0c0c")) xor (i_data_masked_3 and x"a65c8ca69d5ef836")) xor (i_data_masked_4 and
+                        x"f188a8bed3f1776d")) xor (i_data_masked_5 and x"11805f7fff37d3e7")) xor (i_data_masked_6 and x"0fbd29ddc6397ba2")) xor
+                        (i_data_masked_7 and x"1afcb2c8d3411e63"))) &
+                    (xor ((((((((i_data_masked_0 and x"cb40c44daed467f9") xor (i_data_masked_1 and x"05195f6589bbfa48")) xor
+                        (i_data_masked_2 and x"d7ea73bddd8df43e")) xor (i_data_masked_3 and x"09d0c29f71ed7860")) xor (i_data_masked_4 and
+                        x"8c70ae5a4650250a")) xor (i_data_masked_5 and x"7230f2534f21c7ee")) xor (i_data_masked_6 and x"68cd3d62efb6db5e")) xor
+                        (i_data_masked_7 and x"82b6bc1f75971923"))) &
+                    (xor ((((((((i_data_masked_0 and x"7b4d4e08045a5252") xor (i_data_masked_1 and x"21cb33d7978d661d")) xor
+                        (i_data_masked_2 and x"b6fa305818448827")) xor (i_data_masked_3 and x"de16e58387b4b84b")) xor (i_data_masked_4 and
+                        x"328cad280c808c39")) xor (i_data_masked_5 and x"43e8a4c5172acdea")) xor (i_data_masked_6 and x"5b75373d7b710b20")) xor
+                        (i_data_masked_7 and x"ce93bb74a6fc1a83"))) &
+                    (xor ((((((((i_data_masked_0 and x"a34b8b2ad11d4887") xor (i_data_masked_1 and x"b3a2058e98962837")) xor
+                        (i_data_masked_2 and x"067211aafaa0362b")) xor (i_data_masked_3 and x"35f5f60dfc98585e")) xor (i_data_masked_4 and
+                        x"6df2ac9129e8d8a0")) xor (i_data_masked_5 and x"5b048f8e3b2f48e8")) xor (i_data_masked_6 and x"42a93212b112e31f")) xor
+                        (i_data_masked_7 and x"e88138c14f499b53"))) &
+                    (xor ((((((((i_data_masked_0 and x"d1a5c595688ea443") xor (i_data_masked_1 and x"d9d102c74c4b141b")) xor
+                        (i_data_masked_2 and x"033908d57d501b15")) xor (i_data_masked_3 and x"1afafb06fe4c2c2f")) xor (i_data_masked_4 and
+                        x"36f9564894f46c50")) xor (i_data_masked_5 and x"ad8247c71d97a474")) xor (i_data_masked_6 and x"a15499095889718f")) xor
+                        (i_data_masked_7 and x"74409c60a7a4cda9"))) &
+                    (xor ((((((((i_data_masked_0 and x"f63fcee46777338f") xor (i_data_masked_1 and x"cfaf1d06f5751134")) xor
+                        (i_data_masked_2 and x"5c938dec482a7fb2")) xor (i_data_masked_3 and x"d783f94f4064126c")) xor (i_data_masked_4 and
+                        x"6fc8512165d2a894")) xor (i_data_masked_5 and x"ac31fe0f3e71fc27")) xor (i_data_masked_6 and x"3fb9e508a0eede48")) xor
+                        (i_data_masked_7 and x"b5e8ab4b4fe5f0c6"))) &
+                    (xor ((((((((i_data_masked_0 and x"65f2cb5ce08bf869") xor (i_data_masked_1 and x"449012e629ea13a3")) xor
+                        (i_data_masked_2 and x"f346cf70d2974de1")) xor (i_data_masked_3 and x"b13f786b9f700d4d")) xor (i_data_masked_4 and
+                        x"c350d2959d41caf6")) xor (i_data_masked_5 and x"2ce822eb2f82d00e")) xor (i_data_masked_6 and x"f0cf5b085cdd09ab")) xor
+                        (i_data_masked_7 and x"d53cb0debbc56e71"))) &
+                    (xor ((((((((i_data_masked_0 and x"b2f965ae7045fc34") xor (i_data_masked_1 and x"a248097314f509d1")) xor
+                        (i_data_masked_2 and x"f9a367b8694ba6f0")) xor (i_data_masked_3 and x"589fbc35cfb806a6")) xor (i_data_masked_4 and
+                        x"61a8694acea0e57b")) xor (i_data_masked_5 and x"9674117597c16807")) xor (i_data_masked_6 and x"f867ad842e6e84d5")) xor
+                        (i_data_masked_7 and x"6a9e586f5de2b738"))) &
+                    (xor ((((((((i_data_masked_0 and x"c7919ef9eb129fb4") xor (i_data_masked_1 and x"726398dcd92a1fd1")) xor
+                        (i_data_masked_2 and x"a1deba5ac227a140")) xor (i_data_masked_3 and x"76b15ad6d89e0728")) xor (i_data_masked_4 and
+                        x"c460cea048f8ec01")) xor (i_data_masked_5 and x"b1cad5567b5a9a1e")) xor (i_data_masked_6 and x"93207f4e1b9d24e5")) xor
+                        (i_data_masked_7 and x"ba87c94cb2c6cd8e"))) &
+                    (xor ((((((((i_data_masked_0 and x"fd25e35226b92e74") xor (i_data_masked_1 and x"1a76500b3fc594d1")) xor
+                        (i_data_masked_2 and x"8de054ab9791a298")) xor (i_data_masked_3 and x"61a629a7530d07ef")) xor (i_data_masked_4 and
+                        x"16849d550bd4e8bc")) xor (i_data_masked_5 and x"a215b7478d176312")) xor (i_data_masked_6 and x"a683962b0164f4fd")) xor
+                        (i_data_masked_7 and x"d28b01dd4554f0d5"))) &
+                    (xor ((((((((i_data_masked_0 and x"e07fdd87c06cf694") xor (i_data_masked_1 and x"2e7cb460ccb25151")) xor
+                        (i_data_masked_2 and x"1bff23d33d4aa374")) xor (i_data_masked_3 and x"ea2d901f96c4878c")) xor (i_data_masked_4 and
+                        x"7ff6b4afaa42eae2")) xor (i_data_masked_5 and x"abfa064f76319f94")) xor (i_data_masked_6 and x"3c5262998c181cf1")) xor
+                        (i_data_masked_7 and x"e68d6595be9dee78"))) &
+                    (xor ((((((((i_data_masked_0 and x"eed2c2ed33061ae4") xor (i_data_masked_1 and x"3479c6553509b391")) xor
+                        (i_data_masked_2 and x"d0f0986f68272382")) xor (i_data_masked_3 and x"afe84cc3f42047bd")) xor (i_data_masked_4 and
+                        x"4b4fa052fa89ebcd")) xor (i_data_masked_5 and x"af0ddecb0ba2e1d7")) xor (i_data_masked_6 and x"f13a98c0caa668f7")) xor
+                        (i_data_masked_7 and x"fc8e57b1c379612e"))) &
+                    (xor ((((((((i_data_masked_0 and x"f769617699830d72") xor (i_data_masked_1 and x"1a3ce32a9a84d9c8")) xor
+                        (i_data_masked_2 and x"e8784c37b41391c1")) xor (i_data_masked_3 and x"d7f42661fa1023de")) xor (i_data_masked_4 and
+                        x"a5a7d0297d44f5e6")) xor (i_data_masked_5 and x"d786ef6585d170eb")) xor (i_data_masked_6 and x"789d4c606553347b")) xor
+                        (i_data_masked_7 and x"7e472bd8e1bcb097"))) &
+                    (xor ((((((((i_data_masked_0 and x"7bb4b0bb4cc186b9") xor (i_data_masked_1 and x"8d1e71954d426ce4")) xor
+                        (i_data_masked_2 and x"743c261bda09c8e0")) xor (i_data_masked_3 and x"6bfa1330fd0811ef")) xor (i_data_masked_4 and
+                        x"d2d3e814bea27af3")) xor (i_data_masked_5 and x"ebc377b2c2e8b875")) xor (i_data_masked_6 and x"bc4ea63032a99a3d")) xor
+                        (i_data_masked_7 and x"3f2395ec70de584b"))) &
+                    (xor ((((((((i_data_masked_0 and x"3dda585da660c35c") xor (i_data_masked_1 and x"468f38caa6a13672")) xor
+                        (i_data_masked_2 and x"ba1e130ded04e470")) xor (i_data_masked_3 and x"b5fd09987e8408f7")) xor (i_data_masked_4 and
+                        x"e969f40a5f513d79")) xor (i_data_masked_5 and x"f5e1bbd961745c3a")) xor (i_data_masked_6 and x"de2753181954cd1e")) xor
+                        (i_data_masked_7 and x"1f91caf6386f2c25")))
+                );
             end if;
         end if;
     end process;
@@ -548,7 +524,104 @@ begin
     begin
         if rising_edge(clk) then
             if (advance and p0_valid) = '1' then
-                p1_crc <= p0_fixed;
+                p1_crc <= std_logic_vector'(
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(1023 downto 992), zinv_6(1023 downto 992)),
+                        mux(p0_pad(0), zinv_5(1023 downto 992), zinv_4(1023 downto 992))), mux(p0_pad(1), mux(p0_pad(0),
+                        zinv_3(1023 downto 992), zinv_2(1023 downto 992)), mux(p0_pad(0), zinv_1(1023 downto 992), zinv_0(1023 downto 992)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(991 downto 960), zinv_6(991 downto 960)),
+                        mux(p0_pad(0), zinv_5(991 downto 960), zinv_4(991 downto 960))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(991 downto 960),
+                        zinv_2(991 downto 960)), mux(p0_pad(0), zinv_1(991 downto 960), zinv_0(991 downto 960)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(959 downto 928), zinv_6(959 downto 928)),
+                        mux(p0_pad(0), zinv_5(959 downto 928), zinv_4(959 downto 928))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(959 downto 928),
+                        zinv_2(959 downto 928)), mux(p0_pad(0), zinv_1(959 downto 928), zinv_0(959 downto 928)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(927 downto 896), zinv_6(927 downto 896)),
+                        mux(p0_pad(0), zinv_5(927 downto 896), zinv_4(927 downto 896))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(927 downto 896),
+                        zinv_2(927 downto 896)), mux(p0_pad(0), zinv_1(927 downto 896), zinv_0(927 downto 896)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(895 downto 864), zinv_6(895 downto 864)),
+                        mux(p0_pad(0), zinv_5(895 downto 864), zinv_4(895 downto 864))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(895 downto 864),
+                        zinv_2(895 downto 864)), mux(p0_pad(0), zinv_1(895 downto 864), zinv_0(895 downto 864)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(863 downto 832), zinv_6(863 downto 832)),
+                        mux(p0_pad(0), zinv_5(863 downto 832), zinv_4(863 downto 832))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(863 downto 832),
+                        zinv_2(863 downto 832)), mux(p0_pad(0), zinv_1(863 downto 832), zinv_0(863 downto 832)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(831 downto 800), zinv_6(831 downto 800)),
+                        mux(p0_pad(0), zinv_5(831 downto 800), zinv_4(831 downto 800))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(831 downto 800),
+                        zinv_2(831 downto 800)), mux(p0_pad(0), zinv_1(831 downto 800), zinv_0(831 downto 800)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(799 downto 768), zinv_6(799 downto 768)),
+                        mux(p0_pad(0), zinv_5(799 downto 768), zinv_4(799 downto 768))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(799 downto 768),
+                        zinv_2(799 downto 768)), mux(p0_pad(0), zinv_1(799 downto 768), zinv_0(799 downto 768)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(767 downto 736), zinv_6(767 downto 736)),
+                        mux(p0_pad(0), zinv_5(767 downto 736), zinv_4(767 downto 736))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(767 downto 736),
+                        zinv_2(767 downto 736)), mux(p0_pad(0), zinv_1(767 downto 736), zinv_0(767 downto 736)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(735 downto 704), zinv_6(735 downto 704)),
+                        mux(p0_pad(0), zinv_5(735 downto 704), zinv_4(735 downto 704))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(735 downto 704),
+                        zinv_2(735 downto 704)), mux(p0_pad(0), zinv_1(735 downto 704), zinv_0(735 downto 704)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(703 downto 672), zinv_6(703 downto 672)),
+                        mux(p0_pad(0), zinv_5(703 downto 672), zinv_4(703 downto 672))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(703 downto 672),
+                        zinv_2(703 downto 672)), mux(p0_pad(0), zinv_1(703 downto 672), zinv_0(703 downto 672)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(671 downto 640), zinv_6(671 downto 640)),
+                        mux(p0_pad(0), zinv_5(671 downto 640), zinv_4(671 downto 640))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(671 downto 640),
+                        zinv_2(671 downto 640)), mux(p0_pad(0), zinv_1(671 downto 640), zinv_0(671 downto 640)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(639 downto 608), zinv_6(639 downto 608)),
+                        mux(p0_pad(0), zinv_5(639 downto 608), zinv_4(639 downto 608))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(639 downto 608),
+                        zinv_2(639 downto 608)), mux(p0_pad(0), zinv_1(639 downto 608), zinv_0(639 downto 608)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(607 downto 576), zinv_6(607 downto 576)),
+                        mux(p0_pad(0), zinv_5(607 downto 576), zinv_4(607 downto 576))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(607 downto 576),
+                        zinv_2(607 downto 576)), mux(p0_pad(0), zinv_1(607 downto 576), zinv_0(607 downto 576)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(575 downto 544), zinv_6(575 downto 544)),
+                        mux(p0_pad(0), zinv_5(575 downto 544), zinv_4(575 downto 544))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(575 downto 544),
+                        zinv_2(575 downto 544)), mux(p0_pad(0), zinv_1(575 downto 544), zinv_0(575 downto 544)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(543 downto 512), zinv_6(543 downto 512)),
+                        mux(p0_pad(0), zinv_5(543 downto 512), zinv_4(543 downto 512))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(543 downto 512),
+                        zinv_2(543 downto 512)), mux(p0_pad(0), zinv_1(543 downto 512), zinv_0(543 downto 512)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(511 downto 480), zinv_6(511 downto 480)),
+                        mux(p0_pad(0), zinv_5(511 downto 480), zinv_4(511 downto 480))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(511 downto 480),
+                        zinv_2(511 downto 480)), mux(p0_pad(0), zinv_1(511 downto 480), zinv_0(511 downto 480)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(479 downto 448), zinv_6(479 downto 448)),
+                        mux(p0_pad(0), zinv_5(479 downto 448), zinv_4(479 downto 448))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(479 downto 448),
+                        zinv_2(479 downto 448)), mux(p0_pad(0), zinv_1(479 downto 448), zinv_0(479 downto 448)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(447 downto 416), zinv_6(447 downto 416)),
+                        mux(p0_pad(0), zinv_5(447 downto 416), zinv_4(447 downto 416))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(447 downto 416),
+                        zinv_2(447 downto 416)), mux(p0_pad(0), zinv_1(447 downto 416), zinv_0(447 downto 416)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(415 downto 384), zinv_6(415 downto 384)),
+                        mux(p0_pad(0), zinv_5(415 downto 384), zinv_4(415 downto 384))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(415 downto 384),
+                        zinv_2(415 downto 384)), mux(p0_pad(0), zinv_1(415 downto 384), zinv_0(415 downto 384)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(383 downto 352), zinv_6(383 downto 352)),
+                        mux(p0_pad(0), zinv_5(383 downto 352), zinv_4(383 downto 352))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(383 downto 352),
+                        zinv_2(383 downto 352)), mux(p0_pad(0), zinv_1(383 downto 352), zinv_0(383 downto 352)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(351 downto 320), zinv_6(351 downto 320)),
+                        mux(p0_pad(0), zinv_5(351 downto 320), zinv_4(351 downto 320))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(351 downto 320),
+                        zinv_2(351 downto 320)), mux(p0_pad(0), zinv_1(351 downto 320), zinv_0(351 downto 320)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(319 downto 288), zinv_6(319 downto 288)),
+                        mux(p0_pad(0), zinv_5(319 downto 288), zinv_4(319 downto 288))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(319 downto 288),
+                        zinv_2(319 downto 288)), mux(p0_pad(0), zinv_1(319 downto 288), zinv_0(319 downto 288)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(287 downto 256), zinv_6(287 downto 256)),
+                        mux(p0_pad(0), zinv_5(287 downto 256), zinv_4(287 downto 256))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(287 downto 256),
+                        zinv_2(287 downto 256)), mux(p0_pad(0), zinv_1(287 downto 256), zinv_0(287 downto 256)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(255 downto 224), zinv_6(255 downto 224)),
+                        mux(p0_pad(0), zinv_5(255 downto 224), zinv_4(255 downto 224))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(255 downto 224),
+                        zinv_2(255 downto 224)), mux(p0_pad(0), zinv_1(255 downto 224), zinv_0(255 downto 224)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(223 downto 192), zinv_6(223 downto 192)),
+                        mux(p0_pad(0), zinv_5(223 downto 192), zinv_4(223 downto 192))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(223 downto 192),
+                        zinv_2(223 downto 192)), mux(p0_pad(0), zinv_1(223 downto 192), zinv_0(223 downto 192)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(191 downto 160), zinv_6(191 downto 160)),
+                        mux(p0_pad(0), zinv_5(191 downto 160), zinv_4(191 downto 160))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(191 downto 160),
+                        zinv_2(191 downto 160)), mux(p0_pad(0), zinv_1(191 downto 160), zinv_0(191 downto 160)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(159 downto 128), zinv_6(159 downto 128)),
+                        mux(p0_pad(0), zinv_5(159 downto 128), zinv_4(159 downto 128))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(159 downto 128),
+                        zinv_2(159 downto 128)), mux(p0_pad(0), zinv_1(159 downto 128), zinv_0(159 downto 128)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(127 downto 96), zinv_6(127 downto 96)),
+                        mux(p0_pad(0), zinv_5(127 downto 96), zinv_4(127 downto 96))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(127 downto 96),
+                        zinv_2(127 downto 96)), mux(p0_pad(0), zinv_1(127 downto 96), zinv_0(127 downto 96)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(95 downto 64), zinv_6(95 downto 64)),
+                        mux(p0_pad(0), zinv_5(95 downto 64), zinv_4(95 downto 64))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(95 downto 64),
+                        zinv_2(95 downto 64)), mux(p0_pad(0), zinv_1(95 downto 64), zinv_0(95 downto 64)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(63 downto 32), zinv_6(63 downto 32)),
+                        mux(p0_pad(0), zinv_5(63 downto 32), zinv_4(63 downto 32))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(63 downto 32),
+                        zinv_2(63 downto 32)), mux(p0_pad(0), zinv_1(63 downto 32), zinv_0(63 downto 32)))))) &
+                    (xor (p0_crc and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(31 downto 0), zinv_6(31 downto 0)), mux(p0_pad(0),
+                        zinv_5(31 downto 0), zinv_4(31 downto 0))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(31 downto 0), zinv_2(31 downto 0)),
+                        mux(p0_pad(0), zinv_1(31 downto 0), zinv_0(31 downto 0))))))
+                );
             end if;
         end if;
     end process;
@@ -579,7 +652,105 @@ begin
             if rst = '1' then
                 res_crc <= x"00000000";
             elsif (advance and p1_valid) = '1' then
-                res_crc <= not p1_fixed;
+                res_crc <= not std_logic_vector'(
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(1023 downto 992), zinv_48(1023 downto 992)),
+                        mux(p1_pad(0), zinv_40(1023 downto 992), zinv_32(1023 downto 992))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(1023 downto 992), zinv_16(1023 downto 992)), mux(p1_pad(0), zinv_8(1023 downto 992),
+                        zinv_0(1023 downto 992)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(991 downto 960), zinv_48(991 downto 960)),
+                        mux(p1_pad(0), zinv_40(991 downto 960), zinv_32(991 downto 960))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(991 downto 960), zinv_16(991 downto 960)), mux(p1_pad(0), zinv_8(991 downto 960), zinv_0(991 downto 960)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(959 downto 928), zinv_48(959 downto 928)),
+                        mux(p1_pad(0), zinv_40(959 downto 928), zinv_32(959 downto 928))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(959 downto 928), zinv_16(959 downto 928)), mux(p1_pad(0), zinv_8(959 downto 928), zinv_0(959 downto 928)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(927 downto 896), zinv_48(927 downto 896)),
+                        mux(p1_pad(0), zinv_40(927 downto 896), zinv_32(927 downto 896))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(927 downto 896), zinv_16(927 downto 896)), mux(p1_pad(0), zinv_8(927 downto 896), zinv_0(927 downto 896)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(895 downto 864), zinv_48(895 downto 864)),
+                        mux(p1_pad(0), zinv_40(895 downto 864), zinv_32(895 downto 864))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(895 downto 864), zinv_16(895 downto 864)), mux(p1_pad(0), zinv_8(895 downto 864), zinv_0(895 downto 864)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(863 downto 832), zinv_48(863 downto 832)),
+                        mux(p1_pad(0), zinv_40(863 downto 832), zinv_32(863 downto 832))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(863 downto 832), zinv_16(863 downto 832)), mux(p1_pad(0), zinv_8(863 downto 832), zinv_0(863 downto 832)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(831 downto 800), zinv_48(831 downto 800)),
+                        mux(p1_pad(0), zinv_40(831 downto 800), zinv_32(831 downto 800))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(831 downto 800), zinv_16(831 downto 800)), mux(p1_pad(0), zinv_8(831 downto 800), zinv_0(831 downto 800)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(799 downto 768), zinv_48(799 downto 768)),
+                        mux(p1_pad(0), zinv_40(799 downto 768), zinv_32(799 downto 768))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(799 downto 768), zinv_16(799 downto 768)), mux(p1_pad(0), zinv_8(799 downto 768), zinv_0(799 downto 768)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(767 downto 736), zinv_48(767 downto 736)),
+                        mux(p1_pad(0), zinv_40(767 downto 736), zinv_32(767 downto 736))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(767 downto 736), zinv_16(767 downto 736)), mux(p1_pad(0), zinv_8(767 downto 736), zinv_0(767 downto 736)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(735 downto 704), zinv_48(735 downto 704)),
+                        mux(p1_pad(0), zinv_40(735 downto 704), zinv_32(735 downto 704))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(735 downto 704), zinv_16(735 downto 704)), mux(p1_pad(0), zinv_8(735 downto 704), zinv_0(735 downto 704)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(703 downto 672), zinv_48(703 downto 672)),
+                        mux(p1_pad(0), zinv_40(703 downto 672), zinv_32(703 downto 672))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(703 downto 672), zinv_16(703 downto 672)), mux(p1_pad(0), zinv_8(703 downto 672), zinv_0(703 downto 672)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(671 downto 640), zinv_48(671 downto 640)),
+                        mux(p1_pad(0), zinv_40(671 downto 640), zinv_32(671 downto 640))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(671 downto 640), zinv_16(671 downto 640)), mux(p1_pad(0), zinv_8(671 downto 640), zinv_0(671 downto 640)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(639 downto 608), zinv_48(639 downto 608)),
+                        mux(p1_pad(0), zinv_40(639 downto 608), zinv_32(639 downto 608))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(639 downto 608), zinv_16(639 downto 608)), mux(p1_pad(0), zinv_8(639 downto 608), zinv_0(639 downto 608)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(607 downto 576), zinv_48(607 downto 576)),
+                        mux(p1_pad(0), zinv_40(607 downto 576), zinv_32(607 downto 576))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(607 downto 576), zinv_16(607 downto 576)), mux(p1_pad(0), zinv_8(607 downto 576), zinv_0(607 downto 576)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(575 downto 544), zinv_48(575 downto 544)),
+                        mux(p1_pad(0), zinv_40(575 downto 544), zinv_32(575 downto 544))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(575 downto 544), zinv_16(575 downto 544)), mux(p1_pad(0), zinv_8(575 downto 544), zinv_0(575 downto 544)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(543 downto 512), zinv_48(543 downto 512)),
+                        mux(p1_pad(0), zinv_40(543 downto 512), zinv_32(543 downto 512))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(543 downto 512), zinv_16(543 downto 512)), mux(p1_pad(0), zinv_8(543 downto 512), zinv_0(543 downto 512)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(511 downto 480), zinv_48(511 downto 480)),
+                        mux(p1_pad(0), zinv_40(511 downto 480), zinv_32(511 downto 480))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(511 downto 480), zinv_16(511 downto 480)), mux(p1_pad(0), zinv_8(511 downto 480), zinv_0(511 downto 480)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(479 downto 448), zinv_48(479 downto 448)),
+                        mux(p1_pad(0), zinv_40(479 downto 448), zinv_32(479 downto 448))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(479 downto 448), zinv_16(479 downto 448)), mux(p1_pad(0), zinv_8(479 downto 448), zinv_0(479 downto 448)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(447 downto 416), zinv_48(447 downto 416)),
+                        mux(p1_pad(0), zinv_40(447 downto 416), zinv_32(447 downto 416))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(447 downto 416), zinv_16(447 downto 416)), mux(p1_pad(0), zinv_8(447 downto 416), zinv_0(447 downto 416)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(415 downto 384), zinv_48(415 downto 384)),
+                        mux(p1_pad(0), zinv_40(415 downto 384), zinv_32(415 downto 384))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(415 downto 384), zinv_16(415 downto 384)), mux(p1_pad(0), zinv_8(415 downto 384), zinv_0(415 downto 384)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(383 downto 352), zinv_48(383 downto 352)),
+                        mux(p1_pad(0), zinv_40(383 downto 352), zinv_32(383 downto 352))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(383 downto 352), zinv_16(383 downto 352)), mux(p1_pad(0), zinv_8(383 downto 352), zinv_0(383 downto 352)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(351 downto 320), zinv_48(351 downto 320)),
+                        mux(p1_pad(0), zinv_40(351 downto 320), zinv_32(351 downto 320))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(351 downto 320), zinv_16(351 downto 320)), mux(p1_pad(0), zinv_8(351 downto 320), zinv_0(351 downto 320)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(319 downto 288), zinv_48(319 downto 288)),
+                        mux(p1_pad(0), zinv_40(319 downto 288), zinv_32(319 downto 288))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(319 downto 288), zinv_16(319 downto 288)), mux(p1_pad(0), zinv_8(319 downto 288), zinv_0(319 downto 288)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(287 downto 256), zinv_48(287 downto 256)),
+                        mux(p1_pad(0), zinv_40(287 downto 256), zinv_32(287 downto 256))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(287 downto 256), zinv_16(287 downto 256)), mux(p1_pad(0), zinv_8(287 downto 256), zinv_0(287 downto 256)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(255 downto 224), zinv_48(255 downto 224)),
+                        mux(p1_pad(0), zinv_40(255 downto 224), zinv_32(255 downto 224))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(255 downto 224), zinv_16(255 downto 224)), mux(p1_pad(0), zinv_8(255 downto 224), zinv_0(255 downto 224)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(223 downto 192), zinv_48(223 downto 192)),
+                        mux(p1_pad(0), zinv_40(223 downto 192), zinv_32(223 downto 192))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(223 downto 192), zinv_16(223 downto 192)), mux(p1_pad(0), zinv_8(223 downto 192), zinv_0(223 downto 192)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(191 downto 160), zinv_48(191 downto 160)),
+                        mux(p1_pad(0), zinv_40(191 downto 160), zinv_32(191 downto 160))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(191 downto 160), zinv_16(191 downto 160)), mux(p1_pad(0), zinv_8(191 downto 160), zinv_0(191 downto 160)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(159 downto 128), zinv_48(159 downto 128)),
+                        mux(p1_pad(0), zinv_40(159 downto 128), zinv_32(159 downto 128))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(159 downto 128), zinv_16(159 downto 128)), mux(p1_pad(0), zinv_8(159 downto 128), zinv_0(159 downto 128)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(127 downto 96), zinv_48(127 downto 96)),
+                        mux(p1_pad(0), zinv_40(127 downto 96), zinv_32(127 downto 96))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(127 downto 96),
+                        zinv_16(127 downto 96)), mux(p1_pad(0), zinv_8(127 downto 96), zinv_0(127 downto 96)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(95 downto 64), zinv_48(95 downto 64)),
+                        mux(p1_pad(0), zinv_40(95 downto 64), zinv_32(95 downto 64))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(95 downto 64),
+                        zinv_16(95 downto 64)), mux(p1_pad(0), zinv_8(95 downto 64), zinv_0(95 downto 64)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(63 downto 32), zinv_48(63 downto 32)),
+                        mux(p1_pad(0), zinv_40(63 downto 32), zinv_32(63 downto 32))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(63 downto 32),
+                        zinv_16(63 downto 32)), mux(p1_pad(0), zinv_8(63 downto 32), zinv_0(63 downto 32)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(31 downto 0), zinv_48(31 downto 0)),
+                        mux(p1_pad(0), zinv_40(31 downto 0), zinv_32(31 downto 0))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(31 downto 0),
+                        zinv_16(31 downto 0)), mux(p1_pad(0), zinv_8(31 downto 0), zinv_0(31 downto 0))))))
+                );
             end if;
         end if;
     end process;
@@ -590,7 +761,105 @@ begin
             if rst = '1' then
                 res_ok <= '0';
             elsif (advance and p1_valid) = '1' then
-                res_ok <= b2l(p1_fixed = x"b798b438");
+                res_ok <= b2l(std_logic_vector'(
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(1023 downto 992), zinv_48(1023 downto 992)),
+                        mux(p1_pad(0), zinv_40(1023 downto 992), zinv_32(1023 downto 992))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(1023 downto 992), zinv_16(1023 downto 992)), mux(p1_pad(0), zinv_8(1023 downto 992),
+                        zinv_0(1023 downto 992)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(991 downto 960), zinv_48(991 downto 960)),
+                        mux(p1_pad(0), zinv_40(991 downto 960), zinv_32(991 downto 960))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(991 downto 960), zinv_16(991 downto 960)), mux(p1_pad(0), zinv_8(991 downto 960), zinv_0(991 downto 960)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(959 downto 928), zinv_48(959 downto 928)),
+                        mux(p1_pad(0), zinv_40(959 downto 928), zinv_32(959 downto 928))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(959 downto 928), zinv_16(959 downto 928)), mux(p1_pad(0), zinv_8(959 downto 928), zinv_0(959 downto 928)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(927 downto 896), zinv_48(927 downto 896)),
+                        mux(p1_pad(0), zinv_40(927 downto 896), zinv_32(927 downto 896))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(927 downto 896), zinv_16(927 downto 896)), mux(p1_pad(0), zinv_8(927 downto 896), zinv_0(927 downto 896)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(895 downto 864), zinv_48(895 downto 864)),
+                        mux(p1_pad(0), zinv_40(895 downto 864), zinv_32(895 downto 864))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(895 downto 864), zinv_16(895 downto 864)), mux(p1_pad(0), zinv_8(895 downto 864), zinv_0(895 downto 864)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(863 downto 832), zinv_48(863 downto 832)),
+                        mux(p1_pad(0), zinv_40(863 downto 832), zinv_32(863 downto 832))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(863 downto 832), zinv_16(863 downto 832)), mux(p1_pad(0), zinv_8(863 downto 832), zinv_0(863 downto 832)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(831 downto 800), zinv_48(831 downto 800)),
+                        mux(p1_pad(0), zinv_40(831 downto 800), zinv_32(831 downto 800))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(831 downto 800), zinv_16(831 downto 800)), mux(p1_pad(0), zinv_8(831 downto 800), zinv_0(831 downto 800)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(799 downto 768), zinv_48(799 downto 768)),
+                        mux(p1_pad(0), zinv_40(799 downto 768), zinv_32(799 downto 768))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(799 downto 768), zinv_16(799 downto 768)), mux(p1_pad(0), zinv_8(799 downto 768), zinv_0(799 downto 768)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(767 downto 736), zinv_48(767 downto 736)),
+                        mux(p1_pad(0), zinv_40(767 downto 736), zinv_32(767 downto 736))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(767 downto 736), zinv_16(767 downto 736)), mux(p1_pad(0), zinv_8(767 downto 736), zinv_0(767 downto 736)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(735 downto 704), zinv_48(735 downto 704)),
+                        mux(p1_pad(0), zinv_40(735 downto 704), zinv_32(735 downto 704))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(735 downto 704), zinv_16(735 downto 704)), mux(p1_pad(0), zinv_8(735 downto 704), zinv_0(735 downto 704)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(703 downto 672), zinv_48(703 downto 672)),
+                        mux(p1_pad(0), zinv_40(703 downto 672), zinv_32(703 downto 672))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(703 downto 672), zinv_16(703 downto 672)), mux(p1_pad(0), zinv_8(703 downto 672), zinv_0(703 downto 672)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(671 downto 640), zinv_48(671 downto 640)),
+                        mux(p1_pad(0), zinv_40(671 downto 640), zinv_32(671 downto 640))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(671 downto 640), zinv_16(671 downto 640)), mux(p1_pad(0), zinv_8(671 downto 640), zinv_0(671 downto 640)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(639 downto 608), zinv_48(639 downto 608)),
+                        mux(p1_pad(0), zinv_40(639 downto 608), zinv_32(639 downto 608))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(639 downto 608), zinv_16(639 downto 608)), mux(p1_pad(0), zinv_8(639 downto 608), zinv_0(639 downto 608)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(607 downto 576), zinv_48(607 downto 576)),
+                        mux(p1_pad(0), zinv_40(607 downto 576), zinv_32(607 downto 576))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(607 downto 576), zinv_16(607 downto 576)), mux(p1_pad(0), zinv_8(607 downto 576), zinv_0(607 downto 576)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(575 downto 544), zinv_48(575 downto 544)),
+                        mux(p1_pad(0), zinv_40(575 downto 544), zinv_32(575 downto 544))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(575 downto 544), zinv_16(575 downto 544)), mux(p1_pad(0), zinv_8(575 downto 544), zinv_0(575 downto 544)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(543 downto 512), zinv_48(543 downto 512)),
+                        mux(p1_pad(0), zinv_40(543 downto 512), zinv_32(543 downto 512))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(543 downto 512), zinv_16(543 downto 512)), mux(p1_pad(0), zinv_8(543 downto 512), zinv_0(543 downto 512)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(511 downto 480), zinv_48(511 downto 480)),
+                        mux(p1_pad(0), zinv_40(511 downto 480), zinv_32(511 downto 480))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(511 downto 480), zinv_16(511 downto 480)), mux(p1_pad(0), zinv_8(511 downto 480), zinv_0(511 downto 480)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(479 downto 448), zinv_48(479 downto 448)),
+                        mux(p1_pad(0), zinv_40(479 downto 448), zinv_32(479 downto 448))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(479 downto 448), zinv_16(479 downto 448)), mux(p1_pad(0), zinv_8(479 downto 448), zinv_0(479 downto 448)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(447 downto 416), zinv_48(447 downto 416)),
+                        mux(p1_pad(0), zinv_40(447 downto 416), zinv_32(447 downto 416))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(447 downto 416), zinv_16(447 downto 416)), mux(p1_pad(0), zinv_8(447 downto 416), zinv_0(447 downto 416)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(415 downto 384), zinv_48(415 downto 384)),
+                        mux(p1_pad(0), zinv_40(415 downto 384), zinv_32(415 downto 384))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(415 downto 384), zinv_16(415 downto 384)), mux(p1_pad(0), zinv_8(415 downto 384), zinv_0(415 downto 384)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(383 downto 352), zinv_48(383 downto 352)),
+                        mux(p1_pad(0), zinv_40(383 downto 352), zinv_32(383 downto 352))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(383 downto 352), zinv_16(383 downto 352)), mux(p1_pad(0), zinv_8(383 downto 352), zinv_0(383 downto 352)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(351 downto 320), zinv_48(351 downto 320)),
+                        mux(p1_pad(0), zinv_40(351 downto 320), zinv_32(351 downto 320))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(351 downto 320), zinv_16(351 downto 320)), mux(p1_pad(0), zinv_8(351 downto 320), zinv_0(351 downto 320)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(319 downto 288), zinv_48(319 downto 288)),
+                        mux(p1_pad(0), zinv_40(319 downto 288), zinv_32(319 downto 288))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(319 downto 288), zinv_16(319 downto 288)), mux(p1_pad(0), zinv_8(319 downto 288), zinv_0(319 downto 288)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(287 downto 256), zinv_48(287 downto 256)),
+                        mux(p1_pad(0), zinv_40(287 downto 256), zinv_32(287 downto 256))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(287 downto 256), zinv_16(287 downto 256)), mux(p1_pad(0), zinv_8(287 downto 256), zinv_0(287 downto 256)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(255 downto 224), zinv_48(255 downto 224)),
+                        mux(p1_pad(0), zinv_40(255 downto 224), zinv_32(255 downto 224))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(255 downto 224), zinv_16(255 downto 224)), mux(p1_pad(0), zinv_8(255 downto 224), zinv_0(255 downto 224)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(223 downto 192), zinv_48(223 downto 192)),
+                        mux(p1_pad(0), zinv_40(223 downto 192), zinv_32(223 downto 192))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(223 downto 192), zinv_16(223 downto 192)), mux(p1_pad(0), zinv_8(223 downto 192), zinv_0(223 downto 192)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(191 downto 160), zinv_48(191 downto 160)),
+                        mux(p1_pad(0), zinv_40(191 downto 160), zinv_32(191 downto 160))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(191 downto 160), zinv_16(191 downto 160)), mux(p1_pad(0), zinv_8(191 downto 160), zinv_0(191 downto 160)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(159 downto 128), zinv_48(159 downto 128)),
+                        mux(p1_pad(0), zinv_40(159 downto 128), zinv_32(159 downto 128))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(159 downto 128), zinv_16(159 downto 128)), mux(p1_pad(0), zinv_8(159 downto 128), zinv_0(159 downto 128)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(127 downto 96), zinv_48(127 downto 96)),
+                        mux(p1_pad(0), zinv_40(127 downto 96), zinv_32(127 downto 96))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(127 downto 96),
+                        zinv_16(127 downto 96)), mux(p1_pad(0), zinv_8(127 downto 96), zinv_0(127 downto 96)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(95 downto 64), zinv_48(95 downto 64)),
+                        mux(p1_pad(0), zinv_40(95 downto 64), zinv_32(95 downto 64))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(95 downto 64),
+                        zinv_16(95 downto 64)), mux(p1_pad(0), zinv_8(95 downto 64), zinv_0(95 downto 64)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(63 downto 32), zinv_48(63 downto 32)),
+                        mux(p1_pad(0), zinv_40(63 downto 32), zinv_32(63 downto 32))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(63 downto 32),
+                        zinv_16(63 downto 32)), mux(p1_pad(0), zinv_8(63 downto 32), zinv_0(63 downto 32)))))) &
+                    (xor (p1_crc and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(31 downto 0), zinv_48(31 downto 0)),
+                        mux(p1_pad(0), zinv_40(31 downto 0), zinv_32(31 downto 0))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(31 downto 0),
+                        zinv_16(31 downto 0)), mux(p1_pad(0), zinv_8(31 downto 0), zinv_0(31 downto 0))))))
+                ) = x"b798b438");
             end if;
         end if;
     end process;

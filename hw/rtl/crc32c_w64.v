@@ -69,13 +69,12 @@ module crc32c_w64 (
     reg  [7:0]     i_keep;
     reg            i_last;
     wire [63:0]    i_data_masked;            // the beat with unused lanes zeroed
-    wire [31:0]    i_data_term;              // the beat's contribution to the register
     wire [7:0]     i_last_lane;              // one-hot: the last lane in use
     wire [2:0]     i_pad_lanes;              // lanes not in use on this beat
     wire           i_take;                   // stage i's beat moves to stage b
     reg            b_valid;                  // stage b holds a beat's data term
     reg            b_last;
-    reg  [31:0]    b_term;
+    reg  [31:0]    b_term;                   // the beat's contribution to the register
     reg  [2:0]     b_pad;
     reg  [31:0]    crc_state;                // CRC register (not inverted) of the frame before stage b's beat
     wire [31:0]    crc_state_term;           // the register's own contribution
@@ -84,8 +83,6 @@ module crc32c_w64 (
     reg            p0_valid;                 // stage 0 holds a frame's uncorrected register
     reg  [31:0]    p0_crc;
     reg  [2:0]     p0_pad;
-    wire [1023:0]  p0_matrix;                // Z^-k for pad-lane bits 0..2 of this frame
-    wire [31:0]    p0_fixed;                 // register corrected for pad-lane bits 0..2
     reg  [31:0]    res_crc;                  // the frame's CRC32c
     reg            res_ok;                   // residue check passed
 
@@ -102,50 +99,7 @@ module crc32c_w64 (
         i_data[15:8] & {8{i_keep[1]}},
         i_data[7:0] & {8{i_keep[0]}}
     };
-    assign i_data_term = {
-        ^(i_data_masked & 64'h8fc8e57b1c379612),
-        ^(i_data_masked & 64'h47e472bd8e1bcb09),
-        ^(i_data_masked & 64'h23f2395ec70de584),
-        ^(i_data_masked & 64'h11f91caf6386f2c2),
-        ^(i_data_masked & 64'h08fc8e57b1c37961),
-        ^(i_data_masked & 64'h047e472bd8e1bcb0),
-        ^(i_data_masked & 64'h8df7c6eef047484a),
-        ^(i_data_masked & 64'h46fbe3777823a425),
-        ^(i_data_masked & 64'hacb514c0a0264400),
-        ^(i_data_masked & 64'hd9926f1b4c24b412),
-        ^(i_data_masked & 64'he301d2f6ba25cc1b),
-        ^(i_data_masked & 64'hfe480c004125701f),
-        ^(i_data_masked & 64'h7f2406002092b80f),
-        ^(i_data_masked & 64'hb05ae67b0c7eca15),
-        ^(i_data_masked & 64'hd7e596469a08f318),
-        ^(i_data_masked & 64'h6bf2cb234d04798c),
-        ^(i_data_masked & 64'h35f96591a6823cc6),
-        ^(i_data_masked & 64'h1afcb2c8d3411e63),
-        ^(i_data_masked & 64'h82b6bc1f75971923),
-        ^(i_data_masked & 64'hce93bb74a6fc1a83),
-        ^(i_data_masked & 64'he88138c14f499b53),
-        ^(i_data_masked & 64'h74409c60a7a4cda9),
-        ^(i_data_masked & 64'hb5e8ab4b4fe5f0c6),
-        ^(i_data_masked & 64'hd53cb0debbc56e71),
-        ^(i_data_masked & 64'h6a9e586f5de2b738),
-        ^(i_data_masked & 64'hba87c94cb2c6cd8e),
-        ^(i_data_masked & 64'hd28b01dd4554f0d5),
-        ^(i_data_masked & 64'he68d6595be9dee78),
-        ^(i_data_masked & 64'hfc8e57b1c379612e),
-        ^(i_data_masked & 64'h7e472bd8e1bcb097),
-        ^(i_data_masked & 64'h3f2395ec70de584b),
-        ^(i_data_masked & 64'h1f91caf6386f2c25)
-    };
-    assign i_last_lane = {
-        i_keep[7],
-        i_keep[6] & ~i_keep[7],
-        i_keep[5] & ~i_keep[6],
-        i_keep[4] & ~i_keep[5],
-        i_keep[3] & ~i_keep[4],
-        i_keep[2] & ~i_keep[3],
-        i_keep[1] & ~i_keep[2],
-        i_keep[0] & ~i_keep[1]
-    };
+    assign i_last_lane = i_keep & ~{1'h0, i_keep[7:1]};
     assign i_pad_lanes = {|(i_last_lane & 8'h0f), |(i_last_lane & 8'h33), |(i_last_lane & 8'h55)};
     assign i_take = advance & i_valid;
     assign crc_state_term = {
@@ -184,41 +138,6 @@ module crc32c_w64 (
     };
     assign crc_next = b_term ^ crc_state_term;
     assign b_frame_end = b_valid & b_last;
-    assign p0_matrix = p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7 : zinv_6) : (p0_pad[0] ? zinv_5 : zinv_4)) : (p0_pad[1] ? (p0_pad[0] ? zinv_3 : zinv_2) : (p0_pad[0] ? zinv_1 : zinv_0));
-    assign p0_fixed = {
-        ^(p0_crc & p0_matrix[1023:992]),
-        ^(p0_crc & p0_matrix[991:960]),
-        ^(p0_crc & p0_matrix[959:928]),
-        ^(p0_crc & p0_matrix[927:896]),
-        ^(p0_crc & p0_matrix[895:864]),
-        ^(p0_crc & p0_matrix[863:832]),
-        ^(p0_crc & p0_matrix[831:800]),
-        ^(p0_crc & p0_matrix[799:768]),
-        ^(p0_crc & p0_matrix[767:736]),
-        ^(p0_crc & p0_matrix[735:704]),
-        ^(p0_crc & p0_matrix[703:672]),
-        ^(p0_crc & p0_matrix[671:640]),
-        ^(p0_crc & p0_matrix[639:608]),
-        ^(p0_crc & p0_matrix[607:576]),
-        ^(p0_crc & p0_matrix[575:544]),
-        ^(p0_crc & p0_matrix[543:512]),
-        ^(p0_crc & p0_matrix[511:480]),
-        ^(p0_crc & p0_matrix[479:448]),
-        ^(p0_crc & p0_matrix[447:416]),
-        ^(p0_crc & p0_matrix[415:384]),
-        ^(p0_crc & p0_matrix[383:352]),
-        ^(p0_crc & p0_matrix[351:320]),
-        ^(p0_crc & p0_matrix[319:288]),
-        ^(p0_crc & p0_matrix[287:256]),
-        ^(p0_crc & p0_matrix[255:224]),
-        ^(p0_crc & p0_matrix[223:192]),
-        ^(p0_crc & p0_matrix[191:160]),
-        ^(p0_crc & p0_matrix[159:128]),
-        ^(p0_crc & p0_matrix[127:96]),
-        ^(p0_crc & p0_matrix[95:64]),
-        ^(p0_crc & p0_matrix[63:32]),
-        ^(p0_crc & p0_matrix[31:0])
-    };
     assign m_axis_tdata = res_crc;
     assign m_axis_tuser = res_ok;
     assign m_axis_tvalid = res_valid;
@@ -265,7 +184,40 @@ module crc32c_w64 (
 
     always @(posedge clk) begin
         if (i_take) begin
-            b_term <= i_data_term;
+            b_term <= {
+                ^(i_data_masked & 64'h8fc8e57b1c379612),
+                ^(i_data_masked & 64'h47e472bd8e1bcb09),
+                ^(i_data_masked & 64'h23f2395ec70de584),
+                ^(i_data_masked & 64'h11f91caf6386f2c2),
+                ^(i_data_masked & 64'h08fc8e57b1c37961),
+                ^(i_data_masked & 64'h047e472bd8e1bcb0),
+                ^(i_data_masked & 64'h8df7c6eef047484a),
+                ^(i_data_masked & 64'h46fbe3777823a425),
+                ^(i_data_masked & 64'hacb514c0a0264400),
+                ^(i_data_masked & 64'hd9926f1b4c24b412),
+                ^(i_data_masked & 64'he301d2f6ba25cc1b),
+                ^(i_data_masked & 64'hfe480c004125701f),
+                ^(i_data_masked & 64'h7f2406002092b80f),
+                ^(i_data_masked & 64'hb05ae67b0c7eca15),
+                ^(i_data_masked & 64'hd7e596469a08f318),
+                ^(i_data_masked & 64'h6bf2cb234d04798c),
+                ^(i_data_masked & 64'h35f96591a6823cc6),
+                ^(i_data_masked & 64'h1afcb2c8d3411e63),
+                ^(i_data_masked & 64'h82b6bc1f75971923),
+                ^(i_data_masked & 64'hce93bb74a6fc1a83),
+                ^(i_data_masked & 64'he88138c14f499b53),
+                ^(i_data_masked & 64'h74409c60a7a4cda9),
+                ^(i_data_masked & 64'hb5e8ab4b4fe5f0c6),
+                ^(i_data_masked & 64'hd53cb0debbc56e71),
+                ^(i_data_masked & 64'h6a9e586f5de2b738),
+                ^(i_data_masked & 64'hba87c94cb2c6cd8e),
+                ^(i_data_masked & 64'hd28b01dd4554f0d5),
+                ^(i_data_masked & 64'he68d6595be9dee78),
+                ^(i_data_masked & 64'hfc8e57b1c379612e),
+                ^(i_data_masked & 64'h7e472bd8e1bcb097),
+                ^(i_data_masked & 64'h3f2395ec70de584b),
+                ^(i_data_masked & 64'h1f91caf6386f2c25)
+            };
         end
     end
 
@@ -315,7 +267,103 @@ module crc32c_w64 (
         if (rst) begin
             res_crc <= 32'h00000000;
         end else if (advance & p0_valid) begin
-            res_crc <= ~p0_fixed;
+            res_crc <= ~{
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[1023:992] : zinv_6[1023:992]) : (p0_pad[0] ? zinv_5[1023:992] :
+                    zinv_4[1023:992])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[1023:992] : zinv_2[1023:992]) : (p0_pad[0] ? zinv_1[1023:992] :
+                    zinv_0[1023:992])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[991:960] : zinv_6[991:960]) : (p0_pad[0] ? zinv_5[991:960] :
+                    zinv_4[991:960])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[991:960] : zinv_2[991:960]) : (p0_pad[0] ? zinv_1[991:960] :
+                    zinv_0[991:960])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[959:928] : zinv_6[959:928]) : (p0_pad[0] ? zinv_5[959:928] :
+                    zinv_4[959:928])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[959:928] : zinv_2[959:928]) : (p0_pad[0] ? zinv_1[959:928] :
+                    zinv_0[959:928])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[927:896] : zinv_6[927:896]) : (p0_pad[0] ? zinv_5[927:896] :
+                    zinv_4[927:896])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[927:896] : zinv_2[927:896]) : (p0_pad[0] ? zinv_1[927:896] :
+                    zinv_0[927:896])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[895:864] : zinv_6[895:864]) : (p0_pad[0] ? zinv_5[895:864] :
+                    zinv_4[895:864])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[895:864] : zinv_2[895:864]) : (p0_pad[0] ? zinv_1[895:864] :
+                    zinv_0[895:864])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[863:832] : zinv_6[863:832]) : (p0_pad[0] ? zinv_5[863:832] :
+                    zinv_4[863:832])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[863:832] : zinv_2[863:832]) : (p0_pad[0] ? zinv_1[863:832] :
+                    zinv_0[863:832])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[831:800] : zinv_6[831:800]) : (p0_pad[0] ? zinv_5[831:800] :
+                    zinv_4[831:800])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[831:800] : zinv_2[831:800]) : (p0_pad[0] ? zinv_1[831:800] :
+                    zinv_0[831:800])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[799:768] : zinv_6[799:768]) : (p0_pad[0] ? zinv_5[799:768] :
+                    zinv_4[799:768])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[799:768] : zinv_2[799:768]) : (p0_pad[0] ? zinv_1[799:768] :
+                    zinv_0[799:768])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[767:736] : zinv_6[767:736]) : (p0_pad[0] ? zinv_5[767:736] :
+                    zinv_4[767:736])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[767:736] : zinv_2[767:736]) : (p0_pad[0] ? zinv_1[767:736] :
+                    zinv_0[767:736])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[735:704] : zinv_6[735:704]) : (p0_pad[0] ? zinv_5[735:704] :
+                    zinv_4[735:704])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[735:704] : zinv_2[735:704]) : (p0_pad[0] ? zinv_1[735:704] :
+                    zinv_0[735:704])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[703:672] : zinv_6[703:672]) : (p0_pad[0] ? zinv_5[703:672] :
+                    zinv_4[703:672])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[703:672] : zinv_2[703:672]) : (p0_pad[0] ? zinv_1[703:672] :
+                    zinv_0[703:672])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[671:640] : zinv_6[671:640]) : (p0_pad[0] ? zinv_5[671:640] :
+                    zinv_4[671:640])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[671:640] : zinv_2[671:640]) : (p0_pad[0] ? zinv_1[671:640] :
+                    zinv_0[671:640])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[639:608] : zinv_6[639:608]) : (p0_pad[0] ? zinv_5[639:608] :
+                    zinv_4[639:608])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[639:608] : zinv_2[639:608]) : (p0_pad[0] ? zinv_1[639:608] :
+                    zinv_0[639:608])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[607:576] : zinv_6[607:576]) : (p0_pad[0] ? zinv_5[607:576] :
+                    zinv_4[607:576])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[607:576] : zinv_2[607:576]) : (p0_pad[0] ? zinv_1[607:576] :
+                    zinv_0[607:576])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[575:544] : zinv_6[575:544]) : (p0_pad[0] ? zinv_5[575:544] :
+                    zinv_4[575:544])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[575:544] : zinv_2[575:544]) : (p0_pad[0] ? zinv_1[575:544] :
+                    zinv_0[575:544])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[543:512] : zinv_6[543:512]) : (p0_pad[0] ? zinv_5[543:512] :
+                    zinv_4[543:512])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[543:512] : zinv_2[543:512]) : (p0_pad[0] ? zinv_1[543:512] :
+                    zinv_0[543:512])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[511:480] : zinv_6[511:480]) : (p0_pad[0] ? zinv_5[511:480] :
+                    zinv_4[511:480])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[511:480] : zinv_2[511:480]) : (p0_pad[0] ? zinv_1[511:480] :
+                    zinv_0[511:480])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[479:448] : zinv_6[479:448]) : (p0_pad[0] ? zinv_5[479:448] :
+                    zinv_4[479:448])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[479:448] : zinv_2[479:448]) : (p0_pad[0] ? zinv_1[479:448] :
+                    zinv_0[479:448])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[447:416] : zinv_6[447:416]) : (p0_pad[0] ? zinv_5[447:416] :
+                    zinv_4[447:416])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[447:416] : zinv_2[447:416]) : (p0_pad[0] ? zinv_1[447:416] :
+                    zinv_0[447:416])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[415:384] : zinv_6[415:384]) : (p0_pad[0] ? zinv_5[415:384] :
+                    zinv_4[415:384])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[415:384] : zinv_2[415:384]) : (p0_pad[0] ? zinv_1[415:384] :
+                    zinv_0[415:384])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[383:352] : zinv_6[383:352]) : (p0_pad[0] ? zinv_5[383:352] :
+                    zinv_4[383:352])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[383:352] : zinv_2[383:352]) : (p0_pad[0] ? zinv_1[383:352] :
+                    zinv_0[383:352])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[351:320] : zinv_6[351:320]) : (p0_pad[0] ? zinv_5[351:320] :
+                    zinv_4[351:320])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[351:320] : zinv_2[351:320]) : (p0_pad[0] ? zinv_1[351:320] :
+                    zinv_0[351:320])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[319:288] : zinv_6[319:288]) : (p0_pad[0] ? zinv_5[319:288] :
+                    zinv_4[319:288])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[319:288] : zinv_2[319:288]) : (p0_pad[0] ? zinv_1[319:288] :
+                    zinv_0[319:288])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[287:256] : zinv_6[287:256]) : (p0_pad[0] ? zinv_5[287:256] :
+                    zinv_4[287:256])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[287:256] : zinv_2[287:256]) : (p0_pad[0] ? zinv_1[287:256] :
+                    zinv_0[287:256])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[255:224] : zinv_6[255:224]) : (p0_pad[0] ? zinv_5[255:224] :
+                    zinv_4[255:224])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[255:224] : zinv_2[255:224]) : (p0_pad[0] ? zinv_1[255:224] :
+                    zinv_0[255:224])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[223:192] : zinv_6[223:192]) : (p0_pad[0] ? zinv_5[223:192] :
+                    zinv_4[223:192])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[223:192] : zinv_2[223:192]) : (p0_pad[0] ? zinv_1[223:192] :
+                    zinv_0[223:192])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[191:160] : zinv_6[191:160]) : (p0_pad[0] ? zinv_5[191:160] :
+                    zinv_4[191:160])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[191:160] : zinv_2[191:160]) : (p0_pad[0] ? zinv_1[191:160] :
+                    zinv_0[191:160])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[159:128] : zinv_6[159:128]) : (p0_pad[0] ? zinv_5[159:128] :
+                    zinv_4[159:128])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[159:128] : zinv_2[159:128]) : (p0_pad[0] ? zinv_1[159:128] :
+                    zinv_0[159:128])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[127:96] : zinv_6[127:96]) : (p0_pad[0] ? zinv_5[127:96] :
+                    zinv_4[127:96])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[127:96] : zinv_2[127:96]) : (p0_pad[0] ? zinv_1[127:96] :
+                    zinv_0[127:96])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[95:64] : zinv_6[95:64]) : (p0_pad[0] ? zinv_5[95:64] :
+                    zinv_4[95:64])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[95:64] : zinv_2[95:64]) : (p0_pad[0] ? zinv_1[95:64] :
+                    zinv_0[95:64])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[63:32] : zinv_6[63:32]) : (p0_pad[0] ? zinv_5[63:32] :
+                    zinv_4[63:32])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[63:32] : zinv_2[63:32]) : (p0_pad[0] ? zinv_1[63:32] :
+                    zinv_0[63:32])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[31:0] : zinv_6[31:0]) : (p0_pad[0] ? zinv_5[31:0] :
+                    zinv_4[31:0])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[31:0] : zinv_2[31:0]) : (p0_pad[0] ? zinv_1[31:0] : zinv_0[31:0]))))
+            };
         end
     end
 
@@ -323,7 +371,103 @@ module crc32c_w64 (
         if (rst) begin
             res_ok <= 1'h0;
         end else if (advance & p0_valid) begin
-            res_ok <= p0_fixed == 32'hb798b438;
+            res_ok <= {
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[1023:992] : zinv_6[1023:992]) : (p0_pad[0] ? zinv_5[1023:992] :
+                    zinv_4[1023:992])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[1023:992] : zinv_2[1023:992]) : (p0_pad[0] ? zinv_1[1023:992] :
+                    zinv_0[1023:992])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[991:960] : zinv_6[991:960]) : (p0_pad[0] ? zinv_5[991:960] :
+                    zinv_4[991:960])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[991:960] : zinv_2[991:960]) : (p0_pad[0] ? zinv_1[991:960] :
+                    zinv_0[991:960])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[959:928] : zinv_6[959:928]) : (p0_pad[0] ? zinv_5[959:928] :
+                    zinv_4[959:928])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[959:928] : zinv_2[959:928]) : (p0_pad[0] ? zinv_1[959:928] :
+                    zinv_0[959:928])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[927:896] : zinv_6[927:896]) : (p0_pad[0] ? zinv_5[927:896] :
+                    zinv_4[927:896])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[927:896] : zinv_2[927:896]) : (p0_pad[0] ? zinv_1[927:896] :
+                    zinv_0[927:896])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[895:864] : zinv_6[895:864]) : (p0_pad[0] ? zinv_5[895:864] :
+                    zinv_4[895:864])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[895:864] : zinv_2[895:864]) : (p0_pad[0] ? zinv_1[895:864] :
+                    zinv_0[895:864])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[863:832] : zinv_6[863:832]) : (p0_pad[0] ? zinv_5[863:832] :
+                    zinv_4[863:832])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[863:832] : zinv_2[863:832]) : (p0_pad[0] ? zinv_1[863:832] :
+                    zinv_0[863:832])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[831:800] : zinv_6[831:800]) : (p0_pad[0] ? zinv_5[831:800] :
+                    zinv_4[831:800])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[831:800] : zinv_2[831:800]) : (p0_pad[0] ? zinv_1[831:800] :
+                    zinv_0[831:800])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[799:768] : zinv_6[799:768]) : (p0_pad[0] ? zinv_5[799:768] :
+                    zinv_4[799:768])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[799:768] : zinv_2[799:768]) : (p0_pad[0] ? zinv_1[799:768] :
+                    zinv_0[799:768])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[767:736] : zinv_6[767:736]) : (p0_pad[0] ? zinv_5[767:736] :
+                    zinv_4[767:736])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[767:736] : zinv_2[767:736]) : (p0_pad[0] ? zinv_1[767:736] :
+                    zinv_0[767:736])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[735:704] : zinv_6[735:704]) : (p0_pad[0] ? zinv_5[735:704] :
+                    zinv_4[735:704])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[735:704] : zinv_2[735:704]) : (p0_pad[0] ? zinv_1[735:704] :
+                    zinv_0[735:704])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[703:672] : zinv_6[703:672]) : (p0_pad[0] ? zinv_5[703:672] :
+                    zinv_4[703:672])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[703:672] : zinv_2[703:672]) : (p0_pad[0] ? zinv_1[703:672] :
+                    zinv_0[703:672])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[671:640] : zinv_6[671:640]) : (p0_pad[0] ? zinv_5[671:640] :
+                    zinv_4[671:640])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[671:640] : zinv_2[671:640]) : (p0_pad[0] ? zinv_1[671:640] :
+                    zinv_0[671:640])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[639:608] : zinv_6[639:608]) : (p0_pad[0] ? zinv_5[639:608] :
+                    zinv_4[639:608])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[639:608] : zinv_2[639:608]) : (p0_pad[0] ? zinv_1[639:608] :
+                    zinv_0[639:608])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[607:576] : zinv_6[607:576]) : (p0_pad[0] ? zinv_5[607:576] :
+                    zinv_4[607:576])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[607:576] : zinv_2[607:576]) : (p0_pad[0] ? zinv_1[607:576] :
+                    zinv_0[607:576])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[575:544] : zinv_6[575:544]) : (p0_pad[0] ? zinv_5[575:544] :
+                    zinv_4[575:544])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[575:544] : zinv_2[575:544]) : (p0_pad[0] ? zinv_1[575:544] :
+                    zinv_0[575:544])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[543:512] : zinv_6[543:512]) : (p0_pad[0] ? zinv_5[543:512] :
+                    zinv_4[543:512])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[543:512] : zinv_2[543:512]) : (p0_pad[0] ? zinv_1[543:512] :
+                    zinv_0[543:512])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[511:480] : zinv_6[511:480]) : (p0_pad[0] ? zinv_5[511:480] :
+                    zinv_4[511:480])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[511:480] : zinv_2[511:480]) : (p0_pad[0] ? zinv_1[511:480] :
+                    zinv_0[511:480])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[479:448] : zinv_6[479:448]) : (p0_pad[0] ? zinv_5[479:448] :
+                    zinv_4[479:448])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[479:448] : zinv_2[479:448]) : (p0_pad[0] ? zinv_1[479:448] :
+                    zinv_0[479:448])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[447:416] : zinv_6[447:416]) : (p0_pad[0] ? zinv_5[447:416] :
+                    zinv_4[447:416])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[447:416] : zinv_2[447:416]) : (p0_pad[0] ? zinv_1[447:416] :
+                    zinv_0[447:416])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[415:384] : zinv_6[415:384]) : (p0_pad[0] ? zinv_5[415:384] :
+                    zinv_4[415:384])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[415:384] : zinv_2[415:384]) : (p0_pad[0] ? zinv_1[415:384] :
+                    zinv_0[415:384])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[383:352] : zinv_6[383:352]) : (p0_pad[0] ? zinv_5[383:352] :
+                    zinv_4[383:352])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[383:352] : zinv_2[383:352]) : (p0_pad[0] ? zinv_1[383:352] :
+                    zinv_0[383:352])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[351:320] : zinv_6[351:320]) : (p0_pad[0] ? zinv_5[351:320] :
+                    zinv_4[351:320])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[351:320] : zinv_2[351:320]) : (p0_pad[0] ? zinv_1[351:320] :
+                    zinv_0[351:320])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[319:288] : zinv_6[319:288]) : (p0_pad[0] ? zinv_5[319:288] :
+                    zinv_4[319:288])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[319:288] : zinv_2[319:288]) : (p0_pad[0] ? zinv_1[319:288] :
+                    zinv_0[319:288])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[287:256] : zinv_6[287:256]) : (p0_pad[0] ? zinv_5[287:256] :
+                    zinv_4[287:256])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[287:256] : zinv_2[287:256]) : (p0_pad[0] ? zinv_1[287:256] :
+                    zinv_0[287:256])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[255:224] : zinv_6[255:224]) : (p0_pad[0] ? zinv_5[255:224] :
+                    zinv_4[255:224])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[255:224] : zinv_2[255:224]) : (p0_pad[0] ? zinv_1[255:224] :
+                    zinv_0[255:224])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[223:192] : zinv_6[223:192]) : (p0_pad[0] ? zinv_5[223:192] :
+                    zinv_4[223:192])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[223:192] : zinv_2[223:192]) : (p0_pad[0] ? zinv_1[223:192] :
+                    zinv_0[223:192])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[191:160] : zinv_6[191:160]) : (p0_pad[0] ? zinv_5[191:160] :
+                    zinv_4[191:160])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[191:160] : zinv_2[191:160]) : (p0_pad[0] ? zinv_1[191:160] :
+                    zinv_0[191:160])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[159:128] : zinv_6[159:128]) : (p0_pad[0] ? zinv_5[159:128] :
+                    zinv_4[159:128])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[159:128] : zinv_2[159:128]) : (p0_pad[0] ? zinv_1[159:128] :
+                    zinv_0[159:128])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[127:96] : zinv_6[127:96]) : (p0_pad[0] ? zinv_5[127:96] :
+                    zinv_4[127:96])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[127:96] : zinv_2[127:96]) : (p0_pad[0] ? zinv_1[127:96] :
+                    zinv_0[127:96])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[95:64] : zinv_6[95:64]) : (p0_pad[0] ? zinv_5[95:64] :
+                    zinv_4[95:64])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[95:64] : zinv_2[95:64]) : (p0_pad[0] ? zinv_1[95:64] :
+                    zinv_0[95:64])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[63:32] : zinv_6[63:32]) : (p0_pad[0] ? zinv_5[63:32] :
+                    zinv_4[63:32])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[63:32] : zinv_2[63:32]) : (p0_pad[0] ? zinv_1[63:32] :
+                    zinv_0[63:32])))),
+                ^(p0_crc & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[31:0] : zinv_6[31:0]) : (p0_pad[0] ? zinv_5[31:0] :
+                    zinv_4[31:0])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[31:0] : zinv_2[31:0]) : (p0_pad[0] ? zinv_1[31:0] : zinv_0[31:0]))))
+            } == 32'hb798b438;
         end
     end
 

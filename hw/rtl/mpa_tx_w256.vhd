@@ -291,7 +291,6 @@ architecture rtl of mpa_tx_w256 is
     signal p0_reg : std_logic_vector(31 downto 0); -- CRC register, corrected so far
     signal p0_pad : std_logic_vector(5 downto 0); -- pad-lane bits not yet applied
     signal p0_cover : std_logic_vector(31 downto 0);
-    signal p0_matrix : std_logic_vector(1023 downto 0); -- Z^-k for pad-lane bits 0..2 of this frame
     signal p0_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 0..2
     signal p0_pad_rest : std_logic_vector(2 downto 0);
     signal p1_valid : std_logic := '0';
@@ -303,7 +302,6 @@ architecture rtl of mpa_tx_w256 is
     signal p1_reg : std_logic_vector(31 downto 0); -- CRC register, corrected so far
     signal p1_pad : std_logic_vector(2 downto 0); -- pad-lane bits not yet applied
     signal p1_cover : std_logic_vector(31 downto 0);
-    signal p1_matrix : std_logic_vector(1023 downto 0); -- Z^-k for pad-lane bits 3..5 of this frame
     signal p1_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 3..5
     signal o_crc_value : std_logic_vector(31 downto 0); -- the FPDU's CRC32c
     signal o_merged : std_logic_vector(255 downto 0); -- the beat with its CRC field filled
@@ -410,102 +408,292 @@ begin
     l31_marker <= f_marker_here and b2l(f_marker_group = "111");
     l31_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("111"));
     f_data <= std_logic_vector'(
-        mux(l31_marker, f_fpduptr(7 downto 0), mux(mux(l31_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0100011") < unsigned(f_room_data_small)))), mux(l31_after, f_shifted(223 downto 216), f_shifted(255 downto 248)), x"00")) &
-        mux(l30_marker, f_fpduptr(15 downto 8), mux(mux(l30_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0100010") < unsigned(f_room_data_small)))), mux(l30_after, f_shifted(215 downto 208), f_shifted(247 downto 240)), x"00")) &
-        mux(l29_marker, x"00", mux(mux(l29_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011101") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0100001") < unsigned(f_room_data_small)))), mux(l29_after, f_shifted(207 downto 200), f_shifted(239 downto 232)), x"00")) &
-        mux(l28_marker, x"00", mux(mux(l28_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011100") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0100000") < unsigned(f_room_data_small)))), mux(l28_after, f_shifted(199 downto 192), f_shifted(231 downto 224)), x"00")) &
-        mux(l27_marker, f_fpduptr(7 downto 0), mux(mux(l27_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011011") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011111") < unsigned(f_room_data_small)))), mux(l27_after, f_shifted(191 downto 184), f_shifted(223 downto 216)), x"00")) &
-        mux(l26_marker, f_fpduptr(15 downto 8), mux(mux(l26_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011010") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011110") < unsigned(f_room_data_small)))), mux(l26_after, f_shifted(183 downto 176), f_shifted(215 downto 208)), x"00")) &
-        mux(l25_marker, x"00", mux(mux(l25_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011001") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011101") < unsigned(f_room_data_small)))), mux(l25_after, f_shifted(175 downto 168), f_shifted(207 downto 200)), x"00")) &
-        mux(l24_marker, x"00", mux(mux(l24_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011000") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011100") < unsigned(f_room_data_small)))), mux(l24_after, f_shifted(167 downto 160), f_shifted(199 downto 192)), x"00")) &
-        mux(l23_marker, f_fpduptr(7 downto 0), mux(mux(l23_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011011") < unsigned(f_room_data_small)))), mux(l23_after, f_shifted(159 downto 152), f_shifted(191 downto 184)), x"00")) &
-        mux(l22_marker, f_fpduptr(15 downto 8), mux(mux(l22_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011010") < unsigned(f_room_data_small)))), mux(l22_after, f_shifted(151 downto 144), f_shifted(183 downto 176)), x"00")) &
-        mux(l21_marker, x"00", mux(mux(l21_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010101") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011001") < unsigned(f_room_data_small)))), mux(l21_after, f_shifted(143 downto 136), f_shifted(175 downto 168)), x"00")) &
-        mux(l20_marker, x"00", mux(mux(l20_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010100") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011000") < unsigned(f_room_data_small)))), mux(l20_after, f_shifted(135 downto 128), f_shifted(167 downto 160)), x"00")) &
-        mux(l19_marker, f_fpduptr(7 downto 0), mux(mux(l19_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010011") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010111") < unsigned(f_room_data_small)))), mux(l19_after, f_shifted(127 downto 120), f_shifted(159 downto 152)), x"00")) &
-        mux(l18_marker, f_fpduptr(15 downto 8), mux(mux(l18_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010010") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010110") < unsigned(f_room_data_small)))), mux(l18_after, f_shifted(119 downto 112), f_shifted(151 downto 144)), x"00")) &
-        mux(l17_marker, x"00", mux(mux(l17_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010001") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010101") < unsigned(f_room_data_small)))), mux(l17_after, f_shifted(111 downto 104), f_shifted(143 downto 136)), x"00")) &
-        mux(l16_marker, x"00", mux(mux(l16_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010000") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010100") < unsigned(f_room_data_small)))), mux(l16_after, f_shifted(103 downto 96), f_shifted(135 downto 128)), x"00")) &
-        mux(l15_marker, f_fpduptr(7 downto 0), mux(mux(l15_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010011") < unsigned(f_room_data_small)))), mux(l15_after, f_shifted(95 downto 88), f_shifted(127 downto 120)), x"00")) &
-        mux(l14_marker, f_fpduptr(15 downto 8), mux(mux(l14_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010010") < unsigned(f_room_data_small)))), mux(l14_after, f_shifted(87 downto 80), f_shifted(119 downto 112)), x"00")) &
-        mux(l13_marker, x"00", mux(mux(l13_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001101") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010001") < unsigned(f_room_data_small)))), mux(l13_after, f_shifted(79 downto 72), f_shifted(111 downto 104)), x"00")) &
-        mux(l12_marker, x"00", mux(mux(l12_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001100") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010000") < unsigned(f_room_data_small)))), mux(l12_after, f_shifted(71 downto 64), f_shifted(103 downto 96)), x"00")) &
-        mux(l11_marker, f_fpduptr(7 downto 0), mux(mux(l11_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001011") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001111") < unsigned(f_room_data_small)))), mux(l11_after, f_shifted(63 downto 56), f_shifted(95 downto 88)), x"00")) &
-        mux(l10_marker, f_fpduptr(15 downto 8), mux(mux(l10_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001010") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001110") < unsigned(f_room_data_small)))), mux(l10_after, f_shifted(55 downto 48), f_shifted(87 downto 80)), x"00")) &
-        mux(l9_marker, x"00", mux(mux(l9_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001001") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001101") < unsigned(f_room_data_small)))), mux(l9_after, f_shifted(47 downto 40), f_shifted(79 downto 72)), x"00")) &
-        mux(l8_marker, x"00", mux(mux(l8_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001000") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001100") < unsigned(f_room_data_small)))), mux(l8_after, f_shifted(39 downto 32), f_shifted(71 downto 64)), x"00")) &
-        mux(l7_marker, f_fpduptr(7 downto 0), mux(mux(l7_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0000111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001011") < unsigned(f_room_data_small)))), mux(l7_after, f_shifted(31 downto 24), f_shifted(63 downto 56)), x"00")) &
-        mux(l6_marker, f_fpduptr(15 downto 8), mux(mux(l6_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0000110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001010") < unsigned(f_room_data_small)))), mux(l6_after, f_shifted(23 downto 16), f_shifted(55 downto 48)), x"00")) &
-        mux(l5_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(7 downto 0), mux(mux(l5_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0000101") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001001") < unsigned(f_room_data_small)))), mux(l5_after, f_shifted(15 downto 8), f_shifted(47 downto 40)), x"00"))) &
-        mux(l4_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(15 downto 8), mux(mux(l4_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0000100") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001000") < unsigned(f_room_data_small)))), mux(l4_after, f_shifted(7 downto 0), f_shifted(39 downto 32)), x"00"))) &
-        mux(l3_marker, f_fpduptr(7 downto 0), mux(mux(l3_after, '0', (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0000111") < unsigned(f_room_data_small)))), f_shifted(31 downto 24), x"00")) &
-        mux(l2_marker, f_fpduptr(15 downto 8), mux(mux(l2_after, '0', (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0000110") < unsigned(f_room_data_small)))), f_shifted(23 downto 16), x"00")) &
-        mux(l1_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(7 downto 0), mux(mux(l1_after, '0', (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0000101") < unsigned(f_room_data_small)))), f_shifted(15 downto 8), x"00"))) &
-        mux(l0_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(15 downto 8), mux(mux(l0_after, '0', (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0000100") < unsigned(f_room_data_small)))), f_shifted(7 downto 0), x"00")))
+        mux(l31_marker, f_fpduptr(7 downto 0), mux(mux(l31_after, (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0011111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0100011") < unsigned(f_room_data_small)))), mux(l31_after, f_shifted(223 downto 216),
+            f_shifted(255 downto 248)), x"00")) &
+        mux(l30_marker, f_fpduptr(15 downto 8), mux(mux(l30_after, (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0011110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0100010") < unsigned(f_room_data_small)))), mux(l30_after, f_shifted(215 downto 208),
+            f_shifted(247 downto 240)), x"00")) &
+        mux(l29_marker, x"00", mux(mux(l29_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011101") <
+            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0100001") <
+            unsigned(f_room_data_small)))), mux(l29_after, f_shifted(207 downto 200), f_shifted(239 downto 232)), x"00")) &
+        mux(l28_marker, x"00", mux(mux(l28_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011100") <
+            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0100000") <
+            unsigned(f_room_data_small)))), mux(l28_after, f_shifted(199 downto 192), f_shifted(231 downto 224)), x"00")) &
+        mux(l27_marker, f_fpduptr(7 downto 0), mux(mux(l27_after, (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0011011") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0011111") < unsigned(f_room_data_small)))), mux(l27_after, f_shifted(191 downto 184),
+            f_shifted(223 downto 216)), x"00")) &
+        mux(l26_marker, f_fpduptr(15 downto 8), mux(mux(l26_after, (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0011010") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0011110") < unsigned(f_room_data_small)))), mux(l26_after, f_shifted(183 downto 176),
+            f_shifted(215 downto 208)), x"00")) &
+        mux(l25_marker, x"00", mux(mux(l25_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011001") <
+            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011101") <
+            unsigned(f_room_data_small)))), mux(l25_after, f_shifted(175 downto 168), f_shifted(207 downto 200)), x"00")) &
+        mux(l24_marker, x"00", mux(mux(l24_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011000") <
+            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011100") <
+            unsigned(f_room_data_small)))), mux(l24_after, f_shifted(167 downto 160), f_shifted(199 downto 192)), x"00")) &
+        mux(l23_marker, f_fpduptr(7 downto 0), mux(mux(l23_after, (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0010111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0011011") < unsigned(f_room_data_small)))), mux(l23_after, f_shifted(159 downto 152),
+            f_shifted(191 downto 184)), x"00")) &
+        mux(l22_marker, f_fpduptr(15 downto 8), mux(mux(l22_after, (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0010110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0011010") < unsigned(f_room_data_small)))), mux(l22_after, f_shifted(151 downto 144),
+            f_shifted(183 downto 176)), x"00")) &
+        mux(l21_marker, x"00", mux(mux(l21_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010101") <
+            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011001") <
+            unsigned(f_room_data_small)))), mux(l21_after, f_shifted(143 downto 136), f_shifted(175 downto 168)), x"00")) &
+        mux(l20_marker, x"00", mux(mux(l20_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010100") <
+            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011000") <
+            unsigned(f_room_data_small)))), mux(l20_after, f_shifted(135 downto 128), f_shifted(167 downto 160)), x"00")) &
+        mux(l19_marker, f_fpduptr(7 downto 0), mux(mux(l19_after, (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0010011") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0010111") < unsigned(f_room_data_small)))), mux(l19_after, f_shifted(127 downto 120),
+            f_shifted(159 downto 152)), x"00")) &
+        mux(l18_marker, f_fpduptr(15 downto 8), mux(mux(l18_after, (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0010010") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0010110") < unsigned(f_room_data_small)))), mux(l18_after, f_shifted(119 downto 112),
+            f_shifted(151 downto 144)), x"00")) &
+        mux(l17_marker, x"00", mux(mux(l17_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010001") <
+            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010101") <
+            unsigned(f_room_data_small)))), mux(l17_after, f_shifted(111 downto 104), f_shifted(143 downto 136)), x"00")) &
+        mux(l16_marker, x"00", mux(mux(l16_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010000") <
+            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010100") <
+            unsigned(f_room_data_small)))), mux(l16_after, f_shifted(103 downto 96), f_shifted(135 downto 128)), x"00")) &
+        mux(l15_marker, f_fpduptr(7 downto 0), mux(mux(l15_after, (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0001111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0010011") < unsigned(f_room_data_small)))), mux(l15_after, f_shifted(95 downto 88),
+            f_shifted(127 downto 120)), x"00")) &
+        mux(l14_marker, f_fpduptr(15 downto 8), mux(mux(l14_after, (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0001110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0010010") < unsigned(f_room_data_small)))), mux(l14_after, f_shifted(87 downto 80),
+            f_shifted(119 downto 112)), x"00")) &
+        mux(l13_marker, x"00", mux(mux(l13_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001101") <
+            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010001") <
+            unsigned(f_room_data_small)))), mux(l13_after, f_shifted(79 downto 72), f_shifted(111 downto 104)), x"00")) &
+        mux(l12_marker, x"00", mux(mux(l12_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001100") <
+            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010000") <
+            unsigned(f_room_data_small)))), mux(l12_after, f_shifted(71 downto 64), f_shifted(103 downto 96)), x"00")) &
+        mux(l11_marker, f_fpduptr(7 downto 0), mux(mux(l11_after, (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0001011") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0001111") < unsigned(f_room_data_small)))), mux(l11_after, f_shifted(63 downto 56),
+            f_shifted(95 downto 88)), x"00")) &
+        mux(l10_marker, f_fpduptr(15 downto 8), mux(mux(l10_after, (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0001010") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0001110") < unsigned(f_room_data_small)))), mux(l10_after, f_shifted(55 downto 48),
+            f_shifted(87 downto 80)), x"00")) &
+        mux(l9_marker, x"00", mux(mux(l9_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001001") <
+            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001101") <
+            unsigned(f_room_data_small)))), mux(l9_after, f_shifted(47 downto 40), f_shifted(79 downto 72)), x"00")) &
+        mux(l8_marker, x"00", mux(mux(l8_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001000") <
+            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001100") <
+            unsigned(f_room_data_small)))), mux(l8_after, f_shifted(39 downto 32), f_shifted(71 downto 64)), x"00")) &
+        mux(l7_marker, f_fpduptr(7 downto 0), mux(mux(l7_after, (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0000111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0001011") < unsigned(f_room_data_small)))), mux(l7_after, f_shifted(31 downto 24),
+            f_shifted(63 downto 56)), x"00")) &
+        mux(l6_marker, f_fpduptr(15 downto 8), mux(mux(l6_after, (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0000110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0001010") < unsigned(f_room_data_small)))), mux(l6_after, f_shifted(23 downto 16),
+            f_shifted(55 downto 48)), x"00")) &
+        mux(l5_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(7 downto 0), mux(mux(l5_after, (not f_room_data(17))
+            and (f_room_data_big or b2l(unsigned'("0000101") < unsigned(f_room_data_small))), (not f_room_data(17)) and
+            (f_room_data_big or b2l(unsigned'("0001001") < unsigned(f_room_data_small)))), mux(l5_after, f_shifted(15 downto 8),
+            f_shifted(47 downto 40)), x"00"))) &
+        mux(l4_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(15 downto 8), mux(mux(l4_after, (not f_room_data(17))
+            and (f_room_data_big or b2l(unsigned'("0000100") < unsigned(f_room_data_small))), (not f_room_data(17)) and
+            (f_room_data_big or b2l(unsigned'("0001000") < unsigned(f_room_data_small)))), mux(l4_after, f_shifted(7 downto 0),
+            f_shifted(39 downto 32)), x"00"))) &
+        mux(l3_marker, f_fpduptr(7 downto 0), mux(mux(l3_after, '0', (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0000111") < unsigned(f_room_data_small)))), f_shifted(31 downto 24), x"00")) &
+        mux(l2_marker, f_fpduptr(15 downto 8), mux(mux(l2_after, '0', (not f_room_data(17)) and (f_room_data_big or
+            b2l(unsigned'("0000110") < unsigned(f_room_data_small)))), f_shifted(23 downto 16), x"00")) &
+        mux(l1_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(7 downto 0), mux(mux(l1_after, '0', (not
+            f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0000101") < unsigned(f_room_data_small)))),
+            f_shifted(15 downto 8), x"00"))) &
+        mux(l0_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(15 downto 8), mux(mux(l0_after, '0', (not
+            f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0000100") < unsigned(f_room_data_small)))),
+            f_shifted(7 downto 0), x"00")))
     );
     f_keep <= std_logic_vector'(
-        (l31_marker or mux(l31_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011111") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100011") < unsigned(f_room_end_small))))) &
-        (l30_marker or mux(l30_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011110") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100010") < unsigned(f_room_end_small))))) &
-        (l29_marker or mux(l29_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011101") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100001") < unsigned(f_room_end_small))))) &
-        (l28_marker or mux(l28_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011100") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100000") < unsigned(f_room_end_small))))) &
-        (l27_marker or mux(l27_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011011") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011111") < unsigned(f_room_end_small))))) &
-        (l26_marker or mux(l26_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011010") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011110") < unsigned(f_room_end_small))))) &
-        (l25_marker or mux(l25_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011001") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011101") < unsigned(f_room_end_small))))) &
-        (l24_marker or mux(l24_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011000") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011100") < unsigned(f_room_end_small))))) &
-        (l23_marker or mux(l23_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010111") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011011") < unsigned(f_room_end_small))))) &
-        (l22_marker or mux(l22_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010110") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011010") < unsigned(f_room_end_small))))) &
-        (l21_marker or mux(l21_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010101") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011001") < unsigned(f_room_end_small))))) &
-        (l20_marker or mux(l20_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010100") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011000") < unsigned(f_room_end_small))))) &
-        (l19_marker or mux(l19_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010011") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010111") < unsigned(f_room_end_small))))) &
-        (l18_marker or mux(l18_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010010") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010110") < unsigned(f_room_end_small))))) &
-        (l17_marker or mux(l17_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010001") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010101") < unsigned(f_room_end_small))))) &
-        (l16_marker or mux(l16_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010000") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010100") < unsigned(f_room_end_small))))) &
-        (l15_marker or mux(l15_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001111") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010011") < unsigned(f_room_end_small))))) &
-        (l14_marker or mux(l14_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001110") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010010") < unsigned(f_room_end_small))))) &
-        (l13_marker or mux(l13_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001101") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010001") < unsigned(f_room_end_small))))) &
-        (l12_marker or mux(l12_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001100") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010000") < unsigned(f_room_end_small))))) &
-        (l11_marker or mux(l11_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001011") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001111") < unsigned(f_room_end_small))))) &
-        (l10_marker or mux(l10_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001010") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001110") < unsigned(f_room_end_small))))) &
-        (l9_marker or mux(l9_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001001") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001101") < unsigned(f_room_end_small))))) &
-        (l8_marker or mux(l8_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001000") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001100") < unsigned(f_room_end_small))))) &
-        (l7_marker or mux(l7_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000111") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001011") < unsigned(f_room_end_small))))) &
-        (l6_marker or mux(l6_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000110") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001010") < unsigned(f_room_end_small))))) &
-        (l5_marker or mux(l5_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000101") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001001") < unsigned(f_room_end_small))))) &
-        (l4_marker or mux(l4_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000100") < unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001000") < unsigned(f_room_end_small))))) &
+        (l31_marker or mux(l31_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011111") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100011") <
+            unsigned(f_room_end_small))))) &
+        (l30_marker or mux(l30_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011110") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100010") <
+            unsigned(f_room_end_small))))) &
+        (l29_marker or mux(l29_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011101") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100001") <
+            unsigned(f_room_end_small))))) &
+        (l28_marker or mux(l28_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011100") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100000") <
+            unsigned(f_room_end_small))))) &
+        (l27_marker or mux(l27_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011011") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011111") <
+            unsigned(f_room_end_small))))) &
+        (l26_marker or mux(l26_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011010") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011110") <
+            unsigned(f_room_end_small))))) &
+        (l25_marker or mux(l25_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011001") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011101") <
+            unsigned(f_room_end_small))))) &
+        (l24_marker or mux(l24_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011000") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011100") <
+            unsigned(f_room_end_small))))) &
+        (l23_marker or mux(l23_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010111") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011011") <
+            unsigned(f_room_end_small))))) &
+        (l22_marker or mux(l22_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010110") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011010") <
+            unsigned(f_room_end_small))))) &
+        (l21_marker or mux(l21_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010101") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011001") <
+            unsigned(f_room_end_small))))) &
+        (l20_marker or mux(l20_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010100") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011000") <
+            unsigned(f_room_end_small))))) &
+        (l19_marker or mux(l19_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010011") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010111") <
+            unsigned(f_room_end_small))))) &
+        (l18_marker or mux(l18_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010010") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010110") <
+            unsigned(f_room_end_small))))) &
+        (l17_marker or mux(l17_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010001") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010101") <
+            unsigned(f_room_end_small))))) &
+        (l16_marker or mux(l16_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010000") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010100") <
+            unsigned(f_room_end_small))))) &
+        (l15_marker or mux(l15_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001111") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010011") <
+            unsigned(f_room_end_small))))) &
+        (l14_marker or mux(l14_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001110") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010010") <
+            unsigned(f_room_end_small))))) &
+        (l13_marker or mux(l13_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001101") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010001") <
+            unsigned(f_room_end_small))))) &
+        (l12_marker or mux(l12_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001100") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010000") <
+            unsigned(f_room_end_small))))) &
+        (l11_marker or mux(l11_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001011") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001111") <
+            unsigned(f_room_end_small))))) &
+        (l10_marker or mux(l10_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001010") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001110") <
+            unsigned(f_room_end_small))))) &
+        (l9_marker or mux(l9_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001001") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001101") <
+            unsigned(f_room_end_small))))) &
+        (l8_marker or mux(l8_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001000") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001100") <
+            unsigned(f_room_end_small))))) &
+        (l7_marker or mux(l7_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000111") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001011") <
+            unsigned(f_room_end_small))))) &
+        (l6_marker or mux(l6_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000110") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001010") <
+            unsigned(f_room_end_small))))) &
+        (l5_marker or mux(l5_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000101") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001001") <
+            unsigned(f_room_end_small))))) &
+        (l4_marker or mux(l4_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000100") <
+            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001000") <
+            unsigned(f_room_end_small))))) &
         (l3_marker or mux(l3_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000111") < unsigned(f_room_end_small))))) &
         (l2_marker or mux(l2_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000110") < unsigned(f_room_end_small))))) &
         (l1_marker or mux(l1_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000101") < unsigned(f_room_end_small))))) &
         (l0_marker or mux(l0_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000100") < unsigned(f_room_end_small)))))
     );
     f_cover <= std_logic_vector'(
-        (l31_marker or mux(l31_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011111") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100011") < unsigned(f_room_cov_small))))) &
-        (l30_marker or mux(l30_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011110") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100010") < unsigned(f_room_cov_small))))) &
-        (l29_marker or mux(l29_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011101") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100001") < unsigned(f_room_cov_small))))) &
-        (l28_marker or mux(l28_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011100") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100000") < unsigned(f_room_cov_small))))) &
-        (l27_marker or mux(l27_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011011") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011111") < unsigned(f_room_cov_small))))) &
-        (l26_marker or mux(l26_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011010") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011110") < unsigned(f_room_cov_small))))) &
-        (l25_marker or mux(l25_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011001") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011101") < unsigned(f_room_cov_small))))) &
-        (l24_marker or mux(l24_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011000") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011100") < unsigned(f_room_cov_small))))) &
-        (l23_marker or mux(l23_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010111") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011011") < unsigned(f_room_cov_small))))) &
-        (l22_marker or mux(l22_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010110") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011010") < unsigned(f_room_cov_small))))) &
-        (l21_marker or mux(l21_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010101") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011001") < unsigned(f_room_cov_small))))) &
-        (l20_marker or mux(l20_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010100") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011000") < unsigned(f_room_cov_small))))) &
-        (l19_marker or mux(l19_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010011") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010111") < unsigned(f_room_cov_small))))) &
-        (l18_marker or mux(l18_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010010") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010110") < unsigned(f_room_cov_small))))) &
-        (l17_marker or mux(l17_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010001") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010101") < unsigned(f_room_cov_small))))) &
-        (l16_marker or mux(l16_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010000") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010100") < unsigned(f_room_cov_small))))) &
-        (l15_marker or mux(l15_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001111") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010011") < unsigned(f_room_cov_small))))) &
-        (l14_marker or mux(l14_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001110") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010010") < unsigned(f_room_cov_small))))) &
-        (l13_marker or mux(l13_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001101") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010001") < unsigned(f_room_cov_small))))) &
-        (l12_marker or mux(l12_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001100") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010000") < unsigned(f_room_cov_small))))) &
-        (l11_marker or mux(l11_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001011") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001111") < unsigned(f_room_cov_small))))) &
-        (l10_marker or mux(l10_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001010") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001110") < unsigned(f_room_cov_small))))) &
-        (l9_marker or mux(l9_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001001") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001101") < unsigned(f_room_cov_small))))) &
-        (l8_marker or mux(l8_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001000") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001100") < unsigned(f_room_cov_small))))) &
-        (l7_marker or mux(l7_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000111") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001011") < unsigned(f_room_cov_small))))) &
-        (l6_marker or mux(l6_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000110") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001010") < unsigned(f_room_cov_small))))) &
-        (l5_marker or mux(l5_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000101") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001001") < unsigned(f_room_cov_small))))) &
-        (l4_marker or mux(l4_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000100") < unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001000") < unsigned(f_room_cov_small))))) &
+        (l31_marker or mux(l31_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011111") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100011") <
+            unsigned(f_room_cov_small))))) &
+        (l30_marker or mux(l30_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011110") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100010") <
+            unsigned(f_room_cov_small))))) &
+        (l29_marker or mux(l29_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011101") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100001") <
+            unsigned(f_room_cov_small))))) &
+        (l28_marker or mux(l28_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011100") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100000") <
+            unsigned(f_room_cov_small))))) &
+        (l27_marker or mux(l27_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011011") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011111") <
+            unsigned(f_room_cov_small))))) &
+        (l26_marker or mux(l26_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011010") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011110") <
+            unsigned(f_room_cov_small))))) &
+        (l25_marker or mux(l25_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011001") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011101") <
+            unsigned(f_room_cov_small))))) &
+        (l24_marker or mux(l24_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011000") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011100") <
+            unsigned(f_room_cov_small))))) &
+        (l23_marker or mux(l23_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010111") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011011") <
+            unsigned(f_room_cov_small))))) &
+        (l22_marker or mux(l22_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010110") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011010") <
+            unsigned(f_room_cov_small))))) &
+        (l21_marker or mux(l21_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010101") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011001") <
+            unsigned(f_room_cov_small))))) &
+        (l20_marker or mux(l20_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010100") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011000") <
+            unsigned(f_room_cov_small))))) &
+        (l19_marker or mux(l19_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010011") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010111") <
+            unsigned(f_room_cov_small))))) &
+        (l18_marker or mux(l18_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010010") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010110") <
+            unsigned(f_room_cov_small))))) &
+        (l17_marker or mux(l17_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010001") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010101") <
+            unsigned(f_room_cov_small))))) &
+        (l16_marker or mux(l16_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010000") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010100") <
+            unsigned(f_room_cov_small))))) &
+        (l15_marker or mux(l15_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001111") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010011") <
+            unsigned(f_room_cov_small))))) &
+        (l14_marker or mux(l14_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001110") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010010") <
+            unsigned(f_room_cov_small))))) &
+        (l13_marker or mux(l13_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001101") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010001") <
+            unsigned(f_room_cov_small))))) &
+        (l12_marker or mux(l12_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001100") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010000") <
+            unsigned(f_room_cov_small))))) &
+        (l11_marker or mux(l11_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001011") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001111") <
+            unsigned(f_room_cov_small))))) &
+        (l10_marker or mux(l10_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001010") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001110") <
+            unsigned(f_room_cov_small))))) &
+        (l9_marker or mux(l9_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001001") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001101") <
+            unsigned(f_room_cov_small))))) &
+        (l8_marker or mux(l8_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001000") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001100") <
+            unsigned(f_room_cov_small))))) &
+        (l7_marker or mux(l7_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000111") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001011") <
+            unsigned(f_room_cov_small))))) &
+        (l6_marker or mux(l6_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000110") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001010") <
+            unsigned(f_room_cov_small))))) &
+        (l5_marker or mux(l5_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000101") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001001") <
+            unsigned(f_room_cov_small))))) &
+        (l4_marker or mux(l4_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000100") <
+            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001000") <
+            unsigned(f_room_cov_small))))) &
         (l3_marker or mux(l3_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000111") < unsigned(f_room_cov_small))))) &
         (l2_marker or mux(l2_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000110") < unsigned(f_room_cov_small))))) &
         (l1_marker or mux(l1_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000101") < unsigned(f_room_cov_small))))) &
@@ -591,40 +779,7 @@ begin
         (xor (fb_masked and x"3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af3")) &
         (xor (fb_masked and x"1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79"))
     );
-    fb_cover_last <= std_logic_vector'(
-        fb_cover(31) &
-        (fb_cover(30) and (not fb_cover(31))) &
-        (fb_cover(29) and (not fb_cover(30))) &
-        (fb_cover(28) and (not fb_cover(29))) &
-        (fb_cover(27) and (not fb_cover(28))) &
-        (fb_cover(26) and (not fb_cover(27))) &
-        (fb_cover(25) and (not fb_cover(26))) &
-        (fb_cover(24) and (not fb_cover(25))) &
-        (fb_cover(23) and (not fb_cover(24))) &
-        (fb_cover(22) and (not fb_cover(23))) &
-        (fb_cover(21) and (not fb_cover(22))) &
-        (fb_cover(20) and (not fb_cover(21))) &
-        (fb_cover(19) and (not fb_cover(20))) &
-        (fb_cover(18) and (not fb_cover(19))) &
-        (fb_cover(17) and (not fb_cover(18))) &
-        (fb_cover(16) and (not fb_cover(17))) &
-        (fb_cover(15) and (not fb_cover(16))) &
-        (fb_cover(14) and (not fb_cover(15))) &
-        (fb_cover(13) and (not fb_cover(14))) &
-        (fb_cover(12) and (not fb_cover(13))) &
-        (fb_cover(11) and (not fb_cover(12))) &
-        (fb_cover(10) and (not fb_cover(11))) &
-        (fb_cover(9) and (not fb_cover(10))) &
-        (fb_cover(8) and (not fb_cover(9))) &
-        (fb_cover(7) and (not fb_cover(8))) &
-        (fb_cover(6) and (not fb_cover(7))) &
-        (fb_cover(5) and (not fb_cover(6))) &
-        (fb_cover(4) and (not fb_cover(5))) &
-        (fb_cover(3) and (not fb_cover(4))) &
-        (fb_cover(2) and (not fb_cover(3))) &
-        (fb_cover(1) and (not fb_cover(2))) &
-        (fb_cover(0) and (not fb_cover(1)))
-    );
+    fb_cover_last <= fb_cover and (not std_logic_vector'('0' & fb_cover(31 downto 1)));
     fb_cover_none <= not (or fb_cover);
     fb_pad <= mux(fb_cover_none, "100000", std_logic_vector'('0' & std_logic_vector'(
         (or (fb_cover_last and x"0000ffff")) &
@@ -668,76 +823,203 @@ begin
         (xor (crc_state and x"5f513d79"))
     );
     crc_next <= b_term xor crc_state_term;
-    p0_matrix <= mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7, zinv_6), mux(p0_pad(0), zinv_5, zinv_4)), mux(p0_pad(1), mux(p0_pad(0), zinv_3, zinv_2), mux(p0_pad(0), zinv_1, zinv_0)));
     p0_fixed <= std_logic_vector'(
-        (xor (p0_reg and p0_matrix(1023 downto 992))) &
-        (xor (p0_reg and p0_matrix(991 downto 960))) &
-        (xor (p0_reg and p0_matrix(959 downto 928))) &
-        (xor (p0_reg and p0_matrix(927 downto 896))) &
-        (xor (p0_reg and p0_matrix(895 downto 864))) &
-        (xor (p0_reg and p0_matrix(863 downto 832))) &
-        (xor (p0_reg and p0_matrix(831 downto 800))) &
-        (xor (p0_reg and p0_matrix(799 downto 768))) &
-        (xor (p0_reg and p0_matrix(767 downto 736))) &
-        (xor (p0_reg and p0_matrix(735 downto 704))) &
-        (xor (p0_reg and p0_matrix(703 downto 672))) &
-        (xor (p0_reg and p0_matrix(671 downto 640))) &
-        (xor (p0_reg and p0_matrix(639 downto 608))) &
-        (xor (p0_reg and p0_matrix(607 downto 576))) &
-        (xor (p0_reg and p0_matrix(575 downto 544))) &
-        (xor (p0_reg and p0_matrix(543 downto 512))) &
-        (xor (p0_reg and p0_matrix(511 downto 480))) &
-        (xor (p0_reg and p0_matrix(479 downto 448))) &
-        (xor (p0_reg and p0_matrix(447 downto 416))) &
-        (xor (p0_reg and p0_matrix(415 downto 384))) &
-        (xor (p0_reg and p0_matrix(383 downto 352))) &
-        (xor (p0_reg and p0_matrix(351 downto 320))) &
-        (xor (p0_reg and p0_matrix(319 downto 288))) &
-        (xor (p0_reg and p0_matrix(287 downto 256))) &
-        (xor (p0_reg and p0_matrix(255 downto 224))) &
-        (xor (p0_reg and p0_matrix(223 downto 192))) &
-        (xor (p0_reg and p0_matrix(191 downto 160))) &
-        (xor (p0_reg and p0_matrix(159 downto 128))) &
-        (xor (p0_reg and p0_matrix(127 downto 96))) &
-        (xor (p0_reg and p0_matrix(95 downto 64))) &
-        (xor (p0_reg and p0_matrix(63 downto 32))) &
-        (xor (p0_reg and p0_matrix(31 downto 0)))
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(1023 downto 992), zinv_6(1023 downto 992)),
+            mux(p0_pad(0), zinv_5(1023 downto 992), zinv_4(1023 downto 992))), mux(p0_pad(1), mux(p0_pad(0),
+            zinv_3(1023 downto 992), zinv_2(1023 downto 992)), mux(p0_pad(0), zinv_1(1023 downto 992), zinv_0(1023 downto 992)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(991 downto 960), zinv_6(991 downto 960)),
+            mux(p0_pad(0), zinv_5(991 downto 960), zinv_4(991 downto 960))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(991 downto 960),
+            zinv_2(991 downto 960)), mux(p0_pad(0), zinv_1(991 downto 960), zinv_0(991 downto 960)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(959 downto 928), zinv_6(959 downto 928)),
+            mux(p0_pad(0), zinv_5(959 downto 928), zinv_4(959 downto 928))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(959 downto 928),
+            zinv_2(959 downto 928)), mux(p0_pad(0), zinv_1(959 downto 928), zinv_0(959 downto 928)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(927 downto 896), zinv_6(927 downto 896)),
+            mux(p0_pad(0), zinv_5(927 downto 896), zinv_4(927 downto 896))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(927 downto 896),
+            zinv_2(927 downto 896)), mux(p0_pad(0), zinv_1(927 downto 896), zinv_0(927 downto 896)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(895 downto 864), zinv_6(895 downto 864)),
+            mux(p0_pad(0), zinv_5(895 downto 864), zinv_4(895 downto 864))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(895 downto 864),
+            zinv_2(895 downto 864)), mux(p0_pad(0), zinv_1(895 downto 864), zinv_0(895 downto 864)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(863 downto 832), zinv_6(863 downto 832)),
+            mux(p0_pad(0), zinv_5(863 downto 832), zinv_4(863 downto 832))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(863 downto 832),
+            zinv_2(863 downto 832)), mux(p0_pad(0), zinv_1(863 downto 832), zinv_0(863 downto 832)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(831 downto 800), zinv_6(831 downto 800)),
+            mux(p0_pad(0), zinv_5(831 downto 800), zinv_4(831 downto 800))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(831 downto 800),
+            zinv_2(831 downto 800)), mux(p0_pad(0), zinv_1(831 downto 800), zinv_0(831 downto 800)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(799 downto 768), zinv_6(799 downto 768)),
+            mux(p0_pad(0), zinv_5(799 downto 768), zinv_4(799 downto 768))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(799 downto 768),
+            zinv_2(799 downto 768)), mux(p0_pad(0), zinv_1(799 downto 768), zinv_0(799 downto 768)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(767 downto 736), zinv_6(767 downto 736)),
+            mux(p0_pad(0), zinv_5(767 downto 736), zinv_4(767 downto 736))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(767 downto 736),
+            zinv_2(767 downto 736)), mux(p0_pad(0), zinv_1(767 downto 736), zinv_0(767 downto 736)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(735 downto 704), zinv_6(735 downto 704)),
+            mux(p0_pad(0), zinv_5(735 downto 704), zinv_4(735 downto 704))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(735 downto 704),
+            zinv_2(735 downto 704)), mux(p0_pad(0), zinv_1(735 downto 704), zinv_0(735 downto 704)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(703 downto 672), zinv_6(703 downto 672)),
+            mux(p0_pad(0), zinv_5(703 downto 672), zinv_4(703 downto 672))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(703 downto 672),
+            zinv_2(703 downto 672)), mux(p0_pad(0), zinv_1(703 downto 672), zinv_0(703 downto 672)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(671 downto 640), zinv_6(671 downto 640)),
+            mux(p0_pad(0), zinv_5(671 downto 640), zinv_4(671 downto 640))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(671 downto 640),
+            zinv_2(671 downto 640)), mux(p0_pad(0), zinv_1(671 downto 640), zinv_0(671 downto 640)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(639 downto 608), zinv_6(639 downto 608)),
+            mux(p0_pad(0), zinv_5(639 downto 608), zinv_4(639 downto 608))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(639 downto 608),
+            zinv_2(639 downto 608)), mux(p0_pad(0), zinv_1(639 downto 608), zinv_0(639 downto 608)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(607 downto 576), zinv_6(607 downto 576)),
+            mux(p0_pad(0), zinv_5(607 downto 576), zinv_4(607 downto 576))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(607 downto 576),
+            zinv_2(607 downto 576)), mux(p0_pad(0), zinv_1(607 downto 576), zinv_0(607 downto 576)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(575 downto 544), zinv_6(575 downto 544)),
+            mux(p0_pad(0), zinv_5(575 downto 544), zinv_4(575 downto 544))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(575 downto 544),
+            zinv_2(575 downto 544)), mux(p0_pad(0), zinv_1(575 downto 544), zinv_0(575 downto 544)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(543 downto 512), zinv_6(543 downto 512)),
+            mux(p0_pad(0), zinv_5(543 downto 512), zinv_4(543 downto 512))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(543 downto 512),
+            zinv_2(543 downto 512)), mux(p0_pad(0), zinv_1(543 downto 512), zinv_0(543 downto 512)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(511 downto 480), zinv_6(511 downto 480)),
+            mux(p0_pad(0), zinv_5(511 downto 480), zinv_4(511 downto 480))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(511 downto 480),
+            zinv_2(511 downto 480)), mux(p0_pad(0), zinv_1(511 downto 480), zinv_0(511 downto 480)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(479 downto 448), zinv_6(479 downto 448)),
+            mux(p0_pad(0), zinv_5(479 downto 448), zinv_4(479 downto 448))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(479 downto 448),
+            zinv_2(479 downto 448)), mux(p0_pad(0), zinv_1(479 downto 448), zinv_0(479 downto 448)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(447 downto 416), zinv_6(447 downto 416)),
+            mux(p0_pad(0), zinv_5(447 downto 416), zinv_4(447 downto 416))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(447 downto 416),
+            zinv_2(447 downto 416)), mux(p0_pad(0), zinv_1(447 downto 416), zinv_0(447 downto 416)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(415 downto 384), zinv_6(415 downto 384)),
+            mux(p0_pad(0), zinv_5(415 downto 384), zinv_4(415 downto 384))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(415 downto 384),
+            zinv_2(415 downto 384)), mux(p0_pad(0), zinv_1(415 downto 384), zinv_0(415 downto 384)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(383 downto 352), zinv_6(383 downto 352)),
+            mux(p0_pad(0), zinv_5(383 downto 352), zinv_4(383 downto 352))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(383 downto 352),
+            zinv_2(383 downto 352)), mux(p0_pad(0), zinv_1(383 downto 352), zinv_0(383 downto 352)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(351 downto 320), zinv_6(351 downto 320)),
+            mux(p0_pad(0), zinv_5(351 downto 320), zinv_4(351 downto 320))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(351 downto 320),
+            zinv_2(351 downto 320)), mux(p0_pad(0), zinv_1(351 downto 320), zinv_0(351 downto 320)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(319 downto 288), zinv_6(319 downto 288)),
+            mux(p0_pad(0), zinv_5(319 downto 288), zinv_4(319 downto 288))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(319 downto 288),
+            zinv_2(319 downto 288)), mux(p0_pad(0), zinv_1(319 downto 288), zinv_0(319 downto 288)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(287 downto 256), zinv_6(287 downto 256)),
+            mux(p0_pad(0), zinv_5(287 downto 256), zinv_4(287 downto 256))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(287 downto 256),
+            zinv_2(287 downto 256)), mux(p0_pad(0), zinv_1(287 downto 256), zinv_0(287 downto 256)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(255 downto 224), zinv_6(255 downto 224)),
+            mux(p0_pad(0), zinv_5(255 downto 224), zinv_4(255 downto 224))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(255 downto 224),
+            zinv_2(255 downto 224)), mux(p0_pad(0), zinv_1(255 downto 224), zinv_0(255 downto 224)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(223 downto 192), zinv_6(223 downto 192)),
+            mux(p0_pad(0), zinv_5(223 downto 192), zinv_4(223 downto 192))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(223 downto 192),
+            zinv_2(223 downto 192)), mux(p0_pad(0), zinv_1(223 downto 192), zinv_0(223 downto 192)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(191 downto 160), zinv_6(191 downto 160)),
+            mux(p0_pad(0), zinv_5(191 downto 160), zinv_4(191 downto 160))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(191 downto 160),
+            zinv_2(191 downto 160)), mux(p0_pad(0), zinv_1(191 downto 160), zinv_0(191 downto 160)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(159 downto 128), zinv_6(159 downto 128)),
+            mux(p0_pad(0), zinv_5(159 downto 128), zinv_4(159 downto 128))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(159 downto 128),
+            zinv_2(159 downto 128)), mux(p0_pad(0), zinv_1(159 downto 128), zinv_0(159 downto 128)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(127 downto 96), zinv_6(127 downto 96)),
+            mux(p0_pad(0), zinv_5(127 downto 96), zinv_4(127 downto 96))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(127 downto 96),
+            zinv_2(127 downto 96)), mux(p0_pad(0), zinv_1(127 downto 96), zinv_0(127 downto 96)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(95 downto 64), zinv_6(95 downto 64)),
+            mux(p0_pad(0), zinv_5(95 downto 64), zinv_4(95 downto 64))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(95 downto 64),
+            zinv_2(95 downto 64)), mux(p0_pad(0), zinv_1(95 downto 64), zinv_0(95 downto 64)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(63 downto 32), zinv_6(63 downto 32)),
+            mux(p0_pad(0), zinv_5(63 downto 32), zinv_4(63 downto 32))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(63 downto 32),
+            zinv_2(63 downto 32)), mux(p0_pad(0), zinv_1(63 downto 32), zinv_0(63 downto 32)))))) &
+        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(31 downto 0), zinv_6(31 downto 0)), mux(p0_pad(0),
+            zinv_5(31 downto 0), zinv_4(31 downto 0))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(31 downto 0), zinv_2(31 downto 0)),
+            mux(p0_pad(0), zinv_1(31 downto 0), zinv_0(31 downto 0))))))
     );
     p0_pad_rest <= p0_pad(5 downto 3);
-    p1_matrix <= mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56, zinv_48), mux(p1_pad(0), zinv_40, zinv_32)), mux(p1_pad(1), mux(p1_pad(0), zinv_24, zinv_16), mux(p1_pad(0), zinv_8, zinv_0)));
     p1_fixed <= std_logic_vector'(
-        (xor (p1_reg and p1_matrix(1023 downto 992))) &
-        (xor (p1_reg and p1_matrix(991 downto 960))) &
-        (xor (p1_reg and p1_matrix(959 downto 928))) &
-        (xor (p1_reg and p1_matrix(927 downto 896))) &
-        (xor (p1_reg and p1_matrix(895 downto 864))) &
-        (xor (p1_reg and p1_matrix(863 downto 832))) &
-        (xor (p1_reg and p1_matrix(831 downto 800))) &
-        (xor (p1_reg and p1_matrix(799 downto 768))) &
-        (xor (p1_reg and p1_matrix(767 downto 736))) &
-        (xor (p1_reg and p1_matrix(735 downto 704))) &
-        (xor (p1_reg and p1_matrix(703 downto 672))) &
-        (xor (p1_reg and p1_matrix(671 downto 640))) &
-        (xor (p1_reg and p1_matrix(639 downto 608))) &
-        (xor (p1_reg and p1_matrix(607 downto 576))) &
-        (xor (p1_reg and p1_matrix(575 downto 544))) &
-        (xor (p1_reg and p1_matrix(543 downto 512))) &
-        (xor (p1_reg and p1_matrix(511 downto 480))) &
-        (xor (p1_reg and p1_matrix(479 downto 448))) &
-        (xor (p1_reg and p1_matrix(447 downto 416))) &
-        (xor (p1_reg and p1_matrix(415 downto 384))) &
-        (xor (p1_reg and p1_matrix(383 downto 352))) &
-        (xor (p1_reg and p1_matrix(351 downto 320))) &
-        (xor (p1_reg and p1_matrix(319 downto 288))) &
-        (xor (p1_reg and p1_matrix(287 downto 256))) &
-        (xor (p1_reg and p1_matrix(255 downto 224))) &
-        (xor (p1_reg and p1_matrix(223 downto 192))) &
-        (xor (p1_reg and p1_matrix(191 downto 160))) &
-        (xor (p1_reg and p1_matrix(159 downto 128))) &
-        (xor (p1_reg and p1_matrix(127 downto 96))) &
-        (xor (p1_reg and p1_matrix(95 downto 64))) &
-        (xor (p1_reg and p1_matrix(63 downto 32))) &
-        (xor (p1_reg and p1_matrix(31 downto 0)))
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(1023 downto 992), zinv_48(1023 downto 992)),
+            mux(p1_pad(0), zinv_40(1023 downto 992), zinv_32(1023 downto 992))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(1023 downto 992), zinv_16(1023 downto 992)), mux(p1_pad(0), zinv_8(1023 downto 992),
+            zinv_0(1023 downto 992)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(991 downto 960), zinv_48(991 downto 960)),
+            mux(p1_pad(0), zinv_40(991 downto 960), zinv_32(991 downto 960))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(991 downto 960), zinv_16(991 downto 960)), mux(p1_pad(0), zinv_8(991 downto 960), zinv_0(991 downto 960)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(959 downto 928), zinv_48(959 downto 928)),
+            mux(p1_pad(0), zinv_40(959 downto 928), zinv_32(959 downto 928))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(959 downto 928), zinv_16(959 downto 928)), mux(p1_pad(0), zinv_8(959 downto 928), zinv_0(959 downto 928)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(927 downto 896), zinv_48(927 downto 896)),
+            mux(p1_pad(0), zinv_40(927 downto 896), zinv_32(927 downto 896))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(927 downto 896), zinv_16(927 downto 896)), mux(p1_pad(0), zinv_8(927 downto 896), zinv_0(927 downto 896)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(895 downto 864), zinv_48(895 downto 864)),
+            mux(p1_pad(0), zinv_40(895 downto 864), zinv_32(895 downto 864))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(895 downto 864), zinv_16(895 downto 864)), mux(p1_pad(0), zinv_8(895 downto 864), zinv_0(895 downto 864)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(863 downto 832), zinv_48(863 downto 832)),
+            mux(p1_pad(0), zinv_40(863 downto 832), zinv_32(863 downto 832))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(863 downto 832), zinv_16(863 downto 832)), mux(p1_pad(0), zinv_8(863 downto 832), zinv_0(863 downto 832)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(831 downto 800), zinv_48(831 downto 800)),
+            mux(p1_pad(0), zinv_40(831 downto 800), zinv_32(831 downto 800))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(831 downto 800), zinv_16(831 downto 800)), mux(p1_pad(0), zinv_8(831 downto 800), zinv_0(831 downto 800)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(799 downto 768), zinv_48(799 downto 768)),
+            mux(p1_pad(0), zinv_40(799 downto 768), zinv_32(799 downto 768))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(799 downto 768), zinv_16(799 downto 768)), mux(p1_pad(0), zinv_8(799 downto 768), zinv_0(799 downto 768)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(767 downto 736), zinv_48(767 downto 736)),
+            mux(p1_pad(0), zinv_40(767 downto 736), zinv_32(767 downto 736))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(767 downto 736), zinv_16(767 downto 736)), mux(p1_pad(0), zinv_8(767 downto 736), zinv_0(767 downto 736)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(735 downto 704), zinv_48(735 downto 704)),
+            mux(p1_pad(0), zinv_40(735 downto 704), zinv_32(735 downto 704))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(735 downto 704), zinv_16(735 downto 704)), mux(p1_pad(0), zinv_8(735 downto 704), zinv_0(735 downto 704)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(703 downto 672), zinv_48(703 downto 672)),
+            mux(p1_pad(0), zinv_40(703 downto 672), zinv_32(703 downto 672))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(703 downto 672), zinv_16(703 downto 672)), mux(p1_pad(0), zinv_8(703 downto 672), zinv_0(703 downto 672)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(671 downto 640), zinv_48(671 downto 640)),
+            mux(p1_pad(0), zinv_40(671 downto 640), zinv_32(671 downto 640))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(671 downto 640), zinv_16(671 downto 640)), mux(p1_pad(0), zinv_8(671 downto 640), zinv_0(671 downto 640)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(639 downto 608), zinv_48(639 downto 608)),
+            mux(p1_pad(0), zinv_40(639 downto 608), zinv_32(639 downto 608))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(639 downto 608), zinv_16(639 downto 608)), mux(p1_pad(0), zinv_8(639 downto 608), zinv_0(639 downto 608)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(607 downto 576), zinv_48(607 downto 576)),
+            mux(p1_pad(0), zinv_40(607 downto 576), zinv_32(607 downto 576))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(607 downto 576), zinv_16(607 downto 576)), mux(p1_pad(0), zinv_8(607 downto 576), zinv_0(607 downto 576)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(575 downto 544), zinv_48(575 downto 544)),
+            mux(p1_pad(0), zinv_40(575 downto 544), zinv_32(575 downto 544))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(575 downto 544), zinv_16(575 downto 544)), mux(p1_pad(0), zinv_8(575 downto 544), zinv_0(575 downto 544)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(543 downto 512), zinv_48(543 downto 512)),
+            mux(p1_pad(0), zinv_40(543 downto 512), zinv_32(543 downto 512))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(543 downto 512), zinv_16(543 downto 512)), mux(p1_pad(0), zinv_8(543 downto 512), zinv_0(543 downto 512)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(511 downto 480), zinv_48(511 downto 480)),
+            mux(p1_pad(0), zinv_40(511 downto 480), zinv_32(511 downto 480))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(511 downto 480), zinv_16(511 downto 480)), mux(p1_pad(0), zinv_8(511 downto 480), zinv_0(511 downto 480)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(479 downto 448), zinv_48(479 downto 448)),
+            mux(p1_pad(0), zinv_40(479 downto 448), zinv_32(479 downto 448))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(479 downto 448), zinv_16(479 downto 448)), mux(p1_pad(0), zinv_8(479 downto 448), zinv_0(479 downto 448)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(447 downto 416), zinv_48(447 downto 416)),
+            mux(p1_pad(0), zinv_40(447 downto 416), zinv_32(447 downto 416))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(447 downto 416), zinv_16(447 downto 416)), mux(p1_pad(0), zinv_8(447 downto 416), zinv_0(447 downto 416)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(415 downto 384), zinv_48(415 downto 384)),
+            mux(p1_pad(0), zinv_40(415 downto 384), zinv_32(415 downto 384))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(415 downto 384), zinv_16(415 downto 384)), mux(p1_pad(0), zinv_8(415 downto 384), zinv_0(415 downto 384)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(383 downto 352), zinv_48(383 downto 352)),
+            mux(p1_pad(0), zinv_40(383 downto 352), zinv_32(383 downto 352))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(383 downto 352), zinv_16(383 downto 352)), mux(p1_pad(0), zinv_8(383 downto 352), zinv_0(383 downto 352)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(351 downto 320), zinv_48(351 downto 320)),
+            mux(p1_pad(0), zinv_40(351 downto 320), zinv_32(351 downto 320))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(351 downto 320), zinv_16(351 downto 320)), mux(p1_pad(0), zinv_8(351 downto 320), zinv_0(351 downto 320)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(319 downto 288), zinv_48(319 downto 288)),
+            mux(p1_pad(0), zinv_40(319 downto 288), zinv_32(319 downto 288))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(319 downto 288), zinv_16(319 downto 288)), mux(p1_pad(0), zinv_8(319 downto 288), zinv_0(319 downto 288)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(287 downto 256), zinv_48(287 downto 256)),
+            mux(p1_pad(0), zinv_40(287 downto 256), zinv_32(287 downto 256))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(287 downto 256), zinv_16(287 downto 256)), mux(p1_pad(0), zinv_8(287 downto 256), zinv_0(287 downto 256)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(255 downto 224), zinv_48(255 downto 224)),
+            mux(p1_pad(0), zinv_40(255 downto 224), zinv_32(255 downto 224))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(255 downto 224), zinv_16(255 downto 224)), mux(p1_pad(0), zinv_8(255 downto 224), zinv_0(255 downto 224)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(223 downto 192), zinv_48(223 downto 192)),
+            mux(p1_pad(0), zinv_40(223 downto 192), zinv_32(223 downto 192))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(223 downto 192), zinv_16(223 downto 192)), mux(p1_pad(0), zinv_8(223 downto 192), zinv_0(223 downto 192)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(191 downto 160), zinv_48(191 downto 160)),
+            mux(p1_pad(0), zinv_40(191 downto 160), zinv_32(191 downto 160))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(191 downto 160), zinv_16(191 downto 160)), mux(p1_pad(0), zinv_8(191 downto 160), zinv_0(191 downto 160)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(159 downto 128), zinv_48(159 downto 128)),
+            mux(p1_pad(0), zinv_40(159 downto 128), zinv_32(159 downto 128))), mux(p1_pad(1), mux(p1_pad(0),
+            zinv_24(159 downto 128), zinv_16(159 downto 128)), mux(p1_pad(0), zinv_8(159 downto 128), zinv_0(159 downto 128)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(127 downto 96), zinv_48(127 downto 96)),
+            mux(p1_pad(0), zinv_40(127 downto 96), zinv_32(127 downto 96))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(127 downto 96),
+            zinv_16(127 downto 96)), mux(p1_pad(0), zinv_8(127 downto 96), zinv_0(127 downto 96)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(95 downto 64), zinv_48(95 downto 64)),
+            mux(p1_pad(0), zinv_40(95 downto 64), zinv_32(95 downto 64))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(95 downto 64),
+            zinv_16(95 downto 64)), mux(p1_pad(0), zinv_8(95 downto 64), zinv_0(95 downto 64)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(63 downto 32), zinv_48(63 downto 32)),
+            mux(p1_pad(0), zinv_40(63 downto 32), zinv_32(63 downto 32))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(63 downto 32),
+            zinv_16(63 downto 32)), mux(p1_pad(0), zinv_8(63 downto 32), zinv_0(63 downto 32)))))) &
+        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(31 downto 0), zinv_48(31 downto 0)),
+            mux(p1_pad(0), zinv_40(31 downto 0), zinv_32(31 downto 0))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(31 downto 0),
+            zinv_16(31 downto 0)), mux(p1_pad(0), zinv_8(31 downto 0), zinv_0(31 downto 0))))))
     );
     o_crc_value <= not p1_fixed;
     o_merged <= std_logic_vector'(

@@ -327,7 +327,6 @@ module mpa_tx_w512 (
     reg  [31:0]    p0_reg;                   // CRC register, corrected so far
     reg  [6:0]     p0_pad;                   // pad-lane bits not yet applied
     reg  [63:0]    p0_cover;
-    wire [1023:0]  p0_matrix;                // Z^-k for pad-lane bits 0..2 of this frame
     wire [31:0]    p0_fixed;                 // register corrected for pad-lane bits 0..2
     wire [3:0]     p0_pad_rest;
     reg            p1_valid;
@@ -339,7 +338,6 @@ module mpa_tx_w512 (
     reg  [31:0]    p1_reg;                   // CRC register, corrected so far
     reg  [3:0]     p1_pad;                   // pad-lane bits not yet applied
     reg  [63:0]    p1_cover;
-    wire [1023:0]  p1_matrix;                // Z^-k for pad-lane bits 3..5 of this frame
     wire [31:0]    p1_fixed;                 // register corrected for pad-lane bits 3..5
     wire           p1_pad_rest;
     reg            p2_valid;
@@ -351,7 +349,6 @@ module mpa_tx_w512 (
     reg  [31:0]    p2_reg;                   // CRC register, corrected so far
     reg            p2_pad;                   // pad-lane bits not yet applied
     reg  [63:0]    p2_cover;
-    wire [1023:0]  p2_matrix;                // Z^-k for pad-lane bits 6..6 of this frame
     wire [31:0]    p2_fixed;                 // register corrected for pad-lane bits 6..6
     wire [31:0]    o_crc_value;              // the FPDU's CRC32c
     wire [511:0]   o_merged;                 // the beat with its CRC field filled
@@ -522,70 +519,192 @@ module mpa_tx_w512 (
     assign l63_marker = f_marker_here & (f_marker_group == 4'hf);
     assign l63_after = f_marker_here & (f_marker_group < 4'hf);
     assign f_data = {
-        l63_marker ? f_fpduptr[7:0] : ((l63_after ? (~f_room_data[17] & (f_room_data_big | (8'h3f < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h43 < f_room_data_small)))) ? (l63_after ? f_shifted[479:472] : f_shifted[511:504]) : 8'h00),
-        l62_marker ? f_fpduptr[15:8] : ((l62_after ? (~f_room_data[17] & (f_room_data_big | (8'h3e < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h42 < f_room_data_small)))) ? (l62_after ? f_shifted[471:464] : f_shifted[503:496]) : 8'h00),
-        l61_marker ? 8'h00 : ((l61_after ? (~f_room_data[17] & (f_room_data_big | (8'h3d < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h41 < f_room_data_small)))) ? (l61_after ? f_shifted[463:456] : f_shifted[495:488]) : 8'h00),
-        l60_marker ? 8'h00 : ((l60_after ? (~f_room_data[17] & (f_room_data_big | (8'h3c < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h40 < f_room_data_small)))) ? (l60_after ? f_shifted[455:448] : f_shifted[487:480]) : 8'h00),
-        l59_marker ? f_fpduptr[7:0] : ((l59_after ? (~f_room_data[17] & (f_room_data_big | (8'h3b < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h3f < f_room_data_small)))) ? (l59_after ? f_shifted[447:440] : f_shifted[479:472]) : 8'h00),
-        l58_marker ? f_fpduptr[15:8] : ((l58_after ? (~f_room_data[17] & (f_room_data_big | (8'h3a < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h3e < f_room_data_small)))) ? (l58_after ? f_shifted[439:432] : f_shifted[471:464]) : 8'h00),
-        l57_marker ? 8'h00 : ((l57_after ? (~f_room_data[17] & (f_room_data_big | (8'h39 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h3d < f_room_data_small)))) ? (l57_after ? f_shifted[431:424] : f_shifted[463:456]) : 8'h00),
-        l56_marker ? 8'h00 : ((l56_after ? (~f_room_data[17] & (f_room_data_big | (8'h38 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h3c < f_room_data_small)))) ? (l56_after ? f_shifted[423:416] : f_shifted[455:448]) : 8'h00),
-        l55_marker ? f_fpduptr[7:0] : ((l55_after ? (~f_room_data[17] & (f_room_data_big | (8'h37 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h3b < f_room_data_small)))) ? (l55_after ? f_shifted[415:408] : f_shifted[447:440]) : 8'h00),
-        l54_marker ? f_fpduptr[15:8] : ((l54_after ? (~f_room_data[17] & (f_room_data_big | (8'h36 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h3a < f_room_data_small)))) ? (l54_after ? f_shifted[407:400] : f_shifted[439:432]) : 8'h00),
-        l53_marker ? 8'h00 : ((l53_after ? (~f_room_data[17] & (f_room_data_big | (8'h35 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h39 < f_room_data_small)))) ? (l53_after ? f_shifted[399:392] : f_shifted[431:424]) : 8'h00),
-        l52_marker ? 8'h00 : ((l52_after ? (~f_room_data[17] & (f_room_data_big | (8'h34 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h38 < f_room_data_small)))) ? (l52_after ? f_shifted[391:384] : f_shifted[423:416]) : 8'h00),
-        l51_marker ? f_fpduptr[7:0] : ((l51_after ? (~f_room_data[17] & (f_room_data_big | (8'h33 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h37 < f_room_data_small)))) ? (l51_after ? f_shifted[383:376] : f_shifted[415:408]) : 8'h00),
-        l50_marker ? f_fpduptr[15:8] : ((l50_after ? (~f_room_data[17] & (f_room_data_big | (8'h32 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h36 < f_room_data_small)))) ? (l50_after ? f_shifted[375:368] : f_shifted[407:400]) : 8'h00),
-        l49_marker ? 8'h00 : ((l49_after ? (~f_room_data[17] & (f_room_data_big | (8'h31 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h35 < f_room_data_small)))) ? (l49_after ? f_shifted[367:360] : f_shifted[399:392]) : 8'h00),
-        l48_marker ? 8'h00 : ((l48_after ? (~f_room_data[17] & (f_room_data_big | (8'h30 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h34 < f_room_data_small)))) ? (l48_after ? f_shifted[359:352] : f_shifted[391:384]) : 8'h00),
-        l47_marker ? f_fpduptr[7:0] : ((l47_after ? (~f_room_data[17] & (f_room_data_big | (8'h2f < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h33 < f_room_data_small)))) ? (l47_after ? f_shifted[351:344] : f_shifted[383:376]) : 8'h00),
-        l46_marker ? f_fpduptr[15:8] : ((l46_after ? (~f_room_data[17] & (f_room_data_big | (8'h2e < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h32 < f_room_data_small)))) ? (l46_after ? f_shifted[343:336] : f_shifted[375:368]) : 8'h00),
-        l45_marker ? 8'h00 : ((l45_after ? (~f_room_data[17] & (f_room_data_big | (8'h2d < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h31 < f_room_data_small)))) ? (l45_after ? f_shifted[335:328] : f_shifted[367:360]) : 8'h00),
-        l44_marker ? 8'h00 : ((l44_after ? (~f_room_data[17] & (f_room_data_big | (8'h2c < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h30 < f_room_data_small)))) ? (l44_after ? f_shifted[327:320] : f_shifted[359:352]) : 8'h00),
-        l43_marker ? f_fpduptr[7:0] : ((l43_after ? (~f_room_data[17] & (f_room_data_big | (8'h2b < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h2f < f_room_data_small)))) ? (l43_after ? f_shifted[319:312] : f_shifted[351:344]) : 8'h00),
-        l42_marker ? f_fpduptr[15:8] : ((l42_after ? (~f_room_data[17] & (f_room_data_big | (8'h2a < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h2e < f_room_data_small)))) ? (l42_after ? f_shifted[311:304] : f_shifted[343:336]) : 8'h00),
-        l41_marker ? 8'h00 : ((l41_after ? (~f_room_data[17] & (f_room_data_big | (8'h29 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h2d < f_room_data_small)))) ? (l41_after ? f_shifted[303:296] : f_shifted[335:328]) : 8'h00),
-        l40_marker ? 8'h00 : ((l40_after ? (~f_room_data[17] & (f_room_data_big | (8'h28 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h2c < f_room_data_small)))) ? (l40_after ? f_shifted[295:288] : f_shifted[327:320]) : 8'h00),
-        l39_marker ? f_fpduptr[7:0] : ((l39_after ? (~f_room_data[17] & (f_room_data_big | (8'h27 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h2b < f_room_data_small)))) ? (l39_after ? f_shifted[287:280] : f_shifted[319:312]) : 8'h00),
-        l38_marker ? f_fpduptr[15:8] : ((l38_after ? (~f_room_data[17] & (f_room_data_big | (8'h26 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h2a < f_room_data_small)))) ? (l38_after ? f_shifted[279:272] : f_shifted[311:304]) : 8'h00),
-        l37_marker ? 8'h00 : ((l37_after ? (~f_room_data[17] & (f_room_data_big | (8'h25 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h29 < f_room_data_small)))) ? (l37_after ? f_shifted[271:264] : f_shifted[303:296]) : 8'h00),
-        l36_marker ? 8'h00 : ((l36_after ? (~f_room_data[17] & (f_room_data_big | (8'h24 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h28 < f_room_data_small)))) ? (l36_after ? f_shifted[263:256] : f_shifted[295:288]) : 8'h00),
-        l35_marker ? f_fpduptr[7:0] : ((l35_after ? (~f_room_data[17] & (f_room_data_big | (8'h23 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h27 < f_room_data_small)))) ? (l35_after ? f_shifted[255:248] : f_shifted[287:280]) : 8'h00),
-        l34_marker ? f_fpduptr[15:8] : ((l34_after ? (~f_room_data[17] & (f_room_data_big | (8'h22 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h26 < f_room_data_small)))) ? (l34_after ? f_shifted[247:240] : f_shifted[279:272]) : 8'h00),
-        l33_marker ? 8'h00 : ((l33_after ? (~f_room_data[17] & (f_room_data_big | (8'h21 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h25 < f_room_data_small)))) ? (l33_after ? f_shifted[239:232] : f_shifted[271:264]) : 8'h00),
-        l32_marker ? 8'h00 : ((l32_after ? (~f_room_data[17] & (f_room_data_big | (8'h20 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h24 < f_room_data_small)))) ? (l32_after ? f_shifted[231:224] : f_shifted[263:256]) : 8'h00),
-        l31_marker ? f_fpduptr[7:0] : ((l31_after ? (~f_room_data[17] & (f_room_data_big | (8'h1f < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h23 < f_room_data_small)))) ? (l31_after ? f_shifted[223:216] : f_shifted[255:248]) : 8'h00),
-        l30_marker ? f_fpduptr[15:8] : ((l30_after ? (~f_room_data[17] & (f_room_data_big | (8'h1e < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h22 < f_room_data_small)))) ? (l30_after ? f_shifted[215:208] : f_shifted[247:240]) : 8'h00),
-        l29_marker ? 8'h00 : ((l29_after ? (~f_room_data[17] & (f_room_data_big | (8'h1d < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h21 < f_room_data_small)))) ? (l29_after ? f_shifted[207:200] : f_shifted[239:232]) : 8'h00),
-        l28_marker ? 8'h00 : ((l28_after ? (~f_room_data[17] & (f_room_data_big | (8'h1c < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h20 < f_room_data_small)))) ? (l28_after ? f_shifted[199:192] : f_shifted[231:224]) : 8'h00),
-        l27_marker ? f_fpduptr[7:0] : ((l27_after ? (~f_room_data[17] & (f_room_data_big | (8'h1b < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h1f < f_room_data_small)))) ? (l27_after ? f_shifted[191:184] : f_shifted[223:216]) : 8'h00),
-        l26_marker ? f_fpduptr[15:8] : ((l26_after ? (~f_room_data[17] & (f_room_data_big | (8'h1a < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h1e < f_room_data_small)))) ? (l26_after ? f_shifted[183:176] : f_shifted[215:208]) : 8'h00),
-        l25_marker ? 8'h00 : ((l25_after ? (~f_room_data[17] & (f_room_data_big | (8'h19 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h1d < f_room_data_small)))) ? (l25_after ? f_shifted[175:168] : f_shifted[207:200]) : 8'h00),
-        l24_marker ? 8'h00 : ((l24_after ? (~f_room_data[17] & (f_room_data_big | (8'h18 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h1c < f_room_data_small)))) ? (l24_after ? f_shifted[167:160] : f_shifted[199:192]) : 8'h00),
-        l23_marker ? f_fpduptr[7:0] : ((l23_after ? (~f_room_data[17] & (f_room_data_big | (8'h17 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h1b < f_room_data_small)))) ? (l23_after ? f_shifted[159:152] : f_shifted[191:184]) : 8'h00),
-        l22_marker ? f_fpduptr[15:8] : ((l22_after ? (~f_room_data[17] & (f_room_data_big | (8'h16 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h1a < f_room_data_small)))) ? (l22_after ? f_shifted[151:144] : f_shifted[183:176]) : 8'h00),
-        l21_marker ? 8'h00 : ((l21_after ? (~f_room_data[17] & (f_room_data_big | (8'h15 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h19 < f_room_data_small)))) ? (l21_after ? f_shifted[143:136] : f_shifted[175:168]) : 8'h00),
-        l20_marker ? 8'h00 : ((l20_after ? (~f_room_data[17] & (f_room_data_big | (8'h14 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h18 < f_room_data_small)))) ? (l20_after ? f_shifted[135:128] : f_shifted[167:160]) : 8'h00),
-        l19_marker ? f_fpduptr[7:0] : ((l19_after ? (~f_room_data[17] & (f_room_data_big | (8'h13 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h17 < f_room_data_small)))) ? (l19_after ? f_shifted[127:120] : f_shifted[159:152]) : 8'h00),
-        l18_marker ? f_fpduptr[15:8] : ((l18_after ? (~f_room_data[17] & (f_room_data_big | (8'h12 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h16 < f_room_data_small)))) ? (l18_after ? f_shifted[119:112] : f_shifted[151:144]) : 8'h00),
-        l17_marker ? 8'h00 : ((l17_after ? (~f_room_data[17] & (f_room_data_big | (8'h11 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h15 < f_room_data_small)))) ? (l17_after ? f_shifted[111:104] : f_shifted[143:136]) : 8'h00),
-        l16_marker ? 8'h00 : ((l16_after ? (~f_room_data[17] & (f_room_data_big | (8'h10 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h14 < f_room_data_small)))) ? (l16_after ? f_shifted[103:96] : f_shifted[135:128]) : 8'h00),
-        l15_marker ? f_fpduptr[7:0] : ((l15_after ? (~f_room_data[17] & (f_room_data_big | (8'h0f < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h13 < f_room_data_small)))) ? (l15_after ? f_shifted[95:88] : f_shifted[127:120]) : 8'h00),
-        l14_marker ? f_fpduptr[15:8] : ((l14_after ? (~f_room_data[17] & (f_room_data_big | (8'h0e < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h12 < f_room_data_small)))) ? (l14_after ? f_shifted[87:80] : f_shifted[119:112]) : 8'h00),
-        l13_marker ? 8'h00 : ((l13_after ? (~f_room_data[17] & (f_room_data_big | (8'h0d < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h11 < f_room_data_small)))) ? (l13_after ? f_shifted[79:72] : f_shifted[111:104]) : 8'h00),
-        l12_marker ? 8'h00 : ((l12_after ? (~f_room_data[17] & (f_room_data_big | (8'h0c < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h10 < f_room_data_small)))) ? (l12_after ? f_shifted[71:64] : f_shifted[103:96]) : 8'h00),
-        l11_marker ? f_fpduptr[7:0] : ((l11_after ? (~f_room_data[17] & (f_room_data_big | (8'h0b < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h0f < f_room_data_small)))) ? (l11_after ? f_shifted[63:56] : f_shifted[95:88]) : 8'h00),
-        l10_marker ? f_fpduptr[15:8] : ((l10_after ? (~f_room_data[17] & (f_room_data_big | (8'h0a < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h0e < f_room_data_small)))) ? (l10_after ? f_shifted[55:48] : f_shifted[87:80]) : 8'h00),
-        l9_marker ? 8'h00 : ((l9_after ? (~f_room_data[17] & (f_room_data_big | (8'h09 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h0d < f_room_data_small)))) ? (l9_after ? f_shifted[47:40] : f_shifted[79:72]) : 8'h00),
-        l8_marker ? 8'h00 : ((l8_after ? (~f_room_data[17] & (f_room_data_big | (8'h08 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h0c < f_room_data_small)))) ? (l8_after ? f_shifted[39:32] : f_shifted[71:64]) : 8'h00),
-        l7_marker ? f_fpduptr[7:0] : ((l7_after ? (~f_room_data[17] & (f_room_data_big | (8'h07 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h0b < f_room_data_small)))) ? (l7_after ? f_shifted[31:24] : f_shifted[63:56]) : 8'h00),
-        l6_marker ? f_fpduptr[15:8] : ((l6_after ? (~f_room_data[17] & (f_room_data_big | (8'h06 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h0a < f_room_data_small)))) ? (l6_after ? f_shifted[23:16] : f_shifted[55:48]) : 8'h00),
-        l5_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[7:0] : ((l5_after ? (~f_room_data[17] & (f_room_data_big | (8'h05 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h09 < f_room_data_small)))) ? (l5_after ? f_shifted[15:8] : f_shifted[47:40]) : 8'h00)),
-        l4_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[15:8] : ((l4_after ? (~f_room_data[17] & (f_room_data_big | (8'h04 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h08 < f_room_data_small)))) ? (l4_after ? f_shifted[7:0] : f_shifted[39:32]) : 8'h00)),
+        l63_marker ? f_fpduptr[7:0] : ((l63_after ? (~f_room_data[17] & (f_room_data_big | (8'h3f < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h43 < f_room_data_small)))) ? (l63_after ? f_shifted[479:472] :
+            f_shifted[511:504]) : 8'h00),
+        l62_marker ? f_fpduptr[15:8] : ((l62_after ? (~f_room_data[17] & (f_room_data_big | (8'h3e < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h42 < f_room_data_small)))) ? (l62_after ? f_shifted[471:464] :
+            f_shifted[503:496]) : 8'h00),
+        l61_marker ? 8'h00 : ((l61_after ? (~f_room_data[17] & (f_room_data_big | (8'h3d < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h41 < f_room_data_small)))) ? (l61_after ? f_shifted[463:456] :
+            f_shifted[495:488]) : 8'h00),
+        l60_marker ? 8'h00 : ((l60_after ? (~f_room_data[17] & (f_room_data_big | (8'h3c < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h40 < f_room_data_small)))) ? (l60_after ? f_shifted[455:448] :
+            f_shifted[487:480]) : 8'h00),
+        l59_marker ? f_fpduptr[7:0] : ((l59_after ? (~f_room_data[17] & (f_room_data_big | (8'h3b < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h3f < f_room_data_small)))) ? (l59_after ? f_shifted[447:440] :
+            f_shifted[479:472]) : 8'h00),
+        l58_marker ? f_fpduptr[15:8] : ((l58_after ? (~f_room_data[17] & (f_room_data_big | (8'h3a < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h3e < f_room_data_small)))) ? (l58_after ? f_shifted[439:432] :
+            f_shifted[471:464]) : 8'h00),
+        l57_marker ? 8'h00 : ((l57_after ? (~f_room_data[17] & (f_room_data_big | (8'h39 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h3d < f_room_data_small)))) ? (l57_after ? f_shifted[431:424] :
+            f_shifted[463:456]) : 8'h00),
+        l56_marker ? 8'h00 : ((l56_after ? (~f_room_data[17] & (f_room_data_big | (8'h38 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h3c < f_room_data_small)))) ? (l56_after ? f_shifted[423:416] :
+            f_shifted[455:448]) : 8'h00),
+        l55_marker ? f_fpduptr[7:0] : ((l55_after ? (~f_room_data[17] & (f_room_data_big | (8'h37 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h3b < f_room_data_small)))) ? (l55_after ? f_shifted[415:408] :
+            f_shifted[447:440]) : 8'h00),
+        l54_marker ? f_fpduptr[15:8] : ((l54_after ? (~f_room_data[17] & (f_room_data_big | (8'h36 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h3a < f_room_data_small)))) ? (l54_after ? f_shifted[407:400] :
+            f_shifted[439:432]) : 8'h00),
+        l53_marker ? 8'h00 : ((l53_after ? (~f_room_data[17] & (f_room_data_big | (8'h35 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h39 < f_room_data_small)))) ? (l53_after ? f_shifted[399:392] :
+            f_shifted[431:424]) : 8'h00),
+        l52_marker ? 8'h00 : ((l52_after ? (~f_room_data[17] & (f_room_data_big | (8'h34 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h38 < f_room_data_small)))) ? (l52_after ? f_shifted[391:384] :
+            f_shifted[423:416]) : 8'h00),
+        l51_marker ? f_fpduptr[7:0] : ((l51_after ? (~f_room_data[17] & (f_room_data_big | (8'h33 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h37 < f_room_data_small)))) ? (l51_after ? f_shifted[383:376] :
+            f_shifted[415:408]) : 8'h00),
+        l50_marker ? f_fpduptr[15:8] : ((l50_after ? (~f_room_data[17] & (f_room_data_big | (8'h32 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h36 < f_room_data_small)))) ? (l50_after ? f_shifted[375:368] :
+            f_shifted[407:400]) : 8'h00),
+        l49_marker ? 8'h00 : ((l49_after ? (~f_room_data[17] & (f_room_data_big | (8'h31 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h35 < f_room_data_small)))) ? (l49_after ? f_shifted[367:360] :
+            f_shifted[399:392]) : 8'h00),
+        l48_marker ? 8'h00 : ((l48_after ? (~f_room_data[17] & (f_room_data_big | (8'h30 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h34 < f_room_data_small)))) ? (l48_after ? f_shifted[359:352] :
+            f_shifted[391:384]) : 8'h00),
+        l47_marker ? f_fpduptr[7:0] : ((l47_after ? (~f_room_data[17] & (f_room_data_big | (8'h2f < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h33 < f_room_data_small)))) ? (l47_after ? f_shifted[351:344] :
+            f_shifted[383:376]) : 8'h00),
+        l46_marker ? f_fpduptr[15:8] : ((l46_after ? (~f_room_data[17] & (f_room_data_big | (8'h2e < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h32 < f_room_data_small)))) ? (l46_after ? f_shifted[343:336] :
+            f_shifted[375:368]) : 8'h00),
+        l45_marker ? 8'h00 : ((l45_after ? (~f_room_data[17] & (f_room_data_big | (8'h2d < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h31 < f_room_data_small)))) ? (l45_after ? f_shifted[335:328] :
+            f_shifted[367:360]) : 8'h00),
+        l44_marker ? 8'h00 : ((l44_after ? (~f_room_data[17] & (f_room_data_big | (8'h2c < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h30 < f_room_data_small)))) ? (l44_after ? f_shifted[327:320] :
+            f_shifted[359:352]) : 8'h00),
+        l43_marker ? f_fpduptr[7:0] : ((l43_after ? (~f_room_data[17] & (f_room_data_big | (8'h2b < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h2f < f_room_data_small)))) ? (l43_after ? f_shifted[319:312] :
+            f_shifted[351:344]) : 8'h00),
+        l42_marker ? f_fpduptr[15:8] : ((l42_after ? (~f_room_data[17] & (f_room_data_big | (8'h2a < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h2e < f_room_data_small)))) ? (l42_after ? f_shifted[311:304] :
+            f_shifted[343:336]) : 8'h00),
+        l41_marker ? 8'h00 : ((l41_after ? (~f_room_data[17] & (f_room_data_big | (8'h29 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h2d < f_room_data_small)))) ? (l41_after ? f_shifted[303:296] :
+            f_shifted[335:328]) : 8'h00),
+        l40_marker ? 8'h00 : ((l40_after ? (~f_room_data[17] & (f_room_data_big | (8'h28 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h2c < f_room_data_small)))) ? (l40_after ? f_shifted[295:288] :
+            f_shifted[327:320]) : 8'h00),
+        l39_marker ? f_fpduptr[7:0] : ((l39_after ? (~f_room_data[17] & (f_room_data_big | (8'h27 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h2b < f_room_data_small)))) ? (l39_after ? f_shifted[287:280] :
+            f_shifted[319:312]) : 8'h00),
+        l38_marker ? f_fpduptr[15:8] : ((l38_after ? (~f_room_data[17] & (f_room_data_big | (8'h26 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h2a < f_room_data_small)))) ? (l38_after ? f_shifted[279:272] :
+            f_shifted[311:304]) : 8'h00),
+        l37_marker ? 8'h00 : ((l37_after ? (~f_room_data[17] & (f_room_data_big | (8'h25 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h29 < f_room_data_small)))) ? (l37_after ? f_shifted[271:264] :
+            f_shifted[303:296]) : 8'h00),
+        l36_marker ? 8'h00 : ((l36_after ? (~f_room_data[17] & (f_room_data_big | (8'h24 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h28 < f_room_data_small)))) ? (l36_after ? f_shifted[263:256] :
+            f_shifted[295:288]) : 8'h00),
+        l35_marker ? f_fpduptr[7:0] : ((l35_after ? (~f_room_data[17] & (f_room_data_big | (8'h23 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h27 < f_room_data_small)))) ? (l35_after ? f_shifted[255:248] :
+            f_shifted[287:280]) : 8'h00),
+        l34_marker ? f_fpduptr[15:8] : ((l34_after ? (~f_room_data[17] & (f_room_data_big | (8'h22 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h26 < f_room_data_small)))) ? (l34_after ? f_shifted[247:240] :
+            f_shifted[279:272]) : 8'h00),
+        l33_marker ? 8'h00 : ((l33_after ? (~f_room_data[17] & (f_room_data_big | (8'h21 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h25 < f_room_data_small)))) ? (l33_after ? f_shifted[239:232] :
+            f_shifted[271:264]) : 8'h00),
+        l32_marker ? 8'h00 : ((l32_after ? (~f_room_data[17] & (f_room_data_big | (8'h20 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h24 < f_room_data_small)))) ? (l32_after ? f_shifted[231:224] :
+            f_shifted[263:256]) : 8'h00),
+        l31_marker ? f_fpduptr[7:0] : ((l31_after ? (~f_room_data[17] & (f_room_data_big | (8'h1f < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h23 < f_room_data_small)))) ? (l31_after ? f_shifted[223:216] :
+            f_shifted[255:248]) : 8'h00),
+        l30_marker ? f_fpduptr[15:8] : ((l30_after ? (~f_room_data[17] & (f_room_data_big | (8'h1e < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h22 < f_room_data_small)))) ? (l30_after ? f_shifted[215:208] :
+            f_shifted[247:240]) : 8'h00),
+        l29_marker ? 8'h00 : ((l29_after ? (~f_room_data[17] & (f_room_data_big | (8'h1d < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h21 < f_room_data_small)))) ? (l29_after ? f_shifted[207:200] :
+            f_shifted[239:232]) : 8'h00),
+        l28_marker ? 8'h00 : ((l28_after ? (~f_room_data[17] & (f_room_data_big | (8'h1c < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h20 < f_room_data_small)))) ? (l28_after ? f_shifted[199:192] :
+            f_shifted[231:224]) : 8'h00),
+        l27_marker ? f_fpduptr[7:0] : ((l27_after ? (~f_room_data[17] & (f_room_data_big | (8'h1b < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h1f < f_room_data_small)))) ? (l27_after ? f_shifted[191:184] :
+            f_shifted[223:216]) : 8'h00),
+        l26_marker ? f_fpduptr[15:8] : ((l26_after ? (~f_room_data[17] & (f_room_data_big | (8'h1a < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h1e < f_room_data_small)))) ? (l26_after ? f_shifted[183:176] :
+            f_shifted[215:208]) : 8'h00),
+        l25_marker ? 8'h00 : ((l25_after ? (~f_room_data[17] & (f_room_data_big | (8'h19 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h1d < f_room_data_small)))) ? (l25_after ? f_shifted[175:168] :
+            f_shifted[207:200]) : 8'h00),
+        l24_marker ? 8'h00 : ((l24_after ? (~f_room_data[17] & (f_room_data_big | (8'h18 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h1c < f_room_data_small)))) ? (l24_after ? f_shifted[167:160] :
+            f_shifted[199:192]) : 8'h00),
+        l23_marker ? f_fpduptr[7:0] : ((l23_after ? (~f_room_data[17] & (f_room_data_big | (8'h17 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h1b < f_room_data_small)))) ? (l23_after ? f_shifted[159:152] :
+            f_shifted[191:184]) : 8'h00),
+        l22_marker ? f_fpduptr[15:8] : ((l22_after ? (~f_room_data[17] & (f_room_data_big | (8'h16 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h1a < f_room_data_small)))) ? (l22_after ? f_shifted[151:144] :
+            f_shifted[183:176]) : 8'h00),
+        l21_marker ? 8'h00 : ((l21_after ? (~f_room_data[17] & (f_room_data_big | (8'h15 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h19 < f_room_data_small)))) ? (l21_after ? f_shifted[143:136] :
+            f_shifted[175:168]) : 8'h00),
+        l20_marker ? 8'h00 : ((l20_after ? (~f_room_data[17] & (f_room_data_big | (8'h14 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h18 < f_room_data_small)))) ? (l20_after ? f_shifted[135:128] :
+            f_shifted[167:160]) : 8'h00),
+        l19_marker ? f_fpduptr[7:0] : ((l19_after ? (~f_room_data[17] & (f_room_data_big | (8'h13 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h17 < f_room_data_small)))) ? (l19_after ? f_shifted[127:120] :
+            f_shifted[159:152]) : 8'h00),
+        l18_marker ? f_fpduptr[15:8] : ((l18_after ? (~f_room_data[17] & (f_room_data_big | (8'h12 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h16 < f_room_data_small)))) ? (l18_after ? f_shifted[119:112] :
+            f_shifted[151:144]) : 8'h00),
+        l17_marker ? 8'h00 : ((l17_after ? (~f_room_data[17] & (f_room_data_big | (8'h11 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h15 < f_room_data_small)))) ? (l17_after ? f_shifted[111:104] :
+            f_shifted[143:136]) : 8'h00),
+        l16_marker ? 8'h00 : ((l16_after ? (~f_room_data[17] & (f_room_data_big | (8'h10 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h14 < f_room_data_small)))) ? (l16_after ? f_shifted[103:96] :
+            f_shifted[135:128]) : 8'h00),
+        l15_marker ? f_fpduptr[7:0] : ((l15_after ? (~f_room_data[17] & (f_room_data_big | (8'h0f < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h13 < f_room_data_small)))) ? (l15_after ? f_shifted[95:88] :
+            f_shifted[127:120]) : 8'h00),
+        l14_marker ? f_fpduptr[15:8] : ((l14_after ? (~f_room_data[17] & (f_room_data_big | (8'h0e < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h12 < f_room_data_small)))) ? (l14_after ? f_shifted[87:80] :
+            f_shifted[119:112]) : 8'h00),
+        l13_marker ? 8'h00 : ((l13_after ? (~f_room_data[17] & (f_room_data_big | (8'h0d < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h11 < f_room_data_small)))) ? (l13_after ? f_shifted[79:72] :
+            f_shifted[111:104]) : 8'h00),
+        l12_marker ? 8'h00 : ((l12_after ? (~f_room_data[17] & (f_room_data_big | (8'h0c < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h10 < f_room_data_small)))) ? (l12_after ? f_shifted[71:64] :
+            f_shifted[103:96]) : 8'h00),
+        l11_marker ? f_fpduptr[7:0] : ((l11_after ? (~f_room_data[17] & (f_room_data_big | (8'h0b < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h0f < f_room_data_small)))) ? (l11_after ? f_shifted[63:56] :
+            f_shifted[95:88]) : 8'h00),
+        l10_marker ? f_fpduptr[15:8] : ((l10_after ? (~f_room_data[17] & (f_room_data_big | (8'h0a < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h0e < f_room_data_small)))) ? (l10_after ? f_shifted[55:48] :
+            f_shifted[87:80]) : 8'h00),
+        l9_marker ? 8'h00 : ((l9_after ? (~f_room_data[17] & (f_room_data_big | (8'h09 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h0d < f_room_data_small)))) ? (l9_after ? f_shifted[47:40] : f_shifted[79:72])
+            : 8'h00),
+        l8_marker ? 8'h00 : ((l8_after ? (~f_room_data[17] & (f_room_data_big | (8'h08 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h0c < f_room_data_small)))) ? (l8_after ? f_shifted[39:32] : f_shifted[71:64])
+            : 8'h00),
+        l7_marker ? f_fpduptr[7:0] : ((l7_after ? (~f_room_data[17] & (f_room_data_big | (8'h07 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h0b < f_room_data_small)))) ? (l7_after ? f_shifted[31:24] : f_shifted[63:56])
+            : 8'h00),
+        l6_marker ? f_fpduptr[15:8] : ((l6_after ? (~f_room_data[17] & (f_room_data_big | (8'h06 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (8'h0a < f_room_data_small)))) ? (l6_after ? f_shifted[23:16] : f_shifted[55:48])
+            : 8'h00),
+        l5_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[7:0] : ((l5_after ? (~f_room_data[17] & (f_room_data_big
+            | (8'h05 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h09 < f_room_data_small)))) ? (l5_after ?
+            f_shifted[15:8] : f_shifted[47:40]) : 8'h00)),
+        l4_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[15:8] : ((l4_after ? (~f_room_data[17] &
+            (f_room_data_big | (8'h04 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h08 < f_room_data_small))))
+            ? (l4_after ? f_shifted[7:0] : f_shifted[39:32]) : 8'h00)),
         l3_marker ? f_fpduptr[7:0] : ((l3_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (8'h07 < f_room_data_small)))) ? f_shifted[31:24] : 8'h00),
         l2_marker ? f_fpduptr[15:8] : ((l2_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (8'h06 < f_room_data_small)))) ? f_shifted[23:16] : 8'h00),
-        l1_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[7:0] : ((l1_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (8'h05 < f_room_data_small)))) ? f_shifted[15:8] : 8'h00)),
-        l0_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[15:8] : ((l0_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (8'h04 < f_room_data_small)))) ? f_shifted[7:0] : 8'h00))
+        l1_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[7:0] : ((l1_after ? 1'h0 : (~f_room_data[17] &
+            (f_room_data_big | (8'h05 < f_room_data_small)))) ? f_shifted[15:8] : 8'h00)),
+        l0_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[15:8] : ((l0_after ? 1'h0 : (~f_room_data[17] &
+            (f_room_data_big | (8'h04 < f_room_data_small)))) ? f_shifted[7:0] : 8'h00))
     };
     assign f_keep = {
         l63_marker | (l63_after ? (~f_room_end[17] & (f_room_end_big | (8'h3f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h43 < f_room_end_small)))),
@@ -825,72 +944,7 @@ module mpa_tx_w512 (
         ^(fb_masked & 512'h3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186b9),
         ^(fb_masked & 512'h1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35c)
     };
-    assign fb_cover_last = {
-        fb_cover[63],
-        fb_cover[62] & ~fb_cover[63],
-        fb_cover[61] & ~fb_cover[62],
-        fb_cover[60] & ~fb_cover[61],
-        fb_cover[59] & ~fb_cover[60],
-        fb_cover[58] & ~fb_cover[59],
-        fb_cover[57] & ~fb_cover[58],
-        fb_cover[56] & ~fb_cover[57],
-        fb_cover[55] & ~fb_cover[56],
-        fb_cover[54] & ~fb_cover[55],
-        fb_cover[53] & ~fb_cover[54],
-        fb_cover[52] & ~fb_cover[53],
-        fb_cover[51] & ~fb_cover[52],
-        fb_cover[50] & ~fb_cover[51],
-        fb_cover[49] & ~fb_cover[50],
-        fb_cover[48] & ~fb_cover[49],
-        fb_cover[47] & ~fb_cover[48],
-        fb_cover[46] & ~fb_cover[47],
-        fb_cover[45] & ~fb_cover[46],
-        fb_cover[44] & ~fb_cover[45],
-        fb_cover[43] & ~fb_cover[44],
-        fb_cover[42] & ~fb_cover[43],
-        fb_cover[41] & ~fb_cover[42],
-        fb_cover[40] & ~fb_cover[41],
-        fb_cover[39] & ~fb_cover[40],
-        fb_cover[38] & ~fb_cover[39],
-        fb_cover[37] & ~fb_cover[38],
-        fb_cover[36] & ~fb_cover[37],
-        fb_cover[35] & ~fb_cover[36],
-        fb_cover[34] & ~fb_cover[35],
-        fb_cover[33] & ~fb_cover[34],
-        fb_cover[32] & ~fb_cover[33],
-        fb_cover[31] & ~fb_cover[32],
-        fb_cover[30] & ~fb_cover[31],
-        fb_cover[29] & ~fb_cover[30],
-        fb_cover[28] & ~fb_cover[29],
-        fb_cover[27] & ~fb_cover[28],
-        fb_cover[26] & ~fb_cover[27],
-        fb_cover[25] & ~fb_cover[26],
-        fb_cover[24] & ~fb_cover[25],
-        fb_cover[23] & ~fb_cover[24],
-        fb_cover[22] & ~fb_cover[23],
-        fb_cover[21] & ~fb_cover[22],
-        fb_cover[20] & ~fb_cover[21],
-        fb_cover[19] & ~fb_cover[20],
-        fb_cover[18] & ~fb_cover[19],
-        fb_cover[17] & ~fb_cover[18],
-        fb_cover[16] & ~fb_cover[17],
-        fb_cover[15] & ~fb_cover[16],
-        fb_cover[14] & ~fb_cover[15],
-        fb_cover[13] & ~fb_cover[14],
-        fb_cover[12] & ~fb_cover[13],
-        fb_cover[11] & ~fb_cover[12],
-        fb_cover[10] & ~fb_cover[11],
-        fb_cover[9] & ~fb_cover[10],
-        fb_cover[8] & ~fb_cover[9],
-        fb_cover[7] & ~fb_cover[8],
-        fb_cover[6] & ~fb_cover[7],
-        fb_cover[5] & ~fb_cover[6],
-        fb_cover[4] & ~fb_cover[5],
-        fb_cover[3] & ~fb_cover[4],
-        fb_cover[2] & ~fb_cover[3],
-        fb_cover[1] & ~fb_cover[2],
-        fb_cover[0] & ~fb_cover[1]
-    };
+    assign fb_cover_last = fb_cover & ~{1'h0, fb_cover[63:1]};
     assign fb_cover_none = ~|fb_cover;
     assign fb_pad = fb_cover_none ? 7'h40 : {1'h0, {
         |(fb_cover_last & 64'h00000000ffffffff),
@@ -935,112 +989,236 @@ module mpa_tx_w512 (
         ^(crc_state & 32'ha660c35c)
     };
     assign crc_next = b_term ^ crc_state_term;
-    assign p0_matrix = p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7 : zinv_6) : (p0_pad[0] ? zinv_5 : zinv_4)) : (p0_pad[1] ? (p0_pad[0] ? zinv_3 : zinv_2) : (p0_pad[0] ? zinv_1 : zinv_0));
     assign p0_fixed = {
-        ^(p0_reg & p0_matrix[1023:992]),
-        ^(p0_reg & p0_matrix[991:960]),
-        ^(p0_reg & p0_matrix[959:928]),
-        ^(p0_reg & p0_matrix[927:896]),
-        ^(p0_reg & p0_matrix[895:864]),
-        ^(p0_reg & p0_matrix[863:832]),
-        ^(p0_reg & p0_matrix[831:800]),
-        ^(p0_reg & p0_matrix[799:768]),
-        ^(p0_reg & p0_matrix[767:736]),
-        ^(p0_reg & p0_matrix[735:704]),
-        ^(p0_reg & p0_matrix[703:672]),
-        ^(p0_reg & p0_matrix[671:640]),
-        ^(p0_reg & p0_matrix[639:608]),
-        ^(p0_reg & p0_matrix[607:576]),
-        ^(p0_reg & p0_matrix[575:544]),
-        ^(p0_reg & p0_matrix[543:512]),
-        ^(p0_reg & p0_matrix[511:480]),
-        ^(p0_reg & p0_matrix[479:448]),
-        ^(p0_reg & p0_matrix[447:416]),
-        ^(p0_reg & p0_matrix[415:384]),
-        ^(p0_reg & p0_matrix[383:352]),
-        ^(p0_reg & p0_matrix[351:320]),
-        ^(p0_reg & p0_matrix[319:288]),
-        ^(p0_reg & p0_matrix[287:256]),
-        ^(p0_reg & p0_matrix[255:224]),
-        ^(p0_reg & p0_matrix[223:192]),
-        ^(p0_reg & p0_matrix[191:160]),
-        ^(p0_reg & p0_matrix[159:128]),
-        ^(p0_reg & p0_matrix[127:96]),
-        ^(p0_reg & p0_matrix[95:64]),
-        ^(p0_reg & p0_matrix[63:32]),
-        ^(p0_reg & p0_matrix[31:0])
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[1023:992] : zinv_6[1023:992]) : (p0_pad[0] ? zinv_5[1023:992] :
+            zinv_4[1023:992])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[1023:992] : zinv_2[1023:992]) : (p0_pad[0] ? zinv_1[1023:992] :
+            zinv_0[1023:992])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[991:960] : zinv_6[991:960]) : (p0_pad[0] ? zinv_5[991:960] :
+            zinv_4[991:960])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[991:960] : zinv_2[991:960]) : (p0_pad[0] ? zinv_1[991:960] :
+            zinv_0[991:960])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[959:928] : zinv_6[959:928]) : (p0_pad[0] ? zinv_5[959:928] :
+            zinv_4[959:928])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[959:928] : zinv_2[959:928]) : (p0_pad[0] ? zinv_1[959:928] :
+            zinv_0[959:928])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[927:896] : zinv_6[927:896]) : (p0_pad[0] ? zinv_5[927:896] :
+            zinv_4[927:896])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[927:896] : zinv_2[927:896]) : (p0_pad[0] ? zinv_1[927:896] :
+            zinv_0[927:896])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[895:864] : zinv_6[895:864]) : (p0_pad[0] ? zinv_5[895:864] :
+            zinv_4[895:864])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[895:864] : zinv_2[895:864]) : (p0_pad[0] ? zinv_1[895:864] :
+            zinv_0[895:864])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[863:832] : zinv_6[863:832]) : (p0_pad[0] ? zinv_5[863:832] :
+            zinv_4[863:832])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[863:832] : zinv_2[863:832]) : (p0_pad[0] ? zinv_1[863:832] :
+            zinv_0[863:832])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[831:800] : zinv_6[831:800]) : (p0_pad[0] ? zinv_5[831:800] :
+            zinv_4[831:800])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[831:800] : zinv_2[831:800]) : (p0_pad[0] ? zinv_1[831:800] :
+            zinv_0[831:800])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[799:768] : zinv_6[799:768]) : (p0_pad[0] ? zinv_5[799:768] :
+            zinv_4[799:768])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[799:768] : zinv_2[799:768]) : (p0_pad[0] ? zinv_1[799:768] :
+            zinv_0[799:768])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[767:736] : zinv_6[767:736]) : (p0_pad[0] ? zinv_5[767:736] :
+            zinv_4[767:736])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[767:736] : zinv_2[767:736]) : (p0_pad[0] ? zinv_1[767:736] :
+            zinv_0[767:736])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[735:704] : zinv_6[735:704]) : (p0_pad[0] ? zinv_5[735:704] :
+            zinv_4[735:704])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[735:704] : zinv_2[735:704]) : (p0_pad[0] ? zinv_1[735:704] :
+            zinv_0[735:704])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[703:672] : zinv_6[703:672]) : (p0_pad[0] ? zinv_5[703:672] :
+            zinv_4[703:672])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[703:672] : zinv_2[703:672]) : (p0_pad[0] ? zinv_1[703:672] :
+            zinv_0[703:672])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[671:640] : zinv_6[671:640]) : (p0_pad[0] ? zinv_5[671:640] :
+            zinv_4[671:640])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[671:640] : zinv_2[671:640]) : (p0_pad[0] ? zinv_1[671:640] :
+            zinv_0[671:640])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[639:608] : zinv_6[639:608]) : (p0_pad[0] ? zinv_5[639:608] :
+            zinv_4[639:608])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[639:608] : zinv_2[639:608]) : (p0_pad[0] ? zinv_1[639:608] :
+            zinv_0[639:608])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[607:576] : zinv_6[607:576]) : (p0_pad[0] ? zinv_5[607:576] :
+            zinv_4[607:576])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[607:576] : zinv_2[607:576]) : (p0_pad[0] ? zinv_1[607:576] :
+            zinv_0[607:576])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[575:544] : zinv_6[575:544]) : (p0_pad[0] ? zinv_5[575:544] :
+            zinv_4[575:544])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[575:544] : zinv_2[575:544]) : (p0_pad[0] ? zinv_1[575:544] :
+            zinv_0[575:544])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[543:512] : zinv_6[543:512]) : (p0_pad[0] ? zinv_5[543:512] :
+            zinv_4[543:512])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[543:512] : zinv_2[543:512]) : (p0_pad[0] ? zinv_1[543:512] :
+            zinv_0[543:512])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[511:480] : zinv_6[511:480]) : (p0_pad[0] ? zinv_5[511:480] :
+            zinv_4[511:480])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[511:480] : zinv_2[511:480]) : (p0_pad[0] ? zinv_1[511:480] :
+            zinv_0[511:480])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[479:448] : zinv_6[479:448]) : (p0_pad[0] ? zinv_5[479:448] :
+            zinv_4[479:448])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[479:448] : zinv_2[479:448]) : (p0_pad[0] ? zinv_1[479:448] :
+            zinv_0[479:448])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[447:416] : zinv_6[447:416]) : (p0_pad[0] ? zinv_5[447:416] :
+            zinv_4[447:416])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[447:416] : zinv_2[447:416]) : (p0_pad[0] ? zinv_1[447:416] :
+            zinv_0[447:416])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[415:384] : zinv_6[415:384]) : (p0_pad[0] ? zinv_5[415:384] :
+            zinv_4[415:384])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[415:384] : zinv_2[415:384]) : (p0_pad[0] ? zinv_1[415:384] :
+            zinv_0[415:384])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[383:352] : zinv_6[383:352]) : (p0_pad[0] ? zinv_5[383:352] :
+            zinv_4[383:352])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[383:352] : zinv_2[383:352]) : (p0_pad[0] ? zinv_1[383:352] :
+            zinv_0[383:352])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[351:320] : zinv_6[351:320]) : (p0_pad[0] ? zinv_5[351:320] :
+            zinv_4[351:320])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[351:320] : zinv_2[351:320]) : (p0_pad[0] ? zinv_1[351:320] :
+            zinv_0[351:320])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[319:288] : zinv_6[319:288]) : (p0_pad[0] ? zinv_5[319:288] :
+            zinv_4[319:288])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[319:288] : zinv_2[319:288]) : (p0_pad[0] ? zinv_1[319:288] :
+            zinv_0[319:288])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[287:256] : zinv_6[287:256]) : (p0_pad[0] ? zinv_5[287:256] :
+            zinv_4[287:256])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[287:256] : zinv_2[287:256]) : (p0_pad[0] ? zinv_1[287:256] :
+            zinv_0[287:256])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[255:224] : zinv_6[255:224]) : (p0_pad[0] ? zinv_5[255:224] :
+            zinv_4[255:224])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[255:224] : zinv_2[255:224]) : (p0_pad[0] ? zinv_1[255:224] :
+            zinv_0[255:224])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[223:192] : zinv_6[223:192]) : (p0_pad[0] ? zinv_5[223:192] :
+            zinv_4[223:192])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[223:192] : zinv_2[223:192]) : (p0_pad[0] ? zinv_1[223:192] :
+            zinv_0[223:192])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[191:160] : zinv_6[191:160]) : (p0_pad[0] ? zinv_5[191:160] :
+            zinv_4[191:160])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[191:160] : zinv_2[191:160]) : (p0_pad[0] ? zinv_1[191:160] :
+            zinv_0[191:160])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[159:128] : zinv_6[159:128]) : (p0_pad[0] ? zinv_5[159:128] :
+            zinv_4[159:128])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[159:128] : zinv_2[159:128]) : (p0_pad[0] ? zinv_1[159:128] :
+            zinv_0[159:128])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[127:96] : zinv_6[127:96]) : (p0_pad[0] ? zinv_5[127:96] :
+            zinv_4[127:96])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[127:96] : zinv_2[127:96]) : (p0_pad[0] ? zinv_1[127:96] :
+            zinv_0[127:96])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[95:64] : zinv_6[95:64]) : (p0_pad[0] ? zinv_5[95:64] :
+            zinv_4[95:64])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[95:64] : zinv_2[95:64]) : (p0_pad[0] ? zinv_1[95:64] :
+            zinv_0[95:64])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[63:32] : zinv_6[63:32]) : (p0_pad[0] ? zinv_5[63:32] :
+            zinv_4[63:32])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[63:32] : zinv_2[63:32]) : (p0_pad[0] ? zinv_1[63:32] :
+            zinv_0[63:32])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[31:0] : zinv_6[31:0]) : (p0_pad[0] ? zinv_5[31:0] :
+            zinv_4[31:0])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[31:0] : zinv_2[31:0]) : (p0_pad[0] ? zinv_1[31:0] : zinv_0[31:0]))))
     };
     assign p0_pad_rest = p0_pad[6:3];
-    assign p1_matrix = p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56 : zinv_48) : (p1_pad[0] ? zinv_40 : zinv_32)) : (p1_pad[1] ? (p1_pad[0] ? zinv_24 : zinv_16) : (p1_pad[0] ? zinv_8 : zinv_0));
     assign p1_fixed = {
-        ^(p1_reg & p1_matrix[1023:992]),
-        ^(p1_reg & p1_matrix[991:960]),
-        ^(p1_reg & p1_matrix[959:928]),
-        ^(p1_reg & p1_matrix[927:896]),
-        ^(p1_reg & p1_matrix[895:864]),
-        ^(p1_reg & p1_matrix[863:832]),
-        ^(p1_reg & p1_matrix[831:800]),
-        ^(p1_reg & p1_matrix[799:768]),
-        ^(p1_reg & p1_matrix[767:736]),
-        ^(p1_reg & p1_matrix[735:704]),
-        ^(p1_reg & p1_matrix[703:672]),
-        ^(p1_reg & p1_matrix[671:640]),
-        ^(p1_reg & p1_matrix[639:608]),
-        ^(p1_reg & p1_matrix[607:576]),
-        ^(p1_reg & p1_matrix[575:544]),
-        ^(p1_reg & p1_matrix[543:512]),
-        ^(p1_reg & p1_matrix[511:480]),
-        ^(p1_reg & p1_matrix[479:448]),
-        ^(p1_reg & p1_matrix[447:416]),
-        ^(p1_reg & p1_matrix[415:384]),
-        ^(p1_reg & p1_matrix[383:352]),
-        ^(p1_reg & p1_matrix[351:320]),
-        ^(p1_reg & p1_matrix[319:288]),
-        ^(p1_reg & p1_matrix[287:256]),
-        ^(p1_reg & p1_matrix[255:224]),
-        ^(p1_reg & p1_matrix[223:192]),
-        ^(p1_reg & p1_matrix[191:160]),
-        ^(p1_reg & p1_matrix[159:128]),
-        ^(p1_reg & p1_matrix[127:96]),
-        ^(p1_reg & p1_matrix[95:64]),
-        ^(p1_reg & p1_matrix[63:32]),
-        ^(p1_reg & p1_matrix[31:0])
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[1023:992] : zinv_48[1023:992]) : (p1_pad[0] ?
+            zinv_40[1023:992] : zinv_32[1023:992])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[1023:992] : zinv_16[1023:992]) : (p1_pad[0]
+            ? zinv_8[1023:992] : zinv_0[1023:992])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[991:960] : zinv_48[991:960]) : (p1_pad[0] ? zinv_40[991:960] :
+            zinv_32[991:960])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[991:960] : zinv_16[991:960]) : (p1_pad[0] ? zinv_8[991:960] :
+            zinv_0[991:960])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[959:928] : zinv_48[959:928]) : (p1_pad[0] ? zinv_40[959:928] :
+            zinv_32[959:928])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[959:928] : zinv_16[959:928]) : (p1_pad[0] ? zinv_8[959:928] :
+            zinv_0[959:928])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[927:896] : zinv_48[927:896]) : (p1_pad[0] ? zinv_40[927:896] :
+            zinv_32[927:896])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[927:896] : zinv_16[927:896]) : (p1_pad[0] ? zinv_8[927:896] :
+            zinv_0[927:896])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[895:864] : zinv_48[895:864]) : (p1_pad[0] ? zinv_40[895:864] :
+            zinv_32[895:864])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[895:864] : zinv_16[895:864]) : (p1_pad[0] ? zinv_8[895:864] :
+            zinv_0[895:864])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[863:832] : zinv_48[863:832]) : (p1_pad[0] ? zinv_40[863:832] :
+            zinv_32[863:832])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[863:832] : zinv_16[863:832]) : (p1_pad[0] ? zinv_8[863:832] :
+            zinv_0[863:832])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[831:800] : zinv_48[831:800]) : (p1_pad[0] ? zinv_40[831:800] :
+            zinv_32[831:800])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[831:800] : zinv_16[831:800]) : (p1_pad[0] ? zinv_8[831:800] :
+            zinv_0[831:800])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[799:768] : zinv_48[799:768]) : (p1_pad[0] ? zinv_40[799:768] :
+            zinv_32[799:768])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[799:768] : zinv_16[799:768]) : (p1_pad[0] ? zinv_8[799:768] :
+            zinv_0[799:768])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[767:736] : zinv_48[767:736]) : (p1_pad[0] ? zinv_40[767:736] :
+            zinv_32[767:736])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[767:736] : zinv_16[767:736]) : (p1_pad[0] ? zinv_8[767:736] :
+            zinv_0[767:736])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[735:704] : zinv_48[735:704]) : (p1_pad[0] ? zinv_40[735:704] :
+            zinv_32[735:704])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[735:704] : zinv_16[735:704]) : (p1_pad[0] ? zinv_8[735:704] :
+            zinv_0[735:704])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[703:672] : zinv_48[703:672]) : (p1_pad[0] ? zinv_40[703:672] :
+            zinv_32[703:672])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[703:672] : zinv_16[703:672]) : (p1_pad[0] ? zinv_8[703:672] :
+            zinv_0[703:672])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[671:640] : zinv_48[671:640]) : (p1_pad[0] ? zinv_40[671:640] :
+            zinv_32[671:640])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[671:640] : zinv_16[671:640]) : (p1_pad[0] ? zinv_8[671:640] :
+            zinv_0[671:640])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[639:608] : zinv_48[639:608]) : (p1_pad[0] ? zinv_40[639:608] :
+            zinv_32[639:608])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[639:608] : zinv_16[639:608]) : (p1_pad[0] ? zinv_8[639:608] :
+            zinv_0[639:608])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[607:576] : zinv_48[607:576]) : (p1_pad[0] ? zinv_40[607:576] :
+            zinv_32[607:576])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[607:576] : zinv_16[607:576]) : (p1_pad[0] ? zinv_8[607:576] :
+            zinv_0[607:576])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[575:544] : zinv_48[575:544]) : (p1_pad[0] ? zinv_40[575:544] :
+            zinv_32[575:544])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[575:544] : zinv_16[575:544]) : (p1_pad[0] ? zinv_8[575:544] :
+            zinv_0[575:544])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[543:512] : zinv_48[543:512]) : (p1_pad[0] ? zinv_40[543:512] :
+            zinv_32[543:512])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[543:512] : zinv_16[543:512]) : (p1_pad[0] ? zinv_8[543:512] :
+            zinv_0[543:512])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[511:480] : zinv_48[511:480]) : (p1_pad[0] ? zinv_40[511:480] :
+            zinv_32[511:480])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[511:480] : zinv_16[511:480]) : (p1_pad[0] ? zinv_8[511:480] :
+            zinv_0[511:480])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[479:448] : zinv_48[479:448]) : (p1_pad[0] ? zinv_40[479:448] :
+            zinv_32[479:448])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[479:448] : zinv_16[479:448]) : (p1_pad[0] ? zinv_8[479:448] :
+            zinv_0[479:448])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[447:416] : zinv_48[447:416]) : (p1_pad[0] ? zinv_40[447:416] :
+            zinv_32[447:416])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[447:416] : zinv_16[447:416]) : (p1_pad[0] ? zinv_8[447:416] :
+            zinv_0[447:416])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[415:384] : zinv_48[415:384]) : (p1_pad[0] ? zinv_40[415:384] :
+            zinv_32[415:384])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[415:384] : zinv_16[415:384]) : (p1_pad[0] ? zinv_8[415:384] :
+            zinv_0[415:384])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[383:352] : zinv_48[383:352]) : (p1_pad[0] ? zinv_40[383:352] :
+            zinv_32[383:352])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[383:352] : zinv_16[383:352]) : (p1_pad[0] ? zinv_8[383:352] :
+            zinv_0[383:352])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[351:320] : zinv_48[351:320]) : (p1_pad[0] ? zinv_40[351:320] :
+            zinv_32[351:320])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[351:320] : zinv_16[351:320]) : (p1_pad[0] ? zinv_8[351:320] :
+            zinv_0[351:320])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[319:288] : zinv_48[319:288]) : (p1_pad[0] ? zinv_40[319:288] :
+            zinv_32[319:288])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[319:288] : zinv_16[319:288]) : (p1_pad[0] ? zinv_8[319:288] :
+            zinv_0[319:288])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[287:256] : zinv_48[287:256]) : (p1_pad[0] ? zinv_40[287:256] :
+            zinv_32[287:256])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[287:256] : zinv_16[287:256]) : (p1_pad[0] ? zinv_8[287:256] :
+            zinv_0[287:256])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[255:224] : zinv_48[255:224]) : (p1_pad[0] ? zinv_40[255:224] :
+            zinv_32[255:224])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[255:224] : zinv_16[255:224]) : (p1_pad[0] ? zinv_8[255:224] :
+            zinv_0[255:224])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[223:192] : zinv_48[223:192]) : (p1_pad[0] ? zinv_40[223:192] :
+            zinv_32[223:192])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[223:192] : zinv_16[223:192]) : (p1_pad[0] ? zinv_8[223:192] :
+            zinv_0[223:192])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[191:160] : zinv_48[191:160]) : (p1_pad[0] ? zinv_40[191:160] :
+            zinv_32[191:160])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[191:160] : zinv_16[191:160]) : (p1_pad[0] ? zinv_8[191:160] :
+            zinv_0[191:160])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[159:128] : zinv_48[159:128]) : (p1_pad[0] ? zinv_40[159:128] :
+            zinv_32[159:128])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[159:128] : zinv_16[159:128]) : (p1_pad[0] ? zinv_8[159:128] :
+            zinv_0[159:128])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[127:96] : zinv_48[127:96]) : (p1_pad[0] ? zinv_40[127:96] :
+            zinv_32[127:96])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[127:96] : zinv_16[127:96]) : (p1_pad[0] ? zinv_8[127:96] :
+            zinv_0[127:96])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[95:64] : zinv_48[95:64]) : (p1_pad[0] ? zinv_40[95:64] :
+            zinv_32[95:64])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[95:64] : zinv_16[95:64]) : (p1_pad[0] ? zinv_8[95:64] :
+            zinv_0[95:64])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[63:32] : zinv_48[63:32]) : (p1_pad[0] ? zinv_40[63:32] :
+            zinv_32[63:32])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[63:32] : zinv_16[63:32]) : (p1_pad[0] ? zinv_8[63:32] :
+            zinv_0[63:32])))),
+        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[31:0] : zinv_48[31:0]) : (p1_pad[0] ? zinv_40[31:0] :
+            zinv_32[31:0])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[31:0] : zinv_16[31:0]) : (p1_pad[0] ? zinv_8[31:0] :
+            zinv_0[31:0]))))
     };
     assign p1_pad_rest = p1_pad[3];
-    assign p2_matrix = p2_pad ? zinv_64 : zinv_0;
     assign p2_fixed = {
-        ^(p2_reg & p2_matrix[1023:992]),
-        ^(p2_reg & p2_matrix[991:960]),
-        ^(p2_reg & p2_matrix[959:928]),
-        ^(p2_reg & p2_matrix[927:896]),
-        ^(p2_reg & p2_matrix[895:864]),
-        ^(p2_reg & p2_matrix[863:832]),
-        ^(p2_reg & p2_matrix[831:800]),
-        ^(p2_reg & p2_matrix[799:768]),
-        ^(p2_reg & p2_matrix[767:736]),
-        ^(p2_reg & p2_matrix[735:704]),
-        ^(p2_reg & p2_matrix[703:672]),
-        ^(p2_reg & p2_matrix[671:640]),
-        ^(p2_reg & p2_matrix[639:608]),
-        ^(p2_reg & p2_matrix[607:576]),
-        ^(p2_reg & p2_matrix[575:544]),
-        ^(p2_reg & p2_matrix[543:512]),
-        ^(p2_reg & p2_matrix[511:480]),
-        ^(p2_reg & p2_matrix[479:448]),
-        ^(p2_reg & p2_matrix[447:416]),
-        ^(p2_reg & p2_matrix[415:384]),
-        ^(p2_reg & p2_matrix[383:352]),
-        ^(p2_reg & p2_matrix[351:320]),
-        ^(p2_reg & p2_matrix[319:288]),
-        ^(p2_reg & p2_matrix[287:256]),
-        ^(p2_reg & p2_matrix[255:224]),
-        ^(p2_reg & p2_matrix[223:192]),
-        ^(p2_reg & p2_matrix[191:160]),
-        ^(p2_reg & p2_matrix[159:128]),
-        ^(p2_reg & p2_matrix[127:96]),
-        ^(p2_reg & p2_matrix[95:64]),
-        ^(p2_reg & p2_matrix[63:32]),
-        ^(p2_reg & p2_matrix[31:0])
+        ^(p2_reg & (p2_pad ? zinv_64[1023:992] : zinv_0[1023:992])),
+        ^(p2_reg & (p2_pad ? zinv_64[991:960] : zinv_0[991:960])),
+        ^(p2_reg & (p2_pad ? zinv_64[959:928] : zinv_0[959:928])),
+        ^(p2_reg & (p2_pad ? zinv_64[927:896] : zinv_0[927:896])),
+        ^(p2_reg & (p2_pad ? zinv_64[895:864] : zinv_0[895:864])),
+        ^(p2_reg & (p2_pad ? zinv_64[863:832] : zinv_0[863:832])),
+        ^(p2_reg & (p2_pad ? zinv_64[831:800] : zinv_0[831:800])),
+        ^(p2_reg & (p2_pad ? zinv_64[799:768] : zinv_0[799:768])),
+        ^(p2_reg & (p2_pad ? zinv_64[767:736] : zinv_0[767:736])),
+        ^(p2_reg & (p2_pad ? zinv_64[735:704] : zinv_0[735:704])),
+        ^(p2_reg & (p2_pad ? zinv_64[703:672] : zinv_0[703:672])),
+        ^(p2_reg & (p2_pad ? zinv_64[671:640] : zinv_0[671:640])),
+        ^(p2_reg & (p2_pad ? zinv_64[639:608] : zinv_0[639:608])),
+        ^(p2_reg & (p2_pad ? zinv_64[607:576] : zinv_0[607:576])),
+        ^(p2_reg & (p2_pad ? zinv_64[575:544] : zinv_0[575:544])),
+        ^(p2_reg & (p2_pad ? zinv_64[543:512] : zinv_0[543:512])),
+        ^(p2_reg & (p2_pad ? zinv_64[511:480] : zinv_0[511:480])),
+        ^(p2_reg & (p2_pad ? zinv_64[479:448] : zinv_0[479:448])),
+        ^(p2_reg & (p2_pad ? zinv_64[447:416] : zinv_0[447:416])),
+        ^(p2_reg & (p2_pad ? zinv_64[415:384] : zinv_0[415:384])),
+        ^(p2_reg & (p2_pad ? zinv_64[383:352] : zinv_0[383:352])),
+        ^(p2_reg & (p2_pad ? zinv_64[351:320] : zinv_0[351:320])),
+        ^(p2_reg & (p2_pad ? zinv_64[319:288] : zinv_0[319:288])),
+        ^(p2_reg & (p2_pad ? zinv_64[287:256] : zinv_0[287:256])),
+        ^(p2_reg & (p2_pad ? zinv_64[255:224] : zinv_0[255:224])),
+        ^(p2_reg & (p2_pad ? zinv_64[223:192] : zinv_0[223:192])),
+        ^(p2_reg & (p2_pad ? zinv_64[191:160] : zinv_0[191:160])),
+        ^(p2_reg & (p2_pad ? zinv_64[159:128] : zinv_0[159:128])),
+        ^(p2_reg & (p2_pad ? zinv_64[127:96] : zinv_0[127:96])),
+        ^(p2_reg & (p2_pad ? zinv_64[95:64] : zinv_0[95:64])),
+        ^(p2_reg & (p2_pad ? zinv_64[63:32] : zinv_0[63:32])),
+        ^(p2_reg & (p2_pad ? zinv_64[31:0] : zinv_0[31:0]))
     };
     assign o_crc_value = ~p2_fixed;
     assign o_merged = {

@@ -201,7 +201,6 @@ module mpa_tx_w64 (
     reg  [31:0]    p0_reg;                   // CRC register, corrected so far
     reg  [3:0]     p0_pad;                   // pad-lane bits not yet applied
     reg  [7:0]     p0_cover;
-    wire [1023:0]  p0_matrix;                // Z^-k for pad-lane bits 0..2 of this frame
     wire [31:0]    p0_fixed;                 // register corrected for pad-lane bits 0..2
     wire           p0_pad_rest;
     reg            p1_valid;
@@ -213,7 +212,6 @@ module mpa_tx_w64 (
     reg  [31:0]    p1_reg;                   // CRC register, corrected so far
     reg            p1_pad;                   // pad-lane bits not yet applied
     reg  [7:0]     p1_cover;
-    wire [1023:0]  p1_matrix;                // Z^-k for pad-lane bits 3..3 of this frame
     wire [31:0]    p1_fixed;                 // register corrected for pad-lane bits 3..3
     wire [31:0]    o_crc_value;              // the FPDU's CRC32c
     wire [63:0]    o_merged;                 // the beat with its CRC field filled
@@ -272,14 +270,24 @@ module mpa_tx_w64 (
     assign l7_marker = f_marker_here & (f_marker_group == 1'h1);
     assign l7_after = f_marker_here & ~f_marker_group;
     assign f_data = {
-        l7_marker ? f_fpduptr[7:0] : ((l7_after ? (~f_room_data[17] & (f_room_data_big | (5'h07 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (5'h0b < f_room_data_small)))) ? (l7_after ? f_shifted[31:24] : f_shifted[63:56]) : 8'h00),
-        l6_marker ? f_fpduptr[15:8] : ((l6_after ? (~f_room_data[17] & (f_room_data_big | (5'h06 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (5'h0a < f_room_data_small)))) ? (l6_after ? f_shifted[23:16] : f_shifted[55:48]) : 8'h00),
-        l5_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[7:0] : ((l5_after ? (~f_room_data[17] & (f_room_data_big | (5'h05 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (5'h09 < f_room_data_small)))) ? (l5_after ? f_shifted[15:8] : f_shifted[47:40]) : 8'h00)),
-        l4_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[15:8] : ((l4_after ? (~f_room_data[17] & (f_room_data_big | (5'h04 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (5'h08 < f_room_data_small)))) ? (l4_after ? f_shifted[7:0] : f_shifted[39:32]) : 8'h00)),
+        l7_marker ? f_fpduptr[7:0] : ((l7_after ? (~f_room_data[17] & (f_room_data_big | (5'h07 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (5'h0b < f_room_data_small)))) ? (l7_after ? f_shifted[31:24] : f_shifted[63:56])
+            : 8'h00),
+        l6_marker ? f_fpduptr[15:8] : ((l6_after ? (~f_room_data[17] & (f_room_data_big | (5'h06 < f_room_data_small))) :
+            (~f_room_data[17] & (f_room_data_big | (5'h0a < f_room_data_small)))) ? (l6_after ? f_shifted[23:16] : f_shifted[55:48])
+            : 8'h00),
+        l5_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[7:0] : ((l5_after ? (~f_room_data[17] & (f_room_data_big
+            | (5'h05 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (5'h09 < f_room_data_small)))) ? (l5_after ?
+            f_shifted[15:8] : f_shifted[47:40]) : 8'h00)),
+        l4_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[15:8] : ((l4_after ? (~f_room_data[17] &
+            (f_room_data_big | (5'h04 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (5'h08 < f_room_data_small))))
+            ? (l4_after ? f_shifted[7:0] : f_shifted[39:32]) : 8'h00)),
         l3_marker ? f_fpduptr[7:0] : ((l3_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (5'h07 < f_room_data_small)))) ? f_shifted[31:24] : 8'h00),
         l2_marker ? f_fpduptr[15:8] : ((l2_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (5'h06 < f_room_data_small)))) ? f_shifted[23:16] : 8'h00),
-        l1_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[7:0] : ((l1_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (5'h05 < f_room_data_small)))) ? f_shifted[15:8] : 8'h00)),
-        l0_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[15:8] : ((l0_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (5'h04 < f_room_data_small)))) ? f_shifted[7:0] : 8'h00))
+        l1_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[7:0] : ((l1_after ? 1'h0 : (~f_room_data[17] &
+            (f_room_data_big | (5'h05 < f_room_data_small)))) ? f_shifted[15:8] : 8'h00)),
+        l0_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[15:8] : ((l0_after ? 1'h0 : (~f_room_data[17] &
+            (f_room_data_big | (5'h04 < f_room_data_small)))) ? f_shifted[7:0] : 8'h00))
     };
     assign f_keep = {
         l7_marker | (l7_after ? (~f_room_end[17] & (f_room_end_big | (5'h07 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (5'h0b < f_room_end_small)))),
@@ -351,16 +359,7 @@ module mpa_tx_w64 (
         ^(fb_masked & 64'h3f2395ec70de584b),
         ^(fb_masked & 64'h1f91caf6386f2c25)
     };
-    assign fb_cover_last = {
-        fb_cover[7],
-        fb_cover[6] & ~fb_cover[7],
-        fb_cover[5] & ~fb_cover[6],
-        fb_cover[4] & ~fb_cover[5],
-        fb_cover[3] & ~fb_cover[4],
-        fb_cover[2] & ~fb_cover[3],
-        fb_cover[1] & ~fb_cover[2],
-        fb_cover[0] & ~fb_cover[1]
-    };
+    assign fb_cover_last = fb_cover & ~{1'h0, fb_cover[7:1]};
     assign fb_cover_none = ~|fb_cover;
     assign fb_pad = fb_cover_none ? 4'h8 : {1'h0, {|(fb_cover_last & 8'h0f), |(fb_cover_last & 8'h33), |(fb_cover_last & 8'h55)}};
     assign crc_state_term = {
@@ -398,76 +397,137 @@ module mpa_tx_w64 (
         ^(crc_state & 32'h386f2c25)
     };
     assign crc_next = b_term ^ crc_state_term;
-    assign p0_matrix = p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7 : zinv_6) : (p0_pad[0] ? zinv_5 : zinv_4)) : (p0_pad[1] ? (p0_pad[0] ? zinv_3 : zinv_2) : (p0_pad[0] ? zinv_1 : zinv_0));
     assign p0_fixed = {
-        ^(p0_reg & p0_matrix[1023:992]),
-        ^(p0_reg & p0_matrix[991:960]),
-        ^(p0_reg & p0_matrix[959:928]),
-        ^(p0_reg & p0_matrix[927:896]),
-        ^(p0_reg & p0_matrix[895:864]),
-        ^(p0_reg & p0_matrix[863:832]),
-        ^(p0_reg & p0_matrix[831:800]),
-        ^(p0_reg & p0_matrix[799:768]),
-        ^(p0_reg & p0_matrix[767:736]),
-        ^(p0_reg & p0_matrix[735:704]),
-        ^(p0_reg & p0_matrix[703:672]),
-        ^(p0_reg & p0_matrix[671:640]),
-        ^(p0_reg & p0_matrix[639:608]),
-        ^(p0_reg & p0_matrix[607:576]),
-        ^(p0_reg & p0_matrix[575:544]),
-        ^(p0_reg & p0_matrix[543:512]),
-        ^(p0_reg & p0_matrix[511:480]),
-        ^(p0_reg & p0_matrix[479:448]),
-        ^(p0_reg & p0_matrix[447:416]),
-        ^(p0_reg & p0_matrix[415:384]),
-        ^(p0_reg & p0_matrix[383:352]),
-        ^(p0_reg & p0_matrix[351:320]),
-        ^(p0_reg & p0_matrix[319:288]),
-        ^(p0_reg & p0_matrix[287:256]),
-        ^(p0_reg & p0_matrix[255:224]),
-        ^(p0_reg & p0_matrix[223:192]),
-        ^(p0_reg & p0_matrix[191:160]),
-        ^(p0_reg & p0_matrix[159:128]),
-        ^(p0_reg & p0_matrix[127:96]),
-        ^(p0_reg & p0_matrix[95:64]),
-        ^(p0_reg & p0_matrix[63:32]),
-        ^(p0_reg & p0_matrix[31:0])
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[1023:992] : zinv_6[1023:992]) : (p0_pad[0] ? zinv_5[1023:992] :
+            zinv_4[1023:992])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[1023:992] : zinv_2[1023:992]) : (p0_pad[0] ? zinv_1[1023:992] :
+            zinv_0[1023:992])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[991:960] : zinv_6[991:960]) : (p0_pad[0] ? zinv_5[991:960] :
+            zinv_4[991:960])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[991:960] : zinv_2[991:960]) : (p0_pad[0] ? zinv_1[991:960] :
+            zinv_0[991:960])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[959:928] : zinv_6[959:928]) : (p0_pad[0] ? zinv_5[959:928] :
+            zinv_4[959:928])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[959:928] : zinv_2[959:928]) : (p0_pad[0] ? zinv_1[959:928] :
+            zinv_0[959:928])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[927:896] : zinv_6[927:896]) : (p0_pad[0] ? zinv_5[927:896] :
+            zinv_4[927:896])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[927:896] : zinv_2[927:896]) : (p0_pad[0] ? zinv_1[927:896] :
+            zinv_0[927:896])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[895:864] : zinv_6[895:864]) : (p0_pad[0] ? zinv_5[895:864] :
+            zinv_4[895:864])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[895:864] : zinv_2[895:864]) : (p0_pad[0] ? zinv_1[895:864] :
+            zinv_0[895:864])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[863:832] : zinv_6[863:832]) : (p0_pad[0] ? zinv_5[863:832] :
+            zinv_4[863:832])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[863:832] : zinv_2[863:832]) : (p0_pad[0] ? zinv_1[863:832] :
+            zinv_0[863:832])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[831:800] : zinv_6[831:800]) : (p0_pad[0] ? zinv_5[831:800] :
+            zinv_4[831:800])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[831:800] : zinv_2[831:800]) : (p0_pad[0] ? zinv_1[831:800] :
+            zinv_0[831:800])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[799:768] : zinv_6[799:768]) : (p0_pad[0] ? zinv_5[799:768] :
+            zinv_4[799:768])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[799:768] : zinv_2[799:768]) : (p0_pad[0] ? zinv_1[799:768] :
+            zinv_0[799:768])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[767:736] : zinv_6[767:736]) : (p0_pad[0] ? zinv_5[767:736] :
+            zinv_4[767:736])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[767:736] : zinv_2[767:736]) : (p0_pad[0] ? zinv_1[767:736] :
+            zinv_0[767:736])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[735:704] : zinv_6[735:704]) : (p0_pad[0] ? zinv_5[735:704] :
+            zinv_4[735:704])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[735:704] : zinv_2[735:704]) : (p0_pad[0] ? zinv_1[735:704] :
+            zinv_0[735:704])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[703:672] : zinv_6[703:672]) : (p0_pad[0] ? zinv_5[703:672] :
+            zinv_4[703:672])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[703:672] : zinv_2[703:672]) : (p0_pad[0] ? zinv_1[703:672] :
+            zinv_0[703:672])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[671:640] : zinv_6[671:640]) : (p0_pad[0] ? zinv_5[671:640] :
+            zinv_4[671:640])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[671:640] : zinv_2[671:640]) : (p0_pad[0] ? zinv_1[671:640] :
+            zinv_0[671:640])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[639:608] : zinv_6[639:608]) : (p0_pad[0] ? zinv_5[639:608] :
+            zinv_4[639:608])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[639:608] : zinv_2[639:608]) : (p0_pad[0] ? zinv_1[639:608] :
+            zinv_0[639:608])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[607:576] : zinv_6[607:576]) : (p0_pad[0] ? zinv_5[607:576] :
+            zinv_4[607:576])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[607:576] : zinv_2[607:576]) : (p0_pad[0] ? zinv_1[607:576] :
+            zinv_0[607:576])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[575:544] : zinv_6[575:544]) : (p0_pad[0] ? zinv_5[575:544] :
+            zinv_4[575:544])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[575:544] : zinv_2[575:544]) : (p0_pad[0] ? zinv_1[575:544] :
+            zinv_0[575:544])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[543:512] : zinv_6[543:512]) : (p0_pad[0] ? zinv_5[543:512] :
+            zinv_4[543:512])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[543:512] : zinv_2[543:512]) : (p0_pad[0] ? zinv_1[543:512] :
+            zinv_0[543:512])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[511:480] : zinv_6[511:480]) : (p0_pad[0] ? zinv_5[511:480] :
+            zinv_4[511:480])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[511:480] : zinv_2[511:480]) : (p0_pad[0] ? zinv_1[511:480] :
+            zinv_0[511:480])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[479:448] : zinv_6[479:448]) : (p0_pad[0] ? zinv_5[479:448] :
+            zinv_4[479:448])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[479:448] : zinv_2[479:448]) : (p0_pad[0] ? zinv_1[479:448] :
+            zinv_0[479:448])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[447:416] : zinv_6[447:416]) : (p0_pad[0] ? zinv_5[447:416] :
+            zinv_4[447:416])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[447:416] : zinv_2[447:416]) : (p0_pad[0] ? zinv_1[447:416] :
+            zinv_0[447:416])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[415:384] : zinv_6[415:384]) : (p0_pad[0] ? zinv_5[415:384] :
+            zinv_4[415:384])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[415:384] : zinv_2[415:384]) : (p0_pad[0] ? zinv_1[415:384] :
+            zinv_0[415:384])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[383:352] : zinv_6[383:352]) : (p0_pad[0] ? zinv_5[383:352] :
+            zinv_4[383:352])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[383:352] : zinv_2[383:352]) : (p0_pad[0] ? zinv_1[383:352] :
+            zinv_0[383:352])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[351:320] : zinv_6[351:320]) : (p0_pad[0] ? zinv_5[351:320] :
+            zinv_4[351:320])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[351:320] : zinv_2[351:320]) : (p0_pad[0] ? zinv_1[351:320] :
+            zinv_0[351:320])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[319:288] : zinv_6[319:288]) : (p0_pad[0] ? zinv_5[319:288] :
+            zinv_4[319:288])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[319:288] : zinv_2[319:288]) : (p0_pad[0] ? zinv_1[319:288] :
+            zinv_0[319:288])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[287:256] : zinv_6[287:256]) : (p0_pad[0] ? zinv_5[287:256] :
+            zinv_4[287:256])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[287:256] : zinv_2[287:256]) : (p0_pad[0] ? zinv_1[287:256] :
+            zinv_0[287:256])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[255:224] : zinv_6[255:224]) : (p0_pad[0] ? zinv_5[255:224] :
+            zinv_4[255:224])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[255:224] : zinv_2[255:224]) : (p0_pad[0] ? zinv_1[255:224] :
+            zinv_0[255:224])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[223:192] : zinv_6[223:192]) : (p0_pad[0] ? zinv_5[223:192] :
+            zinv_4[223:192])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[223:192] : zinv_2[223:192]) : (p0_pad[0] ? zinv_1[223:192] :
+            zinv_0[223:192])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[191:160] : zinv_6[191:160]) : (p0_pad[0] ? zinv_5[191:160] :
+            zinv_4[191:160])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[191:160] : zinv_2[191:160]) : (p0_pad[0] ? zinv_1[191:160] :
+            zinv_0[191:160])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[159:128] : zinv_6[159:128]) : (p0_pad[0] ? zinv_5[159:128] :
+            zinv_4[159:128])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[159:128] : zinv_2[159:128]) : (p0_pad[0] ? zinv_1[159:128] :
+            zinv_0[159:128])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[127:96] : zinv_6[127:96]) : (p0_pad[0] ? zinv_5[127:96] :
+            zinv_4[127:96])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[127:96] : zinv_2[127:96]) : (p0_pad[0] ? zinv_1[127:96] :
+            zinv_0[127:96])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[95:64] : zinv_6[95:64]) : (p0_pad[0] ? zinv_5[95:64] :
+            zinv_4[95:64])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[95:64] : zinv_2[95:64]) : (p0_pad[0] ? zinv_1[95:64] :
+            zinv_0[95:64])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[63:32] : zinv_6[63:32]) : (p0_pad[0] ? zinv_5[63:32] :
+            zinv_4[63:32])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[63:32] : zinv_2[63:32]) : (p0_pad[0] ? zinv_1[63:32] :
+            zinv_0[63:32])))),
+        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[31:0] : zinv_6[31:0]) : (p0_pad[0] ? zinv_5[31:0] :
+            zinv_4[31:0])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[31:0] : zinv_2[31:0]) : (p0_pad[0] ? zinv_1[31:0] : zinv_0[31:0]))))
     };
     assign p0_pad_rest = p0_pad[3];
-    assign p1_matrix = p1_pad ? zinv_8 : zinv_0;
     assign p1_fixed = {
-        ^(p1_reg & p1_matrix[1023:992]),
-        ^(p1_reg & p1_matrix[991:960]),
-        ^(p1_reg & p1_matrix[959:928]),
-        ^(p1_reg & p1_matrix[927:896]),
-        ^(p1_reg & p1_matrix[895:864]),
-        ^(p1_reg & p1_matrix[863:832]),
-        ^(p1_reg & p1_matrix[831:800]),
-        ^(p1_reg & p1_matrix[799:768]),
-        ^(p1_reg & p1_matrix[767:736]),
-        ^(p1_reg & p1_matrix[735:704]),
-        ^(p1_reg & p1_matrix[703:672]),
-        ^(p1_reg & p1_matrix[671:640]),
-        ^(p1_reg & p1_matrix[639:608]),
-        ^(p1_reg & p1_matrix[607:576]),
-        ^(p1_reg & p1_matrix[575:544]),
-        ^(p1_reg & p1_matrix[543:512]),
-        ^(p1_reg & p1_matrix[511:480]),
-        ^(p1_reg & p1_matrix[479:448]),
-        ^(p1_reg & p1_matrix[447:416]),
-        ^(p1_reg & p1_matrix[415:384]),
-        ^(p1_reg & p1_matrix[383:352]),
-        ^(p1_reg & p1_matrix[351:320]),
-        ^(p1_reg & p1_matrix[319:288]),
-        ^(p1_reg & p1_matrix[287:256]),
-        ^(p1_reg & p1_matrix[255:224]),
-        ^(p1_reg & p1_matrix[223:192]),
-        ^(p1_reg & p1_matrix[191:160]),
-        ^(p1_reg & p1_matrix[159:128]),
-        ^(p1_reg & p1_matrix[127:96]),
-        ^(p1_reg & p1_matrix[95:64]),
-        ^(p1_reg & p1_matrix[63:32]),
-        ^(p1_reg & p1_matrix[31:0])
+        ^(p1_reg & (p1_pad ? zinv_8[1023:992] : zinv_0[1023:992])),
+        ^(p1_reg & (p1_pad ? zinv_8[991:960] : zinv_0[991:960])),
+        ^(p1_reg & (p1_pad ? zinv_8[959:928] : zinv_0[959:928])),
+        ^(p1_reg & (p1_pad ? zinv_8[927:896] : zinv_0[927:896])),
+        ^(p1_reg & (p1_pad ? zinv_8[895:864] : zinv_0[895:864])),
+        ^(p1_reg & (p1_pad ? zinv_8[863:832] : zinv_0[863:832])),
+        ^(p1_reg & (p1_pad ? zinv_8[831:800] : zinv_0[831:800])),
+        ^(p1_reg & (p1_pad ? zinv_8[799:768] : zinv_0[799:768])),
+        ^(p1_reg & (p1_pad ? zinv_8[767:736] : zinv_0[767:736])),
+        ^(p1_reg & (p1_pad ? zinv_8[735:704] : zinv_0[735:704])),
+        ^(p1_reg & (p1_pad ? zinv_8[703:672] : zinv_0[703:672])),
+        ^(p1_reg & (p1_pad ? zinv_8[671:640] : zinv_0[671:640])),
+        ^(p1_reg & (p1_pad ? zinv_8[639:608] : zinv_0[639:608])),
+        ^(p1_reg & (p1_pad ? zinv_8[607:576] : zinv_0[607:576])),
+        ^(p1_reg & (p1_pad ? zinv_8[575:544] : zinv_0[575:544])),
+        ^(p1_reg & (p1_pad ? zinv_8[543:512] : zinv_0[543:512])),
+        ^(p1_reg & (p1_pad ? zinv_8[511:480] : zinv_0[511:480])),
+        ^(p1_reg & (p1_pad ? zinv_8[479:448] : zinv_0[479:448])),
+        ^(p1_reg & (p1_pad ? zinv_8[447:416] : zinv_0[447:416])),
+        ^(p1_reg & (p1_pad ? zinv_8[415:384] : zinv_0[415:384])),
+        ^(p1_reg & (p1_pad ? zinv_8[383:352] : zinv_0[383:352])),
+        ^(p1_reg & (p1_pad ? zinv_8[351:320] : zinv_0[351:320])),
+        ^(p1_reg & (p1_pad ? zinv_8[319:288] : zinv_0[319:288])),
+        ^(p1_reg & (p1_pad ? zinv_8[287:256] : zinv_0[287:256])),
+        ^(p1_reg & (p1_pad ? zinv_8[255:224] : zinv_0[255:224])),
+        ^(p1_reg & (p1_pad ? zinv_8[223:192] : zinv_0[223:192])),
+        ^(p1_reg & (p1_pad ? zinv_8[191:160] : zinv_0[191:160])),
+        ^(p1_reg & (p1_pad ? zinv_8[159:128] : zinv_0[159:128])),
+        ^(p1_reg & (p1_pad ? zinv_8[127:96] : zinv_0[127:96])),
+        ^(p1_reg & (p1_pad ? zinv_8[95:64] : zinv_0[95:64])),
+        ^(p1_reg & (p1_pad ? zinv_8[63:32] : zinv_0[63:32])),
+        ^(p1_reg & (p1_pad ? zinv_8[31:0] : zinv_0[31:0]))
     };
     assign o_crc_value = ~p1_fixed;
     assign o_merged = {

@@ -1365,25 +1365,25 @@ module placement_w256 (
     always @(posedge clk) begin
         if (s3_ctx_load) begin
             s3_hdr <= {
-        (s2_bidx == 2'h0) ? s2_data[143:136] : (s2_sop ? 8'h00 : s3_hdr[143:136]),
-        (s2_bidx == 2'h0) ? s2_data[135:128] : (s2_sop ? 8'h00 : s3_hdr[135:128]),
-        (s2_bidx == 2'h0) ? s2_data[127:120] : (s2_sop ? 8'h00 : s3_hdr[127:120]),
-        (s2_bidx == 2'h0) ? s2_data[119:112] : (s2_sop ? 8'h00 : s3_hdr[119:112]),
-        (s2_bidx == 2'h0) ? s2_data[111:104] : (s2_sop ? 8'h00 : s3_hdr[111:104]),
-        (s2_bidx == 2'h0) ? s2_data[103:96] : (s2_sop ? 8'h00 : s3_hdr[103:96]),
-        (s2_bidx == 2'h0) ? s2_data[95:88] : (s2_sop ? 8'h00 : s3_hdr[95:88]),
-        (s2_bidx == 2'h0) ? s2_data[87:80] : (s2_sop ? 8'h00 : s3_hdr[87:80]),
-        (s2_bidx == 2'h0) ? s2_data[79:72] : (s2_sop ? 8'h00 : s3_hdr[79:72]),
-        (s2_bidx == 2'h0) ? s2_data[71:64] : (s2_sop ? 8'h00 : s3_hdr[71:64]),
-        (s2_bidx == 2'h0) ? s2_data[63:56] : (s2_sop ? 8'h00 : s3_hdr[63:56]),
-        (s2_bidx == 2'h0) ? s2_data[55:48] : (s2_sop ? 8'h00 : s3_hdr[55:48]),
-        (s2_bidx == 2'h0) ? s2_data[47:40] : (s2_sop ? 8'h00 : s3_hdr[47:40]),
-        (s2_bidx == 2'h0) ? s2_data[39:32] : (s2_sop ? 8'h00 : s3_hdr[39:32]),
-        (s2_bidx == 2'h0) ? s2_data[31:24] : (s2_sop ? 8'h00 : s3_hdr[31:24]),
-        (s2_bidx == 2'h0) ? s2_data[23:16] : (s2_sop ? 8'h00 : s3_hdr[23:16]),
-        (s2_bidx == 2'h0) ? s2_data[15:8] : (s2_sop ? 8'h00 : s3_hdr[15:8]),
-        (s2_bidx == 2'h0) ? s2_data[7:0] : (s2_sop ? 8'h00 : s3_hdr[7:0])
-    };
+                (s2_bidx == 2'h0) ? s2_data[143:136] : (s2_sop ? 8'h00 : s3_hdr[143:136]),
+                (s2_bidx == 2'h0) ? s2_data[135:128] : (s2_sop ? 8'h00 : s3_hdr[135:128]),
+                (s2_bidx == 2'h0) ? s2_data[127:120] : (s2_sop ? 8'h00 : s3_hdr[127:120]),
+                (s2_bidx == 2'h0) ? s2_data[119:112] : (s2_sop ? 8'h00 : s3_hdr[119:112]),
+                (s2_bidx == 2'h0) ? s2_data[111:104] : (s2_sop ? 8'h00 : s3_hdr[111:104]),
+                (s2_bidx == 2'h0) ? s2_data[103:96] : (s2_sop ? 8'h00 : s3_hdr[103:96]),
+                (s2_bidx == 2'h0) ? s2_data[95:88] : (s2_sop ? 8'h00 : s3_hdr[95:88]),
+                (s2_bidx == 2'h0) ? s2_data[87:80] : (s2_sop ? 8'h00 : s3_hdr[87:80]),
+                (s2_bidx == 2'h0) ? s2_data[79:72] : (s2_sop ? 8'h00 : s3_hdr[79:72]),
+                (s2_bidx == 2'h0) ? s2_data[71:64] : (s2_sop ? 8'h00 : s3_hdr[71:64]),
+                (s2_bidx == 2'h0) ? s2_data[63:56] : (s2_sop ? 8'h00 : s3_hdr[63:56]),
+                (s2_bidx == 2'h0) ? s2_data[55:48] : (s2_sop ? 8'h00 : s3_hdr[55:48]),
+                (s2_bidx == 2'h0) ? s2_data[47:40] : (s2_sop ? 8'h00 : s3_hdr[47:40]),
+                (s2_bidx == 2'h0) ? s2_data[39:32] : (s2_sop ? 8'h00 : s3_hdr[39:32]),
+                (s2_bidx == 2'h0) ? s2_data[31:24] : (s2_sop ? 8'h00 : s3_hdr[31:24]),
+                (s2_bidx == 2'h0) ? s2_data[23:16] : (s2_sop ? 8'h00 : s3_hdr[23:16]),
+                (s2_bidx == 2'h0) ? s2_data[15:8] : (s2_sop ? 8'h00 : s3_hdr[15:8]),
+                (s2_bidx == 2'h0) ? s2_data[7:0] : (s2_sop ? 8'h00 : s3_hdr[7:0])
+            };
         end
     end
 

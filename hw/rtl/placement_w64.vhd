@@ -1554,25 +1554,25 @@ begin
         if rising_edge(clk) then
             if s3_ctx_load = '1' then
                 s3_hdr <= std_logic_vector'(
-        mux(b2l(s2_bidx = "10"), s2_data(15 downto 8), mux(s2_sop, x"00", s3_hdr(143 downto 136))) &
-        mux(b2l(s2_bidx = "10"), s2_data(7 downto 0), mux(s2_sop, x"00", s3_hdr(135 downto 128))) &
-        mux(b2l(s2_bidx = "01"), s2_data(63 downto 56), mux(s2_sop, x"00", s3_hdr(127 downto 120))) &
-        mux(b2l(s2_bidx = "01"), s2_data(55 downto 48), mux(s2_sop, x"00", s3_hdr(119 downto 112))) &
-        mux(b2l(s2_bidx = "01"), s2_data(47 downto 40), mux(s2_sop, x"00", s3_hdr(111 downto 104))) &
-        mux(b2l(s2_bidx = "01"), s2_data(39 downto 32), mux(s2_sop, x"00", s3_hdr(103 downto 96))) &
-        mux(b2l(s2_bidx = "01"), s2_data(31 downto 24), mux(s2_sop, x"00", s3_hdr(95 downto 88))) &
-        mux(b2l(s2_bidx = "01"), s2_data(23 downto 16), mux(s2_sop, x"00", s3_hdr(87 downto 80))) &
-        mux(b2l(s2_bidx = "01"), s2_data(15 downto 8), mux(s2_sop, x"00", s3_hdr(79 downto 72))) &
-        mux(b2l(s2_bidx = "01"), s2_data(7 downto 0), mux(s2_sop, x"00", s3_hdr(71 downto 64))) &
-        mux(b2l(s2_bidx = "00"), s2_data(63 downto 56), mux(s2_sop, x"00", s3_hdr(63 downto 56))) &
-        mux(b2l(s2_bidx = "00"), s2_data(55 downto 48), mux(s2_sop, x"00", s3_hdr(55 downto 48))) &
-        mux(b2l(s2_bidx = "00"), s2_data(47 downto 40), mux(s2_sop, x"00", s3_hdr(47 downto 40))) &
-        mux(b2l(s2_bidx = "00"), s2_data(39 downto 32), mux(s2_sop, x"00", s3_hdr(39 downto 32))) &
-        mux(b2l(s2_bidx = "00"), s2_data(31 downto 24), mux(s2_sop, x"00", s3_hdr(31 downto 24))) &
-        mux(b2l(s2_bidx = "00"), s2_data(23 downto 16), mux(s2_sop, x"00", s3_hdr(23 downto 16))) &
-        mux(b2l(s2_bidx = "00"), s2_data(15 downto 8), mux(s2_sop, x"00", s3_hdr(15 downto 8))) &
-        mux(b2l(s2_bidx = "00"), s2_data(7 downto 0), mux(s2_sop, x"00", s3_hdr(7 downto 0)))
-    );
+                    mux(b2l(s2_bidx = "10"), s2_data(15 downto 8), mux(s2_sop, x"00", s3_hdr(143 downto 136))) &
+                    mux(b2l(s2_bidx = "10"), s2_data(7 downto 0), mux(s2_sop, x"00", s3_hdr(135 downto 128))) &
+                    mux(b2l(s2_bidx = "01"), s2_data(63 downto 56), mux(s2_sop, x"00", s3_hdr(127 downto 120))) &
+                    mux(b2l(s2_bidx = "01"), s2_data(55 downto 48), mux(s2_sop, x"00", s3_hdr(119 downto 112))) &
+                    mux(b2l(s2_bidx = "01"), s2_data(47 downto 40), mux(s2_sop, x"00", s3_hdr(111 downto 104))) &
+                    mux(b2l(s2_bidx = "01"), s2_data(39 downto 32), mux(s2_sop, x"00", s3_hdr(103 downto 96))) &
+                    mux(b2l(s2_bidx = "01"), s2_data(31 downto 24), mux(s2_sop, x"00", s3_hdr(95 downto 88))) &
+                    mux(b2l(s2_bidx = "01"), s2_data(23 downto 16), mux(s2_sop, x"00", s3_hdr(87 downto 80))) &
+                    mux(b2l(s2_bidx = "01"), s2_data(15 downto 8), mux(s2_sop, x"00", s3_hdr(79 downto 72))) &
+                    mux(b2l(s2_bidx = "01"), s2_data(7 downto 0), mux(s2_sop, x"00", s3_hdr(71 downto 64))) &
+                    mux(b2l(s2_bidx = "00"), s2_data(63 downto 56), mux(s2_sop, x"00", s3_hdr(63 downto 56))) &
+                    mux(b2l(s2_bidx = "00"), s2_data(55 downto 48), mux(s2_sop, x"00", s3_hdr(55 downto 48))) &
+                    mux(b2l(s2_bidx = "00"), s2_data(47 downto 40), mux(s2_sop, x"00", s3_hdr(47 downto 40))) &
+                    mux(b2l(s2_bidx = "00"), s2_data(39 downto 32), mux(s2_sop, x"00", s3_hdr(39 downto 32))) &
+                    mux(b2l(s2_bidx = "00"), s2_data(31 downto 24), mux(s2_sop, x"00", s3_hdr(31 downto 24))) &
+                    mux(b2l(s2_bidx = "00"), s2_data(23 downto 16), mux(s2_sop, x"00", s3_hdr(23 downto 16))) &
+                    mux(b2l(s2_bidx = "00"), s2_data(15 downto 8), mux(s2_sop, x"00", s3_hdr(15 downto 8))) &
+                    mux(b2l(s2_bidx = "00"), s2_data(7 downto 0), mux(s2_sop, x"00", s3_hdr(7 downto 0)))
+                );
             end if;
         end if;
     end process;
