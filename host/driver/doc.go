@@ -5,11 +5,11 @@
 //   - "model": the golden protocol engine (golden/iwarp) acting as a card,
 //     pure Go, the default (package host/driver/model, always linked by
 //     host/verbs);
-//   - "sim": the same card with its MPA transmitter (mpa_tx) and its
-//     receive CRC check (crc32c) running as Verilated RTL, every output
-//     checked cycle by cycle against golden/cycle (package
-//     host/driver/sim, cgo; import it for its side effect to make "sim"
-//     available; its doc says exactly what runs where);
+//   - "sim": the same card with its MPA transmitter (mpa_tx), its MPA
+//     receiver (mpa_rx) and its tagged placement (placement) running as
+//     Verilated RTL, every output checked cycle by cycle against
+//     golden/cycle (package host/driver/sim, cgo; import it for its side
+//     effect to make "sim" available; its doc says exactly what runs where);
 //   - "vfio:<PCI address>": a board behind VFIO (a separate package that
 //     registers "vfio" the same way).
 //
