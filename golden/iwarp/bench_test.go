@@ -156,7 +156,7 @@ func tcpBandwidth(b *testing.B, n int) {
 	b.SetBytes(int64(n))
 	b.ResetTimer()
 	go func() {
-		rb := make([]byte, 256<<10)
+		rb := make([]byte, rxBufSize) // the engine's receive buffer
 		left := int64(n) * int64(b.N)
 		for left > 0 {
 			k, err := s.Read(rb[:min(int64(len(rb)), left)])

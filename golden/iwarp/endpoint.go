@@ -143,6 +143,7 @@ type Endpoint struct {
 	// at the payloads in registered memory (vecLen bytes of them).
 	wbuf      []byte
 	vec       net.Buffers
+	wv        net.Buffers // what WriteTo has left of vec (a field: no allocation per write)
 	wopen     int
 	vecLen    int
 	zc        *mpa.Framer
@@ -153,6 +154,7 @@ type Endpoint struct {
 	// receiver-owned (rxMu; see rxLoop)
 	rxMu     sync.Mutex
 	rxBuf    []byte
+	deliver  func(mpa.ULPDU) error // ep.onULPDU, made once
 	rxMSN    [rdmap.NumQueues]uint32
 	dropping bool
 	rxEnded  bool // the socket reported EOF or an error
@@ -189,6 +191,7 @@ func New(conn net.Conn, p mpa.Params, cfg Config) (*Endpoint, error) {
 		firstRx: !p.WaitFirstFPDU, done: make(chan struct{}), rxExit: make(chan struct{}), rxResume: make(chan struct{}, 1),
 		rxBuf: make([]byte, rxBufSize), kickable: conn.SetReadDeadline(time.Time{}) == nil}
 	ep.cond = sync.NewCond(&ep.mu)
+	ep.deliver = ep.onULPDU
 	msn := cfg.firstMSN
 	if msn == 0 {
 		msn = 1 // RFC 5041 §4.3

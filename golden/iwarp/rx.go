@@ -92,7 +92,7 @@ func (ep *Endpoint) resumeRx() {
 // with rxMu held.
 func (ep *Endpoint) rxHandle(n int, err error) {
 	if n > 0 && !ep.dropping {
-		if ferr := ep.defr.Feed(ep.rxBuf[:n], ep.onULPDU); ferr != nil && !errors.Is(ferr, errStop) {
+		if ferr := ep.defr.Feed(ep.rxBuf[:n], ep.deliver); ferr != nil && !errors.Is(ferr, errStop) {
 			ep.dropping = true
 			ep.mpaError(ferr)
 		}

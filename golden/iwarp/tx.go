@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"net"
 	"time"
 
 	"github.com/openiwarp/openiwarp/golden/ddp"
@@ -237,8 +238,9 @@ func (ep *Endpoint) writeOut() error {
 			// Go annotates, and not from writev(2): an empty write says it.
 			ep.conn.Write(nil)
 		}
-		v := ep.vec // WriteTo consumes its receiver
-		_, err = v.WriteTo(ep.conn)
+		ep.wv = ep.vec // WriteTo consumes its receiver
+		_, err = ep.wv.WriteTo(ep.conn)
+		ep.wv = nil
 	}
 	ep.dropPending()
 	return err
@@ -252,10 +254,11 @@ func (ep *Endpoint) dropPending() {
 
 // source supplies the payload of a message, in order. gather appends the
 // n octets at offset off to dst; view, if not nil, may be called instead
-// and passes the same octets in place, in pieces (zero-copy framing).
+// and appends the same octets to vec in place, in pieces (zero-copy
+// framing).
 type source struct {
 	gather func(dst []byte, off uint64, n int) ([]byte, error)
-	view   func(off uint64, n int, piece func([]byte)) error
+	view   func(vec net.Buffers, off uint64, n int) (net.Buffers, error)
 }
 
 // segments appends the FPDUs of one message of total payload bytes:
@@ -303,7 +306,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // octets are those ep.zc.AppendFPDU would produce, without copying the
 // payload.
 func (ep *Endpoint) appendSegmentInPlace(off uint64, n int, last bool, hdr func(dst []byte, off uint64, last bool) []byte,
-	view func(off uint64, n int, piece func([]byte)) error) error {
+	view func(vec net.Buffers, off uint64, n int) (net.Buffers, error)) error {
 	start, vecAt, wopen, vecLen := len(ep.wbuf), len(ep.vec), ep.wopen, ep.vecLen
 	ep.wbuf = hdr(append(ep.wbuf, 0, 0), off, last)
 	ulen := len(ep.wbuf) - start - mpa.HeaderLen + n
@@ -314,17 +317,17 @@ func (ep *Endpoint) appendSegmentInPlace(off uint64, n int, last bool, hdr func(
 	}
 	ep.vec = append(ep.vec, ep.wbuf[ep.wopen:])
 	ep.wopen = len(ep.wbuf)
-	err := view(off, n, func(p []byte) {
-		if ep.zc.CRC {
-			crc = crc32.Update(crc, castagnoli, p)
-		}
-		ep.vec = append(ep.vec, p)
-		ep.vecLen += len(p)
-	})
-	if err != nil {
+	var err error
+	if ep.vec, err = view(ep.vec, off, n); err != nil {
 		clear(ep.vec[vecAt:])
 		ep.vec, ep.wbuf, ep.wopen, ep.vecLen = ep.vec[:vecAt], ep.wbuf[:start], wopen, vecLen
 		return err
+	}
+	for _, p := range ep.vec[vecAt+1:] {
+		if ep.zc.CRC {
+			crc = crc32.Update(crc, castagnoli, p)
+		}
+		ep.vecLen += len(p)
 	}
 	pad := mpa.PadLen(ulen)
 	ep.wbuf = append(ep.wbuf, zeroPad[:pad]...)
@@ -395,18 +398,18 @@ func (ep *Endpoint) sendWR(s *sqEntry) error {
 	if wr.Inline == nil {
 		// The WR is outstanding until its FPDUs are written: its buffers
 		// may be read in place (mem.Table.View).
-		src.view = func(off uint64, n int, piece func([]byte)) error {
+		src.view = func(vec net.Buffers, off uint64, n int) (net.Buffers, error) {
 			f := g.next(uint64(n), func(sg SGE, o, k uint32) mem.Fault {
 				p, f := ep.tab.View(mem.Request{STag: sg.LKey, PD: ep.pd.ID, QP: ep.qpn, TO: sg.Addr + uint64(o), Len: uint64(k), Use: mem.UseLocalRead})
 				if f == mem.OK && len(p) > 0 {
-					piece(p)
+					vec = append(vec, p)
 				}
 				return f
 			})
 			if f != mem.OK {
-				return localFault{f}
+				return vec, localFault{f}
 			}
-			return nil
+			return vec, nil
 		}
 	}
 	var err error
