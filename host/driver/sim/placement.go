@@ -268,8 +268,8 @@ func (p *placement) deregisterMR(mr *mem.MR) error {
 	}
 	delete(p.regions, mr.STag.Index())
 	p.unmap(r)
-	if p.eng == nil {
-		return nil // closed: there is no table left to update
+	if p.err != nil {
+		return nil // closed or failed: the engine places nothing any more
 	}
 	if err := p.prog.Remove(mr.STag.Index()); err != nil {
 		return fmt.Errorf("removing %v from the placement RTL's STag table: %w", mr.STag, err)
@@ -282,8 +282,8 @@ func (p *placement) deregisterMR(mr *mem.MR) error {
 func (p *placement) invalidated(stag mem.STag) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.regions[stag.Index()] == nil || p.eng == nil {
-		return nil
+	if p.regions[stag.Index()] == nil || p.err != nil {
+		return nil // not one of the card's, or the engine places nothing any more
 	}
 	if e, ok := p.tab.Lookup(stag); ok && e.Valid {
 		return nil // the golden table kept it (the invalidation was refused)
