@@ -79,6 +79,22 @@ func TestPlacementRTLInPath(t *testing.T) {
 			require.GreaterOrEqual(t, got.dma, uint64(n-1)/lanes)
 			require.Equal(t, b.Buf[:n-1], a.Buf[1:])
 
+			// A region of a few pages is described to the RTL by a page
+			// list of scattered IOVA pages: a Write across its pages lands.
+			paged := make([]byte, 5*4096)
+			pmr, err := b.PD.RegMR(paged, verbs.AccessRemoteWrite)
+			require.NoError(t, err)
+			before = snap()
+			require.NoError(t, a.QP.PostSend(verbs.SendWR{ID: 7, Opcode: verbs.WRRDMAWrite, Signaled: true,
+				SGL: []verbs.SGE{a.MR.SGE(100, 3*4096+77)}, RemoteAddr: pmr.Addr() + 4000, RKey: pmr.RKey()}))
+			verbstest.Expect(t, ctx, a.CQ, 7, verbs.WCSuccess)
+			require.NoError(t, b.QP.PostRecv(verbs.RecvWR{ID: 8}))
+			require.NoError(t, a.QP.PostSend(verbs.SendWR{ID: 9, Opcode: verbs.WRSend}))
+			verbstest.Expect(t, ctx, b.CQ, 8, verbs.WCSuccess)
+			require.Equal(t, a.Buf[100:100+3*4096+77], paged[4000:4000+3*4096+77])
+			require.Equal(t, make([]byte, 4000), paged[:4000], "nothing before the Write's range")
+			require.GreaterOrEqual(t, snap().since(before).dma, uint64(3*4096+77)/lanes)
+
 			// One byte past a small region: the RTL raises the Terminate.
 			small := make([]byte, 64)
 			smr, err := b.PD.RegMR(small, verbs.AccessRemoteWrite)
