@@ -89,11 +89,14 @@ func b2u(b bool) uint64 {
 func (a *crcModel) Step(in, out []uint32) {
 	p := a.p
 	valid := p.s.Valid.Get(in) != 0
-	if valid { // the model reads the data of valid beats only
+	data := a.buf
+	if lanes := p.s.Data.LaneBytes(in); lanes != nil {
+		data = lanes[:len(a.buf)] // read in place
+	} else if valid { // the model reads the data of valid beats only
 		p.s.Data.Bytes(in, a.buf)
 	}
 	o := a.m.Step(cycle.CRC32CIn{
-		Reset: p.rst.Get(in) != 0, Data: a.buf, Keep: p.s.Keep.Get(in),
+		Reset: p.rst.Get(in) != 0, Data: data, Keep: p.s.Keep.Get(in),
 		Valid: valid, Last: p.s.Last.Get(in) != 0, MReady: p.mReady.Get(in) != 0,
 	})
 	p.s.Ready.Set(out, b2u(o.SReady))

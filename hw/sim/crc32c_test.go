@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -110,6 +111,45 @@ func TestLayoutMatchesLibrary(t *testing.T) {
 	defer inst.Close()
 	assert.Error(t, inst.Run(make([]uint32, 21), make([]uint32, 4)))
 	assert.Error(t, inst.Run(make([]uint32, 44), make([]uint32, 4)))
+	_, err = inst.RunCheck(make([]uint32, 44), make([]uint32, 7), make([]uint32, 4))
+	assert.Error(t, err)
+	_, err = inst.RunCheck(make([]uint32, 44), make([]uint32, 8), make([]uint32, 3))
+	assert.Error(t, err)
+
+	// RunCheck agrees with Run: it finds no difference with Run's outputs
+	// for the same inputs, and the first cycle that differs, with the
+	// block's outputs, once one expected word is changed.
+	const cycles = 300
+	in := make([]uint32, cycles*lib.InWords)
+	drv := b.NewDriver(3)
+	model, err := b.NewModel()
+	require.NoError(t, err)
+	out := make([]uint32, lib.OutWords)
+	for c := 0; c < cycles; c++ {
+		v := in[c*lib.InWords : (c+1)*lib.InWords]
+		drv.Next(v)
+		model.Step(v, out)
+		drv.Observe(v, out)
+	}
+	want := make([]uint32, cycles*lib.OutWords)
+	ref := lib.New()
+	defer ref.Close()
+	require.NoError(t, ref.Run(in, want))
+	chk := lib.New()
+	defer chk.Close()
+	got := make([]uint32, lib.OutWords)
+	c, err := chk.RunCheck(in[:100*lib.InWords], want, got)
+	require.NoError(t, err)
+	assert.Equal(t, -1, c)
+	const at = 150
+	right := slices.Clone(want[at*lib.OutWords : (at+1)*lib.OutWords])
+	want[at*lib.OutWords+1] ^= 0x10
+	c, err = chk.RunCheck(in[100*lib.InWords:], want[100*lib.OutWords:], got)
+	require.NoError(t, err)
+	assert.Equal(t, at-100, c)
+	assert.Equal(t, right, got)
+	assert.NotEqual(t, make([]uint32, cycles*lib.OutWords), want, "the block did something")
+
 	_, err = Load("/nonexistent/lib.so")
 	assert.ErrorIs(t, err, ErrLibrary)
 }
@@ -123,6 +163,11 @@ func TestPortVectors(t *testing.T) {
 	p.Bytes(vec, dst)
 	assert.Equal(t, []byte{1, 2, 3, 4, 5, 6, 7, 8, 9}, dst)
 	assert.Equal(t, "72'h090807060504030201", p.Hex(vec))
+	p.SetBytes(vec, []byte{0xAA, 0xBB})
+	assert.Equal(t, []uint32{0, 0xBBAA, 0, 0}, vec, "lanes past the bytes are zeroed")
+	if lanes := p.LaneBytes(vec); lanes != nil { // little-endian machines
+		assert.Equal(t, []byte{0xAA, 0xBB, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, lanes)
+	}
 	p.Set(vec, 0x1122334455667788)
 	assert.Equal(t, uint64(0x1122334455667788), p.Get(vec))
 }

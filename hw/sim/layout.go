@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+	"unsafe"
 
 	"github.com/openiwarp/openiwarp/hw/gen"
 )
@@ -74,9 +75,28 @@ func (p Port) Get(vec []uint32) uint64 {
 	return v
 }
 
+// littleEndian: a vector's words are laid out in memory as its bytes in
+// lane order, so SetBytes and Bytes can copy them whole.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// LaneBytes is the memory of data port p of vec seen as its byte lanes (lane
+// 0 first), without a copy; nil on a big-endian machine, where the lanes are
+// not in that order.
+func (p Port) LaneBytes(vec []uint32) []byte {
+	if !littleEndian {
+		return nil
+	}
+	w := vec[p.Offset : p.Offset+p.Words]
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), 4*len(w))
+}
+
 // SetBytes writes b into a data port, b[0] in bits 7:0 (byte lane 0);
 // lanes past len(b) become zero.
 func (p Port) SetBytes(vec []uint32, b []byte) {
+	if lanes := p.LaneBytes(vec); lanes != nil {
+		clear(lanes[copy(lanes, b):])
+		return
+	}
 	w := vec[p.Offset : p.Offset+p.Words]
 	full := min(len(b)/4, len(w))
 	for i := 0; i < full; i++ {
@@ -95,6 +115,10 @@ func (p Port) SetBytes(vec []uint32, b []byte) {
 
 // Bytes reads a data port into dst (len(dst) lanes).
 func (p Port) Bytes(vec []uint32, dst []byte) {
+	if lanes := p.LaneBytes(vec); lanes != nil {
+		copy(dst, lanes)
+		return
+	}
 	full := len(dst) / 4
 	for i := 0; i < full; i++ {
 		binary.LittleEndian.PutUint32(dst[4*i:], vec[p.Offset+i])
