@@ -144,15 +144,17 @@ func (d *crcDriver) nextFrame() []byte {
 	default:
 		n = 1 + d.rng.IntN(9000)
 	}
-	d.frame = append(d.frame[:0], d.pool.Slice(d.rng, n)...)
+	frame := d.pool.Slice(d.rng, n) // the pool never changes: no copy needed
 	if d.rng.Chance(128) {
+		d.frame = append(d.frame[:0], frame...)
 		c := crc32.Checksum(d.frame, castagnoli)
 		if d.rng.Chance(16) {
 			c ^= 1 << d.rng.IntN(32)
 		}
 		d.frame = binary.LittleEndian.AppendUint32(d.frame, c)
+		return d.frame
 	}
-	return d.frame
+	return frame
 }
 
 func (d *crcDriver) Next(in []uint32) {
