@@ -80,8 +80,9 @@ type placement struct {
 	regions  map[uint32]*region // by STag index
 	iommu    map[uint64]iommuPage
 	nextPage uint64
-	err      error // the engine failed (mismatch) or was closed: no more placement
-	seen     []bool
+	err      error    // the engine failed (mismatch) or was closed: no more placement
+	seen     []bool   // land: payload bytes written
+	at       []uint64 // land: region offset of each write's lane 0
 }
 
 var (
@@ -395,26 +396,34 @@ func (p *placement) land(req mem.Request, dma []hwsim.PlacementDMA, payload []by
 	}
 	start := req.TO - e.Base // the golden check passed: inside the region
 	p.seen = append(p.seen[:0], make([]bool, len(payload))...)
+	p.at = p.at[:0]
 	for _, w := range dma {
+		// A write is one aligned block of at most 64 bytes: it never
+		// crosses a page, so one IOMMU lookup serves all its lanes.
+		m, ok := p.iommu[w.Addr>>pageShift]
+		if !ok {
+			return fmt.Errorf("DMA write at %#x: no region is mapped there", w.Addr)
+		}
+		if m.r != r {
+			return fmt.Errorf("DMA write at %#x lands in %v, the segment is for %v", w.Addr, m.r.mr.STag, req.STag)
+		}
+		if (w.Addr+uint64(len(w.Data))-1)>>pageShift != w.Addr>>pageShift {
+			return fmt.Errorf("DMA write at %#x of %d lanes crosses a page", w.Addr, len(w.Data))
+		}
+		base := m.k<<pageShift + w.Addr&(pageSize-1) - r.off // region offset of lane 0 (wraps below the region)
+		p.at = append(p.at, base)
 		for lane, b := range w.Data {
 			if w.Strb>>lane&1 == 0 {
 				continue
 			}
-			a := w.Addr + uint64(lane)
-			m, ok := p.iommu[a>>pageShift]
-			if !ok {
-				return fmt.Errorf("DMA write of byte %#x: no region is mapped there", a)
-			}
-			off := m.k<<pageShift + a&(pageSize-1) - m.r.off
+			off := base + uint64(lane)
 			switch {
-			case m.r != r:
-				return fmt.Errorf("DMA write of byte %#x lands in %v, the segment is for %v", a, m.r.mr.STag, req.STag)
 			case off < start || off-start >= uint64(len(payload)):
-				return fmt.Errorf("DMA write of byte %#x: region offset %d is outside the segment's [%d, %d)", a, off, start, start+uint64(len(payload)))
+				return fmt.Errorf("DMA write of byte %#x: region offset %d is outside the segment's [%d, %d)", w.Addr+uint64(lane), int64(off), start, start+uint64(len(payload)))
 			case p.seen[off-start]:
-				return fmt.Errorf("DMA write of byte %#x: written twice", a)
+				return fmt.Errorf("DMA write of byte %#x: written twice", w.Addr+uint64(lane))
 			case b != payload[off-start]:
-				return fmt.Errorf("DMA write of byte %#x: %#02x, the payload has %#02x", a, b, payload[off-start])
+				return fmt.Errorf("DMA write of byte %#x: %#02x, the payload has %#02x", w.Addr+uint64(lane), b, payload[off-start])
 			}
 			p.seen[off-start] = true
 		}
@@ -425,12 +434,10 @@ func (p *placement) land(req mem.Request, dma []hwsim.PlacementDMA, payload []by
 		}
 	}
 	// Every strobed byte is one of the payload's, in r: write them.
-	for _, w := range dma {
+	for i, w := range dma {
 		for lane, b := range w.Data {
 			if w.Strb>>lane&1 != 0 {
-				a := w.Addr + uint64(lane)
-				m := p.iommu[a>>pageShift]
-				r.buf[m.k<<pageShift+a&(pageSize-1)-r.off] = b
+				r.buf[p.at[i]+uint64(lane)] = b
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
 	"github.com/openiwarp/openiwarp/golden/rdmap"
 	"github.com/openiwarp/openiwarp/host/driver"
+	hwsim "github.com/openiwarp/openiwarp/hw/sim"
 )
 
 // The card's placement engine follows the golden table through
@@ -117,4 +118,72 @@ func TestCheckSendWR(t *testing.T) {
 	require.NoError(t, checkSendWR(&iwarp.SendWR{Opcode: iwarp.WRWrite}))
 	require.ErrorIs(t, checkSendWR(&iwarp.SendWR{Opcode: iwarp.WRLocalInvalidate}), driver.ErrInvalid)
 	require.ErrorIs(t, checkSendWR(&iwarp.SendWR{Opcode: iwarp.WRBindMW}), driver.ErrInvalid)
+}
+
+// land, the check between the RTL's DMA writes and the memory, refuses
+// every way a write can go wrong, writing nothing then.
+func TestLandRefusesStrayWrites(t *testing.T) {
+	var checked atomic.Uint64
+	p, err := newPlacement(64, &checked)
+	require.NoError(t, err)
+	defer p.close()
+	p.tab = mem.NewTable()
+	pd := p.tab.AllocPD()
+	buf, other := make([]byte, 100), make([]byte, 100)
+	mr, err := p.registerMR(pd, buf, 0, mem.RemoteWrite, 0)
+	require.NoError(t, err)
+	omr, err := p.registerMR(pd, other, 0, mem.RemoteWrite, 0)
+	require.NoError(t, err)
+	iova := func(r *mem.MR, off uint64) uint64 {
+		reg := p.regions[r.STag.Index()]
+		k := (reg.off + off) >> pageShift
+		return reg.pages[k]<<pageShift | (reg.off+off)&(pageSize-1)
+	}
+	payload := []byte("16 payload bytes")
+	req := mem.Request{STag: mr.STag, PD: pd.ID, TO: 40, Len: 16, Use: mem.UseRemoteWrite}
+	// The writes that place payload at offset 40, block by block (8 lanes).
+	good := func() []hwsim.PlacementDMA {
+		var ws []hwsim.PlacementDMA
+		for off := uint64(40); off < 56; {
+			a := iova(mr, off)
+			blk := a &^ 7
+			w := hwsim.PlacementDMA{Addr: blk, Data: make([]byte, 8)}
+			for l := uint64(0); l < 8; l++ {
+				if o := off + l - (a - blk); blk+l >= a && o < 56 {
+					w.Strb |= 1 << l
+					w.Data[l] = payload[o-40]
+				}
+			}
+			off += 8 - (a - blk)
+			ws = append(ws, w)
+		}
+		return ws
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range []struct {
+		name string
+		bend func([]hwsim.PlacementDMA) []hwsim.PlacementDMA
+		want string
+	}{
+		{"wrong byte", func(ws []hwsim.PlacementDMA) []hwsim.PlacementDMA { ws[0].Data[7] ^= 1; return ws }, "the payload has"},
+		{"byte missing", func(ws []hwsim.PlacementDMA) []hwsim.PlacementDMA { ws[len(ws)-1].Strb >>= 1; return ws }, "was not written"},
+		{"written twice", func(ws []hwsim.PlacementDMA) []hwsim.PlacementDMA { return append(ws, ws[0]) }, "written twice"},
+		{"outside the segment", func(ws []hwsim.PlacementDMA) []hwsim.PlacementDMA {
+			return append(ws, hwsim.PlacementDMA{Addr: iova(mr, 80) &^ 7, Strb: 1, Data: make([]byte, 8)})
+		}, "outside the segment"},
+		{"another region", func(ws []hwsim.PlacementDMA) []hwsim.PlacementDMA {
+			return append(ws, hwsim.PlacementDMA{Addr: iova(omr, 0) &^ 7, Strb: 0xff, Data: make([]byte, 8)})
+		}, "lands in"},
+		{"unmapped", func(ws []hwsim.PlacementDMA) []hwsim.PlacementDMA {
+			return append(ws, hwsim.PlacementDMA{Addr: 0x1000, Strb: 1, Data: make([]byte, 8)})
+		}, "no region is mapped"},
+	} {
+		err := p.land(req, c.bend(good()), payload)
+		require.ErrorContains(t, err, c.want, c.name)
+		require.Equal(t, make([]byte, 100), buf, "%s: nothing lands", c.name)
+		require.Equal(t, make([]byte, 100), other, "%s: nothing lands", c.name)
+	}
+	require.NoError(t, p.land(req, good(), payload))
+	require.Equal(t, payload, buf[40:56])
 }
