@@ -307,12 +307,13 @@ type PlacementEngine struct {
 	model *plModel
 	regs  []regWrite
 
-	in, want, got []uint32 // one call's vectors
-	n             int      // cycles recorded
-	cycles        uint64   // cycles run before this call
-	gap           bool     // Stall's answer for the cycle being made
-	initDone      bool
-	err           error
+	in, want []uint32 // one call's inputs and the model's outputs
+	got      []uint32 // the RTL's outputs in a cycle that differs
+	n        int      // cycles recorded
+	cycles   uint64   // cycles run before this call
+	gap      bool     // Stall's answer for the cycle being made
+	initDone bool
+	err      error
 
 	res   PlacementResult
 	arena []byte
@@ -508,37 +509,34 @@ func (e *PlacementEngine) anyValid(out []uint32) bool {
 }
 
 // finish runs the recorded cycles through the RTL, compares every output
-// of every cycle with the model's, and collects the outputs.
+// of every cycle with the model's (in C++, Instance.RunCheck), and collects
+// the outputs (the model's, equal to the RTL's).
 func (e *PlacementEngine) finish() (*PlacementResult, error) {
 	l := e.b.Layout
 	iw, ow := l.InWords, l.OutWords
-	if cap(e.got) < len(e.want) {
-		e.got = make([]uint32, len(e.want))
+	if len(e.got) != ow {
+		e.got = make([]uint32, ow)
 	}
-	e.got = e.got[:len(e.want)]
-	if err := e.inst.Run(e.in, e.got); err != nil {
+	c, err := e.inst.RunCheck(e.in, e.want, e.got)
+	if err != nil {
 		e.err = err
 		return nil, err
 	}
-	for c := 0; c < e.n; c++ {
-		got, want := e.got[c*ow:(c+1)*ow], e.want[c*ow:(c+1)*ow]
-		for i := range want {
-			if got[i] != want[i] {
-				m := &Mismatch{Block: e.b.Module.Name, Cycle: e.cycles + uint64(c), Inputs: Describe(l.Inputs, e.in[c*iw:(c+1)*iw]),
-					TraceErr: errors.New("the sim card's placement engine keeps no stimulus history to replay")}
-				for _, p := range l.Outputs {
-					if i >= p.Offset && i < p.Offset+p.Words {
-						m.Port, m.Want, m.Got = p.Name, p.Hex(want), p.Hex(got)
-					}
-				}
-				e.err = m
-				return nil, m
+	if c >= 0 {
+		want := e.want[c*ow : (c+1)*ow]
+		m := &Mismatch{Block: e.b.Module.Name, Cycle: e.cycles + uint64(c), Inputs: Describe(l.Inputs, e.in[c*iw:(c+1)*iw]),
+			TraceErr: errors.New("the sim card's placement engine keeps no stimulus history to replay")}
+		for _, p := range l.Outputs {
+			if m.Port == "" && p.Hex(want) != p.Hex(e.got) {
+				m.Port, m.Want, m.Got = p.Name, p.Hex(want), p.Hex(e.got)
 			}
 		}
+		e.err = m
+		return nil, m
 	}
 	e.cycles += uint64(e.n)
 	if e.n > 0 {
-		e.initDone = e.b.p.initDone.Get(e.got[(e.n-1)*ow:]) != 0
+		e.initDone = e.b.p.initDone.Get(e.want[(e.n-1)*ow:]) != 0
 	}
 	return e.collect(), nil
 }
@@ -554,7 +552,7 @@ func (e *PlacementEngine) collect() *PlacementResult {
 	hostStart := -1
 	var dmaOff []int
 	for c := 0; c < e.n; c++ {
-		out := e.got[c*ow : (c+1)*ow]
+		out := e.want[c*ow : (c+1)*ow]
 		if p.dmaValid.Get(out) != 0 && p.dmaReady.Get(e.in[c*iw:]) != 0 {
 			dmaOff = append(dmaOff, len(e.arena))
 			e.arena = append(e.arena, make([]byte, lanes)...)
