@@ -120,19 +120,22 @@ type Endpoint struct {
 	framer Framer
 	defr   Deframer
 
-	mu      sync.Mutex
-	cond    *sync.Cond
-	state   state
-	err     error
-	sq      []*sqEntry // posted, not yet completed, in posting order
-	sqNext  int        // first entry of sq not yet handed to the transmitter
-	orq     []*sqEntry // Reads sent, awaiting their response
-	rq      []*rqEntry
-	irq     []inboundRead
-	term    *rdmap.Terminate // to send
-	firstRx bool             // WaitFirstFPDU satisfied
-	rxDone  bool
-	failed  atomic.Bool // state is stError or stClosed: place nothing more
+	mu     sync.Mutex
+	cond   *sync.Cond
+	state  state
+	err    error
+	sq     []*sqEntry // posted, not yet completed, in posting order
+	sqNext int        // first entry of sq not yet handed to the transmitter
+	orq    []*sqEntry // Reads sent, awaiting their response
+	rq     []*rqEntry
+	// rxMsgs counts the messages received (Sends, Read Responses);
+	// txSeenRx is its value when PostSend last sent a WR itself.
+	rxMsgs, txSeenRx uint32
+	irq              []inboundRead
+	term             *rdmap.Terminate // to send
+	firstRx          bool             // WaitFirstFPDU satisfied
+	rxDone           bool
+	failed           atomic.Bool // state is stError or stClosed: place nothing more
 
 	txMu      sync.Mutex  // held by whoever transmits (see txRun)
 	txPending atomic.Bool // the transmitter holds unwritten FPDUs or unreported WRs
@@ -159,7 +162,7 @@ type Endpoint struct {
 	dropping bool
 	rxEnded  bool // the socket reported EOF or an error
 
-	rxWanted   atomic.Int32  // CQ waiters that would drive the receive path
+	rxWanted   atomic.Int32  // CQ waiters that drive, or would drive, the receive path
 	rxActivity atomic.Uint32 // bumped each time a waiter takes the receive path
 	rxResume   chan struct{} // brings the receive goroutine back (resumeRx)
 	kickable   bool          // the connection takes read deadlines
@@ -337,12 +340,18 @@ func (ep *Endpoint) PostSend(wrs ...SendWR) error {
 		ep.sq = append(ep.sq, &sqEntry{wr: wr})
 	}
 	// An idle queue pair sends a lone small WR from this goroutine,
-	// saving a goroutine handoff; anything else goes to the transmit
-	// goroutine, which batches it.
-	if len(wrs) != 1 || len(ep.sq) != 1 || len(ep.irq) > 0 || wrs[0].Opcode != WRRead && wrLen(&wrs[0]) > inlineMax || !ep.txMu.TryLock() {
+	// saving a goroutine handoff: an inline one always (the verbs way to
+	// ask for low latency), another one (up to 4 KiB, or a Read) when a
+	// message has arrived since the last one sent so, as in a request and
+	// response. Anything else, a stream of WRs above all, goes to the
+	// transmit goroutine, which batches it into fewer writes.
+	w := &wrs[0]
+	small := w.Inline != nil || ep.rxMsgs != ep.txSeenRx && (w.Opcode == WRRead || wrLen(w) <= inlineMax)
+	if len(wrs) != 1 || len(ep.sq) != 1 || len(ep.irq) > 0 || !small || !ep.txMu.TryLock() {
 		ep.cond.Broadcast()
 		return nil
 	}
+	ep.txSeenRx = ep.rxMsgs
 	ep.mu.Unlock()
 	ep.txRun(true)
 	ep.txMu.Unlock()

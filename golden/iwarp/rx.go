@@ -169,6 +169,19 @@ func (ep *Endpoint) driveRx(cq *CQ, ctx context.Context) bool {
 	return true
 }
 
+// worthDriving reports whether a waiter on cq should run the receive
+// path: the completions it waits for come from there (receives, Reads),
+// not from the transmitter (Sends and Writes complete once written),
+// whose completions would have to kick it out of the socket one by one.
+func (ep *Endpoint) worthDriving(cq *CQ) bool {
+	if cq != ep.cfg.SendCQ {
+		return true
+	}
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return len(ep.sq) == len(ep.orq) // every WR still to complete is a Read
+}
+
 // kick wakes a CQ waiter blocked in ep's socket.
 func (ep *Endpoint) kick() {
 	ep.kmu.Lock()
@@ -330,6 +343,7 @@ func (ep *Endpoint) rxSend(seg ddp.Segment, op rdmap.Opcode, d []byte) error {
 	}
 	ep.rxMSN[rdmap.QNSend]++
 	ep.mu.Lock()
+	ep.rxMsgs++
 	if ep.state < stError {
 		ep.rq = ep.rq[1:]
 		if !ep.cfg.RecvCQ.push(c, info.Solicited) {
@@ -410,6 +424,7 @@ func (ep *Endpoint) rxReadResponse(seg ddp.Segment, d []byte) error {
 		return ep.fail(rdmap.DDPBaseBounds, op, d, nil, "Read Response of %d bytes for a %d-byte Read", s.got, sink.Length)
 	}
 	ep.mu.Lock()
+	ep.rxMsgs++
 	if ep.state < stError && len(ep.orq) > 0 {
 		ep.orq = ep.orq[1:]
 		s.done = true

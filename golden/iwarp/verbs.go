@@ -255,15 +255,23 @@ func (cq *CQ) pollLocked(wc []Completion) int {
 // waiter runs that endpoint's receive path itself (see Endpoint.driveRx).
 func (cq *CQ) Wait(ctx context.Context) (Completion, error) {
 	var wc [1]Completion
-	var driven *Endpoint
-	defer func() {
-		// Another waiter that found the receive path busy waits on its
-		// CQ: it takes over now (the receive goroutine stays aside while
-		// waiters want the path).
-		if driven != nil && driven.rxWanted.Add(-1) > 0 {
-			driven.nudgeCQs()
+	var driven *Endpoint // the endpoint whose receive path this waiter wants
+	// release gives up the want. Another waiter that found the receive
+	// path busy waits on its CQ: it takes over now (the receive goroutine
+	// stays aside while waiters want the path). With none, the receive
+	// goroutine comes back at once (resume) or after its lease.
+	release := func(resume bool) {
+		if driven == nil {
+			return
 		}
-	}()
+		if driven.rxWanted.Add(-1) > 0 {
+			driven.nudgeCQs()
+		} else if resume {
+			driven.resumeRx()
+		}
+		driven = nil
+	}
+	defer release(false)
 	for {
 		cq.mu.Lock()
 		if cq.pollLocked(wc[:]) == 1 {
@@ -280,14 +288,17 @@ func (cq *CQ) Wait(ctx context.Context) (Completion, error) {
 		case ctx.Err() != nil:
 			return Completion{}, fmt.Errorf("iwarp: waiting for a completion: %w", ctx.Err())
 		}
-		if solo != nil && (driven == nil || driven == solo) {
-			if driven == nil {
+		if solo != nil && solo.worthDriving(cq) {
+			if driven != solo {
+				release(true)
 				driven = solo
 				driven.rxWanted.Add(1)
 			}
 			if driven.driveRx(cq, ctx) {
 				continue
 			}
+		} else {
+			release(true)
 		}
 		cq.mu.Lock()
 		if cq.n > 0 || cq.overflow || cq.destroyed {
