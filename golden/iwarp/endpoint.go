@@ -179,8 +179,8 @@ type Endpoint struct {
 const (
 	defaultDepth = 256
 	defaultRd    = 16
-	flushAt      = 1 << 20 // pending bytes that are written without waiting for the WR's end
-	rxBufSize    = 1 << 20
+	flushAt      = 1 << 20   // pending bytes that are written without waiting for the WR's end
+	rxBufSize    = 256 << 10 // bytes read from the socket at once (smaller ones stay in cache for the CRC)
 )
 
 // New starts an endpoint on conn, on which the MPA startup exchange p has
