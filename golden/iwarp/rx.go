@@ -125,7 +125,7 @@ func (ep *Endpoint) rxHandle(n int, err error) {
 // elsewhere or a completion is already there. It reports whether it did
 // anything (the caller polls again) or must wait on the CQ instead.
 func (ep *Endpoint) driveRx(cq *CQ, ctx context.Context) bool {
-	if !ep.kickable || !ep.rxMu.TryLock() {
+	if !ep.rxMu.TryLock() {
 		return false
 	}
 	defer ep.rxMu.Unlock()
@@ -174,6 +174,9 @@ func (ep *Endpoint) driveRx(cq *CQ, ctx context.Context) bool {
 // not from the transmitter (Sends and Writes complete once written),
 // whose completions would have to kick it out of the socket one by one.
 func (ep *Endpoint) worthDriving(cq *CQ) bool {
+	if !ep.kickable {
+		return false // a waiter blocked in such a socket could not be woken
+	}
 	if cq != ep.cfg.SendCQ {
 		return true
 	}

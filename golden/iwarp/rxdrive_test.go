@@ -3,6 +3,7 @@ package iwarp
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -193,4 +194,27 @@ func TestDestroyWakesWaiters(t *testing.T) {
 	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 6, SGL: []SGE{{0, 8, bm.STag}}}))
 	require.NoError(t, a.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte{1}}))
 	require.Equal(t, uint64(6), pollFor(t, b.rcq).ID)
+}
+
+// noDeadlines is a connection that refuses read deadlines, as some
+// net.Conn implementations do.
+type noDeadlines struct{ net.Conn }
+
+func (noDeadlines) SetReadDeadline(time.Time) error { return errors.New("no deadlines here") }
+
+// TestWaiterWithoutDeadlines: on a connection that takes no read
+// deadline, a waiter could not be woken out of the socket, so it never
+// reads it: the receive goroutine does, and waits still end.
+func TestWaiterWithoutDeadlines(t *testing.T) {
+	checkLeaks(t)
+	o := pairOpts{}
+	cc, cp, sc, sp := connectMPA(t, mpaConfig(o), mpaConfig(o))
+	a, b := newSide(t, cc, cp, o), newSide(t, noDeadlines{sc}, sp, o)
+	require.False(t, b.ep.kickable)
+	bm := recvBuf(t, b, 8)
+	for i := range 20 {
+		require.NoError(t, b.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{0, 8, bm.STag}}}))
+		require.NoError(t, a.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte{byte(i)}}))
+		waitOK(t, b.rcq, uint64(i), WCRecv)
+	}
 }
