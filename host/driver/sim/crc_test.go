@@ -28,11 +28,11 @@ func TestRTLDecidesCRC(t *testing.T) {
 		layer   rdmap.Layer
 	}{{"good-crc", false, rdmap.LayerDDP}, {"bad-crc", true, rdmap.LayerLLP}} {
 		t.Run(c.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			dev, err := verbs.Open("sim")
+			dev, err := verbs.Open("sim") // may build the Verilated blocks first: not under the deadline
 			require.NoError(t, err)
 			defer dev.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
 			pd, _ := dev.AllocPD()
 			cq, _ := dev.CreateCQ(8)
 			qp, err := pd.CreateQP(verbs.QPInitAttr{SendCQ: cq, RecvCQ: cq})
