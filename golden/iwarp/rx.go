@@ -20,13 +20,16 @@ var errStop = errors.New("iwarp: stream failed")
 
 // The receive path runs in whichever goroutine holds rxMu: the receive
 // goroutine (rxLoop), or a goroutine waiting on a CQ that only this
-// endpoint feeds (CQ.Wait, through driveRx). When a CQ waiter is about,
-// the receive goroutine steps aside, and the waiter reads the socket
-// itself: the netpoller then wakes the very goroutine that wants the
-// completion, which saves a goroutine handoff at each end of a round
-// trip. A waiter blocked in the socket is woken for completions that come
-// from elsewhere (the transmitter, another endpoint) or for its context
-// by a read deadline in the past (kick).
+// endpoint feeds (CQ.Wait, through driveRx) and whose completions come
+// from the receive path (worthDriving). When such a waiter is about, the
+// receive goroutine steps aside, and the waiter reads the socket itself:
+// the netpoller then wakes the very goroutine that wants the completion,
+// which saves a goroutine handoff at each end of a round trip. A waiter
+// blocked in the socket is woken for completions that come from
+// elsewhere (the transmitter), for Destroy or for its context by a read
+// deadline in the past (kick). The receive goroutine comes back when no
+// waiter has wanted the socket for a lease, when a waiter gives it up,
+// and for a close.
 
 // rxLease is how long the receive goroutine stays aside once no waiter
 // has used the socket: what arrives meanwhile waits at most this long.
