@@ -6,10 +6,16 @@
 // Usage:
 //
 //	iwgen [-rtl hw/rtl] [-ports hw/sim/ports] [-check] [-list]
+//	iwgen -mpa-rx-probe 16 -rtl DIR
 //
 // With -check nothing is written: iwgen exits 1 and names every file that
 // regenerating would change, add or that should not be there. Run it from
 // the repository root (make hw-gen does).
+//
+// With -mpa-rx-probe N, iwgen writes only mpa_rx_w64.v and mpa_rx_w512.v,
+// with an N-beat ULPDU buffer, into the -rtl directory: the builds whose
+// logic depth make synth-mpa-rx measures (generic synthesis maps memories
+// to flip-flops, which the shipped buffer makes far too slow).
 package main
 
 import (
@@ -18,6 +24,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+
+	"github.com/openiwarp/openiwarp/hw/gen"
 )
 
 func main() {
@@ -25,6 +34,7 @@ func main() {
 	ports := flag.String("ports", "hw/sim/ports", "directory for the co-simulation port lists")
 	check := flag.Bool("check", false, "compare with the files on disk instead of writing; exit 1 on any difference")
 	list := flag.Bool("list", false, "print the module names and exit")
+	probe := flag.Int("mpa-rx-probe", 0, "write only mpa_rx at 64 and 512 bits with this many buffer beats (synthesis probes)")
 	flag.StringVar(&RegMapRoot, "regmap-root", ".", "repository root for the register-map outputs (docs/regmap.md, host/driver/regs); empty: skip them")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: iwgen [flags]\n\nGenerates the RTL of every openiwarp block from hw/gen.\n\n")
@@ -34,6 +44,9 @@ func main() {
 	if flag.NArg() != 0 {
 		flag.Usage()
 		os.Exit(2)
+	}
+	if *probe != 0 {
+		os.Exit(writeProbes(*rtl, *probe))
 	}
 	os.Exit(run(os.Stdout, *rtl, *ports, *check, *list))
 }
@@ -85,4 +98,29 @@ func write(f File) error {
 		return err
 	}
 	return os.WriteFile(f.Path, f.Data, 0o644)
+}
+
+// writeProbes writes the mpa_rx synthesis probes (see the package doc).
+func writeProbes(dir string, beats int) int {
+	for _, w := range []int{64, 512} {
+		m, err := gen.MPARxBuffered(w, beats)
+		if err == nil {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		var f *os.File
+		if err == nil {
+			f, err = os.Create(filepath.Join(dir, m.Name+".v"))
+		}
+		if err == nil {
+			err = gen.WriteVerilog(f, m)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "iwgen:", err)
+			return 1
+		}
+	}
+	return 0
 }

@@ -39,15 +39,23 @@ func MPARxVerdictLatency(width int) int { return 3 + mpaRxFixStages(width/8) }
 
 // MPARx builds mpa_rx_w<width>: the MPA receive data path of RFC 5044 §4,
 // §6 and §8 for one half connection.
-func MPARx(width int) (*Module, error) {
+func MPARx(width int) (*Module, error) { return MPARxBuffered(width, MPARxBufferBeats(width)) }
+
+// MPARxBuffered is MPARx with a ULPDU buffer of depth beats (a power of
+// two, at least 8) instead of the shipped one: a build for synthesis
+// probes, where a small buffer keeps generic synthesis, which maps memory
+// to flip-flops, fast. A ULPDU longer than depth-2 beats stalls it.
+func MPARxBuffered(width, depth int) (*Module, error) {
 	if width < 64 || width > 512 || width&(width-1) != 0 {
 		return nil, fmt.Errorf("%w: mpa_rx data width %d (need 64, 128, 256 or 512)", ErrInvalid, width)
+	}
+	if depth < 8 || depth&(depth-1) != 0 {
+		return nil, fmt.Errorf("%w: mpa_rx buffer of %d beats (need a power of two, at least 8)", ErrInvalid, depth)
 	}
 	L := width / 8
 	nk := bits.TrailingZeros(uint(L))
 	gk := nk - 2 // bits of a 4-octet group index within a beat
 	G := L / 4
-	depth := MPARxBufferBeats(width)
 	ck := bits.TrailingZeros(uint(depth))
 	cw := ck + 1 // buffer pointers carry a wrap bit
 	stages := mpaRxFixStages(L)
