@@ -79,11 +79,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 			Rows          []Row  `json:"rows"`
 			CheckedCycles uint64 `json:"rtl_cycles_checked"`
 			RTLFrames     uint64 `json:"rtl_fpdus"`
-		}{rows, sim.CheckedCycles(), sim.Frames()})
+			RTLPlaced     uint64 `json:"rtl_placed_segments"`
+			RTLDMAWrites  uint64 `json:"rtl_dma_writes"`
+		}{rows, sim.CheckedCycles(), sim.Frames(), sim.PlacedSegments(), sim.DMAWrites()})
 	} else {
 		table(stdout, rows)
-		fmt.Fprintf(stdout, "RTL cycles checked against the golden cycle model: %d (%d FPDUs through the Verilated MPA blocks, every output port compared on every cycle)\n",
-			sim.CheckedCycles(), sim.Frames())
+		fmt.Fprintf(stdout, "RTL cycles checked against the golden cycle model: %d (%d FPDUs through the Verilated mpa_tx and mpa_rx, %d tagged segments placed by the Verilated placement in %d DMA writes; every output port compared on every cycle)\n",
+			sim.CheckedCycles(), sim.Frames(), sim.PlacedSegments(), sim.DMAWrites())
 	}
 	if failed {
 		fmt.Fprintln(stdout, "RESULT: FAILED")
