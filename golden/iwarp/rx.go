@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/openiwarp/openiwarp/golden/ddp"
@@ -32,7 +33,7 @@ var errStop = errors.New("iwarp: stream failed")
 // and for a close.
 
 // rxLease is how long the receive goroutine stays aside once no waiter
-// has used the socket: what arrives meanwhile waits at most this long.
+// has used the socket: what arrives meanwhile waits about this long.
 const rxLease = time.Millisecond
 
 func (ep *Endpoint) rxLoop() {
@@ -46,31 +47,75 @@ func (ep *Endpoint) rxLoop() {
 		}
 		ended := ep.rxEnded
 		ep.rxMu.Unlock()
-		if ended || ep.rxWanted.Load() > 0 && !ep.rxStepAside() {
+		if ended {
 			return
+		}
+		if ep.rxWanted.Load() > 0 {
+			ep.rxStepAside()
 		}
 	}
 }
 
 // rxStepAside leaves the socket to CQ waiters until none has used it for
-// a lease, or until resumeRx. It reports false if the stream has ended.
-func (ep *Endpoint) rxStepAside() bool {
+// a lease (see leases), or until resumeRx.
+func (ep *Endpoint) rxStepAside() {
 	ep.nudgeCQs() // a waiter parked on its CQ comes and reads
-	t := time.NewTimer(rxLease)
+	leases.add(ep)
+	<-ep.rxResume
+	leases.remove(ep)
+}
+
+// leases holds the endpoints whose receive goroutine is aside. One
+// goroutine checks them all every rxLease, whatever their number, and
+// brings back those that no waiter has used since the last check; it
+// runs only while there are such endpoints.
+var leases leaseSet
+
+type leaseSet struct {
+	mu      sync.Mutex
+	eps     map[*Endpoint]uint32 // rxActivity at the last check
+	running bool
+}
+
+func (l *leaseSet) add(ep *Endpoint) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.eps == nil {
+		l.eps = make(map[*Endpoint]uint32)
+	}
+	l.eps[ep] = ep.rxActivity.Load()
+	if !l.running {
+		l.running = true
+		go l.keep()
+	}
+}
+
+func (l *leaseSet) remove(ep *Endpoint) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.eps, ep)
+}
+
+func (l *leaseSet) keep() {
+	t := time.NewTicker(rxLease)
 	defer t.Stop()
-	seen := ep.rxActivity.Load()
-	for {
-		select {
-		case <-t.C:
-		case <-ep.rxResume:
-			return true
+	for range t.C {
+		l.mu.Lock()
+		for ep, seen := range l.eps {
+			now := ep.rxActivity.Load()
+			if now == seen && ep.rxWanted.Load() == 0 {
+				delete(l.eps, ep)
+				ep.resumeRx()
+			} else {
+				l.eps[ep] = now
+			}
 		}
-		now := ep.rxActivity.Load()
-		if now == seen && ep.rxWanted.Load() == 0 {
-			return true
+		if len(l.eps) == 0 {
+			l.running = false
+			l.mu.Unlock()
+			return
 		}
-		seen = now
-		t.Reset(rxLease)
+		l.mu.Unlock()
 	}
 }
 

@@ -218,3 +218,28 @@ func TestWaiterWithoutDeadlines(t *testing.T) {
 		waitOK(t, b.rcq, uint64(i), WCRecv)
 	}
 }
+
+// TestManyLeases: many endpoints whose waiters left at once are all
+// brought back to their sockets by the one lease keeper.
+func TestManyLeases(t *testing.T) {
+	checkLeaks(t)
+	const n = 32
+	type pr struct{ a, b *side }
+	prs := make([]pr, n)
+	for i := range prs {
+		a, b := pair(t, pairOpts{})
+		prs[i] = pr{a, b}
+		bm := recvBuf(t, b, 8)
+		require.NoError(t, b.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{0, 8, bm.STag}}}))
+		require.NoError(t, a.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte{1}}))
+		waitOK(t, b.rcq, 1, WCRecv) // b's waiter drove b's socket, then left
+	}
+	for _, p := range prs {
+		src := p.b.reg(t, []byte("read me"), 0, all)
+		sink := p.a.reg(t, make([]byte, 7), 0, all)
+		require.NoError(t, p.a.ep.PostSend(SendWR{ID: 2, Opcode: WRRead, SGL: []SGE{{0, 7, sink.STag}}, RKey: src.STag, Signaled: true}))
+	}
+	for _, p := range prs {
+		waitOK(t, p.a.scq, 2, WCRead) // b answered with nobody waiting on its CQs
+	}
+}
