@@ -100,6 +100,9 @@ const (
 	RxSaturated
 	// RxFaults: every episode carries a fault, found at its FPDU.
 	RxFaults
+	// RxSaturatedLarge: RxSaturated with FPDUs of 1448 to 9000 octets, where
+	// the input, not the one-packet-per-ULPDU output, is the busier side.
+	RxSaturatedLarge
 )
 
 // Fault kinds the driver injects.
@@ -188,7 +191,7 @@ func (d *RxDriver) newEpisode() {
 		cfg.Offset = -uint32(4 * (1 + r.IntN(600))) // about to wrap
 	}
 	ep := rxEpisode{cfg: cfg, off: cfg.Offset, fpdus: 1 + r.IntN(200), fin: r.Chance(160)}
-	if d.mode == RxSaturated {
+	if d.saturated() {
 		cfg.Markers, cfg.CRC, cfg.Rev0 = true, true, false
 		ep = rxEpisode{cfg: cfg, off: cfg.Offset, fpdus: 1 << 30}
 	}
@@ -211,8 +214,11 @@ func (d *RxDriver) newEpisode() {
 
 // ulpduSize draws a ULPDU length: many small, some up to 64768.
 func (d *RxDriver) ulpduSize() int {
-	if d.mode == RxSaturated {
+	switch d.mode {
+	case RxSaturated:
 		return 1 + d.rng.IntN(1500)
+	case RxSaturatedLarge:
+		return 1448 + d.rng.IntN(9000-1448+1)
 	}
 	switch r := d.rng.IntN(64); {
 	case r < 32:
@@ -341,7 +347,7 @@ func (d *RxDriver) form() {
 		d.gap--
 		return
 	}
-	if d.mode != RxSaturated && !d.rng.Chance(d.validP) {
+	if !d.saturated() && !d.rng.Chance(d.validP) {
 		return
 	}
 	if d.segLeft == 0 {
@@ -363,7 +369,7 @@ func (d *RxDriver) form() {
 
 // segmentSize draws a TCP segment size: MSS-sized mostly, some small.
 func (d *RxDriver) segmentSize() int {
-	if d.mode == RxSaturated {
+	if d.saturated() {
 		return 1 << 30
 	}
 	switch r := d.rng.IntN(8); {
@@ -390,13 +396,13 @@ func (d *RxDriver) Observe(in, out []uint32) {
 		}
 		d.pending = d.pending[n:]
 		d.segLeft -= n
-		if d.segLeft == 0 && d.mode != RxSaturated && d.rng.Chance(64) {
+		if d.segLeft == 0 && !d.saturated() && d.rng.Chance(64) {
 			d.gap = d.rng.IntN(40)
 		}
 		d.finSent = d.last
 		d.holding = false
 	}
-	if d.mode == RxSaturated || d.Endless {
+	if d.saturated() || d.Endless {
 		return
 	}
 	// An episode ends some cycles after the block reports an error or the
@@ -414,3 +420,5 @@ func (d *RxDriver) Observe(in, out []uint32) {
 		d.newEpisode()
 	}
 }
+
+func (d *RxDriver) saturated() bool { return d.mode == RxSaturated || d.mode == RxSaturatedLarge }

@@ -166,25 +166,35 @@ func TestMPARxGHDL(t *testing.T) {
 }
 
 // BenchmarkMPARxThroughput measures mpa_rx at full speed on a good stream
-// of FPDUs of 1 to 1500 octets offered in whole beats, output always
-// taken: input beats per cycle, and output beats per cycle.
+// offered in whole beats, output always taken: input beats per cycle, and
+// output beats per cycle, for FPDUs of 1 to 1500 octets (small ones make
+// the output, one packet per ULPDU, the busier side) and of 1448 to 9000.
 func BenchmarkMPARxThroughput(b *testing.B) {
 	for _, w := range gen.MPARxWidths {
-		bench, err := MPARxBench(w)
-		if err != nil {
-			b.Fatal(err)
-		}
-		bench.NewDriver = func(seed uint64) Driver { return NewRxDriver(bench.Layout, seed, RxSaturated) }
-		b.Run(bench.Module.Name, func(b *testing.B) {
-			cycles := uint64(max(b.N, 100000))
-			st, err := bench.Run(1, cycles)
+		for _, mode := range []struct {
+			name string
+			mode RxMode
+		}{{"1-1500", RxSaturated}, {"1448-9000", RxSaturatedLarge}} {
+			bench, err := MPARxBench(w)
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ReportMetric(float64(st.Accepted["s_axis_tvalid"])/float64(st.Cycles), "in-beats/cycle")
-			b.ReportMetric(float64(st.Emitted["m_axis_tvalid"])/float64(st.Cycles), "out-beats/cycle")
-		})
+			bench.NewDriver = func(seed uint64) Driver { return NewRxDriver(bench.Layout, seed, mode.mode) }
+			benchRxThroughput(b, bench, bench.Module.Name+"/"+mode.name)
+		}
 	}
+}
+
+func benchRxThroughput(b *testing.B, bench *Bench, name string) {
+	b.Run(name, func(b *testing.B) {
+		cycles := uint64(max(b.N, 100000))
+		st, err := bench.Run(1, cycles)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(st.Accepted["s_axis_tvalid"])/float64(st.Cycles), "in-beats/cycle")
+		b.ReportMetric(float64(st.Emitted["m_axis_tvalid"])/float64(st.Cycles), "out-beats/cycle")
+	})
 }
 
 // BenchmarkMPARxCosim measures the co-simulation speed of mpa_rx, every
