@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"math/bits"
+	"slices"
 )
 
 // CRC32CResidue is the CRC32c register (before the final inversion) after a
@@ -75,7 +76,11 @@ func CRC32C(width int) (*Module, error) {
 
 	// p = lanes not in use on the last beat. With n lanes in use, the last
 	// lane is n-1 and p = lanes-1-(n-1), the complement of n-1.
-	lastLane := m.WireOf("i_last_lane", lastLaneOneHot(iKeep), "one-hot: the last lane in use")
+	oneHot := lastLaneVector(iKeep)
+	if lanes <= 8 { // cheap to simulate either way; nextpnr-ice40 placed this form faster
+		oneHot = lastLaneOneHot(iKeep)
+	}
+	lastLane := m.WireOf("i_last_lane", oneHot, "one-hot: the last lane in use")
 	padLanes := m.WireOf("i_pad_lanes", complementIndex(lastLane, nk), "lanes not in use on this beat")
 
 	// Stage b registers the beat's data term, so that the feedback loop is
@@ -176,8 +181,26 @@ func maskedWords(m *Module, name string, data, keep *Signal) []*Signal {
 }
 
 // lastLaneOneHot marks the highest lane whose keep bit is 1 (keep
-// contiguous from lane 0): keep[i] & ~keep[i+1], written on whole vectors.
+// contiguous from lane 0), one term per lane.
 func lastLaneOneHot(keep *Signal) Expr {
+	lanes := keep.W
+	ends := make([]Expr, lanes)
+	for i := 0; i < lanes; i++ {
+		e := Bit(keep, i)
+		if i+1 < lanes {
+			e = And(e, Not(Bit(keep, i+1)))
+		}
+		ends[lanes-1-i] = e
+	}
+	return Cat(ends...)
+}
+
+// lastLaneVector is lastLaneOneHot written on whole vectors, keep &
+// ~(keep >> 1): the same function, which Verilator evaluates in three word
+// operations where the per-lane form costs it hundreds at 512 bits. crc32c
+// uses it above 8 lanes; mpa_tx keeps the per-lane form, which yosys maps
+// 1% smaller there (synth_xilinx, 512 bits).
+func lastLaneVector(keep *Signal) Expr {
 	if keep.W == 1 {
 		return keep
 	}
@@ -242,9 +265,10 @@ func MatVec(x *Signal, rows []*big.Int) Expr { return MatVecWords([]*Signal{x}, 
 
 // MatVecWords is MatVec of the vector made of words (least significant
 // first, all of the same width when more than one): bit i is the parity of
-// the XOR of each word AND its slice of rows[i]. Splitting a wide vector
-// into 64-bit words is the same logic, and lets a simulator work on whole
-// machine words.
+// the words, each ANDed with its slice of rows[i], concatenated. Splitting
+// a wide vector into 64-bit words is the same logic, and lets a simulator
+// work on whole machine words; one reduction over the concatenation (rather
+// than an XOR of the words) keeps the XOR tree synthesis tools map best.
 func MatVecWords(words []*Signal, rows []*big.Int) Expr {
 	if len(words) == 1 {
 		out := make([]Expr, len(rows))
@@ -276,8 +300,9 @@ func MatVecWords(words []*Signal, rows []*big.Int) Expr {
 			out[len(rows)-1-i] = C(1, 0)
 		case 1:
 			out[len(rows)-1-i] = parityOf(words[last], new(big.Int).And(new(big.Int).Rsh(row, uint(last*w)), wordMask))
-		default:
-			out[len(rows)-1-i] = RedXor(Xor(terms[0], terms[1], terms[2:]...))
+		default: // the parity of all the words' bits, as one reduction
+			slices.Reverse(terms)
+			out[len(rows)-1-i] = RedXor(Cat(terms...))
 		}
 	}
 	return Cat(out...)

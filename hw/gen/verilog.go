@@ -215,6 +215,15 @@ func vconst(w int, v *big.Int) string { return fmt.Sprintf("%d'h%0*s", w, (w+3)/
 var vops = map[Op]string{OpNot: "~", OpRedAnd: "&", OpRedOr: "|", OpRedXor: "^", OpAnd: "&", OpOr: "|",
 	OpXor: "^", OpAdd: "+", OpSub: "-", OpEq: "==", OpNe: "!=", OpLt: "<"}
 
+// vparts prints the parts of a concatenation.
+func vparts(c Concat) []string {
+	parts := make([]string, len(c.Parts))
+	for i, p := range c.Parts {
+		parts[i] = vexpr(p, true)
+	}
+	return parts
+}
+
 // vexpr prints e; top says no enclosing operator needs parentheses.
 func vexpr(e Expr, top bool) string {
 	paren := func(s string) string {
@@ -234,14 +243,15 @@ func vexpr(e Expr, top bool) string {
 		}
 		return fmt.Sprintf("%s[%d:%d]", x.X.Name, x.Hi, x.Lo)
 	case Concat:
-		parts := make([]string, len(x.Parts))
-		for i, p := range x.Parts {
-			parts[i] = vexpr(p, true)
-		}
-		return joinLong("{", parts, ",", "}")
+		return joinLong("{", vparts(x), ",", "}")
 	case Repeat:
 		return fmt.Sprintf("{%d{%s}}", x.N, vexpr(x.X, false))
 	case Unary:
+		if c, ok := x.X.(Concat); ok && x.Op == OpRedXor {
+			// A parity over a concatenation (MatVecWords) reads as one
+			// term: one line, which the statement around it wraps.
+			return vops[x.Op] + "{" + strings.Join(vparts(c), ", ") + "}"
+		}
 		return vops[x.Op] + vexpr(x.X, false)
 	case Binary:
 		return paren(vexpr(x.A, false) + " " + vops[x.Op] + " " + vexpr(x.B, false))

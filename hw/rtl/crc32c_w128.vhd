@@ -246,40 +246,103 @@ begin
     begin
         if rising_edge(clk) then
             if i_take = '1' then
-                b_term <= std_logic_vector'(
-                    (xor ((i_data_masked_0 and x"ef13a98c0caa668f") xor (i_data_masked_1 and x"8fc8e57b1c379612"))) &
-                    (xor ((i_data_masked_0 and x"7789d4c606553347") xor (i_data_masked_1 and x"47e472bd8e1bcb09"))) &
-                    (xor ((i_data_masked_0 and x"bbc4ea63032a99a3") xor (i_data_masked_1 and x"23f2395ec70de584"))) &
-                    (xor ((i_data_masked_0 and x"5de2753181954cd1") xor (i_data_masked_1 and x"11f91caf6386f2c2"))) &
-                    (xor ((i_data_masked_0 and x"2ef13a98c0caa668") xor (i_data_masked_1 and x"08fc8e57b1c37961"))) &
-                    (xor ((i_data_masked_0 and x"97789d4c60655334") xor (i_data_masked_1 and x"047e472bd8e1bcb0"))) &
-                    (xor ((i_data_masked_0 and x"a4afe72a3c98cf15") xor (i_data_masked_1 and x"8df7c6eef047484a"))) &
-                    (xor ((i_data_masked_0 and x"5257f3951e4c678a") xor (i_data_masked_1 and x"46fbe3777823a425"))) &
-                    (xor ((i_data_masked_0 and x"46385046838c554a") xor (i_data_masked_1 and x"acb514c0a0264400"))) &
-                    (xor ((i_data_masked_0 and x"cc0f81af4d6c4c2a") xor (i_data_masked_1 and x"d9926f1b4c24b412"))) &
-                    (xor ((i_data_masked_0 and x"8914695baa1c409a") xor (i_data_masked_1 and x"e301d2f6ba25cc1b"))) &
-                    (xor ((i_data_masked_0 and x"2b999d21d9a446c2") xor (i_data_masked_1 and x"fe480c004125701f"))) &
-                    (xor ((i_data_masked_0 and x"95ccce90ecd22361") xor (i_data_masked_1 and x"7f2406002092b80f"))) &
-                    (xor ((i_data_masked_0 and x"25f5cec47ac3773f") xor (i_data_masked_1 and x"b05ae67b0c7eca15"))) &
-                    (xor ((i_data_masked_0 and x"7de94eee31cbdd10") xor (i_data_masked_1 and x"d7e596469a08f318"))) &
-                    (xor ((i_data_masked_0 and x"3ef4a77718e5ee88") xor (i_data_masked_1 and x"6bf2cb234d04798c"))) &
-                    (xor ((i_data_masked_0 and x"1f7a53bb8c72f744") xor (i_data_masked_1 and x"35f96591a6823cc6"))) &
-                    (xor ((i_data_masked_0 and x"0fbd29ddc6397ba2") xor (i_data_masked_1 and x"1afcb2c8d3411e63"))) &
-                    (xor ((i_data_masked_0 and x"68cd3d62efb6db5e") xor (i_data_masked_1 and x"82b6bc1f75971923"))) &
-                    (xor ((i_data_masked_0 and x"5b75373d7b710b20") xor (i_data_masked_1 and x"ce93bb74a6fc1a83"))) &
-                    (xor ((i_data_masked_0 and x"42a93212b112e31f") xor (i_data_masked_1 and x"e88138c14f499b53"))) &
-                    (xor ((i_data_masked_0 and x"a15499095889718f") xor (i_data_masked_1 and x"74409c60a7a4cda9"))) &
-                    (xor ((i_data_masked_0 and x"3fb9e508a0eede48") xor (i_data_masked_1 and x"b5e8ab4b4fe5f0c6"))) &
-                    (xor ((i_data_masked_0 and x"f0cf5b085cdd09ab") xor (i_data_masked_1 and x"d53cb0debbc56e71"))) &
-                    (xor ((i_data_masked_0 and x"f867ad842e6e84d5") xor (i_data_masked_1 and x"6a9e586f5de2b738"))) &
-                    (xor ((i_data_masked_0 and x"93207f4e1b9d24e5") xor (i_data_masked_1 and x"ba87c94cb2c6cd8e"))) &
-                    (xor ((i_data_masked_0 and x"a683962b0164f4fd") xor (i_data_masked_1 and x"d28b01dd4554f0d5"))) &
-                    (xor ((i_data_masked_0 and x"3c5262998c181cf1") xor (i_data_masked_1 and x"e68d6595be9dee78"))) &
-                    (xor ((i_data_masked_0 and x"f13a98c0caa668f7") xor (i_data_masked_1 and x"fc8e57b1c379612e"))) &
-                    (xor ((i_data_masked_0 and x"789d4c606553347b") xor (i_data_masked_1 and x"7e472bd8e1bcb097"))) &
-                    (xor ((i_data_masked_0 and x"bc4ea63032a99a3d") xor (i_data_masked_1 and x"3f2395ec70de584b"))) &
-                    (xor ((i_data_masked_0 and x"de2753181954cd1e") xor (i_data_masked_1 and x"1f91caf6386f2c25")))
-                );
+                b_term <= std_logic_vector'((xor std_logic_vector'(
+                    (i_data_masked_1 and x"8fc8e57b1c379612") &
+                    (i_data_masked_0 and x"ef13a98c0caa668f")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"47e472bd8e1bcb09") &
+                    (i_data_masked_0 and x"7789d4c606553347")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"23f2395ec70de584") &
+                    (i_data_masked_0 and x"bbc4ea63032a99a3")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"11f91caf6386f2c2") &
+                    (i_data_masked_0 and x"5de2753181954cd1")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"08fc8e57b1c37961") &
+                    (i_data_masked_0 and x"2ef13a98c0caa668")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"047e472bd8e1bcb0") &
+                    (i_data_masked_0 and x"97789d4c60655334")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"8df7c6eef047484a") &
+                    (i_data_masked_0 and x"a4afe72a3c98cf15")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"46fbe3777823a425") &
+                    (i_data_masked_0 and x"5257f3951e4c678a")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"acb514c0a0264400") &
+                    (i_data_masked_0 and x"46385046838c554a")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"d9926f1b4c24b412") &
+                    (i_data_masked_0 and x"cc0f81af4d6c4c2a")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"e301d2f6ba25cc1b") &
+                    (i_data_masked_0 and x"8914695baa1c409a")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"fe480c004125701f") &
+                    (i_data_masked_0 and x"2b999d21d9a446c2")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"7f2406002092b80f") &
+                    (i_data_masked_0 and x"95ccce90ecd22361")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"b05ae67b0c7eca15") &
+                    (i_data_masked_0 and x"25f5cec47ac3773f")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"d7e596469a08f318") &
+                    (i_data_masked_0 and x"7de94eee31cbdd10")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"6bf2cb234d04798c") &
+                    (i_data_masked_0 and x"3ef4a77718e5ee88")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"35f96591a6823cc6") &
+                    (i_data_masked_0 and x"1f7a53bb8c72f744")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"1afcb2c8d3411e63") &
+                    (i_data_masked_0 and x"0fbd29ddc6397ba2")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"82b6bc1f75971923") &
+                    (i_data_masked_0 and x"68cd3d62efb6db5e")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"ce93bb74a6fc1a83") &
+                    (i_data_masked_0 and x"5b75373d7b710b20")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"e88138c14f499b53") &
+                    (i_data_masked_0 and x"42a93212b112e31f")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"74409c60a7a4cda9") &
+                    (i_data_masked_0 and x"a15499095889718f")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"b5e8ab4b4fe5f0c6") &
+                    (i_data_masked_0 and x"3fb9e508a0eede48")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"d53cb0debbc56e71") &
+                    (i_data_masked_0 and x"f0cf5b085cdd09ab")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"6a9e586f5de2b738") &
+                    (i_data_masked_0 and x"f867ad842e6e84d5")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"ba87c94cb2c6cd8e") &
+                    (i_data_masked_0 and x"93207f4e1b9d24e5")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"d28b01dd4554f0d5") &
+                    (i_data_masked_0 and x"a683962b0164f4fd")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"e68d6595be9dee78") &
+                    (i_data_masked_0 and x"3c5262998c181cf1")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"fc8e57b1c379612e") &
+                    (i_data_masked_0 and x"f13a98c0caa668f7")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"7e472bd8e1bcb097") &
+                    (i_data_masked_0 and x"789d4c606553347b")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"3f2395ec70de584b") &
+                    (i_data_masked_0 and x"bc4ea63032a99a3d")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_1 and x"1f91caf6386f2c25") &
+                    (i_data_masked_0 and x"de2753181954cd1e")
+                )));
             end if;
         end if;
     end process;

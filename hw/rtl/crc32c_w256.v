@@ -233,70 +233,70 @@ module crc32c_w256 (
     always @(posedge clk) begin
         if (i_take) begin
             b_term <= {
-                ^((((i_data_masked_0 & 64'h74b4fa052fa89ebc) ^ (i_data_masked_1 & 64'h7af0ddecb0ba2e1d)) ^ (i_data_masked_2 &
-                    64'hef13a98c0caa668f)) ^ (i_data_masked_3 & 64'h8fc8e57b1c379612)),
-                ^((((i_data_masked_0 & 64'hba5a7d0297d44f5e) ^ (i_data_masked_1 & 64'hbd786ef6585d170e)) ^ (i_data_masked_2 &
-                    64'h7789d4c606553347)) ^ (i_data_masked_3 & 64'h47e472bd8e1bcb09)),
-                ^((((i_data_masked_0 & 64'h5d2d3e814bea27af) ^ (i_data_masked_1 & 64'hdebc377b2c2e8b87)) ^ (i_data_masked_2 &
-                    64'hbbc4ea63032a99a3)) ^ (i_data_masked_3 & 64'h23f2395ec70de584)),
-                ^((((i_data_masked_0 & 64'hae969f40a5f513d7) ^ (i_data_masked_1 & 64'hef5e1bbd961745c3)) ^ (i_data_masked_2 &
-                    64'h5de2753181954cd1)) ^ (i_data_masked_3 & 64'h11f91caf6386f2c2)),
-                ^((((i_data_masked_0 & 64'hd74b4fa052fa89eb) ^ (i_data_masked_1 & 64'hf7af0ddecb0ba2e1)) ^ (i_data_masked_2 &
-                    64'h2ef13a98c0caa668)) ^ (i_data_masked_3 & 64'h08fc8e57b1c37961)),
-                ^((((i_data_masked_0 & 64'heba5a7d0297d44f5) ^ (i_data_masked_1 & 64'h7bd786ef6585d170)) ^ (i_data_masked_2 &
-                    64'h97789d4c60655334)) ^ (i_data_masked_3 & 64'h047e472bd8e1bcb0)),
-                ^((((i_data_masked_0 & 64'h016629ed3b163cc6) ^ (i_data_masked_1 & 64'h471b1e9b0278c6a5)) ^ (i_data_masked_2 &
-                    64'ha4afe72a3c98cf15)) ^ (i_data_masked_3 & 64'h8df7c6eef047484a)),
-                ^((((i_data_masked_0 & 64'h80b314f69d8b1e63) ^ (i_data_masked_1 & 64'ha38d8f4d813c6352)) ^ (i_data_masked_2 &
-                    64'h5257f3951e4c678a)) ^ (i_data_masked_3 & 64'h46fbe3777823a425)),
-                ^((((i_data_masked_0 & 64'h34ed707e616d118d) ^ (i_data_masked_1 & 64'h2b361a4a70241fb4)) ^ (i_data_masked_2 &
-                    64'h46385046838c554a)) ^ (i_data_masked_3 & 64'hacb514c0a0264400)),
-                ^((((i_data_masked_0 & 64'h6ec2423a1f1e167a) ^ (i_data_masked_1 & 64'h6f6bd0c988a821c7)) ^ (i_data_masked_2 &
-                    64'hcc0f81af4d6c4c2a)) ^ (i_data_masked_3 & 64'hd9926f1b4c24b412)),
-                ^((((i_data_masked_0 & 64'hc3d5db1820279581) ^ (i_data_masked_1 & 64'h4d45358874ee3efe)) ^ (i_data_masked_2 &
-                    64'h8914695baa1c409a)) ^ (i_data_masked_3 & 64'he301d2f6ba25cc1b)),
-                ^((((i_data_masked_0 & 64'h155e17893fbb547c) ^ (i_data_masked_1 & 64'h5c5247288acd3162)) ^ (i_data_masked_2 &
-                    64'h2b999d21d9a446c2)) ^ (i_data_masked_3 & 64'hfe480c004125701f)),
-                ^((((i_data_masked_0 & 64'h0aaf0bc49fddaa3e) ^ (i_data_masked_1 & 64'h2e292394456698b1)) ^ (i_data_masked_2 &
-                    64'h95ccce90ecd22361)) ^ (i_data_masked_3 & 64'h7f2406002092b80f)),
-                ^((((i_data_masked_0 & 64'hf1e37fe760464ba3) ^ (i_data_masked_1 & 64'hede44c2692096245)) ^ (i_data_masked_2 &
-                    64'h25f5cec47ac3773f)) ^ (i_data_masked_3 & 64'hb05ae67b0c7eca15)),
-                ^((((i_data_masked_0 & 64'h8c4545f69f8bbb6d) ^ (i_data_masked_1 & 64'h8c02fbfff9be9f3f)) ^ (i_data_masked_2 &
-                    64'h7de94eee31cbdd10)) ^ (i_data_masked_3 & 64'hd7e596469a08f318)),
-                ^((((i_data_masked_0 & 64'hc622a2fb4fc5ddb6) ^ (i_data_masked_1 & 64'h46017dfffcdf4f9f)) ^ (i_data_masked_2 &
-                    64'h3ef4a77718e5ee88)) ^ (i_data_masked_3 & 64'h6bf2cb234d04798c)),
-                ^((((i_data_masked_0 & 64'he311517da7e2eedb) ^ (i_data_masked_1 & 64'h2300befffe6fa7cf)) ^ (i_data_masked_2 &
-                    64'h1f7a53bb8c72f744)) ^ (i_data_masked_3 & 64'h35f96591a6823cc6)),
-                ^((((i_data_masked_0 & 64'hf188a8bed3f1776d) ^ (i_data_masked_1 & 64'h11805f7fff37d3e7)) ^ (i_data_masked_2 &
-                    64'h0fbd29ddc6397ba2)) ^ (i_data_masked_3 & 64'h1afcb2c8d3411e63)),
-                ^((((i_data_masked_0 & 64'h8c70ae5a4650250a) ^ (i_data_masked_1 & 64'h7230f2534f21c7ee)) ^ (i_data_masked_2 &
-                    64'h68cd3d62efb6db5e)) ^ (i_data_masked_3 & 64'h82b6bc1f75971923)),
-                ^((((i_data_masked_0 & 64'h328cad280c808c39) ^ (i_data_masked_1 & 64'h43e8a4c5172acdea)) ^ (i_data_masked_2 &
-                    64'h5b75373d7b710b20)) ^ (i_data_masked_3 & 64'hce93bb74a6fc1a83)),
-                ^((((i_data_masked_0 & 64'h6df2ac9129e8d8a0) ^ (i_data_masked_1 & 64'h5b048f8e3b2f48e8)) ^ (i_data_masked_2 &
-                    64'h42a93212b112e31f)) ^ (i_data_masked_3 & 64'he88138c14f499b53)),
-                ^((((i_data_masked_0 & 64'h36f9564894f46c50) ^ (i_data_masked_1 & 64'had8247c71d97a474)) ^ (i_data_masked_2 &
-                    64'ha15499095889718f)) ^ (i_data_masked_3 & 64'h74409c60a7a4cda9)),
-                ^((((i_data_masked_0 & 64'h6fc8512165d2a894) ^ (i_data_masked_1 & 64'hac31fe0f3e71fc27)) ^ (i_data_masked_2 &
-                    64'h3fb9e508a0eede48)) ^ (i_data_masked_3 & 64'hb5e8ab4b4fe5f0c6)),
-                ^((((i_data_masked_0 & 64'hc350d2959d41caf6) ^ (i_data_masked_1 & 64'h2ce822eb2f82d00e)) ^ (i_data_masked_2 &
-                    64'hf0cf5b085cdd09ab)) ^ (i_data_masked_3 & 64'hd53cb0debbc56e71)),
-                ^((((i_data_masked_0 & 64'h61a8694acea0e57b) ^ (i_data_masked_1 & 64'h9674117597c16807)) ^ (i_data_masked_2 &
-                    64'hf867ad842e6e84d5)) ^ (i_data_masked_3 & 64'h6a9e586f5de2b738)),
-                ^((((i_data_masked_0 & 64'hc460cea048f8ec01) ^ (i_data_masked_1 & 64'hb1cad5567b5a9a1e)) ^ (i_data_masked_2 &
-                    64'h93207f4e1b9d24e5)) ^ (i_data_masked_3 & 64'hba87c94cb2c6cd8e)),
-                ^((((i_data_masked_0 & 64'h16849d550bd4e8bc) ^ (i_data_masked_1 & 64'ha215b7478d176312)) ^ (i_data_masked_2 &
-                    64'ha683962b0164f4fd)) ^ (i_data_masked_3 & 64'hd28b01dd4554f0d5)),
-                ^((((i_data_masked_0 & 64'h7ff6b4afaa42eae2) ^ (i_data_masked_1 & 64'habfa064f76319f94)) ^ (i_data_masked_2 &
-                    64'h3c5262998c181cf1)) ^ (i_data_masked_3 & 64'he68d6595be9dee78)),
-                ^((((i_data_masked_0 & 64'h4b4fa052fa89ebcd) ^ (i_data_masked_1 & 64'haf0ddecb0ba2e1d7)) ^ (i_data_masked_2 &
-                    64'hf13a98c0caa668f7)) ^ (i_data_masked_3 & 64'hfc8e57b1c379612e)),
-                ^((((i_data_masked_0 & 64'ha5a7d0297d44f5e6) ^ (i_data_masked_1 & 64'hd786ef6585d170eb)) ^ (i_data_masked_2 &
-                    64'h789d4c606553347b)) ^ (i_data_masked_3 & 64'h7e472bd8e1bcb097)),
-                ^((((i_data_masked_0 & 64'hd2d3e814bea27af3) ^ (i_data_masked_1 & 64'hebc377b2c2e8b875)) ^ (i_data_masked_2 &
-                    64'hbc4ea63032a99a3d)) ^ (i_data_masked_3 & 64'h3f2395ec70de584b)),
-                ^((((i_data_masked_0 & 64'he969f40a5f513d79) ^ (i_data_masked_1 & 64'hf5e1bbd961745c3a)) ^ (i_data_masked_2 &
-                    64'hde2753181954cd1e)) ^ (i_data_masked_3 & 64'h1f91caf6386f2c25))
+                ^{i_data_masked_3 & 64'h8fc8e57b1c379612, i_data_masked_2 & 64'hef13a98c0caa668f, i_data_masked_1 &
+                    64'h7af0ddecb0ba2e1d, i_data_masked_0 & 64'h74b4fa052fa89ebc},
+                ^{i_data_masked_3 & 64'h47e472bd8e1bcb09, i_data_masked_2 & 64'h7789d4c606553347, i_data_masked_1 &
+                    64'hbd786ef6585d170e, i_data_masked_0 & 64'hba5a7d0297d44f5e},
+                ^{i_data_masked_3 & 64'h23f2395ec70de584, i_data_masked_2 & 64'hbbc4ea63032a99a3, i_data_masked_1 &
+                    64'hdebc377b2c2e8b87, i_data_masked_0 & 64'h5d2d3e814bea27af},
+                ^{i_data_masked_3 & 64'h11f91caf6386f2c2, i_data_masked_2 & 64'h5de2753181954cd1, i_data_masked_1 &
+                    64'hef5e1bbd961745c3, i_data_masked_0 & 64'hae969f40a5f513d7},
+                ^{i_data_masked_3 & 64'h08fc8e57b1c37961, i_data_masked_2 & 64'h2ef13a98c0caa668, i_data_masked_1 &
+                    64'hf7af0ddecb0ba2e1, i_data_masked_0 & 64'hd74b4fa052fa89eb},
+                ^{i_data_masked_3 & 64'h047e472bd8e1bcb0, i_data_masked_2 & 64'h97789d4c60655334, i_data_masked_1 &
+                    64'h7bd786ef6585d170, i_data_masked_0 & 64'heba5a7d0297d44f5},
+                ^{i_data_masked_3 & 64'h8df7c6eef047484a, i_data_masked_2 & 64'ha4afe72a3c98cf15, i_data_masked_1 &
+                    64'h471b1e9b0278c6a5, i_data_masked_0 & 64'h016629ed3b163cc6},
+                ^{i_data_masked_3 & 64'h46fbe3777823a425, i_data_masked_2 & 64'h5257f3951e4c678a, i_data_masked_1 &
+                    64'ha38d8f4d813c6352, i_data_masked_0 & 64'h80b314f69d8b1e63},
+                ^{i_data_masked_3 & 64'hacb514c0a0264400, i_data_masked_2 & 64'h46385046838c554a, i_data_masked_1 &
+                    64'h2b361a4a70241fb4, i_data_masked_0 & 64'h34ed707e616d118d},
+                ^{i_data_masked_3 & 64'hd9926f1b4c24b412, i_data_masked_2 & 64'hcc0f81af4d6c4c2a, i_data_masked_1 &
+                    64'h6f6bd0c988a821c7, i_data_masked_0 & 64'h6ec2423a1f1e167a},
+                ^{i_data_masked_3 & 64'he301d2f6ba25cc1b, i_data_masked_2 & 64'h8914695baa1c409a, i_data_masked_1 &
+                    64'h4d45358874ee3efe, i_data_masked_0 & 64'hc3d5db1820279581},
+                ^{i_data_masked_3 & 64'hfe480c004125701f, i_data_masked_2 & 64'h2b999d21d9a446c2, i_data_masked_1 &
+                    64'h5c5247288acd3162, i_data_masked_0 & 64'h155e17893fbb547c},
+                ^{i_data_masked_3 & 64'h7f2406002092b80f, i_data_masked_2 & 64'h95ccce90ecd22361, i_data_masked_1 &
+                    64'h2e292394456698b1, i_data_masked_0 & 64'h0aaf0bc49fddaa3e},
+                ^{i_data_masked_3 & 64'hb05ae67b0c7eca15, i_data_masked_2 & 64'h25f5cec47ac3773f, i_data_masked_1 &
+                    64'hede44c2692096245, i_data_masked_0 & 64'hf1e37fe760464ba3},
+                ^{i_data_masked_3 & 64'hd7e596469a08f318, i_data_masked_2 & 64'h7de94eee31cbdd10, i_data_masked_1 &
+                    64'h8c02fbfff9be9f3f, i_data_masked_0 & 64'h8c4545f69f8bbb6d},
+                ^{i_data_masked_3 & 64'h6bf2cb234d04798c, i_data_masked_2 & 64'h3ef4a77718e5ee88, i_data_masked_1 &
+                    64'h46017dfffcdf4f9f, i_data_masked_0 & 64'hc622a2fb4fc5ddb6},
+                ^{i_data_masked_3 & 64'h35f96591a6823cc6, i_data_masked_2 & 64'h1f7a53bb8c72f744, i_data_masked_1 &
+                    64'h2300befffe6fa7cf, i_data_masked_0 & 64'he311517da7e2eedb},
+                ^{i_data_masked_3 & 64'h1afcb2c8d3411e63, i_data_masked_2 & 64'h0fbd29ddc6397ba2, i_data_masked_1 &
+                    64'h11805f7fff37d3e7, i_data_masked_0 & 64'hf188a8bed3f1776d},
+                ^{i_data_masked_3 & 64'h82b6bc1f75971923, i_data_masked_2 & 64'h68cd3d62efb6db5e, i_data_masked_1 &
+                    64'h7230f2534f21c7ee, i_data_masked_0 & 64'h8c70ae5a4650250a},
+                ^{i_data_masked_3 & 64'hce93bb74a6fc1a83, i_data_masked_2 & 64'h5b75373d7b710b20, i_data_masked_1 &
+                    64'h43e8a4c5172acdea, i_data_masked_0 & 64'h328cad280c808c39},
+                ^{i_data_masked_3 & 64'he88138c14f499b53, i_data_masked_2 & 64'h42a93212b112e31f, i_data_masked_1 &
+                    64'h5b048f8e3b2f48e8, i_data_masked_0 & 64'h6df2ac9129e8d8a0},
+                ^{i_data_masked_3 & 64'h74409c60a7a4cda9, i_data_masked_2 & 64'ha15499095889718f, i_data_masked_1 &
+                    64'had8247c71d97a474, i_data_masked_0 & 64'h36f9564894f46c50},
+                ^{i_data_masked_3 & 64'hb5e8ab4b4fe5f0c6, i_data_masked_2 & 64'h3fb9e508a0eede48, i_data_masked_1 &
+                    64'hac31fe0f3e71fc27, i_data_masked_0 & 64'h6fc8512165d2a894},
+                ^{i_data_masked_3 & 64'hd53cb0debbc56e71, i_data_masked_2 & 64'hf0cf5b085cdd09ab, i_data_masked_1 &
+                    64'h2ce822eb2f82d00e, i_data_masked_0 & 64'hc350d2959d41caf6},
+                ^{i_data_masked_3 & 64'h6a9e586f5de2b738, i_data_masked_2 & 64'hf867ad842e6e84d5, i_data_masked_1 &
+                    64'h9674117597c16807, i_data_masked_0 & 64'h61a8694acea0e57b},
+                ^{i_data_masked_3 & 64'hba87c94cb2c6cd8e, i_data_masked_2 & 64'h93207f4e1b9d24e5, i_data_masked_1 &
+                    64'hb1cad5567b5a9a1e, i_data_masked_0 & 64'hc460cea048f8ec01},
+                ^{i_data_masked_3 & 64'hd28b01dd4554f0d5, i_data_masked_2 & 64'ha683962b0164f4fd, i_data_masked_1 &
+                    64'ha215b7478d176312, i_data_masked_0 & 64'h16849d550bd4e8bc},
+                ^{i_data_masked_3 & 64'he68d6595be9dee78, i_data_masked_2 & 64'h3c5262998c181cf1, i_data_masked_1 &
+                    64'habfa064f76319f94, i_data_masked_0 & 64'h7ff6b4afaa42eae2},
+                ^{i_data_masked_3 & 64'hfc8e57b1c379612e, i_data_masked_2 & 64'hf13a98c0caa668f7, i_data_masked_1 &
+                    64'haf0ddecb0ba2e1d7, i_data_masked_0 & 64'h4b4fa052fa89ebcd},
+                ^{i_data_masked_3 & 64'h7e472bd8e1bcb097, i_data_masked_2 & 64'h789d4c606553347b, i_data_masked_1 &
+                    64'hd786ef6585d170eb, i_data_masked_0 & 64'ha5a7d0297d44f5e6},
+                ^{i_data_masked_3 & 64'h3f2395ec70de584b, i_data_masked_2 & 64'hbc4ea63032a99a3d, i_data_masked_1 &
+                    64'hebc377b2c2e8b875, i_data_masked_0 & 64'hd2d3e814bea27af3},
+                ^{i_data_masked_3 & 64'h1f91caf6386f2c25, i_data_masked_2 & 64'hde2753181954cd1e, i_data_masked_1 &
+                    64'hf5e1bbd961745c3a, i_data_masked_0 & 64'he969f40a5f513d79}
             };
         end
     end

@@ -273,72 +273,167 @@ begin
     begin
         if rising_edge(clk) then
             if i_take = '1' then
-                b_term <= std_logic_vector'(
-                    (xor ((((i_data_masked_0 and x"74b4fa052fa89ebc") xor (i_data_masked_1 and x"7af0ddecb0ba2e1d")) xor (i_data_masked_2
-                        and x"ef13a98c0caa668f")) xor (i_data_masked_3 and x"8fc8e57b1c379612"))) &
-                    (xor ((((i_data_masked_0 and x"ba5a7d0297d44f5e") xor (i_data_masked_1 and x"bd786ef6585d170e")) xor (i_data_masked_2
-                        and x"7789d4c606553347")) xor (i_data_masked_3 and x"47e472bd8e1bcb09"))) &
-                    (xor ((((i_data_masked_0 and x"5d2d3e814bea27af") xor (i_data_masked_1 and x"debc377b2c2e8b87")) xor (i_data_masked_2
-                        and x"bbc4ea63032a99a3")) xor (i_data_masked_3 and x"23f2395ec70de584"))) &
-                    (xor ((((i_data_masked_0 and x"ae969f40a5f513d7") xor (i_data_masked_1 and x"ef5e1bbd961745c3")) xor (i_data_masked_2
-                        and x"5de2753181954cd1")) xor (i_data_masked_3 and x"11f91caf6386f2c2"))) &
-                    (xor ((((i_data_masked_0 and x"d74b4fa052fa89eb") xor (i_data_masked_1 and x"f7af0ddecb0ba2e1")) xor (i_data_masked_2
-                        and x"2ef13a98c0caa668")) xor (i_data_masked_3 and x"08fc8e57b1c37961"))) &
-                    (xor ((((i_data_masked_0 and x"eba5a7d0297d44f5") xor (i_data_masked_1 and x"7bd786ef6585d170")) xor (i_data_masked_2
-                        and x"97789d4c60655334")) xor (i_data_masked_3 and x"047e472bd8e1bcb0"))) &
-                    (xor ((((i_data_masked_0 and x"016629ed3b163cc6") xor (i_data_masked_1 and x"471b1e9b0278c6a5")) xor (i_data_masked_2
-                        and x"a4afe72a3c98cf15")) xor (i_data_masked_3 and x"8df7c6eef047484a"))) &
-                    (xor ((((i_data_masked_0 and x"80b314f69d8b1e63") xor (i_data_masked_1 and x"a38d8f4d813c6352")) xor (i_data_masked_2
-                        and x"5257f3951e4c678a")) xor (i_data_masked_3 and x"46fbe3777823a425"))) &
-                    (xor ((((i_data_masked_0 and x"34ed707e616d118d") xor (i_data_masked_1 and x"2b361a4a70241fb4")) xor (i_data_masked_2
-                        and x"46385046838c554a")) xor (i_data_masked_3 and x"acb514c0a0264400"))) &
-                    (xor ((((i_data_masked_0 and x"6ec2423a1f1e167a") xor (i_data_masked_1 and x"6f6bd0c988a821c7")) xor (i_data_masked_2
-                        and x"cc0f81af4d6c4c2a")) xor (i_data_masked_3 and x"d9926f1b4c24b412"))) &
-                    (xor ((((i_data_masked_0 and x"c3d5db1820279581") xor (i_data_masked_1 and x"4d45358874ee3efe")) xor (i_data_masked_2
-                        and x"8914695baa1c409a")) xor (i_data_masked_3 and x"e301d2f6ba25cc1b"))) &
-                    (xor ((((i_data_masked_0 and x"155e17893fbb547c") xor (i_data_masked_1 and x"5c5247288acd3162")) xor (i_data_masked_2
-                        and x"2b999d21d9a446c2")) xor (i_data_masked_3 and x"fe480c004125701f"))) &
-                    (xor ((((i_data_masked_0 and x"0aaf0bc49fddaa3e") xor (i_data_masked_1 and x"2e292394456698b1")) xor (i_data_masked_2
-                        and x"95ccce90ecd22361")) xor (i_data_masked_3 and x"7f2406002092b80f"))) &
-                    (xor ((((i_data_masked_0 and x"f1e37fe760464ba3") xor (i_data_masked_1 and x"ede44c2692096245")) xor (i_data_masked_2
-                        and x"25f5cec47ac3773f")) xor (i_data_masked_3 and x"b05ae67b0c7eca15"))) &
-                    (xor ((((i_data_masked_0 and x"8c4545f69f8bbb6d") xor (i_data_masked_1 and x"8c02fbfff9be9f3f")) xor (i_data_masked_2
-                        and x"7de94eee31cbdd10")) xor (i_data_masked_3 and x"d7e596469a08f318"))) &
-                    (xor ((((i_data_masked_0 and x"c622a2fb4fc5ddb6") xor (i_data_masked_1 and x"46017dfffcdf4f9f")) xor (i_data_masked_2
-                        and x"3ef4a77718e5ee88")) xor (i_data_masked_3 and x"6bf2cb234d04798c"))) &
-                    (xor ((((i_data_masked_0 and x"e311517da7e2eedb") xor (i_data_masked_1 and x"2300befffe6fa7cf")) xor (i_data_masked_2
-                        and x"1f7a53bb8c72f744")) xor (i_data_masked_3 and x"35f96591a6823cc6"))) &
-                    (xor ((((i_data_masked_0 and x"f188a8bed3f1776d") xor (i_data_masked_1 and x"11805f7fff37d3e7")) xor (i_data_masked_2
-                        and x"0fbd29ddc6397ba2")) xor (i_data_masked_3 and x"1afcb2c8d3411e63"))) &
-                    (xor ((((i_data_masked_0 and x"8c70ae5a4650250a") xor (i_data_masked_1 and x"7230f2534f21c7ee")) xor (i_data_masked_2
-                        and x"68cd3d62efb6db5e")) xor (i_data_masked_3 and x"82b6bc1f75971923"))) &
-                    (xor ((((i_data_masked_0 and x"328cad280c808c39") xor (i_data_masked_1 and x"43e8a4c5172acdea")) xor (i_data_masked_2
-                        and x"5b75373d7b710b20")) xor (i_data_masked_3 and x"ce93bb74a6fc1a83"))) &
-                    (xor ((((i_data_masked_0 and x"6df2ac9129e8d8a0") xor (i_data_masked_1 and x"5b048f8e3b2f48e8")) xor (i_data_masked_2
-                        and x"42a93212b112e31f")) xor (i_data_masked_3 and x"e88138c14f499b53"))) &
-                    (xor ((((i_data_masked_0 and x"36f9564894f46c50") xor (i_data_masked_1 and x"ad8247c71d97a474")) xor (i_data_masked_2
-                        and x"a15499095889718f")) xor (i_data_masked_3 and x"74409c60a7a4cda9"))) &
-                    (xor ((((i_data_masked_0 and x"6fc8512165d2a894") xor (i_data_masked_1 and x"ac31fe0f3e71fc27")) xor (i_data_masked_2
-                        and x"3fb9e508a0eede48")) xor (i_data_masked_3 and x"b5e8ab4b4fe5f0c6"))) &
-                    (xor ((((i_data_masked_0 and x"c350d2959d41caf6") xor (i_data_masked_1 and x"2ce822eb2f82d00e")) xor (i_data_masked_2
-                        and x"f0cf5b085cdd09ab")) xor (i_data_masked_3 and x"d53cb0debbc56e71"))) &
-                    (xor ((((i_data_masked_0 and x"61a8694acea0e57b") xor (i_data_masked_1 and x"9674117597c16807")) xor (i_data_masked_2
-                        and x"f867ad842e6e84d5")) xor (i_data_masked_3 and x"6a9e586f5de2b738"))) &
-                    (xor ((((i_data_masked_0 and x"c460cea048f8ec01") xor (i_data_masked_1 and x"b1cad5567b5a9a1e")) xor (i_data_masked_2
-                        and x"93207f4e1b9d24e5")) xor (i_data_masked_3 and x"ba87c94cb2c6cd8e"))) &
-                    (xor ((((i_data_masked_0 and x"16849d550bd4e8bc") xor (i_data_masked_1 and x"a215b7478d176312")) xor (i_data_masked_2
-                        and x"a683962b0164f4fd")) xor (i_data_masked_3 and x"d28b01dd4554f0d5"))) &
-                    (xor ((((i_data_masked_0 and x"7ff6b4afaa42eae2") xor (i_data_masked_1 and x"abfa064f76319f94")) xor (i_data_masked_2
-                        and x"3c5262998c181cf1")) xor (i_data_masked_3 and x"e68d6595be9dee78"))) &
-                    (xor ((((i_data_masked_0 and x"4b4fa052fa89ebcd") xor (i_data_masked_1 and x"af0ddecb0ba2e1d7")) xor (i_data_masked_2
-                        and x"f13a98c0caa668f7")) xor (i_data_masked_3 and x"fc8e57b1c379612e"))) &
-                    (xor ((((i_data_masked_0 and x"a5a7d0297d44f5e6") xor (i_data_masked_1 and x"d786ef6585d170eb")) xor (i_data_masked_2
-                        and x"789d4c606553347b")) xor (i_data_masked_3 and x"7e472bd8e1bcb097"))) &
-                    (xor ((((i_data_masked_0 and x"d2d3e814bea27af3") xor (i_data_masked_1 and x"ebc377b2c2e8b875")) xor (i_data_masked_2
-                        and x"bc4ea63032a99a3d")) xor (i_data_masked_3 and x"3f2395ec70de584b"))) &
-                    (xor ((((i_data_masked_0 and x"e969f40a5f513d79") xor (i_data_masked_1 and x"f5e1bbd961745c3a")) xor (i_data_masked_2
-                        and x"de2753181954cd1e")) xor (i_data_masked_3 and x"1f91caf6386f2c25")))
-                );
+                b_term <= std_logic_vector'((xor std_logic_vector'(
+                    (i_data_masked_3 and x"8fc8e57b1c379612") &
+                    (i_data_masked_2 and x"ef13a98c0caa668f") &
+                    (i_data_masked_1 and x"7af0ddecb0ba2e1d") &
+                    (i_data_masked_0 and x"74b4fa052fa89ebc")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"47e472bd8e1bcb09") &
+                    (i_data_masked_2 and x"7789d4c606553347") &
+                    (i_data_masked_1 and x"bd786ef6585d170e") &
+                    (i_data_masked_0 and x"ba5a7d0297d44f5e")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"23f2395ec70de584") &
+                    (i_data_masked_2 and x"bbc4ea63032a99a3") &
+                    (i_data_masked_1 and x"debc377b2c2e8b87") &
+                    (i_data_masked_0 and x"5d2d3e814bea27af")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"11f91caf6386f2c2") &
+                    (i_data_masked_2 and x"5de2753181954cd1") &
+                    (i_data_masked_1 and x"ef5e1bbd961745c3") &
+                    (i_data_masked_0 and x"ae969f40a5f513d7")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"08fc8e57b1c37961") &
+                    (i_data_masked_2 and x"2ef13a98c0caa668") &
+                    (i_data_masked_1 and x"f7af0ddecb0ba2e1") &
+                    (i_data_masked_0 and x"d74b4fa052fa89eb")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"047e472bd8e1bcb0") &
+                    (i_data_masked_2 and x"97789d4c60655334") &
+                    (i_data_masked_1 and x"7bd786ef6585d170") &
+                    (i_data_masked_0 and x"eba5a7d0297d44f5")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"8df7c6eef047484a") &
+                    (i_data_masked_2 and x"a4afe72a3c98cf15") &
+                    (i_data_masked_1 and x"471b1e9b0278c6a5") &
+                    (i_data_masked_0 and x"016629ed3b163cc6")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"46fbe3777823a425") &
+                    (i_data_masked_2 and x"5257f3951e4c678a") &
+                    (i_data_masked_1 and x"a38d8f4d813c6352") &
+                    (i_data_masked_0 and x"80b314f69d8b1e63")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"acb514c0a0264400") &
+                    (i_data_masked_2 and x"46385046838c554a") &
+                    (i_data_masked_1 and x"2b361a4a70241fb4") &
+                    (i_data_masked_0 and x"34ed707e616d118d")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"d9926f1b4c24b412") &
+                    (i_data_masked_2 and x"cc0f81af4d6c4c2a") &
+                    (i_data_masked_1 and x"6f6bd0c988a821c7") &
+                    (i_data_masked_0 and x"6ec2423a1f1e167a")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"e301d2f6ba25cc1b") &
+                    (i_data_masked_2 and x"8914695baa1c409a") &
+                    (i_data_masked_1 and x"4d45358874ee3efe") &
+                    (i_data_masked_0 and x"c3d5db1820279581")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"fe480c004125701f") &
+                    (i_data_masked_2 and x"2b999d21d9a446c2") &
+                    (i_data_masked_1 and x"5c5247288acd3162") &
+                    (i_data_masked_0 and x"155e17893fbb547c")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"7f2406002092b80f") &
+                    (i_data_masked_2 and x"95ccce90ecd22361") &
+                    (i_data_masked_1 and x"2e292394456698b1") &
+                    (i_data_masked_0 and x"0aaf0bc49fddaa3e")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"b05ae67b0c7eca15") &
+                    (i_data_masked_2 and x"25f5cec47ac3773f") &
+                    (i_data_masked_1 and x"ede44c2692096245") &
+                    (i_data_masked_0 and x"f1e37fe760464ba3")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"d7e596469a08f318") &
+                    (i_data_masked_2 and x"7de94eee31cbdd10") &
+                    (i_data_masked_1 and x"8c02fbfff9be9f3f") &
+                    (i_data_masked_0 and x"8c4545f69f8bbb6d")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"6bf2cb234d04798c") &
+                    (i_data_masked_2 and x"3ef4a77718e5ee88") &
+                    (i_data_masked_1 and x"46017dfffcdf4f9f") &
+                    (i_data_masked_0 and x"c622a2fb4fc5ddb6")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"35f96591a6823cc6") &
+                    (i_data_masked_2 and x"1f7a53bb8c72f744") &
+                    (i_data_masked_1 and x"2300befffe6fa7cf") &
+                    (i_data_masked_0 and x"e311517da7e2eedb")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"1afcb2c8d3411e63") &
+                    (i_data_masked_2 and x"0fbd29ddc6397ba2") &
+                    (i_data_masked_1 and x"11805f7fff37d3e7") &
+                    (i_data_masked_0 and x"f188a8bed3f1776d")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"82b6bc1f75971923") &
+                    (i_data_masked_2 and x"68cd3d62efb6db5e") &
+                    (i_data_masked_1 and x"7230f2534f21c7ee") &
+                    (i_data_masked_0 and x"8c70ae5a4650250a")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"ce93bb74a6fc1a83") &
+                    (i_data_masked_2 and x"5b75373d7b710b20") &
+                    (i_data_masked_1 and x"43e8a4c5172acdea") &
+                    (i_data_masked_0 and x"328cad280c808c39")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"e88138c14f499b53") &
+                    (i_data_masked_2 and x"42a93212b112e31f") &
+                    (i_data_masked_1 and x"5b048f8e3b2f48e8") &
+                    (i_data_masked_0 and x"6df2ac9129e8d8a0")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"74409c60a7a4cda9") &
+                    (i_data_masked_2 and x"a15499095889718f") &
+                    (i_data_masked_1 and x"ad8247c71d97a474") &
+                    (i_data_masked_0 and x"36f9564894f46c50")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"b5e8ab4b4fe5f0c6") &
+                    (i_data_masked_2 and x"3fb9e508a0eede48") &
+                    (i_data_masked_1 and x"ac31fe0f3e71fc27") &
+                    (i_data_masked_0 and x"6fc8512165d2a894")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"d53cb0debbc56e71") &
+                    (i_data_masked_2 and x"f0cf5b085cdd09ab") &
+                    (i_data_masked_1 and x"2ce822eb2f82d00e") &
+                    (i_data_masked_0 and x"c350d2959d41caf6")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"6a9e586f5de2b738") &
+                    (i_data_masked_2 and x"f867ad842e6e84d5") &
+                    (i_data_masked_1 and x"9674117597c16807") &
+                    (i_data_masked_0 and x"61a8694acea0e57b")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"ba87c94cb2c6cd8e") &
+                    (i_data_masked_2 and x"93207f4e1b9d24e5") &
+                    (i_data_masked_1 and x"b1cad5567b5a9a1e") &
+                    (i_data_masked_0 and x"c460cea048f8ec01")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"d28b01dd4554f0d5") &
+                    (i_data_masked_2 and x"a683962b0164f4fd") &
+                    (i_data_masked_1 and x"a215b7478d176312") &
+                    (i_data_masked_0 and x"16849d550bd4e8bc")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"e68d6595be9dee78") &
+                    (i_data_masked_2 and x"3c5262998c181cf1") &
+                    (i_data_masked_1 and x"abfa064f76319f94") &
+                    (i_data_masked_0 and x"7ff6b4afaa42eae2")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"fc8e57b1c379612e") &
+                    (i_data_masked_2 and x"f13a98c0caa668f7") &
+                    (i_data_masked_1 and x"af0ddecb0ba2e1d7") &
+                    (i_data_masked_0 and x"4b4fa052fa89ebcd")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"7e472bd8e1bcb097") &
+                    (i_data_masked_2 and x"789d4c606553347b") &
+                    (i_data_masked_1 and x"d786ef6585d170eb") &
+                    (i_data_masked_0 and x"a5a7d0297d44f5e6")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"3f2395ec70de584b") &
+                    (i_data_masked_2 and x"bc4ea63032a99a3d") &
+                    (i_data_masked_1 and x"ebc377b2c2e8b875") &
+                    (i_data_masked_0 and x"d2d3e814bea27af3")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_3 and x"1f91caf6386f2c25") &
+                    (i_data_masked_2 and x"de2753181954cd1e") &
+                    (i_data_masked_1 and x"f5e1bbd961745c3a") &
+                    (i_data_masked_0 and x"e969f40a5f513d79")
+                )));
             end if;
         end if;
     end process;

@@ -87,7 +87,7 @@ module crc32c_w32 (
         i_data[15:8] & {8{i_keep[1]}},
         i_data[7:0] & {8{i_keep[0]}}
     };
-    assign i_last_lane = i_keep & ~{1'h0, i_keep[3:1]};
+    assign i_last_lane = {i_keep[3], i_keep[2] & ~i_keep[3], i_keep[1] & ~i_keep[2], i_keep[0] & ~i_keep[1]};
     assign i_pad_lanes = {|(i_last_lane & 4'h3), |(i_last_lane & 4'h5)};
     assign i_take = advance & i_valid;
     assign crc_state_term = {

@@ -108,7 +108,12 @@ begin
         (i_data(15 downto 8) and std_logic_vector'(7 downto 0 => i_keep(1))) &
         (i_data(7 downto 0) and std_logic_vector'(7 downto 0 => i_keep(0)))
     );
-    i_last_lane <= i_keep and (not std_logic_vector'('0' & i_keep(3 downto 1)));
+    i_last_lane <= std_logic_vector'(
+        i_keep(3) &
+        (i_keep(2) and (not i_keep(3))) &
+        (i_keep(1) and (not i_keep(2))) &
+        (i_keep(0) and (not i_keep(1)))
+    );
     i_pad_lanes <= std_logic_vector'((or (i_last_lane and x"3")) & (or (i_last_lane and x"5")));
     i_take <= advance and i_valid;
     crc_state_term <= std_logic_vector'(

@@ -286,134 +286,102 @@ module crc32c_w512 (
     always @(posedge clk) begin
         if (i_take) begin
             b_term <= {
-                ^((((((((i_data_masked_0 & 64'h1eed2c2ed33061ae) ^ (i_data_masked_1 & 64'h23479c6553509b39)) ^ (i_data_masked_2 &
-                    64'hdd0f0986f6827238)) ^ (i_data_masked_3 & 64'hdafe84cc3f42047b)) ^ (i_data_masked_4 & 64'h74b4fa052fa89ebc)) ^
-                    (i_data_masked_5 & 64'h7af0ddecb0ba2e1d)) ^ (i_data_masked_6 & 64'hef13a98c0caa668f)) ^ (i_data_masked_7 &
-                    64'h8fc8e57b1c379612)),
-                ^((((((((i_data_masked_0 & 64'h8f769617699830d7) ^ (i_data_masked_1 & 64'h11a3ce32a9a84d9c)) ^ (i_data_masked_2 &
-                    64'hee8784c37b41391c)) ^ (i_data_masked_3 & 64'h6d7f42661fa1023d)) ^ (i_data_masked_4 & 64'hba5a7d0297d44f5e)) ^
-                    (i_data_masked_5 & 64'hbd786ef6585d170e)) ^ (i_data_masked_6 & 64'h7789d4c606553347)) ^ (i_data_masked_7 &
-                    64'h47e472bd8e1bcb09)),
-                ^((((((((i_data_masked_0 & 64'h47bb4b0bb4cc186b) ^ (i_data_masked_1 & 64'h08d1e71954d426ce)) ^ (i_data_masked_2 &
-                    64'hf743c261bda09c8e)) ^ (i_data_masked_3 & 64'h36bfa1330fd0811e)) ^ (i_data_masked_4 & 64'h5d2d3e814bea27af)) ^
-                    (i_data_masked_5 & 64'hdebc377b2c2e8b87)) ^ (i_data_masked_6 & 64'hbbc4ea63032a99a3)) ^ (i_data_masked_7 &
-                    64'h23f2395ec70de584)),
-                ^((((((((i_data_masked_0 & 64'h23dda585da660c35) ^ (i_data_masked_1 & 64'h0468f38caa6a1367)) ^ (i_data_masked_2 &
-                    64'h7ba1e130ded04e47)) ^ (i_data_masked_3 & 64'h9b5fd09987e8408f)) ^ (i_data_masked_4 & 64'hae969f40a5f513d7)) ^
-                    (i_data_masked_5 & 64'hef5e1bbd961745c3)) ^ (i_data_masked_6 & 64'h5de2753181954cd1)) ^ (i_data_masked_7 &
-                    64'h11f91caf6386f2c2)),
-                ^((((((((i_data_masked_0 & 64'h91eed2c2ed33061a) ^ (i_data_masked_1 & 64'h823479c6553509b3)) ^ (i_data_masked_2 &
-                    64'hbdd0f0986f682723)) ^ (i_data_masked_3 & 64'hcdafe84cc3f42047)) ^ (i_data_masked_4 & 64'hd74b4fa052fa89eb)) ^
-                    (i_data_masked_5 & 64'hf7af0ddecb0ba2e1)) ^ (i_data_masked_6 & 64'h2ef13a98c0caa668)) ^ (i_data_masked_7 &
-                    64'h08fc8e57b1c37961)),
-                ^((((((((i_data_masked_0 & 64'hc8f769617699830d) ^ (i_data_masked_1 & 64'hc11a3ce32a9a84d9)) ^ (i_data_masked_2 &
-                    64'hdee8784c37b41391)) ^ (i_data_masked_3 & 64'he6d7f42661fa1023)) ^ (i_data_masked_4 & 64'heba5a7d0297d44f5)) ^
-                    (i_data_masked_5 & 64'h7bd786ef6585d170)) ^ (i_data_masked_6 & 64'h97789d4c60655334)) ^ (i_data_masked_7 &
-                    64'h047e472bd8e1bcb0)),
-                ^((((((((i_data_masked_0 & 64'hfa96989e687ca028) ^ (i_data_masked_1 & 64'hc3ca8214c61dd955)) ^ (i_data_masked_2 &
-                    64'h327b35a0ed587bf0)) ^ (i_data_masked_3 & 64'h29957edf0fbf0c6a)) ^ (i_data_masked_4 & 64'h016629ed3b163cc6)) ^
-                    (i_data_masked_5 & 64'h471b1e9b0278c6a5)) ^ (i_data_masked_6 & 64'ha4afe72a3c98cf15)) ^ (i_data_masked_7 &
-                    64'h8df7c6eef047484a)),
-                ^((((((((i_data_masked_0 & 64'hfd4b4c4f343e5014) ^ (i_data_masked_1 & 64'h61e5410a630eecaa)) ^ (i_data_masked_2 &
-                    64'h193d9ad076ac3df8)) ^ (i_data_masked_3 & 64'h14cabf6f87df8635)) ^ (i_data_masked_4 & 64'h80b314f69d8b1e63)) ^
-                    (i_data_masked_5 & 64'ha38d8f4d813c6352)) ^ (i_data_masked_6 & 64'h5257f3951e4c678a)) ^ (i_data_masked_7 &
-                    64'h46fbe3777823a425)),
-                ^((((((((i_data_masked_0 & 64'h60488a09492f49a4) ^ (i_data_masked_1 & 64'h13b53ce062d7ed6c)) ^ (i_data_masked_2 &
-                    64'h5191c4eecdd46cc4)) ^ (i_data_masked_3 & 64'h509bdb7bfcadc761)) ^ (i_data_masked_4 & 64'h34ed707e616d118d)) ^
-                    (i_data_masked_5 & 64'h2b361a4a70241fb4)) ^ (i_data_masked_6 & 64'h46385046838c554a)) ^ (i_data_masked_7 &
-                    64'hacb514c0a0264400)),
-                ^((((((((i_data_masked_0 & 64'h2ec9692a77a7c57c) ^ (i_data_masked_1 & 64'h2a9d0215623b6d8f)) ^ (i_data_masked_2 &
-                    64'h75c7ebf19068445a)) ^ (i_data_masked_3 & 64'h72b36971c114e7cb)) ^ (i_data_masked_4 & 64'h6ec2423a1f1e167a)) ^
-                    (i_data_masked_5 & 64'h6f6bd0c988a821c7)) ^ (i_data_masked_6 & 64'hcc0f81af4d6c4c2a)) ^ (i_data_masked_7 &
-                    64'hd9926f1b4c24b412)),
-                ^((((((((i_data_masked_0 & 64'h898998bbe8e38310) ^ (i_data_masked_1 & 64'h36091d6fe24d2dfe)) ^ (i_data_masked_2 &
-                    64'h67ecfc7e3eb65015)) ^ (i_data_masked_3 & 64'he3a73074dfc8779e)) ^ (i_data_masked_4 & 64'hc3d5db1820279581)) ^
-                    (i_data_masked_5 & 64'h4d45358874ee3efe)) ^ (i_data_masked_6 & 64'h8914695baa1c409a)) ^ (i_data_masked_7 &
-                    64'he301d2f6ba25cc1b)),
-                ^((((((((i_data_masked_0 & 64'h5a29e0732741a026) ^ (i_data_masked_1 & 64'hb84312d2a2760dc6)) ^ (i_data_masked_2 &
-                    64'heef977b9e9d95a32)) ^ (i_data_masked_3 & 64'h2b2d1cf650a63fb4)) ^ (i_data_masked_4 & 64'h155e17893fbb547c)) ^
-                    (i_data_masked_5 & 64'h5c5247288acd3162)) ^ (i_data_masked_6 & 64'h2b999d21d9a446c2)) ^ (i_data_masked_7 &
-                    64'hfe480c004125701f)),
-                ^((((((((i_data_masked_0 & 64'h2d14f03993a0d013) ^ (i_data_masked_1 & 64'h5c218969513b06e3)) ^ (i_data_masked_2 &
-                    64'h777cbbdcf4ecad19)) ^ (i_data_masked_3 & 64'h15968e7b28531fda)) ^ (i_data_masked_4 & 64'h0aaf0bc49fddaa3e)) ^
-                    (i_data_masked_5 & 64'h2e292394456698b1)) ^ (i_data_masked_6 & 64'h95ccce90ecd22361)) ^ (i_data_masked_7 &
-                    64'h7f2406002092b80f)),
-                ^((((((((i_data_masked_0 & 64'h886754321ae009a7) ^ (i_data_masked_1 & 64'h8d5758d1fbcd1848)) ^ (i_data_masked_2 &
-                    64'he6b154688cf424b4)) ^ (i_data_masked_3 & 64'hd035c3f1ab6b8b96)) ^ (i_data_masked_4 & 64'hf1e37fe760464ba3)) ^
-                    (i_data_masked_5 & 64'hede44c2692096245)) ^ (i_data_masked_6 & 64'h25f5cec47ac3773f)) ^ (i_data_masked_7 &
-                    64'hb05ae67b0c7eca15)),
-                ^((((((((i_data_masked_0 & 64'h5ade8637de40657d) ^ (i_data_masked_1 & 64'h65ec300daeb6171d)) ^ (i_data_masked_2 &
-                    64'hae57a3b2b0f86062)) ^ (i_data_masked_3 & 64'h32e46534eaf7c1b0)) ^ (i_data_masked_4 & 64'h8c4545f69f8bbb6d)) ^
-                    (i_data_masked_5 & 64'h8c02fbfff9be9f3f)) ^ (i_data_masked_6 & 64'h7de94eee31cbdd10)) ^ (i_data_masked_7 &
-                    64'hd7e596469a08f318)),
-                ^((((((((i_data_masked_0 & 64'had6f431bef2032be) ^ (i_data_masked_1 & 64'h32f61806d75b0b8e)) ^ (i_data_masked_2 &
-                    64'h572bd1d9587c3031)) ^ (i_data_masked_3 & 64'h9972329a757be0d8)) ^ (i_data_masked_4 & 64'hc622a2fb4fc5ddb6)) ^
-                    (i_data_masked_5 & 64'h46017dfffcdf4f9f)) ^ (i_data_masked_6 & 64'h3ef4a77718e5ee88)) ^ (i_data_masked_7 &
-                    64'h6bf2cb234d04798c)),
-                ^((((((((i_data_masked_0 & 64'h56b7a18df790195f) ^ (i_data_masked_1 & 64'h997b0c036bad85c7)) ^ (i_data_masked_2 &
-                    64'h2b95e8ecac3e1818)) ^ (i_data_masked_3 & 64'h4cb9194d3abdf06c)) ^ (i_data_masked_4 & 64'he311517da7e2eedb)) ^
-                    (i_data_masked_5 & 64'h2300befffe6fa7cf)) ^ (i_data_masked_6 & 64'h1f7a53bb8c72f744)) ^ (i_data_masked_7 &
-                    64'h35f96591a6823cc6)),
-                ^((((((((i_data_masked_0 & 64'hab5bd0c6fbc80caf) ^ (i_data_masked_1 & 64'h4cbd8601b5d6c2e3)) ^ (i_data_masked_2 &
-                    64'h15caf476561f0c0c)) ^ (i_data_masked_3 & 64'ha65c8ca69d5ef836)) ^ (i_data_masked_4 & 64'hf188a8bed3f1776d)) ^
-                    (i_data_masked_5 & 64'h11805f7fff37d3e7)) ^ (i_data_masked_6 & 64'h0fbd29ddc6397ba2)) ^ (i_data_masked_7 &
-                    64'h1afcb2c8d3411e63)),
-                ^((((((((i_data_masked_0 & 64'hcb40c44daed467f9) ^ (i_data_masked_1 & 64'h05195f6589bbfa48)) ^ (i_data_masked_2 &
-                    64'hd7ea73bddd8df43e)) ^ (i_data_masked_3 & 64'h09d0c29f71ed7860)) ^ (i_data_masked_4 & 64'h8c70ae5a4650250a)) ^
-                    (i_data_masked_5 & 64'h7230f2534f21c7ee)) ^ (i_data_masked_6 & 64'h68cd3d62efb6db5e)) ^ (i_data_masked_7 &
-                    64'h82b6bc1f75971923)),
-                ^((((((((i_data_masked_0 & 64'h7b4d4e08045a5252) ^ (i_data_masked_1 & 64'h21cb33d7978d661d)) ^ (i_data_masked_2 &
-                    64'hb6fa305818448827)) ^ (i_data_masked_3 & 64'hde16e58387b4b84b)) ^ (i_data_masked_4 & 64'h328cad280c808c39)) ^
-                    (i_data_masked_5 & 64'h43e8a4c5172acdea)) ^ (i_data_masked_6 & 64'h5b75373d7b710b20)) ^ (i_data_masked_7 &
-                    64'hce93bb74a6fc1a83)),
-                ^((((((((i_data_masked_0 & 64'ha34b8b2ad11d4887) ^ (i_data_masked_1 & 64'hb3a2058e98962837)) ^ (i_data_masked_2 &
-                    64'h067211aafaa0362b)) ^ (i_data_masked_3 & 64'h35f5f60dfc98585e)) ^ (i_data_masked_4 & 64'h6df2ac9129e8d8a0)) ^
-                    (i_data_masked_5 & 64'h5b048f8e3b2f48e8)) ^ (i_data_masked_6 & 64'h42a93212b112e31f)) ^ (i_data_masked_7 &
-                    64'he88138c14f499b53)),
-                ^((((((((i_data_masked_0 & 64'hd1a5c595688ea443) ^ (i_data_masked_1 & 64'hd9d102c74c4b141b)) ^ (i_data_masked_2 &
-                    64'h033908d57d501b15)) ^ (i_data_masked_3 & 64'h1afafb06fe4c2c2f)) ^ (i_data_masked_4 & 64'h36f9564894f46c50)) ^
-                    (i_data_masked_5 & 64'had8247c71d97a474)) ^ (i_data_masked_6 & 64'ha15499095889718f)) ^ (i_data_masked_7 &
-                    64'h74409c60a7a4cda9)),
-                ^((((((((i_data_masked_0 & 64'hf63fcee46777338f) ^ (i_data_masked_1 & 64'hcfaf1d06f5751134)) ^ (i_data_masked_2 &
-                    64'h5c938dec482a7fb2)) ^ (i_data_masked_3 & 64'hd783f94f4064126c)) ^ (i_data_masked_4 & 64'h6fc8512165d2a894)) ^
-                    (i_data_masked_5 & 64'hac31fe0f3e71fc27)) ^ (i_data_masked_6 & 64'h3fb9e508a0eede48)) ^ (i_data_masked_7 &
-                    64'hb5e8ab4b4fe5f0c6)),
-                ^((((((((i_data_masked_0 & 64'h65f2cb5ce08bf869) ^ (i_data_masked_1 & 64'h449012e629ea13a3)) ^ (i_data_masked_2 &
-                    64'hf346cf70d2974de1)) ^ (i_data_masked_3 & 64'hb13f786b9f700d4d)) ^ (i_data_masked_4 & 64'hc350d2959d41caf6)) ^
-                    (i_data_masked_5 & 64'h2ce822eb2f82d00e)) ^ (i_data_masked_6 & 64'hf0cf5b085cdd09ab)) ^ (i_data_masked_7 &
-                    64'hd53cb0debbc56e71)),
-                ^((((((((i_data_masked_0 & 64'hb2f965ae7045fc34) ^ (i_data_masked_1 & 64'ha248097314f509d1)) ^ (i_data_masked_2 &
-                    64'hf9a367b8694ba6f0)) ^ (i_data_masked_3 & 64'h589fbc35cfb806a6)) ^ (i_data_masked_4 & 64'h61a8694acea0e57b)) ^
-                    (i_data_masked_5 & 64'h9674117597c16807)) ^ (i_data_masked_6 & 64'hf867ad842e6e84d5)) ^ (i_data_masked_7 &
-                    64'h6a9e586f5de2b738)),
-                ^((((((((i_data_masked_0 & 64'hc7919ef9eb129fb4) ^ (i_data_masked_1 & 64'h726398dcd92a1fd1)) ^ (i_data_masked_2 &
-                    64'ha1deba5ac227a140)) ^ (i_data_masked_3 & 64'h76b15ad6d89e0728)) ^ (i_data_masked_4 & 64'hc460cea048f8ec01)) ^
-                    (i_data_masked_5 & 64'hb1cad5567b5a9a1e)) ^ (i_data_masked_6 & 64'h93207f4e1b9d24e5)) ^ (i_data_masked_7 &
-                    64'hba87c94cb2c6cd8e)),
-                ^((((((((i_data_masked_0 & 64'hfd25e35226b92e74) ^ (i_data_masked_1 & 64'h1a76500b3fc594d1)) ^ (i_data_masked_2 &
-                    64'h8de054ab9791a298)) ^ (i_data_masked_3 & 64'h61a629a7530d07ef)) ^ (i_data_masked_4 & 64'h16849d550bd4e8bc)) ^
-                    (i_data_masked_5 & 64'ha215b7478d176312)) ^ (i_data_masked_6 & 64'ha683962b0164f4fd)) ^ (i_data_masked_7 &
-                    64'hd28b01dd4554f0d5)),
-                ^((((((((i_data_masked_0 & 64'he07fdd87c06cf694) ^ (i_data_masked_1 & 64'h2e7cb460ccb25151)) ^ (i_data_masked_2 &
-                    64'h1bff23d33d4aa374)) ^ (i_data_masked_3 & 64'hea2d901f96c4878c)) ^ (i_data_masked_4 & 64'h7ff6b4afaa42eae2)) ^
-                    (i_data_masked_5 & 64'habfa064f76319f94)) ^ (i_data_masked_6 & 64'h3c5262998c181cf1)) ^ (i_data_masked_7 &
-                    64'he68d6595be9dee78)),
-                ^((((((((i_data_masked_0 & 64'heed2c2ed33061ae4) ^ (i_data_masked_1 & 64'h3479c6553509b391)) ^ (i_data_masked_2 &
-                    64'hd0f0986f68272382)) ^ (i_data_masked_3 & 64'hafe84cc3f42047bd)) ^ (i_data_masked_4 & 64'h4b4fa052fa89ebcd)) ^
-                    (i_data_masked_5 & 64'haf0ddecb0ba2e1d7)) ^ (i_data_masked_6 & 64'hf13a98c0caa668f7)) ^ (i_data_masked_7 &
-                    64'hfc8e57b1c379612e)),
-                ^((((((((i_data_masked_0 & 64'hf769617699830d72) ^ (i_data_masked_1 & 64'h1a3ce32a9a84d9c8)) ^ (i_data_masked_2 &
-                    64'he8784c37b41391c1)) ^ (i_data_masked_3 & 64'hd7f42661fa1023de)) ^ (i_data_masked_4 & 64'ha5a7d0297d44f5e6)) ^
-                    (i_data_masked_5 & 64'hd786ef6585d170eb)) ^ (i_data_masked_6 & 64'h789d4c606553347b)) ^ (i_data_masked_7 &
-                    64'h7e472bd8e1bcb097)),
-                ^((((((((i_data_masked_0 & 64'h7bb4b0bb4cc186b9) ^ (i_data_masked_1 & 64'h8d1e71954d426ce4)) ^ (i_data_masked_2 &
-                    64'h743c261bda09c8e0)) ^ (i_data_masked_3 & 64'h6bfa1330fd0811ef)) ^ (i_data_masked_4 & 64'hd2d3e814bea27af3)) ^
-                    (i_data_masked_5 & 64'hebc377b2c2e8b875)) ^ (i_data_masked_6 & 64'hbc4ea63032a99a3d)) ^ (i_data_masked_7 &
-                    64'h3f2395ec70de584b)),
-                ^((((((((i_data_masked_0 & 64'h3dda585da660c35c) ^ (i_data_masked_1 & 64'h468f38caa6a13672)) ^ (i_data_masked_2 &
-                    64'hba1e130ded04e470)) ^ (i_data_masked_3 & 64'hb5fd09987e8408f7)) ^ (i_data_masked_4 & 64'he969f40a5f513d79)) ^
-                    (i_data_masked_5 & 64'hf5e1bbd961745c3a)) ^ (i_data_masked_6 & 64'hde2753181954cd1e)) ^ (i_data_masked_7 &
-                    64'h1f91caf6386f2c25))
+                ^{i_data_masked_7 & 64'h8fc8e57b1c379612, i_data_masked_6 & 64'hef13a98c0caa668f, i_data_masked_5 &
+                    64'h7af0ddecb0ba2e1d, i_data_masked_4 & 64'h74b4fa052fa89ebc, i_data_masked_3 & 64'hdafe84cc3f42047b, i_data_masked_2 &
+                    64'hdd0f0986f6827238, i_data_masked_1 & 64'h23479c6553509b39, i_data_masked_0 & 64'h1eed2c2ed33061ae},
+                ^{i_data_masked_7 & 64'h47e472bd8e1bcb09, i_data_masked_6 & 64'h7789d4c606553347, i_data_masked_5 &
+                    64'hbd786ef6585d170e, i_data_masked_4 & 64'hba5a7d0297d44f5e, i_data_masked_3 & 64'h6d7f42661fa1023d, i_data_masked_2 &
+                    64'hee8784c37b41391c, i_data_masked_1 & 64'h11a3ce32a9a84d9c, i_data_masked_0 & 64'h8f769617699830d7},
+                ^{i_data_masked_7 & 64'h23f2395ec70de584, i_data_masked_6 & 64'hbbc4ea63032a99a3, i_data_masked_5 &
+                    64'hdebc377b2c2e8b87, i_data_masked_4 & 64'h5d2d3e814bea27af, i_data_masked_3 & 64'h36bfa1330fd0811e, i_data_masked_2 &
+                    64'hf743c261bda09c8e, i_data_masked_1 & 64'h08d1e71954d426ce, i_data_masked_0 & 64'h47bb4b0bb4cc186b},
+                ^{i_data_masked_7 & 64'h11f91caf6386f2c2, i_data_masked_6 & 64'h5de2753181954cd1, i_data_masked_5 &
+                    64'hef5e1bbd961745c3, i_data_masked_4 & 64'hae969f40a5f513d7, i_data_masked_3 & 64'h9b5fd09987e8408f, i_data_masked_2 &
+                    64'h7ba1e130ded04e47, i_data_masked_1 & 64'h0468f38caa6a1367, i_data_masked_0 & 64'h23dda585da660c35},
+                ^{i_data_masked_7 & 64'h08fc8e57b1c37961, i_data_masked_6 & 64'h2ef13a98c0caa668, i_data_masked_5 &
+                    64'hf7af0ddecb0ba2e1, i_data_masked_4 & 64'hd74b4fa052fa89eb, i_data_masked_3 & 64'hcdafe84cc3f42047, i_data_masked_2 &
+                    64'hbdd0f0986f682723, i_data_masked_1 & 64'h823479c6553509b3, i_data_masked_0 & 64'h91eed2c2ed33061a},
+                ^{i_data_masked_7 & 64'h047e472bd8e1bcb0, i_data_masked_6 & 64'h97789d4c60655334, i_data_masked_5 &
+                    64'h7bd786ef6585d170, i_data_masked_4 & 64'heba5a7d0297d44f5, i_data_masked_3 & 64'he6d7f42661fa1023, i_data_masked_2 &
+                    64'hdee8784c37b41391, i_data_masked_1 & 64'hc11a3ce32a9a84d9, i_data_masked_0 & 64'hc8f769617699830d},
+                ^{i_data_masked_7 & 64'h8df7c6eef047484a, i_data_masked_6 & 64'ha4afe72a3c98cf15, i_data_masked_5 &
+                    64'h471b1e9b0278c6a5, i_data_masked_4 & 64'h016629ed3b163cc6, i_data_masked_3 & 64'h29957edf0fbf0c6a, i_data_masked_2 &
+                    64'h327b35a0ed587bf0, i_data_masked_1 & 64'hc3ca8214c61dd955, i_data_masked_0 & 64'hfa96989e687ca028},
+                ^{i_data_masked_7 & 64'h46fbe3777823a425, i_data_masked_6 & 64'h5257f3951e4c678a, i_data_masked_5 &
+                    64'ha38d8f4d813c6352, i_data_masked_4 & 64'h80b314f69d8b1e63, i_data_masked_3 & 64'h14cabf6f87df8635, i_data_masked_2 &
+                    64'h193d9ad076ac3df8, i_data_masked_1 & 64'h61e5410a630eecaa, i_data_masked_0 & 64'hfd4b4c4f343e5014},
+                ^{i_data_masked_7 & 64'hacb514c0a0264400, i_data_masked_6 & 64'h46385046838c554a, i_data_masked_5 &
+                    64'h2b361a4a70241fb4, i_data_masked_4 & 64'h34ed707e616d118d, i_data_masked_3 & 64'h509bdb7bfcadc761, i_data_masked_2 &
+                    64'h5191c4eecdd46cc4, i_data_masked_1 & 64'h13b53ce062d7ed6c, i_data_masked_0 & 64'h60488a09492f49a4},
+                ^{i_data_masked_7 & 64'hd9926f1b4c24b412, i_data_masked_6 & 64'hcc0f81af4d6c4c2a, i_data_masked_5 &
+                    64'h6f6bd0c988a821c7, i_data_masked_4 & 64'h6ec2423a1f1e167a, i_data_masked_3 & 64'h72b36971c114e7cb, i_data_masked_2 &
+                    64'h75c7ebf19068445a, i_data_masked_1 & 64'h2a9d0215623b6d8f, i_data_masked_0 & 64'h2ec9692a77a7c57c},
+                ^{i_data_masked_7 & 64'he301d2f6ba25cc1b, i_data_masked_6 & 64'h8914695baa1c409a, i_data_masked_5 &
+                    64'h4d45358874ee3efe, i_data_masked_4 & 64'hc3d5db1820279581, i_data_masked_3 & 64'he3a73074dfc8779e, i_data_masked_2 &
+                    64'h67ecfc7e3eb65015, i_data_masked_1 & 64'h36091d6fe24d2dfe, i_data_masked_0 & 64'h898998bbe8e38310},
+                ^{i_data_masked_7 & 64'hfe480c004125701f, i_data_masked_6 & 64'h2b999d21d9a446c2, i_data_masked_5 &
+                    64'h5c5247288acd3162, i_data_masked_4 & 64'h155e17893fbb547c, i_data_masked_3 & 64'h2b2d1cf650a63fb4, i_data_masked_2 &
+                    64'heef977b9e9d95a32, i_data_masked_1 & 64'hb84312d2a2760dc6, i_data_masked_0 & 64'h5a29e0732741a026},
+                ^{i_data_masked_7 & 64'h7f2406002092b80f, i_data_masked_6 & 64'h95ccce90ecd22361, i_data_masked_5 &
+                    64'h2e292394456698b1, i_data_masked_4 & 64'h0aaf0bc49fddaa3e, i_data_masked_3 & 64'h15968e7b28531fda, i_data_masked_2 &
+                    64'h777cbbdcf4ecad19, i_data_masked_1 & 64'h5c218969513b06e3, i_data_masked_0 & 64'h2d14f03993a0d013},
+                ^{i_data_masked_7 & 64'hb05ae67b0c7eca15, i_data_masked_6 & 64'h25f5cec47ac3773f, i_data_masked_5 &
+                    64'hede44c2692096245, i_data_masked_4 & 64'hf1e37fe760464ba3, i_data_masked_3 & 64'hd035c3f1ab6b8b96, i_data_masked_2 &
+                    64'he6b154688cf424b4, i_data_masked_1 & 64'h8d5758d1fbcd1848, i_data_masked_0 & 64'h886754321ae009a7},
+                ^{i_data_masked_7 & 64'hd7e596469a08f318, i_data_masked_6 & 64'h7de94eee31cbdd10, i_data_masked_5 &
+                    64'h8c02fbfff9be9f3f, i_data_masked_4 & 64'h8c4545f69f8bbb6d, i_data_masked_3 & 64'h32e46534eaf7c1b0, i_data_masked_2 &
+                    64'hae57a3b2b0f86062, i_data_masked_1 & 64'h65ec300daeb6171d, i_data_masked_0 & 64'h5ade8637de40657d},
+                ^{i_data_masked_7 & 64'h6bf2cb234d04798c, i_data_masked_6 & 64'h3ef4a77718e5ee88, i_data_masked_5 &
+                    64'h46017dfffcdf4f9f, i_data_masked_4 & 64'hc622a2fb4fc5ddb6, i_data_masked_3 & 64'h9972329a757be0d8, i_data_masked_2 &
+                    64'h572bd1d9587c3031, i_data_masked_1 & 64'h32f61806d75b0b8e, i_data_masked_0 & 64'had6f431bef2032be},
+                ^{i_data_masked_7 & 64'h35f96591a6823cc6, i_data_masked_6 & 64'h1f7a53bb8c72f744, i_data_masked_5 &
+                    64'h2300befffe6fa7cf, i_data_masked_4 & 64'he311517da7e2eedb, i_data_masked_3 & 64'h4cb9194d3abdf06c, i_data_masked_2 &
+                    64'h2b95e8ecac3e1818, i_data_masked_1 & 64'h997b0c036bad85c7, i_data_masked_0 & 64'h56b7a18df790195f},
+                ^{i_data_masked_7 & 64'h1afcb2c8d3411e63, i_data_masked_6 & 64'h0fbd29ddc6397ba2, i_data_masked_5 &
+                    64'h11805f7fff37d3e7, i_data_masked_4 & 64'hf188a8bed3f1776d, i_data_masked_3 & 64'ha65c8ca69d5ef836, i_data_masked_2 &
+                    64'h15caf476561f0c0c, i_data_masked_1 & 64'h4cbd8601b5d6c2e3, i_data_masked_0 & 64'hab5bd0c6fbc80caf},
+                ^{i_data_masked_7 & 64'h82b6bc1f75971923, i_data_masked_6 & 64'h68cd3d62efb6db5e, i_data_masked_5 &
+                    64'h7230f2534f21c7ee, i_data_masked_4 & 64'h8c70ae5a4650250a, i_data_masked_3 & 64'h09d0c29f71ed7860, i_data_masked_2 &
+                    64'hd7ea73bddd8df43e, i_data_masked_1 & 64'h05195f6589bbfa48, i_data_masked_0 & 64'hcb40c44daed467f9},
+                ^{i_data_masked_7 & 64'hce93bb74a6fc1a83, i_data_masked_6 & 64'h5b75373d7b710b20, i_data_masked_5 &
+                    64'h43e8a4c5172acdea, i_data_masked_4 & 64'h328cad280c808c39, i_data_masked_3 & 64'hde16e58387b4b84b, i_data_masked_2 &
+                    64'hb6fa305818448827, i_data_masked_1 & 64'h21cb33d7978d661d, i_data_masked_0 & 64'h7b4d4e08045a5252},
+                ^{i_data_masked_7 & 64'he88138c14f499b53, i_data_masked_6 & 64'h42a93212b112e31f, i_data_masked_5 &
+                    64'h5b048f8e3b2f48e8, i_data_masked_4 & 64'h6df2ac9129e8d8a0, i_data_masked_3 & 64'h35f5f60dfc98585e, i_data_masked_2 &
+                    64'h067211aafaa0362b, i_data_masked_1 & 64'hb3a2058e98962837, i_data_masked_0 & 64'ha34b8b2ad11d4887},
+                ^{i_data_masked_7 & 64'h74409c60a7a4cda9, i_data_masked_6 & 64'ha15499095889718f, i_data_masked_5 &
+                    64'had8247c71d97a474, i_data_masked_4 & 64'h36f9564894f46c50, i_data_masked_3 & 64'h1afafb06fe4c2c2f, i_data_masked_2 &
+                    64'h033908d57d501b15, i_data_masked_1 & 64'hd9d102c74c4b141b, i_data_masked_0 & 64'hd1a5c595688ea443},
+                ^{i_data_masked_7 & 64'hb5e8ab4b4fe5f0c6, i_data_masked_6 & 64'h3fb9e508a0eede48, i_data_masked_5 &
+                    64'hac31fe0f3e71fc27, i_data_masked_4 & 64'h6fc8512165d2a894, i_data_masked_3 & 64'hd783f94f4064126c, i_data_masked_2 &
+                    64'h5c938dec482a7fb2, i_data_masked_1 & 64'hcfaf1d06f5751134, i_data_masked_0 & 64'hf63fcee46777338f},
+                ^{i_data_masked_7 & 64'hd53cb0debbc56e71, i_data_masked_6 & 64'hf0cf5b085cdd09ab, i_data_masked_5 &
+                    64'h2ce822eb2f82d00e, i_data_masked_4 & 64'hc350d2959d41caf6, i_data_masked_3 & 64'hb13f786b9f700d4d, i_data_masked_2 &
+                    64'hf346cf70d2974de1, i_data_masked_1 & 64'h449012e629ea13a3, i_data_masked_0 & 64'h65f2cb5ce08bf869},
+                ^{i_data_masked_7 & 64'h6a9e586f5de2b738, i_data_masked_6 & 64'hf867ad842e6e84d5, i_data_masked_5 &
+                    64'h9674117597c16807, i_data_masked_4 & 64'h61a8694acea0e57b, i_data_masked_3 & 64'h589fbc35cfb806a6, i_data_masked_2 &
+                    64'hf9a367b8694ba6f0, i_data_masked_1 & 64'ha248097314f509d1, i_data_masked_0 & 64'hb2f965ae7045fc34},
+                ^{i_data_masked_7 & 64'hba87c94cb2c6cd8e, i_data_masked_6 & 64'h93207f4e1b9d24e5, i_data_masked_5 &
+                    64'hb1cad5567b5a9a1e, i_data_masked_4 & 64'hc460cea048f8ec01, i_data_masked_3 & 64'h76b15ad6d89e0728, i_data_masked_2 &
+                    64'ha1deba5ac227a140, i_data_masked_1 & 64'h726398dcd92a1fd1, i_data_masked_0 & 64'hc7919ef9eb129fb4},
+                ^{i_data_masked_7 & 64'hd28b01dd4554f0d5, i_data_masked_6 & 64'ha683962b0164f4fd, i_data_masked_5 &
+                    64'ha215b7478d176312, i_data_masked_4 & 64'h16849d550bd4e8bc, i_data_masked_3 & 64'h61a629a7530d07ef, i_data_masked_2 &
+                    64'h8de054ab9791a298, i_data_masked_1 & 64'h1a76500b3fc594d1, i_data_masked_0 & 64'hfd25e35226b92e74},
+                ^{i_data_masked_7 & 64'he68d6595be9dee78, i_data_masked_6 & 64'h3c5262998c181cf1, i_data_masked_5 &
+                    64'habfa064f76319f94, i_data_masked_4 & 64'h7ff6b4afaa42eae2, i_data_masked_3 & 64'hea2d901f96c4878c, i_data_masked_2 &
+                    64'h1bff23d33d4aa374, i_data_masked_1 & 64'h2e7cb460ccb25151, i_data_masked_0 & 64'he07fdd87c06cf694},
+                ^{i_data_masked_7 & 64'hfc8e57b1c379612e, i_data_masked_6 & 64'hf13a98c0caa668f7, i_data_masked_5 &
+                    64'haf0ddecb0ba2e1d7, i_data_masked_4 & 64'h4b4fa052fa89ebcd, i_data_masked_3 & 64'hafe84cc3f42047bd, i_data_masked_2 &
+                    64'hd0f0986f68272382, i_data_masked_1 & 64'h3479c6553509b391, i_data_masked_0 & 64'heed2c2ed33061ae4},
+                ^{i_data_masked_7 & 64'h7e472bd8e1bcb097, i_data_masked_6 & 64'h789d4c606553347b, i_data_masked_5 &
+                    64'hd786ef6585d170eb, i_data_masked_4 & 64'ha5a7d0297d44f5e6, i_data_masked_3 & 64'hd7f42661fa1023de, i_data_masked_2 &
+                    64'he8784c37b41391c1, i_data_masked_1 & 64'h1a3ce32a9a84d9c8, i_data_masked_0 & 64'hf769617699830d72},
+                ^{i_data_masked_7 & 64'h3f2395ec70de584b, i_data_masked_6 & 64'hbc4ea63032a99a3d, i_data_masked_5 &
+                    64'hebc377b2c2e8b875, i_data_masked_4 & 64'hd2d3e814bea27af3, i_data_masked_3 & 64'h6bfa1330fd0811ef, i_data_masked_2 &
+                    64'h743c261bda09c8e0, i_data_masked_1 & 64'h8d1e71954d426ce4, i_data_masked_0 & 64'h7bb4b0bb4cc186b9},
+                ^{i_data_masked_7 & 64'h1f91caf6386f2c25, i_data_masked_6 & 64'hde2753181954cd1e, i_data_masked_5 &
+                    64'hf5e1bbd961745c3a, i_data_masked_4 & 64'he969f40a5f513d79, i_data_masked_3 & 64'hb5fd09987e8408f7, i_data_masked_2 &
+                    64'hba1e130ded04e470, i_data_masked_1 & 64'h468f38caa6a13672, i_data_masked_0 & 64'h3dda585da660c35c}
             };
         end
     end

@@ -326,136 +326,295 @@ begin
     begin
         if rising_edge(clk) then
             if i_take = '1' then
-                b_term <= std_logic_vector'(
-                    (xor ((((((((i_data_masked_0 and x"1eed2c2ed33061ae") xor (i_data_masked_1 and x"23479c6553509b39")) xor
-                        (i_data_masked_2 and x"dd0f0986f6827238")) xor (i_data_masked_3 and x"dafe84cc3f42047b")) xor (i_data_masked_4 and
-                        x"74b4fa052fa89ebc")) xor (i_data_masked_5 and x"7af0ddecb0ba2e1d")) xor (i_data_masked_6 and x"ef13a98c0caa668f")) xor
-                        (i_data_masked_7 and x"8fc8e57b1c379612"))) &
-                    (xor ((((((((i_data_masked_0 and x"8f769617699830d7") xor (i_data_masked_1 and x"11a3ce32a9a84d9c")) xor
-                        (i_data_masked_2 and x"ee8784c37b41391c")) xor (i_data_masked_3 and x"6d7f42661fa1023d")) xor (i_data_masked_4 and
-                        x"ba5a7d0297d44f5e")) xor (i_data_masked_5 and x"bd786ef6585d170e")) xor (i_data_masked_6 and x"7789d4c606553347")) xor
-                        (i_data_masked_7 and x"47e472bd8e1bcb09"))) &
-                    (xor ((((((((i_data_masked_0 and x"47bb4b0bb4cc186b") xor (i_data_masked_1 and x"08d1e71954d426ce")) xor
-                        (i_data_masked_2 and x"f743c261bda09c8e")) xor (i_data_masked_3 and x"36bfa1330fd0811e")) xor (i_data_masked_4 and
-                        x"5d2d3e814bea27af")) xor (i_data_masked_5 and x"debc377b2c2e8b87")) xor (i_data_masked_6 and x"bbc4ea63032a99a3")) xor
-                        (i_data_masked_7 and x"23f2395ec70de584"))) &
-                    (xor ((((((((i_data_masked_0 and x"23dda585da660c35") xor (i_data_masked_1 and x"0468f38caa6a1367")) xor
-                        (i_data_masked_2 and x"7ba1e130ded04e47")) xor (i_data_masked_3 and x"9b5fd09987e8408f")) xor (i_data_masked_4 and
-                        x"ae969f40a5f513d7")) xor (i_data_masked_5 and x"ef5e1bbd961745c3")) xor (i_data_masked_6 and x"5de2753181954cd1")) xor
-                        (i_data_masked_7 and x"11f91caf6386f2c2"))) &
-                    (xor ((((((((i_data_masked_0 and x"91eed2c2ed33061a") xor (i_data_masked_1 and x"823479c6553509b3")) xor
-                        (i_data_masked_2 and x"bdd0f0986f682723")) xor (i_data_masked_3 and x"cdafe84cc3f42047")) xor (i_data_masked_4 and
-                        x"d74b4fa052fa89eb")) xor (i_data_masked_5 and x"f7af0ddecb0ba2e1")) xor (i_data_masked_6 and x"2ef13a98c0caa668")) xor
-                        (i_data_masked_7 and x"08fc8e57b1c37961"))) &
-                    (xor ((((((((i_data_masked_0 and x"c8f769617699830d") xor (i_data_masked_1 and x"c11a3ce32a9a84d9")) xor
-                        (i_data_masked_2 and x"dee8784c37b41391")) xor (i_data_masked_3 and x"e6d7f42661fa1023")) xor (i_data_masked_4 and
-                        x"eba5a7d0297d44f5")) xor (i_data_masked_5 and x"7bd786ef6585d170")) xor (i_data_masked_6 and x"97789d4c60655334")) xor
-                        (i_data_masked_7 and x"047e472bd8e1bcb0"))) &
-                    (xor ((((((((i_data_masked_0 and x"fa96989e687ca028") xor (i_data_masked_1 and x"c3ca8214c61dd955")) xor
-                        (i_data_masked_2 and x"327b35a0ed587bf0")) xor (i_data_masked_3 and x"29957edf0fbf0c6a")) xor (i_data_masked_4 and
-                        x"016629ed3b163cc6")) xor (i_data_masked_5 and x"471b1e9b0278c6a5")) xor (i_data_masked_6 and x"a4afe72a3c98cf15")) xor
-                        (i_data_masked_7 and x"8df7c6eef047484a"))) &
-                    (xor ((((((((i_data_masked_0 and x"fd4b4c4f343e5014") xor (i_data_masked_1 and x"61e5410a630eecaa")) xor
-                        (i_data_masked_2 and x"193d9ad076ac3df8")) xor (i_data_masked_3 and x"14cabf6f87df8635")) xor (i_data_masked_4 and
-                        x"80b314f69d8b1e63")) xor (i_data_masked_5 and x"a38d8f4d813c6352")) xor (i_data_masked_6 and x"5257f3951e4c678a")) xor
-                        (i_data_masked_7 and x"46fbe3777823a425"))) &
-                    (xor ((((((((i_data_masked_0 and x"60488a09492f49a4") xor (i_data_masked_1 and x"13b53ce062d7ed6c")) xor
-                        (i_data_masked_2 and x"5191c4eecdd46cc4")) xor (i_data_masked_3 and x"509bdb7bfcadc761")) xor (i_data_masked_4 and
-                        x"34ed707e616d118d")) xor (i_data_masked_5 and x"2b361a4a70241fb4")) xor (i_data_masked_6 and x"46385046838c554a")) xor
-                        (i_data_masked_7 and x"acb514c0a0264400"))) &
-                    (xor ((((((((i_data_masked_0 and x"2ec9692a77a7c57c") xor (i_data_masked_1 and x"2a9d0215623b6d8f")) xor
-                        (i_data_masked_2 and x"75c7ebf19068445a")) xor (i_data_masked_3 and x"72b36971c114e7cb")) xor (i_data_masked_4 and
-                        x"6ec2423a1f1e167a")) xor (i_data_masked_5 and x"6f6bd0c988a821c7")) xor (i_data_masked_6 and x"cc0f81af4d6c4c2a")) xor
-                        (i_data_masked_7 and x"d9926f1b4c24b412"))) &
-                    (xor ((((((((i_data_masked_0 and x"898998bbe8e38310") xor (i_data_masked_1 and x"36091d6fe24d2dfe")) xor
-                        (i_data_masked_2 and x"67ecfc7e3eb65015")) xor (i_data_masked_3 and x"e3a73074dfc8779e")) xor (i_data_masked_4 and
-                        x"c3d5db1820279581")) xor (i_data_masked_5 and x"4d45358874ee3efe")) xor (i_data_masked_6 and x"8914695baa1c409a")) xor
-                        (i_data_masked_7 and x"e301d2f6ba25cc1b"))) &
-                    (xor ((((((((i_data_masked_0 and x"5a29e0732741a026") xor (i_data_masked_1 and x"b84312d2a2760dc6")) xor
-                        (i_data_masked_2 and x"eef977b9e9d95a32")) xor (i_data_masked_3 and x"2b2d1cf650a63fb4")) xor (i_data_masked_4 and
-                        x"155e17893fbb547c")) xor (i_data_masked_5 and x"5c5247288acd3162")) xor (i_data_masked_6 and x"2b999d21d9a446c2")) xor
-                        (i_data_masked_7 and x"fe480c004125701f"))) &
-                    (xor ((((((((i_data_masked_0 and x"2d14f03993a0d013") xor (i_data_masked_1 and x"5c218969513b06e3")) xor
-                        (i_data_masked_2 and x"777cbbdcf4ecad19")) xor (i_data_masked_3 and x"15968e7b28531fda")) xor (i_data_masked_4 and
-                        x"0aaf0bc49fddaa3e")) xor (i_data_masked_5 and x"2e292394456698b1")) xor (i_data_masked_6 and x"95ccce90ecd22361")) xor
-                        (i_data_masked_7 and x"7f2406002092b80f"))) &
-                    (xor ((((((((i_data_masked_0 and x"886754321ae009a7") xor (i_data_masked_1 and x"8d5758d1fbcd1848")) xor
-                        (i_data_masked_2 and x"e6b154688cf424b4")) xor (i_data_masked_3 and x"d035c3f1ab6b8b96")) xor (i_data_masked_4 and
-                        x"f1e37fe760464ba3")) xor (i_data_masked_5 and x"ede44c2692096245")) xor (i_data_masked_6 and x"25f5cec47ac3773f")) xor
-                        (i_data_masked_7 and x"b05ae67b0c7eca15"))) &
-                    (xor ((((((((i_data_masked_0 and x"5ade8637de40657d") xor (i_data_masked_1 and x"65ec300daeb6171d")) xor
-                        (i_data_masked_2 and x"ae57a3b2b0f86062")) xor (i_data_masked_3 and x"32e46534eaf7c1b0")) xor (i_data_masked_4 and
-                        x"8c4545f69f8bbb6d")) xor (i_data_masked_5 and x"8c02fbfff9be9f3f")) xor (i_data_masked_6 and x"7de94eee31cbdd10")) xor
-                        (i_data_masked_7 and x"d7e596469a08f318"))) &
-                    (xor ((((((((i_data_masked_0 and x"ad6f431bef2032be") xor (i_data_masked_1 and x"32f61806d75b0b8e")) xor
-                        (i_data_masked_2 and x"572bd1d9587c3031")) xor (i_data_masked_3 and x"9972329a757be0d8")) xor (i_data_masked_4 and
-                        x"c622a2fb4fc5ddb6")) xor (i_data_masked_5 and x"46017dfffcdf4f9f")) xor (i_data_masked_6 and x"3ef4a77718e5ee88")) xor
-                        (i_data_masked_7 and x"6bf2cb234d04798c"))) &
-                    (xor ((((((((i_data_masked_0 and x"56b7a18df790195f") xor (i_data_masked_1 and x"997b0c036bad85c7")) xor
-                        (i_data_masked_2 and x"2b95e8ecac3e1818")) xor (i_data_masked_3 and x"4cb9194d3abdf06c")) xor (i_data_masked_4 and
-                        x"e311517da7e2eedb")) xor (i_data_masked_5 and x"2300befffe6fa7cf")) xor (i_data_masked_6 and x"1f7a53bb8c72f744")) xor
-                        (i_data_masked_7 and x"35f96591a6823cc6"))) &
-                    (xor ((((((((i_data_masked_0 and x"ab5bd0c6fbc80caf") xor (i_data_masked_1 and x"4cbd8601b5d6c2e3")) xor
-                        (i_data_masked_2 and x"15caf476561f0c0c")) xor (i_data_masked_3 and x"a65c8ca69d5ef836")) xor (i_data_masked_4 and
-                        x"f188a8bed3f1776d")) xor (i_data_masked_5 and x"11805f7fff37d3e7")) xor (i_data_masked_6 and x"0fbd29ddc6397ba2")) xor
-                        (i_data_masked_7 and x"1afcb2c8d3411e63"))) &
-                    (xor ((((((((i_data_masked_0 and x"cb40c44daed467f9") xor (i_data_masked_1 and x"05195f6589bbfa48")) xor
-                        (i_data_masked_2 and x"d7ea73bddd8df43e")) xor (i_data_masked_3 and x"09d0c29f71ed7860")) xor (i_data_masked_4 and
-                        x"8c70ae5a4650250a")) xor (i_data_masked_5 and x"7230f2534f21c7ee")) xor (i_data_masked_6 and x"68cd3d62efb6db5e")) xor
-                        (i_data_masked_7 and x"82b6bc1f75971923"))) &
-                    (xor ((((((((i_data_masked_0 and x"7b4d4e08045a5252") xor (i_data_masked_1 and x"21cb33d7978d661d")) xor
-                        (i_data_masked_2 and x"b6fa305818448827")) xor (i_data_masked_3 and x"de16e58387b4b84b")) xor (i_data_masked_4 and
-                        x"328cad280c808c39")) xor (i_data_masked_5 and x"43e8a4c5172acdea")) xor (i_data_masked_6 and x"5b75373d7b710b20")) xor
-                        (i_data_masked_7 and x"ce93bb74a6fc1a83"))) &
-                    (xor ((((((((i_data_masked_0 and x"a34b8b2ad11d4887") xor (i_data_masked_1 and x"b3a2058e98962837")) xor
-                        (i_data_masked_2 and x"067211aafaa0362b")) xor (i_data_masked_3 and x"35f5f60dfc98585e")) xor (i_data_masked_4 and
-                        x"6df2ac9129e8d8a0")) xor (i_data_masked_5 and x"5b048f8e3b2f48e8")) xor (i_data_masked_6 and x"42a93212b112e31f")) xor
-                        (i_data_masked_7 and x"e88138c14f499b53"))) &
-                    (xor ((((((((i_data_masked_0 and x"d1a5c595688ea443") xor (i_data_masked_1 and x"d9d102c74c4b141b")) xor
-                        (i_data_masked_2 and x"033908d57d501b15")) xor (i_data_masked_3 and x"1afafb06fe4c2c2f")) xor (i_data_masked_4 and
-                        x"36f9564894f46c50")) xor (i_data_masked_5 and x"ad8247c71d97a474")) xor (i_data_masked_6 and x"a15499095889718f")) xor
-                        (i_data_masked_7 and x"74409c60a7a4cda9"))) &
-                    (xor ((((((((i_data_masked_0 and x"f63fcee46777338f") xor (i_data_masked_1 and x"cfaf1d06f5751134")) xor
-                        (i_data_masked_2 and x"5c938dec482a7fb2")) xor (i_data_masked_3 and x"d783f94f4064126c")) xor (i_data_masked_4 and
-                        x"6fc8512165d2a894")) xor (i_data_masked_5 and x"ac31fe0f3e71fc27")) xor (i_data_masked_6 and x"3fb9e508a0eede48")) xor
-                        (i_data_masked_7 and x"b5e8ab4b4fe5f0c6"))) &
-                    (xor ((((((((i_data_masked_0 and x"65f2cb5ce08bf869") xor (i_data_masked_1 and x"449012e629ea13a3")) xor
-                        (i_data_masked_2 and x"f346cf70d2974de1")) xor (i_data_masked_3 and x"b13f786b9f700d4d")) xor (i_data_masked_4 and
-                        x"c350d2959d41caf6")) xor (i_data_masked_5 and x"2ce822eb2f82d00e")) xor (i_data_masked_6 and x"f0cf5b085cdd09ab")) xor
-                        (i_data_masked_7 and x"d53cb0debbc56e71"))) &
-                    (xor ((((((((i_data_masked_0 and x"b2f965ae7045fc34") xor (i_data_masked_1 and x"a248097314f509d1")) xor
-                        (i_data_masked_2 and x"f9a367b8694ba6f0")) xor (i_data_masked_3 and x"589fbc35cfb806a6")) xor (i_data_masked_4 and
-                        x"61a8694acea0e57b")) xor (i_data_masked_5 and x"9674117597c16807")) xor (i_data_masked_6 and x"f867ad842e6e84d5")) xor
-                        (i_data_masked_7 and x"6a9e586f5de2b738"))) &
-                    (xor ((((((((i_data_masked_0 and x"c7919ef9eb129fb4") xor (i_data_masked_1 and x"726398dcd92a1fd1")) xor
-                        (i_data_masked_2 and x"a1deba5ac227a140")) xor (i_data_masked_3 and x"76b15ad6d89e0728")) xor (i_data_masked_4 and
-                        x"c460cea048f8ec01")) xor (i_data_masked_5 and x"b1cad5567b5a9a1e")) xor (i_data_masked_6 and x"93207f4e1b9d24e5")) xor
-                        (i_data_masked_7 and x"ba87c94cb2c6cd8e"))) &
-                    (xor ((((((((i_data_masked_0 and x"fd25e35226b92e74") xor (i_data_masked_1 and x"1a76500b3fc594d1")) xor
-                        (i_data_masked_2 and x"8de054ab9791a298")) xor (i_data_masked_3 and x"61a629a7530d07ef")) xor (i_data_masked_4 and
-                        x"16849d550bd4e8bc")) xor (i_data_masked_5 and x"a215b7478d176312")) xor (i_data_masked_6 and x"a683962b0164f4fd")) xor
-                        (i_data_masked_7 and x"d28b01dd4554f0d5"))) &
-                    (xor ((((((((i_data_masked_0 and x"e07fdd87c06cf694") xor (i_data_masked_1 and x"2e7cb460ccb25151")) xor
-                        (i_data_masked_2 and x"1bff23d33d4aa374")) xor (i_data_masked_3 and x"ea2d901f96c4878c")) xor (i_data_masked_4 and
-                        x"7ff6b4afaa42eae2")) xor (i_data_masked_5 and x"abfa064f76319f94")) xor (i_data_masked_6 and x"3c5262998c181cf1")) xor
-                        (i_data_masked_7 and x"e68d6595be9dee78"))) &
-                    (xor ((((((((i_data_masked_0 and x"eed2c2ed33061ae4") xor (i_data_masked_1 and x"3479c6553509b391")) xor
-                        (i_data_masked_2 and x"d0f0986f68272382")) xor (i_data_masked_3 and x"afe84cc3f42047bd")) xor (i_data_masked_4 and
-                        x"4b4fa052fa89ebcd")) xor (i_data_masked_5 and x"af0ddecb0ba2e1d7")) xor (i_data_masked_6 and x"f13a98c0caa668f7")) xor
-                        (i_data_masked_7 and x"fc8e57b1c379612e"))) &
-                    (xor ((((((((i_data_masked_0 and x"f769617699830d72") xor (i_data_masked_1 and x"1a3ce32a9a84d9c8")) xor
-                        (i_data_masked_2 and x"e8784c37b41391c1")) xor (i_data_masked_3 and x"d7f42661fa1023de")) xor (i_data_masked_4 and
-                        x"a5a7d0297d44f5e6")) xor (i_data_masked_5 and x"d786ef6585d170eb")) xor (i_data_masked_6 and x"789d4c606553347b")) xor
-                        (i_data_masked_7 and x"7e472bd8e1bcb097"))) &
-                    (xor ((((((((i_data_masked_0 and x"7bb4b0bb4cc186b9") xor (i_data_masked_1 and x"8d1e71954d426ce4")) xor
-                        (i_data_masked_2 and x"743c261bda09c8e0")) xor (i_data_masked_3 and x"6bfa1330fd0811ef")) xor (i_data_masked_4 and
-                        x"d2d3e814bea27af3")) xor (i_data_masked_5 and x"ebc377b2c2e8b875")) xor (i_data_masked_6 and x"bc4ea63032a99a3d")) xor
-                        (i_data_masked_7 and x"3f2395ec70de584b"))) &
-                    (xor ((((((((i_data_masked_0 and x"3dda585da660c35c") xor (i_data_masked_1 and x"468f38caa6a13672")) xor
-                        (i_data_masked_2 and x"ba1e130ded04e470")) xor (i_data_masked_3 and x"b5fd09987e8408f7")) xor (i_data_masked_4 and
-                        x"e969f40a5f513d79")) xor (i_data_masked_5 and x"f5e1bbd961745c3a")) xor (i_data_masked_6 and x"de2753181954cd1e")) xor
-                        (i_data_masked_7 and x"1f91caf6386f2c25")))
-                );
+                b_term <= std_logic_vector'((xor std_logic_vector'(
+                    (i_data_masked_7 and x"8fc8e57b1c379612") &
+                    (i_data_masked_6 and x"ef13a98c0caa668f") &
+                    (i_data_masked_5 and x"7af0ddecb0ba2e1d") &
+                    (i_data_masked_4 and x"74b4fa052fa89ebc") &
+                    (i_data_masked_3 and x"dafe84cc3f42047b") &
+                    (i_data_masked_2 and x"dd0f0986f6827238") &
+                    (i_data_masked_1 and x"23479c6553509b39") &
+                    (i_data_masked_0 and x"1eed2c2ed33061ae")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"47e472bd8e1bcb09") &
+                    (i_data_masked_6 and x"7789d4c606553347") &
+                    (i_data_masked_5 and x"bd786ef6585d170e") &
+                    (i_data_masked_4 and x"ba5a7d0297d44f5e") &
+                    (i_data_masked_3 and x"6d7f42661fa1023d") &
+                    (i_data_masked_2 and x"ee8784c37b41391c") &
+                    (i_data_masked_1 and x"11a3ce32a9a84d9c") &
+                    (i_data_masked_0 and x"8f769617699830d7")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"23f2395ec70de584") &
+                    (i_data_masked_6 and x"bbc4ea63032a99a3") &
+                    (i_data_masked_5 and x"debc377b2c2e8b87") &
+                    (i_data_masked_4 and x"5d2d3e814bea27af") &
+                    (i_data_masked_3 and x"36bfa1330fd0811e") &
+                    (i_data_masked_2 and x"f743c261bda09c8e") &
+                    (i_data_masked_1 and x"08d1e71954d426ce") &
+                    (i_data_masked_0 and x"47bb4b0bb4cc186b")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"11f91caf6386f2c2") &
+                    (i_data_masked_6 and x"5de2753181954cd1") &
+                    (i_data_masked_5 and x"ef5e1bbd961745c3") &
+                    (i_data_masked_4 and x"ae969f40a5f513d7") &
+                    (i_data_masked_3 and x"9b5fd09987e8408f") &
+                    (i_data_masked_2 and x"7ba1e130ded04e47") &
+                    (i_data_masked_1 and x"0468f38caa6a1367") &
+                    (i_data_masked_0 and x"23dda585da660c35")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"08fc8e57b1c37961") &
+                    (i_data_masked_6 and x"2ef13a98c0caa668") &
+                    (i_data_masked_5 and x"f7af0ddecb0ba2e1") &
+                    (i_data_masked_4 and x"d74b4fa052fa89eb") &
+                    (i_data_masked_3 and x"cdafe84cc3f42047") &
+                    (i_data_masked_2 and x"bdd0f0986f682723") &
+                    (i_data_masked_1 and x"823479c6553509b3") &
+                    (i_data_masked_0 and x"91eed2c2ed33061a")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"047e472bd8e1bcb0") &
+                    (i_data_masked_6 and x"97789d4c60655334") &
+                    (i_data_masked_5 and x"7bd786ef6585d170") &
+                    (i_data_masked_4 and x"eba5a7d0297d44f5") &
+                    (i_data_masked_3 and x"e6d7f42661fa1023") &
+                    (i_data_masked_2 and x"dee8784c37b41391") &
+                    (i_data_masked_1 and x"c11a3ce32a9a84d9") &
+                    (i_data_masked_0 and x"c8f769617699830d")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"8df7c6eef047484a") &
+                    (i_data_masked_6 and x"a4afe72a3c98cf15") &
+                    (i_data_masked_5 and x"471b1e9b0278c6a5") &
+                    (i_data_masked_4 and x"016629ed3b163cc6") &
+                    (i_data_masked_3 and x"29957edf0fbf0c6a") &
+                    (i_data_masked_2 and x"327b35a0ed587bf0") &
+                    (i_data_masked_1 and x"c3ca8214c61dd955") &
+                    (i_data_masked_0 and x"fa96989e687ca028")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"46fbe3777823a425") &
+                    (i_data_masked_6 and x"5257f3951e4c678a") &
+                    (i_data_masked_5 and x"a38d8f4d813c6352") &
+                    (i_data_masked_4 and x"80b314f69d8b1e63") &
+                    (i_data_masked_3 and x"14cabf6f87df8635") &
+                    (i_data_masked_2 and x"193d9ad076ac3df8") &
+                    (i_data_masked_1 and x"61e5410a630eecaa") &
+                    (i_data_masked_0 and x"fd4b4c4f343e5014")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"acb514c0a0264400") &
+                    (i_data_masked_6 and x"46385046838c554a") &
+                    (i_data_masked_5 and x"2b361a4a70241fb4") &
+                    (i_data_masked_4 and x"34ed707e616d118d") &
+                    (i_data_masked_3 and x"509bdb7bfcadc761") &
+                    (i_data_masked_2 and x"5191c4eecdd46cc4") &
+                    (i_data_masked_1 and x"13b53ce062d7ed6c") &
+                    (i_data_masked_0 and x"60488a09492f49a4")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"d9926f1b4c24b412") &
+                    (i_data_masked_6 and x"cc0f81af4d6c4c2a") &
+                    (i_data_masked_5 and x"6f6bd0c988a821c7") &
+                    (i_data_masked_4 and x"6ec2423a1f1e167a") &
+                    (i_data_masked_3 and x"72b36971c114e7cb") &
+                    (i_data_masked_2 and x"75c7ebf19068445a") &
+                    (i_data_masked_1 and x"2a9d0215623b6d8f") &
+                    (i_data_masked_0 and x"2ec9692a77a7c57c")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"e301d2f6ba25cc1b") &
+                    (i_data_masked_6 and x"8914695baa1c409a") &
+                    (i_data_masked_5 and x"4d45358874ee3efe") &
+                    (i_data_masked_4 and x"c3d5db1820279581") &
+                    (i_data_masked_3 and x"e3a73074dfc8779e") &
+                    (i_data_masked_2 and x"67ecfc7e3eb65015") &
+                    (i_data_masked_1 and x"36091d6fe24d2dfe") &
+                    (i_data_masked_0 and x"898998bbe8e38310")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"fe480c004125701f") &
+                    (i_data_masked_6 and x"2b999d21d9a446c2") &
+                    (i_data_masked_5 and x"5c5247288acd3162") &
+                    (i_data_masked_4 and x"155e17893fbb547c") &
+                    (i_data_masked_3 and x"2b2d1cf650a63fb4") &
+                    (i_data_masked_2 and x"eef977b9e9d95a32") &
+                    (i_data_masked_1 and x"b84312d2a2760dc6") &
+                    (i_data_masked_0 and x"5a29e0732741a026")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"7f2406002092b80f") &
+                    (i_data_masked_6 and x"95ccce90ecd22361") &
+                    (i_data_masked_5 and x"2e292394456698b1") &
+                    (i_data_masked_4 and x"0aaf0bc49fddaa3e") &
+                    (i_data_masked_3 and x"15968e7b28531fda") &
+                    (i_data_masked_2 and x"777cbbdcf4ecad19") &
+                    (i_data_masked_1 and x"5c218969513b06e3") &
+                    (i_data_masked_0 and x"2d14f03993a0d013")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"b05ae67b0c7eca15") &
+                    (i_data_masked_6 and x"25f5cec47ac3773f") &
+                    (i_data_masked_5 and x"ede44c2692096245") &
+                    (i_data_masked_4 and x"f1e37fe760464ba3") &
+                    (i_data_masked_3 and x"d035c3f1ab6b8b96") &
+                    (i_data_masked_2 and x"e6b154688cf424b4") &
+                    (i_data_masked_1 and x"8d5758d1fbcd1848") &
+                    (i_data_masked_0 and x"886754321ae009a7")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"d7e596469a08f318") &
+                    (i_data_masked_6 and x"7de94eee31cbdd10") &
+                    (i_data_masked_5 and x"8c02fbfff9be9f3f") &
+                    (i_data_masked_4 and x"8c4545f69f8bbb6d") &
+                    (i_data_masked_3 and x"32e46534eaf7c1b0") &
+                    (i_data_masked_2 and x"ae57a3b2b0f86062") &
+                    (i_data_masked_1 and x"65ec300daeb6171d") &
+                    (i_data_masked_0 and x"5ade8637de40657d")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"6bf2cb234d04798c") &
+                    (i_data_masked_6 and x"3ef4a77718e5ee88") &
+                    (i_data_masked_5 and x"46017dfffcdf4f9f") &
+                    (i_data_masked_4 and x"c622a2fb4fc5ddb6") &
+                    (i_data_masked_3 and x"9972329a757be0d8") &
+                    (i_data_masked_2 and x"572bd1d9587c3031") &
+                    (i_data_masked_1 and x"32f61806d75b0b8e") &
+                    (i_data_masked_0 and x"ad6f431bef2032be")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"35f96591a6823cc6") &
+                    (i_data_masked_6 and x"1f7a53bb8c72f744") &
+                    (i_data_masked_5 and x"2300befffe6fa7cf") &
+                    (i_data_masked_4 and x"e311517da7e2eedb") &
+                    (i_data_masked_3 and x"4cb9194d3abdf06c") &
+                    (i_data_masked_2 and x"2b95e8ecac3e1818") &
+                    (i_data_masked_1 and x"997b0c036bad85c7") &
+                    (i_data_masked_0 and x"56b7a18df790195f")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"1afcb2c8d3411e63") &
+                    (i_data_masked_6 and x"0fbd29ddc6397ba2") &
+                    (i_data_masked_5 and x"11805f7fff37d3e7") &
+                    (i_data_masked_4 and x"f188a8bed3f1776d") &
+                    (i_data_masked_3 and x"a65c8ca69d5ef836") &
+                    (i_data_masked_2 and x"15caf476561f0c0c") &
+                    (i_data_masked_1 and x"4cbd8601b5d6c2e3") &
+                    (i_data_masked_0 and x"ab5bd0c6fbc80caf")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"82b6bc1f75971923") &
+                    (i_data_masked_6 and x"68cd3d62efb6db5e") &
+                    (i_data_masked_5 and x"7230f2534f21c7ee") &
+                    (i_data_masked_4 and x"8c70ae5a4650250a") &
+                    (i_data_masked_3 and x"09d0c29f71ed7860") &
+                    (i_data_masked_2 and x"d7ea73bddd8df43e") &
+                    (i_data_masked_1 and x"05195f6589bbfa48") &
+                    (i_data_masked_0 and x"cb40c44daed467f9")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"ce93bb74a6fc1a83") &
+                    (i_data_masked_6 and x"5b75373d7b710b20") &
+                    (i_data_masked_5 and x"43e8a4c5172acdea") &
+                    (i_data_masked_4 and x"328cad280c808c39") &
+                    (i_data_masked_3 and x"de16e58387b4b84b") &
+                    (i_data_masked_2 and x"b6fa305818448827") &
+                    (i_data_masked_1 and x"21cb33d7978d661d") &
+                    (i_data_masked_0 and x"7b4d4e08045a5252")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"e88138c14f499b53") &
+                    (i_data_masked_6 and x"42a93212b112e31f") &
+                    (i_data_masked_5 and x"5b048f8e3b2f48e8") &
+                    (i_data_masked_4 and x"6df2ac9129e8d8a0") &
+                    (i_data_masked_3 and x"35f5f60dfc98585e") &
+                    (i_data_masked_2 and x"067211aafaa0362b") &
+                    (i_data_masked_1 and x"b3a2058e98962837") &
+                    (i_data_masked_0 and x"a34b8b2ad11d4887")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"74409c60a7a4cda9") &
+                    (i_data_masked_6 and x"a15499095889718f") &
+                    (i_data_masked_5 and x"ad8247c71d97a474") &
+                    (i_data_masked_4 and x"36f9564894f46c50") &
+                    (i_data_masked_3 and x"1afafb06fe4c2c2f") &
+                    (i_data_masked_2 and x"033908d57d501b15") &
+                    (i_data_masked_1 and x"d9d102c74c4b141b") &
+                    (i_data_masked_0 and x"d1a5c595688ea443")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"b5e8ab4b4fe5f0c6") &
+                    (i_data_masked_6 and x"3fb9e508a0eede48") &
+                    (i_data_masked_5 and x"ac31fe0f3e71fc27") &
+                    (i_data_masked_4 and x"6fc8512165d2a894") &
+                    (i_data_masked_3 and x"d783f94f4064126c") &
+                    (i_data_masked_2 and x"5c938dec482a7fb2") &
+                    (i_data_masked_1 and x"cfaf1d06f5751134") &
+                    (i_data_masked_0 and x"f63fcee46777338f")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"d53cb0debbc56e71") &
+                    (i_data_masked_6 and x"f0cf5b085cdd09ab") &
+                    (i_data_masked_5 and x"2ce822eb2f82d00e") &
+                    (i_data_masked_4 and x"c350d2959d41caf6") &
+                    (i_data_masked_3 and x"b13f786b9f700d4d") &
+                    (i_data_masked_2 and x"f346cf70d2974de1") &
+                    (i_data_masked_1 and x"449012e629ea13a3") &
+                    (i_data_masked_0 and x"65f2cb5ce08bf869")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"6a9e586f5de2b738") &
+                    (i_data_masked_6 and x"f867ad842e6e84d5") &
+                    (i_data_masked_5 and x"9674117597c16807") &
+                    (i_data_masked_4 and x"61a8694acea0e57b") &
+                    (i_data_masked_3 and x"589fbc35cfb806a6") &
+                    (i_data_masked_2 and x"f9a367b8694ba6f0") &
+                    (i_data_masked_1 and x"a248097314f509d1") &
+                    (i_data_masked_0 and x"b2f965ae7045fc34")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"ba87c94cb2c6cd8e") &
+                    (i_data_masked_6 and x"93207f4e1b9d24e5") &
+                    (i_data_masked_5 and x"b1cad5567b5a9a1e") &
+                    (i_data_masked_4 and x"c460cea048f8ec01") &
+                    (i_data_masked_3 and x"76b15ad6d89e0728") &
+                    (i_data_masked_2 and x"a1deba5ac227a140") &
+                    (i_data_masked_1 and x"726398dcd92a1fd1") &
+                    (i_data_masked_0 and x"c7919ef9eb129fb4")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"d28b01dd4554f0d5") &
+                    (i_data_masked_6 and x"a683962b0164f4fd") &
+                    (i_data_masked_5 and x"a215b7478d176312") &
+                    (i_data_masked_4 and x"16849d550bd4e8bc") &
+                    (i_data_masked_3 and x"61a629a7530d07ef") &
+                    (i_data_masked_2 and x"8de054ab9791a298") &
+                    (i_data_masked_1 and x"1a76500b3fc594d1") &
+                    (i_data_masked_0 and x"fd25e35226b92e74")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"e68d6595be9dee78") &
+                    (i_data_masked_6 and x"3c5262998c181cf1") &
+                    (i_data_masked_5 and x"abfa064f76319f94") &
+                    (i_data_masked_4 and x"7ff6b4afaa42eae2") &
+                    (i_data_masked_3 and x"ea2d901f96c4878c") &
+                    (i_data_masked_2 and x"1bff23d33d4aa374") &
+                    (i_data_masked_1 and x"2e7cb460ccb25151") &
+                    (i_data_masked_0 and x"e07fdd87c06cf694")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"fc8e57b1c379612e") &
+                    (i_data_masked_6 and x"f13a98c0caa668f7") &
+                    (i_data_masked_5 and x"af0ddecb0ba2e1d7") &
+                    (i_data_masked_4 and x"4b4fa052fa89ebcd") &
+                    (i_data_masked_3 and x"afe84cc3f42047bd") &
+                    (i_data_masked_2 and x"d0f0986f68272382") &
+                    (i_data_masked_1 and x"3479c6553509b391") &
+                    (i_data_masked_0 and x"eed2c2ed33061ae4")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"7e472bd8e1bcb097") &
+                    (i_data_masked_6 and x"789d4c606553347b") &
+                    (i_data_masked_5 and x"d786ef6585d170eb") &
+                    (i_data_masked_4 and x"a5a7d0297d44f5e6") &
+                    (i_data_masked_3 and x"d7f42661fa1023de") &
+                    (i_data_masked_2 and x"e8784c37b41391c1") &
+                    (i_data_masked_1 and x"1a3ce32a9a84d9c8") &
+                    (i_data_masked_0 and x"f769617699830d72")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"3f2395ec70de584b") &
+                    (i_data_masked_6 and x"bc4ea63032a99a3d") &
+                    (i_data_masked_5 and x"ebc377b2c2e8b875") &
+                    (i_data_masked_4 and x"d2d3e814bea27af3") &
+                    (i_data_masked_3 and x"6bfa1330fd0811ef") &
+                    (i_data_masked_2 and x"743c261bda09c8e0") &
+                    (i_data_masked_1 and x"8d1e71954d426ce4") &
+                    (i_data_masked_0 and x"7bb4b0bb4cc186b9")
+                )) & (xor std_logic_vector'(
+                    (i_data_masked_7 and x"1f91caf6386f2c25") &
+                    (i_data_masked_6 and x"de2753181954cd1e") &
+                    (i_data_masked_5 and x"f5e1bbd961745c3a") &
+                    (i_data_masked_4 and x"e969f40a5f513d79") &
+                    (i_data_masked_3 and x"b5fd09987e8408f7") &
+                    (i_data_masked_2 and x"ba1e130ded04e470") &
+                    (i_data_masked_1 and x"468f38caa6a13672") &
+                    (i_data_masked_0 and x"3dda585da660c35c")
+                )));
             end if;
         end if;
     end process;

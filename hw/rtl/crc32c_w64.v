@@ -99,7 +99,16 @@ module crc32c_w64 (
         i_data[15:8] & {8{i_keep[1]}},
         i_data[7:0] & {8{i_keep[0]}}
     };
-    assign i_last_lane = i_keep & ~{1'h0, i_keep[7:1]};
+    assign i_last_lane = {
+        i_keep[7],
+        i_keep[6] & ~i_keep[7],
+        i_keep[5] & ~i_keep[6],
+        i_keep[4] & ~i_keep[5],
+        i_keep[3] & ~i_keep[4],
+        i_keep[2] & ~i_keep[3],
+        i_keep[1] & ~i_keep[2],
+        i_keep[0] & ~i_keep[1]
+    };
     assign i_pad_lanes = {|(i_last_lane & 8'h0f), |(i_last_lane & 8'h33), |(i_last_lane & 8'h55)};
     assign i_take = advance & i_valid;
     assign crc_state_term = {

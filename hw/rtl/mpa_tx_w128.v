@@ -443,7 +443,24 @@ module mpa_tx_w128 (
         ^(fb_masked & 128'h3f2395ec70de584bbc4ea63032a99a3d),
         ^(fb_masked & 128'h1f91caf6386f2c25de2753181954cd1e)
     };
-    assign fb_cover_last = fb_cover & ~{1'h0, fb_cover[15:1]};
+    assign fb_cover_last = {
+        fb_cover[15],
+        fb_cover[14] & ~fb_cover[15],
+        fb_cover[13] & ~fb_cover[14],
+        fb_cover[12] & ~fb_cover[13],
+        fb_cover[11] & ~fb_cover[12],
+        fb_cover[10] & ~fb_cover[11],
+        fb_cover[9] & ~fb_cover[10],
+        fb_cover[8] & ~fb_cover[9],
+        fb_cover[7] & ~fb_cover[8],
+        fb_cover[6] & ~fb_cover[7],
+        fb_cover[5] & ~fb_cover[6],
+        fb_cover[4] & ~fb_cover[5],
+        fb_cover[3] & ~fb_cover[4],
+        fb_cover[2] & ~fb_cover[3],
+        fb_cover[1] & ~fb_cover[2],
+        fb_cover[0] & ~fb_cover[1]
+    };
     assign fb_cover_none = ~|fb_cover;
     assign fb_pad = fb_cover_none ? 5'h10 : {1'h0, {
         |(fb_cover_last & 16'h00ff),

@@ -539,7 +539,24 @@ begin
         (xor (fb_masked and x"3f2395ec70de584bbc4ea63032a99a3d")) &
         (xor (fb_masked and x"1f91caf6386f2c25de2753181954cd1e"))
     );
-    fb_cover_last <= fb_cover and (not std_logic_vector'('0' & fb_cover(15 downto 1)));
+    fb_cover_last <= std_logic_vector'(
+        fb_cover(15) &
+        (fb_cover(14) and (not fb_cover(15))) &
+        (fb_cover(13) and (not fb_cover(14))) &
+        (fb_cover(12) and (not fb_cover(13))) &
+        (fb_cover(11) and (not fb_cover(12))) &
+        (fb_cover(10) and (not fb_cover(11))) &
+        (fb_cover(9) and (not fb_cover(10))) &
+        (fb_cover(8) and (not fb_cover(9))) &
+        (fb_cover(7) and (not fb_cover(8))) &
+        (fb_cover(6) and (not fb_cover(7))) &
+        (fb_cover(5) and (not fb_cover(6))) &
+        (fb_cover(4) and (not fb_cover(5))) &
+        (fb_cover(3) and (not fb_cover(4))) &
+        (fb_cover(2) and (not fb_cover(3))) &
+        (fb_cover(1) and (not fb_cover(2))) &
+        (fb_cover(0) and (not fb_cover(1)))
+    );
     fb_cover_none <= not (or fb_cover);
     fb_pad <= mux(fb_cover_none, "10000", std_logic_vector'('0' & std_logic_vector'(
         (or (fb_cover_last and x"00ff")) &

@@ -611,7 +611,40 @@ module mpa_tx_w256 (
         ^(fb_masked & 256'h3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af3),
         ^(fb_masked & 256'h1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79)
     };
-    assign fb_cover_last = fb_cover & ~{1'h0, fb_cover[31:1]};
+    assign fb_cover_last = {
+        fb_cover[31],
+        fb_cover[30] & ~fb_cover[31],
+        fb_cover[29] & ~fb_cover[30],
+        fb_cover[28] & ~fb_cover[29],
+        fb_cover[27] & ~fb_cover[28],
+        fb_cover[26] & ~fb_cover[27],
+        fb_cover[25] & ~fb_cover[26],
+        fb_cover[24] & ~fb_cover[25],
+        fb_cover[23] & ~fb_cover[24],
+        fb_cover[22] & ~fb_cover[23],
+        fb_cover[21] & ~fb_cover[22],
+        fb_cover[20] & ~fb_cover[21],
+        fb_cover[19] & ~fb_cover[20],
+        fb_cover[18] & ~fb_cover[19],
+        fb_cover[17] & ~fb_cover[18],
+        fb_cover[16] & ~fb_cover[17],
+        fb_cover[15] & ~fb_cover[16],
+        fb_cover[14] & ~fb_cover[15],
+        fb_cover[13] & ~fb_cover[14],
+        fb_cover[12] & ~fb_cover[13],
+        fb_cover[11] & ~fb_cover[12],
+        fb_cover[10] & ~fb_cover[11],
+        fb_cover[9] & ~fb_cover[10],
+        fb_cover[8] & ~fb_cover[9],
+        fb_cover[7] & ~fb_cover[8],
+        fb_cover[6] & ~fb_cover[7],
+        fb_cover[5] & ~fb_cover[6],
+        fb_cover[4] & ~fb_cover[5],
+        fb_cover[3] & ~fb_cover[4],
+        fb_cover[2] & ~fb_cover[3],
+        fb_cover[1] & ~fb_cover[2],
+        fb_cover[0] & ~fb_cover[1]
+    };
     assign fb_cover_none = ~|fb_cover;
     assign fb_pad = fb_cover_none ? 6'h20 : {1'h0, {
         |(fb_cover_last & 32'h0000ffff),

@@ -779,7 +779,40 @@ begin
         (xor (fb_masked and x"3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af3")) &
         (xor (fb_masked and x"1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79"))
     );
-    fb_cover_last <= fb_cover and (not std_logic_vector'('0' & fb_cover(31 downto 1)));
+    fb_cover_last <= std_logic_vector'(
+        fb_cover(31) &
+        (fb_cover(30) and (not fb_cover(31))) &
+        (fb_cover(29) and (not fb_cover(30))) &
+        (fb_cover(28) and (not fb_cover(29))) &
+        (fb_cover(27) and (not fb_cover(28))) &
+        (fb_cover(26) and (not fb_cover(27))) &
+        (fb_cover(25) and (not fb_cover(26))) &
+        (fb_cover(24) and (not fb_cover(25))) &
+        (fb_cover(23) and (not fb_cover(24))) &
+        (fb_cover(22) and (not fb_cover(23))) &
+        (fb_cover(21) and (not fb_cover(22))) &
+        (fb_cover(20) and (not fb_cover(21))) &
+        (fb_cover(19) and (not fb_cover(20))) &
+        (fb_cover(18) and (not fb_cover(19))) &
+        (fb_cover(17) and (not fb_cover(18))) &
+        (fb_cover(16) and (not fb_cover(17))) &
+        (fb_cover(15) and (not fb_cover(16))) &
+        (fb_cover(14) and (not fb_cover(15))) &
+        (fb_cover(13) and (not fb_cover(14))) &
+        (fb_cover(12) and (not fb_cover(13))) &
+        (fb_cover(11) and (not fb_cover(12))) &
+        (fb_cover(10) and (not fb_cover(11))) &
+        (fb_cover(9) and (not fb_cover(10))) &
+        (fb_cover(8) and (not fb_cover(9))) &
+        (fb_cover(7) and (not fb_cover(8))) &
+        (fb_cover(6) and (not fb_cover(7))) &
+        (fb_cover(5) and (not fb_cover(6))) &
+        (fb_cover(4) and (not fb_cover(5))) &
+        (fb_cover(3) and (not fb_cover(4))) &
+        (fb_cover(2) and (not fb_cover(3))) &
+        (fb_cover(1) and (not fb_cover(2))) &
+        (fb_cover(0) and (not fb_cover(1)))
+    );
     fb_cover_none <= not (or fb_cover);
     fb_pad <= mux(fb_cover_none, "100000", std_logic_vector'('0' & std_logic_vector'(
         (or (fb_cover_last and x"0000ffff")) &

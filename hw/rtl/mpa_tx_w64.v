@@ -359,7 +359,16 @@ module mpa_tx_w64 (
         ^(fb_masked & 64'h3f2395ec70de584b),
         ^(fb_masked & 64'h1f91caf6386f2c25)
     };
-    assign fb_cover_last = fb_cover & ~{1'h0, fb_cover[7:1]};
+    assign fb_cover_last = {
+        fb_cover[7],
+        fb_cover[6] & ~fb_cover[7],
+        fb_cover[5] & ~fb_cover[6],
+        fb_cover[4] & ~fb_cover[5],
+        fb_cover[3] & ~fb_cover[4],
+        fb_cover[2] & ~fb_cover[3],
+        fb_cover[1] & ~fb_cover[2],
+        fb_cover[0] & ~fb_cover[1]
+    };
     assign fb_cover_none = ~|fb_cover;
     assign fb_pad = fb_cover_none ? 4'h8 : {1'h0, {|(fb_cover_last & 8'h0f), |(fb_cover_last & 8'h33), |(fb_cover_last & 8'h55)}};
     assign crc_state_term = {

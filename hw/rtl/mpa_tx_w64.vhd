@@ -419,7 +419,16 @@ begin
         (xor (fb_masked and x"3f2395ec70de584b")) &
         (xor (fb_masked and x"1f91caf6386f2c25"))
     );
-    fb_cover_last <= fb_cover and (not std_logic_vector'('0' & fb_cover(7 downto 1)));
+    fb_cover_last <= std_logic_vector'(
+        fb_cover(7) &
+        (fb_cover(6) and (not fb_cover(7))) &
+        (fb_cover(5) and (not fb_cover(6))) &
+        (fb_cover(4) and (not fb_cover(5))) &
+        (fb_cover(3) and (not fb_cover(4))) &
+        (fb_cover(2) and (not fb_cover(3))) &
+        (fb_cover(1) and (not fb_cover(2))) &
+        (fb_cover(0) and (not fb_cover(1)))
+    );
     fb_cover_none <= not (or fb_cover);
     fb_pad <= mux(fb_cover_none, x"8", std_logic_vector'('0' & std_logic_vector'(
         (or (fb_cover_last and x"0f")) &
