@@ -87,7 +87,7 @@ func b2u(b bool) uint64 {
 }
 
 func (a *crcModel) Step(in, out []uint32) {
-	p := a.p
+	p := &a.p
 	valid := p.s.Valid.Get(in) != 0
 	data := a.buf
 	if lanes := p.s.Data.LaneBytes(in); lanes != nil {
