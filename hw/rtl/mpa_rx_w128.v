@@ -296,7 +296,24 @@ module mpa_rx_w128 (
     assign s_axis_tready = ring_room | halted;
     assign s_fire = s_axis_tvalid & (ring_room | halted);
     assign s_any = |s_axis_tkeep;
-    assign s_last_lane = s_axis_tkeep & ~{1'h0, s_axis_tkeep[15:1]};
+    assign s_last_lane = {
+        s_axis_tkeep[15],
+        s_axis_tkeep[14] & ~s_axis_tkeep[15],
+        s_axis_tkeep[13] & ~s_axis_tkeep[14],
+        s_axis_tkeep[12] & ~s_axis_tkeep[13],
+        s_axis_tkeep[11] & ~s_axis_tkeep[12],
+        s_axis_tkeep[10] & ~s_axis_tkeep[11],
+        s_axis_tkeep[9] & ~s_axis_tkeep[10],
+        s_axis_tkeep[8] & ~s_axis_tkeep[9],
+        s_axis_tkeep[7] & ~s_axis_tkeep[8],
+        s_axis_tkeep[6] & ~s_axis_tkeep[7],
+        s_axis_tkeep[5] & ~s_axis_tkeep[6],
+        s_axis_tkeep[4] & ~s_axis_tkeep[5],
+        s_axis_tkeep[3] & ~s_axis_tkeep[4],
+        s_axis_tkeep[2] & ~s_axis_tkeep[3],
+        s_axis_tkeep[1] & ~s_axis_tkeep[2],
+        s_axis_tkeep[0] & ~s_axis_tkeep[1]
+    };
     assign s_last_lane_ci = {
         |(s_last_lane & 16'h00ff),
         |(s_last_lane & 16'h0f0f),

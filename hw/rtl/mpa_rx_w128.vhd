@@ -328,7 +328,24 @@ begin
     s_axis_tready <= ring_room or halted;
     s_fire <= s_axis_tvalid and (ring_room or halted);
     s_any <= or s_axis_tkeep;
-    s_last_lane <= s_axis_tkeep and (not std_logic_vector'('0' & s_axis_tkeep(15 downto 1)));
+    s_last_lane <= std_logic_vector'(
+        s_axis_tkeep(15) &
+        (s_axis_tkeep(14) and (not s_axis_tkeep(15))) &
+        (s_axis_tkeep(13) and (not s_axis_tkeep(14))) &
+        (s_axis_tkeep(12) and (not s_axis_tkeep(13))) &
+        (s_axis_tkeep(11) and (not s_axis_tkeep(12))) &
+        (s_axis_tkeep(10) and (not s_axis_tkeep(11))) &
+        (s_axis_tkeep(9) and (not s_axis_tkeep(10))) &
+        (s_axis_tkeep(8) and (not s_axis_tkeep(9))) &
+        (s_axis_tkeep(7) and (not s_axis_tkeep(8))) &
+        (s_axis_tkeep(6) and (not s_axis_tkeep(7))) &
+        (s_axis_tkeep(5) and (not s_axis_tkeep(6))) &
+        (s_axis_tkeep(4) and (not s_axis_tkeep(5))) &
+        (s_axis_tkeep(3) and (not s_axis_tkeep(4))) &
+        (s_axis_tkeep(2) and (not s_axis_tkeep(3))) &
+        (s_axis_tkeep(1) and (not s_axis_tkeep(2))) &
+        (s_axis_tkeep(0) and (not s_axis_tkeep(1)))
+    );
     s_last_lane_ci <= std_logic_vector'(
         (or (s_last_lane and x"00ff")) &
         (or (s_last_lane and x"0f0f")) &

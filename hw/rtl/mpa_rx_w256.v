@@ -304,7 +304,40 @@ module mpa_rx_w256 (
     assign s_axis_tready = ring_room | halted;
     assign s_fire = s_axis_tvalid & (ring_room | halted);
     assign s_any = |s_axis_tkeep;
-    assign s_last_lane = s_axis_tkeep & ~{1'h0, s_axis_tkeep[31:1]};
+    assign s_last_lane = {
+        s_axis_tkeep[31],
+        s_axis_tkeep[30] & ~s_axis_tkeep[31],
+        s_axis_tkeep[29] & ~s_axis_tkeep[30],
+        s_axis_tkeep[28] & ~s_axis_tkeep[29],
+        s_axis_tkeep[27] & ~s_axis_tkeep[28],
+        s_axis_tkeep[26] & ~s_axis_tkeep[27],
+        s_axis_tkeep[25] & ~s_axis_tkeep[26],
+        s_axis_tkeep[24] & ~s_axis_tkeep[25],
+        s_axis_tkeep[23] & ~s_axis_tkeep[24],
+        s_axis_tkeep[22] & ~s_axis_tkeep[23],
+        s_axis_tkeep[21] & ~s_axis_tkeep[22],
+        s_axis_tkeep[20] & ~s_axis_tkeep[21],
+        s_axis_tkeep[19] & ~s_axis_tkeep[20],
+        s_axis_tkeep[18] & ~s_axis_tkeep[19],
+        s_axis_tkeep[17] & ~s_axis_tkeep[18],
+        s_axis_tkeep[16] & ~s_axis_tkeep[17],
+        s_axis_tkeep[15] & ~s_axis_tkeep[16],
+        s_axis_tkeep[14] & ~s_axis_tkeep[15],
+        s_axis_tkeep[13] & ~s_axis_tkeep[14],
+        s_axis_tkeep[12] & ~s_axis_tkeep[13],
+        s_axis_tkeep[11] & ~s_axis_tkeep[12],
+        s_axis_tkeep[10] & ~s_axis_tkeep[11],
+        s_axis_tkeep[9] & ~s_axis_tkeep[10],
+        s_axis_tkeep[8] & ~s_axis_tkeep[9],
+        s_axis_tkeep[7] & ~s_axis_tkeep[8],
+        s_axis_tkeep[6] & ~s_axis_tkeep[7],
+        s_axis_tkeep[5] & ~s_axis_tkeep[6],
+        s_axis_tkeep[4] & ~s_axis_tkeep[5],
+        s_axis_tkeep[3] & ~s_axis_tkeep[4],
+        s_axis_tkeep[2] & ~s_axis_tkeep[3],
+        s_axis_tkeep[1] & ~s_axis_tkeep[2],
+        s_axis_tkeep[0] & ~s_axis_tkeep[1]
+    };
     assign s_last_lane_ci = {
         |(s_last_lane & 32'h0000ffff),
         |(s_last_lane & 32'h00ff00ff),

@@ -350,7 +350,72 @@ begin
     s_axis_tready <= ring_room or halted;
     s_fire <= s_axis_tvalid and (ring_room or halted);
     s_any <= or s_axis_tkeep;
-    s_last_lane <= s_axis_tkeep and (not std_logic_vector'('0' & s_axis_tkeep(63 downto 1)));
+    s_last_lane <= std_logic_vector'(
+        s_axis_tkeep(63) &
+        (s_axis_tkeep(62) and (not s_axis_tkeep(63))) &
+        (s_axis_tkeep(61) and (not s_axis_tkeep(62))) &
+        (s_axis_tkeep(60) and (not s_axis_tkeep(61))) &
+        (s_axis_tkeep(59) and (not s_axis_tkeep(60))) &
+        (s_axis_tkeep(58) and (not s_axis_tkeep(59))) &
+        (s_axis_tkeep(57) and (not s_axis_tkeep(58))) &
+        (s_axis_tkeep(56) and (not s_axis_tkeep(57))) &
+        (s_axis_tkeep(55) and (not s_axis_tkeep(56))) &
+        (s_axis_tkeep(54) and (not s_axis_tkeep(55))) &
+        (s_axis_tkeep(53) and (not s_axis_tkeep(54))) &
+        (s_axis_tkeep(52) and (not s_axis_tkeep(53))) &
+        (s_axis_tkeep(51) and (not s_axis_tkeep(52))) &
+        (s_axis_tkeep(50) and (not s_axis_tkeep(51))) &
+        (s_axis_tkeep(49) and (not s_axis_tkeep(50))) &
+        (s_axis_tkeep(48) and (not s_axis_tkeep(49))) &
+        (s_axis_tkeep(47) and (not s_axis_tkeep(48))) &
+        (s_axis_tkeep(46) and (not s_axis_tkeep(47))) &
+        (s_axis_tkeep(45) and (not s_axis_tkeep(46))) &
+        (s_axis_tkeep(44) and (not s_axis_tkeep(45))) &
+        (s_axis_tkeep(43) and (not s_axis_tkeep(44))) &
+        (s_axis_tkeep(42) and (not s_axis_tkeep(43))) &
+        (s_axis_tkeep(41) and (not s_axis_tkeep(42))) &
+        (s_axis_tkeep(40) and (not s_axis_tkeep(41))) &
+        (s_axis_tkeep(39) and (not s_axis_tkeep(40))) &
+        (s_axis_tkeep(38) and (not s_axis_tkeep(39))) &
+        (s_axis_tkeep(37) and (not s_axis_tkeep(38))) &
+        (s_axis_tkeep(36) and (not s_axis_tkeep(37))) &
+        (s_axis_tkeep(35) and (not s_axis_tkeep(36))) &
+        (s_axis_tkeep(34) and (not s_axis_tkeep(35))) &
+        (s_axis_tkeep(33) and (not s_axis_tkeep(34))) &
+        (s_axis_tkeep(32) and (not s_axis_tkeep(33))) &
+        (s_axis_tkeep(31) and (not s_axis_tkeep(32))) &
+        (s_axis_tkeep(30) and (not s_axis_tkeep(31))) &
+        (s_axis_tkeep(29) and (not s_axis_tkeep(30))) &
+        (s_axis_tkeep(28) and (not s_axis_tkeep(29))) &
+        (s_axis_tkeep(27) and (not s_axis_tkeep(28))) &
+        (s_axis_tkeep(26) and (not s_axis_tkeep(27))) &
+        (s_axis_tkeep(25) and (not s_axis_tkeep(26))) &
+        (s_axis_tkeep(24) and (not s_axis_tkeep(25))) &
+        (s_axis_tkeep(23) and (not s_axis_tkeep(24))) &
+        (s_axis_tkeep(22) and (not s_axis_tkeep(23))) &
+        (s_axis_tkeep(21) and (not s_axis_tkeep(22))) &
+        (s_axis_tkeep(20) and (not s_axis_tkeep(21))) &
+        (s_axis_tkeep(19) and (not s_axis_tkeep(20))) &
+        (s_axis_tkeep(18) and (not s_axis_tkeep(19))) &
+        (s_axis_tkeep(17) and (not s_axis_tkeep(18))) &
+        (s_axis_tkeep(16) and (not s_axis_tkeep(17))) &
+        (s_axis_tkeep(15) and (not s_axis_tkeep(16))) &
+        (s_axis_tkeep(14) and (not s_axis_tkeep(15))) &
+        (s_axis_tkeep(13) and (not s_axis_tkeep(14))) &
+        (s_axis_tkeep(12) and (not s_axis_tkeep(13))) &
+        (s_axis_tkeep(11) and (not s_axis_tkeep(12))) &
+        (s_axis_tkeep(10) and (not s_axis_tkeep(11))) &
+        (s_axis_tkeep(9) and (not s_axis_tkeep(10))) &
+        (s_axis_tkeep(8) and (not s_axis_tkeep(9))) &
+        (s_axis_tkeep(7) and (not s_axis_tkeep(8))) &
+        (s_axis_tkeep(6) and (not s_axis_tkeep(7))) &
+        (s_axis_tkeep(5) and (not s_axis_tkeep(6))) &
+        (s_axis_tkeep(4) and (not s_axis_tkeep(5))) &
+        (s_axis_tkeep(3) and (not s_axis_tkeep(4))) &
+        (s_axis_tkeep(2) and (not s_axis_tkeep(3))) &
+        (s_axis_tkeep(1) and (not s_axis_tkeep(2))) &
+        (s_axis_tkeep(0) and (not s_axis_tkeep(1)))
+    );
     s_last_lane_ci <= std_logic_vector'(
         (or (s_last_lane and x"00000000ffffffff")) &
         (or (s_last_lane and x"0000ffff0000ffff")) &

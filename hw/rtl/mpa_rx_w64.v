@@ -292,7 +292,16 @@ module mpa_rx_w64 (
     assign s_axis_tready = ring_room | halted;
     assign s_fire = s_axis_tvalid & (ring_room | halted);
     assign s_any = |s_axis_tkeep;
-    assign s_last_lane = s_axis_tkeep & ~{1'h0, s_axis_tkeep[7:1]};
+    assign s_last_lane = {
+        s_axis_tkeep[7],
+        s_axis_tkeep[6] & ~s_axis_tkeep[7],
+        s_axis_tkeep[5] & ~s_axis_tkeep[6],
+        s_axis_tkeep[4] & ~s_axis_tkeep[5],
+        s_axis_tkeep[3] & ~s_axis_tkeep[4],
+        s_axis_tkeep[2] & ~s_axis_tkeep[3],
+        s_axis_tkeep[1] & ~s_axis_tkeep[2],
+        s_axis_tkeep[0] & ~s_axis_tkeep[1]
+    };
     assign s_last_lane_ci = {|(s_last_lane & 8'h0f), |(s_last_lane & 8'h33), |(s_last_lane & 8'h55)};
     assign s_count = s_any ? (4'h8 - {1'h0, s_last_lane_ci}) : 4'h0;
     assign w_lane = wpos[2:0];

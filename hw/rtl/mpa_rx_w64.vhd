@@ -324,7 +324,16 @@ begin
     s_axis_tready <= ring_room or halted;
     s_fire <= s_axis_tvalid and (ring_room or halted);
     s_any <= or s_axis_tkeep;
-    s_last_lane <= s_axis_tkeep and (not std_logic_vector'('0' & s_axis_tkeep(7 downto 1)));
+    s_last_lane <= std_logic_vector'(
+        s_axis_tkeep(7) &
+        (s_axis_tkeep(6) and (not s_axis_tkeep(7))) &
+        (s_axis_tkeep(5) and (not s_axis_tkeep(6))) &
+        (s_axis_tkeep(4) and (not s_axis_tkeep(5))) &
+        (s_axis_tkeep(3) and (not s_axis_tkeep(4))) &
+        (s_axis_tkeep(2) and (not s_axis_tkeep(3))) &
+        (s_axis_tkeep(1) and (not s_axis_tkeep(2))) &
+        (s_axis_tkeep(0) and (not s_axis_tkeep(1)))
+    );
     s_last_lane_ci <= std_logic_vector'(
         (or (s_last_lane and x"0f")) &
         (or (s_last_lane and x"33")) &
