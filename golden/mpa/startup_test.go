@@ -190,7 +190,7 @@ func TestRevisions(t *testing.T) {
 
 // rawPeer writes raw octets to a Responder or Initiator and returns its
 // error and how long it took.
-func rawPeer(t *testing.T, role string, raw []byte, cfg Config) (error, time.Duration, net.Conn) {
+func rawPeer(t *testing.T, role string, raw []byte, cfg Config) (time.Duration, net.Conn, error) {
 	t.Helper()
 	us, them := tcpPair(t)
 	if raw != nil {
@@ -203,7 +203,7 @@ func rawPeer(t *testing.T, role string, raw []byte, cfg Config) (error, time.Dur
 	} else {
 		_, err = Initiate(context.Background(), us, cfg)
 	}
-	return err, time.Since(start), them
+	return time.Since(start), them, err
 }
 
 func frameBytes(t *testing.T, f Frame) []byte {
@@ -239,7 +239,7 @@ func TestMalformedStartup(t *testing.T) {
 		{"enhanced frame without its prefix", "responder", frameBytes(t, Frame{Rev: Rev2, Enhanced: true}), ErrStartup},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err, took, them := rawPeer(t, tc.role, tc.raw, fast)
+			took, them, err := rawPeer(t, tc.role, tc.raw, fast)
 			require.ErrorIs(t, err, tc.sentinel)
 			var me *Error
 			require.ErrorAs(t, err, &me)

@@ -278,7 +278,7 @@ func buildAgent(ctx context.Context) ([]byte, error) {
 	}
 	defer os.RemoveAll(tmp)
 	out := filepath.Join(tmp, "oiw-agent")
-	cmd := exec.CommandContext(ctx, goTool(), "build", "-trimpath", "-o", out, ".")
+	cmd := exec.CommandContext(ctx, GoTool(), "build", "-trimpath", "-o", out, ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -287,11 +287,12 @@ func buildAgent(ctx context.Context) ([]byte, error) {
 	return os.ReadFile(out)
 }
 
-// goTool returns the go command of the running toolchain.
-func goTool() string {
-	p := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(p); err == nil {
+// GoTool returns the go command that builds what goes into guests: PATH's
+// (go test puts its own toolchain's bin directory first there), else the
+// toolchain's usual place.
+func GoTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
-	return "go"
+	return "/usr/local/go/bin/go"
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/openiwarp/openiwarp/test/guest"
 )
 
 // IwpingBinary builds cmd/iwping once per harness into Results/iwping.
@@ -34,7 +36,7 @@ func buildTool(ctx context.Context, pkg, out string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, goTool(), "build", "-o", out, pkg)
+	cmd := exec.CommandContext(ctx, guest.GoTool(), "build", "-o", out, pkg)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("interop: build %s: %w: %s", pkg, err, b)
@@ -123,12 +125,4 @@ func (h *Harness) WaitListenNS(ctx context.Context, p *HostProc, port int) error
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// goTool is the go command of the running toolchain (PATH's go otherwise).
-func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return "/usr/local/go/bin/go"
 }

@@ -82,8 +82,8 @@ func daemonBinary(t testing.TB) string {
 		if !bench {
 			args = append(args, "-race")
 		}
-		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		out, err := exec.Command(gobin, append(args, "github.com/openiwarp/openiwarp/cmd/ipoibcm")...).CombinedOutput()
+		// go test puts its toolchain's bin directory first in PATH.
+		out, err := exec.Command("go", append(args, "github.com/openiwarp/openiwarp/cmd/ipoibcm")...).CombinedOutput()
 		if err != nil {
 			b.err = fmt.Errorf("building cmd/ipoibcm: %v\n%s", err, out)
 		}

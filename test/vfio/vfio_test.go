@@ -64,7 +64,7 @@ func TestVFIOInGuests(t *testing.T) {
 	// The in-guest tests, static, shared with the guests over 9p (so that
 	// the cached initramfs does not change with every edit of the tests).
 	share := t.TempDir()
-	build := exec.CommandContext(ctx, goTool(), "test", "-c", "-tags", "vfioguest", "-o", filepath.Join(share, "edu.test"), "./edu")
+	build := exec.CommandContext(ctx, guest.GoTool(), "test", "-c", "-tags", "vfioguest", "-o", filepath.Join(share, "edu.test"), "./edu")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "building the in-guest tests: %s", out)
@@ -108,19 +108,9 @@ func checkRan(t *testing.T, out string, want []string) {
 
 // logDir keeps the guests' consoles under build/ for a failed run.
 func logDir(t *testing.T) string {
-	root, err := exec.Command(goTool(), "env", "GOMOD").Output()
+	root, err := exec.Command(guest.GoTool(), "env", "GOMOD").Output()
 	require.NoError(t, err)
 	d := filepath.Join(filepath.Dir(strings.TrimSpace(string(root))), "build", "vfio")
 	require.NoError(t, os.MkdirAll(d, 0o755))
 	return d
-}
-
-func goTool() string {
-	if p := filepath.Join(os.Getenv("GOROOT"), "bin", "go"); os.Getenv("GOROOT") != "" {
-		return p
-	}
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return "/usr/local/go/bin/go"
 }
