@@ -14,4 +14,9 @@
 //
 // The same stimulus and expected outputs can be written as vector files for
 // the generated VHDL test bench run by GHDL (ghdl.go).
+//
+// Benches ship for every block: CRC32CBench, MPATxBench, MPARxBench (with
+// RxDriver, whose streams of FPDUs are cut into TCP segments and can carry
+// faults) and the placement engine; PlacementEngine co-simulates the
+// placement RTL segment by segment for other users (the sim card).
 package sim
