@@ -50,3 +50,57 @@ func loadBlock(m *gen.Module, ports []port) (*hwsim.Lib, hwsim.Layout, error) {
 	}
 	return lib, layout, nil
 }
+
+// portWant is one output port's expected value in one cycle.
+type portWant struct {
+	p    hwsim.Port
+	want uint64
+}
+
+// vectors holds a run of recorded cycles of one Verilated instance: its
+// input and output vectors, and a cycle's data port as octets.
+type vectors struct {
+	in, out []uint32
+	wants   []portWant
+	got     []byte
+}
+
+// check runs n recorded cycles through inst (set fills cycle c's input
+// vector) and compares every output of every cycle with the model's:
+// wants(c, dst) appends cycle c's expected scalar ports to dst, and the
+// data port must show wdata's octets of cycle c. The first difference is
+// returned as mismatch(c, port, want, got).
+func (v *vectors) check(inst *hwsim.Instance, l hwsim.Layout, n int, set func(c int, in []uint32),
+	wants func(c int, dst []portWant) []portWant, data hwsim.Port, wdata []byte,
+	mismatch func(c int, port, want, got string) error) error {
+	iw, ow := l.InWords, l.OutWords
+	if cap(v.in) < n*iw || cap(v.out) < n*ow {
+		v.in, v.out = make([]uint32, n*iw), make([]uint32, n*ow)
+	}
+	v.in, v.out = v.in[:n*iw], v.out[:n*ow]
+	clear(v.in)
+	for c := range n {
+		set(c, v.in[c*iw:(c+1)*iw])
+	}
+	if err := inst.Run(v.in, v.out); err != nil {
+		return err
+	}
+	lanes := data.Width / 8
+	if len(v.got) != lanes {
+		v.got = make([]byte, lanes)
+	}
+	for c := range n {
+		got := v.out[c*ow : (c+1)*ow]
+		v.wants = wants(c, v.wants[:0])
+		for _, w := range v.wants {
+			if g := w.p.Get(got); g != w.want {
+				return mismatch(c, w.p.Name, fmt.Sprintf("%#x", w.want), fmt.Sprintf("%#x", g))
+			}
+		}
+		data.Bytes(got, v.got)
+		if wd := wdata[c*lanes : (c+1)*lanes]; string(wd) != string(v.got) {
+			return mismatch(c, data.Name, fmt.Sprintf("%x", wd), fmt.Sprintf("%x", v.got))
+		}
+	}
+	return nil
+}

@@ -56,10 +56,8 @@ type rxEngine struct {
 	ins   []cycle.MPARxIn
 	want  []cycle.MPARxOut
 	wdata []byte // the model's output data, lanes per cycle
-	in    []uint32
-	out   []uint32
+	vec   vectors
 	zero  []byte
-	got   []byte
 	ulpdu []byte // the ULPDU being gathered from m_axis
 	cycle uint64
 	err   error // sticky: a mismatch, or the MPA error the RTL reported
@@ -71,7 +69,7 @@ func (b *rxBlock) newEngine(cfg cycle.MPARxCfg) (*rxEngine, error) {
 		return nil, err
 	}
 	e := &rxEngine{b: b, inst: b.lib.New(), model: m, cfg: cfg,
-		zero: make([]byte, b.width/8), got: make([]byte, b.width/8)}
+		zero: make([]byte, b.width/8)}
 	for range 2 {
 		e.step(cycle.MPARxIn{Reset: true, Cfg: cfg, Data: e.zero, MReady: true})
 	}
@@ -99,16 +97,10 @@ func (e *rxEngine) step(in cycle.MPARxIn) cycle.MPARxOut {
 // output of every cycle with the model's; the recorded cycles are then
 // dropped.
 func (e *rxEngine) check() error {
-	b, lanes := e.b, e.b.width/8
-	iw, ow := b.layout.InWords, b.layout.OutWords
+	b := e.b
 	n := len(e.ins)
-	if cap(e.in) < n*iw {
-		e.in, e.out = make([]uint32, n*iw), make([]uint32, n*ow)
-	}
-	e.in, e.out = e.in[:n*iw], e.out[:n*ow]
-	clear(e.in)
-	for c, x := range e.ins {
-		v := e.in[c*iw : (c+1)*iw]
+	err := e.vec.check(e.inst, b.layout, n, func(c int, v []uint32) {
+		x := e.ins[c]
 		b.rst.Set(v, b2u(x.Reset))
 		b.data.SetBytes(v, x.Data)
 		b.keep.Set(v, x.Keep)
@@ -119,26 +111,15 @@ func (e *rxEngine) check() error {
 		b.crc.Set(v, b2u(x.Cfg.CRC))
 		b.rev0.Set(v, b2u(x.Cfg.Rev0))
 		b.mReady.Set(v, b2u(x.MReady))
-	}
-	if err := e.inst.Run(e.in, e.out); err != nil {
+	}, func(c int, dst []portWant) []portWant {
+		w := e.want[c]
+		return append(dst, portWant{b.sReady, b2u(w.SReady)}, portWant{b.mValid, b2u(w.Valid)}, portWant{b.mKeep, w.Keep},
+			portWant{b.mLast, b2u(w.Last)}, portWant{b.mLen, uint64(w.Len)}, portWant{b.errValid, b2u(w.ErrValid)},
+			portWant{b.errKind, uint64(w.ErrKind)}, portWant{b.errCode, uint64(w.ErrCode)},
+			portWant{b.errOff, uint64(w.ErrOffset)}, portWant{b.eos, b2u(w.EOS)})
+	}, b.mData, e.wdata, e.mismatch)
+	if err != nil {
 		return err
-	}
-	for c, w := range e.want {
-		got := e.out[c*ow : (c+1)*ow]
-		for _, cmp := range []struct {
-			p    hwsim.Port
-			want uint64
-		}{{b.sReady, b2u(w.SReady)}, {b.mValid, b2u(w.Valid)}, {b.mKeep, w.Keep}, {b.mLast, b2u(w.Last)},
-			{b.mLen, uint64(w.Len)}, {b.errValid, b2u(w.ErrValid)}, {b.errKind, uint64(w.ErrKind)},
-			{b.errCode, uint64(w.ErrCode)}, {b.errOff, uint64(w.ErrOffset)}, {b.eos, b2u(w.EOS)}} {
-			if g := cmp.p.Get(got); g != cmp.want {
-				return e.mismatch(c, cmp.p.Name, fmt.Sprintf("%#x", cmp.want), fmt.Sprintf("%#x", g))
-			}
-		}
-		b.mData.Bytes(got, e.got)
-		if wd := e.wdata[c*lanes : (c+1)*lanes]; string(wd) != string(e.got) {
-			return e.mismatch(c, b.mData.Name, fmt.Sprintf("%x", wd), fmt.Sprintf("%x", e.got))
-		}
 	}
 	e.cycle += uint64(n)
 	b.checked.Add(uint64(n))

@@ -53,10 +53,8 @@ type txEngine struct {
 	ins   []cycle.MPATxIn
 	want  []cycle.MPATxOut
 	wdata []byte // the model's output data, lanes per cycle (its Data aliases the model)
-	in    []uint32
-	out   []uint32
+	vec   vectors
 	zero  []byte
-	got   []byte
 	cycle uint64
 	err   error
 }
@@ -67,7 +65,7 @@ func (b *txBlock) newEngine(offset uint32, markers, crc bool) (*txEngine, error)
 		return nil, err
 	}
 	e := &txEngine{b: b, inst: b.lib.New(), model: m, offset: offset, markers: markers, crc: crc,
-		zero: make([]byte, b.width/8), got: make([]byte, b.width/8)}
+		zero: make([]byte, b.width/8)}
 	e.ins, e.want, e.wdata = e.ins[:0], e.want[:0], e.wdata[:0]
 	for range 2 {
 		e.step(cycle.MPATxIn{Reset: true, Data: e.zero, MReady: true})
@@ -98,16 +96,10 @@ func (e *txEngine) step(in cycle.MPATxIn) cycle.MPATxOut {
 // check runs the recorded inputs through the RTL and compares every
 // output of every cycle with the model's.
 func (e *txEngine) check() error {
-	b, lanes := e.b, e.b.width/8
-	iw, ow := b.layout.InWords, b.layout.OutWords
+	b := e.b
 	n := len(e.ins)
-	if cap(e.in) < n*iw {
-		e.in, e.out = make([]uint32, n*iw), make([]uint32, n*ow)
-	}
-	e.in, e.out = e.in[:n*iw], e.out[:n*ow]
-	clear(e.in)
-	for c, x := range e.ins {
-		v := e.in[c*iw : (c+1)*iw]
+	err := e.vec.check(e.inst, b.layout, n, func(c int, v []uint32) {
+		x := e.ins[c]
 		b.rst.Set(v, b2u(x.Reset))
 		b.data.SetBytes(v, x.Data)
 		b.valid.Set(v, b2u(x.Valid))
@@ -117,24 +109,13 @@ func (e *txEngine) check() error {
 		b.markers.Set(v, b2u(x.Ctx.Markers))
 		b.crc.Set(v, b2u(x.Ctx.CRC))
 		b.mReady.Set(v, b2u(x.MReady))
-	}
-	if err := e.inst.Run(e.in, e.out); err != nil {
+	}, func(c int, dst []portWant) []portWant {
+		w := e.want[c]
+		return append(dst, portWant{b.sReady, b2u(w.SReady)}, portWant{b.mValid, b2u(w.Valid)}, portWant{b.mKeep, w.Keep},
+			portWant{b.mLast, b2u(w.Last)}, portWant{b.mUser, uint64(w.User)})
+	}, b.mData, e.wdata, e.mismatch)
+	if err != nil {
 		return err
-	}
-	for c, w := range e.want {
-		got := e.out[c*ow : (c+1)*ow]
-		for _, cmp := range []struct {
-			p    hwsim.Port
-			want uint64
-		}{{b.sReady, b2u(w.SReady)}, {b.mValid, b2u(w.Valid)}, {b.mKeep, w.Keep}, {b.mLast, b2u(w.Last)}, {b.mUser, uint64(w.User)}} {
-			if g := cmp.p.Get(got); g != cmp.want {
-				return e.mismatch(c, cmp.p.Name, fmt.Sprintf("%#x", cmp.want), fmt.Sprintf("%#x", g))
-			}
-		}
-		b.mData.Bytes(got, e.got)
-		if wd := e.wdata[c*lanes : (c+1)*lanes]; string(wd) != string(e.got) {
-			return e.mismatch(c, b.mData.Name, fmt.Sprintf("%x", wd), fmt.Sprintf("%x", e.got))
-		}
 	}
 	e.cycle += uint64(n)
 	b.checked.Add(uint64(n))
