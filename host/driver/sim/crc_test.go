@@ -40,10 +40,13 @@ func TestRTLDecidesCRC(t *testing.T) {
 			ln, err := verbs.Listen("127.0.0.1:0", verbs.ListenConfig{})
 			require.NoError(t, err)
 			defer ln.Close()
+			accepted := make(chan error, 1)
 			go func() {
-				if req, err := ln.Accept(ctx); err == nil {
-					req.Accept(qp, nil)
+				req, err := ln.Accept(ctx)
+				if err == nil {
+					err = req.Accept(qp, nil)
 				}
+				accepted <- err
 			}()
 			conn, err := net.Dial("tcp", ln.Addr().String())
 			require.NoError(t, err)
@@ -61,6 +64,7 @@ func TestRTLDecidesCRC(t *testing.T) {
 			c0 := sim.CheckedCycles()
 			_, err = conn.Write(fpdu)
 			require.NoError(t, err)
+			require.NoError(t, <-accepted, "accepting the connection")
 			select {
 			case <-qp.Done():
 			case <-ctx.Done():
