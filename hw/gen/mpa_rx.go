@@ -415,7 +415,7 @@ func MPARxBuffered(width, depth int) (*Module, error) {
 		}
 	}
 	in := ctl{
-		valid: m.WireOf("c_in_valid", ent, ""), upd: crcUpd, fresh: fresh, lo: loIn, dual: dual, nlo: m.WireOf("c_next_lo_in", Bits(e, nk-1, 2), "first group of the next FPDU"),
+		valid: ent, upd: crcUpd, fresh: fresh, lo: loIn, dual: dual, nlo: m.WireOf("c_next_lo_in", Bits(e, nk-1, 2), "first group of the next FPDU"),
 		end:  m.WireOf("c_in_end", Or(And(crcUpd, endsF), lenErr, eosGo), "the entry carries a verdict"),
 		pad:  padIn,
 		kind: m.WireOf("c_in_kind", kindIn, ""), crc: cfgCRC, mk: mkBad,

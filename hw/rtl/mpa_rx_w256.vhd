@@ -241,7 +241,6 @@ architecture rtl of mpa_rx_w256 is
     signal c_enter : std_logic;
     signal c_pad_in : std_logic_vector(2 downto 0); -- 4-octet groups of the beat past the FPDU's end: (W/8 - b_end)/4 mod W/32
     signal c_lo_in : std_logic_vector(2 downto 0); -- b_crc_lo in groups
-    signal c_in_valid : std_logic;
     signal c_next_lo_in : std_logic_vector(2 downto 0); -- first group of the next FPDU
     signal c_in_end : std_logic;             -- the entry carries a verdict
     signal c_in_kind : std_logic_vector(1 downto 0);
@@ -2273,7 +2272,6 @@ begin
     c_enter <= (b_crc_update or b_len_err) or b_eos;
     c_pad_in <= std_logic_vector(unsigned'("000") - unsigned(b_end(4 downto 2)));
     c_lo_in <= b_crc_lo(4 downto 2);
-    c_in_valid <= c_enter;
     c_next_lo_in <= b_end(4 downto 2);
     c_in_end <= ((b_crc_update and b_ends) or b_len_err) or b_eos;
     c_in_kind <= mux(b_len_err, "01", mux(b_eos, "10", "00"));
@@ -3202,7 +3200,7 @@ begin
             if rst = '1' then
                 c1_valid <= '0';
             else
-                c1_valid <= c_in_valid;
+                c1_valid <= c_enter;
             end if;
         end if;
     end process;

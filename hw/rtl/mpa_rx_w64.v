@@ -199,7 +199,6 @@ module mpa_rx_w64 (
     wire           c_enter;
     wire           c_pad_in;                 // 4-octet groups of the beat past the FPDU's end: (W/8 - b_end)/4 mod W/32
     wire           c_lo_in;                  // b_crc_lo in groups
-    wire           c_in_valid;
     wire           c_next_lo_in;             // first group of the next FPDU
     wire           c_in_end;                 // the entry carries a verdict
     wire [1:0]     c_in_kind;
@@ -538,7 +537,6 @@ module mpa_rx_w64 (
     assign c_enter = (b_crc_update | b_len_err) | b_eos;
     assign c_pad_in = b_end[2];
     assign c_lo_in = b_crc_lo[2];
-    assign c_in_valid = c_enter;
     assign c_next_lo_in = b_end[2];
     assign c_in_end = ((b_crc_update & b_ends) | b_len_err) | b_eos;
     assign c_in_kind = b_len_err ? 2'h1 : (b_eos ? 2'h2 : 2'h0);
@@ -920,7 +918,7 @@ module mpa_rx_w64 (
         if (rst) begin
             c1_valid <= 1'h0;
         end else begin
-            c1_valid <= c_in_valid;
+            c1_valid <= c_enter;
         end
     end
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/openiwarp/openiwarp/hw/gen"
 	hwsim "github.com/openiwarp/openiwarp/hw/sim"
@@ -57,9 +58,13 @@ type portWant struct {
 	want uint64
 }
 
-// vectors holds a run of recorded cycles of one Verilated instance: its
-// input and output vectors, and a cycle's data port as octets.
+// vectors holds the recorded cycles of one Verilated instance: its input
+// and output vectors, a cycle's data port as octets, and the count of cycles
+// checked so far, for naming a mismatch and for the card's counters.
 type vectors struct {
+	block   string         // the module, for errors
+	checked *atomic.Uint64 // the card's count of checked cycles
+	cycle   uint64         // cycles checked before this run
 	in, out []uint32
 	wants   []portWant
 	got     []byte
@@ -69,10 +74,10 @@ type vectors struct {
 // vector) and compares every output of every cycle with the model's:
 // wants(c, dst) appends cycle c's expected scalar ports to dst, and the
 // data port must show wdata's octets of cycle c. The first difference is
-// returned as mismatch(c, port, want, got).
+// an error wrapping ErrMismatch that names the block, cycle and port; a
+// clean run adds its cycles to the counts.
 func (v *vectors) check(inst *hwsim.Instance, l hwsim.Layout, n int, set func(c int, in []uint32),
-	wants func(c int, dst []portWant) []portWant, data hwsim.Port, wdata []byte,
-	mismatch func(c int, port, want, got string) error) error {
+	wants func(c int, dst []portWant) []portWant, data hwsim.Port, wdata []byte) error {
 	iw, ow := l.InWords, l.OutWords
 	if cap(v.in) < n*iw || cap(v.out) < n*ow {
 		v.in, v.out = make([]uint32, n*iw), make([]uint32, n*ow)
@@ -84,6 +89,9 @@ func (v *vectors) check(inst *hwsim.Instance, l hwsim.Layout, n int, set func(c 
 	}
 	if err := inst.Run(v.in, v.out); err != nil {
 		return err
+	}
+	mismatch := func(c int, port, want, got string) error {
+		return fmt.Errorf("%w: %s cycle %d: port %s: expected %s, got %s", ErrMismatch, v.block, v.cycle+uint64(c), port, want, got)
 	}
 	lanes := data.Width / 8
 	if len(v.got) != lanes {
@@ -102,5 +110,8 @@ func (v *vectors) check(inst *hwsim.Instance, l hwsim.Layout, n int, set func(c 
 			return mismatch(c, data.Name, fmt.Sprintf("%x", wd), fmt.Sprintf("%x", v.got))
 		}
 	}
+	v.cycle += uint64(n)
+	v.checked.Add(uint64(n))
+	totalCycles.Add(uint64(n))
 	return nil
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -59,8 +60,7 @@ type rxEngine struct {
 	vec   vectors
 	zero  []byte
 	ulpdu []byte // the ULPDU being gathered from m_axis
-	cycle uint64
-	err   error // sticky: a mismatch, or the MPA error the RTL reported
+	err   error  // sticky: a mismatch, or the MPA error the RTL reported
 }
 
 func (b *rxBlock) newEngine(cfg cycle.MPARxCfg) (*rxEngine, error) {
@@ -68,7 +68,7 @@ func (b *rxBlock) newEngine(cfg cycle.MPARxCfg) (*rxEngine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &rxEngine{b: b, inst: b.lib.New(), model: m, cfg: cfg,
+	e := &rxEngine{b: b, inst: b.lib.New(), model: m, vec: vectors{block: fmt.Sprintf("mpa_rx_w%d", b.width), checked: b.checked}, cfg: cfg,
 		zero: make([]byte, b.width/8)}
 	for range 2 {
 		e.step(cycle.MPARxIn{Reset: true, Cfg: cfg, Data: e.zero, MReady: true})
@@ -117,19 +117,11 @@ func (e *rxEngine) check() error {
 			portWant{b.mLast, b2u(w.Last)}, portWant{b.mLen, uint64(w.Len)}, portWant{b.errValid, b2u(w.ErrValid)},
 			portWant{b.errKind, uint64(w.ErrKind)}, portWant{b.errCode, uint64(w.ErrCode)},
 			portWant{b.errOff, uint64(w.ErrOffset)}, portWant{b.eos, b2u(w.EOS)})
-	}, b.mData, e.wdata, e.mismatch)
-	if err != nil {
-		return err
+	}, b.mData, e.wdata)
+	if errors.Is(err, ErrMismatch) {
+		e.err = err // sticky: the engine refuses to run after a mismatch
 	}
-	e.cycle += uint64(n)
-	b.checked.Add(uint64(n))
-	totalCycles.Add(uint64(n))
-	return nil
-}
-
-func (e *rxEngine) mismatch(c int, port, want, got string) error {
-	e.err = fmt.Errorf("%w: mpa_rx_w%d cycle %d: port %s: expected %s, got %s", ErrMismatch, e.b.width, e.cycle+uint64(c), port, want, got)
-	return e.err
+	return err
 }
 
 // Feed streams p, the next octets of the connection's TCP payload, into

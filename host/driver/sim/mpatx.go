@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"sync/atomic"
@@ -55,7 +56,6 @@ type txEngine struct {
 	wdata []byte // the model's output data, lanes per cycle (its Data aliases the model)
 	vec   vectors
 	zero  []byte
-	cycle uint64
 	err   error
 }
 
@@ -64,7 +64,7 @@ func (b *txBlock) newEngine(offset uint32, markers, crc bool) (*txEngine, error)
 	if err != nil {
 		return nil, err
 	}
-	e := &txEngine{b: b, inst: b.lib.New(), model: m, offset: offset, markers: markers, crc: crc,
+	e := &txEngine{b: b, inst: b.lib.New(), model: m, vec: vectors{block: fmt.Sprintf("mpa_tx_w%d", b.width), checked: b.checked}, offset: offset, markers: markers, crc: crc,
 		zero: make([]byte, b.width/8)}
 	e.ins, e.want, e.wdata = e.ins[:0], e.want[:0], e.wdata[:0]
 	for range 2 {
@@ -113,19 +113,11 @@ func (e *txEngine) check() error {
 		w := e.want[c]
 		return append(dst, portWant{b.sReady, b2u(w.SReady)}, portWant{b.mValid, b2u(w.Valid)}, portWant{b.mKeep, w.Keep},
 			portWant{b.mLast, b2u(w.Last)}, portWant{b.mUser, uint64(w.User)})
-	}, b.mData, e.wdata, e.mismatch)
-	if err != nil {
-		return err
+	}, b.mData, e.wdata)
+	if errors.Is(err, ErrMismatch) {
+		e.err = err // sticky: the engine refuses to run after a mismatch
 	}
-	e.cycle += uint64(n)
-	b.checked.Add(uint64(n))
-	totalCycles.Add(uint64(n))
-	return nil
-}
-
-func (e *txEngine) mismatch(c int, port, want, got string) error {
-	e.err = fmt.Errorf("%w: mpa_tx_w%d cycle %d: port %s: expected %s, got %s", ErrMismatch, e.b.width, e.cycle+uint64(c), port, want, got)
-	return e.err
+	return err
 }
 
 // AppendFPDU streams ulpdu through the RTL transmitter and appends the
