@@ -107,6 +107,7 @@ func TestMPATxIntoMPARx(t *testing.T) {
 			_, err = tb.Run(seed, 200000)
 			require.NoError(t, err, "seed %d", seed)
 			sent := drv.sent[:next]
+			require.NotEmpty(t, streams, "mpa_tx framed nothing to loop back")
 
 			// 2. mpa_rx: each connection's stream in turn, one episode each.
 			for conn, stream := range streams {
