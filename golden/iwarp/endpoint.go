@@ -79,7 +79,9 @@ const (
 
 type sqEntry struct {
 	wr       SendWR
-	internal bool // an RTR message: never completed to the ULP
+	sgl      [ownSGEs]SGE    // wr.SGL's own storage: the WR is copied at post time, as in verbs
+	inline   [ownInline]byte // wr.Inline's, when it fits
+	internal bool            // an RTR message: never completed to the ULP
 	// inFlight: the transmitter is handing its last FPDUs to TCP and
 	// completes it itself, with success once they are written, so a flush
 	// racing with that Write must leave it alone.
@@ -91,10 +93,60 @@ type sqEntry struct {
 
 type rqEntry struct {
 	wr     RecvWR
+	sgl    [ownSGEs]SGE // wr.SGL's own storage
 	cap    uint64
 	got    uint64 // bytes placed
 	sc     cursor
 	status Status // the error it completes with if the stream fails on it
+}
+
+// A posted WR is copied, SGL and inline payload included, so that the
+// caller may reuse its slices at once (ibv_post_send semantics). Entries
+// hold this much of them without a further allocation.
+const (
+	ownSGEs   = 2
+	ownInline = 64
+)
+
+// newSQEntry copies wr into an entry, reusing a completed one if any.
+// Called with mu held.
+func (ep *Endpoint) newSQEntry(wr *SendWR) *sqEntry {
+	var e *sqEntry
+	if n := len(ep.sqFree); n > 0 {
+		e, ep.sqFree = ep.sqFree[n-1], ep.sqFree[:n-1]
+		*e = sqEntry{}
+	} else {
+		e = new(sqEntry)
+	}
+	e.wr = SendWR{ID: wr.ID, Opcode: wr.Opcode, Signaled: wr.Signaled, Solicited: wr.Solicited, Fence: wr.Fence,
+		InvalidateSTag: wr.InvalidateSTag, Bind: wr.Bind, RemoteAddr: wr.RemoteAddr, RKey: wr.RKey}
+	switch {
+	case wr.Inline != nil && len(wr.Inline) <= ownInline:
+		e.wr.Inline = append(e.inline[:0], wr.Inline...)
+	case wr.Inline != nil:
+		e.wr.Inline = append([]byte(nil), wr.Inline...)
+	case len(wr.SGL) > 0:
+		e.wr.SGL = append(e.sgl[:0], wr.SGL...)
+	}
+	return e
+}
+
+// newRQEntry copies wr into an entry, reusing a completed one if any.
+// Called with mu held.
+func (ep *Endpoint) newRQEntry(wr *RecvWR, capacity uint64) *rqEntry {
+	var e *rqEntry
+	if n := len(ep.rqFree); n > 0 {
+		e, ep.rqFree = ep.rqFree[n-1], ep.rqFree[:n-1]
+		*e = rqEntry{}
+	} else {
+		e = new(rqEntry)
+	}
+	e.wr.ID, e.cap = wr.ID, capacity
+	if len(wr.SGL) > 0 {
+		e.wr.SGL = append(e.sgl[:0], wr.SGL...)
+	}
+	e.sc = cursor{sgl: e.wr.SGL}
+	return e
 }
 
 type inboundRead struct {
@@ -128,6 +180,11 @@ type Endpoint struct {
 	sqNext int        // first entry of sq not yet handed to the transmitter
 	orq    []*sqEntry // Reads sent, awaiting their response
 	rq     []*rqEntry
+	// Completed entries, for reuse while the stream is live: nothing else
+	// refers to an entry once it has completed normally, and one flushed
+	// in error is never handed out again (posting then fails).
+	sqFree []*sqEntry
+	rqFree []*rqEntry
 	// rxMsgs counts the messages received (Sends, Read Responses);
 	// txSeenRx is its value when PostSend last sent a WR itself.
 	rxMsgs, txSeenRx uint32
@@ -241,7 +298,9 @@ func New(conn net.Conn, p mpa.Params, cfg Config) (*Endpoint, error) {
 		default:
 			wr.Opcode = WRSend
 		}
-		ep.sq = append(ep.sq, &sqEntry{wr: wr, internal: true})
+		e := ep.newSQEntry(&wr)
+		e.internal = true
+		ep.sq = append(ep.sq, e)
 	}
 	ep.wbuf = make([]byte, 0, 2*mpa.MaxFPDUWireLen)
 	if f, ok := ep.framer.(*mpa.Framer); ok && !f.Markers && !cfg.AlignFPDUs {
@@ -332,12 +391,8 @@ func (ep *Endpoint) PostSend(wrs ...SendWR) error {
 	if len(ep.sq)+len(wrs) > ep.cfg.SQDepth {
 		return fmt.Errorf("%w: send queue holds %d of %d", ErrQueueFull, len(ep.sq), ep.cfg.SQDepth)
 	}
-	for _, wr := range wrs {
-		if wr.Inline != nil {
-			wr.Inline = append([]byte(nil), wr.Inline...)
-			wr.SGL = nil
-		}
-		ep.sq = append(ep.sq, &sqEntry{wr: wr})
+	for i := range wrs {
+		ep.sq = append(ep.sq, ep.newSQEntry(&wrs[i]))
 	}
 	// An idle queue pair sends a lone small WR from this goroutine,
 	// saving a goroutine handoff: an inline one always (the verbs way to
@@ -396,16 +451,12 @@ func localUse(op WROpcode) mem.Use {
 
 // PostRecv queues receive work requests.
 func (ep *Endpoint) PostRecv(wrs ...RecvWR) error {
-	entries := make([]*rqEntry, len(wrs))
-	for i, wr := range wrs {
-		var n uint64
+	for _, wr := range wrs {
 		for _, s := range wr.SGL {
 			if f := ep.tab.Verify(mem.Request{STag: s.LKey, PD: ep.pd.ID, QP: ep.qpn, TO: s.Addr, Len: uint64(s.Length), Use: mem.UseLocalWrite}); f != mem.OK && s.Length > 0 {
 				return fmt.Errorf("%w: receive SGE %v at %#x+%d: %v", ErrInvalidWR, s.LKey, s.Addr, s.Length, f)
 			}
-			n += uint64(s.Length)
 		}
-		entries[i] = &rqEntry{wr: wr, cap: n, sc: cursor{sgl: wr.SGL}}
 	}
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
@@ -415,7 +466,13 @@ func (ep *Endpoint) PostRecv(wrs ...RecvWR) error {
 	if len(ep.rq)+len(wrs) > ep.cfg.RQDepth {
 		return fmt.Errorf("%w: receive queue holds %d of %d", ErrQueueFull, len(ep.rq), ep.cfg.RQDepth)
 	}
-	ep.rq = append(ep.rq, entries...)
+	for i := range wrs {
+		var n uint64
+		for _, s := range wrs[i].SGL {
+			n += uint64(s.Length)
+		}
+		ep.rq = append(ep.rq, ep.newRQEntry(&wrs[i], n))
+	}
 	return nil
 }
 
@@ -527,6 +584,9 @@ func (ep *Endpoint) completeLocked() {
 		}
 	}
 	if k > 0 {
+		if ep.state < stError {
+			ep.sqFree = append(ep.sqFree, ep.sq[:k]...)
+		}
 		copy(ep.sq, ep.sq[k:])
 		for i := len(ep.sq) - k; i < len(ep.sq); i++ {
 			ep.sq[i] = nil

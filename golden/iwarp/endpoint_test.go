@@ -183,3 +183,42 @@ func TestMemoryWRs(t *testing.T) {
 	assert.Equal(t, rdmap.DDPInvalidSTag, ee.Cause)
 	assert.Equal(t, "window", string(region[16:22]), "nothing placed after the invalidation")
 }
+
+// TestPostCopiesWR checks the verbs rule that a WR is consumed at post
+// time: the caller may reuse its SGL and inline slices at once, and
+// completed entries reused for later WRs carry nothing over.
+func TestPostCopiesWR(t *testing.T) {
+	checkLeaks(t)
+	a, b := pair(t, pairOpts{})
+	rbuf := make([]byte, 4*64)
+	rmr := b.reg(t, rbuf, 0, all)
+	src := make([]byte, 3*64)
+	fill(src, 7)
+	smr := a.reg(t, src, 0, all)
+	for round := 0; round < 3; round++ { // later rounds run on reused entries
+		clear(rbuf)
+		sgl := []SGE{{0, 64, rmr.STag}, {128, 64, rmr.STag}}
+		require.NoError(t, b.ep.PostRecv(RecvWR{ID: 1, SGL: sgl}))
+		sgl[0], sgl[1] = SGE{64, 64, rmr.STag}, SGE{64, 64, rmr.STag} // reused by the caller
+		inline := []byte("inline payload")
+		ssgl := []SGE{{64, 64, smr.STag}}
+		wrs := []SendWR{
+			{ID: 2, Opcode: WRSend, Inline: inline, Signaled: true},
+			{ID: 3, Opcode: WRWrite, SGL: ssgl, RKey: rmr.STag, RemoteAddr: 192},
+		}
+		require.NoError(t, b.ep.PostRecv(RecvWR{ID: 4, SGL: []SGE{{64, 64, rmr.STag}}}))
+		require.NoError(t, a.ep.PostSend(wrs...))
+		copy(inline, "XXXXXXXXXXXXXX")
+		ssgl[0] = SGE{0, 1, smr.STag}
+		wrs[1].RKey = 0
+		waitOK(t, a.scq, 2, WCSend)
+		c := waitOK(t, b.rcq, 1, WCRecv)
+		assert.Equal(t, uint32(14), c.ByteLen)
+		assert.Equal(t, "inline payload", string(rbuf[:14]), "round %d: the Send went to the posted SGL", round)
+		// A zero-length Send after the Write: when it is delivered, the Write is placed.
+		require.NoError(t, a.ep.PostSend(SendWR{ID: 5, Opcode: WRSend, Signaled: true}))
+		waitOK(t, a.scq, 5, WCSend)
+		waitOK(t, b.rcq, 4, WCRecv)
+		assert.Equal(t, src[64:128], rbuf[192:], "round %d: the Write sent the posted SGE", round)
+	}
+}

@@ -396,7 +396,10 @@ func (ep *Endpoint) rxSend(seg ddp.Segment, op rdmap.Opcode, d []byte) error {
 	ep.mu.Lock()
 	ep.rxMsgs++
 	if ep.state < stError {
-		ep.rq = ep.rq[1:]
+		copy(ep.rq, ep.rq[1:]) // not rq[1:]: appends would then reallocate it
+		ep.rq[len(ep.rq)-1] = nil
+		ep.rq = ep.rq[:len(ep.rq)-1]
+		ep.rqFree = append(ep.rqFree, r)
 		if !ep.cfg.RecvCQ.push(c, info.Solicited) {
 			ep.cqOverflowLocked()
 			ep.dropping = true
