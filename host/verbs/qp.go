@@ -237,7 +237,10 @@ func (qp *QP) PostRecv(wrs ...RecvWR) error {
 			if len(qp.preRecv)+len(wrs) > qp.attr.Cap.MaxRecvWR {
 				return fmt.Errorf("verbs: PostRecv: receive queue holds %d of %d", len(qp.preRecv), qp.attr.Cap.MaxRecvWR)
 			}
-			qp.preRecv = append(qp.preRecv, wrs...)
+			for _, wr := range wrs {
+				wr.SGL = append([]SGE(nil), wr.SGL...) // the caller may reuse its SGL once posted
+				qp.preRecv = append(qp.preRecv, wr)
+			}
 			return nil
 		}
 		d = qp.dqp

@@ -57,7 +57,7 @@ func Run(t *testing.T, device string, o Options) {
 	}{
 		{"Write", s.write}, {"Read", s.read}, {"Send", s.send},
 		{"SendWithInvalidate", s.sendInv}, {"SolicitedEvent", s.solicited},
-		{"ScatterGather", s.sgl}, {"Unsignaled", s.unsignaled}, {"Inline", s.inline}, {"ReadFence", s.fence},
+		{"ScatterGather", s.sgl}, {"PostCopiesWR", s.postCopies}, {"Unsignaled", s.unsignaled}, {"Inline", s.inline}, {"ReadFence", s.fence},
 		{"MPAOptions", s.mpaOptions}, {"PrivateDataAndReject", s.reject},
 		{"ManyQPs", s.manyQPs}, {"RemoteAccessError", s.remoteAccess},
 		{"FlushOnDisconnect", s.flush}, {"BadUse", s.badUse},
@@ -291,6 +291,39 @@ func (s *suite) send(t *testing.T) {
 			equal(t, a.Buf[:n], b.Buf[:n], "received bytes")
 		})
 	}
+}
+
+// postCopies checks that a posted WR is consumed at post time
+// (ibv_post_send, ibv_post_recv): the caller may reuse its SGL and inline
+// slices at once, before and after connecting.
+func (s *suite) postCopies(t *testing.T) {
+	ctx := timeout(t)
+	a, b := Setup(t, s.dev, 4096, verbs.QPInitAttr{})
+	s.fill(a.Buf)
+	sgl := []verbs.SGE{b.MR.SGE(100, 50), b.MR.SGE(1000, 50)}
+	require.NoError(t, b.QP.PostRecv(verbs.RecvWR{ID: 1, SGL: sgl})) // before connecting
+	sgl[0], sgl[1] = b.MR.SGE(0, 50), b.MR.SGE(0, 50)
+	Connect(t, ctx, a, b, verbs.ConnParam{}, verbs.ListenConfig{})
+	rsgl := []verbs.SGE{b.MR.SGE(2000, 100)}
+	require.NoError(t, b.QP.PostRecv(verbs.RecvWR{ID: 2, SGL: rsgl})) // connected
+	rsgl[0] = b.MR.SGE(0, 100)
+	ssgl := []verbs.SGE{a.MR.SGE(0, 60), a.MR.SGE(500, 40)}
+	inline := []byte("inline payload")
+	require.NoError(t, a.QP.PostSend(
+		verbs.SendWR{ID: 1, Opcode: verbs.WRSend, SGL: ssgl, Signaled: true},
+		verbs.SendWR{ID: 2, Opcode: verbs.WRSend, Inline: inline, Signaled: true}))
+	ssgl[0], ssgl[1] = a.MR.SGE(3000, 60), a.MR.SGE(3000, 40)
+	copy(inline, "XXXXXXXXXXXXXX")
+	Expect(t, ctx, a.CQ, 1, verbs.WCSuccess)
+	Expect(t, ctx, a.CQ, 2, verbs.WCSuccess)
+	wc := Expect(t, ctx, b.CQ, 1, verbs.WCSuccess)
+	require.Equal(t, uint32(100), wc.ByteLen)
+	want := append(append([]byte(nil), a.Buf[:60]...), a.Buf[500:540]...)
+	equal(t, want[:50], b.Buf[100:150], "first SGE of the receive posted before connecting")
+	equal(t, want[50:], b.Buf[1000:1050], "its second SGE")
+	wc = Expect(t, ctx, b.CQ, 2, verbs.WCSuccess)
+	require.Equal(t, uint32(14), wc.ByteLen)
+	equal(t, []byte("inline payload"), b.Buf[2000:2014], "inline Send into the receive posted after connecting")
 }
 
 func (s *suite) sendInv(t *testing.T) {
