@@ -224,7 +224,8 @@ type Endpoint struct {
 	rxResume   chan struct{} // brings the receive goroutine back (resumeRx)
 	kickable   bool          // the connection takes read deadlines
 
-	kmu      sync.Mutex // a waiter blocked in the socket, and its kick
+	// A waiter blocked in the socket, and its kick: guarded by the mu of
+	// the CQ whose reader ep is (driveRx).
 	kReading bool
 	kicked   bool
 
@@ -384,11 +385,12 @@ func (ep *Endpoint) PostSend(wrs ...SendWR) error {
 		}
 	}
 	ep.mu.Lock()
-	defer ep.mu.Unlock()
 	if ep.state != stLive {
+		defer ep.mu.Unlock()
 		return ep.stateErr()
 	}
 	if len(ep.sq)+len(wrs) > ep.cfg.SQDepth {
+		defer ep.mu.Unlock()
 		return fmt.Errorf("%w: send queue holds %d of %d", ErrQueueFull, len(ep.sq), ep.cfg.SQDepth)
 	}
 	for i := range wrs {
@@ -404,16 +406,13 @@ func (ep *Endpoint) PostSend(wrs ...SendWR) error {
 	small := w.Inline != nil || ep.rxMsgs != ep.txSeenRx && (w.Opcode == WRRead || wrLen(w) <= inlineMax)
 	if len(wrs) != 1 || len(ep.sq) != 1 || len(ep.irq) > 0 || !small || !ep.txMu.TryLock() {
 		ep.cond.Broadcast()
+		ep.mu.Unlock()
 		return nil
 	}
 	ep.txSeenRx = ep.rxMsgs
 	ep.mu.Unlock()
-	ep.txRun(true)
+	ep.txRun(true) // what it leaves, it leaves to the transmit goroutine
 	ep.txMu.Unlock()
-	ep.mu.Lock()
-	if ep.pickLocked() != jobWait {
-		ep.cond.Broadcast()
-	}
 	return nil
 }
 

@@ -188,24 +188,20 @@ func (ep *Endpoint) driveRx(cq *CQ, ctx context.Context) bool {
 	}
 	cq.reader = ep
 	cq.watchLocked(ctx)
-	ep.kmu.Lock()
 	ep.kReading = true
-	ep.kmu.Unlock()
-	cq.mu.Unlock()
 	if ctx.Err() != nil {
 		ep.kick() // ended before the watch: the read must not block
 	}
+	cq.mu.Unlock()
 	n, err := ep.conn.Read(ep.rxBuf)
 	cq.mu.Lock()
 	cq.reader = nil
-	ep.kmu.Lock()
 	ep.kReading = false
 	kicked := ep.kicked
 	if kicked {
 		ep.kicked = false
 		ep.conn.SetReadDeadline(time.Time{})
 	}
-	ep.kmu.Unlock()
 	cq.mu.Unlock()
 	if kicked && errors.Is(err, os.ErrDeadlineExceeded) {
 		err = nil
@@ -233,10 +229,9 @@ func (ep *Endpoint) worthDriving(cq *CQ) bool {
 	return len(ep.sq) == len(ep.orq) // every WR still to complete is a Read
 }
 
-// kick wakes a CQ waiter blocked in ep's socket.
+// kick wakes a CQ waiter blocked in ep's socket. Called with the mu of
+// the CQ whose reader ep is: one at a time, as driveRx runs under rxMu.
 func (ep *Endpoint) kick() {
-	ep.kmu.Lock()
-	defer ep.kmu.Unlock()
 	if ep.kReading && !ep.kicked {
 		ep.kicked = true
 		ep.conn.SetReadDeadline(aLongTimeAgo)

@@ -93,6 +93,9 @@ func (ep *Endpoint) txRun(inline bool) bool {
 		ep.mu.Lock()
 		job := ep.pickLocked()
 		if job == jobWait || inline && job != jobWR && job != jobFlush {
+			if job != jobWait {
+				ep.cond.Broadcast() // the transmit goroutine takes it once txMu is free
+			}
 			ep.mu.Unlock()
 			return false
 		}
@@ -102,6 +105,7 @@ func (ep *Endpoint) txRun(inline bool) bool {
 		case jobWR:
 			s = ep.sq[ep.sqNext]
 			if inline && s.wr.Opcode != WRRead && wrLen(&s.wr) > inlineMax {
+				ep.cond.Broadcast()
 				ep.mu.Unlock()
 				return false
 			}
