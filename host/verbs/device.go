@@ -212,14 +212,14 @@ func (cq *CQ) Wait(ctx context.Context) (WC, error) {
 	if err := cq.live("Wait"); err != nil {
 		return WC{}, err
 	}
-	var wc [1]WC
-	if cq.cq.Poll(wc[:]) == 1 { // fast path: no context plumbing
-		return wc[0], nil
-	}
 	wctx := cq.life // a context that never ends: only Destroy ends the wait
 	if _, ok := cq.cq.(destroyer); ok {
 		wctx = ctx // the card's CQ ends its waits itself on Destroy
 	} else if ctx.Done() != nil {
+		var wc [1]WC
+		if cq.cq.Poll(wc[:]) == 1 { // fast path: no context plumbing
+			return wc[0], nil
+		}
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithCancel(ctx)
 		defer cancel()

@@ -226,9 +226,9 @@ func (r *runner) bw() error {
 			wr := verbs.SendWR{ID: uint64(posted), Signaled: (posted+1)%sig == 0 || posted == s.Iters-1,
 				RemoteAddr: r.rep.Addr, RKey: verbs.STag(r.rep.RKey)}
 			if s.Test == Read { // a Read's sink is never inline
-				wr.SGL = []verbs.SGE{e.mr.SGE(0, s.Size)}
+				wr.SGL = e.data
 			} else {
-				wr = payload(wr, e.mr, s.Size, s.Inline)
+				wr = e.payload(wr, s.Inline)
 			}
 			switch s.Test {
 			case Write:
@@ -320,18 +320,7 @@ func (r *runner) lat() error {
 	r.samples = make([]time.Duration, 0, s.Iters)
 	for i := range s.Iters {
 		t0 := time.Now()
-		var wrs []verbs.SendWR
-		switch s.Test {
-		case Read:
-			wrs = []verbs.SendWR{{ID: uint64(i), Opcode: verbs.WRRDMARead, Signaled: true, SGL: []verbs.SGE{e.mr.SGE(0, s.Size)},
-				RemoteAddr: r.rep.Addr, RKey: verbs.STag(r.rep.RKey)}}
-		case Write:
-			wrs = []verbs.SendWR{payload(verbs.SendWR{Opcode: verbs.WRRDMAWrite, RemoteAddr: r.rep.Addr,
-				RKey: verbs.STag(r.rep.RKey)}, e.mr, s.Size, s.Inline), {Opcode: verbs.WRSend}}
-		default:
-			wrs = []verbs.SendWR{payload(verbs.SendWR{Opcode: verbs.WRSend}, e.mr, s.Size, s.Inline)}
-		}
-		if err := e.qp.PostSend(wrs...); err != nil {
+		if err := e.qp.PostSend(e.latWRs(s, uint64(i), r.rep.Addr, verbs.STag(r.rep.RKey))...); err != nil {
 			return err
 		}
 		var err error

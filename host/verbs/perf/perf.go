@@ -18,8 +18,6 @@ import (
 	"math"
 	"sort"
 	"time"
-
-	"github.com/openiwarp/openiwarp/host/verbs"
 )
 
 // Test is the operation measured.
@@ -146,13 +144,3 @@ func summarise(samples []time.Duration, half bool) *Latency {
 
 // DefaultLatInline is perftest's inline size for latency tests.
 const DefaultLatInline = 236
-
-// payload sets wr's data: n bytes of mr, inline when n is small enough.
-func payload(wr verbs.SendWR, mr *verbs.MR, n, inline int) verbs.SendWR {
-	if n <= inline {
-		wr.Inline = mr.Bytes()[:n:n]
-	} else {
-		wr.SGL = []verbs.SGE{mr.SGE(0, n)}
-	}
-	return wr
-}

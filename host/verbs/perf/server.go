@@ -65,6 +65,14 @@ type endpoint struct {
 	mr  *verbs.MR
 	ctl *verbs.MR // small buffer for credits
 	r   int       // receive slots (Send bandwidth)
+	// Work requests and SGLs built in place for each post, as perftest
+	// does: a posted WR is copied, so they can be reused at once.
+	swr    [2]verbs.SendWR
+	rwr    [1]verbs.RecvWR
+	data   []verbs.SGE // the test's payload: Size bytes of mr
+	whole  []verbs.SGE // all of mr, for receiving it
+	ctlSGL [1]verbs.SGE
+	ctlOut [4]byte
 }
 
 func newEndpoint(dev *verbs.Context, spec Spec) (*endpoint, error) {
@@ -87,6 +95,7 @@ func newEndpoint(dev *verbs.Context, spec Spec) (*endpoint, error) {
 	if e.ctl, err = e.pd.RegMR(make([]byte, 4*(e.r+1)), verbs.AccessLocalWrite); err != nil {
 		return nil, err
 	}
+	e.data, e.whole = []verbs.SGE{e.mr.SGE(0, spec.Size)}, []verbs.SGE{e.mr.SGE(0, e.mr.Len())}
 	return e, nil
 }
 
@@ -96,14 +105,45 @@ func (e *endpoint) close() {
 	}
 }
 
-// recv posts receive i (slot i of the control buffer, or the data buffer).
+// recvCtl posts receive id into its slot of the control buffer.
 func (e *endpoint) recvCtl(id uint64) error {
-	slot := int(id) % (e.r + 1)
-	return e.qp.PostRecv(verbs.RecvWR{ID: id, SGL: []verbs.SGE{e.ctl.SGE(4*slot, 4)}})
+	e.ctlSGL[0] = e.ctl.SGE(4*(int(id)%(e.r+1)), 4)
+	e.rwr[0] = verbs.RecvWR{ID: id, SGL: e.ctlSGL[:]}
+	return e.qp.PostRecv(e.rwr[:]...)
 }
 
+// recvData posts receive id into the data buffer.
 func (e *endpoint) recvData(id uint64) error {
-	return e.qp.PostRecv(verbs.RecvWR{ID: id, SGL: []verbs.SGE{e.mr.SGE(0, e.mr.Len())}})
+	e.rwr[0] = verbs.RecvWR{ID: id, SGL: e.whole}
+	return e.qp.PostRecv(e.rwr[:]...)
+}
+
+// payload sets wr's data: the test's bytes of mr, inline when they fit.
+func (e *endpoint) payload(wr verbs.SendWR, inline int) verbs.SendWR {
+	if n := int(e.data[0].Length); n <= inline {
+		wr.Inline = e.mr.Bytes()[:n:n]
+	} else {
+		wr.SGL = e.data
+	}
+	return wr
+}
+
+// latWRs builds the WRs of one latency iteration id: a Read of the
+// peer's buffer at raddr/rkey, a Write there then an empty Send, or a
+// Send of the payload. Only the Read is signaled: the others are done
+// when the answer arrives.
+func (e *endpoint) latWRs(s Spec, id uint64, raddr uint64, rkey verbs.STag) []verbs.SendWR {
+	switch s.Test {
+	case Read:
+		e.swr[0] = verbs.SendWR{ID: id, Opcode: verbs.WRRDMARead, Signaled: true, SGL: e.data, RemoteAddr: raddr, RKey: rkey}
+		return e.swr[:1]
+	case Write:
+		e.swr[0] = e.payload(verbs.SendWR{ID: id, Opcode: verbs.WRRDMAWrite, RemoteAddr: raddr, RKey: rkey}, s.Inline)
+		e.swr[1] = verbs.SendWR{ID: id, Opcode: verbs.WRSend}
+		return e.swr[:2]
+	}
+	e.swr[0] = e.payload(verbs.SendWR{ID: id, Opcode: verbs.WRSend}, s.Inline)
+	return e.swr[:1]
 }
 
 // wait returns the next completion, failing on an error status.
@@ -130,9 +170,9 @@ func (e *endpoint) waitRecv(ctx context.Context) (verbs.WC, error) {
 }
 
 func (e *endpoint) sendCtl(v uint32) error {
-	var b [4]byte
-	binary.LittleEndian.PutUint32(b[:], v)
-	return e.qp.PostSend(verbs.SendWR{Opcode: verbs.WRSend, Inline: b[:]})
+	binary.LittleEndian.PutUint32(e.ctlOut[:], v)
+	e.swr[0] = verbs.SendWR{Opcode: verbs.WRSend, Inline: e.ctlOut[:]}
+	return e.qp.PostSend(e.swr[:1]...)
 }
 
 func serveOne(ctx context.Context, dev *verbs.Context, req *verbs.ConnRequest, spec Spec) error {
@@ -195,14 +235,7 @@ func serveOne(ctx context.Context, dev *verbs.Context, req *verbs.ConnRequest, s
 			if err != nil {
 				return err
 			}
-			wrs := []verbs.SendWR{{Opcode: verbs.WRSend}}
-			if spec.Test == Send {
-				wrs[0] = payload(wrs[0], e.mr, spec.Size, spec.Inline)
-			} else {
-				wrs = append([]verbs.SendWR{payload(verbs.SendWR{Opcode: verbs.WRRDMAWrite,
-					RemoteAddr: spec.Addr, RKey: verbs.STag(spec.RKey)}, e.mr, spec.Size, spec.Inline)}, wrs...)
-			}
-			if err := e.qp.PostSend(wrs...); err != nil {
+			if err := e.qp.PostSend(e.latWRs(spec, uint64(i), spec.Addr, verbs.STag(spec.RKey))...); err != nil {
 				return err
 			}
 		}
