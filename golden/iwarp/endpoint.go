@@ -131,6 +131,14 @@ func (ep *Endpoint) newSQEntry(wr *SendWR) *sqEntry {
 	return e
 }
 
+// pushSQLocked queues e on the send queue. Called with mu held.
+func (ep *Endpoint) pushSQLocked(e *sqEntry) {
+	ep.sq = append(ep.sq, e)
+	if e.wr.Opcode != WRRead {
+		ep.sqNonRead.Add(1)
+	}
+}
+
 // newRQEntry copies wr into an entry, reusing a completed one if any.
 // Called with mu held.
 func (ep *Endpoint) newRQEntry(wr *RecvWR, capacity uint64) *rqEntry {
@@ -178,8 +186,11 @@ type Endpoint struct {
 	err    error
 	sq     []*sqEntry // posted, not yet completed, in posting order
 	sqNext int        // first entry of sq not yet handed to the transmitter
-	orq    []*sqEntry // Reads sent, awaiting their response
-	rq     []*rqEntry
+	// sqNonRead counts the entries of sq that are not Reads (worthDriving
+	// reads it without mu).
+	sqNonRead atomic.Int32
+	orq       []*sqEntry // Reads sent, awaiting their response
+	rq        []*rqEntry
 	// Completed entries, for reuse while the stream is live: nothing else
 	// refers to an entry once it has completed normally, and one flushed
 	// in error is never handed out again (posting then fails).
@@ -301,7 +312,7 @@ func New(conn net.Conn, p mpa.Params, cfg Config) (*Endpoint, error) {
 		}
 		e := ep.newSQEntry(&wr)
 		e.internal = true
-		ep.sq = append(ep.sq, e)
+		ep.pushSQLocked(e)
 	}
 	ep.wbuf = make([]byte, 0, 2*mpa.MaxFPDUWireLen)
 	if f, ok := ep.framer.(*mpa.Framer); ok && !f.Markers && !cfg.AlignFPDUs {
@@ -394,7 +405,7 @@ func (ep *Endpoint) PostSend(wrs ...SendWR) error {
 		return fmt.Errorf("%w: send queue holds %d of %d", ErrQueueFull, len(ep.sq), ep.cfg.SQDepth)
 	}
 	for i := range wrs {
-		ep.sq = append(ep.sq, ep.newSQEntry(&wrs[i]))
+		ep.pushSQLocked(ep.newSQEntry(&wrs[i]))
 	}
 	// An idle queue pair sends a lone small WR from this goroutine,
 	// saving a goroutine handoff: an inline one always (the verbs way to
@@ -583,6 +594,11 @@ func (ep *Endpoint) completeLocked() {
 		}
 	}
 	if k > 0 {
+		for _, s := range ep.sq[:k] {
+			if s.wr.Opcode != WRRead {
+				ep.sqNonRead.Add(-1)
+			}
+		}
 		if ep.state < stError {
 			ep.sqFree = append(ep.sqFree, ep.sq[:k]...)
 		}

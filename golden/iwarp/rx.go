@@ -221,12 +221,7 @@ func (ep *Endpoint) worthDriving(cq *CQ) bool {
 	if !ep.kickable {
 		return false // a waiter blocked in such a socket could not be woken
 	}
-	if cq != ep.cfg.SendCQ {
-		return true
-	}
-	ep.mu.Lock()
-	defer ep.mu.Unlock()
-	return len(ep.sq) == len(ep.orq) // every WR still to complete is a Read
+	return cq != ep.cfg.SendCQ || ep.sqNonRead.Load() == 0 // every WR still to complete is a Read
 }
 
 // kick wakes a CQ waiter blocked in ep's socket. Called with the mu of

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/openiwarp/openiwarp/golden/iwarp"
 	"github.com/openiwarp/openiwarp/golden/mpa"
@@ -49,6 +50,10 @@ func (s QPState) String() string { return [...]string{"INIT", "RTS", "ERR"}[s] }
 type QP struct {
 	pd   *PD
 	attr QPInitAttr
+
+	// live is the card QP while connected and not destroyed: posting
+	// reads it without taking mu.
+	live atomic.Pointer[cardQP]
 
 	mu        sync.Mutex
 	dqp       driver.QP
@@ -167,6 +172,8 @@ func (qp *QP) Err() error {
 	return qp.dqp.Err()
 }
 
+type cardQP struct{ driver.QP }
+
 // card returns the card QP for posting, or why there is none.
 func (qp *QP) card(what string) (driver.QP, error) {
 	if qp == nil {
@@ -174,6 +181,9 @@ func (qp *QP) card(what string) (driver.QP, error) {
 	}
 	if err := qp.pd.ctx.live(what); err != nil {
 		return nil, err
+	}
+	if c := qp.live.Load(); c != nil {
+		return c.QP, nil
 	}
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
@@ -296,6 +306,7 @@ func (qp *QP) attach(conn net.Conn, p mpa.Params, ird int) error {
 		return fail(fmt.Errorf("verbs: connecting QP: %w", err))
 	}
 	qp.dqp, qp.connected, qp.params = d, true, p
+	qp.live.Store(&cardQP{d})
 	qp.laddr, qp.raddr = conn.LocalAddr(), conn.RemoteAddr()
 	qp.preRecv = nil
 	return nil
@@ -326,6 +337,7 @@ func (qp *QP) Destroy() error {
 		return fmt.Errorf("%w: QP destroyed twice", ErrClosed)
 	}
 	qp.destroyed = true
+	qp.live.Store(nil)
 	d := qp.dqp
 	qp.preRecv = nil
 	qp.mu.Unlock()
