@@ -21,6 +21,9 @@ type ConnParam struct {
 	Draft01     bool         // speak draft-ietf-rddp-mpa-01 (Rev 0) only
 	PeerToPeer  bool         // RFC 6581 peer-to-peer model (Rev 2)
 	Timeout     time.Duration
+	// LocalAddr, if not nil, is the local address the connection is made
+	// from (rdma_resolve_addr's source address; rping -I).
+	LocalAddr *net.TCPAddr
 }
 
 // RejectError is returned by Dial when the peer rejects the connection.
@@ -48,6 +51,9 @@ func Dial(ctx context.Context, addr string, qp *QP, cp ConnParam) error {
 		return err
 	}
 	var d net.Dialer
+	if cp.LocalAddr != nil {
+		d.LocalAddr = cp.LocalAddr
+	}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("verbs: Dial %s: %w", addr, err)

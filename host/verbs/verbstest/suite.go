@@ -494,6 +494,9 @@ func (s *suite) mpaOptions(t *testing.T) {
 			func(p mpa.Params) bool { return p.Rev == mpa.Rev0 && p.CRC && p.TxMarkers }},
 		{"rev2-peer-to-peer", verbs.ConnParam{Rev: mpa.Rev2, PeerToPeer: true}, verbs.ListenConfig{PeerToPeer: true},
 			func(p mpa.Params) bool { return p.Rev == mpa.Rev2 && p.RTR != 0 }},
+		// From another loopback address (127.0.0.0/8 is all loopback on Linux).
+		{"source-address", verbs.ConnParam{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}, verbs.ListenConfig{},
+			func(p mpa.Params) bool { return p.Rev == mpa.Rev1 }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := timeout(t)
@@ -501,6 +504,10 @@ func (s *suite) mpaOptions(t *testing.T) {
 			a, b := Setup(t, s.dev, n, verbs.QPInitAttr{})
 			Connect(t, ctx, a, b, c.cp, c.lc)
 			require.True(t, c.want(a.QP.Params()), "%+v", a.QP.Params())
+			if c.cp.LocalAddr != nil {
+				require.Equal(t, c.cp.LocalAddr.IP.String(), a.QP.LocalAddr().(*net.TCPAddr).IP.String())
+				require.Equal(t, c.cp.LocalAddr.IP.String(), b.QP.RemoteAddr().(*net.TCPAddr).IP.String())
+			}
 			s.fill(a.Buf)
 			s.fill(b.Buf[:n/2])
 			require.NoError(t, a.QP.PostSend(verbs.SendWR{ID: 1, Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{a.MR.SGE(n/2, n-n/2)},
