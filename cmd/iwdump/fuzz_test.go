@@ -21,10 +21,16 @@ func FuzzStream(f *testing.F) {
 	f.Add(s, uint8(3))
 	f.Add(append(rb, s...), uint8(7))
 	f.Add([]byte("MPA ID Rep Frame\x80\x00\x00\x00"), uint8(4))
+	f.Add(rev0Stream(f), uint8(0x13))                                              // -no-startup -rev 0
+	f.Add(append(startupFrame(f, false, mpa.Rev1), rev0Stream(f)...), uint8(0x17)) // a Request answered by Rev 0
 	f.Fuzz(func(t *testing.T, data []byte, flags uint8) {
 		p := &printer{w: bufio.NewWriter(io.Discard), json: flags&8 != 0}
+		// The high nibble picks the read size and -rev: not given (0, as
+		// in the seeds written before -rev existed), 0, 1 or 2.
+		rev := (flags >> 4) % 4
 		decodeStream(p, bytes.NewReader(data), streamOptions{
-			startup: flags&4 != 0, markers: flags&1 != 0, crc: flags&2 != 0, chunk: 1 + int(flags>>4)*97})
+			startup: flags&4 != 0, markers: flags&1 != 0, crc: flags&2 != 0, chunk: 1 + int(flags>>4)*97,
+			rev: mpa.Revision(max(rev, 1) - 1), revSet: rev != 0})
 	})
 }
 

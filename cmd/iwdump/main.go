@@ -6,7 +6,7 @@
 // Usage:
 //
 //	iwdump [-json] [-max-mem N] FILE|-
-//	iwdump -stream [-no-startup] [-markers] [-crc=BOOL] [-json] FILE|-
+//	iwdump -stream [-no-startup] [-rev N] [-markers] [-crc=BOOL] [-json] FILE|-
 //	iwdump -encode [-markers] [-crc=BOOL] < ULPDUS > STREAM
 //
 // The first form decodes every TCP connection of a pcap or pcapng file (- for
@@ -21,7 +21,18 @@
 // -stream decodes one direction's raw byte stream (a file, or - for stdin)
 // from its startup frame, or from SeqStart with -no-startup. -markers and
 // -crc say what that direction uses (for a Rev 0 startup frame both default
-// to on). -encode reads ULPDUs as hex strings, one per line, and writes the
+// to on). -rev says which MPA revision the stream speaks: 0 (draft-01), 1
+// or 2. Only Rev 0 decodes differently: its markers inside an FPDU that
+// opens with a marker may point at that marker rather than at the
+// ULPDU_Length field, and it turns -markers and -crc on unless they are
+// given. With -no-startup, -rev is the only source of the revision
+// (default 1). With a startup frame the frame's revision is used; a
+// Request's direction may need -rev all the same, because the Reply in the
+// other direction settles the revision (a Rev 1 or 2 Request answered by a
+// draft-01 Reply speaks Rev 0, RFC 5044 App. C.2): -rev must then be one a
+// Reply could have chosen, and for a Reply it may only repeat the Reply's.
+// -rev does not apply to captures (their startup frames negotiate it) nor
+// to -encode (which writes RFC 5044 markers). -encode reads ULPDUs as hex strings, one per line, and writes the
 // FPDU stream a sender emits from SeqStart.
 //
 // With -json every line is a JSON object whose "kind" is "connection",
@@ -40,6 +51,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/internal/pcapio"
 )
 
@@ -58,10 +70,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	enc := fs.Bool("encode", false, "read ULPDUs as hex lines on stdin, write the FPDU stream from SeqStart to stdout")
 	jsonOut := fs.Bool("json", false, "print one JSON object per line")
 	maxMem := fs.Int("max-mem", pcapio.DefaultMaxBuffered, "bound in octets on data held for reassembly and startup, per capture")
+	rev := fs.Int("rev", 1, "with -stream: the MPA revision the stream speaks, 0 (draft-01), 1 or 2; with a startup frame, the one the Reply chose (default: the frame's)")
 	chunk := fs.Int("chunk", 1<<16, "with -stream: read size in octets (decoding does not depend on it)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: iwdump [-json] [-max-mem N] FILE|-
-       iwdump -stream [-no-startup] [-markers] [-crc=BOOL] [-json] FILE|-
+       iwdump -stream [-no-startup] [-rev N] [-markers] [-crc=BOOL] [-json] FILE|-
        iwdump -encode [-markers] [-crc=BOOL] < ULPDUS > STREAM
 
 Decodes iWARP MPA startup frames and FPDUs (markers, CRC32c) with their
@@ -91,6 +104,10 @@ DDP/RDMAP headers, from a pcap/pcapng capture or one direction's raw stream;
 		return usage("-no-startup needs -stream")
 	case (set["markers"] || set["crc"]) && !*stream && !*enc:
 		return usage("-markers and -crc apply to -stream and -encode; a capture's are negotiated by its startup frames")
+	case set["rev"] && !*stream:
+		return usage("-rev needs -stream: a capture's revision is negotiated by its startup frames, and -encode writes RFC 5044 markers")
+	case *rev < 0 || *rev > 2:
+		return usage("-rev must be 0, 1 or 2, got %d", *rev)
 	case set["chunk"] && !*stream:
 		return usage("-chunk needs -stream")
 	case *chunk < 1:
@@ -130,7 +147,7 @@ DDP/RDMAP headers, from a pcap/pcapng capture or one direction's raw stream;
 	p := &printer{w: out, json: *jsonOut}
 	if *stream {
 		decodeStream(p, in, streamOptions{startup: !*noStartup, markers: *markers, crc: *crc,
-			markersSet: set["markers"], crcSet: set["crc"], chunk: *chunk})
+			markersSet: set["markers"], crcSet: set["crc"], rev: mpa.Revision(*rev), revSet: set["rev"], chunk: *chunk})
 	} else {
 		decodeCapture(p, in, name, *maxMem)
 	}

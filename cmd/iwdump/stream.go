@@ -18,6 +18,8 @@ type streamOptions struct {
 	crc        bool
 	markersSet bool // -markers given explicitly
 	crcSet     bool // -crc given explicitly
+	rev        mpa.Revision
+	revSet     bool // -rev given explicitly
 	chunk      int  // read size; tests vary it to prove chunking does not matter
 }
 
@@ -36,7 +38,8 @@ func decodeStream(p *printer, r io.Reader, opts streamOptions) {
 				break
 			}
 			if !opts.startup {
-				h = newHalf(p, where{}, opts.markers, opts.crc, mpa.Rev1)
+				rev, _ := streamRev(p, nil, &opts)
+				h = newHalf(p, where{}, opts.markers, opts.crc, rev)
 				continue
 			}
 			pre = append(pre, b...)
@@ -48,16 +51,9 @@ func decodeStream(p *printer, r io.Reader, opts streamOptions) {
 			if f == nil {
 				continue
 			}
-			rev := f.Rev
-			if rev == mpa.Rev0 {
-				// A draft-01 connection uses markers and CRC both ways
-				// (RFC 5044 App. C) unless the flags say otherwise.
-				if !opts.markersSet {
-					opts.markers = true
-				}
-				if !opts.crcSet {
-					opts.crc = true
-				}
+			rev, ok := streamRev(p, f, &opts)
+			if !ok {
+				return
 			}
 			h = newHalf(p, where{}, opts.markers, opts.crc, rev)
 			b, pre = pre[used:], nil
@@ -83,6 +79,44 @@ func decodeStream(p *printer, r io.Reader, opts streamOptions) {
 	default:
 		p.error(where{}, nil, int(mpa.CodeStartup), "stream ends after %d octets, inside its MPA startup frame", len(pre))
 	}
+}
+
+// streamRev settles the revision the stream's FPDUs follow, f being its
+// startup frame (nil with -no-startup), and turns markers and CRC on for
+// Rev 0 unless the flags say otherwise: a draft-01 connection uses both
+// ways (RFC 5044 App. C). Without a startup frame the revision is -rev's
+// (default 1). A Reply's revision is the connection's, so -rev may only
+// repeat it. A Request's is only what the Initiator offered: the Reply, in
+// the other direction, may settle on a lower one (Rev 1 for a Rev 2
+// Request, or draft-01's Rev 0 for any, App. C.2), which -rev then says.
+// It reports a -rev no Reply could have negotiated and returns ok false.
+func streamRev(p *printer, f *mpa.Frame, opts *streamOptions) (rev mpa.Revision, ok bool) {
+	switch {
+	case f == nil && opts.revSet:
+		rev = opts.rev
+	case f == nil:
+		rev = mpa.Rev1
+	case !opts.revSet || opts.rev == f.Rev:
+		rev = f.Rev
+	case f.Reply:
+		p.error(where{}, nil, 0, "-rev %d contradicts the stream's Reply, which settles revision %d", opts.rev, f.Rev)
+		return 0, false
+	case opts.rev == mpa.Rev0 || (f.Rev == mpa.Rev2 && opts.rev == mpa.Rev1):
+		rev = opts.rev
+		p.note(where{}, "FPDUs follow revision %d (-rev), which the Reply chose over the Request's %d", rev, f.Rev)
+	default:
+		p.error(where{}, nil, 0, "-rev %d: no Reply of revision %d can answer a revision %d Request (RFC 5044 §7.1.2, App. C.2)", opts.rev, opts.rev, f.Rev)
+		return 0, false
+	}
+	if rev == mpa.Rev0 {
+		if !opts.markersSet {
+			opts.markers = true
+		}
+		if !opts.crcSet {
+			opts.crc = true
+		}
+	}
+	return rev, true
 }
 
 // streamStartup parses the startup frame at the start of b. It returns the
