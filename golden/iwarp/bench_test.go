@@ -208,6 +208,8 @@ func tcpBandwidth(b *testing.B, n int, floor bool) {
 // floorCRC keeps the floor's CRCs from being optimised away.
 var floorCRC uint32
 
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // tcpBandwidths runs tcpBandwidth at every benchmark size.
 func tcpBandwidths(b *testing.B, floor bool) {
 	for _, n := range benchSizes {

@@ -1,16 +1,13 @@
 package iwarp
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"net"
 	"time"
 
 	"github.com/openiwarp/openiwarp/golden/ddp"
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
-	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/golden/rdmap"
 )
 
@@ -302,48 +299,30 @@ func (ep *Endpoint) segments(total uint64, hdrLen int, hdr func(dst []byte, off 
 // costs less than one more piece of writev.
 const zcMin = 512
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // appendSegmentInPlace frames the segment at offset off around its payload
-// in registered memory: ULPDU_Length and the headers go to wbuf, then the
-// payload pieces, then PAD and CRC (RFC 5044 §4.1, markers off). The
-// octets are those ep.zc.AppendFPDU would produce, without copying the
-// payload.
+// in registered memory (mpa.Framer.FrameAround, markers off): ULPDU_Length
+// and the headers go to wbuf, then the payload pieces, then PAD and CRC.
 func (ep *Endpoint) appendSegmentInPlace(off uint64, n int, last bool, hdr func(dst []byte, off uint64, last bool) []byte,
 	view func(vec net.Buffers, off uint64, n int) (net.Buffers, error)) error {
-	start, vecAt, wopen, vecLen := len(ep.wbuf), len(ep.vec), ep.wopen, ep.vecLen
+	start, vecAt, wopen := len(ep.wbuf), len(ep.vec), ep.wopen
 	ep.wbuf = hdr(append(ep.wbuf, 0, 0), off, last)
-	ulen := len(ep.wbuf) - start - mpa.HeaderLen + n
-	binary.BigEndian.PutUint16(ep.wbuf[start:], uint16(ulen))
-	var crc uint32
-	if ep.zc.CRC {
-		crc = crc32.Update(0, castagnoli, ep.wbuf[start:])
-	}
-	ep.vec = append(ep.vec, ep.wbuf[ep.wopen:])
-	ep.wopen = len(ep.wbuf)
+	ep.vec = append(ep.vec, ep.wbuf[ep.wopen:]) // ULPDU_Length is filled in below, in the same array
+	mid := len(ep.wbuf)
 	var err error
-	if ep.vec, err = view(ep.vec, off, n); err != nil {
+	if ep.vec, err = view(ep.vec, off, n); err == nil {
+		ep.wbuf, err = ep.zc.FrameAround(ep.wbuf, start, ep.vec[vecAt+1:])
+	}
+	if err != nil {
 		clear(ep.vec[vecAt:])
-		ep.vec, ep.wbuf, ep.wopen, ep.vecLen = ep.vec[:vecAt], ep.wbuf[:start], wopen, vecLen
+		ep.vec, ep.wbuf, ep.wopen = ep.vec[:vecAt], ep.wbuf[:start], wopen
 		return err
 	}
 	for _, p := range ep.vec[vecAt+1:] {
-		if ep.zc.CRC {
-			crc = crc32.Update(crc, castagnoli, p)
-		}
 		ep.vecLen += len(p)
 	}
-	pad := mpa.PadLen(ulen)
-	ep.wbuf = append(ep.wbuf, zeroPad[:pad]...)
-	if ep.zc.CRC {
-		crc = crc32.Update(crc, castagnoli, zeroPad[:pad])
-	}
-	ep.wbuf = binary.LittleEndian.AppendUint32(ep.wbuf, crc)
-	ep.zc.Offset += uint32(mpa.HeaderLen + ulen + pad + mpa.CRCLen)
+	ep.wopen = mid
 	return nil
 }
-
-var zeroPad [3]byte
 
 // inPlaceFramer frames a ULPDU already written after a length slot in the
 // write buffer (mpa.Framer does), which saves copying every segment once.

@@ -2,6 +2,7 @@ package mpa
 
 import (
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"slices"
 )
@@ -142,6 +143,45 @@ func (c *txCursor) write(b []byte) {
 		c.off += uint32(n)
 		b = b[n:]
 	}
+}
+
+// ErrMarkersAround is returned by FrameAround on a connection with
+// markers: they would fall inside the payload, which it does not copy.
+var ErrMarkersAround = errors.New("mpa: cannot frame around a payload with markers on")
+
+// FrameAround frames a ULPDU whose payload is not copied, for a gathering
+// write (writev) straight from the payload's memory. dst[start:start+HeaderLen]
+// is a slot for ULPDU_Length (its contents are ignored), dst[start+HeaderLen:]
+// the head of the ULPDU (the DDP headers, say) and payload the rest of it,
+// in pieces. FrameAround fills the length, appends PAD and CRC to dst and
+// advances f.Offset. The FPDU on the wire is dst[start:mid], then the
+// pieces of payload, then dst[mid:], where mid is len(dst) on entry: the
+// octets AppendFPDU produces. With Markers it returns ErrMarkersAround.
+func (f *Framer) FrameAround(dst []byte, start int, payload [][]byte) ([]byte, error) {
+	if f.Markers {
+		return dst, ErrMarkersAround
+	}
+	n := len(dst) - start - HeaderLen
+	for _, p := range payload {
+		n += len(p)
+	}
+	if start < 0 || len(dst)-start < HeaderLen || n <= 0 || n > MaxULPDULength {
+		return dst, newError(KindLength, uint64(f.Offset), nil,
+			"cannot frame a ULPDU of %d octets (MPA carries 1 to %d)", max(n, 0), MaxULPDULength)
+	}
+	binary.BigEndian.PutUint16(dst[start:], uint16(n))
+	pad := zeroPad[:PadLen(n)]
+	var crc uint32
+	if f.CRC {
+		crc = crc32.Update(0, castagnoli, dst[start:])
+		for _, p := range payload {
+			crc = crc32.Update(crc, castagnoli, p)
+		}
+		crc = crc32.Update(crc, castagnoli, pad)
+	}
+	dst = binary.LittleEndian.AppendUint32(append(dst, pad...), crc)
+	f.Offset += uint32(HeaderLen + n + len(pad) + CRCLen)
+	return dst, nil
 }
 
 // FrameInPlace frames a ULPDU that the caller has already written into dst,
