@@ -70,7 +70,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	enc := fs.Bool("encode", false, "read ULPDUs as hex lines on stdin, write the FPDU stream from SeqStart to stdout")
 	jsonOut := fs.Bool("json", false, "print one JSON object per line")
 	maxMem := fs.Int("max-mem", pcapio.DefaultMaxBuffered, "bound in octets on data held for reassembly and startup, per capture")
-	rev := fs.Int("rev", 1, "with -stream: the MPA revision the stream speaks, 0 (draft-01), 1 or 2; with a startup frame, the one the Reply chose (default: the frame's)")
+	rev := fs.Int("rev", 1, "with -stream -no-startup: the MPA revision the stream speaks, 0 (draft-01), 1 or 2; with a startup frame: the revision its Reply chose, when not the frame's own")
 	chunk := fs.Int("chunk", 1<<16, "with -stream: read size in octets (decoding does not depend on it)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: iwdump [-json] [-max-mem N] FILE|-
