@@ -138,10 +138,9 @@ func MPATx(width int) (*Module, error) {
 	// The window as octets: 2 zero octets, entry 0, entry 1 but its last two
 	// octets. ULPDU octet u sits at window octet u - base + 2; lane i (before
 	// the marker) needs u = body - 2 + i, i.e. window octet rel + i.
-	window := m.WireOf("f_window", Cat(Bits(w1, width-17, 0), w0, C(16, 0)), "")
 	var shifts []Expr
 	for v := 0; v <= lanes/4; v++ {
-		shifts = append(shifts, Bits(window, 32*v+width-1, 32*v))
+		shifts = append(shifts, windowBits(w0, w1, 32*v+width-1, 32*v))
 	}
 	sel := []Expr{}
 	for b := 2; b <= nk; b++ {
@@ -190,9 +189,7 @@ func MPATx(width int) (*Module, error) {
 		keepLanes = append([]Expr{Or(isMkW, Sel(afterW, keepPost[i], keepPre[i]))}, keepLanes...)
 		covLanes = append([]Expr{Or(isMkW, Sel(afterW, covPost[i], covPre[i]))}, covLanes...)
 	}
-	beatData := m.WireOf("f_data", Cat(dataLanes...), "the formed beat, CRC field still zero")
-	beatKeep := m.WireOf("f_keep", Cat(keepLanes...), "")
-	beatCov := m.WireOf("f_cover", Cat(covLanes...), "lanes the CRC covers")
+	beatData, beatKeep, beatCov := Cat(dataLanes...), Cat(keepLanes...), Cat(covLanes...)
 	endOff := m.WireOf("f_end_offset", Add(pos, Cat(C(14, 0), Add(roomCov, Sel(mkHere, C(18, 4), C(18, 0))))), "stream offset just past the FPDU")
 
 	// --- framer state ---
@@ -228,18 +225,22 @@ func MPATx(width int) (*Module, error) {
 	ld(pos, nil, c0[0], Add(pos, C(32, uint64(lanes))))
 
 	// --- stage f: the formed beat ---
+	// The beat's lanes are written into the registers they feed rather than
+	// into wires (the same logic): a simulator evaluates them only for the
+	// beats formed.
 	fValid := m.Reg("fb_valid", 1, big.NewInt(0), emit, adv, "stage f holds a formed beat")
-	fData := m.Reg("fb_data", width, nil, beatData, emit, "")
+	fData := m.Reg("fb_data", width, nil, beatData, emit, "the formed beat, CRC field still zero")
 	fKeep := m.Reg("fb_keep", lanes, nil, beatKeep, emit, "")
-	fCov := m.Reg("fb_cover", lanes, nil, beatCov, emit, "")
+	fCov := m.Reg("fb_cover", lanes, nil, beatCov, emit, "lanes the CRC covers")
 	fLast := m.Reg("fb_last", 1, nil, last, emit, "")
 	fCRC := m.Reg("fb_crc", 1, nil, crcOn, emit, "")
 	fUser := m.Reg("fb_user", 32, nil, Sel(last, endOff, C(32, 0)), emit, "")
 
 	// --- CRC over the covered lanes, as in crc32c ---
-	masked := m.WireOf("fb_masked", laneMasked(fData, fCov), "covered octets, others zero")
+	// (on 64-bit words, and written into b_term: see crc32c)
+	masked := maskedWords(m, "fb_masked", fData, fCov)
 	dataRows, stateRows := CRC32CUpdate(lanes).Split()
-	term := m.WireOf("fb_term", MatVec(masked, dataRows), "the beat's contribution to the CRC register")
+	term := MatVecWords(masked, dataRows)
 	covLast := m.WireOf("fb_cover_last", lastLaneOneHot(fCov), "")
 	covNone := m.WireOf("fb_cover_none", Not(RedOr(fCov)), "the beat is the CRC field alone")
 	padLanes := m.WireOf("fb_pad", Sel(covNone, C(nk+1, uint64(lanes)), Cat(C(1, 0), complementIndex(covLast, nk))), "lanes the CRC does not cover")
@@ -262,7 +263,7 @@ func MPATx(width int) (*Module, error) {
 	}
 	var bTerm, bPad, bCov *Signal
 	bValid, bc := stage("b", fValid, carried{fData, fKeep, fLast, fCRC, fUser}, func(en Expr) {
-		bTerm = m.Reg("b_term", 32, nil, term, en, "")
+		bTerm = m.Reg("b_term", 32, nil, term, en, "the beat's contribution to the CRC register")
 		bPad = m.Reg("b_pad", nk+1, nil, padLanes, en, "")
 		bCov = m.Reg("b_cover", lanes, nil, fCov, en, "")
 	})
@@ -276,7 +277,10 @@ func MPATx(width int) (*Module, error) {
 		return nil, fmt.Errorf("%w: CRC32c zero-byte matrix is singular", ErrInvalid)
 	}
 	zinvParam := zinvParams(m, zinv)
-	valid, c, crc, pad, cov := bValid, bc, next, bPad, bCov
+	// Each correction but the last is written into the next stage's
+	// register (no wire), evaluated only for beats that move.
+	var crc Expr = next
+	valid, c, pad, cov := bValid, bc, bPad, bCov
 	for s := 0; s < stages; s++ {
 		p := fmt.Sprintf("p%d", s)
 		var nCRC, nPad, nCov *Signal
@@ -287,7 +291,11 @@ func MPATx(width int) (*Module, error) {
 			nPad = m.Reg(p+"_pad", pad.W, nil, pad, en, "pad-lane bits not yet applied")
 			nCov = m.Reg(p+"_cover", lanes, nil, cov, en, "")
 		})
-		crc = crcFix(m, p, nCRC, nPad, lo, n, zinvParam)
+		if s+1 < stages {
+			crc = crcFixExpr(nCRC, nPad, lo, n, zinvParam)
+		} else {
+			crc = crcFix(m, p, nCRC, nPad, lo, n, zinvParam)
+		}
 		cov = nCov
 		if s+1 < stages {
 			pad = m.WireOf(p+"_pad_rest", Bits(nPad, nPad.W-1, n), "")
@@ -301,7 +309,7 @@ func MPATx(width int) (*Module, error) {
 		isCRC := And(c.last, c.crc, Bit(c.keep, i), Not(Bit(cov, i)))
 		outLanes = append([]Expr{Sel(isCRC, Bits(final, 8*(i%4)+7, 8*(i%4)), Bits(c.data, 8*i+7, 8*i))}, outLanes...)
 	}
-	merged := m.WireOf("o_merged", Cat(outLanes...), "the beat with its CRC field filled")
+	merged := Cat(outLanes...) // the beat with its CRC field filled
 	en := And(adv, valid)
 	m.Drive(oValid, big.NewInt(0), valid, adv)
 	oData := m.Reg("o_data", width, big.NewInt(0), merged, en, "")
@@ -334,4 +342,23 @@ func b2i(b bool) uint64 {
 		return 1
 	}
 	return 0
+}
+
+// windowBits is bits hi..lo of the window {w1[W-17:0], w0, 16'h0} (two zero
+// octets, then entry 0, then entry 1), written from slices of the entries:
+// the same wires as a slice of a window signal, without a 2W-bit wire that a
+// simulator would copy on every cycle.
+func windowBits(w0, w1 *Signal, hi, lo int) Expr {
+	w := w0.W
+	var parts []Expr // most significant first
+	if hi >= w+16 {
+		parts = append(parts, Bits(w1, hi-w-16, max(lo, w+16)-w-16))
+	}
+	if hi >= 16 && lo < w+16 {
+		parts = append(parts, Bits(w0, min(hi, w+15)-16, max(lo, 16)-16))
+	}
+	if lo < 16 {
+		parts = append(parts, C(min(hi, 15)-lo+1, 0))
+	}
+	return Cat(parts...)
 }

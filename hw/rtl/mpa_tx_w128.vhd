@@ -176,7 +176,6 @@ architecture rtl of mpa_tx_w128 is
     signal f_room_cov_small : std_logic_vector(5 downto 0);
     signal f_room_end_big : std_logic;
     signal f_room_end_small : std_logic_vector(5 downto 0);
-    signal f_window : std_logic_vector(255 downto 0);
     signal f_shifted : std_logic_vector(127 downto 0); -- ULPDU octets aligned to this beat's lanes
     signal f_fpduptr : std_logic_vector(15 downto 0);
     signal l0_marker : std_logic;
@@ -211,22 +210,19 @@ architecture rtl of mpa_tx_w128 is
     signal l14_after : std_logic;
     signal l15_marker : std_logic;
     signal l15_after : std_logic;
-    signal f_data : std_logic_vector(127 downto 0); -- the formed beat, CRC field still zero
-    signal f_keep : std_logic_vector(15 downto 0);
-    signal f_cover : std_logic_vector(15 downto 0); -- lanes the CRC covers
     signal f_end_offset : std_logic_vector(31 downto 0); -- stream offset just past the FPDU
     signal f_start : std_logic;              -- load the next FPDU's context
     signal n_len_padded : std_logic_vector(17 downto 0); -- 2 + length + PAD
     signal f_continue : std_logic;
     signal fb_valid : std_logic := '0';      -- stage f holds a formed beat
-    signal fb_data : std_logic_vector(127 downto 0);
+    signal fb_data : std_logic_vector(127 downto 0); -- the formed beat, CRC field still zero
     signal fb_keep : std_logic_vector(15 downto 0);
-    signal fb_cover : std_logic_vector(15 downto 0);
+    signal fb_cover : std_logic_vector(15 downto 0); -- lanes the CRC covers
     signal fb_last : std_logic;
     signal fb_crc : std_logic;
     signal fb_user : std_logic_vector(31 downto 0);
-    signal fb_masked : std_logic_vector(127 downto 0); -- covered octets, others zero
-    signal fb_term : std_logic_vector(31 downto 0); -- the beat's contribution to the CRC register
+    signal fb_masked_0 : std_logic_vector(63 downto 0); -- lanes 0..7 of the beat, unused lanes zeroed
+    signal fb_masked_1 : std_logic_vector(63 downto 0); -- lanes 8..15 of the beat, unused lanes zeroed
     signal fb_cover_last : std_logic_vector(15 downto 0);
     signal fb_cover_none : std_logic;        -- the beat is the CRC field alone
     signal fb_pad : std_logic_vector(4 downto 0); -- lanes the CRC does not cover
@@ -236,7 +232,7 @@ architecture rtl of mpa_tx_w128 is
     signal b_last : std_logic;
     signal b_crc_on : std_logic;
     signal b_user : std_logic_vector(31 downto 0);
-    signal b_term : std_logic_vector(31 downto 0);
+    signal b_term : std_logic_vector(31 downto 0); -- the beat's contribution to the CRC register
     signal b_pad : std_logic_vector(4 downto 0);
     signal b_cover : std_logic_vector(15 downto 0);
     signal crc_state : std_logic_vector(31 downto 0) := x"ffffffff"; -- CRC register of the FPDU before stage b's beat
@@ -251,7 +247,6 @@ architecture rtl of mpa_tx_w128 is
     signal p0_reg : std_logic_vector(31 downto 0); -- CRC register, corrected so far
     signal p0_pad : std_logic_vector(4 downto 0); -- pad-lane bits not yet applied
     signal p0_cover : std_logic_vector(15 downto 0);
-    signal p0_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 0..2
     signal p0_pad_rest : std_logic_vector(1 downto 0);
     signal p1_valid : std_logic := '0';
     signal p1_data : std_logic_vector(127 downto 0);
@@ -264,7 +259,6 @@ architecture rtl of mpa_tx_w128 is
     signal p1_cover : std_logic_vector(15 downto 0);
     signal p1_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 3..4
     signal o_crc_value : std_logic_vector(31 downto 0); -- the FPDU's CRC32c
-    signal o_merged : std_logic_vector(127 downto 0); -- the beat with its CRC field filled
     signal o_data : std_logic_vector(127 downto 0) := x"00000000000000000000000000000000";
     signal o_keep : std_logic_vector(15 downto 0) := x"0000";
     signal o_last : std_logic := '0';
@@ -300,8 +294,7 @@ begin
     f_room_cov_small <= f_room_cov(5 downto 0);
     f_room_end_big <= or f_room_end(16 downto 6);
     f_room_end_small <= f_room_end(5 downto 0);
-    f_window <= std_logic_vector'(win1_data(111 downto 0) & win0_data & x"0000");
-    f_shifted <= mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), f_window(255 downto 128), f_window(255 downto 128)), mux(f_rel(2), f_window(255 downto 128), f_window(255 downto 128))), mux(f_rel(3), mux(f_rel(2), f_window(223 downto 96), f_window(191 downto 64)), mux(f_rel(2), f_window(159 downto 32), f_window(127 downto 0))));
+    f_shifted <= mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(111 downto 0) & win0_data(127 downto 112)), std_logic_vector'(win1_data(111 downto 0) & win0_data(127 downto 112))), mux(f_rel(2), std_logic_vector'(win1_data(111 downto 0) & win0_data(127 downto 112)), std_logic_vector'(win1_data(111 downto 0) & win0_data(127 downto 112)))), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(79 downto 0) & win0_data(127 downto 80)), std_logic_vector'(win1_data(47 downto 0) & win0_data(127 downto 48))), mux(f_rel(2), std_logic_vector'(win1_data(15 downto 0) & win0_data(127 downto 16)), std_logic_vector'(win0_data(111 downto 0) & x"0000"))));
     f_fpduptr <= mux((f_first and f_lead) and b2l(f_to_marker = "000000000"), x"0000", std_logic_vector(unsigned(std_logic_vector(unsigned(f_wire) + unsigned(std_logic_vector'("0000000" & f_to_marker)))) - unsigned(mux(f_lead, x"0004", x"0000"))));
     l0_marker <= f_marker_here and b2l(f_marker_group = "00");
     l0_after <= f_marker_here and '0';
@@ -335,146 +328,6 @@ begin
     l14_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("11"));
     l15_marker <= f_marker_here and b2l(f_marker_group = "11");
     l15_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("11"));
-    f_data <= std_logic_vector'(
-        mux(l15_marker, f_fpduptr(7 downto 0), mux(mux(l15_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("001111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("010011") < unsigned(f_room_data_small)))), mux(l15_after, f_shifted(95 downto 88),
-            f_shifted(127 downto 120)), x"00")) &
-        mux(l14_marker, f_fpduptr(15 downto 8), mux(mux(l14_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("001110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("010010") < unsigned(f_room_data_small)))), mux(l14_after, f_shifted(87 downto 80),
-            f_shifted(119 downto 112)), x"00")) &
-        mux(l13_marker, x"00", mux(mux(l13_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("001101") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("010001") <
-            unsigned(f_room_data_small)))), mux(l13_after, f_shifted(79 downto 72), f_shifted(111 downto 104)), x"00")) &
-        mux(l12_marker, x"00", mux(mux(l12_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("001100") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("010000") <
-            unsigned(f_room_data_small)))), mux(l12_after, f_shifted(71 downto 64), f_shifted(103 downto 96)), x"00")) &
-        mux(l11_marker, f_fpduptr(7 downto 0), mux(mux(l11_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("001011") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("001111") < unsigned(f_room_data_small)))), mux(l11_after, f_shifted(63 downto 56),
-            f_shifted(95 downto 88)), x"00")) &
-        mux(l10_marker, f_fpduptr(15 downto 8), mux(mux(l10_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("001010") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("001110") < unsigned(f_room_data_small)))), mux(l10_after, f_shifted(55 downto 48),
-            f_shifted(87 downto 80)), x"00")) &
-        mux(l9_marker, x"00", mux(mux(l9_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("001001") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("001101") <
-            unsigned(f_room_data_small)))), mux(l9_after, f_shifted(47 downto 40), f_shifted(79 downto 72)), x"00")) &
-        mux(l8_marker, x"00", mux(mux(l8_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("001000") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("001100") <
-            unsigned(f_room_data_small)))), mux(l8_after, f_shifted(39 downto 32), f_shifted(71 downto 64)), x"00")) &
-        mux(l7_marker, f_fpduptr(7 downto 0), mux(mux(l7_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("000111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("001011") < unsigned(f_room_data_small)))), mux(l7_after, f_shifted(31 downto 24),
-            f_shifted(63 downto 56)), x"00")) &
-        mux(l6_marker, f_fpduptr(15 downto 8), mux(mux(l6_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("000110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("001010") < unsigned(f_room_data_small)))), mux(l6_after, f_shifted(23 downto 16),
-            f_shifted(55 downto 48)), x"00")) &
-        mux(l5_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(7 downto 0), mux(mux(l5_after, (not f_room_data(17))
-            and (f_room_data_big or b2l(unsigned'("000101") < unsigned(f_room_data_small))), (not f_room_data(17)) and
-            (f_room_data_big or b2l(unsigned'("001001") < unsigned(f_room_data_small)))), mux(l5_after, f_shifted(15 downto 8),
-            f_shifted(47 downto 40)), x"00"))) &
-        mux(l4_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(15 downto 8), mux(mux(l4_after, (not f_room_data(17))
-            and (f_room_data_big or b2l(unsigned'("000100") < unsigned(f_room_data_small))), (not f_room_data(17)) and
-            (f_room_data_big or b2l(unsigned'("001000") < unsigned(f_room_data_small)))), mux(l4_after, f_shifted(7 downto 0),
-            f_shifted(39 downto 32)), x"00"))) &
-        mux(l3_marker, f_fpduptr(7 downto 0), mux(mux(l3_after, '0', (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("000111") < unsigned(f_room_data_small)))), f_shifted(31 downto 24), x"00")) &
-        mux(l2_marker, f_fpduptr(15 downto 8), mux(mux(l2_after, '0', (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("000110") < unsigned(f_room_data_small)))), f_shifted(23 downto 16), x"00")) &
-        mux(l1_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(7 downto 0), mux(mux(l1_after, '0', (not
-            f_room_data(17)) and (f_room_data_big or b2l(unsigned'("000101") < unsigned(f_room_data_small)))),
-            f_shifted(15 downto 8), x"00"))) &
-        mux(l0_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(15 downto 8), mux(mux(l0_after, '0', (not
-            f_room_data(17)) and (f_room_data_big or b2l(unsigned'("000100") < unsigned(f_room_data_small)))),
-            f_shifted(7 downto 0), x"00")))
-    );
-    f_keep <= std_logic_vector'(
-        (l15_marker or mux(l15_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001111") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("010011") <
-            unsigned(f_room_end_small))))) &
-        (l14_marker or mux(l14_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001110") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("010010") <
-            unsigned(f_room_end_small))))) &
-        (l13_marker or mux(l13_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001101") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("010001") <
-            unsigned(f_room_end_small))))) &
-        (l12_marker or mux(l12_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001100") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("010000") <
-            unsigned(f_room_end_small))))) &
-        (l11_marker or mux(l11_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001011") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001111") <
-            unsigned(f_room_end_small))))) &
-        (l10_marker or mux(l10_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001010") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001110") <
-            unsigned(f_room_end_small))))) &
-        (l9_marker or mux(l9_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001001") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001101") <
-            unsigned(f_room_end_small))))) &
-        (l8_marker or mux(l8_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001000") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001100") <
-            unsigned(f_room_end_small))))) &
-        (l7_marker or mux(l7_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000111") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001011") <
-            unsigned(f_room_end_small))))) &
-        (l6_marker or mux(l6_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000110") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001010") <
-            unsigned(f_room_end_small))))) &
-        (l5_marker or mux(l5_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000101") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001001") <
-            unsigned(f_room_end_small))))) &
-        (l4_marker or mux(l4_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000100") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001000") <
-            unsigned(f_room_end_small))))) &
-        (l3_marker or mux(l3_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000111") < unsigned(f_room_end_small))))) &
-        (l2_marker or mux(l2_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000110") < unsigned(f_room_end_small))))) &
-        (l1_marker or mux(l1_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000101") < unsigned(f_room_end_small))))) &
-        (l0_marker or mux(l0_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000100") < unsigned(f_room_end_small)))))
-    );
-    f_cover <= std_logic_vector'(
-        (l15_marker or mux(l15_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001111") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("010011") <
-            unsigned(f_room_cov_small))))) &
-        (l14_marker or mux(l14_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001110") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("010010") <
-            unsigned(f_room_cov_small))))) &
-        (l13_marker or mux(l13_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001101") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("010001") <
-            unsigned(f_room_cov_small))))) &
-        (l12_marker or mux(l12_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001100") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("010000") <
-            unsigned(f_room_cov_small))))) &
-        (l11_marker or mux(l11_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001011") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001111") <
-            unsigned(f_room_cov_small))))) &
-        (l10_marker or mux(l10_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001010") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001110") <
-            unsigned(f_room_cov_small))))) &
-        (l9_marker or mux(l9_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001001") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001101") <
-            unsigned(f_room_cov_small))))) &
-        (l8_marker or mux(l8_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001000") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001100") <
-            unsigned(f_room_cov_small))))) &
-        (l7_marker or mux(l7_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000111") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001011") <
-            unsigned(f_room_cov_small))))) &
-        (l6_marker or mux(l6_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000110") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001010") <
-            unsigned(f_room_cov_small))))) &
-        (l5_marker or mux(l5_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000101") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001001") <
-            unsigned(f_room_cov_small))))) &
-        (l4_marker or mux(l4_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000100") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001000") <
-            unsigned(f_room_cov_small))))) &
-        (l3_marker or mux(l3_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000111") < unsigned(f_room_cov_small))))) &
-        (l2_marker or mux(l2_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000110") < unsigned(f_room_cov_small))))) &
-        (l1_marker or mux(l1_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000101") < unsigned(f_room_cov_small))))) &
-        (l0_marker or mux(l0_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000100") < unsigned(f_room_cov_small)))))
-    );
     f_end_offset <= std_logic_vector(unsigned(f_pos) + unsigned(std_logic_vector'(
         "00000000000000" &
         std_logic_vector(unsigned(f_room_cov) + unsigned(mux(f_marker_here, "000000000000000100", "000000000000000000")))
@@ -487,15 +340,7 @@ begin
     )), "000");
     n_len_padded <= std_logic_vector(unsigned(std_logic_vector'("00" & ctx0_len)) + unsigned'("000000000000000101")) and "111111111111111100";
     f_continue <= f_emit and (not f_last);
-    fb_masked <= std_logic_vector'(
-        (fb_data(127 downto 120) and std_logic_vector'(7 downto 0 => fb_cover(15))) &
-        (fb_data(119 downto 112) and std_logic_vector'(7 downto 0 => fb_cover(14))) &
-        (fb_data(111 downto 104) and std_logic_vector'(7 downto 0 => fb_cover(13))) &
-        (fb_data(103 downto 96) and std_logic_vector'(7 downto 0 => fb_cover(12))) &
-        (fb_data(95 downto 88) and std_logic_vector'(7 downto 0 => fb_cover(11))) &
-        (fb_data(87 downto 80) and std_logic_vector'(7 downto 0 => fb_cover(10))) &
-        (fb_data(79 downto 72) and std_logic_vector'(7 downto 0 => fb_cover(9))) &
-        (fb_data(71 downto 64) and std_logic_vector'(7 downto 0 => fb_cover(8))) &
+    fb_masked_0 <= std_logic_vector'(
         (fb_data(63 downto 56) and std_logic_vector'(7 downto 0 => fb_cover(7))) &
         (fb_data(55 downto 48) and std_logic_vector'(7 downto 0 => fb_cover(6))) &
         (fb_data(47 downto 40) and std_logic_vector'(7 downto 0 => fb_cover(5))) &
@@ -505,39 +350,15 @@ begin
         (fb_data(15 downto 8) and std_logic_vector'(7 downto 0 => fb_cover(1))) &
         (fb_data(7 downto 0) and std_logic_vector'(7 downto 0 => fb_cover(0)))
     );
-    fb_term <= std_logic_vector'(
-        (xor (fb_masked and x"8fc8e57b1c379612ef13a98c0caa668f")) &
-        (xor (fb_masked and x"47e472bd8e1bcb097789d4c606553347")) &
-        (xor (fb_masked and x"23f2395ec70de584bbc4ea63032a99a3")) &
-        (xor (fb_masked and x"11f91caf6386f2c25de2753181954cd1")) &
-        (xor (fb_masked and x"08fc8e57b1c379612ef13a98c0caa668")) &
-        (xor (fb_masked and x"047e472bd8e1bcb097789d4c60655334")) &
-        (xor (fb_masked and x"8df7c6eef047484aa4afe72a3c98cf15")) &
-        (xor (fb_masked and x"46fbe3777823a4255257f3951e4c678a")) &
-        (xor (fb_masked and x"acb514c0a026440046385046838c554a")) &
-        (xor (fb_masked and x"d9926f1b4c24b412cc0f81af4d6c4c2a")) &
-        (xor (fb_masked and x"e301d2f6ba25cc1b8914695baa1c409a")) &
-        (xor (fb_masked and x"fe480c004125701f2b999d21d9a446c2")) &
-        (xor (fb_masked and x"7f2406002092b80f95ccce90ecd22361")) &
-        (xor (fb_masked and x"b05ae67b0c7eca1525f5cec47ac3773f")) &
-        (xor (fb_masked and x"d7e596469a08f3187de94eee31cbdd10")) &
-        (xor (fb_masked and x"6bf2cb234d04798c3ef4a77718e5ee88")) &
-        (xor (fb_masked and x"35f96591a6823cc61f7a53bb8c72f744")) &
-        (xor (fb_masked and x"1afcb2c8d3411e630fbd29ddc6397ba2")) &
-        (xor (fb_masked and x"82b6bc1f7597192368cd3d62efb6db5e")) &
-        (xor (fb_masked and x"ce93bb74a6fc1a835b75373d7b710b20")) &
-        (xor (fb_masked and x"e88138c14f499b5342a93212b112e31f")) &
-        (xor (fb_masked and x"74409c60a7a4cda9a15499095889718f")) &
-        (xor (fb_masked and x"b5e8ab4b4fe5f0c63fb9e508a0eede48")) &
-        (xor (fb_masked and x"d53cb0debbc56e71f0cf5b085cdd09ab")) &
-        (xor (fb_masked and x"6a9e586f5de2b738f867ad842e6e84d5")) &
-        (xor (fb_masked and x"ba87c94cb2c6cd8e93207f4e1b9d24e5")) &
-        (xor (fb_masked and x"d28b01dd4554f0d5a683962b0164f4fd")) &
-        (xor (fb_masked and x"e68d6595be9dee783c5262998c181cf1")) &
-        (xor (fb_masked and x"fc8e57b1c379612ef13a98c0caa668f7")) &
-        (xor (fb_masked and x"7e472bd8e1bcb097789d4c606553347b")) &
-        (xor (fb_masked and x"3f2395ec70de584bbc4ea63032a99a3d")) &
-        (xor (fb_masked and x"1f91caf6386f2c25de2753181954cd1e"))
+    fb_masked_1 <= std_logic_vector'(
+        (fb_data(127 downto 120) and std_logic_vector'(7 downto 0 => fb_cover(15))) &
+        (fb_data(119 downto 112) and std_logic_vector'(7 downto 0 => fb_cover(14))) &
+        (fb_data(111 downto 104) and std_logic_vector'(7 downto 0 => fb_cover(13))) &
+        (fb_data(103 downto 96) and std_logic_vector'(7 downto 0 => fb_cover(12))) &
+        (fb_data(95 downto 88) and std_logic_vector'(7 downto 0 => fb_cover(11))) &
+        (fb_data(87 downto 80) and std_logic_vector'(7 downto 0 => fb_cover(10))) &
+        (fb_data(79 downto 72) and std_logic_vector'(7 downto 0 => fb_cover(9))) &
+        (fb_data(71 downto 64) and std_logic_vector'(7 downto 0 => fb_cover(8)))
     );
     fb_cover_last <= std_logic_vector'(
         fb_cover(15) &
@@ -599,104 +420,6 @@ begin
         (xor (crc_state and x"1954cd1e"))
     );
     crc_next <= b_term xor crc_state_term;
-    p0_fixed <= std_logic_vector'(
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(1023 downto 992), zinv_6(1023 downto 992)),
-            mux(p0_pad(0), zinv_5(1023 downto 992), zinv_4(1023 downto 992))), mux(p0_pad(1), mux(p0_pad(0),
-            zinv_3(1023 downto 992), zinv_2(1023 downto 992)), mux(p0_pad(0), zinv_1(1023 downto 992), zinv_0(1023 downto 992)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(991 downto 960), zinv_6(991 downto 960)),
-            mux(p0_pad(0), zinv_5(991 downto 960), zinv_4(991 downto 960))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(991 downto 960),
-            zinv_2(991 downto 960)), mux(p0_pad(0), zinv_1(991 downto 960), zinv_0(991 downto 960)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(959 downto 928), zinv_6(959 downto 928)),
-            mux(p0_pad(0), zinv_5(959 downto 928), zinv_4(959 downto 928))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(959 downto 928),
-            zinv_2(959 downto 928)), mux(p0_pad(0), zinv_1(959 downto 928), zinv_0(959 downto 928)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(927 downto 896), zinv_6(927 downto 896)),
-            mux(p0_pad(0), zinv_5(927 downto 896), zinv_4(927 downto 896))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(927 downto 896),
-            zinv_2(927 downto 896)), mux(p0_pad(0), zinv_1(927 downto 896), zinv_0(927 downto 896)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(895 downto 864), zinv_6(895 downto 864)),
-            mux(p0_pad(0), zinv_5(895 downto 864), zinv_4(895 downto 864))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(895 downto 864),
-            zinv_2(895 downto 864)), mux(p0_pad(0), zinv_1(895 downto 864), zinv_0(895 downto 864)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(863 downto 832), zinv_6(863 downto 832)),
-            mux(p0_pad(0), zinv_5(863 downto 832), zinv_4(863 downto 832))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(863 downto 832),
-            zinv_2(863 downto 832)), mux(p0_pad(0), zinv_1(863 downto 832), zinv_0(863 downto 832)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(831 downto 800), zinv_6(831 downto 800)),
-            mux(p0_pad(0), zinv_5(831 downto 800), zinv_4(831 downto 800))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(831 downto 800),
-            zinv_2(831 downto 800)), mux(p0_pad(0), zinv_1(831 downto 800), zinv_0(831 downto 800)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(799 downto 768), zinv_6(799 downto 768)),
-            mux(p0_pad(0), zinv_5(799 downto 768), zinv_4(799 downto 768))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(799 downto 768),
-            zinv_2(799 downto 768)), mux(p0_pad(0), zinv_1(799 downto 768), zinv_0(799 downto 768)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(767 downto 736), zinv_6(767 downto 736)),
-            mux(p0_pad(0), zinv_5(767 downto 736), zinv_4(767 downto 736))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(767 downto 736),
-            zinv_2(767 downto 736)), mux(p0_pad(0), zinv_1(767 downto 736), zinv_0(767 downto 736)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(735 downto 704), zinv_6(735 downto 704)),
-            mux(p0_pad(0), zinv_5(735 downto 704), zinv_4(735 downto 704))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(735 downto 704),
-            zinv_2(735 downto 704)), mux(p0_pad(0), zinv_1(735 downto 704), zinv_0(735 downto 704)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(703 downto 672), zinv_6(703 downto 672)),
-            mux(p0_pad(0), zinv_5(703 downto 672), zinv_4(703 downto 672))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(703 downto 672),
-            zinv_2(703 downto 672)), mux(p0_pad(0), zinv_1(703 downto 672), zinv_0(703 downto 672)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(671 downto 640), zinv_6(671 downto 640)),
-            mux(p0_pad(0), zinv_5(671 downto 640), zinv_4(671 downto 640))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(671 downto 640),
-            zinv_2(671 downto 640)), mux(p0_pad(0), zinv_1(671 downto 640), zinv_0(671 downto 640)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(639 downto 608), zinv_6(639 downto 608)),
-            mux(p0_pad(0), zinv_5(639 downto 608), zinv_4(639 downto 608))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(639 downto 608),
-            zinv_2(639 downto 608)), mux(p0_pad(0), zinv_1(639 downto 608), zinv_0(639 downto 608)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(607 downto 576), zinv_6(607 downto 576)),
-            mux(p0_pad(0), zinv_5(607 downto 576), zinv_4(607 downto 576))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(607 downto 576),
-            zinv_2(607 downto 576)), mux(p0_pad(0), zinv_1(607 downto 576), zinv_0(607 downto 576)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(575 downto 544), zinv_6(575 downto 544)),
-            mux(p0_pad(0), zinv_5(575 downto 544), zinv_4(575 downto 544))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(575 downto 544),
-            zinv_2(575 downto 544)), mux(p0_pad(0), zinv_1(575 downto 544), zinv_0(575 downto 544)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(543 downto 512), zinv_6(543 downto 512)),
-            mux(p0_pad(0), zinv_5(543 downto 512), zinv_4(543 downto 512))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(543 downto 512),
-            zinv_2(543 downto 512)), mux(p0_pad(0), zinv_1(543 downto 512), zinv_0(543 downto 512)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(511 downto 480), zinv_6(511 downto 480)),
-            mux(p0_pad(0), zinv_5(511 downto 480), zinv_4(511 downto 480))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(511 downto 480),
-            zinv_2(511 downto 480)), mux(p0_pad(0), zinv_1(511 downto 480), zinv_0(511 downto 480)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(479 downto 448), zinv_6(479 downto 448)),
-            mux(p0_pad(0), zinv_5(479 downto 448), zinv_4(479 downto 448))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(479 downto 448),
-            zinv_2(479 downto 448)), mux(p0_pad(0), zinv_1(479 downto 448), zinv_0(479 downto 448)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(447 downto 416), zinv_6(447 downto 416)),
-            mux(p0_pad(0), zinv_5(447 downto 416), zinv_4(447 downto 416))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(447 downto 416),
-            zinv_2(447 downto 416)), mux(p0_pad(0), zinv_1(447 downto 416), zinv_0(447 downto 416)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(415 downto 384), zinv_6(415 downto 384)),
-            mux(p0_pad(0), zinv_5(415 downto 384), zinv_4(415 downto 384))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(415 downto 384),
-            zinv_2(415 downto 384)), mux(p0_pad(0), zinv_1(415 downto 384), zinv_0(415 downto 384)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(383 downto 352), zinv_6(383 downto 352)),
-            mux(p0_pad(0), zinv_5(383 downto 352), zinv_4(383 downto 352))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(383 downto 352),
-            zinv_2(383 downto 352)), mux(p0_pad(0), zinv_1(383 downto 352), zinv_0(383 downto 352)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(351 downto 320), zinv_6(351 downto 320)),
-            mux(p0_pad(0), zinv_5(351 downto 320), zinv_4(351 downto 320))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(351 downto 320),
-            zinv_2(351 downto 320)), mux(p0_pad(0), zinv_1(351 downto 320), zinv_0(351 downto 320)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(319 downto 288), zinv_6(319 downto 288)),
-            mux(p0_pad(0), zinv_5(319 downto 288), zinv_4(319 downto 288))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(319 downto 288),
-            zinv_2(319 downto 288)), mux(p0_pad(0), zinv_1(319 downto 288), zinv_0(319 downto 288)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(287 downto 256), zinv_6(287 downto 256)),
-            mux(p0_pad(0), zinv_5(287 downto 256), zinv_4(287 downto 256))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(287 downto 256),
-            zinv_2(287 downto 256)), mux(p0_pad(0), zinv_1(287 downto 256), zinv_0(287 downto 256)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(255 downto 224), zinv_6(255 downto 224)),
-            mux(p0_pad(0), zinv_5(255 downto 224), zinv_4(255 downto 224))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(255 downto 224),
-            zinv_2(255 downto 224)), mux(p0_pad(0), zinv_1(255 downto 224), zinv_0(255 downto 224)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(223 downto 192), zinv_6(223 downto 192)),
-            mux(p0_pad(0), zinv_5(223 downto 192), zinv_4(223 downto 192))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(223 downto 192),
-            zinv_2(223 downto 192)), mux(p0_pad(0), zinv_1(223 downto 192), zinv_0(223 downto 192)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(191 downto 160), zinv_6(191 downto 160)),
-            mux(p0_pad(0), zinv_5(191 downto 160), zinv_4(191 downto 160))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(191 downto 160),
-            zinv_2(191 downto 160)), mux(p0_pad(0), zinv_1(191 downto 160), zinv_0(191 downto 160)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(159 downto 128), zinv_6(159 downto 128)),
-            mux(p0_pad(0), zinv_5(159 downto 128), zinv_4(159 downto 128))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(159 downto 128),
-            zinv_2(159 downto 128)), mux(p0_pad(0), zinv_1(159 downto 128), zinv_0(159 downto 128)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(127 downto 96), zinv_6(127 downto 96)),
-            mux(p0_pad(0), zinv_5(127 downto 96), zinv_4(127 downto 96))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(127 downto 96),
-            zinv_2(127 downto 96)), mux(p0_pad(0), zinv_1(127 downto 96), zinv_0(127 downto 96)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(95 downto 64), zinv_6(95 downto 64)),
-            mux(p0_pad(0), zinv_5(95 downto 64), zinv_4(95 downto 64))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(95 downto 64),
-            zinv_2(95 downto 64)), mux(p0_pad(0), zinv_1(95 downto 64), zinv_0(95 downto 64)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(63 downto 32), zinv_6(63 downto 32)),
-            mux(p0_pad(0), zinv_5(63 downto 32), zinv_4(63 downto 32))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(63 downto 32),
-            zinv_2(63 downto 32)), mux(p0_pad(0), zinv_1(63 downto 32), zinv_0(63 downto 32)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(31 downto 0), zinv_6(31 downto 0)), mux(p0_pad(0),
-            zinv_5(31 downto 0), zinv_4(31 downto 0))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(31 downto 0), zinv_2(31 downto 0)),
-            mux(p0_pad(0), zinv_1(31 downto 0), zinv_0(31 downto 0))))))
-    );
     p0_pad_rest <= p0_pad(4 downto 3);
     p1_fixed <= std_logic_vector'(
         (xor (p1_reg and mux(p1_pad(1), mux(p1_pad(0), zinv_24(1023 downto 992), zinv_16(1023 downto 992)), mux(p1_pad(0),
@@ -761,24 +484,6 @@ begin
         (xor (p1_reg and mux(p1_pad(1), mux(p1_pad(0), zinv_24(31 downto 0), zinv_16(31 downto 0)), mux(p1_pad(0), zinv_8(31 downto 0), zinv_0(31 downto 0)))))
     );
     o_crc_value <= not p1_fixed;
-    o_merged <= std_logic_vector'(
-        mux(((p1_last and p1_crc_on) and p1_keep(15)) and (not p1_cover(15)), o_crc_value(31 downto 24), p1_data(127 downto 120)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(14)) and (not p1_cover(14)), o_crc_value(23 downto 16), p1_data(119 downto 112)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(13)) and (not p1_cover(13)), o_crc_value(15 downto 8), p1_data(111 downto 104)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(12)) and (not p1_cover(12)), o_crc_value(7 downto 0), p1_data(103 downto 96)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(11)) and (not p1_cover(11)), o_crc_value(31 downto 24), p1_data(95 downto 88)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(10)) and (not p1_cover(10)), o_crc_value(23 downto 16), p1_data(87 downto 80)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(9)) and (not p1_cover(9)), o_crc_value(15 downto 8), p1_data(79 downto 72)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(8)) and (not p1_cover(8)), o_crc_value(7 downto 0), p1_data(71 downto 64)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(7)) and (not p1_cover(7)), o_crc_value(31 downto 24), p1_data(63 downto 56)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(6)) and (not p1_cover(6)), o_crc_value(23 downto 16), p1_data(55 downto 48)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(5)) and (not p1_cover(5)), o_crc_value(15 downto 8), p1_data(47 downto 40)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(4)) and (not p1_cover(4)), o_crc_value(7 downto 0), p1_data(39 downto 32)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(3)) and (not p1_cover(3)), o_crc_value(31 downto 24), p1_data(31 downto 24)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(2)) and (not p1_cover(2)), o_crc_value(23 downto 16), p1_data(23 downto 16)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(1)) and (not p1_cover(1)), o_crc_value(15 downto 8), p1_data(15 downto 8)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(0)) and (not p1_cover(0)), o_crc_value(7 downto 0), p1_data(7 downto 0))
-    );
     m_axis_tdata <= o_data;
     m_axis_tkeep <= o_keep;
     m_axis_tvalid <= o_valid;
@@ -1122,7 +827,62 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_data <= f_data;
+                fb_data <= std_logic_vector'(
+                    mux(l15_marker, f_fpduptr(7 downto 0), mux(mux(l15_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("001111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("010011") < unsigned(f_room_data_small)))), mux(l15_after, f_shifted(95 downto 88),
+                        f_shifted(127 downto 120)), x"00")) &
+                    mux(l14_marker, f_fpduptr(15 downto 8), mux(mux(l14_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("001110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("010010") < unsigned(f_room_data_small)))), mux(l14_after, f_shifted(87 downto 80),
+                        f_shifted(119 downto 112)), x"00")) &
+                    mux(l13_marker, x"00", mux(mux(l13_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("001101") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("010001") <
+                        unsigned(f_room_data_small)))), mux(l13_after, f_shifted(79 downto 72), f_shifted(111 downto 104)), x"00")) &
+                    mux(l12_marker, x"00", mux(mux(l12_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("001100") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("010000") <
+                        unsigned(f_room_data_small)))), mux(l12_after, f_shifted(71 downto 64), f_shifted(103 downto 96)), x"00")) &
+                    mux(l11_marker, f_fpduptr(7 downto 0), mux(mux(l11_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("001011") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("001111") < unsigned(f_room_data_small)))), mux(l11_after, f_shifted(63 downto 56),
+                        f_shifted(95 downto 88)), x"00")) &
+                    mux(l10_marker, f_fpduptr(15 downto 8), mux(mux(l10_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("001010") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("001110") < unsigned(f_room_data_small)))), mux(l10_after, f_shifted(55 downto 48),
+                        f_shifted(87 downto 80)), x"00")) &
+                    mux(l9_marker, x"00", mux(mux(l9_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("001001") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("001101") <
+                        unsigned(f_room_data_small)))), mux(l9_after, f_shifted(47 downto 40), f_shifted(79 downto 72)), x"00")) &
+                    mux(l8_marker, x"00", mux(mux(l8_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("001000") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("001100") <
+                        unsigned(f_room_data_small)))), mux(l8_after, f_shifted(39 downto 32), f_shifted(71 downto 64)), x"00")) &
+                    mux(l7_marker, f_fpduptr(7 downto 0), mux(mux(l7_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("000111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("001011") < unsigned(f_room_data_small)))), mux(l7_after, f_shifted(31 downto 24),
+                        f_shifted(63 downto 56)), x"00")) &
+                    mux(l6_marker, f_fpduptr(15 downto 8), mux(mux(l6_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("000110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("001010") < unsigned(f_room_data_small)))), mux(l6_after, f_shifted(23 downto 16),
+                        f_shifted(55 downto 48)), x"00")) &
+                    mux(l5_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(7 downto 0), mux(mux(l5_after, (not f_room_data(17))
+                        and (f_room_data_big or b2l(unsigned'("000101") < unsigned(f_room_data_small))), (not f_room_data(17)) and
+                        (f_room_data_big or b2l(unsigned'("001001") < unsigned(f_room_data_small)))), mux(l5_after, f_shifted(15 downto 8),
+                        f_shifted(47 downto 40)), x"00"))) &
+                    mux(l4_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(15 downto 8), mux(mux(l4_after, (not f_room_data(17))
+                        and (f_room_data_big or b2l(unsigned'("000100") < unsigned(f_room_data_small))), (not f_room_data(17)) and
+                        (f_room_data_big or b2l(unsigned'("001000") < unsigned(f_room_data_small)))), mux(l4_after, f_shifted(7 downto 0),
+                        f_shifted(39 downto 32)), x"00"))) &
+                    mux(l3_marker, f_fpduptr(7 downto 0), mux(mux(l3_after, '0', (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("000111") < unsigned(f_room_data_small)))), f_shifted(31 downto 24), x"00")) &
+                    mux(l2_marker, f_fpduptr(15 downto 8), mux(mux(l2_after, '0', (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("000110") < unsigned(f_room_data_small)))), f_shifted(23 downto 16), x"00")) &
+                    mux(l1_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(7 downto 0), mux(mux(l1_after, '0', (not
+                        f_room_data(17)) and (f_room_data_big or b2l(unsigned'("000101") < unsigned(f_room_data_small)))),
+                        f_shifted(15 downto 8), x"00"))) &
+                    mux(l0_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(15 downto 8), mux(mux(l0_after, '0', (not
+                        f_room_data(17)) and (f_room_data_big or b2l(unsigned'("000100") < unsigned(f_room_data_small)))),
+                        f_shifted(7 downto 0), x"00")))
+                );
             end if;
         end if;
     end process;
@@ -1131,7 +891,48 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_keep <= f_keep;
+                fb_keep <= std_logic_vector'(
+                    (l15_marker or mux(l15_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001111") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("010011") <
+                        unsigned(f_room_end_small))))) &
+                    (l14_marker or mux(l14_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001110") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("010010") <
+                        unsigned(f_room_end_small))))) &
+                    (l13_marker or mux(l13_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001101") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("010001") <
+                        unsigned(f_room_end_small))))) &
+                    (l12_marker or mux(l12_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001100") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("010000") <
+                        unsigned(f_room_end_small))))) &
+                    (l11_marker or mux(l11_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001011") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001111") <
+                        unsigned(f_room_end_small))))) &
+                    (l10_marker or mux(l10_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001010") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001110") <
+                        unsigned(f_room_end_small))))) &
+                    (l9_marker or mux(l9_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001001") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001101") <
+                        unsigned(f_room_end_small))))) &
+                    (l8_marker or mux(l8_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001000") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001100") <
+                        unsigned(f_room_end_small))))) &
+                    (l7_marker or mux(l7_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000111") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001011") <
+                        unsigned(f_room_end_small))))) &
+                    (l6_marker or mux(l6_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000110") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001010") <
+                        unsigned(f_room_end_small))))) &
+                    (l5_marker or mux(l5_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000101") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001001") <
+                        unsigned(f_room_end_small))))) &
+                    (l4_marker or mux(l4_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000100") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001000") <
+                        unsigned(f_room_end_small))))) &
+                    (l3_marker or mux(l3_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000111") < unsigned(f_room_end_small))))) &
+                    (l2_marker or mux(l2_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000110") < unsigned(f_room_end_small))))) &
+                    (l1_marker or mux(l1_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000101") < unsigned(f_room_end_small))))) &
+                    (l0_marker or mux(l0_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000100") < unsigned(f_room_end_small)))))
+                );
             end if;
         end if;
     end process;
@@ -1140,7 +941,48 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_cover <= f_cover;
+                fb_cover <= std_logic_vector'(
+                    (l15_marker or mux(l15_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001111") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("010011") <
+                        unsigned(f_room_cov_small))))) &
+                    (l14_marker or mux(l14_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001110") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("010010") <
+                        unsigned(f_room_cov_small))))) &
+                    (l13_marker or mux(l13_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001101") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("010001") <
+                        unsigned(f_room_cov_small))))) &
+                    (l12_marker or mux(l12_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001100") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("010000") <
+                        unsigned(f_room_cov_small))))) &
+                    (l11_marker or mux(l11_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001011") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001111") <
+                        unsigned(f_room_cov_small))))) &
+                    (l10_marker or mux(l10_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001010") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001110") <
+                        unsigned(f_room_cov_small))))) &
+                    (l9_marker or mux(l9_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001001") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001101") <
+                        unsigned(f_room_cov_small))))) &
+                    (l8_marker or mux(l8_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001000") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001100") <
+                        unsigned(f_room_cov_small))))) &
+                    (l7_marker or mux(l7_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000111") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001011") <
+                        unsigned(f_room_cov_small))))) &
+                    (l6_marker or mux(l6_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000110") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001010") <
+                        unsigned(f_room_cov_small))))) &
+                    (l5_marker or mux(l5_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000101") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001001") <
+                        unsigned(f_room_cov_small))))) &
+                    (l4_marker or mux(l4_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000100") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001000") <
+                        unsigned(f_room_cov_small))))) &
+                    (l3_marker or mux(l3_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000111") < unsigned(f_room_cov_small))))) &
+                    (l2_marker or mux(l2_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000110") < unsigned(f_room_cov_small))))) &
+                    (l1_marker or mux(l1_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000101") < unsigned(f_room_cov_small))))) &
+                    (l0_marker or mux(l0_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000100") < unsigned(f_room_cov_small)))))
+                );
             end if;
         end if;
     end process;
@@ -1232,7 +1074,40 @@ begin
     begin
         if rising_edge(clk) then
             if (advance and fb_valid) = '1' then
-                b_term <= fb_term;
+                b_term <= std_logic_vector'(
+                    (xor std_logic_vector'((fb_masked_1 and x"8fc8e57b1c379612") & (fb_masked_0 and x"ef13a98c0caa668f"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"47e472bd8e1bcb09") & (fb_masked_0 and x"7789d4c606553347"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"23f2395ec70de584") & (fb_masked_0 and x"bbc4ea63032a99a3"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"11f91caf6386f2c2") & (fb_masked_0 and x"5de2753181954cd1"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"08fc8e57b1c37961") & (fb_masked_0 and x"2ef13a98c0caa668"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"047e472bd8e1bcb0") & (fb_masked_0 and x"97789d4c60655334"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"8df7c6eef047484a") & (fb_masked_0 and x"a4afe72a3c98cf15"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"46fbe3777823a425") & (fb_masked_0 and x"5257f3951e4c678a"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"acb514c0a0264400") & (fb_masked_0 and x"46385046838c554a"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"d9926f1b4c24b412") & (fb_masked_0 and x"cc0f81af4d6c4c2a"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"e301d2f6ba25cc1b") & (fb_masked_0 and x"8914695baa1c409a"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"fe480c004125701f") & (fb_masked_0 and x"2b999d21d9a446c2"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"7f2406002092b80f") & (fb_masked_0 and x"95ccce90ecd22361"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"b05ae67b0c7eca15") & (fb_masked_0 and x"25f5cec47ac3773f"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"d7e596469a08f318") & (fb_masked_0 and x"7de94eee31cbdd10"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"6bf2cb234d04798c") & (fb_masked_0 and x"3ef4a77718e5ee88"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"35f96591a6823cc6") & (fb_masked_0 and x"1f7a53bb8c72f744"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"1afcb2c8d3411e63") & (fb_masked_0 and x"0fbd29ddc6397ba2"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"82b6bc1f75971923") & (fb_masked_0 and x"68cd3d62efb6db5e"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"ce93bb74a6fc1a83") & (fb_masked_0 and x"5b75373d7b710b20"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"e88138c14f499b53") & (fb_masked_0 and x"42a93212b112e31f"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"74409c60a7a4cda9") & (fb_masked_0 and x"a15499095889718f"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"b5e8ab4b4fe5f0c6") & (fb_masked_0 and x"3fb9e508a0eede48"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"d53cb0debbc56e71") & (fb_masked_0 and x"f0cf5b085cdd09ab"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"6a9e586f5de2b738") & (fb_masked_0 and x"f867ad842e6e84d5"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"ba87c94cb2c6cd8e") & (fb_masked_0 and x"93207f4e1b9d24e5"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"d28b01dd4554f0d5") & (fb_masked_0 and x"a683962b0164f4fd"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"e68d6595be9dee78") & (fb_masked_0 and x"3c5262998c181cf1"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"fc8e57b1c379612e") & (fb_masked_0 and x"f13a98c0caa668f7"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"7e472bd8e1bcb097") & (fb_masked_0 and x"789d4c606553347b"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"3f2395ec70de584b") & (fb_masked_0 and x"bc4ea63032a99a3d"))) &
+                    (xor std_logic_vector'((fb_masked_1 and x"1f91caf6386f2c25") & (fb_masked_0 and x"de2753181954cd1e")))
+                );
             end if;
         end if;
     end process;
@@ -1409,7 +1284,104 @@ begin
     begin
         if rising_edge(clk) then
             if (advance and p0_valid) = '1' then
-                p1_reg <= p0_fixed;
+                p1_reg <= std_logic_vector'(
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(1023 downto 992), zinv_6(1023 downto 992)),
+                        mux(p0_pad(0), zinv_5(1023 downto 992), zinv_4(1023 downto 992))), mux(p0_pad(1), mux(p0_pad(0),
+                        zinv_3(1023 downto 992), zinv_2(1023 downto 992)), mux(p0_pad(0), zinv_1(1023 downto 992), zinv_0(1023 downto 992)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(991 downto 960), zinv_6(991 downto 960)),
+                        mux(p0_pad(0), zinv_5(991 downto 960), zinv_4(991 downto 960))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(991 downto 960),
+                        zinv_2(991 downto 960)), mux(p0_pad(0), zinv_1(991 downto 960), zinv_0(991 downto 960)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(959 downto 928), zinv_6(959 downto 928)),
+                        mux(p0_pad(0), zinv_5(959 downto 928), zinv_4(959 downto 928))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(959 downto 928),
+                        zinv_2(959 downto 928)), mux(p0_pad(0), zinv_1(959 downto 928), zinv_0(959 downto 928)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(927 downto 896), zinv_6(927 downto 896)),
+                        mux(p0_pad(0), zinv_5(927 downto 896), zinv_4(927 downto 896))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(927 downto 896),
+                        zinv_2(927 downto 896)), mux(p0_pad(0), zinv_1(927 downto 896), zinv_0(927 downto 896)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(895 downto 864), zinv_6(895 downto 864)),
+                        mux(p0_pad(0), zinv_5(895 downto 864), zinv_4(895 downto 864))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(895 downto 864),
+                        zinv_2(895 downto 864)), mux(p0_pad(0), zinv_1(895 downto 864), zinv_0(895 downto 864)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(863 downto 832), zinv_6(863 downto 832)),
+                        mux(p0_pad(0), zinv_5(863 downto 832), zinv_4(863 downto 832))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(863 downto 832),
+                        zinv_2(863 downto 832)), mux(p0_pad(0), zinv_1(863 downto 832), zinv_0(863 downto 832)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(831 downto 800), zinv_6(831 downto 800)),
+                        mux(p0_pad(0), zinv_5(831 downto 800), zinv_4(831 downto 800))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(831 downto 800),
+                        zinv_2(831 downto 800)), mux(p0_pad(0), zinv_1(831 downto 800), zinv_0(831 downto 800)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(799 downto 768), zinv_6(799 downto 768)),
+                        mux(p0_pad(0), zinv_5(799 downto 768), zinv_4(799 downto 768))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(799 downto 768),
+                        zinv_2(799 downto 768)), mux(p0_pad(0), zinv_1(799 downto 768), zinv_0(799 downto 768)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(767 downto 736), zinv_6(767 downto 736)),
+                        mux(p0_pad(0), zinv_5(767 downto 736), zinv_4(767 downto 736))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(767 downto 736),
+                        zinv_2(767 downto 736)), mux(p0_pad(0), zinv_1(767 downto 736), zinv_0(767 downto 736)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(735 downto 704), zinv_6(735 downto 704)),
+                        mux(p0_pad(0), zinv_5(735 downto 704), zinv_4(735 downto 704))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(735 downto 704),
+                        zinv_2(735 downto 704)), mux(p0_pad(0), zinv_1(735 downto 704), zinv_0(735 downto 704)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(703 downto 672), zinv_6(703 downto 672)),
+                        mux(p0_pad(0), zinv_5(703 downto 672), zinv_4(703 downto 672))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(703 downto 672),
+                        zinv_2(703 downto 672)), mux(p0_pad(0), zinv_1(703 downto 672), zinv_0(703 downto 672)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(671 downto 640), zinv_6(671 downto 640)),
+                        mux(p0_pad(0), zinv_5(671 downto 640), zinv_4(671 downto 640))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(671 downto 640),
+                        zinv_2(671 downto 640)), mux(p0_pad(0), zinv_1(671 downto 640), zinv_0(671 downto 640)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(639 downto 608), zinv_6(639 downto 608)),
+                        mux(p0_pad(0), zinv_5(639 downto 608), zinv_4(639 downto 608))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(639 downto 608),
+                        zinv_2(639 downto 608)), mux(p0_pad(0), zinv_1(639 downto 608), zinv_0(639 downto 608)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(607 downto 576), zinv_6(607 downto 576)),
+                        mux(p0_pad(0), zinv_5(607 downto 576), zinv_4(607 downto 576))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(607 downto 576),
+                        zinv_2(607 downto 576)), mux(p0_pad(0), zinv_1(607 downto 576), zinv_0(607 downto 576)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(575 downto 544), zinv_6(575 downto 544)),
+                        mux(p0_pad(0), zinv_5(575 downto 544), zinv_4(575 downto 544))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(575 downto 544),
+                        zinv_2(575 downto 544)), mux(p0_pad(0), zinv_1(575 downto 544), zinv_0(575 downto 544)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(543 downto 512), zinv_6(543 downto 512)),
+                        mux(p0_pad(0), zinv_5(543 downto 512), zinv_4(543 downto 512))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(543 downto 512),
+                        zinv_2(543 downto 512)), mux(p0_pad(0), zinv_1(543 downto 512), zinv_0(543 downto 512)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(511 downto 480), zinv_6(511 downto 480)),
+                        mux(p0_pad(0), zinv_5(511 downto 480), zinv_4(511 downto 480))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(511 downto 480),
+                        zinv_2(511 downto 480)), mux(p0_pad(0), zinv_1(511 downto 480), zinv_0(511 downto 480)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(479 downto 448), zinv_6(479 downto 448)),
+                        mux(p0_pad(0), zinv_5(479 downto 448), zinv_4(479 downto 448))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(479 downto 448),
+                        zinv_2(479 downto 448)), mux(p0_pad(0), zinv_1(479 downto 448), zinv_0(479 downto 448)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(447 downto 416), zinv_6(447 downto 416)),
+                        mux(p0_pad(0), zinv_5(447 downto 416), zinv_4(447 downto 416))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(447 downto 416),
+                        zinv_2(447 downto 416)), mux(p0_pad(0), zinv_1(447 downto 416), zinv_0(447 downto 416)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(415 downto 384), zinv_6(415 downto 384)),
+                        mux(p0_pad(0), zinv_5(415 downto 384), zinv_4(415 downto 384))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(415 downto 384),
+                        zinv_2(415 downto 384)), mux(p0_pad(0), zinv_1(415 downto 384), zinv_0(415 downto 384)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(383 downto 352), zinv_6(383 downto 352)),
+                        mux(p0_pad(0), zinv_5(383 downto 352), zinv_4(383 downto 352))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(383 downto 352),
+                        zinv_2(383 downto 352)), mux(p0_pad(0), zinv_1(383 downto 352), zinv_0(383 downto 352)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(351 downto 320), zinv_6(351 downto 320)),
+                        mux(p0_pad(0), zinv_5(351 downto 320), zinv_4(351 downto 320))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(351 downto 320),
+                        zinv_2(351 downto 320)), mux(p0_pad(0), zinv_1(351 downto 320), zinv_0(351 downto 320)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(319 downto 288), zinv_6(319 downto 288)),
+                        mux(p0_pad(0), zinv_5(319 downto 288), zinv_4(319 downto 288))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(319 downto 288),
+                        zinv_2(319 downto 288)), mux(p0_pad(0), zinv_1(319 downto 288), zinv_0(319 downto 288)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(287 downto 256), zinv_6(287 downto 256)),
+                        mux(p0_pad(0), zinv_5(287 downto 256), zinv_4(287 downto 256))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(287 downto 256),
+                        zinv_2(287 downto 256)), mux(p0_pad(0), zinv_1(287 downto 256), zinv_0(287 downto 256)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(255 downto 224), zinv_6(255 downto 224)),
+                        mux(p0_pad(0), zinv_5(255 downto 224), zinv_4(255 downto 224))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(255 downto 224),
+                        zinv_2(255 downto 224)), mux(p0_pad(0), zinv_1(255 downto 224), zinv_0(255 downto 224)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(223 downto 192), zinv_6(223 downto 192)),
+                        mux(p0_pad(0), zinv_5(223 downto 192), zinv_4(223 downto 192))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(223 downto 192),
+                        zinv_2(223 downto 192)), mux(p0_pad(0), zinv_1(223 downto 192), zinv_0(223 downto 192)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(191 downto 160), zinv_6(191 downto 160)),
+                        mux(p0_pad(0), zinv_5(191 downto 160), zinv_4(191 downto 160))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(191 downto 160),
+                        zinv_2(191 downto 160)), mux(p0_pad(0), zinv_1(191 downto 160), zinv_0(191 downto 160)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(159 downto 128), zinv_6(159 downto 128)),
+                        mux(p0_pad(0), zinv_5(159 downto 128), zinv_4(159 downto 128))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(159 downto 128),
+                        zinv_2(159 downto 128)), mux(p0_pad(0), zinv_1(159 downto 128), zinv_0(159 downto 128)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(127 downto 96), zinv_6(127 downto 96)),
+                        mux(p0_pad(0), zinv_5(127 downto 96), zinv_4(127 downto 96))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(127 downto 96),
+                        zinv_2(127 downto 96)), mux(p0_pad(0), zinv_1(127 downto 96), zinv_0(127 downto 96)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(95 downto 64), zinv_6(95 downto 64)),
+                        mux(p0_pad(0), zinv_5(95 downto 64), zinv_4(95 downto 64))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(95 downto 64),
+                        zinv_2(95 downto 64)), mux(p0_pad(0), zinv_1(95 downto 64), zinv_0(95 downto 64)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(63 downto 32), zinv_6(63 downto 32)),
+                        mux(p0_pad(0), zinv_5(63 downto 32), zinv_4(63 downto 32))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(63 downto 32),
+                        zinv_2(63 downto 32)), mux(p0_pad(0), zinv_1(63 downto 32), zinv_0(63 downto 32)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(31 downto 0), zinv_6(31 downto 0)), mux(p0_pad(0),
+                        zinv_5(31 downto 0), zinv_4(31 downto 0))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(31 downto 0), zinv_2(31 downto 0)),
+                        mux(p0_pad(0), zinv_1(31 downto 0), zinv_0(31 downto 0))))))
+                );
             end if;
         end if;
     end process;
@@ -1449,7 +1421,24 @@ begin
             if rst = '1' then
                 o_data <= x"00000000000000000000000000000000";
             elsif (advance and p1_valid) = '1' then
-                o_data <= o_merged;
+                o_data <= std_logic_vector'(
+                    mux(((p1_last and p1_crc_on) and p1_keep(15)) and (not p1_cover(15)), o_crc_value(31 downto 24), p1_data(127 downto 120)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(14)) and (not p1_cover(14)), o_crc_value(23 downto 16), p1_data(119 downto 112)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(13)) and (not p1_cover(13)), o_crc_value(15 downto 8), p1_data(111 downto 104)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(12)) and (not p1_cover(12)), o_crc_value(7 downto 0), p1_data(103 downto 96)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(11)) and (not p1_cover(11)), o_crc_value(31 downto 24), p1_data(95 downto 88)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(10)) and (not p1_cover(10)), o_crc_value(23 downto 16), p1_data(87 downto 80)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(9)) and (not p1_cover(9)), o_crc_value(15 downto 8), p1_data(79 downto 72)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(8)) and (not p1_cover(8)), o_crc_value(7 downto 0), p1_data(71 downto 64)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(7)) and (not p1_cover(7)), o_crc_value(31 downto 24), p1_data(63 downto 56)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(6)) and (not p1_cover(6)), o_crc_value(23 downto 16), p1_data(55 downto 48)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(5)) and (not p1_cover(5)), o_crc_value(15 downto 8), p1_data(47 downto 40)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(4)) and (not p1_cover(4)), o_crc_value(7 downto 0), p1_data(39 downto 32)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(3)) and (not p1_cover(3)), o_crc_value(31 downto 24), p1_data(31 downto 24)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(2)) and (not p1_cover(2)), o_crc_value(23 downto 16), p1_data(23 downto 16)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(1)) and (not p1_cover(1)), o_crc_value(15 downto 8), p1_data(15 downto 8)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(0)) and (not p1_cover(0)), o_crc_value(7 downto 0), p1_data(7 downto 0))
+                );
             end if;
         end if;
     end process;

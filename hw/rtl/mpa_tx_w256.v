@@ -154,7 +154,6 @@ module mpa_tx_w256 (
     wire [6:0]     f_room_cov_small;
     wire           f_room_end_big;
     wire [6:0]     f_room_end_small;
-    wire [511:0]   f_window;
     wire [255:0]   f_shifted;                // ULPDU octets aligned to this beat's lanes
     wire [15:0]    f_fpduptr;
     wire           l0_marker;
@@ -221,22 +220,21 @@ module mpa_tx_w256 (
     wire           l30_after;
     wire           l31_marker;
     wire           l31_after;
-    wire [255:0]   f_data;                   // the formed beat, CRC field still zero
-    wire [31:0]    f_keep;
-    wire [31:0]    f_cover;                  // lanes the CRC covers
     wire [31:0]    f_end_offset;             // stream offset just past the FPDU
     wire           f_start;                  // load the next FPDU's context
     wire [17:0]    n_len_padded;             // 2 + length + PAD
     wire           f_continue;
     reg            fb_valid;                 // stage f holds a formed beat
-    reg  [255:0]   fb_data;
+    reg  [255:0]   fb_data;                  // the formed beat, CRC field still zero
     reg  [31:0]    fb_keep;
-    reg  [31:0]    fb_cover;
+    reg  [31:0]    fb_cover;                 // lanes the CRC covers
     reg            fb_last;
     reg            fb_crc;
     reg  [31:0]    fb_user;
-    wire [255:0]   fb_masked;                // covered octets, others zero
-    wire [31:0]    fb_term;                  // the beat's contribution to the CRC register
+    wire [63:0]    fb_masked_0;              // lanes 0..7 of the beat, unused lanes zeroed
+    wire [63:0]    fb_masked_1;              // lanes 8..15 of the beat, unused lanes zeroed
+    wire [63:0]    fb_masked_2;              // lanes 16..23 of the beat, unused lanes zeroed
+    wire [63:0]    fb_masked_3;              // lanes 24..31 of the beat, unused lanes zeroed
     wire [31:0]    fb_cover_last;
     wire           fb_cover_none;            // the beat is the CRC field alone
     wire [5:0]     fb_pad;                   // lanes the CRC does not cover
@@ -246,7 +244,7 @@ module mpa_tx_w256 (
     reg            b_last;
     reg            b_crc_on;
     reg  [31:0]    b_user;
-    reg  [31:0]    b_term;
+    reg  [31:0]    b_term;                   // the beat's contribution to the CRC register
     reg  [5:0]     b_pad;
     reg  [31:0]    b_cover;
     reg  [31:0]    crc_state;                // CRC register of the FPDU before stage b's beat
@@ -261,7 +259,6 @@ module mpa_tx_w256 (
     reg  [31:0]    p0_reg;                   // CRC register, corrected so far
     reg  [5:0]     p0_pad;                   // pad-lane bits not yet applied
     reg  [31:0]    p0_cover;
-    wire [31:0]    p0_fixed;                 // register corrected for pad-lane bits 0..2
     wire [2:0]     p0_pad_rest;
     reg            p1_valid;
     reg  [255:0]   p1_data;
@@ -274,7 +271,6 @@ module mpa_tx_w256 (
     reg  [31:0]    p1_cover;
     wire [31:0]    p1_fixed;                 // register corrected for pad-lane bits 3..5
     wire [31:0]    o_crc_value;              // the FPDU's CRC32c
-    wire [255:0]   o_merged;                 // the beat with its CRC field filled
     reg  [255:0]   o_data;
     reg  [31:0]    o_keep;
     reg            o_last;
@@ -310,8 +306,7 @@ module mpa_tx_w256 (
     assign f_room_cov_small = f_room_cov[6:0];
     assign f_room_end_big = |f_room_end[16:7];
     assign f_room_end_small = f_room_end[6:0];
-    assign f_window = {win1_data[239:0], win0_data, 16'h0000};
-    assign f_shifted = f_rel[5] ? (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? f_window[511:256] : f_window[511:256]) : (f_rel[2] ? f_window[511:256] : f_window[511:256])) : (f_rel[3] ? (f_rel[2] ? f_window[511:256] : f_window[511:256]) : (f_rel[2] ? f_window[511:256] : f_window[511:256]))) : (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? f_window[479:224] : f_window[447:192]) : (f_rel[2] ? f_window[415:160] : f_window[383:128])) : (f_rel[3] ? (f_rel[2] ? f_window[351:96] : f_window[319:64]) : (f_rel[2] ? f_window[287:32] : f_window[255:0])));
+    assign f_shifted = f_rel[5] ? (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? {win1_data[239:0], win0_data[255:240]} : {win1_data[239:0], win0_data[255:240]}) : (f_rel[2] ? {win1_data[239:0], win0_data[255:240]} : {win1_data[239:0], win0_data[255:240]})) : (f_rel[3] ? (f_rel[2] ? {win1_data[239:0], win0_data[255:240]} : {win1_data[239:0], win0_data[255:240]}) : (f_rel[2] ? {win1_data[239:0], win0_data[255:240]} : {win1_data[239:0], win0_data[255:240]}))) : (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? {win1_data[207:0], win0_data[255:208]} : {win1_data[175:0], win0_data[255:176]}) : (f_rel[2] ? {win1_data[143:0], win0_data[255:144]} : {win1_data[111:0], win0_data[255:112]})) : (f_rel[3] ? (f_rel[2] ? {win1_data[79:0], win0_data[255:80]} : {win1_data[47:0], win0_data[255:48]}) : (f_rel[2] ? {win1_data[15:0], win0_data[255:16]} : {win0_data[239:0], 16'h0000})));
     assign f_fpduptr = ((f_first & f_lead) & (f_to_marker == 9'h000)) ? 16'h0000 : ((f_wire + {7'h00, f_to_marker}) - (f_lead ? 16'h0004 : 16'h0000));
     assign l0_marker = f_marker_here & (f_marker_group == 3'h0);
     assign l0_after = f_marker_here & 1'h0;
@@ -377,197 +372,13 @@ module mpa_tx_w256 (
     assign l30_after = f_marker_here & (f_marker_group < 3'h7);
     assign l31_marker = f_marker_here & (f_marker_group == 3'h7);
     assign l31_after = f_marker_here & (f_marker_group < 3'h7);
-    assign f_data = {
-        l31_marker ? f_fpduptr[7:0] : ((l31_after ? (~f_room_data[17] & (f_room_data_big | (7'h1f < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h23 < f_room_data_small)))) ? (l31_after ? f_shifted[223:216] :
-            f_shifted[255:248]) : 8'h00),
-        l30_marker ? f_fpduptr[15:8] : ((l30_after ? (~f_room_data[17] & (f_room_data_big | (7'h1e < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h22 < f_room_data_small)))) ? (l30_after ? f_shifted[215:208] :
-            f_shifted[247:240]) : 8'h00),
-        l29_marker ? 8'h00 : ((l29_after ? (~f_room_data[17] & (f_room_data_big | (7'h1d < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h21 < f_room_data_small)))) ? (l29_after ? f_shifted[207:200] :
-            f_shifted[239:232]) : 8'h00),
-        l28_marker ? 8'h00 : ((l28_after ? (~f_room_data[17] & (f_room_data_big | (7'h1c < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h20 < f_room_data_small)))) ? (l28_after ? f_shifted[199:192] :
-            f_shifted[231:224]) : 8'h00),
-        l27_marker ? f_fpduptr[7:0] : ((l27_after ? (~f_room_data[17] & (f_room_data_big | (7'h1b < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h1f < f_room_data_small)))) ? (l27_after ? f_shifted[191:184] :
-            f_shifted[223:216]) : 8'h00),
-        l26_marker ? f_fpduptr[15:8] : ((l26_after ? (~f_room_data[17] & (f_room_data_big | (7'h1a < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h1e < f_room_data_small)))) ? (l26_after ? f_shifted[183:176] :
-            f_shifted[215:208]) : 8'h00),
-        l25_marker ? 8'h00 : ((l25_after ? (~f_room_data[17] & (f_room_data_big | (7'h19 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h1d < f_room_data_small)))) ? (l25_after ? f_shifted[175:168] :
-            f_shifted[207:200]) : 8'h00),
-        l24_marker ? 8'h00 : ((l24_after ? (~f_room_data[17] & (f_room_data_big | (7'h18 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h1c < f_room_data_small)))) ? (l24_after ? f_shifted[167:160] :
-            f_shifted[199:192]) : 8'h00),
-        l23_marker ? f_fpduptr[7:0] : ((l23_after ? (~f_room_data[17] & (f_room_data_big | (7'h17 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h1b < f_room_data_small)))) ? (l23_after ? f_shifted[159:152] :
-            f_shifted[191:184]) : 8'h00),
-        l22_marker ? f_fpduptr[15:8] : ((l22_after ? (~f_room_data[17] & (f_room_data_big | (7'h16 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h1a < f_room_data_small)))) ? (l22_after ? f_shifted[151:144] :
-            f_shifted[183:176]) : 8'h00),
-        l21_marker ? 8'h00 : ((l21_after ? (~f_room_data[17] & (f_room_data_big | (7'h15 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h19 < f_room_data_small)))) ? (l21_after ? f_shifted[143:136] :
-            f_shifted[175:168]) : 8'h00),
-        l20_marker ? 8'h00 : ((l20_after ? (~f_room_data[17] & (f_room_data_big | (7'h14 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h18 < f_room_data_small)))) ? (l20_after ? f_shifted[135:128] :
-            f_shifted[167:160]) : 8'h00),
-        l19_marker ? f_fpduptr[7:0] : ((l19_after ? (~f_room_data[17] & (f_room_data_big | (7'h13 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h17 < f_room_data_small)))) ? (l19_after ? f_shifted[127:120] :
-            f_shifted[159:152]) : 8'h00),
-        l18_marker ? f_fpduptr[15:8] : ((l18_after ? (~f_room_data[17] & (f_room_data_big | (7'h12 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h16 < f_room_data_small)))) ? (l18_after ? f_shifted[119:112] :
-            f_shifted[151:144]) : 8'h00),
-        l17_marker ? 8'h00 : ((l17_after ? (~f_room_data[17] & (f_room_data_big | (7'h11 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h15 < f_room_data_small)))) ? (l17_after ? f_shifted[111:104] :
-            f_shifted[143:136]) : 8'h00),
-        l16_marker ? 8'h00 : ((l16_after ? (~f_room_data[17] & (f_room_data_big | (7'h10 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h14 < f_room_data_small)))) ? (l16_after ? f_shifted[103:96] :
-            f_shifted[135:128]) : 8'h00),
-        l15_marker ? f_fpduptr[7:0] : ((l15_after ? (~f_room_data[17] & (f_room_data_big | (7'h0f < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h13 < f_room_data_small)))) ? (l15_after ? f_shifted[95:88] :
-            f_shifted[127:120]) : 8'h00),
-        l14_marker ? f_fpduptr[15:8] : ((l14_after ? (~f_room_data[17] & (f_room_data_big | (7'h0e < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h12 < f_room_data_small)))) ? (l14_after ? f_shifted[87:80] :
-            f_shifted[119:112]) : 8'h00),
-        l13_marker ? 8'h00 : ((l13_after ? (~f_room_data[17] & (f_room_data_big | (7'h0d < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h11 < f_room_data_small)))) ? (l13_after ? f_shifted[79:72] :
-            f_shifted[111:104]) : 8'h00),
-        l12_marker ? 8'h00 : ((l12_after ? (~f_room_data[17] & (f_room_data_big | (7'h0c < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h10 < f_room_data_small)))) ? (l12_after ? f_shifted[71:64] :
-            f_shifted[103:96]) : 8'h00),
-        l11_marker ? f_fpduptr[7:0] : ((l11_after ? (~f_room_data[17] & (f_room_data_big | (7'h0b < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h0f < f_room_data_small)))) ? (l11_after ? f_shifted[63:56] :
-            f_shifted[95:88]) : 8'h00),
-        l10_marker ? f_fpduptr[15:8] : ((l10_after ? (~f_room_data[17] & (f_room_data_big | (7'h0a < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h0e < f_room_data_small)))) ? (l10_after ? f_shifted[55:48] :
-            f_shifted[87:80]) : 8'h00),
-        l9_marker ? 8'h00 : ((l9_after ? (~f_room_data[17] & (f_room_data_big | (7'h09 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h0d < f_room_data_small)))) ? (l9_after ? f_shifted[47:40] : f_shifted[79:72])
-            : 8'h00),
-        l8_marker ? 8'h00 : ((l8_after ? (~f_room_data[17] & (f_room_data_big | (7'h08 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h0c < f_room_data_small)))) ? (l8_after ? f_shifted[39:32] : f_shifted[71:64])
-            : 8'h00),
-        l7_marker ? f_fpduptr[7:0] : ((l7_after ? (~f_room_data[17] & (f_room_data_big | (7'h07 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h0b < f_room_data_small)))) ? (l7_after ? f_shifted[31:24] : f_shifted[63:56])
-            : 8'h00),
-        l6_marker ? f_fpduptr[15:8] : ((l6_after ? (~f_room_data[17] & (f_room_data_big | (7'h06 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (7'h0a < f_room_data_small)))) ? (l6_after ? f_shifted[23:16] : f_shifted[55:48])
-            : 8'h00),
-        l5_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[7:0] : ((l5_after ? (~f_room_data[17] & (f_room_data_big
-            | (7'h05 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (7'h09 < f_room_data_small)))) ? (l5_after ?
-            f_shifted[15:8] : f_shifted[47:40]) : 8'h00)),
-        l4_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[15:8] : ((l4_after ? (~f_room_data[17] &
-            (f_room_data_big | (7'h04 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (7'h08 < f_room_data_small))))
-            ? (l4_after ? f_shifted[7:0] : f_shifted[39:32]) : 8'h00)),
-        l3_marker ? f_fpduptr[7:0] : ((l3_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (7'h07 < f_room_data_small)))) ? f_shifted[31:24] : 8'h00),
-        l2_marker ? f_fpduptr[15:8] : ((l2_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (7'h06 < f_room_data_small)))) ? f_shifted[23:16] : 8'h00),
-        l1_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[7:0] : ((l1_after ? 1'h0 : (~f_room_data[17] &
-            (f_room_data_big | (7'h05 < f_room_data_small)))) ? f_shifted[15:8] : 8'h00)),
-        l0_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[15:8] : ((l0_after ? 1'h0 : (~f_room_data[17] &
-            (f_room_data_big | (7'h04 < f_room_data_small)))) ? f_shifted[7:0] : 8'h00))
-    };
-    assign f_keep = {
-        l31_marker | (l31_after ? (~f_room_end[17] & (f_room_end_big | (7'h1f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h23 < f_room_end_small)))),
-        l30_marker | (l30_after ? (~f_room_end[17] & (f_room_end_big | (7'h1e < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h22 < f_room_end_small)))),
-        l29_marker | (l29_after ? (~f_room_end[17] & (f_room_end_big | (7'h1d < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h21 < f_room_end_small)))),
-        l28_marker | (l28_after ? (~f_room_end[17] & (f_room_end_big | (7'h1c < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h20 < f_room_end_small)))),
-        l27_marker | (l27_after ? (~f_room_end[17] & (f_room_end_big | (7'h1b < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h1f < f_room_end_small)))),
-        l26_marker | (l26_after ? (~f_room_end[17] & (f_room_end_big | (7'h1a < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h1e < f_room_end_small)))),
-        l25_marker | (l25_after ? (~f_room_end[17] & (f_room_end_big | (7'h19 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h1d < f_room_end_small)))),
-        l24_marker | (l24_after ? (~f_room_end[17] & (f_room_end_big | (7'h18 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h1c < f_room_end_small)))),
-        l23_marker | (l23_after ? (~f_room_end[17] & (f_room_end_big | (7'h17 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h1b < f_room_end_small)))),
-        l22_marker | (l22_after ? (~f_room_end[17] & (f_room_end_big | (7'h16 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h1a < f_room_end_small)))),
-        l21_marker | (l21_after ? (~f_room_end[17] & (f_room_end_big | (7'h15 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h19 < f_room_end_small)))),
-        l20_marker | (l20_after ? (~f_room_end[17] & (f_room_end_big | (7'h14 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h18 < f_room_end_small)))),
-        l19_marker | (l19_after ? (~f_room_end[17] & (f_room_end_big | (7'h13 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h17 < f_room_end_small)))),
-        l18_marker | (l18_after ? (~f_room_end[17] & (f_room_end_big | (7'h12 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h16 < f_room_end_small)))),
-        l17_marker | (l17_after ? (~f_room_end[17] & (f_room_end_big | (7'h11 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h15 < f_room_end_small)))),
-        l16_marker | (l16_after ? (~f_room_end[17] & (f_room_end_big | (7'h10 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h14 < f_room_end_small)))),
-        l15_marker | (l15_after ? (~f_room_end[17] & (f_room_end_big | (7'h0f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h13 < f_room_end_small)))),
-        l14_marker | (l14_after ? (~f_room_end[17] & (f_room_end_big | (7'h0e < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h12 < f_room_end_small)))),
-        l13_marker | (l13_after ? (~f_room_end[17] & (f_room_end_big | (7'h0d < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h11 < f_room_end_small)))),
-        l12_marker | (l12_after ? (~f_room_end[17] & (f_room_end_big | (7'h0c < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h10 < f_room_end_small)))),
-        l11_marker | (l11_after ? (~f_room_end[17] & (f_room_end_big | (7'h0b < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h0f < f_room_end_small)))),
-        l10_marker | (l10_after ? (~f_room_end[17] & (f_room_end_big | (7'h0a < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h0e < f_room_end_small)))),
-        l9_marker | (l9_after ? (~f_room_end[17] & (f_room_end_big | (7'h09 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h0d < f_room_end_small)))),
-        l8_marker | (l8_after ? (~f_room_end[17] & (f_room_end_big | (7'h08 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h0c < f_room_end_small)))),
-        l7_marker | (l7_after ? (~f_room_end[17] & (f_room_end_big | (7'h07 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h0b < f_room_end_small)))),
-        l6_marker | (l6_after ? (~f_room_end[17] & (f_room_end_big | (7'h06 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h0a < f_room_end_small)))),
-        l5_marker | (l5_after ? (~f_room_end[17] & (f_room_end_big | (7'h05 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h09 < f_room_end_small)))),
-        l4_marker | (l4_after ? (~f_room_end[17] & (f_room_end_big | (7'h04 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h08 < f_room_end_small)))),
-        l3_marker | (l3_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (7'h07 < f_room_end_small)))),
-        l2_marker | (l2_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (7'h06 < f_room_end_small)))),
-        l1_marker | (l1_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (7'h05 < f_room_end_small)))),
-        l0_marker | (l0_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (7'h04 < f_room_end_small))))
-    };
-    assign f_cover = {
-        l31_marker | (l31_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h1f < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h23 < f_room_cov_small)))),
-        l30_marker | (l30_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h1e < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h22 < f_room_cov_small)))),
-        l29_marker | (l29_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h1d < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h21 < f_room_cov_small)))),
-        l28_marker | (l28_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h1c < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h20 < f_room_cov_small)))),
-        l27_marker | (l27_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h1b < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h1f < f_room_cov_small)))),
-        l26_marker | (l26_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h1a < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h1e < f_room_cov_small)))),
-        l25_marker | (l25_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h19 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h1d < f_room_cov_small)))),
-        l24_marker | (l24_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h18 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h1c < f_room_cov_small)))),
-        l23_marker | (l23_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h17 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h1b < f_room_cov_small)))),
-        l22_marker | (l22_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h16 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h1a < f_room_cov_small)))),
-        l21_marker | (l21_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h15 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h19 < f_room_cov_small)))),
-        l20_marker | (l20_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h14 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h18 < f_room_cov_small)))),
-        l19_marker | (l19_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h13 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h17 < f_room_cov_small)))),
-        l18_marker | (l18_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h12 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h16 < f_room_cov_small)))),
-        l17_marker | (l17_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h11 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h15 < f_room_cov_small)))),
-        l16_marker | (l16_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h10 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h14 < f_room_cov_small)))),
-        l15_marker | (l15_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h0f < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h13 < f_room_cov_small)))),
-        l14_marker | (l14_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h0e < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h12 < f_room_cov_small)))),
-        l13_marker | (l13_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h0d < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h11 < f_room_cov_small)))),
-        l12_marker | (l12_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h0c < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h10 < f_room_cov_small)))),
-        l11_marker | (l11_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h0b < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h0f < f_room_cov_small)))),
-        l10_marker | (l10_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h0a < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h0e < f_room_cov_small)))),
-        l9_marker | (l9_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h09 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h0d < f_room_cov_small)))),
-        l8_marker | (l8_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h08 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h0c < f_room_cov_small)))),
-        l7_marker | (l7_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h07 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h0b < f_room_cov_small)))),
-        l6_marker | (l6_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h06 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h0a < f_room_cov_small)))),
-        l5_marker | (l5_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h05 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h09 < f_room_cov_small)))),
-        l4_marker | (l4_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h04 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h08 < f_room_cov_small)))),
-        l3_marker | (l3_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (7'h07 < f_room_cov_small)))),
-        l2_marker | (l2_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (7'h06 < f_room_cov_small)))),
-        l1_marker | (l1_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (7'h05 < f_room_cov_small)))),
-        l0_marker | (l0_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (7'h04 < f_room_cov_small))))
-    };
     assign f_end_offset = f_pos + {14'h0000, f_room_cov + (f_marker_here ? 18'h00004 : 18'h00000)};
     assign f_start = (advance & (ctx_count != 3'h0)) & (~f_active | (f_can & f_last));
     assign ctx_pop = {2'h0, f_start};
     assign win_pop = f_emit ? (f_last ? (win0_last ? 3'h1 : 3'h2) : {2'h0, ~((f_rel + f_consumed) < 18'h00024) & ~win0_last}) : 3'h0;
     assign n_len_padded = ({2'h0, ctx0_len} + 18'h00005) & 18'h3fffc;
     assign f_continue = f_emit & ~f_last;
-    assign fb_masked = {
-        fb_data[255:248] & {8{fb_cover[31]}},
-        fb_data[247:240] & {8{fb_cover[30]}},
-        fb_data[239:232] & {8{fb_cover[29]}},
-        fb_data[231:224] & {8{fb_cover[28]}},
-        fb_data[223:216] & {8{fb_cover[27]}},
-        fb_data[215:208] & {8{fb_cover[26]}},
-        fb_data[207:200] & {8{fb_cover[25]}},
-        fb_data[199:192] & {8{fb_cover[24]}},
-        fb_data[191:184] & {8{fb_cover[23]}},
-        fb_data[183:176] & {8{fb_cover[22]}},
-        fb_data[175:168] & {8{fb_cover[21]}},
-        fb_data[167:160] & {8{fb_cover[20]}},
-        fb_data[159:152] & {8{fb_cover[19]}},
-        fb_data[151:144] & {8{fb_cover[18]}},
-        fb_data[143:136] & {8{fb_cover[17]}},
-        fb_data[135:128] & {8{fb_cover[16]}},
-        fb_data[127:120] & {8{fb_cover[15]}},
-        fb_data[119:112] & {8{fb_cover[14]}},
-        fb_data[111:104] & {8{fb_cover[13]}},
-        fb_data[103:96] & {8{fb_cover[12]}},
-        fb_data[95:88] & {8{fb_cover[11]}},
-        fb_data[87:80] & {8{fb_cover[10]}},
-        fb_data[79:72] & {8{fb_cover[9]}},
-        fb_data[71:64] & {8{fb_cover[8]}},
+    assign fb_masked_0 = {
         fb_data[63:56] & {8{fb_cover[7]}},
         fb_data[55:48] & {8{fb_cover[6]}},
         fb_data[47:40] & {8{fb_cover[5]}},
@@ -577,39 +388,35 @@ module mpa_tx_w256 (
         fb_data[15:8] & {8{fb_cover[1]}},
         fb_data[7:0] & {8{fb_cover[0]}}
     };
-    assign fb_term = {
-        ^(fb_masked & 256'h8fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebc),
-        ^(fb_masked & 256'h47e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e),
-        ^(fb_masked & 256'h23f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af),
-        ^(fb_masked & 256'h11f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d7),
-        ^(fb_masked & 256'h08fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89eb),
-        ^(fb_masked & 256'h047e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5),
-        ^(fb_masked & 256'h8df7c6eef047484aa4afe72a3c98cf15471b1e9b0278c6a5016629ed3b163cc6),
-        ^(fb_masked & 256'h46fbe3777823a4255257f3951e4c678aa38d8f4d813c635280b314f69d8b1e63),
-        ^(fb_masked & 256'hacb514c0a026440046385046838c554a2b361a4a70241fb434ed707e616d118d),
-        ^(fb_masked & 256'hd9926f1b4c24b412cc0f81af4d6c4c2a6f6bd0c988a821c76ec2423a1f1e167a),
-        ^(fb_masked & 256'he301d2f6ba25cc1b8914695baa1c409a4d45358874ee3efec3d5db1820279581),
-        ^(fb_masked & 256'hfe480c004125701f2b999d21d9a446c25c5247288acd3162155e17893fbb547c),
-        ^(fb_masked & 256'h7f2406002092b80f95ccce90ecd223612e292394456698b10aaf0bc49fddaa3e),
-        ^(fb_masked & 256'hb05ae67b0c7eca1525f5cec47ac3773fede44c2692096245f1e37fe760464ba3),
-        ^(fb_masked & 256'hd7e596469a08f3187de94eee31cbdd108c02fbfff9be9f3f8c4545f69f8bbb6d),
-        ^(fb_masked & 256'h6bf2cb234d04798c3ef4a77718e5ee8846017dfffcdf4f9fc622a2fb4fc5ddb6),
-        ^(fb_masked & 256'h35f96591a6823cc61f7a53bb8c72f7442300befffe6fa7cfe311517da7e2eedb),
-        ^(fb_masked & 256'h1afcb2c8d3411e630fbd29ddc6397ba211805f7fff37d3e7f188a8bed3f1776d),
-        ^(fb_masked & 256'h82b6bc1f7597192368cd3d62efb6db5e7230f2534f21c7ee8c70ae5a4650250a),
-        ^(fb_masked & 256'hce93bb74a6fc1a835b75373d7b710b2043e8a4c5172acdea328cad280c808c39),
-        ^(fb_masked & 256'he88138c14f499b5342a93212b112e31f5b048f8e3b2f48e86df2ac9129e8d8a0),
-        ^(fb_masked & 256'h74409c60a7a4cda9a15499095889718fad8247c71d97a47436f9564894f46c50),
-        ^(fb_masked & 256'hb5e8ab4b4fe5f0c63fb9e508a0eede48ac31fe0f3e71fc276fc8512165d2a894),
-        ^(fb_masked & 256'hd53cb0debbc56e71f0cf5b085cdd09ab2ce822eb2f82d00ec350d2959d41caf6),
-        ^(fb_masked & 256'h6a9e586f5de2b738f867ad842e6e84d59674117597c1680761a8694acea0e57b),
-        ^(fb_masked & 256'hba87c94cb2c6cd8e93207f4e1b9d24e5b1cad5567b5a9a1ec460cea048f8ec01),
-        ^(fb_masked & 256'hd28b01dd4554f0d5a683962b0164f4fda215b7478d17631216849d550bd4e8bc),
-        ^(fb_masked & 256'he68d6595be9dee783c5262998c181cf1abfa064f76319f947ff6b4afaa42eae2),
-        ^(fb_masked & 256'hfc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcd),
-        ^(fb_masked & 256'h7e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6),
-        ^(fb_masked & 256'h3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af3),
-        ^(fb_masked & 256'h1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79)
+    assign fb_masked_1 = {
+        fb_data[127:120] & {8{fb_cover[15]}},
+        fb_data[119:112] & {8{fb_cover[14]}},
+        fb_data[111:104] & {8{fb_cover[13]}},
+        fb_data[103:96] & {8{fb_cover[12]}},
+        fb_data[95:88] & {8{fb_cover[11]}},
+        fb_data[87:80] & {8{fb_cover[10]}},
+        fb_data[79:72] & {8{fb_cover[9]}},
+        fb_data[71:64] & {8{fb_cover[8]}}
+    };
+    assign fb_masked_2 = {
+        fb_data[191:184] & {8{fb_cover[23]}},
+        fb_data[183:176] & {8{fb_cover[22]}},
+        fb_data[175:168] & {8{fb_cover[21]}},
+        fb_data[167:160] & {8{fb_cover[20]}},
+        fb_data[159:152] & {8{fb_cover[19]}},
+        fb_data[151:144] & {8{fb_cover[18]}},
+        fb_data[143:136] & {8{fb_cover[17]}},
+        fb_data[135:128] & {8{fb_cover[16]}}
+    };
+    assign fb_masked_3 = {
+        fb_data[255:248] & {8{fb_cover[31]}},
+        fb_data[247:240] & {8{fb_cover[30]}},
+        fb_data[239:232] & {8{fb_cover[29]}},
+        fb_data[231:224] & {8{fb_cover[28]}},
+        fb_data[223:216] & {8{fb_cover[27]}},
+        fb_data[215:208] & {8{fb_cover[26]}},
+        fb_data[207:200] & {8{fb_cover[25]}},
+        fb_data[199:192] & {8{fb_cover[24]}}
     };
     assign fb_cover_last = {
         fb_cover[31],
@@ -688,103 +495,6 @@ module mpa_tx_w256 (
         ^(crc_state & 32'h5f513d79)
     };
     assign crc_next = b_term ^ crc_state_term;
-    assign p0_fixed = {
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[1023:992] : zinv_6[1023:992]) : (p0_pad[0] ? zinv_5[1023:992] :
-            zinv_4[1023:992])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[1023:992] : zinv_2[1023:992]) : (p0_pad[0] ? zinv_1[1023:992] :
-            zinv_0[1023:992])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[991:960] : zinv_6[991:960]) : (p0_pad[0] ? zinv_5[991:960] :
-            zinv_4[991:960])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[991:960] : zinv_2[991:960]) : (p0_pad[0] ? zinv_1[991:960] :
-            zinv_0[991:960])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[959:928] : zinv_6[959:928]) : (p0_pad[0] ? zinv_5[959:928] :
-            zinv_4[959:928])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[959:928] : zinv_2[959:928]) : (p0_pad[0] ? zinv_1[959:928] :
-            zinv_0[959:928])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[927:896] : zinv_6[927:896]) : (p0_pad[0] ? zinv_5[927:896] :
-            zinv_4[927:896])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[927:896] : zinv_2[927:896]) : (p0_pad[0] ? zinv_1[927:896] :
-            zinv_0[927:896])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[895:864] : zinv_6[895:864]) : (p0_pad[0] ? zinv_5[895:864] :
-            zinv_4[895:864])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[895:864] : zinv_2[895:864]) : (p0_pad[0] ? zinv_1[895:864] :
-            zinv_0[895:864])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[863:832] : zinv_6[863:832]) : (p0_pad[0] ? zinv_5[863:832] :
-            zinv_4[863:832])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[863:832] : zinv_2[863:832]) : (p0_pad[0] ? zinv_1[863:832] :
-            zinv_0[863:832])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[831:800] : zinv_6[831:800]) : (p0_pad[0] ? zinv_5[831:800] :
-            zinv_4[831:800])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[831:800] : zinv_2[831:800]) : (p0_pad[0] ? zinv_1[831:800] :
-            zinv_0[831:800])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[799:768] : zinv_6[799:768]) : (p0_pad[0] ? zinv_5[799:768] :
-            zinv_4[799:768])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[799:768] : zinv_2[799:768]) : (p0_pad[0] ? zinv_1[799:768] :
-            zinv_0[799:768])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[767:736] : zinv_6[767:736]) : (p0_pad[0] ? zinv_5[767:736] :
-            zinv_4[767:736])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[767:736] : zinv_2[767:736]) : (p0_pad[0] ? zinv_1[767:736] :
-            zinv_0[767:736])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[735:704] : zinv_6[735:704]) : (p0_pad[0] ? zinv_5[735:704] :
-            zinv_4[735:704])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[735:704] : zinv_2[735:704]) : (p0_pad[0] ? zinv_1[735:704] :
-            zinv_0[735:704])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[703:672] : zinv_6[703:672]) : (p0_pad[0] ? zinv_5[703:672] :
-            zinv_4[703:672])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[703:672] : zinv_2[703:672]) : (p0_pad[0] ? zinv_1[703:672] :
-            zinv_0[703:672])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[671:640] : zinv_6[671:640]) : (p0_pad[0] ? zinv_5[671:640] :
-            zinv_4[671:640])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[671:640] : zinv_2[671:640]) : (p0_pad[0] ? zinv_1[671:640] :
-            zinv_0[671:640])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[639:608] : zinv_6[639:608]) : (p0_pad[0] ? zinv_5[639:608] :
-            zinv_4[639:608])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[639:608] : zinv_2[639:608]) : (p0_pad[0] ? zinv_1[639:608] :
-            zinv_0[639:608])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[607:576] : zinv_6[607:576]) : (p0_pad[0] ? zinv_5[607:576] :
-            zinv_4[607:576])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[607:576] : zinv_2[607:576]) : (p0_pad[0] ? zinv_1[607:576] :
-            zinv_0[607:576])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[575:544] : zinv_6[575:544]) : (p0_pad[0] ? zinv_5[575:544] :
-            zinv_4[575:544])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[575:544] : zinv_2[575:544]) : (p0_pad[0] ? zinv_1[575:544] :
-            zinv_0[575:544])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[543:512] : zinv_6[543:512]) : (p0_pad[0] ? zinv_5[543:512] :
-            zinv_4[543:512])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[543:512] : zinv_2[543:512]) : (p0_pad[0] ? zinv_1[543:512] :
-            zinv_0[543:512])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[511:480] : zinv_6[511:480]) : (p0_pad[0] ? zinv_5[511:480] :
-            zinv_4[511:480])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[511:480] : zinv_2[511:480]) : (p0_pad[0] ? zinv_1[511:480] :
-            zinv_0[511:480])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[479:448] : zinv_6[479:448]) : (p0_pad[0] ? zinv_5[479:448] :
-            zinv_4[479:448])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[479:448] : zinv_2[479:448]) : (p0_pad[0] ? zinv_1[479:448] :
-            zinv_0[479:448])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[447:416] : zinv_6[447:416]) : (p0_pad[0] ? zinv_5[447:416] :
-            zinv_4[447:416])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[447:416] : zinv_2[447:416]) : (p0_pad[0] ? zinv_1[447:416] :
-            zinv_0[447:416])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[415:384] : zinv_6[415:384]) : (p0_pad[0] ? zinv_5[415:384] :
-            zinv_4[415:384])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[415:384] : zinv_2[415:384]) : (p0_pad[0] ? zinv_1[415:384] :
-            zinv_0[415:384])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[383:352] : zinv_6[383:352]) : (p0_pad[0] ? zinv_5[383:352] :
-            zinv_4[383:352])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[383:352] : zinv_2[383:352]) : (p0_pad[0] ? zinv_1[383:352] :
-            zinv_0[383:352])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[351:320] : zinv_6[351:320]) : (p0_pad[0] ? zinv_5[351:320] :
-            zinv_4[351:320])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[351:320] : zinv_2[351:320]) : (p0_pad[0] ? zinv_1[351:320] :
-            zinv_0[351:320])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[319:288] : zinv_6[319:288]) : (p0_pad[0] ? zinv_5[319:288] :
-            zinv_4[319:288])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[319:288] : zinv_2[319:288]) : (p0_pad[0] ? zinv_1[319:288] :
-            zinv_0[319:288])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[287:256] : zinv_6[287:256]) : (p0_pad[0] ? zinv_5[287:256] :
-            zinv_4[287:256])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[287:256] : zinv_2[287:256]) : (p0_pad[0] ? zinv_1[287:256] :
-            zinv_0[287:256])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[255:224] : zinv_6[255:224]) : (p0_pad[0] ? zinv_5[255:224] :
-            zinv_4[255:224])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[255:224] : zinv_2[255:224]) : (p0_pad[0] ? zinv_1[255:224] :
-            zinv_0[255:224])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[223:192] : zinv_6[223:192]) : (p0_pad[0] ? zinv_5[223:192] :
-            zinv_4[223:192])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[223:192] : zinv_2[223:192]) : (p0_pad[0] ? zinv_1[223:192] :
-            zinv_0[223:192])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[191:160] : zinv_6[191:160]) : (p0_pad[0] ? zinv_5[191:160] :
-            zinv_4[191:160])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[191:160] : zinv_2[191:160]) : (p0_pad[0] ? zinv_1[191:160] :
-            zinv_0[191:160])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[159:128] : zinv_6[159:128]) : (p0_pad[0] ? zinv_5[159:128] :
-            zinv_4[159:128])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[159:128] : zinv_2[159:128]) : (p0_pad[0] ? zinv_1[159:128] :
-            zinv_0[159:128])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[127:96] : zinv_6[127:96]) : (p0_pad[0] ? zinv_5[127:96] :
-            zinv_4[127:96])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[127:96] : zinv_2[127:96]) : (p0_pad[0] ? zinv_1[127:96] :
-            zinv_0[127:96])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[95:64] : zinv_6[95:64]) : (p0_pad[0] ? zinv_5[95:64] :
-            zinv_4[95:64])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[95:64] : zinv_2[95:64]) : (p0_pad[0] ? zinv_1[95:64] :
-            zinv_0[95:64])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[63:32] : zinv_6[63:32]) : (p0_pad[0] ? zinv_5[63:32] :
-            zinv_4[63:32])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[63:32] : zinv_2[63:32]) : (p0_pad[0] ? zinv_1[63:32] :
-            zinv_0[63:32])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[31:0] : zinv_6[31:0]) : (p0_pad[0] ? zinv_5[31:0] :
-            zinv_4[31:0])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[31:0] : zinv_2[31:0]) : (p0_pad[0] ? zinv_1[31:0] : zinv_0[31:0]))))
-    };
     assign p0_pad_rest = p0_pad[5:3];
     assign p1_fixed = {
         ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[1023:992] : zinv_48[1023:992]) : (p1_pad[0] ?
@@ -885,40 +595,6 @@ module mpa_tx_w256 (
             zinv_0[31:0]))))
     };
     assign o_crc_value = ~p1_fixed;
-    assign o_merged = {
-        (((p1_last & p1_crc_on) & p1_keep[31]) & ~p1_cover[31]) ? o_crc_value[31:24] : p1_data[255:248],
-        (((p1_last & p1_crc_on) & p1_keep[30]) & ~p1_cover[30]) ? o_crc_value[23:16] : p1_data[247:240],
-        (((p1_last & p1_crc_on) & p1_keep[29]) & ~p1_cover[29]) ? o_crc_value[15:8] : p1_data[239:232],
-        (((p1_last & p1_crc_on) & p1_keep[28]) & ~p1_cover[28]) ? o_crc_value[7:0] : p1_data[231:224],
-        (((p1_last & p1_crc_on) & p1_keep[27]) & ~p1_cover[27]) ? o_crc_value[31:24] : p1_data[223:216],
-        (((p1_last & p1_crc_on) & p1_keep[26]) & ~p1_cover[26]) ? o_crc_value[23:16] : p1_data[215:208],
-        (((p1_last & p1_crc_on) & p1_keep[25]) & ~p1_cover[25]) ? o_crc_value[15:8] : p1_data[207:200],
-        (((p1_last & p1_crc_on) & p1_keep[24]) & ~p1_cover[24]) ? o_crc_value[7:0] : p1_data[199:192],
-        (((p1_last & p1_crc_on) & p1_keep[23]) & ~p1_cover[23]) ? o_crc_value[31:24] : p1_data[191:184],
-        (((p1_last & p1_crc_on) & p1_keep[22]) & ~p1_cover[22]) ? o_crc_value[23:16] : p1_data[183:176],
-        (((p1_last & p1_crc_on) & p1_keep[21]) & ~p1_cover[21]) ? o_crc_value[15:8] : p1_data[175:168],
-        (((p1_last & p1_crc_on) & p1_keep[20]) & ~p1_cover[20]) ? o_crc_value[7:0] : p1_data[167:160],
-        (((p1_last & p1_crc_on) & p1_keep[19]) & ~p1_cover[19]) ? o_crc_value[31:24] : p1_data[159:152],
-        (((p1_last & p1_crc_on) & p1_keep[18]) & ~p1_cover[18]) ? o_crc_value[23:16] : p1_data[151:144],
-        (((p1_last & p1_crc_on) & p1_keep[17]) & ~p1_cover[17]) ? o_crc_value[15:8] : p1_data[143:136],
-        (((p1_last & p1_crc_on) & p1_keep[16]) & ~p1_cover[16]) ? o_crc_value[7:0] : p1_data[135:128],
-        (((p1_last & p1_crc_on) & p1_keep[15]) & ~p1_cover[15]) ? o_crc_value[31:24] : p1_data[127:120],
-        (((p1_last & p1_crc_on) & p1_keep[14]) & ~p1_cover[14]) ? o_crc_value[23:16] : p1_data[119:112],
-        (((p1_last & p1_crc_on) & p1_keep[13]) & ~p1_cover[13]) ? o_crc_value[15:8] : p1_data[111:104],
-        (((p1_last & p1_crc_on) & p1_keep[12]) & ~p1_cover[12]) ? o_crc_value[7:0] : p1_data[103:96],
-        (((p1_last & p1_crc_on) & p1_keep[11]) & ~p1_cover[11]) ? o_crc_value[31:24] : p1_data[95:88],
-        (((p1_last & p1_crc_on) & p1_keep[10]) & ~p1_cover[10]) ? o_crc_value[23:16] : p1_data[87:80],
-        (((p1_last & p1_crc_on) & p1_keep[9]) & ~p1_cover[9]) ? o_crc_value[15:8] : p1_data[79:72],
-        (((p1_last & p1_crc_on) & p1_keep[8]) & ~p1_cover[8]) ? o_crc_value[7:0] : p1_data[71:64],
-        (((p1_last & p1_crc_on) & p1_keep[7]) & ~p1_cover[7]) ? o_crc_value[31:24] : p1_data[63:56],
-        (((p1_last & p1_crc_on) & p1_keep[6]) & ~p1_cover[6]) ? o_crc_value[23:16] : p1_data[55:48],
-        (((p1_last & p1_crc_on) & p1_keep[5]) & ~p1_cover[5]) ? o_crc_value[15:8] : p1_data[47:40],
-        (((p1_last & p1_crc_on) & p1_keep[4]) & ~p1_cover[4]) ? o_crc_value[7:0] : p1_data[39:32],
-        (((p1_last & p1_crc_on) & p1_keep[3]) & ~p1_cover[3]) ? o_crc_value[31:24] : p1_data[31:24],
-        (((p1_last & p1_crc_on) & p1_keep[2]) & ~p1_cover[2]) ? o_crc_value[23:16] : p1_data[23:16],
-        (((p1_last & p1_crc_on) & p1_keep[1]) & ~p1_cover[1]) ? o_crc_value[15:8] : p1_data[15:8],
-        (((p1_last & p1_crc_on) & p1_keep[0]) & ~p1_cover[0]) ? o_crc_value[7:0] : p1_data[7:0]
-    };
     assign m_axis_tdata = o_data;
     assign m_axis_tkeep = o_keep;
     assign m_axis_tvalid = o_valid;
@@ -1137,19 +813,176 @@ module mpa_tx_w256 (
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_data <= f_data;
+            fb_data <= {
+                l31_marker ? f_fpduptr[7:0] : ((l31_after ? (~f_room_data[17] & (f_room_data_big | (7'h1f < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h23 < f_room_data_small)))) ? (l31_after ? f_shifted[223:216] :
+                    f_shifted[255:248]) : 8'h00),
+                l30_marker ? f_fpduptr[15:8] : ((l30_after ? (~f_room_data[17] & (f_room_data_big | (7'h1e < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h22 < f_room_data_small)))) ? (l30_after ? f_shifted[215:208] :
+                    f_shifted[247:240]) : 8'h00),
+                l29_marker ? 8'h00 : ((l29_after ? (~f_room_data[17] & (f_room_data_big | (7'h1d < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h21 < f_room_data_small)))) ? (l29_after ? f_shifted[207:200] :
+                    f_shifted[239:232]) : 8'h00),
+                l28_marker ? 8'h00 : ((l28_after ? (~f_room_data[17] & (f_room_data_big | (7'h1c < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h20 < f_room_data_small)))) ? (l28_after ? f_shifted[199:192] :
+                    f_shifted[231:224]) : 8'h00),
+                l27_marker ? f_fpduptr[7:0] : ((l27_after ? (~f_room_data[17] & (f_room_data_big | (7'h1b < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h1f < f_room_data_small)))) ? (l27_after ? f_shifted[191:184] :
+                    f_shifted[223:216]) : 8'h00),
+                l26_marker ? f_fpduptr[15:8] : ((l26_after ? (~f_room_data[17] & (f_room_data_big | (7'h1a < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h1e < f_room_data_small)))) ? (l26_after ? f_shifted[183:176] :
+                    f_shifted[215:208]) : 8'h00),
+                l25_marker ? 8'h00 : ((l25_after ? (~f_room_data[17] & (f_room_data_big | (7'h19 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h1d < f_room_data_small)))) ? (l25_after ? f_shifted[175:168] :
+                    f_shifted[207:200]) : 8'h00),
+                l24_marker ? 8'h00 : ((l24_after ? (~f_room_data[17] & (f_room_data_big | (7'h18 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h1c < f_room_data_small)))) ? (l24_after ? f_shifted[167:160] :
+                    f_shifted[199:192]) : 8'h00),
+                l23_marker ? f_fpduptr[7:0] : ((l23_after ? (~f_room_data[17] & (f_room_data_big | (7'h17 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h1b < f_room_data_small)))) ? (l23_after ? f_shifted[159:152] :
+                    f_shifted[191:184]) : 8'h00),
+                l22_marker ? f_fpduptr[15:8] : ((l22_after ? (~f_room_data[17] & (f_room_data_big | (7'h16 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h1a < f_room_data_small)))) ? (l22_after ? f_shifted[151:144] :
+                    f_shifted[183:176]) : 8'h00),
+                l21_marker ? 8'h00 : ((l21_after ? (~f_room_data[17] & (f_room_data_big | (7'h15 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h19 < f_room_data_small)))) ? (l21_after ? f_shifted[143:136] :
+                    f_shifted[175:168]) : 8'h00),
+                l20_marker ? 8'h00 : ((l20_after ? (~f_room_data[17] & (f_room_data_big | (7'h14 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h18 < f_room_data_small)))) ? (l20_after ? f_shifted[135:128] :
+                    f_shifted[167:160]) : 8'h00),
+                l19_marker ? f_fpduptr[7:0] : ((l19_after ? (~f_room_data[17] & (f_room_data_big | (7'h13 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h17 < f_room_data_small)))) ? (l19_after ? f_shifted[127:120] :
+                    f_shifted[159:152]) : 8'h00),
+                l18_marker ? f_fpduptr[15:8] : ((l18_after ? (~f_room_data[17] & (f_room_data_big | (7'h12 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h16 < f_room_data_small)))) ? (l18_after ? f_shifted[119:112] :
+                    f_shifted[151:144]) : 8'h00),
+                l17_marker ? 8'h00 : ((l17_after ? (~f_room_data[17] & (f_room_data_big | (7'h11 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h15 < f_room_data_small)))) ? (l17_after ? f_shifted[111:104] :
+                    f_shifted[143:136]) : 8'h00),
+                l16_marker ? 8'h00 : ((l16_after ? (~f_room_data[17] & (f_room_data_big | (7'h10 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h14 < f_room_data_small)))) ? (l16_after ? f_shifted[103:96] :
+                    f_shifted[135:128]) : 8'h00),
+                l15_marker ? f_fpduptr[7:0] : ((l15_after ? (~f_room_data[17] & (f_room_data_big | (7'h0f < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h13 < f_room_data_small)))) ? (l15_after ? f_shifted[95:88] :
+                    f_shifted[127:120]) : 8'h00),
+                l14_marker ? f_fpduptr[15:8] : ((l14_after ? (~f_room_data[17] & (f_room_data_big | (7'h0e < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h12 < f_room_data_small)))) ? (l14_after ? f_shifted[87:80] :
+                    f_shifted[119:112]) : 8'h00),
+                l13_marker ? 8'h00 : ((l13_after ? (~f_room_data[17] & (f_room_data_big | (7'h0d < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h11 < f_room_data_small)))) ? (l13_after ? f_shifted[79:72] :
+                    f_shifted[111:104]) : 8'h00),
+                l12_marker ? 8'h00 : ((l12_after ? (~f_room_data[17] & (f_room_data_big | (7'h0c < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h10 < f_room_data_small)))) ? (l12_after ? f_shifted[71:64] :
+                    f_shifted[103:96]) : 8'h00),
+                l11_marker ? f_fpduptr[7:0] : ((l11_after ? (~f_room_data[17] & (f_room_data_big | (7'h0b < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h0f < f_room_data_small)))) ? (l11_after ? f_shifted[63:56] :
+                    f_shifted[95:88]) : 8'h00),
+                l10_marker ? f_fpduptr[15:8] : ((l10_after ? (~f_room_data[17] & (f_room_data_big | (7'h0a < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h0e < f_room_data_small)))) ? (l10_after ? f_shifted[55:48] :
+                    f_shifted[87:80]) : 8'h00),
+                l9_marker ? 8'h00 : ((l9_after ? (~f_room_data[17] & (f_room_data_big | (7'h09 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h0d < f_room_data_small)))) ? (l9_after ? f_shifted[47:40] : f_shifted[79:72])
+                    : 8'h00),
+                l8_marker ? 8'h00 : ((l8_after ? (~f_room_data[17] & (f_room_data_big | (7'h08 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h0c < f_room_data_small)))) ? (l8_after ? f_shifted[39:32] : f_shifted[71:64])
+                    : 8'h00),
+                l7_marker ? f_fpduptr[7:0] : ((l7_after ? (~f_room_data[17] & (f_room_data_big | (7'h07 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h0b < f_room_data_small)))) ? (l7_after ? f_shifted[31:24] : f_shifted[63:56])
+                    : 8'h00),
+                l6_marker ? f_fpduptr[15:8] : ((l6_after ? (~f_room_data[17] & (f_room_data_big | (7'h06 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (7'h0a < f_room_data_small)))) ? (l6_after ? f_shifted[23:16] : f_shifted[55:48])
+                    : 8'h00),
+                l5_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[7:0] : ((l5_after ? (~f_room_data[17] & (f_room_data_big
+                    | (7'h05 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (7'h09 < f_room_data_small)))) ? (l5_after ?
+                    f_shifted[15:8] : f_shifted[47:40]) : 8'h00)),
+                l4_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[15:8] : ((l4_after ? (~f_room_data[17] &
+                    (f_room_data_big | (7'h04 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (7'h08 < f_room_data_small))))
+                    ? (l4_after ? f_shifted[7:0] : f_shifted[39:32]) : 8'h00)),
+                l3_marker ? f_fpduptr[7:0] : ((l3_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (7'h07 < f_room_data_small)))) ? f_shifted[31:24] : 8'h00),
+                l2_marker ? f_fpduptr[15:8] : ((l2_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (7'h06 < f_room_data_small)))) ? f_shifted[23:16] : 8'h00),
+                l1_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[7:0] : ((l1_after ? 1'h0 : (~f_room_data[17] &
+                    (f_room_data_big | (7'h05 < f_room_data_small)))) ? f_shifted[15:8] : 8'h00)),
+                l0_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[15:8] : ((l0_after ? 1'h0 : (~f_room_data[17] &
+                    (f_room_data_big | (7'h04 < f_room_data_small)))) ? f_shifted[7:0] : 8'h00))
+            };
         end
     end
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_keep <= f_keep;
+            fb_keep <= {
+                l31_marker | (l31_after ? (~f_room_end[17] & (f_room_end_big | (7'h1f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h23 < f_room_end_small)))),
+                l30_marker | (l30_after ? (~f_room_end[17] & (f_room_end_big | (7'h1e < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h22 < f_room_end_small)))),
+                l29_marker | (l29_after ? (~f_room_end[17] & (f_room_end_big | (7'h1d < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h21 < f_room_end_small)))),
+                l28_marker | (l28_after ? (~f_room_end[17] & (f_room_end_big | (7'h1c < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h20 < f_room_end_small)))),
+                l27_marker | (l27_after ? (~f_room_end[17] & (f_room_end_big | (7'h1b < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h1f < f_room_end_small)))),
+                l26_marker | (l26_after ? (~f_room_end[17] & (f_room_end_big | (7'h1a < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h1e < f_room_end_small)))),
+                l25_marker | (l25_after ? (~f_room_end[17] & (f_room_end_big | (7'h19 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h1d < f_room_end_small)))),
+                l24_marker | (l24_after ? (~f_room_end[17] & (f_room_end_big | (7'h18 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h1c < f_room_end_small)))),
+                l23_marker | (l23_after ? (~f_room_end[17] & (f_room_end_big | (7'h17 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h1b < f_room_end_small)))),
+                l22_marker | (l22_after ? (~f_room_end[17] & (f_room_end_big | (7'h16 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h1a < f_room_end_small)))),
+                l21_marker | (l21_after ? (~f_room_end[17] & (f_room_end_big | (7'h15 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h19 < f_room_end_small)))),
+                l20_marker | (l20_after ? (~f_room_end[17] & (f_room_end_big | (7'h14 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h18 < f_room_end_small)))),
+                l19_marker | (l19_after ? (~f_room_end[17] & (f_room_end_big | (7'h13 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h17 < f_room_end_small)))),
+                l18_marker | (l18_after ? (~f_room_end[17] & (f_room_end_big | (7'h12 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h16 < f_room_end_small)))),
+                l17_marker | (l17_after ? (~f_room_end[17] & (f_room_end_big | (7'h11 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h15 < f_room_end_small)))),
+                l16_marker | (l16_after ? (~f_room_end[17] & (f_room_end_big | (7'h10 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h14 < f_room_end_small)))),
+                l15_marker | (l15_after ? (~f_room_end[17] & (f_room_end_big | (7'h0f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h13 < f_room_end_small)))),
+                l14_marker | (l14_after ? (~f_room_end[17] & (f_room_end_big | (7'h0e < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h12 < f_room_end_small)))),
+                l13_marker | (l13_after ? (~f_room_end[17] & (f_room_end_big | (7'h0d < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h11 < f_room_end_small)))),
+                l12_marker | (l12_after ? (~f_room_end[17] & (f_room_end_big | (7'h0c < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h10 < f_room_end_small)))),
+                l11_marker | (l11_after ? (~f_room_end[17] & (f_room_end_big | (7'h0b < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h0f < f_room_end_small)))),
+                l10_marker | (l10_after ? (~f_room_end[17] & (f_room_end_big | (7'h0a < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h0e < f_room_end_small)))),
+                l9_marker | (l9_after ? (~f_room_end[17] & (f_room_end_big | (7'h09 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h0d < f_room_end_small)))),
+                l8_marker | (l8_after ? (~f_room_end[17] & (f_room_end_big | (7'h08 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h0c < f_room_end_small)))),
+                l7_marker | (l7_after ? (~f_room_end[17] & (f_room_end_big | (7'h07 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h0b < f_room_end_small)))),
+                l6_marker | (l6_after ? (~f_room_end[17] & (f_room_end_big | (7'h06 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h0a < f_room_end_small)))),
+                l5_marker | (l5_after ? (~f_room_end[17] & (f_room_end_big | (7'h05 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h09 < f_room_end_small)))),
+                l4_marker | (l4_after ? (~f_room_end[17] & (f_room_end_big | (7'h04 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h08 < f_room_end_small)))),
+                l3_marker | (l3_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (7'h07 < f_room_end_small)))),
+                l2_marker | (l2_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (7'h06 < f_room_end_small)))),
+                l1_marker | (l1_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (7'h05 < f_room_end_small)))),
+                l0_marker | (l0_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (7'h04 < f_room_end_small))))
+            };
         end
     end
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_cover <= f_cover;
+            fb_cover <= {
+                l31_marker | (l31_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h1f < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h23 < f_room_cov_small)))),
+                l30_marker | (l30_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h1e < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h22 < f_room_cov_small)))),
+                l29_marker | (l29_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h1d < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h21 < f_room_cov_small)))),
+                l28_marker | (l28_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h1c < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h20 < f_room_cov_small)))),
+                l27_marker | (l27_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h1b < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h1f < f_room_cov_small)))),
+                l26_marker | (l26_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h1a < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h1e < f_room_cov_small)))),
+                l25_marker | (l25_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h19 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h1d < f_room_cov_small)))),
+                l24_marker | (l24_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h18 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h1c < f_room_cov_small)))),
+                l23_marker | (l23_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h17 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h1b < f_room_cov_small)))),
+                l22_marker | (l22_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h16 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h1a < f_room_cov_small)))),
+                l21_marker | (l21_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h15 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h19 < f_room_cov_small)))),
+                l20_marker | (l20_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h14 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h18 < f_room_cov_small)))),
+                l19_marker | (l19_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h13 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h17 < f_room_cov_small)))),
+                l18_marker | (l18_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h12 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h16 < f_room_cov_small)))),
+                l17_marker | (l17_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h11 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h15 < f_room_cov_small)))),
+                l16_marker | (l16_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h10 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h14 < f_room_cov_small)))),
+                l15_marker | (l15_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h0f < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h13 < f_room_cov_small)))),
+                l14_marker | (l14_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h0e < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h12 < f_room_cov_small)))),
+                l13_marker | (l13_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h0d < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h11 < f_room_cov_small)))),
+                l12_marker | (l12_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h0c < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h10 < f_room_cov_small)))),
+                l11_marker | (l11_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h0b < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h0f < f_room_cov_small)))),
+                l10_marker | (l10_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h0a < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h0e < f_room_cov_small)))),
+                l9_marker | (l9_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h09 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h0d < f_room_cov_small)))),
+                l8_marker | (l8_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h08 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h0c < f_room_cov_small)))),
+                l7_marker | (l7_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h07 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h0b < f_room_cov_small)))),
+                l6_marker | (l6_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h06 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h0a < f_room_cov_small)))),
+                l5_marker | (l5_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h05 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h09 < f_room_cov_small)))),
+                l4_marker | (l4_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h04 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h08 < f_room_cov_small)))),
+                l3_marker | (l3_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (7'h07 < f_room_cov_small)))),
+                l2_marker | (l2_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (7'h06 < f_room_cov_small)))),
+                l1_marker | (l1_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (7'h05 < f_room_cov_small)))),
+                l0_marker | (l0_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (7'h04 < f_room_cov_small))))
+            };
         end
     end
 
@@ -1211,7 +1044,40 @@ module mpa_tx_w256 (
 
     always @(posedge clk) begin
         if (advance & fb_valid) begin
-            b_term <= fb_term;
+            b_term <= {
+                ^{fb_masked_3 & 64'h8fc8e57b1c379612, fb_masked_2 & 64'hef13a98c0caa668f, fb_masked_1 & 64'h7af0ddecb0ba2e1d, fb_masked_0 & 64'h74b4fa052fa89ebc},
+                ^{fb_masked_3 & 64'h47e472bd8e1bcb09, fb_masked_2 & 64'h7789d4c606553347, fb_masked_1 & 64'hbd786ef6585d170e, fb_masked_0 & 64'hba5a7d0297d44f5e},
+                ^{fb_masked_3 & 64'h23f2395ec70de584, fb_masked_2 & 64'hbbc4ea63032a99a3, fb_masked_1 & 64'hdebc377b2c2e8b87, fb_masked_0 & 64'h5d2d3e814bea27af},
+                ^{fb_masked_3 & 64'h11f91caf6386f2c2, fb_masked_2 & 64'h5de2753181954cd1, fb_masked_1 & 64'hef5e1bbd961745c3, fb_masked_0 & 64'hae969f40a5f513d7},
+                ^{fb_masked_3 & 64'h08fc8e57b1c37961, fb_masked_2 & 64'h2ef13a98c0caa668, fb_masked_1 & 64'hf7af0ddecb0ba2e1, fb_masked_0 & 64'hd74b4fa052fa89eb},
+                ^{fb_masked_3 & 64'h047e472bd8e1bcb0, fb_masked_2 & 64'h97789d4c60655334, fb_masked_1 & 64'h7bd786ef6585d170, fb_masked_0 & 64'heba5a7d0297d44f5},
+                ^{fb_masked_3 & 64'h8df7c6eef047484a, fb_masked_2 & 64'ha4afe72a3c98cf15, fb_masked_1 & 64'h471b1e9b0278c6a5, fb_masked_0 & 64'h016629ed3b163cc6},
+                ^{fb_masked_3 & 64'h46fbe3777823a425, fb_masked_2 & 64'h5257f3951e4c678a, fb_masked_1 & 64'ha38d8f4d813c6352, fb_masked_0 & 64'h80b314f69d8b1e63},
+                ^{fb_masked_3 & 64'hacb514c0a0264400, fb_masked_2 & 64'h46385046838c554a, fb_masked_1 & 64'h2b361a4a70241fb4, fb_masked_0 & 64'h34ed707e616d118d},
+                ^{fb_masked_3 & 64'hd9926f1b4c24b412, fb_masked_2 & 64'hcc0f81af4d6c4c2a, fb_masked_1 & 64'h6f6bd0c988a821c7, fb_masked_0 & 64'h6ec2423a1f1e167a},
+                ^{fb_masked_3 & 64'he301d2f6ba25cc1b, fb_masked_2 & 64'h8914695baa1c409a, fb_masked_1 & 64'h4d45358874ee3efe, fb_masked_0 & 64'hc3d5db1820279581},
+                ^{fb_masked_3 & 64'hfe480c004125701f, fb_masked_2 & 64'h2b999d21d9a446c2, fb_masked_1 & 64'h5c5247288acd3162, fb_masked_0 & 64'h155e17893fbb547c},
+                ^{fb_masked_3 & 64'h7f2406002092b80f, fb_masked_2 & 64'h95ccce90ecd22361, fb_masked_1 & 64'h2e292394456698b1, fb_masked_0 & 64'h0aaf0bc49fddaa3e},
+                ^{fb_masked_3 & 64'hb05ae67b0c7eca15, fb_masked_2 & 64'h25f5cec47ac3773f, fb_masked_1 & 64'hede44c2692096245, fb_masked_0 & 64'hf1e37fe760464ba3},
+                ^{fb_masked_3 & 64'hd7e596469a08f318, fb_masked_2 & 64'h7de94eee31cbdd10, fb_masked_1 & 64'h8c02fbfff9be9f3f, fb_masked_0 & 64'h8c4545f69f8bbb6d},
+                ^{fb_masked_3 & 64'h6bf2cb234d04798c, fb_masked_2 & 64'h3ef4a77718e5ee88, fb_masked_1 & 64'h46017dfffcdf4f9f, fb_masked_0 & 64'hc622a2fb4fc5ddb6},
+                ^{fb_masked_3 & 64'h35f96591a6823cc6, fb_masked_2 & 64'h1f7a53bb8c72f744, fb_masked_1 & 64'h2300befffe6fa7cf, fb_masked_0 & 64'he311517da7e2eedb},
+                ^{fb_masked_3 & 64'h1afcb2c8d3411e63, fb_masked_2 & 64'h0fbd29ddc6397ba2, fb_masked_1 & 64'h11805f7fff37d3e7, fb_masked_0 & 64'hf188a8bed3f1776d},
+                ^{fb_masked_3 & 64'h82b6bc1f75971923, fb_masked_2 & 64'h68cd3d62efb6db5e, fb_masked_1 & 64'h7230f2534f21c7ee, fb_masked_0 & 64'h8c70ae5a4650250a},
+                ^{fb_masked_3 & 64'hce93bb74a6fc1a83, fb_masked_2 & 64'h5b75373d7b710b20, fb_masked_1 & 64'h43e8a4c5172acdea, fb_masked_0 & 64'h328cad280c808c39},
+                ^{fb_masked_3 & 64'he88138c14f499b53, fb_masked_2 & 64'h42a93212b112e31f, fb_masked_1 & 64'h5b048f8e3b2f48e8, fb_masked_0 & 64'h6df2ac9129e8d8a0},
+                ^{fb_masked_3 & 64'h74409c60a7a4cda9, fb_masked_2 & 64'ha15499095889718f, fb_masked_1 & 64'had8247c71d97a474, fb_masked_0 & 64'h36f9564894f46c50},
+                ^{fb_masked_3 & 64'hb5e8ab4b4fe5f0c6, fb_masked_2 & 64'h3fb9e508a0eede48, fb_masked_1 & 64'hac31fe0f3e71fc27, fb_masked_0 & 64'h6fc8512165d2a894},
+                ^{fb_masked_3 & 64'hd53cb0debbc56e71, fb_masked_2 & 64'hf0cf5b085cdd09ab, fb_masked_1 & 64'h2ce822eb2f82d00e, fb_masked_0 & 64'hc350d2959d41caf6},
+                ^{fb_masked_3 & 64'h6a9e586f5de2b738, fb_masked_2 & 64'hf867ad842e6e84d5, fb_masked_1 & 64'h9674117597c16807, fb_masked_0 & 64'h61a8694acea0e57b},
+                ^{fb_masked_3 & 64'hba87c94cb2c6cd8e, fb_masked_2 & 64'h93207f4e1b9d24e5, fb_masked_1 & 64'hb1cad5567b5a9a1e, fb_masked_0 & 64'hc460cea048f8ec01},
+                ^{fb_masked_3 & 64'hd28b01dd4554f0d5, fb_masked_2 & 64'ha683962b0164f4fd, fb_masked_1 & 64'ha215b7478d176312, fb_masked_0 & 64'h16849d550bd4e8bc},
+                ^{fb_masked_3 & 64'he68d6595be9dee78, fb_masked_2 & 64'h3c5262998c181cf1, fb_masked_1 & 64'habfa064f76319f94, fb_masked_0 & 64'h7ff6b4afaa42eae2},
+                ^{fb_masked_3 & 64'hfc8e57b1c379612e, fb_masked_2 & 64'hf13a98c0caa668f7, fb_masked_1 & 64'haf0ddecb0ba2e1d7, fb_masked_0 & 64'h4b4fa052fa89ebcd},
+                ^{fb_masked_3 & 64'h7e472bd8e1bcb097, fb_masked_2 & 64'h789d4c606553347b, fb_masked_1 & 64'hd786ef6585d170eb, fb_masked_0 & 64'ha5a7d0297d44f5e6},
+                ^{fb_masked_3 & 64'h3f2395ec70de584b, fb_masked_2 & 64'hbc4ea63032a99a3d, fb_masked_1 & 64'hebc377b2c2e8b875, fb_masked_0 & 64'hd2d3e814bea27af3},
+                ^{fb_masked_3 & 64'h1f91caf6386f2c25, fb_masked_2 & 64'hde2753181954cd1e, fb_masked_1 & 64'hf5e1bbd961745c3a, fb_masked_0 & 64'he969f40a5f513d79}
+            };
         end
     end
 
@@ -1331,7 +1197,103 @@ module mpa_tx_w256 (
 
     always @(posedge clk) begin
         if (advance & p0_valid) begin
-            p1_reg <= p0_fixed;
+            p1_reg <= {
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[1023:992] : zinv_6[1023:992]) : (p0_pad[0] ? zinv_5[1023:992] :
+                    zinv_4[1023:992])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[1023:992] : zinv_2[1023:992]) : (p0_pad[0] ? zinv_1[1023:992] :
+                    zinv_0[1023:992])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[991:960] : zinv_6[991:960]) : (p0_pad[0] ? zinv_5[991:960] :
+                    zinv_4[991:960])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[991:960] : zinv_2[991:960]) : (p0_pad[0] ? zinv_1[991:960] :
+                    zinv_0[991:960])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[959:928] : zinv_6[959:928]) : (p0_pad[0] ? zinv_5[959:928] :
+                    zinv_4[959:928])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[959:928] : zinv_2[959:928]) : (p0_pad[0] ? zinv_1[959:928] :
+                    zinv_0[959:928])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[927:896] : zinv_6[927:896]) : (p0_pad[0] ? zinv_5[927:896] :
+                    zinv_4[927:896])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[927:896] : zinv_2[927:896]) : (p0_pad[0] ? zinv_1[927:896] :
+                    zinv_0[927:896])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[895:864] : zinv_6[895:864]) : (p0_pad[0] ? zinv_5[895:864] :
+                    zinv_4[895:864])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[895:864] : zinv_2[895:864]) : (p0_pad[0] ? zinv_1[895:864] :
+                    zinv_0[895:864])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[863:832] : zinv_6[863:832]) : (p0_pad[0] ? zinv_5[863:832] :
+                    zinv_4[863:832])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[863:832] : zinv_2[863:832]) : (p0_pad[0] ? zinv_1[863:832] :
+                    zinv_0[863:832])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[831:800] : zinv_6[831:800]) : (p0_pad[0] ? zinv_5[831:800] :
+                    zinv_4[831:800])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[831:800] : zinv_2[831:800]) : (p0_pad[0] ? zinv_1[831:800] :
+                    zinv_0[831:800])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[799:768] : zinv_6[799:768]) : (p0_pad[0] ? zinv_5[799:768] :
+                    zinv_4[799:768])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[799:768] : zinv_2[799:768]) : (p0_pad[0] ? zinv_1[799:768] :
+                    zinv_0[799:768])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[767:736] : zinv_6[767:736]) : (p0_pad[0] ? zinv_5[767:736] :
+                    zinv_4[767:736])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[767:736] : zinv_2[767:736]) : (p0_pad[0] ? zinv_1[767:736] :
+                    zinv_0[767:736])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[735:704] : zinv_6[735:704]) : (p0_pad[0] ? zinv_5[735:704] :
+                    zinv_4[735:704])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[735:704] : zinv_2[735:704]) : (p0_pad[0] ? zinv_1[735:704] :
+                    zinv_0[735:704])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[703:672] : zinv_6[703:672]) : (p0_pad[0] ? zinv_5[703:672] :
+                    zinv_4[703:672])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[703:672] : zinv_2[703:672]) : (p0_pad[0] ? zinv_1[703:672] :
+                    zinv_0[703:672])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[671:640] : zinv_6[671:640]) : (p0_pad[0] ? zinv_5[671:640] :
+                    zinv_4[671:640])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[671:640] : zinv_2[671:640]) : (p0_pad[0] ? zinv_1[671:640] :
+                    zinv_0[671:640])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[639:608] : zinv_6[639:608]) : (p0_pad[0] ? zinv_5[639:608] :
+                    zinv_4[639:608])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[639:608] : zinv_2[639:608]) : (p0_pad[0] ? zinv_1[639:608] :
+                    zinv_0[639:608])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[607:576] : zinv_6[607:576]) : (p0_pad[0] ? zinv_5[607:576] :
+                    zinv_4[607:576])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[607:576] : zinv_2[607:576]) : (p0_pad[0] ? zinv_1[607:576] :
+                    zinv_0[607:576])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[575:544] : zinv_6[575:544]) : (p0_pad[0] ? zinv_5[575:544] :
+                    zinv_4[575:544])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[575:544] : zinv_2[575:544]) : (p0_pad[0] ? zinv_1[575:544] :
+                    zinv_0[575:544])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[543:512] : zinv_6[543:512]) : (p0_pad[0] ? zinv_5[543:512] :
+                    zinv_4[543:512])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[543:512] : zinv_2[543:512]) : (p0_pad[0] ? zinv_1[543:512] :
+                    zinv_0[543:512])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[511:480] : zinv_6[511:480]) : (p0_pad[0] ? zinv_5[511:480] :
+                    zinv_4[511:480])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[511:480] : zinv_2[511:480]) : (p0_pad[0] ? zinv_1[511:480] :
+                    zinv_0[511:480])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[479:448] : zinv_6[479:448]) : (p0_pad[0] ? zinv_5[479:448] :
+                    zinv_4[479:448])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[479:448] : zinv_2[479:448]) : (p0_pad[0] ? zinv_1[479:448] :
+                    zinv_0[479:448])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[447:416] : zinv_6[447:416]) : (p0_pad[0] ? zinv_5[447:416] :
+                    zinv_4[447:416])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[447:416] : zinv_2[447:416]) : (p0_pad[0] ? zinv_1[447:416] :
+                    zinv_0[447:416])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[415:384] : zinv_6[415:384]) : (p0_pad[0] ? zinv_5[415:384] :
+                    zinv_4[415:384])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[415:384] : zinv_2[415:384]) : (p0_pad[0] ? zinv_1[415:384] :
+                    zinv_0[415:384])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[383:352] : zinv_6[383:352]) : (p0_pad[0] ? zinv_5[383:352] :
+                    zinv_4[383:352])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[383:352] : zinv_2[383:352]) : (p0_pad[0] ? zinv_1[383:352] :
+                    zinv_0[383:352])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[351:320] : zinv_6[351:320]) : (p0_pad[0] ? zinv_5[351:320] :
+                    zinv_4[351:320])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[351:320] : zinv_2[351:320]) : (p0_pad[0] ? zinv_1[351:320] :
+                    zinv_0[351:320])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[319:288] : zinv_6[319:288]) : (p0_pad[0] ? zinv_5[319:288] :
+                    zinv_4[319:288])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[319:288] : zinv_2[319:288]) : (p0_pad[0] ? zinv_1[319:288] :
+                    zinv_0[319:288])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[287:256] : zinv_6[287:256]) : (p0_pad[0] ? zinv_5[287:256] :
+                    zinv_4[287:256])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[287:256] : zinv_2[287:256]) : (p0_pad[0] ? zinv_1[287:256] :
+                    zinv_0[287:256])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[255:224] : zinv_6[255:224]) : (p0_pad[0] ? zinv_5[255:224] :
+                    zinv_4[255:224])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[255:224] : zinv_2[255:224]) : (p0_pad[0] ? zinv_1[255:224] :
+                    zinv_0[255:224])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[223:192] : zinv_6[223:192]) : (p0_pad[0] ? zinv_5[223:192] :
+                    zinv_4[223:192])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[223:192] : zinv_2[223:192]) : (p0_pad[0] ? zinv_1[223:192] :
+                    zinv_0[223:192])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[191:160] : zinv_6[191:160]) : (p0_pad[0] ? zinv_5[191:160] :
+                    zinv_4[191:160])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[191:160] : zinv_2[191:160]) : (p0_pad[0] ? zinv_1[191:160] :
+                    zinv_0[191:160])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[159:128] : zinv_6[159:128]) : (p0_pad[0] ? zinv_5[159:128] :
+                    zinv_4[159:128])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[159:128] : zinv_2[159:128]) : (p0_pad[0] ? zinv_1[159:128] :
+                    zinv_0[159:128])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[127:96] : zinv_6[127:96]) : (p0_pad[0] ? zinv_5[127:96] :
+                    zinv_4[127:96])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[127:96] : zinv_2[127:96]) : (p0_pad[0] ? zinv_1[127:96] :
+                    zinv_0[127:96])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[95:64] : zinv_6[95:64]) : (p0_pad[0] ? zinv_5[95:64] :
+                    zinv_4[95:64])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[95:64] : zinv_2[95:64]) : (p0_pad[0] ? zinv_1[95:64] :
+                    zinv_0[95:64])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[63:32] : zinv_6[63:32]) : (p0_pad[0] ? zinv_5[63:32] :
+                    zinv_4[63:32])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[63:32] : zinv_2[63:32]) : (p0_pad[0] ? zinv_1[63:32] :
+                    zinv_0[63:32])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[31:0] : zinv_6[31:0]) : (p0_pad[0] ? zinv_5[31:0] :
+                    zinv_4[31:0])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[31:0] : zinv_2[31:0]) : (p0_pad[0] ? zinv_1[31:0] : zinv_0[31:0]))))
+            };
         end
     end
 
@@ -1359,7 +1321,40 @@ module mpa_tx_w256 (
         if (rst) begin
             o_data <= 256'h0000000000000000000000000000000000000000000000000000000000000000;
         end else if (advance & p1_valid) begin
-            o_data <= o_merged;
+            o_data <= {
+                (((p1_last & p1_crc_on) & p1_keep[31]) & ~p1_cover[31]) ? o_crc_value[31:24] : p1_data[255:248],
+                (((p1_last & p1_crc_on) & p1_keep[30]) & ~p1_cover[30]) ? o_crc_value[23:16] : p1_data[247:240],
+                (((p1_last & p1_crc_on) & p1_keep[29]) & ~p1_cover[29]) ? o_crc_value[15:8] : p1_data[239:232],
+                (((p1_last & p1_crc_on) & p1_keep[28]) & ~p1_cover[28]) ? o_crc_value[7:0] : p1_data[231:224],
+                (((p1_last & p1_crc_on) & p1_keep[27]) & ~p1_cover[27]) ? o_crc_value[31:24] : p1_data[223:216],
+                (((p1_last & p1_crc_on) & p1_keep[26]) & ~p1_cover[26]) ? o_crc_value[23:16] : p1_data[215:208],
+                (((p1_last & p1_crc_on) & p1_keep[25]) & ~p1_cover[25]) ? o_crc_value[15:8] : p1_data[207:200],
+                (((p1_last & p1_crc_on) & p1_keep[24]) & ~p1_cover[24]) ? o_crc_value[7:0] : p1_data[199:192],
+                (((p1_last & p1_crc_on) & p1_keep[23]) & ~p1_cover[23]) ? o_crc_value[31:24] : p1_data[191:184],
+                (((p1_last & p1_crc_on) & p1_keep[22]) & ~p1_cover[22]) ? o_crc_value[23:16] : p1_data[183:176],
+                (((p1_last & p1_crc_on) & p1_keep[21]) & ~p1_cover[21]) ? o_crc_value[15:8] : p1_data[175:168],
+                (((p1_last & p1_crc_on) & p1_keep[20]) & ~p1_cover[20]) ? o_crc_value[7:0] : p1_data[167:160],
+                (((p1_last & p1_crc_on) & p1_keep[19]) & ~p1_cover[19]) ? o_crc_value[31:24] : p1_data[159:152],
+                (((p1_last & p1_crc_on) & p1_keep[18]) & ~p1_cover[18]) ? o_crc_value[23:16] : p1_data[151:144],
+                (((p1_last & p1_crc_on) & p1_keep[17]) & ~p1_cover[17]) ? o_crc_value[15:8] : p1_data[143:136],
+                (((p1_last & p1_crc_on) & p1_keep[16]) & ~p1_cover[16]) ? o_crc_value[7:0] : p1_data[135:128],
+                (((p1_last & p1_crc_on) & p1_keep[15]) & ~p1_cover[15]) ? o_crc_value[31:24] : p1_data[127:120],
+                (((p1_last & p1_crc_on) & p1_keep[14]) & ~p1_cover[14]) ? o_crc_value[23:16] : p1_data[119:112],
+                (((p1_last & p1_crc_on) & p1_keep[13]) & ~p1_cover[13]) ? o_crc_value[15:8] : p1_data[111:104],
+                (((p1_last & p1_crc_on) & p1_keep[12]) & ~p1_cover[12]) ? o_crc_value[7:0] : p1_data[103:96],
+                (((p1_last & p1_crc_on) & p1_keep[11]) & ~p1_cover[11]) ? o_crc_value[31:24] : p1_data[95:88],
+                (((p1_last & p1_crc_on) & p1_keep[10]) & ~p1_cover[10]) ? o_crc_value[23:16] : p1_data[87:80],
+                (((p1_last & p1_crc_on) & p1_keep[9]) & ~p1_cover[9]) ? o_crc_value[15:8] : p1_data[79:72],
+                (((p1_last & p1_crc_on) & p1_keep[8]) & ~p1_cover[8]) ? o_crc_value[7:0] : p1_data[71:64],
+                (((p1_last & p1_crc_on) & p1_keep[7]) & ~p1_cover[7]) ? o_crc_value[31:24] : p1_data[63:56],
+                (((p1_last & p1_crc_on) & p1_keep[6]) & ~p1_cover[6]) ? o_crc_value[23:16] : p1_data[55:48],
+                (((p1_last & p1_crc_on) & p1_keep[5]) & ~p1_cover[5]) ? o_crc_value[15:8] : p1_data[47:40],
+                (((p1_last & p1_crc_on) & p1_keep[4]) & ~p1_cover[4]) ? o_crc_value[7:0] : p1_data[39:32],
+                (((p1_last & p1_crc_on) & p1_keep[3]) & ~p1_cover[3]) ? o_crc_value[31:24] : p1_data[31:24],
+                (((p1_last & p1_crc_on) & p1_keep[2]) & ~p1_cover[2]) ? o_crc_value[23:16] : p1_data[23:16],
+                (((p1_last & p1_crc_on) & p1_keep[1]) & ~p1_cover[1]) ? o_crc_value[15:8] : p1_data[15:8],
+                (((p1_last & p1_crc_on) & p1_keep[0]) & ~p1_cover[0]) ? o_crc_value[7:0] : p1_data[7:0]
+            };
         end
     end
 

@@ -184,7 +184,6 @@ architecture rtl of mpa_tx_w256 is
     signal f_room_cov_small : std_logic_vector(6 downto 0);
     signal f_room_end_big : std_logic;
     signal f_room_end_small : std_logic_vector(6 downto 0);
-    signal f_window : std_logic_vector(511 downto 0);
     signal f_shifted : std_logic_vector(255 downto 0); -- ULPDU octets aligned to this beat's lanes
     signal f_fpduptr : std_logic_vector(15 downto 0);
     signal l0_marker : std_logic;
@@ -251,22 +250,21 @@ architecture rtl of mpa_tx_w256 is
     signal l30_after : std_logic;
     signal l31_marker : std_logic;
     signal l31_after : std_logic;
-    signal f_data : std_logic_vector(255 downto 0); -- the formed beat, CRC field still zero
-    signal f_keep : std_logic_vector(31 downto 0);
-    signal f_cover : std_logic_vector(31 downto 0); -- lanes the CRC covers
     signal f_end_offset : std_logic_vector(31 downto 0); -- stream offset just past the FPDU
     signal f_start : std_logic;              -- load the next FPDU's context
     signal n_len_padded : std_logic_vector(17 downto 0); -- 2 + length + PAD
     signal f_continue : std_logic;
     signal fb_valid : std_logic := '0';      -- stage f holds a formed beat
-    signal fb_data : std_logic_vector(255 downto 0);
+    signal fb_data : std_logic_vector(255 downto 0); -- the formed beat, CRC field still zero
     signal fb_keep : std_logic_vector(31 downto 0);
-    signal fb_cover : std_logic_vector(31 downto 0);
+    signal fb_cover : std_logic_vector(31 downto 0); -- lanes the CRC covers
     signal fb_last : std_logic;
     signal fb_crc : std_logic;
     signal fb_user : std_logic_vector(31 downto 0);
-    signal fb_masked : std_logic_vector(255 downto 0); -- covered octets, others zero
-    signal fb_term : std_logic_vector(31 downto 0); -- the beat's contribution to the CRC register
+    signal fb_masked_0 : std_logic_vector(63 downto 0); -- lanes 0..7 of the beat, unused lanes zeroed
+    signal fb_masked_1 : std_logic_vector(63 downto 0); -- lanes 8..15 of the beat, unused lanes zeroed
+    signal fb_masked_2 : std_logic_vector(63 downto 0); -- lanes 16..23 of the beat, unused lanes zeroed
+    signal fb_masked_3 : std_logic_vector(63 downto 0); -- lanes 24..31 of the beat, unused lanes zeroed
     signal fb_cover_last : std_logic_vector(31 downto 0);
     signal fb_cover_none : std_logic;        -- the beat is the CRC field alone
     signal fb_pad : std_logic_vector(5 downto 0); -- lanes the CRC does not cover
@@ -276,7 +274,7 @@ architecture rtl of mpa_tx_w256 is
     signal b_last : std_logic;
     signal b_crc_on : std_logic;
     signal b_user : std_logic_vector(31 downto 0);
-    signal b_term : std_logic_vector(31 downto 0);
+    signal b_term : std_logic_vector(31 downto 0); -- the beat's contribution to the CRC register
     signal b_pad : std_logic_vector(5 downto 0);
     signal b_cover : std_logic_vector(31 downto 0);
     signal crc_state : std_logic_vector(31 downto 0) := x"ffffffff"; -- CRC register of the FPDU before stage b's beat
@@ -291,7 +289,6 @@ architecture rtl of mpa_tx_w256 is
     signal p0_reg : std_logic_vector(31 downto 0); -- CRC register, corrected so far
     signal p0_pad : std_logic_vector(5 downto 0); -- pad-lane bits not yet applied
     signal p0_cover : std_logic_vector(31 downto 0);
-    signal p0_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 0..2
     signal p0_pad_rest : std_logic_vector(2 downto 0);
     signal p1_valid : std_logic := '0';
     signal p1_data : std_logic_vector(255 downto 0);
@@ -304,7 +301,6 @@ architecture rtl of mpa_tx_w256 is
     signal p1_cover : std_logic_vector(31 downto 0);
     signal p1_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 3..5
     signal o_crc_value : std_logic_vector(31 downto 0); -- the FPDU's CRC32c
-    signal o_merged : std_logic_vector(255 downto 0); -- the beat with its CRC field filled
     signal o_data : std_logic_vector(255 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000";
     signal o_keep : std_logic_vector(31 downto 0) := x"00000000";
     signal o_last : std_logic := '0';
@@ -340,8 +336,7 @@ begin
     f_room_cov_small <= f_room_cov(6 downto 0);
     f_room_end_big <= or f_room_end(16 downto 7);
     f_room_end_small <= f_room_end(6 downto 0);
-    f_window <= std_logic_vector'(win1_data(239 downto 0) & win0_data & x"0000");
-    f_shifted <= mux(f_rel(5), mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), f_window(511 downto 256), f_window(511 downto 256)), mux(f_rel(2), f_window(511 downto 256), f_window(511 downto 256))), mux(f_rel(3), mux(f_rel(2), f_window(511 downto 256), f_window(511 downto 256)), mux(f_rel(2), f_window(511 downto 256), f_window(511 downto 256)))), mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), f_window(479 downto 224), f_window(447 downto 192)), mux(f_rel(2), f_window(415 downto 160), f_window(383 downto 128))), mux(f_rel(3), mux(f_rel(2), f_window(351 downto 96), f_window(319 downto 64)), mux(f_rel(2), f_window(287 downto 32), f_window(255 downto 0)))));
+    f_shifted <= mux(f_rel(5), mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(239 downto 0) & win0_data(255 downto 240)), std_logic_vector'(win1_data(239 downto 0) & win0_data(255 downto 240))), mux(f_rel(2), std_logic_vector'(win1_data(239 downto 0) & win0_data(255 downto 240)), std_logic_vector'(win1_data(239 downto 0) & win0_data(255 downto 240)))), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(239 downto 0) & win0_data(255 downto 240)), std_logic_vector'(win1_data(239 downto 0) & win0_data(255 downto 240))), mux(f_rel(2), std_logic_vector'(win1_data(239 downto 0) & win0_data(255 downto 240)), std_logic_vector'(win1_data(239 downto 0) & win0_data(255 downto 240))))), mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(207 downto 0) & win0_data(255 downto 208)), std_logic_vector'(win1_data(175 downto 0) & win0_data(255 downto 176))), mux(f_rel(2), std_logic_vector'(win1_data(143 downto 0) & win0_data(255 downto 144)), std_logic_vector'(win1_data(111 downto 0) & win0_data(255 downto 112)))), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(79 downto 0) & win0_data(255 downto 80)), std_logic_vector'(win1_data(47 downto 0) & win0_data(255 downto 48))), mux(f_rel(2), std_logic_vector'(win1_data(15 downto 0) & win0_data(255 downto 16)), std_logic_vector'(win0_data(239 downto 0) & x"0000")))));
     f_fpduptr <= mux((f_first and f_lead) and b2l(f_to_marker = "000000000"), x"0000", std_logic_vector(unsigned(std_logic_vector(unsigned(f_wire) + unsigned(std_logic_vector'("0000000" & f_to_marker)))) - unsigned(mux(f_lead, x"0004", x"0000"))));
     l0_marker <= f_marker_here and b2l(f_marker_group = "000");
     l0_after <= f_marker_here and '0';
@@ -407,298 +402,6 @@ begin
     l30_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("111"));
     l31_marker <= f_marker_here and b2l(f_marker_group = "111");
     l31_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("111"));
-    f_data <= std_logic_vector'(
-        mux(l31_marker, f_fpduptr(7 downto 0), mux(mux(l31_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0011111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0100011") < unsigned(f_room_data_small)))), mux(l31_after, f_shifted(223 downto 216),
-            f_shifted(255 downto 248)), x"00")) &
-        mux(l30_marker, f_fpduptr(15 downto 8), mux(mux(l30_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0011110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0100010") < unsigned(f_room_data_small)))), mux(l30_after, f_shifted(215 downto 208),
-            f_shifted(247 downto 240)), x"00")) &
-        mux(l29_marker, x"00", mux(mux(l29_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011101") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0100001") <
-            unsigned(f_room_data_small)))), mux(l29_after, f_shifted(207 downto 200), f_shifted(239 downto 232)), x"00")) &
-        mux(l28_marker, x"00", mux(mux(l28_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011100") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0100000") <
-            unsigned(f_room_data_small)))), mux(l28_after, f_shifted(199 downto 192), f_shifted(231 downto 224)), x"00")) &
-        mux(l27_marker, f_fpduptr(7 downto 0), mux(mux(l27_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0011011") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0011111") < unsigned(f_room_data_small)))), mux(l27_after, f_shifted(191 downto 184),
-            f_shifted(223 downto 216)), x"00")) &
-        mux(l26_marker, f_fpduptr(15 downto 8), mux(mux(l26_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0011010") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0011110") < unsigned(f_room_data_small)))), mux(l26_after, f_shifted(183 downto 176),
-            f_shifted(215 downto 208)), x"00")) &
-        mux(l25_marker, x"00", mux(mux(l25_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011001") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011101") <
-            unsigned(f_room_data_small)))), mux(l25_after, f_shifted(175 downto 168), f_shifted(207 downto 200)), x"00")) &
-        mux(l24_marker, x"00", mux(mux(l24_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011000") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011100") <
-            unsigned(f_room_data_small)))), mux(l24_after, f_shifted(167 downto 160), f_shifted(199 downto 192)), x"00")) &
-        mux(l23_marker, f_fpduptr(7 downto 0), mux(mux(l23_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0010111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0011011") < unsigned(f_room_data_small)))), mux(l23_after, f_shifted(159 downto 152),
-            f_shifted(191 downto 184)), x"00")) &
-        mux(l22_marker, f_fpduptr(15 downto 8), mux(mux(l22_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0010110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0011010") < unsigned(f_room_data_small)))), mux(l22_after, f_shifted(151 downto 144),
-            f_shifted(183 downto 176)), x"00")) &
-        mux(l21_marker, x"00", mux(mux(l21_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010101") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011001") <
-            unsigned(f_room_data_small)))), mux(l21_after, f_shifted(143 downto 136), f_shifted(175 downto 168)), x"00")) &
-        mux(l20_marker, x"00", mux(mux(l20_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010100") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011000") <
-            unsigned(f_room_data_small)))), mux(l20_after, f_shifted(135 downto 128), f_shifted(167 downto 160)), x"00")) &
-        mux(l19_marker, f_fpduptr(7 downto 0), mux(mux(l19_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0010011") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0010111") < unsigned(f_room_data_small)))), mux(l19_after, f_shifted(127 downto 120),
-            f_shifted(159 downto 152)), x"00")) &
-        mux(l18_marker, f_fpduptr(15 downto 8), mux(mux(l18_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0010010") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0010110") < unsigned(f_room_data_small)))), mux(l18_after, f_shifted(119 downto 112),
-            f_shifted(151 downto 144)), x"00")) &
-        mux(l17_marker, x"00", mux(mux(l17_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010001") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010101") <
-            unsigned(f_room_data_small)))), mux(l17_after, f_shifted(111 downto 104), f_shifted(143 downto 136)), x"00")) &
-        mux(l16_marker, x"00", mux(mux(l16_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010000") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010100") <
-            unsigned(f_room_data_small)))), mux(l16_after, f_shifted(103 downto 96), f_shifted(135 downto 128)), x"00")) &
-        mux(l15_marker, f_fpduptr(7 downto 0), mux(mux(l15_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0001111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0010011") < unsigned(f_room_data_small)))), mux(l15_after, f_shifted(95 downto 88),
-            f_shifted(127 downto 120)), x"00")) &
-        mux(l14_marker, f_fpduptr(15 downto 8), mux(mux(l14_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0001110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0010010") < unsigned(f_room_data_small)))), mux(l14_after, f_shifted(87 downto 80),
-            f_shifted(119 downto 112)), x"00")) &
-        mux(l13_marker, x"00", mux(mux(l13_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001101") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010001") <
-            unsigned(f_room_data_small)))), mux(l13_after, f_shifted(79 downto 72), f_shifted(111 downto 104)), x"00")) &
-        mux(l12_marker, x"00", mux(mux(l12_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001100") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010000") <
-            unsigned(f_room_data_small)))), mux(l12_after, f_shifted(71 downto 64), f_shifted(103 downto 96)), x"00")) &
-        mux(l11_marker, f_fpduptr(7 downto 0), mux(mux(l11_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0001011") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0001111") < unsigned(f_room_data_small)))), mux(l11_after, f_shifted(63 downto 56),
-            f_shifted(95 downto 88)), x"00")) &
-        mux(l10_marker, f_fpduptr(15 downto 8), mux(mux(l10_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0001010") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0001110") < unsigned(f_room_data_small)))), mux(l10_after, f_shifted(55 downto 48),
-            f_shifted(87 downto 80)), x"00")) &
-        mux(l9_marker, x"00", mux(mux(l9_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001001") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001101") <
-            unsigned(f_room_data_small)))), mux(l9_after, f_shifted(47 downto 40), f_shifted(79 downto 72)), x"00")) &
-        mux(l8_marker, x"00", mux(mux(l8_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001000") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001100") <
-            unsigned(f_room_data_small)))), mux(l8_after, f_shifted(39 downto 32), f_shifted(71 downto 64)), x"00")) &
-        mux(l7_marker, f_fpduptr(7 downto 0), mux(mux(l7_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0000111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0001011") < unsigned(f_room_data_small)))), mux(l7_after, f_shifted(31 downto 24),
-            f_shifted(63 downto 56)), x"00")) &
-        mux(l6_marker, f_fpduptr(15 downto 8), mux(mux(l6_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0000110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0001010") < unsigned(f_room_data_small)))), mux(l6_after, f_shifted(23 downto 16),
-            f_shifted(55 downto 48)), x"00")) &
-        mux(l5_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(7 downto 0), mux(mux(l5_after, (not f_room_data(17))
-            and (f_room_data_big or b2l(unsigned'("0000101") < unsigned(f_room_data_small))), (not f_room_data(17)) and
-            (f_room_data_big or b2l(unsigned'("0001001") < unsigned(f_room_data_small)))), mux(l5_after, f_shifted(15 downto 8),
-            f_shifted(47 downto 40)), x"00"))) &
-        mux(l4_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(15 downto 8), mux(mux(l4_after, (not f_room_data(17))
-            and (f_room_data_big or b2l(unsigned'("0000100") < unsigned(f_room_data_small))), (not f_room_data(17)) and
-            (f_room_data_big or b2l(unsigned'("0001000") < unsigned(f_room_data_small)))), mux(l4_after, f_shifted(7 downto 0),
-            f_shifted(39 downto 32)), x"00"))) &
-        mux(l3_marker, f_fpduptr(7 downto 0), mux(mux(l3_after, '0', (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0000111") < unsigned(f_room_data_small)))), f_shifted(31 downto 24), x"00")) &
-        mux(l2_marker, f_fpduptr(15 downto 8), mux(mux(l2_after, '0', (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'("0000110") < unsigned(f_room_data_small)))), f_shifted(23 downto 16), x"00")) &
-        mux(l1_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(7 downto 0), mux(mux(l1_after, '0', (not
-            f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0000101") < unsigned(f_room_data_small)))),
-            f_shifted(15 downto 8), x"00"))) &
-        mux(l0_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(15 downto 8), mux(mux(l0_after, '0', (not
-            f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0000100") < unsigned(f_room_data_small)))),
-            f_shifted(7 downto 0), x"00")))
-    );
-    f_keep <= std_logic_vector'(
-        (l31_marker or mux(l31_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011111") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100011") <
-            unsigned(f_room_end_small))))) &
-        (l30_marker or mux(l30_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011110") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100010") <
-            unsigned(f_room_end_small))))) &
-        (l29_marker or mux(l29_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011101") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100001") <
-            unsigned(f_room_end_small))))) &
-        (l28_marker or mux(l28_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011100") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100000") <
-            unsigned(f_room_end_small))))) &
-        (l27_marker or mux(l27_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011011") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011111") <
-            unsigned(f_room_end_small))))) &
-        (l26_marker or mux(l26_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011010") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011110") <
-            unsigned(f_room_end_small))))) &
-        (l25_marker or mux(l25_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011001") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011101") <
-            unsigned(f_room_end_small))))) &
-        (l24_marker or mux(l24_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011000") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011100") <
-            unsigned(f_room_end_small))))) &
-        (l23_marker or mux(l23_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010111") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011011") <
-            unsigned(f_room_end_small))))) &
-        (l22_marker or mux(l22_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010110") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011010") <
-            unsigned(f_room_end_small))))) &
-        (l21_marker or mux(l21_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010101") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011001") <
-            unsigned(f_room_end_small))))) &
-        (l20_marker or mux(l20_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010100") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011000") <
-            unsigned(f_room_end_small))))) &
-        (l19_marker or mux(l19_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010011") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010111") <
-            unsigned(f_room_end_small))))) &
-        (l18_marker or mux(l18_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010010") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010110") <
-            unsigned(f_room_end_small))))) &
-        (l17_marker or mux(l17_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010001") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010101") <
-            unsigned(f_room_end_small))))) &
-        (l16_marker or mux(l16_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010000") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010100") <
-            unsigned(f_room_end_small))))) &
-        (l15_marker or mux(l15_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001111") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010011") <
-            unsigned(f_room_end_small))))) &
-        (l14_marker or mux(l14_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001110") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010010") <
-            unsigned(f_room_end_small))))) &
-        (l13_marker or mux(l13_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001101") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010001") <
-            unsigned(f_room_end_small))))) &
-        (l12_marker or mux(l12_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001100") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010000") <
-            unsigned(f_room_end_small))))) &
-        (l11_marker or mux(l11_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001011") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001111") <
-            unsigned(f_room_end_small))))) &
-        (l10_marker or mux(l10_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001010") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001110") <
-            unsigned(f_room_end_small))))) &
-        (l9_marker or mux(l9_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001001") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001101") <
-            unsigned(f_room_end_small))))) &
-        (l8_marker or mux(l8_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001000") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001100") <
-            unsigned(f_room_end_small))))) &
-        (l7_marker or mux(l7_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000111") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001011") <
-            unsigned(f_room_end_small))))) &
-        (l6_marker or mux(l6_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000110") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001010") <
-            unsigned(f_room_end_small))))) &
-        (l5_marker or mux(l5_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000101") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001001") <
-            unsigned(f_room_end_small))))) &
-        (l4_marker or mux(l4_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000100") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001000") <
-            unsigned(f_room_end_small))))) &
-        (l3_marker or mux(l3_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000111") < unsigned(f_room_end_small))))) &
-        (l2_marker or mux(l2_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000110") < unsigned(f_room_end_small))))) &
-        (l1_marker or mux(l1_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000101") < unsigned(f_room_end_small))))) &
-        (l0_marker or mux(l0_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000100") < unsigned(f_room_end_small)))))
-    );
-    f_cover <= std_logic_vector'(
-        (l31_marker or mux(l31_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011111") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100011") <
-            unsigned(f_room_cov_small))))) &
-        (l30_marker or mux(l30_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011110") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100010") <
-            unsigned(f_room_cov_small))))) &
-        (l29_marker or mux(l29_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011101") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100001") <
-            unsigned(f_room_cov_small))))) &
-        (l28_marker or mux(l28_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011100") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100000") <
-            unsigned(f_room_cov_small))))) &
-        (l27_marker or mux(l27_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011011") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011111") <
-            unsigned(f_room_cov_small))))) &
-        (l26_marker or mux(l26_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011010") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011110") <
-            unsigned(f_room_cov_small))))) &
-        (l25_marker or mux(l25_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011001") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011101") <
-            unsigned(f_room_cov_small))))) &
-        (l24_marker or mux(l24_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011000") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011100") <
-            unsigned(f_room_cov_small))))) &
-        (l23_marker or mux(l23_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010111") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011011") <
-            unsigned(f_room_cov_small))))) &
-        (l22_marker or mux(l22_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010110") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011010") <
-            unsigned(f_room_cov_small))))) &
-        (l21_marker or mux(l21_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010101") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011001") <
-            unsigned(f_room_cov_small))))) &
-        (l20_marker or mux(l20_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010100") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011000") <
-            unsigned(f_room_cov_small))))) &
-        (l19_marker or mux(l19_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010011") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010111") <
-            unsigned(f_room_cov_small))))) &
-        (l18_marker or mux(l18_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010010") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010110") <
-            unsigned(f_room_cov_small))))) &
-        (l17_marker or mux(l17_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010001") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010101") <
-            unsigned(f_room_cov_small))))) &
-        (l16_marker or mux(l16_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010000") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010100") <
-            unsigned(f_room_cov_small))))) &
-        (l15_marker or mux(l15_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001111") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010011") <
-            unsigned(f_room_cov_small))))) &
-        (l14_marker or mux(l14_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001110") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010010") <
-            unsigned(f_room_cov_small))))) &
-        (l13_marker or mux(l13_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001101") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010001") <
-            unsigned(f_room_cov_small))))) &
-        (l12_marker or mux(l12_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001100") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010000") <
-            unsigned(f_room_cov_small))))) &
-        (l11_marker or mux(l11_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001011") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001111") <
-            unsigned(f_room_cov_small))))) &
-        (l10_marker or mux(l10_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001010") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001110") <
-            unsigned(f_room_cov_small))))) &
-        (l9_marker or mux(l9_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001001") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001101") <
-            unsigned(f_room_cov_small))))) &
-        (l8_marker or mux(l8_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001000") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001100") <
-            unsigned(f_room_cov_small))))) &
-        (l7_marker or mux(l7_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000111") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001011") <
-            unsigned(f_room_cov_small))))) &
-        (l6_marker or mux(l6_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000110") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001010") <
-            unsigned(f_room_cov_small))))) &
-        (l5_marker or mux(l5_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000101") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001001") <
-            unsigned(f_room_cov_small))))) &
-        (l4_marker or mux(l4_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000100") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001000") <
-            unsigned(f_room_cov_small))))) &
-        (l3_marker or mux(l3_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000111") < unsigned(f_room_cov_small))))) &
-        (l2_marker or mux(l2_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000110") < unsigned(f_room_cov_small))))) &
-        (l1_marker or mux(l1_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000101") < unsigned(f_room_cov_small))))) &
-        (l0_marker or mux(l0_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000100") < unsigned(f_room_cov_small)))))
-    );
     f_end_offset <= std_logic_vector(unsigned(f_pos) + unsigned(std_logic_vector'(
         "00000000000000" &
         std_logic_vector(unsigned(f_room_cov) + unsigned(mux(f_marker_here, "000000000000000100", "000000000000000000")))
@@ -711,31 +414,7 @@ begin
     )), "000");
     n_len_padded <= std_logic_vector(unsigned(std_logic_vector'("00" & ctx0_len)) + unsigned'("000000000000000101")) and "111111111111111100";
     f_continue <= f_emit and (not f_last);
-    fb_masked <= std_logic_vector'(
-        (fb_data(255 downto 248) and std_logic_vector'(7 downto 0 => fb_cover(31))) &
-        (fb_data(247 downto 240) and std_logic_vector'(7 downto 0 => fb_cover(30))) &
-        (fb_data(239 downto 232) and std_logic_vector'(7 downto 0 => fb_cover(29))) &
-        (fb_data(231 downto 224) and std_logic_vector'(7 downto 0 => fb_cover(28))) &
-        (fb_data(223 downto 216) and std_logic_vector'(7 downto 0 => fb_cover(27))) &
-        (fb_data(215 downto 208) and std_logic_vector'(7 downto 0 => fb_cover(26))) &
-        (fb_data(207 downto 200) and std_logic_vector'(7 downto 0 => fb_cover(25))) &
-        (fb_data(199 downto 192) and std_logic_vector'(7 downto 0 => fb_cover(24))) &
-        (fb_data(191 downto 184) and std_logic_vector'(7 downto 0 => fb_cover(23))) &
-        (fb_data(183 downto 176) and std_logic_vector'(7 downto 0 => fb_cover(22))) &
-        (fb_data(175 downto 168) and std_logic_vector'(7 downto 0 => fb_cover(21))) &
-        (fb_data(167 downto 160) and std_logic_vector'(7 downto 0 => fb_cover(20))) &
-        (fb_data(159 downto 152) and std_logic_vector'(7 downto 0 => fb_cover(19))) &
-        (fb_data(151 downto 144) and std_logic_vector'(7 downto 0 => fb_cover(18))) &
-        (fb_data(143 downto 136) and std_logic_vector'(7 downto 0 => fb_cover(17))) &
-        (fb_data(135 downto 128) and std_logic_vector'(7 downto 0 => fb_cover(16))) &
-        (fb_data(127 downto 120) and std_logic_vector'(7 downto 0 => fb_cover(15))) &
-        (fb_data(119 downto 112) and std_logic_vector'(7 downto 0 => fb_cover(14))) &
-        (fb_data(111 downto 104) and std_logic_vector'(7 downto 0 => fb_cover(13))) &
-        (fb_data(103 downto 96) and std_logic_vector'(7 downto 0 => fb_cover(12))) &
-        (fb_data(95 downto 88) and std_logic_vector'(7 downto 0 => fb_cover(11))) &
-        (fb_data(87 downto 80) and std_logic_vector'(7 downto 0 => fb_cover(10))) &
-        (fb_data(79 downto 72) and std_logic_vector'(7 downto 0 => fb_cover(9))) &
-        (fb_data(71 downto 64) and std_logic_vector'(7 downto 0 => fb_cover(8))) &
+    fb_masked_0 <= std_logic_vector'(
         (fb_data(63 downto 56) and std_logic_vector'(7 downto 0 => fb_cover(7))) &
         (fb_data(55 downto 48) and std_logic_vector'(7 downto 0 => fb_cover(6))) &
         (fb_data(47 downto 40) and std_logic_vector'(7 downto 0 => fb_cover(5))) &
@@ -745,39 +424,35 @@ begin
         (fb_data(15 downto 8) and std_logic_vector'(7 downto 0 => fb_cover(1))) &
         (fb_data(7 downto 0) and std_logic_vector'(7 downto 0 => fb_cover(0)))
     );
-    fb_term <= std_logic_vector'(
-        (xor (fb_masked and x"8fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebc")) &
-        (xor (fb_masked and x"47e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e")) &
-        (xor (fb_masked and x"23f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af")) &
-        (xor (fb_masked and x"11f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d7")) &
-        (xor (fb_masked and x"08fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89eb")) &
-        (xor (fb_masked and x"047e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5")) &
-        (xor (fb_masked and x"8df7c6eef047484aa4afe72a3c98cf15471b1e9b0278c6a5016629ed3b163cc6")) &
-        (xor (fb_masked and x"46fbe3777823a4255257f3951e4c678aa38d8f4d813c635280b314f69d8b1e63")) &
-        (xor (fb_masked and x"acb514c0a026440046385046838c554a2b361a4a70241fb434ed707e616d118d")) &
-        (xor (fb_masked and x"d9926f1b4c24b412cc0f81af4d6c4c2a6f6bd0c988a821c76ec2423a1f1e167a")) &
-        (xor (fb_masked and x"e301d2f6ba25cc1b8914695baa1c409a4d45358874ee3efec3d5db1820279581")) &
-        (xor (fb_masked and x"fe480c004125701f2b999d21d9a446c25c5247288acd3162155e17893fbb547c")) &
-        (xor (fb_masked and x"7f2406002092b80f95ccce90ecd223612e292394456698b10aaf0bc49fddaa3e")) &
-        (xor (fb_masked and x"b05ae67b0c7eca1525f5cec47ac3773fede44c2692096245f1e37fe760464ba3")) &
-        (xor (fb_masked and x"d7e596469a08f3187de94eee31cbdd108c02fbfff9be9f3f8c4545f69f8bbb6d")) &
-        (xor (fb_masked and x"6bf2cb234d04798c3ef4a77718e5ee8846017dfffcdf4f9fc622a2fb4fc5ddb6")) &
-        (xor (fb_masked and x"35f96591a6823cc61f7a53bb8c72f7442300befffe6fa7cfe311517da7e2eedb")) &
-        (xor (fb_masked and x"1afcb2c8d3411e630fbd29ddc6397ba211805f7fff37d3e7f188a8bed3f1776d")) &
-        (xor (fb_masked and x"82b6bc1f7597192368cd3d62efb6db5e7230f2534f21c7ee8c70ae5a4650250a")) &
-        (xor (fb_masked and x"ce93bb74a6fc1a835b75373d7b710b2043e8a4c5172acdea328cad280c808c39")) &
-        (xor (fb_masked and x"e88138c14f499b5342a93212b112e31f5b048f8e3b2f48e86df2ac9129e8d8a0")) &
-        (xor (fb_masked and x"74409c60a7a4cda9a15499095889718fad8247c71d97a47436f9564894f46c50")) &
-        (xor (fb_masked and x"b5e8ab4b4fe5f0c63fb9e508a0eede48ac31fe0f3e71fc276fc8512165d2a894")) &
-        (xor (fb_masked and x"d53cb0debbc56e71f0cf5b085cdd09ab2ce822eb2f82d00ec350d2959d41caf6")) &
-        (xor (fb_masked and x"6a9e586f5de2b738f867ad842e6e84d59674117597c1680761a8694acea0e57b")) &
-        (xor (fb_masked and x"ba87c94cb2c6cd8e93207f4e1b9d24e5b1cad5567b5a9a1ec460cea048f8ec01")) &
-        (xor (fb_masked and x"d28b01dd4554f0d5a683962b0164f4fda215b7478d17631216849d550bd4e8bc")) &
-        (xor (fb_masked and x"e68d6595be9dee783c5262998c181cf1abfa064f76319f947ff6b4afaa42eae2")) &
-        (xor (fb_masked and x"fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcd")) &
-        (xor (fb_masked and x"7e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6")) &
-        (xor (fb_masked and x"3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af3")) &
-        (xor (fb_masked and x"1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79"))
+    fb_masked_1 <= std_logic_vector'(
+        (fb_data(127 downto 120) and std_logic_vector'(7 downto 0 => fb_cover(15))) &
+        (fb_data(119 downto 112) and std_logic_vector'(7 downto 0 => fb_cover(14))) &
+        (fb_data(111 downto 104) and std_logic_vector'(7 downto 0 => fb_cover(13))) &
+        (fb_data(103 downto 96) and std_logic_vector'(7 downto 0 => fb_cover(12))) &
+        (fb_data(95 downto 88) and std_logic_vector'(7 downto 0 => fb_cover(11))) &
+        (fb_data(87 downto 80) and std_logic_vector'(7 downto 0 => fb_cover(10))) &
+        (fb_data(79 downto 72) and std_logic_vector'(7 downto 0 => fb_cover(9))) &
+        (fb_data(71 downto 64) and std_logic_vector'(7 downto 0 => fb_cover(8)))
+    );
+    fb_masked_2 <= std_logic_vector'(
+        (fb_data(191 downto 184) and std_logic_vector'(7 downto 0 => fb_cover(23))) &
+        (fb_data(183 downto 176) and std_logic_vector'(7 downto 0 => fb_cover(22))) &
+        (fb_data(175 downto 168) and std_logic_vector'(7 downto 0 => fb_cover(21))) &
+        (fb_data(167 downto 160) and std_logic_vector'(7 downto 0 => fb_cover(20))) &
+        (fb_data(159 downto 152) and std_logic_vector'(7 downto 0 => fb_cover(19))) &
+        (fb_data(151 downto 144) and std_logic_vector'(7 downto 0 => fb_cover(18))) &
+        (fb_data(143 downto 136) and std_logic_vector'(7 downto 0 => fb_cover(17))) &
+        (fb_data(135 downto 128) and std_logic_vector'(7 downto 0 => fb_cover(16)))
+    );
+    fb_masked_3 <= std_logic_vector'(
+        (fb_data(255 downto 248) and std_logic_vector'(7 downto 0 => fb_cover(31))) &
+        (fb_data(247 downto 240) and std_logic_vector'(7 downto 0 => fb_cover(30))) &
+        (fb_data(239 downto 232) and std_logic_vector'(7 downto 0 => fb_cover(29))) &
+        (fb_data(231 downto 224) and std_logic_vector'(7 downto 0 => fb_cover(28))) &
+        (fb_data(223 downto 216) and std_logic_vector'(7 downto 0 => fb_cover(27))) &
+        (fb_data(215 downto 208) and std_logic_vector'(7 downto 0 => fb_cover(26))) &
+        (fb_data(207 downto 200) and std_logic_vector'(7 downto 0 => fb_cover(25))) &
+        (fb_data(199 downto 192) and std_logic_vector'(7 downto 0 => fb_cover(24)))
     );
     fb_cover_last <= std_logic_vector'(
         fb_cover(31) &
@@ -856,104 +531,6 @@ begin
         (xor (crc_state and x"5f513d79"))
     );
     crc_next <= b_term xor crc_state_term;
-    p0_fixed <= std_logic_vector'(
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(1023 downto 992), zinv_6(1023 downto 992)),
-            mux(p0_pad(0), zinv_5(1023 downto 992), zinv_4(1023 downto 992))), mux(p0_pad(1), mux(p0_pad(0),
-            zinv_3(1023 downto 992), zinv_2(1023 downto 992)), mux(p0_pad(0), zinv_1(1023 downto 992), zinv_0(1023 downto 992)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(991 downto 960), zinv_6(991 downto 960)),
-            mux(p0_pad(0), zinv_5(991 downto 960), zinv_4(991 downto 960))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(991 downto 960),
-            zinv_2(991 downto 960)), mux(p0_pad(0), zinv_1(991 downto 960), zinv_0(991 downto 960)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(959 downto 928), zinv_6(959 downto 928)),
-            mux(p0_pad(0), zinv_5(959 downto 928), zinv_4(959 downto 928))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(959 downto 928),
-            zinv_2(959 downto 928)), mux(p0_pad(0), zinv_1(959 downto 928), zinv_0(959 downto 928)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(927 downto 896), zinv_6(927 downto 896)),
-            mux(p0_pad(0), zinv_5(927 downto 896), zinv_4(927 downto 896))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(927 downto 896),
-            zinv_2(927 downto 896)), mux(p0_pad(0), zinv_1(927 downto 896), zinv_0(927 downto 896)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(895 downto 864), zinv_6(895 downto 864)),
-            mux(p0_pad(0), zinv_5(895 downto 864), zinv_4(895 downto 864))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(895 downto 864),
-            zinv_2(895 downto 864)), mux(p0_pad(0), zinv_1(895 downto 864), zinv_0(895 downto 864)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(863 downto 832), zinv_6(863 downto 832)),
-            mux(p0_pad(0), zinv_5(863 downto 832), zinv_4(863 downto 832))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(863 downto 832),
-            zinv_2(863 downto 832)), mux(p0_pad(0), zinv_1(863 downto 832), zinv_0(863 downto 832)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(831 downto 800), zinv_6(831 downto 800)),
-            mux(p0_pad(0), zinv_5(831 downto 800), zinv_4(831 downto 800))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(831 downto 800),
-            zinv_2(831 downto 800)), mux(p0_pad(0), zinv_1(831 downto 800), zinv_0(831 downto 800)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(799 downto 768), zinv_6(799 downto 768)),
-            mux(p0_pad(0), zinv_5(799 downto 768), zinv_4(799 downto 768))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(799 downto 768),
-            zinv_2(799 downto 768)), mux(p0_pad(0), zinv_1(799 downto 768), zinv_0(799 downto 768)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(767 downto 736), zinv_6(767 downto 736)),
-            mux(p0_pad(0), zinv_5(767 downto 736), zinv_4(767 downto 736))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(767 downto 736),
-            zinv_2(767 downto 736)), mux(p0_pad(0), zinv_1(767 downto 736), zinv_0(767 downto 736)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(735 downto 704), zinv_6(735 downto 704)),
-            mux(p0_pad(0), zinv_5(735 downto 704), zinv_4(735 downto 704))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(735 downto 704),
-            zinv_2(735 downto 704)), mux(p0_pad(0), zinv_1(735 downto 704), zinv_0(735 downto 704)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(703 downto 672), zinv_6(703 downto 672)),
-            mux(p0_pad(0), zinv_5(703 downto 672), zinv_4(703 downto 672))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(703 downto 672),
-            zinv_2(703 downto 672)), mux(p0_pad(0), zinv_1(703 downto 672), zinv_0(703 downto 672)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(671 downto 640), zinv_6(671 downto 640)),
-            mux(p0_pad(0), zinv_5(671 downto 640), zinv_4(671 downto 640))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(671 downto 640),
-            zinv_2(671 downto 640)), mux(p0_pad(0), zinv_1(671 downto 640), zinv_0(671 downto 640)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(639 downto 608), zinv_6(639 downto 608)),
-            mux(p0_pad(0), zinv_5(639 downto 608), zinv_4(639 downto 608))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(639 downto 608),
-            zinv_2(639 downto 608)), mux(p0_pad(0), zinv_1(639 downto 608), zinv_0(639 downto 608)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(607 downto 576), zinv_6(607 downto 576)),
-            mux(p0_pad(0), zinv_5(607 downto 576), zinv_4(607 downto 576))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(607 downto 576),
-            zinv_2(607 downto 576)), mux(p0_pad(0), zinv_1(607 downto 576), zinv_0(607 downto 576)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(575 downto 544), zinv_6(575 downto 544)),
-            mux(p0_pad(0), zinv_5(575 downto 544), zinv_4(575 downto 544))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(575 downto 544),
-            zinv_2(575 downto 544)), mux(p0_pad(0), zinv_1(575 downto 544), zinv_0(575 downto 544)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(543 downto 512), zinv_6(543 downto 512)),
-            mux(p0_pad(0), zinv_5(543 downto 512), zinv_4(543 downto 512))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(543 downto 512),
-            zinv_2(543 downto 512)), mux(p0_pad(0), zinv_1(543 downto 512), zinv_0(543 downto 512)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(511 downto 480), zinv_6(511 downto 480)),
-            mux(p0_pad(0), zinv_5(511 downto 480), zinv_4(511 downto 480))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(511 downto 480),
-            zinv_2(511 downto 480)), mux(p0_pad(0), zinv_1(511 downto 480), zinv_0(511 downto 480)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(479 downto 448), zinv_6(479 downto 448)),
-            mux(p0_pad(0), zinv_5(479 downto 448), zinv_4(479 downto 448))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(479 downto 448),
-            zinv_2(479 downto 448)), mux(p0_pad(0), zinv_1(479 downto 448), zinv_0(479 downto 448)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(447 downto 416), zinv_6(447 downto 416)),
-            mux(p0_pad(0), zinv_5(447 downto 416), zinv_4(447 downto 416))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(447 downto 416),
-            zinv_2(447 downto 416)), mux(p0_pad(0), zinv_1(447 downto 416), zinv_0(447 downto 416)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(415 downto 384), zinv_6(415 downto 384)),
-            mux(p0_pad(0), zinv_5(415 downto 384), zinv_4(415 downto 384))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(415 downto 384),
-            zinv_2(415 downto 384)), mux(p0_pad(0), zinv_1(415 downto 384), zinv_0(415 downto 384)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(383 downto 352), zinv_6(383 downto 352)),
-            mux(p0_pad(0), zinv_5(383 downto 352), zinv_4(383 downto 352))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(383 downto 352),
-            zinv_2(383 downto 352)), mux(p0_pad(0), zinv_1(383 downto 352), zinv_0(383 downto 352)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(351 downto 320), zinv_6(351 downto 320)),
-            mux(p0_pad(0), zinv_5(351 downto 320), zinv_4(351 downto 320))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(351 downto 320),
-            zinv_2(351 downto 320)), mux(p0_pad(0), zinv_1(351 downto 320), zinv_0(351 downto 320)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(319 downto 288), zinv_6(319 downto 288)),
-            mux(p0_pad(0), zinv_5(319 downto 288), zinv_4(319 downto 288))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(319 downto 288),
-            zinv_2(319 downto 288)), mux(p0_pad(0), zinv_1(319 downto 288), zinv_0(319 downto 288)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(287 downto 256), zinv_6(287 downto 256)),
-            mux(p0_pad(0), zinv_5(287 downto 256), zinv_4(287 downto 256))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(287 downto 256),
-            zinv_2(287 downto 256)), mux(p0_pad(0), zinv_1(287 downto 256), zinv_0(287 downto 256)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(255 downto 224), zinv_6(255 downto 224)),
-            mux(p0_pad(0), zinv_5(255 downto 224), zinv_4(255 downto 224))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(255 downto 224),
-            zinv_2(255 downto 224)), mux(p0_pad(0), zinv_1(255 downto 224), zinv_0(255 downto 224)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(223 downto 192), zinv_6(223 downto 192)),
-            mux(p0_pad(0), zinv_5(223 downto 192), zinv_4(223 downto 192))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(223 downto 192),
-            zinv_2(223 downto 192)), mux(p0_pad(0), zinv_1(223 downto 192), zinv_0(223 downto 192)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(191 downto 160), zinv_6(191 downto 160)),
-            mux(p0_pad(0), zinv_5(191 downto 160), zinv_4(191 downto 160))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(191 downto 160),
-            zinv_2(191 downto 160)), mux(p0_pad(0), zinv_1(191 downto 160), zinv_0(191 downto 160)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(159 downto 128), zinv_6(159 downto 128)),
-            mux(p0_pad(0), zinv_5(159 downto 128), zinv_4(159 downto 128))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(159 downto 128),
-            zinv_2(159 downto 128)), mux(p0_pad(0), zinv_1(159 downto 128), zinv_0(159 downto 128)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(127 downto 96), zinv_6(127 downto 96)),
-            mux(p0_pad(0), zinv_5(127 downto 96), zinv_4(127 downto 96))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(127 downto 96),
-            zinv_2(127 downto 96)), mux(p0_pad(0), zinv_1(127 downto 96), zinv_0(127 downto 96)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(95 downto 64), zinv_6(95 downto 64)),
-            mux(p0_pad(0), zinv_5(95 downto 64), zinv_4(95 downto 64))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(95 downto 64),
-            zinv_2(95 downto 64)), mux(p0_pad(0), zinv_1(95 downto 64), zinv_0(95 downto 64)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(63 downto 32), zinv_6(63 downto 32)),
-            mux(p0_pad(0), zinv_5(63 downto 32), zinv_4(63 downto 32))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(63 downto 32),
-            zinv_2(63 downto 32)), mux(p0_pad(0), zinv_1(63 downto 32), zinv_0(63 downto 32)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(31 downto 0), zinv_6(31 downto 0)), mux(p0_pad(0),
-            zinv_5(31 downto 0), zinv_4(31 downto 0))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(31 downto 0), zinv_2(31 downto 0)),
-            mux(p0_pad(0), zinv_1(31 downto 0), zinv_0(31 downto 0))))))
-    );
     p0_pad_rest <= p0_pad(5 downto 3);
     p1_fixed <= std_logic_vector'(
         (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(1023 downto 992), zinv_48(1023 downto 992)),
@@ -1055,40 +632,6 @@ begin
             zinv_16(31 downto 0)), mux(p1_pad(0), zinv_8(31 downto 0), zinv_0(31 downto 0))))))
     );
     o_crc_value <= not p1_fixed;
-    o_merged <= std_logic_vector'(
-        mux(((p1_last and p1_crc_on) and p1_keep(31)) and (not p1_cover(31)), o_crc_value(31 downto 24), p1_data(255 downto 248)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(30)) and (not p1_cover(30)), o_crc_value(23 downto 16), p1_data(247 downto 240)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(29)) and (not p1_cover(29)), o_crc_value(15 downto 8), p1_data(239 downto 232)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(28)) and (not p1_cover(28)), o_crc_value(7 downto 0), p1_data(231 downto 224)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(27)) and (not p1_cover(27)), o_crc_value(31 downto 24), p1_data(223 downto 216)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(26)) and (not p1_cover(26)), o_crc_value(23 downto 16), p1_data(215 downto 208)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(25)) and (not p1_cover(25)), o_crc_value(15 downto 8), p1_data(207 downto 200)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(24)) and (not p1_cover(24)), o_crc_value(7 downto 0), p1_data(199 downto 192)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(23)) and (not p1_cover(23)), o_crc_value(31 downto 24), p1_data(191 downto 184)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(22)) and (not p1_cover(22)), o_crc_value(23 downto 16), p1_data(183 downto 176)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(21)) and (not p1_cover(21)), o_crc_value(15 downto 8), p1_data(175 downto 168)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(20)) and (not p1_cover(20)), o_crc_value(7 downto 0), p1_data(167 downto 160)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(19)) and (not p1_cover(19)), o_crc_value(31 downto 24), p1_data(159 downto 152)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(18)) and (not p1_cover(18)), o_crc_value(23 downto 16), p1_data(151 downto 144)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(17)) and (not p1_cover(17)), o_crc_value(15 downto 8), p1_data(143 downto 136)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(16)) and (not p1_cover(16)), o_crc_value(7 downto 0), p1_data(135 downto 128)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(15)) and (not p1_cover(15)), o_crc_value(31 downto 24), p1_data(127 downto 120)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(14)) and (not p1_cover(14)), o_crc_value(23 downto 16), p1_data(119 downto 112)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(13)) and (not p1_cover(13)), o_crc_value(15 downto 8), p1_data(111 downto 104)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(12)) and (not p1_cover(12)), o_crc_value(7 downto 0), p1_data(103 downto 96)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(11)) and (not p1_cover(11)), o_crc_value(31 downto 24), p1_data(95 downto 88)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(10)) and (not p1_cover(10)), o_crc_value(23 downto 16), p1_data(87 downto 80)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(9)) and (not p1_cover(9)), o_crc_value(15 downto 8), p1_data(79 downto 72)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(8)) and (not p1_cover(8)), o_crc_value(7 downto 0), p1_data(71 downto 64)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(7)) and (not p1_cover(7)), o_crc_value(31 downto 24), p1_data(63 downto 56)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(6)) and (not p1_cover(6)), o_crc_value(23 downto 16), p1_data(55 downto 48)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(5)) and (not p1_cover(5)), o_crc_value(15 downto 8), p1_data(47 downto 40)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(4)) and (not p1_cover(4)), o_crc_value(7 downto 0), p1_data(39 downto 32)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(3)) and (not p1_cover(3)), o_crc_value(31 downto 24), p1_data(31 downto 24)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(2)) and (not p1_cover(2)), o_crc_value(23 downto 16), p1_data(23 downto 16)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(1)) and (not p1_cover(1)), o_crc_value(15 downto 8), p1_data(15 downto 8)) &
-        mux(((p1_last and p1_crc_on) and p1_keep(0)) and (not p1_cover(0)), o_crc_value(7 downto 0), p1_data(7 downto 0))
-    );
     m_axis_tdata <= o_data;
     m_axis_tkeep <= o_keep;
     m_axis_tvalid <= o_valid;
@@ -1432,7 +975,118 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_data <= f_data;
+                fb_data <= std_logic_vector'(
+                    mux(l31_marker, f_fpduptr(7 downto 0), mux(mux(l31_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0011111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0100011") < unsigned(f_room_data_small)))), mux(l31_after, f_shifted(223 downto 216),
+                        f_shifted(255 downto 248)), x"00")) &
+                    mux(l30_marker, f_fpduptr(15 downto 8), mux(mux(l30_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0011110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0100010") < unsigned(f_room_data_small)))), mux(l30_after, f_shifted(215 downto 208),
+                        f_shifted(247 downto 240)), x"00")) &
+                    mux(l29_marker, x"00", mux(mux(l29_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011101") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0100001") <
+                        unsigned(f_room_data_small)))), mux(l29_after, f_shifted(207 downto 200), f_shifted(239 downto 232)), x"00")) &
+                    mux(l28_marker, x"00", mux(mux(l28_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011100") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0100000") <
+                        unsigned(f_room_data_small)))), mux(l28_after, f_shifted(199 downto 192), f_shifted(231 downto 224)), x"00")) &
+                    mux(l27_marker, f_fpduptr(7 downto 0), mux(mux(l27_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0011011") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0011111") < unsigned(f_room_data_small)))), mux(l27_after, f_shifted(191 downto 184),
+                        f_shifted(223 downto 216)), x"00")) &
+                    mux(l26_marker, f_fpduptr(15 downto 8), mux(mux(l26_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0011010") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0011110") < unsigned(f_room_data_small)))), mux(l26_after, f_shifted(183 downto 176),
+                        f_shifted(215 downto 208)), x"00")) &
+                    mux(l25_marker, x"00", mux(mux(l25_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011001") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011101") <
+                        unsigned(f_room_data_small)))), mux(l25_after, f_shifted(175 downto 168), f_shifted(207 downto 200)), x"00")) &
+                    mux(l24_marker, x"00", mux(mux(l24_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011000") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011100") <
+                        unsigned(f_room_data_small)))), mux(l24_after, f_shifted(167 downto 160), f_shifted(199 downto 192)), x"00")) &
+                    mux(l23_marker, f_fpduptr(7 downto 0), mux(mux(l23_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0010111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0011011") < unsigned(f_room_data_small)))), mux(l23_after, f_shifted(159 downto 152),
+                        f_shifted(191 downto 184)), x"00")) &
+                    mux(l22_marker, f_fpduptr(15 downto 8), mux(mux(l22_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0010110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0011010") < unsigned(f_room_data_small)))), mux(l22_after, f_shifted(151 downto 144),
+                        f_shifted(183 downto 176)), x"00")) &
+                    mux(l21_marker, x"00", mux(mux(l21_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010101") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011001") <
+                        unsigned(f_room_data_small)))), mux(l21_after, f_shifted(143 downto 136), f_shifted(175 downto 168)), x"00")) &
+                    mux(l20_marker, x"00", mux(mux(l20_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010100") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011000") <
+                        unsigned(f_room_data_small)))), mux(l20_after, f_shifted(135 downto 128), f_shifted(167 downto 160)), x"00")) &
+                    mux(l19_marker, f_fpduptr(7 downto 0), mux(mux(l19_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0010011") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0010111") < unsigned(f_room_data_small)))), mux(l19_after, f_shifted(127 downto 120),
+                        f_shifted(159 downto 152)), x"00")) &
+                    mux(l18_marker, f_fpduptr(15 downto 8), mux(mux(l18_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0010010") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0010110") < unsigned(f_room_data_small)))), mux(l18_after, f_shifted(119 downto 112),
+                        f_shifted(151 downto 144)), x"00")) &
+                    mux(l17_marker, x"00", mux(mux(l17_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010001") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010101") <
+                        unsigned(f_room_data_small)))), mux(l17_after, f_shifted(111 downto 104), f_shifted(143 downto 136)), x"00")) &
+                    mux(l16_marker, x"00", mux(mux(l16_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010000") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010100") <
+                        unsigned(f_room_data_small)))), mux(l16_after, f_shifted(103 downto 96), f_shifted(135 downto 128)), x"00")) &
+                    mux(l15_marker, f_fpduptr(7 downto 0), mux(mux(l15_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0001111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0010011") < unsigned(f_room_data_small)))), mux(l15_after, f_shifted(95 downto 88),
+                        f_shifted(127 downto 120)), x"00")) &
+                    mux(l14_marker, f_fpduptr(15 downto 8), mux(mux(l14_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0001110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0010010") < unsigned(f_room_data_small)))), mux(l14_after, f_shifted(87 downto 80),
+                        f_shifted(119 downto 112)), x"00")) &
+                    mux(l13_marker, x"00", mux(mux(l13_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001101") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010001") <
+                        unsigned(f_room_data_small)))), mux(l13_after, f_shifted(79 downto 72), f_shifted(111 downto 104)), x"00")) &
+                    mux(l12_marker, x"00", mux(mux(l12_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001100") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010000") <
+                        unsigned(f_room_data_small)))), mux(l12_after, f_shifted(71 downto 64), f_shifted(103 downto 96)), x"00")) &
+                    mux(l11_marker, f_fpduptr(7 downto 0), mux(mux(l11_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0001011") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0001111") < unsigned(f_room_data_small)))), mux(l11_after, f_shifted(63 downto 56),
+                        f_shifted(95 downto 88)), x"00")) &
+                    mux(l10_marker, f_fpduptr(15 downto 8), mux(mux(l10_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0001010") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0001110") < unsigned(f_room_data_small)))), mux(l10_after, f_shifted(55 downto 48),
+                        f_shifted(87 downto 80)), x"00")) &
+                    mux(l9_marker, x"00", mux(mux(l9_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001001") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001101") <
+                        unsigned(f_room_data_small)))), mux(l9_after, f_shifted(47 downto 40), f_shifted(79 downto 72)), x"00")) &
+                    mux(l8_marker, x"00", mux(mux(l8_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001000") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001100") <
+                        unsigned(f_room_data_small)))), mux(l8_after, f_shifted(39 downto 32), f_shifted(71 downto 64)), x"00")) &
+                    mux(l7_marker, f_fpduptr(7 downto 0), mux(mux(l7_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0000111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0001011") < unsigned(f_room_data_small)))), mux(l7_after, f_shifted(31 downto 24),
+                        f_shifted(63 downto 56)), x"00")) &
+                    mux(l6_marker, f_fpduptr(15 downto 8), mux(mux(l6_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0000110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0001010") < unsigned(f_room_data_small)))), mux(l6_after, f_shifted(23 downto 16),
+                        f_shifted(55 downto 48)), x"00")) &
+                    mux(l5_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(7 downto 0), mux(mux(l5_after, (not f_room_data(17))
+                        and (f_room_data_big or b2l(unsigned'("0000101") < unsigned(f_room_data_small))), (not f_room_data(17)) and
+                        (f_room_data_big or b2l(unsigned'("0001001") < unsigned(f_room_data_small)))), mux(l5_after, f_shifted(15 downto 8),
+                        f_shifted(47 downto 40)), x"00"))) &
+                    mux(l4_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(15 downto 8), mux(mux(l4_after, (not f_room_data(17))
+                        and (f_room_data_big or b2l(unsigned'("0000100") < unsigned(f_room_data_small))), (not f_room_data(17)) and
+                        (f_room_data_big or b2l(unsigned'("0001000") < unsigned(f_room_data_small)))), mux(l4_after, f_shifted(7 downto 0),
+                        f_shifted(39 downto 32)), x"00"))) &
+                    mux(l3_marker, f_fpduptr(7 downto 0), mux(mux(l3_after, '0', (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0000111") < unsigned(f_room_data_small)))), f_shifted(31 downto 24), x"00")) &
+                    mux(l2_marker, f_fpduptr(15 downto 8), mux(mux(l2_after, '0', (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'("0000110") < unsigned(f_room_data_small)))), f_shifted(23 downto 16), x"00")) &
+                    mux(l1_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(7 downto 0), mux(mux(l1_after, '0', (not
+                        f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0000101") < unsigned(f_room_data_small)))),
+                        f_shifted(15 downto 8), x"00"))) &
+                    mux(l0_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(15 downto 8), mux(mux(l0_after, '0', (not
+                        f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0000100") < unsigned(f_room_data_small)))),
+                        f_shifted(7 downto 0), x"00")))
+                );
             end if;
         end if;
     end process;
@@ -1441,7 +1095,96 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_keep <= f_keep;
+                fb_keep <= std_logic_vector'(
+                    (l31_marker or mux(l31_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011111") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100011") <
+                        unsigned(f_room_end_small))))) &
+                    (l30_marker or mux(l30_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011110") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100010") <
+                        unsigned(f_room_end_small))))) &
+                    (l29_marker or mux(l29_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011101") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100001") <
+                        unsigned(f_room_end_small))))) &
+                    (l28_marker or mux(l28_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011100") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100000") <
+                        unsigned(f_room_end_small))))) &
+                    (l27_marker or mux(l27_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011011") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011111") <
+                        unsigned(f_room_end_small))))) &
+                    (l26_marker or mux(l26_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011010") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011110") <
+                        unsigned(f_room_end_small))))) &
+                    (l25_marker or mux(l25_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011001") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011101") <
+                        unsigned(f_room_end_small))))) &
+                    (l24_marker or mux(l24_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011000") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011100") <
+                        unsigned(f_room_end_small))))) &
+                    (l23_marker or mux(l23_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010111") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011011") <
+                        unsigned(f_room_end_small))))) &
+                    (l22_marker or mux(l22_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010110") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011010") <
+                        unsigned(f_room_end_small))))) &
+                    (l21_marker or mux(l21_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010101") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011001") <
+                        unsigned(f_room_end_small))))) &
+                    (l20_marker or mux(l20_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010100") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011000") <
+                        unsigned(f_room_end_small))))) &
+                    (l19_marker or mux(l19_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010011") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010111") <
+                        unsigned(f_room_end_small))))) &
+                    (l18_marker or mux(l18_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010010") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010110") <
+                        unsigned(f_room_end_small))))) &
+                    (l17_marker or mux(l17_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010001") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010101") <
+                        unsigned(f_room_end_small))))) &
+                    (l16_marker or mux(l16_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010000") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010100") <
+                        unsigned(f_room_end_small))))) &
+                    (l15_marker or mux(l15_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001111") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010011") <
+                        unsigned(f_room_end_small))))) &
+                    (l14_marker or mux(l14_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001110") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010010") <
+                        unsigned(f_room_end_small))))) &
+                    (l13_marker or mux(l13_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001101") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010001") <
+                        unsigned(f_room_end_small))))) &
+                    (l12_marker or mux(l12_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001100") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010000") <
+                        unsigned(f_room_end_small))))) &
+                    (l11_marker or mux(l11_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001011") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001111") <
+                        unsigned(f_room_end_small))))) &
+                    (l10_marker or mux(l10_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001010") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001110") <
+                        unsigned(f_room_end_small))))) &
+                    (l9_marker or mux(l9_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001001") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001101") <
+                        unsigned(f_room_end_small))))) &
+                    (l8_marker or mux(l8_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001000") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001100") <
+                        unsigned(f_room_end_small))))) &
+                    (l7_marker or mux(l7_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000111") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001011") <
+                        unsigned(f_room_end_small))))) &
+                    (l6_marker or mux(l6_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000110") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001010") <
+                        unsigned(f_room_end_small))))) &
+                    (l5_marker or mux(l5_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000101") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001001") <
+                        unsigned(f_room_end_small))))) &
+                    (l4_marker or mux(l4_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000100") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001000") <
+                        unsigned(f_room_end_small))))) &
+                    (l3_marker or mux(l3_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000111") < unsigned(f_room_end_small))))) &
+                    (l2_marker or mux(l2_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000110") < unsigned(f_room_end_small))))) &
+                    (l1_marker or mux(l1_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000101") < unsigned(f_room_end_small))))) &
+                    (l0_marker or mux(l0_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000100") < unsigned(f_room_end_small)))))
+                );
             end if;
         end if;
     end process;
@@ -1450,7 +1193,96 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_cover <= f_cover;
+                fb_cover <= std_logic_vector'(
+                    (l31_marker or mux(l31_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011111") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100011") <
+                        unsigned(f_room_cov_small))))) &
+                    (l30_marker or mux(l30_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011110") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100010") <
+                        unsigned(f_room_cov_small))))) &
+                    (l29_marker or mux(l29_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011101") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100001") <
+                        unsigned(f_room_cov_small))))) &
+                    (l28_marker or mux(l28_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011100") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100000") <
+                        unsigned(f_room_cov_small))))) &
+                    (l27_marker or mux(l27_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011011") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011111") <
+                        unsigned(f_room_cov_small))))) &
+                    (l26_marker or mux(l26_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011010") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011110") <
+                        unsigned(f_room_cov_small))))) &
+                    (l25_marker or mux(l25_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011001") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011101") <
+                        unsigned(f_room_cov_small))))) &
+                    (l24_marker or mux(l24_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011000") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011100") <
+                        unsigned(f_room_cov_small))))) &
+                    (l23_marker or mux(l23_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010111") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011011") <
+                        unsigned(f_room_cov_small))))) &
+                    (l22_marker or mux(l22_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010110") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011010") <
+                        unsigned(f_room_cov_small))))) &
+                    (l21_marker or mux(l21_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010101") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011001") <
+                        unsigned(f_room_cov_small))))) &
+                    (l20_marker or mux(l20_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010100") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011000") <
+                        unsigned(f_room_cov_small))))) &
+                    (l19_marker or mux(l19_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010011") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010111") <
+                        unsigned(f_room_cov_small))))) &
+                    (l18_marker or mux(l18_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010010") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010110") <
+                        unsigned(f_room_cov_small))))) &
+                    (l17_marker or mux(l17_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010001") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010101") <
+                        unsigned(f_room_cov_small))))) &
+                    (l16_marker or mux(l16_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010000") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010100") <
+                        unsigned(f_room_cov_small))))) &
+                    (l15_marker or mux(l15_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001111") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010011") <
+                        unsigned(f_room_cov_small))))) &
+                    (l14_marker or mux(l14_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001110") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010010") <
+                        unsigned(f_room_cov_small))))) &
+                    (l13_marker or mux(l13_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001101") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010001") <
+                        unsigned(f_room_cov_small))))) &
+                    (l12_marker or mux(l12_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001100") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010000") <
+                        unsigned(f_room_cov_small))))) &
+                    (l11_marker or mux(l11_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001011") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001111") <
+                        unsigned(f_room_cov_small))))) &
+                    (l10_marker or mux(l10_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001010") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001110") <
+                        unsigned(f_room_cov_small))))) &
+                    (l9_marker or mux(l9_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001001") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001101") <
+                        unsigned(f_room_cov_small))))) &
+                    (l8_marker or mux(l8_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001000") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001100") <
+                        unsigned(f_room_cov_small))))) &
+                    (l7_marker or mux(l7_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000111") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001011") <
+                        unsigned(f_room_cov_small))))) &
+                    (l6_marker or mux(l6_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000110") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001010") <
+                        unsigned(f_room_cov_small))))) &
+                    (l5_marker or mux(l5_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000101") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001001") <
+                        unsigned(f_room_cov_small))))) &
+                    (l4_marker or mux(l4_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000100") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001000") <
+                        unsigned(f_room_cov_small))))) &
+                    (l3_marker or mux(l3_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000111") < unsigned(f_room_cov_small))))) &
+                    (l2_marker or mux(l2_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000110") < unsigned(f_room_cov_small))))) &
+                    (l1_marker or mux(l1_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000101") < unsigned(f_room_cov_small))))) &
+                    (l0_marker or mux(l0_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000100") < unsigned(f_room_cov_small)))))
+                );
             end if;
         end if;
     end process;
@@ -1542,7 +1374,167 @@ begin
     begin
         if rising_edge(clk) then
             if (advance and fb_valid) = '1' then
-                b_term <= fb_term;
+                b_term <= std_logic_vector'((xor std_logic_vector'(
+                    (fb_masked_3 and x"8fc8e57b1c379612") &
+                    (fb_masked_2 and x"ef13a98c0caa668f") &
+                    (fb_masked_1 and x"7af0ddecb0ba2e1d") &
+                    (fb_masked_0 and x"74b4fa052fa89ebc")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"47e472bd8e1bcb09") &
+                    (fb_masked_2 and x"7789d4c606553347") &
+                    (fb_masked_1 and x"bd786ef6585d170e") &
+                    (fb_masked_0 and x"ba5a7d0297d44f5e")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"23f2395ec70de584") &
+                    (fb_masked_2 and x"bbc4ea63032a99a3") &
+                    (fb_masked_1 and x"debc377b2c2e8b87") &
+                    (fb_masked_0 and x"5d2d3e814bea27af")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"11f91caf6386f2c2") &
+                    (fb_masked_2 and x"5de2753181954cd1") &
+                    (fb_masked_1 and x"ef5e1bbd961745c3") &
+                    (fb_masked_0 and x"ae969f40a5f513d7")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"08fc8e57b1c37961") &
+                    (fb_masked_2 and x"2ef13a98c0caa668") &
+                    (fb_masked_1 and x"f7af0ddecb0ba2e1") &
+                    (fb_masked_0 and x"d74b4fa052fa89eb")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"047e472bd8e1bcb0") &
+                    (fb_masked_2 and x"97789d4c60655334") &
+                    (fb_masked_1 and x"7bd786ef6585d170") &
+                    (fb_masked_0 and x"eba5a7d0297d44f5")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"8df7c6eef047484a") &
+                    (fb_masked_2 and x"a4afe72a3c98cf15") &
+                    (fb_masked_1 and x"471b1e9b0278c6a5") &
+                    (fb_masked_0 and x"016629ed3b163cc6")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"46fbe3777823a425") &
+                    (fb_masked_2 and x"5257f3951e4c678a") &
+                    (fb_masked_1 and x"a38d8f4d813c6352") &
+                    (fb_masked_0 and x"80b314f69d8b1e63")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"acb514c0a0264400") &
+                    (fb_masked_2 and x"46385046838c554a") &
+                    (fb_masked_1 and x"2b361a4a70241fb4") &
+                    (fb_masked_0 and x"34ed707e616d118d")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"d9926f1b4c24b412") &
+                    (fb_masked_2 and x"cc0f81af4d6c4c2a") &
+                    (fb_masked_1 and x"6f6bd0c988a821c7") &
+                    (fb_masked_0 and x"6ec2423a1f1e167a")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"e301d2f6ba25cc1b") &
+                    (fb_masked_2 and x"8914695baa1c409a") &
+                    (fb_masked_1 and x"4d45358874ee3efe") &
+                    (fb_masked_0 and x"c3d5db1820279581")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"fe480c004125701f") &
+                    (fb_masked_2 and x"2b999d21d9a446c2") &
+                    (fb_masked_1 and x"5c5247288acd3162") &
+                    (fb_masked_0 and x"155e17893fbb547c")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"7f2406002092b80f") &
+                    (fb_masked_2 and x"95ccce90ecd22361") &
+                    (fb_masked_1 and x"2e292394456698b1") &
+                    (fb_masked_0 and x"0aaf0bc49fddaa3e")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"b05ae67b0c7eca15") &
+                    (fb_masked_2 and x"25f5cec47ac3773f") &
+                    (fb_masked_1 and x"ede44c2692096245") &
+                    (fb_masked_0 and x"f1e37fe760464ba3")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"d7e596469a08f318") &
+                    (fb_masked_2 and x"7de94eee31cbdd10") &
+                    (fb_masked_1 and x"8c02fbfff9be9f3f") &
+                    (fb_masked_0 and x"8c4545f69f8bbb6d")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"6bf2cb234d04798c") &
+                    (fb_masked_2 and x"3ef4a77718e5ee88") &
+                    (fb_masked_1 and x"46017dfffcdf4f9f") &
+                    (fb_masked_0 and x"c622a2fb4fc5ddb6")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"35f96591a6823cc6") &
+                    (fb_masked_2 and x"1f7a53bb8c72f744") &
+                    (fb_masked_1 and x"2300befffe6fa7cf") &
+                    (fb_masked_0 and x"e311517da7e2eedb")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"1afcb2c8d3411e63") &
+                    (fb_masked_2 and x"0fbd29ddc6397ba2") &
+                    (fb_masked_1 and x"11805f7fff37d3e7") &
+                    (fb_masked_0 and x"f188a8bed3f1776d")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"82b6bc1f75971923") &
+                    (fb_masked_2 and x"68cd3d62efb6db5e") &
+                    (fb_masked_1 and x"7230f2534f21c7ee") &
+                    (fb_masked_0 and x"8c70ae5a4650250a")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"ce93bb74a6fc1a83") &
+                    (fb_masked_2 and x"5b75373d7b710b20") &
+                    (fb_masked_1 and x"43e8a4c5172acdea") &
+                    (fb_masked_0 and x"328cad280c808c39")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"e88138c14f499b53") &
+                    (fb_masked_2 and x"42a93212b112e31f") &
+                    (fb_masked_1 and x"5b048f8e3b2f48e8") &
+                    (fb_masked_0 and x"6df2ac9129e8d8a0")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"74409c60a7a4cda9") &
+                    (fb_masked_2 and x"a15499095889718f") &
+                    (fb_masked_1 and x"ad8247c71d97a474") &
+                    (fb_masked_0 and x"36f9564894f46c50")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"b5e8ab4b4fe5f0c6") &
+                    (fb_masked_2 and x"3fb9e508a0eede48") &
+                    (fb_masked_1 and x"ac31fe0f3e71fc27") &
+                    (fb_masked_0 and x"6fc8512165d2a894")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"d53cb0debbc56e71") &
+                    (fb_masked_2 and x"f0cf5b085cdd09ab") &
+                    (fb_masked_1 and x"2ce822eb2f82d00e") &
+                    (fb_masked_0 and x"c350d2959d41caf6")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"6a9e586f5de2b738") &
+                    (fb_masked_2 and x"f867ad842e6e84d5") &
+                    (fb_masked_1 and x"9674117597c16807") &
+                    (fb_masked_0 and x"61a8694acea0e57b")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"ba87c94cb2c6cd8e") &
+                    (fb_masked_2 and x"93207f4e1b9d24e5") &
+                    (fb_masked_1 and x"b1cad5567b5a9a1e") &
+                    (fb_masked_0 and x"c460cea048f8ec01")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"d28b01dd4554f0d5") &
+                    (fb_masked_2 and x"a683962b0164f4fd") &
+                    (fb_masked_1 and x"a215b7478d176312") &
+                    (fb_masked_0 and x"16849d550bd4e8bc")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"e68d6595be9dee78") &
+                    (fb_masked_2 and x"3c5262998c181cf1") &
+                    (fb_masked_1 and x"abfa064f76319f94") &
+                    (fb_masked_0 and x"7ff6b4afaa42eae2")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"fc8e57b1c379612e") &
+                    (fb_masked_2 and x"f13a98c0caa668f7") &
+                    (fb_masked_1 and x"af0ddecb0ba2e1d7") &
+                    (fb_masked_0 and x"4b4fa052fa89ebcd")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"7e472bd8e1bcb097") &
+                    (fb_masked_2 and x"789d4c606553347b") &
+                    (fb_masked_1 and x"d786ef6585d170eb") &
+                    (fb_masked_0 and x"a5a7d0297d44f5e6")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"3f2395ec70de584b") &
+                    (fb_masked_2 and x"bc4ea63032a99a3d") &
+                    (fb_masked_1 and x"ebc377b2c2e8b875") &
+                    (fb_masked_0 and x"d2d3e814bea27af3")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_3 and x"1f91caf6386f2c25") &
+                    (fb_masked_2 and x"de2753181954cd1e") &
+                    (fb_masked_1 and x"f5e1bbd961745c3a") &
+                    (fb_masked_0 and x"e969f40a5f513d79")
+                )));
             end if;
         end if;
     end process;
@@ -1719,7 +1711,104 @@ begin
     begin
         if rising_edge(clk) then
             if (advance and p0_valid) = '1' then
-                p1_reg <= p0_fixed;
+                p1_reg <= std_logic_vector'(
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(1023 downto 992), zinv_6(1023 downto 992)),
+                        mux(p0_pad(0), zinv_5(1023 downto 992), zinv_4(1023 downto 992))), mux(p0_pad(1), mux(p0_pad(0),
+                        zinv_3(1023 downto 992), zinv_2(1023 downto 992)), mux(p0_pad(0), zinv_1(1023 downto 992), zinv_0(1023 downto 992)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(991 downto 960), zinv_6(991 downto 960)),
+                        mux(p0_pad(0), zinv_5(991 downto 960), zinv_4(991 downto 960))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(991 downto 960),
+                        zinv_2(991 downto 960)), mux(p0_pad(0), zinv_1(991 downto 960), zinv_0(991 downto 960)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(959 downto 928), zinv_6(959 downto 928)),
+                        mux(p0_pad(0), zinv_5(959 downto 928), zinv_4(959 downto 928))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(959 downto 928),
+                        zinv_2(959 downto 928)), mux(p0_pad(0), zinv_1(959 downto 928), zinv_0(959 downto 928)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(927 downto 896), zinv_6(927 downto 896)),
+                        mux(p0_pad(0), zinv_5(927 downto 896), zinv_4(927 downto 896))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(927 downto 896),
+                        zinv_2(927 downto 896)), mux(p0_pad(0), zinv_1(927 downto 896), zinv_0(927 downto 896)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(895 downto 864), zinv_6(895 downto 864)),
+                        mux(p0_pad(0), zinv_5(895 downto 864), zinv_4(895 downto 864))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(895 downto 864),
+                        zinv_2(895 downto 864)), mux(p0_pad(0), zinv_1(895 downto 864), zinv_0(895 downto 864)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(863 downto 832), zinv_6(863 downto 832)),
+                        mux(p0_pad(0), zinv_5(863 downto 832), zinv_4(863 downto 832))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(863 downto 832),
+                        zinv_2(863 downto 832)), mux(p0_pad(0), zinv_1(863 downto 832), zinv_0(863 downto 832)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(831 downto 800), zinv_6(831 downto 800)),
+                        mux(p0_pad(0), zinv_5(831 downto 800), zinv_4(831 downto 800))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(831 downto 800),
+                        zinv_2(831 downto 800)), mux(p0_pad(0), zinv_1(831 downto 800), zinv_0(831 downto 800)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(799 downto 768), zinv_6(799 downto 768)),
+                        mux(p0_pad(0), zinv_5(799 downto 768), zinv_4(799 downto 768))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(799 downto 768),
+                        zinv_2(799 downto 768)), mux(p0_pad(0), zinv_1(799 downto 768), zinv_0(799 downto 768)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(767 downto 736), zinv_6(767 downto 736)),
+                        mux(p0_pad(0), zinv_5(767 downto 736), zinv_4(767 downto 736))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(767 downto 736),
+                        zinv_2(767 downto 736)), mux(p0_pad(0), zinv_1(767 downto 736), zinv_0(767 downto 736)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(735 downto 704), zinv_6(735 downto 704)),
+                        mux(p0_pad(0), zinv_5(735 downto 704), zinv_4(735 downto 704))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(735 downto 704),
+                        zinv_2(735 downto 704)), mux(p0_pad(0), zinv_1(735 downto 704), zinv_0(735 downto 704)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(703 downto 672), zinv_6(703 downto 672)),
+                        mux(p0_pad(0), zinv_5(703 downto 672), zinv_4(703 downto 672))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(703 downto 672),
+                        zinv_2(703 downto 672)), mux(p0_pad(0), zinv_1(703 downto 672), zinv_0(703 downto 672)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(671 downto 640), zinv_6(671 downto 640)),
+                        mux(p0_pad(0), zinv_5(671 downto 640), zinv_4(671 downto 640))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(671 downto 640),
+                        zinv_2(671 downto 640)), mux(p0_pad(0), zinv_1(671 downto 640), zinv_0(671 downto 640)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(639 downto 608), zinv_6(639 downto 608)),
+                        mux(p0_pad(0), zinv_5(639 downto 608), zinv_4(639 downto 608))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(639 downto 608),
+                        zinv_2(639 downto 608)), mux(p0_pad(0), zinv_1(639 downto 608), zinv_0(639 downto 608)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(607 downto 576), zinv_6(607 downto 576)),
+                        mux(p0_pad(0), zinv_5(607 downto 576), zinv_4(607 downto 576))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(607 downto 576),
+                        zinv_2(607 downto 576)), mux(p0_pad(0), zinv_1(607 downto 576), zinv_0(607 downto 576)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(575 downto 544), zinv_6(575 downto 544)),
+                        mux(p0_pad(0), zinv_5(575 downto 544), zinv_4(575 downto 544))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(575 downto 544),
+                        zinv_2(575 downto 544)), mux(p0_pad(0), zinv_1(575 downto 544), zinv_0(575 downto 544)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(543 downto 512), zinv_6(543 downto 512)),
+                        mux(p0_pad(0), zinv_5(543 downto 512), zinv_4(543 downto 512))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(543 downto 512),
+                        zinv_2(543 downto 512)), mux(p0_pad(0), zinv_1(543 downto 512), zinv_0(543 downto 512)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(511 downto 480), zinv_6(511 downto 480)),
+                        mux(p0_pad(0), zinv_5(511 downto 480), zinv_4(511 downto 480))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(511 downto 480),
+                        zinv_2(511 downto 480)), mux(p0_pad(0), zinv_1(511 downto 480), zinv_0(511 downto 480)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(479 downto 448), zinv_6(479 downto 448)),
+                        mux(p0_pad(0), zinv_5(479 downto 448), zinv_4(479 downto 448))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(479 downto 448),
+                        zinv_2(479 downto 448)), mux(p0_pad(0), zinv_1(479 downto 448), zinv_0(479 downto 448)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(447 downto 416), zinv_6(447 downto 416)),
+                        mux(p0_pad(0), zinv_5(447 downto 416), zinv_4(447 downto 416))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(447 downto 416),
+                        zinv_2(447 downto 416)), mux(p0_pad(0), zinv_1(447 downto 416), zinv_0(447 downto 416)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(415 downto 384), zinv_6(415 downto 384)),
+                        mux(p0_pad(0), zinv_5(415 downto 384), zinv_4(415 downto 384))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(415 downto 384),
+                        zinv_2(415 downto 384)), mux(p0_pad(0), zinv_1(415 downto 384), zinv_0(415 downto 384)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(383 downto 352), zinv_6(383 downto 352)),
+                        mux(p0_pad(0), zinv_5(383 downto 352), zinv_4(383 downto 352))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(383 downto 352),
+                        zinv_2(383 downto 352)), mux(p0_pad(0), zinv_1(383 downto 352), zinv_0(383 downto 352)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(351 downto 320), zinv_6(351 downto 320)),
+                        mux(p0_pad(0), zinv_5(351 downto 320), zinv_4(351 downto 320))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(351 downto 320),
+                        zinv_2(351 downto 320)), mux(p0_pad(0), zinv_1(351 downto 320), zinv_0(351 downto 320)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(319 downto 288), zinv_6(319 downto 288)),
+                        mux(p0_pad(0), zinv_5(319 downto 288), zinv_4(319 downto 288))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(319 downto 288),
+                        zinv_2(319 downto 288)), mux(p0_pad(0), zinv_1(319 downto 288), zinv_0(319 downto 288)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(287 downto 256), zinv_6(287 downto 256)),
+                        mux(p0_pad(0), zinv_5(287 downto 256), zinv_4(287 downto 256))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(287 downto 256),
+                        zinv_2(287 downto 256)), mux(p0_pad(0), zinv_1(287 downto 256), zinv_0(287 downto 256)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(255 downto 224), zinv_6(255 downto 224)),
+                        mux(p0_pad(0), zinv_5(255 downto 224), zinv_4(255 downto 224))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(255 downto 224),
+                        zinv_2(255 downto 224)), mux(p0_pad(0), zinv_1(255 downto 224), zinv_0(255 downto 224)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(223 downto 192), zinv_6(223 downto 192)),
+                        mux(p0_pad(0), zinv_5(223 downto 192), zinv_4(223 downto 192))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(223 downto 192),
+                        zinv_2(223 downto 192)), mux(p0_pad(0), zinv_1(223 downto 192), zinv_0(223 downto 192)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(191 downto 160), zinv_6(191 downto 160)),
+                        mux(p0_pad(0), zinv_5(191 downto 160), zinv_4(191 downto 160))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(191 downto 160),
+                        zinv_2(191 downto 160)), mux(p0_pad(0), zinv_1(191 downto 160), zinv_0(191 downto 160)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(159 downto 128), zinv_6(159 downto 128)),
+                        mux(p0_pad(0), zinv_5(159 downto 128), zinv_4(159 downto 128))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(159 downto 128),
+                        zinv_2(159 downto 128)), mux(p0_pad(0), zinv_1(159 downto 128), zinv_0(159 downto 128)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(127 downto 96), zinv_6(127 downto 96)),
+                        mux(p0_pad(0), zinv_5(127 downto 96), zinv_4(127 downto 96))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(127 downto 96),
+                        zinv_2(127 downto 96)), mux(p0_pad(0), zinv_1(127 downto 96), zinv_0(127 downto 96)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(95 downto 64), zinv_6(95 downto 64)),
+                        mux(p0_pad(0), zinv_5(95 downto 64), zinv_4(95 downto 64))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(95 downto 64),
+                        zinv_2(95 downto 64)), mux(p0_pad(0), zinv_1(95 downto 64), zinv_0(95 downto 64)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(63 downto 32), zinv_6(63 downto 32)),
+                        mux(p0_pad(0), zinv_5(63 downto 32), zinv_4(63 downto 32))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(63 downto 32),
+                        zinv_2(63 downto 32)), mux(p0_pad(0), zinv_1(63 downto 32), zinv_0(63 downto 32)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(31 downto 0), zinv_6(31 downto 0)), mux(p0_pad(0),
+                        zinv_5(31 downto 0), zinv_4(31 downto 0))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(31 downto 0), zinv_2(31 downto 0)),
+                        mux(p0_pad(0), zinv_1(31 downto 0), zinv_0(31 downto 0))))))
+                );
             end if;
         end if;
     end process;
@@ -1759,7 +1848,40 @@ begin
             if rst = '1' then
                 o_data <= x"0000000000000000000000000000000000000000000000000000000000000000";
             elsif (advance and p1_valid) = '1' then
-                o_data <= o_merged;
+                o_data <= std_logic_vector'(
+                    mux(((p1_last and p1_crc_on) and p1_keep(31)) and (not p1_cover(31)), o_crc_value(31 downto 24), p1_data(255 downto 248)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(30)) and (not p1_cover(30)), o_crc_value(23 downto 16), p1_data(247 downto 240)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(29)) and (not p1_cover(29)), o_crc_value(15 downto 8), p1_data(239 downto 232)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(28)) and (not p1_cover(28)), o_crc_value(7 downto 0), p1_data(231 downto 224)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(27)) and (not p1_cover(27)), o_crc_value(31 downto 24), p1_data(223 downto 216)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(26)) and (not p1_cover(26)), o_crc_value(23 downto 16), p1_data(215 downto 208)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(25)) and (not p1_cover(25)), o_crc_value(15 downto 8), p1_data(207 downto 200)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(24)) and (not p1_cover(24)), o_crc_value(7 downto 0), p1_data(199 downto 192)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(23)) and (not p1_cover(23)), o_crc_value(31 downto 24), p1_data(191 downto 184)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(22)) and (not p1_cover(22)), o_crc_value(23 downto 16), p1_data(183 downto 176)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(21)) and (not p1_cover(21)), o_crc_value(15 downto 8), p1_data(175 downto 168)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(20)) and (not p1_cover(20)), o_crc_value(7 downto 0), p1_data(167 downto 160)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(19)) and (not p1_cover(19)), o_crc_value(31 downto 24), p1_data(159 downto 152)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(18)) and (not p1_cover(18)), o_crc_value(23 downto 16), p1_data(151 downto 144)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(17)) and (not p1_cover(17)), o_crc_value(15 downto 8), p1_data(143 downto 136)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(16)) and (not p1_cover(16)), o_crc_value(7 downto 0), p1_data(135 downto 128)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(15)) and (not p1_cover(15)), o_crc_value(31 downto 24), p1_data(127 downto 120)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(14)) and (not p1_cover(14)), o_crc_value(23 downto 16), p1_data(119 downto 112)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(13)) and (not p1_cover(13)), o_crc_value(15 downto 8), p1_data(111 downto 104)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(12)) and (not p1_cover(12)), o_crc_value(7 downto 0), p1_data(103 downto 96)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(11)) and (not p1_cover(11)), o_crc_value(31 downto 24), p1_data(95 downto 88)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(10)) and (not p1_cover(10)), o_crc_value(23 downto 16), p1_data(87 downto 80)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(9)) and (not p1_cover(9)), o_crc_value(15 downto 8), p1_data(79 downto 72)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(8)) and (not p1_cover(8)), o_crc_value(7 downto 0), p1_data(71 downto 64)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(7)) and (not p1_cover(7)), o_crc_value(31 downto 24), p1_data(63 downto 56)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(6)) and (not p1_cover(6)), o_crc_value(23 downto 16), p1_data(55 downto 48)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(5)) and (not p1_cover(5)), o_crc_value(15 downto 8), p1_data(47 downto 40)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(4)) and (not p1_cover(4)), o_crc_value(7 downto 0), p1_data(39 downto 32)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(3)) and (not p1_cover(3)), o_crc_value(31 downto 24), p1_data(31 downto 24)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(2)) and (not p1_cover(2)), o_crc_value(23 downto 16), p1_data(23 downto 16)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(1)) and (not p1_cover(1)), o_crc_value(15 downto 8), p1_data(15 downto 8)) &
+                    mux(((p1_last and p1_crc_on) and p1_keep(0)) and (not p1_cover(0)), o_crc_value(7 downto 0), p1_data(7 downto 0))
+                );
             end if;
         end if;
     end process;

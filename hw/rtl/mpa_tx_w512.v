@@ -156,7 +156,6 @@ module mpa_tx_w512 (
     wire [7:0]     f_room_cov_small;
     wire           f_room_end_big;
     wire [7:0]     f_room_end_small;
-    wire [1023:0]  f_window;
     wire [511:0]   f_shifted;                // ULPDU octets aligned to this beat's lanes
     wire [15:0]    f_fpduptr;
     wire           l0_marker;
@@ -287,22 +286,25 @@ module mpa_tx_w512 (
     wire           l62_after;
     wire           l63_marker;
     wire           l63_after;
-    wire [511:0]   f_data;                   // the formed beat, CRC field still zero
-    wire [63:0]    f_keep;
-    wire [63:0]    f_cover;                  // lanes the CRC covers
     wire [31:0]    f_end_offset;             // stream offset just past the FPDU
     wire           f_start;                  // load the next FPDU's context
     wire [17:0]    n_len_padded;             // 2 + length + PAD
     wire           f_continue;
     reg            fb_valid;                 // stage f holds a formed beat
-    reg  [511:0]   fb_data;
+    reg  [511:0]   fb_data;                  // the formed beat, CRC field still zero
     reg  [63:0]    fb_keep;
-    reg  [63:0]    fb_cover;
+    reg  [63:0]    fb_cover;                 // lanes the CRC covers
     reg            fb_last;
     reg            fb_crc;
     reg  [31:0]    fb_user;
-    wire [511:0]   fb_masked;                // covered octets, others zero
-    wire [31:0]    fb_term;                  // the beat's contribution to the CRC register
+    wire [63:0]    fb_masked_0;              // lanes 0..7 of the beat, unused lanes zeroed
+    wire [63:0]    fb_masked_1;              // lanes 8..15 of the beat, unused lanes zeroed
+    wire [63:0]    fb_masked_2;              // lanes 16..23 of the beat, unused lanes zeroed
+    wire [63:0]    fb_masked_3;              // lanes 24..31 of the beat, unused lanes zeroed
+    wire [63:0]    fb_masked_4;              // lanes 32..39 of the beat, unused lanes zeroed
+    wire [63:0]    fb_masked_5;              // lanes 40..47 of the beat, unused lanes zeroed
+    wire [63:0]    fb_masked_6;              // lanes 48..55 of the beat, unused lanes zeroed
+    wire [63:0]    fb_masked_7;              // lanes 56..63 of the beat, unused lanes zeroed
     wire [63:0]    fb_cover_last;
     wire           fb_cover_none;            // the beat is the CRC field alone
     wire [6:0]     fb_pad;                   // lanes the CRC does not cover
@@ -312,7 +314,7 @@ module mpa_tx_w512 (
     reg            b_last;
     reg            b_crc_on;
     reg  [31:0]    b_user;
-    reg  [31:0]    b_term;
+    reg  [31:0]    b_term;                   // the beat's contribution to the CRC register
     reg  [6:0]     b_pad;
     reg  [63:0]    b_cover;
     reg  [31:0]    crc_state;                // CRC register of the FPDU before stage b's beat
@@ -327,7 +329,6 @@ module mpa_tx_w512 (
     reg  [31:0]    p0_reg;                   // CRC register, corrected so far
     reg  [6:0]     p0_pad;                   // pad-lane bits not yet applied
     reg  [63:0]    p0_cover;
-    wire [31:0]    p0_fixed;                 // register corrected for pad-lane bits 0..2
     wire [3:0]     p0_pad_rest;
     reg            p1_valid;
     reg  [511:0]   p1_data;
@@ -338,7 +339,6 @@ module mpa_tx_w512 (
     reg  [31:0]    p1_reg;                   // CRC register, corrected so far
     reg  [3:0]     p1_pad;                   // pad-lane bits not yet applied
     reg  [63:0]    p1_cover;
-    wire [31:0]    p1_fixed;                 // register corrected for pad-lane bits 3..5
     wire           p1_pad_rest;
     reg            p2_valid;
     reg  [511:0]   p2_data;
@@ -351,7 +351,6 @@ module mpa_tx_w512 (
     reg  [63:0]    p2_cover;
     wire [31:0]    p2_fixed;                 // register corrected for pad-lane bits 6..6
     wire [31:0]    o_crc_value;              // the FPDU's CRC32c
-    wire [511:0]   o_merged;                 // the beat with its CRC field filled
     reg  [511:0]   o_data;
     reg  [63:0]    o_keep;
     reg            o_last;
@@ -387,8 +386,7 @@ module mpa_tx_w512 (
     assign f_room_cov_small = f_room_cov[7:0];
     assign f_room_end_big = |f_room_end[16:8];
     assign f_room_end_small = f_room_end[7:0];
-    assign f_window = {win1_data[495:0], win0_data, 16'h0000};
-    assign f_shifted = f_rel[6] ? (f_rel[5] ? (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? f_window[1023:512] : f_window[1023:512]) : (f_rel[2] ? f_window[1023:512] : f_window[1023:512])) : (f_rel[3] ? (f_rel[2] ? f_window[1023:512] : f_window[1023:512]) : (f_rel[2] ? f_window[1023:512] : f_window[1023:512]))) : (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? f_window[1023:512] : f_window[1023:512]) : (f_rel[2] ? f_window[1023:512] : f_window[1023:512])) : (f_rel[3] ? (f_rel[2] ? f_window[1023:512] : f_window[1023:512]) : (f_rel[2] ? f_window[1023:512] : f_window[1023:512])))) : (f_rel[5] ? (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? f_window[991:480] : f_window[959:448]) : (f_rel[2] ? f_window[927:416] : f_window[895:384])) : (f_rel[3] ? (f_rel[2] ? f_window[863:352] : f_window[831:320]) : (f_rel[2] ? f_window[799:288] : f_window[767:256]))) : (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? f_window[735:224] : f_window[703:192]) : (f_rel[2] ? f_window[671:160] : f_window[639:128])) : (f_rel[3] ? (f_rel[2] ? f_window[607:96] : f_window[575:64]) : (f_rel[2] ? f_window[543:32] : f_window[511:0]))));
+    assign f_shifted = f_rel[6] ? (f_rel[5] ? (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? {win1_data[495:0], win0_data[511:496]} : {win1_data[495:0], win0_data[511:496]}) : (f_rel[2] ? {win1_data[495:0], win0_data[511:496]} : {win1_data[495:0], win0_data[511:496]})) : (f_rel[3] ? (f_rel[2] ? {win1_data[495:0], win0_data[511:496]} : {win1_data[495:0], win0_data[511:496]}) : (f_rel[2] ? {win1_data[495:0], win0_data[511:496]} : {win1_data[495:0], win0_data[511:496]}))) : (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? {win1_data[495:0], win0_data[511:496]} : {win1_data[495:0], win0_data[511:496]}) : (f_rel[2] ? {win1_data[495:0], win0_data[511:496]} : {win1_data[495:0], win0_data[511:496]})) : (f_rel[3] ? (f_rel[2] ? {win1_data[495:0], win0_data[511:496]} : {win1_data[495:0], win0_data[511:496]}) : (f_rel[2] ? {win1_data[495:0], win0_data[511:496]} : {win1_data[495:0], win0_data[511:496]})))) : (f_rel[5] ? (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? {win1_data[463:0], win0_data[511:464]} : {win1_data[431:0], win0_data[511:432]}) : (f_rel[2] ? {win1_data[399:0], win0_data[511:400]} : {win1_data[367:0], win0_data[511:368]})) : (f_rel[3] ? (f_rel[2] ? {win1_data[335:0], win0_data[511:336]} : {win1_data[303:0], win0_data[511:304]}) : (f_rel[2] ? {win1_data[271:0], win0_data[511:272]} : {win1_data[239:0], win0_data[511:240]}))) : (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? {win1_data[207:0], win0_data[511:208]} : {win1_data[175:0], win0_data[511:176]}) : (f_rel[2] ? {win1_data[143:0], win0_data[511:144]} : {win1_data[111:0], win0_data[511:112]})) : (f_rel[3] ? (f_rel[2] ? {win1_data[79:0], win0_data[511:80]} : {win1_data[47:0], win0_data[511:48]}) : (f_rel[2] ? {win1_data[15:0], win0_data[511:16]} : {win0_data[495:0], 16'h0000}))));
     assign f_fpduptr = ((f_first & f_lead) & (f_to_marker == 9'h000)) ? 16'h0000 : ((f_wire + {7'h00, f_to_marker}) - (f_lead ? 16'h0004 : 16'h0000));
     assign l0_marker = f_marker_here & (f_marker_group == 4'h0);
     assign l0_after = f_marker_here & 1'h0;
@@ -518,389 +516,13 @@ module mpa_tx_w512 (
     assign l62_after = f_marker_here & (f_marker_group < 4'hf);
     assign l63_marker = f_marker_here & (f_marker_group == 4'hf);
     assign l63_after = f_marker_here & (f_marker_group < 4'hf);
-    assign f_data = {
-        l63_marker ? f_fpduptr[7:0] : ((l63_after ? (~f_room_data[17] & (f_room_data_big | (8'h3f < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h43 < f_room_data_small)))) ? (l63_after ? f_shifted[479:472] :
-            f_shifted[511:504]) : 8'h00),
-        l62_marker ? f_fpduptr[15:8] : ((l62_after ? (~f_room_data[17] & (f_room_data_big | (8'h3e < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h42 < f_room_data_small)))) ? (l62_after ? f_shifted[471:464] :
-            f_shifted[503:496]) : 8'h00),
-        l61_marker ? 8'h00 : ((l61_after ? (~f_room_data[17] & (f_room_data_big | (8'h3d < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h41 < f_room_data_small)))) ? (l61_after ? f_shifted[463:456] :
-            f_shifted[495:488]) : 8'h00),
-        l60_marker ? 8'h00 : ((l60_after ? (~f_room_data[17] & (f_room_data_big | (8'h3c < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h40 < f_room_data_small)))) ? (l60_after ? f_shifted[455:448] :
-            f_shifted[487:480]) : 8'h00),
-        l59_marker ? f_fpduptr[7:0] : ((l59_after ? (~f_room_data[17] & (f_room_data_big | (8'h3b < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h3f < f_room_data_small)))) ? (l59_after ? f_shifted[447:440] :
-            f_shifted[479:472]) : 8'h00),
-        l58_marker ? f_fpduptr[15:8] : ((l58_after ? (~f_room_data[17] & (f_room_data_big | (8'h3a < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h3e < f_room_data_small)))) ? (l58_after ? f_shifted[439:432] :
-            f_shifted[471:464]) : 8'h00),
-        l57_marker ? 8'h00 : ((l57_after ? (~f_room_data[17] & (f_room_data_big | (8'h39 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h3d < f_room_data_small)))) ? (l57_after ? f_shifted[431:424] :
-            f_shifted[463:456]) : 8'h00),
-        l56_marker ? 8'h00 : ((l56_after ? (~f_room_data[17] & (f_room_data_big | (8'h38 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h3c < f_room_data_small)))) ? (l56_after ? f_shifted[423:416] :
-            f_shifted[455:448]) : 8'h00),
-        l55_marker ? f_fpduptr[7:0] : ((l55_after ? (~f_room_data[17] & (f_room_data_big | (8'h37 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h3b < f_room_data_small)))) ? (l55_after ? f_shifted[415:408] :
-            f_shifted[447:440]) : 8'h00),
-        l54_marker ? f_fpduptr[15:8] : ((l54_after ? (~f_room_data[17] & (f_room_data_big | (8'h36 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h3a < f_room_data_small)))) ? (l54_after ? f_shifted[407:400] :
-            f_shifted[439:432]) : 8'h00),
-        l53_marker ? 8'h00 : ((l53_after ? (~f_room_data[17] & (f_room_data_big | (8'h35 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h39 < f_room_data_small)))) ? (l53_after ? f_shifted[399:392] :
-            f_shifted[431:424]) : 8'h00),
-        l52_marker ? 8'h00 : ((l52_after ? (~f_room_data[17] & (f_room_data_big | (8'h34 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h38 < f_room_data_small)))) ? (l52_after ? f_shifted[391:384] :
-            f_shifted[423:416]) : 8'h00),
-        l51_marker ? f_fpduptr[7:0] : ((l51_after ? (~f_room_data[17] & (f_room_data_big | (8'h33 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h37 < f_room_data_small)))) ? (l51_after ? f_shifted[383:376] :
-            f_shifted[415:408]) : 8'h00),
-        l50_marker ? f_fpduptr[15:8] : ((l50_after ? (~f_room_data[17] & (f_room_data_big | (8'h32 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h36 < f_room_data_small)))) ? (l50_after ? f_shifted[375:368] :
-            f_shifted[407:400]) : 8'h00),
-        l49_marker ? 8'h00 : ((l49_after ? (~f_room_data[17] & (f_room_data_big | (8'h31 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h35 < f_room_data_small)))) ? (l49_after ? f_shifted[367:360] :
-            f_shifted[399:392]) : 8'h00),
-        l48_marker ? 8'h00 : ((l48_after ? (~f_room_data[17] & (f_room_data_big | (8'h30 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h34 < f_room_data_small)))) ? (l48_after ? f_shifted[359:352] :
-            f_shifted[391:384]) : 8'h00),
-        l47_marker ? f_fpduptr[7:0] : ((l47_after ? (~f_room_data[17] & (f_room_data_big | (8'h2f < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h33 < f_room_data_small)))) ? (l47_after ? f_shifted[351:344] :
-            f_shifted[383:376]) : 8'h00),
-        l46_marker ? f_fpduptr[15:8] : ((l46_after ? (~f_room_data[17] & (f_room_data_big | (8'h2e < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h32 < f_room_data_small)))) ? (l46_after ? f_shifted[343:336] :
-            f_shifted[375:368]) : 8'h00),
-        l45_marker ? 8'h00 : ((l45_after ? (~f_room_data[17] & (f_room_data_big | (8'h2d < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h31 < f_room_data_small)))) ? (l45_after ? f_shifted[335:328] :
-            f_shifted[367:360]) : 8'h00),
-        l44_marker ? 8'h00 : ((l44_after ? (~f_room_data[17] & (f_room_data_big | (8'h2c < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h30 < f_room_data_small)))) ? (l44_after ? f_shifted[327:320] :
-            f_shifted[359:352]) : 8'h00),
-        l43_marker ? f_fpduptr[7:0] : ((l43_after ? (~f_room_data[17] & (f_room_data_big | (8'h2b < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h2f < f_room_data_small)))) ? (l43_after ? f_shifted[319:312] :
-            f_shifted[351:344]) : 8'h00),
-        l42_marker ? f_fpduptr[15:8] : ((l42_after ? (~f_room_data[17] & (f_room_data_big | (8'h2a < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h2e < f_room_data_small)))) ? (l42_after ? f_shifted[311:304] :
-            f_shifted[343:336]) : 8'h00),
-        l41_marker ? 8'h00 : ((l41_after ? (~f_room_data[17] & (f_room_data_big | (8'h29 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h2d < f_room_data_small)))) ? (l41_after ? f_shifted[303:296] :
-            f_shifted[335:328]) : 8'h00),
-        l40_marker ? 8'h00 : ((l40_after ? (~f_room_data[17] & (f_room_data_big | (8'h28 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h2c < f_room_data_small)))) ? (l40_after ? f_shifted[295:288] :
-            f_shifted[327:320]) : 8'h00),
-        l39_marker ? f_fpduptr[7:0] : ((l39_after ? (~f_room_data[17] & (f_room_data_big | (8'h27 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h2b < f_room_data_small)))) ? (l39_after ? f_shifted[287:280] :
-            f_shifted[319:312]) : 8'h00),
-        l38_marker ? f_fpduptr[15:8] : ((l38_after ? (~f_room_data[17] & (f_room_data_big | (8'h26 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h2a < f_room_data_small)))) ? (l38_after ? f_shifted[279:272] :
-            f_shifted[311:304]) : 8'h00),
-        l37_marker ? 8'h00 : ((l37_after ? (~f_room_data[17] & (f_room_data_big | (8'h25 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h29 < f_room_data_small)))) ? (l37_after ? f_shifted[271:264] :
-            f_shifted[303:296]) : 8'h00),
-        l36_marker ? 8'h00 : ((l36_after ? (~f_room_data[17] & (f_room_data_big | (8'h24 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h28 < f_room_data_small)))) ? (l36_after ? f_shifted[263:256] :
-            f_shifted[295:288]) : 8'h00),
-        l35_marker ? f_fpduptr[7:0] : ((l35_after ? (~f_room_data[17] & (f_room_data_big | (8'h23 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h27 < f_room_data_small)))) ? (l35_after ? f_shifted[255:248] :
-            f_shifted[287:280]) : 8'h00),
-        l34_marker ? f_fpduptr[15:8] : ((l34_after ? (~f_room_data[17] & (f_room_data_big | (8'h22 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h26 < f_room_data_small)))) ? (l34_after ? f_shifted[247:240] :
-            f_shifted[279:272]) : 8'h00),
-        l33_marker ? 8'h00 : ((l33_after ? (~f_room_data[17] & (f_room_data_big | (8'h21 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h25 < f_room_data_small)))) ? (l33_after ? f_shifted[239:232] :
-            f_shifted[271:264]) : 8'h00),
-        l32_marker ? 8'h00 : ((l32_after ? (~f_room_data[17] & (f_room_data_big | (8'h20 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h24 < f_room_data_small)))) ? (l32_after ? f_shifted[231:224] :
-            f_shifted[263:256]) : 8'h00),
-        l31_marker ? f_fpduptr[7:0] : ((l31_after ? (~f_room_data[17] & (f_room_data_big | (8'h1f < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h23 < f_room_data_small)))) ? (l31_after ? f_shifted[223:216] :
-            f_shifted[255:248]) : 8'h00),
-        l30_marker ? f_fpduptr[15:8] : ((l30_after ? (~f_room_data[17] & (f_room_data_big | (8'h1e < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h22 < f_room_data_small)))) ? (l30_after ? f_shifted[215:208] :
-            f_shifted[247:240]) : 8'h00),
-        l29_marker ? 8'h00 : ((l29_after ? (~f_room_data[17] & (f_room_data_big | (8'h1d < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h21 < f_room_data_small)))) ? (l29_after ? f_shifted[207:200] :
-            f_shifted[239:232]) : 8'h00),
-        l28_marker ? 8'h00 : ((l28_after ? (~f_room_data[17] & (f_room_data_big | (8'h1c < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h20 < f_room_data_small)))) ? (l28_after ? f_shifted[199:192] :
-            f_shifted[231:224]) : 8'h00),
-        l27_marker ? f_fpduptr[7:0] : ((l27_after ? (~f_room_data[17] & (f_room_data_big | (8'h1b < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h1f < f_room_data_small)))) ? (l27_after ? f_shifted[191:184] :
-            f_shifted[223:216]) : 8'h00),
-        l26_marker ? f_fpduptr[15:8] : ((l26_after ? (~f_room_data[17] & (f_room_data_big | (8'h1a < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h1e < f_room_data_small)))) ? (l26_after ? f_shifted[183:176] :
-            f_shifted[215:208]) : 8'h00),
-        l25_marker ? 8'h00 : ((l25_after ? (~f_room_data[17] & (f_room_data_big | (8'h19 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h1d < f_room_data_small)))) ? (l25_after ? f_shifted[175:168] :
-            f_shifted[207:200]) : 8'h00),
-        l24_marker ? 8'h00 : ((l24_after ? (~f_room_data[17] & (f_room_data_big | (8'h18 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h1c < f_room_data_small)))) ? (l24_after ? f_shifted[167:160] :
-            f_shifted[199:192]) : 8'h00),
-        l23_marker ? f_fpduptr[7:0] : ((l23_after ? (~f_room_data[17] & (f_room_data_big | (8'h17 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h1b < f_room_data_small)))) ? (l23_after ? f_shifted[159:152] :
-            f_shifted[191:184]) : 8'h00),
-        l22_marker ? f_fpduptr[15:8] : ((l22_after ? (~f_room_data[17] & (f_room_data_big | (8'h16 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h1a < f_room_data_small)))) ? (l22_after ? f_shifted[151:144] :
-            f_shifted[183:176]) : 8'h00),
-        l21_marker ? 8'h00 : ((l21_after ? (~f_room_data[17] & (f_room_data_big | (8'h15 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h19 < f_room_data_small)))) ? (l21_after ? f_shifted[143:136] :
-            f_shifted[175:168]) : 8'h00),
-        l20_marker ? 8'h00 : ((l20_after ? (~f_room_data[17] & (f_room_data_big | (8'h14 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h18 < f_room_data_small)))) ? (l20_after ? f_shifted[135:128] :
-            f_shifted[167:160]) : 8'h00),
-        l19_marker ? f_fpduptr[7:0] : ((l19_after ? (~f_room_data[17] & (f_room_data_big | (8'h13 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h17 < f_room_data_small)))) ? (l19_after ? f_shifted[127:120] :
-            f_shifted[159:152]) : 8'h00),
-        l18_marker ? f_fpduptr[15:8] : ((l18_after ? (~f_room_data[17] & (f_room_data_big | (8'h12 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h16 < f_room_data_small)))) ? (l18_after ? f_shifted[119:112] :
-            f_shifted[151:144]) : 8'h00),
-        l17_marker ? 8'h00 : ((l17_after ? (~f_room_data[17] & (f_room_data_big | (8'h11 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h15 < f_room_data_small)))) ? (l17_after ? f_shifted[111:104] :
-            f_shifted[143:136]) : 8'h00),
-        l16_marker ? 8'h00 : ((l16_after ? (~f_room_data[17] & (f_room_data_big | (8'h10 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h14 < f_room_data_small)))) ? (l16_after ? f_shifted[103:96] :
-            f_shifted[135:128]) : 8'h00),
-        l15_marker ? f_fpduptr[7:0] : ((l15_after ? (~f_room_data[17] & (f_room_data_big | (8'h0f < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h13 < f_room_data_small)))) ? (l15_after ? f_shifted[95:88] :
-            f_shifted[127:120]) : 8'h00),
-        l14_marker ? f_fpduptr[15:8] : ((l14_after ? (~f_room_data[17] & (f_room_data_big | (8'h0e < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h12 < f_room_data_small)))) ? (l14_after ? f_shifted[87:80] :
-            f_shifted[119:112]) : 8'h00),
-        l13_marker ? 8'h00 : ((l13_after ? (~f_room_data[17] & (f_room_data_big | (8'h0d < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h11 < f_room_data_small)))) ? (l13_after ? f_shifted[79:72] :
-            f_shifted[111:104]) : 8'h00),
-        l12_marker ? 8'h00 : ((l12_after ? (~f_room_data[17] & (f_room_data_big | (8'h0c < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h10 < f_room_data_small)))) ? (l12_after ? f_shifted[71:64] :
-            f_shifted[103:96]) : 8'h00),
-        l11_marker ? f_fpduptr[7:0] : ((l11_after ? (~f_room_data[17] & (f_room_data_big | (8'h0b < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h0f < f_room_data_small)))) ? (l11_after ? f_shifted[63:56] :
-            f_shifted[95:88]) : 8'h00),
-        l10_marker ? f_fpduptr[15:8] : ((l10_after ? (~f_room_data[17] & (f_room_data_big | (8'h0a < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h0e < f_room_data_small)))) ? (l10_after ? f_shifted[55:48] :
-            f_shifted[87:80]) : 8'h00),
-        l9_marker ? 8'h00 : ((l9_after ? (~f_room_data[17] & (f_room_data_big | (8'h09 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h0d < f_room_data_small)))) ? (l9_after ? f_shifted[47:40] : f_shifted[79:72])
-            : 8'h00),
-        l8_marker ? 8'h00 : ((l8_after ? (~f_room_data[17] & (f_room_data_big | (8'h08 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h0c < f_room_data_small)))) ? (l8_after ? f_shifted[39:32] : f_shifted[71:64])
-            : 8'h00),
-        l7_marker ? f_fpduptr[7:0] : ((l7_after ? (~f_room_data[17] & (f_room_data_big | (8'h07 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h0b < f_room_data_small)))) ? (l7_after ? f_shifted[31:24] : f_shifted[63:56])
-            : 8'h00),
-        l6_marker ? f_fpduptr[15:8] : ((l6_after ? (~f_room_data[17] & (f_room_data_big | (8'h06 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (8'h0a < f_room_data_small)))) ? (l6_after ? f_shifted[23:16] : f_shifted[55:48])
-            : 8'h00),
-        l5_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[7:0] : ((l5_after ? (~f_room_data[17] & (f_room_data_big
-            | (8'h05 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h09 < f_room_data_small)))) ? (l5_after ?
-            f_shifted[15:8] : f_shifted[47:40]) : 8'h00)),
-        l4_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[15:8] : ((l4_after ? (~f_room_data[17] &
-            (f_room_data_big | (8'h04 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h08 < f_room_data_small))))
-            ? (l4_after ? f_shifted[7:0] : f_shifted[39:32]) : 8'h00)),
-        l3_marker ? f_fpduptr[7:0] : ((l3_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (8'h07 < f_room_data_small)))) ? f_shifted[31:24] : 8'h00),
-        l2_marker ? f_fpduptr[15:8] : ((l2_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (8'h06 < f_room_data_small)))) ? f_shifted[23:16] : 8'h00),
-        l1_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[7:0] : ((l1_after ? 1'h0 : (~f_room_data[17] &
-            (f_room_data_big | (8'h05 < f_room_data_small)))) ? f_shifted[15:8] : 8'h00)),
-        l0_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[15:8] : ((l0_after ? 1'h0 : (~f_room_data[17] &
-            (f_room_data_big | (8'h04 < f_room_data_small)))) ? f_shifted[7:0] : 8'h00))
-    };
-    assign f_keep = {
-        l63_marker | (l63_after ? (~f_room_end[17] & (f_room_end_big | (8'h3f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h43 < f_room_end_small)))),
-        l62_marker | (l62_after ? (~f_room_end[17] & (f_room_end_big | (8'h3e < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h42 < f_room_end_small)))),
-        l61_marker | (l61_after ? (~f_room_end[17] & (f_room_end_big | (8'h3d < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h41 < f_room_end_small)))),
-        l60_marker | (l60_after ? (~f_room_end[17] & (f_room_end_big | (8'h3c < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h40 < f_room_end_small)))),
-        l59_marker | (l59_after ? (~f_room_end[17] & (f_room_end_big | (8'h3b < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h3f < f_room_end_small)))),
-        l58_marker | (l58_after ? (~f_room_end[17] & (f_room_end_big | (8'h3a < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h3e < f_room_end_small)))),
-        l57_marker | (l57_after ? (~f_room_end[17] & (f_room_end_big | (8'h39 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h3d < f_room_end_small)))),
-        l56_marker | (l56_after ? (~f_room_end[17] & (f_room_end_big | (8'h38 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h3c < f_room_end_small)))),
-        l55_marker | (l55_after ? (~f_room_end[17] & (f_room_end_big | (8'h37 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h3b < f_room_end_small)))),
-        l54_marker | (l54_after ? (~f_room_end[17] & (f_room_end_big | (8'h36 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h3a < f_room_end_small)))),
-        l53_marker | (l53_after ? (~f_room_end[17] & (f_room_end_big | (8'h35 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h39 < f_room_end_small)))),
-        l52_marker | (l52_after ? (~f_room_end[17] & (f_room_end_big | (8'h34 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h38 < f_room_end_small)))),
-        l51_marker | (l51_after ? (~f_room_end[17] & (f_room_end_big | (8'h33 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h37 < f_room_end_small)))),
-        l50_marker | (l50_after ? (~f_room_end[17] & (f_room_end_big | (8'h32 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h36 < f_room_end_small)))),
-        l49_marker | (l49_after ? (~f_room_end[17] & (f_room_end_big | (8'h31 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h35 < f_room_end_small)))),
-        l48_marker | (l48_after ? (~f_room_end[17] & (f_room_end_big | (8'h30 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h34 < f_room_end_small)))),
-        l47_marker | (l47_after ? (~f_room_end[17] & (f_room_end_big | (8'h2f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h33 < f_room_end_small)))),
-        l46_marker | (l46_after ? (~f_room_end[17] & (f_room_end_big | (8'h2e < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h32 < f_room_end_small)))),
-        l45_marker | (l45_after ? (~f_room_end[17] & (f_room_end_big | (8'h2d < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h31 < f_room_end_small)))),
-        l44_marker | (l44_after ? (~f_room_end[17] & (f_room_end_big | (8'h2c < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h30 < f_room_end_small)))),
-        l43_marker | (l43_after ? (~f_room_end[17] & (f_room_end_big | (8'h2b < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h2f < f_room_end_small)))),
-        l42_marker | (l42_after ? (~f_room_end[17] & (f_room_end_big | (8'h2a < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h2e < f_room_end_small)))),
-        l41_marker | (l41_after ? (~f_room_end[17] & (f_room_end_big | (8'h29 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h2d < f_room_end_small)))),
-        l40_marker | (l40_after ? (~f_room_end[17] & (f_room_end_big | (8'h28 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h2c < f_room_end_small)))),
-        l39_marker | (l39_after ? (~f_room_end[17] & (f_room_end_big | (8'h27 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h2b < f_room_end_small)))),
-        l38_marker | (l38_after ? (~f_room_end[17] & (f_room_end_big | (8'h26 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h2a < f_room_end_small)))),
-        l37_marker | (l37_after ? (~f_room_end[17] & (f_room_end_big | (8'h25 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h29 < f_room_end_small)))),
-        l36_marker | (l36_after ? (~f_room_end[17] & (f_room_end_big | (8'h24 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h28 < f_room_end_small)))),
-        l35_marker | (l35_after ? (~f_room_end[17] & (f_room_end_big | (8'h23 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h27 < f_room_end_small)))),
-        l34_marker | (l34_after ? (~f_room_end[17] & (f_room_end_big | (8'h22 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h26 < f_room_end_small)))),
-        l33_marker | (l33_after ? (~f_room_end[17] & (f_room_end_big | (8'h21 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h25 < f_room_end_small)))),
-        l32_marker | (l32_after ? (~f_room_end[17] & (f_room_end_big | (8'h20 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h24 < f_room_end_small)))),
-        l31_marker | (l31_after ? (~f_room_end[17] & (f_room_end_big | (8'h1f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h23 < f_room_end_small)))),
-        l30_marker | (l30_after ? (~f_room_end[17] & (f_room_end_big | (8'h1e < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h22 < f_room_end_small)))),
-        l29_marker | (l29_after ? (~f_room_end[17] & (f_room_end_big | (8'h1d < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h21 < f_room_end_small)))),
-        l28_marker | (l28_after ? (~f_room_end[17] & (f_room_end_big | (8'h1c < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h20 < f_room_end_small)))),
-        l27_marker | (l27_after ? (~f_room_end[17] & (f_room_end_big | (8'h1b < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h1f < f_room_end_small)))),
-        l26_marker | (l26_after ? (~f_room_end[17] & (f_room_end_big | (8'h1a < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h1e < f_room_end_small)))),
-        l25_marker | (l25_after ? (~f_room_end[17] & (f_room_end_big | (8'h19 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h1d < f_room_end_small)))),
-        l24_marker | (l24_after ? (~f_room_end[17] & (f_room_end_big | (8'h18 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h1c < f_room_end_small)))),
-        l23_marker | (l23_after ? (~f_room_end[17] & (f_room_end_big | (8'h17 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h1b < f_room_end_small)))),
-        l22_marker | (l22_after ? (~f_room_end[17] & (f_room_end_big | (8'h16 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h1a < f_room_end_small)))),
-        l21_marker | (l21_after ? (~f_room_end[17] & (f_room_end_big | (8'h15 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h19 < f_room_end_small)))),
-        l20_marker | (l20_after ? (~f_room_end[17] & (f_room_end_big | (8'h14 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h18 < f_room_end_small)))),
-        l19_marker | (l19_after ? (~f_room_end[17] & (f_room_end_big | (8'h13 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h17 < f_room_end_small)))),
-        l18_marker | (l18_after ? (~f_room_end[17] & (f_room_end_big | (8'h12 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h16 < f_room_end_small)))),
-        l17_marker | (l17_after ? (~f_room_end[17] & (f_room_end_big | (8'h11 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h15 < f_room_end_small)))),
-        l16_marker | (l16_after ? (~f_room_end[17] & (f_room_end_big | (8'h10 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h14 < f_room_end_small)))),
-        l15_marker | (l15_after ? (~f_room_end[17] & (f_room_end_big | (8'h0f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h13 < f_room_end_small)))),
-        l14_marker | (l14_after ? (~f_room_end[17] & (f_room_end_big | (8'h0e < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h12 < f_room_end_small)))),
-        l13_marker | (l13_after ? (~f_room_end[17] & (f_room_end_big | (8'h0d < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h11 < f_room_end_small)))),
-        l12_marker | (l12_after ? (~f_room_end[17] & (f_room_end_big | (8'h0c < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h10 < f_room_end_small)))),
-        l11_marker | (l11_after ? (~f_room_end[17] & (f_room_end_big | (8'h0b < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h0f < f_room_end_small)))),
-        l10_marker | (l10_after ? (~f_room_end[17] & (f_room_end_big | (8'h0a < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h0e < f_room_end_small)))),
-        l9_marker | (l9_after ? (~f_room_end[17] & (f_room_end_big | (8'h09 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h0d < f_room_end_small)))),
-        l8_marker | (l8_after ? (~f_room_end[17] & (f_room_end_big | (8'h08 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h0c < f_room_end_small)))),
-        l7_marker | (l7_after ? (~f_room_end[17] & (f_room_end_big | (8'h07 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h0b < f_room_end_small)))),
-        l6_marker | (l6_after ? (~f_room_end[17] & (f_room_end_big | (8'h06 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h0a < f_room_end_small)))),
-        l5_marker | (l5_after ? (~f_room_end[17] & (f_room_end_big | (8'h05 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h09 < f_room_end_small)))),
-        l4_marker | (l4_after ? (~f_room_end[17] & (f_room_end_big | (8'h04 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h08 < f_room_end_small)))),
-        l3_marker | (l3_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (8'h07 < f_room_end_small)))),
-        l2_marker | (l2_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (8'h06 < f_room_end_small)))),
-        l1_marker | (l1_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (8'h05 < f_room_end_small)))),
-        l0_marker | (l0_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (8'h04 < f_room_end_small))))
-    };
-    assign f_cover = {
-        l63_marker | (l63_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h3f < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h43 < f_room_cov_small)))),
-        l62_marker | (l62_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h3e < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h42 < f_room_cov_small)))),
-        l61_marker | (l61_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h3d < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h41 < f_room_cov_small)))),
-        l60_marker | (l60_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h3c < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h40 < f_room_cov_small)))),
-        l59_marker | (l59_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h3b < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h3f < f_room_cov_small)))),
-        l58_marker | (l58_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h3a < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h3e < f_room_cov_small)))),
-        l57_marker | (l57_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h39 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h3d < f_room_cov_small)))),
-        l56_marker | (l56_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h38 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h3c < f_room_cov_small)))),
-        l55_marker | (l55_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h37 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h3b < f_room_cov_small)))),
-        l54_marker | (l54_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h36 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h3a < f_room_cov_small)))),
-        l53_marker | (l53_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h35 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h39 < f_room_cov_small)))),
-        l52_marker | (l52_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h34 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h38 < f_room_cov_small)))),
-        l51_marker | (l51_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h33 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h37 < f_room_cov_small)))),
-        l50_marker | (l50_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h32 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h36 < f_room_cov_small)))),
-        l49_marker | (l49_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h31 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h35 < f_room_cov_small)))),
-        l48_marker | (l48_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h30 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h34 < f_room_cov_small)))),
-        l47_marker | (l47_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h2f < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h33 < f_room_cov_small)))),
-        l46_marker | (l46_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h2e < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h32 < f_room_cov_small)))),
-        l45_marker | (l45_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h2d < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h31 < f_room_cov_small)))),
-        l44_marker | (l44_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h2c < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h30 < f_room_cov_small)))),
-        l43_marker | (l43_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h2b < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h2f < f_room_cov_small)))),
-        l42_marker | (l42_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h2a < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h2e < f_room_cov_small)))),
-        l41_marker | (l41_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h29 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h2d < f_room_cov_small)))),
-        l40_marker | (l40_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h28 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h2c < f_room_cov_small)))),
-        l39_marker | (l39_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h27 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h2b < f_room_cov_small)))),
-        l38_marker | (l38_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h26 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h2a < f_room_cov_small)))),
-        l37_marker | (l37_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h25 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h29 < f_room_cov_small)))),
-        l36_marker | (l36_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h24 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h28 < f_room_cov_small)))),
-        l35_marker | (l35_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h23 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h27 < f_room_cov_small)))),
-        l34_marker | (l34_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h22 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h26 < f_room_cov_small)))),
-        l33_marker | (l33_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h21 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h25 < f_room_cov_small)))),
-        l32_marker | (l32_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h20 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h24 < f_room_cov_small)))),
-        l31_marker | (l31_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h1f < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h23 < f_room_cov_small)))),
-        l30_marker | (l30_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h1e < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h22 < f_room_cov_small)))),
-        l29_marker | (l29_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h1d < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h21 < f_room_cov_small)))),
-        l28_marker | (l28_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h1c < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h20 < f_room_cov_small)))),
-        l27_marker | (l27_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h1b < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h1f < f_room_cov_small)))),
-        l26_marker | (l26_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h1a < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h1e < f_room_cov_small)))),
-        l25_marker | (l25_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h19 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h1d < f_room_cov_small)))),
-        l24_marker | (l24_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h18 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h1c < f_room_cov_small)))),
-        l23_marker | (l23_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h17 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h1b < f_room_cov_small)))),
-        l22_marker | (l22_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h16 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h1a < f_room_cov_small)))),
-        l21_marker | (l21_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h15 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h19 < f_room_cov_small)))),
-        l20_marker | (l20_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h14 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h18 < f_room_cov_small)))),
-        l19_marker | (l19_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h13 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h17 < f_room_cov_small)))),
-        l18_marker | (l18_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h12 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h16 < f_room_cov_small)))),
-        l17_marker | (l17_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h11 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h15 < f_room_cov_small)))),
-        l16_marker | (l16_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h10 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h14 < f_room_cov_small)))),
-        l15_marker | (l15_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h0f < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h13 < f_room_cov_small)))),
-        l14_marker | (l14_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h0e < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h12 < f_room_cov_small)))),
-        l13_marker | (l13_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h0d < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h11 < f_room_cov_small)))),
-        l12_marker | (l12_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h0c < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h10 < f_room_cov_small)))),
-        l11_marker | (l11_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h0b < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h0f < f_room_cov_small)))),
-        l10_marker | (l10_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h0a < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h0e < f_room_cov_small)))),
-        l9_marker | (l9_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h09 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h0d < f_room_cov_small)))),
-        l8_marker | (l8_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h08 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h0c < f_room_cov_small)))),
-        l7_marker | (l7_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h07 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h0b < f_room_cov_small)))),
-        l6_marker | (l6_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h06 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h0a < f_room_cov_small)))),
-        l5_marker | (l5_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h05 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h09 < f_room_cov_small)))),
-        l4_marker | (l4_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h04 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h08 < f_room_cov_small)))),
-        l3_marker | (l3_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (8'h07 < f_room_cov_small)))),
-        l2_marker | (l2_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (8'h06 < f_room_cov_small)))),
-        l1_marker | (l1_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (8'h05 < f_room_cov_small)))),
-        l0_marker | (l0_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (8'h04 < f_room_cov_small))))
-    };
     assign f_end_offset = f_pos + {14'h0000, f_room_cov + (f_marker_here ? 18'h00004 : 18'h00000)};
     assign f_start = (advance & (ctx_count != 3'h0)) & (~f_active | (f_can & f_last));
     assign ctx_pop = {2'h0, f_start};
     assign win_pop = f_emit ? (f_last ? (win0_last ? 3'h1 : 3'h2) : {2'h0, ~((f_rel + f_consumed) < 18'h00044) & ~win0_last}) : 3'h0;
     assign n_len_padded = ({2'h0, ctx0_len} + 18'h00005) & 18'h3fffc;
     assign f_continue = f_emit & ~f_last;
-    assign fb_masked = {
-        fb_data[511:504] & {8{fb_cover[63]}},
-        fb_data[503:496] & {8{fb_cover[62]}},
-        fb_data[495:488] & {8{fb_cover[61]}},
-        fb_data[487:480] & {8{fb_cover[60]}},
-        fb_data[479:472] & {8{fb_cover[59]}},
-        fb_data[471:464] & {8{fb_cover[58]}},
-        fb_data[463:456] & {8{fb_cover[57]}},
-        fb_data[455:448] & {8{fb_cover[56]}},
-        fb_data[447:440] & {8{fb_cover[55]}},
-        fb_data[439:432] & {8{fb_cover[54]}},
-        fb_data[431:424] & {8{fb_cover[53]}},
-        fb_data[423:416] & {8{fb_cover[52]}},
-        fb_data[415:408] & {8{fb_cover[51]}},
-        fb_data[407:400] & {8{fb_cover[50]}},
-        fb_data[399:392] & {8{fb_cover[49]}},
-        fb_data[391:384] & {8{fb_cover[48]}},
-        fb_data[383:376] & {8{fb_cover[47]}},
-        fb_data[375:368] & {8{fb_cover[46]}},
-        fb_data[367:360] & {8{fb_cover[45]}},
-        fb_data[359:352] & {8{fb_cover[44]}},
-        fb_data[351:344] & {8{fb_cover[43]}},
-        fb_data[343:336] & {8{fb_cover[42]}},
-        fb_data[335:328] & {8{fb_cover[41]}},
-        fb_data[327:320] & {8{fb_cover[40]}},
-        fb_data[319:312] & {8{fb_cover[39]}},
-        fb_data[311:304] & {8{fb_cover[38]}},
-        fb_data[303:296] & {8{fb_cover[37]}},
-        fb_data[295:288] & {8{fb_cover[36]}},
-        fb_data[287:280] & {8{fb_cover[35]}},
-        fb_data[279:272] & {8{fb_cover[34]}},
-        fb_data[271:264] & {8{fb_cover[33]}},
-        fb_data[263:256] & {8{fb_cover[32]}},
-        fb_data[255:248] & {8{fb_cover[31]}},
-        fb_data[247:240] & {8{fb_cover[30]}},
-        fb_data[239:232] & {8{fb_cover[29]}},
-        fb_data[231:224] & {8{fb_cover[28]}},
-        fb_data[223:216] & {8{fb_cover[27]}},
-        fb_data[215:208] & {8{fb_cover[26]}},
-        fb_data[207:200] & {8{fb_cover[25]}},
-        fb_data[199:192] & {8{fb_cover[24]}},
-        fb_data[191:184] & {8{fb_cover[23]}},
-        fb_data[183:176] & {8{fb_cover[22]}},
-        fb_data[175:168] & {8{fb_cover[21]}},
-        fb_data[167:160] & {8{fb_cover[20]}},
-        fb_data[159:152] & {8{fb_cover[19]}},
-        fb_data[151:144] & {8{fb_cover[18]}},
-        fb_data[143:136] & {8{fb_cover[17]}},
-        fb_data[135:128] & {8{fb_cover[16]}},
-        fb_data[127:120] & {8{fb_cover[15]}},
-        fb_data[119:112] & {8{fb_cover[14]}},
-        fb_data[111:104] & {8{fb_cover[13]}},
-        fb_data[103:96] & {8{fb_cover[12]}},
-        fb_data[95:88] & {8{fb_cover[11]}},
-        fb_data[87:80] & {8{fb_cover[10]}},
-        fb_data[79:72] & {8{fb_cover[9]}},
-        fb_data[71:64] & {8{fb_cover[8]}},
+    assign fb_masked_0 = {
         fb_data[63:56] & {8{fb_cover[7]}},
         fb_data[55:48] & {8{fb_cover[6]}},
         fb_data[47:40] & {8{fb_cover[5]}},
@@ -910,39 +532,75 @@ module mpa_tx_w512 (
         fb_data[15:8] & {8{fb_cover[1]}},
         fb_data[7:0] & {8{fb_cover[0]}}
     };
-    assign fb_term = {
-        ^(fb_masked & 512'h8fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061ae),
-        ^(fb_masked & 512'h47e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d7),
-        ^(fb_masked & 512'h23f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186b),
-        ^(fb_masked & 512'h11f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35),
-        ^(fb_masked & 512'h08fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061a),
-        ^(fb_masked & 512'h047e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d),
-        ^(fb_masked & 512'h8df7c6eef047484aa4afe72a3c98cf15471b1e9b0278c6a5016629ed3b163cc629957edf0fbf0c6a327b35a0ed587bf0c3ca8214c61dd955fa96989e687ca028),
-        ^(fb_masked & 512'h46fbe3777823a4255257f3951e4c678aa38d8f4d813c635280b314f69d8b1e6314cabf6f87df8635193d9ad076ac3df861e5410a630eecaafd4b4c4f343e5014),
-        ^(fb_masked & 512'hacb514c0a026440046385046838c554a2b361a4a70241fb434ed707e616d118d509bdb7bfcadc7615191c4eecdd46cc413b53ce062d7ed6c60488a09492f49a4),
-        ^(fb_masked & 512'hd9926f1b4c24b412cc0f81af4d6c4c2a6f6bd0c988a821c76ec2423a1f1e167a72b36971c114e7cb75c7ebf19068445a2a9d0215623b6d8f2ec9692a77a7c57c),
-        ^(fb_masked & 512'he301d2f6ba25cc1b8914695baa1c409a4d45358874ee3efec3d5db1820279581e3a73074dfc8779e67ecfc7e3eb6501536091d6fe24d2dfe898998bbe8e38310),
-        ^(fb_masked & 512'hfe480c004125701f2b999d21d9a446c25c5247288acd3162155e17893fbb547c2b2d1cf650a63fb4eef977b9e9d95a32b84312d2a2760dc65a29e0732741a026),
-        ^(fb_masked & 512'h7f2406002092b80f95ccce90ecd223612e292394456698b10aaf0bc49fddaa3e15968e7b28531fda777cbbdcf4ecad195c218969513b06e32d14f03993a0d013),
-        ^(fb_masked & 512'hb05ae67b0c7eca1525f5cec47ac3773fede44c2692096245f1e37fe760464ba3d035c3f1ab6b8b96e6b154688cf424b48d5758d1fbcd1848886754321ae009a7),
-        ^(fb_masked & 512'hd7e596469a08f3187de94eee31cbdd108c02fbfff9be9f3f8c4545f69f8bbb6d32e46534eaf7c1b0ae57a3b2b0f8606265ec300daeb6171d5ade8637de40657d),
-        ^(fb_masked & 512'h6bf2cb234d04798c3ef4a77718e5ee8846017dfffcdf4f9fc622a2fb4fc5ddb69972329a757be0d8572bd1d9587c303132f61806d75b0b8ead6f431bef2032be),
-        ^(fb_masked & 512'h35f96591a6823cc61f7a53bb8c72f7442300befffe6fa7cfe311517da7e2eedb4cb9194d3abdf06c2b95e8ecac3e1818997b0c036bad85c756b7a18df790195f),
-        ^(fb_masked & 512'h1afcb2c8d3411e630fbd29ddc6397ba211805f7fff37d3e7f188a8bed3f1776da65c8ca69d5ef83615caf476561f0c0c4cbd8601b5d6c2e3ab5bd0c6fbc80caf),
-        ^(fb_masked & 512'h82b6bc1f7597192368cd3d62efb6db5e7230f2534f21c7ee8c70ae5a4650250a09d0c29f71ed7860d7ea73bddd8df43e05195f6589bbfa48cb40c44daed467f9),
-        ^(fb_masked & 512'hce93bb74a6fc1a835b75373d7b710b2043e8a4c5172acdea328cad280c808c39de16e58387b4b84bb6fa30581844882721cb33d7978d661d7b4d4e08045a5252),
-        ^(fb_masked & 512'he88138c14f499b5342a93212b112e31f5b048f8e3b2f48e86df2ac9129e8d8a035f5f60dfc98585e067211aafaa0362bb3a2058e98962837a34b8b2ad11d4887),
-        ^(fb_masked & 512'h74409c60a7a4cda9a15499095889718fad8247c71d97a47436f9564894f46c501afafb06fe4c2c2f033908d57d501b15d9d102c74c4b141bd1a5c595688ea443),
-        ^(fb_masked & 512'hb5e8ab4b4fe5f0c63fb9e508a0eede48ac31fe0f3e71fc276fc8512165d2a894d783f94f4064126c5c938dec482a7fb2cfaf1d06f5751134f63fcee46777338f),
-        ^(fb_masked & 512'hd53cb0debbc56e71f0cf5b085cdd09ab2ce822eb2f82d00ec350d2959d41caf6b13f786b9f700d4df346cf70d2974de1449012e629ea13a365f2cb5ce08bf869),
-        ^(fb_masked & 512'h6a9e586f5de2b738f867ad842e6e84d59674117597c1680761a8694acea0e57b589fbc35cfb806a6f9a367b8694ba6f0a248097314f509d1b2f965ae7045fc34),
-        ^(fb_masked & 512'hba87c94cb2c6cd8e93207f4e1b9d24e5b1cad5567b5a9a1ec460cea048f8ec0176b15ad6d89e0728a1deba5ac227a140726398dcd92a1fd1c7919ef9eb129fb4),
-        ^(fb_masked & 512'hd28b01dd4554f0d5a683962b0164f4fda215b7478d17631216849d550bd4e8bc61a629a7530d07ef8de054ab9791a2981a76500b3fc594d1fd25e35226b92e74),
-        ^(fb_masked & 512'he68d6595be9dee783c5262998c181cf1abfa064f76319f947ff6b4afaa42eae2ea2d901f96c4878c1bff23d33d4aa3742e7cb460ccb25151e07fdd87c06cf694),
-        ^(fb_masked & 512'hfc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061ae4),
-        ^(fb_masked & 512'h7e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d72),
-        ^(fb_masked & 512'h3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186b9),
-        ^(fb_masked & 512'h1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35c)
+    assign fb_masked_1 = {
+        fb_data[127:120] & {8{fb_cover[15]}},
+        fb_data[119:112] & {8{fb_cover[14]}},
+        fb_data[111:104] & {8{fb_cover[13]}},
+        fb_data[103:96] & {8{fb_cover[12]}},
+        fb_data[95:88] & {8{fb_cover[11]}},
+        fb_data[87:80] & {8{fb_cover[10]}},
+        fb_data[79:72] & {8{fb_cover[9]}},
+        fb_data[71:64] & {8{fb_cover[8]}}
+    };
+    assign fb_masked_2 = {
+        fb_data[191:184] & {8{fb_cover[23]}},
+        fb_data[183:176] & {8{fb_cover[22]}},
+        fb_data[175:168] & {8{fb_cover[21]}},
+        fb_data[167:160] & {8{fb_cover[20]}},
+        fb_data[159:152] & {8{fb_cover[19]}},
+        fb_data[151:144] & {8{fb_cover[18]}},
+        fb_data[143:136] & {8{fb_cover[17]}},
+        fb_data[135:128] & {8{fb_cover[16]}}
+    };
+    assign fb_masked_3 = {
+        fb_data[255:248] & {8{fb_cover[31]}},
+        fb_data[247:240] & {8{fb_cover[30]}},
+        fb_data[239:232] & {8{fb_cover[29]}},
+        fb_data[231:224] & {8{fb_cover[28]}},
+        fb_data[223:216] & {8{fb_cover[27]}},
+        fb_data[215:208] & {8{fb_cover[26]}},
+        fb_data[207:200] & {8{fb_cover[25]}},
+        fb_data[199:192] & {8{fb_cover[24]}}
+    };
+    assign fb_masked_4 = {
+        fb_data[319:312] & {8{fb_cover[39]}},
+        fb_data[311:304] & {8{fb_cover[38]}},
+        fb_data[303:296] & {8{fb_cover[37]}},
+        fb_data[295:288] & {8{fb_cover[36]}},
+        fb_data[287:280] & {8{fb_cover[35]}},
+        fb_data[279:272] & {8{fb_cover[34]}},
+        fb_data[271:264] & {8{fb_cover[33]}},
+        fb_data[263:256] & {8{fb_cover[32]}}
+    };
+    assign fb_masked_5 = {
+        fb_data[383:376] & {8{fb_cover[47]}},
+        fb_data[375:368] & {8{fb_cover[46]}},
+        fb_data[367:360] & {8{fb_cover[45]}},
+        fb_data[359:352] & {8{fb_cover[44]}},
+        fb_data[351:344] & {8{fb_cover[43]}},
+        fb_data[343:336] & {8{fb_cover[42]}},
+        fb_data[335:328] & {8{fb_cover[41]}},
+        fb_data[327:320] & {8{fb_cover[40]}}
+    };
+    assign fb_masked_6 = {
+        fb_data[447:440] & {8{fb_cover[55]}},
+        fb_data[439:432] & {8{fb_cover[54]}},
+        fb_data[431:424] & {8{fb_cover[53]}},
+        fb_data[423:416] & {8{fb_cover[52]}},
+        fb_data[415:408] & {8{fb_cover[51]}},
+        fb_data[407:400] & {8{fb_cover[50]}},
+        fb_data[399:392] & {8{fb_cover[49]}},
+        fb_data[391:384] & {8{fb_cover[48]}}
+    };
+    assign fb_masked_7 = {
+        fb_data[511:504] & {8{fb_cover[63]}},
+        fb_data[503:496] & {8{fb_cover[62]}},
+        fb_data[495:488] & {8{fb_cover[61]}},
+        fb_data[487:480] & {8{fb_cover[60]}},
+        fb_data[479:472] & {8{fb_cover[59]}},
+        fb_data[471:464] & {8{fb_cover[58]}},
+        fb_data[463:456] & {8{fb_cover[57]}},
+        fb_data[455:448] & {8{fb_cover[56]}}
     };
     assign fb_cover_last = {
         fb_cover[63],
@@ -1054,202 +712,7 @@ module mpa_tx_w512 (
         ^(crc_state & 32'ha660c35c)
     };
     assign crc_next = b_term ^ crc_state_term;
-    assign p0_fixed = {
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[1023:992] : zinv_6[1023:992]) : (p0_pad[0] ? zinv_5[1023:992] :
-            zinv_4[1023:992])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[1023:992] : zinv_2[1023:992]) : (p0_pad[0] ? zinv_1[1023:992] :
-            zinv_0[1023:992])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[991:960] : zinv_6[991:960]) : (p0_pad[0] ? zinv_5[991:960] :
-            zinv_4[991:960])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[991:960] : zinv_2[991:960]) : (p0_pad[0] ? zinv_1[991:960] :
-            zinv_0[991:960])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[959:928] : zinv_6[959:928]) : (p0_pad[0] ? zinv_5[959:928] :
-            zinv_4[959:928])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[959:928] : zinv_2[959:928]) : (p0_pad[0] ? zinv_1[959:928] :
-            zinv_0[959:928])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[927:896] : zinv_6[927:896]) : (p0_pad[0] ? zinv_5[927:896] :
-            zinv_4[927:896])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[927:896] : zinv_2[927:896]) : (p0_pad[0] ? zinv_1[927:896] :
-            zinv_0[927:896])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[895:864] : zinv_6[895:864]) : (p0_pad[0] ? zinv_5[895:864] :
-            zinv_4[895:864])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[895:864] : zinv_2[895:864]) : (p0_pad[0] ? zinv_1[895:864] :
-            zinv_0[895:864])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[863:832] : zinv_6[863:832]) : (p0_pad[0] ? zinv_5[863:832] :
-            zinv_4[863:832])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[863:832] : zinv_2[863:832]) : (p0_pad[0] ? zinv_1[863:832] :
-            zinv_0[863:832])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[831:800] : zinv_6[831:800]) : (p0_pad[0] ? zinv_5[831:800] :
-            zinv_4[831:800])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[831:800] : zinv_2[831:800]) : (p0_pad[0] ? zinv_1[831:800] :
-            zinv_0[831:800])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[799:768] : zinv_6[799:768]) : (p0_pad[0] ? zinv_5[799:768] :
-            zinv_4[799:768])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[799:768] : zinv_2[799:768]) : (p0_pad[0] ? zinv_1[799:768] :
-            zinv_0[799:768])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[767:736] : zinv_6[767:736]) : (p0_pad[0] ? zinv_5[767:736] :
-            zinv_4[767:736])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[767:736] : zinv_2[767:736]) : (p0_pad[0] ? zinv_1[767:736] :
-            zinv_0[767:736])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[735:704] : zinv_6[735:704]) : (p0_pad[0] ? zinv_5[735:704] :
-            zinv_4[735:704])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[735:704] : zinv_2[735:704]) : (p0_pad[0] ? zinv_1[735:704] :
-            zinv_0[735:704])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[703:672] : zinv_6[703:672]) : (p0_pad[0] ? zinv_5[703:672] :
-            zinv_4[703:672])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[703:672] : zinv_2[703:672]) : (p0_pad[0] ? zinv_1[703:672] :
-            zinv_0[703:672])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[671:640] : zinv_6[671:640]) : (p0_pad[0] ? zinv_5[671:640] :
-            zinv_4[671:640])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[671:640] : zinv_2[671:640]) : (p0_pad[0] ? zinv_1[671:640] :
-            zinv_0[671:640])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[639:608] : zinv_6[639:608]) : (p0_pad[0] ? zinv_5[639:608] :
-            zinv_4[639:608])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[639:608] : zinv_2[639:608]) : (p0_pad[0] ? zinv_1[639:608] :
-            zinv_0[639:608])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[607:576] : zinv_6[607:576]) : (p0_pad[0] ? zinv_5[607:576] :
-            zinv_4[607:576])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[607:576] : zinv_2[607:576]) : (p0_pad[0] ? zinv_1[607:576] :
-            zinv_0[607:576])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[575:544] : zinv_6[575:544]) : (p0_pad[0] ? zinv_5[575:544] :
-            zinv_4[575:544])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[575:544] : zinv_2[575:544]) : (p0_pad[0] ? zinv_1[575:544] :
-            zinv_0[575:544])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[543:512] : zinv_6[543:512]) : (p0_pad[0] ? zinv_5[543:512] :
-            zinv_4[543:512])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[543:512] : zinv_2[543:512]) : (p0_pad[0] ? zinv_1[543:512] :
-            zinv_0[543:512])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[511:480] : zinv_6[511:480]) : (p0_pad[0] ? zinv_5[511:480] :
-            zinv_4[511:480])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[511:480] : zinv_2[511:480]) : (p0_pad[0] ? zinv_1[511:480] :
-            zinv_0[511:480])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[479:448] : zinv_6[479:448]) : (p0_pad[0] ? zinv_5[479:448] :
-            zinv_4[479:448])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[479:448] : zinv_2[479:448]) : (p0_pad[0] ? zinv_1[479:448] :
-            zinv_0[479:448])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[447:416] : zinv_6[447:416]) : (p0_pad[0] ? zinv_5[447:416] :
-            zinv_4[447:416])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[447:416] : zinv_2[447:416]) : (p0_pad[0] ? zinv_1[447:416] :
-            zinv_0[447:416])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[415:384] : zinv_6[415:384]) : (p0_pad[0] ? zinv_5[415:384] :
-            zinv_4[415:384])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[415:384] : zinv_2[415:384]) : (p0_pad[0] ? zinv_1[415:384] :
-            zinv_0[415:384])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[383:352] : zinv_6[383:352]) : (p0_pad[0] ? zinv_5[383:352] :
-            zinv_4[383:352])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[383:352] : zinv_2[383:352]) : (p0_pad[0] ? zinv_1[383:352] :
-            zinv_0[383:352])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[351:320] : zinv_6[351:320]) : (p0_pad[0] ? zinv_5[351:320] :
-            zinv_4[351:320])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[351:320] : zinv_2[351:320]) : (p0_pad[0] ? zinv_1[351:320] :
-            zinv_0[351:320])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[319:288] : zinv_6[319:288]) : (p0_pad[0] ? zinv_5[319:288] :
-            zinv_4[319:288])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[319:288] : zinv_2[319:288]) : (p0_pad[0] ? zinv_1[319:288] :
-            zinv_0[319:288])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[287:256] : zinv_6[287:256]) : (p0_pad[0] ? zinv_5[287:256] :
-            zinv_4[287:256])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[287:256] : zinv_2[287:256]) : (p0_pad[0] ? zinv_1[287:256] :
-            zinv_0[287:256])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[255:224] : zinv_6[255:224]) : (p0_pad[0] ? zinv_5[255:224] :
-            zinv_4[255:224])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[255:224] : zinv_2[255:224]) : (p0_pad[0] ? zinv_1[255:224] :
-            zinv_0[255:224])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[223:192] : zinv_6[223:192]) : (p0_pad[0] ? zinv_5[223:192] :
-            zinv_4[223:192])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[223:192] : zinv_2[223:192]) : (p0_pad[0] ? zinv_1[223:192] :
-            zinv_0[223:192])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[191:160] : zinv_6[191:160]) : (p0_pad[0] ? zinv_5[191:160] :
-            zinv_4[191:160])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[191:160] : zinv_2[191:160]) : (p0_pad[0] ? zinv_1[191:160] :
-            zinv_0[191:160])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[159:128] : zinv_6[159:128]) : (p0_pad[0] ? zinv_5[159:128] :
-            zinv_4[159:128])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[159:128] : zinv_2[159:128]) : (p0_pad[0] ? zinv_1[159:128] :
-            zinv_0[159:128])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[127:96] : zinv_6[127:96]) : (p0_pad[0] ? zinv_5[127:96] :
-            zinv_4[127:96])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[127:96] : zinv_2[127:96]) : (p0_pad[0] ? zinv_1[127:96] :
-            zinv_0[127:96])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[95:64] : zinv_6[95:64]) : (p0_pad[0] ? zinv_5[95:64] :
-            zinv_4[95:64])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[95:64] : zinv_2[95:64]) : (p0_pad[0] ? zinv_1[95:64] :
-            zinv_0[95:64])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[63:32] : zinv_6[63:32]) : (p0_pad[0] ? zinv_5[63:32] :
-            zinv_4[63:32])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[63:32] : zinv_2[63:32]) : (p0_pad[0] ? zinv_1[63:32] :
-            zinv_0[63:32])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[31:0] : zinv_6[31:0]) : (p0_pad[0] ? zinv_5[31:0] :
-            zinv_4[31:0])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[31:0] : zinv_2[31:0]) : (p0_pad[0] ? zinv_1[31:0] : zinv_0[31:0]))))
-    };
     assign p0_pad_rest = p0_pad[6:3];
-    assign p1_fixed = {
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[1023:992] : zinv_48[1023:992]) : (p1_pad[0] ?
-            zinv_40[1023:992] : zinv_32[1023:992])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[1023:992] : zinv_16[1023:992]) : (p1_pad[0]
-            ? zinv_8[1023:992] : zinv_0[1023:992])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[991:960] : zinv_48[991:960]) : (p1_pad[0] ? zinv_40[991:960] :
-            zinv_32[991:960])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[991:960] : zinv_16[991:960]) : (p1_pad[0] ? zinv_8[991:960] :
-            zinv_0[991:960])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[959:928] : zinv_48[959:928]) : (p1_pad[0] ? zinv_40[959:928] :
-            zinv_32[959:928])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[959:928] : zinv_16[959:928]) : (p1_pad[0] ? zinv_8[959:928] :
-            zinv_0[959:928])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[927:896] : zinv_48[927:896]) : (p1_pad[0] ? zinv_40[927:896] :
-            zinv_32[927:896])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[927:896] : zinv_16[927:896]) : (p1_pad[0] ? zinv_8[927:896] :
-            zinv_0[927:896])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[895:864] : zinv_48[895:864]) : (p1_pad[0] ? zinv_40[895:864] :
-            zinv_32[895:864])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[895:864] : zinv_16[895:864]) : (p1_pad[0] ? zinv_8[895:864] :
-            zinv_0[895:864])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[863:832] : zinv_48[863:832]) : (p1_pad[0] ? zinv_40[863:832] :
-            zinv_32[863:832])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[863:832] : zinv_16[863:832]) : (p1_pad[0] ? zinv_8[863:832] :
-            zinv_0[863:832])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[831:800] : zinv_48[831:800]) : (p1_pad[0] ? zinv_40[831:800] :
-            zinv_32[831:800])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[831:800] : zinv_16[831:800]) : (p1_pad[0] ? zinv_8[831:800] :
-            zinv_0[831:800])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[799:768] : zinv_48[799:768]) : (p1_pad[0] ? zinv_40[799:768] :
-            zinv_32[799:768])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[799:768] : zinv_16[799:768]) : (p1_pad[0] ? zinv_8[799:768] :
-            zinv_0[799:768])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[767:736] : zinv_48[767:736]) : (p1_pad[0] ? zinv_40[767:736] :
-            zinv_32[767:736])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[767:736] : zinv_16[767:736]) : (p1_pad[0] ? zinv_8[767:736] :
-            zinv_0[767:736])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[735:704] : zinv_48[735:704]) : (p1_pad[0] ? zinv_40[735:704] :
-            zinv_32[735:704])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[735:704] : zinv_16[735:704]) : (p1_pad[0] ? zinv_8[735:704] :
-            zinv_0[735:704])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[703:672] : zinv_48[703:672]) : (p1_pad[0] ? zinv_40[703:672] :
-            zinv_32[703:672])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[703:672] : zinv_16[703:672]) : (p1_pad[0] ? zinv_8[703:672] :
-            zinv_0[703:672])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[671:640] : zinv_48[671:640]) : (p1_pad[0] ? zinv_40[671:640] :
-            zinv_32[671:640])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[671:640] : zinv_16[671:640]) : (p1_pad[0] ? zinv_8[671:640] :
-            zinv_0[671:640])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[639:608] : zinv_48[639:608]) : (p1_pad[0] ? zinv_40[639:608] :
-            zinv_32[639:608])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[639:608] : zinv_16[639:608]) : (p1_pad[0] ? zinv_8[639:608] :
-            zinv_0[639:608])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[607:576] : zinv_48[607:576]) : (p1_pad[0] ? zinv_40[607:576] :
-            zinv_32[607:576])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[607:576] : zinv_16[607:576]) : (p1_pad[0] ? zinv_8[607:576] :
-            zinv_0[607:576])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[575:544] : zinv_48[575:544]) : (p1_pad[0] ? zinv_40[575:544] :
-            zinv_32[575:544])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[575:544] : zinv_16[575:544]) : (p1_pad[0] ? zinv_8[575:544] :
-            zinv_0[575:544])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[543:512] : zinv_48[543:512]) : (p1_pad[0] ? zinv_40[543:512] :
-            zinv_32[543:512])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[543:512] : zinv_16[543:512]) : (p1_pad[0] ? zinv_8[543:512] :
-            zinv_0[543:512])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[511:480] : zinv_48[511:480]) : (p1_pad[0] ? zinv_40[511:480] :
-            zinv_32[511:480])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[511:480] : zinv_16[511:480]) : (p1_pad[0] ? zinv_8[511:480] :
-            zinv_0[511:480])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[479:448] : zinv_48[479:448]) : (p1_pad[0] ? zinv_40[479:448] :
-            zinv_32[479:448])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[479:448] : zinv_16[479:448]) : (p1_pad[0] ? zinv_8[479:448] :
-            zinv_0[479:448])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[447:416] : zinv_48[447:416]) : (p1_pad[0] ? zinv_40[447:416] :
-            zinv_32[447:416])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[447:416] : zinv_16[447:416]) : (p1_pad[0] ? zinv_8[447:416] :
-            zinv_0[447:416])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[415:384] : zinv_48[415:384]) : (p1_pad[0] ? zinv_40[415:384] :
-            zinv_32[415:384])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[415:384] : zinv_16[415:384]) : (p1_pad[0] ? zinv_8[415:384] :
-            zinv_0[415:384])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[383:352] : zinv_48[383:352]) : (p1_pad[0] ? zinv_40[383:352] :
-            zinv_32[383:352])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[383:352] : zinv_16[383:352]) : (p1_pad[0] ? zinv_8[383:352] :
-            zinv_0[383:352])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[351:320] : zinv_48[351:320]) : (p1_pad[0] ? zinv_40[351:320] :
-            zinv_32[351:320])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[351:320] : zinv_16[351:320]) : (p1_pad[0] ? zinv_8[351:320] :
-            zinv_0[351:320])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[319:288] : zinv_48[319:288]) : (p1_pad[0] ? zinv_40[319:288] :
-            zinv_32[319:288])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[319:288] : zinv_16[319:288]) : (p1_pad[0] ? zinv_8[319:288] :
-            zinv_0[319:288])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[287:256] : zinv_48[287:256]) : (p1_pad[0] ? zinv_40[287:256] :
-            zinv_32[287:256])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[287:256] : zinv_16[287:256]) : (p1_pad[0] ? zinv_8[287:256] :
-            zinv_0[287:256])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[255:224] : zinv_48[255:224]) : (p1_pad[0] ? zinv_40[255:224] :
-            zinv_32[255:224])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[255:224] : zinv_16[255:224]) : (p1_pad[0] ? zinv_8[255:224] :
-            zinv_0[255:224])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[223:192] : zinv_48[223:192]) : (p1_pad[0] ? zinv_40[223:192] :
-            zinv_32[223:192])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[223:192] : zinv_16[223:192]) : (p1_pad[0] ? zinv_8[223:192] :
-            zinv_0[223:192])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[191:160] : zinv_48[191:160]) : (p1_pad[0] ? zinv_40[191:160] :
-            zinv_32[191:160])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[191:160] : zinv_16[191:160]) : (p1_pad[0] ? zinv_8[191:160] :
-            zinv_0[191:160])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[159:128] : zinv_48[159:128]) : (p1_pad[0] ? zinv_40[159:128] :
-            zinv_32[159:128])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[159:128] : zinv_16[159:128]) : (p1_pad[0] ? zinv_8[159:128] :
-            zinv_0[159:128])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[127:96] : zinv_48[127:96]) : (p1_pad[0] ? zinv_40[127:96] :
-            zinv_32[127:96])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[127:96] : zinv_16[127:96]) : (p1_pad[0] ? zinv_8[127:96] :
-            zinv_0[127:96])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[95:64] : zinv_48[95:64]) : (p1_pad[0] ? zinv_40[95:64] :
-            zinv_32[95:64])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[95:64] : zinv_16[95:64]) : (p1_pad[0] ? zinv_8[95:64] :
-            zinv_0[95:64])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[63:32] : zinv_48[63:32]) : (p1_pad[0] ? zinv_40[63:32] :
-            zinv_32[63:32])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[63:32] : zinv_16[63:32]) : (p1_pad[0] ? zinv_8[63:32] :
-            zinv_0[63:32])))),
-        ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[31:0] : zinv_48[31:0]) : (p1_pad[0] ? zinv_40[31:0] :
-            zinv_32[31:0])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[31:0] : zinv_16[31:0]) : (p1_pad[0] ? zinv_8[31:0] :
-            zinv_0[31:0]))))
-    };
     assign p1_pad_rest = p1_pad[3];
     assign p2_fixed = {
         ^(p2_reg & (p2_pad ? zinv_64[1023:992] : zinv_0[1023:992])),
@@ -1286,72 +749,6 @@ module mpa_tx_w512 (
         ^(p2_reg & (p2_pad ? zinv_64[31:0] : zinv_0[31:0]))
     };
     assign o_crc_value = ~p2_fixed;
-    assign o_merged = {
-        (((p2_last & p2_crc_on) & p2_keep[63]) & ~p2_cover[63]) ? o_crc_value[31:24] : p2_data[511:504],
-        (((p2_last & p2_crc_on) & p2_keep[62]) & ~p2_cover[62]) ? o_crc_value[23:16] : p2_data[503:496],
-        (((p2_last & p2_crc_on) & p2_keep[61]) & ~p2_cover[61]) ? o_crc_value[15:8] : p2_data[495:488],
-        (((p2_last & p2_crc_on) & p2_keep[60]) & ~p2_cover[60]) ? o_crc_value[7:0] : p2_data[487:480],
-        (((p2_last & p2_crc_on) & p2_keep[59]) & ~p2_cover[59]) ? o_crc_value[31:24] : p2_data[479:472],
-        (((p2_last & p2_crc_on) & p2_keep[58]) & ~p2_cover[58]) ? o_crc_value[23:16] : p2_data[471:464],
-        (((p2_last & p2_crc_on) & p2_keep[57]) & ~p2_cover[57]) ? o_crc_value[15:8] : p2_data[463:456],
-        (((p2_last & p2_crc_on) & p2_keep[56]) & ~p2_cover[56]) ? o_crc_value[7:0] : p2_data[455:448],
-        (((p2_last & p2_crc_on) & p2_keep[55]) & ~p2_cover[55]) ? o_crc_value[31:24] : p2_data[447:440],
-        (((p2_last & p2_crc_on) & p2_keep[54]) & ~p2_cover[54]) ? o_crc_value[23:16] : p2_data[439:432],
-        (((p2_last & p2_crc_on) & p2_keep[53]) & ~p2_cover[53]) ? o_crc_value[15:8] : p2_data[431:424],
-        (((p2_last & p2_crc_on) & p2_keep[52]) & ~p2_cover[52]) ? o_crc_value[7:0] : p2_data[423:416],
-        (((p2_last & p2_crc_on) & p2_keep[51]) & ~p2_cover[51]) ? o_crc_value[31:24] : p2_data[415:408],
-        (((p2_last & p2_crc_on) & p2_keep[50]) & ~p2_cover[50]) ? o_crc_value[23:16] : p2_data[407:400],
-        (((p2_last & p2_crc_on) & p2_keep[49]) & ~p2_cover[49]) ? o_crc_value[15:8] : p2_data[399:392],
-        (((p2_last & p2_crc_on) & p2_keep[48]) & ~p2_cover[48]) ? o_crc_value[7:0] : p2_data[391:384],
-        (((p2_last & p2_crc_on) & p2_keep[47]) & ~p2_cover[47]) ? o_crc_value[31:24] : p2_data[383:376],
-        (((p2_last & p2_crc_on) & p2_keep[46]) & ~p2_cover[46]) ? o_crc_value[23:16] : p2_data[375:368],
-        (((p2_last & p2_crc_on) & p2_keep[45]) & ~p2_cover[45]) ? o_crc_value[15:8] : p2_data[367:360],
-        (((p2_last & p2_crc_on) & p2_keep[44]) & ~p2_cover[44]) ? o_crc_value[7:0] : p2_data[359:352],
-        (((p2_last & p2_crc_on) & p2_keep[43]) & ~p2_cover[43]) ? o_crc_value[31:24] : p2_data[351:344],
-        (((p2_last & p2_crc_on) & p2_keep[42]) & ~p2_cover[42]) ? o_crc_value[23:16] : p2_data[343:336],
-        (((p2_last & p2_crc_on) & p2_keep[41]) & ~p2_cover[41]) ? o_crc_value[15:8] : p2_data[335:328],
-        (((p2_last & p2_crc_on) & p2_keep[40]) & ~p2_cover[40]) ? o_crc_value[7:0] : p2_data[327:320],
-        (((p2_last & p2_crc_on) & p2_keep[39]) & ~p2_cover[39]) ? o_crc_value[31:24] : p2_data[319:312],
-        (((p2_last & p2_crc_on) & p2_keep[38]) & ~p2_cover[38]) ? o_crc_value[23:16] : p2_data[311:304],
-        (((p2_last & p2_crc_on) & p2_keep[37]) & ~p2_cover[37]) ? o_crc_value[15:8] : p2_data[303:296],
-        (((p2_last & p2_crc_on) & p2_keep[36]) & ~p2_cover[36]) ? o_crc_value[7:0] : p2_data[295:288],
-        (((p2_last & p2_crc_on) & p2_keep[35]) & ~p2_cover[35]) ? o_crc_value[31:24] : p2_data[287:280],
-        (((p2_last & p2_crc_on) & p2_keep[34]) & ~p2_cover[34]) ? o_crc_value[23:16] : p2_data[279:272],
-        (((p2_last & p2_crc_on) & p2_keep[33]) & ~p2_cover[33]) ? o_crc_value[15:8] : p2_data[271:264],
-        (((p2_last & p2_crc_on) & p2_keep[32]) & ~p2_cover[32]) ? o_crc_value[7:0] : p2_data[263:256],
-        (((p2_last & p2_crc_on) & p2_keep[31]) & ~p2_cover[31]) ? o_crc_value[31:24] : p2_data[255:248],
-        (((p2_last & p2_crc_on) & p2_keep[30]) & ~p2_cover[30]) ? o_crc_value[23:16] : p2_data[247:240],
-        (((p2_last & p2_crc_on) & p2_keep[29]) & ~p2_cover[29]) ? o_crc_value[15:8] : p2_data[239:232],
-        (((p2_last & p2_crc_on) & p2_keep[28]) & ~p2_cover[28]) ? o_crc_value[7:0] : p2_data[231:224],
-        (((p2_last & p2_crc_on) & p2_keep[27]) & ~p2_cover[27]) ? o_crc_value[31:24] : p2_data[223:216],
-        (((p2_last & p2_crc_on) & p2_keep[26]) & ~p2_cover[26]) ? o_crc_value[23:16] : p2_data[215:208],
-        (((p2_last & p2_crc_on) & p2_keep[25]) & ~p2_cover[25]) ? o_crc_value[15:8] : p2_data[207:200],
-        (((p2_last & p2_crc_on) & p2_keep[24]) & ~p2_cover[24]) ? o_crc_value[7:0] : p2_data[199:192],
-        (((p2_last & p2_crc_on) & p2_keep[23]) & ~p2_cover[23]) ? o_crc_value[31:24] : p2_data[191:184],
-        (((p2_last & p2_crc_on) & p2_keep[22]) & ~p2_cover[22]) ? o_crc_value[23:16] : p2_data[183:176],
-        (((p2_last & p2_crc_on) & p2_keep[21]) & ~p2_cover[21]) ? o_crc_value[15:8] : p2_data[175:168],
-        (((p2_last & p2_crc_on) & p2_keep[20]) & ~p2_cover[20]) ? o_crc_value[7:0] : p2_data[167:160],
-        (((p2_last & p2_crc_on) & p2_keep[19]) & ~p2_cover[19]) ? o_crc_value[31:24] : p2_data[159:152],
-        (((p2_last & p2_crc_on) & p2_keep[18]) & ~p2_cover[18]) ? o_crc_value[23:16] : p2_data[151:144],
-        (((p2_last & p2_crc_on) & p2_keep[17]) & ~p2_cover[17]) ? o_crc_value[15:8] : p2_data[143:136],
-        (((p2_last & p2_crc_on) & p2_keep[16]) & ~p2_cover[16]) ? o_crc_value[7:0] : p2_data[135:128],
-        (((p2_last & p2_crc_on) & p2_keep[15]) & ~p2_cover[15]) ? o_crc_value[31:24] : p2_data[127:120],
-        (((p2_last & p2_crc_on) & p2_keep[14]) & ~p2_cover[14]) ? o_crc_value[23:16] : p2_data[119:112],
-        (((p2_last & p2_crc_on) & p2_keep[13]) & ~p2_cover[13]) ? o_crc_value[15:8] : p2_data[111:104],
-        (((p2_last & p2_crc_on) & p2_keep[12]) & ~p2_cover[12]) ? o_crc_value[7:0] : p2_data[103:96],
-        (((p2_last & p2_crc_on) & p2_keep[11]) & ~p2_cover[11]) ? o_crc_value[31:24] : p2_data[95:88],
-        (((p2_last & p2_crc_on) & p2_keep[10]) & ~p2_cover[10]) ? o_crc_value[23:16] : p2_data[87:80],
-        (((p2_last & p2_crc_on) & p2_keep[9]) & ~p2_cover[9]) ? o_crc_value[15:8] : p2_data[79:72],
-        (((p2_last & p2_crc_on) & p2_keep[8]) & ~p2_cover[8]) ? o_crc_value[7:0] : p2_data[71:64],
-        (((p2_last & p2_crc_on) & p2_keep[7]) & ~p2_cover[7]) ? o_crc_value[31:24] : p2_data[63:56],
-        (((p2_last & p2_crc_on) & p2_keep[6]) & ~p2_cover[6]) ? o_crc_value[23:16] : p2_data[55:48],
-        (((p2_last & p2_crc_on) & p2_keep[5]) & ~p2_cover[5]) ? o_crc_value[15:8] : p2_data[47:40],
-        (((p2_last & p2_crc_on) & p2_keep[4]) & ~p2_cover[4]) ? o_crc_value[7:0] : p2_data[39:32],
-        (((p2_last & p2_crc_on) & p2_keep[3]) & ~p2_cover[3]) ? o_crc_value[31:24] : p2_data[31:24],
-        (((p2_last & p2_crc_on) & p2_keep[2]) & ~p2_cover[2]) ? o_crc_value[23:16] : p2_data[23:16],
-        (((p2_last & p2_crc_on) & p2_keep[1]) & ~p2_cover[1]) ? o_crc_value[15:8] : p2_data[15:8],
-        (((p2_last & p2_crc_on) & p2_keep[0]) & ~p2_cover[0]) ? o_crc_value[7:0] : p2_data[7:0]
-    };
     assign m_axis_tdata = o_data;
     assign m_axis_tkeep = o_keep;
     assign m_axis_tvalid = o_valid;
@@ -1570,19 +967,336 @@ module mpa_tx_w512 (
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_data <= f_data;
+            fb_data <= {
+                l63_marker ? f_fpduptr[7:0] : ((l63_after ? (~f_room_data[17] & (f_room_data_big | (8'h3f < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h43 < f_room_data_small)))) ? (l63_after ? f_shifted[479:472] :
+                    f_shifted[511:504]) : 8'h00),
+                l62_marker ? f_fpduptr[15:8] : ((l62_after ? (~f_room_data[17] & (f_room_data_big | (8'h3e < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h42 < f_room_data_small)))) ? (l62_after ? f_shifted[471:464] :
+                    f_shifted[503:496]) : 8'h00),
+                l61_marker ? 8'h00 : ((l61_after ? (~f_room_data[17] & (f_room_data_big | (8'h3d < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h41 < f_room_data_small)))) ? (l61_after ? f_shifted[463:456] :
+                    f_shifted[495:488]) : 8'h00),
+                l60_marker ? 8'h00 : ((l60_after ? (~f_room_data[17] & (f_room_data_big | (8'h3c < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h40 < f_room_data_small)))) ? (l60_after ? f_shifted[455:448] :
+                    f_shifted[487:480]) : 8'h00),
+                l59_marker ? f_fpduptr[7:0] : ((l59_after ? (~f_room_data[17] & (f_room_data_big | (8'h3b < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h3f < f_room_data_small)))) ? (l59_after ? f_shifted[447:440] :
+                    f_shifted[479:472]) : 8'h00),
+                l58_marker ? f_fpduptr[15:8] : ((l58_after ? (~f_room_data[17] & (f_room_data_big | (8'h3a < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h3e < f_room_data_small)))) ? (l58_after ? f_shifted[439:432] :
+                    f_shifted[471:464]) : 8'h00),
+                l57_marker ? 8'h00 : ((l57_after ? (~f_room_data[17] & (f_room_data_big | (8'h39 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h3d < f_room_data_small)))) ? (l57_after ? f_shifted[431:424] :
+                    f_shifted[463:456]) : 8'h00),
+                l56_marker ? 8'h00 : ((l56_after ? (~f_room_data[17] & (f_room_data_big | (8'h38 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h3c < f_room_data_small)))) ? (l56_after ? f_shifted[423:416] :
+                    f_shifted[455:448]) : 8'h00),
+                l55_marker ? f_fpduptr[7:0] : ((l55_after ? (~f_room_data[17] & (f_room_data_big | (8'h37 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h3b < f_room_data_small)))) ? (l55_after ? f_shifted[415:408] :
+                    f_shifted[447:440]) : 8'h00),
+                l54_marker ? f_fpduptr[15:8] : ((l54_after ? (~f_room_data[17] & (f_room_data_big | (8'h36 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h3a < f_room_data_small)))) ? (l54_after ? f_shifted[407:400] :
+                    f_shifted[439:432]) : 8'h00),
+                l53_marker ? 8'h00 : ((l53_after ? (~f_room_data[17] & (f_room_data_big | (8'h35 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h39 < f_room_data_small)))) ? (l53_after ? f_shifted[399:392] :
+                    f_shifted[431:424]) : 8'h00),
+                l52_marker ? 8'h00 : ((l52_after ? (~f_room_data[17] & (f_room_data_big | (8'h34 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h38 < f_room_data_small)))) ? (l52_after ? f_shifted[391:384] :
+                    f_shifted[423:416]) : 8'h00),
+                l51_marker ? f_fpduptr[7:0] : ((l51_after ? (~f_room_data[17] & (f_room_data_big | (8'h33 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h37 < f_room_data_small)))) ? (l51_after ? f_shifted[383:376] :
+                    f_shifted[415:408]) : 8'h00),
+                l50_marker ? f_fpduptr[15:8] : ((l50_after ? (~f_room_data[17] & (f_room_data_big | (8'h32 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h36 < f_room_data_small)))) ? (l50_after ? f_shifted[375:368] :
+                    f_shifted[407:400]) : 8'h00),
+                l49_marker ? 8'h00 : ((l49_after ? (~f_room_data[17] & (f_room_data_big | (8'h31 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h35 < f_room_data_small)))) ? (l49_after ? f_shifted[367:360] :
+                    f_shifted[399:392]) : 8'h00),
+                l48_marker ? 8'h00 : ((l48_after ? (~f_room_data[17] & (f_room_data_big | (8'h30 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h34 < f_room_data_small)))) ? (l48_after ? f_shifted[359:352] :
+                    f_shifted[391:384]) : 8'h00),
+                l47_marker ? f_fpduptr[7:0] : ((l47_after ? (~f_room_data[17] & (f_room_data_big | (8'h2f < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h33 < f_room_data_small)))) ? (l47_after ? f_shifted[351:344] :
+                    f_shifted[383:376]) : 8'h00),
+                l46_marker ? f_fpduptr[15:8] : ((l46_after ? (~f_room_data[17] & (f_room_data_big | (8'h2e < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h32 < f_room_data_small)))) ? (l46_after ? f_shifted[343:336] :
+                    f_shifted[375:368]) : 8'h00),
+                l45_marker ? 8'h00 : ((l45_after ? (~f_room_data[17] & (f_room_data_big | (8'h2d < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h31 < f_room_data_small)))) ? (l45_after ? f_shifted[335:328] :
+                    f_shifted[367:360]) : 8'h00),
+                l44_marker ? 8'h00 : ((l44_after ? (~f_room_data[17] & (f_room_data_big | (8'h2c < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h30 < f_room_data_small)))) ? (l44_after ? f_shifted[327:320] :
+                    f_shifted[359:352]) : 8'h00),
+                l43_marker ? f_fpduptr[7:0] : ((l43_after ? (~f_room_data[17] & (f_room_data_big | (8'h2b < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h2f < f_room_data_small)))) ? (l43_after ? f_shifted[319:312] :
+                    f_shifted[351:344]) : 8'h00),
+                l42_marker ? f_fpduptr[15:8] : ((l42_after ? (~f_room_data[17] & (f_room_data_big | (8'h2a < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h2e < f_room_data_small)))) ? (l42_after ? f_shifted[311:304] :
+                    f_shifted[343:336]) : 8'h00),
+                l41_marker ? 8'h00 : ((l41_after ? (~f_room_data[17] & (f_room_data_big | (8'h29 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h2d < f_room_data_small)))) ? (l41_after ? f_shifted[303:296] :
+                    f_shifted[335:328]) : 8'h00),
+                l40_marker ? 8'h00 : ((l40_after ? (~f_room_data[17] & (f_room_data_big | (8'h28 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h2c < f_room_data_small)))) ? (l40_after ? f_shifted[295:288] :
+                    f_shifted[327:320]) : 8'h00),
+                l39_marker ? f_fpduptr[7:0] : ((l39_after ? (~f_room_data[17] & (f_room_data_big | (8'h27 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h2b < f_room_data_small)))) ? (l39_after ? f_shifted[287:280] :
+                    f_shifted[319:312]) : 8'h00),
+                l38_marker ? f_fpduptr[15:8] : ((l38_after ? (~f_room_data[17] & (f_room_data_big | (8'h26 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h2a < f_room_data_small)))) ? (l38_after ? f_shifted[279:272] :
+                    f_shifted[311:304]) : 8'h00),
+                l37_marker ? 8'h00 : ((l37_after ? (~f_room_data[17] & (f_room_data_big | (8'h25 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h29 < f_room_data_small)))) ? (l37_after ? f_shifted[271:264] :
+                    f_shifted[303:296]) : 8'h00),
+                l36_marker ? 8'h00 : ((l36_after ? (~f_room_data[17] & (f_room_data_big | (8'h24 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h28 < f_room_data_small)))) ? (l36_after ? f_shifted[263:256] :
+                    f_shifted[295:288]) : 8'h00),
+                l35_marker ? f_fpduptr[7:0] : ((l35_after ? (~f_room_data[17] & (f_room_data_big | (8'h23 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h27 < f_room_data_small)))) ? (l35_after ? f_shifted[255:248] :
+                    f_shifted[287:280]) : 8'h00),
+                l34_marker ? f_fpduptr[15:8] : ((l34_after ? (~f_room_data[17] & (f_room_data_big | (8'h22 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h26 < f_room_data_small)))) ? (l34_after ? f_shifted[247:240] :
+                    f_shifted[279:272]) : 8'h00),
+                l33_marker ? 8'h00 : ((l33_after ? (~f_room_data[17] & (f_room_data_big | (8'h21 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h25 < f_room_data_small)))) ? (l33_after ? f_shifted[239:232] :
+                    f_shifted[271:264]) : 8'h00),
+                l32_marker ? 8'h00 : ((l32_after ? (~f_room_data[17] & (f_room_data_big | (8'h20 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h24 < f_room_data_small)))) ? (l32_after ? f_shifted[231:224] :
+                    f_shifted[263:256]) : 8'h00),
+                l31_marker ? f_fpduptr[7:0] : ((l31_after ? (~f_room_data[17] & (f_room_data_big | (8'h1f < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h23 < f_room_data_small)))) ? (l31_after ? f_shifted[223:216] :
+                    f_shifted[255:248]) : 8'h00),
+                l30_marker ? f_fpduptr[15:8] : ((l30_after ? (~f_room_data[17] & (f_room_data_big | (8'h1e < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h22 < f_room_data_small)))) ? (l30_after ? f_shifted[215:208] :
+                    f_shifted[247:240]) : 8'h00),
+                l29_marker ? 8'h00 : ((l29_after ? (~f_room_data[17] & (f_room_data_big | (8'h1d < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h21 < f_room_data_small)))) ? (l29_after ? f_shifted[207:200] :
+                    f_shifted[239:232]) : 8'h00),
+                l28_marker ? 8'h00 : ((l28_after ? (~f_room_data[17] & (f_room_data_big | (8'h1c < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h20 < f_room_data_small)))) ? (l28_after ? f_shifted[199:192] :
+                    f_shifted[231:224]) : 8'h00),
+                l27_marker ? f_fpduptr[7:0] : ((l27_after ? (~f_room_data[17] & (f_room_data_big | (8'h1b < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h1f < f_room_data_small)))) ? (l27_after ? f_shifted[191:184] :
+                    f_shifted[223:216]) : 8'h00),
+                l26_marker ? f_fpduptr[15:8] : ((l26_after ? (~f_room_data[17] & (f_room_data_big | (8'h1a < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h1e < f_room_data_small)))) ? (l26_after ? f_shifted[183:176] :
+                    f_shifted[215:208]) : 8'h00),
+                l25_marker ? 8'h00 : ((l25_after ? (~f_room_data[17] & (f_room_data_big | (8'h19 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h1d < f_room_data_small)))) ? (l25_after ? f_shifted[175:168] :
+                    f_shifted[207:200]) : 8'h00),
+                l24_marker ? 8'h00 : ((l24_after ? (~f_room_data[17] & (f_room_data_big | (8'h18 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h1c < f_room_data_small)))) ? (l24_after ? f_shifted[167:160] :
+                    f_shifted[199:192]) : 8'h00),
+                l23_marker ? f_fpduptr[7:0] : ((l23_after ? (~f_room_data[17] & (f_room_data_big | (8'h17 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h1b < f_room_data_small)))) ? (l23_after ? f_shifted[159:152] :
+                    f_shifted[191:184]) : 8'h00),
+                l22_marker ? f_fpduptr[15:8] : ((l22_after ? (~f_room_data[17] & (f_room_data_big | (8'h16 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h1a < f_room_data_small)))) ? (l22_after ? f_shifted[151:144] :
+                    f_shifted[183:176]) : 8'h00),
+                l21_marker ? 8'h00 : ((l21_after ? (~f_room_data[17] & (f_room_data_big | (8'h15 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h19 < f_room_data_small)))) ? (l21_after ? f_shifted[143:136] :
+                    f_shifted[175:168]) : 8'h00),
+                l20_marker ? 8'h00 : ((l20_after ? (~f_room_data[17] & (f_room_data_big | (8'h14 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h18 < f_room_data_small)))) ? (l20_after ? f_shifted[135:128] :
+                    f_shifted[167:160]) : 8'h00),
+                l19_marker ? f_fpduptr[7:0] : ((l19_after ? (~f_room_data[17] & (f_room_data_big | (8'h13 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h17 < f_room_data_small)))) ? (l19_after ? f_shifted[127:120] :
+                    f_shifted[159:152]) : 8'h00),
+                l18_marker ? f_fpduptr[15:8] : ((l18_after ? (~f_room_data[17] & (f_room_data_big | (8'h12 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h16 < f_room_data_small)))) ? (l18_after ? f_shifted[119:112] :
+                    f_shifted[151:144]) : 8'h00),
+                l17_marker ? 8'h00 : ((l17_after ? (~f_room_data[17] & (f_room_data_big | (8'h11 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h15 < f_room_data_small)))) ? (l17_after ? f_shifted[111:104] :
+                    f_shifted[143:136]) : 8'h00),
+                l16_marker ? 8'h00 : ((l16_after ? (~f_room_data[17] & (f_room_data_big | (8'h10 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h14 < f_room_data_small)))) ? (l16_after ? f_shifted[103:96] :
+                    f_shifted[135:128]) : 8'h00),
+                l15_marker ? f_fpduptr[7:0] : ((l15_after ? (~f_room_data[17] & (f_room_data_big | (8'h0f < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h13 < f_room_data_small)))) ? (l15_after ? f_shifted[95:88] :
+                    f_shifted[127:120]) : 8'h00),
+                l14_marker ? f_fpduptr[15:8] : ((l14_after ? (~f_room_data[17] & (f_room_data_big | (8'h0e < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h12 < f_room_data_small)))) ? (l14_after ? f_shifted[87:80] :
+                    f_shifted[119:112]) : 8'h00),
+                l13_marker ? 8'h00 : ((l13_after ? (~f_room_data[17] & (f_room_data_big | (8'h0d < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h11 < f_room_data_small)))) ? (l13_after ? f_shifted[79:72] :
+                    f_shifted[111:104]) : 8'h00),
+                l12_marker ? 8'h00 : ((l12_after ? (~f_room_data[17] & (f_room_data_big | (8'h0c < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h10 < f_room_data_small)))) ? (l12_after ? f_shifted[71:64] :
+                    f_shifted[103:96]) : 8'h00),
+                l11_marker ? f_fpduptr[7:0] : ((l11_after ? (~f_room_data[17] & (f_room_data_big | (8'h0b < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h0f < f_room_data_small)))) ? (l11_after ? f_shifted[63:56] :
+                    f_shifted[95:88]) : 8'h00),
+                l10_marker ? f_fpduptr[15:8] : ((l10_after ? (~f_room_data[17] & (f_room_data_big | (8'h0a < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h0e < f_room_data_small)))) ? (l10_after ? f_shifted[55:48] :
+                    f_shifted[87:80]) : 8'h00),
+                l9_marker ? 8'h00 : ((l9_after ? (~f_room_data[17] & (f_room_data_big | (8'h09 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h0d < f_room_data_small)))) ? (l9_after ? f_shifted[47:40] : f_shifted[79:72])
+                    : 8'h00),
+                l8_marker ? 8'h00 : ((l8_after ? (~f_room_data[17] & (f_room_data_big | (8'h08 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h0c < f_room_data_small)))) ? (l8_after ? f_shifted[39:32] : f_shifted[71:64])
+                    : 8'h00),
+                l7_marker ? f_fpduptr[7:0] : ((l7_after ? (~f_room_data[17] & (f_room_data_big | (8'h07 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h0b < f_room_data_small)))) ? (l7_after ? f_shifted[31:24] : f_shifted[63:56])
+                    : 8'h00),
+                l6_marker ? f_fpduptr[15:8] : ((l6_after ? (~f_room_data[17] & (f_room_data_big | (8'h06 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (8'h0a < f_room_data_small)))) ? (l6_after ? f_shifted[23:16] : f_shifted[55:48])
+                    : 8'h00),
+                l5_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[7:0] : ((l5_after ? (~f_room_data[17] & (f_room_data_big
+                    | (8'h05 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h09 < f_room_data_small)))) ? (l5_after ?
+                    f_shifted[15:8] : f_shifted[47:40]) : 8'h00)),
+                l4_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[15:8] : ((l4_after ? (~f_room_data[17] &
+                    (f_room_data_big | (8'h04 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h08 < f_room_data_small))))
+                    ? (l4_after ? f_shifted[7:0] : f_shifted[39:32]) : 8'h00)),
+                l3_marker ? f_fpduptr[7:0] : ((l3_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (8'h07 < f_room_data_small)))) ? f_shifted[31:24] : 8'h00),
+                l2_marker ? f_fpduptr[15:8] : ((l2_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (8'h06 < f_room_data_small)))) ? f_shifted[23:16] : 8'h00),
+                l1_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[7:0] : ((l1_after ? 1'h0 : (~f_room_data[17] &
+                    (f_room_data_big | (8'h05 < f_room_data_small)))) ? f_shifted[15:8] : 8'h00)),
+                l0_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[15:8] : ((l0_after ? 1'h0 : (~f_room_data[17] &
+                    (f_room_data_big | (8'h04 < f_room_data_small)))) ? f_shifted[7:0] : 8'h00))
+            };
         end
     end
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_keep <= f_keep;
+            fb_keep <= {
+                l63_marker | (l63_after ? (~f_room_end[17] & (f_room_end_big | (8'h3f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h43 < f_room_end_small)))),
+                l62_marker | (l62_after ? (~f_room_end[17] & (f_room_end_big | (8'h3e < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h42 < f_room_end_small)))),
+                l61_marker | (l61_after ? (~f_room_end[17] & (f_room_end_big | (8'h3d < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h41 < f_room_end_small)))),
+                l60_marker | (l60_after ? (~f_room_end[17] & (f_room_end_big | (8'h3c < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h40 < f_room_end_small)))),
+                l59_marker | (l59_after ? (~f_room_end[17] & (f_room_end_big | (8'h3b < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h3f < f_room_end_small)))),
+                l58_marker | (l58_after ? (~f_room_end[17] & (f_room_end_big | (8'h3a < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h3e < f_room_end_small)))),
+                l57_marker | (l57_after ? (~f_room_end[17] & (f_room_end_big | (8'h39 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h3d < f_room_end_small)))),
+                l56_marker | (l56_after ? (~f_room_end[17] & (f_room_end_big | (8'h38 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h3c < f_room_end_small)))),
+                l55_marker | (l55_after ? (~f_room_end[17] & (f_room_end_big | (8'h37 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h3b < f_room_end_small)))),
+                l54_marker | (l54_after ? (~f_room_end[17] & (f_room_end_big | (8'h36 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h3a < f_room_end_small)))),
+                l53_marker | (l53_after ? (~f_room_end[17] & (f_room_end_big | (8'h35 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h39 < f_room_end_small)))),
+                l52_marker | (l52_after ? (~f_room_end[17] & (f_room_end_big | (8'h34 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h38 < f_room_end_small)))),
+                l51_marker | (l51_after ? (~f_room_end[17] & (f_room_end_big | (8'h33 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h37 < f_room_end_small)))),
+                l50_marker | (l50_after ? (~f_room_end[17] & (f_room_end_big | (8'h32 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h36 < f_room_end_small)))),
+                l49_marker | (l49_after ? (~f_room_end[17] & (f_room_end_big | (8'h31 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h35 < f_room_end_small)))),
+                l48_marker | (l48_after ? (~f_room_end[17] & (f_room_end_big | (8'h30 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h34 < f_room_end_small)))),
+                l47_marker | (l47_after ? (~f_room_end[17] & (f_room_end_big | (8'h2f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h33 < f_room_end_small)))),
+                l46_marker | (l46_after ? (~f_room_end[17] & (f_room_end_big | (8'h2e < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h32 < f_room_end_small)))),
+                l45_marker | (l45_after ? (~f_room_end[17] & (f_room_end_big | (8'h2d < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h31 < f_room_end_small)))),
+                l44_marker | (l44_after ? (~f_room_end[17] & (f_room_end_big | (8'h2c < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h30 < f_room_end_small)))),
+                l43_marker | (l43_after ? (~f_room_end[17] & (f_room_end_big | (8'h2b < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h2f < f_room_end_small)))),
+                l42_marker | (l42_after ? (~f_room_end[17] & (f_room_end_big | (8'h2a < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h2e < f_room_end_small)))),
+                l41_marker | (l41_after ? (~f_room_end[17] & (f_room_end_big | (8'h29 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h2d < f_room_end_small)))),
+                l40_marker | (l40_after ? (~f_room_end[17] & (f_room_end_big | (8'h28 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h2c < f_room_end_small)))),
+                l39_marker | (l39_after ? (~f_room_end[17] & (f_room_end_big | (8'h27 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h2b < f_room_end_small)))),
+                l38_marker | (l38_after ? (~f_room_end[17] & (f_room_end_big | (8'h26 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h2a < f_room_end_small)))),
+                l37_marker | (l37_after ? (~f_room_end[17] & (f_room_end_big | (8'h25 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h29 < f_room_end_small)))),
+                l36_marker | (l36_after ? (~f_room_end[17] & (f_room_end_big | (8'h24 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h28 < f_room_end_small)))),
+                l35_marker | (l35_after ? (~f_room_end[17] & (f_room_end_big | (8'h23 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h27 < f_room_end_small)))),
+                l34_marker | (l34_after ? (~f_room_end[17] & (f_room_end_big | (8'h22 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h26 < f_room_end_small)))),
+                l33_marker | (l33_after ? (~f_room_end[17] & (f_room_end_big | (8'h21 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h25 < f_room_end_small)))),
+                l32_marker | (l32_after ? (~f_room_end[17] & (f_room_end_big | (8'h20 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h24 < f_room_end_small)))),
+                l31_marker | (l31_after ? (~f_room_end[17] & (f_room_end_big | (8'h1f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h23 < f_room_end_small)))),
+                l30_marker | (l30_after ? (~f_room_end[17] & (f_room_end_big | (8'h1e < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h22 < f_room_end_small)))),
+                l29_marker | (l29_after ? (~f_room_end[17] & (f_room_end_big | (8'h1d < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h21 < f_room_end_small)))),
+                l28_marker | (l28_after ? (~f_room_end[17] & (f_room_end_big | (8'h1c < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h20 < f_room_end_small)))),
+                l27_marker | (l27_after ? (~f_room_end[17] & (f_room_end_big | (8'h1b < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h1f < f_room_end_small)))),
+                l26_marker | (l26_after ? (~f_room_end[17] & (f_room_end_big | (8'h1a < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h1e < f_room_end_small)))),
+                l25_marker | (l25_after ? (~f_room_end[17] & (f_room_end_big | (8'h19 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h1d < f_room_end_small)))),
+                l24_marker | (l24_after ? (~f_room_end[17] & (f_room_end_big | (8'h18 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h1c < f_room_end_small)))),
+                l23_marker | (l23_after ? (~f_room_end[17] & (f_room_end_big | (8'h17 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h1b < f_room_end_small)))),
+                l22_marker | (l22_after ? (~f_room_end[17] & (f_room_end_big | (8'h16 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h1a < f_room_end_small)))),
+                l21_marker | (l21_after ? (~f_room_end[17] & (f_room_end_big | (8'h15 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h19 < f_room_end_small)))),
+                l20_marker | (l20_after ? (~f_room_end[17] & (f_room_end_big | (8'h14 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h18 < f_room_end_small)))),
+                l19_marker | (l19_after ? (~f_room_end[17] & (f_room_end_big | (8'h13 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h17 < f_room_end_small)))),
+                l18_marker | (l18_after ? (~f_room_end[17] & (f_room_end_big | (8'h12 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h16 < f_room_end_small)))),
+                l17_marker | (l17_after ? (~f_room_end[17] & (f_room_end_big | (8'h11 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h15 < f_room_end_small)))),
+                l16_marker | (l16_after ? (~f_room_end[17] & (f_room_end_big | (8'h10 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h14 < f_room_end_small)))),
+                l15_marker | (l15_after ? (~f_room_end[17] & (f_room_end_big | (8'h0f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h13 < f_room_end_small)))),
+                l14_marker | (l14_after ? (~f_room_end[17] & (f_room_end_big | (8'h0e < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h12 < f_room_end_small)))),
+                l13_marker | (l13_after ? (~f_room_end[17] & (f_room_end_big | (8'h0d < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h11 < f_room_end_small)))),
+                l12_marker | (l12_after ? (~f_room_end[17] & (f_room_end_big | (8'h0c < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h10 < f_room_end_small)))),
+                l11_marker | (l11_after ? (~f_room_end[17] & (f_room_end_big | (8'h0b < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h0f < f_room_end_small)))),
+                l10_marker | (l10_after ? (~f_room_end[17] & (f_room_end_big | (8'h0a < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h0e < f_room_end_small)))),
+                l9_marker | (l9_after ? (~f_room_end[17] & (f_room_end_big | (8'h09 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h0d < f_room_end_small)))),
+                l8_marker | (l8_after ? (~f_room_end[17] & (f_room_end_big | (8'h08 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h0c < f_room_end_small)))),
+                l7_marker | (l7_after ? (~f_room_end[17] & (f_room_end_big | (8'h07 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h0b < f_room_end_small)))),
+                l6_marker | (l6_after ? (~f_room_end[17] & (f_room_end_big | (8'h06 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h0a < f_room_end_small)))),
+                l5_marker | (l5_after ? (~f_room_end[17] & (f_room_end_big | (8'h05 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h09 < f_room_end_small)))),
+                l4_marker | (l4_after ? (~f_room_end[17] & (f_room_end_big | (8'h04 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h08 < f_room_end_small)))),
+                l3_marker | (l3_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (8'h07 < f_room_end_small)))),
+                l2_marker | (l2_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (8'h06 < f_room_end_small)))),
+                l1_marker | (l1_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (8'h05 < f_room_end_small)))),
+                l0_marker | (l0_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (8'h04 < f_room_end_small))))
+            };
         end
     end
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_cover <= f_cover;
+            fb_cover <= {
+                l63_marker | (l63_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h3f < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h43 < f_room_cov_small)))),
+                l62_marker | (l62_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h3e < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h42 < f_room_cov_small)))),
+                l61_marker | (l61_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h3d < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h41 < f_room_cov_small)))),
+                l60_marker | (l60_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h3c < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h40 < f_room_cov_small)))),
+                l59_marker | (l59_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h3b < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h3f < f_room_cov_small)))),
+                l58_marker | (l58_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h3a < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h3e < f_room_cov_small)))),
+                l57_marker | (l57_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h39 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h3d < f_room_cov_small)))),
+                l56_marker | (l56_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h38 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h3c < f_room_cov_small)))),
+                l55_marker | (l55_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h37 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h3b < f_room_cov_small)))),
+                l54_marker | (l54_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h36 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h3a < f_room_cov_small)))),
+                l53_marker | (l53_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h35 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h39 < f_room_cov_small)))),
+                l52_marker | (l52_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h34 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h38 < f_room_cov_small)))),
+                l51_marker | (l51_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h33 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h37 < f_room_cov_small)))),
+                l50_marker | (l50_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h32 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h36 < f_room_cov_small)))),
+                l49_marker | (l49_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h31 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h35 < f_room_cov_small)))),
+                l48_marker | (l48_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h30 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h34 < f_room_cov_small)))),
+                l47_marker | (l47_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h2f < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h33 < f_room_cov_small)))),
+                l46_marker | (l46_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h2e < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h32 < f_room_cov_small)))),
+                l45_marker | (l45_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h2d < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h31 < f_room_cov_small)))),
+                l44_marker | (l44_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h2c < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h30 < f_room_cov_small)))),
+                l43_marker | (l43_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h2b < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h2f < f_room_cov_small)))),
+                l42_marker | (l42_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h2a < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h2e < f_room_cov_small)))),
+                l41_marker | (l41_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h29 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h2d < f_room_cov_small)))),
+                l40_marker | (l40_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h28 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h2c < f_room_cov_small)))),
+                l39_marker | (l39_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h27 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h2b < f_room_cov_small)))),
+                l38_marker | (l38_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h26 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h2a < f_room_cov_small)))),
+                l37_marker | (l37_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h25 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h29 < f_room_cov_small)))),
+                l36_marker | (l36_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h24 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h28 < f_room_cov_small)))),
+                l35_marker | (l35_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h23 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h27 < f_room_cov_small)))),
+                l34_marker | (l34_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h22 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h26 < f_room_cov_small)))),
+                l33_marker | (l33_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h21 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h25 < f_room_cov_small)))),
+                l32_marker | (l32_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h20 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h24 < f_room_cov_small)))),
+                l31_marker | (l31_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h1f < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h23 < f_room_cov_small)))),
+                l30_marker | (l30_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h1e < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h22 < f_room_cov_small)))),
+                l29_marker | (l29_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h1d < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h21 < f_room_cov_small)))),
+                l28_marker | (l28_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h1c < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h20 < f_room_cov_small)))),
+                l27_marker | (l27_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h1b < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h1f < f_room_cov_small)))),
+                l26_marker | (l26_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h1a < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h1e < f_room_cov_small)))),
+                l25_marker | (l25_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h19 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h1d < f_room_cov_small)))),
+                l24_marker | (l24_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h18 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h1c < f_room_cov_small)))),
+                l23_marker | (l23_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h17 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h1b < f_room_cov_small)))),
+                l22_marker | (l22_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h16 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h1a < f_room_cov_small)))),
+                l21_marker | (l21_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h15 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h19 < f_room_cov_small)))),
+                l20_marker | (l20_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h14 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h18 < f_room_cov_small)))),
+                l19_marker | (l19_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h13 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h17 < f_room_cov_small)))),
+                l18_marker | (l18_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h12 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h16 < f_room_cov_small)))),
+                l17_marker | (l17_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h11 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h15 < f_room_cov_small)))),
+                l16_marker | (l16_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h10 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h14 < f_room_cov_small)))),
+                l15_marker | (l15_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h0f < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h13 < f_room_cov_small)))),
+                l14_marker | (l14_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h0e < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h12 < f_room_cov_small)))),
+                l13_marker | (l13_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h0d < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h11 < f_room_cov_small)))),
+                l12_marker | (l12_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h0c < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h10 < f_room_cov_small)))),
+                l11_marker | (l11_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h0b < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h0f < f_room_cov_small)))),
+                l10_marker | (l10_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h0a < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h0e < f_room_cov_small)))),
+                l9_marker | (l9_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h09 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h0d < f_room_cov_small)))),
+                l8_marker | (l8_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h08 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h0c < f_room_cov_small)))),
+                l7_marker | (l7_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h07 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h0b < f_room_cov_small)))),
+                l6_marker | (l6_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h06 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h0a < f_room_cov_small)))),
+                l5_marker | (l5_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h05 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h09 < f_room_cov_small)))),
+                l4_marker | (l4_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h04 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h08 < f_room_cov_small)))),
+                l3_marker | (l3_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (8'h07 < f_room_cov_small)))),
+                l2_marker | (l2_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (8'h06 < f_room_cov_small)))),
+                l1_marker | (l1_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (8'h05 < f_room_cov_small)))),
+                l0_marker | (l0_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (8'h04 < f_room_cov_small))))
+            };
         end
     end
 
@@ -1644,7 +1358,104 @@ module mpa_tx_w512 (
 
     always @(posedge clk) begin
         if (advance & fb_valid) begin
-            b_term <= fb_term;
+            b_term <= {
+                ^{fb_masked_7 & 64'h8fc8e57b1c379612, fb_masked_6 & 64'hef13a98c0caa668f, fb_masked_5 & 64'h7af0ddecb0ba2e1d,
+                    fb_masked_4 & 64'h74b4fa052fa89ebc, fb_masked_3 & 64'hdafe84cc3f42047b, fb_masked_2 & 64'hdd0f0986f6827238, fb_masked_1
+                    & 64'h23479c6553509b39, fb_masked_0 & 64'h1eed2c2ed33061ae},
+                ^{fb_masked_7 & 64'h47e472bd8e1bcb09, fb_masked_6 & 64'h7789d4c606553347, fb_masked_5 & 64'hbd786ef6585d170e,
+                    fb_masked_4 & 64'hba5a7d0297d44f5e, fb_masked_3 & 64'h6d7f42661fa1023d, fb_masked_2 & 64'hee8784c37b41391c, fb_masked_1
+                    & 64'h11a3ce32a9a84d9c, fb_masked_0 & 64'h8f769617699830d7},
+                ^{fb_masked_7 & 64'h23f2395ec70de584, fb_masked_6 & 64'hbbc4ea63032a99a3, fb_masked_5 & 64'hdebc377b2c2e8b87,
+                    fb_masked_4 & 64'h5d2d3e814bea27af, fb_masked_3 & 64'h36bfa1330fd0811e, fb_masked_2 & 64'hf743c261bda09c8e, fb_masked_1
+                    & 64'h08d1e71954d426ce, fb_masked_0 & 64'h47bb4b0bb4cc186b},
+                ^{fb_masked_7 & 64'h11f91caf6386f2c2, fb_masked_6 & 64'h5de2753181954cd1, fb_masked_5 & 64'hef5e1bbd961745c3,
+                    fb_masked_4 & 64'hae969f40a5f513d7, fb_masked_3 & 64'h9b5fd09987e8408f, fb_masked_2 & 64'h7ba1e130ded04e47, fb_masked_1
+                    & 64'h0468f38caa6a1367, fb_masked_0 & 64'h23dda585da660c35},
+                ^{fb_masked_7 & 64'h08fc8e57b1c37961, fb_masked_6 & 64'h2ef13a98c0caa668, fb_masked_5 & 64'hf7af0ddecb0ba2e1,
+                    fb_masked_4 & 64'hd74b4fa052fa89eb, fb_masked_3 & 64'hcdafe84cc3f42047, fb_masked_2 & 64'hbdd0f0986f682723, fb_masked_1
+                    & 64'h823479c6553509b3, fb_masked_0 & 64'h91eed2c2ed33061a},
+                ^{fb_masked_7 & 64'h047e472bd8e1bcb0, fb_masked_6 & 64'h97789d4c60655334, fb_masked_5 & 64'h7bd786ef6585d170,
+                    fb_masked_4 & 64'heba5a7d0297d44f5, fb_masked_3 & 64'he6d7f42661fa1023, fb_masked_2 & 64'hdee8784c37b41391, fb_masked_1
+                    & 64'hc11a3ce32a9a84d9, fb_masked_0 & 64'hc8f769617699830d},
+                ^{fb_masked_7 & 64'h8df7c6eef047484a, fb_masked_6 & 64'ha4afe72a3c98cf15, fb_masked_5 & 64'h471b1e9b0278c6a5,
+                    fb_masked_4 & 64'h016629ed3b163cc6, fb_masked_3 & 64'h29957edf0fbf0c6a, fb_masked_2 & 64'h327b35a0ed587bf0, fb_masked_1
+                    & 64'hc3ca8214c61dd955, fb_masked_0 & 64'hfa96989e687ca028},
+                ^{fb_masked_7 & 64'h46fbe3777823a425, fb_masked_6 & 64'h5257f3951e4c678a, fb_masked_5 & 64'ha38d8f4d813c6352,
+                    fb_masked_4 & 64'h80b314f69d8b1e63, fb_masked_3 & 64'h14cabf6f87df8635, fb_masked_2 & 64'h193d9ad076ac3df8, fb_masked_1
+                    & 64'h61e5410a630eecaa, fb_masked_0 & 64'hfd4b4c4f343e5014},
+                ^{fb_masked_7 & 64'hacb514c0a0264400, fb_masked_6 & 64'h46385046838c554a, fb_masked_5 & 64'h2b361a4a70241fb4,
+                    fb_masked_4 & 64'h34ed707e616d118d, fb_masked_3 & 64'h509bdb7bfcadc761, fb_masked_2 & 64'h5191c4eecdd46cc4, fb_masked_1
+                    & 64'h13b53ce062d7ed6c, fb_masked_0 & 64'h60488a09492f49a4},
+                ^{fb_masked_7 & 64'hd9926f1b4c24b412, fb_masked_6 & 64'hcc0f81af4d6c4c2a, fb_masked_5 & 64'h6f6bd0c988a821c7,
+                    fb_masked_4 & 64'h6ec2423a1f1e167a, fb_masked_3 & 64'h72b36971c114e7cb, fb_masked_2 & 64'h75c7ebf19068445a, fb_masked_1
+                    & 64'h2a9d0215623b6d8f, fb_masked_0 & 64'h2ec9692a77a7c57c},
+                ^{fb_masked_7 & 64'he301d2f6ba25cc1b, fb_masked_6 & 64'h8914695baa1c409a, fb_masked_5 & 64'h4d45358874ee3efe,
+                    fb_masked_4 & 64'hc3d5db1820279581, fb_masked_3 & 64'he3a73074dfc8779e, fb_masked_2 & 64'h67ecfc7e3eb65015, fb_masked_1
+                    & 64'h36091d6fe24d2dfe, fb_masked_0 & 64'h898998bbe8e38310},
+                ^{fb_masked_7 & 64'hfe480c004125701f, fb_masked_6 & 64'h2b999d21d9a446c2, fb_masked_5 & 64'h5c5247288acd3162,
+                    fb_masked_4 & 64'h155e17893fbb547c, fb_masked_3 & 64'h2b2d1cf650a63fb4, fb_masked_2 & 64'heef977b9e9d95a32, fb_masked_1
+                    & 64'hb84312d2a2760dc6, fb_masked_0 & 64'h5a29e0732741a026},
+                ^{fb_masked_7 & 64'h7f2406002092b80f, fb_masked_6 & 64'h95ccce90ecd22361, fb_masked_5 & 64'h2e292394456698b1,
+                    fb_masked_4 & 64'h0aaf0bc49fddaa3e, fb_masked_3 & 64'h15968e7b28531fda, fb_masked_2 & 64'h777cbbdcf4ecad19, fb_masked_1
+                    & 64'h5c218969513b06e3, fb_masked_0 & 64'h2d14f03993a0d013},
+                ^{fb_masked_7 & 64'hb05ae67b0c7eca15, fb_masked_6 & 64'h25f5cec47ac3773f, fb_masked_5 & 64'hede44c2692096245,
+                    fb_masked_4 & 64'hf1e37fe760464ba3, fb_masked_3 & 64'hd035c3f1ab6b8b96, fb_masked_2 & 64'he6b154688cf424b4, fb_masked_1
+                    & 64'h8d5758d1fbcd1848, fb_masked_0 & 64'h886754321ae009a7},
+                ^{fb_masked_7 & 64'hd7e596469a08f318, fb_masked_6 & 64'h7de94eee31cbdd10, fb_masked_5 & 64'h8c02fbfff9be9f3f,
+                    fb_masked_4 & 64'h8c4545f69f8bbb6d, fb_masked_3 & 64'h32e46534eaf7c1b0, fb_masked_2 & 64'hae57a3b2b0f86062, fb_masked_1
+                    & 64'h65ec300daeb6171d, fb_masked_0 & 64'h5ade8637de40657d},
+                ^{fb_masked_7 & 64'h6bf2cb234d04798c, fb_masked_6 & 64'h3ef4a77718e5ee88, fb_masked_5 & 64'h46017dfffcdf4f9f,
+                    fb_masked_4 & 64'hc622a2fb4fc5ddb6, fb_masked_3 & 64'h9972329a757be0d8, fb_masked_2 & 64'h572bd1d9587c3031, fb_masked_1
+                    & 64'h32f61806d75b0b8e, fb_masked_0 & 64'had6f431bef2032be},
+                ^{fb_masked_7 & 64'h35f96591a6823cc6, fb_masked_6 & 64'h1f7a53bb8c72f744, fb_masked_5 & 64'h2300befffe6fa7cf,
+                    fb_masked_4 & 64'he311517da7e2eedb, fb_masked_3 & 64'h4cb9194d3abdf06c, fb_masked_2 & 64'h2b95e8ecac3e1818, fb_masked_1
+                    & 64'h997b0c036bad85c7, fb_masked_0 & 64'h56b7a18df790195f},
+                ^{fb_masked_7 & 64'h1afcb2c8d3411e63, fb_masked_6 & 64'h0fbd29ddc6397ba2, fb_masked_5 & 64'h11805f7fff37d3e7,
+                    fb_masked_4 & 64'hf188a8bed3f1776d, fb_masked_3 & 64'ha65c8ca69d5ef836, fb_masked_2 & 64'h15caf476561f0c0c, fb_masked_1
+                    & 64'h4cbd8601b5d6c2e3, fb_masked_0 & 64'hab5bd0c6fbc80caf},
+                ^{fb_masked_7 & 64'h82b6bc1f75971923, fb_masked_6 & 64'h68cd3d62efb6db5e, fb_masked_5 & 64'h7230f2534f21c7ee,
+                    fb_masked_4 & 64'h8c70ae5a4650250a, fb_masked_3 & 64'h09d0c29f71ed7860, fb_masked_2 & 64'hd7ea73bddd8df43e, fb_masked_1
+                    & 64'h05195f6589bbfa48, fb_masked_0 & 64'hcb40c44daed467f9},
+                ^{fb_masked_7 & 64'hce93bb74a6fc1a83, fb_masked_6 & 64'h5b75373d7b710b20, fb_masked_5 & 64'h43e8a4c5172acdea,
+                    fb_masked_4 & 64'h328cad280c808c39, fb_masked_3 & 64'hde16e58387b4b84b, fb_masked_2 & 64'hb6fa305818448827, fb_masked_1
+                    & 64'h21cb33d7978d661d, fb_masked_0 & 64'h7b4d4e08045a5252},
+                ^{fb_masked_7 & 64'he88138c14f499b53, fb_masked_6 & 64'h42a93212b112e31f, fb_masked_5 & 64'h5b048f8e3b2f48e8,
+                    fb_masked_4 & 64'h6df2ac9129e8d8a0, fb_masked_3 & 64'h35f5f60dfc98585e, fb_masked_2 & 64'h067211aafaa0362b, fb_masked_1
+                    & 64'hb3a2058e98962837, fb_masked_0 & 64'ha34b8b2ad11d4887},
+                ^{fb_masked_7 & 64'h74409c60a7a4cda9, fb_masked_6 & 64'ha15499095889718f, fb_masked_5 & 64'had8247c71d97a474,
+                    fb_masked_4 & 64'h36f9564894f46c50, fb_masked_3 & 64'h1afafb06fe4c2c2f, fb_masked_2 & 64'h033908d57d501b15, fb_masked_1
+                    & 64'hd9d102c74c4b141b, fb_masked_0 & 64'hd1a5c595688ea443},
+                ^{fb_masked_7 & 64'hb5e8ab4b4fe5f0c6, fb_masked_6 & 64'h3fb9e508a0eede48, fb_masked_5 & 64'hac31fe0f3e71fc27,
+                    fb_masked_4 & 64'h6fc8512165d2a894, fb_masked_3 & 64'hd783f94f4064126c, fb_masked_2 & 64'h5c938dec482a7fb2, fb_masked_1
+                    & 64'hcfaf1d06f5751134, fb_masked_0 & 64'hf63fcee46777338f},
+                ^{fb_masked_7 & 64'hd53cb0debbc56e71, fb_masked_6 & 64'hf0cf5b085cdd09ab, fb_masked_5 & 64'h2ce822eb2f82d00e,
+                    fb_masked_4 & 64'hc350d2959d41caf6, fb_masked_3 & 64'hb13f786b9f700d4d, fb_masked_2 & 64'hf346cf70d2974de1, fb_masked_1
+                    & 64'h449012e629ea13a3, fb_masked_0 & 64'h65f2cb5ce08bf869},
+                ^{fb_masked_7 & 64'h6a9e586f5de2b738, fb_masked_6 & 64'hf867ad842e6e84d5, fb_masked_5 & 64'h9674117597c16807,
+                    fb_masked_4 & 64'h61a8694acea0e57b, fb_masked_3 & 64'h589fbc35cfb806a6, fb_masked_2 & 64'hf9a367b8694ba6f0, fb_masked_1
+                    & 64'ha248097314f509d1, fb_masked_0 & 64'hb2f965ae7045fc34},
+                ^{fb_masked_7 & 64'hba87c94cb2c6cd8e, fb_masked_6 & 64'h93207f4e1b9d24e5, fb_masked_5 & 64'hb1cad5567b5a9a1e,
+                    fb_masked_4 & 64'hc460cea048f8ec01, fb_masked_3 & 64'h76b15ad6d89e0728, fb_masked_2 & 64'ha1deba5ac227a140, fb_masked_1
+                    & 64'h726398dcd92a1fd1, fb_masked_0 & 64'hc7919ef9eb129fb4},
+                ^{fb_masked_7 & 64'hd28b01dd4554f0d5, fb_masked_6 & 64'ha683962b0164f4fd, fb_masked_5 & 64'ha215b7478d176312,
+                    fb_masked_4 & 64'h16849d550bd4e8bc, fb_masked_3 & 64'h61a629a7530d07ef, fb_masked_2 & 64'h8de054ab9791a298, fb_masked_1
+                    & 64'h1a76500b3fc594d1, fb_masked_0 & 64'hfd25e35226b92e74},
+                ^{fb_masked_7 & 64'he68d6595be9dee78, fb_masked_6 & 64'h3c5262998c181cf1, fb_masked_5 & 64'habfa064f76319f94,
+                    fb_masked_4 & 64'h7ff6b4afaa42eae2, fb_masked_3 & 64'hea2d901f96c4878c, fb_masked_2 & 64'h1bff23d33d4aa374, fb_masked_1
+                    & 64'h2e7cb460ccb25151, fb_masked_0 & 64'he07fdd87c06cf694},
+                ^{fb_masked_7 & 64'hfc8e57b1c379612e, fb_masked_6 & 64'hf13a98c0caa668f7, fb_masked_5 & 64'haf0ddecb0ba2e1d7,
+                    fb_masked_4 & 64'h4b4fa052fa89ebcd, fb_masked_3 & 64'hafe84cc3f42047bd, fb_masked_2 & 64'hd0f0986f68272382, fb_masked_1
+                    & 64'h3479c6553509b391, fb_masked_0 & 64'heed2c2ed33061ae4},
+                ^{fb_masked_7 & 64'h7e472bd8e1bcb097, fb_masked_6 & 64'h789d4c606553347b, fb_masked_5 & 64'hd786ef6585d170eb,
+                    fb_masked_4 & 64'ha5a7d0297d44f5e6, fb_masked_3 & 64'hd7f42661fa1023de, fb_masked_2 & 64'he8784c37b41391c1, fb_masked_1
+                    & 64'h1a3ce32a9a84d9c8, fb_masked_0 & 64'hf769617699830d72},
+                ^{fb_masked_7 & 64'h3f2395ec70de584b, fb_masked_6 & 64'hbc4ea63032a99a3d, fb_masked_5 & 64'hebc377b2c2e8b875,
+                    fb_masked_4 & 64'hd2d3e814bea27af3, fb_masked_3 & 64'h6bfa1330fd0811ef, fb_masked_2 & 64'h743c261bda09c8e0, fb_masked_1
+                    & 64'h8d1e71954d426ce4, fb_masked_0 & 64'h7bb4b0bb4cc186b9},
+                ^{fb_masked_7 & 64'h1f91caf6386f2c25, fb_masked_6 & 64'hde2753181954cd1e, fb_masked_5 & 64'hf5e1bbd961745c3a,
+                    fb_masked_4 & 64'he969f40a5f513d79, fb_masked_3 & 64'hb5fd09987e8408f7, fb_masked_2 & 64'hba1e130ded04e470, fb_masked_1
+                    & 64'h468f38caa6a13672, fb_masked_0 & 64'h3dda585da660c35c}
+            };
         end
     end
 
@@ -1764,7 +1575,103 @@ module mpa_tx_w512 (
 
     always @(posedge clk) begin
         if (advance & p0_valid) begin
-            p1_reg <= p0_fixed;
+            p1_reg <= {
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[1023:992] : zinv_6[1023:992]) : (p0_pad[0] ? zinv_5[1023:992] :
+                    zinv_4[1023:992])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[1023:992] : zinv_2[1023:992]) : (p0_pad[0] ? zinv_1[1023:992] :
+                    zinv_0[1023:992])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[991:960] : zinv_6[991:960]) : (p0_pad[0] ? zinv_5[991:960] :
+                    zinv_4[991:960])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[991:960] : zinv_2[991:960]) : (p0_pad[0] ? zinv_1[991:960] :
+                    zinv_0[991:960])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[959:928] : zinv_6[959:928]) : (p0_pad[0] ? zinv_5[959:928] :
+                    zinv_4[959:928])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[959:928] : zinv_2[959:928]) : (p0_pad[0] ? zinv_1[959:928] :
+                    zinv_0[959:928])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[927:896] : zinv_6[927:896]) : (p0_pad[0] ? zinv_5[927:896] :
+                    zinv_4[927:896])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[927:896] : zinv_2[927:896]) : (p0_pad[0] ? zinv_1[927:896] :
+                    zinv_0[927:896])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[895:864] : zinv_6[895:864]) : (p0_pad[0] ? zinv_5[895:864] :
+                    zinv_4[895:864])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[895:864] : zinv_2[895:864]) : (p0_pad[0] ? zinv_1[895:864] :
+                    zinv_0[895:864])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[863:832] : zinv_6[863:832]) : (p0_pad[0] ? zinv_5[863:832] :
+                    zinv_4[863:832])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[863:832] : zinv_2[863:832]) : (p0_pad[0] ? zinv_1[863:832] :
+                    zinv_0[863:832])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[831:800] : zinv_6[831:800]) : (p0_pad[0] ? zinv_5[831:800] :
+                    zinv_4[831:800])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[831:800] : zinv_2[831:800]) : (p0_pad[0] ? zinv_1[831:800] :
+                    zinv_0[831:800])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[799:768] : zinv_6[799:768]) : (p0_pad[0] ? zinv_5[799:768] :
+                    zinv_4[799:768])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[799:768] : zinv_2[799:768]) : (p0_pad[0] ? zinv_1[799:768] :
+                    zinv_0[799:768])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[767:736] : zinv_6[767:736]) : (p0_pad[0] ? zinv_5[767:736] :
+                    zinv_4[767:736])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[767:736] : zinv_2[767:736]) : (p0_pad[0] ? zinv_1[767:736] :
+                    zinv_0[767:736])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[735:704] : zinv_6[735:704]) : (p0_pad[0] ? zinv_5[735:704] :
+                    zinv_4[735:704])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[735:704] : zinv_2[735:704]) : (p0_pad[0] ? zinv_1[735:704] :
+                    zinv_0[735:704])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[703:672] : zinv_6[703:672]) : (p0_pad[0] ? zinv_5[703:672] :
+                    zinv_4[703:672])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[703:672] : zinv_2[703:672]) : (p0_pad[0] ? zinv_1[703:672] :
+                    zinv_0[703:672])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[671:640] : zinv_6[671:640]) : (p0_pad[0] ? zinv_5[671:640] :
+                    zinv_4[671:640])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[671:640] : zinv_2[671:640]) : (p0_pad[0] ? zinv_1[671:640] :
+                    zinv_0[671:640])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[639:608] : zinv_6[639:608]) : (p0_pad[0] ? zinv_5[639:608] :
+                    zinv_4[639:608])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[639:608] : zinv_2[639:608]) : (p0_pad[0] ? zinv_1[639:608] :
+                    zinv_0[639:608])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[607:576] : zinv_6[607:576]) : (p0_pad[0] ? zinv_5[607:576] :
+                    zinv_4[607:576])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[607:576] : zinv_2[607:576]) : (p0_pad[0] ? zinv_1[607:576] :
+                    zinv_0[607:576])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[575:544] : zinv_6[575:544]) : (p0_pad[0] ? zinv_5[575:544] :
+                    zinv_4[575:544])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[575:544] : zinv_2[575:544]) : (p0_pad[0] ? zinv_1[575:544] :
+                    zinv_0[575:544])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[543:512] : zinv_6[543:512]) : (p0_pad[0] ? zinv_5[543:512] :
+                    zinv_4[543:512])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[543:512] : zinv_2[543:512]) : (p0_pad[0] ? zinv_1[543:512] :
+                    zinv_0[543:512])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[511:480] : zinv_6[511:480]) : (p0_pad[0] ? zinv_5[511:480] :
+                    zinv_4[511:480])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[511:480] : zinv_2[511:480]) : (p0_pad[0] ? zinv_1[511:480] :
+                    zinv_0[511:480])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[479:448] : zinv_6[479:448]) : (p0_pad[0] ? zinv_5[479:448] :
+                    zinv_4[479:448])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[479:448] : zinv_2[479:448]) : (p0_pad[0] ? zinv_1[479:448] :
+                    zinv_0[479:448])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[447:416] : zinv_6[447:416]) : (p0_pad[0] ? zinv_5[447:416] :
+                    zinv_4[447:416])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[447:416] : zinv_2[447:416]) : (p0_pad[0] ? zinv_1[447:416] :
+                    zinv_0[447:416])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[415:384] : zinv_6[415:384]) : (p0_pad[0] ? zinv_5[415:384] :
+                    zinv_4[415:384])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[415:384] : zinv_2[415:384]) : (p0_pad[0] ? zinv_1[415:384] :
+                    zinv_0[415:384])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[383:352] : zinv_6[383:352]) : (p0_pad[0] ? zinv_5[383:352] :
+                    zinv_4[383:352])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[383:352] : zinv_2[383:352]) : (p0_pad[0] ? zinv_1[383:352] :
+                    zinv_0[383:352])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[351:320] : zinv_6[351:320]) : (p0_pad[0] ? zinv_5[351:320] :
+                    zinv_4[351:320])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[351:320] : zinv_2[351:320]) : (p0_pad[0] ? zinv_1[351:320] :
+                    zinv_0[351:320])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[319:288] : zinv_6[319:288]) : (p0_pad[0] ? zinv_5[319:288] :
+                    zinv_4[319:288])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[319:288] : zinv_2[319:288]) : (p0_pad[0] ? zinv_1[319:288] :
+                    zinv_0[319:288])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[287:256] : zinv_6[287:256]) : (p0_pad[0] ? zinv_5[287:256] :
+                    zinv_4[287:256])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[287:256] : zinv_2[287:256]) : (p0_pad[0] ? zinv_1[287:256] :
+                    zinv_0[287:256])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[255:224] : zinv_6[255:224]) : (p0_pad[0] ? zinv_5[255:224] :
+                    zinv_4[255:224])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[255:224] : zinv_2[255:224]) : (p0_pad[0] ? zinv_1[255:224] :
+                    zinv_0[255:224])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[223:192] : zinv_6[223:192]) : (p0_pad[0] ? zinv_5[223:192] :
+                    zinv_4[223:192])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[223:192] : zinv_2[223:192]) : (p0_pad[0] ? zinv_1[223:192] :
+                    zinv_0[223:192])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[191:160] : zinv_6[191:160]) : (p0_pad[0] ? zinv_5[191:160] :
+                    zinv_4[191:160])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[191:160] : zinv_2[191:160]) : (p0_pad[0] ? zinv_1[191:160] :
+                    zinv_0[191:160])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[159:128] : zinv_6[159:128]) : (p0_pad[0] ? zinv_5[159:128] :
+                    zinv_4[159:128])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[159:128] : zinv_2[159:128]) : (p0_pad[0] ? zinv_1[159:128] :
+                    zinv_0[159:128])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[127:96] : zinv_6[127:96]) : (p0_pad[0] ? zinv_5[127:96] :
+                    zinv_4[127:96])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[127:96] : zinv_2[127:96]) : (p0_pad[0] ? zinv_1[127:96] :
+                    zinv_0[127:96])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[95:64] : zinv_6[95:64]) : (p0_pad[0] ? zinv_5[95:64] :
+                    zinv_4[95:64])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[95:64] : zinv_2[95:64]) : (p0_pad[0] ? zinv_1[95:64] :
+                    zinv_0[95:64])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[63:32] : zinv_6[63:32]) : (p0_pad[0] ? zinv_5[63:32] :
+                    zinv_4[63:32])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[63:32] : zinv_2[63:32]) : (p0_pad[0] ? zinv_1[63:32] :
+                    zinv_0[63:32])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[31:0] : zinv_6[31:0]) : (p0_pad[0] ? zinv_5[31:0] :
+                    zinv_4[31:0])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[31:0] : zinv_2[31:0]) : (p0_pad[0] ? zinv_1[31:0] : zinv_0[31:0]))))
+            };
         end
     end
 
@@ -1820,7 +1727,104 @@ module mpa_tx_w512 (
 
     always @(posedge clk) begin
         if (advance & p1_valid) begin
-            p2_reg <= p1_fixed;
+            p2_reg <= {
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[1023:992] : zinv_48[1023:992]) : (p1_pad[0] ?
+                    zinv_40[1023:992] : zinv_32[1023:992])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[1023:992] : zinv_16[1023:992]) : (p1_pad[0]
+                    ? zinv_8[1023:992] : zinv_0[1023:992])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[991:960] : zinv_48[991:960]) : (p1_pad[0] ? zinv_40[991:960] :
+                    zinv_32[991:960])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[991:960] : zinv_16[991:960]) : (p1_pad[0] ? zinv_8[991:960] :
+                    zinv_0[991:960])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[959:928] : zinv_48[959:928]) : (p1_pad[0] ? zinv_40[959:928] :
+                    zinv_32[959:928])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[959:928] : zinv_16[959:928]) : (p1_pad[0] ? zinv_8[959:928] :
+                    zinv_0[959:928])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[927:896] : zinv_48[927:896]) : (p1_pad[0] ? zinv_40[927:896] :
+                    zinv_32[927:896])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[927:896] : zinv_16[927:896]) : (p1_pad[0] ? zinv_8[927:896] :
+                    zinv_0[927:896])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[895:864] : zinv_48[895:864]) : (p1_pad[0] ? zinv_40[895:864] :
+                    zinv_32[895:864])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[895:864] : zinv_16[895:864]) : (p1_pad[0] ? zinv_8[895:864] :
+                    zinv_0[895:864])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[863:832] : zinv_48[863:832]) : (p1_pad[0] ? zinv_40[863:832] :
+                    zinv_32[863:832])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[863:832] : zinv_16[863:832]) : (p1_pad[0] ? zinv_8[863:832] :
+                    zinv_0[863:832])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[831:800] : zinv_48[831:800]) : (p1_pad[0] ? zinv_40[831:800] :
+                    zinv_32[831:800])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[831:800] : zinv_16[831:800]) : (p1_pad[0] ? zinv_8[831:800] :
+                    zinv_0[831:800])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[799:768] : zinv_48[799:768]) : (p1_pad[0] ? zinv_40[799:768] :
+                    zinv_32[799:768])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[799:768] : zinv_16[799:768]) : (p1_pad[0] ? zinv_8[799:768] :
+                    zinv_0[799:768])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[767:736] : zinv_48[767:736]) : (p1_pad[0] ? zinv_40[767:736] :
+                    zinv_32[767:736])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[767:736] : zinv_16[767:736]) : (p1_pad[0] ? zinv_8[767:736] :
+                    zinv_0[767:736])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[735:704] : zinv_48[735:704]) : (p1_pad[0] ? zinv_40[735:704] :
+                    zinv_32[735:704])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[735:704] : zinv_16[735:704]) : (p1_pad[0] ? zinv_8[735:704] :
+                    zinv_0[735:704])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[703:672] : zinv_48[703:672]) : (p1_pad[0] ? zinv_40[703:672] :
+                    zinv_32[703:672])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[703:672] : zinv_16[703:672]) : (p1_pad[0] ? zinv_8[703:672] :
+                    zinv_0[703:672])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[671:640] : zinv_48[671:640]) : (p1_pad[0] ? zinv_40[671:640] :
+                    zinv_32[671:640])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[671:640] : zinv_16[671:640]) : (p1_pad[0] ? zinv_8[671:640] :
+                    zinv_0[671:640])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[639:608] : zinv_48[639:608]) : (p1_pad[0] ? zinv_40[639:608] :
+                    zinv_32[639:608])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[639:608] : zinv_16[639:608]) : (p1_pad[0] ? zinv_8[639:608] :
+                    zinv_0[639:608])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[607:576] : zinv_48[607:576]) : (p1_pad[0] ? zinv_40[607:576] :
+                    zinv_32[607:576])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[607:576] : zinv_16[607:576]) : (p1_pad[0] ? zinv_8[607:576] :
+                    zinv_0[607:576])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[575:544] : zinv_48[575:544]) : (p1_pad[0] ? zinv_40[575:544] :
+                    zinv_32[575:544])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[575:544] : zinv_16[575:544]) : (p1_pad[0] ? zinv_8[575:544] :
+                    zinv_0[575:544])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[543:512] : zinv_48[543:512]) : (p1_pad[0] ? zinv_40[543:512] :
+                    zinv_32[543:512])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[543:512] : zinv_16[543:512]) : (p1_pad[0] ? zinv_8[543:512] :
+                    zinv_0[543:512])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[511:480] : zinv_48[511:480]) : (p1_pad[0] ? zinv_40[511:480] :
+                    zinv_32[511:480])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[511:480] : zinv_16[511:480]) : (p1_pad[0] ? zinv_8[511:480] :
+                    zinv_0[511:480])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[479:448] : zinv_48[479:448]) : (p1_pad[0] ? zinv_40[479:448] :
+                    zinv_32[479:448])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[479:448] : zinv_16[479:448]) : (p1_pad[0] ? zinv_8[479:448] :
+                    zinv_0[479:448])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[447:416] : zinv_48[447:416]) : (p1_pad[0] ? zinv_40[447:416] :
+                    zinv_32[447:416])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[447:416] : zinv_16[447:416]) : (p1_pad[0] ? zinv_8[447:416] :
+                    zinv_0[447:416])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[415:384] : zinv_48[415:384]) : (p1_pad[0] ? zinv_40[415:384] :
+                    zinv_32[415:384])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[415:384] : zinv_16[415:384]) : (p1_pad[0] ? zinv_8[415:384] :
+                    zinv_0[415:384])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[383:352] : zinv_48[383:352]) : (p1_pad[0] ? zinv_40[383:352] :
+                    zinv_32[383:352])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[383:352] : zinv_16[383:352]) : (p1_pad[0] ? zinv_8[383:352] :
+                    zinv_0[383:352])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[351:320] : zinv_48[351:320]) : (p1_pad[0] ? zinv_40[351:320] :
+                    zinv_32[351:320])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[351:320] : zinv_16[351:320]) : (p1_pad[0] ? zinv_8[351:320] :
+                    zinv_0[351:320])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[319:288] : zinv_48[319:288]) : (p1_pad[0] ? zinv_40[319:288] :
+                    zinv_32[319:288])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[319:288] : zinv_16[319:288]) : (p1_pad[0] ? zinv_8[319:288] :
+                    zinv_0[319:288])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[287:256] : zinv_48[287:256]) : (p1_pad[0] ? zinv_40[287:256] :
+                    zinv_32[287:256])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[287:256] : zinv_16[287:256]) : (p1_pad[0] ? zinv_8[287:256] :
+                    zinv_0[287:256])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[255:224] : zinv_48[255:224]) : (p1_pad[0] ? zinv_40[255:224] :
+                    zinv_32[255:224])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[255:224] : zinv_16[255:224]) : (p1_pad[0] ? zinv_8[255:224] :
+                    zinv_0[255:224])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[223:192] : zinv_48[223:192]) : (p1_pad[0] ? zinv_40[223:192] :
+                    zinv_32[223:192])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[223:192] : zinv_16[223:192]) : (p1_pad[0] ? zinv_8[223:192] :
+                    zinv_0[223:192])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[191:160] : zinv_48[191:160]) : (p1_pad[0] ? zinv_40[191:160] :
+                    zinv_32[191:160])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[191:160] : zinv_16[191:160]) : (p1_pad[0] ? zinv_8[191:160] :
+                    zinv_0[191:160])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[159:128] : zinv_48[159:128]) : (p1_pad[0] ? zinv_40[159:128] :
+                    zinv_32[159:128])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[159:128] : zinv_16[159:128]) : (p1_pad[0] ? zinv_8[159:128] :
+                    zinv_0[159:128])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[127:96] : zinv_48[127:96]) : (p1_pad[0] ? zinv_40[127:96] :
+                    zinv_32[127:96])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[127:96] : zinv_16[127:96]) : (p1_pad[0] ? zinv_8[127:96] :
+                    zinv_0[127:96])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[95:64] : zinv_48[95:64]) : (p1_pad[0] ? zinv_40[95:64] :
+                    zinv_32[95:64])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[95:64] : zinv_16[95:64]) : (p1_pad[0] ? zinv_8[95:64] :
+                    zinv_0[95:64])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[63:32] : zinv_48[63:32]) : (p1_pad[0] ? zinv_40[63:32] :
+                    zinv_32[63:32])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[63:32] : zinv_16[63:32]) : (p1_pad[0] ? zinv_8[63:32] :
+                    zinv_0[63:32])))),
+                ^(p1_reg & (p1_pad[2] ? (p1_pad[1] ? (p1_pad[0] ? zinv_56[31:0] : zinv_48[31:0]) : (p1_pad[0] ? zinv_40[31:0] :
+                    zinv_32[31:0])) : (p1_pad[1] ? (p1_pad[0] ? zinv_24[31:0] : zinv_16[31:0]) : (p1_pad[0] ? zinv_8[31:0] :
+                    zinv_0[31:0]))))
+            };
         end
     end
 
@@ -1848,7 +1852,72 @@ module mpa_tx_w512 (
         if (rst) begin
             o_data <= 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
         end else if (advance & p2_valid) begin
-            o_data <= o_merged;
+            o_data <= {
+                (((p2_last & p2_crc_on) & p2_keep[63]) & ~p2_cover[63]) ? o_crc_value[31:24] : p2_data[511:504],
+                (((p2_last & p2_crc_on) & p2_keep[62]) & ~p2_cover[62]) ? o_crc_value[23:16] : p2_data[503:496],
+                (((p2_last & p2_crc_on) & p2_keep[61]) & ~p2_cover[61]) ? o_crc_value[15:8] : p2_data[495:488],
+                (((p2_last & p2_crc_on) & p2_keep[60]) & ~p2_cover[60]) ? o_crc_value[7:0] : p2_data[487:480],
+                (((p2_last & p2_crc_on) & p2_keep[59]) & ~p2_cover[59]) ? o_crc_value[31:24] : p2_data[479:472],
+                (((p2_last & p2_crc_on) & p2_keep[58]) & ~p2_cover[58]) ? o_crc_value[23:16] : p2_data[471:464],
+                (((p2_last & p2_crc_on) & p2_keep[57]) & ~p2_cover[57]) ? o_crc_value[15:8] : p2_data[463:456],
+                (((p2_last & p2_crc_on) & p2_keep[56]) & ~p2_cover[56]) ? o_crc_value[7:0] : p2_data[455:448],
+                (((p2_last & p2_crc_on) & p2_keep[55]) & ~p2_cover[55]) ? o_crc_value[31:24] : p2_data[447:440],
+                (((p2_last & p2_crc_on) & p2_keep[54]) & ~p2_cover[54]) ? o_crc_value[23:16] : p2_data[439:432],
+                (((p2_last & p2_crc_on) & p2_keep[53]) & ~p2_cover[53]) ? o_crc_value[15:8] : p2_data[431:424],
+                (((p2_last & p2_crc_on) & p2_keep[52]) & ~p2_cover[52]) ? o_crc_value[7:0] : p2_data[423:416],
+                (((p2_last & p2_crc_on) & p2_keep[51]) & ~p2_cover[51]) ? o_crc_value[31:24] : p2_data[415:408],
+                (((p2_last & p2_crc_on) & p2_keep[50]) & ~p2_cover[50]) ? o_crc_value[23:16] : p2_data[407:400],
+                (((p2_last & p2_crc_on) & p2_keep[49]) & ~p2_cover[49]) ? o_crc_value[15:8] : p2_data[399:392],
+                (((p2_last & p2_crc_on) & p2_keep[48]) & ~p2_cover[48]) ? o_crc_value[7:0] : p2_data[391:384],
+                (((p2_last & p2_crc_on) & p2_keep[47]) & ~p2_cover[47]) ? o_crc_value[31:24] : p2_data[383:376],
+                (((p2_last & p2_crc_on) & p2_keep[46]) & ~p2_cover[46]) ? o_crc_value[23:16] : p2_data[375:368],
+                (((p2_last & p2_crc_on) & p2_keep[45]) & ~p2_cover[45]) ? o_crc_value[15:8] : p2_data[367:360],
+                (((p2_last & p2_crc_on) & p2_keep[44]) & ~p2_cover[44]) ? o_crc_value[7:0] : p2_data[359:352],
+                (((p2_last & p2_crc_on) & p2_keep[43]) & ~p2_cover[43]) ? o_crc_value[31:24] : p2_data[351:344],
+                (((p2_last & p2_crc_on) & p2_keep[42]) & ~p2_cover[42]) ? o_crc_value[23:16] : p2_data[343:336],
+                (((p2_last & p2_crc_on) & p2_keep[41]) & ~p2_cover[41]) ? o_crc_value[15:8] : p2_data[335:328],
+                (((p2_last & p2_crc_on) & p2_keep[40]) & ~p2_cover[40]) ? o_crc_value[7:0] : p2_data[327:320],
+                (((p2_last & p2_crc_on) & p2_keep[39]) & ~p2_cover[39]) ? o_crc_value[31:24] : p2_data[319:312],
+                (((p2_last & p2_crc_on) & p2_keep[38]) & ~p2_cover[38]) ? o_crc_value[23:16] : p2_data[311:304],
+                (((p2_last & p2_crc_on) & p2_keep[37]) & ~p2_cover[37]) ? o_crc_value[15:8] : p2_data[303:296],
+                (((p2_last & p2_crc_on) & p2_keep[36]) & ~p2_cover[36]) ? o_crc_value[7:0] : p2_data[295:288],
+                (((p2_last & p2_crc_on) & p2_keep[35]) & ~p2_cover[35]) ? o_crc_value[31:24] : p2_data[287:280],
+                (((p2_last & p2_crc_on) & p2_keep[34]) & ~p2_cover[34]) ? o_crc_value[23:16] : p2_data[279:272],
+                (((p2_last & p2_crc_on) & p2_keep[33]) & ~p2_cover[33]) ? o_crc_value[15:8] : p2_data[271:264],
+                (((p2_last & p2_crc_on) & p2_keep[32]) & ~p2_cover[32]) ? o_crc_value[7:0] : p2_data[263:256],
+                (((p2_last & p2_crc_on) & p2_keep[31]) & ~p2_cover[31]) ? o_crc_value[31:24] : p2_data[255:248],
+                (((p2_last & p2_crc_on) & p2_keep[30]) & ~p2_cover[30]) ? o_crc_value[23:16] : p2_data[247:240],
+                (((p2_last & p2_crc_on) & p2_keep[29]) & ~p2_cover[29]) ? o_crc_value[15:8] : p2_data[239:232],
+                (((p2_last & p2_crc_on) & p2_keep[28]) & ~p2_cover[28]) ? o_crc_value[7:0] : p2_data[231:224],
+                (((p2_last & p2_crc_on) & p2_keep[27]) & ~p2_cover[27]) ? o_crc_value[31:24] : p2_data[223:216],
+                (((p2_last & p2_crc_on) & p2_keep[26]) & ~p2_cover[26]) ? o_crc_value[23:16] : p2_data[215:208],
+                (((p2_last & p2_crc_on) & p2_keep[25]) & ~p2_cover[25]) ? o_crc_value[15:8] : p2_data[207:200],
+                (((p2_last & p2_crc_on) & p2_keep[24]) & ~p2_cover[24]) ? o_crc_value[7:0] : p2_data[199:192],
+                (((p2_last & p2_crc_on) & p2_keep[23]) & ~p2_cover[23]) ? o_crc_value[31:24] : p2_data[191:184],
+                (((p2_last & p2_crc_on) & p2_keep[22]) & ~p2_cover[22]) ? o_crc_value[23:16] : p2_data[183:176],
+                (((p2_last & p2_crc_on) & p2_keep[21]) & ~p2_cover[21]) ? o_crc_value[15:8] : p2_data[175:168],
+                (((p2_last & p2_crc_on) & p2_keep[20]) & ~p2_cover[20]) ? o_crc_value[7:0] : p2_data[167:160],
+                (((p2_last & p2_crc_on) & p2_keep[19]) & ~p2_cover[19]) ? o_crc_value[31:24] : p2_data[159:152],
+                (((p2_last & p2_crc_on) & p2_keep[18]) & ~p2_cover[18]) ? o_crc_value[23:16] : p2_data[151:144],
+                (((p2_last & p2_crc_on) & p2_keep[17]) & ~p2_cover[17]) ? o_crc_value[15:8] : p2_data[143:136],
+                (((p2_last & p2_crc_on) & p2_keep[16]) & ~p2_cover[16]) ? o_crc_value[7:0] : p2_data[135:128],
+                (((p2_last & p2_crc_on) & p2_keep[15]) & ~p2_cover[15]) ? o_crc_value[31:24] : p2_data[127:120],
+                (((p2_last & p2_crc_on) & p2_keep[14]) & ~p2_cover[14]) ? o_crc_value[23:16] : p2_data[119:112],
+                (((p2_last & p2_crc_on) & p2_keep[13]) & ~p2_cover[13]) ? o_crc_value[15:8] : p2_data[111:104],
+                (((p2_last & p2_crc_on) & p2_keep[12]) & ~p2_cover[12]) ? o_crc_value[7:0] : p2_data[103:96],
+                (((p2_last & p2_crc_on) & p2_keep[11]) & ~p2_cover[11]) ? o_crc_value[31:24] : p2_data[95:88],
+                (((p2_last & p2_crc_on) & p2_keep[10]) & ~p2_cover[10]) ? o_crc_value[23:16] : p2_data[87:80],
+                (((p2_last & p2_crc_on) & p2_keep[9]) & ~p2_cover[9]) ? o_crc_value[15:8] : p2_data[79:72],
+                (((p2_last & p2_crc_on) & p2_keep[8]) & ~p2_cover[8]) ? o_crc_value[7:0] : p2_data[71:64],
+                (((p2_last & p2_crc_on) & p2_keep[7]) & ~p2_cover[7]) ? o_crc_value[31:24] : p2_data[63:56],
+                (((p2_last & p2_crc_on) & p2_keep[6]) & ~p2_cover[6]) ? o_crc_value[23:16] : p2_data[55:48],
+                (((p2_last & p2_crc_on) & p2_keep[5]) & ~p2_cover[5]) ? o_crc_value[15:8] : p2_data[47:40],
+                (((p2_last & p2_crc_on) & p2_keep[4]) & ~p2_cover[4]) ? o_crc_value[7:0] : p2_data[39:32],
+                (((p2_last & p2_crc_on) & p2_keep[3]) & ~p2_cover[3]) ? o_crc_value[31:24] : p2_data[31:24],
+                (((p2_last & p2_crc_on) & p2_keep[2]) & ~p2_cover[2]) ? o_crc_value[23:16] : p2_data[23:16],
+                (((p2_last & p2_crc_on) & p2_keep[1]) & ~p2_cover[1]) ? o_crc_value[15:8] : p2_data[15:8],
+                (((p2_last & p2_crc_on) & p2_keep[0]) & ~p2_cover[0]) ? o_crc_value[7:0] : p2_data[7:0]
+            };
         end
     end
 

@@ -186,7 +186,6 @@ architecture rtl of mpa_tx_w512 is
     signal f_room_cov_small : std_logic_vector(7 downto 0);
     signal f_room_end_big : std_logic;
     signal f_room_end_small : std_logic_vector(7 downto 0);
-    signal f_window : std_logic_vector(1023 downto 0);
     signal f_shifted : std_logic_vector(511 downto 0); -- ULPDU octets aligned to this beat's lanes
     signal f_fpduptr : std_logic_vector(15 downto 0);
     signal l0_marker : std_logic;
@@ -317,22 +316,25 @@ architecture rtl of mpa_tx_w512 is
     signal l62_after : std_logic;
     signal l63_marker : std_logic;
     signal l63_after : std_logic;
-    signal f_data : std_logic_vector(511 downto 0); -- the formed beat, CRC field still zero
-    signal f_keep : std_logic_vector(63 downto 0);
-    signal f_cover : std_logic_vector(63 downto 0); -- lanes the CRC covers
     signal f_end_offset : std_logic_vector(31 downto 0); -- stream offset just past the FPDU
     signal f_start : std_logic;              -- load the next FPDU's context
     signal n_len_padded : std_logic_vector(17 downto 0); -- 2 + length + PAD
     signal f_continue : std_logic;
     signal fb_valid : std_logic := '0';      -- stage f holds a formed beat
-    signal fb_data : std_logic_vector(511 downto 0);
+    signal fb_data : std_logic_vector(511 downto 0); -- the formed beat, CRC field still zero
     signal fb_keep : std_logic_vector(63 downto 0);
-    signal fb_cover : std_logic_vector(63 downto 0);
+    signal fb_cover : std_logic_vector(63 downto 0); -- lanes the CRC covers
     signal fb_last : std_logic;
     signal fb_crc : std_logic;
     signal fb_user : std_logic_vector(31 downto 0);
-    signal fb_masked : std_logic_vector(511 downto 0); -- covered octets, others zero
-    signal fb_term : std_logic_vector(31 downto 0); -- the beat's contribution to the CRC register
+    signal fb_masked_0 : std_logic_vector(63 downto 0); -- lanes 0..7 of the beat, unused lanes zeroed
+    signal fb_masked_1 : std_logic_vector(63 downto 0); -- lanes 8..15 of the beat, unused lanes zeroed
+    signal fb_masked_2 : std_logic_vector(63 downto 0); -- lanes 16..23 of the beat, unused lanes zeroed
+    signal fb_masked_3 : std_logic_vector(63 downto 0); -- lanes 24..31 of the beat, unused lanes zeroed
+    signal fb_masked_4 : std_logic_vector(63 downto 0); -- lanes 32..39 of the beat, unused lanes zeroed
+    signal fb_masked_5 : std_logic_vector(63 downto 0); -- lanes 40..47 of the beat, unused lanes zeroed
+    signal fb_masked_6 : std_logic_vector(63 downto 0); -- lanes 48..55 of the beat, unused lanes zeroed
+    signal fb_masked_7 : std_logic_vector(63 downto 0); -- lanes 56..63 of the beat, unused lanes zeroed
     signal fb_cover_last : std_logic_vector(63 downto 0);
     signal fb_cover_none : std_logic;        -- the beat is the CRC field alone
     signal fb_pad : std_logic_vector(6 downto 0); -- lanes the CRC does not cover
@@ -342,7 +344,7 @@ architecture rtl of mpa_tx_w512 is
     signal b_last : std_logic;
     signal b_crc_on : std_logic;
     signal b_user : std_logic_vector(31 downto 0);
-    signal b_term : std_logic_vector(31 downto 0);
+    signal b_term : std_logic_vector(31 downto 0); -- the beat's contribution to the CRC register
     signal b_pad : std_logic_vector(6 downto 0);
     signal b_cover : std_logic_vector(63 downto 0);
     signal crc_state : std_logic_vector(31 downto 0) := x"ffffffff"; -- CRC register of the FPDU before stage b's beat
@@ -357,7 +359,6 @@ architecture rtl of mpa_tx_w512 is
     signal p0_reg : std_logic_vector(31 downto 0); -- CRC register, corrected so far
     signal p0_pad : std_logic_vector(6 downto 0); -- pad-lane bits not yet applied
     signal p0_cover : std_logic_vector(63 downto 0);
-    signal p0_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 0..2
     signal p0_pad_rest : std_logic_vector(3 downto 0);
     signal p1_valid : std_logic := '0';
     signal p1_data : std_logic_vector(511 downto 0);
@@ -368,7 +369,6 @@ architecture rtl of mpa_tx_w512 is
     signal p1_reg : std_logic_vector(31 downto 0); -- CRC register, corrected so far
     signal p1_pad : std_logic_vector(3 downto 0); -- pad-lane bits not yet applied
     signal p1_cover : std_logic_vector(63 downto 0);
-    signal p1_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 3..5
     signal p1_pad_rest : std_logic;
     signal p2_valid : std_logic := '0';
     signal p2_data : std_logic_vector(511 downto 0);
@@ -381,7 +381,6 @@ architecture rtl of mpa_tx_w512 is
     signal p2_cover : std_logic_vector(63 downto 0);
     signal p2_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 6..6
     signal o_crc_value : std_logic_vector(31 downto 0); -- the FPDU's CRC32c
-    signal o_merged : std_logic_vector(511 downto 0); -- the beat with its CRC field filled
     signal o_data : std_logic_vector(511 downto 0) := x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
     signal o_keep : std_logic_vector(63 downto 0) := x"0000000000000000";
     signal o_last : std_logic := '0';
@@ -417,8 +416,7 @@ begin
     f_room_cov_small <= f_room_cov(7 downto 0);
     f_room_end_big <= or f_room_end(16 downto 8);
     f_room_end_small <= f_room_end(7 downto 0);
-    f_window <= std_logic_vector'(win1_data(495 downto 0) & win0_data & x"0000");
-    f_shifted <= mux(f_rel(6), mux(f_rel(5), mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), f_window(1023 downto 512), f_window(1023 downto 512)), mux(f_rel(2), f_window(1023 downto 512), f_window(1023 downto 512))), mux(f_rel(3), mux(f_rel(2), f_window(1023 downto 512), f_window(1023 downto 512)), mux(f_rel(2), f_window(1023 downto 512), f_window(1023 downto 512)))), mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), f_window(1023 downto 512), f_window(1023 downto 512)), mux(f_rel(2), f_window(1023 downto 512), f_window(1023 downto 512))), mux(f_rel(3), mux(f_rel(2), f_window(1023 downto 512), f_window(1023 downto 512)), mux(f_rel(2), f_window(1023 downto 512), f_window(1023 downto 512))))), mux(f_rel(5), mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), f_window(991 downto 480), f_window(959 downto 448)), mux(f_rel(2), f_window(927 downto 416), f_window(895 downto 384))), mux(f_rel(3), mux(f_rel(2), f_window(863 downto 352), f_window(831 downto 320)), mux(f_rel(2), f_window(799 downto 288), f_window(767 downto 256)))), mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), f_window(735 downto 224), f_window(703 downto 192)), mux(f_rel(2), f_window(671 downto 160), f_window(639 downto 128))), mux(f_rel(3), mux(f_rel(2), f_window(607 downto 96), f_window(575 downto 64)), mux(f_rel(2), f_window(543 downto 32), f_window(511 downto 0))))));
+    f_shifted <= mux(f_rel(6), mux(f_rel(5), mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496))), mux(f_rel(2), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)))), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496))), mux(f_rel(2), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496))))), mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496))), mux(f_rel(2), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)))), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496))), mux(f_rel(2), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)))))), mux(f_rel(5), mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(463 downto 0) & win0_data(511 downto 464)), std_logic_vector'(win1_data(431 downto 0) & win0_data(511 downto 432))), mux(f_rel(2), std_logic_vector'(win1_data(399 downto 0) & win0_data(511 downto 400)), std_logic_vector'(win1_data(367 downto 0) & win0_data(511 downto 368)))), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(335 downto 0) & win0_data(511 downto 336)), std_logic_vector'(win1_data(303 downto 0) & win0_data(511 downto 304))), mux(f_rel(2), std_logic_vector'(win1_data(271 downto 0) & win0_data(511 downto 272)), std_logic_vector'(win1_data(239 downto 0) & win0_data(511 downto 240))))), mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(207 downto 0) & win0_data(511 downto 208)), std_logic_vector'(win1_data(175 downto 0) & win0_data(511 downto 176))), mux(f_rel(2), std_logic_vector'(win1_data(143 downto 0) & win0_data(511 downto 144)), std_logic_vector'(win1_data(111 downto 0) & win0_data(511 downto 112)))), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(79 downto 0) & win0_data(511 downto 80)), std_logic_vector'(win1_data(47 downto 0) & win0_data(511 downto 48))), mux(f_rel(2), std_logic_vector'(win1_data(15 downto 0) & win0_data(511 downto 16)), std_logic_vector'(win0_data(495 downto 0) & x"0000"))))));
     f_fpduptr <= mux((f_first and f_lead) and b2l(f_to_marker = "000000000"), x"0000", std_logic_vector(unsigned(std_logic_vector(unsigned(f_wire) + unsigned(std_logic_vector'("0000000" & f_to_marker)))) - unsigned(mux(f_lead, x"0004", x"0000"))));
     l0_marker <= f_marker_here and b2l(f_marker_group = x"0");
     l0_after <= f_marker_here and '0';
@@ -548,572 +546,6 @@ begin
     l62_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"f"));
     l63_marker <= f_marker_here and b2l(f_marker_group = x"f");
     l63_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"f"));
-    f_data <= std_logic_vector'(
-        mux(l63_marker, f_fpduptr(7 downto 0), mux(mux(l63_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"3f") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"43")
-            < unsigned(f_room_data_small)))), mux(l63_after, f_shifted(479 downto 472), f_shifted(511 downto 504)), x"00")) &
-        mux(l62_marker, f_fpduptr(15 downto 8), mux(mux(l62_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"3e") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"42")
-            < unsigned(f_room_data_small)))), mux(l62_after, f_shifted(471 downto 464), f_shifted(503 downto 496)), x"00")) &
-        mux(l61_marker, x"00", mux(mux(l61_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3d") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"41") <
-            unsigned(f_room_data_small)))), mux(l61_after, f_shifted(463 downto 456), f_shifted(495 downto 488)), x"00")) &
-        mux(l60_marker, x"00", mux(mux(l60_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3c") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"40") <
-            unsigned(f_room_data_small)))), mux(l60_after, f_shifted(455 downto 448), f_shifted(487 downto 480)), x"00")) &
-        mux(l59_marker, f_fpduptr(7 downto 0), mux(mux(l59_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"3b") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3f")
-            < unsigned(f_room_data_small)))), mux(l59_after, f_shifted(447 downto 440), f_shifted(479 downto 472)), x"00")) &
-        mux(l58_marker, f_fpduptr(15 downto 8), mux(mux(l58_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"3a") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3e")
-            < unsigned(f_room_data_small)))), mux(l58_after, f_shifted(439 downto 432), f_shifted(471 downto 464)), x"00")) &
-        mux(l57_marker, x"00", mux(mux(l57_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"39") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3d") <
-            unsigned(f_room_data_small)))), mux(l57_after, f_shifted(431 downto 424), f_shifted(463 downto 456)), x"00")) &
-        mux(l56_marker, x"00", mux(mux(l56_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"38") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3c") <
-            unsigned(f_room_data_small)))), mux(l56_after, f_shifted(423 downto 416), f_shifted(455 downto 448)), x"00")) &
-        mux(l55_marker, f_fpduptr(7 downto 0), mux(mux(l55_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"37") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3b")
-            < unsigned(f_room_data_small)))), mux(l55_after, f_shifted(415 downto 408), f_shifted(447 downto 440)), x"00")) &
-        mux(l54_marker, f_fpduptr(15 downto 8), mux(mux(l54_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"36") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3a")
-            < unsigned(f_room_data_small)))), mux(l54_after, f_shifted(407 downto 400), f_shifted(439 downto 432)), x"00")) &
-        mux(l53_marker, x"00", mux(mux(l53_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"35") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"39") <
-            unsigned(f_room_data_small)))), mux(l53_after, f_shifted(399 downto 392), f_shifted(431 downto 424)), x"00")) &
-        mux(l52_marker, x"00", mux(mux(l52_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"34") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"38") <
-            unsigned(f_room_data_small)))), mux(l52_after, f_shifted(391 downto 384), f_shifted(423 downto 416)), x"00")) &
-        mux(l51_marker, f_fpduptr(7 downto 0), mux(mux(l51_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"33") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"37")
-            < unsigned(f_room_data_small)))), mux(l51_after, f_shifted(383 downto 376), f_shifted(415 downto 408)), x"00")) &
-        mux(l50_marker, f_fpduptr(15 downto 8), mux(mux(l50_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"32") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"36")
-            < unsigned(f_room_data_small)))), mux(l50_after, f_shifted(375 downto 368), f_shifted(407 downto 400)), x"00")) &
-        mux(l49_marker, x"00", mux(mux(l49_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"31") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"35") <
-            unsigned(f_room_data_small)))), mux(l49_after, f_shifted(367 downto 360), f_shifted(399 downto 392)), x"00")) &
-        mux(l48_marker, x"00", mux(mux(l48_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"30") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"34") <
-            unsigned(f_room_data_small)))), mux(l48_after, f_shifted(359 downto 352), f_shifted(391 downto 384)), x"00")) &
-        mux(l47_marker, f_fpduptr(7 downto 0), mux(mux(l47_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"2f") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"33")
-            < unsigned(f_room_data_small)))), mux(l47_after, f_shifted(351 downto 344), f_shifted(383 downto 376)), x"00")) &
-        mux(l46_marker, f_fpduptr(15 downto 8), mux(mux(l46_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"2e") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"32")
-            < unsigned(f_room_data_small)))), mux(l46_after, f_shifted(343 downto 336), f_shifted(375 downto 368)), x"00")) &
-        mux(l45_marker, x"00", mux(mux(l45_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2d") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"31") <
-            unsigned(f_room_data_small)))), mux(l45_after, f_shifted(335 downto 328), f_shifted(367 downto 360)), x"00")) &
-        mux(l44_marker, x"00", mux(mux(l44_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2c") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"30") <
-            unsigned(f_room_data_small)))), mux(l44_after, f_shifted(327 downto 320), f_shifted(359 downto 352)), x"00")) &
-        mux(l43_marker, f_fpduptr(7 downto 0), mux(mux(l43_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"2b") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2f")
-            < unsigned(f_room_data_small)))), mux(l43_after, f_shifted(319 downto 312), f_shifted(351 downto 344)), x"00")) &
-        mux(l42_marker, f_fpduptr(15 downto 8), mux(mux(l42_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"2a") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2e")
-            < unsigned(f_room_data_small)))), mux(l42_after, f_shifted(311 downto 304), f_shifted(343 downto 336)), x"00")) &
-        mux(l41_marker, x"00", mux(mux(l41_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"29") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2d") <
-            unsigned(f_room_data_small)))), mux(l41_after, f_shifted(303 downto 296), f_shifted(335 downto 328)), x"00")) &
-        mux(l40_marker, x"00", mux(mux(l40_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"28") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2c") <
-            unsigned(f_room_data_small)))), mux(l40_after, f_shifted(295 downto 288), f_shifted(327 downto 320)), x"00")) &
-        mux(l39_marker, f_fpduptr(7 downto 0), mux(mux(l39_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"27") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2b")
-            < unsigned(f_room_data_small)))), mux(l39_after, f_shifted(287 downto 280), f_shifted(319 downto 312)), x"00")) &
-        mux(l38_marker, f_fpduptr(15 downto 8), mux(mux(l38_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"26") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2a")
-            < unsigned(f_room_data_small)))), mux(l38_after, f_shifted(279 downto 272), f_shifted(311 downto 304)), x"00")) &
-        mux(l37_marker, x"00", mux(mux(l37_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"25") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"29") <
-            unsigned(f_room_data_small)))), mux(l37_after, f_shifted(271 downto 264), f_shifted(303 downto 296)), x"00")) &
-        mux(l36_marker, x"00", mux(mux(l36_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"24") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"28") <
-            unsigned(f_room_data_small)))), mux(l36_after, f_shifted(263 downto 256), f_shifted(295 downto 288)), x"00")) &
-        mux(l35_marker, f_fpduptr(7 downto 0), mux(mux(l35_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"23") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"27")
-            < unsigned(f_room_data_small)))), mux(l35_after, f_shifted(255 downto 248), f_shifted(287 downto 280)), x"00")) &
-        mux(l34_marker, f_fpduptr(15 downto 8), mux(mux(l34_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"22") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"26")
-            < unsigned(f_room_data_small)))), mux(l34_after, f_shifted(247 downto 240), f_shifted(279 downto 272)), x"00")) &
-        mux(l33_marker, x"00", mux(mux(l33_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"21") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"25") <
-            unsigned(f_room_data_small)))), mux(l33_after, f_shifted(239 downto 232), f_shifted(271 downto 264)), x"00")) &
-        mux(l32_marker, x"00", mux(mux(l32_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"20") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"24") <
-            unsigned(f_room_data_small)))), mux(l32_after, f_shifted(231 downto 224), f_shifted(263 downto 256)), x"00")) &
-        mux(l31_marker, f_fpduptr(7 downto 0), mux(mux(l31_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"1f") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"23")
-            < unsigned(f_room_data_small)))), mux(l31_after, f_shifted(223 downto 216), f_shifted(255 downto 248)), x"00")) &
-        mux(l30_marker, f_fpduptr(15 downto 8), mux(mux(l30_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"1e") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"22")
-            < unsigned(f_room_data_small)))), mux(l30_after, f_shifted(215 downto 208), f_shifted(247 downto 240)), x"00")) &
-        mux(l29_marker, x"00", mux(mux(l29_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1d") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"21") <
-            unsigned(f_room_data_small)))), mux(l29_after, f_shifted(207 downto 200), f_shifted(239 downto 232)), x"00")) &
-        mux(l28_marker, x"00", mux(mux(l28_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1c") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"20") <
-            unsigned(f_room_data_small)))), mux(l28_after, f_shifted(199 downto 192), f_shifted(231 downto 224)), x"00")) &
-        mux(l27_marker, f_fpduptr(7 downto 0), mux(mux(l27_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"1b") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1f")
-            < unsigned(f_room_data_small)))), mux(l27_after, f_shifted(191 downto 184), f_shifted(223 downto 216)), x"00")) &
-        mux(l26_marker, f_fpduptr(15 downto 8), mux(mux(l26_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"1a") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1e")
-            < unsigned(f_room_data_small)))), mux(l26_after, f_shifted(183 downto 176), f_shifted(215 downto 208)), x"00")) &
-        mux(l25_marker, x"00", mux(mux(l25_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"19") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1d") <
-            unsigned(f_room_data_small)))), mux(l25_after, f_shifted(175 downto 168), f_shifted(207 downto 200)), x"00")) &
-        mux(l24_marker, x"00", mux(mux(l24_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"18") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1c") <
-            unsigned(f_room_data_small)))), mux(l24_after, f_shifted(167 downto 160), f_shifted(199 downto 192)), x"00")) &
-        mux(l23_marker, f_fpduptr(7 downto 0), mux(mux(l23_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"17") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1b")
-            < unsigned(f_room_data_small)))), mux(l23_after, f_shifted(159 downto 152), f_shifted(191 downto 184)), x"00")) &
-        mux(l22_marker, f_fpduptr(15 downto 8), mux(mux(l22_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"16") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1a")
-            < unsigned(f_room_data_small)))), mux(l22_after, f_shifted(151 downto 144), f_shifted(183 downto 176)), x"00")) &
-        mux(l21_marker, x"00", mux(mux(l21_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"15") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"19") <
-            unsigned(f_room_data_small)))), mux(l21_after, f_shifted(143 downto 136), f_shifted(175 downto 168)), x"00")) &
-        mux(l20_marker, x"00", mux(mux(l20_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"14") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"18") <
-            unsigned(f_room_data_small)))), mux(l20_after, f_shifted(135 downto 128), f_shifted(167 downto 160)), x"00")) &
-        mux(l19_marker, f_fpduptr(7 downto 0), mux(mux(l19_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"13") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"17")
-            < unsigned(f_room_data_small)))), mux(l19_after, f_shifted(127 downto 120), f_shifted(159 downto 152)), x"00")) &
-        mux(l18_marker, f_fpduptr(15 downto 8), mux(mux(l18_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"12") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"16")
-            < unsigned(f_room_data_small)))), mux(l18_after, f_shifted(119 downto 112), f_shifted(151 downto 144)), x"00")) &
-        mux(l17_marker, x"00", mux(mux(l17_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"11") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"15") <
-            unsigned(f_room_data_small)))), mux(l17_after, f_shifted(111 downto 104), f_shifted(143 downto 136)), x"00")) &
-        mux(l16_marker, x"00", mux(mux(l16_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"10") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"14") <
-            unsigned(f_room_data_small)))), mux(l16_after, f_shifted(103 downto 96), f_shifted(135 downto 128)), x"00")) &
-        mux(l15_marker, f_fpduptr(7 downto 0), mux(mux(l15_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"0f") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"13")
-            < unsigned(f_room_data_small)))), mux(l15_after, f_shifted(95 downto 88), f_shifted(127 downto 120)), x"00")) &
-        mux(l14_marker, f_fpduptr(15 downto 8), mux(mux(l14_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"0e") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"12")
-            < unsigned(f_room_data_small)))), mux(l14_after, f_shifted(87 downto 80), f_shifted(119 downto 112)), x"00")) &
-        mux(l13_marker, x"00", mux(mux(l13_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0d") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"11") <
-            unsigned(f_room_data_small)))), mux(l13_after, f_shifted(79 downto 72), f_shifted(111 downto 104)), x"00")) &
-        mux(l12_marker, x"00", mux(mux(l12_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0c") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"10") <
-            unsigned(f_room_data_small)))), mux(l12_after, f_shifted(71 downto 64), f_shifted(103 downto 96)), x"00")) &
-        mux(l11_marker, f_fpduptr(7 downto 0), mux(mux(l11_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"0b") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0f")
-            < unsigned(f_room_data_small)))), mux(l11_after, f_shifted(63 downto 56), f_shifted(95 downto 88)), x"00")) &
-        mux(l10_marker, f_fpduptr(15 downto 8), mux(mux(l10_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"0a") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0e")
-            < unsigned(f_room_data_small)))), mux(l10_after, f_shifted(55 downto 48), f_shifted(87 downto 80)), x"00")) &
-        mux(l9_marker, x"00", mux(mux(l9_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"09") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0d") <
-            unsigned(f_room_data_small)))), mux(l9_after, f_shifted(47 downto 40), f_shifted(79 downto 72)), x"00")) &
-        mux(l8_marker, x"00", mux(mux(l8_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"08") <
-            unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0c") <
-            unsigned(f_room_data_small)))), mux(l8_after, f_shifted(39 downto 32), f_shifted(71 downto 64)), x"00")) &
-        mux(l7_marker, f_fpduptr(7 downto 0), mux(mux(l7_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"07") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0b")
-            < unsigned(f_room_data_small)))), mux(l7_after, f_shifted(31 downto 24), f_shifted(63 downto 56)), x"00")) &
-        mux(l6_marker, f_fpduptr(15 downto 8), mux(mux(l6_after, (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"06") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0a")
-            < unsigned(f_room_data_small)))), mux(l6_after, f_shifted(23 downto 16), f_shifted(55 downto 48)), x"00")) &
-        mux(l5_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(7 downto 0), mux(mux(l5_after, (not f_room_data(17))
-            and (f_room_data_big or b2l(unsigned'(x"05") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big
-            or b2l(unsigned'(x"09") < unsigned(f_room_data_small)))), mux(l5_after, f_shifted(15 downto 8),
-            f_shifted(47 downto 40)), x"00"))) &
-        mux(l4_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(15 downto 8), mux(mux(l4_after, (not f_room_data(17))
-            and (f_room_data_big or b2l(unsigned'(x"04") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big
-            or b2l(unsigned'(x"08") < unsigned(f_room_data_small)))), mux(l4_after, f_shifted(7 downto 0), f_shifted(39 downto 32)),
-            x"00"))) &
-        mux(l3_marker, f_fpduptr(7 downto 0), mux(mux(l3_after, '0', (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"07") < unsigned(f_room_data_small)))), f_shifted(31 downto 24), x"00")) &
-        mux(l2_marker, f_fpduptr(15 downto 8), mux(mux(l2_after, '0', (not f_room_data(17)) and (f_room_data_big or
-            b2l(unsigned'(x"06") < unsigned(f_room_data_small)))), f_shifted(23 downto 16), x"00")) &
-        mux(l1_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(7 downto 0), mux(mux(l1_after, '0', (not
-            f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"05") < unsigned(f_room_data_small)))), f_shifted(15 downto 8),
-            x"00"))) &
-        mux(l0_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(15 downto 8), mux(mux(l0_after, '0', (not
-            f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"04") < unsigned(f_room_data_small)))), f_shifted(7 downto 0),
-            x"00")))
-    );
-    f_keep <= std_logic_vector'(
-        (l63_marker or mux(l63_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3f") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"43") <
-            unsigned(f_room_end_small))))) &
-        (l62_marker or mux(l62_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3e") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"42") <
-            unsigned(f_room_end_small))))) &
-        (l61_marker or mux(l61_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3d") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"41") <
-            unsigned(f_room_end_small))))) &
-        (l60_marker or mux(l60_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3c") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"40") <
-            unsigned(f_room_end_small))))) &
-        (l59_marker or mux(l59_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3b") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3f") <
-            unsigned(f_room_end_small))))) &
-        (l58_marker or mux(l58_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3a") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3e") <
-            unsigned(f_room_end_small))))) &
-        (l57_marker or mux(l57_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"39") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3d") <
-            unsigned(f_room_end_small))))) &
-        (l56_marker or mux(l56_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"38") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3c") <
-            unsigned(f_room_end_small))))) &
-        (l55_marker or mux(l55_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"37") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3b") <
-            unsigned(f_room_end_small))))) &
-        (l54_marker or mux(l54_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"36") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3a") <
-            unsigned(f_room_end_small))))) &
-        (l53_marker or mux(l53_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"35") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"39") <
-            unsigned(f_room_end_small))))) &
-        (l52_marker or mux(l52_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"34") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"38") <
-            unsigned(f_room_end_small))))) &
-        (l51_marker or mux(l51_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"33") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"37") <
-            unsigned(f_room_end_small))))) &
-        (l50_marker or mux(l50_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"32") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"36") <
-            unsigned(f_room_end_small))))) &
-        (l49_marker or mux(l49_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"31") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"35") <
-            unsigned(f_room_end_small))))) &
-        (l48_marker or mux(l48_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"30") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"34") <
-            unsigned(f_room_end_small))))) &
-        (l47_marker or mux(l47_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2f") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"33") <
-            unsigned(f_room_end_small))))) &
-        (l46_marker or mux(l46_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2e") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"32") <
-            unsigned(f_room_end_small))))) &
-        (l45_marker or mux(l45_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2d") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"31") <
-            unsigned(f_room_end_small))))) &
-        (l44_marker or mux(l44_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2c") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"30") <
-            unsigned(f_room_end_small))))) &
-        (l43_marker or mux(l43_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2b") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2f") <
-            unsigned(f_room_end_small))))) &
-        (l42_marker or mux(l42_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2a") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2e") <
-            unsigned(f_room_end_small))))) &
-        (l41_marker or mux(l41_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"29") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2d") <
-            unsigned(f_room_end_small))))) &
-        (l40_marker or mux(l40_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"28") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2c") <
-            unsigned(f_room_end_small))))) &
-        (l39_marker or mux(l39_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"27") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2b") <
-            unsigned(f_room_end_small))))) &
-        (l38_marker or mux(l38_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"26") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2a") <
-            unsigned(f_room_end_small))))) &
-        (l37_marker or mux(l37_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"25") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"29") <
-            unsigned(f_room_end_small))))) &
-        (l36_marker or mux(l36_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"24") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"28") <
-            unsigned(f_room_end_small))))) &
-        (l35_marker or mux(l35_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"23") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"27") <
-            unsigned(f_room_end_small))))) &
-        (l34_marker or mux(l34_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"22") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"26") <
-            unsigned(f_room_end_small))))) &
-        (l33_marker or mux(l33_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"21") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"25") <
-            unsigned(f_room_end_small))))) &
-        (l32_marker or mux(l32_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"20") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"24") <
-            unsigned(f_room_end_small))))) &
-        (l31_marker or mux(l31_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1f") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"23") <
-            unsigned(f_room_end_small))))) &
-        (l30_marker or mux(l30_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1e") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"22") <
-            unsigned(f_room_end_small))))) &
-        (l29_marker or mux(l29_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1d") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"21") <
-            unsigned(f_room_end_small))))) &
-        (l28_marker or mux(l28_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1c") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"20") <
-            unsigned(f_room_end_small))))) &
-        (l27_marker or mux(l27_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1b") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1f") <
-            unsigned(f_room_end_small))))) &
-        (l26_marker or mux(l26_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1a") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1e") <
-            unsigned(f_room_end_small))))) &
-        (l25_marker or mux(l25_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"19") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1d") <
-            unsigned(f_room_end_small))))) &
-        (l24_marker or mux(l24_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"18") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1c") <
-            unsigned(f_room_end_small))))) &
-        (l23_marker or mux(l23_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"17") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1b") <
-            unsigned(f_room_end_small))))) &
-        (l22_marker or mux(l22_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"16") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1a") <
-            unsigned(f_room_end_small))))) &
-        (l21_marker or mux(l21_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"15") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"19") <
-            unsigned(f_room_end_small))))) &
-        (l20_marker or mux(l20_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"14") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"18") <
-            unsigned(f_room_end_small))))) &
-        (l19_marker or mux(l19_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"13") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"17") <
-            unsigned(f_room_end_small))))) &
-        (l18_marker or mux(l18_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"12") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"16") <
-            unsigned(f_room_end_small))))) &
-        (l17_marker or mux(l17_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"11") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"15") <
-            unsigned(f_room_end_small))))) &
-        (l16_marker or mux(l16_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"10") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"14") <
-            unsigned(f_room_end_small))))) &
-        (l15_marker or mux(l15_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0f") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"13") <
-            unsigned(f_room_end_small))))) &
-        (l14_marker or mux(l14_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0e") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"12") <
-            unsigned(f_room_end_small))))) &
-        (l13_marker or mux(l13_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0d") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"11") <
-            unsigned(f_room_end_small))))) &
-        (l12_marker or mux(l12_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0c") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"10") <
-            unsigned(f_room_end_small))))) &
-        (l11_marker or mux(l11_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0b") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0f") <
-            unsigned(f_room_end_small))))) &
-        (l10_marker or mux(l10_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0a") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0e") <
-            unsigned(f_room_end_small))))) &
-        (l9_marker or mux(l9_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"09") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0d") <
-            unsigned(f_room_end_small))))) &
-        (l8_marker or mux(l8_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"08") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0c") <
-            unsigned(f_room_end_small))))) &
-        (l7_marker or mux(l7_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"07") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0b") <
-            unsigned(f_room_end_small))))) &
-        (l6_marker or mux(l6_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"06") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0a") <
-            unsigned(f_room_end_small))))) &
-        (l5_marker or mux(l5_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"05") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"09") <
-            unsigned(f_room_end_small))))) &
-        (l4_marker or mux(l4_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"04") <
-            unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"08") <
-            unsigned(f_room_end_small))))) &
-        (l3_marker or mux(l3_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"07") < unsigned(f_room_end_small))))) &
-        (l2_marker or mux(l2_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"06") < unsigned(f_room_end_small))))) &
-        (l1_marker or mux(l1_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"05") < unsigned(f_room_end_small))))) &
-        (l0_marker or mux(l0_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"04") < unsigned(f_room_end_small)))))
-    );
-    f_cover <= std_logic_vector'(
-        (l63_marker or mux(l63_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3f") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"43") <
-            unsigned(f_room_cov_small))))) &
-        (l62_marker or mux(l62_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3e") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"42") <
-            unsigned(f_room_cov_small))))) &
-        (l61_marker or mux(l61_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3d") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"41") <
-            unsigned(f_room_cov_small))))) &
-        (l60_marker or mux(l60_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3c") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"40") <
-            unsigned(f_room_cov_small))))) &
-        (l59_marker or mux(l59_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3b") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3f") <
-            unsigned(f_room_cov_small))))) &
-        (l58_marker or mux(l58_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3a") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3e") <
-            unsigned(f_room_cov_small))))) &
-        (l57_marker or mux(l57_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"39") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3d") <
-            unsigned(f_room_cov_small))))) &
-        (l56_marker or mux(l56_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"38") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3c") <
-            unsigned(f_room_cov_small))))) &
-        (l55_marker or mux(l55_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"37") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3b") <
-            unsigned(f_room_cov_small))))) &
-        (l54_marker or mux(l54_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"36") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3a") <
-            unsigned(f_room_cov_small))))) &
-        (l53_marker or mux(l53_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"35") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"39") <
-            unsigned(f_room_cov_small))))) &
-        (l52_marker or mux(l52_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"34") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"38") <
-            unsigned(f_room_cov_small))))) &
-        (l51_marker or mux(l51_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"33") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"37") <
-            unsigned(f_room_cov_small))))) &
-        (l50_marker or mux(l50_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"32") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"36") <
-            unsigned(f_room_cov_small))))) &
-        (l49_marker or mux(l49_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"31") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"35") <
-            unsigned(f_room_cov_small))))) &
-        (l48_marker or mux(l48_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"30") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"34") <
-            unsigned(f_room_cov_small))))) &
-        (l47_marker or mux(l47_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2f") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"33") <
-            unsigned(f_room_cov_small))))) &
-        (l46_marker or mux(l46_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2e") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"32") <
-            unsigned(f_room_cov_small))))) &
-        (l45_marker or mux(l45_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2d") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"31") <
-            unsigned(f_room_cov_small))))) &
-        (l44_marker or mux(l44_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2c") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"30") <
-            unsigned(f_room_cov_small))))) &
-        (l43_marker or mux(l43_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2b") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2f") <
-            unsigned(f_room_cov_small))))) &
-        (l42_marker or mux(l42_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2a") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2e") <
-            unsigned(f_room_cov_small))))) &
-        (l41_marker or mux(l41_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"29") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2d") <
-            unsigned(f_room_cov_small))))) &
-        (l40_marker or mux(l40_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"28") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2c") <
-            unsigned(f_room_cov_small))))) &
-        (l39_marker or mux(l39_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"27") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2b") <
-            unsigned(f_room_cov_small))))) &
-        (l38_marker or mux(l38_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"26") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2a") <
-            unsigned(f_room_cov_small))))) &
-        (l37_marker or mux(l37_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"25") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"29") <
-            unsigned(f_room_cov_small))))) &
-        (l36_marker or mux(l36_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"24") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"28") <
-            unsigned(f_room_cov_small))))) &
-        (l35_marker or mux(l35_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"23") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"27") <
-            unsigned(f_room_cov_small))))) &
-        (l34_marker or mux(l34_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"22") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"26") <
-            unsigned(f_room_cov_small))))) &
-        (l33_marker or mux(l33_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"21") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"25") <
-            unsigned(f_room_cov_small))))) &
-        (l32_marker or mux(l32_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"20") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"24") <
-            unsigned(f_room_cov_small))))) &
-        (l31_marker or mux(l31_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1f") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"23") <
-            unsigned(f_room_cov_small))))) &
-        (l30_marker or mux(l30_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1e") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"22") <
-            unsigned(f_room_cov_small))))) &
-        (l29_marker or mux(l29_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1d") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"21") <
-            unsigned(f_room_cov_small))))) &
-        (l28_marker or mux(l28_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1c") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"20") <
-            unsigned(f_room_cov_small))))) &
-        (l27_marker or mux(l27_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1b") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1f") <
-            unsigned(f_room_cov_small))))) &
-        (l26_marker or mux(l26_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1a") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1e") <
-            unsigned(f_room_cov_small))))) &
-        (l25_marker or mux(l25_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"19") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1d") <
-            unsigned(f_room_cov_small))))) &
-        (l24_marker or mux(l24_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"18") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1c") <
-            unsigned(f_room_cov_small))))) &
-        (l23_marker or mux(l23_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"17") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1b") <
-            unsigned(f_room_cov_small))))) &
-        (l22_marker or mux(l22_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"16") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1a") <
-            unsigned(f_room_cov_small))))) &
-        (l21_marker or mux(l21_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"15") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"19") <
-            unsigned(f_room_cov_small))))) &
-        (l20_marker or mux(l20_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"14") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"18") <
-            unsigned(f_room_cov_small))))) &
-        (l19_marker or mux(l19_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"13") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"17") <
-            unsigned(f_room_cov_small))))) &
-        (l18_marker or mux(l18_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"12") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"16") <
-            unsigned(f_room_cov_small))))) &
-        (l17_marker or mux(l17_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"11") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"15") <
-            unsigned(f_room_cov_small))))) &
-        (l16_marker or mux(l16_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"10") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"14") <
-            unsigned(f_room_cov_small))))) &
-        (l15_marker or mux(l15_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0f") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"13") <
-            unsigned(f_room_cov_small))))) &
-        (l14_marker or mux(l14_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0e") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"12") <
-            unsigned(f_room_cov_small))))) &
-        (l13_marker or mux(l13_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0d") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"11") <
-            unsigned(f_room_cov_small))))) &
-        (l12_marker or mux(l12_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0c") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"10") <
-            unsigned(f_room_cov_small))))) &
-        (l11_marker or mux(l11_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0b") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0f") <
-            unsigned(f_room_cov_small))))) &
-        (l10_marker or mux(l10_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0a") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0e") <
-            unsigned(f_room_cov_small))))) &
-        (l9_marker or mux(l9_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"09") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0d") <
-            unsigned(f_room_cov_small))))) &
-        (l8_marker or mux(l8_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"08") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0c") <
-            unsigned(f_room_cov_small))))) &
-        (l7_marker or mux(l7_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"07") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0b") <
-            unsigned(f_room_cov_small))))) &
-        (l6_marker or mux(l6_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"06") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0a") <
-            unsigned(f_room_cov_small))))) &
-        (l5_marker or mux(l5_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"05") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"09") <
-            unsigned(f_room_cov_small))))) &
-        (l4_marker or mux(l4_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"04") <
-            unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"08") <
-            unsigned(f_room_cov_small))))) &
-        (l3_marker or mux(l3_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"07") < unsigned(f_room_cov_small))))) &
-        (l2_marker or mux(l2_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"06") < unsigned(f_room_cov_small))))) &
-        (l1_marker or mux(l1_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"05") < unsigned(f_room_cov_small))))) &
-        (l0_marker or mux(l0_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"04") < unsigned(f_room_cov_small)))))
-    );
     f_end_offset <= std_logic_vector(unsigned(f_pos) + unsigned(std_logic_vector'(
         "00000000000000" &
         std_logic_vector(unsigned(f_room_cov) + unsigned(mux(f_marker_here, "000000000000000100", "000000000000000000")))
@@ -1126,63 +558,7 @@ begin
     )), "000");
     n_len_padded <= std_logic_vector(unsigned(std_logic_vector'("00" & ctx0_len)) + unsigned'("000000000000000101")) and "111111111111111100";
     f_continue <= f_emit and (not f_last);
-    fb_masked <= std_logic_vector'(
-        (fb_data(511 downto 504) and std_logic_vector'(7 downto 0 => fb_cover(63))) &
-        (fb_data(503 downto 496) and std_logic_vector'(7 downto 0 => fb_cover(62))) &
-        (fb_data(495 downto 488) and std_logic_vector'(7 downto 0 => fb_cover(61))) &
-        (fb_data(487 downto 480) and std_logic_vector'(7 downto 0 => fb_cover(60))) &
-        (fb_data(479 downto 472) and std_logic_vector'(7 downto 0 => fb_cover(59))) &
-        (fb_data(471 downto 464) and std_logic_vector'(7 downto 0 => fb_cover(58))) &
-        (fb_data(463 downto 456) and std_logic_vector'(7 downto 0 => fb_cover(57))) &
-        (fb_data(455 downto 448) and std_logic_vector'(7 downto 0 => fb_cover(56))) &
-        (fb_data(447 downto 440) and std_logic_vector'(7 downto 0 => fb_cover(55))) &
-        (fb_data(439 downto 432) and std_logic_vector'(7 downto 0 => fb_cover(54))) &
-        (fb_data(431 downto 424) and std_logic_vector'(7 downto 0 => fb_cover(53))) &
-        (fb_data(423 downto 416) and std_logic_vector'(7 downto 0 => fb_cover(52))) &
-        (fb_data(415 downto 408) and std_logic_vector'(7 downto 0 => fb_cover(51))) &
-        (fb_data(407 downto 400) and std_logic_vector'(7 downto 0 => fb_cover(50))) &
-        (fb_data(399 downto 392) and std_logic_vector'(7 downto 0 => fb_cover(49))) &
-        (fb_data(391 downto 384) and std_logic_vector'(7 downto 0 => fb_cover(48))) &
-        (fb_data(383 downto 376) and std_logic_vector'(7 downto 0 => fb_cover(47))) &
-        (fb_data(375 downto 368) and std_logic_vector'(7 downto 0 => fb_cover(46))) &
-        (fb_data(367 downto 360) and std_logic_vector'(7 downto 0 => fb_cover(45))) &
-        (fb_data(359 downto 352) and std_logic_vector'(7 downto 0 => fb_cover(44))) &
-        (fb_data(351 downto 344) and std_logic_vector'(7 downto 0 => fb_cover(43))) &
-        (fb_data(343 downto 336) and std_logic_vector'(7 downto 0 => fb_cover(42))) &
-        (fb_data(335 downto 328) and std_logic_vector'(7 downto 0 => fb_cover(41))) &
-        (fb_data(327 downto 320) and std_logic_vector'(7 downto 0 => fb_cover(40))) &
-        (fb_data(319 downto 312) and std_logic_vector'(7 downto 0 => fb_cover(39))) &
-        (fb_data(311 downto 304) and std_logic_vector'(7 downto 0 => fb_cover(38))) &
-        (fb_data(303 downto 296) and std_logic_vector'(7 downto 0 => fb_cover(37))) &
-        (fb_data(295 downto 288) and std_logic_vector'(7 downto 0 => fb_cover(36))) &
-        (fb_data(287 downto 280) and std_logic_vector'(7 downto 0 => fb_cover(35))) &
-        (fb_data(279 downto 272) and std_logic_vector'(7 downto 0 => fb_cover(34))) &
-        (fb_data(271 downto 264) and std_logic_vector'(7 downto 0 => fb_cover(33))) &
-        (fb_data(263 downto 256) and std_logic_vector'(7 downto 0 => fb_cover(32))) &
-        (fb_data(255 downto 248) and std_logic_vector'(7 downto 0 => fb_cover(31))) &
-        (fb_data(247 downto 240) and std_logic_vector'(7 downto 0 => fb_cover(30))) &
-        (fb_data(239 downto 232) and std_logic_vector'(7 downto 0 => fb_cover(29))) &
-        (fb_data(231 downto 224) and std_logic_vector'(7 downto 0 => fb_cover(28))) &
-        (fb_data(223 downto 216) and std_logic_vector'(7 downto 0 => fb_cover(27))) &
-        (fb_data(215 downto 208) and std_logic_vector'(7 downto 0 => fb_cover(26))) &
-        (fb_data(207 downto 200) and std_logic_vector'(7 downto 0 => fb_cover(25))) &
-        (fb_data(199 downto 192) and std_logic_vector'(7 downto 0 => fb_cover(24))) &
-        (fb_data(191 downto 184) and std_logic_vector'(7 downto 0 => fb_cover(23))) &
-        (fb_data(183 downto 176) and std_logic_vector'(7 downto 0 => fb_cover(22))) &
-        (fb_data(175 downto 168) and std_logic_vector'(7 downto 0 => fb_cover(21))) &
-        (fb_data(167 downto 160) and std_logic_vector'(7 downto 0 => fb_cover(20))) &
-        (fb_data(159 downto 152) and std_logic_vector'(7 downto 0 => fb_cover(19))) &
-        (fb_data(151 downto 144) and std_logic_vector'(7 downto 0 => fb_cover(18))) &
-        (fb_data(143 downto 136) and std_logic_vector'(7 downto 0 => fb_cover(17))) &
-        (fb_data(135 downto 128) and std_logic_vector'(7 downto 0 => fb_cover(16))) &
-        (fb_data(127 downto 120) and std_logic_vector'(7 downto 0 => fb_cover(15))) &
-        (fb_data(119 downto 112) and std_logic_vector'(7 downto 0 => fb_cover(14))) &
-        (fb_data(111 downto 104) and std_logic_vector'(7 downto 0 => fb_cover(13))) &
-        (fb_data(103 downto 96) and std_logic_vector'(7 downto 0 => fb_cover(12))) &
-        (fb_data(95 downto 88) and std_logic_vector'(7 downto 0 => fb_cover(11))) &
-        (fb_data(87 downto 80) and std_logic_vector'(7 downto 0 => fb_cover(10))) &
-        (fb_data(79 downto 72) and std_logic_vector'(7 downto 0 => fb_cover(9))) &
-        (fb_data(71 downto 64) and std_logic_vector'(7 downto 0 => fb_cover(8))) &
+    fb_masked_0 <= std_logic_vector'(
         (fb_data(63 downto 56) and std_logic_vector'(7 downto 0 => fb_cover(7))) &
         (fb_data(55 downto 48) and std_logic_vector'(7 downto 0 => fb_cover(6))) &
         (fb_data(47 downto 40) and std_logic_vector'(7 downto 0 => fb_cover(5))) &
@@ -1192,39 +568,75 @@ begin
         (fb_data(15 downto 8) and std_logic_vector'(7 downto 0 => fb_cover(1))) &
         (fb_data(7 downto 0) and std_logic_vector'(7 downto 0 => fb_cover(0)))
     );
-    fb_term <= std_logic_vector'(
-        (xor (fb_masked and x"8fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061ae")) &
-        (xor (fb_masked and x"47e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d7")) &
-        (xor (fb_masked and x"23f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186b")) &
-        (xor (fb_masked and x"11f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35")) &
-        (xor (fb_masked and x"08fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061a")) &
-        (xor (fb_masked and x"047e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d")) &
-        (xor (fb_masked and x"8df7c6eef047484aa4afe72a3c98cf15471b1e9b0278c6a5016629ed3b163cc629957edf0fbf0c6a327b35a0ed587bf0c3ca8214c61dd955fa96989e687ca028")) &
-        (xor (fb_masked and x"46fbe3777823a4255257f3951e4c678aa38d8f4d813c635280b314f69d8b1e6314cabf6f87df8635193d9ad076ac3df861e5410a630eecaafd4b4c4f343e5014")) &
-        (xor (fb_masked and x"acb514c0a026440046385046838c554a2b361a4a70241fb434ed707e616d118d509bdb7bfcadc7615191c4eecdd46cc413b53ce062d7ed6c60488a09492f49a4")) &
-        (xor (fb_masked and x"d9926f1b4c24b412cc0f81af4d6c4c2a6f6bd0c988a821c76ec2423a1f1e167a72b36971c114e7cb75c7ebf19068445a2a9d0215623b6d8f2ec9692a77a7c57c")) &
-        (xor (fb_masked and x"e301d2f6ba25cc1b8914695baa1c409a4d45358874ee3efec3d5db1820279581e3a73074dfc8779e67ecfc7e3eb6501536091d6fe24d2dfe898998bbe8e38310")) &
-        (xor (fb_masked and x"fe480c004125701f2b999d21d9a446c25c5247288acd3162155e17893fbb547c2b2d1cf650a63fb4eef977b9e9d95a32b84312d2a2760dc65a29e0732741a026")) &
-        (xor (fb_masked and x"7f2406002092b80f95ccce90ecd223612e292394456698b10aaf0bc49fddaa3e15968e7b28531fda777cbbdcf4ecad195c218969513b06e32d14f03993a0d013")) &
-        (xor (fb_masked and x"b05ae67b0c7eca1525f5cec47ac3773fede44c2692096245f1e37fe760464ba3d035c3f1ab6b8b96e6b154688cf424b48d5758d1fbcd1848886754321ae009a7")) &
-        (xor (fb_masked and x"d7e596469a08f3187de94eee31cbdd108c02fbfff9be9f3f8c4545f69f8bbb6d32e46534eaf7c1b0ae57a3b2b0f8606265ec300daeb6171d5ade8637de40657d")) &
-        (xor (fb_masked and x"6bf2cb234d04798c3ef4a77718e5ee8846017dfffcdf4f9fc622a2fb4fc5ddb69972329a757be0d8572bd1d9587c303132f61806d75b0b8ead6f431bef2032be")) &
-        (xor (fb_masked and x"35f96591a6823cc61f7a53bb8c72f7442300befffe6fa7cfe311517da7e2eedb4cb9194d3abdf06c2b95e8ecac3e1818997b0c036bad85c756b7a18df790195f")) &
-        (xor (fb_masked and x"1afcb2c8d3411e630fbd29ddc6397ba211805f7fff37d3e7f188a8bed3f1776da65c8ca69d5ef83615caf476561f0c0c4cbd8601b5d6c2e3ab5bd0c6fbc80caf")) &
-        (xor (fb_masked and x"82b6bc1f7597192368cd3d62efb6db5e7230f2534f21c7ee8c70ae5a4650250a09d0c29f71ed7860d7ea73bddd8df43e05195f6589bbfa48cb40c44daed467f9")) &
-        (xor (fb_masked and x"ce93bb74a6fc1a835b75373d7b710b2043e8a4c5172acdea328cad280c808c39de16e58387b4b84bb6fa30581844882721cb33d7978d661d7b4d4e08045a5252")) &
-        (xor (fb_masked and x"e88138c14f499b5342a93212b112e31f5b048f8e3b2f48e86df2ac9129e8d8a035f5f60dfc98585e067211aafaa0362bb3a2058e98962837a34b8b2ad11d4887")) &
-        (xor (fb_masked and x"74409c60a7a4cda9a15499095889718fad8247c71d97a47436f9564894f46c501afafb06fe4c2c2f033908d57d501b15d9d102c74c4b141bd1a5c595688ea443")) &
-        (xor (fb_masked and x"b5e8ab4b4fe5f0c63fb9e508a0eede48ac31fe0f3e71fc276fc8512165d2a894d783f94f4064126c5c938dec482a7fb2cfaf1d06f5751134f63fcee46777338f")) &
-        (xor (fb_masked and x"d53cb0debbc56e71f0cf5b085cdd09ab2ce822eb2f82d00ec350d2959d41caf6b13f786b9f700d4df346cf70d2974de1449012e629ea13a365f2cb5ce08bf869")) &
-        (xor (fb_masked and x"6a9e586f5de2b738f867ad842e6e84d59674117597c1680761a8694acea0e57b589fbc35cfb806a6f9a367b8694ba6f0a248097314f509d1b2f965ae7045fc34")) &
-        (xor (fb_masked and x"ba87c94cb2c6cd8e93207f4e1b9d24e5b1cad5567b5a9a1ec460cea048f8ec0176b15ad6d89e0728a1deba5ac227a140726398dcd92a1fd1c7919ef9eb129fb4")) &
-        (xor (fb_masked and x"d28b01dd4554f0d5a683962b0164f4fda215b7478d17631216849d550bd4e8bc61a629a7530d07ef8de054ab9791a2981a76500b3fc594d1fd25e35226b92e74")) &
-        (xor (fb_masked and x"e68d6595be9dee783c5262998c181cf1abfa064f76319f947ff6b4afaa42eae2ea2d901f96c4878c1bff23d33d4aa3742e7cb460ccb25151e07fdd87c06cf694")) &
-        (xor (fb_masked and x"fc8e57b1c379612ef13a98c0caa668f7af0ddecb0ba2e1d74b4fa052fa89ebcdafe84cc3f42047bdd0f0986f682723823479c6553509b391eed2c2ed33061ae4")) &
-        (xor (fb_masked and x"7e472bd8e1bcb097789d4c606553347bd786ef6585d170eba5a7d0297d44f5e6d7f42661fa1023dee8784c37b41391c11a3ce32a9a84d9c8f769617699830d72")) &
-        (xor (fb_masked and x"3f2395ec70de584bbc4ea63032a99a3debc377b2c2e8b875d2d3e814bea27af36bfa1330fd0811ef743c261bda09c8e08d1e71954d426ce47bb4b0bb4cc186b9")) &
-        (xor (fb_masked and x"1f91caf6386f2c25de2753181954cd1ef5e1bbd961745c3ae969f40a5f513d79b5fd09987e8408f7ba1e130ded04e470468f38caa6a136723dda585da660c35c"))
+    fb_masked_1 <= std_logic_vector'(
+        (fb_data(127 downto 120) and std_logic_vector'(7 downto 0 => fb_cover(15))) &
+        (fb_data(119 downto 112) and std_logic_vector'(7 downto 0 => fb_cover(14))) &
+        (fb_data(111 downto 104) and std_logic_vector'(7 downto 0 => fb_cover(13))) &
+        (fb_data(103 downto 96) and std_logic_vector'(7 downto 0 => fb_cover(12))) &
+        (fb_data(95 downto 88) and std_logic_vector'(7 downto 0 => fb_cover(11))) &
+        (fb_data(87 downto 80) and std_logic_vector'(7 downto 0 => fb_cover(10))) &
+        (fb_data(79 downto 72) and std_logic_vector'(7 downto 0 => fb_cover(9))) &
+        (fb_data(71 downto 64) and std_logic_vector'(7 downto 0 => fb_cover(8)))
+    );
+    fb_masked_2 <= std_logic_vector'(
+        (fb_data(191 downto 184) and std_logic_vector'(7 downto 0 => fb_cover(23))) &
+        (fb_data(183 downto 176) and std_logic_vector'(7 downto 0 => fb_cover(22))) &
+        (fb_data(175 downto 168) and std_logic_vector'(7 downto 0 => fb_cover(21))) &
+        (fb_data(167 downto 160) and std_logic_vector'(7 downto 0 => fb_cover(20))) &
+        (fb_data(159 downto 152) and std_logic_vector'(7 downto 0 => fb_cover(19))) &
+        (fb_data(151 downto 144) and std_logic_vector'(7 downto 0 => fb_cover(18))) &
+        (fb_data(143 downto 136) and std_logic_vector'(7 downto 0 => fb_cover(17))) &
+        (fb_data(135 downto 128) and std_logic_vector'(7 downto 0 => fb_cover(16)))
+    );
+    fb_masked_3 <= std_logic_vector'(
+        (fb_data(255 downto 248) and std_logic_vector'(7 downto 0 => fb_cover(31))) &
+        (fb_data(247 downto 240) and std_logic_vector'(7 downto 0 => fb_cover(30))) &
+        (fb_data(239 downto 232) and std_logic_vector'(7 downto 0 => fb_cover(29))) &
+        (fb_data(231 downto 224) and std_logic_vector'(7 downto 0 => fb_cover(28))) &
+        (fb_data(223 downto 216) and std_logic_vector'(7 downto 0 => fb_cover(27))) &
+        (fb_data(215 downto 208) and std_logic_vector'(7 downto 0 => fb_cover(26))) &
+        (fb_data(207 downto 200) and std_logic_vector'(7 downto 0 => fb_cover(25))) &
+        (fb_data(199 downto 192) and std_logic_vector'(7 downto 0 => fb_cover(24)))
+    );
+    fb_masked_4 <= std_logic_vector'(
+        (fb_data(319 downto 312) and std_logic_vector'(7 downto 0 => fb_cover(39))) &
+        (fb_data(311 downto 304) and std_logic_vector'(7 downto 0 => fb_cover(38))) &
+        (fb_data(303 downto 296) and std_logic_vector'(7 downto 0 => fb_cover(37))) &
+        (fb_data(295 downto 288) and std_logic_vector'(7 downto 0 => fb_cover(36))) &
+        (fb_data(287 downto 280) and std_logic_vector'(7 downto 0 => fb_cover(35))) &
+        (fb_data(279 downto 272) and std_logic_vector'(7 downto 0 => fb_cover(34))) &
+        (fb_data(271 downto 264) and std_logic_vector'(7 downto 0 => fb_cover(33))) &
+        (fb_data(263 downto 256) and std_logic_vector'(7 downto 0 => fb_cover(32)))
+    );
+    fb_masked_5 <= std_logic_vector'(
+        (fb_data(383 downto 376) and std_logic_vector'(7 downto 0 => fb_cover(47))) &
+        (fb_data(375 downto 368) and std_logic_vector'(7 downto 0 => fb_cover(46))) &
+        (fb_data(367 downto 360) and std_logic_vector'(7 downto 0 => fb_cover(45))) &
+        (fb_data(359 downto 352) and std_logic_vector'(7 downto 0 => fb_cover(44))) &
+        (fb_data(351 downto 344) and std_logic_vector'(7 downto 0 => fb_cover(43))) &
+        (fb_data(343 downto 336) and std_logic_vector'(7 downto 0 => fb_cover(42))) &
+        (fb_data(335 downto 328) and std_logic_vector'(7 downto 0 => fb_cover(41))) &
+        (fb_data(327 downto 320) and std_logic_vector'(7 downto 0 => fb_cover(40)))
+    );
+    fb_masked_6 <= std_logic_vector'(
+        (fb_data(447 downto 440) and std_logic_vector'(7 downto 0 => fb_cover(55))) &
+        (fb_data(439 downto 432) and std_logic_vector'(7 downto 0 => fb_cover(54))) &
+        (fb_data(431 downto 424) and std_logic_vector'(7 downto 0 => fb_cover(53))) &
+        (fb_data(423 downto 416) and std_logic_vector'(7 downto 0 => fb_cover(52))) &
+        (fb_data(415 downto 408) and std_logic_vector'(7 downto 0 => fb_cover(51))) &
+        (fb_data(407 downto 400) and std_logic_vector'(7 downto 0 => fb_cover(50))) &
+        (fb_data(399 downto 392) and std_logic_vector'(7 downto 0 => fb_cover(49))) &
+        (fb_data(391 downto 384) and std_logic_vector'(7 downto 0 => fb_cover(48)))
+    );
+    fb_masked_7 <= std_logic_vector'(
+        (fb_data(511 downto 504) and std_logic_vector'(7 downto 0 => fb_cover(63))) &
+        (fb_data(503 downto 496) and std_logic_vector'(7 downto 0 => fb_cover(62))) &
+        (fb_data(495 downto 488) and std_logic_vector'(7 downto 0 => fb_cover(61))) &
+        (fb_data(487 downto 480) and std_logic_vector'(7 downto 0 => fb_cover(60))) &
+        (fb_data(479 downto 472) and std_logic_vector'(7 downto 0 => fb_cover(59))) &
+        (fb_data(471 downto 464) and std_logic_vector'(7 downto 0 => fb_cover(58))) &
+        (fb_data(463 downto 456) and std_logic_vector'(7 downto 0 => fb_cover(57))) &
+        (fb_data(455 downto 448) and std_logic_vector'(7 downto 0 => fb_cover(56)))
     );
     fb_cover_last <= std_logic_vector'(
         fb_cover(63) &
@@ -1336,204 +748,7 @@ begin
         (xor (crc_state and x"a660c35c"))
     );
     crc_next <= b_term xor crc_state_term;
-    p0_fixed <= std_logic_vector'(
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(1023 downto 992), zinv_6(1023 downto 992)),
-            mux(p0_pad(0), zinv_5(1023 downto 992), zinv_4(1023 downto 992))), mux(p0_pad(1), mux(p0_pad(0),
-            zinv_3(1023 downto 992), zinv_2(1023 downto 992)), mux(p0_pad(0), zinv_1(1023 downto 992), zinv_0(1023 downto 992)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(991 downto 960), zinv_6(991 downto 960)),
-            mux(p0_pad(0), zinv_5(991 downto 960), zinv_4(991 downto 960))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(991 downto 960),
-            zinv_2(991 downto 960)), mux(p0_pad(0), zinv_1(991 downto 960), zinv_0(991 downto 960)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(959 downto 928), zinv_6(959 downto 928)),
-            mux(p0_pad(0), zinv_5(959 downto 928), zinv_4(959 downto 928))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(959 downto 928),
-            zinv_2(959 downto 928)), mux(p0_pad(0), zinv_1(959 downto 928), zinv_0(959 downto 928)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(927 downto 896), zinv_6(927 downto 896)),
-            mux(p0_pad(0), zinv_5(927 downto 896), zinv_4(927 downto 896))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(927 downto 896),
-            zinv_2(927 downto 896)), mux(p0_pad(0), zinv_1(927 downto 896), zinv_0(927 downto 896)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(895 downto 864), zinv_6(895 downto 864)),
-            mux(p0_pad(0), zinv_5(895 downto 864), zinv_4(895 downto 864))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(895 downto 864),
-            zinv_2(895 downto 864)), mux(p0_pad(0), zinv_1(895 downto 864), zinv_0(895 downto 864)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(863 downto 832), zinv_6(863 downto 832)),
-            mux(p0_pad(0), zinv_5(863 downto 832), zinv_4(863 downto 832))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(863 downto 832),
-            zinv_2(863 downto 832)), mux(p0_pad(0), zinv_1(863 downto 832), zinv_0(863 downto 832)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(831 downto 800), zinv_6(831 downto 800)),
-            mux(p0_pad(0), zinv_5(831 downto 800), zinv_4(831 downto 800))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(831 downto 800),
-            zinv_2(831 downto 800)), mux(p0_pad(0), zinv_1(831 downto 800), zinv_0(831 downto 800)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(799 downto 768), zinv_6(799 downto 768)),
-            mux(p0_pad(0), zinv_5(799 downto 768), zinv_4(799 downto 768))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(799 downto 768),
-            zinv_2(799 downto 768)), mux(p0_pad(0), zinv_1(799 downto 768), zinv_0(799 downto 768)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(767 downto 736), zinv_6(767 downto 736)),
-            mux(p0_pad(0), zinv_5(767 downto 736), zinv_4(767 downto 736))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(767 downto 736),
-            zinv_2(767 downto 736)), mux(p0_pad(0), zinv_1(767 downto 736), zinv_0(767 downto 736)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(735 downto 704), zinv_6(735 downto 704)),
-            mux(p0_pad(0), zinv_5(735 downto 704), zinv_4(735 downto 704))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(735 downto 704),
-            zinv_2(735 downto 704)), mux(p0_pad(0), zinv_1(735 downto 704), zinv_0(735 downto 704)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(703 downto 672), zinv_6(703 downto 672)),
-            mux(p0_pad(0), zinv_5(703 downto 672), zinv_4(703 downto 672))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(703 downto 672),
-            zinv_2(703 downto 672)), mux(p0_pad(0), zinv_1(703 downto 672), zinv_0(703 downto 672)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(671 downto 640), zinv_6(671 downto 640)),
-            mux(p0_pad(0), zinv_5(671 downto 640), zinv_4(671 downto 640))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(671 downto 640),
-            zinv_2(671 downto 640)), mux(p0_pad(0), zinv_1(671 downto 640), zinv_0(671 downto 640)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(639 downto 608), zinv_6(639 downto 608)),
-            mux(p0_pad(0), zinv_5(639 downto 608), zinv_4(639 downto 608))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(639 downto 608),
-            zinv_2(639 downto 608)), mux(p0_pad(0), zinv_1(639 downto 608), zinv_0(639 downto 608)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(607 downto 576), zinv_6(607 downto 576)),
-            mux(p0_pad(0), zinv_5(607 downto 576), zinv_4(607 downto 576))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(607 downto 576),
-            zinv_2(607 downto 576)), mux(p0_pad(0), zinv_1(607 downto 576), zinv_0(607 downto 576)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(575 downto 544), zinv_6(575 downto 544)),
-            mux(p0_pad(0), zinv_5(575 downto 544), zinv_4(575 downto 544))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(575 downto 544),
-            zinv_2(575 downto 544)), mux(p0_pad(0), zinv_1(575 downto 544), zinv_0(575 downto 544)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(543 downto 512), zinv_6(543 downto 512)),
-            mux(p0_pad(0), zinv_5(543 downto 512), zinv_4(543 downto 512))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(543 downto 512),
-            zinv_2(543 downto 512)), mux(p0_pad(0), zinv_1(543 downto 512), zinv_0(543 downto 512)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(511 downto 480), zinv_6(511 downto 480)),
-            mux(p0_pad(0), zinv_5(511 downto 480), zinv_4(511 downto 480))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(511 downto 480),
-            zinv_2(511 downto 480)), mux(p0_pad(0), zinv_1(511 downto 480), zinv_0(511 downto 480)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(479 downto 448), zinv_6(479 downto 448)),
-            mux(p0_pad(0), zinv_5(479 downto 448), zinv_4(479 downto 448))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(479 downto 448),
-            zinv_2(479 downto 448)), mux(p0_pad(0), zinv_1(479 downto 448), zinv_0(479 downto 448)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(447 downto 416), zinv_6(447 downto 416)),
-            mux(p0_pad(0), zinv_5(447 downto 416), zinv_4(447 downto 416))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(447 downto 416),
-            zinv_2(447 downto 416)), mux(p0_pad(0), zinv_1(447 downto 416), zinv_0(447 downto 416)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(415 downto 384), zinv_6(415 downto 384)),
-            mux(p0_pad(0), zinv_5(415 downto 384), zinv_4(415 downto 384))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(415 downto 384),
-            zinv_2(415 downto 384)), mux(p0_pad(0), zinv_1(415 downto 384), zinv_0(415 downto 384)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(383 downto 352), zinv_6(383 downto 352)),
-            mux(p0_pad(0), zinv_5(383 downto 352), zinv_4(383 downto 352))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(383 downto 352),
-            zinv_2(383 downto 352)), mux(p0_pad(0), zinv_1(383 downto 352), zinv_0(383 downto 352)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(351 downto 320), zinv_6(351 downto 320)),
-            mux(p0_pad(0), zinv_5(351 downto 320), zinv_4(351 downto 320))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(351 downto 320),
-            zinv_2(351 downto 320)), mux(p0_pad(0), zinv_1(351 downto 320), zinv_0(351 downto 320)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(319 downto 288), zinv_6(319 downto 288)),
-            mux(p0_pad(0), zinv_5(319 downto 288), zinv_4(319 downto 288))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(319 downto 288),
-            zinv_2(319 downto 288)), mux(p0_pad(0), zinv_1(319 downto 288), zinv_0(319 downto 288)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(287 downto 256), zinv_6(287 downto 256)),
-            mux(p0_pad(0), zinv_5(287 downto 256), zinv_4(287 downto 256))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(287 downto 256),
-            zinv_2(287 downto 256)), mux(p0_pad(0), zinv_1(287 downto 256), zinv_0(287 downto 256)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(255 downto 224), zinv_6(255 downto 224)),
-            mux(p0_pad(0), zinv_5(255 downto 224), zinv_4(255 downto 224))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(255 downto 224),
-            zinv_2(255 downto 224)), mux(p0_pad(0), zinv_1(255 downto 224), zinv_0(255 downto 224)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(223 downto 192), zinv_6(223 downto 192)),
-            mux(p0_pad(0), zinv_5(223 downto 192), zinv_4(223 downto 192))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(223 downto 192),
-            zinv_2(223 downto 192)), mux(p0_pad(0), zinv_1(223 downto 192), zinv_0(223 downto 192)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(191 downto 160), zinv_6(191 downto 160)),
-            mux(p0_pad(0), zinv_5(191 downto 160), zinv_4(191 downto 160))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(191 downto 160),
-            zinv_2(191 downto 160)), mux(p0_pad(0), zinv_1(191 downto 160), zinv_0(191 downto 160)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(159 downto 128), zinv_6(159 downto 128)),
-            mux(p0_pad(0), zinv_5(159 downto 128), zinv_4(159 downto 128))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(159 downto 128),
-            zinv_2(159 downto 128)), mux(p0_pad(0), zinv_1(159 downto 128), zinv_0(159 downto 128)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(127 downto 96), zinv_6(127 downto 96)),
-            mux(p0_pad(0), zinv_5(127 downto 96), zinv_4(127 downto 96))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(127 downto 96),
-            zinv_2(127 downto 96)), mux(p0_pad(0), zinv_1(127 downto 96), zinv_0(127 downto 96)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(95 downto 64), zinv_6(95 downto 64)),
-            mux(p0_pad(0), zinv_5(95 downto 64), zinv_4(95 downto 64))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(95 downto 64),
-            zinv_2(95 downto 64)), mux(p0_pad(0), zinv_1(95 downto 64), zinv_0(95 downto 64)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(63 downto 32), zinv_6(63 downto 32)),
-            mux(p0_pad(0), zinv_5(63 downto 32), zinv_4(63 downto 32))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(63 downto 32),
-            zinv_2(63 downto 32)), mux(p0_pad(0), zinv_1(63 downto 32), zinv_0(63 downto 32)))))) &
-        (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(31 downto 0), zinv_6(31 downto 0)), mux(p0_pad(0),
-            zinv_5(31 downto 0), zinv_4(31 downto 0))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(31 downto 0), zinv_2(31 downto 0)),
-            mux(p0_pad(0), zinv_1(31 downto 0), zinv_0(31 downto 0))))))
-    );
     p0_pad_rest <= p0_pad(6 downto 3);
-    p1_fixed <= std_logic_vector'(
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(1023 downto 992), zinv_48(1023 downto 992)),
-            mux(p1_pad(0), zinv_40(1023 downto 992), zinv_32(1023 downto 992))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(1023 downto 992), zinv_16(1023 downto 992)), mux(p1_pad(0), zinv_8(1023 downto 992),
-            zinv_0(1023 downto 992)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(991 downto 960), zinv_48(991 downto 960)),
-            mux(p1_pad(0), zinv_40(991 downto 960), zinv_32(991 downto 960))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(991 downto 960), zinv_16(991 downto 960)), mux(p1_pad(0), zinv_8(991 downto 960), zinv_0(991 downto 960)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(959 downto 928), zinv_48(959 downto 928)),
-            mux(p1_pad(0), zinv_40(959 downto 928), zinv_32(959 downto 928))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(959 downto 928), zinv_16(959 downto 928)), mux(p1_pad(0), zinv_8(959 downto 928), zinv_0(959 downto 928)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(927 downto 896), zinv_48(927 downto 896)),
-            mux(p1_pad(0), zinv_40(927 downto 896), zinv_32(927 downto 896))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(927 downto 896), zinv_16(927 downto 896)), mux(p1_pad(0), zinv_8(927 downto 896), zinv_0(927 downto 896)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(895 downto 864), zinv_48(895 downto 864)),
-            mux(p1_pad(0), zinv_40(895 downto 864), zinv_32(895 downto 864))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(895 downto 864), zinv_16(895 downto 864)), mux(p1_pad(0), zinv_8(895 downto 864), zinv_0(895 downto 864)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(863 downto 832), zinv_48(863 downto 832)),
-            mux(p1_pad(0), zinv_40(863 downto 832), zinv_32(863 downto 832))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(863 downto 832), zinv_16(863 downto 832)), mux(p1_pad(0), zinv_8(863 downto 832), zinv_0(863 downto 832)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(831 downto 800), zinv_48(831 downto 800)),
-            mux(p1_pad(0), zinv_40(831 downto 800), zinv_32(831 downto 800))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(831 downto 800), zinv_16(831 downto 800)), mux(p1_pad(0), zinv_8(831 downto 800), zinv_0(831 downto 800)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(799 downto 768), zinv_48(799 downto 768)),
-            mux(p1_pad(0), zinv_40(799 downto 768), zinv_32(799 downto 768))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(799 downto 768), zinv_16(799 downto 768)), mux(p1_pad(0), zinv_8(799 downto 768), zinv_0(799 downto 768)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(767 downto 736), zinv_48(767 downto 736)),
-            mux(p1_pad(0), zinv_40(767 downto 736), zinv_32(767 downto 736))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(767 downto 736), zinv_16(767 downto 736)), mux(p1_pad(0), zinv_8(767 downto 736), zinv_0(767 downto 736)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(735 downto 704), zinv_48(735 downto 704)),
-            mux(p1_pad(0), zinv_40(735 downto 704), zinv_32(735 downto 704))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(735 downto 704), zinv_16(735 downto 704)), mux(p1_pad(0), zinv_8(735 downto 704), zinv_0(735 downto 704)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(703 downto 672), zinv_48(703 downto 672)),
-            mux(p1_pad(0), zinv_40(703 downto 672), zinv_32(703 downto 672))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(703 downto 672), zinv_16(703 downto 672)), mux(p1_pad(0), zinv_8(703 downto 672), zinv_0(703 downto 672)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(671 downto 640), zinv_48(671 downto 640)),
-            mux(p1_pad(0), zinv_40(671 downto 640), zinv_32(671 downto 640))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(671 downto 640), zinv_16(671 downto 640)), mux(p1_pad(0), zinv_8(671 downto 640), zinv_0(671 downto 640)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(639 downto 608), zinv_48(639 downto 608)),
-            mux(p1_pad(0), zinv_40(639 downto 608), zinv_32(639 downto 608))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(639 downto 608), zinv_16(639 downto 608)), mux(p1_pad(0), zinv_8(639 downto 608), zinv_0(639 downto 608)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(607 downto 576), zinv_48(607 downto 576)),
-            mux(p1_pad(0), zinv_40(607 downto 576), zinv_32(607 downto 576))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(607 downto 576), zinv_16(607 downto 576)), mux(p1_pad(0), zinv_8(607 downto 576), zinv_0(607 downto 576)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(575 downto 544), zinv_48(575 downto 544)),
-            mux(p1_pad(0), zinv_40(575 downto 544), zinv_32(575 downto 544))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(575 downto 544), zinv_16(575 downto 544)), mux(p1_pad(0), zinv_8(575 downto 544), zinv_0(575 downto 544)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(543 downto 512), zinv_48(543 downto 512)),
-            mux(p1_pad(0), zinv_40(543 downto 512), zinv_32(543 downto 512))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(543 downto 512), zinv_16(543 downto 512)), mux(p1_pad(0), zinv_8(543 downto 512), zinv_0(543 downto 512)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(511 downto 480), zinv_48(511 downto 480)),
-            mux(p1_pad(0), zinv_40(511 downto 480), zinv_32(511 downto 480))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(511 downto 480), zinv_16(511 downto 480)), mux(p1_pad(0), zinv_8(511 downto 480), zinv_0(511 downto 480)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(479 downto 448), zinv_48(479 downto 448)),
-            mux(p1_pad(0), zinv_40(479 downto 448), zinv_32(479 downto 448))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(479 downto 448), zinv_16(479 downto 448)), mux(p1_pad(0), zinv_8(479 downto 448), zinv_0(479 downto 448)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(447 downto 416), zinv_48(447 downto 416)),
-            mux(p1_pad(0), zinv_40(447 downto 416), zinv_32(447 downto 416))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(447 downto 416), zinv_16(447 downto 416)), mux(p1_pad(0), zinv_8(447 downto 416), zinv_0(447 downto 416)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(415 downto 384), zinv_48(415 downto 384)),
-            mux(p1_pad(0), zinv_40(415 downto 384), zinv_32(415 downto 384))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(415 downto 384), zinv_16(415 downto 384)), mux(p1_pad(0), zinv_8(415 downto 384), zinv_0(415 downto 384)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(383 downto 352), zinv_48(383 downto 352)),
-            mux(p1_pad(0), zinv_40(383 downto 352), zinv_32(383 downto 352))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(383 downto 352), zinv_16(383 downto 352)), mux(p1_pad(0), zinv_8(383 downto 352), zinv_0(383 downto 352)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(351 downto 320), zinv_48(351 downto 320)),
-            mux(p1_pad(0), zinv_40(351 downto 320), zinv_32(351 downto 320))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(351 downto 320), zinv_16(351 downto 320)), mux(p1_pad(0), zinv_8(351 downto 320), zinv_0(351 downto 320)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(319 downto 288), zinv_48(319 downto 288)),
-            mux(p1_pad(0), zinv_40(319 downto 288), zinv_32(319 downto 288))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(319 downto 288), zinv_16(319 downto 288)), mux(p1_pad(0), zinv_8(319 downto 288), zinv_0(319 downto 288)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(287 downto 256), zinv_48(287 downto 256)),
-            mux(p1_pad(0), zinv_40(287 downto 256), zinv_32(287 downto 256))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(287 downto 256), zinv_16(287 downto 256)), mux(p1_pad(0), zinv_8(287 downto 256), zinv_0(287 downto 256)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(255 downto 224), zinv_48(255 downto 224)),
-            mux(p1_pad(0), zinv_40(255 downto 224), zinv_32(255 downto 224))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(255 downto 224), zinv_16(255 downto 224)), mux(p1_pad(0), zinv_8(255 downto 224), zinv_0(255 downto 224)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(223 downto 192), zinv_48(223 downto 192)),
-            mux(p1_pad(0), zinv_40(223 downto 192), zinv_32(223 downto 192))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(223 downto 192), zinv_16(223 downto 192)), mux(p1_pad(0), zinv_8(223 downto 192), zinv_0(223 downto 192)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(191 downto 160), zinv_48(191 downto 160)),
-            mux(p1_pad(0), zinv_40(191 downto 160), zinv_32(191 downto 160))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(191 downto 160), zinv_16(191 downto 160)), mux(p1_pad(0), zinv_8(191 downto 160), zinv_0(191 downto 160)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(159 downto 128), zinv_48(159 downto 128)),
-            mux(p1_pad(0), zinv_40(159 downto 128), zinv_32(159 downto 128))), mux(p1_pad(1), mux(p1_pad(0),
-            zinv_24(159 downto 128), zinv_16(159 downto 128)), mux(p1_pad(0), zinv_8(159 downto 128), zinv_0(159 downto 128)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(127 downto 96), zinv_48(127 downto 96)),
-            mux(p1_pad(0), zinv_40(127 downto 96), zinv_32(127 downto 96))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(127 downto 96),
-            zinv_16(127 downto 96)), mux(p1_pad(0), zinv_8(127 downto 96), zinv_0(127 downto 96)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(95 downto 64), zinv_48(95 downto 64)),
-            mux(p1_pad(0), zinv_40(95 downto 64), zinv_32(95 downto 64))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(95 downto 64),
-            zinv_16(95 downto 64)), mux(p1_pad(0), zinv_8(95 downto 64), zinv_0(95 downto 64)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(63 downto 32), zinv_48(63 downto 32)),
-            mux(p1_pad(0), zinv_40(63 downto 32), zinv_32(63 downto 32))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(63 downto 32),
-            zinv_16(63 downto 32)), mux(p1_pad(0), zinv_8(63 downto 32), zinv_0(63 downto 32)))))) &
-        (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(31 downto 0), zinv_48(31 downto 0)),
-            mux(p1_pad(0), zinv_40(31 downto 0), zinv_32(31 downto 0))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(31 downto 0),
-            zinv_16(31 downto 0)), mux(p1_pad(0), zinv_8(31 downto 0), zinv_0(31 downto 0))))))
-    );
     p1_pad_rest <= p1_pad(3);
     p2_fixed <= std_logic_vector'(
         (xor (p2_reg and mux(p2_pad, zinv_64(1023 downto 992), zinv_0(1023 downto 992)))) &
@@ -1570,72 +785,6 @@ begin
         (xor (p2_reg and mux(p2_pad, zinv_64(31 downto 0), zinv_0(31 downto 0))))
     );
     o_crc_value <= not p2_fixed;
-    o_merged <= std_logic_vector'(
-        mux(((p2_last and p2_crc_on) and p2_keep(63)) and (not p2_cover(63)), o_crc_value(31 downto 24), p2_data(511 downto 504)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(62)) and (not p2_cover(62)), o_crc_value(23 downto 16), p2_data(503 downto 496)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(61)) and (not p2_cover(61)), o_crc_value(15 downto 8), p2_data(495 downto 488)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(60)) and (not p2_cover(60)), o_crc_value(7 downto 0), p2_data(487 downto 480)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(59)) and (not p2_cover(59)), o_crc_value(31 downto 24), p2_data(479 downto 472)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(58)) and (not p2_cover(58)), o_crc_value(23 downto 16), p2_data(471 downto 464)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(57)) and (not p2_cover(57)), o_crc_value(15 downto 8), p2_data(463 downto 456)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(56)) and (not p2_cover(56)), o_crc_value(7 downto 0), p2_data(455 downto 448)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(55)) and (not p2_cover(55)), o_crc_value(31 downto 24), p2_data(447 downto 440)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(54)) and (not p2_cover(54)), o_crc_value(23 downto 16), p2_data(439 downto 432)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(53)) and (not p2_cover(53)), o_crc_value(15 downto 8), p2_data(431 downto 424)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(52)) and (not p2_cover(52)), o_crc_value(7 downto 0), p2_data(423 downto 416)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(51)) and (not p2_cover(51)), o_crc_value(31 downto 24), p2_data(415 downto 408)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(50)) and (not p2_cover(50)), o_crc_value(23 downto 16), p2_data(407 downto 400)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(49)) and (not p2_cover(49)), o_crc_value(15 downto 8), p2_data(399 downto 392)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(48)) and (not p2_cover(48)), o_crc_value(7 downto 0), p2_data(391 downto 384)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(47)) and (not p2_cover(47)), o_crc_value(31 downto 24), p2_data(383 downto 376)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(46)) and (not p2_cover(46)), o_crc_value(23 downto 16), p2_data(375 downto 368)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(45)) and (not p2_cover(45)), o_crc_value(15 downto 8), p2_data(367 downto 360)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(44)) and (not p2_cover(44)), o_crc_value(7 downto 0), p2_data(359 downto 352)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(43)) and (not p2_cover(43)), o_crc_value(31 downto 24), p2_data(351 downto 344)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(42)) and (not p2_cover(42)), o_crc_value(23 downto 16), p2_data(343 downto 336)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(41)) and (not p2_cover(41)), o_crc_value(15 downto 8), p2_data(335 downto 328)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(40)) and (not p2_cover(40)), o_crc_value(7 downto 0), p2_data(327 downto 320)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(39)) and (not p2_cover(39)), o_crc_value(31 downto 24), p2_data(319 downto 312)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(38)) and (not p2_cover(38)), o_crc_value(23 downto 16), p2_data(311 downto 304)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(37)) and (not p2_cover(37)), o_crc_value(15 downto 8), p2_data(303 downto 296)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(36)) and (not p2_cover(36)), o_crc_value(7 downto 0), p2_data(295 downto 288)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(35)) and (not p2_cover(35)), o_crc_value(31 downto 24), p2_data(287 downto 280)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(34)) and (not p2_cover(34)), o_crc_value(23 downto 16), p2_data(279 downto 272)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(33)) and (not p2_cover(33)), o_crc_value(15 downto 8), p2_data(271 downto 264)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(32)) and (not p2_cover(32)), o_crc_value(7 downto 0), p2_data(263 downto 256)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(31)) and (not p2_cover(31)), o_crc_value(31 downto 24), p2_data(255 downto 248)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(30)) and (not p2_cover(30)), o_crc_value(23 downto 16), p2_data(247 downto 240)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(29)) and (not p2_cover(29)), o_crc_value(15 downto 8), p2_data(239 downto 232)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(28)) and (not p2_cover(28)), o_crc_value(7 downto 0), p2_data(231 downto 224)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(27)) and (not p2_cover(27)), o_crc_value(31 downto 24), p2_data(223 downto 216)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(26)) and (not p2_cover(26)), o_crc_value(23 downto 16), p2_data(215 downto 208)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(25)) and (not p2_cover(25)), o_crc_value(15 downto 8), p2_data(207 downto 200)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(24)) and (not p2_cover(24)), o_crc_value(7 downto 0), p2_data(199 downto 192)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(23)) and (not p2_cover(23)), o_crc_value(31 downto 24), p2_data(191 downto 184)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(22)) and (not p2_cover(22)), o_crc_value(23 downto 16), p2_data(183 downto 176)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(21)) and (not p2_cover(21)), o_crc_value(15 downto 8), p2_data(175 downto 168)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(20)) and (not p2_cover(20)), o_crc_value(7 downto 0), p2_data(167 downto 160)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(19)) and (not p2_cover(19)), o_crc_value(31 downto 24), p2_data(159 downto 152)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(18)) and (not p2_cover(18)), o_crc_value(23 downto 16), p2_data(151 downto 144)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(17)) and (not p2_cover(17)), o_crc_value(15 downto 8), p2_data(143 downto 136)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(16)) and (not p2_cover(16)), o_crc_value(7 downto 0), p2_data(135 downto 128)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(15)) and (not p2_cover(15)), o_crc_value(31 downto 24), p2_data(127 downto 120)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(14)) and (not p2_cover(14)), o_crc_value(23 downto 16), p2_data(119 downto 112)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(13)) and (not p2_cover(13)), o_crc_value(15 downto 8), p2_data(111 downto 104)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(12)) and (not p2_cover(12)), o_crc_value(7 downto 0), p2_data(103 downto 96)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(11)) and (not p2_cover(11)), o_crc_value(31 downto 24), p2_data(95 downto 88)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(10)) and (not p2_cover(10)), o_crc_value(23 downto 16), p2_data(87 downto 80)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(9)) and (not p2_cover(9)), o_crc_value(15 downto 8), p2_data(79 downto 72)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(8)) and (not p2_cover(8)), o_crc_value(7 downto 0), p2_data(71 downto 64)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(7)) and (not p2_cover(7)), o_crc_value(31 downto 24), p2_data(63 downto 56)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(6)) and (not p2_cover(6)), o_crc_value(23 downto 16), p2_data(55 downto 48)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(5)) and (not p2_cover(5)), o_crc_value(15 downto 8), p2_data(47 downto 40)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(4)) and (not p2_cover(4)), o_crc_value(7 downto 0), p2_data(39 downto 32)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(3)) and (not p2_cover(3)), o_crc_value(31 downto 24), p2_data(31 downto 24)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(2)) and (not p2_cover(2)), o_crc_value(23 downto 16), p2_data(23 downto 16)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(1)) and (not p2_cover(1)), o_crc_value(15 downto 8), p2_data(15 downto 8)) &
-        mux(((p2_last and p2_crc_on) and p2_keep(0)) and (not p2_cover(0)), o_crc_value(7 downto 0), p2_data(7 downto 0))
-    );
     m_axis_tdata <= o_data;
     m_axis_tkeep <= o_keep;
     m_axis_tvalid <= o_valid;
@@ -1979,7 +1128,200 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_data <= f_data;
+                fb_data <= std_logic_vector'(
+                    mux(l63_marker, f_fpduptr(7 downto 0), mux(mux(l63_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"3f") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"43")
+                        < unsigned(f_room_data_small)))), mux(l63_after, f_shifted(479 downto 472), f_shifted(511 downto 504)), x"00")) &
+                    mux(l62_marker, f_fpduptr(15 downto 8), mux(mux(l62_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"3e") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"42")
+                        < unsigned(f_room_data_small)))), mux(l62_after, f_shifted(471 downto 464), f_shifted(503 downto 496)), x"00")) &
+                    mux(l61_marker, x"00", mux(mux(l61_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3d") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"41") <
+                        unsigned(f_room_data_small)))), mux(l61_after, f_shifted(463 downto 456), f_shifted(495 downto 488)), x"00")) &
+                    mux(l60_marker, x"00", mux(mux(l60_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3c") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"40") <
+                        unsigned(f_room_data_small)))), mux(l60_after, f_shifted(455 downto 448), f_shifted(487 downto 480)), x"00")) &
+                    mux(l59_marker, f_fpduptr(7 downto 0), mux(mux(l59_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"3b") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3f")
+                        < unsigned(f_room_data_small)))), mux(l59_after, f_shifted(447 downto 440), f_shifted(479 downto 472)), x"00")) &
+                    mux(l58_marker, f_fpduptr(15 downto 8), mux(mux(l58_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"3a") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3e")
+                        < unsigned(f_room_data_small)))), mux(l58_after, f_shifted(439 downto 432), f_shifted(471 downto 464)), x"00")) &
+                    mux(l57_marker, x"00", mux(mux(l57_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"39") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3d") <
+                        unsigned(f_room_data_small)))), mux(l57_after, f_shifted(431 downto 424), f_shifted(463 downto 456)), x"00")) &
+                    mux(l56_marker, x"00", mux(mux(l56_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"38") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3c") <
+                        unsigned(f_room_data_small)))), mux(l56_after, f_shifted(423 downto 416), f_shifted(455 downto 448)), x"00")) &
+                    mux(l55_marker, f_fpduptr(7 downto 0), mux(mux(l55_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"37") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3b")
+                        < unsigned(f_room_data_small)))), mux(l55_after, f_shifted(415 downto 408), f_shifted(447 downto 440)), x"00")) &
+                    mux(l54_marker, f_fpduptr(15 downto 8), mux(mux(l54_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"36") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3a")
+                        < unsigned(f_room_data_small)))), mux(l54_after, f_shifted(407 downto 400), f_shifted(439 downto 432)), x"00")) &
+                    mux(l53_marker, x"00", mux(mux(l53_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"35") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"39") <
+                        unsigned(f_room_data_small)))), mux(l53_after, f_shifted(399 downto 392), f_shifted(431 downto 424)), x"00")) &
+                    mux(l52_marker, x"00", mux(mux(l52_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"34") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"38") <
+                        unsigned(f_room_data_small)))), mux(l52_after, f_shifted(391 downto 384), f_shifted(423 downto 416)), x"00")) &
+                    mux(l51_marker, f_fpduptr(7 downto 0), mux(mux(l51_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"33") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"37")
+                        < unsigned(f_room_data_small)))), mux(l51_after, f_shifted(383 downto 376), f_shifted(415 downto 408)), x"00")) &
+                    mux(l50_marker, f_fpduptr(15 downto 8), mux(mux(l50_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"32") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"36")
+                        < unsigned(f_room_data_small)))), mux(l50_after, f_shifted(375 downto 368), f_shifted(407 downto 400)), x"00")) &
+                    mux(l49_marker, x"00", mux(mux(l49_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"31") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"35") <
+                        unsigned(f_room_data_small)))), mux(l49_after, f_shifted(367 downto 360), f_shifted(399 downto 392)), x"00")) &
+                    mux(l48_marker, x"00", mux(mux(l48_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"30") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"34") <
+                        unsigned(f_room_data_small)))), mux(l48_after, f_shifted(359 downto 352), f_shifted(391 downto 384)), x"00")) &
+                    mux(l47_marker, f_fpduptr(7 downto 0), mux(mux(l47_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"2f") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"33")
+                        < unsigned(f_room_data_small)))), mux(l47_after, f_shifted(351 downto 344), f_shifted(383 downto 376)), x"00")) &
+                    mux(l46_marker, f_fpduptr(15 downto 8), mux(mux(l46_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"2e") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"32")
+                        < unsigned(f_room_data_small)))), mux(l46_after, f_shifted(343 downto 336), f_shifted(375 downto 368)), x"00")) &
+                    mux(l45_marker, x"00", mux(mux(l45_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2d") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"31") <
+                        unsigned(f_room_data_small)))), mux(l45_after, f_shifted(335 downto 328), f_shifted(367 downto 360)), x"00")) &
+                    mux(l44_marker, x"00", mux(mux(l44_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2c") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"30") <
+                        unsigned(f_room_data_small)))), mux(l44_after, f_shifted(327 downto 320), f_shifted(359 downto 352)), x"00")) &
+                    mux(l43_marker, f_fpduptr(7 downto 0), mux(mux(l43_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"2b") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2f")
+                        < unsigned(f_room_data_small)))), mux(l43_after, f_shifted(319 downto 312), f_shifted(351 downto 344)), x"00")) &
+                    mux(l42_marker, f_fpduptr(15 downto 8), mux(mux(l42_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"2a") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2e")
+                        < unsigned(f_room_data_small)))), mux(l42_after, f_shifted(311 downto 304), f_shifted(343 downto 336)), x"00")) &
+                    mux(l41_marker, x"00", mux(mux(l41_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"29") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2d") <
+                        unsigned(f_room_data_small)))), mux(l41_after, f_shifted(303 downto 296), f_shifted(335 downto 328)), x"00")) &
+                    mux(l40_marker, x"00", mux(mux(l40_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"28") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2c") <
+                        unsigned(f_room_data_small)))), mux(l40_after, f_shifted(295 downto 288), f_shifted(327 downto 320)), x"00")) &
+                    mux(l39_marker, f_fpduptr(7 downto 0), mux(mux(l39_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"27") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2b")
+                        < unsigned(f_room_data_small)))), mux(l39_after, f_shifted(287 downto 280), f_shifted(319 downto 312)), x"00")) &
+                    mux(l38_marker, f_fpduptr(15 downto 8), mux(mux(l38_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"26") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2a")
+                        < unsigned(f_room_data_small)))), mux(l38_after, f_shifted(279 downto 272), f_shifted(311 downto 304)), x"00")) &
+                    mux(l37_marker, x"00", mux(mux(l37_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"25") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"29") <
+                        unsigned(f_room_data_small)))), mux(l37_after, f_shifted(271 downto 264), f_shifted(303 downto 296)), x"00")) &
+                    mux(l36_marker, x"00", mux(mux(l36_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"24") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"28") <
+                        unsigned(f_room_data_small)))), mux(l36_after, f_shifted(263 downto 256), f_shifted(295 downto 288)), x"00")) &
+                    mux(l35_marker, f_fpduptr(7 downto 0), mux(mux(l35_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"23") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"27")
+                        < unsigned(f_room_data_small)))), mux(l35_after, f_shifted(255 downto 248), f_shifted(287 downto 280)), x"00")) &
+                    mux(l34_marker, f_fpduptr(15 downto 8), mux(mux(l34_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"22") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"26")
+                        < unsigned(f_room_data_small)))), mux(l34_after, f_shifted(247 downto 240), f_shifted(279 downto 272)), x"00")) &
+                    mux(l33_marker, x"00", mux(mux(l33_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"21") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"25") <
+                        unsigned(f_room_data_small)))), mux(l33_after, f_shifted(239 downto 232), f_shifted(271 downto 264)), x"00")) &
+                    mux(l32_marker, x"00", mux(mux(l32_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"20") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"24") <
+                        unsigned(f_room_data_small)))), mux(l32_after, f_shifted(231 downto 224), f_shifted(263 downto 256)), x"00")) &
+                    mux(l31_marker, f_fpduptr(7 downto 0), mux(mux(l31_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"1f") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"23")
+                        < unsigned(f_room_data_small)))), mux(l31_after, f_shifted(223 downto 216), f_shifted(255 downto 248)), x"00")) &
+                    mux(l30_marker, f_fpduptr(15 downto 8), mux(mux(l30_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"1e") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"22")
+                        < unsigned(f_room_data_small)))), mux(l30_after, f_shifted(215 downto 208), f_shifted(247 downto 240)), x"00")) &
+                    mux(l29_marker, x"00", mux(mux(l29_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1d") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"21") <
+                        unsigned(f_room_data_small)))), mux(l29_after, f_shifted(207 downto 200), f_shifted(239 downto 232)), x"00")) &
+                    mux(l28_marker, x"00", mux(mux(l28_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1c") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"20") <
+                        unsigned(f_room_data_small)))), mux(l28_after, f_shifted(199 downto 192), f_shifted(231 downto 224)), x"00")) &
+                    mux(l27_marker, f_fpduptr(7 downto 0), mux(mux(l27_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"1b") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1f")
+                        < unsigned(f_room_data_small)))), mux(l27_after, f_shifted(191 downto 184), f_shifted(223 downto 216)), x"00")) &
+                    mux(l26_marker, f_fpduptr(15 downto 8), mux(mux(l26_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"1a") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1e")
+                        < unsigned(f_room_data_small)))), mux(l26_after, f_shifted(183 downto 176), f_shifted(215 downto 208)), x"00")) &
+                    mux(l25_marker, x"00", mux(mux(l25_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"19") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1d") <
+                        unsigned(f_room_data_small)))), mux(l25_after, f_shifted(175 downto 168), f_shifted(207 downto 200)), x"00")) &
+                    mux(l24_marker, x"00", mux(mux(l24_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"18") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1c") <
+                        unsigned(f_room_data_small)))), mux(l24_after, f_shifted(167 downto 160), f_shifted(199 downto 192)), x"00")) &
+                    mux(l23_marker, f_fpduptr(7 downto 0), mux(mux(l23_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"17") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1b")
+                        < unsigned(f_room_data_small)))), mux(l23_after, f_shifted(159 downto 152), f_shifted(191 downto 184)), x"00")) &
+                    mux(l22_marker, f_fpduptr(15 downto 8), mux(mux(l22_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"16") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1a")
+                        < unsigned(f_room_data_small)))), mux(l22_after, f_shifted(151 downto 144), f_shifted(183 downto 176)), x"00")) &
+                    mux(l21_marker, x"00", mux(mux(l21_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"15") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"19") <
+                        unsigned(f_room_data_small)))), mux(l21_after, f_shifted(143 downto 136), f_shifted(175 downto 168)), x"00")) &
+                    mux(l20_marker, x"00", mux(mux(l20_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"14") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"18") <
+                        unsigned(f_room_data_small)))), mux(l20_after, f_shifted(135 downto 128), f_shifted(167 downto 160)), x"00")) &
+                    mux(l19_marker, f_fpduptr(7 downto 0), mux(mux(l19_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"13") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"17")
+                        < unsigned(f_room_data_small)))), mux(l19_after, f_shifted(127 downto 120), f_shifted(159 downto 152)), x"00")) &
+                    mux(l18_marker, f_fpduptr(15 downto 8), mux(mux(l18_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"12") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"16")
+                        < unsigned(f_room_data_small)))), mux(l18_after, f_shifted(119 downto 112), f_shifted(151 downto 144)), x"00")) &
+                    mux(l17_marker, x"00", mux(mux(l17_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"11") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"15") <
+                        unsigned(f_room_data_small)))), mux(l17_after, f_shifted(111 downto 104), f_shifted(143 downto 136)), x"00")) &
+                    mux(l16_marker, x"00", mux(mux(l16_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"10") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"14") <
+                        unsigned(f_room_data_small)))), mux(l16_after, f_shifted(103 downto 96), f_shifted(135 downto 128)), x"00")) &
+                    mux(l15_marker, f_fpduptr(7 downto 0), mux(mux(l15_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"0f") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"13")
+                        < unsigned(f_room_data_small)))), mux(l15_after, f_shifted(95 downto 88), f_shifted(127 downto 120)), x"00")) &
+                    mux(l14_marker, f_fpduptr(15 downto 8), mux(mux(l14_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"0e") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"12")
+                        < unsigned(f_room_data_small)))), mux(l14_after, f_shifted(87 downto 80), f_shifted(119 downto 112)), x"00")) &
+                    mux(l13_marker, x"00", mux(mux(l13_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0d") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"11") <
+                        unsigned(f_room_data_small)))), mux(l13_after, f_shifted(79 downto 72), f_shifted(111 downto 104)), x"00")) &
+                    mux(l12_marker, x"00", mux(mux(l12_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0c") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"10") <
+                        unsigned(f_room_data_small)))), mux(l12_after, f_shifted(71 downto 64), f_shifted(103 downto 96)), x"00")) &
+                    mux(l11_marker, f_fpduptr(7 downto 0), mux(mux(l11_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"0b") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0f")
+                        < unsigned(f_room_data_small)))), mux(l11_after, f_shifted(63 downto 56), f_shifted(95 downto 88)), x"00")) &
+                    mux(l10_marker, f_fpduptr(15 downto 8), mux(mux(l10_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"0a") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0e")
+                        < unsigned(f_room_data_small)))), mux(l10_after, f_shifted(55 downto 48), f_shifted(87 downto 80)), x"00")) &
+                    mux(l9_marker, x"00", mux(mux(l9_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"09") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0d") <
+                        unsigned(f_room_data_small)))), mux(l9_after, f_shifted(47 downto 40), f_shifted(79 downto 72)), x"00")) &
+                    mux(l8_marker, x"00", mux(mux(l8_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"08") <
+                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0c") <
+                        unsigned(f_room_data_small)))), mux(l8_after, f_shifted(39 downto 32), f_shifted(71 downto 64)), x"00")) &
+                    mux(l7_marker, f_fpduptr(7 downto 0), mux(mux(l7_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"07") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0b")
+                        < unsigned(f_room_data_small)))), mux(l7_after, f_shifted(31 downto 24), f_shifted(63 downto 56)), x"00")) &
+                    mux(l6_marker, f_fpduptr(15 downto 8), mux(mux(l6_after, (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"06") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0a")
+                        < unsigned(f_room_data_small)))), mux(l6_after, f_shifted(23 downto 16), f_shifted(55 downto 48)), x"00")) &
+                    mux(l5_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(7 downto 0), mux(mux(l5_after, (not f_room_data(17))
+                        and (f_room_data_big or b2l(unsigned'(x"05") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big
+                        or b2l(unsigned'(x"09") < unsigned(f_room_data_small)))), mux(l5_after, f_shifted(15 downto 8),
+                        f_shifted(47 downto 40)), x"00"))) &
+                    mux(l4_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(15 downto 8), mux(mux(l4_after, (not f_room_data(17))
+                        and (f_room_data_big or b2l(unsigned'(x"04") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big
+                        or b2l(unsigned'(x"08") < unsigned(f_room_data_small)))), mux(l4_after, f_shifted(7 downto 0), f_shifted(39 downto 32)),
+                        x"00"))) &
+                    mux(l3_marker, f_fpduptr(7 downto 0), mux(mux(l3_after, '0', (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"07") < unsigned(f_room_data_small)))), f_shifted(31 downto 24), x"00")) &
+                    mux(l2_marker, f_fpduptr(15 downto 8), mux(mux(l2_after, '0', (not f_room_data(17)) and (f_room_data_big or
+                        b2l(unsigned'(x"06") < unsigned(f_room_data_small)))), f_shifted(23 downto 16), x"00")) &
+                    mux(l1_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(7 downto 0), mux(mux(l1_after, '0', (not
+                        f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"05") < unsigned(f_room_data_small)))), f_shifted(15 downto 8),
+                        x"00"))) &
+                    mux(l0_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(15 downto 8), mux(mux(l0_after, '0', (not
+                        f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"04") < unsigned(f_room_data_small)))), f_shifted(7 downto 0),
+                        x"00")))
+                );
             end if;
         end if;
     end process;
@@ -1988,7 +1330,192 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_keep <= f_keep;
+                fb_keep <= std_logic_vector'(
+                    (l63_marker or mux(l63_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3f") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"43") <
+                        unsigned(f_room_end_small))))) &
+                    (l62_marker or mux(l62_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3e") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"42") <
+                        unsigned(f_room_end_small))))) &
+                    (l61_marker or mux(l61_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3d") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"41") <
+                        unsigned(f_room_end_small))))) &
+                    (l60_marker or mux(l60_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3c") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"40") <
+                        unsigned(f_room_end_small))))) &
+                    (l59_marker or mux(l59_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3b") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3f") <
+                        unsigned(f_room_end_small))))) &
+                    (l58_marker or mux(l58_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3a") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3e") <
+                        unsigned(f_room_end_small))))) &
+                    (l57_marker or mux(l57_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"39") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3d") <
+                        unsigned(f_room_end_small))))) &
+                    (l56_marker or mux(l56_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"38") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3c") <
+                        unsigned(f_room_end_small))))) &
+                    (l55_marker or mux(l55_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"37") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3b") <
+                        unsigned(f_room_end_small))))) &
+                    (l54_marker or mux(l54_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"36") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3a") <
+                        unsigned(f_room_end_small))))) &
+                    (l53_marker or mux(l53_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"35") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"39") <
+                        unsigned(f_room_end_small))))) &
+                    (l52_marker or mux(l52_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"34") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"38") <
+                        unsigned(f_room_end_small))))) &
+                    (l51_marker or mux(l51_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"33") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"37") <
+                        unsigned(f_room_end_small))))) &
+                    (l50_marker or mux(l50_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"32") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"36") <
+                        unsigned(f_room_end_small))))) &
+                    (l49_marker or mux(l49_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"31") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"35") <
+                        unsigned(f_room_end_small))))) &
+                    (l48_marker or mux(l48_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"30") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"34") <
+                        unsigned(f_room_end_small))))) &
+                    (l47_marker or mux(l47_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2f") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"33") <
+                        unsigned(f_room_end_small))))) &
+                    (l46_marker or mux(l46_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2e") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"32") <
+                        unsigned(f_room_end_small))))) &
+                    (l45_marker or mux(l45_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2d") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"31") <
+                        unsigned(f_room_end_small))))) &
+                    (l44_marker or mux(l44_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2c") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"30") <
+                        unsigned(f_room_end_small))))) &
+                    (l43_marker or mux(l43_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2b") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2f") <
+                        unsigned(f_room_end_small))))) &
+                    (l42_marker or mux(l42_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2a") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2e") <
+                        unsigned(f_room_end_small))))) &
+                    (l41_marker or mux(l41_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"29") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2d") <
+                        unsigned(f_room_end_small))))) &
+                    (l40_marker or mux(l40_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"28") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2c") <
+                        unsigned(f_room_end_small))))) &
+                    (l39_marker or mux(l39_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"27") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2b") <
+                        unsigned(f_room_end_small))))) &
+                    (l38_marker or mux(l38_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"26") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2a") <
+                        unsigned(f_room_end_small))))) &
+                    (l37_marker or mux(l37_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"25") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"29") <
+                        unsigned(f_room_end_small))))) &
+                    (l36_marker or mux(l36_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"24") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"28") <
+                        unsigned(f_room_end_small))))) &
+                    (l35_marker or mux(l35_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"23") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"27") <
+                        unsigned(f_room_end_small))))) &
+                    (l34_marker or mux(l34_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"22") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"26") <
+                        unsigned(f_room_end_small))))) &
+                    (l33_marker or mux(l33_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"21") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"25") <
+                        unsigned(f_room_end_small))))) &
+                    (l32_marker or mux(l32_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"20") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"24") <
+                        unsigned(f_room_end_small))))) &
+                    (l31_marker or mux(l31_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1f") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"23") <
+                        unsigned(f_room_end_small))))) &
+                    (l30_marker or mux(l30_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1e") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"22") <
+                        unsigned(f_room_end_small))))) &
+                    (l29_marker or mux(l29_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1d") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"21") <
+                        unsigned(f_room_end_small))))) &
+                    (l28_marker or mux(l28_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1c") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"20") <
+                        unsigned(f_room_end_small))))) &
+                    (l27_marker or mux(l27_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1b") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1f") <
+                        unsigned(f_room_end_small))))) &
+                    (l26_marker or mux(l26_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1a") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1e") <
+                        unsigned(f_room_end_small))))) &
+                    (l25_marker or mux(l25_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"19") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1d") <
+                        unsigned(f_room_end_small))))) &
+                    (l24_marker or mux(l24_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"18") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1c") <
+                        unsigned(f_room_end_small))))) &
+                    (l23_marker or mux(l23_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"17") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1b") <
+                        unsigned(f_room_end_small))))) &
+                    (l22_marker or mux(l22_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"16") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1a") <
+                        unsigned(f_room_end_small))))) &
+                    (l21_marker or mux(l21_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"15") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"19") <
+                        unsigned(f_room_end_small))))) &
+                    (l20_marker or mux(l20_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"14") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"18") <
+                        unsigned(f_room_end_small))))) &
+                    (l19_marker or mux(l19_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"13") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"17") <
+                        unsigned(f_room_end_small))))) &
+                    (l18_marker or mux(l18_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"12") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"16") <
+                        unsigned(f_room_end_small))))) &
+                    (l17_marker or mux(l17_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"11") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"15") <
+                        unsigned(f_room_end_small))))) &
+                    (l16_marker or mux(l16_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"10") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"14") <
+                        unsigned(f_room_end_small))))) &
+                    (l15_marker or mux(l15_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0f") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"13") <
+                        unsigned(f_room_end_small))))) &
+                    (l14_marker or mux(l14_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0e") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"12") <
+                        unsigned(f_room_end_small))))) &
+                    (l13_marker or mux(l13_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0d") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"11") <
+                        unsigned(f_room_end_small))))) &
+                    (l12_marker or mux(l12_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0c") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"10") <
+                        unsigned(f_room_end_small))))) &
+                    (l11_marker or mux(l11_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0b") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0f") <
+                        unsigned(f_room_end_small))))) &
+                    (l10_marker or mux(l10_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0a") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0e") <
+                        unsigned(f_room_end_small))))) &
+                    (l9_marker or mux(l9_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"09") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0d") <
+                        unsigned(f_room_end_small))))) &
+                    (l8_marker or mux(l8_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"08") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0c") <
+                        unsigned(f_room_end_small))))) &
+                    (l7_marker or mux(l7_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"07") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0b") <
+                        unsigned(f_room_end_small))))) &
+                    (l6_marker or mux(l6_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"06") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0a") <
+                        unsigned(f_room_end_small))))) &
+                    (l5_marker or mux(l5_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"05") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"09") <
+                        unsigned(f_room_end_small))))) &
+                    (l4_marker or mux(l4_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"04") <
+                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"08") <
+                        unsigned(f_room_end_small))))) &
+                    (l3_marker or mux(l3_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"07") < unsigned(f_room_end_small))))) &
+                    (l2_marker or mux(l2_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"06") < unsigned(f_room_end_small))))) &
+                    (l1_marker or mux(l1_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"05") < unsigned(f_room_end_small))))) &
+                    (l0_marker or mux(l0_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"04") < unsigned(f_room_end_small)))))
+                );
             end if;
         end if;
     end process;
@@ -1997,7 +1524,192 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_cover <= f_cover;
+                fb_cover <= std_logic_vector'(
+                    (l63_marker or mux(l63_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3f") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"43") <
+                        unsigned(f_room_cov_small))))) &
+                    (l62_marker or mux(l62_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3e") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"42") <
+                        unsigned(f_room_cov_small))))) &
+                    (l61_marker or mux(l61_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3d") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"41") <
+                        unsigned(f_room_cov_small))))) &
+                    (l60_marker or mux(l60_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3c") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"40") <
+                        unsigned(f_room_cov_small))))) &
+                    (l59_marker or mux(l59_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3b") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3f") <
+                        unsigned(f_room_cov_small))))) &
+                    (l58_marker or mux(l58_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3a") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3e") <
+                        unsigned(f_room_cov_small))))) &
+                    (l57_marker or mux(l57_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"39") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3d") <
+                        unsigned(f_room_cov_small))))) &
+                    (l56_marker or mux(l56_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"38") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3c") <
+                        unsigned(f_room_cov_small))))) &
+                    (l55_marker or mux(l55_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"37") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3b") <
+                        unsigned(f_room_cov_small))))) &
+                    (l54_marker or mux(l54_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"36") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3a") <
+                        unsigned(f_room_cov_small))))) &
+                    (l53_marker or mux(l53_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"35") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"39") <
+                        unsigned(f_room_cov_small))))) &
+                    (l52_marker or mux(l52_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"34") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"38") <
+                        unsigned(f_room_cov_small))))) &
+                    (l51_marker or mux(l51_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"33") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"37") <
+                        unsigned(f_room_cov_small))))) &
+                    (l50_marker or mux(l50_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"32") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"36") <
+                        unsigned(f_room_cov_small))))) &
+                    (l49_marker or mux(l49_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"31") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"35") <
+                        unsigned(f_room_cov_small))))) &
+                    (l48_marker or mux(l48_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"30") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"34") <
+                        unsigned(f_room_cov_small))))) &
+                    (l47_marker or mux(l47_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2f") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"33") <
+                        unsigned(f_room_cov_small))))) &
+                    (l46_marker or mux(l46_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2e") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"32") <
+                        unsigned(f_room_cov_small))))) &
+                    (l45_marker or mux(l45_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2d") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"31") <
+                        unsigned(f_room_cov_small))))) &
+                    (l44_marker or mux(l44_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2c") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"30") <
+                        unsigned(f_room_cov_small))))) &
+                    (l43_marker or mux(l43_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2b") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2f") <
+                        unsigned(f_room_cov_small))))) &
+                    (l42_marker or mux(l42_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2a") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2e") <
+                        unsigned(f_room_cov_small))))) &
+                    (l41_marker or mux(l41_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"29") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2d") <
+                        unsigned(f_room_cov_small))))) &
+                    (l40_marker or mux(l40_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"28") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2c") <
+                        unsigned(f_room_cov_small))))) &
+                    (l39_marker or mux(l39_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"27") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2b") <
+                        unsigned(f_room_cov_small))))) &
+                    (l38_marker or mux(l38_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"26") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2a") <
+                        unsigned(f_room_cov_small))))) &
+                    (l37_marker or mux(l37_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"25") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"29") <
+                        unsigned(f_room_cov_small))))) &
+                    (l36_marker or mux(l36_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"24") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"28") <
+                        unsigned(f_room_cov_small))))) &
+                    (l35_marker or mux(l35_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"23") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"27") <
+                        unsigned(f_room_cov_small))))) &
+                    (l34_marker or mux(l34_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"22") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"26") <
+                        unsigned(f_room_cov_small))))) &
+                    (l33_marker or mux(l33_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"21") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"25") <
+                        unsigned(f_room_cov_small))))) &
+                    (l32_marker or mux(l32_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"20") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"24") <
+                        unsigned(f_room_cov_small))))) &
+                    (l31_marker or mux(l31_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1f") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"23") <
+                        unsigned(f_room_cov_small))))) &
+                    (l30_marker or mux(l30_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1e") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"22") <
+                        unsigned(f_room_cov_small))))) &
+                    (l29_marker or mux(l29_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1d") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"21") <
+                        unsigned(f_room_cov_small))))) &
+                    (l28_marker or mux(l28_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1c") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"20") <
+                        unsigned(f_room_cov_small))))) &
+                    (l27_marker or mux(l27_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1b") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1f") <
+                        unsigned(f_room_cov_small))))) &
+                    (l26_marker or mux(l26_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1a") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1e") <
+                        unsigned(f_room_cov_small))))) &
+                    (l25_marker or mux(l25_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"19") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1d") <
+                        unsigned(f_room_cov_small))))) &
+                    (l24_marker or mux(l24_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"18") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1c") <
+                        unsigned(f_room_cov_small))))) &
+                    (l23_marker or mux(l23_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"17") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1b") <
+                        unsigned(f_room_cov_small))))) &
+                    (l22_marker or mux(l22_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"16") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1a") <
+                        unsigned(f_room_cov_small))))) &
+                    (l21_marker or mux(l21_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"15") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"19") <
+                        unsigned(f_room_cov_small))))) &
+                    (l20_marker or mux(l20_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"14") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"18") <
+                        unsigned(f_room_cov_small))))) &
+                    (l19_marker or mux(l19_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"13") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"17") <
+                        unsigned(f_room_cov_small))))) &
+                    (l18_marker or mux(l18_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"12") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"16") <
+                        unsigned(f_room_cov_small))))) &
+                    (l17_marker or mux(l17_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"11") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"15") <
+                        unsigned(f_room_cov_small))))) &
+                    (l16_marker or mux(l16_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"10") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"14") <
+                        unsigned(f_room_cov_small))))) &
+                    (l15_marker or mux(l15_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0f") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"13") <
+                        unsigned(f_room_cov_small))))) &
+                    (l14_marker or mux(l14_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0e") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"12") <
+                        unsigned(f_room_cov_small))))) &
+                    (l13_marker or mux(l13_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0d") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"11") <
+                        unsigned(f_room_cov_small))))) &
+                    (l12_marker or mux(l12_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0c") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"10") <
+                        unsigned(f_room_cov_small))))) &
+                    (l11_marker or mux(l11_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0b") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0f") <
+                        unsigned(f_room_cov_small))))) &
+                    (l10_marker or mux(l10_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0a") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0e") <
+                        unsigned(f_room_cov_small))))) &
+                    (l9_marker or mux(l9_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"09") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0d") <
+                        unsigned(f_room_cov_small))))) &
+                    (l8_marker or mux(l8_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"08") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0c") <
+                        unsigned(f_room_cov_small))))) &
+                    (l7_marker or mux(l7_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"07") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0b") <
+                        unsigned(f_room_cov_small))))) &
+                    (l6_marker or mux(l6_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"06") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0a") <
+                        unsigned(f_room_cov_small))))) &
+                    (l5_marker or mux(l5_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"05") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"09") <
+                        unsigned(f_room_cov_small))))) &
+                    (l4_marker or mux(l4_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"04") <
+                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"08") <
+                        unsigned(f_room_cov_small))))) &
+                    (l3_marker or mux(l3_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"07") < unsigned(f_room_cov_small))))) &
+                    (l2_marker or mux(l2_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"06") < unsigned(f_room_cov_small))))) &
+                    (l1_marker or mux(l1_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"05") < unsigned(f_room_cov_small))))) &
+                    (l0_marker or mux(l0_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"04") < unsigned(f_room_cov_small)))))
+                );
             end if;
         end if;
     end process;
@@ -2089,7 +1801,295 @@ begin
     begin
         if rising_edge(clk) then
             if (advance and fb_valid) = '1' then
-                b_term <= fb_term;
+                b_term <= std_logic_vector'((xor std_logic_vector'(
+                    (fb_masked_7 and x"8fc8e57b1c379612") &
+                    (fb_masked_6 and x"ef13a98c0caa668f") &
+                    (fb_masked_5 and x"7af0ddecb0ba2e1d") &
+                    (fb_masked_4 and x"74b4fa052fa89ebc") &
+                    (fb_masked_3 and x"dafe84cc3f42047b") &
+                    (fb_masked_2 and x"dd0f0986f6827238") &
+                    (fb_masked_1 and x"23479c6553509b39") &
+                    (fb_masked_0 and x"1eed2c2ed33061ae")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"47e472bd8e1bcb09") &
+                    (fb_masked_6 and x"7789d4c606553347") &
+                    (fb_masked_5 and x"bd786ef6585d170e") &
+                    (fb_masked_4 and x"ba5a7d0297d44f5e") &
+                    (fb_masked_3 and x"6d7f42661fa1023d") &
+                    (fb_masked_2 and x"ee8784c37b41391c") &
+                    (fb_masked_1 and x"11a3ce32a9a84d9c") &
+                    (fb_masked_0 and x"8f769617699830d7")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"23f2395ec70de584") &
+                    (fb_masked_6 and x"bbc4ea63032a99a3") &
+                    (fb_masked_5 and x"debc377b2c2e8b87") &
+                    (fb_masked_4 and x"5d2d3e814bea27af") &
+                    (fb_masked_3 and x"36bfa1330fd0811e") &
+                    (fb_masked_2 and x"f743c261bda09c8e") &
+                    (fb_masked_1 and x"08d1e71954d426ce") &
+                    (fb_masked_0 and x"47bb4b0bb4cc186b")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"11f91caf6386f2c2") &
+                    (fb_masked_6 and x"5de2753181954cd1") &
+                    (fb_masked_5 and x"ef5e1bbd961745c3") &
+                    (fb_masked_4 and x"ae969f40a5f513d7") &
+                    (fb_masked_3 and x"9b5fd09987e8408f") &
+                    (fb_masked_2 and x"7ba1e130ded04e47") &
+                    (fb_masked_1 and x"0468f38caa6a1367") &
+                    (fb_masked_0 and x"23dda585da660c35")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"08fc8e57b1c37961") &
+                    (fb_masked_6 and x"2ef13a98c0caa668") &
+                    (fb_masked_5 and x"f7af0ddecb0ba2e1") &
+                    (fb_masked_4 and x"d74b4fa052fa89eb") &
+                    (fb_masked_3 and x"cdafe84cc3f42047") &
+                    (fb_masked_2 and x"bdd0f0986f682723") &
+                    (fb_masked_1 and x"823479c6553509b3") &
+                    (fb_masked_0 and x"91eed2c2ed33061a")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"047e472bd8e1bcb0") &
+                    (fb_masked_6 and x"97789d4c60655334") &
+                    (fb_masked_5 and x"7bd786ef6585d170") &
+                    (fb_masked_4 and x"eba5a7d0297d44f5") &
+                    (fb_masked_3 and x"e6d7f42661fa1023") &
+                    (fb_masked_2 and x"dee8784c37b41391") &
+                    (fb_masked_1 and x"c11a3ce32a9a84d9") &
+                    (fb_masked_0 and x"c8f769617699830d")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"8df7c6eef047484a") &
+                    (fb_masked_6 and x"a4afe72a3c98cf15") &
+                    (fb_masked_5 and x"471b1e9b0278c6a5") &
+                    (fb_masked_4 and x"016629ed3b163cc6") &
+                    (fb_masked_3 and x"29957edf0fbf0c6a") &
+                    (fb_masked_2 and x"327b35a0ed587bf0") &
+                    (fb_masked_1 and x"c3ca8214c61dd955") &
+                    (fb_masked_0 and x"fa96989e687ca028")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"46fbe3777823a425") &
+                    (fb_masked_6 and x"5257f3951e4c678a") &
+                    (fb_masked_5 and x"a38d8f4d813c6352") &
+                    (fb_masked_4 and x"80b314f69d8b1e63") &
+                    (fb_masked_3 and x"14cabf6f87df8635") &
+                    (fb_masked_2 and x"193d9ad076ac3df8") &
+                    (fb_masked_1 and x"61e5410a630eecaa") &
+                    (fb_masked_0 and x"fd4b4c4f343e5014")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"acb514c0a0264400") &
+                    (fb_masked_6 and x"46385046838c554a") &
+                    (fb_masked_5 and x"2b361a4a70241fb4") &
+                    (fb_masked_4 and x"34ed707e616d118d") &
+                    (fb_masked_3 and x"509bdb7bfcadc761") &
+                    (fb_masked_2 and x"5191c4eecdd46cc4") &
+                    (fb_masked_1 and x"13b53ce062d7ed6c") &
+                    (fb_masked_0 and x"60488a09492f49a4")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"d9926f1b4c24b412") &
+                    (fb_masked_6 and x"cc0f81af4d6c4c2a") &
+                    (fb_masked_5 and x"6f6bd0c988a821c7") &
+                    (fb_masked_4 and x"6ec2423a1f1e167a") &
+                    (fb_masked_3 and x"72b36971c114e7cb") &
+                    (fb_masked_2 and x"75c7ebf19068445a") &
+                    (fb_masked_1 and x"2a9d0215623b6d8f") &
+                    (fb_masked_0 and x"2ec9692a77a7c57c")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"e301d2f6ba25cc1b") &
+                    (fb_masked_6 and x"8914695baa1c409a") &
+                    (fb_masked_5 and x"4d45358874ee3efe") &
+                    (fb_masked_4 and x"c3d5db1820279581") &
+                    (fb_masked_3 and x"e3a73074dfc8779e") &
+                    (fb_masked_2 and x"67ecfc7e3eb65015") &
+                    (fb_masked_1 and x"36091d6fe24d2dfe") &
+                    (fb_masked_0 and x"898998bbe8e38310")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"fe480c004125701f") &
+                    (fb_masked_6 and x"2b999d21d9a446c2") &
+                    (fb_masked_5 and x"5c5247288acd3162") &
+                    (fb_masked_4 and x"155e17893fbb547c") &
+                    (fb_masked_3 and x"2b2d1cf650a63fb4") &
+                    (fb_masked_2 and x"eef977b9e9d95a32") &
+                    (fb_masked_1 and x"b84312d2a2760dc6") &
+                    (fb_masked_0 and x"5a29e0732741a026")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"7f2406002092b80f") &
+                    (fb_masked_6 and x"95ccce90ecd22361") &
+                    (fb_masked_5 and x"2e292394456698b1") &
+                    (fb_masked_4 and x"0aaf0bc49fddaa3e") &
+                    (fb_masked_3 and x"15968e7b28531fda") &
+                    (fb_masked_2 and x"777cbbdcf4ecad19") &
+                    (fb_masked_1 and x"5c218969513b06e3") &
+                    (fb_masked_0 and x"2d14f03993a0d013")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"b05ae67b0c7eca15") &
+                    (fb_masked_6 and x"25f5cec47ac3773f") &
+                    (fb_masked_5 and x"ede44c2692096245") &
+                    (fb_masked_4 and x"f1e37fe760464ba3") &
+                    (fb_masked_3 and x"d035c3f1ab6b8b96") &
+                    (fb_masked_2 and x"e6b154688cf424b4") &
+                    (fb_masked_1 and x"8d5758d1fbcd1848") &
+                    (fb_masked_0 and x"886754321ae009a7")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"d7e596469a08f318") &
+                    (fb_masked_6 and x"7de94eee31cbdd10") &
+                    (fb_masked_5 and x"8c02fbfff9be9f3f") &
+                    (fb_masked_4 and x"8c4545f69f8bbb6d") &
+                    (fb_masked_3 and x"32e46534eaf7c1b0") &
+                    (fb_masked_2 and x"ae57a3b2b0f86062") &
+                    (fb_masked_1 and x"65ec300daeb6171d") &
+                    (fb_masked_0 and x"5ade8637de40657d")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"6bf2cb234d04798c") &
+                    (fb_masked_6 and x"3ef4a77718e5ee88") &
+                    (fb_masked_5 and x"46017dfffcdf4f9f") &
+                    (fb_masked_4 and x"c622a2fb4fc5ddb6") &
+                    (fb_masked_3 and x"9972329a757be0d8") &
+                    (fb_masked_2 and x"572bd1d9587c3031") &
+                    (fb_masked_1 and x"32f61806d75b0b8e") &
+                    (fb_masked_0 and x"ad6f431bef2032be")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"35f96591a6823cc6") &
+                    (fb_masked_6 and x"1f7a53bb8c72f744") &
+                    (fb_masked_5 and x"2300befffe6fa7cf") &
+                    (fb_masked_4 and x"e311517da7e2eedb") &
+                    (fb_masked_3 and x"4cb9194d3abdf06c") &
+                    (fb_masked_2 and x"2b95e8ecac3e1818") &
+                    (fb_masked_1 and x"997b0c036bad85c7") &
+                    (fb_masked_0 and x"56b7a18df790195f")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"1afcb2c8d3411e63") &
+                    (fb_masked_6 and x"0fbd29ddc6397ba2") &
+                    (fb_masked_5 and x"11805f7fff37d3e7") &
+                    (fb_masked_4 and x"f188a8bed3f1776d") &
+                    (fb_masked_3 and x"a65c8ca69d5ef836") &
+                    (fb_masked_2 and x"15caf476561f0c0c") &
+                    (fb_masked_1 and x"4cbd8601b5d6c2e3") &
+                    (fb_masked_0 and x"ab5bd0c6fbc80caf")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"82b6bc1f75971923") &
+                    (fb_masked_6 and x"68cd3d62efb6db5e") &
+                    (fb_masked_5 and x"7230f2534f21c7ee") &
+                    (fb_masked_4 and x"8c70ae5a4650250a") &
+                    (fb_masked_3 and x"09d0c29f71ed7860") &
+                    (fb_masked_2 and x"d7ea73bddd8df43e") &
+                    (fb_masked_1 and x"05195f6589bbfa48") &
+                    (fb_masked_0 and x"cb40c44daed467f9")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"ce93bb74a6fc1a83") &
+                    (fb_masked_6 and x"5b75373d7b710b20") &
+                    (fb_masked_5 and x"43e8a4c5172acdea") &
+                    (fb_masked_4 and x"328cad280c808c39") &
+                    (fb_masked_3 and x"de16e58387b4b84b") &
+                    (fb_masked_2 and x"b6fa305818448827") &
+                    (fb_masked_1 and x"21cb33d7978d661d") &
+                    (fb_masked_0 and x"7b4d4e08045a5252")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"e88138c14f499b53") &
+                    (fb_masked_6 and x"42a93212b112e31f") &
+                    (fb_masked_5 and x"5b048f8e3b2f48e8") &
+                    (fb_masked_4 and x"6df2ac9129e8d8a0") &
+                    (fb_masked_3 and x"35f5f60dfc98585e") &
+                    (fb_masked_2 and x"067211aafaa0362b") &
+                    (fb_masked_1 and x"b3a2058e98962837") &
+                    (fb_masked_0 and x"a34b8b2ad11d4887")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"74409c60a7a4cda9") &
+                    (fb_masked_6 and x"a15499095889718f") &
+                    (fb_masked_5 and x"ad8247c71d97a474") &
+                    (fb_masked_4 and x"36f9564894f46c50") &
+                    (fb_masked_3 and x"1afafb06fe4c2c2f") &
+                    (fb_masked_2 and x"033908d57d501b15") &
+                    (fb_masked_1 and x"d9d102c74c4b141b") &
+                    (fb_masked_0 and x"d1a5c595688ea443")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"b5e8ab4b4fe5f0c6") &
+                    (fb_masked_6 and x"3fb9e508a0eede48") &
+                    (fb_masked_5 and x"ac31fe0f3e71fc27") &
+                    (fb_masked_4 and x"6fc8512165d2a894") &
+                    (fb_masked_3 and x"d783f94f4064126c") &
+                    (fb_masked_2 and x"5c938dec482a7fb2") &
+                    (fb_masked_1 and x"cfaf1d06f5751134") &
+                    (fb_masked_0 and x"f63fcee46777338f")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"d53cb0debbc56e71") &
+                    (fb_masked_6 and x"f0cf5b085cdd09ab") &
+                    (fb_masked_5 and x"2ce822eb2f82d00e") &
+                    (fb_masked_4 and x"c350d2959d41caf6") &
+                    (fb_masked_3 and x"b13f786b9f700d4d") &
+                    (fb_masked_2 and x"f346cf70d2974de1") &
+                    (fb_masked_1 and x"449012e629ea13a3") &
+                    (fb_masked_0 and x"65f2cb5ce08bf869")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"6a9e586f5de2b738") &
+                    (fb_masked_6 and x"f867ad842e6e84d5") &
+                    (fb_masked_5 and x"9674117597c16807") &
+                    (fb_masked_4 and x"61a8694acea0e57b") &
+                    (fb_masked_3 and x"589fbc35cfb806a6") &
+                    (fb_masked_2 and x"f9a367b8694ba6f0") &
+                    (fb_masked_1 and x"a248097314f509d1") &
+                    (fb_masked_0 and x"b2f965ae7045fc34")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"ba87c94cb2c6cd8e") &
+                    (fb_masked_6 and x"93207f4e1b9d24e5") &
+                    (fb_masked_5 and x"b1cad5567b5a9a1e") &
+                    (fb_masked_4 and x"c460cea048f8ec01") &
+                    (fb_masked_3 and x"76b15ad6d89e0728") &
+                    (fb_masked_2 and x"a1deba5ac227a140") &
+                    (fb_masked_1 and x"726398dcd92a1fd1") &
+                    (fb_masked_0 and x"c7919ef9eb129fb4")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"d28b01dd4554f0d5") &
+                    (fb_masked_6 and x"a683962b0164f4fd") &
+                    (fb_masked_5 and x"a215b7478d176312") &
+                    (fb_masked_4 and x"16849d550bd4e8bc") &
+                    (fb_masked_3 and x"61a629a7530d07ef") &
+                    (fb_masked_2 and x"8de054ab9791a298") &
+                    (fb_masked_1 and x"1a76500b3fc594d1") &
+                    (fb_masked_0 and x"fd25e35226b92e74")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"e68d6595be9dee78") &
+                    (fb_masked_6 and x"3c5262998c181cf1") &
+                    (fb_masked_5 and x"abfa064f76319f94") &
+                    (fb_masked_4 and x"7ff6b4afaa42eae2") &
+                    (fb_masked_3 and x"ea2d901f96c4878c") &
+                    (fb_masked_2 and x"1bff23d33d4aa374") &
+                    (fb_masked_1 and x"2e7cb460ccb25151") &
+                    (fb_masked_0 and x"e07fdd87c06cf694")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"fc8e57b1c379612e") &
+                    (fb_masked_6 and x"f13a98c0caa668f7") &
+                    (fb_masked_5 and x"af0ddecb0ba2e1d7") &
+                    (fb_masked_4 and x"4b4fa052fa89ebcd") &
+                    (fb_masked_3 and x"afe84cc3f42047bd") &
+                    (fb_masked_2 and x"d0f0986f68272382") &
+                    (fb_masked_1 and x"3479c6553509b391") &
+                    (fb_masked_0 and x"eed2c2ed33061ae4")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"7e472bd8e1bcb097") &
+                    (fb_masked_6 and x"789d4c606553347b") &
+                    (fb_masked_5 and x"d786ef6585d170eb") &
+                    (fb_masked_4 and x"a5a7d0297d44f5e6") &
+                    (fb_masked_3 and x"d7f42661fa1023de") &
+                    (fb_masked_2 and x"e8784c37b41391c1") &
+                    (fb_masked_1 and x"1a3ce32a9a84d9c8") &
+                    (fb_masked_0 and x"f769617699830d72")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"3f2395ec70de584b") &
+                    (fb_masked_6 and x"bc4ea63032a99a3d") &
+                    (fb_masked_5 and x"ebc377b2c2e8b875") &
+                    (fb_masked_4 and x"d2d3e814bea27af3") &
+                    (fb_masked_3 and x"6bfa1330fd0811ef") &
+                    (fb_masked_2 and x"743c261bda09c8e0") &
+                    (fb_masked_1 and x"8d1e71954d426ce4") &
+                    (fb_masked_0 and x"7bb4b0bb4cc186b9")
+                )) & (xor std_logic_vector'(
+                    (fb_masked_7 and x"1f91caf6386f2c25") &
+                    (fb_masked_6 and x"de2753181954cd1e") &
+                    (fb_masked_5 and x"f5e1bbd961745c3a") &
+                    (fb_masked_4 and x"e969f40a5f513d79") &
+                    (fb_masked_3 and x"b5fd09987e8408f7") &
+                    (fb_masked_2 and x"ba1e130ded04e470") &
+                    (fb_masked_1 and x"468f38caa6a13672") &
+                    (fb_masked_0 and x"3dda585da660c35c")
+                )));
             end if;
         end if;
     end process;
@@ -2266,7 +2266,104 @@ begin
     begin
         if rising_edge(clk) then
             if (advance and p0_valid) = '1' then
-                p1_reg <= p0_fixed;
+                p1_reg <= std_logic_vector'(
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(1023 downto 992), zinv_6(1023 downto 992)),
+                        mux(p0_pad(0), zinv_5(1023 downto 992), zinv_4(1023 downto 992))), mux(p0_pad(1), mux(p0_pad(0),
+                        zinv_3(1023 downto 992), zinv_2(1023 downto 992)), mux(p0_pad(0), zinv_1(1023 downto 992), zinv_0(1023 downto 992)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(991 downto 960), zinv_6(991 downto 960)),
+                        mux(p0_pad(0), zinv_5(991 downto 960), zinv_4(991 downto 960))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(991 downto 960),
+                        zinv_2(991 downto 960)), mux(p0_pad(0), zinv_1(991 downto 960), zinv_0(991 downto 960)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(959 downto 928), zinv_6(959 downto 928)),
+                        mux(p0_pad(0), zinv_5(959 downto 928), zinv_4(959 downto 928))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(959 downto 928),
+                        zinv_2(959 downto 928)), mux(p0_pad(0), zinv_1(959 downto 928), zinv_0(959 downto 928)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(927 downto 896), zinv_6(927 downto 896)),
+                        mux(p0_pad(0), zinv_5(927 downto 896), zinv_4(927 downto 896))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(927 downto 896),
+                        zinv_2(927 downto 896)), mux(p0_pad(0), zinv_1(927 downto 896), zinv_0(927 downto 896)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(895 downto 864), zinv_6(895 downto 864)),
+                        mux(p0_pad(0), zinv_5(895 downto 864), zinv_4(895 downto 864))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(895 downto 864),
+                        zinv_2(895 downto 864)), mux(p0_pad(0), zinv_1(895 downto 864), zinv_0(895 downto 864)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(863 downto 832), zinv_6(863 downto 832)),
+                        mux(p0_pad(0), zinv_5(863 downto 832), zinv_4(863 downto 832))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(863 downto 832),
+                        zinv_2(863 downto 832)), mux(p0_pad(0), zinv_1(863 downto 832), zinv_0(863 downto 832)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(831 downto 800), zinv_6(831 downto 800)),
+                        mux(p0_pad(0), zinv_5(831 downto 800), zinv_4(831 downto 800))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(831 downto 800),
+                        zinv_2(831 downto 800)), mux(p0_pad(0), zinv_1(831 downto 800), zinv_0(831 downto 800)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(799 downto 768), zinv_6(799 downto 768)),
+                        mux(p0_pad(0), zinv_5(799 downto 768), zinv_4(799 downto 768))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(799 downto 768),
+                        zinv_2(799 downto 768)), mux(p0_pad(0), zinv_1(799 downto 768), zinv_0(799 downto 768)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(767 downto 736), zinv_6(767 downto 736)),
+                        mux(p0_pad(0), zinv_5(767 downto 736), zinv_4(767 downto 736))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(767 downto 736),
+                        zinv_2(767 downto 736)), mux(p0_pad(0), zinv_1(767 downto 736), zinv_0(767 downto 736)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(735 downto 704), zinv_6(735 downto 704)),
+                        mux(p0_pad(0), zinv_5(735 downto 704), zinv_4(735 downto 704))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(735 downto 704),
+                        zinv_2(735 downto 704)), mux(p0_pad(0), zinv_1(735 downto 704), zinv_0(735 downto 704)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(703 downto 672), zinv_6(703 downto 672)),
+                        mux(p0_pad(0), zinv_5(703 downto 672), zinv_4(703 downto 672))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(703 downto 672),
+                        zinv_2(703 downto 672)), mux(p0_pad(0), zinv_1(703 downto 672), zinv_0(703 downto 672)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(671 downto 640), zinv_6(671 downto 640)),
+                        mux(p0_pad(0), zinv_5(671 downto 640), zinv_4(671 downto 640))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(671 downto 640),
+                        zinv_2(671 downto 640)), mux(p0_pad(0), zinv_1(671 downto 640), zinv_0(671 downto 640)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(639 downto 608), zinv_6(639 downto 608)),
+                        mux(p0_pad(0), zinv_5(639 downto 608), zinv_4(639 downto 608))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(639 downto 608),
+                        zinv_2(639 downto 608)), mux(p0_pad(0), zinv_1(639 downto 608), zinv_0(639 downto 608)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(607 downto 576), zinv_6(607 downto 576)),
+                        mux(p0_pad(0), zinv_5(607 downto 576), zinv_4(607 downto 576))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(607 downto 576),
+                        zinv_2(607 downto 576)), mux(p0_pad(0), zinv_1(607 downto 576), zinv_0(607 downto 576)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(575 downto 544), zinv_6(575 downto 544)),
+                        mux(p0_pad(0), zinv_5(575 downto 544), zinv_4(575 downto 544))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(575 downto 544),
+                        zinv_2(575 downto 544)), mux(p0_pad(0), zinv_1(575 downto 544), zinv_0(575 downto 544)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(543 downto 512), zinv_6(543 downto 512)),
+                        mux(p0_pad(0), zinv_5(543 downto 512), zinv_4(543 downto 512))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(543 downto 512),
+                        zinv_2(543 downto 512)), mux(p0_pad(0), zinv_1(543 downto 512), zinv_0(543 downto 512)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(511 downto 480), zinv_6(511 downto 480)),
+                        mux(p0_pad(0), zinv_5(511 downto 480), zinv_4(511 downto 480))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(511 downto 480),
+                        zinv_2(511 downto 480)), mux(p0_pad(0), zinv_1(511 downto 480), zinv_0(511 downto 480)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(479 downto 448), zinv_6(479 downto 448)),
+                        mux(p0_pad(0), zinv_5(479 downto 448), zinv_4(479 downto 448))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(479 downto 448),
+                        zinv_2(479 downto 448)), mux(p0_pad(0), zinv_1(479 downto 448), zinv_0(479 downto 448)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(447 downto 416), zinv_6(447 downto 416)),
+                        mux(p0_pad(0), zinv_5(447 downto 416), zinv_4(447 downto 416))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(447 downto 416),
+                        zinv_2(447 downto 416)), mux(p0_pad(0), zinv_1(447 downto 416), zinv_0(447 downto 416)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(415 downto 384), zinv_6(415 downto 384)),
+                        mux(p0_pad(0), zinv_5(415 downto 384), zinv_4(415 downto 384))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(415 downto 384),
+                        zinv_2(415 downto 384)), mux(p0_pad(0), zinv_1(415 downto 384), zinv_0(415 downto 384)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(383 downto 352), zinv_6(383 downto 352)),
+                        mux(p0_pad(0), zinv_5(383 downto 352), zinv_4(383 downto 352))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(383 downto 352),
+                        zinv_2(383 downto 352)), mux(p0_pad(0), zinv_1(383 downto 352), zinv_0(383 downto 352)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(351 downto 320), zinv_6(351 downto 320)),
+                        mux(p0_pad(0), zinv_5(351 downto 320), zinv_4(351 downto 320))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(351 downto 320),
+                        zinv_2(351 downto 320)), mux(p0_pad(0), zinv_1(351 downto 320), zinv_0(351 downto 320)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(319 downto 288), zinv_6(319 downto 288)),
+                        mux(p0_pad(0), zinv_5(319 downto 288), zinv_4(319 downto 288))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(319 downto 288),
+                        zinv_2(319 downto 288)), mux(p0_pad(0), zinv_1(319 downto 288), zinv_0(319 downto 288)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(287 downto 256), zinv_6(287 downto 256)),
+                        mux(p0_pad(0), zinv_5(287 downto 256), zinv_4(287 downto 256))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(287 downto 256),
+                        zinv_2(287 downto 256)), mux(p0_pad(0), zinv_1(287 downto 256), zinv_0(287 downto 256)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(255 downto 224), zinv_6(255 downto 224)),
+                        mux(p0_pad(0), zinv_5(255 downto 224), zinv_4(255 downto 224))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(255 downto 224),
+                        zinv_2(255 downto 224)), mux(p0_pad(0), zinv_1(255 downto 224), zinv_0(255 downto 224)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(223 downto 192), zinv_6(223 downto 192)),
+                        mux(p0_pad(0), zinv_5(223 downto 192), zinv_4(223 downto 192))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(223 downto 192),
+                        zinv_2(223 downto 192)), mux(p0_pad(0), zinv_1(223 downto 192), zinv_0(223 downto 192)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(191 downto 160), zinv_6(191 downto 160)),
+                        mux(p0_pad(0), zinv_5(191 downto 160), zinv_4(191 downto 160))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(191 downto 160),
+                        zinv_2(191 downto 160)), mux(p0_pad(0), zinv_1(191 downto 160), zinv_0(191 downto 160)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(159 downto 128), zinv_6(159 downto 128)),
+                        mux(p0_pad(0), zinv_5(159 downto 128), zinv_4(159 downto 128))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(159 downto 128),
+                        zinv_2(159 downto 128)), mux(p0_pad(0), zinv_1(159 downto 128), zinv_0(159 downto 128)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(127 downto 96), zinv_6(127 downto 96)),
+                        mux(p0_pad(0), zinv_5(127 downto 96), zinv_4(127 downto 96))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(127 downto 96),
+                        zinv_2(127 downto 96)), mux(p0_pad(0), zinv_1(127 downto 96), zinv_0(127 downto 96)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(95 downto 64), zinv_6(95 downto 64)),
+                        mux(p0_pad(0), zinv_5(95 downto 64), zinv_4(95 downto 64))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(95 downto 64),
+                        zinv_2(95 downto 64)), mux(p0_pad(0), zinv_1(95 downto 64), zinv_0(95 downto 64)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(63 downto 32), zinv_6(63 downto 32)),
+                        mux(p0_pad(0), zinv_5(63 downto 32), zinv_4(63 downto 32))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(63 downto 32),
+                        zinv_2(63 downto 32)), mux(p0_pad(0), zinv_1(63 downto 32), zinv_0(63 downto 32)))))) &
+                    (xor (p0_reg and mux(p0_pad(2), mux(p0_pad(1), mux(p0_pad(0), zinv_7(31 downto 0), zinv_6(31 downto 0)), mux(p0_pad(0),
+                        zinv_5(31 downto 0), zinv_4(31 downto 0))), mux(p0_pad(1), mux(p0_pad(0), zinv_3(31 downto 0), zinv_2(31 downto 0)),
+                        mux(p0_pad(0), zinv_1(31 downto 0), zinv_0(31 downto 0))))))
+                );
             end if;
         end if;
     end process;
@@ -2349,7 +2446,105 @@ begin
     begin
         if rising_edge(clk) then
             if (advance and p1_valid) = '1' then
-                p2_reg <= p1_fixed;
+                p2_reg <= std_logic_vector'(
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(1023 downto 992), zinv_48(1023 downto 992)),
+                        mux(p1_pad(0), zinv_40(1023 downto 992), zinv_32(1023 downto 992))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(1023 downto 992), zinv_16(1023 downto 992)), mux(p1_pad(0), zinv_8(1023 downto 992),
+                        zinv_0(1023 downto 992)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(991 downto 960), zinv_48(991 downto 960)),
+                        mux(p1_pad(0), zinv_40(991 downto 960), zinv_32(991 downto 960))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(991 downto 960), zinv_16(991 downto 960)), mux(p1_pad(0), zinv_8(991 downto 960), zinv_0(991 downto 960)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(959 downto 928), zinv_48(959 downto 928)),
+                        mux(p1_pad(0), zinv_40(959 downto 928), zinv_32(959 downto 928))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(959 downto 928), zinv_16(959 downto 928)), mux(p1_pad(0), zinv_8(959 downto 928), zinv_0(959 downto 928)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(927 downto 896), zinv_48(927 downto 896)),
+                        mux(p1_pad(0), zinv_40(927 downto 896), zinv_32(927 downto 896))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(927 downto 896), zinv_16(927 downto 896)), mux(p1_pad(0), zinv_8(927 downto 896), zinv_0(927 downto 896)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(895 downto 864), zinv_48(895 downto 864)),
+                        mux(p1_pad(0), zinv_40(895 downto 864), zinv_32(895 downto 864))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(895 downto 864), zinv_16(895 downto 864)), mux(p1_pad(0), zinv_8(895 downto 864), zinv_0(895 downto 864)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(863 downto 832), zinv_48(863 downto 832)),
+                        mux(p1_pad(0), zinv_40(863 downto 832), zinv_32(863 downto 832))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(863 downto 832), zinv_16(863 downto 832)), mux(p1_pad(0), zinv_8(863 downto 832), zinv_0(863 downto 832)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(831 downto 800), zinv_48(831 downto 800)),
+                        mux(p1_pad(0), zinv_40(831 downto 800), zinv_32(831 downto 800))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(831 downto 800), zinv_16(831 downto 800)), mux(p1_pad(0), zinv_8(831 downto 800), zinv_0(831 downto 800)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(799 downto 768), zinv_48(799 downto 768)),
+                        mux(p1_pad(0), zinv_40(799 downto 768), zinv_32(799 downto 768))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(799 downto 768), zinv_16(799 downto 768)), mux(p1_pad(0), zinv_8(799 downto 768), zinv_0(799 downto 768)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(767 downto 736), zinv_48(767 downto 736)),
+                        mux(p1_pad(0), zinv_40(767 downto 736), zinv_32(767 downto 736))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(767 downto 736), zinv_16(767 downto 736)), mux(p1_pad(0), zinv_8(767 downto 736), zinv_0(767 downto 736)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(735 downto 704), zinv_48(735 downto 704)),
+                        mux(p1_pad(0), zinv_40(735 downto 704), zinv_32(735 downto 704))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(735 downto 704), zinv_16(735 downto 704)), mux(p1_pad(0), zinv_8(735 downto 704), zinv_0(735 downto 704)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(703 downto 672), zinv_48(703 downto 672)),
+                        mux(p1_pad(0), zinv_40(703 downto 672), zinv_32(703 downto 672))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(703 downto 672), zinv_16(703 downto 672)), mux(p1_pad(0), zinv_8(703 downto 672), zinv_0(703 downto 672)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(671 downto 640), zinv_48(671 downto 640)),
+                        mux(p1_pad(0), zinv_40(671 downto 640), zinv_32(671 downto 640))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(671 downto 640), zinv_16(671 downto 640)), mux(p1_pad(0), zinv_8(671 downto 640), zinv_0(671 downto 640)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(639 downto 608), zinv_48(639 downto 608)),
+                        mux(p1_pad(0), zinv_40(639 downto 608), zinv_32(639 downto 608))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(639 downto 608), zinv_16(639 downto 608)), mux(p1_pad(0), zinv_8(639 downto 608), zinv_0(639 downto 608)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(607 downto 576), zinv_48(607 downto 576)),
+                        mux(p1_pad(0), zinv_40(607 downto 576), zinv_32(607 downto 576))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(607 downto 576), zinv_16(607 downto 576)), mux(p1_pad(0), zinv_8(607 downto 576), zinv_0(607 downto 576)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(575 downto 544), zinv_48(575 downto 544)),
+                        mux(p1_pad(0), zinv_40(575 downto 544), zinv_32(575 downto 544))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(575 downto 544), zinv_16(575 downto 544)), mux(p1_pad(0), zinv_8(575 downto 544), zinv_0(575 downto 544)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(543 downto 512), zinv_48(543 downto 512)),
+                        mux(p1_pad(0), zinv_40(543 downto 512), zinv_32(543 downto 512))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(543 downto 512), zinv_16(543 downto 512)), mux(p1_pad(0), zinv_8(543 downto 512), zinv_0(543 downto 512)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(511 downto 480), zinv_48(511 downto 480)),
+                        mux(p1_pad(0), zinv_40(511 downto 480), zinv_32(511 downto 480))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(511 downto 480), zinv_16(511 downto 480)), mux(p1_pad(0), zinv_8(511 downto 480), zinv_0(511 downto 480)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(479 downto 448), zinv_48(479 downto 448)),
+                        mux(p1_pad(0), zinv_40(479 downto 448), zinv_32(479 downto 448))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(479 downto 448), zinv_16(479 downto 448)), mux(p1_pad(0), zinv_8(479 downto 448), zinv_0(479 downto 448)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(447 downto 416), zinv_48(447 downto 416)),
+                        mux(p1_pad(0), zinv_40(447 downto 416), zinv_32(447 downto 416))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(447 downto 416), zinv_16(447 downto 416)), mux(p1_pad(0), zinv_8(447 downto 416), zinv_0(447 downto 416)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(415 downto 384), zinv_48(415 downto 384)),
+                        mux(p1_pad(0), zinv_40(415 downto 384), zinv_32(415 downto 384))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(415 downto 384), zinv_16(415 downto 384)), mux(p1_pad(0), zinv_8(415 downto 384), zinv_0(415 downto 384)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(383 downto 352), zinv_48(383 downto 352)),
+                        mux(p1_pad(0), zinv_40(383 downto 352), zinv_32(383 downto 352))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(383 downto 352), zinv_16(383 downto 352)), mux(p1_pad(0), zinv_8(383 downto 352), zinv_0(383 downto 352)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(351 downto 320), zinv_48(351 downto 320)),
+                        mux(p1_pad(0), zinv_40(351 downto 320), zinv_32(351 downto 320))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(351 downto 320), zinv_16(351 downto 320)), mux(p1_pad(0), zinv_8(351 downto 320), zinv_0(351 downto 320)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(319 downto 288), zinv_48(319 downto 288)),
+                        mux(p1_pad(0), zinv_40(319 downto 288), zinv_32(319 downto 288))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(319 downto 288), zinv_16(319 downto 288)), mux(p1_pad(0), zinv_8(319 downto 288), zinv_0(319 downto 288)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(287 downto 256), zinv_48(287 downto 256)),
+                        mux(p1_pad(0), zinv_40(287 downto 256), zinv_32(287 downto 256))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(287 downto 256), zinv_16(287 downto 256)), mux(p1_pad(0), zinv_8(287 downto 256), zinv_0(287 downto 256)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(255 downto 224), zinv_48(255 downto 224)),
+                        mux(p1_pad(0), zinv_40(255 downto 224), zinv_32(255 downto 224))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(255 downto 224), zinv_16(255 downto 224)), mux(p1_pad(0), zinv_8(255 downto 224), zinv_0(255 downto 224)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(223 downto 192), zinv_48(223 downto 192)),
+                        mux(p1_pad(0), zinv_40(223 downto 192), zinv_32(223 downto 192))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(223 downto 192), zinv_16(223 downto 192)), mux(p1_pad(0), zinv_8(223 downto 192), zinv_0(223 downto 192)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(191 downto 160), zinv_48(191 downto 160)),
+                        mux(p1_pad(0), zinv_40(191 downto 160), zinv_32(191 downto 160))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(191 downto 160), zinv_16(191 downto 160)), mux(p1_pad(0), zinv_8(191 downto 160), zinv_0(191 downto 160)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(159 downto 128), zinv_48(159 downto 128)),
+                        mux(p1_pad(0), zinv_40(159 downto 128), zinv_32(159 downto 128))), mux(p1_pad(1), mux(p1_pad(0),
+                        zinv_24(159 downto 128), zinv_16(159 downto 128)), mux(p1_pad(0), zinv_8(159 downto 128), zinv_0(159 downto 128)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(127 downto 96), zinv_48(127 downto 96)),
+                        mux(p1_pad(0), zinv_40(127 downto 96), zinv_32(127 downto 96))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(127 downto 96),
+                        zinv_16(127 downto 96)), mux(p1_pad(0), zinv_8(127 downto 96), zinv_0(127 downto 96)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(95 downto 64), zinv_48(95 downto 64)),
+                        mux(p1_pad(0), zinv_40(95 downto 64), zinv_32(95 downto 64))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(95 downto 64),
+                        zinv_16(95 downto 64)), mux(p1_pad(0), zinv_8(95 downto 64), zinv_0(95 downto 64)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(63 downto 32), zinv_48(63 downto 32)),
+                        mux(p1_pad(0), zinv_40(63 downto 32), zinv_32(63 downto 32))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(63 downto 32),
+                        zinv_16(63 downto 32)), mux(p1_pad(0), zinv_8(63 downto 32), zinv_0(63 downto 32)))))) &
+                    (xor (p1_reg and mux(p1_pad(2), mux(p1_pad(1), mux(p1_pad(0), zinv_56(31 downto 0), zinv_48(31 downto 0)),
+                        mux(p1_pad(0), zinv_40(31 downto 0), zinv_32(31 downto 0))), mux(p1_pad(1), mux(p1_pad(0), zinv_24(31 downto 0),
+                        zinv_16(31 downto 0)), mux(p1_pad(0), zinv_8(31 downto 0), zinv_0(31 downto 0))))))
+                );
             end if;
         end if;
     end process;
@@ -2389,7 +2584,72 @@ begin
             if rst = '1' then
                 o_data <= x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
             elsif (advance and p2_valid) = '1' then
-                o_data <= o_merged;
+                o_data <= std_logic_vector'(
+                    mux(((p2_last and p2_crc_on) and p2_keep(63)) and (not p2_cover(63)), o_crc_value(31 downto 24), p2_data(511 downto 504)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(62)) and (not p2_cover(62)), o_crc_value(23 downto 16), p2_data(503 downto 496)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(61)) and (not p2_cover(61)), o_crc_value(15 downto 8), p2_data(495 downto 488)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(60)) and (not p2_cover(60)), o_crc_value(7 downto 0), p2_data(487 downto 480)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(59)) and (not p2_cover(59)), o_crc_value(31 downto 24), p2_data(479 downto 472)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(58)) and (not p2_cover(58)), o_crc_value(23 downto 16), p2_data(471 downto 464)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(57)) and (not p2_cover(57)), o_crc_value(15 downto 8), p2_data(463 downto 456)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(56)) and (not p2_cover(56)), o_crc_value(7 downto 0), p2_data(455 downto 448)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(55)) and (not p2_cover(55)), o_crc_value(31 downto 24), p2_data(447 downto 440)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(54)) and (not p2_cover(54)), o_crc_value(23 downto 16), p2_data(439 downto 432)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(53)) and (not p2_cover(53)), o_crc_value(15 downto 8), p2_data(431 downto 424)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(52)) and (not p2_cover(52)), o_crc_value(7 downto 0), p2_data(423 downto 416)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(51)) and (not p2_cover(51)), o_crc_value(31 downto 24), p2_data(415 downto 408)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(50)) and (not p2_cover(50)), o_crc_value(23 downto 16), p2_data(407 downto 400)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(49)) and (not p2_cover(49)), o_crc_value(15 downto 8), p2_data(399 downto 392)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(48)) and (not p2_cover(48)), o_crc_value(7 downto 0), p2_data(391 downto 384)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(47)) and (not p2_cover(47)), o_crc_value(31 downto 24), p2_data(383 downto 376)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(46)) and (not p2_cover(46)), o_crc_value(23 downto 16), p2_data(375 downto 368)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(45)) and (not p2_cover(45)), o_crc_value(15 downto 8), p2_data(367 downto 360)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(44)) and (not p2_cover(44)), o_crc_value(7 downto 0), p2_data(359 downto 352)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(43)) and (not p2_cover(43)), o_crc_value(31 downto 24), p2_data(351 downto 344)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(42)) and (not p2_cover(42)), o_crc_value(23 downto 16), p2_data(343 downto 336)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(41)) and (not p2_cover(41)), o_crc_value(15 downto 8), p2_data(335 downto 328)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(40)) and (not p2_cover(40)), o_crc_value(7 downto 0), p2_data(327 downto 320)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(39)) and (not p2_cover(39)), o_crc_value(31 downto 24), p2_data(319 downto 312)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(38)) and (not p2_cover(38)), o_crc_value(23 downto 16), p2_data(311 downto 304)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(37)) and (not p2_cover(37)), o_crc_value(15 downto 8), p2_data(303 downto 296)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(36)) and (not p2_cover(36)), o_crc_value(7 downto 0), p2_data(295 downto 288)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(35)) and (not p2_cover(35)), o_crc_value(31 downto 24), p2_data(287 downto 280)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(34)) and (not p2_cover(34)), o_crc_value(23 downto 16), p2_data(279 downto 272)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(33)) and (not p2_cover(33)), o_crc_value(15 downto 8), p2_data(271 downto 264)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(32)) and (not p2_cover(32)), o_crc_value(7 downto 0), p2_data(263 downto 256)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(31)) and (not p2_cover(31)), o_crc_value(31 downto 24), p2_data(255 downto 248)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(30)) and (not p2_cover(30)), o_crc_value(23 downto 16), p2_data(247 downto 240)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(29)) and (not p2_cover(29)), o_crc_value(15 downto 8), p2_data(239 downto 232)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(28)) and (not p2_cover(28)), o_crc_value(7 downto 0), p2_data(231 downto 224)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(27)) and (not p2_cover(27)), o_crc_value(31 downto 24), p2_data(223 downto 216)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(26)) and (not p2_cover(26)), o_crc_value(23 downto 16), p2_data(215 downto 208)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(25)) and (not p2_cover(25)), o_crc_value(15 downto 8), p2_data(207 downto 200)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(24)) and (not p2_cover(24)), o_crc_value(7 downto 0), p2_data(199 downto 192)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(23)) and (not p2_cover(23)), o_crc_value(31 downto 24), p2_data(191 downto 184)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(22)) and (not p2_cover(22)), o_crc_value(23 downto 16), p2_data(183 downto 176)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(21)) and (not p2_cover(21)), o_crc_value(15 downto 8), p2_data(175 downto 168)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(20)) and (not p2_cover(20)), o_crc_value(7 downto 0), p2_data(167 downto 160)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(19)) and (not p2_cover(19)), o_crc_value(31 downto 24), p2_data(159 downto 152)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(18)) and (not p2_cover(18)), o_crc_value(23 downto 16), p2_data(151 downto 144)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(17)) and (not p2_cover(17)), o_crc_value(15 downto 8), p2_data(143 downto 136)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(16)) and (not p2_cover(16)), o_crc_value(7 downto 0), p2_data(135 downto 128)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(15)) and (not p2_cover(15)), o_crc_value(31 downto 24), p2_data(127 downto 120)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(14)) and (not p2_cover(14)), o_crc_value(23 downto 16), p2_data(119 downto 112)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(13)) and (not p2_cover(13)), o_crc_value(15 downto 8), p2_data(111 downto 104)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(12)) and (not p2_cover(12)), o_crc_value(7 downto 0), p2_data(103 downto 96)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(11)) and (not p2_cover(11)), o_crc_value(31 downto 24), p2_data(95 downto 88)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(10)) and (not p2_cover(10)), o_crc_value(23 downto 16), p2_data(87 downto 80)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(9)) and (not p2_cover(9)), o_crc_value(15 downto 8), p2_data(79 downto 72)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(8)) and (not p2_cover(8)), o_crc_value(7 downto 0), p2_data(71 downto 64)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(7)) and (not p2_cover(7)), o_crc_value(31 downto 24), p2_data(63 downto 56)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(6)) and (not p2_cover(6)), o_crc_value(23 downto 16), p2_data(55 downto 48)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(5)) and (not p2_cover(5)), o_crc_value(15 downto 8), p2_data(47 downto 40)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(4)) and (not p2_cover(4)), o_crc_value(7 downto 0), p2_data(39 downto 32)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(3)) and (not p2_cover(3)), o_crc_value(31 downto 24), p2_data(31 downto 24)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(2)) and (not p2_cover(2)), o_crc_value(23 downto 16), p2_data(23 downto 16)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(1)) and (not p2_cover(1)), o_crc_value(15 downto 8), p2_data(15 downto 8)) &
+                    mux(((p2_last and p2_crc_on) and p2_keep(0)) and (not p2_cover(0)), o_crc_value(7 downto 0), p2_data(7 downto 0))
+                );
             end if;
         end if;
     end process;

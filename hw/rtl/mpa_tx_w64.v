@@ -142,7 +142,6 @@ module mpa_tx_w64 (
     wire [4:0]     f_room_cov_small;
     wire           f_room_end_big;
     wire [4:0]     f_room_end_small;
-    wire [127:0]   f_window;
     wire [63:0]    f_shifted;                // ULPDU octets aligned to this beat's lanes
     wire [15:0]    f_fpduptr;
     wire           l0_marker;
@@ -161,22 +160,18 @@ module mpa_tx_w64 (
     wire           l6_after;
     wire           l7_marker;
     wire           l7_after;
-    wire [63:0]    f_data;                   // the formed beat, CRC field still zero
-    wire [7:0]     f_keep;
-    wire [7:0]     f_cover;                  // lanes the CRC covers
     wire [31:0]    f_end_offset;             // stream offset just past the FPDU
     wire           f_start;                  // load the next FPDU's context
     wire [17:0]    n_len_padded;             // 2 + length + PAD
     wire           f_continue;
     reg            fb_valid;                 // stage f holds a formed beat
-    reg  [63:0]    fb_data;
+    reg  [63:0]    fb_data;                  // the formed beat, CRC field still zero
     reg  [7:0]     fb_keep;
-    reg  [7:0]     fb_cover;
+    reg  [7:0]     fb_cover;                 // lanes the CRC covers
     reg            fb_last;
     reg            fb_crc;
     reg  [31:0]    fb_user;
-    wire [63:0]    fb_masked;                // covered octets, others zero
-    wire [31:0]    fb_term;                  // the beat's contribution to the CRC register
+    wire [63:0]    fb_masked;                // the beat with unused lanes zeroed
     wire [7:0]     fb_cover_last;
     wire           fb_cover_none;            // the beat is the CRC field alone
     wire [3:0]     fb_pad;                   // lanes the CRC does not cover
@@ -186,7 +181,7 @@ module mpa_tx_w64 (
     reg            b_last;
     reg            b_crc_on;
     reg  [31:0]    b_user;
-    reg  [31:0]    b_term;
+    reg  [31:0]    b_term;                   // the beat's contribution to the CRC register
     reg  [3:0]     b_pad;
     reg  [7:0]     b_cover;
     reg  [31:0]    crc_state;                // CRC register of the FPDU before stage b's beat
@@ -201,7 +196,6 @@ module mpa_tx_w64 (
     reg  [31:0]    p0_reg;                   // CRC register, corrected so far
     reg  [3:0]     p0_pad;                   // pad-lane bits not yet applied
     reg  [7:0]     p0_cover;
-    wire [31:0]    p0_fixed;                 // register corrected for pad-lane bits 0..2
     wire           p0_pad_rest;
     reg            p1_valid;
     reg  [63:0]    p1_data;
@@ -214,7 +208,6 @@ module mpa_tx_w64 (
     reg  [7:0]     p1_cover;
     wire [31:0]    p1_fixed;                 // register corrected for pad-lane bits 3..3
     wire [31:0]    o_crc_value;              // the FPDU's CRC32c
-    wire [63:0]    o_merged;                 // the beat with its CRC field filled
     reg  [63:0]    o_data;
     reg  [7:0]     o_keep;
     reg            o_last;
@@ -250,8 +243,7 @@ module mpa_tx_w64 (
     assign f_room_cov_small = f_room_cov[4:0];
     assign f_room_end_big = |f_room_end[16:5];
     assign f_room_end_small = f_room_end[4:0];
-    assign f_window = {win1_data[47:0], win0_data, 16'h0000};
-    assign f_shifted = f_rel[3] ? (f_rel[2] ? f_window[127:64] : f_window[127:64]) : (f_rel[2] ? f_window[95:32] : f_window[63:0]);
+    assign f_shifted = f_rel[3] ? (f_rel[2] ? {win1_data[47:0], win0_data[63:48]} : {win1_data[47:0], win0_data[63:48]}) : (f_rel[2] ? {win1_data[15:0], win0_data[63:16]} : {win0_data[47:0], 16'h0000});
     assign f_fpduptr = ((f_first & f_lead) & (f_to_marker == 9'h000)) ? 16'h0000 : ((f_wire + {7'h00, f_to_marker}) - (f_lead ? 16'h0004 : 16'h0000));
     assign l0_marker = f_marker_here & (f_marker_group == 1'h0);
     assign l0_after = f_marker_here & 1'h0;
@@ -269,46 +261,6 @@ module mpa_tx_w64 (
     assign l6_after = f_marker_here & ~f_marker_group;
     assign l7_marker = f_marker_here & (f_marker_group == 1'h1);
     assign l7_after = f_marker_here & ~f_marker_group;
-    assign f_data = {
-        l7_marker ? f_fpduptr[7:0] : ((l7_after ? (~f_room_data[17] & (f_room_data_big | (5'h07 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (5'h0b < f_room_data_small)))) ? (l7_after ? f_shifted[31:24] : f_shifted[63:56])
-            : 8'h00),
-        l6_marker ? f_fpduptr[15:8] : ((l6_after ? (~f_room_data[17] & (f_room_data_big | (5'h06 < f_room_data_small))) :
-            (~f_room_data[17] & (f_room_data_big | (5'h0a < f_room_data_small)))) ? (l6_after ? f_shifted[23:16] : f_shifted[55:48])
-            : 8'h00),
-        l5_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[7:0] : ((l5_after ? (~f_room_data[17] & (f_room_data_big
-            | (5'h05 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (5'h09 < f_room_data_small)))) ? (l5_after ?
-            f_shifted[15:8] : f_shifted[47:40]) : 8'h00)),
-        l4_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[15:8] : ((l4_after ? (~f_room_data[17] &
-            (f_room_data_big | (5'h04 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (5'h08 < f_room_data_small))))
-            ? (l4_after ? f_shifted[7:0] : f_shifted[39:32]) : 8'h00)),
-        l3_marker ? f_fpduptr[7:0] : ((l3_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (5'h07 < f_room_data_small)))) ? f_shifted[31:24] : 8'h00),
-        l2_marker ? f_fpduptr[15:8] : ((l2_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (5'h06 < f_room_data_small)))) ? f_shifted[23:16] : 8'h00),
-        l1_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[7:0] : ((l1_after ? 1'h0 : (~f_room_data[17] &
-            (f_room_data_big | (5'h05 < f_room_data_small)))) ? f_shifted[15:8] : 8'h00)),
-        l0_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[15:8] : ((l0_after ? 1'h0 : (~f_room_data[17] &
-            (f_room_data_big | (5'h04 < f_room_data_small)))) ? f_shifted[7:0] : 8'h00))
-    };
-    assign f_keep = {
-        l7_marker | (l7_after ? (~f_room_end[17] & (f_room_end_big | (5'h07 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (5'h0b < f_room_end_small)))),
-        l6_marker | (l6_after ? (~f_room_end[17] & (f_room_end_big | (5'h06 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (5'h0a < f_room_end_small)))),
-        l5_marker | (l5_after ? (~f_room_end[17] & (f_room_end_big | (5'h05 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (5'h09 < f_room_end_small)))),
-        l4_marker | (l4_after ? (~f_room_end[17] & (f_room_end_big | (5'h04 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (5'h08 < f_room_end_small)))),
-        l3_marker | (l3_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (5'h07 < f_room_end_small)))),
-        l2_marker | (l2_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (5'h06 < f_room_end_small)))),
-        l1_marker | (l1_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (5'h05 < f_room_end_small)))),
-        l0_marker | (l0_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (5'h04 < f_room_end_small))))
-    };
-    assign f_cover = {
-        l7_marker | (l7_after ? (~f_room_cov[17] & (f_room_cov_big | (5'h07 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (5'h0b < f_room_cov_small)))),
-        l6_marker | (l6_after ? (~f_room_cov[17] & (f_room_cov_big | (5'h06 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (5'h0a < f_room_cov_small)))),
-        l5_marker | (l5_after ? (~f_room_cov[17] & (f_room_cov_big | (5'h05 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (5'h09 < f_room_cov_small)))),
-        l4_marker | (l4_after ? (~f_room_cov[17] & (f_room_cov_big | (5'h04 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (5'h08 < f_room_cov_small)))),
-        l3_marker | (l3_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (5'h07 < f_room_cov_small)))),
-        l2_marker | (l2_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (5'h06 < f_room_cov_small)))),
-        l1_marker | (l1_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (5'h05 < f_room_cov_small)))),
-        l0_marker | (l0_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (5'h04 < f_room_cov_small))))
-    };
     assign f_end_offset = f_pos + {14'h0000, f_room_cov + (f_marker_here ? 18'h00004 : 18'h00000)};
     assign f_start = (advance & (ctx_count != 3'h0)) & (~f_active | (f_can & f_last));
     assign ctx_pop = {2'h0, f_start};
@@ -324,40 +276,6 @@ module mpa_tx_w64 (
         fb_data[23:16] & {8{fb_cover[2]}},
         fb_data[15:8] & {8{fb_cover[1]}},
         fb_data[7:0] & {8{fb_cover[0]}}
-    };
-    assign fb_term = {
-        ^(fb_masked & 64'h8fc8e57b1c379612),
-        ^(fb_masked & 64'h47e472bd8e1bcb09),
-        ^(fb_masked & 64'h23f2395ec70de584),
-        ^(fb_masked & 64'h11f91caf6386f2c2),
-        ^(fb_masked & 64'h08fc8e57b1c37961),
-        ^(fb_masked & 64'h047e472bd8e1bcb0),
-        ^(fb_masked & 64'h8df7c6eef047484a),
-        ^(fb_masked & 64'h46fbe3777823a425),
-        ^(fb_masked & 64'hacb514c0a0264400),
-        ^(fb_masked & 64'hd9926f1b4c24b412),
-        ^(fb_masked & 64'he301d2f6ba25cc1b),
-        ^(fb_masked & 64'hfe480c004125701f),
-        ^(fb_masked & 64'h7f2406002092b80f),
-        ^(fb_masked & 64'hb05ae67b0c7eca15),
-        ^(fb_masked & 64'hd7e596469a08f318),
-        ^(fb_masked & 64'h6bf2cb234d04798c),
-        ^(fb_masked & 64'h35f96591a6823cc6),
-        ^(fb_masked & 64'h1afcb2c8d3411e63),
-        ^(fb_masked & 64'h82b6bc1f75971923),
-        ^(fb_masked & 64'hce93bb74a6fc1a83),
-        ^(fb_masked & 64'he88138c14f499b53),
-        ^(fb_masked & 64'h74409c60a7a4cda9),
-        ^(fb_masked & 64'hb5e8ab4b4fe5f0c6),
-        ^(fb_masked & 64'hd53cb0debbc56e71),
-        ^(fb_masked & 64'h6a9e586f5de2b738),
-        ^(fb_masked & 64'hba87c94cb2c6cd8e),
-        ^(fb_masked & 64'hd28b01dd4554f0d5),
-        ^(fb_masked & 64'he68d6595be9dee78),
-        ^(fb_masked & 64'hfc8e57b1c379612e),
-        ^(fb_masked & 64'h7e472bd8e1bcb097),
-        ^(fb_masked & 64'h3f2395ec70de584b),
-        ^(fb_masked & 64'h1f91caf6386f2c25)
     };
     assign fb_cover_last = {
         fb_cover[7],
@@ -406,103 +324,6 @@ module mpa_tx_w64 (
         ^(crc_state & 32'h386f2c25)
     };
     assign crc_next = b_term ^ crc_state_term;
-    assign p0_fixed = {
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[1023:992] : zinv_6[1023:992]) : (p0_pad[0] ? zinv_5[1023:992] :
-            zinv_4[1023:992])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[1023:992] : zinv_2[1023:992]) : (p0_pad[0] ? zinv_1[1023:992] :
-            zinv_0[1023:992])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[991:960] : zinv_6[991:960]) : (p0_pad[0] ? zinv_5[991:960] :
-            zinv_4[991:960])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[991:960] : zinv_2[991:960]) : (p0_pad[0] ? zinv_1[991:960] :
-            zinv_0[991:960])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[959:928] : zinv_6[959:928]) : (p0_pad[0] ? zinv_5[959:928] :
-            zinv_4[959:928])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[959:928] : zinv_2[959:928]) : (p0_pad[0] ? zinv_1[959:928] :
-            zinv_0[959:928])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[927:896] : zinv_6[927:896]) : (p0_pad[0] ? zinv_5[927:896] :
-            zinv_4[927:896])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[927:896] : zinv_2[927:896]) : (p0_pad[0] ? zinv_1[927:896] :
-            zinv_0[927:896])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[895:864] : zinv_6[895:864]) : (p0_pad[0] ? zinv_5[895:864] :
-            zinv_4[895:864])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[895:864] : zinv_2[895:864]) : (p0_pad[0] ? zinv_1[895:864] :
-            zinv_0[895:864])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[863:832] : zinv_6[863:832]) : (p0_pad[0] ? zinv_5[863:832] :
-            zinv_4[863:832])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[863:832] : zinv_2[863:832]) : (p0_pad[0] ? zinv_1[863:832] :
-            zinv_0[863:832])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[831:800] : zinv_6[831:800]) : (p0_pad[0] ? zinv_5[831:800] :
-            zinv_4[831:800])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[831:800] : zinv_2[831:800]) : (p0_pad[0] ? zinv_1[831:800] :
-            zinv_0[831:800])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[799:768] : zinv_6[799:768]) : (p0_pad[0] ? zinv_5[799:768] :
-            zinv_4[799:768])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[799:768] : zinv_2[799:768]) : (p0_pad[0] ? zinv_1[799:768] :
-            zinv_0[799:768])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[767:736] : zinv_6[767:736]) : (p0_pad[0] ? zinv_5[767:736] :
-            zinv_4[767:736])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[767:736] : zinv_2[767:736]) : (p0_pad[0] ? zinv_1[767:736] :
-            zinv_0[767:736])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[735:704] : zinv_6[735:704]) : (p0_pad[0] ? zinv_5[735:704] :
-            zinv_4[735:704])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[735:704] : zinv_2[735:704]) : (p0_pad[0] ? zinv_1[735:704] :
-            zinv_0[735:704])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[703:672] : zinv_6[703:672]) : (p0_pad[0] ? zinv_5[703:672] :
-            zinv_4[703:672])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[703:672] : zinv_2[703:672]) : (p0_pad[0] ? zinv_1[703:672] :
-            zinv_0[703:672])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[671:640] : zinv_6[671:640]) : (p0_pad[0] ? zinv_5[671:640] :
-            zinv_4[671:640])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[671:640] : zinv_2[671:640]) : (p0_pad[0] ? zinv_1[671:640] :
-            zinv_0[671:640])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[639:608] : zinv_6[639:608]) : (p0_pad[0] ? zinv_5[639:608] :
-            zinv_4[639:608])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[639:608] : zinv_2[639:608]) : (p0_pad[0] ? zinv_1[639:608] :
-            zinv_0[639:608])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[607:576] : zinv_6[607:576]) : (p0_pad[0] ? zinv_5[607:576] :
-            zinv_4[607:576])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[607:576] : zinv_2[607:576]) : (p0_pad[0] ? zinv_1[607:576] :
-            zinv_0[607:576])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[575:544] : zinv_6[575:544]) : (p0_pad[0] ? zinv_5[575:544] :
-            zinv_4[575:544])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[575:544] : zinv_2[575:544]) : (p0_pad[0] ? zinv_1[575:544] :
-            zinv_0[575:544])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[543:512] : zinv_6[543:512]) : (p0_pad[0] ? zinv_5[543:512] :
-            zinv_4[543:512])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[543:512] : zinv_2[543:512]) : (p0_pad[0] ? zinv_1[543:512] :
-            zinv_0[543:512])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[511:480] : zinv_6[511:480]) : (p0_pad[0] ? zinv_5[511:480] :
-            zinv_4[511:480])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[511:480] : zinv_2[511:480]) : (p0_pad[0] ? zinv_1[511:480] :
-            zinv_0[511:480])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[479:448] : zinv_6[479:448]) : (p0_pad[0] ? zinv_5[479:448] :
-            zinv_4[479:448])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[479:448] : zinv_2[479:448]) : (p0_pad[0] ? zinv_1[479:448] :
-            zinv_0[479:448])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[447:416] : zinv_6[447:416]) : (p0_pad[0] ? zinv_5[447:416] :
-            zinv_4[447:416])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[447:416] : zinv_2[447:416]) : (p0_pad[0] ? zinv_1[447:416] :
-            zinv_0[447:416])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[415:384] : zinv_6[415:384]) : (p0_pad[0] ? zinv_5[415:384] :
-            zinv_4[415:384])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[415:384] : zinv_2[415:384]) : (p0_pad[0] ? zinv_1[415:384] :
-            zinv_0[415:384])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[383:352] : zinv_6[383:352]) : (p0_pad[0] ? zinv_5[383:352] :
-            zinv_4[383:352])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[383:352] : zinv_2[383:352]) : (p0_pad[0] ? zinv_1[383:352] :
-            zinv_0[383:352])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[351:320] : zinv_6[351:320]) : (p0_pad[0] ? zinv_5[351:320] :
-            zinv_4[351:320])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[351:320] : zinv_2[351:320]) : (p0_pad[0] ? zinv_1[351:320] :
-            zinv_0[351:320])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[319:288] : zinv_6[319:288]) : (p0_pad[0] ? zinv_5[319:288] :
-            zinv_4[319:288])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[319:288] : zinv_2[319:288]) : (p0_pad[0] ? zinv_1[319:288] :
-            zinv_0[319:288])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[287:256] : zinv_6[287:256]) : (p0_pad[0] ? zinv_5[287:256] :
-            zinv_4[287:256])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[287:256] : zinv_2[287:256]) : (p0_pad[0] ? zinv_1[287:256] :
-            zinv_0[287:256])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[255:224] : zinv_6[255:224]) : (p0_pad[0] ? zinv_5[255:224] :
-            zinv_4[255:224])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[255:224] : zinv_2[255:224]) : (p0_pad[0] ? zinv_1[255:224] :
-            zinv_0[255:224])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[223:192] : zinv_6[223:192]) : (p0_pad[0] ? zinv_5[223:192] :
-            zinv_4[223:192])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[223:192] : zinv_2[223:192]) : (p0_pad[0] ? zinv_1[223:192] :
-            zinv_0[223:192])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[191:160] : zinv_6[191:160]) : (p0_pad[0] ? zinv_5[191:160] :
-            zinv_4[191:160])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[191:160] : zinv_2[191:160]) : (p0_pad[0] ? zinv_1[191:160] :
-            zinv_0[191:160])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[159:128] : zinv_6[159:128]) : (p0_pad[0] ? zinv_5[159:128] :
-            zinv_4[159:128])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[159:128] : zinv_2[159:128]) : (p0_pad[0] ? zinv_1[159:128] :
-            zinv_0[159:128])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[127:96] : zinv_6[127:96]) : (p0_pad[0] ? zinv_5[127:96] :
-            zinv_4[127:96])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[127:96] : zinv_2[127:96]) : (p0_pad[0] ? zinv_1[127:96] :
-            zinv_0[127:96])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[95:64] : zinv_6[95:64]) : (p0_pad[0] ? zinv_5[95:64] :
-            zinv_4[95:64])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[95:64] : zinv_2[95:64]) : (p0_pad[0] ? zinv_1[95:64] :
-            zinv_0[95:64])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[63:32] : zinv_6[63:32]) : (p0_pad[0] ? zinv_5[63:32] :
-            zinv_4[63:32])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[63:32] : zinv_2[63:32]) : (p0_pad[0] ? zinv_1[63:32] :
-            zinv_0[63:32])))),
-        ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[31:0] : zinv_6[31:0]) : (p0_pad[0] ? zinv_5[31:0] :
-            zinv_4[31:0])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[31:0] : zinv_2[31:0]) : (p0_pad[0] ? zinv_1[31:0] : zinv_0[31:0]))))
-    };
     assign p0_pad_rest = p0_pad[3];
     assign p1_fixed = {
         ^(p1_reg & (p1_pad ? zinv_8[1023:992] : zinv_0[1023:992])),
@@ -539,16 +360,6 @@ module mpa_tx_w64 (
         ^(p1_reg & (p1_pad ? zinv_8[31:0] : zinv_0[31:0]))
     };
     assign o_crc_value = ~p1_fixed;
-    assign o_merged = {
-        (((p1_last & p1_crc_on) & p1_keep[7]) & ~p1_cover[7]) ? o_crc_value[31:24] : p1_data[63:56],
-        (((p1_last & p1_crc_on) & p1_keep[6]) & ~p1_cover[6]) ? o_crc_value[23:16] : p1_data[55:48],
-        (((p1_last & p1_crc_on) & p1_keep[5]) & ~p1_cover[5]) ? o_crc_value[15:8] : p1_data[47:40],
-        (((p1_last & p1_crc_on) & p1_keep[4]) & ~p1_cover[4]) ? o_crc_value[7:0] : p1_data[39:32],
-        (((p1_last & p1_crc_on) & p1_keep[3]) & ~p1_cover[3]) ? o_crc_value[31:24] : p1_data[31:24],
-        (((p1_last & p1_crc_on) & p1_keep[2]) & ~p1_cover[2]) ? o_crc_value[23:16] : p1_data[23:16],
-        (((p1_last & p1_crc_on) & p1_keep[1]) & ~p1_cover[1]) ? o_crc_value[15:8] : p1_data[15:8],
-        (((p1_last & p1_crc_on) & p1_keep[0]) & ~p1_cover[0]) ? o_crc_value[7:0] : p1_data[7:0]
-    };
     assign m_axis_tdata = o_data;
     assign m_axis_tkeep = o_keep;
     assign m_axis_tvalid = o_valid;
@@ -767,19 +578,56 @@ module mpa_tx_w64 (
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_data <= f_data;
+            fb_data <= {
+                l7_marker ? f_fpduptr[7:0] : ((l7_after ? (~f_room_data[17] & (f_room_data_big | (5'h07 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (5'h0b < f_room_data_small)))) ? (l7_after ? f_shifted[31:24] : f_shifted[63:56])
+                    : 8'h00),
+                l6_marker ? f_fpduptr[15:8] : ((l6_after ? (~f_room_data[17] & (f_room_data_big | (5'h06 < f_room_data_small))) :
+                    (~f_room_data[17] & (f_room_data_big | (5'h0a < f_room_data_small)))) ? (l6_after ? f_shifted[23:16] : f_shifted[55:48])
+                    : 8'h00),
+                l5_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[7:0] : ((l5_after ? (~f_room_data[17] & (f_room_data_big
+                    | (5'h05 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (5'h09 < f_room_data_small)))) ? (l5_after ?
+                    f_shifted[15:8] : f_shifted[47:40]) : 8'h00)),
+                l4_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[15:8] : ((l4_after ? (~f_room_data[17] &
+                    (f_room_data_big | (5'h04 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (5'h08 < f_room_data_small))))
+                    ? (l4_after ? f_shifted[7:0] : f_shifted[39:32]) : 8'h00)),
+                l3_marker ? f_fpduptr[7:0] : ((l3_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (5'h07 < f_room_data_small)))) ? f_shifted[31:24] : 8'h00),
+                l2_marker ? f_fpduptr[15:8] : ((l2_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (5'h06 < f_room_data_small)))) ? f_shifted[23:16] : 8'h00),
+                l1_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[7:0] : ((l1_after ? 1'h0 : (~f_room_data[17] &
+                    (f_room_data_big | (5'h05 < f_room_data_small)))) ? f_shifted[15:8] : 8'h00)),
+                l0_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[15:8] : ((l0_after ? 1'h0 : (~f_room_data[17] &
+                    (f_room_data_big | (5'h04 < f_room_data_small)))) ? f_shifted[7:0] : 8'h00))
+            };
         end
     end
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_keep <= f_keep;
+            fb_keep <= {
+                l7_marker | (l7_after ? (~f_room_end[17] & (f_room_end_big | (5'h07 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (5'h0b < f_room_end_small)))),
+                l6_marker | (l6_after ? (~f_room_end[17] & (f_room_end_big | (5'h06 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (5'h0a < f_room_end_small)))),
+                l5_marker | (l5_after ? (~f_room_end[17] & (f_room_end_big | (5'h05 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (5'h09 < f_room_end_small)))),
+                l4_marker | (l4_after ? (~f_room_end[17] & (f_room_end_big | (5'h04 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (5'h08 < f_room_end_small)))),
+                l3_marker | (l3_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (5'h07 < f_room_end_small)))),
+                l2_marker | (l2_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (5'h06 < f_room_end_small)))),
+                l1_marker | (l1_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (5'h05 < f_room_end_small)))),
+                l0_marker | (l0_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (5'h04 < f_room_end_small))))
+            };
         end
     end
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_cover <= f_cover;
+            fb_cover <= {
+                l7_marker | (l7_after ? (~f_room_cov[17] & (f_room_cov_big | (5'h07 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (5'h0b < f_room_cov_small)))),
+                l6_marker | (l6_after ? (~f_room_cov[17] & (f_room_cov_big | (5'h06 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (5'h0a < f_room_cov_small)))),
+                l5_marker | (l5_after ? (~f_room_cov[17] & (f_room_cov_big | (5'h05 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (5'h09 < f_room_cov_small)))),
+                l4_marker | (l4_after ? (~f_room_cov[17] & (f_room_cov_big | (5'h04 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (5'h08 < f_room_cov_small)))),
+                l3_marker | (l3_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (5'h07 < f_room_cov_small)))),
+                l2_marker | (l2_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (5'h06 < f_room_cov_small)))),
+                l1_marker | (l1_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (5'h05 < f_room_cov_small)))),
+                l0_marker | (l0_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (5'h04 < f_room_cov_small))))
+            };
         end
     end
 
@@ -841,7 +689,40 @@ module mpa_tx_w64 (
 
     always @(posedge clk) begin
         if (advance & fb_valid) begin
-            b_term <= fb_term;
+            b_term <= {
+                ^(fb_masked & 64'h8fc8e57b1c379612),
+                ^(fb_masked & 64'h47e472bd8e1bcb09),
+                ^(fb_masked & 64'h23f2395ec70de584),
+                ^(fb_masked & 64'h11f91caf6386f2c2),
+                ^(fb_masked & 64'h08fc8e57b1c37961),
+                ^(fb_masked & 64'h047e472bd8e1bcb0),
+                ^(fb_masked & 64'h8df7c6eef047484a),
+                ^(fb_masked & 64'h46fbe3777823a425),
+                ^(fb_masked & 64'hacb514c0a0264400),
+                ^(fb_masked & 64'hd9926f1b4c24b412),
+                ^(fb_masked & 64'he301d2f6ba25cc1b),
+                ^(fb_masked & 64'hfe480c004125701f),
+                ^(fb_masked & 64'h7f2406002092b80f),
+                ^(fb_masked & 64'hb05ae67b0c7eca15),
+                ^(fb_masked & 64'hd7e596469a08f318),
+                ^(fb_masked & 64'h6bf2cb234d04798c),
+                ^(fb_masked & 64'h35f96591a6823cc6),
+                ^(fb_masked & 64'h1afcb2c8d3411e63),
+                ^(fb_masked & 64'h82b6bc1f75971923),
+                ^(fb_masked & 64'hce93bb74a6fc1a83),
+                ^(fb_masked & 64'he88138c14f499b53),
+                ^(fb_masked & 64'h74409c60a7a4cda9),
+                ^(fb_masked & 64'hb5e8ab4b4fe5f0c6),
+                ^(fb_masked & 64'hd53cb0debbc56e71),
+                ^(fb_masked & 64'h6a9e586f5de2b738),
+                ^(fb_masked & 64'hba87c94cb2c6cd8e),
+                ^(fb_masked & 64'hd28b01dd4554f0d5),
+                ^(fb_masked & 64'he68d6595be9dee78),
+                ^(fb_masked & 64'hfc8e57b1c379612e),
+                ^(fb_masked & 64'h7e472bd8e1bcb097),
+                ^(fb_masked & 64'h3f2395ec70de584b),
+                ^(fb_masked & 64'h1f91caf6386f2c25)
+            };
         end
     end
 
@@ -961,7 +842,103 @@ module mpa_tx_w64 (
 
     always @(posedge clk) begin
         if (advance & p0_valid) begin
-            p1_reg <= p0_fixed;
+            p1_reg <= {
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[1023:992] : zinv_6[1023:992]) : (p0_pad[0] ? zinv_5[1023:992] :
+                    zinv_4[1023:992])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[1023:992] : zinv_2[1023:992]) : (p0_pad[0] ? zinv_1[1023:992] :
+                    zinv_0[1023:992])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[991:960] : zinv_6[991:960]) : (p0_pad[0] ? zinv_5[991:960] :
+                    zinv_4[991:960])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[991:960] : zinv_2[991:960]) : (p0_pad[0] ? zinv_1[991:960] :
+                    zinv_0[991:960])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[959:928] : zinv_6[959:928]) : (p0_pad[0] ? zinv_5[959:928] :
+                    zinv_4[959:928])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[959:928] : zinv_2[959:928]) : (p0_pad[0] ? zinv_1[959:928] :
+                    zinv_0[959:928])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[927:896] : zinv_6[927:896]) : (p0_pad[0] ? zinv_5[927:896] :
+                    zinv_4[927:896])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[927:896] : zinv_2[927:896]) : (p0_pad[0] ? zinv_1[927:896] :
+                    zinv_0[927:896])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[895:864] : zinv_6[895:864]) : (p0_pad[0] ? zinv_5[895:864] :
+                    zinv_4[895:864])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[895:864] : zinv_2[895:864]) : (p0_pad[0] ? zinv_1[895:864] :
+                    zinv_0[895:864])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[863:832] : zinv_6[863:832]) : (p0_pad[0] ? zinv_5[863:832] :
+                    zinv_4[863:832])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[863:832] : zinv_2[863:832]) : (p0_pad[0] ? zinv_1[863:832] :
+                    zinv_0[863:832])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[831:800] : zinv_6[831:800]) : (p0_pad[0] ? zinv_5[831:800] :
+                    zinv_4[831:800])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[831:800] : zinv_2[831:800]) : (p0_pad[0] ? zinv_1[831:800] :
+                    zinv_0[831:800])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[799:768] : zinv_6[799:768]) : (p0_pad[0] ? zinv_5[799:768] :
+                    zinv_4[799:768])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[799:768] : zinv_2[799:768]) : (p0_pad[0] ? zinv_1[799:768] :
+                    zinv_0[799:768])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[767:736] : zinv_6[767:736]) : (p0_pad[0] ? zinv_5[767:736] :
+                    zinv_4[767:736])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[767:736] : zinv_2[767:736]) : (p0_pad[0] ? zinv_1[767:736] :
+                    zinv_0[767:736])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[735:704] : zinv_6[735:704]) : (p0_pad[0] ? zinv_5[735:704] :
+                    zinv_4[735:704])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[735:704] : zinv_2[735:704]) : (p0_pad[0] ? zinv_1[735:704] :
+                    zinv_0[735:704])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[703:672] : zinv_6[703:672]) : (p0_pad[0] ? zinv_5[703:672] :
+                    zinv_4[703:672])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[703:672] : zinv_2[703:672]) : (p0_pad[0] ? zinv_1[703:672] :
+                    zinv_0[703:672])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[671:640] : zinv_6[671:640]) : (p0_pad[0] ? zinv_5[671:640] :
+                    zinv_4[671:640])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[671:640] : zinv_2[671:640]) : (p0_pad[0] ? zinv_1[671:640] :
+                    zinv_0[671:640])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[639:608] : zinv_6[639:608]) : (p0_pad[0] ? zinv_5[639:608] :
+                    zinv_4[639:608])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[639:608] : zinv_2[639:608]) : (p0_pad[0] ? zinv_1[639:608] :
+                    zinv_0[639:608])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[607:576] : zinv_6[607:576]) : (p0_pad[0] ? zinv_5[607:576] :
+                    zinv_4[607:576])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[607:576] : zinv_2[607:576]) : (p0_pad[0] ? zinv_1[607:576] :
+                    zinv_0[607:576])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[575:544] : zinv_6[575:544]) : (p0_pad[0] ? zinv_5[575:544] :
+                    zinv_4[575:544])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[575:544] : zinv_2[575:544]) : (p0_pad[0] ? zinv_1[575:544] :
+                    zinv_0[575:544])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[543:512] : zinv_6[543:512]) : (p0_pad[0] ? zinv_5[543:512] :
+                    zinv_4[543:512])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[543:512] : zinv_2[543:512]) : (p0_pad[0] ? zinv_1[543:512] :
+                    zinv_0[543:512])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[511:480] : zinv_6[511:480]) : (p0_pad[0] ? zinv_5[511:480] :
+                    zinv_4[511:480])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[511:480] : zinv_2[511:480]) : (p0_pad[0] ? zinv_1[511:480] :
+                    zinv_0[511:480])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[479:448] : zinv_6[479:448]) : (p0_pad[0] ? zinv_5[479:448] :
+                    zinv_4[479:448])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[479:448] : zinv_2[479:448]) : (p0_pad[0] ? zinv_1[479:448] :
+                    zinv_0[479:448])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[447:416] : zinv_6[447:416]) : (p0_pad[0] ? zinv_5[447:416] :
+                    zinv_4[447:416])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[447:416] : zinv_2[447:416]) : (p0_pad[0] ? zinv_1[447:416] :
+                    zinv_0[447:416])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[415:384] : zinv_6[415:384]) : (p0_pad[0] ? zinv_5[415:384] :
+                    zinv_4[415:384])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[415:384] : zinv_2[415:384]) : (p0_pad[0] ? zinv_1[415:384] :
+                    zinv_0[415:384])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[383:352] : zinv_6[383:352]) : (p0_pad[0] ? zinv_5[383:352] :
+                    zinv_4[383:352])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[383:352] : zinv_2[383:352]) : (p0_pad[0] ? zinv_1[383:352] :
+                    zinv_0[383:352])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[351:320] : zinv_6[351:320]) : (p0_pad[0] ? zinv_5[351:320] :
+                    zinv_4[351:320])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[351:320] : zinv_2[351:320]) : (p0_pad[0] ? zinv_1[351:320] :
+                    zinv_0[351:320])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[319:288] : zinv_6[319:288]) : (p0_pad[0] ? zinv_5[319:288] :
+                    zinv_4[319:288])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[319:288] : zinv_2[319:288]) : (p0_pad[0] ? zinv_1[319:288] :
+                    zinv_0[319:288])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[287:256] : zinv_6[287:256]) : (p0_pad[0] ? zinv_5[287:256] :
+                    zinv_4[287:256])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[287:256] : zinv_2[287:256]) : (p0_pad[0] ? zinv_1[287:256] :
+                    zinv_0[287:256])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[255:224] : zinv_6[255:224]) : (p0_pad[0] ? zinv_5[255:224] :
+                    zinv_4[255:224])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[255:224] : zinv_2[255:224]) : (p0_pad[0] ? zinv_1[255:224] :
+                    zinv_0[255:224])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[223:192] : zinv_6[223:192]) : (p0_pad[0] ? zinv_5[223:192] :
+                    zinv_4[223:192])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[223:192] : zinv_2[223:192]) : (p0_pad[0] ? zinv_1[223:192] :
+                    zinv_0[223:192])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[191:160] : zinv_6[191:160]) : (p0_pad[0] ? zinv_5[191:160] :
+                    zinv_4[191:160])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[191:160] : zinv_2[191:160]) : (p0_pad[0] ? zinv_1[191:160] :
+                    zinv_0[191:160])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[159:128] : zinv_6[159:128]) : (p0_pad[0] ? zinv_5[159:128] :
+                    zinv_4[159:128])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[159:128] : zinv_2[159:128]) : (p0_pad[0] ? zinv_1[159:128] :
+                    zinv_0[159:128])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[127:96] : zinv_6[127:96]) : (p0_pad[0] ? zinv_5[127:96] :
+                    zinv_4[127:96])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[127:96] : zinv_2[127:96]) : (p0_pad[0] ? zinv_1[127:96] :
+                    zinv_0[127:96])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[95:64] : zinv_6[95:64]) : (p0_pad[0] ? zinv_5[95:64] :
+                    zinv_4[95:64])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[95:64] : zinv_2[95:64]) : (p0_pad[0] ? zinv_1[95:64] :
+                    zinv_0[95:64])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[63:32] : zinv_6[63:32]) : (p0_pad[0] ? zinv_5[63:32] :
+                    zinv_4[63:32])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[63:32] : zinv_2[63:32]) : (p0_pad[0] ? zinv_1[63:32] :
+                    zinv_0[63:32])))),
+                ^(p0_reg & (p0_pad[2] ? (p0_pad[1] ? (p0_pad[0] ? zinv_7[31:0] : zinv_6[31:0]) : (p0_pad[0] ? zinv_5[31:0] :
+                    zinv_4[31:0])) : (p0_pad[1] ? (p0_pad[0] ? zinv_3[31:0] : zinv_2[31:0]) : (p0_pad[0] ? zinv_1[31:0] : zinv_0[31:0]))))
+            };
         end
     end
 
@@ -989,7 +966,16 @@ module mpa_tx_w64 (
         if (rst) begin
             o_data <= 64'h0000000000000000;
         end else if (advance & p1_valid) begin
-            o_data <= o_merged;
+            o_data <= {
+                (((p1_last & p1_crc_on) & p1_keep[7]) & ~p1_cover[7]) ? o_crc_value[31:24] : p1_data[63:56],
+                (((p1_last & p1_crc_on) & p1_keep[6]) & ~p1_cover[6]) ? o_crc_value[23:16] : p1_data[55:48],
+                (((p1_last & p1_crc_on) & p1_keep[5]) & ~p1_cover[5]) ? o_crc_value[15:8] : p1_data[47:40],
+                (((p1_last & p1_crc_on) & p1_keep[4]) & ~p1_cover[4]) ? o_crc_value[7:0] : p1_data[39:32],
+                (((p1_last & p1_crc_on) & p1_keep[3]) & ~p1_cover[3]) ? o_crc_value[31:24] : p1_data[31:24],
+                (((p1_last & p1_crc_on) & p1_keep[2]) & ~p1_cover[2]) ? o_crc_value[23:16] : p1_data[23:16],
+                (((p1_last & p1_crc_on) & p1_keep[1]) & ~p1_cover[1]) ? o_crc_value[15:8] : p1_data[15:8],
+                (((p1_last & p1_crc_on) & p1_keep[0]) & ~p1_cover[0]) ? o_crc_value[7:0] : p1_data[7:0]
+            };
         end
     end
 
