@@ -231,6 +231,7 @@ type Endpoint struct {
 	rxEnded  bool // the socket reported EOF or an error
 
 	rxWanted   atomic.Int32  // CQ waiters that drive, or would drive, the receive path
+	rxAside    atomic.Bool   // the receive goroutine is aside (rxStepAside)
 	rxActivity atomic.Uint32 // bumped each time a waiter takes the receive path
 	rxResume   chan struct{} // brings the receive goroutine back (resumeRx)
 	kickable   bool          // the connection takes read deadlines

@@ -33,7 +33,11 @@ var errStop = errors.New("iwarp: stream failed")
 // and for a close.
 
 // rxLease is how long the receive goroutine stays aside once no waiter
-// has used the socket: what arrives meanwhile waits about this long.
+// has used the socket: what arrives meanwhile (a Read Request on a QP
+// whose application has stopped waiting on its CQs, say) waits one to
+// two leases. A shorter lease buys nothing: when every goroutine is
+// idle, Go's netpoller sleeps in whole milliseconds, so its timers fire
+// about 1 ms late anyway (measured: a 250 µs lease resumed after 1.15 ms).
 const rxLease = time.Millisecond
 
 func (ep *Endpoint) rxLoop() {
@@ -59,10 +63,23 @@ func (ep *Endpoint) rxLoop() {
 // rxStepAside leaves the socket to CQ waiters until none has used it for
 // a lease (see leases), or until resumeRx.
 func (ep *Endpoint) rxStepAside() {
-	ep.nudgeCQs() // a waiter parked on its CQ comes and reads
+	ep.rxAside.Store(true) // before the nudge: a waiter that then parks sees it
+	ep.nudgeCQs()          // a waiter parked on its CQ comes and reads
 	leases.add(ep)
 	<-ep.rxResume
+	ep.rxAside.Store(false)
 	leases.remove(ep)
+}
+
+// serveRx brings the receive goroutine back at once if it is aside and no
+// waiter wants the socket: called by a waiter that parks on a CQ without
+// driving (its completions may still need the receive path, a Read's
+// response behind an unsignaled Send, say), which would otherwise wait
+// for the lease.
+func (ep *Endpoint) serveRx() {
+	if ep.rxAside.Load() && ep.rxWanted.Load() == 0 {
+		ep.resumeRx()
+	}
 }
 
 // leases holds the endpoints whose receive goroutine is aside. One

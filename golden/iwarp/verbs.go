@@ -299,6 +299,9 @@ func (cq *CQ) Wait(ctx context.Context) (Completion, error) {
 			}
 		} else {
 			release(true)
+			if solo != nil {
+				solo.serveRx()
+			}
 		}
 		cq.mu.Lock()
 		if cq.n > 0 || cq.overflow || cq.destroyed {
