@@ -128,6 +128,10 @@ func (ep *Endpoint) newSQEntry(wr *SendWR) *sqEntry {
 	case len(wr.SGL) > 0:
 		e.wr.SGL = append(e.sgl[:0], wr.SGL...)
 	}
+	if wr.Bind != nil {
+		b := *wr.Bind
+		e.wr.Bind = &b
+	}
 	return e
 }
 
