@@ -4,11 +4,15 @@
 // Write, go-ahead Sends, one cycle after another), so it runs against a
 // real rping on Linux soft-iWARP (siw) or any iWARP RNIC, in either role.
 //
-//	iwping -s [-vVd] [-S size] [-C count] [-a addr] [-p port]
-//	iwping -c [-vVd] [-S size] [-C count] -a addr [-p port]
+//	iwping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [-P]
+//	iwping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port]
 //
-// The rping flags mean what they mean for rping. iwping adds the iWARP
-// connection parameters rping takes from the kernel:
+// The rping flags mean what they mean for rping: -P is the persistent
+// server (below) and -I the client's source address, the local address its
+// TCP connection is made from (rdma_resolve_addr's source). Where rping
+// ignores a flag that does not apply to its role (-P with -c, -I with -s),
+// iwping refuses it as a usage error. iwping adds the iWARP connection
+// parameters rping takes from the kernel:
 //
 //	-crc       ask for MPA CRC32c (C=1); without it CRC is on only if the peer asks
 //	-markers   ask for MPA markers (M=1); siw refuses such a Request
@@ -23,12 +27,26 @@
 //	           FPDU. Linux siw 6.1 as Responder can miss a Send that arrives
 //	           while it is still moving the connection into RDMA mode; a
 //	           real RNIC or a kernel initiator is slow enough never to hit it
-//	-timeout   bound on the whole run
+//	-timeout   bound on the whole run (with -P: only if given)
 //	-json      print a JSON summary on stdout at the end
 //
-// The server serves one connection, like rping without -P. Exit status: 0
-// when every cycle verified (client -V) and the connection closed cleanly,
-// 1 on any failure (the error says at which cycle and step), 2 on bad usage.
+// Without -P the server serves one connection and exits, like rping. Exit
+// status: 0 when every cycle verified (client -V) and the connection closed
+// cleanly, 1 on any failure (the error says at which cycle and step), 2 on
+// bad usage.
+//
+// With -P (rping -s -P) the server keeps accepting connections and serves
+// each in its own goroutine, on its own card, with the same flags (-C and
+// -S count per connection), until SIGINT or SIGTERM, or until -timeout
+// ends if it is given; connections still running then are cut and
+// reported. -v prints every connection's ping data, interleaved as rping's
+// threads print it. A connection that fails is reported on stderr
+// ("iwping: connection N from ADDR: ...") and does not stop the server;
+// -d also reports those that end cleanly. With -json, stdout carries one
+// line per connection as it ends: the JSON object of the one-connection
+// summary on a single line, plus "conn", the connection's number in accept
+// order from 1, and "error" if it failed. The exit status is 0 however the
+// connections went, 1 only if the listener failed (the port is taken, say).
 package main
 
 import (
@@ -40,8 +58,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/openiwarp/openiwarp/cmd/iwping/rping"
@@ -52,7 +72,9 @@ import (
 
 type options struct {
 	server, client    bool
+	persistent        bool // -P
 	addr              string
+	source            string // -I
 	port              int
 	count, size       int
 	verbose, validate bool
@@ -63,13 +85,18 @@ type options struct {
 	firstDelay        time.Duration
 	card              string
 	timeout           time.Duration
+	timeoutSet        bool // -timeout given (-P runs unbounded without it)
 	json              bool
 	stdout, stderr    io.Writer
 	listening         func(net.Addr) // test hook: called once the server listens
+	ended             func(Summary)  // test hook: called once a -P connection is reported
 }
 
 // Summary is the -json output.
 type Summary struct {
+	// Conn numbers a persistent server's connections in accept order,
+	// from 1 (-P only).
+	Conn  int    `json:"conn,omitempty"`
 	Role  string `json:"role"`
 	Local string `json:"local,omitempty"`
 	Peer  string `json:"peer,omitempty"`
@@ -84,6 +111,14 @@ type Summary struct {
 	ElapsedMS     float64       `json:"elapsed_ms"`
 	Error         string        `json:"error,omitempty"`
 	elapsed       time.Duration `json:"-"`
+}
+
+// finish records the outcome and the elapsed time for the JSON output.
+func (s *Summary) finish(err error) {
+	if err != nil {
+		s.Error = err.Error()
+	}
+	s.ElapsedMS = float64(s.elapsed.Microseconds()) / 1000
 }
 
 // MPASummary is what the MPA startup negotiated.
@@ -110,12 +145,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o.stdout, o.stderr = stdout, stderr
-	sum, err := execute(o)
-	if o.json {
-		if err != nil {
-			sum.Error = err.Error()
+	if o.persistent {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := o.servePersistent(ctx); err != nil {
+			fmt.Fprintln(stderr, "iwping:", err)
+			return 1
 		}
-		sum.ElapsedMS = float64(sum.elapsed.Microseconds()) / 1000
+		return 0
+	}
+	sum, err := execute(context.Background(), o)
+	if o.json {
+		sum.finish(err)
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(sum)
@@ -133,6 +174,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.SetOutput(stderr)
 	fs.BoolVar(&o.server, "s", false, "server side")
 	fs.BoolVar(&o.client, "c", false, "client side")
+	fs.BoolVar(&o.persistent, "P", false, "server: persistent mode, serve connections concurrently until interrupted")
+	fs.StringVar(&o.source, "I", "", "client: source address to bind to")
 	fs.StringVar(&o.addr, "a", "", "address (server: to bind, default any; client: of the server)")
 	fs.IntVar(&o.port, "p", rping.DefaultPort, "port")
 	fs.IntVar(&o.count, "C", 0, "ping count (0: until interrupted or disconnected)")
@@ -148,16 +191,17 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.firstDelay, "first-delay", 0, "client: wait this long after the MPA Reply before the first FPDU (works around siw 6.1's race on a Send that follows its Reply at once)")
 	fs.BoolVar(&o.example, "example", false, "librdmacm rdma_server/rdma_client exchange instead of the ping loop")
 	fs.StringVar(&o.card, "card", "model", "openiwarp card: "+strings.Join(verbs.Devices(), ", "))
-	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "bound on the whole run")
+	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "bound on the whole run (with -P: on the server's, only if given)")
 	fs.BoolVar(&o.json, "json", false, "print a JSON summary on stdout")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: iwping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [iWARP options]")
-		fmt.Fprintln(stderr, "       iwping -c [-vVd] [-S size] [-C count] -a addr [-p port] [iWARP options]")
+		fmt.Fprintln(stderr, "usage: iwping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [-P] [iWARP options]")
+		fmt.Fprintln(stderr, "       iwping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port] [iWARP options]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	fs.Visit(func(f *flag.Flag) { o.timeoutSet = o.timeoutSet || f.Name == "timeout" })
 	switch {
 	case fs.NArg() > 0:
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -165,6 +209,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("exactly one of -s and -c is required")
 	case o.client && o.addr == "":
 		return nil, errors.New("-c needs -a (the server's address)")
+	case o.persistent && !o.server:
+		return nil, errors.New("-P applies to the server (-s)")
+	case o.source != "" && !o.client:
+		return nil, errors.New("-I applies to the client (-c)")
 	case o.size < rping.MinSize || o.size > rping.MaxSize:
 		return nil, fmt.Errorf("invalid size %d (valid range is %d to %d)", o.size, rping.MinSize, rping.MaxSize)
 	case o.count < 0:
@@ -175,23 +223,20 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("invalid MPA revision %d (1 or 2)", o.rev)
 	case o.ird < 1 || o.ird > 0x3fff || o.ord < 1 || o.ord > 0x3fff:
 		return nil, errors.New("-ird and -ord must be 1..16383")
+	case o.timeout <= 0:
+		return nil, fmt.Errorf("invalid timeout %v", o.timeout)
 	case !knownCard(o.card):
 		return nil, fmt.Errorf("unknown card %q (available: %s)", o.card, strings.Join(verbs.Devices(), ", "))
 	}
 	return o, nil
 }
 
-func execute(o *options) (*Summary, error) {
+// execute runs one connection: the client's, or the server's without -P.
+func execute(ctx context.Context, o *options) (*Summary, error) {
 	start := time.Now()
-	sum := &Summary{Role: "client", Card: o.card, Mode: "rping"}
-	if o.server {
-		sum.Role = "server"
-	}
-	if o.example {
-		sum.Mode = "rdma-example"
-	}
+	sum := o.newSummary()
 	defer func() { sum.elapsed = time.Since(start) }()
-	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 
 	ec, err := o.connect(ctx)
@@ -199,6 +244,24 @@ func execute(o *options) (*Summary, error) {
 		return sum, err
 	}
 	defer ec.Close()
+	return sum, o.converse(ctx, ec, sum)
+}
+
+// newSummary is the summary of a run before its connection exists.
+func (o *options) newSummary() *Summary {
+	sum := &Summary{Role: "client", Card: o.card, Mode: "rping"}
+	if o.server {
+		sum.Role = "server"
+	}
+	if o.example {
+		sum.Mode = "rdma-example"
+	}
+	return sum
+}
+
+// converse runs what follows the connection on ec, the ping loop or the
+// example exchange, and records the connection and its outcome in sum.
+func (o *options) converse(ctx context.Context, ec *verbsConn, sum *Summary) (err error) {
 	defer func() {
 		info := ec.dev.Info()
 		sum.CardDetail, sum.CheckedCycles = info.Detail, info.CheckedCycles
@@ -216,16 +279,15 @@ func execute(o *options) (*Summary, error) {
 		select {
 		case <-time.After(o.firstDelay):
 		case <-ctx.Done():
-			return sum, ctx.Err()
+			return ctx.Err()
 		}
 	}
 	if o.example {
 		err = o.runExample(ctx, ec)
-		sum.Stats = rping.Stats{Sends: 1, Recvs: 1}
-		if err != nil {
-			sum.Stats = rping.Stats{}
+		if err == nil {
+			sum.Stats = rping.Stats{Sends: 1, Recvs: 1}
 		}
-		return sum, err
+		return err
 	}
 	ro := rping.Options{Count: o.count, Size: o.size, Validate: o.validate}
 	if o.verbose {
@@ -236,7 +298,7 @@ func execute(o *options) (*Summary, error) {
 	} else {
 		sum.Stats, err = rping.Client(ctx, ec, ro)
 	}
-	return sum, err
+	return err
 }
 
 // knownCard accepts the linked backends, with an optional ":option" suffix
@@ -256,33 +318,61 @@ func knownCard(name string) bool {
 func (o *options) connect(ctx context.Context) (*verbsConn, error) {
 	addr := net.JoinHostPort(o.addr, strconv.Itoa(o.port))
 	if o.client {
+		cp := verbs.ConnParam{Rev: mpa.Revision(o.rev), NoCRC: !o.crc, Markers: o.markers, Timeout: o.timeout}
+		if o.source != "" {
+			// Port 0: the kernel picks one, as for rping's -I.
+			src, err := net.ResolveTCPAddr("tcp", net.JoinHostPort(o.source, "0"))
+			if err != nil {
+				return nil, fmt.Errorf("source address -I %s: %w", o.source, err)
+			}
+			cp.LocalAddr = src
+		}
 		c, err := newVerbsConn(o.card, o.ird, o.ord)
 		if err != nil {
 			return nil, err
 		}
-		cp := verbs.ConnParam{Rev: mpa.Revision(o.rev), NoCRC: !o.crc, Markers: o.markers, Timeout: o.timeout}
 		if err := verbs.Dial(ctx, addr, c.qp, cp); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("MPA startup with %s: %w", addr, err)
 		}
 		return c, nil
 	}
-	ln, err := verbs.Listen(addr, verbs.ListenConfig{Markers: o.markers, NoCRC: !o.crc, MaxRev: mpa.Revision(o.rev),
-		IRD: o.ird, ORD: o.ord, Timeout: o.timeout, Backlog: 1})
+	ln, err := o.listen(1)
+	if err != nil {
+		return nil, err
+	}
+	defer ln.Close()
+	req, err := ln.Accept(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("accept: %w", err)
+	}
+	return o.accept(req)
+}
+
+// listen listens on -a and -p with the server's MPA options; backlog is
+// how many requests may wait for accept (0: verbs' default).
+func (o *options) listen(backlog int) (*verbs.Listener, error) {
+	cfg := verbs.ListenConfig{Markers: o.markers, NoCRC: !o.crc, MaxRev: mpa.Revision(o.rev),
+		IRD: o.ird, ORD: o.ord, Timeout: o.timeout, Backlog: backlog}
+	if o.persistent && !o.timeoutSet {
+		cfg.Timeout = 0 // the MPA startup's own default bound
+	}
+	ln, err := verbs.Listen(net.JoinHostPort(o.addr, strconv.Itoa(o.port)), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	defer ln.Close()
 	if o.listening != nil {
 		o.listening(ln.Addr())
 	}
 	if o.debug {
 		fmt.Fprintln(o.stderr, "iwping: listening on", ln.Addr())
 	}
-	req, err := ln.Accept(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("accept: %w", err)
-	}
+	return ln, nil
+}
+
+// accept opens a card for the connection request and accepts it on the
+// card's QP (rping_setup_qp, then rdma_accept).
+func (o *options) accept(req *verbs.ConnRequest) (*verbsConn, error) {
 	c, err := newVerbsConn(o.card, o.ird, o.ord)
 	if err != nil {
 		_ = req.Reject(nil)

@@ -2,45 +2,70 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/openiwarp/openiwarp/cmd/iwping/rping"
 	"github.com/stretchr/testify/require"
 )
 
-// serve starts an iwping server on a free loopback port and returns the
-// port and a func that waits for its exit status and output.
-func serve(t *testing.T, args ...string) (int, func() (int, string, string)) {
+// startServer starts an iwping server, parsed from args, on a free
+// loopback port, running body in the background; it returns once the
+// server listens. wait waits for body and returns its exit status and
+// output; cancel ends body's context, as SIGINT does for -P.
+func startServer(t *testing.T, args []string, body func(*options, context.Context) error, hooks ...func(*options)) (port int, cancel func(), wait func() (int, string, string)) {
 	t.Helper()
-	o, err := parseFlags(append([]string{"-s", "-a", "127.0.0.1", "-p", "1", "-timeout", "20s"}, args...), &bytes.Buffer{})
+	o, err := parseFlags(append([]string{"-s", "-a", "127.0.0.1", "-p", "1"}, args...), &bytes.Buffer{})
 	require.NoError(t, err)
-	// Port 0 is not a valid rping port; pick a free one and hand it over.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	o.port = ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	for _, h := range hooks {
+		h(o)
+	}
+	o.port = freePort(t)
 	var stdout, stderr bytes.Buffer
 	o.stdout, o.stderr = &stdout, &stderr
 	ready := make(chan struct{})
 	o.listening = func(net.Addr) { close(ready) }
-	var wg sync.WaitGroup
-	var code int
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_, err := execute(o)
-		if err != nil {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- body(o, ctx) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("server returned before listening: %v", err)
+	}
+	return o.port, cancel, func() (int, string, string) {
+		if err := <-done; err != nil {
 			fmt.Fprintln(&stderr, "iwping:", err)
-			code = 1
+			return 1, stdout.String(), stderr.String()
 		}
-	}()
-	<-ready
-	return o.port, func() (int, string, string) { wg.Wait(); return code, stdout.String(), stderr.String() }
+		return 0, stdout.String(), stderr.String()
+	}
+}
+
+// serve starts a one-connection iwping server; wait returns its exit
+// status and output once it has served.
+func serve(t *testing.T, args ...string) (port int, wait func() (int, string, string)) {
+	t.Helper()
+	port, _, wait = startServer(t, append([]string{"-timeout", "20s"}, args...), func(o *options, ctx context.Context) error {
+		_, err := execute(ctx, o)
+		return err
+	})
+	return port, wait
+}
+
+// freePort is a loopback TCP port nobody listens on now. Port 0 is not a
+// valid rping port, so servers are handed a free one.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 func client(args ...string) (int, string, string) {
@@ -124,10 +149,7 @@ func TestSizeMismatchIsReported(t *testing.T) {
 }
 
 func TestNoServer(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := freePort(t)
 	code, _, errOut := client("-c", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-timeout", "5s")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "connect")
@@ -148,7 +170,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-s", "-rev", "3"}, "invalid MPA revision"},
 		{[]string{"-s", "-ird", "0"}, "-ird and -ord"},
 		{[]string{"-s", "-card", "fpga"}, "unknown card"},
-		{[]string{"-s", "-I", "1.2.3.4"}, "flag provided but not defined"},
+		{[]string{"-s", "-I", "1.2.3.4"}, "-I applies to the client (-c)"},
+		{[]string{"-c", "-a", "127.0.0.1", "-P"}, "-P applies to the server (-s)"},
+		{[]string{"-s", "-P", "-timeout", "0s"}, "invalid timeout"},
 		{[]string{"-s", "extra"}, "unexpected argument"},
 		{[]string{"-s", "-bogus"}, "flag provided but not defined"},
 	} {
