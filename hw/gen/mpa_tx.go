@@ -112,28 +112,18 @@ func MPATx(width int) (*Module, error) {
 	last := m.WireOf("f_last", Sel(mkHere, Lt(roomCov, C(18, uint64(lanes-3))), Lt(roomCov, C(18, uint64(lanes+1)))), "this beat ends the FPDU")
 
 	// Lane classes. For a body threshold X, lane i is below it when
-	// i - 4*after_i < X - f_body, i.e. i + 4 - 4*after_i < X + 4 - f_body.
+	// i - 4*after_i < X - f_body, i.e. i + 4 - 4*after_i < X + 4 - f_body:
+	// lane i before the marker compares X + 4 - f_body with i + 4 (the
+	// "pre" vector), lane i after it with i, which is lane i-4 of "pre".
+	// Each class is written on whole vectors (see mpa_tx_lanes.go).
 	mkGroup := m.WireOf("f_marker_group", Bits(toMk, nk-1, 2), "4-lane group of the marker")
-	below := func(name string, e *Signal) (pre, post []Expr) {
-		neg := Bit(e, 17)
-		big := m.WireOf("f_room_"+name+"_big", RedOr(Bits(e, 16, nk+2)), "")
-		small := m.WireOf("f_room_"+name+"_small", Bits(e, nk+1, 0), "")
-		for i := 0; i < lanes; i++ {
-			gt := func(c int) Expr {
-				return And(Not(neg), Or(big, Lt(C(nk+2, uint64(c)), small)))
-			}
-			pre = append(pre, gt(i+4))
-			if i >= 4 {
-				post = append(post, gt(i))
-			} else {
-				post = append(post, C(1, 0))
-			}
-		}
-		return pre, post
-	}
-	dataPre, dataPost := below("data", roomData)
-	covPre, covPost := below("cov", roomCov)
-	keepPre, keepPost := below("end", roomEnd)
+	dataPre := m.WireOf("f_data_octets_pre", roomBelow(m, "data", roomData, nk, 8), "octets carrying ULPDU data, lanes before the marker (lane i's count i + 4)")
+	covPre := m.WireOf("f_cover_pre", roomBelow(m, "cov", roomCov, nk, 1), "lanes the CRC covers, before the marker")
+	keepPre := m.WireOf("f_keep_pre", roomBelow(m, "end", roomEnd, nk, 1), "lanes kept, before the marker")
+	mkLanes := m.WireOf("f_marker_lanes", groupMask(mkHere, mkGroup, 1, func(g, lg int) bool { return lg == g }), "the marker's lanes")
+	afterLanes := m.WireOf("f_after_lanes", groupMask(mkHere, mkGroup, 1, func(g, lg int) bool { return lg > g }), "lanes after the marker")
+	mkOctets := m.WireOf("f_marker_octets", groupMask(mkHere, mkGroup, 8, func(g, lg int) bool { return lg == g }), "the marker's lanes, as octet masks")
+	afterOctets := m.WireOf("f_after_octets", groupMask(mkHere, mkGroup, 8, func(g, lg int) bool { return lg > g }), "lanes after the marker, as octet masks")
 
 	// The window as octets: 2 zero octets, entry 0, entry 1 but its last two
 	// octets. ULPDU octet u sits at window octet u - base + 2; lane i (before
@@ -160,36 +150,21 @@ func MPATx(width int) (*Module, error) {
 	// that opens the FPDU.
 	hdrPos := Sel(lead, C(16, 4), C(16, 0))
 	ptr := m.WireOf("f_fpduptr", Sel(And(first, lead, Eq(toMk, C(9, 0))), C(16, 0), Sub(Add(jIdx, Cat(C(7, 0), toMk)), hdrPos)), "")
-	mkBytes := []Expr{C(8, 0), C(8, 0), Bits(ptr, 15, 8), Bits(ptr, 7, 0)}
-	hdrBytes := []Expr{Bits(uLen, 15, 8), Bits(uLen, 7, 0)}
-
-	var dataLanes, keepLanes, covLanes []Expr
-	for i := 0; i < lanes; i++ {
-		g := i / 4
-		isMk := And(mkHere, Eq(mkGroup, C(nk-2, uint64(g))))
-		after := lessConst(mkGroup, uint64(g))
-		if nk-2 == 0 {
-			isMk, after = mkHere, C(1, 0)
-		}
-		isMkW := m.WireOf(fmt.Sprintf("l%d_marker", i), isMk, "")
-		afterW := m.WireOf(fmt.Sprintf("l%d_after", i), And(mkHere, after), "")
-		var octet Expr = Bits(shifted, 8*i+7, 8*i)
-		if i >= 4 {
-			octet = Sel(afterW, Bits(shifted, 8*(i-4)+7, 8*(i-4)), octet)
-		}
-		inData := Sel(afterW, dataPost[i], dataPre[i])
-		octet = Sel(inData, octet, C(8, 0))
-		if i < 2 || (i >= 4 && i < 6) {
-			// ULPDU_Length: lanes 0-1 of the first beat, or 4-5 after a leading marker.
-			hdr := And(first, Sel(lead, C(1, b2i(i >= 4)), C(1, b2i(i < 2))))
-			octet = Sel(hdr, hdrBytes[i%2], octet)
-		}
-		octet = Sel(isMkW, mkBytes[i%4], octet)
-		dataLanes = append([]Expr{octet}, dataLanes...)
-		keepLanes = append([]Expr{Or(isMkW, Sel(afterW, keepPost[i], keepPre[i]))}, keepLanes...)
-		covLanes = append([]Expr{Or(isMkW, Sel(afterW, covPost[i], covPre[i]))}, covLanes...)
+	// The beat: marker lanes, else ULPDU_Length (lanes 0-1 of the first
+	// beat, or 4-5 after a leading marker), else ULPDU octets (shifted 4
+	// lanes on after the marker) where the data class says so, else zero.
+	mkWord := Cat(Bits(ptr, 7, 0), Bits(ptr, 15, 8), C(16, 0))
+	mkRep := make([]Expr, lanes/4)
+	for g := range mkRep {
+		mkRep[g] = mkWord
 	}
-	beatData, beatKeep, beatCov := Cat(dataLanes...), Cat(keepLanes...), Cat(covLanes...)
+	lenOctets := Cat(Bits(uLen, 7, 0), Bits(uLen, 15, 8))
+	hdrVal := Cat(C(width-48, 0), lenOctets, C(16, 0), lenOctets)
+	hdrMask := Sel(first, Sel(lead, C(width, 0xFFFF<<32), C(width, 0xFFFF)), C(width, 0))
+	body := And(pick(afterOctets, shiftLanes(shifted, 32), shifted), pick(afterOctets, shiftLanes(dataPre, 32), dataPre))
+	beatData := pick(mkOctets, Cat(mkRep...), pick(hdrMask, hdrVal, body))
+	beatKeep := Or(mkLanes, pick(afterLanes, shiftLanes(keepPre, 4), keepPre))
+	beatCov := Or(mkLanes, pick(afterLanes, shiftLanes(covPre, 4), covPre))
 	endOff := m.WireOf("f_end_offset", Add(pos, Cat(C(14, 0), Add(roomCov, Sel(mkHere, C(18, 4), C(18, 0))))), "stream offset just past the FPDU")
 
 	// --- framer state ---
@@ -241,7 +216,7 @@ func MPATx(width int) (*Module, error) {
 	masked := maskedWords(m, "fb_masked", fData, fCov)
 	dataRows, stateRows := CRC32CUpdate(lanes).Split()
 	term := MatVecWords(masked, dataRows)
-	covLast := m.WireOf("fb_cover_last", lastLaneOneHot(fCov), "")
+	covLast := m.WireOf("fb_cover_last", lastLaneVector(fCov), "")
 	covNone := m.WireOf("fb_cover_none", Not(RedOr(fCov)), "the beat is the CRC field alone")
 	padLanes := m.WireOf("fb_pad", Sel(covNone, C(nk+1, uint64(lanes)), Cat(C(1, 0), complementIndex(covLast, nk))), "lanes the CRC does not cover")
 
@@ -304,9 +279,10 @@ func MPATx(width int) (*Module, error) {
 	// Output: the CRC (inverted register, least significant octet first)
 	// goes into the lanes kept but not covered on the FPDU's last beat.
 	final := m.WireOf("o_crc_value", Not(crc), "the FPDU's CRC32c")
+	crcLanes := m.WireOf("o_crc_lanes", And(Rep(And(c.last, c.crc), lanes), c.keep, Not(cov)), "lanes of the CRC field")
 	var outLanes []Expr
 	for i := 0; i < lanes; i++ {
-		isCRC := And(c.last, c.crc, Bit(c.keep, i), Not(Bit(cov, i)))
+		isCRC := Bit(crcLanes, i)
 		outLanes = append([]Expr{Sel(isCRC, Bits(final, 8*(i%4)+7, 8*(i%4)), Bits(c.data, 8*i+7, 8*i))}, outLanes...)
 	}
 	merged := Cat(outLanes...) // the beat with its CRC field filled
@@ -322,43 +298,4 @@ func MPATx(width int) (*Module, error) {
 	m.Assign(mLast, oLast)
 	m.Assign(mUser, oUser)
 	return m, m.Validate()
-}
-
-// lessConst is 1 when x is below the constant c (unsigned).
-func lessConst(x Expr, c uint64) Expr {
-	switch {
-	case c == 0:
-		return C(1, 0)
-	case c >= 1<<x.Width():
-		return C(1, 1)
-	case x.Width() == 1:
-		return Not(x)
-	}
-	return Lt(x, C(x.Width(), c))
-}
-
-func b2i(b bool) uint64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// windowBits is bits hi..lo of the window {w1[W-17:0], w0, 16'h0} (two zero
-// octets, then entry 0, then entry 1), written from slices of the entries:
-// the same wires as a slice of a window signal, without a 2W-bit wire that a
-// simulator would copy on every cycle.
-func windowBits(w0, w1 *Signal, hi, lo int) Expr {
-	w := w0.W
-	var parts []Expr // most significant first
-	if hi >= w+16 {
-		parts = append(parts, Bits(w1, hi-w-16, max(lo, w+16)-w-16))
-	}
-	if hi >= 16 && lo < w+16 {
-		parts = append(parts, Bits(w0, min(hi, w+15)-16, max(lo, 16)-16))
-	}
-	if lo < 16 {
-		parts = append(parts, C(min(hi, 15)-lo+1, 0))
-	}
-	return Cat(parts...)
 }

@@ -142,44 +142,19 @@ module mpa_tx_w128 (
     wire [1:0]     f_marker_group;           // 4-lane group of the marker
     wire           f_room_data_big;
     wire [5:0]     f_room_data_small;
+    wire [127:0]   f_data_octets_pre;        // octets carrying ULPDU data, lanes before the marker (lane i's count i + 4)
     wire           f_room_cov_big;
     wire [5:0]     f_room_cov_small;
+    wire [15:0]    f_cover_pre;              // lanes the CRC covers, before the marker
     wire           f_room_end_big;
     wire [5:0]     f_room_end_small;
+    wire [15:0]    f_keep_pre;               // lanes kept, before the marker
+    wire [15:0]    f_marker_lanes;           // the marker's lanes
+    wire [15:0]    f_after_lanes;            // lanes after the marker
+    wire [127:0]   f_marker_octets;          // the marker's lanes, as octet masks
+    wire [127:0]   f_after_octets;           // lanes after the marker, as octet masks
     wire [127:0]   f_shifted;                // ULPDU octets aligned to this beat's lanes
     wire [15:0]    f_fpduptr;
-    wire           l0_marker;
-    wire           l0_after;
-    wire           l1_marker;
-    wire           l1_after;
-    wire           l2_marker;
-    wire           l2_after;
-    wire           l3_marker;
-    wire           l3_after;
-    wire           l4_marker;
-    wire           l4_after;
-    wire           l5_marker;
-    wire           l5_after;
-    wire           l6_marker;
-    wire           l6_after;
-    wire           l7_marker;
-    wire           l7_after;
-    wire           l8_marker;
-    wire           l8_after;
-    wire           l9_marker;
-    wire           l9_after;
-    wire           l10_marker;
-    wire           l10_after;
-    wire           l11_marker;
-    wire           l11_after;
-    wire           l12_marker;
-    wire           l12_after;
-    wire           l13_marker;
-    wire           l13_after;
-    wire           l14_marker;
-    wire           l14_after;
-    wire           l15_marker;
-    wire           l15_after;
     wire [31:0]    f_end_offset;             // stream offset just past the FPDU
     wire           f_start;                  // load the next FPDU's context
     wire [17:0]    n_len_padded;             // 2 + length + PAD
@@ -229,6 +204,7 @@ module mpa_tx_w128 (
     reg  [15:0]    p1_cover;
     wire [31:0]    p1_fixed;                 // register corrected for pad-lane bits 3..4
     wire [31:0]    o_crc_value;              // the FPDU's CRC32c
+    wire [15:0]    o_crc_lanes;              // lanes of the CRC field
     reg  [127:0]   o_data;
     reg  [15:0]    o_keep;
     reg            o_last;
@@ -260,44 +236,19 @@ module mpa_tx_w128 (
     assign f_marker_group = f_to_marker[3:2];
     assign f_room_data_big = |f_room_data[16:6];
     assign f_room_data_small = f_room_data[5:0];
+    assign f_data_octets_pre = {128{~f_room_data[17]}} & ({128{f_room_data_big}} | ((f_room_data_small[5] ? (f_room_data_small[4] ? 128'hffffffffffffffffffffffffffffffff : 128'hffffffffffffffffffffffffffffffff) : (f_room_data_small[4] ? 128'h00000000ffffffffffffffffffffffff : 128'h00000000000000000000000000000000)) | ((f_room_data_small[5] ? (f_room_data_small[4] ? 128'h00000000000000000000000000000000 : 128'h00000000000000000000000000000000) : (f_room_data_small[4] ? 128'hffffffff000000000000000000000000 : 128'h00000000ffffffffffffffffffffffff)) & (f_room_data_small[3] ? (f_room_data_small[2] ? (f_room_data_small[1] ? (f_room_data_small[0] ? 128'hffffffff00ffffffffffffffffffffff : 128'hffffffff0000ffffffffffffffffffff) : (f_room_data_small[0] ? 128'hffffffff000000ffffffffffffffffff : 128'hffffffff00000000ffffffffffffffff)) : (f_room_data_small[1] ? (f_room_data_small[0] ? 128'hffffffff0000000000ffffffffffffff : 128'hffffffff000000000000ffffffffffff) : (f_room_data_small[0] ? 128'hffffffff00000000000000ffffffffff : 128'hffffffff0000000000000000ffffffff))) : (f_room_data_small[2] ? (f_room_data_small[1] ? (f_room_data_small[0] ? 128'hffffffff000000000000000000ffffff : 128'hffffffff00000000000000000000ffff) : (f_room_data_small[0] ? 128'hffffffff0000000000000000000000ff : 128'hffffffff000000000000000000000000)) : (f_room_data_small[1] ? (f_room_data_small[0] ? 128'h00ffffff000000000000000000000000 : 128'h0000ffff000000000000000000000000) : (f_room_data_small[0] ? 128'h000000ff000000000000000000000000 : 128'h00000000000000000000000000000000)))))));
     assign f_room_cov_big = |f_room_cov[16:6];
     assign f_room_cov_small = f_room_cov[5:0];
+    assign f_cover_pre = {16{~f_room_cov[17]}} & ({16{f_room_cov_big}} | ((f_room_cov_small[5] ? (f_room_cov_small[4] ? 16'hffff : 16'hffff) : (f_room_cov_small[4] ? 16'h0fff : 16'h0000)) | ((f_room_cov_small[5] ? (f_room_cov_small[4] ? 16'h0000 : 16'h0000) : (f_room_cov_small[4] ? 16'hf000 : 16'h0fff)) & (f_room_cov_small[3] ? (f_room_cov_small[2] ? (f_room_cov_small[1] ? (f_room_cov_small[0] ? 16'hf7ff : 16'hf3ff) : (f_room_cov_small[0] ? 16'hf1ff : 16'hf0ff)) : (f_room_cov_small[1] ? (f_room_cov_small[0] ? 16'hf07f : 16'hf03f) : (f_room_cov_small[0] ? 16'hf01f : 16'hf00f))) : (f_room_cov_small[2] ? (f_room_cov_small[1] ? (f_room_cov_small[0] ? 16'hf007 : 16'hf003) : (f_room_cov_small[0] ? 16'hf001 : 16'hf000)) : (f_room_cov_small[1] ? (f_room_cov_small[0] ? 16'h7000 : 16'h3000) : (f_room_cov_small[0] ? 16'h1000 : 16'h0000)))))));
     assign f_room_end_big = |f_room_end[16:6];
     assign f_room_end_small = f_room_end[5:0];
+    assign f_keep_pre = {16{~f_room_end[17]}} & ({16{f_room_end_big}} | ((f_room_end_small[5] ? (f_room_end_small[4] ? 16'hffff : 16'hffff) : (f_room_end_small[4] ? 16'h0fff : 16'h0000)) | ((f_room_end_small[5] ? (f_room_end_small[4] ? 16'h0000 : 16'h0000) : (f_room_end_small[4] ? 16'hf000 : 16'h0fff)) & (f_room_end_small[3] ? (f_room_end_small[2] ? (f_room_end_small[1] ? (f_room_end_small[0] ? 16'hf7ff : 16'hf3ff) : (f_room_end_small[0] ? 16'hf1ff : 16'hf0ff)) : (f_room_end_small[1] ? (f_room_end_small[0] ? 16'hf07f : 16'hf03f) : (f_room_end_small[0] ? 16'hf01f : 16'hf00f))) : (f_room_end_small[2] ? (f_room_end_small[1] ? (f_room_end_small[0] ? 16'hf007 : 16'hf003) : (f_room_end_small[0] ? 16'hf001 : 16'hf000)) : (f_room_end_small[1] ? (f_room_end_small[0] ? 16'h7000 : 16'h3000) : (f_room_end_small[0] ? 16'h1000 : 16'h0000)))))));
+    assign f_marker_lanes = f_marker_here ? (f_marker_group[1] ? (f_marker_group[0] ? 16'hf000 : 16'h0f00) : (f_marker_group[0] ? 16'h00f0 : 16'h000f)) : 16'h0000;
+    assign f_after_lanes = f_marker_here ? (f_marker_group[1] ? (f_marker_group[0] ? 16'h0000 : 16'hf000) : (f_marker_group[0] ? 16'hff00 : 16'hfff0)) : 16'h0000;
+    assign f_marker_octets = f_marker_here ? (f_marker_group[1] ? (f_marker_group[0] ? 128'hffffffff000000000000000000000000 : 128'h00000000ffffffff0000000000000000) : (f_marker_group[0] ? 128'h0000000000000000ffffffff00000000 : 128'h000000000000000000000000ffffffff)) : 128'h00000000000000000000000000000000;
+    assign f_after_octets = f_marker_here ? (f_marker_group[1] ? (f_marker_group[0] ? 128'h00000000000000000000000000000000 : 128'hffffffff000000000000000000000000) : (f_marker_group[0] ? 128'hffffffffffffffff0000000000000000 : 128'hffffffffffffffffffffffff00000000)) : 128'h00000000000000000000000000000000;
     assign f_shifted = f_rel[4] ? (f_rel[3] ? (f_rel[2] ? {win1_data[111:0], win0_data[127:112]} : {win1_data[111:0], win0_data[127:112]}) : (f_rel[2] ? {win1_data[111:0], win0_data[127:112]} : {win1_data[111:0], win0_data[127:112]})) : (f_rel[3] ? (f_rel[2] ? {win1_data[79:0], win0_data[127:80]} : {win1_data[47:0], win0_data[127:48]}) : (f_rel[2] ? {win1_data[15:0], win0_data[127:16]} : {win0_data[111:0], 16'h0000}));
     assign f_fpduptr = ((f_first & f_lead) & (f_to_marker == 9'h000)) ? 16'h0000 : ((f_wire + {7'h00, f_to_marker}) - (f_lead ? 16'h0004 : 16'h0000));
-    assign l0_marker = f_marker_here & (f_marker_group == 2'h0);
-    assign l0_after = f_marker_here & 1'h0;
-    assign l1_marker = f_marker_here & (f_marker_group == 2'h0);
-    assign l1_after = f_marker_here & 1'h0;
-    assign l2_marker = f_marker_here & (f_marker_group == 2'h0);
-    assign l2_after = f_marker_here & 1'h0;
-    assign l3_marker = f_marker_here & (f_marker_group == 2'h0);
-    assign l3_after = f_marker_here & 1'h0;
-    assign l4_marker = f_marker_here & (f_marker_group == 2'h1);
-    assign l4_after = f_marker_here & (f_marker_group < 2'h1);
-    assign l5_marker = f_marker_here & (f_marker_group == 2'h1);
-    assign l5_after = f_marker_here & (f_marker_group < 2'h1);
-    assign l6_marker = f_marker_here & (f_marker_group == 2'h1);
-    assign l6_after = f_marker_here & (f_marker_group < 2'h1);
-    assign l7_marker = f_marker_here & (f_marker_group == 2'h1);
-    assign l7_after = f_marker_here & (f_marker_group < 2'h1);
-    assign l8_marker = f_marker_here & (f_marker_group == 2'h2);
-    assign l8_after = f_marker_here & (f_marker_group < 2'h2);
-    assign l9_marker = f_marker_here & (f_marker_group == 2'h2);
-    assign l9_after = f_marker_here & (f_marker_group < 2'h2);
-    assign l10_marker = f_marker_here & (f_marker_group == 2'h2);
-    assign l10_after = f_marker_here & (f_marker_group < 2'h2);
-    assign l11_marker = f_marker_here & (f_marker_group == 2'h2);
-    assign l11_after = f_marker_here & (f_marker_group < 2'h2);
-    assign l12_marker = f_marker_here & (f_marker_group == 2'h3);
-    assign l12_after = f_marker_here & (f_marker_group < 2'h3);
-    assign l13_marker = f_marker_here & (f_marker_group == 2'h3);
-    assign l13_after = f_marker_here & (f_marker_group < 2'h3);
-    assign l14_marker = f_marker_here & (f_marker_group == 2'h3);
-    assign l14_after = f_marker_here & (f_marker_group < 2'h3);
-    assign l15_marker = f_marker_here & (f_marker_group == 2'h3);
-    assign l15_after = f_marker_here & (f_marker_group < 2'h3);
     assign f_end_offset = f_pos + {14'h0000, f_room_cov + (f_marker_here ? 18'h00004 : 18'h00000)};
     assign f_start = (advance & (ctx_count != 3'h0)) & (~f_active | (f_can & f_last));
     assign ctx_pop = {2'h0, f_start};
@@ -324,24 +275,7 @@ module mpa_tx_w128 (
         fb_data[79:72] & {8{fb_cover[9]}},
         fb_data[71:64] & {8{fb_cover[8]}}
     };
-    assign fb_cover_last = {
-        fb_cover[15],
-        fb_cover[14] & ~fb_cover[15],
-        fb_cover[13] & ~fb_cover[14],
-        fb_cover[12] & ~fb_cover[13],
-        fb_cover[11] & ~fb_cover[12],
-        fb_cover[10] & ~fb_cover[11],
-        fb_cover[9] & ~fb_cover[10],
-        fb_cover[8] & ~fb_cover[9],
-        fb_cover[7] & ~fb_cover[8],
-        fb_cover[6] & ~fb_cover[7],
-        fb_cover[5] & ~fb_cover[6],
-        fb_cover[4] & ~fb_cover[5],
-        fb_cover[3] & ~fb_cover[4],
-        fb_cover[2] & ~fb_cover[3],
-        fb_cover[1] & ~fb_cover[2],
-        fb_cover[0] & ~fb_cover[1]
-    };
+    assign fb_cover_last = fb_cover & ~{1'h0, fb_cover[15:1]};
     assign fb_cover_none = ~|fb_cover;
     assign fb_pad = fb_cover_none ? 5'h10 : {1'h0, {
         |(fb_cover_last & 16'h00ff),
@@ -420,6 +354,7 @@ module mpa_tx_w128 (
         ^(p1_reg & (p1_pad[1] ? (p1_pad[0] ? zinv_24[31:0] : zinv_16[31:0]) : (p1_pad[0] ? zinv_8[31:0] : zinv_0[31:0])))
     };
     assign o_crc_value = ~p1_fixed;
+    assign o_crc_lanes = ({16{(p1_last & p1_crc_on)}} & p1_keep) & ~p1_cover;
     assign m_axis_tdata = o_data;
     assign m_axis_tkeep = o_keep;
     assign m_axis_tvalid = o_valid;
@@ -638,96 +573,24 @@ module mpa_tx_w128 (
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_data <= {
-                l15_marker ? f_fpduptr[7:0] : ((l15_after ? (~f_room_data[17] & (f_room_data_big | (6'h0f < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (6'h13 < f_room_data_small)))) ? (l15_after ? f_shifted[95:88] :
-                    f_shifted[127:120]) : 8'h00),
-                l14_marker ? f_fpduptr[15:8] : ((l14_after ? (~f_room_data[17] & (f_room_data_big | (6'h0e < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (6'h12 < f_room_data_small)))) ? (l14_after ? f_shifted[87:80] :
-                    f_shifted[119:112]) : 8'h00),
-                l13_marker ? 8'h00 : ((l13_after ? (~f_room_data[17] & (f_room_data_big | (6'h0d < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (6'h11 < f_room_data_small)))) ? (l13_after ? f_shifted[79:72] :
-                    f_shifted[111:104]) : 8'h00),
-                l12_marker ? 8'h00 : ((l12_after ? (~f_room_data[17] & (f_room_data_big | (6'h0c < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (6'h10 < f_room_data_small)))) ? (l12_after ? f_shifted[71:64] :
-                    f_shifted[103:96]) : 8'h00),
-                l11_marker ? f_fpduptr[7:0] : ((l11_after ? (~f_room_data[17] & (f_room_data_big | (6'h0b < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (6'h0f < f_room_data_small)))) ? (l11_after ? f_shifted[63:56] :
-                    f_shifted[95:88]) : 8'h00),
-                l10_marker ? f_fpduptr[15:8] : ((l10_after ? (~f_room_data[17] & (f_room_data_big | (6'h0a < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (6'h0e < f_room_data_small)))) ? (l10_after ? f_shifted[55:48] :
-                    f_shifted[87:80]) : 8'h00),
-                l9_marker ? 8'h00 : ((l9_after ? (~f_room_data[17] & (f_room_data_big | (6'h09 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (6'h0d < f_room_data_small)))) ? (l9_after ? f_shifted[47:40] : f_shifted[79:72])
-                    : 8'h00),
-                l8_marker ? 8'h00 : ((l8_after ? (~f_room_data[17] & (f_room_data_big | (6'h08 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (6'h0c < f_room_data_small)))) ? (l8_after ? f_shifted[39:32] : f_shifted[71:64])
-                    : 8'h00),
-                l7_marker ? f_fpduptr[7:0] : ((l7_after ? (~f_room_data[17] & (f_room_data_big | (6'h07 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (6'h0b < f_room_data_small)))) ? (l7_after ? f_shifted[31:24] : f_shifted[63:56])
-                    : 8'h00),
-                l6_marker ? f_fpduptr[15:8] : ((l6_after ? (~f_room_data[17] & (f_room_data_big | (6'h06 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (6'h0a < f_room_data_small)))) ? (l6_after ? f_shifted[23:16] : f_shifted[55:48])
-                    : 8'h00),
-                l5_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[7:0] : ((l5_after ? (~f_room_data[17] & (f_room_data_big
-                    | (6'h05 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (6'h09 < f_room_data_small)))) ? (l5_after ?
-                    f_shifted[15:8] : f_shifted[47:40]) : 8'h00)),
-                l4_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[15:8] : ((l4_after ? (~f_room_data[17] &
-                    (f_room_data_big | (6'h04 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (6'h08 < f_room_data_small))))
-                    ? (l4_after ? f_shifted[7:0] : f_shifted[39:32]) : 8'h00)),
-                l3_marker ? f_fpduptr[7:0] : ((l3_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (6'h07 < f_room_data_small)))) ? f_shifted[31:24] : 8'h00),
-                l2_marker ? f_fpduptr[15:8] : ((l2_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (6'h06 < f_room_data_small)))) ? f_shifted[23:16] : 8'h00),
-                l1_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[7:0] : ((l1_after ? 1'h0 : (~f_room_data[17] &
-                    (f_room_data_big | (6'h05 < f_room_data_small)))) ? f_shifted[15:8] : 8'h00)),
-                l0_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[15:8] : ((l0_after ? 1'h0 : (~f_room_data[17] &
-                    (f_room_data_big | (6'h04 < f_room_data_small)))) ? f_shifted[7:0] : 8'h00))
-            };
+            fb_data <= (f_marker_octets & {
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000}
+            }) | (~f_marker_octets & (((f_first ? (f_lead ? 128'h00000000000000000000ffff00000000 : 128'h0000000000000000000000000000ffff) : 128'h00000000000000000000000000000000) & {80'h00000000000000000000, {f_len[7:0], f_len[15:8]}, 16'h0000, {f_len[7:0], f_len[15:8]}}) | (~(f_first ? (f_lead ? 128'h00000000000000000000ffff00000000 : 128'h0000000000000000000000000000ffff) : 128'h00000000000000000000000000000000) & (((f_after_octets & {f_shifted[95:0], 32'h00000000}) | (~f_after_octets & f_shifted)) & ((f_after_octets & {f_data_octets_pre[95:0], 32'h00000000}) | (~f_after_octets & f_data_octets_pre))))));
         end
     end
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_keep <= {
-                l15_marker | (l15_after ? (~f_room_end[17] & (f_room_end_big | (6'h0f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (6'h13 < f_room_end_small)))),
-                l14_marker | (l14_after ? (~f_room_end[17] & (f_room_end_big | (6'h0e < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (6'h12 < f_room_end_small)))),
-                l13_marker | (l13_after ? (~f_room_end[17] & (f_room_end_big | (6'h0d < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (6'h11 < f_room_end_small)))),
-                l12_marker | (l12_after ? (~f_room_end[17] & (f_room_end_big | (6'h0c < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (6'h10 < f_room_end_small)))),
-                l11_marker | (l11_after ? (~f_room_end[17] & (f_room_end_big | (6'h0b < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (6'h0f < f_room_end_small)))),
-                l10_marker | (l10_after ? (~f_room_end[17] & (f_room_end_big | (6'h0a < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (6'h0e < f_room_end_small)))),
-                l9_marker | (l9_after ? (~f_room_end[17] & (f_room_end_big | (6'h09 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (6'h0d < f_room_end_small)))),
-                l8_marker | (l8_after ? (~f_room_end[17] & (f_room_end_big | (6'h08 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (6'h0c < f_room_end_small)))),
-                l7_marker | (l7_after ? (~f_room_end[17] & (f_room_end_big | (6'h07 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (6'h0b < f_room_end_small)))),
-                l6_marker | (l6_after ? (~f_room_end[17] & (f_room_end_big | (6'h06 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (6'h0a < f_room_end_small)))),
-                l5_marker | (l5_after ? (~f_room_end[17] & (f_room_end_big | (6'h05 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (6'h09 < f_room_end_small)))),
-                l4_marker | (l4_after ? (~f_room_end[17] & (f_room_end_big | (6'h04 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (6'h08 < f_room_end_small)))),
-                l3_marker | (l3_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (6'h07 < f_room_end_small)))),
-                l2_marker | (l2_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (6'h06 < f_room_end_small)))),
-                l1_marker | (l1_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (6'h05 < f_room_end_small)))),
-                l0_marker | (l0_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (6'h04 < f_room_end_small))))
-            };
+            fb_keep <= f_marker_lanes | ((f_after_lanes & {f_keep_pre[11:0], 4'h0}) | (~f_after_lanes & f_keep_pre));
         end
     end
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_cover <= {
-                l15_marker | (l15_after ? (~f_room_cov[17] & (f_room_cov_big | (6'h0f < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (6'h13 < f_room_cov_small)))),
-                l14_marker | (l14_after ? (~f_room_cov[17] & (f_room_cov_big | (6'h0e < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (6'h12 < f_room_cov_small)))),
-                l13_marker | (l13_after ? (~f_room_cov[17] & (f_room_cov_big | (6'h0d < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (6'h11 < f_room_cov_small)))),
-                l12_marker | (l12_after ? (~f_room_cov[17] & (f_room_cov_big | (6'h0c < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (6'h10 < f_room_cov_small)))),
-                l11_marker | (l11_after ? (~f_room_cov[17] & (f_room_cov_big | (6'h0b < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (6'h0f < f_room_cov_small)))),
-                l10_marker | (l10_after ? (~f_room_cov[17] & (f_room_cov_big | (6'h0a < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (6'h0e < f_room_cov_small)))),
-                l9_marker | (l9_after ? (~f_room_cov[17] & (f_room_cov_big | (6'h09 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (6'h0d < f_room_cov_small)))),
-                l8_marker | (l8_after ? (~f_room_cov[17] & (f_room_cov_big | (6'h08 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (6'h0c < f_room_cov_small)))),
-                l7_marker | (l7_after ? (~f_room_cov[17] & (f_room_cov_big | (6'h07 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (6'h0b < f_room_cov_small)))),
-                l6_marker | (l6_after ? (~f_room_cov[17] & (f_room_cov_big | (6'h06 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (6'h0a < f_room_cov_small)))),
-                l5_marker | (l5_after ? (~f_room_cov[17] & (f_room_cov_big | (6'h05 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (6'h09 < f_room_cov_small)))),
-                l4_marker | (l4_after ? (~f_room_cov[17] & (f_room_cov_big | (6'h04 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (6'h08 < f_room_cov_small)))),
-                l3_marker | (l3_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (6'h07 < f_room_cov_small)))),
-                l2_marker | (l2_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (6'h06 < f_room_cov_small)))),
-                l1_marker | (l1_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (6'h05 < f_room_cov_small)))),
-                l0_marker | (l0_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (6'h04 < f_room_cov_small))))
-            };
+            fb_cover <= f_marker_lanes | ((f_after_lanes & {f_cover_pre[11:0], 4'h0}) | (~f_after_lanes & f_cover_pre));
         end
     end
 
@@ -1067,22 +930,22 @@ module mpa_tx_w128 (
             o_data <= 128'h00000000000000000000000000000000;
         end else if (advance & p1_valid) begin
             o_data <= {
-                (((p1_last & p1_crc_on) & p1_keep[15]) & ~p1_cover[15]) ? o_crc_value[31:24] : p1_data[127:120],
-                (((p1_last & p1_crc_on) & p1_keep[14]) & ~p1_cover[14]) ? o_crc_value[23:16] : p1_data[119:112],
-                (((p1_last & p1_crc_on) & p1_keep[13]) & ~p1_cover[13]) ? o_crc_value[15:8] : p1_data[111:104],
-                (((p1_last & p1_crc_on) & p1_keep[12]) & ~p1_cover[12]) ? o_crc_value[7:0] : p1_data[103:96],
-                (((p1_last & p1_crc_on) & p1_keep[11]) & ~p1_cover[11]) ? o_crc_value[31:24] : p1_data[95:88],
-                (((p1_last & p1_crc_on) & p1_keep[10]) & ~p1_cover[10]) ? o_crc_value[23:16] : p1_data[87:80],
-                (((p1_last & p1_crc_on) & p1_keep[9]) & ~p1_cover[9]) ? o_crc_value[15:8] : p1_data[79:72],
-                (((p1_last & p1_crc_on) & p1_keep[8]) & ~p1_cover[8]) ? o_crc_value[7:0] : p1_data[71:64],
-                (((p1_last & p1_crc_on) & p1_keep[7]) & ~p1_cover[7]) ? o_crc_value[31:24] : p1_data[63:56],
-                (((p1_last & p1_crc_on) & p1_keep[6]) & ~p1_cover[6]) ? o_crc_value[23:16] : p1_data[55:48],
-                (((p1_last & p1_crc_on) & p1_keep[5]) & ~p1_cover[5]) ? o_crc_value[15:8] : p1_data[47:40],
-                (((p1_last & p1_crc_on) & p1_keep[4]) & ~p1_cover[4]) ? o_crc_value[7:0] : p1_data[39:32],
-                (((p1_last & p1_crc_on) & p1_keep[3]) & ~p1_cover[3]) ? o_crc_value[31:24] : p1_data[31:24],
-                (((p1_last & p1_crc_on) & p1_keep[2]) & ~p1_cover[2]) ? o_crc_value[23:16] : p1_data[23:16],
-                (((p1_last & p1_crc_on) & p1_keep[1]) & ~p1_cover[1]) ? o_crc_value[15:8] : p1_data[15:8],
-                (((p1_last & p1_crc_on) & p1_keep[0]) & ~p1_cover[0]) ? o_crc_value[7:0] : p1_data[7:0]
+                o_crc_lanes[15] ? o_crc_value[31:24] : p1_data[127:120],
+                o_crc_lanes[14] ? o_crc_value[23:16] : p1_data[119:112],
+                o_crc_lanes[13] ? o_crc_value[15:8] : p1_data[111:104],
+                o_crc_lanes[12] ? o_crc_value[7:0] : p1_data[103:96],
+                o_crc_lanes[11] ? o_crc_value[31:24] : p1_data[95:88],
+                o_crc_lanes[10] ? o_crc_value[23:16] : p1_data[87:80],
+                o_crc_lanes[9] ? o_crc_value[15:8] : p1_data[79:72],
+                o_crc_lanes[8] ? o_crc_value[7:0] : p1_data[71:64],
+                o_crc_lanes[7] ? o_crc_value[31:24] : p1_data[63:56],
+                o_crc_lanes[6] ? o_crc_value[23:16] : p1_data[55:48],
+                o_crc_lanes[5] ? o_crc_value[15:8] : p1_data[47:40],
+                o_crc_lanes[4] ? o_crc_value[7:0] : p1_data[39:32],
+                o_crc_lanes[3] ? o_crc_value[31:24] : p1_data[31:24],
+                o_crc_lanes[2] ? o_crc_value[23:16] : p1_data[23:16],
+                o_crc_lanes[1] ? o_crc_value[15:8] : p1_data[15:8],
+                o_crc_lanes[0] ? o_crc_value[7:0] : p1_data[7:0]
             };
         end
     end

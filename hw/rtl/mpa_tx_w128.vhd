@@ -172,44 +172,19 @@ architecture rtl of mpa_tx_w128 is
     signal f_marker_group : std_logic_vector(1 downto 0); -- 4-lane group of the marker
     signal f_room_data_big : std_logic;
     signal f_room_data_small : std_logic_vector(5 downto 0);
+    signal f_data_octets_pre : std_logic_vector(127 downto 0); -- octets carrying ULPDU data, lanes before the marker (lane i's count i + 4)
     signal f_room_cov_big : std_logic;
     signal f_room_cov_small : std_logic_vector(5 downto 0);
+    signal f_cover_pre : std_logic_vector(15 downto 0); -- lanes the CRC covers, before the marker
     signal f_room_end_big : std_logic;
     signal f_room_end_small : std_logic_vector(5 downto 0);
+    signal f_keep_pre : std_logic_vector(15 downto 0); -- lanes kept, before the marker
+    signal f_marker_lanes : std_logic_vector(15 downto 0); -- the marker's lanes
+    signal f_after_lanes : std_logic_vector(15 downto 0); -- lanes after the marker
+    signal f_marker_octets : std_logic_vector(127 downto 0); -- the marker's lanes, as octet masks
+    signal f_after_octets : std_logic_vector(127 downto 0); -- lanes after the marker, as octet masks
     signal f_shifted : std_logic_vector(127 downto 0); -- ULPDU octets aligned to this beat's lanes
     signal f_fpduptr : std_logic_vector(15 downto 0);
-    signal l0_marker : std_logic;
-    signal l0_after : std_logic;
-    signal l1_marker : std_logic;
-    signal l1_after : std_logic;
-    signal l2_marker : std_logic;
-    signal l2_after : std_logic;
-    signal l3_marker : std_logic;
-    signal l3_after : std_logic;
-    signal l4_marker : std_logic;
-    signal l4_after : std_logic;
-    signal l5_marker : std_logic;
-    signal l5_after : std_logic;
-    signal l6_marker : std_logic;
-    signal l6_after : std_logic;
-    signal l7_marker : std_logic;
-    signal l7_after : std_logic;
-    signal l8_marker : std_logic;
-    signal l8_after : std_logic;
-    signal l9_marker : std_logic;
-    signal l9_after : std_logic;
-    signal l10_marker : std_logic;
-    signal l10_after : std_logic;
-    signal l11_marker : std_logic;
-    signal l11_after : std_logic;
-    signal l12_marker : std_logic;
-    signal l12_after : std_logic;
-    signal l13_marker : std_logic;
-    signal l13_after : std_logic;
-    signal l14_marker : std_logic;
-    signal l14_after : std_logic;
-    signal l15_marker : std_logic;
-    signal l15_after : std_logic;
     signal f_end_offset : std_logic_vector(31 downto 0); -- stream offset just past the FPDU
     signal f_start : std_logic;              -- load the next FPDU's context
     signal n_len_padded : std_logic_vector(17 downto 0); -- 2 + length + PAD
@@ -259,6 +234,7 @@ architecture rtl of mpa_tx_w128 is
     signal p1_cover : std_logic_vector(15 downto 0);
     signal p1_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 3..4
     signal o_crc_value : std_logic_vector(31 downto 0); -- the FPDU's CRC32c
+    signal o_crc_lanes : std_logic_vector(15 downto 0); -- lanes of the CRC field
     signal o_data : std_logic_vector(127 downto 0) := x"00000000000000000000000000000000";
     signal o_keep : std_logic_vector(15 downto 0) := x"0000";
     signal o_last : std_logic := '0';
@@ -290,44 +266,19 @@ begin
     f_marker_group <= f_to_marker(3 downto 2);
     f_room_data_big <= or f_room_data(16 downto 6);
     f_room_data_small <= f_room_data(5 downto 0);
+    f_data_octets_pre <= std_logic_vector'(127 downto 0 => not f_room_data(17)) and (std_logic_vector'(127 downto 0 => f_room_data_big) or (mux(f_room_data_small(5), mux(f_room_data_small(4), x"ffffffffffffffffffffffffffffffff", x"ffffffffffffffffffffffffffffffff"), mux(f_room_data_small(4), x"00000000ffffffffffffffffffffffff", x"00000000000000000000000000000000")) or (mux(f_room_data_small(5), mux(f_room_data_small(4), x"00000000000000000000000000000000", x"00000000000000000000000000000000"), mux(f_room_data_small(4), x"ffffffff000000000000000000000000", x"00000000ffffffffffffffffffffffff")) and mux(f_room_data_small(3), mux(f_room_data_small(2), mux(f_room_data_small(1), mux(f_room_data_small(0), x"ffffffff00ffffffffffffffffffffff", x"ffffffff0000ffffffffffffffffffff"), mux(f_room_data_small(0), x"ffffffff000000ffffffffffffffffff", x"ffffffff00000000ffffffffffffffff")), mux(f_room_data_small(1), mux(f_room_data_small(0), x"ffffffff0000000000ffffffffffffff", x"ffffffff000000000000ffffffffffff"), mux(f_room_data_small(0), x"ffffffff00000000000000ffffffffff", x"ffffffff0000000000000000ffffffff"))), mux(f_room_data_small(2), mux(f_room_data_small(1), mux(f_room_data_small(0), x"ffffffff000000000000000000ffffff", x"ffffffff00000000000000000000ffff"), mux(f_room_data_small(0), x"ffffffff0000000000000000000000ff", x"ffffffff000000000000000000000000")), mux(f_room_data_small(1), mux(f_room_data_small(0), x"00ffffff000000000000000000000000", x"0000ffff000000000000000000000000"), mux(f_room_data_small(0), x"000000ff000000000000000000000000", x"00000000000000000000000000000000")))))));
     f_room_cov_big <= or f_room_cov(16 downto 6);
     f_room_cov_small <= f_room_cov(5 downto 0);
+    f_cover_pre <= std_logic_vector'(15 downto 0 => not f_room_cov(17)) and (std_logic_vector'(15 downto 0 => f_room_cov_big) or (mux(f_room_cov_small(5), mux(f_room_cov_small(4), x"ffff", x"ffff"), mux(f_room_cov_small(4), x"0fff", x"0000")) or (mux(f_room_cov_small(5), mux(f_room_cov_small(4), x"0000", x"0000"), mux(f_room_cov_small(4), x"f000", x"0fff")) and mux(f_room_cov_small(3), mux(f_room_cov_small(2), mux(f_room_cov_small(1), mux(f_room_cov_small(0), x"f7ff", x"f3ff"), mux(f_room_cov_small(0), x"f1ff", x"f0ff")), mux(f_room_cov_small(1), mux(f_room_cov_small(0), x"f07f", x"f03f"), mux(f_room_cov_small(0), x"f01f", x"f00f"))), mux(f_room_cov_small(2), mux(f_room_cov_small(1), mux(f_room_cov_small(0), x"f007", x"f003"), mux(f_room_cov_small(0), x"f001", x"f000")), mux(f_room_cov_small(1), mux(f_room_cov_small(0), x"7000", x"3000"), mux(f_room_cov_small(0), x"1000", x"0000")))))));
     f_room_end_big <= or f_room_end(16 downto 6);
     f_room_end_small <= f_room_end(5 downto 0);
+    f_keep_pre <= std_logic_vector'(15 downto 0 => not f_room_end(17)) and (std_logic_vector'(15 downto 0 => f_room_end_big) or (mux(f_room_end_small(5), mux(f_room_end_small(4), x"ffff", x"ffff"), mux(f_room_end_small(4), x"0fff", x"0000")) or (mux(f_room_end_small(5), mux(f_room_end_small(4), x"0000", x"0000"), mux(f_room_end_small(4), x"f000", x"0fff")) and mux(f_room_end_small(3), mux(f_room_end_small(2), mux(f_room_end_small(1), mux(f_room_end_small(0), x"f7ff", x"f3ff"), mux(f_room_end_small(0), x"f1ff", x"f0ff")), mux(f_room_end_small(1), mux(f_room_end_small(0), x"f07f", x"f03f"), mux(f_room_end_small(0), x"f01f", x"f00f"))), mux(f_room_end_small(2), mux(f_room_end_small(1), mux(f_room_end_small(0), x"f007", x"f003"), mux(f_room_end_small(0), x"f001", x"f000")), mux(f_room_end_small(1), mux(f_room_end_small(0), x"7000", x"3000"), mux(f_room_end_small(0), x"1000", x"0000")))))));
+    f_marker_lanes <= mux(f_marker_here, mux(f_marker_group(1), mux(f_marker_group(0), x"f000", x"0f00"), mux(f_marker_group(0), x"00f0", x"000f")), x"0000");
+    f_after_lanes <= mux(f_marker_here, mux(f_marker_group(1), mux(f_marker_group(0), x"0000", x"f000"), mux(f_marker_group(0), x"ff00", x"fff0")), x"0000");
+    f_marker_octets <= mux(f_marker_here, mux(f_marker_group(1), mux(f_marker_group(0), x"ffffffff000000000000000000000000", x"00000000ffffffff0000000000000000"), mux(f_marker_group(0), x"0000000000000000ffffffff00000000", x"000000000000000000000000ffffffff")), x"00000000000000000000000000000000");
+    f_after_octets <= mux(f_marker_here, mux(f_marker_group(1), mux(f_marker_group(0), x"00000000000000000000000000000000", x"ffffffff000000000000000000000000"), mux(f_marker_group(0), x"ffffffffffffffff0000000000000000", x"ffffffffffffffffffffffff00000000")), x"00000000000000000000000000000000");
     f_shifted <= mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(111 downto 0) & win0_data(127 downto 112)), std_logic_vector'(win1_data(111 downto 0) & win0_data(127 downto 112))), mux(f_rel(2), std_logic_vector'(win1_data(111 downto 0) & win0_data(127 downto 112)), std_logic_vector'(win1_data(111 downto 0) & win0_data(127 downto 112)))), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(79 downto 0) & win0_data(127 downto 80)), std_logic_vector'(win1_data(47 downto 0) & win0_data(127 downto 48))), mux(f_rel(2), std_logic_vector'(win1_data(15 downto 0) & win0_data(127 downto 16)), std_logic_vector'(win0_data(111 downto 0) & x"0000"))));
     f_fpduptr <= mux((f_first and f_lead) and b2l(f_to_marker = "000000000"), x"0000", std_logic_vector(unsigned(std_logic_vector(unsigned(f_wire) + unsigned(std_logic_vector'("0000000" & f_to_marker)))) - unsigned(mux(f_lead, x"0004", x"0000"))));
-    l0_marker <= f_marker_here and b2l(f_marker_group = "00");
-    l0_after <= f_marker_here and '0';
-    l1_marker <= f_marker_here and b2l(f_marker_group = "00");
-    l1_after <= f_marker_here and '0';
-    l2_marker <= f_marker_here and b2l(f_marker_group = "00");
-    l2_after <= f_marker_here and '0';
-    l3_marker <= f_marker_here and b2l(f_marker_group = "00");
-    l3_after <= f_marker_here and '0';
-    l4_marker <= f_marker_here and b2l(f_marker_group = "01");
-    l4_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("01"));
-    l5_marker <= f_marker_here and b2l(f_marker_group = "01");
-    l5_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("01"));
-    l6_marker <= f_marker_here and b2l(f_marker_group = "01");
-    l6_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("01"));
-    l7_marker <= f_marker_here and b2l(f_marker_group = "01");
-    l7_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("01"));
-    l8_marker <= f_marker_here and b2l(f_marker_group = "10");
-    l8_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("10"));
-    l9_marker <= f_marker_here and b2l(f_marker_group = "10");
-    l9_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("10"));
-    l10_marker <= f_marker_here and b2l(f_marker_group = "10");
-    l10_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("10"));
-    l11_marker <= f_marker_here and b2l(f_marker_group = "10");
-    l11_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("10"));
-    l12_marker <= f_marker_here and b2l(f_marker_group = "11");
-    l12_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("11"));
-    l13_marker <= f_marker_here and b2l(f_marker_group = "11");
-    l13_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("11"));
-    l14_marker <= f_marker_here and b2l(f_marker_group = "11");
-    l14_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("11"));
-    l15_marker <= f_marker_here and b2l(f_marker_group = "11");
-    l15_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("11"));
     f_end_offset <= std_logic_vector(unsigned(f_pos) + unsigned(std_logic_vector'(
         "00000000000000" &
         std_logic_vector(unsigned(f_room_cov) + unsigned(mux(f_marker_here, "000000000000000100", "000000000000000000")))
@@ -360,24 +311,7 @@ begin
         (fb_data(79 downto 72) and std_logic_vector'(7 downto 0 => fb_cover(9))) &
         (fb_data(71 downto 64) and std_logic_vector'(7 downto 0 => fb_cover(8)))
     );
-    fb_cover_last <= std_logic_vector'(
-        fb_cover(15) &
-        (fb_cover(14) and (not fb_cover(15))) &
-        (fb_cover(13) and (not fb_cover(14))) &
-        (fb_cover(12) and (not fb_cover(13))) &
-        (fb_cover(11) and (not fb_cover(12))) &
-        (fb_cover(10) and (not fb_cover(11))) &
-        (fb_cover(9) and (not fb_cover(10))) &
-        (fb_cover(8) and (not fb_cover(9))) &
-        (fb_cover(7) and (not fb_cover(8))) &
-        (fb_cover(6) and (not fb_cover(7))) &
-        (fb_cover(5) and (not fb_cover(6))) &
-        (fb_cover(4) and (not fb_cover(5))) &
-        (fb_cover(3) and (not fb_cover(4))) &
-        (fb_cover(2) and (not fb_cover(3))) &
-        (fb_cover(1) and (not fb_cover(2))) &
-        (fb_cover(0) and (not fb_cover(1)))
-    );
+    fb_cover_last <= fb_cover and (not std_logic_vector'('0' & fb_cover(15 downto 1)));
     fb_cover_none <= not (or fb_cover);
     fb_pad <= mux(fb_cover_none, "10000", std_logic_vector'('0' & std_logic_vector'(
         (or (fb_cover_last and x"00ff")) &
@@ -484,6 +418,7 @@ begin
         (xor (p1_reg and mux(p1_pad(1), mux(p1_pad(0), zinv_24(31 downto 0), zinv_16(31 downto 0)), mux(p1_pad(0), zinv_8(31 downto 0), zinv_0(31 downto 0)))))
     );
     o_crc_value <= not p1_fixed;
+    o_crc_lanes <= (std_logic_vector'(15 downto 0 => p1_last and p1_crc_on) and p1_keep) and (not p1_cover);
     m_axis_tdata <= o_data;
     m_axis_tkeep <= o_keep;
     m_axis_tvalid <= o_valid;
@@ -827,62 +762,17 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_data <= std_logic_vector'(
-                    mux(l15_marker, f_fpduptr(7 downto 0), mux(mux(l15_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("001111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("010011") < unsigned(f_room_data_small)))), mux(l15_after, f_shifted(95 downto 88),
-                        f_shifted(127 downto 120)), x"00")) &
-                    mux(l14_marker, f_fpduptr(15 downto 8), mux(mux(l14_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("001110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("010010") < unsigned(f_room_data_small)))), mux(l14_after, f_shifted(87 downto 80),
-                        f_shifted(119 downto 112)), x"00")) &
-                    mux(l13_marker, x"00", mux(mux(l13_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("001101") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("010001") <
-                        unsigned(f_room_data_small)))), mux(l13_after, f_shifted(79 downto 72), f_shifted(111 downto 104)), x"00")) &
-                    mux(l12_marker, x"00", mux(mux(l12_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("001100") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("010000") <
-                        unsigned(f_room_data_small)))), mux(l12_after, f_shifted(71 downto 64), f_shifted(103 downto 96)), x"00")) &
-                    mux(l11_marker, f_fpduptr(7 downto 0), mux(mux(l11_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("001011") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("001111") < unsigned(f_room_data_small)))), mux(l11_after, f_shifted(63 downto 56),
-                        f_shifted(95 downto 88)), x"00")) &
-                    mux(l10_marker, f_fpduptr(15 downto 8), mux(mux(l10_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("001010") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("001110") < unsigned(f_room_data_small)))), mux(l10_after, f_shifted(55 downto 48),
-                        f_shifted(87 downto 80)), x"00")) &
-                    mux(l9_marker, x"00", mux(mux(l9_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("001001") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("001101") <
-                        unsigned(f_room_data_small)))), mux(l9_after, f_shifted(47 downto 40), f_shifted(79 downto 72)), x"00")) &
-                    mux(l8_marker, x"00", mux(mux(l8_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("001000") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("001100") <
-                        unsigned(f_room_data_small)))), mux(l8_after, f_shifted(39 downto 32), f_shifted(71 downto 64)), x"00")) &
-                    mux(l7_marker, f_fpduptr(7 downto 0), mux(mux(l7_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("000111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("001011") < unsigned(f_room_data_small)))), mux(l7_after, f_shifted(31 downto 24),
-                        f_shifted(63 downto 56)), x"00")) &
-                    mux(l6_marker, f_fpduptr(15 downto 8), mux(mux(l6_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("000110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("001010") < unsigned(f_room_data_small)))), mux(l6_after, f_shifted(23 downto 16),
-                        f_shifted(55 downto 48)), x"00")) &
-                    mux(l5_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(7 downto 0), mux(mux(l5_after, (not f_room_data(17))
-                        and (f_room_data_big or b2l(unsigned'("000101") < unsigned(f_room_data_small))), (not f_room_data(17)) and
-                        (f_room_data_big or b2l(unsigned'("001001") < unsigned(f_room_data_small)))), mux(l5_after, f_shifted(15 downto 8),
-                        f_shifted(47 downto 40)), x"00"))) &
-                    mux(l4_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(15 downto 8), mux(mux(l4_after, (not f_room_data(17))
-                        and (f_room_data_big or b2l(unsigned'("000100") < unsigned(f_room_data_small))), (not f_room_data(17)) and
-                        (f_room_data_big or b2l(unsigned'("001000") < unsigned(f_room_data_small)))), mux(l4_after, f_shifted(7 downto 0),
-                        f_shifted(39 downto 32)), x"00"))) &
-                    mux(l3_marker, f_fpduptr(7 downto 0), mux(mux(l3_after, '0', (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("000111") < unsigned(f_room_data_small)))), f_shifted(31 downto 24), x"00")) &
-                    mux(l2_marker, f_fpduptr(15 downto 8), mux(mux(l2_after, '0', (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("000110") < unsigned(f_room_data_small)))), f_shifted(23 downto 16), x"00")) &
-                    mux(l1_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(7 downto 0), mux(mux(l1_after, '0', (not
-                        f_room_data(17)) and (f_room_data_big or b2l(unsigned'("000101") < unsigned(f_room_data_small)))),
-                        f_shifted(15 downto 8), x"00"))) &
-                    mux(l0_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(15 downto 8), mux(mux(l0_after, '0', (not
-                        f_room_data(17)) and (f_room_data_big or b2l(unsigned'("000100") < unsigned(f_room_data_small)))),
-                        f_shifted(7 downto 0), x"00")))
-                );
+                fb_data <= (f_marker_octets and std_logic_vector'(
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000")
+                )) or ((not f_marker_octets) and ((mux(f_first, mux(f_lead, x"00000000000000000000ffff00000000", x"0000000000000000000000000000ffff"), x"00000000000000000000000000000000") and std_logic_vector'(
+                    x"00000000000000000000" &
+                    std_logic_vector'(f_len(7 downto 0) & f_len(15 downto 8)) &
+                    x"0000" &
+                    std_logic_vector'(f_len(7 downto 0) & f_len(15 downto 8))
+                )) or ((not mux(f_first, mux(f_lead, x"00000000000000000000ffff00000000", x"0000000000000000000000000000ffff"), x"00000000000000000000000000000000")) and (((f_after_octets and std_logic_vector'(f_shifted(95 downto 0) & x"00000000")) or ((not f_after_octets) and f_shifted)) and ((f_after_octets and std_logic_vector'(f_data_octets_pre(95 downto 0) & x"00000000")) or ((not f_after_octets) and f_data_octets_pre))))));
             end if;
         end if;
     end process;
@@ -891,48 +781,7 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_keep <= std_logic_vector'(
-                    (l15_marker or mux(l15_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001111") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("010011") <
-                        unsigned(f_room_end_small))))) &
-                    (l14_marker or mux(l14_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001110") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("010010") <
-                        unsigned(f_room_end_small))))) &
-                    (l13_marker or mux(l13_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001101") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("010001") <
-                        unsigned(f_room_end_small))))) &
-                    (l12_marker or mux(l12_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001100") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("010000") <
-                        unsigned(f_room_end_small))))) &
-                    (l11_marker or mux(l11_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001011") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001111") <
-                        unsigned(f_room_end_small))))) &
-                    (l10_marker or mux(l10_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001010") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001110") <
-                        unsigned(f_room_end_small))))) &
-                    (l9_marker or mux(l9_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001001") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001101") <
-                        unsigned(f_room_end_small))))) &
-                    (l8_marker or mux(l8_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001000") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001100") <
-                        unsigned(f_room_end_small))))) &
-                    (l7_marker or mux(l7_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000111") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001011") <
-                        unsigned(f_room_end_small))))) &
-                    (l6_marker or mux(l6_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000110") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001010") <
-                        unsigned(f_room_end_small))))) &
-                    (l5_marker or mux(l5_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000101") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001001") <
-                        unsigned(f_room_end_small))))) &
-                    (l4_marker or mux(l4_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000100") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("001000") <
-                        unsigned(f_room_end_small))))) &
-                    (l3_marker or mux(l3_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000111") < unsigned(f_room_end_small))))) &
-                    (l2_marker or mux(l2_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000110") < unsigned(f_room_end_small))))) &
-                    (l1_marker or mux(l1_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000101") < unsigned(f_room_end_small))))) &
-                    (l0_marker or mux(l0_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("000100") < unsigned(f_room_end_small)))))
-                );
+                fb_keep <= f_marker_lanes or ((f_after_lanes and std_logic_vector'(f_keep_pre(11 downto 0) & x"0")) or ((not f_after_lanes) and f_keep_pre));
             end if;
         end if;
     end process;
@@ -941,48 +790,7 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_cover <= std_logic_vector'(
-                    (l15_marker or mux(l15_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001111") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("010011") <
-                        unsigned(f_room_cov_small))))) &
-                    (l14_marker or mux(l14_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001110") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("010010") <
-                        unsigned(f_room_cov_small))))) &
-                    (l13_marker or mux(l13_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001101") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("010001") <
-                        unsigned(f_room_cov_small))))) &
-                    (l12_marker or mux(l12_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001100") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("010000") <
-                        unsigned(f_room_cov_small))))) &
-                    (l11_marker or mux(l11_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001011") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001111") <
-                        unsigned(f_room_cov_small))))) &
-                    (l10_marker or mux(l10_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001010") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001110") <
-                        unsigned(f_room_cov_small))))) &
-                    (l9_marker or mux(l9_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001001") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001101") <
-                        unsigned(f_room_cov_small))))) &
-                    (l8_marker or mux(l8_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001000") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001100") <
-                        unsigned(f_room_cov_small))))) &
-                    (l7_marker or mux(l7_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000111") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001011") <
-                        unsigned(f_room_cov_small))))) &
-                    (l6_marker or mux(l6_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000110") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001010") <
-                        unsigned(f_room_cov_small))))) &
-                    (l5_marker or mux(l5_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000101") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001001") <
-                        unsigned(f_room_cov_small))))) &
-                    (l4_marker or mux(l4_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000100") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("001000") <
-                        unsigned(f_room_cov_small))))) &
-                    (l3_marker or mux(l3_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000111") < unsigned(f_room_cov_small))))) &
-                    (l2_marker or mux(l2_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000110") < unsigned(f_room_cov_small))))) &
-                    (l1_marker or mux(l1_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000101") < unsigned(f_room_cov_small))))) &
-                    (l0_marker or mux(l0_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("000100") < unsigned(f_room_cov_small)))))
-                );
+                fb_cover <= f_marker_lanes or ((f_after_lanes and std_logic_vector'(f_cover_pre(11 downto 0) & x"0")) or ((not f_after_lanes) and f_cover_pre));
             end if;
         end if;
     end process;
@@ -1422,22 +1230,22 @@ begin
                 o_data <= x"00000000000000000000000000000000";
             elsif (advance and p1_valid) = '1' then
                 o_data <= std_logic_vector'(
-                    mux(((p1_last and p1_crc_on) and p1_keep(15)) and (not p1_cover(15)), o_crc_value(31 downto 24), p1_data(127 downto 120)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(14)) and (not p1_cover(14)), o_crc_value(23 downto 16), p1_data(119 downto 112)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(13)) and (not p1_cover(13)), o_crc_value(15 downto 8), p1_data(111 downto 104)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(12)) and (not p1_cover(12)), o_crc_value(7 downto 0), p1_data(103 downto 96)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(11)) and (not p1_cover(11)), o_crc_value(31 downto 24), p1_data(95 downto 88)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(10)) and (not p1_cover(10)), o_crc_value(23 downto 16), p1_data(87 downto 80)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(9)) and (not p1_cover(9)), o_crc_value(15 downto 8), p1_data(79 downto 72)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(8)) and (not p1_cover(8)), o_crc_value(7 downto 0), p1_data(71 downto 64)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(7)) and (not p1_cover(7)), o_crc_value(31 downto 24), p1_data(63 downto 56)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(6)) and (not p1_cover(6)), o_crc_value(23 downto 16), p1_data(55 downto 48)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(5)) and (not p1_cover(5)), o_crc_value(15 downto 8), p1_data(47 downto 40)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(4)) and (not p1_cover(4)), o_crc_value(7 downto 0), p1_data(39 downto 32)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(3)) and (not p1_cover(3)), o_crc_value(31 downto 24), p1_data(31 downto 24)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(2)) and (not p1_cover(2)), o_crc_value(23 downto 16), p1_data(23 downto 16)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(1)) and (not p1_cover(1)), o_crc_value(15 downto 8), p1_data(15 downto 8)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(0)) and (not p1_cover(0)), o_crc_value(7 downto 0), p1_data(7 downto 0))
+                    mux(o_crc_lanes(15), o_crc_value(31 downto 24), p1_data(127 downto 120)) &
+                    mux(o_crc_lanes(14), o_crc_value(23 downto 16), p1_data(119 downto 112)) &
+                    mux(o_crc_lanes(13), o_crc_value(15 downto 8), p1_data(111 downto 104)) &
+                    mux(o_crc_lanes(12), o_crc_value(7 downto 0), p1_data(103 downto 96)) &
+                    mux(o_crc_lanes(11), o_crc_value(31 downto 24), p1_data(95 downto 88)) &
+                    mux(o_crc_lanes(10), o_crc_value(23 downto 16), p1_data(87 downto 80)) &
+                    mux(o_crc_lanes(9), o_crc_value(15 downto 8), p1_data(79 downto 72)) &
+                    mux(o_crc_lanes(8), o_crc_value(7 downto 0), p1_data(71 downto 64)) &
+                    mux(o_crc_lanes(7), o_crc_value(31 downto 24), p1_data(63 downto 56)) &
+                    mux(o_crc_lanes(6), o_crc_value(23 downto 16), p1_data(55 downto 48)) &
+                    mux(o_crc_lanes(5), o_crc_value(15 downto 8), p1_data(47 downto 40)) &
+                    mux(o_crc_lanes(4), o_crc_value(7 downto 0), p1_data(39 downto 32)) &
+                    mux(o_crc_lanes(3), o_crc_value(31 downto 24), p1_data(31 downto 24)) &
+                    mux(o_crc_lanes(2), o_crc_value(23 downto 16), p1_data(23 downto 16)) &
+                    mux(o_crc_lanes(1), o_crc_value(15 downto 8), p1_data(15 downto 8)) &
+                    mux(o_crc_lanes(0), o_crc_value(7 downto 0), p1_data(7 downto 0))
                 );
             end if;
         end if;

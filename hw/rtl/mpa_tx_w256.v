@@ -150,76 +150,19 @@ module mpa_tx_w256 (
     wire [2:0]     f_marker_group;           // 4-lane group of the marker
     wire           f_room_data_big;
     wire [6:0]     f_room_data_small;
+    wire [255:0]   f_data_octets_pre;        // octets carrying ULPDU data, lanes before the marker (lane i's count i + 4)
     wire           f_room_cov_big;
     wire [6:0]     f_room_cov_small;
+    wire [31:0]    f_cover_pre;              // lanes the CRC covers, before the marker
     wire           f_room_end_big;
     wire [6:0]     f_room_end_small;
+    wire [31:0]    f_keep_pre;               // lanes kept, before the marker
+    wire [31:0]    f_marker_lanes;           // the marker's lanes
+    wire [31:0]    f_after_lanes;            // lanes after the marker
+    wire [255:0]   f_marker_octets;          // the marker's lanes, as octet masks
+    wire [255:0]   f_after_octets;           // lanes after the marker, as octet masks
     wire [255:0]   f_shifted;                // ULPDU octets aligned to this beat's lanes
     wire [15:0]    f_fpduptr;
-    wire           l0_marker;
-    wire           l0_after;
-    wire           l1_marker;
-    wire           l1_after;
-    wire           l2_marker;
-    wire           l2_after;
-    wire           l3_marker;
-    wire           l3_after;
-    wire           l4_marker;
-    wire           l4_after;
-    wire           l5_marker;
-    wire           l5_after;
-    wire           l6_marker;
-    wire           l6_after;
-    wire           l7_marker;
-    wire           l7_after;
-    wire           l8_marker;
-    wire           l8_after;
-    wire           l9_marker;
-    wire           l9_after;
-    wire           l10_marker;
-    wire           l10_after;
-    wire           l11_marker;
-    wire           l11_after;
-    wire           l12_marker;
-    wire           l12_after;
-    wire           l13_marker;
-    wire           l13_after;
-    wire           l14_marker;
-    wire           l14_after;
-    wire           l15_marker;
-    wire           l15_after;
-    wire           l16_marker;
-    wire           l16_after;
-    wire           l17_marker;
-    wire           l17_after;
-    wire           l18_marker;
-    wire           l18_after;
-    wire           l19_marker;
-    wire           l19_after;
-    wire           l20_marker;
-    wire           l20_after;
-    wire           l21_marker;
-    wire           l21_after;
-    wire           l22_marker;
-    wire           l22_after;
-    wire           l23_marker;
-    wire           l23_after;
-    wire           l24_marker;
-    wire           l24_after;
-    wire           l25_marker;
-    wire           l25_after;
-    wire           l26_marker;
-    wire           l26_after;
-    wire           l27_marker;
-    wire           l27_after;
-    wire           l28_marker;
-    wire           l28_after;
-    wire           l29_marker;
-    wire           l29_after;
-    wire           l30_marker;
-    wire           l30_after;
-    wire           l31_marker;
-    wire           l31_after;
     wire [31:0]    f_end_offset;             // stream offset just past the FPDU
     wire           f_start;                  // load the next FPDU's context
     wire [17:0]    n_len_padded;             // 2 + length + PAD
@@ -271,6 +214,7 @@ module mpa_tx_w256 (
     reg  [31:0]    p1_cover;
     wire [31:0]    p1_fixed;                 // register corrected for pad-lane bits 3..5
     wire [31:0]    o_crc_value;              // the FPDU's CRC32c
+    wire [31:0]    o_crc_lanes;              // lanes of the CRC field
     reg  [255:0]   o_data;
     reg  [31:0]    o_keep;
     reg            o_last;
@@ -302,76 +246,19 @@ module mpa_tx_w256 (
     assign f_marker_group = f_to_marker[4:2];
     assign f_room_data_big = |f_room_data[16:7];
     assign f_room_data_small = f_room_data[6:0];
+    assign f_data_octets_pre = {256{~f_room_data[17]}} & ({256{f_room_data_big}} | ((f_room_data_small[6] ? (f_room_data_small[5] ? (f_room_data_small[4] ? 256'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 256'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff) : (f_room_data_small[4] ? 256'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 256'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff)) : (f_room_data_small[5] ? (f_room_data_small[4] ? 256'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 256'h00000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffff) : (f_room_data_small[4] ? 256'h0000000000000000000000000000000000000000ffffffffffffffffffffffff : 256'h0000000000000000000000000000000000000000000000000000000000000000))) | ((f_room_data_small[6] ? (f_room_data_small[5] ? (f_room_data_small[4] ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : 256'h0000000000000000000000000000000000000000000000000000000000000000) : (f_room_data_small[4] ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : 256'h0000000000000000000000000000000000000000000000000000000000000000)) : (f_room_data_small[5] ? (f_room_data_small[4] ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : 256'hffffffff00000000000000000000000000000000000000000000000000000000) : (f_room_data_small[4] ? 256'h00000000ffffffffffffffffffffffffffffffff000000000000000000000000 : 256'h0000000000000000000000000000000000000000ffffffffffffffffffffffff))) & (f_room_data_small[3] ? (f_room_data_small[2] ? (f_room_data_small[1] ? (f_room_data_small[0] ? 256'hffffffff00ffffffffffffffffffffffffffffff00ffffffffffffffffffffff : 256'hffffffff0000ffffffffffffffffffffffffffff0000ffffffffffffffffffff) : (f_room_data_small[0] ? 256'hffffffff000000ffffffffffffffffffffffffff000000ffffffffffffffffff : 256'hffffffff00000000ffffffffffffffffffffffff00000000ffffffffffffffff)) : (f_room_data_small[1] ? (f_room_data_small[0] ? 256'hffffffff0000000000ffffffffffffffffffffff0000000000ffffffffffffff : 256'hffffffff000000000000ffffffffffffffffffff000000000000ffffffffffff) : (f_room_data_small[0] ? 256'hffffffff00000000000000ffffffffffffffffff00000000000000ffffffffff : 256'hffffffff0000000000000000ffffffffffffffff0000000000000000ffffffff))) : (f_room_data_small[2] ? (f_room_data_small[1] ? (f_room_data_small[0] ? 256'hffffffff000000000000000000ffffffffffffff000000000000000000ffffff : 256'hffffffff00000000000000000000ffffffffffff00000000000000000000ffff) : (f_room_data_small[0] ? 256'hffffffff0000000000000000000000ffffffffff0000000000000000000000ff : 256'hffffffff000000000000000000000000ffffffff000000000000000000000000)) : (f_room_data_small[1] ? (f_room_data_small[0] ? 256'h00ffffff00000000000000000000000000ffffff000000000000000000000000 : 256'h0000ffff0000000000000000000000000000ffff000000000000000000000000) : (f_room_data_small[0] ? 256'h000000ff000000000000000000000000000000ff000000000000000000000000 : 256'h0000000000000000000000000000000000000000000000000000000000000000)))))));
     assign f_room_cov_big = |f_room_cov[16:7];
     assign f_room_cov_small = f_room_cov[6:0];
+    assign f_cover_pre = {32{~f_room_cov[17]}} & ({32{f_room_cov_big}} | ((f_room_cov_small[6] ? (f_room_cov_small[5] ? (f_room_cov_small[4] ? 32'hffffffff : 32'hffffffff) : (f_room_cov_small[4] ? 32'hffffffff : 32'hffffffff)) : (f_room_cov_small[5] ? (f_room_cov_small[4] ? 32'hffffffff : 32'h0fffffff) : (f_room_cov_small[4] ? 32'h00000fff : 32'h00000000))) | ((f_room_cov_small[6] ? (f_room_cov_small[5] ? (f_room_cov_small[4] ? 32'h00000000 : 32'h00000000) : (f_room_cov_small[4] ? 32'h00000000 : 32'h00000000)) : (f_room_cov_small[5] ? (f_room_cov_small[4] ? 32'h00000000 : 32'hf0000000) : (f_room_cov_small[4] ? 32'h0ffff000 : 32'h00000fff))) & (f_room_cov_small[3] ? (f_room_cov_small[2] ? (f_room_cov_small[1] ? (f_room_cov_small[0] ? 32'hf7fff7ff : 32'hf3fff3ff) : (f_room_cov_small[0] ? 32'hf1fff1ff : 32'hf0fff0ff)) : (f_room_cov_small[1] ? (f_room_cov_small[0] ? 32'hf07ff07f : 32'hf03ff03f) : (f_room_cov_small[0] ? 32'hf01ff01f : 32'hf00ff00f))) : (f_room_cov_small[2] ? (f_room_cov_small[1] ? (f_room_cov_small[0] ? 32'hf007f007 : 32'hf003f003) : (f_room_cov_small[0] ? 32'hf001f001 : 32'hf000f000)) : (f_room_cov_small[1] ? (f_room_cov_small[0] ? 32'h70007000 : 32'h30003000) : (f_room_cov_small[0] ? 32'h10001000 : 32'h00000000)))))));
     assign f_room_end_big = |f_room_end[16:7];
     assign f_room_end_small = f_room_end[6:0];
+    assign f_keep_pre = {32{~f_room_end[17]}} & ({32{f_room_end_big}} | ((f_room_end_small[6] ? (f_room_end_small[5] ? (f_room_end_small[4] ? 32'hffffffff : 32'hffffffff) : (f_room_end_small[4] ? 32'hffffffff : 32'hffffffff)) : (f_room_end_small[5] ? (f_room_end_small[4] ? 32'hffffffff : 32'h0fffffff) : (f_room_end_small[4] ? 32'h00000fff : 32'h00000000))) | ((f_room_end_small[6] ? (f_room_end_small[5] ? (f_room_end_small[4] ? 32'h00000000 : 32'h00000000) : (f_room_end_small[4] ? 32'h00000000 : 32'h00000000)) : (f_room_end_small[5] ? (f_room_end_small[4] ? 32'h00000000 : 32'hf0000000) : (f_room_end_small[4] ? 32'h0ffff000 : 32'h00000fff))) & (f_room_end_small[3] ? (f_room_end_small[2] ? (f_room_end_small[1] ? (f_room_end_small[0] ? 32'hf7fff7ff : 32'hf3fff3ff) : (f_room_end_small[0] ? 32'hf1fff1ff : 32'hf0fff0ff)) : (f_room_end_small[1] ? (f_room_end_small[0] ? 32'hf07ff07f : 32'hf03ff03f) : (f_room_end_small[0] ? 32'hf01ff01f : 32'hf00ff00f))) : (f_room_end_small[2] ? (f_room_end_small[1] ? (f_room_end_small[0] ? 32'hf007f007 : 32'hf003f003) : (f_room_end_small[0] ? 32'hf001f001 : 32'hf000f000)) : (f_room_end_small[1] ? (f_room_end_small[0] ? 32'h70007000 : 32'h30003000) : (f_room_end_small[0] ? 32'h10001000 : 32'h00000000)))))));
+    assign f_marker_lanes = f_marker_here ? (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 32'hf0000000 : 32'h0f000000) : (f_marker_group[0] ? 32'h00f00000 : 32'h000f0000)) : (f_marker_group[1] ? (f_marker_group[0] ? 32'h0000f000 : 32'h00000f00) : (f_marker_group[0] ? 32'h000000f0 : 32'h0000000f))) : 32'h00000000;
+    assign f_after_lanes = f_marker_here ? (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 32'h00000000 : 32'hf0000000) : (f_marker_group[0] ? 32'hff000000 : 32'hfff00000)) : (f_marker_group[1] ? (f_marker_group[0] ? 32'hffff0000 : 32'hfffff000) : (f_marker_group[0] ? 32'hffffff00 : 32'hfffffff0))) : 32'h00000000;
+    assign f_marker_octets = f_marker_here ? (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 256'hffffffff00000000000000000000000000000000000000000000000000000000 : 256'h00000000ffffffff000000000000000000000000000000000000000000000000) : (f_marker_group[0] ? 256'h0000000000000000ffffffff0000000000000000000000000000000000000000 : 256'h000000000000000000000000ffffffff00000000000000000000000000000000)) : (f_marker_group[1] ? (f_marker_group[0] ? 256'h00000000000000000000000000000000ffffffff000000000000000000000000 : 256'h0000000000000000000000000000000000000000ffffffff0000000000000000) : (f_marker_group[0] ? 256'h000000000000000000000000000000000000000000000000ffffffff00000000 : 256'h00000000000000000000000000000000000000000000000000000000ffffffff))) : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+    assign f_after_octets = f_marker_here ? (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : 256'hffffffff00000000000000000000000000000000000000000000000000000000) : (f_marker_group[0] ? 256'hffffffffffffffff000000000000000000000000000000000000000000000000 : 256'hffffffffffffffffffffffff0000000000000000000000000000000000000000)) : (f_marker_group[1] ? (f_marker_group[0] ? 256'hffffffffffffffffffffffffffffffff00000000000000000000000000000000 : 256'hffffffffffffffffffffffffffffffffffffffff000000000000000000000000) : (f_marker_group[0] ? 256'hffffffffffffffffffffffffffffffffffffffffffffffff0000000000000000 : 256'hffffffffffffffffffffffffffffffffffffffffffffffffffffffff00000000))) : 256'h0000000000000000000000000000000000000000000000000000000000000000;
     assign f_shifted = f_rel[5] ? (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? {win1_data[239:0], win0_data[255:240]} : {win1_data[239:0], win0_data[255:240]}) : (f_rel[2] ? {win1_data[239:0], win0_data[255:240]} : {win1_data[239:0], win0_data[255:240]})) : (f_rel[3] ? (f_rel[2] ? {win1_data[239:0], win0_data[255:240]} : {win1_data[239:0], win0_data[255:240]}) : (f_rel[2] ? {win1_data[239:0], win0_data[255:240]} : {win1_data[239:0], win0_data[255:240]}))) : (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? {win1_data[207:0], win0_data[255:208]} : {win1_data[175:0], win0_data[255:176]}) : (f_rel[2] ? {win1_data[143:0], win0_data[255:144]} : {win1_data[111:0], win0_data[255:112]})) : (f_rel[3] ? (f_rel[2] ? {win1_data[79:0], win0_data[255:80]} : {win1_data[47:0], win0_data[255:48]}) : (f_rel[2] ? {win1_data[15:0], win0_data[255:16]} : {win0_data[239:0], 16'h0000})));
     assign f_fpduptr = ((f_first & f_lead) & (f_to_marker == 9'h000)) ? 16'h0000 : ((f_wire + {7'h00, f_to_marker}) - (f_lead ? 16'h0004 : 16'h0000));
-    assign l0_marker = f_marker_here & (f_marker_group == 3'h0);
-    assign l0_after = f_marker_here & 1'h0;
-    assign l1_marker = f_marker_here & (f_marker_group == 3'h0);
-    assign l1_after = f_marker_here & 1'h0;
-    assign l2_marker = f_marker_here & (f_marker_group == 3'h0);
-    assign l2_after = f_marker_here & 1'h0;
-    assign l3_marker = f_marker_here & (f_marker_group == 3'h0);
-    assign l3_after = f_marker_here & 1'h0;
-    assign l4_marker = f_marker_here & (f_marker_group == 3'h1);
-    assign l4_after = f_marker_here & (f_marker_group < 3'h1);
-    assign l5_marker = f_marker_here & (f_marker_group == 3'h1);
-    assign l5_after = f_marker_here & (f_marker_group < 3'h1);
-    assign l6_marker = f_marker_here & (f_marker_group == 3'h1);
-    assign l6_after = f_marker_here & (f_marker_group < 3'h1);
-    assign l7_marker = f_marker_here & (f_marker_group == 3'h1);
-    assign l7_after = f_marker_here & (f_marker_group < 3'h1);
-    assign l8_marker = f_marker_here & (f_marker_group == 3'h2);
-    assign l8_after = f_marker_here & (f_marker_group < 3'h2);
-    assign l9_marker = f_marker_here & (f_marker_group == 3'h2);
-    assign l9_after = f_marker_here & (f_marker_group < 3'h2);
-    assign l10_marker = f_marker_here & (f_marker_group == 3'h2);
-    assign l10_after = f_marker_here & (f_marker_group < 3'h2);
-    assign l11_marker = f_marker_here & (f_marker_group == 3'h2);
-    assign l11_after = f_marker_here & (f_marker_group < 3'h2);
-    assign l12_marker = f_marker_here & (f_marker_group == 3'h3);
-    assign l12_after = f_marker_here & (f_marker_group < 3'h3);
-    assign l13_marker = f_marker_here & (f_marker_group == 3'h3);
-    assign l13_after = f_marker_here & (f_marker_group < 3'h3);
-    assign l14_marker = f_marker_here & (f_marker_group == 3'h3);
-    assign l14_after = f_marker_here & (f_marker_group < 3'h3);
-    assign l15_marker = f_marker_here & (f_marker_group == 3'h3);
-    assign l15_after = f_marker_here & (f_marker_group < 3'h3);
-    assign l16_marker = f_marker_here & (f_marker_group == 3'h4);
-    assign l16_after = f_marker_here & (f_marker_group < 3'h4);
-    assign l17_marker = f_marker_here & (f_marker_group == 3'h4);
-    assign l17_after = f_marker_here & (f_marker_group < 3'h4);
-    assign l18_marker = f_marker_here & (f_marker_group == 3'h4);
-    assign l18_after = f_marker_here & (f_marker_group < 3'h4);
-    assign l19_marker = f_marker_here & (f_marker_group == 3'h4);
-    assign l19_after = f_marker_here & (f_marker_group < 3'h4);
-    assign l20_marker = f_marker_here & (f_marker_group == 3'h5);
-    assign l20_after = f_marker_here & (f_marker_group < 3'h5);
-    assign l21_marker = f_marker_here & (f_marker_group == 3'h5);
-    assign l21_after = f_marker_here & (f_marker_group < 3'h5);
-    assign l22_marker = f_marker_here & (f_marker_group == 3'h5);
-    assign l22_after = f_marker_here & (f_marker_group < 3'h5);
-    assign l23_marker = f_marker_here & (f_marker_group == 3'h5);
-    assign l23_after = f_marker_here & (f_marker_group < 3'h5);
-    assign l24_marker = f_marker_here & (f_marker_group == 3'h6);
-    assign l24_after = f_marker_here & (f_marker_group < 3'h6);
-    assign l25_marker = f_marker_here & (f_marker_group == 3'h6);
-    assign l25_after = f_marker_here & (f_marker_group < 3'h6);
-    assign l26_marker = f_marker_here & (f_marker_group == 3'h6);
-    assign l26_after = f_marker_here & (f_marker_group < 3'h6);
-    assign l27_marker = f_marker_here & (f_marker_group == 3'h6);
-    assign l27_after = f_marker_here & (f_marker_group < 3'h6);
-    assign l28_marker = f_marker_here & (f_marker_group == 3'h7);
-    assign l28_after = f_marker_here & (f_marker_group < 3'h7);
-    assign l29_marker = f_marker_here & (f_marker_group == 3'h7);
-    assign l29_after = f_marker_here & (f_marker_group < 3'h7);
-    assign l30_marker = f_marker_here & (f_marker_group == 3'h7);
-    assign l30_after = f_marker_here & (f_marker_group < 3'h7);
-    assign l31_marker = f_marker_here & (f_marker_group == 3'h7);
-    assign l31_after = f_marker_here & (f_marker_group < 3'h7);
     assign f_end_offset = f_pos + {14'h0000, f_room_cov + (f_marker_here ? 18'h00004 : 18'h00000)};
     assign f_start = (advance & (ctx_count != 3'h0)) & (~f_active | (f_can & f_last));
     assign ctx_pop = {2'h0, f_start};
@@ -418,40 +305,7 @@ module mpa_tx_w256 (
         fb_data[207:200] & {8{fb_cover[25]}},
         fb_data[199:192] & {8{fb_cover[24]}}
     };
-    assign fb_cover_last = {
-        fb_cover[31],
-        fb_cover[30] & ~fb_cover[31],
-        fb_cover[29] & ~fb_cover[30],
-        fb_cover[28] & ~fb_cover[29],
-        fb_cover[27] & ~fb_cover[28],
-        fb_cover[26] & ~fb_cover[27],
-        fb_cover[25] & ~fb_cover[26],
-        fb_cover[24] & ~fb_cover[25],
-        fb_cover[23] & ~fb_cover[24],
-        fb_cover[22] & ~fb_cover[23],
-        fb_cover[21] & ~fb_cover[22],
-        fb_cover[20] & ~fb_cover[21],
-        fb_cover[19] & ~fb_cover[20],
-        fb_cover[18] & ~fb_cover[19],
-        fb_cover[17] & ~fb_cover[18],
-        fb_cover[16] & ~fb_cover[17],
-        fb_cover[15] & ~fb_cover[16],
-        fb_cover[14] & ~fb_cover[15],
-        fb_cover[13] & ~fb_cover[14],
-        fb_cover[12] & ~fb_cover[13],
-        fb_cover[11] & ~fb_cover[12],
-        fb_cover[10] & ~fb_cover[11],
-        fb_cover[9] & ~fb_cover[10],
-        fb_cover[8] & ~fb_cover[9],
-        fb_cover[7] & ~fb_cover[8],
-        fb_cover[6] & ~fb_cover[7],
-        fb_cover[5] & ~fb_cover[6],
-        fb_cover[4] & ~fb_cover[5],
-        fb_cover[3] & ~fb_cover[4],
-        fb_cover[2] & ~fb_cover[3],
-        fb_cover[1] & ~fb_cover[2],
-        fb_cover[0] & ~fb_cover[1]
-    };
+    assign fb_cover_last = fb_cover & ~{1'h0, fb_cover[31:1]};
     assign fb_cover_none = ~|fb_cover;
     assign fb_pad = fb_cover_none ? 6'h20 : {1'h0, {
         |(fb_cover_last & 32'h0000ffff),
@@ -595,6 +449,7 @@ module mpa_tx_w256 (
             zinv_0[31:0]))))
     };
     assign o_crc_value = ~p1_fixed;
+    assign o_crc_lanes = ({32{(p1_last & p1_crc_on)}} & p1_keep) & ~p1_cover;
     assign m_axis_tdata = o_data;
     assign m_axis_tkeep = o_keep;
     assign m_axis_tvalid = o_valid;
@@ -813,176 +668,33 @@ module mpa_tx_w256 (
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_data <= {
-                l31_marker ? f_fpduptr[7:0] : ((l31_after ? (~f_room_data[17] & (f_room_data_big | (7'h1f < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h23 < f_room_data_small)))) ? (l31_after ? f_shifted[223:216] :
-                    f_shifted[255:248]) : 8'h00),
-                l30_marker ? f_fpduptr[15:8] : ((l30_after ? (~f_room_data[17] & (f_room_data_big | (7'h1e < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h22 < f_room_data_small)))) ? (l30_after ? f_shifted[215:208] :
-                    f_shifted[247:240]) : 8'h00),
-                l29_marker ? 8'h00 : ((l29_after ? (~f_room_data[17] & (f_room_data_big | (7'h1d < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h21 < f_room_data_small)))) ? (l29_after ? f_shifted[207:200] :
-                    f_shifted[239:232]) : 8'h00),
-                l28_marker ? 8'h00 : ((l28_after ? (~f_room_data[17] & (f_room_data_big | (7'h1c < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h20 < f_room_data_small)))) ? (l28_after ? f_shifted[199:192] :
-                    f_shifted[231:224]) : 8'h00),
-                l27_marker ? f_fpduptr[7:0] : ((l27_after ? (~f_room_data[17] & (f_room_data_big | (7'h1b < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h1f < f_room_data_small)))) ? (l27_after ? f_shifted[191:184] :
-                    f_shifted[223:216]) : 8'h00),
-                l26_marker ? f_fpduptr[15:8] : ((l26_after ? (~f_room_data[17] & (f_room_data_big | (7'h1a < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h1e < f_room_data_small)))) ? (l26_after ? f_shifted[183:176] :
-                    f_shifted[215:208]) : 8'h00),
-                l25_marker ? 8'h00 : ((l25_after ? (~f_room_data[17] & (f_room_data_big | (7'h19 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h1d < f_room_data_small)))) ? (l25_after ? f_shifted[175:168] :
-                    f_shifted[207:200]) : 8'h00),
-                l24_marker ? 8'h00 : ((l24_after ? (~f_room_data[17] & (f_room_data_big | (7'h18 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h1c < f_room_data_small)))) ? (l24_after ? f_shifted[167:160] :
-                    f_shifted[199:192]) : 8'h00),
-                l23_marker ? f_fpduptr[7:0] : ((l23_after ? (~f_room_data[17] & (f_room_data_big | (7'h17 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h1b < f_room_data_small)))) ? (l23_after ? f_shifted[159:152] :
-                    f_shifted[191:184]) : 8'h00),
-                l22_marker ? f_fpduptr[15:8] : ((l22_after ? (~f_room_data[17] & (f_room_data_big | (7'h16 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h1a < f_room_data_small)))) ? (l22_after ? f_shifted[151:144] :
-                    f_shifted[183:176]) : 8'h00),
-                l21_marker ? 8'h00 : ((l21_after ? (~f_room_data[17] & (f_room_data_big | (7'h15 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h19 < f_room_data_small)))) ? (l21_after ? f_shifted[143:136] :
-                    f_shifted[175:168]) : 8'h00),
-                l20_marker ? 8'h00 : ((l20_after ? (~f_room_data[17] & (f_room_data_big | (7'h14 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h18 < f_room_data_small)))) ? (l20_after ? f_shifted[135:128] :
-                    f_shifted[167:160]) : 8'h00),
-                l19_marker ? f_fpduptr[7:0] : ((l19_after ? (~f_room_data[17] & (f_room_data_big | (7'h13 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h17 < f_room_data_small)))) ? (l19_after ? f_shifted[127:120] :
-                    f_shifted[159:152]) : 8'h00),
-                l18_marker ? f_fpduptr[15:8] : ((l18_after ? (~f_room_data[17] & (f_room_data_big | (7'h12 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h16 < f_room_data_small)))) ? (l18_after ? f_shifted[119:112] :
-                    f_shifted[151:144]) : 8'h00),
-                l17_marker ? 8'h00 : ((l17_after ? (~f_room_data[17] & (f_room_data_big | (7'h11 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h15 < f_room_data_small)))) ? (l17_after ? f_shifted[111:104] :
-                    f_shifted[143:136]) : 8'h00),
-                l16_marker ? 8'h00 : ((l16_after ? (~f_room_data[17] & (f_room_data_big | (7'h10 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h14 < f_room_data_small)))) ? (l16_after ? f_shifted[103:96] :
-                    f_shifted[135:128]) : 8'h00),
-                l15_marker ? f_fpduptr[7:0] : ((l15_after ? (~f_room_data[17] & (f_room_data_big | (7'h0f < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h13 < f_room_data_small)))) ? (l15_after ? f_shifted[95:88] :
-                    f_shifted[127:120]) : 8'h00),
-                l14_marker ? f_fpduptr[15:8] : ((l14_after ? (~f_room_data[17] & (f_room_data_big | (7'h0e < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h12 < f_room_data_small)))) ? (l14_after ? f_shifted[87:80] :
-                    f_shifted[119:112]) : 8'h00),
-                l13_marker ? 8'h00 : ((l13_after ? (~f_room_data[17] & (f_room_data_big | (7'h0d < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h11 < f_room_data_small)))) ? (l13_after ? f_shifted[79:72] :
-                    f_shifted[111:104]) : 8'h00),
-                l12_marker ? 8'h00 : ((l12_after ? (~f_room_data[17] & (f_room_data_big | (7'h0c < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h10 < f_room_data_small)))) ? (l12_after ? f_shifted[71:64] :
-                    f_shifted[103:96]) : 8'h00),
-                l11_marker ? f_fpduptr[7:0] : ((l11_after ? (~f_room_data[17] & (f_room_data_big | (7'h0b < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h0f < f_room_data_small)))) ? (l11_after ? f_shifted[63:56] :
-                    f_shifted[95:88]) : 8'h00),
-                l10_marker ? f_fpduptr[15:8] : ((l10_after ? (~f_room_data[17] & (f_room_data_big | (7'h0a < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h0e < f_room_data_small)))) ? (l10_after ? f_shifted[55:48] :
-                    f_shifted[87:80]) : 8'h00),
-                l9_marker ? 8'h00 : ((l9_after ? (~f_room_data[17] & (f_room_data_big | (7'h09 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h0d < f_room_data_small)))) ? (l9_after ? f_shifted[47:40] : f_shifted[79:72])
-                    : 8'h00),
-                l8_marker ? 8'h00 : ((l8_after ? (~f_room_data[17] & (f_room_data_big | (7'h08 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h0c < f_room_data_small)))) ? (l8_after ? f_shifted[39:32] : f_shifted[71:64])
-                    : 8'h00),
-                l7_marker ? f_fpduptr[7:0] : ((l7_after ? (~f_room_data[17] & (f_room_data_big | (7'h07 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h0b < f_room_data_small)))) ? (l7_after ? f_shifted[31:24] : f_shifted[63:56])
-                    : 8'h00),
-                l6_marker ? f_fpduptr[15:8] : ((l6_after ? (~f_room_data[17] & (f_room_data_big | (7'h06 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (7'h0a < f_room_data_small)))) ? (l6_after ? f_shifted[23:16] : f_shifted[55:48])
-                    : 8'h00),
-                l5_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[7:0] : ((l5_after ? (~f_room_data[17] & (f_room_data_big
-                    | (7'h05 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (7'h09 < f_room_data_small)))) ? (l5_after ?
-                    f_shifted[15:8] : f_shifted[47:40]) : 8'h00)),
-                l4_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[15:8] : ((l4_after ? (~f_room_data[17] &
-                    (f_room_data_big | (7'h04 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (7'h08 < f_room_data_small))))
-                    ? (l4_after ? f_shifted[7:0] : f_shifted[39:32]) : 8'h00)),
-                l3_marker ? f_fpduptr[7:0] : ((l3_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (7'h07 < f_room_data_small)))) ? f_shifted[31:24] : 8'h00),
-                l2_marker ? f_fpduptr[15:8] : ((l2_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (7'h06 < f_room_data_small)))) ? f_shifted[23:16] : 8'h00),
-                l1_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[7:0] : ((l1_after ? 1'h0 : (~f_room_data[17] &
-                    (f_room_data_big | (7'h05 < f_room_data_small)))) ? f_shifted[15:8] : 8'h00)),
-                l0_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[15:8] : ((l0_after ? 1'h0 : (~f_room_data[17] &
-                    (f_room_data_big | (7'h04 < f_room_data_small)))) ? f_shifted[7:0] : 8'h00))
-            };
+            fb_data <= (f_marker_octets & {
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000}
+            }) | (~f_marker_octets & (((f_first ? (f_lead ? 256'h0000000000000000000000000000000000000000000000000000ffff00000000 : 256'h000000000000000000000000000000000000000000000000000000000000ffff) : 256'h0000000000000000000000000000000000000000000000000000000000000000) & {
+                208'h0000000000000000000000000000000000000000000000000000,
+                {f_len[7:0], f_len[15:8]},
+                16'h0000,
+                {f_len[7:0], f_len[15:8]}
+            }) | (~(f_first ? (f_lead ? 256'h0000000000000000000000000000000000000000000000000000ffff00000000 : 256'h000000000000000000000000000000000000000000000000000000000000ffff) : 256'h0000000000000000000000000000000000000000000000000000000000000000) & (((f_after_octets & {f_shifted[223:0], 32'h00000000}) | (~f_after_octets & f_shifted)) & ((f_after_octets & {f_data_octets_pre[223:0], 32'h00000000}) | (~f_after_octets & f_data_octets_pre))))));
         end
     end
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_keep <= {
-                l31_marker | (l31_after ? (~f_room_end[17] & (f_room_end_big | (7'h1f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h23 < f_room_end_small)))),
-                l30_marker | (l30_after ? (~f_room_end[17] & (f_room_end_big | (7'h1e < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h22 < f_room_end_small)))),
-                l29_marker | (l29_after ? (~f_room_end[17] & (f_room_end_big | (7'h1d < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h21 < f_room_end_small)))),
-                l28_marker | (l28_after ? (~f_room_end[17] & (f_room_end_big | (7'h1c < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h20 < f_room_end_small)))),
-                l27_marker | (l27_after ? (~f_room_end[17] & (f_room_end_big | (7'h1b < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h1f < f_room_end_small)))),
-                l26_marker | (l26_after ? (~f_room_end[17] & (f_room_end_big | (7'h1a < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h1e < f_room_end_small)))),
-                l25_marker | (l25_after ? (~f_room_end[17] & (f_room_end_big | (7'h19 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h1d < f_room_end_small)))),
-                l24_marker | (l24_after ? (~f_room_end[17] & (f_room_end_big | (7'h18 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h1c < f_room_end_small)))),
-                l23_marker | (l23_after ? (~f_room_end[17] & (f_room_end_big | (7'h17 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h1b < f_room_end_small)))),
-                l22_marker | (l22_after ? (~f_room_end[17] & (f_room_end_big | (7'h16 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h1a < f_room_end_small)))),
-                l21_marker | (l21_after ? (~f_room_end[17] & (f_room_end_big | (7'h15 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h19 < f_room_end_small)))),
-                l20_marker | (l20_after ? (~f_room_end[17] & (f_room_end_big | (7'h14 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h18 < f_room_end_small)))),
-                l19_marker | (l19_after ? (~f_room_end[17] & (f_room_end_big | (7'h13 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h17 < f_room_end_small)))),
-                l18_marker | (l18_after ? (~f_room_end[17] & (f_room_end_big | (7'h12 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h16 < f_room_end_small)))),
-                l17_marker | (l17_after ? (~f_room_end[17] & (f_room_end_big | (7'h11 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h15 < f_room_end_small)))),
-                l16_marker | (l16_after ? (~f_room_end[17] & (f_room_end_big | (7'h10 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h14 < f_room_end_small)))),
-                l15_marker | (l15_after ? (~f_room_end[17] & (f_room_end_big | (7'h0f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h13 < f_room_end_small)))),
-                l14_marker | (l14_after ? (~f_room_end[17] & (f_room_end_big | (7'h0e < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h12 < f_room_end_small)))),
-                l13_marker | (l13_after ? (~f_room_end[17] & (f_room_end_big | (7'h0d < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h11 < f_room_end_small)))),
-                l12_marker | (l12_after ? (~f_room_end[17] & (f_room_end_big | (7'h0c < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h10 < f_room_end_small)))),
-                l11_marker | (l11_after ? (~f_room_end[17] & (f_room_end_big | (7'h0b < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h0f < f_room_end_small)))),
-                l10_marker | (l10_after ? (~f_room_end[17] & (f_room_end_big | (7'h0a < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h0e < f_room_end_small)))),
-                l9_marker | (l9_after ? (~f_room_end[17] & (f_room_end_big | (7'h09 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h0d < f_room_end_small)))),
-                l8_marker | (l8_after ? (~f_room_end[17] & (f_room_end_big | (7'h08 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h0c < f_room_end_small)))),
-                l7_marker | (l7_after ? (~f_room_end[17] & (f_room_end_big | (7'h07 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h0b < f_room_end_small)))),
-                l6_marker | (l6_after ? (~f_room_end[17] & (f_room_end_big | (7'h06 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h0a < f_room_end_small)))),
-                l5_marker | (l5_after ? (~f_room_end[17] & (f_room_end_big | (7'h05 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h09 < f_room_end_small)))),
-                l4_marker | (l4_after ? (~f_room_end[17] & (f_room_end_big | (7'h04 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (7'h08 < f_room_end_small)))),
-                l3_marker | (l3_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (7'h07 < f_room_end_small)))),
-                l2_marker | (l2_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (7'h06 < f_room_end_small)))),
-                l1_marker | (l1_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (7'h05 < f_room_end_small)))),
-                l0_marker | (l0_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (7'h04 < f_room_end_small))))
-            };
+            fb_keep <= f_marker_lanes | ((f_after_lanes & {f_keep_pre[27:0], 4'h0}) | (~f_after_lanes & f_keep_pre));
         end
     end
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_cover <= {
-                l31_marker | (l31_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h1f < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h23 < f_room_cov_small)))),
-                l30_marker | (l30_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h1e < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h22 < f_room_cov_small)))),
-                l29_marker | (l29_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h1d < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h21 < f_room_cov_small)))),
-                l28_marker | (l28_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h1c < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h20 < f_room_cov_small)))),
-                l27_marker | (l27_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h1b < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h1f < f_room_cov_small)))),
-                l26_marker | (l26_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h1a < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h1e < f_room_cov_small)))),
-                l25_marker | (l25_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h19 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h1d < f_room_cov_small)))),
-                l24_marker | (l24_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h18 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h1c < f_room_cov_small)))),
-                l23_marker | (l23_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h17 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h1b < f_room_cov_small)))),
-                l22_marker | (l22_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h16 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h1a < f_room_cov_small)))),
-                l21_marker | (l21_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h15 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h19 < f_room_cov_small)))),
-                l20_marker | (l20_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h14 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h18 < f_room_cov_small)))),
-                l19_marker | (l19_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h13 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h17 < f_room_cov_small)))),
-                l18_marker | (l18_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h12 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h16 < f_room_cov_small)))),
-                l17_marker | (l17_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h11 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h15 < f_room_cov_small)))),
-                l16_marker | (l16_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h10 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h14 < f_room_cov_small)))),
-                l15_marker | (l15_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h0f < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h13 < f_room_cov_small)))),
-                l14_marker | (l14_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h0e < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h12 < f_room_cov_small)))),
-                l13_marker | (l13_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h0d < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h11 < f_room_cov_small)))),
-                l12_marker | (l12_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h0c < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h10 < f_room_cov_small)))),
-                l11_marker | (l11_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h0b < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h0f < f_room_cov_small)))),
-                l10_marker | (l10_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h0a < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h0e < f_room_cov_small)))),
-                l9_marker | (l9_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h09 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h0d < f_room_cov_small)))),
-                l8_marker | (l8_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h08 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h0c < f_room_cov_small)))),
-                l7_marker | (l7_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h07 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h0b < f_room_cov_small)))),
-                l6_marker | (l6_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h06 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h0a < f_room_cov_small)))),
-                l5_marker | (l5_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h05 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h09 < f_room_cov_small)))),
-                l4_marker | (l4_after ? (~f_room_cov[17] & (f_room_cov_big | (7'h04 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (7'h08 < f_room_cov_small)))),
-                l3_marker | (l3_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (7'h07 < f_room_cov_small)))),
-                l2_marker | (l2_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (7'h06 < f_room_cov_small)))),
-                l1_marker | (l1_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (7'h05 < f_room_cov_small)))),
-                l0_marker | (l0_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (7'h04 < f_room_cov_small))))
-            };
+            fb_cover <= f_marker_lanes | ((f_after_lanes & {f_cover_pre[27:0], 4'h0}) | (~f_after_lanes & f_cover_pre));
         end
     end
 
@@ -1322,38 +1034,38 @@ module mpa_tx_w256 (
             o_data <= 256'h0000000000000000000000000000000000000000000000000000000000000000;
         end else if (advance & p1_valid) begin
             o_data <= {
-                (((p1_last & p1_crc_on) & p1_keep[31]) & ~p1_cover[31]) ? o_crc_value[31:24] : p1_data[255:248],
-                (((p1_last & p1_crc_on) & p1_keep[30]) & ~p1_cover[30]) ? o_crc_value[23:16] : p1_data[247:240],
-                (((p1_last & p1_crc_on) & p1_keep[29]) & ~p1_cover[29]) ? o_crc_value[15:8] : p1_data[239:232],
-                (((p1_last & p1_crc_on) & p1_keep[28]) & ~p1_cover[28]) ? o_crc_value[7:0] : p1_data[231:224],
-                (((p1_last & p1_crc_on) & p1_keep[27]) & ~p1_cover[27]) ? o_crc_value[31:24] : p1_data[223:216],
-                (((p1_last & p1_crc_on) & p1_keep[26]) & ~p1_cover[26]) ? o_crc_value[23:16] : p1_data[215:208],
-                (((p1_last & p1_crc_on) & p1_keep[25]) & ~p1_cover[25]) ? o_crc_value[15:8] : p1_data[207:200],
-                (((p1_last & p1_crc_on) & p1_keep[24]) & ~p1_cover[24]) ? o_crc_value[7:0] : p1_data[199:192],
-                (((p1_last & p1_crc_on) & p1_keep[23]) & ~p1_cover[23]) ? o_crc_value[31:24] : p1_data[191:184],
-                (((p1_last & p1_crc_on) & p1_keep[22]) & ~p1_cover[22]) ? o_crc_value[23:16] : p1_data[183:176],
-                (((p1_last & p1_crc_on) & p1_keep[21]) & ~p1_cover[21]) ? o_crc_value[15:8] : p1_data[175:168],
-                (((p1_last & p1_crc_on) & p1_keep[20]) & ~p1_cover[20]) ? o_crc_value[7:0] : p1_data[167:160],
-                (((p1_last & p1_crc_on) & p1_keep[19]) & ~p1_cover[19]) ? o_crc_value[31:24] : p1_data[159:152],
-                (((p1_last & p1_crc_on) & p1_keep[18]) & ~p1_cover[18]) ? o_crc_value[23:16] : p1_data[151:144],
-                (((p1_last & p1_crc_on) & p1_keep[17]) & ~p1_cover[17]) ? o_crc_value[15:8] : p1_data[143:136],
-                (((p1_last & p1_crc_on) & p1_keep[16]) & ~p1_cover[16]) ? o_crc_value[7:0] : p1_data[135:128],
-                (((p1_last & p1_crc_on) & p1_keep[15]) & ~p1_cover[15]) ? o_crc_value[31:24] : p1_data[127:120],
-                (((p1_last & p1_crc_on) & p1_keep[14]) & ~p1_cover[14]) ? o_crc_value[23:16] : p1_data[119:112],
-                (((p1_last & p1_crc_on) & p1_keep[13]) & ~p1_cover[13]) ? o_crc_value[15:8] : p1_data[111:104],
-                (((p1_last & p1_crc_on) & p1_keep[12]) & ~p1_cover[12]) ? o_crc_value[7:0] : p1_data[103:96],
-                (((p1_last & p1_crc_on) & p1_keep[11]) & ~p1_cover[11]) ? o_crc_value[31:24] : p1_data[95:88],
-                (((p1_last & p1_crc_on) & p1_keep[10]) & ~p1_cover[10]) ? o_crc_value[23:16] : p1_data[87:80],
-                (((p1_last & p1_crc_on) & p1_keep[9]) & ~p1_cover[9]) ? o_crc_value[15:8] : p1_data[79:72],
-                (((p1_last & p1_crc_on) & p1_keep[8]) & ~p1_cover[8]) ? o_crc_value[7:0] : p1_data[71:64],
-                (((p1_last & p1_crc_on) & p1_keep[7]) & ~p1_cover[7]) ? o_crc_value[31:24] : p1_data[63:56],
-                (((p1_last & p1_crc_on) & p1_keep[6]) & ~p1_cover[6]) ? o_crc_value[23:16] : p1_data[55:48],
-                (((p1_last & p1_crc_on) & p1_keep[5]) & ~p1_cover[5]) ? o_crc_value[15:8] : p1_data[47:40],
-                (((p1_last & p1_crc_on) & p1_keep[4]) & ~p1_cover[4]) ? o_crc_value[7:0] : p1_data[39:32],
-                (((p1_last & p1_crc_on) & p1_keep[3]) & ~p1_cover[3]) ? o_crc_value[31:24] : p1_data[31:24],
-                (((p1_last & p1_crc_on) & p1_keep[2]) & ~p1_cover[2]) ? o_crc_value[23:16] : p1_data[23:16],
-                (((p1_last & p1_crc_on) & p1_keep[1]) & ~p1_cover[1]) ? o_crc_value[15:8] : p1_data[15:8],
-                (((p1_last & p1_crc_on) & p1_keep[0]) & ~p1_cover[0]) ? o_crc_value[7:0] : p1_data[7:0]
+                o_crc_lanes[31] ? o_crc_value[31:24] : p1_data[255:248],
+                o_crc_lanes[30] ? o_crc_value[23:16] : p1_data[247:240],
+                o_crc_lanes[29] ? o_crc_value[15:8] : p1_data[239:232],
+                o_crc_lanes[28] ? o_crc_value[7:0] : p1_data[231:224],
+                o_crc_lanes[27] ? o_crc_value[31:24] : p1_data[223:216],
+                o_crc_lanes[26] ? o_crc_value[23:16] : p1_data[215:208],
+                o_crc_lanes[25] ? o_crc_value[15:8] : p1_data[207:200],
+                o_crc_lanes[24] ? o_crc_value[7:0] : p1_data[199:192],
+                o_crc_lanes[23] ? o_crc_value[31:24] : p1_data[191:184],
+                o_crc_lanes[22] ? o_crc_value[23:16] : p1_data[183:176],
+                o_crc_lanes[21] ? o_crc_value[15:8] : p1_data[175:168],
+                o_crc_lanes[20] ? o_crc_value[7:0] : p1_data[167:160],
+                o_crc_lanes[19] ? o_crc_value[31:24] : p1_data[159:152],
+                o_crc_lanes[18] ? o_crc_value[23:16] : p1_data[151:144],
+                o_crc_lanes[17] ? o_crc_value[15:8] : p1_data[143:136],
+                o_crc_lanes[16] ? o_crc_value[7:0] : p1_data[135:128],
+                o_crc_lanes[15] ? o_crc_value[31:24] : p1_data[127:120],
+                o_crc_lanes[14] ? o_crc_value[23:16] : p1_data[119:112],
+                o_crc_lanes[13] ? o_crc_value[15:8] : p1_data[111:104],
+                o_crc_lanes[12] ? o_crc_value[7:0] : p1_data[103:96],
+                o_crc_lanes[11] ? o_crc_value[31:24] : p1_data[95:88],
+                o_crc_lanes[10] ? o_crc_value[23:16] : p1_data[87:80],
+                o_crc_lanes[9] ? o_crc_value[15:8] : p1_data[79:72],
+                o_crc_lanes[8] ? o_crc_value[7:0] : p1_data[71:64],
+                o_crc_lanes[7] ? o_crc_value[31:24] : p1_data[63:56],
+                o_crc_lanes[6] ? o_crc_value[23:16] : p1_data[55:48],
+                o_crc_lanes[5] ? o_crc_value[15:8] : p1_data[47:40],
+                o_crc_lanes[4] ? o_crc_value[7:0] : p1_data[39:32],
+                o_crc_lanes[3] ? o_crc_value[31:24] : p1_data[31:24],
+                o_crc_lanes[2] ? o_crc_value[23:16] : p1_data[23:16],
+                o_crc_lanes[1] ? o_crc_value[15:8] : p1_data[15:8],
+                o_crc_lanes[0] ? o_crc_value[7:0] : p1_data[7:0]
             };
         end
     end

@@ -180,76 +180,19 @@ architecture rtl of mpa_tx_w256 is
     signal f_marker_group : std_logic_vector(2 downto 0); -- 4-lane group of the marker
     signal f_room_data_big : std_logic;
     signal f_room_data_small : std_logic_vector(6 downto 0);
+    signal f_data_octets_pre : std_logic_vector(255 downto 0); -- octets carrying ULPDU data, lanes before the marker (lane i's count i + 4)
     signal f_room_cov_big : std_logic;
     signal f_room_cov_small : std_logic_vector(6 downto 0);
+    signal f_cover_pre : std_logic_vector(31 downto 0); -- lanes the CRC covers, before the marker
     signal f_room_end_big : std_logic;
     signal f_room_end_small : std_logic_vector(6 downto 0);
+    signal f_keep_pre : std_logic_vector(31 downto 0); -- lanes kept, before the marker
+    signal f_marker_lanes : std_logic_vector(31 downto 0); -- the marker's lanes
+    signal f_after_lanes : std_logic_vector(31 downto 0); -- lanes after the marker
+    signal f_marker_octets : std_logic_vector(255 downto 0); -- the marker's lanes, as octet masks
+    signal f_after_octets : std_logic_vector(255 downto 0); -- lanes after the marker, as octet masks
     signal f_shifted : std_logic_vector(255 downto 0); -- ULPDU octets aligned to this beat's lanes
     signal f_fpduptr : std_logic_vector(15 downto 0);
-    signal l0_marker : std_logic;
-    signal l0_after : std_logic;
-    signal l1_marker : std_logic;
-    signal l1_after : std_logic;
-    signal l2_marker : std_logic;
-    signal l2_after : std_logic;
-    signal l3_marker : std_logic;
-    signal l3_after : std_logic;
-    signal l4_marker : std_logic;
-    signal l4_after : std_logic;
-    signal l5_marker : std_logic;
-    signal l5_after : std_logic;
-    signal l6_marker : std_logic;
-    signal l6_after : std_logic;
-    signal l7_marker : std_logic;
-    signal l7_after : std_logic;
-    signal l8_marker : std_logic;
-    signal l8_after : std_logic;
-    signal l9_marker : std_logic;
-    signal l9_after : std_logic;
-    signal l10_marker : std_logic;
-    signal l10_after : std_logic;
-    signal l11_marker : std_logic;
-    signal l11_after : std_logic;
-    signal l12_marker : std_logic;
-    signal l12_after : std_logic;
-    signal l13_marker : std_logic;
-    signal l13_after : std_logic;
-    signal l14_marker : std_logic;
-    signal l14_after : std_logic;
-    signal l15_marker : std_logic;
-    signal l15_after : std_logic;
-    signal l16_marker : std_logic;
-    signal l16_after : std_logic;
-    signal l17_marker : std_logic;
-    signal l17_after : std_logic;
-    signal l18_marker : std_logic;
-    signal l18_after : std_logic;
-    signal l19_marker : std_logic;
-    signal l19_after : std_logic;
-    signal l20_marker : std_logic;
-    signal l20_after : std_logic;
-    signal l21_marker : std_logic;
-    signal l21_after : std_logic;
-    signal l22_marker : std_logic;
-    signal l22_after : std_logic;
-    signal l23_marker : std_logic;
-    signal l23_after : std_logic;
-    signal l24_marker : std_logic;
-    signal l24_after : std_logic;
-    signal l25_marker : std_logic;
-    signal l25_after : std_logic;
-    signal l26_marker : std_logic;
-    signal l26_after : std_logic;
-    signal l27_marker : std_logic;
-    signal l27_after : std_logic;
-    signal l28_marker : std_logic;
-    signal l28_after : std_logic;
-    signal l29_marker : std_logic;
-    signal l29_after : std_logic;
-    signal l30_marker : std_logic;
-    signal l30_after : std_logic;
-    signal l31_marker : std_logic;
-    signal l31_after : std_logic;
     signal f_end_offset : std_logic_vector(31 downto 0); -- stream offset just past the FPDU
     signal f_start : std_logic;              -- load the next FPDU's context
     signal n_len_padded : std_logic_vector(17 downto 0); -- 2 + length + PAD
@@ -301,6 +244,7 @@ architecture rtl of mpa_tx_w256 is
     signal p1_cover : std_logic_vector(31 downto 0);
     signal p1_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 3..5
     signal o_crc_value : std_logic_vector(31 downto 0); -- the FPDU's CRC32c
+    signal o_crc_lanes : std_logic_vector(31 downto 0); -- lanes of the CRC field
     signal o_data : std_logic_vector(255 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000";
     signal o_keep : std_logic_vector(31 downto 0) := x"00000000";
     signal o_last : std_logic := '0';
@@ -332,76 +276,19 @@ begin
     f_marker_group <= f_to_marker(4 downto 2);
     f_room_data_big <= or f_room_data(16 downto 7);
     f_room_data_small <= f_room_data(6 downto 0);
+    f_data_octets_pre <= std_logic_vector'(255 downto 0 => not f_room_data(17)) and (std_logic_vector'(255 downto 0 => f_room_data_big) or (mux(f_room_data_small(6), mux(f_room_data_small(5), mux(f_room_data_small(4), x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"), mux(f_room_data_small(4), x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff")), mux(f_room_data_small(5), mux(f_room_data_small(4), x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", x"00000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffff"), mux(f_room_data_small(4), x"0000000000000000000000000000000000000000ffffffffffffffffffffffff", x"0000000000000000000000000000000000000000000000000000000000000000"))) or (mux(f_room_data_small(6), mux(f_room_data_small(5), mux(f_room_data_small(4), x"0000000000000000000000000000000000000000000000000000000000000000", x"0000000000000000000000000000000000000000000000000000000000000000"), mux(f_room_data_small(4), x"0000000000000000000000000000000000000000000000000000000000000000", x"0000000000000000000000000000000000000000000000000000000000000000")), mux(f_room_data_small(5), mux(f_room_data_small(4), x"0000000000000000000000000000000000000000000000000000000000000000", x"ffffffff00000000000000000000000000000000000000000000000000000000"), mux(f_room_data_small(4), x"00000000ffffffffffffffffffffffffffffffff000000000000000000000000", x"0000000000000000000000000000000000000000ffffffffffffffffffffffff"))) and mux(f_room_data_small(3), mux(f_room_data_small(2), mux(f_room_data_small(1), mux(f_room_data_small(0), x"ffffffff00ffffffffffffffffffffffffffffff00ffffffffffffffffffffff", x"ffffffff0000ffffffffffffffffffffffffffff0000ffffffffffffffffffff"), mux(f_room_data_small(0), x"ffffffff000000ffffffffffffffffffffffffff000000ffffffffffffffffff", x"ffffffff00000000ffffffffffffffffffffffff00000000ffffffffffffffff")), mux(f_room_data_small(1), mux(f_room_data_small(0), x"ffffffff0000000000ffffffffffffffffffffff0000000000ffffffffffffff", x"ffffffff000000000000ffffffffffffffffffff000000000000ffffffffffff"), mux(f_room_data_small(0), x"ffffffff00000000000000ffffffffffffffffff00000000000000ffffffffff", x"ffffffff0000000000000000ffffffffffffffff0000000000000000ffffffff"))), mux(f_room_data_small(2), mux(f_room_data_small(1), mux(f_room_data_small(0), x"ffffffff000000000000000000ffffffffffffff000000000000000000ffffff", x"ffffffff00000000000000000000ffffffffffff00000000000000000000ffff"), mux(f_room_data_small(0), x"ffffffff0000000000000000000000ffffffffff0000000000000000000000ff", x"ffffffff000000000000000000000000ffffffff000000000000000000000000")), mux(f_room_data_small(1), mux(f_room_data_small(0), x"00ffffff00000000000000000000000000ffffff000000000000000000000000", x"0000ffff0000000000000000000000000000ffff000000000000000000000000"), mux(f_room_data_small(0), x"000000ff000000000000000000000000000000ff000000000000000000000000", x"0000000000000000000000000000000000000000000000000000000000000000")))))));
     f_room_cov_big <= or f_room_cov(16 downto 7);
     f_room_cov_small <= f_room_cov(6 downto 0);
+    f_cover_pre <= std_logic_vector'(31 downto 0 => not f_room_cov(17)) and (std_logic_vector'(31 downto 0 => f_room_cov_big) or (mux(f_room_cov_small(6), mux(f_room_cov_small(5), mux(f_room_cov_small(4), x"ffffffff", x"ffffffff"), mux(f_room_cov_small(4), x"ffffffff", x"ffffffff")), mux(f_room_cov_small(5), mux(f_room_cov_small(4), x"ffffffff", x"0fffffff"), mux(f_room_cov_small(4), x"00000fff", x"00000000"))) or (mux(f_room_cov_small(6), mux(f_room_cov_small(5), mux(f_room_cov_small(4), x"00000000", x"00000000"), mux(f_room_cov_small(4), x"00000000", x"00000000")), mux(f_room_cov_small(5), mux(f_room_cov_small(4), x"00000000", x"f0000000"), mux(f_room_cov_small(4), x"0ffff000", x"00000fff"))) and mux(f_room_cov_small(3), mux(f_room_cov_small(2), mux(f_room_cov_small(1), mux(f_room_cov_small(0), x"f7fff7ff", x"f3fff3ff"), mux(f_room_cov_small(0), x"f1fff1ff", x"f0fff0ff")), mux(f_room_cov_small(1), mux(f_room_cov_small(0), x"f07ff07f", x"f03ff03f"), mux(f_room_cov_small(0), x"f01ff01f", x"f00ff00f"))), mux(f_room_cov_small(2), mux(f_room_cov_small(1), mux(f_room_cov_small(0), x"f007f007", x"f003f003"), mux(f_room_cov_small(0), x"f001f001", x"f000f000")), mux(f_room_cov_small(1), mux(f_room_cov_small(0), x"70007000", x"30003000"), mux(f_room_cov_small(0), x"10001000", x"00000000")))))));
     f_room_end_big <= or f_room_end(16 downto 7);
     f_room_end_small <= f_room_end(6 downto 0);
+    f_keep_pre <= std_logic_vector'(31 downto 0 => not f_room_end(17)) and (std_logic_vector'(31 downto 0 => f_room_end_big) or (mux(f_room_end_small(6), mux(f_room_end_small(5), mux(f_room_end_small(4), x"ffffffff", x"ffffffff"), mux(f_room_end_small(4), x"ffffffff", x"ffffffff")), mux(f_room_end_small(5), mux(f_room_end_small(4), x"ffffffff", x"0fffffff"), mux(f_room_end_small(4), x"00000fff", x"00000000"))) or (mux(f_room_end_small(6), mux(f_room_end_small(5), mux(f_room_end_small(4), x"00000000", x"00000000"), mux(f_room_end_small(4), x"00000000", x"00000000")), mux(f_room_end_small(5), mux(f_room_end_small(4), x"00000000", x"f0000000"), mux(f_room_end_small(4), x"0ffff000", x"00000fff"))) and mux(f_room_end_small(3), mux(f_room_end_small(2), mux(f_room_end_small(1), mux(f_room_end_small(0), x"f7fff7ff", x"f3fff3ff"), mux(f_room_end_small(0), x"f1fff1ff", x"f0fff0ff")), mux(f_room_end_small(1), mux(f_room_end_small(0), x"f07ff07f", x"f03ff03f"), mux(f_room_end_small(0), x"f01ff01f", x"f00ff00f"))), mux(f_room_end_small(2), mux(f_room_end_small(1), mux(f_room_end_small(0), x"f007f007", x"f003f003"), mux(f_room_end_small(0), x"f001f001", x"f000f000")), mux(f_room_end_small(1), mux(f_room_end_small(0), x"70007000", x"30003000"), mux(f_room_end_small(0), x"10001000", x"00000000")))))));
+    f_marker_lanes <= mux(f_marker_here, mux(f_marker_group(2), mux(f_marker_group(1), mux(f_marker_group(0), x"f0000000", x"0f000000"), mux(f_marker_group(0), x"00f00000", x"000f0000")), mux(f_marker_group(1), mux(f_marker_group(0), x"0000f000", x"00000f00"), mux(f_marker_group(0), x"000000f0", x"0000000f"))), x"00000000");
+    f_after_lanes <= mux(f_marker_here, mux(f_marker_group(2), mux(f_marker_group(1), mux(f_marker_group(0), x"00000000", x"f0000000"), mux(f_marker_group(0), x"ff000000", x"fff00000")), mux(f_marker_group(1), mux(f_marker_group(0), x"ffff0000", x"fffff000"), mux(f_marker_group(0), x"ffffff00", x"fffffff0"))), x"00000000");
+    f_marker_octets <= mux(f_marker_here, mux(f_marker_group(2), mux(f_marker_group(1), mux(f_marker_group(0), x"ffffffff00000000000000000000000000000000000000000000000000000000", x"00000000ffffffff000000000000000000000000000000000000000000000000"), mux(f_marker_group(0), x"0000000000000000ffffffff0000000000000000000000000000000000000000", x"000000000000000000000000ffffffff00000000000000000000000000000000")), mux(f_marker_group(1), mux(f_marker_group(0), x"00000000000000000000000000000000ffffffff000000000000000000000000", x"0000000000000000000000000000000000000000ffffffff0000000000000000"), mux(f_marker_group(0), x"000000000000000000000000000000000000000000000000ffffffff00000000", x"00000000000000000000000000000000000000000000000000000000ffffffff"))), x"0000000000000000000000000000000000000000000000000000000000000000");
+    f_after_octets <= mux(f_marker_here, mux(f_marker_group(2), mux(f_marker_group(1), mux(f_marker_group(0), x"0000000000000000000000000000000000000000000000000000000000000000", x"ffffffff00000000000000000000000000000000000000000000000000000000"), mux(f_marker_group(0), x"ffffffffffffffff000000000000000000000000000000000000000000000000", x"ffffffffffffffffffffffff0000000000000000000000000000000000000000")), mux(f_marker_group(1), mux(f_marker_group(0), x"ffffffffffffffffffffffffffffffff00000000000000000000000000000000", x"ffffffffffffffffffffffffffffffffffffffff000000000000000000000000"), mux(f_marker_group(0), x"ffffffffffffffffffffffffffffffffffffffffffffffff0000000000000000", x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffff00000000"))), x"0000000000000000000000000000000000000000000000000000000000000000");
     f_shifted <= mux(f_rel(5), mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(239 downto 0) & win0_data(255 downto 240)), std_logic_vector'(win1_data(239 downto 0) & win0_data(255 downto 240))), mux(f_rel(2), std_logic_vector'(win1_data(239 downto 0) & win0_data(255 downto 240)), std_logic_vector'(win1_data(239 downto 0) & win0_data(255 downto 240)))), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(239 downto 0) & win0_data(255 downto 240)), std_logic_vector'(win1_data(239 downto 0) & win0_data(255 downto 240))), mux(f_rel(2), std_logic_vector'(win1_data(239 downto 0) & win0_data(255 downto 240)), std_logic_vector'(win1_data(239 downto 0) & win0_data(255 downto 240))))), mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(207 downto 0) & win0_data(255 downto 208)), std_logic_vector'(win1_data(175 downto 0) & win0_data(255 downto 176))), mux(f_rel(2), std_logic_vector'(win1_data(143 downto 0) & win0_data(255 downto 144)), std_logic_vector'(win1_data(111 downto 0) & win0_data(255 downto 112)))), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(79 downto 0) & win0_data(255 downto 80)), std_logic_vector'(win1_data(47 downto 0) & win0_data(255 downto 48))), mux(f_rel(2), std_logic_vector'(win1_data(15 downto 0) & win0_data(255 downto 16)), std_logic_vector'(win0_data(239 downto 0) & x"0000")))));
     f_fpduptr <= mux((f_first and f_lead) and b2l(f_to_marker = "000000000"), x"0000", std_logic_vector(unsigned(std_logic_vector(unsigned(f_wire) + unsigned(std_logic_vector'("0000000" & f_to_marker)))) - unsigned(mux(f_lead, x"0004", x"0000"))));
-    l0_marker <= f_marker_here and b2l(f_marker_group = "000");
-    l0_after <= f_marker_here and '0';
-    l1_marker <= f_marker_here and b2l(f_marker_group = "000");
-    l1_after <= f_marker_here and '0';
-    l2_marker <= f_marker_here and b2l(f_marker_group = "000");
-    l2_after <= f_marker_here and '0';
-    l3_marker <= f_marker_here and b2l(f_marker_group = "000");
-    l3_after <= f_marker_here and '0';
-    l4_marker <= f_marker_here and b2l(f_marker_group = "001");
-    l4_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("001"));
-    l5_marker <= f_marker_here and b2l(f_marker_group = "001");
-    l5_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("001"));
-    l6_marker <= f_marker_here and b2l(f_marker_group = "001");
-    l6_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("001"));
-    l7_marker <= f_marker_here and b2l(f_marker_group = "001");
-    l7_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("001"));
-    l8_marker <= f_marker_here and b2l(f_marker_group = "010");
-    l8_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("010"));
-    l9_marker <= f_marker_here and b2l(f_marker_group = "010");
-    l9_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("010"));
-    l10_marker <= f_marker_here and b2l(f_marker_group = "010");
-    l10_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("010"));
-    l11_marker <= f_marker_here and b2l(f_marker_group = "010");
-    l11_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("010"));
-    l12_marker <= f_marker_here and b2l(f_marker_group = "011");
-    l12_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("011"));
-    l13_marker <= f_marker_here and b2l(f_marker_group = "011");
-    l13_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("011"));
-    l14_marker <= f_marker_here and b2l(f_marker_group = "011");
-    l14_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("011"));
-    l15_marker <= f_marker_here and b2l(f_marker_group = "011");
-    l15_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("011"));
-    l16_marker <= f_marker_here and b2l(f_marker_group = "100");
-    l16_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("100"));
-    l17_marker <= f_marker_here and b2l(f_marker_group = "100");
-    l17_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("100"));
-    l18_marker <= f_marker_here and b2l(f_marker_group = "100");
-    l18_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("100"));
-    l19_marker <= f_marker_here and b2l(f_marker_group = "100");
-    l19_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("100"));
-    l20_marker <= f_marker_here and b2l(f_marker_group = "101");
-    l20_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("101"));
-    l21_marker <= f_marker_here and b2l(f_marker_group = "101");
-    l21_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("101"));
-    l22_marker <= f_marker_here and b2l(f_marker_group = "101");
-    l22_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("101"));
-    l23_marker <= f_marker_here and b2l(f_marker_group = "101");
-    l23_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("101"));
-    l24_marker <= f_marker_here and b2l(f_marker_group = "110");
-    l24_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("110"));
-    l25_marker <= f_marker_here and b2l(f_marker_group = "110");
-    l25_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("110"));
-    l26_marker <= f_marker_here and b2l(f_marker_group = "110");
-    l26_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("110"));
-    l27_marker <= f_marker_here and b2l(f_marker_group = "110");
-    l27_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("110"));
-    l28_marker <= f_marker_here and b2l(f_marker_group = "111");
-    l28_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("111"));
-    l29_marker <= f_marker_here and b2l(f_marker_group = "111");
-    l29_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("111"));
-    l30_marker <= f_marker_here and b2l(f_marker_group = "111");
-    l30_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("111"));
-    l31_marker <= f_marker_here and b2l(f_marker_group = "111");
-    l31_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'("111"));
     f_end_offset <= std_logic_vector(unsigned(f_pos) + unsigned(std_logic_vector'(
         "00000000000000" &
         std_logic_vector(unsigned(f_room_cov) + unsigned(mux(f_marker_here, "000000000000000100", "000000000000000000")))
@@ -454,40 +341,7 @@ begin
         (fb_data(207 downto 200) and std_logic_vector'(7 downto 0 => fb_cover(25))) &
         (fb_data(199 downto 192) and std_logic_vector'(7 downto 0 => fb_cover(24)))
     );
-    fb_cover_last <= std_logic_vector'(
-        fb_cover(31) &
-        (fb_cover(30) and (not fb_cover(31))) &
-        (fb_cover(29) and (not fb_cover(30))) &
-        (fb_cover(28) and (not fb_cover(29))) &
-        (fb_cover(27) and (not fb_cover(28))) &
-        (fb_cover(26) and (not fb_cover(27))) &
-        (fb_cover(25) and (not fb_cover(26))) &
-        (fb_cover(24) and (not fb_cover(25))) &
-        (fb_cover(23) and (not fb_cover(24))) &
-        (fb_cover(22) and (not fb_cover(23))) &
-        (fb_cover(21) and (not fb_cover(22))) &
-        (fb_cover(20) and (not fb_cover(21))) &
-        (fb_cover(19) and (not fb_cover(20))) &
-        (fb_cover(18) and (not fb_cover(19))) &
-        (fb_cover(17) and (not fb_cover(18))) &
-        (fb_cover(16) and (not fb_cover(17))) &
-        (fb_cover(15) and (not fb_cover(16))) &
-        (fb_cover(14) and (not fb_cover(15))) &
-        (fb_cover(13) and (not fb_cover(14))) &
-        (fb_cover(12) and (not fb_cover(13))) &
-        (fb_cover(11) and (not fb_cover(12))) &
-        (fb_cover(10) and (not fb_cover(11))) &
-        (fb_cover(9) and (not fb_cover(10))) &
-        (fb_cover(8) and (not fb_cover(9))) &
-        (fb_cover(7) and (not fb_cover(8))) &
-        (fb_cover(6) and (not fb_cover(7))) &
-        (fb_cover(5) and (not fb_cover(6))) &
-        (fb_cover(4) and (not fb_cover(5))) &
-        (fb_cover(3) and (not fb_cover(4))) &
-        (fb_cover(2) and (not fb_cover(3))) &
-        (fb_cover(1) and (not fb_cover(2))) &
-        (fb_cover(0) and (not fb_cover(1)))
-    );
+    fb_cover_last <= fb_cover and (not std_logic_vector'('0' & fb_cover(31 downto 1)));
     fb_cover_none <= not (or fb_cover);
     fb_pad <= mux(fb_cover_none, "100000", std_logic_vector'('0' & std_logic_vector'(
         (or (fb_cover_last and x"0000ffff")) &
@@ -632,6 +486,7 @@ begin
             zinv_16(31 downto 0)), mux(p1_pad(0), zinv_8(31 downto 0), zinv_0(31 downto 0))))))
     );
     o_crc_value <= not p1_fixed;
+    o_crc_lanes <= (std_logic_vector'(31 downto 0 => p1_last and p1_crc_on) and p1_keep) and (not p1_cover);
     m_axis_tdata <= o_data;
     m_axis_tkeep <= o_keep;
     m_axis_tvalid <= o_valid;
@@ -975,118 +830,21 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_data <= std_logic_vector'(
-                    mux(l31_marker, f_fpduptr(7 downto 0), mux(mux(l31_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0011111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0100011") < unsigned(f_room_data_small)))), mux(l31_after, f_shifted(223 downto 216),
-                        f_shifted(255 downto 248)), x"00")) &
-                    mux(l30_marker, f_fpduptr(15 downto 8), mux(mux(l30_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0011110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0100010") < unsigned(f_room_data_small)))), mux(l30_after, f_shifted(215 downto 208),
-                        f_shifted(247 downto 240)), x"00")) &
-                    mux(l29_marker, x"00", mux(mux(l29_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011101") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0100001") <
-                        unsigned(f_room_data_small)))), mux(l29_after, f_shifted(207 downto 200), f_shifted(239 downto 232)), x"00")) &
-                    mux(l28_marker, x"00", mux(mux(l28_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011100") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0100000") <
-                        unsigned(f_room_data_small)))), mux(l28_after, f_shifted(199 downto 192), f_shifted(231 downto 224)), x"00")) &
-                    mux(l27_marker, f_fpduptr(7 downto 0), mux(mux(l27_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0011011") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0011111") < unsigned(f_room_data_small)))), mux(l27_after, f_shifted(191 downto 184),
-                        f_shifted(223 downto 216)), x"00")) &
-                    mux(l26_marker, f_fpduptr(15 downto 8), mux(mux(l26_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0011010") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0011110") < unsigned(f_room_data_small)))), mux(l26_after, f_shifted(183 downto 176),
-                        f_shifted(215 downto 208)), x"00")) &
-                    mux(l25_marker, x"00", mux(mux(l25_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011001") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011101") <
-                        unsigned(f_room_data_small)))), mux(l25_after, f_shifted(175 downto 168), f_shifted(207 downto 200)), x"00")) &
-                    mux(l24_marker, x"00", mux(mux(l24_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011000") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011100") <
-                        unsigned(f_room_data_small)))), mux(l24_after, f_shifted(167 downto 160), f_shifted(199 downto 192)), x"00")) &
-                    mux(l23_marker, f_fpduptr(7 downto 0), mux(mux(l23_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0010111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0011011") < unsigned(f_room_data_small)))), mux(l23_after, f_shifted(159 downto 152),
-                        f_shifted(191 downto 184)), x"00")) &
-                    mux(l22_marker, f_fpduptr(15 downto 8), mux(mux(l22_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0010110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0011010") < unsigned(f_room_data_small)))), mux(l22_after, f_shifted(151 downto 144),
-                        f_shifted(183 downto 176)), x"00")) &
-                    mux(l21_marker, x"00", mux(mux(l21_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010101") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011001") <
-                        unsigned(f_room_data_small)))), mux(l21_after, f_shifted(143 downto 136), f_shifted(175 downto 168)), x"00")) &
-                    mux(l20_marker, x"00", mux(mux(l20_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010100") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0011000") <
-                        unsigned(f_room_data_small)))), mux(l20_after, f_shifted(135 downto 128), f_shifted(167 downto 160)), x"00")) &
-                    mux(l19_marker, f_fpduptr(7 downto 0), mux(mux(l19_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0010011") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0010111") < unsigned(f_room_data_small)))), mux(l19_after, f_shifted(127 downto 120),
-                        f_shifted(159 downto 152)), x"00")) &
-                    mux(l18_marker, f_fpduptr(15 downto 8), mux(mux(l18_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0010010") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0010110") < unsigned(f_room_data_small)))), mux(l18_after, f_shifted(119 downto 112),
-                        f_shifted(151 downto 144)), x"00")) &
-                    mux(l17_marker, x"00", mux(mux(l17_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010001") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010101") <
-                        unsigned(f_room_data_small)))), mux(l17_after, f_shifted(111 downto 104), f_shifted(143 downto 136)), x"00")) &
-                    mux(l16_marker, x"00", mux(mux(l16_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010000") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010100") <
-                        unsigned(f_room_data_small)))), mux(l16_after, f_shifted(103 downto 96), f_shifted(135 downto 128)), x"00")) &
-                    mux(l15_marker, f_fpduptr(7 downto 0), mux(mux(l15_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0001111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0010011") < unsigned(f_room_data_small)))), mux(l15_after, f_shifted(95 downto 88),
-                        f_shifted(127 downto 120)), x"00")) &
-                    mux(l14_marker, f_fpduptr(15 downto 8), mux(mux(l14_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0001110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0010010") < unsigned(f_room_data_small)))), mux(l14_after, f_shifted(87 downto 80),
-                        f_shifted(119 downto 112)), x"00")) &
-                    mux(l13_marker, x"00", mux(mux(l13_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001101") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010001") <
-                        unsigned(f_room_data_small)))), mux(l13_after, f_shifted(79 downto 72), f_shifted(111 downto 104)), x"00")) &
-                    mux(l12_marker, x"00", mux(mux(l12_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001100") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0010000") <
-                        unsigned(f_room_data_small)))), mux(l12_after, f_shifted(71 downto 64), f_shifted(103 downto 96)), x"00")) &
-                    mux(l11_marker, f_fpduptr(7 downto 0), mux(mux(l11_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0001011") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0001111") < unsigned(f_room_data_small)))), mux(l11_after, f_shifted(63 downto 56),
-                        f_shifted(95 downto 88)), x"00")) &
-                    mux(l10_marker, f_fpduptr(15 downto 8), mux(mux(l10_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0001010") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0001110") < unsigned(f_room_data_small)))), mux(l10_after, f_shifted(55 downto 48),
-                        f_shifted(87 downto 80)), x"00")) &
-                    mux(l9_marker, x"00", mux(mux(l9_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001001") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001101") <
-                        unsigned(f_room_data_small)))), mux(l9_after, f_shifted(47 downto 40), f_shifted(79 downto 72)), x"00")) &
-                    mux(l8_marker, x"00", mux(mux(l8_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001000") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0001100") <
-                        unsigned(f_room_data_small)))), mux(l8_after, f_shifted(39 downto 32), f_shifted(71 downto 64)), x"00")) &
-                    mux(l7_marker, f_fpduptr(7 downto 0), mux(mux(l7_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0000111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0001011") < unsigned(f_room_data_small)))), mux(l7_after, f_shifted(31 downto 24),
-                        f_shifted(63 downto 56)), x"00")) &
-                    mux(l6_marker, f_fpduptr(15 downto 8), mux(mux(l6_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0000110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0001010") < unsigned(f_room_data_small)))), mux(l6_after, f_shifted(23 downto 16),
-                        f_shifted(55 downto 48)), x"00")) &
-                    mux(l5_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(7 downto 0), mux(mux(l5_after, (not f_room_data(17))
-                        and (f_room_data_big or b2l(unsigned'("0000101") < unsigned(f_room_data_small))), (not f_room_data(17)) and
-                        (f_room_data_big or b2l(unsigned'("0001001") < unsigned(f_room_data_small)))), mux(l5_after, f_shifted(15 downto 8),
-                        f_shifted(47 downto 40)), x"00"))) &
-                    mux(l4_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(15 downto 8), mux(mux(l4_after, (not f_room_data(17))
-                        and (f_room_data_big or b2l(unsigned'("0000100") < unsigned(f_room_data_small))), (not f_room_data(17)) and
-                        (f_room_data_big or b2l(unsigned'("0001000") < unsigned(f_room_data_small)))), mux(l4_after, f_shifted(7 downto 0),
-                        f_shifted(39 downto 32)), x"00"))) &
-                    mux(l3_marker, f_fpduptr(7 downto 0), mux(mux(l3_after, '0', (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0000111") < unsigned(f_room_data_small)))), f_shifted(31 downto 24), x"00")) &
-                    mux(l2_marker, f_fpduptr(15 downto 8), mux(mux(l2_after, '0', (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("0000110") < unsigned(f_room_data_small)))), f_shifted(23 downto 16), x"00")) &
-                    mux(l1_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(7 downto 0), mux(mux(l1_after, '0', (not
-                        f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0000101") < unsigned(f_room_data_small)))),
-                        f_shifted(15 downto 8), x"00"))) &
-                    mux(l0_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(15 downto 8), mux(mux(l0_after, '0', (not
-                        f_room_data(17)) and (f_room_data_big or b2l(unsigned'("0000100") < unsigned(f_room_data_small)))),
-                        f_shifted(7 downto 0), x"00")))
-                );
+                fb_data <= (f_marker_octets and std_logic_vector'(
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000")
+                )) or ((not f_marker_octets) and ((mux(f_first, mux(f_lead, x"0000000000000000000000000000000000000000000000000000ffff00000000", x"000000000000000000000000000000000000000000000000000000000000ffff"), x"0000000000000000000000000000000000000000000000000000000000000000") and std_logic_vector'(
+                    x"0000000000000000000000000000000000000000000000000000" &
+                    std_logic_vector'(f_len(7 downto 0) & f_len(15 downto 8)) &
+                    x"0000" &
+                    std_logic_vector'(f_len(7 downto 0) & f_len(15 downto 8))
+                )) or ((not mux(f_first, mux(f_lead, x"0000000000000000000000000000000000000000000000000000ffff00000000", x"000000000000000000000000000000000000000000000000000000000000ffff"), x"0000000000000000000000000000000000000000000000000000000000000000")) and (((f_after_octets and std_logic_vector'(f_shifted(223 downto 0) & x"00000000")) or ((not f_after_octets) and f_shifted)) and ((f_after_octets and std_logic_vector'(f_data_octets_pre(223 downto 0) & x"00000000")) or ((not f_after_octets) and f_data_octets_pre))))));
             end if;
         end if;
     end process;
@@ -1095,96 +853,7 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_keep <= std_logic_vector'(
-                    (l31_marker or mux(l31_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011111") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100011") <
-                        unsigned(f_room_end_small))))) &
-                    (l30_marker or mux(l30_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011110") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100010") <
-                        unsigned(f_room_end_small))))) &
-                    (l29_marker or mux(l29_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011101") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100001") <
-                        unsigned(f_room_end_small))))) &
-                    (l28_marker or mux(l28_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011100") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0100000") <
-                        unsigned(f_room_end_small))))) &
-                    (l27_marker or mux(l27_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011011") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011111") <
-                        unsigned(f_room_end_small))))) &
-                    (l26_marker or mux(l26_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011010") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011110") <
-                        unsigned(f_room_end_small))))) &
-                    (l25_marker or mux(l25_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011001") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011101") <
-                        unsigned(f_room_end_small))))) &
-                    (l24_marker or mux(l24_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011000") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011100") <
-                        unsigned(f_room_end_small))))) &
-                    (l23_marker or mux(l23_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010111") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011011") <
-                        unsigned(f_room_end_small))))) &
-                    (l22_marker or mux(l22_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010110") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011010") <
-                        unsigned(f_room_end_small))))) &
-                    (l21_marker or mux(l21_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010101") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011001") <
-                        unsigned(f_room_end_small))))) &
-                    (l20_marker or mux(l20_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010100") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0011000") <
-                        unsigned(f_room_end_small))))) &
-                    (l19_marker or mux(l19_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010011") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010111") <
-                        unsigned(f_room_end_small))))) &
-                    (l18_marker or mux(l18_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010010") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010110") <
-                        unsigned(f_room_end_small))))) &
-                    (l17_marker or mux(l17_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010001") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010101") <
-                        unsigned(f_room_end_small))))) &
-                    (l16_marker or mux(l16_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010000") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010100") <
-                        unsigned(f_room_end_small))))) &
-                    (l15_marker or mux(l15_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001111") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010011") <
-                        unsigned(f_room_end_small))))) &
-                    (l14_marker or mux(l14_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001110") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010010") <
-                        unsigned(f_room_end_small))))) &
-                    (l13_marker or mux(l13_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001101") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010001") <
-                        unsigned(f_room_end_small))))) &
-                    (l12_marker or mux(l12_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001100") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0010000") <
-                        unsigned(f_room_end_small))))) &
-                    (l11_marker or mux(l11_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001011") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001111") <
-                        unsigned(f_room_end_small))))) &
-                    (l10_marker or mux(l10_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001010") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001110") <
-                        unsigned(f_room_end_small))))) &
-                    (l9_marker or mux(l9_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001001") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001101") <
-                        unsigned(f_room_end_small))))) &
-                    (l8_marker or mux(l8_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001000") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001100") <
-                        unsigned(f_room_end_small))))) &
-                    (l7_marker or mux(l7_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000111") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001011") <
-                        unsigned(f_room_end_small))))) &
-                    (l6_marker or mux(l6_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000110") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001010") <
-                        unsigned(f_room_end_small))))) &
-                    (l5_marker or mux(l5_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000101") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001001") <
-                        unsigned(f_room_end_small))))) &
-                    (l4_marker or mux(l4_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000100") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0001000") <
-                        unsigned(f_room_end_small))))) &
-                    (l3_marker or mux(l3_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000111") < unsigned(f_room_end_small))))) &
-                    (l2_marker or mux(l2_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000110") < unsigned(f_room_end_small))))) &
-                    (l1_marker or mux(l1_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000101") < unsigned(f_room_end_small))))) &
-                    (l0_marker or mux(l0_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("0000100") < unsigned(f_room_end_small)))))
-                );
+                fb_keep <= f_marker_lanes or ((f_after_lanes and std_logic_vector'(f_keep_pre(27 downto 0) & x"0")) or ((not f_after_lanes) and f_keep_pre));
             end if;
         end if;
     end process;
@@ -1193,96 +862,7 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_cover <= std_logic_vector'(
-                    (l31_marker or mux(l31_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011111") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100011") <
-                        unsigned(f_room_cov_small))))) &
-                    (l30_marker or mux(l30_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011110") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100010") <
-                        unsigned(f_room_cov_small))))) &
-                    (l29_marker or mux(l29_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011101") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100001") <
-                        unsigned(f_room_cov_small))))) &
-                    (l28_marker or mux(l28_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011100") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0100000") <
-                        unsigned(f_room_cov_small))))) &
-                    (l27_marker or mux(l27_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011011") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011111") <
-                        unsigned(f_room_cov_small))))) &
-                    (l26_marker or mux(l26_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011010") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011110") <
-                        unsigned(f_room_cov_small))))) &
-                    (l25_marker or mux(l25_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011001") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011101") <
-                        unsigned(f_room_cov_small))))) &
-                    (l24_marker or mux(l24_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011000") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011100") <
-                        unsigned(f_room_cov_small))))) &
-                    (l23_marker or mux(l23_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010111") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011011") <
-                        unsigned(f_room_cov_small))))) &
-                    (l22_marker or mux(l22_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010110") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011010") <
-                        unsigned(f_room_cov_small))))) &
-                    (l21_marker or mux(l21_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010101") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011001") <
-                        unsigned(f_room_cov_small))))) &
-                    (l20_marker or mux(l20_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010100") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0011000") <
-                        unsigned(f_room_cov_small))))) &
-                    (l19_marker or mux(l19_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010011") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010111") <
-                        unsigned(f_room_cov_small))))) &
-                    (l18_marker or mux(l18_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010010") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010110") <
-                        unsigned(f_room_cov_small))))) &
-                    (l17_marker or mux(l17_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010001") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010101") <
-                        unsigned(f_room_cov_small))))) &
-                    (l16_marker or mux(l16_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010000") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010100") <
-                        unsigned(f_room_cov_small))))) &
-                    (l15_marker or mux(l15_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001111") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010011") <
-                        unsigned(f_room_cov_small))))) &
-                    (l14_marker or mux(l14_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001110") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010010") <
-                        unsigned(f_room_cov_small))))) &
-                    (l13_marker or mux(l13_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001101") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010001") <
-                        unsigned(f_room_cov_small))))) &
-                    (l12_marker or mux(l12_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001100") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0010000") <
-                        unsigned(f_room_cov_small))))) &
-                    (l11_marker or mux(l11_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001011") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001111") <
-                        unsigned(f_room_cov_small))))) &
-                    (l10_marker or mux(l10_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001010") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001110") <
-                        unsigned(f_room_cov_small))))) &
-                    (l9_marker or mux(l9_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001001") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001101") <
-                        unsigned(f_room_cov_small))))) &
-                    (l8_marker or mux(l8_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001000") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001100") <
-                        unsigned(f_room_cov_small))))) &
-                    (l7_marker or mux(l7_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000111") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001011") <
-                        unsigned(f_room_cov_small))))) &
-                    (l6_marker or mux(l6_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000110") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001010") <
-                        unsigned(f_room_cov_small))))) &
-                    (l5_marker or mux(l5_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000101") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001001") <
-                        unsigned(f_room_cov_small))))) &
-                    (l4_marker or mux(l4_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000100") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0001000") <
-                        unsigned(f_room_cov_small))))) &
-                    (l3_marker or mux(l3_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000111") < unsigned(f_room_cov_small))))) &
-                    (l2_marker or mux(l2_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000110") < unsigned(f_room_cov_small))))) &
-                    (l1_marker or mux(l1_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000101") < unsigned(f_room_cov_small))))) &
-                    (l0_marker or mux(l0_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("0000100") < unsigned(f_room_cov_small)))))
-                );
+                fb_cover <= f_marker_lanes or ((f_after_lanes and std_logic_vector'(f_cover_pre(27 downto 0) & x"0")) or ((not f_after_lanes) and f_cover_pre));
             end if;
         end if;
     end process;
@@ -1849,38 +1429,38 @@ begin
                 o_data <= x"0000000000000000000000000000000000000000000000000000000000000000";
             elsif (advance and p1_valid) = '1' then
                 o_data <= std_logic_vector'(
-                    mux(((p1_last and p1_crc_on) and p1_keep(31)) and (not p1_cover(31)), o_crc_value(31 downto 24), p1_data(255 downto 248)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(30)) and (not p1_cover(30)), o_crc_value(23 downto 16), p1_data(247 downto 240)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(29)) and (not p1_cover(29)), o_crc_value(15 downto 8), p1_data(239 downto 232)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(28)) and (not p1_cover(28)), o_crc_value(7 downto 0), p1_data(231 downto 224)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(27)) and (not p1_cover(27)), o_crc_value(31 downto 24), p1_data(223 downto 216)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(26)) and (not p1_cover(26)), o_crc_value(23 downto 16), p1_data(215 downto 208)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(25)) and (not p1_cover(25)), o_crc_value(15 downto 8), p1_data(207 downto 200)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(24)) and (not p1_cover(24)), o_crc_value(7 downto 0), p1_data(199 downto 192)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(23)) and (not p1_cover(23)), o_crc_value(31 downto 24), p1_data(191 downto 184)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(22)) and (not p1_cover(22)), o_crc_value(23 downto 16), p1_data(183 downto 176)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(21)) and (not p1_cover(21)), o_crc_value(15 downto 8), p1_data(175 downto 168)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(20)) and (not p1_cover(20)), o_crc_value(7 downto 0), p1_data(167 downto 160)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(19)) and (not p1_cover(19)), o_crc_value(31 downto 24), p1_data(159 downto 152)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(18)) and (not p1_cover(18)), o_crc_value(23 downto 16), p1_data(151 downto 144)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(17)) and (not p1_cover(17)), o_crc_value(15 downto 8), p1_data(143 downto 136)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(16)) and (not p1_cover(16)), o_crc_value(7 downto 0), p1_data(135 downto 128)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(15)) and (not p1_cover(15)), o_crc_value(31 downto 24), p1_data(127 downto 120)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(14)) and (not p1_cover(14)), o_crc_value(23 downto 16), p1_data(119 downto 112)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(13)) and (not p1_cover(13)), o_crc_value(15 downto 8), p1_data(111 downto 104)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(12)) and (not p1_cover(12)), o_crc_value(7 downto 0), p1_data(103 downto 96)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(11)) and (not p1_cover(11)), o_crc_value(31 downto 24), p1_data(95 downto 88)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(10)) and (not p1_cover(10)), o_crc_value(23 downto 16), p1_data(87 downto 80)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(9)) and (not p1_cover(9)), o_crc_value(15 downto 8), p1_data(79 downto 72)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(8)) and (not p1_cover(8)), o_crc_value(7 downto 0), p1_data(71 downto 64)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(7)) and (not p1_cover(7)), o_crc_value(31 downto 24), p1_data(63 downto 56)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(6)) and (not p1_cover(6)), o_crc_value(23 downto 16), p1_data(55 downto 48)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(5)) and (not p1_cover(5)), o_crc_value(15 downto 8), p1_data(47 downto 40)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(4)) and (not p1_cover(4)), o_crc_value(7 downto 0), p1_data(39 downto 32)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(3)) and (not p1_cover(3)), o_crc_value(31 downto 24), p1_data(31 downto 24)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(2)) and (not p1_cover(2)), o_crc_value(23 downto 16), p1_data(23 downto 16)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(1)) and (not p1_cover(1)), o_crc_value(15 downto 8), p1_data(15 downto 8)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(0)) and (not p1_cover(0)), o_crc_value(7 downto 0), p1_data(7 downto 0))
+                    mux(o_crc_lanes(31), o_crc_value(31 downto 24), p1_data(255 downto 248)) &
+                    mux(o_crc_lanes(30), o_crc_value(23 downto 16), p1_data(247 downto 240)) &
+                    mux(o_crc_lanes(29), o_crc_value(15 downto 8), p1_data(239 downto 232)) &
+                    mux(o_crc_lanes(28), o_crc_value(7 downto 0), p1_data(231 downto 224)) &
+                    mux(o_crc_lanes(27), o_crc_value(31 downto 24), p1_data(223 downto 216)) &
+                    mux(o_crc_lanes(26), o_crc_value(23 downto 16), p1_data(215 downto 208)) &
+                    mux(o_crc_lanes(25), o_crc_value(15 downto 8), p1_data(207 downto 200)) &
+                    mux(o_crc_lanes(24), o_crc_value(7 downto 0), p1_data(199 downto 192)) &
+                    mux(o_crc_lanes(23), o_crc_value(31 downto 24), p1_data(191 downto 184)) &
+                    mux(o_crc_lanes(22), o_crc_value(23 downto 16), p1_data(183 downto 176)) &
+                    mux(o_crc_lanes(21), o_crc_value(15 downto 8), p1_data(175 downto 168)) &
+                    mux(o_crc_lanes(20), o_crc_value(7 downto 0), p1_data(167 downto 160)) &
+                    mux(o_crc_lanes(19), o_crc_value(31 downto 24), p1_data(159 downto 152)) &
+                    mux(o_crc_lanes(18), o_crc_value(23 downto 16), p1_data(151 downto 144)) &
+                    mux(o_crc_lanes(17), o_crc_value(15 downto 8), p1_data(143 downto 136)) &
+                    mux(o_crc_lanes(16), o_crc_value(7 downto 0), p1_data(135 downto 128)) &
+                    mux(o_crc_lanes(15), o_crc_value(31 downto 24), p1_data(127 downto 120)) &
+                    mux(o_crc_lanes(14), o_crc_value(23 downto 16), p1_data(119 downto 112)) &
+                    mux(o_crc_lanes(13), o_crc_value(15 downto 8), p1_data(111 downto 104)) &
+                    mux(o_crc_lanes(12), o_crc_value(7 downto 0), p1_data(103 downto 96)) &
+                    mux(o_crc_lanes(11), o_crc_value(31 downto 24), p1_data(95 downto 88)) &
+                    mux(o_crc_lanes(10), o_crc_value(23 downto 16), p1_data(87 downto 80)) &
+                    mux(o_crc_lanes(9), o_crc_value(15 downto 8), p1_data(79 downto 72)) &
+                    mux(o_crc_lanes(8), o_crc_value(7 downto 0), p1_data(71 downto 64)) &
+                    mux(o_crc_lanes(7), o_crc_value(31 downto 24), p1_data(63 downto 56)) &
+                    mux(o_crc_lanes(6), o_crc_value(23 downto 16), p1_data(55 downto 48)) &
+                    mux(o_crc_lanes(5), o_crc_value(15 downto 8), p1_data(47 downto 40)) &
+                    mux(o_crc_lanes(4), o_crc_value(7 downto 0), p1_data(39 downto 32)) &
+                    mux(o_crc_lanes(3), o_crc_value(31 downto 24), p1_data(31 downto 24)) &
+                    mux(o_crc_lanes(2), o_crc_value(23 downto 16), p1_data(23 downto 16)) &
+                    mux(o_crc_lanes(1), o_crc_value(15 downto 8), p1_data(15 downto 8)) &
+                    mux(o_crc_lanes(0), o_crc_value(7 downto 0), p1_data(7 downto 0))
                 );
             end if;
         end if;

@@ -152,140 +152,19 @@ module mpa_tx_w512 (
     wire [3:0]     f_marker_group;           // 4-lane group of the marker
     wire           f_room_data_big;
     wire [7:0]     f_room_data_small;
+    wire [511:0]   f_data_octets_pre;        // octets carrying ULPDU data, lanes before the marker (lane i's count i + 4)
     wire           f_room_cov_big;
     wire [7:0]     f_room_cov_small;
+    wire [63:0]    f_cover_pre;              // lanes the CRC covers, before the marker
     wire           f_room_end_big;
     wire [7:0]     f_room_end_small;
+    wire [63:0]    f_keep_pre;               // lanes kept, before the marker
+    wire [63:0]    f_marker_lanes;           // the marker's lanes
+    wire [63:0]    f_after_lanes;            // lanes after the marker
+    wire [511:0]   f_marker_octets;          // the marker's lanes, as octet masks
+    wire [511:0]   f_after_octets;           // lanes after the marker, as octet masks
     wire [511:0]   f_shifted;                // ULPDU octets aligned to this beat's lanes
     wire [15:0]    f_fpduptr;
-    wire           l0_marker;
-    wire           l0_after;
-    wire           l1_marker;
-    wire           l1_after;
-    wire           l2_marker;
-    wire           l2_after;
-    wire           l3_marker;
-    wire           l3_after;
-    wire           l4_marker;
-    wire           l4_after;
-    wire           l5_marker;
-    wire           l5_after;
-    wire           l6_marker;
-    wire           l6_after;
-    wire           l7_marker;
-    wire           l7_after;
-    wire           l8_marker;
-    wire           l8_after;
-    wire           l9_marker;
-    wire           l9_after;
-    wire           l10_marker;
-    wire           l10_after;
-    wire           l11_marker;
-    wire           l11_after;
-    wire           l12_marker;
-    wire           l12_after;
-    wire           l13_marker;
-    wire           l13_after;
-    wire           l14_marker;
-    wire           l14_after;
-    wire           l15_marker;
-    wire           l15_after;
-    wire           l16_marker;
-    wire           l16_after;
-    wire           l17_marker;
-    wire           l17_after;
-    wire           l18_marker;
-    wire           l18_after;
-    wire           l19_marker;
-    wire           l19_after;
-    wire           l20_marker;
-    wire           l20_after;
-    wire           l21_marker;
-    wire           l21_after;
-    wire           l22_marker;
-    wire           l22_after;
-    wire           l23_marker;
-    wire           l23_after;
-    wire           l24_marker;
-    wire           l24_after;
-    wire           l25_marker;
-    wire           l25_after;
-    wire           l26_marker;
-    wire           l26_after;
-    wire           l27_marker;
-    wire           l27_after;
-    wire           l28_marker;
-    wire           l28_after;
-    wire           l29_marker;
-    wire           l29_after;
-    wire           l30_marker;
-    wire           l30_after;
-    wire           l31_marker;
-    wire           l31_after;
-    wire           l32_marker;
-    wire           l32_after;
-    wire           l33_marker;
-    wire           l33_after;
-    wire           l34_marker;
-    wire           l34_after;
-    wire           l35_marker;
-    wire           l35_after;
-    wire           l36_marker;
-    wire           l36_after;
-    wire           l37_marker;
-    wire           l37_after;
-    wire           l38_marker;
-    wire           l38_after;
-    wire           l39_marker;
-    wire           l39_after;
-    wire           l40_marker;
-    wire           l40_after;
-    wire           l41_marker;
-    wire           l41_after;
-    wire           l42_marker;
-    wire           l42_after;
-    wire           l43_marker;
-    wire           l43_after;
-    wire           l44_marker;
-    wire           l44_after;
-    wire           l45_marker;
-    wire           l45_after;
-    wire           l46_marker;
-    wire           l46_after;
-    wire           l47_marker;
-    wire           l47_after;
-    wire           l48_marker;
-    wire           l48_after;
-    wire           l49_marker;
-    wire           l49_after;
-    wire           l50_marker;
-    wire           l50_after;
-    wire           l51_marker;
-    wire           l51_after;
-    wire           l52_marker;
-    wire           l52_after;
-    wire           l53_marker;
-    wire           l53_after;
-    wire           l54_marker;
-    wire           l54_after;
-    wire           l55_marker;
-    wire           l55_after;
-    wire           l56_marker;
-    wire           l56_after;
-    wire           l57_marker;
-    wire           l57_after;
-    wire           l58_marker;
-    wire           l58_after;
-    wire           l59_marker;
-    wire           l59_after;
-    wire           l60_marker;
-    wire           l60_after;
-    wire           l61_marker;
-    wire           l61_after;
-    wire           l62_marker;
-    wire           l62_after;
-    wire           l63_marker;
-    wire           l63_after;
     wire [31:0]    f_end_offset;             // stream offset just past the FPDU
     wire           f_start;                  // load the next FPDU's context
     wire [17:0]    n_len_padded;             // 2 + length + PAD
@@ -351,6 +230,7 @@ module mpa_tx_w512 (
     reg  [63:0]    p2_cover;
     wire [31:0]    p2_fixed;                 // register corrected for pad-lane bits 6..6
     wire [31:0]    o_crc_value;              // the FPDU's CRC32c
+    wire [63:0]    o_crc_lanes;              // lanes of the CRC field
     reg  [511:0]   o_data;
     reg  [63:0]    o_keep;
     reg            o_last;
@@ -382,140 +262,19 @@ module mpa_tx_w512 (
     assign f_marker_group = f_to_marker[5:2];
     assign f_room_data_big = |f_room_data[16:8];
     assign f_room_data_small = f_room_data[7:0];
+    assign f_data_octets_pre = {512{~f_room_data[17]}} & ({512{f_room_data_big}} | ((f_room_data_small[7] ? (f_room_data_small[6] ? (f_room_data_small[5] ? (f_room_data_small[4] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff) : (f_room_data_small[4] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff)) : (f_room_data_small[5] ? (f_room_data_small[4] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff) : (f_room_data_small[4] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff))) : (f_room_data_small[6] ? (f_room_data_small[5] ? (f_room_data_small[4] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff) : (f_room_data_small[4] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 512'h00000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff)) : (f_room_data_small[5] ? (f_room_data_small[4] ? 512'h0000000000000000000000000000000000000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 512'h000000000000000000000000000000000000000000000000000000000000000000000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffff) : (f_room_data_small[4] ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffffffffffffffffffff : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000)))) | ((f_room_data_small[7] ? (f_room_data_small[6] ? (f_room_data_small[5] ? (f_room_data_small[4] ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000) : (f_room_data_small[4] ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000)) : (f_room_data_small[5] ? (f_room_data_small[4] ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000) : (f_room_data_small[4] ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000))) : (f_room_data_small[6] ? (f_room_data_small[5] ? (f_room_data_small[4] ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000) : (f_room_data_small[4] ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'hffffffff000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000)) : (f_room_data_small[5] ? (f_room_data_small[4] ? 512'h00000000ffffffffffffffffffffffffffffffff0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h0000000000000000000000000000000000000000ffffffffffffffffffffffffffffffff00000000000000000000000000000000000000000000000000000000) : (f_room_data_small[4] ? 512'h000000000000000000000000000000000000000000000000000000000000000000000000ffffffffffffffffffffffffffffffff000000000000000000000000 : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffffffffffffffffffff)))) & (f_room_data_small[3] ? (f_room_data_small[2] ? (f_room_data_small[1] ? (f_room_data_small[0] ? 512'hffffffff00ffffffffffffffffffffffffffffff00ffffffffffffffffffffffffffffff00ffffffffffffffffffffffffffffff00ffffffffffffffffffffff : 512'hffffffff0000ffffffffffffffffffffffffffff0000ffffffffffffffffffffffffffff0000ffffffffffffffffffffffffffff0000ffffffffffffffffffff) : (f_room_data_small[0] ? 512'hffffffff000000ffffffffffffffffffffffffff000000ffffffffffffffffffffffffff000000ffffffffffffffffffffffffff000000ffffffffffffffffff : 512'hffffffff00000000ffffffffffffffffffffffff00000000ffffffffffffffffffffffff00000000ffffffffffffffffffffffff00000000ffffffffffffffff)) : (f_room_data_small[1] ? (f_room_data_small[0] ? 512'hffffffff0000000000ffffffffffffffffffffff0000000000ffffffffffffffffffffff0000000000ffffffffffffffffffffff0000000000ffffffffffffff : 512'hffffffff000000000000ffffffffffffffffffff000000000000ffffffffffffffffffff000000000000ffffffffffffffffffff000000000000ffffffffffff) : (f_room_data_small[0] ? 512'hffffffff00000000000000ffffffffffffffffff00000000000000ffffffffffffffffff00000000000000ffffffffffffffffff00000000000000ffffffffff : 512'hffffffff0000000000000000ffffffffffffffff0000000000000000ffffffffffffffff0000000000000000ffffffffffffffff0000000000000000ffffffff))) : (f_room_data_small[2] ? (f_room_data_small[1] ? (f_room_data_small[0] ? 512'hffffffff000000000000000000ffffffffffffff000000000000000000ffffffffffffff000000000000000000ffffffffffffff000000000000000000ffffff : 512'hffffffff00000000000000000000ffffffffffff00000000000000000000ffffffffffff00000000000000000000ffffffffffff00000000000000000000ffff) : (f_room_data_small[0] ? 512'hffffffff0000000000000000000000ffffffffff0000000000000000000000ffffffffff0000000000000000000000ffffffffff0000000000000000000000ff : 512'hffffffff000000000000000000000000ffffffff000000000000000000000000ffffffff000000000000000000000000ffffffff000000000000000000000000)) : (f_room_data_small[1] ? (f_room_data_small[0] ? 512'h00ffffff00000000000000000000000000ffffff00000000000000000000000000ffffff00000000000000000000000000ffffff000000000000000000000000 : 512'h0000ffff0000000000000000000000000000ffff0000000000000000000000000000ffff0000000000000000000000000000ffff000000000000000000000000) : (f_room_data_small[0] ? 512'h000000ff000000000000000000000000000000ff000000000000000000000000000000ff000000000000000000000000000000ff000000000000000000000000 : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000)))))));
     assign f_room_cov_big = |f_room_cov[16:8];
     assign f_room_cov_small = f_room_cov[7:0];
+    assign f_cover_pre = {64{~f_room_cov[17]}} & ({64{f_room_cov_big}} | ((f_room_cov_small[7] ? (f_room_cov_small[6] ? (f_room_cov_small[5] ? (f_room_cov_small[4] ? 64'hffffffffffffffff : 64'hffffffffffffffff) : (f_room_cov_small[4] ? 64'hffffffffffffffff : 64'hffffffffffffffff)) : (f_room_cov_small[5] ? (f_room_cov_small[4] ? 64'hffffffffffffffff : 64'hffffffffffffffff) : (f_room_cov_small[4] ? 64'hffffffffffffffff : 64'hffffffffffffffff))) : (f_room_cov_small[6] ? (f_room_cov_small[5] ? (f_room_cov_small[4] ? 64'hffffffffffffffff : 64'hffffffffffffffff) : (f_room_cov_small[4] ? 64'hffffffffffffffff : 64'h0fffffffffffffff)) : (f_room_cov_small[5] ? (f_room_cov_small[4] ? 64'h00000fffffffffff : 64'h000000000fffffff) : (f_room_cov_small[4] ? 64'h0000000000000fff : 64'h0000000000000000)))) | ((f_room_cov_small[7] ? (f_room_cov_small[6] ? (f_room_cov_small[5] ? (f_room_cov_small[4] ? 64'h0000000000000000 : 64'h0000000000000000) : (f_room_cov_small[4] ? 64'h0000000000000000 : 64'h0000000000000000)) : (f_room_cov_small[5] ? (f_room_cov_small[4] ? 64'h0000000000000000 : 64'h0000000000000000) : (f_room_cov_small[4] ? 64'h0000000000000000 : 64'h0000000000000000))) : (f_room_cov_small[6] ? (f_room_cov_small[5] ? (f_room_cov_small[4] ? 64'h0000000000000000 : 64'h0000000000000000) : (f_room_cov_small[4] ? 64'h0000000000000000 : 64'hf000000000000000)) : (f_room_cov_small[5] ? (f_room_cov_small[4] ? 64'h0ffff00000000000 : 64'h00000ffff0000000) : (f_room_cov_small[4] ? 64'h000000000ffff000 : 64'h0000000000000fff)))) & (f_room_cov_small[3] ? (f_room_cov_small[2] ? (f_room_cov_small[1] ? (f_room_cov_small[0] ? 64'hf7fff7fff7fff7ff : 64'hf3fff3fff3fff3ff) : (f_room_cov_small[0] ? 64'hf1fff1fff1fff1ff : 64'hf0fff0fff0fff0ff)) : (f_room_cov_small[1] ? (f_room_cov_small[0] ? 64'hf07ff07ff07ff07f : 64'hf03ff03ff03ff03f) : (f_room_cov_small[0] ? 64'hf01ff01ff01ff01f : 64'hf00ff00ff00ff00f))) : (f_room_cov_small[2] ? (f_room_cov_small[1] ? (f_room_cov_small[0] ? 64'hf007f007f007f007 : 64'hf003f003f003f003) : (f_room_cov_small[0] ? 64'hf001f001f001f001 : 64'hf000f000f000f000)) : (f_room_cov_small[1] ? (f_room_cov_small[0] ? 64'h7000700070007000 : 64'h3000300030003000) : (f_room_cov_small[0] ? 64'h1000100010001000 : 64'h0000000000000000)))))));
     assign f_room_end_big = |f_room_end[16:8];
     assign f_room_end_small = f_room_end[7:0];
+    assign f_keep_pre = {64{~f_room_end[17]}} & ({64{f_room_end_big}} | ((f_room_end_small[7] ? (f_room_end_small[6] ? (f_room_end_small[5] ? (f_room_end_small[4] ? 64'hffffffffffffffff : 64'hffffffffffffffff) : (f_room_end_small[4] ? 64'hffffffffffffffff : 64'hffffffffffffffff)) : (f_room_end_small[5] ? (f_room_end_small[4] ? 64'hffffffffffffffff : 64'hffffffffffffffff) : (f_room_end_small[4] ? 64'hffffffffffffffff : 64'hffffffffffffffff))) : (f_room_end_small[6] ? (f_room_end_small[5] ? (f_room_end_small[4] ? 64'hffffffffffffffff : 64'hffffffffffffffff) : (f_room_end_small[4] ? 64'hffffffffffffffff : 64'h0fffffffffffffff)) : (f_room_end_small[5] ? (f_room_end_small[4] ? 64'h00000fffffffffff : 64'h000000000fffffff) : (f_room_end_small[4] ? 64'h0000000000000fff : 64'h0000000000000000)))) | ((f_room_end_small[7] ? (f_room_end_small[6] ? (f_room_end_small[5] ? (f_room_end_small[4] ? 64'h0000000000000000 : 64'h0000000000000000) : (f_room_end_small[4] ? 64'h0000000000000000 : 64'h0000000000000000)) : (f_room_end_small[5] ? (f_room_end_small[4] ? 64'h0000000000000000 : 64'h0000000000000000) : (f_room_end_small[4] ? 64'h0000000000000000 : 64'h0000000000000000))) : (f_room_end_small[6] ? (f_room_end_small[5] ? (f_room_end_small[4] ? 64'h0000000000000000 : 64'h0000000000000000) : (f_room_end_small[4] ? 64'h0000000000000000 : 64'hf000000000000000)) : (f_room_end_small[5] ? (f_room_end_small[4] ? 64'h0ffff00000000000 : 64'h00000ffff0000000) : (f_room_end_small[4] ? 64'h000000000ffff000 : 64'h0000000000000fff)))) & (f_room_end_small[3] ? (f_room_end_small[2] ? (f_room_end_small[1] ? (f_room_end_small[0] ? 64'hf7fff7fff7fff7ff : 64'hf3fff3fff3fff3ff) : (f_room_end_small[0] ? 64'hf1fff1fff1fff1ff : 64'hf0fff0fff0fff0ff)) : (f_room_end_small[1] ? (f_room_end_small[0] ? 64'hf07ff07ff07ff07f : 64'hf03ff03ff03ff03f) : (f_room_end_small[0] ? 64'hf01ff01ff01ff01f : 64'hf00ff00ff00ff00f))) : (f_room_end_small[2] ? (f_room_end_small[1] ? (f_room_end_small[0] ? 64'hf007f007f007f007 : 64'hf003f003f003f003) : (f_room_end_small[0] ? 64'hf001f001f001f001 : 64'hf000f000f000f000)) : (f_room_end_small[1] ? (f_room_end_small[0] ? 64'h7000700070007000 : 64'h3000300030003000) : (f_room_end_small[0] ? 64'h1000100010001000 : 64'h0000000000000000)))))));
+    assign f_marker_lanes = f_marker_here ? (f_marker_group[3] ? (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 64'hf000000000000000 : 64'h0f00000000000000) : (f_marker_group[0] ? 64'h00f0000000000000 : 64'h000f000000000000)) : (f_marker_group[1] ? (f_marker_group[0] ? 64'h0000f00000000000 : 64'h00000f0000000000) : (f_marker_group[0] ? 64'h000000f000000000 : 64'h0000000f00000000))) : (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 64'h00000000f0000000 : 64'h000000000f000000) : (f_marker_group[0] ? 64'h0000000000f00000 : 64'h00000000000f0000)) : (f_marker_group[1] ? (f_marker_group[0] ? 64'h000000000000f000 : 64'h0000000000000f00) : (f_marker_group[0] ? 64'h00000000000000f0 : 64'h000000000000000f)))) : 64'h0000000000000000;
+    assign f_after_lanes = f_marker_here ? (f_marker_group[3] ? (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 64'h0000000000000000 : 64'hf000000000000000) : (f_marker_group[0] ? 64'hff00000000000000 : 64'hfff0000000000000)) : (f_marker_group[1] ? (f_marker_group[0] ? 64'hffff000000000000 : 64'hfffff00000000000) : (f_marker_group[0] ? 64'hffffff0000000000 : 64'hfffffff000000000))) : (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 64'hffffffff00000000 : 64'hfffffffff0000000) : (f_marker_group[0] ? 64'hffffffffff000000 : 64'hfffffffffff00000)) : (f_marker_group[1] ? (f_marker_group[0] ? 64'hffffffffffff0000 : 64'hfffffffffffff000) : (f_marker_group[0] ? 64'hffffffffffffff00 : 64'hfffffffffffffff0)))) : 64'h0000000000000000;
+    assign f_marker_octets = f_marker_here ? (f_marker_group[3] ? (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 512'hffffffff000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h00000000ffffffff0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000) : (f_marker_group[0] ? 512'h0000000000000000ffffffff00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h000000000000000000000000ffffffff000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000)) : (f_marker_group[1] ? (f_marker_group[0] ? 512'h00000000000000000000000000000000ffffffff0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h0000000000000000000000000000000000000000ffffffff00000000000000000000000000000000000000000000000000000000000000000000000000000000) : (f_marker_group[0] ? 512'h000000000000000000000000000000000000000000000000ffffffff000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h00000000000000000000000000000000000000000000000000000000ffffffff0000000000000000000000000000000000000000000000000000000000000000))) : (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 512'h0000000000000000000000000000000000000000000000000000000000000000ffffffff00000000000000000000000000000000000000000000000000000000 : 512'h000000000000000000000000000000000000000000000000000000000000000000000000ffffffff000000000000000000000000000000000000000000000000) : (f_marker_group[0] ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffff0000000000000000000000000000000000000000 : 512'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffff00000000000000000000000000000000)) : (f_marker_group[1] ? (f_marker_group[0] ? 512'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffff000000000000000000000000 : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffff0000000000000000) : (f_marker_group[0] ? 512'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffff00000000 : 512'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffff)))) : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+    assign f_after_octets = f_marker_here ? (f_marker_group[3] ? (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'hffffffff000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000) : (f_marker_group[0] ? 512'hffffffffffffffff0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'hffffffffffffffffffffffff00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000)) : (f_marker_group[1] ? (f_marker_group[0] ? 512'hffffffffffffffffffffffffffffffff000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'hffffffffffffffffffffffffffffffffffffffff0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000) : (f_marker_group[0] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffff00000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffff000000000000000000000000000000000000000000000000000000000000000000000000))) : (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff0000000000000000000000000000000000000000000000000000000000000000 : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff00000000000000000000000000000000000000000000000000000000) : (f_marker_group[0] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff000000000000000000000000000000000000000000000000 : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff0000000000000000000000000000000000000000)) : (f_marker_group[1] ? (f_marker_group[0] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff00000000000000000000000000000000 : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff000000000000000000000000) : (f_marker_group[0] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff0000000000000000 : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff00000000)))) : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     assign f_shifted = f_rel[6] ? (f_rel[5] ? (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? {win1_data[495:0], win0_data[511:496]} : {win1_data[495:0], win0_data[511:496]}) : (f_rel[2] ? {win1_data[495:0], win0_data[511:496]} : {win1_data[495:0], win0_data[511:496]})) : (f_rel[3] ? (f_rel[2] ? {win1_data[495:0], win0_data[511:496]} : {win1_data[495:0], win0_data[511:496]}) : (f_rel[2] ? {win1_data[495:0], win0_data[511:496]} : {win1_data[495:0], win0_data[511:496]}))) : (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? {win1_data[495:0], win0_data[511:496]} : {win1_data[495:0], win0_data[511:496]}) : (f_rel[2] ? {win1_data[495:0], win0_data[511:496]} : {win1_data[495:0], win0_data[511:496]})) : (f_rel[3] ? (f_rel[2] ? {win1_data[495:0], win0_data[511:496]} : {win1_data[495:0], win0_data[511:496]}) : (f_rel[2] ? {win1_data[495:0], win0_data[511:496]} : {win1_data[495:0], win0_data[511:496]})))) : (f_rel[5] ? (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? {win1_data[463:0], win0_data[511:464]} : {win1_data[431:0], win0_data[511:432]}) : (f_rel[2] ? {win1_data[399:0], win0_data[511:400]} : {win1_data[367:0], win0_data[511:368]})) : (f_rel[3] ? (f_rel[2] ? {win1_data[335:0], win0_data[511:336]} : {win1_data[303:0], win0_data[511:304]}) : (f_rel[2] ? {win1_data[271:0], win0_data[511:272]} : {win1_data[239:0], win0_data[511:240]}))) : (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? {win1_data[207:0], win0_data[511:208]} : {win1_data[175:0], win0_data[511:176]}) : (f_rel[2] ? {win1_data[143:0], win0_data[511:144]} : {win1_data[111:0], win0_data[511:112]})) : (f_rel[3] ? (f_rel[2] ? {win1_data[79:0], win0_data[511:80]} : {win1_data[47:0], win0_data[511:48]}) : (f_rel[2] ? {win1_data[15:0], win0_data[511:16]} : {win0_data[495:0], 16'h0000}))));
     assign f_fpduptr = ((f_first & f_lead) & (f_to_marker == 9'h000)) ? 16'h0000 : ((f_wire + {7'h00, f_to_marker}) - (f_lead ? 16'h0004 : 16'h0000));
-    assign l0_marker = f_marker_here & (f_marker_group == 4'h0);
-    assign l0_after = f_marker_here & 1'h0;
-    assign l1_marker = f_marker_here & (f_marker_group == 4'h0);
-    assign l1_after = f_marker_here & 1'h0;
-    assign l2_marker = f_marker_here & (f_marker_group == 4'h0);
-    assign l2_after = f_marker_here & 1'h0;
-    assign l3_marker = f_marker_here & (f_marker_group == 4'h0);
-    assign l3_after = f_marker_here & 1'h0;
-    assign l4_marker = f_marker_here & (f_marker_group == 4'h1);
-    assign l4_after = f_marker_here & (f_marker_group < 4'h1);
-    assign l5_marker = f_marker_here & (f_marker_group == 4'h1);
-    assign l5_after = f_marker_here & (f_marker_group < 4'h1);
-    assign l6_marker = f_marker_here & (f_marker_group == 4'h1);
-    assign l6_after = f_marker_here & (f_marker_group < 4'h1);
-    assign l7_marker = f_marker_here & (f_marker_group == 4'h1);
-    assign l7_after = f_marker_here & (f_marker_group < 4'h1);
-    assign l8_marker = f_marker_here & (f_marker_group == 4'h2);
-    assign l8_after = f_marker_here & (f_marker_group < 4'h2);
-    assign l9_marker = f_marker_here & (f_marker_group == 4'h2);
-    assign l9_after = f_marker_here & (f_marker_group < 4'h2);
-    assign l10_marker = f_marker_here & (f_marker_group == 4'h2);
-    assign l10_after = f_marker_here & (f_marker_group < 4'h2);
-    assign l11_marker = f_marker_here & (f_marker_group == 4'h2);
-    assign l11_after = f_marker_here & (f_marker_group < 4'h2);
-    assign l12_marker = f_marker_here & (f_marker_group == 4'h3);
-    assign l12_after = f_marker_here & (f_marker_group < 4'h3);
-    assign l13_marker = f_marker_here & (f_marker_group == 4'h3);
-    assign l13_after = f_marker_here & (f_marker_group < 4'h3);
-    assign l14_marker = f_marker_here & (f_marker_group == 4'h3);
-    assign l14_after = f_marker_here & (f_marker_group < 4'h3);
-    assign l15_marker = f_marker_here & (f_marker_group == 4'h3);
-    assign l15_after = f_marker_here & (f_marker_group < 4'h3);
-    assign l16_marker = f_marker_here & (f_marker_group == 4'h4);
-    assign l16_after = f_marker_here & (f_marker_group < 4'h4);
-    assign l17_marker = f_marker_here & (f_marker_group == 4'h4);
-    assign l17_after = f_marker_here & (f_marker_group < 4'h4);
-    assign l18_marker = f_marker_here & (f_marker_group == 4'h4);
-    assign l18_after = f_marker_here & (f_marker_group < 4'h4);
-    assign l19_marker = f_marker_here & (f_marker_group == 4'h4);
-    assign l19_after = f_marker_here & (f_marker_group < 4'h4);
-    assign l20_marker = f_marker_here & (f_marker_group == 4'h5);
-    assign l20_after = f_marker_here & (f_marker_group < 4'h5);
-    assign l21_marker = f_marker_here & (f_marker_group == 4'h5);
-    assign l21_after = f_marker_here & (f_marker_group < 4'h5);
-    assign l22_marker = f_marker_here & (f_marker_group == 4'h5);
-    assign l22_after = f_marker_here & (f_marker_group < 4'h5);
-    assign l23_marker = f_marker_here & (f_marker_group == 4'h5);
-    assign l23_after = f_marker_here & (f_marker_group < 4'h5);
-    assign l24_marker = f_marker_here & (f_marker_group == 4'h6);
-    assign l24_after = f_marker_here & (f_marker_group < 4'h6);
-    assign l25_marker = f_marker_here & (f_marker_group == 4'h6);
-    assign l25_after = f_marker_here & (f_marker_group < 4'h6);
-    assign l26_marker = f_marker_here & (f_marker_group == 4'h6);
-    assign l26_after = f_marker_here & (f_marker_group < 4'h6);
-    assign l27_marker = f_marker_here & (f_marker_group == 4'h6);
-    assign l27_after = f_marker_here & (f_marker_group < 4'h6);
-    assign l28_marker = f_marker_here & (f_marker_group == 4'h7);
-    assign l28_after = f_marker_here & (f_marker_group < 4'h7);
-    assign l29_marker = f_marker_here & (f_marker_group == 4'h7);
-    assign l29_after = f_marker_here & (f_marker_group < 4'h7);
-    assign l30_marker = f_marker_here & (f_marker_group == 4'h7);
-    assign l30_after = f_marker_here & (f_marker_group < 4'h7);
-    assign l31_marker = f_marker_here & (f_marker_group == 4'h7);
-    assign l31_after = f_marker_here & (f_marker_group < 4'h7);
-    assign l32_marker = f_marker_here & (f_marker_group == 4'h8);
-    assign l32_after = f_marker_here & (f_marker_group < 4'h8);
-    assign l33_marker = f_marker_here & (f_marker_group == 4'h8);
-    assign l33_after = f_marker_here & (f_marker_group < 4'h8);
-    assign l34_marker = f_marker_here & (f_marker_group == 4'h8);
-    assign l34_after = f_marker_here & (f_marker_group < 4'h8);
-    assign l35_marker = f_marker_here & (f_marker_group == 4'h8);
-    assign l35_after = f_marker_here & (f_marker_group < 4'h8);
-    assign l36_marker = f_marker_here & (f_marker_group == 4'h9);
-    assign l36_after = f_marker_here & (f_marker_group < 4'h9);
-    assign l37_marker = f_marker_here & (f_marker_group == 4'h9);
-    assign l37_after = f_marker_here & (f_marker_group < 4'h9);
-    assign l38_marker = f_marker_here & (f_marker_group == 4'h9);
-    assign l38_after = f_marker_here & (f_marker_group < 4'h9);
-    assign l39_marker = f_marker_here & (f_marker_group == 4'h9);
-    assign l39_after = f_marker_here & (f_marker_group < 4'h9);
-    assign l40_marker = f_marker_here & (f_marker_group == 4'ha);
-    assign l40_after = f_marker_here & (f_marker_group < 4'ha);
-    assign l41_marker = f_marker_here & (f_marker_group == 4'ha);
-    assign l41_after = f_marker_here & (f_marker_group < 4'ha);
-    assign l42_marker = f_marker_here & (f_marker_group == 4'ha);
-    assign l42_after = f_marker_here & (f_marker_group < 4'ha);
-    assign l43_marker = f_marker_here & (f_marker_group == 4'ha);
-    assign l43_after = f_marker_here & (f_marker_group < 4'ha);
-    assign l44_marker = f_marker_here & (f_marker_group == 4'hb);
-    assign l44_after = f_marker_here & (f_marker_group < 4'hb);
-    assign l45_marker = f_marker_here & (f_marker_group == 4'hb);
-    assign l45_after = f_marker_here & (f_marker_group < 4'hb);
-    assign l46_marker = f_marker_here & (f_marker_group == 4'hb);
-    assign l46_after = f_marker_here & (f_marker_group < 4'hb);
-    assign l47_marker = f_marker_here & (f_marker_group == 4'hb);
-    assign l47_after = f_marker_here & (f_marker_group < 4'hb);
-    assign l48_marker = f_marker_here & (f_marker_group == 4'hc);
-    assign l48_after = f_marker_here & (f_marker_group < 4'hc);
-    assign l49_marker = f_marker_here & (f_marker_group == 4'hc);
-    assign l49_after = f_marker_here & (f_marker_group < 4'hc);
-    assign l50_marker = f_marker_here & (f_marker_group == 4'hc);
-    assign l50_after = f_marker_here & (f_marker_group < 4'hc);
-    assign l51_marker = f_marker_here & (f_marker_group == 4'hc);
-    assign l51_after = f_marker_here & (f_marker_group < 4'hc);
-    assign l52_marker = f_marker_here & (f_marker_group == 4'hd);
-    assign l52_after = f_marker_here & (f_marker_group < 4'hd);
-    assign l53_marker = f_marker_here & (f_marker_group == 4'hd);
-    assign l53_after = f_marker_here & (f_marker_group < 4'hd);
-    assign l54_marker = f_marker_here & (f_marker_group == 4'hd);
-    assign l54_after = f_marker_here & (f_marker_group < 4'hd);
-    assign l55_marker = f_marker_here & (f_marker_group == 4'hd);
-    assign l55_after = f_marker_here & (f_marker_group < 4'hd);
-    assign l56_marker = f_marker_here & (f_marker_group == 4'he);
-    assign l56_after = f_marker_here & (f_marker_group < 4'he);
-    assign l57_marker = f_marker_here & (f_marker_group == 4'he);
-    assign l57_after = f_marker_here & (f_marker_group < 4'he);
-    assign l58_marker = f_marker_here & (f_marker_group == 4'he);
-    assign l58_after = f_marker_here & (f_marker_group < 4'he);
-    assign l59_marker = f_marker_here & (f_marker_group == 4'he);
-    assign l59_after = f_marker_here & (f_marker_group < 4'he);
-    assign l60_marker = f_marker_here & (f_marker_group == 4'hf);
-    assign l60_after = f_marker_here & (f_marker_group < 4'hf);
-    assign l61_marker = f_marker_here & (f_marker_group == 4'hf);
-    assign l61_after = f_marker_here & (f_marker_group < 4'hf);
-    assign l62_marker = f_marker_here & (f_marker_group == 4'hf);
-    assign l62_after = f_marker_here & (f_marker_group < 4'hf);
-    assign l63_marker = f_marker_here & (f_marker_group == 4'hf);
-    assign l63_after = f_marker_here & (f_marker_group < 4'hf);
     assign f_end_offset = f_pos + {14'h0000, f_room_cov + (f_marker_here ? 18'h00004 : 18'h00000)};
     assign f_start = (advance & (ctx_count != 3'h0)) & (~f_active | (f_can & f_last));
     assign ctx_pop = {2'h0, f_start};
@@ -602,72 +361,7 @@ module mpa_tx_w512 (
         fb_data[463:456] & {8{fb_cover[57]}},
         fb_data[455:448] & {8{fb_cover[56]}}
     };
-    assign fb_cover_last = {
-        fb_cover[63],
-        fb_cover[62] & ~fb_cover[63],
-        fb_cover[61] & ~fb_cover[62],
-        fb_cover[60] & ~fb_cover[61],
-        fb_cover[59] & ~fb_cover[60],
-        fb_cover[58] & ~fb_cover[59],
-        fb_cover[57] & ~fb_cover[58],
-        fb_cover[56] & ~fb_cover[57],
-        fb_cover[55] & ~fb_cover[56],
-        fb_cover[54] & ~fb_cover[55],
-        fb_cover[53] & ~fb_cover[54],
-        fb_cover[52] & ~fb_cover[53],
-        fb_cover[51] & ~fb_cover[52],
-        fb_cover[50] & ~fb_cover[51],
-        fb_cover[49] & ~fb_cover[50],
-        fb_cover[48] & ~fb_cover[49],
-        fb_cover[47] & ~fb_cover[48],
-        fb_cover[46] & ~fb_cover[47],
-        fb_cover[45] & ~fb_cover[46],
-        fb_cover[44] & ~fb_cover[45],
-        fb_cover[43] & ~fb_cover[44],
-        fb_cover[42] & ~fb_cover[43],
-        fb_cover[41] & ~fb_cover[42],
-        fb_cover[40] & ~fb_cover[41],
-        fb_cover[39] & ~fb_cover[40],
-        fb_cover[38] & ~fb_cover[39],
-        fb_cover[37] & ~fb_cover[38],
-        fb_cover[36] & ~fb_cover[37],
-        fb_cover[35] & ~fb_cover[36],
-        fb_cover[34] & ~fb_cover[35],
-        fb_cover[33] & ~fb_cover[34],
-        fb_cover[32] & ~fb_cover[33],
-        fb_cover[31] & ~fb_cover[32],
-        fb_cover[30] & ~fb_cover[31],
-        fb_cover[29] & ~fb_cover[30],
-        fb_cover[28] & ~fb_cover[29],
-        fb_cover[27] & ~fb_cover[28],
-        fb_cover[26] & ~fb_cover[27],
-        fb_cover[25] & ~fb_cover[26],
-        fb_cover[24] & ~fb_cover[25],
-        fb_cover[23] & ~fb_cover[24],
-        fb_cover[22] & ~fb_cover[23],
-        fb_cover[21] & ~fb_cover[22],
-        fb_cover[20] & ~fb_cover[21],
-        fb_cover[19] & ~fb_cover[20],
-        fb_cover[18] & ~fb_cover[19],
-        fb_cover[17] & ~fb_cover[18],
-        fb_cover[16] & ~fb_cover[17],
-        fb_cover[15] & ~fb_cover[16],
-        fb_cover[14] & ~fb_cover[15],
-        fb_cover[13] & ~fb_cover[14],
-        fb_cover[12] & ~fb_cover[13],
-        fb_cover[11] & ~fb_cover[12],
-        fb_cover[10] & ~fb_cover[11],
-        fb_cover[9] & ~fb_cover[10],
-        fb_cover[8] & ~fb_cover[9],
-        fb_cover[7] & ~fb_cover[8],
-        fb_cover[6] & ~fb_cover[7],
-        fb_cover[5] & ~fb_cover[6],
-        fb_cover[4] & ~fb_cover[5],
-        fb_cover[3] & ~fb_cover[4],
-        fb_cover[2] & ~fb_cover[3],
-        fb_cover[1] & ~fb_cover[2],
-        fb_cover[0] & ~fb_cover[1]
-    };
+    assign fb_cover_last = fb_cover & ~{1'h0, fb_cover[63:1]};
     assign fb_cover_none = ~|fb_cover;
     assign fb_pad = fb_cover_none ? 7'h40 : {1'h0, {
         |(fb_cover_last & 64'h00000000ffffffff),
@@ -749,6 +443,7 @@ module mpa_tx_w512 (
         ^(p2_reg & (p2_pad ? zinv_64[31:0] : zinv_0[31:0]))
     };
     assign o_crc_value = ~p2_fixed;
+    assign o_crc_lanes = ({64{(p2_last & p2_crc_on)}} & p2_keep) & ~p2_cover;
     assign m_axis_tdata = o_data;
     assign m_axis_tkeep = o_keep;
     assign m_axis_tvalid = o_valid;
@@ -967,336 +662,41 @@ module mpa_tx_w512 (
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_data <= {
-                l63_marker ? f_fpduptr[7:0] : ((l63_after ? (~f_room_data[17] & (f_room_data_big | (8'h3f < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h43 < f_room_data_small)))) ? (l63_after ? f_shifted[479:472] :
-                    f_shifted[511:504]) : 8'h00),
-                l62_marker ? f_fpduptr[15:8] : ((l62_after ? (~f_room_data[17] & (f_room_data_big | (8'h3e < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h42 < f_room_data_small)))) ? (l62_after ? f_shifted[471:464] :
-                    f_shifted[503:496]) : 8'h00),
-                l61_marker ? 8'h00 : ((l61_after ? (~f_room_data[17] & (f_room_data_big | (8'h3d < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h41 < f_room_data_small)))) ? (l61_after ? f_shifted[463:456] :
-                    f_shifted[495:488]) : 8'h00),
-                l60_marker ? 8'h00 : ((l60_after ? (~f_room_data[17] & (f_room_data_big | (8'h3c < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h40 < f_room_data_small)))) ? (l60_after ? f_shifted[455:448] :
-                    f_shifted[487:480]) : 8'h00),
-                l59_marker ? f_fpduptr[7:0] : ((l59_after ? (~f_room_data[17] & (f_room_data_big | (8'h3b < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h3f < f_room_data_small)))) ? (l59_after ? f_shifted[447:440] :
-                    f_shifted[479:472]) : 8'h00),
-                l58_marker ? f_fpduptr[15:8] : ((l58_after ? (~f_room_data[17] & (f_room_data_big | (8'h3a < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h3e < f_room_data_small)))) ? (l58_after ? f_shifted[439:432] :
-                    f_shifted[471:464]) : 8'h00),
-                l57_marker ? 8'h00 : ((l57_after ? (~f_room_data[17] & (f_room_data_big | (8'h39 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h3d < f_room_data_small)))) ? (l57_after ? f_shifted[431:424] :
-                    f_shifted[463:456]) : 8'h00),
-                l56_marker ? 8'h00 : ((l56_after ? (~f_room_data[17] & (f_room_data_big | (8'h38 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h3c < f_room_data_small)))) ? (l56_after ? f_shifted[423:416] :
-                    f_shifted[455:448]) : 8'h00),
-                l55_marker ? f_fpduptr[7:0] : ((l55_after ? (~f_room_data[17] & (f_room_data_big | (8'h37 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h3b < f_room_data_small)))) ? (l55_after ? f_shifted[415:408] :
-                    f_shifted[447:440]) : 8'h00),
-                l54_marker ? f_fpduptr[15:8] : ((l54_after ? (~f_room_data[17] & (f_room_data_big | (8'h36 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h3a < f_room_data_small)))) ? (l54_after ? f_shifted[407:400] :
-                    f_shifted[439:432]) : 8'h00),
-                l53_marker ? 8'h00 : ((l53_after ? (~f_room_data[17] & (f_room_data_big | (8'h35 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h39 < f_room_data_small)))) ? (l53_after ? f_shifted[399:392] :
-                    f_shifted[431:424]) : 8'h00),
-                l52_marker ? 8'h00 : ((l52_after ? (~f_room_data[17] & (f_room_data_big | (8'h34 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h38 < f_room_data_small)))) ? (l52_after ? f_shifted[391:384] :
-                    f_shifted[423:416]) : 8'h00),
-                l51_marker ? f_fpduptr[7:0] : ((l51_after ? (~f_room_data[17] & (f_room_data_big | (8'h33 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h37 < f_room_data_small)))) ? (l51_after ? f_shifted[383:376] :
-                    f_shifted[415:408]) : 8'h00),
-                l50_marker ? f_fpduptr[15:8] : ((l50_after ? (~f_room_data[17] & (f_room_data_big | (8'h32 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h36 < f_room_data_small)))) ? (l50_after ? f_shifted[375:368] :
-                    f_shifted[407:400]) : 8'h00),
-                l49_marker ? 8'h00 : ((l49_after ? (~f_room_data[17] & (f_room_data_big | (8'h31 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h35 < f_room_data_small)))) ? (l49_after ? f_shifted[367:360] :
-                    f_shifted[399:392]) : 8'h00),
-                l48_marker ? 8'h00 : ((l48_after ? (~f_room_data[17] & (f_room_data_big | (8'h30 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h34 < f_room_data_small)))) ? (l48_after ? f_shifted[359:352] :
-                    f_shifted[391:384]) : 8'h00),
-                l47_marker ? f_fpduptr[7:0] : ((l47_after ? (~f_room_data[17] & (f_room_data_big | (8'h2f < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h33 < f_room_data_small)))) ? (l47_after ? f_shifted[351:344] :
-                    f_shifted[383:376]) : 8'h00),
-                l46_marker ? f_fpduptr[15:8] : ((l46_after ? (~f_room_data[17] & (f_room_data_big | (8'h2e < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h32 < f_room_data_small)))) ? (l46_after ? f_shifted[343:336] :
-                    f_shifted[375:368]) : 8'h00),
-                l45_marker ? 8'h00 : ((l45_after ? (~f_room_data[17] & (f_room_data_big | (8'h2d < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h31 < f_room_data_small)))) ? (l45_after ? f_shifted[335:328] :
-                    f_shifted[367:360]) : 8'h00),
-                l44_marker ? 8'h00 : ((l44_after ? (~f_room_data[17] & (f_room_data_big | (8'h2c < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h30 < f_room_data_small)))) ? (l44_after ? f_shifted[327:320] :
-                    f_shifted[359:352]) : 8'h00),
-                l43_marker ? f_fpduptr[7:0] : ((l43_after ? (~f_room_data[17] & (f_room_data_big | (8'h2b < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h2f < f_room_data_small)))) ? (l43_after ? f_shifted[319:312] :
-                    f_shifted[351:344]) : 8'h00),
-                l42_marker ? f_fpduptr[15:8] : ((l42_after ? (~f_room_data[17] & (f_room_data_big | (8'h2a < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h2e < f_room_data_small)))) ? (l42_after ? f_shifted[311:304] :
-                    f_shifted[343:336]) : 8'h00),
-                l41_marker ? 8'h00 : ((l41_after ? (~f_room_data[17] & (f_room_data_big | (8'h29 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h2d < f_room_data_small)))) ? (l41_after ? f_shifted[303:296] :
-                    f_shifted[335:328]) : 8'h00),
-                l40_marker ? 8'h00 : ((l40_after ? (~f_room_data[17] & (f_room_data_big | (8'h28 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h2c < f_room_data_small)))) ? (l40_after ? f_shifted[295:288] :
-                    f_shifted[327:320]) : 8'h00),
-                l39_marker ? f_fpduptr[7:0] : ((l39_after ? (~f_room_data[17] & (f_room_data_big | (8'h27 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h2b < f_room_data_small)))) ? (l39_after ? f_shifted[287:280] :
-                    f_shifted[319:312]) : 8'h00),
-                l38_marker ? f_fpduptr[15:8] : ((l38_after ? (~f_room_data[17] & (f_room_data_big | (8'h26 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h2a < f_room_data_small)))) ? (l38_after ? f_shifted[279:272] :
-                    f_shifted[311:304]) : 8'h00),
-                l37_marker ? 8'h00 : ((l37_after ? (~f_room_data[17] & (f_room_data_big | (8'h25 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h29 < f_room_data_small)))) ? (l37_after ? f_shifted[271:264] :
-                    f_shifted[303:296]) : 8'h00),
-                l36_marker ? 8'h00 : ((l36_after ? (~f_room_data[17] & (f_room_data_big | (8'h24 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h28 < f_room_data_small)))) ? (l36_after ? f_shifted[263:256] :
-                    f_shifted[295:288]) : 8'h00),
-                l35_marker ? f_fpduptr[7:0] : ((l35_after ? (~f_room_data[17] & (f_room_data_big | (8'h23 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h27 < f_room_data_small)))) ? (l35_after ? f_shifted[255:248] :
-                    f_shifted[287:280]) : 8'h00),
-                l34_marker ? f_fpduptr[15:8] : ((l34_after ? (~f_room_data[17] & (f_room_data_big | (8'h22 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h26 < f_room_data_small)))) ? (l34_after ? f_shifted[247:240] :
-                    f_shifted[279:272]) : 8'h00),
-                l33_marker ? 8'h00 : ((l33_after ? (~f_room_data[17] & (f_room_data_big | (8'h21 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h25 < f_room_data_small)))) ? (l33_after ? f_shifted[239:232] :
-                    f_shifted[271:264]) : 8'h00),
-                l32_marker ? 8'h00 : ((l32_after ? (~f_room_data[17] & (f_room_data_big | (8'h20 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h24 < f_room_data_small)))) ? (l32_after ? f_shifted[231:224] :
-                    f_shifted[263:256]) : 8'h00),
-                l31_marker ? f_fpduptr[7:0] : ((l31_after ? (~f_room_data[17] & (f_room_data_big | (8'h1f < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h23 < f_room_data_small)))) ? (l31_after ? f_shifted[223:216] :
-                    f_shifted[255:248]) : 8'h00),
-                l30_marker ? f_fpduptr[15:8] : ((l30_after ? (~f_room_data[17] & (f_room_data_big | (8'h1e < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h22 < f_room_data_small)))) ? (l30_after ? f_shifted[215:208] :
-                    f_shifted[247:240]) : 8'h00),
-                l29_marker ? 8'h00 : ((l29_after ? (~f_room_data[17] & (f_room_data_big | (8'h1d < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h21 < f_room_data_small)))) ? (l29_after ? f_shifted[207:200] :
-                    f_shifted[239:232]) : 8'h00),
-                l28_marker ? 8'h00 : ((l28_after ? (~f_room_data[17] & (f_room_data_big | (8'h1c < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h20 < f_room_data_small)))) ? (l28_after ? f_shifted[199:192] :
-                    f_shifted[231:224]) : 8'h00),
-                l27_marker ? f_fpduptr[7:0] : ((l27_after ? (~f_room_data[17] & (f_room_data_big | (8'h1b < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h1f < f_room_data_small)))) ? (l27_after ? f_shifted[191:184] :
-                    f_shifted[223:216]) : 8'h00),
-                l26_marker ? f_fpduptr[15:8] : ((l26_after ? (~f_room_data[17] & (f_room_data_big | (8'h1a < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h1e < f_room_data_small)))) ? (l26_after ? f_shifted[183:176] :
-                    f_shifted[215:208]) : 8'h00),
-                l25_marker ? 8'h00 : ((l25_after ? (~f_room_data[17] & (f_room_data_big | (8'h19 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h1d < f_room_data_small)))) ? (l25_after ? f_shifted[175:168] :
-                    f_shifted[207:200]) : 8'h00),
-                l24_marker ? 8'h00 : ((l24_after ? (~f_room_data[17] & (f_room_data_big | (8'h18 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h1c < f_room_data_small)))) ? (l24_after ? f_shifted[167:160] :
-                    f_shifted[199:192]) : 8'h00),
-                l23_marker ? f_fpduptr[7:0] : ((l23_after ? (~f_room_data[17] & (f_room_data_big | (8'h17 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h1b < f_room_data_small)))) ? (l23_after ? f_shifted[159:152] :
-                    f_shifted[191:184]) : 8'h00),
-                l22_marker ? f_fpduptr[15:8] : ((l22_after ? (~f_room_data[17] & (f_room_data_big | (8'h16 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h1a < f_room_data_small)))) ? (l22_after ? f_shifted[151:144] :
-                    f_shifted[183:176]) : 8'h00),
-                l21_marker ? 8'h00 : ((l21_after ? (~f_room_data[17] & (f_room_data_big | (8'h15 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h19 < f_room_data_small)))) ? (l21_after ? f_shifted[143:136] :
-                    f_shifted[175:168]) : 8'h00),
-                l20_marker ? 8'h00 : ((l20_after ? (~f_room_data[17] & (f_room_data_big | (8'h14 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h18 < f_room_data_small)))) ? (l20_after ? f_shifted[135:128] :
-                    f_shifted[167:160]) : 8'h00),
-                l19_marker ? f_fpduptr[7:0] : ((l19_after ? (~f_room_data[17] & (f_room_data_big | (8'h13 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h17 < f_room_data_small)))) ? (l19_after ? f_shifted[127:120] :
-                    f_shifted[159:152]) : 8'h00),
-                l18_marker ? f_fpduptr[15:8] : ((l18_after ? (~f_room_data[17] & (f_room_data_big | (8'h12 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h16 < f_room_data_small)))) ? (l18_after ? f_shifted[119:112] :
-                    f_shifted[151:144]) : 8'h00),
-                l17_marker ? 8'h00 : ((l17_after ? (~f_room_data[17] & (f_room_data_big | (8'h11 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h15 < f_room_data_small)))) ? (l17_after ? f_shifted[111:104] :
-                    f_shifted[143:136]) : 8'h00),
-                l16_marker ? 8'h00 : ((l16_after ? (~f_room_data[17] & (f_room_data_big | (8'h10 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h14 < f_room_data_small)))) ? (l16_after ? f_shifted[103:96] :
-                    f_shifted[135:128]) : 8'h00),
-                l15_marker ? f_fpduptr[7:0] : ((l15_after ? (~f_room_data[17] & (f_room_data_big | (8'h0f < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h13 < f_room_data_small)))) ? (l15_after ? f_shifted[95:88] :
-                    f_shifted[127:120]) : 8'h00),
-                l14_marker ? f_fpduptr[15:8] : ((l14_after ? (~f_room_data[17] & (f_room_data_big | (8'h0e < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h12 < f_room_data_small)))) ? (l14_after ? f_shifted[87:80] :
-                    f_shifted[119:112]) : 8'h00),
-                l13_marker ? 8'h00 : ((l13_after ? (~f_room_data[17] & (f_room_data_big | (8'h0d < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h11 < f_room_data_small)))) ? (l13_after ? f_shifted[79:72] :
-                    f_shifted[111:104]) : 8'h00),
-                l12_marker ? 8'h00 : ((l12_after ? (~f_room_data[17] & (f_room_data_big | (8'h0c < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h10 < f_room_data_small)))) ? (l12_after ? f_shifted[71:64] :
-                    f_shifted[103:96]) : 8'h00),
-                l11_marker ? f_fpduptr[7:0] : ((l11_after ? (~f_room_data[17] & (f_room_data_big | (8'h0b < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h0f < f_room_data_small)))) ? (l11_after ? f_shifted[63:56] :
-                    f_shifted[95:88]) : 8'h00),
-                l10_marker ? f_fpduptr[15:8] : ((l10_after ? (~f_room_data[17] & (f_room_data_big | (8'h0a < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h0e < f_room_data_small)))) ? (l10_after ? f_shifted[55:48] :
-                    f_shifted[87:80]) : 8'h00),
-                l9_marker ? 8'h00 : ((l9_after ? (~f_room_data[17] & (f_room_data_big | (8'h09 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h0d < f_room_data_small)))) ? (l9_after ? f_shifted[47:40] : f_shifted[79:72])
-                    : 8'h00),
-                l8_marker ? 8'h00 : ((l8_after ? (~f_room_data[17] & (f_room_data_big | (8'h08 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h0c < f_room_data_small)))) ? (l8_after ? f_shifted[39:32] : f_shifted[71:64])
-                    : 8'h00),
-                l7_marker ? f_fpduptr[7:0] : ((l7_after ? (~f_room_data[17] & (f_room_data_big | (8'h07 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h0b < f_room_data_small)))) ? (l7_after ? f_shifted[31:24] : f_shifted[63:56])
-                    : 8'h00),
-                l6_marker ? f_fpduptr[15:8] : ((l6_after ? (~f_room_data[17] & (f_room_data_big | (8'h06 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (8'h0a < f_room_data_small)))) ? (l6_after ? f_shifted[23:16] : f_shifted[55:48])
-                    : 8'h00),
-                l5_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[7:0] : ((l5_after ? (~f_room_data[17] & (f_room_data_big
-                    | (8'h05 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h09 < f_room_data_small)))) ? (l5_after ?
-                    f_shifted[15:8] : f_shifted[47:40]) : 8'h00)),
-                l4_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[15:8] : ((l4_after ? (~f_room_data[17] &
-                    (f_room_data_big | (8'h04 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (8'h08 < f_room_data_small))))
-                    ? (l4_after ? f_shifted[7:0] : f_shifted[39:32]) : 8'h00)),
-                l3_marker ? f_fpduptr[7:0] : ((l3_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (8'h07 < f_room_data_small)))) ? f_shifted[31:24] : 8'h00),
-                l2_marker ? f_fpduptr[15:8] : ((l2_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (8'h06 < f_room_data_small)))) ? f_shifted[23:16] : 8'h00),
-                l1_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[7:0] : ((l1_after ? 1'h0 : (~f_room_data[17] &
-                    (f_room_data_big | (8'h05 < f_room_data_small)))) ? f_shifted[15:8] : 8'h00)),
-                l0_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[15:8] : ((l0_after ? 1'h0 : (~f_room_data[17] &
-                    (f_room_data_big | (8'h04 < f_room_data_small)))) ? f_shifted[7:0] : 8'h00))
-            };
+            fb_data <= (f_marker_octets & {
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000},
+                {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000}
+            }) | (~f_marker_octets & (((f_first ? (f_lead ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffff00000000 : 512'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffff) : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000) & {
+                464'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000,
+                {f_len[7:0], f_len[15:8]},
+                16'h0000,
+                {f_len[7:0], f_len[15:8]}
+            }) | (~(f_first ? (f_lead ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffff00000000 : 512'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffff) : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000) & (((f_after_octets & {f_shifted[479:0], 32'h00000000}) | (~f_after_octets & f_shifted)) & ((f_after_octets & {f_data_octets_pre[479:0], 32'h00000000}) | (~f_after_octets & f_data_octets_pre))))));
         end
     end
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_keep <= {
-                l63_marker | (l63_after ? (~f_room_end[17] & (f_room_end_big | (8'h3f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h43 < f_room_end_small)))),
-                l62_marker | (l62_after ? (~f_room_end[17] & (f_room_end_big | (8'h3e < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h42 < f_room_end_small)))),
-                l61_marker | (l61_after ? (~f_room_end[17] & (f_room_end_big | (8'h3d < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h41 < f_room_end_small)))),
-                l60_marker | (l60_after ? (~f_room_end[17] & (f_room_end_big | (8'h3c < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h40 < f_room_end_small)))),
-                l59_marker | (l59_after ? (~f_room_end[17] & (f_room_end_big | (8'h3b < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h3f < f_room_end_small)))),
-                l58_marker | (l58_after ? (~f_room_end[17] & (f_room_end_big | (8'h3a < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h3e < f_room_end_small)))),
-                l57_marker | (l57_after ? (~f_room_end[17] & (f_room_end_big | (8'h39 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h3d < f_room_end_small)))),
-                l56_marker | (l56_after ? (~f_room_end[17] & (f_room_end_big | (8'h38 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h3c < f_room_end_small)))),
-                l55_marker | (l55_after ? (~f_room_end[17] & (f_room_end_big | (8'h37 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h3b < f_room_end_small)))),
-                l54_marker | (l54_after ? (~f_room_end[17] & (f_room_end_big | (8'h36 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h3a < f_room_end_small)))),
-                l53_marker | (l53_after ? (~f_room_end[17] & (f_room_end_big | (8'h35 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h39 < f_room_end_small)))),
-                l52_marker | (l52_after ? (~f_room_end[17] & (f_room_end_big | (8'h34 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h38 < f_room_end_small)))),
-                l51_marker | (l51_after ? (~f_room_end[17] & (f_room_end_big | (8'h33 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h37 < f_room_end_small)))),
-                l50_marker | (l50_after ? (~f_room_end[17] & (f_room_end_big | (8'h32 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h36 < f_room_end_small)))),
-                l49_marker | (l49_after ? (~f_room_end[17] & (f_room_end_big | (8'h31 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h35 < f_room_end_small)))),
-                l48_marker | (l48_after ? (~f_room_end[17] & (f_room_end_big | (8'h30 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h34 < f_room_end_small)))),
-                l47_marker | (l47_after ? (~f_room_end[17] & (f_room_end_big | (8'h2f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h33 < f_room_end_small)))),
-                l46_marker | (l46_after ? (~f_room_end[17] & (f_room_end_big | (8'h2e < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h32 < f_room_end_small)))),
-                l45_marker | (l45_after ? (~f_room_end[17] & (f_room_end_big | (8'h2d < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h31 < f_room_end_small)))),
-                l44_marker | (l44_after ? (~f_room_end[17] & (f_room_end_big | (8'h2c < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h30 < f_room_end_small)))),
-                l43_marker | (l43_after ? (~f_room_end[17] & (f_room_end_big | (8'h2b < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h2f < f_room_end_small)))),
-                l42_marker | (l42_after ? (~f_room_end[17] & (f_room_end_big | (8'h2a < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h2e < f_room_end_small)))),
-                l41_marker | (l41_after ? (~f_room_end[17] & (f_room_end_big | (8'h29 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h2d < f_room_end_small)))),
-                l40_marker | (l40_after ? (~f_room_end[17] & (f_room_end_big | (8'h28 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h2c < f_room_end_small)))),
-                l39_marker | (l39_after ? (~f_room_end[17] & (f_room_end_big | (8'h27 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h2b < f_room_end_small)))),
-                l38_marker | (l38_after ? (~f_room_end[17] & (f_room_end_big | (8'h26 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h2a < f_room_end_small)))),
-                l37_marker | (l37_after ? (~f_room_end[17] & (f_room_end_big | (8'h25 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h29 < f_room_end_small)))),
-                l36_marker | (l36_after ? (~f_room_end[17] & (f_room_end_big | (8'h24 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h28 < f_room_end_small)))),
-                l35_marker | (l35_after ? (~f_room_end[17] & (f_room_end_big | (8'h23 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h27 < f_room_end_small)))),
-                l34_marker | (l34_after ? (~f_room_end[17] & (f_room_end_big | (8'h22 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h26 < f_room_end_small)))),
-                l33_marker | (l33_after ? (~f_room_end[17] & (f_room_end_big | (8'h21 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h25 < f_room_end_small)))),
-                l32_marker | (l32_after ? (~f_room_end[17] & (f_room_end_big | (8'h20 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h24 < f_room_end_small)))),
-                l31_marker | (l31_after ? (~f_room_end[17] & (f_room_end_big | (8'h1f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h23 < f_room_end_small)))),
-                l30_marker | (l30_after ? (~f_room_end[17] & (f_room_end_big | (8'h1e < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h22 < f_room_end_small)))),
-                l29_marker | (l29_after ? (~f_room_end[17] & (f_room_end_big | (8'h1d < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h21 < f_room_end_small)))),
-                l28_marker | (l28_after ? (~f_room_end[17] & (f_room_end_big | (8'h1c < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h20 < f_room_end_small)))),
-                l27_marker | (l27_after ? (~f_room_end[17] & (f_room_end_big | (8'h1b < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h1f < f_room_end_small)))),
-                l26_marker | (l26_after ? (~f_room_end[17] & (f_room_end_big | (8'h1a < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h1e < f_room_end_small)))),
-                l25_marker | (l25_after ? (~f_room_end[17] & (f_room_end_big | (8'h19 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h1d < f_room_end_small)))),
-                l24_marker | (l24_after ? (~f_room_end[17] & (f_room_end_big | (8'h18 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h1c < f_room_end_small)))),
-                l23_marker | (l23_after ? (~f_room_end[17] & (f_room_end_big | (8'h17 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h1b < f_room_end_small)))),
-                l22_marker | (l22_after ? (~f_room_end[17] & (f_room_end_big | (8'h16 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h1a < f_room_end_small)))),
-                l21_marker | (l21_after ? (~f_room_end[17] & (f_room_end_big | (8'h15 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h19 < f_room_end_small)))),
-                l20_marker | (l20_after ? (~f_room_end[17] & (f_room_end_big | (8'h14 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h18 < f_room_end_small)))),
-                l19_marker | (l19_after ? (~f_room_end[17] & (f_room_end_big | (8'h13 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h17 < f_room_end_small)))),
-                l18_marker | (l18_after ? (~f_room_end[17] & (f_room_end_big | (8'h12 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h16 < f_room_end_small)))),
-                l17_marker | (l17_after ? (~f_room_end[17] & (f_room_end_big | (8'h11 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h15 < f_room_end_small)))),
-                l16_marker | (l16_after ? (~f_room_end[17] & (f_room_end_big | (8'h10 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h14 < f_room_end_small)))),
-                l15_marker | (l15_after ? (~f_room_end[17] & (f_room_end_big | (8'h0f < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h13 < f_room_end_small)))),
-                l14_marker | (l14_after ? (~f_room_end[17] & (f_room_end_big | (8'h0e < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h12 < f_room_end_small)))),
-                l13_marker | (l13_after ? (~f_room_end[17] & (f_room_end_big | (8'h0d < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h11 < f_room_end_small)))),
-                l12_marker | (l12_after ? (~f_room_end[17] & (f_room_end_big | (8'h0c < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h10 < f_room_end_small)))),
-                l11_marker | (l11_after ? (~f_room_end[17] & (f_room_end_big | (8'h0b < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h0f < f_room_end_small)))),
-                l10_marker | (l10_after ? (~f_room_end[17] & (f_room_end_big | (8'h0a < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h0e < f_room_end_small)))),
-                l9_marker | (l9_after ? (~f_room_end[17] & (f_room_end_big | (8'h09 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h0d < f_room_end_small)))),
-                l8_marker | (l8_after ? (~f_room_end[17] & (f_room_end_big | (8'h08 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h0c < f_room_end_small)))),
-                l7_marker | (l7_after ? (~f_room_end[17] & (f_room_end_big | (8'h07 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h0b < f_room_end_small)))),
-                l6_marker | (l6_after ? (~f_room_end[17] & (f_room_end_big | (8'h06 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h0a < f_room_end_small)))),
-                l5_marker | (l5_after ? (~f_room_end[17] & (f_room_end_big | (8'h05 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h09 < f_room_end_small)))),
-                l4_marker | (l4_after ? (~f_room_end[17] & (f_room_end_big | (8'h04 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (8'h08 < f_room_end_small)))),
-                l3_marker | (l3_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (8'h07 < f_room_end_small)))),
-                l2_marker | (l2_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (8'h06 < f_room_end_small)))),
-                l1_marker | (l1_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (8'h05 < f_room_end_small)))),
-                l0_marker | (l0_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (8'h04 < f_room_end_small))))
-            };
+            fb_keep <= f_marker_lanes | ((f_after_lanes & {f_keep_pre[59:0], 4'h0}) | (~f_after_lanes & f_keep_pre));
         end
     end
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_cover <= {
-                l63_marker | (l63_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h3f < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h43 < f_room_cov_small)))),
-                l62_marker | (l62_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h3e < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h42 < f_room_cov_small)))),
-                l61_marker | (l61_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h3d < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h41 < f_room_cov_small)))),
-                l60_marker | (l60_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h3c < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h40 < f_room_cov_small)))),
-                l59_marker | (l59_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h3b < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h3f < f_room_cov_small)))),
-                l58_marker | (l58_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h3a < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h3e < f_room_cov_small)))),
-                l57_marker | (l57_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h39 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h3d < f_room_cov_small)))),
-                l56_marker | (l56_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h38 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h3c < f_room_cov_small)))),
-                l55_marker | (l55_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h37 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h3b < f_room_cov_small)))),
-                l54_marker | (l54_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h36 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h3a < f_room_cov_small)))),
-                l53_marker | (l53_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h35 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h39 < f_room_cov_small)))),
-                l52_marker | (l52_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h34 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h38 < f_room_cov_small)))),
-                l51_marker | (l51_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h33 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h37 < f_room_cov_small)))),
-                l50_marker | (l50_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h32 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h36 < f_room_cov_small)))),
-                l49_marker | (l49_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h31 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h35 < f_room_cov_small)))),
-                l48_marker | (l48_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h30 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h34 < f_room_cov_small)))),
-                l47_marker | (l47_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h2f < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h33 < f_room_cov_small)))),
-                l46_marker | (l46_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h2e < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h32 < f_room_cov_small)))),
-                l45_marker | (l45_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h2d < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h31 < f_room_cov_small)))),
-                l44_marker | (l44_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h2c < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h30 < f_room_cov_small)))),
-                l43_marker | (l43_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h2b < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h2f < f_room_cov_small)))),
-                l42_marker | (l42_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h2a < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h2e < f_room_cov_small)))),
-                l41_marker | (l41_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h29 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h2d < f_room_cov_small)))),
-                l40_marker | (l40_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h28 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h2c < f_room_cov_small)))),
-                l39_marker | (l39_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h27 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h2b < f_room_cov_small)))),
-                l38_marker | (l38_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h26 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h2a < f_room_cov_small)))),
-                l37_marker | (l37_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h25 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h29 < f_room_cov_small)))),
-                l36_marker | (l36_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h24 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h28 < f_room_cov_small)))),
-                l35_marker | (l35_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h23 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h27 < f_room_cov_small)))),
-                l34_marker | (l34_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h22 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h26 < f_room_cov_small)))),
-                l33_marker | (l33_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h21 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h25 < f_room_cov_small)))),
-                l32_marker | (l32_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h20 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h24 < f_room_cov_small)))),
-                l31_marker | (l31_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h1f < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h23 < f_room_cov_small)))),
-                l30_marker | (l30_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h1e < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h22 < f_room_cov_small)))),
-                l29_marker | (l29_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h1d < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h21 < f_room_cov_small)))),
-                l28_marker | (l28_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h1c < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h20 < f_room_cov_small)))),
-                l27_marker | (l27_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h1b < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h1f < f_room_cov_small)))),
-                l26_marker | (l26_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h1a < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h1e < f_room_cov_small)))),
-                l25_marker | (l25_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h19 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h1d < f_room_cov_small)))),
-                l24_marker | (l24_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h18 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h1c < f_room_cov_small)))),
-                l23_marker | (l23_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h17 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h1b < f_room_cov_small)))),
-                l22_marker | (l22_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h16 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h1a < f_room_cov_small)))),
-                l21_marker | (l21_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h15 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h19 < f_room_cov_small)))),
-                l20_marker | (l20_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h14 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h18 < f_room_cov_small)))),
-                l19_marker | (l19_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h13 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h17 < f_room_cov_small)))),
-                l18_marker | (l18_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h12 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h16 < f_room_cov_small)))),
-                l17_marker | (l17_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h11 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h15 < f_room_cov_small)))),
-                l16_marker | (l16_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h10 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h14 < f_room_cov_small)))),
-                l15_marker | (l15_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h0f < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h13 < f_room_cov_small)))),
-                l14_marker | (l14_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h0e < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h12 < f_room_cov_small)))),
-                l13_marker | (l13_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h0d < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h11 < f_room_cov_small)))),
-                l12_marker | (l12_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h0c < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h10 < f_room_cov_small)))),
-                l11_marker | (l11_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h0b < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h0f < f_room_cov_small)))),
-                l10_marker | (l10_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h0a < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h0e < f_room_cov_small)))),
-                l9_marker | (l9_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h09 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h0d < f_room_cov_small)))),
-                l8_marker | (l8_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h08 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h0c < f_room_cov_small)))),
-                l7_marker | (l7_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h07 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h0b < f_room_cov_small)))),
-                l6_marker | (l6_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h06 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h0a < f_room_cov_small)))),
-                l5_marker | (l5_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h05 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h09 < f_room_cov_small)))),
-                l4_marker | (l4_after ? (~f_room_cov[17] & (f_room_cov_big | (8'h04 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (8'h08 < f_room_cov_small)))),
-                l3_marker | (l3_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (8'h07 < f_room_cov_small)))),
-                l2_marker | (l2_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (8'h06 < f_room_cov_small)))),
-                l1_marker | (l1_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (8'h05 < f_room_cov_small)))),
-                l0_marker | (l0_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (8'h04 < f_room_cov_small))))
-            };
+            fb_cover <= f_marker_lanes | ((f_after_lanes & {f_cover_pre[59:0], 4'h0}) | (~f_after_lanes & f_cover_pre));
         end
     end
 
@@ -1853,70 +1253,70 @@ module mpa_tx_w512 (
             o_data <= 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
         end else if (advance & p2_valid) begin
             o_data <= {
-                (((p2_last & p2_crc_on) & p2_keep[63]) & ~p2_cover[63]) ? o_crc_value[31:24] : p2_data[511:504],
-                (((p2_last & p2_crc_on) & p2_keep[62]) & ~p2_cover[62]) ? o_crc_value[23:16] : p2_data[503:496],
-                (((p2_last & p2_crc_on) & p2_keep[61]) & ~p2_cover[61]) ? o_crc_value[15:8] : p2_data[495:488],
-                (((p2_last & p2_crc_on) & p2_keep[60]) & ~p2_cover[60]) ? o_crc_value[7:0] : p2_data[487:480],
-                (((p2_last & p2_crc_on) & p2_keep[59]) & ~p2_cover[59]) ? o_crc_value[31:24] : p2_data[479:472],
-                (((p2_last & p2_crc_on) & p2_keep[58]) & ~p2_cover[58]) ? o_crc_value[23:16] : p2_data[471:464],
-                (((p2_last & p2_crc_on) & p2_keep[57]) & ~p2_cover[57]) ? o_crc_value[15:8] : p2_data[463:456],
-                (((p2_last & p2_crc_on) & p2_keep[56]) & ~p2_cover[56]) ? o_crc_value[7:0] : p2_data[455:448],
-                (((p2_last & p2_crc_on) & p2_keep[55]) & ~p2_cover[55]) ? o_crc_value[31:24] : p2_data[447:440],
-                (((p2_last & p2_crc_on) & p2_keep[54]) & ~p2_cover[54]) ? o_crc_value[23:16] : p2_data[439:432],
-                (((p2_last & p2_crc_on) & p2_keep[53]) & ~p2_cover[53]) ? o_crc_value[15:8] : p2_data[431:424],
-                (((p2_last & p2_crc_on) & p2_keep[52]) & ~p2_cover[52]) ? o_crc_value[7:0] : p2_data[423:416],
-                (((p2_last & p2_crc_on) & p2_keep[51]) & ~p2_cover[51]) ? o_crc_value[31:24] : p2_data[415:408],
-                (((p2_last & p2_crc_on) & p2_keep[50]) & ~p2_cover[50]) ? o_crc_value[23:16] : p2_data[407:400],
-                (((p2_last & p2_crc_on) & p2_keep[49]) & ~p2_cover[49]) ? o_crc_value[15:8] : p2_data[399:392],
-                (((p2_last & p2_crc_on) & p2_keep[48]) & ~p2_cover[48]) ? o_crc_value[7:0] : p2_data[391:384],
-                (((p2_last & p2_crc_on) & p2_keep[47]) & ~p2_cover[47]) ? o_crc_value[31:24] : p2_data[383:376],
-                (((p2_last & p2_crc_on) & p2_keep[46]) & ~p2_cover[46]) ? o_crc_value[23:16] : p2_data[375:368],
-                (((p2_last & p2_crc_on) & p2_keep[45]) & ~p2_cover[45]) ? o_crc_value[15:8] : p2_data[367:360],
-                (((p2_last & p2_crc_on) & p2_keep[44]) & ~p2_cover[44]) ? o_crc_value[7:0] : p2_data[359:352],
-                (((p2_last & p2_crc_on) & p2_keep[43]) & ~p2_cover[43]) ? o_crc_value[31:24] : p2_data[351:344],
-                (((p2_last & p2_crc_on) & p2_keep[42]) & ~p2_cover[42]) ? o_crc_value[23:16] : p2_data[343:336],
-                (((p2_last & p2_crc_on) & p2_keep[41]) & ~p2_cover[41]) ? o_crc_value[15:8] : p2_data[335:328],
-                (((p2_last & p2_crc_on) & p2_keep[40]) & ~p2_cover[40]) ? o_crc_value[7:0] : p2_data[327:320],
-                (((p2_last & p2_crc_on) & p2_keep[39]) & ~p2_cover[39]) ? o_crc_value[31:24] : p2_data[319:312],
-                (((p2_last & p2_crc_on) & p2_keep[38]) & ~p2_cover[38]) ? o_crc_value[23:16] : p2_data[311:304],
-                (((p2_last & p2_crc_on) & p2_keep[37]) & ~p2_cover[37]) ? o_crc_value[15:8] : p2_data[303:296],
-                (((p2_last & p2_crc_on) & p2_keep[36]) & ~p2_cover[36]) ? o_crc_value[7:0] : p2_data[295:288],
-                (((p2_last & p2_crc_on) & p2_keep[35]) & ~p2_cover[35]) ? o_crc_value[31:24] : p2_data[287:280],
-                (((p2_last & p2_crc_on) & p2_keep[34]) & ~p2_cover[34]) ? o_crc_value[23:16] : p2_data[279:272],
-                (((p2_last & p2_crc_on) & p2_keep[33]) & ~p2_cover[33]) ? o_crc_value[15:8] : p2_data[271:264],
-                (((p2_last & p2_crc_on) & p2_keep[32]) & ~p2_cover[32]) ? o_crc_value[7:0] : p2_data[263:256],
-                (((p2_last & p2_crc_on) & p2_keep[31]) & ~p2_cover[31]) ? o_crc_value[31:24] : p2_data[255:248],
-                (((p2_last & p2_crc_on) & p2_keep[30]) & ~p2_cover[30]) ? o_crc_value[23:16] : p2_data[247:240],
-                (((p2_last & p2_crc_on) & p2_keep[29]) & ~p2_cover[29]) ? o_crc_value[15:8] : p2_data[239:232],
-                (((p2_last & p2_crc_on) & p2_keep[28]) & ~p2_cover[28]) ? o_crc_value[7:0] : p2_data[231:224],
-                (((p2_last & p2_crc_on) & p2_keep[27]) & ~p2_cover[27]) ? o_crc_value[31:24] : p2_data[223:216],
-                (((p2_last & p2_crc_on) & p2_keep[26]) & ~p2_cover[26]) ? o_crc_value[23:16] : p2_data[215:208],
-                (((p2_last & p2_crc_on) & p2_keep[25]) & ~p2_cover[25]) ? o_crc_value[15:8] : p2_data[207:200],
-                (((p2_last & p2_crc_on) & p2_keep[24]) & ~p2_cover[24]) ? o_crc_value[7:0] : p2_data[199:192],
-                (((p2_last & p2_crc_on) & p2_keep[23]) & ~p2_cover[23]) ? o_crc_value[31:24] : p2_data[191:184],
-                (((p2_last & p2_crc_on) & p2_keep[22]) & ~p2_cover[22]) ? o_crc_value[23:16] : p2_data[183:176],
-                (((p2_last & p2_crc_on) & p2_keep[21]) & ~p2_cover[21]) ? o_crc_value[15:8] : p2_data[175:168],
-                (((p2_last & p2_crc_on) & p2_keep[20]) & ~p2_cover[20]) ? o_crc_value[7:0] : p2_data[167:160],
-                (((p2_last & p2_crc_on) & p2_keep[19]) & ~p2_cover[19]) ? o_crc_value[31:24] : p2_data[159:152],
-                (((p2_last & p2_crc_on) & p2_keep[18]) & ~p2_cover[18]) ? o_crc_value[23:16] : p2_data[151:144],
-                (((p2_last & p2_crc_on) & p2_keep[17]) & ~p2_cover[17]) ? o_crc_value[15:8] : p2_data[143:136],
-                (((p2_last & p2_crc_on) & p2_keep[16]) & ~p2_cover[16]) ? o_crc_value[7:0] : p2_data[135:128],
-                (((p2_last & p2_crc_on) & p2_keep[15]) & ~p2_cover[15]) ? o_crc_value[31:24] : p2_data[127:120],
-                (((p2_last & p2_crc_on) & p2_keep[14]) & ~p2_cover[14]) ? o_crc_value[23:16] : p2_data[119:112],
-                (((p2_last & p2_crc_on) & p2_keep[13]) & ~p2_cover[13]) ? o_crc_value[15:8] : p2_data[111:104],
-                (((p2_last & p2_crc_on) & p2_keep[12]) & ~p2_cover[12]) ? o_crc_value[7:0] : p2_data[103:96],
-                (((p2_last & p2_crc_on) & p2_keep[11]) & ~p2_cover[11]) ? o_crc_value[31:24] : p2_data[95:88],
-                (((p2_last & p2_crc_on) & p2_keep[10]) & ~p2_cover[10]) ? o_crc_value[23:16] : p2_data[87:80],
-                (((p2_last & p2_crc_on) & p2_keep[9]) & ~p2_cover[9]) ? o_crc_value[15:8] : p2_data[79:72],
-                (((p2_last & p2_crc_on) & p2_keep[8]) & ~p2_cover[8]) ? o_crc_value[7:0] : p2_data[71:64],
-                (((p2_last & p2_crc_on) & p2_keep[7]) & ~p2_cover[7]) ? o_crc_value[31:24] : p2_data[63:56],
-                (((p2_last & p2_crc_on) & p2_keep[6]) & ~p2_cover[6]) ? o_crc_value[23:16] : p2_data[55:48],
-                (((p2_last & p2_crc_on) & p2_keep[5]) & ~p2_cover[5]) ? o_crc_value[15:8] : p2_data[47:40],
-                (((p2_last & p2_crc_on) & p2_keep[4]) & ~p2_cover[4]) ? o_crc_value[7:0] : p2_data[39:32],
-                (((p2_last & p2_crc_on) & p2_keep[3]) & ~p2_cover[3]) ? o_crc_value[31:24] : p2_data[31:24],
-                (((p2_last & p2_crc_on) & p2_keep[2]) & ~p2_cover[2]) ? o_crc_value[23:16] : p2_data[23:16],
-                (((p2_last & p2_crc_on) & p2_keep[1]) & ~p2_cover[1]) ? o_crc_value[15:8] : p2_data[15:8],
-                (((p2_last & p2_crc_on) & p2_keep[0]) & ~p2_cover[0]) ? o_crc_value[7:0] : p2_data[7:0]
+                o_crc_lanes[63] ? o_crc_value[31:24] : p2_data[511:504],
+                o_crc_lanes[62] ? o_crc_value[23:16] : p2_data[503:496],
+                o_crc_lanes[61] ? o_crc_value[15:8] : p2_data[495:488],
+                o_crc_lanes[60] ? o_crc_value[7:0] : p2_data[487:480],
+                o_crc_lanes[59] ? o_crc_value[31:24] : p2_data[479:472],
+                o_crc_lanes[58] ? o_crc_value[23:16] : p2_data[471:464],
+                o_crc_lanes[57] ? o_crc_value[15:8] : p2_data[463:456],
+                o_crc_lanes[56] ? o_crc_value[7:0] : p2_data[455:448],
+                o_crc_lanes[55] ? o_crc_value[31:24] : p2_data[447:440],
+                o_crc_lanes[54] ? o_crc_value[23:16] : p2_data[439:432],
+                o_crc_lanes[53] ? o_crc_value[15:8] : p2_data[431:424],
+                o_crc_lanes[52] ? o_crc_value[7:0] : p2_data[423:416],
+                o_crc_lanes[51] ? o_crc_value[31:24] : p2_data[415:408],
+                o_crc_lanes[50] ? o_crc_value[23:16] : p2_data[407:400],
+                o_crc_lanes[49] ? o_crc_value[15:8] : p2_data[399:392],
+                o_crc_lanes[48] ? o_crc_value[7:0] : p2_data[391:384],
+                o_crc_lanes[47] ? o_crc_value[31:24] : p2_data[383:376],
+                o_crc_lanes[46] ? o_crc_value[23:16] : p2_data[375:368],
+                o_crc_lanes[45] ? o_crc_value[15:8] : p2_data[367:360],
+                o_crc_lanes[44] ? o_crc_value[7:0] : p2_data[359:352],
+                o_crc_lanes[43] ? o_crc_value[31:24] : p2_data[351:344],
+                o_crc_lanes[42] ? o_crc_value[23:16] : p2_data[343:336],
+                o_crc_lanes[41] ? o_crc_value[15:8] : p2_data[335:328],
+                o_crc_lanes[40] ? o_crc_value[7:0] : p2_data[327:320],
+                o_crc_lanes[39] ? o_crc_value[31:24] : p2_data[319:312],
+                o_crc_lanes[38] ? o_crc_value[23:16] : p2_data[311:304],
+                o_crc_lanes[37] ? o_crc_value[15:8] : p2_data[303:296],
+                o_crc_lanes[36] ? o_crc_value[7:0] : p2_data[295:288],
+                o_crc_lanes[35] ? o_crc_value[31:24] : p2_data[287:280],
+                o_crc_lanes[34] ? o_crc_value[23:16] : p2_data[279:272],
+                o_crc_lanes[33] ? o_crc_value[15:8] : p2_data[271:264],
+                o_crc_lanes[32] ? o_crc_value[7:0] : p2_data[263:256],
+                o_crc_lanes[31] ? o_crc_value[31:24] : p2_data[255:248],
+                o_crc_lanes[30] ? o_crc_value[23:16] : p2_data[247:240],
+                o_crc_lanes[29] ? o_crc_value[15:8] : p2_data[239:232],
+                o_crc_lanes[28] ? o_crc_value[7:0] : p2_data[231:224],
+                o_crc_lanes[27] ? o_crc_value[31:24] : p2_data[223:216],
+                o_crc_lanes[26] ? o_crc_value[23:16] : p2_data[215:208],
+                o_crc_lanes[25] ? o_crc_value[15:8] : p2_data[207:200],
+                o_crc_lanes[24] ? o_crc_value[7:0] : p2_data[199:192],
+                o_crc_lanes[23] ? o_crc_value[31:24] : p2_data[191:184],
+                o_crc_lanes[22] ? o_crc_value[23:16] : p2_data[183:176],
+                o_crc_lanes[21] ? o_crc_value[15:8] : p2_data[175:168],
+                o_crc_lanes[20] ? o_crc_value[7:0] : p2_data[167:160],
+                o_crc_lanes[19] ? o_crc_value[31:24] : p2_data[159:152],
+                o_crc_lanes[18] ? o_crc_value[23:16] : p2_data[151:144],
+                o_crc_lanes[17] ? o_crc_value[15:8] : p2_data[143:136],
+                o_crc_lanes[16] ? o_crc_value[7:0] : p2_data[135:128],
+                o_crc_lanes[15] ? o_crc_value[31:24] : p2_data[127:120],
+                o_crc_lanes[14] ? o_crc_value[23:16] : p2_data[119:112],
+                o_crc_lanes[13] ? o_crc_value[15:8] : p2_data[111:104],
+                o_crc_lanes[12] ? o_crc_value[7:0] : p2_data[103:96],
+                o_crc_lanes[11] ? o_crc_value[31:24] : p2_data[95:88],
+                o_crc_lanes[10] ? o_crc_value[23:16] : p2_data[87:80],
+                o_crc_lanes[9] ? o_crc_value[15:8] : p2_data[79:72],
+                o_crc_lanes[8] ? o_crc_value[7:0] : p2_data[71:64],
+                o_crc_lanes[7] ? o_crc_value[31:24] : p2_data[63:56],
+                o_crc_lanes[6] ? o_crc_value[23:16] : p2_data[55:48],
+                o_crc_lanes[5] ? o_crc_value[15:8] : p2_data[47:40],
+                o_crc_lanes[4] ? o_crc_value[7:0] : p2_data[39:32],
+                o_crc_lanes[3] ? o_crc_value[31:24] : p2_data[31:24],
+                o_crc_lanes[2] ? o_crc_value[23:16] : p2_data[23:16],
+                o_crc_lanes[1] ? o_crc_value[15:8] : p2_data[15:8],
+                o_crc_lanes[0] ? o_crc_value[7:0] : p2_data[7:0]
             };
         end
     end

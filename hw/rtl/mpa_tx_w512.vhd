@@ -182,140 +182,19 @@ architecture rtl of mpa_tx_w512 is
     signal f_marker_group : std_logic_vector(3 downto 0); -- 4-lane group of the marker
     signal f_room_data_big : std_logic;
     signal f_room_data_small : std_logic_vector(7 downto 0);
+    signal f_data_octets_pre : std_logic_vector(511 downto 0); -- octets carrying ULPDU data, lanes before the marker (lane i's count i + 4)
     signal f_room_cov_big : std_logic;
     signal f_room_cov_small : std_logic_vector(7 downto 0);
+    signal f_cover_pre : std_logic_vector(63 downto 0); -- lanes the CRC covers, before the marker
     signal f_room_end_big : std_logic;
     signal f_room_end_small : std_logic_vector(7 downto 0);
+    signal f_keep_pre : std_logic_vector(63 downto 0); -- lanes kept, before the marker
+    signal f_marker_lanes : std_logic_vector(63 downto 0); -- the marker's lanes
+    signal f_after_lanes : std_logic_vector(63 downto 0); -- lanes after the marker
+    signal f_marker_octets : std_logic_vector(511 downto 0); -- the marker's lanes, as octet masks
+    signal f_after_octets : std_logic_vector(511 downto 0); -- lanes after the marker, as octet masks
     signal f_shifted : std_logic_vector(511 downto 0); -- ULPDU octets aligned to this beat's lanes
     signal f_fpduptr : std_logic_vector(15 downto 0);
-    signal l0_marker : std_logic;
-    signal l0_after : std_logic;
-    signal l1_marker : std_logic;
-    signal l1_after : std_logic;
-    signal l2_marker : std_logic;
-    signal l2_after : std_logic;
-    signal l3_marker : std_logic;
-    signal l3_after : std_logic;
-    signal l4_marker : std_logic;
-    signal l4_after : std_logic;
-    signal l5_marker : std_logic;
-    signal l5_after : std_logic;
-    signal l6_marker : std_logic;
-    signal l6_after : std_logic;
-    signal l7_marker : std_logic;
-    signal l7_after : std_logic;
-    signal l8_marker : std_logic;
-    signal l8_after : std_logic;
-    signal l9_marker : std_logic;
-    signal l9_after : std_logic;
-    signal l10_marker : std_logic;
-    signal l10_after : std_logic;
-    signal l11_marker : std_logic;
-    signal l11_after : std_logic;
-    signal l12_marker : std_logic;
-    signal l12_after : std_logic;
-    signal l13_marker : std_logic;
-    signal l13_after : std_logic;
-    signal l14_marker : std_logic;
-    signal l14_after : std_logic;
-    signal l15_marker : std_logic;
-    signal l15_after : std_logic;
-    signal l16_marker : std_logic;
-    signal l16_after : std_logic;
-    signal l17_marker : std_logic;
-    signal l17_after : std_logic;
-    signal l18_marker : std_logic;
-    signal l18_after : std_logic;
-    signal l19_marker : std_logic;
-    signal l19_after : std_logic;
-    signal l20_marker : std_logic;
-    signal l20_after : std_logic;
-    signal l21_marker : std_logic;
-    signal l21_after : std_logic;
-    signal l22_marker : std_logic;
-    signal l22_after : std_logic;
-    signal l23_marker : std_logic;
-    signal l23_after : std_logic;
-    signal l24_marker : std_logic;
-    signal l24_after : std_logic;
-    signal l25_marker : std_logic;
-    signal l25_after : std_logic;
-    signal l26_marker : std_logic;
-    signal l26_after : std_logic;
-    signal l27_marker : std_logic;
-    signal l27_after : std_logic;
-    signal l28_marker : std_logic;
-    signal l28_after : std_logic;
-    signal l29_marker : std_logic;
-    signal l29_after : std_logic;
-    signal l30_marker : std_logic;
-    signal l30_after : std_logic;
-    signal l31_marker : std_logic;
-    signal l31_after : std_logic;
-    signal l32_marker : std_logic;
-    signal l32_after : std_logic;
-    signal l33_marker : std_logic;
-    signal l33_after : std_logic;
-    signal l34_marker : std_logic;
-    signal l34_after : std_logic;
-    signal l35_marker : std_logic;
-    signal l35_after : std_logic;
-    signal l36_marker : std_logic;
-    signal l36_after : std_logic;
-    signal l37_marker : std_logic;
-    signal l37_after : std_logic;
-    signal l38_marker : std_logic;
-    signal l38_after : std_logic;
-    signal l39_marker : std_logic;
-    signal l39_after : std_logic;
-    signal l40_marker : std_logic;
-    signal l40_after : std_logic;
-    signal l41_marker : std_logic;
-    signal l41_after : std_logic;
-    signal l42_marker : std_logic;
-    signal l42_after : std_logic;
-    signal l43_marker : std_logic;
-    signal l43_after : std_logic;
-    signal l44_marker : std_logic;
-    signal l44_after : std_logic;
-    signal l45_marker : std_logic;
-    signal l45_after : std_logic;
-    signal l46_marker : std_logic;
-    signal l46_after : std_logic;
-    signal l47_marker : std_logic;
-    signal l47_after : std_logic;
-    signal l48_marker : std_logic;
-    signal l48_after : std_logic;
-    signal l49_marker : std_logic;
-    signal l49_after : std_logic;
-    signal l50_marker : std_logic;
-    signal l50_after : std_logic;
-    signal l51_marker : std_logic;
-    signal l51_after : std_logic;
-    signal l52_marker : std_logic;
-    signal l52_after : std_logic;
-    signal l53_marker : std_logic;
-    signal l53_after : std_logic;
-    signal l54_marker : std_logic;
-    signal l54_after : std_logic;
-    signal l55_marker : std_logic;
-    signal l55_after : std_logic;
-    signal l56_marker : std_logic;
-    signal l56_after : std_logic;
-    signal l57_marker : std_logic;
-    signal l57_after : std_logic;
-    signal l58_marker : std_logic;
-    signal l58_after : std_logic;
-    signal l59_marker : std_logic;
-    signal l59_after : std_logic;
-    signal l60_marker : std_logic;
-    signal l60_after : std_logic;
-    signal l61_marker : std_logic;
-    signal l61_after : std_logic;
-    signal l62_marker : std_logic;
-    signal l62_after : std_logic;
-    signal l63_marker : std_logic;
-    signal l63_after : std_logic;
     signal f_end_offset : std_logic_vector(31 downto 0); -- stream offset just past the FPDU
     signal f_start : std_logic;              -- load the next FPDU's context
     signal n_len_padded : std_logic_vector(17 downto 0); -- 2 + length + PAD
@@ -381,6 +260,7 @@ architecture rtl of mpa_tx_w512 is
     signal p2_cover : std_logic_vector(63 downto 0);
     signal p2_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 6..6
     signal o_crc_value : std_logic_vector(31 downto 0); -- the FPDU's CRC32c
+    signal o_crc_lanes : std_logic_vector(63 downto 0); -- lanes of the CRC field
     signal o_data : std_logic_vector(511 downto 0) := x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
     signal o_keep : std_logic_vector(63 downto 0) := x"0000000000000000";
     signal o_last : std_logic := '0';
@@ -412,140 +292,19 @@ begin
     f_marker_group <= f_to_marker(5 downto 2);
     f_room_data_big <= or f_room_data(16 downto 8);
     f_room_data_small <= f_room_data(7 downto 0);
+    f_data_octets_pre <= std_logic_vector'(511 downto 0 => not f_room_data(17)) and (std_logic_vector'(511 downto 0 => f_room_data_big) or (mux(f_room_data_small(7), mux(f_room_data_small(6), mux(f_room_data_small(5), mux(f_room_data_small(4), x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"), mux(f_room_data_small(4), x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff")), mux(f_room_data_small(5), mux(f_room_data_small(4), x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"), mux(f_room_data_small(4), x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"))), mux(f_room_data_small(6), mux(f_room_data_small(5), mux(f_room_data_small(4), x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"), mux(f_room_data_small(4), x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", x"00000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff")), mux(f_room_data_small(5), mux(f_room_data_small(4), x"0000000000000000000000000000000000000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", x"000000000000000000000000000000000000000000000000000000000000000000000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffff"), mux(f_room_data_small(4), x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffffffffffffffffffff", x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")))) or (mux(f_room_data_small(7), mux(f_room_data_small(6), mux(f_room_data_small(5), mux(f_room_data_small(4), x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000", x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"), mux(f_room_data_small(4), x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000", x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")), mux(f_room_data_small(5), mux(f_room_data_small(4), x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000", x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"), mux(f_room_data_small(4), x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000", x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"))), mux(f_room_data_small(6), mux(f_room_data_small(5), mux(f_room_data_small(4), x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000", x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"), mux(f_room_data_small(4), x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000", x"ffffffff000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")), mux(f_room_data_small(5), mux(f_room_data_small(4), x"00000000ffffffffffffffffffffffffffffffff0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000", x"0000000000000000000000000000000000000000ffffffffffffffffffffffffffffffff00000000000000000000000000000000000000000000000000000000"), mux(f_room_data_small(4), x"000000000000000000000000000000000000000000000000000000000000000000000000ffffffffffffffffffffffffffffffff000000000000000000000000", x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffffffffffffffffffff")))) and mux(f_room_data_small(3), mux(f_room_data_small(2), mux(f_room_data_small(1), mux(f_room_data_small(0), x"ffffffff00ffffffffffffffffffffffffffffff00ffffffffffffffffffffffffffffff00ffffffffffffffffffffffffffffff00ffffffffffffffffffffff", x"ffffffff0000ffffffffffffffffffffffffffff0000ffffffffffffffffffffffffffff0000ffffffffffffffffffffffffffff0000ffffffffffffffffffff"), mux(f_room_data_small(0), x"ffffffff000000ffffffffffffffffffffffffff000000ffffffffffffffffffffffffff000000ffffffffffffffffffffffffff000000ffffffffffffffffff", x"ffffffff00000000ffffffffffffffffffffffff00000000ffffffffffffffffffffffff00000000ffffffffffffffffffffffff00000000ffffffffffffffff")), mux(f_room_data_small(1), mux(f_room_data_small(0), x"ffffffff0000000000ffffffffffffffffffffff0000000000ffffffffffffffffffffff0000000000ffffffffffffffffffffff0000000000ffffffffffffff", x"ffffffff000000000000ffffffffffffffffffff000000000000ffffffffffffffffffff000000000000ffffffffffffffffffff000000000000ffffffffffff"), mux(f_room_data_small(0), x"ffffffff00000000000000ffffffffffffffffff00000000000000ffffffffffffffffff00000000000000ffffffffffffffffff00000000000000ffffffffff", x"ffffffff0000000000000000ffffffffffffffff0000000000000000ffffffffffffffff0000000000000000ffffffffffffffff0000000000000000ffffffff"))), mux(f_room_data_small(2), mux(f_room_data_small(1), mux(f_room_data_small(0), x"ffffffff000000000000000000ffffffffffffff000000000000000000ffffffffffffff000000000000000000ffffffffffffff000000000000000000ffffff", x"ffffffff00000000000000000000ffffffffffff00000000000000000000ffffffffffff00000000000000000000ffffffffffff00000000000000000000ffff"), mux(f_room_data_small(0), x"ffffffff0000000000000000000000ffffffffff0000000000000000000000ffffffffff0000000000000000000000ffffffffff0000000000000000000000ff", x"ffffffff000000000000000000000000ffffffff000000000000000000000000ffffffff000000000000000000000000ffffffff000000000000000000000000")), mux(f_room_data_small(1), mux(f_room_data_small(0), x"00ffffff00000000000000000000000000ffffff00000000000000000000000000ffffff00000000000000000000000000ffffff000000000000000000000000", x"0000ffff0000000000000000000000000000ffff0000000000000000000000000000ffff0000000000000000000000000000ffff000000000000000000000000"), mux(f_room_data_small(0), x"000000ff000000000000000000000000000000ff000000000000000000000000000000ff000000000000000000000000000000ff000000000000000000000000", x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")))))));
     f_room_cov_big <= or f_room_cov(16 downto 8);
     f_room_cov_small <= f_room_cov(7 downto 0);
+    f_cover_pre <= std_logic_vector'(63 downto 0 => not f_room_cov(17)) and (std_logic_vector'(63 downto 0 => f_room_cov_big) or (mux(f_room_cov_small(7), mux(f_room_cov_small(6), mux(f_room_cov_small(5), mux(f_room_cov_small(4), x"ffffffffffffffff", x"ffffffffffffffff"), mux(f_room_cov_small(4), x"ffffffffffffffff", x"ffffffffffffffff")), mux(f_room_cov_small(5), mux(f_room_cov_small(4), x"ffffffffffffffff", x"ffffffffffffffff"), mux(f_room_cov_small(4), x"ffffffffffffffff", x"ffffffffffffffff"))), mux(f_room_cov_small(6), mux(f_room_cov_small(5), mux(f_room_cov_small(4), x"ffffffffffffffff", x"ffffffffffffffff"), mux(f_room_cov_small(4), x"ffffffffffffffff", x"0fffffffffffffff")), mux(f_room_cov_small(5), mux(f_room_cov_small(4), x"00000fffffffffff", x"000000000fffffff"), mux(f_room_cov_small(4), x"0000000000000fff", x"0000000000000000")))) or (mux(f_room_cov_small(7), mux(f_room_cov_small(6), mux(f_room_cov_small(5), mux(f_room_cov_small(4), x"0000000000000000", x"0000000000000000"), mux(f_room_cov_small(4), x"0000000000000000", x"0000000000000000")), mux(f_room_cov_small(5), mux(f_room_cov_small(4), x"0000000000000000", x"0000000000000000"), mux(f_room_cov_small(4), x"0000000000000000", x"0000000000000000"))), mux(f_room_cov_small(6), mux(f_room_cov_small(5), mux(f_room_cov_small(4), x"0000000000000000", x"0000000000000000"), mux(f_room_cov_small(4), x"0000000000000000", x"f000000000000000")), mux(f_room_cov_small(5), mux(f_room_cov_small(4), x"0ffff00000000000", x"00000ffff0000000"), mux(f_room_cov_small(4), x"000000000ffff000", x"0000000000000fff")))) and mux(f_room_cov_small(3), mux(f_room_cov_small(2), mux(f_room_cov_small(1), mux(f_room_cov_small(0), x"f7fff7fff7fff7ff", x"f3fff3fff3fff3ff"), mux(f_room_cov_small(0), x"f1fff1fff1fff1ff", x"f0fff0fff0fff0ff")), mux(f_room_cov_small(1), mux(f_room_cov_small(0), x"f07ff07ff07ff07f", x"f03ff03ff03ff03f"), mux(f_room_cov_small(0), x"f01ff01ff01ff01f", x"f00ff00ff00ff00f"))), mux(f_room_cov_small(2), mux(f_room_cov_small(1), mux(f_room_cov_small(0), x"f007f007f007f007", x"f003f003f003f003"), mux(f_room_cov_small(0), x"f001f001f001f001", x"f000f000f000f000")), mux(f_room_cov_small(1), mux(f_room_cov_small(0), x"7000700070007000", x"3000300030003000"), mux(f_room_cov_small(0), x"1000100010001000", x"0000000000000000")))))));
     f_room_end_big <= or f_room_end(16 downto 8);
     f_room_end_small <= f_room_end(7 downto 0);
+    f_keep_pre <= std_logic_vector'(63 downto 0 => not f_room_end(17)) and (std_logic_vector'(63 downto 0 => f_room_end_big) or (mux(f_room_end_small(7), mux(f_room_end_small(6), mux(f_room_end_small(5), mux(f_room_end_small(4), x"ffffffffffffffff", x"ffffffffffffffff"), mux(f_room_end_small(4), x"ffffffffffffffff", x"ffffffffffffffff")), mux(f_room_end_small(5), mux(f_room_end_small(4), x"ffffffffffffffff", x"ffffffffffffffff"), mux(f_room_end_small(4), x"ffffffffffffffff", x"ffffffffffffffff"))), mux(f_room_end_small(6), mux(f_room_end_small(5), mux(f_room_end_small(4), x"ffffffffffffffff", x"ffffffffffffffff"), mux(f_room_end_small(4), x"ffffffffffffffff", x"0fffffffffffffff")), mux(f_room_end_small(5), mux(f_room_end_small(4), x"00000fffffffffff", x"000000000fffffff"), mux(f_room_end_small(4), x"0000000000000fff", x"0000000000000000")))) or (mux(f_room_end_small(7), mux(f_room_end_small(6), mux(f_room_end_small(5), mux(f_room_end_small(4), x"0000000000000000", x"0000000000000000"), mux(f_room_end_small(4), x"0000000000000000", x"0000000000000000")), mux(f_room_end_small(5), mux(f_room_end_small(4), x"0000000000000000", x"0000000000000000"), mux(f_room_end_small(4), x"0000000000000000", x"0000000000000000"))), mux(f_room_end_small(6), mux(f_room_end_small(5), mux(f_room_end_small(4), x"0000000000000000", x"0000000000000000"), mux(f_room_end_small(4), x"0000000000000000", x"f000000000000000")), mux(f_room_end_small(5), mux(f_room_end_small(4), x"0ffff00000000000", x"00000ffff0000000"), mux(f_room_end_small(4), x"000000000ffff000", x"0000000000000fff")))) and mux(f_room_end_small(3), mux(f_room_end_small(2), mux(f_room_end_small(1), mux(f_room_end_small(0), x"f7fff7fff7fff7ff", x"f3fff3fff3fff3ff"), mux(f_room_end_small(0), x"f1fff1fff1fff1ff", x"f0fff0fff0fff0ff")), mux(f_room_end_small(1), mux(f_room_end_small(0), x"f07ff07ff07ff07f", x"f03ff03ff03ff03f"), mux(f_room_end_small(0), x"f01ff01ff01ff01f", x"f00ff00ff00ff00f"))), mux(f_room_end_small(2), mux(f_room_end_small(1), mux(f_room_end_small(0), x"f007f007f007f007", x"f003f003f003f003"), mux(f_room_end_small(0), x"f001f001f001f001", x"f000f000f000f000")), mux(f_room_end_small(1), mux(f_room_end_small(0), x"7000700070007000", x"3000300030003000"), mux(f_room_end_small(0), x"1000100010001000", x"0000000000000000")))))));
+    f_marker_lanes <= mux(f_marker_here, mux(f_marker_group(3), mux(f_marker_group(2), mux(f_marker_group(1), mux(f_marker_group(0), x"f000000000000000", x"0f00000000000000"), mux(f_marker_group(0), x"00f0000000000000", x"000f000000000000")), mux(f_marker_group(1), mux(f_marker_group(0), x"0000f00000000000", x"00000f0000000000"), mux(f_marker_group(0), x"000000f000000000", x"0000000f00000000"))), mux(f_marker_group(2), mux(f_marker_group(1), mux(f_marker_group(0), x"00000000f0000000", x"000000000f000000"), mux(f_marker_group(0), x"0000000000f00000", x"00000000000f0000")), mux(f_marker_group(1), mux(f_marker_group(0), x"000000000000f000", x"0000000000000f00"), mux(f_marker_group(0), x"00000000000000f0", x"000000000000000f")))), x"0000000000000000");
+    f_after_lanes <= mux(f_marker_here, mux(f_marker_group(3), mux(f_marker_group(2), mux(f_marker_group(1), mux(f_marker_group(0), x"0000000000000000", x"f000000000000000"), mux(f_marker_group(0), x"ff00000000000000", x"fff0000000000000")), mux(f_marker_group(1), mux(f_marker_group(0), x"ffff000000000000", x"fffff00000000000"), mux(f_marker_group(0), x"ffffff0000000000", x"fffffff000000000"))), mux(f_marker_group(2), mux(f_marker_group(1), mux(f_marker_group(0), x"ffffffff00000000", x"fffffffff0000000"), mux(f_marker_group(0), x"ffffffffff000000", x"fffffffffff00000")), mux(f_marker_group(1), mux(f_marker_group(0), x"ffffffffffff0000", x"fffffffffffff000"), mux(f_marker_group(0), x"ffffffffffffff00", x"fffffffffffffff0")))), x"0000000000000000");
+    f_marker_octets <= mux(f_marker_here, mux(f_marker_group(3), mux(f_marker_group(2), mux(f_marker_group(1), mux(f_marker_group(0), x"ffffffff000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000", x"00000000ffffffff0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"), mux(f_marker_group(0), x"0000000000000000ffffffff00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000", x"000000000000000000000000ffffffff000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")), mux(f_marker_group(1), mux(f_marker_group(0), x"00000000000000000000000000000000ffffffff0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000", x"0000000000000000000000000000000000000000ffffffff00000000000000000000000000000000000000000000000000000000000000000000000000000000"), mux(f_marker_group(0), x"000000000000000000000000000000000000000000000000ffffffff000000000000000000000000000000000000000000000000000000000000000000000000", x"00000000000000000000000000000000000000000000000000000000ffffffff0000000000000000000000000000000000000000000000000000000000000000"))), mux(f_marker_group(2), mux(f_marker_group(1), mux(f_marker_group(0), x"0000000000000000000000000000000000000000000000000000000000000000ffffffff00000000000000000000000000000000000000000000000000000000", x"000000000000000000000000000000000000000000000000000000000000000000000000ffffffff000000000000000000000000000000000000000000000000"), mux(f_marker_group(0), x"00000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffff0000000000000000000000000000000000000000", x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffff00000000000000000000000000000000")), mux(f_marker_group(1), mux(f_marker_group(0), x"000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffff000000000000000000000000", x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffff0000000000000000"), mux(f_marker_group(0), x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffff00000000", x"000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffff")))), x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000");
+    f_after_octets <= mux(f_marker_here, mux(f_marker_group(3), mux(f_marker_group(2), mux(f_marker_group(1), mux(f_marker_group(0), x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000", x"ffffffff000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"), mux(f_marker_group(0), x"ffffffffffffffff0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000", x"ffffffffffffffffffffffff00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")), mux(f_marker_group(1), mux(f_marker_group(0), x"ffffffffffffffffffffffffffffffff000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000", x"ffffffffffffffffffffffffffffffffffffffff0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"), mux(f_marker_group(0), x"ffffffffffffffffffffffffffffffffffffffffffffffff00000000000000000000000000000000000000000000000000000000000000000000000000000000", x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffff000000000000000000000000000000000000000000000000000000000000000000000000"))), mux(f_marker_group(2), mux(f_marker_group(1), mux(f_marker_group(0), x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff0000000000000000000000000000000000000000000000000000000000000000", x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff00000000000000000000000000000000000000000000000000000000"), mux(f_marker_group(0), x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff000000000000000000000000000000000000000000000000", x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff0000000000000000000000000000000000000000")), mux(f_marker_group(1), mux(f_marker_group(0), x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff00000000000000000000000000000000", x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff000000000000000000000000"), mux(f_marker_group(0), x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff0000000000000000", x"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff00000000")))), x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000");
     f_shifted <= mux(f_rel(6), mux(f_rel(5), mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496))), mux(f_rel(2), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)))), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496))), mux(f_rel(2), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496))))), mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496))), mux(f_rel(2), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)))), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496))), mux(f_rel(2), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)), std_logic_vector'(win1_data(495 downto 0) & win0_data(511 downto 496)))))), mux(f_rel(5), mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(463 downto 0) & win0_data(511 downto 464)), std_logic_vector'(win1_data(431 downto 0) & win0_data(511 downto 432))), mux(f_rel(2), std_logic_vector'(win1_data(399 downto 0) & win0_data(511 downto 400)), std_logic_vector'(win1_data(367 downto 0) & win0_data(511 downto 368)))), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(335 downto 0) & win0_data(511 downto 336)), std_logic_vector'(win1_data(303 downto 0) & win0_data(511 downto 304))), mux(f_rel(2), std_logic_vector'(win1_data(271 downto 0) & win0_data(511 downto 272)), std_logic_vector'(win1_data(239 downto 0) & win0_data(511 downto 240))))), mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(207 downto 0) & win0_data(511 downto 208)), std_logic_vector'(win1_data(175 downto 0) & win0_data(511 downto 176))), mux(f_rel(2), std_logic_vector'(win1_data(143 downto 0) & win0_data(511 downto 144)), std_logic_vector'(win1_data(111 downto 0) & win0_data(511 downto 112)))), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(79 downto 0) & win0_data(511 downto 80)), std_logic_vector'(win1_data(47 downto 0) & win0_data(511 downto 48))), mux(f_rel(2), std_logic_vector'(win1_data(15 downto 0) & win0_data(511 downto 16)), std_logic_vector'(win0_data(495 downto 0) & x"0000"))))));
     f_fpduptr <= mux((f_first and f_lead) and b2l(f_to_marker = "000000000"), x"0000", std_logic_vector(unsigned(std_logic_vector(unsigned(f_wire) + unsigned(std_logic_vector'("0000000" & f_to_marker)))) - unsigned(mux(f_lead, x"0004", x"0000"))));
-    l0_marker <= f_marker_here and b2l(f_marker_group = x"0");
-    l0_after <= f_marker_here and '0';
-    l1_marker <= f_marker_here and b2l(f_marker_group = x"0");
-    l1_after <= f_marker_here and '0';
-    l2_marker <= f_marker_here and b2l(f_marker_group = x"0");
-    l2_after <= f_marker_here and '0';
-    l3_marker <= f_marker_here and b2l(f_marker_group = x"0");
-    l3_after <= f_marker_here and '0';
-    l4_marker <= f_marker_here and b2l(f_marker_group = x"1");
-    l4_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"1"));
-    l5_marker <= f_marker_here and b2l(f_marker_group = x"1");
-    l5_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"1"));
-    l6_marker <= f_marker_here and b2l(f_marker_group = x"1");
-    l6_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"1"));
-    l7_marker <= f_marker_here and b2l(f_marker_group = x"1");
-    l7_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"1"));
-    l8_marker <= f_marker_here and b2l(f_marker_group = x"2");
-    l8_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"2"));
-    l9_marker <= f_marker_here and b2l(f_marker_group = x"2");
-    l9_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"2"));
-    l10_marker <= f_marker_here and b2l(f_marker_group = x"2");
-    l10_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"2"));
-    l11_marker <= f_marker_here and b2l(f_marker_group = x"2");
-    l11_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"2"));
-    l12_marker <= f_marker_here and b2l(f_marker_group = x"3");
-    l12_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"3"));
-    l13_marker <= f_marker_here and b2l(f_marker_group = x"3");
-    l13_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"3"));
-    l14_marker <= f_marker_here and b2l(f_marker_group = x"3");
-    l14_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"3"));
-    l15_marker <= f_marker_here and b2l(f_marker_group = x"3");
-    l15_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"3"));
-    l16_marker <= f_marker_here and b2l(f_marker_group = x"4");
-    l16_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"4"));
-    l17_marker <= f_marker_here and b2l(f_marker_group = x"4");
-    l17_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"4"));
-    l18_marker <= f_marker_here and b2l(f_marker_group = x"4");
-    l18_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"4"));
-    l19_marker <= f_marker_here and b2l(f_marker_group = x"4");
-    l19_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"4"));
-    l20_marker <= f_marker_here and b2l(f_marker_group = x"5");
-    l20_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"5"));
-    l21_marker <= f_marker_here and b2l(f_marker_group = x"5");
-    l21_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"5"));
-    l22_marker <= f_marker_here and b2l(f_marker_group = x"5");
-    l22_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"5"));
-    l23_marker <= f_marker_here and b2l(f_marker_group = x"5");
-    l23_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"5"));
-    l24_marker <= f_marker_here and b2l(f_marker_group = x"6");
-    l24_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"6"));
-    l25_marker <= f_marker_here and b2l(f_marker_group = x"6");
-    l25_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"6"));
-    l26_marker <= f_marker_here and b2l(f_marker_group = x"6");
-    l26_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"6"));
-    l27_marker <= f_marker_here and b2l(f_marker_group = x"6");
-    l27_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"6"));
-    l28_marker <= f_marker_here and b2l(f_marker_group = x"7");
-    l28_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"7"));
-    l29_marker <= f_marker_here and b2l(f_marker_group = x"7");
-    l29_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"7"));
-    l30_marker <= f_marker_here and b2l(f_marker_group = x"7");
-    l30_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"7"));
-    l31_marker <= f_marker_here and b2l(f_marker_group = x"7");
-    l31_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"7"));
-    l32_marker <= f_marker_here and b2l(f_marker_group = x"8");
-    l32_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"8"));
-    l33_marker <= f_marker_here and b2l(f_marker_group = x"8");
-    l33_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"8"));
-    l34_marker <= f_marker_here and b2l(f_marker_group = x"8");
-    l34_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"8"));
-    l35_marker <= f_marker_here and b2l(f_marker_group = x"8");
-    l35_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"8"));
-    l36_marker <= f_marker_here and b2l(f_marker_group = x"9");
-    l36_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"9"));
-    l37_marker <= f_marker_here and b2l(f_marker_group = x"9");
-    l37_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"9"));
-    l38_marker <= f_marker_here and b2l(f_marker_group = x"9");
-    l38_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"9"));
-    l39_marker <= f_marker_here and b2l(f_marker_group = x"9");
-    l39_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"9"));
-    l40_marker <= f_marker_here and b2l(f_marker_group = x"a");
-    l40_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"a"));
-    l41_marker <= f_marker_here and b2l(f_marker_group = x"a");
-    l41_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"a"));
-    l42_marker <= f_marker_here and b2l(f_marker_group = x"a");
-    l42_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"a"));
-    l43_marker <= f_marker_here and b2l(f_marker_group = x"a");
-    l43_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"a"));
-    l44_marker <= f_marker_here and b2l(f_marker_group = x"b");
-    l44_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"b"));
-    l45_marker <= f_marker_here and b2l(f_marker_group = x"b");
-    l45_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"b"));
-    l46_marker <= f_marker_here and b2l(f_marker_group = x"b");
-    l46_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"b"));
-    l47_marker <= f_marker_here and b2l(f_marker_group = x"b");
-    l47_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"b"));
-    l48_marker <= f_marker_here and b2l(f_marker_group = x"c");
-    l48_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"c"));
-    l49_marker <= f_marker_here and b2l(f_marker_group = x"c");
-    l49_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"c"));
-    l50_marker <= f_marker_here and b2l(f_marker_group = x"c");
-    l50_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"c"));
-    l51_marker <= f_marker_here and b2l(f_marker_group = x"c");
-    l51_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"c"));
-    l52_marker <= f_marker_here and b2l(f_marker_group = x"d");
-    l52_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"d"));
-    l53_marker <= f_marker_here and b2l(f_marker_group = x"d");
-    l53_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"d"));
-    l54_marker <= f_marker_here and b2l(f_marker_group = x"d");
-    l54_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"d"));
-    l55_marker <= f_marker_here and b2l(f_marker_group = x"d");
-    l55_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"d"));
-    l56_marker <= f_marker_here and b2l(f_marker_group = x"e");
-    l56_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"e"));
-    l57_marker <= f_marker_here and b2l(f_marker_group = x"e");
-    l57_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"e"));
-    l58_marker <= f_marker_here and b2l(f_marker_group = x"e");
-    l58_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"e"));
-    l59_marker <= f_marker_here and b2l(f_marker_group = x"e");
-    l59_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"e"));
-    l60_marker <= f_marker_here and b2l(f_marker_group = x"f");
-    l60_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"f"));
-    l61_marker <= f_marker_here and b2l(f_marker_group = x"f");
-    l61_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"f"));
-    l62_marker <= f_marker_here and b2l(f_marker_group = x"f");
-    l62_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"f"));
-    l63_marker <= f_marker_here and b2l(f_marker_group = x"f");
-    l63_after <= f_marker_here and b2l(unsigned(f_marker_group) < unsigned'(x"f"));
     f_end_offset <= std_logic_vector(unsigned(f_pos) + unsigned(std_logic_vector'(
         "00000000000000" &
         std_logic_vector(unsigned(f_room_cov) + unsigned(mux(f_marker_here, "000000000000000100", "000000000000000000")))
@@ -638,72 +397,7 @@ begin
         (fb_data(463 downto 456) and std_logic_vector'(7 downto 0 => fb_cover(57))) &
         (fb_data(455 downto 448) and std_logic_vector'(7 downto 0 => fb_cover(56)))
     );
-    fb_cover_last <= std_logic_vector'(
-        fb_cover(63) &
-        (fb_cover(62) and (not fb_cover(63))) &
-        (fb_cover(61) and (not fb_cover(62))) &
-        (fb_cover(60) and (not fb_cover(61))) &
-        (fb_cover(59) and (not fb_cover(60))) &
-        (fb_cover(58) and (not fb_cover(59))) &
-        (fb_cover(57) and (not fb_cover(58))) &
-        (fb_cover(56) and (not fb_cover(57))) &
-        (fb_cover(55) and (not fb_cover(56))) &
-        (fb_cover(54) and (not fb_cover(55))) &
-        (fb_cover(53) and (not fb_cover(54))) &
-        (fb_cover(52) and (not fb_cover(53))) &
-        (fb_cover(51) and (not fb_cover(52))) &
-        (fb_cover(50) and (not fb_cover(51))) &
-        (fb_cover(49) and (not fb_cover(50))) &
-        (fb_cover(48) and (not fb_cover(49))) &
-        (fb_cover(47) and (not fb_cover(48))) &
-        (fb_cover(46) and (not fb_cover(47))) &
-        (fb_cover(45) and (not fb_cover(46))) &
-        (fb_cover(44) and (not fb_cover(45))) &
-        (fb_cover(43) and (not fb_cover(44))) &
-        (fb_cover(42) and (not fb_cover(43))) &
-        (fb_cover(41) and (not fb_cover(42))) &
-        (fb_cover(40) and (not fb_cover(41))) &
-        (fb_cover(39) and (not fb_cover(40))) &
-        (fb_cover(38) and (not fb_cover(39))) &
-        (fb_cover(37) and (not fb_cover(38))) &
-        (fb_cover(36) and (not fb_cover(37))) &
-        (fb_cover(35) and (not fb_cover(36))) &
-        (fb_cover(34) and (not fb_cover(35))) &
-        (fb_cover(33) and (not fb_cover(34))) &
-        (fb_cover(32) and (not fb_cover(33))) &
-        (fb_cover(31) and (not fb_cover(32))) &
-        (fb_cover(30) and (not fb_cover(31))) &
-        (fb_cover(29) and (not fb_cover(30))) &
-        (fb_cover(28) and (not fb_cover(29))) &
-        (fb_cover(27) and (not fb_cover(28))) &
-        (fb_cover(26) and (not fb_cover(27))) &
-        (fb_cover(25) and (not fb_cover(26))) &
-        (fb_cover(24) and (not fb_cover(25))) &
-        (fb_cover(23) and (not fb_cover(24))) &
-        (fb_cover(22) and (not fb_cover(23))) &
-        (fb_cover(21) and (not fb_cover(22))) &
-        (fb_cover(20) and (not fb_cover(21))) &
-        (fb_cover(19) and (not fb_cover(20))) &
-        (fb_cover(18) and (not fb_cover(19))) &
-        (fb_cover(17) and (not fb_cover(18))) &
-        (fb_cover(16) and (not fb_cover(17))) &
-        (fb_cover(15) and (not fb_cover(16))) &
-        (fb_cover(14) and (not fb_cover(15))) &
-        (fb_cover(13) and (not fb_cover(14))) &
-        (fb_cover(12) and (not fb_cover(13))) &
-        (fb_cover(11) and (not fb_cover(12))) &
-        (fb_cover(10) and (not fb_cover(11))) &
-        (fb_cover(9) and (not fb_cover(10))) &
-        (fb_cover(8) and (not fb_cover(9))) &
-        (fb_cover(7) and (not fb_cover(8))) &
-        (fb_cover(6) and (not fb_cover(7))) &
-        (fb_cover(5) and (not fb_cover(6))) &
-        (fb_cover(4) and (not fb_cover(5))) &
-        (fb_cover(3) and (not fb_cover(4))) &
-        (fb_cover(2) and (not fb_cover(3))) &
-        (fb_cover(1) and (not fb_cover(2))) &
-        (fb_cover(0) and (not fb_cover(1)))
-    );
+    fb_cover_last <= fb_cover and (not std_logic_vector'('0' & fb_cover(63 downto 1)));
     fb_cover_none <= not (or fb_cover);
     fb_pad <= mux(fb_cover_none, "1000000", std_logic_vector'('0' & std_logic_vector'(
         (or (fb_cover_last and x"00000000ffffffff")) &
@@ -785,6 +479,7 @@ begin
         (xor (p2_reg and mux(p2_pad, zinv_64(31 downto 0), zinv_0(31 downto 0))))
     );
     o_crc_value <= not p2_fixed;
+    o_crc_lanes <= (std_logic_vector'(63 downto 0 => p2_last and p2_crc_on) and p2_keep) and (not p2_cover);
     m_axis_tdata <= o_data;
     m_axis_tkeep <= o_keep;
     m_axis_tvalid <= o_valid;
@@ -1128,200 +823,29 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_data <= std_logic_vector'(
-                    mux(l63_marker, f_fpduptr(7 downto 0), mux(mux(l63_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"3f") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"43")
-                        < unsigned(f_room_data_small)))), mux(l63_after, f_shifted(479 downto 472), f_shifted(511 downto 504)), x"00")) &
-                    mux(l62_marker, f_fpduptr(15 downto 8), mux(mux(l62_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"3e") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"42")
-                        < unsigned(f_room_data_small)))), mux(l62_after, f_shifted(471 downto 464), f_shifted(503 downto 496)), x"00")) &
-                    mux(l61_marker, x"00", mux(mux(l61_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3d") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"41") <
-                        unsigned(f_room_data_small)))), mux(l61_after, f_shifted(463 downto 456), f_shifted(495 downto 488)), x"00")) &
-                    mux(l60_marker, x"00", mux(mux(l60_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3c") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"40") <
-                        unsigned(f_room_data_small)))), mux(l60_after, f_shifted(455 downto 448), f_shifted(487 downto 480)), x"00")) &
-                    mux(l59_marker, f_fpduptr(7 downto 0), mux(mux(l59_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"3b") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3f")
-                        < unsigned(f_room_data_small)))), mux(l59_after, f_shifted(447 downto 440), f_shifted(479 downto 472)), x"00")) &
-                    mux(l58_marker, f_fpduptr(15 downto 8), mux(mux(l58_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"3a") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3e")
-                        < unsigned(f_room_data_small)))), mux(l58_after, f_shifted(439 downto 432), f_shifted(471 downto 464)), x"00")) &
-                    mux(l57_marker, x"00", mux(mux(l57_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"39") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3d") <
-                        unsigned(f_room_data_small)))), mux(l57_after, f_shifted(431 downto 424), f_shifted(463 downto 456)), x"00")) &
-                    mux(l56_marker, x"00", mux(mux(l56_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"38") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3c") <
-                        unsigned(f_room_data_small)))), mux(l56_after, f_shifted(423 downto 416), f_shifted(455 downto 448)), x"00")) &
-                    mux(l55_marker, f_fpduptr(7 downto 0), mux(mux(l55_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"37") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3b")
-                        < unsigned(f_room_data_small)))), mux(l55_after, f_shifted(415 downto 408), f_shifted(447 downto 440)), x"00")) &
-                    mux(l54_marker, f_fpduptr(15 downto 8), mux(mux(l54_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"36") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"3a")
-                        < unsigned(f_room_data_small)))), mux(l54_after, f_shifted(407 downto 400), f_shifted(439 downto 432)), x"00")) &
-                    mux(l53_marker, x"00", mux(mux(l53_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"35") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"39") <
-                        unsigned(f_room_data_small)))), mux(l53_after, f_shifted(399 downto 392), f_shifted(431 downto 424)), x"00")) &
-                    mux(l52_marker, x"00", mux(mux(l52_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"34") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"38") <
-                        unsigned(f_room_data_small)))), mux(l52_after, f_shifted(391 downto 384), f_shifted(423 downto 416)), x"00")) &
-                    mux(l51_marker, f_fpduptr(7 downto 0), mux(mux(l51_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"33") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"37")
-                        < unsigned(f_room_data_small)))), mux(l51_after, f_shifted(383 downto 376), f_shifted(415 downto 408)), x"00")) &
-                    mux(l50_marker, f_fpduptr(15 downto 8), mux(mux(l50_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"32") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"36")
-                        < unsigned(f_room_data_small)))), mux(l50_after, f_shifted(375 downto 368), f_shifted(407 downto 400)), x"00")) &
-                    mux(l49_marker, x"00", mux(mux(l49_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"31") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"35") <
-                        unsigned(f_room_data_small)))), mux(l49_after, f_shifted(367 downto 360), f_shifted(399 downto 392)), x"00")) &
-                    mux(l48_marker, x"00", mux(mux(l48_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"30") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"34") <
-                        unsigned(f_room_data_small)))), mux(l48_after, f_shifted(359 downto 352), f_shifted(391 downto 384)), x"00")) &
-                    mux(l47_marker, f_fpduptr(7 downto 0), mux(mux(l47_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"2f") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"33")
-                        < unsigned(f_room_data_small)))), mux(l47_after, f_shifted(351 downto 344), f_shifted(383 downto 376)), x"00")) &
-                    mux(l46_marker, f_fpduptr(15 downto 8), mux(mux(l46_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"2e") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"32")
-                        < unsigned(f_room_data_small)))), mux(l46_after, f_shifted(343 downto 336), f_shifted(375 downto 368)), x"00")) &
-                    mux(l45_marker, x"00", mux(mux(l45_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2d") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"31") <
-                        unsigned(f_room_data_small)))), mux(l45_after, f_shifted(335 downto 328), f_shifted(367 downto 360)), x"00")) &
-                    mux(l44_marker, x"00", mux(mux(l44_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2c") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"30") <
-                        unsigned(f_room_data_small)))), mux(l44_after, f_shifted(327 downto 320), f_shifted(359 downto 352)), x"00")) &
-                    mux(l43_marker, f_fpduptr(7 downto 0), mux(mux(l43_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"2b") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2f")
-                        < unsigned(f_room_data_small)))), mux(l43_after, f_shifted(319 downto 312), f_shifted(351 downto 344)), x"00")) &
-                    mux(l42_marker, f_fpduptr(15 downto 8), mux(mux(l42_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"2a") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2e")
-                        < unsigned(f_room_data_small)))), mux(l42_after, f_shifted(311 downto 304), f_shifted(343 downto 336)), x"00")) &
-                    mux(l41_marker, x"00", mux(mux(l41_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"29") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2d") <
-                        unsigned(f_room_data_small)))), mux(l41_after, f_shifted(303 downto 296), f_shifted(335 downto 328)), x"00")) &
-                    mux(l40_marker, x"00", mux(mux(l40_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"28") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2c") <
-                        unsigned(f_room_data_small)))), mux(l40_after, f_shifted(295 downto 288), f_shifted(327 downto 320)), x"00")) &
-                    mux(l39_marker, f_fpduptr(7 downto 0), mux(mux(l39_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"27") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2b")
-                        < unsigned(f_room_data_small)))), mux(l39_after, f_shifted(287 downto 280), f_shifted(319 downto 312)), x"00")) &
-                    mux(l38_marker, f_fpduptr(15 downto 8), mux(mux(l38_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"26") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"2a")
-                        < unsigned(f_room_data_small)))), mux(l38_after, f_shifted(279 downto 272), f_shifted(311 downto 304)), x"00")) &
-                    mux(l37_marker, x"00", mux(mux(l37_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"25") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"29") <
-                        unsigned(f_room_data_small)))), mux(l37_after, f_shifted(271 downto 264), f_shifted(303 downto 296)), x"00")) &
-                    mux(l36_marker, x"00", mux(mux(l36_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"24") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"28") <
-                        unsigned(f_room_data_small)))), mux(l36_after, f_shifted(263 downto 256), f_shifted(295 downto 288)), x"00")) &
-                    mux(l35_marker, f_fpduptr(7 downto 0), mux(mux(l35_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"23") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"27")
-                        < unsigned(f_room_data_small)))), mux(l35_after, f_shifted(255 downto 248), f_shifted(287 downto 280)), x"00")) &
-                    mux(l34_marker, f_fpduptr(15 downto 8), mux(mux(l34_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"22") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"26")
-                        < unsigned(f_room_data_small)))), mux(l34_after, f_shifted(247 downto 240), f_shifted(279 downto 272)), x"00")) &
-                    mux(l33_marker, x"00", mux(mux(l33_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"21") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"25") <
-                        unsigned(f_room_data_small)))), mux(l33_after, f_shifted(239 downto 232), f_shifted(271 downto 264)), x"00")) &
-                    mux(l32_marker, x"00", mux(mux(l32_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"20") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"24") <
-                        unsigned(f_room_data_small)))), mux(l32_after, f_shifted(231 downto 224), f_shifted(263 downto 256)), x"00")) &
-                    mux(l31_marker, f_fpduptr(7 downto 0), mux(mux(l31_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"1f") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"23")
-                        < unsigned(f_room_data_small)))), mux(l31_after, f_shifted(223 downto 216), f_shifted(255 downto 248)), x"00")) &
-                    mux(l30_marker, f_fpduptr(15 downto 8), mux(mux(l30_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"1e") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"22")
-                        < unsigned(f_room_data_small)))), mux(l30_after, f_shifted(215 downto 208), f_shifted(247 downto 240)), x"00")) &
-                    mux(l29_marker, x"00", mux(mux(l29_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1d") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"21") <
-                        unsigned(f_room_data_small)))), mux(l29_after, f_shifted(207 downto 200), f_shifted(239 downto 232)), x"00")) &
-                    mux(l28_marker, x"00", mux(mux(l28_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1c") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"20") <
-                        unsigned(f_room_data_small)))), mux(l28_after, f_shifted(199 downto 192), f_shifted(231 downto 224)), x"00")) &
-                    mux(l27_marker, f_fpduptr(7 downto 0), mux(mux(l27_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"1b") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1f")
-                        < unsigned(f_room_data_small)))), mux(l27_after, f_shifted(191 downto 184), f_shifted(223 downto 216)), x"00")) &
-                    mux(l26_marker, f_fpduptr(15 downto 8), mux(mux(l26_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"1a") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1e")
-                        < unsigned(f_room_data_small)))), mux(l26_after, f_shifted(183 downto 176), f_shifted(215 downto 208)), x"00")) &
-                    mux(l25_marker, x"00", mux(mux(l25_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"19") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1d") <
-                        unsigned(f_room_data_small)))), mux(l25_after, f_shifted(175 downto 168), f_shifted(207 downto 200)), x"00")) &
-                    mux(l24_marker, x"00", mux(mux(l24_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"18") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1c") <
-                        unsigned(f_room_data_small)))), mux(l24_after, f_shifted(167 downto 160), f_shifted(199 downto 192)), x"00")) &
-                    mux(l23_marker, f_fpduptr(7 downto 0), mux(mux(l23_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"17") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1b")
-                        < unsigned(f_room_data_small)))), mux(l23_after, f_shifted(159 downto 152), f_shifted(191 downto 184)), x"00")) &
-                    mux(l22_marker, f_fpduptr(15 downto 8), mux(mux(l22_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"16") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"1a")
-                        < unsigned(f_room_data_small)))), mux(l22_after, f_shifted(151 downto 144), f_shifted(183 downto 176)), x"00")) &
-                    mux(l21_marker, x"00", mux(mux(l21_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"15") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"19") <
-                        unsigned(f_room_data_small)))), mux(l21_after, f_shifted(143 downto 136), f_shifted(175 downto 168)), x"00")) &
-                    mux(l20_marker, x"00", mux(mux(l20_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"14") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"18") <
-                        unsigned(f_room_data_small)))), mux(l20_after, f_shifted(135 downto 128), f_shifted(167 downto 160)), x"00")) &
-                    mux(l19_marker, f_fpduptr(7 downto 0), mux(mux(l19_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"13") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"17")
-                        < unsigned(f_room_data_small)))), mux(l19_after, f_shifted(127 downto 120), f_shifted(159 downto 152)), x"00")) &
-                    mux(l18_marker, f_fpduptr(15 downto 8), mux(mux(l18_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"12") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"16")
-                        < unsigned(f_room_data_small)))), mux(l18_after, f_shifted(119 downto 112), f_shifted(151 downto 144)), x"00")) &
-                    mux(l17_marker, x"00", mux(mux(l17_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"11") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"15") <
-                        unsigned(f_room_data_small)))), mux(l17_after, f_shifted(111 downto 104), f_shifted(143 downto 136)), x"00")) &
-                    mux(l16_marker, x"00", mux(mux(l16_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"10") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"14") <
-                        unsigned(f_room_data_small)))), mux(l16_after, f_shifted(103 downto 96), f_shifted(135 downto 128)), x"00")) &
-                    mux(l15_marker, f_fpduptr(7 downto 0), mux(mux(l15_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"0f") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"13")
-                        < unsigned(f_room_data_small)))), mux(l15_after, f_shifted(95 downto 88), f_shifted(127 downto 120)), x"00")) &
-                    mux(l14_marker, f_fpduptr(15 downto 8), mux(mux(l14_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"0e") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"12")
-                        < unsigned(f_room_data_small)))), mux(l14_after, f_shifted(87 downto 80), f_shifted(119 downto 112)), x"00")) &
-                    mux(l13_marker, x"00", mux(mux(l13_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0d") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"11") <
-                        unsigned(f_room_data_small)))), mux(l13_after, f_shifted(79 downto 72), f_shifted(111 downto 104)), x"00")) &
-                    mux(l12_marker, x"00", mux(mux(l12_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0c") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"10") <
-                        unsigned(f_room_data_small)))), mux(l12_after, f_shifted(71 downto 64), f_shifted(103 downto 96)), x"00")) &
-                    mux(l11_marker, f_fpduptr(7 downto 0), mux(mux(l11_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"0b") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0f")
-                        < unsigned(f_room_data_small)))), mux(l11_after, f_shifted(63 downto 56), f_shifted(95 downto 88)), x"00")) &
-                    mux(l10_marker, f_fpduptr(15 downto 8), mux(mux(l10_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"0a") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0e")
-                        < unsigned(f_room_data_small)))), mux(l10_after, f_shifted(55 downto 48), f_shifted(87 downto 80)), x"00")) &
-                    mux(l9_marker, x"00", mux(mux(l9_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"09") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0d") <
-                        unsigned(f_room_data_small)))), mux(l9_after, f_shifted(47 downto 40), f_shifted(79 downto 72)), x"00")) &
-                    mux(l8_marker, x"00", mux(mux(l8_after, (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"08") <
-                        unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0c") <
-                        unsigned(f_room_data_small)))), mux(l8_after, f_shifted(39 downto 32), f_shifted(71 downto 64)), x"00")) &
-                    mux(l7_marker, f_fpduptr(7 downto 0), mux(mux(l7_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"07") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0b")
-                        < unsigned(f_room_data_small)))), mux(l7_after, f_shifted(31 downto 24), f_shifted(63 downto 56)), x"00")) &
-                    mux(l6_marker, f_fpduptr(15 downto 8), mux(mux(l6_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"06") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"0a")
-                        < unsigned(f_room_data_small)))), mux(l6_after, f_shifted(23 downto 16), f_shifted(55 downto 48)), x"00")) &
-                    mux(l5_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(7 downto 0), mux(mux(l5_after, (not f_room_data(17))
-                        and (f_room_data_big or b2l(unsigned'(x"05") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big
-                        or b2l(unsigned'(x"09") < unsigned(f_room_data_small)))), mux(l5_after, f_shifted(15 downto 8),
-                        f_shifted(47 downto 40)), x"00"))) &
-                    mux(l4_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(15 downto 8), mux(mux(l4_after, (not f_room_data(17))
-                        and (f_room_data_big or b2l(unsigned'(x"04") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big
-                        or b2l(unsigned'(x"08") < unsigned(f_room_data_small)))), mux(l4_after, f_shifted(7 downto 0), f_shifted(39 downto 32)),
-                        x"00"))) &
-                    mux(l3_marker, f_fpduptr(7 downto 0), mux(mux(l3_after, '0', (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"07") < unsigned(f_room_data_small)))), f_shifted(31 downto 24), x"00")) &
-                    mux(l2_marker, f_fpduptr(15 downto 8), mux(mux(l2_after, '0', (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'(x"06") < unsigned(f_room_data_small)))), f_shifted(23 downto 16), x"00")) &
-                    mux(l1_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(7 downto 0), mux(mux(l1_after, '0', (not
-                        f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"05") < unsigned(f_room_data_small)))), f_shifted(15 downto 8),
-                        x"00"))) &
-                    mux(l0_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(15 downto 8), mux(mux(l0_after, '0', (not
-                        f_room_data(17)) and (f_room_data_big or b2l(unsigned'(x"04") < unsigned(f_room_data_small)))), f_shifted(7 downto 0),
-                        x"00")))
-                );
+                fb_data <= (f_marker_octets and std_logic_vector'(
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000")
+                )) or ((not f_marker_octets) and ((mux(f_first, mux(f_lead, x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffff00000000", x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffff"), x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000") and std_logic_vector'(
+                    x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000" &
+                    std_logic_vector'(f_len(7 downto 0) & f_len(15 downto 8)) &
+                    x"0000" &
+                    std_logic_vector'(f_len(7 downto 0) & f_len(15 downto 8))
+                )) or ((not mux(f_first, mux(f_lead, x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffff00000000", x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffff"), x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")) and (((f_after_octets and std_logic_vector'(f_shifted(479 downto 0) & x"00000000")) or ((not f_after_octets) and f_shifted)) and ((f_after_octets and std_logic_vector'(f_data_octets_pre(479 downto 0) & x"00000000")) or ((not f_after_octets) and f_data_octets_pre))))));
             end if;
         end if;
     end process;
@@ -1330,192 +854,7 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_keep <= std_logic_vector'(
-                    (l63_marker or mux(l63_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3f") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"43") <
-                        unsigned(f_room_end_small))))) &
-                    (l62_marker or mux(l62_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3e") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"42") <
-                        unsigned(f_room_end_small))))) &
-                    (l61_marker or mux(l61_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3d") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"41") <
-                        unsigned(f_room_end_small))))) &
-                    (l60_marker or mux(l60_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3c") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"40") <
-                        unsigned(f_room_end_small))))) &
-                    (l59_marker or mux(l59_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3b") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3f") <
-                        unsigned(f_room_end_small))))) &
-                    (l58_marker or mux(l58_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3a") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3e") <
-                        unsigned(f_room_end_small))))) &
-                    (l57_marker or mux(l57_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"39") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3d") <
-                        unsigned(f_room_end_small))))) &
-                    (l56_marker or mux(l56_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"38") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3c") <
-                        unsigned(f_room_end_small))))) &
-                    (l55_marker or mux(l55_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"37") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3b") <
-                        unsigned(f_room_end_small))))) &
-                    (l54_marker or mux(l54_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"36") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"3a") <
-                        unsigned(f_room_end_small))))) &
-                    (l53_marker or mux(l53_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"35") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"39") <
-                        unsigned(f_room_end_small))))) &
-                    (l52_marker or mux(l52_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"34") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"38") <
-                        unsigned(f_room_end_small))))) &
-                    (l51_marker or mux(l51_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"33") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"37") <
-                        unsigned(f_room_end_small))))) &
-                    (l50_marker or mux(l50_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"32") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"36") <
-                        unsigned(f_room_end_small))))) &
-                    (l49_marker or mux(l49_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"31") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"35") <
-                        unsigned(f_room_end_small))))) &
-                    (l48_marker or mux(l48_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"30") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"34") <
-                        unsigned(f_room_end_small))))) &
-                    (l47_marker or mux(l47_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2f") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"33") <
-                        unsigned(f_room_end_small))))) &
-                    (l46_marker or mux(l46_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2e") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"32") <
-                        unsigned(f_room_end_small))))) &
-                    (l45_marker or mux(l45_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2d") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"31") <
-                        unsigned(f_room_end_small))))) &
-                    (l44_marker or mux(l44_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2c") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"30") <
-                        unsigned(f_room_end_small))))) &
-                    (l43_marker or mux(l43_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2b") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2f") <
-                        unsigned(f_room_end_small))))) &
-                    (l42_marker or mux(l42_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2a") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2e") <
-                        unsigned(f_room_end_small))))) &
-                    (l41_marker or mux(l41_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"29") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2d") <
-                        unsigned(f_room_end_small))))) &
-                    (l40_marker or mux(l40_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"28") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2c") <
-                        unsigned(f_room_end_small))))) &
-                    (l39_marker or mux(l39_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"27") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2b") <
-                        unsigned(f_room_end_small))))) &
-                    (l38_marker or mux(l38_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"26") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"2a") <
-                        unsigned(f_room_end_small))))) &
-                    (l37_marker or mux(l37_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"25") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"29") <
-                        unsigned(f_room_end_small))))) &
-                    (l36_marker or mux(l36_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"24") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"28") <
-                        unsigned(f_room_end_small))))) &
-                    (l35_marker or mux(l35_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"23") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"27") <
-                        unsigned(f_room_end_small))))) &
-                    (l34_marker or mux(l34_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"22") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"26") <
-                        unsigned(f_room_end_small))))) &
-                    (l33_marker or mux(l33_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"21") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"25") <
-                        unsigned(f_room_end_small))))) &
-                    (l32_marker or mux(l32_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"20") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"24") <
-                        unsigned(f_room_end_small))))) &
-                    (l31_marker or mux(l31_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1f") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"23") <
-                        unsigned(f_room_end_small))))) &
-                    (l30_marker or mux(l30_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1e") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"22") <
-                        unsigned(f_room_end_small))))) &
-                    (l29_marker or mux(l29_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1d") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"21") <
-                        unsigned(f_room_end_small))))) &
-                    (l28_marker or mux(l28_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1c") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"20") <
-                        unsigned(f_room_end_small))))) &
-                    (l27_marker or mux(l27_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1b") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1f") <
-                        unsigned(f_room_end_small))))) &
-                    (l26_marker or mux(l26_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1a") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1e") <
-                        unsigned(f_room_end_small))))) &
-                    (l25_marker or mux(l25_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"19") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1d") <
-                        unsigned(f_room_end_small))))) &
-                    (l24_marker or mux(l24_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"18") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1c") <
-                        unsigned(f_room_end_small))))) &
-                    (l23_marker or mux(l23_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"17") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1b") <
-                        unsigned(f_room_end_small))))) &
-                    (l22_marker or mux(l22_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"16") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"1a") <
-                        unsigned(f_room_end_small))))) &
-                    (l21_marker or mux(l21_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"15") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"19") <
-                        unsigned(f_room_end_small))))) &
-                    (l20_marker or mux(l20_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"14") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"18") <
-                        unsigned(f_room_end_small))))) &
-                    (l19_marker or mux(l19_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"13") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"17") <
-                        unsigned(f_room_end_small))))) &
-                    (l18_marker or mux(l18_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"12") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"16") <
-                        unsigned(f_room_end_small))))) &
-                    (l17_marker or mux(l17_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"11") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"15") <
-                        unsigned(f_room_end_small))))) &
-                    (l16_marker or mux(l16_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"10") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"14") <
-                        unsigned(f_room_end_small))))) &
-                    (l15_marker or mux(l15_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0f") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"13") <
-                        unsigned(f_room_end_small))))) &
-                    (l14_marker or mux(l14_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0e") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"12") <
-                        unsigned(f_room_end_small))))) &
-                    (l13_marker or mux(l13_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0d") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"11") <
-                        unsigned(f_room_end_small))))) &
-                    (l12_marker or mux(l12_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0c") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"10") <
-                        unsigned(f_room_end_small))))) &
-                    (l11_marker or mux(l11_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0b") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0f") <
-                        unsigned(f_room_end_small))))) &
-                    (l10_marker or mux(l10_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0a") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0e") <
-                        unsigned(f_room_end_small))))) &
-                    (l9_marker or mux(l9_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"09") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0d") <
-                        unsigned(f_room_end_small))))) &
-                    (l8_marker or mux(l8_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"08") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0c") <
-                        unsigned(f_room_end_small))))) &
-                    (l7_marker or mux(l7_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"07") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0b") <
-                        unsigned(f_room_end_small))))) &
-                    (l6_marker or mux(l6_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"06") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"0a") <
-                        unsigned(f_room_end_small))))) &
-                    (l5_marker or mux(l5_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"05") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"09") <
-                        unsigned(f_room_end_small))))) &
-                    (l4_marker or mux(l4_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"04") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"08") <
-                        unsigned(f_room_end_small))))) &
-                    (l3_marker or mux(l3_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"07") < unsigned(f_room_end_small))))) &
-                    (l2_marker or mux(l2_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"06") < unsigned(f_room_end_small))))) &
-                    (l1_marker or mux(l1_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"05") < unsigned(f_room_end_small))))) &
-                    (l0_marker or mux(l0_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'(x"04") < unsigned(f_room_end_small)))))
-                );
+                fb_keep <= f_marker_lanes or ((f_after_lanes and std_logic_vector'(f_keep_pre(59 downto 0) & x"0")) or ((not f_after_lanes) and f_keep_pre));
             end if;
         end if;
     end process;
@@ -1524,192 +863,7 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_cover <= std_logic_vector'(
-                    (l63_marker or mux(l63_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3f") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"43") <
-                        unsigned(f_room_cov_small))))) &
-                    (l62_marker or mux(l62_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3e") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"42") <
-                        unsigned(f_room_cov_small))))) &
-                    (l61_marker or mux(l61_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3d") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"41") <
-                        unsigned(f_room_cov_small))))) &
-                    (l60_marker or mux(l60_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3c") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"40") <
-                        unsigned(f_room_cov_small))))) &
-                    (l59_marker or mux(l59_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3b") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3f") <
-                        unsigned(f_room_cov_small))))) &
-                    (l58_marker or mux(l58_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3a") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3e") <
-                        unsigned(f_room_cov_small))))) &
-                    (l57_marker or mux(l57_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"39") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3d") <
-                        unsigned(f_room_cov_small))))) &
-                    (l56_marker or mux(l56_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"38") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3c") <
-                        unsigned(f_room_cov_small))))) &
-                    (l55_marker or mux(l55_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"37") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3b") <
-                        unsigned(f_room_cov_small))))) &
-                    (l54_marker or mux(l54_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"36") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"3a") <
-                        unsigned(f_room_cov_small))))) &
-                    (l53_marker or mux(l53_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"35") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"39") <
-                        unsigned(f_room_cov_small))))) &
-                    (l52_marker or mux(l52_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"34") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"38") <
-                        unsigned(f_room_cov_small))))) &
-                    (l51_marker or mux(l51_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"33") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"37") <
-                        unsigned(f_room_cov_small))))) &
-                    (l50_marker or mux(l50_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"32") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"36") <
-                        unsigned(f_room_cov_small))))) &
-                    (l49_marker or mux(l49_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"31") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"35") <
-                        unsigned(f_room_cov_small))))) &
-                    (l48_marker or mux(l48_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"30") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"34") <
-                        unsigned(f_room_cov_small))))) &
-                    (l47_marker or mux(l47_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2f") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"33") <
-                        unsigned(f_room_cov_small))))) &
-                    (l46_marker or mux(l46_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2e") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"32") <
-                        unsigned(f_room_cov_small))))) &
-                    (l45_marker or mux(l45_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2d") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"31") <
-                        unsigned(f_room_cov_small))))) &
-                    (l44_marker or mux(l44_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2c") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"30") <
-                        unsigned(f_room_cov_small))))) &
-                    (l43_marker or mux(l43_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2b") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2f") <
-                        unsigned(f_room_cov_small))))) &
-                    (l42_marker or mux(l42_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2a") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2e") <
-                        unsigned(f_room_cov_small))))) &
-                    (l41_marker or mux(l41_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"29") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2d") <
-                        unsigned(f_room_cov_small))))) &
-                    (l40_marker or mux(l40_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"28") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2c") <
-                        unsigned(f_room_cov_small))))) &
-                    (l39_marker or mux(l39_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"27") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2b") <
-                        unsigned(f_room_cov_small))))) &
-                    (l38_marker or mux(l38_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"26") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"2a") <
-                        unsigned(f_room_cov_small))))) &
-                    (l37_marker or mux(l37_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"25") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"29") <
-                        unsigned(f_room_cov_small))))) &
-                    (l36_marker or mux(l36_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"24") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"28") <
-                        unsigned(f_room_cov_small))))) &
-                    (l35_marker or mux(l35_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"23") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"27") <
-                        unsigned(f_room_cov_small))))) &
-                    (l34_marker or mux(l34_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"22") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"26") <
-                        unsigned(f_room_cov_small))))) &
-                    (l33_marker or mux(l33_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"21") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"25") <
-                        unsigned(f_room_cov_small))))) &
-                    (l32_marker or mux(l32_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"20") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"24") <
-                        unsigned(f_room_cov_small))))) &
-                    (l31_marker or mux(l31_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1f") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"23") <
-                        unsigned(f_room_cov_small))))) &
-                    (l30_marker or mux(l30_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1e") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"22") <
-                        unsigned(f_room_cov_small))))) &
-                    (l29_marker or mux(l29_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1d") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"21") <
-                        unsigned(f_room_cov_small))))) &
-                    (l28_marker or mux(l28_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1c") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"20") <
-                        unsigned(f_room_cov_small))))) &
-                    (l27_marker or mux(l27_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1b") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1f") <
-                        unsigned(f_room_cov_small))))) &
-                    (l26_marker or mux(l26_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1a") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1e") <
-                        unsigned(f_room_cov_small))))) &
-                    (l25_marker or mux(l25_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"19") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1d") <
-                        unsigned(f_room_cov_small))))) &
-                    (l24_marker or mux(l24_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"18") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1c") <
-                        unsigned(f_room_cov_small))))) &
-                    (l23_marker or mux(l23_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"17") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1b") <
-                        unsigned(f_room_cov_small))))) &
-                    (l22_marker or mux(l22_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"16") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"1a") <
-                        unsigned(f_room_cov_small))))) &
-                    (l21_marker or mux(l21_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"15") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"19") <
-                        unsigned(f_room_cov_small))))) &
-                    (l20_marker or mux(l20_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"14") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"18") <
-                        unsigned(f_room_cov_small))))) &
-                    (l19_marker or mux(l19_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"13") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"17") <
-                        unsigned(f_room_cov_small))))) &
-                    (l18_marker or mux(l18_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"12") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"16") <
-                        unsigned(f_room_cov_small))))) &
-                    (l17_marker or mux(l17_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"11") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"15") <
-                        unsigned(f_room_cov_small))))) &
-                    (l16_marker or mux(l16_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"10") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"14") <
-                        unsigned(f_room_cov_small))))) &
-                    (l15_marker or mux(l15_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0f") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"13") <
-                        unsigned(f_room_cov_small))))) &
-                    (l14_marker or mux(l14_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0e") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"12") <
-                        unsigned(f_room_cov_small))))) &
-                    (l13_marker or mux(l13_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0d") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"11") <
-                        unsigned(f_room_cov_small))))) &
-                    (l12_marker or mux(l12_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0c") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"10") <
-                        unsigned(f_room_cov_small))))) &
-                    (l11_marker or mux(l11_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0b") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0f") <
-                        unsigned(f_room_cov_small))))) &
-                    (l10_marker or mux(l10_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0a") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0e") <
-                        unsigned(f_room_cov_small))))) &
-                    (l9_marker or mux(l9_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"09") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0d") <
-                        unsigned(f_room_cov_small))))) &
-                    (l8_marker or mux(l8_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"08") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0c") <
-                        unsigned(f_room_cov_small))))) &
-                    (l7_marker or mux(l7_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"07") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0b") <
-                        unsigned(f_room_cov_small))))) &
-                    (l6_marker or mux(l6_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"06") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"0a") <
-                        unsigned(f_room_cov_small))))) &
-                    (l5_marker or mux(l5_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"05") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"09") <
-                        unsigned(f_room_cov_small))))) &
-                    (l4_marker or mux(l4_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"04") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"08") <
-                        unsigned(f_room_cov_small))))) &
-                    (l3_marker or mux(l3_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"07") < unsigned(f_room_cov_small))))) &
-                    (l2_marker or mux(l2_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"06") < unsigned(f_room_cov_small))))) &
-                    (l1_marker or mux(l1_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"05") < unsigned(f_room_cov_small))))) &
-                    (l0_marker or mux(l0_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'(x"04") < unsigned(f_room_cov_small)))))
-                );
+                fb_cover <= f_marker_lanes or ((f_after_lanes and std_logic_vector'(f_cover_pre(59 downto 0) & x"0")) or ((not f_after_lanes) and f_cover_pre));
             end if;
         end if;
     end process;
@@ -2585,70 +1739,70 @@ begin
                 o_data <= x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
             elsif (advance and p2_valid) = '1' then
                 o_data <= std_logic_vector'(
-                    mux(((p2_last and p2_crc_on) and p2_keep(63)) and (not p2_cover(63)), o_crc_value(31 downto 24), p2_data(511 downto 504)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(62)) and (not p2_cover(62)), o_crc_value(23 downto 16), p2_data(503 downto 496)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(61)) and (not p2_cover(61)), o_crc_value(15 downto 8), p2_data(495 downto 488)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(60)) and (not p2_cover(60)), o_crc_value(7 downto 0), p2_data(487 downto 480)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(59)) and (not p2_cover(59)), o_crc_value(31 downto 24), p2_data(479 downto 472)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(58)) and (not p2_cover(58)), o_crc_value(23 downto 16), p2_data(471 downto 464)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(57)) and (not p2_cover(57)), o_crc_value(15 downto 8), p2_data(463 downto 456)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(56)) and (not p2_cover(56)), o_crc_value(7 downto 0), p2_data(455 downto 448)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(55)) and (not p2_cover(55)), o_crc_value(31 downto 24), p2_data(447 downto 440)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(54)) and (not p2_cover(54)), o_crc_value(23 downto 16), p2_data(439 downto 432)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(53)) and (not p2_cover(53)), o_crc_value(15 downto 8), p2_data(431 downto 424)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(52)) and (not p2_cover(52)), o_crc_value(7 downto 0), p2_data(423 downto 416)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(51)) and (not p2_cover(51)), o_crc_value(31 downto 24), p2_data(415 downto 408)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(50)) and (not p2_cover(50)), o_crc_value(23 downto 16), p2_data(407 downto 400)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(49)) and (not p2_cover(49)), o_crc_value(15 downto 8), p2_data(399 downto 392)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(48)) and (not p2_cover(48)), o_crc_value(7 downto 0), p2_data(391 downto 384)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(47)) and (not p2_cover(47)), o_crc_value(31 downto 24), p2_data(383 downto 376)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(46)) and (not p2_cover(46)), o_crc_value(23 downto 16), p2_data(375 downto 368)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(45)) and (not p2_cover(45)), o_crc_value(15 downto 8), p2_data(367 downto 360)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(44)) and (not p2_cover(44)), o_crc_value(7 downto 0), p2_data(359 downto 352)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(43)) and (not p2_cover(43)), o_crc_value(31 downto 24), p2_data(351 downto 344)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(42)) and (not p2_cover(42)), o_crc_value(23 downto 16), p2_data(343 downto 336)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(41)) and (not p2_cover(41)), o_crc_value(15 downto 8), p2_data(335 downto 328)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(40)) and (not p2_cover(40)), o_crc_value(7 downto 0), p2_data(327 downto 320)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(39)) and (not p2_cover(39)), o_crc_value(31 downto 24), p2_data(319 downto 312)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(38)) and (not p2_cover(38)), o_crc_value(23 downto 16), p2_data(311 downto 304)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(37)) and (not p2_cover(37)), o_crc_value(15 downto 8), p2_data(303 downto 296)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(36)) and (not p2_cover(36)), o_crc_value(7 downto 0), p2_data(295 downto 288)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(35)) and (not p2_cover(35)), o_crc_value(31 downto 24), p2_data(287 downto 280)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(34)) and (not p2_cover(34)), o_crc_value(23 downto 16), p2_data(279 downto 272)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(33)) and (not p2_cover(33)), o_crc_value(15 downto 8), p2_data(271 downto 264)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(32)) and (not p2_cover(32)), o_crc_value(7 downto 0), p2_data(263 downto 256)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(31)) and (not p2_cover(31)), o_crc_value(31 downto 24), p2_data(255 downto 248)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(30)) and (not p2_cover(30)), o_crc_value(23 downto 16), p2_data(247 downto 240)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(29)) and (not p2_cover(29)), o_crc_value(15 downto 8), p2_data(239 downto 232)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(28)) and (not p2_cover(28)), o_crc_value(7 downto 0), p2_data(231 downto 224)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(27)) and (not p2_cover(27)), o_crc_value(31 downto 24), p2_data(223 downto 216)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(26)) and (not p2_cover(26)), o_crc_value(23 downto 16), p2_data(215 downto 208)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(25)) and (not p2_cover(25)), o_crc_value(15 downto 8), p2_data(207 downto 200)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(24)) and (not p2_cover(24)), o_crc_value(7 downto 0), p2_data(199 downto 192)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(23)) and (not p2_cover(23)), o_crc_value(31 downto 24), p2_data(191 downto 184)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(22)) and (not p2_cover(22)), o_crc_value(23 downto 16), p2_data(183 downto 176)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(21)) and (not p2_cover(21)), o_crc_value(15 downto 8), p2_data(175 downto 168)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(20)) and (not p2_cover(20)), o_crc_value(7 downto 0), p2_data(167 downto 160)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(19)) and (not p2_cover(19)), o_crc_value(31 downto 24), p2_data(159 downto 152)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(18)) and (not p2_cover(18)), o_crc_value(23 downto 16), p2_data(151 downto 144)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(17)) and (not p2_cover(17)), o_crc_value(15 downto 8), p2_data(143 downto 136)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(16)) and (not p2_cover(16)), o_crc_value(7 downto 0), p2_data(135 downto 128)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(15)) and (not p2_cover(15)), o_crc_value(31 downto 24), p2_data(127 downto 120)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(14)) and (not p2_cover(14)), o_crc_value(23 downto 16), p2_data(119 downto 112)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(13)) and (not p2_cover(13)), o_crc_value(15 downto 8), p2_data(111 downto 104)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(12)) and (not p2_cover(12)), o_crc_value(7 downto 0), p2_data(103 downto 96)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(11)) and (not p2_cover(11)), o_crc_value(31 downto 24), p2_data(95 downto 88)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(10)) and (not p2_cover(10)), o_crc_value(23 downto 16), p2_data(87 downto 80)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(9)) and (not p2_cover(9)), o_crc_value(15 downto 8), p2_data(79 downto 72)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(8)) and (not p2_cover(8)), o_crc_value(7 downto 0), p2_data(71 downto 64)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(7)) and (not p2_cover(7)), o_crc_value(31 downto 24), p2_data(63 downto 56)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(6)) and (not p2_cover(6)), o_crc_value(23 downto 16), p2_data(55 downto 48)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(5)) and (not p2_cover(5)), o_crc_value(15 downto 8), p2_data(47 downto 40)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(4)) and (not p2_cover(4)), o_crc_value(7 downto 0), p2_data(39 downto 32)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(3)) and (not p2_cover(3)), o_crc_value(31 downto 24), p2_data(31 downto 24)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(2)) and (not p2_cover(2)), o_crc_value(23 downto 16), p2_data(23 downto 16)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(1)) and (not p2_cover(1)), o_crc_value(15 downto 8), p2_data(15 downto 8)) &
-                    mux(((p2_last and p2_crc_on) and p2_keep(0)) and (not p2_cover(0)), o_crc_value(7 downto 0), p2_data(7 downto 0))
+                    mux(o_crc_lanes(63), o_crc_value(31 downto 24), p2_data(511 downto 504)) &
+                    mux(o_crc_lanes(62), o_crc_value(23 downto 16), p2_data(503 downto 496)) &
+                    mux(o_crc_lanes(61), o_crc_value(15 downto 8), p2_data(495 downto 488)) &
+                    mux(o_crc_lanes(60), o_crc_value(7 downto 0), p2_data(487 downto 480)) &
+                    mux(o_crc_lanes(59), o_crc_value(31 downto 24), p2_data(479 downto 472)) &
+                    mux(o_crc_lanes(58), o_crc_value(23 downto 16), p2_data(471 downto 464)) &
+                    mux(o_crc_lanes(57), o_crc_value(15 downto 8), p2_data(463 downto 456)) &
+                    mux(o_crc_lanes(56), o_crc_value(7 downto 0), p2_data(455 downto 448)) &
+                    mux(o_crc_lanes(55), o_crc_value(31 downto 24), p2_data(447 downto 440)) &
+                    mux(o_crc_lanes(54), o_crc_value(23 downto 16), p2_data(439 downto 432)) &
+                    mux(o_crc_lanes(53), o_crc_value(15 downto 8), p2_data(431 downto 424)) &
+                    mux(o_crc_lanes(52), o_crc_value(7 downto 0), p2_data(423 downto 416)) &
+                    mux(o_crc_lanes(51), o_crc_value(31 downto 24), p2_data(415 downto 408)) &
+                    mux(o_crc_lanes(50), o_crc_value(23 downto 16), p2_data(407 downto 400)) &
+                    mux(o_crc_lanes(49), o_crc_value(15 downto 8), p2_data(399 downto 392)) &
+                    mux(o_crc_lanes(48), o_crc_value(7 downto 0), p2_data(391 downto 384)) &
+                    mux(o_crc_lanes(47), o_crc_value(31 downto 24), p2_data(383 downto 376)) &
+                    mux(o_crc_lanes(46), o_crc_value(23 downto 16), p2_data(375 downto 368)) &
+                    mux(o_crc_lanes(45), o_crc_value(15 downto 8), p2_data(367 downto 360)) &
+                    mux(o_crc_lanes(44), o_crc_value(7 downto 0), p2_data(359 downto 352)) &
+                    mux(o_crc_lanes(43), o_crc_value(31 downto 24), p2_data(351 downto 344)) &
+                    mux(o_crc_lanes(42), o_crc_value(23 downto 16), p2_data(343 downto 336)) &
+                    mux(o_crc_lanes(41), o_crc_value(15 downto 8), p2_data(335 downto 328)) &
+                    mux(o_crc_lanes(40), o_crc_value(7 downto 0), p2_data(327 downto 320)) &
+                    mux(o_crc_lanes(39), o_crc_value(31 downto 24), p2_data(319 downto 312)) &
+                    mux(o_crc_lanes(38), o_crc_value(23 downto 16), p2_data(311 downto 304)) &
+                    mux(o_crc_lanes(37), o_crc_value(15 downto 8), p2_data(303 downto 296)) &
+                    mux(o_crc_lanes(36), o_crc_value(7 downto 0), p2_data(295 downto 288)) &
+                    mux(o_crc_lanes(35), o_crc_value(31 downto 24), p2_data(287 downto 280)) &
+                    mux(o_crc_lanes(34), o_crc_value(23 downto 16), p2_data(279 downto 272)) &
+                    mux(o_crc_lanes(33), o_crc_value(15 downto 8), p2_data(271 downto 264)) &
+                    mux(o_crc_lanes(32), o_crc_value(7 downto 0), p2_data(263 downto 256)) &
+                    mux(o_crc_lanes(31), o_crc_value(31 downto 24), p2_data(255 downto 248)) &
+                    mux(o_crc_lanes(30), o_crc_value(23 downto 16), p2_data(247 downto 240)) &
+                    mux(o_crc_lanes(29), o_crc_value(15 downto 8), p2_data(239 downto 232)) &
+                    mux(o_crc_lanes(28), o_crc_value(7 downto 0), p2_data(231 downto 224)) &
+                    mux(o_crc_lanes(27), o_crc_value(31 downto 24), p2_data(223 downto 216)) &
+                    mux(o_crc_lanes(26), o_crc_value(23 downto 16), p2_data(215 downto 208)) &
+                    mux(o_crc_lanes(25), o_crc_value(15 downto 8), p2_data(207 downto 200)) &
+                    mux(o_crc_lanes(24), o_crc_value(7 downto 0), p2_data(199 downto 192)) &
+                    mux(o_crc_lanes(23), o_crc_value(31 downto 24), p2_data(191 downto 184)) &
+                    mux(o_crc_lanes(22), o_crc_value(23 downto 16), p2_data(183 downto 176)) &
+                    mux(o_crc_lanes(21), o_crc_value(15 downto 8), p2_data(175 downto 168)) &
+                    mux(o_crc_lanes(20), o_crc_value(7 downto 0), p2_data(167 downto 160)) &
+                    mux(o_crc_lanes(19), o_crc_value(31 downto 24), p2_data(159 downto 152)) &
+                    mux(o_crc_lanes(18), o_crc_value(23 downto 16), p2_data(151 downto 144)) &
+                    mux(o_crc_lanes(17), o_crc_value(15 downto 8), p2_data(143 downto 136)) &
+                    mux(o_crc_lanes(16), o_crc_value(7 downto 0), p2_data(135 downto 128)) &
+                    mux(o_crc_lanes(15), o_crc_value(31 downto 24), p2_data(127 downto 120)) &
+                    mux(o_crc_lanes(14), o_crc_value(23 downto 16), p2_data(119 downto 112)) &
+                    mux(o_crc_lanes(13), o_crc_value(15 downto 8), p2_data(111 downto 104)) &
+                    mux(o_crc_lanes(12), o_crc_value(7 downto 0), p2_data(103 downto 96)) &
+                    mux(o_crc_lanes(11), o_crc_value(31 downto 24), p2_data(95 downto 88)) &
+                    mux(o_crc_lanes(10), o_crc_value(23 downto 16), p2_data(87 downto 80)) &
+                    mux(o_crc_lanes(9), o_crc_value(15 downto 8), p2_data(79 downto 72)) &
+                    mux(o_crc_lanes(8), o_crc_value(7 downto 0), p2_data(71 downto 64)) &
+                    mux(o_crc_lanes(7), o_crc_value(31 downto 24), p2_data(63 downto 56)) &
+                    mux(o_crc_lanes(6), o_crc_value(23 downto 16), p2_data(55 downto 48)) &
+                    mux(o_crc_lanes(5), o_crc_value(15 downto 8), p2_data(47 downto 40)) &
+                    mux(o_crc_lanes(4), o_crc_value(7 downto 0), p2_data(39 downto 32)) &
+                    mux(o_crc_lanes(3), o_crc_value(31 downto 24), p2_data(31 downto 24)) &
+                    mux(o_crc_lanes(2), o_crc_value(23 downto 16), p2_data(23 downto 16)) &
+                    mux(o_crc_lanes(1), o_crc_value(15 downto 8), p2_data(15 downto 8)) &
+                    mux(o_crc_lanes(0), o_crc_value(7 downto 0), p2_data(7 downto 0))
                 );
             end if;
         end if;

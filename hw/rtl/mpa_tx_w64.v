@@ -138,28 +138,19 @@ module mpa_tx_w64 (
     wire           f_marker_group;           // 4-lane group of the marker
     wire           f_room_data_big;
     wire [4:0]     f_room_data_small;
+    wire [63:0]    f_data_octets_pre;        // octets carrying ULPDU data, lanes before the marker (lane i's count i + 4)
     wire           f_room_cov_big;
     wire [4:0]     f_room_cov_small;
+    wire [7:0]     f_cover_pre;              // lanes the CRC covers, before the marker
     wire           f_room_end_big;
     wire [4:0]     f_room_end_small;
+    wire [7:0]     f_keep_pre;               // lanes kept, before the marker
+    wire [7:0]     f_marker_lanes;           // the marker's lanes
+    wire [7:0]     f_after_lanes;            // lanes after the marker
+    wire [63:0]    f_marker_octets;          // the marker's lanes, as octet masks
+    wire [63:0]    f_after_octets;           // lanes after the marker, as octet masks
     wire [63:0]    f_shifted;                // ULPDU octets aligned to this beat's lanes
     wire [15:0]    f_fpduptr;
-    wire           l0_marker;
-    wire           l0_after;
-    wire           l1_marker;
-    wire           l1_after;
-    wire           l2_marker;
-    wire           l2_after;
-    wire           l3_marker;
-    wire           l3_after;
-    wire           l4_marker;
-    wire           l4_after;
-    wire           l5_marker;
-    wire           l5_after;
-    wire           l6_marker;
-    wire           l6_after;
-    wire           l7_marker;
-    wire           l7_after;
     wire [31:0]    f_end_offset;             // stream offset just past the FPDU
     wire           f_start;                  // load the next FPDU's context
     wire [17:0]    n_len_padded;             // 2 + length + PAD
@@ -208,6 +199,7 @@ module mpa_tx_w64 (
     reg  [7:0]     p1_cover;
     wire [31:0]    p1_fixed;                 // register corrected for pad-lane bits 3..3
     wire [31:0]    o_crc_value;              // the FPDU's CRC32c
+    wire [7:0]     o_crc_lanes;              // lanes of the CRC field
     reg  [63:0]    o_data;
     reg  [7:0]     o_keep;
     reg            o_last;
@@ -239,28 +231,46 @@ module mpa_tx_w64 (
     assign f_marker_group = f_to_marker[2];
     assign f_room_data_big = |f_room_data[16:5];
     assign f_room_data_small = f_room_data[4:0];
+    assign f_data_octets_pre = {64{~f_room_data[17]}} & ({64{f_room_data_big}} | {
+        {8{(5'h0b < f_room_data_small)}},
+        {8{(5'h0a < f_room_data_small)}},
+        {8{(5'h09 < f_room_data_small)}},
+        {8{(5'h08 < f_room_data_small)}},
+        {8{(5'h07 < f_room_data_small)}},
+        {8{(5'h06 < f_room_data_small)}},
+        {8{(5'h05 < f_room_data_small)}},
+        {8{(5'h04 < f_room_data_small)}}
+    });
     assign f_room_cov_big = |f_room_cov[16:5];
     assign f_room_cov_small = f_room_cov[4:0];
+    assign f_cover_pre = {8{~f_room_cov[17]}} & ({8{f_room_cov_big}} | {
+        5'h0b < f_room_cov_small,
+        5'h0a < f_room_cov_small,
+        5'h09 < f_room_cov_small,
+        5'h08 < f_room_cov_small,
+        5'h07 < f_room_cov_small,
+        5'h06 < f_room_cov_small,
+        5'h05 < f_room_cov_small,
+        5'h04 < f_room_cov_small
+    });
     assign f_room_end_big = |f_room_end[16:5];
     assign f_room_end_small = f_room_end[4:0];
+    assign f_keep_pre = {8{~f_room_end[17]}} & ({8{f_room_end_big}} | {
+        5'h0b < f_room_end_small,
+        5'h0a < f_room_end_small,
+        5'h09 < f_room_end_small,
+        5'h08 < f_room_end_small,
+        5'h07 < f_room_end_small,
+        5'h06 < f_room_end_small,
+        5'h05 < f_room_end_small,
+        5'h04 < f_room_end_small
+    });
+    assign f_marker_lanes = f_marker_here ? (f_marker_group ? 8'hf0 : 8'h0f) : 8'h00;
+    assign f_after_lanes = f_marker_here ? (f_marker_group ? 8'h00 : 8'hf0) : 8'h00;
+    assign f_marker_octets = f_marker_here ? (f_marker_group ? 64'hffffffff00000000 : 64'h00000000ffffffff) : 64'h0000000000000000;
+    assign f_after_octets = f_marker_here ? (f_marker_group ? 64'h0000000000000000 : 64'hffffffff00000000) : 64'h0000000000000000;
     assign f_shifted = f_rel[3] ? (f_rel[2] ? {win1_data[47:0], win0_data[63:48]} : {win1_data[47:0], win0_data[63:48]}) : (f_rel[2] ? {win1_data[15:0], win0_data[63:16]} : {win0_data[47:0], 16'h0000});
     assign f_fpduptr = ((f_first & f_lead) & (f_to_marker == 9'h000)) ? 16'h0000 : ((f_wire + {7'h00, f_to_marker}) - (f_lead ? 16'h0004 : 16'h0000));
-    assign l0_marker = f_marker_here & (f_marker_group == 1'h0);
-    assign l0_after = f_marker_here & 1'h0;
-    assign l1_marker = f_marker_here & (f_marker_group == 1'h0);
-    assign l1_after = f_marker_here & 1'h0;
-    assign l2_marker = f_marker_here & (f_marker_group == 1'h0);
-    assign l2_after = f_marker_here & 1'h0;
-    assign l3_marker = f_marker_here & (f_marker_group == 1'h0);
-    assign l3_after = f_marker_here & 1'h0;
-    assign l4_marker = f_marker_here & (f_marker_group == 1'h1);
-    assign l4_after = f_marker_here & ~f_marker_group;
-    assign l5_marker = f_marker_here & (f_marker_group == 1'h1);
-    assign l5_after = f_marker_here & ~f_marker_group;
-    assign l6_marker = f_marker_here & (f_marker_group == 1'h1);
-    assign l6_after = f_marker_here & ~f_marker_group;
-    assign l7_marker = f_marker_here & (f_marker_group == 1'h1);
-    assign l7_after = f_marker_here & ~f_marker_group;
     assign f_end_offset = f_pos + {14'h0000, f_room_cov + (f_marker_here ? 18'h00004 : 18'h00000)};
     assign f_start = (advance & (ctx_count != 3'h0)) & (~f_active | (f_can & f_last));
     assign ctx_pop = {2'h0, f_start};
@@ -277,16 +287,7 @@ module mpa_tx_w64 (
         fb_data[15:8] & {8{fb_cover[1]}},
         fb_data[7:0] & {8{fb_cover[0]}}
     };
-    assign fb_cover_last = {
-        fb_cover[7],
-        fb_cover[6] & ~fb_cover[7],
-        fb_cover[5] & ~fb_cover[6],
-        fb_cover[4] & ~fb_cover[5],
-        fb_cover[3] & ~fb_cover[4],
-        fb_cover[2] & ~fb_cover[3],
-        fb_cover[1] & ~fb_cover[2],
-        fb_cover[0] & ~fb_cover[1]
-    };
+    assign fb_cover_last = fb_cover & ~{1'h0, fb_cover[7:1]};
     assign fb_cover_none = ~|fb_cover;
     assign fb_pad = fb_cover_none ? 4'h8 : {1'h0, {|(fb_cover_last & 8'h0f), |(fb_cover_last & 8'h33), |(fb_cover_last & 8'h55)}};
     assign crc_state_term = {
@@ -360,6 +361,7 @@ module mpa_tx_w64 (
         ^(p1_reg & (p1_pad ? zinv_8[31:0] : zinv_0[31:0]))
     };
     assign o_crc_value = ~p1_fixed;
+    assign o_crc_lanes = ({8{(p1_last & p1_crc_on)}} & p1_keep) & ~p1_cover;
     assign m_axis_tdata = o_data;
     assign m_axis_tkeep = o_keep;
     assign m_axis_tvalid = o_valid;
@@ -578,56 +580,19 @@ module mpa_tx_w64 (
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_data <= {
-                l7_marker ? f_fpduptr[7:0] : ((l7_after ? (~f_room_data[17] & (f_room_data_big | (5'h07 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (5'h0b < f_room_data_small)))) ? (l7_after ? f_shifted[31:24] : f_shifted[63:56])
-                    : 8'h00),
-                l6_marker ? f_fpduptr[15:8] : ((l6_after ? (~f_room_data[17] & (f_room_data_big | (5'h06 < f_room_data_small))) :
-                    (~f_room_data[17] & (f_room_data_big | (5'h0a < f_room_data_small)))) ? (l6_after ? f_shifted[23:16] : f_shifted[55:48])
-                    : 8'h00),
-                l5_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[7:0] : ((l5_after ? (~f_room_data[17] & (f_room_data_big
-                    | (5'h05 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (5'h09 < f_room_data_small)))) ? (l5_after ?
-                    f_shifted[15:8] : f_shifted[47:40]) : 8'h00)),
-                l4_marker ? 8'h00 : ((f_first & (f_lead ? 1'h1 : 1'h0)) ? f_len[15:8] : ((l4_after ? (~f_room_data[17] &
-                    (f_room_data_big | (5'h04 < f_room_data_small))) : (~f_room_data[17] & (f_room_data_big | (5'h08 < f_room_data_small))))
-                    ? (l4_after ? f_shifted[7:0] : f_shifted[39:32]) : 8'h00)),
-                l3_marker ? f_fpduptr[7:0] : ((l3_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (5'h07 < f_room_data_small)))) ? f_shifted[31:24] : 8'h00),
-                l2_marker ? f_fpduptr[15:8] : ((l2_after ? 1'h0 : (~f_room_data[17] & (f_room_data_big | (5'h06 < f_room_data_small)))) ? f_shifted[23:16] : 8'h00),
-                l1_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[7:0] : ((l1_after ? 1'h0 : (~f_room_data[17] &
-                    (f_room_data_big | (5'h05 < f_room_data_small)))) ? f_shifted[15:8] : 8'h00)),
-                l0_marker ? 8'h00 : ((f_first & (f_lead ? 1'h0 : 1'h1)) ? f_len[15:8] : ((l0_after ? 1'h0 : (~f_room_data[17] &
-                    (f_room_data_big | (5'h04 < f_room_data_small)))) ? f_shifted[7:0] : 8'h00))
-            };
+            fb_data <= (f_marker_octets & {{f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000}, {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000}}) | (~f_marker_octets & (((f_first ? (f_lead ? 64'h0000ffff00000000 : 64'h000000000000ffff) : 64'h0000000000000000) & {16'h0000, {f_len[7:0], f_len[15:8]}, 16'h0000, {f_len[7:0], f_len[15:8]}}) | (~(f_first ? (f_lead ? 64'h0000ffff00000000 : 64'h000000000000ffff) : 64'h0000000000000000) & (((f_after_octets & {f_shifted[31:0], 32'h00000000}) | (~f_after_octets & f_shifted)) & ((f_after_octets & {f_data_octets_pre[31:0], 32'h00000000}) | (~f_after_octets & f_data_octets_pre))))));
         end
     end
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_keep <= {
-                l7_marker | (l7_after ? (~f_room_end[17] & (f_room_end_big | (5'h07 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (5'h0b < f_room_end_small)))),
-                l6_marker | (l6_after ? (~f_room_end[17] & (f_room_end_big | (5'h06 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (5'h0a < f_room_end_small)))),
-                l5_marker | (l5_after ? (~f_room_end[17] & (f_room_end_big | (5'h05 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (5'h09 < f_room_end_small)))),
-                l4_marker | (l4_after ? (~f_room_end[17] & (f_room_end_big | (5'h04 < f_room_end_small))) : (~f_room_end[17] & (f_room_end_big | (5'h08 < f_room_end_small)))),
-                l3_marker | (l3_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (5'h07 < f_room_end_small)))),
-                l2_marker | (l2_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (5'h06 < f_room_end_small)))),
-                l1_marker | (l1_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (5'h05 < f_room_end_small)))),
-                l0_marker | (l0_after ? 1'h0 : (~f_room_end[17] & (f_room_end_big | (5'h04 < f_room_end_small))))
-            };
+            fb_keep <= f_marker_lanes | ((f_after_lanes & {f_keep_pre[3:0], 4'h0}) | (~f_after_lanes & f_keep_pre));
         end
     end
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_cover <= {
-                l7_marker | (l7_after ? (~f_room_cov[17] & (f_room_cov_big | (5'h07 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (5'h0b < f_room_cov_small)))),
-                l6_marker | (l6_after ? (~f_room_cov[17] & (f_room_cov_big | (5'h06 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (5'h0a < f_room_cov_small)))),
-                l5_marker | (l5_after ? (~f_room_cov[17] & (f_room_cov_big | (5'h05 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (5'h09 < f_room_cov_small)))),
-                l4_marker | (l4_after ? (~f_room_cov[17] & (f_room_cov_big | (5'h04 < f_room_cov_small))) : (~f_room_cov[17] & (f_room_cov_big | (5'h08 < f_room_cov_small)))),
-                l3_marker | (l3_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (5'h07 < f_room_cov_small)))),
-                l2_marker | (l2_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (5'h06 < f_room_cov_small)))),
-                l1_marker | (l1_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (5'h05 < f_room_cov_small)))),
-                l0_marker | (l0_after ? 1'h0 : (~f_room_cov[17] & (f_room_cov_big | (5'h04 < f_room_cov_small))))
-            };
+            fb_cover <= f_marker_lanes | ((f_after_lanes & {f_cover_pre[3:0], 4'h0}) | (~f_after_lanes & f_cover_pre));
         end
     end
 
@@ -967,14 +932,14 @@ module mpa_tx_w64 (
             o_data <= 64'h0000000000000000;
         end else if (advance & p1_valid) begin
             o_data <= {
-                (((p1_last & p1_crc_on) & p1_keep[7]) & ~p1_cover[7]) ? o_crc_value[31:24] : p1_data[63:56],
-                (((p1_last & p1_crc_on) & p1_keep[6]) & ~p1_cover[6]) ? o_crc_value[23:16] : p1_data[55:48],
-                (((p1_last & p1_crc_on) & p1_keep[5]) & ~p1_cover[5]) ? o_crc_value[15:8] : p1_data[47:40],
-                (((p1_last & p1_crc_on) & p1_keep[4]) & ~p1_cover[4]) ? o_crc_value[7:0] : p1_data[39:32],
-                (((p1_last & p1_crc_on) & p1_keep[3]) & ~p1_cover[3]) ? o_crc_value[31:24] : p1_data[31:24],
-                (((p1_last & p1_crc_on) & p1_keep[2]) & ~p1_cover[2]) ? o_crc_value[23:16] : p1_data[23:16],
-                (((p1_last & p1_crc_on) & p1_keep[1]) & ~p1_cover[1]) ? o_crc_value[15:8] : p1_data[15:8],
-                (((p1_last & p1_crc_on) & p1_keep[0]) & ~p1_cover[0]) ? o_crc_value[7:0] : p1_data[7:0]
+                o_crc_lanes[7] ? o_crc_value[31:24] : p1_data[63:56],
+                o_crc_lanes[6] ? o_crc_value[23:16] : p1_data[55:48],
+                o_crc_lanes[5] ? o_crc_value[15:8] : p1_data[47:40],
+                o_crc_lanes[4] ? o_crc_value[7:0] : p1_data[39:32],
+                o_crc_lanes[3] ? o_crc_value[31:24] : p1_data[31:24],
+                o_crc_lanes[2] ? o_crc_value[23:16] : p1_data[23:16],
+                o_crc_lanes[1] ? o_crc_value[15:8] : p1_data[15:8],
+                o_crc_lanes[0] ? o_crc_value[7:0] : p1_data[7:0]
             };
         end
     end

@@ -168,28 +168,19 @@ architecture rtl of mpa_tx_w64 is
     signal f_marker_group : std_logic;       -- 4-lane group of the marker
     signal f_room_data_big : std_logic;
     signal f_room_data_small : std_logic_vector(4 downto 0);
+    signal f_data_octets_pre : std_logic_vector(63 downto 0); -- octets carrying ULPDU data, lanes before the marker (lane i's count i + 4)
     signal f_room_cov_big : std_logic;
     signal f_room_cov_small : std_logic_vector(4 downto 0);
+    signal f_cover_pre : std_logic_vector(7 downto 0); -- lanes the CRC covers, before the marker
     signal f_room_end_big : std_logic;
     signal f_room_end_small : std_logic_vector(4 downto 0);
+    signal f_keep_pre : std_logic_vector(7 downto 0); -- lanes kept, before the marker
+    signal f_marker_lanes : std_logic_vector(7 downto 0); -- the marker's lanes
+    signal f_after_lanes : std_logic_vector(7 downto 0); -- lanes after the marker
+    signal f_marker_octets : std_logic_vector(63 downto 0); -- the marker's lanes, as octet masks
+    signal f_after_octets : std_logic_vector(63 downto 0); -- lanes after the marker, as octet masks
     signal f_shifted : std_logic_vector(63 downto 0); -- ULPDU octets aligned to this beat's lanes
     signal f_fpduptr : std_logic_vector(15 downto 0);
-    signal l0_marker : std_logic;
-    signal l0_after : std_logic;
-    signal l1_marker : std_logic;
-    signal l1_after : std_logic;
-    signal l2_marker : std_logic;
-    signal l2_after : std_logic;
-    signal l3_marker : std_logic;
-    signal l3_after : std_logic;
-    signal l4_marker : std_logic;
-    signal l4_after : std_logic;
-    signal l5_marker : std_logic;
-    signal l5_after : std_logic;
-    signal l6_marker : std_logic;
-    signal l6_after : std_logic;
-    signal l7_marker : std_logic;
-    signal l7_after : std_logic;
     signal f_end_offset : std_logic_vector(31 downto 0); -- stream offset just past the FPDU
     signal f_start : std_logic;              -- load the next FPDU's context
     signal n_len_padded : std_logic_vector(17 downto 0); -- 2 + length + PAD
@@ -238,6 +229,7 @@ architecture rtl of mpa_tx_w64 is
     signal p1_cover : std_logic_vector(7 downto 0);
     signal p1_fixed : std_logic_vector(31 downto 0); -- register corrected for pad-lane bits 3..3
     signal o_crc_value : std_logic_vector(31 downto 0); -- the FPDU's CRC32c
+    signal o_crc_lanes : std_logic_vector(7 downto 0); -- lanes of the CRC field
     signal o_data : std_logic_vector(63 downto 0) := x"0000000000000000";
     signal o_keep : std_logic_vector(7 downto 0) := x"00";
     signal o_last : std_logic := '0';
@@ -269,28 +261,46 @@ begin
     f_marker_group <= f_to_marker(2);
     f_room_data_big <= or f_room_data(16 downto 5);
     f_room_data_small <= f_room_data(4 downto 0);
+    f_data_octets_pre <= std_logic_vector'(63 downto 0 => not f_room_data(17)) and (std_logic_vector'(63 downto 0 => f_room_data_big) or std_logic_vector'(
+        std_logic_vector'(7 downto 0 => b2l(unsigned'("01011") < unsigned(f_room_data_small))) &
+        std_logic_vector'(7 downto 0 => b2l(unsigned'("01010") < unsigned(f_room_data_small))) &
+        std_logic_vector'(7 downto 0 => b2l(unsigned'("01001") < unsigned(f_room_data_small))) &
+        std_logic_vector'(7 downto 0 => b2l(unsigned'("01000") < unsigned(f_room_data_small))) &
+        std_logic_vector'(7 downto 0 => b2l(unsigned'("00111") < unsigned(f_room_data_small))) &
+        std_logic_vector'(7 downto 0 => b2l(unsigned'("00110") < unsigned(f_room_data_small))) &
+        std_logic_vector'(7 downto 0 => b2l(unsigned'("00101") < unsigned(f_room_data_small))) &
+        std_logic_vector'(7 downto 0 => b2l(unsigned'("00100") < unsigned(f_room_data_small)))
+    ));
     f_room_cov_big <= or f_room_cov(16 downto 5);
     f_room_cov_small <= f_room_cov(4 downto 0);
+    f_cover_pre <= std_logic_vector'(7 downto 0 => not f_room_cov(17)) and (std_logic_vector'(7 downto 0 => f_room_cov_big) or std_logic_vector'(
+        b2l(unsigned'("01011") < unsigned(f_room_cov_small)) &
+        b2l(unsigned'("01010") < unsigned(f_room_cov_small)) &
+        b2l(unsigned'("01001") < unsigned(f_room_cov_small)) &
+        b2l(unsigned'("01000") < unsigned(f_room_cov_small)) &
+        b2l(unsigned'("00111") < unsigned(f_room_cov_small)) &
+        b2l(unsigned'("00110") < unsigned(f_room_cov_small)) &
+        b2l(unsigned'("00101") < unsigned(f_room_cov_small)) &
+        b2l(unsigned'("00100") < unsigned(f_room_cov_small))
+    ));
     f_room_end_big <= or f_room_end(16 downto 5);
     f_room_end_small <= f_room_end(4 downto 0);
+    f_keep_pre <= std_logic_vector'(7 downto 0 => not f_room_end(17)) and (std_logic_vector'(7 downto 0 => f_room_end_big) or std_logic_vector'(
+        b2l(unsigned'("01011") < unsigned(f_room_end_small)) &
+        b2l(unsigned'("01010") < unsigned(f_room_end_small)) &
+        b2l(unsigned'("01001") < unsigned(f_room_end_small)) &
+        b2l(unsigned'("01000") < unsigned(f_room_end_small)) &
+        b2l(unsigned'("00111") < unsigned(f_room_end_small)) &
+        b2l(unsigned'("00110") < unsigned(f_room_end_small)) &
+        b2l(unsigned'("00101") < unsigned(f_room_end_small)) &
+        b2l(unsigned'("00100") < unsigned(f_room_end_small))
+    ));
+    f_marker_lanes <= mux(f_marker_here, mux(f_marker_group, x"f0", x"0f"), x"00");
+    f_after_lanes <= mux(f_marker_here, mux(f_marker_group, x"00", x"f0"), x"00");
+    f_marker_octets <= mux(f_marker_here, mux(f_marker_group, x"ffffffff00000000", x"00000000ffffffff"), x"0000000000000000");
+    f_after_octets <= mux(f_marker_here, mux(f_marker_group, x"0000000000000000", x"ffffffff00000000"), x"0000000000000000");
     f_shifted <= mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(47 downto 0) & win0_data(63 downto 48)), std_logic_vector'(win1_data(47 downto 0) & win0_data(63 downto 48))), mux(f_rel(2), std_logic_vector'(win1_data(15 downto 0) & win0_data(63 downto 16)), std_logic_vector'(win0_data(47 downto 0) & x"0000")));
     f_fpduptr <= mux((f_first and f_lead) and b2l(f_to_marker = "000000000"), x"0000", std_logic_vector(unsigned(std_logic_vector(unsigned(f_wire) + unsigned(std_logic_vector'("0000000" & f_to_marker)))) - unsigned(mux(f_lead, x"0004", x"0000"))));
-    l0_marker <= f_marker_here and b2l(f_marker_group = '0');
-    l0_after <= f_marker_here and '0';
-    l1_marker <= f_marker_here and b2l(f_marker_group = '0');
-    l1_after <= f_marker_here and '0';
-    l2_marker <= f_marker_here and b2l(f_marker_group = '0');
-    l2_after <= f_marker_here and '0';
-    l3_marker <= f_marker_here and b2l(f_marker_group = '0');
-    l3_after <= f_marker_here and '0';
-    l4_marker <= f_marker_here and b2l(f_marker_group = '1');
-    l4_after <= f_marker_here and (not f_marker_group);
-    l5_marker <= f_marker_here and b2l(f_marker_group = '1');
-    l5_after <= f_marker_here and (not f_marker_group);
-    l6_marker <= f_marker_here and b2l(f_marker_group = '1');
-    l6_after <= f_marker_here and (not f_marker_group);
-    l7_marker <= f_marker_here and b2l(f_marker_group = '1');
-    l7_after <= f_marker_here and (not f_marker_group);
     f_end_offset <= std_logic_vector(unsigned(f_pos) + unsigned(std_logic_vector'(
         "00000000000000" &
         std_logic_vector(unsigned(f_room_cov) + unsigned(mux(f_marker_here, "000000000000000100", "000000000000000000")))
@@ -313,16 +323,7 @@ begin
         (fb_data(15 downto 8) and std_logic_vector'(7 downto 0 => fb_cover(1))) &
         (fb_data(7 downto 0) and std_logic_vector'(7 downto 0 => fb_cover(0)))
     );
-    fb_cover_last <= std_logic_vector'(
-        fb_cover(7) &
-        (fb_cover(6) and (not fb_cover(7))) &
-        (fb_cover(5) and (not fb_cover(6))) &
-        (fb_cover(4) and (not fb_cover(5))) &
-        (fb_cover(3) and (not fb_cover(4))) &
-        (fb_cover(2) and (not fb_cover(3))) &
-        (fb_cover(1) and (not fb_cover(2))) &
-        (fb_cover(0) and (not fb_cover(1)))
-    );
+    fb_cover_last <= fb_cover and (not std_logic_vector'('0' & fb_cover(7 downto 1)));
     fb_cover_none <= not (or fb_cover);
     fb_pad <= mux(fb_cover_none, x"8", std_logic_vector'('0' & std_logic_vector'(
         (or (fb_cover_last and x"0f")) &
@@ -400,6 +401,7 @@ begin
         (xor (p1_reg and mux(p1_pad, zinv_8(31 downto 0), zinv_0(31 downto 0))))
     );
     o_crc_value <= not p1_fixed;
+    o_crc_lanes <= (std_logic_vector'(7 downto 0 => p1_last and p1_crc_on) and p1_keep) and (not p1_cover);
     m_axis_tdata <= o_data;
     m_axis_tkeep <= o_keep;
     m_axis_tvalid <= o_valid;
@@ -743,34 +745,15 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_data <= std_logic_vector'(
-                    mux(l7_marker, f_fpduptr(7 downto 0), mux(mux(l7_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("00111") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("01011") < unsigned(f_room_data_small)))), mux(l7_after, f_shifted(31 downto 24),
-                        f_shifted(63 downto 56)), x"00")) &
-                    mux(l6_marker, f_fpduptr(15 downto 8), mux(mux(l6_after, (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("00110") < unsigned(f_room_data_small))), (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("01010") < unsigned(f_room_data_small)))), mux(l6_after, f_shifted(23 downto 16),
-                        f_shifted(55 downto 48)), x"00")) &
-                    mux(l5_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(7 downto 0), mux(mux(l5_after, (not f_room_data(17))
-                        and (f_room_data_big or b2l(unsigned'("00101") < unsigned(f_room_data_small))), (not f_room_data(17)) and
-                        (f_room_data_big or b2l(unsigned'("01001") < unsigned(f_room_data_small)))), mux(l5_after, f_shifted(15 downto 8),
-                        f_shifted(47 downto 40)), x"00"))) &
-                    mux(l4_marker, x"00", mux(f_first and mux(f_lead, '1', '0'), f_len(15 downto 8), mux(mux(l4_after, (not f_room_data(17))
-                        and (f_room_data_big or b2l(unsigned'("00100") < unsigned(f_room_data_small))), (not f_room_data(17)) and
-                        (f_room_data_big or b2l(unsigned'("01000") < unsigned(f_room_data_small)))), mux(l4_after, f_shifted(7 downto 0),
-                        f_shifted(39 downto 32)), x"00"))) &
-                    mux(l3_marker, f_fpduptr(7 downto 0), mux(mux(l3_after, '0', (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("00111") < unsigned(f_room_data_small)))), f_shifted(31 downto 24), x"00")) &
-                    mux(l2_marker, f_fpduptr(15 downto 8), mux(mux(l2_after, '0', (not f_room_data(17)) and (f_room_data_big or
-                        b2l(unsigned'("00110") < unsigned(f_room_data_small)))), f_shifted(23 downto 16), x"00")) &
-                    mux(l1_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(7 downto 0), mux(mux(l1_after, '0', (not
-                        f_room_data(17)) and (f_room_data_big or b2l(unsigned'("00101") < unsigned(f_room_data_small)))),
-                        f_shifted(15 downto 8), x"00"))) &
-                    mux(l0_marker, x"00", mux(f_first and mux(f_lead, '0', '1'), f_len(15 downto 8), mux(mux(l0_after, '0', (not
-                        f_room_data(17)) and (f_room_data_big or b2l(unsigned'("00100") < unsigned(f_room_data_small)))), f_shifted(7 downto 0),
-                        x"00")))
-                );
+                fb_data <= (f_marker_octets and std_logic_vector'(
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
+                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000")
+                )) or ((not f_marker_octets) and ((mux(f_first, mux(f_lead, x"0000ffff00000000", x"000000000000ffff"), x"0000000000000000") and std_logic_vector'(
+                    x"0000" &
+                    std_logic_vector'(f_len(7 downto 0) & f_len(15 downto 8)) &
+                    x"0000" &
+                    std_logic_vector'(f_len(7 downto 0) & f_len(15 downto 8))
+                )) or ((not mux(f_first, mux(f_lead, x"0000ffff00000000", x"000000000000ffff"), x"0000000000000000")) and (((f_after_octets and std_logic_vector'(f_shifted(31 downto 0) & x"00000000")) or ((not f_after_octets) and f_shifted)) and ((f_after_octets and std_logic_vector'(f_data_octets_pre(31 downto 0) & x"00000000")) or ((not f_after_octets) and f_data_octets_pre))))));
             end if;
         end if;
     end process;
@@ -779,24 +762,7 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_keep <= std_logic_vector'(
-                    (l7_marker or mux(l7_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("00111") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("01011") <
-                        unsigned(f_room_end_small))))) &
-                    (l6_marker or mux(l6_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("00110") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("01010") <
-                        unsigned(f_room_end_small))))) &
-                    (l5_marker or mux(l5_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("00101") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("01001") <
-                        unsigned(f_room_end_small))))) &
-                    (l4_marker or mux(l4_after, (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("00100") <
-                        unsigned(f_room_end_small))), (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("01000") <
-                        unsigned(f_room_end_small))))) &
-                    (l3_marker or mux(l3_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("00111") < unsigned(f_room_end_small))))) &
-                    (l2_marker or mux(l2_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("00110") < unsigned(f_room_end_small))))) &
-                    (l1_marker or mux(l1_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("00101") < unsigned(f_room_end_small))))) &
-                    (l0_marker or mux(l0_after, '0', (not f_room_end(17)) and (f_room_end_big or b2l(unsigned'("00100") < unsigned(f_room_end_small)))))
-                );
+                fb_keep <= f_marker_lanes or ((f_after_lanes and std_logic_vector'(f_keep_pre(3 downto 0) & x"0")) or ((not f_after_lanes) and f_keep_pre));
             end if;
         end if;
     end process;
@@ -805,24 +771,7 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_cover <= std_logic_vector'(
-                    (l7_marker or mux(l7_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("00111") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("01011") <
-                        unsigned(f_room_cov_small))))) &
-                    (l6_marker or mux(l6_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("00110") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("01010") <
-                        unsigned(f_room_cov_small))))) &
-                    (l5_marker or mux(l5_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("00101") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("01001") <
-                        unsigned(f_room_cov_small))))) &
-                    (l4_marker or mux(l4_after, (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("00100") <
-                        unsigned(f_room_cov_small))), (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("01000") <
-                        unsigned(f_room_cov_small))))) &
-                    (l3_marker or mux(l3_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("00111") < unsigned(f_room_cov_small))))) &
-                    (l2_marker or mux(l2_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("00110") < unsigned(f_room_cov_small))))) &
-                    (l1_marker or mux(l1_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("00101") < unsigned(f_room_cov_small))))) &
-                    (l0_marker or mux(l0_after, '0', (not f_room_cov(17)) and (f_room_cov_big or b2l(unsigned'("00100") < unsigned(f_room_cov_small)))))
-                );
+                fb_cover <= f_marker_lanes or ((f_after_lanes and std_logic_vector'(f_cover_pre(3 downto 0) & x"0")) or ((not f_after_lanes) and f_cover_pre));
             end if;
         end if;
     end process;
@@ -1262,14 +1211,14 @@ begin
                 o_data <= x"0000000000000000";
             elsif (advance and p1_valid) = '1' then
                 o_data <= std_logic_vector'(
-                    mux(((p1_last and p1_crc_on) and p1_keep(7)) and (not p1_cover(7)), o_crc_value(31 downto 24), p1_data(63 downto 56)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(6)) and (not p1_cover(6)), o_crc_value(23 downto 16), p1_data(55 downto 48)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(5)) and (not p1_cover(5)), o_crc_value(15 downto 8), p1_data(47 downto 40)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(4)) and (not p1_cover(4)), o_crc_value(7 downto 0), p1_data(39 downto 32)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(3)) and (not p1_cover(3)), o_crc_value(31 downto 24), p1_data(31 downto 24)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(2)) and (not p1_cover(2)), o_crc_value(23 downto 16), p1_data(23 downto 16)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(1)) and (not p1_cover(1)), o_crc_value(15 downto 8), p1_data(15 downto 8)) &
-                    mux(((p1_last and p1_crc_on) and p1_keep(0)) and (not p1_cover(0)), o_crc_value(7 downto 0), p1_data(7 downto 0))
+                    mux(o_crc_lanes(7), o_crc_value(31 downto 24), p1_data(63 downto 56)) &
+                    mux(o_crc_lanes(6), o_crc_value(23 downto 16), p1_data(55 downto 48)) &
+                    mux(o_crc_lanes(5), o_crc_value(15 downto 8), p1_data(47 downto 40)) &
+                    mux(o_crc_lanes(4), o_crc_value(7 downto 0), p1_data(39 downto 32)) &
+                    mux(o_crc_lanes(3), o_crc_value(31 downto 24), p1_data(31 downto 24)) &
+                    mux(o_crc_lanes(2), o_crc_value(23 downto 16), p1_data(23 downto 16)) &
+                    mux(o_crc_lanes(1), o_crc_value(15 downto 8), p1_data(15 downto 8)) &
+                    mux(o_crc_lanes(0), o_crc_value(7 downto 0), p1_data(7 downto 0))
                 );
             end if;
         end if;

@@ -1,0 +1,117 @@
+package gen
+
+import "math/big"
+
+// Lane masks of mpa_tx's beat formation, written on whole vectors: a
+// simulator evaluates a vector operation a machine word at a time, where
+// one term per lane costs it several instructions per lane (hundreds at 512
+// bits). Each bit is the same function of the same state bits as the
+// per-lane form.
+
+// roomBelow is the "pre" class of a room register e (18 bits, bit 17 the
+// sign): lane i is set when e > i + 4, i.e. e is not negative and either
+// its bits 16..nk+2 are not all zero or its low nk+2 bits exceed i + 4.
+// Each lane is unit bits wide (1: a lane mask, 8: an octet mask).
+func roomBelow(m *Module, name string, e *Signal, nk, unit int) Expr {
+	lanes := 1 << nk
+	big := m.WireOf("f_room_"+name+"_big", RedOr(Bits(e, 16, nk+2)), "")
+	small := m.WireOf("f_room_"+name+"_small", Bits(e, nk+1, 0), "")
+	w := lanes * unit
+	return And(Rep(Not(Bit(e, 17)), w), Or(Rep(big, w), thermometer(small, 4, lanes, unit)))
+}
+
+// thermometer is the vector whose lane k (k < n, unit bits each) is set
+// when from + k < x. Above 8 lanes it is split on x's low four bits (b) and
+// the rest (a): with c = from + k = 16*ca + cb, c < x when ca < a, or
+// ca == a and cb < b; each part is a constant selected by a or b. Up to 8
+// lanes it is one comparison per lane, cheap to simulate either way, which
+// yosys maps smaller there (synth_xilinx, 64 bits: 1765 LUTs against 1808).
+func thermometer(x *Signal, from, n, unit int) Expr {
+	if n <= 8 {
+		parts := make([]Expr, n)
+		for k := 0; k < n; k++ {
+			parts[n-1-k] = Rep(Lt(C(x.W, uint64(from+k)), x), unit)
+		}
+		return Cat(parts...)
+	}
+	lo := min(4, x.W)
+	consts := func(bitsUsed int, pred func(v, c int) bool) []Expr {
+		out := make([]Expr, 1<<bitsUsed)
+		for v := range out {
+			out[v] = laneConst(n, unit, func(k int) bool { return pred(v, from+k) })
+		}
+		return out
+	}
+	th := muxTree(selBits(x, 0, lo), consts(lo, func(b, c int) bool { return c%16 < b }))
+	if x.W == lo {
+		return th
+	}
+	a := selBits(x, lo, x.W-lo)
+	lt := muxTree(a, consts(x.W-lo, func(a, c int) bool { return c/16 < a }))
+	eq := muxTree(a, consts(x.W-lo, func(a, c int) bool { return c/16 == a }))
+	return Or(lt, And(eq, th))
+}
+
+// groupMask is the vector of 4-lane groups (unit bits per lane) whose lane
+// group lg satisfies in(g, lg) for the group g, all zero when on is 0.
+func groupMask(on Expr, g *Signal, unit int, in func(g, lg int) bool) Expr {
+	groups := 1 << g.W
+	cands := make([]Expr, groups)
+	for v := range cands {
+		cands[v] = laneConst(4*groups, unit, func(k int) bool { return in(v, k/4) })
+	}
+	return Sel(on, muxTree(selBits(g, 0, g.W), cands), C(4*groups*unit, 0))
+}
+
+// laneConst is the constant of n lanes of unit bits with the lanes where
+// set(k) is true all ones.
+func laneConst(n, unit int, set func(k int) bool) Expr {
+	v := new(big.Int)
+	for k := 0; k < n; k++ {
+		if set(k) {
+			for b := 0; b < unit; b++ {
+				v.SetBit(v, k*unit+b, 1)
+			}
+		}
+	}
+	return CBig(n*unit, v)
+}
+
+// selBits is bits lo..lo+n-1 of x, one expression each, for muxTree.
+func selBits(x *Signal, lo, n int) []Expr {
+	out := make([]Expr, n)
+	for i := range out {
+		out[i] = Bit(x, lo+i)
+	}
+	return out
+}
+
+// shiftLanes is x moved up by n bits (zeros below): lane i of the result
+// is lane i - n/unit of x.
+func shiftLanes(x *Signal, n int) Expr {
+	return Cat(Bits(x, x.W-1-n, 0), C(n, 0))
+}
+
+// pick is sel ? t : f bit by bit (sel, t and f of one width).
+func pick(sel, t, f Expr) Expr {
+	return Or(And(sel, t), And(Not(sel), f))
+}
+
+// windowBits is bits hi..lo of the window {w1[W-17:0], w0, 16'h0} (two zero
+// octets, then entry 0, then entry 1), written from slices of the entries:
+// the same wires as a slice of a window signal, without a 2W-bit wire that a
+// simulator would copy on every cycle.
+func windowBits(w0, w1 *Signal, hi, lo int) Expr {
+	w := w0.W
+	var parts []Expr // most significant first
+	if hi >= w+16 {
+		parts = append(parts, Bits(w1, hi-w-16, max(lo, w+16)-w-16))
+	}
+	if hi >= 16 && lo < w+16 {
+		parts = append(parts, Bits(w0, min(hi, w+15)-16, max(lo, 16)-16))
+	}
+	if lo < 16 {
+		parts = append(parts, C(min(hi, 15)-lo+1, 0))
+	}
+	return Cat(parts...)
+}
