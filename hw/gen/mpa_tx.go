@@ -117,13 +117,10 @@ func MPATx(width int) (*Module, error) {
 	// "pre" vector), lane i after it with i, which is lane i-4 of "pre".
 	// Each class is written on whole vectors (see mpa_tx_lanes.go).
 	mkGroup := m.WireOf("f_marker_group", Bits(toMk, nk-1, 2), "4-lane group of the marker")
-	dataPre := m.WireOf("f_data_octets_pre", roomBelow(m, "data", roomData, nk, 8), "octets carrying ULPDU data, lanes before the marker (lane i's count i + 4)")
 	covPre := m.WireOf("f_cover_pre", roomBelow(m, "cov", roomCov, nk, 1), "lanes the CRC covers, before the marker")
 	keepPre := m.WireOf("f_keep_pre", roomBelow(m, "end", roomEnd, nk, 1), "lanes kept, before the marker")
 	mkLanes := m.WireOf("f_marker_lanes", groupMask(mkHere, mkGroup, 1, func(g, lg int) bool { return lg == g }), "the marker's lanes")
 	afterLanes := m.WireOf("f_after_lanes", groupMask(mkHere, mkGroup, 1, func(g, lg int) bool { return lg > g }), "lanes after the marker")
-	mkOctets := m.WireOf("f_marker_octets", groupMask(mkHere, mkGroup, 8, func(g, lg int) bool { return lg == g }), "the marker's lanes, as octet masks")
-	afterOctets := m.WireOf("f_after_octets", groupMask(mkHere, mkGroup, 8, func(g, lg int) bool { return lg > g }), "lanes after the marker, as octet masks")
 
 	// The window as octets: 2 zero octets, entry 0, entry 1 but its last two
 	// octets. ULPDU octet u sits at window octet u - base + 2; lane i (before
@@ -150,19 +147,8 @@ func MPATx(width int) (*Module, error) {
 	// that opens the FPDU.
 	hdrPos := Sel(lead, C(16, 4), C(16, 0))
 	ptr := m.WireOf("f_fpduptr", Sel(And(first, lead, Eq(toMk, C(9, 0))), C(16, 0), Sub(Add(jIdx, Cat(C(7, 0), toMk)), hdrPos)), "")
-	// The beat: marker lanes, else ULPDU_Length (lanes 0-1 of the first
-	// beat, or 4-5 after a leading marker), else ULPDU octets (shifted 4
-	// lanes on after the marker) where the data class says so, else zero.
-	mkWord := Cat(Bits(ptr, 7, 0), Bits(ptr, 15, 8), C(16, 0))
-	mkRep := make([]Expr, lanes/4)
-	for g := range mkRep {
-		mkRep[g] = mkWord
-	}
-	lenOctets := Cat(Bits(uLen, 7, 0), Bits(uLen, 15, 8))
-	hdrVal := Cat(C(width-48, 0), lenOctets, C(16, 0), lenOctets)
-	hdrMask := Sel(first, Sel(lead, C(width, 0xFFFF<<32), C(width, 0xFFFF)), C(width, 0))
-	body := And(pick(afterOctets, shiftLanes(shifted, 32), shifted), pick(afterOctets, shiftLanes(dataPre, 32), dataPre))
-	beatData := pick(mkOctets, Cat(mkRep...), pick(hdrMask, hdrVal, body))
+	beatData := formBeat(m, beatIn{nk: nk, roomData: roomData, mkHere: mkHere, mkGroup: mkGroup, mkLanes: mkLanes, afterLanes: afterLanes,
+		shifted: shifted, ptr: ptr, uLen: uLen, first: first, lead: lead})
 	beatKeep := Or(mkLanes, pick(afterLanes, shiftLanes(keepPre, 4), keepPre))
 	beatCov := Or(mkLanes, pick(afterLanes, shiftLanes(covPre, 4), covPre))
 	endOff := m.WireOf("f_end_offset", Add(pos, Cat(C(14, 0), Add(roomCov, Sel(mkHere, C(18, 4), C(18, 0))))), "stream offset just past the FPDU")
@@ -216,9 +202,12 @@ func MPATx(width int) (*Module, error) {
 	masked := maskedWords(m, "fb_masked", fData, fCov)
 	dataRows, stateRows := CRC32CUpdate(lanes).Split()
 	term := MatVecWords(masked, dataRows)
-	covLast := m.WireOf("fb_cover_last", lastLaneVector(fCov), "")
-	covNone := m.WireOf("fb_cover_none", Not(RedOr(fCov)), "the beat is the CRC field alone")
-	padLanes := m.WireOf("fb_pad", Sel(covNone, C(nk+1, uint64(lanes)), Cat(C(1, 0), complementIndex(covLast, nk))), "lanes the CRC does not cover")
+	// Lanes the CRC does not cover (all when the beat is the CRC field
+	// alone), written into b_pad: the last covered lane's one-hot on whole
+	// vectors, inside the register's expression (no wire evaluated on every
+	// cycle).
+	covLast := lastLaneVector(fCov)
+	padLanes := Sel(Not(RedOr(fCov)), C(nk+1, uint64(lanes)), Cat(C(1, 0), oneHotComplement(covLast, nk)))
 
 	type carried struct{ data, keep, last, crc, user *Signal }
 	stage := func(p string, valid *Signal, c carried, extra func(en Expr)) (*Signal, carried) {
@@ -239,7 +228,7 @@ func MPATx(width int) (*Module, error) {
 	var bTerm, bPad, bCov *Signal
 	bValid, bc := stage("b", fValid, carried{fData, fKeep, fLast, fCRC, fUser}, func(en Expr) {
 		bTerm = m.Reg("b_term", 32, nil, term, en, "the beat's contribution to the CRC register")
-		bPad = m.Reg("b_pad", nk+1, nil, padLanes, en, "")
+		bPad = m.Reg("b_pad", nk+1, nil, padLanes, en, "lanes the CRC does not cover")
 		bCov = m.Reg("b_cover", lanes, nil, fCov, en, "")
 	})
 	state := m.RegDecl("crc_state", 32, "CRC register of the FPDU before stage b's beat")

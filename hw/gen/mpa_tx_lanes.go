@@ -115,3 +115,78 @@ func windowBits(w0, w1 *Signal, hi, lo int) Expr {
 	}
 	return Cat(parts...)
 }
+
+// oneHotComplement is complementIndex of a one-hot expression (lanes-1-i
+// for the lane i that is set, nk bits): the same OR of masked lanes per
+// bit, on an expression rather than a wire.
+func oneHotComplement(oneHot Expr, nk int) Expr {
+	lanes := oneHot.Width()
+	pads := make([]Expr, nk)
+	for j := 0; j < nk; j++ {
+		mask := new(big.Int)
+		for i := 0; i < lanes; i++ {
+			if i>>j&1 == 0 {
+				mask.SetBit(mask, i, 1)
+			}
+		}
+		pads[nk-1-j] = RedOr(And(oneHot, CBig(lanes, mask)))
+	}
+	return Cat(pads...)
+}
+
+// beatIn is what forms a beat's data lanes.
+type beatIn struct {
+	nk                  int     // log2 of the lanes
+	roomData            *Signal // f_room_data
+	mkHere              Expr    // a marker falls in this beat
+	mkGroup             *Signal // its 4-lane group
+	mkLanes, afterLanes *Signal // the marker's lanes, the lanes after it
+	shifted, ptr, uLen  *Signal // ULPDU octets aligned to the lanes, FPDUPTR, ULPDU_Length
+	first, lead         *Signal // the FPDU's first beat; it opens with a marker
+}
+
+// formBeat is the beat's data lanes: the marker's lanes (0, 0, FPDUPTR),
+// else ULPDU_Length (lanes 0-1 of the first beat, or 4-5 after a leading
+// marker), else ULPDU octets (4 lanes on after the marker) in the lanes of
+// the data class, else zero. Above 8 lanes it is written on whole vectors
+// with octet masks; up to 8, one select chain per lane (cheap to simulate
+// either way; yosys maps it smaller there: iCE40 2237 LUT4s against 2278 at
+// 64 bits).
+func formBeat(m *Module, b beatIn) Expr {
+	lanes := 1 << b.nk
+	width := 8 * lanes
+	if lanes <= 8 {
+		pre := m.WireOf("f_data_pre", roomBelow(m, "data", b.roomData, b.nk, 1), "lanes carrying ULPDU data, before the marker")
+		class := m.WireOf("f_data_lanes", pick(b.afterLanes, shiftLanes(pre, 4), pre), "lanes carrying ULPDU data")
+		mkBytes := []Expr{C(8, 0), C(8, 0), Bits(b.ptr, 15, 8), Bits(b.ptr, 7, 0)}
+		hdrBytes := []Expr{Bits(b.uLen, 15, 8), Bits(b.uLen, 7, 0)}
+		out := make([]Expr, lanes)
+		for i := 0; i < lanes; i++ {
+			var octet Expr = Bits(b.shifted, 8*i+7, 8*i)
+			if i >= 4 {
+				octet = Sel(Bit(b.afterLanes, i), Bits(b.shifted, 8*(i-4)+7, 8*(i-4)), octet)
+			}
+			octet = Sel(Bit(class, i), octet, C(8, 0))
+			switch i {
+			case 0, 1:
+				octet = Sel(And(b.first, Not(b.lead)), hdrBytes[i%2], octet)
+			case 4, 5:
+				octet = Sel(And(b.first, b.lead), hdrBytes[i%2], octet)
+			}
+			out[lanes-1-i] = Sel(Bit(b.mkLanes, i), mkBytes[i%4], octet)
+		}
+		return Cat(out...)
+	}
+	pre := m.WireOf("f_data_octets_pre", roomBelow(m, "data", b.roomData, b.nk, 8), "octets carrying ULPDU data, before the marker")
+	mkOctets := m.WireOf("f_marker_octets", groupMask(b.mkHere, b.mkGroup, 8, func(g, lg int) bool { return lg == g }), "the marker's lanes, as octet masks")
+	afterOctets := m.WireOf("f_after_octets", groupMask(b.mkHere, b.mkGroup, 8, func(g, lg int) bool { return lg > g }), "lanes after the marker, as octet masks")
+	mkRep := make([]Expr, lanes/4)
+	for g := range mkRep {
+		mkRep[g] = Cat(Bits(b.ptr, 7, 0), Bits(b.ptr, 15, 8), C(16, 0))
+	}
+	lenOctets := Cat(Bits(b.uLen, 7, 0), Bits(b.uLen, 15, 8))
+	hdrVal := Cat(C(width-48, 0), lenOctets, C(16, 0), lenOctets)
+	hdrMask := Sel(b.first, Sel(b.lead, C(width, 0xFFFF<<32), C(width, 0xFFFF)), C(width, 0))
+	body := And(pick(afterOctets, shiftLanes(b.shifted, 32), b.shifted), pick(afterOctets, shiftLanes(pre, 32), pre))
+	return pick(mkOctets, Cat(mkRep...), pick(hdrMask, hdrVal, body))
+}

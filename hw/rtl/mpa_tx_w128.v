@@ -140,9 +140,6 @@ module mpa_tx_w128 (
     wire [17:0]    f_consumed;               // body octets this beat can carry
     wire           f_last;                   // this beat ends the FPDU
     wire [1:0]     f_marker_group;           // 4-lane group of the marker
-    wire           f_room_data_big;
-    wire [5:0]     f_room_data_small;
-    wire [127:0]   f_data_octets_pre;        // octets carrying ULPDU data, lanes before the marker (lane i's count i + 4)
     wire           f_room_cov_big;
     wire [5:0]     f_room_cov_small;
     wire [15:0]    f_cover_pre;              // lanes the CRC covers, before the marker
@@ -151,10 +148,13 @@ module mpa_tx_w128 (
     wire [15:0]    f_keep_pre;               // lanes kept, before the marker
     wire [15:0]    f_marker_lanes;           // the marker's lanes
     wire [15:0]    f_after_lanes;            // lanes after the marker
-    wire [127:0]   f_marker_octets;          // the marker's lanes, as octet masks
-    wire [127:0]   f_after_octets;           // lanes after the marker, as octet masks
     wire [127:0]   f_shifted;                // ULPDU octets aligned to this beat's lanes
     wire [15:0]    f_fpduptr;
+    wire           f_room_data_big;
+    wire [5:0]     f_room_data_small;
+    wire [127:0]   f_data_octets_pre;        // octets carrying ULPDU data, before the marker
+    wire [127:0]   f_marker_octets;          // the marker's lanes, as octet masks
+    wire [127:0]   f_after_octets;           // lanes after the marker, as octet masks
     wire [31:0]    f_end_offset;             // stream offset just past the FPDU
     wire           f_start;                  // load the next FPDU's context
     wire [17:0]    n_len_padded;             // 2 + length + PAD
@@ -168,9 +168,6 @@ module mpa_tx_w128 (
     reg  [31:0]    fb_user;
     wire [63:0]    fb_masked_0;              // lanes 0..7 of the beat, unused lanes zeroed
     wire [63:0]    fb_masked_1;              // lanes 8..15 of the beat, unused lanes zeroed
-    wire [15:0]    fb_cover_last;
-    wire           fb_cover_none;            // the beat is the CRC field alone
-    wire [4:0]     fb_pad;                   // lanes the CRC does not cover
     reg            b_valid;
     reg  [127:0]   b_data;
     reg  [15:0]    b_keep;
@@ -178,7 +175,7 @@ module mpa_tx_w128 (
     reg            b_crc_on;
     reg  [31:0]    b_user;
     reg  [31:0]    b_term;                   // the beat's contribution to the CRC register
-    reg  [4:0]     b_pad;
+    reg  [4:0]     b_pad;                    // lanes the CRC does not cover
     reg  [15:0]    b_cover;
     reg  [31:0]    crc_state;                // CRC register of the FPDU before stage b's beat
     wire [31:0]    crc_state_term;
@@ -234,9 +231,6 @@ module mpa_tx_w128 (
     assign f_consumed = f_marker_here ? 18'h0000c : 18'h00010;
     assign f_last = f_marker_here ? (f_room_cov < 18'h0000d) : (f_room_cov < 18'h00011);
     assign f_marker_group = f_to_marker[3:2];
-    assign f_room_data_big = |f_room_data[16:6];
-    assign f_room_data_small = f_room_data[5:0];
-    assign f_data_octets_pre = {128{~f_room_data[17]}} & ({128{f_room_data_big}} | ((f_room_data_small[5] ? (f_room_data_small[4] ? 128'hffffffffffffffffffffffffffffffff : 128'hffffffffffffffffffffffffffffffff) : (f_room_data_small[4] ? 128'h00000000ffffffffffffffffffffffff : 128'h00000000000000000000000000000000)) | ((f_room_data_small[5] ? (f_room_data_small[4] ? 128'h00000000000000000000000000000000 : 128'h00000000000000000000000000000000) : (f_room_data_small[4] ? 128'hffffffff000000000000000000000000 : 128'h00000000ffffffffffffffffffffffff)) & (f_room_data_small[3] ? (f_room_data_small[2] ? (f_room_data_small[1] ? (f_room_data_small[0] ? 128'hffffffff00ffffffffffffffffffffff : 128'hffffffff0000ffffffffffffffffffff) : (f_room_data_small[0] ? 128'hffffffff000000ffffffffffffffffff : 128'hffffffff00000000ffffffffffffffff)) : (f_room_data_small[1] ? (f_room_data_small[0] ? 128'hffffffff0000000000ffffffffffffff : 128'hffffffff000000000000ffffffffffff) : (f_room_data_small[0] ? 128'hffffffff00000000000000ffffffffff : 128'hffffffff0000000000000000ffffffff))) : (f_room_data_small[2] ? (f_room_data_small[1] ? (f_room_data_small[0] ? 128'hffffffff000000000000000000ffffff : 128'hffffffff00000000000000000000ffff) : (f_room_data_small[0] ? 128'hffffffff0000000000000000000000ff : 128'hffffffff000000000000000000000000)) : (f_room_data_small[1] ? (f_room_data_small[0] ? 128'h00ffffff000000000000000000000000 : 128'h0000ffff000000000000000000000000) : (f_room_data_small[0] ? 128'h000000ff000000000000000000000000 : 128'h00000000000000000000000000000000)))))));
     assign f_room_cov_big = |f_room_cov[16:6];
     assign f_room_cov_small = f_room_cov[5:0];
     assign f_cover_pre = {16{~f_room_cov[17]}} & ({16{f_room_cov_big}} | ((f_room_cov_small[5] ? (f_room_cov_small[4] ? 16'hffff : 16'hffff) : (f_room_cov_small[4] ? 16'h0fff : 16'h0000)) | ((f_room_cov_small[5] ? (f_room_cov_small[4] ? 16'h0000 : 16'h0000) : (f_room_cov_small[4] ? 16'hf000 : 16'h0fff)) & (f_room_cov_small[3] ? (f_room_cov_small[2] ? (f_room_cov_small[1] ? (f_room_cov_small[0] ? 16'hf7ff : 16'hf3ff) : (f_room_cov_small[0] ? 16'hf1ff : 16'hf0ff)) : (f_room_cov_small[1] ? (f_room_cov_small[0] ? 16'hf07f : 16'hf03f) : (f_room_cov_small[0] ? 16'hf01f : 16'hf00f))) : (f_room_cov_small[2] ? (f_room_cov_small[1] ? (f_room_cov_small[0] ? 16'hf007 : 16'hf003) : (f_room_cov_small[0] ? 16'hf001 : 16'hf000)) : (f_room_cov_small[1] ? (f_room_cov_small[0] ? 16'h7000 : 16'h3000) : (f_room_cov_small[0] ? 16'h1000 : 16'h0000)))))));
@@ -245,10 +239,13 @@ module mpa_tx_w128 (
     assign f_keep_pre = {16{~f_room_end[17]}} & ({16{f_room_end_big}} | ((f_room_end_small[5] ? (f_room_end_small[4] ? 16'hffff : 16'hffff) : (f_room_end_small[4] ? 16'h0fff : 16'h0000)) | ((f_room_end_small[5] ? (f_room_end_small[4] ? 16'h0000 : 16'h0000) : (f_room_end_small[4] ? 16'hf000 : 16'h0fff)) & (f_room_end_small[3] ? (f_room_end_small[2] ? (f_room_end_small[1] ? (f_room_end_small[0] ? 16'hf7ff : 16'hf3ff) : (f_room_end_small[0] ? 16'hf1ff : 16'hf0ff)) : (f_room_end_small[1] ? (f_room_end_small[0] ? 16'hf07f : 16'hf03f) : (f_room_end_small[0] ? 16'hf01f : 16'hf00f))) : (f_room_end_small[2] ? (f_room_end_small[1] ? (f_room_end_small[0] ? 16'hf007 : 16'hf003) : (f_room_end_small[0] ? 16'hf001 : 16'hf000)) : (f_room_end_small[1] ? (f_room_end_small[0] ? 16'h7000 : 16'h3000) : (f_room_end_small[0] ? 16'h1000 : 16'h0000)))))));
     assign f_marker_lanes = f_marker_here ? (f_marker_group[1] ? (f_marker_group[0] ? 16'hf000 : 16'h0f00) : (f_marker_group[0] ? 16'h00f0 : 16'h000f)) : 16'h0000;
     assign f_after_lanes = f_marker_here ? (f_marker_group[1] ? (f_marker_group[0] ? 16'h0000 : 16'hf000) : (f_marker_group[0] ? 16'hff00 : 16'hfff0)) : 16'h0000;
-    assign f_marker_octets = f_marker_here ? (f_marker_group[1] ? (f_marker_group[0] ? 128'hffffffff000000000000000000000000 : 128'h00000000ffffffff0000000000000000) : (f_marker_group[0] ? 128'h0000000000000000ffffffff00000000 : 128'h000000000000000000000000ffffffff)) : 128'h00000000000000000000000000000000;
-    assign f_after_octets = f_marker_here ? (f_marker_group[1] ? (f_marker_group[0] ? 128'h00000000000000000000000000000000 : 128'hffffffff000000000000000000000000) : (f_marker_group[0] ? 128'hffffffffffffffff0000000000000000 : 128'hffffffffffffffffffffffff00000000)) : 128'h00000000000000000000000000000000;
     assign f_shifted = f_rel[4] ? (f_rel[3] ? (f_rel[2] ? {win1_data[111:0], win0_data[127:112]} : {win1_data[111:0], win0_data[127:112]}) : (f_rel[2] ? {win1_data[111:0], win0_data[127:112]} : {win1_data[111:0], win0_data[127:112]})) : (f_rel[3] ? (f_rel[2] ? {win1_data[79:0], win0_data[127:80]} : {win1_data[47:0], win0_data[127:48]}) : (f_rel[2] ? {win1_data[15:0], win0_data[127:16]} : {win0_data[111:0], 16'h0000}));
     assign f_fpduptr = ((f_first & f_lead) & (f_to_marker == 9'h000)) ? 16'h0000 : ((f_wire + {7'h00, f_to_marker}) - (f_lead ? 16'h0004 : 16'h0000));
+    assign f_room_data_big = |f_room_data[16:6];
+    assign f_room_data_small = f_room_data[5:0];
+    assign f_data_octets_pre = {128{~f_room_data[17]}} & ({128{f_room_data_big}} | ((f_room_data_small[5] ? (f_room_data_small[4] ? 128'hffffffffffffffffffffffffffffffff : 128'hffffffffffffffffffffffffffffffff) : (f_room_data_small[4] ? 128'h00000000ffffffffffffffffffffffff : 128'h00000000000000000000000000000000)) | ((f_room_data_small[5] ? (f_room_data_small[4] ? 128'h00000000000000000000000000000000 : 128'h00000000000000000000000000000000) : (f_room_data_small[4] ? 128'hffffffff000000000000000000000000 : 128'h00000000ffffffffffffffffffffffff)) & (f_room_data_small[3] ? (f_room_data_small[2] ? (f_room_data_small[1] ? (f_room_data_small[0] ? 128'hffffffff00ffffffffffffffffffffff : 128'hffffffff0000ffffffffffffffffffff) : (f_room_data_small[0] ? 128'hffffffff000000ffffffffffffffffff : 128'hffffffff00000000ffffffffffffffff)) : (f_room_data_small[1] ? (f_room_data_small[0] ? 128'hffffffff0000000000ffffffffffffff : 128'hffffffff000000000000ffffffffffff) : (f_room_data_small[0] ? 128'hffffffff00000000000000ffffffffff : 128'hffffffff0000000000000000ffffffff))) : (f_room_data_small[2] ? (f_room_data_small[1] ? (f_room_data_small[0] ? 128'hffffffff000000000000000000ffffff : 128'hffffffff00000000000000000000ffff) : (f_room_data_small[0] ? 128'hffffffff0000000000000000000000ff : 128'hffffffff000000000000000000000000)) : (f_room_data_small[1] ? (f_room_data_small[0] ? 128'h00ffffff000000000000000000000000 : 128'h0000ffff000000000000000000000000) : (f_room_data_small[0] ? 128'h000000ff000000000000000000000000 : 128'h00000000000000000000000000000000)))))));
+    assign f_marker_octets = f_marker_here ? (f_marker_group[1] ? (f_marker_group[0] ? 128'hffffffff000000000000000000000000 : 128'h00000000ffffffff0000000000000000) : (f_marker_group[0] ? 128'h0000000000000000ffffffff00000000 : 128'h000000000000000000000000ffffffff)) : 128'h00000000000000000000000000000000;
+    assign f_after_octets = f_marker_here ? (f_marker_group[1] ? (f_marker_group[0] ? 128'h00000000000000000000000000000000 : 128'hffffffff000000000000000000000000) : (f_marker_group[0] ? 128'hffffffffffffffff0000000000000000 : 128'hffffffffffffffffffffffff00000000)) : 128'h00000000000000000000000000000000;
     assign f_end_offset = f_pos + {14'h0000, f_room_cov + (f_marker_here ? 18'h00004 : 18'h00000)};
     assign f_start = (advance & (ctx_count != 3'h0)) & (~f_active | (f_can & f_last));
     assign ctx_pop = {2'h0, f_start};
@@ -275,14 +272,6 @@ module mpa_tx_w128 (
         fb_data[79:72] & {8{fb_cover[9]}},
         fb_data[71:64] & {8{fb_cover[8]}}
     };
-    assign fb_cover_last = fb_cover & ~{1'h0, fb_cover[15:1]};
-    assign fb_cover_none = ~|fb_cover;
-    assign fb_pad = fb_cover_none ? 5'h10 : {1'h0, {
-        |(fb_cover_last & 16'h00ff),
-        |(fb_cover_last & 16'h0f0f),
-        |(fb_cover_last & 16'h3333),
-        |(fb_cover_last & 16'h5555)
-    }};
     assign crc_state_term = {
         ^(crc_state & 32'h0caa668f),
         ^(crc_state & 32'h06553347),
@@ -691,7 +680,12 @@ module mpa_tx_w128 (
 
     always @(posedge clk) begin
         if (advance & fb_valid) begin
-            b_pad <= fb_pad;
+            b_pad <= ~|fb_cover ? 5'h10 : {1'h0, {
+                |((fb_cover & ~{1'h0, fb_cover[15:1]}) & 16'h00ff),
+                |((fb_cover & ~{1'h0, fb_cover[15:1]}) & 16'h0f0f),
+                |((fb_cover & ~{1'h0, fb_cover[15:1]}) & 16'h3333),
+                |((fb_cover & ~{1'h0, fb_cover[15:1]}) & 16'h5555)
+            }};
         end
     end
 

@@ -170,9 +170,6 @@ architecture rtl of mpa_tx_w128 is
     signal f_consumed : std_logic_vector(17 downto 0); -- body octets this beat can carry
     signal f_last : std_logic;               -- this beat ends the FPDU
     signal f_marker_group : std_logic_vector(1 downto 0); -- 4-lane group of the marker
-    signal f_room_data_big : std_logic;
-    signal f_room_data_small : std_logic_vector(5 downto 0);
-    signal f_data_octets_pre : std_logic_vector(127 downto 0); -- octets carrying ULPDU data, lanes before the marker (lane i's count i + 4)
     signal f_room_cov_big : std_logic;
     signal f_room_cov_small : std_logic_vector(5 downto 0);
     signal f_cover_pre : std_logic_vector(15 downto 0); -- lanes the CRC covers, before the marker
@@ -181,10 +178,13 @@ architecture rtl of mpa_tx_w128 is
     signal f_keep_pre : std_logic_vector(15 downto 0); -- lanes kept, before the marker
     signal f_marker_lanes : std_logic_vector(15 downto 0); -- the marker's lanes
     signal f_after_lanes : std_logic_vector(15 downto 0); -- lanes after the marker
-    signal f_marker_octets : std_logic_vector(127 downto 0); -- the marker's lanes, as octet masks
-    signal f_after_octets : std_logic_vector(127 downto 0); -- lanes after the marker, as octet masks
     signal f_shifted : std_logic_vector(127 downto 0); -- ULPDU octets aligned to this beat's lanes
     signal f_fpduptr : std_logic_vector(15 downto 0);
+    signal f_room_data_big : std_logic;
+    signal f_room_data_small : std_logic_vector(5 downto 0);
+    signal f_data_octets_pre : std_logic_vector(127 downto 0); -- octets carrying ULPDU data, before the marker
+    signal f_marker_octets : std_logic_vector(127 downto 0); -- the marker's lanes, as octet masks
+    signal f_after_octets : std_logic_vector(127 downto 0); -- lanes after the marker, as octet masks
     signal f_end_offset : std_logic_vector(31 downto 0); -- stream offset just past the FPDU
     signal f_start : std_logic;              -- load the next FPDU's context
     signal n_len_padded : std_logic_vector(17 downto 0); -- 2 + length + PAD
@@ -198,9 +198,6 @@ architecture rtl of mpa_tx_w128 is
     signal fb_user : std_logic_vector(31 downto 0);
     signal fb_masked_0 : std_logic_vector(63 downto 0); -- lanes 0..7 of the beat, unused lanes zeroed
     signal fb_masked_1 : std_logic_vector(63 downto 0); -- lanes 8..15 of the beat, unused lanes zeroed
-    signal fb_cover_last : std_logic_vector(15 downto 0);
-    signal fb_cover_none : std_logic;        -- the beat is the CRC field alone
-    signal fb_pad : std_logic_vector(4 downto 0); -- lanes the CRC does not cover
     signal b_valid : std_logic := '0';
     signal b_data : std_logic_vector(127 downto 0);
     signal b_keep : std_logic_vector(15 downto 0);
@@ -208,7 +205,7 @@ architecture rtl of mpa_tx_w128 is
     signal b_crc_on : std_logic;
     signal b_user : std_logic_vector(31 downto 0);
     signal b_term : std_logic_vector(31 downto 0); -- the beat's contribution to the CRC register
-    signal b_pad : std_logic_vector(4 downto 0);
+    signal b_pad : std_logic_vector(4 downto 0); -- lanes the CRC does not cover
     signal b_cover : std_logic_vector(15 downto 0);
     signal crc_state : std_logic_vector(31 downto 0) := x"ffffffff"; -- CRC register of the FPDU before stage b's beat
     signal crc_state_term : std_logic_vector(31 downto 0);
@@ -264,9 +261,6 @@ begin
     f_consumed <= mux(f_marker_here, "000000000000001100", "000000000000010000");
     f_last <= mux(f_marker_here, b2l(unsigned(f_room_cov) < unsigned'("000000000000001101")), b2l(unsigned(f_room_cov) < unsigned'("000000000000010001")));
     f_marker_group <= f_to_marker(3 downto 2);
-    f_room_data_big <= or f_room_data(16 downto 6);
-    f_room_data_small <= f_room_data(5 downto 0);
-    f_data_octets_pre <= std_logic_vector'(127 downto 0 => not f_room_data(17)) and (std_logic_vector'(127 downto 0 => f_room_data_big) or (mux(f_room_data_small(5), mux(f_room_data_small(4), x"ffffffffffffffffffffffffffffffff", x"ffffffffffffffffffffffffffffffff"), mux(f_room_data_small(4), x"00000000ffffffffffffffffffffffff", x"00000000000000000000000000000000")) or (mux(f_room_data_small(5), mux(f_room_data_small(4), x"00000000000000000000000000000000", x"00000000000000000000000000000000"), mux(f_room_data_small(4), x"ffffffff000000000000000000000000", x"00000000ffffffffffffffffffffffff")) and mux(f_room_data_small(3), mux(f_room_data_small(2), mux(f_room_data_small(1), mux(f_room_data_small(0), x"ffffffff00ffffffffffffffffffffff", x"ffffffff0000ffffffffffffffffffff"), mux(f_room_data_small(0), x"ffffffff000000ffffffffffffffffff", x"ffffffff00000000ffffffffffffffff")), mux(f_room_data_small(1), mux(f_room_data_small(0), x"ffffffff0000000000ffffffffffffff", x"ffffffff000000000000ffffffffffff"), mux(f_room_data_small(0), x"ffffffff00000000000000ffffffffff", x"ffffffff0000000000000000ffffffff"))), mux(f_room_data_small(2), mux(f_room_data_small(1), mux(f_room_data_small(0), x"ffffffff000000000000000000ffffff", x"ffffffff00000000000000000000ffff"), mux(f_room_data_small(0), x"ffffffff0000000000000000000000ff", x"ffffffff000000000000000000000000")), mux(f_room_data_small(1), mux(f_room_data_small(0), x"00ffffff000000000000000000000000", x"0000ffff000000000000000000000000"), mux(f_room_data_small(0), x"000000ff000000000000000000000000", x"00000000000000000000000000000000")))))));
     f_room_cov_big <= or f_room_cov(16 downto 6);
     f_room_cov_small <= f_room_cov(5 downto 0);
     f_cover_pre <= std_logic_vector'(15 downto 0 => not f_room_cov(17)) and (std_logic_vector'(15 downto 0 => f_room_cov_big) or (mux(f_room_cov_small(5), mux(f_room_cov_small(4), x"ffff", x"ffff"), mux(f_room_cov_small(4), x"0fff", x"0000")) or (mux(f_room_cov_small(5), mux(f_room_cov_small(4), x"0000", x"0000"), mux(f_room_cov_small(4), x"f000", x"0fff")) and mux(f_room_cov_small(3), mux(f_room_cov_small(2), mux(f_room_cov_small(1), mux(f_room_cov_small(0), x"f7ff", x"f3ff"), mux(f_room_cov_small(0), x"f1ff", x"f0ff")), mux(f_room_cov_small(1), mux(f_room_cov_small(0), x"f07f", x"f03f"), mux(f_room_cov_small(0), x"f01f", x"f00f"))), mux(f_room_cov_small(2), mux(f_room_cov_small(1), mux(f_room_cov_small(0), x"f007", x"f003"), mux(f_room_cov_small(0), x"f001", x"f000")), mux(f_room_cov_small(1), mux(f_room_cov_small(0), x"7000", x"3000"), mux(f_room_cov_small(0), x"1000", x"0000")))))));
@@ -275,10 +269,13 @@ begin
     f_keep_pre <= std_logic_vector'(15 downto 0 => not f_room_end(17)) and (std_logic_vector'(15 downto 0 => f_room_end_big) or (mux(f_room_end_small(5), mux(f_room_end_small(4), x"ffff", x"ffff"), mux(f_room_end_small(4), x"0fff", x"0000")) or (mux(f_room_end_small(5), mux(f_room_end_small(4), x"0000", x"0000"), mux(f_room_end_small(4), x"f000", x"0fff")) and mux(f_room_end_small(3), mux(f_room_end_small(2), mux(f_room_end_small(1), mux(f_room_end_small(0), x"f7ff", x"f3ff"), mux(f_room_end_small(0), x"f1ff", x"f0ff")), mux(f_room_end_small(1), mux(f_room_end_small(0), x"f07f", x"f03f"), mux(f_room_end_small(0), x"f01f", x"f00f"))), mux(f_room_end_small(2), mux(f_room_end_small(1), mux(f_room_end_small(0), x"f007", x"f003"), mux(f_room_end_small(0), x"f001", x"f000")), mux(f_room_end_small(1), mux(f_room_end_small(0), x"7000", x"3000"), mux(f_room_end_small(0), x"1000", x"0000")))))));
     f_marker_lanes <= mux(f_marker_here, mux(f_marker_group(1), mux(f_marker_group(0), x"f000", x"0f00"), mux(f_marker_group(0), x"00f0", x"000f")), x"0000");
     f_after_lanes <= mux(f_marker_here, mux(f_marker_group(1), mux(f_marker_group(0), x"0000", x"f000"), mux(f_marker_group(0), x"ff00", x"fff0")), x"0000");
-    f_marker_octets <= mux(f_marker_here, mux(f_marker_group(1), mux(f_marker_group(0), x"ffffffff000000000000000000000000", x"00000000ffffffff0000000000000000"), mux(f_marker_group(0), x"0000000000000000ffffffff00000000", x"000000000000000000000000ffffffff")), x"00000000000000000000000000000000");
-    f_after_octets <= mux(f_marker_here, mux(f_marker_group(1), mux(f_marker_group(0), x"00000000000000000000000000000000", x"ffffffff000000000000000000000000"), mux(f_marker_group(0), x"ffffffffffffffff0000000000000000", x"ffffffffffffffffffffffff00000000")), x"00000000000000000000000000000000");
     f_shifted <= mux(f_rel(4), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(111 downto 0) & win0_data(127 downto 112)), std_logic_vector'(win1_data(111 downto 0) & win0_data(127 downto 112))), mux(f_rel(2), std_logic_vector'(win1_data(111 downto 0) & win0_data(127 downto 112)), std_logic_vector'(win1_data(111 downto 0) & win0_data(127 downto 112)))), mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(79 downto 0) & win0_data(127 downto 80)), std_logic_vector'(win1_data(47 downto 0) & win0_data(127 downto 48))), mux(f_rel(2), std_logic_vector'(win1_data(15 downto 0) & win0_data(127 downto 16)), std_logic_vector'(win0_data(111 downto 0) & x"0000"))));
     f_fpduptr <= mux((f_first and f_lead) and b2l(f_to_marker = "000000000"), x"0000", std_logic_vector(unsigned(std_logic_vector(unsigned(f_wire) + unsigned(std_logic_vector'("0000000" & f_to_marker)))) - unsigned(mux(f_lead, x"0004", x"0000"))));
+    f_room_data_big <= or f_room_data(16 downto 6);
+    f_room_data_small <= f_room_data(5 downto 0);
+    f_data_octets_pre <= std_logic_vector'(127 downto 0 => not f_room_data(17)) and (std_logic_vector'(127 downto 0 => f_room_data_big) or (mux(f_room_data_small(5), mux(f_room_data_small(4), x"ffffffffffffffffffffffffffffffff", x"ffffffffffffffffffffffffffffffff"), mux(f_room_data_small(4), x"00000000ffffffffffffffffffffffff", x"00000000000000000000000000000000")) or (mux(f_room_data_small(5), mux(f_room_data_small(4), x"00000000000000000000000000000000", x"00000000000000000000000000000000"), mux(f_room_data_small(4), x"ffffffff000000000000000000000000", x"00000000ffffffffffffffffffffffff")) and mux(f_room_data_small(3), mux(f_room_data_small(2), mux(f_room_data_small(1), mux(f_room_data_small(0), x"ffffffff00ffffffffffffffffffffff", x"ffffffff0000ffffffffffffffffffff"), mux(f_room_data_small(0), x"ffffffff000000ffffffffffffffffff", x"ffffffff00000000ffffffffffffffff")), mux(f_room_data_small(1), mux(f_room_data_small(0), x"ffffffff0000000000ffffffffffffff", x"ffffffff000000000000ffffffffffff"), mux(f_room_data_small(0), x"ffffffff00000000000000ffffffffff", x"ffffffff0000000000000000ffffffff"))), mux(f_room_data_small(2), mux(f_room_data_small(1), mux(f_room_data_small(0), x"ffffffff000000000000000000ffffff", x"ffffffff00000000000000000000ffff"), mux(f_room_data_small(0), x"ffffffff0000000000000000000000ff", x"ffffffff000000000000000000000000")), mux(f_room_data_small(1), mux(f_room_data_small(0), x"00ffffff000000000000000000000000", x"0000ffff000000000000000000000000"), mux(f_room_data_small(0), x"000000ff000000000000000000000000", x"00000000000000000000000000000000")))))));
+    f_marker_octets <= mux(f_marker_here, mux(f_marker_group(1), mux(f_marker_group(0), x"ffffffff000000000000000000000000", x"00000000ffffffff0000000000000000"), mux(f_marker_group(0), x"0000000000000000ffffffff00000000", x"000000000000000000000000ffffffff")), x"00000000000000000000000000000000");
+    f_after_octets <= mux(f_marker_here, mux(f_marker_group(1), mux(f_marker_group(0), x"00000000000000000000000000000000", x"ffffffff000000000000000000000000"), mux(f_marker_group(0), x"ffffffffffffffff0000000000000000", x"ffffffffffffffffffffffff00000000")), x"00000000000000000000000000000000");
     f_end_offset <= std_logic_vector(unsigned(f_pos) + unsigned(std_logic_vector'(
         "00000000000000" &
         std_logic_vector(unsigned(f_room_cov) + unsigned(mux(f_marker_here, "000000000000000100", "000000000000000000")))
@@ -311,14 +308,6 @@ begin
         (fb_data(79 downto 72) and std_logic_vector'(7 downto 0 => fb_cover(9))) &
         (fb_data(71 downto 64) and std_logic_vector'(7 downto 0 => fb_cover(8)))
     );
-    fb_cover_last <= fb_cover and (not std_logic_vector'('0' & fb_cover(15 downto 1)));
-    fb_cover_none <= not (or fb_cover);
-    fb_pad <= mux(fb_cover_none, "10000", std_logic_vector'('0' & std_logic_vector'(
-        (or (fb_cover_last and x"00ff")) &
-        (or (fb_cover_last and x"0f0f")) &
-        (or (fb_cover_last and x"3333")) &
-        (or (fb_cover_last and x"5555"))
-    )));
     crc_state_term <= std_logic_vector'(
         (xor (crc_state and x"0caa668f")) &
         (xor (crc_state and x"06553347")) &
@@ -924,7 +913,12 @@ begin
     begin
         if rising_edge(clk) then
             if (advance and fb_valid) = '1' then
-                b_pad <= fb_pad;
+                b_pad <= mux(not (or fb_cover), "10000", std_logic_vector'('0' & std_logic_vector'(
+                    (or ((fb_cover and (not std_logic_vector'('0' & fb_cover(15 downto 1)))) and x"00ff")) &
+                    (or ((fb_cover and (not std_logic_vector'('0' & fb_cover(15 downto 1)))) and x"0f0f")) &
+                    (or ((fb_cover and (not std_logic_vector'('0' & fb_cover(15 downto 1)))) and x"3333")) &
+                    (or ((fb_cover and (not std_logic_vector'('0' & fb_cover(15 downto 1)))) and x"5555"))
+                )));
             end if;
         end if;
     end process;

@@ -148,9 +148,6 @@ module mpa_tx_w256 (
     wire [17:0]    f_consumed;               // body octets this beat can carry
     wire           f_last;                   // this beat ends the FPDU
     wire [2:0]     f_marker_group;           // 4-lane group of the marker
-    wire           f_room_data_big;
-    wire [6:0]     f_room_data_small;
-    wire [255:0]   f_data_octets_pre;        // octets carrying ULPDU data, lanes before the marker (lane i's count i + 4)
     wire           f_room_cov_big;
     wire [6:0]     f_room_cov_small;
     wire [31:0]    f_cover_pre;              // lanes the CRC covers, before the marker
@@ -159,10 +156,13 @@ module mpa_tx_w256 (
     wire [31:0]    f_keep_pre;               // lanes kept, before the marker
     wire [31:0]    f_marker_lanes;           // the marker's lanes
     wire [31:0]    f_after_lanes;            // lanes after the marker
-    wire [255:0]   f_marker_octets;          // the marker's lanes, as octet masks
-    wire [255:0]   f_after_octets;           // lanes after the marker, as octet masks
     wire [255:0]   f_shifted;                // ULPDU octets aligned to this beat's lanes
     wire [15:0]    f_fpduptr;
+    wire           f_room_data_big;
+    wire [6:0]     f_room_data_small;
+    wire [255:0]   f_data_octets_pre;        // octets carrying ULPDU data, before the marker
+    wire [255:0]   f_marker_octets;          // the marker's lanes, as octet masks
+    wire [255:0]   f_after_octets;           // lanes after the marker, as octet masks
     wire [31:0]    f_end_offset;             // stream offset just past the FPDU
     wire           f_start;                  // load the next FPDU's context
     wire [17:0]    n_len_padded;             // 2 + length + PAD
@@ -178,9 +178,6 @@ module mpa_tx_w256 (
     wire [63:0]    fb_masked_1;              // lanes 8..15 of the beat, unused lanes zeroed
     wire [63:0]    fb_masked_2;              // lanes 16..23 of the beat, unused lanes zeroed
     wire [63:0]    fb_masked_3;              // lanes 24..31 of the beat, unused lanes zeroed
-    wire [31:0]    fb_cover_last;
-    wire           fb_cover_none;            // the beat is the CRC field alone
-    wire [5:0]     fb_pad;                   // lanes the CRC does not cover
     reg            b_valid;
     reg  [255:0]   b_data;
     reg  [31:0]    b_keep;
@@ -188,7 +185,7 @@ module mpa_tx_w256 (
     reg            b_crc_on;
     reg  [31:0]    b_user;
     reg  [31:0]    b_term;                   // the beat's contribution to the CRC register
-    reg  [5:0]     b_pad;
+    reg  [5:0]     b_pad;                    // lanes the CRC does not cover
     reg  [31:0]    b_cover;
     reg  [31:0]    crc_state;                // CRC register of the FPDU before stage b's beat
     wire [31:0]    crc_state_term;
@@ -244,9 +241,6 @@ module mpa_tx_w256 (
     assign f_consumed = f_marker_here ? 18'h0001c : 18'h00020;
     assign f_last = f_marker_here ? (f_room_cov < 18'h0001d) : (f_room_cov < 18'h00021);
     assign f_marker_group = f_to_marker[4:2];
-    assign f_room_data_big = |f_room_data[16:7];
-    assign f_room_data_small = f_room_data[6:0];
-    assign f_data_octets_pre = {256{~f_room_data[17]}} & ({256{f_room_data_big}} | ((f_room_data_small[6] ? (f_room_data_small[5] ? (f_room_data_small[4] ? 256'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 256'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff) : (f_room_data_small[4] ? 256'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 256'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff)) : (f_room_data_small[5] ? (f_room_data_small[4] ? 256'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 256'h00000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffff) : (f_room_data_small[4] ? 256'h0000000000000000000000000000000000000000ffffffffffffffffffffffff : 256'h0000000000000000000000000000000000000000000000000000000000000000))) | ((f_room_data_small[6] ? (f_room_data_small[5] ? (f_room_data_small[4] ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : 256'h0000000000000000000000000000000000000000000000000000000000000000) : (f_room_data_small[4] ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : 256'h0000000000000000000000000000000000000000000000000000000000000000)) : (f_room_data_small[5] ? (f_room_data_small[4] ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : 256'hffffffff00000000000000000000000000000000000000000000000000000000) : (f_room_data_small[4] ? 256'h00000000ffffffffffffffffffffffffffffffff000000000000000000000000 : 256'h0000000000000000000000000000000000000000ffffffffffffffffffffffff))) & (f_room_data_small[3] ? (f_room_data_small[2] ? (f_room_data_small[1] ? (f_room_data_small[0] ? 256'hffffffff00ffffffffffffffffffffffffffffff00ffffffffffffffffffffff : 256'hffffffff0000ffffffffffffffffffffffffffff0000ffffffffffffffffffff) : (f_room_data_small[0] ? 256'hffffffff000000ffffffffffffffffffffffffff000000ffffffffffffffffff : 256'hffffffff00000000ffffffffffffffffffffffff00000000ffffffffffffffff)) : (f_room_data_small[1] ? (f_room_data_small[0] ? 256'hffffffff0000000000ffffffffffffffffffffff0000000000ffffffffffffff : 256'hffffffff000000000000ffffffffffffffffffff000000000000ffffffffffff) : (f_room_data_small[0] ? 256'hffffffff00000000000000ffffffffffffffffff00000000000000ffffffffff : 256'hffffffff0000000000000000ffffffffffffffff0000000000000000ffffffff))) : (f_room_data_small[2] ? (f_room_data_small[1] ? (f_room_data_small[0] ? 256'hffffffff000000000000000000ffffffffffffff000000000000000000ffffff : 256'hffffffff00000000000000000000ffffffffffff00000000000000000000ffff) : (f_room_data_small[0] ? 256'hffffffff0000000000000000000000ffffffffff0000000000000000000000ff : 256'hffffffff000000000000000000000000ffffffff000000000000000000000000)) : (f_room_data_small[1] ? (f_room_data_small[0] ? 256'h00ffffff00000000000000000000000000ffffff000000000000000000000000 : 256'h0000ffff0000000000000000000000000000ffff000000000000000000000000) : (f_room_data_small[0] ? 256'h000000ff000000000000000000000000000000ff000000000000000000000000 : 256'h0000000000000000000000000000000000000000000000000000000000000000)))))));
     assign f_room_cov_big = |f_room_cov[16:7];
     assign f_room_cov_small = f_room_cov[6:0];
     assign f_cover_pre = {32{~f_room_cov[17]}} & ({32{f_room_cov_big}} | ((f_room_cov_small[6] ? (f_room_cov_small[5] ? (f_room_cov_small[4] ? 32'hffffffff : 32'hffffffff) : (f_room_cov_small[4] ? 32'hffffffff : 32'hffffffff)) : (f_room_cov_small[5] ? (f_room_cov_small[4] ? 32'hffffffff : 32'h0fffffff) : (f_room_cov_small[4] ? 32'h00000fff : 32'h00000000))) | ((f_room_cov_small[6] ? (f_room_cov_small[5] ? (f_room_cov_small[4] ? 32'h00000000 : 32'h00000000) : (f_room_cov_small[4] ? 32'h00000000 : 32'h00000000)) : (f_room_cov_small[5] ? (f_room_cov_small[4] ? 32'h00000000 : 32'hf0000000) : (f_room_cov_small[4] ? 32'h0ffff000 : 32'h00000fff))) & (f_room_cov_small[3] ? (f_room_cov_small[2] ? (f_room_cov_small[1] ? (f_room_cov_small[0] ? 32'hf7fff7ff : 32'hf3fff3ff) : (f_room_cov_small[0] ? 32'hf1fff1ff : 32'hf0fff0ff)) : (f_room_cov_small[1] ? (f_room_cov_small[0] ? 32'hf07ff07f : 32'hf03ff03f) : (f_room_cov_small[0] ? 32'hf01ff01f : 32'hf00ff00f))) : (f_room_cov_small[2] ? (f_room_cov_small[1] ? (f_room_cov_small[0] ? 32'hf007f007 : 32'hf003f003) : (f_room_cov_small[0] ? 32'hf001f001 : 32'hf000f000)) : (f_room_cov_small[1] ? (f_room_cov_small[0] ? 32'h70007000 : 32'h30003000) : (f_room_cov_small[0] ? 32'h10001000 : 32'h00000000)))))));
@@ -255,10 +249,13 @@ module mpa_tx_w256 (
     assign f_keep_pre = {32{~f_room_end[17]}} & ({32{f_room_end_big}} | ((f_room_end_small[6] ? (f_room_end_small[5] ? (f_room_end_small[4] ? 32'hffffffff : 32'hffffffff) : (f_room_end_small[4] ? 32'hffffffff : 32'hffffffff)) : (f_room_end_small[5] ? (f_room_end_small[4] ? 32'hffffffff : 32'h0fffffff) : (f_room_end_small[4] ? 32'h00000fff : 32'h00000000))) | ((f_room_end_small[6] ? (f_room_end_small[5] ? (f_room_end_small[4] ? 32'h00000000 : 32'h00000000) : (f_room_end_small[4] ? 32'h00000000 : 32'h00000000)) : (f_room_end_small[5] ? (f_room_end_small[4] ? 32'h00000000 : 32'hf0000000) : (f_room_end_small[4] ? 32'h0ffff000 : 32'h00000fff))) & (f_room_end_small[3] ? (f_room_end_small[2] ? (f_room_end_small[1] ? (f_room_end_small[0] ? 32'hf7fff7ff : 32'hf3fff3ff) : (f_room_end_small[0] ? 32'hf1fff1ff : 32'hf0fff0ff)) : (f_room_end_small[1] ? (f_room_end_small[0] ? 32'hf07ff07f : 32'hf03ff03f) : (f_room_end_small[0] ? 32'hf01ff01f : 32'hf00ff00f))) : (f_room_end_small[2] ? (f_room_end_small[1] ? (f_room_end_small[0] ? 32'hf007f007 : 32'hf003f003) : (f_room_end_small[0] ? 32'hf001f001 : 32'hf000f000)) : (f_room_end_small[1] ? (f_room_end_small[0] ? 32'h70007000 : 32'h30003000) : (f_room_end_small[0] ? 32'h10001000 : 32'h00000000)))))));
     assign f_marker_lanes = f_marker_here ? (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 32'hf0000000 : 32'h0f000000) : (f_marker_group[0] ? 32'h00f00000 : 32'h000f0000)) : (f_marker_group[1] ? (f_marker_group[0] ? 32'h0000f000 : 32'h00000f00) : (f_marker_group[0] ? 32'h000000f0 : 32'h0000000f))) : 32'h00000000;
     assign f_after_lanes = f_marker_here ? (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 32'h00000000 : 32'hf0000000) : (f_marker_group[0] ? 32'hff000000 : 32'hfff00000)) : (f_marker_group[1] ? (f_marker_group[0] ? 32'hffff0000 : 32'hfffff000) : (f_marker_group[0] ? 32'hffffff00 : 32'hfffffff0))) : 32'h00000000;
-    assign f_marker_octets = f_marker_here ? (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 256'hffffffff00000000000000000000000000000000000000000000000000000000 : 256'h00000000ffffffff000000000000000000000000000000000000000000000000) : (f_marker_group[0] ? 256'h0000000000000000ffffffff0000000000000000000000000000000000000000 : 256'h000000000000000000000000ffffffff00000000000000000000000000000000)) : (f_marker_group[1] ? (f_marker_group[0] ? 256'h00000000000000000000000000000000ffffffff000000000000000000000000 : 256'h0000000000000000000000000000000000000000ffffffff0000000000000000) : (f_marker_group[0] ? 256'h000000000000000000000000000000000000000000000000ffffffff00000000 : 256'h00000000000000000000000000000000000000000000000000000000ffffffff))) : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-    assign f_after_octets = f_marker_here ? (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : 256'hffffffff00000000000000000000000000000000000000000000000000000000) : (f_marker_group[0] ? 256'hffffffffffffffff000000000000000000000000000000000000000000000000 : 256'hffffffffffffffffffffffff0000000000000000000000000000000000000000)) : (f_marker_group[1] ? (f_marker_group[0] ? 256'hffffffffffffffffffffffffffffffff00000000000000000000000000000000 : 256'hffffffffffffffffffffffffffffffffffffffff000000000000000000000000) : (f_marker_group[0] ? 256'hffffffffffffffffffffffffffffffffffffffffffffffff0000000000000000 : 256'hffffffffffffffffffffffffffffffffffffffffffffffffffffffff00000000))) : 256'h0000000000000000000000000000000000000000000000000000000000000000;
     assign f_shifted = f_rel[5] ? (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? {win1_data[239:0], win0_data[255:240]} : {win1_data[239:0], win0_data[255:240]}) : (f_rel[2] ? {win1_data[239:0], win0_data[255:240]} : {win1_data[239:0], win0_data[255:240]})) : (f_rel[3] ? (f_rel[2] ? {win1_data[239:0], win0_data[255:240]} : {win1_data[239:0], win0_data[255:240]}) : (f_rel[2] ? {win1_data[239:0], win0_data[255:240]} : {win1_data[239:0], win0_data[255:240]}))) : (f_rel[4] ? (f_rel[3] ? (f_rel[2] ? {win1_data[207:0], win0_data[255:208]} : {win1_data[175:0], win0_data[255:176]}) : (f_rel[2] ? {win1_data[143:0], win0_data[255:144]} : {win1_data[111:0], win0_data[255:112]})) : (f_rel[3] ? (f_rel[2] ? {win1_data[79:0], win0_data[255:80]} : {win1_data[47:0], win0_data[255:48]}) : (f_rel[2] ? {win1_data[15:0], win0_data[255:16]} : {win0_data[239:0], 16'h0000})));
     assign f_fpduptr = ((f_first & f_lead) & (f_to_marker == 9'h000)) ? 16'h0000 : ((f_wire + {7'h00, f_to_marker}) - (f_lead ? 16'h0004 : 16'h0000));
+    assign f_room_data_big = |f_room_data[16:7];
+    assign f_room_data_small = f_room_data[6:0];
+    assign f_data_octets_pre = {256{~f_room_data[17]}} & ({256{f_room_data_big}} | ((f_room_data_small[6] ? (f_room_data_small[5] ? (f_room_data_small[4] ? 256'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 256'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff) : (f_room_data_small[4] ? 256'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 256'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff)) : (f_room_data_small[5] ? (f_room_data_small[4] ? 256'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 256'h00000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffff) : (f_room_data_small[4] ? 256'h0000000000000000000000000000000000000000ffffffffffffffffffffffff : 256'h0000000000000000000000000000000000000000000000000000000000000000))) | ((f_room_data_small[6] ? (f_room_data_small[5] ? (f_room_data_small[4] ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : 256'h0000000000000000000000000000000000000000000000000000000000000000) : (f_room_data_small[4] ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : 256'h0000000000000000000000000000000000000000000000000000000000000000)) : (f_room_data_small[5] ? (f_room_data_small[4] ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : 256'hffffffff00000000000000000000000000000000000000000000000000000000) : (f_room_data_small[4] ? 256'h00000000ffffffffffffffffffffffffffffffff000000000000000000000000 : 256'h0000000000000000000000000000000000000000ffffffffffffffffffffffff))) & (f_room_data_small[3] ? (f_room_data_small[2] ? (f_room_data_small[1] ? (f_room_data_small[0] ? 256'hffffffff00ffffffffffffffffffffffffffffff00ffffffffffffffffffffff : 256'hffffffff0000ffffffffffffffffffffffffffff0000ffffffffffffffffffff) : (f_room_data_small[0] ? 256'hffffffff000000ffffffffffffffffffffffffff000000ffffffffffffffffff : 256'hffffffff00000000ffffffffffffffffffffffff00000000ffffffffffffffff)) : (f_room_data_small[1] ? (f_room_data_small[0] ? 256'hffffffff0000000000ffffffffffffffffffffff0000000000ffffffffffffff : 256'hffffffff000000000000ffffffffffffffffffff000000000000ffffffffffff) : (f_room_data_small[0] ? 256'hffffffff00000000000000ffffffffffffffffff00000000000000ffffffffff : 256'hffffffff0000000000000000ffffffffffffffff0000000000000000ffffffff))) : (f_room_data_small[2] ? (f_room_data_small[1] ? (f_room_data_small[0] ? 256'hffffffff000000000000000000ffffffffffffff000000000000000000ffffff : 256'hffffffff00000000000000000000ffffffffffff00000000000000000000ffff) : (f_room_data_small[0] ? 256'hffffffff0000000000000000000000ffffffffff0000000000000000000000ff : 256'hffffffff000000000000000000000000ffffffff000000000000000000000000)) : (f_room_data_small[1] ? (f_room_data_small[0] ? 256'h00ffffff00000000000000000000000000ffffff000000000000000000000000 : 256'h0000ffff0000000000000000000000000000ffff000000000000000000000000) : (f_room_data_small[0] ? 256'h000000ff000000000000000000000000000000ff000000000000000000000000 : 256'h0000000000000000000000000000000000000000000000000000000000000000)))))));
+    assign f_marker_octets = f_marker_here ? (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 256'hffffffff00000000000000000000000000000000000000000000000000000000 : 256'h00000000ffffffff000000000000000000000000000000000000000000000000) : (f_marker_group[0] ? 256'h0000000000000000ffffffff0000000000000000000000000000000000000000 : 256'h000000000000000000000000ffffffff00000000000000000000000000000000)) : (f_marker_group[1] ? (f_marker_group[0] ? 256'h00000000000000000000000000000000ffffffff000000000000000000000000 : 256'h0000000000000000000000000000000000000000ffffffff0000000000000000) : (f_marker_group[0] ? 256'h000000000000000000000000000000000000000000000000ffffffff00000000 : 256'h00000000000000000000000000000000000000000000000000000000ffffffff))) : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+    assign f_after_octets = f_marker_here ? (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : 256'hffffffff00000000000000000000000000000000000000000000000000000000) : (f_marker_group[0] ? 256'hffffffffffffffff000000000000000000000000000000000000000000000000 : 256'hffffffffffffffffffffffff0000000000000000000000000000000000000000)) : (f_marker_group[1] ? (f_marker_group[0] ? 256'hffffffffffffffffffffffffffffffff00000000000000000000000000000000 : 256'hffffffffffffffffffffffffffffffffffffffff000000000000000000000000) : (f_marker_group[0] ? 256'hffffffffffffffffffffffffffffffffffffffffffffffff0000000000000000 : 256'hffffffffffffffffffffffffffffffffffffffffffffffffffffffff00000000))) : 256'h0000000000000000000000000000000000000000000000000000000000000000;
     assign f_end_offset = f_pos + {14'h0000, f_room_cov + (f_marker_here ? 18'h00004 : 18'h00000)};
     assign f_start = (advance & (ctx_count != 3'h0)) & (~f_active | (f_can & f_last));
     assign ctx_pop = {2'h0, f_start};
@@ -305,15 +302,6 @@ module mpa_tx_w256 (
         fb_data[207:200] & {8{fb_cover[25]}},
         fb_data[199:192] & {8{fb_cover[24]}}
     };
-    assign fb_cover_last = fb_cover & ~{1'h0, fb_cover[31:1]};
-    assign fb_cover_none = ~|fb_cover;
-    assign fb_pad = fb_cover_none ? 6'h20 : {1'h0, {
-        |(fb_cover_last & 32'h0000ffff),
-        |(fb_cover_last & 32'h00ff00ff),
-        |(fb_cover_last & 32'h0f0f0f0f),
-        |(fb_cover_last & 32'h33333333),
-        |(fb_cover_last & 32'h55555555)
-    }};
     assign crc_state_term = {
         ^(crc_state & 32'h2fa89ebc),
         ^(crc_state & 32'h97d44f5e),
@@ -795,7 +783,13 @@ module mpa_tx_w256 (
 
     always @(posedge clk) begin
         if (advance & fb_valid) begin
-            b_pad <= fb_pad;
+            b_pad <= ~|fb_cover ? 6'h20 : {1'h0, {
+                |((fb_cover & ~{1'h0, fb_cover[31:1]}) & 32'h0000ffff),
+                |((fb_cover & ~{1'h0, fb_cover[31:1]}) & 32'h00ff00ff),
+                |((fb_cover & ~{1'h0, fb_cover[31:1]}) & 32'h0f0f0f0f),
+                |((fb_cover & ~{1'h0, fb_cover[31:1]}) & 32'h33333333),
+                |((fb_cover & ~{1'h0, fb_cover[31:1]}) & 32'h55555555)
+            }};
         end
     end
 

@@ -136,9 +136,6 @@ module mpa_tx_w64 (
     wire [17:0]    f_consumed;               // body octets this beat can carry
     wire           f_last;                   // this beat ends the FPDU
     wire           f_marker_group;           // 4-lane group of the marker
-    wire           f_room_data_big;
-    wire [4:0]     f_room_data_small;
-    wire [63:0]    f_data_octets_pre;        // octets carrying ULPDU data, lanes before the marker (lane i's count i + 4)
     wire           f_room_cov_big;
     wire [4:0]     f_room_cov_small;
     wire [7:0]     f_cover_pre;              // lanes the CRC covers, before the marker
@@ -147,10 +144,12 @@ module mpa_tx_w64 (
     wire [7:0]     f_keep_pre;               // lanes kept, before the marker
     wire [7:0]     f_marker_lanes;           // the marker's lanes
     wire [7:0]     f_after_lanes;            // lanes after the marker
-    wire [63:0]    f_marker_octets;          // the marker's lanes, as octet masks
-    wire [63:0]    f_after_octets;           // lanes after the marker, as octet masks
     wire [63:0]    f_shifted;                // ULPDU octets aligned to this beat's lanes
     wire [15:0]    f_fpduptr;
+    wire           f_room_data_big;
+    wire [4:0]     f_room_data_small;
+    wire [7:0]     f_data_pre;               // lanes carrying ULPDU data, before the marker
+    wire [7:0]     f_data_lanes;             // lanes carrying ULPDU data
     wire [31:0]    f_end_offset;             // stream offset just past the FPDU
     wire           f_start;                  // load the next FPDU's context
     wire [17:0]    n_len_padded;             // 2 + length + PAD
@@ -163,9 +162,6 @@ module mpa_tx_w64 (
     reg            fb_crc;
     reg  [31:0]    fb_user;
     wire [63:0]    fb_masked;                // the beat with unused lanes zeroed
-    wire [7:0]     fb_cover_last;
-    wire           fb_cover_none;            // the beat is the CRC field alone
-    wire [3:0]     fb_pad;                   // lanes the CRC does not cover
     reg            b_valid;
     reg  [63:0]    b_data;
     reg  [7:0]     b_keep;
@@ -173,7 +169,7 @@ module mpa_tx_w64 (
     reg            b_crc_on;
     reg  [31:0]    b_user;
     reg  [31:0]    b_term;                   // the beat's contribution to the CRC register
-    reg  [3:0]     b_pad;
+    reg  [3:0]     b_pad;                    // lanes the CRC does not cover
     reg  [7:0]     b_cover;
     reg  [31:0]    crc_state;                // CRC register of the FPDU before stage b's beat
     wire [31:0]    crc_state_term;
@@ -229,18 +225,6 @@ module mpa_tx_w64 (
     assign f_consumed = f_marker_here ? 18'h00004 : 18'h00008;
     assign f_last = f_marker_here ? (f_room_cov < 18'h00005) : (f_room_cov < 18'h00009);
     assign f_marker_group = f_to_marker[2];
-    assign f_room_data_big = |f_room_data[16:5];
-    assign f_room_data_small = f_room_data[4:0];
-    assign f_data_octets_pre = {64{~f_room_data[17]}} & ({64{f_room_data_big}} | {
-        {8{(5'h0b < f_room_data_small)}},
-        {8{(5'h0a < f_room_data_small)}},
-        {8{(5'h09 < f_room_data_small)}},
-        {8{(5'h08 < f_room_data_small)}},
-        {8{(5'h07 < f_room_data_small)}},
-        {8{(5'h06 < f_room_data_small)}},
-        {8{(5'h05 < f_room_data_small)}},
-        {8{(5'h04 < f_room_data_small)}}
-    });
     assign f_room_cov_big = |f_room_cov[16:5];
     assign f_room_cov_small = f_room_cov[4:0];
     assign f_cover_pre = {8{~f_room_cov[17]}} & ({8{f_room_cov_big}} | {
@@ -267,10 +251,21 @@ module mpa_tx_w64 (
     });
     assign f_marker_lanes = f_marker_here ? (f_marker_group ? 8'hf0 : 8'h0f) : 8'h00;
     assign f_after_lanes = f_marker_here ? (f_marker_group ? 8'h00 : 8'hf0) : 8'h00;
-    assign f_marker_octets = f_marker_here ? (f_marker_group ? 64'hffffffff00000000 : 64'h00000000ffffffff) : 64'h0000000000000000;
-    assign f_after_octets = f_marker_here ? (f_marker_group ? 64'h0000000000000000 : 64'hffffffff00000000) : 64'h0000000000000000;
     assign f_shifted = f_rel[3] ? (f_rel[2] ? {win1_data[47:0], win0_data[63:48]} : {win1_data[47:0], win0_data[63:48]}) : (f_rel[2] ? {win1_data[15:0], win0_data[63:16]} : {win0_data[47:0], 16'h0000});
     assign f_fpduptr = ((f_first & f_lead) & (f_to_marker == 9'h000)) ? 16'h0000 : ((f_wire + {7'h00, f_to_marker}) - (f_lead ? 16'h0004 : 16'h0000));
+    assign f_room_data_big = |f_room_data[16:5];
+    assign f_room_data_small = f_room_data[4:0];
+    assign f_data_pre = {8{~f_room_data[17]}} & ({8{f_room_data_big}} | {
+        5'h0b < f_room_data_small,
+        5'h0a < f_room_data_small,
+        5'h09 < f_room_data_small,
+        5'h08 < f_room_data_small,
+        5'h07 < f_room_data_small,
+        5'h06 < f_room_data_small,
+        5'h05 < f_room_data_small,
+        5'h04 < f_room_data_small
+    });
+    assign f_data_lanes = (f_after_lanes & {f_data_pre[3:0], 4'h0}) | (~f_after_lanes & f_data_pre);
     assign f_end_offset = f_pos + {14'h0000, f_room_cov + (f_marker_here ? 18'h00004 : 18'h00000)};
     assign f_start = (advance & (ctx_count != 3'h0)) & (~f_active | (f_can & f_last));
     assign ctx_pop = {2'h0, f_start};
@@ -287,9 +282,6 @@ module mpa_tx_w64 (
         fb_data[15:8] & {8{fb_cover[1]}},
         fb_data[7:0] & {8{fb_cover[0]}}
     };
-    assign fb_cover_last = fb_cover & ~{1'h0, fb_cover[7:1]};
-    assign fb_cover_none = ~|fb_cover;
-    assign fb_pad = fb_cover_none ? 4'h8 : {1'h0, {|(fb_cover_last & 8'h0f), |(fb_cover_last & 8'h33), |(fb_cover_last & 8'h55)}};
     assign crc_state_term = {
         ^(crc_state & 32'h1c379612),
         ^(crc_state & 32'h8e1bcb09),
@@ -580,7 +572,16 @@ module mpa_tx_w64 (
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_data <= (f_marker_octets & {{f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000}, {f_fpduptr[7:0], f_fpduptr[15:8], 16'h0000}}) | (~f_marker_octets & (((f_first ? (f_lead ? 64'h0000ffff00000000 : 64'h000000000000ffff) : 64'h0000000000000000) & {16'h0000, {f_len[7:0], f_len[15:8]}, 16'h0000, {f_len[7:0], f_len[15:8]}}) | (~(f_first ? (f_lead ? 64'h0000ffff00000000 : 64'h000000000000ffff) : 64'h0000000000000000) & (((f_after_octets & {f_shifted[31:0], 32'h00000000}) | (~f_after_octets & f_shifted)) & ((f_after_octets & {f_data_octets_pre[31:0], 32'h00000000}) | (~f_after_octets & f_data_octets_pre))))));
+            fb_data <= {
+                f_marker_lanes[7] ? f_fpduptr[7:0] : (f_data_lanes[7] ? (f_after_lanes[7] ? f_shifted[31:24] : f_shifted[63:56]) : 8'h00),
+                f_marker_lanes[6] ? f_fpduptr[15:8] : (f_data_lanes[6] ? (f_after_lanes[6] ? f_shifted[23:16] : f_shifted[55:48]) : 8'h00),
+                f_marker_lanes[5] ? 8'h00 : ((f_first & f_lead) ? f_len[7:0] : (f_data_lanes[5] ? (f_after_lanes[5] ? f_shifted[15:8] : f_shifted[47:40]) : 8'h00)),
+                f_marker_lanes[4] ? 8'h00 : ((f_first & f_lead) ? f_len[15:8] : (f_data_lanes[4] ? (f_after_lanes[4] ? f_shifted[7:0] : f_shifted[39:32]) : 8'h00)),
+                f_marker_lanes[3] ? f_fpduptr[7:0] : (f_data_lanes[3] ? f_shifted[31:24] : 8'h00),
+                f_marker_lanes[2] ? f_fpduptr[15:8] : (f_data_lanes[2] ? f_shifted[23:16] : 8'h00),
+                f_marker_lanes[1] ? 8'h00 : ((f_first & ~f_lead) ? f_len[7:0] : (f_data_lanes[1] ? f_shifted[15:8] : 8'h00)),
+                f_marker_lanes[0] ? 8'h00 : ((f_first & ~f_lead) ? f_len[15:8] : (f_data_lanes[0] ? f_shifted[7:0] : 8'h00))
+            };
         end
     end
 
@@ -693,7 +694,11 @@ module mpa_tx_w64 (
 
     always @(posedge clk) begin
         if (advance & fb_valid) begin
-            b_pad <= fb_pad;
+            b_pad <= ~|fb_cover ? 4'h8 : {1'h0, {
+                |((fb_cover & ~{1'h0, fb_cover[7:1]}) & 8'h0f),
+                |((fb_cover & ~{1'h0, fb_cover[7:1]}) & 8'h33),
+                |((fb_cover & ~{1'h0, fb_cover[7:1]}) & 8'h55)
+            }};
         end
     end
 

@@ -166,9 +166,6 @@ architecture rtl of mpa_tx_w64 is
     signal f_consumed : std_logic_vector(17 downto 0); -- body octets this beat can carry
     signal f_last : std_logic;               -- this beat ends the FPDU
     signal f_marker_group : std_logic;       -- 4-lane group of the marker
-    signal f_room_data_big : std_logic;
-    signal f_room_data_small : std_logic_vector(4 downto 0);
-    signal f_data_octets_pre : std_logic_vector(63 downto 0); -- octets carrying ULPDU data, lanes before the marker (lane i's count i + 4)
     signal f_room_cov_big : std_logic;
     signal f_room_cov_small : std_logic_vector(4 downto 0);
     signal f_cover_pre : std_logic_vector(7 downto 0); -- lanes the CRC covers, before the marker
@@ -177,10 +174,12 @@ architecture rtl of mpa_tx_w64 is
     signal f_keep_pre : std_logic_vector(7 downto 0); -- lanes kept, before the marker
     signal f_marker_lanes : std_logic_vector(7 downto 0); -- the marker's lanes
     signal f_after_lanes : std_logic_vector(7 downto 0); -- lanes after the marker
-    signal f_marker_octets : std_logic_vector(63 downto 0); -- the marker's lanes, as octet masks
-    signal f_after_octets : std_logic_vector(63 downto 0); -- lanes after the marker, as octet masks
     signal f_shifted : std_logic_vector(63 downto 0); -- ULPDU octets aligned to this beat's lanes
     signal f_fpduptr : std_logic_vector(15 downto 0);
+    signal f_room_data_big : std_logic;
+    signal f_room_data_small : std_logic_vector(4 downto 0);
+    signal f_data_pre : std_logic_vector(7 downto 0); -- lanes carrying ULPDU data, before the marker
+    signal f_data_lanes : std_logic_vector(7 downto 0); -- lanes carrying ULPDU data
     signal f_end_offset : std_logic_vector(31 downto 0); -- stream offset just past the FPDU
     signal f_start : std_logic;              -- load the next FPDU's context
     signal n_len_padded : std_logic_vector(17 downto 0); -- 2 + length + PAD
@@ -193,9 +192,6 @@ architecture rtl of mpa_tx_w64 is
     signal fb_crc : std_logic;
     signal fb_user : std_logic_vector(31 downto 0);
     signal fb_masked : std_logic_vector(63 downto 0); -- the beat with unused lanes zeroed
-    signal fb_cover_last : std_logic_vector(7 downto 0);
-    signal fb_cover_none : std_logic;        -- the beat is the CRC field alone
-    signal fb_pad : std_logic_vector(3 downto 0); -- lanes the CRC does not cover
     signal b_valid : std_logic := '0';
     signal b_data : std_logic_vector(63 downto 0);
     signal b_keep : std_logic_vector(7 downto 0);
@@ -203,7 +199,7 @@ architecture rtl of mpa_tx_w64 is
     signal b_crc_on : std_logic;
     signal b_user : std_logic_vector(31 downto 0);
     signal b_term : std_logic_vector(31 downto 0); -- the beat's contribution to the CRC register
-    signal b_pad : std_logic_vector(3 downto 0);
+    signal b_pad : std_logic_vector(3 downto 0); -- lanes the CRC does not cover
     signal b_cover : std_logic_vector(7 downto 0);
     signal crc_state : std_logic_vector(31 downto 0) := x"ffffffff"; -- CRC register of the FPDU before stage b's beat
     signal crc_state_term : std_logic_vector(31 downto 0);
@@ -259,18 +255,6 @@ begin
     f_consumed <= mux(f_marker_here, "000000000000000100", "000000000000001000");
     f_last <= mux(f_marker_here, b2l(unsigned(f_room_cov) < unsigned'("000000000000000101")), b2l(unsigned(f_room_cov) < unsigned'("000000000000001001")));
     f_marker_group <= f_to_marker(2);
-    f_room_data_big <= or f_room_data(16 downto 5);
-    f_room_data_small <= f_room_data(4 downto 0);
-    f_data_octets_pre <= std_logic_vector'(63 downto 0 => not f_room_data(17)) and (std_logic_vector'(63 downto 0 => f_room_data_big) or std_logic_vector'(
-        std_logic_vector'(7 downto 0 => b2l(unsigned'("01011") < unsigned(f_room_data_small))) &
-        std_logic_vector'(7 downto 0 => b2l(unsigned'("01010") < unsigned(f_room_data_small))) &
-        std_logic_vector'(7 downto 0 => b2l(unsigned'("01001") < unsigned(f_room_data_small))) &
-        std_logic_vector'(7 downto 0 => b2l(unsigned'("01000") < unsigned(f_room_data_small))) &
-        std_logic_vector'(7 downto 0 => b2l(unsigned'("00111") < unsigned(f_room_data_small))) &
-        std_logic_vector'(7 downto 0 => b2l(unsigned'("00110") < unsigned(f_room_data_small))) &
-        std_logic_vector'(7 downto 0 => b2l(unsigned'("00101") < unsigned(f_room_data_small))) &
-        std_logic_vector'(7 downto 0 => b2l(unsigned'("00100") < unsigned(f_room_data_small)))
-    ));
     f_room_cov_big <= or f_room_cov(16 downto 5);
     f_room_cov_small <= f_room_cov(4 downto 0);
     f_cover_pre <= std_logic_vector'(7 downto 0 => not f_room_cov(17)) and (std_logic_vector'(7 downto 0 => f_room_cov_big) or std_logic_vector'(
@@ -297,10 +281,21 @@ begin
     ));
     f_marker_lanes <= mux(f_marker_here, mux(f_marker_group, x"f0", x"0f"), x"00");
     f_after_lanes <= mux(f_marker_here, mux(f_marker_group, x"00", x"f0"), x"00");
-    f_marker_octets <= mux(f_marker_here, mux(f_marker_group, x"ffffffff00000000", x"00000000ffffffff"), x"0000000000000000");
-    f_after_octets <= mux(f_marker_here, mux(f_marker_group, x"0000000000000000", x"ffffffff00000000"), x"0000000000000000");
     f_shifted <= mux(f_rel(3), mux(f_rel(2), std_logic_vector'(win1_data(47 downto 0) & win0_data(63 downto 48)), std_logic_vector'(win1_data(47 downto 0) & win0_data(63 downto 48))), mux(f_rel(2), std_logic_vector'(win1_data(15 downto 0) & win0_data(63 downto 16)), std_logic_vector'(win0_data(47 downto 0) & x"0000")));
     f_fpduptr <= mux((f_first and f_lead) and b2l(f_to_marker = "000000000"), x"0000", std_logic_vector(unsigned(std_logic_vector(unsigned(f_wire) + unsigned(std_logic_vector'("0000000" & f_to_marker)))) - unsigned(mux(f_lead, x"0004", x"0000"))));
+    f_room_data_big <= or f_room_data(16 downto 5);
+    f_room_data_small <= f_room_data(4 downto 0);
+    f_data_pre <= std_logic_vector'(7 downto 0 => not f_room_data(17)) and (std_logic_vector'(7 downto 0 => f_room_data_big) or std_logic_vector'(
+        b2l(unsigned'("01011") < unsigned(f_room_data_small)) &
+        b2l(unsigned'("01010") < unsigned(f_room_data_small)) &
+        b2l(unsigned'("01001") < unsigned(f_room_data_small)) &
+        b2l(unsigned'("01000") < unsigned(f_room_data_small)) &
+        b2l(unsigned'("00111") < unsigned(f_room_data_small)) &
+        b2l(unsigned'("00110") < unsigned(f_room_data_small)) &
+        b2l(unsigned'("00101") < unsigned(f_room_data_small)) &
+        b2l(unsigned'("00100") < unsigned(f_room_data_small))
+    ));
+    f_data_lanes <= (f_after_lanes and std_logic_vector'(f_data_pre(3 downto 0) & x"0")) or ((not f_after_lanes) and f_data_pre);
     f_end_offset <= std_logic_vector(unsigned(f_pos) + unsigned(std_logic_vector'(
         "00000000000000" &
         std_logic_vector(unsigned(f_room_cov) + unsigned(mux(f_marker_here, "000000000000000100", "000000000000000000")))
@@ -323,13 +318,6 @@ begin
         (fb_data(15 downto 8) and std_logic_vector'(7 downto 0 => fb_cover(1))) &
         (fb_data(7 downto 0) and std_logic_vector'(7 downto 0 => fb_cover(0)))
     );
-    fb_cover_last <= fb_cover and (not std_logic_vector'('0' & fb_cover(7 downto 1)));
-    fb_cover_none <= not (or fb_cover);
-    fb_pad <= mux(fb_cover_none, x"8", std_logic_vector'('0' & std_logic_vector'(
-        (or (fb_cover_last and x"0f")) &
-        (or (fb_cover_last and x"33")) &
-        (or (fb_cover_last and x"55"))
-    )));
     crc_state_term <= std_logic_vector'(
         (xor (crc_state and x"1c379612")) &
         (xor (crc_state and x"8e1bcb09")) &
@@ -745,15 +733,18 @@ begin
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_data <= (f_marker_octets and std_logic_vector'(
-                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000") &
-                    std_logic_vector'(f_fpduptr(7 downto 0) & f_fpduptr(15 downto 8) & x"0000")
-                )) or ((not f_marker_octets) and ((mux(f_first, mux(f_lead, x"0000ffff00000000", x"000000000000ffff"), x"0000000000000000") and std_logic_vector'(
-                    x"0000" &
-                    std_logic_vector'(f_len(7 downto 0) & f_len(15 downto 8)) &
-                    x"0000" &
-                    std_logic_vector'(f_len(7 downto 0) & f_len(15 downto 8))
-                )) or ((not mux(f_first, mux(f_lead, x"0000ffff00000000", x"000000000000ffff"), x"0000000000000000")) and (((f_after_octets and std_logic_vector'(f_shifted(31 downto 0) & x"00000000")) or ((not f_after_octets) and f_shifted)) and ((f_after_octets and std_logic_vector'(f_data_octets_pre(31 downto 0) & x"00000000")) or ((not f_after_octets) and f_data_octets_pre))))));
+                fb_data <= std_logic_vector'(
+                    mux(f_marker_lanes(7), f_fpduptr(7 downto 0), mux(f_data_lanes(7), mux(f_after_lanes(7), f_shifted(31 downto 24), f_shifted(63 downto 56)), x"00")) &
+                    mux(f_marker_lanes(6), f_fpduptr(15 downto 8), mux(f_data_lanes(6), mux(f_after_lanes(6), f_shifted(23 downto 16), f_shifted(55 downto 48)), x"00")) &
+                    mux(f_marker_lanes(5), x"00", mux(f_first and f_lead, f_len(7 downto 0), mux(f_data_lanes(5), mux(f_after_lanes(5),
+                        f_shifted(15 downto 8), f_shifted(47 downto 40)), x"00"))) &
+                    mux(f_marker_lanes(4), x"00", mux(f_first and f_lead, f_len(15 downto 8), mux(f_data_lanes(4), mux(f_after_lanes(4),
+                        f_shifted(7 downto 0), f_shifted(39 downto 32)), x"00"))) &
+                    mux(f_marker_lanes(3), f_fpduptr(7 downto 0), mux(f_data_lanes(3), f_shifted(31 downto 24), x"00")) &
+                    mux(f_marker_lanes(2), f_fpduptr(15 downto 8), mux(f_data_lanes(2), f_shifted(23 downto 16), x"00")) &
+                    mux(f_marker_lanes(1), x"00", mux(f_first and (not f_lead), f_len(7 downto 0), mux(f_data_lanes(1), f_shifted(15 downto 8), x"00"))) &
+                    mux(f_marker_lanes(0), x"00", mux(f_first and (not f_lead), f_len(15 downto 8), mux(f_data_lanes(0), f_shifted(7 downto 0), x"00")))
+                );
             end if;
         end if;
     end process;
@@ -905,7 +896,11 @@ begin
     begin
         if rising_edge(clk) then
             if (advance and fb_valid) = '1' then
-                b_pad <= fb_pad;
+                b_pad <= mux(not (or fb_cover), x"8", std_logic_vector'('0' & std_logic_vector'(
+                    (or ((fb_cover and (not std_logic_vector'('0' & fb_cover(7 downto 1)))) and x"0f")) &
+                    (or ((fb_cover and (not std_logic_vector'('0' & fb_cover(7 downto 1)))) and x"33")) &
+                    (or ((fb_cover and (not std_logic_vector'('0' & fb_cover(7 downto 1)))) and x"55"))
+                )));
             end if;
         end if;
     end process;
