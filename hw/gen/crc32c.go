@@ -198,8 +198,8 @@ func lastLaneOneHot(keep *Signal) Expr {
 // lastLaneVector is lastLaneOneHot written on whole vectors, keep &
 // ~(keep >> 1): the same function, which Verilator evaluates in three word
 // operations where the per-lane form costs it hundreds at 512 bits. crc32c
-// uses it above 8 lanes; mpa_tx keeps the per-lane form, which yosys maps
-// 1% smaller there (synth_xilinx, 512 bits).
+// uses it above 8 lanes; mpa_tx writes its last covered lane on whole
+// vectors of its own (mpa_tx_lanes.go).
 func lastLaneVector(keep *Signal) Expr {
 	if keep.W == 1 {
 		return keep
@@ -208,17 +208,18 @@ func lastLaneVector(keep *Signal) Expr {
 }
 
 // complementIndex is ~index of the one-hot lane, nk bits: lanes-1-i for
-// the lane i that is set.
-func complementIndex(oneHot *Signal, nk int) Expr {
+// the lane i that is set (an OR of masked lanes per bit).
+func complementIndex(oneHot Expr, nk int) Expr {
+	lanes := oneHot.Width()
 	pads := make([]Expr, nk)
 	for j := 0; j < nk; j++ {
 		mask := new(big.Int)
-		for i := 0; i < oneHot.W; i++ {
+		for i := 0; i < lanes; i++ {
 			if i>>j&1 == 0 {
 				mask.SetBit(mask, i, 1)
 			}
 		}
-		pads[nk-1-j] = RedOr(And(oneHot, CBig(oneHot.W, mask)))
+		pads[nk-1-j] = RedOr(And(oneHot, CBig(lanes, mask)))
 	}
 	return Cat(pads...)
 }

@@ -207,7 +207,7 @@ func MPATx(width int) (*Module, error) {
 	// vectors, inside the register's expression (no wire evaluated on every
 	// cycle).
 	covLast := lastLaneVector(fCov)
-	padLanes := Sel(Not(RedOr(fCov)), C(nk+1, uint64(lanes)), Cat(C(1, 0), oneHotComplement(covLast, nk)))
+	padLanes := Sel(Not(RedOr(fCov)), C(nk+1, uint64(lanes)), Cat(C(1, 0), complementIndex(covLast, nk)))
 
 	type carried struct{ data, keep, last, crc, user *Signal }
 	stage := func(p string, valid *Signal, c carried, extra func(en Expr)) (*Signal, carried) {

@@ -117,24 +117,6 @@ func windowBits(w0, w1 *Signal, hi, lo int) Expr {
 	return Cat(parts...)
 }
 
-// oneHotComplement is complementIndex of a one-hot expression (lanes-1-i
-// for the lane i that is set, nk bits): the same OR of masked lanes per
-// bit, on an expression rather than a wire.
-func oneHotComplement(oneHot Expr, nk int) Expr {
-	lanes := oneHot.Width()
-	pads := make([]Expr, nk)
-	for j := 0; j < nk; j++ {
-		mask := new(big.Int)
-		for i := 0; i < lanes; i++ {
-			if i>>j&1 == 0 {
-				mask.SetBit(mask, i, 1)
-			}
-		}
-		pads[nk-1-j] = RedOr(And(oneHot, CBig(lanes, mask)))
-	}
-	return Cat(pads...)
-}
-
 // beatIn is what forms a beat's data lanes.
 type beatIn struct {
 	nk                  int     // log2 of the lanes
