@@ -393,7 +393,8 @@ func (ep *Endpoint) Err() error {
 }
 
 // PostSend queues send work requests. It fails if the endpoint is no
-// longer running, the queue is full, or a WR is malformed.
+// longer running, the queue is full, or a WR is malformed. The WRs are
+// copied (SGL, inline data, bind): the caller may reuse them at once.
 func (ep *Endpoint) PostSend(wrs ...SendWR) error {
 	for i := range wrs {
 		if err := ep.validSend(&wrs[i]); err != nil {
@@ -464,7 +465,7 @@ func localUse(op WROpcode) mem.Use {
 	return mem.UseLocalRead
 }
 
-// PostRecv queues receive work requests.
+// PostRecv queues receive work requests, copying them and their SGLs.
 func (ep *Endpoint) PostRecv(wrs ...RecvWR) error {
 	for _, wr := range wrs {
 		for _, s := range wr.SGL {

@@ -197,6 +197,9 @@ func (qp *QP) card(what string) (driver.QP, error) {
 // none of them, on a QP that is not connected (ErrNotConnected) or whose
 // stream has ended (ErrQPError), on a malformed request or a bad lkey
 // (iwarp.ErrInvalidWR) and on a full send queue (iwarp.ErrQueueFull).
+// The WRs are copied, SGLs and inline data included: the caller may reuse
+// them once PostSend returns. The memory an SGE names is read later, until
+// the WR completes (or, unsignaled, until a later one does).
 func (qp *QP) PostSend(wrs ...SendWR) error {
 	d, err := qp.card("PostSend")
 	if err != nil {
@@ -229,7 +232,7 @@ func (qp *QP) postErr(d driver.QP, what string, err error) error {
 
 // PostRecv posts receive work requests (ibv_post_recv). Receives posted
 // before the QP connects are handed to the card when it does, so the
-// first Send from the peer finds them.
+// first Send from the peer finds them. The WRs and SGLs are copied.
 func (qp *QP) PostRecv(wrs ...RecvWR) error {
 	d, err := qp.card("PostRecv")
 	if err != nil {
