@@ -23,6 +23,30 @@ func ExampleFramer_AppendFPDU() {
 	// next FPDU at stream offset 16
 }
 
+// A sender that writes payloads straight from their memory (writev)
+// frames around them: the headers and trailer go in its own buffer.
+func ExampleFramer_FrameAround() {
+	f := mpa.Framer{CRC: true}
+	payload := [][]byte{[]byte("hel"), []byte("lo")} // in registered memory, say
+	buf := append([]byte{0, 0}, "hdr:"...)           // ULPDU_Length slot, then headers
+	mid := len(buf)
+	buf, err := f.FrameAround(buf, 0, payload)
+	if err != nil {
+		panic(err)
+	}
+	wire := net.Buffers{buf[:mid], payload[0], payload[1], buf[mid:]} // what writev sends
+	var all []byte
+	for _, b := range wire {
+		all = append(all, b...)
+	}
+	same, _ := (&mpa.Framer{CRC: true}).AppendFPDU(nil, []byte("hdr:hello"))
+	fmt.Printf("% x\n", all)
+	fmt.Println("same as AppendFPDU:", string(all) == string(same))
+	// Output:
+	// 00 09 68 64 72 3a 68 65 6c 6c 6f 00 80 73 b7 a7
+	// same as AppendFPDU: true
+}
+
 // A receiver feeds TCP payload in whatever pieces it arrives in.
 func ExampleDeframer_Feed() {
 	f := mpa.Framer{Markers: true, CRC: true}
