@@ -2,6 +2,7 @@ package cycle
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/openiwarp/openiwarp/golden/mpa"
 )
@@ -31,7 +32,8 @@ type MPATxIn struct {
 	MReady bool
 }
 
-// MPATxOut is one cycle of mpa_tx outputs. Data aliases the model.
+// MPATxOut is one cycle of mpa_tx outputs. Data aliases the model: it
+// holds until the next Step.
 type MPATxOut struct {
 	SReady bool
 	Data   []byte
@@ -41,12 +43,13 @@ type MPATxOut struct {
 	User   uint32 // on the last beat: stream offset just past the FPDU
 }
 
+// txULPDU is one ULPDU from its first input beat to its FPDU's last output
+// beat; the model then keeps it, buffers and all, for a later ULPDU.
 type txULPDU struct {
 	ctx      MPATxCtx
 	data     []byte // octets received so far
 	beats    int    // beats received
 	template []byte // the FPDU framed by golden/mpa with a zero ULPDU and no CRC
-	fpdu     []byte // the real FPDU, once the ULPDU is complete
 }
 
 type txHeld struct {
@@ -78,13 +81,20 @@ type txBeat struct {
 //     register is empty or m_axis_tready is high.
 type MPATx struct {
 	lanes int
-	held  []txHeld
+	held  [mpaTxWindow]txHeld
+	nheld int
 	first bool
 	recv  *txULPDU   // ULPDU receiving beats
 	ctxq  []*txULPDU // ULPDUs whose FPDU has not started
 	cur   *txULPDU   // FPDU being formed
 	wire  int        // FPDU octets formed so far
 	pipe  []txBeat
+
+	// Buffers reused from cycle to cycle, so that a cycle allocates nothing.
+	spare []byte     // the next formed beat's data, swapped into pipe[0]
+	fpdu  []byte     // the current FPDU framed whole, for its last beat
+	zeros []byte     // a zero ULPDU, framed into templates
+	free  []*txULPDU // ULPDUs whose FPDU has ended
 }
 
 // NewMPATx models the block of the given data width.
@@ -93,7 +103,10 @@ func NewMPATx(width int) (*MPATx, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: mpa_tx width %d (have 64, 128, 256, 512)", ErrConfig, width)
 	}
-	m := &MPATx{lanes: width / 8, pipe: make([]txBeat, lat)}
+	m := &MPATx{lanes: width / 8, pipe: make([]txBeat, lat), spare: make([]byte, width/8)}
+	for i := range m.pipe {
+		m.pipe[i].data = make([]byte, m.lanes)
+	}
 	m.reset()
 	return m, nil
 }
@@ -101,12 +114,59 @@ func NewMPATx(width int) (*MPATx, error) {
 // Latency is the number of cycles from forming a beat to showing it.
 func (m *MPATx) Latency() int { return len(m.pipe) }
 
+// reset empties the block; the ULPDUs in flight (the one receiving is among
+// them) are kept for reuse.
 func (m *MPATx) reset() {
-	m.held, m.ctxq, m.cur, m.recv, m.first, m.wire = nil, nil, nil, nil, true, 0
-	for i := range m.pipe {
-		// New slices: the outputs of the reset cycle still alias the old ones.
-		m.pipe[i] = txBeat{data: make([]byte, m.lanes)}
+	if m.cur != nil {
+		m.free = append(m.free, m.cur)
 	}
+	m.free = append(m.free, m.ctxq...)
+	clear(m.ctxq)
+	clear(m.held[:])
+	m.nheld, m.ctxq, m.cur, m.recv, m.first, m.wire = 0, m.ctxq[:0], nil, nil, true, 0
+	// The outputs of the reset cycle alias the last stage's data: keep that
+	// buffer as it is until the next Step.
+	last := len(m.pipe) - 1
+	m.pipe[last].data, m.spare = m.spare, m.pipe[last].data
+	for i := range m.pipe {
+		m.pipe[i] = txBeat{data: m.pipe[i].data}
+		clear(m.pipe[i].data)
+	}
+}
+
+// newULPDU starts the ULPDU whose first beat comes with ctx.
+func (m *MPATx) newULPDU(ctx MPATxCtx) *txULPDU {
+	u := new(txULPDU)
+	if n := len(m.free); n > 0 {
+		u, m.free = m.free[n-1], m.free[:n-1]
+	}
+	*u = txULPDU{ctx: ctx, data: u.data[:0], template: u.template[:0]}
+	n := max(ctx.Len, 1)
+	if n > mpa.MaxULPDULength {
+		return u // golden/mpa frames nothing: an empty template
+	}
+	u.data = slices.Grow(u.data, ctx.Len)
+	if len(m.zeros) < n {
+		m.zeros = make([]byte, n)
+	}
+	f := mpa.Framer{Markers: ctx.Markers, Offset: ctx.Offset}
+	u.template, _ = f.AppendFPDU(u.template, m.zeros[:n])
+	return u
+}
+
+// release keeps u, whose FPDU has just ended, for reuse unless it can still
+// be seen: a stream with more beats than its ULPDU_Length goes on feeding u
+// (as the block does, whatever it then makes of them).
+func (m *MPATx) release(u *txULPDU, pop int) {
+	if m.recv == u && !m.first {
+		return
+	}
+	for _, h := range m.held[pop:m.nheld] {
+		if h.u == u {
+			return
+		}
+	}
+	m.free = append(m.free, u)
 }
 
 // isMarker reports whether FPDU octet p of u belongs to a marker: markers
@@ -132,22 +192,57 @@ func body(u *txULPDU, p int) int {
 	return p - inMarkers
 }
 
+// formBeat writes octets [from, to) of u's FPDU, before the FPDU is complete,
+// into dst: markers, the header, PAD and the CRC's place from the template,
+// the ULPDU's octets from those received. It copies runs: a beat crosses at
+// most a few marker, header and ULPDU boundaries.
+func formBeat(dst []byte, u *txULPDU, from, to int) {
+	for p := from; p < to; {
+		end := to
+		if u.ctx.Markers {
+			phase := int((u.ctx.Offset + uint32(p)) % mpa.MarkerPeriod)
+			if phase < mpa.MarkerLen { // inside a marker
+				q := min(p+mpa.MarkerLen-phase, to)
+				copy(dst[p-from:], u.template[p:q])
+				p = q
+				continue
+			}
+			end = min(p+mpa.MarkerPeriod-phase, to) // up to the next marker
+		}
+		// Octets p..end-1 are body octets b, b+1, ...: header (b < 2),
+		// ULPDU, then PAD and CRC.
+		for b := body(u, p); p < end; {
+			q := end
+			src := u.template[p:]
+			switch {
+			case b < 2:
+				q = min(p+2-b, end)
+			case b < u.ctx.Len+2:
+				q = min(p+u.ctx.Len+2-b, end)
+				src = u.data[b-2:]
+			}
+			copy(dst[p-from:], src[:q-p])
+			b += q - p
+			p = q
+		}
+	}
+}
+
 // Step runs one cycle.
 func (m *MPATx) Step(in MPATxIn) MPATxOut {
 	res := &m.pipe[len(m.pipe)-1]
-	out := MPATxOut{SReady: len(m.held) < mpaTxWindow, Data: res.data, Keep: res.keep, Valid: res.valid, Last: res.last, User: res.user}
+	out := MPATxOut{SReady: m.nheld < mpaTxWindow, Data: res.data, Keep: res.keep, Valid: res.valid, Last: res.last, User: res.user}
 	if in.Reset {
 		m.reset()
 		return out
 	}
 	adv := !res.valid || in.MReady
-	fire := in.Valid && len(m.held) < mpaTxWindow
+	fire := in.Valid && m.nheld < mpaTxWindow
 	ctxHeld := len(m.ctxq) > 0
 
-	// Form a beat of the current FPDU if the held beats allow.
+	// Form a beat of the current FPDU, into m.spare, if the held beats allow.
 	var formed txBeat
 	pop := 0
-	lastFormed := false
 	if m.cur != nil && adv {
 		u := m.cur
 		n := len(u.template)
@@ -158,32 +253,24 @@ func (m *MPATx) Step(in MPATxIn) MPATxOut {
 			ok = u.beats > need
 		}
 		if ok {
-			formed = txBeat{valid: true, data: make([]byte, m.lanes)}
-			lastFormed = m.wire+m.lanes >= n
-			for i := 0; i < m.lanes && m.wire+i < n; i++ {
-				p := m.wire + i
-				formed.keep |= 1 << i
-				switch bb := body(u, p); {
-				case lastFormed:
-					if u.fpdu == nil {
-						f := mpa.Framer{Markers: u.ctx.Markers, CRC: u.ctx.CRC, Offset: u.ctx.Offset}
-						u.fpdu, _ = f.AppendFPDU(nil, u.data)
-					}
-					formed.data[i] = u.fpdu[p]
-				case !isMarker(u, p) && bb >= 2 && bb < u.ctx.Len+2:
-					formed.data[i] = u.data[bb-2]
-				default:
-					formed.data[i] = u.template[p]
+			end := min(m.wire+m.lanes, n)
+			k := max(end-m.wire, 0)
+			formed = txBeat{valid: true, data: m.spare, keep: 1<<k - 1, last: m.wire+m.lanes >= n}
+			clear(formed.data[k:])
+			if formed.last {
+				if k > 0 {
+					f := mpa.Framer{Markers: u.ctx.Markers, CRC: u.ctx.CRC, Offset: u.ctx.Offset}
+					m.fpdu, _ = f.AppendFPDU(m.fpdu[:0], u.data)
+					copy(formed.data, m.fpdu[m.wire:end])
 				}
-			}
-			formed.last = lastFormed
-			if lastFormed {
 				formed.user = u.ctx.Offset + uint32(n)
-				for pop < len(m.held) && m.held[pop].u == u {
+				for pop < m.nheld && m.held[pop].u == u {
 					pop++
 				}
 				m.cur = nil
+				m.release(u, pop)
 			} else {
+				formBeat(formed.data, u, m.wire, end)
 				m.wire += m.lanes
 				bNext := body(u, m.wire)
 				if h := m.held[0]; !h.last && bNext-2 >= (h.index+1)*m.lanes {
@@ -194,24 +281,26 @@ func (m *MPATx) Step(in MPATxIn) MPATxOut {
 	}
 	if adv && ctxHeld && m.cur == nil {
 		m.cur, m.wire = m.ctxq[0], 0
-		m.ctxq = m.ctxq[1:]
+		m.ctxq = append(m.ctxq[:0], m.ctxq[1:]...)
 	}
-	m.held = m.held[pop:]
+	if pop > 0 {
+		copy(m.held[:], m.held[pop:m.nheld])
+		m.nheld -= pop
+		clear(m.held[m.nheld:]) // no pointers to ULPDUs kept for reuse
+	}
 
 	if fire {
 		if m.first {
-			u := &txULPDU{ctx: in.Ctx}
-			f := mpa.Framer{Markers: u.ctx.Markers, Offset: u.ctx.Offset}
-			u.template, _ = f.AppendFPDU(nil, make([]byte, max(u.ctx.Len, 1)))
-			m.recv = u
-			m.ctxq = append(m.ctxq, u)
+			m.recv = m.newULPDU(in.Ctx)
+			m.ctxq = append(m.ctxq, m.recv)
 		}
 		u := m.recv
 		k := min(m.lanes, u.ctx.Len-len(u.data))
 		if k > 0 {
 			u.data = append(u.data, in.Data[:k]...)
 		}
-		m.held = append(m.held, txHeld{u: u, index: u.beats, last: in.Last})
+		m.held[m.nheld] = txHeld{u: u, index: u.beats, last: in.Last}
+		m.nheld++
 		u.beats++
 		m.first = in.Last
 	}
@@ -226,6 +315,7 @@ func (m *MPATx) Step(in MPATxIn) MPATxOut {
 			}
 		}
 		if formed.valid {
+			m.spare = m.pipe[0].data
 			m.pipe[0] = formed
 		} else {
 			m.pipe[0].valid = false

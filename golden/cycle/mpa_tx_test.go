@@ -70,3 +70,67 @@ func TestMPATxFramesLikeGolden(t *testing.T) {
 		assert.Equal(t, ends, gotEnds, "width %d", w)
 	}
 }
+
+// formBeat's runs give each octet what its definition says: a marker's or
+// the header's, PAD's and CRC's place from the template, else the ULPDU
+// octet of its body index.
+func TestMPATxFormBeatPerOctet(t *testing.T) {
+	const seed = 7
+	rng := rand.New(rand.NewPCG(seed, 1))
+	m, err := NewMPATx(512)
+	require.NoError(t, err)
+	for iter := 0; iter < 3000; iter++ {
+		ctx := MPATxCtx{Offset: rng.Uint32() &^ 3, Len: 1 + rng.IntN(1600), Markers: rng.IntN(4) > 0}
+		switch rng.IntN(4) {
+		case 0:
+			ctx.Offset = -uint32(4 * (1 + rng.IntN(300))) // wraps inside the FPDU
+		case 1:
+			ctx.Offset &^= mpa.MarkerPeriod - 1 // a leading marker
+		}
+		if iter%100 == 0 {
+			ctx.Len = mpa.MaxULPDULength - rng.IntN(64)
+		}
+		u := m.newULPDU(ctx)
+		for len(u.data) < ctx.Len {
+			u.data = append(u.data, byte(rng.Uint32()))
+		}
+		n := len(u.template)
+		for k := 0; k < 8; k++ {
+			from := rng.IntN(n)
+			to := min(n, from+1+rng.IntN(64))
+			got := make([]byte, to-from)
+			formBeat(got, u, from, to)
+			for p := from; p < to; p++ {
+				want := u.template[p]
+				if bb := body(u, p); !isMarker(u, p) && bb >= 2 && bb < ctx.Len+2 {
+					want = u.data[bb-2]
+				}
+				require.Equal(t, want, got[p-from], "seed %d: %+v octet %d of [%d,%d)", seed, ctx, p, from, to)
+			}
+		}
+		m.free = append(m.free, u)
+	}
+}
+
+// Once its buffers have grown, a cycle allocates nothing.
+func TestMPATxStepAllocatesNothing(t *testing.T) {
+	m, err := NewMPATx(512)
+	require.NoError(t, err)
+	data := make([]byte, 64)
+	off, sent := uint32(0x1F0), 0
+	step := func() {
+		const n = 1000
+		in := MPATxIn{Data: data, Valid: true, Last: sent+64 >= n, MReady: true,
+			Ctx: MPATxCtx{Offset: off, Len: n, Markers: true, CRC: true}}
+		if o := m.Step(in); o.SReady {
+			if sent += 64; in.Last {
+				off += uint32(mpa.FPDUWireLen(off, true, n))
+				sent = 0
+			}
+		}
+	}
+	for range 2000 {
+		step()
+	}
+	assert.Zero(t, testing.AllocsPerRun(2000, step))
+}

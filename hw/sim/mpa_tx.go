@@ -87,13 +87,19 @@ func newTxModel(l Layout, width int) (Model, error) {
 }
 
 func (a *txModel) Step(in, out []uint32) {
-	p := a.p
+	p := &a.p
 	valid := p.s.Valid.Get(in) != 0
+	data := a.buf
 	if valid {
-		p.s.Data.Bytes(in, a.buf)
+		// The model copies the octets it takes: hand it the vector's lanes.
+		if lanes := p.s.Data.LaneBytes(in); lanes != nil {
+			data = lanes[:len(a.buf)]
+		} else {
+			p.s.Data.Bytes(in, a.buf)
+		}
 	}
 	o := a.m.Step(cycle.MPATxIn{
-		Reset: p.rst.Get(in) != 0, Data: a.buf, Valid: valid, Last: p.s.Last.Get(in) != 0,
+		Reset: p.rst.Get(in) != 0, Data: data, Valid: valid, Last: p.s.Last.Get(in) != 0,
 		Ctx: cycle.MPATxCtx{Offset: uint32(p.off.Get(in)), Len: int(p.ulen.Get(in)),
 			Markers: p.mk.Get(in) != 0, CRC: p.crc.Get(in) != 0},
 		MReady: p.mReady.Get(in) != 0,

@@ -98,3 +98,26 @@ func TestMPATxIntoGoldenDeframer(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkMPATxGoSide measures the Go half of one co-simulated mpa_tx
+// cycle (one op): the driver's stimulus, the cycle model through the port
+// vectors and the driver's observation, without the Verilated RTL, whose
+// batches run alongside on another core.
+func BenchmarkMPATxGoSide(b *testing.B) {
+	for _, w := range gen.MPATxWidths {
+		bench, err := MPATxBench(w)
+		require.NoError(b, err)
+		b.Run(bench.Module.Name, func(b *testing.B) {
+			model, err := bench.NewModel()
+			require.NoError(b, err)
+			drv := bench.NewDriver(1)
+			in, out := make([]uint32, bench.Layout.InWords), make([]uint32, bench.Layout.OutWords)
+			b.ReportAllocs()
+			for b.Loop() {
+				drv.Next(in)
+				model.Step(in, out)
+				drv.Observe(in, out)
+			}
+		})
+	}
+}
