@@ -58,12 +58,14 @@ type txHeld struct {
 	last  bool
 }
 
+// txBeat is one pipeline stage. Its data is buffer buf of MPATx.bufs: the
+// stages shift by copying these few pointer-free words.
 type txBeat struct {
-	valid bool
-	data  []byte
 	keep  uint64
-	last  bool
 	user  uint32
+	buf   uint8
+	valid bool
+	last  bool
 }
 
 // MPATx models mpa_tx_w<W>: FPDUs (golden/mpa's Framer) from ULPDUs with
@@ -91,7 +93,8 @@ type MPATx struct {
 	pipe  []txBeat
 
 	// Buffers reused from cycle to cycle, so that a cycle allocates nothing.
-	spare []byte     // the next formed beat's data, swapped into pipe[0]
+	bufs  [][]byte   // the stages' data buffers and the spare one
+	spare uint8      // the buffer the next beat is formed in
 	fpdu  []byte     // the current FPDU framed whole, for its last beat
 	zeros []byte     // a zero ULPDU, framed into templates
 	free  []*txULPDU // ULPDUs whose FPDU has ended
@@ -103,9 +106,12 @@ func NewMPATx(width int) (*MPATx, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: mpa_tx width %d (have 64, 128, 256, 512)", ErrConfig, width)
 	}
-	m := &MPATx{lanes: width / 8, pipe: make([]txBeat, lat), spare: make([]byte, width/8)}
-	for i := range m.pipe {
-		m.pipe[i].data = make([]byte, m.lanes)
+	m := &MPATx{lanes: width / 8, pipe: make([]txBeat, lat), bufs: make([][]byte, lat+1), spare: uint8(lat)}
+	for i := range m.bufs {
+		m.bufs[i] = make([]byte, m.lanes)
+		if i < lat {
+			m.pipe[i].buf = uint8(i)
+		}
 	}
 	m.reset()
 	return m, nil
@@ -127,10 +133,10 @@ func (m *MPATx) reset() {
 	// The outputs of the reset cycle alias the last stage's data: keep that
 	// buffer as it is until the next Step.
 	last := len(m.pipe) - 1
-	m.pipe[last].data, m.spare = m.spare, m.pipe[last].data
+	m.pipe[last].buf, m.spare = m.spare, m.pipe[last].buf
 	for i := range m.pipe {
-		m.pipe[i] = txBeat{data: m.pipe[i].data}
-		clear(m.pipe[i].data)
+		m.pipe[i] = txBeat{buf: m.pipe[i].buf}
+		clear(m.bufs[m.pipe[i].buf])
 	}
 }
 
@@ -230,17 +236,29 @@ func formBeat(dst []byte, u *txULPDU, from, to int) {
 
 // Step runs one cycle.
 func (m *MPATx) Step(in MPATxIn) MPATxOut {
+	var out MPATxOut
+	m.StepTo(&in, &out)
+	return out
+}
+
+// StepTo is Step with the cycle's inputs and outputs in place: a caller
+// running millions of cycles keeps both instead of copying them each cycle.
+func (m *MPATx) StepTo(in *MPATxIn, out *MPATxOut) {
 	res := &m.pipe[len(m.pipe)-1]
-	out := MPATxOut{SReady: m.nheld < mpaTxWindow, Data: res.data, Keep: res.keep, Valid: res.valid, Last: res.last, User: res.user}
+	// Field by field, like the pipeline's shift below: a store of small
+	// fields followed by a wide copy of them stalls the copy.
+	out.SReady, out.Data, out.Keep = m.nheld < mpaTxWindow, m.bufs[res.buf], res.keep
+	out.Valid, out.Last, out.User = res.valid, res.last, res.user
 	if in.Reset {
 		m.reset()
-		return out
+		return
 	}
 	adv := !res.valid || in.MReady
 	fire := in.Valid && m.nheld < mpaTxWindow
 	ctxHeld := len(m.ctxq) > 0
 
-	// Form a beat of the current FPDU, into m.spare, if the held beats allow.
+	// Form a beat of the current FPDU, in the spare buffer, if the held beats
+	// allow.
 	var formed txBeat
 	pop := 0
 	if m.cur != nil && adv {
@@ -255,13 +273,14 @@ func (m *MPATx) Step(in MPATxIn) MPATxOut {
 		if ok {
 			end := min(m.wire+m.lanes, n)
 			k := max(end-m.wire, 0)
-			formed = txBeat{valid: true, data: m.spare, keep: 1<<k - 1, last: m.wire+m.lanes >= n}
-			clear(formed.data[k:])
+			formed = txBeat{valid: true, buf: m.spare, keep: 1<<k - 1, last: m.wire+m.lanes >= n}
+			data := m.bufs[m.spare]
+			clear(data[k:])
 			if formed.last {
 				if k > 0 {
 					f := mpa.Framer{Markers: u.ctx.Markers, CRC: u.ctx.CRC, Offset: u.ctx.Offset}
 					m.fpdu, _ = f.AppendFPDU(m.fpdu[:0], u.data)
-					copy(formed.data, m.fpdu[m.wire:end])
+					copy(data, m.fpdu[m.wire:end])
 				}
 				formed.user = u.ctx.Offset + uint32(n)
 				for pop < m.nheld && m.held[pop].u == u {
@@ -270,7 +289,7 @@ func (m *MPATx) Step(in MPATxIn) MPATxOut {
 				m.cur = nil
 				m.release(u, pop)
 			} else {
-				formBeat(formed.data, u, m.wire, end)
+				formBeat(data, u, m.wire, end)
 				m.wire += m.lanes
 				bNext := body(u, m.wire)
 				if h := m.held[0]; !h.last && bNext-2 >= (h.index+1)*m.lanes {
@@ -307,19 +326,21 @@ func (m *MPATx) Step(in MPATxIn) MPATxOut {
 
 	if adv {
 		for i := len(m.pipe) - 1; i > 0; i-- {
-			if m.pipe[i-1].valid {
-				m.pipe[i], m.pipe[i-1] = m.pipe[i-1], m.pipe[i]
-				m.pipe[i-1].valid = false
+			if p, q := &m.pipe[i], &m.pipe[i-1]; q.valid {
+				p.keep, q.keep = q.keep, p.keep
+				p.user, q.user = q.user, p.user
+				p.buf, q.buf = q.buf, p.buf
+				p.last, q.last = q.last, p.last
+				p.valid, q.valid = true, false
 			} else {
 				m.pipe[i].valid = false
 			}
 		}
 		if formed.valid {
-			m.spare = m.pipe[0].data
+			m.spare = m.pipe[0].buf
 			m.pipe[0] = formed
 		} else {
 			m.pipe[0].valid = false
 		}
 	}
-	return out
 }

@@ -72,6 +72,10 @@ type txModel struct {
 	m   *cycle.MPATx
 	p   txPorts
 	buf []byte
+	// The cycle's inputs and outputs stay here: building them as values
+	// and copying them to and from the call costs more than the model.
+	in  cycle.MPATxIn
+	out cycle.MPATxOut
 }
 
 func newTxModel(l Layout, width int) (Model, error) {
@@ -87,25 +91,27 @@ func newTxModel(l Layout, width int) (Model, error) {
 }
 
 func (a *txModel) Step(in, out []uint32) {
-	p := &a.p
-	valid := p.s.Valid.Get(in) != 0
-	data := a.buf
-	if valid {
+	p, x, o := &a.p, &a.in, &a.out
+	x.Valid = p.s.Valid.Get(in) != 0
+	x.Data = a.buf
+	if x.Valid {
 		// The model copies the octets it takes: hand it the vector's lanes.
 		if lanes := p.s.Data.LaneBytes(in); lanes != nil {
-			data = lanes[:len(a.buf)]
+			x.Data = lanes[:len(a.buf)]
 		} else {
 			p.s.Data.Bytes(in, a.buf)
 		}
 	}
-	o := a.m.Step(cycle.MPATxIn{
-		Reset: p.rst.Get(in) != 0, Data: data, Valid: valid, Last: p.s.Last.Get(in) != 0,
-		Ctx: cycle.MPATxCtx{Offset: uint32(p.off.Get(in)), Len: int(p.ulen.Get(in)),
-			Markers: p.mk.Get(in) != 0, CRC: p.crc.Get(in) != 0},
-		MReady: p.mReady.Get(in) != 0,
-	})
+	x.Reset, x.Last, x.MReady = p.rst.Get(in) != 0, p.s.Last.Get(in) != 0, p.mReady.Get(in) != 0
+	x.Ctx = cycle.MPATxCtx{Offset: uint32(p.off.Get(in)), Len: int(p.ulen.Get(in)),
+		Markers: p.mk.Get(in) != 0, CRC: p.crc.Get(in) != 0}
+	a.m.StepTo(x, o)
 	p.s.Ready.Set(out, b2u(o.SReady))
-	p.mData.SetBytes(out, o.Data)
+	if lanes := p.mData.LaneBytes(out); lanes != nil { // SetBytes, inlined
+		clear(lanes[copy(lanes, o.Data):])
+	} else {
+		p.mData.SetBytes(out, o.Data)
+	}
 	p.mKeep.Set(out, o.Keep)
 	p.mValid.Set(out, b2u(o.Valid))
 	p.mLast.Set(out, b2u(o.Last))
