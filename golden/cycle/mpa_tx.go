@@ -148,7 +148,7 @@ func (m *MPATx) newULPDU(ctx MPATxCtx) *txULPDU {
 	}
 	*u = txULPDU{ctx: ctx, data: u.data[:0], template: u.template[:0]}
 	n := max(ctx.Len, 1)
-	if n > mpa.MaxULPDULength {
+	if ctx.Len < 0 || n > mpa.MaxULPDULength {
 		return u // golden/mpa frames nothing: an empty template
 	}
 	u.data = slices.Grow(u.data, ctx.Len)
@@ -279,8 +279,11 @@ func (m *MPATx) StepTo(in *MPATxIn, out *MPATxOut) {
 			if formed.last {
 				if k > 0 {
 					f := mpa.Framer{Markers: u.ctx.Markers, CRC: u.ctx.CRC, Offset: u.ctx.Offset}
-					m.fpdu, _ = f.AppendFPDU(m.fpdu[:0], u.data)
-					copy(data, m.fpdu[m.wire:end])
+					var err error
+					// A ULPDU_Length of 0 frames nothing: its lanes stay zero.
+					if m.fpdu, err = f.AppendFPDU(m.fpdu[:0], u.data); err == nil {
+						copy(data, m.fpdu[m.wire:end])
+					}
 				}
 				formed.user = u.ctx.Offset + uint32(n)
 				for pop < m.nheld && m.held[pop].u == u {

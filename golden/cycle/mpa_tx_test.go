@@ -44,29 +44,7 @@ func TestMPATxFramesLikeGolden(t *testing.T) {
 				beats = append(beats, MPATxIn{Data: beat, Valid: true, Last: off+lanes >= n, Ctx: ctx, MReady: true})
 			}
 		}
-		var got [][]byte
-		var gotEnds []uint32
-		var cur []byte
-		for c := 0; c < 10000 && len(got) < len(want); c++ {
-			in := MPATxIn{Data: make([]byte, lanes), MReady: true}
-			if len(beats) > 0 {
-				in = beats[0]
-			}
-			o := m.Step(in)
-			if in.Valid && o.SReady {
-				beats = beats[1:]
-			}
-			if o.Valid {
-				for i := 0; i < lanes; i++ {
-					if o.Keep>>i&1 == 1 {
-						cur = append(cur, o.Data[i])
-					}
-				}
-				if o.Last {
-					got, gotEnds, cur = append(got, cur), append(gotEnds, o.User), nil
-				}
-			}
-		}
+		got, gotEnds := runTx(m, beats, len(want))
 		assert.Equal(t, want, got, "width %d", w)
 		assert.Equal(t, ends, gotEnds, "width %d", w)
 	}
@@ -138,4 +116,61 @@ func TestMPATxStepAllocatesNothing(t *testing.T) {
 		step()
 	}
 	assert.Zero(t, testing.AllocsPerRun(2000, step))
+}
+
+// A context with a length MPA cannot carry (0, negative, above 64768) is
+// bad input: the model goes on without a panic, and the FPDUs of the valid
+// ULPDUs after it come out as golden/mpa frames them.
+func TestMPATxInvalidLengthNoPanic(t *testing.T) {
+	for _, w := range []int{64, 512} {
+		for _, bad := range []int{0, -1, mpa.MaxULPDULength + 1} {
+			m, err := NewMPATx(w)
+			require.NoError(t, err)
+			lanes := w / 8
+			beats := []MPATxIn{{Data: make([]byte, lanes), Valid: true, Last: true, Ctx: MPATxCtx{Len: bad, CRC: true}, MReady: true}}
+			var want []byte
+			u := []byte("a valid ULPDU after the bad one, longer than one beat at 64 bits")
+			ctx := MPATxCtx{Offset: 0x200, Len: len(u), Markers: true, CRC: true}
+			f := mpa.Framer{Markers: true, CRC: true, Offset: ctx.Offset}
+			want, err = f.AppendFPDU(nil, u)
+			require.NoError(t, err)
+			for off := 0; off < len(u); off += lanes {
+				beat := make([]byte, lanes)
+				copy(beat, u[off:])
+				beats = append(beats, MPATxIn{Data: beat, Valid: true, Last: off+lanes >= len(u), Ctx: ctx, MReady: true})
+			}
+			var fpdus [][]byte
+			require.NotPanics(t, func() { fpdus, _ = runTx(m, beats, 2) }, "width %d, length %d", w, bad)
+			require.Len(t, fpdus, 2, "width %d, length %d", w, bad)
+			assert.Equal(t, want, fpdus[1], "width %d: the FPDU after length %d", w, bad)
+		}
+	}
+}
+
+// runTx feeds beats to m, with the output always ready, until n FPDUs have
+// come out (or 10,000 cycles), and returns their octets and User fields.
+func runTx(m *MPATx, beats []MPATxIn, n int) (fpdus [][]byte, ends []uint32) {
+	lanes := m.lanes
+	var cur []byte
+	for c := 0; c < 10000 && len(fpdus) < n; c++ {
+		in := MPATxIn{Data: make([]byte, lanes), MReady: true}
+		if len(beats) > 0 {
+			in = beats[0]
+		}
+		o := m.Step(in)
+		if in.Valid && o.SReady {
+			beats = beats[1:]
+		}
+		if o.Valid {
+			for i := 0; i < lanes; i++ {
+				if o.Keep>>i&1 == 1 {
+					cur = append(cur, o.Data[i])
+				}
+			}
+			if o.Last {
+				fpdus, ends, cur = append(fpdus, cur), append(ends, o.User), nil
+			}
+		}
+	}
+	return fpdus, ends
 }
