@@ -311,6 +311,14 @@ func (cq *CQ) Wait(ctx context.Context) (Completion, error) {
 		wake := cq.wake
 		cq.wakeUsed = true
 		cq.mu.Unlock()
+		// Whoever held the receive path nudges the CQs after letting it
+		// go; one that let go before this waiter took wake would nudge
+		// nobody, and the waiter would park still wanting the path, which
+		// also keeps the receive goroutine aside: try it once more now
+		// that no nudge can be missed.
+		if driven != nil && driven.driveRx(cq, ctx) {
+			continue
+		}
 		select {
 		case <-wake:
 		case <-ctx.Done():
