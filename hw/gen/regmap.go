@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"go/format"
 	"io"
+	"sort"
 	"strings"
 )
 
@@ -36,6 +37,36 @@ type RegMap struct {
 	Doc      []string
 	AddrBits int // width of the byte address the block decodes
 	Regs     []Reg
+	// Arrays are registers repeated per object (per-QP doorbells).
+	Arrays []RegArray
+	// Windows place another block's map inside this one.
+	Windows []RegWindow
+}
+
+// RegArray is a group of registers repeated Count times, Stride bytes
+// apart from Base; each Reg's Offset is relative to its element.
+type RegArray struct {
+	Name   string // upper snake case
+	Base   uint32
+	Stride uint32
+	Count  int
+	Doc    string
+	Regs   []Reg
+}
+
+// RegWindow maps another register map at Base: its register at offset o is
+// this map's register at Base+o.
+type RegWindow struct {
+	Name string // upper snake case
+	Base uint32
+	Map  *RegMap
+	Doc  string
+}
+
+// span is a byte range [lo, hi) of the address space and what occupies it.
+type span struct {
+	lo, hi uint64
+	what   string
 }
 
 // Reg returns the register called name; it panics if there is none (the
@@ -89,7 +120,56 @@ func (m *RegMap) Validate() error {
 			fnames[f.Name] = true
 		}
 	}
+	return m.validateSpans()
+}
+
+// validateSpans checks that registers, arrays and windows do not overlap
+// and stay inside the address space.
+func (m *RegMap) validateSpans() error {
+	var sp []span
+	for _, r := range m.Regs {
+		sp = append(sp, span{uint64(r.Offset), uint64(r.Offset) + 4, r.Name})
+	}
+	for _, a := range m.Arrays {
+		if a.Count < 1 || a.Stride%4 != 0 || a.Stride == 0 || a.Base%4 != 0 {
+			return fmt.Errorf("%w: register map %s: array %s (base %#x, stride %#x, count %d)", ErrInvalid, m.Name, a.Name, a.Base, a.Stride, a.Count)
+		}
+		for _, r := range a.Regs {
+			if r.Offset >= a.Stride {
+				return fmt.Errorf("%w: register map %s: array %s register %s at %#x is past the stride %#x", ErrInvalid, m.Name, a.Name, r.Name, r.Offset, a.Stride)
+			}
+		}
+		inner := &RegMap{Name: m.Name + "." + a.Name, AddrBits: bitsFor(uint64(a.Stride)), Regs: a.Regs}
+		if err := inner.Validate(); err != nil {
+			return err
+		}
+		sp = append(sp, span{uint64(a.Base), uint64(a.Base) + uint64(a.Stride)*uint64(a.Count), a.Name})
+	}
+	for _, w := range m.Windows {
+		if err := w.Map.Validate(); err != nil {
+			return err
+		}
+		sp = append(sp, span{uint64(w.Base), uint64(w.Base) + 1<<w.Map.AddrBits, w.Name})
+	}
+	sort.Slice(sp, func(i, j int) bool { return sp[i].lo < sp[j].lo })
+	for i, s := range sp {
+		if s.hi > 1<<m.AddrBits {
+			return fmt.Errorf("%w: register map %s: %s ends at %#x, past its %d-bit address space", ErrInvalid, m.Name, s.what, s.hi, m.AddrBits)
+		}
+		if i > 0 && s.lo < sp[i-1].hi {
+			return fmt.Errorf("%w: register map %s: %s overlaps %s", ErrInvalid, m.Name, s.what, sp[i-1].what)
+		}
+	}
 	return nil
+}
+
+// bitsFor is the number of address bits that cover n bytes.
+func bitsFor(n uint64) int {
+	b := 0
+	for 1<<b < n {
+		b++
+	}
+	return b
 }
 
 // goName turns UPPER_SNAKE into UpperCamel.
@@ -260,7 +340,22 @@ func RegMapFiles() ([]GenFile, error) {
 			return nil, err
 		}
 	}
+	var card, cardGo, cardVH, cardVHD strings.Builder
+	for _, f := range []func() error{
+		func() error { return WriteCardMarkdown(&card) },
+		func() error { return WriteCardGo(&cardGo, "cardspec") },
+		func() error { return WriteCardVerilog(&cardVH) },
+		func() error { return WriteCardVHDL(&cardVHD) },
+	} {
+		if err := f(); err != nil {
+			return nil, err
+		}
+	}
 	return []GenFile{
+		{Path: "docs/card.md", Data: []byte(card.String())},
+		{Path: "host/driver/cardspec/cardspec.go", Data: []byte(cardGo.String())},
+		{Path: "hw/rtl/regmap_card.vh", Data: []byte(cardVH.String())},
+		{Path: "hw/rtl/regmap_card_pkg.vhd", Data: []byte(cardVHD.String())},
 		{Path: "docs/regmap.md", Data: []byte(md.String())},
 		{Path: "host/driver/regs/regs.go", Data: []byte(goSrc.String())},
 		{Path: "hw/rtl/regmap_placement.vh", Data: []byte(vh.String())},
