@@ -206,6 +206,7 @@ type Endpoint struct {
 	irq              []inboundRead
 	term             *rdmap.Terminate // to send
 	firstRx          bool             // WaitFirstFPDU satisfied
+	finned           bool             // shutdown has taken the Terminate (if any): our FIN goes next
 	rxDone           bool
 	failed           atomic.Bool // state is stError or stClosed: place nothing more
 
@@ -531,6 +532,9 @@ func (ep *Endpoint) abort(err error, term *rdmap.Terminate) {
 func (ep *Endpoint) abortLocked(err error, term *rdmap.Terminate) {
 	if ep.state == stError || ep.state == stClosed {
 		return
+	}
+	if ep.finned {
+		term = nil // our FIN is out: no FPDU can follow it
 	}
 	ep.state, ep.err, ep.term = stError, err, term
 	ep.failed.Store(true)

@@ -359,7 +359,10 @@ func TestHostilePeer(t *testing.T) {
 }
 
 // TestHostileMPA covers the LLP rows: a CRC error and a marker error give
-// a Terminate with layer LLP and no headers.
+// a Terminate with layer LLP and no headers, also when the bad FPDU is the
+// Initiator's first one (the Responder, which may send nothing before that
+// FPDU, answers it with its Terminate) and when the peer half-closes right
+// after it (it still reads).
 func TestHostileMPA(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -375,27 +378,39 @@ func TestHostileMPA(t *testing.T) {
 			binary.LittleEndian.PutUint32(b[len(b)-4:], mpa.CRC32c(b[:len(b)-4]))
 		}, rdmap.MPAMarker},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			checkLeaks(t)
-			h, v := hostilePair(t, pairOpts{markers: tc.markers})
-			e := setupVictim(t, v)
-			// A valid first FPDU: until it arrives the MPA Responder may send nothing.
-			h.send(t, write(1, 0, true, nil))
-			off := h.fr.Offset
-			b := h.frame(t, write(e.target.STag, targetVA, true, make([]byte, 1000)))
-			tc.corrupt(b, off)
-			_, err := h.conn.Write(b)
-			require.NoError(t, err)
-			term := h.terminate(t)
-			assert.Equal(t, tc.cause, term.Cause, "%v", term.Cause)
-			assert.False(t, term.M || term.D || term.R)
-			<-v.ep.Done()
-			var ee *Error
-			require.ErrorAs(t, v.ep.Err(), &ee)
-			assert.Equal(t, tc.cause, ee.Cause)
-			e.untouched(t)
-		})
+		for _, v := range []struct {
+			name       string
+			first, fin bool
+		}{{"after-a-good-FPDU", false, false}, {"first-FPDU", true, false}, {"first-FPDU-then-FIN", true, true}} {
+			t.Run(tc.name+"/"+v.name, func(t *testing.T) { hostileMPA(t, tc.markers, tc.corrupt, tc.cause, v.first, v.fin) })
+		}
 	}
+}
+
+func hostileMPA(t *testing.T, markers bool, corrupt func(b []byte, off uint32), cause rdmap.Cause, first, fin bool) {
+	checkLeaks(t)
+	h, v := hostilePair(t, pairOpts{markers: markers})
+	e := setupVictim(t, v)
+	if !first {
+		// A valid first FPDU: until it arrives the MPA Responder may send nothing.
+		h.send(t, write(1, 0, true, nil))
+	}
+	off := h.fr.Offset
+	b := h.frame(t, write(e.target.STag, targetVA, true, make([]byte, 1000)))
+	corrupt(b, off)
+	_, err := h.conn.Write(b)
+	require.NoError(t, err)
+	if fin {
+		require.NoError(t, h.conn.(*net.TCPConn).CloseWrite())
+	}
+	term := h.terminate(t)
+	assert.Equal(t, cause, term.Cause, "%v", term.Cause)
+	assert.False(t, term.M || term.D || term.R)
+	<-v.ep.Done()
+	var ee *Error
+	require.ErrorAs(t, v.ep.Err(), &ee)
+	assert.Equal(t, cause, ee.Cause)
+	e.untouched(t)
 }
 
 // TestReceiveTerminate: a peer's Terminate is delivered to the ULP as the

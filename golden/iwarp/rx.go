@@ -266,7 +266,14 @@ func (ep *Endpoint) mpaError(err error) {
 			term = &rdmap.Terminate{Cause: c}
 		}
 	}
-	ep.abort(&Error{Cause: c, Msg: "MPA", Err: err}, term)
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	// The FPDU that failed was the Initiator's first one, or a later one:
+	// either way the Initiator is sending FPDUs, and the Responder may
+	// answer with its Terminate (RFC 5044 §7.1.2 rule 4 holds back FPDUs
+	// only until the Initiator's first one has arrived).
+	ep.firstRx = true
+	ep.abortLocked(&Error{Cause: c, Msg: "MPA", Err: err}, term)
 }
 
 // fail reports the first error on an inbound segment: a Terminate with the

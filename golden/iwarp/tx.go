@@ -26,7 +26,9 @@ const (
 func (ep *Endpoint) pickLocked() jobKind {
 	switch ep.state {
 	case stError, stClosed:
-		if ep.term != nil && ep.firstRx && !ep.rxDone {
+		// A Terminate goes out even after the peer's FIN: a half-closed
+		// peer still reads (and a broken connection just fails the write).
+		if ep.term != nil && ep.firstRx {
 			return jobTerm
 		}
 		return jobExit
@@ -113,7 +115,6 @@ func (ep *Endpoint) txRun(inline bool) bool {
 		case jobResp:
 			ir = ep.irq[0]
 		}
-		term := ep.term
 		ep.mu.Unlock()
 
 		var err error
@@ -124,18 +125,8 @@ func (ep *Endpoint) txRun(inline bool) bool {
 			err = ep.sendWR(s)
 		case jobResp:
 			err = ep.sendReadResponse(ir)
-		case jobTerm:
-			ep.dropPending() // the Terminate goes out next, alone (RFC 5040 §7.1)
-			ep.setUnflushed(ep.unflushed[:0])
-			ep.ulp = term.AppendMessage(ep.ulp[:0], ep.rv, ep.dv, ep.txMSN[rdmap.QNTerminate])
-			// Best effort: the stream ends after this whether or not it is sent.
-			if ep.wbuf, err = ep.framer.AppendFPDU(ep.wbuf, ep.ulp); err == nil {
-				_ = ep.flush()
-			}
-			ep.shutdown()
-			return true
-		case jobExit:
-			if ep.Err() == nil {
+		case jobTerm, jobExit:
+			if job == jobExit && ep.Err() == nil {
 				ep.flush() // graceful: what was queued goes out before the FIN
 			}
 			ep.shutdown()
@@ -150,9 +141,21 @@ func (ep *Endpoint) txRun(inline bool) bool {
 // inlineMax is the largest WR a PostSend caller transmits itself.
 const inlineMax = 4096
 
-// shutdown closes the connection as RFC 5040 §6.2.1 asks: FIN, then a
-// bounded wait for the peer's FIN, then close.
+// shutdown closes the connection as RFC 5040 §6.2.1 asks: the Terminate
+// of an error, if one was decided, then FIN, then a bounded wait for the
+// peer's FIN, then close. An error decided once the FIN is out cannot be
+// reported on the wire: its Terminate is dropped (finned).
 func (ep *Endpoint) shutdown() {
+	ep.mu.Lock()
+	term := ep.term
+	if !ep.firstRx {
+		term = nil // RFC 5044 §7.1.2 rule 4: nothing came from the Initiator, nothing goes to it
+	}
+	ep.finned = true
+	ep.mu.Unlock()
+	if term != nil {
+		ep.sendTerminate(term)
+	}
 	ep.resumeRx() // the peer's FIN is read even with no CQ waiter about
 	if tc, ok := ep.conn.(interface{ CloseWrite() error }); ok {
 		tc.CloseWrite()
@@ -175,6 +178,19 @@ func (ep *Endpoint) shutdown() {
 	ep.state = stClosed
 	ep.failed.Store(true)
 	ep.mu.Unlock()
+}
+
+// sendTerminate writes term alone (RFC 5040 §7.1): whatever was pending
+// is dropped, as the stream has failed. Best effort: the stream ends
+// after this whether or not it is sent.
+func (ep *Endpoint) sendTerminate(term *rdmap.Terminate) {
+	ep.dropPending()
+	ep.setUnflushed(ep.unflushed[:0])
+	ep.ulp = term.AppendMessage(ep.ulp[:0], ep.rv, ep.dv, ep.txMSN[rdmap.QNTerminate])
+	var err error
+	if ep.wbuf, err = ep.framer.AppendFPDU(ep.wbuf, ep.ulp); err == nil {
+		_ = ep.flush()
+	}
 }
 
 // flush writes the buffered FPDUs; the Sends and Writes they finish are

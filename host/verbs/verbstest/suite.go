@@ -60,7 +60,7 @@ func Run(t *testing.T, device string, o Options) {
 		{"ScatterGather", s.sgl}, {"PostCopiesWR", s.postCopies}, {"Unsignaled", s.unsignaled}, {"Inline", s.inline}, {"ReadFence", s.fence},
 		{"MPAOptions", s.mpaOptions}, {"PrivateDataAndReject", s.reject},
 		{"ManyQPs", s.manyQPs}, {"RemoteAccessError", s.remoteAccess},
-		{"FlushOnDisconnect", s.flush}, {"BadUse", s.badUse},
+		{"FlushOnDisconnect", s.flush}, {"BadUse", s.badUse}, {"TerminateBeforeFIN", s.terminateBeforeFIN},
 	} {
 		if !t.Run(c.name, c.fn) {
 			t.Logf("seed %d", o.Seed)
