@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/openiwarp/openiwarp/golden/ipoibcm"
+	"github.com/openiwarp/openiwarp/host/ipoib"
 	"github.com/openiwarp/openiwarp/host/verbs"
 )
 
@@ -49,7 +50,7 @@ func main() {
 func run(args []string) int {
 	fs := flag.NewFlagSet("ipoibcm", flag.ContinueOnError)
 	var (
-		cfg                   config
+		cfg                   ipoib.Config
 		addrs, flood          listFlag
 		underlay, sid, policy string
 		epid, recvMTU         uint
@@ -57,29 +58,29 @@ func run(args []string) int {
 		cpuProfile            string
 		jsonOut               bool
 	)
-	fs.StringVar(&cfg.dev, "dev", "ipcm%d", "TUN interface name (%d: the kernel picks a number)")
+	fs.StringVar(&cfg.Dev, "dev", "ipcm%d", "TUN interface name (%d: the kernel picks a number)")
 	fs.Var(&addrs, "addr", "overlay address/prefix of the interface (repeatable; IPv4 and IPv6)")
 	fs.StringVar(&underlay, "underlay", "", "our address on the underlay network (required)")
 	fs.Var(&flood, "flood", "underlay destinations for broadcast/multicast datagrams: peers or a broadcast address (repeatable)")
-	fs.IntVar(&cfg.udpPort, "udp-port", 4755, "UDP port of the datagram channel (stands in for the UD QP)")
-	fs.IntVar(&cfg.tcpPort, "port", 4756, "TCP port of the reliable connections")
+	fs.IntVar(&cfg.UDPPort, "udp-port", 4755, "UDP port of the datagram channel (stands in for the UD QP)")
+	fs.IntVar(&cfg.TCPPort, "port", 4756, "TCP port of the reliable connections")
 	fs.UintVar(&epid, "epid", 0, "24-bit endpoint ID: the UD QPN of our link-layer address (0: random)")
-	fs.IntVar(&cfg.mtu, "mtu", 65520, "interface MTU")
+	fs.IntVar(&cfg.MTU, "mtu", 65520, "interface MTU")
 	fs.UintVar(&recvMTU, "recv-mtu", 0, "Receive MTU advertised on connections, header included (0: mtu+4)")
 	fs.StringVar(&sid, "sid", "ofed", "Service-ID form to send: ofed (0x10 prefix, as Linux) or literal-rfc (0x01); both are accepted")
 	fs.StringVar(&policy, "policy", "strict", "crossing connections: strict (RFC 4755 §3.3) or compat (Linux-like)")
-	fs.DurationVar(&cfg.idle, "idle", 60*time.Second, "tear down connections idle this long")
-	fs.DurationVar(&cfg.neighTTL, "neigh-ttl", 5*time.Minute, "lifetime of an address-resolution entry")
-	fs.IntVar(&cfg.depth, "depth", 64, "receives posted per connection (the credits granted to the peer)")
-	fs.StringVar(&cfg.device, "device", "model", "verbs device the connections run on (in this build: "+strings.Join(verbs.Devices(), ", ")+")")
-	fs.BoolVar(&cfg.udOnly, "ud-only", false, "advertise no connected mode; send everything over the datagram channel")
-	fs.IntVar(&cfg.maxConns, "max-conns", ipoibcm.DefaultMaxConns, "cap on connections")
-	fs.DurationVar(&cfg.connectTO, "connect-timeout", 5*time.Second, "bound on connection setup")
-	fs.DurationVar(&cfg.acceptDelay, "accept-delay", 0, "hold each incoming connection request this long before answering (testing crossing requests)")
+	fs.DurationVar(&cfg.Idle, "idle", 60*time.Second, "tear down connections idle this long")
+	fs.DurationVar(&cfg.NeighTTL, "neigh-ttl", 5*time.Minute, "lifetime of an address-resolution entry")
+	fs.IntVar(&cfg.Depth, "depth", 64, "receives posted per connection (the credits granted to the peer)")
+	fs.StringVar(&cfg.Device, "device", "model", "verbs device the connections run on (in this build: "+strings.Join(verbs.Devices(), ", ")+")")
+	fs.BoolVar(&cfg.UDOnly, "ud-only", false, "advertise no connected mode; send everything over the datagram channel")
+	fs.IntVar(&cfg.MaxConns, "max-conns", ipoibcm.DefaultMaxConns, "cap on connections")
+	fs.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 5*time.Second, "bound on connection setup")
+	fs.DurationVar(&cfg.AcceptDelay, "accept-delay", 0, "hold each incoming connection request this long before answering (testing crossing requests)")
 	fs.DurationVar(&statsEvery, "stats", 0, "log counters this often (0: only at exit)")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown")
 	fs.BoolVar(&jsonOut, "json", false, "print the counters as one JSON object per line on stdout (at -stats and at exit)")
-	fs.BoolVar(&cfg.verbose, "v", false, "log resolution and connection events")
+	fs.BoolVar(&cfg.Verbose, "v", false, "log resolution and connection events")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -92,23 +93,23 @@ func run(args []string) int {
 		return 2
 	}
 	var err error
-	if cfg.underlay, err = netip.ParseAddr(underlay); err != nil {
+	if cfg.Underlay, err = netip.ParseAddr(underlay); err != nil {
 		return bad("-underlay: %v", err)
 	}
-	cfg.underlay = cfg.underlay.Unmap()
+	cfg.Underlay = cfg.Underlay.Unmap()
 	for _, a := range addrs {
 		p, err := netip.ParsePrefix(a)
 		if err != nil {
 			return bad("-addr: %v", err)
 		}
-		cfg.addrs = append(cfg.addrs, p)
+		cfg.Addrs = append(cfg.Addrs, p)
 	}
 	for _, a := range flood {
 		ip, err := netip.ParseAddr(a)
 		if err != nil {
 			return bad("-flood: %v", err)
 		}
-		cfg.flood = append(cfg.flood, ip)
+		cfg.Flood = append(cfg.Flood, ip)
 	}
 	if epid == 0 {
 		var b [4]byte
@@ -118,35 +119,29 @@ func run(args []string) int {
 	if epid > ipoibcm.MaxQPN {
 		return bad("-epid %d does not fit in 24 bits", epid)
 	}
-	cfg.epid = uint32(epid)
-	if cfg.mtu < ipoibcm.MinMTUIPv4 || cfg.mtu > ipoibcm.MaxIPv4MTU {
-		return bad("-mtu %d outside [%d, %d]", cfg.mtu, ipoibcm.MinMTUIPv4, ipoibcm.MaxIPv4MTU)
+	cfg.EPID = uint32(epid)
+	if recvMTU > 1<<31 {
+		return bad("-recv-mtu %d is too big", recvMTU)
 	}
-	if recvMTU == 0 {
-		recvMTU = uint(cfg.mtu + ipoibcm.HeaderLen)
-	}
-	if recvMTU < ipoibcm.HeaderLen+ipoibcm.MinMTUIPv4 || recvMTU > ipoibcm.MaxIPv4MTU+ipoibcm.HeaderLen {
-		return bad("-recv-mtu %d outside [%d, %d]", recvMTU, ipoibcm.HeaderLen+ipoibcm.MinMTUIPv4, ipoibcm.MaxIPv4MTU+ipoibcm.HeaderLen)
-	}
-	cfg.recvMTU = uint32(recvMTU)
+	cfg.RecvMTU = uint32(recvMTU)
 	switch sid {
 	case "ofed":
-		cfg.sidMode = ipoibcm.SIDOFED
+		cfg.SIDMode = ipoibcm.SIDOFED
 	case "literal-rfc":
-		cfg.sidMode = ipoibcm.SIDLiteral
+		cfg.SIDMode = ipoibcm.SIDLiteral
 	default:
 		return bad("-sid %q: want ofed or literal-rfc", sid)
 	}
 	switch policy {
 	case "strict":
-		cfg.policy = ipoibcm.PolicyStrict
+		cfg.Policy = ipoibcm.PolicyStrict
 	case "compat":
-		cfg.policy = ipoibcm.PolicyCompat
+		cfg.Policy = ipoibcm.PolicyCompat
 	default:
 		return bad("-policy %q: want strict or compat", policy)
 	}
-	if cfg.depth < ipoibcm.MinQueueDepth || cfg.depth > 0xffff {
-		return bad("-depth %d outside [%d, 65535]", cfg.depth, ipoibcm.MinQueueDepth)
+	if err := cfg.Validate(); err != nil {
+		return bad("%v", err)
 	}
 
 	logger := log.New(os.Stderr, "ipoibcm: ", log.Ltime|log.Lmicroseconds)
@@ -163,12 +158,12 @@ func run(args []string) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	l, err := newLink(cfg, logger)
+	l, err := ipoib.New(cfg, logger)
 	if err != nil {
 		logger.Print(err)
 		return 1
 	}
-	if err := l.start(); err != nil {
+	if err := l.Start(); err != nil {
 		logger.Print(err)
 		return 1
 	}
@@ -185,7 +180,7 @@ func run(args []string) int {
 		case s := <-sig:
 			logger.Printf("%v: shutting down", s)
 			report(l, logger, jsonOut)
-			l.close()
+			l.Close()
 			return 0
 		case <-tick:
 			report(l, logger, jsonOut)
@@ -193,27 +188,8 @@ func run(args []string) int {
 	}
 }
 
-// Stats are the link's counters.
-type Stats struct {
-	TUNIn, TUNOut           uint64 // packets read from / written to the interface
-	DatagramIn, DatagramOut uint64 // datagrams on the channel that stands in for the UD QP
-	ConnIn, ConnOut         uint64 // IP packets received / sent as Sends on connections
-	TooBig, Dropped         uint64 // ICMP too-big generated; packets dropped
-	CreditWaits, SQWaits    uint64 // times a packet waited for a credit / for send-queue room
-	Connections             int
-}
-
-func (l *Link) stats() Stats {
-	l.mu.Lock()
-	conns := len(l.conns)
-	l.mu.Unlock()
-	s := &l.st
-	return Stats{s.tunIn.Load(), s.tunOut.Load(), s.dgIn.Load(), s.dgOut.Load(), s.rcIn.Load(), s.rcOut.Load(),
-		s.tooBig.Load(), s.dropped.Load(), s.noCredit.Load(), s.sqFull.Load(), conns}
-}
-
-func report(l *Link, logger *log.Logger, jsonOut bool) {
-	s := l.stats()
+func report(l *ipoib.Link, logger *log.Logger, jsonOut bool) {
+	s := l.Stats()
 	if jsonOut {
 		_ = json.NewEncoder(os.Stdout).Encode(s)
 		return

@@ -28,7 +28,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openiwarp/openiwarp/golden/mpa"
 	_ "github.com/openiwarp/openiwarp/host/driver/sim"  // the sim card
 	_ "github.com/openiwarp/openiwarp/host/driver/vfio" // boards: vfio:<PCI address>
 	"github.com/openiwarp/openiwarp/host/verbs"
@@ -183,7 +182,7 @@ const rule = "------------------------------------------------------------------
 var testNames = map[perf.Test]string{perf.Write: "RDMA_Write", perf.Read: "RDMA_Read", perf.Send: "Send"}
 
 func client(ctx context.Context, o options, addr string, specs []perf.Spec, stdout, stderr io.Writer) int {
-	c := &perf.Client{Device: o.device, Conn: verbs.ConnParam{Markers: o.markers, NoCRC: o.noCRC, Rev: mpa.Revision(o.rev)}}
+	c := &perf.Client{Device: o.device, Conn: verbs.ConnParam{Markers: o.markers, NoCRC: o.noCRC, Rev: verbs.MPARevision(o.rev)}}
 	tty := false
 	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 		tty = true

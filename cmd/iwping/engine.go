@@ -7,7 +7,6 @@ import (
 	"net"
 
 	"github.com/openiwarp/openiwarp/cmd/iwping/rping"
-	"github.com/openiwarp/openiwarp/golden/iwarp"
 	"github.com/openiwarp/openiwarp/host/verbs"
 )
 
@@ -100,7 +99,7 @@ func (c *verbsConn) wait(ctx context.Context, match func(verbs.WC) bool) (verbs.
 type WCError struct {
 	Op     string
 	Status verbs.WCStatus
-	Cause  error // the QP's Err(): iwarp.ErrClosed on a graceful peer close
+	Cause  error // the QP's Err(): verbs.ErrStreamClosed on a graceful peer close
 }
 
 func (e *WCError) Error() string {
@@ -184,7 +183,7 @@ func (c *verbsConn) Close() error {
 }
 
 // peerClosed reports whether err is the peer's graceful disconnect.
-func peerClosed(err error) bool { return errors.Is(err, iwarp.ErrClosed) }
+func peerClosed(err error) bool { return errors.Is(err, verbs.ErrStreamClosed) }
 
 // addrs names both ends of the connection for the summary.
 func (c *verbsConn) addrs() (local, peer net.Addr) { return c.qp.LocalAddr(), c.qp.RemoteAddr() }

@@ -65,7 +65,6 @@ import (
 	"time"
 
 	"github.com/openiwarp/openiwarp/cmd/iwping/rping"
-	"github.com/openiwarp/openiwarp/golden/mpa"
 	_ "github.com/openiwarp/openiwarp/host/driver/sim" // the sim card
 	"github.com/openiwarp/openiwarp/host/verbs"
 )
@@ -318,7 +317,7 @@ func knownCard(name string) bool {
 func (o *options) connect(ctx context.Context) (*verbsConn, error) {
 	addr := net.JoinHostPort(o.addr, strconv.Itoa(o.port))
 	if o.client {
-		cp := verbs.ConnParam{Rev: mpa.Revision(o.rev), NoCRC: !o.crc, Markers: o.markers, Timeout: o.timeout}
+		cp := verbs.ConnParam{Rev: verbs.MPARevision(o.rev), NoCRC: !o.crc, Markers: o.markers, Timeout: o.timeout}
 		if o.source != "" {
 			// Port 0: the kernel picks one, as for rping's -I.
 			src, err := net.ResolveTCPAddr("tcp", net.JoinHostPort(o.source, "0"))
@@ -352,7 +351,7 @@ func (o *options) connect(ctx context.Context) (*verbsConn, error) {
 // listen listens on -a and -p with the server's MPA options; backlog is
 // how many requests may wait for accept (0: verbs' default).
 func (o *options) listen(backlog int) (*verbs.Listener, error) {
-	cfg := verbs.ListenConfig{Markers: o.markers, NoCRC: !o.crc, MaxRev: mpa.Revision(o.rev),
+	cfg := verbs.ListenConfig{Markers: o.markers, NoCRC: !o.crc, MaxRev: verbs.MPARevision(o.rev),
 		IRD: o.ird, ORD: o.ord, Timeout: o.timeout, Backlog: backlog}
 	if o.persistent && !o.timeoutSet {
 		cfg.Timeout = 0 // the MPA startup's own default bound

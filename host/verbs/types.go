@@ -5,6 +5,7 @@ import (
 
 	"github.com/openiwarp/openiwarp/golden/iwarp"
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+	"github.com/openiwarp/openiwarp/golden/mpa"
 )
 
 // Work requests, completions and memory rights are those of the card
@@ -85,4 +86,36 @@ var (
 	ErrRejected = errors.New("verbs: connection rejected")
 	// ErrInvalid: an argument is out of range or belongs to another object.
 	ErrInvalid = errors.New("verbs: invalid argument")
+)
+
+// Errors of the card and the protocol engine, under the names a verbs user
+// matches them by (errors.Is), so that no other package is needed.
+var (
+	// ErrQueueFull: a post found its send or receive queue full.
+	ErrQueueFull = iwarp.ErrQueueFull
+	// ErrInvalidWR: a work request the card refused (opcode, lkey, SGL).
+	ErrInvalidWR = iwarp.ErrInvalidWR
+	// ErrCQOverflow: a CQ lost a completion to a full queue.
+	ErrCQOverflow = iwarp.ErrCQOverflow
+	// ErrStreamClosed: a QP's stream ended gracefully (our close or the peer's).
+	ErrStreamClosed = iwarp.ErrClosed
+	// ErrConnLost: a QP's connection was lost (reset, error, timeout).
+	ErrConnLost = iwarp.ErrConnLost
+	// ErrTerminated: a QP's stream ended with a Terminate; errors.As with
+	// *TerminateError gives its layer, type and code.
+	ErrTerminated = iwarp.ErrTerminated
+)
+
+// TerminateError is the Terminate that ended a stream.
+type TerminateError = iwarp.Error
+
+// MPARevision is the MPA revision a connection speaks (ConnParam.Rev,
+// ListenConfig.MaxRev).
+type MPARevision = mpa.Revision
+
+// MPA revisions.
+const (
+	MPARev0 = mpa.Rev0 // draft-ietf-rddp-mpa-01 (RDMA Consortium)
+	MPARev1 = mpa.Rev1 // RFC 5044
+	MPARev2 = mpa.Rev2 // RFC 6581 enhanced connection establishment
 )

@@ -1,4 +1,4 @@
-package main
+package ipoib
 
 import (
 	"context"
@@ -17,31 +17,63 @@ import (
 	"github.com/openiwarp/openiwarp/host/verbs"
 )
 
-// config is what the flags set.
-type config struct {
-	dev       string
-	addrs     []netip.Prefix // overlay addresses of the TUN device
-	underlay  netip.Addr     // our address on the underlay network
-	udpPort   int            // datagram channel (stands in for the UD QP)
-	tcpPort   int            // reliable connections (stands in for the Service-ID)
-	flood     []netip.Addr   // where broadcast/multicast datagrams go (peers or a broadcast address)
-	epid      uint32         // endpoint ID: the UD QPN of our link-layer address
-	mtu       int            // TUN MTU
-	recvMTU   uint32         // Receive MTU we advertise on connections
-	sidMode   ipoibcm.SIDMode
-	policy    ipoibcm.Policy
-	idle      time.Duration // tear down connections idle this long
-	neighTTL  time.Duration // address-resolution entry lifetime
-	depth     int           // receives posted per connection (credits granted)
-	udOnly    bool          // do not advertise or use RC: everything over the datagram channel
-	device    string        // verbs device (verbs.Open name)
-	maxConns  int
-	verbose   bool
-	connectTO time.Duration
-	// acceptDelay holds each incoming request before answering it (testing:
+// Config is a link's configuration (the flags of cmd/ipoibcm).
+type Config struct {
+	Dev      string         // TUN interface name (%d: the kernel picks a number)
+	Addrs    []netip.Prefix // overlay addresses of the TUN device
+	Underlay netip.Addr     // our address on the underlay network
+	UDPPort  int            // datagram channel (stands in for the UD QP)
+	TCPPort  int            // reliable connections (stands in for the Service-ID)
+	Flood    []netip.Addr   // where broadcast/multicast datagrams go (peers or a broadcast address)
+	EPID     uint32         // endpoint ID: the UD QPN of our link-layer address (1..2^24-1)
+	MTU      int            // TUN MTU
+	RecvMTU  uint32         // Receive MTU we advertise on connections, header included (0: MTU+4)
+	SIDMode  ipoibcm.SIDMode
+	Policy   ipoibcm.Policy
+	Idle     time.Duration // tear down connections idle this long
+	NeighTTL time.Duration // address-resolution entry lifetime
+	Depth    int           // receives posted per connection (credits granted)
+	UDOnly   bool          // do not advertise or use RC: everything over the datagram channel
+	Device   string        // verbs device (verbs.Open name)
+	MaxConns int
+	Verbose  bool // log resolution and connection events
+	// ConnectTimeout bounds connection setup.
+	ConnectTimeout time.Duration
+	// AcceptDelay holds each incoming request before answering it (testing:
 	// it makes requests cross).
-	acceptDelay time.Duration
+	AcceptDelay time.Duration
 }
+
+// Validate checks the configuration and fills RecvMTU's default; its error
+// names the setting that is wrong (ErrConfig).
+func (c *Config) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, a...)...)
+	}
+	if !c.Underlay.IsValid() {
+		return bad("no underlay address")
+	}
+	c.Underlay = c.Underlay.Unmap()
+	if c.EPID == 0 || c.EPID > ipoibcm.MaxQPN {
+		return bad("endpoint ID %d outside [1, %d]", c.EPID, ipoibcm.MaxQPN)
+	}
+	if c.MTU < ipoibcm.MinMTUIPv4 || c.MTU > ipoibcm.MaxIPv4MTU {
+		return bad("MTU %d outside [%d, %d]", c.MTU, ipoibcm.MinMTUIPv4, ipoibcm.MaxIPv4MTU)
+	}
+	if c.RecvMTU == 0 {
+		c.RecvMTU = uint32(c.MTU + ipoibcm.HeaderLen)
+	}
+	if c.RecvMTU < ipoibcm.HeaderLen+ipoibcm.MinMTUIPv4 || c.RecvMTU > ipoibcm.MaxIPv4MTU+ipoibcm.HeaderLen {
+		return bad("receive MTU %d outside [%d, %d]", c.RecvMTU, ipoibcm.HeaderLen+ipoibcm.MinMTUIPv4, ipoibcm.MaxIPv4MTU+ipoibcm.HeaderLen)
+	}
+	if c.Depth < ipoibcm.MinQueueDepth || c.Depth > 0xffff {
+		return bad("queue depth %d outside [%d, 65535]", c.Depth, ipoibcm.MinQueueDepth)
+	}
+	return nil
+}
+
+// ErrConfig is wrapped by every error about a bad Config.
+var ErrConfig = errors.New("ipoib: bad configuration")
 
 const (
 	udMTU         = ipoibcm.DefaultMTU // IP MTU of the datagram channel
@@ -70,7 +102,7 @@ type counters struct {
 
 // Link is one IPoIB-CM interface over iWARP.
 type Link struct {
-	cfg  config
+	cfg  Config
 	me   ipoibcm.LinkAddr
 	v4   netip.Prefix // our IPv4 address and subnet, if any
 	v6   netip.Prefix
@@ -93,22 +125,26 @@ type Link struct {
 	pending map[ipoibcm.LinkAddr][][]byte // packets waiting for a connection, by peer (flags zeroed)
 }
 
-func newLink(cfg config, logger *log.Logger) (*Link, error) {
+// New makes a link from cfg (validated here); Start brings it up.
+func New(cfg Config, logger *log.Logger) (*Link, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	flags := uint8(ipoibcm.FlagRC)
-	if cfg.udOnly {
+	if cfg.UDOnly {
 		flags = 0 // a UD-only node sends the flags octet as zero (RFC 4755 §3.1)
 	}
-	me, err := ipoibcm.NewUnderlayLinkAddr(flags, cfg.epid, cfg.underlay)
+	me, err := ipoibcm.NewUnderlayLinkAddr(flags, cfg.EPID, cfg.Underlay)
 	if err != nil {
 		return nil, err
 	}
-	tb, err := ipoibcm.NewTable(ipoibcm.TableConfig{Local: me, ReceiveMTU: cfg.recvMTU, Policy: cfg.policy, MaxConns: cfg.maxConns})
+	tb, err := ipoibcm.NewTable(ipoibcm.TableConfig{Local: me, ReceiveMTU: cfg.RecvMTU, Policy: cfg.Policy, MaxConns: cfg.MaxConns})
 	if err != nil {
 		return nil, err
 	}
 	l := &Link{cfg: cfg, me: me, tb: tb, log: logger, neigh: map[netip.Addr]*neigh{},
 		conns: map[ipoibcm.ConnID]*rcConn{}, pending: map[ipoibcm.LinkAddr][][]byte{}}
-	for _, p := range cfg.addrs {
+	for _, p := range cfg.Addrs {
 		if p.Addr().Is4() && !l.v4.IsValid() {
 			l.v4 = p
 		} else if p.Addr().Is6() && !l.v6.IsValid() {
@@ -119,23 +155,24 @@ func newLink(cfg config, logger *log.Logger) (*Link, error) {
 }
 
 func (l *Link) debugf(format string, args ...any) {
-	if l.cfg.verbose {
+	if l.cfg.Verbose {
 		l.log.Printf(format, args...)
 	}
 }
 
-// start opens the TUN device, the datagram socket and the listener.
-func (l *Link) start() error {
-	tun, name, err := openTUN(l.cfg.dev)
+// Start opens the TUN device, the datagram socket and the listener, and
+// starts the link's goroutines.
+func (l *Link) Start() error {
+	tun, name, err := openTUN(l.cfg.Dev)
 	if err != nil {
 		return err
 	}
-	l.tun, l.cfg.dev = tun, name
+	l.tun, l.cfg.Dev = tun, name
 	var addrs []string
-	for _, p := range l.cfg.addrs {
+	for _, p := range l.cfg.Addrs {
 		addrs = append(addrs, p.String())
 	}
-	if err := configureTUN(name, l.cfg.mtu, addrs); err != nil {
+	if err := configureTUN(name, l.cfg.MTU, addrs); err != nil {
 		tun.Close()
 		return err
 	}
@@ -146,7 +183,7 @@ func (l *Link) start() error {
 		})
 		return errors.Join(err, serr)
 	}}
-	pc, err := lc.ListenPacket(context.Background(), "udp", netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(l.cfg.udpPort)).String())
+	pc, err := lc.ListenPacket(context.Background(), "udp", netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(l.cfg.UDPPort)).String())
 	if err != nil {
 		tun.Close()
 		return fmt.Errorf("datagram channel: %w", err)
@@ -154,7 +191,7 @@ func (l *Link) start() error {
 	l.udp = pc.(*net.UDPConn)
 	_ = l.udp.SetReadBuffer(4 << 20)
 	_ = l.udp.SetWriteBuffer(4 << 20)
-	if !l.cfg.udOnly {
+	if !l.cfg.UDOnly {
 		fail := func(err error) error {
 			tun.Close()
 			l.udp.Close()
@@ -163,23 +200,23 @@ func (l *Link) start() error {
 			}
 			return err
 		}
-		if l.dev, err = verbs.Open(l.cfg.device); err != nil {
-			return fail(fmt.Errorf("opening device %q: %w", l.cfg.device, err))
+		if l.dev, err = verbs.Open(l.cfg.Device); err != nil {
+			return fail(fmt.Errorf("opening device %q: %w", l.cfg.Device, err))
 		}
-		if max := l.dev.Info().MaxInline; int(l.cfg.recvMTU) > max {
-			return fail(fmt.Errorf("receive MTU %d: device %q sends at most %d octets inline", l.cfg.recvMTU, l.cfg.device, max))
+		if max := l.dev.Info().MaxInline; int(l.cfg.RecvMTU) > max {
+			return fail(fmt.Errorf("receive MTU %d: device %q sends at most %d octets inline", l.cfg.RecvMTU, l.cfg.Device, max))
 		}
 		if l.pd, err = l.dev.AllocPD(); err != nil {
 			return fail(err)
 		}
-		l.ln, err = verbs.Listen(netip.AddrPortFrom(l.cfg.underlay, uint16(l.cfg.tcpPort)).String(),
-			verbs.ListenConfig{Timeout: l.cfg.connectTO, Backlog: 64})
+		l.ln, err = verbs.Listen(netip.AddrPortFrom(l.cfg.Underlay, uint16(l.cfg.TCPPort)).String(),
+			verbs.ListenConfig{Timeout: l.cfg.ConnectTimeout, Backlog: 64})
 		if err != nil {
 			return fail(fmt.Errorf("connection listener: %w", err))
 		}
 	}
 	l.ctx, l.stop = context.WithCancel(context.Background())
-	l.log.Printf("%s up: link address %v, mtu %d, receive MTU %d, policy %v, service ID %v", name, l.me, l.cfg.mtu, l.cfg.recvMTU, l.cfg.policy, l.cfg.sidMode)
+	l.log.Printf("%s up: link address %v, mtu %d, receive MTU %d, policy %v, service ID %v", name, l.me, l.cfg.MTU, l.cfg.RecvMTU, l.cfg.Policy, l.cfg.SIDMode)
 	l.goRun(l.tunLoop)
 	l.goRun(l.datagramLoop)
 	l.goRun(l.tickLoop)
@@ -196,7 +233,8 @@ func (l *Link) goRun(f func()) {
 
 // close tears the interface down: every connection first (RFC 4755 §3.4:
 // they SHOULD go with the interface), then the sockets and the device.
-func (l *Link) close() {
+// Close stops the link: connections, listener, sockets and the device.
+func (l *Link) Close() {
 	l.stop()
 	l.mu.Lock()
 	ids := l.tb.CloseAll()
@@ -221,7 +259,7 @@ func (l *Link) tunLoop() {
 		n, err := l.tun.Read(buf)
 		if err != nil {
 			if l.ctx.Err() == nil {
-				l.log.Printf("reading %s: %v", l.cfg.dev, err)
+				l.log.Printf("reading %s: %v", l.cfg.Dev, err)
 			}
 			return
 		}
@@ -279,7 +317,7 @@ func (l *Link) output(pkt []byte) {
 
 // deliver sends a unicast packet to the peer la by the best path both ends share.
 func (l *Link) deliver(la ipoibcm.LinkAddr, pkt []byte, info ipInfo) {
-	if l.cfg.udOnly || !la.HasRC() {
+	if l.cfg.UDOnly || !la.HasRC() {
 		// The peer is UD-only (or we are): the datagram channel, UD MTU.
 		to := la.Underlay()
 		l.sendSized(pkt, info, udMTU, func(b []byte) error { defer putFrame(b); return l.sendDatagram(to, b) })
@@ -368,7 +406,7 @@ func (l *Link) sendSized(pkt []byte, info ipInfo, mtu int, send func([]byte) err
 func (l *Link) writeTUN(pkt []byte) {
 	if _, err := l.tun.Write(pkt); err != nil {
 		l.st.dropped.Add(1)
-		l.debugf("writing %s: %v", l.cfg.dev, err)
+		l.debugf("writing %s: %v", l.cfg.Dev, err)
 		return
 	}
 	l.st.tunOut.Add(1)
@@ -377,7 +415,7 @@ func (l *Link) writeTUN(pkt []byte) {
 // ---- the datagram channel (stands in for the UD QP, digest §13) ----
 
 func (l *Link) sendDatagram(to netip.Addr, b []byte) error {
-	_, err := l.udp.WriteToUDPAddrPort(b, netip.AddrPortFrom(to, uint16(l.cfg.udpPort)))
+	_, err := l.udp.WriteToUDPAddrPort(b, netip.AddrPortFrom(to, uint16(l.cfg.UDPPort)))
 	if err == nil {
 		l.st.dgOut.Add(1)
 	}
@@ -388,7 +426,7 @@ func (l *Link) sendDatagram(to netip.Addr, b []byte) error {
 // replicated over the underlay.
 func (l *Link) floodDatagram(b []byte) error {
 	var errs []error
-	for _, to := range l.cfg.flood {
+	for _, to := range l.cfg.Flood {
 		errs = append(errs, l.sendDatagram(to, b))
 	}
 	return errors.Join(errs...)
@@ -424,7 +462,7 @@ func (l *Link) datagramLoop() {
 			}
 			return
 		}
-		if from.Addr().Unmap() == l.cfg.underlay && int(from.Port()) == l.cfg.udpPort {
+		if from.Addr().Unmap() == l.cfg.Underlay && int(from.Port()) == l.cfg.UDPPort {
 			continue // our own flood, looped back
 		}
 		l.st.dgIn.Add(1)
@@ -533,7 +571,7 @@ func (l *Link) handleND(m ndMsg, from netip.Addr) error {
 // ownAddr reports whether ip is configured on our interface (the kernel adds
 // a link-local IPv6 address of its own, for one).
 func (l *Link) ownAddr(ip netip.Addr) bool {
-	ifi, err := net.InterfaceByName(l.cfg.dev)
+	ifi, err := net.InterfaceByName(l.cfg.Dev)
 	if err != nil {
 		return false
 	}
@@ -612,7 +650,7 @@ func (l *Link) tick(now time.Time) {
 			n.tries++
 			n.nextTry = now.Add(resolveEvery)
 			resolve = append(resolve, ip)
-		case n.resolved && now.Sub(n.confirmed) > l.cfg.neighTTL:
+		case n.resolved && now.Sub(n.confirmed) > l.cfg.NeighTTL:
 			// RFC 4755 §3.4: the connection MAY go when the entry expires,
 			// unless another address still resolves to the same peer.
 			delete(l.neigh, ip)
@@ -621,13 +659,13 @@ func (l *Link) tick(now time.Time) {
 					teardown = append(teardown, l.dropConnLocked(id))
 				}
 			}
-		case n.resolved && now.Sub(n.confirmed) > l.cfg.neighTTL/2 && !n.probing:
+		case n.resolved && now.Sub(n.confirmed) > l.cfg.NeighTTL/2 && !n.probing:
 			n.probing = true // refresh before expiry while the entry is in use
 			resolve = append(resolve, ip)
 		}
 	}
-	for _, id := range l.tb.Idle(now, l.cfg.idle) {
-		l.debugf("connection %d idle for %v: tearing down", id, l.cfg.idle)
+	for _, id := range l.tb.Idle(now, l.cfg.Idle) {
+		l.debugf("connection %d idle for %v: tearing down", id, l.cfg.Idle)
 		teardown = append(teardown, l.dropConnLocked(id))
 	}
 	l.mu.Unlock()
@@ -657,4 +695,29 @@ func (l *Link) dropConnLocked(id ipoibcm.ConnID) *rcConn {
 	c := l.conns[id]
 	delete(l.conns, id)
 	return c
+}
+
+// Stats are the link's counters.
+type Stats struct {
+	TUNIn       uint64 `json:"tun_in"`       // packets read from the interface
+	TUNOut      uint64 `json:"tun_out"`      // packets written to the interface
+	DatagramIn  uint64 `json:"datagram_in"`  // datagrams received on the channel that stands in for the UD QP
+	DatagramOut uint64 `json:"datagram_out"` // datagrams sent on it
+	ConnIn      uint64 `json:"conn_in"`      // IP packets received as Sends on connections
+	ConnOut     uint64 `json:"conn_out"`     // IP packets sent as Sends on connections
+	TooBig      uint64 `json:"too_big"`      // ICMP too-big messages generated
+	Dropped     uint64 `json:"dropped"`      // packets dropped
+	CreditWaits uint64 `json:"credit_waits"` // times a packet waited for a credit
+	SQWaits     uint64 `json:"sq_waits"`     // times a packet waited for send-queue room
+	Connections int    `json:"connections"`  // connections open now
+}
+
+// Stats reads the counters.
+func (l *Link) Stats() Stats {
+	l.mu.Lock()
+	conns := len(l.conns)
+	l.mu.Unlock()
+	s := &l.st
+	return Stats{s.tunIn.Load(), s.tunOut.Load(), s.dgIn.Load(), s.dgOut.Load(), s.rcIn.Load(), s.rcOut.Load(),
+		s.tooBig.Load(), s.dropped.Load(), s.noCredit.Load(), s.sqFull.Load(), conns}
 }

@@ -1,4 +1,4 @@
-package main
+package ipoib
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/openiwarp/openiwarp/golden/ipoibcm"
-	"github.com/openiwarp/openiwarp/golden/iwarp"
 	"github.com/openiwarp/openiwarp/host/verbs"
 )
 
@@ -58,7 +57,7 @@ const sqDepth = 512
 // posted before the connection exists: verbs hands receives posted early to
 // the card when the QP connects, so the peer's first Send finds them.
 func (l *Link) newQP() (*rcConn, error) {
-	c := &rcConn{l: l, bufSize: int(l.cfg.recvMTU), depth: l.cfg.depth}
+	c := &rcConn{l: l, bufSize: int(l.cfg.RecvMTU), depth: l.cfg.Depth}
 	c.cond = sync.NewCond(&c.mu)
 	var err error
 	if c.rcq, err = l.dev.CreateCQ(c.depth + 8); err != nil {
@@ -145,7 +144,7 @@ func (c *rcConn) postRecv(slot int) error {
 func (c *rcConn) post(msg []byte) error {
 	for {
 		err := c.qp.PostSend(verbs.SendWR{Opcode: verbs.WRSend, Inline: msg})
-		if !errors.Is(err, iwarp.ErrQueueFull) {
+		if !errors.Is(err, verbs.ErrQueueFull) {
 			return err
 		}
 		c.l.st.sqFull.Add(1)
@@ -345,7 +344,7 @@ func (l *Link) connDown(c *rcConn, err error) {
 		delete(l.conns, c.id)
 	}
 	l.mu.Unlock()
-	if err != nil && !errors.Is(err, iwarp.ErrClosed) && !errors.Is(err, context.Canceled) {
+	if err != nil && !errors.Is(err, verbs.ErrStreamClosed) && !errors.Is(err, context.Canceled) {
 		l.log.Printf("connection %d with %v dropped: %v", c.id, c.peer, err)
 	} else {
 		l.debugf("connection %d with %v closed", c.id, c.peer)
@@ -362,7 +361,7 @@ func (l *Link) touch(id ipoibcm.ConnID) {
 // hello is our private data for a setup message.
 func (l *Link) hello(sid uint64, reason uint8) []byte {
 	b, _ := ipoibcm.Hello{PrivateData: l.tb.PrivateData(),
-		Extension: ipoibcm.Extension{Credits: uint16(l.cfg.depth), ServiceID: sid, RejectReason: reason}}.Append(nil)
+		Extension: ipoibcm.Extension{Credits: uint16(l.cfg.Depth), ServiceID: sid, RejectReason: reason}}.Append(nil)
 	return b
 }
 
@@ -435,7 +434,7 @@ type rejectErr struct{ reason uint8 }
 func (e *rejectErr) Error() string { return fmt.Sprintf("rejected by the peer, reason %d", e.reason) }
 
 func (l *Link) dialErr(peer ipoibcm.LinkAddr, id ipoibcm.ConnID) error {
-	sid, err := ipoibcm.ServiceID(peer.QPN(), l.cfg.sidMode)
+	sid, err := ipoibcm.ServiceID(peer.QPN(), l.cfg.SIDMode)
 	if err != nil {
 		return err
 	}
@@ -443,10 +442,10 @@ func (l *Link) dialErr(peer ipoibcm.LinkAddr, id ipoibcm.ConnID) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.connectTO)
+	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.ConnectTimeout)
 	defer cancel()
-	addr := netip.AddrPortFrom(peer.Underlay(), uint16(l.cfg.tcpPort)).String()
-	err = verbs.Dial(ctx, addr, c.qp, verbs.ConnParam{PrivateData: l.hello(sid, 0), Timeout: l.cfg.connectTO})
+	addr := netip.AddrPortFrom(peer.Underlay(), uint16(l.cfg.TCPPort)).String()
+	err = verbs.Dial(ctx, addr, c.qp, verbs.ConnParam{PrivateData: l.hello(sid, 0), Timeout: l.cfg.ConnectTimeout})
 	var rej *verbs.RejectError
 	if errors.As(err, &rej) {
 		c.release()
@@ -501,11 +500,11 @@ func (l *Link) acceptLoop() {
 // private data and answers with ours, in a Reply (REP) or a Reject (REJ),
 // which carries our private data too (§3.2).
 func (l *Link) respond(req *verbs.ConnRequest) {
-	if l.cfg.acceptDelay > 0 {
+	if l.cfg.AcceptDelay > 0 {
 		// A slow connection manager (as an IB CM behind MADs can be):
 		// requests stay outstanding, so crossing requests can be tested.
 		select {
-		case <-time.After(l.cfg.acceptDelay):
+		case <-time.After(l.cfg.AcceptDelay):
 		case <-l.ctx.Done():
 			_ = req.Reject(nil)
 			return
@@ -544,7 +543,7 @@ func (l *Link) respond(req *verbs.ConnRequest) {
 		}
 	}
 	if d != ipoibcm.Accept {
-		ownSID, _ := ipoibcm.ServiceID(l.me.QPN(), l.cfg.sidMode)
+		ownSID, _ := ipoibcm.ServiceID(l.me.QPN(), l.cfg.SIDMode)
 		_ = req.Reject(l.hello(ownSID, ipoibcm.RejectReason(d, err)))
 		if err != nil {
 			l.debugf("request from %v rejected: %v: %v", remote, d, err)

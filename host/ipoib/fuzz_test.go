@@ -1,4 +1,4 @@
-package main
+package ipoib
 
 import (
 	"net/netip"
