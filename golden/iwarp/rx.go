@@ -255,17 +255,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 // mpaError ends the stream on an MPA error (RFC 5044 §8): a Terminate with
 // layer LLP and no headers, unless the error requires closing TCP at once.
 func (ep *Endpoint) mpaError(err error) {
-	c := rdmap.MPAConnectionLost
-	var me *mpa.Error
-	var term *rdmap.Terminate
-	if errors.As(err, &me) {
-		if me.Code != 0 {
-			c = rdmap.NewCause(rdmap.LayerLLP, 0, uint8(me.Code))
-		}
-		if !me.CloseTCP() {
-			term = &rdmap.Terminate{Cause: c}
-		}
-	}
+	c, term := MPATerminate(err)
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	// The FPDU that failed was the Initiator's first one, or a later one:
@@ -277,20 +267,11 @@ func (ep *Endpoint) mpaError(err error) {
 }
 
 // fail reports the first error on an inbound segment: a Terminate with the
-// headers RFC 5040 Fig. 10 asks for (rdmap.Cause.Headers).
-func (ep *Endpoint) fail(c rdmap.Cause, op rdmap.Opcode, ulpdu []byte, rdmaHdr []byte, msg string, args ...any) error {
-	t := &rdmap.Terminate{Cause: c}
-	t.M, t.D, t.R = c.Headers(op)
-	if t.D {
-		seg, _ := ddp.Parse(ulpdu)
-		t.SegLen = uint16(len(ulpdu))
-		t.DDPHeader = append([]byte(nil), seg.Header...)
-	}
-	if t.R && op == rdmap.OpReadRequest {
-		t.RDMAHeader = append([]byte(nil), rdmaHdr...)
-	}
+// headers RFC 5040 Fig. 10 asks for (Reject.Terminate).
+func (ep *Endpoint) fail(r *Reject) error {
+	t := r.Terminate()
 	ep.dropping = true
-	ep.abort(&Error{Cause: c, Terminate: t, Msg: fmt.Sprintf(msg, args...)}, t)
+	ep.abort(&Error{Cause: r.Cause, Terminate: t, Msg: r.Msg}, t)
 	return errStop
 }
 
@@ -305,35 +286,9 @@ func (ep *Endpoint) onULPDU(u mpa.ULPDU) error {
 		ep.mu.Unlock()
 	}
 	d := u.Data
-	seg, err := ddp.Parse(d)
-	if err != nil {
-		c := rdmap.DDPUntaggedInvalidVersion
-		if len(d) > 0 && ddp.Control(d[0]).Tagged() {
-			c = rdmap.DDPTaggedInvalidVersion
-		}
-		return ep.fail(c, rdmap.OpSend, nil, nil, "%v", err)
-	}
-	tagged := seg.Control.Tagged()
-	if seg.Control.Version() != ep.dv {
-		c := rdmap.DDPUntaggedInvalidVersion
-		if tagged {
-			c = rdmap.DDPTaggedInvalidVersion
-		}
-		return ep.fail(c, 0, d, nil, "DDP version %d, negotiated %d", seg.Control.Version(), ep.dv)
-	}
-	ctl := rdmap.Control(seg.RsvdULP0())
-	op := ctl.Opcode()
-	if ctl.Version() != ep.rv {
-		return ep.fail(rdmap.RDMAPInvalidVersion, op, d, nil, "RDMAP version %d, negotiated %d", ctl.Version(), ep.rv)
-	}
-	var qn uint32
-	if !tagged {
-		if qn = seg.Untagged().QN(); qn >= rdmap.NumQueues {
-			return ep.fail(rdmap.DDPInvalidQN, op, d, nil, "QN %d", qn)
-		}
-	}
-	if !op.Fits(tagged, qn) {
-		return ep.fail(rdmap.RDMAPUnexpectedOpcode, op, d, nil, "%v on a segment with T=%v QN=%d", op, tagged, qn)
+	seg, op, rj := CheckHeaders(d, ep.dv, ep.rv)
+	if rj != nil {
+		return ep.fail(rj)
 	}
 	if ep.failed.Load() {
 		ep.dropping = true
@@ -342,8 +297,9 @@ func (ep *Endpoint) onULPDU(u mpa.ULPDU) error {
 	switch op {
 	case rdmap.OpWrite:
 		h := seg.Tagged()
-		if f := ep.placer.PlaceTagged(mem.Request{STag: mem.STag(h.STag()), PD: ep.pd.ID, QP: ep.qpn, TO: h.TO(), Use: mem.UseRemoteWrite}, d, seg.Payload); f != mem.OK {
-			return ep.fail(f.Cause(mem.UseRemoteWrite), op, d, nil, "RDMA Write to %v TO %#x len %d: %v", mem.STag(h.STag()), h.TO(), len(seg.Payload), f)
+		f := ep.placer.PlaceTagged(mem.Request{STag: mem.STag(h.STag()), PD: ep.pd.ID, QP: ep.qpn, TO: h.TO(), Use: mem.UseRemoteWrite}, d, seg.Payload)
+		if rj := CheckWrite(seg, d, f); rj != nil {
+			return ep.fail(rj)
 		}
 		return nil
 	case rdmap.OpReadResponse:
@@ -351,7 +307,7 @@ func (ep *Endpoint) onULPDU(u mpa.ULPDU) error {
 	case rdmap.OpReadRequest:
 		return ep.rxReadRequest(seg, d)
 	case rdmap.OpTerminate:
-		return ep.rxTerminate(seg, d)
+		return ep.rxTerminate(seg)
 	}
 	return ep.rxSend(seg, op, d)
 }
@@ -368,30 +324,27 @@ func first[T any](ep *Endpoint, q *[]*T) *T {
 
 func (ep *Endpoint) rxSend(seg ddp.Segment, op rdmap.Opcode, d []byte) error {
 	h := seg.Untagged()
-	if msn := h.MSN(); msn != ep.rxMSN[rdmap.QNSend] {
-		return ep.fail(rdmap.DDPInvalidMSNRange, op, d, nil, "Send MSN %d, expected %d", msn, ep.rxMSN[rdmap.QNSend])
-	}
 	r := first(ep, &ep.rq)
-	if r == nil {
-		return ep.fail(rdmap.DDPNoBuffer, op, d, nil, "Send MSN %d and no receive posted", h.MSN())
+	st := RecvState{MSN: ep.rxMSN[rdmap.QNSend], Posted: r != nil}
+	if r != nil {
+		st.Got, st.Cap = r.got, r.cap
+	}
+	if rj := CheckSend(seg, op, d, st); rj != nil {
+		if rj.Cause == rdmap.DDPMessageTooLong {
+			ep.mu.Lock()
+			r.status = WCLocLenErr
+			ep.mu.Unlock()
+		}
+		return ep.fail(rj)
 	}
 	n := uint64(len(seg.Payload))
-	if mo := uint64(h.MO()); mo != r.got {
-		return ep.fail(rdmap.DDPInvalidMO, op, d, nil, "Send MO %d, expected %d", mo, r.got)
-	}
-	if r.got+n > r.cap {
-		ep.mu.Lock()
-		r.status = WCLocLenErr
-		ep.mu.Unlock()
-		return ep.fail(rdmap.DDPMessageTooLong, op, d, nil, "Send of at least %d bytes for a %d-byte receive", r.got+n, r.cap)
-	}
 	p := seg.Payload
 	if f := r.sc.next(n, func(s SGE, off, k uint32) mem.Fault {
 		f := ep.tab.Place(mem.Request{STag: s.LKey, PD: ep.pd.ID, QP: ep.qpn, TO: s.Addr + uint64(off), Use: mem.UseLocalWrite}, p[:k])
 		p = p[k:]
 		return f
 	}); f != mem.OK {
-		return ep.fail(rdmap.RDMAPLocalCatastrophic, op, d, nil, "receive buffer %d: %v", r.wr.ID, f)
+		return ep.fail(SendPlacementFailed(op, d, r.wr.ID, f))
 	}
 	r.got += n
 	if !seg.Control.Last() {
@@ -402,7 +355,7 @@ func (ep *Endpoint) rxSend(seg ddp.Segment, op rdmap.Opcode, d []byte) error {
 	if info.Invalidate {
 		stag := mem.STag(h.RsvdULP1())
 		if !ep.tab.RemoteInvalidate(stag, ep.pd.ID, ep.qpn) {
-			return ep.fail(rdmap.RDMAPCannotInvalidate, op, d, nil, "Send with Invalidate of %v", stag)
+			return ep.fail(CannotInvalidate(op, d, stag))
 		}
 		c.Invalidated, c.InvalidatedSTag = true, stag
 	}
@@ -424,31 +377,17 @@ func (ep *Endpoint) rxSend(seg ddp.Segment, op rdmap.Opcode, d []byte) error {
 }
 
 func (ep *Endpoint) rxReadRequest(seg ddp.Segment, d []byte) error {
-	op := rdmap.OpReadRequest
-	h := seg.Untagged()
-	if msn := h.MSN(); msn != ep.rxMSN[rdmap.QNReadRequest] {
-		return ep.fail(rdmap.DDPInvalidMSNRange, op, d, nil, "Read Request MSN %d, expected %d", msn, ep.rxMSN[rdmap.QNReadRequest])
-	}
-	if h.MO() != 0 || !seg.Control.Last() {
-		return ep.fail(rdmap.DDPInvalidMO, op, d, nil, "Read Request in more than one segment (MO %d)", h.MO())
-	}
-	m, err := rdmap.Parse(d)
-	if err != nil {
-		return ep.fail(rdmap.DDPInvalidMO, op, d, nil, "%v", err)
-	}
-	if len(m.Payload) > 0 {
-		return ep.fail(rdmap.DDPMessageTooLong, op, d, m.ReadRequest, "Read Request with %d bytes of payload", len(m.Payload))
-	}
-	rr := m.ReadRequest.Fields()
 	ep.mu.Lock()
-	over := len(ep.irq) >= ep.cfg.IRD
+	queued := len(ep.irq)
 	ep.mu.Unlock()
-	if over {
-		return ep.fail(rdmap.RDMAPCatastrophicStream, op, d, m.ReadRequest, "Read Request beyond IRD %d", ep.cfg.IRD)
+	rr, hdr, rj := CheckReadRequest(seg, d, ep.rxMSN[rdmap.QNReadRequest], queued, ep.cfg.IRD)
+	if rj != nil {
+		return ep.fail(rj)
 	}
 	if rr.Size > 0 {
-		if f := ep.tab.Verify(mem.Request{STag: mem.STag(rr.SrcSTag), PD: ep.pd.ID, QP: ep.qpn, TO: rr.SrcTO, Len: uint64(rr.Size), Use: mem.UseRemoteRead}); f != mem.OK {
-			return ep.fail(f.Cause(mem.UseRemoteRead), op, d, m.ReadRequest, "Read of %v TO %#x size %d: %v", mem.STag(rr.SrcSTag), rr.SrcTO, rr.Size, f)
+		f := ep.tab.Verify(mem.Request{STag: mem.STag(rr.SrcSTag), PD: ep.pd.ID, QP: ep.qpn, TO: rr.SrcTO, Len: uint64(rr.Size), Use: mem.UseRemoteRead})
+		if rj := ReadSourceFault(d, hdr, rr, f); rj != nil {
+			return ep.fail(rj)
 		}
 	}
 	ep.rxMSN[rdmap.QNReadRequest]++
@@ -462,34 +401,30 @@ func (ep *Endpoint) rxReadRequest(seg ddp.Segment, d []byte) error {
 }
 
 func (ep *Endpoint) rxReadResponse(seg ddp.Segment, d []byte) error {
-	op := rdmap.OpReadResponse
 	h := seg.Tagged()
 	s := first(ep, &ep.orq)
-	if s == nil {
-		return ep.fail(rdmap.DDPLocalCatastrophic, op, d, nil, "Read Response with no Read outstanding")
-	}
-	var sink SGE
-	if len(s.wr.SGL) == 1 {
-		sink = s.wr.SGL[0]
-	}
-	n := uint64(len(seg.Payload))
-	if n > 0 {
-		if mem.STag(h.STag()) != sink.LKey {
-			return ep.fail(rdmap.DDPInvalidSTag, op, d, nil, "Read Response to %v, the Read's sink is %v", mem.STag(h.STag()), sink.LKey)
+	rs := ReadSink{Outstanding: s != nil}
+	if s != nil {
+		if len(s.wr.SGL) == 1 {
+			rs.Sink = s.wr.SGL[0]
 		}
-		if h.TO() != sink.Addr+s.got || s.got+n > uint64(sink.Length) {
-			return ep.fail(rdmap.DDPBaseBounds, op, d, nil, "Read Response TO %#x len %d, expected TO %#x with %d left", h.TO(), n, sink.Addr+s.got, uint64(sink.Length)-s.got)
-		}
-		if f := ep.placer.PlaceTagged(mem.Request{STag: sink.LKey, PD: ep.pd.ID, QP: ep.qpn, TO: h.TO(), Use: mem.UseReadResponse}, d, seg.Payload); f != mem.OK {
-			return ep.fail(f.Cause(mem.UseReadResponse), op, d, nil, "Read Response placement: %v", f)
+		rs.Got = s.got
+	}
+	if rj := CheckReadResponse(seg, d, rs); rj != nil {
+		return ep.fail(rj)
+	}
+	if n := uint64(len(seg.Payload)); n > 0 {
+		f := ep.placer.PlaceTagged(mem.Request{STag: rs.Sink.LKey, PD: ep.pd.ID, QP: ep.qpn, TO: h.TO(), Use: mem.UseReadResponse}, d, seg.Payload)
+		if rj := ReadResponsePlacement(d, f); rj != nil {
+			return ep.fail(rj)
 		}
 		s.got += n
 	}
 	if !seg.Control.Last() {
 		return nil
 	}
-	if s.got != uint64(sink.Length) {
-		return ep.fail(rdmap.DDPBaseBounds, op, d, nil, "Read Response of %d bytes for a %d-byte Read", s.got, sink.Length)
+	if rj := ReadResponseShort(d, s.got, rs.Sink.Length); rj != nil {
+		return ep.fail(rj)
 	}
 	ep.mu.Lock()
 	ep.rxMsgs++
@@ -503,20 +438,10 @@ func (ep *Endpoint) rxReadResponse(seg ddp.Segment, d []byte) error {
 	return nil
 }
 
-func (ep *Endpoint) rxTerminate(seg ddp.Segment, d []byte) error {
-	h := seg.Untagged()
+func (ep *Endpoint) rxTerminate(seg ddp.Segment) error {
 	ep.dropping = true
-	e := &Error{Remote: true, Cause: rdmap.RDMAPOperationUnspecified}
-	if h.MSN() != ep.rxMSN[rdmap.QNTerminate] || h.MO() != 0 || !seg.Control.Last() {
-		// Only one Terminate per stream (RFC 5040 §5.4); ignore a malformed one's content.
-		e.Msg = fmt.Sprintf("malformed Terminate (MSN %d MO %d)", h.MSN(), h.MO())
-	} else if t, err := rdmap.ParseTerminate(seg.Payload); err != nil {
-		e.Msg, e.Err = "unparsable Terminate", err
-	} else {
-		t.DDPHeader = append([]byte(nil), t.DDPHeader...)
-		t.RDMAHeader = append([]byte(nil), t.RDMAHeader...)
-		e.Cause, e.Terminate = t.Cause, &t
-	}
+	c, t, msg, err := TerminateReceived(seg, ep.rxMSN[rdmap.QNTerminate])
+	e := &Error{Remote: true, Cause: c, Terminate: t, Msg: msg, Err: err}
 	ep.abort(e, nil) // never answer a Terminate with a Terminate
 	return errStop
 }

@@ -524,15 +524,13 @@ func (ep *Endpoint) sendReadResponse(ir inboundRead) error {
 	if fault != mem.OK {
 		// The source was revoked while the Read was being answered: report
 		// it with the Read Request header updated to where it stopped (RFC 5040 §4.8).
-		c := fault.Cause(mem.UseRemoteRead)
 		// What was read before the revocation goes out, so that the
 		// updated header below says what the peer has received.
 		if err := ep.flush(); err != nil {
 			return err
 		}
-		hdr := rr.Advance(uint32(sent)).Append(nil)
-		ep.abort(&Error{Cause: c, Msg: "Read source revoked while answering"},
-			&rdmap.Terminate{Cause: c, M: true, D: true, R: true, SegLen: uint16(len(ir.hdr) + rdmap.ReadRequestLen), DDPHeader: ir.hdr, RDMAHeader: hdr})
+		t := ReadSourceRevoked(fault, rr, uint32(sent), ir.hdr)
+		ep.abort(&Error{Cause: t.Cause, Msg: "Read source revoked while answering"}, t)
 		return nil
 	}
 	if err != nil {

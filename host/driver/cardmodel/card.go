@@ -1,0 +1,300 @@
+// Package cardmodel is the openiwarp card's transaction-level golden
+// model: the card of docs/card.md in Go, deterministic, single-threaded
+// and sans-I/O. A driver writes and reads its BAR0 with Write32 and Read32;
+// the card reaches host memory only through the Host it is given (DMA
+// reads and writes) and raises interrupts through it; Step does one unit
+// of work and Run works until the card is idle. There are no goroutines,
+// no locks and no clocks inside.
+//
+// The protocol is built from the RFCs' golden models, never from the RTL:
+// golden/mpa frames and deframes the stream rings (markers, CRC),
+// golden/ddp and golden/rdmap build and parse the headers, mem.Check
+// decides every STag access, and golden/iwarp's pure receive checks
+// (CheckHeaders, CheckSend, ...) pick the Terminate of every row of the
+// receive-side error matrix, so the model answers a hostile peer exactly
+// as the reference endpoint does.
+//
+// Every effect of the card on the host is a DMA write, in a documented
+// sequence (docs/card-model.md): one write per CQE, per EQE, per QP status
+// record update, per placed piece of a DDP segment and per transmit stream
+// chunk, none crossing a 4 KiB boundary. Config.Observe sees each of them
+// before it reaches the Host: the co-simulation of the RTL card compares
+// these transactions one by one.
+package cardmodel
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/openiwarp/openiwarp/host/driver/cardspec"
+)
+
+// Host is the card's view of the host: DMA to and from host memory, and
+// interrupt delivery. An error from ReadMem or WriteMem is an error
+// response on the bus (an IOMMU or the root complex refused the access):
+// the card reports it as a DMA fault.
+type Host interface {
+	ReadMem(addr uint64, p []byte) error
+	WriteMem(addr uint64, p []byte) error
+	Interrupt(vector int)
+}
+
+// Config configures a card model.
+type Config struct {
+	// Width is the data path width in bits the card reports in
+	// CAPS_DATAPATH (64, 128, 256 or 512; 0 means 64). The model's
+	// behaviour does not depend on it.
+	Width int
+	// Host is required.
+	Host Host
+	// Observe, if not nil, sees every DMA write before the Host does.
+	// w.Data is valid only during the call.
+	Observe func(w DMAWrite)
+}
+
+// WriteKind is what a DMA write of the card carries.
+type WriteKind uint8
+
+// DMA write kinds.
+const (
+	WriteCQE     WriteKind = iota + 1 // one completion (32 bytes)
+	WriteEQE                          // one event (16 bytes)
+	WriteStatus                       // one QP status record (32 bytes)
+	WritePayload                      // a placed piece of a DDP segment (RDMA Write, Read Response, Send)
+	WriteStream                       // a chunk of transmit stream octets
+)
+
+func (k WriteKind) String() string {
+	switch k {
+	case WriteCQE:
+		return "CQE"
+	case WriteEQE:
+		return "EQE"
+	case WriteStatus:
+		return "QPSTAT"
+	case WritePayload:
+		return "payload"
+	case WriteStream:
+		return "stream"
+	}
+	return fmt.Sprintf("WriteKind(%d)", uint8(k))
+}
+
+// DMAWrite is one DMA write of the card: what the co-simulation compares.
+type DMAWrite struct {
+	Kind WriteKind
+	QPN  uint32 // the QP it serves (for a CQE: the completion's QP; 0 for card-wide events)
+	Addr uint64
+	Data []byte
+}
+
+// Errors of BAR0 accesses, matched with errors.Is on a *RegError.
+var (
+	ErrMisaligned = errors.New("cardmodel: BAR0 access not 32-bit aligned")
+	ErrOutOfRange = errors.New("cardmodel: BAR0 offset outside the register map")
+	ErrReadOnly   = errors.New("cardmodel: register is read only")
+	// ErrRefused: a command the card does not carry out (a bad context,
+	// an object in the wrong state). On the bus it is a SLVERR response.
+	ErrRefused = errors.New("cardmodel: command refused")
+)
+
+// RegError is a BAR0 access the card refused.
+type RegError struct {
+	Off   uint32
+	Write bool
+	Err   error  // one of the Err* sentinels
+	Why   string // detail, for ErrRefused
+}
+
+func (e *RegError) Error() string {
+	op := "read"
+	if e.Write {
+		op = "write"
+	}
+	if e.Why != "" {
+		return fmt.Sprintf("%v (%s of %#x: %s)", e.Err, op, e.Off, e.Why)
+	}
+	return fmt.Sprintf("%v (%s of %#x)", e.Err, op, e.Off)
+}
+
+func (e *RegError) Unwrap() error { return e.Err }
+
+func refuse(off uint32, format string, args ...any) error {
+	return &RegError{Off: off, Write: true, Err: ErrRefused, Why: fmt.Sprintf(format, args...)}
+}
+
+// Card is one card model. It is not safe for concurrent use: the caller
+// serialises Write32, Read32 and Step (a real card's bus does).
+type Card struct {
+	cfg  Config
+	host Host
+
+	scratch uint32
+	enable  bool
+	fatal   bool
+
+	faultAddr uint64
+	faultInfo uint32
+
+	irqMod     uint32
+	qpstatBase uint64
+	eq         eq
+
+	cqStage struct {
+		num     uint32
+		base    uint64
+		logSize uint32
+	}
+	cqs [cardspec.MaxCQ]*cq
+
+	qpStage qpContext
+	qps     [cardspec.MaxQP]*qp
+	live    []uint32 // created QP numbers, in creation order (Step's round robin)
+	rr      int
+
+	tab stagTable
+
+	irqPending bool // the EQ's vector is due (delivered by Step)
+	// EQOverruns counts events lost because the EQ was full or disabled.
+	eqLost uint64
+
+	buf []byte // scratch for DMA reads
+}
+
+// New returns a card fresh from reset (CTRL.ENABLE clear).
+func New(cfg Config) (*Card, error) {
+	switch cfg.Width {
+	case 0:
+		cfg.Width = 64
+	case 64, 128, 256, 512:
+	default:
+		return nil, fmt.Errorf("cardmodel: data path width %d bits (want 64, 128, 256 or 512)", cfg.Width)
+	}
+	if cfg.Host == nil {
+		return nil, errors.New("cardmodel: Config.Host is nil")
+	}
+	c := &Card{cfg: cfg, host: cfg.Host}
+	c.reset()
+	return c, nil
+}
+
+func (c *Card) reset() {
+	cfg, host, buf := c.cfg, c.host, c.buf
+	*c = Card{cfg: cfg, host: host, buf: buf}
+	c.tab.reset()
+}
+
+// EventsLost is the number of events the card dropped because the EQ was
+// disabled or full.
+func (c *Card) EventsLost() uint64 { return c.eqLost }
+
+// Step does one unit of work (delivers a pending interrupt, or moves one
+// QP forward by one FPDU, one WQE step, one flushed completion or one
+// status record) and reports whether there was any.
+func (c *Card) Step() bool {
+	if c.irqPending {
+		c.irqPending = false
+		c.host.Interrupt(c.eq.vector)
+		return true
+	}
+	if !c.enable || c.fatal {
+		return false
+	}
+	n := len(c.live)
+	for i := 0; i < n; i++ {
+		k := (c.rr + i) % n
+		q := c.qps[c.live[k]]
+		if q.step() {
+			c.rr = (k + 1) % n
+			return true
+		}
+	}
+	return false
+}
+
+// Run steps until the card is idle and returns the number of steps.
+func (c *Card) Run() int {
+	n := 0
+	for c.Step() {
+		n++
+	}
+	return n
+}
+
+// Idle reports whether Step would find nothing to do.
+func (c *Card) Idle() bool {
+	if c.irqPending {
+		return false
+	}
+	if !c.enable || c.fatal {
+		return true
+	}
+	for _, n := range c.live {
+		if c.qps[n].busy() {
+			return false
+		}
+	}
+	return true
+}
+
+// dmaRead reads host memory; an error is a DMA fault of qpn.
+func (c *Card) dmaRead(qpn uint32, addr uint64, p []byte) error {
+	for len(p) > 0 {
+		k := min(len(p), int(pageSize-addr%pageSize))
+		if err := c.host.ReadMem(addr, p[:k]); err != nil {
+			c.dmaFault(qpn, addr, false)
+			return &dmaError{addr: addr, err: err}
+		}
+		addr += uint64(k)
+		p = p[k:]
+	}
+	return nil
+}
+
+// dmaWrite writes host memory, one Host write per piece that stays inside
+// a 4 KiB page.
+func (c *Card) dmaWrite(kind WriteKind, qpn uint32, addr uint64, p []byte) error {
+	for len(p) > 0 {
+		k := min(len(p), int(pageSize-addr%pageSize))
+		if c.cfg.Observe != nil {
+			c.cfg.Observe(DMAWrite{Kind: kind, QPN: qpn, Addr: addr, Data: p[:k]})
+		}
+		if err := c.host.WriteMem(addr, p[:k]); err != nil {
+			c.dmaFault(qpn, addr, true)
+			return &dmaError{addr: addr, err: err}
+		}
+		addr += uint64(k)
+		p = p[k:]
+	}
+	return nil
+}
+
+const pageSize = 4096
+
+type dmaError struct {
+	addr uint64
+	err  error
+}
+
+func (e *dmaError) Error() string { return fmt.Sprintf("DMA at %#x: %v", e.addr, e.err) }
+
+// dmaFault records a faulted DMA in the DMA_FAULT_* registers.
+func (c *Card) dmaFault(qpn uint32, addr uint64, write bool) {
+	c.faultAddr = addr
+	count := c.faultInfo >> cardspec.DMAFaultInfoCountShift & cardspec.DMAFaultInfoCountMask
+	if count < cardspec.DMAFaultInfoCountMask {
+		count++
+	}
+	info := qpn&cardspec.DMAFaultInfoQPNMask | 2<<cardspec.DMAFaultInfoRespShift | count<<cardspec.DMAFaultInfoCountShift
+	if write {
+		info |= 1 << cardspec.DMAFaultInfoWriteShift
+	}
+	c.faultInfo = info
+}
+
+func (c *Card) scratchBuf(n int) []byte {
+	if cap(c.buf) < n {
+		c.buf = make([]byte, n)
+	}
+	return c.buf[:n]
+}
