@@ -18,8 +18,8 @@ hw-regen-check:
 # Verilator -Wall lint of every Verilog file, GHDL analysis of every VHDL file.
 hw-lint:
 	@mkdir -p $(HW_BUILD)/lint
-	@set -e; for f in $(HW_RTL_V); do verilator --lint-only -Wall $$f; done
-	@set -e; for f in $(HW_RTL_VHD); do ghdl -a --std=08 --workdir=$(HW_BUILD)/lint $$f; done
+	@set -e; for f in $(HW_RTL_V); do verilator --lint-only -Wall -y hw/rtl $$f; done
+	@set -e; for f in $(filter-out $(HW_TOPS_VHD),$(HW_RTL_VHD)) $(HW_TOPS_VHD); do ghdl -a --std=08 --workdir=$(HW_BUILD)/lint $$f; done
 	@echo "hw-lint: $(words $(HW_RTL_V)) Verilog and $(words $(HW_RTL_VHD)) VHDL files clean"
 
 TEST_TARGETS += hw-regen-check hw-lint
@@ -35,7 +35,7 @@ HW_SIM_CXXFLAGS := -O3 -march=native -fPIC -std=c++17 -fvisibility=hidden -Wl,-B
 # private directory and renames it into place, so that concurrent builds of
 # the same block (two test runs at once) cannot trip over each other.
 HW_VERILATE_SO = set -e; d=$$(mktemp -d $(HW_SIM)/obj/$*.XXXXXX); \
-	verilator --cc -O3 --x-assign fast --x-initial fast --noassert -Wall $(1) --Mdir $$d --build -j 2 hw/rtl/$*.v \
+	verilator --cc -O3 --x-assign fast --x-initial fast --noassert -Wall -y hw/rtl $(1) --Mdir $$d --build -j 2 hw/rtl/$*.v \
 	  -CFLAGS "-fPIC -O3 -march=native" -MAKEFLAGS "OPT_FAST=-O3 OPT_SLOW=-O2 OPT_GLOBAL=-O3" >$$d.log 2>&1 || { cat $$d.log; rm -rf $$d $$d.log; exit 1; }; \
 	g++ $(HW_SIM_CXXFLAGS) $(2) -shared -I$$d -include V$*.h -include hw/sim/ports/$*.h \
 	  -o $$d.so hw/sim/cxx/block.cpp $$d/V$*__ALL.a $(3) -lpthread; \

@@ -32,5 +32,10 @@ func Blocks() ([]*Module, error) {
 		}
 		mods = append(mods, m)
 	}
+	top, subs, err := SelftestModules(SelftestHX8K)
+	if err != nil {
+		return nil, err
+	}
+	mods = append(append(mods, subs...), top)
 	return mods, nil
 }
