@@ -2,7 +2,7 @@ package main
 
 import (
 	"bytes"
-	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,14 +15,12 @@ import (
 // main sets it from -regmap-root.
 var RegMapRoot string
 
-// File is one generated file.
-type File struct {
-	Path string
-	Data []byte
-}
+// File is one generated file; gen.Render made it, so it opens with the
+// generated-file marker.
+type File = gen.GenFile
 
 // Files renders every shipped block: <rtl>/<name>.v, <rtl>/<name>.vhd and
-// <ports>/<name>.h.
+// <ports>/<name>.h, and the register maps.
 func Files(rtl, ports string) ([]File, error) {
 	mods, err := gen.Blocks()
 	if err != nil {
@@ -32,17 +30,17 @@ func Files(rtl, ports string) ([]File, error) {
 	for _, m := range mods {
 		for _, out := range []struct {
 			path string
-			emit func(*bytes.Buffer, *gen.Module) error
+			emit func(io.Writer, *gen.Module) error
 		}{
-			{filepath.Join(rtl, m.Name+".v"), func(b *bytes.Buffer, m *gen.Module) error { return gen.WriteVerilog(b, m) }},
-			{filepath.Join(rtl, m.Name+".vhd"), func(b *bytes.Buffer, m *gen.Module) error { return gen.WriteVHDL(b, m) }},
-			{filepath.Join(ports, m.Name+".h"), func(b *bytes.Buffer, m *gen.Module) error { return gen.WriteSimGlue(b, m) }},
+			{filepath.Join(rtl, m.Name+".v"), gen.WriteVerilog},
+			{filepath.Join(rtl, m.Name+".vhd"), gen.WriteVHDL},
+			{filepath.Join(ports, m.Name+".h"), gen.WriteSimGlue},
 		} {
-			var b bytes.Buffer
-			if err := out.emit(&b, m); err != nil {
-				return nil, fmt.Errorf("generating %s: %w", out.path, err)
+			f, err := gen.Render(out.path, func(w io.Writer) error { return out.emit(w, m) })
+			if err != nil {
+				return nil, err
 			}
-			files = append(files, File{Path: out.path, Data: b.Bytes()})
+			files = append(files, f)
 		}
 	}
 	rms, err := gen.RegMapFiles()

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/openiwarp/openiwarp/hw/gen"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -37,4 +38,23 @@ func TestCheckFindsDifferences(t *testing.T) {
 	assert.Contains(t, out.String(), "differs: "+filepath.Join(rtl, "crc32c_w64.v"))
 	assert.Contains(t, out.String(), "missing: "+filepath.Join(rtl, "crc32c_w32.vhd"))
 	assert.Contains(t, out.String(), "not generated: "+filepath.Join(rtl, "stray.v"))
+}
+
+// Every file iwgen writes, RTL, port lists and register maps alike, opens
+// with the generated-file marker of its language.
+func TestEveryOutputMarked(t *testing.T) {
+	old := RegMapRoot
+	RegMapRoot = filepath.Join("..", "..")
+	t.Cleanup(func() { RegMapRoot = old })
+	files, err := Files("rtl", "ports")
+	require.NoError(t, err)
+	exts := map[string]int{}
+	for _, f := range files {
+		exts[filepath.Ext(f.Path)]++
+		first, _, _ := bytes.Cut(f.Data, []byte("\n"))
+		assert.True(t, gen.HasMarker(f.Path, gen.Generator, f.Data), "%s starts with %q", f.Path, first)
+	}
+	for _, e := range []string{".v", ".vhd", ".h", ".vh", ".md", ".go"} {
+		assert.NotZero(t, exts[e], "no %s output checked", e)
+	}
 }

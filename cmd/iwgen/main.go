@@ -107,15 +107,12 @@ func writeProbes(dir string, beats int) int {
 		if err == nil {
 			err = os.MkdirAll(dir, 0o755)
 		}
-		var f *os.File
+		var f gen.GenFile
 		if err == nil {
-			f, err = os.Create(filepath.Join(dir, m.Name+".v"))
+			f, err = gen.Render(filepath.Join(dir, m.Name+".v"), func(w io.Writer) error { return gen.WriteVerilog(w, m) })
 		}
 		if err == nil {
-			err = gen.WriteVerilog(f, m)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
+			err = os.WriteFile(f.Path, f.Data, 0o644)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "iwgen:", err)

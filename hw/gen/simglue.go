@@ -33,7 +33,7 @@ func WriteSimGlue(w io.Writer, m *Module) error {
 		return fmt.Errorf("%w %s: co-simulation needs a clk port", ErrInvalid, m.Name)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "// %s: port list for the co-simulation wrapper hw/sim/cxx/block.cpp.\n// %s\n\n", m.Name, Generated)
+	fmt.Fprintf(&b, "// %s: port list for the co-simulation wrapper hw/sim/cxx/block.cpp.\n\n", m.Name)
 	fmt.Fprintf(&b, "#define IW_SIM_NAME \"%s\"\n#define IW_SIM_TOP V%s\n\n", m.Name, m.Name)
 	ins, outs := SimPorts(m)
 	list := func(macro string, ports []*Signal) {

@@ -31,7 +31,7 @@ func WriteVHDLTestbench(w io.Writer, m *Module) error {
 	for _, p := range append(append([]*Signal(nil), ins...), outs...) {
 		fmt.Fprintf(&b, " %s", p.Name)
 	}
-	fmt.Fprintf(&b, "\n-- %s\n\n", Generated)
+	b.WriteString("\n\n")
 	b.WriteString("library ieee;\nuse ieee.std_logic_1164.all;\nuse std.textio.all;\n\n")
 	fmt.Fprintf(&b, "entity %s_tb is\n    generic (vectors : string := \"vectors.txt\");\nend entity %s_tb;\n\n", m.Name, m.Name)
 	fmt.Fprintf(&b, "architecture sim of %s_tb is\n    signal clk : std_logic := '0';\n", m.Name)

@@ -72,12 +72,12 @@ var passRE = regexp.MustCompile(`PASS: (\d+) cycles`)
 func (b *Bench) RunGHDL(dir, vectors string) (GHDLResult, error) {
 	var res GHDLResult
 	name := b.Module.Name
-	var tb strings.Builder
-	if err := gen.WriteVHDLTestbench(&tb, b.Module); err != nil {
+	tbPath := filepath.Join(dir, name+"_tb.vhd")
+	tb, err := gen.Render(tbPath, func(w io.Writer) error { return gen.WriteVHDLTestbench(w, b.Module) })
+	if err != nil {
 		return res, err
 	}
-	tbPath := filepath.Join(dir, name+"_tb.vhd")
-	if err := os.WriteFile(tbPath, []byte(tb.String()), 0o644); err != nil {
+	if err := os.WriteFile(tbPath, tb.Data, 0o644); err != nil {
 		return res, err
 	}
 	rtl := filepath.Join(RepoRoot(), "hw", "rtl", name+".vhd")
