@@ -36,6 +36,7 @@ import (
 	"github.com/openiwarp/openiwarp/golden/ipoibcm"
 	"github.com/openiwarp/openiwarp/host/ipoib"
 	"github.com/openiwarp/openiwarp/host/verbs"
+	"github.com/openiwarp/openiwarp/internal/cli"
 )
 
 type listFlag []string
@@ -81,7 +82,7 @@ func run(args []string) int {
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown")
 	fs.BoolVar(&jsonOut, "json", false, "print the counters as one JSON object per line on stdout (at -stats and at exit)")
 	fs.BoolVar(&cfg.Verbose, "v", false, "log resolution and connection events")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
 		}
@@ -91,6 +92,9 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "ipoibcm: "+format+"\n", a...)
 		fs.Usage()
 		return 2
+	}
+	if fs.NArg() > 0 {
+		return bad("unexpected argument %q (ipoibcm takes only flags)", fs.Arg(0))
 	}
 	var err error
 	if cfg.Underlay, err = netip.ParseAddr(underlay); err != nil {

@@ -27,6 +27,12 @@ func TestFlags(t *testing.T) {
 		{"bad sid", append(ok, "-sid", "ib"), 2},
 		{"bad policy", append(ok, "-policy", "lax"), 2},
 		{"depth too small", append(ok, "-depth", "2"), 2},
+		// ipoibcm takes no operands: one is refused wherever the flags
+		// are, and flags after it are still parsed (-h, a bad -mtu).
+		{"operand", append([]string{"stray"}, ok...), 2},
+		{"help after operand", []string{"stray", "-h"}, 0},
+		{"bad flag after operand", []string{"stray", "-underlay", "198.18.0.1", "-mtu"}, 2},
+		{"-- then flags as operands", append(ok, "--", "-mtu", "67"), 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/openiwarp/openiwarp/host/driver/sim"
 	"github.com/openiwarp/openiwarp/host/verbs"
+	"github.com/openiwarp/openiwarp/internal/cli"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -43,10 +44,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cards := fs.String("cards", "model,sim", "cards to run, in order")
 	sizeList := fs.String("sizes", "1,4096,65536,1048576,4194304", "message sizes in bytes")
 	asJSON := fs.Bool("json", false, "print the rows as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "iwdemo: unexpected argument %q (iwdemo takes only flags)\n", fs.Arg(0))
 		return 2
 	}
 	var sizes []int

@@ -36,3 +36,14 @@ func TestDemoBadCardFails(t *testing.T) {
 	require.Contains(t, out.String(), "RESULT: FAILED")
 	require.Equal(t, 2, run([]string{"-sizes", "x"}, &out, &errb))
 }
+
+// Flags parse wherever they are; iwdemo takes no operands, and refuses one
+// even when flags follow it.
+func TestDemoArgs(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, 2, run([]string{"stray", "-cards", "model", "-sizes", "1"}, &out, &errb))
+	require.Contains(t, errb.String(), `unexpected argument "stray"`)
+	errb.Reset()
+	require.Equal(t, 0, run([]string{"stray", "-h"}, &out, &errb))
+	require.Contains(t, errb.String(), "-sizes")
+}

@@ -9,6 +9,9 @@
 //	iwdump -stream [-no-startup] [-rev N] [-markers] [-crc=BOOL] [-json] FILE|-
 //	iwdump -encode [-markers] [-crc=BOOL] < ULPDUS > STREAM
 //
+// Flags may come before or after FILE (iwdump capture.pcap -json); "--"
+// ends the flags, for a file whose name starts with "-".
+//
 // The first form decodes every TCP connection of a pcap or pcapng file (- for
 // stdin, so that tcpdump -w - can feed it). The
 // Request/Reply pair of each connection gives the negotiated revision,
@@ -52,6 +55,7 @@ import (
 	"os"
 
 	"github.com/openiwarp/openiwarp/golden/mpa"
+	"github.com/openiwarp/openiwarp/internal/cli"
 	"github.com/openiwarp/openiwarp/internal/pcapio"
 )
 
@@ -79,12 +83,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 Decodes iWARP MPA startup frames and FPDUs (markers, CRC32c) with their
 DDP/RDMAP headers, from a pcap/pcapng capture or one direction's raw stream;
--encode frames ULPDUs given as hex lines. Exit status 1 on decode errors.
+-encode frames ULPDUs given as hex lines. Flags may follow FILE. Exit
+status 1 on decode errors.
 
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
 		}

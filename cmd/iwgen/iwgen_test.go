@@ -58,3 +58,21 @@ func TestEveryOutputMarked(t *testing.T) {
 		assert.NotZero(t, exts[e], "no %s output checked", e)
 	}
 }
+
+// iwgen takes flags only, in any order; an operand is a usage error
+// whatever follows it, and -h after it still prints the usage.
+func TestCommandLine(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, command([]string{"-list", "-regmap-root", "", "-rtl", dir}, &out, &errb), errb.String())
+	assert.Contains(t, out.String(), filepath.Join(dir, "crc32c_w64.v"))
+	out.Reset()
+	assert.Equal(t, 2, command([]string{"stray", "-list"}, &out, &errb))
+	assert.Contains(t, errb.String(), `unexpected argument "stray"`)
+	assert.Empty(t, out.String())
+	errb.Reset()
+	assert.Equal(t, 0, command([]string{"stray", "-h"}, &out, &errb))
+	assert.Contains(t, errb.String(), "usage: iwgen")
+	assert.Equal(t, 2, command([]string{"-rtl"}, &out, &errb))
+	assert.Contains(t, errb.String(), "flag needs an argument: -rtl")
+}

@@ -27,28 +27,39 @@ import (
 	"path/filepath"
 
 	"github.com/openiwarp/openiwarp/hw/gen"
+	"github.com/openiwarp/openiwarp/internal/cli"
 )
 
-func main() {
-	rtl := flag.String("rtl", "hw/rtl", "directory for the .v and .vhd files")
-	ports := flag.String("ports", "hw/sim/ports", "directory for the co-simulation port lists")
-	check := flag.Bool("check", false, "compare with the files on disk instead of writing; exit 1 on any difference")
-	list := flag.Bool("list", false, "print the module names and exit")
-	probe := flag.Int("mpa-rx-probe", 0, "write only mpa_rx at 64 and 512 bits with this many buffer beats (synthesis probes)")
-	flag.StringVar(&RegMapRoot, "regmap-root", ".", "repository root for the register-map outputs (docs/regmap.md, host/driver/regs); empty: skip them")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: iwgen [flags]\n\nGenerates the RTL of every openiwarp block from hw/gen.\n\n")
-		flag.PrintDefaults()
+func main() { os.Exit(command(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// command is the whole command line: tests call it in-process.
+func command(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("iwgen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rtl := fs.String("rtl", "hw/rtl", "directory for the .v and .vhd files")
+	ports := fs.String("ports", "hw/sim/ports", "directory for the co-simulation port lists")
+	check := fs.Bool("check", false, "compare with the files on disk instead of writing; exit 1 on any difference")
+	list := fs.Bool("list", false, "print the module names and exit")
+	probe := fs.Int("mpa-rx-probe", 0, "write only mpa_rx at 64 and 512 bits with this many buffer beats (synthesis probes)")
+	fs.StringVar(&RegMapRoot, "regmap-root", ".", "repository root for the register-map outputs (docs/regmap.md, host/driver/regs); empty: skip them")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: iwgen [flags]\n\nGenerates the RTL of every openiwarp block from hw/gen.\n\n")
+		fs.PrintDefaults()
 	}
-	flag.Parse()
-	if flag.NArg() != 0 {
-		flag.Usage()
-		os.Exit(2)
+	if err := cli.Parse(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "iwgen: unexpected argument %q (iwgen takes only flags)\n", fs.Arg(0))
+		return 2
 	}
 	if *probe != 0 {
-		os.Exit(writeProbes(*rtl, *probe))
+		return writeProbes(*rtl, *probe)
 	}
-	os.Exit(run(os.Stdout, *rtl, *ports, *check, *list))
+	return run(stdout, *rtl, *ports, *check, *list)
 }
 
 func run(out io.Writer, rtl, ports string, check, list bool) int {

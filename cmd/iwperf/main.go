@@ -9,7 +9,9 @@
 //	iwperf -test send -mode lat -s 64 127.0.0.1
 //	iwperf -d sim -test read -a 127.0.0.1    # all sizes, RTL in the loop
 //
-// The client prints perftest's table (or JSON with -json); progress goes
+// Flags may come before or after the server's address (iwperf 127.0.0.1
+// -test read). The client prints perftest's table (or JSON with -json,
+// keys in docs/json.md); progress goes
 // to stderr on long runs. Exit status: 0 success, 1 a run failed, 2 bad
 // usage.
 package main
@@ -32,6 +34,7 @@ import (
 	_ "github.com/openiwarp/openiwarp/host/driver/vfio" // boards: vfio:<PCI address>
 	"github.com/openiwarp/openiwarp/host/verbs"
 	"github.com/openiwarp/openiwarp/host/verbs/perf"
+	"github.com/openiwarp/openiwarp/internal/cli"
 )
 
 const defaultPort = 18515 // perftest's
@@ -73,7 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.markers, "markers", false, "ask for MPA markers")
 	fs.BoolVar(&o.noCRC, "nocrc", false, "offer to run without CRC32c")
 	fs.IntVar(&o.rev, "rev", 1, "MPA revision the client sends (0, 1, 2)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}

@@ -87,3 +87,26 @@ func TestRunFailureExitsOne(t *testing.T) {
 	require.Equal(t, 1, run([]string{"-p", strconv.Itoa(port), "127.0.0.1"}, &out, &errb))
 	require.Contains(t, errb.String(), "connection refused")
 }
+
+// Flags may follow the server's address: "iwperf HOST -json -test send"
+// runs what "iwperf -json -test send HOST" runs.
+func TestFlagsAfterAddress(t *testing.T) {
+	addr := startServer(t)
+	host, port, _ := net.SplitHostPort(addr)
+	var out, errb bytes.Buffer
+	code := run([]string{host, "-json", "-test", "send", "-mode", "lat", "-s", "64", "-n", "50", "-p", port}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	var doc struct{ Results []perf.Result }
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
+	require.Len(t, doc.Results, 1)
+	require.Equal(t, perf.Send, doc.Results[0].Test)
+	require.Equal(t, perf.Lat, doc.Results[0].Mode)
+	require.Equal(t, 50, doc.Results[0].Iters)
+
+	out.Reset()
+	errb.Reset()
+	require.Equal(t, 2, run([]string{host, "-s"}, &out, &errb))
+	require.Contains(t, errb.String(), "flag needs an argument: -s")
+	require.Equal(t, 2, run([]string{host, "-p", port, "other"}, &out, &errb))
+	require.Contains(t, errb.String(), "one server address at most")
+}

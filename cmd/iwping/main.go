@@ -67,6 +67,7 @@ import (
 	"github.com/openiwarp/openiwarp/cmd/iwping/rping"
 	_ "github.com/openiwarp/openiwarp/host/driver/sim" // the sim card
 	"github.com/openiwarp/openiwarp/host/verbs"
+	"github.com/openiwarp/openiwarp/internal/cli"
 )
 
 type options struct {
@@ -197,7 +198,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		fmt.Fprintln(stderr, "       iwping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port] [iWARP options]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	fs.Visit(func(f *flag.Flag) { o.timeoutSet = o.timeoutSet || f.Name == "timeout" })
