@@ -227,13 +227,18 @@ func (q *tqp) db(reg, v uint32) { q.d.w(cs.QPDBBase+q.n*cs.QPDBStride+reg, v) }
 
 // mr registers [addr, addr+n) as a contiguous region at STag index idx.
 func (d *dev) mr(idx uint32, key uint8, pd, qp uint32, addr uint64, n uint64, access mem.Access) mem.STag {
+	return d.mrAt(idx, key, pd, qp, addr, addr, n, access)
+}
+
+// mrAt registers n bytes at host address addr as tagged offsets from to.
+func (d *dev) mrAt(idx uint32, key uint8, pd, qp uint32, to, addr uint64, n uint64, access mem.Access) mem.STag {
 	p := func(off, v uint32) { d.w(cs.PlacementWindow+off, v) }
 	p(pr.StagIndex, idx)
 	p(pr.StagCtrl, uint32(key)|uint32(access)<<pr.StagCtrlAccessShift|1<<pr.StagCtrlValidShift)
 	p(pr.StagPd, pd)
 	p(pr.StagQp, qp)
-	p(pr.StagBaseLo, uint32(addr))
-	p(pr.StagBaseHi, uint32(addr>>32))
+	p(pr.StagBaseLo, uint32(to))
+	p(pr.StagBaseHi, uint32(to>>32))
 	p(pr.StagLenLo, uint32(n))
 	p(pr.StagLenHi, uint32(n>>32))
 	p(pr.StagAddrLo, uint32(addr))

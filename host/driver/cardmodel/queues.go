@@ -97,6 +97,7 @@ type cq struct {
 	armed     bool
 	solicited bool // armed for solicited and error completions only
 	users     int  // QPs using it
+	overrun   bool // reported; cleared once the driver frees an entry
 }
 
 func (c *Card) cqCommand(off uint32, op cs.CQOp) error {
@@ -137,6 +138,9 @@ func (c *Card) cqDoorbell(off, n, v uint32) error {
 		return nil // a doorbell of no CQ is ignored
 	}
 	q.ci = v & cs.CQDBCICIMask
+	if (q.pi-q.ci)&cs.CQDBCICIMask < 1<<q.logSize {
+		q.overrun = false
+	}
 	if v>>cs.CQDBCIArmShift&1 != 0 {
 		q.armed = true
 		q.solicited = v>>cs.CQDBCIArmSolicitedShift&1 != 0
@@ -168,6 +172,10 @@ func (c *Card) complete(n uint32, q *qp, w completion) bool {
 	q.writeStatus() // the indices the CQE implies are visible first
 	size := uint32(1) << cq.logSize
 	if (cq.pi-cq.ci)&cs.CQDBCICIMask >= size {
+		if cq.overrun {
+			return false // reported once; the QPs on it are in error
+		}
+		cq.overrun = true
 		c.event(cs.EQETypeCQOverrun, cq.n, 0, 0)
 		for _, k := range c.live {
 			if o := c.qps[k]; o.sendCQ == n || o.recvCQ == n {
