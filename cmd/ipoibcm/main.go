@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net/netip"
 	"os"
@@ -183,19 +184,20 @@ func run(args []string) int {
 		select {
 		case s := <-sig:
 			logger.Printf("%v: shutting down", s)
-			report(l, logger, jsonOut)
+			report(os.Stdout, l.Stats(), logger, jsonOut)
 			l.Close()
 			return 0
 		case <-tick:
-			report(l, logger, jsonOut)
+			report(os.Stdout, l.Stats(), logger, jsonOut)
 		}
 	}
 }
 
-func report(l *ipoib.Link, logger *log.Logger, jsonOut bool) {
-	s := l.Stats()
+// report prints the link's counters s: with -json as one line of JSON on
+// stdout (keys in docs/json.md), else as a log line.
+func report(stdout io.Writer, s ipoib.Stats, logger *log.Logger, jsonOut bool) {
 	if jsonOut {
-		_ = json.NewEncoder(os.Stdout).Encode(s)
+		_ = json.NewEncoder(stdout).Encode(s)
 		return
 	}
 	logger.Printf("stats: tun in %d out %d, datagram in %d out %d, connected in %d out %d, too big %d, dropped %d, waits for credit %d, for send queue %d, connections %d",

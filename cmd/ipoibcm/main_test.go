@@ -1,9 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"log"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/openiwarp/openiwarp/host/ipoib"
+	"github.com/openiwarp/openiwarp/internal/cli"
 )
 
 // Bad flags exit 2 before anything is created; -h exits 0.
@@ -39,4 +46,33 @@ func TestFlags(t *testing.T) {
 			assert.Equal(t, c.want, run(c.args))
 		})
 	}
+}
+
+// ipoibcmKeys pins every key of ipoibcm -json's counter lines (docs/json.md).
+var ipoibcmKeys = []string{"conn_in", "conn_out", "connections", "credit_waits", "datagram_in", "datagram_out",
+	"dropped", "sq_waits", "too_big", "tun_in", "tun_out"}
+
+// report prints one JSON line per report with the pinned keys, and a log
+// line without -json.
+func TestReportJSON(t *testing.T) {
+	keys, err := cli.JSONKeysOf(ipoib.Stats{})
+	require.NoError(t, err)
+	require.Equal(t, ipoibcmKeys, keys)
+
+	var out, logs bytes.Buffer
+	logger := log.New(&logs, "", 0)
+	report(&out, ipoib.Stats{TUNIn: 3, Connections: 1}, logger, true)
+	report(&out, ipoib.Stats{TUNIn: 4}, logger, true)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 2)
+	keys, err = cli.JSONKeys(out.Bytes())
+	require.NoError(t, err)
+	require.Equal(t, ipoibcmKeys, keys)
+	assert.Contains(t, lines[0], `"tun_in":3`)
+	assert.Empty(t, logs.String())
+
+	out.Reset()
+	report(&out, ipoib.Stats{TUNIn: 3}, logger, false)
+	assert.Empty(t, out.String())
+	assert.Contains(t, logs.String(), "stats: tun in 3")
 }

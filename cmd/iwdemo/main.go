@@ -4,8 +4,9 @@
 // checked cycle by cycle against the golden cycle model). Each moves RDMA
 // Write, RDMA Read and Send messages of several sizes, verifies every byte
 // at the other end, and prints a results table and the number of RTL
-// cycles checked. Exit status: 0 all verified, 1 a transfer failed or
-// differed, 2 bad usage.
+// cycles checked. With -json, stdout carries one JSON document (keys in
+// docs/json.md) and the RESULT line goes to stderr. Exit status: 0 all
+// verified, 1 a transfer failed or differed, 2 bad usage.
 package main
 
 import (
@@ -36,6 +37,15 @@ type Row struct {
 	Micros   float64 `json:"usec"`
 	MBps     float64 `json:"mb_per_s"`
 	Verified bool    `json:"verified"`
+}
+
+// output is the -json document (keys in docs/json.md).
+type output struct {
+	Rows          []Row  `json:"rows"`
+	CheckedCycles uint64 `json:"rtl_cycles_checked"`
+	RTLFrames     uint64 `json:"rtl_fpdus"`
+	RTLPlaced     uint64 `json:"rtl_placed_segments"`
+	RTLDMAWrites  uint64 `json:"rtl_dma_writes"`
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -80,23 +90,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		failed = failed || !r.Verified
 	}
 	if *asJSON {
-		json.NewEncoder(stdout).Encode(struct {
-			Rows          []Row  `json:"rows"`
-			CheckedCycles uint64 `json:"rtl_cycles_checked"`
-			RTLFrames     uint64 `json:"rtl_fpdus"`
-			RTLPlaced     uint64 `json:"rtl_placed_segments"`
-			RTLDMAWrites  uint64 `json:"rtl_dma_writes"`
-		}{rows, sim.CheckedCycles(), sim.Frames(), sim.PlacedSegments(), sim.DMAWrites()})
+		json.NewEncoder(stdout).Encode(output{rows, sim.CheckedCycles(), sim.Frames(), sim.PlacedSegments(), sim.DMAWrites()})
 	} else {
 		table(stdout, rows)
 		fmt.Fprintf(stdout, "RTL cycles checked against the golden cycle model: %d (%d FPDUs through the Verilated mpa_tx and mpa_rx, %d tagged segments placed by the Verilated placement in %d DMA writes; every output port compared on every cycle)\n",
 			sim.CheckedCycles(), sim.Frames(), sim.PlacedSegments(), sim.DMAWrites())
 	}
+	result := stdout
+	if *asJSON {
+		result = stderr // stdout carries the JSON document alone
+	}
 	if failed {
-		fmt.Fprintln(stdout, "RESULT: FAILED")
+		fmt.Fprintln(result, "RESULT: FAILED")
 		return 1
 	}
-	fmt.Fprintln(stdout, "RESULT: every byte verified on every card")
+	fmt.Fprintln(result, "RESULT: every byte verified on every card")
 	return 0
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/openiwarp/openiwarp/internal/cli"
 )
 
 func TestDemoModel(t *testing.T) {
@@ -19,6 +21,9 @@ func TestDemoModel(t *testing.T) {
 func TestDemoJSON(t *testing.T) {
 	var out, errb bytes.Buffer
 	require.Equal(t, 0, run([]string{"-json", "-cards", "model", "-sizes", "5"}, &out, &errb), errb.String())
+	keys, err := cli.JSONKeys(out.Bytes())
+	require.NoError(t, err)
+	require.Equal(t, iwdemoKeys, keys, "every key is printed")
 	dec := json.NewDecoder(&out)
 	var doc struct{ Rows []Row }
 	require.NoError(t, dec.Decode(&doc))
@@ -46,4 +51,14 @@ func TestDemoArgs(t *testing.T) {
 	errb.Reset()
 	require.Equal(t, 0, run([]string{"stray", "-h"}, &out, &errb))
 	require.Contains(t, errb.String(), "-sizes")
+}
+
+// iwdemoKeys pins every key of iwdemo -json (docs/json.md).
+var iwdemoKeys = []string{"rows", "rows[].card", "rows[].mb_per_s", "rows[].op", "rows[].size", "rows[].usec",
+	"rows[].verified", "rtl_cycles_checked", "rtl_dma_writes", "rtl_fpdus", "rtl_placed_segments"}
+
+func TestJSONKeysPinned(t *testing.T) {
+	keys, err := cli.JSONKeysOf(output{})
+	require.NoError(t, err)
+	require.Equal(t, iwdemoKeys, keys)
 }

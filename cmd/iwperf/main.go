@@ -227,13 +227,16 @@ func client(ctx context.Context, o options, addr string, specs []perf.Spec, stdo
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		enc.Encode(struct {
-			Results []perf.Result `json:"results"`
-		}{results})
+		enc.Encode(output{results})
 		return 0
 	}
 	fmt.Fprintln(stdout, rule)
 	return 0
+}
+
+// output is the -json document (keys in docs/json.md).
+type output struct {
+	Results []perf.Result `json:"results"`
 }
 
 func header(w io.Writer, o options, r perf.Result) {

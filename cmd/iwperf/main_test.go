@@ -13,6 +13,7 @@ import (
 
 	"github.com/openiwarp/openiwarp/host/verbs"
 	"github.com/openiwarp/openiwarp/host/verbs/perf"
+	"github.com/openiwarp/openiwarp/internal/cli"
 )
 
 func startServer(t *testing.T) string {
@@ -102,6 +103,10 @@ func TestFlagsAfterAddress(t *testing.T) {
 	require.Equal(t, perf.Send, doc.Results[0].Test)
 	require.Equal(t, perf.Lat, doc.Results[0].Mode)
 	require.Equal(t, 50, doc.Results[0].Iters)
+	keys, err := cli.JSONKeys(out.Bytes())
+	require.NoError(t, err)
+	require.Subset(t, iwperfKeys, keys)
+	require.Contains(t, keys, "results[].latency.p999_us")
 
 	out.Reset()
 	errb.Reset()
@@ -109,4 +114,27 @@ func TestFlagsAfterAddress(t *testing.T) {
 	require.Contains(t, errb.String(), "flag needs an argument: -s")
 	require.Equal(t, 2, run([]string{host, "-p", port, "other"}, &out, &errb))
 	require.Contains(t, errb.String(), "one server address at most")
+}
+
+// iwperfKeys pins every key of iwperf -json (docs/json.md).
+var iwperfKeys = []string{"results", "results[].addr", "results[].bw_avg_mbps", "results[].bw_peak_mbps",
+	"results[].depth", "results[].device", "results[].elapsed_ns", "results[].inline", "results[].iters",
+	"results[].latency", "results[].latency.avg_us", "results[].latency.max_us", "results[].latency.min_us",
+	"results[].latency.p999_us", "results[].latency.p99_us", "results[].latency.stdev_us",
+	"results[].latency.typical_us", "results[].local", "results[].mode", "results[].mpa", "results[].msg_rate_mpps",
+	"results[].mulpdu", "results[].qps", "results[].remote", "results[].rkey", "results[].size", "results[].test"}
+
+func TestJSONKeysPinned(t *testing.T) {
+	keys, err := cli.JSONKeysOf(output{})
+	require.NoError(t, err)
+	require.Equal(t, iwperfKeys, keys)
+
+	// A bandwidth run prints the bandwidth keys, pinned and snake_case.
+	addr := startServer(t)
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{addr, "-json", "-s", "4K", "-n", "50"}, &out, &errb), errb.String())
+	keys, err = cli.JSONKeys(out.Bytes())
+	require.NoError(t, err)
+	require.Subset(t, iwperfKeys, keys)
+	require.Contains(t, keys, "results[].bw_avg_mbps")
 }

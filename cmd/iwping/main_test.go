@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/openiwarp/openiwarp/cmd/iwping/rping"
+	"github.com/openiwarp/openiwarp/internal/cli"
 	"github.com/stretchr/testify/require"
 )
 
@@ -134,6 +135,24 @@ func TestJSONSummary(t *testing.T) {
 	require.Equal(t, 2, s.MPA.Rev)
 	require.True(t, s.MPA.CRC, "the server asked for CRC")
 	require.Empty(t, s.Error)
+
+	// The keys printed are snake_case and among the pinned ones.
+	keys, err := cli.JSONKeys([]byte(out))
+	require.NoError(t, err)
+	require.Subset(t, iwpingKeys, keys)
+	require.Contains(t, keys, "stats.bytes_read")
+}
+
+// iwpingKeys pins every key of iwping -json (docs/json.md): the summary of
+// one connection, or one line per connection of a -P server ("conn").
+var iwpingKeys = []string{"card", "card_detail", "checked_cycles", "conn", "elapsed_ms", "error", "local", "mode",
+	"mpa", "mpa.crc", "mpa.peer_ird", "mpa.peer_ord", "mpa.rev", "mpa.rx_markers", "mpa.tx_markers", "peer", "role",
+	"stats", "stats.bytes_read", "stats.bytes_written", "stats.cycles", "stats.recvs", "stats.sends"}
+
+func TestJSONKeysPinned(t *testing.T) {
+	keys, err := cli.JSONKeysOf(Summary{})
+	require.NoError(t, err)
+	require.Equal(t, iwpingKeys, keys)
 }
 
 // A server whose buffer is smaller than the client's pings refuses the

@@ -131,12 +131,13 @@ type Options struct {
 }
 
 // Stats counts what a run did.
+// Its JSON keys are snake_case, as all of openiwarp's (docs/json.md).
 type Stats struct {
-	Cycles       int
-	BytesRead    int // RDMA Read payload (server)
-	BytesWritten int // RDMA Write payload (server)
-	Sends        int
-	Recvs        int
+	Cycles       int `json:"cycles"`
+	BytesRead    int `json:"bytes_read"`    // RDMA Read payload (server)
+	BytesWritten int `json:"bytes_written"` // RDMA Write payload (server)
+	Sends        int `json:"sends"`
+	Recvs        int `json:"recvs"`
 }
 
 // ErrMismatch is a client cycle whose sink differs from its source (-V).

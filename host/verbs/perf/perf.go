@@ -115,9 +115,16 @@ type Result struct {
 	marks []mark // bandwidth progress over time, for RunQPs
 }
 
-// Latency summarises latency samples, in microseconds.
+// Latency summarises latency samples, in microseconds (its JSON keys end
+// in _us).
 type Latency struct {
-	Min, Max, Typical, Avg, Stdev, P99, P999 float64
+	Min     float64 `json:"min_us"`
+	Max     float64 `json:"max_us"`
+	Typical float64 `json:"typical_us"` // the median
+	Avg     float64 `json:"avg_us"`
+	Stdev   float64 `json:"stdev_us"`
+	P99     float64 `json:"p99_us"`
+	P999    float64 `json:"p999_us"`
 }
 
 func summarise(samples []time.Duration, half bool) *Latency {
