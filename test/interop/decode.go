@@ -9,32 +9,30 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/openiwarp/openiwarp/golden/rdmap"
 )
 
 // Decoded is what tshark made of a scenario's capture.
 type Decoded struct {
-	Requests, Replies int            // MPA startup frames
-	Revs              []int          // revision of each startup frame, in order
-	CRCFlags          []bool         // C bit of each startup frame
-	MarkerFlags       []bool         // M bit of each startup frame
-	RejectFlags       []bool         // R bit of each startup frame
-	FPDUs             int            // FPDUs decoded
-	Checked           int            // FPDUs whose CRC tshark verified (C negotiated)
-	Unchecked         int            // FPDUs of streams without CRC
-	CRCZero           int            // unchecked FPDUs whose CRC field is zero
-	CRCBad            int            // CRC errors tshark reported
-	Opcodes           map[string]int // RDMAP opcode name -> count
+	Requests, Replies int                  // MPA startup frames
+	Revs              []int                // revision of each startup frame, in order
+	CRCFlags          []bool               // C bit of each startup frame
+	MarkerFlags       []bool               // M bit of each startup frame
+	RejectFlags       []bool               // R bit of each startup frame
+	FPDUs             int                  // FPDUs decoded
+	Checked           int                  // FPDUs whose CRC tshark verified (C negotiated)
+	Unchecked         int                  // FPDUs of streams without CRC
+	CRCZero           int                  // unchecked FPDUs whose CRC field is zero
+	CRCBad            int                  // CRC errors tshark reported
+	Opcodes           map[rdmap.Opcode]int // FPDUs per RDMAP opcode
 	Terminates        int
 	Iwdump            string // iwdump's verdict ("" until checked)
 }
-
-// rdmapOpcodes are RFC 5040's names by opcode value.
-var rdmapOpcodes = map[int]string{0: "Write", 1: "ReadRequest", 2: "ReadResponse", 3: "Send",
-	4: "SendInvalidate", 5: "SendSE", 6: "SendSEInvalidate", 7: "Terminate"}
 
 // DecodeTshark decodes a pcap with tshark's iWARP dissectors and counts
 // what it saw. iwarp_mpa is a heuristic TCP dissector (no -d needed); the
@@ -52,7 +50,7 @@ func DecodeTshark(ctx context.Context, pcap string) (*Decoded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("interop: tshark %s: %w", pcap, err)
 	}
-	d := &Decoded{Opcodes: map[string]int{}}
+	d := &Decoded{Opcodes: map[rdmap.Opcode]int{}}
 	// The verdict of tshark's CRC check is only in the field's display
 	// text: "CRC check: 0x... (Bad CRC32, should be 0x...)".
 	detail, err := exec.CommandContext(ctx, "tshark", "-o", "tcp.try_heuristic_first:TRUE", "-r", pcap, "-Y", "iwarp_mpa", "-O", "iwarp_mpa").Output()
@@ -96,18 +94,11 @@ func DecodeTshark(ctx context.Context, pcap string) (*Decoded, error) {
 		d.FPDUs += len(checks)
 		d.Checked += len(checks)
 		for _, o := range ops {
-			n, err := strconv.ParseUint(strings.TrimPrefix(o, "0x"), 16, 8)
+			n, err := strconv.ParseUint(strings.TrimPrefix(o, "0x"), 16, 4)
 			if err != nil {
 				continue
 			}
-			name := rdmapOpcodes[int(n)]
-			if name == "" {
-				name = "op" + o
-			}
-			d.Opcodes[name]++
-			if name == "Terminate" {
-				d.Terminates++
-			}
+			d.count(rdmap.Opcode(n))
 		}
 	}
 	return d, nil
@@ -122,13 +113,32 @@ func splitAgg(s string) []string {
 	return strings.Split(s, ";")
 }
 
+// count records one FPDU of opcode op.
+func (d *Decoded) count(op rdmap.Opcode) {
+	d.Opcodes[op]++
+	if op == rdmap.OpTerminate {
+		d.Terminates++
+	}
+}
+
+// opcodes lists the opcode counts in opcode order, each as format gives
+// it the opcode's name (golden/rdmap's table) and count.
+func (d *Decoded) opcodes(format string) []string {
+	ops := make([]rdmap.Opcode, 0, len(d.Opcodes))
+	for op := range d.Opcodes {
+		ops = append(ops, op)
+	}
+	slices.Sort(ops)
+	out := make([]string, len(ops))
+	for i, op := range ops {
+		out[i] = fmt.Sprintf(format, op, d.Opcodes[op])
+	}
+	return out
+}
+
 // String is a one-line summary for logs and the matrix.
 func (d *Decoded) String() string {
-	ops := make([]string, 0, len(d.Opcodes))
-	for k, v := range d.Opcodes {
-		ops = append(ops, fmt.Sprintf("%s=%d", k, v))
-	}
-	sort.Strings(ops)
+	ops := d.opcodes("%v=%d")
 	return fmt.Sprintf("MPA req=%d rep=%d rev=%v C=%v M=%v R=%v; FPDUs=%d (CRC checked good=%d bad=%d; no CRC=%d, zero=%d); %s",
 		d.Requests, d.Replies, d.Revs, d.CRCFlags, d.MarkerFlags, d.RejectFlags, d.FPDUs,
 		d.Checked-d.CRCBad, d.CRCBad, d.Unchecked, d.CRCZero, strings.Join(ops, " "))
@@ -140,11 +150,7 @@ func (d *Decoded) Summary() string {
 	if d.Checked > 0 {
 		crc = fmt.Sprintf("CRC ok %d, bad %d", d.Checked-d.CRCBad, d.CRCBad)
 	}
-	ops := make([]string, 0, len(d.Opcodes))
-	for k, v := range d.Opcodes {
-		ops = append(ops, fmt.Sprintf("%s %d", k, v))
-	}
-	sort.Strings(ops)
+	ops := d.opcodes("%v %d")
 	rej := ""
 	for i, r := range d.RejectFlags {
 		if r && i > 0 {
@@ -165,7 +171,7 @@ type Expect struct {
 	// NoFPDUs: the startup frames cross but the Initiator gives up, so no
 	// FPDU follows (e.g. siw refusing a Reply below Rev 2).
 	NoFPDUs bool
-	MinOps  map[string]int // at least this many of each RDMAP opcode
+	MinOps  map[rdmap.Opcode]int // at least this many of each RDMAP opcode
 }
 
 // Check compares a decoded capture with what the scenario expects.
@@ -211,7 +217,7 @@ func (d *Decoded) Check(e Expect) error {
 	}
 	for op, n := range e.MinOps {
 		if d.Opcodes[op] < n {
-			errs = append(errs, fmt.Sprintf("%s: saw %d, want at least %d", op, d.Opcodes[op], n))
+			errs = append(errs, fmt.Sprintf("%v: saw %d, want at least %d", op, d.Opcodes[op], n))
 		}
 	}
 	if len(errs) > 0 {
@@ -220,11 +226,6 @@ func (d *Decoded) Check(e Expect) error {
 	return nil
 }
 
-// iwdumpOpcodes maps iwdump's opcode names to the ones used here.
-var iwdumpOpcodes = map[string]string{"RDMA Write": "Write", "RDMA Read Request": "ReadRequest",
-	"RDMA Read Response": "ReadResponse", "Send": "Send", "Send with Invalidate": "SendInvalidate",
-	"Send with SE": "SendSE", "Send with SE and Invalidate": "SendSEInvalidate", "Terminate": "Terminate"}
-
 // iwdumpEvent is the part of an `iwdump -json` line the checks use.
 type iwdumpEvent struct {
 	Kind     string `json:"kind"`
@@ -232,7 +233,7 @@ type iwdumpEvent struct {
 	M, C, R  bool
 	CRC      string `json:"crc"`
 	CRCField string `json:"crc_field"`
-	Opcode   string `json:"opcode_name"`
+	Opcode   *uint8 `json:"opcode"` // absent when the DDP or RDMAP header did not decode
 	Error    string `json:"error"`
 }
 
@@ -285,7 +286,7 @@ func DecodeIwdump(ctx context.Context, pcap string) (*Decoded, error) {
 	if runErr != nil && (!errors.As(runErr, &ee) || ee.ExitCode() != 1) {
 		return nil, fmt.Errorf("interop: iwdump -json %s: %w", pcap, runErr)
 	}
-	d := &Decoded{Opcodes: map[string]int{}}
+	d := &Decoded{Opcodes: map[rdmap.Opcode]int{}}
 	var decodeErrs []string
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if line == "" {
@@ -320,13 +321,8 @@ func DecodeIwdump(ctx context.Context, pcap string) (*Decoded, error) {
 					d.CRCZero++
 				}
 			}
-			name := iwdumpOpcodes[e.Opcode]
-			if name == "" {
-				name = e.Opcode
-			}
-			d.Opcodes[name]++
-			if name == "Terminate" {
-				d.Terminates++
+			if e.Opcode != nil {
+				d.count(rdmap.Opcode(*e.Opcode))
 			}
 		case "error":
 			decodeErrs = append(decodeErrs, e.Error)

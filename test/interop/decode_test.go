@@ -11,7 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/openiwarp/openiwarp/golden/rdmap"
 )
 
 // The testdata captures are siw-to-siw rping runs (5 cycles of 4000 octets)
@@ -26,7 +29,8 @@ func TestDecodeSiwRping(t *testing.T) {
 	require.Equal(t, []bool{false, false}, d.CRCFlags)
 	require.Equal(t, 55, d.FPDUs)
 	require.Equal(t, 55, d.CRCZero)
-	require.Equal(t, map[string]int{"Send": 20, "ReadRequest": 5, "ReadResponse": 15, "Write": 15}, d.Opcodes)
+	require.Equal(t, map[rdmap.Opcode]int{rdmap.OpSend: 20, rdmap.OpReadRequest: 5, rdmap.OpReadResponse: 15, rdmap.OpWrite: 15}, d.Opcodes)
+	assert.Contains(t, d.Summary(), "RDMA Write 15, RDMA Read Request 5, RDMA Read Response 15, Send 20")
 	require.NoError(t, d.Check(Expect{Rev: 2, MinOps: rpingOps(5)}))
 	require.Error(t, d.Check(Expect{Rev: 2, CRC: true}), "CRC expected but absent")
 	require.Error(t, d.Check(Expect{Rev: 1}), "wrong revision")
@@ -78,7 +82,7 @@ func TestDecodeDetectsBadCRC(t *testing.T) {
 func TestDecodeOnAClaimedPort(t *testing.T) {
 	d, err := DecodeTshark(context.Background(), "testdata/example-on-rtsp-port.pcap")
 	require.NoError(t, err)
-	require.NoError(t, d.Check(Expect{Rev: 2, MinOps: map[string]int{"Send": 2}}), "%s", d)
+	require.NoError(t, d.Check(Expect{Rev: 2, MinOps: map[rdmap.Opcode]int{rdmap.OpSend: 2}}), "%s", d)
 }
 
 // iwdump and tshark agree on every committed capture.
@@ -101,6 +105,6 @@ func TestDecodeRefusedRev1Reply(t *testing.T) {
 		require.Equal(t, []int{2, 1}, d.Revs)
 		require.NoError(t, d.Check(Expect{Rev: 2, ReplyRev: 1, NoFPDUs: true}))
 		require.Error(t, d.Check(Expect{Rev: 2, NoFPDUs: true}), "the Reply is Rev 1")
-		require.Error(t, d.Check(Expect{Rev: 2, ReplyRev: 1, MinOps: map[string]int{"Send": 1}}), "no ping data crossed")
+		require.Error(t, d.Check(Expect{Rev: 2, ReplyRev: 1, MinOps: map[rdmap.Opcode]int{rdmap.OpSend: 1}}), "no ping data crossed")
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/openiwarp/openiwarp/golden/rdmap"
 )
 
 // Scenario is one interoperability check: who talks to whom, how, and what
@@ -199,7 +201,7 @@ func isFirstSendStall(err error, d *Decoded) bool {
 	if !errors.As(err, &se) || !se.Stalled() || d == nil {
 		return false
 	}
-	return d.Requests == 1 && d.Replies == 1 && d.FPDUs == 1 && d.Opcodes["Send"] == 1
+	return d.Requests == 1 && d.Replies == 1 && d.FPDUs == 1 && d.Opcodes[rdmap.OpSend] == 1
 }
 
 // fileName turns a side's name into a file name.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/openiwarp/openiwarp/cmd/iwping/rping"
+	"github.com/openiwarp/openiwarp/golden/rdmap"
 	"github.com/openiwarp/openiwarp/test/guest"
 )
 
@@ -16,8 +17,8 @@ const (
 	pingSize  = 4000
 )
 
-func rpingOps(cycles int) map[string]int {
-	return map[string]int{"Send": 4 * cycles, "ReadRequest": cycles, "ReadResponse": cycles, "Write": cycles}
+func rpingOps(cycles int) map[rdmap.Opcode]int {
+	return map[rdmap.Opcode]int{rdmap.OpSend: 4 * cycles, rdmap.OpReadRequest: cycles, rdmap.OpReadResponse: cycles, rdmap.OpWrite: cycles}
 }
 
 // VerifyRpingOutput checks that a real rping printed (with -v) exactly the
@@ -140,6 +141,6 @@ func Scenarios() []*Scenario {
 		{Name: "siw-siw-rping-crc", Roles: "rping -c (CRC-requiring siw B) → rping -s (CRC-requiring siw A)", CRC: true, MPA: "Rev 2", Card: "— (siw both ends)",
 			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: rpingOps(pingCount)}, Run: siwRpingPair, Note: netemNote},
 		{Name: "siw-siw-rdma-example", Roles: "rdma_client (siw guest B) → rdma_server (siw guest A)", MPA: "Rev 2", Card: "— (siw both ends)",
-			Guests: stock, Expect: Expect{Rev: 2, MinOps: map[string]int{"Send": 2}}, Run: siwExamplePair, Note: netemNote},
+			Guests: stock, Expect: Expect{Rev: 2, MinOps: map[rdmap.Opcode]int{rdmap.OpSend: 2}}, Run: siwExamplePair, Note: netemNote},
 	}, iwpingScenarios()...)
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/openiwarp/openiwarp/golden/rdmap"
 )
 
 // load is a ping run's cycle count and message size.
@@ -253,8 +255,8 @@ func iwpingScenarios() []*Scenario {
 	crc := map[string]string{GuestA: SiwCRCModule}
 	ops := rpingOps(pingCount)
 	// Each 65535-octet Read Response and Write is many FPDUs (MULPDU < MSS).
-	bigOps := map[string]int{"Send": 4 * big.count, "ReadRequest": big.count,
-		"ReadResponse": big.count * (big.size/1460 + 1), "Write": big.count * (big.size/1460 + 1)}
+	bigOps := map[rdmap.Opcode]int{rdmap.OpSend: 4 * big.count, rdmap.OpReadRequest: big.count,
+		rdmap.OpReadResponse: big.count * (big.size/1460 + 1), rdmap.OpWrite: big.count * (big.size/1460 + 1)}
 	return []*Scenario{
 		{Name: "iwping-client-siw-server", Roles: "iwping -c (host) → rping -s (siw guest)", MPA: "Rev 2", Card: "model",
 			Guests: stock, Expect: Expect{Rev: 2, MinOps: ops}, Run: iwpingClientToSiw(false, std), Note: firstDelayNote},
@@ -275,9 +277,9 @@ func iwpingScenarios() []*Scenario {
 		{Name: "iwping-markers-refused", Roles: "iwping -c -markers (host) → rping -s (siw guest): refused", MPA: "Rev 2", Card: "model",
 			Guests: stock, Expect: Expect{Rev: 2, Markers: true, Reject: true}, Run: iwpingMarkersRefused},
 		{Name: "iwping-example-client", Roles: "iwping -c -example (host) → rdma_server (siw guest)", MPA: "Rev 2", Card: "model",
-			Guests: stock, Expect: Expect{Rev: 2, MinOps: map[string]int{"Send": 2}}, Run: iwpingExampleClient, Note: firstDelayNote},
+			Guests: stock, Expect: Expect{Rev: 2, MinOps: map[rdmap.Opcode]int{rdmap.OpSend: 2}}, Run: iwpingExampleClient, Note: firstDelayNote},
 		{Name: "iwping-example-server", Roles: "rdma_client (siw guest) → iwping -s -example (host)", MPA: "Rev 2", Card: "model",
-			Guests: stock, Expect: Expect{Rev: 2, MinOps: map[string]int{"Send": 2}}, Run: iwpingExampleServer},
+			Guests: stock, Expect: Expect{Rev: 2, MinOps: map[rdmap.Opcode]int{rdmap.OpSend: 2}}, Run: iwpingExampleServer},
 		{Name: "siw-client-iwping-rev1-server-refused", Roles: "rping -c (siw guest) → iwping -s -rev 1 (host): siw refuses the Rev 1 Reply", MPA: "Rev 2 → 1", Card: "model",
 			Guests: stock, Expect: Expect{Rev: 2, ReplyRev: 1, NoFPDUs: true}, Run: siwRefusesRev1Reply},
 		{Name: "iwping-sim-client-siw-server-crc", Roles: "iwping -c -crc -card sim (host, RTL in the loop) → rping -s (CRC-requiring siw)", CRC: true, MPA: "Rev 2", Card: "sim",
