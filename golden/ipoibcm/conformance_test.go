@@ -1,19 +1,18 @@
 package ipoibcm
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/openiwarp/openiwarp/internal/reqindex"
 )
 
 // conformance maps every numbered requirement of the digest's §12 to the
 // tests that show it. Names with a slash are in test/ipoib (the end-to-end
 // harness: two to four namespaces running cmd/ipoibcm); the others are in
-// this package. TestConformanceIndex fails if a requirement is missing or a
-// named test does not exist.
+// this package. The digest's numbers are in testdata/requirements.txt.
 var conformance = map[int][]string{
 	1:  {"ipoib/TestPeers"},                                                  // UD always there: UD-only peer d
 	2:  {"TestReq22Encapsulation", "TestReq23To28MTU", "TestLinkAddrLayout"}, // RFC 4391 formats
@@ -55,34 +54,27 @@ var conformance = map[int][]string{
 	38: {"TestReq06ReservedFlagBits", "TestReq14To31PrivateData", "TestReq19And20ServiceID", "TestReq22Encapsulation"},
 }
 
-func testFuncs(t *testing.T, dir string) map[string]bool {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no tests in %s: %v", dir, err)
-	}
-	names := map[string]bool{}
-	fset := token.NewFileSet()
-	for _, f := range files {
-		af, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range af.Decls {
-			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && strings.HasPrefix(fd.Name.Name, "Test") {
-				names[fd.Name.Name] = true
-			}
-		}
-	}
-	return names
-}
-
+// TestConformanceIndex fails when a requirement of the digest
+// (testdata/requirements.txt, taken from shared/spec/ipoib-cm.md §12) has
+// no entry, an entry is not a requirement of the digest, or a named test
+// does not exist.
 func TestConformanceIndex(t *testing.T) {
-	here := testFuncs(t, ".")
-	harness := testFuncs(t, filepath.Join("..", "..", "test", "ipoib"))
-	for req := 1; req <= 38; req++ {
-		tests, ok := conformance[req]
-		if !ok || len(tests) == 0 {
+	list, err := reqindex.Load(filepath.Join("testdata", "requirements.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	here, err := reqindex.Funcs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness, err := reqindex.Funcs(filepath.Join("..", "..", "test", "ipoib"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := make([]string, 0, len(conformance))
+	for req, tests := range conformance {
+		entries = append(entries, strconv.Itoa(req))
+		if len(tests) == 0 {
 			t.Errorf("requirement %d has no test", req)
 		}
 		for _, name := range tests {
@@ -95,7 +87,7 @@ func TestConformanceIndex(t *testing.T) {
 			}
 		}
 	}
-	if len(conformance) != 38 {
-		t.Errorf("index has %d entries, the digest numbers 38", len(conformance))
+	for _, gap := range reqindex.Gaps(list, entries) {
+		t.Error(gap)
 	}
 }

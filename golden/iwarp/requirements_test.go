@@ -1,19 +1,18 @@
 package iwarp
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/openiwarp/openiwarp/internal/reqindex"
 )
 
 // requirements maps every numbered requirement of the DDP/RDMAP digest
 // (shared/spec/ddp-rdmap.md §5) to the tests that check it, as
 // "package.TestName", or to "n/a: why" where no test of these packages can
-// apply. TestRequirementsTraced fails when a requirement has no entry or an
-// entry names a test that does not exist.
+// apply. The digest's numbers are in testdata/requirements.txt.
 var requirements = map[int][]string{
 	1: {"iwarp.TestEveryOpcode"}, 2: {"rdmap.TestControlField", "ddp.TestTaggedLayout"},
 	3: {"iwarp.TestSizes"}, 4: {"iwarp.TestHostilePeer"},
@@ -104,29 +103,30 @@ var requirements = map[int][]string{
 	184: {"iwarp.TestHostileMPA"}, 185: {"n/a: MAY"}, 186: {"iwarp.TestSegmentationOnWire"},
 }
 
+// TestRequirementsTraced fails when a requirement of the digest
+// (testdata/requirements.txt, taken from shared/spec/ddp-rdmap.md §5) has
+// no entry, an entry is not a requirement of the digest, or an entry names
+// a test that does not exist.
 func TestRequirementsTraced(t *testing.T) {
+	list, err := reqindex.Load(filepath.Join("testdata", "requirements.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	dirs := map[string]string{"iwarp": ".", "mem": "mem", "ddp": "../ddp", "rdmap": "../rdmap"}
 	tests := map[string]bool{}
 	for pkg, dir := range dirs {
-		files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
-		if err != nil || len(files) == 0 {
-			t.Fatalf("no test files in %s: %v", dir, err)
+		funcs, err := reqindex.Funcs(dir)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, f := range files {
-			af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, d := range af.Decls {
-				if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil {
-					tests[pkg+"."+fn.Name.Name] = true
-				}
-			}
+		for name := range funcs {
+			tests[pkg+"."+name] = true
 		}
 	}
-	for n := 1; n <= 186; n++ {
-		refs, ok := requirements[n]
-		if !ok || len(refs) == 0 {
+	entries := make([]string, 0, len(requirements))
+	for n, refs := range requirements {
+		entries = append(entries, strconv.Itoa(n))
+		if len(refs) == 0 {
 			t.Errorf("requirement %d has no test and no reason", n)
 		}
 		for _, r := range refs {
@@ -135,7 +135,7 @@ func TestRequirementsTraced(t *testing.T) {
 			}
 		}
 	}
-	if len(requirements) != 186 {
-		t.Errorf("%d entries for 186 requirements", len(requirements))
+	for _, gap := range reqindex.Gaps(list, entries) {
+		t.Error(gap)
 	}
 }
