@@ -274,11 +274,12 @@ func (wr sendWR) encode() []byte {
 	default:
 		body = len(wr.sgl) * cs.SGESize
 	}
+	need := max(1, (cs.WQEHdr+body+cs.BB-1)/cs.BB)
 	bbs := wr.bbs
 	if bbs == 0 {
-		bbs = max(1, (cs.WQEHdr+body+cs.BB-1)/cs.BB)
+		bbs = need
 	}
-	b := make([]byte, max(bbs, 1)*cs.BB)
+	b := make([]byte, max(bbs, need)*cs.BB)
 	h := cs.WQE(b)
 	h.SetOpcode(wr.op)
 	h.SetSignaled(wr.signaled)
@@ -315,6 +316,9 @@ func (wr sendWR) encode() []byte {
 // doorbell (or pushes it).
 func (q *tqp) post(wr sendWR) {
 	b := wr.encode()
+	if wr.bbs > 0 && wr.bbs*cs.BB < len(b) {
+		b = b[:wr.bbs*cs.BB] // a WQE that does not fit its BBS
+	}
 	q.writeBlocks(q.sq, q.sqLog, q.sqPI, b)
 	if wr.push {
 		for i := 0; i < cs.BB/4; i++ {

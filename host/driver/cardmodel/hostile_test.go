@@ -151,9 +151,9 @@ func frameAll(t testing.TB, f *mpa.Framer, ulpdus [][]byte) []byte {
 }
 
 // terminateIn finds the Terminate in a transmit stream.
-func terminateIn(t testing.TB, stream []byte, markers bool) *rdmap.Terminate {
+func terminateIn(t testing.TB, stream []byte, markers, crc bool) *rdmap.Terminate {
 	t.Helper()
-	d := mpa.NewDeframer(mpa.DeframerConfig{Markers: markers, CRC: true})
+	d := mpa.NewDeframer(mpa.DeframerConfig{Markers: markers, CRC: crc})
 	var term *rdmap.Terminate
 	err := d.Feed(stream, func(u mpa.ULPDU) error {
 		seg, err := ddp.Parse(u.Data)
@@ -272,7 +272,7 @@ func refTerminate(t testing.TB, row hostileRow, markers bool, mk func(e env, f *
 		t.Fatal("reference endpoint did not end its stream within 60 s")
 	}
 	b.Close()
-	return terminateIn(t, <-got, markers), offender
+	return terminateIn(t, <-got, markers, true), offender
 }
 
 // cardTerminate runs the card as the victim of the same input.
@@ -286,7 +286,7 @@ func cardTerminate(t testing.TB, row hostileRow, markers bool, mk func(e env, f 
 	stream, offender := mk(v.env, &f)
 	v.q.feed(stream)
 	v.d.c.Run()
-	return v, terminateIn(t, v.q.txBytes(), markers), offender
+	return v, terminateIn(t, v.q.txBytes(), markers, true), offender
 }
 
 func sameTerminate(t testing.TB, who string, term *rdmap.Terminate, cause rdmap.Cause, offender []byte) {

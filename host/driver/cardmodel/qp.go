@@ -91,6 +91,7 @@ type wqe struct {
 	done   bool
 	status cs.WCStatus
 	cause  rdmap.Cause
+	silent bool // blocks dropped after a DMA fault on the ring: no completion names them
 }
 
 // rwqe is a receive queue entry the card has fetched.
@@ -101,6 +102,7 @@ type rwqe struct {
 	cap, got uint64
 	cur      sgCursor
 	status   cs.WCStatus // the status it completes with if the QP fails on it
+	silent   bool        // blocks dropped after a DMA fault on the ring
 }
 
 type inRead struct {
@@ -487,12 +489,11 @@ func (q *qp) errorStep() bool {
 		q.retire()
 		work = true
 	case q.sqFetch != q.sqPI:
-		w := q.fetchSQ()
-		if w != nil {
+		if w := q.fetchSQ(); w != nil {
 			w.done, w.status = true, cs.WCStatusWRFlushErr
 			q.sq = append(q.sq, w)
-			q.retire()
 		}
+		q.retire()
 		work = true
 	case len(q.rq) > 0:
 		r := q.rq[0]
@@ -501,7 +502,9 @@ func (q *qp) errorStep() bool {
 			st = cs.WCStatusWRFlushErr
 		}
 		q.popRQ()
-		q.c.complete(q.recvCQ, q, completion{wrID: r.wrID, op: cs.WCOpcodeRecv, status: st})
+		if !r.silent {
+			q.c.complete(q.recvCQ, q, completion{wrID: r.wrID, op: cs.WCOpcodeRecv, status: st})
+		}
 		work = true
 	case q.rqFetch != q.rqPI:
 		if r := q.fetchRQ(); r != nil {
@@ -582,7 +585,7 @@ func (q *qp) retire() {
 		}
 		q.sqCI += w.bbs
 		q.dirty = true
-		if w.status != cs.WCStatusSuccess || w.signaled {
+		if !w.silent && (w.status != cs.WCStatusSuccess || w.signaled) {
 			cw := completion{wrID: w.wrID, op: wcOpcode(w.op), status: w.status, cause: w.cause}
 			if w.status == cs.WCStatusSuccess {
 				cw.byteLen = uint32(w.total)

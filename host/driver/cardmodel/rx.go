@@ -290,6 +290,8 @@ func (q *qp) fetchRQ() *rwqe {
 	avail := blocks(q.rqFetch, q.rqPI)
 	b, bbs := q.readWQE(q.rqBase, q.rqSize, q.rqFetch, avail, false)
 	if b == nil {
+		q.rq = append(q.rq, &rwqe{idx: q.rqFetch, bbs: avail, silent: true})
+		q.rqFetch = q.rqPI
 		return nil
 	}
 	h := cs.WQE(b)

@@ -51,6 +51,10 @@ func (q *qp) fetchSQ() *wqe {
 	avail := blocks(q.sqFetch, q.sqPI)
 	b, bbs := q.readWQE(q.sqBase, q.sqSize, q.sqFetch, avail, true)
 	if b == nil {
+		// The SQ cannot be read (DMA_FAULT said why): what is posted
+		// there is dropped without completions, never read again.
+		q.sq = append(q.sq, &wqe{idx: q.sqFetch, bbs: avail, done: true, silent: true})
+		q.sqFetch = q.sqPI
 		return nil
 	}
 	h := cs.WQE(b)
@@ -137,6 +141,7 @@ func (q *qp) txStep() bool {
 	}
 	w := q.fetchSQ()
 	if w == nil {
+		q.retire()
 		return true
 	}
 	q.sq = append(q.sq, w)
