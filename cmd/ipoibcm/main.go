@@ -77,7 +77,7 @@ func run(args []string) int {
 	fs.StringVar(&cfg.Device, "device", "model", "verbs device the connections run on (in this build: "+strings.Join(verbs.Devices(), ", ")+")")
 	fs.BoolVar(&cfg.UDOnly, "ud-only", false, "advertise no connected mode; send everything over the datagram channel")
 	fs.IntVar(&cfg.MaxConns, "max-conns", ipoibcm.DefaultMaxConns, "cap on connections")
-	fs.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 5*time.Second, "bound on connection setup")
+	fs.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 5*time.Second, "bound on connection setup, and on each connection's MPA startup (a peer that stalls in it is dropped)")
 	fs.DurationVar(&cfg.AcceptDelay, "accept-delay", 0, "hold each incoming connection request this long before answering (testing crossing requests)")
 	fs.DurationVar(&statsEvery, "stats", 0, "log counters this often (0: only at exit)")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown")

@@ -48,6 +48,8 @@ type options struct {
 	markers, noCRC           bool
 	rev                      int
 	bind                     string
+	startupTimeout           time.Duration
+	maxStartups              int
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -76,6 +78,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.markers, "markers", false, "ask for MPA markers")
 	fs.BoolVar(&o.noCRC, "nocrc", false, "offer to run without CRC32c")
 	fs.IntVar(&o.rev, "rev", 1, "MPA revision the client sends (0, 1, 2)")
+	fs.DurationVar(&o.startupTimeout, "startup-timeout", verbs.DefaultStartupTimeout, "bound on each connection's MPA startup (Request to Reply)")
+	fs.IntVar(&o.maxStartups, "max-startups", verbs.DefaultMaxStartups, "server: connections in their MPA startup at once; more are closed at once")
 	if err := cli.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -89,6 +93,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 1 {
 		return usage("one server address at most, got %q", fs.Args())
+	}
+	if o.startupTimeout <= 0 || o.maxStartups < 1 {
+		return usage("-startup-timeout must be positive and -max-startups at least 1")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -165,6 +172,12 @@ func (o *options) specs() ([]perf.Spec, error) {
 func server(ctx context.Context, o options, stderr io.Writer) int {
 	lc := perf.ListenConfig()
 	lc.Markers, lc.NoCRC = o.markers, o.noCRC
+	lc.StartupTimeout, lc.MaxStartups = o.startupTimeout, o.maxStartups
+	lc.OnStartupError = func(remote net.Addr, err error) {
+		if !errors.Is(err, verbs.ErrRejected) { // a rejected spec is reported by perf.Serve
+			fmt.Fprintf(stderr, "iwperf: MPA startup from %v failed: %v\n", remote, err)
+		}
+	}
 	ln, err := verbs.Listen(net.JoinHostPort(o.bind, strconv.Itoa(o.port)), lc)
 	if err != nil {
 		fmt.Fprintln(stderr, "iwperf:", err)
@@ -185,7 +198,7 @@ const rule = "------------------------------------------------------------------
 var testNames = map[perf.Test]string{perf.Write: "RDMA_Write", perf.Read: "RDMA_Read", perf.Send: "Send"}
 
 func client(ctx context.Context, o options, addr string, specs []perf.Spec, stdout, stderr io.Writer) int {
-	c := &perf.Client{Device: o.device, Conn: verbs.ConnParam{Markers: o.markers, NoCRC: o.noCRC, Rev: verbs.MPARevision(o.rev)}}
+	c := &perf.Client{Device: o.device, Conn: verbs.ConnParam{Markers: o.markers, NoCRC: o.noCRC, Rev: verbs.MPARevision(o.rev), StartupTimeout: o.startupTimeout}}
 	tty := false
 	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 		tty = true

@@ -28,6 +28,12 @@
 //	           while it is still moving the connection into RDMA mode; a
 //	           real RNIC or a kernel initiator is slow enough never to hit it
 //	-timeout   bound on the whole run (with -P: only if given)
+//	-startup-timeout  bound on each connection's MPA startup, Request to
+//	           Reply (default 5 s): a peer that stalls in it is dropped
+//	-max-startups  server: connections in their MPA startup at once
+//	           (default 64); more are closed at once. Every failed startup
+//	           is reported on stderr ("iwping: MPA startup from ADDR
+//	           failed: ...") and, with -P, does not stop the server
 //	-json      print a JSON summary on stdout at the end
 //
 // Without -P the server serves one connection and exits, like rping. Exit
@@ -86,6 +92,8 @@ type options struct {
 	card              string
 	timeout           time.Duration
 	timeoutSet        bool // -timeout given (-P runs unbounded without it)
+	startupTimeout    time.Duration
+	maxStartups       int
 	json              bool
 	stdout, stderr    io.Writer
 	listening         func(net.Addr) // test hook: called once the server listens
@@ -192,6 +200,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.example, "example", false, "librdmacm rdma_server/rdma_client exchange instead of the ping loop")
 	fs.StringVar(&o.card, "card", "model", "openiwarp card: "+strings.Join(verbs.Devices(), ", "))
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "bound on the whole run (with -P: on the server's, only if given)")
+	fs.DurationVar(&o.startupTimeout, "startup-timeout", verbs.DefaultStartupTimeout, "bound on each connection's MPA startup (Request to Reply)")
+	fs.IntVar(&o.maxStartups, "max-startups", verbs.DefaultMaxStartups, "server: connections in their MPA startup at once; more are closed at once")
 	fs.BoolVar(&o.json, "json", false, "print a JSON summary on stdout")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: iwping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [-P] [iWARP options]")
@@ -225,6 +235,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("-ird and -ord must be 1..16383")
 	case o.timeout <= 0:
 		return nil, fmt.Errorf("invalid timeout %v", o.timeout)
+	case o.startupTimeout <= 0:
+		return nil, fmt.Errorf("invalid startup timeout %v", o.startupTimeout)
+	case o.maxStartups < 1:
+		return nil, fmt.Errorf("invalid -max-startups %d (at least 1)", o.maxStartups)
 	case !knownCard(o.card):
 		return nil, fmt.Errorf("unknown card %q (available: %s)", o.card, strings.Join(verbs.Devices(), ", "))
 	}
@@ -318,7 +332,7 @@ func knownCard(name string) bool {
 func (o *options) connect(ctx context.Context) (*verbsConn, error) {
 	addr := net.JoinHostPort(o.addr, strconv.Itoa(o.port))
 	if o.client {
-		cp := verbs.ConnParam{Rev: verbs.MPARevision(o.rev), NoCRC: !o.crc, Markers: o.markers, Timeout: o.timeout}
+		cp := verbs.ConnParam{Rev: verbs.MPARevision(o.rev), NoCRC: !o.crc, Markers: o.markers, StartupTimeout: o.startupTimeout}
 		if o.source != "" {
 			// Port 0: the kernel picks one, as for rping's -I.
 			src, err := net.ResolveTCPAddr("tcp", net.JoinHostPort(o.source, "0"))
@@ -353,10 +367,10 @@ func (o *options) connect(ctx context.Context) (*verbsConn, error) {
 // how many requests may wait for accept (0: verbs' default).
 func (o *options) listen(backlog int) (*verbs.Listener, error) {
 	cfg := verbs.ListenConfig{Markers: o.markers, NoCRC: !o.crc, MaxRev: verbs.MPARevision(o.rev),
-		IRD: o.ird, ORD: o.ord, Timeout: o.timeout, Backlog: backlog}
-	if o.persistent && !o.timeoutSet {
-		cfg.Timeout = 0 // the MPA startup's own default bound
-	}
+		IRD: o.ird, ORD: o.ord, StartupTimeout: o.startupTimeout, Backlog: backlog, MaxStartups: o.maxStartups,
+		OnStartupError: func(remote net.Addr, err error) {
+			fmt.Fprintf(o.stderr, "iwping: MPA startup from %v failed: %v\n", remote, err)
+		}}
 	ln, err := verbs.Listen(net.JoinHostPort(o.addr, strconv.Itoa(o.port)), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)

@@ -36,8 +36,10 @@ func (r RTR) String() string {
 }
 
 // DefaultStartupTimeout bounds the whole startup exchange when Config.Timeout
-// is zero (RFC 5044 §7.1.2 rule 10 asks for a timeout but gives no value).
-const DefaultStartupTimeout = 10 * time.Second
+// is zero (RFC 5044 §7.1.2 rule 10 asks for a timeout but gives no value):
+// a few seconds, as Linux siw drops a half-sent Request after about 5 s, so
+// that a peer that stalls in its startup holds a connection only briefly.
+const DefaultStartupTimeout = 5 * time.Second
 
 // Config is one side's part of the MPA startup exchange. The zero Config
 // speaks RFC 5044 (Rev 1) with CRCs and without markers.

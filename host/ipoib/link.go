@@ -210,7 +210,7 @@ func (l *Link) Start() error {
 			return fail(err)
 		}
 		l.ln, err = verbs.Listen(netip.AddrPortFrom(l.cfg.Underlay, uint16(l.cfg.TCPPort)).String(),
-			verbs.ListenConfig{Timeout: l.cfg.ConnectTimeout, Backlog: 64})
+			verbs.ListenConfig{StartupTimeout: l.cfg.ConnectTimeout, Backlog: 64})
 		if err != nil {
 			return fail(fmt.Errorf("connection listener: %w", err))
 		}

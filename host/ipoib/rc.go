@@ -445,7 +445,7 @@ func (l *Link) dialErr(peer ipoibcm.LinkAddr, id ipoibcm.ConnID) error {
 	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.ConnectTimeout)
 	defer cancel()
 	addr := netip.AddrPortFrom(peer.Underlay(), uint16(l.cfg.TCPPort)).String()
-	err = verbs.Dial(ctx, addr, c.qp, verbs.ConnParam{PrivateData: l.hello(sid, 0), Timeout: l.cfg.ConnectTimeout})
+	err = verbs.Dial(ctx, addr, c.qp, verbs.ConnParam{PrivateData: l.hello(sid, 0), StartupTimeout: l.cfg.ConnectTimeout})
 	var rej *verbs.RejectError
 	if errors.As(err, &rej) {
 		c.release()

@@ -20,7 +20,9 @@ type ConnParam struct {
 	Rev         mpa.Revision // MPA revision sent (0: Rev 1; Rev 2 exchanges IRD/ORD)
 	Draft01     bool         // speak draft-ietf-rddp-mpa-01 (Rev 0) only
 	PeerToPeer  bool         // RFC 6581 peer-to-peer model (Rev 2)
-	Timeout     time.Duration
+	// StartupTimeout bounds the MPA startup exchange, Request to Reply
+	// (0: DefaultStartupTimeout). The ctx given to Dial bounds it too.
+	StartupTimeout time.Duration
 	// LocalAddr, if not nil, is the local address the connection is made
 	// from (rdma_resolve_addr's source address; rping -I).
 	LocalAddr *net.TCPAddr
@@ -60,7 +62,7 @@ func Dial(ctx context.Context, addr string, qp *QP, cp ConnParam) error {
 	}
 	cfg := mpa.Config{Rev: cp.Rev, Draft01: cp.Draft01, Markers: cp.Markers, NoCRC: cp.NoCRC,
 		PrivateData: cp.PrivateData, IRD: uint16(qp.attr.IRD), ORD: uint16(qp.attr.ORD),
-		PeerToPeer: cp.PeerToPeer, Timeout: cp.Timeout}
+		PeerToPeer: cp.PeerToPeer, Timeout: cp.StartupTimeout}
 	p, err := mpa.Initiate(ctx, conn, cfg)
 	if err != nil {
 		if errors.Is(err, mpa.ErrRejected) {
@@ -83,11 +85,39 @@ type ListenConfig struct {
 	// IRD and ORD are advertised in Rev 2 Replies (0: 16); the IRD is
 	// also the accepting QP's.
 	IRD, ORD int
-	// Timeout bounds the startup exchange, including the time the
-	// application takes to Accept or Reject (0: mpa.DefaultStartupTimeout).
-	Timeout time.Duration
+	// StartupTimeout bounds each connection's MPA startup exchange, from
+	// the TCP accept to the Reply, including the time the application
+	// takes to Accept or Reject (0: DefaultStartupTimeout). A peer
+	// that sends half a Request and then nothing is dropped after it.
+	StartupTimeout time.Duration
 	// Backlog is how many connection requests may wait for Accept (0: 16).
 	Backlog int
+	// MaxStartups bounds the connections in their MPA startup at once,
+	// waiting for Accept included (0: DefaultMaxStartups). A connection
+	// beyond it is closed at once, before reading anything, so that
+	// clients that open connections and send nothing (slow loris) cannot
+	// hold more than this many, each for at most StartupTimeout.
+	MaxStartups int
+	// OnStartupError, if not nil, is told of each connection whose
+	// startup failed: refused beyond MaxStartups (ErrTooManyStartups),
+	// timed out, malformed, rejected by the application (ErrRejected) or
+	// cut by Close.
+	// It is called from the listener's goroutines, one call at a time.
+	OnStartupError func(remote net.Addr, err error)
+}
+
+// DefaultMaxStartups is ListenConfig.MaxStartups when zero.
+const DefaultMaxStartups = 64
+
+// ListenerStats counts the connections a listener has taken.
+type ListenerStats struct {
+	Accepted  uint64 // TCP connections accepted
+	Connected uint64 // startups that ended with an accepted QP's Reply
+	Refused   uint64 // closed at once beyond MaxStartups
+	TimedOut  uint64 // startups that ran past StartupTimeout
+	Failed    uint64 // other failed startups (malformed, rejected, cut)
+	// InStartup is how many connections are in their startup now.
+	InStartup int
 }
 
 // Listener accepts iWARP connections on a TCP port (rdma_listen).
@@ -100,6 +130,10 @@ type Listener struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 	once sync.Once
+
+	startups chan struct{} // a token per connection in its startup (MaxStartups)
+	statsMu  sync.Mutex
+	stats    ListenerStats
 }
 
 // Listen listens on addr ("127.0.0.1:0", ":4791"...).
@@ -117,7 +151,14 @@ func Listen(addr string, cfg ListenConfig) (*Listener, error) {
 	if cfg.Backlog <= 0 {
 		cfg.Backlog = 16
 	}
-	l := &Listener{ln: ln, cfg: cfg, reqs: make(chan *ConnRequest, cfg.Backlog), done: make(chan struct{})}
+	if cfg.MaxStartups <= 0 {
+		cfg.MaxStartups = DefaultMaxStartups
+	}
+	if cfg.StartupTimeout <= 0 {
+		cfg.StartupTimeout = DefaultStartupTimeout
+	}
+	l := &Listener{ln: ln, cfg: cfg, reqs: make(chan *ConnRequest, cfg.Backlog), done: make(chan struct{}),
+		startups: make(chan struct{}, cfg.MaxStartups)}
 	l.ctx, l.stop = context.WithCancel(context.Background())
 	l.wg.Add(1)
 	go l.acceptLoop()
@@ -134,8 +175,41 @@ func (l *Listener) acceptLoop() {
 		if err != nil {
 			return // closed
 		}
+		l.count(func(s *ListenerStats) { s.Accepted++ })
+		select {
+		case l.startups <- struct{}{}:
+		default:
+			conn.Close()
+			l.count(func(s *ListenerStats) { s.Refused++ })
+			l.startupError(conn.RemoteAddr(), fmt.Errorf("%w: %d in progress", ErrTooManyStartups, l.cfg.MaxStartups))
+			continue
+		}
 		l.wg.Add(1)
 		go l.handshake(conn)
+	}
+}
+
+// Stats counts the connections the listener has taken so far.
+func (l *Listener) Stats() ListenerStats {
+	l.statsMu.Lock()
+	defer l.statsMu.Unlock()
+	s := l.stats
+	s.InStartup = len(l.startups)
+	return s
+}
+
+func (l *Listener) count(f func(s *ListenerStats)) {
+	l.statsMu.Lock()
+	f(&l.stats)
+	l.statsMu.Unlock()
+}
+
+// startupError tells ListenConfig.OnStartupError, one call at a time.
+func (l *Listener) startupError(remote net.Addr, err error) {
+	if l.cfg.OnStartupError != nil {
+		l.statsMu.Lock()
+		defer l.statsMu.Unlock()
+		l.cfg.OnStartupError(remote, err)
 	}
 }
 
@@ -155,10 +229,7 @@ type handshakeResult struct {
 func (l *Listener) handshake(conn net.Conn) {
 	defer l.wg.Done()
 	ctx := l.ctx
-	timeout := l.cfg.Timeout
-	if timeout <= 0 {
-		timeout = mpa.DefaultStartupTimeout
-	}
+	timeout := l.cfg.StartupTimeout
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	req := &ConnRequest{l: l, conn: conn, answer: make(chan decision, 1), result: make(chan handshakeResult, 1)}
@@ -184,8 +255,22 @@ func (l *Listener) handshake(conn net.Conn) {
 			}
 		}}
 	p, err := mpa.Respond(ctx, conn, cfg)
+	<-l.startups // this startup is done, whichever way
 	if err != nil {
 		conn.Close() // a rejection leaves TCP open (RFC 5044 §7.1.2 r2): the Reply is out, close it now
+		var me *mpa.Error
+		switch {
+		case l.ctx.Err() == nil && errors.As(err, &me) && me.Kind == mpa.KindTimeout:
+			l.count(func(s *ListenerStats) { s.TimedOut++ })
+		default:
+			l.count(func(s *ListenerStats) { s.Failed++ })
+		}
+		if errors.Is(err, mpa.ErrRejected) {
+			err = fmt.Errorf("%w: %w", ErrRejected, err) // by the application
+		}
+		l.startupError(conn.RemoteAddr(), err)
+	} else {
+		l.count(func(s *ListenerStats) { s.Connected++ })
 	}
 	req.result <- handshakeResult{p, err}
 }

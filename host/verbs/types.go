@@ -86,6 +86,9 @@ var (
 	ErrRejected = errors.New("verbs: connection rejected")
 	// ErrInvalid: an argument is out of range or belongs to another object.
 	ErrInvalid = errors.New("verbs: invalid argument")
+	// ErrTooManyStartups: a listener closed a connection at once because
+	// ListenConfig.MaxStartups connections were in their MPA startup.
+	ErrTooManyStartups = errors.New("verbs: too many connections in their MPA startup")
 )
 
 // Errors of the card and the protocol engine, under the names a verbs user
@@ -119,3 +122,7 @@ const (
 	MPARev1 = mpa.Rev1 // RFC 5044
 	MPARev2 = mpa.Rev2 // RFC 6581 enhanced connection establishment
 )
+
+// DefaultStartupTimeout bounds an MPA startup exchange when
+// ConnParam.StartupTimeout or ListenConfig.StartupTimeout is zero.
+const DefaultStartupTimeout = mpa.DefaultStartupTimeout
