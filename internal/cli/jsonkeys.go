@@ -12,6 +12,10 @@ import (
 	"unsafe"
 )
 
+// MapKey is the key JSONKeysOf gives the one entry it puts in a map: in
+// its result, "metrics.key" stands for any key of map "metrics".
+const MapKey = "key"
+
 // snakeCase is the form of every key in openiwarp's JSON output
 // (docs/json.md).
 var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
@@ -78,8 +82,9 @@ func JSONKeys(data []byte) ([]string, error) {
 // JSONKeysOf lists the keys a value of v's type can carry in JSON, those
 // tagged omitempty included: it marshals a value of that type with every
 // exported field set (non-zero numbers, non-empty strings, true, one
-// element per slice, pointers to such values) and returns its JSONKeys.
-// Maps are left empty (their keys are data, not names).
+// element per slice, pointers to such values, one entry keyed MapKey per
+// map with string keys, whose keys are data rather than names) and returns
+// its JSONKeys.
 func JSONKeysOf(v any) ([]string, error) {
 	t := reflect.TypeOf(v)
 	if t == nil {
@@ -120,6 +125,14 @@ func fill(v reflect.Value, depth int) {
 		s := reflect.MakeSlice(v.Type(), 1, 1)
 		fill(s.Index(0), depth+1)
 		v.Set(s)
+	case reflect.Map:
+		if v.Type().Key().Kind() == reflect.String {
+			m := reflect.MakeMapWithSize(v.Type(), 1)
+			e := reflect.New(v.Type().Elem()).Elem()
+			fill(e, depth+1)
+			m.SetMapIndex(reflect.ValueOf(MapKey).Convert(v.Type().Key()), e)
+			v.Set(m)
+		}
 	case reflect.Array:
 		for i := range v.Len() {
 			fill(v.Index(i), depth+1)

@@ -41,7 +41,7 @@ func TestJSONKeysOf(t *testing.T) {
 	}
 	keys, err := JSONKeysOf(sample{})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"conn", "kind", "named", "named.rev", "opt", "rev", "rows", "rows[].rev"}, keys)
+	assert.Equal(t, []string{"conn", "kind", "named", "named.rev", "opt", "rev", "rows", "rows[].rev", "tags", "tags.key"}, keys)
 
 	type bad struct{ BytesRead int }
 	keys, err = JSONKeysOf(bad{})
