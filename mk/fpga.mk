@@ -4,10 +4,9 @@
 # The self-test top instantiates other generated modules: its co-simulation
 # library depends on them (mk/hw.mk's rule passes -y hw/rtl), and GHDL
 # analyses the VHDL of tops after everything else.
-SELFTEST_TOP := selftest_hx8k
-SELFTEST_SUBS := mpa_tx_w64 mpa_rx_w64_b16 uart_tx_d104
-HW_TOPS_VHD := hw/rtl/$(SELFTEST_TOP).vhd
-$(HW_SIM)/lib$(SELFTEST_TOP).so $(HW_SIM)/trace/lib$(SELFTEST_TOP).so: $(SELFTEST_SUBS:%=hw/rtl/%.v)
+HW_TOPS_VHD := hw/rtl/selftest_hx8k.vhd hw/rtl/selftest_tx_hx8k.vhd
+$(HW_SIM)/libselftest_hx8k.so $(HW_SIM)/trace/libselftest_hx8k.so: hw/rtl/mpa_tx_w64.v hw/rtl/mpa_rx_w64_b16.v hw/rtl/uart_tx_d104.v
+$(HW_SIM)/libselftest_tx_hx8k.so $(HW_SIM)/trace/libselftest_tx_hx8k.so: hw/rtl/mpa_tx_w64.v hw/rtl/crc32c_w64.v hw/rtl/uart_tx_d104.v
 
 .PHONY: test-selftest
 # The self-test top in co-simulation: its UART report against the Go model
@@ -16,3 +15,30 @@ test-selftest:
 	$(GO) test -count=1 -timeout 10m -run 'Selftest|UARTTx' ./hw/sim/ ./fpga/...
 
 TEST_TARGETS += test-selftest
+
+# The iCE40 board bitstream (fpga/bitstream): yosys, nextpnr-ice40 against
+# fpga/constraints/<board>.pcf at the board's clock (the build fails, and
+# writes no bitstream, when the timing report misses it), icepack. Not in
+# TEST_TARGETS: it takes 10 to 15 minutes of CPU on this machine (docs/fpga.md).
+BOARD ?= hx8k
+.PHONY: bitstream program fpga-pcie-lint
+bitstream:
+	$(GO) run ./fpga/bitstream -board $(BOARD)
+
+# Loads the bitstream into the board's configuration flash with iceprog;
+# says so when no board is attached.
+program:
+	$(GO) run ./fpga/bitstream -board $(BOARD) -program
+
+# The PCIe wrapper of the card for the Alveo U250 (fpga/pcie) under
+# Verilator -Wall, against port-accurate stubs of the vendor IP; the card's
+# own RTL once hw/rtl/iwcard_w512.v exists, its port list until then.
+# The Vivado build (fpga/pcie/build_au250.tcl) is not run here.
+FPGA_PCIE_CARD = $(if $(wildcard hw/rtl/iwcard_w512.v),-y hw/rtl,fpga/pcie/stubs/iwcard_w512.v)
+fpga-pcie-lint:
+	verilator --lint-only -Wall --top-module iwcard_au250 fpga/pcie/iwcard_au250.v \
+	  fpga/pcie/stubs/xdma_0.v fpga/pcie/stubs/axi_protocol_converter_0.v fpga/pcie/stubs/IBUFDS_GTE4.v $(FPGA_PCIE_CARD)
+	@echo "fpga-pcie-lint: fpga/pcie/iwcard_au250.v clean"
+
+TEST_TARGETS += fpga-pcie-lint
+DEBIAN_PACKAGES += yosys nextpnr-ice40 fpga-icestorm verilator

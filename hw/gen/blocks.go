@@ -32,10 +32,21 @@ func Blocks() ([]*Module, error) {
 		}
 		mods = append(mods, m)
 	}
-	top, subs, err := SelftestModules(SelftestHX8K)
-	if err != nil {
-		return nil, err
+	seen := map[string]bool{}
+	for _, m := range mods {
+		seen[m.Name] = true
 	}
-	mods = append(append(mods, subs...), top)
+	for _, cfg := range []SelftestConfig{SelftestHX8K, SelftestTxHX8K} {
+		top, subs, err := SelftestModules(cfg)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range append(subs, top) {
+			if !seen[m.Name] {
+				seen[m.Name] = true
+				mods = append(mods, m)
+			}
+		}
+	}
 	return mods, nil
 }

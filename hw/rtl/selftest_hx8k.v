@@ -29,7 +29,7 @@
 // while the rx line from the host is low for two cycles or more (a key typed
 // in the terminal restarts the test).
 //
-// Implements: RFC 5044 §4 (the FPDUs mpa_tx frames and mpa_rx checks)
+// Implements: RFC 5044 §4 (the FPDUs mpa_tx frames and checks of their markers and CRC)
 
 `resetall
 `default_nettype none
@@ -67,16 +67,6 @@ module selftest_hx8k (
     wire           tx_m_tlast;
     wire [31:0]    tx_m_tuser;
     wire           rx_s_tready;
-    wire [63:0]    rx_m_tdata;
-    wire [7:0]     rx_m_tkeep;
-    wire           rx_m_tvalid;
-    wire           rx_m_tlast;
-    wire [15:0]    rx_m_tuser_len;
-    wire           rx_err_valid;
-    wire [2:0]     rx_err_kind;
-    wire [2:0]     rx_err_code;
-    wire [31:0]    rx_err_offset;
-    wire           rx_eos;
     wire           uart_ready;
     wire           uart_tx;
     reg  [63:0]    g_x;                      // xorshift64 state: the data of the beat offered
@@ -89,6 +79,7 @@ module selftest_hx8k (
     reg            g_off_ok;                 // the next FPDU's offset is known (mpa_tx returned it)
     reg  [31:0]    f_off;                    // stream offset of the FPDU on mpa_tx's output
     wire [7:0]     g_lim;
+    reg            i_done;                   // the episode's error is injected
     wire           g_valid;
     wire           g_take;                   // mpa_tx takes a beat
     wire           t_xfer;                   // an FPDU beat passes to mpa_rx
@@ -98,7 +89,6 @@ module selftest_hx8k (
     wire [63:0]    g_x_next;                 // xorshift64 step
     reg  [31:0]    i_pos;                    // stream offset of lane 0 of mpa_tx's output beat
     reg  [7:0]     i_n;                      // FPDUs passed
-    reg            i_done;                   // the episode's error is injected
     reg  [31:0]    e_off;                    // offset of the FPDU the error was injected into
     reg  [7:0]     e_n;                      // FPDUs before it
     wire [7:0]     i_last_lane;              // the last kept lane, one-hot
@@ -109,6 +99,16 @@ module selftest_hx8k (
     wire           inj_mrk;
     wire [63:0]    inj_mask;                 // bits flipped on the wire
     wire           inj_take;                 // the corrupted beat passes
+    wire [63:0]    rx_m_tdata;
+    wire [7:0]     rx_m_tkeep;
+    wire           rx_m_tvalid;
+    wire           rx_m_tlast;
+    wire [15:0]    rx_m_tuser_len;
+    wire           rx_err_valid;
+    wire [2:0]     rx_err_kind;
+    wire [2:0]     rx_err_code;
+    wire [31:0]    rx_err_offset;
+    wire           rx_eos;
     reg  [63:0]    c_x;                      // xorshift64 state: the data of the next beat mpa_rx delivers
     reg            c_first;                  // the next beat mpa_rx delivers is a ULPDU's first
     reg  [7:0]     c_left;                   // octets of the ULPDU from the next beat mpa_rx delivers on, after its first
@@ -128,6 +128,7 @@ module selftest_hx8k (
     wire [63:0]    c_x_next_b;
     wire [63:0]    c_x_next;                 // xorshift64 step
     reg  [12:0]    wd;                       // cycles in the run state
+    wire           wd_expired;               // the episode made no verdict in time
     reg  [5:0]     dr;                       // cycles in the drain state
     wire           inj_kind;                 // an error is injected in this episode
     wire           fin_run;
@@ -160,7 +161,7 @@ module selftest_hx8k (
     assign k_crc_inj = kind == 2'h1;
     assign k_mrk_inj = kind == 2'h3;
     assign markers = kind != 2'h2;
-    assign crc_on = ~k_mrk_inj;
+    assign crc_on = ~k_mrk_inj | 1'h0;
     assign ep_offset = {2'h1, ep_seed[63:36], 2'h0};
     assign blk_rst = rst | st_start;
     assign g_len = ({2'h0, g_x[5:0]} + {4'h0, g_x[11:8]}) + 8'h01;
@@ -228,8 +229,9 @@ module selftest_hx8k (
     assign c_x_next_a = c_x ^ {c_x[50:0], 13'h0000};
     assign c_x_next_b = c_x_next_a ^ {7'h00, c_x_next_a[63:7]};
     assign c_x_next = c_x_next_b ^ {c_x_next_b[46:0], 17'h00000};
+    assign wd_expired = &wd;
     assign inj_kind = k_crc_inj | k_mrk_inj;
-    assign fin_run = (st_run & ~rx_err_valid) & ((~inj_kind & (c_n == 8'h08)) | &wd);
+    assign fin_run = (st_run & ~rx_err_valid) & ((~inj_kind & (c_n == 8'h08)) | wd_expired);
     assign fin = fin_run | (st_drain & &dr);
     assign err_ok = ((((rx_err_valid & i_done) & (c_n == e_n)) & (rx_err_offset == e_off)) & (rx_err_kind == (k_crc_inj ? 3'h1 : 3'h2))) & (rx_err_code == (k_crc_inj ? 3'h2 : 3'h3));
     assign good = (~c_bad & ~rx_eos) & (inj_kind ? err_ok : (~rx_err_valid & (c_n == 8'h08)));

@@ -28,16 +28,19 @@ func TestUARTTxCosim(t *testing.T) {
 // shows the LEDs it predicts, and starts again from the first line when the
 // rx line is pulled low.
 func TestSelftestUARTReport(t *testing.T) {
-	cfg := gen.SelftestHX8K
-	const lines = 2
-	want, err := selftest.New(cfg).Lines(lines)
-	require.NoError(t, err)
-	got, err := RunSelftest(cfg, lines+1, lines, 64<<20)
-	require.NoError(t, err)
-	assert.Equal(t, append(want, want[0]), got.Lines, "report lines, the last after a restart")
-	first := selftest.New(cfg)
-	_, err = first.Lines(1)
-	require.NoError(t, err)
-	assert.Equal(t, selftest.LEDs(1, first.Counters()), got.LED, "LEDs after the restart's first line")
-	t.Logf("%d cycles (%.0f ms at %d MHz): %q", got.Cycles, float64(got.Cycles)/float64(cfg.ClockHz)*1e3, cfg.ClockHz/1_000_000, got.Lines)
+	for _, cfg := range []gen.SelftestConfig{gen.SelftestTxHX8K, gen.SelftestHX8K} {
+		t.Run(cfg.Name, func(t *testing.T) {
+			const lines = 2
+			want, err := selftest.New(cfg).Lines(lines)
+			require.NoError(t, err)
+			got, err := RunSelftest(cfg, lines+1, lines, 64<<20)
+			require.NoError(t, err)
+			assert.Equal(t, append(want, want[0]), got.Lines, "report lines, the last after a restart")
+			first := selftest.New(cfg)
+			_, err = first.Lines(1)
+			require.NoError(t, err)
+			assert.Equal(t, selftest.LEDs(1, first.Counters()), got.LED, "LEDs after the restart's first line")
+			t.Logf("%d cycles (%.0f ms at %d MHz): %q", got.Cycles, float64(got.Cycles)/float64(cfg.ClockHz)*1e3, cfg.ClockHz/1_000_000, got.Lines)
+		})
+	}
 }
