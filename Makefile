@@ -13,7 +13,7 @@ DEBIAN_PACKAGES := verilator ghdl yosys nextpnr-ice40 fpga-icestorm tshark g++ m
 TEST_TARGETS :=
 BENCH_TARGETS :=
 
-.PHONY: all tools lint test test-go bench bench-go demo clean
+.PHONY: all tools lint test test-go test-loaded bench bench-go demo clean
 all: lint test
 
 include $(sort $(wildcard mk/*.mk))
@@ -34,6 +34,14 @@ test-go:
 
 test: tools lint test-go $(TEST_TARGETS)
 	@echo "make test: all suites passed"
+
+# The pure-Go suite, the co-simulation and the sim card's verbs suite with a
+# busy loop on every core beside them (scripts/with-cpu-hog.sh): no test may
+# depend on a quiet machine. Tests wait with watchdogs (internal/testwatch)
+# that fail only after minutes, naming what was stuck.
+LOADED_TARGETS = test-go test-cosim test-host-sim
+test-loaded:
+	scripts/with-cpu-hog.sh $(MAKE) --no-print-directory $(LOADED_TARGETS)
 
 # Benchmarks run three times; benchratio keeps the best run of each and
 # prints it beside its baseline from the same run (see internal/tools/benchratio).

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/golden/rdmap"
 	"github.com/openiwarp/openiwarp/internal/pcapio"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 // The committed captures in testdata/ are real exchanges between two
@@ -174,8 +174,8 @@ func exchange(t testing.TB, from, to net.Conn, b []byte) {
 }
 
 func runMPA(t testing.TB, sc scenario, ic, rc net.Conn) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx, end := testwatch.Step(t, "the scenario's MPA startup")
+	defer end()
 	type result struct {
 		p   mpa.Params
 		err error
@@ -236,7 +236,7 @@ func receive(c net.Conn, d *mpa.Deframer) ([]byte, error) {
 	var got []byte
 	buf := make([]byte, 4096)
 	for got == nil {
-		if err := c.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		if err := c.SetReadDeadline(testwatch.Deadline()); err != nil {
 			return nil, err
 		}
 		n, err := c.Read(buf)

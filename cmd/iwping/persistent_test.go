@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -20,6 +19,7 @@ import (
 	"github.com/openiwarp/openiwarp/cmd/iwping/rping"
 	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/host/verbs"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 // persistent starts iwping -s -P with args. stop cancels it, as SIGINT
@@ -46,7 +46,8 @@ type endedConns struct {
 // server's: the server learns of the disconnect a moment later.
 func (e *endedConns) wait(t *testing.T, n int) Summary {
 	t.Helper()
-	timeout := time.After(20 * time.Second)
+	d := testwatch.Patience()
+	timeout := time.After(d)
 	for i := 1; i <= n; {
 		if _, ok := e.seen[i]; ok {
 			i++
@@ -56,7 +57,8 @@ func (e *endedConns) wait(t *testing.T, n int) Summary {
 		case s := <-e.ch:
 			e.seen[s.Conn] = s
 		case <-timeout:
-			t.Fatalf("connection %d never ended", i)
+			testwatch.Stuck(t, fmt.Sprintf("the end of connection %d", i), d)
+			t.FailNow()
 		}
 	}
 	return e.seen[n]
@@ -85,8 +87,8 @@ func dialQP(t *testing.T, port int) *verbsConn {
 	t.Helper()
 	c, err := newVerbsConn("model", 1, 1)
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx, end := testwatch.Step(t, "dialing the server")
+	defer end()
 	if err := verbs.Dial(ctx, fmt.Sprintf("127.0.0.1:%d", port), c.qp, verbs.ConnParam{Rev: mpa.Rev2, NoCRC: true}); err != nil {
 		c.Close()
 		t.Fatalf("dial: %v", err)
@@ -100,8 +102,8 @@ func dialQP(t *testing.T, port int) *verbsConn {
 func quitMidCycle(t *testing.T, port int) {
 	c := dialQP(t, port)
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx, end := testwatch.Step(t, "half an rping cycle")
+	defer end()
 	src, err := c.Register(make([]byte, rping.DefaultSize))
 	require.NoError(t, err)
 	rping.FillPing(src.Buf, 0, rping.FirstStart)
@@ -144,8 +146,8 @@ func TestPersistentServer(t *testing.T) {
 	conn++
 	wantCycles[conn] = 2
 	good(2)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx, end := testwatch.Step(t, "pinging on the held connection")
+	defer end()
 	st, err := rping.Client(ctx, held, rping.Options{Count: 4, Size: rping.DefaultSize, Validate: true})
 	require.NoError(t, err)
 	require.Equal(t, 4, st.Cycles)
@@ -237,15 +239,15 @@ func TestPersistentQuietOutput(t *testing.T) {
 // waitListening waits until something accepts TCP connections on port.
 func waitListening(t *testing.T, port int) {
 	t.Helper()
-	for range 200 {
+	if !testwatch.Until(t, fmt.Sprintf("a listener on port %d", port), func() bool {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err == nil {
 			c.Close()
-			return
 		}
-		time.Sleep(10 * time.Millisecond)
+		return err == nil
+	}) {
+		t.FailNow()
 	}
-	t.Fatalf("nothing listens on port %d", port)
 }
 
 // runServer runs the whole command (flags, signals) in the background.
@@ -257,20 +259,20 @@ func runServer(t *testing.T, args ...string) (port int, wait func() (int, string
 		done <- run(append([]string{"-s", "-P", "-a", "127.0.0.1", "-p", fmt.Sprint(port)}, args...), &stdout, &stderr)
 	}()
 	return port, func() (int, string, string) {
-		select {
-		case code := <-done:
-			return code, stdout.String(), stderr.String()
-		case <-time.After(30 * time.Second):
-			t.Fatal("the server did not stop")
-			return 0, "", ""
+		code, ok := testwatch.Wait(t, done, "the server to stop")
+		if !ok {
+			t.FailNow()
 		}
+		return code, stdout.String(), stderr.String()
 	}
 }
 
 // -timeout bounds a persistent server's run: it stops, cutting the
 // connection still running (reported as such), and exits 0.
 func TestPersistentStopsAtTimeout(t *testing.T) {
-	port, wait := runServer(t, "-timeout", "1500ms", "-json")
+	// The bound must outlast the first client's two pings however loaded
+	// the machine is; the endless client then waits for it.
+	port, wait := runServer(t, "-timeout", "8s", "-json")
 	waitListening(t, port)
 	code, _, errOut := pingClient(port, "-C", "2")
 	require.Equal(t, 0, code, errOut)

@@ -5,11 +5,12 @@ import (
 	"net"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
 	"github.com/openiwarp/openiwarp/golden/mpa"
-	"github.com/stretchr/testify/require"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 // gateConn holds the transmitter just after its first Write has reached
@@ -63,7 +64,7 @@ func TestSendWrittenBeforePeerCloses(t *testing.T) {
 	_, err = io.ReadAtLeast(peer, buf, 1)
 	require.NoError(t, err)
 	peer.Close()
-	require.Eventually(t, func() bool { return ep.Err() != nil }, 5*time.Second, time.Millisecond)
+	testwatch.Until(t, "the endpoint to see the peer's FIN", func() bool { return ep.Err() != nil })
 	close(gate.release)
 	released = true
 	require.NoError(t, <-posted)

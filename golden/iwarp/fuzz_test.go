@@ -11,6 +11,7 @@ import (
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
 	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/golden/rdmap"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 // fuzzSTag in a fuzz input stands for the victim's registered STag, which
@@ -101,13 +102,11 @@ func fuzzReceiveOne(t *testing.T, in []byte) {
 			stream, _ = fr.AppendFPDU(stream, s)
 		}
 	}
-	theirs.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	theirs.SetWriteDeadline(testwatch.Deadline())
 	theirs.Write(stream)
 	theirs.Close()
-	select {
-	case <-ep.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("endpoint did not finish")
+	if !testwatch.Done(t, ep.Done(), "the endpoint to finish the fuzzed stream") {
+		t.FailNow()
 	}
 	ep.Close()
 	for i := 0; i < guard; i++ {

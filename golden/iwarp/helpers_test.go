@@ -1,16 +1,16 @@
 package iwarp
 
 import (
-	"context"
 	"net"
 	"runtime"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
 	"github.com/openiwarp/openiwarp/golden/mpa"
-	"github.com/stretchr/testify/require"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 // side is one end of a test connection.
@@ -34,11 +34,8 @@ type pairOpts struct {
 func checkLeaks(t testing.TB) {
 	before := runtime.NumGoroutine()
 	t.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if n := runtime.NumGoroutine(); n > before {
+		if !testwatch.Settle(func() bool { return runtime.NumGoroutine() <= before }) {
+			n := runtime.NumGoroutine()
 			buf := make([]byte, 1<<20)
 			buf = buf[:runtime.Stack(buf, true)]
 			var ours []string
@@ -99,8 +96,13 @@ func pair(t testing.TB, o pairOpts) (client, server *side) {
 // on it, initiator side with icfg, responder side with rcfg.
 func connectMPA(t testing.TB, icfg, rcfg mpa.Config) (cc net.Conn, cp mpa.Params, sc net.Conn, sp mpa.Params) {
 	ln := listen(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx, end := testwatch.Step(t, "the MPA startup on 127.0.0.1")
+	defer end()
+	for _, c := range []*mpa.Config{&icfg, &rcfg} {
+		if c.Timeout == 0 { // the default is a bound a loaded machine could reach
+			c.Timeout = testwatch.Patience()
+		}
+	}
 	type res struct {
 		c   net.Conn
 		p   mpa.Params
@@ -134,8 +136,8 @@ func (s *side) reg(t testing.TB, buf []byte, addr uint64, acc mem.Access) *mem.M
 }
 
 func wait(t testing.TB, cq *CQ) Completion {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx, end := testwatch.Step(t, "a completion")
+	defer end()
 	c, err := cq.Wait(ctx)
 	require.NoError(t, err)
 	return c

@@ -2,7 +2,6 @@ package iwarp
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -10,12 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/openiwarp/openiwarp/golden/ddp"
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
 	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/golden/rdmap"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 // hostile is a raw MPA peer that sends whatever ULPDUs a test crafts.
@@ -30,8 +31,8 @@ type hostile struct {
 // which is the Responder and so must wait for the hostile peer's first FPDU.
 func hostilePair(t *testing.T, o pairOpts) (*hostile, *side) {
 	ln := listen(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx, end := testwatch.Step(t, "the hostile peer's MPA startup")
+	defer end()
 	cfg := mpa.Config{Rev: mpa.Rev1, Markers: o.markers, NoCRC: o.noCRC}
 	ch := make(chan *side, 1)
 	go func() {
@@ -75,7 +76,7 @@ func (h *hostile) send(t *testing.T, ulpdus ...[]byte) {
 
 // readAll reads the victim's stream to EOF and returns its ULPDUs.
 func (h *hostile) readAll(t *testing.T) [][]byte {
-	h.conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	h.conn.SetReadDeadline(testwatch.Deadline())
 	var got [][]byte
 	buf := make([]byte, 1<<20)
 	for {

@@ -3,16 +3,19 @@ package iwarp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
 	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/golden/rdmap"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 // next reads the victim's stream until n more messages have arrived, or
@@ -40,12 +43,23 @@ func (h *hostile) next(t *testing.T, n int, timeout time.Duration) []rdmap.Messa
 	return got
 }
 
+// await reads the victim's stream until n more messages have arrived; if
+// they have not after testwatch.Patience, the test fails saying so.
+func (h *hostile) await(t *testing.T, n int) []rdmap.Message {
+	t.Helper()
+	got := h.next(t, n, testwatch.Patience())
+	if len(got) < n {
+		testwatch.Stuck(t, fmt.Sprintf("%d messages from the victim (%d arrived)", n, len(got)), testwatch.Patience())
+	}
+	return got
+}
+
 // expect reads exactly n more messages: n arrive within a generous time,
 // then nothing more for a short while.
 func (h *hostile) expect(t *testing.T, n int) []rdmap.Message {
 	var got []rdmap.Message
 	if n > 0 {
-		got = h.next(t, n, 10*time.Second)
+		got = h.await(t, n)
 		require.Len(t, got, n)
 	}
 	require.Empty(t, h.next(t, 1, 200*time.Millisecond), "more than %d messages", n)
@@ -69,7 +83,7 @@ func TestCompletionOrder(t *testing.T) {
 		SendWR{ID: 1, Opcode: WRRead, SGL: []SGE{{0x100, 16, mr.STag}}, RemoteAddr: 0x5000, RKey: 0x77, Signaled: true},
 		SendWR{ID: 2, Opcode: WRSend, Inline: []byte("after"), Signaled: true},
 	))
-	msgs := h.next(t, 2, 5*time.Second)
+	msgs := h.await(t, 2)
 	require.Len(t, msgs, 2)
 	assert.Equal(t, rdmap.OpReadRequest, msgs[0].Opcode())
 	assert.Equal(t, rdmap.OpSend, msgs[1].Opcode())
@@ -126,7 +140,7 @@ func TestFence(t *testing.T) {
 	got := h.expect(t, 1)
 	assert.Equal(t, rdmap.OpReadRequest, got[0].Opcode())
 	h.send(t, readResp(mr.STag, 0, []byte("data")))
-	got = h.next(t, 1, 2*time.Second)
+	got = h.await(t, 1)
 	require.Len(t, got, 1)
 	assert.Equal(t, rdmap.OpWrite, got[0].Opcode())
 	waitOK(t, v.scq, 1, WCRead)
@@ -141,7 +155,7 @@ func TestZeroLength(t *testing.T) {
 	h, v := hostilePair(t, pairOpts{})
 	h.send(t, write(0xdeadbeef, ^uint64(0), true, nil),
 		readReq(1, rdmap.ReadRequestFields{SinkSTag: 0x42, SinkTO: 7, Size: 0, SrcSTag: 0xbad, SrcTO: ^uint64(0)}))
-	got := h.next(t, 1, 5*time.Second)
+	got := h.await(t, 1)
 	require.Len(t, got, 1)
 	m := got[0]
 	assert.Equal(t, rdmap.OpReadResponse, m.Opcode())
@@ -172,7 +186,7 @@ func TestReadResponseChecks(t *testing.T) {
 			mr := v.reg(t, arena[2:6:6], 0, all)
 			h.send(t, write(1, 0, true, nil))
 			require.NoError(t, v.ep.PostSend(SendWR{ID: 1, Opcode: WRRead, SGL: []SGE{{0, 4, mr.STag}}, RKey: 5, Signaled: true}))
-			require.Len(t, h.next(t, 1, 5*time.Second), 1)
+			require.Len(t, h.await(t, 1), 1)
 			h.send(t, tc.resp(mr))
 			term := h.terminate(t)
 			assert.Equal(t, tc.cause, term.Cause, "%v", term.Cause)
@@ -204,10 +218,8 @@ func TestSolicitedEvent(t *testing.T) {
 	default:
 	}
 	require.NoError(t, a.ep.PostSend(SendWR{ID: 2, Opcode: WRSend, Solicited: true, Inline: []byte("yes")}))
-	select {
-	case <-b.rcq.Events():
-	case <-time.After(5 * time.Second):
-		t.Fatal("no solicited event")
+	if !testwatch.Done(t, b.rcq.Events(), "the solicited event") {
+		t.FailNow()
 	}
 	c := waitOK(t, b.rcq, 2, WCRecv)
 	assert.True(t, c.Solicited)
@@ -252,8 +264,7 @@ func TestConnectionLost(t *testing.T) {
 func TestManyConnections(t *testing.T) {
 	checkLeaks(t)
 	const conns, ops, size = 8, 64, 8192
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := testwatch.Context(t, "traffic on many connections")
 	errc := make(chan error, conns)
 	for c := 0; c < conns; c++ {
 		a, b := pair(t, pairOpts{markers: c%2 == 0, noCRC: c%3 == 0})

@@ -1,7 +1,6 @@
 package iwarp
 
 import (
-	"context"
 	"net"
 	"net/netip"
 	"os"
@@ -11,12 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
 	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/golden/rdmap"
 	"github.com/openiwarp/openiwarp/internal/pcapio"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 // recordedPair connects two endpoints over TCP on 127.0.0.1 with both
@@ -42,8 +43,8 @@ func recordedPair(t *testing.T, path string, o pairOpts) (a, b *side) {
 		Client: netip.MustParseAddrPort("198.18.0.1:40000"), Server: netip.MustParseAddrPort("198.18.0.2:4791"),
 		ISN: [2]uint32{1000, 2000}, Clock: func() time.Time { clock = clock.Add(time.Millisecond); return clock }})
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx, end := testwatch.Step(t, "the recorded MPA startup")
+	defer end()
 	cfg := mpaConfig(o)
 	type res struct {
 		p   mpa.Params

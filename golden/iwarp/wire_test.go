@@ -3,14 +3,15 @@ package iwarp
 import (
 	"io"
 	"testing"
-	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/openiwarp/openiwarp/golden/ddp"
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
 	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/golden/rdmap"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 // TestSegmentationOnWire reads what an endpoint sends: segments no larger
@@ -34,7 +35,7 @@ func TestSegmentationOnWire(t *testing.T) {
 		SendWR{Opcode: WRSend, Solicited: true, Inline: []byte("x")},
 	))
 	// 4000 bytes: tagged 1486+1486+1028, untagged 1482+1482+1036, then 1.
-	got := h.next(t, 7, 5*time.Second)
+	got := h.await(t, 7)
 	require.Len(t, got, 7)
 	var data []byte
 	for i, m := range got[:3] {
@@ -103,7 +104,7 @@ func TestReadResponsesInOrder(t *testing.T) {
 		reqs = append(reqs, readReq(i+1, rdmap.ReadRequestFields{SinkSTag: 100 + i, SinkTO: uint64(1000 * i), Size: 3000 - 1000*i, SrcSTag: uint32(e.target.STag), SrcTO: targetVA + uint64(i)}))
 	}
 	h.send(t, reqs...)
-	got := h.next(t, 3, 5*time.Second)
+	got := h.await(t, 3)
 	require.Len(t, got, 3)
 	for i, m := range got {
 		require.Equal(t, rdmap.OpReadResponse, m.Opcode())
@@ -171,7 +172,7 @@ func TestMSNWraps(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		require.NoError(t, v.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte{'x'}}))
 	}
-	got := h.next(t, 3, 5*time.Second)
+	got := h.await(t, 3)
 	require.Len(t, got, 3)
 	assert.Equal(t, []uint32{0xFFFFFFFE, 0xFFFFFFFF, 0}, []uint32{got[0].Untagged().MSN(), got[1].Untagged().MSN(), got[2].Untagged().MSN()})
 }
@@ -197,7 +198,7 @@ func TestInPlaceFramingOnWire(t *testing.T) {
 				SendWR{Opcode: WRSend, Inline: []byte("tail")},
 			))
 			go v.ep.Close()
-			h.conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+			h.conn.SetReadDeadline(testwatch.Deadline())
 			wire, err := io.ReadAll(h.conn)
 			require.NoError(t, err)
 			var want []byte

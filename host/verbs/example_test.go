@@ -11,7 +11,7 @@ import (
 // Two QPs on the model card, connected over TCP on 127.0.0.1: an RDMA
 // Write, then a Send that tells the peer the data is there.
 func Example() {
-	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	c, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a bound for a stuck peer
 	defer cancel()
 	end := func() (*verbs.Context, *verbs.CQ, *verbs.QP, *verbs.MR) {
 		ctx, _ := verbs.Open("model")

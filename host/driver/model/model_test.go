@@ -1,11 +1,9 @@
 package model
 
 import (
-	"context"
 	"errors"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
 	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/host/driver"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 func TestOpenByName(t *testing.T) {
@@ -75,8 +74,7 @@ func TestDMA(t *testing.T) {
 // TestAttach runs an RDMA Write between two model cards over TCP and
 // checks the async event each side reports when the stream ends.
 func TestAttach(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testwatch.Context(t, "two model cards moving an RDMA Write")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()

@@ -3,10 +3,8 @@
 package sim_test
 
 import (
-	"context"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/openiwarp/openiwarp/golden/rdmap"
 	"github.com/openiwarp/openiwarp/host/driver/sim"
 	"github.com/openiwarp/openiwarp/host/verbs"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 // TestRTLDecidesCRC sends the sim card's QP one hand-made FPDU from a raw
@@ -31,8 +30,7 @@ func TestRTLDecidesCRC(t *testing.T) {
 			dev, err := verbs.Open("sim") // may build the Verilated blocks first: not under the deadline
 			require.NoError(t, err)
 			defer dev.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
+			ctx := testwatch.Context(t, t.Name())
 			pd, _ := dev.AllocPD()
 			cq, _ := dev.CreateCQ(8)
 			qp, err := pd.CreateQP(verbs.QPInitAttr{SendCQ: cq, RecvCQ: cq})

@@ -3,12 +3,10 @@
 package sim_test
 
 import (
-	"context"
 	"errors"
 	"net"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/openiwarp/openiwarp/host/driver/sim"
 	"github.com/openiwarp/openiwarp/host/verbs"
 	"github.com/openiwarp/openiwarp/host/verbs/verbstest"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 // placed is a snapshot of the process-wide placement RTL counters.
@@ -39,10 +38,11 @@ func (p placed) since(q placed) placed {
 func TestPlacementRTLInPath(t *testing.T) {
 	for _, width := range []string{"64", "512"} { // "sim" (256) runs the suite
 		t.Run(width, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
 			const n = 70000 // several segments, at every alignment the MR offsets give
+			// Setup may build the Verilated blocks first (minutes on a
+			// loaded machine): the watchdog starts after it.
 			a, b := verbstest.Setup(t, "sim:"+width, n, verbs.QPInitAttr{})
+			ctx := testwatch.Context(t, t.Name())
 			verbstest.Connect(t, ctx, a, b, verbs.ConnParam{}, verbs.ListenConfig{})
 			for i := range a.Buf {
 				a.Buf[i] = byte(i*7 + 1)
@@ -131,8 +131,7 @@ func mustAtoi(t *testing.T, s string) int {
 // receiving QP ends with an error wrapping ErrMismatch beside the
 // Terminate it sent.
 func TestDisagreementFailsTheQP(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testwatch.Context(t, "the disagreement test")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()

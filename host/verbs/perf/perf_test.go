@@ -6,12 +6,12 @@ import (
 	"io"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/openiwarp/openiwarp/host/verbs"
 	"github.com/openiwarp/openiwarp/host/verbs/perf"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 // startServer runs a perf server on the model card for the test's duration.
@@ -31,8 +31,7 @@ func startServer(tb testing.TB, device string) string {
 
 func TestEveryTestAndMode(t *testing.T) {
 	addr := startServer(t, "model")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testwatch.Context(t, "every test and mode")
 	for _, test := range []perf.Test{perf.Write, perf.Read, perf.Send} {
 		for _, mode := range []perf.Mode{perf.BW, perf.Lat} {
 			for _, size := range []int{0, 1, 4096, 100000} {

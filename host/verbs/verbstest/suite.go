@@ -22,6 +22,7 @@ import (
 	"github.com/openiwarp/openiwarp/golden/iwarp"
 	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/host/verbs"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 // Options size the suite for a card.
@@ -67,11 +68,8 @@ func Run(t *testing.T, device string, o Options) {
 		}
 	}
 	// Every object is closed now: no goroutine may be left behind.
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > base {
+	if !testwatch.Settle(func() bool { return runtime.NumGoroutine() <= base }) {
+		n := runtime.NumGoroutine()
 		buf := make([]byte, 1<<20)
 		t.Errorf("%d goroutines leaked:\n%s", n-base, buf[:runtime.Stack(buf, true)])
 	}
@@ -105,11 +103,9 @@ func (s *suite) sizes() []int {
 	return out
 }
 
-func timeout(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// timeout is the context of a case: a watchdog that fails the case, with
+// every goroutine's stack, if it is stuck for testwatch.Patience.
+func timeout(t *testing.T) context.Context { return testwatch.Context(t, t.Name()) }
 
 // End is one side of a connection: a device, a PD, one CQ and a QP, and a
 // registered buffer.
@@ -151,12 +147,7 @@ func Setup(t testing.TB, device string, bufSize int, attr verbs.QPInitAttr) (a, 
 func closeBounded(t testing.TB, c *verbs.Context) {
 	done := make(chan struct{})
 	go func() { c.Close(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		buf := make([]byte, 1<<20)
-		t.Errorf("closing the %s device did not return in 30 s; goroutines:\n%s", c.Info().Name, buf[:runtime.Stack(buf, true)])
-	}
+	testwatch.Done(t, done, "closing the "+c.Info().Name+" device")
 }
 
 // noPanic runs fn, turning a panic into a test failure that names it.
@@ -175,8 +166,16 @@ func stack() []byte {
 	return buf[:runtime.Stack(buf, false)]
 }
 
-// Connect connects a (Initiator) to b (Responder) over 127.0.0.1.
+// Connect connects a (Initiator) to b (Responder) over 127.0.0.1. A zero
+// Timeout in cp or lc becomes testwatch.Patience: the MPA startup's own
+// default is a bound a loaded machine could reach.
 func Connect(t testing.TB, ctx context.Context, a, b *End, cp verbs.ConnParam, lc verbs.ListenConfig) {
+	if cp.Timeout == 0 {
+		cp.Timeout = testwatch.Patience()
+	}
+	if lc.Timeout == 0 {
+		lc.Timeout = testwatch.Patience()
+	}
 	ln, err := verbs.Listen("127.0.0.1:0", lc)
 	require.NoError(t, err)
 	defer ln.Close()
@@ -786,7 +785,7 @@ func (s *suite) badUse(t *testing.T) {
 		start := time.Now()
 		_, err := a.CQ.Wait(wctx)
 		require.ErrorIs(t, err, context.Canceled)
-		require.Less(t, time.Since(start), 5*time.Second)
+		require.Less(t, time.Since(start), testwatch.Patience(), "the wait ended with its context")
 		done := make(chan error, 1)
 		go func() { _, err := a.CQ.Wait(ctx); done <- err }()
 		time.Sleep(20 * time.Millisecond)
