@@ -9,7 +9,7 @@
 # The verbs suite on the sim card (RTL in the loop, cycle-checked), 0 to 16 MiB;
 # then the sim card's own RTL tests again under the race detector (the
 # suite under -race takes a minute more on this machine).
-test-host-sim:
+test-host-sim: hw-sim-libs
 	$(GO) test -tags cosim -count=1 -timeout 10m ./host/driver/sim/
 	$(GO) test -race -tags cosim -count=1 -timeout 10m -run 'Placement|CheckSendWR|Mismatch' ./host/driver/sim/
 

@@ -60,10 +60,17 @@ $(HW_SIM)/trace/lib%.so: hw/rtl/%.v hw/sim/ports/%.h hw/sim/cxx/block.cpp $(HW_R
 	@echo "verilate --trace $* -> $@"
 	@$(call HW_VERILATE_SO,--trace,-DVM_TRACE=1,$(HW_RT_TRACE_OBJS))
 
+# Every block's library, built by make before the tests that load them:
+# on a loaded machine the Verilator builds take many minutes, which must
+# not count against a go test -timeout (hw/sim would build them on first
+# use otherwise, and does for a test run by hand).
+HW_SIM_LIBS := $(patsubst hw/sim/ports/%.h,$(HW_SIM)/lib%.so,$(wildcard hw/sim/ports/*.h))
+.PHONY: hw-sim-libs
+hw-sim-libs: $(HW_SIM_LIBS)
+
 .PHONY: test-cosim
-# Verilator co-simulation of every block against its golden/cycle model
-# (hw/sim builds the libraries it needs through the rules above).
-test-cosim:
+# Verilator co-simulation of every block against its golden/cycle model.
+test-cosim: hw-sim-libs
 	$(GO) test -count=1 -timeout 20m ./hw/sim/...
 
 TEST_TARGETS += test-cosim
