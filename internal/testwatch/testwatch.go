@@ -13,6 +13,8 @@ package testwatch
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"testing"
@@ -158,4 +160,50 @@ func Settle(cond func() bool) bool {
 		time.Sleep(pause)
 	}
 	return true
+}
+
+// Usage is what the process holds: goroutines, open file descriptors and
+// heap in use after a garbage collection.
+type Usage struct {
+	Goroutines int
+	FDs        int    // entries of /proc/self/fd (-1 where there is none)
+	Heap       uint64 // bytes of live heap (runtime.MemStats.HeapAlloc after GC)
+}
+
+func (u Usage) String() string {
+	return fmt.Sprintf("%d goroutines, %d file descriptors, %.1f MiB heap", u.Goroutines, u.FDs, float64(u.Heap)/(1<<20))
+}
+
+// Measure takes the process's Usage, collecting garbage first.
+func Measure() Usage {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	fds := -1
+	if ents, err := os.ReadDir("/proc/self/fd"); err == nil {
+		fds = len(ents) - 1 // ReadDir's own descriptor
+	}
+	return Usage{Goroutines: runtime.NumGoroutine(), FDs: fds, Heap: ms.HeapAlloc}
+}
+
+// Back waits (up to Patience) until the process's usage is back to base:
+// no more goroutines or descriptors, and at most heapSlack more bytes of
+// heap. It returns the last measurement and an error saying what grew,
+// with the goroutines' stacks if they did.
+func Back(base Usage, heapSlack uint64) (Usage, error) {
+	var now Usage
+	back := func() bool {
+		now = Measure()
+		return now.Goroutines <= base.Goroutines && now.FDs <= base.FDs && now.Heap <= base.Heap+heapSlack
+	}
+	if Settle(back) {
+		return now, nil
+	}
+	msg := fmt.Sprintf("not back to the starting level: %v then, %v now (heap slack %.1f MiB)",
+		base, now, float64(heapSlack)/(1<<20))
+	if now.Goroutines > base.Goroutines {
+		msg += "; goroutines:\n" + Stacks()
+	}
+	return now, errors.New(msg)
 }

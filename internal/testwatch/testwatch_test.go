@@ -3,6 +3,7 @@ package testwatch
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -116,4 +117,29 @@ func TestStepReleasedByEnd(t *testing.T) {
 	end()
 	require.Len(t, r.reports(), 1)
 	require.Contains(t, r.reports()[0], "a stuck step")
+}
+
+func TestUsageBack(t *testing.T) {
+	base := Measure()
+	require.Positive(t, base.Goroutines)
+	require.Positive(t, base.FDs)
+	require.Positive(t, base.Heap)
+	f, err := os.Open("/proc/self/status")
+	require.NoError(t, err)
+	stop := make(chan struct{})
+	go func() { <-stop }()
+	require.Equal(t, base.FDs+1, Measure().FDs)
+	require.Equal(t, base.Goroutines+1, Measure().Goroutines)
+	t.Setenv("OPENIWARP_TEST_PATIENCE", "50ms")
+	now, err := Back(base, 1<<20)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "not back to the starting level")
+	require.Contains(t, err.Error(), "goroutines:")
+	require.Greater(t, now.FDs, base.FDs)
+	f.Close()
+	close(stop)
+	t.Setenv("OPENIWARP_TEST_PATIENCE", "")
+	_, err = Back(base, 1<<20)
+	require.NoError(t, err)
+	require.Contains(t, base.String(), "file descriptors")
 }

@@ -22,3 +22,12 @@ func TestSuiteSim(t *testing.T) {
 		t.Fatal("no RTL cycle was checked: the sim card ran without its RTL")
 	}
 }
+
+// TestFaultsSim runs the fault injection of verbstest.RunFaults on the
+// sim card, at smaller counts: every fault once, traffic both ways
+// through the RTL, a flipped byte caught by mpa_rx's CRC check.
+func TestFaultsSim(t *testing.T) {
+	before := sim.CheckedCycles()
+	verbstest.RunFaults(t, "sim", verbstest.FaultOptions{Seeds: 1, Messages: 6, Reads: 2, MaxSize: 4096})
+	t.Logf("%d RTL cycles checked", sim.CheckedCycles()-before)
+}
