@@ -13,6 +13,7 @@ import (
 	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/golden/rdmap"
 	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 // The hostile peer: one malformed or forbidden message per row of the
@@ -266,10 +267,8 @@ func refTerminate(t testing.TB, row hostileRow, markers bool, mk func(e env, f *
 	f := p.Framer()
 	stream, offender := mk(e, &f)
 	go b.Write(stream)
-	select {
-	case <-ep.Done():
-	case <-time.After(60 * time.Second):
-		t.Fatal("reference endpoint did not end its stream within 60 s")
+	if !testwatch.Done(t, ep.Done(), "the reference endpoint to end its stream") {
+		t.FailNow()
 	}
 	b.Close()
 	return terminateIn(t, <-got, markers, true), offender

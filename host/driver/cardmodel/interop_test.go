@@ -1,7 +1,6 @@
 package cardmodel
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
 	"github.com/openiwarp/openiwarp/golden/mpa"
 	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 // bridge is the host side of a card QP's stream: it moves the transmit
@@ -47,10 +47,12 @@ func newBridge(t testing.TB, q *tqp, conn net.Conn) *bridge {
 // until runs the card and moves the stream until cond holds.
 func (b *bridge) until(what string, cond func() bool) {
 	b.t.Helper()
-	deadline := time.Now().Add(120 * time.Second)
+	patience := testwatch.Patience()
+	deadline := time.Now().Add(patience)
 	for !cond() {
 		if time.Now().After(deadline) {
-			b.t.Fatalf("bridge: %s did not happen within 120 s", what)
+			testwatch.Stuck(b.t, "bridge: "+what, patience)
+			b.t.FailNow()
 		}
 		b.q.d.c.Run()
 		if out := b.q.txBytes(); len(out) > 0 {
@@ -109,8 +111,8 @@ func interop(t *testing.T, cfg mpa.Config, cardInitiates bool) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx, end := testwatch.Step(t, "the MPA startup with the reference endpoint")
+	defer end()
 	type res struct {
 		c   net.Conn
 		p   mpa.Params
