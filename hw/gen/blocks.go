@@ -48,5 +48,26 @@ func Blocks() ([]*Module, error) {
 			}
 		}
 	}
+	for _, w := range CardRegsWidths {
+		m, err := CardRegs(w)
+		if err != nil {
+			return nil, err
+		}
+		mods = append(mods, m)
+	}
+	for _, w := range DMARdWidths {
+		m, err := DMARd(DMARdDefault(w))
+		if err != nil {
+			return nil, err
+		}
+		mods = append(mods, m)
+	}
+	for _, w := range DMAWrWidths {
+		m, err := DMAWr(DMAWrDefault(w))
+		if err != nil {
+			return nil, err
+		}
+		mods = append(mods, m)
+	}
 	return mods, nil
 }

@@ -344,8 +344,11 @@ func WriteCardMarkdown(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\n## BAR0 registers\n\n%d-bit byte addresses; every register is 32 bits.\n\n| Offset | Register | Kind | Description |\n| --- | --- | --- | --- |\n", m.AddrBits)
 	kind := func(r Reg) string {
-		if r.Command {
+		switch {
+		case r.Command:
 			return "command"
+		case r.ReadOnly:
+			return "read only"
 		}
 		return "register"
 	}

@@ -53,6 +53,9 @@ func CardRegMap() *RegMap {
 		return RegField{Name: name, Lo: lo, Width: w, Doc: doc}
 	}
 	lo := func(name string, off uint32, doc string) Reg { return Reg{Name: name, Offset: off, Doc: doc} }
+	ro := func(name string, off uint32, doc string) Reg {
+		return Reg{Name: name, Offset: off, Doc: doc, ReadOnly: true}
+	}
 	return &RegMap{
 		Name: "card",
 		Doc: []string{
@@ -63,27 +66,27 @@ func CardRegMap() *RegMap {
 		},
 		AddrBits: CardAddrBits,
 		Regs: []Reg{
-			{Name: "ID", Offset: 0x0000, Doc: "Identification (read only): the PCI IDs the card presents.",
+			{Name: "ID", ReadOnly: true, Offset: 0x0000, Doc: "Identification (read only): the PCI IDs the card presents.",
 				Fields: []RegField{f("VENDOR", 0, 16, fmt.Sprintf("vendor ID (%#04x)", CardVendorID)), f("DEVICE", 16, 16, fmt.Sprintf("device ID (%#04x)", CardDeviceID))}},
-			{Name: "VERSION", Offset: 0x0004, Doc: "Host interface version (read only): a driver refuses a major version it does not know.",
+			{Name: "VERSION", ReadOnly: true, Offset: 0x0004, Doc: "Host interface version (read only): a driver refuses a major version it does not know.",
 				Fields: []RegField{f("MINOR", 0, 16, "minor version (compatible additions)"), f("MAJOR", 16, 16, "major version")}},
-			{Name: "CAPS_DATAPATH", Offset: 0x0008, Doc: "Data path capabilities (read only).",
+			{Name: "CAPS_DATAPATH", ReadOnly: true, Offset: 0x0008, Doc: "Data path capabilities (read only).",
 				Fields: []RegField{f("WIDTH_BYTES", 0, 8, "data path width in bytes (8 or 64)"), f("MAX_SGE", 8, 8, "SGEs per WQE"), f("MAX_WQE_BBS", 16, 4, "basic blocks per WQE"), f("MAX_RD", 24, 8, "ORD and IRD limit per QP")}},
-			{Name: "CAPS_OBJECTS", Offset: 0x000C, Doc: "Object counts (read only), as log2.",
+			{Name: "CAPS_OBJECTS", ReadOnly: true, Offset: 0x000C, Doc: "Object counts (read only), as log2.",
 				Fields: []RegField{f("LOG_QP", 0, 5, "QP numbers"), f("LOG_CQ", 8, 5, "CQ numbers"), f("LOG_STAG", 16, 5, "STag table entries"), f("LOG_QUEUE", 24, 5, "deepest SQ, RQ (in basic blocks), CQ or EQ")}},
-			{Name: "CAPS_INLINE", Offset: 0x0010, Doc: "Inline data limits (read only).",
+			{Name: "CAPS_INLINE", ReadOnly: true, Offset: 0x0010, Doc: "Inline data limits (read only).",
 				Fields: []RegField{f("MAX_INLINE", 0, 16, "inline bytes of a WQE"), f("PUSH_INLINE", 16, 16, "inline bytes of a WQE pushed through BAR0")}},
-			{Name: "CAPS_RING", Offset: 0x0014, Doc: "Stream ring sizes (read only), as log2 of bytes.",
+			{Name: "CAPS_RING", ReadOnly: true, Offset: 0x0014, Doc: "Stream ring sizes (read only), as log2 of bytes.",
 				Fields: []RegField{f("MIN_LOG", 0, 5, "smallest stream ring"), f("MAX_LOG", 8, 5, "largest stream ring")}},
 			{Name: "SCRATCH", Offset: 0x0018, Doc: "Read/write register with no effect (bus checks)."},
 			{Name: "CTRL", Offset: 0x0040, Doc: "Card control (zero after reset).",
 				Fields: []RegField{f("ENABLE", 0, 1, "1: the card serves doorbells; 0: doorbells are recorded and served once enabled")}},
-			{Name: "STATUS", Offset: 0x0044, Doc: "Card status (read only).",
+			{Name: "STATUS", ReadOnly: true, Offset: 0x0044, Doc: "Card status (read only).",
 				Fields: []RegField{f("INIT_DONE", 0, 1, "the context and STag tables are cleared after reset"), f("FATAL", 1, 1, "a DMA fault on the EQ or a status record stopped the card; see DMA_FAULT_*")}},
 			{Name: "RESET", Offset: 0x0048, Command: true, Doc: "Resets every context, the STag table and the indices (the value written is ignored); STATUS.INIT_DONE falls until it is done."},
-			lo("DMA_FAULT_ADDR_LO", 0x0050, "Address of the last DMA that got an error response, bits 31:0 (read only)."),
-			lo("DMA_FAULT_ADDR_HI", 0x0054, "Address of the last DMA that got an error response, bits 63:32 (read only)."),
-			{Name: "DMA_FAULT_INFO", Offset: 0x0058, Doc: "What the last faulted DMA was (read only).",
+			ro("DMA_FAULT_ADDR_LO", 0x0050, "Address of the last DMA that got an error response, bits 31:0 (read only)."),
+			ro("DMA_FAULT_ADDR_HI", 0x0054, "Address of the last DMA that got an error response, bits 63:32 (read only)."),
+			{Name: "DMA_FAULT_INFO", ReadOnly: true, Offset: 0x0058, Doc: "What the last faulted DMA was (read only).",
 				Fields: []RegField{f("QPN", 0, 16, "QP it served, 0 for the card's own queues"), f("RESP", 16, 2, "AXI response (2 SLVERR, 3 DECERR)"), f("WRITE", 18, 1, "1: a write"), f("COUNT", 24, 8, "faults seen, saturating")}},
 			lo("EQ_BASE_LO", 0x0080, "EQ ring address, bits 31:0 (16-byte entries, aligned to the ring size)."),
 			lo("EQ_BASE_HI", 0x0084, "EQ ring address, bits 63:32."),
@@ -140,7 +143,7 @@ func CardRegMap() *RegMap {
 					{Name: "RXS_PI", Offset: 0x0C, Command: true, Doc: "Receive stream bytes the host has written into the ring (free running, modulo 2^32)."},
 					{Name: "STREAM", Offset: 0x10, Command: true, Doc: "Stream end and stream notifications.",
 						Fields: []RegField{f("RX_FIN", 0, 1, "the peer ended its stream after the last byte of RXS_PI"), f("RX_LOST", 1, 1, "the connection was lost (reset or error): the QP goes to error"), f("ARM_TX", 8, 1, "write a TX_DATA event once the card has written transmit stream bytes past TXS_CI"), f("ARM_RX", 9, 1, "write an RX_SPACE event once the card has consumed receive stream bytes")}},
-					{Name: "PUSH", Offset: CardQPPushOff, Command: true, Doc: "Push window: 16 words holding one 64-byte basic block (a one-block WQE). Writing its last word (offset 0x7C) posts the block as SQ_PI + 1, and the card takes it from here instead of reading the SQ (the driver writes it into the SQ too, for the record)."},
+					{Name: "PUSH", Offset: CardQPPushOff, Command: true, Doc: "Push window: 16 words holding one 64-byte basic block (a one-block WQE). Writing its last word (offset 0x7C) posts the block as SQ_PI + 1, and the card takes it from here instead of reading the SQ (the driver writes it into the SQ too, for the record). The card holds one push at a time: the 16 words are written in ascending order, whole words, 0x40 first and 0x7C last, with no other QP's push word in between (a 64-byte write-combined store arrives so). A push broken by another push, written out of order or partly still posts its doorbell on its last word, and the card then reads the block from the SQ instead."},
 				}},
 		},
 	}
@@ -152,6 +155,15 @@ func CardEnums() []*Enum {
 		return EnumValue{Name: name, Value: val, Doc: doc}
 	}
 	return []*Enum{
+		{Name: "DB_KIND", Width: 3, Doc: "Which doorbell register a write hit (the card's doorbell stream; one value per register of the CQ_DB and QP_DB arrays, named ARRAY_REGISTER).", Values: []EnumValue{
+			v("CQ_DB_CI", 0, "CQ consumer index and arming"),
+			v("QP_DB_SQ_PI", 1, "SQ producer index"),
+			v("QP_DB_RQ_PI", 2, "RQ producer index"),
+			v("QP_DB_TXS_CI", 3, "transmit stream consumer index"),
+			v("QP_DB_RXS_PI", 4, "receive stream producer index"),
+			v("QP_DB_STREAM", 5, "stream end and notifications"),
+			v("QP_DB_PUSH", 6, "the last word of a push window: a pushed basic block"),
+		}},
 		{Name: "WQE_OPCODE", Width: 8, Doc: "What a WQE asks for (WQE.OPCODE).", Values: []EnumValue{
 			v("SEND", 0, "Send (RDMAP Send, or Send with SE if SOLICITED)"),
 			v("SEND_INV", 1, "Send with Invalidate of the peer's STag INV_STAG (with SE if SOLICITED)"),

@@ -26,8 +26,11 @@ type Reg struct {
 	// Command registers act when written (the written value is an argument);
 	// the others are staging registers that hold what was written.
 	Command bool
-	Doc     string
-	Fields  []RegField
+	// ReadOnly registers show a value of the block (a constant or a status
+	// input); writes to them are ignored.
+	ReadOnly bool
+	Doc      string
+	Fields   []RegField
 }
 
 // RegMap is a block's register map: the one definition from which the RTL
@@ -106,6 +109,9 @@ func (m *RegMap) Validate() error {
 			return fmt.Errorf("%w: register map %s: two registers called %s", ErrInvalid, m.Name, r.Name)
 		}
 		offs[r.Offset], names[r.Name] = r.Name, true
+		if r.Command && r.ReadOnly {
+			return fmt.Errorf("%w: register map %s: %s is both a command and read only", ErrInvalid, m.Name, r.Name)
+		}
 		var used uint32
 		fnames := map[string]bool{}
 		for _, f := range r.Fields {

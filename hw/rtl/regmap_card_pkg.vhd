@@ -190,6 +190,13 @@ package regmap_card_pkg is
     constant CARD_QP_DB_STREAM_ARM_RX_LSB : natural := 9;
     constant CARD_QP_DB_STREAM_ARM_RX_W : natural := 1;
     constant CARD_QP_DB_PUSH : std_logic_vector(6 downto 0) := "1000000"; -- Push window: 16 words holding one 64-byte basic block (a one-block WQE).
+    constant DB_KIND_CQ_DB_CI : std_logic_vector(2 downto 0) := "000"; -- CQ consumer index and arming
+    constant DB_KIND_QP_DB_SQ_PI : std_logic_vector(2 downto 0) := "001"; -- SQ producer index
+    constant DB_KIND_QP_DB_RQ_PI : std_logic_vector(2 downto 0) := "010"; -- RQ producer index
+    constant DB_KIND_QP_DB_TXS_CI : std_logic_vector(2 downto 0) := "011"; -- transmit stream consumer index
+    constant DB_KIND_QP_DB_RXS_PI : std_logic_vector(2 downto 0) := "100"; -- receive stream producer index
+    constant DB_KIND_QP_DB_STREAM : std_logic_vector(2 downto 0) := "101"; -- stream end and notifications
+    constant DB_KIND_QP_DB_PUSH : std_logic_vector(2 downto 0) := "110"; -- the last word of a push window: a pushed basic block
     constant WQE_OPCODE_SEND : std_logic_vector(7 downto 0) := x"00"; -- Send (RDMAP Send, or Send with SE if SOLICITED)
     constant WQE_OPCODE_SEND_INV : std_logic_vector(7 downto 0) := x"01"; -- Send with Invalidate of the peer's STag INV_STAG (with SE if SOLICITED)
     constant WQE_OPCODE_RDMA_WRITE : std_logic_vector(7 downto 0) := x"02"; -- RDMA Write to REMOTE_ADDR at RKEY

@@ -25,6 +25,21 @@ func BenchmarkCosim(b *testing.B) {
 		}
 		benches = append(benches, bench)
 	}
+	for _, w := range []int{64, 512} {
+		regs, err := CardRegsBench(w)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rd, err := DMARdBench(w)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wr, err := DMAWrBench(w)
+		if err != nil {
+			b.Fatal(err)
+		}
+		benches = append(benches, regs, rd, wr)
+	}
 	for _, bench := range benches {
 		b.Run(bench.Module.Name, func(b *testing.B) {
 			st, err := bench.Run(1, uint64(b.N))

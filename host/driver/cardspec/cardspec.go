@@ -322,6 +322,40 @@ const (
 	QPDBStreamArmRXMask   = 0x1
 )
 
+// DBKind: Which doorbell register a write hit (the card's doorbell stream; one value per register of the CQ_DB and QP_DB arrays, named ARRAY_REGISTER).
+type DBKind uint8
+
+// DBKind values.
+const (
+	DBKindCQDBCI     DBKind = 0 // CQ consumer index and arming
+	DBKindQPDBSQPI   DBKind = 1 // SQ producer index
+	DBKindQPDBRQPI   DBKind = 2 // RQ producer index
+	DBKindQPDBTXSCI  DBKind = 3 // transmit stream consumer index
+	DBKindQPDBRXSPI  DBKind = 4 // receive stream producer index
+	DBKindQPDBStream DBKind = 5 // stream end and notifications
+	DBKindQPDBPush   DBKind = 6 // the last word of a push window: a pushed basic block
+)
+
+func (v DBKind) String() string {
+	switch v {
+	case DBKindCQDBCI:
+		return "CQ_DB_CI"
+	case DBKindQPDBSQPI:
+		return "QP_DB_SQ_PI"
+	case DBKindQPDBRQPI:
+		return "QP_DB_RQ_PI"
+	case DBKindQPDBTXSCI:
+		return "QP_DB_TXS_CI"
+	case DBKindQPDBRXSPI:
+		return "QP_DB_RXS_PI"
+	case DBKindQPDBStream:
+		return "QP_DB_STREAM"
+	case DBKindQPDBPush:
+		return "QP_DB_PUSH"
+	}
+	return "DB_KIND(" + itoa(uint64(v)) + ")"
+}
+
 // WQEOpcode: What a WQE asks for (WQE.OPCODE).
 type WQEOpcode uint8
 
