@@ -64,5 +64,5 @@ func TestCardRegsCosim(t *testing.T) {
 
 // card_regs' VHDL under GHDL, on the same stimulus.
 func TestCardRegsGHDL(t *testing.T) {
-	runGHDL(t, CardRegsBench, []int{64}, 30000)
+	runGHDL(t, CardRegsBench, []int{64}, 10000)
 }
