@@ -1,6 +1,8 @@
 package cardmodel
 
 import (
+	"slices"
+
 	"github.com/openiwarp/openiwarp/golden/ddp"
 	"github.com/openiwarp/openiwarp/golden/iwarp"
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
@@ -271,7 +273,7 @@ func (q *qp) gather(w *wqe, n uint64) bool {
 func (q *qp) readTagged(req mem.Request, k uint32) bool {
 	e := q.c.tab.lookup(req.STag)
 	at := len(q.ulp)
-	q.ulp = append(q.ulp, make([]byte, k)...)
+	q.ulp = slices.Grow(q.ulp, int(k))[:at+int(k)]
 	err := q.c.tab.ranges(e, req.TO, uint64(k), func(addr, off, n uint64) error {
 		return q.c.dmaRead(q.n, addr, q.ulp[at+int(off):at+int(off+n)])
 	})
