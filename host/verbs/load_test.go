@@ -101,7 +101,7 @@ func TestThousandQPs(t *testing.T) {
 			qp[k] = append(qp[k], q)
 		}
 	}
-	ln, err := verbs.Listen("127.0.0.1:0", verbs.ListenConfig{Backlog: 64, Timeout: testwatch.Patience()})
+	ln, err := verbs.Listen("127.0.0.1:0", verbs.ListenConfig{Backlog: 64, StartupTimeout: testwatch.Patience()})
 	require.NoError(t, err)
 	defer ln.Close()
 	// Connect all of them: 32 dialers at a time, the listener accepting in
@@ -132,7 +132,7 @@ func TestThousandQPs(t *testing.T) {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			pd := binary.BigEndian.AppendUint32(nil, uint32(i))
-			if err := verbs.Dial(ctx, ln.Addr().String(), qp[0][i], verbs.ConnParam{PrivateData: pd, Timeout: testwatch.Patience()}); err != nil {
+			if err := verbs.Dial(ctx, ln.Addr().String(), qp[0][i], verbs.ConnParam{PrivateData: pd, StartupTimeout: testwatch.Patience()}); err != nil {
 				errs <- fmt.Errorf("dialing QP %d: %w", i, err)
 			}
 		}()
@@ -334,7 +334,7 @@ func (c *pingClient) ping(ctx context.Context, addr string, tag uint64) error {
 	if err := qp.PostRecv(verbs.RecvWR{ID: 1, SGL: []verbs.SGE{c.mr.SGE(pingSize, pingSize)}}); err != nil {
 		return err
 	}
-	if err := verbs.Dial(ctx, addr, qp, verbs.ConnParam{Timeout: testwatch.Patience()}); err != nil {
+	if err := verbs.Dial(ctx, addr, qp, verbs.ConnParam{StartupTimeout: testwatch.Patience()}); err != nil {
 		return err
 	}
 	if err := qp.PostSend(verbs.SendWR{ID: 2, Opcode: verbs.WRSend, Signaled: true, SGL: []verbs.SGE{c.mr.SGE(0, pingSize)}}); err != nil {
@@ -388,7 +388,7 @@ func TestChurn(t *testing.T) {
 	conns, warm, workers := scale(10000, 10), 200, 4
 	ctx := testwatch.Context(t, "10,000 connections")
 	sd := seed(t)
-	s := startPingServer(t, ctx, verbs.ListenConfig{Timeout: testwatch.Patience()})
+	s := startPingServer(t, ctx, verbs.ListenConfig{StartupTimeout: testwatch.Patience()})
 	addr := s.ln.Addr().String()
 	var clients []*pingClient
 	for range workers {
@@ -423,7 +423,7 @@ func TestServerSurvivesMisbehavingClients(t *testing.T) {
 	ctx := testwatch.Context(t, "good clients among misbehaving ones")
 	quit := make(chan struct{}) // the misbehaving clients go away
 	sd := seed(t)
-	s := startPingServer(t, ctx, verbs.ListenConfig{Timeout: testwatch.Patience(), Backlog: 64})
+	s := startPingServer(t, ctx, verbs.ListenConfig{StartupTimeout: testwatch.Patience(), Backlog: 64})
 	addr := s.ln.Addr().String()
 	bad := []struct {
 		name string

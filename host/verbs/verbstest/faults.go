@@ -205,7 +205,7 @@ func faultRun(t *testing.T, device string, f faultproxy.Fault, seed uint64, noCR
 		}
 	}
 
-	ln, err := verbs.Listen("127.0.0.1:0", verbs.ListenConfig{NoCRC: noCRC, Timeout: testwatch.Patience()})
+	ln, err := verbs.Listen("127.0.0.1:0", verbs.ListenConfig{NoCRC: noCRC, StartupTimeout: testwatch.Patience()})
 	require.NoError(t, err)
 	defer ln.Close()
 	// The positional fault falls after the MPA startup (64 octets cover
@@ -234,7 +234,7 @@ func faultRun(t *testing.T, device string, f faultproxy.Fault, seed uint64, noCR
 		}
 		accepted <- err
 	}()
-	require.NoError(t, verbs.Dial(ctx, px.Addr(), a.QP, verbs.ConnParam{NoCRC: noCRC, Timeout: testwatch.Patience()}))
+	require.NoError(t, verbs.Dial(ctx, px.Addr(), a.QP, verbs.ConnParam{NoCRC: noCRC, StartupTimeout: testwatch.Patience()}))
 	aerr, ok := testwatch.Wait(t, accepted, "the listener's Accept")
 	require.True(t, ok)
 	require.NoError(t, aerr)

@@ -170,11 +170,11 @@ func stack() []byte {
 // Timeout in cp or lc becomes testwatch.Patience: the MPA startup's own
 // default is a bound a loaded machine could reach.
 func Connect(t testing.TB, ctx context.Context, a, b *End, cp verbs.ConnParam, lc verbs.ListenConfig) {
-	if cp.Timeout == 0 {
-		cp.Timeout = testwatch.Patience()
+	if cp.StartupTimeout == 0 {
+		cp.StartupTimeout = testwatch.Patience()
 	}
-	if lc.Timeout == 0 {
-		lc.Timeout = testwatch.Patience()
+	if lc.StartupTimeout == 0 {
+		lc.StartupTimeout = testwatch.Patience()
 	}
 	ln, err := verbs.Listen("127.0.0.1:0", lc)
 	require.NoError(t, err)
