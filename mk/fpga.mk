@@ -21,7 +21,7 @@ TEST_TARGETS += test-selftest
 # writes no bitstream, when the timing report misses it), icepack. Not in
 # TEST_TARGETS: it takes 10 to 15 minutes of CPU on this machine (docs/fpga.md).
 BOARD ?= hx8k
-.PHONY: bitstream program fpga-pcie-lint
+.PHONY: bitstream program fpga-pcie-lint fpga-pcie-test
 bitstream:
 	$(GO) run ./fpga/bitstream -board $(BOARD)
 
@@ -36,9 +36,18 @@ program:
 # The Vivado build (fpga/pcie/build_au250.tcl) is not run here.
 FPGA_PCIE_CARD = $(if $(wildcard hw/rtl/iwcard_w512.v),-y hw/rtl,fpga/pcie/stubs/iwcard_w512.v)
 fpga-pcie-lint:
-	verilator --lint-only -Wall --top-module iwcard_au250 fpga/pcie/iwcard_au250.v \
+	verilator --lint-only -Wall --top-module iwcard_au250 fpga/pcie/iwcard_au250.v fpga/pcie/irq_msi.v \
 	  fpga/pcie/stubs/xdma_0.v fpga/pcie/stubs/axi_protocol_converter_0.v fpga/pcie/stubs/IBUFDS_GTE4.v $(FPGA_PCIE_CARD)
 	@echo "fpga-pcie-lint: fpga/pcie/iwcard_au250.v clean"
 
-TEST_TARGETS += fpga-pcie-lint
+# The wrapper's own logic, the interrupt serialiser, in a self-checking
+# test bench (random pulses, grants and MSI enable; fpga/pcie/irq_msi_tb.v).
+fpga-pcie-test:
+	@rm -rf build/fpga/irq_msi_tb && mkdir -p build/fpga
+	verilator --binary --timing --top-module irq_msi_tb --Mdir build/fpga/irq_msi_tb -o irq_msi_tb \
+	  fpga/pcie/irq_msi_tb.v fpga/pcie/irq_msi.v >build/fpga/irq_msi_tb.log 2>&1 || { cat build/fpga/irq_msi_tb.log; exit 1; }
+	build/fpga/irq_msi_tb/irq_msi_tb >build/fpga/irq_msi_tb.out 2>&1 || { cat build/fpga/irq_msi_tb.out; exit 1; }
+	@grep '^PASS' build/fpga/irq_msi_tb.out || { cat build/fpga/irq_msi_tb.out; exit 1; }
+
+TEST_TARGETS += fpga-pcie-lint fpga-pcie-test
 DEBIAN_PACKAGES += yosys nextpnr-ice40 fpga-icestorm verilator

@@ -17,7 +17,7 @@ set out [expr {[llength $argv] > 0 ? [lindex $argv 0] : "build/fpga/au250"}]
 file mkdir $out/ip
 set_part $part
 
-foreach f {hw/rtl/iwcard_w512.v fpga/pcie/iwcard_au250.v fpga/constraints/au250.xdc} {
+foreach f {hw/rtl/iwcard_w512.v fpga/pcie/iwcard_au250.v fpga/pcie/irq_msi.v fpga/constraints/au250.xdc} {
     if {![file exists $f]} {
         puts "ERROR: $f is missing (run from the repository root; the card RTL comes from make hw-gen)"
         exit 1
@@ -79,7 +79,7 @@ foreach ip {xdma_0 axi_protocol_converter_0} {
     }
 }
 
-read_verilog [glob hw/rtl/iwcard_w512.v] fpga/pcie/iwcard_au250.v
+read_verilog [glob hw/rtl/*.v] fpga/pcie/iwcard_au250.v fpga/pcie/irq_msi.v
 read_xdc fpga/constraints/au250.xdc
 
 synth_design -top $top -part $part -flatten_hierarchy rebuilt

@@ -157,42 +157,10 @@ module iwcard_au250 (
         .irq_valid(irq_valid), .irq_vector(irq_vector)
     );
 
-    // Interrupts: each irq_valid pulse sets its vector's pending bit; one
-    // pending vector at a time is requested from the bridge (lowest number
-    // first) and held until the bridge grants it (the MSI is sent). A
-    // vector raised again while pending is sent once: the card's own
-    // moderation (IRQ_MODERATION) already spaces them. Nothing is sent
-    // while the host has MSI disabled; pending bits wait.
-    reg  [(1<<VEC_W)-1:0] pending;
-    reg                   busy;
-    reg  [VEC_W-1:0]      cur;
-    reg  [VEC_W-1:0]      lowest;
-    integer i;
-    always @(*) begin
-        lowest = {VEC_W{1'b0}};
-        for (i = (1<<VEC_W)-1; i >= 0; i = i - 1) begin
-            if (pending[i]) lowest = i[VEC_W-1:0];
-        end
-    end
-    wire [(1<<VEC_W)-1:0] raise = irq_valid ? ({{((1<<VEC_W)-1){1'b0}}, 1'b1} << irq_vector) : {(1<<VEC_W){1'b0}};
-    wire [(1<<VEC_W)-1:0] taken = (busy && msi_grant) ? ({{((1<<VEC_W)-1){1'b0}}, 1'b1} << cur) : {(1<<VEC_W){1'b0}};
-    always @(posedge clk) begin
-        if (rst) begin
-            pending <= {(1<<VEC_W){1'b0}};
-            busy <= 1'b0;
-            cur <= {VEC_W{1'b0}};
-        end else begin
-            pending <= (pending & ~taken) | raise;
-            if (busy && msi_grant) begin
-                busy <= 1'b0;
-            end else if (!busy && msi_enable && |pending) begin
-                busy <= 1'b1;
-                cur <= lowest;
-            end
-        end
-    end
-    assign msi_request = busy;
-    assign msi_vector = cur;
+    irq_msi #(.VEC_W(VEC_W)) u_irq (
+        .clk(clk), .rst(rst), .irq_valid(irq_valid), .irq_vector(irq_vector),
+        .msi_enable(msi_enable), .msi_request(msi_request), .msi_vector(msi_vector), .msi_grant(msi_grant)
+    );
 endmodule
 
 `default_nettype wire
