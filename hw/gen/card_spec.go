@@ -247,7 +247,7 @@ func CardLayouts() []*Layout {
 			f("LENGTH", 8, 0, 32, "bytes"),
 			f("LKEY", 12, 0, 32, "the local STag"),
 		}},
-		{Name: "BIND", Size: 32, Doc: "BIND_MW: the record after the WQE header (in place of the SGEs).", Fields: []LayoutField{
+		{Name: "BIND", Size: 32, Doc: "BIND_MW: the record after the WQE header (in place of the SGEs). The bind follows RFC 5040 §6.3 and mem.MW.Bind: MR_STAG names a valid region of the QP's PD with the bind right, ACCESS holds remote rights the region has, and [ADDR, ADDR+LENGTH) lies inside the region; else MW_BIND_ERR. The card then writes the window's entry at INV_STAG's index (its key, the QP's PD, the region's translation of the range, and the QP for a type 2 window) and marks it a window: entries written through STAG_COMMIT are regions, entries written by a bind are windows, which serve remote access only and, type 1, are never invalidated by a peer. A bind over a valid region's entry is refused.", Fields: []LayoutField{
 			f("ADDR", 0, 0, 64, "first tagged offset of the window, inside the region"),
 			f("LENGTH", 8, 0, 64, "window length in bytes"),
 			f("MR_STAG", 16, 0, 32, "the region's STag"),

@@ -149,6 +149,7 @@ type Card struct {
 
 	qpStage qpContext
 	qps     [cardspec.MaxQP]*qp
+	push    push
 	live    []uint32 // created QP numbers, in creation order (Step's round robin)
 	rr      int
 

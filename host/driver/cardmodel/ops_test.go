@@ -1,6 +1,7 @@
 package cardmodel
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -335,5 +336,63 @@ func TestManyQPs(t *testing.T) {
 		if s := fmt.Sprint("done ", i+1); string(h.mem(x.msg, len(s))) != s {
 			t.Fatalf("QP %d message %q", i+1, h.mem(x.msg, len(s)))
 		}
+	}
+}
+
+// TestPushBroken: a push interleaved with another QP's push word, or
+// written out of order, still posts its block on its last word, and the
+// card reads that block from the SQ; a whole push is not read.
+func TestPushBroken(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		order func(q, other *tqp, b []byte)
+		reads int
+	}{
+		{"whole", func(q, other *tqp, b []byte) { pushWords(q, b, 0, 16) }, 0},
+		{"interleaved", func(q, other *tqp, b []byte) {
+			pushWords(q, b, 0, 8)
+			other.db(cs.QPDBPush, 0)
+			pushWords(q, b, 8, 16)
+		}, 1},
+		{"out of order", func(q, other *tqp, b []byte) {
+			pushWords(q, b, 1, 16)
+		}, 1},
+		{"a word twice", func(q, other *tqp, b []byte) {
+			pushWords(q, b, 0, 5)
+			pushWords(q, b, 4, 16)
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newTestHost()
+			d := newDev(t, h)
+			c := d.cq(1, 4)
+			q, other := d.qp(1, c, c, qpOpts{}), d.qp(2, c, c, qpOpts{})
+			b := sendWR{op: cs.WQEOpcodeSend, id: 7, signaled: true, inline: []byte("pushed")}.encode()
+			q.writeBlocks(q.sq, q.sqLog, q.sqPI, b)
+			reads := 0
+			h.refuse = func(addr uint64, write bool) bool {
+				if !write && addr == q.sq {
+					reads++
+				}
+				return false
+			}
+			tc.order(q, other, b)
+			d.c.Run()
+			if reads != tc.reads {
+				t.Fatalf("%d SQ reads, want %d", reads, tc.reads)
+			}
+			if c := d.poll(c); len(c) != 1 || c[0].WRID() != 7 || c[0].Status() != cs.WCStatusSuccess {
+				t.Fatalf("completions %v", c)
+			}
+			if got := q.txBytes(); len(got) == 0 {
+				t.Fatal("nothing sent")
+			}
+		})
+	}
+}
+
+func pushWords(q *tqp, b []byte, from, to int) {
+	for i := from; i < to; i++ {
+		q.db(cs.QPDBPush+uint32(4*i), binary.LittleEndian.Uint32(b[4*i:]))
 	}
 }

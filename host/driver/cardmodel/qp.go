@@ -31,7 +31,6 @@ type qp struct {
 
 	// Send queue: blocks posted (doorbell), fetched, retired.
 	sqPI, sqFetch, sqCI uint16
-	push                [cs.BB / 4]uint32
 	pushedBlk           map[uint16]*[cs.BB]byte // blocks that came through the push window
 	sq                  []*wqe                  // fetched, not retired, in posting order
 	next                int                     // first entry of sq not fully transmitted
@@ -280,11 +279,12 @@ func (q *qp) ringMoved(pi, ci, fetch, old, size uint16) bool {
 	return true
 }
 
-// pushed posts the block in the push window as SQ_PI + 1.
-func (q *qp) pushBlock() {
+// pushBlock posts a block that came whole through the push window as
+// SQ_PI + 1.
+func (q *qp) pushBlock(w *[cs.BB / 4]uint32) {
 	var b [cs.BB]byte
-	for i, w := range q.push {
-		binary.LittleEndian.PutUint32(b[4*i:], w)
+	for i, v := range w {
+		binary.LittleEndian.PutUint32(b[4*i:], v)
 	}
 	if q.pushedBlk == nil {
 		q.pushedBlk = make(map[uint16]*[cs.BB]byte)

@@ -222,13 +222,7 @@ func (c *Card) qpDoorbell(off, n, reg, v uint32) error {
 	}
 	q := c.qps[n]
 	if reg >= cs.QPDBPush {
-		if q == nil {
-			return nil // a doorbell of no QP is ignored, as the RTL does
-		}
-		q.push[(reg-cs.QPDBPush)/4] = v
-		if reg == cs.QPDBPush+60 {
-			q.pushBlock()
-		}
+		c.pushWord(q, n, int(reg-cs.QPDBPush)/4, v)
 		return nil
 	}
 	if q == nil {
@@ -247,4 +241,42 @@ func (c *Card) qpDoorbell(off, n, reg, v uint32) error {
 		q.stream(v)
 	}
 	return nil
+}
+
+// push is the card's one push window in flight: the words of QP qpn
+// written so far, in order.
+type push struct {
+	qpn  uint32
+	next int // the word expected next; 0: none in flight
+	w    [cs.BB / 4]uint32
+}
+
+// pushWord takes word i of QP n's push window. Word 0 starts a push;
+// each later word must follow in order, from the same QP. The last word
+// posts the block as SQ_PI + 1: taken from the window if the push was
+// whole, read from the SQ otherwise (docs/card.md, QP_DB.PUSH).
+func (c *Card) pushWord(q *qp, n uint32, i int, v uint32) {
+	p := &c.push
+	switch {
+	case i == 0:
+		p.qpn, p.next = n, 1
+	case p.next == i && p.qpn == n:
+		p.next++
+	default:
+		p.next = 0 // broken
+	}
+	p.w[i] = v
+	if i < len(p.w)-1 {
+		return
+	}
+	whole := p.next == len(p.w) && p.qpn == n
+	p.next = 0
+	if q == nil {
+		return // a doorbell of no QP is ignored
+	}
+	if !whole {
+		q.sqDoorbell(q.sqPI + 1)
+		return
+	}
+	q.pushBlock(&p.w)
 }

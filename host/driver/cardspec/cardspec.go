@@ -801,7 +801,15 @@ func (r SGE) SetLKey(v uint32) { binary.LittleEndian.PutUint32(r[12:], uint32(v)
 const BindSize = 32
 
 // Bind is a view of a BIND record (at least BindSize bytes): BIND_MW: the
-// record after the WQE header (in place of the SGEs).
+// record after the WQE header (in place of the SGEs). The bind follows RFC
+// 5040 §6.3 and mem.MW.Bind: MR_STAG names a valid region of the QP's PD with
+// the bind right, ACCESS holds remote rights the region has, and [ADDR,
+// ADDR+LENGTH) lies inside the region; else MW_BIND_ERR. The card then writes
+// the window's entry at INV_STAG's index (its key, the QP's PD, the region's
+// translation of the range, and the QP for a type 2 window) and marks it a
+// window: entries written through STAG_COMMIT are regions, entries written by
+// a bind are windows, which serve remote access only and, type 1, are never
+// invalidated by a peer. A bind over a valid region's entry is refused.
 type Bind []byte
 
 // Addr is first tagged offset of the window, inside the region.
