@@ -156,7 +156,7 @@ type Card struct {
 	tab stagTable
 
 	irqPending bool // the EQ's vector is due (delivered by Step)
-	// EQOverruns counts events lost because the EQ was full or disabled.
+	// eqLost counts events lost because the EQ was full or disabled.
 	eqLost uint64
 
 	buf []byte // scratch for DMA reads
@@ -220,22 +220,6 @@ func (c *Card) Run() int {
 		n++
 	}
 	return n
-}
-
-// Idle reports whether Step would find nothing to do.
-func (c *Card) Idle() bool {
-	if c.irqPending {
-		return false
-	}
-	if !c.enable || c.fatal {
-		return true
-	}
-	for _, n := range c.live {
-		if c.qps[n].busy() {
-			return false
-		}
-	}
-	return true
 }
 
 // dmaRead reads host memory; an error is a DMA fault of qpn.

@@ -382,3 +382,44 @@ func TestQPErrorCommand(t *testing.T) {
 		t.Fatal("a destroyed QP still works")
 	}
 }
+
+// TestStreamEndFlushesReads: the peer's stream ends with a Read
+// outstanding; the Read is flushed and a CLOSE can finish.
+func TestStreamEndFlushesReads(t *testing.T) {
+	s := newSingle(t, qpOpts{})
+	s.q.post(sendWR{op: cs.WQEOpcodeRDMARead, id: 1, signaled: true, rkey: 5, sgl: []sge{{addr: s.buf, length: 64, lkey: uint32(s.lk)}}})
+	s.q.post(sendWR{op: cs.WQEOpcodeSend, id: 2, signaled: true, inline: []byte("x")})
+	s.d.c.Run()
+	s.d.w(cs.QPNum, 1)
+	s.d.w(cs.QPCmd, uint32(cs.QPOpClose))
+	s.q.db(cs.QPDBStream, 1<<cs.QPDBStreamRXFinShift)
+	s.d.c.Run()
+	wantCQE(t, s.d.poll(s.c), cs.WCStatusWRFlushErr, cs.WCStatusSuccess)
+	wantEvents(t, s.d.events(), cs.EQETypeStreamEnd, cs.EQETypeQPClosed)
+	if st := s.q.stat(); st.State() != cs.QPStateClosed || !st.TXClosed() {
+		t.Fatalf("state %v", st.State())
+	}
+}
+
+// TestEventsLost: an event that finds the EQ full or disabled is dropped
+// and counted; the card goes on.
+func TestEventsLost(t *testing.T) {
+	s := newSingle(t, qpOpts{})
+	s.d.w(cs.EQCfg, 1|1<<cs.EQCfgEnableShift) // two entries
+	s.d.eqLog, s.d.eqCI = 1, 0
+	for i := uint32(0); i < 3; i++ {
+		s.q.db(cs.QPDBStream, 1<<cs.QPDBStreamArmTXShift)
+		s.q.post(sendWR{op: cs.WQEOpcodeSend, inline: []byte("x")})
+		s.d.c.Run()
+	}
+	if s.d.c.EventsLost() != 1 {
+		t.Fatalf("%d events lost, want 1", s.d.c.EventsLost())
+	}
+	wantEvents(t, s.d.events(), cs.EQETypeTXData, cs.EQETypeTXData)
+	s.d.w(cs.EQCfg, 1) // disabled
+	s.q.db(cs.QPDBStream, 1<<cs.QPDBStreamArmTXShift)
+	s.d.c.Run()
+	if s.d.c.EventsLost() != 2 {
+		t.Fatalf("%d events lost, want 2", s.d.c.EventsLost())
+	}
+}

@@ -411,27 +411,6 @@ func (q *qp) writeStatus() bool {
 	return true
 }
 
-// busy reports whether step would find work.
-func (q *qp) busy() bool {
-	if q.dirty || q.txOff < len(q.txBuf) && q.txSpace() > 0 {
-		return true
-	}
-	if q.armTX && q.txsPI != q.txsCI || q.state == cs.QPStateClosing && q.drained() {
-		return true
-	}
-	if q.state == cs.QPStateError {
-		return q.term != nil && q.txOff == len(q.txBuf) || !q.txClosed && q.txOff == len(q.txBuf) ||
-			len(q.sq) > 0 || q.sqFetch != q.sqPI || len(q.rq) > 0 || q.rqFetch != q.rqPI
-	}
-	if q.rxReady() {
-		return true
-	}
-	if q.txOff < len(q.txBuf) || q.state == cs.QPStateClosed {
-		return false
-	}
-	return len(q.irq) > 0 || q.next < len(q.sq) && !q.blocked(q.sq[q.next]) || q.next == len(q.sq) && q.sqFetch != q.sqPI
-}
-
 // step does one unit of the QP's work.
 func (q *qp) step() bool {
 	work := false

@@ -15,30 +15,6 @@ import (
 // errStop ends a deframer Feed after the QP failed on a segment.
 var errStop = errors.New("cardmodel: QP failed on a segment")
 
-// rxReady reports whether the receive ring holds something to act on: a
-// whole FPDU, a bad index, or the stream's end.
-func (q *qp) rxReady() bool {
-	if q.rxEnded || q.state == cs.QPStateError {
-		return false
-	}
-	avail := q.rxsPI - q.rxsCI
-	if avail > q.rxsSize {
-		return true
-	}
-	if avail == 0 {
-		return q.rxFin
-	}
-	hs := q.headerSpan()
-	if avail < hs {
-		return q.rxFin
-	}
-	n, ok := q.peekLen(hs)
-	if !ok {
-		return true
-	}
-	return avail >= q.wireLen(n) || q.rxFin
-}
-
 func (q *qp) headerSpan() uint32 {
 	if q.markersRX && q.rxsCI%mpa.MarkerPeriod == 0 {
 		return mpa.MarkerLen + mpa.HeaderLen
@@ -94,6 +70,13 @@ func (q *qp) rxStep() bool {
 		}
 		q.rxEnded = true
 		q.c.qpEvent(cs.EQETypeStreamEnd, q, 0, 0)
+		// No Read Response can come any more: outstanding Reads are
+		// flushed (in posting order, behind what precedes them).
+		for _, w := range q.orq {
+			w.done, w.status = true, cs.WCStatusWRFlushErr
+		}
+		q.orq = nil
+		q.retire()
 		return true
 	}
 	hs := q.headerSpan()
