@@ -218,6 +218,8 @@ type Endpoint struct {
 	// framing (zc) only their headers and trailers, while vec also points
 	// at the payloads in registered memory (vecLen bytes of them).
 	wbuf      []byte
+	raw       syscall.RawConn // the socket's, for writes that must not block (answerReads); nil if none
+	txNoWait  bool            // writeOut writes only what the socket takes at once (answerReads)
 	vec       net.Buffers
 	wv        net.Buffers // what WriteTo has left of vec (a field: no allocation per write)
 	wopen     int
@@ -234,12 +236,18 @@ type Endpoint struct {
 	rxMSN    [rdmap.NumQueues]uint32
 	dropping bool
 	rxEnded  bool // the socket reported EOF or an error
+	rxAnswer bool // a Read Request came in: answerReads after this read
 
 	rxWanted   atomic.Int32  // CQ waiters that drive, or would drive, the receive path
 	rxAside    atomic.Bool   // the receive goroutine is aside (rxStepAside)
-	rxActivity atomic.Uint32 // bumped each time a waiter takes the receive path
+	rxRecalled atomic.Bool   // the receive goroutine reads to the end (recallRx)
 	rxResume   chan struct{} // brings the receive goroutine back (resumeRx)
 	kickable   bool          // the connection takes read deadlines
+
+	// The receive goroutine blocked in the socket, and its kick (kickRx).
+	rkMu      sync.Mutex
+	rkReading bool
+	rkKicked  bool
 
 	// A waiter blocked in the socket, and its kick: guarded by the mu of
 	// the CQ whose reader ep is (driveRx).
@@ -321,6 +329,9 @@ func New(conn net.Conn, p mpa.Params, cfg Config) (*Endpoint, error) {
 		ep.pushSQLocked(e)
 	}
 	ep.wbuf = make([]byte, 0, 2*mpa.MaxFPDUWireLen)
+	if sc, ok := conn.(syscall.Conn); ok && !cfg.AlignFPDUs {
+		ep.raw, _ = sc.SyscallConn()
+	}
 	if f, ok := ep.framer.(*mpa.Framer); ok && !f.Markers && !cfg.AlignFPDUs {
 		if _, tcp := conn.(*net.TCPConn); tcp {
 			ep.zc = f // writev: payloads go from registered memory to the socket

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/openiwarp/openiwarp/golden/ddp"
@@ -28,17 +27,12 @@ var errStop = errors.New("iwarp: stream failed")
 // which saves a goroutine handoff at each end of a round trip. A waiter
 // blocked in the socket is woken for completions that come from
 // elsewhere (the transmitter), for Destroy or for its context by a read
-// deadline in the past (kick). The receive goroutine comes back when no
-// waiter has wanted the socket for a lease, when a waiter gives it up,
-// and for a close.
-
-// rxLease is how long the receive goroutine stays aside once no waiter
-// has used the socket: what arrives meanwhile (a Read Request on a QP
-// whose application has stopped waiting on its CQs, say) waits one to
-// two leases. A shorter lease buys nothing: when every goroutine is
-// idle, Go's netpoller sleeps in whole milliseconds, so its timers fire
-// about 1 ms late anyway (measured: a 250 µs lease resumed after 1.15 ms).
-const rxLease = time.Millisecond
+// deadline in the past (kick). A waiter that finds the receive goroutine
+// blocked in the socket wakes it the same way (kickRx), and it steps
+// aside. The receive goroutine comes back as soon as no waiter wants the
+// socket (the last one leaves CQ.Wait, or parks without driving), and for
+// a close: what arrives while the application is not waiting, a Read
+// Request or an RDMA Write, is served at once, as an RNIC would.
 
 func (ep *Endpoint) rxLoop() {
 	defer ep.wg.Done()
@@ -46,7 +40,7 @@ func (ep *Endpoint) rxLoop() {
 	for {
 		ep.rxMu.Lock()
 		if !ep.rxEnded {
-			n, err := ep.conn.Read(ep.rxBuf)
+			n, err := ep.rxRead()
 			ep.rxHandle(n, err)
 		}
 		ended := ep.rxEnded
@@ -54,85 +48,74 @@ func (ep *Endpoint) rxLoop() {
 		if ended {
 			return
 		}
-		if ep.rxWanted.Load() > 0 {
+		if ep.rxWanted.Load() > 0 && !ep.rxRecalled.Load() {
 			ep.rxStepAside()
 		}
 	}
 }
 
-// rxStepAside leaves the socket to CQ waiters until none has used it for
-// a lease (see leases), or until resumeRx.
+// rxRead is the receive goroutine's read of the socket, which a waiter
+// that wants the socket interrupts (kickRx). Called with rxMu held.
+func (ep *Endpoint) rxRead() (int, error) {
+	if !ep.kickable {
+		return ep.conn.Read(ep.rxBuf)
+	}
+	ep.rkMu.Lock()
+	if ep.rxWanted.Load() > 0 && !ep.rxRecalled.Load() {
+		ep.rkMu.Unlock()
+		return 0, nil // a waiter came meanwhile: the socket is its
+	}
+	ep.rkReading = true
+	ep.rkMu.Unlock()
+	n, err := ep.conn.Read(ep.rxBuf)
+	ep.rkMu.Lock()
+	ep.rkReading = false
+	if ep.rkKicked {
+		ep.rkKicked = false
+		ep.conn.SetReadDeadline(time.Time{})
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = nil
+		}
+	}
+	ep.rkMu.Unlock()
+	return n, err
+}
+
+// kickRx wakes the receive goroutine if it is blocked in the socket, so
+// that it steps aside for a waiter that wants the socket (rxWanted counts
+// it already).
+func (ep *Endpoint) kickRx() {
+	ep.rkMu.Lock()
+	if ep.rkReading && !ep.rkKicked && !ep.rxRecalled.Load() {
+		ep.rkKicked = true
+		ep.conn.SetReadDeadline(aLongTimeAgo)
+	}
+	ep.rkMu.Unlock()
+}
+
+// rxStepAside leaves the socket to CQ waiters until none wants it (the
+// last one to leave calls resumeRx), or until recallRx.
 func (ep *Endpoint) rxStepAside() {
 	ep.rxAside.Store(true) // before the nudge: a waiter that then parks sees it
 	ep.nudgeCQs()          // a waiter parked on its CQ comes and reads
-	leases.add(ep)
-	<-ep.rxResume
+	for {
+		<-ep.rxResume
+		if ep.rxWanted.Load() == 0 || ep.rxRecalled.Load() {
+			break
+		}
+		// A waiter came back before the receive goroutine did: it has
+		// the socket, and resumes the goroutine when it leaves.
+	}
 	ep.rxAside.Store(false)
-	leases.remove(ep)
 }
 
 // serveRx brings the receive goroutine back at once if it is aside and no
 // waiter wants the socket: called by a waiter that parks on a CQ without
 // driving (its completions may still need the receive path, a Read's
-// response behind an unsignaled Send, say), which would otherwise wait
-// for the lease.
+// response behind an unsignaled Send, say).
 func (ep *Endpoint) serveRx() {
 	if ep.rxAside.Load() && ep.rxWanted.Load() == 0 {
 		ep.resumeRx()
-	}
-}
-
-// leases holds the endpoints whose receive goroutine is aside. One
-// goroutine checks them all every rxLease, whatever their number, and
-// brings back those that no waiter has used since the last check; it
-// runs only while there are such endpoints.
-var leases leaseSet
-
-type leaseSet struct {
-	mu      sync.Mutex
-	eps     map[*Endpoint]uint32 // rxActivity at the last check
-	running bool
-}
-
-func (l *leaseSet) add(ep *Endpoint) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.eps == nil {
-		l.eps = make(map[*Endpoint]uint32)
-	}
-	l.eps[ep] = ep.rxActivity.Load()
-	if !l.running {
-		l.running = true
-		go l.keep()
-	}
-}
-
-func (l *leaseSet) remove(ep *Endpoint) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.eps, ep)
-}
-
-func (l *leaseSet) keep() {
-	t := time.NewTicker(rxLease)
-	defer t.Stop()
-	for range t.C {
-		l.mu.Lock()
-		for ep, seen := range l.eps {
-			now := ep.rxActivity.Load()
-			if now == seen && ep.rxWanted.Load() == 0 {
-				delete(l.eps, ep)
-				ep.resumeRx()
-			} else {
-				l.eps[ep] = now
-			}
-		}
-		if len(l.eps) == 0 {
-			l.running = false
-			l.mu.Unlock()
-			return
-		}
-		l.mu.Unlock()
 	}
 }
 
@@ -144,13 +127,21 @@ func (ep *Endpoint) nudgeCQs() {
 	}
 }
 
-// resumeRx brings the receive goroutine back to the socket (the stream
-// ended in a waiter's hands, or is closing).
+// resumeRx brings the receive goroutine back to the socket if no waiter
+// wants it by the time the goroutine looks.
 func (ep *Endpoint) resumeRx() {
 	select {
 	case ep.rxResume <- struct{}{}:
 	default:
 	}
+}
+
+// recallRx brings the receive goroutine back to the socket for good,
+// waiters or not: the stream ended in a waiter's hands, or is closing
+// (the peer's FIN must be read).
+func (ep *Endpoint) recallRx() {
+	ep.rxRecalled.Store(true)
+	ep.resumeRx()
 }
 
 // rxHandle runs the receive path on n octets read with error err. Called
@@ -161,6 +152,10 @@ func (ep *Endpoint) rxHandle(n int, err error) {
 			ep.dropping = true
 			ep.mpaError(ferr)
 		}
+	}
+	if ep.rxAnswer {
+		ep.rxAnswer = false
+		ep.answerReads()
 	}
 	if err == nil {
 		return
@@ -191,10 +186,10 @@ func (ep *Endpoint) rxHandle(n int, err error) {
 // anything (the caller polls again) or must wait on the CQ instead.
 func (ep *Endpoint) driveRx(cq *CQ, ctx context.Context) bool {
 	if !ep.rxMu.TryLock() {
+		ep.kickRx() // if it is the receive goroutine's, it steps aside and nudges
 		return false
 	}
 	defer ep.rxMu.Unlock()
-	ep.rxActivity.Add(1)
 	if ep.rxEnded {
 		return false
 	}
@@ -225,7 +220,7 @@ func (ep *Endpoint) driveRx(cq *CQ, ctx context.Context) bool {
 	}
 	ep.rxHandle(n, err)
 	if ep.rxEnded {
-		ep.resumeRx() // the receive goroutine ends too
+		ep.recallRx() // the receive goroutine ends too
 	}
 	return true
 }
@@ -394,7 +389,11 @@ func (ep *Endpoint) rxReadRequest(seg ddp.Segment, d []byte) error {
 	ep.mu.Lock()
 	if ep.state < stError {
 		ep.irq = append(ep.irq, inboundRead{rr: rr, hdr: append([]byte(nil), seg.Header...)})
-		ep.cond.Broadcast()
+		if ep.raw != nil {
+			ep.rxAnswer = true // answered once this read is handled (answerReads)
+		} else {
+			ep.cond.Broadcast()
+		}
 	}
 	ep.mu.Unlock()
 	return nil

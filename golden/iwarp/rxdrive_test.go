@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+	"github.com/openiwarp/openiwarp/golden/mpa"
+	"github.com/openiwarp/openiwarp/golden/rdmap"
 	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
@@ -219,9 +221,9 @@ func TestWaiterWithoutDeadlines(t *testing.T) {
 	}
 }
 
-// TestManyLeases: many endpoints whose waiters left at once are all
-// brought back to their sockets by the one lease keeper.
-func TestManyLeases(t *testing.T) {
+// TestIdleResponders: many endpoints whose waiters left are all back at
+// their sockets, and answer Reads with nobody waiting on their CQs.
+func TestIdleResponders(t *testing.T) {
 	checkLeaks(t)
 	const n = 32
 	type pr struct{ a, b *side }
@@ -241,5 +243,53 @@ func TestManyLeases(t *testing.T) {
 	}
 	for _, p := range prs {
 		waitOK(t, p.a.scq, 2, WCRead) // b answered with nobody waiting on its CQs
+	}
+}
+
+// TestReadAnswersNeverBlockReceive: the receive path answers small Reads
+// itself (answerReads), but must never wait for room in the socket: here
+// the peer reads nothing until its Send has been received, with both
+// socket buffers shrunk so that the answers to 16 Reads cannot all be
+// taken at once. The Send is still received (the receive path went on
+// reading), and then every answer arrives whole and in order (what the
+// socket did not take went out from the transmit goroutine).
+func TestReadAnswersNeverBlockReceive(t *testing.T) {
+	checkLeaks(t)
+	h, v := hostilePair(t, pairOpts{})
+	require.NoError(t, h.conn.(*net.TCPConn).SetReadBuffer(4096))
+	require.NoError(t, v.ep.conn.(*net.TCPConn).SetWriteBuffer(4096))
+	const n, size = 16, 4096
+	buf := make([]byte, n*size)
+	fill(buf, 3)
+	src := v.reg(t, buf, 0x10000, mem.RemoteRead)
+	rb := recvBuf(t, v, 8)
+	require.NoError(t, v.ep.PostRecv(RecvWR{ID: 7, SGL: []SGE{{0, 8, rb.STag}}}))
+	var msgs [][]byte
+	for i := range n {
+		msgs = append(msgs, readReq(uint32(i+1), rdmap.ReadRequestFields{SinkSTag: 0x99, SinkTO: uint64(i * size), Size: size,
+			SrcSTag: uint32(src.STag), SrcTO: 0x10000 + uint64(i*size)}))
+	}
+	msgs = append(msgs, untagged(rdmap.OpSend, 0, 1, 0, true, 0, []byte{1}))
+	h.send(t, msgs...)
+	waitOK(t, v.rcq, 7, WCRecv)
+
+	h.conn.SetReadDeadline(testwatch.Deadline()) // a watchdog: the answers stalled for good
+	var got [][]byte
+	rd := make([]byte, 64<<10)
+	for len(got) < n {
+		k, err := h.conn.Read(rd)
+		require.NoError(t, err, "reading the answers (%d of %d so far)", len(got), n)
+		require.NoError(t, h.df.Feed(rd[:k], func(u mpa.ULPDU) error {
+			got = append(got, append([]byte(nil), u.Data...))
+			return nil
+		}))
+	}
+	require.Len(t, got, n)
+	for i, u := range got {
+		m, err := rdmap.Parse(u)
+		require.NoError(t, err)
+		require.Equal(t, rdmap.OpReadResponse, m.Opcode(), "answer %d", i)
+		require.Equal(t, uint64(i*size), m.Tagged().TO(), "answer %d", i)
+		require.Equal(t, buf[i*size:(i+1)*size], m.Payload, "answer %d", i)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/openiwarp/openiwarp/golden/ddp"
@@ -141,6 +142,56 @@ func (ep *Endpoint) txRun(inline bool) bool {
 // inlineMax is the largest WR a PostSend caller transmits itself.
 const inlineMax = 4096
 
+// answerReads answers inbound Reads from the receive path itself when
+// the transmitter is idle and the responses are small, which saves waking
+// the transmit goroutine: the responder's side of a Read round trip then
+// costs what a Send's does. Its writes never wait for room in the socket
+// (a receive path blocked in a write, with its peer's blocked likewise,
+// would stall both streams for good): what the socket does not take at
+// once, and every other job, is left to the transmit goroutine. Called
+// with rxMu held.
+func (ep *Endpoint) answerReads() {
+	if ep.txMu.TryLock() {
+		ep.txNoWait = true
+		err := ep.answerReadsLocked()
+		ep.txNoWait = false
+		ep.txMu.Unlock()
+		if err != nil && !errors.Is(err, errAborted) {
+			ep.abort(&Error{Cause: rdmap.MPAConnectionLost, Msg: "sending", Err: err}, nil)
+		}
+	}
+	ep.mu.Lock()
+	if ep.pickLocked() != jobWait {
+		ep.cond.Broadcast()
+	}
+	ep.mu.Unlock()
+}
+
+// answerReadsLocked is answerReads' turn at the transmitter. Called with
+// txMu held and txNoWait set.
+func (ep *Endpoint) answerReadsLocked() error {
+	if ep.pending() > 0 || len(ep.unflushed) > 0 {
+		return nil // the transmitter has FPDUs of its own to write first
+	}
+	oneSegment := uint64(min(inlineMax, ddp.MaxPayload(ep.mulpdu, ddp.TaggedHeaderLen)))
+	for {
+		ep.mu.Lock()
+		job := ep.pickLocked()
+		var ir inboundRead
+		if job == jobResp {
+			ir = ep.irq[0]
+		}
+		ep.mu.Unlock()
+		if job != jobResp || uint64(ir.rr.Size) > oneSegment {
+			break
+		}
+		if err := ep.sendReadResponse(ir); err != nil {
+			return err
+		}
+	}
+	return ep.flush()
+}
+
 // shutdown closes the connection as RFC 5040 §6.2.1 asks: the Terminate
 // of an error, if one was decided, then FIN, then a bounded wait for the
 // peer's FIN, then close. An error decided once the FIN is out cannot be
@@ -156,7 +207,7 @@ func (ep *Endpoint) shutdown() {
 	if term != nil {
 		ep.sendTerminate(term)
 	}
-	ep.resumeRx() // the peer's FIN is read even with no CQ waiter about
+	ep.recallRx() // the peer's FIN is read whether or not a CQ waiter is about
 	if tc, ok := ep.conn.(interface{ CloseWrite() error }); ok {
 		tc.CloseWrite()
 		t := time.NewTimer(ep.cfg.Linger)
@@ -206,6 +257,9 @@ func (ep *Endpoint) flush() error {
 			ep.mu.Unlock()
 		}
 		err = ep.writeOut()
+		if ep.pending() > 0 {
+			return err // txNoWait: the rest is the transmit goroutine's (jobFlush)
+		}
 	}
 	if len(ep.unflushed) > 0 {
 		ep.mu.Lock()
@@ -242,6 +296,9 @@ func (ep *Endpoint) pending() int { return len(ep.wbuf) + ep.vecLen }
 // writev when payloads are referenced in place. What was pending is
 // dropped even on error: the stream is failing then.
 func (ep *Endpoint) writeOut() error {
+	if ep.txNoWait {
+		return ep.tryWriteOut()
+	}
 	var err error
 	if len(ep.vec) == 0 {
 		_, err = ep.conn.Write(ep.wbuf)
@@ -261,6 +318,32 @@ func (ep *Endpoint) writeOut() error {
 	}
 	ep.dropPending()
 	return err
+}
+
+// tryWriteOut is writeOut for txNoWait: it writes the pending octets
+// (wbuf alone: answerReads gathers every response) as far as the socket
+// takes them at once and keeps the rest pending.
+func (ep *Endpoint) tryWriteOut() error {
+	var n int
+	var werr error
+	err := ep.raw.Write(func(fd uintptr) bool {
+		n, werr = syscall.Write(int(fd), ep.wbuf) // annotated for the race detector, as net's writes are
+		return true                               // never wait for room
+	})
+	if errors.Is(werr, syscall.EAGAIN) || errors.Is(werr, syscall.EINTR) {
+		werr = nil // nothing taken now
+	}
+	if err == nil {
+		err = werr
+	}
+	if err != nil {
+		ep.dropPending()
+		return err
+	}
+	if n > 0 {
+		ep.wbuf = ep.wbuf[:copy(ep.wbuf, ep.wbuf[n:])]
+	}
+	return nil
 }
 
 // dropPending forgets the octets not yet written.

@@ -259,19 +259,20 @@ func (cq *CQ) Wait(ctx context.Context) (Completion, error) {
 	// release gives up the want. Another waiter that found the receive
 	// path busy waits on its CQ: it takes over now (the receive goroutine
 	// stays aside while waiters want the path). With none, the receive
-	// goroutine comes back at once (resume) or after its lease.
-	release := func(resume bool) {
+	// goroutine comes back at once, so that what needs no application (a
+	// Read Request, say) is served while the application does not wait.
+	release := func() {
 		if driven == nil {
 			return
 		}
 		if driven.rxWanted.Add(-1) > 0 {
 			driven.nudgeCQs()
-		} else if resume {
+		} else {
 			driven.resumeRx()
 		}
 		driven = nil
 	}
-	defer release(false)
+	defer release()
 	for {
 		cq.mu.Lock()
 		if cq.pollLocked(wc[:]) == 1 {
@@ -290,7 +291,7 @@ func (cq *CQ) Wait(ctx context.Context) (Completion, error) {
 		}
 		if solo != nil && solo.worthDriving(cq) {
 			if driven != solo {
-				release(true)
+				release()
 				driven = solo
 				driven.rxWanted.Add(1)
 			}
@@ -298,7 +299,7 @@ func (cq *CQ) Wait(ctx context.Context) (Completion, error) {
 				continue
 			}
 		} else {
-			release(true)
+			release()
 			if solo != nil {
 				solo.serveRx()
 			}
