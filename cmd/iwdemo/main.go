@@ -19,6 +19,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,14 +30,20 @@ import (
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-// Row is one line of the results table.
+// Row is one line of the results table: one operation at one size,
+// timed over Iterations runs after one untimed warm-up run, every run's
+// bytes verified. Times are in nanoseconds; the bandwidth is the size
+// over the median time.
 type Row struct {
-	Card     string  `json:"card"`
-	Op       string  `json:"op"`
-	Size     int     `json:"size"`
-	Micros   float64 `json:"usec"`
-	MBps     float64 `json:"mb_per_s"`
-	Verified bool    `json:"verified"`
+	Card       string  `json:"card"`
+	Op         string  `json:"op"`
+	Size       int     `json:"size_bytes"`
+	Iterations int     `json:"iterations"`
+	MedianNs   int64   `json:"median_ns"`
+	MinNs      int64   `json:"min_ns"`
+	MaxNs      int64   `json:"max_ns"`
+	MBps       float64 `json:"median_mbps"`
+	Verified   bool    `json:"verified"`
 }
 
 // output is the -json document (keys in docs/json.md).
@@ -53,11 +60,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	cards := fs.String("cards", "model,sim", "cards to run, in order")
 	sizeList := fs.String("sizes", "1,4096,65536,1048576,4194304", "message sizes in bytes")
+	iters := fs.Int("n", 7, "timed iterations per row (after one warm-up)")
 	asJSON := fs.Bool("json", false, "print the rows as JSON")
 	if err := cli.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	if *iters < 1 || *iters > 10000 {
+		fmt.Fprintf(stderr, "iwdemo: -n %d: want 1 to 10000 iterations\n", *iters)
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -79,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	failed := false
 	for _, card := range strings.Split(*cards, ",") {
 		fmt.Fprintf(stderr, "iwdemo: %s card: connecting two endpoints over 127.0.0.1...\n", card)
-		r, err := demo(ctx, card, sizes, stderr)
+		r, err := demo(ctx, card, sizes, *iters, stderr)
 		rows = append(rows, r...)
 		if err != nil {
 			fmt.Fprintf(stderr, "iwdemo: %s card: %v\n", card, err)
@@ -109,18 +121,87 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func table(w io.Writer, rows []Row) {
-	line := strings.Repeat("-", 66)
+	line := strings.Repeat("-", 94)
 	fmt.Fprintln(w, line)
-	fmt.Fprintf(w, " %-6s %-11s %10s %12s %12s  %s\n", "card", "operation", "bytes", "time[usec]", "MB/sec", "verified")
+	fmt.Fprintf(w, " %-6s %-11s %9s %6s %10s %10s %10s %12s  %s\n", "card", "operation", "size", "iters", "median", "min", "max", "bandwidth", "verified")
 	fmt.Fprintln(w, line)
 	for _, r := range rows {
 		ok := "yes"
 		if !r.Verified {
 			ok = "NO"
 		}
-		fmt.Fprintf(w, " %-6s %-11s %10d %12.1f %12.1f  %s\n", r.Card, r.Op, r.Size, r.Micros, r.MBps, ok)
+		fmt.Fprintf(w, " %-6s %-11s %9s %6d %10s %10s %10s %12s  %s\n", r.Card, r.Op, bytesUnit(r.Size), r.Iterations,
+			timeUnit(r.MedianNs), timeUnit(r.MinNs), timeUnit(r.MaxNs), rateUnit(r.MBps), ok)
 	}
 	fmt.Fprintln(w, line)
+	fmt.Fprintln(w, " median, min and max of the timed iterations of each row, after one warm-up; bandwidth at the median")
+}
+
+// bytesUnit writes a size in B, KiB or MiB, whichever reads best.
+func bytesUnit(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// timeUnit writes a duration in ns, µs, ms or s with three significant digits.
+func timeUnit(ns int64) string {
+	v := float64(ns)
+	for _, u := range []string{"ns", "µs", "ms"} {
+		if v < 1000 {
+			return sig3(v) + " " + u
+		}
+		v /= 1000
+	}
+	return sig3(v) + " s"
+}
+
+// rateUnit writes a bandwidth given in MB/s (10^6 bytes a second) in
+// kB/s, MB/s or GB/s.
+func rateUnit(mbps float64) string {
+	switch {
+	case mbps >= 1000:
+		return sig3(mbps/1000) + " GB/s"
+	case mbps >= 1:
+		return sig3(mbps) + " MB/s"
+	}
+	return sig3(mbps*1000) + " kB/s"
+}
+
+// sig3 formats v with three significant digits (at least one decimal
+// below 100), never in exponent form.
+func sig3(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// summarize fills a row's times and bandwidth from its timed runs.
+func summarize(r *Row, runs []time.Duration) {
+	sorted := slices.Clone(runs)
+	slices.Sort(sorted)
+	k := len(sorted)
+	med := sorted[k/2]
+	if k%2 == 0 {
+		med = (sorted[k/2-1] + sorted[k/2]) / 2
+	}
+	r.Iterations = k
+	r.MedianNs, r.MinNs, r.MaxNs = med.Nanoseconds(), sorted[0].Nanoseconds(), sorted[k-1].Nanoseconds()
+	if med > 0 {
+		r.MBps = float64(r.Size) / med.Seconds() / 1e6
+	}
 }
 
 // side is one endpoint.
@@ -165,7 +246,7 @@ func (s *side) expect(ctx context.Context, op verbs.WCOpcode) error {
 	return nil
 }
 
-func demo(ctx context.Context, card string, sizes []int, stderr io.Writer) ([]Row, error) {
+func demo(ctx context.Context, card string, sizes []int, iters int, stderr io.Writer) ([]Row, error) {
 	maxSize := 1
 	for _, n := range sizes {
 		maxSize = max(maxSize, n)
@@ -209,45 +290,60 @@ func demo(ctx context.Context, card string, sizes []int, stderr io.Writer) ([]Ro
 		}
 	}
 	ab, bb := a.mr.Bytes(), b.mr.Bytes()
+	// once moves n bytes by op and reports how long it took and whether
+	// every byte arrived.
+	once := func(op string, n int) (time.Duration, bool, error) {
+		fill(ab[:n])
+		fill(bb[:n])
+		start := time.Now()
+		var src, dst []byte
+		var err error
+		switch op {
+		case "RDMA Write": // then a Send: once it is delivered, the Write is placed (RFC 5040 §5.5)
+			src, dst = ab[:n], bb[:n]
+			if err = b.qp.PostRecv(verbs.RecvWR{ID: 1}); err == nil {
+				err = a.qp.PostSend(verbs.SendWR{Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{a.mr.SGE(0, n)}, RemoteAddr: b.mr.Addr(), RKey: b.mr.RKey()},
+					verbs.SendWR{Opcode: verbs.WRSend})
+			}
+			if err == nil {
+				err = b.expect(ctx, verbs.WCRecv)
+			}
+		case "RDMA Read":
+			src, dst = bb[:n], ab[:n]
+			if err = a.qp.PostSend(verbs.SendWR{Opcode: verbs.WRRDMARead, Signaled: true, SGL: []verbs.SGE{a.mr.SGE(0, n)},
+				RemoteAddr: b.mr.Addr(), RKey: b.mr.RKey()}); err == nil {
+				err = a.expect(ctx, verbs.WCRDMARead)
+			}
+		default:
+			src, dst = ab[:n], bb[:n]
+			if err = b.qp.PostRecv(verbs.RecvWR{ID: 2, SGL: []verbs.SGE{b.mr.SGE(0, n)}}); err == nil {
+				err = a.qp.PostSend(verbs.SendWR{Opcode: verbs.WRSend, SGL: []verbs.SGE{a.mr.SGE(0, n)}})
+			}
+			if err == nil {
+				err = b.expect(ctx, verbs.WCRecv)
+			}
+		}
+		el := time.Since(start)
+		return el, err == nil && bytes.Equal(src, dst), err
+	}
 	var rows []Row
+	runs := make([]time.Duration, 0, iters)
 	for _, n := range sizes {
 		for _, op := range []string{"RDMA Write", "RDMA Read", "Send"} {
-			fill(ab[:n])
-			fill(bb[:n])
-			start := time.Now()
-			var src, dst []byte
-			var err error
-			switch op {
-			case "RDMA Write": // then a Send: once it is delivered, the Write is placed (RFC 5040 §5.5)
-				src, dst = ab[:n], bb[:n]
-				if err = b.qp.PostRecv(verbs.RecvWR{ID: 1}); err == nil {
-					err = a.qp.PostSend(verbs.SendWR{Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{a.mr.SGE(0, n)}, RemoteAddr: b.mr.Addr(), RKey: b.mr.RKey()},
-						verbs.SendWR{Opcode: verbs.WRSend})
+			r := Row{Card: card, Op: op, Size: n, Verified: true}
+			runs = runs[:0]
+			for i := -1; i < iters; i++ { // i = -1: the warm-up
+				el, ok, err := once(op, n)
+				if err != nil {
+					return rows, fmt.Errorf("%s of %d bytes: %w", op, n, err)
 				}
-				if err == nil {
-					err = b.expect(ctx, verbs.WCRecv)
-				}
-			case "RDMA Read":
-				src, dst = bb[:n], ab[:n]
-				if err = a.qp.PostSend(verbs.SendWR{Opcode: verbs.WRRDMARead, Signaled: true, SGL: []verbs.SGE{a.mr.SGE(0, n)},
-					RemoteAddr: b.mr.Addr(), RKey: b.mr.RKey()}); err == nil {
-					err = a.expect(ctx, verbs.WCRDMARead)
-				}
-			default:
-				src, dst = ab[:n], bb[:n]
-				if err = b.qp.PostRecv(verbs.RecvWR{ID: 2, SGL: []verbs.SGE{b.mr.SGE(0, n)}}); err == nil {
-					err = a.qp.PostSend(verbs.SendWR{Opcode: verbs.WRSend, SGL: []verbs.SGE{a.mr.SGE(0, n)}})
-				}
-				if err == nil {
-					err = b.expect(ctx, verbs.WCRecv)
+				r.Verified = r.Verified && ok
+				if i >= 0 {
+					runs = append(runs, el)
 				}
 			}
-			el := time.Since(start)
-			if err != nil {
-				return rows, fmt.Errorf("%s of %d bytes: %w", op, n, err)
-			}
-			rows = append(rows, Row{Card: card, Op: op, Size: n, Micros: float64(el.Nanoseconds()) / 1e3,
-				MBps: float64(n) / el.Seconds() / 1e6, Verified: bytes.Equal(src, dst)})
+			summarize(&r, runs)
+			rows = append(rows, r)
 		}
 	}
 	return rows, a.qp.Disconnect()
