@@ -30,7 +30,7 @@ var scenarios = []scenario{
 		append:  []string{"intel_iommu=on"},
 		tests: []string{"TestNVMeIdentifyMSIX", "TestNVMeReset", "TestEduBind", "TestEduInfo", "TestEduRegisters", "TestEduDMA", "TestEduDMAHugePages",
 			"TestEduDMABlocked", "TestEduINTx", "TestEduMSI", "TestEduErrors", "TestEduDMAEntryLimit",
-			"TestEduMemlock", "TestEduClose", "TestEduCard", "TestEduMapMemory"},
+			"TestEduMemlock", "TestEduClose", "TestEduCard", "TestEduPhys", "TestEduMapMemory"},
 	},
 	{
 		name:    "no-iommu",

@@ -37,9 +37,9 @@ type Card struct {
 	bar    *BAR
 	events chan driver.Event
 	stags  *stagTable // nil: not an openiwarp board
+	dma    *dmaSet
 
 	mu     sync.Mutex
-	bufs   map[uint64]*DMABuffer
 	closed bool
 }
 
@@ -51,7 +51,7 @@ func openCard(name, arg string) (driver.Card, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Card{name: name, dev: dev, events: make(chan driver.Event, 64), bufs: map[uint64]*DMABuffer{}}
+	c := &Card{name: name, dev: dev, events: make(chan driver.Event, 64), dma: newDMASet(dev, "vfio card")}
 	if err := dev.EnableBusMaster(); err != nil {
 		dev.Close()
 		return nil, err
@@ -81,7 +81,7 @@ func (c *Card) openSTagTable(b Board) error {
 		return cardErr(err)
 	}
 	mapMem := func(buf []byte) (userMemory, error) { return c.dev.MapMemory(buf) }
-	s, err := newStagTable(b, cardRegs{c}, time.Now(), mapMem, flush)
+	s, err := newStagTable(b, barRegs{c.bar}, time.Now(), mapMem, flush)
 	if err == nil {
 		err = s.init()
 	}
@@ -110,10 +110,10 @@ func (c *Card) Info() driver.Info {
 }
 
 // Regs is BAR0.
-func (c *Card) Regs() driver.Regs { return cardRegs{c} }
+func (c *Card) Regs() driver.Regs { return barRegs{c.bar} }
 
 // DMA allocates IOMMU-mapped buffers.
-func (c *Card) DMA() driver.DMA { return cardDMA{c} }
+func (c *Card) DMA() driver.DMA { return c.dma }
 
 // Events delivers asynchronous events; the board raises none until its
 // register map defines the interrupt causes.
@@ -202,16 +202,12 @@ func (c *Card) Close() error {
 		return nil
 	}
 	c.closed = true
-	bufs := c.bufs
-	c.bufs = nil
 	c.mu.Unlock()
 	var errs []error
 	if c.stags != nil {
 		errs = append(errs, c.stags.close())
 	}
-	for _, b := range bufs {
-		errs = append(errs, b.Free())
-	}
+	errs = append(errs, c.dma.close())
 	errs = append(errs, c.dev.Close())
 	close(c.events)
 	return errors.Join(errs...)
@@ -229,61 +225,4 @@ func cardErr(err error) error {
 		return fmt.Errorf("%w: %w", driver.ErrInvalid, err)
 	}
 	return err
-}
-
-type cardRegs struct{ c *Card }
-
-func (r cardRegs) Read32(off uint32) (uint32, error) {
-	v, err := r.c.bar.Read32(uint64(off))
-	return v, cardErr(err)
-}
-
-func (r cardRegs) Write32(off uint32, v uint32) error {
-	return cardErr(r.c.bar.Write32(uint64(off), v))
-}
-
-func (r cardRegs) Read64(off uint32) (uint64, error) {
-	v, err := r.c.bar.Read64(uint64(off))
-	return v, cardErr(err)
-}
-
-func (r cardRegs) Write64(off uint32, v uint64) error {
-	return cardErr(r.c.bar.Write64(uint64(off), v))
-}
-
-type cardDMA struct{ c *Card }
-
-func (d cardDMA) Alloc(n int) (*driver.Buffer, error) {
-	if err := d.c.live(); err != nil {
-		return nil, err
-	}
-	b, err := d.c.dev.AllocDMA(n)
-	if err != nil {
-		return nil, cardErr(err)
-	}
-	d.c.mu.Lock()
-	defer d.c.mu.Unlock()
-	if d.c.closed {
-		b.Free()
-		return nil, fmt.Errorf("%w: vfio card %s", driver.ErrClosed, d.c.dev)
-	}
-	d.c.bufs[b.IOVA()] = b
-	return &driver.Buffer{Bytes: b.Bytes(), IOVA: b.IOVA()}, nil
-}
-
-func (d cardDMA) Free(buf *driver.Buffer) error {
-	if buf == nil {
-		return fmt.Errorf("%w: nil DMA buffer", driver.ErrInvalid)
-	}
-	d.c.mu.Lock()
-	b, ok := d.c.bufs[buf.IOVA]
-	if ok && b.Len() == len(buf.Bytes) {
-		delete(d.c.bufs, buf.IOVA)
-	}
-	d.c.mu.Unlock()
-	if !ok || b.Len() != len(buf.Bytes) {
-		return fmt.Errorf("%w: buffer at IOVA %#x is not a live DMA buffer of this card", driver.ErrInvalid, buf.IOVA)
-	}
-	buf.Bytes = nil
-	return b.Free()
 }

@@ -22,6 +22,8 @@
 //   - Device.EnableInterrupts routes INTx, MSI or MSI-X vectors to eventfds
 //     and delivers them on a channel (or to a handler); INTx is unmasked
 //     with Interrupts.Unmask. Device.Reset resets the device if it can be.
+//   - OpenPhys is the openiwarp card's driver.Phys over all of the above,
+//     after checking the card's ID and VERSION registers (ErrNotCard).
 //
 // Errors are *Error values whose Kind is a sentinel (ErrNoIOMMU,
 // ErrNotBoundToVFIO, ErrGroupNotViable, ErrMemlock, ErrBARNotMappable,

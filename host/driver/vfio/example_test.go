@@ -1,6 +1,7 @@
 package vfio_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -58,4 +59,32 @@ func ExampleParseAddress() {
 	// Output:
 	// 0000:03:00.0 <nil>
 	// true
+}
+
+// Open the openiwarp card's physical view, map a buffer for it and wait
+// for its interrupt. (Not run by go test: it needs the card bound to
+// vfio-pci.)
+func ExampleOpenPhys() {
+	p, err := vfio.OpenPhys("0000:03:00.0")
+	var ie *vfio.IdentityError
+	if errors.As(err, &ie) {
+		log.Fatalf("not the card: ID %#x, VERSION %#x", ie.ID, ie.Version)
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+	fmt.Println(p.Describe())
+	buf := make([]byte, 1<<20)
+	m, err := p.Map(buf)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Unmap(m)
+	fmt.Printf("the card sees the buffer at %#x\n", m.IOVA)
+	if p.Vectors() > 0 {
+		if err := p.WaitInterrupt(context.Background(), 0); err != nil {
+			log.Fatal(err)
+		}
+	}
 }

@@ -519,3 +519,19 @@ func TestNotViable(t *testing.T) {
 	}
 	assert.NotZero(t, opened, "no other vfio-pci device in the group")
 }
+
+// The card's physical view identifies the card by its own ID register:
+// edu's reads 0x010000ed, so OpenPhys refuses it, says what it read, and
+// leaves the device free.
+func TestEduPhys(t *testing.T) {
+	_, err := vfio.OpenPhys(eduAddr(t))
+	require.ErrorIs(t, err, vfio.ErrNotCard)
+	var ie *vfio.IdentityError
+	require.True(t, errors.As(err, &ie), "%v", err)
+	assert.Equal(t, uint32(0x010000ed), ie.ID)
+	assert.Contains(t, err.Error(), "ID register reads 0x010000ed")
+	t.Logf("%v", err)
+	d, err := vfio.Open(eduAddr(t))
+	require.NoError(t, err, "the refused device is released")
+	require.NoError(t, d.Close())
+}
