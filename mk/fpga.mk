@@ -9,12 +9,13 @@ $(HW_SIM)/libselftest_hx8k.so $(HW_SIM)/trace/libselftest_hx8k.so: hw/rtl/mpa_tx
 $(HW_SIM)/libselftest_tx_hx8k.so $(HW_SIM)/trace/libselftest_tx_hx8k.so: hw/rtl/mpa_tx_w64.v hw/rtl/crc32c_w64.v hw/rtl/uart_tx_d104.v
 
 .PHONY: test-selftest
-# The self-test top in co-simulation: its UART report against the Go model
-# (fpga/selftest), and the UART transmitter against golden/cycle.UARTTx.
+# The self-test tops in co-simulation: their UART reports against the Go
+# model (fpga/selftest), and the UART transmitter against
+# golden/cycle.UARTTx. make test runs them in test-cosim (every hw/sim
+# test) and the model's tests in test-go; this target runs them alone.
 test-selftest:
-	$(GO) test -count=1 -timeout 10m -run 'Selftest|UARTTx' ./hw/sim/ ./fpga/...
-
-TEST_TARGETS += test-selftest
+	$(GO) test -count=1 -timeout 30m -v -run 'Selftest|UARTTx' ./hw/sim/ | grep -E '^(---|ok|FAIL|PASS)|cycles'
+	$(GO) test -count=1 ./fpga/...
 
 # The iCE40 board bitstream (fpga/bitstream): yosys, nextpnr-ice40 against
 # fpga/constraints/<board>.pcf at the board's clock (the build fails, and
