@@ -201,7 +201,7 @@ func CardEnums() []*Enum {
 			v("CQ_OVERRUN", 9, "a CQ was full when a completion arrived; the completion is lost and the QPs on it go to error (OBJ: CQN)"),
 			v("DMA_FAULT", 10, "a DMA got an error response (OBJ: QPN or 0; INFO: address bits 31:0)"),
 		}},
-		{Name: "QP_ERR", Width: 8, Doc: "Why a QP went to error without a Terminate of its own (EQE.INFO of QP_ERROR).", Values: []EnumValue{
+		{Name: "QP_ERR", Width: 8, Doc: "Why a QP went to error for a reason other than a Terminate it sent for the peer's error or received (EQE.INFO of QP_ERROR). For DMA and CQ_OVERRUN, local resource failures, the card also sends a Terminate with RDMAP Local Catastrophic (0/0/0xFF) while its transmit stream is usable (receive-side error matrix, digest §3.7); for the others it sends none.", Values: []EnumValue{
 			v("HOST", 1, "the host asked (QP_CMD ERROR)"),
 			v("LLP_LOST", 2, "the host reported the connection lost (STREAM.RX_LOST)"),
 			v("STREAM_CUT", 3, "the peer's stream ended inside an FPDU"),

@@ -185,6 +185,21 @@ func TestDMAFault(t *testing.T) {
 	if uint64(hi)<<32|uint64(lo) != sq || info&0xffff != 1 || info>>24 != 1 || info>>18&1 != 0 {
 		t.Fatalf("fault registers %#x %#x info %#x", hi, lo, info)
 	}
+	if term := terminateIn(t, s.q.txBytes(), false, false); term.Cause != rdmap.RDMAPLocalCatastrophic {
+		t.Fatalf("Terminate %v after a DMA fault, want Local Catastrophic", term.Cause)
+	}
+
+	// A fault writing the transmit ring ends the stream without a Terminate.
+	s = newSingle(t, qpOpts{})
+	txs := s.q.txs
+	s.h.refuse = func(addr uint64, write bool) bool { return write && addr == txs }
+	s.q.post(sendWR{op: cs.WQEOpcodeSend, id: 1, inline: []byte("x")})
+	s.d.c.Run()
+	s.h.refuse = nil
+	wantEvents(t, s.d.events(), cs.EQETypeDMAFault, cs.EQETypeQPError)
+	if st := s.q.stat(); st.TXSPI() != 0 || !st.TXClosed() {
+		t.Fatalf("TXS_PI %d, TX_CLOSED %v after a fault on the ring", st.TXSPI(), st.TXClosed())
+	}
 
 	s = newSingle(t, qpOpts{})
 	eq := s.d.eq
@@ -217,6 +232,9 @@ func TestCQOverrun(t *testing.T) {
 	}
 	if got := d.poll(c); len(got) != 2 {
 		t.Fatalf("%d CQEs in a 2-entry CQ", len(got))
+	}
+	if term := terminateIn(t, q.txBytes(), false, false); term.Cause != rdmap.RDMAPLocalCatastrophic {
+		t.Fatalf("Terminate %v after a CQ overrun, want Local Catastrophic", term.Cause)
 	}
 }
 

@@ -2,7 +2,6 @@ package cardmodel
 
 import (
 	"encoding/binary"
-	"io"
 	"net"
 	"testing"
 	"time"
@@ -57,6 +56,7 @@ type hostileRow struct {
 	ird   int
 	msgs  func(e env) [][]byte // the last one is the offender
 	cause rdmap.Cause
+	read  bool // the victim has an RDMA Read of 64 bytes into its receive buffer outstanding
 }
 
 func hostileRows() []hostileRow {
@@ -69,73 +69,77 @@ func hostileRows() []hostileRow {
 			b := hWrite(e.target, targetVA, true, []byte("x"))
 			b[0] = 0xC2
 			return one(b)
-		}, rdmap.DDPTaggedInvalidVersion},
+		}, rdmap.DDPTaggedInvalidVersion, false},
 		{"DDP version untagged", 1, 0, func(e env) [][]byte {
 			b := hUntagged(rdmap.OpSend, 0, 1, 0, true, 0, []byte("x"))
 			b[0] = 0x40
 			return one(b)
-		}, rdmap.DDPUntaggedInvalidVersion},
+		}, rdmap.DDPUntaggedInvalidVersion, false},
 		{"RDMAP version", 1, 0, func(e env) [][]byte {
 			b := hUntagged(rdmap.OpSend, 0, 1, 0, true, 0, []byte("x"))
 			b[1] = 0x83
 			return one(b)
-		}, rdmap.RDMAPInvalidVersion},
-		{"short ULPDU", 0, 0, func(e env) [][]byte { return one([]byte{0x41, 0x43, 0}) }, rdmap.DDPUntaggedInvalidVersion},
+		}, rdmap.RDMAPInvalidVersion, false},
+		{"short ULPDU", 0, 0, func(e env) [][]byte { return one([]byte{0x41, 0x43, 0}) }, rdmap.DDPUntaggedInvalidVersion, false},
 		{"reserved opcode", 1, 0, func(e env) [][]byte {
 			return one(hUntagged(rdmap.Opcode(0xA), 0, 1, 0, true, 0, []byte("x")))
-		}, rdmap.RDMAPUnexpectedOpcode},
+		}, rdmap.RDMAPUnexpectedOpcode, false},
 		{"Send on a tagged segment", 1, 0, func(e env) [][]byte {
 			b := hWrite(e.target, targetVA, true, []byte("x"))
 			b[1] = byte(rdmap.NewControl(1, rdmap.OpSend))
 			return one(b)
-		}, rdmap.RDMAPUnexpectedOpcode},
-		{"Send on QN 1", 1, 0, func(e env) [][]byte { return one(hUntagged(rdmap.OpSend, 1, 1, 0, true, 0, []byte("x"))) }, rdmap.RDMAPUnexpectedOpcode},
-		{"invalid QN", 1, 0, func(e env) [][]byte { return one(hUntagged(rdmap.OpSend, 7, 1, 0, true, 0, []byte("x"))) }, rdmap.DDPInvalidQN},
-		{"Send with no receive posted", 0, 0, func(e env) [][]byte { return one(hUntagged(rdmap.OpSend, 0, 1, 0, true, 0, []byte("x"))) }, rdmap.DDPNoBuffer},
+		}, rdmap.RDMAPUnexpectedOpcode, false},
+		{"Send on QN 1", 1, 0, func(e env) [][]byte { return one(hUntagged(rdmap.OpSend, 1, 1, 0, true, 0, []byte("x"))) }, rdmap.RDMAPUnexpectedOpcode, false},
+		{"invalid QN", 1, 0, func(e env) [][]byte { return one(hUntagged(rdmap.OpSend, 7, 1, 0, true, 0, []byte("x"))) }, rdmap.DDPInvalidQN, false},
+		{"Send with no receive posted", 0, 0, func(e env) [][]byte { return one(hUntagged(rdmap.OpSend, 0, 1, 0, true, 0, []byte("x"))) }, rdmap.DDPNoBuffer, false},
 		{"stale MSN", 2, 0, func(e env) [][]byte {
 			return [][]byte{hUntagged(rdmap.OpSend, 0, 1, 0, true, 0, []byte("a")), hUntagged(rdmap.OpSend, 0, 1, 0, true, 0, []byte("b"))}
-		}, rdmap.DDPInvalidMSNRange},
-		{"skipped MSN", 2, 0, func(e env) [][]byte { return one(hUntagged(rdmap.OpSend, 0, 2, 0, true, 0, []byte("a"))) }, rdmap.DDPInvalidMSNRange},
+		}, rdmap.DDPInvalidMSNRange, false},
+		{"skipped MSN", 2, 0, func(e env) [][]byte { return one(hUntagged(rdmap.OpSend, 0, 2, 0, true, 0, []byte("a"))) }, rdmap.DDPInvalidMSNRange, false},
 		{"new message before L", 2, 0, func(e env) [][]byte {
 			return [][]byte{hUntagged(rdmap.OpSend, 0, 1, 0, false, 0, []byte("a")), hUntagged(rdmap.OpSend, 0, 2, 0, true, 0, []byte("b"))}
-		}, rdmap.DDPInvalidMSNRange},
+		}, rdmap.DDPInvalidMSNRange, false},
 		{"MO gap", 1, 0, func(e env) [][]byte {
 			return [][]byte{hUntagged(rdmap.OpSend, 0, 1, 0, false, 0, []byte("a")), hUntagged(rdmap.OpSend, 0, 1, 2, true, 0, []byte("b"))}
-		}, rdmap.DDPInvalidMO},
-		{"MO outside the buffer", 1, 0, func(e env) [][]byte { return one(hUntagged(rdmap.OpSend, 0, 1, 1000, true, 0, []byte("a"))) }, rdmap.DDPInvalidMO},
-		{"Send longer than the receive", 1, 0, func(e env) [][]byte { return one(hUntagged(rdmap.OpSend, 0, 1, 0, true, 0, make([]byte, 65))) }, rdmap.DDPMessageTooLong},
-		{"unknown STag", 0, 0, func(e env) [][]byte { return one(hWrite(e.target^0x100, targetVA, true, []byte("x"))) }, rdmap.DDPInvalidSTag},
-		{"wrong key", 0, 0, func(e env) [][]byte { return one(hWrite(e.target^1, targetVA, true, []byte("x"))) }, rdmap.DDPInvalidSTag},
-		{"STag of another PD", 0, 0, func(e env) [][]byte { return one(hWrite(e.otherPD, 0, true, []byte("x"))) }, rdmap.DDPSTagNotAssociated},
-		{"TO below base", 0, 0, func(e env) [][]byte { return one(hWrite(e.target, targetVA-1, true, []byte("xy"))) }, rdmap.DDPBaseBounds},
-		{"TO+len past end", 0, 0, func(e env) [][]byte { return one(hWrite(e.target, targetVA+targetLen-1, true, []byte("xy"))) }, rdmap.DDPBaseBounds},
-		{"TO wrap", 0, 0, func(e env) [][]byte { return one(hWrite(e.target, ^uint64(0), true, []byte("xy"))) }, rdmap.DDPTOWrap},
-		{"Write without REMOTE_WRITE", 0, 0, func(e env) [][]byte { return one(hWrite(e.readOnly, 0, true, []byte("x"))) }, rdmap.DDPInvalidSTag},
-		{"Read Response with no Read", 0, 0, func(e env) [][]byte { return one(hReadResp(e.target, targetVA, []byte("x"))) }, rdmap.DDPLocalCatastrophic},
-		{"Read Request: invalid SrcSTag", 0, 0, func(e env) [][]byte { return one(hReadReq(1, rr(e.target^0x100, targetVA, 8))) }, rdmap.RDMAPInvalidSTag},
-		{"Read Request: SrcSTag of another PD", 0, 0, func(e env) [][]byte { return one(hReadReq(1, rr(e.otherPD, 0, 8))) }, rdmap.RDMAPSTagNotAssociated},
-		{"Read Request: no REMOTE_READ", 0, 0, func(e env) [][]byte { return one(hReadReq(1, rr(e.noRead, 0, 8))) }, rdmap.RDMAPAccessRights},
-		{"Read Request: bounds", 0, 0, func(e env) [][]byte { return one(hReadReq(1, rr(e.target, targetVA+targetLen-4, 8))) }, rdmap.RDMAPBaseBounds},
-		{"Read Request: SrcTO+size wraps", 0, 0, func(e env) [][]byte { return one(hReadReq(1, rr(e.target, ^uint64(0)-2, 8))) }, rdmap.RDMAPTOWrap},
-		{"Read Request: wrong MSN", 0, 0, func(e env) [][]byte { return one(hReadReq(2, rr(e.target, targetVA, 8))) }, rdmap.DDPInvalidMSNRange},
+		}, rdmap.DDPInvalidMO, false},
+		{"MO outside the buffer", 1, 0, func(e env) [][]byte { return one(hUntagged(rdmap.OpSend, 0, 1, 1000, true, 0, []byte("a"))) }, rdmap.DDPInvalidMO, false},
+		{"Send longer than the receive", 1, 0, func(e env) [][]byte { return one(hUntagged(rdmap.OpSend, 0, 1, 0, true, 0, make([]byte, 65))) }, rdmap.DDPMessageTooLong, false},
+		{"unknown STag", 0, 0, func(e env) [][]byte { return one(hWrite(e.target^0x100, targetVA, true, []byte("x"))) }, rdmap.DDPInvalidSTag, false},
+		{"wrong key", 0, 0, func(e env) [][]byte { return one(hWrite(e.target^1, targetVA, true, []byte("x"))) }, rdmap.DDPInvalidSTag, false},
+		{"STag of another PD", 0, 0, func(e env) [][]byte { return one(hWrite(e.otherPD, 0, true, []byte("x"))) }, rdmap.DDPSTagNotAssociated, false},
+		{"TO below base", 0, 0, func(e env) [][]byte { return one(hWrite(e.target, targetVA-1, true, []byte("xy"))) }, rdmap.DDPBaseBounds, false},
+		{"TO+len past end", 0, 0, func(e env) [][]byte { return one(hWrite(e.target, targetVA+targetLen-1, true, []byte("xy"))) }, rdmap.DDPBaseBounds, false},
+		{"TO wrap", 0, 0, func(e env) [][]byte { return one(hWrite(e.target, ^uint64(0), true, []byte("xy"))) }, rdmap.DDPTOWrap, false},
+		{"Write without REMOTE_WRITE", 0, 0, func(e env) [][]byte { return one(hWrite(e.readOnly, 0, true, []byte("x"))) }, rdmap.DDPInvalidSTag, false},
+		{"Read Response with no Read", 0, 0, func(e env) [][]byte { return one(hReadResp(e.target, targetVA, []byte("x"))) }, rdmap.DDPLocalCatastrophic, false},
+		{"Read Request: invalid SrcSTag", 0, 0, func(e env) [][]byte { return one(hReadReq(1, rr(e.target^0x100, targetVA, 8))) }, rdmap.RDMAPInvalidSTag, false},
+		{"Read Request: SrcSTag of another PD", 0, 0, func(e env) [][]byte { return one(hReadReq(1, rr(e.otherPD, 0, 8))) }, rdmap.RDMAPSTagNotAssociated, false},
+		{"Read Request: no REMOTE_READ", 0, 0, func(e env) [][]byte { return one(hReadReq(1, rr(e.noRead, 0, 8))) }, rdmap.RDMAPAccessRights, false},
+		{"Read Request: bounds", 0, 0, func(e env) [][]byte { return one(hReadReq(1, rr(e.target, targetVA+targetLen-4, 8))) }, rdmap.RDMAPBaseBounds, false},
+		{"Read Request: SrcTO+size wraps", 0, 0, func(e env) [][]byte { return one(hReadReq(1, rr(e.target, ^uint64(0)-2, 8))) }, rdmap.RDMAPTOWrap, false},
+		{"Read Request: wrong MSN", 0, 0, func(e env) [][]byte { return one(hReadReq(2, rr(e.target, targetVA, 8))) }, rdmap.DDPInvalidMSNRange, false},
 		{"Read Request in two segments", 0, 0, func(e env) [][]byte {
 			b := hReadReq(1, rr(e.target, targetVA, 8))
 			b[0] &^= byte(ddp.ControlLast)
 			return one(b)
-		}, rdmap.DDPInvalidMO},
-		{"Read Request with payload", 0, 0, func(e env) [][]byte { return one(append(hReadReq(1, rr(e.target, targetVA, 8)), 1, 2, 3, 4)) }, rdmap.DDPMessageTooLong},
+		}, rdmap.DDPInvalidMO, false},
+		{"Read Request with payload", 0, 0, func(e env) [][]byte { return one(append(hReadReq(1, rr(e.target, targetVA, 8)), 1, 2, 3, 4)) }, rdmap.DDPMessageTooLong, false},
 		{"Read Requests beyond IRD", 0, 1, func(e env) [][]byte {
 			return [][]byte{
 				hReadReq(1, rdmap.ReadRequestFields{SinkSTag: 1, Size: bigLen, SrcSTag: uint32(e.big)}),
 				hReadReq(2, rdmap.ReadRequestFields{SinkSTag: 1, Size: 8, SrcSTag: uint32(e.big)}),
 			}
-		}, rdmap.RDMAPCatastrophicStream},
+		}, rdmap.RDMAPCatastrophicStream, false},
 		{"Send with Invalidate of a PD-shared STag", 1, 0, func(e env) [][]byte {
 			return one(hUntagged(rdmap.OpSendInvalidate, 0, 1, 0, true, uint32(e.target), []byte("x")))
-		}, rdmap.RDMAPCannotInvalidate},
+		}, rdmap.RDMAPCannotInvalidate, false},
 		{"Send with SE and Invalidate of an unknown STag", 1, 0, func(e env) [][]byte {
 			return one(hUntagged(rdmap.OpSendSEInvalidate, 0, 1, 0, true, 0x77, []byte("x")))
-		}, rdmap.RDMAPCannotInvalidate},
+		}, rdmap.RDMAPCannotInvalidate, false},
+		{"Read Response to another STag", 0, 0, func(e env) [][]byte { return one(hReadResp(e.target, targetVA, []byte("x"))) }, rdmap.DDPInvalidSTag, true},
+		{"Read Response at the wrong TO", 0, 0, func(e env) [][]byte { return one(hReadResp(e.recv, 8, []byte("x"))) }, rdmap.DDPBaseBounds, true},
+		{"Read Response longer than the Read", 0, 0, func(e env) [][]byte { return one(hReadResp(e.recv, 0, make([]byte, 65))) }, rdmap.DDPBaseBounds, true},
+		{"Read Response shorter than the Read", 0, 0, func(e env) [][]byte { return one(hReadResp(e.recv, 0, make([]byte, 10))) }, rdmap.DDPBaseBounds, true},
 	}
 }
 
@@ -259,11 +263,31 @@ func refTerminate(t testing.TB, row hostileRow, markers bool, mk func(e env, f *
 			t.Fatal(err)
 		}
 	}
-	got := make(chan []byte, 1)
+	got, first := make(chan []byte, 1), make(chan struct{})
 	go func() {
-		out, _ := io.ReadAll(b)
-		got <- out
+		var out []byte
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := b.Read(buf)
+			if len(out) == 0 && n > 0 {
+				close(first)
+			}
+			out = append(out, buf[:n]...)
+			if err != nil {
+				got <- out
+				return
+			}
+		}
 	}()
+	if row.read {
+		if err := ep.PostSend(iwarp.SendWR{ID: 99, Opcode: iwarp.WRRead, Signaled: true, RemoteAddr: 0x1000, RKey: 0x99,
+			SGL: []iwarp.SGE{{Addr: 0, Length: 64, LKey: e.recv}}}); err != nil {
+			t.Fatal(err)
+		}
+		if !testwatch.Done(t, first, "the reference endpoint's Read Request") {
+			t.FailNow()
+		}
+	}
 	f := p.Framer()
 	stream, offender := mk(e, &f)
 	go b.Write(stream)
@@ -280,6 +304,10 @@ func cardTerminate(t testing.TB, row hostileRow, markers bool, mk func(e env, f 
 	v := newCardVictim(t, row.ird, markers)
 	for i := 0; i < row.recvs; i++ {
 		v.q.recv(uint64(i), sge{addr: 0, length: 64, lkey: uint32(v.env.recv)})
+	}
+	if row.read {
+		v.q.post(sendWR{op: cs.WQEOpcodeRDMARead, id: 99, signaled: true, raddr: 0x1000, rkey: 0x99, sgl: []sge{{addr: 0, length: 64, lkey: uint32(v.env.recv)}}})
+		v.d.c.Run()
 	}
 	f := mpa.Framer{CRC: true, Markers: markers}
 	stream, offender := mk(v.env, &f)
@@ -348,9 +376,9 @@ func TestHostilePeer(t *testing.T) {
 			if st := v.q.stat(); st.State() != cs.QPStateError || !st.TXClosed() {
 				t.Fatalf("QP state %v, TX_CLOSED %v", st.State(), st.TXClosed())
 			}
-			cqes := v.d.poll(v.q.rcq)
-			if len(cqes) != row.recvs {
-				t.Fatalf("%d receive completions, want %d", len(cqes), row.recvs)
+			cqes := v.d.poll(v.q.rcq) // the send CQ too: the outstanding Read is flushed
+			if want := row.recvs + btoi(row.read); len(cqes) != want {
+				t.Fatalf("%d completions, want %d", len(cqes), want)
 			}
 			for i, e := range cqes {
 				want := cs.WCStatusWRFlushErr
@@ -415,4 +443,11 @@ func TestHostileMPA(t *testing.T) {
 			v.untouched(t)
 		})
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

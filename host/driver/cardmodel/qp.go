@@ -332,7 +332,7 @@ func (q *qp) fail(term *rdmap.Terminate, cause rdmap.Cause) {
 	if q.state == cs.QPStateError {
 		return
 	}
-	if q.state == cs.QPStateClosed {
+	if q.state == cs.QPStateClosed || q.txClosed {
 		term = nil // the transmit stream is closed
 	}
 	q.state, q.dirty = cs.QPStateError, true
@@ -379,14 +379,20 @@ func (q *qp) terminate(t *rdmap.Terminate) {
 // reference endpoint sends.
 func (q *qp) localError(w *wqe, st cs.WCStatus) {
 	w.done, w.status = true, st
-	q.terminate(&rdmap.Terminate{Cause: rdmap.RDMAPLocalCatastrophic})
+	q.terminate(localCatastrophic())
 }
 
 // dmaFailed reports a faulted DMA of the QP: DMA_FAULT, then the QP in
 // error.
 func (q *qp) dmaFailed(addr uint64) {
 	q.c.event(cs.EQETypeDMAFault, q.n, uint32(addr), 0)
-	q.toError(cs.QPErrDMA, nil)
+	q.toError(cs.QPErrDMA, localCatastrophic())
+}
+
+// localCatastrophic is the Terminate of a local resource failure (a DMA
+// fault, a CQ overrun): RDMAP Local Catastrophic, no headers (digest §3.7).
+func localCatastrophic() *rdmap.Terminate {
+	return &rdmap.Terminate{Cause: rdmap.RDMAPLocalCatastrophic}
 }
 
 // writeStatus writes the QP's status record if it changed: one DMA write
@@ -522,9 +528,11 @@ func (q *qp) drain() bool {
 		pos := q.txsPI & (q.txsSize - 1)
 		k := min(uint32(len(q.txBuf)-q.txOff), space, q.txsSize-pos)
 		if err := q.c.dmaWrite(WriteStream, q.n, q.txsBase+uint64(pos), q.txBuf[q.txOff:q.txOff+int(k)]); err != nil {
-			q.dmaFailed(q.c.faultAddr)
+			// The transmit ring cannot be written: the stream ends here,
+			// without a Terminate.
 			q.txBuf, q.txOff = q.txBuf[:0], 0
 			q.txClosed, q.dirty = true, true
+			q.dmaFailed(q.c.faultAddr)
 			return true
 		}
 		q.txOff += int(k)

@@ -179,7 +179,7 @@ func (c *Card) complete(n uint32, q *qp, w completion) bool {
 		c.event(cs.EQETypeCQOverrun, cq.n, 0, 0)
 		for _, k := range c.live {
 			if o := c.qps[k]; o.sendCQ == n || o.recvCQ == n {
-				o.toError(cs.QPErrCQOverrun, nil)
+				o.toError(cs.QPErrCQOverrun, localCatastrophic())
 			}
 		}
 		return false

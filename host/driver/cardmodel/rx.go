@@ -98,7 +98,7 @@ func (q *qp) rxStep() bool {
 	}
 	if wire > q.rxsSize {
 		// An FPDU larger than the ring can never be taken whole.
-		q.terminate(&rdmap.Terminate{Cause: rdmap.RDMAPLocalCatastrophic})
+		q.terminate(localCatastrophic())
 		return true
 	}
 	if avail < wire {
@@ -210,7 +210,7 @@ func (q *qp) rxSend(seg ddp.Segment, op rdmap.Opcode, d []byte) error {
 		}
 		q.rq = append(q.rq, r)
 		if r.status == cs.WCStatusLocQPOpErr {
-			q.terminate(&rdmap.Terminate{Cause: rdmap.RDMAPLocalCatastrophic})
+			q.terminate(localCatastrophic())
 			return errStop
 		}
 	}

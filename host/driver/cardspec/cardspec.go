@@ -507,7 +507,7 @@ func (v EQEType) String() string {
 	return "EQE_TYPE(" + itoa(uint64(v)) + ")"
 }
 
-// QPErr: Why a QP went to error without a Terminate of its own (EQE.INFO of QP_ERROR).
+// QPErr: Why a QP went to error for a reason other than a Terminate it sent for the peer's error or received (EQE.INFO of QP_ERROR). For DMA and CQ_OVERRUN, local resource failures, the card also sends a Terminate with RDMAP Local Catastrophic (0/0/0xFF) while its transmit stream is usable (receive-side error matrix, digest §3.7); for the others it sends none.
 type QPErr uint8
 
 // QPErr values.
