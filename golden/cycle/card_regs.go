@@ -112,7 +112,7 @@ type CardRegsOut struct {
 // CardRegs models card_regs_w<W>: the card's BAR0 AXI4-Lite slave.
 type CardRegs struct {
 	width  int
-	staged map[uint32]uint32
+	staged [cardPlainWords]uint32 // staging registers by word offset
 
 	bvalid, rvalid bool
 	bresp          uint8
@@ -130,6 +130,11 @@ type CardRegs struct {
 
 // NewCardRegs models the block generated for a data path of width bits.
 func NewCardRegs(width int) (*CardRegs, error) {
+	for off := range cardStaging {
+		if off/4 >= cardPlainWords {
+			return nil, fmt.Errorf("%w: card_regs staging register at %#x", ErrConfig, off)
+		}
+	}
 	switch width {
 	case 64, 128, 256, 512:
 	default:
@@ -141,12 +146,22 @@ func NewCardRegs(width int) (*CardRegs, error) {
 }
 
 func (m *CardRegs) reset() {
-	w := m.width
-	*m = CardRegs{width: w, staged: map[uint32]uint32{}, fifo: m.fifo[:0]}
+	w, f := m.width, m.fifo[:0]
+	*m = CardRegs{width: w, fifo: f}
 }
 
-// Staged is the value of staging register off (its stored bits).
-func (m *CardRegs) Staged(off uint32) uint32 { return m.staged[off] }
+// cardPlainWords covers the offsets of the plain registers (below the
+// placement window's end).
+const cardPlainWords = 0x400 / 4
+
+// Staged is the value of staging register off (its stored bits; 0 for
+// any other offset).
+func (m *CardRegs) Staged(off uint32) uint32 {
+	if off/4 < cardPlainWords {
+		return m.staged[off/4]
+	}
+	return 0
+}
 
 // constant read-only registers.
 func (m *CardRegs) constant(off uint32) (uint32, bool) {
@@ -252,7 +267,7 @@ func (m *CardRegs) read(addr uint32, in *CardRegsIn) uint32 {
 		return in.FaultInfo & (fm(cs.DMAFaultInfoQPNShift, cs.DMAFaultInfoQPNMask) | fm(cs.DMAFaultInfoRespShift, cs.DMAFaultInfoRespMask) |
 			fm(cs.DMAFaultInfoWriteShift, cs.DMAFaultInfoWriteMask) | fm(cs.DMAFaultInfoCountShift, cs.DMAFaultInfoCountMask))
 	}
-	return m.staged[a] // zero for everything write-only or unmapped
+	return m.Staged(a) // zero for everything write-only or unmapped
 }
 
 // Step writes the outputs of this cycle into out, then takes the clock edge.
@@ -336,7 +351,7 @@ func (m *CardRegs) Step(in *CardRegsIn, out *CardRegsOut) {
 		switch d.class {
 		case wStaging:
 			mask := cardStaging[d.off]
-			m.staged[d.off] = (m.staged[d.off]&^bm | in.WData&bm) & mask
+			m.staged[d.off/4] = (m.staged[d.off/4]&^bm | in.WData&bm) & mask
 		case wCommand:
 			if full {
 				m.cmdPend[d.cmd], m.cmdVal[d.cmd] = true, in.WData&cardCmdMask[CardCommands[d.cmd]]

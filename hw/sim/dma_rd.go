@@ -183,6 +183,7 @@ type dmaRdDriver struct {
 	tag       uint32
 	bursts    []*dmaRdBurst
 	cur       *dmaRdBurst // beat offered on R
+	ready     []*dmaRdBurst
 	buf       []byte
 
 	Err       error // the first end-to-end violation
@@ -281,12 +282,13 @@ func (d *dmaRdDriver) Next(in []uint32) {
 	// R channel: a beat of a burst whose latency has passed, chosen at
 	// random among them (reordered and interleaved across IDs).
 	if d.cur == nil && r.Chance(d.rP) {
-		var ready []*dmaRdBurst
+		ready := d.ready[:0]
 		for _, b := range d.bursts {
 			if b.readyAt <= d.cycle {
 				ready = append(ready, b)
 			}
 		}
+		d.ready = ready
 		if len(ready) > 0 {
 			pick := ready[0]
 			if d.tr.random {
