@@ -11,6 +11,14 @@
 // credits (iWARP has no receiver-not-ready), tears idle connections down,
 // and sends broadcast and multicast over the datagram channel.
 //
+// Data moves without inline copies: each connection registers a ring of
+// send frames; a packet is encapsulated straight into a free frame, waits
+// there for a credit, and is posted as a signaled Send whose one SGE is the
+// frame; its completion returns the frame to the ring, so the card is done
+// with a frame before it is reused. A packet that finds no free frame is
+// dropped and counted, as a full NIC ring drops it. Received Sends land in
+// a registered ring of receive buffers and go to the TUN device from there.
+//
 // cmd/ipoibcm is its command line; test/ipoib runs links in network
 // namespaces.
 package ipoib

@@ -203,9 +203,6 @@ func (l *Link) Start() error {
 		if l.dev, err = verbs.Open(l.cfg.Device); err != nil {
 			return fail(fmt.Errorf("opening device %q: %w", l.cfg.Device, err))
 		}
-		if max := l.dev.Info().MaxInline; int(l.cfg.RecvMTU) > max {
-			return fail(fmt.Errorf("receive MTU %d: device %q sends at most %d octets inline", l.cfg.RecvMTU, l.cfg.Device, max))
-		}
 		if l.pd, err = l.dev.AllocPD(); err != nil {
 			return fail(err)
 		}
@@ -285,7 +282,7 @@ func (l *Link) output(pkt []byte) {
 	subnet := l.v4
 	if isGroup(info.dst, subnet) {
 		// RFC 4755 §2.1: multicast and broadcast always use the UD QP.
-		l.sendSized(pkt, info, udMTU, func(b []byte) error { defer putFrame(b); return l.floodDatagram(b) })
+		l.sendSized(pkt, info, udMTU, datagramSink(l.floodDatagram))
 		return
 	}
 	l.mu.Lock()
@@ -320,7 +317,7 @@ func (l *Link) deliver(la ipoibcm.LinkAddr, pkt []byte, info ipInfo) {
 	if l.cfg.UDOnly || !la.HasRC() {
 		// The peer is UD-only (or we are): the datagram channel, UD MTU.
 		to := la.Underlay()
-		l.sendSized(pkt, info, udMTU, func(b []byte) error { defer putFrame(b); return l.sendDatagram(to, b) })
+		l.sendSized(pkt, info, udMTU, datagramSink(func(b []byte) error { return l.sendDatagram(to, b) }))
 		return
 	}
 	l.mu.Lock()
@@ -354,10 +351,29 @@ func (l *Link) deliver(la ipoibcm.LinkAddr, pkt []byte, info ipInfo) {
 		return
 	}
 	l.mu.Unlock()
-	l.sendSized(pkt, info, c.mtu, c.send)
+	l.sendSized(pkt, info, c.mtu, c)
 }
 
-// frames recycles the buffers packets are framed in: at tens of thousands
+// sink is where sendSized puts encapsulated packets: frame lends a buffer
+// of n octets (and an id naming it), send transmits the buffer and owns it
+// from then on, on error too. A connection lends its registered send frames
+// (rcConn); the datagram channel lends pooled buffers (datagramSink).
+type sink interface {
+	frame(n int) (b []byte, id int, err error)
+	send(b []byte, id int) error
+}
+
+// datagramSink sends through the datagram channel from pooled buffers.
+type datagramSink func([]byte) error
+
+func (s datagramSink) frame(n int) ([]byte, int, error) { return getFrame(n), 0, nil }
+
+func (s datagramSink) send(b []byte, _ int) error {
+	defer putFrame(b)
+	return s(b)
+}
+
+// frames recycles the buffers datagrams are framed in: at tens of thousands
 // of 64 KiB packets a second, fresh ones would keep the collector busy.
 var frames = sync.Pool{New: func() any { b := make([]byte, 0, maxPacketSize); return &b }}
 
@@ -371,16 +387,19 @@ func putFrame(b []byte) {
 	}
 }
 
-// sendSized sends pkt with the encapsulation header through send if it fits
-// mtu; otherwise IPv4 without DF is fragmented and anything else gets the
-// ICMP error that teaches the stack the per-destination MTU (RFC 4755 §7.2).
-// send owns the frame it is given and returns it with putFrame when done.
-func (l *Link) sendSized(pkt []byte, info ipInfo, mtu int, send func([]byte) error) {
+// sendSized encapsulates pkt straight into a frame of s and sends it if it
+// fits mtu; otherwise IPv4 without DF is fragmented and anything else gets
+// the ICMP error that teaches the stack the per-destination MTU (RFC 4755
+// §7.2).
+func (l *Link) sendSized(pkt []byte, info ipInfo, mtu int, s sink) {
 	emit := func(p []byte) error {
-		b := getFrame(ipoibcm.HeaderLen + len(p))
+		b, id, err := s.frame(ipoibcm.HeaderLen + len(p))
+		if err != nil {
+			return err
+		}
 		ipoibcm.EncapHeader{EtherType: info.etherType}.Put(b)
 		copy(b[ipoibcm.HeaderLen:], p)
-		return send(b)
+		return s.send(b, id)
 	}
 	var err error
 	switch {

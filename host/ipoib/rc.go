@@ -18,11 +18,25 @@ import (
 // connect plus the MPA Request/Reply with the private data inside (digest
 // §13); the initiator's "ready" control message is the RTU.
 
-var errTxQueueFull = errors.New("connection transmit queue full")
+var errTxQueueFull = errors.New("connection transmit queue full: no free send frame")
 
-// txQueueLen bounds the packets waiting for credits on one connection, like
-// a NIC's transmit ring; beyond it packets are dropped and TCP recovers.
-const txQueueLen = 512
+// Send frames: each connection registers one memory region of send frames,
+// each one connection MTU plus the encapsulation header. A packet is
+// encapsulated straight into a free frame, waits in the queue for a credit,
+// and goes as a Send gathering from the frame (no inline copy). Data Sends
+// are signaled and their completion returns the frame, so the card is done
+// with a frame before it is reused. The frames are the connection's transmit
+// ring: when none is free the packet is dropped (counted) and TCP recovers.
+//
+// txFramesPerCredit frames per credit the peer grants (at most maxTxFrames)
+// cover the Sends in flight plus a burst as long again waiting for credits.
+const (
+	txFramesPerCredit = 2
+	maxTxFrames       = 256
+)
+
+// txFrame is a queued packet: its frame and length.
+type txFrame struct{ slot, n int }
 
 // rcConn is one connection and its flow control.
 type rcConn struct {
@@ -32,8 +46,11 @@ type rcConn struct {
 	mtu       int
 	initiator bool
 	qp        *verbs.QP
-	mr        *verbs.MR
+	mr        *verbs.MR // receive buffers
 	bufSize   int
+	smr       *verbs.MR // send frames (registered in run, when the MTU is known)
+	frameSize int
+	nFrames   int
 	depth     int
 	rcq, scq  *verbs.CQ
 	ctx       context.Context
@@ -42,7 +59,9 @@ type rcConn struct {
 	mu        sync.Mutex
 	cond      *sync.Cond
 	fc        *ipoibcm.FlowControl
-	q         [][]byte
+	q         []txFrame    // packets waiting for credits, in order
+	free      []int        // send frames not in use
+	wcs       [16]verbs.WC // send completions polled at once
 	closed    bool
 	failed    bool // connDown has been started
 	peerReady bool // initiator: the responder's ready has arrived
@@ -63,7 +82,8 @@ func (l *Link) newQP() (*rcConn, error) {
 	if c.rcq, err = l.dev.CreateCQ(c.depth + 8); err != nil {
 		return nil, err
 	}
-	// Sends are unsignaled: the send CQ only ever sees errors and flushes.
+	// Only data Sends are signaled (one completion per frame in use, at
+	// most maxTxFrames); errors and flushes fit too, one per send WR.
 	if c.scq, err = l.dev.CreateCQ(sqDepth + 8); err != nil {
 		c.release()
 		return nil, err
@@ -73,7 +93,7 @@ func (l *Link) newQP() (*rcConn, error) {
 		return nil, fmt.Errorf("registering receive buffers: %w", err)
 	}
 	c.qp, err = l.pd.CreateQP(verbs.QPInitAttr{SendCQ: c.scq, RecvCQ: c.rcq,
-		Cap: verbs.QPCap{MaxSendWR: sqDepth, MaxRecvWR: c.depth, MaxInlineData: c.bufSize}})
+		Cap: verbs.QPCap{MaxSendWR: sqDepth, MaxRecvWR: c.depth}})
 	if err != nil {
 		c.release()
 		return nil, err
@@ -92,8 +112,10 @@ func (c *rcConn) release() {
 	if c.qp != nil {
 		_ = c.qp.Destroy()
 	}
-	if c.mr != nil {
-		_ = c.mr.Dereg()
+	for _, mr := range []*verbs.MR{c.mr, c.smr} {
+		if mr != nil {
+			_ = mr.Dereg()
+		}
 	}
 	for _, cq := range []*verbs.CQ{c.rcq, c.scq} {
 		if cq != nil {
@@ -114,6 +136,14 @@ func (c *rcConn) run(id ipoibcm.ConnID, peer ipoibcm.LinkAddr, mtu, peerCredits 
 	if c.fc, err = ipoibcm.NewFlowControl(c.depth, peerCredits); err != nil {
 		return err
 	}
+	c.frameSize, c.nFrames = mtu+ipoibcm.HeaderLen, min(txFramesPerCredit*peerCredits, maxTxFrames)
+	if c.smr, err = c.l.pd.RegMR(make([]byte, c.nFrames*c.frameSize), 0); err != nil {
+		return fmt.Errorf("registering send frames: %w", err)
+	}
+	c.free = make([]int, c.nFrames)
+	for i := range c.free {
+		c.free[i] = c.nFrames - 1 - i
+	}
 	c.ctx, c.cancel = context.WithCancel(c.l.ctx)
 	c.mu.Lock()
 	if initiator {
@@ -121,7 +151,7 @@ func (c *rcConn) run(id ipoibcm.ConnID, peer ipoibcm.LinkAddr, mtu, peerCredits 
 	} else {
 		var r ipoibcm.Control
 		if r, err = c.fc.TakeReady(); err == nil {
-			err = c.post(r.Append(nil))
+			err = c.postControl(r.Append(nil))
 		}
 	}
 	c.mu.Unlock()
@@ -139,11 +169,23 @@ func (c *rcConn) postRecv(slot int) error {
 	return c.qp.PostRecv(verbs.RecvWR{ID: uint64(slot), SGL: []verbs.SGE{c.mr.SGE(slot*c.bufSize, c.bufSize)}})
 }
 
+// postControl posts a control message: a small unsignaled inline Send.
+func (c *rcConn) postControl(msg []byte) error {
+	return c.post(verbs.SendWR{Opcode: verbs.WRSend, Inline: msg})
+}
+
+// postFrame posts a queued packet as a signaled Send from its frame; the
+// completion's ID is the slot plus one (control Sends have ID 0).
+func (c *rcConn) postFrame(f txFrame) error {
+	return c.post(verbs.SendWR{ID: uint64(f.slot) + 1, Opcode: verbs.WRSend, Signaled: true,
+		SGL: []verbs.SGE{c.smr.SGE(f.slot*c.frameSize, f.n)}})
+}
+
 // post posts one Send, waiting while the send queue is full. It is called
 // with c.mu held and releases it while waiting.
-func (c *rcConn) post(msg []byte) error {
+func (c *rcConn) post(wr verbs.SendWR) error {
 	for {
-		err := c.qp.PostSend(verbs.SendWR{Opcode: verbs.WRSend, Inline: msg})
+		err := c.qp.PostSend(wr)
 		if !errors.Is(err, verbs.ErrQueueFull) {
 			return err
 		}
@@ -157,20 +199,61 @@ func (c *rcConn) post(msg []byte) error {
 	}
 }
 
-// send queues one encapsulated packet (already sized to the connection MTU)
-// and owns b from then on.
-func (c *rcConn) send(b []byte) error {
+// frame lends a free send frame for a packet of n octets (header
+// included), reaping send completions when none is free.
+func (c *rcConn) frame(n int) ([]byte, int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		putFrame(b)
+		return nil, 0, fmt.Errorf("connection %d: %w", c.id, verbs.ErrClosed)
+	}
+	if n > c.frameSize {
+		return nil, 0, fmt.Errorf("connection %d: packet of %d octets over the send frame size %d", c.id, n, c.frameSize)
+	}
+	if len(c.free) == 0 {
+		c.reapLocked()
+	}
+	if len(c.free) == 0 {
+		return nil, 0, errTxQueueFull
+	}
+	slot := c.free[len(c.free)-1]
+	c.free = c.free[:len(c.free)-1]
+	off := slot * c.frameSize
+	return c.smr.Bytes()[off : off+n : off+c.frameSize], slot, nil
+}
+
+// reapLocked returns the frames of completed data Sends to the free list.
+// A failed completion fails the connection. Called with c.mu held.
+func (c *rcConn) reapLocked() {
+	for {
+		n, err := c.scq.Poll(c.wcs[:])
+		if err != nil {
+			c.failLocked(fmt.Errorf("send completions: %w", err))
+			return
+		}
+		for _, wc := range c.wcs[:n] {
+			switch {
+			case wc.Status != verbs.WCSuccess:
+				c.failLocked(fmt.Errorf("send completion: %v", wc.Status))
+			case wc.ID >= 1 && wc.ID <= uint64(c.nFrames):
+				c.free = append(c.free, int(wc.ID-1))
+			}
+		}
+		if n < len(c.wcs) {
+			return
+		}
+	}
+}
+
+// send queues the packet in frame slot (from c.frame), already sized to
+// the connection MTU, for the transmit loop.
+func (c *rcConn) send(b []byte, slot int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
 		return fmt.Errorf("connection %d: %w", c.id, verbs.ErrClosed)
 	}
-	if len(c.q) >= txQueueLen {
-		putFrame(b)
-		return errTxQueueFull
-	}
-	c.q = append(c.q, b)
+	c.q = append(c.q, txFrame{slot: slot, n: len(b)})
 	c.cond.Signal()
 	return nil
 }
@@ -191,18 +274,15 @@ func (c *rcConn) txLoop() {
 			return
 		}
 		if u, ok := c.fc.TakeUpdate(); ok {
-			if err := c.post(u.Append(nil)); err != nil {
+			if err := c.postControl(u.Append(nil)); err != nil {
 				c.failLocked(err)
 				return
 			}
 		}
 		for len(c.q) > 0 && !c.closed && c.fc.TrySendData() {
-			b := c.q[0]
-			c.q[0] = nil
+			f := c.q[0]
 			c.q = c.q[1:]
-			err := c.post(b) // the Send copies the data (inline)
-			putFrame(b)
-			if err != nil {
+			if err := c.postFrame(f); err != nil {
 				c.failLocked(err)
 				return
 			}
@@ -398,7 +478,7 @@ func (l *Link) register(c *rcConn, superseded []ipoibcm.ConnID) {
 	l.log.Printf("connection %d with %v up (%s, MTU %d)", c.id, c.peer, map[bool]string{true: "active", false: "passive"}[c.initiator], c.mtu)
 	for _, p := range q {
 		if info, err := parseIP(p); err == nil {
-			l.sendSized(p, info, c.mtu, c.send)
+			l.sendSized(p, info, c.mtu, c)
 		}
 	}
 }

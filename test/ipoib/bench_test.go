@@ -1,11 +1,17 @@
 package ipoib
 
 import (
+	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"testing"
+	"time"
 )
+
+var daemonProfile = flag.String("daemon-cpuprofile", "", "directory where BenchmarkIPoIBCM's daemons write CPU profiles (node0.pprof, node1.pprof)")
 
 // benchBytes is what one benchmark iteration sends over one TCP connection.
 const benchBytes = 32 << 20
@@ -14,11 +20,35 @@ const benchBytes = 32 << 20
 // IP in RDMAP Sends over MPA over the underlay TCP); BenchmarkIPoIBCMBaseline
 // measures the same transfer over the bare veth pair under it. Each builds
 // the same two-namespace topology in the same `go test` run.
+// BenchmarkIPoIBCM also reports the processor time both daemons spend per
+// MiB moved (daemon-cpu-ms/MiB), which load on the machine hardly changes.
 func BenchmarkIPoIBCM(b *testing.B) {
 	e := NewEnv(b, 2)
-	e.Start(e.Nodes[0])
-	e.Start(e.Nodes[1])
-	b.Run("tcp", func(b *testing.B) { benchTCP(b, e.Nodes[0].NS, e.Nodes[1].NS, e.Nodes[1].V4) })
+	var ds []*Daemon
+	for i, nd := range e.Nodes {
+		var extra []string
+		if *daemonProfile != "" {
+			extra = []string{"-cpuprofile", filepath.Join(*daemonProfile, fmt.Sprintf("node%d.pprof", i))}
+		}
+		ds = append(ds, e.Start(nd, extra...))
+	}
+	cpu := func(b *testing.B) time.Duration {
+		var sum time.Duration
+		for _, d := range ds {
+			t, err := d.CPUTime()
+			if err != nil {
+				b.Fatal(err)
+			}
+			sum += t
+		}
+		return sum
+	}
+	b.Run("tcp", func(b *testing.B) {
+		before := cpu(b)
+		benchTCP(b, e.Nodes[0].NS, e.Nodes[1].NS, e.Nodes[1].V4)
+		used := cpu(b) - before
+		b.ReportMetric(float64(used.Milliseconds())/float64(b.N*benchBytes>>20), "daemon-cpu-ms/MiB")
+	})
 }
 
 func BenchmarkIPoIBCMBaseline(b *testing.B) {

@@ -321,3 +321,32 @@ func (nd *Node) Ping(target string, extra ...string) (string, error) {
 	defer cancel()
 	return nd.Exec(ctx, "ping", append(append([]string{"-n", "-c", "3", "-i", "0.2", "-W", "3"}, extra...), target)...)
 }
+
+// CPUTime is the processor time (user plus system) the daemon has used so
+// far, from /proc (the daemon is `ip netns exec`, which execs it in place).
+func (d *Daemon) CPUTime() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.cmd.Process.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("daemon CPU time: %w", err)
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("daemon CPU time: unreadable /proc stat %q", b)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("daemon CPU time: short /proc stat %q", b)
+	}
+	var utime, stime int64
+	if _, err := fmt.Sscan(f[11], &utime); err != nil {
+		return 0, fmt.Errorf("daemon CPU time: utime %q: %w", f[11], err)
+	}
+	if _, err := fmt.Sscan(f[12], &stime); err != nil {
+		return 0, fmt.Errorf("daemon CPU time: stime %q: %w", f[12], err)
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc's CPU times (100 on Linux).
+const clockTicks = 100
