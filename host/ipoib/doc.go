@@ -12,10 +12,14 @@
 // and sends broadcast and multicast over the datagram channel.
 //
 // Data moves without inline copies: each connection registers a ring of
-// send frames; a packet is encapsulated straight into a free frame, waits
-// there for a credit, and is posted as a signaled Send whose one SGE is the
-// frame; its completion returns the frame to the ring, so the card is done
-// with a frame before it is reused. A packet that finds no free frame is
+// send frames. The transmit loop reads each packet from the TUN device
+// straight into a frame of the connection the previous packet went on
+// (behind room for the header), so a stream to one peer is never copied on
+// the way out; a packet for another peer is encapsulated into a free frame
+// of its own connection. A packet waits in its frame for a credit and is
+// posted as a signaled Send whose one SGE is the frame; the completion
+// returns the frame to the ring, so the card is done with a frame before it
+// is reused. A packet that finds no free frame is
 // dropped and counted, as a full NIC ring drops it. Received Sends land in
 // a registered ring of receive buffers and go to the TUN device from there.
 //

@@ -250,23 +250,66 @@ func (l *Link) Close() {
 
 // ---- transmit: packets from the local stack ----
 
+// lent is a send frame the transmit loop reads a packet into, from the
+// connection the previous packet went on: when this one goes there too, it
+// is sent from where it was read, with no copy.
+type lent struct {
+	c     *rcConn
+	slot  int
+	frame []byte  // the whole frame: header room, then the read buffer
+	used  bool    // the packet went as a Send from the frame
+	next  *rcConn // the connection the packet went on, if any
+}
+
+// tunLoop reads packets from the stack. It reads into a frame of the last
+// connection used (while that connection's MTU holds any packet of the
+// interface), else into its own buffer.
 func (l *Link) tunLoop() {
 	buf := make([]byte, maxPacketSize)
+	var guess *rcConn
 	for {
-		n, err := l.tun.Read(buf)
+		g := lent{}
+		rb := buf
+		if guess != nil {
+			if fr, slot, ok := guess.lend(l.cfg.MTU); ok {
+				g.c, g.slot, g.frame = guess, slot, fr
+				rb = fr[ipoibcm.HeaderLen:]
+			} else {
+				guess = nil
+			}
+		}
+		n, err := l.tun.Read(rb)
 		if err != nil {
+			if g.c != nil {
+				g.c.unlend(g.slot)
+			}
 			if l.ctx.Err() == nil {
 				l.log.Printf("reading %s: %v", l.cfg.Dev, err)
 			}
 			return
 		}
 		l.st.tunIn.Add(1)
-		l.output(buf[:n])
+		if n < len(rb) {
+			l.output(rb[:n], &g)
+		} else {
+			// A frame holds one octet more than the interface MTU: a read
+			// that fills it may have been cut short (the MTU was raised
+			// under us). Drop it rather than send a truncated packet.
+			l.st.dropped.Add(1)
+			l.debugf("%s: packet of %d octets or more over the MTU %d", l.cfg.Dev, n, l.cfg.MTU)
+		}
+		if g.c != nil && !g.used {
+			g.c.unlend(g.slot)
+		}
+		if g.next != nil {
+			guess = g.next
+		}
 	}
 }
 
-// output routes one packet from the stack. pkt is only valid during the call.
-func (l *Link) output(pkt []byte) {
+// output routes one packet from the stack. pkt is only valid during the
+// call; g, if not nil, is the frame pkt was read into.
+func (l *Link) output(pkt []byte, g *lent) {
 	info, err := parseIP(pkt)
 	if err != nil {
 		l.st.dropped.Add(1)
@@ -309,11 +352,12 @@ func (l *Link) output(pkt []byte) {
 	}
 	la := n.la
 	l.mu.Unlock()
-	l.deliver(la, pkt, info)
+	l.deliver(la, pkt, info, g)
 }
 
-// deliver sends a unicast packet to the peer la by the best path both ends share.
-func (l *Link) deliver(la ipoibcm.LinkAddr, pkt []byte, info ipInfo) {
+// deliver sends a unicast packet to the peer la by the best path both ends
+// share. g, if not nil, is the frame pkt was read into.
+func (l *Link) deliver(la ipoibcm.LinkAddr, pkt []byte, info ipInfo, g *lent) {
 	if l.cfg.UDOnly || !la.HasRC() {
 		// The peer is UD-only (or we are): the datagram channel, UD MTU.
 		to := la.Underlay()
@@ -351,6 +395,20 @@ func (l *Link) deliver(la ipoibcm.LinkAddr, pkt []byte, info ipInfo) {
 		return
 	}
 	l.mu.Unlock()
+	if g != nil {
+		g.next = c
+		if g.c == c && len(pkt) <= c.mtu {
+			// Read straight into c's frame: add the header in front.
+			b := g.frame[:ipoibcm.HeaderLen+len(pkt)]
+			ipoibcm.EncapHeader{EtherType: info.etherType}.Put(b)
+			g.used = true
+			if err := c.send(b, g.slot); err != nil {
+				l.st.dropped.Add(1)
+				l.debugf("send %v -> %v: %v", info.src, info.dst, err)
+			}
+			return
+		}
+	}
 	l.sendSized(pkt, info, c.mtu, c)
 }
 
@@ -634,7 +692,7 @@ func (l *Link) learn(ip netip.Addr, la ipoibcm.LinkAddr) {
 	}
 	for _, p := range q {
 		if info, err := parseIP(p); err == nil {
-			l.deliver(la, p, info)
+			l.deliver(la, p, info, nil)
 		}
 	}
 }

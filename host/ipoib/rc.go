@@ -136,7 +136,9 @@ func (c *rcConn) run(id ipoibcm.ConnID, peer ipoibcm.LinkAddr, mtu, peerCredits 
 	if c.fc, err = ipoibcm.NewFlowControl(c.depth, peerCredits); err != nil {
 		return err
 	}
-	c.frameSize, c.nFrames = mtu+ipoibcm.HeaderLen, min(txFramesPerCredit*peerCredits, maxTxFrames)
+	// One octet over the MTU lets the transmit loop read from the stack
+	// into a frame and still notice a packet too big for it (see lend).
+	c.frameSize, c.nFrames = mtu+ipoibcm.HeaderLen+1, min(txFramesPerCredit*peerCredits, maxTxFrames)
 	if c.smr, err = c.l.pd.RegMR(make([]byte, c.nFrames*c.frameSize), 0); err != nil {
 		return fmt.Errorf("registering send frames: %w", err)
 	}
@@ -220,6 +222,28 @@ func (c *rcConn) frame(n int) ([]byte, int, error) {
 	c.free = c.free[:len(c.free)-1]
 	off := slot * c.frameSize
 	return c.smr.Bytes()[off : off+n : off+c.frameSize], slot, nil
+}
+
+// lend lends a whole free frame to read a packet from the stack into, if
+// the connection's MTU holds any packet of an interface MTU of ifMTU; the
+// read buffer is the frame after HeaderLen, one octet longer than ifMTU
+// allows. The frame goes back with send or unlend.
+func (c *rcConn) lend(ifMTU int) ([]byte, int, bool) {
+	if c.mtu < ifMTU {
+		return nil, 0, false
+	}
+	b, slot, err := c.frame(c.frameSize)
+	if err != nil {
+		return nil, 0, false
+	}
+	return b[:ipoibcm.HeaderLen+ifMTU+1], slot, true
+}
+
+// unlend returns a frame from lend that was not sent.
+func (c *rcConn) unlend(slot int) {
+	c.mu.Lock()
+	c.free = append(c.free, slot)
+	c.mu.Unlock()
 }
 
 // reapLocked returns the frames of completed data Sends to the free list.
