@@ -51,6 +51,17 @@ bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 -timeout 30m $(BENCH_PKGS) | tee build/bench-go.txt | $(GO) run ./internal/tools/benchratio
 
 bench: tools bench-go $(BENCH_TARGETS)
+	@$(MAKE) --no-print-directory bench-charts
+
+# An SVG chart per benchmark family (bandwidth, round trips, co-simulation
+# speed) from the benchmark outputs under build/, the newest last so that
+# its runs win; docs/bench/ holds the copies the README shows. BENCH_NOTE
+# is a second title line on every chart (the conditions of the runs).
+BENCH_NOTE ?=
+.PHONY: bench-charts
+bench-charts:
+	@ls build/bench-*.txt >/dev/null 2>&1 || { echo "bench-charts: no build/bench-*.txt; run make bench (or a bench-* target) first"; exit 1; }
+	$(GO) run ./internal/tools/benchratio -quiet -svg build/bench -note "$(BENCH_NOTE)" $$(ls -tr build/bench-*.txt)
 
 clean:
 	rm -rf build

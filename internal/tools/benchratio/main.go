@@ -9,14 +9,25 @@
 // gives a time ratio, impl/baseline, where lower is better. Other metrics a
 // benchmark reports (cycles/s, beats/cycle, ...) are printed as they are.
 //
+// With -svg DIR it also draws an SVG chart per benchmark family into DIR
+// (gonum.org/v1/plot): bandwidth against message size for the engine,
+// each card and raw TCP (bandwidth.svg), round trips beside raw TCP
+// ping-pong (latency.svg), co-simulation speed per block and width
+// (cosim.svg). A chart whose benchmarks are absent is not drawn.
+//
 // Usage:
 //
 //	go test -run '^$' -bench . -count 3 ./... | benchratio [-json]
+//	benchratio [-json] [-quiet] [-svg DIR [-note TEXT]] FILE...
+//
+// Files are read in order; a benchmark in several files keeps the runs of
+// the last one, so that it and its baseline come from the same run.
 package main
 
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -138,31 +149,56 @@ func pair(results []*result) []row {
 	return rows
 }
 
-func main() {
-	asJSON := flag.Bool("json", false, "print one JSON object per benchmark")
-	flag.Usage = func() {
-		fmt.Fprintln(flag.CommandLine.Output(), "usage: go test -bench . ./... | benchratio [-json]")
-		flag.PrintDefaults()
+func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("benchratio", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object per benchmark")
+	svgDir := fs.String("svg", "", "also draw an SVG chart per benchmark family into this `directory`")
+	quiet := fs.Bool("quiet", false, "print no table (with -svg: only draw the charts)")
+	fs.StringVar(&chartNote, "note", "", "a second title line on every chart (the conditions of the runs, say)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: go test -bench . ./... | benchratio [-json] [-quiet] [-svg DIR] [FILE...]")
+		fs.PrintDefaults()
 	}
-	flag.Parse()
-	results, err := parse(os.Stdin)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	results, err := parseInputs(fs.Args(), stdin)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		fmt.Fprintln(stderr, err)
+		return 1
 	}
 	if len(results) == 0 {
-		fmt.Fprintln(os.Stderr, "benchratio: no benchmark results on standard input")
-		os.Exit(1)
+		fmt.Fprintln(stderr, "benchratio: no benchmark results in the input")
+		return 1
+	}
+	if *svgDir != "" {
+		files, err := writeCharts(*svgDir, results)
+		for _, f := range files {
+			fmt.Fprintf(stderr, "benchratio: wrote %s\n", f)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+	}
+	if *quiet {
+		return 0
 	}
 	rows := pair(results)
 	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
+		enc := json.NewEncoder(stdout)
 		for _, r := range rows {
 			_ = enc.Encode(r)
 		}
-		return
+		return 0
 	}
-	w := bufio.NewWriter(os.Stdout)
+	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	fmt.Fprintf(w, "%-58s %12s %12s %9s  %s\n", "benchmark", "value", "baseline", "ratio", "other metrics")
 	lastPkg := ""
@@ -174,6 +210,38 @@ func main() {
 		val, base, ratio := describe(r)
 		fmt.Fprintf(w, "  %-56s %12s %12s %9s  %s\n", strings.TrimPrefix(r.Name, "Benchmark"), val, base, ratio, metrics(r.Metrics))
 	}
+	return 0
+}
+
+// parseInputs reads the named files in order (standard input if none):
+// a benchmark found in a later file replaces its runs from earlier ones.
+func parseInputs(files []string, stdin io.Reader) ([]*result, error) {
+	if len(files) == 0 {
+		return parse(stdin)
+	}
+	var all []*result
+	at := map[string]int{}
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("benchratio: %w", err)
+		}
+		rs, err := parse(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("benchratio: %s: %w", name, err)
+		}
+		for _, r := range rs {
+			key := r.Pkg + " " + r.Name
+			if i, ok := at[key]; ok {
+				all[i] = r
+				continue
+			}
+			at[key] = len(all)
+			all = append(all, r)
+		}
+	}
+	return all, nil
 }
 
 func describe(r row) (val, base, ratio string) {
