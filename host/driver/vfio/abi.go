@@ -46,7 +46,7 @@ const apiVersion = 0
 const (
 	extType1   = 1
 	extType1v2 = 3 // the type1 IOMMU with v2 unmap semantics: what openiwarp uses
-	extNoIOMMU = 8
+	extNoIOMMU = 8 // VFIO_NOIOMMU_IOMMU: no translation, DMA at physical addresses
 )
 
 // struct vfio_group_status { u32 argsz; u32 flags; }

@@ -57,6 +57,10 @@ type Container struct {
 	bufs   map[uint64]*DMABuffer
 	pinned uint64 // bytes currently mapped (and so pinned and accounted)
 	closed bool
+	// Without an IOMMU (a no-IOMMU group): physical addresses, pinned
+	// pages; locks counts the mappings holding each locked page.
+	type1, noiommuOK, noiommu bool
+	locks                     map[uint64]int
 }
 
 // group is an open /dev/vfio/<n> attached to a container.
@@ -92,10 +96,13 @@ func newContainer(h host) (*Container, error) {
 	if v != apiVersion {
 		return fail(ErrNoVFIO, fmt.Sprintf("kernel VFIO API version %d, this driver speaks %d", v, apiVersion), nil)
 	}
-	if ok, err := ioctlVal(fd, ioctlCheckExtension, extType1v2); err != nil || ok != 1 {
+	type1, err := ioctlVal(fd, ioctlCheckExtension, extType1v2)
+	noiommu, err2 := ioctlVal(fd, ioctlCheckExtension, extNoIOMMU)
+	if (err != nil || type1 != 1) && (err2 != nil || noiommu != 1) {
 		return fail(ErrNoIOMMU, "the kernel offers no type1v2 IOMMU: modprobe vfio_iommu_type1, and boot with the IOMMU on (intel_iommu=on or amd_iommu=on)", err)
 	}
-	return &Container{h: h, fd: fd, groups: map[int]*group{}, bufs: map[uint64]*DMABuffer{}}, nil
+	return &Container{h: h, fd: fd, groups: map[int]*group{}, bufs: map[uint64]*DMABuffer{},
+		type1: type1 == 1, noiommuOK: noiommu == 1, locks: map[uint64]int{}}, nil
 }
 
 // attachGroup opens IOMMU group n (or takes another reference on it) and
@@ -106,12 +113,18 @@ func (c *Container) attachGroup(n int, dev Address) (*group, error) {
 		g.refs++
 		return g, nil
 	}
-	path := filepath.Join(c.h.dev, "vfio", strconv.Itoa(n))
+	path, noiommu := c.h.groupPath(n)
+	if len(c.groups) > 0 && noiommu != c.noiommu {
+		return nil, newErr("open", dev.String(), ErrGroupNotViable, fmt.Sprintf("%s cannot share a container with the groups already in it: "+
+			"a no-IOMMU group and IOMMU groups need containers of their own", path), nil)
+	}
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		switch {
 		case errors.Is(err, unix.EBUSY):
 			return nil, newErr("open", dev.String(), ErrGroupBusy, path+" is held by another process or container (find it with: fuser -v "+path+")", err)
+		case noiommu && errors.Is(err, unix.EPERM):
+			return nil, newErr("open", dev.String(), ErrNoVFIO, path+" is a no-IOMMU group, which only a process with CAP_SYS_RAWIO may open: run as root", err)
 		case errors.Is(err, unix.ENOENT):
 			return nil, newErr("open", dev.String(), ErrNotBoundToVFIO, path+" does not exist: no device of IOMMU group "+strconv.Itoa(n)+" is bound to vfio-pci", err)
 		}
@@ -135,7 +148,20 @@ func (c *Container) attachGroup(n int, dev Address) (*group, error) {
 		}
 		return fail(ErrNoVFIO, "VFIO_GROUP_SET_CONTAINER", err)
 	}
-	if c.iommu == nil {
+	if noiommu && !c.noiommu {
+		if !c.noiommuOK {
+			return fail(ErrNoIOMMU, path+" is a no-IOMMU group but this container offers no no-IOMMU driver (VFIO_NOIOMMU_IOMMU)", nil)
+		}
+		if _, err := ioctlVal(c.fd, ioctlSetIOMMU, extNoIOMMU); err != nil {
+			detail := "VFIO_SET_IOMMU(no-IOMMU)"
+			if errors.Is(err, unix.EPERM) {
+				detail = "the no-IOMMU mode needs CAP_SYS_RAWIO: run as root"
+			}
+			return fail(ErrNoIOMMU, detail, err)
+		}
+		c.noiommu = true
+	}
+	if c.iommu == nil && !noiommu {
 		if _, err := ioctlVal(c.fd, ioctlSetIOMMU, extType1v2); err != nil {
 			detail := "VFIO_SET_IOMMU(type1v2)"
 			if errors.Is(err, unix.EPERM) {
@@ -197,7 +223,7 @@ func (c *Container) detachGroup(g *group) error {
 		// while the mappings can still be removed cleanly; a later device
 		// sets the IOMMU up afresh.
 		err = c.unmapAllLocked()
-		c.iommu, c.iova = nil, nil
+		c.iommu, c.iova, c.noiommu = nil, nil, false
 	}
 	unix.Close(g.fd)
 	delete(c.groups, g.num)

@@ -67,6 +67,7 @@ type DMABuffer struct {
 	mu     sync.Mutex
 	mapped bool // in the IOMMU; false once freed or its container closed
 	closed bool // memory released
+	phys   bool // no IOMMU: pinned with mlock, iova is the physical address
 }
 
 // Bytes is the buffer's memory as the host sees it: len is the size asked
@@ -108,6 +109,9 @@ func (c *Container) AllocDMA(size int, opts ...DMAOption) (*DMABuffer, error) {
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, newErr(op, "", ErrClosed, "container", nil)
+	}
+	if c.noiommu {
+		return c.allocPhys(op, size, cfg)
 	}
 	if c.iommu == nil {
 		return nil, newErr(op, "", ErrNoIOMMU, "open a device in the container first: the IOMMU is set up by the first one", nil)
@@ -186,6 +190,9 @@ func (b *DMABuffer) Free() error {
 		return nil
 	}
 	b.closed = true
+	if b.phys {
+		b.c.pinned -= uint64(len(b.mem))
+	}
 	err := b.c.unmapLocked(b)
 	// Even if the unmap failed, munmap is safe: pages the IOMMU still maps
 	// stay pinned by the kernel and are never handed to anyone else.

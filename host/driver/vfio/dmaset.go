@@ -29,7 +29,11 @@ func (s *dmaSet) Alloc(n int) (*driver.Buffer, error) {
 	if err := s.live(); err != nil {
 		return nil, err
 	}
-	b, err := s.dev.AllocDMA(n)
+	var opts []DMAOption
+	if s.dev.c.NoIOMMU() && n > pmPage {
+		opts = append(opts, HugePages()) // physically contiguous beyond one page
+	}
+	b, err := s.dev.AllocDMA(n, opts...)
 	if err != nil {
 		return nil, cardErr(err)
 	}

@@ -22,6 +22,11 @@
 //   - Device.EnableInterrupts routes INTx, MSI or MSI-X vectors to eventfds
 //     and delivers them on a channel (or to a handler); INTx is unmasked
 //     with Interrupts.Unmask. Device.Reset resets the device if it can be.
+//   - Without an IOMMU (a /dev/vfio/noiommu-N group, vfio's unsafe no-IOMMU
+//     mode) the container pins memory with mlock and gives the device
+//     physical addresses read from /proc/self/pagemap: DMA buffers are one
+//     4 KiB page or one 2 MiB huge page, mapped memory is a page list
+//     (MappedMemory.Pages4K); ErrPFNHidden when the kernel hides them.
 //   - OpenPhys is the openiwarp card's driver.Phys over all of the above,
 //     after checking the card's ID and VERSION registers (ErrNotCard).
 //

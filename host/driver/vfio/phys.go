@@ -132,11 +132,17 @@ func (p *Phys) Device() *Device { return p.dev }
 // Regs is BAR0.
 func (p *Phys) Regs() driver.Regs { return barRegs{p.bar} }
 
-// DMA allocates buffers the card reaches (IOMMU-mapped).
+// DMA allocates buffers the card reaches (IOMMU-mapped). Without an IOMMU
+// a buffer must be physically contiguous: up to 4 KiB it is one pinned
+// page, up to 2 MiB one huge page (reserved in vm.nr_hugepages), larger
+// fails with ErrNotSupported; so every ring the driver keeps must fit in
+// 2 MiB.
 func (p *Phys) DMA() driver.DMA { return p.dma }
 
 // Map maps the pages holding buf into the IOMMU for the card (read and
-// write) and returns the contiguous IOVA range it sees them at.
+// write) and returns the contiguous IOVA range it sees them at. Without an
+// IOMMU it pins the pages and returns them as a page list of physical
+// addresses (Mapping.Pages).
 func (p *Phys) Map(buf []byte) (driver.Mapping, error) {
 	if err := p.live(); err != nil {
 		return driver.Mapping{}, err
@@ -152,6 +158,10 @@ func (p *Phys) Map(buf []byte) (driver.Mapping, error) {
 		return driver.Mapping{}, fmt.Errorf("%w: vfio card %s", driver.ErrClosed, p.dev)
 	}
 	p.maps[m] = true
+	if m.Physical() {
+		off, pages := m.Pages4K()
+		return driver.NewMapping(0, pages, off, len(buf), m), nil
+	}
 	return driver.NewMapping(m.IOVA(), nil, 0, len(buf), m), nil
 }
 
@@ -186,8 +196,12 @@ func (p *Phys) Describe() string {
 	if p.irqs != nil {
 		irq = fmt.Sprintf("%d %s vectors", p.irqs.Vectors(), p.irqs.Type())
 	}
-	return fmt.Sprintf("openiwarp card [%04x:%04x] interface %d.%d at %s through VFIO (IOMMU group %d), BAR0 %d KiB, %s",
-		p.id&0xffff, p.id>>16, p.ver>>16, p.ver&0xffff, p.dev, p.dev.IOMMUGroup(), p.bar.Size()>>10, irq)
+	group := fmt.Sprintf("IOMMU group %d", p.dev.IOMMUGroup())
+	if p.dev.c.NoIOMMU() {
+		group = fmt.Sprintf("no-IOMMU group %d, physical addresses", p.dev.IOMMUGroup())
+	}
+	return fmt.Sprintf("openiwarp card [%04x:%04x] interface %d.%d at %s through VFIO (%s), BAR0 %d KiB, %s",
+		p.id&0xffff, p.id>>16, p.ver>>16, p.ver&0xffff, p.dev, group, p.bar.Size()>>10, irq)
 }
 
 func (p *Phys) live() error {

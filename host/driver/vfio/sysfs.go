@@ -97,7 +97,7 @@ func (h host) noIOMMUHint() string {
 	groups, _ := os.ReadDir(filepath.Join(h.sys, "kernel/iommu_groups"))
 	if len(groups) == 0 {
 		return "the kernel has no IOMMU groups at all: enable VT-d (Intel) or AMD-Vi in the firmware setup " +
-			"and boot with intel_iommu=on (or amd_iommu=on) iommu=pt; check with dmesg | grep -e DMAR -e AMD-Vi"
+			"and boot with intel_iommu=on (or amd_iommu=on) iommu=pt; check with dmesg | grep -e DMAR -e AMD-Vi; " + h.noiommuHint()
 	}
 	return "the device has no IOMMU group although the host has some: it sits behind a bridge the IOMMU does not translate"
 }

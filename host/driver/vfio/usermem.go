@@ -22,7 +22,8 @@ type MappedMemory struct {
 	span  pageSpan
 	iova  uint64
 	mu    sync.Mutex
-	buf   []byte // referenced while mapped
+	buf   []byte   // referenced while mapped
+	phys  []uint64 // no IOMMU: the physical address of each 4 KiB page
 }
 
 // pageSpan is the whole pages of size page that hold n bytes at addr.
@@ -74,6 +75,9 @@ func (c *Container) MapMemory(buf []byte, opts ...DMAOption) (*MappedMemory, err
 	if c.closed {
 		return nil, newErr(op, "", ErrClosed, "container", nil)
 	}
+	if c.noiommu {
+		return c.mapPhys(op, buf)
+	}
 	if c.iommu == nil {
 		return nil, newErr(op, "", ErrNoIOMMU, "open a device in the container first: the IOMMU is set up by the first one", nil)
 	}
@@ -111,8 +115,18 @@ func (d *Device) MapMemory(buf []byte, opts ...DMAOption) (*MappedMemory, error)
 	return d.c.MapMemory(buf, opts...)
 }
 
-// IOVA is the device address of the slice's first byte.
-func (m *MappedMemory) IOVA() uint64 { return m.iova + (m.span.addr - m.span.vaddr) }
+// IOVA is the device address of the slice's first byte. Without an IOMMU
+// (Physical) the pages are not contiguous and IOVA is 0: use Pages4K.
+func (m *MappedMemory) IOVA() uint64 {
+	if m.phys != nil {
+		return 0
+	}
+	return m.iova + (m.span.addr - m.span.vaddr)
+}
+
+// Physical reports whether the mapping is without an IOMMU: Pages4K lists
+// physical pages.
+func (m *MappedMemory) Physical() bool { return m.phys != nil }
 
 // MappedLen is the length of the mapping: whole IOMMU pages.
 func (m *MappedMemory) MappedLen() uint64 { return m.span.length }
@@ -121,7 +135,12 @@ func (m *MappedMemory) MappedLen() uint64 { return m.span.length }
 // holding one of its bytes, and the offset of its first byte in the first
 // page (what the card's page-list translation takes, whatever the IOMMU's
 // page size).
-func (m *MappedMemory) Pages4K() (offset uint64, pages []uint64) { return m.span.pages4K(m.iova) }
+func (m *MappedMemory) Pages4K() (offset uint64, pages []uint64) {
+	if m.phys != nil {
+		return m.span.addr - m.span.vaddr, m.phys
+	}
+	return m.span.pages4K(m.iova)
+}
 
 // Unmap removes the mapping: once it returns the device can no longer
 // reach the memory, and the slice is no longer referenced. It is
@@ -136,6 +155,9 @@ func (m *MappedMemory) Unmap() error {
 		return nil
 	}
 	m.buf = nil
+	if m.phys != nil {
+		return m.unmapPhys()
+	}
 	if m.c.closed || m.c.iova != m.alloc {
 		return nil // the IOMMU this was mapped in was torn down with everything in it
 	}
