@@ -25,6 +25,13 @@ func Blocks() ([]*Module, error) {
 		}
 		mods = append(mods, m)
 	}
+	for _, w := range DDPTxWidths {
+		m, err := DDPTx(w)
+		if err != nil {
+			return nil, err
+		}
+		mods = append(mods, m)
+	}
 	for _, w := range PlacementWidths {
 		m, err := Placement(PlacementDefault(w))
 		if err != nil {

@@ -40,6 +40,13 @@ func BenchmarkCosim(b *testing.B) {
 		}
 		benches = append(benches, regs, rd, wr)
 	}
+	for _, w := range gen.DDPTxWidths {
+		bench, err := DDPTxBench(w)
+		if err != nil {
+			b.Fatal(err)
+		}
+		benches = append(benches, bench)
+	}
 	for _, bench := range benches {
 		b.Run(bench.Module.Name, func(b *testing.B) {
 			st, err := bench.Run(1, uint64(b.N))
@@ -53,9 +60,17 @@ func BenchmarkCosim(b *testing.B) {
 
 // BenchmarkMPATxThroughput measures mpa_tx at full speed: output beats
 // per cycle (the FPDU side is the wider one: length, PAD, CRC, markers).
-func BenchmarkMPATxThroughput(b *testing.B) {
-	for _, w := range gen.MPATxWidths {
-		bench, err := MPATxSaturated(w)
+func BenchmarkMPATxThroughput(b *testing.B) { outputRate(b, gen.MPATxWidths, MPATxSaturated) }
+
+// BenchmarkDDPTxThroughput measures ddp_tx at full speed on 4-16 KiB RDMA
+// Writes segmented at MULPDU 1432: output beats per cycle (headers make the
+// output the busier side).
+func BenchmarkDDPTxThroughput(b *testing.B) { outputRate(b, gen.DDPTxWidths, DDPTxSaturated) }
+
+// outputRate reports the output beats per cycle of each saturated bench.
+func outputRate(b *testing.B, widths []int, saturated func(int) (*Bench, error)) {
+	for _, w := range widths {
+		bench, err := saturated(w)
 		if err != nil {
 			b.Fatal(err)
 		}
