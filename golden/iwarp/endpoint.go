@@ -84,7 +84,7 @@ type sqEntry struct {
 	internal bool            // an RTR message: never completed to the ULP
 	// inFlight: the transmitter is handing its last FPDUs to TCP and
 	// completes it itself, with success once they are written, so a flush
-	// racing with that Write must leave it alone.
+	// racing with that Write must leave it alone (handOver).
 	inFlight bool
 	done     bool
 	status   Status

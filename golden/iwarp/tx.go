@@ -240,22 +240,54 @@ func (ep *Endpoint) sendTerminate(term *rdmap.Terminate) {
 	ep.ulp = term.AppendMessage(ep.ulp[:0], ep.rv, ep.dv, ep.txMSN[rdmap.QNTerminate])
 	var err error
 	if ep.wbuf, err = ep.framer.AppendFPDU(ep.wbuf, ep.ulp); err == nil {
-		_ = ep.flush()
+		_ = ep.writeOut() // not handOver: the stream has failed, and this is what may still go
 	}
+	ep.txPending.Store(false)
 }
 
 // flush writes the buffered FPDUs; the Sends and Writes they finish are
 // then complete (RFC 5040 §5.5 rule 14: handed to the LLP).
 func (ep *Endpoint) flush() error {
+	if err := ep.handOver(); err != nil {
+		return err
+	}
+	// With txNoWait the socket may have taken only part: the rest is the
+	// transmit goroutine's (jobFlush).
+	ep.txPending.Store(ep.pending() > 0 || len(ep.unflushed) > 0)
+	return nil
+}
+
+// handOver writes what is pending, unless the stream has ended: then
+// nothing more goes to TCP (only a Terminate, which shutdown writes) and
+// it returns errAborted. The choice is made under mu, where the stream's
+// end flushes the queues, so that a WR is either handed to TCP (marked
+// inFlight, which the flush leaves alone) and completes with success once
+// written, or flushed, and then none of its octets is written: its
+// completion says what the peer can have received. The WRs whose last
+// FPDUs were pending (unflushed) complete with the write.
+func (ep *Endpoint) handOver() error {
+	ep.mu.Lock()
+	if ep.failed.Load() {
+		// The stream's end flushed every WR not in flight; one in flight
+		// whose octets the socket had not all taken (txNoWait) was not
+		// handed over either.
+		for _, s := range ep.unflushed {
+			if s.inFlight {
+				s.inFlight, s.done, s.status = false, true, WCFlushErr
+			}
+		}
+		ep.completeLocked()
+		ep.mu.Unlock()
+		ep.dropPending()
+		ep.setUnflushed(ep.unflushed[:0])
+		return errAborted
+	}
+	for _, s := range ep.unflushed {
+		s.inFlight = !s.done
+	}
+	ep.mu.Unlock()
 	var err error
 	if ep.pending() > 0 {
-		if len(ep.unflushed) > 0 {
-			ep.mu.Lock()
-			for _, s := range ep.unflushed {
-				s.inFlight = !s.done
-			}
-			ep.mu.Unlock()
-		}
 		err = ep.writeOut()
 		if ep.pending() > 0 {
 			return err // txNoWait: the rest is the transmit goroutine's (jobFlush)
@@ -264,7 +296,7 @@ func (ep *Endpoint) flush() error {
 	if len(ep.unflushed) > 0 {
 		ep.mu.Lock()
 		for _, s := range ep.unflushed {
-			if s.inFlight || !s.done {
+			if s.inFlight {
 				s.inFlight, s.done = false, true
 				if err != nil {
 					s.status = WCFlushErr // TCP did not take it
@@ -276,11 +308,7 @@ func (ep *Endpoint) flush() error {
 		clear(ep.unflushed)
 		ep.unflushed = ep.unflushed[:0]
 	}
-	if err != nil {
-		return err
-	}
-	ep.txPending.Store(false)
-	return nil
+	return err
 }
 
 // setUnflushed replaces the list of WRs waiting for the next flush.
@@ -382,14 +410,16 @@ func (ep *Endpoint) segments(total uint64, hdrLen int, hdr func(dst []byte, off 
 		}
 		ep.txPending.Store(true)
 		off += n
+		if last {
+			// The message's last FPDU goes with a flush, once the WR is
+			// among those it completes (unflushed).
+			return nil
+		}
 		if ep.pending() >= flushAt || ep.cfg.AlignFPDUs {
-			if err := ep.writeOut(); err != nil {
+			if err := ep.handOver(); err != nil {
 				return err
 			}
-			ep.txPending.Store(len(ep.unflushed) > 0)
-		}
-		if last {
-			return nil
+			ep.txPending.Store(ep.pending() > 0 || len(ep.unflushed) > 0)
 		}
 	}
 }
@@ -572,7 +602,7 @@ func (ep *Endpoint) sendWR(s *sqEntry) error {
 		return err
 	}
 	ep.setUnflushed(append(ep.unflushed, s))
-	if ep.moreWorkQueued() && len(ep.unflushed) < 64 {
+	if !ep.cfg.AlignFPDUs && ep.moreWorkQueued() && len(ep.unflushed) < 64 {
 		return nil
 	}
 	return ep.flush()
@@ -624,7 +654,7 @@ func (ep *Endpoint) sendReadResponse(ir inboundRead) error {
 		ep.irq = ep.irq[1:] // the IRD slot is free once the response is handed on
 	}
 	ep.mu.Unlock()
-	if ep.moreWorkQueued() {
+	if !ep.cfg.AlignFPDUs && ep.moreWorkQueued() {
 		return nil
 	}
 	return ep.flush()

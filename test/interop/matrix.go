@@ -94,13 +94,6 @@ const KnownSiwDefects = `## Known siw 6.1 and rping defects and how the harness 
 // and what iwping does meanwhile.
 const OpenIssues = `## Open issues on the openiwarp side found by this harness
 
-- **golden/iwarp: a Send already written to TCP can complete as flushed.**
-  If the peer's answer and FIN arrive between the engine's write of a Send
-  and the moment it marks the Send done, the graceful-close flush completes
-  that Send with WR_FLUSH_ERR. Seen with iwping against itself on loopback
-  (about one run in four) and possible against siw. iwping treats a flushed
-  Send after the peer's graceful close the way rping and rdma_client do (they
-  ignore flushed completions); the data checks still catch any real loss.
 - **host/verbs: receives posted before connect reach the card after it
   starts reading.** QP.attach hands the pre-connect receives to the card
   after Card.Attach has started the engine, so a peer that sends right after
