@@ -255,7 +255,7 @@ func (l *Listener) handshake(conn net.Conn) {
 			}
 		}}
 	p, err := mpa.Respond(ctx, conn, cfg)
-	<-l.startups // this startup is done, whichever way
+	defer func() { <-l.startups }() // this startup is done, whichever way, once reported
 	if err != nil {
 		conn.Close() // a rejection leaves TCP open (RFC 5044 §7.1.2 r2): the Reply is out, close it now
 		var me *mpa.Error

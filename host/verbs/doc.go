@@ -24,7 +24,12 @@
 // CRC, revision, IRD/ORD, peer-to-peer RTR) in ConnParam and
 // ListenConfig. After the MPA exchange the socket is handed to the card's
 // QP (see host/driver's stream bridge), so a QP talks to any iWARP peer,
-// Linux soft-iWARP included.
+// Linux soft-iWARP included. The MPA exchange has its own limit
+// (StartupTimeout, DefaultStartupTimeout), and a listener keeps at most
+// ListenConfig.MaxStartups exchanges half-done, closing further
+// connections at once, so a peer that stalls in its startup cannot
+// exhaust a server; Listener.Stats and ListenConfig.OnStartupError report
+// the failed ones.
 //
 // Misuse never panics or hangs: use after Close or Destroy returns
 // ErrClosed, posting before a connection ErrNotConnected, posting to a QP

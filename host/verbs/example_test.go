@@ -2,7 +2,11 @@ package verbs_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os"
 	"time"
 
 	"github.com/openiwarp/openiwarp/host/verbs"
@@ -52,4 +56,32 @@ func Example() {
 	// receiver: RECV success 4 bytes: done
 	// memory: written by RDMA
 	// reply private data: welcome
+}
+
+// A listener that drops a peer stalled in its MPA startup after 200 ms
+// and keeps at most 8 startups half-done, reporting each failed one.
+func ExampleListenConfig_startupLimits() {
+	ln, err := verbs.Listen("127.0.0.1:0", verbs.ListenConfig{
+		StartupTimeout: 200 * time.Millisecond,
+		MaxStartups:    8,
+		OnStartupError: func(_ net.Addr, err error) {
+			fmt.Println("startup failed, timed out:", errors.Is(err, os.ErrDeadlineExceeded))
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ln.Close()
+	c, _ := net.Dial("tcp", ln.Addr().String())
+	defer c.Close()
+	c.Write([]byte("MPA ID Req")) // half a Request, then silence
+	io.ReadAll(c)                 // returns once the listener has closed it
+	for ln.Stats().InStartup > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	fmt.Printf("timed out: %d\n", ln.Stats().TimedOut)
+	// Output:
+	// startup failed, timed out: true
+	// timed out: 1
 }
