@@ -24,7 +24,7 @@ func TestServerUnderAttack(t *testing.T) {
 	ln.Close()
 	const limit = 500 * time.Millisecond
 	srv := mpaattack.Start(t, bin, "-bind", "127.0.0.1", "-p", port, "-startup-timeout", limit.String())
-	srv.WaitLog(t, time.Minute, "iwperf server: card model, waiting for clients on 127.0.0.1:"+port)
+	srv.WaitLog(t, "iwperf server: card model, waiting for clients on 127.0.0.1:"+port)
 	g := &mpaattack.Target{Server: srv, Addr: net.JoinHostPort("127.0.0.1", port), Tool: "iwperf", Limit: limit,
 		Good: func(t *testing.T, after string) {
 			var out, errb bytes.Buffer
@@ -35,7 +35,7 @@ func TestServerUnderAttack(t *testing.T) {
 			// No perf spec in the private data: refused with a Reply saying why.
 			require.True(t, out.Reply.Reject)
 			require.Contains(t, string(out.Reply.PrivateData), "not a perf spec")
-			srv.WaitLog(t, time.Minute, "rejecting "+out.Local+": ")
+			srv.WaitLog(t, "rejecting "+out.Local+": ")
 		}}
 	g.Every(t)
 	srv.Stop(t)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/openiwarp/openiwarp/internal/mpaattack"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 // TestPersistentServerUnderAttack builds iwping, starts iwping -s -P as a
@@ -22,7 +23,7 @@ func TestPersistentServerUnderAttack(t *testing.T) {
 	port := strconv.Itoa(freePort(t))
 	const limit = 500 * time.Millisecond
 	srv := mpaattack.Start(t, bin, "-s", "-P", "-d", "-a", "127.0.0.1", "-p", port, "-startup-timeout", limit.String())
-	srv.WaitLog(t, time.Minute, "iwping: listening on")
+	srv.WaitLog(t, "iwping: listening on")
 	good := func(t *testing.T, after string) {
 		t.Helper()
 		code, _, stderr := client("-c", "-a", "127.0.0.1", "-p", port, "-C", "3", "-V")
@@ -32,7 +33,7 @@ func TestPersistentServerUnderAttack(t *testing.T) {
 	g := &mpaattack.Target{Server: srv, Addr: addr, Tool: "iwping", Limit: limit, Good: good,
 		Accepted: func(t *testing.T, out mpaattack.Outcome) {
 			// A connection, then gone before its first message: reported as such.
-			srv.WaitLog(t, time.Minute, "iwping: connection ", " from "+out.Local+": ")
+			srv.WaitLog(t, "iwping: connection ", " from "+out.Local+": ")
 		}}
 	g.Every(t)
 	t.Run("fifty-slow-loris", func(t *testing.T) {
@@ -46,7 +47,7 @@ func TestPersistentServerUnderAttack(t *testing.T) {
 		}
 		good(t, "fifty stalled startups") // served while they stall
 		for i, c := range conns {
-			out, err := c.Wait(time.Minute)
+			out, err := c.Wait(testwatch.Patience())
 			require.NoError(t, err)
 			require.GreaterOrEqual(t, out.Held, limit, "stalled connection %d dropped before the startup limit", i)
 		}

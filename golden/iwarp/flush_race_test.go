@@ -93,7 +93,7 @@ func TestLastFPDUWrittenBeforePeerCloses(t *testing.T) {
 	<-gate.written // the last FPDU is in TCP, the transmitter is held
 	require.Equal(t, segs, readULPDUs(t, peer, pp, segs), "the peer received every segment")
 	peer.Close()
-	require.Eventually(t, func() bool { return ep.Err() != nil }, 5*time.Second, time.Millisecond)
+	testwatch.Until(t, "the endpoint to see the peer's FIN", func() bool { return ep.Err() != nil })
 	gate.open()
 	require.NoError(t, <-posted)
 	c := wait(t, cq)
@@ -118,7 +118,7 @@ func TestSendNotHandedOverWhenPeerCloses(t *testing.T) {
 
 	<-fr.entered // the Send is being framed
 	require.NoError(t, peer.(*net.TCPConn).CloseWrite())
-	require.Eventually(t, func() bool { return ep.Err() != nil }, 5*time.Second, time.Millisecond)
+	testwatch.Until(t, "the endpoint to see the peer's FIN", func() bool { return ep.Err() != nil })
 	fr.open()
 	require.NoError(t, <-posted)
 	c := wait(t, cq)
@@ -173,7 +173,7 @@ func readULPDUs(t *testing.T, peer net.Conn, pp mpa.Params, max int) int {
 	df := pp.Deframer(0)
 	n := 0
 	buf := make([]byte, 64<<10)
-	peer.SetReadDeadline(time.Now().Add(20 * time.Second))
+	peer.SetReadDeadline(testwatch.Deadline())
 	for n < max {
 		k, err := peer.Read(buf)
 		if k > 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/openiwarp/openiwarp/host/verbs"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 // slowLoris opens a connection to addr and sends ten octets of an MPA
@@ -25,13 +26,13 @@ func slowLoris(t *testing.T, addr string) net.Conn {
 	return c
 }
 
-// closedByPeer waits (watchdog: 60 s) until the listener closes c and
+// closedByPeer waits (watchdog: testwatch.Patience) until the listener closes c and
 // returns when it did.
 func closedByPeer(t *testing.T, c net.Conn) time.Time {
-	c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	c.SetReadDeadline(testwatch.Deadline())
 	n, err := c.Read(make([]byte, 1))
 	require.Zero(t, n, "the listener sent something to a half Request")
-	require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the listener kept a stalled startup for 60 s")
+	require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the listener kept a stalled startup past the watchdog")
 	require.Error(t, err) // EOF, or a reset
 	return time.Now()
 }
@@ -96,8 +97,7 @@ func TestSlowLoris(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	defer ln.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := testwatch.Context(t, "fifty slow-loris connections and a good client")
 	var conns []net.Conn
 	var dialed []time.Time // before the dial: the listener's clock starts later
 	for range 50 {
@@ -109,7 +109,7 @@ func TestSlowLoris(t *testing.T) {
 		held := closedByPeer(t, c).Sub(dialed[i])
 		require.GreaterOrEqual(t, held, limit, "connection %d dropped before the startup limit", i)
 	}
-	require.Eventually(t, func() bool { return ln.Stats().TimedOut == 50 }, 30*time.Second, 10*time.Millisecond, "%+v", ln.Stats())
+	testwatch.Until(t, "50 startups counted as timed out", func() bool { return ln.Stats().TimedOut == 50 })
 	st := ln.Stats()
 	require.Equal(t, uint64(51), st.Accepted)
 	require.Equal(t, uint64(1), st.Connected)
@@ -137,13 +137,12 @@ func TestMaxStartups(t *testing.T) {
 		}})
 	require.NoError(t, err)
 	defer ln.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := testwatch.Context(t, "the half-done bound")
 	var stalled []net.Conn
 	for range max {
 		stalled = append(stalled, slowLoris(t, ln.Addr().String()))
 	}
-	require.Eventually(t, func() bool { return ln.Stats().InStartup == max }, 30*time.Second, time.Millisecond)
+	testwatch.Until(t, "the stalled startups under way", func() bool { return ln.Stats().InStartup == max })
 	extra := slowLoris(t, ln.Addr().String())
 	closedByPeer(t, extra) // well within the watchdog; the limit is an hour
 	select {
@@ -156,7 +155,7 @@ func TestMaxStartups(t *testing.T) {
 	for _, c := range stalled {
 		c.Close()
 	}
-	require.Eventually(t, func() bool { return ln.Stats().InStartup == 0 }, 30*time.Second, time.Millisecond)
+	testwatch.Until(t, "the stalled startups gone", func() bool { return ln.Stats().InStartup == 0 })
 	goodClient(t, ctx, ln)
 	st := ln.Stats()
 	require.Equal(t, uint64(max+2), st.Accepted)

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/openiwarp/openiwarp/golden/mpa"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 // Attack is one hostile startup.
@@ -201,10 +202,11 @@ func (s *Server) Alive() bool {
 	}
 }
 
-// WaitLog waits (up to watchdog) until a line of stderr contains every
-// one of parts.
-func (s *Server) WaitLog(t testing.TB, watchdog time.Duration, parts ...string) {
+// WaitLog waits (watchdog: testwatch.Patience) until a line of stderr
+// contains every one of parts.
+func (s *Server) WaitLog(t testing.TB, parts ...string) {
 	t.Helper()
+	watchdog := testwatch.Patience()
 	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
 	defer cancel()
 	for !s.logged(parts) {
@@ -237,10 +239,10 @@ func (s *Server) Stop(t testing.TB) {
 	s.cmd.Process.Signal(syscall.SIGINT)
 	select {
 	case <-s.exited:
-	case <-time.After(30 * time.Second):
+	case <-time.After(testwatch.Patience()):
 		s.cmd.Process.Kill()
 		<-s.exited
-		t.Errorf("the server did not exit within 30 s of SIGINT; stderr:\n%s", s.Stderr())
+		t.Errorf("watchdog: the server did not exit within %v of SIGINT; stderr:\n%s", testwatch.Patience(), s.Stderr())
 	}
 }
 
@@ -267,7 +269,7 @@ func (g *Target) Every(t *testing.T) {
 	g.Good(t, "start")
 	for _, a := range Attacks() {
 		t.Run(a.Name, func(t *testing.T) {
-			out, err := Run(g.Addr, a, time.Minute)
+			out, err := Run(g.Addr, a, testwatch.Patience())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -280,7 +282,7 @@ func (g *Target) Every(t *testing.T) {
 			case out.Reply != nil:
 				t.Fatalf("a broken startup got a Reply: %+v", *out.Reply)
 			default:
-				g.Server.WaitLog(t, time.Minute, g.Tool+": MPA startup from "+out.Local+" failed: ", a.Log)
+				g.Server.WaitLog(t, g.Tool+": MPA startup from "+out.Local+" failed: ", a.Log)
 			}
 			if a.Stall && out.Held < g.Limit {
 				t.Fatalf("a stalled startup was dropped after %v, before the startup limit %v", out.Held, g.Limit)

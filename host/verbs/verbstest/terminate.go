@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/golden/rdmap"
 	"github.com/openiwarp/openiwarp/host/verbs"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 // A bad FPDU of one kind: bad returns its octets, framed by f (whose
@@ -168,7 +168,7 @@ func (s *suite) terminateCase(t *testing.T, k badFPDU, mid, fin bool) {
 	df := p.Deframer(0)
 	var got [][]byte
 	buf := make([]byte, 64<<10)
-	conn.SetReadDeadline(time.Now().Add(30 * time.Second)) // a watchdog: the card closes within its Linger
+	conn.SetReadDeadline(testwatch.Deadline()) // a watchdog: the card closes within its Linger
 	for {
 		n, err := conn.Read(buf)
 		if n > 0 {
