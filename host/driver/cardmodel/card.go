@@ -150,8 +150,8 @@ type Card struct {
 	qpStage qpContext
 	qps     [cardspec.MaxQP]*qp
 	push    push
-	live    []uint32 // created QP numbers, in creation order (Step's round robin)
-	rr      int
+	live    []uint32 // created QP numbers, in creation order
+	ready   []*qp    // QPs that may have work, in Step's round-robin order
 
 	tab stagTable
 
@@ -201,16 +201,30 @@ func (c *Card) Step() bool {
 	if !c.enable || c.fatal {
 		return false
 	}
-	n := len(c.live)
-	for i := 0; i < n; i++ {
-		k := (c.rr + i) % n
-		q := c.qps[c.live[k]]
+	// The ready queue holds the QPs that may have work, in round-robin
+	// order: a QP leaves it when its step finds nothing to do, and comes
+	// back when a doorbell, a command or an error gives it some (wake).
+	for len(c.ready) > 0 {
+		q := c.ready[0]
+		c.ready = c.ready[1:]
+		if c.qps[q.n] != q { // destroyed meanwhile
+			continue
+		}
 		if q.step() {
-			c.rr = (k + 1) % n
+			c.ready = append(c.ready, q)
 			return true
 		}
+		q.queued = false
 	}
 	return false
+}
+
+// wake puts q on the ready queue.
+func (c *Card) wake(q *qp) {
+	if !q.queued {
+		q.queued = true
+		c.ready = append(c.ready, q)
+	}
 }
 
 // Run steps until the card is idle and returns the number of steps.

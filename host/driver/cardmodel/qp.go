@@ -55,7 +55,8 @@ type qp struct {
 	rxEnded      bool
 	armTX, armRX bool
 
-	dirty bool // the status record is out of date
+	dirty  bool // the status record is out of date
+	queued bool // on the card's ready queue
 
 	ulp, raw []byte // scratch: a ULPDU being built, an FPDU read from the ring
 }
@@ -153,6 +154,7 @@ func (c *Card) qpCommand(off uint32, op cs.QPOp) error {
 		}
 		c.qps[s.num] = q
 		c.live = append(c.live, s.num)
+		c.wake(q)
 		c.cqs[q.sendCQ].users++
 		c.cqs[q.recvCQ].users++
 		return nil
@@ -163,6 +165,7 @@ func (c *Card) qpCommand(off uint32, op cs.QPOp) error {
 	if q == nil {
 		return refuse(off, "QP %d does not exist", s.num)
 	}
+	c.wake(q)
 	switch op {
 	case cs.QPOpClose:
 		switch q.state {
@@ -186,9 +189,6 @@ func (c *Card) qpCommand(off uint32, op cs.QPOp) error {
 				c.live = append(c.live[:i], c.live[i+1:]...)
 				break
 			}
-		}
-		if c.rr >= len(c.live) {
-			c.rr = 0
 		}
 	}
 	return nil
@@ -337,6 +337,7 @@ func (q *qp) fail(term *rdmap.Terminate, cause rdmap.Cause) {
 	}
 	q.state, q.dirty = cs.QPStateError, true
 	q.term = term
+	q.c.wake(q)
 	blame := cause != 0
 	for i, w := range q.sq {
 		if w.done {

@@ -221,6 +221,9 @@ func (c *Card) qpDoorbell(off, n, reg, v uint32) error {
 		return &RegError{Off: off, Write: true, Err: ErrOutOfRange}
 	}
 	q := c.qps[n]
+	if q != nil {
+		c.wake(q)
+	}
 	if reg >= cs.QPDBPush {
 		c.pushWord(q, n, int(reg-cs.QPDBPush)/4, v)
 		return nil
