@@ -45,6 +45,12 @@ func (h host) noiommuHint() string {
 		"write its address to " + filepath.Join(h.sys, "bus/pci/drivers_probe")
 }
 
+// noiommuOn reports whether vfio's no-IOMMU mode is on.
+func (h host) noiommuOn() bool {
+	v, err := os.ReadFile(filepath.Join(h.sys, noiommuParam))
+	return err == nil && strings.TrimSpace(string(v)) == "Y"
+}
+
 // groupPath is the group file of IOMMU group n and whether it is a
 // no-IOMMU group.
 func (h host) groupPath(n int) (string, bool) {

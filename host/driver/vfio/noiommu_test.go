@@ -293,3 +293,19 @@ func TestPhysNoIOMMU(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNotSupported)
 	assert.Zero(t, dev.c.Pinned())
 }
+
+// With the no-IOMMU mode on, a device without a group is one vfio-pci has
+// not bound yet (binding makes its group): the error is the binding recipe.
+func TestLookupNoIOMMUMode(t *testing.T) {
+	f := newFakeHost(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(f.h.sys, "module/vfio/parameters"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(f.h.sys, noiommuParam), []byte("Y\n"), 0o644))
+	f.device("0000:03:00.0", 0x10ee, 0x1e1a, -1, "")
+	_, err := f.h.lookup(Address{0, 3, 0, 0})
+	require.ErrorIs(t, err, ErrNotBoundToVFIO)
+	assert.Contains(t, err.Error(), "driver_override")
+	f.device("0000:04:00.0", 0x10ee, 0x1e1a, -1, "vfio-pci")
+	_, err = f.h.lookup(Address{0, 4, 0, 0})
+	require.ErrorIs(t, err, ErrNoIOMMU)
+	assert.Contains(t, err.Error(), "before the mode was turned on")
+}

@@ -82,6 +82,10 @@ func (h host) lookup(a Address) (pciDevice, error) {
 		return d, newErr("open", a.String(), ErrNoIOMMU, "reading its iommu_group link", err)
 	}
 	if g == "" {
+		if d.Driver != "vfio-pci" && h.noiommuOn() {
+			// vfio-pci makes the no-IOMMU group when it binds the device.
+			return d, h.checkBound(d)
+		}
 		return d, newErr("open", a.String(), ErrNoIOMMU, h.noIOMMUHint(), nil)
 	}
 	n, err := strconv.Atoi(g)

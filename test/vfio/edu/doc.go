@@ -9,7 +9,9 @@
 // TestNVMe* run in the main guest (VT-d with interrupt remapping, edu and
 // QEMU's NVMe controller on the root bus; the NVMe tests cover MSI-X and
 // device reset, which edu lacks),
-// TestNoIOMMU in a guest without an IOMMU, TestNoIntremap in one whose VT-d
+// TestNoIOMMU in a guest without an IOMMU, TestNoIOMMUMode in one without
+// an IOMMU whose vfio has the no-IOMMU mode (DMA at physical addresses),
+// TestNoIntremap in one whose VT-d
 // lacks interrupt remapping, TestNotViable in one where edu shares its IOMMU
 // group with a device bound to a host driver.
 package edu
