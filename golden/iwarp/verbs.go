@@ -85,11 +85,14 @@ const (
 	WCRemOpErr            // the peer reported an operation error
 	WCRemInvReqErr        // the peer reported an invalid request
 	WCFatalErr            // local catastrophic error or lost connection
+	WCLocQPOpErr          // a malformed work request the card refused (the openiwarp card's LOC_QP_OP_ERR)
+	WCMWBindErr           // a memory-window bind refused (region, rights or range)
 )
 
 func (s Status) String() string {
 	return [...]string{"success", "local length error", "local protection error", "WR flush error",
-		"remote access error", "remote operation error", "remote invalid request error", "fatal error"}[s]
+		"remote access error", "remote operation error", "remote invalid request error", "fatal error",
+		"local QP operation error", "memory window bind error"}[s]
 }
 
 // WCOpcode is what completed.

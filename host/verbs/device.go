@@ -271,3 +271,56 @@ func (cq *CQ) Destroy() error {
 // destroyer is a card CQ that can end its own waits (iwarp.CQ.Destroy):
 // Wait then needs no context of its own to learn of Destroy.
 type destroyer interface{ Destroy() }
+
+// MW is a memory window (ibv_mw): a remote-access view of part of a
+// region, bound by a WRBindMW work request.
+type MW struct {
+	pd *PD
+	mw *mem.MW
+}
+
+// mwAllocator is a card that allocates windows itself (its STag table has
+// a depth of its own).
+type mwAllocator interface {
+	AllocMW(pd *mem.PD, typ mem.Kind) (*mem.MW, error)
+}
+
+// AllocMW allocates an unbound memory window (ibv_alloc_mw): of type 2
+// (bound to the stream of the QP that binds it) or type 1.
+func (pd *PD) AllocMW(type2 bool) (*MW, error) {
+	if err := pd.live("AllocMW"); err != nil {
+		return nil, err
+	}
+	typ := mem.KindMW1
+	if type2 {
+		typ = mem.KindMW2
+	}
+	var mw *mem.MW
+	var err error
+	if a, ok := pd.ctx.card.(mwAllocator); ok {
+		mw, err = a.AllocMW(pd.pd, typ)
+	} else {
+		mw, err = pd.pd.AllocMW(typ)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("verbs: AllocMW: %w", err)
+	}
+	return &MW{pd: pd, mw: mw}, nil
+}
+
+// RKey is the window's current STag (it changes with every bind).
+func (mw *MW) RKey() STag { return mw.mw.STag }
+
+// Bind is the MWBind of a WRBindMW work request that binds the window to
+// length bytes of mr from tagged offset addr with the given remote rights.
+func (mw *MW) Bind(mr *MR, addr, length uint64, access Access) *MWBind {
+	return &MWBind{MW: mw.mw, MR: mr.mr, Addr: addr, Length: length, Access: access}
+}
+
+// Dealloc frees the window (ibv_dealloc_mw).
+func (mw *MW) Dealloc() error {
+	if err := mw.mw.Dealloc(); err != nil {
+		return fmt.Errorf("verbs: DeallocMW: %w", err)
+	}
+	return nil
+}

@@ -40,7 +40,16 @@ const (
 	WRSendWithInv = iwarp.WRSendInvalidate // Send with Invalidate of SendWR.InvalidateSTag
 	WRRDMAWrite   = iwarp.WRWrite          // RDMA Write to RemoteAddr/RKey
 	WRRDMARead    = iwarp.WRRead           // RDMA Read from RemoteAddr/RKey into one SGE
+	// WRLocalInv invalidates one of our STags, SendWR.InvalidateSTag, in
+	// send-queue order (IBV_WR_LOCAL_INV).
+	WRLocalInv = iwarp.WRLocalInvalidate
+	// WRBindMW binds SendWR.Bind.MW to a range of a region, in send-queue
+	// order (IBV_WR_BIND_MW); the window's new rkey is Bind.MW.STag.
+	WRBindMW = iwarp.WRBindMW
 )
+
+// MWBind is the window bind of a WRBindMW (ibv_mw_bind_info).
+type MWBind = iwarp.MWBind
 
 // Completion statuses (IBV_WC_*).
 const (
@@ -52,6 +61,8 @@ const (
 	WCRemOpErr     = iwarp.WCRemOpErr
 	WCRemInvReqErr = iwarp.WCRemInvReqErr
 	WCFatalErr     = iwarp.WCFatalErr
+	WCLocQPOpErr   = iwarp.WCLocQPOpErr // the card refused a malformed work request
+	WCMWBindErr    = iwarp.WCMWBindErr
 )
 
 // Completion opcodes (IBV_WC_*).
@@ -60,6 +71,8 @@ const (
 	WCRDMAWrite = iwarp.WCWrite
 	WCRDMARead  = iwarp.WCRead
 	WCRecv      = iwarp.WCRecv
+	WCLocalInv  = iwarp.WCLocalInv
+	WCBindMW    = iwarp.WCBindMW
 )
 
 // Access rights (IBV_ACCESS_*).
