@@ -1,0 +1,58 @@
+package modelcard
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/openiwarp/openiwarp/host/driver"
+	"github.com/openiwarp/openiwarp/host/driver/rnic"
+)
+
+// Kind is the registry name of the card.
+const Kind = "card"
+
+func init() {
+	driver.Register(Kind, func(name, arg string) (driver.Card, error) {
+		width := 0
+		if arg != "" {
+			w, err := strconv.Atoi(arg)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s card argument %q: a data path width in bits (64, 128, 256, 512)", driver.ErrInvalid, Kind, arg)
+			}
+			width = w
+		}
+		return Open(name, width, rnic.Options{})
+	})
+}
+
+// Card is the driver over the card model; Close also stops the model.
+type Card struct {
+	*rnic.Card
+	Phys *Phys
+}
+
+// Open starts a card model of the given data path width (0: 64 bits)
+// and opens the driver over it.
+func Open(name string, width int, opt rnic.Options) (*Card, error) {
+	p, err := NewPhys(width)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", driver.ErrInvalid, err)
+	}
+	if opt.Name == "" {
+		opt.Name = name
+	}
+	if opt.Kind == "" {
+		opt.Kind = Kind
+	}
+	c, err := rnic.Open(p, opt)
+	if err != nil {
+		return nil, errors.Join(err, p.Close())
+	}
+	return &Card{Card: c, Phys: p}, nil
+}
+
+// Close closes the driver (its QPs flush and end), then the model.
+func (c *Card) Close() error {
+	return errors.Join(c.Card.Close(), c.Phys.Close())
+}
