@@ -515,10 +515,23 @@ func (q *qp) reap() {
 	q.rx.finish()
 	<-q.tx.done
 	<-q.rx.done
-	c.qpCmd(q.qpn, cs.QPOpDestroy)
 	q.mu.Lock()
 	err := q.reason
 	q.mu.Unlock()
+	if q.grace {
+		// CLOSED leaves the receives posted: ERROR flushes them.
+		c.qpCmd(q.qpn, cs.QPOpError)
+	}
+	// The card flushes the WQEs after it reports the error: wait until it
+	// is done with every block posted, then free the QP number.
+	if derr := c.poll(c.opt.Watchdog, fmt.Sprintf("the flush of QP %d", q.qpn), func() (bool, error) {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.sqCI() == uint16(q.sq.pi) && q.rqCI() == uint16(q.rq.pi), nil
+	}); derr != nil && err == nil {
+		err = derr
+	}
+	c.qpCmd(q.qpn, cs.QPOpDestroy)
 	if err == nil {
 		err = iwarp.ErrClosed
 	}
