@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
 )
@@ -77,6 +78,7 @@ func (q *qp) txLoop() {
 	var ci uint32
 	var pieces [2][]byte
 	armed := false
+	pause := 20 * time.Microsecond
 	for {
 		pi := q.statWord(0)
 		if n := pi - ci; n != 0 {
@@ -92,6 +94,12 @@ func (q *qp) txLoop() {
 				pieces[0], pieces[1] = q.txs.b[s:], q.txs.b[:s+n-size]
 				bufs = pieces[:2]
 			}
+			if raceBuild {
+				// The race detector learns that a socket orders the
+				// writer's memory accesses before the reader's from
+				// write(2), which Go annotates, not from writev(2).
+				q.conn.Write(nil)
+			}
 			if _, err := bufs.WriteTo(q.conn); err != nil {
 				if !b.closing.Load() {
 					q.lost(err)
@@ -106,11 +114,23 @@ func (q *qp) txLoop() {
 			armed = false
 			continue
 		}
-		if q.statWord(12)>>8&1 != 0 || b.finishing() {
+		if q.statWord(12)>>8&1 != 0 {
 			if tc, ok := q.conn.(interface{ CloseWrite() error }); ok {
 				tc.CloseWrite()
 			}
 			return
+		}
+		if b.finishing() {
+			// The QP ended: the card writes what it still sends (a
+			// Terminate) and then TX_CLOSED, which raises no event: look
+			// again shortly, until then or until the driver closes the
+			// connection (Options.Linger).
+			if b.closing.Load() {
+				return
+			}
+			time.Sleep(pause)
+			pause = min(2*pause, 5*time.Millisecond)
+			continue
 		}
 		if !armed {
 			if err := q.stream(1 << cs.QPDBStreamArmTXShift); err != nil {

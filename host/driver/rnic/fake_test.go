@@ -284,3 +284,20 @@ func (f *fakePhys) hook(fn func(off, v uint32)) {
 	f.onWrite = fn
 	f.mu.Unlock()
 }
+
+// endQP does what the card does when a QP goes to error: it takes every
+// posted block (flushing), closes the transmit stream and reports
+// QP_ERROR with why.
+func (f *fakePhys) endQP(qpn uint32, why cs.QPErr) {
+	db := cs.QPDBBase + qpn*cs.QPDBStride
+	f.mu.Lock()
+	sq, rq := f.last[db+cs.QPDBSQPI], f.last[db+cs.QPDBRQPI]
+	f.mu.Unlock()
+	f.qpstat(qpn, func(r cs.QPStat) {
+		r.SetSQCI(uint16(sq))
+		r.SetRQCI(uint16(rq))
+		r.SetTXClosed(true)
+		r.SetState(cs.QPStateError)
+	})
+	f.eqe(cs.EQETypeQPError, qpn, uint32(why), nil)
+}

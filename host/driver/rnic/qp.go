@@ -440,10 +440,9 @@ func (q *qp) fail(err error) {
 	}
 	q.failed = true
 	q.mu.Unlock()
-	if werr := q.c.qpCmd(q.qpn, cs.QPOpError); werr != nil {
-		q.ended(errors.Join(err, werr), false)
-		return
-	}
+	// A refused command means the card has put the QP in error or closed
+	// it already: its event is on the way (waitTerm bounds the wait).
+	q.c.qpCmd(q.qpn, cs.QPOpError)
 	q.waitTerm()
 }
 
@@ -456,10 +455,9 @@ func (q *qp) Close() error {
 		q.state = qpClosing
 	}
 	q.mu.Unlock()
-	if first {
-		if err := q.c.qpCmd(q.qpn, cs.QPOpClose); err != nil {
-			q.fail(err)
-		}
+	if first && q.c.qpCmd(q.qpn, cs.QPOpClose) != nil {
+		// Refused: the card ended the QP already (its event says why).
+		q.fail(iwarp.ErrClosed)
 	}
 	<-q.done
 	return nil

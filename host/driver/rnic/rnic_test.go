@@ -39,7 +39,7 @@ func closeFake(t *testing.T, f *fakePhys, c *Card) {
 			f.mu.Lock()
 			qpn := f.last[cs.QPNum]
 			f.mu.Unlock()
-			go f.eqe(cs.EQETypeQPError, qpn, uint32(cs.QPErrHost), nil)
+			go f.endQP(qpn, cs.QPErrHost)
 		}
 	}
 	f.mu.Unlock()
@@ -355,7 +355,7 @@ func TestCorruptCQE(t *testing.T) {
 			qpn := x.qp.QPN()
 			x.f.hook(func(off, v uint32) {
 				if off == cs.QPCmd && v == uint32(cs.QPOpError) {
-					go x.f.eqe(cs.EQETypeQPError, qpn, uint32(cs.QPErrHost), nil)
+					go x.f.endQP(qpn, cs.QPErrHost)
 				}
 			})
 			x.f.cqe(x.cq.(*cq).cqn, func(e cs.CQE) { c.set(e, qpn) })
@@ -386,6 +386,7 @@ func TestEvents(t *testing.T) {
 	require.ErrorIs(t, ev.Err, ErrCorrupt)
 
 	// The peer's Terminate ends the QP with its cause.
+	x.f.qpstat(qpn, func(r cs.QPStat) { r.SetTXClosed(true); r.SetState(cs.QPStateError) })
 	x.f.eqe(cs.EQETypeTermRecv, qpn, 0, func(e cs.EQE) { e.SetTermLayer(1); e.SetTermType(1); e.SetTermCode(1) })
 	<-x.qp.Done()
 	var ie *iwarp.Error
@@ -409,7 +410,7 @@ func TestDMAFault(t *testing.T) {
 	x.f.mu.Unlock()
 	x.f.hook(func(off, v uint32) {
 		if off == cs.QPCmd && v == uint32(cs.QPOpError) {
-			go x.f.eqe(cs.EQETypeQPError, qpn, uint32(cs.QPErrDMA), nil)
+			go x.f.endQP(qpn, cs.QPErrDMA)
 		}
 	})
 	x.f.eqe(cs.EQETypeDMAFault, qpn, 0xdead000, nil)
@@ -499,10 +500,7 @@ func TestStreamBridge(t *testing.T) {
 	// and closes its stream: the QP ends gracefully and the peer sees EOF.
 	x.f.hook(func(off, v uint32) {
 		if off == cs.QPCmd && v == uint32(cs.QPOpError) {
-			go func() {
-				x.f.qpstat(qpn, func(r cs.QPStat) { r.SetTXClosed(true); r.SetState(cs.QPStateError) })
-				x.f.eqe(cs.EQETypeQPError, qpn, uint32(cs.QPErrHost), nil)
-			}()
+			go x.f.endQP(qpn, cs.QPErrHost)
 		}
 	})
 	x.f.eqe(cs.EQETypeStreamEnd, qpn, 0, nil)
@@ -520,7 +518,7 @@ func TestConnectionLost(t *testing.T) {
 	db := cs.QPDBBase + qpn*cs.QPDBStride
 	x.f.hook(func(off, v uint32) {
 		if off == db+cs.QPDBStream && v&(1<<cs.QPDBStreamRXLostShift) != 0 {
-			go x.f.eqe(cs.EQETypeQPError, qpn, uint32(cs.QPErrLLPLost), nil)
+			go x.f.endQP(qpn, cs.QPErrLLPLost)
 		}
 	})
 	require.NoError(t, x.peer.(*net.TCPConn).SetLinger(0))
