@@ -456,8 +456,8 @@ func (q *qp) Close() error {
 	}
 	q.mu.Unlock()
 	if first && q.c.qpCmd(q.qpn, cs.QPOpClose) != nil {
-		// Refused: the card ended the QP already (its event says why).
-		q.fail(iwarp.ErrClosed)
+		// Refused: the card ended the QP already; its event says why.
+		q.waitTerm()
 	}
 	<-q.done
 	return nil
