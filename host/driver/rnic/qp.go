@@ -470,7 +470,7 @@ func (q *qp) checkProgress(now time.Time) {
 	pi, state := uint16(q.sq.pi), q.state
 	q.mu.Unlock()
 	ci := q.sqCI()
-	if ci != q.lastCI || pi == ci || state == qpEnded {
+	if ci != q.lastCI || pi == ci || state == qpEnded || q.lastMove.IsZero() {
 		q.lastCI, q.lastMove = ci, now
 		return
 	}

@@ -541,3 +541,21 @@ func contains(v []uint32, x uint32) bool {
 }
 
 var _ = errors.Is
+
+// TestWatchdogNotEarly: a card that takes its time (well inside the
+// bound) is not declared stuck, even on the watchdog's first look.
+func TestWatchdogNotEarly(t *testing.T) {
+	f := newFake(t)
+	c, err := Open(f, Options{Watchdog: 10 * time.Second})
+	require.NoError(t, err)
+	defer closeFake(t, f, c)
+	pd, _ := c.AllocPD()
+	cq, _ := c.CreateCQ(4)
+	conn, _ := tcpPair(t)
+	q, err := c.Attach(conn, mpa.Params{Rev: mpa.Rev1}, driver.QPConfig{PD: pd, SendCQ: cq, RecvCQ: cq})
+	require.NoError(t, err)
+	require.NoError(t, q.PostSend(iwarp.SendWR{Opcode: iwarp.WRSend}))
+	time.Sleep(3 * time.Second) // the watchdog looks at least twice
+	require.NoError(t, q.Err())
+	f.qpstat(q.QPN(), func(r cs.QPStat) { r.SetSQCI(1) })
+}
