@@ -507,13 +507,17 @@ func (c *Card) Close() error {
 		return nil
 	}
 	c.closed = true
+	var qps []*qp
+	for i := range c.qps {
+		if q := c.qps[i].Load(); q != nil && q.ready {
+			qps = append(qps, q) // the others close themselves (Attach)
+		}
+	}
 	c.mu.Unlock()
 	var wg sync.WaitGroup
-	for i := range c.qps {
-		if q := c.qps[i].Load(); q != nil {
-			wg.Add(1)
-			go func() { defer wg.Done(); q.Close() }()
-		}
+	for _, q := range qps {
+		wg.Add(1)
+		go func() { defer wg.Done(); q.Close() }()
 	}
 	wg.Wait()
 	c.live.Wait()

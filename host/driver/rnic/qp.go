@@ -87,6 +87,7 @@ type qp struct {
 	grace   bool // it ended by QP_CLOSED
 	done    chan struct{}
 	err     atomic.Pointer[error] // Err, once done
+	ready   bool                  // attached: Card.Close closes it (under Card.mu)
 
 	// progress watchdog (the watchdog goroutine's)
 	lastCI   uint16
@@ -174,6 +175,14 @@ func (c *Card) Attach(conn net.Conn, p mpa.Params, cfg driver.QPConfig) (driver.
 	go q.txLoop()
 	go q.rxLoop()
 	go q.reap()
+	c.mu.Lock()
+	closed := c.closed // Close ran while the QP was being made: it did not see it
+	q.ready = !closed
+	c.mu.Unlock()
+	if closed {
+		q.Close()
+		return nil, fmt.Errorf("%w: card %s closed while a QP was attached", driver.ErrClosed, c.opt.Name)
+	}
 	return q, nil
 }
 
