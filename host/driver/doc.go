@@ -2,12 +2,14 @@
 // that every backend implements, and the registry that picks a backend by
 // name (database/sql style), so that the verbs layer runs unchanged on:
 //
-//   - "model": the golden protocol engine (golden/iwarp) acting as a card,
-//     pure Go, the default (package host/driver/model, always linked by
-//     host/verbs);
-//   - "sim": the same card with its MPA transmitter (mpa_tx), its MPA
-//     receiver (mpa_rx) and its tagged placement (placement) running as
-//     Verilated RTL, every output checked cycle by cycle against
+//   - "model": the openiwarp card's one driver (host/driver/rnic) over the
+//     card's Go transaction-level model (host/driver/cardmodel), in process,
+//     the default (package host/driver/modelcard, always linked by
+//     host/verbs): every test drives the real rings, doorbells and stream
+//     bridge;
+//   - "sim": the golden protocol engine (host/driver/model) with its MPA
+//     transmitter (mpa_tx), its MPA receiver (mpa_rx) and its tagged
+//     placement (placement) running as Verilated RTL, every output checked cycle by cycle against
 //     golden/cycle (package host/driver/sim, cgo; import it for its side
 //     effect to make "sim" available; its doc says exactly what runs where);
 //   - "vfio:<PCI address>": a board behind VFIO (a separate package that
@@ -31,9 +33,10 @@
 // dials or accepts a kernel TCP socket, runs the MPA startup exchange on it
 // (golden/mpa: private data, markers, CRC, revision, reject), and hands the
 // socket and the negotiated mpa.Params to Card.Attach. A backend carries
-// its QP's stream port over that socket: the model and sim cards read and
-// write it directly (no extra copy); a board copies between its stream
-// rings and the socket. Either way the card talks to any iWARP peer on the
+// its QP's stream port over that socket: the sim card reads and writes it
+// directly; the openiwarp card (model, and a board) has per-QP stream
+// rings in host memory that the driver's stream bridge copies to and from
+// the socket with writev and read, straight from and into the rings. Either way the card talks to any iWARP peer on the
 // network.
 //
 // # Work requests and completions

@@ -83,7 +83,7 @@ type ListenConfig struct {
 	// PeerToPeer allows the RFC 6581 peer-to-peer model.
 	PeerToPeer bool
 	// IRD and ORD are advertised in Rev 2 Replies (0: 16); the IRD is
-	// also the accepting QP's.
+	// also the accepting QP's, up to its card's MaxIRD.
 	IRD, ORD int
 	// StartupTimeout bounds each connection's MPA startup exchange, from
 	// the TCP accept to the Reply, including the time the application

@@ -10,7 +10,7 @@ import (
 	"github.com/openiwarp/openiwarp/golden/iwarp"
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
 	"github.com/openiwarp/openiwarp/host/driver"
-	_ "github.com/openiwarp/openiwarp/host/driver/model" // the default card
+	_ "github.com/openiwarp/openiwarp/host/driver/modelcard" // the default card: the driver over the card model
 )
 
 // Devices lists the card backends linked into the program ("model",

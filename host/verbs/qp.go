@@ -300,6 +300,9 @@ func (qp *QP) attach(conn net.Conn, p mpa.Params, ird int) error {
 		return fail(err)
 	}
 	a := qp.attr
+	if m := qp.pd.ctx.card.Info().MaxIRD; m > 0 && ird > m {
+		ird = m // a listener's IRD beyond what the card answers
+	}
 	// The receives posted before connecting go in with the attach, so they
 	// are queued before the card reads the stream's first segment.
 	d, err := qp.pd.ctx.card.Attach(conn, p, driver.QPConfig{PD: qp.pd.pd, SendCQ: a.SendCQ.cq, RecvCQ: a.RecvCQ.cq,

@@ -4,18 +4,14 @@ import (
 	"fmt"
 
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
-	"github.com/openiwarp/openiwarp/host/driver"
 	"github.com/openiwarp/openiwarp/host/driver/model"
 )
 
-// Open a card by name, read its identification register, register a
-// region in its STag table and look at the object count the card reports.
+// Make the golden engine's card, read its identification register,
+// register a region in its STag table and look at the object count the
+// card reports.
 func Example() {
-	card, err := driver.Open("model")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	card := model.New("golden", model.Options{})
 	defer card.Close()
 	id, _ := card.Regs().Read32(model.RegID)
 	fmt.Printf("%s card, ID %#x\n", card.Info().Kind, id)
@@ -30,7 +26,7 @@ func Example() {
 	buf, _ := card.DMA().Alloc(100)
 	fmt.Printf("DMA buffer of %d bytes at IOVA %#x\n", len(buf.Bytes), buf.IOVA)
 	// Output:
-	// model card, ID 0x69574152
-	// regions: 1 on model - entry covers 4096 bytes from 0x10000
+	// golden card, ID 0x69574152
+	// regions: 1 on golden - entry covers 4096 bytes from 0x10000
 	// DMA buffer of 100 bytes at IOVA 0x100000000
 }

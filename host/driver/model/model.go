@@ -1,6 +1,9 @@
-// Package model is the "model" card: the golden protocol engine
-// (golden/iwarp) acting as an RNIC behind the driver.Card interface, in
-// pure Go. It is the default card of host/verbs and needs no tools.
+// Package model is the golden protocol engine (golden/iwarp) behind the
+// driver.Card interface: the base of the sim card (host/driver/sim), which
+// replaces its MPA datapath with Verilated RTL, and the baseline the
+// benchmarks compare the real card with. It is not registered as a card:
+// "model" is the openiwarp card's driver over the card's Go model
+// (host/driver/modelcard).
 //
 // Each attached QP is an iwarp.Endpoint reading and writing the
 // connection's socket directly (the stream bridge costs no copy), its
@@ -26,15 +29,6 @@ import (
 	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/host/driver"
 )
-
-func init() {
-	driver.Register("model", func(name, arg string) (driver.Card, error) {
-		if arg != "" {
-			return nil, fmt.Errorf("%w: the model card takes no argument (got %q)", driver.ErrInvalid, arg)
-		}
-		return New(name, Options{}), nil
-	})
-}
 
 // Limits of the model card.
 const (
@@ -63,7 +57,7 @@ type Datapath struct {
 
 // Options customise a card built on the model.
 type Options struct {
-	Kind   string // Info.Kind (default "model")
+	Kind   string // Info.Kind (default "golden")
 	Detail string // Info.Detail
 	// Datapath, if not nil, makes the MPA layer of each new QP from its
 	// negotiated parameters.
@@ -107,7 +101,7 @@ type Card struct {
 // New returns a model card. name is what Info reports.
 func New(name string, opt Options) *Card {
 	if opt.Kind == "" {
-		opt.Kind = "model"
+		opt.Kind = "golden"
 	}
 	if opt.Detail == "" {
 		opt.Detail = "golden/iwarp engine in Go, kernel TCP stream bridge"

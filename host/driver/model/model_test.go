@@ -14,17 +14,6 @@ import (
 	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
-func TestOpenByName(t *testing.T) {
-	c, err := driver.Open("")
-	require.NoError(t, err)
-	require.Equal(t, "model", c.Info().Kind)
-	require.NoError(t, c.Close())
-	_, err = driver.Open("model:x")
-	require.ErrorIs(t, err, driver.ErrInvalid)
-	_, err = driver.Open("nonesuch")
-	require.ErrorIs(t, err, driver.ErrUnknownCard)
-}
-
 func TestRegs(t *testing.T) {
 	c := New("model", Options{})
 	r := c.Regs()

@@ -301,10 +301,17 @@ func (q *qp) MULPDU() int { return q.mulpdu }
 // Done is closed once the card is done with the QP and the connection is closed.
 func (q *qp) Done() <-chan struct{} { return q.done }
 
-// Err is why the stream ended (nil while it runs).
+// Err is why the stream ended: nil while it runs, the reason as soon as
+// the card or the driver has ended it (before the flushed completions
+// are polled, as golden/iwarp's endpoint does).
 func (q *qp) Err() error {
 	if e := q.err.Load(); e != nil {
 		return *e
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.state == qpEnded || q.failed {
+		return q.reason
 	}
 	return nil
 }

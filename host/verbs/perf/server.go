@@ -84,8 +84,9 @@ func newEndpoint(dev *verbs.Context, spec Spec) (*endpoint, error) {
 	if e.cq, err = dev.CreateCQ(4*spec.TxDepth + 64); err != nil {
 		return nil, err
 	}
-	rd := min(spec.TxDepth, maxRd)
-	if e.qp, err = e.pd.CreateQP(verbs.QPInitAttr{SendCQ: e.cq, RecvCQ: e.cq, ORD: rd, IRD: maxRd,
+	in := dev.Info() // a card bounds the Reads in flight (the openiwarp card: 16)
+	rd := min(spec.TxDepth, maxRd, in.MaxORD)
+	if e.qp, err = e.pd.CreateQP(verbs.QPInitAttr{SendCQ: e.cq, RecvCQ: e.cq, ORD: rd, IRD: min(maxRd, in.MaxIRD),
 		Cap: verbs.QPCap{MaxSendWR: spec.TxDepth + 16, MaxRecvWR: e.r + 16}}); err != nil {
 		return nil, err
 	}
