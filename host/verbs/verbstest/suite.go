@@ -167,7 +167,7 @@ func stack() []byte {
 }
 
 // Connect connects a (Initiator) to b (Responder) over 127.0.0.1. A zero
-// Timeout in cp or lc becomes testwatch.Patience: the MPA startup's own
+// StartupTimeout in cp or lc becomes testwatch.Patience: the MPA startup's own
 // default is a bound a loaded machine could reach.
 func Connect(t testing.TB, ctx context.Context, a, b *End, cp verbs.ConnParam, lc verbs.ListenConfig) {
 	if cp.StartupTimeout == 0 {
