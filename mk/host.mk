@@ -1,10 +1,10 @@
 # Host side: the driver's cards (host/driver: model, sim), the verbs API and
 # connection manager (host/verbs), iwperf and the end-to-end demo.
-# The pure-Go packages (model card, verbs suite on the model card, perf
-# benchmarks against raw TCP) run in test-go and bench-go; the sim card's
+# The pure-Go packages (the driver over the card model, the verbs suite on
+# it, perf benchmarks against raw TCP and the golden engine) run in test-go and bench-go; the sim card's
 # suite and benchmarks need the Verilated libraries and the cosim build tag.
 
-.PHONY: test-host-sim test-load bench-host-sim demo-host
+.PHONY: test-host-sim test-load bench-host-sim bench-host demo-host
 
 # The verbs suite on the sim card (RTL in the loop, cycle-checked), 0 to 16 MiB;
 # then the sim card's own RTL tests again under the race detector (the
@@ -28,6 +28,14 @@ bench-host-sim:
 	@mkdir -p build
 	$(GO) test -tags cosim -run '^$$' -bench . -benchtime 200x -timeout 20m ./host/driver/sim/ | tee build/bench-host-sim.txt
 
+# The card's driver over the card model ("model") against the golden
+# engine, in the same run: bandwidth (goal: at least 0.9 of the engine's)
+# and the 64-byte Send round trip (goal: at most 1.2 times the engine's),
+# with benchratio's ratios.
+bench-host:
+	@mkdir -p build
+	$(GO) test -run '^$$' -bench '^BenchmarkCard' -count 3 -timeout 20m ./host/verbs/perf | tee build/bench-host.txt | $(GO) run ./internal/tools/benchratio
+
 # Two endpoints over 127.0.0.1, on the model card then on the sim card:
 # Write, Read and Send at several sizes, verified byte for byte.
 demo-host:
@@ -36,4 +44,4 @@ demo-host:
 	./build/iwdemo
 
 TEST_TARGETS += test-host-sim test-load
-BENCH_TARGETS += bench-host-sim
+BENCH_TARGETS += bench-host-sim bench-host

@@ -1,6 +1,9 @@
 package modelcard
 
-import "unsafe"
+import (
+	"slices"
+	"unsafe"
+)
 
 // RevokeForTest removes buf's mapping behind the driver's back, as an
 // IOMMU whose entry went away: the card's next DMA to it faults.
@@ -9,7 +12,7 @@ func (p *Phys) RevokeForTest(buf []byte) bool {
 	defer p.mapMu.Unlock()
 	for i, s := range p.spans {
 		if len(s.buf) > 0 && unsafe.SliceData(s.buf) == unsafe.SliceData(buf) {
-			p.spans = append(p.spans[:i], p.spans[i+1:]...)
+			p.spans = slices.Delete(p.spans, i, i+1)
 			return true
 		}
 	}

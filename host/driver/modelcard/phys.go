@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -152,7 +153,7 @@ func (p *Phys) remove(iova uint64) bool {
 	if i == len(p.spans) || p.spans[i].iova != iova {
 		return false
 	}
-	p.spans = append(p.spans[:i], p.spans[i+1:]...)
+	p.spans = slices.Delete(p.spans, i, i+1) // clears the vacated slot: no stale buffer stays referenced
 	return true
 }
 
@@ -199,6 +200,9 @@ func (p *Phys) Close() error {
 		close(p.stop)
 	}
 	<-p.done
+	p.mapMu.Lock()
+	p.spans = nil // what the driver did not free goes with the model
+	p.mapMu.Unlock()
 	return nil
 }
 

@@ -19,6 +19,7 @@ type bridgeSide struct {
 	finOne  sync.Once
 	done    chan struct{} // the goroutine exited
 	closing atomic.Bool   // the driver closes the connection: errors are expected
+	sent    atomic.Uint32 // transmit: TXS_CI, the stream bytes handed to TCP
 }
 
 func (b *bridgeSide) init() {
@@ -107,6 +108,7 @@ func (q *qp) txLoop() {
 				return
 			}
 			ci = pi
+			b.sent.Store(ci)
 			if err := q.c.write(q.db+cs.QPDBTXSCI, ci); err != nil {
 				q.fail(err)
 				return

@@ -475,6 +475,18 @@ func (q *qp) Close() error {
 		// Refused: the card ended the QP already; its event says why.
 		q.waitTerm()
 	}
+	if first {
+		// The posted work gets Linger to finish (a peer that stopped
+		// reading holds it back); what is left then is flushed, as
+		// golden/iwarp's Close does.
+		t := time.NewTimer(q.c.opt.Linger)
+		select {
+		case <-q.term:
+		case <-t.C:
+			q.fail(iwarp.ErrClosed)
+		}
+		t.Stop()
+	}
 	<-q.done
 	return nil
 }
@@ -486,7 +498,10 @@ func (q *qp) checkProgress(now time.Time) {
 	pi, state := uint16(q.sq.pi), q.state
 	q.mu.Unlock()
 	ci := q.sqCI()
-	if ci != q.lastCI || pi == ci || state == qpEnded || q.lastMove.IsZero() {
+	// A transmit ring the bridge has not drained is TCP holding the card
+	// back (a peer that does not read), not the card being stuck.
+	backpressure := q.statWord(0) != q.tx.sent.Load()
+	if ci != q.lastCI || pi == ci || state == qpEnded || backpressure || q.lastMove.IsZero() {
 		q.lastCI, q.lastMove = ci, now
 		return
 	}

@@ -91,9 +91,12 @@ func sizeName(n int) string {
 // benchRun runs spec for b.N iterations over a fresh connection and
 // reports the measured phase alone: connecting and disconnecting are not
 // part of ns/op or MB/s (bandwidth specs), as they are not for perftest.
-func benchRun(b *testing.B, addr string, spec perf.Spec) {
+func benchRun(b *testing.B, addr string, spec perf.Spec) { benchRunOn(b, "model", addr, spec) }
+
+// benchRunOn is benchRun with the client on device.
+func benchRunOn(b *testing.B, device, addr string, spec perf.Spec) {
 	spec.Iters = max(b.N, 1)
-	c := &perf.Client{Device: "model"}
+	c := &perf.Client{Device: device}
 	r, err := c.Run(context.Background(), addr, spec)
 	if err != nil {
 		b.Fatal(err)
