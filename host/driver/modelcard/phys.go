@@ -219,11 +219,26 @@ func (b *bar) Read32(off uint32) (uint32, error) {
 	return v, nil
 }
 
+// inlineSteps is how many steps of the model a register write runs in the
+// writer's goroutine before it hands the rest to the model's goroutine: a
+// doorbell's first FPDU or completion comes without a goroutine handoff,
+// a long transfer runs beside the bridge.
+const inlineSteps = 4
+
 func (b *bar) Write32(off, v uint32) error {
 	b.busMu.Lock()
 	err := b.card.Write32(off, v)
+	busy := true
+	for range inlineSteps {
+		if !b.card.Step() {
+			busy = false
+			break
+		}
+	}
 	b.busMu.Unlock()
-	(*Phys)(b).wake()
+	if busy {
+		(*Phys)(b).wake()
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", driver.ErrInvalid, err)
 	}
