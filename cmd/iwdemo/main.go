@@ -1,6 +1,7 @@
 // Command iwdemo is openiwarp's end-to-end demonstration: two endpoints
-// over TCP on 127.0.0.1, first on the model card (the golden engine in Go)
-// and then on the sim card (the MPA CRC32c datapath in Verilated RTL,
+// over TCP on 127.0.0.1, first on the model card (the card's driver over
+// the card's Go model: rings, doorbells, stream bridge) and then on the
+// sim card (the MPA CRC32c datapath in Verilated RTL,
 // checked cycle by cycle against the golden cycle model). Each moves RDMA
 // Write, RDMA Read and Send messages of several sizes, verifies every byte
 // at the other end, and prints a results table and the number of RTL

@@ -20,9 +20,10 @@
 //	-ird/-ord  RFC 6581 limits announced in MPA Rev 2 private data (rping: 1 and 1)
 //	-example   instead of the ping loop, do the exchange of librdmacm's
 //	           rdma_server/rdma_client examples (one 16-octet Send each way)
-//	-card      the openiwarp card (host/verbs): "model" (the Go reference
-//	           engine over a kernel TCP socket) or "sim" (the same with the
-//	           MPA CRC datapath in Verilated RTL, cycle-checked)
+//	-card      the openiwarp card (host/verbs): "model" (the card's driver
+//	           over the card's Go model, its stream bridged to a kernel TCP
+//	           socket) or "sim" (the golden engine with the MPA CRC datapath
+//	           in Verilated RTL, cycle-checked)
 //	-first-delay D  client: pause D between the MPA Reply and the first
 //	           FPDU. Linux siw 6.1 as Responder can miss a Send that arrives
 //	           while it is still moving the connection into RDMA mode; a
