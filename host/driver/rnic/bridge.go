@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/openiwarp/openiwarp/golden/iwarp"
 	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
 )
 
@@ -55,9 +56,9 @@ func (q *qp) stream(bits uint32) error { return q.c.write(q.db+cs.QPDBStream, bi
 // lost reports a connection failure to the card (RX_LOST): it puts the QP
 // in error and the QP ends with iwarp.ErrConnLost.
 func (q *qp) lost(err error) {
-	q.setReason(fmt.Errorf("rnic: QP %d: connection lost: %w", q.qpn, errors.Join(errConnLost, err)))
+	q.setReason(fmt.Errorf("rnic: QP %d: connection lost: %w", q.qpn, errors.Join(iwarp.ErrConnLost, err)))
 	if q.stream(1<<cs.QPDBStreamRXLostShift) != nil {
-		q.fail(errConnLost)
+		q.fail(iwarp.ErrConnLost)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/openiwarp/openiwarp/golden/iwarp"
 	"github.com/openiwarp/openiwarp/host/driver/cardspec"
 )
 
@@ -108,6 +107,3 @@ func (e *DMAFaultError) Error() string {
 
 // Is makes errors.Is(err, ErrDMAFault) true.
 func (e *DMAFaultError) Is(target error) bool { return target == ErrDMAFault }
-
-// errConnLost is iwarp.ErrConnLost (kept here so the bridge names it once).
-var errConnLost = iwarp.ErrConnLost
