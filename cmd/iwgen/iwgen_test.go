@@ -124,6 +124,12 @@ func TestGitattributesCoverOutputs(t *testing.T) {
 	}
 	for _, p := range pats {
 		matches := []string{filepath.Join(root, p)}
+		if strings.ContainsAny(p, "*?[") && !strings.HasSuffix(p, "/**") {
+			var err error
+			matches, err = filepath.Glob(filepath.Join(root, p))
+			require.NoError(t, err, p)
+			require.NotEmpty(t, matches, "%s (from .gitattributes) matches no file", p)
+		}
 		if dir, ok := strings.CutSuffix(p, "/**"); ok {
 			ents, err := os.ReadDir(filepath.Join(root, dir))
 			require.NoError(t, err, p)
