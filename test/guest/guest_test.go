@@ -176,7 +176,8 @@ done; ls /sys/module | grep -c '^vfio_pci$'`)
 }
 
 // A guest that cannot boot (no init in its initramfs) ends the boot with a
-// *BootError carrying the kernel's last words, and leaves nothing running.
+// *BootError carrying the kernel's last words, and leaves nothing running;
+// its kernel panic is retried exactly once (a known TCG flake), no more.
 func TestBootFailureReportsConsole(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots a QEMU guest")
@@ -195,4 +196,5 @@ func TestBootFailureReportsConsole(t *testing.T) {
 	require.ErrorAs(t, err, &be)
 	require.ErrorIs(t, err, ErrVMExited)
 	require.Contains(t, be.Console, "Kernel panic")
+	require.Equal(t, 2, be.Attempts, "a boot-time kernel panic is retried once")
 }

@@ -76,9 +76,10 @@ type VM struct {
 // BootError is returned when a guest does not come up; Console holds the
 // last lines of its console.
 type BootError struct {
-	Stage   string
-	Console string
-	Err     error
+	Stage    string
+	Console  string
+	Err      error
+	Attempts int // boots tried: 2 when a kernel panic was retried
 }
 
 func (e *BootError) Error() string {
@@ -96,7 +97,32 @@ var macSeq struct {
 
 // Boot starts QEMU (TCG, multi-threaded, -cpu max; the vmlinux through PVH)
 // and waits until the guest agent answers. On error nothing is left running.
-func Boot(ctx context.Context, cfg Config) (vm *VM, err error) {
+//
+// A boot whose guest kernel panicked before its agent answered is tried
+// once more, and says so on stderr with the first console: under TCG on a
+// loaded host the kernel's early checks can fail (seen here: "timer doesn't
+// work through Interrupt-remapped IO-APIC"), a setup step known to be
+// flaky. Any other failure, and a second panic, is returned as it is.
+func Boot(ctx context.Context, cfg Config) (*VM, error) {
+	vm, err := bootOnce(ctx, cfg)
+	be := (*BootError)(nil)
+	if !errors.As(err, &be) {
+		return vm, err
+	}
+	be.Attempts = 1
+	if ctx.Err() != nil || !strings.Contains(be.Console, "Kernel panic") {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "guest: the guest kernel panicked while booting (known to happen under TCG on a loaded host); booting it once more. The first console:\n%s\n", be.Console)
+	vm, err = bootOnce(ctx, cfg)
+	if errors.As(err, &be) {
+		be.Attempts = 2
+	}
+	return vm, err
+}
+
+// bootOnce is one boot attempt of Boot.
+func bootOnce(ctx context.Context, cfg Config) (vm *VM, err error) {
 	if cfg.Kernel == nil || cfg.Initrd == "" {
 		return nil, errors.New("guest: Config needs Kernel and Initrd")
 	}
