@@ -49,29 +49,18 @@ type dmaRdPorts struct {
 
 func lookupDMARdPorts(l Layout) (dmaRdPorts, error) {
 	var p dmaRdPorts
-	var err error
-	for _, x := range []struct {
-		dst  *Port
-		name string
-		in   bool
-	}{{&p.rst, "rst", true}, {&p.reqValid, "s_req_valid", true}, {&p.reqReady, "s_req_ready", false},
-		{&p.reqAddr, "s_req_addr", true}, {&p.reqLen, "s_req_len", true}, {&p.reqTag, "s_req_tag", true},
-		{&p.arID, "m_axi_arid", false}, {&p.arAddr, "m_axi_araddr", false}, {&p.arLen, "m_axi_arlen", false},
-		{&p.arSize, "m_axi_arsize", false}, {&p.arBurst, "m_axi_arburst", false}, {&p.arValid, "m_axi_arvalid", false},
-		{&p.arReady, "m_axi_arready", true}, {&p.rID, "m_axi_rid", true}, {&p.rData, "m_axi_rdata", true},
-		{&p.rResp, "m_axi_rresp", true}, {&p.rLast, "m_axi_rlast", true}, {&p.rValid, "m_axi_rvalid", true},
-		{&p.rReady, "m_axi_rready", false}, {&p.oData, "m_axis_tdata", false}, {&p.oKeep, "m_axis_tkeep", false},
-		{&p.oValid, "m_axis_tvalid", false}, {&p.oReady, "m_axis_tready", true}, {&p.oLast, "m_axis_tlast", false},
-		{&p.oTag, "m_axis_tuser_tag", false}, {&p.oErr, "m_axis_tuser_err", false}} {
-		if err != nil {
-			break
-		}
-		if x.in {
-			*x.dst, err = l.In(x.name)
-		} else {
-			*x.dst, err = l.Out(x.name)
-		}
-	}
+	err := lookup(l, map[string]*Port{
+		"rst": &p.rst, "s_req_valid": &p.reqValid, "s_req_addr": &p.reqAddr, "s_req_len": &p.reqLen,
+		"s_req_tag": &p.reqTag, "m_axi_arready": &p.arReady, "m_axi_rid": &p.rID, "m_axi_rdata": &p.rData,
+		"m_axi_rresp": &p.rResp, "m_axi_rlast": &p.rLast, "m_axi_rvalid": &p.rValid,
+		"m_axis_tready": &p.oReady,
+	}, map[string]*Port{
+		"s_req_ready": &p.reqReady, "m_axi_arid": &p.arID, "m_axi_araddr": &p.arAddr,
+		"m_axi_arlen": &p.arLen, "m_axi_arsize": &p.arSize, "m_axi_arburst": &p.arBurst,
+		"m_axi_arvalid": &p.arValid, "m_axi_rready": &p.rReady, "m_axis_tdata": &p.oData,
+		"m_axis_tkeep": &p.oKeep, "m_axis_tvalid": &p.oValid, "m_axis_tlast": &p.oLast,
+		"m_axis_tuser_tag": &p.oTag, "m_axis_tuser_err": &p.oErr,
+	})
 	p.lanes = p.rData.Width / 8
 	return p, err
 }

@@ -43,30 +43,18 @@ type dmaWrPorts struct {
 
 func lookupDMAWrPorts(l Layout) (dmaWrPorts, error) {
 	var p dmaWrPorts
-	var err error
-	for _, x := range []struct {
-		dst  *Port
-		name string
-		in   bool
-	}{{&p.rst, "rst", true}, {&p.reqValid, "s_req_valid", true}, {&p.reqReady, "s_req_ready", false},
-		{&p.reqAddr, "s_req_addr", true}, {&p.reqLen, "s_req_len", true}, {&p.reqTag, "s_req_tag", true},
-		{&p.sData, "s_axis_tdata", true}, {&p.sValid, "s_axis_tvalid", true}, {&p.sReady, "s_axis_tready", false},
-		{&p.awID, "m_axi_awid", false}, {&p.awAddr, "m_axi_awaddr", false}, {&p.awLen, "m_axi_awlen", false},
-		{&p.awSize, "m_axi_awsize", false}, {&p.awBurst, "m_axi_awburst", false}, {&p.awValid, "m_axi_awvalid", false},
-		{&p.awReady, "m_axi_awready", true}, {&p.wData, "m_axi_wdata", false}, {&p.wStrb, "m_axi_wstrb", false},
-		{&p.wLast, "m_axi_wlast", false}, {&p.wValid, "m_axi_wvalid", false}, {&p.wReady, "m_axi_wready", true},
-		{&p.bID, "m_axi_bid", true}, {&p.bResp, "m_axi_bresp", true}, {&p.bValid, "m_axi_bvalid", true},
-		{&p.bReady, "m_axi_bready", false}, {&p.dValid, "m_done_valid", false}, {&p.dReady, "m_done_ready", true},
-		{&p.dTag, "m_done_tag", false}, {&p.dErr, "m_done_err", false}} {
-		if err != nil {
-			break
-		}
-		if x.in {
-			*x.dst, err = l.In(x.name)
-		} else {
-			*x.dst, err = l.Out(x.name)
-		}
-	}
+	err := lookup(l, map[string]*Port{
+		"rst": &p.rst, "s_req_valid": &p.reqValid, "s_req_addr": &p.reqAddr, "s_req_len": &p.reqLen,
+		"s_req_tag": &p.reqTag, "s_axis_tdata": &p.sData, "s_axis_tvalid": &p.sValid,
+		"m_axi_awready": &p.awReady, "m_axi_wready": &p.wReady, "m_axi_bid": &p.bID, "m_axi_bresp": &p.bResp,
+		"m_axi_bvalid": &p.bValid, "m_done_ready": &p.dReady,
+	}, map[string]*Port{
+		"s_req_ready": &p.reqReady, "s_axis_tready": &p.sReady, "m_axi_awid": &p.awID,
+		"m_axi_awaddr": &p.awAddr, "m_axi_awlen": &p.awLen, "m_axi_awsize": &p.awSize,
+		"m_axi_awburst": &p.awBurst, "m_axi_awvalid": &p.awValid, "m_axi_wdata": &p.wData,
+		"m_axi_wstrb": &p.wStrb, "m_axi_wlast": &p.wLast, "m_axi_wvalid": &p.wValid,
+		"m_axi_bready": &p.bReady, "m_done_valid": &p.dValid, "m_done_tag": &p.dTag, "m_done_err": &p.dErr,
+	})
 	p.lanes = p.sData.Width / 8
 	return p, err
 }
