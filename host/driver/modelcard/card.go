@@ -9,8 +9,8 @@ import (
 	"github.com/openiwarp/openiwarp/host/driver/rnic"
 )
 
-// Kind is the registry name of the card (the default card, driver.DefaultCard).
-const Kind = "model"
+// Kind is the registry name of the card.
+const Kind = "card"
 
 func init() {
 	driver.Register(Kind, func(name, arg string) (driver.Card, error) {

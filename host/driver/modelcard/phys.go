@@ -1,8 +1,10 @@
-// Package modelcard is the "model" card: the one driver of the openiwarp
+// Package modelcard is the "card" card: the one driver of the openiwarp
 // card (host/driver/rnic) over the card's transaction-level model
-// (host/driver/cardmodel), in process and in pure Go. It is the default
-// card of host/verbs, so every `go test` drives the real driver's rings,
-// doorbells, STag table programming and stream bridge.
+// (host/driver/cardmodel), in process and in pure Go, registered as "card":
+// the verbs suite runs on it, so every `go test` drives the real driver's
+// rings, doorbells, STag table programming and stream bridge. (The golden
+// engine stays the default "model" card until this one also passes the
+// fault-injection tests.)
 //
 // Phys is the physical view it gives the driver: BAR0 accesses call the
 // model (serialised, as a bus does), a goroutine steps the model after

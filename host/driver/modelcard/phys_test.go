@@ -40,7 +40,7 @@ func TestIOVATable(t *testing.T) {
 func TestDMAFault(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	a, b := verbstest.Pair(t, ctx, "model", 8192)
+	a, b := verbstest.Pair(t, ctx, modelcard.Kind, 8192)
 	phys := b.Ctx.Card().(*modelcard.Card).Phys
 	require.True(t, phys.RevokeForTest(b.Buf))
 	require.NoError(t, a.QP.PostSend(verbs.SendWR{ID: 1, Opcode: verbs.WRRDMAWrite, Signaled: true,
@@ -61,16 +61,16 @@ func TestDMAFault(t *testing.T) {
 }
 
 func TestOpenByName(t *testing.T) {
-	c, err := driver.Open("")
+	c, err := driver.Open(modelcard.Kind)
 	require.NoError(t, err)
-	require.Equal(t, "model", c.Info().Kind)
+	require.Equal(t, modelcard.Kind, c.Info().Kind)
 	require.Equal(t, 30, c.Info().MaxSGE)
 	require.NoError(t, c.Close())
-	c, err = driver.Open("model:512")
+	c, err = driver.Open(modelcard.Kind + ":512")
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
-	_, err = driver.Open("model:x")
+	_, err = driver.Open(modelcard.Kind + ":x")
 	require.ErrorIs(t, err, driver.ErrInvalid)
-	_, err = driver.Open("model:99")
+	_, err = driver.Open(modelcard.Kind + ":99")
 	require.ErrorIs(t, err, driver.ErrInvalid)
 }

@@ -150,6 +150,14 @@ func (r fakeRegs) Read32(off uint32) (uint32, error) {
 	return f.last[off], nil
 }
 
+// lastOf is the last value written at off (for the tests, which run
+// beside the driver's goroutines).
+func (f *fakePhys) lastOf(off uint32) uint32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.last[off]
+}
+
 func (r fakeRegs) Write32(off, v uint32) error {
 	f := r.f
 	f.mu.Lock()

@@ -36,10 +36,7 @@ func closeFake(t *testing.T, f *fakePhys, c *Card) {
 	f.mu.Lock()
 	f.onWrite = func(off, v uint32) {
 		if off == cs.QPCmd && (v == uint32(cs.QPOpClose) || v == uint32(cs.QPOpError)) {
-			f.mu.Lock()
-			qpn := f.last[cs.QPNum]
-			f.mu.Unlock()
-			go f.endQP(qpn, cs.QPErrHost)
+			go f.endQP(f.lastOf(cs.QPNum), cs.QPErrHost)
 		}
 	}
 	f.mu.Unlock()
@@ -146,9 +143,9 @@ func TestInitDoneWatchdog(t *testing.T) {
 func TestSetup(t *testing.T) {
 	f, c := openFake(t, Options{EQLog: 5})
 	require.Equal(t, []uint32{1}, f.writes(cs.Reset))
-	require.Equal(t, uint32(5|1<<31), f.last[cs.EQCfg])
-	require.Zero(t, (uint64(f.last[cs.EQBaseHi])<<32|uint64(f.last[cs.EQBaseLo]))%(cs.EQESize<<5), "EQ aligned to its size")
-	require.Equal(t, uint32(1), f.last[cs.Ctrl])
+	require.Equal(t, uint32(5|1<<31), f.lastOf(cs.EQCfg))
+	require.Zero(t, (uint64(f.lastOf(cs.EQBaseHi))<<32|uint64(f.lastOf(cs.EQBaseLo)))%(cs.EQESize<<5), "EQ aligned to its size")
+	require.Equal(t, uint32(1), f.lastOf(cs.Ctrl))
 	in := c.Info()
 	require.Equal(t, 1023, in.MaxQP)
 	require.Equal(t, cs.MaxSGE, in.MaxSGE)
