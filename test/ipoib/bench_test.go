@@ -9,30 +9,61 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/openiwarp/openiwarp/golden/ipoibcm"
 )
 
 var daemonProfile = flag.String("daemon-cpuprofile", "", "directory where BenchmarkIPoIBCM's daemons write CPU profiles (node0.pprof, node1.pprof)")
+
+// benchMTU is the TUN MTU of the link and of the floor: the connected-mode
+// MTU of Linux IPoIB-CM (and ipoibcm's default).
+const benchMTU = ipoibcm.LinuxReceiveMTU - ipoibcm.HeaderLen
 
 // benchBytes is what one benchmark iteration sends over one TCP connection.
 const benchBytes = 32 << 20
 
 // BenchmarkIPoIBCM measures TCP throughput across the ipoibcm link (TCP in
 // IP in RDMAP Sends over MPA over the underlay TCP); BenchmarkIPoIBCMBaseline
-// measures the same transfer over the bare veth pair under it. Each builds
-// the same two-namespace topology in the same `go test` run.
-// BenchmarkIPoIBCM also reports the processor time both daemons spend per
-// MiB moved (daemon-cpu-ms/MiB), which load on the machine hardly changes.
+// measures the same transfer over the bare veth pair under it, and
+// BenchmarkIPoIBCMFloor across the TUN relay floor (floor.go), the least a
+// user-space link over TUN devices costs here. Each builds the same
+// two-namespace topology in the same `go test` run (benchratio pairs the
+// floor with the same baseline). Both also report the processor time their
+// two processes spend per MiB moved (daemon-cpu-ms/MiB), which load on the
+// machine hardly changes.
 func BenchmarkIPoIBCM(b *testing.B) {
 	e := NewEnv(b, 2)
 	var ds []*Daemon
 	for i, nd := range e.Nodes {
-		var extra []string
+		extra := []string{"-mtu", fmt.Sprint(benchMTU)}
 		if *daemonProfile != "" {
-			extra = []string{"-cpuprofile", filepath.Join(*daemonProfile, fmt.Sprintf("node%d.pprof", i))}
+			extra = append(extra, "-cpuprofile", filepath.Join(*daemonProfile, fmt.Sprintf("node%d.pprof", i)))
 		}
 		ds = append(ds, e.Start(nd, extra...))
 	}
-	cpu := func(b *testing.B) time.Duration {
+	b.Run("tcp", func(b *testing.B) { benchLink(b, e, ds, e.Nodes[1].V4) })
+}
+
+func BenchmarkIPoIBCMBaseline(b *testing.B) {
+	e := NewEnv(b, 2)
+	b.Run("tcp", func(b *testing.B) { benchTCP(b, e.Nodes[0].NS, e.Nodes[1].NS, e.Nodes[1].Underlay) })
+}
+
+func BenchmarkIPoIBCMFloor(b *testing.B) {
+	e := NewEnv(b, 2)
+	a, z := e.Nodes[0], e.Nodes[1]
+	ds := []*Daemon{e.StartRelay(a, true, a.Underlay, benchMTU)}
+	ds = append(ds, e.StartRelay(z, false, a.Underlay, benchMTU))
+	if !ds[0].WaitLog(relayReady, 10*time.Second) {
+		b.Fatalf("the relay in %s did not connect\n%s", a.NS, ds[0].Log())
+	}
+	b.Run("tcp", func(b *testing.B) { benchLink(b, e, ds, z.V4) })
+}
+
+// benchLink runs benchTCP from the first node to the second at to, across
+// the link ds make, and reports the processor time of ds per MiB.
+func benchLink(b *testing.B, e *Env, ds []*Daemon, to netip.Addr) {
+	cpu := func() time.Duration {
 		var sum time.Duration
 		for _, d := range ds {
 			t, err := d.CPUTime()
@@ -43,17 +74,10 @@ func BenchmarkIPoIBCM(b *testing.B) {
 		}
 		return sum
 	}
-	b.Run("tcp", func(b *testing.B) {
-		before := cpu(b)
-		benchTCP(b, e.Nodes[0].NS, e.Nodes[1].NS, e.Nodes[1].V4)
-		used := cpu(b) - before
-		b.ReportMetric(float64(used.Milliseconds())/float64(b.N*benchBytes>>20), "daemon-cpu-ms/MiB")
-	})
-}
-
-func BenchmarkIPoIBCMBaseline(b *testing.B) {
-	e := NewEnv(b, 2)
-	b.Run("tcp", func(b *testing.B) { benchTCP(b, e.Nodes[0].NS, e.Nodes[1].NS, e.Nodes[1].Underlay) })
+	before := cpu()
+	benchTCP(b, e.Nodes[0].NS, e.Nodes[1].NS, to)
+	used := cpu() - before
+	b.ReportMetric(float64(used.Milliseconds())/float64(b.N*benchBytes>>20), "daemon-cpu-ms/MiB")
 }
 
 // benchTCP sends benchBytes per iteration from src to a sink at to in dst.

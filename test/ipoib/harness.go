@@ -166,7 +166,7 @@ func (e *Env) destroy() {
 		if nd.daemon != nil {
 			// A daemon that does not exit 0 (a data race exits 66) fails the test.
 			if err := nd.daemon.Stop(); err != nil {
-				e.t.Errorf("ipoibcm in %s: %v\n%s", nd.NS, err, nd.daemon.Log())
+				e.t.Errorf("the daemon in %s: %v\n%s", nd.NS, err, nd.daemon.Log())
 			}
 		}
 	}
@@ -195,7 +195,13 @@ func (e *Env) Start(nd *Node, extra ...string) *Daemon {
 	args := []string{"netns", "exec", nd.NS, e.bin, "-dev", "ipcm0", "-underlay", nd.Underlay.String(),
 		"-flood", "198.18.0.255", "-addr", nd.V4.String() + "/24", "-addr", nd.V6.String() + "/64",
 		"-epid", fmt.Sprint(nd.EPID), "-v"}
-	d := &Daemon{cmd: exec.Command("ip", append(args, extra...)...), up: make(chan struct{}), done: make(chan struct{})}
+	return e.spawn(nd, exec.Command("ip", append(args, extra...)...), " up: link address")
+}
+
+// spawn starts cmd as nd's daemon and waits until it logs a line holding ready.
+func (e *Env) spawn(nd *Node, cmd *exec.Cmd, ready string) *Daemon {
+	e.t.Helper()
+	d := &Daemon{cmd: cmd, up: make(chan struct{}), done: make(chan struct{})}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		e.t.Fatal(err)
@@ -213,7 +219,7 @@ func (e *Env) Start(nd *Node, extra ...string) *Daemon {
 			d.mu.Lock()
 			d.log.WriteString(line + "\n")
 			d.mu.Unlock()
-			if strings.Contains(line, " up: link address") {
+			if strings.Contains(line, ready) {
 				once.Do(func() { close(d.up) })
 			}
 		}
@@ -228,9 +234,9 @@ func (e *Env) Start(nd *Node, extra ...string) *Daemon {
 	select {
 	case <-d.up:
 	case <-d.done:
-		e.t.Fatalf("ipoibcm in %s exited: %v\n%s", nd.NS, d.err, d.Log())
+		e.t.Fatalf("the daemon in %s exited: %v\n%s\n%s", nd.NS, d.err, cmd, d.Log())
 	case <-time.After(10 * time.Second):
-		e.t.Fatalf("ipoibcm in %s did not come up\n%s", nd.NS, d.Log())
+		e.t.Fatalf("the daemon in %s did not log %q within 10 s\n%s", nd.NS, ready, d.Log())
 	}
 	return d
 }
@@ -281,7 +287,7 @@ func (d *Daemon) Stop() error {
 	case <-time.After(15 * time.Second):
 		_ = d.cmd.Process.Kill()
 		<-d.done
-		return errors.New("ipoibcm did not stop within 15 s")
+		return errors.New("the daemon did not stop within 15 s")
 	}
 	return d.err
 }

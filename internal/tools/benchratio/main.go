@@ -2,7 +2,9 @@
 // benchmark next to its baseline measured in the same run.
 //
 // A benchmark BenchmarkFoo/<case> is paired with BenchmarkFooBaseline/<case>
-// (raw TCP on loopback, hash/crc32 over the same octets, ...). With -count
+// (raw TCP on loopback, hash/crc32 over the same octets, ...); a floor,
+// BenchmarkFooFloor/<case>, without a baseline of its own shares
+// BenchmarkFooBaseline/<case> with BenchmarkFoo/<case>. With -count
 // above 1 it keeps the best run of each, which is the least disturbed by
 // other load on the machine. Throughput (MB/s) gives a speed ratio,
 // impl/baseline, where higher is better; without it, time per operation
@@ -136,7 +138,11 @@ func pair(results []*result) []row {
 			continue
 		}
 		rw := row{result: *r}
-		if b := idx[r.Pkg+" "+baselineName(r.Name)]; b != nil {
+		b := idx[r.Pkg+" "+baselineName(r.Name)]
+		if top, sub, _ := strings.Cut(r.Name, "/"); b == nil && strings.HasSuffix(top, "Floor") {
+			b = idx[r.Pkg+" "+baselineName(strings.TrimSuffix(top, "Floor")+"/"+sub)]
+		}
+		if b != nil {
 			rw.Baseline = b
 			if r.MBps > 0 && b.MBps > 0 {
 				rw.Ratio, rw.Kind = r.MBps/b.MBps, "speed"
