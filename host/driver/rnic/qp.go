@@ -156,6 +156,10 @@ func (c *Card) Attach(conn net.Conn, p mpa.Params, cfg driver.QPConfig) (driver.
 	q := &qp{c: c, qpn: qpn, pd: cfg.PD, conn: conn, scq: scq, rcq: rcq, mulpdu: mulpdu,
 		db: cs.QPDBBase + qpn*cs.QPDBStride, stat: c.qpstat.b[qpn*cs.QPStatSize : (qpn+1)*cs.QPStatSize],
 		term: make(chan struct{}), done: make(chan struct{})}
+	// The bridge's channels exist before the QP can be found: the card may
+	// report TX_DATA or RX_SPACE for it as soon as it is created.
+	q.tx.init()
+	q.rx.init()
 	c.qps[qpn].Store(q) // reserved; events for it find it
 	c.nextQPN = qpn + 1
 	c.live.Add(1)
@@ -170,8 +174,6 @@ func (c *Card) Attach(conn net.Conn, p mpa.Params, cfg driver.QPConfig) (driver.
 	}
 	scq.attach(qpn)
 	rcq.attach(qpn)
-	q.tx.init()
-	q.rx.init()
 	go q.txLoop()
 	go q.rxLoop()
 	go q.reap()
