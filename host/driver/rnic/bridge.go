@@ -21,6 +21,7 @@ type bridgeSide struct {
 	done    chan struct{} // the goroutine exited
 	closing atomic.Bool   // the driver closes the connection: errors are expected
 	sent    atomic.Uint32 // transmit: TXS_CI, the stream bytes handed to TCP
+	discard atomic.Bool   // receive: the QP is in error, read and drop until the peer's FIN
 }
 
 func (b *bridgeSide) init() {
@@ -118,6 +119,11 @@ func (q *qp) txLoop() {
 			continue
 		}
 		if q.statWord(12)>>8&1 != 0 {
+			if q.statWord(0) != pi {
+				// The card wrote its last bytes (a Terminate) and TX_CLOSED
+				// between the two reads: send them first.
+				continue
+			}
 			if tc, ok := q.conn.(interface{ CloseWrite() error }); ok {
 				tc.CloseWrite()
 			}
@@ -162,6 +168,10 @@ func (q *qp) rxLoop() {
 	var pi uint32
 	armed := false
 	for {
+		if b.discard.Load() {
+			q.rxDiscard()
+			return
+		}
 		ci := q.statWord(4)
 		used := pi - ci
 		if used > size {
@@ -172,6 +182,8 @@ func (q *qp) rxLoop() {
 			switch {
 			case b.finishing():
 				return
+			case b.discard.Load():
+				continue // the loop's head drops what comes
 			case !armed:
 				if err := q.stream(1 << cs.QPDBStreamArmRXShift); err != nil {
 					q.fail(err)
@@ -207,6 +219,19 @@ func (q *qp) rxLoop() {
 			default:
 				q.lost(err)
 			}
+			return
+		}
+	}
+}
+
+// rxDiscard reads and drops what the peer still sends once the QP is in
+// error, until its FIN or the driver closes the connection: a socket
+// closed with unread data sends a reset, which can overtake (and so
+// lose) the Terminate the card wrote last.
+func (q *qp) rxDiscard() {
+	buf := make([]byte, 32<<10)
+	for {
+		if _, err := q.conn.Read(buf); err != nil {
 			return
 		}
 	}

@@ -91,8 +91,9 @@ type Card struct {
 
 	cmdMu sync.Mutex // the staging registers of CQ_CMD and QP_CMD
 
+	eqMu   sync.Mutex // the event queue's consumer: eqCI, dispatch
 	eq     ring
-	eqCI   uint32 // events consumed (the event goroutine's)
+	eqCI   uint32 // events consumed
 	qpstat ring   // the QP status table
 
 	qps [cs.MaxQP]atomic.Pointer[qp] // by QP number
@@ -541,7 +542,9 @@ func (c *Card) Close() error {
 			q.destroy()
 		}
 	}
+	c.eqMu.Lock()
 	c.freeRing(&c.eq)
+	c.eqMu.Unlock()
 	c.freeRing(&c.qpstat)
 	return err
 }

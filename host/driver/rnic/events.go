@@ -18,8 +18,11 @@ import (
 func (c *Card) eventLoop(ctx context.Context) {
 	defer close(c.loopDone)
 	for {
+		c.eqMu.Lock()
 		c.drainEQ()
-		if err := c.write(cs.EQDB, c.eqCI&cs.EQDBCIMask|1<<cs.EQDBArmShift); err != nil {
+		err := c.write(cs.EQDB, c.eqCI&cs.EQDBCIMask|1<<cs.EQDBArmShift)
+		c.eqMu.Unlock()
+		if err != nil {
 			if ctx.Err() == nil {
 				c.stopCard(fmt.Errorf("rnic: arming the event queue: %w", err))
 			}
@@ -31,10 +34,20 @@ func (c *Card) eventLoop(ctx context.Context) {
 	}
 }
 
-// drainEQ dispatches every new event.
+// syncEvents dispatches the events the card has written so far, on the
+// caller's goroutine: what a QP's Err reports is then at least as new as
+// the card's records the caller has seen (the card writes a QP's
+// QP_ERROR, STREAM_END or TERM_* event before the completions it flushes).
+func (c *Card) syncEvents() {
+	c.eqMu.Lock()
+	c.drainEQ()
+	c.eqMu.Unlock()
+}
+
+// drainEQ dispatches every new event. Called with eqMu held.
 func (c *Card) drainEQ() {
 	n := uint32(len(c.eq.b) / cs.EQESize)
-	for {
+	for n != 0 {
 		i := c.eqCI % n
 		off := int(i) * cs.EQESize
 		w := atomic.LoadUint32(word(c.eq.b, off+12))

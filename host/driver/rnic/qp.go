@@ -305,8 +305,17 @@ func (q *qp) Done() <-chan struct{} { return q.done }
 
 // Err is why the stream ended: nil while it runs, the reason as soon as
 // the card or the driver has ended it (before the flushed completions
-// are polled, as golden/iwarp's endpoint does).
+// are polled, as golden/iwarp's endpoint does: the events the card wrote
+// before them are dispatched first).
 func (q *qp) Err() error {
+	if err := q.errNow(); err != nil {
+		return err
+	}
+	q.c.syncEvents()
+	return q.errNow()
+}
+
+func (q *qp) errNow() error {
 	if e := q.err.Load(); e != nil {
 		return *e
 	}
@@ -514,9 +523,10 @@ func (q *qp) checkProgress(now time.Time) {
 }
 
 // reap waits until the card is done with the QP, lets the bridge finish
-// (what the card wrote last, a Terminate or the last FPDUs, goes out;
-// after a graceful close the peer gets Linger to end its stream), closes
-// the connection, destroys the QP on the card and reports the end.
+// (what the card wrote last, a Terminate or the last FPDUs, goes out,
+// then our FIN; the peer gets Linger to end its stream, and after an
+// error what it still sends is read and dropped), closes the connection,
+// destroys the QP on the card and reports the end.
 func (q *qp) reap() {
 	c := q.c
 	defer c.live.Done()
@@ -527,17 +537,23 @@ func (q *qp) reap() {
 		// and ends the QP; wait for it below.
 		<-q.waitTerm()
 	}
+	if !q.grace {
+		// In error the card takes nothing more from the receive ring.
+		q.rx.discard.Store(true)
+		q.rx.wake()
+	}
 	q.tx.finish()
 	linger := time.NewTimer(c.opt.Linger)
 	select {
 	case <-q.tx.done:
 	case <-linger.C:
 	}
-	if q.grace {
-		select {
-		case <-q.rx.done: // the peer ended its stream too
-		case <-linger.C:
-		}
+	// Our FIN is out (after what the card wrote last, a Terminate):
+	// the peer gets Linger to end its stream too, as RFC 5040 §6.2.1 asks,
+	// so that the connection is not reset under the Terminate.
+	select {
+	case <-q.rx.done:
+	case <-linger.C:
 	}
 	linger.Stop()
 	q.rx.closing.Store(true)

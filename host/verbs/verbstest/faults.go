@@ -380,7 +380,7 @@ func faultRun(t *testing.T, device string, f faultproxy.Fault, seed uint64, noCR
 		case f == faultproxy.FlipByte && !noCRC:
 			require.Equal(t, 1, ps.Injected)
 			var ie *iwarp.Error
-			require.ErrorAs(t, qerr, &ie, "side %d after a flipped byte", k)
+			require.ErrorAs(t, qerr, &ie, "side %d after a flipped byte: %v", k, qerr)
 			require.Contains(t, []rdmap.Cause{rdmap.MPACRC, rdmap.MPAMarker}, ie.Cause, "side %d: %v", k, qerr)
 			// The receiver of the flipped stream found it; the other
 			// side learned of it from the Terminate.
