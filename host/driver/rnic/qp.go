@@ -544,16 +544,21 @@ func (q *qp) reap() {
 	}
 	q.tx.finish()
 	linger := time.NewTimer(c.opt.Linger)
+	expired := false
 	select {
 	case <-q.tx.done:
 	case <-linger.C:
+		expired = true
 	}
-	// Our FIN is out (after what the card wrote last, a Terminate):
-	// the peer gets Linger to end its stream too, as RFC 5040 §6.2.1 asks,
-	// so that the connection is not reset under the Terminate.
-	select {
-	case <-q.rx.done:
-	case <-linger.C:
+	if !expired {
+		// Our FIN is out (after what the card wrote last, a Terminate):
+		// the peer gets the rest of Linger to end its stream too, as RFC
+		// 5040 §6.2.1 asks, so that the connection is not reset under
+		// the Terminate.
+		select {
+		case <-q.rx.done:
+		case <-linger.C:
+		}
 	}
 	linger.Stop()
 	q.rx.closing.Store(true)
