@@ -51,13 +51,8 @@ func BenchmarkIPoIBCMBaseline(b *testing.B) {
 
 func BenchmarkIPoIBCMFloor(b *testing.B) {
 	e := NewEnv(b, 2)
-	a, z := e.Nodes[0], e.Nodes[1]
-	ds := []*Daemon{e.StartRelay(a, true, a.Underlay, benchMTU)}
-	ds = append(ds, e.StartRelay(z, false, a.Underlay, benchMTU))
-	if !ds[0].WaitLog(relayReady, 10*time.Second) {
-		b.Fatalf("the relay in %s did not connect\n%s", a.NS, ds[0].Log())
-	}
-	b.Run("tcp", func(b *testing.B) { benchLink(b, e, ds, z.V4) })
+	ds := e.StartFloor(benchMTU)
+	b.Run("tcp", func(b *testing.B) { benchLink(b, e, ds, e.Nodes[1].V4) })
 }
 
 // benchLink runs benchTCP from the first node to the second at to, across

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,6 +39,19 @@ const (
 	relayPort  = 4757
 	relayReady = "tunrelay connected"
 )
+
+// StartFloor joins the first two nodes by the floor relay, with TUN MTU
+// mtu, and returns the two relays once they are connected.
+func (e *Env) StartFloor(mtu int) []*Daemon {
+	e.t.Helper()
+	a, z := e.Nodes[0], e.Nodes[1]
+	ds := []*Daemon{e.StartRelay(a, true, a.Underlay, mtu)}
+	ds = append(ds, e.StartRelay(z, false, a.Underlay, mtu))
+	if !ds[0].WaitLog(relayReady, 30*time.Second) {
+		e.t.Fatalf("the relay in %s: no connection from %s within 30 s\n%s", a.NS, z.NS, ds[0].Log())
+	}
+	return ds
+}
 
 // StartRelay runs the floor relay in nd's namespace with nd's underlay and
 // IPv4 overlay address and TUN MTU mtu; listen chooses the side that
