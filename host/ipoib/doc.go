@@ -16,8 +16,10 @@
 // straight into a frame of the connection the previous packet went on
 // (behind room for the header), so a stream to one peer is never copied on
 // the way out; a packet for another peer is encapsulated into a free frame
-// of its own connection. A packet waits in its frame for a credit and is
-// posted as a signaled Send whose one SGE is the frame; the completion
+// of its own connection. A packet is posted as a signaled Send whose one
+// SGE is the frame, by the goroutine that read it when a credit is free and
+// nothing waits before it, else by the connection's transmit goroutine once
+// credits come back; the completion
 // returns the frame to the ring, so the card is done with a frame before it
 // is reused. A packet that finds no free frame is
 // dropped and counted, as a full NIC ring drops it. Received Sends land in

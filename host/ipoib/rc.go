@@ -269,15 +269,29 @@ func (c *rcConn) reapLocked() {
 	}
 }
 
-// send queues the packet in frame slot (from c.frame), already sized to
-// the connection MTU, for the transmit loop.
+// send sends the packet in frame slot (from c.frame), already sized to
+// the connection MTU. When nothing is queued before it and a credit is
+// free it posts the Send itself, which saves waking the transmit loop for
+// every packet; otherwise it queues the packet for the transmit loop.
 func (c *rcConn) send(b []byte, slot int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return fmt.Errorf("connection %d: %w", c.id, verbs.ErrClosed)
 	}
-	c.q = append(c.q, txFrame{slot: slot, n: len(b)})
+	f := txFrame{slot: slot, n: len(b)}
+	if len(c.q) == 0 && (!c.initiator || c.peerReady) && c.fc.TrySendData() {
+		if err := c.postFrame(f); err != nil {
+			c.failLocked(err)
+			return fmt.Errorf("connection %d: %w", c.id, err)
+		}
+		c.l.st.rcOut.Add(1)
+		if c.fc.UpdateDue() {
+			c.cond.Signal()
+		}
+		return nil
+	}
+	c.q = append(c.q, f)
 	c.cond.Signal()
 	return nil
 }
