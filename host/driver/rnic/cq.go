@@ -30,6 +30,9 @@ type cq struct {
 	overflow  bool
 	err       error // sticky: a corrupted CQE, the card stopped
 	destroyed bool
+	users     int           // QP attachments (a QP's send and receive CQ count apart) not yet detached
+	released  bool          // destroyed on the card (or the card closed)
+	gone      bool          // the ring is freed: nothing is read from it any more
 	wake      chan struct{} // closed when a notification or an end arrives
 	hwArmed   bool          // the card is armed for the next completion
 	hwSol     bool          // .. for the next solicited or error one only
@@ -95,7 +98,54 @@ func (q *cq) Overflowed() bool {
 func (q *cq) attach(qpn uint32) {
 	q.mu.Lock()
 	q.qpns[qpn/64] |= 1 << (qpn % 64)
+	q.users++
 	q.mu.Unlock()
+}
+
+// detach: a QP that completed here is destroyed on the card. The last one
+// to go releases a CQ the user has destroyed.
+func (q *cq) detach() {
+	q.mu.Lock()
+	q.users--
+	rel := q.releasableLocked()
+	q.mu.Unlock()
+	if rel {
+		q.release()
+	}
+}
+
+// releasableLocked reports (once) that the CQ is destroyed and no QP
+// completes into it any more: its number and ring can go.
+func (q *cq) releasableLocked() bool {
+	if !q.destroyed || q.users > 0 || q.released {
+		return false
+	}
+	q.released = true
+	return true
+}
+
+// release destroys the CQ on the card, dispatches the events the card
+// wrote for it before, and frees its number and ring, so that a server
+// making a CQ per connection never runs out of them.
+func (q *cq) release() {
+	c := q.c
+	if err := c.cmd([][2]uint32{{cs.CQNum, q.cqn}, {cs.CQCmd, uint32(cs.CQOpDestroy)}}); err != nil {
+		return // the card refused (it is closing or stopped): Close frees the ring
+	}
+	c.syncEvents()
+	if c.cqs[q.cqn].CompareAndSwap(q, nil) {
+		q.freeRing()
+	}
+}
+
+// freeRing frees the ring once.
+func (q *cq) freeRing() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.gone {
+		q.gone = true
+		q.c.freeRing(&q.r)
+	}
 }
 
 // entry is the CQE at free-running index i, if the card has written it.
@@ -141,7 +191,7 @@ func (q *cq) completion(e cs.CQE, idx uint32) (iwarp.Completion, error) {
 func (q *cq) pollLocked(wc []iwarp.Completion) (int, error) {
 	k := 0
 	var err error
-	for k < len(wc) {
+	for k < len(wc) && !q.gone {
 		e, ok := q.entry(q.ci)
 		if !ok {
 			break
@@ -198,6 +248,9 @@ func (q *cq) Poll(wc []iwarp.Completion) int {
 // armLocked arms the card for the next completion (solicited-only when
 // sol). Called with mu held.
 func (q *cq) armLocked(sol bool) error {
+	if q.released {
+		return nil // its number may be another CQ's by now
+	}
 	if q.hwArmed && (!q.hwSol || sol) {
 		return nil
 	}
@@ -292,7 +345,7 @@ func (q *cq) notified() {
 	if !q.userArmed {
 		return
 	}
-	if !sol && q.userSol {
+	if !sol && q.userSol && !q.gone {
 		for i := max(q.scan, q.ci); ; i++ {
 			e, ok := q.entry(i)
 			if !ok {
@@ -337,17 +390,24 @@ func (q *cq) setErr(err error) {
 }
 
 // Destroy ends every Wait, current or later, with iwarp.ErrCQDestroyed
-// (the verbs layer calls it). The card's CQ lives on until the card
-// closes: QPs may still complete into it.
+// (the verbs layer calls it). The card's CQ lives on while QPs may still
+// complete into it; the last of them to be destroyed releases it.
 func (q *cq) Destroy() {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	q.destroyed = true
 	q.wakeLocked()
+	rel := q.releasableLocked()
+	q.mu.Unlock()
+	if rel {
+		q.release()
+	}
 }
 
-// destroy releases the ring once the card is reset.
+// destroy ends the waits and frees the ring once the card is reset.
 func (q *cq) destroy() {
-	q.Destroy()
-	q.c.freeRing(&q.r)
+	q.mu.Lock()
+	q.destroyed, q.released = true, true
+	q.wakeLocked()
+	q.mu.Unlock()
+	q.freeRing()
 }

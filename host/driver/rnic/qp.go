@@ -584,6 +584,8 @@ func (q *qp) reap() {
 		err = derr
 	}
 	c.qpCmd(q.qpn, cs.QPOpDestroy)
+	q.scq.detach()
+	q.rcq.detach()
 	if err == nil {
 		err = iwarp.ErrClosed
 	}
