@@ -10,8 +10,7 @@ import (
 	"github.com/openiwarp/openiwarp/golden/iwarp"
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
 	"github.com/openiwarp/openiwarp/host/driver"
-	_ "github.com/openiwarp/openiwarp/host/driver/model"     // the default card: the golden engine
-	_ "github.com/openiwarp/openiwarp/host/driver/modelcard" // "card": the openiwarp card's driver over the card model
+	_ "github.com/openiwarp/openiwarp/host/driver/modelcard" // the default card: the driver over the card model
 )
 
 // Devices lists the card backends linked into the program ("model",

@@ -12,9 +12,3 @@ import (
 func TestFaults(t *testing.T) {
 	verbstest.RunFaults(t, "model", verbstest.FaultOptions{})
 }
-
-// TestFaultsCard runs the same fault injection on the openiwarp card's
-// driver over the card model (the "card" card).
-func TestFaultsCard(t *testing.T) {
-	verbstest.RunFaults(t, "card", verbstest.FaultOptions{})
-}

@@ -14,13 +14,3 @@ func TestSuiteModel(t *testing.T) {
 	}
 	verbstest.Run(t, "model", o)
 }
-
-// TestSuiteCard runs the whole verbs suite on the openiwarp card's driver
-// over the card's Go model (the "card" card).
-func TestSuiteCard(t *testing.T) {
-	o := verbstest.Options{}
-	if testing.Short() {
-		o.MaxSize, o.QPs = 1<<20, 4
-	}
-	verbstest.Run(t, "card", o)
-}

@@ -1,10 +1,10 @@
-// Package model is the "model" card, the default: the golden protocol
-// engine (golden/iwarp) behind the driver.Card interface, in pure Go, with
-// no tools needed. It is also the base of the sim card (host/driver/sim),
-// which replaces its MPA datapath with Verilated RTL, and the baseline the
-// benchmarks compare the openiwarp card with. The openiwarp card's own
-// driver over the card's Go model is the "card" card (host/driver/modelcard);
-// it becomes the default once it passes the fault-injection tests too.
+// Package model is the golden protocol engine (golden/iwarp) behind the
+// driver.Card interface: the base of the sim card (host/driver/sim), which
+// replaces its MPA datapath with Verilated RTL, and the baseline the
+// benchmarks compare the openiwarp card with (host/verbs/perf registers it
+// as "golden" in its test binary). It is not registered as a card:
+// "model" is the openiwarp card's driver over the card's Go model
+// (host/driver/modelcard).
 //
 // Each attached QP is an iwarp.Endpoint reading and writing the
 // connection's socket directly (the stream bridge costs no copy), its
@@ -30,15 +30,6 @@ import (
 	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/host/driver"
 )
-
-func init() {
-	driver.Register("model", func(name, arg string) (driver.Card, error) {
-		if arg != "" {
-			return nil, fmt.Errorf("%w: the model card takes no argument (got %q)", driver.ErrInvalid, arg)
-		}
-		return New(name, Options{Kind: "model"}), nil
-	})
-}
 
 // Limits of the model card.
 const (

@@ -9,8 +9,9 @@ import (
 	"github.com/openiwarp/openiwarp/host/driver/rnic"
 )
 
-// Kind is the registry name of the card.
-const Kind = "card"
+// Kind is the registry name of the card (the default card,
+// driver.DefaultCard).
+const Kind = "model"
 
 func init() {
 	driver.Register(Kind, func(name, arg string) (driver.Card, error) {
@@ -35,7 +36,12 @@ type Card struct {
 // Open starts a card model of the given data path width (0: 64 bits)
 // and opens the driver over it.
 func Open(name string, width int, opt rnic.Options) (*Card, error) {
-	p, err := NewPhys(width)
+	return OpenWith(name, Config{Width: width}, opt)
+}
+
+// OpenWith is Open with the model's Config.
+func OpenWith(name string, cfg Config, opt rnic.Options) (*Card, error) {
+	p, err := NewPhysWith(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", driver.ErrInvalid, err)
 	}

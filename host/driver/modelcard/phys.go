@@ -1,10 +1,9 @@
-// Package modelcard is the "card" card: the one driver of the openiwarp
-// card (host/driver/rnic) over the card's transaction-level model
-// (host/driver/cardmodel), in process and in pure Go, registered as "card":
-// the verbs suite runs on it, so every `go test` drives the real driver's
-// rings, doorbells, STag table programming and stream bridge. (The golden
-// engine stays the default "model" card until this one also passes the
-// fault-injection tests.)
+// Package modelcard is the "model" card, the default: the one driver of
+// the openiwarp card (host/driver/rnic) over the card's transaction-level
+// model (host/driver/cardmodel), in process and in pure Go, so every
+// `go test` drives the real driver's rings, doorbells, STag table
+// programming and stream bridge. The verbs suite and the fault-injection
+// runs (verbstest.Run, verbstest.RunFaults) pass on it.
 //
 // Phys is the physical view it gives the driver: BAR0 accesses call the
 // model (serialised, as a bus does), a goroutine steps the model after
@@ -49,6 +48,8 @@ type Phys struct {
 	spans []span // sorted by IOVA, disjoint
 	next  uint64
 
+	inline int // model steps a register write runs in the writer's goroutine
+
 	irq  chan struct{} // vector 0
 	kick chan struct{}
 	stop chan struct{}
@@ -62,12 +63,35 @@ type span struct {
 	buf  []byte
 }
 
-// NewPhys returns a card model with its physical view, and starts the
-// goroutine that steps it.
-func NewPhys(width int) (*Phys, error) {
+// Config shapes a card model behind its physical view.
+type Config struct {
+	// Width is the data path width in bits (0: 64).
+	Width int
+	// InlineSteps is how many steps of the model a register write runs in
+	// the writer's goroutine before it hands the rest to the model's
+	// goroutine (0: DefaultInlineSteps; negative: none, so that every step
+	// runs on the model's thread and ModelCPU accounts for all of the
+	// card's work).
+	InlineSteps int
+}
+
+// DefaultInlineSteps is Config.InlineSteps's default: a doorbell's first
+// FPDU or completion comes without a goroutine handoff, a long transfer
+// runs beside the bridge.
+const DefaultInlineSteps = 4
+
+// NewPhys returns a card model of the given data path width with its
+// physical view, and starts the goroutine that steps it.
+func NewPhys(width int) (*Phys, error) { return NewPhysWith(Config{Width: width}) }
+
+// NewPhysWith is NewPhys with a Config.
+func NewPhysWith(cfg Config) (*Phys, error) {
 	p := &Phys{next: iovaBase, irq: make(chan struct{}, 1), kick: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{})}
-	c, err := cardmodel.New(cardmodel.Config{Width: width, Host: (*host)(p)})
+		stop: make(chan struct{}), done: make(chan struct{}), inline: max(cfg.InlineSteps, 0)}
+	if cfg.InlineSteps == 0 {
+		p.inline = DefaultInlineSteps
+	}
+	c, err := cardmodel.New(cardmodel.Config{Width: cfg.Width, Host: (*host)(p)})
 	if err != nil {
 		return nil, err
 	}
@@ -221,17 +245,11 @@ func (b *bar) Read32(off uint32) (uint32, error) {
 	return v, nil
 }
 
-// inlineSteps is how many steps of the model a register write runs in the
-// writer's goroutine before it hands the rest to the model's goroutine: a
-// doorbell's first FPDU or completion comes without a goroutine handoff,
-// a long transfer runs beside the bridge.
-const inlineSteps = 4
-
 func (b *bar) Write32(off, v uint32) error {
 	b.busMu.Lock()
 	err := b.card.Write32(off, v)
 	busy := true
-	for range inlineSteps {
+	for range b.inline {
 		if !b.card.Step() {
 			busy = false
 			break

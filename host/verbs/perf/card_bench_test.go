@@ -20,7 +20,7 @@ func init() {
 	})
 }
 
-// The card's benchmarks: the same iwperf runs on the "card" card (the
+// The card's benchmarks: the same iwperf runs on the "model" card (the
 // driver, its rings, doorbells and stream bridge over the card model) and,
 // as their Baselines, on the golden engine, in the same run. Goals (issue
 // 16): bandwidth at least 0.9 of the golden engine's, a 64-byte round trip
@@ -28,11 +28,11 @@ func init() {
 
 var cardBWSizes = []int{64 << 10, 1 << 20}
 
-func BenchmarkCardWriteBW(b *testing.B)         { cardBW(b, "card", perf.Write) }
+func BenchmarkCardWriteBW(b *testing.B)         { cardBW(b, "model", perf.Write) }
 func BenchmarkCardWriteBWBaseline(b *testing.B) { cardBW(b, "golden", perf.Write) }
-func BenchmarkCardSendBW(b *testing.B)          { cardBW(b, "card", perf.Send) }
+func BenchmarkCardSendBW(b *testing.B)          { cardBW(b, "model", perf.Send) }
 func BenchmarkCardSendBWBaseline(b *testing.B)  { cardBW(b, "golden", perf.Send) }
-func BenchmarkCardSendLat(b *testing.B)         { cardLat(b, "card") }
+func BenchmarkCardSendLat(b *testing.B)         { cardLat(b, "model") }
 func BenchmarkCardSendLatBaseline(b *testing.B) { cardLat(b, "golden") }
 
 func cardBW(b *testing.B, device string, test perf.Test) {
