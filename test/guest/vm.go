@@ -35,6 +35,9 @@ type Config struct {
 	Devices []string
 	// QEMUArgs are appended to QEMU's command line as they are.
 	QEMUArgs []string
+	// ExtraFiles are inherited by QEMU as descriptors 3, 4, ... (e.g. the
+	// socket of an x-pci-proxy-dev,fd=3).
+	ExtraFiles []*os.File
 	// Append is extra kernel command line, e.g. "intel_iommu=on".
 	Append []string
 	// Share is a host directory mounted read-write at /mnt/host (9p).
@@ -211,6 +214,7 @@ func bootOnce(ctx context.Context, cfg Config) (vm *VM, err error) {
 		vm.cmd.SysProcAttr = childAttr()
 	}
 	vm.cmd.Stdout, vm.cmd.Stderr = out, out
+	vm.cmd.ExtraFiles = cfg.ExtraFiles
 	if err := vm.cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("guest: start qemu: %w", err)

@@ -70,14 +70,7 @@ func TestVFIOInGuests(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
-	// The in-guest tests, static, shared with the guests over 9p (so that
-	// the cached initramfs does not change with every edit of the tests).
-	share := t.TempDir()
-	build := exec.CommandContext(ctx, guest.GoTool(), "test", "-c", "-tags", "vfioguest", "-o", filepath.Join(share, "edu.test"), "./edu")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "building the in-guest tests: %s", out)
-
+	share := buildGuestTests(ctx, t)
 	k, err := guest.FetchKernel(ctx, guest.KernelOptions{Headers: true})
 	require.NoError(t, err)
 	initrd, err := guest.Image{Kernel: k, Modules: []string{"vfio_pci", "vfio_iommu_type1"}}.Build(ctx)
@@ -104,6 +97,18 @@ func TestVFIOInGuests(t *testing.T) {
 			require.NoError(t, vm.Shutdown(ctx))
 		})
 	}
+}
+
+// buildGuestTests builds the in-guest tests, static, into a directory
+// shared with the guests over 9p (so that the cached initramfs does not
+// change with every edit of the tests).
+func buildGuestTests(ctx context.Context, t *testing.T) string {
+	share := t.TempDir()
+	build := exec.CommandContext(ctx, guest.GoTool(), "test", "-c", "-tags", "vfioguest", "-o", filepath.Join(share, "edu.test"), "./edu")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "building the in-guest tests: %s", out)
+	return share
 }
 
 // noiommuImage is the initramfs with vfio.ko rebuilt from the kernel's

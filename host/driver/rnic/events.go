@@ -169,7 +169,8 @@ func (c *Card) dmaFault(obj uint32) {
 	c.post(driver.Event{Type: driver.EventQPFatal, QPN: err.QPN, Err: err})
 }
 
-// watchdog checks, once a second, that the card is alive (STATUS.FATAL)
+// watchdog checks, once a second, that the card is alive (STATUS answers,
+// and without FATAL)
 // and that every QP with posted work sees its SQ consumer index move
 // within the watchdog bound.
 func (c *Card) watchdog(ctx context.Context) {
@@ -183,7 +184,13 @@ func (c *Card) watchdog(ctx context.Context) {
 		case <-tick.C:
 		}
 		s, err := c.regs.Read32(cs.Status)
-		if err == nil && s>>cs.StatusFatalShift&1 != 0 {
+		if err == nil && s == 0xffffffff {
+			// No register of the card reads all ones: a read that
+			// nothing answered does (a card removed or whose link is
+			// down, or the process serving an emulated card gone).
+			c.stopCard(&StuckError{What: "BAR0 (STATUS reads 0xffffffff: the card no longer answers on the bus)",
+				After: min(time.Second, c.opt.Watchdog/4).String()})
+		} else if err == nil && s>>cs.StatusFatalShift&1 != 0 {
 			c.stopCard(fmt.Errorf("%w (DMA_FAULT_* registers: see the DMA fault events)", ErrCardFatal))
 		}
 		now := time.Now()

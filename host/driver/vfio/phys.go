@@ -64,6 +64,7 @@ type Phys struct {
 	bar     *BAR
 	dma     *dmaSet
 	irqs    *Interrupts // nil: the device has no MSI-X or MSI
+	irqDev  *Device     // PhysOptions.Interrupts: the device irqs are on; nil: dev
 	vec     *vectorWaiter
 	id, ver uint32
 
@@ -78,20 +79,44 @@ var _ driver.Phys = (*Phys)(nil)
 // turns bus mastering on, maps BAR0, checks the identification registers
 // and enables its interrupt vectors (MSI-X if the device has it, else MSI,
 // as many as it offers).
-func OpenPhys(addr string) (*Phys, error) {
+func OpenPhys(addr string) (*Phys, error) { return OpenPhysWith(addr, PhysOptions{}) }
+
+// PhysOptions adjust OpenPhysWith.
+type PhysOptions struct {
+	// Interrupts, if set, is the PCI address of another device (bound to
+	// vfio-pci) whose MSI-X vectors are the card's: the card's vector v
+	// is that device's MSI-X vector v. It is how a QEMU guest takes the
+	// interrupts of a card served by test/cardserve, whose proxy device
+	// cannot raise any: cardserve rings the guest's ivshmem-doorbell
+	// device instead. Without it the card's own MSI-X (else MSI) are used.
+	Interrupts string
+}
+
+// OpenPhysWith is OpenPhys with options.
+func OpenPhysWith(addr string, o PhysOptions) (*Phys, error) {
 	dev, err := Open(addr)
 	if err != nil {
 		return nil, err
 	}
-	p, err := newPhys(dev)
+	var irqDev *Device
+	if o.Interrupts != "" {
+		if irqDev, err = Open(o.Interrupts); err != nil {
+			dev.Close()
+			return nil, fmt.Errorf("the device whose MSI-X vectors are the card's: %w", err)
+		}
+	}
+	p, err := newPhys(dev, irqDev)
 	if err != nil {
 		dev.Close()
+		if irqDev != nil {
+			irqDev.Close()
+		}
 		return nil, err
 	}
 	return p, nil
 }
 
-func newPhys(dev *Device) (*Phys, error) {
+func newPhys(dev, irqDev *Device) (*Phys, error) {
 	if err := dev.EnableBusMaster(); err != nil {
 		return nil, err
 	}
@@ -99,7 +124,7 @@ func newPhys(dev *Device) (*Phys, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Phys{dev: dev, bar: bar, dma: newDMASet(dev, "vfio card"), maps: map[*MappedMemory]bool{}}
+	p := &Phys{dev: dev, bar: bar, dma: newDMASet(dev, "vfio card"), maps: map[*MappedMemory]bool{}, irqDev: irqDev}
 	if p.id, err = bar.Read32(cardspec.ID); err != nil {
 		return nil, err
 	}
@@ -109,18 +134,31 @@ func newPhys(dev *Device) (*Phys, error) {
 	if err := checkIdentity(dev.String(), p.id, p.ver); err != nil {
 		return nil, err
 	}
-	for _, t := range []IRQType{MSIX, MSI} {
-		info, err := dev.IRQInfo(t)
+	types := []IRQType{MSIX, MSI}
+	src := dev
+	if irqDev != nil {
+		// An MSI is a memory write of the device: without bus mastering
+		// (off once vfio-pci has the device) it never leaves it.
+		if err := irqDev.EnableBusMaster(); err != nil {
+			return nil, err
+		}
+		types, src = []IRQType{MSIX}, irqDev
+	}
+	for _, t := range types {
+		info, err := src.IRQInfo(t)
 		if err != nil || info.Count == 0 || !info.Eventfd() {
 			continue
 		}
 		p.vec = newVectorWaiter(int(info.Count))
-		if p.irqs, err = dev.EnableInterruptsFunc(t, int(info.Count), p.vec.notify); err != nil {
+		if p.irqs, err = src.EnableInterruptsFunc(t, int(info.Count), p.vec.notify); err != nil {
 			return nil, err
 		}
 		break
 	}
 	if p.vec == nil {
+		if irqDev != nil {
+			return nil, newErr("interrupts", irqDev.String(), ErrNotSupported, "the device named for the card's interrupts has no MSI-X", nil)
+		}
 		p.vec = newVectorWaiter(0)
 	}
 	return p, nil
@@ -195,6 +233,9 @@ func (p *Phys) Describe() string {
 	irq := "no interrupts"
 	if p.irqs != nil {
 		irq = fmt.Sprintf("%d %s vectors", p.irqs.Vectors(), p.irqs.Type())
+		if p.irqDev != nil {
+			irq += " of " + p.irqDev.String()
+		}
 	}
 	group := fmt.Sprintf("IOMMU group %d", p.dev.IOMMUGroup())
 	if p.dev.c.NoIOMMU() {
@@ -235,6 +276,9 @@ func (p *Phys) Close() error {
 		errs = append(errs, m.Unmap())
 	}
 	errs = append(errs, p.dma.close(), p.dev.Close())
+	if p.irqDev != nil {
+		errs = append(errs, p.irqDev.Close())
+	}
 	return errors.Join(errs...)
 }
 

@@ -54,18 +54,21 @@ func TestMain(m *testing.M) {
 }
 
 // eduAddr finds edu in sysfs.
-func eduAddr(t *testing.T) string {
+func eduAddr(t *testing.T) string { return pciAddrOf(t, eduVendor, eduDevice) }
+
+// pciAddrOf finds the device with these IDs in sysfs.
+func pciAddrOf(t *testing.T, vendor, device uint16) string {
 	t.Helper()
 	devs, err := filepath.Glob("/sys/bus/pci/devices/*")
 	require.NoError(t, err)
 	for _, d := range devs {
 		v, _ := os.ReadFile(filepath.Join(d, "vendor"))
 		id, _ := os.ReadFile(filepath.Join(d, "device"))
-		if strings.TrimSpace(string(v)) == fmt.Sprintf("%#04x", eduVendor) && strings.TrimSpace(string(id)) == fmt.Sprintf("%#04x", eduDevice) {
+		if strings.TrimSpace(string(v)) == fmt.Sprintf("%#04x", vendor) && strings.TrimSpace(string(id)) == fmt.Sprintf("%#04x", device) {
 			return filepath.Base(d)
 		}
 	}
-	t.Fatalf("no edu device (%04x:%04x) in /sys/bus/pci/devices", eduVendor, eduDevice)
+	t.Fatalf("no PCI device %04x:%04x in /sys/bus/pci/devices", vendor, device)
 	return ""
 }
 

@@ -1,0 +1,183 @@
+//go:build vfioguest
+
+package edu
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/openiwarp/openiwarp/host/driver"
+	"github.com/openiwarp/openiwarp/host/driver/cardspec"
+	"github.com/openiwarp/openiwarp/host/driver/rnic"
+	"github.com/openiwarp/openiwarp/host/driver/vfio"
+	"github.com/openiwarp/openiwarp/host/verbs"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
+	"github.com/openiwarp/openiwarp/test/cardserve/slotcheck"
+)
+
+// The card in a PCI slot (test/cardserve, host side): its proxy device
+// with the card's IDs, and the ivshmem-doorbell device whose MSI-X vectors
+// are the card's interrupts.
+const ivshmemVendor, ivshmemDevice = 0x1af4, 0x1110
+
+// slotCard is the card the in-guest registry hands out ("slot:").
+var slotCard atomic.Pointer[vfio.Phys]
+
+func init() {
+	driver.Register("slot", func(name, arg string) (driver.Card, error) {
+		p := slotCard.Load()
+		if p == nil {
+			return nil, fmt.Errorf("%w: no card in the slot opened", driver.ErrInvalid)
+		}
+		return rnic.Open(p, rnic.Options{Name: name, Kind: "vfio", Watchdog: cardWatchdog})
+	})
+}
+
+// cardWatchdog bounds how long the driver waits for the card: a card that
+// went away is reported within it.
+const cardWatchdog = 10 * time.Second
+
+// openSlot opens the card through VFIO with the ivshmem device's vectors
+// as its interrupts, and the driver over it as a verbs device.
+func openSlot(t *testing.T) (*vfio.Phys, *verbs.Context) {
+	t.Helper()
+	p, err := vfio.OpenPhysWith(pciAddrOf(t, cardspec.VendorID, cardspec.DeviceID),
+		vfio.PhysOptions{Interrupts: pciAddrOf(t, ivshmemVendor, ivshmemDevice)})
+	require.NoError(t, err)
+	slotCard.Store(p)
+	dev, err := verbs.Open("slot")
+	if err != nil {
+		p.Close()
+	}
+	require.NoError(t, err)
+	return p, dev
+}
+
+// closeSlot closes the driver then the card, failing rather than hanging.
+func closeSlot(t *testing.T, p *vfio.Phys, dev *verbs.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- errors.Join(dev.Close(), p.Close()) }()
+	err, _ := testwatch.Wait(t, done, "closing the card in the slot")
+	return err
+}
+
+// A guest without an IOMMU, the card and ivshmem-doorbell in slots: the
+// wrong set-ups fail with errors that say what to do; then the card's one
+// driver runs through VFIO's no-IOMMU mode, interrupts through ivshmem's
+// MSI-X, and two QPs of the card move data to each other over 127.0.0.1.
+func TestCardSlot(t *testing.T) {
+	card := pciAddrOf(t, cardspec.VendorID, cardspec.DeviceID)
+	ivs := pciAddrOf(t, ivshmemVendor, ivshmemDevice)
+	class, err := os.ReadFile("/sys/bus/pci/devices/" + card + "/class")
+	require.NoError(t, err)
+	assert.Equal(t, "0x028000", strings.TrimSpace(string(class)), "network controller, other")
+	res, err := os.ReadFile("/sys/bus/pci/devices/" + card + "/resource")
+	require.NoError(t, err)
+	var v [3]uint64 // start, end, flags of BAR0
+	for i, f := range strings.Fields(strings.SplitN(string(res), "\n", 2)[0])[:3] {
+		v[i], err = strconv.ParseUint(f, 0, 64)
+		require.NoError(t, err)
+	}
+	start, end, flags := v[0], v[1], v[2]
+	assert.EqualValues(t, 1<<cardspec.AddrBits, end-start+1, "BAR0 of the card's size")
+	assert.Zero(t, flags&(1<<13), "BAR0 not prefetchable")
+	t.Logf("card at %s (BAR0 %#x, %d KiB), interrupts through ivshmem at %s", card, start, (end-start+1)>>10, ivs)
+
+	// Wrong use: no-IOMMU mode off, then the card not bound to vfio-pci.
+	_, err = vfio.OpenPhysWith(card, vfio.PhysOptions{Interrupts: ivs})
+	require.ErrorIs(t, err, vfio.ErrNoIOMMU)
+	assert.Contains(t, err.Error(), "echo 1 > "+noiommuParam)
+	t.Logf("no-IOMMU mode off: %v", err)
+	require.NoError(t, os.WriteFile(noiommuParam, []byte("1"), 0o644))
+	_, err = vfio.OpenPhysWith(card, vfio.PhysOptions{Interrupts: ivs})
+	require.ErrorIs(t, err, vfio.ErrNotBoundToVFIO)
+	t.Logf("not bound: %v", err)
+	bindByRecipe(t, card)
+	_, err = vfio.OpenPhysWith(card, vfio.PhysOptions{Interrupts: ivs})
+	require.ErrorIs(t, err, vfio.ErrNotBoundToVFIO, "the interrupt device not bound yet")
+	assert.Contains(t, err.Error(), ivs)
+	bindByRecipe(t, ivs)
+
+	p, dev := openSlot(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile("/proc/interrupts")
+			t.Logf("/proc/interrupts:\n%s", b)
+		}
+	})
+	t.Logf("%s", p.Describe())
+	assert.Contains(t, p.Describe(), "no-IOMMU")
+	assert.Contains(t, p.Describe(), "MSI-X vectors of "+ivs)
+	require.Equal(t, 1, p.Vectors())
+	info := dev.Info()
+	t.Logf("verbs device: %+v", info)
+
+	// What one register access costs through the slot: a vCPU exit into
+	// QEMU, a message to cardserve and its answer.
+	regs := p.Regs()
+	const n = 2000
+	start0 := time.Now()
+	for i := range n {
+		require.NoError(t, regs.Write32(cardspec.Scratch, uint32(i)))
+	}
+	wr := time.Since(start0) / n
+	start0 = time.Now()
+	for range n {
+		v, err := regs.Read32(cardspec.Scratch)
+		require.NoError(t, err)
+		require.EqualValues(t, n-1, v)
+	}
+	rd := time.Since(start0) / n
+	fmt.Printf("FIGURE mmio-read-ns %d\nFIGURE mmio-write-ns %d\n", rd.Nanoseconds(), wr.Nanoseconds())
+
+	ctx := testwatch.Context(t, "loopback traffic on the card in the slot")
+	f := slotcheck.Loopback(t, ctx, dev, func(n int) []byte { return make([]byte, n) }, 64<<10,
+		[]int{1, 100, 4096, 65536}, 200, uint64(seed))
+	fmt.Printf("FIGURE send-ops-per-s %.0f\n", f.PerSecond())
+	t.Logf("%v", f)
+	require.NoError(t, closeSlot(t, p, dev))
+}
+
+// cardserve goes away while the driver has the card: BAR0 reads as all
+// ones (QEMU answers a read its proxy cannot forward so), the driver's
+// watchdog reports the card as not answering (*rnic.StuckError, within a
+// second), every later call fails with it, and Close returns. The harness stops cardserve after "card-ready" and then creates
+// /mnt/host/cardserve-gone.
+func TestCardServeGone(t *testing.T) {
+	p, dev := openSlot(t)
+	ctx := testwatch.Context(t, "a Send after cardserve went away")
+	a, b := slotcheck.Pair(t, ctx, dev, func(n int) []byte { return make([]byte, n) }, 4096)
+	fmt.Println("card-ready")
+	gone := filepath.Join("/mnt/host", "cardserve-gone")
+	testwatch.Until(t, "the harness to stop cardserve", func() bool {
+		_, err := os.Stat(gone)
+		return err == nil
+	})
+	began := time.Now()
+	v, err := p.Regs().Read32(cardspec.ID)
+	t.Logf("ID register with cardserve gone: %#x, %v", v, err)
+	require.EqualValues(t, 0xffffffff, v, "a read nobody answers")
+	testwatch.Until(t, "the driver to notice", func() bool { return a.QP.Err() != nil })
+	err = a.QP.Err()
+	t.Logf("after %v: %v", time.Since(began).Round(time.Millisecond), err)
+	var se *rnic.StuckError
+	require.ErrorAs(t, err, &se, "a typed error: the card is not answering")
+	assert.ErrorIs(t, err, rnic.ErrStuck)
+	_, err = dev.CreateCQ(16)
+	t.Logf("CreateCQ: %v", err)
+	assert.ErrorIs(t, err, rnic.ErrStuck)
+	began = time.Now()
+	cerr := closeSlot(t, p, dev)
+	t.Logf("closing took %v (bounded, did not hang): %v", time.Since(began).Round(time.Millisecond), cerr)
+	_ = b
+}
