@@ -56,8 +56,8 @@ func (e *Env) StartFloor(mtu int) []*Daemon {
 // StartRelay runs the floor relay in nd's namespace with nd's underlay and
 // IPv4 overlay address and TUN MTU mtu; listen chooses the side that
 // accepts the underlay connection (start it first), peer is the address the
-// dialling side connects to. It returns once the relay has made its TUN
-// device; a listening relay logs relayReady when its peer connects.
+// dialling side connects to. It returns once a listening relay listens
+// (it logs relayReady when its peer connects) or a dialling one is connected.
 func (e *Env) StartRelay(nd *Node, listen bool, peer netip.Addr, mtu int) *Daemon {
 	e.t.Helper()
 	self, err := os.Executable()
