@@ -58,7 +58,8 @@ type qp struct {
 	dirty  bool // the status record is out of date
 	queued bool // on the card's ready queue
 
-	ulp, raw []byte // scratch: a ULPDU being built, an FPDU read from the ring
+	ulp, raw []byte                     // scratch: a ULPDU being built (after its MPA header's slot), an FPDU read from the ring
+	wqeBuf   [cs.MaxWQEBBs * cs.BB]byte // scratch: the WQE being fetched
 }
 
 type sge struct {
@@ -461,7 +462,7 @@ func (q *qp) errorStep() bool {
 	work := false
 	if q.txOff == len(q.txBuf) && !q.txClosed {
 		if q.term != nil {
-			q.ulp = q.term.AppendMessage(q.ulp[:0], q.rv, q.dv, q.txMSN[rdmap.QNTerminate])
+			q.ulp = q.term.AppendMessage(q.ulpHead(), q.rv, q.dv, q.txMSN[rdmap.QNTerminate])
 			q.term = nil
 			q.frame(nil)
 			q.drain()
@@ -554,12 +555,20 @@ func (q *qp) drain() bool {
 // frame frames q.ulp as the next FPDU of the transmit stream; done, if
 // not nil, completes once the FPDU is on the ring.
 func (q *qp) frame(done *wqe) {
-	var err error
-	q.txBuf, err = q.framer.AppendFPDU(q.txBuf[:0], q.ulp)
+	f, err := q.framer.FrameInPlace(q.ulp, 0)
 	if err != nil {
 		panic("cardmodel: framing a ULPDU the card built: " + err.Error()) // sizes are bounded by MULPDU
 	}
+	// The FPDU is framed where the ULPDU was built (no copy); the old
+	// FPDU's buffer, drained, holds the next ULPDU.
+	q.txBuf, q.ulp = f, q.txBuf[:0]
 	q.txOff, q.txDone = 0, done
+}
+
+// ulpHead starts the next ULPDU in q.ulp after a slot for its MPA header
+// (ULPDU_Length), which frame fills in place.
+func (q *qp) ulpHead() []byte {
+	return append(q.ulp[:0], 0, 0)
 }
 
 // retire writes the completions of the finished WQEs at the head of the

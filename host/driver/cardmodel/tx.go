@@ -15,7 +15,7 @@ import (
 // BAR0 at that index). It returns the WQE's blocks, or nil after a DMA
 // fault. avail is the number of posted blocks from idx on.
 func (q *qp) readWQE(base uint64, size uint16, idx, avail uint16, sq bool) ([]byte, uint16) {
-	buf := make([]byte, cs.MaxWQEBBs*cs.BB)
+	buf := q.wqeBuf[:] // decoded before the next read: no allocation per WQE
 	first := buf[:cs.BB]
 	if p := q.pushedBlk[idx]; sq && p != nil {
 		copy(first, p[:])
@@ -94,7 +94,7 @@ func (q *qp) decode(w *wqe, b []byte) bool {
 		if w.op == cs.WQEOpcodeRDMARead || n > cs.MaxInline || n > room {
 			return false
 		}
-		w.inline = b[cs.WQEHdr : cs.WQEHdr+n]
+		w.inline = append([]byte(nil), b[cs.WQEHdr:cs.WQEHdr+n]...) // b is the QP's scratch
 		w.total = uint64(n)
 		return true
 	}
@@ -188,7 +188,7 @@ func (q *qp) start(w *wqe) {
 		w.msn = q.txMSN[rdmap.QNReadRequest]
 		q.txMSN[rdmap.QNReadRequest]++
 		q.ulp = ddp.UntaggedFields{Last: true, Version: q.dv, RsvdULP0: uint8(rdmap.NewControl(q.rv, rdmap.OpReadRequest)),
-			QN: rdmap.QNReadRequest, MSN: w.msn}.Append(q.ulp[:0])
+			QN: rdmap.QNReadRequest, MSN: w.msn}.Append(q.ulpHead())
 		q.ulp = rr.Append(q.ulp)
 		q.next++
 		q.orq = append(q.orq, w)
@@ -225,7 +225,7 @@ func (q *qp) segment(w *wqe) {
 	last := w.off+n == w.total
 	if w.op == cs.WQEOpcodeRDMAWrite {
 		q.ulp = ddp.TaggedFields{Last: last, Version: q.dv, RsvdULP: uint8(rdmap.NewControl(q.rv, rdmap.OpWrite)),
-			STag: w.rkey, TO: w.raddr + w.off}.Append(q.ulp[:0])
+			STag: w.rkey, TO: w.raddr + w.off}.Append(q.ulpHead())
 	} else {
 		op, inv := rdmap.OpSend, uint32(0)
 		if w.op == cs.WQEOpcodeSendInv {
@@ -235,7 +235,7 @@ func (q *qp) segment(w *wqe) {
 			op += rdmap.OpSendSE - rdmap.OpSend
 		}
 		q.ulp = ddp.UntaggedFields{Last: last, Version: q.dv, RsvdULP0: uint8(rdmap.NewControl(q.rv, op)), RsvdULP1: inv,
-			QN: rdmap.QNSend, MSN: w.msn, MO: uint32(w.off)}.Append(q.ulp[:0])
+			QN: rdmap.QNSend, MSN: w.msn, MO: uint32(w.off)}.Append(q.ulpHead())
 	}
 	if w.inline != nil {
 		q.ulp = append(q.ulp, w.inline[w.off:w.off+n]...)
@@ -291,7 +291,7 @@ func (q *qp) readResponse() {
 	n := min(uint64(ddp.MaxPayload(q.mulpdu, ddp.TaggedHeaderLen)), uint64(rr.Size)-ir.sent)
 	last := ir.sent+n == uint64(rr.Size)
 	q.ulp = ddp.TaggedFields{Last: last, Version: q.dv, RsvdULP: uint8(rdmap.NewControl(q.rv, rdmap.OpReadResponse)),
-		STag: rr.SinkSTag, TO: rr.SinkTO + ir.sent}.Append(q.ulp[:0])
+		STag: rr.SinkSTag, TO: rr.SinkTO + ir.sent}.Append(q.ulpHead())
 	if n > 0 {
 		req := mem.Request{STag: mem.STag(rr.SrcSTag), PD: q.pd, QP: q.n, TO: rr.SrcTO + ir.sent, Len: n, Use: mem.UseRemoteRead}
 		if f := q.c.tab.check(req); f != mem.OK {

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/openiwarp/openiwarp/golden/iwarp"
 	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
 )
@@ -68,53 +70,121 @@ func (q *qp) corrupt(msg string) {
 	q.fail(&RecordError{Record: "QPSTAT", Obj: q.qpn, Msg: fmt.Sprintf("QP %d: %s", q.qpn, msg)})
 }
 
-// txLoop copies the transmit stream ring to the socket: the bytes the card
-// wrote up to the status record's TXS_PI go out with one writev straight
-// from the ring (two pieces where it wraps), then TXS_CI gives the space
-// back. Idle, it arms ARM_TX and sleeps until the TX_DATA event. Once
-// the card has closed the stream (TX_CLOSED) and the ring is drained, it
-// shuts down the socket's sending side.
+// txSendLocked writes the bytes the card has put on the transmit ring up
+// to the status record's TXS_PI to the socket, with one writev straight
+// from the ring (two pieces where it wraps), then gives the space back
+// (TXS_CI). With nonblock it writes what the socket takes at once and
+// leaves the rest (and any error) to the transmit goroutine. It reports
+// whether it moved TXS_CI, and stop when the QP is done for (an error was
+// reported). Called with txMu held.
+func (q *qp) txSendLocked(nonblock bool) (moved, stop bool) {
+	b := &q.tx
+	size := uint32(len(q.txs.b))
+	ci := q.txCI
+	pi := q.statWord(0)
+	n := pi - ci
+	if n == 0 {
+		return false, false
+	}
+	if n > size {
+		q.corrupt(fmt.Sprintf("TXS_PI %d is more than a ring (%d bytes) past TXS_CI %d", pi, size, ci))
+		return false, true
+	}
+	s := ci % size
+	pieces := q.txPieces[:1]
+	if s+n <= size {
+		pieces[0] = q.txs.b[s : s+n]
+	} else {
+		pieces = q.txPieces[:2]
+		pieces[0], pieces[1] = q.txs.b[s:], q.txs.b[:s+n-size]
+	}
+	if raceBuild {
+		// The race detector learns that a socket orders the writer's
+		// memory accesses before the reader's from write(2), which Go
+		// annotates, not from writev(2).
+		q.conn.Write(nil)
+	}
+	if nonblock {
+		k := q.tryWritev(pieces)
+		if k <= 0 {
+			return false, false
+		}
+		n = uint32(k)
+	} else {
+		bufs := net.Buffers(pieces)
+		if _, err := bufs.WriteTo(q.conn); err != nil {
+			if !b.closing.Load() {
+				q.lost(err)
+			}
+			return false, true
+		}
+	}
+	q.txCI = ci + n
+	b.sent.Store(q.txCI)
+	if err := q.c.write(q.db+cs.QPDBTXSCI, q.txCI); err != nil {
+		q.fail(err)
+		return false, true
+	}
+	return true, false
+}
+
+// tryWritev writes what the socket takes of pieces without waiting: the
+// bytes written, 0 when it takes none or cannot be written this way.
+func (q *qp) tryWritev(pieces [][]byte) int {
+	if q.raw == nil {
+		return 0
+	}
+	q.wvIn, q.wvOut = pieces, 0
+	q.raw.Write(q.wvFn)
+	q.wvIn = nil
+	return q.wvOut
+}
+
+// writevOnce is tryWritev's RawConn.Write callback (made once per QP: a
+// closure per call would allocate): one writev of wvIn, its byte count in
+// wvOut, and never a wait for the socket. Called with txMu held.
+func (q *qp) writevOnce(fd uintptr) bool {
+	if n, err := unix.Writev(int(fd), q.wvIn); err == nil {
+		q.wvOut = n
+	}
+	return true
+}
+
+// txPush sends, from the posting goroutine, what a doorbell's first steps
+// of the card put on the transmit ring, as far as the socket takes it at
+// once; the transmit goroutine is woken only if it holds the ring or
+// bytes are left, so a small Send costs no goroutine handoff.
+func (q *qp) txPush() {
+	if !q.txMu.TryLock() {
+		q.tx.kick()
+		return
+	}
+	_, stop := q.txSendLocked(true)
+	left := !stop && q.statWord(0) != q.txCI
+	q.txMu.Unlock()
+	if left {
+		q.tx.kick()
+	}
+}
+
+// txLoop copies the transmit stream ring to the socket (txSendLocked).
+// Idle, it arms ARM_TX and sleeps until the TX_DATA event or a post's
+// kick. Once the card has closed the stream (TX_CLOSED) and the ring is
+// drained, it shuts down the socket's sending side.
 func (q *qp) txLoop() {
 	b := &q.tx
 	defer close(b.done)
-	size := uint32(len(q.txs.b))
-	var ci uint32
-	var pieces [2][]byte
 	armed := false
 	pause := 20 * time.Microsecond
 	for {
-		pi := q.statWord(0)
-		if n := pi - ci; n != 0 {
-			if n > size {
-				q.corrupt(fmt.Sprintf("TXS_PI %d is more than a ring (%d bytes) past TXS_CI %d", pi, size, ci))
-				return
-			}
-			s := ci % size
-			bufs := net.Buffers(pieces[:1])
-			if s+n <= size {
-				pieces[0] = q.txs.b[s : s+n]
-			} else {
-				pieces[0], pieces[1] = q.txs.b[s:], q.txs.b[:s+n-size]
-				bufs = pieces[:2]
-			}
-			if raceBuild {
-				// The race detector learns that a socket orders the
-				// writer's memory accesses before the reader's from
-				// write(2), which Go annotates, not from writev(2).
-				q.conn.Write(nil)
-			}
-			if _, err := bufs.WriteTo(q.conn); err != nil {
-				if !b.closing.Load() {
-					q.lost(err)
-				}
-				return
-			}
-			ci = pi
-			b.sent.Store(ci)
-			if err := q.c.write(q.db+cs.QPDBTXSCI, ci); err != nil {
-				q.fail(err)
-				return
-			}
+		q.txMu.Lock()
+		moved, stop := q.txSendLocked(false)
+		pi := q.txCI
+		q.txMu.Unlock()
+		if stop {
+			return
+		}
+		if moved {
 			armed = false
 			continue
 		}
@@ -208,6 +278,15 @@ func (q *qp) rxLoop() {
 				q.fail(werr)
 				return
 			}
+			// The doorbell's first steps of the card may have completed
+			// a receive or sent a Read Response: a waiter wakes from
+			// here, not through the event goroutine, and what is on the
+			// transmit ring goes out.
+			q.rcq.poke()
+			if q.scq != q.rcq {
+				q.scq.poke()
+			}
+			q.txPush()
 		}
 		if err != nil {
 			switch {

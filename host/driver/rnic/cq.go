@@ -34,6 +34,7 @@ type cq struct {
 	released  bool          // destroyed on the card (or the card closed)
 	gone      bool          // the ring is freed: nothing is read from it any more
 	wake      chan struct{} // closed when a notification or an end arrives
+	waiters   int           // Waits asleep on wake
 	hwArmed   bool          // the card is armed for the next completion
 	hwSol     bool          // .. for the next solicited or error one only
 	userArmed bool          // Arm was called and has not fired yet
@@ -297,6 +298,9 @@ func (q *cq) Wait(ctx context.Context) (iwarp.Completion, error) {
 		}
 		// A completion written before the arm raises no event: look again.
 		_, now := q.entry(q.ci)
+		if !now {
+			q.waiters++
+		}
 		q.mu.Unlock()
 		if now {
 			continue
@@ -305,7 +309,24 @@ func (q *cq) Wait(ctx context.Context) (iwarp.Completion, error) {
 		case <-wake:
 		case <-ctx.Done():
 		}
+		q.mu.Lock()
+		q.waiters--
+		q.mu.Unlock()
 	}
+}
+
+// poke wakes the waiters if a completion is there for them: the bridge
+// and the posting goroutine call it after a doorbell whose first steps of
+// the card may have written one, so that the waiter does not wait for
+// the event goroutine's CQ_NOTIFY.
+func (q *cq) poke() {
+	q.mu.Lock()
+	if q.waiters > 0 && !q.gone {
+		if _, ok := q.entry(q.ci); ok {
+			q.wakeLocked()
+		}
+	}
+	q.mu.Unlock()
 }
 
 // Arm asks for one notification on Notify for the next completion (or

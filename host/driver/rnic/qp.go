@@ -75,6 +75,14 @@ type qp struct {
 	txs    ring
 	rxs    ring
 	tx, rx bridgeSide
+	raw    syscall.RawConn // conn's descriptor, for the posting goroutine's writes (nil: none)
+
+	txMu     sync.Mutex // the transmit ring's consumer side
+	txCI     uint32     // TXS_CI: what went to the socket
+	txPieces [2][]byte
+	wvIn     [][]byte              // tryWritev's pieces
+	wvOut    int                   // .. and what the socket took
+	wvFn     func(fd uintptr) bool // writevOnce
 
 	mu      sync.Mutex // posting, state
 	sq, rq  wq
@@ -158,6 +166,10 @@ func (c *Card) Attach(conn net.Conn, p mpa.Params, cfg driver.QPConfig) (driver.
 		term: make(chan struct{}), done: make(chan struct{})}
 	// The bridge's channels exist before the QP can be found: the card may
 	// report TX_DATA or RX_SPACE for it as soon as it is created.
+	if sc, ok := conn.(syscall.Conn); ok {
+		q.raw, _ = sc.SyscallConn()
+		q.wvFn = q.writevOnce
+	}
 	q.tx.init()
 	q.rx.init()
 	c.qps[qpn].Store(q) // reserved; events for it find it
@@ -376,7 +388,7 @@ func (q *qp) PostSend(wrs ...iwarp.SendWR) error {
 		if len(wrs) == 1 && n == 1 && wr.Inline != nil && len(wr.Inline) <= q.c.caps.PushInline {
 			err := q.push(blk)
 			q.mu.Unlock()
-			q.tx.kick()
+			q.posted()
 			return err
 		}
 	}
@@ -385,8 +397,16 @@ func (q *qp) PostSend(wrs ...iwarp.SendWR) error {
 	if err := q.c.write(q.db+cs.QPDBSQPI, pi&cs.QPDBSQPIPIMask); err != nil {
 		return err
 	}
-	q.tx.kick()
+	q.posted()
 	return nil
+}
+
+// posted follows a send doorbell: what the card's first steps put on the
+// transmit ring goes out from this goroutine, and a waiter on the send
+// CQ learns of a completion they wrote without the event goroutine.
+func (q *qp) posted() {
+	q.txPush()
+	q.scq.poke()
 }
 
 // push writes one basic block through the QP's push window: its last word
