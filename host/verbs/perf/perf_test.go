@@ -131,32 +131,40 @@ func tcpBWBaseline(b *testing.B) {
 	for _, n := range bwSizes {
 		b.Run(sizeName(n), func(b *testing.B) {
 			b.SetBytes(int64(n))
-			a, c := tcpPair(b)
-			done := make(chan error, 1)
-			go func() {
-				buf := make([]byte, 256<<10)
-				for left := int64(n) * int64(b.N); left > 0; {
-					k, err := c.Read(buf[:min(int64(len(buf)), left)])
-					if err != nil {
-						done <- err
-						return
-					}
-					left -= int64(k)
-				}
-				done <- nil
-			}()
-			buf := make([]byte, n)
-			b.ResetTimer()
-			for range b.N {
-				if _, err := a.Write(buf); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := <-done; err != nil {
-				b.Fatal(err)
-			}
+			tcpMove(b, n, b.ResetTimer)
 			b.StopTimer()
 		})
+	}
+}
+
+// tcpMove writes b.N messages of n bytes to a plain TCP connection on
+// loopback, read by another goroutine 256 KiB at a time, and returns once
+// every byte is read; start is called when the connection is up, just
+// before the first write.
+func tcpMove(b *testing.B, n int, start func()) {
+	a, c := tcpPair(b)
+	done := make(chan error, 1)
+	buf := make([]byte, n)
+	start()
+	go func() {
+		buf := make([]byte, 256<<10)
+		for left := int64(n) * int64(b.N); left > 0; {
+			k, err := c.Read(buf[:min(int64(len(buf)), left)])
+			if err != nil {
+				done <- err
+				return
+			}
+			left -= int64(k)
+		}
+		done <- nil
+	}()
+	for range b.N {
+		if _, err := a.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		b.Fatal(err)
 	}
 }
 
