@@ -4,8 +4,9 @@
 # test/vfio/edu there (about 20 s). The pure-Go unit tests of host/driver/vfio
 # run in test-go. The card in a PCI slot: test/cardserve's unit tests
 # (a fake QEMU over a socketpair, the driver over it), then TestCardInSlot
-# boots a guest with the card served by test/cardserve and runs the card's
-# driver there through VFIO's no-IOMMU mode (about 95 s more). The full log
+# boots a guest with four cards served by test/cardserve and runs the card's
+# driver there through VFIO's no-IOMMU mode, the verbs suite included
+# (127-153 s more). The full log
 # goes to build/vfio-test.log, the guests' consoles to build/vfio/.
 
 # What the guests need (test/guest boots them): QEMU with VT-d and edu, busybox,

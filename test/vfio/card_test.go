@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +23,9 @@ import (
 // (test/cardserve serving the card's golden model through x-pci-proxy-dev,
 // its interrupts through ivshmem-doorbell) and runs the card's driver
 // inside the guest through VFIO's no-IOMMU mode (edu/card_test.go): first
-// the wrong set-ups and loopback traffic between two QPs of the card, then
+// the wrong set-ups and loopback traffic between two QPs of one card, then
+// the whole verbs suite (messages up to 64 KiB) with each end of a
+// connection on its own card (four cards in slots), then the first card's
 // cardserve goes away under the driver.
 func TestCardInSlot(t *testing.T) {
 	if testing.Short() {
@@ -35,35 +38,59 @@ func TestCardInSlot(t *testing.T) {
 	require.NoError(t, err)
 	img := noiommuImage(ctx, t, k)
 
+	// Four cards, each with its own ivshmem device: the verbs suite opens
+	// one device per end of a connection, and ManyQPs (2 QPs) and
+	// FlushOnDisconnect hold four at once.
 	var mu sync.Mutex
 	var reported []string
-	s, err := cardserve.New(cardserve.Config{Card: cardserve.Model(64), Report: func(err error) {
+	report := func(err error) {
 		mu.Lock()
 		reported = append(reported, err.Error())
 		mu.Unlock()
-	}})
-	require.NoError(t, err)
-	defer s.Close()
-	ivsPath := filepath.Join(t.TempDir(), "ivshmem.sock")
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: ivsPath, Net: "unix"})
-	require.NoError(t, err)
-	defer l.Close()
-	go s.ServeIVShmem(l)
-	theirs, ours, err := cardserve.ProxySocket()
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- s.ServeProxy(ours) }()
+	}
+	dir := t.TempDir()
+	const cards, memMiB = 4, 512
+	var (
+		servers []*cardserve.Server
+		ours    []*net.UnixConn
+		theirs  []*os.File
+		served  []chan error
+		devices []string
+		qemu    = []string{"-object", fmt.Sprintf("memory-backend-memfd,id=mem,size=%dM,share=on", memMiB), "-machine", "memory-backend=mem"}
+	)
+	for i := range cards {
+		s, err := cardserve.New(cardserve.Config{Card: cardserve.Model(64), Report: report})
+		require.NoError(t, err)
+		defer s.Close()
+		ivsPath := filepath.Join(dir, fmt.Sprintf("ivshmem%d.sock", i))
+		l, err := net.ListenUnix("unix", &net.UnixAddr{Name: ivsPath, Net: "unix"})
+		require.NoError(t, err)
+		defer l.Close()
+		go s.ServeIVShmem(l)
+		th, o, err := cardserve.ProxySocket()
+		require.NoError(t, err)
+		done := make(chan error, 1)
+		go func() { done <- s.ServeProxy(o) }()
+		servers, ours, theirs, served = append(servers, s), append(ours, o), append(theirs, th), append(served, done)
+		devices = append(devices, fmt.Sprintf("x-pci-proxy-dev,id=card%d,fd=%d", i, 3+i), fmt.Sprintf("ivshmem-doorbell,chardev=ivs%d,vectors=1", i))
+		qemu = append(qemu, "-chardev", fmt.Sprintf("socket,path=%s,id=ivs%d", ivsPath, i))
+	}
+	stats := func() (all []cardserve.Stats) {
+		for _, s := range servers {
+			all = append(all, s.Stats())
+		}
+		return all
+	}
+	s := servers[0]
 
-	const memMiB = 512
 	console := filepath.Join(logDir(t), "card-slot-console.log")
 	vm, err := guest.Boot(ctx, guest.Config{Kernel: k, Initrd: img, MemoryMiB: memMiB, Share: share, ConsoleLog: console,
-		Devices: []string{"x-pci-proxy-dev,id=card0,fd=3", "ivshmem-doorbell,chardev=ivs,vectors=1"},
-		QEMUArgs: []string{"-object", fmt.Sprintf("memory-backend-memfd,id=mem,size=%dM,share=on", memMiB),
-			"-machine", "memory-backend=mem", "-chardev", "socket,path=" + ivsPath + ",id=ivs"},
-		ExtraFiles: []*os.File{theirs},
+		Devices: devices, QEMUArgs: qemu, ExtraFiles: theirs,
 		// Without an IOMMU, DMA memory beyond one page is a 2 MiB huge page.
-		Append: []string{"hugepages=40"}})
-	theirs.Close()
+		Append: []string{"hugepages=96"}})
+	for _, f := range theirs {
+		f.Close()
+	}
 	require.NoError(t, err)
 	defer vm.Close()
 	booted := s.Stats()
@@ -80,7 +107,7 @@ func TestCardInSlot(t *testing.T) {
 	res, err := proc.Wait(ctx)
 	took := time.Since(began)
 	t.Logf("guest, console in %s:\n%s", console, res.Output)
-	require.NoError(t, err, "cardserve served %+v; last reported: %v", s.Stats(), s.LastError())
+	require.NoError(t, err, "cardserve served %+v; reported: %v", stats(), reported)
 	checkRan(t, string(res.Output), []string{"TestCardSlot"})
 	st := s.Stats()
 	t.Logf("TestCardSlot took %v in the guest; cardserve served %+v", took.Round(time.Millisecond), st)
@@ -94,17 +121,35 @@ func TestCardInSlot(t *testing.T) {
 	assert.Empty(t, reported, "nothing reported")
 	mu.Unlock()
 
+	// The verbs suite, one card per end.
+	proc, err = vm.Start([]string{"/mnt/host/edu.test", "-test.v", "-test.count=1", "-test.run", "^TestCardVerbs$/^(" + strings.Join(verbsCases, "|") + ")$"},
+		guest.StartOptions{Env: env})
+	require.NoError(t, err)
+	began = time.Now()
+	res, err = proc.Wait(ctx)
+	t.Logf("guest (%v):\n%s", time.Since(began).Round(time.Millisecond), res.Output)
+	require.NoError(t, err, "cardserve served %+v; reported: %v", stats(), reported)
+	for _, c := range verbsCases {
+		require.Contains(t, string(res.Output), "--- PASS: TestCardVerbs/"+c+" ", "the verbs case %s", c)
+	}
+	t.Logf("cardserve served %+v", stats())
+
 	// cardserve goes away under the driver.
 	proc, err = vm.Start([]string{"/mnt/host/edu.test", "-test.v", "-test.count=1", "-test.run", "^TestCardServeGone$"}, guest.StartOptions{Env: env})
 	require.NoError(t, err)
 	require.NoError(t, proc.WaitOutput(ctx, "card-ready"))
-	ours.Close()
-	require.NoError(t, <-served)
+	ours[0].Close()
+	require.NoError(t, <-served[0])
 	require.NoError(t, os.WriteFile(filepath.Join(share, "cardserve-gone"), nil, 0o644))
 	res, err = proc.Wait(ctx)
 	t.Logf("guest:\n%s", res.Output)
 	require.NoError(t, err)
 	checkRan(t, string(res.Output), []string{"TestCardServeGone"})
 }
+
+// verbsCases are the verbs suite's cases run on the cards in slots.
+var verbsCases = []string{"Write", "Read", "Send", "SendWithInvalidate", "SolicitedEvent", "ScatterGather", "PostCopiesWR",
+	"Unsignaled", "Inline", "ReadFence", "MPAOptions", "PrivateDataAndReject", "ManyQPs", "RemoteAccessError",
+	"FlushOnDisconnect", "BadUse", "TerminateBeforeFIN"}
 
 var figure = regexp.MustCompile(`(?m)^FIGURE (\S+) (\S+)$`)

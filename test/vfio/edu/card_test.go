@@ -3,13 +3,11 @@
 package edu
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/openiwarp/openiwarp/host/driver/rnic"
 	"github.com/openiwarp/openiwarp/host/driver/vfio"
 	"github.com/openiwarp/openiwarp/host/verbs"
+	"github.com/openiwarp/openiwarp/host/verbs/verbstest"
 	"github.com/openiwarp/openiwarp/internal/testwatch"
 	"github.com/openiwarp/openiwarp/test/cardserve/slotcheck"
 )
@@ -30,16 +29,37 @@ import (
 // are the card's interrupts.
 const ivshmemVendor, ivshmemDevice = 0x1af4, 0x1110
 
-// slotCard is the card the in-guest registry hands out ("slot:").
-var slotCard atomic.Pointer[vfio.Phys]
+// slotPool holds the opened cards the in-guest registry hands out
+// ("slot"): each verbs.Open takes one, its Close gives it back.
+var slotPool = make(chan *vfio.Phys, 8)
+
+// slotDriver is the driver over a card of the pool.
+type slotDriver struct {
+	*rnic.Card
+	p *vfio.Phys
+}
+
+// Close closes the driver and gives the card back to the pool.
+func (d slotDriver) Close() error {
+	err := d.Card.Close()
+	slotPool <- d.p
+	return err
+}
 
 func init() {
 	driver.Register("slot", func(name, arg string) (driver.Card, error) {
-		p := slotCard.Load()
-		if p == nil {
-			return nil, fmt.Errorf("%w: no card in the slot opened", driver.ErrInvalid)
+		var p *vfio.Phys
+		select {
+		case p = <-slotPool:
+		default:
+			return nil, fmt.Errorf("%w: every card in a slot is in use", driver.ErrInvalid)
 		}
-		return rnic.Open(p, rnic.Options{Name: name, Kind: "vfio", Watchdog: cardWatchdog})
+		c, err := rnic.Open(p, rnic.Options{Name: name, Kind: "vfio", Watchdog: cardWatchdog})
+		if err != nil {
+			slotPool <- p
+			return nil, err
+		}
+		return slotDriver{Card: c, p: p}, nil
 	})
 }
 
@@ -47,28 +67,56 @@ func init() {
 // went away is reported within it.
 const cardWatchdog = 10 * time.Second
 
-// openSlot opens the card through VFIO with the ivshmem device's vectors
-// as its interrupts, and the driver over it as a verbs device.
-func openSlot(t *testing.T) (*vfio.Phys, *verbs.Context) {
+// slots lists the cards in slots and the ivshmem device of each (the n-th
+// card's interrupts are the n-th ivshmem device's vectors).
+func slots(t *testing.T) (cards, ivshmems []string) {
 	t.Helper()
-	p, err := vfio.OpenPhysWith(pciAddrOf(t, cardspec.VendorID, cardspec.DeviceID),
-		vfio.PhysOptions{Interrupts: pciAddrOf(t, ivshmemVendor, ivshmemDevice)})
-	require.NoError(t, err)
-	slotCard.Store(p)
-	dev, err := verbs.Open("slot")
-	if err != nil {
-		p.Close()
-	}
-	require.NoError(t, err)
-	return p, dev
+	cards, ivshmems = pciAddrsOf(t, cardspec.VendorID, cardspec.DeviceID), pciAddrsOf(t, ivshmemVendor, ivshmemDevice)
+	require.NotEmpty(t, cards, "no card in a slot")
+	require.Len(t, ivshmems, len(cards), "one ivshmem device per card")
+	return cards, ivshmems
 }
 
-// closeSlot closes the driver then the card, failing rather than hanging.
-func closeSlot(t *testing.T, p *vfio.Phys, dev *verbs.Context) error {
+// openSlots opens every card through VFIO with its ivshmem device's
+// vectors as its interrupts and puts them in the pool; they are closed
+// when the test ends.
+func openSlots(t *testing.T) []*vfio.Phys {
+	t.Helper()
+	cards, ivs := slots(t)
+	var ps []*vfio.Phys
+	for i := range cards {
+		p, err := vfio.OpenPhysWith(cards[i], vfio.PhysOptions{Interrupts: ivs[i]})
+		require.NoError(t, err)
+		ps = append(ps, p)
+		slotPool <- p
+	}
+	t.Cleanup(func() {
+		for range ps {
+			select {
+			case p := <-slotPool:
+				p.Close()
+			default: // still held by a driver the test did not close
+			}
+		}
+	})
+	return ps
+}
+
+// closeDev closes a verbs device, failing rather than hanging.
+func closeDev(t *testing.T, dev *verbs.Context) error {
 	done := make(chan error, 1)
-	go func() { done <- errors.Join(dev.Close(), p.Close()) }()
+	go func() { done <- dev.Close() }()
 	err, _ := testwatch.Wait(t, done, "closing the card in the slot")
 	return err
+}
+
+// The cards in slots run the verbs suite (messages up to 64 KiB, 2 QPs in
+// ManyQPs), each end of a connection on its own card: the harness serves
+// four, as many as the suite holds at once.
+func TestCardVerbs(t *testing.T) {
+	ps := openSlots(t)
+	require.GreaterOrEqual(t, len(ps), 2, "two cards: the suite opens one device per end")
+	verbstest.Run(t, "slot", verbstest.Options{MaxSize: 64 << 10, QPs: 2, Seed: uint64(seed)})
 }
 
 // A guest without an IOMMU, the card and ivshmem-doorbell in slots: the
@@ -76,8 +124,8 @@ func closeSlot(t *testing.T, p *vfio.Phys, dev *verbs.Context) error {
 // driver runs through VFIO's no-IOMMU mode, interrupts through ivshmem's
 // MSI-X, and two QPs of the card move data to each other over 127.0.0.1.
 func TestCardSlot(t *testing.T) {
-	card := pciAddrOf(t, cardspec.VendorID, cardspec.DeviceID)
-	ivs := pciAddrOf(t, ivshmemVendor, ivshmemDevice)
+	cards, ivshmems := slots(t)
+	card, ivs := cards[0], ivshmems[0]
 	class, err := os.ReadFile("/sys/bus/pci/devices/" + card + "/class")
 	require.NoError(t, err)
 	assert.Equal(t, "0x028000", strings.TrimSpace(string(class)), "network controller, other")
@@ -107,8 +155,14 @@ func TestCardSlot(t *testing.T) {
 	require.ErrorIs(t, err, vfio.ErrNotBoundToVFIO, "the interrupt device not bound yet")
 	assert.Contains(t, err.Error(), ivs)
 	bindByRecipe(t, ivs)
+	for i := 1; i < len(cards); i++ {
+		bindByRecipe(t, cards[i])
+		bindByRecipe(t, ivshmems[i])
+	}
 
-	p, dev := openSlot(t)
+	p := openSlots(t)[0]
+	dev, err := verbs.Open("slot")
+	require.NoError(t, err)
 	t.Cleanup(func() {
 		if t.Failed() {
 			b, _ := os.ReadFile("/proc/interrupts")
@@ -145,7 +199,7 @@ func TestCardSlot(t *testing.T) {
 		[]int{1, 100, 4096, 65536}, 200, uint64(seed))
 	fmt.Printf("FIGURE send-ops-per-s %.0f\n", f.PerSecond())
 	t.Logf("%v", f)
-	require.NoError(t, closeSlot(t, p, dev))
+	require.NoError(t, closeDev(t, dev))
 }
 
 // cardserve goes away while the driver has the card: BAR0 reads as all
@@ -154,7 +208,9 @@ func TestCardSlot(t *testing.T) {
 // second), every later call fails with it, and Close returns. The harness stops cardserve after "card-ready" and then creates
 // /mnt/host/cardserve-gone.
 func TestCardServeGone(t *testing.T) {
-	p, dev := openSlot(t)
+	p := openSlots(t)[0]
+	dev, err := verbs.Open("slot")
+	require.NoError(t, err)
 	ctx := testwatch.Context(t, "a Send after cardserve went away")
 	a, b := slotcheck.Pair(t, ctx, dev, func(n int) []byte { return make([]byte, n) }, 4096)
 	fmt.Println("card-ready")
@@ -165,7 +221,7 @@ func TestCardServeGone(t *testing.T) {
 	})
 	began := time.Now()
 	v, err := p.Regs().Read32(cardspec.ID)
-	t.Logf("ID register with cardserve gone: %#x, %v", v, err)
+	t.Logf("ID register of the first card with its cardserve gone: %#x, %v", v, err)
 	require.EqualValues(t, 0xffffffff, v, "a read nobody answers")
 	testwatch.Until(t, "the driver to notice", func() bool { return a.QP.Err() != nil })
 	err = a.QP.Err()
@@ -177,7 +233,7 @@ func TestCardServeGone(t *testing.T) {
 	t.Logf("CreateCQ: %v", err)
 	assert.ErrorIs(t, err, rnic.ErrStuck)
 	began = time.Now()
-	cerr := closeSlot(t, p, dev)
+	cerr := closeDev(t, dev)
 	t.Logf("closing took %v (bounded, did not hang): %v", time.Since(began).Round(time.Millisecond), cerr)
 	_ = b
 }

@@ -59,17 +59,27 @@ func eduAddr(t *testing.T) string { return pciAddrOf(t, eduVendor, eduDevice) }
 // pciAddrOf finds the device with these IDs in sysfs.
 func pciAddrOf(t *testing.T, vendor, device uint16) string {
 	t.Helper()
+	addrs := pciAddrsOf(t, vendor, device)
+	if len(addrs) == 0 {
+		t.Fatalf("no PCI device %04x:%04x in /sys/bus/pci/devices", vendor, device)
+	}
+	return addrs[0]
+}
+
+// pciAddrsOf lists the devices with these IDs, in address order.
+func pciAddrsOf(t *testing.T, vendor, device uint16) []string {
+	t.Helper()
 	devs, err := filepath.Glob("/sys/bus/pci/devices/*")
 	require.NoError(t, err)
+	var out []string
 	for _, d := range devs {
 		v, _ := os.ReadFile(filepath.Join(d, "vendor"))
 		id, _ := os.ReadFile(filepath.Join(d, "device"))
 		if strings.TrimSpace(string(v)) == fmt.Sprintf("%#04x", vendor) && strings.TrimSpace(string(id)) == fmt.Sprintf("%#04x", device) {
-			return filepath.Base(d)
+			out = append(out, filepath.Base(d))
 		}
 	}
-	t.Fatalf("no PCI device %04x:%04x in /sys/bus/pci/devices", vendor, device)
-	return ""
+	return out
 }
 
 var echoLine = regexp.MustCompile(`^\s+echo (\S+) > (\S+)$`)
