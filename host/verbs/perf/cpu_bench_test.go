@@ -65,9 +65,12 @@ func modelCPU() time.Duration {
 	return d
 }
 
-// reportCPU reports host CPU ms per MiB moved, and the model's apart.
+// reportCPU reports the host CPU time per message as ns/op (so that
+// benchratio's time ratio is the CPU ratio against the Baseline), host
+// CPU ms per MiB moved, and the model's apart.
 func reportCPU(b *testing.B, host, model time.Duration, bytes int64) {
 	mib := float64(bytes) / (1 << 20)
+	b.ReportMetric(float64(host)/float64(max(b.N, 1)), "ns/op")
 	b.ReportMetric(float64(host)/1e6/mib, "host-cpu-ms/MiB")
 	if model > 0 {
 		b.ReportMetric(float64(model)/1e6/mib, "model-cpu-ms/MiB")
@@ -81,7 +84,6 @@ func hostCPU(b *testing.B, test perf.Test) {
 	addr := startServer(b, "model-cpu")
 	for _, n := range cpuSizes {
 		b.Run(sizeName(n), func(b *testing.B) {
-			b.SetBytes(int64(n))
 			c := &perf.Client{Device: "model-cpu"}
 			spec := perf.Spec{Test: test, Mode: perf.BW, Size: n, TxDepth: 128, Iters: max(b.N, 1)}
 			// Let the model threads publish their CPU time: it is read
@@ -107,7 +109,6 @@ func BenchmarkHostCPUSendBaseline(b *testing.B)  { tcpCPUBaseline(b) }
 func tcpCPUBaseline(b *testing.B) {
 	for _, n := range cpuSizes {
 		b.Run(sizeName(n), func(b *testing.B) {
-			b.SetBytes(int64(n))
 			var cpu0 time.Duration
 			tcpMove(b, n, func() { cpu0 = processCPU(b) })
 			reportCPU(b, processCPU(b)-cpu0, 0, int64(n)*int64(b.N))
