@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -14,10 +15,13 @@ import (
 	"github.com/openiwarp/openiwarp/host/verbs"
 	"github.com/openiwarp/openiwarp/host/verbs/perf"
 	"github.com/openiwarp/openiwarp/internal/cli"
+	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
 func startServer(t *testing.T) string {
-	ln, err := verbs.Listen("127.0.0.1:0", perf.ListenConfig())
+	lc := perf.ListenConfig()
+	lc.StartupTimeout = testwatch.Patience() // a loaded machine can take seconds to answer
+	ln, err := verbs.Listen("127.0.0.1:0", lc)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -26,10 +30,17 @@ func startServer(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// runPatient runs the client with an MPA startup bound of the tests'
+// patience instead of the tool's few seconds, which a loaded machine can
+// exceed: the tests are about the tool, not the bound.
+func runPatient(args []string, out, errb io.Writer) int {
+	return run(append([]string{"-startup-timeout", testwatch.Patience().String()}, args...), out, errb)
+}
+
 func TestClientTable(t *testing.T) {
 	addr := startServer(t)
 	var out, errb bytes.Buffer
-	code := run([]string{"-test", "read", "-s", "4K", "-n", "200", addr}, &out, &errb)
+	code := runPatient([]string{"-test", "read", "-s", "4K", "-n", "200", addr}, &out, &errb)
 	require.Equal(t, 0, code, errb.String())
 	s := out.String()
 	require.Contains(t, s, "RDMA_Read BW Test")
@@ -42,7 +53,7 @@ func TestClientTable(t *testing.T) {
 func TestClientManyQPs(t *testing.T) {
 	addr := startServer(t)
 	var out, errb bytes.Buffer
-	code := run([]string{"-json", "-qp", "8", "-test", "write", "-s", "64K", "-n", "100", addr}, &out, &errb)
+	code := runPatient([]string{"-json", "-qp", "8", "-test", "write", "-s", "64K", "-n", "100", addr}, &out, &errb)
 	require.Equal(t, 0, code, errb.String())
 	var doc struct{ Results []perf.Result }
 	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
@@ -55,7 +66,7 @@ func TestClientJSONLatency(t *testing.T) {
 	addr := startServer(t)
 	host, port, _ := net.SplitHostPort(addr)
 	var out, errb bytes.Buffer
-	code := run([]string{"-json", "-test", "send", "-mode", "lat", "-s", "64", "-n", "100", "-p", port, host}, &out, &errb)
+	code := runPatient([]string{"-json", "-test", "send", "-mode", "lat", "-s", "64", "-n", "100", "-p", port, host}, &out, &errb)
 	require.Equal(t, 0, code, errb.String())
 	var doc struct{ Results []perf.Result }
 	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
@@ -95,7 +106,7 @@ func TestFlagsAfterAddress(t *testing.T) {
 	addr := startServer(t)
 	host, port, _ := net.SplitHostPort(addr)
 	var out, errb bytes.Buffer
-	code := run([]string{host, "-json", "-test", "send", "-mode", "lat", "-s", "64", "-n", "50", "-p", port}, &out, &errb)
+	code := runPatient([]string{host, "-json", "-test", "send", "-mode", "lat", "-s", "64", "-n", "50", "-p", port}, &out, &errb)
 	require.Equal(t, 0, code, errb.String())
 	var doc struct{ Results []perf.Result }
 	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
@@ -132,7 +143,7 @@ func TestJSONKeysPinned(t *testing.T) {
 	// A bandwidth run prints the bandwidth keys, pinned and snake_case.
 	addr := startServer(t)
 	var out, errb bytes.Buffer
-	require.Equal(t, 0, run([]string{addr, "-json", "-s", "4K", "-n", "50"}, &out, &errb), errb.String())
+	require.Equal(t, 0, runPatient([]string{addr, "-json", "-s", "4K", "-n", "50"}, &out, &errb), errb.String())
 	keys, err = cli.JSONKeys(out.Bytes())
 	require.NoError(t, err)
 	require.Subset(t, iwperfKeys, keys)
