@@ -76,5 +76,12 @@ func Blocks() ([]*Module, error) {
 		}
 		mods = append(mods, m)
 	}
+	for _, w := range CardTxWidths {
+		m, err := CardTx(w)
+		if err != nil {
+			return nil, err
+		}
+		mods = append(mods, m)
+	}
 	return mods, nil
 }

@@ -1,0 +1,718 @@
+package gen
+
+import (
+	"fmt"
+	"math/big"
+)
+
+// CardTxWidths lists the data widths card_tx ships at.
+var CardTxWidths = []int{64, 512}
+
+// Sizes of card_tx.
+const (
+	CardTxQPs        = 1024 // QP contexts
+	CardTxPushSlots  = 4    // pushed blocks held until their WQE is fetched
+	CardTxCplDepth   = 8    // WQEs framed whose completion waits for its ring writes
+	CardTxRingGuard  = 1024 // free TX ring bytes a WQE needs before it starts
+	cardTxRecDepth   = 4    // FPDUs framed whose ring writes are not yet issued
+	cardTxFeedDepth  = 3    // payload words read ahead for ddp_tx
+	cardTxMaxWQEByte = 512  // bytes of the largest WQE (8 basic blocks)
+	cardTxHdrBytes   = 32   // WQE header
+	cardTxMaxInline  = 480  // inline bytes of a WQE
+)
+
+// card_tx engine states.
+const (
+	txIdle = iota
+	txPop
+	txCtx
+	txDecide
+	txFirst // the first block is coming in (DMA or push)
+	txHdr   // the header is in: check it, fetch the other blocks
+	txFetch // issuing the other blocks' reads
+	txRest  // the other blocks are coming in
+	txFlush // 512 bits: the last half block goes to the buffer
+	txFeed  // descriptor and payload to ddp_tx
+	txDrain // the message's last segment goes into mpa_tx
+	txWB    // context written back, completion queued
+	txStates
+)
+
+// markerDiv finds m and s with floor(y*m / 2^s) = floor(y/127) for every
+// y < 2^14 (y = body/4: the marker count divides by 508 = 4*127).
+func markerDiv() (uint64, int) {
+	for s := 14; s < 32; s++ {
+		m := (uint64(1)<<s + 126) / 127
+		ok := true
+		for y := uint64(0); y < 1<<14 && ok; y++ {
+			ok = y*m>>s == y/127
+		}
+		if ok {
+			return m, s
+		}
+	}
+	panic("gen: no reciprocal of 127")
+}
+
+// thermo is the w-bit mask of the bits below n (n a signal of any width).
+func thermo(n *Signal, w int) Expr {
+	parts := make([]Expr, w)
+	for i := 0; i < w; i++ {
+		parts[w-1-i] = Lt(C(n.W, uint64(i)), n)
+	}
+	return Cat(parts...)
+}
+
+// incr is x + 1.
+func incr(x *Signal) Expr { return Add(x, C(x.W, 1)) }
+
+// CardTx builds card_tx_w<width>: the card's transmit engine
+// (docs/card-rtl.md), with dma_rd, dma_wr, ddp_tx and mpa_tx inside.
+func CardTx(width int) (*Module, error) {
+	if width != 64 && width != 512 {
+		return nil, fmt.Errorf("%w: card_tx data width %d (64 or 512)", ErrInvalid, width)
+	}
+	W := width
+	L := W / 8
+	LB := log2(L)
+	rdCfg, wrCfg := DMARdDefault(W), DMAWrDefault(W)
+	ddp, err := DDPTx(W)
+	if err != nil {
+		return nil, err
+	}
+	mpa, err := MPATx(W)
+	if err != nil {
+		return nil, err
+	}
+	drd, err := DMARd(rdCfg)
+	if err != nil {
+		return nil, err
+	}
+	dwr, err := DMAWr(wrCfg)
+	if err != nil {
+		return nil, err
+	}
+	const QB = 10 // QP number bits
+	m := NewModule(fmt.Sprintf("card_tx_w%d", W),
+		"RFC 5040 §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)",
+		fmt.Sprintf("The card's transmit engine, %d-bit data path (docs/card-rtl.md): per-QP transmit context in block RAM (%d QPs) written by the QP command; SQ_PI, TXS_CI and push doorbells; a round-robin scheduler over QPs with posted work (a FIFO of QP numbers in block RAM and one queued bit per QP: a QP is in it at most once, so it never overflows, and a QP sends one WQE per turn); WQE fetch by DMA (dma_rd: the first basic block, then the others in one read, two where they wrap the ring) or from a pushed block (%d held, matched by QP and SQ index) without a DMA read; WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's stream offset; each FPDU's wire length is computed here as it enters mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo the ring size, in two writes where it wraps, the second realigned to lane 0); one record per WQE in posting order once its last ring write has its write response.", W, CardTxQPs, CardTxPushSlots),
+		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not (a fence never waits: no RDMA Read is outstanding). Any other WQE (SGEs to gather, RDMA Read, Local Invalidate, bind, a malformed header) or a DMA error response stops its QP before anything of that WQE is sent: the QP is not scheduled until its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it. QP commands other than CREATE are taken without effect. A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it.", CardTxRingGuard, cardTxMaxInline),
+		"Records out (m_cpl_*): one per WQE in posting order once its ring bytes are written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's new SQ_CI and TXS_PI for its status record either way.",
+	)
+	clk := m.Clock()
+	rst := m.ResetPort()
+
+	// --- ports ---
+	qpValid := m.Input("s_qp_valid", 1, "a QP command (card_regs qp_cmd)")
+	qpReady := m.Output("s_qp_ready", 1, "")
+	qpOp := m.Input("s_qp_op", 4, "QP_OP: 1 CREATE (others taken without effect in this increment)")
+	qpNum := m.Input("s_qp_num", QB, "QP number")
+	qpSQBase := m.Input("s_qp_sq_base", 64, "staged: SQ ring address (aligned to its size)")
+	qpSQLog := m.Input("s_qp_sq_log", 5, "staged: log2 of the SQ's basic blocks (0..16)")
+	qpTXSBase := m.Input("s_qp_txs_base", 64, "staged: TX stream ring address (aligned to its size)")
+	qpTXSLog := m.Input("s_qp_txs_log", 5, "staged: log2 of the TX ring's bytes (12..24)")
+	qpMULPDU := m.Input("s_qp_mulpdu", 16, "staged: MULPDU (128..64768)")
+	qpMarkers := m.Input("s_qp_markers", 1, "staged: insert markers")
+	qpCRC := m.Input("s_qp_crc", 1, "staged: CRC32c on")
+	qpRev0 := m.Input("s_qp_rev0", 1, "staged: MPA revision 0 peer (DDP and RDMAP version 0)")
+	qpSendCQ := m.Input("s_qp_send_cq", QB, "staged: CQ of send completions")
+
+	dbValid := m.Input("s_db_valid", 1, "a doorbell (card_regs m_db)")
+	dbReady := m.Output("s_db_ready", 1, "")
+	dbKind := m.Input("s_db_kind", 3, "DB_KIND: QP_DB_SQ_PI, QP_DB_TXS_CI and QP_DB_PUSH act; others are taken without effect")
+	dbIndex := m.Input("s_db_index", QB, "QP number")
+	dbValue := m.Input("s_db_value", 32, "the value written")
+	dbPushOK := m.Input("s_db_push_ok", 1, "QP_DB_PUSH: s_db_push_data holds the whole block")
+	dbPushData := m.Input("s_db_push_data", 512, "QP_DB_PUSH: the block, byte 0 in bits 7:0")
+
+	cplValid := m.Output("m_cpl_valid", 1, "a WQE is done (posting order)")
+	cplReady := m.Input("m_cpl_ready", 1, "")
+	cplCQE := m.Output("m_cpl_cqe", 1, "write a CQE (signaled); else only the status record moves")
+	cplCQ := m.Output("m_cpl_cq", QB, "the QP's send CQ")
+	cplQPN := m.Output("m_cpl_qpn", QB, "QP number")
+	cplWRID := m.Output("m_cpl_wr_id", 64, "CQE WR_ID")
+	cplOp := m.Output("m_cpl_opcode", 8, "CQE OPCODE (WC_OPCODE)")
+	cplStatus := m.Output("m_cpl_status", 8, "CQE STATUS (WC_STATUS; SUCCESS in this increment)")
+	cplLen := m.Output("m_cpl_byte_len", 32, "CQE BYTE_LEN")
+	cplSQCI := m.Output("m_cpl_sq_ci", 16, "the QP's SQ_CI after this WQE (status record)")
+	cplTXSPI := m.Output("m_cpl_txs_pi", 32, "the QP's TXS_PI after this WQE's FPDUs (status record)")
+	haltOut := m.Output("stat_halt", 1, "sticky: a WQE this increment does not serve, or a DMA read error, stopped a QP")
+	haltQPN := m.Output("stat_halt_qpn", QB, "the last QP stopped so")
+	dmaErrOut := m.Output("stat_dma_err", 1, "sticky: a DMA of card_tx got an error response")
+
+	// AXI4 master ports: read channels of dma_rd, write channels of dma_wr.
+	axi := map[string]*Signal{}
+	for _, sub := range []*Module{drd, dwr} {
+		for _, p := range sub.Ports {
+			if len(p.Name) > 6 && p.Name[:6] == "m_axi_" {
+				if p.Dir == In {
+					axi[p.Name] = m.Input(p.Name, p.W, p.Comment)
+				} else {
+					axi[p.Name] = m.Output(p.Name, p.W, p.Comment)
+				}
+			}
+		}
+	}
+	var unused []Expr
+
+	st := m.RegDecl("eng_state", 4, "engine state")
+	stIs := func(s int) *Signal {
+		return m.WireOf(fmt.Sprintf("in_state%d", s), Eq(st, C(4, uint64(s))), "")
+	}
+	sIdle, sPop, sCtx, sDecide := stIs(txIdle), stIs(txPop), stIs(txCtx), stIs(txDecide)
+	sFirst, sHdr, sFetch, sRest := stIs(txFirst), stIs(txHdr), stIs(txFetch), stIs(txRest)
+	sFlush, sFeed, sDrain, sWB := stIs(txFlush), stIs(txFeed), stIs(txDrain), stIs(txWB)
+
+	// --- QP commands ---
+	dbv := m.RegDecl("db_v", 1, "a doorbell is being served")
+	cmdGo := m.WireOf("cmd_go", And(qpValid, Not(dbv), sIdle), "a QP command is taken")
+	m.Assign(qpReady, And(Not(dbv), sIdle))
+	create := m.WireOf("cmd_create", And(cmdGo, Eq(qpOp, C(4, 1))), "")
+
+	// Static context, written by CREATE.
+	const ctxW = 58 + 5 + 52 + 5 + 16 + 3 + QB
+	cur := m.RegDecl("cur_qp", QB, "the QP the engine serves")
+	ctxRdAddr := m.Wire("ctx_rd_addr", QB, "")
+	ctxRd := m.Mem("ctx", ctxW, CardTxQPs, create, qpNum,
+		Cat(Bits(qpSQBase, 63, 6), qpSQLog, Bits(qpTXSBase, 63, 12), qpTXSLog, qpMULPDU, qpMarkers, qpCRC, qpRev0, qpSendCQ),
+		nil, ctxRdAddr, "static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ")
+	unused = append(unused, Bits(qpSQBase, 5, 0), Bits(qpTXSBase, 11, 0))
+
+	// Doorbell state {TXS_CI, SQ_PI}: written by doorbells and CREATE; two
+	// copies so that the doorbell path and the engine each have a read port.
+	dbWrEn := m.Wire("dbs_wr_en", 1, "")
+	dbWrAddr := m.Wire("dbs_wr_addr", QB, "")
+	dbWrData := m.Wire("dbs_wr_data", 48, "{txs_ci, sq_pi}")
+	dbsA := m.Mem("dbs_a", 48, CardTxQPs, dbWrEn, dbWrAddr, dbWrData, nil, dbIndex, "doorbell state, read by the doorbell path")
+	dbsE := m.Mem("dbs_e", 48, CardTxQPs, dbWrEn, dbWrAddr, dbWrData, nil, ctxRdAddr, "doorbell state, read by the engine")
+
+	// Engine state {Send MSN, TXS_PI, SQ_CI}: written by the engine and CREATE.
+	engWBData := m.Wire("eng_wb_data", 80, "{msn, txs_pi, sq_ci}")
+	engRd := m.Mem("eng", 80, CardTxQPs, Or(create, sWB), Sel(create, qpNum, cur),
+		Sel(create, C(80, 1<<48), engWBData), nil, ctxRdAddr, "engine state per QP: next Send MSN, TXS_PI (the stream offset), SQ_CI")
+
+	// --- scheduler: a FIFO of QP numbers, one queued bit per QP ---
+	const FB = QB + 1
+	fHead := m.RegDecl("sched_head", FB, "")
+	fTail := m.RegDecl("sched_tail", FB, "")
+	fEmpty := m.WireOf("sched_empty", Eq(fHead, fTail), "")
+	fPush := m.Wire("sched_push", 1, "")
+	fPushQP := m.Wire("sched_push_qp", QB, "")
+	popped := m.Mem("sched", QB, CardTxQPs, fPush, Bits(fTail, QB-1, 0), fPushQP, nil, Bits(fHead, QB-1, 0), "QPs with work, in turn")
+	cplRoom := m.Wire("cpl_room", 1, "the completion queue can take a WQE")
+	pop := m.WireOf("sched_pop", And(sIdle, Not(fEmpty), Not(qpValid), cplRoom), "the engine takes the next QP")
+	m.Drive(fHead, big.NewInt(0), incr(fHead), pop)
+	m.Drive(fTail, big.NewInt(0), incr(fTail), fPush)
+	queued := m.RegDecl("queued", CardTxQPs, "the QP is in the scheduler FIFO")
+	dec := func(name string, q Expr) *Signal {
+		qs := m.WireOf(name+"_qp", q, "")
+		parts := make([]Expr, CardTxQPs)
+		for i := 0; i < CardTxQPs; i++ {
+			parts[CardTxQPs-1-i] = Eq(qs, C(QB, uint64(i)))
+		}
+		return m.WireOf(name+"_1h", Cat(parts...), "")
+	}
+	clr1h := dec("qclr", popped)
+	set1h := dec("qset", fPushQP)
+	m.Drive(queued, big.NewInt(0), Or(And(queued, Not(And(clr1h, Rep(sPop, CardTxQPs)))), And(set1h, Rep(fPush, CardTxQPs))), nil)
+	isQueued := func(name string, q Expr) Expr { return RedOr(And(queued, dec(name, q))) }
+	m.Assign(ctxRdAddr, popped)
+	m.Drive(cur, nil, popped, sPop)
+
+	// --- push slots ---
+	type slot struct{ v, qp, idx, data *Signal }
+	slots := make([]slot, CardTxPushSlots)
+	for i := range slots {
+		slots[i] = slot{m.RegDecl(fmt.Sprintf("push%d_v", i), 1, ""), m.RegDecl(fmt.Sprintf("push%d_qp", i), QB, ""),
+			m.RegDecl(fmt.Sprintf("push%d_idx", i), 16, "its SQ index"), m.RegDecl(fmt.Sprintf("push%d_data", i), 512, "")}
+	}
+	pushRR := m.RegDecl("push_rr", log2(CardTxPushSlots), "the slot the next push takes")
+
+	// --- doorbells: take, read the QP's doorbell state, update ---
+	m.Assign(dbReady, And(Not(dbv), Not(qpValid)))
+	dbTake := m.WireOf("db_take", And(dbValid, Not(dbv), Not(qpValid)), "")
+	dKind := m.Reg("db_kind_q", 3, nil, dbKind, dbTake, "")
+	dQP := m.Reg("db_qp", QB, nil, dbIndex, dbTake, "")
+	dVal := m.Reg("db_value_q", 32, nil, dbValue, dbTake, "")
+	dPushOK := m.Reg("db_push_ok_q", 1, nil, dbPushOK, dbTake, "")
+	dPushData := m.Reg("db_push_data_q", 512, nil, dbPushData, dbTake, "")
+	isSQ := m.WireOf("db_is_sq", Eq(dKind, C(3, 1)), "")
+	isTXS := m.WireOf("db_is_txs", Eq(dKind, C(3, 3)), "")
+	isPush := m.WireOf("db_is_push", Eq(dKind, C(3, 6)), "")
+	oldPI := m.WireOf("db_old_pi", Bits(dbsA, 15, 0), "")
+	oldCI := m.WireOf("db_old_ci", Bits(dbsA, 47, 16), "")
+	newPI := m.WireOf("db_new_pi", Sel(isPush, incr(oldPI), Sel(isSQ, Bits(dVal, 15, 0), oldPI)), "")
+	newCI := m.WireOf("db_new_ci", Sel(isTXS, dVal, oldCI), "")
+	requeue := m.Wire("eng_requeue", 1, "the engine puts its QP back in the FIFO")
+	dbFire := m.WireOf("db_fire", And(dbv, Not(requeue)), "the doorbell takes effect")
+	acts := m.WireOf("db_acts", Or(isSQ, isTXS, isPush), "")
+	dbEnq := m.WireOf("db_enqueue", And(dbFire, acts, Not(isQueued("qdb", dQP))), "")
+	m.Drive(dbv, big.NewInt(0), Or(dbTake, And(dbv, Not(dbFire))), nil)
+	m.Assign(dbWrEn, Or(create, And(dbFire, acts)))
+	m.Assign(dbWrAddr, Sel(create, qpNum, dQP))
+	m.Assign(dbWrData, Sel(create, C(48, 0), Cat(newCI, newPI)))
+	m.Assign(fPush, Or(requeue, dbEnq))
+	m.Assign(fPushQP, Sel(requeue, cur, dQP))
+	pushNew := m.WireOf("push_new", And(dbFire, isPush, dPushOK), "a pushed block is kept")
+
+	// --- the engine's copy of its QP's context ---
+	cSQBase := m.RegDecl("cur_sq_base", 58, "")
+	cSQLog := m.RegDecl("cur_sq_log", 5, "")
+	cTXBase := m.RegDecl("cur_txs_base", 52, "")
+	cTXMask := m.RegDecl("cur_txs_mask", 24, "TX ring size - 1")
+	cMULPDU := m.RegDecl("cur_mulpdu", 16, "")
+	cMk := m.RegDecl("cur_markers", 1, "")
+	cCRC := m.RegDecl("cur_crc", 1, "")
+	cRev0 := m.RegDecl("cur_rev0", 1, "")
+	cCQ := m.RegDecl("cur_cq", QB, "")
+	cSQCI := m.RegDecl("cur_sq_ci", 16, "")
+	cMSN := m.RegDecl("cur_msn", 32, "")
+	cPI := m.RegDecl("cur_sq_pi", 16, "live: doorbells to cur_qp update it")
+	cCI := m.RegDecl("cur_txs_ci", 32, "live")
+	fOff := m.RegDecl("f_off", 32, "stream offset (TXS_PI) of cur_qp's next FPDU")
+	o := ctxW
+	field := func(w int) Expr { o -= w; return Bits(ctxRd, o+w-1, o) }
+	ldSQBase, ldSQLog, ldTXBase := field(58), field(5), field(52)
+	ldTXLog := m.WireOf("ld_txs_log", field(5), "")
+	ldMULPDU, ldMk, ldCRC, ldRev0, ldCQ := field(16), field(1), field(1), field(1), field(QB)
+	m.Drive(cSQBase, nil, ldSQBase, sCtx)
+	m.Drive(cSQLog, nil, ldSQLog, sCtx)
+	m.Drive(cTXBase, nil, ldTXBase, sCtx)
+	m.Drive(cTXMask, nil, thermo(ldTXLog, 24), sCtx)
+	m.Drive(cMULPDU, nil, ldMULPDU, sCtx)
+	m.Drive(cMk, nil, ldMk, sCtx)
+	m.Drive(cCRC, nil, ldCRC, sCtx)
+	m.Drive(cRev0, nil, ldRev0, sCtx)
+	m.Drive(cCQ, nil, ldCQ, sCtx)
+	m.Drive(cSQCI, nil, Bits(engRd, 15, 0), sCtx)
+	// Doorbells to cur_qp while the engine holds it; the one in the read
+	// cycle (txPop) is remembered for txCtx.
+	dbHit := m.WireOf("db_hit_cur", And(dbFire, acts, Eq(dQP, cur), Not(sIdle), Not(sPop)), "")
+	lastW := m.Reg("dbw_last_v", 1, big.NewInt(0), And(dbFire, acts), nil, "")
+	lastQP := m.Reg("dbw_last_qp", QB, nil, dQP, nil, "")
+	lastPI := m.Reg("dbw_last_pi", 16, nil, newPI, nil, "")
+	lastCI := m.Reg("dbw_last_ci", 32, nil, newCI, nil, "")
+	lastHit := m.WireOf("dbw_last_hit", And(lastW, Eq(lastQP, cur)), "")
+	ramPI := Sel(lastHit, lastPI, Bits(dbsE, 15, 0))
+	ramCI := Sel(lastHit, lastCI, Bits(dbsE, 47, 16))
+	m.Drive(cPI, nil, Sel(dbHit, newPI, ramPI), Or(sCtx, dbHit))
+	m.Drive(cCI, nil, Sel(dbHit, newCI, ramCI), Or(sCtx, dbHit))
+
+	// --- WQE header ---
+	hdr := m.RegDecl("wqe_hdr", 256, "the WQE's header")
+	hOpcode := m.WireOf("h_opcode", Bits(hdr, 7, 0), "")
+	hSignaled := m.WireOf("h_signaled", Bit(hdr, 8), "")
+	hSolicited := m.WireOf("h_solicited", Bit(hdr, 9), "")
+	hInline := m.WireOf("h_inline", Bit(hdr, 11), "")
+	bbs := m.WireOf("h_bbs", Bits(hdr, 19, 16), "")
+	hLen := m.WireOf("h_inline_len", Bits(hdr, 47, 32), "")
+	hWRID := m.WireOf("h_wr_id", Bits(hdr, 127, 64), "")
+	hRAddr := m.WireOf("h_remote_addr", Bits(hdr, 191, 128), "")
+	hRKey := m.WireOf("h_rkey", Bits(hdr, 223, 192), "")
+	hInv := m.WireOf("h_inv_stag", Bits(hdr, 255, 224), "")
+	unused = append(unused, Bit(hdr, 10), Bits(hdr, 15, 12), Bits(hdr, 31, 20), Bits(hdr, 63, 48))
+
+	// --- decide: work, ring room, a pushed first block ---
+	hasWork := m.WireOf("has_work", Ne(cSQCI, cPI), "")
+	used := m.WireOf("ring_used", Sub(fOff, cCI), "")
+	size32 := m.WireOf("ring_size", Add(Cat(C(8, 0), cTXMask), C(32, 1)), "")
+	room := m.WireOf("ring_room_ok", And(Not(Lt(size32, used)), Not(Lt(Sub(size32, used), C(32, CardTxRingGuard)))), "the ring has the guard's bytes free")
+	var hits []Expr
+	for i, s := range slots {
+		hits = append(hits, m.WireOf(fmt.Sprintf("push%d_hit", i), And(s.v, Eq(s.qp, cur), Eq(s.idx, cSQCI)), ""))
+	}
+	hitAny := m.WireOf("push_hit", RedOr(Cat(hits...)), "the WQE's first block was pushed")
+	var hitData Expr = slots[0].data
+	for i := 1; i < len(slots); i++ {
+		hitData = Sel(hits[i], slots[i].data, hitData)
+	}
+	goWQE := m.WireOf("wqe_go", And(sDecide, hasWork, room), "a WQE starts")
+	usePush := m.WireOf("use_push", And(goWQE, hitAny), "")
+	pblk := m.Reg("push_blk", 512, nil, hitData, usePush, "the pushed block being taken")
+	src := m.Reg("src_push", 1, big.NewInt(0), usePush, goWQE, "the first block comes from a push")
+	for i, s := range slots {
+		w := m.WireOf(fmt.Sprintf("push%d_w", i), And(pushNew, Eq(pushRR, C(pushRR.W, uint64(i)))), "")
+		clr := Or(And(usePush, hits[i]), And(create, Eq(s.qp, qpNum)))
+		m.Drive(s.v, big.NewInt(0), w, Or(w, clr))
+		m.Drive(s.qp, nil, dQP, w)
+		m.Drive(s.idx, nil, oldPI, w)
+		m.Drive(s.data, nil, dPushData, w)
+	}
+	m.Drive(pushRR, big.NewInt(0), incr(pushRR), pushNew)
+
+	// --- WQE fetch: read requests ---
+	sqMask := m.WireOf("sq_mask", thermo(cSQLog, 16), "SQ size - 1, in blocks")
+	fIdx := m.RegDecl("fetch_idx", 16, "next SQ block to request")
+	fLeft := m.RegDecl("fetch_left", 4, "blocks left to request")
+	fPos := m.WireOf("fetch_pos", And(fIdx, sqMask), "")
+	toEnd := m.WireOf("fetch_to_end", Sub(Add(Cat(C(1, 0), sqMask), C(17, 1)), Cat(C(1, 0), fPos)), "blocks to the ring's end")
+	fN := m.WireOf("fetch_n", Sel(Lt(toEnd, zext(fLeft, 17)), Bits(toEnd, 3, 0), fLeft), "blocks of this request")
+	unused = append(unused, Bits(toEnd, 16, 4))
+	rdReqValid := m.WireOf("rd_req_valid", And(Or(And(sFirst, Not(src)), sFetch), RedOr(fLeft)), "")
+	rdReqReady := m.Wire("rd_req_ready", 1, "")
+	rdGo := m.WireOf("rd_go", And(rdReqValid, rdReqReady), "")
+	rdAddr := m.WireOf("rd_req_addr", Add(Cat(cSQBase, C(6, 0)), Cat(C(42, 0), fPos, C(6, 0))), "")
+	rdLen := m.WireOf("rd_req_len", Sub(Cat(C(6, 0), fN, C(6, 0)), C(16, 1)), "")
+
+	// --- WQE beats into the header and the buffer ---
+	beatsPerBB := 64 / L
+	const NBW = 7
+	wj := m.RegDecl("wb_beat", NBW, "beats of the WQE taken")
+	rdData := m.Wire("rd_tdata", W, "")
+	rdValid := m.Wire("rd_tvalid", 1, "")
+	rdErr := m.Wire("rd_terr", 1, "")
+	rdKeep := m.Wire("rd_tkeep", L, "")
+	rdLast := m.Wire("rd_tlast", 1, "")
+	rdTag := m.Wire("rd_ttag", rdCfg.TagBits, "")
+	unused = append(unused, rdKeep, rdLast, rdTag)
+	var pbeat Expr = pblk
+	if beatsPerBB > 1 {
+		var cands, sel []Expr
+		for k := 0; k < beatsPerBB; k++ {
+			cands = append(cands, Bits(pblk, W*k+W-1, W*k))
+		}
+		for i := 0; i < log2(beatsPerBB); i++ {
+			sel = append(sel, Bit(wj, i))
+		}
+		pbeat = muxTree(sel, cands)
+	}
+	fromPush := m.WireOf("wb_from_push", And(sFirst, src), "")
+	fromDMA := m.WireOf("wb_from_dma", Or(And(sFirst, Not(src)), sFetch, sRest), "")
+	bValid := m.WireOf("wb_valid", Or(fromPush, And(fromDMA, rdValid)), "a WQE beat is taken")
+	bData := m.WireOf("wb_data", Sel(fromPush, pbeat, rdData), "")
+	m.Drive(wj, big.NewInt(0), Sel(goWQE, C(NBW, 0), incr(wj)), Or(goWQE, bValid))
+	firstDone := m.WireOf("first_done", And(bValid, sFirst, Eq(wj, C(NBW, uint64(beatsPerBB-1)))), "the first block's last beat")
+	wErr := m.RegDecl("wqe_rd_err", 1, "a read of the WQE got an error response")
+	m.Drive(wErr, big.NewInt(0), And(Not(goWQE), Or(wErr, And(fromDMA, rdValid, rdErr))), nil)
+	bufDepth := cardTxMaxWQEByte / L
+	bufAW := log2(bufDepth)
+	var bufWrEn, bufWrAddr, bufWrData Expr
+	if L <= 32 {
+		hdrBeats := 32 / L
+		var hparts []Expr
+		for k := hdrBeats - 1; k >= 0; k-- {
+			hk := m.WireOf(fmt.Sprintf("hdr_w%d", k), And(bValid, Eq(wj, C(NBW, uint64(k)))), "")
+			hparts = append(hparts, Sel(hk, bData, Bits(hdr, W*k+W-1, W*k)))
+		}
+		m.Drive(hdr, nil, Cat(hparts...), nil)
+		bufWrEn = And(bValid, Not(Lt(wj, C(NBW, uint64(hdrBeats)))))
+		wa := m.WireOf("buf_wa_full", Sub(wj, C(NBW, uint64(hdrBeats))), "")
+		bufWrAddr = Bits(wa, bufAW-1, 0)
+		bufWrData = bData
+		unused = append(unused, Bits(wa, NBW-1, bufAW))
+	} else {
+		// 512 bits: payload word k is bytes 32+64k .. 95+64k, the upper half
+		// of beat k and the lower half of beat k+1; the last word is written
+		// in txFlush from the upper half alone.
+		prev := m.Reg("wb_prev_hi", 256, nil, Bits(bData, 511, 256), bValid, "the upper half of the previous beat")
+		m.Drive(hdr, nil, Bits(bData, 255, 0), And(bValid, Eq(wj, C(NBW, 0))))
+		bufWrEn = Or(And(bValid, Ne(wj, C(NBW, 0))), sFlush)
+		wa := m.WireOf("buf_wa_full", Sub(wj, C(NBW, 1)), "")
+		bufWrAddr = Bits(wa, bufAW-1, 0)
+		unused = append(unused, Bits(wa, NBW-1, bufAW))
+		bufWrData = Sel(sFlush, Cat(C(256, 0), prev), Cat(Bits(bData, 255, 0), prev))
+	}
+
+	// --- header checks ---
+	avail := m.WireOf("avail", Sub(cPI, cSQCI), "blocks posted from SQ_CI on")
+	opSendInv := m.WireOf("op_send_inv", Eq(hOpcode, C(8, 1)), "")
+	opWrite := m.WireOf("op_write", Eq(hOpcode, C(8, 2)), "")
+	opServed := m.WireOf("op_served", Or(Eq(hOpcode, C(8, 0)), opSendInv, opWrite), "")
+	sqSize17 := Add(Cat(C(1, 0), sqMask), C(17, 1))
+	bbsOK := m.WireOf("bbs_ok", And(RedOr(bbs), Not(Lt(C(4, 8), bbs)), Not(Lt(avail, zext(bbs, 16))), Not(Lt(sqSize17, zext(bbs, 17)))), "")
+	roomBytes := m.WireOf("inline_room", Sub(Cat(C(7, 0), bbs, C(6, 0)), C(17, cardTxHdrBytes)), "bbs*64 - 32")
+	lenOK := m.WireOf("inline_len_ok", And(Not(Lt(C(16, cardTxMaxInline), hLen)), Not(Lt(roomBytes, Cat(C(1, 0), hLen)))), "")
+	served := m.WireOf("wqe_served", And(opServed, hInline, bbsOK, lenOK, Not(wErr)), "this increment serves the WQE")
+	var totalB Expr
+	if beatsPerBB == 1 {
+		totalB = zext(bbs, NBW)
+	} else {
+		totalB = Cat(bbs, C(3, 0))
+	}
+	totalBW := m.WireOf("wqe_beats", totalB, "beats of the whole WQE")
+	restDone := m.WireOf("rest_done", And(sRest, bValid, Eq(wj, Sub(totalBW, C(NBW, 1)))), "the WQE's last beat")
+	halt := m.WireOf("halt", Or(And(sHdr, Not(served)), And(restDone, Or(wErr, rdErr))), "the QP stops at this WQE")
+	m.Assign(haltOut, m.Reg("halt_q", 1, big.NewInt(0), C(1, 1), halt, ""))
+	m.Assign(haltQPN, m.Reg("halt_qpn_q", QB, big.NewInt(0), cur, halt, ""))
+	oneBB := m.WireOf("one_bb", Eq(bbs, C(4, 1)), "")
+	m.Drive(fIdx, nil, Sel(goWQE, cSQCI, Sel(sHdr, incr(cSQCI), Add(fIdx, zext(fN, 16)))), Or(goWQE, sHdr, rdGo))
+	m.Drive(fLeft, nil, Sel(goWQE, Sel(hitAny, C(4, 0), C(4, 1)), Sel(sHdr, Sub(bbs, C(4, 1)), Sub(fLeft, fN))), Or(goWQE, sHdr, rdGo))
+
+	// --- payload words to ddp_tx ---
+	payFull := m.WireOf("pay_words_full", Add(Cat(C(1, 0), hLen), C(17, uint64(L-1))), "")
+	nWords := m.WireOf("pay_words", Bits(payFull, 16, LB), "payload words: ceil(len / lanes)")
+	unused = append(unused, Bits(payFull, LB-1, 0))
+	const FQW = 10
+	fq := m.RegDecl("feed_issued", FQW, "payload words read")
+	fInflight := m.RegDecl("feed_inflight", 1, "a buffer read is under way")
+	fqPop := m.Wire("fq_pop", addrWidth(cardTxFeedDepth+1), "")
+	lastWord := m.WireOf("feed_is_last", Eq(zext(incr(fq), 17-LB), nWords), "")
+	bufRd := m.Mem("wqe_buf", W, bufDepth, bufWrEn, bufWrAddr, bufWrData, nil, Bits(fq, bufAW-1, 0), "the WQE past its header (the inline payload)")
+	issue := m.Wire("feed_issue", 1, "read the next payload word")
+	fLastRd := m.Reg("feed_last_rd", 1, nil, lastWord, issue, "the word being read is the message's last")
+	fqq := ShiftQueue(m, "fq", cardTxFeedDepth, []string{"data", "last"}, []int{W, 1}, fInflight, []Expr{bufRd, fLastRd}, fqPop)
+	cw := fqq.Count.W
+	m.Assign(issue, And(sFeed, Lt(zext(fq, 17-LB), nWords), Lt(Add(zext(fqq.Count, 3), zext(fInflight, 3)), C(3, cardTxFeedDepth))))
+	m.Drive(fq, nil, Sel(goWQE, C(FQW, 0), incr(fq)), Or(goWQE, issue))
+	m.Drive(fInflight, big.NewInt(0), issue, nil)
+
+	// ddp_tx descriptor and payload.
+	descDone := m.RegDecl("desc_done", 1, "ddp_tx took the descriptor")
+	payDone := m.RegDecl("pay_done", 1, "ddp_tx took the last payload word")
+	descReady := m.Wire("ddp_desc_ready", 1, "")
+	descV := m.WireOf("ddp_desc_valid", And(sFeed, Not(descDone)), "")
+	descGo := m.WireOf("ddp_desc_go", And(descV, descReady), "")
+	pReady := m.Wire("ddp_s_ready", 1, "")
+	pValid := m.WireOf("ddp_s_valid", RedOr(fqq.Count), "")
+	pGo := m.WireOf("ddp_s_go", And(pValid, pReady), "")
+	m.Assign(fqPop, zext(pGo, cw))
+	pLastGo := m.WireOf("ddp_s_last_go", And(pGo, fqq.Fields[0][1]), "")
+	noPay := m.WireOf("no_payload", Eq(hLen, C(16, 0)), "")
+	m.Drive(descDone, big.NewInt(0), And(Not(goWQE), Or(descDone, descGo)), nil)
+	m.Drive(payDone, big.NewInt(0), And(Not(goWQE), Or(payDone, pLastGo)), nil)
+	feedEnd := m.WireOf("feed_end", And(sFeed, Or(descDone, descGo), Or(payDone, pLastGo, noPay)), "")
+
+	rv := Cat(C(1, 0), Not(cRev0))
+	opLo := Sel(opWrite, C(4, 0), Add(Sel(opSendInv, C(4, 4), C(4, 3)), Sel(hSolicited, C(4, 2), C(4, 0))))
+	dStag := Sel(opWrite, hRKey, Sel(opSendInv, hInv, C(32, 0)))
+
+	// ddp_tx -> mpa_tx, with each FPDU's wire length and the ring records.
+	ddpData := m.Wire("ddp_m_tdata", W, "")
+	ddpKeep := m.Wire("ddp_m_tkeep", L, "")
+	ddpValid := m.Wire("ddp_m_tvalid", 1, "")
+	ddpLast := m.Wire("ddp_m_tlast", 1, "")
+	ddpLen := m.Wire("ddp_m_tuser_len", 16, "")
+	ddpMsgLast := m.Wire("ddp_m_tuser_last", 1, "")
+	ddpUser := m.Wire("ddp_m_tuser_user", 16, "")
+	unused = append(unused, ddpKeep, ddpUser)
+	mpaReady := m.Wire("mpa_s_ready", 1, "")
+	hFirst := m.RegDecl("h_first", 1, "the next beat into mpa_tx opens an FPDU")
+	recRoom := m.Wire("rec_room", 1, "")
+	hGate := m.WireOf("h_gate", Or(Not(hFirst), recRoom), "")
+	hGo := m.WireOf("h_go", And(ddpValid, mpaReady, hGate), "a beat goes from ddp_tx to mpa_tx")
+	m.Drive(hFirst, big.NewInt(1), ddpLast, hGo)
+	newFPDU := m.WireOf("fpdu_new", And(hGo, hFirst), "")
+	msgDone := m.RegDecl("msg_done", 1, "the message's last segment is in mpa_tx")
+	m.Drive(msgDone, big.NewInt(0), And(Not(goWQE), Or(msgDone, And(hGo, ddpLast, ddpMsgLast))), nil)
+
+	// FPDU wire length (golden/mpa.FPDUWireLen): body = 2 + n + PAD; a
+	// leading marker when the FPDU opens on the 512-octet grid; then one
+	// at g0 octets of body and every 508 after; the CRC.
+	n17 := m.WireOf("w_n5", Add(Cat(C(1, 0), ddpLen), C(17, 5)), "")
+	body := m.WireOf("w_body", Cat(Bits(n17, 16, 2), C(2, 0)), "ULPDU_Length, ULPDU and PAD")
+	offLo := m.WireOf("w_off_lo", Bits(fOff, 8, 0), "")
+	k0 := m.WireOf("w_lead", Eq(offLo, C(9, 0)), "a leading marker")
+	off1 := m.WireOf("w_off1", Sel(k0, C(10, 4), zext(offLo, 10)), "")
+	g0 := m.WireOf("w_g0", zext(Sub(C(10, 512), off1), 17), "body octets before the first grid point")
+	ge := m.WireOf("w_ge", Not(Lt(body, g0)), "")
+	x := m.WireOf("w_x", Sub(body, g0), "")
+	y := m.WireOf("w_y", Bits(x, 15, 2), "")
+	mul, sh := markerDiv()
+	var prod Expr
+	for i := 0; i < 32; i++ {
+		if mul>>i&1 == 0 {
+			continue
+		}
+		term := zext(Cat(y, C(max(i, 1), 0)), 40)
+		if i == 0 {
+			term = zext(y, 40)
+		}
+		if prod == nil {
+			prod = term
+		} else {
+			prod = Add(prod, term)
+		}
+	}
+	prodW := m.WireOf("w_prod", prod, "")
+	q127 := m.WireOf("w_q", Bits(prodW, sh+7, sh), "(body - g0) / 508")
+	unused = append(unused, Bit(x, 16), Bits(x, 1, 0), Bits(n17, 1, 0), Bits(prodW, sh-1, 0), Bits(prodW, 39, sh+8))
+	kk := m.WireOf("w_markers", Add(zext(k0, 8), Sel(ge, Add(q127, C(8, 1)), C(8, 0))), "markers in the FPDU")
+	wire := m.WireOf("w_len", Add(Add(body, Cat(C(7, 0), kk, C(2, 0))), C(17, 4)), "the FPDU's octets on the wire")
+	wireNoMk := Add(body, C(17, 4))
+	wl := m.WireOf("w_len_sel", Sel(cMk, wire, wireNoMk), "")
+	m.Drive(fOff, nil, Sel(sCtx, Bits(engRd, 47, 16), Add(fOff, zext(wl, 32))), Or(sCtx, newFPDU))
+	unused = append(unused, Bit(wl, 16))
+
+	// --- ring records: one per FPDU, for the request issuer and the data path ---
+	pos := m.WireOf("rec_pos", And(Bits(fOff, 23, 0), cTXMask), "the FPDU's place in the ring")
+	toRingEnd := m.WireOf("rec_to_end", Sub(Add(Cat(C(1, 0), cTXMask), C(25, 1)), Cat(C(1, 0), pos)), "")
+	split := m.WireOf("rec_split", Lt(toRingEnd, zext(Bits(wl, 15, 0), 25)), "the FPDU wraps the ring")
+	cut := m.WireOf("rec_cut", Bits(toRingEnd, 15, 0), "octets before the wrap")
+	unused = append(unused, Bits(toRingEnd, 24, 16))
+	qaPop := m.Wire("qa_pop", addrWidth(cardTxRecDepth+1), "")
+	qdPop := m.Wire("qd_pop", addrWidth(cardTxRecDepth+1), "")
+	recF := []string{"base", "pos", "len", "split", "cut", "last"}
+	recW := []int{52, 24, 16, 1, 16, 1}
+	recD := []Expr{cTXBase, pos, Bits(wl, 15, 0), split, cut, ddpMsgLast}
+	qa := ShiftQueue(m, "qa", cardTxRecDepth, recF, recW, newFPDU, recD, qaPop)
+	qd := ShiftQueue(m, "qd", cardTxRecDepth, recF, recW, newFPDU, recD, qdPop)
+	rcw := qa.Count.W
+	m.Assign(recRoom, And(Lt(qa.Count, C(rcw, cardTxRecDepth)), Lt(qd.Count, C(rcw, cardTxRecDepth))))
+
+	// Request issuer.
+	ri2 := m.RegDecl("ri_second", 1, "the wrapped part's write is next")
+	ha := qa.Fields[0]
+	wrReqReady := m.Wire("wr_req_ready", 1, "")
+	wrReqValid := m.WireOf("wr_req_valid", RedOr(qa.Count), "")
+	wrGo := m.WireOf("wr_req_go", And(wrReqValid, wrReqReady), "")
+	wrAddrFull := m.WireOf("wr_req_addr", Add(Cat(ha[0], C(12, 0)), Sel(ri2, C(64, 0), zext(ha[1], 64))), "the ring's base, plus the FPDU's place for its first write")
+	wrLen := m.WireOf("wr_req_n", Sel(ri2, Sub(ha[2], ha[4]), Sel(ha[3], ha[4], ha[2])), "")
+	wrEnd := m.WireOf("wr_req_end", Or(ri2, Not(ha[3])), "the FPDU's last write")
+	m.Drive(ri2, big.NewInt(0), Not(wrEnd), wrGo)
+	m.Assign(qaPop, zext(And(wrGo, wrEnd), rcw))
+
+	// Data path: mpa_tx's FPDU beats to dma_wr, the wrapped part realigned.
+	hd := qd.Fields[0]
+	mpaData := m.Wire("mpa_m_tdata", W, "")
+	mpaKeep := m.Wire("mpa_m_tkeep", L, "")
+	mpaValid := m.Wire("mpa_m_tvalid", 1, "")
+	mpaLast := m.Wire("mpa_m_tlast", 1, "")
+	mpaUser := m.Wire("mpa_m_tuser", 32, "")
+	unused = append(unused, mpaKeep, mpaUser, mpaLast)
+	wsReady := m.Wire("wr_s_ready", 1, "")
+	const RB = 17
+	rin := m.RegDecl("rw_in", RB, "input beats of the FPDU taken")
+	ph := m.RegDecl("rw_merge", 1, "the wrapped part is being realigned")
+	rj := m.RegDecl("rw_out2", RB, "realigned beats sent")
+	prevB := m.RegDecl("rw_prev", W, "the input beat holding the wrap")
+	cutW := hd[4]
+	rLo := m.WireOf("rw_r", Bits(cutW, LB-1, 0), "the wrap's lane")
+	qBeat := m.WireOf("rw_q", zext(Bits(cutW, 15, LB), RB), "the input beat holding the wrap")
+	mergeMode := m.WireOf("rw_merge_mode", And(hd[3], RedOr(rLo)), "")
+	lenP := m.WireOf("rw_len_p", Add(zext(hd[2], RB+LB), C(RB+LB, uint64(L-1))), "")
+	nin := m.WireOf("rw_nin", Bits(lenP, RB+LB-1, LB), "input beats of the FPDU")
+	len2P := m.WireOf("rw_len2_p", Add(zext(Sub(hd[2], cutW), RB+LB), C(RB+LB, uint64(L-1))), "")
+	n2 := m.WireOf("rw_n2", Bits(len2P, RB+LB-1, LB), "beats of the wrapped part")
+	unused = append(unused, Bits(lenP, LB-1, 0), Bits(len2P, LB-1, 0))
+	have := m.WireOf("rw_have", RedOr(qd.Count), "")
+	needIn := m.WireOf("rw_need_in", Or(Not(ph), Lt(rin, nin)), "this output beat takes an input beat")
+	win := m.WireOf("rw_window", Cat(Sel(needIn, mpaData, C(W, 0)), prevB), "")
+	merged := shiftDownBytes(m, "rw_shift", win, rLo, W)
+	unused = append(unused, Bits(win, 2*W-1, 2*W-8))
+	outData := m.WireOf("rw_data", Sel(ph, Bits(m.WireOf("rw_merged", merged, ""), W-1, 0), mpaData), "")
+	outValid := m.WireOf("rw_valid", And(have, Or(Not(needIn), mpaValid)), "")
+	outGo := m.WireOf("rw_go", And(outValid, wsReady), "")
+	takeIn := m.WireOf("rw_take", And(outGo, needIn), "")
+	atQ := m.WireOf("rw_at_q", Eq(rin, qBeat), "")
+	passEnd := m.WireOf("rw_pass_end", And(Not(ph), takeIn, Eq(incr(rin), nin), Not(And(mergeMode, atQ))), "")
+	toMerge := m.WireOf("rw_to_merge", And(Not(ph), takeIn, mergeMode, atQ), "")
+	mergeEnd := m.WireOf("rw_merge_end", And(ph, outGo, Eq(incr(rj), n2)), "")
+	fpduEnd := m.WireOf("rw_fpdu_end", Or(passEnd, mergeEnd), "")
+	m.Drive(rin, big.NewInt(0), Sel(fpduEnd, C(RB, 0), incr(rin)), Or(fpduEnd, takeIn))
+	m.Drive(ph, big.NewInt(0), toMerge, Or(toMerge, fpduEnd))
+	m.Drive(rj, big.NewInt(0), Sel(fpduEnd, C(RB, 0), incr(rj)), Or(fpduEnd, And(ph, outGo)))
+	m.Drive(prevB, nil, mpaData, takeIn)
+	m.Assign(qdPop, zext(fpduEnd, rcw))
+
+	// --- completion queue and records out ---
+	doneV := m.Wire("wr_done_valid", 1, "")
+	doneTag := m.Wire("wr_done_tag", wrCfg.TagBits, "")
+	doneErr := m.Wire("wr_done_err", 1, "")
+	cqPop := m.Wire("cq_pop", addrWidth(CardTxCplDepth+1), "")
+	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi"}
+	cplW := []int{1, QB, QB, 64, 1, 16, 16, 32}
+	newSQCI := m.WireOf("new_sq_ci", Add(cSQCI, zext(bbs, 16)), "")
+	cq := ShiftQueue(m, "cq", CardTxCplDepth, cplF, cplW, sWB,
+		[]Expr{hSignaled, cCQ, cur, hWRID, opWrite, hLen, newSQCI, fOff}, cqPop)
+	ccw := cq.Count.W
+	m.Assign(cplRoom, Lt(cq.Count, C(ccw, CardTxCplDepth)))
+	dn := m.RegDecl("cpl_written", 4, "WQEs whose ring writes are done, not yet out")
+	oV := m.RegDecl("cpl_v", 1, "")
+	oFree := m.WireOf("cpl_free", Or(Not(oV), cplReady), "")
+	doneLast := m.WireOf("wr_done_last", And(doneV, Bit(doneTag, 0)), "")
+	unused = append(unused, Bits(doneTag, wrCfg.TagBits-1, 1))
+	cOut := m.WireOf("cpl_load", And(oFree, RedOr(dn), RedOr(cq.Count)), "")
+	m.Assign(cqPop, zext(cOut, ccw))
+	m.Drive(dn, big.NewInt(0), Sub(Add(dn, zext(doneLast, 4)), zext(cOut, 4)), nil)
+	m.Drive(oV, big.NewInt(0), Or(cOut, And(oV, Not(cplReady))), nil)
+	h := cq.Fields[0]
+	m.Assign(cplValid, oV)
+	m.Assign(cplCQE, m.Reg("cpl_cqe_q", 1, big.NewInt(0), h[0], cOut, ""))
+	m.Assign(cplCQ, m.Reg("cpl_cq_q", QB, big.NewInt(0), h[1], cOut, ""))
+	m.Assign(cplQPN, m.Reg("cpl_qpn_q", QB, big.NewInt(0), h[2], cOut, ""))
+	m.Assign(cplWRID, m.Reg("cpl_wr_id_q", 64, big.NewInt(0), h[3], cOut, ""))
+	m.Assign(cplOp, m.Reg("cpl_op_q", 8, big.NewInt(0), zext(h[4], 8), cOut, ""))
+	m.Assign(cplStatus, C(8, 0))
+	m.Assign(cplLen, m.Reg("cpl_len_q", 32, big.NewInt(0), zext(h[5], 32), cOut, ""))
+	m.Assign(cplSQCI, m.Reg("cpl_sq_ci_q", 16, big.NewInt(0), h[6], cOut, ""))
+	m.Assign(cplTXSPI, m.Reg("cpl_txs_pi_q", 32, big.NewInt(0), h[7], cOut, ""))
+	dmaErr := Or(And(doneV, doneErr), And(rdValid, rdErr))
+	m.Assign(dmaErrOut, m.Reg("dma_err_q", 1, big.NewInt(0), C(1, 1), dmaErr, ""))
+
+	// --- write-back, requeue, state machine ---
+	opInc := m.WireOf("msn_inc", zext(Not(opWrite), 32), "")
+	m.Assign(engWBData, Cat(Add(cMSN, opInc), fOff, newSQCI))
+	m.Drive(cMSN, nil, Bits(engRd, 79, 48), sCtx)
+	more := m.WireOf("more_work", Ne(newSQCI, cPI), "")
+	m.Assign(requeue, And(sWB, more, Not(isQueued("qeng", cur))))
+	feedNext := uint64(txFeed) // the payload is in the buffer
+	if L == 64 {
+		feedNext = txFlush
+	}
+	next := Sel(sIdle, Sel(pop, C(4, txPop), C(4, txIdle)),
+		Sel(sPop, C(4, txCtx),
+			Sel(sCtx, C(4, txDecide),
+				Sel(sDecide, Sel(goWQE, C(4, txFirst), C(4, txIdle)),
+					Sel(sFirst, Sel(firstDone, C(4, txHdr), C(4, txFirst)),
+						Sel(sHdr, Sel(halt, C(4, txIdle), Sel(oneBB, C(4, feedNext), C(4, txFetch))),
+							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(4, txRest), C(4, txFetch)),
+								Sel(sRest, Sel(restDone, Sel(halt, C(4, txIdle), C(4, feedNext)), C(4, txRest)),
+									Sel(sFlush, C(4, txFeed),
+										Sel(sFeed, Sel(feedEnd, C(4, txDrain), C(4, txFeed)),
+											Sel(sDrain, Sel(msgDone, C(4, txWB), C(4, txDrain)),
+												C(4, txIdle))))))))))))
+	m.Drive(st, big.NewInt(txIdle), next, nil)
+
+	// --- instances ---
+	m.Instantiate("u_rd", drd, Conn{"clk", clk}, Conn{"rst", rst},
+		Conn{"s_req_valid", rdReqValid}, Conn{"s_req_ready", rdReqReady}, Conn{"s_req_addr", rdAddr},
+		Conn{"s_req_len", rdLen}, Conn{"s_req_tag", C(rdCfg.TagBits, 0)},
+		Conn{"m_axis_tdata", rdData}, Conn{"m_axis_tkeep", rdKeep}, Conn{"m_axis_tvalid", rdValid},
+		Conn{"m_axis_tready", fromDMA}, Conn{"m_axis_tlast", rdLast}, Conn{"m_axis_tuser_tag", rdTag},
+		Conn{"m_axis_tuser_err", rdErr})
+	m.Instantiate("u_ddp", ddp, Conn{"clk", clk}, Conn{"rst", rst},
+		Conn{"s_desc_valid", descV}, Conn{"s_desc_ready", descReady}, Conn{"s_desc_tagged", opWrite},
+		Conn{"s_desc_rdmap", Cat(rv, C(2, 0), opLo)}, Conn{"s_desc_dv", rv}, Conn{"s_desc_stag", dStag},
+		Conn{"s_desc_to", hRAddr}, Conn{"s_desc_qn", C(32, 0)}, Conn{"s_desc_msn", cMSN},
+		Conn{"s_desc_len", zext(hLen, 32)}, Conn{"s_desc_mulpdu", cMULPDU}, Conn{"s_desc_user", C(16, 0)},
+		Conn{"s_axis_tdata", fqq.Fields[0][0]}, Conn{"s_axis_tvalid", pValid}, Conn{"s_axis_tready", pReady},
+		Conn{"s_axis_tlast", fqq.Fields[0][1]},
+		Conn{"m_axis_tdata", ddpData}, Conn{"m_axis_tkeep", ddpKeep}, Conn{"m_axis_tvalid", ddpValid},
+		Conn{"m_axis_tready", And(mpaReady, hGate)}, Conn{"m_axis_tlast", ddpLast},
+		Conn{"m_axis_tuser_len", ddpLen}, Conn{"m_axis_tuser_last", ddpMsgLast}, Conn{"m_axis_tuser_user", ddpUser})
+	m.Instantiate("u_mpa", mpa, Conn{"clk", clk}, Conn{"rst", rst},
+		Conn{"s_axis_tdata", ddpData}, Conn{"s_axis_tvalid", And(ddpValid, hGate)}, Conn{"s_axis_tready", mpaReady},
+		Conn{"s_axis_tlast", ddpLast}, Conn{"s_offset", fOff}, Conn{"s_ulpdu_len", ddpLen},
+		Conn{"s_markers", cMk}, Conn{"s_crc", cCRC},
+		Conn{"m_axis_tdata", mpaData}, Conn{"m_axis_tkeep", mpaKeep}, Conn{"m_axis_tvalid", mpaValid},
+		Conn{"m_axis_tready", And(have, wsReady, needIn)}, Conn{"m_axis_tlast", mpaLast}, Conn{"m_axis_tuser", mpaUser})
+	wrConns := []Conn{{"clk", clk}, {"rst", rst},
+		{"s_req_valid", wrReqValid}, {"s_req_ready", wrReqReady}, {"s_req_addr", wrAddrFull},
+		{"s_req_len", Sub(wrLen, C(16, 1))}, {"s_req_tag", zext(And(ha[5], wrEnd), wrCfg.TagBits)},
+		{"s_axis_tdata", outData}, {"s_axis_tvalid", outValid}, {"s_axis_tready", wsReady},
+		{"m_done_valid", doneV}, {"m_done_ready", C(1, 1)}, {"m_done_tag", doneTag}, {"m_done_err", doneErr}}
+	var rdConns []Conn
+	for _, sub := range []*Module{drd, dwr} {
+		for _, p := range sub.Ports {
+			s := axi[p.Name]
+			if s == nil {
+				continue
+			}
+			c := Conn{p.Name, s}
+			if s.Dir == Out {
+				wv := m.Wire("w_"+p.Name, s.W, "")
+				m.Assign(s, wv)
+				c.Expr = wv
+			}
+			if sub == drd {
+				rdConns = append(rdConns, c)
+			} else {
+				wrConns = append(wrConns, c)
+			}
+		}
+	}
+	m.Instances[0].Conns = append(m.Instances[0].Conns, rdConns...)
+	m.Instantiate("u_wr", dwr, wrConns...)
+	m.WireOf("unused_bits", RedOr(Cat(unused...)), "bits no logic reads (keeps lint quiet on purpose)")
+	return m, m.Validate()
+}

@@ -1,0 +1,365 @@
+package sim
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/openiwarp/openiwarp/host/driver/cardmodel"
+	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
+	"github.com/openiwarp/openiwarp/hw/gen"
+)
+
+// modelHost is the card model's host memory.
+type modelHost struct{ mem HostMem }
+
+func (h modelHost) ReadMem(a uint64, p []byte) error  { h.mem.Read(a, p); return nil }
+func (h modelHost) WriteMem(a uint64, p []byte) error { h.mem.Write(a, p); return nil }
+func (h modelHost) Interrupt(int)                     {}
+
+// ctxBench drives the card model and card_tx's RTL with the same QPs,
+// WQEs and doorbells and collects what each writes.
+type ctxBench struct {
+	t     *testing.T
+	rng   Rand
+	card  *cardmodel.Card
+	mh    modelHost
+	rtl   *CardTxSim
+	qps   []*ctxQP
+	seed  uint64
+	mStat map[uint32][]byte // last status record per QP (model)
+	mRing map[uint32][]byte // stream bytes per QP, in write order (model)
+	mCQE  map[uint32][]cs.CQE
+}
+
+type ctxQP struct {
+	cfg     CardTxQP
+	pi      uint16 // blocks posted
+	posted  int    // WQEs posted
+	pending bool   // an SQ_PI doorbell is due
+	mCI     uint32 // TXS_CI given to the model
+	rtlCI   uint32
+	rtlRecs int
+	rtlSQCI uint16
+}
+
+const (
+	ctxEQ, ctxStat, ctxCQ = 0x10_0000, 0x20_0000, 0x40_0000
+	ctxSQ                 = 0x100_0000 // + qpn * 0x1_0000
+	ctxTXS                = 0x800_0000 // + qpn * 0x10_0000
+	ctxCQLog              = 14
+)
+
+func (b *ctxBench) w32(off, v uint32) {
+	b.t.Helper()
+	require.NoError(b.t, b.card.Write32(off, v), "model register write %#x", off)
+}
+
+func newCtxBench(t *testing.T, width int, seed uint64, timing CardTxTiming, nqp int, mulpdu func(Rand) uint32) *ctxBench {
+	b := &ctxBench{t: t, rng: NewRand(seed), seed: seed, mh: modelHost{HostMem{}},
+		mStat: map[uint32][]byte{}, mRing: map[uint32][]byte{}, mCQE: map[uint32][]cs.CQE{}}
+	card, err := cardmodel.New(cardmodel.Config{Width: width, Host: b.mh, Observe: func(w cardmodel.DMAWrite) {
+		switch w.Kind {
+		case cardmodel.WriteStream:
+			b.mRing[w.QPN] = append(b.mRing[w.QPN], w.Data...)
+		case cardmodel.WriteStatus:
+			b.mStat[w.QPN] = append([]byte(nil), w.Data...)
+		case cardmodel.WriteCQE:
+			b.mCQE[w.QPN] = append(b.mCQE[w.QPN], cs.CQE(append([]byte(nil), w.Data...)))
+		default:
+			t.Errorf("seed %d: model wrote %v at %#x: this bench sends only work that succeeds", seed, w.Kind, w.Addr)
+		}
+	}})
+	require.NoError(t, err)
+	b.card = card
+	b.rtl, err = NewCardTxSim(width, seed, timing)
+	require.NoError(t, err)
+	t.Cleanup(b.rtl.Close)
+	b.w32(cs.EQBaseLo, ctxEQ)
+	b.w32(cs.EQCfg, 8|1<<cs.EQCfgEnableShift)
+	b.w32(cs.QpstatBaseLo, ctxStat)
+	for n := uint32(1); n <= 2; n++ {
+		b.w32(cs.CQNum, n)
+		b.w32(cs.CQBaseLo, ctxCQ+n<<20)
+		b.w32(cs.CQCfg, ctxCQLog)
+		b.w32(cs.CQCmd, uint32(cs.CQOpCreate))
+	}
+	r := b.rng
+	for i := 0; i < nqp; i++ {
+		n := uint32(1 + r.IntN(cs.MaxQP-1))
+		for _, q := range b.qps {
+			if q.cfg.Num == n {
+				n = 0
+			}
+		}
+		if n == 0 {
+			i--
+			continue
+		}
+		q := CardTxQP{Num: n, SQBase: ctxSQ + uint64(n)<<16, TXSBase: ctxTXS + uint64(n)<<20,
+			SQLog: uint32(3 + r.IntN(4)), TXSLog: uint32(12 + r.IntN(2)), MULPDU: mulpdu(r),
+			Markers: r.Chance(128), CRC: r.Chance(180), Rev0: r.Chance(40), SendCQ: uint32(1 + r.IntN(2))}
+		b.qps = append(b.qps, &ctxQP{cfg: q})
+		mpaReg := q.MULPDU
+		if q.Markers {
+			mpaReg |= 1 << cs.QPMPAMarkersTXShift
+		}
+		if q.CRC {
+			mpaReg |= 1 << cs.QPMPACRCShift
+		}
+		if q.Rev0 {
+			mpaReg |= 1 << cs.QPMPARev0Shift
+		}
+		b.w32(cs.QPNum, n)
+		b.w32(cs.QPPD, 1)
+		b.w32(cs.QPSQBaseLo, uint32(q.SQBase))
+		b.w32(cs.QPSQBaseHi, uint32(q.SQBase>>32))
+		b.w32(cs.QPRQBaseLo, 0x7000_0000)
+		b.w32(cs.QPTXSBaseLo, uint32(q.TXSBase))
+		b.w32(cs.QPTXSBaseHi, uint32(q.TXSBase>>32))
+		b.w32(cs.QPRXSBaseLo, 0x7100_0000)
+		b.w32(cs.QPSizes, q.SQLog|4<<8|q.TXSLog<<16|12<<24)
+		b.w32(cs.QPCqs, q.SendCQ|q.SendCQ<<16)
+		b.w32(cs.QPMPA, mpaReg)
+		b.w32(cs.QPRD, 1|1<<8)
+		b.w32(cs.QPCmd, uint32(cs.QPOpCreate))
+		b.rtl.Command(q)
+	}
+	b.w32(cs.Ctrl, 1)
+	b.card.Run()
+	return b
+}
+
+// post writes a random WQE into q's SQ (both memories) and rings the
+// doorbells as a driver would: SQ_PI now or later, or a push.
+func (b *ctxBench) post(q *ctxQP, maxLen int, opts ...cs.WQEOpcode) {
+	r := b.rng
+	n := r.IntN(maxLen + 1)
+	if r.Chance(100) {
+		n = r.IntN(min(maxLen, 64) + 1)
+	}
+	bbs := max(1, (cs.WQEHdr+n+cs.BB-1)/cs.BB)
+	if bbs < cs.MaxWQEBBs && r.Chance(30) {
+		bbs++
+	}
+	wqe := make([]byte, bbs*cs.BB)
+	h := cs.WQE(wqe)
+	ops := opts
+	if len(ops) == 0 {
+		ops = []cs.WQEOpcode{cs.WQEOpcodeSend, cs.WQEOpcodeSendInv, cs.WQEOpcodeRDMAWrite}
+	}
+	h.SetOpcode(ops[r.IntN(len(ops))])
+	h.SetSignaled(r.Chance(160))
+	h.SetSolicited(r.Chance(80))
+	h.SetFence(r.Chance(30))
+	h.SetInline(true)
+	h.SetBBS(uint8(bbs))
+	h.SetInlineLen(uint16(n))
+	h.SetWRID(r.Uint64())
+	h.SetRemoteAddr(r.Uint64())
+	h.SetRKey(r.Uint32())
+	h.SetInvSTag(r.Uint32())
+	for i := cs.WQEHdr; i < cs.WQEHdr+n; i++ {
+		wqe[i] = byte(r.Uint32())
+	}
+	size := uint16(1) << q.cfg.SQLog
+	for i := 0; i < bbs; i++ {
+		a := q.cfg.SQBase + uint64((q.pi+uint16(i))&(size-1))*cs.BB
+		blk := wqe[i*cs.BB : (i+1)*cs.BB]
+		b.mh.mem.Write(a, blk)
+		b.rtl.Mem.Write(a, blk)
+	}
+	db := cs.QPDBBase + q.cfg.Num*cs.QPDBStride
+	if bbs == 1 && r.Chance(100) {
+		b.ring(q)
+		var blk [64]byte
+		copy(blk[:], wqe)
+		for i := 0; i < 16; i++ {
+			b.w32(db+cs.QPDBPush+uint32(4*i), binary.LittleEndian.Uint32(blk[4*i:]))
+		}
+		d := CardTxDoorbell{Kind: 6, QPN: q.cfg.Num, Value: binary.LittleEndian.Uint32(blk[60:]), Push: &blk}
+		if r.Chance(30) {
+			d.Push = nil // a broken push: the card reads the SQ
+		}
+		b.rtl.Doorbell(d)
+		q.pi++
+	} else {
+		q.pi += uint16(bbs)
+		q.pending = true
+		if r.Chance(150) {
+			b.ring(q)
+		}
+	}
+	q.posted++
+}
+
+func (b *ctxBench) ring(q *ctxQP) {
+	if !q.pending {
+		return
+	}
+	q.pending = false
+	b.w32(cs.QPDBBase+q.cfg.Num*cs.QPDBStride+cs.QPDBSQPI, uint32(q.pi))
+	b.rtl.Doorbell(CardTxDoorbell{Kind: 1, QPN: q.cfg.Num, Value: uint32(q.pi)})
+}
+
+// runModel runs the model to idle, the host handing every TX ring byte to
+// TCP as soon as it is there.
+func (b *ctxBench) runModel() {
+	for {
+		b.card.Run()
+		moved := false
+		for _, q := range b.qps {
+			st := b.mStat[q.cfg.Num]
+			if st == nil {
+				continue
+			}
+			if pi := cs.QPStat(st).TXSPI(); pi != q.mCI {
+				q.mCI = pi
+				b.w32(cs.QPDBBase+q.cfg.Num*cs.QPDBStride+cs.QPDBTXSCI, pi)
+				moved = true
+			}
+		}
+		if !moved {
+			return
+		}
+	}
+}
+
+// runRTL runs the RTL until every posted WQE has its record; the host
+// hands ring bytes to TCP as their records come.
+func (b *ctxBench) runRTL(watchdog uint64) {
+	t := b.t
+	byNum := map[uint32]*ctxQP{}
+	for _, q := range b.qps {
+		byNum[q.cfg.Num] = q
+	}
+	seen := len(b.rtl.Records)
+	start := b.rtl.Cycles
+	for {
+		done := !b.rtl.Pending()
+		for _, q := range b.qps {
+			if q.rtlRecs != q.posted {
+				done = false
+			}
+		}
+		if done {
+			return
+		}
+		require.NoError(t, b.rtl.Step(), "seed %d", b.seed)
+		for ; seen < len(b.rtl.Records); seen++ {
+			rec := b.rtl.Records[seen]
+			q := byNum[rec.QPN]
+			require.NotNil(t, q, "seed %d: a record of QP %d, which has no work", b.seed, rec.QPN)
+			q.rtlRecs++
+			q.rtlSQCI = rec.SQCI
+			if rec.TXSPI != q.rtlCI {
+				q.rtlCI = rec.TXSPI
+				b.rtl.Doorbell(CardTxDoorbell{Kind: 3, QPN: q.cfg.Num, Value: rec.TXSPI})
+			}
+		}
+		if b.rtl.Cycles-start > watchdog {
+			halt, hq, dmaErr := b.rtl.Halted()
+			var st []string
+			for _, q := range b.qps {
+				st = append(st, fmt.Sprintf("QP %d: %d of %d WQEs", q.cfg.Num, q.rtlRecs, q.posted))
+			}
+			t.Fatalf("seed %d: card_tx stuck for %d cycles (halt %v QP %d, dma error %v): %v", b.seed, watchdog, halt, hq, dmaErr, st)
+		}
+	}
+}
+
+// compare checks, per QP, the stream bytes, the CQEs and the status
+// record of the model against the RTL's writes and records.
+func (b *ctxBench) compare() {
+	t := b.t
+	rtlRing := map[uint32][]byte{}
+	for _, w := range b.rtl.Writes {
+		for _, q := range b.qps {
+			if w.Addr >= q.cfg.TXSBase && w.Addr < q.cfg.TXSBase+1<<q.cfg.TXSLog {
+				require.LessOrEqual(t, w.Addr+uint64(len(w.Data)), q.cfg.TXSBase+1<<q.cfg.TXSLog, "seed %d: a write past QP %d's ring", b.seed, q.cfg.Num)
+				rtlRing[q.cfg.Num] = append(rtlRing[q.cfg.Num], w.Data...)
+			}
+		}
+	}
+	rtlCQE := map[uint32][]CardTxRecord{}
+	for _, r := range b.rtl.Records {
+		if r.CQE {
+			rtlCQE[r.QPN] = append(rtlCQE[r.QPN], r)
+		}
+	}
+	for _, q := range b.qps {
+		n := q.cfg.Num
+		want, got := b.mRing[n], rtlRing[n]
+		require.Equal(t, len(want), len(got), "seed %d QP %d: stream bytes written", b.seed, n)
+		for i := range want {
+			if want[i] != got[i] {
+				t.Fatalf("seed %d QP %d (markers %v CRC %v rev0 %v MULPDU %d): stream byte %d is %#02x, the model's %#02x",
+					b.seed, n, q.cfg.Markers, q.cfg.CRC, q.cfg.Rev0, q.cfg.MULPDU, i, got[i], want[i])
+			}
+		}
+		// Where the ring writes went: the model's stream is written at
+		// TXS_PI modulo the ring, so the ring's final contents agree too.
+		mc, rc := b.mCQE[n], rtlCQE[n]
+		require.Equal(t, len(mc), len(rc), "seed %d QP %d: CQEs", b.seed, n)
+		for i := range mc {
+			m, r := mc[i], rc[i]
+			require.Equal(t, m.WRID(), r.WRID, "seed %d QP %d CQE %d: WR_ID", b.seed, n, i)
+			require.Equal(t, uint8(m.Opcode()), r.Opcode, "seed %d QP %d CQE %d: opcode", b.seed, n, i)
+			require.Equal(t, uint8(m.Status()), r.Status, "seed %d QP %d CQE %d: status", b.seed, n, i)
+			require.Equal(t, m.ByteLen(), r.ByteLen, "seed %d QP %d CQE %d: byte length", b.seed, n, i)
+			require.Equal(t, uint32(m.QPN()), r.QPN, "seed %d QP %d CQE %d: QPN", b.seed, n, i)
+			require.Equal(t, q.cfg.SendCQ, r.CQ, "seed %d QP %d CQE %d: CQ", b.seed, n, i)
+		}
+		st := cs.QPStat(b.mStat[n])
+		require.Equal(t, st.SQCI(), q.rtlSQCI, "seed %d QP %d: SQ_CI", b.seed, n)
+		require.Equal(t, st.TXSPI(), q.rtlCI, "seed %d QP %d: TXS_PI", b.seed, n)
+		ring := uint64(1) << q.cfg.TXSLog
+		mr, rr := make([]byte, ring), make([]byte, ring)
+		b.mh.mem.Read(q.cfg.TXSBase, mr)
+		b.rtl.Mem.Read(q.cfg.TXSBase, rr)
+		require.Equal(t, mr, rr, "seed %d QP %d: TX ring contents", b.seed, n)
+	}
+}
+
+// TestCardTx co-simulates card_tx with the card model over random inline
+// Sends, Sends with Invalidate and RDMA Writes on many QPs (pushed or
+// fetched, one to eight blocks, every MULPDU, markers, CRC, revision 0),
+// random DMA latency and read interleaving, random AXI and record
+// backpressure; every stream byte, CQE and status value must be the
+// model's.
+func TestCardTx(t *testing.T) {
+	for _, w := range gen.CardTxWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			b := newCtxBench(t, w, seed, CardTxTiming{ReadLatency: 1, ReadJitter: 300, Random: true}, 8,
+				func(r Rand) uint32 { return uint32(128 + r.IntN(1024)) })
+			r := b.rng
+			for round := 0; round < 40; round++ {
+				for _, q := range b.qps {
+					free := int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI)
+					for k := r.IntN(6); k > 0 && free >= cs.MaxWQEBBs; k-- {
+						b.post(q, cs.MaxInline)
+						free = int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI)
+					}
+					b.ring(q)
+				}
+				b.runModel()
+				b.runRTL(2_000_000)
+			}
+			b.compare()
+			var cqes, bytes int
+			for _, r := range b.rtl.Records {
+				if r.CQE {
+					cqes++
+				}
+			}
+			for _, w := range b.rtl.Writes {
+				bytes += len(w.Data)
+			}
+			require.Greater(t, cqes, 100, "seed %d", seed)
+			t.Logf("seed %d: %d WQEs (%d signaled), %d stream bytes, %d cycles", seed, len(b.rtl.Records), cqes, bytes, b.rtl.Cycles)
+		})
+	}
+}
