@@ -55,3 +55,6 @@ func Model(width int) NewCard {
 // BARSize is the size of the card's BAR0: every register address the card
 // decodes (cardspec.AddrBits).
 const BARSize = 1 << cardspec.AddrBits
+
+// The card's golden model is a Card as it is.
+var _ Card = (*cardmodel.Card)(nil)
