@@ -79,6 +79,9 @@ func (q *qp) corrupt(msg string) {
 // reported). Called with txMu held.
 func (q *qp) txSendLocked(nonblock bool) (moved, stop bool) {
 	b := &q.tx
+	if q.txGone {
+		return false, true // a post raced the QP's end: the ring is freed
+	}
 	size := uint32(len(q.txs.b))
 	ci := q.txCI
 	pi := q.statWord(0)

@@ -79,6 +79,7 @@ type qp struct {
 
 	txMu     sync.Mutex // the transmit ring's consumer side
 	txCI     uint32     // TXS_CI: what went to the socket
+	txGone   bool       // the rings are freed (reap): nothing may read them
 	txPieces [2][]byte
 	wvIn     [][]byte              // tryWritev's pieces
 	wvOut    int                   // .. and what the socket took
@@ -611,6 +612,9 @@ func (q *qp) reap() {
 	}
 	q.err.Store(&err)
 	c.qps[q.qpn].Store(nil)
+	q.txMu.Lock() // a post's txPush may still be on its way to the ring
+	q.txGone = true
+	q.txMu.Unlock()
 	q.release()
 	close(q.done)
 	ev := driver.Event{Type: driver.EventQPClosed, QPN: q.qpn, Err: err}
