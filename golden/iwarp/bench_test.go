@@ -38,7 +38,7 @@ func BenchmarkWrite(b *testing.B) {
 			dst := make([]byte, n)
 			smr := s.reg(b, dst, 0, all)
 			rb := s.reg(b, make([]byte, 1), 0, mem.LocalWrite)
-			if err := s.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{0, 1, rb.STag}}}); err != nil {
+			if err := s.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{Addr: 0, Length: 1, LKey: rb.STag}}}); err != nil {
 				b.Fatal(err)
 			}
 			ctx := context.Background()
@@ -52,7 +52,7 @@ func BenchmarkWrite(b *testing.B) {
 					}
 					inflight--
 				}
-				if err := a.ep.PostSend(SendWR{ID: uint64(i), Opcode: WRWrite, SGL: []SGE{{0, uint32(n), amr.STag}}, RKey: smr.STag, Signaled: true}); err != nil {
+				if err := a.ep.PostSend(SendWR{ID: uint64(i), Opcode: WRWrite, SGL: []SGE{{Addr: 0, Length: uint32(n), LKey: amr.STag}}, RKey: smr.STag, Signaled: true}); err != nil {
 					b.Fatal(err)
 				}
 				inflight++
@@ -81,7 +81,7 @@ func BenchmarkSend(b *testing.B) {
 			dst := make([]byte, n*slots)
 			smr := s.reg(b, dst, 0, mem.LocalWrite)
 			for i := 0; i < slots; i++ {
-				if err := s.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{uint64(i * n), uint32(n), smr.STag}}}); err != nil {
+				if err := s.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{Addr: uint64(i * n), Length: uint32(n), LKey: smr.STag}}}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -104,7 +104,7 @@ func BenchmarkSend(b *testing.B) {
 						err = fmt.Errorf("receive %d: %v", i, c.Status)
 					}
 					if err == nil {
-						err = s.ep.PostRecv(RecvWR{ID: c.ID, SGL: []SGE{{c.ID * uint64(n), uint32(n), smr.STag}}})
+						err = s.ep.PostRecv(RecvWR{ID: c.ID, SGL: []SGE{{Addr: c.ID * uint64(n), Length: uint32(n), LKey: smr.STag}}})
 					}
 					if err != nil {
 						done <- err
@@ -123,7 +123,7 @@ func BenchmarkSend(b *testing.B) {
 					}
 					inflight--
 				}
-				if err := a.ep.PostSend(SendWR{ID: uint64(i), Opcode: WRSend, SGL: []SGE{{0, uint32(n), amr.STag}}, Signaled: true}); err != nil {
+				if err := a.ep.PostSend(SendWR{ID: uint64(i), Opcode: WRSend, SGL: []SGE{{Addr: 0, Length: uint32(n), LKey: amr.STag}}, Signaled: true}); err != nil {
 					b.Fatal(err)
 				}
 				inflight++
@@ -236,7 +236,7 @@ func BenchmarkLatency(b *testing.B) {
 		am := a.reg(b, make([]byte, 64), 0, mem.LocalWrite)
 		sm := s.reg(b, make([]byte, 64), 0, mem.LocalWrite)
 		post := func(sd *side, mr *mem.MR) {
-			if err := sd.ep.PostRecv(RecvWR{SGL: []SGE{{0, 64, mr.STag}}}); err != nil {
+			if err := sd.ep.PostRecv(RecvWR{SGL: []SGE{{Addr: 0, Length: 64, LKey: mr.STag}}}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -317,7 +317,7 @@ func BenchmarkReadLatency(b *testing.B) {
 		sink := a.reg(b, make([]byte, 64), 0, all)
 		sm := s.reg(b, make([]byte, 1), 0, mem.LocalWrite)
 		msg := []byte{1}
-		post := func() error { return s.ep.PostRecv(RecvWR{SGL: []SGE{{0, 1, sm.STag}}}) }
+		post := func() error { return s.ep.PostRecv(RecvWR{SGL: []SGE{{Addr: 0, Length: 1, LKey: sm.STag}}}) }
 		if err := post(); err != nil {
 			b.Fatal(err)
 		}
@@ -343,7 +343,7 @@ func BenchmarkReadLatency(b *testing.B) {
 				b.Fatal(err)
 			}
 			start := time.Now()
-			if err := a.ep.PostSend(SendWR{ID: uint64(i), Opcode: WRRead, SGL: []SGE{{0, 64, sink.STag}}, RKey: src.STag, Signaled: true}); err != nil {
+			if err := a.ep.PostSend(SendWR{ID: uint64(i), Opcode: WRRead, SGL: []SGE{{Addr: 0, Length: 64, LKey: sink.STag}}, RKey: src.STag, Signaled: true}); err != nil {
 				b.Fatal(err)
 			}
 			if c, err := a.scq.Wait(ctx); err != nil || c.Status != WCSuccess {

@@ -20,7 +20,7 @@ func TestResponderCloseBeforeFirstFPDU(t *testing.T) {
 	require.False(t, ini.ep.params.WaitFirstFPDU)
 	require.True(t, res.ep.params.WaitFirstFPDU)
 	buf := res.reg(t, make([]byte, 8), 0, all)
-	require.NoError(t, res.ep.PostRecv(RecvWR{ID: 3, SGL: []SGE{{0, 8, buf.STag}}}))
+	require.NoError(t, res.ep.PostRecv(RecvWR{ID: 3, SGL: []SGE{{Addr: 0, Length: 8, LKey: buf.STag}}}))
 
 	require.NoError(t, res.ep.Close())
 	require.ErrorIs(t, res.ep.Err(), ErrClosed)

@@ -80,7 +80,7 @@ func fuzzReceiveOne(t *testing.T, in []byte) {
 		recv[i] = 0xAA
 	}
 	rmr, _ := pd.RegisterMR(recv[guard:2*guard:2*guard], 0, mem.LocalWrite, 0)
-	ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{0, 100, rmr.STag}}}, RecvWR{ID: 2, SGL: []SGE{{100, 156, rmr.STag}}})
+	ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{Addr: 0, Length: 100, LKey: rmr.STag}}}, RecvWR{ID: 2, SGL: []SGE{{Addr: 100, Length: 156, LKey: rmr.STag}}})
 	go io.Copy(io.Discard, theirs)
 
 	var stream []byte

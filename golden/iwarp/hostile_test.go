@@ -300,7 +300,7 @@ func TestHostilePeer(t *testing.T) {
 			h, v := hostilePair(t, pairOpts{cfg: Config{IRD: tc.ird}})
 			e := setupVictim(t, v)
 			for i := 0; i < tc.recvs; i++ {
-				require.NoError(t, v.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{0, 64, e.recv.STag}}}))
+				require.NoError(t, v.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{Addr: 0, Length: 64, LKey: e.recv.STag}}}))
 			}
 			var msgs [][]byte
 			if tc.msgs != nil {
@@ -420,7 +420,7 @@ func TestReceiveTerminate(t *testing.T) {
 	checkLeaks(t)
 	h, v := hostilePair(t, pairOpts{})
 	e := setupVictim(t, v)
-	require.NoError(t, v.ep.PostRecv(RecvWR{ID: 7, SGL: []SGE{{0, 64, e.recv.STag}}}))
+	require.NoError(t, v.ep.PostRecv(RecvWR{ID: 7, SGL: []SGE{{Addr: 0, Length: 64, LKey: e.recv.STag}}}))
 	require.NoError(t, v.ep.PostSend(SendWR{ID: 8, Opcode: WRSend, Inline: []byte("x"), Signaled: true}))
 	copied := write(0x99, 5, true, nil)
 	t1 := rdmap.Terminate{Cause: rdmap.DDPBaseBounds, M: true, D: true, SegLen: 14, DDPHeader: copied[:14]}
@@ -471,7 +471,7 @@ func TestLocalProtectionError(t *testing.T) {
 	buf := make([]byte, 128)
 	mr := v.reg(t, buf, 0, all)
 	// The victim is the MPA Responder: it cannot send before the first FPDU.
-	require.NoError(t, v.ep.PostSend(SendWR{ID: 1, Opcode: WRSend, SGL: []SGE{{0, 128, mr.STag}}, Signaled: true}))
+	require.NoError(t, v.ep.PostSend(SendWR{ID: 1, Opcode: WRSend, SGL: []SGE{{Addr: 0, Length: 128, LKey: mr.STag}}, Signaled: true}))
 	require.NoError(t, mr.Deregister())
 	h.send(t, write(1, 0, true, nil)) // zero-length Write: STag not checked (RFC 5041 §5.2)
 	term := h.terminate(t)

@@ -80,7 +80,7 @@ func TestCompletionOrder(t *testing.T) {
 	mr := v.reg(t, sink, 0x100, all)
 	h.send(t, write(1, 0, true, nil)) // the MPA Responder may now speak
 	require.NoError(t, v.ep.PostSend(
-		SendWR{ID: 1, Opcode: WRRead, SGL: []SGE{{0x100, 16, mr.STag}}, RemoteAddr: 0x5000, RKey: 0x77, Signaled: true},
+		SendWR{ID: 1, Opcode: WRRead, SGL: []SGE{{Addr: 0x100, Length: 16, LKey: mr.STag}}, RemoteAddr: 0x5000, RKey: 0x77, Signaled: true},
 		SendWR{ID: 2, Opcode: WRSend, Inline: []byte("after"), Signaled: true},
 	))
 	msgs := h.await(t, 2)
@@ -106,7 +106,7 @@ func TestORD(t *testing.T) {
 	mr := v.reg(t, sink, 0, all)
 	h.send(t, write(1, 0, true, nil))
 	for i := 0; i < 5; i++ {
-		require.NoError(t, v.ep.PostSend(SendWR{ID: uint64(i), Opcode: WRRead, SGL: []SGE{{uint64(i), 1, mr.STag}}, RKey: 9, RemoteAddr: uint64(i), Signaled: true}))
+		require.NoError(t, v.ep.PostSend(SendWR{ID: uint64(i), Opcode: WRRead, SGL: []SGE{{Addr: uint64(i), Length: 1, LKey: mr.STag}}, RKey: 9, RemoteAddr: uint64(i), Signaled: true}))
 	}
 	require.NoError(t, v.ep.PostSend(SendWR{ID: 99, Opcode: WRSend, Inline: []byte("s"), Signaled: true}))
 	h.expect(t, 2) // only ORD Read Requests may be outstanding
@@ -134,7 +134,7 @@ func TestFence(t *testing.T) {
 	mr := v.reg(t, sink, 0, all)
 	h.send(t, write(1, 0, true, nil))
 	require.NoError(t, v.ep.PostSend(
-		SendWR{ID: 1, Opcode: WRRead, SGL: []SGE{{0, 4, mr.STag}}, RKey: 5, Signaled: true},
+		SendWR{ID: 1, Opcode: WRRead, SGL: []SGE{{Addr: 0, Length: 4, LKey: mr.STag}}, RKey: 5, Signaled: true},
 		SendWR{ID: 2, Opcode: WRWrite, Inline: []byte("w"), RKey: 5, Fence: true, Signaled: true},
 	))
 	got := h.expect(t, 1)
@@ -185,7 +185,7 @@ func TestReadResponseChecks(t *testing.T) {
 			arena := []byte("________")
 			mr := v.reg(t, arena[2:6:6], 0, all)
 			h.send(t, write(1, 0, true, nil))
-			require.NoError(t, v.ep.PostSend(SendWR{ID: 1, Opcode: WRRead, SGL: []SGE{{0, 4, mr.STag}}, RKey: 5, Signaled: true}))
+			require.NoError(t, v.ep.PostSend(SendWR{ID: 1, Opcode: WRRead, SGL: []SGE{{Addr: 0, Length: 4, LKey: mr.STag}}, RKey: 5, Signaled: true}))
 			require.Len(t, h.await(t, 1), 1)
 			h.send(t, tc.resp(mr))
 			term := h.terminate(t)
@@ -208,7 +208,7 @@ func TestSolicitedEvent(t *testing.T) {
 	a, b := pair(t, pairOpts{})
 	rb := make([]byte, 8)
 	rmr := b.reg(t, rb, 0, mem.LocalWrite)
-	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{0, 4, rmr.STag}}}, RecvWR{ID: 2, SGL: []SGE{{4, 4, rmr.STag}}}))
+	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{Addr: 0, Length: 4, LKey: rmr.STag}}}, RecvWR{ID: 2, SGL: []SGE{{Addr: 4, Length: 4, LKey: rmr.STag}}}))
 	b.rcq.Arm(true)
 	require.NoError(t, a.ep.PostSend(SendWR{ID: 1, Opcode: WRSend, Inline: []byte("no")}))
 	waitOK(t, b.rcq, 1, WCRecv)
@@ -232,7 +232,7 @@ func TestGracefulClose(t *testing.T) {
 	a, b := pair(t, pairOpts{})
 	rb := make([]byte, 8)
 	rmr := b.reg(t, rb, 0, mem.LocalWrite)
-	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{0, 8, rmr.STag}}}, RecvWR{ID: 2, SGL: []SGE{{0, 8, rmr.STag}}}))
+	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{Addr: 0, Length: 8, LKey: rmr.STag}}}, RecvWR{ID: 2, SGL: []SGE{{Addr: 0, Length: 8, LKey: rmr.STag}}}))
 	require.NoError(t, a.ep.PostSend(SendWR{ID: 1, Opcode: WRSend, Inline: []byte("bye"), Signaled: true}))
 	require.NoError(t, a.ep.Close())
 	waitOK(t, a.scq, 1, WCSend)
@@ -251,7 +251,7 @@ func TestConnectionLost(t *testing.T) {
 	h, v := hostilePair(t, pairOpts{})
 	rb := make([]byte, 8)
 	rmr := v.reg(t, rb, 0, mem.LocalWrite)
-	require.NoError(t, v.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{0, 8, rmr.STag}}}))
+	require.NoError(t, v.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{Addr: 0, Length: 8, LKey: rmr.STag}}}))
 	h.conn.(*net.TCPConn).SetLinger(0)
 	h.conn.Close()
 	c := wait(t, v.rcq)
@@ -296,7 +296,7 @@ func traffic(ctx context.Context, a, b *side, ops, size int, seed byte) error {
 		return err
 	}
 	for i := 0; i < ops; i++ {
-		if err := b.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{uint64(i * size), uint32(size), rmr.STag}}}); err != nil {
+		if err := b.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{Addr: uint64(i * size), Length: uint32(size), LKey: rmr.STag}}}); err != nil {
 			return err
 		}
 	}
@@ -304,9 +304,9 @@ func traffic(ctx context.Context, a, b *side, ops, size int, seed byte) error {
 	for i := 0; i < ops; i++ {
 		off := uint64(i * size)
 		wrs = append(wrs,
-			SendWR{ID: uint64(3 * i), Opcode: WRWrite, SGL: []SGE{{0x100000 + off, uint32(size), amr.STag}}, RemoteAddr: 0x900000 + off, RKey: bmr.STag, Signaled: true},
-			SendWR{ID: uint64(3*i + 1), Opcode: WRSend, SGL: []SGE{{0x100000 + off, uint32(size), amr.STag}}, Signaled: i%4 == 0},
-			SendWR{ID: uint64(3*i + 2), Opcode: WRRead, SGL: []SGE{{off, uint32(size), backMR.STag}}, RemoteAddr: 0x900000 + off, RKey: bmr.STag, Signaled: true})
+			SendWR{ID: uint64(3 * i), Opcode: WRWrite, SGL: []SGE{{Addr: 0x100000 + off, Length: uint32(size), LKey: amr.STag}}, RemoteAddr: 0x900000 + off, RKey: bmr.STag, Signaled: true},
+			SendWR{ID: uint64(3*i + 1), Opcode: WRSend, SGL: []SGE{{Addr: 0x100000 + off, Length: uint32(size), LKey: amr.STag}}, Signaled: i%4 == 0},
+			SendWR{ID: uint64(3*i + 2), Opcode: WRRead, SGL: []SGE{{Addr: off, Length: uint32(size), LKey: backMR.STag}}, RemoteAddr: 0x900000 + off, RKey: bmr.STag, Signaled: true})
 	}
 	if err := a.ep.PostSend(wrs...); err != nil {
 		return err
@@ -347,7 +347,7 @@ func TestCQOverflow(t *testing.T) {
 	a2, b2 := pair(t, pairOpts{})
 	rb := make([]byte, 16)
 	rmr := b.reg(t, rb, 0, mem.LocalWrite)
-	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{0, 8, rmr.STag}}}, RecvWR{ID: 2, SGL: []SGE{{8, 8, rmr.STag}}}))
+	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{Addr: 0, Length: 8, LKey: rmr.STag}}}, RecvWR{ID: 2, SGL: []SGE{{Addr: 8, Length: 8, LKey: rmr.STag}}}))
 	require.NoError(t, a.ep.PostSend(SendWR{ID: 1, Opcode: WRSend, Inline: []byte("1")}, SendWR{ID: 2, Opcode: WRSend, Inline: []byte("2")}))
 	<-b.ep.Done()
 	var ee *Error
@@ -362,7 +362,7 @@ func TestCQOverflow(t *testing.T) {
 	// The other pair, on its own CQs, is unaffected.
 	buf := make([]byte, 4)
 	mr := b2.reg(t, buf, 0, mem.LocalWrite)
-	require.NoError(t, b2.ep.PostRecv(RecvWR{ID: 9, SGL: []SGE{{0, 4, mr.STag}}}))
+	require.NoError(t, b2.ep.PostRecv(RecvWR{ID: 9, SGL: []SGE{{Addr: 0, Length: 4, LKey: mr.STag}}}))
 	require.NoError(t, a2.ep.PostSend(SendWR{ID: 9, Opcode: WRSend, Inline: []byte("ok"), Signaled: true}))
 	waitOK(t, b2.rcq, 9, WCRecv)
 }

@@ -37,7 +37,7 @@ func TestRandomTraffic(t *testing.T) {
 				if r.IntN(3) == 0 {
 					k = n
 				}
-				out = append(out, SGE{addr, uint32(k), key})
+				out = append(out, SGE{Addr: addr, Length: uint32(k), LKey: key})
 				addr += uint64(k)
 				n -= k
 			}
@@ -59,7 +59,7 @@ func TestRandomTraffic(t *testing.T) {
 				wrs = append(wrs, SendWR{ID: uint64(i), Opcode: WRWrite, SGL: sgl(0x1000+uint64(lo), n, amr.STag), RemoteAddr: 0x80000 + uint64(ro), RKey: bmr.STag, Signaled: true, Fence: true})
 			case 1: // Read b[ro:] -> a[lo:]; a sink takes one SGE.
 				copy(ashadow[lo:], bshadow[ro:ro+n])
-				wrs = append(wrs, SendWR{ID: uint64(i), Opcode: WRRead, SGL: []SGE{{0x1000 + uint64(lo), uint32(n), amr.STag}}, RemoteAddr: 0x80000 + uint64(ro), RKey: bmr.STag, Signaled: true})
+				wrs = append(wrs, SendWR{ID: uint64(i), Opcode: WRRead, SGL: []SGE{{Addr: 0x1000 + uint64(lo), Length: uint32(n), LKey: amr.STag}}, RemoteAddr: 0x80000 + uint64(ro), RKey: bmr.STag, Signaled: true})
 			default: // Send a[lo:] into the next receive
 				if rOff+n > memSize {
 					continue
@@ -87,7 +87,7 @@ func TestRandomTraffic(t *testing.T) {
 		// A final Read of all of b orders after every Write.
 		check := make([]byte, memSize)
 		cmr := a.reg(t, check, 0, all)
-		require.NoError(t, a.ep.PostSend(SendWR{ID: 999, Opcode: WRRead, SGL: []SGE{{0, memSize, cmr.STag}}, RemoteAddr: 0x80000, RKey: bmr.STag, Signaled: true}))
+		require.NoError(t, a.ep.PostSend(SendWR{ID: 999, Opcode: WRRead, SGL: []SGE{{Addr: 0, Length: memSize, LKey: cmr.STag}}, RemoteAddr: 0x80000, RKey: bmr.STag, Signaled: true}))
 		waitOK(t, a.scq, 999, WCRead)
 		require.True(t, bytes.Equal(bshadow, check), "seed %d: b's memory differs from the shadow", seed)
 		require.True(t, bytes.Equal(ashadow, amem), "seed %d: a's memory differs from the shadow", seed)

@@ -3,20 +3,13 @@ package iwarp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"time"
 
-	"github.com/openiwarp/openiwarp/golden/ddp"
-	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+	"github.com/openiwarp/openiwarp/golden/iwarp/qp"
 	"github.com/openiwarp/openiwarp/golden/mpa"
-	"github.com/openiwarp/openiwarp/golden/rdmap"
 )
-
-// errStop ends a Feed after the stream has failed: later segments are
-// silently dropped (RFC 5041 §7.1).
-var errStop = errors.New("iwarp: stream failed")
 
 // The receive path runs in whichever goroutine holds rxMu: the receive
 // goroutine (rxLoop), or a goroutine waiting on a CQ that only this
@@ -148,9 +141,11 @@ func (ep *Endpoint) recallRx() {
 // with rxMu held.
 func (ep *Endpoint) rxHandle(n int, err error) {
 	if n > 0 && !ep.dropping {
-		if ferr := ep.defr.Feed(ep.rxBuf[:n], ep.deliver); ferr != nil && !errors.Is(ferr, errStop) {
+		if ferr := ep.defr.Feed(ep.rxBuf[:n], ep.deliver); ferr != nil {
 			ep.dropping = true
-			ep.mpaError(ferr)
+			if !errors.Is(ferr, qp.ErrStopped) {
+				ep.mpaError(ferr)
+			}
 		}
 	}
 	if ep.rxAnswer {
@@ -161,23 +156,13 @@ func (ep *Endpoint) rxHandle(n int, err error) {
 		return
 	}
 	ep.rxEnded = true
-	ep.mu.Lock()
-	ep.rxDone = true
-	if ep.state == stLive || ep.state == stClosing {
-		// The peer closed or the connection broke. A FIN after a
-		// graceful close of ours is the normal end; anything else
-		// ends the stream with the outstanding work flushed.
-		if ep.state == stClosing || errors.Is(err, io.EOF) {
-			ep.err = ErrClosed // our graceful close, or the peer's
-		} else {
-			ep.err = fmt.Errorf("%w: %v", ErrConnLost, err)
-		}
-		ep.state = stError
-		ep.failed.Store(true)
-		ep.flushLocked(ep.err)
+	var lost error // the peer closed (nil), or the connection broke
+	if !errors.Is(err, io.EOF) {
+		lost = err
 	}
-	ep.cond.Broadcast()
-	ep.mu.Unlock()
+	ep.mu.Lock()
+	ep.q.LLPEnded(lost)
+	ep.unlock()
 }
 
 // driveRx is CQ.Wait's turn at the receive path of ep, the only endpoint
@@ -250,197 +235,25 @@ var aLongTimeAgo = time.Unix(1, 0)
 // mpaError ends the stream on an MPA error (RFC 5044 §8): a Terminate with
 // layer LLP and no headers, unless the error requires closing TCP at once.
 func (ep *Endpoint) mpaError(err error) {
-	c, term := MPATerminate(err)
 	ep.mu.Lock()
-	defer ep.mu.Unlock()
-	// The FPDU that failed was the Initiator's first one, or a later one:
-	// either way the Initiator is sending FPDUs, and the Responder may
-	// answer with its Terminate (RFC 5044 §7.1.2 rule 4 holds back FPDUs
-	// only until the Initiator's first one has arrived).
-	ep.firstRx = true
-	ep.abortLocked(&Error{Cause: c, Msg: "MPA", Err: err}, term)
+	ep.q.MPAError(err)
+	ep.unlock()
 }
 
-// fail reports the first error on an inbound segment: a Terminate with the
-// headers RFC 5040 Fig. 10 asks for (Reject.Terminate).
-func (ep *Endpoint) fail(r *Reject) error {
-	t := r.Terminate()
-	ep.dropping = true
-	ep.abort(&Error{Cause: r.Cause, Terminate: t, Msg: r.Msg}, t)
-	return errStop
-}
-
+// onULPDU hands one inbound ULPDU to the core (qp.QP.Receive). A Read
+// Request it accepts is answered once this read is handled (answerReads)
+// or by the transmit goroutine.
 func (ep *Endpoint) onULPDU(u mpa.ULPDU) error {
-	if ep.dropping {
-		return errStop
-	}
-	if !ep.firstRx {
-		ep.mu.Lock()
-		ep.firstRx = true
-		ep.cond.Broadcast()
-		ep.mu.Unlock()
-	}
-	d := u.Data
-	seg, op, rj := CheckHeaders(d, ep.dv, ep.rv)
-	if rj != nil {
-		return ep.fail(rj)
-	}
-	if ep.failed.Load() {
-		ep.dropping = true
-		return errStop
-	}
-	switch op {
-	case rdmap.OpWrite:
-		h := seg.Tagged()
-		f := ep.placer.PlaceTagged(mem.Request{STag: mem.STag(h.STag()), PD: ep.pd.ID, QP: ep.qpn, TO: h.TO(), Use: mem.UseRemoteWrite}, d, seg.Payload)
-		if rj := CheckWrite(seg, d, f); rj != nil {
-			return ep.fail(rj)
-		}
-		return nil
-	case rdmap.OpReadResponse:
-		return ep.rxReadResponse(seg, d)
-	case rdmap.OpReadRequest:
-		return ep.rxReadRequest(seg, d)
-	case rdmap.OpTerminate:
-		return ep.rxTerminate(seg)
-	}
-	return ep.rxSend(seg, op, d)
-}
-
-// first returns the head of one of the endpoint's queues, or nil.
-func first[T any](ep *Endpoint, q *[]*T) *T {
 	ep.mu.Lock()
-	defer ep.mu.Unlock()
-	if len(*q) == 0 {
-		return nil
-	}
-	return (*q)[0]
-}
-
-func (ep *Endpoint) rxSend(seg ddp.Segment, op rdmap.Opcode, d []byte) error {
-	h := seg.Untagged()
-	r := first(ep, &ep.rq)
-	st := RecvState{MSN: ep.rxMSN[rdmap.QNSend], Posted: r != nil}
-	if r != nil {
-		st.Got, st.Cap = r.got, r.cap
-	}
-	if rj := CheckSend(seg, op, d, st); rj != nil {
-		if rj.Cause == rdmap.DDPMessageTooLong {
-			ep.mu.Lock()
-			r.status = WCLocLenErr
-			ep.mu.Unlock()
-		}
-		return ep.fail(rj)
-	}
-	n := uint64(len(seg.Payload))
-	p := seg.Payload
-	if f := r.sc.next(n, func(s SGE, off, k uint32) mem.Fault {
-		f := ep.tab.Place(mem.Request{STag: s.LKey, PD: ep.pd.ID, QP: ep.qpn, TO: s.Addr + uint64(off), Use: mem.UseLocalWrite}, p[:k])
-		p = p[k:]
-		return f
-	}); f != mem.OK {
-		return ep.fail(SendPlacementFailed(op, d, r.wr.ID, f))
-	}
-	r.got += n
-	if !seg.Control.Last() {
-		return nil
-	}
-	info, _ := op.Info()
-	c := Completion{ID: r.wr.ID, Opcode: WCRecv, ByteLen: uint32(r.got), QP: ep.qpn, Solicited: info.Solicited}
-	if info.Invalidate {
-		stag := mem.STag(h.RsvdULP1())
-		if !ep.tab.RemoteInvalidate(stag, ep.pd.ID, ep.qpn) {
-			return ep.fail(CannotInvalidate(op, d, stag))
-		}
-		c.Invalidated, c.InvalidatedSTag = true, stag
-	}
-	ep.rxMSN[rdmap.QNSend]++
-	ep.mu.Lock()
-	ep.rxMsgs++
-	if ep.state < stError {
-		copy(ep.rq, ep.rq[1:]) // not rq[1:]: appends would then reallocate it
-		ep.rq[len(ep.rq)-1] = nil
-		ep.rq = ep.rq[:len(ep.rq)-1]
-		ep.rqFree = append(ep.rqFree, r)
-		if !ep.cfg.RecvCQ.push(c, info.Solicited) {
-			ep.cqOverflowLocked()
-			ep.dropping = true
-		}
-	}
-	ep.mu.Unlock()
-	return nil
-}
-
-func (ep *Endpoint) rxReadRequest(seg ddp.Segment, d []byte) error {
-	ep.mu.Lock()
-	queued := len(ep.irq)
-	ep.mu.Unlock()
-	rr, hdr, rj := CheckReadRequest(seg, d, ep.rxMSN[rdmap.QNReadRequest], queued, ep.cfg.IRD)
-	if rj != nil {
-		return ep.fail(rj)
-	}
-	if rr.Size > 0 {
-		f := ep.tab.Verify(mem.Request{STag: mem.STag(rr.SrcSTag), PD: ep.pd.ID, QP: ep.qpn, TO: rr.SrcTO, Len: uint64(rr.Size), Use: mem.UseRemoteRead})
-		if rj := ReadSourceFault(d, hdr, rr, f); rj != nil {
-			return ep.fail(rj)
-		}
-	}
-	ep.rxMSN[rdmap.QNReadRequest]++
-	ep.mu.Lock()
-	if ep.state < stError {
-		ep.irq = append(ep.irq, inboundRead{rr: rr, hdr: append([]byte(nil), seg.Header...)})
+	err := ep.q.Receive(u.Data)
+	if r := ep.q.ReadsIn(); r != ep.readsSeen {
+		ep.readsSeen = r
 		if ep.raw != nil {
-			ep.rxAnswer = true // answered once this read is handled (answerReads)
+			ep.rxAnswer = true
 		} else {
 			ep.cond.Broadcast()
 		}
 	}
-	ep.mu.Unlock()
-	return nil
-}
-
-func (ep *Endpoint) rxReadResponse(seg ddp.Segment, d []byte) error {
-	h := seg.Tagged()
-	s := first(ep, &ep.orq)
-	rs := ReadSink{Outstanding: s != nil}
-	if s != nil {
-		if len(s.wr.SGL) == 1 {
-			rs.Sink = s.wr.SGL[0]
-		}
-		rs.Got = s.got
-	}
-	if rj := CheckReadResponse(seg, d, rs); rj != nil {
-		return ep.fail(rj)
-	}
-	if n := uint64(len(seg.Payload)); n > 0 {
-		f := ep.placer.PlaceTagged(mem.Request{STag: rs.Sink.LKey, PD: ep.pd.ID, QP: ep.qpn, TO: h.TO(), Use: mem.UseReadResponse}, d, seg.Payload)
-		if rj := ReadResponsePlacement(d, f); rj != nil {
-			return ep.fail(rj)
-		}
-		s.got += n
-	}
-	if !seg.Control.Last() {
-		return nil
-	}
-	if rj := ReadResponseShort(d, s.got, rs.Sink.Length); rj != nil {
-		return ep.fail(rj)
-	}
-	ep.mu.Lock()
-	ep.rxMsgs++
-	if ep.state < stError && len(ep.orq) > 0 {
-		ep.orq = ep.orq[1:]
-		s.done = true
-		ep.completeLocked()
-		ep.cond.Broadcast()
-	}
-	ep.mu.Unlock()
-	return nil
-}
-
-func (ep *Endpoint) rxTerminate(seg ddp.Segment) error {
-	ep.dropping = true
-	c, t, msg, err := TerminateReceived(seg, ep.rxMSN[rdmap.QNTerminate])
-	e := &Error{Remote: true, Cause: c, Terminate: t, Msg: msg, Err: err}
-	ep.abort(e, nil) // never answer a Terminate with a Terminate
-	return errStop
+	ep.unlock()
+	return err
 }

@@ -33,12 +33,12 @@ func TestWaiterDrivesReceive(t *testing.T) {
 	a, b := pair(t, pairOpts{})
 	am, bm := recvBuf(t, a, 8), recvBuf(t, b, 8)
 	for i := range 200 {
-		require.NoError(t, b.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{0, 8, bm.STag}}}))
+		require.NoError(t, b.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{Addr: 0, Length: 8, LKey: bm.STag}}}))
 		require.NoError(t, a.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte{byte(i)}}))
 		c := waitOK(t, b.rcq, uint64(i), WCRecv)
 		require.Equal(t, uint32(1), c.ByteLen)
 		require.Equal(t, byte(i), bm.Buf[0])
-		require.NoError(t, a.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{0, 8, am.STag}}}))
+		require.NoError(t, a.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{Addr: 0, Length: 8, LKey: am.STag}}}))
 		require.NoError(t, b.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte{byte(i + 1)}}))
 		waitOK(t, a.rcq, uint64(i), WCRecv)
 	}
@@ -47,7 +47,7 @@ func TestWaiterDrivesReceive(t *testing.T) {
 	src := a.reg(t, make([]byte, 4096), 0, all)
 	dst := b.reg(t, make([]byte, 4096), 0, all)
 	for i := range 50 {
-		require.NoError(t, a.ep.PostSend(SendWR{ID: uint64(i), Opcode: WRWrite, SGL: []SGE{{0, 4096, src.STag}}, RKey: dst.STag, Signaled: true}))
+		require.NoError(t, a.ep.PostSend(SendWR{ID: uint64(i), Opcode: WRWrite, SGL: []SGE{{Addr: 0, Length: 4096, LKey: src.STag}}, RKey: dst.STag, Signaled: true}))
 		waitOK(t, a.scq, uint64(i), WCWrite)
 	}
 }
@@ -82,10 +82,10 @@ func TestWaitersOnBothCQs(t *testing.T) {
 		}()
 	}
 	for i := range n {
-		require.NoError(t, b.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{0, 8, bm.STag}}}))
+		require.NoError(t, b.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{Addr: 0, Length: 8, LKey: bm.STag}}}))
 		require.NoError(t, a.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte{1}}))
 		// b's Read: its response comes through b's socket, completes on b's send CQ.
-		require.NoError(t, b.ep.PostSend(SendWR{ID: uint64(i), Opcode: WRRead, SGL: []SGE{{0, 8, bm.STag}}, RKey: src.STag, RemoteAddr: 0, Signaled: true}))
+		require.NoError(t, b.ep.PostSend(SendWR{ID: uint64(i), Opcode: WRRead, SGL: []SGE{{Addr: 0, Length: 8, LKey: bm.STag}}, RKey: src.STag, RemoteAddr: 0, Signaled: true}))
 	}
 	wg.Wait()
 	close(errs)
@@ -111,7 +111,7 @@ func TestWaiterCancelled(t *testing.T) {
 	cancel()
 	_, err := b.rcq.Wait(ctx)
 	require.ErrorIs(t, err, context.Canceled)
-	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 9, SGL: []SGE{{0, 8, bm.STag}}}))
+	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 9, SGL: []SGE{{Addr: 0, Length: 8, LKey: bm.STag}}}))
 	require.NoError(t, a.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte("ok")}))
 	waitOK(t, b.rcq, 9, WCRecv)
 	require.Equal(t, "ok", string(bm.Buf[:2]))
@@ -124,15 +124,15 @@ func TestNoWaiterAfterWaits(t *testing.T) {
 	checkLeaks(t)
 	a, b := pair(t, pairOpts{})
 	bm := recvBuf(t, b, 8)
-	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{0, 8, bm.STag}}}))
+	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{Addr: 0, Length: 8, LKey: bm.STag}}}))
 	require.NoError(t, a.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte{1}}))
 	waitOK(t, b.rcq, 1, WCRecv) // b's waiter drove b's socket
 	src := b.reg(t, []byte("served without a waiter"), 0, all)
 	sink := a.reg(t, make([]byte, len(src.Buf)), 0, all)
-	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 2, SGL: []SGE{{0, 8, bm.STag}}}))
+	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 2, SGL: []SGE{{Addr: 0, Length: 8, LKey: bm.STag}}}))
 	require.NoError(t, a.ep.PostSend(
-		SendWR{Opcode: WRWrite, SGL: []SGE{{0, 8, sink.STag}}, RKey: src.STag, RemoteAddr: 0},
-		SendWR{ID: 3, Opcode: WRRead, SGL: []SGE{{0, uint32(len(src.Buf)), sink.STag}}, RKey: src.STag, Signaled: true},
+		SendWR{Opcode: WRWrite, SGL: []SGE{{Addr: 0, Length: 8, LKey: sink.STag}}, RKey: src.STag, RemoteAddr: 0},
+		SendWR{ID: 3, Opcode: WRRead, SGL: []SGE{{Addr: 0, Length: uint32(len(src.Buf)), LKey: sink.STag}}, RKey: src.STag, Signaled: true},
 		SendWR{Opcode: WRSend, Inline: []byte{2}},
 	))
 	waitOK(t, a.scq, 3, WCRead) // b answered the Read with nobody waiting on b's CQs
@@ -157,7 +157,7 @@ func TestCloseWhileWaiterReads(t *testing.T) {
 			checkLeaks(t)
 			a, b := pair(t, pairOpts{})
 			bm := recvBuf(t, b, 8)
-			require.NoError(t, b.ep.PostRecv(RecvWR{ID: 4, SGL: []SGE{{0, 8, bm.STag}}}))
+			require.NoError(t, b.ep.PostRecv(RecvWR{ID: 4, SGL: []SGE{{Addr: 0, Length: 8, LKey: bm.STag}}}))
 			got := make(chan Completion, 1)
 			go func() { got <- wait(t, b.rcq) }()
 			time.Sleep(10 * time.Millisecond) // let the waiter block in the socket (either way is correct)
@@ -193,7 +193,7 @@ func TestDestroyWakesWaiters(t *testing.T) {
 	}
 	_, err := b.rcq.Wait(context.Background())
 	require.ErrorIs(t, err, ErrCQDestroyed)
-	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 6, SGL: []SGE{{0, 8, bm.STag}}}))
+	require.NoError(t, b.ep.PostRecv(RecvWR{ID: 6, SGL: []SGE{{Addr: 0, Length: 8, LKey: bm.STag}}}))
 	require.NoError(t, a.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte{1}}))
 	require.Equal(t, uint64(6), pollFor(t, b.rcq).ID)
 }
@@ -215,7 +215,7 @@ func TestWaiterWithoutDeadlines(t *testing.T) {
 	require.False(t, b.ep.kickable)
 	bm := recvBuf(t, b, 8)
 	for i := range 20 {
-		require.NoError(t, b.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{0, 8, bm.STag}}}))
+		require.NoError(t, b.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{Addr: 0, Length: 8, LKey: bm.STag}}}))
 		require.NoError(t, a.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte{byte(i)}}))
 		waitOK(t, b.rcq, uint64(i), WCRecv)
 	}
@@ -232,14 +232,14 @@ func TestIdleResponders(t *testing.T) {
 		a, b := pair(t, pairOpts{})
 		prs[i] = pr{a, b}
 		bm := recvBuf(t, b, 8)
-		require.NoError(t, b.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{0, 8, bm.STag}}}))
+		require.NoError(t, b.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{Addr: 0, Length: 8, LKey: bm.STag}}}))
 		require.NoError(t, a.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte{1}}))
 		waitOK(t, b.rcq, 1, WCRecv) // b's waiter drove b's socket, then left
 	}
 	for _, p := range prs {
 		src := p.b.reg(t, []byte("read me"), 0, all)
 		sink := p.a.reg(t, make([]byte, 7), 0, all)
-		require.NoError(t, p.a.ep.PostSend(SendWR{ID: 2, Opcode: WRRead, SGL: []SGE{{0, 7, sink.STag}}, RKey: src.STag, Signaled: true}))
+		require.NoError(t, p.a.ep.PostSend(SendWR{ID: 2, Opcode: WRRead, SGL: []SGE{{Addr: 0, Length: 7, LKey: sink.STag}}, RKey: src.STag, Signaled: true}))
 	}
 	for _, p := range prs {
 		waitOK(t, p.a.scq, 2, WCRead) // b answered with nobody waiting on its CQs
@@ -263,7 +263,7 @@ func TestReadAnswersNeverBlockReceive(t *testing.T) {
 	fill(buf, 3)
 	src := v.reg(t, buf, 0x10000, mem.RemoteRead)
 	rb := recvBuf(t, v, 8)
-	require.NoError(t, v.ep.PostRecv(RecvWR{ID: 7, SGL: []SGE{{0, 8, rb.STag}}}))
+	require.NoError(t, v.ep.PostRecv(RecvWR{ID: 7, SGL: []SGE{{Addr: 0, Length: 8, LKey: rb.STag}}}))
 	var msgs [][]byte
 	for i := range n {
 		msgs = append(msgs, readReq(uint32(i+1), rdmap.ReadRequestFields{SinkSTag: 0x99, SinkTO: uint64(i * size), Size: size,

@@ -89,7 +89,7 @@ func TestTsharkDecodes(t *testing.T) {
 			rb := make([]byte, 256)
 			rmr := b.reg(t, rb, 0, mem.LocalWrite)
 			for i := 0; i < 4; i++ {
-				require.NoError(t, b.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{uint64(i * 64), 64, rmr.STag}}}))
+				require.NoError(t, b.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{Addr: uint64(i * 64), Length: 64, LKey: rmr.STag}}}))
 			}
 			var inv []mem.STag
 			for i := 0; i < 2; i++ {
@@ -102,8 +102,8 @@ func TestTsharkDecodes(t *testing.T) {
 			back := make([]byte, 16)
 			backMR := a.reg(t, back, 0, all)
 			require.NoError(t, a.ep.PostSend(
-				SendWR{ID: 1, Opcode: WRWrite, SGL: []SGE{{0x1000, 16, amr.STag}}, RemoteAddr: 0x2000, RKey: bmr.STag, Signaled: true},
-				SendWR{ID: 2, Opcode: WRRead, SGL: []SGE{{0, 16, backMR.STag}}, RemoteAddr: 0x2000, RKey: bmr.STag, Signaled: true},
+				SendWR{ID: 1, Opcode: WRWrite, SGL: []SGE{{Addr: 0x1000, Length: 16, LKey: amr.STag}}, RemoteAddr: 0x2000, RKey: bmr.STag, Signaled: true},
+				SendWR{ID: 2, Opcode: WRRead, SGL: []SGE{{Addr: 0, Length: 16, LKey: backMR.STag}}, RemoteAddr: 0x2000, RKey: bmr.STag, Signaled: true},
 				SendWR{ID: 3, Opcode: WRSend, Inline: []byte("send"), Signaled: true},
 				SendWR{ID: 4, Opcode: WRSendInvalidate, InvalidateSTag: inv[0], Inline: []byte("inv"), Signaled: true},
 				SendWR{ID: 5, Opcode: WRSend, Solicited: true, Inline: []byte("se"), Signaled: true},

@@ -30,8 +30,8 @@ func TestSegmentationOnWire(t *testing.T) {
 	mr := v.reg(t, src, 0x100, all)
 	h.send(t, write(1, 0, true, nil))
 	require.NoError(t, v.ep.PostSend(
-		SendWR{Opcode: WRWrite, SGL: []SGE{{0x100, n, mr.STag}}, RemoteAddr: 16384, RKey: 0x55},
-		SendWR{Opcode: WRSend, SGL: []SGE{{0x100, n, mr.STag}}},
+		SendWR{Opcode: WRWrite, SGL: []SGE{{Addr: 0x100, Length: n, LKey: mr.STag}}, RemoteAddr: 16384, RKey: 0x55},
+		SendWR{Opcode: WRSend, SGL: []SGE{{Addr: 0x100, Length: n, LKey: mr.STag}}},
 		SendWR{Opcode: WRSend, Solicited: true, Inline: []byte("x")},
 	))
 	// 4000 bytes: tagged 1486+1486+1028, untagged 1482+1482+1036, then 1.
@@ -76,7 +76,7 @@ func TestIgnoredFields(t *testing.T) {
 	checkLeaks(t)
 	h, v := hostilePair(t, pairOpts{})
 	e := setupVictim(t, v)
-	require.NoError(t, v.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{0, 64, e.recv.STag}}}))
+	require.NoError(t, v.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{Addr: 0, Length: 64, LKey: e.recv.STag}}}))
 	w := write(e.target.STag, targetVA, true, []byte("w"))
 	w[0] |= byte(ddp.ControlRsvd)
 	w[1] |= byte(rdmap.ControlRsvd)
@@ -138,11 +138,11 @@ func TestPostChecks(t *testing.T) {
 	a, b := pair(t, pairOpts{})
 	ro := a.reg(t, make([]byte, 8), 0, mem.RemoteRead)
 	other := b.reg(t, make([]byte, 8), 0, all)
-	assert.ErrorIs(t, a.ep.PostRecv(RecvWR{SGL: []SGE{{0, 8, ro.STag}}}), ErrInvalidWR, "receive into memory without LocalWrite")
-	assert.ErrorIs(t, a.ep.PostSend(SendWR{Opcode: WRSend, SGL: []SGE{{0, 8, other.STag}}}), ErrInvalidWR, "another PD's lkey")
-	assert.ErrorIs(t, a.ep.PostSend(SendWR{Opcode: WRSend, SGL: []SGE{{4, 8, ro.STag}}}), ErrInvalidWR, "out of bounds")
-	assert.ErrorIs(t, a.ep.PostSend(SendWR{Opcode: WRRead, SGL: []SGE{{0, 4, ro.STag}}}), ErrInvalidWR, "Read sink without LocalWrite")
-	assert.ErrorIs(t, a.ep.PostSend(SendWR{Opcode: WRRead, SGL: []SGE{{0, 4, ro.STag}, {4, 4, ro.STag}}}), ErrInvalidWR, "two sink SGEs")
+	assert.ErrorIs(t, a.ep.PostRecv(RecvWR{SGL: []SGE{{Addr: 0, Length: 8, LKey: ro.STag}}}), ErrInvalidWR, "receive into memory without LocalWrite")
+	assert.ErrorIs(t, a.ep.PostSend(SendWR{Opcode: WRSend, SGL: []SGE{{Addr: 0, Length: 8, LKey: other.STag}}}), ErrInvalidWR, "another PD's lkey")
+	assert.ErrorIs(t, a.ep.PostSend(SendWR{Opcode: WRSend, SGL: []SGE{{Addr: 4, Length: 8, LKey: ro.STag}}}), ErrInvalidWR, "out of bounds")
+	assert.ErrorIs(t, a.ep.PostSend(SendWR{Opcode: WRRead, SGL: []SGE{{Addr: 0, Length: 4, LKey: ro.STag}}}), ErrInvalidWR, "Read sink without LocalWrite")
+	assert.ErrorIs(t, a.ep.PostSend(SendWR{Opcode: WRRead, SGL: []SGE{{Addr: 0, Length: 4, LKey: ro.STag}, {Addr: 4, Length: 4, LKey: ro.STag}}}), ErrInvalidWR, "two sink SGEs")
 	assert.ErrorIs(t, a.ep.PostSend(SendWR{Opcode: WRBindMW + 1}), ErrInvalidWR)
 	assert.ErrorIs(t, a.ep.PostSend(SendWR{Opcode: WRBindMW}), ErrInvalidWR, "BIND_MW without a bind")
 	many := make([]SendWR, 300)
@@ -160,7 +160,7 @@ func TestMSNWraps(t *testing.T) {
 	h, v := hostilePair(t, pairOpts{cfg: Config{firstMSN: 0xFFFFFFFE}})
 	e := setupVictim(t, v)
 	for i := 0; i < 3; i++ {
-		require.NoError(t, v.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{uint64(i), 1, e.recv.STag}}}))
+		require.NoError(t, v.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{Addr: uint64(i), Length: 1, LKey: e.recv.STag}}}))
 	}
 	h.send(t, untagged(rdmap.OpSend, 0, 0xFFFFFFFE, 0, true, 0, []byte("a")),
 		untagged(rdmap.OpSend, 0, 0xFFFFFFFF, 0, true, 0, []byte("b")),
@@ -191,7 +191,7 @@ func TestInPlaceFramingOnWire(t *testing.T) {
 			fill(src, 9)
 			mr := v.reg(t, src, 0x1000, all)
 			h.send(t, write(1, 0, true, nil))
-			sgl := []SGE{{0x1000, 700, mr.STag}, {0x1000 + 700, 3001, mr.STag}, {0x1000 + 4000, 99, mr.STag}}
+			sgl := []SGE{{Addr: 0x1000, Length: 700, LKey: mr.STag}, {Addr: 0x1000 + 700, Length: 3001, LKey: mr.STag}, {Addr: 0x1000 + 4000, Length: 99, LKey: mr.STag}}
 			require.NoError(t, v.ep.PostSend(
 				SendWR{Opcode: WRWrite, SGL: sgl, RemoteAddr: 1 << 40, RKey: 0x77},
 				SendWR{Opcode: WRSend, SGL: sgl[1:2]},

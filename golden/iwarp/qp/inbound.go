@@ -1,4 +1,4 @@
-package iwarp
+package qp
 
 import (
 	"errors"
