@@ -1,46 +1,22 @@
 package iwarp
 
 import (
-	"encoding/binary"
 	"io"
 	"net"
 	"testing"
 	"time"
 
-	"github.com/openiwarp/openiwarp/golden/ddp"
+	"github.com/openiwarp/openiwarp/golden/iwarp/internal/matrix"
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
 	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/golden/rdmap"
 	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
 
-// fuzzSTag in a fuzz input stands for the victim's registered STag, which
-// is random per run.
-const fuzzSTag = 0xAAAAAAAA
+const fuzzSTag = matrix.FuzzSTag
 
-// fuzzSegments splits a fuzz input into ULPDUs: each is a 1-byte length
-// (plus 18, so headers fit often) and that many bytes.
-func fuzzSegments(b []byte) [][]byte {
-	var out [][]byte
-	for len(b) > 0 {
-		n := min(int(b[0])+1, len(b)-1)
-		if n <= 0 {
-			break
-		}
-		out = append(out, b[1:1+n])
-		b = b[1+n:]
-	}
-	return out
-}
-
-func fuzzSeed(segs ...[]byte) []byte {
-	var b []byte
-	for _, s := range segs {
-		b = append(b, byte(len(s)-1))
-		b = append(b, s...)
-	}
-	return append([]byte{0}, b...)
-}
+// fuzzSeed is the framed-mode input (mode byte 0) of segs.
+func fuzzSeed(segs ...[]byte) []byte { return append([]byte{0}, matrix.FuzzSeed(segs...)...) }
 
 // FuzzReceive feeds an endpoint arbitrary FPDU streams, framed (mode 0) or
 // raw bytes (mode 1), and checks that it never panics, hangs or leaks, and
@@ -88,18 +64,8 @@ func fuzzReceiveOne(t *testing.T, in []byte) {
 		stream = in[1:]
 	} else {
 		fr := p.Framer()
-		for _, s := range fuzzSegments(in[1:]) {
-			s = append([]byte(nil), s...)
-			if len(s) >= ddp.TaggedHeaderLen && ddp.Control(s[0]).Tagged() && binary.BigEndian.Uint32(s[2:]) == fuzzSTag {
-				binary.BigEndian.PutUint32(s[2:], uint32(mr.STag))
-			}
-			if len(s) >= 46 && !ddp.Control(s[0]).Tagged() && binary.BigEndian.Uint32(s[34:]) == fuzzSTag {
-				binary.BigEndian.PutUint32(s[34:], uint32(mr.STag))
-			}
-			if len(s) >= 18 && !ddp.Control(s[0]).Tagged() && binary.BigEndian.Uint32(s[2:]) == fuzzSTag {
-				binary.BigEndian.PutUint32(s[2:], uint32(mr.STag))
-			}
-			stream, _ = fr.AppendFPDU(stream, s)
+		for _, s := range matrix.FuzzSegments(in[1:]) {
+			stream, _ = fr.AppendFPDU(stream, matrix.MapSTag(s, mr.STag))
 		}
 	}
 	theirs.SetWriteDeadline(testwatch.Deadline())

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/openiwarp/openiwarp/golden/ddp"
+	"github.com/openiwarp/openiwarp/golden/iwarp/internal/matrix"
 	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
 	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/golden/rdmap"
@@ -115,243 +115,82 @@ func (h *hostile) terminate(t *testing.T) rdmap.Terminate {
 	return *m.Terminate
 }
 
-// Builders for hostile segments (DDP/RDMAP version 1).
-func write(stag mem.STag, to uint64, last bool, p []byte) []byte {
-	return append(ddp.TaggedFields{Last: last, Version: 1, RsvdULP: uint8(rdmap.NewControl(1, rdmap.OpWrite)), STag: uint32(stag), TO: to}.Append(nil), p...)
-}
+// Builders for hostile segments (DDP/RDMAP version 1): the matrix's.
+var (
+	write    = matrix.Write
+	readResp = matrix.ReadResp
+	untagged = matrix.Untagged
+	readReq  = matrix.ReadReq
+)
 
-func readResp(stag mem.STag, to uint64, p []byte) []byte {
-	return append(ddp.TaggedFields{Last: true, Version: 1, RsvdULP: uint8(rdmap.NewControl(1, rdmap.OpReadResponse)), STag: uint32(stag), TO: to}.Append(nil), p...)
-}
-
-func untagged(op rdmap.Opcode, qn, msn, mo uint32, last bool, inv uint32, p []byte) []byte {
-	return append(ddp.UntaggedFields{Last: last, Version: 1, RsvdULP0: uint8(rdmap.NewControl(1, op)), RsvdULP1: inv, QN: qn, MSN: msn, MO: mo}.Append(nil), p...)
-}
-
-func readReq(msn uint32, rr rdmap.ReadRequestFields) []byte {
-	return rr.Append(untagged(rdmap.OpReadRequest, 1, msn, 0, true, 0, nil))
-}
-
-// victimEnv is the victim's memory: a target region between guard bytes,
-// a region in another PD, and a read-only one.
-type victimEnv struct {
-	arena    []byte
-	target   *mem.MR // arena[guard:guard+targetLen], RemoteRead|RemoteWrite
-	otherPD  *mem.MR
-	readOnly *mem.MR
-	noRead   *mem.MR
-	recv     *mem.MR
-	recvBuf  []byte
-}
+// victimEnv is the victim's memory (matrix.Env).
+type victimEnv struct{ *matrix.Env }
 
 const (
-	guard     = 256
-	targetLen = 4096
-	targetVA  = 0x7f0000001000
+	guard     = matrix.Guard
+	targetLen = matrix.TargetLen
+	targetVA  = matrix.TargetVA
 )
 
 func setupVictim(t *testing.T, v *side) *victimEnv {
-	e := &victimEnv{arena: make([]byte, 2*guard+targetLen), recvBuf: make([]byte, 64)}
-	for i := range e.arena {
-		e.arena[i] = 0xAA
-	}
-	e.target = v.reg(t, e.arena[guard:guard+targetLen:guard+targetLen], targetVA, mem.RemoteRead|mem.RemoteWrite|mem.LocalWrite)
-	other := v.tab.AllocPD()
-	var err error
-	e.otherPD, err = other.RegisterMR(make([]byte, 64), 0, all, 0)
+	e, err := matrix.Setup(v.pd)
 	require.NoError(t, err)
-	e.readOnly = v.reg(t, make([]byte, 64), 0, mem.RemoteRead)
-	e.noRead = v.reg(t, make([]byte, 64), 0, mem.RemoteWrite)
-	e.recv = v.reg(t, e.recvBuf, 0, mem.LocalWrite)
-	return e
+	return &victimEnv{e}
 }
 
 // untouched checks that nothing in the arena changed.
 func (e *victimEnv) untouched(t *testing.T) {
-	for i, b := range e.arena {
-		if b != 0xAA {
-			t.Fatalf("victim memory changed at arena offset %d (target is [%d,%d))", i, guard, guard+targetLen)
-		}
-	}
+	require.NoError(t, e.Untouched())
 }
 
-// TestHostilePeer sends one malformed or forbidden message per row of the
-// receive-side error matrix (digest §3.7) and checks the Terminate's
-// layer/type/code, its M/D/R flags and copied headers, that the victim's
-// memory is untouched, that posted work is flushed and that nothing leaks.
+// TestHostilePeer sends each row of the receive-side error matrix
+// (matrix.Cases, which the core's tests feed to a QP directly) to an
+// endpoint over TCP and checks that the row's Terminate reaches the wire
+// as the stream's last message, that the victim's memory is untouched,
+// that posted work is flushed and that nothing leaks.
 func TestHostilePeer(t *testing.T) {
-	rr := func(e *victimEnv, stag mem.STag, to uint64, size uint32) rdmap.ReadRequestFields {
-		return rdmap.ReadRequestFields{SinkSTag: 0x1234, SinkTO: 0, Size: size, SrcSTag: uint32(stag), SrcTO: to}
-	}
-	for _, tc := range []struct {
-		name    string
-		recvs   int // receives to post
-		ird     int
-		msgs    func(e *victimEnv) [][]byte // the last one is the offender
-		cause   rdmap.Cause
-		m, d, r bool
-		rdmaHdr bool // a Read Request header is copied
-	}{
-		{"DDP version tagged", 0, 0, func(e *victimEnv) [][]byte {
-			b := write(e.target.STag, targetVA, true, []byte("x"))
-			b[0] = 0xC2
-			return [][]byte{b}
-		}, rdmap.DDPTaggedInvalidVersion, false, false, false, false},
-		{"DDP version untagged", 1, 0, func(e *victimEnv) [][]byte {
-			b := untagged(rdmap.OpSend, 0, 1, 0, true, 0, []byte("x"))
-			b[0] = 0x40
-			return [][]byte{b}
-		}, rdmap.DDPUntaggedInvalidVersion, false, false, false, false},
-		{"RDMAP version", 1, 0, func(e *victimEnv) [][]byte {
-			b := untagged(rdmap.OpSend, 0, 1, 0, true, 0, []byte("x"))
-			b[1] = 0x83
-			return [][]byte{b}
-		}, rdmap.RDMAPInvalidVersion, false, false, false, false},
-		{"reserved opcode", 1, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{untagged(rdmap.Opcode(0xA), 0, 1, 0, true, 0, []byte("x"))}
-		}, rdmap.RDMAPUnexpectedOpcode, false, false, false, false},
-		{"Send on a tagged segment", 1, 0, func(e *victimEnv) [][]byte {
-			b := write(e.target.STag, targetVA, true, []byte("x"))
-			b[1] = byte(rdmap.NewControl(1, rdmap.OpSend))
-			return [][]byte{b}
-		}, rdmap.RDMAPUnexpectedOpcode, false, false, false, false},
-		{"Send on QN 1", 1, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{untagged(rdmap.OpSend, 1, 1, 0, true, 0, []byte("x"))}
-		}, rdmap.RDMAPUnexpectedOpcode, false, false, false, false},
-		{"invalid QN", 1, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{untagged(rdmap.OpSend, 7, 1, 0, true, 0, []byte("x"))}
-		}, rdmap.DDPInvalidQN, true, true, false, false},
-		{"Send with no receive posted", 0, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{untagged(rdmap.OpSend, 0, 1, 0, true, 0, []byte("x"))}
-		}, rdmap.DDPNoBuffer, true, true, false, false},
-		{"stale MSN", 2, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{untagged(rdmap.OpSend, 0, 1, 0, true, 0, []byte("a")), untagged(rdmap.OpSend, 0, 1, 0, true, 0, []byte("b"))}
-		}, rdmap.DDPInvalidMSNRange, true, true, false, false},
-		{"skipped MSN", 2, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{untagged(rdmap.OpSend, 0, 2, 0, true, 0, []byte("a"))}
-		}, rdmap.DDPInvalidMSNRange, true, true, false, false},
-		{"new message before L", 2, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{untagged(rdmap.OpSend, 0, 1, 0, false, 0, []byte("a")), untagged(rdmap.OpSend, 0, 2, 0, true, 0, []byte("b"))}
-		}, rdmap.DDPInvalidMSNRange, true, true, false, false},
-		{"MO gap", 1, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{untagged(rdmap.OpSend, 0, 1, 0, false, 0, []byte("a")), untagged(rdmap.OpSend, 0, 1, 2, true, 0, []byte("b"))}
-		}, rdmap.DDPInvalidMO, true, true, false, false},
-		{"MO outside the buffer", 1, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{untagged(rdmap.OpSend, 0, 1, 1000, true, 0, []byte("a"))}
-		}, rdmap.DDPInvalidMO, true, true, false, false},
-		{"Send longer than the receive", 1, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{untagged(rdmap.OpSend, 0, 1, 0, true, 0, make([]byte, 65))}
-		}, rdmap.DDPMessageTooLong, true, true, false, false},
-		{"unknown STag", 0, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{write(e.target.STag^0x100, targetVA, true, []byte("x"))}
-		}, rdmap.DDPInvalidSTag, true, true, false, false},
-		{"wrong key", 0, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{write(e.target.STag^1, targetVA, true, []byte("x"))}
-		}, rdmap.DDPInvalidSTag, true, true, false, false},
-		{"STag of another PD", 0, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{write(e.otherPD.STag, 0, true, []byte("x"))}
-		}, rdmap.DDPSTagNotAssociated, true, true, false, false},
-		{"TO below base", 0, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{write(e.target.STag, targetVA-1, true, []byte("xy"))}
-		}, rdmap.DDPBaseBounds, true, true, false, false},
-		{"TO+len past end", 0, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{write(e.target.STag, targetVA+targetLen-1, true, []byte("xy"))}
-		}, rdmap.DDPBaseBounds, true, true, false, false},
-		{"TO wrap", 0, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{write(e.target.STag, ^uint64(0), true, []byte("xy"))}
-		}, rdmap.DDPTOWrap, true, true, false, false},
-		{"Write without REMOTE_WRITE", 0, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{write(e.readOnly.STag, 0, true, []byte("x"))}
-		}, rdmap.DDPInvalidSTag, true, true, false, false},
-		{"Read Response with no Read", 0, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{readResp(e.target.STag, targetVA, []byte("x"))}
-		}, rdmap.DDPLocalCatastrophic, false, false, false, false},
-		{"Read Request: invalid SrcSTag", 0, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{readReq(1, rr(e, e.target.STag^0x100, targetVA, 8))}
-		}, rdmap.RDMAPInvalidSTag, true, true, true, true},
-		{"Read Request: SrcSTag of another PD", 0, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{readReq(1, rr(e, e.otherPD.STag, 0, 8))}
-		}, rdmap.RDMAPSTagNotAssociated, true, true, true, true},
-		{"Read Request: no REMOTE_READ", 0, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{readReq(1, rr(e, e.noRead.STag, 0, 8))}
-		}, rdmap.RDMAPAccessRights, true, true, true, true},
-		{"Read Request: bounds", 0, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{readReq(1, rr(e, e.target.STag, targetVA+targetLen-4, 8))}
-		}, rdmap.RDMAPBaseBounds, true, true, true, true},
-		{"Read Request: SrcTO+size wraps", 0, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{readReq(1, rr(e, e.target.STag, ^uint64(0)-2, 8))}
-		}, rdmap.RDMAPTOWrap, true, true, true, true},
-		{"Read Request: wrong MSN", 0, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{readReq(2, rr(e, e.target.STag, targetVA, 8))}
-		}, rdmap.DDPInvalidMSNRange, true, true, false, false},
-		{"Read Request with payload", 0, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{append(readReq(1, rr(e, e.target.STag, targetVA, 8)), 1, 2, 3, 4)}
-		}, rdmap.DDPMessageTooLong, true, true, false, false},
-		{"Read Requests beyond IRD", 0, 1, nil, rdmap.RDMAPCatastrophicStream, true, true, false, false},
-		{"Send with Invalidate of a PD-shared STag", 1, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{untagged(rdmap.OpSendInvalidate, 0, 1, 0, true, uint32(e.target.STag), []byte("x"))}
-		}, rdmap.RDMAPCannotInvalidate, true, true, true, false},
-		{"Send with SE and Invalidate of an unknown STag", 1, 0, func(e *victimEnv) [][]byte {
-			return [][]byte{untagged(rdmap.OpSendSEInvalidate, 0, 1, 0, true, 0x77, []byte("x"))}
-		}, rdmap.RDMAPCannotInvalidate, true, true, true, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tc := range matrix.Cases() {
+		t.Run(tc.Name, func(t *testing.T) {
 			checkLeaks(t)
-			h, v := hostilePair(t, pairOpts{cfg: Config{IRD: tc.ird}})
+			h, v := hostilePair(t, pairOpts{cfg: Config{IRD: tc.IRD}})
 			e := setupVictim(t, v)
-			for i := 0; i < tc.recvs; i++ {
-				require.NoError(t, v.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{Addr: 0, Length: 64, LKey: e.recv.STag}}}))
+			for i := 0; i < tc.Recvs; i++ {
+				require.NoError(t, v.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{Addr: 0, Length: 64, LKey: e.Recv.STag}}}))
 			}
 			var msgs [][]byte
-			if tc.msgs != nil {
-				msgs = tc.msgs(e)
-			}
-			if tc.ird > 0 {
+			if tc.Msgs != nil {
+				msgs = tc.Msgs(e.Env)
+			} else {
 				// A 32 MiB response keeps the first Read in flight while the
 				// hostile peer does not read: its IRD slot stays taken.
 				big := v.reg(t, make([]byte, 32<<20), 0, mem.RemoteRead)
-				msgs = [][]byte{
-					readReq(1, rdmap.ReadRequestFields{SinkSTag: 1, Size: 32 << 20, SrcSTag: uint32(big.STag)}),
-					readReq(2, rdmap.ReadRequestFields{SinkSTag: 1, Size: 8, SrcSTag: uint32(big.STag)}),
-				}
+				msgs = matrix.BeyondIRD(big.STag, 32<<20)
 			}
 			h.send(t, msgs...)
 			term := h.terminate(t)
-			offender := msgs[len(msgs)-1]
-			assert.Equal(t, tc.cause, term.Cause, "got %v", term.Cause)
-			assert.Equal(t, []bool{tc.m, tc.d, tc.r}, []bool{term.M, term.D, term.R}, "M D R")
-			if tc.d {
-				assert.Equal(t, uint16(len(offender)), term.SegLen, "DDP Segment Length")
-				hl := ddp.Control(offender[0]).HeaderLen()
-				assert.Equal(t, offender[:hl], term.DDPHeader, "copied DDP header")
-			}
-			if tc.rdmaHdr {
-				assert.Equal(t, offender[ddp.UntaggedHeaderLen:ddp.UntaggedHeaderLen+rdmap.ReadRequestLen], term.RDMAHeader, "copied Read Request header")
-			} else {
-				assert.Nil(t, term.RDMAHeader)
-			}
+			tc.CheckTerminate(t, &term, msgs[len(msgs)-1])
 			<-v.ep.Done()
 			var ee *Error
 			require.ErrorAs(t, v.ep.Err(), &ee)
-			assert.Equal(t, tc.cause, ee.Cause)
+			assert.Equal(t, tc.Cause, ee.Cause)
 			assert.False(t, ee.Remote)
 			e.untouched(t)
-			if tc.cause == rdmap.DDPMessageTooLong && tc.recvs > 0 {
-				assert.Equal(t, make([]byte, len(e.recvBuf)), e.recvBuf, "nothing of an oversize Send is placed")
+			if tc.Cause == rdmap.DDPMessageTooLong && tc.Recvs > 0 {
+				assert.Equal(t, make([]byte, len(e.RecvBuf)), e.RecvBuf, "nothing of an oversize Send is placed")
 			}
-			for i := 0; i < tc.recvs; i++ {
+			for i := 0; i < tc.Recvs; i++ {
 				c := wait(t, v.rcq)
 				if c.Status == WCSuccess {
 					continue // an earlier, valid Send of the sequence
 				}
 				want := WCFlushErr
-				if tc.cause == rdmap.DDPMessageTooLong && i == 0 {
+				if tc.Cause == rdmap.DDPMessageTooLong && i == 0 {
 					want = WCLocLenErr // the receive the Send overflowed
 				}
 				assert.Equal(t, want, c.Status)
 			}
-			if tc.cause == rdmap.RDMAPCannotInvalidate {
-				if en, ok := v.tab.Lookup(e.target.STag); assert.True(t, ok) {
+			if tc.Cause == rdmap.RDMAPCannotInvalidate {
+				if en, ok := v.tab.Lookup(e.Target.STag); assert.True(t, ok) {
 					assert.True(t, en.Valid, "S7: the shared STag stays valid")
 				}
 			}
@@ -397,7 +236,7 @@ func hostileMPA(t *testing.T, markers bool, corrupt func(b []byte, off uint32), 
 		h.send(t, write(1, 0, true, nil))
 	}
 	off := h.fr.Offset
-	b := h.frame(t, write(e.target.STag, targetVA, true, make([]byte, 1000)))
+	b := h.frame(t, write(e.Target.STag, targetVA, true, make([]byte, 1000)))
 	corrupt(b, off)
 	_, err := h.conn.Write(b)
 	require.NoError(t, err)
@@ -420,7 +259,7 @@ func TestReceiveTerminate(t *testing.T) {
 	checkLeaks(t)
 	h, v := hostilePair(t, pairOpts{})
 	e := setupVictim(t, v)
-	require.NoError(t, v.ep.PostRecv(RecvWR{ID: 7, SGL: []SGE{{Addr: 0, Length: 64, LKey: e.recv.STag}}}))
+	require.NoError(t, v.ep.PostRecv(RecvWR{ID: 7, SGL: []SGE{{Addr: 0, Length: 64, LKey: e.Recv.STag}}}))
 	require.NoError(t, v.ep.PostSend(SendWR{ID: 8, Opcode: WRSend, Inline: []byte("x"), Signaled: true}))
 	copied := write(0x99, 5, true, nil)
 	t1 := rdmap.Terminate{Cause: rdmap.DDPBaseBounds, M: true, D: true, SegLen: 14, DDPHeader: copied[:14]}
@@ -489,21 +328,21 @@ func TestHostileNoBytesOutside(t *testing.T) {
 	checkLeaks(t)
 	h, v := hostilePair(t, pairOpts{})
 	e := setupVictim(t, v)
-	shadow := bytes.Clone(e.arena)
+	shadow := bytes.Clone(e.Arena)
 	var msgs [][]byte
 	for i := 0; i < 200; i++ {
 		to := targetVA + uint64(i*17%targetLen)
 		n := min(37, targetLen-int(to-targetVA))
 		p := bytes.Repeat([]byte{byte(i)}, n)
-		msgs = append(msgs, write(e.target.STag, to, true, p))
+		msgs = append(msgs, write(e.Target.STag, to, true, p))
 		copy(shadow[guard+int(to-targetVA):], p)
 	}
-	msgs = append(msgs, write(e.target.STag, targetVA+targetLen-10, true, make([]byte, 11)))
+	msgs = append(msgs, write(e.Target.STag, targetVA+targetLen-10, true, make([]byte, 11)))
 	h.send(t, msgs...)
 	term := h.terminate(t)
 	assert.Equal(t, rdmap.DDPBaseBounds, term.Cause)
 	<-v.ep.Done()
-	assert.Equal(t, shadow, e.arena)
+	assert.Equal(t, shadow, e.Arena)
 }
 
 // TestReadSourceRevoked: the source of a Read is invalidated while the

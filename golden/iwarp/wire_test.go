@@ -76,8 +76,8 @@ func TestIgnoredFields(t *testing.T) {
 	checkLeaks(t)
 	h, v := hostilePair(t, pairOpts{})
 	e := setupVictim(t, v)
-	require.NoError(t, v.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{Addr: 0, Length: 64, LKey: e.recv.STag}}}))
-	w := write(e.target.STag, targetVA, true, []byte("w"))
+	require.NoError(t, v.ep.PostRecv(RecvWR{ID: 1, SGL: []SGE{{Addr: 0, Length: 64, LKey: e.Recv.STag}}}))
+	w := write(e.Target.STag, targetVA, true, []byte("w"))
 	w[0] |= byte(ddp.ControlRsvd)
 	w[1] |= byte(rdmap.ControlRsvd)
 	s := untagged(rdmap.OpSend, 0, 1, 0, true, 0xFFFFFFFF, []byte("s"))
@@ -86,8 +86,8 @@ func TestIgnoredFields(t *testing.T) {
 	h.send(t, w, s)
 	c := waitOK(t, v.rcq, 1, WCRecv)
 	assert.False(t, c.Invalidated)
-	assert.Equal(t, byte('w'), e.arena[guard])
-	assert.Equal(t, byte('s'), e.recvBuf[0])
+	assert.Equal(t, byte('w'), e.Arena[guard])
+	assert.Equal(t, byte('s'), e.RecvBuf[0])
 	assert.NoError(t, v.ep.Err())
 }
 
@@ -98,10 +98,10 @@ func TestReadResponsesInOrder(t *testing.T) {
 	checkLeaks(t)
 	h, v := hostilePair(t, pairOpts{})
 	e := setupVictim(t, v)
-	fill(e.arena[guard:guard+targetLen], 9)
+	fill(e.Arena[guard:guard+targetLen], 9)
 	var reqs [][]byte
 	for i := uint32(0); i < 3; i++ {
-		reqs = append(reqs, readReq(i+1, rdmap.ReadRequestFields{SinkSTag: 100 + i, SinkTO: uint64(1000 * i), Size: 3000 - 1000*i, SrcSTag: uint32(e.target.STag), SrcTO: targetVA + uint64(i)}))
+		reqs = append(reqs, readReq(i+1, rdmap.ReadRequestFields{SinkSTag: 100 + i, SinkTO: uint64(1000 * i), Size: 3000 - 1000*i, SrcSTag: uint32(e.Target.STag), SrcTO: targetVA + uint64(i)}))
 	}
 	h.send(t, reqs...)
 	got := h.await(t, 3)
@@ -111,7 +111,7 @@ func TestReadResponsesInOrder(t *testing.T) {
 		assert.Equal(t, uint32(100+i), m.Tagged().STag(), "response %d", i)
 		assert.Equal(t, uint64(1000*i), m.Tagged().TO())
 		assert.True(t, m.Segment.Control.Last())
-		assert.Equal(t, e.arena[guard+i:guard+i+3000-1000*i], m.Payload)
+		assert.Equal(t, e.Arena[guard+i:guard+i+3000-1000*i], m.Payload)
 	}
 }
 
@@ -122,8 +122,8 @@ func TestFirstErrorReported(t *testing.T) {
 	checkLeaks(t)
 	h, v := hostilePair(t, pairOpts{})
 	e := setupVictim(t, v)
-	bad1 := write(e.target.STag^1, targetVA, true, []byte("x"))
-	good := write(e.target.STag, targetVA, true, []byte("y"))
+	bad1 := write(e.Target.STag^1, targetVA, true, []byte("x"))
+	good := write(e.Target.STag, targetVA, true, []byte("y"))
 	bad2 := untagged(rdmap.OpSend, 7, 1, 0, true, 0, nil)
 	h.send(t, bad1, good, bad2)
 	term := h.terminate(t)
@@ -160,7 +160,7 @@ func TestMSNWraps(t *testing.T) {
 	h, v := hostilePair(t, pairOpts{cfg: Config{firstMSN: 0xFFFFFFFE}})
 	e := setupVictim(t, v)
 	for i := 0; i < 3; i++ {
-		require.NoError(t, v.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{Addr: uint64(i), Length: 1, LKey: e.recv.STag}}}))
+		require.NoError(t, v.ep.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{{Addr: uint64(i), Length: 1, LKey: e.Recv.STag}}}))
 	}
 	h.send(t, untagged(rdmap.OpSend, 0, 0xFFFFFFFE, 0, true, 0, []byte("a")),
 		untagged(rdmap.OpSend, 0, 0xFFFFFFFF, 0, true, 0, []byte("b")),
@@ -168,7 +168,7 @@ func TestMSNWraps(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		waitOK(t, v.rcq, uint64(i), WCRecv)
 	}
-	assert.Equal(t, "abc", string(e.recvBuf[:3]))
+	assert.Equal(t, "abc", string(e.RecvBuf[:3]))
 	for i := 0; i < 3; i++ {
 		require.NoError(t, v.ep.PostSend(SendWR{Opcode: WRSend, Inline: []byte{'x'}}))
 	}

@@ -36,7 +36,7 @@ func (q *QP) Peek() Job {
 	case Failed, Closed:
 		// A Terminate goes out even after the peer's FIN: a half-closed
 		// peer still reads (and a broken connection just fails the write).
-		if q.term != nil && q.firstRx {
+		if q.term != nil && q.firstRx && !q.finned {
 			return Job{Kind: JobTerminate}
 		}
 		return Job{Kind: JobExit}
