@@ -15,7 +15,10 @@
 //	ep.PostSend(iwarp.SendWR{ID: 2, Opcode: iwarp.WRWrite, SGL: ..., RemoteAddr: raddr, RKey: rkey, Signaled: true})
 //	wc, _ := cq.Wait(ctx)
 //
-// What the engine does:
+// The protocol lives in package qp, a deterministic, single-threaded,
+// sans-I/O core (work requests and ULPDUs in; segments, placements,
+// completions and Terminates out) that the endpoint calls with one mutex
+// held; the endpoint adds the connection around it. What the core does:
 //
 //   - Transmit: work requests leave in posting order, segmented to the
 //     MULPDU (from the TCP MSS), RDMA Reads limited by ORD (later WRs wait
@@ -37,6 +40,10 @@
 //     received Terminate is parsed (siw's swapped layout is accepted) and
 //     reported the same way, without answering it.
 //
+// The work request, completion and error types, and the receive checks
+// the card's golden model shares (CheckHeaders and the rest), are the
+// core's, named here by aliases.
+//
 // Connection start follows MPA: the DDP/RDMAP version comes from the
 // negotiated revision (1 for Rev 1 and 2, 0 for the draft-01 Rev 0); an MPA
 // Responder sends nothing before the Initiator's first FPDU has arrived
@@ -44,10 +51,11 @@
 // Initiator first sends the agreed RTR message (a zero-length Write, Read
 // or Send). The MULPDU comes from the TCP MSS of the connection.
 //
-// The MPA layer sits behind two small interfaces, Framer and Deframer,
-// which mpa.Framer and *mpa.Deframer satisfy; the simulated-RTL card
-// supplies its own. Each endpoint runs two goroutines, a transmitter and a
-// receiver, both of which have exited when Close returns. Two shortcuts
+// What the endpoint adds is the connection. The MPA layer sits behind two
+// small interfaces, Framer and Deframer, which mpa.Framer and
+// *mpa.Deframer satisfy; the simulated-RTL card supplies its own. Each
+// endpoint runs two goroutines, a transmitter and a receiver, both of
+// which have exited when Close returns. Two shortcuts
 // save a goroutine handoff at each end of a round trip: a lone WR of up
 // to 4 KiB (or an RDMA Read) posted on an idle endpoint is sent by the
 // PostSend caller itself, and a goroutine waiting on a CQ that one endpoint alone feeds reads that
