@@ -81,7 +81,7 @@ type Endpoint struct {
 	pd     *mem.PD
 	tab    *mem.Table
 	qpn    uint32
-	rv     rdmap.Version
+	rv     rdmap.Version // the negotiated versions, which the core runs
 	dv     ddp.Version
 	mulpdu int
 	framer Framer
