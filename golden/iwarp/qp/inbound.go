@@ -12,9 +12,10 @@ import (
 
 // The receive-side error matrix (digest §3.7) as pure functions: what an
 // inbound DDP segment is checked for, in which order, and which Terminate
-// each failure produces. The endpoint's receive path and the card's
-// golden model (host/driver/cardmodel) both call them, each with its own
-// state, so both answer a hostile segment with the same Terminate.
+// each failure produces. QP.Receive and the card's golden model
+// (host/driver/cardmodel, through golden/iwarp's names) both call them,
+// each with its own state, so both answer a hostile segment with the same
+// Terminate.
 
 // Reject is an inbound segment refused: the Terminate cause, the opcode of
 // the offending message, the segment itself (the Terminate copies its DDP
