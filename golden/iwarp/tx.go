@@ -227,7 +227,7 @@ func (ep *Endpoint) handOver() error {
 	if ep.pending() > 0 {
 		err = ep.writeOut()
 		if ep.pending() > 0 {
-			return err // txNoWait: the rest is the transmit goroutine's (jobFlush)
+			return err // txNoWait: the rest is the transmit goroutine's (qp.JobFlush)
 		}
 	}
 	ep.mu.Lock()
