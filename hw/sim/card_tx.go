@@ -155,6 +155,8 @@ type CardTxSim struct {
 	FirstBeat []uint64
 	// ReadBeats and WriteBeats count data beats.
 	ReadBeats, WriteBeats uint64
+	// DoorbellTaken is the cycle each doorbell was taken in.
+	DoorbellTaken []uint64
 
 	lanes   int
 	inst    *Instance
@@ -315,6 +317,7 @@ func (s *CardTxSim) Step() error {
 	}
 	if p.dbValid.Get(in) != 0 && p.dbReady.Get(out) != 0 {
 		s.dbs = s.dbs[1:]
+		s.DoorbellTaken = append(s.DoorbellTaken, s.Cycles)
 	}
 	if p.cplValid.Get(out) != 0 && p.cplReady.Get(in) != 0 {
 		s.Records = append(s.Records, CardTxRecord{CQE: p.cplCQE.Get(out) != 0, CQ: uint32(p.cplCQ.Get(out)),
