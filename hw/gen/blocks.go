@@ -83,5 +83,14 @@ func Blocks() ([]*Module, error) {
 		}
 		mods = append(mods, m)
 	}
+	for _, w := range CardRxWidths {
+		for _, build := range []func(int) (*Module, error){CardRx, PlaceAXI, CardRxBench} {
+			m, err := build(w)
+			if err != nil {
+				return nil, err
+			}
+			mods = append(mods, m)
+		}
+	}
 	return mods, nil
 }
