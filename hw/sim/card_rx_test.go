@@ -85,6 +85,10 @@ type axiBurst struct {
 	due      uint64
 }
 
+// rxTrace, if set, is where a debugging run writes its VCD (from the
+// --trace build of card_rx_tb).
+var rxTrace = ""
+
 // rxCosim drives card_rx_tb (card_rx + placement + place_axi) and the card
 // model with the same QPs, STags, ring contents and doorbells, and compares
 // every placed byte per QP.
@@ -361,12 +365,16 @@ func rdmaWrite(r Rand, q *rxQP, n, seg int) {
 func newRxCosim(t testing.TB, w int, seed uint64, nq int, tweak func(*rxQP)) *rxCosim {
 	m, err := gen.CardRxBench(w)
 	require.NoError(t, err)
-	lib, err := Load(LibPath(m.Name, false))
+	lib, err := Load(LibPath(m.Name, rxTrace != ""))
 	require.NoError(t, err)
 	l := LayoutOf(m)
 	c := &rxCosim{t: t, w: w, rng: NewRand(seed), l: l, inst: lib.New(), p: map[string]Port{},
 		mhost: &modelHost{m: sparseMem{}}, rtlMem: sparseMem{}, maxLat: 250, readyP: 200, record: true}
 	t.Cleanup(c.inst.Close)
+	if rxTrace != "" {
+		require.NoError(t, c.inst.TraceOpen(rxTrace))
+		t.Cleanup(c.inst.TraceClose)
+	}
 	c.in = make([]uint32, l.InWords)
 	c.out = make([]uint32, l.OutWords)
 	c.model, err = cardmodel.New(cardmodel.Config{Width: w, Host: c.mhost, Observe: func(dw cardmodel.DMAWrite) {
