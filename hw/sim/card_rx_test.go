@@ -17,39 +17,6 @@ import (
 	"github.com/openiwarp/openiwarp/hw/gen"
 )
 
-// sparseMem is host memory in 4 KiB pages, zero where never written.
-type sparseMem map[uint64]*[4096]byte
-
-func (h sparseMem) page(a uint64) *[4096]byte {
-	p := h[a>>12]
-	if p == nil {
-		p = new([4096]byte)
-		h[a>>12] = p
-	}
-	return p
-}
-
-func (h sparseMem) write(a uint64, b []byte) {
-	for len(b) > 0 {
-		k := copy(h.page(a)[a&4095:], b)
-		a, b = a+uint64(k), b[k:]
-	}
-}
-
-func (h sparseMem) read(a uint64, b []byte) {
-	for len(b) > 0 {
-		k := copy(b, h.page(a)[a&4095:])
-		a, b = a+uint64(k), b[k:]
-	}
-}
-
-// modelHost is the card model's host memory.
-type modelHost struct{ m sparseMem }
-
-func (h *modelHost) ReadMem(a uint64, p []byte) error  { h.m.read(a, p); return nil }
-func (h *modelHost) WriteMem(a uint64, p []byte) error { h.m.write(a, p); return nil }
-func (h *modelHost) Interrupt(int)                     {}
-
 // placed is one placed byte: what both sides must write, in order per QP.
 type placed struct {
 	addr uint64
@@ -103,8 +70,8 @@ type rxCosim struct {
 	p      map[string]Port
 	cycle  uint64
 	model  *cardmodel.Card
-	mhost  *modelHost
-	rtlMem sparseMem
+	mhost  modelHost
+	rtlMem HostMem
 	qps    []*rxQP
 	byAddr func(a uint64) *rxQP
 
@@ -184,7 +151,7 @@ func (c *rxCosim) serveBefore() {
 		c.lastR = c.cycle
 		L := uint64(c.w / 8)
 		beat := make([]byte, L)
-		c.rtlMem.read(b.addr+uint64(b.sent)*L, beat)
+		c.rtlMem.Read(b.addr+uint64(b.sent)*L, beat)
 		c.set("m_axi_rvalid", 1)
 		c.set("m_axi_rid", b.id)
 		c.set("m_axi_rresp", 0)
@@ -232,7 +199,7 @@ func (c *rxCosim) serveAfter() {
 		for i := range wb.data {
 			if wb.strb>>i&1 != 0 && c.record {
 				q.got = append(q.got, placed{a + uint64(i), wb.data[i]})
-				c.rtlMem.write(a+uint64(i), wb.data[i:i+1])
+				c.rtlMem.Write(a+uint64(i), wb.data[i:i+1])
 			}
 		}
 		c.bq = append(c.bq, c.cycle+c.latency())
@@ -369,7 +336,7 @@ func newRxCosim(t testing.TB, w int, seed uint64, nq int, tweak func(*rxQP)) *rx
 	require.NoError(t, err)
 	l := LayoutOf(m)
 	c := &rxCosim{t: t, w: w, rng: NewRand(seed), l: l, inst: lib.New(), p: map[string]Port{},
-		mhost: &modelHost{m: sparseMem{}}, rtlMem: sparseMem{}, maxLat: 250, readyP: 200, record: true}
+		mhost: modelHost{mem: HostMem{}}, rtlMem: HostMem{}, maxLat: 250, readyP: 200, record: true}
 	t.Cleanup(c.inst.Close)
 	if rxTrace != "" {
 		require.NoError(t, c.inst.TraceOpen(rxTrace))
@@ -469,8 +436,8 @@ func (c *rxCosim) feed(q *rxQP, max int) bool {
 		pos := (q.written + k) & (size - 1)
 		m := min(n-k, size-pos)
 		b := q.stream[q.written+k : q.written+k+m]
-		c.mhost.m.write(q.rxs+uint64(pos), b)
-		c.rtlMem.write(q.rxs+uint64(pos), b)
+		c.mhost.mem.Write(q.rxs+uint64(pos), b)
+		c.rtlMem.Write(q.rxs+uint64(pos), b)
 		k += m
 	}
 	q.written += n
@@ -579,7 +546,7 @@ func BenchmarkCardRxThroughput(b *testing.B) {
 						for a := lo; a < q.written; {
 							pos := a & (size - 1)
 							k := min(q.written-a, size-pos)
-							c.rtlMem.write(q.rxs+uint64(pos), q.stream[a:a+k])
+							c.rtlMem.Write(q.rxs+uint64(pos), q.stream[a:a+k])
 							a += k
 						}
 						c.doorbellRTL(q)
