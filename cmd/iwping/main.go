@@ -23,7 +23,11 @@
 //	-card      the openiwarp card (host/verbs): "model" (the card's driver
 //	           over the card's Go model, its stream bridged to a kernel TCP
 //	           socket) or "sim" (the golden engine with the MPA CRC datapath
-//	           in Verilated RTL, cycle-checked)
+//	           in Verilated RTL, cycle-checked) or "pci:ADDR[,irq=ADDR]"
+//	           (the card in a PCI slot, bound to vfio-pci, through the
+//	           driver; irq= names the device whose MSI-X vectors are the
+//	           card's, e.g. a QEMU guest's ivshmem-doorbell: see
+//	           host/driver/pcicard)
 //	-first-delay D  client: pause D between the MPA Reply and the first
 //	           FPDU. Linux siw 6.1 as Responder can miss a Send that arrives
 //	           while it is still moving the connection into RDMA mode; a
@@ -72,7 +76,8 @@ import (
 	"time"
 
 	"github.com/openiwarp/openiwarp/cmd/iwping/rping"
-	_ "github.com/openiwarp/openiwarp/host/driver/sim" // the sim card
+	_ "github.com/openiwarp/openiwarp/host/driver/pcicard" // the card in a PCI slot
+	_ "github.com/openiwarp/openiwarp/host/driver/sim"     // the sim card
 	"github.com/openiwarp/openiwarp/host/verbs"
 	"github.com/openiwarp/openiwarp/internal/cli"
 )

@@ -174,6 +174,20 @@ func TestNoServer(t *testing.T) {
 	require.Contains(t, errOut, "connect")
 }
 
+// A card in a PCI slot that is not there, or named wrongly, fails with an
+// error that says which (exit 1: the flags were valid).
+func TestPCICardErrors(t *testing.T) {
+	for _, tc := range []struct{ card, want string }{
+		{"pci:0000:7e:1f.7", "no such PCI device"},
+		{"pci:0000:7e:1f.7,bogus=1", `option "bogus=1" unknown`},
+		{"pci:", "needs a PCI address"},
+	} {
+		code, _, errOut := client("-c", "-a", "127.0.0.1", "-p", fmt.Sprint(freePort(t)), "-card", tc.card, "-timeout", "5s")
+		require.Equal(t, 1, code, "%s: %s", tc.card, errOut)
+		require.Contains(t, errOut, tc.want, tc.card)
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string

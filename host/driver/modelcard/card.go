@@ -45,15 +45,9 @@ func OpenWith(name string, cfg Config, opt rnic.Options) (*Card, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", driver.ErrInvalid, err)
 	}
-	if opt.Name == "" {
-		opt.Name = name
-	}
-	if opt.Kind == "" {
-		opt.Kind = Kind
-	}
-	c, err := rnic.Open(p, opt)
+	c, err := rnic.OpenBackend(p, name, Kind, opt)
 	if err != nil {
-		return nil, errors.Join(err, p.Close())
+		return nil, err
 	}
 	return &Card{Card: c, Phys: p}, nil
 }

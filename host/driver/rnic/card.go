@@ -128,6 +128,23 @@ type ring struct {
 	raw  *driver.Buffer
 }
 
+// OpenBackend is Open as a registry backend does it for a phys it
+// opened: opt.Name and opt.Kind default to name and kind, and phys is
+// closed if the driver cannot open.
+func OpenBackend(phys driver.Phys, name, kind string, opt Options) (*Card, error) {
+	if opt.Name == "" {
+		opt.Name = name
+	}
+	if opt.Kind == "" {
+		opt.Kind = kind
+	}
+	c, err := Open(phys, opt)
+	if err != nil {
+		return nil, errors.Join(err, phys.Close())
+	}
+	return c, nil
+}
+
 // Open drives the card behind phys: it identifies it (ID, VERSION and CAPS
 // registers), resets it, waits for INIT_DONE, sets up the event queue and
 // the QP status table, and enables it. On failure the card is left reset
