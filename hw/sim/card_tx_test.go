@@ -32,6 +32,7 @@ type ctxBench struct {
 	mStat map[uint32][]byte // last status record per QP (model)
 	mRing map[uint32][]byte // stream bytes per QP, in write order (model)
 	mCQE  map[uint32][]cs.CQE
+	seen  int // RTL records taken by runRTL
 }
 
 type ctxQP struct {
@@ -235,7 +236,6 @@ func (b *ctxBench) runRTL(watchdog uint64) {
 	for _, q := range b.qps {
 		byNum[q.cfg.Num] = q
 	}
-	seen := len(b.rtl.Records)
 	start := b.rtl.Cycles
 	for {
 		done := !b.rtl.Pending()
@@ -248,8 +248,8 @@ func (b *ctxBench) runRTL(watchdog uint64) {
 			return
 		}
 		require.NoError(t, b.rtl.Step(), "seed %d", b.seed)
-		for ; seen < len(b.rtl.Records); seen++ {
-			rec := b.rtl.Records[seen]
+		for ; b.seen < len(b.rtl.Records); b.seen++ {
+			rec := b.rtl.Records[b.seen]
 			q := byNum[rec.QPN]
 			require.NotNil(t, q, "seed %d: a record of QP %d, which has no work", b.seed, rec.QPN)
 			q.rtlRecs++
@@ -360,6 +360,62 @@ func TestCardTx(t *testing.T) {
 			}
 			require.Greater(t, cqes, 100, "seed %d", seed)
 			t.Logf("seed %d: %d WQEs (%d signaled), %d stream bytes, %d cycles", seed, len(b.rtl.Records), cqes, bytes, b.rtl.Cycles)
+		})
+	}
+}
+
+// A WQE this increment does not serve (an SGL to gather, an RDMA Read, a
+// malformed header) stops its QP before any byte of it is written, and
+// the other QPs go on: their bytes and completions stay the model's.
+func TestCardTxHalts(t *testing.T) {
+	for _, w := range gen.CardTxWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			b := newCtxBench(t, w, seed, CardTxTiming{ReadLatency: 1, ReadJitter: 100, Random: true}, 3,
+				func(r Rand) uint32 { return uint32(128 + r.IntN(512)) })
+			bad, good := b.qps[0], b.qps[1:]
+			for _, q := range good {
+				for k := 0; k < 3; k++ {
+					b.post(q, 200)
+				}
+				b.ring(q)
+			}
+			b.runModel()
+			b.runRTL(1_000_000)
+			// The bad QP: one good Send, then a WQE with an SGE (not inline).
+			b.post(bad, 40)
+			b.ring(bad)
+			b.runModel()
+			b.runRTL(1_000_000)
+			before := len(b.rtl.Writes)
+			blk := make([]byte, cs.BB)
+			h := cs.WQE(blk)
+			h.SetOpcode(cs.WQEOpcodeSend)
+			h.SetSignaled(true)
+			h.SetBBS(1)
+			h.SetNSGE(1)
+			b.rtl.Mem.Write(bad.cfg.SQBase+uint64(bad.pi&(1<<bad.cfg.SQLog-1))*cs.BB, blk)
+			bad.pi++
+			b.rtl.Doorbell(CardTxDoorbell{Kind: 1, QPN: bad.cfg.Num, Value: uint32(bad.pi)})
+			for _, q := range good {
+				b.post(q, 300)
+				b.ring(q)
+			}
+			b.runModel()
+			for k := 0; k < 200_000; k++ {
+				require.NoError(t, b.rtl.Step())
+			}
+			halt, hq, dmaErr := b.rtl.Halted()
+			require.True(t, halt, "seed %d: stat_halt", seed)
+			require.Equal(t, bad.cfg.Num, hq, "seed %d: stat_halt_qpn", seed)
+			require.False(t, dmaErr, "seed %d", seed)
+			for _, wr := range b.rtl.Writes[before:] {
+				require.False(t, wr.Addr >= bad.cfg.TXSBase && wr.Addr < bad.cfg.TXSBase+1<<bad.cfg.TXSLog,
+					"seed %d: a byte of the halted WQE was written at %#x", seed, wr.Addr)
+			}
+			b.qps = good
+			b.runRTL(1_000_000)
+			b.compare()
 		})
 	}
 }
