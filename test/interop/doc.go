@@ -20,6 +20,12 @@
 // sides' output under build/interop/<scenario>/; nothing waits past a
 // bounded timeout, and the harness ends only the processes it started.
 //
+// TestInteropCardInSlot (also in `make interop`) puts the openiwarp card on
+// the other side too: a third guest (198.18.0.4) has the card in a PCI slot
+// (test/cardserve) and runs iwping on it through VFIO's no-IOMMU mode
+// (-card pci:ADDR,irq=ADDR, host/driver/pcicard), client and server against
+// the CRC-requiring siw's rping in guest A.
+//
 // The results make the interoperability matrix (Matrix, written to
 // test/interop/MATRIX.md), which also documents the known siw defects the
 // harness works around (KnownSiwDefects) and the openiwarp issues the

@@ -115,16 +115,9 @@ func buildGuestTests(ctx context.Context, t *testing.T) string {
 // own source with CONFIG_VFIO_NOIOMMU defined (cached after the first
 // build); the stock vfio_pci and its other dependencies load on top of it.
 func noiommuImage(ctx context.Context, t *testing.T, k *guest.Kernel) string {
-	src, err := k.Source(ctx, "drivers/vfio")
+	ko, err := k.NoIOMMUVFIO(ctx)
 	require.NoError(t, err)
-	kos, err := k.BuildModule(ctx, guest.ModuleBuild{Src: src, Patch: func(dir string) error {
-		// Only vfio.ko, with the no-IOMMU mode compiled in.
-		return os.WriteFile(filepath.Join(dir, "Makefile"), []byte(
-			"obj-m += vfio.o\nvfio-y += vfio_main.o iova_bitmap.o container.o\nccflags-y += -DCONFIG_VFIO_NOIOMMU=1\n"), 0o644)
-	}})
-	require.NoError(t, err, "building vfio.ko with CONFIG_VFIO_NOIOMMU")
-	require.Contains(t, kos, "vfio.ko")
-	img, err := guest.Image{Kernel: k, Modules: []string{kos["vfio.ko"], "vfio_pci"}}.Build(ctx)
+	img, err := guest.Image{Kernel: k, Modules: []string{ko, "vfio_pci"}}.Build(ctx)
 	require.NoError(t, err)
 	return img
 }

@@ -1,0 +1,210 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/openiwarp/openiwarp/test/cardserve"
+	"github.com/openiwarp/openiwarp/test/guest"
+)
+
+// GuestCard is the guest with the card in a PCI slot.
+const GuestCard = "198.18.0.4"
+
+// TestInteropCardInSlot runs iwping in a guest on the card in a PCI slot
+// (test/cardserve serving the card through x-pci-proxy-dev, its interrupts
+// through ivshmem-doorbell; the driver through VFIO's no-IOMMU mode, as in
+// test/vfio's TestCardInSlot) against rping on Linux siw (the
+// CRC-requiring build) in a second guest on the harness bridge, as client
+// and as server, CRC on; every ping checked byte for byte, the capture
+// checked by tshark and iwdump as every scenario's is.
+func TestInteropCardInSlot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots QEMU guests")
+	}
+	root, err := moduleRoot()
+	require.NoError(t, err)
+	results := *resultsFlag
+	if results == "" {
+		results = filepath.Join(root, "build", "interop")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	h, err := NewHarness(ctx, results, testLog{t})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, h.Close(), "cleanup") }()
+
+	// iwping for the card's guest, with the libraries it links.
+	iwping, err := h.IwpingBinary(ctx)
+	require.NoError(t, err)
+	vfioKO, err := h.Image.Kernel.NoIOMMUVFIO(ctx)
+	require.NoError(t, err)
+	img, err := guest.Image{Kernel: h.Image.Kernel, Modules: []string{vfioKO, "vfio_pci"}, Binaries: []string{iwping}}.Build(ctx)
+	require.NoError(t, err)
+
+	// The card and its ivshmem device.
+	var mu sync.Mutex
+	var reported []string
+	s, err := cardserve.New(cardserve.Config{Card: cardserve.Model(64), Report: func(err error) {
+		mu.Lock()
+		reported = append(reported, err.Error())
+		mu.Unlock()
+	}})
+	require.NoError(t, err)
+	defer s.Close()
+	ivsPath := filepath.Join(t.TempDir(), "ivshmem.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: ivsPath, Net: "unix"})
+	require.NoError(t, err)
+	defer l.Close()
+	go s.ServeIVShmem(l)
+	theirs, ours, err := cardserve.ProxySocket()
+	require.NoError(t, err)
+	defer ours.Close()
+	go s.ServeProxy(ours)
+
+	const memMiB = 512
+	t0 := time.Now()
+	vm, err := guest.Boot(ctx, guest.Config{Kernel: h.Image.Kernel, Initrd: img, MemoryMiB: memMiB,
+		Net: h.Net, Addr: GuestCard + "/24", ConsoleLog: h.consoleLog(GuestCard), BootTimeout: 2 * time.Minute,
+		Devices: []string{"x-pci-proxy-dev,id=card0,fd=3", "ivshmem-doorbell,chardev=ivs0,vectors=1"},
+		QEMUArgs: []string{"-object", fmt.Sprintf("memory-backend-memfd,id=mem,size=%dM,share=on", memMiB),
+			"-machine", "memory-backend=mem", "-chardev", fmt.Sprintf("socket,path=%s,id=ivs0", ivsPath)},
+		ExtraFiles: []*os.File{theirs},
+		// Without an IOMMU, DMA memory beyond one page is a 2 MiB huge page.
+		Append: []string{"hugepages=96"}})
+	theirs.Close()
+	require.NoError(t, err)
+	h.mu.Lock()
+	h.guests[GuestCard] = vm // powered off by h.Close
+	h.mu.Unlock()
+	t.Logf("card guest %s up in %s", GuestCard, time.Since(t0).Round(time.Millisecond))
+
+	// No-IOMMU mode on; the card and the ivshmem device bound to vfio-pci.
+	res, err := vm.Shell(ctx, bindSlot)
+	require.NoError(t, err, "%s", res.Output)
+	f := strings.Fields(string(res.Output))
+	require.Len(t, f, 2, "card and ivshmem addresses: %s", res.Output)
+	card := "pci:" + f[0] + ",irq=" + f[1]
+	t.Logf("card %s", card)
+
+	for _, sc := range cardSlotScenarios(iwping, card) {
+		t.Run(sc.Name, func(t *testing.T) {
+			r := h.Run(ctx, sc, "")
+			t.Logf("%s: %s in %s; capture: %s; iwdump: %s", r.Name, r.Status, r.Elapsed.Round(time.Millisecond), r.Decoded, r.Iwdump)
+			if r.Status != "pass" {
+				t.Errorf("%s: %s: %s (kept in %s)", r.Name, r.Status, r.Detail, r.Dir)
+				return
+			}
+			// Nothing malformed, no expert warning or error (SYN and FIN
+			// notes are all tshark has to say of a clean connection).
+			pcap := filepath.Join(r.Dir, "capture.pcap")
+			out, err := exec.CommandContext(ctx, "tshark", "-o", "tcp.try_heuristic_first:TRUE", "-r", pcap,
+				"-Y", "_ws.malformed || _ws.expert.severity >= 0x00600000", "-T", "fields", "-e", "frame.number", "-e", "_ws.expert.message").Output()
+			require.NoError(t, err, "tshark %s", pcap)
+			assert.Empty(t, strings.TrimSpace(string(out)), "malformed frames or expert warnings in %s", pcap)
+		})
+	}
+	st := s.Stats()
+	t.Logf("cardserve served %+v", st)
+	assert.NotZero(t, st.Interrupts, "interrupts through ivshmem")
+	assert.Zero(t, st.InterruptsLost)
+	assert.Zero(t, st.DMARefused)
+	mu.Lock()
+	assert.Empty(t, reported, "nothing reported by cardserve")
+	mu.Unlock()
+}
+
+// bindSlot turns VFIO's no-IOMMU mode on, binds the card (the card's PCI
+// IDs, cardspec) and the ivshmem-doorbell device to vfio-pci, and prints
+// their addresses.
+const bindSlot = `set -e
+echo 1 > /sys/module/vfio/parameters/enable_unsafe_noiommu_mode
+bind() {
+	for d in /sys/bus/pci/devices/*; do
+		if [ "$(cat $d/vendor)" = $1 ] && [ "$(cat $d/device)" = $2 ]; then
+			a=${d##*/}
+			[ -e $d/driver ] && echo $a > $d/driver/unbind
+			echo vfio-pci > $d/driver_override
+			echo $a > /sys/bus/pci/drivers_probe
+			echo $a
+			return 0
+		fi
+	done
+	echo "no PCI device $1:$2" >&2
+	return 1
+}
+bind 0x10ee 0x1e1a
+bind 0x1af4 0x1110
+`
+
+// cardSlotScenarios are iwping on the card in a slot (its guest) against
+// the CRC-requiring siw's rping (guest A), both roles.
+func cardSlotScenarios(iwping, card string) []*Scenario {
+	crc := map[string]string{GuestA: SiwCRCModule}
+	ops := rpingOps(pingCount)
+	// The card's path traps every register access (50-700 µs under TCG).
+	slow := []string{"-card", card, "-timeout", "90s", "-startup-timeout", "30s"}
+	return []*Scenario{
+		{Name: "iwping-card-in-slot-client-siw-server-crc", Roles: "iwping -c -crc -card pci (card guest) → rping -s (CRC-requiring siw)",
+			CRC: true, MPA: "Rev 2", Card: "pci (cardserve)", Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Timeout: 3 * time.Minute,
+			Note: firstDelayNote,
+			Run: func(ctx context.Context, h *Harness, a *Attempt) error {
+				port := fmt.Sprint(a.Port)
+				srv, err := startGuestServer(ctx, h, GuestA, a.Port, withPort(rpingServer(std), port)...)
+				if err != nil {
+					return err
+				}
+				vm, err := h.Guest(ctx, GuestCard)
+				if err != nil {
+					return err
+				}
+				args := append([]string{iwping, "-c", "-a", GuestA, "-p", port}, iwpingClientArgs(true, std, slow...)...)
+				res, err := RunSides(ctx, timeoutOf(ctx), gracePeriod,
+					StartedGuestSide(a, "guest rping -s (siw)", srv), GuestSide(a, "card guest iwping -c (openiwarp card in a slot)", vm, args...))
+				if err != nil {
+					return err
+				}
+				return verifyPings(std)(res[0].Output, res[1].Output)
+			}},
+		{Name: "siw-client-iwping-card-in-slot-server-crc", Roles: "rping -c (CRC-requiring siw) → iwping -s -crc -card pci (card guest)",
+			CRC: true, MPA: "Rev 2", Card: "pci (cardserve)", Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Timeout: 3 * time.Minute,
+			Run: func(ctx context.Context, h *Harness, a *Attempt) error {
+				port := fmt.Sprint(a.Port)
+				vm, err := h.Guest(ctx, GuestCard)
+				if err != nil {
+					return err
+				}
+				args := append([]string{iwping, "-s", "-a", GuestCard, "-p", port}, iwpingFlags(true, std, slow...)...)
+				srv, err := vm.Start(args, guest.StartOptions{})
+				if err != nil {
+					return err
+				}
+				if err := WaitListen(ctx, vm, a.Port); err != nil {
+					_ = srv.Signal(9)
+					return err
+				}
+				cli := []string{"rping", "-c", "-a", GuestCard, "-p", port, "-v", "-V", "-C", fmt.Sprint(std.count), "-S", fmt.Sprint(std.size)}
+				vmA, err := h.Guest(ctx, GuestA)
+				if err != nil {
+					return err
+				}
+				res, err := RunSides(ctx, timeoutOf(ctx), gracePeriod,
+					StartedGuestSide(a, "card guest iwping -s (openiwarp card in a slot)", srv), GuestSide(a, "guest rping -c (siw)", vmA, cli...))
+				if err != nil {
+					return err
+				}
+				return verifyPings(std)(res[0].Output, res[1].Output)
+			}},
+	}
+}
