@@ -12,6 +12,9 @@
 //     placement (placement) running as Verilated RTL, every output checked cycle by cycle against
 //     golden/cycle (package host/driver/sim, cgo; import it for its side
 //     effect to make "sim" available; its doc says exactly what runs where);
+//   - "pci:<PCI address>[,irq=<PCI address>]": the card's one driver over
+//     the card in a PCI slot, bound to vfio-pci (package
+//     host/driver/pcicard, import it for its side effect);
 //   - "vfio:<PCI address>": a board behind VFIO (a separate package that
 //     registers "vfio" the same way).
 //
