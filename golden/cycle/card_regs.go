@@ -103,6 +103,11 @@ type CardRegsOut struct {
 	RegWrAddr  uint32
 	RegWrData  uint32
 
+	// StagedWr: a staging register (at byte offset StagedOff) is written
+	// this cycle (the <register>_wr_pulse output of a Strobe register).
+	StagedWr  bool
+	StagedOff uint32
+
 	DBValid bool
 	DB      CardDoorbell // zero while DBValid is low
 	// Push is the pushed block while DB.PushOK (else zero).
@@ -285,6 +290,7 @@ func (m *CardRegs) Step(in *CardRegsIn, out *CardRegsOut) {
 		}
 	}
 	out.RegWrValid, out.RegWrAddr, out.RegWrData = m.regWr[0] != 0, m.regWr[1], m.regWr[2]
+	out.StagedWr, out.StagedOff = false, 0
 	out.DBValid = len(m.fifo) > 0
 	out.DB = CardDoorbell{}
 	out.Push = [cs.BB]byte{}
@@ -350,6 +356,7 @@ func (m *CardRegs) Step(in *CardRegsIn, out *CardRegsOut) {
 		}
 		switch d.class {
 		case wStaging:
+			out.StagedWr, out.StagedOff = true, d.off
 			mask := cardStaging[d.off]
 			m.staged[d.off/4] = (m.staged[d.off/4]&^bm | in.WData&bm) & mask
 		case wCommand:

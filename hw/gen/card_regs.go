@@ -122,7 +122,7 @@ func CardRegs(width int) (*Module, error) {
 		"Outputs that belong to a valid (command fields, m_db_*, reg_wr_addr/data, rdata, bresp) read zero while it is low.",
 	)
 	m.Clock()
-	m.ResetPort()
+	rst := m.ResetPort()
 	awaddr := m.Input("s_axil_awaddr", A, "write address (byte address; bits 1:0 ignored)")
 	awvalid := m.Input("s_axil_awvalid", 1, "")
 	awready := m.Output("s_axil_awready", 1, "")
@@ -205,6 +205,9 @@ func CardRegs(width int) (*Module, error) {
 			}
 		default:
 			en := m.WireOf(CardRegPort(r, nil)+"_wr", And(wrGo, hitW(r.Offset)), "staging register written")
+			if r.Strobe {
+				m.Assign(m.Output(CardRegPort(r, nil)+"_wr_pulse", 1, "the register is written this cycle"), And(en, Not(rst)))
+			}
 			vals := make([]Expr, len(fs))
 			for i, f := range fs {
 				lo, w := fieldLoW(f)

@@ -90,7 +90,7 @@ func CardRegMap() *RegMap {
 				Fields: []RegField{f("QPN", 0, 16, "QP it served, 0 for the card's own queues"), f("RESP", 16, 2, "AXI response (2 SLVERR, 3 DECERR)"), f("WRITE", 18, 1, "1: a write"), f("COUNT", 24, 8, "faults seen, saturating")}},
 			lo("EQ_BASE_LO", 0x0080, "EQ ring address, bits 31:0 (16-byte entries, aligned to the ring size)."),
 			lo("EQ_BASE_HI", 0x0084, "EQ ring address, bits 63:32."),
-			{Name: "EQ_CFG", Offset: 0x0088, Doc: "EQ size and interrupt vector; writing it with ENABLE resets the EQ's producer index.",
+			{Name: "EQ_CFG", Offset: 0x0088, Strobe: true, Doc: "EQ size and interrupt vector; writing it with ENABLE resets the EQ's producer index.",
 				Fields: []RegField{f("LOG_SIZE", 0, 5, "log2 of the entries"), f("VECTOR", 8, 8, "interrupt vector raised for events"), f("ENABLE", 31, 1, "1: events are written")}},
 			{Name: "EQ_DB", Offset: 0x008C, Command: true, Doc: "EQ doorbell: the driver's consumer index, and arming.",
 				Fields: []RegField{f("CI", 0, 24, "entries consumed (free running, modulo 2^24)"), f("ARM", 31, 1, "raise the vector for the next event (or at once if one is pending past CI)")}},

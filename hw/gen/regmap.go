@@ -29,8 +29,12 @@ type Reg struct {
 	// ReadOnly registers show a value of the block (a constant or a status
 	// input); writes to them are ignored.
 	ReadOnly bool
-	Doc      string
-	Fields   []RegField
+	// Strobe, on a staging register, adds an output <register>_wr that is
+	// high in the cycle the register is written (for a staging register
+	// whose write also acts, as EQ_CFG's ENABLE does).
+	Strobe bool
+	Doc    string
+	Fields []RegField
 }
 
 // RegMap is a block's register map: the one definition from which the RTL
@@ -109,6 +113,9 @@ func (m *RegMap) Validate() error {
 			return fmt.Errorf("%w: register map %s: two registers called %s", ErrInvalid, m.Name, r.Name)
 		}
 		offs[r.Offset], names[r.Name] = r.Name, true
+		if r.Strobe && (r.Command || r.ReadOnly) {
+			return fmt.Errorf("%w: %s: register %s: only a staging register has a write strobe", ErrInvalid, m.Name, r.Name)
+		}
 		if r.Command && r.ReadOnly {
 			return fmt.Errorf("%w: register map %s: %s is both a command and read only", ErrInvalid, m.Name, r.Name)
 		}

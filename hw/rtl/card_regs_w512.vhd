@@ -84,6 +84,7 @@ entity card_regs_w512 is
         dma_fault_info_count : in  std_logic_vector(7 downto 0); -- status: What the last faulted DMA was (read only).
         eq_base_lo : out std_logic_vector(31 downto 0); -- EQ ring address, bits 31:0 (16-byte entries, aligned to the ring size).
         eq_base_hi : out std_logic_vector(31 downto 0); -- EQ ring address, bits 63:32.
+        eq_cfg_wr_pulse : out std_logic;     -- the register is written this cycle
         eq_cfg_log_size : out std_logic_vector(4 downto 0); -- log2 of the entries
         eq_cfg_vector : out std_logic_vector(7 downto 0); -- interrupt vector raised for events
         eq_cfg_enable : out std_logic;       -- 1: events are written
@@ -353,6 +354,7 @@ begin
     eq_base_hi_wr <= wr_go and b2l(wr_word = x"0021");
     eq_base_hi <= eq_base_hi_q;
     eq_cfg_wr <= wr_go and b2l(wr_word = x"0022");
+    eq_cfg_wr_pulse <= eq_cfg_wr and (not rst);
     eq_cfg_log_size <= eq_cfg_log_size_q;
     eq_cfg_vector <= eq_cfg_vector_q;
     eq_cfg_enable <= eq_cfg_enable_q;

@@ -82,6 +82,7 @@ module card_regs_w64 (
     input  wire [7:0]     dma_fault_info_count, // status: What the last faulted DMA was (read only).
     output wire [31:0]    eq_base_lo,        // EQ ring address, bits 31:0 (16-byte entries, aligned to the ring size).
     output wire [31:0]    eq_base_hi,        // EQ ring address, bits 63:32.
+    output wire           eq_cfg_wr_pulse,   // the register is written this cycle
     output wire [4:0]     eq_cfg_log_size,   // log2 of the entries
     output wire [7:0]     eq_cfg_vector,     // interrupt vector raised for events
     output wire           eq_cfg_enable,     // 1: events are written
@@ -317,6 +318,7 @@ module card_regs_w64 (
     assign eq_base_hi_wr = wr_go & (wr_word == 16'h0021);
     assign eq_base_hi = eq_base_hi_q;
     assign eq_cfg_wr = wr_go & (wr_word == 16'h0022);
+    assign eq_cfg_wr_pulse = eq_cfg_wr & ~rst;
     assign eq_cfg_log_size = eq_cfg_log_size_q;
     assign eq_cfg_vector = eq_cfg_vector_q;
     assign eq_cfg_enable = eq_cfg_enable_q;

@@ -32,6 +32,7 @@ type cardRegsPorts struct {
 	rst, awaddr, awvalid, awready, wdata, wstrb, wvalid, wready, bresp, bvalid, bready Port
 	araddr, arvalid, arready, rdata, rresp, rvalid, rready                             Port
 	staged                                                                             []fieldPort
+	strobes                                                                            []fieldPort // write strobes of Strobe registers
 	status                                                                             []fieldPort // inputs
 	cmdValid, cmdReady                                                                 [4]Port
 	cmdFields                                                                          [4][]fieldPort
@@ -115,6 +116,11 @@ func lookupCardRegsPorts(l Layout) (cardRegsPorts, error) {
 			get(&p.cmdReady[i], gen.CardRegPort(r, nil)+"_ready", true)
 		default:
 			p.staged = append(p.staged, fs...)
+			if r.Strobe {
+				var sp Port
+				get(&sp, gen.CardRegPort(r, nil)+"_wr_pulse", false)
+				p.strobes = append(p.strobes, fieldPort{p: sp, offset: r.Offset})
+			}
 		}
 	}
 	return p, err
@@ -199,6 +205,9 @@ func (a *cardRegsModel) Step(in, out []uint32) {
 	p.regWrValid.Set(out, b2u(o.RegWrValid))
 	p.regWrAddr.Set(out, uint64(o.RegWrAddr))
 	p.regWrData.Set(out, uint64(o.RegWrData))
+	for _, f := range p.strobes {
+		f.p.Set(out, b2u(o.StagedWr && o.StagedOff == f.offset))
+	}
 	p.dbValid.Set(out, b2u(o.DBValid))
 	p.dbKind.Set(out, uint64(o.DB.Kind))
 	p.dbIndex.Set(out, uint64(o.DB.Index))

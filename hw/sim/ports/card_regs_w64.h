@@ -46,6 +46,7 @@
     X(reset_valid, 1) \
     X(eq_base_lo, 32) \
     X(eq_base_hi, 32) \
+    X(eq_cfg_wr_pulse, 1) \
     X(eq_cfg_log_size, 5) \
     X(eq_cfg_vector, 8) \
     X(eq_cfg_enable, 1) \
