@@ -131,21 +131,13 @@ type Card struct {
 
 	scratch uint32
 	enable  bool
-	fatal   bool
 
 	faultAddr uint64
 	faultInfo uint32
 
 	irqMod     uint32
 	qpstatBase uint64
-	eq         eq
-
-	cqStage struct {
-		num     uint32
-		base    uint64
-		logSize uint32
-	}
-	cqs [cardspec.MaxCQ]*cq
+	queues     // CQs, the EQ, the interrupt and the fatal state
 
 	qpStage qpContext
 	qps     [cardspec.MaxQP]*qp
@@ -154,10 +146,6 @@ type Card struct {
 	ready   []*qp    // QPs that may have work, in Step's round-robin order
 
 	tab stagTable
-
-	irqPending bool // the EQ's vector is due (delivered by Step)
-	// eqLost counts events lost because the EQ was full or disabled.
-	eqLost uint64
 
 	buf []byte // scratch for DMA reads
 }
@@ -182,6 +170,7 @@ func New(cfg Config) (*Card, error) {
 func (c *Card) reset() {
 	cfg, host, buf := c.cfg, c.host, c.buf
 	*c = Card{cfg: cfg, host: host, buf: buf}
+	c.queues.write = c.dmaWrite
 	c.tab.reset()
 }
 

@@ -93,3 +93,32 @@ func Example() {
 	// FPDU: UL DV=1 MSN 1 payload "hello"
 	// CQE: wr 42 SEND SUCCESS owner true
 }
+
+// The queue logic alone, as the co-simulation of the card's card_cq block
+// drives it: a CQ of two entries armed for the next completion, an armed
+// EQ; the third completion finds the CQ full.
+func ExampleQueues() {
+	q := cardmodel.NewQueues(func(w cardmodel.DMAWrite) error {
+		fmt.Printf("%-3v at %#x, last byte %#02x\n", w.Kind, w.Addr, w.Data[len(w.Data)-1])
+		return nil
+	})
+	_ = q.EQConfig(0x10000, 4|7<<cs.EQCfgVectorShift|1<<cs.EQCfgEnableShift)
+	q.EQDoorbell(1 << cs.EQDBArmShift)
+	_ = q.CQCommand(3, 0x20000, 1, cs.CQOpCreate)
+	q.CQDoorbell(3, 1<<cs.CQDBCIArmShift)
+	for i := 0; i < 3; i++ {
+		r, _ := q.Complete(3, cardmodel.Completion{QPN: 9, WRID: uint64(i), Op: cs.WCOpcodeSend})
+		fmt.Println("completion", i, r == cardmodel.CQWritten)
+	}
+	v, ok := q.Interrupt()
+	fmt.Println("interrupt", v, ok)
+	// Output:
+	// CQE at 0x20000, last byte 0x80
+	// EQE at 0x10000, last byte 0x80
+	// completion 0 true
+	// CQE at 0x20020, last byte 0x80
+	// completion 1 true
+	// EQE at 0x10010, last byte 0x80
+	// completion 2 false
+	// interrupt 7 true
+}

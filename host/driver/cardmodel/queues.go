@@ -5,6 +5,28 @@ import (
 	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
 )
 
+// queues is the card's completion and event queues: the CQ contexts, the
+// EQ, its interrupt and the card's fatal state, which the RTL keeps in one
+// block (card_cq, hw/gen/card_cq.go). Card embeds it; Queues exports it
+// alone for the co-simulation of that block.
+type queues struct {
+	eq      eq
+	cqStage struct {
+		num     uint32
+		base    uint64
+		logSize uint32
+	}
+	cqs [cs.MaxCQ]*cq
+	// fatal: a DMA fault on the EQ or a status record stopped the card.
+	fatal bool
+	// irqPending: the EQ's vector is due (delivered by Step).
+	irqPending bool
+	// eqLost counts events lost because the EQ was full or disabled.
+	eqLost uint64
+	// write is the card's DMA write.
+	write func(kind WriteKind, qpn uint32, addr uint64, p []byte) error
+}
+
 // eq is the event queue.
 type eq struct {
 	stageBase uint64
@@ -17,7 +39,7 @@ type eq struct {
 	armed     bool
 }
 
-func (c *Card) eqConfig(off, v uint32) error {
+func (c *queues) eqConfig(off, v uint32) error {
 	log := v & cs.EQCfgLogSizeMask
 	en := v>>cs.EQCfgEnableShift&1 != 0
 	if en {
@@ -37,7 +59,7 @@ func (c *Card) eqConfig(off, v uint32) error {
 	return nil
 }
 
-func (c *Card) eqDoorbell(v uint32) {
+func (c *queues) eqDoorbell(v uint32) {
 	e := &c.eq
 	e.ci = v & cs.EQDBCIMask
 	if v>>cs.EQDBArmShift&1 != 0 {
@@ -51,7 +73,7 @@ func (c *Card) eqDoorbell(v uint32) {
 // event writes one EQE (one DMA write of 16 bytes) and raises the vector
 // if the EQ is armed. An event that finds the EQ disabled or full is lost
 // (counted in EventsLost). A fault writing the EQ stops the card.
-func (c *Card) event(typ cs.EQEType, obj, info uint32, cause rdmap.Cause) {
+func (c *queues) event(typ cs.EQEType, obj, info uint32, cause rdmap.Cause) {
 	e := &c.eq
 	if c.fatal {
 		return
@@ -73,7 +95,7 @@ func (c *Card) event(typ cs.EQEType, obj, info uint32, cause rdmap.Cause) {
 	r.SetInfo(info)
 	r.SetOwner(e.pi>>e.logSize&1 == 0)
 	addr := e.base + uint64(e.pi%size)*cs.EQESize
-	if err := c.dmaWrite(WriteEQE, 0, addr, b[:]); err != nil {
+	if err := c.write(WriteEQE, 0, addr, b[:]); err != nil {
 		c.fatal = true
 		return
 	}
@@ -100,7 +122,7 @@ type cq struct {
 	overrun   bool // reported; cleared once the driver frees an entry
 }
 
-func (c *Card) cqCommand(off uint32, op cs.CQOp) error {
+func (c *queues) cqCommand(off uint32, op cs.CQOp) error {
 	s := &c.cqStage
 	if s.num >= cs.MaxCQ {
 		return refuse(off, "CQ number %d (at most %d)", s.num, cs.MaxCQ-1)
@@ -132,7 +154,7 @@ func (c *Card) cqCommand(off uint32, op cs.CQOp) error {
 	return nil
 }
 
-func (c *Card) cqDoorbell(off, n, v uint32) error {
+func (c *queues) cqDoorbell(off, n, v uint32) error {
 	q := c.cqs[n]
 	if q == nil {
 		return nil // a doorbell of no CQ is ignored
@@ -165,30 +187,58 @@ type completion struct {
 // completion: CQ_OVERRUN, and every QP on the CQ goes to error. It
 // reports whether the CQE was written.
 func (c *Card) complete(n uint32, q *qp, w completion) bool {
-	cq := c.cqs[n]
-	if cq == nil || c.fatal {
+	if c.cqs[n] == nil || c.fatal {
 		return false
 	}
 	q.writeStatus() // the indices the CQE implies are visible first
-	size := uint32(1) << cq.logSize
-	if (cq.pi-cq.ci)&cs.CQDBCICIMask >= size {
-		if cq.overrun {
-			return false // reported once; the QPs on it are in error
-		}
-		cq.overrun = true
-		c.event(cs.EQETypeCQOverrun, cq.n, 0, 0)
+	switch r, addr := c.completeCQ(n, q.n, w); r {
+	case CQOverrun:
 		for _, k := range c.live {
 			if o := c.qps[k]; o.sendCQ == n || o.recvCQ == n {
 				o.toError(cs.QPErrCQOverrun, localCatastrophic())
 			}
 		}
-		return false
+	case CQFault:
+		q.dmaFailed(addr)
+	case CQWritten:
+		return true
+	}
+	return false
+}
+
+// CQResult is what became of a completion (Queues.Complete).
+type CQResult int
+
+// Completion outcomes.
+const (
+	CQWritten CQResult = iota // the CQE was written
+	CQAbsent                  // no such CQ, or the card is stopped: nothing written
+	CQOverrun                 // the CQ was full: CQ_OVERRUN written, the QPs on the CQ go to error
+	CQDropped                 // the CQ was full and its overrun already reported: nothing written
+	CQFault                   // the CQE's DMA write failed (at the address returned)
+)
+
+// completeCQ is complete's queue part: the CQE of w for QP qpn on CQ n,
+// the CQ_NOTIFY of an armed CQ, or the CQ_OVERRUN of a full one.
+func (c *queues) completeCQ(n, qpn uint32, w completion) (CQResult, uint64) {
+	if n >= cs.MaxCQ || c.cqs[n] == nil || c.fatal {
+		return CQAbsent, 0
+	}
+	cq := c.cqs[n]
+	size := uint32(1) << cq.logSize
+	if (cq.pi-cq.ci)&cs.CQDBCICIMask >= size {
+		if cq.overrun {
+			return CQDropped, 0 // reported once; the QPs on it are in error
+		}
+		cq.overrun = true
+		c.event(cs.EQETypeCQOverrun, cq.n, 0, 0)
+		return CQOverrun, 0
 	}
 	var b [cs.CQESize]byte
 	r := cs.CQE(b[:])
 	r.SetWRID(w.wrID)
 	r.SetByteLen(w.byteLen)
-	r.SetQPN(uint16(q.n))
+	r.SetQPN(uint16(qpn))
 	r.SetOpcode(w.op)
 	r.SetStatus(w.status)
 	r.SetInvSTag(w.invSTag)
@@ -201,14 +251,101 @@ func (c *Card) complete(n uint32, q *qp, w completion) bool {
 	}
 	r.SetOwner(cq.pi>>cq.logSize&1 == 0)
 	addr := cq.base + uint64(cq.pi%size)*cs.CQESize
-	if err := c.dmaWrite(WriteCQE, q.n, addr, b[:]); err != nil {
-		q.dmaFailed(addr)
-		return false
+	if err := c.write(WriteCQE, qpn, addr, b[:]); err != nil {
+		return CQFault, addr
 	}
 	cq.pi++
 	if cq.armed && (!cq.solicited || w.solicited || w.status != cs.WCStatusSuccess) {
 		cq.armed = false
 		c.event(cs.EQETypeCQNotify, cq.n, 0, 0)
 	}
-	return true
+	return CQWritten, 0
 }
+
+// Queues is the card's completion and event queue logic on its own: CQ
+// commands and doorbells, the EQ's configuration and doorbell, CQEs, EQEs
+// and the interrupt, exactly as the card model does them. The
+// co-simulation of the RTL block that keeps them (card_cq) drives it with
+// the records the card's engines hand that block. It is not safe for
+// concurrent use.
+type Queues struct {
+	q queues
+}
+
+// NewQueues returns the queues of a card fresh from reset (no CQ, the EQ
+// disabled); write is the DMA write of each CQE and EQE (an error is an
+// error response: a CQE's is reported as CQFault, an EQE's stops the card).
+func NewQueues(write func(w DMAWrite) error) *Queues {
+	s := &Queues{}
+	s.q.write = func(kind WriteKind, qpn uint32, addr uint64, p []byte) error {
+		return write(DMAWrite{Kind: kind, QPN: qpn, Addr: addr, Data: p})
+	}
+	return s
+}
+
+// CQCommand acts as a CQ_CMD write of op with CQ_NUM, CQ_BASE and CQ_CFG
+// staged as given; a refused command returns a *RegError (ErrRefused).
+func (s *Queues) CQCommand(num uint32, base uint64, logSize uint32, op cs.CQOp) error {
+	st := &s.q.cqStage
+	st.num, st.base, st.logSize = num&cs.CQNumCQNMask, base, logSize&cs.CQCfgLogSizeMask
+	return s.q.cqCommand(cs.CQCmd, op)
+}
+
+// CQDoorbell acts as a write of v to CQ n's CQ_DB.CI.
+func (s *Queues) CQDoorbell(n, v uint32) {
+	if n < cs.MaxCQ {
+		_ = s.q.cqDoorbell(cs.CQDBBase+n*cs.CQDBStride, n, v) // never fails
+	}
+}
+
+// EQConfig acts as a write of cfg to EQ_CFG with EQ_BASE staged as base; a
+// refused configuration returns a *RegError (ErrRefused).
+func (s *Queues) EQConfig(base uint64, cfg uint32) error {
+	s.q.eq.stageBase = base
+	return s.q.eqConfig(cs.EQCfg, cfg)
+}
+
+// EQDoorbell acts as a write of v to EQ_DB.
+func (s *Queues) EQDoorbell(v uint32) { s.q.eqDoorbell(v) }
+
+// Completion is one completion an engine hands the queues.
+type Completion struct {
+	QPN         uint32
+	WRID        uint64
+	ByteLen     uint32
+	Op          cs.WCOpcode
+	Status      cs.WCStatus
+	InvSTag     uint32
+	Solicited   bool
+	Invalidated bool
+	Cause       rdmap.Cause // Terminate behind an error status, or 0
+}
+
+// Complete writes w's CQE on CQ cq (and a CQ_NOTIFY or CQ_OVERRUN event).
+// For CQFault it also returns the CQE's address.
+func (s *Queues) Complete(cq uint32, w Completion) (CQResult, uint64) {
+	return s.q.completeCQ(cq, w.QPN, completion{wrID: w.WRID, byteLen: w.ByteLen, op: w.Op, status: w.Status,
+		invSTag: w.InvSTag, solicited: w.Solicited, inv: w.Invalidated, cause: w.Cause})
+}
+
+// Event writes one EQE (or counts it lost when the EQ is disabled or full).
+func (s *Queues) Event(typ cs.EQEType, obj, info uint32, cause rdmap.Cause) {
+	s.q.event(typ, obj, info, cause)
+}
+
+// Interrupt takes the pending interrupt: its vector, and whether one was
+// due (the card model's Step delivers it).
+func (s *Queues) Interrupt() (vector int, ok bool) {
+	if !s.q.irqPending {
+		return 0, false
+	}
+	s.q.irqPending = false
+	return s.q.eq.vector, true
+}
+
+// EventsLost is the number of events dropped because the EQ was disabled
+// or full.
+func (s *Queues) EventsLost() uint64 { return s.q.eqLost }
+
+// Fatal reports whether an EQE's DMA write failed, which stops the card.
+func (s *Queues) Fatal() bool { return s.q.fatal }
