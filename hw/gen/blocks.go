@@ -92,5 +92,29 @@ func Blocks() ([]*Module, error) {
 			mods = append(mods, m)
 		}
 	}
+	for _, w := range CardCQWidths {
+		m, err := CardCQ(CardCQDefault(w))
+		if err != nil {
+			return nil, err
+		}
+		for _, in := range m.Instances {
+			if !seen[in.Of.Name] {
+				seen[in.Of.Name] = true
+				mods = append(mods, in.Of)
+			}
+		}
+		mods = append(mods, m)
+	}
+	for _, w := range AXIMuxWidths {
+		rd, err := AXIRdMux(AXIMuxDefault(w))
+		if err != nil {
+			return nil, err
+		}
+		wr, err := AXIWrMux(AXIMuxDefault(w))
+		if err != nil {
+			return nil, err
+		}
+		mods = append(mods, rd, wr)
+	}
 	return mods, nil
 }

@@ -45,7 +45,13 @@ func DMAWr(cfg DMAWrConfig) (*Module, error) {
 	NBB := log2(NB)
 	T := cfg.TagBits
 	NI := 18 - LB
-	m := NewModule(fmt.Sprintf("dma_wr_w%d", W), "AMBA AXI4 (write channels: INCR bursts, byte strobes, no 4 KiB crossing); AXI4-Stream",
+	name := fmt.Sprintf("dma_wr_w%d", W)
+	if def := DMAWrDefault(W); cfg != def {
+		// Another configuration is another module (card_cq's has more
+		// bursts in flight).
+		name += fmt.Sprintf("_b%d_i%d_t%d", cfg.Bursts, cfg.IDBits, cfg.TagBits)
+	}
+	m := NewModule(name, "AMBA AXI4 (write channels: INCR bursts, byte strobes, no 4 KiB crossing); AXI4-Stream",
 		fmt.Sprintf("DMA write engine, %d-bit data: each request (host address, length 1..65536 bytes, tag) takes its bytes from s_axis (lane 0 first, ceil(length/%d) beats, no tlast: the length says where they end) and writes them with AXI4 INCR bursts of whole beats (awsize %d) that never cross a 4 KiB boundary and are at most %d bytes; wstrb marks the bytes of an unaligned start and end. One completion per request, in request order, once every burst of it has its write response: m_done (tag, err = a burst got SLVERR or DECERR).", W, L, LB, BB*L),
 		fmt.Sprintf("Every burst uses ID 0, so write responses come back in order (the order completions are reported in); up to %d bursts await their response. W beats of a burst go out only once its address has been taken (awvalid and awready), so a slave never sees data before its address. bresp bit 1 marks an error; bid is not checked.", NB),
 		fmt.Sprintf("Timing: s_req_ready is high while the address splitter is free (or issues the current request's last burst this cycle) and the %d-entry queue of requests awaiting their data has room; one burst address per cycle (aw* registered until awready); one W beat per cycle (w* registered until wready), each taking an s_axis beat unless it is a request's extra last beat (an unaligned request whose bytes end past its last input beat's shift). bready is high while the completion register is free or taken this cycle. Reset clears everything: assert it only with the AXI slave reset too.", dmaWrReqQueue),

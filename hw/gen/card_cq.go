@@ -1,0 +1,519 @@
+package gen
+
+import (
+	"fmt"
+	"math/big"
+	"strings"
+)
+
+// CardCQWidths lists the data widths the project ships for card_cq.
+var CardCQWidths = []int{64, 512}
+
+// CardCQConfig sizes card_cq.
+type CardCQConfig struct {
+	Width   int // DMA data width in bits (64 to 512, a power of two)
+	Sources int // completion ports and event ports (one of each per engine)
+}
+
+// CardCQDefault is the shipped configuration: two engines (card_tx,
+// card_rx) each with a completion and an event port.
+func CardCQDefault(width int) CardCQConfig { return CardCQConfig{Width: width, Sources: 2} }
+
+// Card queue constants (docs/card.md).
+const (
+	cardCQs      = 1024 // CQ numbers
+	cardQueueLog = 16   // deepest CQ or EQ, log2
+	cardCQEBytes = 32
+	cardEQEBytes = 16
+	cardIdxBits  = 24 // CQ and EQ indices, free running modulo 2^24
+	cardCQRecQ   = 4  // records (CQEs, EQEs) waiting for dma_wr
+	cardIRQSeq   = 9  // bits of the EQE sequence counters the interrupt waits on (more than the writes in flight)
+	// cardCQBursts is how many writes await their response in card_cq's
+	// dma_wr: 128 keep 0.5 writes a cycle going at a 250-cycle write
+	// response latency.
+	cardCQBursts  = 128
+	cqOpCreate    = 1
+	cqOpDestroy   = 2
+	eqeCQNotify   = 1
+	eqeCQOverrun  = 9
+	eqeTermSent   = 6
+	eqeTermRecv   = 7
+	cardCQKindBit = 3
+)
+
+// card_cq operations (stage B's kind).
+const (
+	cqkCpl = iota
+	cqkEv
+	cqkCQDB
+	cqkCmd
+	cqkEQCfg
+	cqkEQDB
+)
+
+// CardCQ builds card_cq_w<width>: the card's one writer of CQEs and EQEs,
+// its CQ contexts, its EQ and its interrupt.
+func CardCQ(cfg CardCQConfig) (*Module, error) {
+	W := cfg.Width
+	NS := cfg.Sources
+	if W < 64 || W > 512 || W&(W-1) != 0 || NS < 1 || NS > 4 {
+		return nil, fmt.Errorf("%w: card_cq width %d (a power of two from 64 to 512), %d sources (1..4)", ErrInvalid, W, NS)
+	}
+	dcfg := DMAWrDefault(W)
+	dcfg.Bursts = cardCQBursts
+	dma, err := DMAWr(dcfg)
+	if err != nil {
+		return nil, err
+	}
+	L := W / 8
+	m := NewModule(fmt.Sprintf("card_cq_w%d", W), "docs/card.md (CQE, EQE, CQ_DB, EQ_CFG, EQ_DB, IRQ_MODERATION, CQ_CMD); host/driver/cardmodel queues.go",
+		fmt.Sprintf("The card's completion and event queues: the one writer of CQEs and EQEs. It takes completion records (s_cpl<i>_*) and event records (s_ev<i>_*) from %d engines, CQ commands (cq_cmd_* with the staged CQ_NUM, CQ_BASE, CQ_CFG of card_regs), CQ doorbells (s_cqdb_*: card_regs' m_db of kind CQ_DB_CI), the EQ's configuration (eq_base_*, eq_cfg_*, taken when eq_cfg_wr_pulse says EQ_CFG was written) and doorbell (eq_db_*), and writes each CQE (32 bytes) and EQE (16 bytes) with one DMA write through a dma_wr instance (m_axi_*). It behaves as host/driver/cardmodel's queues do, operation by operation: the owner bit is the last bit written and is 1 on the card's first pass over a ring; a completion on a full CQ is lost, reported once by a CQ_OVERRUN event and on m_overrun (the engines put the QPs on that CQ in error), and the CQ's overrun clears once a doorbell frees an entry; a completion on an armed CQ (for a solicited-only arming: a solicited or error one) writes a CQ_NOTIFY event after its CQE and disarms the CQ; an event on a disabled or full EQ is lost (events_lost); an event on an armed EQ disarms it and raises the interrupt, as does arming an EQ that holds unconsumed entries. Refused commands and configurations (a CQ that exists, a size over 2^%d, a base not aligned to the ring) change nothing.", NS, cardQueueLog),
+		"Operations are serial, in the order they are taken: one per cycle at most, the EQ configuration first, then CQ commands, EQ doorbells (card_regs takes no register write while one waits), then round robin the CQ doorbells and the engines' completion and event ports. An operation is read from the CQ context RAM (1024 entries, block RAM, written back with a one-entry bypass) in the cycle after it is taken, and its records enter a 4-entry queue in front of dma_wr (a completion with a CQ_NOTIFY takes two cycles). The CQ context RAM is cleared for 1024 cycles after reset (init_done low, nothing taken).",
+		fmt.Sprintf("Interrupt: irq_valid/irq_vector (held until irq_ready) rise once the EQE that raised the interrupt has its write response (for an arming doorbell: every EQE written so far), and at least IRQ_MODERATION cycles after the previous irq_valid was taken; interrupts due meanwhile make one. An EQE whose write gets an error response stops the card (fatal: later operations write nothing); a CQE's error response pulses m_fault (the QP's engine reports it). Every DMA write is %d or %d bytes in one INCR burst (no 4 KiB crossing: entries are aligned).", cardCQEBytes, cardEQEBytes),
+	)
+	m.Clock()
+	rst := m.ResetPort()
+	one, zero := C(1, 1), C(1, 0)
+	var unused []Expr
+
+	// Inputs.
+	type cplPort struct {
+		valid, ready, cq, qpn, wrid, blen, opc, status, inv, sol, invd, tl, tt, tc *Signal
+	}
+	type evPort struct{ valid, ready, typ, obj, info, tl, tt, tc *Signal }
+	var cpls []cplPort
+	var evs []evPort
+	for i := 0; i < NS; i++ {
+		p := fmt.Sprintf("s_cpl%d_", i)
+		c := cplPort{
+			valid:  m.Input(p+"valid", 1, fmt.Sprintf("engine %d: a completion", i)),
+			ready:  m.Output(p+"ready", 1, ""),
+			cq:     m.Input(p+"cq", 10, "CQ number"),
+			qpn:    m.Input(p+"qpn", 16, "QP number"),
+			wrid:   m.Input(p+"wr_id", 64, "the WQE's WR_ID"),
+			blen:   m.Input(p+"byte_len", 32, "bytes received or moved"),
+			opc:    m.Input(p+"opcode", 8, "WC_OPCODE"),
+			status: m.Input(p+"status", 8, "WC_STATUS"),
+			inv:    m.Input(p+"inv_stag", 32, "the STag the peer invalidated"),
+			sol:    m.Input(p+"solicited", 1, "the Send carried Solicited Event"),
+			invd:   m.Input(p+"invalidated", 1, "the Send invalidated inv_stag"),
+			tl:     m.Input(p+"term_layer", 4, "error by a Terminate: its layer (else 0)"),
+			tt:     m.Input(p+"term_type", 4, "its error type"),
+			tc:     m.Input(p+"term_code", 8, "its error code"),
+		}
+		cpls = append(cpls, c)
+		p = fmt.Sprintf("s_ev%d_", i)
+		evs = append(evs, evPort{
+			valid: m.Input(p+"valid", 1, fmt.Sprintf("engine %d: an event", i)),
+			ready: m.Output(p+"ready", 1, ""),
+			typ:   m.Input(p+"type", 8, "EQE_TYPE"),
+			obj:   m.Input(p+"obj", 32, "QP or CQ number"),
+			info:  m.Input(p+"info", 32, "type-specific detail"),
+			tl:    m.Input(p+"term_layer", 4, "TERM_SENT, TERM_RECV: the Terminate's layer"),
+			tt:    m.Input(p+"term_type", 4, "its error type"),
+			tc:    m.Input(p+"term_code", 8, "its error code"),
+		})
+	}
+	cqdbV := m.Input("s_cqdb_valid", 1, "a CQ doorbell (card_regs m_db of kind CQ_DB_CI)")
+	cqdbR := m.Output("s_cqdb_ready", 1, "")
+	cqdbN := m.Input("s_cqdb_index", 10, "CQ number")
+	cqdbVal := m.Input("s_cqdb_value", 32, "CQ_DB.CI as written")
+	cmdV := m.Input("cq_cmd_valid", 1, "card_regs: CQ_CMD written")
+	cmdR := m.Output("cq_cmd_ready", 1, "the command is taken")
+	cmdOp := m.Input("cq_cmd_op", 4, "CQ_OP")
+	cmdNum := m.Input("cq_num_cqn", 16, "staged CQ_NUM")
+	cmdBaseLo := m.Input("cq_base_lo", 32, "staged CQ_BASE")
+	cmdBaseHi := m.Input("cq_base_hi", 32, "")
+	cmdLog := m.Input("cq_cfg_log_size", 5, "staged CQ_CFG.LOG_SIZE")
+	eqBaseLo := m.Input("eq_base_lo", 32, "EQ_BASE")
+	eqBaseHi := m.Input("eq_base_hi", 32, "")
+	eqLogIn := m.Input("eq_cfg_log_size", 5, "EQ_CFG")
+	eqVecIn := m.Input("eq_cfg_vector", 8, "")
+	eqEnIn := m.Input("eq_cfg_enable", 1, "")
+	eqCfgWr := m.Input("eq_cfg_wr_pulse", 1, "EQ_CFG is written this cycle (its new value shows from the next)")
+	eqdbV := m.Input("eq_db_valid", 1, "card_regs: EQ_DB written")
+	eqdbR := m.Output("eq_db_ready", 1, "the doorbell is taken")
+	eqdbCI := m.Input("eq_db_ci", 24, "")
+	eqdbArm := m.Input("eq_db_arm", 1, "")
+	irqMod := m.Input("irq_moderation_cycles", 24, "IRQ_MODERATION")
+	irqV := m.Output("irq_valid", 1, "raise irq_vector (MSI-X); held until irq_ready")
+	irqR := m.Input("irq_ready", 1, "")
+	irqVec := m.Output("irq_vector", 8, "")
+	ovV := m.Output("m_overrun_valid", 1, "a CQ overran: the engines put every QP on m_overrun_cq in error")
+	ovR := m.Input("m_overrun_ready", 1, "")
+	ovCQ := m.Output("m_overrun_cq", 10, "")
+	faultO := m.Output("m_fault", 1, "pulse: a CQE's DMA write got an error response")
+	fatalO := m.Output("fatal", 1, "an EQE's DMA write got an error response: the card is stopped (STATUS.FATAL)")
+	lostO := m.Output("events_lost", 32, "events lost because the EQ was disabled or full")
+	initDone := m.Output("init_done", 1, "the CQ contexts are cleared after reset")
+
+	// Initialisation sweep of the context RAM.
+	initCnt := m.RegDecl("init_cnt", 11, "CQ contexts cleared so far")
+	initAct := m.WireOf("init_active", Not(Bit(initCnt, 10)), "")
+	m.Drive(initCnt, big.NewInt(0), Add(initCnt, C(11, 1)), initAct)
+	m.Assign(initDone, Not(initAct))
+
+	// Stage A: pick one operation.
+	bFree := m.Wire("b_free", 1, "stage B takes an operation this cycle")
+	eqCfgPend := m.RegDecl("eqcfg_pend", 1, "EQ_CFG was written and is not yet applied")
+	gEQCfg := m.WireOf("g_eqcfg", eqCfgPend, "")
+	gCmd := m.WireOf("g_cmd", And(cmdV, Not(eqCfgPend)), "")
+	gEQDB := m.WireOf("g_eqdb", And(eqdbV, Not(Or(eqCfgPend, cmdV))), "")
+	ctl := m.WireOf("ctl_any", Or(eqCfgPend, cmdV, eqdbV), "")
+	recFree := m.WireOf("rec_free", Not(ctl), "the doorbells and records may be taken")
+	// CQ doorbells and records round robin: requester 0 is the CQ
+	// doorbell, 1+2i completion port i, 2+2i event port i.
+	NR := 1 + 2*NS
+	reqs := []Expr{cqdbV}
+	for i := 0; i < NS; i++ {
+		reqs = append(reqs, cpls[i].valid, evs[i].valid)
+	}
+	RB := addrWidth(NR)
+	last := m.RegDecl("rr_last", RB, "the record port granted last")
+	grants := make([]*Signal, NR)
+	for j, g := range roundRobin(reqs, last) {
+		grants[j] = m.WireOf(fmt.Sprintf("g_rec%d", j), And(recFree, g), "")
+	}
+	gCQDB := grants[0]
+	var anyRec []Expr
+	for _, g := range grants {
+		anyRec = append(anyRec, g)
+	}
+	anyReq := m.WireOf("a_any", Or(ctl, RedOrParts(anyRec)), "")
+	aTake := m.WireOf("a_take", And(anyReq, bFree, Not(initAct), Not(rst)), "an operation moves to stage B")
+	var lastNext []Expr
+	for j := 0; j < NR; j++ {
+		lastNext = append(lastNext, gate(grants[j], C(RB, uint64(j))))
+	}
+	m.Drive(last, big.NewInt(0), RedOrParts(lastNext), And(aTake, RedOrParts(anyRec)))
+	m.Drive(eqCfgPend, big.NewInt(0), Or(eqCfgWr, And(eqCfgPend, Not(And(aTake, gEQCfg)))), nil)
+	m.Assign(cmdR, And(aTake, gCmd))
+	m.Assign(eqdbR, And(aTake, gEQDB))
+	m.Assign(cqdbR, And(aTake, gCQDB))
+	for i := 0; i < NS; i++ {
+		m.Assign(cpls[i].ready, And(aTake, grants[1+2*i]))
+		m.Assign(evs[i].ready, And(aTake, grants[2+2*i]))
+	}
+
+	// The operation, as stage B holds it (fields shared between kinds).
+	pick := func(parts ...[2]Expr) Expr { // OR of gated values
+		var xs []Expr
+		for _, p := range parts {
+			xs = append(xs, gate(p[0], p[1]))
+		}
+		return RedOrParts(xs)
+	}
+	var kindP, cqP, qpnP, wideP, lenP, opcP, stP, invP, flP, termP [][2]Expr
+	kindP = append(kindP, [2]Expr{gEQCfg, C(3, cqkEQCfg)}, [2]Expr{gCmd, C(3, cqkCmd)}, [2]Expr{gEQDB, C(3, cqkEQDB)}, [2]Expr{gCQDB, C(3, cqkCQDB)})
+	cqP = append(cqP, [2]Expr{gCmd, Bits(cmdNum, 9, 0)}, [2]Expr{gCQDB, cqdbN})
+	wideP = append(wideP, [2]Expr{gEQCfg, Cat(eqBaseHi, eqBaseLo)}, [2]Expr{gCmd, Cat(cmdBaseHi, cmdBaseLo)})
+	lenP = append(lenP, [2]Expr{gCQDB, cqdbVal}, [2]Expr{gEQDB, Cat(eqdbArm, C(7, 0), eqdbCI)})
+	opcP = append(opcP, [2]Expr{gEQCfg, eqVecIn})
+	stP = append(stP, [2]Expr{gCmd, Cat(C(4, 0), cmdOp)})
+	flP = append(flP, [2]Expr{gEQCfg, Cat(C(1, 0), eqEnIn)}, [2]Expr{gCmd, Cat(RedOr(Bits(cmdNum, 15, 10)), C(1, 0))})
+	termP = append(termP, [2]Expr{gEQCfg, zext(eqLogIn, 16)}, [2]Expr{gCmd, zext(cmdLog, 16)})
+	for i := 0; i < NS; i++ {
+		c, e := cpls[i], evs[i]
+		gc, ge := grants[1+2*i], grants[2+2*i]
+		kindP = append(kindP, [2]Expr{gc, C(3, cqkCpl)}, [2]Expr{ge, C(3, cqkEv)})
+		cqP = append(cqP, [2]Expr{gc, c.cq})
+		qpnP = append(qpnP, [2]Expr{gc, c.qpn})
+		wideP = append(wideP, [2]Expr{gc, c.wrid})
+		lenP = append(lenP, [2]Expr{gc, c.blen}, [2]Expr{ge, e.info})
+		opcP = append(opcP, [2]Expr{gc, c.opc}, [2]Expr{ge, e.typ})
+		stP = append(stP, [2]Expr{gc, c.status})
+		invP = append(invP, [2]Expr{gc, c.inv}, [2]Expr{ge, e.obj})
+		flP = append(flP, [2]Expr{gc, Cat(c.invd, c.sol)})
+		termP = append(termP, [2]Expr{gc, Cat(c.tc, c.tt, c.tl)}, [2]Expr{ge, Cat(e.tc, e.tt, e.tl)})
+	}
+	aCQ := m.WireOf("a_cq", pick(cqP...), "the CQ the operation reads")
+	bV := m.RegDecl("b_v", 1, "stage B holds an operation")
+	bKind := m.Reg("b_kind", 3, big.NewInt(0), pick(kindP...), aTake, "what it is")
+	bCQ := m.Reg("b_cq", 10, big.NewInt(0), aCQ, aTake, "its CQ")
+	bQPN := m.Reg("b_qpn", 16, big.NewInt(0), pick(qpnP...), aTake, "completion: QP")
+	bWide := m.Reg("b_wide", 64, big.NewInt(0), pick(wideP...), aTake, "completion: WR_ID; CQ_CMD, EQ_CFG: base")
+	bLen := m.Reg("b_len", 32, big.NewInt(0), pick(lenP...), aTake, "completion: BYTE_LEN; event: INFO; doorbells: value")
+	bOpc := m.Reg("b_opc", 8, big.NewInt(0), pick(opcP...), aTake, "completion: OPCODE; event: TYPE; EQ_CFG: vector")
+	bSt := m.Reg("b_status", 8, big.NewInt(0), pick(stP...), aTake, "completion: STATUS; CQ_CMD: op")
+	bInv := m.Reg("b_inv", 32, big.NewInt(0), pick(invP...), aTake, "completion: INV_STAG; event: OBJ")
+	bFl := m.Reg("b_flags", 2, big.NewInt(0), pick(flP...), aTake, "completion: invalidated, solicited; EQ_CFG: enable; CQ_CMD: CQ_NUM too large")
+	bTerm := m.Reg("b_term", 16, big.NewInt(0), pick(termP...), aTake, "code, type, layer; CQ_CMD, EQ_CFG: log2 size")
+	isK := func(k int) Expr { return Eq(bKind, C(3, uint64(k))) }
+	kCpl := m.WireOf("k_cpl", And(bV, isK(cqkCpl)), "")
+	kEv := m.WireOf("k_ev", And(bV, isK(cqkEv)), "")
+	kCQDB := m.WireOf("k_cqdb", And(bV, isK(cqkCQDB)), "")
+	kCmd := m.WireOf("k_cmd", And(bV, isK(cqkCmd)), "")
+	kEQCfg := m.WireOf("k_eqcfg", And(bV, isK(cqkEQCfg)), "")
+	kEQDB := m.WireOf("k_eqdb", And(bV, isK(cqkEQDB)), "")
+
+	// CQ context RAM: {valid, base[63:5], log2 size, pi, ci, armed, solicited only, overrun}.
+	const (
+		oOv   = 0
+		oSol  = 1
+		oArm  = 2
+		oCI   = 3
+		oPI   = oCI + cardIdxBits
+		oLog  = oPI + cardIdxBits
+		oBase = oLog + 5
+		oV    = oBase + 59
+		oW    = oV + 1
+	)
+	memWe := m.Wire("ctx_we", 1, "")
+	memWa := m.Wire("ctx_wa", 10, "")
+	memWd := m.Wire("ctx_wd", oW, "")
+	ctxRd := m.Mem("ctx", oW, cardCQs, memWe, memWa, memWd, aTake, aCQ, "CQ contexts")
+	fwV := m.Reg("fw_v", 1, big.NewInt(0), one, memWe, "the bypass holds the last context written")
+	fwA := m.Reg("fw_addr", 10, big.NewInt(0), memWa, memWe, "")
+	fwD := m.Reg("fw_data", oW, big.NewInt(0), memWd, memWe, "")
+	ctx := m.WireOf("cx", Sel(And(fwV, Eq(fwA, bCQ)), fwD, ctxRd), "the context of b_cq as it is now")
+	cxValid := m.WireOf("cx_valid", Bit(ctx, oV), "")
+	cxBase := m.WireOf("cx_base", Bits(ctx, oV-1, oBase), "")
+	cxLog := m.WireOf("cx_log", Bits(ctx, oBase-1, oLog), "")
+	cxPI := m.WireOf("cx_pi", Bits(ctx, oLog-1, oPI), "")
+	cxCI := m.WireOf("cx_ci", Bits(ctx, oPI-1, oCI), "")
+	cxArm := m.WireOf("cx_arm", Bit(ctx, oArm), "")
+	cxSol := m.WireOf("cx_sol", Bit(ctx, oSol), "")
+	cxOv := m.WireOf("cx_ov", Bit(ctx, oOv), "")
+
+	// Ring helpers: mask of the index bits below log, fullness, owner bit.
+	ringMask := func(name string, lg *Signal, w int) *Signal {
+		bs := make([]Expr, w)
+		for i := 0; i < w; i++ {
+			bs[w-1-i] = Lt(C(5, uint64(i)), lg)
+		}
+		return m.WireOf(name, Cat(bs...), "index bits below log2 size")
+	}
+	bitAt := func(x *Signal, lg *Signal) Expr { // x[lg] for lg 0..16
+		var xs []Expr
+		for i := 0; i <= cardQueueLog; i++ {
+			xs = append(xs, And(Eq(lg, C(5, uint64(i))), Bit(x, i)))
+		}
+		return RedOrParts(xs)
+	}
+	full := func(name string, pi, ci Expr, mask *Signal) *Signal {
+		d := m.WireOf(name+"_used", Sub(pi, ci), "entries not consumed")
+		return m.WireOf(name+"_full", RedOr(And(d, Not(mask))), "as many as the ring holds")
+	}
+	cqMask := ringMask("cq_mask", cxLog, cardIdxBits)
+	cqFull := full("cq", cxPI, cxCI, cqMask)
+	cqOwner := m.WireOf("cq_owner", Not(bitAt(cxPI, cxLog)), "owner bit of the CQE written now")
+	cqA := m.WireOf("cq_addr", Cat(Or(cxBase, zext(And(Bits(cxPI, 16, 0), Bits(cqMask, 16, 0)), 59)), zero), "the CQE's address, bits 63:4")
+	unused = append(unused, Bits(cqMask, cardIdxBits-1, 17))
+
+	// EQ state.
+	eqBase := m.RegDecl("eq_base", 60, "EQ base, bits 63:4")
+	eqLog := m.RegDecl("eq_log", 5, "")
+	eqVec := m.RegDecl("eq_vector", 8, "")
+	eqEn := m.RegDecl("eq_enabled", 1, "")
+	eqPI := m.RegDecl("eq_pi", cardIdxBits, "")
+	eqCI := m.RegDecl("eq_ci", cardIdxBits, "")
+	eqArm := m.RegDecl("eq_armed", 1, "")
+	fatal := m.RegDecl("fatal_q", 1, "")
+	eqMask := ringMask("eq_mask", eqLog, cardIdxBits)
+	eqFull := full("eq", eqPI, eqCI, eqMask)
+	eqOwner := m.WireOf("eq_owner", Not(bitAt(eqPI, eqLog)), "")
+	eqA := m.WireOf("eq_addr", Or(eqBase, zext(And(Bits(eqPI, 16, 0), Bits(eqMask, 16, 0)), 60)), "the EQE's address, bits 63:4")
+
+	// Completion.
+	cplLive := m.WireOf("cpl_live", And(kCpl, cxValid, Not(fatal)), "the CQ exists and the card runs")
+	cplOver := m.WireOf("cpl_over", And(cplLive, cqFull), "the CQ is full")
+	cplNewOv := m.WireOf("cpl_new_ov", And(cplOver, Not(cxOv)), "the overrun is reported now")
+	cplWrite := m.WireOf("cpl_write", And(cplLive, Not(cqFull)), "the CQE is written")
+	cplNotify := m.WireOf("cpl_notify", And(cplWrite, cxArm, Or(Not(cxSol), Bit(bFl, 0), RedOr(bSt))), "a CQ_NOTIFY follows")
+	cqe := m.WireOf("cqe", Cat(cqOwner, C(71, 0), Bits(bTerm, 15, 8), Bits(bTerm, 7, 4), Bits(bTerm, 3, 0), C(6, 0), Bits(bFl, 1, 0),
+		bInv, bSt, bOpc, bQPN, bLen, bWide), "the CQE")
+
+	// Event: from an event record, or a completion's CQ_NOTIFY / CQ_OVERRUN.
+	evOn := m.WireOf("ev_on", And(Or(kEv, cplNotify, cplNewOv), Not(fatal)), "an event is due")
+	evType := m.WireOf("ev_type", Sel(kEv, bOpc, Sel(cplNotify, C(8, eqeCQNotify), C(8, eqeCQOverrun))), "")
+	evObj := m.WireOf("ev_obj", Sel(kEv, bInv, zext(bCQ, 32)), "")
+	evInfo := m.WireOf("ev_info", gate(kEv, bLen), "")
+	isTerm := m.WireOf("ev_term", And(kEv, Or(Eq(bOpc, C(8, eqeTermSent)), Eq(bOpc, C(8, eqeTermRecv)))), "")
+	evTerm := m.WireOf("ev_term_f", gate(isTerm, bTerm), "")
+	evWrite := m.WireOf("ev_write", And(evOn, eqEn, Not(eqFull)), "the EQE is written")
+	evLost := m.WireOf("ev_lost", And(evOn, Not(And(eqEn, Not(eqFull)))), "")
+	eqe := m.WireOf("eqe", Cat(eqOwner, C(31, 0), evInfo, evObj, C(8, 0), Bits(evTerm, 15, 8), Bits(evTerm, 7, 4), Bits(evTerm, 3, 0), evType), "the EQE")
+
+	// Records towards dma_wr: {address bits 63:4, 32 bytes, is an EQE}.
+	RQW := 60 + 256 + 1
+	holdV := m.RegDecl("hold_v", 1, "the second record of a completion (its CQ_NOTIFY) waits")
+	ovQ := m.RegDecl("ov_v", 1, "")
+	rqPushW := m.Wire("rq_push", 1, "")
+	rqPop := m.Wire("rq_pop", addrWidth(cardCQRecQ+1), "")
+	rec1V := m.WireOf("rec1_v", Or(cplWrite, evWrite), "")
+	rec1 := m.WireOf("rec1", Sel(cplWrite, Cat(cqA, cqe, zero), Cat(eqA, zext(eqe, 256), one)), "")
+	rec2V := m.WireOf("rec2_v", And(cplWrite, evWrite), "")
+	rqIn := m.Wire("rq_in", RQW, "")
+	rq := ShiftQueue(m, "rq", cardCQRecQ, []string{"rec"}, []int{RQW}, rqPushW, []Expr{rqIn}, rqPop)
+	rqRoom := m.WireOf("rq_room", Lt(rq.Count, C(rq.Count.W, cardCQRecQ)), "")
+	bGo := m.WireOf("b_go", And(bV, Not(holdV), rqRoom, Or(Not(ovQ), ovR)), "stage B acts")
+	holdRec := m.Reg("hold_rec", RQW, big.NewInt(0), Cat(eqA, zext(eqe, 256), one), And(bGo, rec2V), "")
+	m.Drive(holdV, big.NewInt(0), Or(And(bGo, rec2V), And(holdV, Not(rqRoom))), nil)
+	m.Assign(rqPushW, Or(And(holdV, rqRoom), And(bGo, rec1V)))
+	m.Assign(rqIn, Sel(holdV, holdRec, rec1))
+	m.Assign(bFree, Or(Not(bV), bGo))
+	m.Drive(bV, big.NewInt(0), Or(aTake, And(bV, Not(bGo))), nil)
+
+	// Overrun record.
+	m.Drive(ovQ, big.NewInt(0), Or(And(bGo, cplNewOv), And(ovQ, Not(ovR))), nil)
+	ovCQq := m.Reg("ov_cq", 10, big.NewInt(0), bCQ, And(bGo, cplNewOv), "")
+	m.Assign(ovV, ovQ)
+	m.Assign(ovCQ, gate(ovQ, ovCQq))
+
+	// CQ doorbell, CQ command.
+	dbCI := m.WireOf("db_ci", Bits(bLen, cardIdxBits-1, 0), "")
+	dbFree := m.WireOf("db_frees", Not(RedOr(And(m.WireOf("db_used", Sub(cxPI, dbCI), ""), Not(cqMask)))), "the doorbell leaves the CQ not full")
+	dbArm := m.WireOf("db_arm", Bit(bLen, 30), "")
+	cmdBadNum := m.WireOf("cmd_bad_num", Bit(bFl, 1), "")
+	cmdLogB := m.WireOf("cmd_log", Bits(bTerm, 4, 0), "")
+	cmdMask := ringMask("cmd_mask", cmdLogB, 17)
+	cmdAligned := m.WireOf("cmd_aligned", And(Not(RedOr(Bits(bWide, 4, 0))), Not(RedOr(And(Bits(bWide, 21, 5), cmdMask)))), "")
+	cmdCreate := m.WireOf("cmd_create", And(kCmd, Not(cmdBadNum), Eq(Bits(bSt, 3, 0), C(4, cqOpCreate)), Not(cxValid),
+		Not(Lt(C(5, cardQueueLog), cmdLogB)), cmdAligned), "")
+	cmdDestroy := m.WireOf("cmd_destroy", And(kCmd, Not(cmdBadNum), Eq(Bits(bSt, 3, 0), C(4, cqOpDestroy)), cxValid), "")
+	unused = append(unused, Bits(bSt, 7, 4), Bits(bTerm, 15, 5))
+
+	newCtx := m.WireOf("cx_new", Sel(cmdCreate, Cat(one, Bits(bWide, 63, 5), cmdLogB, C(2*cardIdxBits+3, 0)),
+		Sel(cmdDestroy, C(oW, 0),
+			Sel(kCQDB,
+				Cat(Bits(ctx, oW-1, oCI+cardIdxBits), dbCI, Or(cxArm, dbArm), Sel(dbArm, Bit(bLen, 31), cxSol), And(cxOv, Not(dbFree))),
+				// completion
+				Cat(Bits(ctx, oW-1, oPI+cardIdxBits), Sel(cplWrite, Add(cxPI, C(cardIdxBits, 1)), cxPI), cxCI,
+					And(cxArm, Not(cplNotify)), cxSol, Or(cxOv, cplNewOv))))), "the context written back")
+	ctxWe := m.WireOf("cx_we", And(bGo, Or(cmdCreate, cmdDestroy, And(kCQDB, cxValid), cplWrite, cplNewOv)), "")
+	m.Assign(memWe, Or(initAct, ctxWe))
+	m.Assign(memWa, Sel(initAct, Bits(initCnt, 9, 0), bCQ))
+	m.Assign(memWd, gate(Not(initAct), newCtx))
+
+	// EQ configuration, doorbell and event.
+	cfgLog := m.WireOf("cfg_log", Bits(bTerm, 4, 0), "")
+	cfgMask := ringMask("cfg_mask", cfgLog, 17)
+	cfgEn := m.WireOf("cfg_en", Bit(bFl, 0), "")
+	cfgOK := m.WireOf("cfg_ok", Or(Not(cfgEn), And(Not(Lt(C(5, cardQueueLog), cfgLog)), Not(RedOr(Bits(bWide, 3, 0))),
+		Not(RedOr(And(Bits(bWide, 20, 4), cfgMask))))), "not refused")
+	cfgGo := m.WireOf("cfg_go", And(bGo, kEQCfg, cfgOK), "")
+	cfgReset := m.WireOf("cfg_reset", And(cfgGo, cfgEn), "enabled: indices from zero")
+	edbGo := m.WireOf("edb_go", And(bGo, kEQDB), "")
+	edbCI := m.WireOf("edb_ci", Bits(bLen, cardIdxBits-1, 0), "")
+	edbArm := m.WireOf("edb_arm", Bit(bLen, 31), "")
+	edbPend := m.WireOf("edb_pending", RedOr(Sub(eqPI, edbCI)), "entries past the new CI")
+	evGo := m.WireOf("ev_go", And(bGo, evWrite), "an EQE is written")
+	m.Drive(eqBase, big.NewInt(0), Bits(bWide, 63, 4), cfgGo)
+	m.Drive(eqLog, big.NewInt(0), cfgLog, cfgGo)
+	m.Drive(eqVec, big.NewInt(0), bOpc, cfgGo)
+	m.Drive(eqEn, big.NewInt(0), cfgEn, cfgGo)
+	m.Drive(eqPI, big.NewInt(0), Sel(cfgReset, C(cardIdxBits, 0), Add(eqPI, C(cardIdxBits, 1))), Or(cfgReset, evGo))
+	m.Drive(eqCI, big.NewInt(0), Sel(cfgReset, C(cardIdxBits, 0), edbCI), Or(cfgReset, edbGo))
+	irqNow := m.WireOf("irq_raise_ev", And(evGo, eqArm), "an event on the armed EQ")
+	irqDB := m.WireOf("irq_raise_db", And(edbGo, edbArm, edbPend), "arming finds entries past CI")
+	m.Drive(eqArm, big.NewInt(0), Sel(Or(cfgReset, irqNow, irqDB), zero, Or(eqArm, And(edbGo, edbArm))), nil)
+	lost := m.RegDecl("lost_q", 32, "")
+	m.Drive(lost, big.NewInt(0), Add(lost, C(32, 1)), And(bGo, evLost))
+	m.Assign(lostO, lost)
+
+	// dma_wr and the record emitter.
+	tagW := dcfg.TagBits
+	reqV := m.Wire("dw_req_valid", 1, "")
+	reqR := m.Wire("dw_req_ready", 1, "")
+	sV := m.Wire("dw_s_valid", 1, "")
+	sR := m.Wire("dw_s_ready", 1, "")
+	doneV := m.Wire("dw_done_valid", 1, "")
+	doneTag := m.Wire("dw_done_tag", tagW, "")
+	doneErr := m.Wire("dw_done_err", 1, "")
+	sent := m.RegDecl("rq_sent", 2, "records at the head whose request dma_wr took")
+	recAt := func(i int) *Signal { return rq.Fields[i][0] }
+	cand1 := m.WireOf("rq_cand1", Eq(sent, C(2, 1)), "the second record's request is next")
+	candOK := m.WireOf("rq_cand_ok", Lt(zext(sent, rq.Count.W), rq.Count), "")
+	m.Assign(reqV, And(Not(Bit(sent, 1)), candOK))
+	candRec := m.WireOf("rq_cand", Sel(cand1, recAt(1), recAt(0)), "")
+	candEQE := m.WireOf("rq_cand_eqe", Bit(candRec, 0), "")
+	unused = append(unused, Bits(candRec, 256, 1))
+	reqAddr := m.WireOf("dw_req_addr", Cat(Bits(candRec, RQW-1, 257), C(4, 0)), "")
+	reqLen := m.WireOf("dw_req_len", Sel(candEQE, C(16, cardEQEBytes-1), C(16, cardCQEBytes-1)), "")
+	reqTag := m.WireOf("dw_req_tag", zext(candEQE, tagW), "bit 0: an EQE")
+	reqTake := m.WireOf("rq_req_take", And(reqV, reqR), "")
+	head := recAt(0)
+	headEQE := m.WireOf("rq_head_eqe", Bit(head, 0), "")
+	cqeBeats, eqeBeats := max(1, cardCQEBytes/L), max(1, cardEQEBytes/L)
+	BTW := max(1, log2(cqeBeats))
+	beat := m.RegDecl("rq_beat", BTW, "next beat of the head record")
+	var data Expr
+	if cqeBeats == 1 {
+		data = zext(Bits(head, 256, 1), W)
+		unused = append(unused, beat)
+	} else {
+		var slices []Expr
+		for k := 0; k < cqeBeats; k++ {
+			slices = append(slices, Bits(head, 1+(k+1)*W-1, 1+k*W))
+		}
+		var sel []Expr
+		for i := 0; i < BTW; i++ {
+			sel = append(sel, Bit(beat, i))
+		}
+		data = muxTree(sel, slices)
+	}
+	sData := m.WireOf("dw_s_data", data, "")
+	m.Assign(sV, And(RedOr(rq.Count), Ne(sent, C(2, 0))))
+	lastBeat := m.WireOf("rq_last_beat", Sel(headEQE, Eq(beat, C(BTW, uint64(eqeBeats-1))), Eq(beat, C(BTW, uint64(cqeBeats-1)))), "")
+	sTake := m.WireOf("rq_s_take", And(sV, sR), "")
+	popNow := m.WireOf("rq_pop_now", And(sTake, lastBeat), "")
+	if BTW == 1 {
+		m.Drive(beat, big.NewInt(0), And(Not(popNow), Not(beat)), sTake)
+	} else {
+		m.Drive(beat, big.NewInt(0), Sel(popNow, C(BTW, 0), Add(beat, C(BTW, 1))), sTake)
+	}
+	m.Assign(rqPop, zext(popNow, rq.Count.W))
+	m.Drive(sent, big.NewInt(0), Sub(Add(sent, zext(reqTake, 2)), zext(popNow, 2)), nil)
+
+	// Completions of dma_wr: EQEs done (the interrupt waits for them), faults.
+	eqIssued := m.RegDecl("eqe_issued", cardIRQSeq, "EQEs generated")
+	eqDone := m.RegDecl("eqe_done", cardIRQSeq, "EQEs written (write response)")
+	m.Drive(eqIssued, big.NewInt(0), Add(eqIssued, C(cardIRQSeq, 1)), evGo)
+	doneEQE := m.WireOf("done_eqe", And(doneV, Bit(doneTag, 0)), "")
+	m.Drive(eqDone, big.NewInt(0), Add(eqDone, C(cardIRQSeq, 1)), doneEQE)
+	m.Drive(fatal, big.NewInt(0), Or(fatal, And(doneEQE, doneErr)), nil)
+	m.Assign(fatalO, fatal)
+	m.Assign(faultO, And(doneV, Not(Bit(doneTag, 0)), doneErr))
+	unused = append(unused, Bits(doneTag, tagW-1, 1))
+
+	// Interrupt.
+	irqPend := m.RegDecl("irq_pend", 1, "an interrupt is due")
+	irqWait := m.RegDecl("irq_wait", cardIRQSeq, "it waits until eqe_done reaches this")
+	irqOut := m.RegDecl("irq_out", 1, "")
+	modT := m.RegDecl("irq_mod_timer", 24, "cycles until the next interrupt may rise")
+	gap := m.WireOf("irq_gap", Sub(eqDone, irqWait), "")
+	reached := m.WireOf("irq_reached", Not(Bit(gap, cardIRQSeq-1)), "eqe_done is at or past irq_wait")
+	unused = append(unused, Bits(gap, cardIRQSeq-2, 0))
+	fire := m.WireOf("irq_fire", And(irqPend, reached, Not(irqOut), Not(RedOr(modT))), "")
+	setPend := m.WireOf("irq_set", Or(irqNow, irqDB), "")
+	m.Drive(irqWait, big.NewInt(0), Sel(irqNow, Add(eqIssued, C(cardIRQSeq, 1)), eqIssued), setPend)
+	m.Drive(irqPend, big.NewInt(0), Or(setPend, And(irqPend, Not(fire))), nil)
+	irqTaken := m.WireOf("irq_taken", And(irqOut, irqR), "")
+	m.Drive(irqOut, big.NewInt(0), Or(fire, And(irqOut, Not(irqR))), nil)
+	irqVq := m.Reg("irq_vec_q", 8, big.NewInt(0), eqVec, fire, "")
+	m.Drive(modT, big.NewInt(0), Sel(irqTaken, irqMod, Sub(modT, C(24, 1))), Or(irqTaken, RedOr(modT)))
+	m.Assign(irqV, irqOut)
+	m.Assign(irqVec, gate(irqOut, irqVq))
+
+	// The dma_wr instance.
+	conns := []Conn{{"clk", m.Port("clk")}, {"rst", rst},
+		{"s_req_valid", reqV}, {"s_req_ready", reqR}, {"s_req_addr", reqAddr}, {"s_req_len", reqLen}, {"s_req_tag", reqTag},
+		{"s_axis_tdata", sData}, {"s_axis_tvalid", sV}, {"s_axis_tready", sR},
+		{"m_done_valid", doneV}, {"m_done_ready", one}, {"m_done_tag", doneTag}, {"m_done_err", doneErr}}
+	for _, p := range dma.Ports {
+		if !strings.HasPrefix(p.Name, "m_axi_") {
+			continue
+		}
+		if p.Dir == In {
+			conns = append(conns, Conn{p.Name, m.Input(p.Name, p.W, "")})
+		} else {
+			o := m.Output(p.Name, p.W, "")
+			w := m.Wire("dw_"+strings.TrimPrefix(p.Name, "m_axi_"), p.W, "")
+			m.Assign(o, w)
+			conns = append(conns, Conn{p.Name, w})
+		}
+	}
+	m.Instantiate("dw", dma, conns...)
+	m.WireOf("unused_bits", RedOr(Cat(unused...)), "bits no logic reads (keeps lint quiet on purpose)")
+	return m, m.Validate()
+}
