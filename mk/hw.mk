@@ -19,7 +19,7 @@ hw-regen-check:
 hw-lint:
 	@mkdir -p $(HW_BUILD)/lint
 	@set -e; for f in $(HW_RTL_V); do verilator --lint-only -Wall -y hw/rtl $$f; done
-	@set -e; for f in $(filter-out $(HW_TOPS_VHD),$(HW_RTL_VHD)) $(HW_TOPS_VHD); do ghdl -a --std=08 --workdir=$(HW_BUILD)/lint $$f; done
+	@set -e; for f in $(filter-out $(HW_LINT_VHD_LAST),$(HW_RTL_VHD)) $(HW_LINT_VHD_LAST); do ghdl -a --std=08 --workdir=$(HW_BUILD)/lint $$f; done
 	@echo "hw-lint: $(words $(HW_RTL_V)) Verilog and $(words $(HW_RTL_VHD)) VHDL files clean"
 
 TEST_TARGETS += hw-regen-check hw-lint
@@ -95,3 +95,9 @@ synth:
 	$(GO) run ./fpga/synth -modules crc32c_w64,crc32c_w512,mpa_tx_w64,mpa_tx_w512,card_regs_w64,card_regs_w512,dma_wr_w64,dma_wr_w512 -pnr crc32c_w32,crc32c_w64
 
 DEBIAN_PACKAGES += verilator ghdl yosys nextpnr-ice40 g++ make
+
+# VHDL files that instantiate other entities are analysed after the rest,
+# test benches last (GHDL needs an entity analysed before its instance).
+HW_VHD_WITH_INST := $(sort $(HW_TOPS_VHD) $(shell grep -l 'entity work\.' hw/rtl/*.vhd))
+HW_VHD_TB := $(wildcard hw/rtl/*_tb_*.vhd)
+HW_LINT_VHD_LAST := $(filter-out $(HW_VHD_TB),$(HW_VHD_WITH_INST)) $(filter $(HW_VHD_TB),$(HW_VHD_WITH_INST))
