@@ -39,6 +39,7 @@ HW_VERILATE_SO = set -e; d=$$(mktemp -d $(HW_SIM)/obj/$*.XXXXXX); \
 	  -CFLAGS "-fPIC -O3 -march=native" -MAKEFLAGS "OPT_FAST=-O3 OPT_SLOW=-O2 OPT_GLOBAL=-O3" >$$d.log 2>&1 || { cat $$d.log; rm -rf $$d $$d.log; exit 1; }; \
 	g++ $(HW_SIM_CXXFLAGS) $(2) -shared -I$$d -include V$*.h -include hw/sim/ports/$*.h \
 	  -o $$d.so hw/sim/cxx/block.cpp $$d/V$*__ALL.a $(3) -lpthread; \
+	sed -n 's|^[^:]*:|$@:|p' $$d/V$*__ver.d > $@.d; \
 	mv -f $$d.so $@; rm -rf $$d $$d.log
 
 # Verilator's runtime, compiled once for all blocks (and once more with VCD support).
@@ -51,6 +52,12 @@ $(HW_SIM)/rt $(HW_SIM)/trace/rt $(HW_SIM)/obj:
 	mkdir -p $@
 HW_RT_OBJS := $(HW_VL_RT:%=$(HW_SIM)/rt/%.o)
 HW_RT_TRACE_OBJS := $(HW_VL_RT:%=$(HW_SIM)/trace/rt/%.o) $(HW_SIM)/trace/rt/verilated_vcd_c.o
+# The runtime objects are kept (not deleted as intermediates), or every
+# library would look stale and be rebuilt on the next run.
+.SECONDARY: $(HW_RT_OBJS) $(HW_RT_TRACE_OBJS)
+# Each library also depends on the RTL of the blocks it instantiates (card_tx
+# on ddp_tx, mpa_tx, dma_rd...): Verilator's dependency list, kept beside it.
+-include $(wildcard $(HW_SIM)/lib*.so.d $(HW_SIM)/trace/lib*.so.d)
 
 $(HW_SIM)/lib%.so: hw/rtl/%.v hw/sim/ports/%.h hw/sim/cxx/block.cpp $(HW_RT_OBJS) | $(HW_SIM)/obj
 	@echo "verilate $* -> $@"
