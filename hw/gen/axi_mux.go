@@ -35,8 +35,9 @@ func (c AXIMuxConfig) check(what string) error {
 
 // axiArbiter grants one of the requests round robin: the grant is held
 // while the granted request stays up and is not yet taken (an AXI valid
-// may not drop or change until ready). It returns the one-hot grants.
-func axiArbiter(m *Module, name string, reqs []Expr, taken Expr) []*Signal {
+// may not drop or change until ready). It returns the one-hot grants and
+// the granted master's number.
+func axiArbiter(m *Module, name string, reqs []Expr, taken Expr) ([]*Signal, *Signal) {
 	N := len(reqs)
 	SB := log2(N)
 	last := m.RegDecl(name+"_last", SB, "the master granted last")
@@ -55,7 +56,64 @@ func axiArbiter(m *Module, name string, reqs []Expr, taken Expr) []*Signal {
 	m.Drive(last, big.NewInt(0), gi, And(anyG, taken))
 	m.Drive(hold, big.NewInt(0), And(anyG, Not(taken)), nil)
 	m.Drive(held, big.NewInt(0), gi, nil)
-	return grants
+	return grants, gi
+}
+
+// axiAddr is an AXI4 read or write address channel.
+type axiAddr struct{ id, addr, len, size, burst, valid, ready *Signal }
+
+// axiAddrPorts declares an address channel named prefix+ch+"id"...: a
+// slave port (in: the channel comes in) or a master port, idBits wide IDs.
+func axiAddrPorts(m *Module, prefix, ch string, idBits int, in bool, doc string) axiAddr {
+	fwd, back := m.Output, m.Input
+	if in {
+		fwd, back = m.Input, m.Output
+	}
+	n := prefix + ch
+	return axiAddr{
+		id: fwd(n+"id", idBits, doc), addr: fwd(n+"addr", 64, ""), len: fwd(n+"len", 8, ""),
+		size: fwd(n+"size", 3, ""), burst: fwd(n+"burst", 2, ""), valid: fwd(n+"valid", 1, ""), ready: back(n+"ready", 1, ""),
+	}
+}
+
+// muxAddr drives out with the address of the master g grants, its number
+// above its ID bits, and each master's ready with out's ready when granted.
+func muxAddr(m *Module, g []*Signal, masters []axiAddr, out axiAddr) {
+	SB := log2(len(masters))
+	sel := func(f func(axiAddr) Expr) Expr {
+		var xs []Expr
+		for _, a := range masters {
+			xs = append(xs, f(a))
+		}
+		return muxGate(g, xs)
+	}
+	var ids []Expr
+	for i, a := range masters {
+		ids = append(ids, Cat(C(SB, uint64(i)), a.id))
+	}
+	m.Assign(out.id, muxGate(g, ids))
+	m.Assign(out.addr, sel(func(a axiAddr) Expr { return a.addr }))
+	m.Assign(out.len, sel(func(a axiAddr) Expr { return a.len }))
+	m.Assign(out.size, sel(func(a axiAddr) Expr { return a.size }))
+	m.Assign(out.burst, sel(func(a axiAddr) Expr { return a.burst }))
+	m.Assign(out.valid, sel(func(a axiAddr) Expr { return a.valid }))
+	for i, a := range masters {
+		m.Assign(a.ready, And(g[i], out.ready))
+	}
+}
+
+// routeResp returns the response on valid to the master the top bits of id
+// name (name+"_to<i>" is that master's valid, given to each to drive its
+// own signals), and the merged ready.
+func routeResp(m *Module, name string, id *Signal, valid Expr, idBits, masters int, each func(i int, here, ownID Expr) (ready Expr)) Expr {
+	SB := log2(masters)
+	to := m.WireOf(name+"_to", Bits(id, idBits+SB-1, idBits), "the master a response belongs to")
+	var rdy []Expr
+	for i := 0; i < masters; i++ {
+		here := m.WireOf(fmt.Sprintf("%s_to%d", name, i), And(valid, Eq(to, C(SB, uint64(i)))), "")
+		rdy = append(rdy, And(Eq(to, C(SB, uint64(i))), each(i, here, gate(here, Bits(id, idBits-1, 0)))))
+	}
+	return RedOrParts(rdy)
 }
 
 // roundRobin grants request j when it is up and no request after last and
@@ -113,25 +171,24 @@ func AXIRdMux(cfg AXIMuxConfig) (*Module, error) {
 	)
 	m.Clock()
 	m.ResetPort()
-	type rdPort struct{ arID, arAddr, arLen, arSize, arBurst, arValid, arReady, rID, rData, rResp, rLast, rValid, rReady *Signal }
+	type rdPort struct {
+		ar                                       axiAddr
+		rID, rData, rResp, rLast, rValid, rReady *Signal
+	}
 	var ps []rdPort
+	var ars []axiAddr
+	var reqs []Expr
 	for i := 0; i < N; i++ {
 		p := fmt.Sprintf("s%d_axi_", i)
 		ps = append(ps, rdPort{
-			arID: m.Input(p+"arid", I, fmt.Sprintf("master %d", i)), arAddr: m.Input(p+"araddr", 64, ""),
-			arLen: m.Input(p+"arlen", 8, ""), arSize: m.Input(p+"arsize", 3, ""), arBurst: m.Input(p+"arburst", 2, ""),
-			arValid: m.Input(p+"arvalid", 1, ""), arReady: m.Output(p+"arready", 1, ""),
+			ar:  axiAddrPorts(m, p, "ar", I, true, fmt.Sprintf("master %d", i)),
 			rID: m.Output(p+"rid", I, ""), rData: m.Output(p+"rdata", W, ""), rResp: m.Output(p+"rresp", 2, ""),
 			rLast: m.Output(p+"rlast", 1, ""), rValid: m.Output(p+"rvalid", 1, ""), rReady: m.Input(p+"rready", 1, ""),
 		})
+		ars = append(ars, ps[i].ar)
+		reqs = append(reqs, ps[i].ar.valid)
 	}
-	arID := m.Output("m_axi_arid", I+SB, "master number, then its ID")
-	arAddr := m.Output("m_axi_araddr", 64, "")
-	arLen := m.Output("m_axi_arlen", 8, "")
-	arSize := m.Output("m_axi_arsize", 3, "")
-	arBurst := m.Output("m_axi_arburst", 2, "")
-	arValid := m.Output("m_axi_arvalid", 1, "")
-	arReady := m.Input("m_axi_arready", 1, "")
+	ar := axiAddrPorts(m, "m_axi_", "ar", I+SB, false, "master number, then its ID")
 	rID := m.Input("m_axi_rid", I+SB, "")
 	rData := m.Input("m_axi_rdata", W, "")
 	rResp := m.Input("m_axi_rresp", 2, "")
@@ -139,43 +196,17 @@ func AXIRdMux(cfg AXIMuxConfig) (*Module, error) {
 	rValid := m.Input("m_axi_rvalid", 1, "")
 	rReady := m.Output("m_axi_rready", 1, "")
 
-	var reqs []Expr
-	for _, p := range ps {
-		reqs = append(reqs, p.arValid)
-	}
-	g := axiArbiter(m, "ar", reqs, arReady)
-	sel := func(f func(rdPort) Expr) Expr {
-		var xs []Expr
-		for _, p := range ps {
-			xs = append(xs, f(p))
-		}
-		return muxGate(g, xs)
-	}
-	var ids []Expr
-	for i, p := range ps {
-		ids = append(ids, Cat(C(SB, uint64(i)), p.arID))
-	}
-	m.Assign(arID, muxGate(g, ids))
-	m.Assign(arAddr, sel(func(p rdPort) Expr { return p.arAddr }))
-	m.Assign(arLen, sel(func(p rdPort) Expr { return p.arLen }))
-	m.Assign(arSize, sel(func(p rdPort) Expr { return p.arSize }))
-	m.Assign(arBurst, sel(func(p rdPort) Expr { return p.arBurst }))
-	m.Assign(arValid, sel(func(p rdPort) Expr { return p.arValid }))
-	for i, p := range ps {
-		m.Assign(p.arReady, And(g[i], arReady))
-	}
-	to := m.WireOf("r_to", Bits(rID, I+SB-1, I), "the master a read response belongs to")
-	var rr []Expr
-	for i, p := range ps {
-		here := m.WireOf(fmt.Sprintf("r_to%d", i), And(rValid, Eq(to, C(SB, uint64(i)))), "")
+	g, _ := axiArbiter(m, "ar", reqs, ar.ready)
+	muxAddr(m, g, ars, ar)
+	m.Assign(rReady, routeResp(m, "r", rID, rValid, I, N, func(i int, here, id Expr) Expr {
+		p := ps[i]
 		m.Assign(p.rValid, here)
-		m.Assign(p.rID, gate(here, Bits(rID, I-1, 0)))
+		m.Assign(p.rID, id)
 		m.Assign(p.rData, gate(here, rData))
 		m.Assign(p.rResp, gate(here, rResp))
 		m.Assign(p.rLast, And(here, rLast))
-		rr = append(rr, And(Eq(to, C(SB, uint64(i))), p.rReady))
-	}
-	m.Assign(rReady, RedOrParts(rr))
+		return p.rReady
+	}))
 	return m, m.Validate()
 }
 
@@ -196,30 +227,24 @@ func AXIWrMux(cfg AXIMuxConfig) (*Module, error) {
 	m.Clock()
 	rst := m.ResetPort()
 	type wrPort struct {
-		awID, awAddr, awLen, awSize, awBurst, awValid, awReady *Signal
-		wData, wStrb, wLast, wValid, wReady                    *Signal
-		bID, bResp, bValid, bReady                             *Signal
+		aw                                  axiAddr
+		wData, wStrb, wLast, wValid, wReady *Signal
+		bID, bResp, bValid, bReady          *Signal
 	}
 	var ps []wrPort
+	var aws []axiAddr
 	for i := 0; i < N; i++ {
 		p := fmt.Sprintf("s%d_axi_", i)
 		ps = append(ps, wrPort{
-			awID: m.Input(p+"awid", I, fmt.Sprintf("master %d", i)), awAddr: m.Input(p+"awaddr", 64, ""),
-			awLen: m.Input(p+"awlen", 8, ""), awSize: m.Input(p+"awsize", 3, ""), awBurst: m.Input(p+"awburst", 2, ""),
-			awValid: m.Input(p+"awvalid", 1, ""), awReady: m.Output(p+"awready", 1, ""),
+			aw:    axiAddrPorts(m, p, "aw", I, true, fmt.Sprintf("master %d", i)),
 			wData: m.Input(p+"wdata", W, ""), wStrb: m.Input(p+"wstrb", L, ""), wLast: m.Input(p+"wlast", 1, ""),
 			wValid: m.Input(p+"wvalid", 1, ""), wReady: m.Output(p+"wready", 1, ""),
 			bID: m.Output(p+"bid", I, ""), bResp: m.Output(p+"bresp", 2, ""), bValid: m.Output(p+"bvalid", 1, ""),
 			bReady: m.Input(p+"bready", 1, ""),
 		})
+		aws = append(aws, ps[i].aw)
 	}
-	awID := m.Output("m_axi_awid", I+SB, "master number, then its ID")
-	awAddr := m.Output("m_axi_awaddr", 64, "")
-	awLen := m.Output("m_axi_awlen", 8, "")
-	awSize := m.Output("m_axi_awsize", 3, "")
-	awBurst := m.Output("m_axi_awburst", 2, "")
-	awValid := m.Output("m_axi_awvalid", 1, "")
-	awReady := m.Input("m_axi_awready", 1, "")
+	aw := axiAddrPorts(m, "m_axi_", "aw", I+SB, false, "master number, then its ID")
 	wData := m.Output("m_axi_wdata", W, "")
 	wStrb := m.Output("m_axi_wstrb", L, "")
 	wLast := m.Output("m_axi_wlast", 1, "")
@@ -237,38 +262,11 @@ func AXIWrMux(cfg AXIMuxConfig) (*Module, error) {
 	room := m.WireOf("wo_room", Not(Bit(used, DB)), "")
 	var reqs []Expr
 	for _, p := range ps {
-		reqs = append(reqs, And(p.awValid, room))
+		reqs = append(reqs, And(p.aw.valid, room))
 	}
-	awGo := m.Wire("aw_go", 1, "an address is taken")
-	g := axiArbiter(m, "aw", reqs, awReady)
-	sel := func(f func(wrPort) Expr) Expr {
-		var xs []Expr
-		for _, p := range ps {
-			xs = append(xs, f(p))
-		}
-		return muxGate(g, xs)
-	}
-	var ids []Expr
-	for i, p := range ps {
-		ids = append(ids, Cat(C(SB, uint64(i)), p.awID))
-	}
-	m.Assign(awID, muxGate(g, ids))
-	m.Assign(awAddr, sel(func(p wrPort) Expr { return p.awAddr }))
-	m.Assign(awLen, sel(func(p wrPort) Expr { return p.awLen }))
-	m.Assign(awSize, sel(func(p wrPort) Expr { return p.awSize }))
-	m.Assign(awBurst, sel(func(p wrPort) Expr { return p.awBurst }))
-	m.Assign(awValid, sel(func(p wrPort) Expr { return p.awValid }))
-	for i, p := range ps {
-		m.Assign(p.awReady, And(g[i], awReady))
-	}
-	m.Assign(awGo, And(awValid, awReady))
-	gi := m.WireOf("aw_gidx", muxGate(g, func() []Expr {
-		var xs []Expr
-		for i := range ps {
-			xs = append(xs, C(SB, uint64(i)))
-		}
-		return xs
-	}()), "")
+	g, gi := axiArbiter(m, "aw", reqs, aw.ready)
+	muxAddr(m, g, aws, aw)
+	awGo := m.WireOf("aw_go", And(aw.valid, aw.ready), "an address is taken")
 	var slots []Expr
 	for k := 0; k < D; k++ {
 		here := m.WireOf(fmt.Sprintf("wo%d_w", k), And(awGo, Eq(Bits(tail, DB-1, 0), C(DB, uint64(k)))), "")
@@ -302,15 +300,12 @@ func AXIWrMux(cfg AXIMuxConfig) (*Module, error) {
 	done := m.WireOf("w_burst_done", And(wValid, wReady, wLast), "a burst's last beat goes")
 	m.Drive(head, big.NewInt(0), Add(head, zext(done, DB+1)), nil)
 
-	to := m.WireOf("b_to", Bits(bID, I+SB-1, I), "the master a write response belongs to")
-	var br []Expr
-	for i, p := range ps {
-		here := m.WireOf(fmt.Sprintf("b_to%d", i), And(bValid, Eq(to, C(SB, uint64(i)))), "")
+	m.Assign(bReady, routeResp(m, "b", bID, bValid, I, N, func(i int, here, id Expr) Expr {
+		p := ps[i]
 		m.Assign(p.bValid, here)
-		m.Assign(p.bID, gate(here, Bits(bID, I-1, 0)))
+		m.Assign(p.bID, id)
 		m.Assign(p.bResp, gate(here, bResp))
-		br = append(br, And(Eq(to, C(SB, uint64(i))), p.bReady))
-	}
-	m.Assign(bReady, RedOrParts(br))
+		return p.bReady
+	}))
 	return m, m.Validate()
 }

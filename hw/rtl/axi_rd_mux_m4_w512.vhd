@@ -120,7 +120,7 @@ architecture rtl of axi_rd_mux_m4_w512 is
     signal ar_g3 : std_logic;
     signal ar_idx : std_logic_vector(1 downto 0); -- the granted master
     signal ar_any : std_logic;
-    signal r_to : std_logic_vector(1 downto 0); -- the master a read response belongs to
+    signal r_to : std_logic_vector(1 downto 0); -- the master a response belongs to
     signal r_to0 : std_logic;
     signal r_to1 : std_logic;
     signal r_to2 : std_logic;

@@ -98,7 +98,7 @@ module axi_rd_mux_m4_w64 (
     wire           ar_g3;
     wire [1:0]     ar_idx;                   // the granted master
     wire           ar_any;
-    wire [1:0]     r_to;                     // the master a read response belongs to
+    wire [1:0]     r_to;                     // the master a response belongs to
     wire           r_to0;
     wire           r_to1;
     wire           r_to2;

@@ -140,7 +140,6 @@ architecture rtl of axi_wr_mux_m4_w512 is
     signal wo_tail : std_logic_vector(4 downto 0) := "00000";
     signal wo_used : std_logic_vector(4 downto 0);
     signal wo_room : std_logic;
-    signal aw_go : std_logic;                -- an address is taken
     signal aw_last : std_logic_vector(1 downto 0) := "00"; -- the master granted last
     signal aw_hold : std_logic := '0';       -- a granted address waits for its ready
     signal aw_held : std_logic_vector(1 downto 0) := "00"; -- the master it belongs to
@@ -150,7 +149,7 @@ architecture rtl of axi_wr_mux_m4_w512 is
     signal aw_g3 : std_logic;
     signal aw_idx : std_logic_vector(1 downto 0); -- the granted master
     signal aw_any : std_logic;
-    signal aw_gidx : std_logic_vector(1 downto 0);
+    signal aw_go : std_logic;                -- an address is taken
     signal wo0_w : std_logic;
     signal wo0 : std_logic_vector(1 downto 0) := "00";
     signal wo1_w : std_logic;
@@ -190,7 +189,7 @@ architecture rtl of axi_wr_mux_m4_w512 is
     signal w_sel2 : std_logic;
     signal w_sel3 : std_logic;
     signal w_burst_done : std_logic;         -- a burst's last beat goes
-    signal b_to : std_logic_vector(1 downto 0); -- the master a write response belongs to
+    signal b_to : std_logic_vector(1 downto 0); -- the master a response belongs to
     signal b_to0 : std_logic;
     signal b_to1 : std_logic;
     signal b_to2 : std_logic;
@@ -215,7 +214,6 @@ begin
     s2_axi_awready <= aw_g2 and m_axi_awready;
     s3_axi_awready <= aw_g3 and m_axi_awready;
     aw_go <= m_axi_awvalid and m_axi_awready;
-    aw_gidx <= ((("00" and std_logic_vector'(1 downto 0 => aw_g0)) or ("01" and std_logic_vector'(1 downto 0 => aw_g1))) or ("10" and std_logic_vector'(1 downto 0 => aw_g2))) or ("11" and std_logic_vector'(1 downto 0 => aw_g3));
     wo0_w <= aw_go and b2l(wo_tail(3 downto 0) = x"0");
     wo1_w <= aw_go and b2l(wo_tail(3 downto 0) = x"1");
     wo2_w <= aw_go and b2l(wo_tail(3 downto 0) = x"2");
@@ -305,7 +303,7 @@ begin
             if rst = '1' then
                 wo0 <= "00";
             elsif wo0_w = '1' then
-                wo0 <= aw_gidx;
+                wo0 <= aw_idx;
             end if;
         end if;
     end process;
@@ -316,7 +314,7 @@ begin
             if rst = '1' then
                 wo1 <= "00";
             elsif wo1_w = '1' then
-                wo1 <= aw_gidx;
+                wo1 <= aw_idx;
             end if;
         end if;
     end process;
@@ -327,7 +325,7 @@ begin
             if rst = '1' then
                 wo2 <= "00";
             elsif wo2_w = '1' then
-                wo2 <= aw_gidx;
+                wo2 <= aw_idx;
             end if;
         end if;
     end process;
@@ -338,7 +336,7 @@ begin
             if rst = '1' then
                 wo3 <= "00";
             elsif wo3_w = '1' then
-                wo3 <= aw_gidx;
+                wo3 <= aw_idx;
             end if;
         end if;
     end process;
@@ -349,7 +347,7 @@ begin
             if rst = '1' then
                 wo4 <= "00";
             elsif wo4_w = '1' then
-                wo4 <= aw_gidx;
+                wo4 <= aw_idx;
             end if;
         end if;
     end process;
@@ -360,7 +358,7 @@ begin
             if rst = '1' then
                 wo5 <= "00";
             elsif wo5_w = '1' then
-                wo5 <= aw_gidx;
+                wo5 <= aw_idx;
             end if;
         end if;
     end process;
@@ -371,7 +369,7 @@ begin
             if rst = '1' then
                 wo6 <= "00";
             elsif wo6_w = '1' then
-                wo6 <= aw_gidx;
+                wo6 <= aw_idx;
             end if;
         end if;
     end process;
@@ -382,7 +380,7 @@ begin
             if rst = '1' then
                 wo7 <= "00";
             elsif wo7_w = '1' then
-                wo7 <= aw_gidx;
+                wo7 <= aw_idx;
             end if;
         end if;
     end process;
@@ -393,7 +391,7 @@ begin
             if rst = '1' then
                 wo8 <= "00";
             elsif wo8_w = '1' then
-                wo8 <= aw_gidx;
+                wo8 <= aw_idx;
             end if;
         end if;
     end process;
@@ -404,7 +402,7 @@ begin
             if rst = '1' then
                 wo9 <= "00";
             elsif wo9_w = '1' then
-                wo9 <= aw_gidx;
+                wo9 <= aw_idx;
             end if;
         end if;
     end process;
@@ -415,7 +413,7 @@ begin
             if rst = '1' then
                 wo10 <= "00";
             elsif wo10_w = '1' then
-                wo10 <= aw_gidx;
+                wo10 <= aw_idx;
             end if;
         end if;
     end process;
@@ -426,7 +424,7 @@ begin
             if rst = '1' then
                 wo11 <= "00";
             elsif wo11_w = '1' then
-                wo11 <= aw_gidx;
+                wo11 <= aw_idx;
             end if;
         end if;
     end process;
@@ -437,7 +435,7 @@ begin
             if rst = '1' then
                 wo12 <= "00";
             elsif wo12_w = '1' then
-                wo12 <= aw_gidx;
+                wo12 <= aw_idx;
             end if;
         end if;
     end process;
@@ -448,7 +446,7 @@ begin
             if rst = '1' then
                 wo13 <= "00";
             elsif wo13_w = '1' then
-                wo13 <= aw_gidx;
+                wo13 <= aw_idx;
             end if;
         end if;
     end process;
@@ -459,7 +457,7 @@ begin
             if rst = '1' then
                 wo14 <= "00";
             elsif wo14_w = '1' then
-                wo14 <= aw_gidx;
+                wo14 <= aw_idx;
             end if;
         end if;
     end process;
@@ -470,7 +468,7 @@ begin
             if rst = '1' then
                 wo15 <= "00";
             elsif wo15_w = '1' then
-                wo15 <= aw_gidx;
+                wo15 <= aw_idx;
             end if;
         end if;
     end process;

@@ -109,7 +109,6 @@ module axi_wr_mux_m4_w64 (
     reg  [4:0]     wo_tail;
     wire [4:0]     wo_used;
     wire           wo_room;
-    wire           aw_go;                    // an address is taken
     reg  [1:0]     aw_last;                  // the master granted last
     reg            aw_hold;                  // a granted address waits for its ready
     reg  [1:0]     aw_held;                  // the master it belongs to
@@ -119,7 +118,7 @@ module axi_wr_mux_m4_w64 (
     wire           aw_g3;
     wire [1:0]     aw_idx;                   // the granted master
     wire           aw_any;
-    wire [1:0]     aw_gidx;
+    wire           aw_go;                    // an address is taken
     wire           wo0_w;
     reg  [1:0]     wo0;
     wire           wo1_w;
@@ -159,7 +158,7 @@ module axi_wr_mux_m4_w64 (
     wire           w_sel2;
     wire           w_sel3;
     wire           w_burst_done;             // a burst's last beat goes
-    wire [1:0]     b_to;                     // the master a write response belongs to
+    wire [1:0]     b_to;                     // the master a response belongs to
     wire           b_to0;
     wire           b_to1;
     wire           b_to2;
@@ -184,7 +183,6 @@ module axi_wr_mux_m4_w64 (
     assign s2_axi_awready = aw_g2 & m_axi_awready;
     assign s3_axi_awready = aw_g3 & m_axi_awready;
     assign aw_go = m_axi_awvalid & m_axi_awready;
-    assign aw_gidx = (((2'h0 & {2{aw_g0}}) | (2'h1 & {2{aw_g1}})) | (2'h2 & {2{aw_g2}})) | (2'h3 & {2{aw_g3}});
     assign wo0_w = aw_go & (wo_tail[3:0] == 4'h0);
     assign wo1_w = aw_go & (wo_tail[3:0] == 4'h1);
     assign wo2_w = aw_go & (wo_tail[3:0] == 4'h2);
@@ -263,7 +261,7 @@ module axi_wr_mux_m4_w64 (
         if (rst) begin
             wo0 <= 2'h0;
         end else if (wo0_w) begin
-            wo0 <= aw_gidx;
+            wo0 <= aw_idx;
         end
     end
 
@@ -271,7 +269,7 @@ module axi_wr_mux_m4_w64 (
         if (rst) begin
             wo1 <= 2'h0;
         end else if (wo1_w) begin
-            wo1 <= aw_gidx;
+            wo1 <= aw_idx;
         end
     end
 
@@ -279,7 +277,7 @@ module axi_wr_mux_m4_w64 (
         if (rst) begin
             wo2 <= 2'h0;
         end else if (wo2_w) begin
-            wo2 <= aw_gidx;
+            wo2 <= aw_idx;
         end
     end
 
@@ -287,7 +285,7 @@ module axi_wr_mux_m4_w64 (
         if (rst) begin
             wo3 <= 2'h0;
         end else if (wo3_w) begin
-            wo3 <= aw_gidx;
+            wo3 <= aw_idx;
         end
     end
 
@@ -295,7 +293,7 @@ module axi_wr_mux_m4_w64 (
         if (rst) begin
             wo4 <= 2'h0;
         end else if (wo4_w) begin
-            wo4 <= aw_gidx;
+            wo4 <= aw_idx;
         end
     end
 
@@ -303,7 +301,7 @@ module axi_wr_mux_m4_w64 (
         if (rst) begin
             wo5 <= 2'h0;
         end else if (wo5_w) begin
-            wo5 <= aw_gidx;
+            wo5 <= aw_idx;
         end
     end
 
@@ -311,7 +309,7 @@ module axi_wr_mux_m4_w64 (
         if (rst) begin
             wo6 <= 2'h0;
         end else if (wo6_w) begin
-            wo6 <= aw_gidx;
+            wo6 <= aw_idx;
         end
     end
 
@@ -319,7 +317,7 @@ module axi_wr_mux_m4_w64 (
         if (rst) begin
             wo7 <= 2'h0;
         end else if (wo7_w) begin
-            wo7 <= aw_gidx;
+            wo7 <= aw_idx;
         end
     end
 
@@ -327,7 +325,7 @@ module axi_wr_mux_m4_w64 (
         if (rst) begin
             wo8 <= 2'h0;
         end else if (wo8_w) begin
-            wo8 <= aw_gidx;
+            wo8 <= aw_idx;
         end
     end
 
@@ -335,7 +333,7 @@ module axi_wr_mux_m4_w64 (
         if (rst) begin
             wo9 <= 2'h0;
         end else if (wo9_w) begin
-            wo9 <= aw_gidx;
+            wo9 <= aw_idx;
         end
     end
 
@@ -343,7 +341,7 @@ module axi_wr_mux_m4_w64 (
         if (rst) begin
             wo10 <= 2'h0;
         end else if (wo10_w) begin
-            wo10 <= aw_gidx;
+            wo10 <= aw_idx;
         end
     end
 
@@ -351,7 +349,7 @@ module axi_wr_mux_m4_w64 (
         if (rst) begin
             wo11 <= 2'h0;
         end else if (wo11_w) begin
-            wo11 <= aw_gidx;
+            wo11 <= aw_idx;
         end
     end
 
@@ -359,7 +357,7 @@ module axi_wr_mux_m4_w64 (
         if (rst) begin
             wo12 <= 2'h0;
         end else if (wo12_w) begin
-            wo12 <= aw_gidx;
+            wo12 <= aw_idx;
         end
     end
 
@@ -367,7 +365,7 @@ module axi_wr_mux_m4_w64 (
         if (rst) begin
             wo13 <= 2'h0;
         end else if (wo13_w) begin
-            wo13 <= aw_gidx;
+            wo13 <= aw_idx;
         end
     end
 
@@ -375,7 +373,7 @@ module axi_wr_mux_m4_w64 (
         if (rst) begin
             wo14 <= 2'h0;
         end else if (wo14_w) begin
-            wo14 <= aw_gidx;
+            wo14 <= aw_idx;
         end
     end
 
@@ -383,7 +381,7 @@ module axi_wr_mux_m4_w64 (
         if (rst) begin
             wo15 <= 2'h0;
         end else if (wo15_w) begin
-            wo15 <= aw_gidx;
+            wo15 <= aw_idx;
         end
     end
 
