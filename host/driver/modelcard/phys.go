@@ -18,36 +18,28 @@ package modelcard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
-	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/openiwarp/openiwarp/host/driver"
 	"github.com/openiwarp/openiwarp/host/driver/cardmodel"
+	"github.com/openiwarp/openiwarp/host/driver/iommu"
 )
 
 // ErrUnmapped: a DMA to an address the IOVA table does not hold.
-var ErrUnmapped = errors.New("modelcard: DMA outside every mapping (IOMMU fault)")
-
-// iovaBase is the first IOVA handed out, so that 0 is never a valid one.
-const iovaBase = 1 << 32
+var ErrUnmapped = iommu.ErrUnmapped
 
 // Phys is the card model behind driver.Phys.
 type Phys struct {
 	busMu sync.Mutex // the model: Write32, Read32 and Step
 	card  *cardmodel.Card
 
-	mapMu sync.RWMutex
-	spans []span // sorted by IOVA, disjoint
-	next  uint64
+	iova *iommu.Space
 
 	inline int // model steps a register write runs in the writer's goroutine
 
@@ -56,12 +48,6 @@ type Phys struct {
 	stop chan struct{}
 	done chan struct{}
 	cpu  atomic.Int64 // the model thread's CPU time, in ns
-}
-
-// span is one mapping: DMA memory or a user buffer.
-type span struct {
-	iova uint64
-	buf  []byte
 }
 
 // Config shapes a card model behind its physical view.
@@ -87,7 +73,7 @@ func NewPhys(width int) (*Phys, error) { return NewPhysWith(Config{Width: width}
 
 // NewPhysWith is NewPhys with a Config.
 func NewPhysWith(cfg Config) (*Phys, error) {
-	p := &Phys{next: iovaBase, irq: make(chan struct{}, 1), kick: make(chan struct{}, 1),
+	p := &Phys{iova: iommu.New(), irq: make(chan struct{}, 1), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}), inline: max(cfg.InlineSteps, 0)}
 	if cfg.InlineSteps == 0 {
 		p.inline = DefaultInlineSteps
@@ -157,60 +143,13 @@ func (p *Phys) wake() {
 func (p *Phys) Regs() driver.Regs { return (*bar)(p) }
 
 // DMA hands out memory the model reaches.
-func (p *Phys) DMA() driver.DMA { return (*dma)(p) }
+func (p *Phys) DMA() driver.DMA { return p.iova.DMA() }
 
 // Map makes buf reachable by the card, contiguous at a fresh IOVA.
-func (p *Phys) Map(buf []byte) (driver.Mapping, error) {
-	if len(buf) == 0 {
-		return driver.Mapping{}, fmt.Errorf("%w: mapping an empty buffer", driver.ErrInvalid)
-	}
-	iova := p.insert(buf)
-	return driver.NewMapping(iova, nil, 0, len(buf), iova), nil
-}
+func (p *Phys) Map(buf []byte) (driver.Mapping, error) { return p.iova.Map(buf) }
 
 // Unmap revokes a Map: a later DMA to it is refused.
-func (p *Phys) Unmap(m driver.Mapping) error {
-	iova, ok := m.Handle().(uint64)
-	if !ok || !p.remove(iova) {
-		return fmt.Errorf("%w: unmapping a buffer that is not mapped", driver.ErrInvalid)
-	}
-	return nil
-}
-
-// insert maps buf at the next IOVA (page aligned, a guard page after it).
-func (p *Phys) insert(buf []byte) uint64 {
-	p.mapMu.Lock()
-	defer p.mapMu.Unlock()
-	iova := p.next
-	p.next += (uint64(len(buf)) + 2*4096 - 1) &^ 4095
-	p.spans = append(p.spans, span{iova: iova, buf: buf}) // IOVAs only grow: still sorted
-	return iova
-}
-
-func (p *Phys) remove(iova uint64) bool {
-	p.mapMu.Lock()
-	defer p.mapMu.Unlock()
-	i := sort.Search(len(p.spans), func(i int) bool { return p.spans[i].iova >= iova })
-	if i == len(p.spans) || p.spans[i].iova != iova {
-		return false
-	}
-	p.spans = slices.Delete(p.spans, i, i+1) // clears the vacated slot: no stale buffer stays referenced
-	return true
-}
-
-// lookup is the host memory of [addr, addr+n), or ErrUnmapped.
-func (p *Phys) lookup(addr uint64, n int) ([]byte, error) {
-	p.mapMu.RLock()
-	defer p.mapMu.RUnlock()
-	i := sort.Search(len(p.spans), func(i int) bool { return p.spans[i].iova > addr }) - 1
-	if i >= 0 {
-		s := p.spans[i]
-		if off := addr - s.iova; off+uint64(n) <= uint64(len(s.buf)) && off+uint64(n) >= off {
-			return s.buf[off : off+uint64(n)], nil
-		}
-	}
-	return nil, fmt.Errorf("%w: %d bytes at %#x", ErrUnmapped, n, addr)
-}
+func (p *Phys) Unmap(m driver.Mapping) error { return p.iova.Unmap(m) }
 
 // Vectors is the number of interrupt vectors.
 func (p *Phys) Vectors() int { return 1 }
@@ -241,9 +180,7 @@ func (p *Phys) Close() error {
 		close(p.stop)
 	}
 	<-p.done
-	p.mapMu.Lock()
-	p.spans = nil // what the driver did not free goes with the model
-	p.mapMu.Unlock()
+	p.iova.Clear() // what the driver did not free goes with the model
 	return nil
 }
 
@@ -296,57 +233,11 @@ func (b *bar) Write64(off uint32, v uint64) error {
 	return b.Write32(off+4, uint32(v>>32))
 }
 
-// dma allocates Go memory and maps it.
-type dma Phys
-
-// MaxDMA bounds one allocation.
-const MaxDMA = 1 << 30
-
-func (d *dma) Alloc(n int) (*driver.Buffer, error) {
-	if n <= 0 || n > MaxDMA {
-		return nil, fmt.Errorf("%w: DMA buffer of %d bytes (1 to %d)", driver.ErrInvalid, n, MaxDMA)
-	}
-	b := make([]byte, n)
-	return &driver.Buffer{Bytes: b, IOVA: (*Phys)(d).insert(b)}, nil
-}
-
-func (d *dma) Free(b *driver.Buffer) error {
-	if b == nil || !(*Phys)(d).remove(b.IOVA) {
-		return fmt.Errorf("%w: freeing a buffer that is not live DMA memory", driver.ErrInvalid)
-	}
-	return nil
-}
-
-// host is the model's side of the bus: DMA through the IOVA table.
+// host is the model's side of the bus: DMA through the IOMMU.
 type host Phys
 
-func (h *host) ReadMem(addr uint64, b []byte) error {
-	m, err := (*Phys)(h).lookup(addr, len(b))
-	if err != nil {
-		return err
-	}
-	copy(b, m)
-	return nil
-}
-
-// WriteMem writes host memory. A record (32 bytes or less, word aligned)
-// goes as ascending 32-bit atomic stores, as driver.Phys asks, so that the
-// driver's atomic load of its flag word orders everything written before.
-func (h *host) WriteMem(addr uint64, b []byte) error {
-	m, err := (*Phys)(h).lookup(addr, len(b))
-	if err != nil {
-		return err
-	}
-	if len(b) > 32 || addr%4 != 0 || len(b)%4 != 0 {
-		copy(m, b)
-		return nil
-	}
-	for i := 0; i < len(b); i += 4 {
-		v := uint32(b[i]) | uint32(b[i+1])<<8 | uint32(b[i+2])<<16 | uint32(b[i+3])<<24
-		atomic.StoreUint32((*uint32)(unsafe.Pointer(&m[i])), v)
-	}
-	return nil
-}
+func (h *host) ReadMem(addr uint64, b []byte) error  { return h.iova.ReadMem(addr, b) }
+func (h *host) WriteMem(addr uint64, b []byte) error { return h.iova.WriteMem(addr, b) }
 
 func (h *host) Interrupt(vector int) {
 	if vector == 0 {

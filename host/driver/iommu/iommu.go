@@ -1,0 +1,174 @@
+// Package iommu is the IOMMU of the in-process cards (the model card and
+// the sim card): an IOVA space in which DMA memory (driver.DMA) and the
+// buffers the driver maps (driver.Phys Map) live, each at a fresh
+// page-aligned IOVA with an unmapped guard page after it, and which
+// refuses every card access outside them with ErrUnmapped, as a real
+// IOMMU does. Its ReadMem and WriteMem are the card's side of the bus;
+// WriteMem stores a record (32 bytes or less, word aligned) as ascending
+// atomic 32-bit words, as driver.Phys promises the driver.
+package iommu
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/openiwarp/openiwarp/host/driver"
+)
+
+// ErrUnmapped: a DMA to an address no mapping holds (an IOMMU fault).
+var ErrUnmapped = errors.New("iommu: DMA outside every mapping (IOMMU fault)")
+
+// Base is the first IOVA handed out, so that 0 is never a valid one.
+const Base = 1 << 32
+
+// MaxDMA bounds one DMA allocation.
+const MaxDMA = 1 << 30
+
+// Space is one card's IOVA space. It is safe for concurrent use.
+type Space struct {
+	mu    sync.RWMutex
+	spans []span // sorted by IOVA, disjoint
+	next  uint64
+}
+
+// span is one mapping: DMA memory or a user buffer.
+type span struct {
+	iova uint64
+	buf  []byte
+}
+
+// New returns an empty IOVA space.
+func New() *Space { return &Space{next: Base} }
+
+// Map makes buf reachable by the card, contiguous at a fresh IOVA.
+func (s *Space) Map(buf []byte) (driver.Mapping, error) {
+	if len(buf) == 0 {
+		return driver.Mapping{}, fmt.Errorf("%w: mapping an empty buffer", driver.ErrInvalid)
+	}
+	iova := s.insert(buf)
+	return driver.NewMapping(iova, nil, 0, len(buf), iova), nil
+}
+
+// Unmap revokes a Map: a later DMA to it is refused.
+func (s *Space) Unmap(m driver.Mapping) error {
+	iova, ok := m.Handle().(uint64)
+	if !ok || !s.remove(iova) {
+		return fmt.Errorf("%w: unmapping a buffer that is not mapped", driver.ErrInvalid)
+	}
+	return nil
+}
+
+// DMA hands out memory mapped in the space.
+func (s *Space) DMA() driver.DMA { return (*dma)(s) }
+
+// Revoke removes the mapping holding buf[0] behind its owner's back, as
+// an IOMMU entry that went away (for fault tests); it reports whether
+// there was one.
+func (s *Space) Revoke(buf []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, sp := range s.spans {
+		if len(sp.buf) > 0 && unsafe.SliceData(sp.buf) == unsafe.SliceData(buf) {
+			s.spans = slices.Delete(s.spans, i, i+1)
+			return true
+		}
+	}
+	return false
+}
+
+// Clear drops every mapping (the card is gone: what the driver did not
+// free goes with it).
+func (s *Space) Clear() {
+	s.mu.Lock()
+	s.spans = nil
+	s.mu.Unlock()
+}
+
+// insert maps buf at the next IOVA (page aligned, a guard page after it).
+func (s *Space) insert(buf []byte) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	iova := s.next
+	s.next += (uint64(len(buf)) + 2*4096 - 1) &^ 4095
+	s.spans = append(s.spans, span{iova: iova, buf: buf}) // IOVAs only grow: still sorted
+	return iova
+}
+
+func (s *Space) remove(iova uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := sort.Search(len(s.spans), func(i int) bool { return s.spans[i].iova >= iova })
+	if i == len(s.spans) || s.spans[i].iova != iova {
+		return false
+	}
+	s.spans = slices.Delete(s.spans, i, i+1) // clears the vacated slot: no stale buffer stays referenced
+	return true
+}
+
+// Lookup is the host memory of [addr, addr+n), or an error wrapping
+// ErrUnmapped.
+func (s *Space) Lookup(addr uint64, n int) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	i := sort.Search(len(s.spans), func(i int) bool { return s.spans[i].iova > addr }) - 1
+	if i >= 0 {
+		sp := s.spans[i]
+		if off := addr - sp.iova; off+uint64(n) <= uint64(len(sp.buf)) && off+uint64(n) >= off {
+			return sp.buf[off : off+uint64(n)], nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %d bytes at %#x", ErrUnmapped, n, addr)
+}
+
+// ReadMem is a card's DMA read.
+func (s *Space) ReadMem(addr uint64, b []byte) error {
+	m, err := s.Lookup(addr, len(b))
+	if err != nil {
+		return err
+	}
+	copy(b, m)
+	return nil
+}
+
+// WriteMem is a card's DMA write. A record (32 bytes or less, word
+// aligned) goes as ascending 32-bit atomic stores, as driver.Phys asks, so
+// that the driver's atomic load of its flag word orders everything written
+// before.
+func (s *Space) WriteMem(addr uint64, b []byte) error {
+	m, err := s.Lookup(addr, len(b))
+	if err != nil {
+		return err
+	}
+	if len(b) > 32 || addr%4 != 0 || len(b)%4 != 0 {
+		copy(m, b)
+		return nil
+	}
+	for i := 0; i < len(b); i += 4 {
+		v := uint32(b[i]) | uint32(b[i+1])<<8 | uint32(b[i+2])<<16 | uint32(b[i+3])<<24
+		atomic.StoreUint32((*uint32)(unsafe.Pointer(&m[i])), v)
+	}
+	return nil
+}
+
+// dma allocates Go memory and maps it.
+type dma Space
+
+func (d *dma) Alloc(n int) (*driver.Buffer, error) {
+	if n <= 0 || n > MaxDMA {
+		return nil, fmt.Errorf("%w: DMA buffer of %d bytes (1 to %d)", driver.ErrInvalid, n, MaxDMA)
+	}
+	b := make([]byte, n)
+	return &driver.Buffer{Bytes: b, IOVA: (*Space)(d).insert(b)}, nil
+}
+
+func (d *dma) Free(b *driver.Buffer) error {
+	if b == nil || !(*Space)(d).remove(b.IOVA) {
+		return fmt.Errorf("%w: freeing a buffer that is not live DMA memory", driver.ErrInvalid)
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package iommu_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/openiwarp/openiwarp/host/driver"
+	"github.com/openiwarp/openiwarp/host/driver/iommu"
+)
+
+// Every access inside a mapping reaches its buffer; every access that
+// leaves it (the guard page after it, before it, across its end, after
+// Unmap, Free or Revoke) is refused with ErrUnmapped.
+func TestSpace(t *testing.T) {
+	s := iommu.New()
+	buf := make([]byte, 5000)
+	m, err := s.Map(buf)
+	require.NoError(t, err)
+	require.True(t, m.Contiguous())
+	require.Zero(t, m.IOVA%4096)
+	b, err := s.DMA().Alloc(100)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, b.IOVA, m.IOVA+8192, "a guard page between mappings")
+
+	require.NoError(t, s.WriteMem(m.IOVA+4990, []byte("0123456789")))
+	require.Equal(t, "0123456789", string(buf[4990:]))
+	got := make([]byte, 10)
+	require.NoError(t, s.ReadMem(m.IOVA+4990, got))
+	require.Equal(t, "0123456789", string(got))
+	require.NoError(t, s.WriteMem(b.IOVA, []byte{1, 2, 3, 4, 5, 6, 7, 8}), "a record: atomic words")
+	require.Equal(t, []byte{1, 2, 3, 4, 5, 6, 7, 8}, b.Bytes[:8])
+
+	for _, tc := range []struct {
+		name string
+		addr uint64
+		n    int
+	}{
+		{"across the end", m.IOVA + 4995, 10},
+		{"guard page", m.IOVA + 5000, 1},
+		{"before the first", iommu.Base - 1, 1},
+		{"zero", 0, 4},
+		{"wrapping", ^uint64(0) - 1, 4},
+	} {
+		require.ErrorIs(t, s.ReadMem(tc.addr, make([]byte, tc.n)), iommu.ErrUnmapped, tc.name)
+		require.ErrorIs(t, s.WriteMem(tc.addr, make([]byte, tc.n)), iommu.ErrUnmapped, tc.name)
+	}
+
+	require.NoError(t, s.Unmap(m))
+	require.ErrorIs(t, s.ReadMem(m.IOVA, got), iommu.ErrUnmapped, "after Unmap")
+	require.ErrorIs(t, s.Unmap(m), driver.ErrInvalid, "twice")
+	require.True(t, s.Revoke(b.Bytes))
+	require.ErrorIs(t, s.ReadMem(b.IOVA, got), iommu.ErrUnmapped, "after Revoke")
+	require.ErrorIs(t, s.DMA().Free(b), driver.ErrInvalid, "revoked")
+	_, err = s.Map(nil)
+	require.ErrorIs(t, err, driver.ErrInvalid)
+	_, err = s.DMA().Alloc(0)
+	require.ErrorIs(t, err, driver.ErrInvalid)
+}
+
+func Example() {
+	s := iommu.New()
+	buf := make([]byte, 64)
+	m, _ := s.Map(buf)
+	fmt.Println(s.WriteMem(m.IOVA, []byte("hi")), string(buf[:2]))
+	fmt.Println(s.WriteMem(m.IOVA+64, []byte("x")))
+	// Output:
+	// <nil> hi
+	// iommu: DMA outside every mapping (IOMMU fault): 1 bytes at 0x100000040
+}
