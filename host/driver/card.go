@@ -77,6 +77,10 @@ type Info struct {
 	// CheckedCycles counts the RTL cycles whose every output was compared
 	// with the golden cycle model (the sim card; 0 elsewhere).
 	CheckedCycles uint64
+	// CheckedWrites counts the card's DMA writes found equal to those of
+	// the card's transaction-level model running beside it (the sim card;
+	// 0 elsewhere).
+	CheckedWrites uint64
 }
 
 // Regs is 32- and 64-bit MMIO access to the card's register space. The
@@ -182,4 +186,32 @@ type Event struct {
 	Type EventType
 	QPN  uint32 // EventQP*
 	Err  error  // why (EventQPFatal)
+}
+
+// Regs32 is the 32-bit half of Regs.
+type Regs32 interface {
+	Read32(off uint32) (uint32, error)
+	Write32(off uint32, v uint32) error
+}
+
+// Split64 makes Regs of a Regs32: a 64-bit access is two 32-bit ones,
+// the low word first.
+type Split64 struct{ Regs32 }
+
+// Read64 reads the low word, then the high word.
+func (s Split64) Read64(off uint32) (uint64, error) {
+	lo, err := s.Read32(off)
+	if err != nil {
+		return 0, err
+	}
+	hi, err := s.Read32(off + 4)
+	return uint64(hi)<<32 | uint64(lo), err
+}
+
+// Write64 writes the low word, then the high word.
+func (s Split64) Write64(off uint32, v uint64) error {
+	if err := s.Write32(off, uint32(v)); err != nil {
+		return err
+	}
+	return s.Write32(off+4, uint32(v>>32))
 }

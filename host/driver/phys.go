@@ -59,3 +59,15 @@ func (m Mapping) Handle() any { return m.id }
 
 // Contiguous reports whether the card sees the buffer as one range.
 func (m Mapping) Contiguous() bool { return m.Pages == nil }
+
+// Checker is implemented by a Phys that checks the card against a
+// reference as it runs (the sim card: the card's transaction-level model
+// beside its RTL). The driver calls OnMismatch once, when it has opened
+// the card, with the function the backend calls when the card did
+// something the reference did not: fail ends QP qpn with err (the QP goes
+// to error and its work flushes), or stops the whole card when qpn is 0.
+// fail does not block; the backend may call it from the goroutine that
+// runs the card.
+type Checker interface {
+	OnMismatch(fail func(qpn uint32, err error))
+}

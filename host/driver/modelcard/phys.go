@@ -17,33 +17,29 @@
 package modelcard
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/openiwarp/openiwarp/host/driver"
 	"github.com/openiwarp/openiwarp/host/driver/cardmodel"
-	"github.com/openiwarp/openiwarp/host/driver/iommu"
+	"github.com/openiwarp/openiwarp/host/driver/simhost"
 )
 
 // ErrUnmapped: a DMA to an address the IOVA table does not hold.
-var ErrUnmapped = iommu.ErrUnmapped
+var ErrUnmapped = simhost.ErrUnmapped
 
 // Phys is the card model behind driver.Phys.
 type Phys struct {
 	busMu sync.Mutex // the model: Write32, Read32 and Step
 	card  *cardmodel.Card
 
-	iova *iommu.Space
+	*simhost.Host // DMA, Map, Unmap, Vectors, WaitInterrupt
 
 	inline int // model steps a register write runs in the writer's goroutine
 
-	irq  chan struct{} // vector 0
 	kick chan struct{}
 	stop chan struct{}
 	done chan struct{}
@@ -73,12 +69,12 @@ func NewPhys(width int) (*Phys, error) { return NewPhysWith(Config{Width: width}
 
 // NewPhysWith is NewPhys with a Config.
 func NewPhysWith(cfg Config) (*Phys, error) {
-	p := &Phys{iova: iommu.New(), irq: make(chan struct{}, 1), kick: make(chan struct{}, 1),
+	p := &Phys{Host: simhost.NewHost(), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}), inline: max(cfg.InlineSteps, 0)}
 	if cfg.InlineSteps == 0 {
 		p.inline = DefaultInlineSteps
 	}
-	c, err := cardmodel.New(cardmodel.Config{Width: cfg.Width, Host: (*host)(p)})
+	c, err := cardmodel.New(cardmodel.Config{Width: cfg.Width, Host: p.Host})
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +96,7 @@ func (p *Phys) run() {
 			return
 		}
 		runtime.LockOSThread()
-		t0 := threadCPU()
+		t0 := simhost.ThreadCPU()
 		for {
 			p.busMu.Lock()
 			did := p.card.Step()
@@ -109,21 +105,11 @@ func (p *Phys) run() {
 				break
 			}
 		}
-		if t1 := threadCPU(); t0 >= 0 && t1 >= t0 {
+		if t1 := simhost.ThreadCPU(); t0 >= 0 && t1 >= t0 {
 			p.cpu.Add(t1 - t0)
 		}
 		runtime.UnlockOSThread()
 	}
-}
-
-// threadCPU is the CPU time of the calling OS thread in ns, or -1 if it
-// cannot be read.
-func threadCPU() int64 {
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
-		return -1
-	}
-	return ts.Nano()
 }
 
 // ModelCPU is the CPU time the model's goroutine has used stepping the
@@ -140,32 +126,7 @@ func (p *Phys) wake() {
 }
 
 // Regs is BAR0.
-func (p *Phys) Regs() driver.Regs { return (*bar)(p) }
-
-// DMA hands out memory the model reaches.
-func (p *Phys) DMA() driver.DMA { return p.iova.DMA() }
-
-// Map makes buf reachable by the card, contiguous at a fresh IOVA.
-func (p *Phys) Map(buf []byte) (driver.Mapping, error) { return p.iova.Map(buf) }
-
-// Unmap revokes a Map: a later DMA to it is refused.
-func (p *Phys) Unmap(m driver.Mapping) error { return p.iova.Unmap(m) }
-
-// Vectors is the number of interrupt vectors.
-func (p *Phys) Vectors() int { return 1 }
-
-// WaitInterrupt blocks until vector v fires or ctx ends.
-func (p *Phys) WaitInterrupt(ctx context.Context, v int) error {
-	if v != 0 {
-		return fmt.Errorf("%w: interrupt vector %d (the model has 1)", driver.ErrInvalid, v)
-	}
-	select {
-	case <-p.irq:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (p *Phys) Regs() driver.Regs { return driver.Split64{Regs32: (*bar)(p)} }
 
 // Describe says what runs where.
 func (p *Phys) Describe() string {
@@ -180,7 +141,7 @@ func (p *Phys) Close() error {
 		close(p.stop)
 	}
 	<-p.done
-	p.iova.Clear() // what the driver did not free goes with the model
+	p.Clear() // what the driver did not free goes with the model
 	return nil
 }
 
@@ -215,35 +176,4 @@ func (b *bar) Write32(off, v uint32) error {
 		return fmt.Errorf("%w: %w", driver.ErrInvalid, err)
 	}
 	return nil
-}
-
-func (b *bar) Read64(off uint32) (uint64, error) {
-	lo, err := b.Read32(off)
-	if err != nil {
-		return 0, err
-	}
-	hi, err := b.Read32(off + 4)
-	return uint64(hi)<<32 | uint64(lo), err
-}
-
-func (b *bar) Write64(off uint32, v uint64) error {
-	if err := b.Write32(off, uint32(v)); err != nil {
-		return err
-	}
-	return b.Write32(off+4, uint32(v>>32))
-}
-
-// host is the model's side of the bus: DMA through the IOMMU.
-type host Phys
-
-func (h *host) ReadMem(addr uint64, b []byte) error  { return h.iova.ReadMem(addr, b) }
-func (h *host) WriteMem(addr uint64, b []byte) error { return h.iova.WriteMem(addr, b) }
-
-func (h *host) Interrupt(vector int) {
-	if vector == 0 {
-		select {
-		case h.irq <- struct{}{}:
-		default:
-		}
-	}
 }

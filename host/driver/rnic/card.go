@@ -172,7 +172,27 @@ func Open(phys driver.Phys, opt Options) (*Card, error) {
 	c.stop, c.loopDone, c.dogDone = cancel, make(chan struct{}), make(chan struct{})
 	go c.eventLoop(ctx)
 	go c.watchdog(ctx)
+	if ch, ok := phys.(driver.Checker); ok {
+		ch.OnMismatch(c.mismatch)
+	}
 	return c, nil
+}
+
+// mismatch is what a checked card's backend calls when the card did
+// something its reference did not (driver.Checker): the QP, or with qpn 0
+// the card, ends with err. It does not block the caller.
+func (c *Card) mismatch(qpn uint32, err error) {
+	go func() {
+		if qpn == 0 {
+			c.stopCard(err)
+			return
+		}
+		if q := c.qp(qpn); q != nil {
+			q.fail(err)
+			return
+		}
+		c.post(driver.Event{Type: driver.EventQPFatal, QPN: qpn, Err: err})
+	}()
 }
 
 func (c *Card) read(off uint32) (uint32, error) {

@@ -1,14 +1,17 @@
-// Package iommu is the IOMMU of the in-process cards (the model card and
-// the sim card): an IOVA space in which DMA memory (driver.DMA) and the
+// Package simhost is the simulated host of the in-process cards (the
+// model card and the sim card). Its IOMMU is an IOVA space (Space) in
+// which DMA memory (driver.DMA) and the
 // buffers the driver maps (driver.Phys Map) live, each at a fresh
 // page-aligned IOVA with an unmapped guard page after it, and which
 // refuses every card access outside them with ErrUnmapped, as a real
 // IOMMU does. Its ReadMem and WriteMem are the card's side of the bus;
 // WriteMem stores a record (32 bytes or less, word aligned) as ascending
-// atomic 32-bit words, as driver.Phys promises the driver.
-package iommu
+// atomic 32-bit words, as driver.Phys promises the driver. Host adds
+// the interrupt vector, and ThreadCPU measures the card's own thread.
+package simhost
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,11 +20,13 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/openiwarp/openiwarp/host/driver"
 )
 
 // ErrUnmapped: a DMA to an address no mapping holds (an IOMMU fault).
-var ErrUnmapped = errors.New("iommu: DMA outside every mapping (IOMMU fault)")
+var ErrUnmapped = errors.New("simhost: DMA outside every mapping (IOMMU fault)")
 
 // Base is the first IOVA handed out, so that 0 is never a valid one.
 const Base = 1 << 32
@@ -171,4 +176,54 @@ func (d *dma) Free(b *driver.Buffer) error {
 		return fmt.Errorf("%w: freeing a buffer that is not live DMA memory", driver.ErrInvalid)
 	}
 	return nil
+}
+
+// Host is the host side of an in-process card: its IOVA space and one
+// interrupt vector. A backend's Phys embeds it for DMA, Map, Unmap,
+// Vectors and WaitInterrupt, and hands it to the card as its bus
+// (ReadMem, WriteMem, Interrupt).
+type Host struct {
+	*Space
+	irq chan struct{}
+}
+
+// NewHost returns a host with an empty IOVA space.
+func NewHost() *Host { return &Host{Space: New(), irq: make(chan struct{}, 1)} }
+
+// Vectors is the number of interrupt vectors: 1.
+func (h *Host) Vectors() int { return 1 }
+
+// Interrupt raises vector v (0; others do not exist and are ignored).
+func (h *Host) Interrupt(v int) {
+	if v == 0 {
+		select {
+		case h.irq <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// WaitInterrupt blocks until vector v fires (or fired since the last
+// call returned) or ctx ends.
+func (h *Host) WaitInterrupt(ctx context.Context, v int) error {
+	if v != 0 {
+		return fmt.Errorf("%w: interrupt vector %d (the card has 1)", driver.ErrInvalid, v)
+	}
+	select {
+	case <-h.irq:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ThreadCPU is the CPU time of the calling OS thread in ns, or -1 if it
+// cannot be read: a card's goroutine, locked to its thread, measures its
+// own work with it, so that the host's can be told apart.
+func ThreadCPU() int64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return -1
+	}
+	return ts.Nano()
 }

@@ -1,4 +1,4 @@
-package iommu_test
+package simhost_test
 
 import (
 	"fmt"
@@ -7,14 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/openiwarp/openiwarp/host/driver"
-	"github.com/openiwarp/openiwarp/host/driver/iommu"
+	"github.com/openiwarp/openiwarp/host/driver/simhost"
 )
 
 // Every access inside a mapping reaches its buffer; every access that
 // leaves it (the guard page after it, before it, across its end, after
 // Unmap, Free or Revoke) is refused with ErrUnmapped.
 func TestSpace(t *testing.T) {
-	s := iommu.New()
+	s := simhost.New()
 	buf := make([]byte, 5000)
 	m, err := s.Map(buf)
 	require.NoError(t, err)
@@ -39,19 +39,19 @@ func TestSpace(t *testing.T) {
 	}{
 		{"across the end", m.IOVA + 4995, 10},
 		{"guard page", m.IOVA + 5000, 1},
-		{"before the first", iommu.Base - 1, 1},
+		{"before the first", simhost.Base - 1, 1},
 		{"zero", 0, 4},
 		{"wrapping", ^uint64(0) - 1, 4},
 	} {
-		require.ErrorIs(t, s.ReadMem(tc.addr, make([]byte, tc.n)), iommu.ErrUnmapped, tc.name)
-		require.ErrorIs(t, s.WriteMem(tc.addr, make([]byte, tc.n)), iommu.ErrUnmapped, tc.name)
+		require.ErrorIs(t, s.ReadMem(tc.addr, make([]byte, tc.n)), simhost.ErrUnmapped, tc.name)
+		require.ErrorIs(t, s.WriteMem(tc.addr, make([]byte, tc.n)), simhost.ErrUnmapped, tc.name)
 	}
 
 	require.NoError(t, s.Unmap(m))
-	require.ErrorIs(t, s.ReadMem(m.IOVA, got), iommu.ErrUnmapped, "after Unmap")
+	require.ErrorIs(t, s.ReadMem(m.IOVA, got), simhost.ErrUnmapped, "after Unmap")
 	require.ErrorIs(t, s.Unmap(m), driver.ErrInvalid, "twice")
 	require.True(t, s.Revoke(b.Bytes))
-	require.ErrorIs(t, s.ReadMem(b.IOVA, got), iommu.ErrUnmapped, "after Revoke")
+	require.ErrorIs(t, s.ReadMem(b.IOVA, got), simhost.ErrUnmapped, "after Revoke")
 	require.ErrorIs(t, s.DMA().Free(b), driver.ErrInvalid, "revoked")
 	_, err = s.Map(nil)
 	require.ErrorIs(t, err, driver.ErrInvalid)
@@ -60,12 +60,12 @@ func TestSpace(t *testing.T) {
 }
 
 func Example() {
-	s := iommu.New()
+	s := simhost.New()
 	buf := make([]byte, 64)
 	m, _ := s.Map(buf)
 	fmt.Println(s.WriteMem(m.IOVA, []byte("hi")), string(buf[:2]))
 	fmt.Println(s.WriteMem(m.IOVA+64, []byte("x")))
 	// Output:
 	// <nil> hi
-	// iommu: DMA outside every mapping (IOMMU fault): 1 bytes at 0x100000040
+	// simhost: DMA outside every mapping (IOMMU fault): 1 bytes at 0x100000040
 }

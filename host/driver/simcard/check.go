@@ -1,0 +1,598 @@
+package simcard
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/openiwarp/openiwarp/host/driver/cardmodel"
+	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
+	"github.com/openiwarp/openiwarp/host/driver/simhost"
+)
+
+// ErrMismatch is wrapped by every *MismatchError: the card (RTL) did
+// something its transaction-level model did not, or left undone something
+// the model did.
+var ErrMismatch = errors.New("simcard: the card disagrees with its model")
+
+// MismatchError names the transaction on which the RTL card and the card
+// model disagreed.
+type MismatchError struct {
+	QPN  uint32 // the QP it served (0: the card's own, or unknown)
+	Kind string // "CQE", "EQE", "QPSTAT", "payload", "stream", "register"
+	Addr uint64 // where it was written (0 for a register)
+	Want []byte // what the model wrote (nil: nothing)
+	Got  []byte // what the RTL wrote (nil: nothing)
+	What string // the disagreement, for humans
+}
+
+func (e *MismatchError) Error() string {
+	who := "the card"
+	if e.QPN != 0 {
+		who = fmt.Sprintf("QP %d", e.QPN)
+	}
+	s := fmt.Sprintf("simcard: %s write at %#x for %s: %s", e.Kind, e.Addr, who, e.What)
+	if e.Addr == 0 {
+		s = fmt.Sprintf("simcard: %s write for %s: %s", e.Kind, who, e.What)
+	}
+	if e.Kind == "register" {
+		s = fmt.Sprintf("simcard: register access for %s: %s", who, e.What)
+	}
+	if e.Want != nil {
+		s += fmt.Sprintf("; model: %s", hexShort(e.Want))
+	}
+	if e.Got != nil {
+		s += fmt.Sprintf("; RTL: %s", hexShort(e.Got))
+	}
+	return s
+}
+
+// Is makes errors.Is(err, ErrMismatch) true.
+func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
+
+func hexShort(b []byte) string {
+	if len(b) <= 32 {
+		return fmt.Sprintf("%x (%d bytes)", b, len(b))
+	}
+	return fmt.Sprintf("%x... (%d bytes)", b[:32], len(b))
+}
+
+// Counts are the transactions a checker compared.
+type Counts struct {
+	// Checked counts the RTL's DMA writes found equal to the model's, by
+	// kind ("CQE", "EQE", "QPSTAT", "data": stream and payload pieces).
+	Checked map[string]uint64
+	// Bytes is the payload and stream bytes compared.
+	Bytes uint64
+	// Loose counts the RTL's writes accepted without a model counterpart
+	// because their timing decides them (CQ_NOTIFY, TX_DATA and RX_SPACE
+	// events; status records between two of the model's).
+	Loose uint64
+	// Mismatches counts the disagreements (the first per QP is reported).
+	Mismatches uint64
+}
+
+// region is a ring the checker recognises by address.
+type region struct {
+	base, end uint64
+	num       uint32 // CQN, or the QPN of a transmit ring
+	entries   uint32 // ring entries (CQ, EQ)
+	count     uint64 // RTL records written to it
+}
+
+// pending is a piece of a model write the RTL has not written yet.
+type pending struct {
+	seq  uint64
+	kind cardmodel.WriteKind
+	qpn  uint32
+	addr uint64
+	data []byte
+}
+
+// statHist is the status records of one QP: the model's since the RTL's
+// last, and the RTL's last.
+type statHist struct {
+	model [][cs.QPStatSize]byte
+	rtl   [cs.QPStatSize]byte
+	seen  bool
+}
+
+// checker compares the RTL card's DMA writes with the card model's, fed
+// the same register writes in the same order. The model runs to idle at
+// every register write, so it is ahead of the RTL; its writes are kept as
+// expectations and each RTL write must match one (by address for stream
+// and payload bytes, by content and order per QP for CQEs and events, as
+// a step between the model's records for status records) before it
+// reaches host memory. Not safe for concurrent use: the card's goroutine
+// owns it.
+type checker struct {
+	model *cardmodel.Card
+	mem   *simhost.Space
+	fail  func(qpn uint32, err error)
+
+	seq    uint64
+	pages  map[uint64][]*pending // by 4 KiB page, in model order
+	npend  int
+	cqes   map[[2]uint32][][cs.CQESize]byte // (CQN, QPN) -> model CQEs, in order
+	eqes   map[uint32][][cs.EQESize]byte    // OBJ -> model events (those whose order is checked), in order
+	stats  map[uint32]*statHist
+	failed map[uint32]bool
+
+	// Snooped from register writes: where the rings are.
+	stage    map[uint32]uint32 // staging registers by offset
+	cqs      map[uint32]*region
+	eq       *region
+	qpstat   uint64
+	txs      map[uint32]*region // QPN -> transmit stream ring
+	counts   Counts
+	reported []*MismatchError // the first maxReported
+	// modelEQ counts the model's events. The driver's EQ consumer index
+	// counts the RTL's, and the two differ by the timing-decided events
+	// (looseEvent): the model is given its own count instead, as a host
+	// that consumes every event at once, so that its EQ never looks full
+	// or behind.
+	modelEQ uint32
+}
+
+const maxReported = 64
+
+func newChecker(mem *simhost.Space) *checker {
+	c := &checker{mem: mem, counts: Counts{Checked: map[string]uint64{}}}
+	c.reset()
+	return c
+}
+
+// reset forgets everything (the card was reset).
+func (c *checker) reset() {
+	c.pages = map[uint64][]*pending{}
+	c.npend = 0
+	c.cqes = map[[2]uint32][][cs.CQESize]byte{}
+	c.eqes = map[uint32][][cs.EQESize]byte{}
+	c.stats = map[uint32]*statHist{}
+	c.failed = map[uint32]bool{}
+	c.stage = map[uint32]uint32{}
+	c.cqs = map[uint32]*region{}
+	c.txs = map[uint32]*region{}
+	c.eq, c.qpstat, c.modelEQ = nil, 0, 0
+}
+
+// mismatch reports e once per QP (the card: once) and counts it.
+func (c *checker) mismatch(e *MismatchError) {
+	c.counts.Mismatches++
+	if c.failed[e.QPN] {
+		return
+	}
+	c.failed[e.QPN] = true
+	if len(c.reported) < maxReported {
+		c.reported = append(c.reported, e)
+	}
+	if c.fail != nil {
+		c.fail(e.QPN, e)
+	}
+}
+
+// snoop follows a register write to learn where the rings are.
+func (c *checker) snoop(off, v uint32) {
+	switch off {
+	case cs.Reset:
+		if v&1 != 0 {
+			c.reset()
+		}
+		return
+	case cs.QpstatBaseLo:
+		c.qpstat = c.qpstat&^0xffffffff | uint64(v)
+	case cs.QpstatBaseHi:
+		c.qpstat = c.qpstat&0xffffffff | uint64(v)<<32
+	case cs.EQCfg:
+		if v>>cs.EQCfgEnableShift&1 != 0 {
+			n := uint32(1) << (v >> cs.EQCfgLogSizeShift & cs.EQCfgLogSizeMask)
+			base := uint64(c.stage[cs.EQBaseHi])<<32 | uint64(c.stage[cs.EQBaseLo])
+			c.eq = &region{base: base, end: base + uint64(n)*cs.EQESize, entries: n}
+		}
+	case cs.CQCmd:
+		cqn := c.stage[cs.CQNum] & cs.CQNumCQNMask
+		switch cs.CQOp(v >> cs.CQCmdOpShift & cs.CQCmdOpMask) {
+		case cs.CQOpCreate:
+			n := uint32(1) << (c.stage[cs.CQCfg] >> cs.CQCfgLogSizeShift & cs.CQCfgLogSizeMask)
+			base := uint64(c.stage[cs.CQBaseHi])<<32 | uint64(c.stage[cs.CQBaseLo])
+			c.cqs[cqn] = &region{base: base, end: base + uint64(n)*cs.CQESize, num: cqn, entries: n}
+		case cs.CQOpDestroy:
+			delete(c.cqs, cqn)
+		}
+	case cs.QPCmd:
+		qpn := c.stage[cs.QPNum] & cs.QPNumQPNMask
+		if cs.QPOp(v>>cs.QPCmdOpShift&cs.QPCmdOpMask) == cs.QPOpCreate {
+			n := uint64(1) << (c.stage[cs.QPSizes] >> cs.QPSizesTXSLogShift & cs.QPSizesTXSLogMask)
+			base := uint64(c.stage[cs.QPTXSBaseHi])<<32 | uint64(c.stage[cs.QPTXSBaseLo])
+			c.txs[qpn] = &region{base: base, end: base + n, num: qpn}
+			delete(c.stats, qpn)
+			delete(c.failed, qpn)
+		}
+	}
+	c.stage[off] = v
+}
+
+// expect takes one DMA write of the model.
+func (c *checker) expect(w cardmodel.DMAWrite) {
+	if _, err := c.mem.Lookup(w.Addr, len(w.Data)); err != nil {
+		return // the IOMMU refuses it: the model reports a DMA fault, and so must the RTL
+	}
+	switch w.Kind {
+	case cardmodel.WriteCQE:
+		var r [cs.CQESize]byte
+		copy(r[:], w.Data)
+		k := [2]uint32{c.cqAt(w.Addr), w.QPN}
+		c.cqes[k] = append(c.cqes[k], r)
+	case cardmodel.WriteEQE:
+		c.modelEQ++
+		if looseEvent(cs.EQE(w.Data).Type()) {
+			return
+		}
+		var r [cs.EQESize]byte
+		copy(r[:], w.Data)
+		obj := cs.EQE(w.Data).Obj()
+		c.eqes[obj] = append(c.eqes[obj], r)
+	case cardmodel.WriteStatus:
+		h := c.stat(w.QPN)
+		var r [cs.QPStatSize]byte
+		copy(r[:], w.Data)
+		h.model = append(h.model, r)
+	default:
+		c.seq++
+		p := &pending{seq: c.seq, kind: w.Kind, qpn: w.QPN, addr: w.Addr, data: bytes.Clone(w.Data)}
+		pg := w.Addr >> 12
+		c.pages[pg] = append(c.pages[pg], p)
+		c.npend++
+	}
+}
+
+// looseEvent: events whose existence depends on when the host armed
+// something relative to the card's progress, which the model, running
+// ahead of the RTL, cannot reproduce.
+func looseEvent(t cs.EQEType) bool {
+	return t == cs.EQETypeCQNotify || t == cs.EQETypeTXData || t == cs.EQETypeRXSpace
+}
+
+func (c *checker) stat(qpn uint32) *statHist {
+	h := c.stats[qpn]
+	if h == nil {
+		h = &statHist{}
+		c.stats[qpn] = h
+	}
+	return h
+}
+
+func (c *checker) cqAt(addr uint64) uint32 {
+	for n, r := range c.cqs {
+		if addr >= r.base && addr < r.end {
+			return n
+		}
+	}
+	return ^uint32(0)
+}
+
+// write checks one RTL DMA write; it returns the bytes to commit to host
+// memory (b, or a corrected copy), or nil to drop it.
+func (c *checker) write(addr uint64, b []byte) []byte {
+	if c.eq != nil && addr >= c.eq.base && addr < c.eq.end {
+		return c.eqe(addr, b)
+	}
+	for _, r := range c.cqs {
+		if addr >= r.base && addr < r.end {
+			return c.cqe(r, addr, b)
+		}
+	}
+	if c.qpstat != 0 && addr >= c.qpstat && addr < c.qpstat+cs.MaxQP*cs.QPStatSize {
+		return c.status(uint32((addr-c.qpstat)/cs.QPStatSize), addr, b)
+	}
+	return c.data(addr, b)
+}
+
+// record checks that a record write is one whole aligned record and that
+// the RTL's k-th record of the ring r is at slot k with the owner bit of
+// its pass, reporting a mismatch if not.
+func (c *checker) record(r *region, kind string, size int, addr uint64, b []byte) bool {
+	if len(b) != size || (addr-r.base)%uint64(size) != 0 {
+		c.mismatch(&MismatchError{Kind: kind, Addr: addr, Got: b, What: fmt.Sprintf("the RTL wrote %d bytes, not one aligned %d-byte record", len(b), size)})
+		return false
+	}
+	slot := uint64(r.count % uint64(r.entries))
+	owner := uint32(1 ^ r.count/uint64(r.entries)&1)
+	if want := r.base + slot*uint64(size); addr != want {
+		c.mismatch(&MismatchError{Kind: kind, Addr: addr, Got: b, What: fmt.Sprintf("record %d of the ring at %#x belongs at %#x", r.count, r.base, want)})
+		return false
+	}
+	if got := binary.LittleEndian.Uint32(b[size-4:]) >> 31; got != owner {
+		c.mismatch(&MismatchError{Kind: kind, Addr: addr, Got: b, What: fmt.Sprintf("owner bit %d on pass %d of the ring (want %d)", got, r.count/uint64(r.entries), owner)})
+		return false
+	}
+	r.count++
+	return true
+}
+
+func (c *checker) cqe(r *region, addr uint64, b []byte) []byte {
+	if !c.record(r, "CQE", cs.CQESize, addr, b) {
+		return fatalCQE(b)
+	}
+	qpn := cs.CQE(b).QPN()
+	k := [2]uint32{r.num, uint32(qpn)}
+	q := c.cqes[k]
+	if len(q) == 0 {
+		c.mismatch(&MismatchError{QPN: uint32(qpn), Kind: "CQE", Addr: addr, Got: b,
+			What: fmt.Sprintf("the RTL wrote a completion of CQ %d the model did not", r.num)})
+		return fatalCQE(b)
+	}
+	want := q[0]
+	c.cqes[k] = q[1:]
+	if !sameRecord(want[:], b) {
+		c.mismatch(&MismatchError{QPN: uint32(qpn), Kind: "CQE", Addr: addr, Want: want[:], Got: b,
+			What: fmt.Sprintf("completion of CQ %d differs", r.num)})
+		return fatalCQE(b)
+	}
+	c.counts.Checked["CQE"]++
+	return b
+}
+
+// fatalCQE is b with STATUS FATAL_ERR: a completion the checker disagreed
+// with never reaches the user as a success.
+func fatalCQE(b []byte) []byte {
+	if len(b) != cs.CQESize {
+		return nil
+	}
+	f := bytes.Clone(b)
+	f[15] = byte(cs.WCStatusFatalErr)
+	return f
+}
+
+// sameRecord compares two records but for the owner bit (the top bit of
+// the last word), which the ring's pass decides.
+func sameRecord(want, got []byte) bool {
+	n := len(want)
+	return len(got) == n && bytes.Equal(want[:n-1], got[:n-1]) && want[n-1]&0x7f == got[n-1]&0x7f
+}
+
+func (c *checker) eqe(addr uint64, b []byte) []byte {
+	if !c.record(c.eq, "EQE", cs.EQESize, addr, b) {
+		return b
+	}
+	e := cs.EQE(b)
+	if looseEvent(e.Type()) {
+		c.counts.Loose++
+		return b
+	}
+	obj := e.Obj()
+	q := c.eqes[obj]
+	qpn := obj
+	if e.Type() == cs.EQETypeCQOverrun {
+		qpn = 0
+	}
+	if len(q) == 0 {
+		c.mismatch(&MismatchError{QPN: qpn, Kind: "EQE", Addr: addr, Got: b, What: fmt.Sprintf("the RTL wrote a %v event the model did not", e.Type())})
+		return b
+	}
+	want := q[0]
+	c.eqes[obj] = q[1:]
+	if !sameRecord(want[:], b) {
+		c.mismatch(&MismatchError{QPN: qpn, Kind: "EQE", Addr: addr, Want: want[:], Got: b,
+			What: fmt.Sprintf("event differs (model: %v, RTL: %v)", cs.EQE(want[:]).Type(), e.Type())})
+		return b
+	}
+	c.counts.Checked["EQE"]++
+	return b
+}
+
+// status checks a QP status record: equal to one of the model's since the
+// RTL's last, or between the RTL's last and the model's latest in every
+// index, in a state the model passed through.
+func (c *checker) status(qpn uint32, addr uint64, b []byte) []byte {
+	if len(b) != cs.QPStatSize || addr%cs.QPStatSize != 0 {
+		c.mismatch(&MismatchError{QPN: qpn, Kind: "QPSTAT", Addr: addr, Got: b, What: "not one whole aligned record"})
+		return b
+	}
+	h := c.stat(qpn)
+	for i := len(h.model) - 1; i >= 0; i-- {
+		if bytes.Equal(h.model[i][:], b) {
+			h.model = h.model[i:]
+			copy(h.rtl[:], b)
+			h.seen = true
+			c.counts.Checked["QPSTAT"]++
+			return b
+		}
+	}
+	if len(h.model) == 0 {
+		c.mismatch(&MismatchError{QPN: qpn, Kind: "QPSTAT", Addr: addr, Got: b, What: "the RTL wrote a status record the model did not"})
+		return b
+	}
+	latest := cs.QPStat(h.model[len(h.model)-1][:])
+	prev := cs.QPStat(h.rtl[:])
+	got := cs.QPStat(b)
+	between := func(p, g, l uint32, bits uint) bool {
+		m := uint32(1)<<bits - 1
+		if bits == 32 {
+			m = ^uint32(0)
+		}
+		return (g-p)&m <= (l-p)&m
+	}
+	stateSeen := false
+	for _, r := range h.model {
+		if cs.QPStat(r[:]).State() == got.State() {
+			stateSeen = true
+		}
+	}
+	if !between(prev.TXSPI(), got.TXSPI(), latest.TXSPI(), 32) || !between(prev.RXSCI(), got.RXSCI(), latest.RXSCI(), 32) ||
+		!between(uint32(prev.SQCI()), uint32(got.SQCI()), uint32(latest.SQCI()), 16) ||
+		!between(uint32(prev.RQCI()), uint32(got.RQCI()), uint32(latest.RQCI()), 16) || !stateSeen ||
+		(got.TXClosed() && !latest.TXClosed()) {
+		c.mismatch(&MismatchError{QPN: qpn, Kind: "QPSTAT", Addr: addr, Want: latest, Got: b,
+			What: "an index or state the model never published (ahead of the model's latest, or behind the RTL's last)"})
+		return b
+	}
+	copy(h.rtl[:], b)
+	h.seen = true
+	c.counts.Loose++
+	return b
+}
+
+// data checks stream and payload bytes against the model's pending
+// writes, piece by piece: each byte must be the earliest pending model
+// byte at its address.
+func (c *checker) data(addr uint64, b []byte) []byte {
+	pos, rest := addr, b
+	for len(rest) > 0 {
+		p, i := c.find(pos)
+		if p == nil {
+			qpn := c.txsOwner(pos)
+			kind := "payload"
+			if qpn != 0 {
+				kind = "stream"
+			}
+			c.mismatch(&MismatchError{QPN: qpn, Kind: kind, Addr: pos, Got: rest, What: "the RTL wrote bytes the model did not write"})
+			return nil
+		}
+		off := int(pos - p.addr)
+		n := min(len(rest), len(p.data)-off)
+		if !bytes.Equal(p.data[off:off+n], rest[:n]) {
+			k := 0
+			for k < n && p.data[off+k] == rest[k] {
+				k++
+			}
+			c.mismatch(&MismatchError{QPN: p.qpn, Kind: p.kind.String(), Addr: pos + uint64(k), Want: p.data[off+k : off+n], Got: rest[k:n],
+				What: fmt.Sprintf("byte %d of the model's %d-byte write at %#x differs", off+k, len(p.data), p.addr)})
+			return nil
+		}
+		c.consume(p, i, off, n)
+		c.counts.Bytes += uint64(n)
+		pos += uint64(n)
+		rest = rest[n:]
+	}
+	c.counts.Checked["data"]++
+	return b
+}
+
+// find is the earliest pending model write holding addr, and its index
+// in its page's list.
+func (c *checker) find(addr uint64) (*pending, int) {
+	for i, p := range c.pages[addr>>12] {
+		if addr >= p.addr && addr < p.addr+uint64(len(p.data)) {
+			return p, i
+		}
+	}
+	return nil, -1
+}
+
+// consume removes [off, off+n) from p (at index i of its page's list),
+// leaving what is before and after it pending.
+func (c *checker) consume(p *pending, i, off, n int) {
+	pg := p.addr >> 12
+	l := c.pages[pg]
+	var keep []*pending
+	if off > 0 {
+		keep = append(keep, &pending{seq: p.seq, kind: p.kind, qpn: p.qpn, addr: p.addr, data: p.data[:off]})
+	}
+	if off+n < len(p.data) {
+		keep = append(keep, &pending{seq: p.seq, kind: p.kind, qpn: p.qpn, addr: p.addr + uint64(off+n), data: p.data[off+n:]})
+	}
+	l = append(l[:i], append(keep, l[i+1:]...)...)
+	c.npend += len(keep) - 1
+	if len(l) == 0 {
+		delete(c.pages, pg)
+	} else {
+		c.pages[pg] = l
+	}
+}
+
+func (c *checker) txsOwner(addr uint64) uint32 {
+	for n, r := range c.txs {
+		if addr >= r.base && addr < r.end {
+			return n
+		}
+	}
+	return 0
+}
+
+// idle is called when the RTL has been quiet for a while: whatever the
+// model wrote and the RTL did not is missing. It reports the first
+// missing write of each QP that has one and forgets them.
+func (c *checker) idle() {
+	type miss struct {
+		qpn  uint32
+		kind string
+		addr uint64
+		data []byte
+		seq  uint64
+		cq   uint32
+	}
+	var ms []miss
+	for _, l := range c.pages {
+		for _, p := range l {
+			ms = append(ms, miss{qpn: p.qpn, kind: p.kind.String(), addr: p.addr, data: p.data, seq: p.seq})
+		}
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].seq < ms[j].seq })
+	for k, q := range c.cqes {
+		if len(q) > 0 {
+			ms = append(ms, miss{qpn: k[1], kind: "CQE", data: q[0][:], cq: k[0]})
+		}
+	}
+	for obj, q := range c.eqes {
+		if len(q) > 0 {
+			qpn := obj
+			if cs.EQE(q[0][:]).Type() == cs.EQETypeCQOverrun {
+				qpn = 0
+			}
+			ms = append(ms, miss{qpn: qpn, kind: "EQE", data: q[0][:]})
+		}
+	}
+	for qpn, h := range c.stats {
+		if len(h.model) > 0 && (!h.seen || h.model[len(h.model)-1] != h.rtl) {
+			ms = append(ms, miss{qpn: qpn, kind: "QPSTAT", addr: c.qpstat + uint64(qpn)*cs.QPStatSize, data: h.model[len(h.model)-1][:]})
+		}
+	}
+	for _, m := range ms {
+		what := fmt.Sprintf("the model wrote %d bytes the RTL has not written (the RTL is idle)", len(m.data))
+		if m.kind == "CQE" {
+			what = fmt.Sprintf("the model completed %v of WR %#x (status %v) on CQ %d; the RTL is idle without it", cs.CQE(m.data).Opcode(), cs.CQE(m.data).WRID(), cs.CQE(m.data).Status(), m.cq)
+		}
+		c.mismatch(&MismatchError{QPN: m.qpn, Kind: m.kind, Addr: m.addr, Want: m.data, What: what})
+	}
+	c.pages = map[uint64][]*pending{}
+	c.npend = 0
+	for k := range c.cqes {
+		delete(c.cqes, k)
+	}
+	for k := range c.eqes {
+		delete(c.eqes, k)
+	}
+	for _, h := range c.stats {
+		if len(h.model) > 0 {
+			last := h.model[len(h.model)-1]
+			h.model = h.model[:1]
+			h.model[0] = last
+		}
+	}
+}
+
+// quiet reports whether nothing the model wrote waits for the RTL.
+func (c *checker) quiet() bool {
+	if c.npend > 0 {
+		return false
+	}
+	for _, q := range c.cqes {
+		if len(q) > 0 {
+			return false
+		}
+	}
+	for _, q := range c.eqes {
+		if len(q) > 0 {
+			return false
+		}
+	}
+	for _, h := range c.stats {
+		if len(h.model) > 0 && (!h.seen || h.model[len(h.model)-1] != h.rtl) {
+			return false
+		}
+	}
+	return true
+}
