@@ -101,6 +101,7 @@ func TestInteropCardInSlot(t *testing.T) {
 	for _, sc := range cardSlotScenarios(iwping, card) {
 		t.Run(sc.Name, func(t *testing.T) {
 			r := h.Run(ctx, sc, "")
+			record(r)
 			t.Logf("%s: %s in %s; capture: %s; iwdump: %s", r.Name, r.Status, r.Elapsed.Round(time.Millisecond), r.Decoded, r.Iwdump)
 			if r.Status != "pass" {
 				t.Errorf("%s: %s: %s (kept in %s)", r.Name, r.Status, r.Detail, r.Dir)

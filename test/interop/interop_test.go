@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 )
@@ -17,6 +18,33 @@ var (
 	onlyFlag    = flag.String("only", "", "run only the scenarios whose name matches this regexp")
 	repeatFlag  = flag.Int("repeat", 1, "run each scenario this many times (to measure flakiness)")
 )
+
+// ran collects every scenario's result, of every test of the package, for
+// the matrix TestMain writes once they have all run.
+var ran struct {
+	sync.Mutex
+	results []Result
+}
+
+func record(r Result) {
+	ran.Lock()
+	ran.results = append(ran.results, r)
+	ran.Unlock()
+}
+
+// writeMatrix writes the matrix of the scenarios that ran, if -matrix asks
+// for it and any ran.
+func writeMatrix() error {
+	ran.Lock()
+	defer ran.Unlock()
+	if *matrixFlag == "" || len(ran.results) == 0 {
+		return nil
+	}
+	if err := os.WriteFile(*matrixFlag, []byte(Matrix(ran.results, NotDone())), 0o644); err != nil {
+		return fmt.Errorf("interop: writing the matrix: %w", err)
+	}
+	return nil
+}
 
 type testLog struct{ t *testing.T }
 
@@ -50,7 +78,6 @@ func TestInterop(t *testing.T) {
 			t.Errorf("cleanup: %v", err)
 		}
 	}()
-	var all []Result
 	for _, s := range Scenarios() {
 		if only != nil && !only.MatchString(s.Name) {
 			continue
@@ -62,17 +89,12 @@ func TestInterop(t *testing.T) {
 					tag = fmt.Sprintf("-%d", i)
 				}
 				r := h.Run(ctx, s, tag)
-				all = append(all, r)
+				record(r)
 				t.Logf("%s: %s in %s; capture: %s; iwdump: %s", r.Name, r.Status, r.Elapsed.Round(time.Millisecond), r.Decoded, r.Iwdump)
 				if r.Status != "pass" {
 					t.Errorf("%s: %s: %s (kept in %s)", r.Name, r.Status, r.Detail, r.Dir)
 				}
 			})
-		}
-	}
-	if *matrixFlag != "" {
-		if err := os.WriteFile(*matrixFlag, []byte(Matrix(all, NotDone())), 0o644); err != nil {
-			t.Error(err)
 		}
 	}
 }
