@@ -116,5 +116,17 @@ func Blocks() ([]*Module, error) {
 		}
 		mods = append(mods, rd, wr)
 	}
+	for _, w := range CardTopWidths {
+		st, err := CardStat(w)
+		if err != nil {
+			return nil, err
+		}
+		mods = append(mods, st)
+		m, err := CardTop(w)
+		if err != nil {
+			return nil, err
+		}
+		mods = append(mods, m)
+	}
 	return mods, nil
 }

@@ -19,4 +19,37 @@
 // RxDriver, whose streams of FPDUs are cut into TCP segments and can carry
 // faults) and the placement engine; PlacementEngine co-simulates the
 // placement RTL segment by segment for other users (the sim card).
+//
+// # The whole card
+//
+// Card runs the card's top, iwcard_w64 or iwcard_w512 (hw/gen.CardTop),
+// cycle by cycle with a simulated host around it; it is the physical
+// card the driver's sim backend (host/driver/simcard's Device) runs:
+//
+//	var mem sim.Windows                        // an IOMMU: windows of memory at IOVAs
+//	err := mem.Map(iova, buf)
+//	c, err := sim.NewCard(sim.CardConfig{Width: 64, Seed: seed, Mem: &mem,
+//		Timing: sim.AXITiming{ReadLatency: 1, ReadJitter: 300, WriteJitter: 200, Reorder: true, Ready: 200},
+//		Interrupt: func(v int) { ... },        // inside the call that clocks the card
+//		Fault:     func(f sim.AXIFault) { ... }})
+//	v, err := c.RegRead(cs.Status)            // BAR0: a blocking AXI4-Lite read (Read32 too)
+//	err = c.RegWrite(cs.QPDBBase+..., pi)     // a blocking write; SLVERR is a *RegRespError (Write32 too)
+//	busy, err := c.Run(1000)                  // clock the card; busy: DMA in flight or started
+//	err = c.RunUntil(func() bool { ... }, limit)
+//
+// RegRead and RegWrite clock the card until the access completes (a few
+// cycles; the card works meanwhile). The card's AXI4 master is served by
+// an AXIHost over CardConfig.Mem (any Memory; Windows is an IOMMU-like
+// map whose refusals are faults): reads after a latency with jitter,
+// reordered and interleaved across IDs, write responses after theirs,
+// random backpressure; an access Mem refuses is answered SLVERR and
+// reported to Fault. Windows stores the card's writes as aligned 32-bit
+// words with atomic stores in ascending address order, so a driver may
+// poll an owner bit from another goroutine with an atomic load. Every
+// cycle checks the AXI rules the card promises (INCR bursts of whole
+// beats, aligned, never crossing 4 KiB, payload held under valid until
+// taken, W after its address, wlast); a violation is an ErrAXI error from
+// every later call. A Card is not safe for concurrent use: a backend
+// serialises its calls, and the callbacks, which run inside those calls,
+// must not call the Card.
 package sim

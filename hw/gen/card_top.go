@@ -1,0 +1,432 @@
+package gen
+
+import (
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+)
+
+// CardTopWidths are the data path widths iwcard is generated at.
+var CardTopWidths = []int{64, 512}
+
+// Masters of the card's AXI muxes (the source number is the top bits of
+// m_axi_*id).
+const (
+	CardRdMasterTx = 0 // card_tx's dma_rd (WQE reads)
+	CardRdMasterRx = 1 // card_rx's dma_rd (receive stream ring reads)
+	CardWrMasterTx = 0 // card_tx's dma_wr (transmit stream ring writes)
+	CardWrMasterPl = 1 // placement through place_axi (placed payload)
+	CardWrMasterCQ = 2 // card_cq's dma_wr (CQEs, EQEs)
+	CardWrMasterSt = 3 // card_stat's dma_wr (QP status records)
+)
+
+// CardResetCycles is how long the engines are held in reset after the
+// card's rst or a RESET command (card_regs is not reset by the command).
+const CardResetCycles = 16
+
+// topWiring builds a top from instances: every instance output becomes a
+// wire <inst>_<port>; outputs nothing reads are gathered into one
+// "unused" wire at the end so that lint stays quiet on purpose only.
+type topWiring struct {
+	m    *Module
+	outs map[string]*Signal
+	used map[*Signal]bool
+	errs []error
+}
+
+func newTopWiring(m *Module) *topWiring {
+	return &topWiring{m: m, outs: map[string]*Signal{}, used: map[*Signal]bool{}}
+}
+
+// declare makes the output wires of instance inst of module of.
+func (t *topWiring) declare(inst string, of *Module) {
+	for _, p := range of.Ports {
+		if p.Dir == Out {
+			t.outs[inst+"."+p.Name] = t.m.Wire(inst+"_"+p.Name, p.W, "")
+		}
+	}
+}
+
+// o is output port of instance inst (declared first), marked as read.
+func (t *topWiring) o(inst, port string) *Signal {
+	s := t.outs[inst+"."+port]
+	if s == nil {
+		t.errs = append(t.errs, fmt.Errorf("%w: card top: no output %s.%s", ErrInvalid, inst, port))
+		return t.m.Wire(fmt.Sprintf("bad_%s_%s_%d", inst, port, len(t.errs)), 1, "")
+	}
+	t.used[s] = true
+	return s
+}
+
+// place instantiates of as inst: every input from ins (all required),
+// every output to its declared wire.
+func (t *topWiring) place(inst string, of *Module, ins map[string]Expr) {
+	var cs []Conn
+	seen := map[string]bool{}
+	for _, p := range of.Ports {
+		if p.Dir == Out {
+			cs = append(cs, Conn{p.Name, t.outs[inst+"."+p.Name]})
+			continue
+		}
+		e, ok := ins[p.Name]
+		if !ok {
+			t.errs = append(t.errs, fmt.Errorf("%w: card top: input %s.%s not connected", ErrInvalid, inst, p.Name))
+			continue
+		}
+		if e.Width() != p.W {
+			t.errs = append(t.errs, fmt.Errorf("%w: card top: input %s.%s is %d bits, given %d", ErrInvalid, inst, p.Name, p.W, e.Width()))
+		}
+		seen[p.Name] = true
+		cs = append(cs, Conn{p.Name, e})
+	}
+	for k := range ins {
+		if !seen[k] {
+			t.errs = append(t.errs, fmt.Errorf("%w: card top: %s has no input %s", ErrInvalid, inst, k))
+		}
+	}
+	t.m.Instantiate(inst, of, cs...)
+}
+
+// finish gathers the unread outputs (plus extra) into the unused wire.
+func (t *topWiring) finish(extra ...Expr) error {
+	var names []string
+	for k, s := range t.outs {
+		if !t.used[s] {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	parts := extra
+	for _, k := range names {
+		parts = append(parts, t.outs[k])
+	}
+	if len(parts) > 0 {
+		t.m.WireOf("unused_outputs", RedOr(Cat(parts...)), "block outputs the card does not use yet (docs/card-rtl.md), kept for lint")
+	}
+	if len(t.errs) > 0 {
+		return t.errs[0]
+	}
+	return nil
+}
+
+// forkRecord sends one valid/ready record to the targets whose sel is 1
+// (sel may depend on the record) and acknowledges it upstream once every
+// selected target has taken it: each target takes it in its own cycle, a
+// done bit per target remembers who already has it. It returns the
+// targets' valids and the upstream ready.
+func forkRecord(m *Module, name string, valid Expr, sel []Expr, ready []Expr) ([]Expr, Expr) {
+	n := len(sel)
+	done := make([]*Signal, n)
+	for i := range done {
+		done[i] = m.RegDecl(fmt.Sprintf("%s_done%d", name, i), 1, "this target already took the record")
+	}
+	vs := make([]Expr, n)
+	ok := make([]Expr, n)
+	for i := range sel {
+		vs[i] = m.WireOf(fmt.Sprintf("%s_valid%d", name, i), And(valid, sel[i], Not(done[i])), "")
+		ok[i] = Or(Not(sel[i]), done[i], ready[i])
+	}
+	allOK := ok[0]
+	if n > 1 {
+		allOK = And(ok[0], ok[1], ok[2:]...)
+	}
+	up := m.WireOf(name+"_ready", And(valid, allOK), "every selected target has the record")
+	for i := range done {
+		m.Drive(done[i], big.NewInt(0), And(Not(up), Or(done[i], And(vs[i], ready[i]))), nil)
+	}
+	return vs, up
+}
+
+// CardTop builds iwcard_w<width>, the card (docs/card-rtl.md): card_regs
+// (BAR0), card_tx, card_rx with placement and place_axi, card_cq, and the
+// AXI muxes onto one DMA master.
+func CardTop(width int) (*Module, error) {
+	W := width
+	if W != 64 && W != 512 {
+		return nil, fmt.Errorf("%w: iwcard data width %d (64 or 512)", ErrInvalid, W)
+	}
+	regs, err := CardRegs(W)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := CardTx(W)
+	if err != nil {
+		return nil, err
+	}
+	rx, err := CardRx(W)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := Placement(PlacementDefault(W))
+	if err != nil {
+		return nil, err
+	}
+	pa, err := PlaceAXI(W)
+	if err != nil {
+		return nil, err
+	}
+	cq, err := CardCQ(CardCQDefault(W))
+	if err != nil {
+		return nil, err
+	}
+	stat, err := CardStat(W)
+	if err != nil {
+		return nil, err
+	}
+	rdm, err := AXIRdMux(AXIMuxDefault(W))
+	if err != nil {
+		return nil, err
+	}
+	wrm, err := AXIWrMux(AXIMuxDefault(W))
+	if err != nil {
+		return nil, err
+	}
+	kind := func(arr, reg string) Expr {
+		v, e := CardDBKind(arr, reg)
+		if e != nil && err == nil {
+			err = e
+		}
+		return C(3, v)
+	}
+	kCQ, kSQ, kRQ := kind("CQ_DB", "CI"), kind("QP_DB", "SQ_PI"), kind("QP_DB", "RQ_PI")
+	kTXS, kRXS, kStream, kPush := kind("QP_DB", "TXS_CI"), kind("QP_DB", "RXS_PI"), kind("QP_DB", "STREAM"), kind("QP_DB", "PUSH")
+	if err != nil {
+		return nil, err
+	}
+
+	m := NewModule(fmt.Sprintf("iwcard_w%d", W), "docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)",
+		fmt.Sprintf("The openiwarp card, %d-bit data path: BAR0 (AXI4-Lite slave s_axil, card_regs), one AXI4 DMA master m_axi (axi_rd_mux and axi_wr_mux merging the engines' masters; the top bits of an ID name the engine) and an interrupt (irq_valid/irq_ready/irq_vector, card_cq).", W),
+		"Inside: card_regs fans the QP command out to card_tx and card_rx (each takes it in its own cycle; card_regs sees ready once both have), doorbells by kind (SQ_PI, TXS_CI, PUSH to card_tx; RXS_PI, RQ_PI to card_rx; STREAM to both; CQ_DB to card_cq), CQ_CMD and the EQ registers to card_cq, the placement window to placement. card_rx's ULPDUs go to placement, whose writes reach host memory through place_axi. card_tx's completions go to card_cq (signaled ones; every record's status fields are for the QP status record).",
+		fmt.Sprintf("RESET (the command) holds every engine, the muxes and placement in reset for %d cycles; card_cq and placement then clear their tables (STATUS.INIT_DONE low until both are done). card_regs keeps its staging registers. A RESET with DMA in flight is not supported: the host must quiesce the card first.", CardResetCycles),
+		"Not wired yet, because no engine produces or consumes them (docs/card-rtl.md): the QP status records, engine events, card_rx's errors (m_err taken and dropped), placement's untagged segments, Terminates and Read-done records (taken and dropped), card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).")
+	clk := m.Clock()
+	rst := m.ResetPort()
+	t := newTopWiring(m)
+	for _, x := range []struct {
+		n  string
+		of *Module
+	}{{"regs", regs}, {"tx", tx}, {"rx", rx}, {"pl", pl}, {"pw", pa}, {"cq", cq}, {"st", stat}, {"rdm", rdm}, {"wrm", wrm}} {
+		t.declare(x.n, x.of)
+	}
+	o := t.o
+
+	// Engine reset: rst, or RESET taken, held CardResetCycles cycles.
+	rcnt := m.RegDecl("eng_reset_cnt", 5, "cycles of engine reset left")
+	m.Drive(rcnt, big.NewInt(CardResetCycles), Sel(o("regs", "reset_valid"), C(5, CardResetCycles), Sub(rcnt, C(5, 1))), RedOr(Cat(o("regs", "reset_valid"), rcnt)))
+	erst := m.WireOf("eng_rst", Or(rst, RedOr(rcnt)), "the engines' reset")
+
+	// Host ports.
+	regIn := map[string]Expr{"clk": clk, "rst": rst}
+	for _, p := range regs.Ports {
+		if p.Dir == In && strings.HasPrefix(p.Name, "s_axil_") {
+			regIn[p.Name] = m.Input(p.Name, p.W, "BAR0 (AXI4-Lite)")
+		}
+	}
+	for _, p := range regs.Ports {
+		if p.Dir == Out && strings.HasPrefix(p.Name, "s_axil_") {
+			m.Assign(m.Output(p.Name, p.W, ""), o("regs", p.Name))
+		}
+	}
+	mIn := map[string]Expr{}
+	hostAXI := func(mux *Module, inst string) {
+		for _, p := range mux.Ports {
+			if !strings.HasPrefix(p.Name, "m_axi_") {
+				continue
+			}
+			if p.Dir == In {
+				mIn[inst+"."+p.Name] = m.Input(p.Name, p.W, "DMA master (AXI4)")
+			} else {
+				m.Assign(m.Output(p.Name, p.W, ""), o(inst, p.Name))
+			}
+		}
+	}
+	hostAXI(rdm, "rdm")
+	hostAXI(wrm, "wrm")
+	irqReady := m.Input("irq_ready", 1, "the interrupt was taken")
+	m.Assign(m.Output("irq_valid", 1, "an interrupt (MSI-X)"), o("cq", "irq_valid"))
+	m.Assign(m.Output("irq_vector", 8, ""), o("cq", "irq_vector"))
+
+	// QP command to both engines.
+	qpV, qpReady := forkRecord(m, "qpcmd", o("regs", "qp_cmd_valid"), []Expr{C(1, 1), C(1, 1), C(1, 1)},
+		[]Expr{o("tx", "s_qp_ready"), o("rx", "qp_cmd_ready"), o("st", "qp_cmd_ready")})
+
+	// Doorbells by kind.
+	dk := o("regs", "m_db_kind")
+	isK := func(ks ...Expr) Expr {
+		var e Expr = C(1, 0)
+		for _, k := range ks {
+			e = Or(e, Eq(dk, k))
+		}
+		return e
+	}
+	dbV, dbReady := forkRecord(m, "db", o("regs", "m_db_valid"),
+		[]Expr{isK(kSQ, kTXS, kPush, kStream), isK(kRXS, kRQ, kStream), isK(kCQ)},
+		[]Expr{o("tx", "s_db_ready"), o("rx", "s_db_ready"), o("cq", "s_cqdb_ready")})
+	dbOther := m.WireOf("db_other", And(o("regs", "m_db_valid"), Not(isK(kSQ, kTXS, kPush, kStream, kRXS, kRQ, kCQ))), "a kind no engine serves (none today): taken")
+
+	// card_regs.
+	initDone := m.WireOf("init_done", And(o("cq", "init_done"), o("pl", "init_done"), Not(erst)), "STATUS.INIT_DONE")
+	regIn["status_init_done"] = initDone
+	regIn["status_fatal"] = o("cq", "fatal")
+	regIn["reset_ready"] = C(1, 1)
+	regIn["dma_fault_addr_lo"] = C(32, 0)
+	regIn["dma_fault_addr_hi"] = C(32, 0)
+	regIn["dma_fault_info_qpn"] = C(16, 0)
+	regIn["dma_fault_info_resp"] = C(2, 0)
+	regIn["dma_fault_info_write"] = C(1, 0)
+	regIn["dma_fault_info_count"] = C(8, 0)
+	regIn["eq_db_ready"] = o("cq", "eq_db_ready")
+	regIn["cq_cmd_ready"] = o("cq", "cq_cmd_ready")
+	regIn["qp_cmd_ready"] = qpReady
+	regIn["m_db_ready"] = Or(dbReady, dbOther)
+	t.place("regs", regs, regIn)
+
+	// card_tx.
+	txIn := map[string]Expr{"clk": clk, "rst": erst,
+		"s_qp_valid": qpV[0], "s_qp_op": o("regs", "qp_cmd_op"), "s_qp_num": Bits(o("regs", "qp_num_qpn"), 9, 0),
+		"s_qp_sq_base": Cat(o("regs", "qp_sq_base_hi"), o("regs", "qp_sq_base_lo")), "s_qp_sq_log": o("regs", "qp_sizes_sq_log"),
+		"s_qp_txs_base": Cat(o("regs", "qp_txs_base_hi"), o("regs", "qp_txs_base_lo")), "s_qp_txs_log": o("regs", "qp_sizes_txs_log"),
+		"s_qp_mulpdu": o("regs", "qp_mpa_mulpdu"), "s_qp_markers": o("regs", "qp_mpa_markers_tx"), "s_qp_crc": o("regs", "qp_mpa_crc"),
+		"s_qp_rev0": o("regs", "qp_mpa_rev0"), "s_qp_send_cq": Bits(o("regs", "qp_cqs_send_cq"), 9, 0),
+		"s_db_valid": dbV[0], "s_db_kind": dk, "s_db_index": o("regs", "m_db_index"), "s_db_value": o("regs", "m_db_value"),
+		"s_db_push_ok": o("regs", "m_db_push_ok"), "s_db_push_data": o("regs", "m_db_push_data"),
+	}
+	// Records (status fields and, when signaled, a CQE) to card_stat.
+	txIn["m_cpl_ready"] = o("st", "s_tx_ready")
+	axiBack := func(dst map[string]Expr, mux, slot string, ports []string) {
+		for _, p := range ports {
+			s := o(mux, slot+"_axi_"+p)
+			dst["m_axi_"+p] = s
+		}
+	}
+	axiBack(txIn, "rdm", "s0", []string{"arready", "rid", "rdata", "rresp", "rlast", "rvalid"})
+	axiBack(txIn, "wrm", "s0", []string{"awready", "wready", "bresp", "bvalid"})
+	txIn["m_axi_bid"] = Bits(o("wrm", "s0_axi_bid"), 3, 0)
+	t.place("tx", tx, txIn)
+
+	// card_rx, placement, place_axi (as card_rx_tb).
+	rxIn := map[string]Expr{"clk": clk, "rst": erst,
+		"qp_cmd_valid": qpV[1], "qp_cmd_op": o("regs", "qp_cmd_op"), "qp_num_qpn": o("regs", "qp_num_qpn"),
+		"qp_pd_pd": o("regs", "qp_pd_pd"), "qp_rxs_base_lo": o("regs", "qp_rxs_base_lo"), "qp_rxs_base_hi": o("regs", "qp_rxs_base_hi"),
+		"qp_sizes_rxs_log": o("regs", "qp_sizes_rxs_log"), "qp_mpa_markers_rx": o("regs", "qp_mpa_markers_rx"),
+		"qp_mpa_crc": o("regs", "qp_mpa_crc"), "qp_mpa_rev0": o("regs", "qp_mpa_rev0"),
+		"s_db_valid": dbV[1], "s_db_kind": dk, "s_db_index": o("regs", "m_db_index"), "s_db_value": o("regs", "m_db_value"),
+		"m_ulp_tready": o("pl", "s_axis_tready"), "m_ci_ready": o("st", "s_rx_ready"), "m_err_ready": C(1, 1),
+	}
+	axiBack(rxIn, "rdm", "s1", []string{"arready", "rid", "rdata", "rresp", "rlast", "rvalid"})
+	t.place("rx", rx, rxIn)
+	t.place("pl", pl, map[string]Expr{"clk": clk, "rst": erst,
+		"s_axis_tdata": o("rx", "m_ulp_tdata"), "s_axis_tkeep": o("rx", "m_ulp_tkeep"), "s_axis_tvalid": o("rx", "m_ulp_tvalid"),
+		"s_axis_tlast": o("rx", "m_ulp_tlast"), "s_axis_tuser_len": o("rx", "m_ulp_len"), "s_axis_tuser_qp": o("rx", "m_ulp_qp"),
+		"s_axis_tuser_pd": o("rx", "m_ulp_pd"), "s_axis_tuser_rev": o("rx", "m_ulp_rev"),
+		"reg_wr_valid": o("regs", "reg_wr_valid"), "reg_wr_addr": o("regs", "reg_wr_addr"), "reg_wr_data": o("regs", "reg_wr_data"),
+		"m_dma_ready": o("pw", "s_dma_ready"), "m_host_tready": C(1, 1), "m_term_ready": C(1, 1), "m_done_ready": C(1, 1),
+	})
+	pwIn := map[string]Expr{"clk": clk, "rst": erst,
+		"s_dma_addr": o("pl", "m_dma_addr"), "s_dma_data": o("pl", "m_dma_data"), "s_dma_strb": o("pl", "m_dma_strb"), "s_dma_valid": o("pl", "m_dma_valid"),
+	}
+	axiBack(pwIn, "wrm", "s1", []string{"awready", "wready", "bresp", "bvalid"})
+	pwIn["m_axi_bid"] = Bits(o("wrm", "s1_axi_bid"), 3, 0)
+	t.place("pw", pa, pwIn)
+
+	// card_stat: status records; card_tx's CQEs pass through it.
+	stIn := map[string]Expr{"clk": clk, "rst": erst,
+		"qp_cmd_valid": qpV[2], "qp_cmd_op": o("regs", "qp_cmd_op"), "qp_num_qpn": o("regs", "qp_num_qpn"),
+		"qpstat_base_lo": o("regs", "qpstat_base_lo"), "qpstat_base_hi": o("regs", "qpstat_base_hi"),
+		"s_tx_valid": o("tx", "m_cpl_valid"), "s_tx_qpn": o("tx", "m_cpl_qpn"), "s_tx_sq_ci": o("tx", "m_cpl_sq_ci"),
+		"s_tx_txs_pi": o("tx", "m_cpl_txs_pi"), "s_tx_cqe": o("tx", "m_cpl_cqe"), "s_tx_cq": o("tx", "m_cpl_cq"),
+		"s_tx_wr_id": o("tx", "m_cpl_wr_id"), "s_tx_opcode": o("tx", "m_cpl_opcode"), "s_tx_status": o("tx", "m_cpl_status"),
+		"s_tx_byte_len": o("tx", "m_cpl_byte_len"),
+		"s_rx_valid":    o("rx", "m_ci_valid"), "s_rx_qpn": o("rx", "m_ci_qp"), "s_rx_rxs_ci": o("rx", "m_ci_value"),
+		"m_cpl_ready": o("cq", "s_cpl0_ready"),
+	}
+	axiBack(stIn, "wrm", "s3", []string{"awready", "wready", "bresp", "bvalid"})
+	stIn["m_axi_bid"] = Bits(o("wrm", "s3_axi_bid"), 3, 0)
+	t.place("st", stat, stIn)
+
+	// card_cq.
+	cqIn := map[string]Expr{"clk": clk, "rst": erst,
+		"s_cpl0_valid": o("st", "m_cpl_valid"), "s_cpl0_cq": o("st", "m_cpl_cq"), "s_cpl0_qpn": zext(o("st", "m_cpl_qpn"), 16),
+		"s_cpl0_wr_id": o("st", "m_cpl_wr_id"), "s_cpl0_byte_len": o("st", "m_cpl_byte_len"), "s_cpl0_opcode": o("st", "m_cpl_opcode"),
+		"s_cpl0_status": o("st", "m_cpl_status"),
+		"s_cqdb_valid":  dbV[2], "s_cqdb_index": o("regs", "m_db_index"), "s_cqdb_value": o("regs", "m_db_value"),
+		"irq_ready": irqReady, "m_overrun_ready": C(1, 1),
+	}
+	// Fields no sender completion has (RECV only), and the receive
+	// engine's completion and both engines' event ports: no engine
+	// produces them yet.
+	for _, f := range []struct {
+		n string
+		w int
+	}{{"s_cpl0_inv_stag", 32}, {"s_cpl0_solicited", 1}, {"s_cpl0_invalidated", 1}, {"s_cpl0_term_layer", 4}, {"s_cpl0_term_type", 4}, {"s_cpl0_term_code", 8}} {
+		cqIn[f.n] = C(f.w, 0)
+	}
+	for _, p := range cq.Ports {
+		if _, ok := cqIn[p.Name]; !ok && p.Dir == In && (strings.HasPrefix(p.Name, "s_cpl1_") || strings.HasPrefix(p.Name, "s_ev0_") || strings.HasPrefix(p.Name, "s_ev1_")) {
+			cqIn[p.Name] = C(p.W, 0)
+		}
+	}
+	for _, p := range []string{"cq_cmd_valid", "cq_cmd_op", "cq_num_cqn", "cq_base_lo", "cq_base_hi", "cq_cfg_log_size",
+		"eq_base_lo", "eq_base_hi", "eq_cfg_log_size", "eq_cfg_vector", "eq_cfg_enable", "eq_cfg_wr_pulse",
+		"eq_db_valid", "eq_db_ci", "eq_db_arm", "irq_moderation_cycles"} {
+		cqIn[p] = o("regs", p)
+	}
+	axiBack(cqIn, "wrm", "s2", []string{"awready", "wready", "bresp", "bvalid"})
+	cqIn["m_axi_bid"] = Bits(o("wrm", "s2_axi_bid"), 3, 0)
+	t.place("cq", cq, cqIn)
+
+	// AXI muxes: engine masters in, m_axi out.
+	rdIn := map[string]Expr{"clk": clk, "rst": erst}
+	for k, v := range mIn {
+		if strings.HasPrefix(k, "rdm.") {
+			rdIn[k[4:]] = v
+		}
+	}
+	for i, src := range []string{"tx", "rx", "", ""} {
+		s := fmt.Sprintf("s%d_axi_", i)
+		for _, p := range []string{"arid", "araddr", "arlen", "arsize", "arburst", "arvalid", "rready"} {
+			if src != "" {
+				rdIn[s+p] = o(src, "m_axi_"+p)
+				continue
+			}
+			w := rdm.Port(s + p).W
+			v := uint64(0)
+			if p == "rready" {
+				v = 1 // a stray response to an unused source is dropped
+			}
+			rdIn[s+p] = C(w, v)
+		}
+	}
+	t.place("rdm", rdm, rdIn)
+	wrIn := map[string]Expr{"clk": clk, "rst": erst}
+	for k, v := range mIn {
+		if strings.HasPrefix(k, "wrm.") {
+			wrIn[k[4:]] = v
+		}
+	}
+	for i, src := range []string{"tx", "pw", "cq", "st"} {
+		s := fmt.Sprintf("s%d_axi_", i)
+		for _, p := range []string{"awid", "awaddr", "awlen", "awsize", "awburst", "awvalid", "wdata", "wstrb", "wlast", "wvalid", "bready"} {
+			w := wrm.Port(s + p).W
+			switch {
+			case src == "":
+				v := uint64(0)
+				if p == "bready" {
+					v = 1
+				}
+				wrIn[s+p] = C(w, v)
+			case p == "awid":
+				wrIn[s+p] = zext(o(src, "m_axi_awid"), w)
+			default:
+				wrIn[s+p] = o(src, "m_axi_"+p)
+			}
+		}
+	}
+	t.place("wrm", wrm, wrIn)
+
+	if err := t.finish(Bits(o("regs", "qp_cqs_send_cq"), 15, 10), Bits(o("wrm", "s0_axi_bid"), 5, 4), Bits(o("wrm", "s1_axi_bid"), 5, 4), Bits(o("wrm", "s2_axi_bid"), 5, 4), Bits(o("wrm", "s3_axi_bid"), 5, 4)); err != nil {
+		return nil, err
+	}
+	return m, m.Validate()
+}

@@ -1,0 +1,749 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/openiwarp/openiwarp/golden/ddp"
+	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+	"github.com/openiwarp/openiwarp/golden/mpa"
+	"github.com/openiwarp/openiwarp/golden/rdmap"
+	"github.com/openiwarp/openiwarp/host/driver/cardmodel"
+	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
+	pr "github.com/openiwarp/openiwarp/host/driver/regs"
+	"github.com/openiwarp/openiwarp/hw/gen"
+)
+
+// TestCardHarnessBAR0 reads the card's identification through BAR0, the
+// scratch register back, and gets SLVERR for a doorbell written with
+// fewer than four byte strobes, at both widths.
+func TestCardHarnessBAR0(t *testing.T) {
+	for _, w := range []int{64, 512} {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			c, err := NewCard(CardConfig{Width: w, Seed: 1, Mem: &Windows{}, Timing: AXITiming{ReadLatency: 1, ReadJitter: 300, Reorder: true, Ready: 200}})
+			require.NoError(t, err)
+			defer c.Close()
+			id, err := c.RegRead(cs.ID)
+			require.NoError(t, err)
+			require.Equal(t, uint32(cs.VendorID|cs.DeviceID<<16), id)
+			caps, err := c.RegRead(cs.CapsDatapath)
+			require.NoError(t, err)
+			require.Equal(t, uint32(w/8), caps&0xff)
+			require.NoError(t, c.RegWrite(cs.Scratch, 0xdeadbeef))
+			v, err := c.RegRead(cs.Scratch)
+			require.NoError(t, err)
+			require.Equal(t, uint32(0xdeadbeef), v)
+			err = c.RegWriteStrb(cs.CQDBBase, 1, 0x3)
+			var re *RegRespError
+			require.ErrorAs(t, err, &re)
+			require.True(t, errors.Is(err, ErrRegResp))
+			require.Equal(t, uint32(2), re.Resp)
+			// The tables clear after reset: INIT_DONE within a bound.
+			require.NoError(t, c.RunUntil(func() bool {
+				s, err := c.RegRead(cs.Status)
+				return err != nil || s&1 != 0
+			}, 100_000))
+		})
+	}
+}
+
+// The whole-card co-simulation: the Verilated card (Card) and the card
+// model (host/driver/cardmodel) programmed through BAR0 with the same
+// register writes, as host/driver/rnic programs a card, with the same
+// rings and regions in host memory; their DMA writes are compared per
+// stream (docs/card-rtl.md: the engines run concurrently, so the global
+// order is not part of the contract).
+
+// Host memory layout of the co-simulation (IOVAs).
+const (
+	wcEQ     = 0x10_0000   // EQ: 1024 entries of 16 bytes
+	wcStat   = 0x20_0000   // QP status table: 1024 x 32 bytes
+	wcCQ     = 0x40_0000   // + n<<16: CQ n, 1024 entries of 32 bytes
+	wcSQ     = 0x100_0000  // + qpn<<16
+	wcTXS    = 0x800_0000  // + qpn<<16
+	wcRXS    = 0x1000_0000 // + qpn<<16
+	wcRegion = 0x2000_0000 // + qpn<<16: the QP's registered region
+	wcEQLog  = 10          //
+	wcCQLog  = 10          //
+	wcRegLen = 1 << 16     // region bytes
+	wcNCQ    = 2           // CQs 1 and 2
+	wcVector = 5           // the EQ's interrupt vector
+)
+
+type wcKey struct {
+	kind string // "txs", "stat", "cqe", "eqe"
+	obj  uint32 // QP or CQ number
+}
+
+// wcQP is one QP of the whole-card co-simulation.
+type wcQP struct {
+	n, pd          uint32
+	sqLog, txsLog  uint32
+	rxsLog         uint32
+	mulpdu         uint32
+	markersTX      bool
+	markersRX      bool
+	crc            bool
+	sendCQ         uint32
+	pi             uint16 // SQ blocks posted
+	posted         int    // WQEs posted
+	pending        bool   // an SQ_PI doorbell is due
+	stag           mem.STag
+	peer           mpa.Framer // the peer's framer (our receive stream)
+	rxWritten      uint32     // receive stream octets written and announced
+	mTXSCI, rTXSCI uint32     // TXS_CI given back (model, RTL)
+}
+
+type wcBench struct {
+	t      testing.TB
+	w      int
+	seed   uint64
+	rng    Rand
+	rtl    *Card
+	model  *cardmodel.Card
+	mh     modelHost
+	win    map[uint64][]byte // the RTL's windows by IOVA
+	qps    []*wcQP
+	mIRQ   int
+	rIRQ   int
+	mWrite map[wcKey][][]byte // the model's writes per stream
+	rWrite map[wcKey][][]byte // the RTL's
+	mAddr  map[wcKey][]uint64
+	rAddr  map[wcKey][]uint64
+	mPlace map[uint32][]placed // placed bytes per QP
+	rPlace map[uint32][]placed
+	faults []AXIFault
+	ws     *Windows
+}
+
+// wcRTLMem is the RTL's host memory: the windows, every write recorded.
+type wcRTLMem struct{ b *wcBench }
+
+func (m wcRTLMem) ReadMem(a uint64, p []byte) error { return m.b.ws.ReadMem(a, p) }
+func (m wcRTLMem) WriteMem(a uint64, p []byte) error {
+	if err := m.b.ws.WriteMem(a, p); err != nil {
+		return err
+	}
+	m.b.record(true, a, p)
+	return nil
+}
+
+// classify names the stream a DMA write at a belongs to.
+func (b *wcBench) classify(a uint64) (wcKey, bool) {
+	switch {
+	case a >= wcEQ && a < wcEQ+16<<wcEQLog:
+		return wcKey{"eqe", 0}, true
+	case a >= wcStat && a < wcStat+32*cs.MaxQP:
+		return wcKey{"stat", uint32((a - wcStat) / 32)}, true
+	case a >= wcCQ && a < wcCQ+(wcNCQ+1)<<16:
+		return wcKey{"cqe", uint32((a - wcCQ) >> 16)}, true
+	case a >= wcTXS && a < wcRXS:
+		return wcKey{"txs", uint32((a - wcTXS) >> 16)}, true
+	case a >= wcRegion && a < wcRegion+cs.MaxQP<<16:
+		return wcKey{"payload", uint32((a - wcRegion) >> 16)}, true
+	}
+	return wcKey{}, false
+}
+
+func (b *wcBench) record(rtl bool, a uint64, data []byte) {
+	k, ok := b.classify(a)
+	if !ok {
+		b.t.Errorf("seed %d: a DMA write at %#x outside every stream (rtl %v)", b.seed, a, rtl)
+		return
+	}
+	ws, as, pl := b.mWrite, b.mAddr, b.mPlace
+	if rtl {
+		ws, as, pl = b.rWrite, b.rAddr, b.rPlace
+	}
+	if k.kind == "payload" {
+		for i, x := range data {
+			pl[k.obj] = append(pl[k.obj], placed{a + uint64(i), x})
+		}
+		return
+	}
+	ws[k] = append(ws[k], append([]byte(nil), data...))
+	as[k] = append(as[k], a)
+}
+
+// alloc maps a zeroed window of n bytes at iova for the RTL (the model's
+// memory is sparse).
+func (b *wcBench) alloc(iova uint64, n int) {
+	m := make([]byte, n)
+	require.NoError(b.t, b.ws.Map(iova, m))
+	b.win[iova] = m
+}
+
+// put writes p at iova in both hosts' memory.
+func (b *wcBench) put(iova uint64, p []byte) {
+	b.mh.mem.Write(iova, p)
+	for base, m := range b.win {
+		if iova >= base && iova+uint64(len(p)) <= base+uint64(len(m)) {
+			storeBytes(m[iova-base:], p)
+			return
+		}
+	}
+	b.t.Fatalf("seed %d: put at %#x of %d bytes outside every window", b.seed, iova, len(p))
+}
+
+// w32 writes a BAR0 register of both cards.
+func (b *wcBench) w32(off, v uint32) {
+	b.t.Helper()
+	require.NoError(b.t, b.model.Write32(off, v), "seed %d: model register write %#x", b.seed, off)
+	require.NoError(b.t, b.rtl.RegWrite(off, v), "seed %d: RTL register write %#x", b.seed, off)
+}
+
+// rtlStat reads QP n's status record from the RTL's host memory.
+func (b *wcBench) rtlStat(n uint32) cs.QPStat {
+	p := make([]byte, cs.QPStatSize)
+	require.NoError(b.t, b.ws.ReadMem(wcStat+uint64(n)*cs.QPStatSize, p))
+	return cs.QPStat(p)
+}
+
+func (b *wcBench) modelStat(n uint32) cs.QPStat {
+	p := make([]byte, cs.QPStatSize)
+	b.mh.mem.Read(wcStat+uint64(n)*cs.QPStatSize, p)
+	return cs.QPStat(p)
+}
+
+func newWCBench(t testing.TB, w int, seed uint64, cfg CardConfig, nqp int) *wcBench {
+	b := &wcBench{t: t, w: w, seed: seed, rng: NewRand(seed), mh: modelHost{HostMem{}}, win: map[uint64][]byte{},
+		mWrite: map[wcKey][][]byte{}, rWrite: map[wcKey][][]byte{}, mAddr: map[wcKey][]uint64{}, rAddr: map[wcKey][]uint64{},
+		mPlace: map[uint32][]placed{}, rPlace: map[uint32][]placed{}, ws: &Windows{}}
+	t.Logf("seed %d (rerun with -cosim.seed=%d)", seed, seed)
+	cfg.Width, cfg.Seed = w, seed
+	cfg.Interrupt = func(v int) {
+		require.Equal(t, wcVector, v, "seed %d: interrupt vector", seed)
+		b.rIRQ++
+	}
+	cfg.Fault = func(f AXIFault) { b.faults = append(b.faults, f) }
+	cfg.Mem = wcRTLMem{b}
+	var err error
+	b.rtl, err = NewCard(cfg)
+	require.NoError(t, err)
+	t.Cleanup(b.rtl.Close)
+	b.model, err = cardmodel.New(cardmodel.Config{Width: w, Host: wcModelHost{b}, Observe: func(dw cardmodel.DMAWrite) {
+		b.record(false, dw.Addr, dw.Data)
+	}})
+	require.NoError(t, err)
+
+	// As host/driver/rnic opens a card: identify, reset, wait for the
+	// tables, then the EQ, the status table and the interrupt moderation.
+	id, err := b.rtl.RegRead(cs.ID)
+	require.NoError(t, err)
+	require.Equal(t, uint32(cs.VendorID|cs.DeviceID<<16), id)
+	b.w32(cs.Reset, 1)
+	require.NoError(t, b.rtl.RunUntil(func() bool {
+		s, err := b.rtl.RegRead(cs.Status)
+		require.NoError(t, err)
+		return s&(1<<cs.StatusInitDoneShift) != 0
+	}, 200_000), "seed %d: INIT_DONE after RESET", seed)
+	b.alloc(wcEQ, 16<<wcEQLog)
+	b.alloc(wcStat, 32*cs.MaxQP)
+	b.w32(cs.EQBaseLo, wcEQ)
+	b.w32(cs.EQBaseHi, 0)
+	b.w32(cs.EQCfg, wcEQLog|wcVector<<cs.EQCfgVectorShift|1<<cs.EQCfgEnableShift)
+	b.w32(cs.QpstatBaseLo, wcStat)
+	b.w32(cs.QpstatBaseHi, 0)
+	b.w32(cs.IRQModeration, uint32(b.rng.IntN(64)))
+	for n := uint32(1); n <= wcNCQ; n++ {
+		b.alloc(wcCQ+uint64(n)<<16, 32<<wcCQLog)
+		b.w32(cs.CQNum, n)
+		b.w32(cs.CQBaseLo, uint32(wcCQ+uint64(n)<<16))
+		b.w32(cs.CQBaseHi, 0)
+		b.w32(cs.CQCfg, wcCQLog)
+		b.w32(cs.CQCmd, uint32(cs.CQOpCreate))
+	}
+	r := b.rng
+	for len(b.qps) < nqp {
+		n := uint32(1 + r.IntN(cs.MaxQP-1))
+		dup := false
+		for _, q := range b.qps {
+			dup = dup || q.n == n
+		}
+		if dup {
+			continue
+		}
+		q := &wcQP{n: n, pd: 1 + r.Uint32()%1000, sqLog: uint32(3 + r.IntN(4)), txsLog: uint32(12 + r.IntN(2)),
+			rxsLog: uint32(12 + r.IntN(3)), mulpdu: uint32(128 + r.IntN(1400)), markersTX: r.Chance(128),
+			markersRX: r.Chance(128), crc: r.Chance(160), sendCQ: uint32(1 + r.IntN(wcNCQ))}
+		q.peer = mpa.Framer{Markers: q.markersRX, CRC: q.crc}
+		b.qps = append(b.qps, q)
+		b.createQP(q, uint32(len(b.qps)))
+	}
+	b.w32(cs.Ctrl, 1<<cs.CtrlEnableShift)
+	b.runModel()
+	return b
+}
+
+// wcModelHost is the card model's host: memory plus interrupt counting.
+type wcModelHost struct{ b *wcBench }
+
+func (h wcModelHost) ReadMem(a uint64, p []byte) error  { h.b.mh.mem.Read(a, p); return nil }
+func (h wcModelHost) WriteMem(a uint64, p []byte) error { h.b.mh.mem.Write(a, p); return nil }
+func (h wcModelHost) Interrupt(v int) {
+	require.Equal(h.b.t, wcVector, v)
+	h.b.mIRQ++
+}
+
+// createQP allocates q's rings and region, creates it and registers its
+// region (an STag with remote write) through the placement window.
+func (b *wcBench) createQP(q *wcQP, idx uint32) {
+	b.alloc(wcSQ+uint64(q.n)<<16, cs.BB<<q.sqLog)
+	b.alloc(wcTXS+uint64(q.n)<<16, 1<<q.txsLog)
+	b.alloc(wcRXS+uint64(q.n)<<16, 1<<q.rxsLog)
+	b.alloc(wcRegion+uint64(q.n)<<16, wcRegLen)
+	m := q.mulpdu
+	if q.markersTX {
+		m |= 1 << cs.QPMPAMarkersTXShift
+	}
+	if q.markersRX {
+		m |= 1 << cs.QPMPAMarkersRXShift
+	}
+	if q.crc {
+		m |= 1 << cs.QPMPACRCShift
+	}
+	for _, rw := range [][2]uint32{
+		{cs.QPNum, q.n}, {cs.QPPD, q.pd},
+		{cs.QPSQBaseLo, uint32(wcSQ + uint64(q.n)<<16)}, {cs.QPSQBaseHi, 0},
+		{cs.QPRQBaseLo, 0x7000_0000}, {cs.QPRQBaseHi, 0},
+		{cs.QPTXSBaseLo, uint32(wcTXS + uint64(q.n)<<16)}, {cs.QPTXSBaseHi, 0},
+		{cs.QPRXSBaseLo, uint32(wcRXS + uint64(q.n)<<16)}, {cs.QPRXSBaseHi, 0},
+		{cs.QPSizes, q.sqLog | 4<<cs.QPSizesRQLogShift | q.txsLog<<cs.QPSizesTXSLogShift | q.rxsLog<<cs.QPSizesRXSLogShift},
+		{cs.QPCqs, q.sendCQ | q.sendCQ<<cs.QPCqsRecvCQShift},
+		{cs.QPMPA, m}, {cs.QPRD, 4 | 4<<cs.QPRDIRDShift},
+		{cs.QPCmd, uint32(cs.QPOpCreate)},
+	} {
+		b.w32(rw[0], rw[1])
+	}
+	key := uint8(b.rng.Uint32())
+	region := wcRegion + uint64(q.n)<<16
+	for _, rw := range [][2]uint32{
+		{pr.StagIndex, idx},
+		{pr.StagCtrl, uint32(key) | uint32(mem.RemoteWrite|mem.LocalWrite)<<pr.StagCtrlAccessShift | 1<<pr.StagCtrlValidShift},
+		{pr.StagPd, q.pd}, {pr.StagQp, 0},
+		{pr.StagBaseLo, uint32(region)}, {pr.StagBaseHi, 0},
+		{pr.StagLenLo, wcRegLen}, {pr.StagLenHi, 0},
+		{pr.StagAddrLo, uint32(region)}, {pr.StagAddrHi, 0},
+		{pr.StagPbl, 0}, {pr.StagCommit, 0},
+	} {
+		b.w32(cs.PlacementWindow+rw[0], rw[1])
+	}
+	q.stag = mem.MakeSTag(idx, key)
+}
+
+// post writes a random inline WQE (Send, Send with Invalidate, RDMA
+// Write) into q's SQ and rings its doorbell now, later, or as a push.
+func (b *wcBench) post(q *wcQP) {
+	r := b.rng
+	n := r.IntN(cs.MaxInline + 1)
+	if r.Chance(100) {
+		n = r.IntN(65)
+	}
+	bbs := max(1, (cs.WQEHdr+n+cs.BB-1)/cs.BB)
+	if bbs < cs.MaxWQEBBs && r.Chance(30) {
+		bbs++
+	}
+	wqe := make([]byte, bbs*cs.BB)
+	h := cs.WQE(wqe)
+	ops := []cs.WQEOpcode{cs.WQEOpcodeSend, cs.WQEOpcodeSendInv, cs.WQEOpcodeRDMAWrite}
+	h.SetOpcode(ops[r.IntN(len(ops))])
+	h.SetSignaled(r.Chance(170))
+	h.SetSolicited(r.Chance(80))
+	h.SetInline(true)
+	h.SetBBS(uint8(bbs))
+	h.SetInlineLen(uint16(n))
+	h.SetWRID(r.Uint64())
+	h.SetRemoteAddr(r.Uint64())
+	h.SetRKey(r.Uint32())
+	h.SetInvSTag(r.Uint32())
+	for i := cs.WQEHdr; i < cs.WQEHdr+n; i++ {
+		wqe[i] = byte(r.Uint32())
+	}
+	size := uint16(1) << q.sqLog
+	for i := 0; i < bbs; i++ {
+		b.put(wcSQ+uint64(q.n)<<16+uint64((q.pi+uint16(i))&(size-1))*cs.BB, wqe[i*cs.BB:(i+1)*cs.BB])
+	}
+	db := cs.QPDBBase + q.n*cs.QPDBStride
+	q.posted++
+	if bbs == 1 && r.Chance(100) {
+		b.ring(q)
+		for i := 0; i < 16; i++ {
+			b.w32(db+cs.QPDBPush+uint32(4*i), binary.LittleEndian.Uint32(wqe[4*i:]))
+		}
+		q.pi++
+		return
+	}
+	q.pi += uint16(bbs)
+	q.pending = true
+	if r.Chance(150) {
+		b.ring(q)
+	}
+}
+
+func (b *wcBench) ring(q *wcQP) {
+	if q.pending {
+		q.pending = false
+		b.w32(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBSQPI, uint32(q.pi))
+	}
+}
+
+// peerWrites appends RDMA Writes into q's region to its receive stream
+// (both memories) and announces them in one to three RXS_PI doorbells,
+// the RTL stepping between them. At most the ring's size is written (the
+// ring is empty at a quiet point).
+func (b *wcBench) peerWrites(q *wcQP) {
+	r := b.rng
+	ring := uint32(1) << q.rxsLog
+	var stream []byte
+	for k := 1 + r.IntN(4); k > 0; k-- {
+		n := 1 + r.IntN(2000)
+		if r.Chance(80) {
+			n = 1 + r.IntN(64)
+		}
+		seg := n
+		if r.Chance(80) {
+			seg = 1 + r.IntN(n)
+		}
+		to := wcRegion + uint64(q.n)<<16 + uint64(r.IntN(wcRegLen-n+1))
+		var fp []byte
+		saved := q.peer.Offset
+		for off := 0; off < n; off += seg {
+			c := min(seg, n-off)
+			ulp := ddp.TaggedFields{Last: off+c == n, Version: ddp.Version1, RsvdULP: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpWrite)),
+				STag: uint32(q.stag), TO: to + uint64(off)}.Append(nil)
+			for i := 0; i < c; i++ {
+				ulp = append(ulp, byte(r.Uint32()))
+			}
+			var err error
+			fp, err = q.peer.AppendFPDU(fp, ulp)
+			require.NoError(b.t, err)
+		}
+		if uint32(len(stream)+len(fp)) > ring {
+			// This message is not sent: the stream goes on from
+			// where it was.
+			q.peer.Offset = saved
+			break
+		}
+		stream = append(stream, fp...)
+	}
+	base := wcRXS + uint64(q.n)<<16
+	for i := 0; i < len(stream); {
+		off := (q.rxWritten + uint32(i)) & (ring - 1)
+		k := min(len(stream)-i, int(ring-off))
+		b.put(base+uint64(off), stream[i:i+k])
+		i += k
+	}
+	cuts := []int{len(stream)}
+	if len(stream) > 2 && r.Chance(128) {
+		cuts = []int{1 + r.IntN(len(stream)-1), len(stream)}
+	}
+	for _, c := range cuts {
+		v := q.rxWritten + uint32(c)
+		require.NoError(b.t, b.model.Write32(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBRXSPI, v))
+		require.NoError(b.t, b.rtl.RegWrite(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBRXSPI, v))
+		require.NoError(b.t, b.rtl.Step(r.IntN(400)))
+	}
+	q.rxWritten += uint32(len(stream))
+}
+
+// runModel runs the model to idle, the host giving every transmit stream
+// byte back (TXS_CI) as the status record shows it.
+func (b *wcBench) runModel() {
+	for {
+		b.model.Run()
+		moved := false
+		for _, q := range b.qps {
+			if pi := b.modelStat(q.n).TXSPI(); pi != q.mTXSCI {
+				q.mTXSCI = pi
+				require.NoError(b.t, b.model.Write32(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBTXSCI, pi))
+				moved = true
+			}
+		}
+		if !moved {
+			return
+		}
+	}
+}
+
+// runRTL steps the card until it has done everything the model did: every
+// QP's status record equal to the model's, no DMA outstanding, and as
+// many CQEs and EQEs written; the host gives TXS_CI back as a driver does.
+func (b *wcBench) runRTL(watchdog uint64) {
+	start := b.rtl.Cycles()
+	quiet := 0
+	for {
+		require.NoError(b.t, b.rtl.Step(64), "seed %d", b.seed)
+		done := true
+		for _, q := range b.qps {
+			st := b.rtlStat(q.n)
+			if pi := st.TXSPI(); pi != q.rTXSCI {
+				q.rTXSCI = pi
+				require.NoError(b.t, b.rtl.RegWrite(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBTXSCI, pi), "seed %d", b.seed)
+			}
+			if string(st) != string(b.modelStat(q.n)) {
+				done = false
+			}
+		}
+		for _, k := range []string{"cqe", "eqe"} {
+			for n := uint32(0); n <= wcNCQ; n++ {
+				if len(b.rWrite[wcKey{k, n}]) != len(b.mWrite[wcKey{k, n}]) {
+					done = false
+				}
+			}
+		}
+		if b.rtl.Outstanding() > 0 {
+			done = false
+		}
+		if done {
+			quiet++
+			if quiet > 4 {
+				return
+			}
+		} else {
+			quiet = 0
+		}
+		if b.rtl.Cycles()-start > watchdog {
+			var st []string
+			for _, q := range b.qps {
+				st = append(st, fmt.Sprintf("QP %d: RTL status %x, model %x", q.n, []byte(b.rtlStat(q.n)), []byte(b.modelStat(q.n))))
+			}
+			b.t.Fatalf("seed %d: the RTL card did not catch up with the model in %d cycles:\n%s", b.seed, watchdog, strings.Join(st, "\n"))
+		}
+	}
+}
+
+// compare checks every stream: transmit stream bytes per QP (and the
+// rings' contents), placed bytes per QP in order, CQEs per CQ (slot by
+// slot, and per QP in order), EQEs, and the status records.
+func (b *wcBench) compare() {
+	t, seed := b.t, b.seed
+	for _, q := range b.qps {
+		k := wcKey{"txs", q.n}
+		require.Equal(t, bytes.Join(b.mWrite[k], nil), bytes.Join(b.rWrite[k], nil), "seed %d QP %d: transmit stream bytes", seed, q.n)
+		ring := 1 << q.txsLog
+		mr := make([]byte, ring)
+		b.mh.mem.Read(wcTXS+uint64(q.n)<<16, mr)
+		require.Equal(t, mr, b.win[wcTXS+uint64(q.n)<<16], "seed %d QP %d: transmit ring contents", seed, q.n)
+		mp, rp := b.mPlace[q.n], b.rPlace[q.n]
+		require.Equal(t, len(mp), len(rp), "seed %d QP %d: placed bytes", seed, q.n)
+		for i := range mp {
+			if mp[i] != rp[i] {
+				t.Fatalf("seed %d QP %d: placed byte %d: RTL %#x at %#x, model %#x at %#x", seed, q.n, i, rp[i].b, rp[i].addr, mp[i].b, mp[i].addr)
+			}
+		}
+		require.Equal(t, []byte(b.modelStat(q.n)), []byte(b.rtlStat(q.n)), "seed %d QP %d: status record", seed, q.n)
+		// Every status record the RTL wrote moves forward.
+		var last cs.QPStat
+		for i, s := range b.rWrite[wcKey{"stat", q.n}] {
+			st := cs.QPStat(s)
+			if last != nil {
+				require.True(t, int32(st.TXSPI()-last.TXSPI()) >= 0 && int32(st.RXSCI()-last.RXSCI()) >= 0 && int16(st.SQCI()-last.SQCI()) >= 0,
+					"seed %d QP %d: status record %d went back: %x after %x", seed, q.n, i, s, []byte(last))
+			}
+			last = st
+		}
+	}
+	mask := func(e []byte, owner int) []byte {
+		c := append([]byte(nil), e...)
+		c[owner] &^= 0x80
+		return c
+	}
+	for n := uint32(1); n <= wcNCQ; n++ {
+		k := wcKey{"cqe", n}
+		require.Equal(t, b.mAddr[k], b.rAddr[k], "seed %d CQ %d: CQE slots", seed, n)
+		perQP := func(ws [][]byte) map[uint16][][]byte {
+			m := map[uint16][][]byte{}
+			for _, e := range ws {
+				require.Len(t, e, cs.CQESize, "seed %d CQ %d: a CQE write", seed, n)
+				m[cs.CQE(e).QPN()] = append(m[cs.CQE(e).QPN()], mask(e, 31))
+			}
+			return m
+		}
+		require.Equal(t, perQP(b.mWrite[k]), perQP(b.rWrite[k]), "seed %d CQ %d: CQEs per QP", seed, n)
+		for i, e := range b.rWrite[k] {
+			require.Equal(t, b.mWrite[k][i][31]&0x80, e[31]&0x80, "seed %d CQ %d CQE %d: owner bit", seed, n, i)
+		}
+	}
+	k := wcKey{"eqe", 0}
+	require.Equal(t, b.mAddr[k], b.rAddr[k], "seed %d: EQE slots", seed)
+	count := func(ws [][]byte) map[string]int {
+		m := map[string]int{}
+		for _, e := range ws {
+			m[fmt.Sprintf("%x", mask(e, 15))]++
+		}
+		return m
+	}
+	require.Equal(t, count(b.mWrite[k]), count(b.rWrite[k]), "seed %d: EQEs", seed)
+	require.Empty(t, b.faults, "seed %d: DMA faults", seed)
+}
+
+// arm arms a random CQ (the next completion writes CQ_NOTIFY) and the EQ
+// (the next event raises the vector) on both cards, at a quiet point.
+func (b *wcBench) arm() {
+	r := b.rng
+	if r.Chance(128) {
+		n := uint32(1 + r.IntN(wcNCQ))
+		ci := uint32(len(b.mWrite[wcKey{"cqe", n}]))
+		b.w32(cs.CQDBBase+n*cs.CQDBStride+cs.CQDBCI, ci|1<<cs.CQDBCIArmShift)
+	}
+	if r.Chance(160) {
+		b.w32(cs.EQDB, uint32(len(b.mWrite[wcKey{"eqe", 0}]))|1<<cs.EQDBArmShift)
+	}
+}
+
+// round posts work on every QP (inline WQEs, peer RDMA Writes on the
+// receive stream), arms a CQ and the EQ at random, runs both cards until
+// the RTL has done what the model did, and checks the interrupts.
+func (b *wcBench) round(round int) {
+	r := b.rng
+	b.arm()
+	mIRQ, rIRQ := b.mIRQ, b.rIRQ
+	for _, q := range b.qps {
+		for k := r.IntN(5); k > 0; k-- {
+			st := b.rtlStat(q.n)
+			if int(uint16(1)<<q.sqLog)-int(q.pi-st.SQCI()) < cs.MaxWQEBBs {
+				break
+			}
+			b.post(q)
+		}
+		b.ring(q)
+		if r.Chance(170) {
+			b.peerWrites(q)
+		}
+	}
+	b.runModel()
+	b.runRTL(3_000_000)
+	require.Equal(b.t, b.mIRQ-mIRQ, b.rIRQ-rIRQ, "seed %d round %d: interrupts", b.seed, round)
+}
+
+// wcTiming is the host of the whole-card co-simulation: reads answered
+// after 1 to 300 cycles, write responses after 1 to 200, reordered and
+// interleaved across IDs, every ready and response withheld one cycle in
+// five, irq_ready too.
+var wcTiming = CardConfig{Timing: AXITiming{ReadLatency: 1, ReadJitter: 300, WriteLatency: 1, WriteJitter: 200, Reorder: true, Ready: 200},
+	IRQBackpressure: 50}
+
+// TestCardCosim programs the whole card and the card model alike and
+// runs random inline Sends, Sends with Invalidate and RDMA Writes on
+// transmit (pushed and fetched), RDMA Writes from the peer on receive,
+// CQ and EQ arming, under random DMA latency (1 to 300 cycles), response
+// order and backpressure; every stream must be the model's.
+func TestCardCosim(t *testing.T) {
+	for _, w := range gen.CardTopWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			rounds := 40
+			if w == 512 {
+				rounds = 20
+			}
+			b := newWCBench(t, w, seed, wcTiming, 4)
+			for round := 0; round < rounds; round++ {
+				b.round(round)
+			}
+			b.compare()
+			if w == 64 {
+				b.mutations()
+			}
+			var cqes, eqes, placedBytes, txBytes int
+			for n := uint32(1); n <= wcNCQ; n++ {
+				cqes += len(b.rWrite[wcKey{"cqe", n}])
+			}
+			eqes = len(b.rWrite[wcKey{"eqe", 0}])
+			for _, q := range b.qps {
+				placedBytes += len(b.rPlace[q.n])
+				txBytes += len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil))
+			}
+			require.Greater(t, cqes, 10, "seed %d", seed)
+			require.Greater(t, placedBytes, 0, "seed %d", seed)
+			st := b.rtl.Stats()
+			t.Logf("seed %d: %d cycles, %d CQEs, %d EQEs, %d interrupts, %d transmit stream bytes, %d placed bytes, %d read / %d write bursts",
+				seed, st.Cycles, cqes, eqes, st.Interrupts, txBytes, placedBytes, st.ReadBursts, st.WriteBursts)
+		})
+	}
+}
+
+// BenchmarkCardCosim measures the whole-card co-simulation's speed with
+// its checks (the AXI checks every cycle, the card model beside it, every
+// stream compared): the workload of TestCardCosim, round after round,
+// until b.N cycles have run.
+func BenchmarkCardCosim(b *testing.B) {
+	for _, w := range gen.CardTopWidths {
+		b.Run(fmt.Sprint(w), func(b *testing.B) {
+			wb := newWCBench(b, w, 1, wcTiming, 4)
+			start := wb.rtl.Cycles()
+			b.ResetTimer()
+			t0 := time.Now()
+			for round := 0; wb.rtl.Cycles()-start < uint64(b.N); round++ {
+				wb.round(round)
+			}
+			el := time.Since(t0)
+			b.StopTimer()
+			wb.compare()
+			n := wb.rtl.Cycles() - start
+			b.ReportMetric(float64(n)/el.Seconds(), "cycles/s")
+		})
+	}
+}
+
+// catchT records a failure instead of ending the test.
+type catchT struct {
+	testing.TB
+	msg string
+}
+
+func (c *catchT) Helper() {}
+func (c *catchT) Errorf(format string, a ...any) {
+	if c.msg == "" {
+		c.msg = fmt.Sprintf(format, a...)
+	}
+}
+func (c *catchT) Fatalf(format string, a ...any) { c.Errorf(format, a...); panic(c) }
+func (c *catchT) FailNow()                       { panic(c) }
+
+// mutations shows compare failing on a wrong transmit stream byte, a wrong
+// placed byte, a CQE with another WR_ID and a status record behind.
+func (b *wcBench) mutations() {
+	t := b.t
+	try := func(what string, mutate, undo func()) {
+		c := &catchT{TB: t}
+		mutate()
+		func() {
+			defer func() {
+				if r := recover(); r != nil && r != any(c) {
+					panic(r)
+				}
+			}()
+			b.t = c
+			b.compare()
+		}()
+		b.t = t
+		undo()
+		require.NotEmpty(t, c.msg, "seed %d: compare did not catch %s", b.seed, what)
+	}
+	q := b.qps[0]
+	for _, q2 := range b.qps {
+		if len(b.rWrite[wcKey{"txs", q2.n}]) > 0 && len(b.rPlace[q2.n]) > 0 {
+			q = q2
+		}
+	}
+	tx := b.rWrite[wcKey{"txs", q.n}]
+	require.NotEmpty(t, tx)
+	try("a transmit stream byte", func() { tx[0][0] ^= 1 }, func() { tx[0][0] ^= 1 })
+	pl := b.rPlace[q.n]
+	require.NotEmpty(t, pl)
+	try("a placed byte", func() { pl[len(pl)-1].b ^= 0x80 }, func() { pl[len(pl)-1].b ^= 0x80 })
+	for n := uint32(1); n <= wcNCQ; n++ {
+		if cq := b.rWrite[wcKey{"cqe", n}]; len(cq) > 0 {
+			try("a CQE's WR_ID", func() { cq[0][3] ^= 4 }, func() { cq[0][3] ^= 4 })
+		}
+	}
+	st := b.win[wcStat][q.n*cs.QPStatSize:]
+	try("a status record", func() { st[8]-- }, func() { st[8]++ })
+}
