@@ -180,50 +180,6 @@ func maskedWords(m *Module, name string, data, keep *Signal) []*Signal {
 	return words
 }
 
-// lastLaneOneHot marks the highest lane whose keep bit is 1 (keep
-// contiguous from lane 0), one term per lane.
-func lastLaneOneHot(keep *Signal) Expr {
-	lanes := keep.W
-	ends := make([]Expr, lanes)
-	for i := 0; i < lanes; i++ {
-		e := Bit(keep, i)
-		if i+1 < lanes {
-			e = And(e, Not(Bit(keep, i+1)))
-		}
-		ends[lanes-1-i] = e
-	}
-	return Cat(ends...)
-}
-
-// lastLaneVector is lastLaneOneHot written on whole vectors, keep &
-// ~(keep >> 1): the same function, which Verilator evaluates in three word
-// operations where the per-lane form costs it hundreds at 512 bits. crc32c
-// uses it above 8 lanes; mpa_tx writes its last covered lane on whole
-// vectors of its own (mpa_tx_lanes.go).
-func lastLaneVector(keep *Signal) Expr {
-	if keep.W == 1 {
-		return keep
-	}
-	return And(keep, Not(Cat(C(1, 0), Bits(keep, keep.W-1, 1))))
-}
-
-// complementIndex is ~index of the one-hot lane, nk bits: lanes-1-i for
-// the lane i that is set (an OR of masked lanes per bit).
-func complementIndex(oneHot Expr, nk int) Expr {
-	lanes := oneHot.Width()
-	pads := make([]Expr, nk)
-	for j := 0; j < nk; j++ {
-		mask := new(big.Int)
-		for i := 0; i < lanes; i++ {
-			if i>>j&1 == 0 {
-				mask.SetBit(mask, i, 1)
-			}
-		}
-		pads[nk-1-j] = RedOr(And(oneHot, CBig(lanes, mask)))
-	}
-	return Cat(pads...)
-}
-
 // crcFix multiplies the 32-bit register crc by Z^-p selected by the bits of
 // pad from lo to lo+n-1 (the rows chosen among constant matrices).
 func crcFix(m *Module, prefix string, crc *Signal, pad *Signal, lo, n int, zinvParam func(int) *Signal) *Signal {
@@ -249,16 +205,6 @@ func crcFixExpr(crc *Signal, pad *Signal, lo, n int, zinvParam func(int) *Signal
 		prod[31-i] = RedXor(And(crc, muxTree(sel, cands)))
 	}
 	return Cat(prod...)
-}
-
-// muxTree selects cands[v] where v is the binary number sel (bit 0 first).
-func muxTree(sel []Expr, cands []Expr) Expr {
-	if len(sel) == 0 {
-		return cands[0]
-	}
-	top := len(sel) - 1
-	half := len(cands) / 2
-	return Sel(sel[top], muxTree(sel[:top], cands[half:]), muxTree(sel[:top], cands[:half]))
 }
 
 // MatVec is the GF(2) product rows·x: bit i is the parity of x AND rows[i].

@@ -259,35 +259,3 @@ func DMARd(cfg DMARdConfig) (*Module, error) {
 	m.WireOf("unused_bits", RedOr(Cat(unused...)), "bits no logic reads (keeps lint quiet on purpose)")
 	return m, m.Validate()
 }
-
-// gate is x while v is 1, else zero.
-func gate(v Expr, x Expr) Expr { return And(x, Rep(v, x.Width())) }
-
-// zext zero-extends x to w bits (x as it is when it is that wide already).
-func zext(x Expr, w int) Expr {
-	if x.Width() >= w {
-		return x
-	}
-	return Cat(C(w-x.Width(), 0), x)
-}
-
-// expand turns one bit per byte lane into eight.
-func expand(mask *Signal) Expr {
-	parts := make([]Expr, mask.W)
-	for i := 0; i < mask.W; i++ {
-		parts[mask.W-1-i] = Rep(Bit(mask, i), 8)
-	}
-	return Cat(parts...)
-}
-
-// j2 widens or narrows the beat index j to w bits (the reorder buffer's
-// address width).
-func j2(m *Module, j *Signal, w int) Expr {
-	switch {
-	case j.W == w:
-		return j
-	case j.W < w:
-		return Cat(C(w-j.W, 0), j)
-	}
-	return Bits(j, w-1, 0)
-}

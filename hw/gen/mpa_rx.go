@@ -52,13 +52,73 @@ func MPARxBuffered(width, depth int) (*Module, error) {
 	if depth < 8 || depth&(depth-1) != 0 {
 		return nil, fmt.Errorf("%w: mpa_rx buffer of %d beats (need a power of two, at least 8)", ErrInvalid, depth)
 	}
-	L := width / 8
-	nk := bits.TrailingZeros(uint(L))
-	gk := nk - 2 // bits of a 4-octet group index within a beat
-	G := L / 4
-	ck := bits.TrailingZeros(uint(depth))
-	cw := ck + 1 // buffer pointers carry a wrap bit
-	stages := mpaRxFixStages(L)
+	d := mpaRxDims{width: width, depth: depth, L: width / 8, D: mpaRxRingBeats}
+	d.nk = bits.TrailingZeros(uint(d.L))
+	d.gk = d.nk - 2 // bits of a 4-octet group index within a beat
+	d.G = d.L / 4
+	d.ck = bits.TrailingZeros(uint(depth))
+	d.cw = d.ck + 1 // buffer pointers carry a wrap bit
+	d.stages = mpaRxFixStages(d.L)
+	d.dk = bits.TrailingZeros(uint(d.D))
+	m, io := mpaRxPorts(d)
+	st := mpaRxStreamState(m)
+	ring := mpaRxInputRing(m, d, io, st)
+	fr := mpaRxFramer(m, d, io, st, ring)
+	commitPtr, err := mpaRxCheck(m, d, io, st, fr)
+	if err != nil {
+		return nil, err
+	}
+	mpaRxReader(m, d, io, fr, commitPtr)
+	return m, m.Validate()
+}
+
+// The stages of mpa_rx, in the order the data meets them: the ports and
+// context (mpaRxPorts), the stream positions the input ring and the framer
+// share (mpaRxStreamState), the input ring (mpaRxInputRing), the framer that
+// takes one piece per cycle and writes the ULPDU buffer (mpaRxFramer), the
+// CRC and marker check whose verdicts commit or stop (mpaRxCheck), and the
+// buffer's reader (mpaRxReader). Each takes the bundles of the stages
+// before it and returns its own.
+
+// mpaRxDims are the sizes every stage derives from the width and buffer depth.
+type mpaRxDims struct {
+	width, depth int
+	L, nk, gk, G int // lanes, their index bits, 4-octet group index bits, groups
+	ck, cw       int // buffer row bits, pointer bits (with the wrap bit)
+	stages       int // Z^-p correction stages
+	D, dk        int // input ring beats and their index bits
+}
+
+// mpaRxIO is the block's ports and its context registers (loaded in reset).
+type mpaRxIO struct {
+	rst, tdata, tkeep, tvalid, tready, tlast, cfgOff *Signal
+	mData, mKeep, mValid, mReady, mLast, mLen        *Signal
+	errValid, errKind, errCode, errOff, eos          *Signal
+	cfgMk, cfgCRC, cfgRev0                           *Signal
+}
+
+// mpaRxStream is the state the input ring and the framer read of each other.
+type mpaRxStream struct{ wpos, rpos, fin, bHalt, vErr, halted *Signal }
+
+// mpaRxRing is the input ring: the aligned beats, whether a beat fits, and
+// the write position's next value.
+type mpaRxRing struct {
+	ring            []*Signal
+	ringFull, wNext *Signal
+}
+
+// mpaRxFramed is what the framer hands the check and the reader: the CRC
+// pipeline's entry (the beat's covered octets, the FPDU's start, the kind
+// of entry) and the buffer's write side.
+type mpaRxFramed struct {
+	crcUpd, lenErr, eosGo, endsF, starting, inF, avail, e, crcLo, fresh *Signal
+	dual, mkBad, endPtrNow, covered, nCovered, fStart                   *Signal
+	wptr, rptr, wr0, wr1, word0, word1                                  *Signal
+}
+
+// mpaRxPorts declares the module, its ports and the context registers.
+func mpaRxPorts(d mpaRxDims) (*Module, mpaRxIO) {
+	width, depth, L := d.width, d.depth, d.L
 	m := NewModule(fmt.Sprintf("mpa_rx_w%d", width),
 		"RFC 5044 §4.1-4.4 (FPDU format, markers every 512 octets from SeqStart, FPDUPTR, CRC32c coverage), §6 (delineation by ULPDU_Length; pass a ULPDU only once the whole FPDU is present and checked), §8 (error codes; nothing delivered after an error)",
 		fmt.Sprintf("MPA receive path of one half connection, %d-bit AXI-Stream (%d byte lanes). It takes the connection's TCP payload stream in any segmentation and hands over each ULPDU (DDP segment) as one packet from lane 0, markers stripped, once its FPDU is complete, its CRC32c is good and its markers point where they must.", width, L),
@@ -96,18 +156,29 @@ func MPARxBuffered(width, depth int) (*Module, error) {
 	cfgMk := ld("cfg_markers_q", 1, cfgMkIn, "")
 	cfgCRC := ld("cfg_crc_q", 1, cfgCRCIn, "")
 	cfgRev0 := ld("cfg_rev0_q", 1, cfgRev0In, "")
+	return m, mpaRxIO{rst: rst, tdata: tdata, tkeep: tkeep, tvalid: tvalid, tready: tready, tlast: tlast, cfgOff: cfgOff,
+		mData: mData, mKeep: mKeep, mValid: mValid, mReady: mReady, mLast: mLast, mLen: mLen,
+		errValid: errValid, errKind: errKind, errCode: errCode, errOff: errOff, eos: eos,
+		cfgMk: cfgMk, cfgCRC: cfgCRC, cfgRev0: cfgRev0}
+}
 
-	// --- state declared up front: the input ring and the framer use each other's ---
+// mpaRxStreamState declares the positions both the ring and the framer use.
+func mpaRxStreamState(m *Module) mpaRxStream {
 	wpos := m.RegDecl("wpos", 32, "stream offset just past the last octet received")
 	rpos := m.RegDecl("rpos", 32, "stream offset of the framer: the next octet to take")
 	fin := m.RegDecl("fin", 1, "the stream's last beat has been received")
 	bHalt := m.RegDecl("b_halt", 1, "the framer has stopped (length error, end of stream)")
 	vErr := m.RegDecl("v_err", 1, "an error has been reported")
 	halted := m.WireOf("halted", Or(bHalt, vErr), "nothing more is delivered")
+	return mpaRxStream{wpos: wpos, rpos: rpos, fin: fin, bHalt: bHalt, vErr: vErr, halted: halted}
+}
 
-	// --- input ring: D aligned beats, octet s in entry (s/L) mod D, lane s mod L ---
-	D := mpaRxRingBeats
-	dk := bits.TrailingZeros(uint(D))
+// mpaRxInputRing lands input octets in a ring of D aligned beats: octet s
+// in entry (s/L) mod D, lane s mod L.
+func mpaRxInputRing(m *Module, d mpaRxDims, io mpaRxIO, st mpaRxStream) mpaRxRing {
+	width, L, nk, D, dk := d.width, d.L, d.nk, d.D, d.dk
+	rst, tdata, tkeep, tvalid, tready, tlast, cfgOff := io.rst, io.tdata, io.tkeep, io.tvalid, io.tready, io.tlast, io.cfgOff
+	wpos, fin, halted := st.wpos, st.fin, st.halted
 	// ring_full is registered (from the next positions) so that s_axis_tready
 	// is defined from the first cycle, before the positions are loaded.
 	ringFull := m.RegDecl("ring_full", 1, "a whole beat does not fit: more than (D-1)*W/8 octets held from the framer's aligned beat on")
@@ -159,6 +230,17 @@ func MPARxBuffered(width, depth int) (*Module, error) {
 	wNext := m.WireOf("wpos_next", Sel(rst, cfgOff, Sel(fire, Add(wpos, Cat(C(32-nk-1, 0), count)), wpos)), "")
 	m.Drive(wpos, nil, wNext, nil)
 	m.Drive(fin, big.NewInt(0), C(1, 1), And(fire, tlast))
+	return mpaRxRing{ring: ring, ringFull: ringFull, wNext: wNext}
+}
+
+// mpaRxFramer takes one piece of one FPDU per cycle (and, where an FPDU
+// ends inside a beat, the next FPDU's first piece), shifts its ULPDU octets
+// to their output lanes and writes whole output beats into the buffer.
+func mpaRxFramer(m *Module, d mpaRxDims, io mpaRxIO, st mpaRxStream, rg mpaRxRing) mpaRxFramed {
+	width, depth, L, nk, G, cw, D, dk := d.width, d.depth, d.L, d.nk, d.G, d.cw, d.D, d.dk
+	rst, tvalid, cfgOff, cfgMk, cfgRev0 := io.rst, io.tvalid, io.cfgOff, io.cfgMk, io.cfgRev0
+	wpos, rpos, fin, bHalt, halted := st.wpos, st.rpos, st.fin, st.bHalt, st.halted
+	ring, ringFull, wNext := rg.ring, rg.ringFull, rg.wNext
 
 	// --- the framer: one piece of one FPDU per cycle ---
 	inF := m.RegDecl("f_in", 1, "inside an FPDU (its header has been taken)")
@@ -375,6 +457,22 @@ func MPARxBuffered(width, depth int) (*Module, error) {
 	m.Drive(fEndPtr, nil, endPtrNow, bGo)
 	m.Drive(wptr, big.NewInt(0), Add(wptr, Sel(wr1, C(cw, 2), C(cw, 1))), wr0)
 	m.Drive(bHalt, big.NewInt(0), C(1, 1), Or(lenErr, eosGo))
+	return mpaRxFramed{crcUpd: crcUpd, lenErr: lenErr, eosGo: eosGo, endsF: endsF, starting: starting, inF: inF,
+		avail: avail, e: e, crcLo: crcLo, fresh: fresh, dual: dual, mkBad: mkBad, endPtrNow: endPtrNow,
+		covered: covered, nCovered: nCovered, fStart: fStart, wptr: wptr, rptr: rptr, wr0: wr0, wr1: wr1, word0: word0, word1: word1}
+}
+
+// mpaRxCheck runs the CRC over each FPDU's covered octets (the register
+// corrected for the lanes past the FPDU's end, then compared with the
+// residue) alongside the marker and length checks, and turns each FPDU's
+// verdict into a commit of its ULPDU or a sticky error; it returns the
+// buffer pointer just past the last good ULPDU.
+func mpaRxCheck(m *Module, d mpaRxDims, io mpaRxIO, st mpaRxStream, fr mpaRxFramed) (*Signal, error) {
+	width, L, nk, gk, G, cw, stages := d.width, d.L, d.nk, d.gk, d.G, d.cw, d.stages
+	cfgCRC, errValid, errKind, errCode, errOff, eos := io.cfgCRC, io.errValid, io.errKind, io.errCode, io.errOff, io.eos
+	rpos, vErr := st.rpos, st.vErr
+	crcUpd, lenErr, eosGo, endsF, starting, inF, avail, e, crcLo, fresh := fr.crcUpd, fr.lenErr, fr.eosGo, fr.endsF, fr.starting, fr.inF, fr.avail, fr.e, fr.crcLo, fr.fresh
+	dual, mkBad, endPtrNow, covered, nCovered, fStart := fr.dual, fr.mkBad, fr.endPtrNow, fr.covered, fr.nCovered, fr.fStart
 
 	// --- CRC pipeline: every entry takes the same path, so verdicts stay in stream order ---
 	// kinds: 0 FPDU end or a mid-FPDU beat, 1 length error, 2 end of stream
@@ -502,6 +600,15 @@ func MPARxBuffered(width, depth int) (*Module, error) {
 	m.Assign(errCode, eCode)
 	m.Assign(errOff, eOff)
 	m.Assign(eos, eos1)
+	return commitPtr, nil
+}
+
+// mpaRxReader moves committed beats out of the buffer's two banks to
+// m_axis through a 2-entry queue.
+func mpaRxReader(m *Module, d mpaRxDims, io mpaRxIO, fr mpaRxFramed, commitPtr *Signal) {
+	width, depth, L, nk, ck, cw := d.width, d.depth, d.L, d.nk, d.ck, d.cw
+	mData, mKeep, mValid, mReady, mLast, mLen := io.mData, io.mKeep, io.mValid, io.mReady, io.mLast, io.mLen
+	wptr, rptr, wr0, wr1, word0, word1 := fr.wptr, fr.rptr, fr.wr0, fr.wr1, fr.word0, fr.word1
 
 	// --- the buffer and the reader: committed beats to m_axis through a 2-entry queue ---
 	rdPending := m.RegDecl("o_reading", 1, "a buffer read is under way")
@@ -549,5 +656,4 @@ func MPARxBuffered(width, depth int) (*Module, error) {
 	m.Assign(mValid, hv)
 	m.Assign(mLast, And(hv, hLast))
 	m.Assign(mLen, And(hLen, Rep(hv, 16)))
-	return m, m.Validate()
 }
