@@ -16,6 +16,9 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,10 +36,27 @@ func main() {
 	pnr := flag.String("pnr", "crc32c_w32,crc32c_w64", "modules to place and route on an iCE40 HX8K")
 	out := flag.String("out", "build/hw/synth", "directory for netlists and logs")
 	readme := flag.String("readme", "hw/README.md", "file whose synth:begin/end section receives the table")
+	lv := flag.String("levels", "", "instead of the table: list every register of these modules with at least -min LUT6 levels in front of it, and the path")
+	lvMin := flag.Int("min", 9, "with -levels: the least depth listed")
+	lvRTL := flag.String("rtl", "hw/rtl", "with -levels: directory of the modules' Verilog (a probe build)")
 	flag.Parse()
 	if flag.NArg() != 0 {
 		flag.Usage()
 		os.Exit(2)
+	}
+	if *lv != "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "synth:", err)
+			os.Exit(1)
+		}
+		for _, m := range split(*lv) {
+			fmt.Printf("%s (LUT6 levels >= %d):\n", m, *lvMin)
+			if err := depthReport(*out, *lvRTL, m, *lvMin, os.Stdout); err != nil {
+				fmt.Fprintln(os.Stderr, "synth:", err)
+				os.Exit(1)
+			}
+		}
+		return
 	}
 	if err := run(split(*mods), split(*pnr), *out, *readme); err != nil {
 		fmt.Fprintln(os.Stderr, "synth:", err)
@@ -55,8 +75,9 @@ func split(s string) []string {
 }
 
 type row struct {
-	module                               string
-	xLUT, xFF, xDepth, iLUT, iFF, iDepth int
+	Module                                           string
+	XLUT, XFF, XRAM, XDepth, ILUT, IFF, IRAM, IDepth int
+	Worst                                            endpoint // the deepest LUT6 path
 }
 
 type pnrResult struct {
@@ -71,24 +92,15 @@ func run(mods, pnrMods []string, out, readme string) error {
 	}
 	var rows []row
 	for _, m := range mods {
-		r := row{module: m}
-		var err error
-		fmt.Fprintf(os.Stderr, "synth: %s: synth_xilinx\n", m)
-		if r.xLUT, r.xFF, err = synthCounts(out, m, "synth_xilinx -flatten", `^LUT\d$`, `^FD[A-Z]*$`); err != nil {
+		r, err := synthRow(out, m)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "synth: %s: synth_ice40\n", m)
-		if r.iLUT, r.iFF, err = synthCounts(out, m, "synth_ice40", `^SB_LUT4$`, `^SB_DFF[A-Z]*$`); err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "synth: %s: logic depth\n", m)
-		if r.xDepth, err = depth(out, m, 6); err != nil {
-			return err
-		}
-		if r.iDepth, err = depth(out, m, 4); err != nil {
-			return err
-		}
+		fmt.Fprintf(os.Stderr, "synth: %s: %d LUT6 levels into %s (%s)\n", m, r.XDepth, r.Worst.Name, strings.Join(r.Worst.Path, " > "))
 		rows = append(rows, r)
+	}
+	if len(pnrMods) == 1 && pnrMods[0] == "auto" {
+		pnrMods = fitting(rows)
 	}
 	var pnrs []pnrResult
 	for _, m := range pnrMods {
@@ -104,6 +116,99 @@ func run(mods, pnrMods []string, out, readme string) error {
 	return updateReadme(readme, table)
 }
 
+// iCE40-HX8K resources: logic cells (one LUT4 and one flip-flop each) and
+// 4 Kbit block RAMs.
+const hx8kCells, hx8kRAMs = 7680, 32
+
+// fitting lists the modules of rows that fit an HX8K: LUT4s and
+// flip-flops each within its logic cells (a cell holds one of each), block
+// RAMs within its 32. nextpnr says whether they really do.
+func fitting(rows []row) []string {
+	var r []string
+	for _, x := range rows {
+		if x.ILUT <= hx8kCells && x.IFF <= hx8kCells && x.IRAM <= hx8kRAMs {
+			r = append(r, x.Module)
+		}
+	}
+	return r
+}
+
+// synthRow measures one module, or reads the measurement of the same RTL
+// from an earlier run (out/<m>.row.json, keyed by the hash of the module's
+// Verilog and of the modules it instantiates).
+func synthRow(out, m string) (row, error) {
+	key, err := rtlKey(m)
+	if err != nil {
+		return row{}, err
+	}
+	cache := filepath.Join(out, m+".row.json")
+	var cached struct {
+		Key string
+		Row row
+	}
+	if b, err := os.ReadFile(cache); err == nil && json.Unmarshal(b, &cached) == nil && cached.Key == key {
+		fmt.Fprintf(os.Stderr, "synth: %s: unchanged since %s\n", m, cache)
+		return cached.Row, nil
+	}
+	r := row{Module: m}
+	fmt.Fprintf(os.Stderr, "synth: %s: synth_xilinx\n", m)
+	c, err := synthCounts(out, m, "synth_xilinx -flatten", `^LUT\d$`, `^FD[A-Z]*$`, `^RAMB(36|18)E[12]$`)
+	if err != nil {
+		return r, err
+	}
+	r.XLUT, r.XFF, r.XRAM = c[0], c[1], c[2]
+	fmt.Fprintf(os.Stderr, "synth: %s: synth_ice40\n", m)
+	if c, err = synthCounts(out, m, "synth_ice40", `^SB_LUT4$`, `^SB_DFF[A-Z]*$`, `^SB_RAM40_4K$`); err != nil {
+		return r, err
+	}
+	r.ILUT, r.IFF, r.IRAM = c[0], c[1], c[2]
+	fmt.Fprintf(os.Stderr, "synth: %s: logic depth\n", m)
+	if r.XDepth, r.Worst, err = depth(out, m, 6); err != nil {
+		return r, err
+	}
+	if r.IDepth, _, err = depth(out, m, 4); err != nil {
+		return r, err
+	}
+	cached.Key, cached.Row = key, r
+	b, err := json.Marshal(cached)
+	if err != nil {
+		return r, err
+	}
+	return r, os.WriteFile(cache, b, 0o644)
+}
+
+var instRE = regexp.MustCompile(`(?m)^\s+([a-z][a-z0-9_]*) [a-z][a-z0-9_]* \($`)
+
+// rtlKey hashes hw/rtl/<m>.v and, recursively, the modules it instantiates.
+func rtlKey(m string) (string, error) {
+	h := sha256.New()
+	seen := map[string]bool{}
+	var add func(m string) error
+	add = func(m string) error {
+		if seen[m] {
+			return nil
+		}
+		seen[m] = true
+		b, err := os.ReadFile(filepath.Join("hw/rtl", m+".v"))
+		if err != nil {
+			return err
+		}
+		h.Write(b)
+		for _, mm := range instRE.FindAllStringSubmatch(string(b), -1) {
+			if _, err := os.Stat(filepath.Join("hw/rtl", mm[1]+".v")); err == nil {
+				if err := add(mm[1]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := add(m); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
 func yosys(out, name, script string) (string, error) {
 	log := filepath.Join(out, name+".log")
 	cmd := exec.Command("yosys", "-q", "-l", log, "-p", script)
@@ -117,64 +222,53 @@ func yosys(out, name, script string) (string, error) {
 
 var cellRE = regexp.MustCompile(`(?m)^\s+(\S+)\s+(\d+)\s*$`)
 
-// synthCounts runs one vendor flow and sums the cells whose names match the
-// LUT and flip-flop patterns in yosys's stat.
-func synthCounts(out, m, flow, lutPat, ffPat string) (luts, ffs int, err error) {
+// synthCounts runs one vendor flow and sums, for each pattern, the cells
+// of yosys's stat whose type matches it (LUTs, flip-flops, block RAMs).
+func synthCounts(out, m, flow string, pats ...string) ([]int, error) {
 	tag := strings.Fields(flow)[0]
-	log, err := yosys(out, m+"_"+tag, fmt.Sprintf("read_verilog hw/rtl/%s.v; %s -top %s; tee -o %s stat",
-		m, flow, m, filepath.Join(out, m+"_"+tag+".stat")))
+	log, err := yosys(out, m+"_"+tag, fmt.Sprintf("%s; %s -top %s; tee -o %s stat",
+		readRTL("hw/rtl", m), flow, m, filepath.Join(out, m+"_"+tag+".stat")))
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	stat, err := os.ReadFile(filepath.Join(out, m+"_"+tag+".stat"))
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s: no stat output: %w (log %d bytes)", m, err, len(log))
+		return nil, fmt.Errorf("%s: no stat output: %w (log %d bytes)", m, err, len(log))
 	}
-	luts, ffs = countCells(string(stat), lutPat, ffPat)
-	if luts == 0 || ffs == 0 {
-		return 0, 0, fmt.Errorf("%s %s: no LUTs or flip-flops found in stat:\n%s", m, tag, stat)
+	c := countCells(string(stat), pats...)
+	if c[0] == 0 || c[1] == 0 {
+		return nil, fmt.Errorf("%s %s: no LUTs or flip-flops found in stat:\n%s", m, tag, stat)
 	}
-	return luts, ffs, nil
+	return c, nil
 }
 
-// countCells sums the cells of a yosys stat report whose type matches the
-// LUT and flip-flop patterns.
-func countCells(stat, lutPat, ffPat string) (luts, ffs int) {
-	lutRE, ffRE := regexp.MustCompile(lutPat), regexp.MustCompile(ffPat)
+// countCells sums, for each pattern, the cells of a yosys stat report
+// whose type matches it.
+func countCells(stat string, pats ...string) []int {
+	n := make([]int, len(pats))
 	for _, c := range cellRE.FindAllStringSubmatch(stat, -1) {
-		n, _ := strconv.Atoi(c[2])
-		switch {
-		case lutRE.MatchString(c[1]):
-			luts += n
-		case ffRE.MatchString(c[1]):
-			ffs += n
+		v, _ := strconv.Atoi(c[2])
+		for i, p := range pats {
+			if regexp.MustCompile(p).MatchString(c[1]) {
+				n[i] += v
+			}
 		}
 	}
-	return luts, ffs
+	return n
 }
 
-var ltpRE = regexp.MustCompile(`Longest topological path in \S+ \(length=(\d+)\)`)
-
-// depth is the number of k-input LUT levels on the longest register-to-
-// register (or port) path after generic synthesis and ABC LUT mapping.
-func depth(out, m string, k int) (int, error) {
-	name := fmt.Sprintf("%s_depth_lut%d", m, k)
-	_, err := yosys(out, name, fmt.Sprintf("read_verilog hw/rtl/%s.v; synth -flatten -top %s; abc -lut %d; tee -o %s ltp -noff",
-		m, m, k, filepath.Join(out, name+".ltp")))
+// depth is the number of k-input LUTs on the longest path between
+// flip-flops, memories and ports after generic synthesis and ABC LUT
+// mapping (see levels), and the endpoint that has it.
+func depth(out, m string, k int) (int, endpoint, error) {
+	eps, err := levelsOf(out, "hw/rtl", m, k, 0)
 	if err != nil {
-		return 0, err
+		return 0, endpoint{}, err
 	}
-	b, err := os.ReadFile(filepath.Join(out, name+".ltp"))
-	if err != nil {
-		return 0, err
+	if len(eps) == 0 {
+		return 0, endpoint{}, fmt.Errorf("%s: no register or output found in the netlist", m)
 	}
-	mm := ltpRE.FindStringSubmatch(string(b))
-	if mm == nil {
-		return 0, fmt.Errorf("%s: ltp printed no path length", name)
-	}
-	// ltp counts nodes on the path; the flip-flop (or port) it starts from is one.
-	n, _ := strconv.Atoi(mm[1])
-	return n - 1, nil
+	return eps[0].Depth, eps[0], nil
 }
 
 var (
@@ -185,7 +279,11 @@ var (
 func placeRoute(out, m string) (pnrResult, error) {
 	res := pnrResult{module: m}
 	json := filepath.Join(out, m+"_ice40.json")
-	if _, err := yosys(out, m+"_ice40_pnr", fmt.Sprintf("read_verilog hw/rtl/%s.v; synth_ice40 -top %s -json %s", m, m, json)); err != nil {
+	wrap, err := writeWrapper(out, m)
+	if err != nil {
+		return res, err
+	}
+	if _, err := yosys(out, m+"_ice40_pnr", fmt.Sprintf("read_verilog %s hw/rtl/%s.v; hierarchy -libdir hw/rtl -top %s_pnr; synth_ice40 -top %s_pnr -json %s", wrap, m, m, m, json)); err != nil {
 		return res, err
 	}
 	cmd := exec.Command("nextpnr-ice40", "--hx8k", "--package", "ct256", "--json", json,
@@ -223,12 +321,12 @@ func toolVersion(tool string) string {
 
 func render(rows []row, pnrs []pnrResult) string {
 	var b strings.Builder
-	b.WriteString("| Module | Xilinx LUTs | Xilinx FFs | LUT6 depth | iCE40 LUT4s | iCE40 FFs | LUT4 depth |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| Module | Xilinx LUTs | FFs | BRAMs | LUT6 depth | iCE40 LUT4s | FFs | SB_RAM40_4K | LUT4 depth |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| `%s` | %d | %d | %d | %d | %d | %d |\n", r.module, r.xLUT, r.xFF, r.xDepth, r.iLUT, r.iFF, r.iDepth)
+		fmt.Fprintf(&b, "| `%s` | %d | %d | %d | %d | %d | %d | %d | %d |\n", r.Module, r.XLUT, r.XFF, r.XRAM, r.XDepth, r.ILUT, r.IFF, r.IRAM, r.IDepth)
 	}
 	if len(pnrs) > 0 {
-		b.WriteString("\nnextpnr-ice40, HX8K (ct256), unconstrained pins, seed 1:\n\n| Module | Logic cells | Fmax |\n|---|---:|---:|\n")
+		b.WriteString("\nnextpnr-ice40, HX8K (ct256), the block inside a wrapper that shifts its ports through two pins, seed 1:\n\n| Module | Logic cells | Fmax |\n|---|---:|---:|\n")
 		for _, p := range pnrs {
 			fmt.Fprintf(&b, "| `%s` | %s | %.1f MHz |\n", p.module, p.lcs, p.fmax)
 		}

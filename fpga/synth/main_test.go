@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,20 +23,61 @@ func TestUpdateReadmeReplacesOnlyTheSection(t *testing.T) {
 }
 
 func TestRenderTable(t *testing.T) {
-	s := render([]row{{module: "crc32c_w64", xLUT: 10, xFF: 20, xDepth: 3, iLUT: 30, iFF: 20, iDepth: 4}},
+	s := render([]row{{Module: "crc32c_w64", XLUT: 10, XFF: 20, XRAM: 1, XDepth: 3, ILUT: 30, IFF: 20, IRAM: 2, IDepth: 4}},
 		[]pnrResult{{module: "crc32c_w32", fmax: 101.25, lcs: "790/7680"}})
-	assert.Contains(t, s, "| `crc32c_w64` | 10 | 20 | 3 | 30 | 20 | 4 |")
+	assert.Contains(t, s, "| `crc32c_w64` | 10 | 20 | 1 | 3 | 30 | 20 | 2 | 4 |")
 	assert.Contains(t, s, "| `crc32c_w32` | 790/7680 | 101.2 MHz |")
 }
 
 func TestCellCounts(t *testing.T) {
 	stat := "   Number of cells:               1693\n     SB_DFFE                       144\n     SB_DFFESR                      37\n     SB_LUT4                      1480\n"
-	luts, ffs := countCells(stat, `^SB_LUT4$`, `^SB_DFF[A-Z]*$`)
-	assert.Equal(t, 1480, luts)
-	assert.Equal(t, 181, ffs)
+	assert.Equal(t, []int{1480, 181, 0}, countCells(stat, `^SB_LUT4$`, `^SB_DFF[A-Z]*$`, `^SB_RAM40_4K$`))
 	xil := "     FDRE                          700\n     FDSE                           59\n     LUT1                            3\n     LUT6                         4000\n     MUXF7                          12\n"
-	luts, ffs = countCells(xil, `^LUT\d$`, `^FD[A-Z]*$`)
-	assert.Equal(t, 4003, luts)
-	assert.Equal(t, 759, ffs)
-	assert.Equal(t, []string{"7"}, ltpRE.FindStringSubmatch("Longest topological path in crc32c_w64 (length=7):")[1:])
+	assert.Equal(t, []int{4003, 759}, countCells(xil, `^LUT\d$`, `^FD[A-Z]*$`))
+}
+
+// levels counts LUTs, not nodes: a -> LUT -> x -> LUT -> r is two levels;
+// a memory ends the paths into it and starts the paths from its read data.
+func TestLevels(t *testing.T) {
+	const nl = `{"modules": {"t": {
+  "ports": {"a": {"direction": "input", "bits": [2]}, "y": {"direction": "output", "bits": [6]}},
+  "cells": {
+    "l1": {"type": "$lut", "connections": {"A": [2], "Y": [3]}},
+    "l2": {"type": "$lut", "connections": {"A": [3, 4, "0"], "Y": [6]}},
+    "f1": {"type": "$_DFFE_PP_", "connections": {"C": [7], "D": [6], "E": [2], "Q": [4]}},
+    "$auto$m$ram": {"type": "$mem_v2", "connections": {"WR_DATA": [3], "RD_CLK": [7], "RD_DATA": [8]}},
+    "l3": {"type": "$lut", "connections": {"A": [8], "Y": [9]}},
+    "f2": {"type": "$_DFF_P_", "connections": {"C": [7], "D": [9], "Q": [10]}}
+  },
+  "netnames": {"a": {"hide_name": 0, "bits": [2]}, "x": {"hide_name": 0, "bits": [3]}, "r": {"hide_name": 0, "bits": [4]},
+    "y": {"hide_name": 0, "bits": [6]}, "ram_rd": {"hide_name": 0, "bits": [8]}, "r2": {"hide_name": 0, "bits": [10]},
+    "$abc$1": {"hide_name": 1, "bits": [9]}}
+}}}`
+	eps, err := levels(strings.NewReader(nl), "t", 0)
+	require.NoError(t, err)
+	got := map[string]int{}
+	for _, e := range eps {
+		got[e.Name] = e.Depth
+		if e.Name == "r" {
+			assert.Equal(t, []string{"a", "x", "y"}, e.Path)
+		}
+	}
+	assert.Equal(t, map[string]int{"r": 2, "y": 2, "ram": 1, "r2": 1}, got)
+	_, err = levels(strings.NewReader(nl), "other", 0)
+	assert.Error(t, err)
+}
+
+func TestWrapper(t *testing.T) {
+	src := "// a comment);\nmodule x (\n    input  wire           clk,  // c\n    input  wire [3:0]     a,\n    output wire           y,\n    output wire [1:0]     z\n);\nendmodule\n"
+	ps := modulePorts(src)
+	require.Equal(t, []port{{true, "clk", 1}, {true, "a", 4}, {false, "y", 1}, {false, "z", 2}}, ps)
+	v, err := wrapper("x", ps)
+	require.NoError(t, err)
+	assert.Contains(t, v, "module x_pnr (input wire clk, input wire din, output wire dout);")
+	assert.Contains(t, v, ".a(si[3:0])")
+	assert.Contains(t, v, ".z(so_d[2:1])")
+	assert.Contains(t, v, "so <= si[4] ? so_d")
+	assert.Equal(t, []string{"a"}, fitting([]row{{Module: "a", ILUT: 7000, IFF: 7680}, {Module: "b", ILUT: 8000}, {Module: "c", IRAM: 33}}))
+	_, err = wrapper("x", ps[:2])
+	assert.Error(t, err)
 }
