@@ -71,7 +71,7 @@ func (t *topWiring) place(inst string, of *Module, ins map[string]Expr) {
 		}
 		e, ok := ins[p.Name]
 		if !ok {
-			t.errs = append(t.errs, fmt.Errorf("%w: card top: input %s.%s not connected", ErrInvalid, inst, p.Name))
+			t.errs = append(t.errs, fmt.Errorf("%w: card top: input %s.%s is not connected (wire it in hw/gen/card_top.go)", ErrInvalid, inst, p.Name))
 			continue
 		}
 		if e.Width() != p.W {
