@@ -85,3 +85,34 @@ func TestSendRecvWriteRead(t *testing.T) {
 		}
 	}
 }
+
+// TestRecvSGLCheckedWhole: a Send segment spanning two receive SGEs, the
+// second with an lkey of another PD, writes no byte at all (not even the
+// first SGE's part, which passes its check): every piece of a segment is
+// checked before any is written. The receiver sends the Terminate of a
+// failed placement and its receive completes in error.
+func TestRecvSGLCheckedWhole(t *testing.T) {
+	p := newPair(t, qpOpts{}, qpOpts{})
+	h := p.h
+	src, dst, other := h.alloc(64, 64), h.alloc(64, 64), h.alloc(64, 64)
+	h.fill(src, 64, 3)
+	lk := p.a.mr(1, 0x11, 1, 0, src, 64, mem.LocalWrite)
+	rk := p.b.mr(2, 0x22, 1, 0, dst, 64, mem.LocalWrite)
+	bad := p.b.mr(3, 0x33, 2, 0, other, 64, mem.LocalWrite) // PD 2: not the QP's
+	var written []uint64
+	h.refuse = func(addr uint64, write bool) bool {
+		if write && (addr >= dst && addr < dst+64 || addr >= other && addr < other+64) {
+			written = append(written, addr)
+		}
+		return false
+	}
+	p.qb.recv(7, sge{addr: dst, length: 16, lkey: uint32(rk)}, sge{addr: other, length: 48, lkey: uint32(bad)})
+	p.qa.post(sendWR{op: cs.WQEOpcodeSend, id: 1, signaled: true, sgl: []sge{{addr: src, length: 64, lkey: uint32(lk)}}})
+	p.run(t)
+	if len(written) != 0 {
+		t.Fatalf("%d payload writes (first at %#x) from a segment that failed its check", len(written), written[0])
+	}
+	if ev := p.b.events(); len(ev) == 0 || ev[0].Type() != cs.EQETypeTermSent {
+		t.Fatalf("receiver events %v, want TERM_SENT first", evTypes(ev))
+	}
+}

@@ -228,22 +228,22 @@ func (q *qp) rxSend(seg ddp.Segment, op rdmap.Opcode, d []byte) error {
 	}
 	n := uint64(len(seg.Payload))
 	p := seg.Payload
-	var fault mem.Fault
+	req := func(s sge, off, k uint32) mem.Request {
+		return mem.Request{STag: mem.STag(s.lkey), PD: q.pd, QP: q.n, TO: s.addr + uint64(off), Len: uint64(k), Use: mem.UseLocalWrite}
+	}
+	// Every piece is checked before any is written: a segment that fails
+	// a check writes no byte anywhere.
+	if fault := r.cur.check(&q.c.tab, r.sgl, n, req); fault != mem.OK {
+		return q.reject(iwarp.SendPlacementFailed(op, d, r.wrID, fault))
+	}
 	ok := r.cur.next(r.sgl, n, func(s sge, off, k uint32) bool {
-		req := mem.Request{STag: mem.STag(s.lkey), PD: q.pd, QP: q.n, TO: s.addr + uint64(off), Len: uint64(k), Use: mem.UseLocalWrite}
-		if fault = q.c.tab.check(req); fault != mem.OK {
-			return false
-		}
-		if q.place(req, p[:k]) != nil {
+		if q.place(req(s, off, k), p[:k]) != nil {
 			return false
 		}
 		p = p[k:]
 		return true
 	})
 	if !ok {
-		if fault != mem.OK {
-			return q.reject(iwarp.SendPlacementFailed(op, d, r.wrID, fault))
-		}
 		return errStop
 	}
 	r.got += n

@@ -175,3 +175,17 @@ func (t *stagTable) ranges(e *stagEntry, to, n uint64, fn func(addr uint64, off,
 	}
 	return nil
 }
+
+// check runs mem.Check on every piece of the next n bytes of sgl (req
+// makes each piece's request) without moving the cursor: a segment is
+// checked whole before any byte of it is read or written. It returns the
+// first fault, or OK (also when sgl ends first: the caller's next finds
+// that).
+func (c sgCursor) check(t *stagTable, sgl []sge, n uint64, req func(s sge, off, k uint32) mem.Request) mem.Fault {
+	f := mem.OK
+	c.next(sgl, n, func(s sge, off, k uint32) bool {
+		f = t.check(req(s, off, k))
+		return f == mem.OK
+	})
+	return f
+}

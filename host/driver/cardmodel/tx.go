@@ -253,20 +253,21 @@ func (q *qp) segment(w *wqe) {
 }
 
 // gather appends the next n payload bytes of w to q.ulp, read by DMA
-// through the STag table (each piece checked again: the table may have
-// changed since the WQE started).
+// through the STag table. Every piece of the segment is checked again (the
+// table may have changed since the WQE started) before any of it is read.
 func (q *qp) gather(w *wqe, n uint64) bool {
-	ok := w.cur.next(w.sgl, n, func(s sge, off, k uint32) bool {
-		req := mem.Request{STag: mem.STag(s.lkey), PD: q.pd, QP: q.n, TO: s.addr + uint64(off), Len: uint64(k), Use: mem.UseLocalRead}
-		if f := q.c.tab.check(req); f != mem.OK {
-			q.next++
-			q.localError(w, cs.WCStatusLocProtErr)
-			q.retire()
-			return false
-		}
-		return q.readTagged(req, k)
+	req := func(s sge, off, k uint32) mem.Request {
+		return mem.Request{STag: mem.STag(s.lkey), PD: q.pd, QP: q.n, TO: s.addr + uint64(off), Len: uint64(k), Use: mem.UseLocalRead}
+	}
+	if f := w.cur.check(&q.c.tab, w.sgl, n, req); f != mem.OK {
+		q.next++
+		q.localError(w, cs.WCStatusLocProtErr)
+		q.retire()
+		return false
+	}
+	return w.cur.next(w.sgl, n, func(s sge, off, k uint32) bool {
+		return q.readTagged(req(s, off, k), k)
 	})
-	return ok
 }
 
 // readTagged appends k bytes at req.TO of req.STag to q.ulp by DMA.
