@@ -322,6 +322,9 @@ func CardTop(width int) (*Module, error) {
 		"s_axis_tuser_pd": o("rx", "m_ulp_pd"), "s_axis_tuser_rev": o("rx", "m_ulp_rev"),
 		"reg_wr_valid": o("regs", "reg_wr_valid"), "reg_wr_addr": o("regs", "reg_wr_addr"), "reg_wr_data": o("regs", "reg_wr_data"),
 		"m_dma_ready": o("pw", "s_dma_ready"), "m_host_tready": C(1, 1), "m_term_ready": C(1, 1), "m_done_ready": C(1, 1),
+		// The check port (STag/lkey checks): no engine uses it yet.
+		"s_chk_valid": C(1, 0), "s_chk_stag": C(32, 0), "s_chk_pd": C(32, 0), "s_chk_qp": C(32, 0), "s_chk_need": C(4, 0),
+		"s_chk_to": C(64, 0), "s_chk_len": C(32, 0), "s_chk_tag": C(8, 0), "m_chk_ready": C(1, 1),
 	})
 	pwIn := map[string]Expr{"clk": clk, "rst": erst,
 		"s_dma_addr": o("pl", "m_dma_addr"), "s_dma_data": o("pl", "m_dma_data"), "s_dma_strb": o("pl", "m_dma_strb"), "s_dma_valid": o("pl", "m_dma_valid"),

@@ -265,8 +265,8 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	stEnd := m.WireOf("st_end", Add(stBaseW, stLen), "BASE + LEN")
 	stDelta := Sub(Sub(stAddr, stBaseW), C(64, taggedHdr))
 	entryW := 4 + 1 + 32 + 32 + 64 + 64 + 1 + 64 + PW
-	entry := m.Mem("stag_table", entryW, cfg.TableDepth, commit, Bits(stIndex, IW-1, 0),
-		Cat(Bits(stPBLFull, PW-1, 0), stDelta, Lt(stEnd, stBaseW), stEnd, stBaseW, stQP, stPD, stPaged, stAccess),
+	entryData := Cat(Bits(stPBLFull, PW-1, 0), stDelta, Lt(stEnd, stBaseW), stEnd, stBaseW, stQP, stPD, stPaged, stAccess)
+	entry := m.Mem("stag_table", entryW, cfg.TableDepth, commit, Bits(stIndex, IW-1, 0), entryData,
 		rdEn, Bits(idx, IW-1, 0), "STag table: rights, mode, PD, QP, base, end, end wraps, address delta, page-list slot")
 	tagRd := m.Mem("stag_tag", 9, cfg.TableDepth, Or(commit, inval, Not(initDoneR)),
 		Sel(Not(initDoneR), initCnt, Sel(commit, Bits(stIndex, IW-1, 0), Bits(regData, IW-1, 0))),
@@ -274,6 +274,13 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	pblRdAddr := m.Wire("pbl_rd_addr", PW, "page-list slot of the block entering the output register")
 	pblRd := m.Mem("page_list", 64-PageShift, cfg.PBLDepth, hit("PBL_COMMIT"), Bits(pblIndex, PW-1, 0),
 		Cat(pblHi, pblLo), adv, pblRdAddr, "page list: host page addresses, bits 63:12")
+	tagEn := Or(commit, inval, Not(initDoneR))
+	tagAddr := Sel(Not(initDoneR), initCnt, Sel(commit, Bits(stIndex, IW-1, 0), Bits(regData, IW-1, 0)))
+	tagData := Cat(And(commit, stValid, initDoneR), gate(commit, stKey))
+	placementCheckPort(m, chkTable{iw: IW, pw: PW, depth: cfg.TableDepth, pblDepth: cfg.PBLDepth, entryW: entryW,
+		entEn: commit, entAddr: Bits(stIndex, IW-1, 0), entData: entryData,
+		tagEn: tagEn, tagAddr: tagAddr, tagData: tagData,
+		pblEn: hit("PBL_COMMIT"), pblAddr: Bits(pblIndex, PW-1, 0), pblData: Cat(pblHi, pblLo), initDone: initDoneR})
 
 	// Stage 1: decision.
 	s1 := beat{}

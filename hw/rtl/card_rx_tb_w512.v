@@ -85,6 +85,21 @@ module card_rx_tb_w512 (
     output wire [31:0]    m_done_stag,
     output wire [63:0]    m_done_to,
     output wire [15:0]    m_done_len,
+    input  wire           s_chk_valid,
+    output wire           s_chk_ready,
+    input  wire [31:0]    s_chk_stag,
+    input  wire [31:0]    s_chk_pd,
+    input  wire [31:0]    s_chk_qp,
+    input  wire [3:0]     s_chk_need,
+    input  wire [63:0]    s_chk_to,
+    input  wire [31:0]    s_chk_len,
+    input  wire [7:0]     s_chk_tag,
+    output wire           m_chk_valid,
+    input  wire           m_chk_ready,
+    output wire [7:0]     m_chk_tag,
+    output wire [2:0]     m_chk_fault,
+    output wire [63:0]    m_chk_addr,
+    output wire [31:0]    m_chk_run,
     output wire           mon_ulp_beat,      // a ULPDU beat passes from card_rx to placement (for measurements)
     output wire           mon_ulp_last,      // ... and it is a ULPDU's last
     output wire [3:0]     m_axi_awid,
@@ -161,6 +176,12 @@ module card_rx_tb_w512 (
     wire [31:0]    pl_m_done_stag;
     wire [63:0]    pl_m_done_to;
     wire [15:0]    pl_m_done_len;
+    wire           pl_s_chk_ready;
+    wire           pl_m_chk_valid;
+    wire [7:0]     pl_m_chk_tag;
+    wire [2:0]     pl_m_chk_fault;
+    wire [63:0]    pl_m_chk_addr;
+    wire [31:0]    pl_m_chk_run;
     wire [3:0]     pw_m_axi_awid;
     wire [63:0]    pw_m_axi_awaddr;
     wire [7:0]     pw_m_axi_awlen;
@@ -215,6 +236,12 @@ module card_rx_tb_w512 (
     assign m_done_stag = pl_m_done_stag;
     assign m_done_to = pl_m_done_to;
     assign m_done_len = pl_m_done_len;
+    assign s_chk_ready = pl_s_chk_ready;
+    assign m_chk_valid = pl_m_chk_valid;
+    assign m_chk_tag = pl_m_chk_tag;
+    assign m_chk_fault = pl_m_chk_fault;
+    assign m_chk_addr = pl_m_chk_addr;
+    assign m_chk_run = pl_m_chk_run;
     assign mon_ulp_beat = ulp_tvalid & ulp_tready;
     assign mon_ulp_last = (ulp_tvalid & ulp_tready) & ulp_tlast;
     assign m_axi_awid = pw_m_axi_awid;
@@ -329,7 +356,22 @@ module card_rx_tb_w512 (
         .m_done_qp(pl_m_done_qp),
         .m_done_stag(pl_m_done_stag),
         .m_done_to(pl_m_done_to),
-        .m_done_len(pl_m_done_len)
+        .m_done_len(pl_m_done_len),
+        .s_chk_valid(s_chk_valid),
+        .s_chk_ready(pl_s_chk_ready),
+        .s_chk_stag(s_chk_stag),
+        .s_chk_pd(s_chk_pd),
+        .s_chk_qp(s_chk_qp),
+        .s_chk_need(s_chk_need),
+        .s_chk_to(s_chk_to),
+        .s_chk_len(s_chk_len),
+        .s_chk_tag(s_chk_tag),
+        .m_chk_valid(pl_m_chk_valid),
+        .m_chk_ready(m_chk_ready),
+        .m_chk_tag(pl_m_chk_tag),
+        .m_chk_fault(pl_m_chk_fault),
+        .m_chk_addr(pl_m_chk_addr),
+        .m_chk_run(pl_m_chk_run)
     );
 
     place_axi_w512 pw (

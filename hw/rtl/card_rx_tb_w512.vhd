@@ -87,6 +87,21 @@ entity card_rx_tb_w512 is
         m_done_stag : out std_logic_vector(31 downto 0);
         m_done_to : out std_logic_vector(63 downto 0);
         m_done_len : out std_logic_vector(15 downto 0);
+        s_chk_valid : in  std_logic;
+        s_chk_ready : out std_logic;
+        s_chk_stag : in  std_logic_vector(31 downto 0);
+        s_chk_pd : in  std_logic_vector(31 downto 0);
+        s_chk_qp : in  std_logic_vector(31 downto 0);
+        s_chk_need : in  std_logic_vector(3 downto 0);
+        s_chk_to : in  std_logic_vector(63 downto 0);
+        s_chk_len : in  std_logic_vector(31 downto 0);
+        s_chk_tag : in  std_logic_vector(7 downto 0);
+        m_chk_valid : out std_logic;
+        m_chk_ready : in  std_logic;
+        m_chk_tag : out std_logic_vector(7 downto 0);
+        m_chk_fault : out std_logic_vector(2 downto 0);
+        m_chk_addr : out std_logic_vector(63 downto 0);
+        m_chk_run : out std_logic_vector(31 downto 0);
         mon_ulp_beat : out std_logic;        -- a ULPDU beat passes from card_rx to placement (for measurements)
         mon_ulp_last : out std_logic;        -- ... and it is a ULPDU's last
         m_axi_awid : out std_logic_vector(3 downto 0);
@@ -165,6 +180,12 @@ architecture rtl of card_rx_tb_w512 is
     signal pl_m_done_stag : std_logic_vector(31 downto 0);
     signal pl_m_done_to : std_logic_vector(63 downto 0);
     signal pl_m_done_len : std_logic_vector(15 downto 0);
+    signal pl_s_chk_ready : std_logic;
+    signal pl_m_chk_valid : std_logic;
+    signal pl_m_chk_tag : std_logic_vector(7 downto 0);
+    signal pl_m_chk_fault : std_logic_vector(2 downto 0);
+    signal pl_m_chk_addr : std_logic_vector(63 downto 0);
+    signal pl_m_chk_run : std_logic_vector(31 downto 0);
     signal pw_m_axi_awid : std_logic_vector(3 downto 0);
     signal pw_m_axi_awaddr : std_logic_vector(63 downto 0);
     signal pw_m_axi_awlen : std_logic_vector(7 downto 0);
@@ -219,6 +240,12 @@ begin
     m_done_stag <= pl_m_done_stag;
     m_done_to <= pl_m_done_to;
     m_done_len <= pl_m_done_len;
+    s_chk_ready <= pl_s_chk_ready;
+    m_chk_valid <= pl_m_chk_valid;
+    m_chk_tag <= pl_m_chk_tag;
+    m_chk_fault <= pl_m_chk_fault;
+    m_chk_addr <= pl_m_chk_addr;
+    m_chk_run <= pl_m_chk_run;
     mon_ulp_beat <= ulp_tvalid and ulp_tready;
     mon_ulp_last <= (ulp_tvalid and ulp_tready) and ulp_tlast;
     m_axi_awid <= pw_m_axi_awid;
@@ -335,7 +362,22 @@ begin
             m_done_qp => pl_m_done_qp,
             m_done_stag => pl_m_done_stag,
             m_done_to => pl_m_done_to,
-            m_done_len => pl_m_done_len
+            m_done_len => pl_m_done_len,
+            s_chk_valid => s_chk_valid,
+            s_chk_ready => pl_s_chk_ready,
+            s_chk_stag => s_chk_stag,
+            s_chk_pd => s_chk_pd,
+            s_chk_qp => s_chk_qp,
+            s_chk_need => s_chk_need,
+            s_chk_to => s_chk_to,
+            s_chk_len => s_chk_len,
+            s_chk_tag => s_chk_tag,
+            m_chk_valid => pl_m_chk_valid,
+            m_chk_ready => m_chk_ready,
+            m_chk_tag => pl_m_chk_tag,
+            m_chk_fault => pl_m_chk_fault,
+            m_chk_addr => pl_m_chk_addr,
+            m_chk_run => pl_m_chk_run
         );
 
     pw : entity work.place_axi_w512

@@ -236,6 +236,12 @@ module iwcard_w512 (
     wire [31:0]    pl_m_done_stag;
     wire [63:0]    pl_m_done_to;
     wire [15:0]    pl_m_done_len;
+    wire           pl_s_chk_ready;
+    wire           pl_m_chk_valid;
+    wire [7:0]     pl_m_chk_tag;
+    wire [2:0]     pl_m_chk_fault;
+    wire [63:0]    pl_m_chk_addr;
+    wire [31:0]    pl_m_chk_run;
     wire           pw_s_dma_ready;
     wire [3:0]     pw_m_axi_awid;
     wire [63:0]    pw_m_axi_awaddr;
@@ -431,6 +437,11 @@ module iwcard_w512 (
         cq_s_cpl1_ready,
         cq_s_ev0_ready,
         cq_s_ev1_ready,
+        pl_m_chk_addr,
+        pl_m_chk_fault,
+        pl_m_chk_run,
+        pl_m_chk_tag,
+        pl_m_chk_valid,
         pl_m_done_len,
         pl_m_done_qp,
         pl_m_done_stag,
@@ -454,6 +465,7 @@ module iwcard_w512 (
         pl_m_term_qp,
         pl_m_term_seglen,
         pl_m_term_valid,
+        pl_s_chk_ready,
         pw_m_berr,
         rdm_s2_axi_arready,
         rdm_s2_axi_rdata,
@@ -799,7 +811,22 @@ module iwcard_w512 (
         .m_done_qp(pl_m_done_qp),
         .m_done_stag(pl_m_done_stag),
         .m_done_to(pl_m_done_to),
-        .m_done_len(pl_m_done_len)
+        .m_done_len(pl_m_done_len),
+        .s_chk_valid(1'h0),
+        .s_chk_ready(pl_s_chk_ready),
+        .s_chk_stag(32'h00000000),
+        .s_chk_pd(32'h00000000),
+        .s_chk_qp(32'h00000000),
+        .s_chk_need(4'h0),
+        .s_chk_to(64'h0000000000000000),
+        .s_chk_len(32'h00000000),
+        .s_chk_tag(8'h00),
+        .m_chk_valid(pl_m_chk_valid),
+        .m_chk_ready(1'h1),
+        .m_chk_tag(pl_m_chk_tag),
+        .m_chk_fault(pl_m_chk_fault),
+        .m_chk_addr(pl_m_chk_addr),
+        .m_chk_run(pl_m_chk_run)
     );
 
     place_axi_w512 pw (

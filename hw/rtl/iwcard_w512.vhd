@@ -258,6 +258,12 @@ architecture rtl of iwcard_w512 is
     signal pl_m_done_stag : std_logic_vector(31 downto 0);
     signal pl_m_done_to : std_logic_vector(63 downto 0);
     signal pl_m_done_len : std_logic_vector(15 downto 0);
+    signal pl_s_chk_ready : std_logic;
+    signal pl_m_chk_valid : std_logic;
+    signal pl_m_chk_tag : std_logic_vector(7 downto 0);
+    signal pl_m_chk_fault : std_logic_vector(2 downto 0);
+    signal pl_m_chk_addr : std_logic_vector(63 downto 0);
+    signal pl_m_chk_run : std_logic_vector(31 downto 0);
     signal pw_s_dma_ready : std_logic;
     signal pw_m_axi_awid : std_logic_vector(3 downto 0);
     signal pw_m_axi_awaddr : std_logic_vector(63 downto 0);
@@ -453,6 +459,11 @@ begin
         cq_s_cpl1_ready &
         cq_s_ev0_ready &
         cq_s_ev1_ready &
+        pl_m_chk_addr &
+        pl_m_chk_fault &
+        pl_m_chk_run &
+        pl_m_chk_tag &
+        pl_m_chk_valid &
         pl_m_done_len &
         pl_m_done_qp &
         pl_m_done_stag &
@@ -476,6 +487,7 @@ begin
         pl_m_term_qp &
         pl_m_term_seglen &
         pl_m_term_valid &
+        pl_s_chk_ready &
         pw_m_berr &
         rdm_s2_axi_arready &
         rdm_s2_axi_rdata &
@@ -846,7 +858,22 @@ begin
             m_done_qp => pl_m_done_qp,
             m_done_stag => pl_m_done_stag,
             m_done_to => pl_m_done_to,
-            m_done_len => pl_m_done_len
+            m_done_len => pl_m_done_len,
+            s_chk_valid => '0',
+            s_chk_ready => pl_s_chk_ready,
+            s_chk_stag => x"00000000",
+            s_chk_pd => x"00000000",
+            s_chk_qp => x"00000000",
+            s_chk_need => x"0",
+            s_chk_to => x"0000000000000000",
+            s_chk_len => x"00000000",
+            s_chk_tag => x"00",
+            m_chk_valid => pl_m_chk_valid,
+            m_chk_ready => '1',
+            m_chk_tag => pl_m_chk_tag,
+            m_chk_fault => pl_m_chk_fault,
+            m_chk_addr => pl_m_chk_addr,
+            m_chk_run => pl_m_chk_run
         );
 
     pw : entity work.place_axi_w512

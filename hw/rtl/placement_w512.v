@@ -101,7 +101,22 @@ module placement_w512 (
     output wire [31:0]    m_done_qp,         // its connection
     output wire [31:0]    m_done_stag,       // its STag (the Read's sink)
     output wire [63:0]    m_done_to,         // its tagged offset
-    output wire [15:0]    m_done_len         // its ULPDU length
+    output wire [15:0]    m_done_len,        // its ULPDU length
+    input  wire           s_chk_valid,       // a check request (lkey of a gather, source of a Read Response, receive buffer...)
+    output wire           s_chk_ready,       // the port takes a request (high while m_chk is free or taken, after init_done)
+    input  wire [31:0]    s_chk_stag,        // the STag (index 31:8, key 7:0)
+    input  wire [31:0]    s_chk_pd,          // the requester's protection domain
+    input  wire [31:0]    s_chk_qp,          // the requester's QP (stream); an entry bound to another QP is not associated
+    input  wire [3:0]     s_chk_need,        // rights the entry must hold (STAG_CTRL.ACCESS bits: 0 local write, 1 remote read, 2 remote write, 3 bind); 0 for a local read
+    input  wire [63:0]    s_chk_to,          // tagged offset of the first byte
+    input  wire [31:0]    s_chk_len,         // bytes
+    input  wire [7:0]     s_chk_tag,         // the caller's tag, returned with the verdict
+    output wire           m_chk_valid,       // a verdict
+    input  wire           m_chk_ready,
+    output wire [7:0]     m_chk_tag,         // the request's tag
+    output wire [2:0]     m_chk_fault,       // 0 OK; 1 invalid STag, 2 not associated, 3 access rights, 4 TO wraps, 5 base and bounds (golden/iwarp/mem.Fault)
+    output wire [63:0]    m_chk_addr,        // OK: host address of TO
+    output wire [31:0]    m_chk_run          // OK: bytes from TO that are contiguous in host memory (the length, or to the end of TO's 4 KiB page for a paged region); the caller asks again at TO + run for the rest
 );
 
     reg  [11:0]    init_cnt;                 // entry the reset sweep clears this cycle
@@ -162,6 +177,32 @@ module placement_w512 (
     reg  [8:0]     stag_tag_rd;              // read data of stag_tag
     wire [11:0]    pbl_rd_addr;              // page-list slot of the block entering the output register
     reg  [51:0]    page_list_rd;             // read data of page_list
+    reg            chk_c2_v;                 // stage 2 holds a verdict
+    wire           chk_adv;                  // the check pipeline moves
+    wire           chk_take;                 // a request is accepted
+    wire [23:0]    chk_index;                // STag index
+    reg  [273:0]   stag_table_chk_rd;        // read data of stag_table_chk
+    reg  [8:0]     stag_tag_chk_rd;          // read data of stag_tag_chk
+    reg            chk_c1_v;                 // stage 1 holds a request
+    reg            chk_c1_index_ok;
+    reg  [7:0]     chk_c1_key;
+    reg  [31:0]    chk_c1_pd;
+    reg  [31:0]    chk_c1_qp;
+    reg  [3:0]     chk_c1_need;
+    reg  [63:0]    chk_c1_to;
+    reg  [31:0]    chk_c1_len;
+    reg  [7:0]     chk_c1_tag;
+    wire [63:0]    chk_end;                  // TO + length
+    wire [2:0]     chk_fault;                // the verdict
+    wire [63:0]    chk_vm;                   // translated TO (contiguous: its host address)
+    wire [12:0]    chk_to_page;              // bytes to the end of TO's page
+    reg  [51:0]    page_list_chk_rd;         // read data of page_list_chk
+    reg  [2:0]     chk_c2_fault;
+    reg  [7:0]     chk_c2_tag;
+    reg            chk_c2_paged;
+    reg  [63:0]    chk_c2_vm;
+    reg  [31:0]    chk_c2_run;
+    wire           chk_ok;
     reg            s1_valid;                 // stage 1 holds a beat
     reg  [511:0]   s1_data;
     reg  [63:0]    s1_keep;
@@ -302,6 +343,9 @@ module placement_w512 (
     reg  [273:0] stag_table [0:4095];        // STag table: rights, mode, PD, QP, base, end, end wraps, address delta, page-list slot
     reg  [8:0] stag_tag [0:4095];            // valid bit and key of each entry (valid cleared by the reset sweep and by invalidation)
     reg  [51:0] page_list [0:4095];          // page list: host page addresses, bits 63:12
+    reg  [273:0] stag_table_chk [0:4095];    // copy of stag_table for the check port
+    reg  [8:0] stag_tag_chk [0:4095];        // copy of stag_tag for the check port
+    reg  [51:0] page_list_chk [0:4095];      // copy of page_list for the check port
 
     assign init_done = init_done_r;
     assign advance = ~s3_valid | ((((((s3_dest == 2'h1) & (~|s3_strb | m_dma_ready)) | ((s3_dest == 2'h2) & m_host_tready)) | ((s3_dest == 2'h3) & m_term_ready)) | (s3_dest == 2'h0)) & (~s3_done | m_done_ready));
@@ -514,6 +558,20 @@ module placement_w512 (
     assign invalidate = ((reg_wr_valid & (reg_wr_addr == 8'h30)) & init_done_r) & ~|reg_wr_data[23:12];
     assign st_base = {stag_base_hi, stag_base_lo};
     assign st_end = st_base + {stag_len_hi, stag_len_lo};
+    assign chk_adv = ~chk_c2_v | m_chk_ready;
+    assign chk_take = (s_chk_valid & chk_adv) & init_done_r;
+    assign s_chk_ready = chk_adv & init_done_r;
+    assign chk_index = s_chk_stag[31:8];
+    assign chk_end = chk_c1_to + {32'h00000000, chk_c1_len};
+    assign chk_fault = ((~chk_c1_index_ok | ~stag_tag_chk_rd[8]) | (stag_tag_chk_rd[7:0] != chk_c1_key)) ? 3'h1 : (((stag_table_chk_rd[36:5] != chk_c1_pd) | ((stag_table_chk_rd[68:37] != 32'h00000000) & (stag_table_chk_rd[68:37] != chk_c1_qp))) ? 3'h2 : (((stag_table_chk_rd[3:0] & chk_c1_need) != chk_c1_need) ? 3'h3 : ((chk_end < chk_c1_to) ? 3'h4 : ((((chk_c1_to < stag_table_chk_rd[132:69]) | (stag_table_chk_rd[196:133] < chk_end)) | stag_table_chk_rd[197]) ? 3'h5 : 3'h0))));
+    assign chk_vm = (chk_c1_to + stag_table_chk_rd[261:198]) + 64'h000000000000000e;
+    assign chk_to_page = 13'h1000 - {1'h0, chk_vm[11:0]};
+    assign m_chk_valid = chk_c2_v;
+    assign m_chk_tag = chk_c2_tag & {8{chk_c2_v}};
+    assign m_chk_fault = chk_c2_fault & {3{chk_c2_v}};
+    assign chk_ok = chk_c2_fault == 3'h0;
+    assign m_chk_addr = ((chk_c2_paged ? {page_list_chk_rd, chk_c2_vm[11:0]} : chk_c2_vm) & {64{chk_c2_v}}) & {64{chk_ok}};
+    assign m_chk_run = (chk_c2_run & {32{chk_c2_v}}) & {32{chk_ok}};
     assign h_ddp_ctl = s1_data[7:0];
     assign h_rdmap_ctl = s1_data[15:8];
     assign h_tagged = h_ddp_ctl[7];
@@ -1163,6 +1221,100 @@ module placement_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            chk_c1_v <= 1'h0;
+        end else if (chk_adv) begin
+            chk_c1_v <= chk_take;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (chk_take) begin
+            chk_c1_index_ok <= ~|chk_index[23:12];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (chk_take) begin
+            chk_c1_key <= s_chk_stag[7:0];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (chk_take) begin
+            chk_c1_pd <= s_chk_pd;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (chk_take) begin
+            chk_c1_qp <= s_chk_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (chk_take) begin
+            chk_c1_need <= s_chk_need;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (chk_take) begin
+            chk_c1_to <= s_chk_to;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (chk_take) begin
+            chk_c1_len <= s_chk_len;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (chk_take) begin
+            chk_c1_tag <= s_chk_tag;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            chk_c2_v <= 1'h0;
+        end else if (chk_adv) begin
+            chk_c2_v <= chk_c1_v;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (chk_adv) begin
+            chk_c2_fault <= chk_fault;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (chk_adv) begin
+            chk_c2_tag <= chk_c1_tag;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (chk_adv) begin
+            chk_c2_paged <= stag_table_chk_rd[4];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (chk_adv) begin
+            chk_c2_vm <= chk_vm;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (chk_adv) begin
+            chk_c2_run <= stag_table_chk_rd[4] ? (({19'h00000, chk_to_page} < chk_c1_len) ? {19'h00000, chk_to_page} : chk_c1_len) : chk_c1_len;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             s1_valid <= 1'h0;
         end else if (advance_up) begin
             s1_valid <= s0_move;
@@ -1653,6 +1805,46 @@ module placement_w512 (
         end
         if (advance) begin
             page_list_rd <= page_list[pbl_rd_addr];
+        end
+    end
+
+    // stag_table_chk: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (commit) begin
+            stag_table_chk[st_index[11:0]] <= {
+        st_pbl[11:0],
+        ({stag_addr_hi, stag_addr_lo} - st_base) - 64'h000000000000000e,
+        st_end < st_base,
+        st_end,
+        st_base,
+        st_qp,
+        st_pd,
+        st_paged,
+        st_access
+    };
+        end
+        if (chk_take) begin
+            stag_table_chk_rd <= stag_table_chk[chk_index[11:0]];
+        end
+    end
+
+    // stag_tag_chk: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((commit | invalidate) | ~init_done_r) begin
+            stag_tag_chk[~init_done_r ? init_cnt : (commit ? st_index[11:0] : reg_wr_data[11:0])] <= {(commit & st_valid) & init_done_r, st_key & {8{commit}}};
+        end
+        if (chk_take) begin
+            stag_tag_chk_rd <= stag_tag_chk[chk_index[11:0]];
+        end
+    end
+
+    // page_list_chk: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (reg_wr_valid & (reg_wr_addr == 8'h4c)) begin
+            page_list_chk[pbl_index[11:0]] <= {pbl_addr_hi, pbl_addr_lo};
+        end
+        if (chk_adv) begin
+            page_list_chk_rd <= page_list_chk[stag_table_chk_rd[273:262] + chk_vm[23:12]];
         end
     end
 

@@ -104,7 +104,22 @@ entity placement_w64 is
         m_done_qp : out std_logic_vector(31 downto 0); -- its connection
         m_done_stag : out std_logic_vector(31 downto 0); -- its STag (the Read's sink)
         m_done_to : out std_logic_vector(63 downto 0); -- its tagged offset
-        m_done_len : out std_logic_vector(15 downto 0) -- its ULPDU length
+        m_done_len : out std_logic_vector(15 downto 0); -- its ULPDU length
+        s_chk_valid : in  std_logic;         -- a check request (lkey of a gather, source of a Read Response, receive buffer...)
+        s_chk_ready : out std_logic;         -- the port takes a request (high while m_chk is free or taken, after init_done)
+        s_chk_stag : in  std_logic_vector(31 downto 0); -- the STag (index 31:8, key 7:0)
+        s_chk_pd : in  std_logic_vector(31 downto 0); -- the requester's protection domain
+        s_chk_qp : in  std_logic_vector(31 downto 0); -- the requester's QP (stream); an entry bound to another QP is not associated
+        s_chk_need : in  std_logic_vector(3 downto 0); -- rights the entry must hold (STAG_CTRL.ACCESS bits: 0 local write, 1 remote read, 2 remote write, 3 bind); 0 for a local read
+        s_chk_to : in  std_logic_vector(63 downto 0); -- tagged offset of the first byte
+        s_chk_len : in  std_logic_vector(31 downto 0); -- bytes
+        s_chk_tag : in  std_logic_vector(7 downto 0); -- the caller's tag, returned with the verdict
+        m_chk_valid : out std_logic;         -- a verdict
+        m_chk_ready : in  std_logic;
+        m_chk_tag : out std_logic_vector(7 downto 0); -- the request's tag
+        m_chk_fault : out std_logic_vector(2 downto 0); -- 0 OK; 1 invalid STag, 2 not associated, 3 access rights, 4 TO wraps, 5 base and bounds (golden/iwarp/mem.Fault)
+        m_chk_addr : out std_logic_vector(63 downto 0); -- OK: host address of TO
+        m_chk_run : out std_logic_vector(31 downto 0) -- OK: bytes from TO that are contiguous in host memory (the length, or to the end of TO's 4 KiB page for a paged region); the caller asks again at TO + run for the rest
     );
 end entity placement_w64;
 
@@ -194,6 +209,32 @@ architecture rtl of placement_w64 is
     signal stag_tag_rd : std_logic_vector(8 downto 0); -- read data of stag_tag
     signal pbl_rd_addr : std_logic_vector(11 downto 0); -- page-list slot of the block entering the output register
     signal page_list_rd : std_logic_vector(51 downto 0); -- read data of page_list
+    signal chk_c2_v : std_logic := '0';      -- stage 2 holds a verdict
+    signal chk_adv : std_logic;              -- the check pipeline moves
+    signal chk_take : std_logic;             -- a request is accepted
+    signal chk_index : std_logic_vector(23 downto 0); -- STag index
+    signal stag_table_chk_rd : std_logic_vector(273 downto 0); -- read data of stag_table_chk
+    signal stag_tag_chk_rd : std_logic_vector(8 downto 0); -- read data of stag_tag_chk
+    signal chk_c1_v : std_logic := '0';      -- stage 1 holds a request
+    signal chk_c1_index_ok : std_logic;
+    signal chk_c1_key : std_logic_vector(7 downto 0);
+    signal chk_c1_pd : std_logic_vector(31 downto 0);
+    signal chk_c1_qp : std_logic_vector(31 downto 0);
+    signal chk_c1_need : std_logic_vector(3 downto 0);
+    signal chk_c1_to : std_logic_vector(63 downto 0);
+    signal chk_c1_len : std_logic_vector(31 downto 0);
+    signal chk_c1_tag : std_logic_vector(7 downto 0);
+    signal chk_end : std_logic_vector(63 downto 0); -- TO + length
+    signal chk_fault : std_logic_vector(2 downto 0); -- the verdict
+    signal chk_vm : std_logic_vector(63 downto 0); -- translated TO (contiguous: its host address)
+    signal chk_to_page : std_logic_vector(12 downto 0); -- bytes to the end of TO's page
+    signal page_list_chk_rd : std_logic_vector(51 downto 0); -- read data of page_list_chk
+    signal chk_c2_fault : std_logic_vector(2 downto 0);
+    signal chk_c2_tag : std_logic_vector(7 downto 0);
+    signal chk_c2_paged : std_logic;
+    signal chk_c2_vm : std_logic_vector(63 downto 0);
+    signal chk_c2_run : std_logic_vector(31 downto 0);
+    signal chk_ok : std_logic;
     signal s1_valid : std_logic := '0';      -- stage 1 holds a beat
     signal s1_data : std_logic_vector(63 downto 0);
     signal s1_keep : std_logic_vector(7 downto 0);
@@ -331,6 +372,12 @@ architecture rtl of placement_w64 is
     signal stag_tag : stag_tag_t;            -- valid bit and key of each entry (valid cleared by the reset sweep and by invalidation)
     type page_list_t is array (0 to 4095) of std_logic_vector(51 downto 0);
     signal page_list : page_list_t;          -- page list: host page addresses, bits 63:12
+    type stag_table_chk_t is array (0 to 4095) of std_logic_vector(273 downto 0);
+    signal stag_table_chk : stag_table_chk_t; -- copy of stag_table for the check port
+    type stag_tag_chk_t is array (0 to 4095) of std_logic_vector(8 downto 0);
+    signal stag_tag_chk : stag_tag_chk_t;    -- copy of stag_tag for the check port
+    type page_list_chk_t is array (0 to 4095) of std_logic_vector(51 downto 0);
+    signal page_list_chk : page_list_chk_t;  -- copy of page_list for the check port
 begin
     init_done <= init_done_r;
     advance <= (not s3_valid) or (((((b2l(s3_dest = "01") and ((not (or s3_strb)) or m_dma_ready)) or (b2l(s3_dest = "10") and m_host_tready)) or (b2l(s3_dest = "11") and m_term_ready)) or b2l(s3_dest = "00")) and ((not s3_done) or m_done_ready));
@@ -375,6 +422,20 @@ begin
     invalidate <= ((reg_wr_valid and b2l(reg_wr_addr = x"30")) and init_done_r) and (not (or reg_wr_data(23 downto 12)));
     st_base <= std_logic_vector'(stag_base_hi & stag_base_lo);
     st_end <= std_logic_vector(unsigned(st_base) + unsigned(std_logic_vector'(stag_len_hi & stag_len_lo)));
+    chk_adv <= (not chk_c2_v) or m_chk_ready;
+    chk_take <= (s_chk_valid and chk_adv) and init_done_r;
+    s_chk_ready <= chk_adv and init_done_r;
+    chk_index <= s_chk_stag(31 downto 8);
+    chk_end <= std_logic_vector(unsigned(chk_c1_to) + unsigned(std_logic_vector'(x"00000000" & chk_c1_len)));
+    chk_fault <= mux(((not chk_c1_index_ok) or (not stag_tag_chk_rd(8))) or b2l(stag_tag_chk_rd(7 downto 0) /= chk_c1_key), "001", mux(b2l(stag_table_chk_rd(36 downto 5) /= chk_c1_pd) or (b2l(stag_table_chk_rd(68 downto 37) /= x"00000000") and b2l(stag_table_chk_rd(68 downto 37) /= chk_c1_qp)), "010", mux(b2l((stag_table_chk_rd(3 downto 0) and chk_c1_need) /= chk_c1_need), "011", mux(b2l(unsigned(chk_end) < unsigned(chk_c1_to)), "100", mux((b2l(unsigned(chk_c1_to) < unsigned(stag_table_chk_rd(132 downto 69))) or b2l(unsigned(stag_table_chk_rd(196 downto 133)) < unsigned(chk_end))) or stag_table_chk_rd(197), "101", "000")))));
+    chk_vm <= std_logic_vector(unsigned(std_logic_vector(unsigned(chk_c1_to) + unsigned(stag_table_chk_rd(261 downto 198)))) + unsigned'(x"000000000000000e"));
+    chk_to_page <= std_logic_vector(unsigned'("1000000000000") - unsigned(std_logic_vector'('0' & chk_vm(11 downto 0))));
+    m_chk_valid <= chk_c2_v;
+    m_chk_tag <= chk_c2_tag and std_logic_vector'(7 downto 0 => chk_c2_v);
+    m_chk_fault <= chk_c2_fault and std_logic_vector'(2 downto 0 => chk_c2_v);
+    chk_ok <= b2l(chk_c2_fault = "000");
+    m_chk_addr <= (mux(chk_c2_paged, std_logic_vector'(page_list_chk_rd & chk_c2_vm(11 downto 0)), chk_c2_vm) and std_logic_vector'(63 downto 0 => chk_c2_v)) and std_logic_vector'(63 downto 0 => chk_ok);
+    m_chk_run <= (chk_c2_run and std_logic_vector'(31 downto 0 => chk_c2_v)) and std_logic_vector'(31 downto 0 => chk_ok);
     h_ddp_ctl <= s1_data(7 downto 0);
     h_rdmap_ctl <= s1_data(15 downto 8);
     h_tagged <= h_ddp_ctl(7);
@@ -915,6 +976,145 @@ begin
                 pbl_addr_hi <= x"00000000";
             elsif (reg_wr_valid and b2l(reg_wr_addr = x"48")) = '1' then
                 pbl_addr_hi <= reg_wr_data;
+            end if;
+        end if;
+    end process;
+
+    chk_c1_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                chk_c1_v <= '0';
+            elsif chk_adv = '1' then
+                chk_c1_v <= chk_take;
+            end if;
+        end if;
+    end process;
+
+    chk_c1_index_ok_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if chk_take = '1' then
+                chk_c1_index_ok <= not (or chk_index(23 downto 12));
+            end if;
+        end if;
+    end process;
+
+    chk_c1_key_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if chk_take = '1' then
+                chk_c1_key <= s_chk_stag(7 downto 0);
+            end if;
+        end if;
+    end process;
+
+    chk_c1_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if chk_take = '1' then
+                chk_c1_pd <= s_chk_pd;
+            end if;
+        end if;
+    end process;
+
+    chk_c1_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if chk_take = '1' then
+                chk_c1_qp <= s_chk_qp;
+            end if;
+        end if;
+    end process;
+
+    chk_c1_need_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if chk_take = '1' then
+                chk_c1_need <= s_chk_need;
+            end if;
+        end if;
+    end process;
+
+    chk_c1_to_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if chk_take = '1' then
+                chk_c1_to <= s_chk_to;
+            end if;
+        end if;
+    end process;
+
+    chk_c1_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if chk_take = '1' then
+                chk_c1_len <= s_chk_len;
+            end if;
+        end if;
+    end process;
+
+    chk_c1_tag_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if chk_take = '1' then
+                chk_c1_tag <= s_chk_tag;
+            end if;
+        end if;
+    end process;
+
+    chk_c2_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                chk_c2_v <= '0';
+            elsif chk_adv = '1' then
+                chk_c2_v <= chk_c1_v;
+            end if;
+        end if;
+    end process;
+
+    chk_c2_fault_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if chk_adv = '1' then
+                chk_c2_fault <= chk_fault;
+            end if;
+        end if;
+    end process;
+
+    chk_c2_tag_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if chk_adv = '1' then
+                chk_c2_tag <= chk_c1_tag;
+            end if;
+        end if;
+    end process;
+
+    chk_c2_paged_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if chk_adv = '1' then
+                chk_c2_paged <= stag_table_chk_rd(4);
+            end if;
+        end if;
+    end process;
+
+    chk_c2_vm_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if chk_adv = '1' then
+                chk_c2_vm <= chk_vm;
+            end if;
+        end if;
+    end process;
+
+    chk_c2_run_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if chk_adv = '1' then
+                chk_c2_run <= mux(stag_table_chk_rd(4), mux(b2l(unsigned(std_logic_vector'("0000000000000000000" & chk_to_page)) < unsigned(chk_c1_len)), std_logic_vector'("0000000000000000000" & chk_to_page), chk_c1_len), chk_c1_len);
             end if;
         end if;
     end process;
@@ -1626,6 +1826,58 @@ begin
             end if;
             if advance = '1' then
                 page_list_rd <= page_list(to_integer(unsigned(pbl_rd_addr)));
+            end if;
+        end if;
+    end process;
+
+    -- stag_table_chk: synchronous write, synchronous read (block RAM)
+    stag_table_chk_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if commit = '1' then
+                stag_table_chk(to_integer(unsigned(st_index(11 downto 0)))) <= std_logic_vector'(
+        st_pbl(11 downto 0) &
+        std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'(stag_addr_hi & stag_addr_lo)) - unsigned(st_base))) - unsigned'(x"000000000000000e")) &
+        b2l(unsigned(st_end) < unsigned(st_base)) &
+        st_end &
+        st_base &
+        st_qp &
+        st_pd &
+        st_paged &
+        st_access
+    );
+            end if;
+            if chk_take = '1' then
+                stag_table_chk_rd <= stag_table_chk(to_integer(unsigned(chk_index(11 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- stag_tag_chk: synchronous write, synchronous read (block RAM)
+    stag_tag_chk_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((commit or invalidate) or (not init_done_r)) = '1' then
+                stag_tag_chk(to_integer(unsigned(mux(not init_done_r, init_cnt, mux(commit, st_index(11 downto 0), reg_wr_data(11 downto 0)))))) <= std_logic_vector'(
+        ((commit and st_valid) and init_done_r) &
+        (st_key and std_logic_vector'(7 downto 0 => commit))
+    );
+            end if;
+            if chk_take = '1' then
+                stag_tag_chk_rd <= stag_tag_chk(to_integer(unsigned(chk_index(11 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- page_list_chk: synchronous write, synchronous read (block RAM)
+    page_list_chk_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (reg_wr_valid and b2l(reg_wr_addr = x"4c")) = '1' then
+                page_list_chk(to_integer(unsigned(pbl_index(11 downto 0)))) <= std_logic_vector'(pbl_addr_hi & pbl_addr_lo);
+            end if;
+            if chk_adv = '1' then
+                page_list_chk_rd <= page_list_chk(to_integer(unsigned(std_logic_vector(unsigned(stag_table_chk_rd(273 downto 262)) + unsigned(chk_vm(23 downto 12))))));
             end if;
         end if;
     end process;

@@ -36,6 +36,15 @@
     X(m_host_tready, 1) \
     X(m_term_ready, 1) \
     X(m_done_ready, 1) \
+    X(s_chk_valid, 1) \
+    X(s_chk_stag, 32) \
+    X(s_chk_pd, 32) \
+    X(s_chk_qp, 32) \
+    X(s_chk_need, 4) \
+    X(s_chk_to, 64) \
+    X(s_chk_len, 32) \
+    X(s_chk_tag, 8) \
+    X(m_chk_ready, 1) \
     X(m_axi_awready, 1) \
     X(m_axi_wready, 1) \
     X(m_axi_bid, 4) \
@@ -85,6 +94,12 @@
     X(m_done_stag, 32) \
     X(m_done_to, 64) \
     X(m_done_len, 16) \
+    X(s_chk_ready, 1) \
+    X(m_chk_valid, 1) \
+    X(m_chk_tag, 8) \
+    X(m_chk_fault, 3) \
+    X(m_chk_addr, 64) \
+    X(m_chk_run, 32) \
     X(mon_ulp_beat, 1) \
     X(mon_ulp_last, 1) \
     X(m_axi_awid, 4) \

@@ -23,6 +23,15 @@
     X(m_host_tready, 1) \
     X(m_term_ready, 1) \
     X(m_done_ready, 1) \
+    X(s_chk_valid, 1) \
+    X(s_chk_stag, 32) \
+    X(s_chk_pd, 32) \
+    X(s_chk_qp, 32) \
+    X(s_chk_need, 4) \
+    X(s_chk_to, 64) \
+    X(s_chk_len, 32) \
+    X(s_chk_tag, 8) \
+    X(m_chk_ready, 1) \
     /* end */
 
 #define IW_SIM_OUTPUTS(X) \
@@ -55,5 +64,11 @@
     X(m_done_stag, 32) \
     X(m_done_to, 64) \
     X(m_done_len, 16) \
+    X(s_chk_ready, 1) \
+    X(m_chk_valid, 1) \
+    X(m_chk_tag, 8) \
+    X(m_chk_fault, 3) \
+    X(m_chk_addr, 64) \
+    X(m_chk_run, 32) \
     /* end */
 
