@@ -63,7 +63,7 @@ func TestDemoArgs(t *testing.T) {
 // iwdemoKeys pins every key of iwdemo -json (docs/json.md).
 var iwdemoKeys = []string{"rows", "rows[].card", "rows[].iterations", "rows[].max_ns", "rows[].median_mbps", "rows[].median_ns",
 	"rows[].min_ns", "rows[].op", "rows[].size_bytes", "rows[].verified",
-	"rtl_cycles_checked", "rtl_dma_writes", "rtl_fpdus", "rtl_placed_segments"}
+	"rtl_bytes_checked", "rtl_cycles", "rtl_mismatches", "rtl_writes_checked"}
 
 func TestJSONKeysPinned(t *testing.T) {
 	keys, err := cli.JSONKeysOf(output{})

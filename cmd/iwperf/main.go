@@ -7,7 +7,7 @@
 //	iwperf                                   # server on :18515, model card
 //	iwperf -test write -s 65536 127.0.0.1    # RDMA Write bandwidth
 //	iwperf -test send -mode lat -s 64 127.0.0.1
-//	iwperf -d sim -test read -a 127.0.0.1    # all sizes, RTL in the loop
+//	iwperf -d sim -test write -s 256 -I 256 127.0.0.1   # the Verilated card
 //
 // Flags may come before or after the server's address (iwperf 127.0.0.1
 // -test read). The client prints perftest's table (or JSON with -json,
@@ -30,8 +30,8 @@ import (
 	"strings"
 	"time"
 
-	_ "github.com/openiwarp/openiwarp/host/driver/sim"  // the sim card
-	_ "github.com/openiwarp/openiwarp/host/driver/vfio" // boards: vfio:<PCI address>
+	_ "github.com/openiwarp/openiwarp/host/driver/simcard" // the sim card
+	_ "github.com/openiwarp/openiwarp/host/driver/vfio"    // boards: vfio:<PCI address>
 	"github.com/openiwarp/openiwarp/host/verbs"
 	"github.com/openiwarp/openiwarp/host/verbs/perf"
 	"github.com/openiwarp/openiwarp/internal/cli"

@@ -22,8 +22,9 @@
 //	           rdma_server/rdma_client examples (one 16-octet Send each way)
 //	-card      the openiwarp card (host/verbs): "model" (the card's driver
 //	           over the card's Go model, its stream bridged to a kernel TCP
-//	           socket) or "sim" (the golden engine with the MPA CRC datapath
-//	           in Verilated RTL, cycle-checked) or "pci:ADDR[,irq=ADDR]"
+//	           socket) or "sim" (the same driver over the Verilated card
+//	           top, every DMA write checked against the card model;
+//	           "sim:512" at 512 bits) or "pci:ADDR[,irq=ADDR]"
 //	           (the card in a PCI slot, bound to vfio-pci, through the
 //	           driver; irq= names the device whose MSI-X vectors are the
 //	           card's, e.g. a QEMU guest's ivshmem-doorbell: see
@@ -77,7 +78,7 @@ import (
 
 	"github.com/openiwarp/openiwarp/cmd/iwping/rping"
 	_ "github.com/openiwarp/openiwarp/host/driver/pcicard" // the card in a PCI slot
-	_ "github.com/openiwarp/openiwarp/host/driver/sim"     // the sim card
+	_ "github.com/openiwarp/openiwarp/host/driver/simcard" // the sim card
 	"github.com/openiwarp/openiwarp/host/verbs"
 	"github.com/openiwarp/openiwarp/internal/cli"
 )

@@ -7,16 +7,25 @@
 //     the default (package host/driver/modelcard, always linked by
 //     host/verbs): every test drives the real rings, doorbells and stream
 //     bridge;
-//   - "sim": the golden protocol engine (host/driver/model) with its MPA
-//     transmitter (mpa_tx), its MPA receiver (mpa_rx) and its tagged
-//     placement (placement) running as Verilated RTL, every output checked cycle by cycle against
-//     golden/cycle (package host/driver/sim, cgo; import it for its side
-//     effect to make "sim" available; its doc says exactly what runs where);
+//   - "sim" ("sim:64", "sim:512"): the same driver over the Verilated card
+//     top iwcard_w64 or iwcard_w512 (hw/sim.Card) with a simulated host:
+//     host memory behind an IOMMU model, DMA latency, reordering and
+//     backpressure, interrupts; the card model runs beside it and checks
+//     every DMA write, a disagreement ending the QP with a typed error
+//     naming the transaction (package host/driver/simcard, cgo; import it
+//     for its side effect). No golden engine is in its data path: every
+//     byte is moved by RTL or the operation fails. The operations the
+//     RTL does not serve yet are listed in the README;
 //   - "pci:<PCI address>[,irq=<PCI address>]": the card's one driver over
 //     the card in a PCI slot, bound to vfio-pci (package
 //     host/driver/pcicard, import it for its side effect);
 //   - "vfio:<PCI address>": a board behind VFIO (a separate package that
 //     registers "vfio" the same way).
+//
+// The golden engine behind driver.Card (host/driver/model) is no longer a
+// card: it is not registered, and stays only as the baseline the
+// benchmarks compare the openiwarp card with (host/verbs/perf registers it
+// as "golden" in its test binary).
 //
 // # What a card is
 //
@@ -35,11 +44,10 @@
 // offload split in ARCHITECTURE.md). The connection manager (host/verbs)
 // dials or accepts a kernel TCP socket, runs the MPA startup exchange on it
 // (golden/mpa: private data, markers, CRC, revision, reject), and hands the
-// socket and the negotiated mpa.Params to Card.Attach. A backend carries
-// its QP's stream port over that socket: the sim card reads and writes it
-// directly; the openiwarp card (model, and a board) has per-QP stream
-// rings in host memory that the driver's stream bridge copies to and from
-// the socket with writev and read, straight from and into the rings. Either way the card talks to any iWARP peer on the
+// socket and the negotiated mpa.Params to Card.Attach. The openiwarp card
+// (model, sim, and a board) has per-QP stream rings in host memory that
+// the driver's stream bridge copies to and from the socket with writev and
+// read, straight from and into the rings. Either way the card talks to any iWARP peer on the
 // network.
 //
 // # Work requests and completions

@@ -58,7 +58,7 @@ func Open(name string) (Card, error) {
 	open := backends[kind]
 	regMu.RUnlock()
 	if open == nil {
-		return nil, fmt.Errorf("%w %q (registered: %s; the sim card needs an import of host/driver/sim)",
+		return nil, fmt.Errorf("%w %q (registered: %s; the sim card needs an import of host/driver/simcard)",
 			ErrUnknownCard, name, strings.Join(Kinds(), ", "))
 	}
 	c, err := open(name, arg)

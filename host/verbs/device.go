@@ -14,7 +14,7 @@ import (
 )
 
 // Devices lists the card backends linked into the program ("model",
-// and "sim" when host/driver/sim is imported).
+// and "sim" when host/driver/simcard is imported).
 func Devices() []string { return driver.Kinds() }
 
 // Context is an open device (ibv_context).

@@ -38,5 +38,5 @@
 // and a wait whose context ends returns the context's error.
 //
 // The same test suite (host/verbs/verbstest) runs on the model card here
-// and on the simulated-RTL card in host/driver/sim.
+// and on the Verilated card in host/driver/simcard.
 package verbs

@@ -18,7 +18,7 @@
 // Benches ship for every block: CRC32CBench, MPATxBench, MPARxBench (with
 // RxDriver, whose streams of FPDUs are cut into TCP segments and can carry
 // faults) and the placement engine; PlacementEngine co-simulates the
-// placement RTL segment by segment for other users (the sim card).
+// placement RTL segment by segment for other users (the STag table tests).
 //
 // # The whole card
 //

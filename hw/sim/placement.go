@@ -531,7 +531,7 @@ func (e *PlacementEngine) finish() (*PlacementResult, error) {
 	if c >= 0 {
 		want := e.want[c*ow : (c+1)*ow]
 		m := &Mismatch{Block: e.b.Module.Name, Cycle: e.cycles + uint64(c), Inputs: Describe(l.Inputs, e.in[c*iw:(c+1)*iw]),
-			TraceErr: errors.New("the sim card's placement engine keeps no stimulus history to replay")}
+			TraceErr: errors.New("the placement engine keeps no stimulus history to replay")}
 		for _, p := range l.Outputs {
 			if m.Port == "" && p.Hex(want) != p.Hex(e.got) {
 				m.Port, m.Want, m.Got = p.Name, p.Hex(want), p.Hex(e.got)

@@ -1,8 +1,7 @@
 // Package model is the golden protocol engine (golden/iwarp) behind the
-// driver.Card interface: the base of the sim card (host/driver/sim), which
-// replaces its MPA datapath with Verilated RTL, and the baseline the
-// benchmarks compare the openiwarp card with (host/verbs/perf registers it
-// as "golden" in its test binary). It is not registered as a card:
+// driver.Card interface: the baseline the benchmarks compare the
+// openiwarp card with (host/verbs/perf registers it as "golden" in its
+// test binary), and nothing else. It is not registered as a card:
 // "model" is the openiwarp card's driver over the card's Go model
 // (host/driver/modelcard).
 //
@@ -11,9 +10,9 @@
 // STag table is a mem.Table, and its registers are a small register file
 // of identification, object counts and a scratch register (see Reg*).
 //
-// The sim card (host/driver/sim) is this same card with the MPA
-// datapath of every QP replaced by the Verilated RTL: it builds on New
-// with Options.Datapath.
+// Options.Datapath and the MR hooks let a caller put other MPA and
+// placement implementations in the engine's path (the sim card did,
+// before it became the driver over the Verilated card top).
 package model
 
 import (

@@ -180,15 +180,16 @@ func Open(phys driver.Phys, opt Options) (*Card, error) {
 
 // mismatch is what a checked card's backend calls when the card did
 // something its reference did not (driver.Checker): the QP, or with qpn 0
-// the card, ends with err. It does not block the caller.
+// the card, ends with err, without waiting for the card to confirm or
+// flush what it got wrong. It does not block the caller.
 func (c *Card) mismatch(qpn uint32, err error) {
 	go func() {
 		if qpn == 0 {
-			c.stopCard(err)
+			c.halt(err, true)
 			return
 		}
 		if q := c.qp(qpn); q != nil {
-			q.fail(err)
+			q.abandon(err)
 			return
 		}
 		c.post(driver.Event{Type: driver.EventQPFatal, QPN: qpn, Err: err})
@@ -588,7 +589,11 @@ func (c *Card) Close() error {
 
 // stopCard records that the card stopped (STATUS.FATAL, a fault on its own
 // queues, a watchdog): every QP ends with err and new objects fail.
-func (c *Card) stopCard(err error) {
+func (c *Card) stopCard(err error) { c.halt(err, false) }
+
+// halt is stopCard; with abandon, the QPs end without waiting for the
+// card (it was found wrong).
+func (c *Card) halt(err error, abandon bool) {
 	c.mu.Lock()
 	if c.fatal == nil {
 		c.fatal = err
@@ -596,7 +601,11 @@ func (c *Card) stopCard(err error) {
 	c.mu.Unlock()
 	for i := range c.qps {
 		if q := c.qps[i].Load(); q != nil {
-			q.fail(err)
+			if abandon {
+				q.abandon(err)
+			} else {
+				q.fail(err)
+			}
 		}
 	}
 	for i := range c.cqs {

@@ -91,6 +91,7 @@ type qp struct {
 	state   int
 	reason  error         // why the QP ends (the first reason wins)
 	failed  bool          // QP_CMD ERROR was written
+	dropped bool          // the backend found the card wrong for this QP: nothing more is awaited from it
 	term    chan struct{} // closed when the card is done with the QP
 	termOne sync.Once
 	grace   bool // it ended by QP_CLOSED
@@ -494,6 +495,26 @@ func (q *qp) fail(err error) {
 	q.waitTerm()
 }
 
+// abandon ends the QP with err without waiting for the card: the
+// backend that checks the card found it wrong for this QP (a
+// driver.Checker mismatch), so neither its QP_ERROR event nor its flush
+// is awaited. The card is still told (QP_CMD ERROR, then DESTROY at the
+// reap).
+func (q *qp) abandon(err error) {
+	q.mu.Lock()
+	if q.reason == nil {
+		q.reason = err
+	}
+	q.dropped = true
+	first := !q.failed && q.state != qpEnded
+	q.failed = true
+	q.mu.Unlock()
+	if first {
+		q.c.qpCmd(q.qpn, cs.QPOpError)
+	}
+	q.ended(err, false)
+}
+
 // Close ends the stream gracefully: the card finishes the posted work and
 // closes the transmit stream; Close returns once the QP is done.
 func (q *qp) Close() error {
@@ -596,11 +617,15 @@ func (q *qp) reap() {
 		c.qpCmd(q.qpn, cs.QPOpError)
 	}
 	// The card flushes the WQEs after it reports the error: wait until it
-	// is done with every block posted, then free the QP number.
+	// is done with every block posted (unless it was found wrong for this
+	// QP), then free the QP number.
+	q.mu.Lock()
+	dropped := q.dropped
+	q.mu.Unlock()
 	if derr := c.poll(c.opt.Watchdog, fmt.Sprintf("the flush of QP %d", q.qpn), func() (bool, error) {
 		q.mu.Lock()
 		defer q.mu.Unlock()
-		return q.sqCI() == uint16(q.sq.pi) && q.rqCI() == uint16(q.rq.pi), nil
+		return dropped || q.sqCI() == uint16(q.sq.pi) && q.rqCI() == uint16(q.rq.pi), nil
 	}); derr != nil && err == nil {
 		err = derr
 	}

@@ -3,6 +3,7 @@ package simcard
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -36,21 +37,23 @@ type Device interface {
 // Bus is the host side of a Device: DMA (an error is the IOMMU refusing
 // the access: the card sees an error response) and interrupts.
 type Bus interface {
-	hwsim.Memory
+	ReadMem(addr uint64, p []byte) error
+	WriteMem(addr uint64, p []byte) error
 	Interrupt(vector int)
 }
 
-// NewDevice makes a Device on bus, with its AXI4 master answered with
-// timing t; seed drives the random parts of t.
+// NewDevice makes a Device on bus, with its DMA answered with timing t;
+// seed drives the random parts of t.
 type NewDevice func(width int, bus Bus, t hwsim.AXITiming, seed uint64) (Device, error)
 
 // Config shapes the simulated host.
 type Config struct {
 	// Width is the card's data path width in bits (64 or 512; 0: 64).
 	Width int
-	// Timing is how host memory answers the card's DMA: latency, jitter,
-	// reordering across IDs and backpressure (hw/sim.AXITiming).
-	Timing hwsim.AXITiming
+	// Timing is how host memory answers the card's DMA: latency and its
+	// jitter, reordering across AXI IDs, backpressure (nil:
+	// DefaultTiming).
+	Timing *hwsim.AXITiming
 	// Seed drives the random parts of Timing.
 	Seed uint64
 	// QuietCycles is how many cycles without DMA the card must run before
@@ -64,9 +67,15 @@ type Config struct {
 }
 
 // DefaultTiming is the simulated host's default: 100 to 300 cycles of
-// read latency, reordered across IDs, 20 to 60 of write latency, no
-// backpressure.
-var DefaultTiming = hwsim.AXITiming{ReadLatency: 100, ReadJitter: 200, WriteLatency: 20, WriteJitter: 40, Reorder: true}
+// read latency and 20 to 60 of write latency, as a PCIe host gives, bursts
+// reordered across IDs, no backpressure.
+var DefaultTiming = hwsim.AXITiming{ReadLatency: 100, ReadJitter: 201, WriteLatency: 20, WriteJitter: 41, Reorder: true}
+
+// traceOn: SIMCARD_TRACE=1 in the environment logs every BAR0 access, and
+// every DMA write of the model and of the RTL, to stderr.
+var traceOn = os.Getenv("SIMCARD_TRACE") != ""
+
+func trace(format string, a ...any) { fmt.Fprintf(os.Stderr, "simcard: "+format+"\n", a...) }
 
 // busReq is one BAR0 access, served by the card's goroutine.
 type busReq struct {
@@ -92,6 +101,9 @@ type Phys struct {
 	cpu           atomic.Int64
 	cyc           atomic.Uint64
 	fail          atomic.Pointer[func(uint32, error)]
+
+	totals *processTotals // the process's sums, or nil
+	added  Totals         // what this card added to them
 
 	statMu   sync.Mutex
 	counts   Counts
@@ -124,7 +136,11 @@ func NewPhys(cfg Config, nd NewDevice) (*Phys, error) {
 	}
 	p.model = m
 	p.chk.model = m
-	dev, err := nd(cfg.Width, (*bus)(p), cfg.Timing, cfg.Seed)
+	t := DefaultTiming
+	if cfg.Timing != nil {
+		t = *cfg.Timing
+	}
+	dev, err := nd(cfg.Width, (*bus)(p), t, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +217,17 @@ func (p *Phys) halt(err error) {
 	}
 }
 
+// simFailed stops the card if err is a failure of the simulation rather
+// than an answer to the access.
+func (p *Phys) simFailed(err error) bool {
+	var se *simError
+	if errors.As(err, &se) {
+		p.halt(se.err)
+		return true
+	}
+	return false
+}
+
 // serve does one BAR0 access on the device and, for a write, on the
 // model, which then runs until idle.
 func (p *Phys) serve(r *busReq) {
@@ -211,7 +238,14 @@ func (p *Phys) serve(r *busReq) {
 	}
 	if !r.write {
 		r.v, r.err = p.dev.Read32(r.off)
+		if traceOn {
+			trace("%p read %#x = %#x (%v) cycle %d", p, r.off, r.v, r.err, p.dev.Cycles())
+		}
+		p.simFailed(r.err)
 		return
+	}
+	if traceOn {
+		trace("%p write %#x %#x cycle %d", p, r.off, r.v, p.dev.Cycles())
 	}
 	if orderSensitive(r.off, r.v) {
 		p.catchUp()
@@ -226,6 +260,9 @@ func (p *Phys) serve(r *busReq) {
 	p.chk.snoop(r.off, r.v)
 	p.model.Run()
 	r.err = p.dev.Write32(r.off, r.v)
+	if p.simFailed(r.err) {
+		return
+	}
 	if refused := errors.Is(merr, cardmodel.ErrRefused); refused != (r.err != nil) {
 		qpn := uint32(0)
 		if r.off == cs.QPCmd {
@@ -276,12 +313,20 @@ func (p *Phys) catchUp() {
 }
 
 func (p *Phys) snapshot() {
+	if t := p.totals; t != nil {
+		now := Totals{Cycles: p.dev.Cycles(), Checked: p.chk.counts.total(), Bytes: p.chk.counts.Bytes, Mismatches: p.chk.counts.Mismatches}
+		t.cycles.Add(now.Cycles - p.added.Cycles)
+		t.checked.Add(now.Checked - p.added.Checked)
+		t.bytes.Add(now.Bytes - p.added.Bytes)
+		t.mismatches.Add(now.Mismatches - p.added.Mismatches)
+		p.added = now
+	}
 	p.statMu.Lock()
 	p.counts.Checked = make(map[string]uint64, len(p.chk.counts.Checked))
 	for k, v := range p.chk.counts.Checked {
 		p.counts.Checked[k] = v
 	}
-	p.counts.Bytes, p.counts.Loose, p.counts.Mismatches = p.chk.counts.Bytes, p.chk.counts.Loose, p.chk.counts.Mismatches
+	p.counts.Bytes, p.counts.Loose, p.counts.Mismatches, p.counts.Unchecked = p.chk.counts.Bytes, p.chk.counts.Loose, p.chk.counts.Mismatches, p.chk.counts.Unchecked
 	p.reported = append(p.reported[:0], p.chk.reported...)
 	p.statMu.Unlock()
 }
@@ -322,7 +367,9 @@ func (p *Phys) Mismatches() []*MismatchError {
 
 // Total is the number of the RTL's DMA writes found equal to the
 // model's.
-func (c Counts) Total() uint64 {
+func (c Counts) Total() uint64 { return c.total() }
+
+func (c *Counts) total() uint64 {
 	var n uint64
 	for _, v := range c.Checked {
 		n += v
@@ -385,9 +432,18 @@ func (b *bar) Write32(off, v uint32) error {
 // against the model's before they reach memory.
 type bus Phys
 
-func (b *bus) ReadMem(addr uint64, p []byte) error { return b.Host.ReadMem(addr, p) }
+func (b *bus) ReadMem(addr uint64, p []byte) error {
+	err := b.Host.ReadMem(addr, p)
+	if traceOn {
+		trace("%p RTL read %#x %d bytes (%v)", b, addr, len(p), err)
+	}
+	return err
+}
 
 func (b *bus) WriteMem(addr uint64, p []byte) error {
+	if traceOn {
+		trace("%p RTL write %#x %d bytes %x", b, addr, len(p), p[:min(len(p), 32)])
+	}
 	if _, err := b.Lookup(addr, len(p)); err != nil {
 		return err // the IOMMU refuses it; the card reports a DMA fault (and the model did too)
 	}

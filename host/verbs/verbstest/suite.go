@@ -1,6 +1,6 @@
 // Package verbstest is the verbs test suite, written once and run on every
-// card: host/verbs runs it on the model card, host/driver/sim on the sim
-// card, each over real TCP on 127.0.0.1. Every case asserts what the peer
+// card: host/verbs runs it on the model card, host/driver/simcard on the
+// sim card, each over real TCP on 127.0.0.1. Every case asserts what the peer
 // really received, byte for byte.
 package verbstest
 

@@ -237,9 +237,9 @@ func bandwidthChart(results []*result) (*figure, error) {
 		sizeSeries(results, "host/verbs/perf", "BenchmarkWriteBW", mbps),
 		sizeSeries(results, "host/verbs/perf", "BenchmarkSendBW", mbps),
 		sizeSeries(results, "host/verbs/perf", "BenchmarkWriteBWBaseline", mbps),
-		sizeSeries(results, "host/driver/sim", "BenchmarkSimBW/write", mbps),
-		sizeSeries(results, "host/driver/sim", "BenchmarkSimBW/read", mbps),
-		sizeSeries(results, "host/driver/sim", "BenchmarkSimBW/send", mbps),
+		sizeSeries(results, "host/driver/simcard", "BenchmarkSimBW/write", mbps),
+		sizeSeries(results, "host/driver/simcard", "BenchmarkSimBW/read", mbps),
+		sizeSeries(results, "host/driver/simcard", "BenchmarkSimBW/send", mbps),
 	}
 	f := newFigure("Bandwidth against message size (loopback TCP, CRC on)")
 	p := f.p

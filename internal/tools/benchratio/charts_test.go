@@ -18,7 +18,7 @@ BenchmarkWriteBaseline/1MiB-2    10   1000 ns/op   2000.00 MB/s
 BenchmarkLatency/64B-2           10   6200 ns/op
 BenchmarkLatencyBaseline/64B-2   10   4800 ns/op
 BenchmarkReadLatency/64B-2       10   7000 ns/op
-pkg: github.com/openiwarp/openiwarp/host/driver/sim
+pkg: github.com/openiwarp/openiwarp/host/driver/simcard
 BenchmarkSimBW/write/4KiB-2      10   1000 ns/op   9.50 MB/s   2400 ops/s
 BenchmarkSimBW/write/64KiB-2     10   1000 ns/op   18.00 MB/s  300 ops/s
 pkg: github.com/openiwarp/openiwarp/hw/sim

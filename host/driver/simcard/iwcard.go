@@ -1,0 +1,106 @@
+package simcard
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/openiwarp/openiwarp/host/driver"
+	"github.com/openiwarp/openiwarp/host/driver/rnic"
+	hwsim "github.com/openiwarp/openiwarp/hw/sim"
+)
+
+// DefaultWidth is the data path width of "sim" without an argument.
+const DefaultWidth = 64
+
+func init() {
+	driver.Register(Kind, func(name, arg string) (driver.Card, error) {
+		width := DefaultWidth
+		if arg != "" {
+			w, err := strconv.Atoi(arg)
+			if err != nil || w != 64 && w != 512 {
+				return nil, fmt.Errorf("%w: %s card argument %q: the data path width in bits, 64 or 512", driver.ErrInvalid, Kind, arg)
+			}
+			width = w
+		}
+		return Open(name, Config{Width: width}, rnic.Options{})
+	})
+}
+
+// Open opens the sim card: the Verilated iwcard_w<cfg.Width> behind a
+// Phys of cfg, the driver over it.
+func Open(name string, cfg Config, opt rnic.Options) (*Card, error) {
+	c, err := OpenWith(name, cfg, NewIWCard, opt)
+	if err == nil {
+		c.Phys.totals = &totals
+	}
+	return c, err
+}
+
+// NewIWCard is the NewDevice of the Verilated card top (hw/sim.Card):
+// BAR0 accesses are AXI4-Lite transactions clocked until they complete,
+// its DMA master is served from bus with timing t, and its interrupts go
+// to bus. The library is built with make on first use.
+func NewIWCard(width int, bus Bus, t hwsim.AXITiming, seed uint64) (Device, error) {
+	path := hwsim.LibPath(fmt.Sprintf("iwcard_w%d", width), false)
+	if err := hwsim.Build(path); err != nil {
+		return nil, fmt.Errorf("building the Verilated iwcard_w%d (make, verilator and g++ are needed, inside the repository): %w", width, err)
+	}
+	c, err := hwsim.NewCard(hwsim.CardConfig{Width: width, Seed: seed, Mem: bus, Timing: t, Interrupt: bus.Interrupt})
+	if err != nil {
+		return nil, err
+	}
+	return iwcard{c}, nil
+}
+
+// iwcard is the Verilated card as a Device: an access that fails for
+// another reason than an error response (an AXI protocol violation of the
+// card, an access it never answers) stops the simulation.
+type iwcard struct{ *hwsim.Card }
+
+func (d iwcard) Read32(off uint32) (uint32, error) {
+	v, err := d.Card.Read32(off)
+	return v, regErr(err)
+}
+
+func (d iwcard) Write32(off, v uint32) error { return regErr(d.Card.Write32(off, v)) }
+
+func (d iwcard) Describe() string {
+	return fmt.Sprintf("the Verilated card top iwcard_w%d (every byte moved by RTL)", d.Width())
+}
+
+// regErr keeps an error response as the access's error; any other
+// failure is a *simError.
+func regErr(err error) error {
+	if err == nil || errors.Is(err, hwsim.ErrRegResp) {
+		return err
+	}
+	return &simError{err}
+}
+
+// simError is a failure of the simulation itself, not of one access.
+type simError struct{ err error }
+
+func (e *simError) Error() string { return e.err.Error() }
+func (e *simError) Unwrap() error { return e.err }
+
+// Totals counts the work of every sim card of the process.
+type Totals struct {
+	Cycles     uint64 // RTL cycles simulated
+	Checked    uint64 // the RTL's DMA writes found equal to the model's
+	Bytes      uint64 // stream and payload bytes among them
+	Mismatches uint64 // disagreements
+}
+
+// processTotals are the running sums behind ProcessTotals.
+type processTotals struct {
+	cycles, checked, bytes, mismatches atomic.Uint64
+}
+
+var totals processTotals
+
+// ProcessTotals is the sum over every sim card this process opened.
+func ProcessTotals() Totals {
+	return Totals{Cycles: totals.cycles.Load(), Checked: totals.checked.Load(), Bytes: totals.bytes.Load(), Mismatches: totals.mismatches.Load()}
+}
