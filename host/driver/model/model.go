@@ -9,17 +9,12 @@
 // connection's socket directly (the stream bridge costs no copy), its
 // STag table is a mem.Table, and its registers are a small register file
 // of identification, object counts and a scratch register (see Reg*).
-//
-// Options.Datapath and the MR hooks let a caller put other MPA and
-// placement implementations in the engine's path (the sim card did,
-// before it became the driver over the Verilated card top).
 package model
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -39,44 +34,10 @@ const (
 	MaxRd     = 1024
 )
 
-// Datapath is the MPA layer of one QP when it is not the golden one: a
-// Framer for what the QP sends, a Deframer for what it receives, and a
-// Closer called once the QP has ended.
-type Datapath struct {
-	Framer   iwarp.Framer
-	Deframer iwarp.Deframer
-	Closer   io.Closer
-	// Placer, if not nil, places the QP's tagged segments
-	// (iwarp.Config.Placer) instead of the PD's table.
-	Placer iwarp.TaggedPlacer
-	// Err, if not nil, reports a failure of the datapath that the engine
-	// could only see as a placement fault (an RTL mismatch): once the QP
-	// has ended, it is joined to the QP's Err.
-	Err func() error
-}
-
 // Options customise a card built on the model.
 type Options struct {
 	Kind   string // Info.Kind (default "golden")
 	Detail string // Info.Detail
-	// Datapath, if not nil, makes the MPA layer of each new QP from its
-	// negotiated parameters.
-	Datapath func(p mpa.Params) (Datapath, error)
-	// CheckedCycles, if not nil, reports Info.CheckedCycles.
-	CheckedCycles func() uint64
-	// RegisterMR and DeregisterMR, if not nil, stand in for registering
-	// in and removing from the PD's table, for a card that mirrors its
-	// memory registrations into an STag table of its own (the sim card's
-	// placement RTL). RegisterMR must register in pd.
-	RegisterMR   func(pd *mem.PD, buf []byte, addr uint64, access mem.Access, qp uint32) (*mem.MR, error)
-	DeregisterMR func(mr *mem.MR) error
-	// CheckSendWR, if not nil, vets each send work request before the
-	// QP takes it: a card refuses what it cannot do.
-	CheckSendWR func(wr *iwarp.SendWR) error
-	// MaxMR is Info.MaxMR (0: no limit).
-	MaxMR int
-	// Close, if not nil, runs when the card closes, after its QPs.
-	Close func() error
 }
 
 // Card is the model card.
@@ -117,10 +78,7 @@ func New(name string, opt Options) *Card {
 func (c *Card) Info() driver.Info {
 	in := driver.Info{Name: c.name, Kind: c.opt.Kind, Detail: c.opt.Detail,
 		MaxCQE: MaxCQE, MaxQPWR: MaxQPWR, MaxSGE: MaxSGE, MaxInline: MaxInline,
-		MaxORD: MaxRd, MaxIRD: MaxRd, DroppedEvents: c.dropped.Load(), MaxMR: c.opt.MaxMR}
-	if c.opt.CheckedCycles != nil {
-		in.CheckedCycles = c.opt.CheckedCycles()
-	}
+		MaxORD: MaxRd, MaxIRD: MaxRd, DroppedEvents: c.dropped.Load()}
 	return in
 }
 
@@ -178,13 +136,7 @@ func (c *Card) RegisterMR(pd *mem.PD, buf []byte, addr uint64, access mem.Access
 	if err := c.ownPD(pd); err != nil {
 		return nil, err
 	}
-	var mr *mem.MR
-	var err error
-	if c.opt.RegisterMR != nil {
-		mr, err = c.opt.RegisterMR(pd, buf, addr, access, qp)
-	} else {
-		mr, err = pd.RegisterMR(buf, addr, access, qp)
-	}
+	mr, err := pd.RegisterMR(buf, addr, access, qp)
 	if err != nil {
 		return nil, fmt.Errorf("driver/model: registering %d bytes at %#x: %w", len(buf), addr, err)
 	}
@@ -197,11 +149,7 @@ func (c *Card) DeregisterMR(mr *mem.MR) error {
 	if mr == nil || c.ownPD(mr.PD) != nil {
 		return fmt.Errorf("%w: memory region is not one of card %s", driver.ErrInvalid, c.name)
 	}
-	dereg := mr.Deregister
-	if c.opt.DeregisterMR != nil {
-		dereg = func() error { return c.opt.DeregisterMR(mr) }
-	}
-	if err := dereg(); err != nil {
+	if err := mr.Deregister(); err != nil {
 		return fmt.Errorf("driver/model: deregistering %v: %w", mr.STag, err)
 	}
 	c.mu.Lock()
@@ -242,33 +190,6 @@ func (c *Card) CreateCQ(depth int) (driver.CQ, error) {
 
 type qp struct {
 	*iwarp.Endpoint
-	dp    Datapath
-	check func(wr *iwarp.SendWR) error // Options.CheckSendWR
-}
-
-// PostSend queues send work requests, once Options.CheckSendWR (if any)
-// has passed each of them.
-func (q *qp) PostSend(wrs ...iwarp.SendWR) error {
-	if q.check != nil {
-		for i := range wrs {
-			if err := q.check(&wrs[i]); err != nil {
-				return err
-			}
-		}
-	}
-	return q.Endpoint.PostSend(wrs...)
-}
-
-// Err is why the stream ended, with the datapath's own failure (if any)
-// joined to the engine's.
-func (q *qp) Err() error {
-	err := q.Endpoint.Err()
-	if err != nil && q.dp.Err != nil {
-		if derr := q.dp.Err(); derr != nil {
-			return errors.Join(derr, err)
-		}
-	}
-	return err
 }
 
 // Attach creates a QP on conn.
@@ -298,21 +219,11 @@ func (c *Card) Attach(conn net.Conn, p mpa.Params, cfg driver.QPConfig) (driver.
 	c.wg.Add(1) // before unlocking, so that Close waits for this QP
 	c.mu.Unlock()
 
-	q := &qp{check: c.opt.CheckSendWR}
+	q := &qp{}
 	icfg := iwarp.Config{PD: cfg.PD, SendCQ: scq.CQ, RecvCQ: rcq.CQ, SQDepth: cfg.SQDepth, RQDepth: cfg.RQDepth,
 		ORD: cfg.ORD, IRD: cfg.IRD, MULPDU: cfg.MULPDU, Recv: cfg.Recv}
-	if c.opt.Datapath != nil {
-		dp, err := c.opt.Datapath(p)
-		if err != nil {
-			c.wg.Done()
-			return nil, fmt.Errorf("driver/%s: QP datapath: %w", c.opt.Kind, err)
-		}
-		q.dp = dp
-		icfg.Framer, icfg.Deframer, icfg.Placer = dp.Framer, dp.Deframer, dp.Placer
-	}
 	ep, err := iwarp.New(conn, p, icfg)
 	if err != nil {
-		q.closeDatapath()
 		c.wg.Done()
 		return nil, fmt.Errorf("driver/%s: attaching a QP: %w", c.opt.Kind, err)
 	}
@@ -329,17 +240,10 @@ func (c *Card) Attach(conn net.Conn, p mpa.Params, cfg driver.QPConfig) (driver.
 	return q, nil
 }
 
-func (q *qp) closeDatapath() {
-	if q.dp.Closer != nil {
-		q.dp.Closer.Close()
-	}
-}
-
 // watch reports the end of q's stream and releases what it held.
 func (c *Card) watch(q *qp) {
 	defer c.wg.Done()
 	<-q.Done()
-	q.closeDatapath()
 	c.mu.Lock()
 	delete(c.qps, q)
 	c.mu.Unlock()
@@ -371,10 +275,5 @@ func (c *Card) Close() error {
 	}
 	wg.Wait()
 	c.wg.Wait()
-	if c.opt.Close != nil {
-		if err := c.opt.Close(); err != nil {
-			return fmt.Errorf("driver/%s: closing: %w", c.opt.Kind, err)
-		}
-	}
 	return nil
 }
