@@ -291,6 +291,10 @@ func CardTop(width int) (*Module, error) {
 		"s_qp_rev0": o("regs", "qp_mpa_rev0"), "s_qp_send_cq": Bits(o("regs", "qp_cqs_send_cq"), 9, 0),
 		"s_db_valid": dbV[0], "s_db_kind": dk, "s_db_index": o("regs", "m_db_index"), "s_db_value": o("regs", "m_db_value"),
 		"s_db_push_ok": o("regs", "m_db_push_ok"), "s_db_push_data": o("regs", "m_db_push_data"),
+		"s_qp_ord": Bits(o("regs", "qp_rd_ord"), 4, 0),
+		// Read done: placement's m_done as it is.
+		"s_rdone_valid": o("pl", "m_done_valid"), "s_rdone_qp": Bits(o("pl", "m_done_qp"), 9, 0),
+		"s_rdone_stag": o("pl", "m_done_stag"), "s_rdone_to": o("pl", "m_done_to"), "s_rdone_len": o("pl", "m_done_len"),
 	}
 	// Records (status fields and, when signaled, a CQE) to card_stat.
 	txIn["m_cpl_ready"] = o("st", "s_tx_ready")
@@ -321,7 +325,7 @@ func CardTop(width int) (*Module, error) {
 		"s_axis_tlast": o("rx", "m_ulp_tlast"), "s_axis_tuser_len": o("rx", "m_ulp_len"), "s_axis_tuser_qp": o("rx", "m_ulp_qp"),
 		"s_axis_tuser_pd": o("rx", "m_ulp_pd"), "s_axis_tuser_rev": o("rx", "m_ulp_rev"),
 		"reg_wr_valid": o("regs", "reg_wr_valid"), "reg_wr_addr": o("regs", "reg_wr_addr"), "reg_wr_data": o("regs", "reg_wr_data"),
-		"m_dma_ready": o("pw", "s_dma_ready"), "m_host_tready": C(1, 1), "m_term_ready": C(1, 1), "m_done_ready": C(1, 1),
+		"m_dma_ready": o("pw", "s_dma_ready"), "m_host_tready": C(1, 1), "m_term_ready": C(1, 1), "m_done_ready": o("tx", "s_rdone_ready"),
 		// The check port (STag/lkey checks): no engine uses it yet.
 		"s_chk_valid": C(1, 0), "s_chk_stag": C(32, 0), "s_chk_pd": C(32, 0), "s_chk_qp": C(32, 0), "s_chk_need": C(4, 0),
 		"s_chk_to": C(64, 0), "s_chk_len": C(32, 0), "s_chk_tag": C(8, 0), "m_chk_ready": C(1, 1),

@@ -94,10 +94,10 @@ func CardTx(width int) (*Module, error) {
 	}
 	const QB = 10 // QP number bits
 	m := NewModule(fmt.Sprintf("card_tx_w%d", W),
-		"RFC 5040 §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)",
+		"RFC 5040 §4.4, §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write, RDMA Read Request; ORD; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)",
 		fmt.Sprintf("The card's transmit engine, %d-bit data path (docs/card-rtl.md): per-QP transmit context in block RAM (%d QPs) written by the QP command; SQ_PI, TXS_CI and push doorbells; a round-robin scheduler over QPs with posted work (a FIFO of QP numbers in block RAM and one queued bit per QP: a QP is in it at most once, so it never overflows, and a QP sends one WQE per turn); WQE fetch by DMA (dma_rd: the first basic block, then the others in one read, two where they wrap the ring) or from a pushed block (%d held, matched by QP and SQ index) without a DMA read; WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's stream offset; each FPDU's wire length is computed here as it enters mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo the ring size, in two writes where it wraps, the second realigned to lane 0); one record per WQE in posting order once its last ring write has its write response.", W, CardTxQPs, CardTxPushSlots),
-		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not (a fence never waits: no RDMA Read is outstanding). Any other WQE (SGEs to gather, RDMA Read, Local Invalidate, bind, a malformed header) or a DMA error response stops its QP before anything of that WQE is sent: the QP is not scheduled until its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it. QP commands other than CREATE are taken without effect. A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it.", CardTxRingGuard, cardTxMaxInline),
-		"Records out (m_cpl_*): one per WQE in posting order once its ring bytes are written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's new SQ_CI and TXS_PI for its status record either way.",
+		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). While a Read is outstanding, only an unfenced Read may start after it; any other WQE waits for the Reads before it to complete, so completions stay in posting order. Any other WQE (SGEs to gather, Local Invalidate, bind, a malformed header) or a DMA error response stops its QP before anything of that WQE is sent: the QP is not scheduled until its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it. QP commands other than CREATE are taken without effect. A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it.", CardTxRingGuard, cardTxMaxInline),
+		"Records out (m_cpl_*): one per WQE in posting order once its ring bytes are written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's new SQ_CI and TXS_PI for its status record either way. An RDMA Read gives two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI does not), and its completion when its Read done is taken (SQ_CI moves past it).",
 	)
 	clk := m.Clock()
 	rst := m.ResetPort()
@@ -116,6 +116,7 @@ func CardTx(width int) (*Module, error) {
 	qpCRC := m.Input("s_qp_crc", 1, "staged: CRC32c on")
 	qpRev0 := m.Input("s_qp_rev0", 1, "staged: MPA revision 0 peer (DDP and RDMAP version 0)")
 	qpSendCQ := m.Input("s_qp_send_cq", QB, "staged: CQ of send completions")
+	qpORD := m.Input("s_qp_ord", 5, "staged: ORD, RDMA Reads outstanding to the peer (1..16)")
 
 	dbValid := m.Input("s_db_valid", 1, "a doorbell (card_regs m_db)")
 	dbReady := m.Output("s_db_ready", 1, "")
@@ -124,6 +125,13 @@ func CardTx(width int) (*Module, error) {
 	dbValue := m.Input("s_db_value", 32, "the value written")
 	dbPushOK := m.Input("s_db_push_ok", 1, "QP_DB_PUSH: s_db_push_data holds the whole block")
 	dbPushData := m.Input("s_db_push_data", 512, "QP_DB_PUSH: the block, byte 0 in bits 7:0")
+
+	rdnValid := m.Input("s_rdone_valid", 1, "Read done (placement m_done): the last Read Response segment of a QP is placed")
+	rdnReady := m.Output("s_rdone_ready", 1, "")
+	rdnQP := m.Input("s_rdone_qp", QB, "its QP (placement m_done_qp, low bits)")
+	rdnSTag := m.Input("s_rdone_stag", 32, "its STag (m_done_stag; not checked here)")
+	rdnTO := m.Input("s_rdone_to", 64, "its TO (m_done_to; not checked here)")
+	rdnLen := m.Input("s_rdone_len", 16, "its ULPDU length (m_done_len; not checked here)")
 
 	cplValid := m.Output("m_cpl_valid", 1, "a WQE is done (posting order)")
 	cplReady := m.Input("m_cpl_ready", 1, "")
@@ -170,26 +178,31 @@ func CardTx(width int) (*Module, error) {
 	create := m.WireOf("cmd_create", And(cmdGo, Eq(qpOp, C(4, 1))), "")
 
 	// Static context, written by CREATE.
-	const ctxW = 58 + 5 + 52 + 5 + 16 + 3 + QB
+	const ctxW = 58 + 5 + 52 + 5 + 16 + 3 + QB + 5
 	cur := m.RegDecl("cur_qp", QB, "the QP the engine serves")
 	ctxRdAddr := m.Wire("ctx_rd_addr", QB, "")
 	ctxRd := m.Mem("ctx", ctxW, CardTxQPs, create, qpNum,
-		Cat(Bits(qpSQBase, 63, 6), qpSQLog, Bits(qpTXSBase, 63, 12), qpTXSLog, qpMULPDU, qpMarkers, qpCRC, qpRev0, qpSendCQ),
-		nil, ctxRdAddr, "static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ")
+		Cat(Bits(qpSQBase, 63, 6), qpSQLog, Bits(qpTXSBase, 63, 12), qpTXSLog, qpMULPDU, qpMarkers, qpCRC, qpRev0, qpSendCQ, qpORD),
+		nil, ctxRdAddr, "static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD")
 	unused = append(unused, Bits(qpSQBase, 5, 0), Bits(qpTXSBase, 11, 0))
 
-	// Doorbell state {TXS_CI, SQ_PI}: written by doorbells and CREATE; two
-	// copies so that the doorbell path and the engine each have a read port.
+	// Doorbell state {Read dones, TXS_CI, SQ_PI}: written by doorbells, Read
+	// dones and CREATE; two copies so that the doorbell path and the engine
+	// each have a read port.
 	dbWrEn := m.Wire("dbs_wr_en", 1, "")
 	dbWrAddr := m.Wire("dbs_wr_addr", QB, "")
-	dbWrData := m.Wire("dbs_wr_data", 48, "{txs_ci, sq_pi}")
-	dbsA := m.Mem("dbs_a", 48, CardTxQPs, dbWrEn, dbWrAddr, dbWrData, nil, dbIndex, "doorbell state, read by the doorbell path")
-	dbsE := m.Mem("dbs_e", 48, CardTxQPs, dbWrEn, dbWrAddr, dbWrData, nil, ctxRdAddr, "doorbell state, read by the engine")
+	dbWrData := m.Wire("dbs_wr_data", 53, "{rdone count, txs_ci, sq_pi}")
+	dbRdAddr := m.Wire("dbs_rd_addr", QB, "")
+	dbsA := m.Mem("dbs_a", 53, CardTxQPs, dbWrEn, dbWrAddr, dbWrData, nil, dbRdAddr, "doorbell state, read by the doorbell path")
+	dbsE := m.Mem("dbs_e", 53, CardTxQPs, dbWrEn, dbWrAddr, dbWrData, nil, ctxRdAddr, "doorbell state, read by the engine")
 
-	// Engine state {Send MSN, TXS_PI, SQ_CI}: written by the engine and CREATE.
-	engWBData := m.Wire("eng_wb_data", 80, "{msn, txs_pi, sq_ci}")
-	engRd := m.Mem("eng", 80, CardTxQPs, Or(create, sWB), Sel(create, qpNum, cur),
-		Sel(create, C(80, 1<<48), engWBData), nil, ctxRdAddr, "engine state per QP: next Send MSN, TXS_PI (the stream offset), SQ_CI")
+	// Engine state {Read dones used, Reads outstanding, next WQE, Read
+	// Request MSN, Send MSN, TXS_PI, SQ_CI}: written by the engine and CREATE.
+	const engW = 5 + 5 + 16 + 32 + 32 + 32 + 16
+	engWBData := m.Wire("eng_wb_data", engW, "{rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}")
+	engRd := m.Mem("eng", engW, CardTxQPs, Or(create, sWB), Sel(create, qpNum, cur),
+		Sel(create, Cat(C(26, 0), C(32, 1), C(32, 1), C(48, 0)), engWBData), nil, ctxRdAddr,
+		"engine state per QP: Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI")
 
 	// --- scheduler: a FIFO of QP numbers, one queued bit per QP ---
 	const FB = QB + 1
@@ -229,10 +242,15 @@ func CardTx(width int) (*Module, error) {
 	pushRR := m.RegDecl("push_rr", log2(CardTxPushSlots), "the slot the next push takes")
 
 	// --- doorbells: take, read the QP's doorbell state, update ---
-	m.Assign(dbReady, And(Not(dbv), Not(qpValid)))
-	dbTake := m.WireOf("db_take", And(dbValid, Not(dbv), Not(qpValid)), "")
-	dKind := m.Reg("db_kind_q", 3, nil, dbKind, dbTake, "")
-	dQP := m.Reg("db_qp", QB, nil, dbIndex, dbTake, "")
+	m.Assign(dbReady, And(Not(dbv), Not(qpValid), Not(rdnValid)))
+	m.Assign(rdnReady, And(Not(dbv), Not(qpValid)))
+	rdTake := m.WireOf("rdone_take", And(rdnValid, Not(dbv), Not(qpValid)), "a Read done is taken (before a doorbell)")
+	dbTake := m.WireOf("db_take", And(dbValid, Not(dbv), Not(qpValid), Not(rdnValid)), "")
+	anyTake := Or(dbTake, rdTake)
+	unused = append(unused, rdnSTag, rdnTO, rdnLen)
+	dKind := m.Reg("db_kind_q", 3, nil, Sel(rdTake, C(3, 7), dbKind), anyTake, "DB_KIND, 7 for a Read done")
+	dQP := m.Reg("db_qp", QB, nil, Sel(rdTake, rdnQP, dbIndex), anyTake, "")
+	m.Assign(dbRdAddr, Sel(dbv, dQP, Sel(rdnValid, rdnQP, dbIndex)))
 	dVal := m.Reg("db_value_q", 32, nil, dbValue, dbTake, "")
 	dPushOK := m.Reg("db_push_ok_q", 1, nil, dbPushOK, dbTake, "")
 	dPushData := m.Reg("db_push_data_q", 512, nil, dbPushData, dbTake, "")
@@ -241,16 +259,19 @@ func CardTx(width int) (*Module, error) {
 	isPush := m.WireOf("db_is_push", Eq(dKind, C(3, 6)), "")
 	oldPI := m.WireOf("db_old_pi", Bits(dbsA, 15, 0), "")
 	oldCI := m.WireOf("db_old_ci", Bits(dbsA, 47, 16), "")
+	isRD := m.WireOf("db_is_rdone", Eq(dKind, C(3, 7)), "")
+	oldRC := m.WireOf("db_old_rc", Bits(dbsA, 52, 48), "")
+	newRC := m.WireOf("db_new_rc", Sel(isRD, incr(oldRC), oldRC), "Read dones received (modulo 32)")
 	newPI := m.WireOf("db_new_pi", Sel(isPush, incr(oldPI), Sel(isSQ, Bits(dVal, 15, 0), oldPI)), "")
 	newCI := m.WireOf("db_new_ci", Sel(isTXS, dVal, oldCI), "")
 	requeue := m.Wire("eng_requeue", 1, "the engine puts its QP back in the FIFO")
 	dbFire := m.WireOf("db_fire", And(dbv, Not(requeue)), "the doorbell takes effect")
-	acts := m.WireOf("db_acts", Or(isSQ, isTXS, isPush), "")
+	acts := m.WireOf("db_acts", Or(isSQ, isTXS, isPush, isRD), "")
 	dbEnq := m.WireOf("db_enqueue", And(dbFire, acts, Not(isQueued("qdb", dQP))), "")
-	m.Drive(dbv, big.NewInt(0), Or(dbTake, And(dbv, Not(dbFire))), nil)
+	m.Drive(dbv, big.NewInt(0), Or(anyTake, And(dbv, Not(dbFire))), nil)
 	m.Assign(dbWrEn, Or(create, And(dbFire, acts)))
 	m.Assign(dbWrAddr, Sel(create, qpNum, dQP))
-	m.Assign(dbWrData, Sel(create, C(48, 0), Cat(newCI, newPI)))
+	m.Assign(dbWrData, Sel(create, C(53, 0), Cat(newRC, newCI, newPI)))
 	m.Assign(fPush, Or(requeue, dbEnq))
 	m.Assign(fPushQP, Sel(requeue, cur, dQP))
 	pushNew := m.WireOf("push_new", And(dbFire, isPush, dPushOK), "a pushed block is kept")
@@ -265,6 +286,7 @@ func CardTx(width int) (*Module, error) {
 	cCRC := m.RegDecl("cur_crc", 1, "")
 	cRev0 := m.RegDecl("cur_rev0", 1, "")
 	cCQ := m.RegDecl("cur_cq", QB, "")
+	cOrd := m.RegDecl("cur_ord", 5, "")
 	cSQCI := m.RegDecl("cur_sq_ci", 16, "")
 	cMSN := m.RegDecl("cur_msn", 32, "")
 	cPI := m.RegDecl("cur_sq_pi", 16, "live: doorbells to cur_qp update it")
@@ -274,7 +296,7 @@ func CardTx(width int) (*Module, error) {
 	field := func(w int) Expr { o -= w; return Bits(ctxRd, o+w-1, o) }
 	ldSQBase, ldSQLog, ldTXBase := field(58), field(5), field(52)
 	ldTXLog := m.WireOf("ld_txs_log", field(5), "")
-	ldMULPDU, ldMk, ldCRC, ldRev0, ldCQ := field(16), field(1), field(1), field(1), field(QB)
+	ldMULPDU, ldMk, ldCRC, ldRev0, ldCQ, ldOrd := field(16), field(1), field(1), field(1), field(QB), field(5)
 	m.Drive(cSQBase, nil, ldSQBase, sCtx)
 	m.Drive(cSQLog, nil, ldSQLog, sCtx)
 	m.Drive(cTXBase, nil, ldTXBase, sCtx)
@@ -284,6 +306,7 @@ func CardTx(width int) (*Module, error) {
 	m.Drive(cCRC, nil, ldCRC, sCtx)
 	m.Drive(cRev0, nil, ldRev0, sCtx)
 	m.Drive(cCQ, nil, ldCQ, sCtx)
+	m.Drive(cOrd, nil, ldOrd, sCtx)
 	m.Drive(cSQCI, nil, Bits(engRd, 15, 0), sCtx)
 	// Doorbells to cur_qp while the engine holds it; the one in the read
 	// cycle (txPop) is remembered for txCtx.
@@ -292,44 +315,67 @@ func CardTx(width int) (*Module, error) {
 	lastQP := m.Reg("dbw_last_qp", QB, nil, dQP, nil, "")
 	lastPI := m.Reg("dbw_last_pi", 16, nil, newPI, nil, "")
 	lastCI := m.Reg("dbw_last_ci", 32, nil, newCI, nil, "")
+	lastRC := m.Reg("dbw_last_rc", 5, nil, newRC, nil, "")
 	lastHit := m.WireOf("dbw_last_hit", And(lastW, Eq(lastQP, cur)), "")
 	ramPI := Sel(lastHit, lastPI, Bits(dbsE, 15, 0))
 	ramCI := Sel(lastHit, lastCI, Bits(dbsE, 47, 16))
 	m.Drive(cPI, nil, Sel(dbHit, newPI, ramPI), Or(sCtx, dbHit))
 	m.Drive(cCI, nil, Sel(dbHit, newCI, ramCI), Or(sCtx, dbHit))
+	cRC := m.RegDecl("cur_rdone", 5, "live: Read dones received")
+	rcNow := m.WireOf("rdone_now", Sel(dbHit, newRC, Sel(lastHit, lastRC, Bits(dbsE, 52, 48))), "")
+	m.Drive(cRC, nil, rcNow, Or(sCtx, dbHit))
+	// The Read state of the engine's QP.
+	cRMSN := m.RegDecl("cur_rmsn", 32, "next Read Request MSN")
+	cNext := m.RegDecl("cur_sq_next", 16, "first SQ block not started (SQ_CI while no Read is outstanding)")
+	cOrq := m.RegDecl("cur_orq", 5, "RDMA Reads outstanding")
+	cRUsed := m.RegDecl("cur_rdone_used", 5, "Read dones taken")
+	m.Drive(cRMSN, nil, Bits(engRd, 111, 80), sCtx)
+	m.Drive(cNext, nil, Bits(engRd, 127, 112), sCtx)
+	ldOrq := Bits(engRd, 132, 128)
+	m.Drive(cOrq, nil, ldOrq, sCtx)
+	// A Read done with no Read outstanding (the receive side lets none
+	// through) is dropped: with none outstanding the count is caught up.
+	m.Drive(cRUsed, nil, Sel(Eq(ldOrq, C(5, 0)), rcNow, Bits(engRd, 137, 133)), sCtx)
 
 	// --- WQE header ---
 	hdr := m.RegDecl("wqe_hdr", 256, "the WQE's header")
 	hOpcode := m.WireOf("h_opcode", Bits(hdr, 7, 0), "")
 	hSignaled := m.WireOf("h_signaled", Bit(hdr, 8), "")
 	hSolicited := m.WireOf("h_solicited", Bit(hdr, 9), "")
+	hFence := m.WireOf("h_fence", Bit(hdr, 10), "")
 	hInline := m.WireOf("h_inline", Bit(hdr, 11), "")
+	hNSGE := m.WireOf("h_nsge", Bits(hdr, 28, 24), "")
 	bbs := m.WireOf("h_bbs", Bits(hdr, 19, 16), "")
 	hLen := m.WireOf("h_inline_len", Bits(hdr, 47, 32), "")
 	hWRID := m.WireOf("h_wr_id", Bits(hdr, 127, 64), "")
 	hRAddr := m.WireOf("h_remote_addr", Bits(hdr, 191, 128), "")
 	hRKey := m.WireOf("h_rkey", Bits(hdr, 223, 192), "")
 	hInv := m.WireOf("h_inv_stag", Bits(hdr, 255, 224), "")
-	unused = append(unused, Bit(hdr, 10), Bits(hdr, 15, 12), Bits(hdr, 31, 20), Bits(hdr, 63, 48))
+	unused = append(unused, Bits(hdr, 15, 12), Bits(hdr, 23, 20), Bits(hdr, 31, 29), Bits(hdr, 63, 48))
 
 	// --- decide: work, ring room, a pushed first block ---
-	hasWork := m.WireOf("has_work", Ne(cSQCI, cPI), "")
+	hasWork := m.WireOf("has_work", Ne(cNext, cPI), "a posted WQE is not started")
+	pend := m.WireOf("rdone_pending", Sub(cRC, cRUsed), "Read dones not yet taken")
+	doRet := m.WireOf("ret_go", And(sDecide, Ne(cOrq, C(5, 0)), Ne(pend, C(5, 0))), "complete the oldest outstanding Read")
+	canStart := m.WireOf("ord_room", Lt(cOrq, cOrd), "a Read could start within ORD")
 	used := m.WireOf("ring_used", Sub(fOff, cCI), "")
 	size32 := m.WireOf("ring_size", Add(Cat(C(8, 0), cTXMask), C(32, 1)), "")
 	room := m.WireOf("ring_room_ok", And(Not(Lt(size32, used)), Not(Lt(Sub(size32, used), C(32, CardTxRingGuard)))), "the ring has the guard's bytes free")
 	var hits []Expr
 	for i, s := range slots {
-		hits = append(hits, m.WireOf(fmt.Sprintf("push%d_hit", i), And(s.v, Eq(s.qp, cur), Eq(s.idx, cSQCI)), ""))
+		hits = append(hits, m.WireOf(fmt.Sprintf("push%d_hit", i), And(s.v, Eq(s.qp, cur), Eq(s.idx, cNext)), ""))
 	}
 	hitAny := m.WireOf("push_hit", RedOr(Cat(hits...)), "the WQE's first block was pushed")
 	var hitData Expr = slots[0].data
 	for i := 1; i < len(slots); i++ {
 		hitData = Sel(hits[i], slots[i].data, hitData)
 	}
-	goWQE := m.WireOf("wqe_go", And(sDecide, hasWork, room), "a WQE starts")
+	goWQE := m.WireOf("wqe_go", And(sDecide, Not(doRet), hasWork, room, canStart), "a WQE starts")
+	goAny := m.WireOf("fetch_go", Or(goWQE, doRet), "a WQE's first block is fetched")
+	ret := m.Reg("ret_mode", 1, big.NewInt(0), doRet, goAny, "the block fetched is an outstanding Read's, to complete it")
 	usePush := m.WireOf("use_push", And(goWQE, hitAny), "")
 	pblk := m.Reg("push_blk", 512, nil, hitData, usePush, "the pushed block being taken")
-	src := m.Reg("src_push", 1, big.NewInt(0), usePush, goWQE, "the first block comes from a push")
+	src := m.Reg("src_push", 1, big.NewInt(0), usePush, goAny, "the first block comes from a push")
 	for i, s := range slots {
 		w := m.WireOf(fmt.Sprintf("push%d_w", i), And(pushNew, Eq(pushRR, C(pushRR.W, uint64(i)))), "")
 		clr := Or(And(usePush, hits[i]), And(create, Eq(s.qp, qpNum)))
@@ -380,10 +426,15 @@ func CardTx(width int) (*Module, error) {
 	fromDMA := m.WireOf("wb_from_dma", Or(And(sFirst, Not(src)), sFetch, sRest), "")
 	bValid := m.WireOf("wb_valid", Or(fromPush, And(fromDMA, rdValid)), "a WQE beat is taken")
 	bData := m.WireOf("wb_data", Sel(fromPush, pbeat, rdData), "")
-	m.Drive(wj, big.NewInt(0), Sel(goWQE, C(NBW, 0), incr(wj)), Or(goWQE, bValid))
+	m.Drive(wj, big.NewInt(0), Sel(goAny, C(NBW, 0), incr(wj)), Or(goAny, bValid))
 	firstDone := m.WireOf("first_done", And(bValid, sFirst, Eq(wj, C(NBW, uint64(beatsPerBB-1)))), "the first block's last beat")
 	wErr := m.RegDecl("wqe_rd_err", 1, "a read of the WQE got an error response")
-	m.Drive(wErr, big.NewInt(0), And(Not(goWQE), Or(wErr, And(fromDMA, rdValid, rdErr))), nil)
+	m.Drive(wErr, big.NewInt(0), And(Not(goAny), Or(wErr, And(fromDMA, rdValid, rdErr))), nil)
+	sge := captureSGE(m, bValid, wj, bData, W)
+	sgeOne := m.WireOf("sge_one", Eq(hNSGE, C(5, 1)), "the WQE has one SGE")
+	sgeAddr := m.WireOf("sge_addr", And(Bits(sge, 63, 0), Rep(sgeOne, 64)), "")
+	sgeLen := m.WireOf("sge_len", And(Bits(sge, 95, 64), Rep(sgeOne, 32)), "")
+	sgeKey := m.WireOf("sge_lkey", And(Bits(sge, 127, 96), Rep(sgeOne, 32)), "")
 	bufDepth := cardTxMaxWQEByte / L
 	bufAW := log2(bufDepth)
 	var bufWrEn, bufWrAddr, bufWrData Expr
@@ -414,7 +465,7 @@ func CardTx(width int) (*Module, error) {
 	}
 
 	// --- header checks ---
-	avail := m.WireOf("avail", Sub(cPI, cSQCI), "blocks posted from SQ_CI on")
+	avail := m.WireOf("avail", Sub(cPI, cNext), "blocks posted from the WQE on")
 	opSendInv := m.WireOf("op_send_inv", Eq(hOpcode, C(8, 1)), "")
 	opWrite := m.WireOf("op_write", Eq(hOpcode, C(8, 2)), "")
 	opServed := m.WireOf("op_served", Or(Eq(hOpcode, C(8, 0)), opSendInv, opWrite), "")
@@ -422,7 +473,13 @@ func CardTx(width int) (*Module, error) {
 	bbsOK := m.WireOf("bbs_ok", And(RedOr(bbs), Not(Lt(C(4, 8), bbs)), Not(Lt(avail, zext(bbs, 16))), Not(Lt(sqSize17, zext(bbs, 17)))), "")
 	roomBytes := m.WireOf("inline_room", Sub(Cat(C(7, 0), bbs, C(6, 0)), C(17, cardTxHdrBytes)), "bbs*64 - 32")
 	lenOK := m.WireOf("inline_len_ok", And(Not(Lt(C(16, cardTxMaxInline), hLen)), Not(Lt(roomBytes, Cat(C(1, 0), hLen)))), "")
-	served := m.WireOf("wqe_served", And(opServed, hInline, bbsOK, lenOK, Not(wErr)), "this increment serves the WQE")
+	opRead := m.WireOf("op_read", Eq(hOpcode, C(8, 3)), "")
+	readOK := m.WireOf("read_ok", And(opRead, Not(hInline), Not(Lt(C(5, 1), hNSGE))), "an RDMA Read with at most one SGE (the sink)")
+	served := m.WireOf("wqe_served", And(Or(And(opServed, hInline, lenOK), readOK), bbsOK, Not(wErr)), "this increment serves the WQE")
+	// A WQE waits while Reads are outstanding unless it is an unfenced
+	// Read (within ORD: checked before the fetch), so completions stay in
+	// posting order; the Read done that frees it brings the QP back.
+	waitRd := m.WireOf("wait_read", And(sHdr, Not(ret), served, Ne(cOrq, C(5, 0)), Or(Not(opRead), hFence)), "the WQE waits for the outstanding Reads")
 	var totalB Expr
 	if beatsPerBB == 1 {
 		totalB = zext(bbs, NBW)
@@ -431,15 +488,16 @@ func CardTx(width int) (*Module, error) {
 	}
 	totalBW := m.WireOf("wqe_beats", totalB, "beats of the whole WQE")
 	restDone := m.WireOf("rest_done", And(sRest, bValid, Eq(wj, Sub(totalBW, C(NBW, 1)))), "the WQE's last beat")
-	halt := m.WireOf("halt", Or(And(sHdr, Not(served)), And(restDone, Or(wErr, rdErr))), "the QP stops at this WQE")
+	halt := m.WireOf("halt", Or(And(sHdr, Not(ret), Not(served)), And(sHdr, ret, wErr), And(restDone, Or(wErr, rdErr))), "the QP stops at this WQE")
 	m.Assign(haltOut, m.Reg("halt_q", 1, big.NewInt(0), C(1, 1), halt, ""))
 	m.Assign(haltQPN, m.Reg("halt_qpn_q", QB, big.NewInt(0), cur, halt, ""))
 	oneBB := m.WireOf("one_bb", Eq(bbs, C(4, 1)), "")
-	m.Drive(fIdx, nil, Sel(goWQE, cSQCI, Sel(sHdr, incr(cSQCI), Add(fIdx, zext(fN, 16)))), Or(goWQE, sHdr, rdGo))
-	m.Drive(fLeft, nil, Sel(goWQE, Sel(hitAny, C(4, 0), C(4, 1)), Sel(sHdr, Sub(bbs, C(4, 1)), Sub(fLeft, fN))), Or(goWQE, sHdr, rdGo))
+	m.Drive(fIdx, nil, Sel(goAny, Sel(doRet, cSQCI, cNext), Sel(sHdr, incr(cNext), Add(fIdx, zext(fN, 16)))), Or(goAny, sHdr, rdGo))
+	m.Drive(fLeft, nil, Sel(goAny, Sel(usePush, C(4, 0), C(4, 1)), Sel(sHdr, Sub(bbs, C(4, 1)), Sub(fLeft, fN))), Or(goAny, sHdr, rdGo))
 
 	// --- payload words to ddp_tx ---
-	payFull := m.WireOf("pay_words_full", Add(Cat(C(1, 0), hLen), C(17, uint64(L-1))), "")
+	pLen := m.WireOf("pay_len", Sel(opRead, C(16, cardTxReadReqBytes), hLen), "payload bytes into ddp_tx: inline bytes, or a Read Request's header")
+	payFull := m.WireOf("pay_words_full", Add(Cat(C(1, 0), pLen), C(17, uint64(L-1))), "")
 	nWords := m.WireOf("pay_words", Bits(payFull, 16, LB), "payload words: ceil(len / lanes)")
 	unused = append(unused, Bits(payFull, LB-1, 0))
 	const FQW = 10
@@ -450,10 +508,12 @@ func CardTx(width int) (*Module, error) {
 	bufRd := m.Mem("wqe_buf", W, bufDepth, bufWrEn, bufWrAddr, bufWrData, nil, Bits(fq, bufAW-1, 0), "the WQE past its header (the inline payload)")
 	issue := m.Wire("feed_issue", 1, "read the next payload word")
 	fLastRd := m.Reg("feed_last_rd", 1, nil, lastWord, issue, "the word being read is the message's last")
-	fqq := ShiftQueue(m, "fq", cardTxFeedDepth, []string{"data", "last"}, []int{W, 1}, fInflight, []Expr{bufRd, fLastRd}, fqPop)
+	rrHdr := m.WireOf("rr_hdr", readRequestHeader(sgeKey, sgeAddr, sgeLen, hRKey, hRAddr), "the Read Request header, byte 0 in bits 7:0")
+	rrWord := m.Reg("rr_word", W, nil, payloadWord(m, "rr_word_sel", rrHdr, fq, W), issue, "the Read Request header's word being fed")
+	fqq := ShiftQueue(m, "fq", cardTxFeedDepth, []string{"data", "last"}, []int{W, 1}, fInflight, []Expr{Sel(opRead, rrWord, bufRd), fLastRd}, fqPop)
 	cw := fqq.Count.W
 	m.Assign(issue, And(sFeed, Lt(zext(fq, 17-LB), nWords), Lt(Add(zext(fqq.Count, 3), zext(fInflight, 3)), C(3, cardTxFeedDepth))))
-	m.Drive(fq, nil, Sel(goWQE, C(FQW, 0), incr(fq)), Or(goWQE, issue))
+	m.Drive(fq, nil, Sel(goAny, C(FQW, 0), incr(fq)), Or(goAny, issue))
 	m.Drive(fInflight, big.NewInt(0), issue, nil)
 
 	// ddp_tx descriptor and payload.
@@ -467,13 +527,13 @@ func CardTx(width int) (*Module, error) {
 	pGo := m.WireOf("ddp_s_go", And(pValid, pReady), "")
 	m.Assign(fqPop, zext(pGo, cw))
 	pLastGo := m.WireOf("ddp_s_last_go", And(pGo, fqq.Fields[0][1]), "")
-	noPay := m.WireOf("no_payload", Eq(hLen, C(16, 0)), "")
+	noPay := m.WireOf("no_payload", Eq(pLen, C(16, 0)), "")
 	m.Drive(descDone, big.NewInt(0), And(Not(goWQE), Or(descDone, descGo)), nil)
 	m.Drive(payDone, big.NewInt(0), And(Not(goWQE), Or(payDone, pLastGo)), nil)
 	feedEnd := m.WireOf("feed_end", And(sFeed, Or(descDone, descGo), Or(payDone, pLastGo, noPay)), "")
 
 	rv := Cat(C(1, 0), Not(cRev0))
-	opLo := Sel(opWrite, C(4, 0), Add(Sel(opSendInv, C(4, 4), C(4, 3)), Sel(hSolicited, C(4, 2), C(4, 0))))
+	opLo := Sel(opWrite, C(4, 0), Sel(opRead, C(4, 1), Add(Sel(opSendInv, C(4, 4), C(4, 3)), Sel(hSolicited, C(4, 2), C(4, 0)))))
 	dStag := Sel(opWrite, hRKey, Sel(opSendInv, hInv, C(32, 0)))
 
 	// ddp_tx -> mpa_tx, with each FPDU's wire length and the ring records.
@@ -609,11 +669,15 @@ func CardTx(width int) (*Module, error) {
 	doneTag := m.Wire("wr_done_tag", wrCfg.TagBits, "")
 	doneErr := m.Wire("wr_done_err", 1, "")
 	cqPop := m.Wire("cq_pop", addrWidth(CardTxCplDepth+1), "")
-	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi"}
-	cplW := []int{1, QB, QB, 64, 1, 16, 16, 32}
-	newSQCI := m.WireOf("new_sq_ci", Add(cSQCI, zext(bbs, 16)), "")
+	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi", "noring"}
+	cplW := []int{1, QB, QB, 64, 2, 32, 16, 32, 1}
+	// A WQE retires (SQ_CI moves past it) when it is sent, unless it is a
+	// Read: that retires when its Read done is taken (ret_mode).
+	retires := m.WireOf("wqe_retires", Or(ret, Not(opRead)), "")
+	newSQCI := m.WireOf("new_sq_ci", Sel(retires, Add(cSQCI, zext(bbs, 16)), cSQCI), "")
+	wcOp := Sel(opRead, C(2, 2), Cat(C(1, 0), opWrite)) // WC_OPCODE
 	cq := ShiftQueue(m, "cq", CardTxCplDepth, cplF, cplW, sWB,
-		[]Expr{hSignaled, cCQ, cur, hWRID, opWrite, hLen, newSQCI, fOff}, cqPop)
+		[]Expr{And(hSignaled, retires), cCQ, cur, hWRID, wcOp, Sel(ret, sgeLen, zext(hLen, 32)), newSQCI, fOff, ret}, cqPop)
 	ccw := cq.Count.W
 	m.Assign(cplRoom, Lt(cq.Count, C(ccw, CardTxCplDepth)))
 	dn := m.RegDecl("cpl_written", 4, "WQEs whose ring writes are done, not yet out")
@@ -621,11 +685,13 @@ func CardTx(width int) (*Module, error) {
 	oFree := m.WireOf("cpl_free", Or(Not(oV), cplReady), "")
 	doneLast := m.WireOf("wr_done_last", And(doneV, Bit(doneTag, 0)), "")
 	unused = append(unused, Bits(doneTag, wrCfg.TagBits-1, 1))
-	cOut := m.WireOf("cpl_load", And(oFree, RedOr(dn), RedOr(cq.Count)), "")
-	m.Assign(cqPop, zext(cOut, ccw))
-	m.Drive(dn, big.NewInt(0), Sub(Add(dn, zext(doneLast, 4)), zext(cOut, 4)), nil)
-	m.Drive(oV, big.NewInt(0), Or(cOut, And(oV, Not(cplReady))), nil)
 	h := cq.Fields[0]
+	// A record with no ring bytes (a Read completed by its Read done) goes
+	// out as soon as the records before it have.
+	cOut := m.WireOf("cpl_load", And(oFree, RedOr(cq.Count), Or(h[8], RedOr(dn))), "")
+	m.Assign(cqPop, zext(cOut, ccw))
+	m.Drive(dn, big.NewInt(0), Sub(Add(dn, zext(doneLast, 4)), zext(And(cOut, Not(h[8])), 4)), nil)
+	m.Drive(oV, big.NewInt(0), Or(cOut, And(oV, Not(cplReady))), nil)
 	m.Assign(cplValid, oV)
 	m.Assign(cplCQE, m.Reg("cpl_cqe_q", 1, big.NewInt(0), h[0], cOut, ""))
 	m.Assign(cplCQ, m.Reg("cpl_cq_q", QB, big.NewInt(0), h[1], cOut, ""))
@@ -633,17 +699,21 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(cplWRID, m.Reg("cpl_wr_id_q", 64, big.NewInt(0), h[3], cOut, ""))
 	m.Assign(cplOp, m.Reg("cpl_op_q", 8, big.NewInt(0), zext(h[4], 8), cOut, ""))
 	m.Assign(cplStatus, C(8, 0))
-	m.Assign(cplLen, m.Reg("cpl_len_q", 32, big.NewInt(0), zext(h[5], 32), cOut, ""))
+	m.Assign(cplLen, m.Reg("cpl_len_q", 32, big.NewInt(0), h[5], cOut, ""))
 	m.Assign(cplSQCI, m.Reg("cpl_sq_ci_q", 16, big.NewInt(0), h[6], cOut, ""))
 	m.Assign(cplTXSPI, m.Reg("cpl_txs_pi_q", 32, big.NewInt(0), h[7], cOut, ""))
 	dmaErr := Or(And(doneV, doneErr), And(rdValid, rdErr))
 	m.Assign(dmaErrOut, m.Reg("dma_err_q", 1, big.NewInt(0), C(1, 1), dmaErr, ""))
 
 	// --- write-back, requeue, state machine ---
-	opInc := m.WireOf("msn_inc", zext(Not(opWrite), 32), "")
-	m.Assign(engWBData, Cat(Add(cMSN, opInc), fOff, newSQCI))
+	isSend := m.WireOf("op_is_send", Not(Or(opWrite, opRead)), "")
+	started := m.WireOf("read_started", And(opRead, Not(ret)), "a Read Request went out")
+	newNext := m.WireOf("new_sq_next", Sel(ret, cNext, Add(cNext, zext(bbs, 16))), "")
+	newOrq := m.WireOf("new_orq", Sel(ret, Sub(cOrq, C(5, 1)), Sel(started, incr(cOrq), cOrq)), "")
+	newRUsed := m.WireOf("new_rdone_used", Sel(ret, incr(cRUsed), cRUsed), "")
+	m.Assign(engWBData, Cat(newRUsed, newOrq, newNext, Add(cRMSN, zext(started, 32)), Add(cMSN, zext(isSend, 32)), fOff, newSQCI))
 	m.Drive(cMSN, nil, Bits(engRd, 79, 48), sCtx)
-	more := m.WireOf("more_work", Ne(newSQCI, cPI), "")
+	more := m.WireOf("more_work", Or(And(Ne(newNext, cPI), Lt(newOrq, cOrd)), And(Ne(newOrq, C(5, 0)), Ne(cRC, newRUsed))), "")
 	m.Assign(requeue, And(sWB, more, Not(isQueued("qeng", cur))))
 	feedNext := uint64(txFeed) // the payload is in the buffer
 	if L == 64 {
@@ -652,9 +722,9 @@ func CardTx(width int) (*Module, error) {
 	next := Sel(sIdle, Sel(pop, C(4, txPop), C(4, txIdle)),
 		Sel(sPop, C(4, txCtx),
 			Sel(sCtx, C(4, txDecide),
-				Sel(sDecide, Sel(goWQE, C(4, txFirst), C(4, txIdle)),
+				Sel(sDecide, Sel(goAny, C(4, txFirst), C(4, txIdle)),
 					Sel(sFirst, Sel(firstDone, C(4, txHdr), C(4, txFirst)),
-						Sel(sHdr, Sel(halt, C(4, txIdle), Sel(oneBB, C(4, feedNext), C(4, txFetch))),
+						Sel(sHdr, Sel(Or(halt, waitRd), C(4, txIdle), Sel(ret, C(4, txWB), Sel(oneBB, C(4, feedNext), C(4, txFetch)))),
 							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(4, txRest), C(4, txFetch)),
 								Sel(sRest, Sel(restDone, Sel(halt, C(4, txIdle), C(4, feedNext)), C(4, txRest)),
 									Sel(sFlush, C(4, txFeed),
@@ -673,8 +743,8 @@ func CardTx(width int) (*Module, error) {
 	m.Instantiate("u_ddp", ddp, Conn{"clk", clk}, Conn{"rst", rst},
 		Conn{"s_desc_valid", descV}, Conn{"s_desc_ready", descReady}, Conn{"s_desc_tagged", opWrite},
 		Conn{"s_desc_rdmap", Cat(rv, C(2, 0), opLo)}, Conn{"s_desc_dv", rv}, Conn{"s_desc_stag", dStag},
-		Conn{"s_desc_to", hRAddr}, Conn{"s_desc_qn", C(32, 0)}, Conn{"s_desc_msn", cMSN},
-		Conn{"s_desc_len", zext(hLen, 32)}, Conn{"s_desc_mulpdu", cMULPDU}, Conn{"s_desc_user", C(16, 0)},
+		Conn{"s_desc_to", hRAddr}, Conn{"s_desc_qn", zext(opRead, 32)}, Conn{"s_desc_msn", Sel(opRead, cRMSN, cMSN)},
+		Conn{"s_desc_len", zext(pLen, 32)}, Conn{"s_desc_mulpdu", cMULPDU}, Conn{"s_desc_user", C(16, 0)},
 		Conn{"s_axis_tdata", fqq.Fields[0][0]}, Conn{"s_axis_tvalid", pValid}, Conn{"s_axis_tready", pReady},
 		Conn{"s_axis_tlast", fqq.Fields[0][1]},
 		Conn{"m_axis_tdata", ddpData}, Conn{"m_axis_tkeep", ddpKeep}, Conn{"m_axis_tvalid", ddpValid},

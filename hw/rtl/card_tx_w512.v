@@ -19,22 +19,32 @@
 // last ring write has its write response.
 //
 // This increment serves inline Send, Send with Invalidate (either with
-// Solicited Event) and RDMA Write WQEs, signaled or not (a fence never waits:
-// no RDMA Read is outstanding). Any other WQE (SGEs to gather, RDMA Read,
-// Local Invalidate, bind, a malformed header) or a DMA error response stops
-// its QP before anything of that WQE is sent: the QP is not scheduled until
-// its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn
-// report it. QP commands other than CREATE are taken without effect. A WQE
-// starts only when its TX ring has 1024 bytes free (more than the FPDUs of 480
-// inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI
-// doorbell, so no QP blocks another. One WQE is fetched and segmented at a
-// time; framing, ring writes and completions of earlier WQEs overlap it.
+// Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs
+// (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1,
+// its own MSN) goes out while fewer than the QP's ORD Reads are outstanding,
+// and the Read completes when its Read done (s_rdone, placement's m_done) is
+// taken, oldest first: the engine then reads the Read WQE's first block again
+// from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ
+// memory). While a Read is outstanding, only an unfenced Read may start after
+// it; any other WQE waits for the Reads before it to complete, so completions
+// stay in posting order. Any other WQE (SGEs to gather, Local Invalidate,
+// bind, a malformed header) or a DMA error response stops its QP before
+// anything of that WQE is sent: the QP is not scheduled until its next
+// doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it.
+// QP commands other than CREATE are taken without effect. A WQE starts only
+// when its TX ring has 1024 bytes free (more than the FPDUs of 480 inline
+// bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so
+// no QP blocks another. One WQE is fetched and segmented at a time; framing,
+// ring writes and completions of earlier WQEs overlap it.
 //
 // Records out (m_cpl_*): one per WQE in posting order once its ring bytes are
 // written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's
-// new SQ_CI and TXS_PI for its status record either way.
+// new SQ_CI and TXS_PI for its status record either way. An RDMA Read gives
+// two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI
+// does not), and its completion when its Read done is taken (SQ_CI moves past
+// it).
 //
-// Implements: RFC 5040 §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)
+// Implements: RFC 5040 §4.4, §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write, RDMA Read Request; ORD; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)
 
 `resetall
 `default_nettype none
@@ -55,6 +65,7 @@ module card_tx_w512 (
     input  wire           s_qp_crc,          // staged: CRC32c on
     input  wire           s_qp_rev0,         // staged: MPA revision 0 peer (DDP and RDMAP version 0)
     input  wire [9:0]     s_qp_send_cq,      // staged: CQ of send completions
+    input  wire [4:0]     s_qp_ord,          // staged: ORD, RDMA Reads outstanding to the peer (1..16)
     input  wire           s_db_valid,        // a doorbell (card_regs m_db)
     output wire           s_db_ready,
     input  wire [2:0]     s_db_kind,         // DB_KIND: QP_DB_SQ_PI, QP_DB_TXS_CI and QP_DB_PUSH act; others are taken without effect
@@ -62,6 +73,12 @@ module card_tx_w512 (
     input  wire [31:0]    s_db_value,        // the value written
     input  wire           s_db_push_ok,      // QP_DB_PUSH: s_db_push_data holds the whole block
     input  wire [511:0]   s_db_push_data,    // QP_DB_PUSH: the block, byte 0 in bits 7:0
+    input  wire           s_rdone_valid,     // Read done (placement m_done): the last Read Response segment of a QP is placed
+    output wire           s_rdone_ready,
+    input  wire [9:0]     s_rdone_qp,        // its QP (placement m_done_qp, low bits)
+    input  wire [31:0]    s_rdone_stag,      // its STag (m_done_stag; not checked here)
+    input  wire [63:0]    s_rdone_to,        // its TO (m_done_to; not checked here)
+    input  wire [15:0]    s_rdone_len,       // its ULPDU length (m_done_len; not checked here)
     output wire           m_cpl_valid,       // a WQE is done (posting order)
     input  wire           m_cpl_ready,
     output wire           m_cpl_cqe,         // write a CQE (signaled); else only the status record moves
@@ -125,14 +142,15 @@ module card_tx_w512 (
     wire           cmd_create;
     reg  [9:0]     cur_qp;                   // the QP the engine serves
     wire [9:0]     ctx_rd_addr;
-    reg  [148:0]   ctx_rd;                   // read data of ctx
+    reg  [153:0]   ctx_rd;                   // read data of ctx
     wire           dbs_wr_en;
     wire [9:0]     dbs_wr_addr;
-    wire [47:0]    dbs_wr_data;              // {txs_ci, sq_pi}
-    reg  [47:0]    dbs_a_rd;                 // read data of dbs_a
-    reg  [47:0]    dbs_e_rd;                 // read data of dbs_e
-    wire [79:0]    eng_wb_data;              // {msn, txs_pi, sq_ci}
-    reg  [79:0]    eng_rd;                   // read data of eng
+    wire [52:0]    dbs_wr_data;              // {rdone count, txs_ci, sq_pi}
+    wire [9:0]     dbs_rd_addr;
+    reg  [52:0]    dbs_a_rd;                 // read data of dbs_a
+    reg  [52:0]    dbs_e_rd;                 // read data of dbs_e
+    wire [137:0]   eng_wb_data;              // {rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}
+    reg  [137:0]   eng_rd;                   // read data of eng
     reg  [10:0]    sched_head;
     reg  [10:0]    sched_tail;
     wire           sched_empty;
@@ -163,8 +181,9 @@ module card_tx_w512 (
     reg  [15:0]    push3_idx;                // its SQ index
     reg  [511:0]   push3_data;
     reg  [1:0]     push_rr;                  // the slot the next push takes
+    wire           rdone_take;               // a Read done is taken (before a doorbell)
     wire           db_take;
-    reg  [2:0]     db_kind_q;
+    reg  [2:0]     db_kind_q;                // DB_KIND, 7 for a Read done
     reg  [9:0]     db_qp;
     reg  [31:0]    db_value_q;
     reg            db_push_ok_q;
@@ -174,6 +193,9 @@ module card_tx_w512 (
     wire           db_is_push;
     wire [15:0]    db_old_pi;
     wire [31:0]    db_old_ci;
+    wire           db_is_rdone;
+    wire [4:0]     db_old_rc;
+    wire [4:0]     db_new_rc;                // Read dones received (modulo 32)
     wire [15:0]    db_new_pi;
     wire [31:0]    db_new_ci;
     wire           eng_requeue;              // the engine puts its QP back in the FIFO
@@ -192,6 +214,7 @@ module card_tx_w512 (
     reg            cur_crc;
     reg            cur_rev0;
     reg  [9:0]     cur_cq;
+    reg  [4:0]     cur_ord;
     reg  [15:0]    cur_sq_ci;
     reg  [31:0]    cur_msn;
     reg  [15:0]    cur_sq_pi;                // live: doorbells to cur_qp update it
@@ -203,19 +226,31 @@ module card_tx_w512 (
     reg  [9:0]     dbw_last_qp;
     reg  [15:0]    dbw_last_pi;
     reg  [31:0]    dbw_last_ci;
+    reg  [4:0]     dbw_last_rc;
     wire           dbw_last_hit;
+    reg  [4:0]     cur_rdone;                // live: Read dones received
+    wire [4:0]     rdone_now;
+    reg  [31:0]    cur_rmsn;                 // next Read Request MSN
+    reg  [15:0]    cur_sq_next;              // first SQ block not started (SQ_CI while no Read is outstanding)
+    reg  [4:0]     cur_orq;                  // RDMA Reads outstanding
+    reg  [4:0]     cur_rdone_used;           // Read dones taken
     reg  [255:0]   wqe_hdr;                  // the WQE's header
     wire [7:0]     h_opcode;
     wire           h_signaled;
     wire           h_solicited;
+    wire           h_fence;
     wire           h_inline;
+    wire [4:0]     h_nsge;
     wire [3:0]     h_bbs;
     wire [15:0]    h_inline_len;
     wire [63:0]    h_wr_id;
     wire [63:0]    h_remote_addr;
     wire [31:0]    h_rkey;
     wire [31:0]    h_inv_stag;
-    wire           has_work;
+    wire           has_work;                 // a posted WQE is not started
+    wire [4:0]     rdone_pending;            // Read dones not yet taken
+    wire           ret_go;                   // complete the oldest outstanding Read
+    wire           ord_room;                 // a Read could start within ORD
     wire [31:0]    ring_used;
     wire [31:0]    ring_size;
     wire           ring_room_ok;             // the ring has the guard's bytes free
@@ -225,6 +260,8 @@ module card_tx_w512 (
     wire           push3_hit;
     wire           push_hit;                 // the WQE's first block was pushed
     wire           wqe_go;                   // a WQE starts
+    wire           fetch_go;                 // a WQE's first block is fetched
+    reg            ret_mode;                 // the block fetched is an outstanding Read's, to complete it
     wire           use_push;
     reg  [511:0]   push_blk;                 // the pushed block being taken
     reg            src_push;                 // the first block comes from a push
@@ -256,22 +293,31 @@ module card_tx_w512 (
     wire [511:0]   wb_data;
     wire           first_done;               // the first block's last beat
     reg            wqe_rd_err;               // a read of the WQE got an error response
+    reg  [127:0]   sge0;                     // the WQE's first SGE
+    wire           sge_one;                  // the WQE has one SGE
+    wire [63:0]    sge_addr;
+    wire [31:0]    sge_len;
+    wire [31:0]    sge_lkey;
     reg  [255:0]   wb_prev_hi;               // the upper half of the previous beat
     wire [6:0]     buf_wa_full;
-    wire [15:0]    avail;                    // blocks posted from SQ_CI on
+    wire [15:0]    avail;                    // blocks posted from the WQE on
     wire           op_send_inv;
     wire           op_write;
     wire           op_served;
     wire           bbs_ok;
     wire [16:0]    inline_room;              // bbs*64 - 32
     wire           inline_len_ok;
+    wire           op_read;
+    wire           read_ok;                  // an RDMA Read with at most one SGE (the sink)
     wire           wqe_served;               // this increment serves the WQE
+    wire           wait_read;                // the WQE waits for the outstanding Reads
     wire [6:0]     wqe_beats;                // beats of the whole WQE
     wire           rest_done;                // the WQE's last beat
     wire           halt;                     // the QP stops at this WQE
     reg            halt_q;
     reg  [9:0]     halt_qpn_q;
     wire           one_bb;
+    wire [15:0]    pay_len;                  // payload bytes into ddp_tx: inline bytes, or a Read Request's header
     wire [16:0]    pay_words_full;
     wire [10:0]    pay_words;                // payload words: ceil(len / lanes)
     reg  [9:0]     feed_issued;              // payload words read
@@ -281,6 +327,8 @@ module card_tx_w512 (
     reg  [511:0]   wqe_buf_rd;               // read data of wqe_buf
     wire           feed_issue;               // read the next payload word
     reg            feed_last_rd;             // the word being read is the message's last
+    wire [255:0]   rr_hdr;                   // the Read Request header, byte 0 in bits 7:0
+    reg  [511:0]   rr_word;                  // the Read Request header's word being fed
     reg  [1:0]     fq_count;                 // entries held in fq
     reg  [511:0]   fq0_data;
     reg            fq0_last;
@@ -444,72 +492,81 @@ module card_tx_w512 (
     wire [7:0]     wr_done_tag;
     wire           wr_done_err;
     wire [3:0]     cq_pop;
+    wire           wqe_retires;
     wire [15:0]    new_sq_ci;
     reg  [3:0]     cq_count;                 // entries held in cq
     reg            cq0_cqe;
     reg  [9:0]     cq0_cq;
     reg  [9:0]     cq0_qpn;
     reg  [63:0]    cq0_wr_id;
-    reg            cq0_op;
-    reg  [15:0]    cq0_len;
+    reg  [1:0]     cq0_op;
+    reg  [31:0]    cq0_len;
     reg  [15:0]    cq0_sq_ci;
     reg  [31:0]    cq0_txs_pi;
+    reg            cq0_noring;
     reg            cq1_cqe;
     reg  [9:0]     cq1_cq;
     reg  [9:0]     cq1_qpn;
     reg  [63:0]    cq1_wr_id;
-    reg            cq1_op;
-    reg  [15:0]    cq1_len;
+    reg  [1:0]     cq1_op;
+    reg  [31:0]    cq1_len;
     reg  [15:0]    cq1_sq_ci;
     reg  [31:0]    cq1_txs_pi;
+    reg            cq1_noring;
     reg            cq2_cqe;
     reg  [9:0]     cq2_cq;
     reg  [9:0]     cq2_qpn;
     reg  [63:0]    cq2_wr_id;
-    reg            cq2_op;
-    reg  [15:0]    cq2_len;
+    reg  [1:0]     cq2_op;
+    reg  [31:0]    cq2_len;
     reg  [15:0]    cq2_sq_ci;
     reg  [31:0]    cq2_txs_pi;
+    reg            cq2_noring;
     reg            cq3_cqe;
     reg  [9:0]     cq3_cq;
     reg  [9:0]     cq3_qpn;
     reg  [63:0]    cq3_wr_id;
-    reg            cq3_op;
-    reg  [15:0]    cq3_len;
+    reg  [1:0]     cq3_op;
+    reg  [31:0]    cq3_len;
     reg  [15:0]    cq3_sq_ci;
     reg  [31:0]    cq3_txs_pi;
+    reg            cq3_noring;
     reg            cq4_cqe;
     reg  [9:0]     cq4_cq;
     reg  [9:0]     cq4_qpn;
     reg  [63:0]    cq4_wr_id;
-    reg            cq4_op;
-    reg  [15:0]    cq4_len;
+    reg  [1:0]     cq4_op;
+    reg  [31:0]    cq4_len;
     reg  [15:0]    cq4_sq_ci;
     reg  [31:0]    cq4_txs_pi;
+    reg            cq4_noring;
     reg            cq5_cqe;
     reg  [9:0]     cq5_cq;
     reg  [9:0]     cq5_qpn;
     reg  [63:0]    cq5_wr_id;
-    reg            cq5_op;
-    reg  [15:0]    cq5_len;
+    reg  [1:0]     cq5_op;
+    reg  [31:0]    cq5_len;
     reg  [15:0]    cq5_sq_ci;
     reg  [31:0]    cq5_txs_pi;
+    reg            cq5_noring;
     reg            cq6_cqe;
     reg  [9:0]     cq6_cq;
     reg  [9:0]     cq6_qpn;
     reg  [63:0]    cq6_wr_id;
-    reg            cq6_op;
-    reg  [15:0]    cq6_len;
+    reg  [1:0]     cq6_op;
+    reg  [31:0]    cq6_len;
     reg  [15:0]    cq6_sq_ci;
     reg  [31:0]    cq6_txs_pi;
+    reg            cq6_noring;
     reg            cq7_cqe;
     reg  [9:0]     cq7_cq;
     reg  [9:0]     cq7_qpn;
     reg  [63:0]    cq7_wr_id;
-    reg            cq7_op;
-    reg  [15:0]    cq7_len;
+    reg  [1:0]     cq7_op;
+    reg  [31:0]    cq7_len;
     reg  [15:0]    cq7_sq_ci;
     reg  [31:0]    cq7_txs_pi;
+    reg            cq7_noring;
     wire [3:0]     cq_wpos;                  // where a pushed entry goes
     wire           cq0_push;
     wire           cq1_push;
@@ -533,7 +590,11 @@ module card_tx_w512 (
     reg  [15:0]    cpl_sq_ci_q;
     reg  [31:0]    cpl_txs_pi_q;
     reg            dma_err_q;
-    wire [31:0]    msn_inc;
+    wire           op_is_send;
+    wire           read_started;             // a Read Request went out
+    wire [15:0]    new_sq_next;
+    wire [4:0]     new_orq;
+    wire [4:0]     new_rdone_used;
     wire           more_work;
     wire [9:0]     qeng_qp;
     wire [1023:0]  qeng_1h;
@@ -556,10 +617,10 @@ module card_tx_w512 (
     wire           w_m_axi_wvalid;
     wire           w_m_axi_bready;
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
-    reg  [148:0] ctx [0:1023];               // static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ
-    reg  [47:0] dbs_a [0:1023];              // doorbell state, read by the doorbell path
-    reg  [47:0] dbs_e [0:1023];              // doorbell state, read by the engine
-    reg  [79:0] eng [0:1023];                // engine state per QP: next Send MSN, TXS_PI (the stream offset), SQ_CI
+    reg  [153:0] ctx [0:1023];               // static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD
+    reg  [52:0] dbs_a [0:1023];              // doorbell state, read by the doorbell path
+    reg  [52:0] dbs_e [0:1023];              // doorbell state, read by the engine
+    reg  [137:0] eng [0:1023];               // engine state per QP: Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI
     reg  [9:0] sched [0:1023];               // QPs with work, in turn
     reg  [511:0] wqe_buf [0:7];              // the WQE past its header (the inline payload)
 
@@ -2635,17 +2696,23 @@ module card_tx_w512 (
         qset_qp == 10'h000
     };
     assign ctx_rd_addr = sched_rd;
-    assign s_db_ready = ~db_v & ~s_qp_valid;
-    assign db_take = (s_db_valid & ~db_v) & ~s_qp_valid;
+    assign s_db_ready = (~db_v & ~s_qp_valid) & ~s_rdone_valid;
+    assign s_rdone_ready = ~db_v & ~s_qp_valid;
+    assign rdone_take = (s_rdone_valid & ~db_v) & ~s_qp_valid;
+    assign db_take = ((s_db_valid & ~db_v) & ~s_qp_valid) & ~s_rdone_valid;
+    assign dbs_rd_addr = db_v ? db_qp : (s_rdone_valid ? s_rdone_qp : s_db_index);
     assign db_is_sq = db_kind_q == 3'h1;
     assign db_is_txs = db_kind_q == 3'h3;
     assign db_is_push = db_kind_q == 3'h6;
     assign db_old_pi = dbs_a_rd[15:0];
     assign db_old_ci = dbs_a_rd[47:16];
+    assign db_is_rdone = db_kind_q == 3'h7;
+    assign db_old_rc = dbs_a_rd[52:48];
+    assign db_new_rc = db_is_rdone ? (db_old_rc + 5'h01) : db_old_rc;
     assign db_new_pi = db_is_push ? (db_old_pi + 16'h0001) : (db_is_sq ? db_value_q[15:0] : db_old_pi);
     assign db_new_ci = db_is_txs ? db_value_q : db_old_ci;
     assign db_fire = db_v & ~eng_requeue;
-    assign db_acts = (db_is_sq | db_is_txs) | db_is_push;
+    assign db_acts = ((db_is_sq | db_is_txs) | db_is_push) | db_is_rdone;
     assign qdb_qp = db_qp;
     assign qdb_1h = {
         qdb_qp == 10'h3ff,
@@ -3676,33 +3743,40 @@ module card_tx_w512 (
     assign db_enqueue = (db_fire & db_acts) & ~|(queued & qdb_1h);
     assign dbs_wr_en = cmd_create | (db_fire & db_acts);
     assign dbs_wr_addr = cmd_create ? s_qp_num : db_qp;
-    assign dbs_wr_data = cmd_create ? 48'h000000000000 : {db_new_ci, db_new_pi};
+    assign dbs_wr_data = cmd_create ? 53'h00000000000000 : {db_new_rc, db_new_ci, db_new_pi};
     assign sched_push = eng_requeue | db_enqueue;
     assign sched_push_qp = eng_requeue ? cur_qp : db_qp;
     assign push_new = (db_fire & db_is_push) & db_push_ok_q;
-    assign ld_txs_log = ctx_rd[33:29];
+    assign ld_txs_log = ctx_rd[38:34];
     assign db_hit_cur = (((db_fire & db_acts) & (db_qp == cur_qp)) & ~in_state0) & ~in_state1;
     assign dbw_last_hit = dbw_last_v & (dbw_last_qp == cur_qp);
+    assign rdone_now = db_hit_cur ? db_new_rc : (dbw_last_hit ? dbw_last_rc : dbs_e_rd[52:48]);
     assign h_opcode = wqe_hdr[7:0];
     assign h_signaled = wqe_hdr[8];
     assign h_solicited = wqe_hdr[9];
+    assign h_fence = wqe_hdr[10];
     assign h_inline = wqe_hdr[11];
+    assign h_nsge = wqe_hdr[28:24];
     assign h_bbs = wqe_hdr[19:16];
     assign h_inline_len = wqe_hdr[47:32];
     assign h_wr_id = wqe_hdr[127:64];
     assign h_remote_addr = wqe_hdr[191:128];
     assign h_rkey = wqe_hdr[223:192];
     assign h_inv_stag = wqe_hdr[255:224];
-    assign has_work = cur_sq_ci != cur_sq_pi;
+    assign has_work = cur_sq_next != cur_sq_pi;
+    assign rdone_pending = cur_rdone - cur_rdone_used;
+    assign ret_go = (in_state3 & (cur_orq != 5'h00)) & (rdone_pending != 5'h00);
+    assign ord_room = cur_orq < cur_ord;
     assign ring_used = f_off - cur_txs_ci;
     assign ring_size = {8'h00, cur_txs_mask} + 32'h00000001;
     assign ring_room_ok = ~(ring_size < ring_used) & ~((ring_size - ring_used) < 32'h00000400);
-    assign push0_hit = (push0_v & (push0_qp == cur_qp)) & (push0_idx == cur_sq_ci);
-    assign push1_hit = (push1_v & (push1_qp == cur_qp)) & (push1_idx == cur_sq_ci);
-    assign push2_hit = (push2_v & (push2_qp == cur_qp)) & (push2_idx == cur_sq_ci);
-    assign push3_hit = (push3_v & (push3_qp == cur_qp)) & (push3_idx == cur_sq_ci);
+    assign push0_hit = (push0_v & (push0_qp == cur_qp)) & (push0_idx == cur_sq_next);
+    assign push1_hit = (push1_v & (push1_qp == cur_qp)) & (push1_idx == cur_sq_next);
+    assign push2_hit = (push2_v & (push2_qp == cur_qp)) & (push2_idx == cur_sq_next);
+    assign push3_hit = (push3_v & (push3_qp == cur_qp)) & (push3_idx == cur_sq_next);
     assign push_hit = |{push0_hit, push1_hit, push2_hit, push3_hit};
-    assign wqe_go = (in_state3 & has_work) & ring_room_ok;
+    assign wqe_go = (((in_state3 & ~ret_go) & has_work) & ring_room_ok) & ord_room;
+    assign fetch_go = wqe_go | ret_go;
     assign use_push = wqe_go & push_hit;
     assign push0_w = push_new & (push_rr == 2'h0);
     assign push1_w = push_new & (push_rr == 2'h1);
@@ -3738,24 +3812,63 @@ module card_tx_w512 (
     assign wb_valid = wb_from_push | (wb_from_dma & rd_tvalid);
     assign wb_data = wb_from_push ? push_blk : rd_tdata;
     assign first_done = (wb_valid & in_state4) & (wb_beat == 7'h00);
+    assign sge_one = h_nsge == 5'h01;
+    assign sge_addr = sge0[63:0] & {64{sge_one}};
+    assign sge_len = sge0[95:64] & {32{sge_one}};
+    assign sge_lkey = sge0[127:96] & {32{sge_one}};
     assign buf_wa_full = wb_beat - 7'h01;
-    assign avail = cur_sq_pi - cur_sq_ci;
+    assign avail = cur_sq_pi - cur_sq_next;
     assign op_send_inv = h_opcode == 8'h01;
     assign op_write = h_opcode == 8'h02;
     assign op_served = ((h_opcode == 8'h00) | op_send_inv) | op_write;
     assign bbs_ok = ((|h_bbs & ~(4'h8 < h_bbs)) & ~(avail < {12'h000, h_bbs})) & ~(({1'h0, sq_mask} + 17'h00001) < {13'h0000, h_bbs});
     assign inline_room = {7'h00, h_bbs, 6'h00} - 17'h00020;
     assign inline_len_ok = ~(16'h01e0 < h_inline_len) & ~(inline_room < {1'h0, h_inline_len});
-    assign wqe_served = (((op_served & h_inline) & bbs_ok) & inline_len_ok) & ~wqe_rd_err;
+    assign op_read = h_opcode == 8'h03;
+    assign read_ok = (op_read & ~h_inline) & ~(5'h01 < h_nsge);
+    assign wqe_served = ((((op_served & h_inline) & inline_len_ok) | read_ok) & bbs_ok) & ~wqe_rd_err;
+    assign wait_read = (((in_state5 & ~ret_mode) & wqe_served) & (cur_orq != 5'h00)) & (~op_read | h_fence);
     assign wqe_beats = {3'h0, h_bbs};
     assign rest_done = (in_state7 & wb_valid) & (wb_beat == (wqe_beats - 7'h01));
-    assign halt = (in_state5 & ~wqe_served) | (rest_done & (wqe_rd_err | rd_terr));
+    assign halt = (((in_state5 & ~ret_mode) & ~wqe_served) | ((in_state5 & ret_mode) & wqe_rd_err)) | (rest_done & (wqe_rd_err | rd_terr));
     assign stat_halt = halt_q;
     assign stat_halt_qpn = halt_qpn_q;
     assign one_bb = h_bbs == 4'h1;
-    assign pay_words_full = {1'h0, h_inline_len} + 17'h0003f;
+    assign pay_len = op_read ? 16'h001c : h_inline_len;
+    assign pay_words_full = {1'h0, pay_len} + 17'h0003f;
     assign pay_words = pay_words_full[16:6];
     assign feed_is_last = {1'h0, feed_issued + 10'h001} == pay_words;
+    assign rr_hdr = {
+        32'h00000000,
+        h_remote_addr[7:0],
+        h_remote_addr[15:8],
+        h_remote_addr[23:16],
+        h_remote_addr[31:24],
+        h_remote_addr[39:32],
+        h_remote_addr[47:40],
+        h_remote_addr[55:48],
+        h_remote_addr[63:56],
+        h_rkey[7:0],
+        h_rkey[15:8],
+        h_rkey[23:16],
+        h_rkey[31:24],
+        sge_len[7:0],
+        sge_len[15:8],
+        sge_len[23:16],
+        sge_len[31:24],
+        sge_addr[7:0],
+        sge_addr[15:8],
+        sge_addr[23:16],
+        sge_addr[31:24],
+        sge_addr[39:32],
+        sge_addr[47:40],
+        sge_addr[55:48],
+        sge_addr[63:56],
+        sge_lkey[7:0],
+        sge_lkey[15:8],
+        sge_lkey[23:16],
+        sge_lkey[31:24]
+    };
     assign fq_wpos = fq_count - fq_pop;
     assign fq0_push = feed_inflight & (fq_wpos == 2'h0);
     assign fq1_push = feed_inflight & (fq_wpos == 2'h1);
@@ -3767,7 +3880,7 @@ module card_tx_w512 (
     assign ddp_s_go = ddp_s_valid & ddp_s_ready;
     assign fq_pop = {1'h0, ddp_s_go};
     assign ddp_s_last_go = ddp_s_go & fq0_last;
-    assign no_payload = h_inline_len == 16'h0000;
+    assign no_payload = pay_len == 16'h0000;
     assign feed_end = (in_state9 & (desc_done | ddp_desc_go)) & ((pay_done | ddp_s_last_go) | no_payload);
     assign h_gate = ~h_first | rec_room;
     assign h_go = (ddp_m_tvalid & mpa_s_ready) & h_gate;
@@ -3837,7 +3950,8 @@ module card_tx_w512 (
     assign rw_merge_end = (rw_merge & rw_go) & ((rw_out2 + 17'h00001) == rw_n2);
     assign rw_fpdu_end = rw_pass_end | rw_merge_end;
     assign qd_pop = {2'h0, rw_fpdu_end};
-    assign new_sq_ci = cur_sq_ci + {12'h000, h_bbs};
+    assign wqe_retires = ret_mode | ~op_read;
+    assign new_sq_ci = wqe_retires ? (cur_sq_ci + {12'h000, h_bbs}) : cur_sq_ci;
     assign cq_wpos = cq_count - cq_pop;
     assign cq0_push = in_state11 & (cq_wpos == 4'h0);
     assign cq1_push = in_state11 & (cq_wpos == 4'h1);
@@ -3850,7 +3964,7 @@ module card_tx_w512 (
     assign cpl_room = cq_count < 4'h8;
     assign cpl_free = ~cpl_v | m_cpl_ready;
     assign wr_done_last = wr_done_valid & wr_done_tag[0];
-    assign cpl_load = (cpl_free & |cpl_written) & |cq_count;
+    assign cpl_load = (cpl_free & |cq_count) & (cq0_noring | |cpl_written);
     assign cq_pop = {3'h0, cpl_load};
     assign m_cpl_valid = cpl_v;
     assign m_cpl_cqe = cpl_cqe_q;
@@ -3863,9 +3977,21 @@ module card_tx_w512 (
     assign m_cpl_sq_ci = cpl_sq_ci_q;
     assign m_cpl_txs_pi = cpl_txs_pi_q;
     assign stat_dma_err = dma_err_q;
-    assign msn_inc = {31'h00000000, ~op_write};
-    assign eng_wb_data = {cur_msn + msn_inc, f_off, new_sq_ci};
-    assign more_work = new_sq_ci != cur_sq_pi;
+    assign op_is_send = ~(op_write | op_read);
+    assign read_started = op_read & ~ret_mode;
+    assign new_sq_next = ret_mode ? cur_sq_next : (cur_sq_next + {12'h000, h_bbs});
+    assign new_orq = ret_mode ? (cur_orq - 5'h01) : (read_started ? (cur_orq + 5'h01) : cur_orq);
+    assign new_rdone_used = ret_mode ? (cur_rdone_used + 5'h01) : cur_rdone_used;
+    assign eng_wb_data = {
+        new_rdone_used,
+        new_orq,
+        new_sq_next,
+        cur_rmsn + {31'h00000000, read_started},
+        cur_msn + {31'h00000000, op_is_send},
+        f_off,
+        new_sq_ci
+    };
+    assign more_work = ((new_sq_next != cur_sq_pi) & (new_orq < cur_ord)) | ((new_orq != 5'h00) & (cur_rdone != new_rdone_used));
     assign qeng_qp = cur_qp;
     assign qeng_1h = {
         qeng_qp == 10'h3ff,
@@ -4915,9 +5041,12 @@ module card_tx_w512 (
     assign unused_bits = |{
         s_qp_sq_base[5:0],
         s_qp_txs_base[11:0],
-        wqe_hdr[10],
+        s_rdone_stag,
+        s_rdone_to,
+        s_rdone_len,
         wqe_hdr[15:12],
-        wqe_hdr[31:20],
+        wqe_hdr[23:20],
+        wqe_hdr[31:29],
         wqe_hdr[63:48],
         fetch_to_end[16:4],
         rd_tkeep,
@@ -4974,14 +5103,14 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        if (db_take) begin
-            db_kind_q <= s_db_kind;
+        if (db_take | rdone_take) begin
+            db_kind_q <= rdone_take ? 3'h7 : s_db_kind;
         end
     end
 
     always @(posedge clk) begin
-        if (db_take) begin
-            db_qp <= s_db_index;
+        if (db_take | rdone_take) begin
+            db_qp <= rdone_take ? s_rdone_qp : s_db_index;
         end
     end
 
@@ -5007,25 +5136,25 @@ module card_tx_w512 (
         if (rst) begin
             db_v <= 1'h0;
         end else begin
-            db_v <= db_take | (db_v & ~db_fire);
+            db_v <= (db_take | rdone_take) | (db_v & ~db_fire);
         end
     end
 
     always @(posedge clk) begin
         if (in_state2) begin
-            cur_sq_base <= ctx_rd[148:91];
+            cur_sq_base <= ctx_rd[153:96];
         end
     end
 
     always @(posedge clk) begin
         if (in_state2) begin
-            cur_sq_log <= ctx_rd[90:86];
+            cur_sq_log <= ctx_rd[95:91];
         end
     end
 
     always @(posedge clk) begin
         if (in_state2) begin
-            cur_txs_base <= ctx_rd[85:34];
+            cur_txs_base <= ctx_rd[90:39];
         end
     end
 
@@ -5062,31 +5191,37 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (in_state2) begin
-            cur_mulpdu <= ctx_rd[28:13];
+            cur_mulpdu <= ctx_rd[33:18];
         end
     end
 
     always @(posedge clk) begin
         if (in_state2) begin
-            cur_markers <= ctx_rd[12];
+            cur_markers <= ctx_rd[17];
         end
     end
 
     always @(posedge clk) begin
         if (in_state2) begin
-            cur_crc <= ctx_rd[11];
+            cur_crc <= ctx_rd[16];
         end
     end
 
     always @(posedge clk) begin
         if (in_state2) begin
-            cur_rev0 <= ctx_rd[10];
+            cur_rev0 <= ctx_rd[15];
         end
     end
 
     always @(posedge clk) begin
         if (in_state2) begin
-            cur_cq <= ctx_rd[9:0];
+            cur_cq <= ctx_rd[14:5];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (in_state2) begin
+            cur_ord <= ctx_rd[4:0];
         end
     end
 
@@ -5117,6 +5252,10 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
+        dbw_last_rc <= db_new_rc;
+    end
+
+    always @(posedge clk) begin
         if (in_state2 | db_hit_cur) begin
             cur_sq_pi <= db_hit_cur ? db_new_pi : (dbw_last_hit ? dbw_last_pi : dbs_e_rd[15:0]);
         end
@@ -5129,6 +5268,44 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
+        if (in_state2 | db_hit_cur) begin
+            cur_rdone <= rdone_now;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (in_state2) begin
+            cur_rmsn <= eng_rd[111:80];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (in_state2) begin
+            cur_sq_next <= eng_rd[127:112];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (in_state2) begin
+            cur_orq <= eng_rd[132:128];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (in_state2) begin
+            cur_rdone_used <= (eng_rd[132:128] == 5'h00) ? rdone_now : eng_rd[137:133];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ret_mode <= 1'h0;
+        end else if (fetch_go) begin
+            ret_mode <= ret_go;
+        end
+    end
+
+    always @(posedge clk) begin
         if (use_push) begin
             push_blk <= push3_hit ? push3_data : (push2_hit ? push2_data : (push1_hit ? push1_data : push0_data));
         end
@@ -5137,7 +5314,7 @@ module card_tx_w512 (
     always @(posedge clk) begin
         if (rst) begin
             src_push <= 1'h0;
-        end else if (wqe_go) begin
+        end else if (fetch_go) begin
             src_push <= use_push;
         end
     end
@@ -5257,8 +5434,8 @@ module card_tx_w512 (
     always @(posedge clk) begin
         if (rst) begin
             wb_beat <= 7'h00;
-        end else if (wqe_go | wb_valid) begin
-            wb_beat <= wqe_go ? 7'h00 : (wb_beat + 7'h01);
+        end else if (fetch_go | wb_valid) begin
+            wb_beat <= fetch_go ? 7'h00 : (wb_beat + 7'h01);
         end
     end
 
@@ -5266,7 +5443,13 @@ module card_tx_w512 (
         if (rst) begin
             wqe_rd_err <= 1'h0;
         end else begin
-            wqe_rd_err <= ~wqe_go & (wqe_rd_err | ((wb_from_dma & rd_tvalid) & rd_terr));
+            wqe_rd_err <= ~fetch_go & (wqe_rd_err | ((wb_from_dma & rd_tvalid) & rd_terr));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (wb_valid & (wb_beat == 7'h00)) begin
+            sge0 <= wb_data[383:256];
         end
     end
 
@@ -5299,20 +5482,26 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        if ((wqe_go | in_state5) | rd_go) begin
-            fetch_idx <= wqe_go ? cur_sq_ci : (in_state5 ? (cur_sq_ci + 16'h0001) : (fetch_idx + {12'h000, fetch_n}));
+        if ((fetch_go | in_state5) | rd_go) begin
+            fetch_idx <= fetch_go ? (ret_go ? cur_sq_ci : cur_sq_next) : (in_state5 ? (cur_sq_next + 16'h0001) : (fetch_idx + {12'h000, fetch_n}));
         end
     end
 
     always @(posedge clk) begin
-        if ((wqe_go | in_state5) | rd_go) begin
-            fetch_left <= wqe_go ? (push_hit ? 4'h0 : 4'h1) : (in_state5 ? (h_bbs - 4'h1) : (fetch_left - fetch_n));
+        if ((fetch_go | in_state5) | rd_go) begin
+            fetch_left <= fetch_go ? (use_push ? 4'h0 : 4'h1) : (in_state5 ? (h_bbs - 4'h1) : (fetch_left - fetch_n));
         end
     end
 
     always @(posedge clk) begin
         if (feed_issue) begin
             feed_last_rd <= feed_is_last;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (feed_issue) begin
+            rr_word <= {256'h0000000000000000000000000000000000000000000000000000000000000000, rr_hdr};
         end
     end
 
@@ -5325,7 +5514,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        fq0_data <= fq0_push ? wqe_buf_rd : ((fq_pop == 2'h1) ? fq1_data : ((fq_pop == 2'h2) ? fq2_data : fq0_data));
+        fq0_data <= fq0_push ? (op_read ? rr_word : wqe_buf_rd) : ((fq_pop == 2'h1) ? fq1_data : ((fq_pop == 2'h2) ? fq2_data : fq0_data));
     end
 
     always @(posedge clk) begin
@@ -5333,7 +5522,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        fq1_data <= fq1_push ? wqe_buf_rd : ((fq_pop == 2'h1) ? fq2_data : fq1_data);
+        fq1_data <= fq1_push ? (op_read ? rr_word : wqe_buf_rd) : ((fq_pop == 2'h1) ? fq2_data : fq1_data);
     end
 
     always @(posedge clk) begin
@@ -5341,7 +5530,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        fq2_data <= fq2_push ? wqe_buf_rd : fq2_data;
+        fq2_data <= fq2_push ? (op_read ? rr_word : wqe_buf_rd) : fq2_data;
     end
 
     always @(posedge clk) begin
@@ -5349,8 +5538,8 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        if (wqe_go | feed_issue) begin
-            feed_issued <= wqe_go ? 10'h000 : (feed_issued + 10'h001);
+        if (fetch_go | feed_issue) begin
+            feed_issued <= fetch_go ? 10'h000 : (feed_issued + 10'h001);
         end
     end
 
@@ -5655,7 +5844,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq0_cqe <= cq0_push ? h_signaled : ((cq_pop == 4'h1) ? cq1_cqe : ((cq_pop == 4'h2) ? cq2_cqe : ((cq_pop == 4'h3) ? cq3_cqe : ((cq_pop == 4'h4) ? cq4_cqe : ((cq_pop == 4'h5) ? cq5_cqe : ((cq_pop == 4'h6) ? cq6_cqe : ((cq_pop == 4'h7) ? cq7_cqe : cq0_cqe)))))));
+        cq0_cqe <= cq0_push ? (h_signaled & wqe_retires) : ((cq_pop == 4'h1) ? cq1_cqe : ((cq_pop == 4'h2) ? cq2_cqe : ((cq_pop == 4'h3) ? cq3_cqe : ((cq_pop == 4'h4) ? cq4_cqe : ((cq_pop == 4'h5) ? cq5_cqe : ((cq_pop == 4'h6) ? cq6_cqe : ((cq_pop == 4'h7) ? cq7_cqe : cq0_cqe)))))));
     end
 
     always @(posedge clk) begin
@@ -5671,11 +5860,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq0_op <= cq0_push ? op_write : ((cq_pop == 4'h1) ? cq1_op : ((cq_pop == 4'h2) ? cq2_op : ((cq_pop == 4'h3) ? cq3_op : ((cq_pop == 4'h4) ? cq4_op : ((cq_pop == 4'h5) ? cq5_op : ((cq_pop == 4'h6) ? cq6_op : ((cq_pop == 4'h7) ? cq7_op : cq0_op)))))));
+        cq0_op <= cq0_push ? (op_read ? 2'h2 : {1'h0, op_write}) : ((cq_pop == 4'h1) ? cq1_op : ((cq_pop == 4'h2) ? cq2_op : ((cq_pop == 4'h3) ? cq3_op : ((cq_pop == 4'h4) ? cq4_op : ((cq_pop == 4'h5) ? cq5_op : ((cq_pop == 4'h6) ? cq6_op : ((cq_pop == 4'h7) ? cq7_op : cq0_op)))))));
     end
 
     always @(posedge clk) begin
-        cq0_len <= cq0_push ? h_inline_len : ((cq_pop == 4'h1) ? cq1_len : ((cq_pop == 4'h2) ? cq2_len : ((cq_pop == 4'h3) ? cq3_len : ((cq_pop == 4'h4) ? cq4_len : ((cq_pop == 4'h5) ? cq5_len : ((cq_pop == 4'h6) ? cq6_len : ((cq_pop == 4'h7) ? cq7_len : cq0_len)))))));
+        cq0_len <= cq0_push ? (ret_mode ? sge_len : {16'h0000, h_inline_len}) : ((cq_pop == 4'h1) ? cq1_len : ((cq_pop == 4'h2) ? cq2_len : ((cq_pop == 4'h3) ? cq3_len : ((cq_pop == 4'h4) ? cq4_len : ((cq_pop == 4'h5) ? cq5_len : ((cq_pop == 4'h6) ? cq6_len : ((cq_pop == 4'h7) ? cq7_len : cq0_len)))))));
     end
 
     always @(posedge clk) begin
@@ -5687,7 +5876,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq1_cqe <= cq1_push ? h_signaled : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
+        cq0_noring <= cq0_push ? ret_mode : ((cq_pop == 4'h1) ? cq1_noring : ((cq_pop == 4'h2) ? cq2_noring : ((cq_pop == 4'h3) ? cq3_noring : ((cq_pop == 4'h4) ? cq4_noring : ((cq_pop == 4'h5) ? cq5_noring : ((cq_pop == 4'h6) ? cq6_noring : ((cq_pop == 4'h7) ? cq7_noring : cq0_noring)))))));
+    end
+
+    always @(posedge clk) begin
+        cq1_cqe <= cq1_push ? (h_signaled & wqe_retires) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
     end
 
     always @(posedge clk) begin
@@ -5703,11 +5896,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq1_op <= cq1_push ? op_write : ((cq_pop == 4'h1) ? cq2_op : ((cq_pop == 4'h2) ? cq3_op : ((cq_pop == 4'h3) ? cq4_op : ((cq_pop == 4'h4) ? cq5_op : ((cq_pop == 4'h5) ? cq6_op : ((cq_pop == 4'h6) ? cq7_op : cq1_op))))));
+        cq1_op <= cq1_push ? (op_read ? 2'h2 : {1'h0, op_write}) : ((cq_pop == 4'h1) ? cq2_op : ((cq_pop == 4'h2) ? cq3_op : ((cq_pop == 4'h3) ? cq4_op : ((cq_pop == 4'h4) ? cq5_op : ((cq_pop == 4'h5) ? cq6_op : ((cq_pop == 4'h6) ? cq7_op : cq1_op))))));
     end
 
     always @(posedge clk) begin
-        cq1_len <= cq1_push ? h_inline_len : ((cq_pop == 4'h1) ? cq2_len : ((cq_pop == 4'h2) ? cq3_len : ((cq_pop == 4'h3) ? cq4_len : ((cq_pop == 4'h4) ? cq5_len : ((cq_pop == 4'h5) ? cq6_len : ((cq_pop == 4'h6) ? cq7_len : cq1_len))))));
+        cq1_len <= cq1_push ? (ret_mode ? sge_len : {16'h0000, h_inline_len}) : ((cq_pop == 4'h1) ? cq2_len : ((cq_pop == 4'h2) ? cq3_len : ((cq_pop == 4'h3) ? cq4_len : ((cq_pop == 4'h4) ? cq5_len : ((cq_pop == 4'h5) ? cq6_len : ((cq_pop == 4'h6) ? cq7_len : cq1_len))))));
     end
 
     always @(posedge clk) begin
@@ -5719,7 +5912,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq2_cqe <= cq2_push ? h_signaled : ((cq_pop == 4'h1) ? cq3_cqe : ((cq_pop == 4'h2) ? cq4_cqe : ((cq_pop == 4'h3) ? cq5_cqe : ((cq_pop == 4'h4) ? cq6_cqe : ((cq_pop == 4'h5) ? cq7_cqe : cq2_cqe)))));
+        cq1_noring <= cq1_push ? ret_mode : ((cq_pop == 4'h1) ? cq2_noring : ((cq_pop == 4'h2) ? cq3_noring : ((cq_pop == 4'h3) ? cq4_noring : ((cq_pop == 4'h4) ? cq5_noring : ((cq_pop == 4'h5) ? cq6_noring : ((cq_pop == 4'h6) ? cq7_noring : cq1_noring))))));
+    end
+
+    always @(posedge clk) begin
+        cq2_cqe <= cq2_push ? (h_signaled & wqe_retires) : ((cq_pop == 4'h1) ? cq3_cqe : ((cq_pop == 4'h2) ? cq4_cqe : ((cq_pop == 4'h3) ? cq5_cqe : ((cq_pop == 4'h4) ? cq6_cqe : ((cq_pop == 4'h5) ? cq7_cqe : cq2_cqe)))));
     end
 
     always @(posedge clk) begin
@@ -5735,11 +5932,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq2_op <= cq2_push ? op_write : ((cq_pop == 4'h1) ? cq3_op : ((cq_pop == 4'h2) ? cq4_op : ((cq_pop == 4'h3) ? cq5_op : ((cq_pop == 4'h4) ? cq6_op : ((cq_pop == 4'h5) ? cq7_op : cq2_op)))));
+        cq2_op <= cq2_push ? (op_read ? 2'h2 : {1'h0, op_write}) : ((cq_pop == 4'h1) ? cq3_op : ((cq_pop == 4'h2) ? cq4_op : ((cq_pop == 4'h3) ? cq5_op : ((cq_pop == 4'h4) ? cq6_op : ((cq_pop == 4'h5) ? cq7_op : cq2_op)))));
     end
 
     always @(posedge clk) begin
-        cq2_len <= cq2_push ? h_inline_len : ((cq_pop == 4'h1) ? cq3_len : ((cq_pop == 4'h2) ? cq4_len : ((cq_pop == 4'h3) ? cq5_len : ((cq_pop == 4'h4) ? cq6_len : ((cq_pop == 4'h5) ? cq7_len : cq2_len)))));
+        cq2_len <= cq2_push ? (ret_mode ? sge_len : {16'h0000, h_inline_len}) : ((cq_pop == 4'h1) ? cq3_len : ((cq_pop == 4'h2) ? cq4_len : ((cq_pop == 4'h3) ? cq5_len : ((cq_pop == 4'h4) ? cq6_len : ((cq_pop == 4'h5) ? cq7_len : cq2_len)))));
     end
 
     always @(posedge clk) begin
@@ -5751,7 +5948,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq3_cqe <= cq3_push ? h_signaled : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
+        cq2_noring <= cq2_push ? ret_mode : ((cq_pop == 4'h1) ? cq3_noring : ((cq_pop == 4'h2) ? cq4_noring : ((cq_pop == 4'h3) ? cq5_noring : ((cq_pop == 4'h4) ? cq6_noring : ((cq_pop == 4'h5) ? cq7_noring : cq2_noring)))));
+    end
+
+    always @(posedge clk) begin
+        cq3_cqe <= cq3_push ? (h_signaled & wqe_retires) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
     end
 
     always @(posedge clk) begin
@@ -5767,11 +5968,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq3_op <= cq3_push ? op_write : ((cq_pop == 4'h1) ? cq4_op : ((cq_pop == 4'h2) ? cq5_op : ((cq_pop == 4'h3) ? cq6_op : ((cq_pop == 4'h4) ? cq7_op : cq3_op))));
+        cq3_op <= cq3_push ? (op_read ? 2'h2 : {1'h0, op_write}) : ((cq_pop == 4'h1) ? cq4_op : ((cq_pop == 4'h2) ? cq5_op : ((cq_pop == 4'h3) ? cq6_op : ((cq_pop == 4'h4) ? cq7_op : cq3_op))));
     end
 
     always @(posedge clk) begin
-        cq3_len <= cq3_push ? h_inline_len : ((cq_pop == 4'h1) ? cq4_len : ((cq_pop == 4'h2) ? cq5_len : ((cq_pop == 4'h3) ? cq6_len : ((cq_pop == 4'h4) ? cq7_len : cq3_len))));
+        cq3_len <= cq3_push ? (ret_mode ? sge_len : {16'h0000, h_inline_len}) : ((cq_pop == 4'h1) ? cq4_len : ((cq_pop == 4'h2) ? cq5_len : ((cq_pop == 4'h3) ? cq6_len : ((cq_pop == 4'h4) ? cq7_len : cq3_len))));
     end
 
     always @(posedge clk) begin
@@ -5783,7 +5984,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq4_cqe <= cq4_push ? h_signaled : ((cq_pop == 4'h1) ? cq5_cqe : ((cq_pop == 4'h2) ? cq6_cqe : ((cq_pop == 4'h3) ? cq7_cqe : cq4_cqe)));
+        cq3_noring <= cq3_push ? ret_mode : ((cq_pop == 4'h1) ? cq4_noring : ((cq_pop == 4'h2) ? cq5_noring : ((cq_pop == 4'h3) ? cq6_noring : ((cq_pop == 4'h4) ? cq7_noring : cq3_noring))));
+    end
+
+    always @(posedge clk) begin
+        cq4_cqe <= cq4_push ? (h_signaled & wqe_retires) : ((cq_pop == 4'h1) ? cq5_cqe : ((cq_pop == 4'h2) ? cq6_cqe : ((cq_pop == 4'h3) ? cq7_cqe : cq4_cqe)));
     end
 
     always @(posedge clk) begin
@@ -5799,11 +6004,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq4_op <= cq4_push ? op_write : ((cq_pop == 4'h1) ? cq5_op : ((cq_pop == 4'h2) ? cq6_op : ((cq_pop == 4'h3) ? cq7_op : cq4_op)));
+        cq4_op <= cq4_push ? (op_read ? 2'h2 : {1'h0, op_write}) : ((cq_pop == 4'h1) ? cq5_op : ((cq_pop == 4'h2) ? cq6_op : ((cq_pop == 4'h3) ? cq7_op : cq4_op)));
     end
 
     always @(posedge clk) begin
-        cq4_len <= cq4_push ? h_inline_len : ((cq_pop == 4'h1) ? cq5_len : ((cq_pop == 4'h2) ? cq6_len : ((cq_pop == 4'h3) ? cq7_len : cq4_len)));
+        cq4_len <= cq4_push ? (ret_mode ? sge_len : {16'h0000, h_inline_len}) : ((cq_pop == 4'h1) ? cq5_len : ((cq_pop == 4'h2) ? cq6_len : ((cq_pop == 4'h3) ? cq7_len : cq4_len)));
     end
 
     always @(posedge clk) begin
@@ -5815,7 +6020,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq5_cqe <= cq5_push ? h_signaled : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
+        cq4_noring <= cq4_push ? ret_mode : ((cq_pop == 4'h1) ? cq5_noring : ((cq_pop == 4'h2) ? cq6_noring : ((cq_pop == 4'h3) ? cq7_noring : cq4_noring)));
+    end
+
+    always @(posedge clk) begin
+        cq5_cqe <= cq5_push ? (h_signaled & wqe_retires) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
     end
 
     always @(posedge clk) begin
@@ -5831,11 +6040,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq5_op <= cq5_push ? op_write : ((cq_pop == 4'h1) ? cq6_op : ((cq_pop == 4'h2) ? cq7_op : cq5_op));
+        cq5_op <= cq5_push ? (op_read ? 2'h2 : {1'h0, op_write}) : ((cq_pop == 4'h1) ? cq6_op : ((cq_pop == 4'h2) ? cq7_op : cq5_op));
     end
 
     always @(posedge clk) begin
-        cq5_len <= cq5_push ? h_inline_len : ((cq_pop == 4'h1) ? cq6_len : ((cq_pop == 4'h2) ? cq7_len : cq5_len));
+        cq5_len <= cq5_push ? (ret_mode ? sge_len : {16'h0000, h_inline_len}) : ((cq_pop == 4'h1) ? cq6_len : ((cq_pop == 4'h2) ? cq7_len : cq5_len));
     end
 
     always @(posedge clk) begin
@@ -5847,7 +6056,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq6_cqe <= cq6_push ? h_signaled : ((cq_pop == 4'h1) ? cq7_cqe : cq6_cqe);
+        cq5_noring <= cq5_push ? ret_mode : ((cq_pop == 4'h1) ? cq6_noring : ((cq_pop == 4'h2) ? cq7_noring : cq5_noring));
+    end
+
+    always @(posedge clk) begin
+        cq6_cqe <= cq6_push ? (h_signaled & wqe_retires) : ((cq_pop == 4'h1) ? cq7_cqe : cq6_cqe);
     end
 
     always @(posedge clk) begin
@@ -5863,11 +6076,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq6_op <= cq6_push ? op_write : ((cq_pop == 4'h1) ? cq7_op : cq6_op);
+        cq6_op <= cq6_push ? (op_read ? 2'h2 : {1'h0, op_write}) : ((cq_pop == 4'h1) ? cq7_op : cq6_op);
     end
 
     always @(posedge clk) begin
-        cq6_len <= cq6_push ? h_inline_len : ((cq_pop == 4'h1) ? cq7_len : cq6_len);
+        cq6_len <= cq6_push ? (ret_mode ? sge_len : {16'h0000, h_inline_len}) : ((cq_pop == 4'h1) ? cq7_len : cq6_len);
     end
 
     always @(posedge clk) begin
@@ -5879,7 +6092,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq7_cqe <= cq7_push ? h_signaled : cq7_cqe;
+        cq6_noring <= cq6_push ? ret_mode : ((cq_pop == 4'h1) ? cq7_noring : cq6_noring);
+    end
+
+    always @(posedge clk) begin
+        cq7_cqe <= cq7_push ? (h_signaled & wqe_retires) : cq7_cqe;
     end
 
     always @(posedge clk) begin
@@ -5895,11 +6112,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq7_op <= cq7_push ? op_write : cq7_op;
+        cq7_op <= cq7_push ? (op_read ? 2'h2 : {1'h0, op_write}) : cq7_op;
     end
 
     always @(posedge clk) begin
-        cq7_len <= cq7_push ? h_inline_len : cq7_len;
+        cq7_len <= cq7_push ? (ret_mode ? sge_len : {16'h0000, h_inline_len}) : cq7_len;
     end
 
     always @(posedge clk) begin
@@ -5911,10 +6128,14 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
+        cq7_noring <= cq7_push ? ret_mode : cq7_noring;
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             cpl_written <= 4'h0;
         end else begin
-            cpl_written <= (cpl_written + {3'h0, wr_done_last}) - {3'h0, cpl_load};
+            cpl_written <= (cpl_written + {3'h0, wr_done_last}) - {3'h0, cpl_load & ~cq0_noring};
         end
     end
 
@@ -5962,7 +6183,7 @@ module card_tx_w512 (
         if (rst) begin
             cpl_op_q <= 8'h00;
         end else if (cpl_load) begin
-            cpl_op_q <= {7'h00, cq0_op};
+            cpl_op_q <= {6'h00, cq0_op};
         end
     end
 
@@ -5970,7 +6191,7 @@ module card_tx_w512 (
         if (rst) begin
             cpl_len_q <= 32'h00000000;
         end else if (cpl_load) begin
-            cpl_len_q <= {16'h0000, cq0_len};
+            cpl_len_q <= cq0_len;
         end
     end
 
@@ -6008,7 +6229,7 @@ module card_tx_w512 (
         if (rst) begin
             eng_state <= 4'h0;
         end else begin
-            eng_state <= in_state0 ? (sched_pop ? 4'h1 : 4'h0) : (in_state1 ? 4'h2 : (in_state2 ? 4'h3 : (in_state3 ? (wqe_go ? 4'h4 : 4'h0) : (in_state4 ? (first_done ? 4'h5 : 4'h4) : (in_state5 ? (halt ? 4'h0 : (one_bb ? 4'h8 : 4'h6)) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 4'h7 : 4'h6) : (in_state7 ? (rest_done ? (halt ? 4'h0 : 4'h8) : 4'h7) : (in_state8 ? 4'h9 : (in_state9 ? (feed_end ? 4'ha : 4'h9) : (in_state10 ? (msg_done ? 4'hb : 4'ha) : 4'h0))))))))));
+            eng_state <= in_state0 ? (sched_pop ? 4'h1 : 4'h0) : (in_state1 ? 4'h2 : (in_state2 ? 4'h3 : (in_state3 ? (fetch_go ? 4'h4 : 4'h0) : (in_state4 ? (first_done ? 4'h5 : 4'h4) : (in_state5 ? ((halt | wait_read) ? 4'h0 : (ret_mode ? 4'hb : (one_bb ? 4'h8 : 4'h6))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 4'h7 : 4'h6) : (in_state7 ? (rest_done ? (halt ? 4'h0 : 4'h8) : 4'h7) : (in_state8 ? 4'h9 : (in_state9 ? (feed_end ? 4'ha : 4'h9) : (in_state10 ? (msg_done ? 4'hb : 4'ha) : 4'h0))))))))));
         end
     end
 
@@ -6024,7 +6245,8 @@ module card_tx_w512 (
         s_qp_markers,
         s_qp_crc,
         s_qp_rev0,
-        s_qp_send_cq
+        s_qp_send_cq,
+        s_qp_ord
     };
         end
         ctx_rd <= ctx[ctx_rd_addr];
@@ -6035,7 +6257,7 @@ module card_tx_w512 (
         if (dbs_wr_en) begin
             dbs_a[dbs_wr_addr] <= dbs_wr_data;
         end
-        dbs_a_rd <= dbs_a[s_db_index];
+        dbs_a_rd <= dbs_a[dbs_rd_addr];
     end
 
     // dbs_e: synchronous write, synchronous read (block RAM)
@@ -6049,7 +6271,7 @@ module card_tx_w512 (
     // eng: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (cmd_create | in_state11) begin
-            eng[cmd_create ? s_qp_num : cur_qp] <= cmd_create ? 80'h00000001000000000000 : eng_wb_data;
+            eng[cmd_create ? s_qp_num : cur_qp] <= cmd_create ? {26'h0000000, 32'h00000001, 32'h00000001, 48'h000000000000} : eng_wb_data;
         end
         eng_rd <= eng[ctx_rd_addr];
     end
@@ -6109,14 +6331,14 @@ module card_tx_w512 (
         .s_desc_rdmap({
         {1'h0, ~cur_rev0},
         2'h0,
-        op_write ? 4'h0 : ((op_send_inv ? 4'h4 : 4'h3) + (h_solicited ? 4'h2 : 4'h0))
+        op_write ? 4'h0 : (op_read ? 4'h1 : ((op_send_inv ? 4'h4 : 4'h3) + (h_solicited ? 4'h2 : 4'h0)))
     }),
         .s_desc_dv({1'h0, ~cur_rev0}),
         .s_desc_stag(op_write ? h_rkey : (op_send_inv ? h_inv_stag : 32'h00000000)),
         .s_desc_to(h_remote_addr),
-        .s_desc_qn(32'h00000000),
-        .s_desc_msn(cur_msn),
-        .s_desc_len({16'h0000, h_inline_len}),
+        .s_desc_qn({31'h00000000, op_read}),
+        .s_desc_msn(op_read ? cur_rmsn : cur_msn),
+        .s_desc_len({16'h0000, pay_len}),
         .s_desc_mulpdu(cur_mulpdu),
         .s_desc_user(16'h0000),
         .s_axis_tdata(fq0_data),

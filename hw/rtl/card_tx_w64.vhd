@@ -19,22 +19,32 @@
 -- last ring write has its write response.
 --
 -- This increment serves inline Send, Send with Invalidate (either with
--- Solicited Event) and RDMA Write WQEs, signaled or not (a fence never waits:
--- no RDMA Read is outstanding). Any other WQE (SGEs to gather, RDMA Read,
--- Local Invalidate, bind, a malformed header) or a DMA error response stops
--- its QP before anything of that WQE is sent: the QP is not scheduled until
--- its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn
--- report it. QP commands other than CREATE are taken without effect. A WQE
--- starts only when its TX ring has 1024 bytes free (more than the FPDUs of 480
--- inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI
--- doorbell, so no QP blocks another. One WQE is fetched and segmented at a
--- time; framing, ring writes and completions of earlier WQEs overlap it.
+-- Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs
+-- (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1,
+-- its own MSN) goes out while fewer than the QP's ORD Reads are outstanding,
+-- and the Read completes when its Read done (s_rdone, placement's m_done) is
+-- taken, oldest first: the engine then reads the Read WQE's first block again
+-- from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ
+-- memory). While a Read is outstanding, only an unfenced Read may start after
+-- it; any other WQE waits for the Reads before it to complete, so completions
+-- stay in posting order. Any other WQE (SGEs to gather, Local Invalidate,
+-- bind, a malformed header) or a DMA error response stops its QP before
+-- anything of that WQE is sent: the QP is not scheduled until its next
+-- doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it.
+-- QP commands other than CREATE are taken without effect. A WQE starts only
+-- when its TX ring has 1024 bytes free (more than the FPDUs of 480 inline
+-- bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so
+-- no QP blocks another. One WQE is fetched and segmented at a time; framing,
+-- ring writes and completions of earlier WQEs overlap it.
 --
 -- Records out (m_cpl_*): one per WQE in posting order once its ring bytes are
 -- written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's
--- new SQ_CI and TXS_PI for its status record either way.
+-- new SQ_CI and TXS_PI for its status record either way. An RDMA Read gives
+-- two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI
+-- does not), and its completion when its Read done is taken (SQ_CI moves past
+-- it).
 --
--- Implements: RFC 5040 §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)
+-- Implements: RFC 5040 §4.4, §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write, RDMA Read Request; ORD; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)
 
 library ieee;
 use ieee.std_logic_1164.all;
@@ -57,6 +67,7 @@ entity card_tx_w64 is
         s_qp_crc : in  std_logic;            -- staged: CRC32c on
         s_qp_rev0 : in  std_logic;           -- staged: MPA revision 0 peer (DDP and RDMAP version 0)
         s_qp_send_cq : in  std_logic_vector(9 downto 0); -- staged: CQ of send completions
+        s_qp_ord : in  std_logic_vector(4 downto 0); -- staged: ORD, RDMA Reads outstanding to the peer (1..16)
         s_db_valid : in  std_logic;          -- a doorbell (card_regs m_db)
         s_db_ready : out std_logic;
         s_db_kind : in  std_logic_vector(2 downto 0); -- DB_KIND: QP_DB_SQ_PI, QP_DB_TXS_CI and QP_DB_PUSH act; others are taken without effect
@@ -64,6 +75,12 @@ entity card_tx_w64 is
         s_db_value : in  std_logic_vector(31 downto 0); -- the value written
         s_db_push_ok : in  std_logic;        -- QP_DB_PUSH: s_db_push_data holds the whole block
         s_db_push_data : in  std_logic_vector(511 downto 0); -- QP_DB_PUSH: the block, byte 0 in bits 7:0
+        s_rdone_valid : in  std_logic;       -- Read done (placement m_done): the last Read Response segment of a QP is placed
+        s_rdone_ready : out std_logic;
+        s_rdone_qp : in  std_logic_vector(9 downto 0); -- its QP (placement m_done_qp, low bits)
+        s_rdone_stag : in  std_logic_vector(31 downto 0); -- its STag (m_done_stag; not checked here)
+        s_rdone_to : in  std_logic_vector(63 downto 0); -- its TO (m_done_to; not checked here)
+        s_rdone_len : in  std_logic_vector(15 downto 0); -- its ULPDU length (m_done_len; not checked here)
         m_cpl_valid : out std_logic;         -- a WQE is done (posting order)
         m_cpl_ready : in  std_logic;
         m_cpl_cqe : out std_logic;           -- write a CQE (signaled); else only the status record moves
@@ -156,14 +173,15 @@ architecture rtl of card_tx_w64 is
     signal cmd_create : std_logic;
     signal cur_qp : std_logic_vector(9 downto 0); -- the QP the engine serves
     signal ctx_rd_addr : std_logic_vector(9 downto 0);
-    signal ctx_rd : std_logic_vector(148 downto 0); -- read data of ctx
+    signal ctx_rd : std_logic_vector(153 downto 0); -- read data of ctx
     signal dbs_wr_en : std_logic;
     signal dbs_wr_addr : std_logic_vector(9 downto 0);
-    signal dbs_wr_data : std_logic_vector(47 downto 0); -- {txs_ci, sq_pi}
-    signal dbs_a_rd : std_logic_vector(47 downto 0); -- read data of dbs_a
-    signal dbs_e_rd : std_logic_vector(47 downto 0); -- read data of dbs_e
-    signal eng_wb_data : std_logic_vector(79 downto 0); -- {msn, txs_pi, sq_ci}
-    signal eng_rd : std_logic_vector(79 downto 0); -- read data of eng
+    signal dbs_wr_data : std_logic_vector(52 downto 0); -- {rdone count, txs_ci, sq_pi}
+    signal dbs_rd_addr : std_logic_vector(9 downto 0);
+    signal dbs_a_rd : std_logic_vector(52 downto 0); -- read data of dbs_a
+    signal dbs_e_rd : std_logic_vector(52 downto 0); -- read data of dbs_e
+    signal eng_wb_data : std_logic_vector(137 downto 0); -- {rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}
+    signal eng_rd : std_logic_vector(137 downto 0); -- read data of eng
     signal sched_head : std_logic_vector(10 downto 0) := "00000000000";
     signal sched_tail : std_logic_vector(10 downto 0) := "00000000000";
     signal sched_empty : std_logic;
@@ -194,8 +212,9 @@ architecture rtl of card_tx_w64 is
     signal push3_idx : std_logic_vector(15 downto 0); -- its SQ index
     signal push3_data : std_logic_vector(511 downto 0);
     signal push_rr : std_logic_vector(1 downto 0) := "00"; -- the slot the next push takes
+    signal rdone_take : std_logic;           -- a Read done is taken (before a doorbell)
     signal db_take : std_logic;
-    signal db_kind_q : std_logic_vector(2 downto 0);
+    signal db_kind_q : std_logic_vector(2 downto 0); -- DB_KIND, 7 for a Read done
     signal db_qp : std_logic_vector(9 downto 0);
     signal db_value_q : std_logic_vector(31 downto 0);
     signal db_push_ok_q : std_logic;
@@ -205,6 +224,9 @@ architecture rtl of card_tx_w64 is
     signal db_is_push : std_logic;
     signal db_old_pi : std_logic_vector(15 downto 0);
     signal db_old_ci : std_logic_vector(31 downto 0);
+    signal db_is_rdone : std_logic;
+    signal db_old_rc : std_logic_vector(4 downto 0);
+    signal db_new_rc : std_logic_vector(4 downto 0); -- Read dones received (modulo 32)
     signal db_new_pi : std_logic_vector(15 downto 0);
     signal db_new_ci : std_logic_vector(31 downto 0);
     signal eng_requeue : std_logic;          -- the engine puts its QP back in the FIFO
@@ -223,6 +245,7 @@ architecture rtl of card_tx_w64 is
     signal cur_crc : std_logic;
     signal cur_rev0 : std_logic;
     signal cur_cq : std_logic_vector(9 downto 0);
+    signal cur_ord : std_logic_vector(4 downto 0);
     signal cur_sq_ci : std_logic_vector(15 downto 0);
     signal cur_msn : std_logic_vector(31 downto 0);
     signal cur_sq_pi : std_logic_vector(15 downto 0); -- live: doorbells to cur_qp update it
@@ -234,19 +257,31 @@ architecture rtl of card_tx_w64 is
     signal dbw_last_qp : std_logic_vector(9 downto 0);
     signal dbw_last_pi : std_logic_vector(15 downto 0);
     signal dbw_last_ci : std_logic_vector(31 downto 0);
+    signal dbw_last_rc : std_logic_vector(4 downto 0);
     signal dbw_last_hit : std_logic;
+    signal cur_rdone : std_logic_vector(4 downto 0); -- live: Read dones received
+    signal rdone_now : std_logic_vector(4 downto 0);
+    signal cur_rmsn : std_logic_vector(31 downto 0); -- next Read Request MSN
+    signal cur_sq_next : std_logic_vector(15 downto 0); -- first SQ block not started (SQ_CI while no Read is outstanding)
+    signal cur_orq : std_logic_vector(4 downto 0); -- RDMA Reads outstanding
+    signal cur_rdone_used : std_logic_vector(4 downto 0); -- Read dones taken
     signal wqe_hdr : std_logic_vector(255 downto 0); -- the WQE's header
     signal h_opcode : std_logic_vector(7 downto 0);
     signal h_signaled : std_logic;
     signal h_solicited : std_logic;
+    signal h_fence : std_logic;
     signal h_inline : std_logic;
+    signal h_nsge : std_logic_vector(4 downto 0);
     signal h_bbs : std_logic_vector(3 downto 0);
     signal h_inline_len : std_logic_vector(15 downto 0);
     signal h_wr_id : std_logic_vector(63 downto 0);
     signal h_remote_addr : std_logic_vector(63 downto 0);
     signal h_rkey : std_logic_vector(31 downto 0);
     signal h_inv_stag : std_logic_vector(31 downto 0);
-    signal has_work : std_logic;
+    signal has_work : std_logic;             -- a posted WQE is not started
+    signal rdone_pending : std_logic_vector(4 downto 0); -- Read dones not yet taken
+    signal ret_go : std_logic;               -- complete the oldest outstanding Read
+    signal ord_room : std_logic;             -- a Read could start within ORD
     signal ring_used : std_logic_vector(31 downto 0);
     signal ring_size : std_logic_vector(31 downto 0);
     signal ring_room_ok : std_logic;         -- the ring has the guard's bytes free
@@ -256,6 +291,8 @@ architecture rtl of card_tx_w64 is
     signal push3_hit : std_logic;
     signal push_hit : std_logic;             -- the WQE's first block was pushed
     signal wqe_go : std_logic;               -- a WQE starts
+    signal fetch_go : std_logic;             -- a WQE's first block is fetched
+    signal ret_mode : std_logic := '0';      -- the block fetched is an outstanding Read's, to complete it
     signal use_push : std_logic;
     signal push_blk : std_logic_vector(511 downto 0); -- the pushed block being taken
     signal src_push : std_logic := '0';      -- the first block comes from a push
@@ -287,25 +324,36 @@ architecture rtl of card_tx_w64 is
     signal wb_data : std_logic_vector(63 downto 0);
     signal first_done : std_logic;           -- the first block's last beat
     signal wqe_rd_err : std_logic := '0';    -- a read of the WQE got an error response
+    signal sge0_lo : std_logic_vector(63 downto 0); -- the first SGE's ADDR
+    signal sge0_hi : std_logic_vector(63 downto 0); -- its LENGTH and LKEY
+    signal sge0 : std_logic_vector(127 downto 0); -- the WQE's first SGE
+    signal sge_one : std_logic;              -- the WQE has one SGE
+    signal sge_addr : std_logic_vector(63 downto 0);
+    signal sge_len : std_logic_vector(31 downto 0);
+    signal sge_lkey : std_logic_vector(31 downto 0);
     signal hdr_w3 : std_logic;
     signal hdr_w2 : std_logic;
     signal hdr_w1 : std_logic;
     signal hdr_w0 : std_logic;
     signal buf_wa_full : std_logic_vector(6 downto 0);
-    signal avail : std_logic_vector(15 downto 0); -- blocks posted from SQ_CI on
+    signal avail : std_logic_vector(15 downto 0); -- blocks posted from the WQE on
     signal op_send_inv : std_logic;
     signal op_write : std_logic;
     signal op_served : std_logic;
     signal bbs_ok : std_logic;
     signal inline_room : std_logic_vector(16 downto 0); -- bbs*64 - 32
     signal inline_len_ok : std_logic;
+    signal op_read : std_logic;
+    signal read_ok : std_logic;              -- an RDMA Read with at most one SGE (the sink)
     signal wqe_served : std_logic;           -- this increment serves the WQE
+    signal wait_read : std_logic;            -- the WQE waits for the outstanding Reads
     signal wqe_beats : std_logic_vector(6 downto 0); -- beats of the whole WQE
     signal rest_done : std_logic;            -- the WQE's last beat
     signal halt : std_logic;                 -- the QP stops at this WQE
     signal halt_q : std_logic := '0';
     signal halt_qpn_q : std_logic_vector(9 downto 0) := "0000000000";
     signal one_bb : std_logic;
+    signal pay_len : std_logic_vector(15 downto 0); -- payload bytes into ddp_tx: inline bytes, or a Read Request's header
     signal pay_words_full : std_logic_vector(16 downto 0);
     signal pay_words : std_logic_vector(13 downto 0); -- payload words: ceil(len / lanes)
     signal feed_issued : std_logic_vector(9 downto 0); -- payload words read
@@ -315,6 +363,9 @@ architecture rtl of card_tx_w64 is
     signal wqe_buf_rd : std_logic_vector(63 downto 0); -- read data of wqe_buf
     signal feed_issue : std_logic;           -- read the next payload word
     signal feed_last_rd : std_logic;         -- the word being read is the message's last
+    signal rr_hdr : std_logic_vector(255 downto 0); -- the Read Request header, byte 0 in bits 7:0
+    signal rr_word_sel : std_logic_vector(63 downto 0);
+    signal rr_word : std_logic_vector(63 downto 0); -- the Read Request header's word being fed
     signal fq_count : std_logic_vector(1 downto 0) := "00"; -- entries held in fq
     signal fq0_data : std_logic_vector(63 downto 0);
     signal fq0_last : std_logic;
@@ -475,72 +526,81 @@ architecture rtl of card_tx_w64 is
     signal wr_done_tag : std_logic_vector(7 downto 0);
     signal wr_done_err : std_logic;
     signal cq_pop : std_logic_vector(3 downto 0);
+    signal wqe_retires : std_logic;
     signal new_sq_ci : std_logic_vector(15 downto 0);
     signal cq_count : std_logic_vector(3 downto 0) := x"0"; -- entries held in cq
     signal cq0_cqe : std_logic;
     signal cq0_cq : std_logic_vector(9 downto 0);
     signal cq0_qpn : std_logic_vector(9 downto 0);
     signal cq0_wr_id : std_logic_vector(63 downto 0);
-    signal cq0_op : std_logic;
-    signal cq0_len : std_logic_vector(15 downto 0);
+    signal cq0_op : std_logic_vector(1 downto 0);
+    signal cq0_len : std_logic_vector(31 downto 0);
     signal cq0_sq_ci : std_logic_vector(15 downto 0);
     signal cq0_txs_pi : std_logic_vector(31 downto 0);
+    signal cq0_noring : std_logic;
     signal cq1_cqe : std_logic;
     signal cq1_cq : std_logic_vector(9 downto 0);
     signal cq1_qpn : std_logic_vector(9 downto 0);
     signal cq1_wr_id : std_logic_vector(63 downto 0);
-    signal cq1_op : std_logic;
-    signal cq1_len : std_logic_vector(15 downto 0);
+    signal cq1_op : std_logic_vector(1 downto 0);
+    signal cq1_len : std_logic_vector(31 downto 0);
     signal cq1_sq_ci : std_logic_vector(15 downto 0);
     signal cq1_txs_pi : std_logic_vector(31 downto 0);
+    signal cq1_noring : std_logic;
     signal cq2_cqe : std_logic;
     signal cq2_cq : std_logic_vector(9 downto 0);
     signal cq2_qpn : std_logic_vector(9 downto 0);
     signal cq2_wr_id : std_logic_vector(63 downto 0);
-    signal cq2_op : std_logic;
-    signal cq2_len : std_logic_vector(15 downto 0);
+    signal cq2_op : std_logic_vector(1 downto 0);
+    signal cq2_len : std_logic_vector(31 downto 0);
     signal cq2_sq_ci : std_logic_vector(15 downto 0);
     signal cq2_txs_pi : std_logic_vector(31 downto 0);
+    signal cq2_noring : std_logic;
     signal cq3_cqe : std_logic;
     signal cq3_cq : std_logic_vector(9 downto 0);
     signal cq3_qpn : std_logic_vector(9 downto 0);
     signal cq3_wr_id : std_logic_vector(63 downto 0);
-    signal cq3_op : std_logic;
-    signal cq3_len : std_logic_vector(15 downto 0);
+    signal cq3_op : std_logic_vector(1 downto 0);
+    signal cq3_len : std_logic_vector(31 downto 0);
     signal cq3_sq_ci : std_logic_vector(15 downto 0);
     signal cq3_txs_pi : std_logic_vector(31 downto 0);
+    signal cq3_noring : std_logic;
     signal cq4_cqe : std_logic;
     signal cq4_cq : std_logic_vector(9 downto 0);
     signal cq4_qpn : std_logic_vector(9 downto 0);
     signal cq4_wr_id : std_logic_vector(63 downto 0);
-    signal cq4_op : std_logic;
-    signal cq4_len : std_logic_vector(15 downto 0);
+    signal cq4_op : std_logic_vector(1 downto 0);
+    signal cq4_len : std_logic_vector(31 downto 0);
     signal cq4_sq_ci : std_logic_vector(15 downto 0);
     signal cq4_txs_pi : std_logic_vector(31 downto 0);
+    signal cq4_noring : std_logic;
     signal cq5_cqe : std_logic;
     signal cq5_cq : std_logic_vector(9 downto 0);
     signal cq5_qpn : std_logic_vector(9 downto 0);
     signal cq5_wr_id : std_logic_vector(63 downto 0);
-    signal cq5_op : std_logic;
-    signal cq5_len : std_logic_vector(15 downto 0);
+    signal cq5_op : std_logic_vector(1 downto 0);
+    signal cq5_len : std_logic_vector(31 downto 0);
     signal cq5_sq_ci : std_logic_vector(15 downto 0);
     signal cq5_txs_pi : std_logic_vector(31 downto 0);
+    signal cq5_noring : std_logic;
     signal cq6_cqe : std_logic;
     signal cq6_cq : std_logic_vector(9 downto 0);
     signal cq6_qpn : std_logic_vector(9 downto 0);
     signal cq6_wr_id : std_logic_vector(63 downto 0);
-    signal cq6_op : std_logic;
-    signal cq6_len : std_logic_vector(15 downto 0);
+    signal cq6_op : std_logic_vector(1 downto 0);
+    signal cq6_len : std_logic_vector(31 downto 0);
     signal cq6_sq_ci : std_logic_vector(15 downto 0);
     signal cq6_txs_pi : std_logic_vector(31 downto 0);
+    signal cq6_noring : std_logic;
     signal cq7_cqe : std_logic;
     signal cq7_cq : std_logic_vector(9 downto 0);
     signal cq7_qpn : std_logic_vector(9 downto 0);
     signal cq7_wr_id : std_logic_vector(63 downto 0);
-    signal cq7_op : std_logic;
-    signal cq7_len : std_logic_vector(15 downto 0);
+    signal cq7_op : std_logic_vector(1 downto 0);
+    signal cq7_len : std_logic_vector(31 downto 0);
     signal cq7_sq_ci : std_logic_vector(15 downto 0);
     signal cq7_txs_pi : std_logic_vector(31 downto 0);
+    signal cq7_noring : std_logic;
     signal cq_wpos : std_logic_vector(3 downto 0); -- where a pushed entry goes
     signal cq0_push : std_logic;
     signal cq1_push : std_logic;
@@ -564,7 +624,11 @@ architecture rtl of card_tx_w64 is
     signal cpl_sq_ci_q : std_logic_vector(15 downto 0) := x"0000";
     signal cpl_txs_pi_q : std_logic_vector(31 downto 0) := x"00000000";
     signal dma_err_q : std_logic := '0';
-    signal msn_inc : std_logic_vector(31 downto 0);
+    signal op_is_send : std_logic;
+    signal read_started : std_logic;         -- a Read Request went out
+    signal new_sq_next : std_logic_vector(15 downto 0);
+    signal new_orq : std_logic_vector(4 downto 0);
+    signal new_rdone_used : std_logic_vector(4 downto 0);
     signal more_work : std_logic;
     signal qeng_qp : std_logic_vector(9 downto 0);
     signal qeng_1h : std_logic_vector(1023 downto 0);
@@ -587,14 +651,14 @@ architecture rtl of card_tx_w64 is
     signal w_m_axi_wvalid : std_logic;
     signal w_m_axi_bready : std_logic;
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
-    type ctx_t is array (0 to 1023) of std_logic_vector(148 downto 0);
-    signal ctx : ctx_t;                      -- static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ
-    type dbs_a_t is array (0 to 1023) of std_logic_vector(47 downto 0);
+    type ctx_t is array (0 to 1023) of std_logic_vector(153 downto 0);
+    signal ctx : ctx_t;                      -- static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD
+    type dbs_a_t is array (0 to 1023) of std_logic_vector(52 downto 0);
     signal dbs_a : dbs_a_t;                  -- doorbell state, read by the doorbell path
-    type dbs_e_t is array (0 to 1023) of std_logic_vector(47 downto 0);
+    type dbs_e_t is array (0 to 1023) of std_logic_vector(52 downto 0);
     signal dbs_e : dbs_e_t;                  -- doorbell state, read by the engine
-    type eng_t is array (0 to 1023) of std_logic_vector(79 downto 0);
-    signal eng : eng_t;                      -- engine state per QP: next Send MSN, TXS_PI (the stream offset), SQ_CI
+    type eng_t is array (0 to 1023) of std_logic_vector(137 downto 0);
+    signal eng : eng_t;                      -- engine state per QP: Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI
     type sched_t is array (0 to 1023) of std_logic_vector(9 downto 0);
     signal sched : sched_t;                  -- QPs with work, in turn
     type wqe_buf_t is array (0 to 63) of std_logic_vector(63 downto 0);
@@ -2672,17 +2736,23 @@ begin
         b2l(qset_qp = "0000000000")
     );
     ctx_rd_addr <= sched_rd;
-    s_db_ready <= (not db_v) and (not s_qp_valid);
-    db_take <= (s_db_valid and (not db_v)) and (not s_qp_valid);
+    s_db_ready <= ((not db_v) and (not s_qp_valid)) and (not s_rdone_valid);
+    s_rdone_ready <= (not db_v) and (not s_qp_valid);
+    rdone_take <= (s_rdone_valid and (not db_v)) and (not s_qp_valid);
+    db_take <= ((s_db_valid and (not db_v)) and (not s_qp_valid)) and (not s_rdone_valid);
+    dbs_rd_addr <= mux(db_v, db_qp, mux(s_rdone_valid, s_rdone_qp, s_db_index));
     db_is_sq <= b2l(db_kind_q = "001");
     db_is_txs <= b2l(db_kind_q = "011");
     db_is_push <= b2l(db_kind_q = "110");
     db_old_pi <= dbs_a_rd(15 downto 0);
     db_old_ci <= dbs_a_rd(47 downto 16);
+    db_is_rdone <= b2l(db_kind_q = "111");
+    db_old_rc <= dbs_a_rd(52 downto 48);
+    db_new_rc <= mux(db_is_rdone, std_logic_vector(unsigned(db_old_rc) + unsigned'("00001")), db_old_rc);
     db_new_pi <= mux(db_is_push, std_logic_vector(unsigned(db_old_pi) + unsigned'(x"0001")), mux(db_is_sq, db_value_q(15 downto 0), db_old_pi));
     db_new_ci <= mux(db_is_txs, db_value_q, db_old_ci);
     db_fire <= db_v and (not eng_requeue);
-    db_acts <= (db_is_sq or db_is_txs) or db_is_push;
+    db_acts <= ((db_is_sq or db_is_txs) or db_is_push) or db_is_rdone;
     qdb_qp <= db_qp;
     qdb_1h <= std_logic_vector'(
         b2l(qdb_qp = "1111111111") &
@@ -3713,33 +3783,40 @@ begin
     db_enqueue <= (db_fire and db_acts) and (not (or (queued and qdb_1h)));
     dbs_wr_en <= cmd_create or (db_fire and db_acts);
     dbs_wr_addr <= mux(cmd_create, s_qp_num, db_qp);
-    dbs_wr_data <= mux(cmd_create, x"000000000000", std_logic_vector'(db_new_ci & db_new_pi));
+    dbs_wr_data <= mux(cmd_create, "00000000000000000000000000000000000000000000000000000", std_logic_vector'(db_new_rc & db_new_ci & db_new_pi));
     sched_push <= eng_requeue or db_enqueue;
     sched_push_qp <= mux(eng_requeue, cur_qp, db_qp);
     push_new <= (db_fire and db_is_push) and db_push_ok_q;
-    ld_txs_log <= ctx_rd(33 downto 29);
+    ld_txs_log <= ctx_rd(38 downto 34);
     db_hit_cur <= (((db_fire and db_acts) and b2l(db_qp = cur_qp)) and (not in_state0)) and (not in_state1);
     dbw_last_hit <= dbw_last_v and b2l(dbw_last_qp = cur_qp);
+    rdone_now <= mux(db_hit_cur, db_new_rc, mux(dbw_last_hit, dbw_last_rc, dbs_e_rd(52 downto 48)));
     h_opcode <= wqe_hdr(7 downto 0);
     h_signaled <= wqe_hdr(8);
     h_solicited <= wqe_hdr(9);
+    h_fence <= wqe_hdr(10);
     h_inline <= wqe_hdr(11);
+    h_nsge <= wqe_hdr(28 downto 24);
     h_bbs <= wqe_hdr(19 downto 16);
     h_inline_len <= wqe_hdr(47 downto 32);
     h_wr_id <= wqe_hdr(127 downto 64);
     h_remote_addr <= wqe_hdr(191 downto 128);
     h_rkey <= wqe_hdr(223 downto 192);
     h_inv_stag <= wqe_hdr(255 downto 224);
-    has_work <= b2l(cur_sq_ci /= cur_sq_pi);
+    has_work <= b2l(cur_sq_next /= cur_sq_pi);
+    rdone_pending <= std_logic_vector(unsigned(cur_rdone) - unsigned(cur_rdone_used));
+    ret_go <= (in_state3 and b2l(cur_orq /= "00000")) and b2l(rdone_pending /= "00000");
+    ord_room <= b2l(unsigned(cur_orq) < unsigned(cur_ord));
     ring_used <= std_logic_vector(unsigned(f_off) - unsigned(cur_txs_ci));
     ring_size <= std_logic_vector(unsigned(std_logic_vector'(x"00" & cur_txs_mask)) + unsigned'(x"00000001"));
     ring_room_ok <= (not b2l(unsigned(ring_size) < unsigned(ring_used))) and (not b2l(unsigned(std_logic_vector(unsigned(ring_size) - unsigned(ring_used))) < unsigned'(x"00000400")));
-    push0_hit <= (push0_v and b2l(push0_qp = cur_qp)) and b2l(push0_idx = cur_sq_ci);
-    push1_hit <= (push1_v and b2l(push1_qp = cur_qp)) and b2l(push1_idx = cur_sq_ci);
-    push2_hit <= (push2_v and b2l(push2_qp = cur_qp)) and b2l(push2_idx = cur_sq_ci);
-    push3_hit <= (push3_v and b2l(push3_qp = cur_qp)) and b2l(push3_idx = cur_sq_ci);
+    push0_hit <= (push0_v and b2l(push0_qp = cur_qp)) and b2l(push0_idx = cur_sq_next);
+    push1_hit <= (push1_v and b2l(push1_qp = cur_qp)) and b2l(push1_idx = cur_sq_next);
+    push2_hit <= (push2_v and b2l(push2_qp = cur_qp)) and b2l(push2_idx = cur_sq_next);
+    push3_hit <= (push3_v and b2l(push3_qp = cur_qp)) and b2l(push3_idx = cur_sq_next);
     push_hit <= or std_logic_vector'(push0_hit & push1_hit & push2_hit & push3_hit);
-    wqe_go <= (in_state3 and has_work) and ring_room_ok;
+    wqe_go <= (((in_state3 and (not ret_go)) and has_work) and ring_room_ok) and ord_room;
+    fetch_go <= wqe_go or ret_go;
     use_push <= wqe_go and push_hit;
     push0_w <= push_new and b2l(push_rr = "00");
     push1_w <= push_new and b2l(push_rr = "01");
@@ -3775,28 +3852,69 @@ begin
     wb_valid <= wb_from_push or (wb_from_dma and rd_tvalid);
     wb_data <= mux(wb_from_push, mux(wb_beat(2), mux(wb_beat(1), mux(wb_beat(0), push_blk(511 downto 448), push_blk(447 downto 384)), mux(wb_beat(0), push_blk(383 downto 320), push_blk(319 downto 256))), mux(wb_beat(1), mux(wb_beat(0), push_blk(255 downto 192), push_blk(191 downto 128)), mux(wb_beat(0), push_blk(127 downto 64), push_blk(63 downto 0)))), rd_tdata);
     first_done <= (wb_valid and in_state4) and b2l(wb_beat = "0000111");
+    sge0 <= std_logic_vector'(sge0_hi & sge0_lo);
+    sge_one <= b2l(h_nsge = "00001");
+    sge_addr <= sge0(63 downto 0) and std_logic_vector'(63 downto 0 => sge_one);
+    sge_len <= sge0(95 downto 64) and std_logic_vector'(31 downto 0 => sge_one);
+    sge_lkey <= sge0(127 downto 96) and std_logic_vector'(31 downto 0 => sge_one);
     hdr_w3 <= wb_valid and b2l(wb_beat = "0000011");
     hdr_w2 <= wb_valid and b2l(wb_beat = "0000010");
     hdr_w1 <= wb_valid and b2l(wb_beat = "0000001");
     hdr_w0 <= wb_valid and b2l(wb_beat = "0000000");
     buf_wa_full <= std_logic_vector(unsigned(wb_beat) - unsigned'("0000100"));
-    avail <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_ci));
+    avail <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_next));
     op_send_inv <= b2l(h_opcode = x"01");
     op_write <= b2l(h_opcode = x"02");
     op_served <= (b2l(h_opcode = x"00") or op_send_inv) or op_write;
     bbs_ok <= (((or h_bbs) and (not b2l(unsigned'(x"8") < unsigned(h_bbs)))) and (not b2l(unsigned(avail) < unsigned(std_logic_vector'(x"000" & h_bbs))))) and (not b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & sq_mask)) + unsigned'("00000000000000001"))) < unsigned(std_logic_vector'("0000000000000" & h_bbs))));
     inline_room <= std_logic_vector(unsigned(std_logic_vector'("0000000" & h_bbs & "000000")) - unsigned'("00000000000100000"));
     inline_len_ok <= (not b2l(unsigned'(x"01e0") < unsigned(h_inline_len))) and (not b2l(unsigned(inline_room) < unsigned(std_logic_vector'('0' & h_inline_len))));
-    wqe_served <= (((op_served and h_inline) and bbs_ok) and inline_len_ok) and (not wqe_rd_err);
+    op_read <= b2l(h_opcode = x"03");
+    read_ok <= (op_read and (not h_inline)) and (not b2l(unsigned'("00001") < unsigned(h_nsge)));
+    wqe_served <= ((((op_served and h_inline) and inline_len_ok) or read_ok) and bbs_ok) and (not wqe_rd_err);
+    wait_read <= (((in_state5 and (not ret_mode)) and wqe_served) and b2l(cur_orq /= "00000")) and ((not op_read) or h_fence);
     wqe_beats <= std_logic_vector'(h_bbs & "000");
     rest_done <= (in_state7 and wb_valid) and b2l(wb_beat = std_logic_vector(unsigned(wqe_beats) - unsigned'("0000001")));
-    halt <= (in_state5 and (not wqe_served)) or (rest_done and (wqe_rd_err or rd_terr));
+    halt <= (((in_state5 and (not ret_mode)) and (not wqe_served)) or ((in_state5 and ret_mode) and wqe_rd_err)) or (rest_done and (wqe_rd_err or rd_terr));
     stat_halt <= halt_q;
     stat_halt_qpn <= halt_qpn_q;
     one_bb <= b2l(h_bbs = x"1");
-    pay_words_full <= std_logic_vector(unsigned(std_logic_vector'('0' & h_inline_len)) + unsigned'("00000000000000111"));
+    pay_len <= mux(op_read, x"001c", h_inline_len);
+    pay_words_full <= std_logic_vector(unsigned(std_logic_vector'('0' & pay_len)) + unsigned'("00000000000000111"));
     pay_words <= pay_words_full(16 downto 3);
     feed_is_last <= b2l(std_logic_vector'(x"0" & std_logic_vector(unsigned(feed_issued) + unsigned'("0000000001"))) = pay_words);
+    rr_hdr <= std_logic_vector'(
+        x"00000000" &
+        h_remote_addr(7 downto 0) &
+        h_remote_addr(15 downto 8) &
+        h_remote_addr(23 downto 16) &
+        h_remote_addr(31 downto 24) &
+        h_remote_addr(39 downto 32) &
+        h_remote_addr(47 downto 40) &
+        h_remote_addr(55 downto 48) &
+        h_remote_addr(63 downto 56) &
+        h_rkey(7 downto 0) &
+        h_rkey(15 downto 8) &
+        h_rkey(23 downto 16) &
+        h_rkey(31 downto 24) &
+        sge_len(7 downto 0) &
+        sge_len(15 downto 8) &
+        sge_len(23 downto 16) &
+        sge_len(31 downto 24) &
+        sge_addr(7 downto 0) &
+        sge_addr(15 downto 8) &
+        sge_addr(23 downto 16) &
+        sge_addr(31 downto 24) &
+        sge_addr(39 downto 32) &
+        sge_addr(47 downto 40) &
+        sge_addr(55 downto 48) &
+        sge_addr(63 downto 56) &
+        sge_lkey(7 downto 0) &
+        sge_lkey(15 downto 8) &
+        sge_lkey(23 downto 16) &
+        sge_lkey(31 downto 24)
+    );
+    rr_word_sel <= mux(feed_issued(1), mux(feed_issued(0), rr_hdr(255 downto 192), rr_hdr(191 downto 128)), mux(feed_issued(0), rr_hdr(127 downto 64), rr_hdr(63 downto 0)));
     fq_wpos <= std_logic_vector(unsigned(fq_count) - unsigned(fq_pop));
     fq0_push <= feed_inflight and b2l(fq_wpos = "00");
     fq1_push <= feed_inflight and b2l(fq_wpos = "01");
@@ -3808,7 +3926,7 @@ begin
     ddp_s_go <= ddp_s_valid and ddp_s_ready;
     fq_pop <= std_logic_vector'('0' & ddp_s_go);
     ddp_s_last_go <= ddp_s_go and fq0_last;
-    no_payload <= b2l(h_inline_len = x"0000");
+    no_payload <= b2l(pay_len = x"0000");
     feed_end <= (in_state9 and (desc_done or ddp_desc_go)) and ((pay_done or ddp_s_last_go) or no_payload);
     h_gate <= (not h_first) or rec_room;
     h_go <= (ddp_m_tvalid and mpa_s_ready) and h_gate;
@@ -3872,7 +3990,8 @@ begin
     rw_merge_end <= (rw_merge and rw_go) and b2l(std_logic_vector(unsigned(rw_out2) + unsigned'("00000000000000001")) = rw_n2);
     rw_fpdu_end <= rw_pass_end or rw_merge_end;
     qd_pop <= std_logic_vector'("00" & rw_fpdu_end);
-    new_sq_ci <= std_logic_vector(unsigned(cur_sq_ci) + unsigned(std_logic_vector'(x"000" & h_bbs)));
+    wqe_retires <= ret_mode or (not op_read);
+    new_sq_ci <= mux(wqe_retires, std_logic_vector(unsigned(cur_sq_ci) + unsigned(std_logic_vector'(x"000" & h_bbs))), cur_sq_ci);
     cq_wpos <= std_logic_vector(unsigned(cq_count) - unsigned(cq_pop));
     cq0_push <= in_state11 and b2l(cq_wpos = x"0");
     cq1_push <= in_state11 and b2l(cq_wpos = x"1");
@@ -3885,7 +4004,7 @@ begin
     cpl_room <= b2l(unsigned(cq_count) < unsigned'(x"8"));
     cpl_free <= (not cpl_v) or m_cpl_ready;
     wr_done_last <= wr_done_valid and wr_done_tag(0);
-    cpl_load <= (cpl_free and (or cpl_written)) and (or cq_count);
+    cpl_load <= (cpl_free and (or cq_count)) and (cq0_noring or (or cpl_written));
     cq_pop <= std_logic_vector'("000" & cpl_load);
     m_cpl_valid <= cpl_v;
     m_cpl_cqe <= cpl_cqe_q;
@@ -3898,9 +4017,21 @@ begin
     m_cpl_sq_ci <= cpl_sq_ci_q;
     m_cpl_txs_pi <= cpl_txs_pi_q;
     stat_dma_err <= dma_err_q;
-    msn_inc <= std_logic_vector'("0000000000000000000000000000000" & (not op_write));
-    eng_wb_data <= std_logic_vector'(std_logic_vector(unsigned(cur_msn) + unsigned(msn_inc)) & f_off & new_sq_ci);
-    more_work <= b2l(new_sq_ci /= cur_sq_pi);
+    op_is_send <= not (op_write or op_read);
+    read_started <= op_read and (not ret_mode);
+    new_sq_next <= mux(ret_mode, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(std_logic_vector'(x"000" & h_bbs))));
+    new_orq <= mux(ret_mode, std_logic_vector(unsigned(cur_orq) - unsigned'("00001")), mux(read_started, std_logic_vector(unsigned(cur_orq) + unsigned'("00001")), cur_orq));
+    new_rdone_used <= mux(ret_mode, std_logic_vector(unsigned(cur_rdone_used) + unsigned'("00001")), cur_rdone_used);
+    eng_wb_data <= std_logic_vector'(
+        new_rdone_used &
+        new_orq &
+        new_sq_next &
+        std_logic_vector(unsigned(cur_rmsn) + unsigned(std_logic_vector'("0000000000000000000000000000000" & read_started))) &
+        std_logic_vector(unsigned(cur_msn) + unsigned(std_logic_vector'("0000000000000000000000000000000" & op_is_send))) &
+        f_off &
+        new_sq_ci
+    );
+    more_work <= (b2l(new_sq_next /= cur_sq_pi) and b2l(unsigned(new_orq) < unsigned(cur_ord))) or (b2l(new_orq /= "00000") and b2l(cur_rdone /= new_rdone_used));
     qeng_qp <= cur_qp;
     qeng_1h <= std_logic_vector'(
         b2l(qeng_qp = "1111111111") &
@@ -4950,9 +5081,12 @@ begin
     unused_bits <= or std_logic_vector'(
         s_qp_sq_base(5 downto 0) &
         s_qp_txs_base(11 downto 0) &
-        wqe_hdr(10) &
+        s_rdone_stag &
+        s_rdone_to &
+        s_rdone_len &
         wqe_hdr(15 downto 12) &
-        wqe_hdr(31 downto 20) &
+        wqe_hdr(23 downto 20) &
+        wqe_hdr(31 downto 29) &
         wqe_hdr(63 downto 48) &
         fetch_to_end(16 downto 4) &
         rd_tkeep &
@@ -5023,8 +5157,8 @@ begin
     db_kind_q_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if db_take = '1' then
-                db_kind_q <= s_db_kind;
+            if (db_take or rdone_take) = '1' then
+                db_kind_q <= mux(rdone_take, "111", s_db_kind);
             end if;
         end if;
     end process;
@@ -5032,8 +5166,8 @@ begin
     db_qp_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if db_take = '1' then
-                db_qp <= s_db_index;
+            if (db_take or rdone_take) = '1' then
+                db_qp <= mux(rdone_take, s_rdone_qp, s_db_index);
             end if;
         end if;
     end process;
@@ -5071,7 +5205,7 @@ begin
             if rst = '1' then
                 db_v <= '0';
             else
-                db_v <= db_take or (db_v and (not db_fire));
+                db_v <= (db_take or rdone_take) or (db_v and (not db_fire));
             end if;
         end if;
     end process;
@@ -5080,7 +5214,7 @@ begin
     begin
         if rising_edge(clk) then
             if in_state2 = '1' then
-                cur_sq_base <= ctx_rd(148 downto 91);
+                cur_sq_base <= ctx_rd(153 downto 96);
             end if;
         end if;
     end process;
@@ -5089,7 +5223,7 @@ begin
     begin
         if rising_edge(clk) then
             if in_state2 = '1' then
-                cur_sq_log <= ctx_rd(90 downto 86);
+                cur_sq_log <= ctx_rd(95 downto 91);
             end if;
         end if;
     end process;
@@ -5098,7 +5232,7 @@ begin
     begin
         if rising_edge(clk) then
             if in_state2 = '1' then
-                cur_txs_base <= ctx_rd(85 downto 34);
+                cur_txs_base <= ctx_rd(90 downto 39);
             end if;
         end if;
     end process;
@@ -5141,7 +5275,7 @@ begin
     begin
         if rising_edge(clk) then
             if in_state2 = '1' then
-                cur_mulpdu <= ctx_rd(28 downto 13);
+                cur_mulpdu <= ctx_rd(33 downto 18);
             end if;
         end if;
     end process;
@@ -5150,7 +5284,7 @@ begin
     begin
         if rising_edge(clk) then
             if in_state2 = '1' then
-                cur_markers <= ctx_rd(12);
+                cur_markers <= ctx_rd(17);
             end if;
         end if;
     end process;
@@ -5159,7 +5293,7 @@ begin
     begin
         if rising_edge(clk) then
             if in_state2 = '1' then
-                cur_crc <= ctx_rd(11);
+                cur_crc <= ctx_rd(16);
             end if;
         end if;
     end process;
@@ -5168,7 +5302,7 @@ begin
     begin
         if rising_edge(clk) then
             if in_state2 = '1' then
-                cur_rev0 <= ctx_rd(10);
+                cur_rev0 <= ctx_rd(15);
             end if;
         end if;
     end process;
@@ -5177,7 +5311,16 @@ begin
     begin
         if rising_edge(clk) then
             if in_state2 = '1' then
-                cur_cq <= ctx_rd(9 downto 0);
+                cur_cq <= ctx_rd(14 downto 5);
+            end if;
+        end if;
+    end process;
+
+    cur_ord_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if in_state2 = '1' then
+                cur_ord <= ctx_rd(4 downto 0);
             end if;
         end if;
     end process;
@@ -5223,6 +5366,13 @@ begin
         end if;
     end process;
 
+    dbw_last_rc_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dbw_last_rc <= db_new_rc;
+        end if;
+    end process;
+
     cur_sq_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5241,6 +5391,62 @@ begin
         end if;
     end process;
 
+    cur_rdone_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (in_state2 or db_hit_cur) = '1' then
+                cur_rdone <= rdone_now;
+            end if;
+        end if;
+    end process;
+
+    cur_rmsn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if in_state2 = '1' then
+                cur_rmsn <= eng_rd(111 downto 80);
+            end if;
+        end if;
+    end process;
+
+    cur_sq_next_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if in_state2 = '1' then
+                cur_sq_next <= eng_rd(127 downto 112);
+            end if;
+        end if;
+    end process;
+
+    cur_orq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if in_state2 = '1' then
+                cur_orq <= eng_rd(132 downto 128);
+            end if;
+        end if;
+    end process;
+
+    cur_rdone_used_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if in_state2 = '1' then
+                cur_rdone_used <= mux(b2l(eng_rd(132 downto 128) = "00000"), rdone_now, eng_rd(137 downto 133));
+            end if;
+        end if;
+    end process;
+
+    ret_mode_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ret_mode <= '0';
+            elsif fetch_go = '1' then
+                ret_mode <= ret_go;
+            end if;
+        end if;
+    end process;
+
     push_blk_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5255,7 +5461,7 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 src_push <= '0';
-            elsif wqe_go = '1' then
+            elsif fetch_go = '1' then
                 src_push <= use_push;
             end if;
         end if;
@@ -5429,8 +5635,8 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 wb_beat <= "0000000";
-            elsif (wqe_go or wb_valid) = '1' then
-                wb_beat <= mux(wqe_go, "0000000", std_logic_vector(unsigned(wb_beat) + unsigned'("0000001")));
+            elsif (fetch_go or wb_valid) = '1' then
+                wb_beat <= mux(fetch_go, "0000000", std_logic_vector(unsigned(wb_beat) + unsigned'("0000001")));
             end if;
         end if;
     end process;
@@ -5441,7 +5647,25 @@ begin
             if rst = '1' then
                 wqe_rd_err <= '0';
             else
-                wqe_rd_err <= (not wqe_go) and (wqe_rd_err or ((wb_from_dma and rd_tvalid) and rd_terr));
+                wqe_rd_err <= (not fetch_go) and (wqe_rd_err or ((wb_from_dma and rd_tvalid) and rd_terr));
+            end if;
+        end if;
+    end process;
+
+    sge0_lo_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (wb_valid and b2l(wb_beat = "0000100")) = '1' then
+                sge0_lo <= wb_data;
+            end if;
+        end if;
+    end process;
+
+    sge0_hi_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (wb_valid and b2l(wb_beat = "0000101")) = '1' then
+                sge0_hi <= wb_data;
             end if;
         end if;
     end process;
@@ -5483,8 +5707,8 @@ begin
     fetch_idx_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if ((wqe_go or in_state5) or rd_go) = '1' then
-                fetch_idx <= mux(wqe_go, cur_sq_ci, mux(in_state5, std_logic_vector(unsigned(cur_sq_ci) + unsigned'(x"0001")), std_logic_vector(unsigned(fetch_idx) + unsigned(std_logic_vector'(x"000" & fetch_n)))));
+            if ((fetch_go or in_state5) or rd_go) = '1' then
+                fetch_idx <= mux(fetch_go, mux(ret_go, cur_sq_ci, cur_sq_next), mux(in_state5, std_logic_vector(unsigned(cur_sq_next) + unsigned'(x"0001")), std_logic_vector(unsigned(fetch_idx) + unsigned(std_logic_vector'(x"000" & fetch_n)))));
             end if;
         end if;
     end process;
@@ -5492,8 +5716,8 @@ begin
     fetch_left_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if ((wqe_go or in_state5) or rd_go) = '1' then
-                fetch_left <= mux(wqe_go, mux(push_hit, x"0", x"1"), mux(in_state5, std_logic_vector(unsigned(h_bbs) - unsigned'(x"1")), std_logic_vector(unsigned(fetch_left) - unsigned(fetch_n))));
+            if ((fetch_go or in_state5) or rd_go) = '1' then
+                fetch_left <= mux(fetch_go, mux(use_push, x"0", x"1"), mux(in_state5, std_logic_vector(unsigned(h_bbs) - unsigned'(x"1")), std_logic_vector(unsigned(fetch_left) - unsigned(fetch_n))));
             end if;
         end if;
     end process;
@@ -5503,6 +5727,15 @@ begin
         if rising_edge(clk) then
             if feed_issue = '1' then
                 feed_last_rd <= feed_is_last;
+            end if;
+        end if;
+    end process;
+
+    rr_word_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if feed_issue = '1' then
+                rr_word <= rr_word_sel;
             end if;
         end if;
     end process;
@@ -5521,7 +5754,7 @@ begin
     fq0_data_reg : process (clk)
     begin
         if rising_edge(clk) then
-            fq0_data <= mux(fq0_push, wqe_buf_rd, mux(b2l(fq_pop = "01"), fq1_data, mux(b2l(fq_pop = "10"), fq2_data, fq0_data)));
+            fq0_data <= mux(fq0_push, mux(op_read, rr_word, wqe_buf_rd), mux(b2l(fq_pop = "01"), fq1_data, mux(b2l(fq_pop = "10"), fq2_data, fq0_data)));
         end if;
     end process;
 
@@ -5535,7 +5768,7 @@ begin
     fq1_data_reg : process (clk)
     begin
         if rising_edge(clk) then
-            fq1_data <= mux(fq1_push, wqe_buf_rd, mux(b2l(fq_pop = "01"), fq2_data, fq1_data));
+            fq1_data <= mux(fq1_push, mux(op_read, rr_word, wqe_buf_rd), mux(b2l(fq_pop = "01"), fq2_data, fq1_data));
         end if;
     end process;
 
@@ -5549,7 +5782,7 @@ begin
     fq2_data_reg : process (clk)
     begin
         if rising_edge(clk) then
-            fq2_data <= mux(fq2_push, wqe_buf_rd, fq2_data);
+            fq2_data <= mux(fq2_push, mux(op_read, rr_word, wqe_buf_rd), fq2_data);
         end if;
     end process;
 
@@ -5563,8 +5796,8 @@ begin
     feed_issued_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (wqe_go or feed_issue) = '1' then
-                feed_issued <= mux(wqe_go, "0000000000", std_logic_vector(unsigned(feed_issued) + unsigned'("0000000001")));
+            if (fetch_go or feed_issue) = '1' then
+                feed_issued <= mux(fetch_go, "0000000000", std_logic_vector(unsigned(feed_issued) + unsigned'("0000000001")));
             end if;
         end if;
     end process;
@@ -6058,7 +6291,7 @@ begin
     cq0_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_cqe <= mux(cq0_push, h_signaled, mux(b2l(cq_pop = x"1"), cq1_cqe, mux(b2l(cq_pop = x"2"), cq2_cqe, mux(b2l(cq_pop = x"3"), cq3_cqe, mux(b2l(cq_pop = x"4"), cq4_cqe, mux(b2l(cq_pop = x"5"), cq5_cqe, mux(b2l(cq_pop = x"6"), cq6_cqe, mux(b2l(cq_pop = x"7"), cq7_cqe, cq0_cqe))))))));
+            cq0_cqe <= mux(cq0_push, h_signaled and wqe_retires, mux(b2l(cq_pop = x"1"), cq1_cqe, mux(b2l(cq_pop = x"2"), cq2_cqe, mux(b2l(cq_pop = x"3"), cq3_cqe, mux(b2l(cq_pop = x"4"), cq4_cqe, mux(b2l(cq_pop = x"5"), cq5_cqe, mux(b2l(cq_pop = x"6"), cq6_cqe, mux(b2l(cq_pop = x"7"), cq7_cqe, cq0_cqe))))))));
         end if;
     end process;
 
@@ -6086,14 +6319,14 @@ begin
     cq0_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_op <= mux(cq0_push, op_write, mux(b2l(cq_pop = x"1"), cq1_op, mux(b2l(cq_pop = x"2"), cq2_op, mux(b2l(cq_pop = x"3"), cq3_op, mux(b2l(cq_pop = x"4"), cq4_op, mux(b2l(cq_pop = x"5"), cq5_op, mux(b2l(cq_pop = x"6"), cq6_op, mux(b2l(cq_pop = x"7"), cq7_op, cq0_op))))))));
+            cq0_op <= mux(cq0_push, mux(op_read, "10", std_logic_vector'('0' & op_write)), mux(b2l(cq_pop = x"1"), cq1_op, mux(b2l(cq_pop = x"2"), cq2_op, mux(b2l(cq_pop = x"3"), cq3_op, mux(b2l(cq_pop = x"4"), cq4_op, mux(b2l(cq_pop = x"5"), cq5_op, mux(b2l(cq_pop = x"6"), cq6_op, mux(b2l(cq_pop = x"7"), cq7_op, cq0_op))))))));
         end if;
     end process;
 
     cq0_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_len <= mux(cq0_push, h_inline_len, mux(b2l(cq_pop = x"1"), cq1_len, mux(b2l(cq_pop = x"2"), cq2_len, mux(b2l(cq_pop = x"3"), cq3_len, mux(b2l(cq_pop = x"4"), cq4_len, mux(b2l(cq_pop = x"5"), cq5_len, mux(b2l(cq_pop = x"6"), cq6_len, mux(b2l(cq_pop = x"7"), cq7_len, cq0_len))))))));
+            cq0_len <= mux(cq0_push, mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len)), mux(b2l(cq_pop = x"1"), cq1_len, mux(b2l(cq_pop = x"2"), cq2_len, mux(b2l(cq_pop = x"3"), cq3_len, mux(b2l(cq_pop = x"4"), cq4_len, mux(b2l(cq_pop = x"5"), cq5_len, mux(b2l(cq_pop = x"6"), cq6_len, mux(b2l(cq_pop = x"7"), cq7_len, cq0_len))))))));
         end if;
     end process;
 
@@ -6111,10 +6344,17 @@ begin
         end if;
     end process;
 
+    cq0_noring_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq0_noring <= mux(cq0_push, ret_mode, mux(b2l(cq_pop = x"1"), cq1_noring, mux(b2l(cq_pop = x"2"), cq2_noring, mux(b2l(cq_pop = x"3"), cq3_noring, mux(b2l(cq_pop = x"4"), cq4_noring, mux(b2l(cq_pop = x"5"), cq5_noring, mux(b2l(cq_pop = x"6"), cq6_noring, mux(b2l(cq_pop = x"7"), cq7_noring, cq0_noring))))))));
+        end if;
+    end process;
+
     cq1_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_cqe <= mux(cq1_push, h_signaled, mux(b2l(cq_pop = x"1"), cq2_cqe, mux(b2l(cq_pop = x"2"), cq3_cqe, mux(b2l(cq_pop = x"3"), cq4_cqe, mux(b2l(cq_pop = x"4"), cq5_cqe, mux(b2l(cq_pop = x"5"), cq6_cqe, mux(b2l(cq_pop = x"6"), cq7_cqe, cq1_cqe)))))));
+            cq1_cqe <= mux(cq1_push, h_signaled and wqe_retires, mux(b2l(cq_pop = x"1"), cq2_cqe, mux(b2l(cq_pop = x"2"), cq3_cqe, mux(b2l(cq_pop = x"3"), cq4_cqe, mux(b2l(cq_pop = x"4"), cq5_cqe, mux(b2l(cq_pop = x"5"), cq6_cqe, mux(b2l(cq_pop = x"6"), cq7_cqe, cq1_cqe)))))));
         end if;
     end process;
 
@@ -6142,14 +6382,14 @@ begin
     cq1_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_op <= mux(cq1_push, op_write, mux(b2l(cq_pop = x"1"), cq2_op, mux(b2l(cq_pop = x"2"), cq3_op, mux(b2l(cq_pop = x"3"), cq4_op, mux(b2l(cq_pop = x"4"), cq5_op, mux(b2l(cq_pop = x"5"), cq6_op, mux(b2l(cq_pop = x"6"), cq7_op, cq1_op)))))));
+            cq1_op <= mux(cq1_push, mux(op_read, "10", std_logic_vector'('0' & op_write)), mux(b2l(cq_pop = x"1"), cq2_op, mux(b2l(cq_pop = x"2"), cq3_op, mux(b2l(cq_pop = x"3"), cq4_op, mux(b2l(cq_pop = x"4"), cq5_op, mux(b2l(cq_pop = x"5"), cq6_op, mux(b2l(cq_pop = x"6"), cq7_op, cq1_op)))))));
         end if;
     end process;
 
     cq1_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_len <= mux(cq1_push, h_inline_len, mux(b2l(cq_pop = x"1"), cq2_len, mux(b2l(cq_pop = x"2"), cq3_len, mux(b2l(cq_pop = x"3"), cq4_len, mux(b2l(cq_pop = x"4"), cq5_len, mux(b2l(cq_pop = x"5"), cq6_len, mux(b2l(cq_pop = x"6"), cq7_len, cq1_len)))))));
+            cq1_len <= mux(cq1_push, mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len)), mux(b2l(cq_pop = x"1"), cq2_len, mux(b2l(cq_pop = x"2"), cq3_len, mux(b2l(cq_pop = x"3"), cq4_len, mux(b2l(cq_pop = x"4"), cq5_len, mux(b2l(cq_pop = x"5"), cq6_len, mux(b2l(cq_pop = x"6"), cq7_len, cq1_len)))))));
         end if;
     end process;
 
@@ -6167,10 +6407,17 @@ begin
         end if;
     end process;
 
+    cq1_noring_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq1_noring <= mux(cq1_push, ret_mode, mux(b2l(cq_pop = x"1"), cq2_noring, mux(b2l(cq_pop = x"2"), cq3_noring, mux(b2l(cq_pop = x"3"), cq4_noring, mux(b2l(cq_pop = x"4"), cq5_noring, mux(b2l(cq_pop = x"5"), cq6_noring, mux(b2l(cq_pop = x"6"), cq7_noring, cq1_noring)))))));
+        end if;
+    end process;
+
     cq2_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_cqe <= mux(cq2_push, h_signaled, mux(b2l(cq_pop = x"1"), cq3_cqe, mux(b2l(cq_pop = x"2"), cq4_cqe, mux(b2l(cq_pop = x"3"), cq5_cqe, mux(b2l(cq_pop = x"4"), cq6_cqe, mux(b2l(cq_pop = x"5"), cq7_cqe, cq2_cqe))))));
+            cq2_cqe <= mux(cq2_push, h_signaled and wqe_retires, mux(b2l(cq_pop = x"1"), cq3_cqe, mux(b2l(cq_pop = x"2"), cq4_cqe, mux(b2l(cq_pop = x"3"), cq5_cqe, mux(b2l(cq_pop = x"4"), cq6_cqe, mux(b2l(cq_pop = x"5"), cq7_cqe, cq2_cqe))))));
         end if;
     end process;
 
@@ -6198,14 +6445,14 @@ begin
     cq2_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_op <= mux(cq2_push, op_write, mux(b2l(cq_pop = x"1"), cq3_op, mux(b2l(cq_pop = x"2"), cq4_op, mux(b2l(cq_pop = x"3"), cq5_op, mux(b2l(cq_pop = x"4"), cq6_op, mux(b2l(cq_pop = x"5"), cq7_op, cq2_op))))));
+            cq2_op <= mux(cq2_push, mux(op_read, "10", std_logic_vector'('0' & op_write)), mux(b2l(cq_pop = x"1"), cq3_op, mux(b2l(cq_pop = x"2"), cq4_op, mux(b2l(cq_pop = x"3"), cq5_op, mux(b2l(cq_pop = x"4"), cq6_op, mux(b2l(cq_pop = x"5"), cq7_op, cq2_op))))));
         end if;
     end process;
 
     cq2_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_len <= mux(cq2_push, h_inline_len, mux(b2l(cq_pop = x"1"), cq3_len, mux(b2l(cq_pop = x"2"), cq4_len, mux(b2l(cq_pop = x"3"), cq5_len, mux(b2l(cq_pop = x"4"), cq6_len, mux(b2l(cq_pop = x"5"), cq7_len, cq2_len))))));
+            cq2_len <= mux(cq2_push, mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len)), mux(b2l(cq_pop = x"1"), cq3_len, mux(b2l(cq_pop = x"2"), cq4_len, mux(b2l(cq_pop = x"3"), cq5_len, mux(b2l(cq_pop = x"4"), cq6_len, mux(b2l(cq_pop = x"5"), cq7_len, cq2_len))))));
         end if;
     end process;
 
@@ -6223,10 +6470,17 @@ begin
         end if;
     end process;
 
+    cq2_noring_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq2_noring <= mux(cq2_push, ret_mode, mux(b2l(cq_pop = x"1"), cq3_noring, mux(b2l(cq_pop = x"2"), cq4_noring, mux(b2l(cq_pop = x"3"), cq5_noring, mux(b2l(cq_pop = x"4"), cq6_noring, mux(b2l(cq_pop = x"5"), cq7_noring, cq2_noring))))));
+        end if;
+    end process;
+
     cq3_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_cqe <= mux(cq3_push, h_signaled, mux(b2l(cq_pop = x"1"), cq4_cqe, mux(b2l(cq_pop = x"2"), cq5_cqe, mux(b2l(cq_pop = x"3"), cq6_cqe, mux(b2l(cq_pop = x"4"), cq7_cqe, cq3_cqe)))));
+            cq3_cqe <= mux(cq3_push, h_signaled and wqe_retires, mux(b2l(cq_pop = x"1"), cq4_cqe, mux(b2l(cq_pop = x"2"), cq5_cqe, mux(b2l(cq_pop = x"3"), cq6_cqe, mux(b2l(cq_pop = x"4"), cq7_cqe, cq3_cqe)))));
         end if;
     end process;
 
@@ -6254,14 +6508,14 @@ begin
     cq3_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_op <= mux(cq3_push, op_write, mux(b2l(cq_pop = x"1"), cq4_op, mux(b2l(cq_pop = x"2"), cq5_op, mux(b2l(cq_pop = x"3"), cq6_op, mux(b2l(cq_pop = x"4"), cq7_op, cq3_op)))));
+            cq3_op <= mux(cq3_push, mux(op_read, "10", std_logic_vector'('0' & op_write)), mux(b2l(cq_pop = x"1"), cq4_op, mux(b2l(cq_pop = x"2"), cq5_op, mux(b2l(cq_pop = x"3"), cq6_op, mux(b2l(cq_pop = x"4"), cq7_op, cq3_op)))));
         end if;
     end process;
 
     cq3_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_len <= mux(cq3_push, h_inline_len, mux(b2l(cq_pop = x"1"), cq4_len, mux(b2l(cq_pop = x"2"), cq5_len, mux(b2l(cq_pop = x"3"), cq6_len, mux(b2l(cq_pop = x"4"), cq7_len, cq3_len)))));
+            cq3_len <= mux(cq3_push, mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len)), mux(b2l(cq_pop = x"1"), cq4_len, mux(b2l(cq_pop = x"2"), cq5_len, mux(b2l(cq_pop = x"3"), cq6_len, mux(b2l(cq_pop = x"4"), cq7_len, cq3_len)))));
         end if;
     end process;
 
@@ -6279,10 +6533,17 @@ begin
         end if;
     end process;
 
+    cq3_noring_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq3_noring <= mux(cq3_push, ret_mode, mux(b2l(cq_pop = x"1"), cq4_noring, mux(b2l(cq_pop = x"2"), cq5_noring, mux(b2l(cq_pop = x"3"), cq6_noring, mux(b2l(cq_pop = x"4"), cq7_noring, cq3_noring)))));
+        end if;
+    end process;
+
     cq4_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_cqe <= mux(cq4_push, h_signaled, mux(b2l(cq_pop = x"1"), cq5_cqe, mux(b2l(cq_pop = x"2"), cq6_cqe, mux(b2l(cq_pop = x"3"), cq7_cqe, cq4_cqe))));
+            cq4_cqe <= mux(cq4_push, h_signaled and wqe_retires, mux(b2l(cq_pop = x"1"), cq5_cqe, mux(b2l(cq_pop = x"2"), cq6_cqe, mux(b2l(cq_pop = x"3"), cq7_cqe, cq4_cqe))));
         end if;
     end process;
 
@@ -6310,14 +6571,14 @@ begin
     cq4_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_op <= mux(cq4_push, op_write, mux(b2l(cq_pop = x"1"), cq5_op, mux(b2l(cq_pop = x"2"), cq6_op, mux(b2l(cq_pop = x"3"), cq7_op, cq4_op))));
+            cq4_op <= mux(cq4_push, mux(op_read, "10", std_logic_vector'('0' & op_write)), mux(b2l(cq_pop = x"1"), cq5_op, mux(b2l(cq_pop = x"2"), cq6_op, mux(b2l(cq_pop = x"3"), cq7_op, cq4_op))));
         end if;
     end process;
 
     cq4_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_len <= mux(cq4_push, h_inline_len, mux(b2l(cq_pop = x"1"), cq5_len, mux(b2l(cq_pop = x"2"), cq6_len, mux(b2l(cq_pop = x"3"), cq7_len, cq4_len))));
+            cq4_len <= mux(cq4_push, mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len)), mux(b2l(cq_pop = x"1"), cq5_len, mux(b2l(cq_pop = x"2"), cq6_len, mux(b2l(cq_pop = x"3"), cq7_len, cq4_len))));
         end if;
     end process;
 
@@ -6335,10 +6596,17 @@ begin
         end if;
     end process;
 
+    cq4_noring_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq4_noring <= mux(cq4_push, ret_mode, mux(b2l(cq_pop = x"1"), cq5_noring, mux(b2l(cq_pop = x"2"), cq6_noring, mux(b2l(cq_pop = x"3"), cq7_noring, cq4_noring))));
+        end if;
+    end process;
+
     cq5_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_cqe <= mux(cq5_push, h_signaled, mux(b2l(cq_pop = x"1"), cq6_cqe, mux(b2l(cq_pop = x"2"), cq7_cqe, cq5_cqe)));
+            cq5_cqe <= mux(cq5_push, h_signaled and wqe_retires, mux(b2l(cq_pop = x"1"), cq6_cqe, mux(b2l(cq_pop = x"2"), cq7_cqe, cq5_cqe)));
         end if;
     end process;
 
@@ -6366,14 +6634,14 @@ begin
     cq5_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_op <= mux(cq5_push, op_write, mux(b2l(cq_pop = x"1"), cq6_op, mux(b2l(cq_pop = x"2"), cq7_op, cq5_op)));
+            cq5_op <= mux(cq5_push, mux(op_read, "10", std_logic_vector'('0' & op_write)), mux(b2l(cq_pop = x"1"), cq6_op, mux(b2l(cq_pop = x"2"), cq7_op, cq5_op)));
         end if;
     end process;
 
     cq5_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_len <= mux(cq5_push, h_inline_len, mux(b2l(cq_pop = x"1"), cq6_len, mux(b2l(cq_pop = x"2"), cq7_len, cq5_len)));
+            cq5_len <= mux(cq5_push, mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len)), mux(b2l(cq_pop = x"1"), cq6_len, mux(b2l(cq_pop = x"2"), cq7_len, cq5_len)));
         end if;
     end process;
 
@@ -6391,10 +6659,17 @@ begin
         end if;
     end process;
 
+    cq5_noring_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq5_noring <= mux(cq5_push, ret_mode, mux(b2l(cq_pop = x"1"), cq6_noring, mux(b2l(cq_pop = x"2"), cq7_noring, cq5_noring)));
+        end if;
+    end process;
+
     cq6_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_cqe <= mux(cq6_push, h_signaled, mux(b2l(cq_pop = x"1"), cq7_cqe, cq6_cqe));
+            cq6_cqe <= mux(cq6_push, h_signaled and wqe_retires, mux(b2l(cq_pop = x"1"), cq7_cqe, cq6_cqe));
         end if;
     end process;
 
@@ -6422,14 +6697,14 @@ begin
     cq6_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_op <= mux(cq6_push, op_write, mux(b2l(cq_pop = x"1"), cq7_op, cq6_op));
+            cq6_op <= mux(cq6_push, mux(op_read, "10", std_logic_vector'('0' & op_write)), mux(b2l(cq_pop = x"1"), cq7_op, cq6_op));
         end if;
     end process;
 
     cq6_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_len <= mux(cq6_push, h_inline_len, mux(b2l(cq_pop = x"1"), cq7_len, cq6_len));
+            cq6_len <= mux(cq6_push, mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len)), mux(b2l(cq_pop = x"1"), cq7_len, cq6_len));
         end if;
     end process;
 
@@ -6447,10 +6722,17 @@ begin
         end if;
     end process;
 
+    cq6_noring_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq6_noring <= mux(cq6_push, ret_mode, mux(b2l(cq_pop = x"1"), cq7_noring, cq6_noring));
+        end if;
+    end process;
+
     cq7_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_cqe <= mux(cq7_push, h_signaled, cq7_cqe);
+            cq7_cqe <= mux(cq7_push, h_signaled and wqe_retires, cq7_cqe);
         end if;
     end process;
 
@@ -6478,14 +6760,14 @@ begin
     cq7_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_op <= mux(cq7_push, op_write, cq7_op);
+            cq7_op <= mux(cq7_push, mux(op_read, "10", std_logic_vector'('0' & op_write)), cq7_op);
         end if;
     end process;
 
     cq7_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_len <= mux(cq7_push, h_inline_len, cq7_len);
+            cq7_len <= mux(cq7_push, mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len)), cq7_len);
         end if;
     end process;
 
@@ -6503,13 +6785,20 @@ begin
         end if;
     end process;
 
+    cq7_noring_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq7_noring <= mux(cq7_push, ret_mode, cq7_noring);
+        end if;
+    end process;
+
     cpl_written_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
                 cpl_written <= x"0";
             else
-                cpl_written <= std_logic_vector(unsigned(std_logic_vector(unsigned(cpl_written) + unsigned(std_logic_vector'("000" & wr_done_last)))) - unsigned(std_logic_vector'("000" & cpl_load)));
+                cpl_written <= std_logic_vector(unsigned(std_logic_vector(unsigned(cpl_written) + unsigned(std_logic_vector'("000" & wr_done_last)))) - unsigned(std_logic_vector'("000" & (cpl_load and (not cq0_noring)))));
             end if;
         end if;
     end process;
@@ -6575,7 +6864,7 @@ begin
             if rst = '1' then
                 cpl_op_q <= x"00";
             elsif cpl_load = '1' then
-                cpl_op_q <= std_logic_vector'("0000000" & cq0_op);
+                cpl_op_q <= std_logic_vector'("000000" & cq0_op);
             end if;
         end if;
     end process;
@@ -6586,7 +6875,7 @@ begin
             if rst = '1' then
                 cpl_len_q <= x"00000000";
             elsif cpl_load = '1' then
-                cpl_len_q <= std_logic_vector'(x"0000" & cq0_len);
+                cpl_len_q <= cq0_len;
             end if;
         end if;
     end process;
@@ -6639,7 +6928,7 @@ begin
             if rst = '1' then
                 eng_state <= x"0";
             else
-                eng_state <= mux(in_state0, mux(sched_pop, x"1", x"0"), mux(in_state1, x"2", mux(in_state2, x"3", mux(in_state3, mux(wqe_go, x"4", x"0"), mux(in_state4, mux(first_done, x"5", x"4"), mux(in_state5, mux(halt, x"0", mux(one_bb, x"9", x"6")), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), x"7", x"6"), mux(in_state7, mux(rest_done, mux(halt, x"0", x"9"), x"7"), mux(in_state8, x"9", mux(in_state9, mux(feed_end, x"a", x"9"), mux(in_state10, mux(msg_done, x"b", x"a"), x"0")))))))))));
+                eng_state <= mux(in_state0, mux(sched_pop, x"1", x"0"), mux(in_state1, x"2", mux(in_state2, x"3", mux(in_state3, mux(fetch_go, x"4", x"0"), mux(in_state4, mux(first_done, x"5", x"4"), mux(in_state5, mux(halt or wait_read, x"0", mux(ret_mode, x"b", mux(one_bb, x"9", x"6"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), x"7", x"6"), mux(in_state7, mux(rest_done, mux(halt, x"0", x"9"), x"7"), mux(in_state8, x"9", mux(in_state9, mux(feed_end, x"a", x"9"), mux(in_state10, mux(msg_done, x"b", x"a"), x"0")))))))))));
             end if;
         end if;
     end process;
@@ -6658,7 +6947,8 @@ begin
         s_qp_markers &
         s_qp_crc &
         s_qp_rev0 &
-        s_qp_send_cq
+        s_qp_send_cq &
+        s_qp_ord
     );
             end if;
             ctx_rd <= ctx(to_integer(unsigned(ctx_rd_addr)));
@@ -6672,7 +6962,7 @@ begin
             if dbs_wr_en = '1' then
                 dbs_a(to_integer(unsigned(dbs_wr_addr))) <= dbs_wr_data;
             end if;
-            dbs_a_rd <= dbs_a(to_integer(unsigned(s_db_index)));
+            dbs_a_rd <= dbs_a(to_integer(unsigned(dbs_rd_addr)));
         end if;
     end process;
 
@@ -6692,7 +6982,7 @@ begin
     begin
         if rising_edge(clk) then
             if (cmd_create or in_state11) = '1' then
-                eng(to_integer(unsigned(mux(cmd_create, s_qp_num, cur_qp)))) <= mux(cmd_create, x"00000001000000000000", eng_wb_data);
+                eng(to_integer(unsigned(mux(cmd_create, s_qp_num, cur_qp)))) <= mux(cmd_create, std_logic_vector'("00000000000000000000000000" & x"00000001" & x"00000001" & x"000000000000"), eng_wb_data);
             end if;
             eng_rd <= eng(to_integer(unsigned(ctx_rd_addr)));
         end if;
@@ -6761,14 +7051,14 @@ begin
             s_desc_rdmap => std_logic_vector'(
         std_logic_vector'('0' & (not cur_rev0)) &
         "00" &
-        mux(op_write, x"0", std_logic_vector(unsigned(mux(op_send_inv, x"4", x"3")) + unsigned(mux(h_solicited, x"2", x"0"))))
+        mux(op_write, x"0", mux(op_read, x"1", std_logic_vector(unsigned(mux(op_send_inv, x"4", x"3")) + unsigned(mux(h_solicited, x"2", x"0")))))
     ),
             s_desc_dv => std_logic_vector'('0' & (not cur_rev0)),
             s_desc_stag => mux(op_write, h_rkey, mux(op_send_inv, h_inv_stag, x"00000000")),
             s_desc_to => h_remote_addr,
-            s_desc_qn => x"00000000",
-            s_desc_msn => cur_msn,
-            s_desc_len => std_logic_vector'(x"0000" & h_inline_len),
+            s_desc_qn => std_logic_vector'("0000000000000000000000000000000" & op_read),
+            s_desc_msn => mux(op_read, cur_rmsn, cur_msn),
+            s_desc_len => std_logic_vector'(x"0000" & pay_len),
             s_desc_mulpdu => cur_mulpdu,
             s_desc_user => x"0000",
             s_axis_tdata => fq0_data,

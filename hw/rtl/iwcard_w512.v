@@ -151,6 +151,7 @@ module iwcard_w512 (
     wire [511:0]   regs_m_db_push_data;
     wire           tx_s_qp_ready;
     wire           tx_s_db_ready;
+    wire           tx_s_rdone_ready;
     wire           tx_m_cpl_valid;
     wire           tx_m_cpl_cqe;
     wire [9:0]     tx_m_cpl_cq;
@@ -442,11 +443,6 @@ module iwcard_w512 (
         pl_m_chk_run,
         pl_m_chk_tag,
         pl_m_chk_valid,
-        pl_m_done_len,
-        pl_m_done_qp,
-        pl_m_done_stag,
-        pl_m_done_to,
-        pl_m_done_valid,
         pl_m_host_inv_stag,
         pl_m_host_last,
         pl_m_host_len,
@@ -482,7 +478,6 @@ module iwcard_w512 (
         regs_ctrl_enable,
         regs_qp_cqs_recv_cq,
         regs_qp_rd_ird,
-        regs_qp_rd_ord,
         regs_qp_rq_base_hi,
         regs_qp_rq_base_lo,
         regs_qp_sizes_rq_log,
@@ -660,6 +655,7 @@ module iwcard_w512 (
         .s_qp_crc(regs_qp_mpa_crc),
         .s_qp_rev0(regs_qp_mpa_rev0),
         .s_qp_send_cq(regs_qp_cqs_send_cq[9:0]),
+        .s_qp_ord(regs_qp_rd_ord[4:0]),
         .s_db_valid(db_valid0),
         .s_db_ready(tx_s_db_ready),
         .s_db_kind(regs_m_db_kind),
@@ -667,6 +663,12 @@ module iwcard_w512 (
         .s_db_value(regs_m_db_value),
         .s_db_push_ok(regs_m_db_push_ok),
         .s_db_push_data(regs_m_db_push_data),
+        .s_rdone_valid(pl_m_done_valid),
+        .s_rdone_ready(tx_s_rdone_ready),
+        .s_rdone_qp(pl_m_done_qp[9:0]),
+        .s_rdone_stag(pl_m_done_stag),
+        .s_rdone_to(pl_m_done_to),
+        .s_rdone_len(pl_m_done_len),
         .m_cpl_valid(tx_m_cpl_valid),
         .m_cpl_ready(st_s_tx_ready),
         .m_cpl_cqe(tx_m_cpl_cqe),
@@ -807,7 +809,7 @@ module iwcard_w512 (
         .m_term_hdr(pl_m_term_hdr),
         .m_term_qp(pl_m_term_qp),
         .m_done_valid(pl_m_done_valid),
-        .m_done_ready(1'h1),
+        .m_done_ready(tx_s_rdone_ready),
         .m_done_qp(pl_m_done_qp),
         .m_done_stag(pl_m_done_stag),
         .m_done_to(pl_m_done_to),

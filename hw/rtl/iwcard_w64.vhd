@@ -173,6 +173,7 @@ architecture rtl of iwcard_w64 is
     signal regs_m_db_push_data : std_logic_vector(511 downto 0);
     signal tx_s_qp_ready : std_logic;
     signal tx_s_db_ready : std_logic;
+    signal tx_s_rdone_ready : std_logic;
     signal tx_m_cpl_valid : std_logic;
     signal tx_m_cpl_cqe : std_logic;
     signal tx_m_cpl_cq : std_logic_vector(9 downto 0);
@@ -464,11 +465,6 @@ begin
         pl_m_chk_run &
         pl_m_chk_tag &
         pl_m_chk_valid &
-        pl_m_done_len &
-        pl_m_done_qp &
-        pl_m_done_stag &
-        pl_m_done_to &
-        pl_m_done_valid &
         pl_m_host_inv_stag &
         pl_m_host_last &
         pl_m_host_len &
@@ -504,7 +500,6 @@ begin
         regs_ctrl_enable &
         regs_qp_cqs_recv_cq &
         regs_qp_rd_ird &
-        regs_qp_rd_ord &
         regs_qp_rq_base_hi &
         regs_qp_rq_base_lo &
         regs_qp_sizes_rq_log &
@@ -705,6 +700,7 @@ begin
             s_qp_crc => regs_qp_mpa_crc,
             s_qp_rev0 => regs_qp_mpa_rev0,
             s_qp_send_cq => regs_qp_cqs_send_cq(9 downto 0),
+            s_qp_ord => regs_qp_rd_ord(4 downto 0),
             s_db_valid => db_valid0,
             s_db_ready => tx_s_db_ready,
             s_db_kind => regs_m_db_kind,
@@ -712,6 +708,12 @@ begin
             s_db_value => regs_m_db_value,
             s_db_push_ok => regs_m_db_push_ok,
             s_db_push_data => regs_m_db_push_data,
+            s_rdone_valid => pl_m_done_valid,
+            s_rdone_ready => tx_s_rdone_ready,
+            s_rdone_qp => pl_m_done_qp(9 downto 0),
+            s_rdone_stag => pl_m_done_stag,
+            s_rdone_to => pl_m_done_to,
+            s_rdone_len => pl_m_done_len,
             m_cpl_valid => tx_m_cpl_valid,
             m_cpl_ready => st_s_tx_ready,
             m_cpl_cqe => tx_m_cpl_cqe,
@@ -854,7 +856,7 @@ begin
             m_term_hdr => pl_m_term_hdr,
             m_term_qp => pl_m_term_qp,
             m_done_valid => pl_m_done_valid,
-            m_done_ready => '1',
+            m_done_ready => tx_s_rdone_ready,
             m_done_qp => pl_m_done_qp,
             m_done_stag => pl_m_done_stag,
             m_done_to => pl_m_done_to,

@@ -47,6 +47,7 @@ type CardTxQP struct {
 	Markers, CRC    bool
 	Rev0            bool
 	SendCQ          uint32
+	ORD             uint32 // RDMA Reads outstanding (1..16; 0 is taken as 1)
 }
 
 // CardTxDoorbell is one doorbell record for card_tx.
@@ -55,6 +56,13 @@ type CardTxDoorbell struct {
 	QPN   uint32
 	Value uint32
 	Push  *[64]byte // QP_DB_PUSH with the whole block
+}
+
+// CardTxReadDone is a Read done record (placement's m_done) for card_tx.
+type CardTxReadDone struct {
+	QPN, STag uint32
+	TO        uint64
+	Len       uint16 // the last Read Response segment's ULPDU length
 }
 
 // CardTxRecord is one record card_tx gave out on m_cpl.
@@ -67,6 +75,7 @@ type CardTxRecord struct {
 	ByteLen uint32
 	SQCI    uint16
 	TXSPI   uint32
+	Cycle   uint64 // the cycle it was taken in
 }
 
 // RingWrite is a run of bytes card_tx wrote by DMA.
@@ -89,6 +98,7 @@ type ctxPorts struct {
 	rst                                                          Port
 	qpValid, qpReady, qpOp, qpNum, qpSQBase, qpSQLog, qpTXSBase  Port
 	qpTXSLog, qpMULPDU, qpMarkers, qpCRC, qpRev0, qpSendCQ       Port
+	qpORD, rdnValid, rdnReady, rdnQP, rdnSTag, rdnTO, rdnLen     Port
 	dbValid, dbReady, dbKind, dbIndex, dbValue, dbPushOK, dbPush Port
 	cplValid, cplReady, cplCQE, cplCQ, cplQPN, cplWRID, cplOp    Port
 	cplStatus, cplLen, cplSQCI, cplTXSPI, halt, haltQPN, dmaErr  Port
@@ -105,14 +115,16 @@ func lookupCardTxPorts(l Layout) (ctxPorts, error) {
 		"rst": &p.rst, "s_qp_valid": &p.qpValid, "s_qp_op": &p.qpOp, "s_qp_num": &p.qpNum,
 		"s_qp_sq_base": &p.qpSQBase, "s_qp_sq_log": &p.qpSQLog, "s_qp_txs_base": &p.qpTXSBase,
 		"s_qp_txs_log": &p.qpTXSLog, "s_qp_mulpdu": &p.qpMULPDU, "s_qp_markers": &p.qpMarkers,
-		"s_qp_crc": &p.qpCRC, "s_qp_rev0": &p.qpRev0, "s_qp_send_cq": &p.qpSendCQ,
-		"s_db_valid": &p.dbValid, "s_db_kind": &p.dbKind, "s_db_index": &p.dbIndex, "s_db_value": &p.dbValue,
+		"s_qp_crc": &p.qpCRC, "s_qp_rev0": &p.qpRev0, "s_qp_send_cq": &p.qpSendCQ, "s_qp_ord": &p.qpORD,
+		"s_rdone_valid": &p.rdnValid, "s_rdone_qp": &p.rdnQP, "s_rdone_stag": &p.rdnSTag, "s_rdone_to": &p.rdnTO,
+		"s_rdone_len": &p.rdnLen,
+		"s_db_valid":  &p.dbValid, "s_db_kind": &p.dbKind, "s_db_index": &p.dbIndex, "s_db_value": &p.dbValue,
 		"s_db_push_ok": &p.dbPushOK, "s_db_push_data": &p.dbPush, "m_cpl_ready": &p.cplReady,
 		"m_axi_arready": &p.arReady, "m_axi_rid": &p.rID, "m_axi_rdata": &p.rData, "m_axi_rresp": &p.rResp,
 		"m_axi_rlast": &p.rLast, "m_axi_rvalid": &p.rValid, "m_axi_awready": &p.awReady,
 		"m_axi_wready": &p.wReady, "m_axi_bid": &p.bID, "m_axi_bresp": &p.bResp, "m_axi_bvalid": &p.bValid,
 	}, map[string]*Port{
-		"s_qp_ready": &p.qpReady, "s_db_ready": &p.dbReady, "m_cpl_valid": &p.cplValid, "m_cpl_cqe": &p.cplCQE,
+		"s_qp_ready": &p.qpReady, "s_rdone_ready": &p.rdnReady, "s_db_ready": &p.dbReady, "m_cpl_valid": &p.cplValid, "m_cpl_cqe": &p.cplCQE,
 		"m_cpl_cq": &p.cplCQ, "m_cpl_qpn": &p.cplQPN, "m_cpl_wr_id": &p.cplWRID, "m_cpl_opcode": &p.cplOp,
 		"m_cpl_status": &p.cplStatus, "m_cpl_byte_len": &p.cplLen, "m_cpl_sq_ci": &p.cplSQCI,
 		"m_cpl_txs_pi": &p.cplTXSPI, "stat_halt": &p.halt, "stat_halt_qpn": &p.haltQPN, "stat_dma_err": &p.dmaErr,
@@ -157,6 +169,8 @@ type CardTxSim struct {
 	ReadBeats, WriteBeats uint64
 	// DoorbellTaken is the cycle each doorbell was taken in.
 	DoorbellTaken []uint64
+	// ReadDoneTaken is the cycle each Read done was taken in.
+	ReadDoneTaken []uint64
 
 	lanes   int
 	inst    *Instance
@@ -165,6 +179,7 @@ type CardTxSim struct {
 	rng     Rand
 	cmds    []CardTxQP
 	dbs     []CardTxDoorbell
+	dones   []CardTxReadDone
 	rd      []*ctxReadBurst
 	wr      []*ctxWriteBurst // addressed, data not complete
 	bq      []*ctxWriteBurst // response pending
@@ -215,8 +230,12 @@ func (s *CardTxSim) Command(q CardTxQP) { s.cmds = append(s.cmds, q) }
 // Doorbell queues a doorbell.
 func (s *CardTxSim) Doorbell(d CardTxDoorbell) { s.dbs = append(s.dbs, d) }
 
-// Pending reports whether commands or doorbells wait to be taken.
-func (s *CardTxSim) Pending() bool { return len(s.cmds)+len(s.dbs) > 0 }
+// ReadDone queues a Read done record.
+func (s *CardTxSim) ReadDone(d CardTxReadDone) { s.dones = append(s.dones, d) }
+
+// Pending reports whether commands, doorbells or Read dones wait to be
+// taken.
+func (s *CardTxSim) Pending() bool { return len(s.cmds)+len(s.dbs)+len(s.dones) > 0 }
 
 // Halted reports stat_halt and stat_dma_err.
 func (s *CardTxSim) Halted() (halt bool, qpn uint32, dmaErr bool) {
@@ -244,11 +263,25 @@ func (s *CardTxSim) Step() error {
 		p.qpCRC.Set(in, b2u(q.CRC))
 		p.qpRev0.Set(in, b2u(q.Rev0))
 		p.qpSendCQ.Set(in, uint64(q.SendCQ))
+		p.qpORD.Set(in, uint64(max(q.ORD, 1)))
 	} else {
 		p.qpValid.Set(in, 0)
 	}
+	// Commands, doorbells and Read dones reach the card in the order the
+	// test queued them across kinds only for commands: a doorbell never
+	// overtakes a QP command queued before it (card_regs keeps BAR0 order).
+	if len(s.cmds) == 0 && len(s.dones) > 0 && s.chance(200) {
+		d := s.dones[0]
+		p.rdnValid.Set(in, 1)
+		p.rdnQP.Set(in, uint64(d.QPN))
+		p.rdnSTag.Set(in, uint64(d.STag))
+		p.rdnTO.Set(in, d.TO)
+		p.rdnLen.Set(in, uint64(d.Len))
+	} else {
+		p.rdnValid.Set(in, 0)
+	}
 	var push [64]byte
-	if len(s.dbs) > 0 && s.chance(200) {
+	if len(s.cmds) == 0 && len(s.dbs) > 0 && s.chance(200) {
 		d := s.dbs[0]
 		p.dbValid.Set(in, 1)
 		p.dbKind.Set(in, uint64(d.Kind))
@@ -315,6 +348,10 @@ func (s *CardTxSim) Step() error {
 	if p.qpValid.Get(in) != 0 && p.qpReady.Get(out) != 0 {
 		s.cmds = s.cmds[1:]
 	}
+	if p.rdnValid.Get(in) != 0 && p.rdnReady.Get(out) != 0 {
+		s.dones = s.dones[1:]
+		s.ReadDoneTaken = append(s.ReadDoneTaken, s.Cycles)
+	}
 	if p.dbValid.Get(in) != 0 && p.dbReady.Get(out) != 0 {
 		s.dbs = s.dbs[1:]
 		s.DoorbellTaken = append(s.DoorbellTaken, s.Cycles)
@@ -323,7 +360,7 @@ func (s *CardTxSim) Step() error {
 		s.Records = append(s.Records, CardTxRecord{CQE: p.cplCQE.Get(out) != 0, CQ: uint32(p.cplCQ.Get(out)),
 			QPN: uint32(p.cplQPN.Get(out)), WRID: p.cplWRID.Get(out), Opcode: uint8(p.cplOp.Get(out)),
 			Status: uint8(p.cplStatus.Get(out)), ByteLen: uint32(p.cplLen.Get(out)),
-			SQCI: uint16(p.cplSQCI.Get(out)), TXSPI: uint32(p.cplTXSPI.Get(out))})
+			SQCI: uint16(p.cplSQCI.Get(out)), TXSPI: uint32(p.cplTXSPI.Get(out)), Cycle: s.Cycles})
 	}
 	if p.arValid.Get(out) != 0 && p.arReady.Get(in) != 0 {
 		lat := uint64(s.Timing.ReadLatency)

@@ -58,6 +58,14 @@ func (l *ctxLoad) post(q *ctxQP, bbs int) {
 	h.SetInline(true)
 	h.SetBBS(uint8(bbs))
 	h.SetInlineLen(uint16(l.n))
+	if l.op == cs.WQEOpcodeRDMARead { // n bytes into one sink SGE
+		h.SetInline(false)
+		h.SetInlineLen(0)
+		h.SetNSGE(1)
+		sge := cs.SGE(wqe[cs.WQEHdr:])
+		sge.SetLength(uint32(l.n))
+		sge.SetLKey(ctxSinkSTag)
+	}
 	l.wrID++
 	h.SetWRID(l.wrID)
 	size := uint16(1) << q.cfg.SQLog
@@ -86,13 +94,20 @@ func (l *ctxLoad) step(b *testing.B, seen *int) {
 		q.rtlRecs++
 		q.rtlSQCI = r.SQCI
 		l.s.Doorbell(CardTxDoorbell{Kind: 3, QPN: q.cfg.Num, Value: r.TXSPI})
+		if r.Opcode == uint8(cs.WCOpcodeRDMARead) && !r.CQE {
+			// The Read Request is on the ring: a peer at no distance
+			// answers at once.
+			l.s.ReadDone(CardTxReadDone{QPN: r.QPN, STag: ctxSinkSTag})
+		}
 	}
 }
 
 // BenchmarkCardTxThroughput measures card_tx's message rate (one op = one
 // cycle): 64 QPs kept full of signaled inline WQEs at a 250-cycle DMA read
-// latency; WQEs/cycle and cycles/WQE. "push" WQEs (32 bytes, one block)
-// come through the push window; the others are fetched by DMA.
+// latency; WQEs/cycle and cycles/WQE (WQEs completed). "push" WQEs (32
+// bytes, one block) come through the push window; the others are fetched
+// by DMA. read1k: RDMA Reads of 1 KiB, each answered (a Read done) as soon
+// as its Read Request is on the ring.
 func BenchmarkCardTxThroughput(b *testing.B) {
 	cases := []struct {
 		name string
@@ -103,6 +118,7 @@ func BenchmarkCardTxThroughput(b *testing.B) {
 		{"send64_fetched", 64, false, cs.WQEOpcodeSend},
 		{"write64_fetched", 64, false, cs.WQEOpcodeRDMAWrite},
 		{"send32_pushed", 32, true, cs.WQEOpcodeSend},
+		{"read1k_fetched", 1024, false, cs.WQEOpcodeRDMARead},
 	}
 	for _, w := range gen.CardTxWidths {
 		for _, c := range cases {
@@ -120,7 +136,12 @@ func BenchmarkCardTxThroughput(b *testing.B) {
 					}
 					l.step(b, &seen)
 				}
-				wqes := float64(len(l.s.Records) - start)
+				wqes := 0.0
+				for _, r := range l.s.Records[start:] {
+					if r.CQE {
+						wqes++
+					}
+				}
 				cycles := float64(l.s.Cycles - warm)
 				b.ReportMetric(wqes/cycles, "WQEs/cycle")
 				if wqes > 0 {
@@ -156,5 +177,35 @@ func BenchmarkCardTxLatency(b *testing.B) {
 				b.ReportMetric(total/float64(b.N), "cycles")
 			})
 		}
+	}
+}
+
+// BenchmarkCardTxReadLatency measures, on an idle card_tx, an RDMA Read
+// of one pushed block (no DMA read to start it): the cycles from its
+// doorbell taken to the first beat of its Read Request on the TX ring's
+// AXI write channel ("request"), and from its Read done taken to its
+// completion record ("complete": the Read WQE's block is read again from
+// the SQ at a 250-cycle DMA read latency).
+func BenchmarkCardTxReadLatency(b *testing.B) {
+	for _, w := range gen.CardTxWidths {
+		b.Run(fmt.Sprintf("w%d", w), func(b *testing.B) {
+			l := newCtxLoad(b, w, 1, 64, true, cs.WQEOpcodeRDMARead)
+			seen := 0
+			var req, cpl float64
+			for i := 0; i < b.N; i++ {
+				for l.s.Pending() {
+					l.step(b, &seen)
+				}
+				db, beats, dones, recs := len(l.s.DoorbellTaken), len(l.s.FirstBeat), len(l.s.ReadDoneTaken), len(l.s.Records)
+				l.post(l.qps[0], 1)
+				for len(l.s.Records) < recs+2 || l.s.Pending() {
+					l.step(b, &seen)
+				}
+				req += float64(l.s.FirstBeat[beats] - l.s.DoorbellTaken[db])
+				cpl += float64(l.s.Records[recs+1].Cycle - l.s.ReadDoneTaken[dones])
+			}
+			b.ReportMetric(req/float64(b.N), "request_cycles")
+			b.ReportMetric(cpl/float64(b.N), "complete_cycles")
+		})
 	}
 }

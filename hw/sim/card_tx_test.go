@@ -44,12 +44,14 @@ type ctxQP struct {
 	rtlCI   uint32
 	rtlRecs int
 	rtlSQCI uint16
+	rd      ctxReads // the peer's side of RDMA Reads
 }
 
 const (
 	ctxEQ, ctxStat, ctxCQ = 0x10_0000, 0x20_0000, 0x40_0000
-	ctxSQ                 = 0x100_0000 // + qpn * 0x1_0000
-	ctxTXS                = 0x800_0000 // + qpn * 0x10_0000
+	ctxSQ                 = 0x100_0000  // + qpn * 0x1_0000
+	ctxTXS                = 0x800_0000  // + qpn * 0x10_0000
+	ctxRXS                = 0x5000_0000 // + qpn * 0x1_0000 (64 KiB rings)
 	ctxCQLog              = 14
 )
 
@@ -69,6 +71,9 @@ func newCtxBench(t *testing.T, width int, seed uint64, timing CardTxTiming, nqp 
 			b.mStat[w.QPN] = append([]byte(nil), w.Data...)
 		case cardmodel.WriteCQE:
 			b.mCQE[w.QPN] = append(b.mCQE[w.QPN], cs.CQE(append([]byte(nil), w.Data...)))
+		case cardmodel.WritePayload:
+			// Read Response payload placed by the model's receive side
+			// (placement's job in the RTL card, not card_tx's).
 		default:
 			t.Errorf("seed %d: model wrote %v at %#x: this bench sends only work that succeeds", seed, w.Kind, w.Addr)
 		}
@@ -101,7 +106,8 @@ func newCtxBench(t *testing.T, width int, seed uint64, timing CardTxTiming, nqp 
 		}
 		q := CardTxQP{Num: n, SQBase: ctxSQ + uint64(n)<<16, TXSBase: ctxTXS + uint64(n)<<20,
 			SQLog: uint32(3 + r.IntN(4)), TXSLog: uint32(12 + r.IntN(2)), MULPDU: mulpdu(r),
-			Markers: r.Chance(128), CRC: r.Chance(180), Rev0: r.Chance(40), SendCQ: uint32(1 + r.IntN(2))}
+			Markers: r.Chance(128), CRC: r.Chance(180), Rev0: r.Chance(40), SendCQ: uint32(1 + r.IntN(2)),
+			ORD: uint32(1 + r.IntN(4))}
 		b.qps = append(b.qps, &ctxQP{cfg: q})
 		mpaReg := q.MULPDU
 		if q.Markers {
@@ -120,14 +126,15 @@ func newCtxBench(t *testing.T, width int, seed uint64, timing CardTxTiming, nqp 
 		b.w32(cs.QPRQBaseLo, 0x7000_0000)
 		b.w32(cs.QPTXSBaseLo, uint32(q.TXSBase))
 		b.w32(cs.QPTXSBaseHi, uint32(q.TXSBase>>32))
-		b.w32(cs.QPRXSBaseLo, 0x7100_0000)
-		b.w32(cs.QPSizes, q.SQLog|4<<8|q.TXSLog<<16|12<<24)
+		b.w32(cs.QPRXSBaseLo, uint32(ctxRXS+uint64(n)<<16))
+		b.w32(cs.QPSizes, q.SQLog|4<<8|q.TXSLog<<16|ctxRXSLog<<24)
 		b.w32(cs.QPCqs, q.SendCQ|q.SendCQ<<16)
 		b.w32(cs.QPMPA, mpaReg)
-		b.w32(cs.QPRD, 1|1<<8)
+		b.w32(cs.QPRD, q.ORD|1<<8)
 		b.w32(cs.QPCmd, uint32(cs.QPOpCreate))
 		b.rtl.Command(q)
 	}
+	b.readSink()
 	b.w32(cs.Ctrl, 1)
 	b.card.Run()
 	return b
@@ -206,11 +213,11 @@ func (b *ctxBench) ring(q *ctxQP) {
 }
 
 // runModel runs the model to idle, the host handing every TX ring byte to
-// TCP as soon as it is there.
+// TCP as soon as it is there and the peer answering every Read Request.
 func (b *ctxBench) runModel() {
 	for {
 		b.card.Run()
-		moved := false
+		moved := b.answerModel()
 		for _, q := range b.qps {
 			st := b.mStat[q.cfg.Num]
 			if st == nil {
@@ -240,7 +247,7 @@ func (b *ctxBench) runRTL(watchdog uint64) {
 	for {
 		done := !b.rtl.Pending()
 		for _, q := range b.qps {
-			if q.rtlRecs != q.posted {
+			if q.rtlSQCI != q.pi {
 				done = false
 			}
 		}
@@ -254,6 +261,7 @@ func (b *ctxBench) runRTL(watchdog uint64) {
 			require.NotNil(t, q, "seed %d: a record of QP %d, which has no work", b.seed, rec.QPN)
 			q.rtlRecs++
 			q.rtlSQCI = rec.SQCI
+			b.answerRTL(q, rec.TXSPI)
 			if rec.TXSPI != q.rtlCI {
 				q.rtlCI = rec.TXSPI
 				b.rtl.Doorbell(CardTxDoorbell{Kind: 3, QPN: q.cfg.Num, Value: rec.TXSPI})

@@ -20,12 +20,18 @@
     X(s_qp_crc, 1) \
     X(s_qp_rev0, 1) \
     X(s_qp_send_cq, 10) \
+    X(s_qp_ord, 5) \
     X(s_db_valid, 1) \
     X(s_db_kind, 3) \
     X(s_db_index, 10) \
     X(s_db_value, 32) \
     X(s_db_push_ok, 1) \
     X(s_db_push_data, 512) \
+    X(s_rdone_valid, 1) \
+    X(s_rdone_qp, 10) \
+    X(s_rdone_stag, 32) \
+    X(s_rdone_to, 64) \
+    X(s_rdone_len, 16) \
     X(m_cpl_ready, 1) \
     X(m_axi_arready, 1) \
     X(m_axi_rid, 6) \
@@ -43,6 +49,7 @@
 #define IW_SIM_OUTPUTS(X) \
     X(s_qp_ready, 1) \
     X(s_db_ready, 1) \
+    X(s_rdone_ready, 1) \
     X(m_cpl_valid, 1) \
     X(m_cpl_cqe, 1) \
     X(m_cpl_cq, 10) \

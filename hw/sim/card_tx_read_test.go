@@ -1,0 +1,223 @@
+package sim
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/openiwarp/openiwarp/golden/ddp"
+	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
+	"github.com/openiwarp/openiwarp/golden/mpa"
+	"github.com/openiwarp/openiwarp/golden/rdmap"
+	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
+	pr "github.com/openiwarp/openiwarp/host/driver/regs"
+	"github.com/openiwarp/openiwarp/hw/gen"
+)
+
+// The Read sink region of the RDMA Read co-simulation: one contiguous MR
+// in the model's STag table (the model's receive side places the Read
+// Responses there; in the RTL card placement does).
+const (
+	ctxSinkIndex = 7
+	ctxSinkKey   = 0x5a
+	ctxSinkSTag  = ctxSinkIndex<<8 | ctxSinkKey
+	ctxSinkHost  = 0x6000_0000
+	ctxSinkLen   = 1 << 20
+	ctxRXSLog    = 16
+	ctxMaxRead   = 1024
+)
+
+// ctxReads is the peer's side of one QP's RDMA Reads: its view of each
+// transmit stream (the model's and the RTL's), and the Read Responses it
+// sends back (into the model's receive ring; as Read done records to the
+// RTL).
+type ctxReads struct {
+	mDefr, rDefr *mpa.Deframer
+	mFed         int    // model stream bytes fed to mDefr
+	rFed         uint32 // RTL stream offset fed to rDefr
+	rx           mpa.Framer
+	rxPI         uint32
+	requests     int // Read Requests seen in the model's stream
+}
+
+// readSink registers the Read sink region in the model's STag table.
+func (b *ctxBench) readSink() {
+	w := func(off, v uint32) { b.w32(cs.PlacementWindow+off, v) }
+	w(pr.StagIndex, ctxSinkIndex)
+	w(pr.StagCtrl, ctxSinkKey|uint32(mem.LocalWrite)<<pr.StagCtrlAccessShift|1<<pr.StagCtrlValidShift)
+	w(pr.StagPd, 1)
+	w(pr.StagQp, 0)
+	w(pr.StagBaseLo, 0)
+	w(pr.StagLenLo, ctxSinkLen)
+	w(pr.StagAddrLo, ctxSinkHost)
+	w(pr.StagCommit, 0)
+	for _, q := range b.qps {
+		cfg := mpa.DeframerConfig{Markers: q.cfg.Markers, CRC: q.cfg.CRC, Rev: mpa.Rev1}
+		if q.cfg.Rev0 {
+			cfg.Rev = mpa.Rev0
+		}
+		q.rd.mDefr, q.rd.rDefr = mpa.NewDeframer(cfg), mpa.NewDeframer(cfg)
+		q.rd.rx = mpa.Framer{CRC: q.cfg.CRC}
+	}
+}
+
+// postRead writes an RDMA Read WQE into q's SQ (both memories): the sink
+// is one SGE in the sink region (or none: a zero-length Read), fence at
+// random, sometimes one block more than needed; SQ_PI now or later.
+func (b *ctxBench) postRead(q *ctxQP) {
+	r := b.rng
+	bbs := 1
+	if r.Chance(30) {
+		bbs++
+	}
+	wqe := make([]byte, bbs*cs.BB)
+	h := cs.WQE(wqe)
+	h.SetOpcode(cs.WQEOpcodeRDMARead)
+	h.SetSignaled(r.Chance(160))
+	h.SetFence(r.Chance(60))
+	h.SetBBS(uint8(bbs))
+	h.SetWRID(r.Uint64())
+	h.SetRemoteAddr(r.Uint64())
+	h.SetRKey(r.Uint32())
+	h.SetInvSTag(r.Uint32())
+	if !r.Chance(20) {
+		h.SetNSGE(1)
+		n := uint32(r.IntN(ctxMaxRead + 1))
+		s := cs.SGE(wqe[cs.WQEHdr:])
+		s.SetAddr(uint64(r.IntN(ctxSinkLen - ctxMaxRead)))
+		s.SetLength(n)
+		s.SetLKey(ctxSinkSTag)
+	}
+	size := uint16(1) << q.cfg.SQLog
+	for i := 0; i < bbs; i++ {
+		a := q.cfg.SQBase + uint64((q.pi+uint16(i))&(size-1))*cs.BB
+		b.mh.mem.Write(a, wqe[i*cs.BB:(i+1)*cs.BB])
+		b.rtl.Mem.Write(a, wqe[i*cs.BB:(i+1)*cs.BB])
+	}
+	q.pi += uint16(bbs)
+	q.pending = true
+	q.posted++
+	if r.Chance(150) {
+		b.ring(q)
+	}
+}
+
+// readRequests feeds stream bytes to a deframer and calls fn for each
+// RDMA Read Request in them.
+func (b *ctxBench) readRequests(d *mpa.Deframer, p []byte, fn func(rdmap.ReadRequestFields)) {
+	err := d.Feed(p, func(u mpa.ULPDU) error {
+		seg, err := ddp.Parse(u.Data)
+		if err != nil {
+			return err
+		}
+		if !seg.Control.Tagged() && seg.Untagged().QN() == rdmap.QNReadRequest {
+			fn(rdmap.ReadRequest(seg.Payload).Fields())
+		}
+		return nil
+	})
+	require.NoError(b.t, err, "seed %d: deframing a transmit stream", b.seed)
+}
+
+// answerModel answers the Read Requests the model has written since the
+// last call: a Read Response of the requested size into the QP's receive
+// ring, and its RXS_PI doorbell. It reports whether it sent any.
+func (b *ctxBench) answerModel() bool {
+	sent := false
+	for _, q := range b.qps {
+		st := b.mStat[q.cfg.Num]
+		s := b.mRing[q.cfg.Num][q.rd.mFed:]
+		q.rd.mFed += len(s)
+		b.readRequests(q.rd.mDefr, s, func(rr rdmap.ReadRequestFields) {
+			q.rd.requests++
+			dv, rv := ddp.Version1, rdmap.Version1
+			if q.cfg.Rev0 {
+				dv, rv = ddp.VersionRDMAC, 0
+			}
+			u := ddp.TaggedFields{Last: true, Version: dv, RsvdULP: uint8(rdmap.NewControl(rv, rdmap.OpReadResponse)),
+				STag: rr.SinkSTag, TO: rr.SinkTO}.Append(nil)
+			for i := uint32(0); i < rr.Size; i++ {
+				u = append(u, byte(b.rng.Uint32()))
+			}
+			f, err := q.rd.rx.AppendFPDU(nil, u)
+			require.NoError(b.t, err)
+			ring := uint32(1) << ctxRXSLog
+			require.LessOrEqual(b.t, q.rd.rxPI-cs.QPStat(st).RXSCI()+uint32(len(f)), ring, "seed %d: receive ring full", b.seed)
+			base := ctxRXS + uint64(q.cfg.Num)<<16
+			for len(f) > 0 {
+				pos := q.rd.rxPI & (ring - 1)
+				k := min(uint32(len(f)), ring-pos)
+				b.mh.mem.Write(base+uint64(pos), f[:k])
+				f, q.rd.rxPI = f[k:], q.rd.rxPI+k
+			}
+			b.w32(cs.QPDBBase+q.cfg.Num*cs.QPDBStride+cs.QPDBRXSPI, q.rd.rxPI)
+			sent = true
+		})
+	}
+	return sent
+}
+
+// answerRTL reads the RTL's transmit stream of q up to TXS_PI pi and
+// gives card_tx a Read done for each Read Request in it, as placement
+// would once the Read Response is placed.
+func (b *ctxBench) answerRTL(q *ctxQP, pi uint32) {
+	ring := uint32(1) << q.cfg.TXSLog
+	for q.rd.rFed != pi {
+		pos := q.rd.rFed & (ring - 1)
+		k := min(pi-q.rd.rFed, ring-pos)
+		p := make([]byte, k)
+		b.rtl.Mem.Read(q.cfg.TXSBase+uint64(pos), p)
+		q.rd.rFed += k
+		b.readRequests(q.rd.rDefr, p, func(rr rdmap.ReadRequestFields) {
+			b.rtl.ReadDone(CardTxReadDone{QPN: q.cfg.Num, STag: rr.SinkSTag, TO: rr.SinkTO, Len: uint16(ddp.TaggedHeaderLen + rr.Size)})
+		})
+	}
+}
+
+// TestCardTxReads co-simulates card_tx's RDMA Read requester with the
+// card model: random Reads (one sink SGE or none, 0 to 1 KiB, fenced at
+// random) mixed with inline Sends, Sends with Invalidate and RDMA Writes
+// on 8 QPs with ORD 1 to 4; the peer answers every Read Request (the
+// model gets a Read Response on its receive ring, the RTL a Read done);
+// random DMA latency and AXI, doorbell, Read done and record backpressure.
+// Every stream byte (the Read Requests included), every CQE in posting
+// order and the final SQ_CI and TXS_PI must be the model's.
+func TestCardTxReads(t *testing.T) {
+	for _, w := range gen.CardTxWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			b := newCtxBench(t, w, seed, CardTxTiming{ReadLatency: 1, ReadJitter: 300, Random: true}, 8,
+				func(r Rand) uint32 { return uint32(128 + r.IntN(1024)) })
+			r := b.rng
+			for round := 0; round < 30; round++ {
+				for _, q := range b.qps {
+					free := int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI)
+					for k := r.IntN(6); k > 0 && free >= cs.MaxWQEBBs; k-- {
+						if r.Chance(110) {
+							b.postRead(q)
+						} else {
+							b.post(q, 200)
+						}
+						free = int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI)
+					}
+					b.ring(q)
+				}
+				b.runModel()
+				b.runRTL(2_000_000)
+			}
+			b.compare()
+			var reads, cqes int
+			for _, q := range b.qps {
+				reads += q.rd.requests
+			}
+			for _, rec := range b.rtl.Records {
+				if rec.CQE && rec.Opcode == uint8(cs.WCOpcodeRDMARead) {
+					cqes++
+				}
+			}
+			require.Greater(t, reads, 100, "seed %d: Read Requests", seed)
+			require.Greater(t, cqes, 50, "seed %d: Read completions", seed)
+			t.Logf("seed %d: %d Read Requests (%d signaled completions), %d records, %d cycles", seed, reads, cqes, len(b.rtl.Records), b.rtl.Cycles)
+		})
+	}
+}
