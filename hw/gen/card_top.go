@@ -432,7 +432,7 @@ func CardTop(width int) (*Module, error) {
 	}
 	t.place("wrm", wrm, wrIn)
 
-	if err := t.finish(Bits(o("regs", "qp_cqs_send_cq"), 15, 10), Bits(o("wrm", "s0_axi_bid"), 5, 4), Bits(o("wrm", "s1_axi_bid"), 5, 4), Bits(o("wrm", "s2_axi_bid"), 5, 4), Bits(o("wrm", "s3_axi_bid"), 5, 4)); err != nil {
+	if err := t.finish(Bits(o("regs", "qp_cqs_send_cq"), 15, 10), Bits(o("regs", "qp_rd_ord"), 7, 5), Bits(o("pl", "m_done_qp"), 31, 10), Bits(o("wrm", "s0_axi_bid"), 5, 4), Bits(o("wrm", "s1_axi_bid"), 5, 4), Bits(o("wrm", "s2_axi_bid"), 5, 4), Bits(o("wrm", "s3_axi_bid"), 5, 4)); err != nil {
 		return nil, err
 	}
 	return m, m.Validate()

@@ -449,6 +449,8 @@ begin
     init_done <= (cq_init_done and pl_init_done) and (not eng_rst);
     unused_outputs <= or std_logic_vector'(
         regs_qp_cqs_send_cq(15 downto 10) &
+        regs_qp_rd_ord(7 downto 5) &
+        pl_m_done_qp(31 downto 10) &
         wrm_s0_axi_bid(5 downto 4) &
         wrm_s1_axi_bid(5 downto 4) &
         wrm_s2_axi_bid(5 downto 4) &

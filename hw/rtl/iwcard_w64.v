@@ -427,6 +427,8 @@ module iwcard_w64 (
     assign init_done = (cq_init_done & pl_init_done) & ~eng_rst;
     assign unused_outputs = |{
         regs_qp_cqs_send_cq[15:10],
+        regs_qp_rd_ord[7:5],
+        pl_m_done_qp[31:10],
         wrm_s0_axi_bid[5:4],
         wrm_s1_axi_bid[5:4],
         wrm_s2_axi_bid[5:4],
