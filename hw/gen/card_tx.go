@@ -96,7 +96,7 @@ func CardTx(width int) (*Module, error) {
 	m := NewModule(fmt.Sprintf("card_tx_w%d", W),
 		"RFC 5040 §4.4, §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write, RDMA Read Request; ORD; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)",
 		fmt.Sprintf("The card's transmit engine, %d-bit data path (docs/card-rtl.md): per-QP transmit context in block RAM (%d QPs) written by the QP command; SQ_PI, TXS_CI and push doorbells; a round-robin scheduler over QPs with posted work (a FIFO of QP numbers in block RAM and one queued bit per QP: a QP is in it at most once, so it never overflows, and a QP sends one WQE per turn); WQE fetch by DMA (dma_rd: the first basic block, then the others in one read, two where they wrap the ring) or from a pushed block (%d held, matched by QP and SQ index) without a DMA read; WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's stream offset; each FPDU's wire length is computed here as it enters mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo the ring size, in two writes where it wraps, the second realigned to lane 0); one record per WQE in posting order once its last ring write has its write response.", W, CardTxQPs, CardTxPushSlots),
-		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). While a Read is outstanding, only an unfenced Read may start after it; any other WQE waits for the Reads before it to complete, so completions stay in posting order. Any other WQE (SGEs to gather, Local Invalidate, bind, a malformed header) or a DMA error response stops its QP before anything of that WQE is sent: the QP is not scheduled until its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it. QP commands other than CREATE are taken without effect. A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it.", CardTxRingGuard, cardTxMaxInline),
+		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). While a Read is outstanding, only an unfenced Read may start after it; any other WQE waits for the Reads before it to complete, so completions stay in posting order. Any other WQE (SGEs to gather, Local Invalidate, bind, a malformed header) or a DMA error response stops its QP before anything of that WQE is sent: the QP is not scheduled until its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken without effect. A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it.", CardTxRingGuard, cardTxMaxInline),
 		"Records out (m_cpl_*): one per WQE in posting order once its ring bytes are written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's new SQ_CI and TXS_PI for its status record either way. An RDMA Read gives two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI does not), and its completion when its Read done is taken (SQ_CI moves past it).",
 	)
 	clk := m.Clock()
@@ -105,7 +105,7 @@ func CardTx(width int) (*Module, error) {
 	// --- ports ---
 	qpValid := m.Input("s_qp_valid", 1, "a QP command (card_regs qp_cmd)")
 	qpReady := m.Output("s_qp_ready", 1, "")
-	qpOp := m.Input("s_qp_op", 4, "QP_OP: 1 CREATE (others taken without effect in this increment)")
+	qpOp := m.Input("s_qp_op", 4, "QP_OP: 1 CREATE, 3 ERROR (a live QP: flush), 4 DESTROY (a QP in error); 2 CLOSE is taken without effect")
 	qpNum := m.Input("s_qp_num", QB, "QP number")
 	qpSQBase := m.Input("s_qp_sq_base", 64, "staged: SQ ring address (aligned to its size)")
 	qpSQLog := m.Input("s_qp_sq_log", 5, "staged: log2 of the SQ's basic blocks (0..16)")
@@ -173,14 +173,18 @@ func CardTx(width int) (*Module, error) {
 
 	// --- QP commands ---
 	dbv := m.RegDecl("db_v", 1, "a doorbell is being served")
-	cmdGo := m.WireOf("cmd_go", And(qpValid, Not(dbv), sIdle), "a QP command is taken")
-	m.Assign(qpReady, And(Not(dbv), sIdle))
-	create := m.WireOf("cmd_create", And(cmdGo, Eq(qpOp, C(4, 1))), "")
+	isCreate := m.WireOf("cmd_is_create", Eq(qpOp, C(4, 1)), "")
+	cmdRd := m.RegDecl("cmd_rd", 1, "the QP's state for a command other than CREATE was read last cycle")
+	m.Assign(qpReady, And(Not(dbv), sIdle, Or(isCreate, cmdRd)))
+	cmdGo := m.WireOf("cmd_go", And(qpValid, Not(dbv), sIdle, Or(isCreate, cmdRd)), "a QP command is taken")
+	m.Drive(cmdRd, big.NewInt(0), And(qpValid, Not(dbv), sIdle, Not(isCreate), Not(cmdRd)), nil)
+	create := m.WireOf("cmd_create", And(cmdGo, isCreate), "")
+	ctxRdAddr := m.Wire("ctx_rd_addr", QB, "")
+	qpSt := qpStates(m, cmdGo, qpOp, qpNum, ctxRdAddr)
 
 	// Static context, written by CREATE.
 	const ctxW = 58 + 5 + 52 + 5 + 16 + 3 + QB + 5
 	cur := m.RegDecl("cur_qp", QB, "the QP the engine serves")
-	ctxRdAddr := m.Wire("ctx_rd_addr", QB, "")
 	ctxRd := m.Mem("ctx", ctxW, CardTxQPs, create, qpNum,
 		Cat(Bits(qpSQBase, 63, 6), qpSQLog, Bits(qpTXSBase, 63, 12), qpTXSLog, qpMULPDU, qpMarkers, qpCRC, qpRev0, qpSendCQ, qpORD),
 		nil, ctxRdAddr, "static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD")
@@ -272,8 +276,9 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(dbWrEn, Or(create, And(dbFire, acts)))
 	m.Assign(dbWrAddr, Sel(create, qpNum, dQP))
 	m.Assign(dbWrData, Sel(create, C(53, 0), Cat(newRC, newCI, newPI)))
-	m.Assign(fPush, Or(requeue, dbEnq))
-	m.Assign(fPushQP, Sel(requeue, cur, dQP))
+	errEnq := m.WireOf("err_enqueue", And(qpSt.toErr, Not(isQueued("qerr", qpNum))), "a QP put in error flushes its posted work")
+	m.Assign(fPush, Or(requeue, dbEnq, errEnq))
+	m.Assign(fPushQP, Sel(requeue, cur, Sel(dbv, dQP, qpNum)))
 	pushNew := m.WireOf("push_new", And(dbFire, isPush, dPushOK), "a pushed block is kept")
 
 	// --- the engine's copy of its QP's context ---
@@ -333,6 +338,9 @@ func CardTx(width int) (*Module, error) {
 	m.Drive(cNext, nil, Bits(engRd, 127, 112), sCtx)
 	ldOrq := Bits(engRd, 132, 128)
 	m.Drive(cOrq, nil, ldOrq, sCtx)
+	cSt := m.Reg("cur_state", 2, nil, qpSt.eng, sCtx, "the QP's state (0 none, 1 live, 2 error)")
+	live := m.WireOf("cur_live", Eq(cSt, C(2, txQPLive)), "")
+	inErr := m.WireOf("cur_error", Eq(cSt, C(2, txQPError)), "")
 	// A Read done with no Read outstanding (the receive side lets none
 	// through) is dropped: with none outstanding the count is caught up.
 	m.Drive(cRUsed, nil, Sel(Eq(ldOrq, C(5, 0)), rcNow, Bits(engRd, 137, 133)), sCtx)
@@ -356,7 +364,8 @@ func CardTx(width int) (*Module, error) {
 	// --- decide: work, ring room, a pushed first block ---
 	hasWork := m.WireOf("has_work", Ne(cNext, cPI), "a posted WQE is not started")
 	pend := m.WireOf("rdone_pending", Sub(cRC, cRUsed), "Read dones not yet taken")
-	doRet := m.WireOf("ret_go", And(sDecide, Ne(cOrq, C(5, 0)), Ne(pend, C(5, 0))), "complete the oldest outstanding Read")
+	doRet := m.WireOf("ret_go", And(sDecide, live, Ne(cOrq, C(5, 0)), Ne(pend, C(5, 0))), "complete the oldest outstanding Read")
+	doFlush := m.WireOf("flush_go", And(sDecide, inErr, Ne(cSQCI, cPI)), "flush the WQE at SQ_CI (the QP is in error)")
 	canStart := m.WireOf("ord_room", Lt(cOrq, cOrd), "a Read could start within ORD")
 	used := m.WireOf("ring_used", Sub(fOff, cCI), "")
 	size32 := m.WireOf("ring_size", Add(Cat(C(8, 0), cTXMask), C(32, 1)), "")
@@ -370,9 +379,11 @@ func CardTx(width int) (*Module, error) {
 	for i := 1; i < len(slots); i++ {
 		hitData = Sel(hits[i], slots[i].data, hitData)
 	}
-	goWQE := m.WireOf("wqe_go", And(sDecide, Not(doRet), hasWork, room, canStart), "a WQE starts")
-	goAny := m.WireOf("fetch_go", Or(goWQE, doRet), "a WQE's first block is fetched")
+	goWQE := m.WireOf("wqe_go", And(sDecide, live, Not(doRet), hasWork, room, canStart), "a WQE starts")
+	goAny := m.WireOf("fetch_go", Or(goWQE, doRet, doFlush), "a WQE's first block is fetched")
 	ret := m.Reg("ret_mode", 1, big.NewInt(0), doRet, goAny, "the block fetched is an outstanding Read's, to complete it")
+	fl := m.Reg("flush_mode", 1, big.NewInt(0), doFlush, goAny, "the block fetched is a WQE to flush")
+	retFl := m.WireOf("ret_or_flush", Or(ret, fl), "only the first block is wanted: a completion record follows")
 	usePush := m.WireOf("use_push", And(goWQE, hitAny), "")
 	pblk := m.Reg("push_blk", 512, nil, hitData, usePush, "the pushed block being taken")
 	src := m.Reg("src_push", 1, big.NewInt(0), usePush, goAny, "the first block comes from a push")
@@ -479,7 +490,7 @@ func CardTx(width int) (*Module, error) {
 	// A WQE waits while Reads are outstanding unless it is an unfenced
 	// Read (within ORD: checked before the fetch), so completions stay in
 	// posting order; the Read done that frees it brings the QP back.
-	waitRd := m.WireOf("wait_read", And(sHdr, Not(ret), served, Ne(cOrq, C(5, 0)), Or(Not(opRead), hFence)), "the WQE waits for the outstanding Reads")
+	waitRd := m.WireOf("wait_read", And(sHdr, Not(retFl), served, Ne(cOrq, C(5, 0)), Or(Not(opRead), hFence)), "the WQE waits for the outstanding Reads")
 	var totalB Expr
 	if beatsPerBB == 1 {
 		totalB = zext(bbs, NBW)
@@ -488,11 +499,11 @@ func CardTx(width int) (*Module, error) {
 	}
 	totalBW := m.WireOf("wqe_beats", totalB, "beats of the whole WQE")
 	restDone := m.WireOf("rest_done", And(sRest, bValid, Eq(wj, Sub(totalBW, C(NBW, 1)))), "the WQE's last beat")
-	halt := m.WireOf("halt", Or(And(sHdr, Not(ret), Not(served)), And(sHdr, ret, wErr), And(restDone, Or(wErr, rdErr))), "the QP stops at this WQE")
+	halt := m.WireOf("halt", Or(And(sHdr, Not(retFl), Not(served)), And(sHdr, retFl, wErr), And(restDone, Or(wErr, rdErr))), "the QP stops at this WQE")
 	m.Assign(haltOut, m.Reg("halt_q", 1, big.NewInt(0), C(1, 1), halt, ""))
 	m.Assign(haltQPN, m.Reg("halt_qpn_q", QB, big.NewInt(0), cur, halt, ""))
 	oneBB := m.WireOf("one_bb", Eq(bbs, C(4, 1)), "")
-	m.Drive(fIdx, nil, Sel(goAny, Sel(doRet, cSQCI, cNext), Sel(sHdr, incr(cNext), Add(fIdx, zext(fN, 16)))), Or(goAny, sHdr, rdGo))
+	m.Drive(fIdx, nil, Sel(goAny, Sel(Or(doRet, doFlush), cSQCI, cNext), Sel(sHdr, incr(cNext), Add(fIdx, zext(fN, 16)))), Or(goAny, sHdr, rdGo))
 	m.Drive(fLeft, nil, Sel(goAny, Sel(usePush, C(4, 0), C(4, 1)), Sel(sHdr, Sub(bbs, C(4, 1)), Sub(fLeft, fN))), Or(goAny, sHdr, rdGo))
 
 	// --- payload words to ddp_tx ---
@@ -669,15 +680,20 @@ func CardTx(width int) (*Module, error) {
 	doneTag := m.Wire("wr_done_tag", wrCfg.TagBits, "")
 	doneErr := m.Wire("wr_done_err", 1, "")
 	cqPop := m.Wire("cq_pop", addrWidth(CardTxCplDepth+1), "")
-	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi", "noring"}
-	cplW := []int{1, QB, QB, 64, 2, 32, 16, 32, 1}
+	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi", "noring", "flush"}
+	cplW := []int{1, QB, QB, 64, 3, 32, 16, 32, 1, 1}
 	// A WQE retires (SQ_CI moves past it) when it is sent, unless it is a
 	// Read: that retires when its Read done is taken (ret_mode).
 	retires := m.WireOf("wqe_retires", Or(ret, Not(opRead)), "")
-	newSQCI := m.WireOf("new_sq_ci", Sel(retires, Add(cSQCI, zext(bbs, 16)), cSQCI), "")
-	wcOp := Sel(opRead, C(2, 2), Cat(C(1, 0), opWrite)) // WC_OPCODE
+	// A flushed WQE with a bad BBS takes every block posted with it (the
+	// model's rule: its length hides where the next WQE starts).
+	availF := m.WireOf("flush_avail", Sub(cPI, cSQCI), "blocks posted from SQ_CI on")
+	bbsF := m.WireOf("flush_bbs", Sel(And(RedOr(bbs), Not(Lt(C(4, 8), bbs)), Not(Lt(availF, zext(bbs, 16))), Not(Lt(sqSize17, zext(bbs, 17)))),
+		zext(bbs, 16), availF), "blocks of the WQE flushed")
+	newSQCI := m.WireOf("new_sq_ci", Sel(fl, Add(cSQCI, bbsF), Sel(retires, Add(cSQCI, zext(bbs, 16)), cSQCI)), "")
+	wcOp := Sel(fl, wcOpcode(hOpcode), Sel(opRead, C(3, 2), Cat(C(2, 0), opWrite))) // WC_OPCODE
 	cq := ShiftQueue(m, "cq", CardTxCplDepth, cplF, cplW, sWB,
-		[]Expr{And(hSignaled, retires), cCQ, cur, hWRID, wcOp, Sel(ret, sgeLen, zext(hLen, 32)), newSQCI, fOff, ret}, cqPop)
+		[]Expr{Or(fl, And(hSignaled, retires)), cCQ, cur, hWRID, wcOp, Sel(fl, C(32, 0), Sel(ret, sgeLen, zext(hLen, 32))), newSQCI, fOff, retFl, fl}, cqPop)
 	ccw := cq.Count.W
 	m.Assign(cplRoom, Lt(cq.Count, C(ccw, CardTxCplDepth)))
 	dn := m.RegDecl("cpl_written", 4, "WQEs whose ring writes are done, not yet out")
@@ -698,7 +714,7 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(cplQPN, m.Reg("cpl_qpn_q", QB, big.NewInt(0), h[2], cOut, ""))
 	m.Assign(cplWRID, m.Reg("cpl_wr_id_q", 64, big.NewInt(0), h[3], cOut, ""))
 	m.Assign(cplOp, m.Reg("cpl_op_q", 8, big.NewInt(0), zext(h[4], 8), cOut, ""))
-	m.Assign(cplStatus, C(8, 0))
+	m.Assign(cplStatus, m.Reg("cpl_status_q", 8, big.NewInt(0), Sel(h[9], C(8, 3), C(8, 0)), cOut, "WR_FLUSH_ERR or SUCCESS"))
 	m.Assign(cplLen, m.Reg("cpl_len_q", 32, big.NewInt(0), h[5], cOut, ""))
 	m.Assign(cplSQCI, m.Reg("cpl_sq_ci_q", 16, big.NewInt(0), h[6], cOut, ""))
 	m.Assign(cplTXSPI, m.Reg("cpl_txs_pi_q", 32, big.NewInt(0), h[7], cOut, ""))
@@ -706,14 +722,14 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(dmaErrOut, m.Reg("dma_err_q", 1, big.NewInt(0), C(1, 1), dmaErr, ""))
 
 	// --- write-back, requeue, state machine ---
-	isSend := m.WireOf("op_is_send", Not(Or(opWrite, opRead)), "")
-	started := m.WireOf("read_started", And(opRead, Not(ret)), "a Read Request went out")
-	newNext := m.WireOf("new_sq_next", Sel(ret, cNext, Add(cNext, zext(bbs, 16))), "")
-	newOrq := m.WireOf("new_orq", Sel(ret, Sub(cOrq, C(5, 1)), Sel(started, incr(cOrq), cOrq)), "")
-	newRUsed := m.WireOf("new_rdone_used", Sel(ret, incr(cRUsed), cRUsed), "")
+	isSend := m.WireOf("op_is_send", Not(Or(opWrite, opRead, fl)), "")
+	started := m.WireOf("read_started", And(opRead, Not(retFl)), "a Read Request went out")
+	newNext := m.WireOf("new_sq_next", Sel(fl, newSQCI, Sel(ret, cNext, Add(cNext, zext(bbs, 16)))), "")
+	newOrq := m.WireOf("new_orq", Sel(fl, C(5, 0), Sel(ret, Sub(cOrq, C(5, 1)), Sel(started, incr(cOrq), cOrq))), "flushed Reads are outstanding no more")
+	newRUsed := m.WireOf("new_rdone_used", Sel(fl, cRC, Sel(ret, incr(cRUsed), cRUsed)), "")
 	m.Assign(engWBData, Cat(newRUsed, newOrq, newNext, Add(cRMSN, zext(started, 32)), Add(cMSN, zext(isSend, 32)), fOff, newSQCI))
 	m.Drive(cMSN, nil, Bits(engRd, 79, 48), sCtx)
-	more := m.WireOf("more_work", Or(And(Ne(newNext, cPI), Lt(newOrq, cOrd)), And(Ne(newOrq, C(5, 0)), Ne(cRC, newRUsed))), "")
+	more := m.WireOf("more_work", Sel(fl, Ne(newSQCI, cPI), Or(And(Ne(newNext, cPI), Lt(newOrq, cOrd)), And(Ne(newOrq, C(5, 0)), Ne(cRC, newRUsed)))), "")
 	m.Assign(requeue, And(sWB, more, Not(isQueued("qeng", cur))))
 	feedNext := uint64(txFeed) // the payload is in the buffer
 	if L == 64 {
@@ -724,7 +740,7 @@ func CardTx(width int) (*Module, error) {
 			Sel(sCtx, C(4, txDecide),
 				Sel(sDecide, Sel(goAny, C(4, txFirst), C(4, txIdle)),
 					Sel(sFirst, Sel(firstDone, C(4, txHdr), C(4, txFirst)),
-						Sel(sHdr, Sel(Or(halt, waitRd), C(4, txIdle), Sel(ret, C(4, txWB), Sel(oneBB, C(4, feedNext), C(4, txFetch)))),
+						Sel(sHdr, Sel(Or(halt, waitRd), C(4, txIdle), Sel(retFl, C(4, txWB), Sel(oneBB, C(4, feedNext), C(4, txFetch)))),
 							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(4, txRest), C(4, txFetch)),
 								Sel(sRest, Sel(restDone, Sel(halt, C(4, txIdle), C(4, feedNext)), C(4, txRest)),
 									Sel(sFlush, C(4, txFeed),

@@ -61,3 +61,41 @@ func captureSGE(m *Module, v Expr, wj, d *Signal, w int) *Signal {
 	hi := m.Reg("sge0_hi", 64, nil, Bits(d, 63, 0), And(v, Eq(wj, C(wj.W, 5))), "its LENGTH and LKEY")
 	return m.WireOf("sge0", Cat(hi, lo), "the WQE's first SGE")
 }
+
+// QP states card_tx keeps (2 bits per QP).
+const (
+	txQPNone  = 0 // never created, or destroyed
+	txQPLive  = 1 // created (RTS)
+	txQPError = 2 // in error: posted WQEs are flushed
+)
+
+// txQPStates is card_tx's per-QP state: written by the QP command (whose
+// state was read the cycle before it is taken), read by the engine.
+type txQPStates struct {
+	toErr *Signal // an ERROR command puts a live QP in error this cycle
+	eng   *Signal // the state at engAddr (read a cycle after the address)
+}
+
+// qpStates builds the state memory, in two copies (one read by the
+// command path at the command's QP, one by the engine at engAddr).
+// CREATE makes a QP live; ERROR puts a live QP in error (a QP that does
+// not exist is left alone: the card model refuses the command); DESTROY
+// frees a QP in error (the model refuses it in RTS); CLOSE is taken
+// without effect (not served yet).
+func qpStates(m *Module, cmdGo, op, qpn, engAddr *Signal) txQPStates {
+	opIs := func(v uint64) Expr { return Eq(op, C(4, v)) }
+	we := m.Wire("qp_state_we", 1, "")
+	wd := m.WireOf("qp_state_wd", Sel(opIs(1), C(2, txQPLive), Sel(opIs(3), C(2, txQPError), C(2, txQPNone))), "")
+	cur := m.Mem("qp_state_c", 2, CardTxQPs, we, qpn, wd, nil, qpn, "QP state (0 none, 1 live, 2 error), read by the command path")
+	eng := m.Mem("qp_state_e", 2, CardTxQPs, we, qpn, wd, nil, engAddr, "QP state, read by the engine")
+	toErr := m.WireOf("qp_to_error", And(cmdGo, opIs(3), Eq(cur, C(2, txQPLive))), "ERROR on a live QP")
+	m.Assign(we, Or(And(cmdGo, opIs(1)), toErr, And(cmdGo, opIs(4), Eq(cur, C(2, txQPError)))))
+	return txQPStates{toErr: toErr, eng: eng}
+}
+
+// wcOpcode is the CQE opcode (WC_OPCODE) of a WQE opcode, as the card
+// model maps it: anything it does not know completes as a Send.
+func wcOpcode(op *Signal) Expr {
+	is := func(v uint64) Expr { return Eq(op, C(8, v)) }
+	return Sel(is(2), C(3, 1), Sel(is(3), C(3, 2), Sel(is(4), C(3, 4), Sel(is(5), C(3, 5), C(3, 0)))))
+}

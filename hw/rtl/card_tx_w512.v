@@ -31,11 +31,18 @@
 // bind, a malformed header) or a DMA error response stops its QP before
 // anything of that WQE is sent: the QP is not scheduled until its next
 // doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it.
-// QP commands other than CREATE are taken without effect. A WQE starts only
-// when its TX ring has 1024 bytes free (more than the FPDUs of 480 inline
-// bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so
-// no QP blocks another. One WQE is fetched and segmented at a time; framing,
-// ring writes and completions of earlier WQEs overlap it.
+// QP commands: CREATE takes the staged context; ERROR puts a live QP in error
+// (taken one cycle after it is offered: the QP's state is read first; a QP
+// that does not exist is left alone), after which every WQE posted and not
+// completed, the ones posted later included, completes in posting order with
+// WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode,
+// WR_ID and BBS; a bad BBS takes every block posted, as the card model does)
+// and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken
+// without effect. A WQE starts only when its TX ring has 1024 bytes free (more
+// than the FPDUs of 480 inline bytes take at any MULPDU); otherwise the QP
+// waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and
+// segmented at a time; framing, ring writes and completions of earlier WQEs
+// overlap it.
 //
 // Records out (m_cpl_*): one per WQE in posting order once its ring bytes are
 // written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's
@@ -54,7 +61,7 @@ module card_tx_w512 (
     input  wire           rst,               // synchronous reset, active high
     input  wire           s_qp_valid,        // a QP command (card_regs qp_cmd)
     output wire           s_qp_ready,
-    input  wire [3:0]     s_qp_op,           // QP_OP: 1 CREATE (others taken without effect in this increment)
+    input  wire [3:0]     s_qp_op,           // QP_OP: 1 CREATE, 3 ERROR (a live QP: flush), 4 DESTROY (a QP in error); 2 CLOSE is taken without effect
     input  wire [9:0]     s_qp_num,          // QP number
     input  wire [63:0]    s_qp_sq_base,      // staged: SQ ring address (aligned to its size)
     input  wire [4:0]     s_qp_sq_log,       // staged: log2 of the SQ's basic blocks (0..16)
@@ -138,10 +145,17 @@ module card_tx_w512 (
     wire           in_state10;
     wire           in_state11;
     reg            db_v;                     // a doorbell is being served
+    wire           cmd_is_create;
+    reg            cmd_rd;                   // the QP's state for a command other than CREATE was read last cycle
     wire           cmd_go;                   // a QP command is taken
     wire           cmd_create;
-    reg  [9:0]     cur_qp;                   // the QP the engine serves
     wire [9:0]     ctx_rd_addr;
+    wire           qp_state_we;
+    wire [1:0]     qp_state_wd;
+    reg  [1:0]     qp_state_c_rd;            // read data of qp_state_c
+    reg  [1:0]     qp_state_e_rd;            // read data of qp_state_e
+    wire           qp_to_error;              // ERROR on a live QP
+    reg  [9:0]     cur_qp;                   // the QP the engine serves
     reg  [153:0]   ctx_rd;                   // read data of ctx
     wire           dbs_wr_en;
     wire [9:0]     dbs_wr_addr;
@@ -204,6 +218,9 @@ module card_tx_w512 (
     wire [9:0]     qdb_qp;
     wire [1023:0]  qdb_1h;
     wire           db_enqueue;
+    wire [9:0]     qerr_qp;
+    wire [1023:0]  qerr_1h;
+    wire           err_enqueue;              // a QP put in error flushes its posted work
     wire           push_new;                 // a pushed block is kept
     reg  [57:0]    cur_sq_base;
     reg  [4:0]     cur_sq_log;
@@ -234,6 +251,9 @@ module card_tx_w512 (
     reg  [15:0]    cur_sq_next;              // first SQ block not started (SQ_CI while no Read is outstanding)
     reg  [4:0]     cur_orq;                  // RDMA Reads outstanding
     reg  [4:0]     cur_rdone_used;           // Read dones taken
+    reg  [1:0]     cur_state;                // the QP's state (0 none, 1 live, 2 error)
+    wire           cur_live;
+    wire           cur_error;
     reg  [255:0]   wqe_hdr;                  // the WQE's header
     wire [7:0]     h_opcode;
     wire           h_signaled;
@@ -250,6 +270,7 @@ module card_tx_w512 (
     wire           has_work;                 // a posted WQE is not started
     wire [4:0]     rdone_pending;            // Read dones not yet taken
     wire           ret_go;                   // complete the oldest outstanding Read
+    wire           flush_go;                 // flush the WQE at SQ_CI (the QP is in error)
     wire           ord_room;                 // a Read could start within ORD
     wire [31:0]    ring_used;
     wire [31:0]    ring_size;
@@ -262,6 +283,8 @@ module card_tx_w512 (
     wire           wqe_go;                   // a WQE starts
     wire           fetch_go;                 // a WQE's first block is fetched
     reg            ret_mode;                 // the block fetched is an outstanding Read's, to complete it
+    reg            flush_mode;               // the block fetched is a WQE to flush
+    wire           ret_or_flush;             // only the first block is wanted: a completion record follows
     wire           use_push;
     reg  [511:0]   push_blk;                 // the pushed block being taken
     reg            src_push;                 // the first block comes from a push
@@ -493,80 +516,90 @@ module card_tx_w512 (
     wire           wr_done_err;
     wire [3:0]     cq_pop;
     wire           wqe_retires;
+    wire [15:0]    flush_avail;              // blocks posted from SQ_CI on
+    wire [15:0]    flush_bbs;                // blocks of the WQE flushed
     wire [15:0]    new_sq_ci;
     reg  [3:0]     cq_count;                 // entries held in cq
     reg            cq0_cqe;
     reg  [9:0]     cq0_cq;
     reg  [9:0]     cq0_qpn;
     reg  [63:0]    cq0_wr_id;
-    reg  [1:0]     cq0_op;
+    reg  [2:0]     cq0_op;
     reg  [31:0]    cq0_len;
     reg  [15:0]    cq0_sq_ci;
     reg  [31:0]    cq0_txs_pi;
     reg            cq0_noring;
+    reg            cq0_flush;
     reg            cq1_cqe;
     reg  [9:0]     cq1_cq;
     reg  [9:0]     cq1_qpn;
     reg  [63:0]    cq1_wr_id;
-    reg  [1:0]     cq1_op;
+    reg  [2:0]     cq1_op;
     reg  [31:0]    cq1_len;
     reg  [15:0]    cq1_sq_ci;
     reg  [31:0]    cq1_txs_pi;
     reg            cq1_noring;
+    reg            cq1_flush;
     reg            cq2_cqe;
     reg  [9:0]     cq2_cq;
     reg  [9:0]     cq2_qpn;
     reg  [63:0]    cq2_wr_id;
-    reg  [1:0]     cq2_op;
+    reg  [2:0]     cq2_op;
     reg  [31:0]    cq2_len;
     reg  [15:0]    cq2_sq_ci;
     reg  [31:0]    cq2_txs_pi;
     reg            cq2_noring;
+    reg            cq2_flush;
     reg            cq3_cqe;
     reg  [9:0]     cq3_cq;
     reg  [9:0]     cq3_qpn;
     reg  [63:0]    cq3_wr_id;
-    reg  [1:0]     cq3_op;
+    reg  [2:0]     cq3_op;
     reg  [31:0]    cq3_len;
     reg  [15:0]    cq3_sq_ci;
     reg  [31:0]    cq3_txs_pi;
     reg            cq3_noring;
+    reg            cq3_flush;
     reg            cq4_cqe;
     reg  [9:0]     cq4_cq;
     reg  [9:0]     cq4_qpn;
     reg  [63:0]    cq4_wr_id;
-    reg  [1:0]     cq4_op;
+    reg  [2:0]     cq4_op;
     reg  [31:0]    cq4_len;
     reg  [15:0]    cq4_sq_ci;
     reg  [31:0]    cq4_txs_pi;
     reg            cq4_noring;
+    reg            cq4_flush;
     reg            cq5_cqe;
     reg  [9:0]     cq5_cq;
     reg  [9:0]     cq5_qpn;
     reg  [63:0]    cq5_wr_id;
-    reg  [1:0]     cq5_op;
+    reg  [2:0]     cq5_op;
     reg  [31:0]    cq5_len;
     reg  [15:0]    cq5_sq_ci;
     reg  [31:0]    cq5_txs_pi;
     reg            cq5_noring;
+    reg            cq5_flush;
     reg            cq6_cqe;
     reg  [9:0]     cq6_cq;
     reg  [9:0]     cq6_qpn;
     reg  [63:0]    cq6_wr_id;
-    reg  [1:0]     cq6_op;
+    reg  [2:0]     cq6_op;
     reg  [31:0]    cq6_len;
     reg  [15:0]    cq6_sq_ci;
     reg  [31:0]    cq6_txs_pi;
     reg            cq6_noring;
+    reg            cq6_flush;
     reg            cq7_cqe;
     reg  [9:0]     cq7_cq;
     reg  [9:0]     cq7_qpn;
     reg  [63:0]    cq7_wr_id;
-    reg  [1:0]     cq7_op;
+    reg  [2:0]     cq7_op;
     reg  [31:0]    cq7_len;
     reg  [15:0]    cq7_sq_ci;
     reg  [31:0]    cq7_txs_pi;
     reg            cq7_noring;
+    reg            cq7_flush;
     wire [3:0]     cq_wpos;                  // where a pushed entry goes
     wire           cq0_push;
     wire           cq1_push;
@@ -586,6 +619,7 @@ module card_tx_w512 (
     reg  [9:0]     cpl_qpn_q;
     reg  [63:0]    cpl_wr_id_q;
     reg  [7:0]     cpl_op_q;
+    reg  [7:0]     cpl_status_q;             // WR_FLUSH_ERR or SUCCESS
     reg  [31:0]    cpl_len_q;
     reg  [15:0]    cpl_sq_ci_q;
     reg  [31:0]    cpl_txs_pi_q;
@@ -593,7 +627,7 @@ module card_tx_w512 (
     wire           op_is_send;
     wire           read_started;             // a Read Request went out
     wire [15:0]    new_sq_next;
-    wire [4:0]     new_orq;
+    wire [4:0]     new_orq;                  // flushed Reads are outstanding no more
     wire [4:0]     new_rdone_used;
     wire           more_work;
     wire [9:0]     qeng_qp;
@@ -617,6 +651,8 @@ module card_tx_w512 (
     wire           w_m_axi_wvalid;
     wire           w_m_axi_bready;
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
+    reg  [1:0] qp_state_c [0:1023];          // QP state (0 none, 1 live, 2 error), read by the command path
+    reg  [1:0] qp_state_e [0:1023];          // QP state, read by the engine
     reg  [153:0] ctx [0:1023];               // static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD
     reg  [52:0] dbs_a [0:1023];              // doorbell state, read by the doorbell path
     reg  [52:0] dbs_e [0:1023];              // doorbell state, read by the engine
@@ -636,9 +672,13 @@ module card_tx_w512 (
     assign in_state9 = eng_state == 4'h9;
     assign in_state10 = eng_state == 4'ha;
     assign in_state11 = eng_state == 4'hb;
-    assign cmd_go = (s_qp_valid & ~db_v) & in_state0;
-    assign s_qp_ready = ~db_v & in_state0;
-    assign cmd_create = cmd_go & (s_qp_op == 4'h1);
+    assign cmd_is_create = s_qp_op == 4'h1;
+    assign s_qp_ready = (~db_v & in_state0) & (cmd_is_create | cmd_rd);
+    assign cmd_go = ((s_qp_valid & ~db_v) & in_state0) & (cmd_is_create | cmd_rd);
+    assign cmd_create = cmd_go & cmd_is_create;
+    assign qp_state_wd = (s_qp_op == 4'h1) ? 2'h1 : ((s_qp_op == 4'h3) ? 2'h2 : 2'h0);
+    assign qp_to_error = (cmd_go & (s_qp_op == 4'h3)) & (qp_state_c_rd == 2'h1);
+    assign qp_state_we = ((cmd_go & (s_qp_op == 4'h1)) | qp_to_error) | ((cmd_go & (s_qp_op == 4'h4)) & (qp_state_c_rd == 2'h2));
     assign sched_empty = sched_head == sched_tail;
     assign sched_pop = ((in_state0 & ~sched_empty) & ~s_qp_valid) & cpl_room;
     assign qclr_qp = sched_rd;
@@ -3744,13 +3784,1043 @@ module card_tx_w512 (
     assign dbs_wr_en = cmd_create | (db_fire & db_acts);
     assign dbs_wr_addr = cmd_create ? s_qp_num : db_qp;
     assign dbs_wr_data = cmd_create ? 53'h00000000000000 : {db_new_rc, db_new_ci, db_new_pi};
-    assign sched_push = eng_requeue | db_enqueue;
-    assign sched_push_qp = eng_requeue ? cur_qp : db_qp;
+    assign qerr_qp = s_qp_num;
+    assign qerr_1h = {
+        qerr_qp == 10'h3ff,
+        qerr_qp == 10'h3fe,
+        qerr_qp == 10'h3fd,
+        qerr_qp == 10'h3fc,
+        qerr_qp == 10'h3fb,
+        qerr_qp == 10'h3fa,
+        qerr_qp == 10'h3f9,
+        qerr_qp == 10'h3f8,
+        qerr_qp == 10'h3f7,
+        qerr_qp == 10'h3f6,
+        qerr_qp == 10'h3f5,
+        qerr_qp == 10'h3f4,
+        qerr_qp == 10'h3f3,
+        qerr_qp == 10'h3f2,
+        qerr_qp == 10'h3f1,
+        qerr_qp == 10'h3f0,
+        qerr_qp == 10'h3ef,
+        qerr_qp == 10'h3ee,
+        qerr_qp == 10'h3ed,
+        qerr_qp == 10'h3ec,
+        qerr_qp == 10'h3eb,
+        qerr_qp == 10'h3ea,
+        qerr_qp == 10'h3e9,
+        qerr_qp == 10'h3e8,
+        qerr_qp == 10'h3e7,
+        qerr_qp == 10'h3e6,
+        qerr_qp == 10'h3e5,
+        qerr_qp == 10'h3e4,
+        qerr_qp == 10'h3e3,
+        qerr_qp == 10'h3e2,
+        qerr_qp == 10'h3e1,
+        qerr_qp == 10'h3e0,
+        qerr_qp == 10'h3df,
+        qerr_qp == 10'h3de,
+        qerr_qp == 10'h3dd,
+        qerr_qp == 10'h3dc,
+        qerr_qp == 10'h3db,
+        qerr_qp == 10'h3da,
+        qerr_qp == 10'h3d9,
+        qerr_qp == 10'h3d8,
+        qerr_qp == 10'h3d7,
+        qerr_qp == 10'h3d6,
+        qerr_qp == 10'h3d5,
+        qerr_qp == 10'h3d4,
+        qerr_qp == 10'h3d3,
+        qerr_qp == 10'h3d2,
+        qerr_qp == 10'h3d1,
+        qerr_qp == 10'h3d0,
+        qerr_qp == 10'h3cf,
+        qerr_qp == 10'h3ce,
+        qerr_qp == 10'h3cd,
+        qerr_qp == 10'h3cc,
+        qerr_qp == 10'h3cb,
+        qerr_qp == 10'h3ca,
+        qerr_qp == 10'h3c9,
+        qerr_qp == 10'h3c8,
+        qerr_qp == 10'h3c7,
+        qerr_qp == 10'h3c6,
+        qerr_qp == 10'h3c5,
+        qerr_qp == 10'h3c4,
+        qerr_qp == 10'h3c3,
+        qerr_qp == 10'h3c2,
+        qerr_qp == 10'h3c1,
+        qerr_qp == 10'h3c0,
+        qerr_qp == 10'h3bf,
+        qerr_qp == 10'h3be,
+        qerr_qp == 10'h3bd,
+        qerr_qp == 10'h3bc,
+        qerr_qp == 10'h3bb,
+        qerr_qp == 10'h3ba,
+        qerr_qp == 10'h3b9,
+        qerr_qp == 10'h3b8,
+        qerr_qp == 10'h3b7,
+        qerr_qp == 10'h3b6,
+        qerr_qp == 10'h3b5,
+        qerr_qp == 10'h3b4,
+        qerr_qp == 10'h3b3,
+        qerr_qp == 10'h3b2,
+        qerr_qp == 10'h3b1,
+        qerr_qp == 10'h3b0,
+        qerr_qp == 10'h3af,
+        qerr_qp == 10'h3ae,
+        qerr_qp == 10'h3ad,
+        qerr_qp == 10'h3ac,
+        qerr_qp == 10'h3ab,
+        qerr_qp == 10'h3aa,
+        qerr_qp == 10'h3a9,
+        qerr_qp == 10'h3a8,
+        qerr_qp == 10'h3a7,
+        qerr_qp == 10'h3a6,
+        qerr_qp == 10'h3a5,
+        qerr_qp == 10'h3a4,
+        qerr_qp == 10'h3a3,
+        qerr_qp == 10'h3a2,
+        qerr_qp == 10'h3a1,
+        qerr_qp == 10'h3a0,
+        qerr_qp == 10'h39f,
+        qerr_qp == 10'h39e,
+        qerr_qp == 10'h39d,
+        qerr_qp == 10'h39c,
+        qerr_qp == 10'h39b,
+        qerr_qp == 10'h39a,
+        qerr_qp == 10'h399,
+        qerr_qp == 10'h398,
+        qerr_qp == 10'h397,
+        qerr_qp == 10'h396,
+        qerr_qp == 10'h395,
+        qerr_qp == 10'h394,
+        qerr_qp == 10'h393,
+        qerr_qp == 10'h392,
+        qerr_qp == 10'h391,
+        qerr_qp == 10'h390,
+        qerr_qp == 10'h38f,
+        qerr_qp == 10'h38e,
+        qerr_qp == 10'h38d,
+        qerr_qp == 10'h38c,
+        qerr_qp == 10'h38b,
+        qerr_qp == 10'h38a,
+        qerr_qp == 10'h389,
+        qerr_qp == 10'h388,
+        qerr_qp == 10'h387,
+        qerr_qp == 10'h386,
+        qerr_qp == 10'h385,
+        qerr_qp == 10'h384,
+        qerr_qp == 10'h383,
+        qerr_qp == 10'h382,
+        qerr_qp == 10'h381,
+        qerr_qp == 10'h380,
+        qerr_qp == 10'h37f,
+        qerr_qp == 10'h37e,
+        qerr_qp == 10'h37d,
+        qerr_qp == 10'h37c,
+        qerr_qp == 10'h37b,
+        qerr_qp == 10'h37a,
+        qerr_qp == 10'h379,
+        qerr_qp == 10'h378,
+        qerr_qp == 10'h377,
+        qerr_qp == 10'h376,
+        qerr_qp == 10'h375,
+        qerr_qp == 10'h374,
+        qerr_qp == 10'h373,
+        qerr_qp == 10'h372,
+        qerr_qp == 10'h371,
+        qerr_qp == 10'h370,
+        qerr_qp == 10'h36f,
+        qerr_qp == 10'h36e,
+        qerr_qp == 10'h36d,
+        qerr_qp == 10'h36c,
+        qerr_qp == 10'h36b,
+        qerr_qp == 10'h36a,
+        qerr_qp == 10'h369,
+        qerr_qp == 10'h368,
+        qerr_qp == 10'h367,
+        qerr_qp == 10'h366,
+        qerr_qp == 10'h365,
+        qerr_qp == 10'h364,
+        qerr_qp == 10'h363,
+        qerr_qp == 10'h362,
+        qerr_qp == 10'h361,
+        qerr_qp == 10'h360,
+        qerr_qp == 10'h35f,
+        qerr_qp == 10'h35e,
+        qerr_qp == 10'h35d,
+        qerr_qp == 10'h35c,
+        qerr_qp == 10'h35b,
+        qerr_qp == 10'h35a,
+        qerr_qp == 10'h359,
+        qerr_qp == 10'h358,
+        qerr_qp == 10'h357,
+        qerr_qp == 10'h356,
+        qerr_qp == 10'h355,
+        qerr_qp == 10'h354,
+        qerr_qp == 10'h353,
+        qerr_qp == 10'h352,
+        qerr_qp == 10'h351,
+        qerr_qp == 10'h350,
+        qerr_qp == 10'h34f,
+        qerr_qp == 10'h34e,
+        qerr_qp == 10'h34d,
+        qerr_qp == 10'h34c,
+        qerr_qp == 10'h34b,
+        qerr_qp == 10'h34a,
+        qerr_qp == 10'h349,
+        qerr_qp == 10'h348,
+        qerr_qp == 10'h347,
+        qerr_qp == 10'h346,
+        qerr_qp == 10'h345,
+        qerr_qp == 10'h344,
+        qerr_qp == 10'h343,
+        qerr_qp == 10'h342,
+        qerr_qp == 10'h341,
+        qerr_qp == 10'h340,
+        qerr_qp == 10'h33f,
+        qerr_qp == 10'h33e,
+        qerr_qp == 10'h33d,
+        qerr_qp == 10'h33c,
+        qerr_qp == 10'h33b,
+        qerr_qp == 10'h33a,
+        qerr_qp == 10'h339,
+        qerr_qp == 10'h338,
+        qerr_qp == 10'h337,
+        qerr_qp == 10'h336,
+        qerr_qp == 10'h335,
+        qerr_qp == 10'h334,
+        qerr_qp == 10'h333,
+        qerr_qp == 10'h332,
+        qerr_qp == 10'h331,
+        qerr_qp == 10'h330,
+        qerr_qp == 10'h32f,
+        qerr_qp == 10'h32e,
+        qerr_qp == 10'h32d,
+        qerr_qp == 10'h32c,
+        qerr_qp == 10'h32b,
+        qerr_qp == 10'h32a,
+        qerr_qp == 10'h329,
+        qerr_qp == 10'h328,
+        qerr_qp == 10'h327,
+        qerr_qp == 10'h326,
+        qerr_qp == 10'h325,
+        qerr_qp == 10'h324,
+        qerr_qp == 10'h323,
+        qerr_qp == 10'h322,
+        qerr_qp == 10'h321,
+        qerr_qp == 10'h320,
+        qerr_qp == 10'h31f,
+        qerr_qp == 10'h31e,
+        qerr_qp == 10'h31d,
+        qerr_qp == 10'h31c,
+        qerr_qp == 10'h31b,
+        qerr_qp == 10'h31a,
+        qerr_qp == 10'h319,
+        qerr_qp == 10'h318,
+        qerr_qp == 10'h317,
+        qerr_qp == 10'h316,
+        qerr_qp == 10'h315,
+        qerr_qp == 10'h314,
+        qerr_qp == 10'h313,
+        qerr_qp == 10'h312,
+        qerr_qp == 10'h311,
+        qerr_qp == 10'h310,
+        qerr_qp == 10'h30f,
+        qerr_qp == 10'h30e,
+        qerr_qp == 10'h30d,
+        qerr_qp == 10'h30c,
+        qerr_qp == 10'h30b,
+        qerr_qp == 10'h30a,
+        qerr_qp == 10'h309,
+        qerr_qp == 10'h308,
+        qerr_qp == 10'h307,
+        qerr_qp == 10'h306,
+        qerr_qp == 10'h305,
+        qerr_qp == 10'h304,
+        qerr_qp == 10'h303,
+        qerr_qp == 10'h302,
+        qerr_qp == 10'h301,
+        qerr_qp == 10'h300,
+        qerr_qp == 10'h2ff,
+        qerr_qp == 10'h2fe,
+        qerr_qp == 10'h2fd,
+        qerr_qp == 10'h2fc,
+        qerr_qp == 10'h2fb,
+        qerr_qp == 10'h2fa,
+        qerr_qp == 10'h2f9,
+        qerr_qp == 10'h2f8,
+        qerr_qp == 10'h2f7,
+        qerr_qp == 10'h2f6,
+        qerr_qp == 10'h2f5,
+        qerr_qp == 10'h2f4,
+        qerr_qp == 10'h2f3,
+        qerr_qp == 10'h2f2,
+        qerr_qp == 10'h2f1,
+        qerr_qp == 10'h2f0,
+        qerr_qp == 10'h2ef,
+        qerr_qp == 10'h2ee,
+        qerr_qp == 10'h2ed,
+        qerr_qp == 10'h2ec,
+        qerr_qp == 10'h2eb,
+        qerr_qp == 10'h2ea,
+        qerr_qp == 10'h2e9,
+        qerr_qp == 10'h2e8,
+        qerr_qp == 10'h2e7,
+        qerr_qp == 10'h2e6,
+        qerr_qp == 10'h2e5,
+        qerr_qp == 10'h2e4,
+        qerr_qp == 10'h2e3,
+        qerr_qp == 10'h2e2,
+        qerr_qp == 10'h2e1,
+        qerr_qp == 10'h2e0,
+        qerr_qp == 10'h2df,
+        qerr_qp == 10'h2de,
+        qerr_qp == 10'h2dd,
+        qerr_qp == 10'h2dc,
+        qerr_qp == 10'h2db,
+        qerr_qp == 10'h2da,
+        qerr_qp == 10'h2d9,
+        qerr_qp == 10'h2d8,
+        qerr_qp == 10'h2d7,
+        qerr_qp == 10'h2d6,
+        qerr_qp == 10'h2d5,
+        qerr_qp == 10'h2d4,
+        qerr_qp == 10'h2d3,
+        qerr_qp == 10'h2d2,
+        qerr_qp == 10'h2d1,
+        qerr_qp == 10'h2d0,
+        qerr_qp == 10'h2cf,
+        qerr_qp == 10'h2ce,
+        qerr_qp == 10'h2cd,
+        qerr_qp == 10'h2cc,
+        qerr_qp == 10'h2cb,
+        qerr_qp == 10'h2ca,
+        qerr_qp == 10'h2c9,
+        qerr_qp == 10'h2c8,
+        qerr_qp == 10'h2c7,
+        qerr_qp == 10'h2c6,
+        qerr_qp == 10'h2c5,
+        qerr_qp == 10'h2c4,
+        qerr_qp == 10'h2c3,
+        qerr_qp == 10'h2c2,
+        qerr_qp == 10'h2c1,
+        qerr_qp == 10'h2c0,
+        qerr_qp == 10'h2bf,
+        qerr_qp == 10'h2be,
+        qerr_qp == 10'h2bd,
+        qerr_qp == 10'h2bc,
+        qerr_qp == 10'h2bb,
+        qerr_qp == 10'h2ba,
+        qerr_qp == 10'h2b9,
+        qerr_qp == 10'h2b8,
+        qerr_qp == 10'h2b7,
+        qerr_qp == 10'h2b6,
+        qerr_qp == 10'h2b5,
+        qerr_qp == 10'h2b4,
+        qerr_qp == 10'h2b3,
+        qerr_qp == 10'h2b2,
+        qerr_qp == 10'h2b1,
+        qerr_qp == 10'h2b0,
+        qerr_qp == 10'h2af,
+        qerr_qp == 10'h2ae,
+        qerr_qp == 10'h2ad,
+        qerr_qp == 10'h2ac,
+        qerr_qp == 10'h2ab,
+        qerr_qp == 10'h2aa,
+        qerr_qp == 10'h2a9,
+        qerr_qp == 10'h2a8,
+        qerr_qp == 10'h2a7,
+        qerr_qp == 10'h2a6,
+        qerr_qp == 10'h2a5,
+        qerr_qp == 10'h2a4,
+        qerr_qp == 10'h2a3,
+        qerr_qp == 10'h2a2,
+        qerr_qp == 10'h2a1,
+        qerr_qp == 10'h2a0,
+        qerr_qp == 10'h29f,
+        qerr_qp == 10'h29e,
+        qerr_qp == 10'h29d,
+        qerr_qp == 10'h29c,
+        qerr_qp == 10'h29b,
+        qerr_qp == 10'h29a,
+        qerr_qp == 10'h299,
+        qerr_qp == 10'h298,
+        qerr_qp == 10'h297,
+        qerr_qp == 10'h296,
+        qerr_qp == 10'h295,
+        qerr_qp == 10'h294,
+        qerr_qp == 10'h293,
+        qerr_qp == 10'h292,
+        qerr_qp == 10'h291,
+        qerr_qp == 10'h290,
+        qerr_qp == 10'h28f,
+        qerr_qp == 10'h28e,
+        qerr_qp == 10'h28d,
+        qerr_qp == 10'h28c,
+        qerr_qp == 10'h28b,
+        qerr_qp == 10'h28a,
+        qerr_qp == 10'h289,
+        qerr_qp == 10'h288,
+        qerr_qp == 10'h287,
+        qerr_qp == 10'h286,
+        qerr_qp == 10'h285,
+        qerr_qp == 10'h284,
+        qerr_qp == 10'h283,
+        qerr_qp == 10'h282,
+        qerr_qp == 10'h281,
+        qerr_qp == 10'h280,
+        qerr_qp == 10'h27f,
+        qerr_qp == 10'h27e,
+        qerr_qp == 10'h27d,
+        qerr_qp == 10'h27c,
+        qerr_qp == 10'h27b,
+        qerr_qp == 10'h27a,
+        qerr_qp == 10'h279,
+        qerr_qp == 10'h278,
+        qerr_qp == 10'h277,
+        qerr_qp == 10'h276,
+        qerr_qp == 10'h275,
+        qerr_qp == 10'h274,
+        qerr_qp == 10'h273,
+        qerr_qp == 10'h272,
+        qerr_qp == 10'h271,
+        qerr_qp == 10'h270,
+        qerr_qp == 10'h26f,
+        qerr_qp == 10'h26e,
+        qerr_qp == 10'h26d,
+        qerr_qp == 10'h26c,
+        qerr_qp == 10'h26b,
+        qerr_qp == 10'h26a,
+        qerr_qp == 10'h269,
+        qerr_qp == 10'h268,
+        qerr_qp == 10'h267,
+        qerr_qp == 10'h266,
+        qerr_qp == 10'h265,
+        qerr_qp == 10'h264,
+        qerr_qp == 10'h263,
+        qerr_qp == 10'h262,
+        qerr_qp == 10'h261,
+        qerr_qp == 10'h260,
+        qerr_qp == 10'h25f,
+        qerr_qp == 10'h25e,
+        qerr_qp == 10'h25d,
+        qerr_qp == 10'h25c,
+        qerr_qp == 10'h25b,
+        qerr_qp == 10'h25a,
+        qerr_qp == 10'h259,
+        qerr_qp == 10'h258,
+        qerr_qp == 10'h257,
+        qerr_qp == 10'h256,
+        qerr_qp == 10'h255,
+        qerr_qp == 10'h254,
+        qerr_qp == 10'h253,
+        qerr_qp == 10'h252,
+        qerr_qp == 10'h251,
+        qerr_qp == 10'h250,
+        qerr_qp == 10'h24f,
+        qerr_qp == 10'h24e,
+        qerr_qp == 10'h24d,
+        qerr_qp == 10'h24c,
+        qerr_qp == 10'h24b,
+        qerr_qp == 10'h24a,
+        qerr_qp == 10'h249,
+        qerr_qp == 10'h248,
+        qerr_qp == 10'h247,
+        qerr_qp == 10'h246,
+        qerr_qp == 10'h245,
+        qerr_qp == 10'h244,
+        qerr_qp == 10'h243,
+        qerr_qp == 10'h242,
+        qerr_qp == 10'h241,
+        qerr_qp == 10'h240,
+        qerr_qp == 10'h23f,
+        qerr_qp == 10'h23e,
+        qerr_qp == 10'h23d,
+        qerr_qp == 10'h23c,
+        qerr_qp == 10'h23b,
+        qerr_qp == 10'h23a,
+        qerr_qp == 10'h239,
+        qerr_qp == 10'h238,
+        qerr_qp == 10'h237,
+        qerr_qp == 10'h236,
+        qerr_qp == 10'h235,
+        qerr_qp == 10'h234,
+        qerr_qp == 10'h233,
+        qerr_qp == 10'h232,
+        qerr_qp == 10'h231,
+        qerr_qp == 10'h230,
+        qerr_qp == 10'h22f,
+        qerr_qp == 10'h22e,
+        qerr_qp == 10'h22d,
+        qerr_qp == 10'h22c,
+        qerr_qp == 10'h22b,
+        qerr_qp == 10'h22a,
+        qerr_qp == 10'h229,
+        qerr_qp == 10'h228,
+        qerr_qp == 10'h227,
+        qerr_qp == 10'h226,
+        qerr_qp == 10'h225,
+        qerr_qp == 10'h224,
+        qerr_qp == 10'h223,
+        qerr_qp == 10'h222,
+        qerr_qp == 10'h221,
+        qerr_qp == 10'h220,
+        qerr_qp == 10'h21f,
+        qerr_qp == 10'h21e,
+        qerr_qp == 10'h21d,
+        qerr_qp == 10'h21c,
+        qerr_qp == 10'h21b,
+        qerr_qp == 10'h21a,
+        qerr_qp == 10'h219,
+        qerr_qp == 10'h218,
+        qerr_qp == 10'h217,
+        qerr_qp == 10'h216,
+        qerr_qp == 10'h215,
+        qerr_qp == 10'h214,
+        qerr_qp == 10'h213,
+        qerr_qp == 10'h212,
+        qerr_qp == 10'h211,
+        qerr_qp == 10'h210,
+        qerr_qp == 10'h20f,
+        qerr_qp == 10'h20e,
+        qerr_qp == 10'h20d,
+        qerr_qp == 10'h20c,
+        qerr_qp == 10'h20b,
+        qerr_qp == 10'h20a,
+        qerr_qp == 10'h209,
+        qerr_qp == 10'h208,
+        qerr_qp == 10'h207,
+        qerr_qp == 10'h206,
+        qerr_qp == 10'h205,
+        qerr_qp == 10'h204,
+        qerr_qp == 10'h203,
+        qerr_qp == 10'h202,
+        qerr_qp == 10'h201,
+        qerr_qp == 10'h200,
+        qerr_qp == 10'h1ff,
+        qerr_qp == 10'h1fe,
+        qerr_qp == 10'h1fd,
+        qerr_qp == 10'h1fc,
+        qerr_qp == 10'h1fb,
+        qerr_qp == 10'h1fa,
+        qerr_qp == 10'h1f9,
+        qerr_qp == 10'h1f8,
+        qerr_qp == 10'h1f7,
+        qerr_qp == 10'h1f6,
+        qerr_qp == 10'h1f5,
+        qerr_qp == 10'h1f4,
+        qerr_qp == 10'h1f3,
+        qerr_qp == 10'h1f2,
+        qerr_qp == 10'h1f1,
+        qerr_qp == 10'h1f0,
+        qerr_qp == 10'h1ef,
+        qerr_qp == 10'h1ee,
+        qerr_qp == 10'h1ed,
+        qerr_qp == 10'h1ec,
+        qerr_qp == 10'h1eb,
+        qerr_qp == 10'h1ea,
+        qerr_qp == 10'h1e9,
+        qerr_qp == 10'h1e8,
+        qerr_qp == 10'h1e7,
+        qerr_qp == 10'h1e6,
+        qerr_qp == 10'h1e5,
+        qerr_qp == 10'h1e4,
+        qerr_qp == 10'h1e3,
+        qerr_qp == 10'h1e2,
+        qerr_qp == 10'h1e1,
+        qerr_qp == 10'h1e0,
+        qerr_qp == 10'h1df,
+        qerr_qp == 10'h1de,
+        qerr_qp == 10'h1dd,
+        qerr_qp == 10'h1dc,
+        qerr_qp == 10'h1db,
+        qerr_qp == 10'h1da,
+        qerr_qp == 10'h1d9,
+        qerr_qp == 10'h1d8,
+        qerr_qp == 10'h1d7,
+        qerr_qp == 10'h1d6,
+        qerr_qp == 10'h1d5,
+        qerr_qp == 10'h1d4,
+        qerr_qp == 10'h1d3,
+        qerr_qp == 10'h1d2,
+        qerr_qp == 10'h1d1,
+        qerr_qp == 10'h1d0,
+        qerr_qp == 10'h1cf,
+        qerr_qp == 10'h1ce,
+        qerr_qp == 10'h1cd,
+        qerr_qp == 10'h1cc,
+        qerr_qp == 10'h1cb,
+        qerr_qp == 10'h1ca,
+        qerr_qp == 10'h1c9,
+        qerr_qp == 10'h1c8,
+        qerr_qp == 10'h1c7,
+        qerr_qp == 10'h1c6,
+        qerr_qp == 10'h1c5,
+        qerr_qp == 10'h1c4,
+        qerr_qp == 10'h1c3,
+        qerr_qp == 10'h1c2,
+        qerr_qp == 10'h1c1,
+        qerr_qp == 10'h1c0,
+        qerr_qp == 10'h1bf,
+        qerr_qp == 10'h1be,
+        qerr_qp == 10'h1bd,
+        qerr_qp == 10'h1bc,
+        qerr_qp == 10'h1bb,
+        qerr_qp == 10'h1ba,
+        qerr_qp == 10'h1b9,
+        qerr_qp == 10'h1b8,
+        qerr_qp == 10'h1b7,
+        qerr_qp == 10'h1b6,
+        qerr_qp == 10'h1b5,
+        qerr_qp == 10'h1b4,
+        qerr_qp == 10'h1b3,
+        qerr_qp == 10'h1b2,
+        qerr_qp == 10'h1b1,
+        qerr_qp == 10'h1b0,
+        qerr_qp == 10'h1af,
+        qerr_qp == 10'h1ae,
+        qerr_qp == 10'h1ad,
+        qerr_qp == 10'h1ac,
+        qerr_qp == 10'h1ab,
+        qerr_qp == 10'h1aa,
+        qerr_qp == 10'h1a9,
+        qerr_qp == 10'h1a8,
+        qerr_qp == 10'h1a7,
+        qerr_qp == 10'h1a6,
+        qerr_qp == 10'h1a5,
+        qerr_qp == 10'h1a4,
+        qerr_qp == 10'h1a3,
+        qerr_qp == 10'h1a2,
+        qerr_qp == 10'h1a1,
+        qerr_qp == 10'h1a0,
+        qerr_qp == 10'h19f,
+        qerr_qp == 10'h19e,
+        qerr_qp == 10'h19d,
+        qerr_qp == 10'h19c,
+        qerr_qp == 10'h19b,
+        qerr_qp == 10'h19a,
+        qerr_qp == 10'h199,
+        qerr_qp == 10'h198,
+        qerr_qp == 10'h197,
+        qerr_qp == 10'h196,
+        qerr_qp == 10'h195,
+        qerr_qp == 10'h194,
+        qerr_qp == 10'h193,
+        qerr_qp == 10'h192,
+        qerr_qp == 10'h191,
+        qerr_qp == 10'h190,
+        qerr_qp == 10'h18f,
+        qerr_qp == 10'h18e,
+        qerr_qp == 10'h18d,
+        qerr_qp == 10'h18c,
+        qerr_qp == 10'h18b,
+        qerr_qp == 10'h18a,
+        qerr_qp == 10'h189,
+        qerr_qp == 10'h188,
+        qerr_qp == 10'h187,
+        qerr_qp == 10'h186,
+        qerr_qp == 10'h185,
+        qerr_qp == 10'h184,
+        qerr_qp == 10'h183,
+        qerr_qp == 10'h182,
+        qerr_qp == 10'h181,
+        qerr_qp == 10'h180,
+        qerr_qp == 10'h17f,
+        qerr_qp == 10'h17e,
+        qerr_qp == 10'h17d,
+        qerr_qp == 10'h17c,
+        qerr_qp == 10'h17b,
+        qerr_qp == 10'h17a,
+        qerr_qp == 10'h179,
+        qerr_qp == 10'h178,
+        qerr_qp == 10'h177,
+        qerr_qp == 10'h176,
+        qerr_qp == 10'h175,
+        qerr_qp == 10'h174,
+        qerr_qp == 10'h173,
+        qerr_qp == 10'h172,
+        qerr_qp == 10'h171,
+        qerr_qp == 10'h170,
+        qerr_qp == 10'h16f,
+        qerr_qp == 10'h16e,
+        qerr_qp == 10'h16d,
+        qerr_qp == 10'h16c,
+        qerr_qp == 10'h16b,
+        qerr_qp == 10'h16a,
+        qerr_qp == 10'h169,
+        qerr_qp == 10'h168,
+        qerr_qp == 10'h167,
+        qerr_qp == 10'h166,
+        qerr_qp == 10'h165,
+        qerr_qp == 10'h164,
+        qerr_qp == 10'h163,
+        qerr_qp == 10'h162,
+        qerr_qp == 10'h161,
+        qerr_qp == 10'h160,
+        qerr_qp == 10'h15f,
+        qerr_qp == 10'h15e,
+        qerr_qp == 10'h15d,
+        qerr_qp == 10'h15c,
+        qerr_qp == 10'h15b,
+        qerr_qp == 10'h15a,
+        qerr_qp == 10'h159,
+        qerr_qp == 10'h158,
+        qerr_qp == 10'h157,
+        qerr_qp == 10'h156,
+        qerr_qp == 10'h155,
+        qerr_qp == 10'h154,
+        qerr_qp == 10'h153,
+        qerr_qp == 10'h152,
+        qerr_qp == 10'h151,
+        qerr_qp == 10'h150,
+        qerr_qp == 10'h14f,
+        qerr_qp == 10'h14e,
+        qerr_qp == 10'h14d,
+        qerr_qp == 10'h14c,
+        qerr_qp == 10'h14b,
+        qerr_qp == 10'h14a,
+        qerr_qp == 10'h149,
+        qerr_qp == 10'h148,
+        qerr_qp == 10'h147,
+        qerr_qp == 10'h146,
+        qerr_qp == 10'h145,
+        qerr_qp == 10'h144,
+        qerr_qp == 10'h143,
+        qerr_qp == 10'h142,
+        qerr_qp == 10'h141,
+        qerr_qp == 10'h140,
+        qerr_qp == 10'h13f,
+        qerr_qp == 10'h13e,
+        qerr_qp == 10'h13d,
+        qerr_qp == 10'h13c,
+        qerr_qp == 10'h13b,
+        qerr_qp == 10'h13a,
+        qerr_qp == 10'h139,
+        qerr_qp == 10'h138,
+        qerr_qp == 10'h137,
+        qerr_qp == 10'h136,
+        qerr_qp == 10'h135,
+        qerr_qp == 10'h134,
+        qerr_qp == 10'h133,
+        qerr_qp == 10'h132,
+        qerr_qp == 10'h131,
+        qerr_qp == 10'h130,
+        qerr_qp == 10'h12f,
+        qerr_qp == 10'h12e,
+        qerr_qp == 10'h12d,
+        qerr_qp == 10'h12c,
+        qerr_qp == 10'h12b,
+        qerr_qp == 10'h12a,
+        qerr_qp == 10'h129,
+        qerr_qp == 10'h128,
+        qerr_qp == 10'h127,
+        qerr_qp == 10'h126,
+        qerr_qp == 10'h125,
+        qerr_qp == 10'h124,
+        qerr_qp == 10'h123,
+        qerr_qp == 10'h122,
+        qerr_qp == 10'h121,
+        qerr_qp == 10'h120,
+        qerr_qp == 10'h11f,
+        qerr_qp == 10'h11e,
+        qerr_qp == 10'h11d,
+        qerr_qp == 10'h11c,
+        qerr_qp == 10'h11b,
+        qerr_qp == 10'h11a,
+        qerr_qp == 10'h119,
+        qerr_qp == 10'h118,
+        qerr_qp == 10'h117,
+        qerr_qp == 10'h116,
+        qerr_qp == 10'h115,
+        qerr_qp == 10'h114,
+        qerr_qp == 10'h113,
+        qerr_qp == 10'h112,
+        qerr_qp == 10'h111,
+        qerr_qp == 10'h110,
+        qerr_qp == 10'h10f,
+        qerr_qp == 10'h10e,
+        qerr_qp == 10'h10d,
+        qerr_qp == 10'h10c,
+        qerr_qp == 10'h10b,
+        qerr_qp == 10'h10a,
+        qerr_qp == 10'h109,
+        qerr_qp == 10'h108,
+        qerr_qp == 10'h107,
+        qerr_qp == 10'h106,
+        qerr_qp == 10'h105,
+        qerr_qp == 10'h104,
+        qerr_qp == 10'h103,
+        qerr_qp == 10'h102,
+        qerr_qp == 10'h101,
+        qerr_qp == 10'h100,
+        qerr_qp == 10'h0ff,
+        qerr_qp == 10'h0fe,
+        qerr_qp == 10'h0fd,
+        qerr_qp == 10'h0fc,
+        qerr_qp == 10'h0fb,
+        qerr_qp == 10'h0fa,
+        qerr_qp == 10'h0f9,
+        qerr_qp == 10'h0f8,
+        qerr_qp == 10'h0f7,
+        qerr_qp == 10'h0f6,
+        qerr_qp == 10'h0f5,
+        qerr_qp == 10'h0f4,
+        qerr_qp == 10'h0f3,
+        qerr_qp == 10'h0f2,
+        qerr_qp == 10'h0f1,
+        qerr_qp == 10'h0f0,
+        qerr_qp == 10'h0ef,
+        qerr_qp == 10'h0ee,
+        qerr_qp == 10'h0ed,
+        qerr_qp == 10'h0ec,
+        qerr_qp == 10'h0eb,
+        qerr_qp == 10'h0ea,
+        qerr_qp == 10'h0e9,
+        qerr_qp == 10'h0e8,
+        qerr_qp == 10'h0e7,
+        qerr_qp == 10'h0e6,
+        qerr_qp == 10'h0e5,
+        qerr_qp == 10'h0e4,
+        qerr_qp == 10'h0e3,
+        qerr_qp == 10'h0e2,
+        qerr_qp == 10'h0e1,
+        qerr_qp == 10'h0e0,
+        qerr_qp == 10'h0df,
+        qerr_qp == 10'h0de,
+        qerr_qp == 10'h0dd,
+        qerr_qp == 10'h0dc,
+        qerr_qp == 10'h0db,
+        qerr_qp == 10'h0da,
+        qerr_qp == 10'h0d9,
+        qerr_qp == 10'h0d8,
+        qerr_qp == 10'h0d7,
+        qerr_qp == 10'h0d6,
+        qerr_qp == 10'h0d5,
+        qerr_qp == 10'h0d4,
+        qerr_qp == 10'h0d3,
+        qerr_qp == 10'h0d2,
+        qerr_qp == 10'h0d1,
+        qerr_qp == 10'h0d0,
+        qerr_qp == 10'h0cf,
+        qerr_qp == 10'h0ce,
+        qerr_qp == 10'h0cd,
+        qerr_qp == 10'h0cc,
+        qerr_qp == 10'h0cb,
+        qerr_qp == 10'h0ca,
+        qerr_qp == 10'h0c9,
+        qerr_qp == 10'h0c8,
+        qerr_qp == 10'h0c7,
+        qerr_qp == 10'h0c6,
+        qerr_qp == 10'h0c5,
+        qerr_qp == 10'h0c4,
+        qerr_qp == 10'h0c3,
+        qerr_qp == 10'h0c2,
+        qerr_qp == 10'h0c1,
+        qerr_qp == 10'h0c0,
+        qerr_qp == 10'h0bf,
+        qerr_qp == 10'h0be,
+        qerr_qp == 10'h0bd,
+        qerr_qp == 10'h0bc,
+        qerr_qp == 10'h0bb,
+        qerr_qp == 10'h0ba,
+        qerr_qp == 10'h0b9,
+        qerr_qp == 10'h0b8,
+        qerr_qp == 10'h0b7,
+        qerr_qp == 10'h0b6,
+        qerr_qp == 10'h0b5,
+        qerr_qp == 10'h0b4,
+        qerr_qp == 10'h0b3,
+        qerr_qp == 10'h0b2,
+        qerr_qp == 10'h0b1,
+        qerr_qp == 10'h0b0,
+        qerr_qp == 10'h0af,
+        qerr_qp == 10'h0ae,
+        qerr_qp == 10'h0ad,
+        qerr_qp == 10'h0ac,
+        qerr_qp == 10'h0ab,
+        qerr_qp == 10'h0aa,
+        qerr_qp == 10'h0a9,
+        qerr_qp == 10'h0a8,
+        qerr_qp == 10'h0a7,
+        qerr_qp == 10'h0a6,
+        qerr_qp == 10'h0a5,
+        qerr_qp == 10'h0a4,
+        qerr_qp == 10'h0a3,
+        qerr_qp == 10'h0a2,
+        qerr_qp == 10'h0a1,
+        qerr_qp == 10'h0a0,
+        qerr_qp == 10'h09f,
+        qerr_qp == 10'h09e,
+        qerr_qp == 10'h09d,
+        qerr_qp == 10'h09c,
+        qerr_qp == 10'h09b,
+        qerr_qp == 10'h09a,
+        qerr_qp == 10'h099,
+        qerr_qp == 10'h098,
+        qerr_qp == 10'h097,
+        qerr_qp == 10'h096,
+        qerr_qp == 10'h095,
+        qerr_qp == 10'h094,
+        qerr_qp == 10'h093,
+        qerr_qp == 10'h092,
+        qerr_qp == 10'h091,
+        qerr_qp == 10'h090,
+        qerr_qp == 10'h08f,
+        qerr_qp == 10'h08e,
+        qerr_qp == 10'h08d,
+        qerr_qp == 10'h08c,
+        qerr_qp == 10'h08b,
+        qerr_qp == 10'h08a,
+        qerr_qp == 10'h089,
+        qerr_qp == 10'h088,
+        qerr_qp == 10'h087,
+        qerr_qp == 10'h086,
+        qerr_qp == 10'h085,
+        qerr_qp == 10'h084,
+        qerr_qp == 10'h083,
+        qerr_qp == 10'h082,
+        qerr_qp == 10'h081,
+        qerr_qp == 10'h080,
+        qerr_qp == 10'h07f,
+        qerr_qp == 10'h07e,
+        qerr_qp == 10'h07d,
+        qerr_qp == 10'h07c,
+        qerr_qp == 10'h07b,
+        qerr_qp == 10'h07a,
+        qerr_qp == 10'h079,
+        qerr_qp == 10'h078,
+        qerr_qp == 10'h077,
+        qerr_qp == 10'h076,
+        qerr_qp == 10'h075,
+        qerr_qp == 10'h074,
+        qerr_qp == 10'h073,
+        qerr_qp == 10'h072,
+        qerr_qp == 10'h071,
+        qerr_qp == 10'h070,
+        qerr_qp == 10'h06f,
+        qerr_qp == 10'h06e,
+        qerr_qp == 10'h06d,
+        qerr_qp == 10'h06c,
+        qerr_qp == 10'h06b,
+        qerr_qp == 10'h06a,
+        qerr_qp == 10'h069,
+        qerr_qp == 10'h068,
+        qerr_qp == 10'h067,
+        qerr_qp == 10'h066,
+        qerr_qp == 10'h065,
+        qerr_qp == 10'h064,
+        qerr_qp == 10'h063,
+        qerr_qp == 10'h062,
+        qerr_qp == 10'h061,
+        qerr_qp == 10'h060,
+        qerr_qp == 10'h05f,
+        qerr_qp == 10'h05e,
+        qerr_qp == 10'h05d,
+        qerr_qp == 10'h05c,
+        qerr_qp == 10'h05b,
+        qerr_qp == 10'h05a,
+        qerr_qp == 10'h059,
+        qerr_qp == 10'h058,
+        qerr_qp == 10'h057,
+        qerr_qp == 10'h056,
+        qerr_qp == 10'h055,
+        qerr_qp == 10'h054,
+        qerr_qp == 10'h053,
+        qerr_qp == 10'h052,
+        qerr_qp == 10'h051,
+        qerr_qp == 10'h050,
+        qerr_qp == 10'h04f,
+        qerr_qp == 10'h04e,
+        qerr_qp == 10'h04d,
+        qerr_qp == 10'h04c,
+        qerr_qp == 10'h04b,
+        qerr_qp == 10'h04a,
+        qerr_qp == 10'h049,
+        qerr_qp == 10'h048,
+        qerr_qp == 10'h047,
+        qerr_qp == 10'h046,
+        qerr_qp == 10'h045,
+        qerr_qp == 10'h044,
+        qerr_qp == 10'h043,
+        qerr_qp == 10'h042,
+        qerr_qp == 10'h041,
+        qerr_qp == 10'h040,
+        qerr_qp == 10'h03f,
+        qerr_qp == 10'h03e,
+        qerr_qp == 10'h03d,
+        qerr_qp == 10'h03c,
+        qerr_qp == 10'h03b,
+        qerr_qp == 10'h03a,
+        qerr_qp == 10'h039,
+        qerr_qp == 10'h038,
+        qerr_qp == 10'h037,
+        qerr_qp == 10'h036,
+        qerr_qp == 10'h035,
+        qerr_qp == 10'h034,
+        qerr_qp == 10'h033,
+        qerr_qp == 10'h032,
+        qerr_qp == 10'h031,
+        qerr_qp == 10'h030,
+        qerr_qp == 10'h02f,
+        qerr_qp == 10'h02e,
+        qerr_qp == 10'h02d,
+        qerr_qp == 10'h02c,
+        qerr_qp == 10'h02b,
+        qerr_qp == 10'h02a,
+        qerr_qp == 10'h029,
+        qerr_qp == 10'h028,
+        qerr_qp == 10'h027,
+        qerr_qp == 10'h026,
+        qerr_qp == 10'h025,
+        qerr_qp == 10'h024,
+        qerr_qp == 10'h023,
+        qerr_qp == 10'h022,
+        qerr_qp == 10'h021,
+        qerr_qp == 10'h020,
+        qerr_qp == 10'h01f,
+        qerr_qp == 10'h01e,
+        qerr_qp == 10'h01d,
+        qerr_qp == 10'h01c,
+        qerr_qp == 10'h01b,
+        qerr_qp == 10'h01a,
+        qerr_qp == 10'h019,
+        qerr_qp == 10'h018,
+        qerr_qp == 10'h017,
+        qerr_qp == 10'h016,
+        qerr_qp == 10'h015,
+        qerr_qp == 10'h014,
+        qerr_qp == 10'h013,
+        qerr_qp == 10'h012,
+        qerr_qp == 10'h011,
+        qerr_qp == 10'h010,
+        qerr_qp == 10'h00f,
+        qerr_qp == 10'h00e,
+        qerr_qp == 10'h00d,
+        qerr_qp == 10'h00c,
+        qerr_qp == 10'h00b,
+        qerr_qp == 10'h00a,
+        qerr_qp == 10'h009,
+        qerr_qp == 10'h008,
+        qerr_qp == 10'h007,
+        qerr_qp == 10'h006,
+        qerr_qp == 10'h005,
+        qerr_qp == 10'h004,
+        qerr_qp == 10'h003,
+        qerr_qp == 10'h002,
+        qerr_qp == 10'h001,
+        qerr_qp == 10'h000
+    };
+    assign err_enqueue = qp_to_error & ~|(queued & qerr_1h);
+    assign sched_push = (eng_requeue | db_enqueue) | err_enqueue;
+    assign sched_push_qp = eng_requeue ? cur_qp : (db_v ? db_qp : s_qp_num);
     assign push_new = (db_fire & db_is_push) & db_push_ok_q;
     assign ld_txs_log = ctx_rd[38:34];
     assign db_hit_cur = (((db_fire & db_acts) & (db_qp == cur_qp)) & ~in_state0) & ~in_state1;
     assign dbw_last_hit = dbw_last_v & (dbw_last_qp == cur_qp);
     assign rdone_now = db_hit_cur ? db_new_rc : (dbw_last_hit ? dbw_last_rc : dbs_e_rd[52:48]);
+    assign cur_live = cur_state == 2'h1;
+    assign cur_error = cur_state == 2'h2;
     assign h_opcode = wqe_hdr[7:0];
     assign h_signaled = wqe_hdr[8];
     assign h_solicited = wqe_hdr[9];
@@ -3765,7 +4835,8 @@ module card_tx_w512 (
     assign h_inv_stag = wqe_hdr[255:224];
     assign has_work = cur_sq_next != cur_sq_pi;
     assign rdone_pending = cur_rdone - cur_rdone_used;
-    assign ret_go = (in_state3 & (cur_orq != 5'h00)) & (rdone_pending != 5'h00);
+    assign ret_go = ((in_state3 & cur_live) & (cur_orq != 5'h00)) & (rdone_pending != 5'h00);
+    assign flush_go = (in_state3 & cur_error) & (cur_sq_ci != cur_sq_pi);
     assign ord_room = cur_orq < cur_ord;
     assign ring_used = f_off - cur_txs_ci;
     assign ring_size = {8'h00, cur_txs_mask} + 32'h00000001;
@@ -3775,8 +4846,9 @@ module card_tx_w512 (
     assign push2_hit = (push2_v & (push2_qp == cur_qp)) & (push2_idx == cur_sq_next);
     assign push3_hit = (push3_v & (push3_qp == cur_qp)) & (push3_idx == cur_sq_next);
     assign push_hit = |{push0_hit, push1_hit, push2_hit, push3_hit};
-    assign wqe_go = (((in_state3 & ~ret_go) & has_work) & ring_room_ok) & ord_room;
-    assign fetch_go = wqe_go | ret_go;
+    assign wqe_go = ((((in_state3 & cur_live) & ~ret_go) & has_work) & ring_room_ok) & ord_room;
+    assign fetch_go = (wqe_go | ret_go) | flush_go;
+    assign ret_or_flush = ret_mode | flush_mode;
     assign use_push = wqe_go & push_hit;
     assign push0_w = push_new & (push_rr == 2'h0);
     assign push1_w = push_new & (push_rr == 2'h1);
@@ -3827,10 +4899,10 @@ module card_tx_w512 (
     assign op_read = h_opcode == 8'h03;
     assign read_ok = (op_read & ~h_inline) & ~(5'h01 < h_nsge);
     assign wqe_served = ((((op_served & h_inline) & inline_len_ok) | read_ok) & bbs_ok) & ~wqe_rd_err;
-    assign wait_read = (((in_state5 & ~ret_mode) & wqe_served) & (cur_orq != 5'h00)) & (~op_read | h_fence);
+    assign wait_read = (((in_state5 & ~ret_or_flush) & wqe_served) & (cur_orq != 5'h00)) & (~op_read | h_fence);
     assign wqe_beats = {3'h0, h_bbs};
     assign rest_done = (in_state7 & wb_valid) & (wb_beat == (wqe_beats - 7'h01));
-    assign halt = (((in_state5 & ~ret_mode) & ~wqe_served) | ((in_state5 & ret_mode) & wqe_rd_err)) | (rest_done & (wqe_rd_err | rd_terr));
+    assign halt = (((in_state5 & ~ret_or_flush) & ~wqe_served) | ((in_state5 & ret_or_flush) & wqe_rd_err)) | (rest_done & (wqe_rd_err | rd_terr));
     assign stat_halt = halt_q;
     assign stat_halt_qpn = halt_qpn_q;
     assign one_bb = h_bbs == 4'h1;
@@ -3951,7 +5023,9 @@ module card_tx_w512 (
     assign rw_fpdu_end = rw_pass_end | rw_merge_end;
     assign qd_pop = {2'h0, rw_fpdu_end};
     assign wqe_retires = ret_mode | ~op_read;
-    assign new_sq_ci = wqe_retires ? (cur_sq_ci + {12'h000, h_bbs}) : cur_sq_ci;
+    assign flush_avail = cur_sq_pi - cur_sq_ci;
+    assign flush_bbs = (((|h_bbs & ~(4'h8 < h_bbs)) & ~(flush_avail < {12'h000, h_bbs})) & ~(({1'h0, sq_mask} + 17'h00001) < {13'h0000, h_bbs})) ? {12'h000, h_bbs} : flush_avail;
+    assign new_sq_ci = flush_mode ? (cur_sq_ci + flush_bbs) : (wqe_retires ? (cur_sq_ci + {12'h000, h_bbs}) : cur_sq_ci);
     assign cq_wpos = cq_count - cq_pop;
     assign cq0_push = in_state11 & (cq_wpos == 4'h0);
     assign cq1_push = in_state11 & (cq_wpos == 4'h1);
@@ -3972,16 +5046,16 @@ module card_tx_w512 (
     assign m_cpl_qpn = cpl_qpn_q;
     assign m_cpl_wr_id = cpl_wr_id_q;
     assign m_cpl_opcode = cpl_op_q;
-    assign m_cpl_status = 8'h00;
+    assign m_cpl_status = cpl_status_q;
     assign m_cpl_byte_len = cpl_len_q;
     assign m_cpl_sq_ci = cpl_sq_ci_q;
     assign m_cpl_txs_pi = cpl_txs_pi_q;
     assign stat_dma_err = dma_err_q;
-    assign op_is_send = ~(op_write | op_read);
-    assign read_started = op_read & ~ret_mode;
-    assign new_sq_next = ret_mode ? cur_sq_next : (cur_sq_next + {12'h000, h_bbs});
-    assign new_orq = ret_mode ? (cur_orq - 5'h01) : (read_started ? (cur_orq + 5'h01) : cur_orq);
-    assign new_rdone_used = ret_mode ? (cur_rdone_used + 5'h01) : cur_rdone_used;
+    assign op_is_send = ~((op_write | op_read) | flush_mode);
+    assign read_started = op_read & ~ret_or_flush;
+    assign new_sq_next = flush_mode ? new_sq_ci : (ret_mode ? cur_sq_next : (cur_sq_next + {12'h000, h_bbs}));
+    assign new_orq = flush_mode ? 5'h00 : (ret_mode ? (cur_orq - 5'h01) : (read_started ? (cur_orq + 5'h01) : cur_orq));
+    assign new_rdone_used = flush_mode ? cur_rdone : (ret_mode ? (cur_rdone_used + 5'h01) : cur_rdone_used);
     assign eng_wb_data = {
         new_rdone_used,
         new_orq,
@@ -3991,7 +5065,7 @@ module card_tx_w512 (
         f_off,
         new_sq_ci
     };
-    assign more_work = ((new_sq_next != cur_sq_pi) & (new_orq < cur_ord)) | ((new_orq != 5'h00) & (cur_rdone != new_rdone_used));
+    assign more_work = flush_mode ? (new_sq_ci != cur_sq_pi) : (((new_sq_next != cur_sq_pi) & (new_orq < cur_ord)) | ((new_orq != 5'h00) & (cur_rdone != new_rdone_used)));
     assign qeng_qp = cur_qp;
     assign qeng_1h = {
         qeng_qp == 10'h3ff,
@@ -5074,6 +6148,14 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            cmd_rd <= 1'h0;
+        end else begin
+            cmd_rd <= (((s_qp_valid & ~db_v) & in_state0) & ~cmd_is_create) & ~cmd_rd;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             sched_head <= 11'h000;
         end else if (sched_pop) begin
             sched_head <= sched_head + 11'h001;
@@ -5293,6 +6375,12 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (in_state2) begin
+            cur_state <= qp_state_e_rd;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (in_state2) begin
             cur_rdone_used <= (eng_rd[132:128] == 5'h00) ? rdone_now : eng_rd[137:133];
         end
     end
@@ -5302,6 +6390,14 @@ module card_tx_w512 (
             ret_mode <= 1'h0;
         end else if (fetch_go) begin
             ret_mode <= ret_go;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            flush_mode <= 1'h0;
+        end else if (fetch_go) begin
+            flush_mode <= flush_go;
         end
     end
 
@@ -5483,7 +6579,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if ((fetch_go | in_state5) | rd_go) begin
-            fetch_idx <= fetch_go ? (ret_go ? cur_sq_ci : cur_sq_next) : (in_state5 ? (cur_sq_next + 16'h0001) : (fetch_idx + {12'h000, fetch_n}));
+            fetch_idx <= fetch_go ? ((ret_go | flush_go) ? cur_sq_ci : cur_sq_next) : (in_state5 ? (cur_sq_next + 16'h0001) : (fetch_idx + {12'h000, fetch_n}));
         end
     end
 
@@ -5844,7 +6940,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq0_cqe <= cq0_push ? (h_signaled & wqe_retires) : ((cq_pop == 4'h1) ? cq1_cqe : ((cq_pop == 4'h2) ? cq2_cqe : ((cq_pop == 4'h3) ? cq3_cqe : ((cq_pop == 4'h4) ? cq4_cqe : ((cq_pop == 4'h5) ? cq5_cqe : ((cq_pop == 4'h6) ? cq6_cqe : ((cq_pop == 4'h7) ? cq7_cqe : cq0_cqe)))))));
+        cq0_cqe <= cq0_push ? (flush_mode | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq1_cqe : ((cq_pop == 4'h2) ? cq2_cqe : ((cq_pop == 4'h3) ? cq3_cqe : ((cq_pop == 4'h4) ? cq4_cqe : ((cq_pop == 4'h5) ? cq5_cqe : ((cq_pop == 4'h6) ? cq6_cqe : ((cq_pop == 4'h7) ? cq7_cqe : cq0_cqe)))))));
     end
 
     always @(posedge clk) begin
@@ -5860,11 +6956,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq0_op <= cq0_push ? (op_read ? 2'h2 : {1'h0, op_write}) : ((cq_pop == 4'h1) ? cq1_op : ((cq_pop == 4'h2) ? cq2_op : ((cq_pop == 4'h3) ? cq3_op : ((cq_pop == 4'h4) ? cq4_op : ((cq_pop == 4'h5) ? cq5_op : ((cq_pop == 4'h6) ? cq6_op : ((cq_pop == 4'h7) ? cq7_op : cq0_op)))))));
+        cq0_op <= cq0_push ? (flush_mode ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : (op_read ? 3'h2 : {2'h0, op_write})) : ((cq_pop == 4'h1) ? cq1_op : ((cq_pop == 4'h2) ? cq2_op : ((cq_pop == 4'h3) ? cq3_op : ((cq_pop == 4'h4) ? cq4_op : ((cq_pop == 4'h5) ? cq5_op : ((cq_pop == 4'h6) ? cq6_op : ((cq_pop == 4'h7) ? cq7_op : cq0_op)))))));
     end
 
     always @(posedge clk) begin
-        cq0_len <= cq0_push ? (ret_mode ? sge_len : {16'h0000, h_inline_len}) : ((cq_pop == 4'h1) ? cq1_len : ((cq_pop == 4'h2) ? cq2_len : ((cq_pop == 4'h3) ? cq3_len : ((cq_pop == 4'h4) ? cq4_len : ((cq_pop == 4'h5) ? cq5_len : ((cq_pop == 4'h6) ? cq6_len : ((cq_pop == 4'h7) ? cq7_len : cq0_len)))))));
+        cq0_len <= cq0_push ? (flush_mode ? 32'h00000000 : (ret_mode ? sge_len : {16'h0000, h_inline_len})) : ((cq_pop == 4'h1) ? cq1_len : ((cq_pop == 4'h2) ? cq2_len : ((cq_pop == 4'h3) ? cq3_len : ((cq_pop == 4'h4) ? cq4_len : ((cq_pop == 4'h5) ? cq5_len : ((cq_pop == 4'h6) ? cq6_len : ((cq_pop == 4'h7) ? cq7_len : cq0_len)))))));
     end
 
     always @(posedge clk) begin
@@ -5876,11 +6972,15 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq0_noring <= cq0_push ? ret_mode : ((cq_pop == 4'h1) ? cq1_noring : ((cq_pop == 4'h2) ? cq2_noring : ((cq_pop == 4'h3) ? cq3_noring : ((cq_pop == 4'h4) ? cq4_noring : ((cq_pop == 4'h5) ? cq5_noring : ((cq_pop == 4'h6) ? cq6_noring : ((cq_pop == 4'h7) ? cq7_noring : cq0_noring)))))));
+        cq0_noring <= cq0_push ? ret_or_flush : ((cq_pop == 4'h1) ? cq1_noring : ((cq_pop == 4'h2) ? cq2_noring : ((cq_pop == 4'h3) ? cq3_noring : ((cq_pop == 4'h4) ? cq4_noring : ((cq_pop == 4'h5) ? cq5_noring : ((cq_pop == 4'h6) ? cq6_noring : ((cq_pop == 4'h7) ? cq7_noring : cq0_noring)))))));
     end
 
     always @(posedge clk) begin
-        cq1_cqe <= cq1_push ? (h_signaled & wqe_retires) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
+        cq0_flush <= cq0_push ? flush_mode : ((cq_pop == 4'h1) ? cq1_flush : ((cq_pop == 4'h2) ? cq2_flush : ((cq_pop == 4'h3) ? cq3_flush : ((cq_pop == 4'h4) ? cq4_flush : ((cq_pop == 4'h5) ? cq5_flush : ((cq_pop == 4'h6) ? cq6_flush : ((cq_pop == 4'h7) ? cq7_flush : cq0_flush)))))));
+    end
+
+    always @(posedge clk) begin
+        cq1_cqe <= cq1_push ? (flush_mode | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
     end
 
     always @(posedge clk) begin
@@ -5896,11 +6996,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq1_op <= cq1_push ? (op_read ? 2'h2 : {1'h0, op_write}) : ((cq_pop == 4'h1) ? cq2_op : ((cq_pop == 4'h2) ? cq3_op : ((cq_pop == 4'h3) ? cq4_op : ((cq_pop == 4'h4) ? cq5_op : ((cq_pop == 4'h5) ? cq6_op : ((cq_pop == 4'h6) ? cq7_op : cq1_op))))));
+        cq1_op <= cq1_push ? (flush_mode ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : (op_read ? 3'h2 : {2'h0, op_write})) : ((cq_pop == 4'h1) ? cq2_op : ((cq_pop == 4'h2) ? cq3_op : ((cq_pop == 4'h3) ? cq4_op : ((cq_pop == 4'h4) ? cq5_op : ((cq_pop == 4'h5) ? cq6_op : ((cq_pop == 4'h6) ? cq7_op : cq1_op))))));
     end
 
     always @(posedge clk) begin
-        cq1_len <= cq1_push ? (ret_mode ? sge_len : {16'h0000, h_inline_len}) : ((cq_pop == 4'h1) ? cq2_len : ((cq_pop == 4'h2) ? cq3_len : ((cq_pop == 4'h3) ? cq4_len : ((cq_pop == 4'h4) ? cq5_len : ((cq_pop == 4'h5) ? cq6_len : ((cq_pop == 4'h6) ? cq7_len : cq1_len))))));
+        cq1_len <= cq1_push ? (flush_mode ? 32'h00000000 : (ret_mode ? sge_len : {16'h0000, h_inline_len})) : ((cq_pop == 4'h1) ? cq2_len : ((cq_pop == 4'h2) ? cq3_len : ((cq_pop == 4'h3) ? cq4_len : ((cq_pop == 4'h4) ? cq5_len : ((cq_pop == 4'h5) ? cq6_len : ((cq_pop == 4'h6) ? cq7_len : cq1_len))))));
     end
 
     always @(posedge clk) begin
@@ -5912,11 +7012,15 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq1_noring <= cq1_push ? ret_mode : ((cq_pop == 4'h1) ? cq2_noring : ((cq_pop == 4'h2) ? cq3_noring : ((cq_pop == 4'h3) ? cq4_noring : ((cq_pop == 4'h4) ? cq5_noring : ((cq_pop == 4'h5) ? cq6_noring : ((cq_pop == 4'h6) ? cq7_noring : cq1_noring))))));
+        cq1_noring <= cq1_push ? ret_or_flush : ((cq_pop == 4'h1) ? cq2_noring : ((cq_pop == 4'h2) ? cq3_noring : ((cq_pop == 4'h3) ? cq4_noring : ((cq_pop == 4'h4) ? cq5_noring : ((cq_pop == 4'h5) ? cq6_noring : ((cq_pop == 4'h6) ? cq7_noring : cq1_noring))))));
     end
 
     always @(posedge clk) begin
-        cq2_cqe <= cq2_push ? (h_signaled & wqe_retires) : ((cq_pop == 4'h1) ? cq3_cqe : ((cq_pop == 4'h2) ? cq4_cqe : ((cq_pop == 4'h3) ? cq5_cqe : ((cq_pop == 4'h4) ? cq6_cqe : ((cq_pop == 4'h5) ? cq7_cqe : cq2_cqe)))));
+        cq1_flush <= cq1_push ? flush_mode : ((cq_pop == 4'h1) ? cq2_flush : ((cq_pop == 4'h2) ? cq3_flush : ((cq_pop == 4'h3) ? cq4_flush : ((cq_pop == 4'h4) ? cq5_flush : ((cq_pop == 4'h5) ? cq6_flush : ((cq_pop == 4'h6) ? cq7_flush : cq1_flush))))));
+    end
+
+    always @(posedge clk) begin
+        cq2_cqe <= cq2_push ? (flush_mode | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq3_cqe : ((cq_pop == 4'h2) ? cq4_cqe : ((cq_pop == 4'h3) ? cq5_cqe : ((cq_pop == 4'h4) ? cq6_cqe : ((cq_pop == 4'h5) ? cq7_cqe : cq2_cqe)))));
     end
 
     always @(posedge clk) begin
@@ -5932,11 +7036,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq2_op <= cq2_push ? (op_read ? 2'h2 : {1'h0, op_write}) : ((cq_pop == 4'h1) ? cq3_op : ((cq_pop == 4'h2) ? cq4_op : ((cq_pop == 4'h3) ? cq5_op : ((cq_pop == 4'h4) ? cq6_op : ((cq_pop == 4'h5) ? cq7_op : cq2_op)))));
+        cq2_op <= cq2_push ? (flush_mode ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : (op_read ? 3'h2 : {2'h0, op_write})) : ((cq_pop == 4'h1) ? cq3_op : ((cq_pop == 4'h2) ? cq4_op : ((cq_pop == 4'h3) ? cq5_op : ((cq_pop == 4'h4) ? cq6_op : ((cq_pop == 4'h5) ? cq7_op : cq2_op)))));
     end
 
     always @(posedge clk) begin
-        cq2_len <= cq2_push ? (ret_mode ? sge_len : {16'h0000, h_inline_len}) : ((cq_pop == 4'h1) ? cq3_len : ((cq_pop == 4'h2) ? cq4_len : ((cq_pop == 4'h3) ? cq5_len : ((cq_pop == 4'h4) ? cq6_len : ((cq_pop == 4'h5) ? cq7_len : cq2_len)))));
+        cq2_len <= cq2_push ? (flush_mode ? 32'h00000000 : (ret_mode ? sge_len : {16'h0000, h_inline_len})) : ((cq_pop == 4'h1) ? cq3_len : ((cq_pop == 4'h2) ? cq4_len : ((cq_pop == 4'h3) ? cq5_len : ((cq_pop == 4'h4) ? cq6_len : ((cq_pop == 4'h5) ? cq7_len : cq2_len)))));
     end
 
     always @(posedge clk) begin
@@ -5948,11 +7052,15 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq2_noring <= cq2_push ? ret_mode : ((cq_pop == 4'h1) ? cq3_noring : ((cq_pop == 4'h2) ? cq4_noring : ((cq_pop == 4'h3) ? cq5_noring : ((cq_pop == 4'h4) ? cq6_noring : ((cq_pop == 4'h5) ? cq7_noring : cq2_noring)))));
+        cq2_noring <= cq2_push ? ret_or_flush : ((cq_pop == 4'h1) ? cq3_noring : ((cq_pop == 4'h2) ? cq4_noring : ((cq_pop == 4'h3) ? cq5_noring : ((cq_pop == 4'h4) ? cq6_noring : ((cq_pop == 4'h5) ? cq7_noring : cq2_noring)))));
     end
 
     always @(posedge clk) begin
-        cq3_cqe <= cq3_push ? (h_signaled & wqe_retires) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
+        cq2_flush <= cq2_push ? flush_mode : ((cq_pop == 4'h1) ? cq3_flush : ((cq_pop == 4'h2) ? cq4_flush : ((cq_pop == 4'h3) ? cq5_flush : ((cq_pop == 4'h4) ? cq6_flush : ((cq_pop == 4'h5) ? cq7_flush : cq2_flush)))));
+    end
+
+    always @(posedge clk) begin
+        cq3_cqe <= cq3_push ? (flush_mode | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
     end
 
     always @(posedge clk) begin
@@ -5968,11 +7076,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq3_op <= cq3_push ? (op_read ? 2'h2 : {1'h0, op_write}) : ((cq_pop == 4'h1) ? cq4_op : ((cq_pop == 4'h2) ? cq5_op : ((cq_pop == 4'h3) ? cq6_op : ((cq_pop == 4'h4) ? cq7_op : cq3_op))));
+        cq3_op <= cq3_push ? (flush_mode ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : (op_read ? 3'h2 : {2'h0, op_write})) : ((cq_pop == 4'h1) ? cq4_op : ((cq_pop == 4'h2) ? cq5_op : ((cq_pop == 4'h3) ? cq6_op : ((cq_pop == 4'h4) ? cq7_op : cq3_op))));
     end
 
     always @(posedge clk) begin
-        cq3_len <= cq3_push ? (ret_mode ? sge_len : {16'h0000, h_inline_len}) : ((cq_pop == 4'h1) ? cq4_len : ((cq_pop == 4'h2) ? cq5_len : ((cq_pop == 4'h3) ? cq6_len : ((cq_pop == 4'h4) ? cq7_len : cq3_len))));
+        cq3_len <= cq3_push ? (flush_mode ? 32'h00000000 : (ret_mode ? sge_len : {16'h0000, h_inline_len})) : ((cq_pop == 4'h1) ? cq4_len : ((cq_pop == 4'h2) ? cq5_len : ((cq_pop == 4'h3) ? cq6_len : ((cq_pop == 4'h4) ? cq7_len : cq3_len))));
     end
 
     always @(posedge clk) begin
@@ -5984,11 +7092,15 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq3_noring <= cq3_push ? ret_mode : ((cq_pop == 4'h1) ? cq4_noring : ((cq_pop == 4'h2) ? cq5_noring : ((cq_pop == 4'h3) ? cq6_noring : ((cq_pop == 4'h4) ? cq7_noring : cq3_noring))));
+        cq3_noring <= cq3_push ? ret_or_flush : ((cq_pop == 4'h1) ? cq4_noring : ((cq_pop == 4'h2) ? cq5_noring : ((cq_pop == 4'h3) ? cq6_noring : ((cq_pop == 4'h4) ? cq7_noring : cq3_noring))));
     end
 
     always @(posedge clk) begin
-        cq4_cqe <= cq4_push ? (h_signaled & wqe_retires) : ((cq_pop == 4'h1) ? cq5_cqe : ((cq_pop == 4'h2) ? cq6_cqe : ((cq_pop == 4'h3) ? cq7_cqe : cq4_cqe)));
+        cq3_flush <= cq3_push ? flush_mode : ((cq_pop == 4'h1) ? cq4_flush : ((cq_pop == 4'h2) ? cq5_flush : ((cq_pop == 4'h3) ? cq6_flush : ((cq_pop == 4'h4) ? cq7_flush : cq3_flush))));
+    end
+
+    always @(posedge clk) begin
+        cq4_cqe <= cq4_push ? (flush_mode | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq5_cqe : ((cq_pop == 4'h2) ? cq6_cqe : ((cq_pop == 4'h3) ? cq7_cqe : cq4_cqe)));
     end
 
     always @(posedge clk) begin
@@ -6004,11 +7116,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq4_op <= cq4_push ? (op_read ? 2'h2 : {1'h0, op_write}) : ((cq_pop == 4'h1) ? cq5_op : ((cq_pop == 4'h2) ? cq6_op : ((cq_pop == 4'h3) ? cq7_op : cq4_op)));
+        cq4_op <= cq4_push ? (flush_mode ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : (op_read ? 3'h2 : {2'h0, op_write})) : ((cq_pop == 4'h1) ? cq5_op : ((cq_pop == 4'h2) ? cq6_op : ((cq_pop == 4'h3) ? cq7_op : cq4_op)));
     end
 
     always @(posedge clk) begin
-        cq4_len <= cq4_push ? (ret_mode ? sge_len : {16'h0000, h_inline_len}) : ((cq_pop == 4'h1) ? cq5_len : ((cq_pop == 4'h2) ? cq6_len : ((cq_pop == 4'h3) ? cq7_len : cq4_len)));
+        cq4_len <= cq4_push ? (flush_mode ? 32'h00000000 : (ret_mode ? sge_len : {16'h0000, h_inline_len})) : ((cq_pop == 4'h1) ? cq5_len : ((cq_pop == 4'h2) ? cq6_len : ((cq_pop == 4'h3) ? cq7_len : cq4_len)));
     end
 
     always @(posedge clk) begin
@@ -6020,11 +7132,15 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq4_noring <= cq4_push ? ret_mode : ((cq_pop == 4'h1) ? cq5_noring : ((cq_pop == 4'h2) ? cq6_noring : ((cq_pop == 4'h3) ? cq7_noring : cq4_noring)));
+        cq4_noring <= cq4_push ? ret_or_flush : ((cq_pop == 4'h1) ? cq5_noring : ((cq_pop == 4'h2) ? cq6_noring : ((cq_pop == 4'h3) ? cq7_noring : cq4_noring)));
     end
 
     always @(posedge clk) begin
-        cq5_cqe <= cq5_push ? (h_signaled & wqe_retires) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
+        cq4_flush <= cq4_push ? flush_mode : ((cq_pop == 4'h1) ? cq5_flush : ((cq_pop == 4'h2) ? cq6_flush : ((cq_pop == 4'h3) ? cq7_flush : cq4_flush)));
+    end
+
+    always @(posedge clk) begin
+        cq5_cqe <= cq5_push ? (flush_mode | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
     end
 
     always @(posedge clk) begin
@@ -6040,11 +7156,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq5_op <= cq5_push ? (op_read ? 2'h2 : {1'h0, op_write}) : ((cq_pop == 4'h1) ? cq6_op : ((cq_pop == 4'h2) ? cq7_op : cq5_op));
+        cq5_op <= cq5_push ? (flush_mode ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : (op_read ? 3'h2 : {2'h0, op_write})) : ((cq_pop == 4'h1) ? cq6_op : ((cq_pop == 4'h2) ? cq7_op : cq5_op));
     end
 
     always @(posedge clk) begin
-        cq5_len <= cq5_push ? (ret_mode ? sge_len : {16'h0000, h_inline_len}) : ((cq_pop == 4'h1) ? cq6_len : ((cq_pop == 4'h2) ? cq7_len : cq5_len));
+        cq5_len <= cq5_push ? (flush_mode ? 32'h00000000 : (ret_mode ? sge_len : {16'h0000, h_inline_len})) : ((cq_pop == 4'h1) ? cq6_len : ((cq_pop == 4'h2) ? cq7_len : cq5_len));
     end
 
     always @(posedge clk) begin
@@ -6056,11 +7172,15 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq5_noring <= cq5_push ? ret_mode : ((cq_pop == 4'h1) ? cq6_noring : ((cq_pop == 4'h2) ? cq7_noring : cq5_noring));
+        cq5_noring <= cq5_push ? ret_or_flush : ((cq_pop == 4'h1) ? cq6_noring : ((cq_pop == 4'h2) ? cq7_noring : cq5_noring));
     end
 
     always @(posedge clk) begin
-        cq6_cqe <= cq6_push ? (h_signaled & wqe_retires) : ((cq_pop == 4'h1) ? cq7_cqe : cq6_cqe);
+        cq5_flush <= cq5_push ? flush_mode : ((cq_pop == 4'h1) ? cq6_flush : ((cq_pop == 4'h2) ? cq7_flush : cq5_flush));
+    end
+
+    always @(posedge clk) begin
+        cq6_cqe <= cq6_push ? (flush_mode | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq7_cqe : cq6_cqe);
     end
 
     always @(posedge clk) begin
@@ -6076,11 +7196,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq6_op <= cq6_push ? (op_read ? 2'h2 : {1'h0, op_write}) : ((cq_pop == 4'h1) ? cq7_op : cq6_op);
+        cq6_op <= cq6_push ? (flush_mode ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : (op_read ? 3'h2 : {2'h0, op_write})) : ((cq_pop == 4'h1) ? cq7_op : cq6_op);
     end
 
     always @(posedge clk) begin
-        cq6_len <= cq6_push ? (ret_mode ? sge_len : {16'h0000, h_inline_len}) : ((cq_pop == 4'h1) ? cq7_len : cq6_len);
+        cq6_len <= cq6_push ? (flush_mode ? 32'h00000000 : (ret_mode ? sge_len : {16'h0000, h_inline_len})) : ((cq_pop == 4'h1) ? cq7_len : cq6_len);
     end
 
     always @(posedge clk) begin
@@ -6092,11 +7212,15 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq6_noring <= cq6_push ? ret_mode : ((cq_pop == 4'h1) ? cq7_noring : cq6_noring);
+        cq6_noring <= cq6_push ? ret_or_flush : ((cq_pop == 4'h1) ? cq7_noring : cq6_noring);
     end
 
     always @(posedge clk) begin
-        cq7_cqe <= cq7_push ? (h_signaled & wqe_retires) : cq7_cqe;
+        cq6_flush <= cq6_push ? flush_mode : ((cq_pop == 4'h1) ? cq7_flush : cq6_flush);
+    end
+
+    always @(posedge clk) begin
+        cq7_cqe <= cq7_push ? (flush_mode | (h_signaled & wqe_retires)) : cq7_cqe;
     end
 
     always @(posedge clk) begin
@@ -6112,11 +7236,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq7_op <= cq7_push ? (op_read ? 2'h2 : {1'h0, op_write}) : cq7_op;
+        cq7_op <= cq7_push ? (flush_mode ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : (op_read ? 3'h2 : {2'h0, op_write})) : cq7_op;
     end
 
     always @(posedge clk) begin
-        cq7_len <= cq7_push ? (ret_mode ? sge_len : {16'h0000, h_inline_len}) : cq7_len;
+        cq7_len <= cq7_push ? (flush_mode ? 32'h00000000 : (ret_mode ? sge_len : {16'h0000, h_inline_len})) : cq7_len;
     end
 
     always @(posedge clk) begin
@@ -6128,7 +7252,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq7_noring <= cq7_push ? ret_mode : cq7_noring;
+        cq7_noring <= cq7_push ? ret_or_flush : cq7_noring;
+    end
+
+    always @(posedge clk) begin
+        cq7_flush <= cq7_push ? flush_mode : cq7_flush;
     end
 
     always @(posedge clk) begin
@@ -6183,7 +7311,15 @@ module card_tx_w512 (
         if (rst) begin
             cpl_op_q <= 8'h00;
         end else if (cpl_load) begin
-            cpl_op_q <= {6'h00, cq0_op};
+            cpl_op_q <= {5'h00, cq0_op};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            cpl_status_q <= 8'h00;
+        end else if (cpl_load) begin
+            cpl_status_q <= cq0_flush ? 8'h03 : 8'h00;
         end
     end
 
@@ -6229,8 +7365,24 @@ module card_tx_w512 (
         if (rst) begin
             eng_state <= 4'h0;
         end else begin
-            eng_state <= in_state0 ? (sched_pop ? 4'h1 : 4'h0) : (in_state1 ? 4'h2 : (in_state2 ? 4'h3 : (in_state3 ? (fetch_go ? 4'h4 : 4'h0) : (in_state4 ? (first_done ? 4'h5 : 4'h4) : (in_state5 ? ((halt | wait_read) ? 4'h0 : (ret_mode ? 4'hb : (one_bb ? 4'h8 : 4'h6))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 4'h7 : 4'h6) : (in_state7 ? (rest_done ? (halt ? 4'h0 : 4'h8) : 4'h7) : (in_state8 ? 4'h9 : (in_state9 ? (feed_end ? 4'ha : 4'h9) : (in_state10 ? (msg_done ? 4'hb : 4'ha) : 4'h0))))))))));
+            eng_state <= in_state0 ? (sched_pop ? 4'h1 : 4'h0) : (in_state1 ? 4'h2 : (in_state2 ? 4'h3 : (in_state3 ? (fetch_go ? 4'h4 : 4'h0) : (in_state4 ? (first_done ? 4'h5 : 4'h4) : (in_state5 ? ((halt | wait_read) ? 4'h0 : (ret_or_flush ? 4'hb : (one_bb ? 4'h8 : 4'h6))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 4'h7 : 4'h6) : (in_state7 ? (rest_done ? (halt ? 4'h0 : 4'h8) : 4'h7) : (in_state8 ? 4'h9 : (in_state9 ? (feed_end ? 4'ha : 4'h9) : (in_state10 ? (msg_done ? 4'hb : 4'ha) : 4'h0))))))))));
         end
+    end
+
+    // qp_state_c: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (qp_state_we) begin
+            qp_state_c[s_qp_num] <= qp_state_wd;
+        end
+        qp_state_c_rd <= qp_state_c[s_qp_num];
+    end
+
+    // qp_state_e: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (qp_state_we) begin
+            qp_state_e[s_qp_num] <= qp_state_wd;
+        end
+        qp_state_e_rd <= qp_state_e[ctx_rd_addr];
     end
 
     // ctx: synchronous write, synchronous read (block RAM)

@@ -31,11 +31,18 @@
 -- bind, a malformed header) or a DMA error response stops its QP before
 -- anything of that WQE is sent: the QP is not scheduled until its next
 -- doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it.
--- QP commands other than CREATE are taken without effect. A WQE starts only
--- when its TX ring has 1024 bytes free (more than the FPDUs of 480 inline
--- bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so
--- no QP blocks another. One WQE is fetched and segmented at a time; framing,
--- ring writes and completions of earlier WQEs overlap it.
+-- QP commands: CREATE takes the staged context; ERROR puts a live QP in error
+-- (taken one cycle after it is offered: the QP's state is read first; a QP
+-- that does not exist is left alone), after which every WQE posted and not
+-- completed, the ones posted later included, completes in posting order with
+-- WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode,
+-- WR_ID and BBS; a bad BBS takes every block posted, as the card model does)
+-- and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken
+-- without effect. A WQE starts only when its TX ring has 1024 bytes free (more
+-- than the FPDUs of 480 inline bytes take at any MULPDU); otherwise the QP
+-- waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and
+-- segmented at a time; framing, ring writes and completions of earlier WQEs
+-- overlap it.
 --
 -- Records out (m_cpl_*): one per WQE in posting order once its ring bytes are
 -- written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's
@@ -56,7 +63,7 @@ entity card_tx_w512 is
         rst : in  std_logic;                 -- synchronous reset, active high
         s_qp_valid : in  std_logic;          -- a QP command (card_regs qp_cmd)
         s_qp_ready : out std_logic;
-        s_qp_op : in  std_logic_vector(3 downto 0); -- QP_OP: 1 CREATE (others taken without effect in this increment)
+        s_qp_op : in  std_logic_vector(3 downto 0); -- QP_OP: 1 CREATE, 3 ERROR (a live QP: flush), 4 DESTROY (a QP in error); 2 CLOSE is taken without effect
         s_qp_num : in  std_logic_vector(9 downto 0); -- QP number
         s_qp_sq_base : in  std_logic_vector(63 downto 0); -- staged: SQ ring address (aligned to its size)
         s_qp_sq_log : in  std_logic_vector(4 downto 0); -- staged: log2 of the SQ's basic blocks (0..16)
@@ -169,10 +176,17 @@ architecture rtl of card_tx_w512 is
     signal in_state10 : std_logic;
     signal in_state11 : std_logic;
     signal db_v : std_logic := '0';          -- a doorbell is being served
+    signal cmd_is_create : std_logic;
+    signal cmd_rd : std_logic := '0';        -- the QP's state for a command other than CREATE was read last cycle
     signal cmd_go : std_logic;               -- a QP command is taken
     signal cmd_create : std_logic;
-    signal cur_qp : std_logic_vector(9 downto 0); -- the QP the engine serves
     signal ctx_rd_addr : std_logic_vector(9 downto 0);
+    signal qp_state_we : std_logic;
+    signal qp_state_wd : std_logic_vector(1 downto 0);
+    signal qp_state_c_rd : std_logic_vector(1 downto 0); -- read data of qp_state_c
+    signal qp_state_e_rd : std_logic_vector(1 downto 0); -- read data of qp_state_e
+    signal qp_to_error : std_logic;          -- ERROR on a live QP
+    signal cur_qp : std_logic_vector(9 downto 0); -- the QP the engine serves
     signal ctx_rd : std_logic_vector(153 downto 0); -- read data of ctx
     signal dbs_wr_en : std_logic;
     signal dbs_wr_addr : std_logic_vector(9 downto 0);
@@ -235,6 +249,9 @@ architecture rtl of card_tx_w512 is
     signal qdb_qp : std_logic_vector(9 downto 0);
     signal qdb_1h : std_logic_vector(1023 downto 0);
     signal db_enqueue : std_logic;
+    signal qerr_qp : std_logic_vector(9 downto 0);
+    signal qerr_1h : std_logic_vector(1023 downto 0);
+    signal err_enqueue : std_logic;          -- a QP put in error flushes its posted work
     signal push_new : std_logic;             -- a pushed block is kept
     signal cur_sq_base : std_logic_vector(57 downto 0);
     signal cur_sq_log : std_logic_vector(4 downto 0);
@@ -265,6 +282,9 @@ architecture rtl of card_tx_w512 is
     signal cur_sq_next : std_logic_vector(15 downto 0); -- first SQ block not started (SQ_CI while no Read is outstanding)
     signal cur_orq : std_logic_vector(4 downto 0); -- RDMA Reads outstanding
     signal cur_rdone_used : std_logic_vector(4 downto 0); -- Read dones taken
+    signal cur_state : std_logic_vector(1 downto 0); -- the QP's state (0 none, 1 live, 2 error)
+    signal cur_live : std_logic;
+    signal cur_error : std_logic;
     signal wqe_hdr : std_logic_vector(255 downto 0); -- the WQE's header
     signal h_opcode : std_logic_vector(7 downto 0);
     signal h_signaled : std_logic;
@@ -281,6 +301,7 @@ architecture rtl of card_tx_w512 is
     signal has_work : std_logic;             -- a posted WQE is not started
     signal rdone_pending : std_logic_vector(4 downto 0); -- Read dones not yet taken
     signal ret_go : std_logic;               -- complete the oldest outstanding Read
+    signal flush_go : std_logic;             -- flush the WQE at SQ_CI (the QP is in error)
     signal ord_room : std_logic;             -- a Read could start within ORD
     signal ring_used : std_logic_vector(31 downto 0);
     signal ring_size : std_logic_vector(31 downto 0);
@@ -293,6 +314,8 @@ architecture rtl of card_tx_w512 is
     signal wqe_go : std_logic;               -- a WQE starts
     signal fetch_go : std_logic;             -- a WQE's first block is fetched
     signal ret_mode : std_logic := '0';      -- the block fetched is an outstanding Read's, to complete it
+    signal flush_mode : std_logic := '0';    -- the block fetched is a WQE to flush
+    signal ret_or_flush : std_logic;         -- only the first block is wanted: a completion record follows
     signal use_push : std_logic;
     signal push_blk : std_logic_vector(511 downto 0); -- the pushed block being taken
     signal src_push : std_logic := '0';      -- the first block comes from a push
@@ -524,80 +547,90 @@ architecture rtl of card_tx_w512 is
     signal wr_done_err : std_logic;
     signal cq_pop : std_logic_vector(3 downto 0);
     signal wqe_retires : std_logic;
+    signal flush_avail : std_logic_vector(15 downto 0); -- blocks posted from SQ_CI on
+    signal flush_bbs : std_logic_vector(15 downto 0); -- blocks of the WQE flushed
     signal new_sq_ci : std_logic_vector(15 downto 0);
     signal cq_count : std_logic_vector(3 downto 0) := x"0"; -- entries held in cq
     signal cq0_cqe : std_logic;
     signal cq0_cq : std_logic_vector(9 downto 0);
     signal cq0_qpn : std_logic_vector(9 downto 0);
     signal cq0_wr_id : std_logic_vector(63 downto 0);
-    signal cq0_op : std_logic_vector(1 downto 0);
+    signal cq0_op : std_logic_vector(2 downto 0);
     signal cq0_len : std_logic_vector(31 downto 0);
     signal cq0_sq_ci : std_logic_vector(15 downto 0);
     signal cq0_txs_pi : std_logic_vector(31 downto 0);
     signal cq0_noring : std_logic;
+    signal cq0_flush : std_logic;
     signal cq1_cqe : std_logic;
     signal cq1_cq : std_logic_vector(9 downto 0);
     signal cq1_qpn : std_logic_vector(9 downto 0);
     signal cq1_wr_id : std_logic_vector(63 downto 0);
-    signal cq1_op : std_logic_vector(1 downto 0);
+    signal cq1_op : std_logic_vector(2 downto 0);
     signal cq1_len : std_logic_vector(31 downto 0);
     signal cq1_sq_ci : std_logic_vector(15 downto 0);
     signal cq1_txs_pi : std_logic_vector(31 downto 0);
     signal cq1_noring : std_logic;
+    signal cq1_flush : std_logic;
     signal cq2_cqe : std_logic;
     signal cq2_cq : std_logic_vector(9 downto 0);
     signal cq2_qpn : std_logic_vector(9 downto 0);
     signal cq2_wr_id : std_logic_vector(63 downto 0);
-    signal cq2_op : std_logic_vector(1 downto 0);
+    signal cq2_op : std_logic_vector(2 downto 0);
     signal cq2_len : std_logic_vector(31 downto 0);
     signal cq2_sq_ci : std_logic_vector(15 downto 0);
     signal cq2_txs_pi : std_logic_vector(31 downto 0);
     signal cq2_noring : std_logic;
+    signal cq2_flush : std_logic;
     signal cq3_cqe : std_logic;
     signal cq3_cq : std_logic_vector(9 downto 0);
     signal cq3_qpn : std_logic_vector(9 downto 0);
     signal cq3_wr_id : std_logic_vector(63 downto 0);
-    signal cq3_op : std_logic_vector(1 downto 0);
+    signal cq3_op : std_logic_vector(2 downto 0);
     signal cq3_len : std_logic_vector(31 downto 0);
     signal cq3_sq_ci : std_logic_vector(15 downto 0);
     signal cq3_txs_pi : std_logic_vector(31 downto 0);
     signal cq3_noring : std_logic;
+    signal cq3_flush : std_logic;
     signal cq4_cqe : std_logic;
     signal cq4_cq : std_logic_vector(9 downto 0);
     signal cq4_qpn : std_logic_vector(9 downto 0);
     signal cq4_wr_id : std_logic_vector(63 downto 0);
-    signal cq4_op : std_logic_vector(1 downto 0);
+    signal cq4_op : std_logic_vector(2 downto 0);
     signal cq4_len : std_logic_vector(31 downto 0);
     signal cq4_sq_ci : std_logic_vector(15 downto 0);
     signal cq4_txs_pi : std_logic_vector(31 downto 0);
     signal cq4_noring : std_logic;
+    signal cq4_flush : std_logic;
     signal cq5_cqe : std_logic;
     signal cq5_cq : std_logic_vector(9 downto 0);
     signal cq5_qpn : std_logic_vector(9 downto 0);
     signal cq5_wr_id : std_logic_vector(63 downto 0);
-    signal cq5_op : std_logic_vector(1 downto 0);
+    signal cq5_op : std_logic_vector(2 downto 0);
     signal cq5_len : std_logic_vector(31 downto 0);
     signal cq5_sq_ci : std_logic_vector(15 downto 0);
     signal cq5_txs_pi : std_logic_vector(31 downto 0);
     signal cq5_noring : std_logic;
+    signal cq5_flush : std_logic;
     signal cq6_cqe : std_logic;
     signal cq6_cq : std_logic_vector(9 downto 0);
     signal cq6_qpn : std_logic_vector(9 downto 0);
     signal cq6_wr_id : std_logic_vector(63 downto 0);
-    signal cq6_op : std_logic_vector(1 downto 0);
+    signal cq6_op : std_logic_vector(2 downto 0);
     signal cq6_len : std_logic_vector(31 downto 0);
     signal cq6_sq_ci : std_logic_vector(15 downto 0);
     signal cq6_txs_pi : std_logic_vector(31 downto 0);
     signal cq6_noring : std_logic;
+    signal cq6_flush : std_logic;
     signal cq7_cqe : std_logic;
     signal cq7_cq : std_logic_vector(9 downto 0);
     signal cq7_qpn : std_logic_vector(9 downto 0);
     signal cq7_wr_id : std_logic_vector(63 downto 0);
-    signal cq7_op : std_logic_vector(1 downto 0);
+    signal cq7_op : std_logic_vector(2 downto 0);
     signal cq7_len : std_logic_vector(31 downto 0);
     signal cq7_sq_ci : std_logic_vector(15 downto 0);
     signal cq7_txs_pi : std_logic_vector(31 downto 0);
     signal cq7_noring : std_logic;
+    signal cq7_flush : std_logic;
     signal cq_wpos : std_logic_vector(3 downto 0); -- where a pushed entry goes
     signal cq0_push : std_logic;
     signal cq1_push : std_logic;
@@ -617,6 +650,7 @@ architecture rtl of card_tx_w512 is
     signal cpl_qpn_q : std_logic_vector(9 downto 0) := "0000000000";
     signal cpl_wr_id_q : std_logic_vector(63 downto 0) := x"0000000000000000";
     signal cpl_op_q : std_logic_vector(7 downto 0) := x"00";
+    signal cpl_status_q : std_logic_vector(7 downto 0) := x"00"; -- WR_FLUSH_ERR or SUCCESS
     signal cpl_len_q : std_logic_vector(31 downto 0) := x"00000000";
     signal cpl_sq_ci_q : std_logic_vector(15 downto 0) := x"0000";
     signal cpl_txs_pi_q : std_logic_vector(31 downto 0) := x"00000000";
@@ -624,7 +658,7 @@ architecture rtl of card_tx_w512 is
     signal op_is_send : std_logic;
     signal read_started : std_logic;         -- a Read Request went out
     signal new_sq_next : std_logic_vector(15 downto 0);
-    signal new_orq : std_logic_vector(4 downto 0);
+    signal new_orq : std_logic_vector(4 downto 0); -- flushed Reads are outstanding no more
     signal new_rdone_used : std_logic_vector(4 downto 0);
     signal more_work : std_logic;
     signal qeng_qp : std_logic_vector(9 downto 0);
@@ -648,6 +682,10 @@ architecture rtl of card_tx_w512 is
     signal w_m_axi_wvalid : std_logic;
     signal w_m_axi_bready : std_logic;
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
+    type qp_state_c_t is array (0 to 1023) of std_logic_vector(1 downto 0);
+    signal qp_state_c : qp_state_c_t;        -- QP state (0 none, 1 live, 2 error), read by the command path
+    type qp_state_e_t is array (0 to 1023) of std_logic_vector(1 downto 0);
+    signal qp_state_e : qp_state_e_t;        -- QP state, read by the engine
     type ctx_t is array (0 to 1023) of std_logic_vector(153 downto 0);
     signal ctx : ctx_t;                      -- static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD
     type dbs_a_t is array (0 to 1023) of std_logic_vector(52 downto 0);
@@ -673,9 +711,13 @@ begin
     in_state9 <= b2l(eng_state = x"9");
     in_state10 <= b2l(eng_state = x"a");
     in_state11 <= b2l(eng_state = x"b");
-    cmd_go <= (s_qp_valid and (not db_v)) and in_state0;
-    s_qp_ready <= (not db_v) and in_state0;
-    cmd_create <= cmd_go and b2l(s_qp_op = x"1");
+    cmd_is_create <= b2l(s_qp_op = x"1");
+    s_qp_ready <= ((not db_v) and in_state0) and (cmd_is_create or cmd_rd);
+    cmd_go <= ((s_qp_valid and (not db_v)) and in_state0) and (cmd_is_create or cmd_rd);
+    cmd_create <= cmd_go and cmd_is_create;
+    qp_state_wd <= mux(b2l(s_qp_op = x"1"), "01", mux(b2l(s_qp_op = x"3"), "10", "00"));
+    qp_to_error <= (cmd_go and b2l(s_qp_op = x"3")) and b2l(qp_state_c_rd = "01");
+    qp_state_we <= ((cmd_go and b2l(s_qp_op = x"1")) or qp_to_error) or ((cmd_go and b2l(s_qp_op = x"4")) and b2l(qp_state_c_rd = "10"));
     sched_empty <= b2l(sched_head = sched_tail);
     sched_pop <= ((in_state0 and (not sched_empty)) and (not s_qp_valid)) and cpl_room;
     qclr_qp <= sched_rd;
@@ -3781,13 +3823,1043 @@ begin
     dbs_wr_en <= cmd_create or (db_fire and db_acts);
     dbs_wr_addr <= mux(cmd_create, s_qp_num, db_qp);
     dbs_wr_data <= mux(cmd_create, "00000000000000000000000000000000000000000000000000000", std_logic_vector'(db_new_rc & db_new_ci & db_new_pi));
-    sched_push <= eng_requeue or db_enqueue;
-    sched_push_qp <= mux(eng_requeue, cur_qp, db_qp);
+    qerr_qp <= s_qp_num;
+    qerr_1h <= std_logic_vector'(
+        b2l(qerr_qp = "1111111111") &
+        b2l(qerr_qp = "1111111110") &
+        b2l(qerr_qp = "1111111101") &
+        b2l(qerr_qp = "1111111100") &
+        b2l(qerr_qp = "1111111011") &
+        b2l(qerr_qp = "1111111010") &
+        b2l(qerr_qp = "1111111001") &
+        b2l(qerr_qp = "1111111000") &
+        b2l(qerr_qp = "1111110111") &
+        b2l(qerr_qp = "1111110110") &
+        b2l(qerr_qp = "1111110101") &
+        b2l(qerr_qp = "1111110100") &
+        b2l(qerr_qp = "1111110011") &
+        b2l(qerr_qp = "1111110010") &
+        b2l(qerr_qp = "1111110001") &
+        b2l(qerr_qp = "1111110000") &
+        b2l(qerr_qp = "1111101111") &
+        b2l(qerr_qp = "1111101110") &
+        b2l(qerr_qp = "1111101101") &
+        b2l(qerr_qp = "1111101100") &
+        b2l(qerr_qp = "1111101011") &
+        b2l(qerr_qp = "1111101010") &
+        b2l(qerr_qp = "1111101001") &
+        b2l(qerr_qp = "1111101000") &
+        b2l(qerr_qp = "1111100111") &
+        b2l(qerr_qp = "1111100110") &
+        b2l(qerr_qp = "1111100101") &
+        b2l(qerr_qp = "1111100100") &
+        b2l(qerr_qp = "1111100011") &
+        b2l(qerr_qp = "1111100010") &
+        b2l(qerr_qp = "1111100001") &
+        b2l(qerr_qp = "1111100000") &
+        b2l(qerr_qp = "1111011111") &
+        b2l(qerr_qp = "1111011110") &
+        b2l(qerr_qp = "1111011101") &
+        b2l(qerr_qp = "1111011100") &
+        b2l(qerr_qp = "1111011011") &
+        b2l(qerr_qp = "1111011010") &
+        b2l(qerr_qp = "1111011001") &
+        b2l(qerr_qp = "1111011000") &
+        b2l(qerr_qp = "1111010111") &
+        b2l(qerr_qp = "1111010110") &
+        b2l(qerr_qp = "1111010101") &
+        b2l(qerr_qp = "1111010100") &
+        b2l(qerr_qp = "1111010011") &
+        b2l(qerr_qp = "1111010010") &
+        b2l(qerr_qp = "1111010001") &
+        b2l(qerr_qp = "1111010000") &
+        b2l(qerr_qp = "1111001111") &
+        b2l(qerr_qp = "1111001110") &
+        b2l(qerr_qp = "1111001101") &
+        b2l(qerr_qp = "1111001100") &
+        b2l(qerr_qp = "1111001011") &
+        b2l(qerr_qp = "1111001010") &
+        b2l(qerr_qp = "1111001001") &
+        b2l(qerr_qp = "1111001000") &
+        b2l(qerr_qp = "1111000111") &
+        b2l(qerr_qp = "1111000110") &
+        b2l(qerr_qp = "1111000101") &
+        b2l(qerr_qp = "1111000100") &
+        b2l(qerr_qp = "1111000011") &
+        b2l(qerr_qp = "1111000010") &
+        b2l(qerr_qp = "1111000001") &
+        b2l(qerr_qp = "1111000000") &
+        b2l(qerr_qp = "1110111111") &
+        b2l(qerr_qp = "1110111110") &
+        b2l(qerr_qp = "1110111101") &
+        b2l(qerr_qp = "1110111100") &
+        b2l(qerr_qp = "1110111011") &
+        b2l(qerr_qp = "1110111010") &
+        b2l(qerr_qp = "1110111001") &
+        b2l(qerr_qp = "1110111000") &
+        b2l(qerr_qp = "1110110111") &
+        b2l(qerr_qp = "1110110110") &
+        b2l(qerr_qp = "1110110101") &
+        b2l(qerr_qp = "1110110100") &
+        b2l(qerr_qp = "1110110011") &
+        b2l(qerr_qp = "1110110010") &
+        b2l(qerr_qp = "1110110001") &
+        b2l(qerr_qp = "1110110000") &
+        b2l(qerr_qp = "1110101111") &
+        b2l(qerr_qp = "1110101110") &
+        b2l(qerr_qp = "1110101101") &
+        b2l(qerr_qp = "1110101100") &
+        b2l(qerr_qp = "1110101011") &
+        b2l(qerr_qp = "1110101010") &
+        b2l(qerr_qp = "1110101001") &
+        b2l(qerr_qp = "1110101000") &
+        b2l(qerr_qp = "1110100111") &
+        b2l(qerr_qp = "1110100110") &
+        b2l(qerr_qp = "1110100101") &
+        b2l(qerr_qp = "1110100100") &
+        b2l(qerr_qp = "1110100011") &
+        b2l(qerr_qp = "1110100010") &
+        b2l(qerr_qp = "1110100001") &
+        b2l(qerr_qp = "1110100000") &
+        b2l(qerr_qp = "1110011111") &
+        b2l(qerr_qp = "1110011110") &
+        b2l(qerr_qp = "1110011101") &
+        b2l(qerr_qp = "1110011100") &
+        b2l(qerr_qp = "1110011011") &
+        b2l(qerr_qp = "1110011010") &
+        b2l(qerr_qp = "1110011001") &
+        b2l(qerr_qp = "1110011000") &
+        b2l(qerr_qp = "1110010111") &
+        b2l(qerr_qp = "1110010110") &
+        b2l(qerr_qp = "1110010101") &
+        b2l(qerr_qp = "1110010100") &
+        b2l(qerr_qp = "1110010011") &
+        b2l(qerr_qp = "1110010010") &
+        b2l(qerr_qp = "1110010001") &
+        b2l(qerr_qp = "1110010000") &
+        b2l(qerr_qp = "1110001111") &
+        b2l(qerr_qp = "1110001110") &
+        b2l(qerr_qp = "1110001101") &
+        b2l(qerr_qp = "1110001100") &
+        b2l(qerr_qp = "1110001011") &
+        b2l(qerr_qp = "1110001010") &
+        b2l(qerr_qp = "1110001001") &
+        b2l(qerr_qp = "1110001000") &
+        b2l(qerr_qp = "1110000111") &
+        b2l(qerr_qp = "1110000110") &
+        b2l(qerr_qp = "1110000101") &
+        b2l(qerr_qp = "1110000100") &
+        b2l(qerr_qp = "1110000011") &
+        b2l(qerr_qp = "1110000010") &
+        b2l(qerr_qp = "1110000001") &
+        b2l(qerr_qp = "1110000000") &
+        b2l(qerr_qp = "1101111111") &
+        b2l(qerr_qp = "1101111110") &
+        b2l(qerr_qp = "1101111101") &
+        b2l(qerr_qp = "1101111100") &
+        b2l(qerr_qp = "1101111011") &
+        b2l(qerr_qp = "1101111010") &
+        b2l(qerr_qp = "1101111001") &
+        b2l(qerr_qp = "1101111000") &
+        b2l(qerr_qp = "1101110111") &
+        b2l(qerr_qp = "1101110110") &
+        b2l(qerr_qp = "1101110101") &
+        b2l(qerr_qp = "1101110100") &
+        b2l(qerr_qp = "1101110011") &
+        b2l(qerr_qp = "1101110010") &
+        b2l(qerr_qp = "1101110001") &
+        b2l(qerr_qp = "1101110000") &
+        b2l(qerr_qp = "1101101111") &
+        b2l(qerr_qp = "1101101110") &
+        b2l(qerr_qp = "1101101101") &
+        b2l(qerr_qp = "1101101100") &
+        b2l(qerr_qp = "1101101011") &
+        b2l(qerr_qp = "1101101010") &
+        b2l(qerr_qp = "1101101001") &
+        b2l(qerr_qp = "1101101000") &
+        b2l(qerr_qp = "1101100111") &
+        b2l(qerr_qp = "1101100110") &
+        b2l(qerr_qp = "1101100101") &
+        b2l(qerr_qp = "1101100100") &
+        b2l(qerr_qp = "1101100011") &
+        b2l(qerr_qp = "1101100010") &
+        b2l(qerr_qp = "1101100001") &
+        b2l(qerr_qp = "1101100000") &
+        b2l(qerr_qp = "1101011111") &
+        b2l(qerr_qp = "1101011110") &
+        b2l(qerr_qp = "1101011101") &
+        b2l(qerr_qp = "1101011100") &
+        b2l(qerr_qp = "1101011011") &
+        b2l(qerr_qp = "1101011010") &
+        b2l(qerr_qp = "1101011001") &
+        b2l(qerr_qp = "1101011000") &
+        b2l(qerr_qp = "1101010111") &
+        b2l(qerr_qp = "1101010110") &
+        b2l(qerr_qp = "1101010101") &
+        b2l(qerr_qp = "1101010100") &
+        b2l(qerr_qp = "1101010011") &
+        b2l(qerr_qp = "1101010010") &
+        b2l(qerr_qp = "1101010001") &
+        b2l(qerr_qp = "1101010000") &
+        b2l(qerr_qp = "1101001111") &
+        b2l(qerr_qp = "1101001110") &
+        b2l(qerr_qp = "1101001101") &
+        b2l(qerr_qp = "1101001100") &
+        b2l(qerr_qp = "1101001011") &
+        b2l(qerr_qp = "1101001010") &
+        b2l(qerr_qp = "1101001001") &
+        b2l(qerr_qp = "1101001000") &
+        b2l(qerr_qp = "1101000111") &
+        b2l(qerr_qp = "1101000110") &
+        b2l(qerr_qp = "1101000101") &
+        b2l(qerr_qp = "1101000100") &
+        b2l(qerr_qp = "1101000011") &
+        b2l(qerr_qp = "1101000010") &
+        b2l(qerr_qp = "1101000001") &
+        b2l(qerr_qp = "1101000000") &
+        b2l(qerr_qp = "1100111111") &
+        b2l(qerr_qp = "1100111110") &
+        b2l(qerr_qp = "1100111101") &
+        b2l(qerr_qp = "1100111100") &
+        b2l(qerr_qp = "1100111011") &
+        b2l(qerr_qp = "1100111010") &
+        b2l(qerr_qp = "1100111001") &
+        b2l(qerr_qp = "1100111000") &
+        b2l(qerr_qp = "1100110111") &
+        b2l(qerr_qp = "1100110110") &
+        b2l(qerr_qp = "1100110101") &
+        b2l(qerr_qp = "1100110100") &
+        b2l(qerr_qp = "1100110011") &
+        b2l(qerr_qp = "1100110010") &
+        b2l(qerr_qp = "1100110001") &
+        b2l(qerr_qp = "1100110000") &
+        b2l(qerr_qp = "1100101111") &
+        b2l(qerr_qp = "1100101110") &
+        b2l(qerr_qp = "1100101101") &
+        b2l(qerr_qp = "1100101100") &
+        b2l(qerr_qp = "1100101011") &
+        b2l(qerr_qp = "1100101010") &
+        b2l(qerr_qp = "1100101001") &
+        b2l(qerr_qp = "1100101000") &
+        b2l(qerr_qp = "1100100111") &
+        b2l(qerr_qp = "1100100110") &
+        b2l(qerr_qp = "1100100101") &
+        b2l(qerr_qp = "1100100100") &
+        b2l(qerr_qp = "1100100011") &
+        b2l(qerr_qp = "1100100010") &
+        b2l(qerr_qp = "1100100001") &
+        b2l(qerr_qp = "1100100000") &
+        b2l(qerr_qp = "1100011111") &
+        b2l(qerr_qp = "1100011110") &
+        b2l(qerr_qp = "1100011101") &
+        b2l(qerr_qp = "1100011100") &
+        b2l(qerr_qp = "1100011011") &
+        b2l(qerr_qp = "1100011010") &
+        b2l(qerr_qp = "1100011001") &
+        b2l(qerr_qp = "1100011000") &
+        b2l(qerr_qp = "1100010111") &
+        b2l(qerr_qp = "1100010110") &
+        b2l(qerr_qp = "1100010101") &
+        b2l(qerr_qp = "1100010100") &
+        b2l(qerr_qp = "1100010011") &
+        b2l(qerr_qp = "1100010010") &
+        b2l(qerr_qp = "1100010001") &
+        b2l(qerr_qp = "1100010000") &
+        b2l(qerr_qp = "1100001111") &
+        b2l(qerr_qp = "1100001110") &
+        b2l(qerr_qp = "1100001101") &
+        b2l(qerr_qp = "1100001100") &
+        b2l(qerr_qp = "1100001011") &
+        b2l(qerr_qp = "1100001010") &
+        b2l(qerr_qp = "1100001001") &
+        b2l(qerr_qp = "1100001000") &
+        b2l(qerr_qp = "1100000111") &
+        b2l(qerr_qp = "1100000110") &
+        b2l(qerr_qp = "1100000101") &
+        b2l(qerr_qp = "1100000100") &
+        b2l(qerr_qp = "1100000011") &
+        b2l(qerr_qp = "1100000010") &
+        b2l(qerr_qp = "1100000001") &
+        b2l(qerr_qp = "1100000000") &
+        b2l(qerr_qp = "1011111111") &
+        b2l(qerr_qp = "1011111110") &
+        b2l(qerr_qp = "1011111101") &
+        b2l(qerr_qp = "1011111100") &
+        b2l(qerr_qp = "1011111011") &
+        b2l(qerr_qp = "1011111010") &
+        b2l(qerr_qp = "1011111001") &
+        b2l(qerr_qp = "1011111000") &
+        b2l(qerr_qp = "1011110111") &
+        b2l(qerr_qp = "1011110110") &
+        b2l(qerr_qp = "1011110101") &
+        b2l(qerr_qp = "1011110100") &
+        b2l(qerr_qp = "1011110011") &
+        b2l(qerr_qp = "1011110010") &
+        b2l(qerr_qp = "1011110001") &
+        b2l(qerr_qp = "1011110000") &
+        b2l(qerr_qp = "1011101111") &
+        b2l(qerr_qp = "1011101110") &
+        b2l(qerr_qp = "1011101101") &
+        b2l(qerr_qp = "1011101100") &
+        b2l(qerr_qp = "1011101011") &
+        b2l(qerr_qp = "1011101010") &
+        b2l(qerr_qp = "1011101001") &
+        b2l(qerr_qp = "1011101000") &
+        b2l(qerr_qp = "1011100111") &
+        b2l(qerr_qp = "1011100110") &
+        b2l(qerr_qp = "1011100101") &
+        b2l(qerr_qp = "1011100100") &
+        b2l(qerr_qp = "1011100011") &
+        b2l(qerr_qp = "1011100010") &
+        b2l(qerr_qp = "1011100001") &
+        b2l(qerr_qp = "1011100000") &
+        b2l(qerr_qp = "1011011111") &
+        b2l(qerr_qp = "1011011110") &
+        b2l(qerr_qp = "1011011101") &
+        b2l(qerr_qp = "1011011100") &
+        b2l(qerr_qp = "1011011011") &
+        b2l(qerr_qp = "1011011010") &
+        b2l(qerr_qp = "1011011001") &
+        b2l(qerr_qp = "1011011000") &
+        b2l(qerr_qp = "1011010111") &
+        b2l(qerr_qp = "1011010110") &
+        b2l(qerr_qp = "1011010101") &
+        b2l(qerr_qp = "1011010100") &
+        b2l(qerr_qp = "1011010011") &
+        b2l(qerr_qp = "1011010010") &
+        b2l(qerr_qp = "1011010001") &
+        b2l(qerr_qp = "1011010000") &
+        b2l(qerr_qp = "1011001111") &
+        b2l(qerr_qp = "1011001110") &
+        b2l(qerr_qp = "1011001101") &
+        b2l(qerr_qp = "1011001100") &
+        b2l(qerr_qp = "1011001011") &
+        b2l(qerr_qp = "1011001010") &
+        b2l(qerr_qp = "1011001001") &
+        b2l(qerr_qp = "1011001000") &
+        b2l(qerr_qp = "1011000111") &
+        b2l(qerr_qp = "1011000110") &
+        b2l(qerr_qp = "1011000101") &
+        b2l(qerr_qp = "1011000100") &
+        b2l(qerr_qp = "1011000011") &
+        b2l(qerr_qp = "1011000010") &
+        b2l(qerr_qp = "1011000001") &
+        b2l(qerr_qp = "1011000000") &
+        b2l(qerr_qp = "1010111111") &
+        b2l(qerr_qp = "1010111110") &
+        b2l(qerr_qp = "1010111101") &
+        b2l(qerr_qp = "1010111100") &
+        b2l(qerr_qp = "1010111011") &
+        b2l(qerr_qp = "1010111010") &
+        b2l(qerr_qp = "1010111001") &
+        b2l(qerr_qp = "1010111000") &
+        b2l(qerr_qp = "1010110111") &
+        b2l(qerr_qp = "1010110110") &
+        b2l(qerr_qp = "1010110101") &
+        b2l(qerr_qp = "1010110100") &
+        b2l(qerr_qp = "1010110011") &
+        b2l(qerr_qp = "1010110010") &
+        b2l(qerr_qp = "1010110001") &
+        b2l(qerr_qp = "1010110000") &
+        b2l(qerr_qp = "1010101111") &
+        b2l(qerr_qp = "1010101110") &
+        b2l(qerr_qp = "1010101101") &
+        b2l(qerr_qp = "1010101100") &
+        b2l(qerr_qp = "1010101011") &
+        b2l(qerr_qp = "1010101010") &
+        b2l(qerr_qp = "1010101001") &
+        b2l(qerr_qp = "1010101000") &
+        b2l(qerr_qp = "1010100111") &
+        b2l(qerr_qp = "1010100110") &
+        b2l(qerr_qp = "1010100101") &
+        b2l(qerr_qp = "1010100100") &
+        b2l(qerr_qp = "1010100011") &
+        b2l(qerr_qp = "1010100010") &
+        b2l(qerr_qp = "1010100001") &
+        b2l(qerr_qp = "1010100000") &
+        b2l(qerr_qp = "1010011111") &
+        b2l(qerr_qp = "1010011110") &
+        b2l(qerr_qp = "1010011101") &
+        b2l(qerr_qp = "1010011100") &
+        b2l(qerr_qp = "1010011011") &
+        b2l(qerr_qp = "1010011010") &
+        b2l(qerr_qp = "1010011001") &
+        b2l(qerr_qp = "1010011000") &
+        b2l(qerr_qp = "1010010111") &
+        b2l(qerr_qp = "1010010110") &
+        b2l(qerr_qp = "1010010101") &
+        b2l(qerr_qp = "1010010100") &
+        b2l(qerr_qp = "1010010011") &
+        b2l(qerr_qp = "1010010010") &
+        b2l(qerr_qp = "1010010001") &
+        b2l(qerr_qp = "1010010000") &
+        b2l(qerr_qp = "1010001111") &
+        b2l(qerr_qp = "1010001110") &
+        b2l(qerr_qp = "1010001101") &
+        b2l(qerr_qp = "1010001100") &
+        b2l(qerr_qp = "1010001011") &
+        b2l(qerr_qp = "1010001010") &
+        b2l(qerr_qp = "1010001001") &
+        b2l(qerr_qp = "1010001000") &
+        b2l(qerr_qp = "1010000111") &
+        b2l(qerr_qp = "1010000110") &
+        b2l(qerr_qp = "1010000101") &
+        b2l(qerr_qp = "1010000100") &
+        b2l(qerr_qp = "1010000011") &
+        b2l(qerr_qp = "1010000010") &
+        b2l(qerr_qp = "1010000001") &
+        b2l(qerr_qp = "1010000000") &
+        b2l(qerr_qp = "1001111111") &
+        b2l(qerr_qp = "1001111110") &
+        b2l(qerr_qp = "1001111101") &
+        b2l(qerr_qp = "1001111100") &
+        b2l(qerr_qp = "1001111011") &
+        b2l(qerr_qp = "1001111010") &
+        b2l(qerr_qp = "1001111001") &
+        b2l(qerr_qp = "1001111000") &
+        b2l(qerr_qp = "1001110111") &
+        b2l(qerr_qp = "1001110110") &
+        b2l(qerr_qp = "1001110101") &
+        b2l(qerr_qp = "1001110100") &
+        b2l(qerr_qp = "1001110011") &
+        b2l(qerr_qp = "1001110010") &
+        b2l(qerr_qp = "1001110001") &
+        b2l(qerr_qp = "1001110000") &
+        b2l(qerr_qp = "1001101111") &
+        b2l(qerr_qp = "1001101110") &
+        b2l(qerr_qp = "1001101101") &
+        b2l(qerr_qp = "1001101100") &
+        b2l(qerr_qp = "1001101011") &
+        b2l(qerr_qp = "1001101010") &
+        b2l(qerr_qp = "1001101001") &
+        b2l(qerr_qp = "1001101000") &
+        b2l(qerr_qp = "1001100111") &
+        b2l(qerr_qp = "1001100110") &
+        b2l(qerr_qp = "1001100101") &
+        b2l(qerr_qp = "1001100100") &
+        b2l(qerr_qp = "1001100011") &
+        b2l(qerr_qp = "1001100010") &
+        b2l(qerr_qp = "1001100001") &
+        b2l(qerr_qp = "1001100000") &
+        b2l(qerr_qp = "1001011111") &
+        b2l(qerr_qp = "1001011110") &
+        b2l(qerr_qp = "1001011101") &
+        b2l(qerr_qp = "1001011100") &
+        b2l(qerr_qp = "1001011011") &
+        b2l(qerr_qp = "1001011010") &
+        b2l(qerr_qp = "1001011001") &
+        b2l(qerr_qp = "1001011000") &
+        b2l(qerr_qp = "1001010111") &
+        b2l(qerr_qp = "1001010110") &
+        b2l(qerr_qp = "1001010101") &
+        b2l(qerr_qp = "1001010100") &
+        b2l(qerr_qp = "1001010011") &
+        b2l(qerr_qp = "1001010010") &
+        b2l(qerr_qp = "1001010001") &
+        b2l(qerr_qp = "1001010000") &
+        b2l(qerr_qp = "1001001111") &
+        b2l(qerr_qp = "1001001110") &
+        b2l(qerr_qp = "1001001101") &
+        b2l(qerr_qp = "1001001100") &
+        b2l(qerr_qp = "1001001011") &
+        b2l(qerr_qp = "1001001010") &
+        b2l(qerr_qp = "1001001001") &
+        b2l(qerr_qp = "1001001000") &
+        b2l(qerr_qp = "1001000111") &
+        b2l(qerr_qp = "1001000110") &
+        b2l(qerr_qp = "1001000101") &
+        b2l(qerr_qp = "1001000100") &
+        b2l(qerr_qp = "1001000011") &
+        b2l(qerr_qp = "1001000010") &
+        b2l(qerr_qp = "1001000001") &
+        b2l(qerr_qp = "1001000000") &
+        b2l(qerr_qp = "1000111111") &
+        b2l(qerr_qp = "1000111110") &
+        b2l(qerr_qp = "1000111101") &
+        b2l(qerr_qp = "1000111100") &
+        b2l(qerr_qp = "1000111011") &
+        b2l(qerr_qp = "1000111010") &
+        b2l(qerr_qp = "1000111001") &
+        b2l(qerr_qp = "1000111000") &
+        b2l(qerr_qp = "1000110111") &
+        b2l(qerr_qp = "1000110110") &
+        b2l(qerr_qp = "1000110101") &
+        b2l(qerr_qp = "1000110100") &
+        b2l(qerr_qp = "1000110011") &
+        b2l(qerr_qp = "1000110010") &
+        b2l(qerr_qp = "1000110001") &
+        b2l(qerr_qp = "1000110000") &
+        b2l(qerr_qp = "1000101111") &
+        b2l(qerr_qp = "1000101110") &
+        b2l(qerr_qp = "1000101101") &
+        b2l(qerr_qp = "1000101100") &
+        b2l(qerr_qp = "1000101011") &
+        b2l(qerr_qp = "1000101010") &
+        b2l(qerr_qp = "1000101001") &
+        b2l(qerr_qp = "1000101000") &
+        b2l(qerr_qp = "1000100111") &
+        b2l(qerr_qp = "1000100110") &
+        b2l(qerr_qp = "1000100101") &
+        b2l(qerr_qp = "1000100100") &
+        b2l(qerr_qp = "1000100011") &
+        b2l(qerr_qp = "1000100010") &
+        b2l(qerr_qp = "1000100001") &
+        b2l(qerr_qp = "1000100000") &
+        b2l(qerr_qp = "1000011111") &
+        b2l(qerr_qp = "1000011110") &
+        b2l(qerr_qp = "1000011101") &
+        b2l(qerr_qp = "1000011100") &
+        b2l(qerr_qp = "1000011011") &
+        b2l(qerr_qp = "1000011010") &
+        b2l(qerr_qp = "1000011001") &
+        b2l(qerr_qp = "1000011000") &
+        b2l(qerr_qp = "1000010111") &
+        b2l(qerr_qp = "1000010110") &
+        b2l(qerr_qp = "1000010101") &
+        b2l(qerr_qp = "1000010100") &
+        b2l(qerr_qp = "1000010011") &
+        b2l(qerr_qp = "1000010010") &
+        b2l(qerr_qp = "1000010001") &
+        b2l(qerr_qp = "1000010000") &
+        b2l(qerr_qp = "1000001111") &
+        b2l(qerr_qp = "1000001110") &
+        b2l(qerr_qp = "1000001101") &
+        b2l(qerr_qp = "1000001100") &
+        b2l(qerr_qp = "1000001011") &
+        b2l(qerr_qp = "1000001010") &
+        b2l(qerr_qp = "1000001001") &
+        b2l(qerr_qp = "1000001000") &
+        b2l(qerr_qp = "1000000111") &
+        b2l(qerr_qp = "1000000110") &
+        b2l(qerr_qp = "1000000101") &
+        b2l(qerr_qp = "1000000100") &
+        b2l(qerr_qp = "1000000011") &
+        b2l(qerr_qp = "1000000010") &
+        b2l(qerr_qp = "1000000001") &
+        b2l(qerr_qp = "1000000000") &
+        b2l(qerr_qp = "0111111111") &
+        b2l(qerr_qp = "0111111110") &
+        b2l(qerr_qp = "0111111101") &
+        b2l(qerr_qp = "0111111100") &
+        b2l(qerr_qp = "0111111011") &
+        b2l(qerr_qp = "0111111010") &
+        b2l(qerr_qp = "0111111001") &
+        b2l(qerr_qp = "0111111000") &
+        b2l(qerr_qp = "0111110111") &
+        b2l(qerr_qp = "0111110110") &
+        b2l(qerr_qp = "0111110101") &
+        b2l(qerr_qp = "0111110100") &
+        b2l(qerr_qp = "0111110011") &
+        b2l(qerr_qp = "0111110010") &
+        b2l(qerr_qp = "0111110001") &
+        b2l(qerr_qp = "0111110000") &
+        b2l(qerr_qp = "0111101111") &
+        b2l(qerr_qp = "0111101110") &
+        b2l(qerr_qp = "0111101101") &
+        b2l(qerr_qp = "0111101100") &
+        b2l(qerr_qp = "0111101011") &
+        b2l(qerr_qp = "0111101010") &
+        b2l(qerr_qp = "0111101001") &
+        b2l(qerr_qp = "0111101000") &
+        b2l(qerr_qp = "0111100111") &
+        b2l(qerr_qp = "0111100110") &
+        b2l(qerr_qp = "0111100101") &
+        b2l(qerr_qp = "0111100100") &
+        b2l(qerr_qp = "0111100011") &
+        b2l(qerr_qp = "0111100010") &
+        b2l(qerr_qp = "0111100001") &
+        b2l(qerr_qp = "0111100000") &
+        b2l(qerr_qp = "0111011111") &
+        b2l(qerr_qp = "0111011110") &
+        b2l(qerr_qp = "0111011101") &
+        b2l(qerr_qp = "0111011100") &
+        b2l(qerr_qp = "0111011011") &
+        b2l(qerr_qp = "0111011010") &
+        b2l(qerr_qp = "0111011001") &
+        b2l(qerr_qp = "0111011000") &
+        b2l(qerr_qp = "0111010111") &
+        b2l(qerr_qp = "0111010110") &
+        b2l(qerr_qp = "0111010101") &
+        b2l(qerr_qp = "0111010100") &
+        b2l(qerr_qp = "0111010011") &
+        b2l(qerr_qp = "0111010010") &
+        b2l(qerr_qp = "0111010001") &
+        b2l(qerr_qp = "0111010000") &
+        b2l(qerr_qp = "0111001111") &
+        b2l(qerr_qp = "0111001110") &
+        b2l(qerr_qp = "0111001101") &
+        b2l(qerr_qp = "0111001100") &
+        b2l(qerr_qp = "0111001011") &
+        b2l(qerr_qp = "0111001010") &
+        b2l(qerr_qp = "0111001001") &
+        b2l(qerr_qp = "0111001000") &
+        b2l(qerr_qp = "0111000111") &
+        b2l(qerr_qp = "0111000110") &
+        b2l(qerr_qp = "0111000101") &
+        b2l(qerr_qp = "0111000100") &
+        b2l(qerr_qp = "0111000011") &
+        b2l(qerr_qp = "0111000010") &
+        b2l(qerr_qp = "0111000001") &
+        b2l(qerr_qp = "0111000000") &
+        b2l(qerr_qp = "0110111111") &
+        b2l(qerr_qp = "0110111110") &
+        b2l(qerr_qp = "0110111101") &
+        b2l(qerr_qp = "0110111100") &
+        b2l(qerr_qp = "0110111011") &
+        b2l(qerr_qp = "0110111010") &
+        b2l(qerr_qp = "0110111001") &
+        b2l(qerr_qp = "0110111000") &
+        b2l(qerr_qp = "0110110111") &
+        b2l(qerr_qp = "0110110110") &
+        b2l(qerr_qp = "0110110101") &
+        b2l(qerr_qp = "0110110100") &
+        b2l(qerr_qp = "0110110011") &
+        b2l(qerr_qp = "0110110010") &
+        b2l(qerr_qp = "0110110001") &
+        b2l(qerr_qp = "0110110000") &
+        b2l(qerr_qp = "0110101111") &
+        b2l(qerr_qp = "0110101110") &
+        b2l(qerr_qp = "0110101101") &
+        b2l(qerr_qp = "0110101100") &
+        b2l(qerr_qp = "0110101011") &
+        b2l(qerr_qp = "0110101010") &
+        b2l(qerr_qp = "0110101001") &
+        b2l(qerr_qp = "0110101000") &
+        b2l(qerr_qp = "0110100111") &
+        b2l(qerr_qp = "0110100110") &
+        b2l(qerr_qp = "0110100101") &
+        b2l(qerr_qp = "0110100100") &
+        b2l(qerr_qp = "0110100011") &
+        b2l(qerr_qp = "0110100010") &
+        b2l(qerr_qp = "0110100001") &
+        b2l(qerr_qp = "0110100000") &
+        b2l(qerr_qp = "0110011111") &
+        b2l(qerr_qp = "0110011110") &
+        b2l(qerr_qp = "0110011101") &
+        b2l(qerr_qp = "0110011100") &
+        b2l(qerr_qp = "0110011011") &
+        b2l(qerr_qp = "0110011010") &
+        b2l(qerr_qp = "0110011001") &
+        b2l(qerr_qp = "0110011000") &
+        b2l(qerr_qp = "0110010111") &
+        b2l(qerr_qp = "0110010110") &
+        b2l(qerr_qp = "0110010101") &
+        b2l(qerr_qp = "0110010100") &
+        b2l(qerr_qp = "0110010011") &
+        b2l(qerr_qp = "0110010010") &
+        b2l(qerr_qp = "0110010001") &
+        b2l(qerr_qp = "0110010000") &
+        b2l(qerr_qp = "0110001111") &
+        b2l(qerr_qp = "0110001110") &
+        b2l(qerr_qp = "0110001101") &
+        b2l(qerr_qp = "0110001100") &
+        b2l(qerr_qp = "0110001011") &
+        b2l(qerr_qp = "0110001010") &
+        b2l(qerr_qp = "0110001001") &
+        b2l(qerr_qp = "0110001000") &
+        b2l(qerr_qp = "0110000111") &
+        b2l(qerr_qp = "0110000110") &
+        b2l(qerr_qp = "0110000101") &
+        b2l(qerr_qp = "0110000100") &
+        b2l(qerr_qp = "0110000011") &
+        b2l(qerr_qp = "0110000010") &
+        b2l(qerr_qp = "0110000001") &
+        b2l(qerr_qp = "0110000000") &
+        b2l(qerr_qp = "0101111111") &
+        b2l(qerr_qp = "0101111110") &
+        b2l(qerr_qp = "0101111101") &
+        b2l(qerr_qp = "0101111100") &
+        b2l(qerr_qp = "0101111011") &
+        b2l(qerr_qp = "0101111010") &
+        b2l(qerr_qp = "0101111001") &
+        b2l(qerr_qp = "0101111000") &
+        b2l(qerr_qp = "0101110111") &
+        b2l(qerr_qp = "0101110110") &
+        b2l(qerr_qp = "0101110101") &
+        b2l(qerr_qp = "0101110100") &
+        b2l(qerr_qp = "0101110011") &
+        b2l(qerr_qp = "0101110010") &
+        b2l(qerr_qp = "0101110001") &
+        b2l(qerr_qp = "0101110000") &
+        b2l(qerr_qp = "0101101111") &
+        b2l(qerr_qp = "0101101110") &
+        b2l(qerr_qp = "0101101101") &
+        b2l(qerr_qp = "0101101100") &
+        b2l(qerr_qp = "0101101011") &
+        b2l(qerr_qp = "0101101010") &
+        b2l(qerr_qp = "0101101001") &
+        b2l(qerr_qp = "0101101000") &
+        b2l(qerr_qp = "0101100111") &
+        b2l(qerr_qp = "0101100110") &
+        b2l(qerr_qp = "0101100101") &
+        b2l(qerr_qp = "0101100100") &
+        b2l(qerr_qp = "0101100011") &
+        b2l(qerr_qp = "0101100010") &
+        b2l(qerr_qp = "0101100001") &
+        b2l(qerr_qp = "0101100000") &
+        b2l(qerr_qp = "0101011111") &
+        b2l(qerr_qp = "0101011110") &
+        b2l(qerr_qp = "0101011101") &
+        b2l(qerr_qp = "0101011100") &
+        b2l(qerr_qp = "0101011011") &
+        b2l(qerr_qp = "0101011010") &
+        b2l(qerr_qp = "0101011001") &
+        b2l(qerr_qp = "0101011000") &
+        b2l(qerr_qp = "0101010111") &
+        b2l(qerr_qp = "0101010110") &
+        b2l(qerr_qp = "0101010101") &
+        b2l(qerr_qp = "0101010100") &
+        b2l(qerr_qp = "0101010011") &
+        b2l(qerr_qp = "0101010010") &
+        b2l(qerr_qp = "0101010001") &
+        b2l(qerr_qp = "0101010000") &
+        b2l(qerr_qp = "0101001111") &
+        b2l(qerr_qp = "0101001110") &
+        b2l(qerr_qp = "0101001101") &
+        b2l(qerr_qp = "0101001100") &
+        b2l(qerr_qp = "0101001011") &
+        b2l(qerr_qp = "0101001010") &
+        b2l(qerr_qp = "0101001001") &
+        b2l(qerr_qp = "0101001000") &
+        b2l(qerr_qp = "0101000111") &
+        b2l(qerr_qp = "0101000110") &
+        b2l(qerr_qp = "0101000101") &
+        b2l(qerr_qp = "0101000100") &
+        b2l(qerr_qp = "0101000011") &
+        b2l(qerr_qp = "0101000010") &
+        b2l(qerr_qp = "0101000001") &
+        b2l(qerr_qp = "0101000000") &
+        b2l(qerr_qp = "0100111111") &
+        b2l(qerr_qp = "0100111110") &
+        b2l(qerr_qp = "0100111101") &
+        b2l(qerr_qp = "0100111100") &
+        b2l(qerr_qp = "0100111011") &
+        b2l(qerr_qp = "0100111010") &
+        b2l(qerr_qp = "0100111001") &
+        b2l(qerr_qp = "0100111000") &
+        b2l(qerr_qp = "0100110111") &
+        b2l(qerr_qp = "0100110110") &
+        b2l(qerr_qp = "0100110101") &
+        b2l(qerr_qp = "0100110100") &
+        b2l(qerr_qp = "0100110011") &
+        b2l(qerr_qp = "0100110010") &
+        b2l(qerr_qp = "0100110001") &
+        b2l(qerr_qp = "0100110000") &
+        b2l(qerr_qp = "0100101111") &
+        b2l(qerr_qp = "0100101110") &
+        b2l(qerr_qp = "0100101101") &
+        b2l(qerr_qp = "0100101100") &
+        b2l(qerr_qp = "0100101011") &
+        b2l(qerr_qp = "0100101010") &
+        b2l(qerr_qp = "0100101001") &
+        b2l(qerr_qp = "0100101000") &
+        b2l(qerr_qp = "0100100111") &
+        b2l(qerr_qp = "0100100110") &
+        b2l(qerr_qp = "0100100101") &
+        b2l(qerr_qp = "0100100100") &
+        b2l(qerr_qp = "0100100011") &
+        b2l(qerr_qp = "0100100010") &
+        b2l(qerr_qp = "0100100001") &
+        b2l(qerr_qp = "0100100000") &
+        b2l(qerr_qp = "0100011111") &
+        b2l(qerr_qp = "0100011110") &
+        b2l(qerr_qp = "0100011101") &
+        b2l(qerr_qp = "0100011100") &
+        b2l(qerr_qp = "0100011011") &
+        b2l(qerr_qp = "0100011010") &
+        b2l(qerr_qp = "0100011001") &
+        b2l(qerr_qp = "0100011000") &
+        b2l(qerr_qp = "0100010111") &
+        b2l(qerr_qp = "0100010110") &
+        b2l(qerr_qp = "0100010101") &
+        b2l(qerr_qp = "0100010100") &
+        b2l(qerr_qp = "0100010011") &
+        b2l(qerr_qp = "0100010010") &
+        b2l(qerr_qp = "0100010001") &
+        b2l(qerr_qp = "0100010000") &
+        b2l(qerr_qp = "0100001111") &
+        b2l(qerr_qp = "0100001110") &
+        b2l(qerr_qp = "0100001101") &
+        b2l(qerr_qp = "0100001100") &
+        b2l(qerr_qp = "0100001011") &
+        b2l(qerr_qp = "0100001010") &
+        b2l(qerr_qp = "0100001001") &
+        b2l(qerr_qp = "0100001000") &
+        b2l(qerr_qp = "0100000111") &
+        b2l(qerr_qp = "0100000110") &
+        b2l(qerr_qp = "0100000101") &
+        b2l(qerr_qp = "0100000100") &
+        b2l(qerr_qp = "0100000011") &
+        b2l(qerr_qp = "0100000010") &
+        b2l(qerr_qp = "0100000001") &
+        b2l(qerr_qp = "0100000000") &
+        b2l(qerr_qp = "0011111111") &
+        b2l(qerr_qp = "0011111110") &
+        b2l(qerr_qp = "0011111101") &
+        b2l(qerr_qp = "0011111100") &
+        b2l(qerr_qp = "0011111011") &
+        b2l(qerr_qp = "0011111010") &
+        b2l(qerr_qp = "0011111001") &
+        b2l(qerr_qp = "0011111000") &
+        b2l(qerr_qp = "0011110111") &
+        b2l(qerr_qp = "0011110110") &
+        b2l(qerr_qp = "0011110101") &
+        b2l(qerr_qp = "0011110100") &
+        b2l(qerr_qp = "0011110011") &
+        b2l(qerr_qp = "0011110010") &
+        b2l(qerr_qp = "0011110001") &
+        b2l(qerr_qp = "0011110000") &
+        b2l(qerr_qp = "0011101111") &
+        b2l(qerr_qp = "0011101110") &
+        b2l(qerr_qp = "0011101101") &
+        b2l(qerr_qp = "0011101100") &
+        b2l(qerr_qp = "0011101011") &
+        b2l(qerr_qp = "0011101010") &
+        b2l(qerr_qp = "0011101001") &
+        b2l(qerr_qp = "0011101000") &
+        b2l(qerr_qp = "0011100111") &
+        b2l(qerr_qp = "0011100110") &
+        b2l(qerr_qp = "0011100101") &
+        b2l(qerr_qp = "0011100100") &
+        b2l(qerr_qp = "0011100011") &
+        b2l(qerr_qp = "0011100010") &
+        b2l(qerr_qp = "0011100001") &
+        b2l(qerr_qp = "0011100000") &
+        b2l(qerr_qp = "0011011111") &
+        b2l(qerr_qp = "0011011110") &
+        b2l(qerr_qp = "0011011101") &
+        b2l(qerr_qp = "0011011100") &
+        b2l(qerr_qp = "0011011011") &
+        b2l(qerr_qp = "0011011010") &
+        b2l(qerr_qp = "0011011001") &
+        b2l(qerr_qp = "0011011000") &
+        b2l(qerr_qp = "0011010111") &
+        b2l(qerr_qp = "0011010110") &
+        b2l(qerr_qp = "0011010101") &
+        b2l(qerr_qp = "0011010100") &
+        b2l(qerr_qp = "0011010011") &
+        b2l(qerr_qp = "0011010010") &
+        b2l(qerr_qp = "0011010001") &
+        b2l(qerr_qp = "0011010000") &
+        b2l(qerr_qp = "0011001111") &
+        b2l(qerr_qp = "0011001110") &
+        b2l(qerr_qp = "0011001101") &
+        b2l(qerr_qp = "0011001100") &
+        b2l(qerr_qp = "0011001011") &
+        b2l(qerr_qp = "0011001010") &
+        b2l(qerr_qp = "0011001001") &
+        b2l(qerr_qp = "0011001000") &
+        b2l(qerr_qp = "0011000111") &
+        b2l(qerr_qp = "0011000110") &
+        b2l(qerr_qp = "0011000101") &
+        b2l(qerr_qp = "0011000100") &
+        b2l(qerr_qp = "0011000011") &
+        b2l(qerr_qp = "0011000010") &
+        b2l(qerr_qp = "0011000001") &
+        b2l(qerr_qp = "0011000000") &
+        b2l(qerr_qp = "0010111111") &
+        b2l(qerr_qp = "0010111110") &
+        b2l(qerr_qp = "0010111101") &
+        b2l(qerr_qp = "0010111100") &
+        b2l(qerr_qp = "0010111011") &
+        b2l(qerr_qp = "0010111010") &
+        b2l(qerr_qp = "0010111001") &
+        b2l(qerr_qp = "0010111000") &
+        b2l(qerr_qp = "0010110111") &
+        b2l(qerr_qp = "0010110110") &
+        b2l(qerr_qp = "0010110101") &
+        b2l(qerr_qp = "0010110100") &
+        b2l(qerr_qp = "0010110011") &
+        b2l(qerr_qp = "0010110010") &
+        b2l(qerr_qp = "0010110001") &
+        b2l(qerr_qp = "0010110000") &
+        b2l(qerr_qp = "0010101111") &
+        b2l(qerr_qp = "0010101110") &
+        b2l(qerr_qp = "0010101101") &
+        b2l(qerr_qp = "0010101100") &
+        b2l(qerr_qp = "0010101011") &
+        b2l(qerr_qp = "0010101010") &
+        b2l(qerr_qp = "0010101001") &
+        b2l(qerr_qp = "0010101000") &
+        b2l(qerr_qp = "0010100111") &
+        b2l(qerr_qp = "0010100110") &
+        b2l(qerr_qp = "0010100101") &
+        b2l(qerr_qp = "0010100100") &
+        b2l(qerr_qp = "0010100011") &
+        b2l(qerr_qp = "0010100010") &
+        b2l(qerr_qp = "0010100001") &
+        b2l(qerr_qp = "0010100000") &
+        b2l(qerr_qp = "0010011111") &
+        b2l(qerr_qp = "0010011110") &
+        b2l(qerr_qp = "0010011101") &
+        b2l(qerr_qp = "0010011100") &
+        b2l(qerr_qp = "0010011011") &
+        b2l(qerr_qp = "0010011010") &
+        b2l(qerr_qp = "0010011001") &
+        b2l(qerr_qp = "0010011000") &
+        b2l(qerr_qp = "0010010111") &
+        b2l(qerr_qp = "0010010110") &
+        b2l(qerr_qp = "0010010101") &
+        b2l(qerr_qp = "0010010100") &
+        b2l(qerr_qp = "0010010011") &
+        b2l(qerr_qp = "0010010010") &
+        b2l(qerr_qp = "0010010001") &
+        b2l(qerr_qp = "0010010000") &
+        b2l(qerr_qp = "0010001111") &
+        b2l(qerr_qp = "0010001110") &
+        b2l(qerr_qp = "0010001101") &
+        b2l(qerr_qp = "0010001100") &
+        b2l(qerr_qp = "0010001011") &
+        b2l(qerr_qp = "0010001010") &
+        b2l(qerr_qp = "0010001001") &
+        b2l(qerr_qp = "0010001000") &
+        b2l(qerr_qp = "0010000111") &
+        b2l(qerr_qp = "0010000110") &
+        b2l(qerr_qp = "0010000101") &
+        b2l(qerr_qp = "0010000100") &
+        b2l(qerr_qp = "0010000011") &
+        b2l(qerr_qp = "0010000010") &
+        b2l(qerr_qp = "0010000001") &
+        b2l(qerr_qp = "0010000000") &
+        b2l(qerr_qp = "0001111111") &
+        b2l(qerr_qp = "0001111110") &
+        b2l(qerr_qp = "0001111101") &
+        b2l(qerr_qp = "0001111100") &
+        b2l(qerr_qp = "0001111011") &
+        b2l(qerr_qp = "0001111010") &
+        b2l(qerr_qp = "0001111001") &
+        b2l(qerr_qp = "0001111000") &
+        b2l(qerr_qp = "0001110111") &
+        b2l(qerr_qp = "0001110110") &
+        b2l(qerr_qp = "0001110101") &
+        b2l(qerr_qp = "0001110100") &
+        b2l(qerr_qp = "0001110011") &
+        b2l(qerr_qp = "0001110010") &
+        b2l(qerr_qp = "0001110001") &
+        b2l(qerr_qp = "0001110000") &
+        b2l(qerr_qp = "0001101111") &
+        b2l(qerr_qp = "0001101110") &
+        b2l(qerr_qp = "0001101101") &
+        b2l(qerr_qp = "0001101100") &
+        b2l(qerr_qp = "0001101011") &
+        b2l(qerr_qp = "0001101010") &
+        b2l(qerr_qp = "0001101001") &
+        b2l(qerr_qp = "0001101000") &
+        b2l(qerr_qp = "0001100111") &
+        b2l(qerr_qp = "0001100110") &
+        b2l(qerr_qp = "0001100101") &
+        b2l(qerr_qp = "0001100100") &
+        b2l(qerr_qp = "0001100011") &
+        b2l(qerr_qp = "0001100010") &
+        b2l(qerr_qp = "0001100001") &
+        b2l(qerr_qp = "0001100000") &
+        b2l(qerr_qp = "0001011111") &
+        b2l(qerr_qp = "0001011110") &
+        b2l(qerr_qp = "0001011101") &
+        b2l(qerr_qp = "0001011100") &
+        b2l(qerr_qp = "0001011011") &
+        b2l(qerr_qp = "0001011010") &
+        b2l(qerr_qp = "0001011001") &
+        b2l(qerr_qp = "0001011000") &
+        b2l(qerr_qp = "0001010111") &
+        b2l(qerr_qp = "0001010110") &
+        b2l(qerr_qp = "0001010101") &
+        b2l(qerr_qp = "0001010100") &
+        b2l(qerr_qp = "0001010011") &
+        b2l(qerr_qp = "0001010010") &
+        b2l(qerr_qp = "0001010001") &
+        b2l(qerr_qp = "0001010000") &
+        b2l(qerr_qp = "0001001111") &
+        b2l(qerr_qp = "0001001110") &
+        b2l(qerr_qp = "0001001101") &
+        b2l(qerr_qp = "0001001100") &
+        b2l(qerr_qp = "0001001011") &
+        b2l(qerr_qp = "0001001010") &
+        b2l(qerr_qp = "0001001001") &
+        b2l(qerr_qp = "0001001000") &
+        b2l(qerr_qp = "0001000111") &
+        b2l(qerr_qp = "0001000110") &
+        b2l(qerr_qp = "0001000101") &
+        b2l(qerr_qp = "0001000100") &
+        b2l(qerr_qp = "0001000011") &
+        b2l(qerr_qp = "0001000010") &
+        b2l(qerr_qp = "0001000001") &
+        b2l(qerr_qp = "0001000000") &
+        b2l(qerr_qp = "0000111111") &
+        b2l(qerr_qp = "0000111110") &
+        b2l(qerr_qp = "0000111101") &
+        b2l(qerr_qp = "0000111100") &
+        b2l(qerr_qp = "0000111011") &
+        b2l(qerr_qp = "0000111010") &
+        b2l(qerr_qp = "0000111001") &
+        b2l(qerr_qp = "0000111000") &
+        b2l(qerr_qp = "0000110111") &
+        b2l(qerr_qp = "0000110110") &
+        b2l(qerr_qp = "0000110101") &
+        b2l(qerr_qp = "0000110100") &
+        b2l(qerr_qp = "0000110011") &
+        b2l(qerr_qp = "0000110010") &
+        b2l(qerr_qp = "0000110001") &
+        b2l(qerr_qp = "0000110000") &
+        b2l(qerr_qp = "0000101111") &
+        b2l(qerr_qp = "0000101110") &
+        b2l(qerr_qp = "0000101101") &
+        b2l(qerr_qp = "0000101100") &
+        b2l(qerr_qp = "0000101011") &
+        b2l(qerr_qp = "0000101010") &
+        b2l(qerr_qp = "0000101001") &
+        b2l(qerr_qp = "0000101000") &
+        b2l(qerr_qp = "0000100111") &
+        b2l(qerr_qp = "0000100110") &
+        b2l(qerr_qp = "0000100101") &
+        b2l(qerr_qp = "0000100100") &
+        b2l(qerr_qp = "0000100011") &
+        b2l(qerr_qp = "0000100010") &
+        b2l(qerr_qp = "0000100001") &
+        b2l(qerr_qp = "0000100000") &
+        b2l(qerr_qp = "0000011111") &
+        b2l(qerr_qp = "0000011110") &
+        b2l(qerr_qp = "0000011101") &
+        b2l(qerr_qp = "0000011100") &
+        b2l(qerr_qp = "0000011011") &
+        b2l(qerr_qp = "0000011010") &
+        b2l(qerr_qp = "0000011001") &
+        b2l(qerr_qp = "0000011000") &
+        b2l(qerr_qp = "0000010111") &
+        b2l(qerr_qp = "0000010110") &
+        b2l(qerr_qp = "0000010101") &
+        b2l(qerr_qp = "0000010100") &
+        b2l(qerr_qp = "0000010011") &
+        b2l(qerr_qp = "0000010010") &
+        b2l(qerr_qp = "0000010001") &
+        b2l(qerr_qp = "0000010000") &
+        b2l(qerr_qp = "0000001111") &
+        b2l(qerr_qp = "0000001110") &
+        b2l(qerr_qp = "0000001101") &
+        b2l(qerr_qp = "0000001100") &
+        b2l(qerr_qp = "0000001011") &
+        b2l(qerr_qp = "0000001010") &
+        b2l(qerr_qp = "0000001001") &
+        b2l(qerr_qp = "0000001000") &
+        b2l(qerr_qp = "0000000111") &
+        b2l(qerr_qp = "0000000110") &
+        b2l(qerr_qp = "0000000101") &
+        b2l(qerr_qp = "0000000100") &
+        b2l(qerr_qp = "0000000011") &
+        b2l(qerr_qp = "0000000010") &
+        b2l(qerr_qp = "0000000001") &
+        b2l(qerr_qp = "0000000000")
+    );
+    err_enqueue <= qp_to_error and (not (or (queued and qerr_1h)));
+    sched_push <= (eng_requeue or db_enqueue) or err_enqueue;
+    sched_push_qp <= mux(eng_requeue, cur_qp, mux(db_v, db_qp, s_qp_num));
     push_new <= (db_fire and db_is_push) and db_push_ok_q;
     ld_txs_log <= ctx_rd(38 downto 34);
     db_hit_cur <= (((db_fire and db_acts) and b2l(db_qp = cur_qp)) and (not in_state0)) and (not in_state1);
     dbw_last_hit <= dbw_last_v and b2l(dbw_last_qp = cur_qp);
     rdone_now <= mux(db_hit_cur, db_new_rc, mux(dbw_last_hit, dbw_last_rc, dbs_e_rd(52 downto 48)));
+    cur_live <= b2l(cur_state = "01");
+    cur_error <= b2l(cur_state = "10");
     h_opcode <= wqe_hdr(7 downto 0);
     h_signaled <= wqe_hdr(8);
     h_solicited <= wqe_hdr(9);
@@ -3802,7 +4874,8 @@ begin
     h_inv_stag <= wqe_hdr(255 downto 224);
     has_work <= b2l(cur_sq_next /= cur_sq_pi);
     rdone_pending <= std_logic_vector(unsigned(cur_rdone) - unsigned(cur_rdone_used));
-    ret_go <= (in_state3 and b2l(cur_orq /= "00000")) and b2l(rdone_pending /= "00000");
+    ret_go <= ((in_state3 and cur_live) and b2l(cur_orq /= "00000")) and b2l(rdone_pending /= "00000");
+    flush_go <= (in_state3 and cur_error) and b2l(cur_sq_ci /= cur_sq_pi);
     ord_room <= b2l(unsigned(cur_orq) < unsigned(cur_ord));
     ring_used <= std_logic_vector(unsigned(f_off) - unsigned(cur_txs_ci));
     ring_size <= std_logic_vector(unsigned(std_logic_vector'(x"00" & cur_txs_mask)) + unsigned'(x"00000001"));
@@ -3812,8 +4885,9 @@ begin
     push2_hit <= (push2_v and b2l(push2_qp = cur_qp)) and b2l(push2_idx = cur_sq_next);
     push3_hit <= (push3_v and b2l(push3_qp = cur_qp)) and b2l(push3_idx = cur_sq_next);
     push_hit <= or std_logic_vector'(push0_hit & push1_hit & push2_hit & push3_hit);
-    wqe_go <= (((in_state3 and (not ret_go)) and has_work) and ring_room_ok) and ord_room;
-    fetch_go <= wqe_go or ret_go;
+    wqe_go <= ((((in_state3 and cur_live) and (not ret_go)) and has_work) and ring_room_ok) and ord_room;
+    fetch_go <= (wqe_go or ret_go) or flush_go;
+    ret_or_flush <= ret_mode or flush_mode;
     use_push <= wqe_go and push_hit;
     push0_w <= push_new and b2l(push_rr = "00");
     push1_w <= push_new and b2l(push_rr = "01");
@@ -3864,10 +4938,10 @@ begin
     op_read <= b2l(h_opcode = x"03");
     read_ok <= (op_read and (not h_inline)) and (not b2l(unsigned'("00001") < unsigned(h_nsge)));
     wqe_served <= ((((op_served and h_inline) and inline_len_ok) or read_ok) and bbs_ok) and (not wqe_rd_err);
-    wait_read <= (((in_state5 and (not ret_mode)) and wqe_served) and b2l(cur_orq /= "00000")) and ((not op_read) or h_fence);
+    wait_read <= (((in_state5 and (not ret_or_flush)) and wqe_served) and b2l(cur_orq /= "00000")) and ((not op_read) or h_fence);
     wqe_beats <= std_logic_vector'("000" & h_bbs);
     rest_done <= (in_state7 and wb_valid) and b2l(wb_beat = std_logic_vector(unsigned(wqe_beats) - unsigned'("0000001")));
-    halt <= (((in_state5 and (not ret_mode)) and (not wqe_served)) or ((in_state5 and ret_mode) and wqe_rd_err)) or (rest_done and (wqe_rd_err or rd_terr));
+    halt <= (((in_state5 and (not ret_or_flush)) and (not wqe_served)) or ((in_state5 and ret_or_flush) and wqe_rd_err)) or (rest_done and (wqe_rd_err or rd_terr));
     stat_halt <= halt_q;
     stat_halt_qpn <= halt_qpn_q;
     one_bb <= b2l(h_bbs = x"1");
@@ -3989,7 +5063,9 @@ begin
     rw_fpdu_end <= rw_pass_end or rw_merge_end;
     qd_pop <= std_logic_vector'("00" & rw_fpdu_end);
     wqe_retires <= ret_mode or (not op_read);
-    new_sq_ci <= mux(wqe_retires, std_logic_vector(unsigned(cur_sq_ci) + unsigned(std_logic_vector'(x"000" & h_bbs))), cur_sq_ci);
+    flush_avail <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_ci));
+    flush_bbs <= mux((((or h_bbs) and (not b2l(unsigned'(x"8") < unsigned(h_bbs)))) and (not b2l(unsigned(flush_avail) < unsigned(std_logic_vector'(x"000" & h_bbs))))) and (not b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & sq_mask)) + unsigned'("00000000000000001"))) < unsigned(std_logic_vector'("0000000000000" & h_bbs)))), std_logic_vector'(x"000" & h_bbs), flush_avail);
+    new_sq_ci <= mux(flush_mode, std_logic_vector(unsigned(cur_sq_ci) + unsigned(flush_bbs)), mux(wqe_retires, std_logic_vector(unsigned(cur_sq_ci) + unsigned(std_logic_vector'(x"000" & h_bbs))), cur_sq_ci));
     cq_wpos <= std_logic_vector(unsigned(cq_count) - unsigned(cq_pop));
     cq0_push <= in_state11 and b2l(cq_wpos = x"0");
     cq1_push <= in_state11 and b2l(cq_wpos = x"1");
@@ -4010,16 +5086,16 @@ begin
     m_cpl_qpn <= cpl_qpn_q;
     m_cpl_wr_id <= cpl_wr_id_q;
     m_cpl_opcode <= cpl_op_q;
-    m_cpl_status <= x"00";
+    m_cpl_status <= cpl_status_q;
     m_cpl_byte_len <= cpl_len_q;
     m_cpl_sq_ci <= cpl_sq_ci_q;
     m_cpl_txs_pi <= cpl_txs_pi_q;
     stat_dma_err <= dma_err_q;
-    op_is_send <= not (op_write or op_read);
-    read_started <= op_read and (not ret_mode);
-    new_sq_next <= mux(ret_mode, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(std_logic_vector'(x"000" & h_bbs))));
-    new_orq <= mux(ret_mode, std_logic_vector(unsigned(cur_orq) - unsigned'("00001")), mux(read_started, std_logic_vector(unsigned(cur_orq) + unsigned'("00001")), cur_orq));
-    new_rdone_used <= mux(ret_mode, std_logic_vector(unsigned(cur_rdone_used) + unsigned'("00001")), cur_rdone_used);
+    op_is_send <= not ((op_write or op_read) or flush_mode);
+    read_started <= op_read and (not ret_or_flush);
+    new_sq_next <= mux(flush_mode, new_sq_ci, mux(ret_mode, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(std_logic_vector'(x"000" & h_bbs)))));
+    new_orq <= mux(flush_mode, "00000", mux(ret_mode, std_logic_vector(unsigned(cur_orq) - unsigned'("00001")), mux(read_started, std_logic_vector(unsigned(cur_orq) + unsigned'("00001")), cur_orq)));
+    new_rdone_used <= mux(flush_mode, cur_rdone, mux(ret_mode, std_logic_vector(unsigned(cur_rdone_used) + unsigned'("00001")), cur_rdone_used));
     eng_wb_data <= std_logic_vector'(
         new_rdone_used &
         new_orq &
@@ -4029,7 +5105,7 @@ begin
         f_off &
         new_sq_ci
     );
-    more_work <= (b2l(new_sq_next /= cur_sq_pi) and b2l(unsigned(new_orq) < unsigned(cur_ord))) or (b2l(new_orq /= "00000") and b2l(cur_rdone /= new_rdone_used));
+    more_work <= mux(flush_mode, b2l(new_sq_ci /= cur_sq_pi), (b2l(new_sq_next /= cur_sq_pi) and b2l(unsigned(new_orq) < unsigned(cur_ord))) or (b2l(new_orq /= "00000") and b2l(cur_rdone /= new_rdone_used)));
     qeng_qp <= cur_qp;
     qeng_1h <= std_logic_vector'(
         b2l(qeng_qp = "1111111111") &
@@ -5110,6 +6186,17 @@ begin
         wr_done_tag(7 downto 1)
     );
 
+    cmd_rd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                cmd_rd <= '0';
+            else
+                cmd_rd <= (((s_qp_valid and (not db_v)) and in_state0) and (not cmd_is_create)) and (not cmd_rd);
+            end if;
+        end if;
+    end process;
+
     sched_head_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5425,6 +6512,15 @@ begin
         end if;
     end process;
 
+    cur_state_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if in_state2 = '1' then
+                cur_state <= qp_state_e_rd;
+            end if;
+        end if;
+    end process;
+
     cur_rdone_used_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -5441,6 +6537,17 @@ begin
                 ret_mode <= '0';
             elsif fetch_go = '1' then
                 ret_mode <= ret_go;
+            end if;
+        end if;
+    end process;
+
+    flush_mode_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                flush_mode <= '0';
+            elsif fetch_go = '1' then
+                flush_mode <= flush_go;
             end if;
         end if;
     end process;
@@ -5703,7 +6810,7 @@ begin
     begin
         if rising_edge(clk) then
             if ((fetch_go or in_state5) or rd_go) = '1' then
-                fetch_idx <= mux(fetch_go, mux(ret_go, cur_sq_ci, cur_sq_next), mux(in_state5, std_logic_vector(unsigned(cur_sq_next) + unsigned'(x"0001")), std_logic_vector(unsigned(fetch_idx) + unsigned(std_logic_vector'(x"000" & fetch_n)))));
+                fetch_idx <= mux(fetch_go, mux(ret_go or flush_go, cur_sq_ci, cur_sq_next), mux(in_state5, std_logic_vector(unsigned(cur_sq_next) + unsigned'(x"0001")), std_logic_vector(unsigned(fetch_idx) + unsigned(std_logic_vector'(x"000" & fetch_n)))));
             end if;
         end if;
     end process;
@@ -6286,7 +7393,7 @@ begin
     cq0_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_cqe <= mux(cq0_push, h_signaled and wqe_retires, mux(b2l(cq_pop = x"1"), cq1_cqe, mux(b2l(cq_pop = x"2"), cq2_cqe, mux(b2l(cq_pop = x"3"), cq3_cqe, mux(b2l(cq_pop = x"4"), cq4_cqe, mux(b2l(cq_pop = x"5"), cq5_cqe, mux(b2l(cq_pop = x"6"), cq6_cqe, mux(b2l(cq_pop = x"7"), cq7_cqe, cq0_cqe))))))));
+            cq0_cqe <= mux(cq0_push, flush_mode or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq1_cqe, mux(b2l(cq_pop = x"2"), cq2_cqe, mux(b2l(cq_pop = x"3"), cq3_cqe, mux(b2l(cq_pop = x"4"), cq4_cqe, mux(b2l(cq_pop = x"5"), cq5_cqe, mux(b2l(cq_pop = x"6"), cq6_cqe, mux(b2l(cq_pop = x"7"), cq7_cqe, cq0_cqe))))))));
         end if;
     end process;
 
@@ -6314,14 +7421,14 @@ begin
     cq0_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_op <= mux(cq0_push, mux(op_read, "10", std_logic_vector'('0' & op_write)), mux(b2l(cq_pop = x"1"), cq1_op, mux(b2l(cq_pop = x"2"), cq2_op, mux(b2l(cq_pop = x"3"), cq3_op, mux(b2l(cq_pop = x"4"), cq4_op, mux(b2l(cq_pop = x"5"), cq5_op, mux(b2l(cq_pop = x"6"), cq6_op, mux(b2l(cq_pop = x"7"), cq7_op, cq0_op))))))));
+            cq0_op <= mux(cq0_push, mux(flush_mode, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(op_read, "010", std_logic_vector'("00" & op_write))), mux(b2l(cq_pop = x"1"), cq1_op, mux(b2l(cq_pop = x"2"), cq2_op, mux(b2l(cq_pop = x"3"), cq3_op, mux(b2l(cq_pop = x"4"), cq4_op, mux(b2l(cq_pop = x"5"), cq5_op, mux(b2l(cq_pop = x"6"), cq6_op, mux(b2l(cq_pop = x"7"), cq7_op, cq0_op))))))));
         end if;
     end process;
 
     cq0_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_len <= mux(cq0_push, mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len)), mux(b2l(cq_pop = x"1"), cq1_len, mux(b2l(cq_pop = x"2"), cq2_len, mux(b2l(cq_pop = x"3"), cq3_len, mux(b2l(cq_pop = x"4"), cq4_len, mux(b2l(cq_pop = x"5"), cq5_len, mux(b2l(cq_pop = x"6"), cq6_len, mux(b2l(cq_pop = x"7"), cq7_len, cq0_len))))))));
+            cq0_len <= mux(cq0_push, mux(flush_mode, x"00000000", mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len))), mux(b2l(cq_pop = x"1"), cq1_len, mux(b2l(cq_pop = x"2"), cq2_len, mux(b2l(cq_pop = x"3"), cq3_len, mux(b2l(cq_pop = x"4"), cq4_len, mux(b2l(cq_pop = x"5"), cq5_len, mux(b2l(cq_pop = x"6"), cq6_len, mux(b2l(cq_pop = x"7"), cq7_len, cq0_len))))))));
         end if;
     end process;
 
@@ -6342,14 +7449,21 @@ begin
     cq0_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_noring <= mux(cq0_push, ret_mode, mux(b2l(cq_pop = x"1"), cq1_noring, mux(b2l(cq_pop = x"2"), cq2_noring, mux(b2l(cq_pop = x"3"), cq3_noring, mux(b2l(cq_pop = x"4"), cq4_noring, mux(b2l(cq_pop = x"5"), cq5_noring, mux(b2l(cq_pop = x"6"), cq6_noring, mux(b2l(cq_pop = x"7"), cq7_noring, cq0_noring))))))));
+            cq0_noring <= mux(cq0_push, ret_or_flush, mux(b2l(cq_pop = x"1"), cq1_noring, mux(b2l(cq_pop = x"2"), cq2_noring, mux(b2l(cq_pop = x"3"), cq3_noring, mux(b2l(cq_pop = x"4"), cq4_noring, mux(b2l(cq_pop = x"5"), cq5_noring, mux(b2l(cq_pop = x"6"), cq6_noring, mux(b2l(cq_pop = x"7"), cq7_noring, cq0_noring))))))));
+        end if;
+    end process;
+
+    cq0_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq0_flush <= mux(cq0_push, flush_mode, mux(b2l(cq_pop = x"1"), cq1_flush, mux(b2l(cq_pop = x"2"), cq2_flush, mux(b2l(cq_pop = x"3"), cq3_flush, mux(b2l(cq_pop = x"4"), cq4_flush, mux(b2l(cq_pop = x"5"), cq5_flush, mux(b2l(cq_pop = x"6"), cq6_flush, mux(b2l(cq_pop = x"7"), cq7_flush, cq0_flush))))))));
         end if;
     end process;
 
     cq1_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_cqe <= mux(cq1_push, h_signaled and wqe_retires, mux(b2l(cq_pop = x"1"), cq2_cqe, mux(b2l(cq_pop = x"2"), cq3_cqe, mux(b2l(cq_pop = x"3"), cq4_cqe, mux(b2l(cq_pop = x"4"), cq5_cqe, mux(b2l(cq_pop = x"5"), cq6_cqe, mux(b2l(cq_pop = x"6"), cq7_cqe, cq1_cqe)))))));
+            cq1_cqe <= mux(cq1_push, flush_mode or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq2_cqe, mux(b2l(cq_pop = x"2"), cq3_cqe, mux(b2l(cq_pop = x"3"), cq4_cqe, mux(b2l(cq_pop = x"4"), cq5_cqe, mux(b2l(cq_pop = x"5"), cq6_cqe, mux(b2l(cq_pop = x"6"), cq7_cqe, cq1_cqe)))))));
         end if;
     end process;
 
@@ -6377,14 +7491,14 @@ begin
     cq1_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_op <= mux(cq1_push, mux(op_read, "10", std_logic_vector'('0' & op_write)), mux(b2l(cq_pop = x"1"), cq2_op, mux(b2l(cq_pop = x"2"), cq3_op, mux(b2l(cq_pop = x"3"), cq4_op, mux(b2l(cq_pop = x"4"), cq5_op, mux(b2l(cq_pop = x"5"), cq6_op, mux(b2l(cq_pop = x"6"), cq7_op, cq1_op)))))));
+            cq1_op <= mux(cq1_push, mux(flush_mode, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(op_read, "010", std_logic_vector'("00" & op_write))), mux(b2l(cq_pop = x"1"), cq2_op, mux(b2l(cq_pop = x"2"), cq3_op, mux(b2l(cq_pop = x"3"), cq4_op, mux(b2l(cq_pop = x"4"), cq5_op, mux(b2l(cq_pop = x"5"), cq6_op, mux(b2l(cq_pop = x"6"), cq7_op, cq1_op)))))));
         end if;
     end process;
 
     cq1_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_len <= mux(cq1_push, mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len)), mux(b2l(cq_pop = x"1"), cq2_len, mux(b2l(cq_pop = x"2"), cq3_len, mux(b2l(cq_pop = x"3"), cq4_len, mux(b2l(cq_pop = x"4"), cq5_len, mux(b2l(cq_pop = x"5"), cq6_len, mux(b2l(cq_pop = x"6"), cq7_len, cq1_len)))))));
+            cq1_len <= mux(cq1_push, mux(flush_mode, x"00000000", mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len))), mux(b2l(cq_pop = x"1"), cq2_len, mux(b2l(cq_pop = x"2"), cq3_len, mux(b2l(cq_pop = x"3"), cq4_len, mux(b2l(cq_pop = x"4"), cq5_len, mux(b2l(cq_pop = x"5"), cq6_len, mux(b2l(cq_pop = x"6"), cq7_len, cq1_len)))))));
         end if;
     end process;
 
@@ -6405,14 +7519,21 @@ begin
     cq1_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_noring <= mux(cq1_push, ret_mode, mux(b2l(cq_pop = x"1"), cq2_noring, mux(b2l(cq_pop = x"2"), cq3_noring, mux(b2l(cq_pop = x"3"), cq4_noring, mux(b2l(cq_pop = x"4"), cq5_noring, mux(b2l(cq_pop = x"5"), cq6_noring, mux(b2l(cq_pop = x"6"), cq7_noring, cq1_noring)))))));
+            cq1_noring <= mux(cq1_push, ret_or_flush, mux(b2l(cq_pop = x"1"), cq2_noring, mux(b2l(cq_pop = x"2"), cq3_noring, mux(b2l(cq_pop = x"3"), cq4_noring, mux(b2l(cq_pop = x"4"), cq5_noring, mux(b2l(cq_pop = x"5"), cq6_noring, mux(b2l(cq_pop = x"6"), cq7_noring, cq1_noring)))))));
+        end if;
+    end process;
+
+    cq1_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq1_flush <= mux(cq1_push, flush_mode, mux(b2l(cq_pop = x"1"), cq2_flush, mux(b2l(cq_pop = x"2"), cq3_flush, mux(b2l(cq_pop = x"3"), cq4_flush, mux(b2l(cq_pop = x"4"), cq5_flush, mux(b2l(cq_pop = x"5"), cq6_flush, mux(b2l(cq_pop = x"6"), cq7_flush, cq1_flush)))))));
         end if;
     end process;
 
     cq2_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_cqe <= mux(cq2_push, h_signaled and wqe_retires, mux(b2l(cq_pop = x"1"), cq3_cqe, mux(b2l(cq_pop = x"2"), cq4_cqe, mux(b2l(cq_pop = x"3"), cq5_cqe, mux(b2l(cq_pop = x"4"), cq6_cqe, mux(b2l(cq_pop = x"5"), cq7_cqe, cq2_cqe))))));
+            cq2_cqe <= mux(cq2_push, flush_mode or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq3_cqe, mux(b2l(cq_pop = x"2"), cq4_cqe, mux(b2l(cq_pop = x"3"), cq5_cqe, mux(b2l(cq_pop = x"4"), cq6_cqe, mux(b2l(cq_pop = x"5"), cq7_cqe, cq2_cqe))))));
         end if;
     end process;
 
@@ -6440,14 +7561,14 @@ begin
     cq2_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_op <= mux(cq2_push, mux(op_read, "10", std_logic_vector'('0' & op_write)), mux(b2l(cq_pop = x"1"), cq3_op, mux(b2l(cq_pop = x"2"), cq4_op, mux(b2l(cq_pop = x"3"), cq5_op, mux(b2l(cq_pop = x"4"), cq6_op, mux(b2l(cq_pop = x"5"), cq7_op, cq2_op))))));
+            cq2_op <= mux(cq2_push, mux(flush_mode, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(op_read, "010", std_logic_vector'("00" & op_write))), mux(b2l(cq_pop = x"1"), cq3_op, mux(b2l(cq_pop = x"2"), cq4_op, mux(b2l(cq_pop = x"3"), cq5_op, mux(b2l(cq_pop = x"4"), cq6_op, mux(b2l(cq_pop = x"5"), cq7_op, cq2_op))))));
         end if;
     end process;
 
     cq2_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_len <= mux(cq2_push, mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len)), mux(b2l(cq_pop = x"1"), cq3_len, mux(b2l(cq_pop = x"2"), cq4_len, mux(b2l(cq_pop = x"3"), cq5_len, mux(b2l(cq_pop = x"4"), cq6_len, mux(b2l(cq_pop = x"5"), cq7_len, cq2_len))))));
+            cq2_len <= mux(cq2_push, mux(flush_mode, x"00000000", mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len))), mux(b2l(cq_pop = x"1"), cq3_len, mux(b2l(cq_pop = x"2"), cq4_len, mux(b2l(cq_pop = x"3"), cq5_len, mux(b2l(cq_pop = x"4"), cq6_len, mux(b2l(cq_pop = x"5"), cq7_len, cq2_len))))));
         end if;
     end process;
 
@@ -6468,14 +7589,21 @@ begin
     cq2_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_noring <= mux(cq2_push, ret_mode, mux(b2l(cq_pop = x"1"), cq3_noring, mux(b2l(cq_pop = x"2"), cq4_noring, mux(b2l(cq_pop = x"3"), cq5_noring, mux(b2l(cq_pop = x"4"), cq6_noring, mux(b2l(cq_pop = x"5"), cq7_noring, cq2_noring))))));
+            cq2_noring <= mux(cq2_push, ret_or_flush, mux(b2l(cq_pop = x"1"), cq3_noring, mux(b2l(cq_pop = x"2"), cq4_noring, mux(b2l(cq_pop = x"3"), cq5_noring, mux(b2l(cq_pop = x"4"), cq6_noring, mux(b2l(cq_pop = x"5"), cq7_noring, cq2_noring))))));
+        end if;
+    end process;
+
+    cq2_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq2_flush <= mux(cq2_push, flush_mode, mux(b2l(cq_pop = x"1"), cq3_flush, mux(b2l(cq_pop = x"2"), cq4_flush, mux(b2l(cq_pop = x"3"), cq5_flush, mux(b2l(cq_pop = x"4"), cq6_flush, mux(b2l(cq_pop = x"5"), cq7_flush, cq2_flush))))));
         end if;
     end process;
 
     cq3_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_cqe <= mux(cq3_push, h_signaled and wqe_retires, mux(b2l(cq_pop = x"1"), cq4_cqe, mux(b2l(cq_pop = x"2"), cq5_cqe, mux(b2l(cq_pop = x"3"), cq6_cqe, mux(b2l(cq_pop = x"4"), cq7_cqe, cq3_cqe)))));
+            cq3_cqe <= mux(cq3_push, flush_mode or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq4_cqe, mux(b2l(cq_pop = x"2"), cq5_cqe, mux(b2l(cq_pop = x"3"), cq6_cqe, mux(b2l(cq_pop = x"4"), cq7_cqe, cq3_cqe)))));
         end if;
     end process;
 
@@ -6503,14 +7631,14 @@ begin
     cq3_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_op <= mux(cq3_push, mux(op_read, "10", std_logic_vector'('0' & op_write)), mux(b2l(cq_pop = x"1"), cq4_op, mux(b2l(cq_pop = x"2"), cq5_op, mux(b2l(cq_pop = x"3"), cq6_op, mux(b2l(cq_pop = x"4"), cq7_op, cq3_op)))));
+            cq3_op <= mux(cq3_push, mux(flush_mode, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(op_read, "010", std_logic_vector'("00" & op_write))), mux(b2l(cq_pop = x"1"), cq4_op, mux(b2l(cq_pop = x"2"), cq5_op, mux(b2l(cq_pop = x"3"), cq6_op, mux(b2l(cq_pop = x"4"), cq7_op, cq3_op)))));
         end if;
     end process;
 
     cq3_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_len <= mux(cq3_push, mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len)), mux(b2l(cq_pop = x"1"), cq4_len, mux(b2l(cq_pop = x"2"), cq5_len, mux(b2l(cq_pop = x"3"), cq6_len, mux(b2l(cq_pop = x"4"), cq7_len, cq3_len)))));
+            cq3_len <= mux(cq3_push, mux(flush_mode, x"00000000", mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len))), mux(b2l(cq_pop = x"1"), cq4_len, mux(b2l(cq_pop = x"2"), cq5_len, mux(b2l(cq_pop = x"3"), cq6_len, mux(b2l(cq_pop = x"4"), cq7_len, cq3_len)))));
         end if;
     end process;
 
@@ -6531,14 +7659,21 @@ begin
     cq3_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_noring <= mux(cq3_push, ret_mode, mux(b2l(cq_pop = x"1"), cq4_noring, mux(b2l(cq_pop = x"2"), cq5_noring, mux(b2l(cq_pop = x"3"), cq6_noring, mux(b2l(cq_pop = x"4"), cq7_noring, cq3_noring)))));
+            cq3_noring <= mux(cq3_push, ret_or_flush, mux(b2l(cq_pop = x"1"), cq4_noring, mux(b2l(cq_pop = x"2"), cq5_noring, mux(b2l(cq_pop = x"3"), cq6_noring, mux(b2l(cq_pop = x"4"), cq7_noring, cq3_noring)))));
+        end if;
+    end process;
+
+    cq3_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq3_flush <= mux(cq3_push, flush_mode, mux(b2l(cq_pop = x"1"), cq4_flush, mux(b2l(cq_pop = x"2"), cq5_flush, mux(b2l(cq_pop = x"3"), cq6_flush, mux(b2l(cq_pop = x"4"), cq7_flush, cq3_flush)))));
         end if;
     end process;
 
     cq4_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_cqe <= mux(cq4_push, h_signaled and wqe_retires, mux(b2l(cq_pop = x"1"), cq5_cqe, mux(b2l(cq_pop = x"2"), cq6_cqe, mux(b2l(cq_pop = x"3"), cq7_cqe, cq4_cqe))));
+            cq4_cqe <= mux(cq4_push, flush_mode or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq5_cqe, mux(b2l(cq_pop = x"2"), cq6_cqe, mux(b2l(cq_pop = x"3"), cq7_cqe, cq4_cqe))));
         end if;
     end process;
 
@@ -6566,14 +7701,14 @@ begin
     cq4_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_op <= mux(cq4_push, mux(op_read, "10", std_logic_vector'('0' & op_write)), mux(b2l(cq_pop = x"1"), cq5_op, mux(b2l(cq_pop = x"2"), cq6_op, mux(b2l(cq_pop = x"3"), cq7_op, cq4_op))));
+            cq4_op <= mux(cq4_push, mux(flush_mode, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(op_read, "010", std_logic_vector'("00" & op_write))), mux(b2l(cq_pop = x"1"), cq5_op, mux(b2l(cq_pop = x"2"), cq6_op, mux(b2l(cq_pop = x"3"), cq7_op, cq4_op))));
         end if;
     end process;
 
     cq4_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_len <= mux(cq4_push, mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len)), mux(b2l(cq_pop = x"1"), cq5_len, mux(b2l(cq_pop = x"2"), cq6_len, mux(b2l(cq_pop = x"3"), cq7_len, cq4_len))));
+            cq4_len <= mux(cq4_push, mux(flush_mode, x"00000000", mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len))), mux(b2l(cq_pop = x"1"), cq5_len, mux(b2l(cq_pop = x"2"), cq6_len, mux(b2l(cq_pop = x"3"), cq7_len, cq4_len))));
         end if;
     end process;
 
@@ -6594,14 +7729,21 @@ begin
     cq4_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_noring <= mux(cq4_push, ret_mode, mux(b2l(cq_pop = x"1"), cq5_noring, mux(b2l(cq_pop = x"2"), cq6_noring, mux(b2l(cq_pop = x"3"), cq7_noring, cq4_noring))));
+            cq4_noring <= mux(cq4_push, ret_or_flush, mux(b2l(cq_pop = x"1"), cq5_noring, mux(b2l(cq_pop = x"2"), cq6_noring, mux(b2l(cq_pop = x"3"), cq7_noring, cq4_noring))));
+        end if;
+    end process;
+
+    cq4_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq4_flush <= mux(cq4_push, flush_mode, mux(b2l(cq_pop = x"1"), cq5_flush, mux(b2l(cq_pop = x"2"), cq6_flush, mux(b2l(cq_pop = x"3"), cq7_flush, cq4_flush))));
         end if;
     end process;
 
     cq5_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_cqe <= mux(cq5_push, h_signaled and wqe_retires, mux(b2l(cq_pop = x"1"), cq6_cqe, mux(b2l(cq_pop = x"2"), cq7_cqe, cq5_cqe)));
+            cq5_cqe <= mux(cq5_push, flush_mode or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq6_cqe, mux(b2l(cq_pop = x"2"), cq7_cqe, cq5_cqe)));
         end if;
     end process;
 
@@ -6629,14 +7771,14 @@ begin
     cq5_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_op <= mux(cq5_push, mux(op_read, "10", std_logic_vector'('0' & op_write)), mux(b2l(cq_pop = x"1"), cq6_op, mux(b2l(cq_pop = x"2"), cq7_op, cq5_op)));
+            cq5_op <= mux(cq5_push, mux(flush_mode, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(op_read, "010", std_logic_vector'("00" & op_write))), mux(b2l(cq_pop = x"1"), cq6_op, mux(b2l(cq_pop = x"2"), cq7_op, cq5_op)));
         end if;
     end process;
 
     cq5_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_len <= mux(cq5_push, mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len)), mux(b2l(cq_pop = x"1"), cq6_len, mux(b2l(cq_pop = x"2"), cq7_len, cq5_len)));
+            cq5_len <= mux(cq5_push, mux(flush_mode, x"00000000", mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len))), mux(b2l(cq_pop = x"1"), cq6_len, mux(b2l(cq_pop = x"2"), cq7_len, cq5_len)));
         end if;
     end process;
 
@@ -6657,14 +7799,21 @@ begin
     cq5_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_noring <= mux(cq5_push, ret_mode, mux(b2l(cq_pop = x"1"), cq6_noring, mux(b2l(cq_pop = x"2"), cq7_noring, cq5_noring)));
+            cq5_noring <= mux(cq5_push, ret_or_flush, mux(b2l(cq_pop = x"1"), cq6_noring, mux(b2l(cq_pop = x"2"), cq7_noring, cq5_noring)));
+        end if;
+    end process;
+
+    cq5_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq5_flush <= mux(cq5_push, flush_mode, mux(b2l(cq_pop = x"1"), cq6_flush, mux(b2l(cq_pop = x"2"), cq7_flush, cq5_flush)));
         end if;
     end process;
 
     cq6_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_cqe <= mux(cq6_push, h_signaled and wqe_retires, mux(b2l(cq_pop = x"1"), cq7_cqe, cq6_cqe));
+            cq6_cqe <= mux(cq6_push, flush_mode or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq7_cqe, cq6_cqe));
         end if;
     end process;
 
@@ -6692,14 +7841,14 @@ begin
     cq6_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_op <= mux(cq6_push, mux(op_read, "10", std_logic_vector'('0' & op_write)), mux(b2l(cq_pop = x"1"), cq7_op, cq6_op));
+            cq6_op <= mux(cq6_push, mux(flush_mode, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(op_read, "010", std_logic_vector'("00" & op_write))), mux(b2l(cq_pop = x"1"), cq7_op, cq6_op));
         end if;
     end process;
 
     cq6_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_len <= mux(cq6_push, mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len)), mux(b2l(cq_pop = x"1"), cq7_len, cq6_len));
+            cq6_len <= mux(cq6_push, mux(flush_mode, x"00000000", mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len))), mux(b2l(cq_pop = x"1"), cq7_len, cq6_len));
         end if;
     end process;
 
@@ -6720,14 +7869,21 @@ begin
     cq6_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_noring <= mux(cq6_push, ret_mode, mux(b2l(cq_pop = x"1"), cq7_noring, cq6_noring));
+            cq6_noring <= mux(cq6_push, ret_or_flush, mux(b2l(cq_pop = x"1"), cq7_noring, cq6_noring));
+        end if;
+    end process;
+
+    cq6_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq6_flush <= mux(cq6_push, flush_mode, mux(b2l(cq_pop = x"1"), cq7_flush, cq6_flush));
         end if;
     end process;
 
     cq7_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_cqe <= mux(cq7_push, h_signaled and wqe_retires, cq7_cqe);
+            cq7_cqe <= mux(cq7_push, flush_mode or (h_signaled and wqe_retires), cq7_cqe);
         end if;
     end process;
 
@@ -6755,14 +7911,14 @@ begin
     cq7_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_op <= mux(cq7_push, mux(op_read, "10", std_logic_vector'('0' & op_write)), cq7_op);
+            cq7_op <= mux(cq7_push, mux(flush_mode, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(op_read, "010", std_logic_vector'("00" & op_write))), cq7_op);
         end if;
     end process;
 
     cq7_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_len <= mux(cq7_push, mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len)), cq7_len);
+            cq7_len <= mux(cq7_push, mux(flush_mode, x"00000000", mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len))), cq7_len);
         end if;
     end process;
 
@@ -6783,7 +7939,14 @@ begin
     cq7_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_noring <= mux(cq7_push, ret_mode, cq7_noring);
+            cq7_noring <= mux(cq7_push, ret_or_flush, cq7_noring);
+        end if;
+    end process;
+
+    cq7_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq7_flush <= mux(cq7_push, flush_mode, cq7_flush);
         end if;
     end process;
 
@@ -6859,7 +8022,18 @@ begin
             if rst = '1' then
                 cpl_op_q <= x"00";
             elsif cpl_load = '1' then
-                cpl_op_q <= std_logic_vector'("000000" & cq0_op);
+                cpl_op_q <= std_logic_vector'("00000" & cq0_op);
+            end if;
+        end if;
+    end process;
+
+    cpl_status_q_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                cpl_status_q <= x"00";
+            elsif cpl_load = '1' then
+                cpl_status_q <= mux(cq0_flush, x"03", x"00");
             end if;
         end if;
     end process;
@@ -6923,8 +8097,30 @@ begin
             if rst = '1' then
                 eng_state <= x"0";
             else
-                eng_state <= mux(in_state0, mux(sched_pop, x"1", x"0"), mux(in_state1, x"2", mux(in_state2, x"3", mux(in_state3, mux(fetch_go, x"4", x"0"), mux(in_state4, mux(first_done, x"5", x"4"), mux(in_state5, mux(halt or wait_read, x"0", mux(ret_mode, x"b", mux(one_bb, x"8", x"6"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), x"7", x"6"), mux(in_state7, mux(rest_done, mux(halt, x"0", x"8"), x"7"), mux(in_state8, x"9", mux(in_state9, mux(feed_end, x"a", x"9"), mux(in_state10, mux(msg_done, x"b", x"a"), x"0")))))))))));
+                eng_state <= mux(in_state0, mux(sched_pop, x"1", x"0"), mux(in_state1, x"2", mux(in_state2, x"3", mux(in_state3, mux(fetch_go, x"4", x"0"), mux(in_state4, mux(first_done, x"5", x"4"), mux(in_state5, mux(halt or wait_read, x"0", mux(ret_or_flush, x"b", mux(one_bb, x"8", x"6"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), x"7", x"6"), mux(in_state7, mux(rest_done, mux(halt, x"0", x"8"), x"7"), mux(in_state8, x"9", mux(in_state9, mux(feed_end, x"a", x"9"), mux(in_state10, mux(msg_done, x"b", x"a"), x"0")))))))))));
             end if;
+        end if;
+    end process;
+
+    -- qp_state_c: synchronous write, synchronous read (block RAM)
+    qp_state_c_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if qp_state_we = '1' then
+                qp_state_c(to_integer(unsigned(s_qp_num))) <= qp_state_wd;
+            end if;
+            qp_state_c_rd <= qp_state_c(to_integer(unsigned(s_qp_num)));
+        end if;
+    end process;
+
+    -- qp_state_e: synchronous write, synchronous read (block RAM)
+    qp_state_e_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if qp_state_we = '1' then
+                qp_state_e(to_integer(unsigned(s_qp_num))) <= qp_state_wd;
+            end if;
+            qp_state_e_rd <= qp_state_e(to_integer(unsigned(ctx_rd_addr)));
         end if;
     end process;
 

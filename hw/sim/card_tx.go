@@ -38,8 +38,10 @@ func (h HostMem) Read(addr uint64, p []byte) {
 	}
 }
 
-// CardTxQP is a QP context as card_tx's QP command takes it.
+// CardTxQP is a QP command as card_tx takes it: the QP_OP (0 is taken
+// as CREATE) and, for CREATE, the staged context.
 type CardTxQP struct {
+	Op              uint32
 	Num             uint32
 	SQBase, TXSBase uint64
 	SQLog, TXSLog   uint32
@@ -224,7 +226,7 @@ func NewCardTxSim(width int, seed uint64, t CardTxTiming) (*CardTxSim, error) {
 // Close frees the simulation.
 func (s *CardTxSim) Close() { s.inst.Close() }
 
-// Command queues a CREATE of q.
+// Command queues the QP command q.
 func (s *CardTxSim) Command(q CardTxQP) { s.cmds = append(s.cmds, q) }
 
 // Doorbell queues a doorbell.
@@ -252,7 +254,7 @@ func (s *CardTxSim) Step() error {
 	if len(s.cmds) > 0 && s.chance(200) {
 		q := s.cmds[0]
 		p.qpValid.Set(in, 1)
-		p.qpOp.Set(in, 1)
+		p.qpOp.Set(in, uint64(max(q.Op, 1)))
 		p.qpNum.Set(in, uint64(q.Num))
 		p.qpSQBase.Set(in, q.SQBase)
 		p.qpSQLog.Set(in, uint64(q.SQLog))

@@ -52,14 +52,19 @@ func (b *ctxBench) readSink() {
 	w(pr.StagLenLo, ctxSinkLen)
 	w(pr.StagAddrLo, ctxSinkHost)
 	w(pr.StagCommit, 0)
+	b.rd = true
 	for _, q := range b.qps {
-		cfg := mpa.DeframerConfig{Markers: q.cfg.Markers, CRC: q.cfg.CRC, Rev: mpa.Rev1}
-		if q.cfg.Rev0 {
-			cfg.Rev = mpa.Rev0
-		}
-		q.rd.mDefr, q.rd.rDefr = mpa.NewDeframer(cfg), mpa.NewDeframer(cfg)
-		q.rd.rx = mpa.Framer{CRC: q.cfg.CRC}
+		b.readState(q)
 	}
+}
+
+// readState starts the Read peer of q afresh (new streams).
+func (b *ctxBench) readState(q *ctxQP) {
+	cfg := mpa.DeframerConfig{Markers: q.cfg.Markers, CRC: q.cfg.CRC, Rev: mpa.Rev1}
+	if q.cfg.Rev0 {
+		cfg.Rev = mpa.Rev0
+	}
+	q.rd = ctxReads{mDefr: mpa.NewDeframer(cfg), rDefr: mpa.NewDeframer(cfg), rx: mpa.Framer{CRC: q.cfg.CRC}}
 }
 
 // postRead writes an RDMA Read WQE into q's SQ (both memories): the sink
@@ -98,7 +103,7 @@ func (b *ctxBench) postRead(q *ctxQP) {
 	q.pi += uint16(bbs)
 	q.pending = true
 	q.posted++
-	if r.Chance(150) {
+	if r.Chance(150) && !q.late {
 		b.ring(q)
 	}
 }

@@ -32,7 +32,9 @@ type ctxBench struct {
 	mStat map[uint32][]byte // last status record per QP (model)
 	mRing map[uint32][]byte // stream bytes per QP, in write order (model)
 	mCQE  map[uint32][]cs.CQE
-	seen  int // RTL records taken by runRTL
+	seen  int  // RTL records taken by runRTL
+	mEQE  int  // events the model wrote
+	rd    bool // the Read sink is registered: QPs get a Read peer
 }
 
 type ctxQP struct {
@@ -45,6 +47,7 @@ type ctxQP struct {
 	rtlRecs int
 	rtlSQCI uint16
 	rd      ctxReads // the peer's side of RDMA Reads
+	late    bool     // ring SQ_PI only in ring(), never in post (no push)
 }
 
 const (
@@ -71,6 +74,8 @@ func newCtxBench(t *testing.T, width int, seed uint64, timing CardTxTiming, nqp 
 			b.mStat[w.QPN] = append([]byte(nil), w.Data...)
 		case cardmodel.WriteCQE:
 			b.mCQE[w.QPN] = append(b.mCQE[w.QPN], cs.CQE(append([]byte(nil), w.Data...)))
+		case cardmodel.WriteEQE:
+			b.mEQE++ // QP_ERROR events: card_tx writes no events (card_cq's job)
 		case cardmodel.WritePayload:
 			// Read Response payload placed by the model's receive side
 			// (placement's job in the RTL card, not card_tx's).
@@ -109,35 +114,47 @@ func newCtxBench(t *testing.T, width int, seed uint64, timing CardTxTiming, nqp 
 			Markers: r.Chance(128), CRC: r.Chance(180), Rev0: r.Chance(40), SendCQ: uint32(1 + r.IntN(2)),
 			ORD: uint32(1 + r.IntN(4))}
 		b.qps = append(b.qps, &ctxQP{cfg: q})
-		mpaReg := q.MULPDU
-		if q.Markers {
-			mpaReg |= 1 << cs.QPMPAMarkersTXShift
-		}
-		if q.CRC {
-			mpaReg |= 1 << cs.QPMPACRCShift
-		}
-		if q.Rev0 {
-			mpaReg |= 1 << cs.QPMPARev0Shift
-		}
-		b.w32(cs.QPNum, n)
-		b.w32(cs.QPPD, 1)
-		b.w32(cs.QPSQBaseLo, uint32(q.SQBase))
-		b.w32(cs.QPSQBaseHi, uint32(q.SQBase>>32))
-		b.w32(cs.QPRQBaseLo, 0x7000_0000)
-		b.w32(cs.QPTXSBaseLo, uint32(q.TXSBase))
-		b.w32(cs.QPTXSBaseHi, uint32(q.TXSBase>>32))
-		b.w32(cs.QPRXSBaseLo, uint32(ctxRXS+uint64(n)<<16))
-		b.w32(cs.QPSizes, q.SQLog|4<<8|q.TXSLog<<16|ctxRXSLog<<24)
-		b.w32(cs.QPCqs, q.SendCQ|q.SendCQ<<16)
-		b.w32(cs.QPMPA, mpaReg)
-		b.w32(cs.QPRD, q.ORD|1<<8)
-		b.w32(cs.QPCmd, uint32(cs.QPOpCreate))
-		b.rtl.Command(q)
+		b.create(b.qps[len(b.qps)-1])
 	}
 	b.readSink()
 	b.w32(cs.Ctrl, 1)
 	b.card.Run()
 	return b
+}
+
+// create creates q in the model and queues its CREATE for the RTL; the
+// bench's view of q starts afresh (indices and streams from zero).
+func (b *ctxBench) create(cq *ctxQP) {
+	q, n := cq.cfg, cq.cfg.Num
+	*cq = ctxQP{cfg: q}
+	mpaReg := q.MULPDU
+	if q.Markers {
+		mpaReg |= 1 << cs.QPMPAMarkersTXShift
+	}
+	if q.CRC {
+		mpaReg |= 1 << cs.QPMPACRCShift
+	}
+	if q.Rev0 {
+		mpaReg |= 1 << cs.QPMPARev0Shift
+	}
+	b.w32(cs.QPNum, n)
+	b.w32(cs.QPPD, 1)
+	b.w32(cs.QPSQBaseLo, uint32(q.SQBase))
+	b.w32(cs.QPSQBaseHi, uint32(q.SQBase>>32))
+	b.w32(cs.QPRQBaseLo, 0x7000_0000)
+	b.w32(cs.QPTXSBaseLo, uint32(q.TXSBase))
+	b.w32(cs.QPTXSBaseHi, uint32(q.TXSBase>>32))
+	b.w32(cs.QPRXSBaseLo, uint32(ctxRXS+uint64(n)<<16))
+	b.w32(cs.QPSizes, q.SQLog|4<<8|q.TXSLog<<16|ctxRXSLog<<24)
+	b.w32(cs.QPCqs, q.SendCQ|q.SendCQ<<16)
+	b.w32(cs.QPMPA, mpaReg)
+	b.w32(cs.QPRD, q.ORD|1<<8)
+	b.w32(cs.QPCmd, uint32(cs.QPOpCreate))
+	b.rtl.Command(q)
+	if b.rd {
+		b.readState(cq)
+		cq.rd.mFed = len(b.mRing[n]) // the model's earlier streams of n
+	}
 }
 
 // post writes a random WQE into q's SQ (both memories) and rings the
@@ -180,7 +197,7 @@ func (b *ctxBench) post(q *ctxQP, maxLen int, opts ...cs.WQEOpcode) {
 		b.rtl.Mem.Write(a, blk)
 	}
 	db := cs.QPDBBase + q.cfg.Num*cs.QPDBStride
-	if bbs == 1 && r.Chance(100) {
+	if bbs == 1 && r.Chance(100) && !q.late {
 		b.ring(q)
 		var blk [64]byte
 		copy(blk[:], wqe)
@@ -196,7 +213,7 @@ func (b *ctxBench) post(q *ctxQP, maxLen int, opts ...cs.WQEOpcode) {
 	} else {
 		q.pi += uint16(bbs)
 		q.pending = true
-		if r.Chance(150) {
+		if r.Chance(150) && !q.late {
 			b.ring(q)
 		}
 	}
