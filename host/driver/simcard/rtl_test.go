@@ -81,7 +81,11 @@ func TestRTLOperationEndsOrFails(t *testing.T) {
 				d := logTotals(t, before)
 				if err == nil {
 					require.Equal(t, src, dst, "a completed %s moved the bytes", op)
-					t.Logf("%s: served by the RTL, bytes verified", op)
+					if d.Mismatches == 0 {
+						t.Logf("%s: served by the RTL, bytes verified", op)
+					} else {
+						t.Logf("%s: the RTL moved the bytes (verified), but the checker ended a QP: %v / %v", op, a.QP.Err(), b.QP.Err())
+					}
 					return
 				}
 				var me *simcard.MismatchError
