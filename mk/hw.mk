@@ -95,11 +95,26 @@ bench-cosim:
 BENCH_TARGETS += bench-cosim
 
 .PHONY: synth
-# yosys (synth_xilinx, synth_ice40) resource and logic-depth table of each
-# block at 64 and 512 bits, and nextpnr-ice40 Fmax of small instances on an
-# HX8K, written into hw/README.md.
+# yosys (synth_xilinx, synth_ice40) resource and logic-depth table of every
+# block at 64 and 512 bits, and nextpnr-ice40 Fmax of each one that fits an
+# HX8K, written into hw/README.md. Rows are cached in build/hw/synth under a
+# hash of the RTL: a rerun measures only the blocks that changed. The whole
+# table takes about an hour on an idle machine (synth_xilinx of the 512-bit
+# card engines dominates).
+SYNTH_BLOCKS := crc32c mpa_tx mpa_rx ddp_tx placement dma_rd dma_wr card_regs card_tx card_rx card_cq axi_rd_mux_m4 axi_wr_mux_m4 card_stat iwcard
+hw_comma := ,
+hw_space := $(hw_empty) $(hw_empty)
+SYNTH_MODULES := $(subst $(hw_space),$(hw_comma),$(strip $(foreach b,$(SYNTH_BLOCKS),$(b)_w64 $(b)_w512)))
 synth:
-	$(GO) run ./fpga/synth -modules crc32c_w64,crc32c_w512,mpa_tx_w64,mpa_tx_w512,card_regs_w64,card_regs_w512,dma_wr_w64,dma_wr_w512 -pnr crc32c_w32,crc32c_w64
+	$(GO) run ./fpga/synth -modules $(SYNTH_MODULES) -pnr auto
+
+# Registers of one module at or above a LUT6 depth, and their paths:
+# make synth-levels M=mpa_tx_w512 MIN=8
+M ?= mpa_rx_w64
+MIN ?= 9
+.PHONY: synth-levels
+synth-levels:
+	$(GO) run ./fpga/synth -levels $(M) -min $(MIN)
 
 DEBIAN_PACKAGES += verilator ghdl yosys nextpnr-ice40 g++ make
 

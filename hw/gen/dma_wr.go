@@ -95,7 +95,6 @@ func DMAWr(cfg DMAWrConfig) (*Module, error) {
 	off := m.WireOf("new_off", Bits(reqAddr, LB-1, 0), "")
 	span := m.WireOf("new_span", Add(zext(off, 17), zext(reqLen, 17)), "offset + length - 1")
 	nout := m.WireOf("new_nout", Add(zext(Bits(span, 16, LB), NI), C(NI, 1)), "beats written")
-	nin := m.WireOf("new_nin", Add(zext(Bits(reqLen, 15, LB), NI), C(NI, 1)), "input beats")
 	endL := m.WireOf("new_end", Add(zext(Bits(span, LB-1, 0), LB+1), C(LB+1, 1)), "lanes of the last beat written")
 
 	// Address splitter.
@@ -106,9 +105,14 @@ func DMAWr(cfg DMAWrConfig) (*Module, error) {
 	wib := m.WireOf("burst_wib", Bits(curA, BBB-1, 0), "")
 	toB := m.WireOf("burst_to_edge", Sub(C(BBB+1, uint64(BB)), zext(wib, BBB+1)), "")
 	lastBurst := m.WireOf("burst_last", Not(Lt(zext(toB, NI), remB)), "")
-	beats := m.WireOf("burst_beats", Sel(lastBurst, Bits(remB, BBB, 0), toB), "")
-	blenM1 := m.WireOf("burst_len_m1", Sub(beats, C(BBB+1, 1)), "")
-	unused = append(unused, Bit(blenM1, BBB), Bits(span, LB-1, 0))
+	// A burst that is not the request's last ends at a burst boundary: its
+	// length minus one is ~wib, and the next burst starts at the boundary
+	// (no adder behind the last-burst decision). After the last burst the
+	// splitter's address and count are not used until the next request
+	// loads them.
+	remM1 := m.WireOf("burst_rem_m1", Sub(Bits(remB, BBB, 0), C(BBB+1, 1)), "")
+	blenM1 := m.WireOf("burst_len_m1", Sel(lastBurst, Bits(remM1, BBB-1, 0), Not(wib)), "")
+	unused = append(unused, Bit(remM1, BBB), Bits(span, LB-1, 0))
 
 	// Bursts awaiting their response: a ring of {tag, last of request}.
 	bHead := m.RegDecl("bq_head", NBB+1, "")
@@ -124,19 +128,20 @@ func DMAWr(cfg DMAWrConfig) (*Module, error) {
 	m.Assign(reqReady, And(Or(Not(reqV), And(goB, lastBurst)), Not(wqFull)))
 	accept := m.WireOf("req_accept", And(reqValid, reqReady), "")
 	m.Drive(reqV, big.NewInt(0), Or(accept, And(reqV, Not(And(goB, lastBurst)))), nil)
-	m.Drive(curA, nil, Sel(accept, Bits(reqAddr, 63, LB), Add(curA, zext(beats, 64-LB))), Or(accept, goB))
-	m.Drive(remB, nil, Sel(accept, nout, Sub(remB, zext(beats, NI))), Or(accept, goB))
+	nextEdge := Cat(IncBits(curA, 63-LB, BBB), C(BBB, 0))
+	m.Drive(curA, nil, Sel(accept, Bits(reqAddr, 63, LB), nextEdge), Or(accept, goB))
+	m.Drive(remB, nil, Sel(accept, nout, Sub(remB, zext(toB, NI))), Or(accept, goB))
 	m.Drive(rTag, nil, reqTag, accept)
 	m.Drive(awV, big.NewInt(0), Or(goB, And(awV, Not(awReady))), nil)
 	awAq := m.Reg("aw_addr", 64-LB, big.NewInt(0), curA, goB, "")
-	awLq := m.Reg("aw_len", 8, big.NewInt(0), zext(Bits(blenM1, BBB-1, 0), 8), goB, "")
+	awLq := m.Reg("aw_len", 8, big.NewInt(0), zext(blenM1, 8), goB, "")
 	m.Assign(awValid, awV)
 	m.Assign(awID, C(cfg.IDBits, 0))
 	m.Assign(awAddr, gate(awV, Cat(awAq, C(LB, 0))))
 	m.Assign(awLen, gate(awV, awLq))
 	m.Assign(awSize, gate(awV, C(3, uint64(LB))))
 	m.Assign(awBurst, Cat(zero, awV))
-	m.Drive(bTail, big.NewInt(0), Add(bTail, zext(goB, NBB+1)), nil)
+	m.Drive(bTail, big.NewInt(0), StepIf(goB, bTail), nil)
 	var bqTags, bqLasts []Expr
 	for i := 0; i < NB; i++ {
 		here := m.WireOf(fmt.Sprintf("bq%d_w", i), And(goB, Eq(Bits(bTail, NBB-1, 0), C(NBB, uint64(i)))), "")
@@ -146,11 +151,11 @@ func DMAWr(cfg DMAWrConfig) (*Module, error) {
 
 	// W channel: the head request of the data queue, beat by beat.
 	wqPop := m.Wire("wq_pop", addrWidth(dmaWrReqQueue+1), "")
-	wq := ShiftQueue(m, "wq", dmaWrReqQueue, []string{"off", "nout", "nin", "end", "wib"}, []int{LB, NI, NI, LB + 1, BBB},
-		accept, []Expr{off, nout, nin, endL, Bits(reqAddr, LB+BBB-1, LB)}, wqPop)
+	wq := ShiftQueue(m, "wq", dmaWrReqQueue, []string{"off", "nout_m1", "nin_m1", "end", "wib"}, []int{LB, NI, NI, LB + 1, BBB},
+		accept, []Expr{off, zext(Bits(span, 16, LB), NI), zext(Bits(reqLen, 15, LB), NI), endL, Bits(reqAddr, LB+BBB-1, LB)}, wqPop)
 	cw := addrWidth(dmaWrReqQueue + 1)
 	m.Assign(wqFull, Eq(wq.Count, C(cw, dmaWrReqQueue)))
-	hOff, hNout, hNin, hEnd, hWib := wq.Fields[0][0], wq.Fields[0][1], wq.Fields[0][2], wq.Fields[0][3], wq.Fields[0][4]
+	hOff, hNoutM1, hNinM1, hEnd, hWib := wq.Fields[0][0], wq.Fields[0][1], wq.Fields[0][2], wq.Fields[0][3], wq.Fields[0][4]
 	wHave := m.WireOf("w_have", RedOr(wq.Count), "a request's data is due")
 	wk := m.RegDecl("w_beat", NI, "next beat of the head request")
 	wa := m.RegDecl("w_wib", BBB, "its beat address, low bits (after the first beat)")
@@ -159,13 +164,15 @@ func DMAWr(cfg DMAWrConfig) (*Module, error) {
 	wV := m.RegDecl("w_v", 1, "")
 	wFree := m.WireOf("w_free", Or(Not(wV), wReady), "")
 	startOK := m.WireOf("w_start_ok", Or(inBurst, RedOr(permits)), "")
-	needIn := m.WireOf("w_need_in", Lt(wk, hNin), "this beat takes an input beat")
+	// w_beat < nin, kept as a register: 1 at a request's first beat (every
+	// request has an input beat), then w_beat+1 < nin, i.e. w_beat < nin-1.
+	needIn := m.RegDecl("w_need_in", 1, "this beat takes an input beat")
 	canGo := m.WireOf("w_can", And(wHave, wFree, startOK), "")
 	m.Assign(sReady, And(canGo, needIn))
 	wGo := m.WireOf("w_go", And(canGo, Or(Not(needIn), sValid)), "a W beat is formed")
 	take := m.WireOf("s_take", And(wGo, needIn), "an input beat is taken")
 	first := m.WireOf("w_first", Eq(wk, C(NI, 0)), "")
-	last := m.WireOf("w_last_beat", Eq(wk, Sub(hNout, C(NI, 1))), "")
+	last := m.WireOf("w_last_beat", Eq(wk, hNoutM1), "")
 	curWa := m.WireOf("w_wib_cur", Sel(first, hWib, wa), "")
 	endBurst := m.WireOf("w_end_burst", Or(last, RedAnd(curWa)), "")
 	rot := rotateLanes(m, "rot", sData, hOff, 8)
@@ -191,10 +198,15 @@ func DMAWr(cfg DMAWrConfig) (*Module, error) {
 	m.Assign(wStrb, gate(wV, wSq))
 	m.Assign(wLast, And(wV, wLq))
 	m.Drive(wk, big.NewInt(0), Sel(last, C(NI, 0), Add(wk, C(NI, 1))), wGo)
+	m.Drive(needIn, big.NewInt(1), Or(last, Lt(wk, hNinM1)), wGo)
 	m.Drive(wa, big.NewInt(0), Add(curWa, C(BBB, 1)), wGo)
 	m.Drive(inBurst, big.NewInt(0), Not(endBurst), wGo)
 	wStart := m.WireOf("w_start", And(wGo, Not(inBurst)), "a burst's first W beat")
-	m.Drive(permits, big.NewInt(0), Sub(Add(permits, zext(And(awV, awReady), NBB+2)), zext(wStart, NBB+2)), nil)
+	// permits +1 (an address taken), -1 (a burst's W beats start), both or
+	// neither: the candidates are formed in parallel and picked.
+	pInc := And(awV, awReady)
+	m.Drive(permits, big.NewInt(0), Sel(pInc, Sel(wStart, permits, Add(permits, C(NBB+2, 1))),
+		Sel(wStart, Sub(permits, C(NBB+2, 1)), permits)), nil)
 	m.Assign(wqPop, zext(And(wGo, last), cw))
 
 	// B channel and completions.
@@ -207,7 +219,7 @@ func DMAWr(cfg DMAWrConfig) (*Module, error) {
 	}
 	hbTag := m.WireOf("bq_head_tag", muxTree(hb, bqTags), "")
 	hbLast := m.WireOf("bq_head_last", muxTree(hb, bqLasts), "")
-	m.Drive(bHead, big.NewInt(0), Add(bHead, zext(bGo, NBB+1)), nil)
+	m.Drive(bHead, big.NewInt(0), StepIf(bGo, bHead), nil)
 	errAcc := m.RegDecl("err_acc", 1, "earlier bursts of the request had errors")
 	errNow := m.WireOf("err_now", Or(errAcc, Bit(bResp, 1)), "")
 	m.Drive(errAcc, big.NewInt(0), And(Not(hbLast), errNow), bGo)

@@ -95,20 +95,32 @@ func MPATx(width int) (*Module, error) {
 
 	ctxPop := m.Wire("ctx_pop", cw, "contexts taken this cycle")
 	ctxPush := m.WireOf("ctx_push", And(fire, inFirst), "a ULPDU's first beat brings its context")
-	cq := ShiftQueue(m, "ctx", depth, []string{"off", "len", "mk", "crc"}, []int{32, 16, 1, 1}, ctxPush, []Expr{sOff, sLen, sMk, sCRC}, ctxPop)
-	c0 := cq.Fields[0]
+	// The context queue carries each FPDU's initial framer state, computed
+	// from the inputs as the context is pushed: no adder sits between the
+	// queue's head and the framer registers it loads.
+	sLen18 := Cat(C(2, 0), sLen)
+	ctxIn := ctxState{
+		off: sOff, len: sLen, mk: sMk, crc: sCRC,
+		roomData: Add(sLen18, C(18, 6)),                      // 2 + length + 4
+		roomCov:  And(Add(sLen18, C(18, 9)), C(18, 0x3FFFC)), // 2 + length + PAD + 4 (CRC)
+		roomEnd:  And(Add(sLen18, C(18, 13)), C(18, 0x3FFFC)),
+		toMk:     Sub(C(9, 0), Bits(sOff, 8, 0)),
+		lead:     And(sMk, Eq(Bits(sOff, 8, 0), C(9, 0))),
+	}
+	cq := ShiftQueue(m, "ctx", depth, ctxIn.names(), ctxIn.widths(), ctxPush, ctxIn.exprs(), ctxPop)
+	c0 := ctxHead(cq.Fields[0])
 
 	// --- forming one output beat from the framer state and the window ---
 	b18 := func(e Expr, w int) Expr { return Cat(C(18-w, 0), e) }
 	need0 := m.WireOf("f_need_data", Not(Or(Bit(roomData, 17), Lt(roomData, C(18, 5)))), "this beat carries ULPDU octets")
-	need1 := m.WireOf("f_need_two", And(need0, Not(Lt(rel, C(18, 4))), Not(w0Last)), "they reach into window entry 1")
+	relGe4 := m.RegDecl("f_rel_ge4", 1, "f_rel >= 4 (kept as a register: it decides the window's pops)")
+	need1 := m.WireOf("f_need_two", And(need0, relGe4, Not(w0Last)), "they reach into window entry 1")
 	have := m.WireOf("f_have", Or(Not(need0), And(Ne(q.Count, C(cw, 0)), Or(Not(need1), Not(Lt(q.Count, C(cw, 2)))))), "the window holds them")
 	can := m.WireOf("f_can", And(act, have), "a beat can be formed")
 	emit := m.WireOf("f_emit", And(adv, can), "a beat is formed this cycle")
 
 	toMk18 := b18(toMk, 9)
 	mkHere := m.WireOf("f_marker_here", And(mkOn, Lt(toMk, C(9, uint64(lanes))), Lt(toMk18, roomCov)), "a marker falls in this beat, before the FPDU ends")
-	consumed := m.WireOf("f_consumed", Sel(mkHere, C(18, uint64(lanes-4)), C(18, uint64(lanes))), "body octets this beat can carry")
 	last := m.WireOf("f_last", Sel(mkHere, Lt(roomCov, C(18, uint64(lanes-3))), Lt(roomCov, C(18, uint64(lanes+1)))), "this beat ends the FPDU")
 
 	// Lane classes. For a body threshold X, lane i is below it when
@@ -151,39 +163,47 @@ func MPATx(width int) (*Module, error) {
 		shifted: shifted, ptr: ptr, uLen: uLen, first: first, lead: lead})
 	beatKeep := Or(mkLanes, pick(afterLanes, shiftLanes(keepPre, 4), keepPre))
 	beatCov := Or(mkLanes, pick(afterLanes, shiftLanes(covPre, 4), covPre))
-	endOff := m.WireOf("f_end_offset", Add(pos, Cat(C(14, 0), Add(roomCov, Sel(mkHere, C(18, 4), C(18, 0))))), "stream offset just past the FPDU")
+	// The FPDU's end offset, pos + body octets left (+4 past a marker), is
+	// added in stage b: the framer registers its two terms.
+	endRoom := Sel(mkHere, Add(roomCov, C(18, 4)), roomCov)
 
 	// --- framer state ---
 	startNext := m.WireOf("f_start", And(adv, Ne(cq.Count, C(cw, 0)), Or(Not(act), And(can, last))), "load the next FPDU's context")
 	m.Assign(ctxPop, Cat(C(cw-1, 0), startNext))
-	pop1 := And(Not(Lt(Add(rel, consumed), C(18, uint64(lanes+4)))), Not(w0Last))
+	// rel + consumed >= lanes + 4: consumed is lanes-4 or lanes, so this is
+	// rel >= 8 or rel >= 4, compared without the adder.
+	pop1 := And(Sel(mkHere, Not(Lt(rel, C(18, 8))), Not(Lt(rel, C(18, 4)))), Not(w0Last))
 	m.Assign(popW, Sel(emit, Sel(last, Sel(w0Last, C(cw, 1), C(cw, 2)), Cat(C(cw-1, 0), pop1)), C(cw, 0)))
 
 	// The next FPDU's initial state, from the head context.
-	c0Len18 := b18(c0[1], 16)
-	padded := m.WireOf("n_len_padded", And(Add(c0Len18, C(18, 5)), C(18, 0x3FFFC)), "2 + length + PAD")
-	nBodyLen := Add(padded, C(18, 4))
-	nToMk := Sub(C(9, 0), Bits(c0[0], 8, 0))
-	nLead := And(c0[2], Eq(Bits(c0[0], 8, 0), C(9, 0)))
-	stepToMk := Sel(Lt(toMk, C(9, uint64(lanes))), Add(toMk, C(9, uint64(512-lanes))), Sub(toMk, C(9, uint64(lanes))))
-	relNext := Sub(Add(rel, consumed), Sel(pop1, C(18, uint64(lanes)), C(18, 0)))
+	// (toMk - lanes mod 512 in both cases; each candidate of the
+	// stepped registers is formed in parallel and picked by the marker and
+	// pop decisions, so no adder follows them.)
+	stepToMk := Sub(toMk, C(9, uint64(lanes)))
+	less := func(r *Signal) Expr { // r - consumed
+		return Sel(mkHere, Sub(r, C(18, uint64(lanes-4))), Sub(r, C(18, uint64(lanes))))
+	}
+	relNext := Sel(pop1, Sel(mkHere, Sub(rel, C(18, 4)), rel), Sel(mkHere, Add(rel, C(18, uint64(lanes-4))), Add(rel, C(18, uint64(lanes)))))
 	goOn := m.WireOf("f_continue", And(emit, Not(last)), "")
 	ld := func(r *Signal, reset *big.Int, start, cont Expr) {
 		m.Drive(r, reset, Sel(startNext, start, cont), Or(startNext, goOn))
 	}
 	m.Drive(act, big.NewInt(0), startNext, Or(startNext, And(emit, last)))
 	ld(first, big.NewInt(0), C(1, 1), C(1, 0))
-	ld(roomData, nil, Add(c0Len18, C(18, 6)), Sub(roomData, consumed))
-	ld(roomCov, nil, nBodyLen, Sub(roomCov, consumed))
-	ld(roomEnd, nil, Add(nBodyLen, C(18, 4)), Sub(roomEnd, consumed))
+	ld(roomData, nil, c0.roomData, less(roomData))
+	ld(roomCov, nil, c0.roomCov, less(roomCov))
+	ld(roomEnd, nil, c0.roomEnd, less(roomEnd))
 	ld(rel, nil, C(18, 0), relNext)
-	ld(uLen, nil, c0[1], uLen)
-	ld(toMk, nil, nToMk, stepToMk)
-	ld(mkOn, nil, c0[2], mkOn)
-	ld(crcOn, nil, c0[3], crcOn)
-	ld(lead, nil, nLead, lead)
+	// relNext >= 4: rel + consumed is at least lanes-4 >= 4 without a pop,
+	// rel - 4 or rel with one.
+	ld(relGe4, nil, C(1, 0), Sel(pop1, Sel(mkHere, Not(Lt(rel, C(18, 8))), Not(Lt(rel, C(18, 4)))), C(1, 1)))
+	ld(uLen, nil, c0.len, uLen)
+	ld(toMk, nil, c0.toMk, stepToMk)
+	ld(mkOn, nil, c0.mk, mkOn)
+	ld(crcOn, nil, c0.crc, crcOn)
+	ld(lead, nil, c0.lead, lead)
 	ld(jIdx, nil, C(16, 0), Add(jIdx, C(16, uint64(lanes))))
-	ld(pos, nil, c0[0], Add(pos, C(32, uint64(lanes))))
+	ld(pos, nil, c0.off, Add(pos, C(32, uint64(lanes))))
 
 	// --- stage f: the formed beat ---
 	// The beat's lanes are written into the registers they feed rather than
@@ -195,7 +215,12 @@ func MPATx(width int) (*Module, error) {
 	fCov := m.Reg("fb_cover", lanes, nil, beatCov, emit, "lanes the CRC covers")
 	fLast := m.Reg("fb_last", 1, nil, last, emit, "")
 	fCRC := m.Reg("fb_crc", 1, nil, crcOn, emit, "")
-	fUser := m.Reg("fb_user", 32, nil, Sel(last, endOff, C(32, 0)), emit, "")
+	fPos := m.Reg("fb_pos", 32, nil, pos, emit, "stream offset of the beat's lane 0")
+	fRoom := m.Reg("fb_end_room", 18, nil, endRoom, emit, "octets from lane 0 to the FPDU's end, on its last beat")
+	// The end offset is added over two stages: the low 18 bits and their
+	// carry in stage b, the high 14 bits in the next.
+	fLo := m.WireOf("fb_end_lo", Add(Cat(C(1, 0), Bits(fPos, 17, 0)), Cat(C(1, 0), fRoom)), "low bits of the end offset and their carry")
+	fUser := m.WireOf("fb_user", Sel(fLast, Cat(Bits(fPos, 31, 18), Bits(fLo, 17, 0)), C(32, 0)), "on the last beat: the end offset but the carry into bit 18")
 
 	// --- CRC over the covered lanes, as in crc32c ---
 	// (on 64-bit words, and written into b_term: see crc32c)
@@ -225,8 +250,9 @@ func MPATx(width int) (*Module, error) {
 		}
 		return nv, n
 	}
-	var bTerm, bPad, bCov *Signal
+	var bTerm, bPad, bCov, bCarry *Signal
 	bValid, bc := stage("b", fValid, carried{fData, fKeep, fLast, fCRC, fUser}, func(en Expr) {
+		bCarry = m.Reg("b_user_carry", 1, nil, And(fLast, Bit(fLo, 18)), en, "carry of the end offset's low bits")
 		bTerm = m.Reg("b_term", 32, nil, term, en, "the beat's contribution to the CRC register")
 		bPad = m.Reg("b_pad", nk+1, nil, padLanes, en, "lanes the CRC does not cover")
 		bCov = m.Reg("b_cover", lanes, nil, fCov, en, "")
@@ -244,6 +270,7 @@ func MPATx(width int) (*Module, error) {
 	// Each correction but the last is written into the next stage's
 	// register (no wire), evaluated only for beats that move.
 	var crc Expr = next
+	bc.user = m.WireOf("b_user_sum", Cat(Add(Bits(bc.user, 31, 18), Cat(C(13, 0), bCarry)), Bits(bc.user, 17, 0)), "the end offset")
 	valid, c, pad, cov := bValid, bc, bPad, bCov
 	for s := 0; s < stages; s++ {
 		p := fmt.Sprintf("p%d", s)
@@ -287,4 +314,27 @@ func MPATx(width int) (*Module, error) {
 	m.Assign(mLast, oLast)
 	m.Assign(mUser, oUser)
 	return m, m.Validate()
+}
+
+// ctxState is one mpa_tx context queue entry: the ULPDU's context and the
+// framer state its FPDU starts from.
+type ctxState struct {
+	off, len, mk, crc                Expr
+	roomData, roomCov, roomEnd, toMk Expr
+	lead                             Expr
+}
+
+func (c ctxState) names() []string {
+	return []string{"off", "len", "mk", "crc", "room_data", "room_cov", "room_end", "to_marker", "lead"}
+}
+
+func (c ctxState) widths() []int { return []int{32, 16, 1, 1, 18, 18, 18, 9, 1} }
+
+func (c ctxState) exprs() []Expr {
+	return []Expr{c.off, c.len, c.mk, c.crc, c.roomData, c.roomCov, c.roomEnd, c.toMk, c.lead}
+}
+
+// ctxHead is the queue entry f as a ctxState.
+func ctxHead(f []*Signal) ctxState {
+	return ctxState{off: f[0], len: f[1], mk: f[2], crc: f[3], roomData: f[4], roomCov: f[5], roomEnd: f[6], toMk: f[7], lead: f[8]}
 }

@@ -101,7 +101,6 @@ architecture rtl of dma_wr_w512_b128_i4_t8 is
     signal new_off : std_logic_vector(5 downto 0);
     signal new_span : std_logic_vector(16 downto 0); -- offset + length - 1
     signal new_nout : std_logic_vector(11 downto 0); -- beats written
-    signal new_nin : std_logic_vector(11 downto 0); -- input beats
     signal new_end : std_logic_vector(6 downto 0); -- lanes of the last beat written
     signal req_v : std_logic := '0';         -- a request is being split
     signal req_beat : std_logic_vector(57 downto 0); -- its next beat address
@@ -110,8 +109,8 @@ architecture rtl of dma_wr_w512_b128_i4_t8 is
     signal burst_wib : std_logic_vector(5 downto 0);
     signal burst_to_edge : std_logic_vector(6 downto 0);
     signal burst_last : std_logic;
-    signal burst_beats : std_logic_vector(6 downto 0);
-    signal burst_len_m1 : std_logic_vector(6 downto 0);
+    signal burst_rem_m1 : std_logic_vector(6 downto 0);
+    signal burst_len_m1 : std_logic_vector(5 downto 0);
     signal bq_head : std_logic_vector(7 downto 0) := x"00";
     signal bq_tail : std_logic_vector(7 downto 0) := x"00";
     signal bq_used : std_logic_vector(7 downto 0);
@@ -510,13 +509,13 @@ architecture rtl of dma_wr_w512_b128_i4_t8 is
     signal wq_pop : std_logic_vector(1 downto 0);
     signal wq_count : std_logic_vector(1 downto 0) := "00"; -- entries held in wq
     signal wq0_off : std_logic_vector(5 downto 0);
-    signal wq0_nout : std_logic_vector(11 downto 0);
-    signal wq0_nin : std_logic_vector(11 downto 0);
+    signal wq0_nout_m1 : std_logic_vector(11 downto 0);
+    signal wq0_nin_m1 : std_logic_vector(11 downto 0);
     signal wq0_end : std_logic_vector(6 downto 0);
     signal wq0_wib : std_logic_vector(5 downto 0);
     signal wq1_off : std_logic_vector(5 downto 0);
-    signal wq1_nout : std_logic_vector(11 downto 0);
-    signal wq1_nin : std_logic_vector(11 downto 0);
+    signal wq1_nout_m1 : std_logic_vector(11 downto 0);
+    signal wq1_nin_m1 : std_logic_vector(11 downto 0);
     signal wq1_end : std_logic_vector(6 downto 0);
     signal wq1_wib : std_logic_vector(5 downto 0);
     signal wq_wpos : std_logic_vector(1 downto 0); -- where a pushed entry goes
@@ -530,7 +529,7 @@ architecture rtl of dma_wr_w512_b128_i4_t8 is
     signal w_v : std_logic := '0';
     signal w_free : std_logic;
     signal w_start_ok : std_logic;
-    signal w_need_in : std_logic;            -- this beat takes an input beat
+    signal w_need_in : std_logic := '1';     -- this beat takes an input beat
     signal w_can : std_logic;
     signal w_go : std_logic;                 -- a W beat is formed
     signal s_take : std_logic;               -- an input beat is taken
@@ -567,13 +566,12 @@ begin
     new_off <= s_req_addr(5 downto 0);
     new_span <= std_logic_vector(unsigned(std_logic_vector'("00000000000" & new_off)) + unsigned(std_logic_vector'('0' & s_req_len)));
     new_nout <= std_logic_vector(unsigned(std_logic_vector'('0' & new_span(16 downto 6))) + unsigned'(x"001"));
-    new_nin <= std_logic_vector(unsigned(std_logic_vector'("00" & s_req_len(15 downto 6))) + unsigned'(x"001"));
     new_end <= std_logic_vector(unsigned(std_logic_vector'('0' & new_span(5 downto 0))) + unsigned'("0000001"));
     burst_wib <= req_beat(5 downto 0);
     burst_to_edge <= std_logic_vector(unsigned'("1000000") - unsigned(std_logic_vector'('0' & burst_wib)));
     burst_last <= not b2l(unsigned(std_logic_vector'("00000" & burst_to_edge)) < unsigned(req_rem));
-    burst_beats <= mux(burst_last, req_rem(6 downto 0), burst_to_edge);
-    burst_len_m1 <= std_logic_vector(unsigned(burst_beats) - unsigned'("0000001"));
+    burst_rem_m1 <= std_logic_vector(unsigned(req_rem(6 downto 0)) - unsigned'("0000001"));
+    burst_len_m1 <= mux(burst_last, burst_rem_m1(5 downto 0), not burst_wib);
     bq_used <= std_logic_vector(unsigned(bq_tail) - unsigned(bq_head));
     bq_room <= not bq_used(7);
     aw_free <= (not aw_v) or m_axi_awready;
@@ -721,13 +719,12 @@ begin
     w_have <= or wq_count;
     w_free <= (not w_v) or m_axi_wready;
     w_start_ok <= w_in_burst or (or w_permits);
-    w_need_in <= b2l(unsigned(w_beat) < unsigned(wq0_nin));
     w_can <= (w_have and w_free) and w_start_ok;
     s_axis_tready <= w_can and w_need_in;
     w_go <= w_can and ((not w_need_in) or s_axis_tvalid);
     s_take <= w_go and w_need_in;
     w_first <= b2l(w_beat = x"000");
-    w_last_beat <= b2l(w_beat = std_logic_vector(unsigned(wq0_nout) - unsigned'(x"001")));
+    w_last_beat <= b2l(w_beat = wq0_nout_m1);
     w_wib_cur <= mux(w_first, wq0_wib, w_wib);
     w_end_burst <= w_last_beat or (and w_wib_cur);
     rot_0 <= mux(wq0_off(0), std_logic_vector'(s_axis_tdata(503 downto 0) & s_axis_tdata(511 downto 504)), s_axis_tdata);
@@ -950,7 +947,7 @@ begin
     m_done_valid <= done_v;
     m_done_tag <= done_tag and std_logic_vector'(7 downto 0 => done_v);
     m_done_err <= done_v and done_err;
-    unused_bits <= or std_logic_vector'(m_axi_bid & m_axi_bresp(0) & burst_len_m1(6) & new_span(5 downto 0));
+    unused_bits <= or std_logic_vector'(m_axi_bid & m_axi_bresp(0) & burst_rem_m1(6) & new_span(5 downto 0));
 
     req_v_reg : process (clk)
     begin
@@ -967,7 +964,16 @@ begin
     begin
         if rising_edge(clk) then
             if (req_accept or burst_go) = '1' then
-                req_beat <= mux(req_accept, s_req_addr(63 downto 6), std_logic_vector(unsigned(req_beat) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000000000000" & burst_beats))));
+                req_beat <= mux(req_accept, s_req_addr(63 downto 6), std_logic_vector'(std_logic_vector'(
+                    mux((((and req_beat(17 downto 6)) and (and req_beat(29 downto 18))) and (and req_beat(41 downto 30))) and (and
+                        req_beat(53 downto 42)), std_logic_vector(unsigned(req_beat(57 downto 54)) + unsigned'(x"1")), req_beat(57 downto 54)) &
+                    mux(((and req_beat(17 downto 6)) and (and req_beat(29 downto 18))) and (and req_beat(41 downto 30)),
+                        std_logic_vector(unsigned(req_beat(53 downto 42)) + unsigned'(x"001")), req_beat(53 downto 42)) &
+                    mux((and req_beat(17 downto 6)) and (and req_beat(29 downto 18)), std_logic_vector(unsigned(req_beat(41 downto 30)) +
+                        unsigned'(x"001")), req_beat(41 downto 30)) &
+                    mux(and req_beat(17 downto 6), std_logic_vector(unsigned(req_beat(29 downto 18)) + unsigned'(x"001")), req_beat(29 downto 18)) &
+                    std_logic_vector(unsigned(req_beat(17 downto 6)) + unsigned'(x"001"))
+                ) & "000000"));
             end if;
         end if;
     end process;
@@ -976,7 +982,7 @@ begin
     begin
         if rising_edge(clk) then
             if (req_accept or burst_go) = '1' then
-                req_rem <= mux(req_accept, new_nout, std_logic_vector(unsigned(req_rem) - unsigned(std_logic_vector'("00000" & burst_beats))));
+                req_rem <= mux(req_accept, new_nout, std_logic_vector(unsigned(req_rem) - unsigned(std_logic_vector'("00000" & burst_to_edge))));
             end if;
         end if;
     end process;
@@ -1018,7 +1024,7 @@ begin
             if rst = '1' then
                 aw_len <= x"00";
             elsif burst_go = '1' then
-                aw_len <= std_logic_vector'("00" & burst_len_m1(5 downto 0));
+                aw_len <= std_logic_vector'("00" & burst_len_m1);
             end if;
         end if;
     end process;
@@ -1029,7 +1035,7 @@ begin
             if rst = '1' then
                 bq_tail <= x"00";
             else
-                bq_tail <= std_logic_vector(unsigned(bq_tail) + unsigned(std_logic_vector'("0000000" & burst_go)));
+                bq_tail <= mux(burst_go, std_logic_vector(unsigned(bq_tail) + unsigned'(x"01")), bq_tail);
             end if;
         end if;
     end process;
@@ -3356,17 +3362,17 @@ begin
         end if;
     end process;
 
-    wq0_nout_reg : process (clk)
+    wq0_nout_m1_reg : process (clk)
     begin
         if rising_edge(clk) then
-            wq0_nout <= mux(wq0_push, new_nout, mux(b2l(wq_pop = "01"), wq1_nout, wq0_nout));
+            wq0_nout_m1 <= mux(wq0_push, std_logic_vector'('0' & new_span(16 downto 6)), mux(b2l(wq_pop = "01"), wq1_nout_m1, wq0_nout_m1));
         end if;
     end process;
 
-    wq0_nin_reg : process (clk)
+    wq0_nin_m1_reg : process (clk)
     begin
         if rising_edge(clk) then
-            wq0_nin <= mux(wq0_push, new_nin, mux(b2l(wq_pop = "01"), wq1_nin, wq0_nin));
+            wq0_nin_m1 <= mux(wq0_push, std_logic_vector'("00" & s_req_len(15 downto 6)), mux(b2l(wq_pop = "01"), wq1_nin_m1, wq0_nin_m1));
         end if;
     end process;
 
@@ -3391,17 +3397,17 @@ begin
         end if;
     end process;
 
-    wq1_nout_reg : process (clk)
+    wq1_nout_m1_reg : process (clk)
     begin
         if rising_edge(clk) then
-            wq1_nout <= mux(wq1_push, new_nout, wq1_nout);
+            wq1_nout_m1 <= mux(wq1_push, std_logic_vector'('0' & new_span(16 downto 6)), wq1_nout_m1);
         end if;
     end process;
 
-    wq1_nin_reg : process (clk)
+    wq1_nin_m1_reg : process (clk)
     begin
         if rising_edge(clk) then
-            wq1_nin <= mux(wq1_push, new_nin, wq1_nin);
+            wq1_nin_m1 <= mux(wq1_push, std_logic_vector'("00" & s_req_len(15 downto 6)), wq1_nin_m1);
         end if;
     end process;
 
@@ -3546,6 +3552,17 @@ begin
         end if;
     end process;
 
+    w_need_in_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                w_need_in <= '1';
+            elsif w_go = '1' then
+                w_need_in <= w_last_beat or b2l(unsigned(w_beat) < unsigned(wq0_nin_m1));
+            end if;
+        end if;
+    end process;
+
     w_wib_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -3574,7 +3591,7 @@ begin
             if rst = '1' then
                 w_permits <= "000000000";
             else
-                w_permits <= std_logic_vector(unsigned(std_logic_vector(unsigned(w_permits) + unsigned(std_logic_vector'(x"00" & (aw_v and m_axi_awready))))) - unsigned(std_logic_vector'(x"00" & w_start)));
+                w_permits <= mux(aw_v and m_axi_awready, mux(w_start, w_permits, std_logic_vector(unsigned(w_permits) + unsigned'("000000001"))), mux(w_start, std_logic_vector(unsigned(w_permits) - unsigned'("000000001")), w_permits));
             end if;
         end if;
     end process;
@@ -3585,7 +3602,7 @@ begin
             if rst = '1' then
                 bq_head <= x"00";
             else
-                bq_head <= std_logic_vector(unsigned(bq_head) + unsigned(std_logic_vector'("0000000" & b_go)));
+                bq_head <= mux(b_go, std_logic_vector(unsigned(bq_head) + unsigned'(x"01")), bq_head);
             end if;
         end if;
     end process;

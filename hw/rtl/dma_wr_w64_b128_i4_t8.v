@@ -70,7 +70,6 @@ module dma_wr_w64_b128_i4_t8 (
     wire [2:0]     new_off;
     wire [16:0]    new_span;                 // offset + length - 1
     wire [14:0]    new_nout;                 // beats written
-    wire [14:0]    new_nin;                  // input beats
     wire [3:0]     new_end;                  // lanes of the last beat written
     reg            req_v;                    // a request is being split
     reg  [60:0]    req_beat;                 // its next beat address
@@ -79,8 +78,8 @@ module dma_wr_w64_b128_i4_t8 (
     wire [7:0]     burst_wib;
     wire [8:0]     burst_to_edge;
     wire           burst_last;
-    wire [8:0]     burst_beats;
-    wire [8:0]     burst_len_m1;
+    wire [8:0]     burst_rem_m1;
+    wire [7:0]     burst_len_m1;
     reg  [7:0]     bq_head;
     reg  [7:0]     bq_tail;
     wire [7:0]     bq_used;
@@ -479,13 +478,13 @@ module dma_wr_w64_b128_i4_t8 (
     wire [1:0]     wq_pop;
     reg  [1:0]     wq_count;                 // entries held in wq
     reg  [2:0]     wq0_off;
-    reg  [14:0]    wq0_nout;
-    reg  [14:0]    wq0_nin;
+    reg  [14:0]    wq0_nout_m1;
+    reg  [14:0]    wq0_nin_m1;
     reg  [3:0]     wq0_end;
     reg  [7:0]     wq0_wib;
     reg  [2:0]     wq1_off;
-    reg  [14:0]    wq1_nout;
-    reg  [14:0]    wq1_nin;
+    reg  [14:0]    wq1_nout_m1;
+    reg  [14:0]    wq1_nin_m1;
     reg  [3:0]     wq1_end;
     reg  [7:0]     wq1_wib;
     wire [1:0]     wq_wpos;                  // where a pushed entry goes
@@ -499,7 +498,7 @@ module dma_wr_w64_b128_i4_t8 (
     reg            w_v;
     wire           w_free;
     wire           w_start_ok;
-    wire           w_need_in;                // this beat takes an input beat
+    reg            w_need_in;                // this beat takes an input beat
     wire           w_can;
     wire           w_go;                     // a W beat is formed
     wire           s_take;                   // an input beat is taken
@@ -533,13 +532,12 @@ module dma_wr_w64_b128_i4_t8 (
     assign new_off = s_req_addr[2:0];
     assign new_span = {14'h0000, new_off} + {1'h0, s_req_len};
     assign new_nout = {1'h0, new_span[16:3]} + 15'h0001;
-    assign new_nin = {2'h0, s_req_len[15:3]} + 15'h0001;
     assign new_end = {1'h0, new_span[2:0]} + 4'h1;
     assign burst_wib = req_beat[7:0];
     assign burst_to_edge = 9'h100 - {1'h0, burst_wib};
     assign burst_last = ~({6'h00, burst_to_edge} < req_rem);
-    assign burst_beats = burst_last ? req_rem[8:0] : burst_to_edge;
-    assign burst_len_m1 = burst_beats - 9'h001;
+    assign burst_rem_m1 = req_rem[8:0] - 9'h001;
+    assign burst_len_m1 = burst_last ? burst_rem_m1[7:0] : ~burst_wib;
     assign bq_used = bq_tail - bq_head;
     assign bq_room = ~bq_used[7];
     assign aw_free = ~aw_v | m_axi_awready;
@@ -687,13 +685,12 @@ module dma_wr_w64_b128_i4_t8 (
     assign w_have = |wq_count;
     assign w_free = ~w_v | m_axi_wready;
     assign w_start_ok = w_in_burst | |w_permits;
-    assign w_need_in = w_beat < wq0_nin;
     assign w_can = (w_have & w_free) & w_start_ok;
     assign s_axis_tready = w_can & w_need_in;
     assign w_go = w_can & (~w_need_in | s_axis_tvalid);
     assign s_take = w_go & w_need_in;
     assign w_first = w_beat == 15'h0000;
-    assign w_last_beat = w_beat == (wq0_nout - 15'h0001);
+    assign w_last_beat = w_beat == wq0_nout_m1;
     assign w_wib_cur = w_first ? wq0_wib : w_wib;
     assign w_end_burst = w_last_beat | &w_wib_cur;
     assign rot_0 = wq0_off[0] ? {s_axis_tdata[55:0], s_axis_tdata[63:56]} : s_axis_tdata;
@@ -745,7 +742,7 @@ module dma_wr_w64_b128_i4_t8 (
     assign m_done_valid = done_v;
     assign m_done_tag = done_tag & {8{done_v}};
     assign m_done_err = done_v & done_err;
-    assign unused_bits = |{m_axi_bid, m_axi_bresp[0], burst_len_m1[8], new_span[2:0]};
+    assign unused_bits = |{m_axi_bid, m_axi_bresp[0], burst_rem_m1[8], new_span[2:0]};
 
     always @(posedge clk) begin
         if (rst) begin
@@ -757,13 +754,19 @@ module dma_wr_w64_b128_i4_t8 (
 
     always @(posedge clk) begin
         if (req_accept | burst_go) begin
-            req_beat <= req_accept ? s_req_addr[63:3] : (req_beat + {52'h0000000000000, burst_beats});
+            req_beat <= req_accept ? s_req_addr[63:3] : {{
+                (((&req_beat[19:8] & &req_beat[31:20]) & &req_beat[43:32]) & &req_beat[55:44]) ? (req_beat[60:56] + 5'h01) : req_beat[60:56],
+                ((&req_beat[19:8] & &req_beat[31:20]) & &req_beat[43:32]) ? (req_beat[55:44] + 12'h001) : req_beat[55:44],
+                (&req_beat[19:8] & &req_beat[31:20]) ? (req_beat[43:32] + 12'h001) : req_beat[43:32],
+                &req_beat[19:8] ? (req_beat[31:20] + 12'h001) : req_beat[31:20],
+                req_beat[19:8] + 12'h001
+            }, 8'h00};
         end
     end
 
     always @(posedge clk) begin
         if (req_accept | burst_go) begin
-            req_rem <= req_accept ? new_nout : (req_rem - {6'h00, burst_beats});
+            req_rem <= req_accept ? new_nout : (req_rem - {6'h00, burst_to_edge});
         end
     end
 
@@ -793,7 +796,7 @@ module dma_wr_w64_b128_i4_t8 (
         if (rst) begin
             aw_len <= 8'h00;
         end else if (burst_go) begin
-            aw_len <= burst_len_m1[7:0];
+            aw_len <= burst_len_m1;
         end
     end
 
@@ -801,7 +804,7 @@ module dma_wr_w64_b128_i4_t8 (
         if (rst) begin
             bq_tail <= 8'h00;
         end else begin
-            bq_tail <= bq_tail + {7'h00, burst_go};
+            bq_tail <= burst_go ? (bq_tail + 8'h01) : bq_tail;
         end
     end
 
@@ -2354,11 +2357,11 @@ module dma_wr_w64_b128_i4_t8 (
     end
 
     always @(posedge clk) begin
-        wq0_nout <= wq0_push ? new_nout : ((wq_pop == 2'h1) ? wq1_nout : wq0_nout);
+        wq0_nout_m1 <= wq0_push ? {1'h0, new_span[16:3]} : ((wq_pop == 2'h1) ? wq1_nout_m1 : wq0_nout_m1);
     end
 
     always @(posedge clk) begin
-        wq0_nin <= wq0_push ? new_nin : ((wq_pop == 2'h1) ? wq1_nin : wq0_nin);
+        wq0_nin_m1 <= wq0_push ? {2'h0, s_req_len[15:3]} : ((wq_pop == 2'h1) ? wq1_nin_m1 : wq0_nin_m1);
     end
 
     always @(posedge clk) begin
@@ -2374,11 +2377,11 @@ module dma_wr_w64_b128_i4_t8 (
     end
 
     always @(posedge clk) begin
-        wq1_nout <= wq1_push ? new_nout : wq1_nout;
+        wq1_nout_m1 <= wq1_push ? {1'h0, new_span[16:3]} : wq1_nout_m1;
     end
 
     always @(posedge clk) begin
-        wq1_nin <= wq1_push ? new_nin : wq1_nin;
+        wq1_nin_m1 <= wq1_push ? {2'h0, s_req_len[15:3]} : wq1_nin_m1;
     end
 
     always @(posedge clk) begin
@@ -2444,6 +2447,14 @@ module dma_wr_w64_b128_i4_t8 (
 
     always @(posedge clk) begin
         if (rst) begin
+            w_need_in <= 1'h1;
+        end else if (w_go) begin
+            w_need_in <= w_last_beat | (w_beat < wq0_nin_m1);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             w_wib <= 8'h00;
         end else if (w_go) begin
             w_wib <= w_wib_cur + 8'h01;
@@ -2462,7 +2473,7 @@ module dma_wr_w64_b128_i4_t8 (
         if (rst) begin
             w_permits <= 9'h000;
         end else begin
-            w_permits <= (w_permits + {8'h00, aw_v & m_axi_awready}) - {8'h00, w_start};
+            w_permits <= (aw_v & m_axi_awready) ? (w_start ? w_permits : (w_permits + 9'h001)) : (w_start ? (w_permits - 9'h001) : w_permits);
         end
     end
 
@@ -2470,7 +2481,7 @@ module dma_wr_w64_b128_i4_t8 (
         if (rst) begin
             bq_head <= 8'h00;
         end else begin
-            bq_head <= bq_head + {7'h00, b_go};
+            bq_head <= b_go ? (bq_head + 8'h01) : bq_head;
         end
     end
 

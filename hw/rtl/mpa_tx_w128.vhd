@@ -145,30 +145,50 @@ architecture rtl of mpa_tx_w128 is
     signal ctx0_len : std_logic_vector(15 downto 0);
     signal ctx0_mk : std_logic;
     signal ctx0_crc : std_logic;
+    signal ctx0_room_data : std_logic_vector(17 downto 0);
+    signal ctx0_room_cov : std_logic_vector(17 downto 0);
+    signal ctx0_room_end : std_logic_vector(17 downto 0);
+    signal ctx0_to_marker : std_logic_vector(8 downto 0);
+    signal ctx0_lead : std_logic;
     signal ctx1_off : std_logic_vector(31 downto 0);
     signal ctx1_len : std_logic_vector(15 downto 0);
     signal ctx1_mk : std_logic;
     signal ctx1_crc : std_logic;
+    signal ctx1_room_data : std_logic_vector(17 downto 0);
+    signal ctx1_room_cov : std_logic_vector(17 downto 0);
+    signal ctx1_room_end : std_logic_vector(17 downto 0);
+    signal ctx1_to_marker : std_logic_vector(8 downto 0);
+    signal ctx1_lead : std_logic;
     signal ctx2_off : std_logic_vector(31 downto 0);
     signal ctx2_len : std_logic_vector(15 downto 0);
     signal ctx2_mk : std_logic;
     signal ctx2_crc : std_logic;
+    signal ctx2_room_data : std_logic_vector(17 downto 0);
+    signal ctx2_room_cov : std_logic_vector(17 downto 0);
+    signal ctx2_room_end : std_logic_vector(17 downto 0);
+    signal ctx2_to_marker : std_logic_vector(8 downto 0);
+    signal ctx2_lead : std_logic;
     signal ctx3_off : std_logic_vector(31 downto 0);
     signal ctx3_len : std_logic_vector(15 downto 0);
     signal ctx3_mk : std_logic;
     signal ctx3_crc : std_logic;
+    signal ctx3_room_data : std_logic_vector(17 downto 0);
+    signal ctx3_room_cov : std_logic_vector(17 downto 0);
+    signal ctx3_room_end : std_logic_vector(17 downto 0);
+    signal ctx3_to_marker : std_logic_vector(8 downto 0);
+    signal ctx3_lead : std_logic;
     signal ctx_wpos : std_logic_vector(2 downto 0); -- where a pushed entry goes
     signal ctx0_push : std_logic;
     signal ctx1_push : std_logic;
     signal ctx2_push : std_logic;
     signal ctx3_push : std_logic;
     signal f_need_data : std_logic;          -- this beat carries ULPDU octets
+    signal f_rel_ge4 : std_logic;            -- f_rel >= 4 (kept as a register: it decides the window's pops)
     signal f_need_two : std_logic;           -- they reach into window entry 1
     signal f_have : std_logic;               -- the window holds them
     signal f_can : std_logic;                -- a beat can be formed
     signal f_emit : std_logic;               -- a beat is formed this cycle
     signal f_marker_here : std_logic;        -- a marker falls in this beat, before the FPDU ends
-    signal f_consumed : std_logic_vector(17 downto 0); -- body octets this beat can carry
     signal f_last : std_logic;               -- this beat ends the FPDU
     signal f_marker_group : std_logic_vector(1 downto 0); -- 4-lane group of the marker
     signal f_room_cov_big : std_logic;
@@ -186,9 +206,7 @@ architecture rtl of mpa_tx_w128 is
     signal f_data_octets_pre : std_logic_vector(127 downto 0); -- octets carrying ULPDU data, before the marker
     signal f_marker_octets : std_logic_vector(127 downto 0); -- the marker's lanes, as octet masks
     signal f_after_octets : std_logic_vector(127 downto 0); -- lanes after the marker, as octet masks
-    signal f_end_offset : std_logic_vector(31 downto 0); -- stream offset just past the FPDU
     signal f_start : std_logic;              -- load the next FPDU's context
-    signal n_len_padded : std_logic_vector(17 downto 0); -- 2 + length + PAD
     signal f_continue : std_logic;
     signal fb_valid : std_logic := '0';      -- stage f holds a formed beat
     signal fb_data : std_logic_vector(127 downto 0); -- the formed beat, CRC field still zero
@@ -196,7 +214,10 @@ architecture rtl of mpa_tx_w128 is
     signal fb_cover : std_logic_vector(15 downto 0); -- lanes the CRC covers
     signal fb_last : std_logic;
     signal fb_crc : std_logic;
-    signal fb_user : std_logic_vector(31 downto 0);
+    signal fb_pos : std_logic_vector(31 downto 0); -- stream offset of the beat's lane 0
+    signal fb_end_room : std_logic_vector(17 downto 0); -- octets from lane 0 to the FPDU's end, on its last beat
+    signal fb_end_lo : std_logic_vector(18 downto 0); -- low bits of the end offset and their carry
+    signal fb_user : std_logic_vector(31 downto 0); -- on the last beat: the end offset but the carry into bit 18
     signal fb_masked_0 : std_logic_vector(63 downto 0); -- lanes 0..7 of the beat, unused lanes zeroed
     signal fb_masked_1 : std_logic_vector(63 downto 0); -- lanes 8..15 of the beat, unused lanes zeroed
     signal b_valid : std_logic := '0';
@@ -205,12 +226,14 @@ architecture rtl of mpa_tx_w128 is
     signal b_last : std_logic;
     signal b_crc_on : std_logic;
     signal b_user : std_logic_vector(31 downto 0);
+    signal b_user_carry : std_logic;         -- carry of the end offset's low bits
     signal b_term : std_logic_vector(31 downto 0); -- the beat's contribution to the CRC register
     signal b_pad : std_logic_vector(4 downto 0); -- lanes the CRC does not cover
     signal b_cover : std_logic_vector(15 downto 0);
     signal crc_state : std_logic_vector(31 downto 0) := x"ffffffff"; -- CRC register of the FPDU before stage b's beat
     signal crc_state_term : std_logic_vector(31 downto 0);
     signal crc_next : std_logic_vector(31 downto 0); -- CRC register after stage b's beat
+    signal b_user_sum : std_logic_vector(31 downto 0); -- the end offset
     signal p0_valid : std_logic := '0';
     signal p0_data : std_logic_vector(127 downto 0);
     signal p0_keep : std_logic_vector(15 downto 0);
@@ -254,12 +277,11 @@ begin
     ctx2_push <= ctx_push and b2l(ctx_wpos = "010");
     ctx3_push <= ctx_push and b2l(ctx_wpos = "011");
     f_need_data <= not (f_room_data(17) or b2l(unsigned(f_room_data) < unsigned'("000000000000000101")));
-    f_need_two <= (f_need_data and (not b2l(unsigned(f_rel) < unsigned'("000000000000000100")))) and (not win0_last);
+    f_need_two <= (f_need_data and f_rel_ge4) and (not win0_last);
     f_have <= (not f_need_data) or (b2l(win_count /= "000") and ((not f_need_two) or (not b2l(unsigned(win_count) < unsigned'("010")))));
     f_can <= f_active and f_have;
     f_emit <= advance and f_can;
     f_marker_here <= (f_markers and b2l(unsigned(f_to_marker) < unsigned'("000010000"))) and b2l(unsigned(std_logic_vector'("000000000" & f_to_marker)) < unsigned(f_room_cov));
-    f_consumed <= mux(f_marker_here, "000000000000001100", "000000000000010000");
     f_last <= mux(f_marker_here, b2l(unsigned(f_room_cov) < unsigned'("000000000000001101")), b2l(unsigned(f_room_cov) < unsigned'("000000000000010001")));
     f_marker_group <= f_to_marker(3 downto 2);
     f_room_cov_big <= or f_room_cov(16 downto 6);
@@ -277,18 +299,15 @@ begin
     f_data_octets_pre <= std_logic_vector'(127 downto 0 => not f_room_data(17)) and (std_logic_vector'(127 downto 0 => f_room_data_big) or (mux(f_room_data_small(5), mux(f_room_data_small(4), x"ffffffffffffffffffffffffffffffff", x"ffffffffffffffffffffffffffffffff"), mux(f_room_data_small(4), x"00000000ffffffffffffffffffffffff", x"00000000000000000000000000000000")) or (mux(f_room_data_small(5), mux(f_room_data_small(4), x"00000000000000000000000000000000", x"00000000000000000000000000000000"), mux(f_room_data_small(4), x"ffffffff000000000000000000000000", x"00000000ffffffffffffffffffffffff")) and mux(f_room_data_small(3), mux(f_room_data_small(2), mux(f_room_data_small(1), mux(f_room_data_small(0), x"ffffffff00ffffffffffffffffffffff", x"ffffffff0000ffffffffffffffffffff"), mux(f_room_data_small(0), x"ffffffff000000ffffffffffffffffff", x"ffffffff00000000ffffffffffffffff")), mux(f_room_data_small(1), mux(f_room_data_small(0), x"ffffffff0000000000ffffffffffffff", x"ffffffff000000000000ffffffffffff"), mux(f_room_data_small(0), x"ffffffff00000000000000ffffffffff", x"ffffffff0000000000000000ffffffff"))), mux(f_room_data_small(2), mux(f_room_data_small(1), mux(f_room_data_small(0), x"ffffffff000000000000000000ffffff", x"ffffffff00000000000000000000ffff"), mux(f_room_data_small(0), x"ffffffff0000000000000000000000ff", x"ffffffff000000000000000000000000")), mux(f_room_data_small(1), mux(f_room_data_small(0), x"00ffffff000000000000000000000000", x"0000ffff000000000000000000000000"), mux(f_room_data_small(0), x"000000ff000000000000000000000000", x"00000000000000000000000000000000")))))));
     f_marker_octets <= mux(f_marker_here, mux(f_marker_group(1), mux(f_marker_group(0), x"ffffffff000000000000000000000000", x"00000000ffffffff0000000000000000"), mux(f_marker_group(0), x"0000000000000000ffffffff00000000", x"000000000000000000000000ffffffff")), x"00000000000000000000000000000000");
     f_after_octets <= mux(f_marker_here, mux(f_marker_group(1), mux(f_marker_group(0), x"00000000000000000000000000000000", x"ffffffff000000000000000000000000"), mux(f_marker_group(0), x"ffffffffffffffff0000000000000000", x"ffffffffffffffffffffffff00000000")), x"00000000000000000000000000000000");
-    f_end_offset <= std_logic_vector(unsigned(f_pos) + unsigned(std_logic_vector'(
-        "00000000000000" &
-        std_logic_vector(unsigned(f_room_cov) + unsigned(mux(f_marker_here, "000000000000000100", "000000000000000000")))
-    )));
     f_start <= (advance and b2l(ctx_count /= "000")) and ((not f_active) or (f_can and f_last));
     ctx_pop <= std_logic_vector'("00" & f_start);
     win_pop <= mux(f_emit, mux(f_last, mux(win0_last, "001", "010"), std_logic_vector'(
         "00" &
-        ((not b2l(unsigned(std_logic_vector(unsigned(f_rel) + unsigned(f_consumed))) < unsigned'("000000000000010100"))) and (not win0_last))
+        (mux(f_marker_here, not b2l(unsigned(f_rel) < unsigned'("000000000000001000")), not b2l(unsigned(f_rel) < unsigned'("000000000000000100"))) and (not win0_last))
     )), "000");
-    n_len_padded <= std_logic_vector(unsigned(std_logic_vector'("00" & ctx0_len)) + unsigned'("000000000000000101")) and "111111111111111100";
     f_continue <= f_emit and (not f_last);
+    fb_end_lo <= std_logic_vector(unsigned(std_logic_vector'('0' & fb_pos(17 downto 0))) + unsigned(std_logic_vector'('0' & fb_end_room)));
+    fb_user <= mux(fb_last, std_logic_vector'(fb_pos(31 downto 18) & fb_end_lo(17 downto 0)), x"00000000");
     fb_masked_0 <= std_logic_vector'(
         (fb_data(63 downto 56) and std_logic_vector'(7 downto 0 => fb_cover(7))) &
         (fb_data(55 downto 48) and std_logic_vector'(7 downto 0 => fb_cover(6))) &
@@ -344,6 +363,10 @@ begin
         (xor (crc_state and x"1954cd1e"))
     );
     crc_next <= b_term xor crc_state_term;
+    b_user_sum <= std_logic_vector'(
+        std_logic_vector(unsigned(b_user(31 downto 18)) + unsigned(std_logic_vector'("0000000000000" & b_user_carry))) &
+        b_user(17 downto 0)
+    );
     p0_pad_rest <= p0_pad(4 downto 3);
     p1_fixed <= std_logic_vector'(
         (xor (p1_reg and mux(p1_pad(1), mux(p1_pad(0), zinv_24(1023 downto 992), zinv_16(1023 downto 992)), mux(p1_pad(0),
@@ -532,6 +555,41 @@ begin
         end if;
     end process;
 
+    ctx0_room_data_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx0_room_data <= mux(ctx0_push, std_logic_vector(unsigned(std_logic_vector'("00" & s_ulpdu_len)) + unsigned'("000000000000000110")), mux(b2l(ctx_pop = "001"), ctx1_room_data, mux(b2l(ctx_pop = "010"), ctx2_room_data, mux(b2l(ctx_pop = "011"), ctx3_room_data, ctx0_room_data))));
+        end if;
+    end process;
+
+    ctx0_room_cov_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx0_room_cov <= mux(ctx0_push, std_logic_vector(unsigned(std_logic_vector'("00" & s_ulpdu_len)) + unsigned'("000000000000001001")) and "111111111111111100", mux(b2l(ctx_pop = "001"), ctx1_room_cov, mux(b2l(ctx_pop = "010"), ctx2_room_cov, mux(b2l(ctx_pop = "011"), ctx3_room_cov, ctx0_room_cov))));
+        end if;
+    end process;
+
+    ctx0_room_end_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx0_room_end <= mux(ctx0_push, std_logic_vector(unsigned(std_logic_vector'("00" & s_ulpdu_len)) + unsigned'("000000000000001101")) and "111111111111111100", mux(b2l(ctx_pop = "001"), ctx1_room_end, mux(b2l(ctx_pop = "010"), ctx2_room_end, mux(b2l(ctx_pop = "011"), ctx3_room_end, ctx0_room_end))));
+        end if;
+    end process;
+
+    ctx0_to_marker_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx0_to_marker <= mux(ctx0_push, std_logic_vector(unsigned'("000000000") - unsigned(s_offset(8 downto 0))), mux(b2l(ctx_pop = "001"), ctx1_to_marker, mux(b2l(ctx_pop = "010"), ctx2_to_marker, mux(b2l(ctx_pop = "011"), ctx3_to_marker, ctx0_to_marker))));
+        end if;
+    end process;
+
+    ctx0_lead_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx0_lead <= mux(ctx0_push, s_markers and b2l(s_offset(8 downto 0) = "000000000"), mux(b2l(ctx_pop = "001"), ctx1_lead, mux(b2l(ctx_pop = "010"), ctx2_lead, mux(b2l(ctx_pop = "011"), ctx3_lead, ctx0_lead))));
+        end if;
+    end process;
+
     ctx1_off_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -557,6 +615,41 @@ begin
     begin
         if rising_edge(clk) then
             ctx1_crc <= mux(ctx1_push, s_crc, mux(b2l(ctx_pop = "001"), ctx2_crc, mux(b2l(ctx_pop = "010"), ctx3_crc, ctx1_crc)));
+        end if;
+    end process;
+
+    ctx1_room_data_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx1_room_data <= mux(ctx1_push, std_logic_vector(unsigned(std_logic_vector'("00" & s_ulpdu_len)) + unsigned'("000000000000000110")), mux(b2l(ctx_pop = "001"), ctx2_room_data, mux(b2l(ctx_pop = "010"), ctx3_room_data, ctx1_room_data)));
+        end if;
+    end process;
+
+    ctx1_room_cov_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx1_room_cov <= mux(ctx1_push, std_logic_vector(unsigned(std_logic_vector'("00" & s_ulpdu_len)) + unsigned'("000000000000001001")) and "111111111111111100", mux(b2l(ctx_pop = "001"), ctx2_room_cov, mux(b2l(ctx_pop = "010"), ctx3_room_cov, ctx1_room_cov)));
+        end if;
+    end process;
+
+    ctx1_room_end_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx1_room_end <= mux(ctx1_push, std_logic_vector(unsigned(std_logic_vector'("00" & s_ulpdu_len)) + unsigned'("000000000000001101")) and "111111111111111100", mux(b2l(ctx_pop = "001"), ctx2_room_end, mux(b2l(ctx_pop = "010"), ctx3_room_end, ctx1_room_end)));
+        end if;
+    end process;
+
+    ctx1_to_marker_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx1_to_marker <= mux(ctx1_push, std_logic_vector(unsigned'("000000000") - unsigned(s_offset(8 downto 0))), mux(b2l(ctx_pop = "001"), ctx2_to_marker, mux(b2l(ctx_pop = "010"), ctx3_to_marker, ctx1_to_marker)));
+        end if;
+    end process;
+
+    ctx1_lead_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx1_lead <= mux(ctx1_push, s_markers and b2l(s_offset(8 downto 0) = "000000000"), mux(b2l(ctx_pop = "001"), ctx2_lead, mux(b2l(ctx_pop = "010"), ctx3_lead, ctx1_lead)));
         end if;
     end process;
 
@@ -588,6 +681,41 @@ begin
         end if;
     end process;
 
+    ctx2_room_data_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx2_room_data <= mux(ctx2_push, std_logic_vector(unsigned(std_logic_vector'("00" & s_ulpdu_len)) + unsigned'("000000000000000110")), mux(b2l(ctx_pop = "001"), ctx3_room_data, ctx2_room_data));
+        end if;
+    end process;
+
+    ctx2_room_cov_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx2_room_cov <= mux(ctx2_push, std_logic_vector(unsigned(std_logic_vector'("00" & s_ulpdu_len)) + unsigned'("000000000000001001")) and "111111111111111100", mux(b2l(ctx_pop = "001"), ctx3_room_cov, ctx2_room_cov));
+        end if;
+    end process;
+
+    ctx2_room_end_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx2_room_end <= mux(ctx2_push, std_logic_vector(unsigned(std_logic_vector'("00" & s_ulpdu_len)) + unsigned'("000000000000001101")) and "111111111111111100", mux(b2l(ctx_pop = "001"), ctx3_room_end, ctx2_room_end));
+        end if;
+    end process;
+
+    ctx2_to_marker_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx2_to_marker <= mux(ctx2_push, std_logic_vector(unsigned'("000000000") - unsigned(s_offset(8 downto 0))), mux(b2l(ctx_pop = "001"), ctx3_to_marker, ctx2_to_marker));
+        end if;
+    end process;
+
+    ctx2_lead_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx2_lead <= mux(ctx2_push, s_markers and b2l(s_offset(8 downto 0) = "000000000"), mux(b2l(ctx_pop = "001"), ctx3_lead, ctx2_lead));
+        end if;
+    end process;
+
     ctx3_off_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -613,6 +741,41 @@ begin
     begin
         if rising_edge(clk) then
             ctx3_crc <= mux(ctx3_push, s_crc, ctx3_crc);
+        end if;
+    end process;
+
+    ctx3_room_data_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx3_room_data <= mux(ctx3_push, std_logic_vector(unsigned(std_logic_vector'("00" & s_ulpdu_len)) + unsigned'("000000000000000110")), ctx3_room_data);
+        end if;
+    end process;
+
+    ctx3_room_cov_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx3_room_cov <= mux(ctx3_push, std_logic_vector(unsigned(std_logic_vector'("00" & s_ulpdu_len)) + unsigned'("000000000000001001")) and "111111111111111100", ctx3_room_cov);
+        end if;
+    end process;
+
+    ctx3_room_end_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx3_room_end <= mux(ctx3_push, std_logic_vector(unsigned(std_logic_vector'("00" & s_ulpdu_len)) + unsigned'("000000000000001101")) and "111111111111111100", ctx3_room_end);
+        end if;
+    end process;
+
+    ctx3_to_marker_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx3_to_marker <= mux(ctx3_push, std_logic_vector(unsigned'("000000000") - unsigned(s_offset(8 downto 0))), ctx3_to_marker);
+        end if;
+    end process;
+
+    ctx3_lead_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ctx3_lead <= mux(ctx3_push, s_markers and b2l(s_offset(8 downto 0) = "000000000"), ctx3_lead);
         end if;
     end process;
 
@@ -642,7 +805,7 @@ begin
     begin
         if rising_edge(clk) then
             if (f_start or f_continue) = '1' then
-                f_room_data <= mux(f_start, std_logic_vector(unsigned(std_logic_vector'("00" & ctx0_len)) + unsigned'("000000000000000110")), std_logic_vector(unsigned(f_room_data) - unsigned(f_consumed)));
+                f_room_data <= mux(f_start, ctx0_room_data, mux(f_marker_here, std_logic_vector(unsigned(f_room_data) - unsigned'("000000000000001100")), std_logic_vector(unsigned(f_room_data) - unsigned'("000000000000010000"))));
             end if;
         end if;
     end process;
@@ -651,7 +814,7 @@ begin
     begin
         if rising_edge(clk) then
             if (f_start or f_continue) = '1' then
-                f_room_cov <= mux(f_start, std_logic_vector(unsigned(n_len_padded) + unsigned'("000000000000000100")), std_logic_vector(unsigned(f_room_cov) - unsigned(f_consumed)));
+                f_room_cov <= mux(f_start, ctx0_room_cov, mux(f_marker_here, std_logic_vector(unsigned(f_room_cov) - unsigned'("000000000000001100")), std_logic_vector(unsigned(f_room_cov) - unsigned'("000000000000010000"))));
             end if;
         end if;
     end process;
@@ -660,7 +823,7 @@ begin
     begin
         if rising_edge(clk) then
             if (f_start or f_continue) = '1' then
-                f_room_end <= mux(f_start, std_logic_vector(unsigned(std_logic_vector(unsigned(n_len_padded) + unsigned'("000000000000000100"))) + unsigned'("000000000000000100")), std_logic_vector(unsigned(f_room_end) - unsigned(f_consumed)));
+                f_room_end <= mux(f_start, ctx0_room_end, mux(f_marker_here, std_logic_vector(unsigned(f_room_end) - unsigned'("000000000000001100")), std_logic_vector(unsigned(f_room_end) - unsigned'("000000000000010000"))));
             end if;
         end if;
     end process;
@@ -669,7 +832,16 @@ begin
     begin
         if rising_edge(clk) then
             if (f_start or f_continue) = '1' then
-                f_rel <= mux(f_start, "000000000000000000", std_logic_vector(unsigned(std_logic_vector(unsigned(f_rel) + unsigned(f_consumed))) - unsigned(mux((not b2l(unsigned(std_logic_vector(unsigned(f_rel) + unsigned(f_consumed))) < unsigned'("000000000000010100"))) and (not win0_last), "000000000000010000", "000000000000000000"))));
+                f_rel <= mux(f_start, "000000000000000000", mux(mux(f_marker_here, not b2l(unsigned(f_rel) < unsigned'("000000000000001000")), not b2l(unsigned(f_rel) < unsigned'("000000000000000100"))) and (not win0_last), mux(f_marker_here, std_logic_vector(unsigned(f_rel) - unsigned'("000000000000000100")), f_rel), mux(f_marker_here, std_logic_vector(unsigned(f_rel) + unsigned'("000000000000001100")), std_logic_vector(unsigned(f_rel) + unsigned'("000000000000010000")))));
+            end if;
+        end if;
+    end process;
+
+    f_rel_ge4_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (f_start or f_continue) = '1' then
+                f_rel_ge4 <= mux(f_start, '0', mux(mux(f_marker_here, not b2l(unsigned(f_rel) < unsigned'("000000000000001000")), not b2l(unsigned(f_rel) < unsigned'("000000000000000100"))) and (not win0_last), mux(f_marker_here, not b2l(unsigned(f_rel) < unsigned'("000000000000001000")), not b2l(unsigned(f_rel) < unsigned'("000000000000000100"))), '1'));
             end if;
         end if;
     end process;
@@ -687,7 +859,7 @@ begin
     begin
         if rising_edge(clk) then
             if (f_start or f_continue) = '1' then
-                f_to_marker <= mux(f_start, std_logic_vector(unsigned'("000000000") - unsigned(ctx0_off(8 downto 0))), mux(b2l(unsigned(f_to_marker) < unsigned'("000010000")), std_logic_vector(unsigned(f_to_marker) + unsigned'("111110000")), std_logic_vector(unsigned(f_to_marker) - unsigned'("000010000"))));
+                f_to_marker <= mux(f_start, ctx0_to_marker, std_logic_vector(unsigned(f_to_marker) - unsigned'("000010000")));
             end if;
         end if;
     end process;
@@ -714,7 +886,7 @@ begin
     begin
         if rising_edge(clk) then
             if (f_start or f_continue) = '1' then
-                f_lead <= mux(f_start, ctx0_mk and b2l(ctx0_off(8 downto 0) = "000000000"), f_lead);
+                f_lead <= mux(f_start, ctx0_lead, f_lead);
             end if;
         end if;
     end process;
@@ -803,11 +975,20 @@ begin
         end if;
     end process;
 
-    fb_user_reg : process (clk)
+    fb_pos_reg : process (clk)
     begin
         if rising_edge(clk) then
             if f_emit = '1' then
-                fb_user <= mux(f_last, f_end_offset, x"00000000");
+                fb_pos <= f_pos;
+            end if;
+        end if;
+    end process;
+
+    fb_end_room_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if f_emit = '1' then
+                fb_end_room <= mux(f_marker_here, std_logic_vector(unsigned(f_room_cov) + unsigned'("000000000000000100")), f_room_cov);
             end if;
         end if;
     end process;
@@ -864,6 +1045,15 @@ begin
         if rising_edge(clk) then
             if (advance and fb_valid) = '1' then
                 b_user <= fb_user;
+            end if;
+        end if;
+    end process;
+
+    b_user_carry_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (advance and fb_valid) = '1' then
+                b_user_carry <= fb_last and fb_end_lo(18);
             end if;
         end if;
     end process;
@@ -995,7 +1185,7 @@ begin
     begin
         if rising_edge(clk) then
             if (advance and b_valid) = '1' then
-                p0_user <= b_user;
+                p0_user <= b_user_sum;
             end if;
         end if;
     end process;

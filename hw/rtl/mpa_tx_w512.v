@@ -125,30 +125,50 @@ module mpa_tx_w512 (
     reg  [15:0]    ctx0_len;
     reg            ctx0_mk;
     reg            ctx0_crc;
+    reg  [17:0]    ctx0_room_data;
+    reg  [17:0]    ctx0_room_cov;
+    reg  [17:0]    ctx0_room_end;
+    reg  [8:0]     ctx0_to_marker;
+    reg            ctx0_lead;
     reg  [31:0]    ctx1_off;
     reg  [15:0]    ctx1_len;
     reg            ctx1_mk;
     reg            ctx1_crc;
+    reg  [17:0]    ctx1_room_data;
+    reg  [17:0]    ctx1_room_cov;
+    reg  [17:0]    ctx1_room_end;
+    reg  [8:0]     ctx1_to_marker;
+    reg            ctx1_lead;
     reg  [31:0]    ctx2_off;
     reg  [15:0]    ctx2_len;
     reg            ctx2_mk;
     reg            ctx2_crc;
+    reg  [17:0]    ctx2_room_data;
+    reg  [17:0]    ctx2_room_cov;
+    reg  [17:0]    ctx2_room_end;
+    reg  [8:0]     ctx2_to_marker;
+    reg            ctx2_lead;
     reg  [31:0]    ctx3_off;
     reg  [15:0]    ctx3_len;
     reg            ctx3_mk;
     reg            ctx3_crc;
+    reg  [17:0]    ctx3_room_data;
+    reg  [17:0]    ctx3_room_cov;
+    reg  [17:0]    ctx3_room_end;
+    reg  [8:0]     ctx3_to_marker;
+    reg            ctx3_lead;
     wire [2:0]     ctx_wpos;                 // where a pushed entry goes
     wire           ctx0_push;
     wire           ctx1_push;
     wire           ctx2_push;
     wire           ctx3_push;
     wire           f_need_data;              // this beat carries ULPDU octets
+    reg            f_rel_ge4;                // f_rel >= 4 (kept as a register: it decides the window's pops)
     wire           f_need_two;               // they reach into window entry 1
     wire           f_have;                   // the window holds them
     wire           f_can;                    // a beat can be formed
     wire           f_emit;                   // a beat is formed this cycle
     wire           f_marker_here;            // a marker falls in this beat, before the FPDU ends
-    wire [17:0]    f_consumed;               // body octets this beat can carry
     wire           f_last;                   // this beat ends the FPDU
     wire [3:0]     f_marker_group;           // 4-lane group of the marker
     wire           f_room_cov_big;
@@ -166,9 +186,7 @@ module mpa_tx_w512 (
     wire [511:0]   f_data_octets_pre;        // octets carrying ULPDU data, before the marker
     wire [511:0]   f_marker_octets;          // the marker's lanes, as octet masks
     wire [511:0]   f_after_octets;           // lanes after the marker, as octet masks
-    wire [31:0]    f_end_offset;             // stream offset just past the FPDU
     wire           f_start;                  // load the next FPDU's context
-    wire [17:0]    n_len_padded;             // 2 + length + PAD
     wire           f_continue;
     reg            fb_valid;                 // stage f holds a formed beat
     reg  [511:0]   fb_data;                  // the formed beat, CRC field still zero
@@ -176,7 +194,10 @@ module mpa_tx_w512 (
     reg  [63:0]    fb_cover;                 // lanes the CRC covers
     reg            fb_last;
     reg            fb_crc;
-    reg  [31:0]    fb_user;
+    reg  [31:0]    fb_pos;                   // stream offset of the beat's lane 0
+    reg  [17:0]    fb_end_room;              // octets from lane 0 to the FPDU's end, on its last beat
+    wire [18:0]    fb_end_lo;                // low bits of the end offset and their carry
+    wire [31:0]    fb_user;                  // on the last beat: the end offset but the carry into bit 18
     wire [63:0]    fb_masked_0;              // lanes 0..7 of the beat, unused lanes zeroed
     wire [63:0]    fb_masked_1;              // lanes 8..15 of the beat, unused lanes zeroed
     wire [63:0]    fb_masked_2;              // lanes 16..23 of the beat, unused lanes zeroed
@@ -191,12 +212,14 @@ module mpa_tx_w512 (
     reg            b_last;
     reg            b_crc_on;
     reg  [31:0]    b_user;
+    reg            b_user_carry;             // carry of the end offset's low bits
     reg  [31:0]    b_term;                   // the beat's contribution to the CRC register
     reg  [6:0]     b_pad;                    // lanes the CRC does not cover
     reg  [63:0]    b_cover;
     reg  [31:0]    crc_state;                // CRC register of the FPDU before stage b's beat
     wire [31:0]    crc_state_term;
     wire [31:0]    crc_next;                 // CRC register after stage b's beat
+    wire [31:0]    b_user_sum;               // the end offset
     reg            p0_valid;
     reg  [511:0]   p0_data;
     reg  [63:0]    p0_keep;
@@ -250,12 +273,11 @@ module mpa_tx_w512 (
     assign ctx2_push = ctx_push & (ctx_wpos == 3'h2);
     assign ctx3_push = ctx_push & (ctx_wpos == 3'h3);
     assign f_need_data = ~(f_room_data[17] | (f_room_data < 18'h00005));
-    assign f_need_two = (f_need_data & ~(f_rel < 18'h00004)) & ~win0_last;
+    assign f_need_two = (f_need_data & f_rel_ge4) & ~win0_last;
     assign f_have = ~f_need_data | ((win_count != 3'h0) & (~f_need_two | ~(win_count < 3'h2)));
     assign f_can = f_active & f_have;
     assign f_emit = advance & f_can;
     assign f_marker_here = (f_markers & (f_to_marker < 9'h040)) & ({9'h000, f_to_marker} < f_room_cov);
-    assign f_consumed = f_marker_here ? 18'h0003c : 18'h00040;
     assign f_last = f_marker_here ? (f_room_cov < 18'h0003d) : (f_room_cov < 18'h00041);
     assign f_marker_group = f_to_marker[5:2];
     assign f_room_cov_big = |f_room_cov[16:8];
@@ -273,12 +295,12 @@ module mpa_tx_w512 (
     assign f_data_octets_pre = {512{~f_room_data[17]}} & ({512{f_room_data_big}} | ((f_room_data_small[7] ? (f_room_data_small[6] ? (f_room_data_small[5] ? (f_room_data_small[4] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff) : (f_room_data_small[4] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff)) : (f_room_data_small[5] ? (f_room_data_small[4] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff) : (f_room_data_small[4] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff))) : (f_room_data_small[6] ? (f_room_data_small[5] ? (f_room_data_small[4] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff) : (f_room_data_small[4] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 512'h00000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff)) : (f_room_data_small[5] ? (f_room_data_small[4] ? 512'h0000000000000000000000000000000000000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff : 512'h000000000000000000000000000000000000000000000000000000000000000000000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffff) : (f_room_data_small[4] ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffffffffffffffffffff : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000)))) | ((f_room_data_small[7] ? (f_room_data_small[6] ? (f_room_data_small[5] ? (f_room_data_small[4] ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000) : (f_room_data_small[4] ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000)) : (f_room_data_small[5] ? (f_room_data_small[4] ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000) : (f_room_data_small[4] ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000))) : (f_room_data_small[6] ? (f_room_data_small[5] ? (f_room_data_small[4] ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000) : (f_room_data_small[4] ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'hffffffff000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000)) : (f_room_data_small[5] ? (f_room_data_small[4] ? 512'h00000000ffffffffffffffffffffffffffffffff0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h0000000000000000000000000000000000000000ffffffffffffffffffffffffffffffff00000000000000000000000000000000000000000000000000000000) : (f_room_data_small[4] ? 512'h000000000000000000000000000000000000000000000000000000000000000000000000ffffffffffffffffffffffffffffffff000000000000000000000000 : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffffffffffffffffffff)))) & (f_room_data_small[3] ? (f_room_data_small[2] ? (f_room_data_small[1] ? (f_room_data_small[0] ? 512'hffffffff00ffffffffffffffffffffffffffffff00ffffffffffffffffffffffffffffff00ffffffffffffffffffffffffffffff00ffffffffffffffffffffff : 512'hffffffff0000ffffffffffffffffffffffffffff0000ffffffffffffffffffffffffffff0000ffffffffffffffffffffffffffff0000ffffffffffffffffffff) : (f_room_data_small[0] ? 512'hffffffff000000ffffffffffffffffffffffffff000000ffffffffffffffffffffffffff000000ffffffffffffffffffffffffff000000ffffffffffffffffff : 512'hffffffff00000000ffffffffffffffffffffffff00000000ffffffffffffffffffffffff00000000ffffffffffffffffffffffff00000000ffffffffffffffff)) : (f_room_data_small[1] ? (f_room_data_small[0] ? 512'hffffffff0000000000ffffffffffffffffffffff0000000000ffffffffffffffffffffff0000000000ffffffffffffffffffffff0000000000ffffffffffffff : 512'hffffffff000000000000ffffffffffffffffffff000000000000ffffffffffffffffffff000000000000ffffffffffffffffffff000000000000ffffffffffff) : (f_room_data_small[0] ? 512'hffffffff00000000000000ffffffffffffffffff00000000000000ffffffffffffffffff00000000000000ffffffffffffffffff00000000000000ffffffffff : 512'hffffffff0000000000000000ffffffffffffffff0000000000000000ffffffffffffffff0000000000000000ffffffffffffffff0000000000000000ffffffff))) : (f_room_data_small[2] ? (f_room_data_small[1] ? (f_room_data_small[0] ? 512'hffffffff000000000000000000ffffffffffffff000000000000000000ffffffffffffff000000000000000000ffffffffffffff000000000000000000ffffff : 512'hffffffff00000000000000000000ffffffffffff00000000000000000000ffffffffffff00000000000000000000ffffffffffff00000000000000000000ffff) : (f_room_data_small[0] ? 512'hffffffff0000000000000000000000ffffffffff0000000000000000000000ffffffffff0000000000000000000000ffffffffff0000000000000000000000ff : 512'hffffffff000000000000000000000000ffffffff000000000000000000000000ffffffff000000000000000000000000ffffffff000000000000000000000000)) : (f_room_data_small[1] ? (f_room_data_small[0] ? 512'h00ffffff00000000000000000000000000ffffff00000000000000000000000000ffffff00000000000000000000000000ffffff000000000000000000000000 : 512'h0000ffff0000000000000000000000000000ffff0000000000000000000000000000ffff0000000000000000000000000000ffff000000000000000000000000) : (f_room_data_small[0] ? 512'h000000ff000000000000000000000000000000ff000000000000000000000000000000ff000000000000000000000000000000ff000000000000000000000000 : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000)))))));
     assign f_marker_octets = f_marker_here ? (f_marker_group[3] ? (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 512'hffffffff000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h00000000ffffffff0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000) : (f_marker_group[0] ? 512'h0000000000000000ffffffff00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h000000000000000000000000ffffffff000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000)) : (f_marker_group[1] ? (f_marker_group[0] ? 512'h00000000000000000000000000000000ffffffff0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h0000000000000000000000000000000000000000ffffffff00000000000000000000000000000000000000000000000000000000000000000000000000000000) : (f_marker_group[0] ? 512'h000000000000000000000000000000000000000000000000ffffffff000000000000000000000000000000000000000000000000000000000000000000000000 : 512'h00000000000000000000000000000000000000000000000000000000ffffffff0000000000000000000000000000000000000000000000000000000000000000))) : (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 512'h0000000000000000000000000000000000000000000000000000000000000000ffffffff00000000000000000000000000000000000000000000000000000000 : 512'h000000000000000000000000000000000000000000000000000000000000000000000000ffffffff000000000000000000000000000000000000000000000000) : (f_marker_group[0] ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffff0000000000000000000000000000000000000000 : 512'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffff00000000000000000000000000000000)) : (f_marker_group[1] ? (f_marker_group[0] ? 512'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffff000000000000000000000000 : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffff0000000000000000) : (f_marker_group[0] ? 512'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffff00000000 : 512'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ffffffff)))) : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     assign f_after_octets = f_marker_here ? (f_marker_group[3] ? (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'hffffffff000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000) : (f_marker_group[0] ? 512'hffffffffffffffff0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'hffffffffffffffffffffffff00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000)) : (f_marker_group[1] ? (f_marker_group[0] ? 512'hffffffffffffffffffffffffffffffff000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'hffffffffffffffffffffffffffffffffffffffff0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000) : (f_marker_group[0] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffff00000000000000000000000000000000000000000000000000000000000000000000000000000000 : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffff000000000000000000000000000000000000000000000000000000000000000000000000))) : (f_marker_group[2] ? (f_marker_group[1] ? (f_marker_group[0] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff0000000000000000000000000000000000000000000000000000000000000000 : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff00000000000000000000000000000000000000000000000000000000) : (f_marker_group[0] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff000000000000000000000000000000000000000000000000 : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff0000000000000000000000000000000000000000)) : (f_marker_group[1] ? (f_marker_group[0] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff00000000000000000000000000000000 : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff000000000000000000000000) : (f_marker_group[0] ? 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff0000000000000000 : 512'hffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff00000000)))) : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
-    assign f_end_offset = f_pos + {14'h0000, f_room_cov + (f_marker_here ? 18'h00004 : 18'h00000)};
     assign f_start = (advance & (ctx_count != 3'h0)) & (~f_active | (f_can & f_last));
     assign ctx_pop = {2'h0, f_start};
-    assign win_pop = f_emit ? (f_last ? (win0_last ? 3'h1 : 3'h2) : {2'h0, ~((f_rel + f_consumed) < 18'h00044) & ~win0_last}) : 3'h0;
-    assign n_len_padded = ({2'h0, ctx0_len} + 18'h00005) & 18'h3fffc;
+    assign win_pop = f_emit ? (f_last ? (win0_last ? 3'h1 : 3'h2) : {2'h0, (f_marker_here ? ~(f_rel < 18'h00008) : ~(f_rel < 18'h00004)) & ~win0_last}) : 3'h0;
     assign f_continue = f_emit & ~f_last;
+    assign fb_end_lo = {1'h0, fb_pos[17:0]} + {1'h0, fb_end_room};
+    assign fb_user = fb_last ? {fb_pos[31:18], fb_end_lo[17:0]} : 32'h00000000;
     assign fb_masked_0 = {
         fb_data[63:56] & {8{fb_cover[7]}},
         fb_data[55:48] & {8{fb_cover[6]}},
@@ -394,6 +416,7 @@ module mpa_tx_w512 (
         ^(crc_state & 32'ha660c35c)
     };
     assign crc_next = b_term ^ crc_state_term;
+    assign b_user_sum = {b_user[31:18] + {13'h0000, b_user_carry}, b_user[17:0]};
     assign p0_pad_rest = p0_pad[6:3];
     assign p1_pad_rest = p1_pad[3];
     assign p2_fixed = {
@@ -511,6 +534,26 @@ module mpa_tx_w512 (
     end
 
     always @(posedge clk) begin
+        ctx0_room_data <= ctx0_push ? ({2'h0, s_ulpdu_len} + 18'h00006) : ((ctx_pop == 3'h1) ? ctx1_room_data : ((ctx_pop == 3'h2) ? ctx2_room_data : ((ctx_pop == 3'h3) ? ctx3_room_data : ctx0_room_data)));
+    end
+
+    always @(posedge clk) begin
+        ctx0_room_cov <= ctx0_push ? (({2'h0, s_ulpdu_len} + 18'h00009) & 18'h3fffc) : ((ctx_pop == 3'h1) ? ctx1_room_cov : ((ctx_pop == 3'h2) ? ctx2_room_cov : ((ctx_pop == 3'h3) ? ctx3_room_cov : ctx0_room_cov)));
+    end
+
+    always @(posedge clk) begin
+        ctx0_room_end <= ctx0_push ? (({2'h0, s_ulpdu_len} + 18'h0000d) & 18'h3fffc) : ((ctx_pop == 3'h1) ? ctx1_room_end : ((ctx_pop == 3'h2) ? ctx2_room_end : ((ctx_pop == 3'h3) ? ctx3_room_end : ctx0_room_end)));
+    end
+
+    always @(posedge clk) begin
+        ctx0_to_marker <= ctx0_push ? (9'h000 - s_offset[8:0]) : ((ctx_pop == 3'h1) ? ctx1_to_marker : ((ctx_pop == 3'h2) ? ctx2_to_marker : ((ctx_pop == 3'h3) ? ctx3_to_marker : ctx0_to_marker)));
+    end
+
+    always @(posedge clk) begin
+        ctx0_lead <= ctx0_push ? (s_markers & (s_offset[8:0] == 9'h000)) : ((ctx_pop == 3'h1) ? ctx1_lead : ((ctx_pop == 3'h2) ? ctx2_lead : ((ctx_pop == 3'h3) ? ctx3_lead : ctx0_lead)));
+    end
+
+    always @(posedge clk) begin
         ctx1_off <= ctx1_push ? s_offset : ((ctx_pop == 3'h1) ? ctx2_off : ((ctx_pop == 3'h2) ? ctx3_off : ctx1_off));
     end
 
@@ -524,6 +567,26 @@ module mpa_tx_w512 (
 
     always @(posedge clk) begin
         ctx1_crc <= ctx1_push ? s_crc : ((ctx_pop == 3'h1) ? ctx2_crc : ((ctx_pop == 3'h2) ? ctx3_crc : ctx1_crc));
+    end
+
+    always @(posedge clk) begin
+        ctx1_room_data <= ctx1_push ? ({2'h0, s_ulpdu_len} + 18'h00006) : ((ctx_pop == 3'h1) ? ctx2_room_data : ((ctx_pop == 3'h2) ? ctx3_room_data : ctx1_room_data));
+    end
+
+    always @(posedge clk) begin
+        ctx1_room_cov <= ctx1_push ? (({2'h0, s_ulpdu_len} + 18'h00009) & 18'h3fffc) : ((ctx_pop == 3'h1) ? ctx2_room_cov : ((ctx_pop == 3'h2) ? ctx3_room_cov : ctx1_room_cov));
+    end
+
+    always @(posedge clk) begin
+        ctx1_room_end <= ctx1_push ? (({2'h0, s_ulpdu_len} + 18'h0000d) & 18'h3fffc) : ((ctx_pop == 3'h1) ? ctx2_room_end : ((ctx_pop == 3'h2) ? ctx3_room_end : ctx1_room_end));
+    end
+
+    always @(posedge clk) begin
+        ctx1_to_marker <= ctx1_push ? (9'h000 - s_offset[8:0]) : ((ctx_pop == 3'h1) ? ctx2_to_marker : ((ctx_pop == 3'h2) ? ctx3_to_marker : ctx1_to_marker));
+    end
+
+    always @(posedge clk) begin
+        ctx1_lead <= ctx1_push ? (s_markers & (s_offset[8:0] == 9'h000)) : ((ctx_pop == 3'h1) ? ctx2_lead : ((ctx_pop == 3'h2) ? ctx3_lead : ctx1_lead));
     end
 
     always @(posedge clk) begin
@@ -543,6 +606,26 @@ module mpa_tx_w512 (
     end
 
     always @(posedge clk) begin
+        ctx2_room_data <= ctx2_push ? ({2'h0, s_ulpdu_len} + 18'h00006) : ((ctx_pop == 3'h1) ? ctx3_room_data : ctx2_room_data);
+    end
+
+    always @(posedge clk) begin
+        ctx2_room_cov <= ctx2_push ? (({2'h0, s_ulpdu_len} + 18'h00009) & 18'h3fffc) : ((ctx_pop == 3'h1) ? ctx3_room_cov : ctx2_room_cov);
+    end
+
+    always @(posedge clk) begin
+        ctx2_room_end <= ctx2_push ? (({2'h0, s_ulpdu_len} + 18'h0000d) & 18'h3fffc) : ((ctx_pop == 3'h1) ? ctx3_room_end : ctx2_room_end);
+    end
+
+    always @(posedge clk) begin
+        ctx2_to_marker <= ctx2_push ? (9'h000 - s_offset[8:0]) : ((ctx_pop == 3'h1) ? ctx3_to_marker : ctx2_to_marker);
+    end
+
+    always @(posedge clk) begin
+        ctx2_lead <= ctx2_push ? (s_markers & (s_offset[8:0] == 9'h000)) : ((ctx_pop == 3'h1) ? ctx3_lead : ctx2_lead);
+    end
+
+    always @(posedge clk) begin
         ctx3_off <= ctx3_push ? s_offset : ctx3_off;
     end
 
@@ -556,6 +639,26 @@ module mpa_tx_w512 (
 
     always @(posedge clk) begin
         ctx3_crc <= ctx3_push ? s_crc : ctx3_crc;
+    end
+
+    always @(posedge clk) begin
+        ctx3_room_data <= ctx3_push ? ({2'h0, s_ulpdu_len} + 18'h00006) : ctx3_room_data;
+    end
+
+    always @(posedge clk) begin
+        ctx3_room_cov <= ctx3_push ? (({2'h0, s_ulpdu_len} + 18'h00009) & 18'h3fffc) : ctx3_room_cov;
+    end
+
+    always @(posedge clk) begin
+        ctx3_room_end <= ctx3_push ? (({2'h0, s_ulpdu_len} + 18'h0000d) & 18'h3fffc) : ctx3_room_end;
+    end
+
+    always @(posedge clk) begin
+        ctx3_to_marker <= ctx3_push ? (9'h000 - s_offset[8:0]) : ctx3_to_marker;
+    end
+
+    always @(posedge clk) begin
+        ctx3_lead <= ctx3_push ? (s_markers & (s_offset[8:0] == 9'h000)) : ctx3_lead;
     end
 
     always @(posedge clk) begin
@@ -576,25 +679,31 @@ module mpa_tx_w512 (
 
     always @(posedge clk) begin
         if (f_start | f_continue) begin
-            f_room_data <= f_start ? ({2'h0, ctx0_len} + 18'h00006) : (f_room_data - f_consumed);
+            f_room_data <= f_start ? ctx0_room_data : (f_marker_here ? (f_room_data - 18'h0003c) : (f_room_data - 18'h00040));
         end
     end
 
     always @(posedge clk) begin
         if (f_start | f_continue) begin
-            f_room_cov <= f_start ? (n_len_padded + 18'h00004) : (f_room_cov - f_consumed);
+            f_room_cov <= f_start ? ctx0_room_cov : (f_marker_here ? (f_room_cov - 18'h0003c) : (f_room_cov - 18'h00040));
         end
     end
 
     always @(posedge clk) begin
         if (f_start | f_continue) begin
-            f_room_end <= f_start ? ((n_len_padded + 18'h00004) + 18'h00004) : (f_room_end - f_consumed);
+            f_room_end <= f_start ? ctx0_room_end : (f_marker_here ? (f_room_end - 18'h0003c) : (f_room_end - 18'h00040));
         end
     end
 
     always @(posedge clk) begin
         if (f_start | f_continue) begin
-            f_rel <= f_start ? 18'h00000 : ((f_rel + f_consumed) - ((~((f_rel + f_consumed) < 18'h00044) & ~win0_last) ? 18'h00040 : 18'h00000));
+            f_rel <= f_start ? 18'h00000 : (((f_marker_here ? ~(f_rel < 18'h00008) : ~(f_rel < 18'h00004)) & ~win0_last) ? (f_marker_here ? (f_rel - 18'h00004) : f_rel) : (f_marker_here ? (f_rel + 18'h0003c) : (f_rel + 18'h00040)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (f_start | f_continue) begin
+            f_rel_ge4 <= f_start ? 1'h0 : (((f_marker_here ? ~(f_rel < 18'h00008) : ~(f_rel < 18'h00004)) & ~win0_last) ? (f_marker_here ? ~(f_rel < 18'h00008) : ~(f_rel < 18'h00004)) : 1'h1);
         end
     end
 
@@ -606,7 +715,7 @@ module mpa_tx_w512 (
 
     always @(posedge clk) begin
         if (f_start | f_continue) begin
-            f_to_marker <= f_start ? (9'h000 - ctx0_off[8:0]) : ((f_to_marker < 9'h040) ? (f_to_marker + 9'h1c0) : (f_to_marker - 9'h040));
+            f_to_marker <= f_start ? ctx0_to_marker : (f_to_marker - 9'h040);
         end
     end
 
@@ -624,7 +733,7 @@ module mpa_tx_w512 (
 
     always @(posedge clk) begin
         if (f_start | f_continue) begin
-            f_lead <= f_start ? (ctx0_mk & (ctx0_off[8:0] == 9'h000)) : f_lead;
+            f_lead <= f_start ? ctx0_lead : f_lead;
         end
     end
 
@@ -702,7 +811,13 @@ module mpa_tx_w512 (
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_user <= f_last ? f_end_offset : 32'h00000000;
+            fb_pos <= f_pos;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (f_emit) begin
+            fb_end_room <= f_marker_here ? (f_room_cov + 18'h00004) : f_room_cov;
         end
     end
 
@@ -741,6 +856,12 @@ module mpa_tx_w512 (
     always @(posedge clk) begin
         if (advance & fb_valid) begin
             b_user <= fb_user;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (advance & fb_valid) begin
+            b_user_carry <= fb_last & fb_end_lo[18];
         end
     end
 
@@ -908,7 +1029,7 @@ module mpa_tx_w512 (
 
     always @(posedge clk) begin
         if (advance & b_valid) begin
-            p0_user <= b_user;
+            p0_user <= b_user_sum;
         end
     end
 

@@ -111,30 +111,50 @@ module mpa_tx_w64 (
     reg  [15:0]    ctx0_len;
     reg            ctx0_mk;
     reg            ctx0_crc;
+    reg  [17:0]    ctx0_room_data;
+    reg  [17:0]    ctx0_room_cov;
+    reg  [17:0]    ctx0_room_end;
+    reg  [8:0]     ctx0_to_marker;
+    reg            ctx0_lead;
     reg  [31:0]    ctx1_off;
     reg  [15:0]    ctx1_len;
     reg            ctx1_mk;
     reg            ctx1_crc;
+    reg  [17:0]    ctx1_room_data;
+    reg  [17:0]    ctx1_room_cov;
+    reg  [17:0]    ctx1_room_end;
+    reg  [8:0]     ctx1_to_marker;
+    reg            ctx1_lead;
     reg  [31:0]    ctx2_off;
     reg  [15:0]    ctx2_len;
     reg            ctx2_mk;
     reg            ctx2_crc;
+    reg  [17:0]    ctx2_room_data;
+    reg  [17:0]    ctx2_room_cov;
+    reg  [17:0]    ctx2_room_end;
+    reg  [8:0]     ctx2_to_marker;
+    reg            ctx2_lead;
     reg  [31:0]    ctx3_off;
     reg  [15:0]    ctx3_len;
     reg            ctx3_mk;
     reg            ctx3_crc;
+    reg  [17:0]    ctx3_room_data;
+    reg  [17:0]    ctx3_room_cov;
+    reg  [17:0]    ctx3_room_end;
+    reg  [8:0]     ctx3_to_marker;
+    reg            ctx3_lead;
     wire [2:0]     ctx_wpos;                 // where a pushed entry goes
     wire           ctx0_push;
     wire           ctx1_push;
     wire           ctx2_push;
     wire           ctx3_push;
     wire           f_need_data;              // this beat carries ULPDU octets
+    reg            f_rel_ge4;                // f_rel >= 4 (kept as a register: it decides the window's pops)
     wire           f_need_two;               // they reach into window entry 1
     wire           f_have;                   // the window holds them
     wire           f_can;                    // a beat can be formed
     wire           f_emit;                   // a beat is formed this cycle
     wire           f_marker_here;            // a marker falls in this beat, before the FPDU ends
-    wire [17:0]    f_consumed;               // body octets this beat can carry
     wire           f_last;                   // this beat ends the FPDU
     wire           f_marker_group;           // 4-lane group of the marker
     wire           f_room_cov_big;
@@ -151,9 +171,7 @@ module mpa_tx_w64 (
     wire [4:0]     f_room_data_small;
     wire [7:0]     f_data_pre;               // lanes carrying ULPDU data, before the marker
     wire [7:0]     f_data_lanes;             // lanes carrying ULPDU data
-    wire [31:0]    f_end_offset;             // stream offset just past the FPDU
     wire           f_start;                  // load the next FPDU's context
-    wire [17:0]    n_len_padded;             // 2 + length + PAD
     wire           f_continue;
     reg            fb_valid;                 // stage f holds a formed beat
     reg  [63:0]    fb_data;                  // the formed beat, CRC field still zero
@@ -161,7 +179,10 @@ module mpa_tx_w64 (
     reg  [7:0]     fb_cover;                 // lanes the CRC covers
     reg            fb_last;
     reg            fb_crc;
-    reg  [31:0]    fb_user;
+    reg  [31:0]    fb_pos;                   // stream offset of the beat's lane 0
+    reg  [17:0]    fb_end_room;              // octets from lane 0 to the FPDU's end, on its last beat
+    wire [18:0]    fb_end_lo;                // low bits of the end offset and their carry
+    wire [31:0]    fb_user;                  // on the last beat: the end offset but the carry into bit 18
     wire [63:0]    fb_masked;                // the beat with unused lanes zeroed
     reg            b_valid;
     reg  [63:0]    b_data;
@@ -169,12 +190,14 @@ module mpa_tx_w64 (
     reg            b_last;
     reg            b_crc_on;
     reg  [31:0]    b_user;
+    reg            b_user_carry;             // carry of the end offset's low bits
     reg  [31:0]    b_term;                   // the beat's contribution to the CRC register
     reg  [3:0]     b_pad;                    // lanes the CRC does not cover
     reg  [7:0]     b_cover;
     reg  [31:0]    crc_state;                // CRC register of the FPDU before stage b's beat
     wire [31:0]    crc_state_term;
     wire [31:0]    crc_next;                 // CRC register after stage b's beat
+    wire [31:0]    b_user_sum;               // the end offset
     reg            p0_valid;
     reg  [63:0]    p0_data;
     reg  [7:0]     p0_keep;
@@ -218,12 +241,11 @@ module mpa_tx_w64 (
     assign ctx2_push = ctx_push & (ctx_wpos == 3'h2);
     assign ctx3_push = ctx_push & (ctx_wpos == 3'h3);
     assign f_need_data = ~(f_room_data[17] | (f_room_data < 18'h00005));
-    assign f_need_two = (f_need_data & ~(f_rel < 18'h00004)) & ~win0_last;
+    assign f_need_two = (f_need_data & f_rel_ge4) & ~win0_last;
     assign f_have = ~f_need_data | ((win_count != 3'h0) & (~f_need_two | ~(win_count < 3'h2)));
     assign f_can = f_active & f_have;
     assign f_emit = advance & f_can;
     assign f_marker_here = (f_markers & (f_to_marker < 9'h008)) & ({9'h000, f_to_marker} < f_room_cov);
-    assign f_consumed = f_marker_here ? 18'h00004 : 18'h00008;
     assign f_last = f_marker_here ? (f_room_cov < 18'h00005) : (f_room_cov < 18'h00009);
     assign f_marker_group = f_to_marker[2];
     assign f_room_cov_big = |f_room_cov[16:5];
@@ -267,12 +289,12 @@ module mpa_tx_w64 (
         5'h04 < f_room_data_small
     });
     assign f_data_lanes = (f_after_lanes & {f_data_pre[3:0], 4'h0}) | (~f_after_lanes & f_data_pre);
-    assign f_end_offset = f_pos + {14'h0000, f_room_cov + (f_marker_here ? 18'h00004 : 18'h00000)};
     assign f_start = (advance & (ctx_count != 3'h0)) & (~f_active | (f_can & f_last));
     assign ctx_pop = {2'h0, f_start};
-    assign win_pop = f_emit ? (f_last ? (win0_last ? 3'h1 : 3'h2) : {2'h0, ~((f_rel + f_consumed) < 18'h0000c) & ~win0_last}) : 3'h0;
-    assign n_len_padded = ({2'h0, ctx0_len} + 18'h00005) & 18'h3fffc;
+    assign win_pop = f_emit ? (f_last ? (win0_last ? 3'h1 : 3'h2) : {2'h0, (f_marker_here ? ~(f_rel < 18'h00008) : ~(f_rel < 18'h00004)) & ~win0_last}) : 3'h0;
     assign f_continue = f_emit & ~f_last;
+    assign fb_end_lo = {1'h0, fb_pos[17:0]} + {1'h0, fb_end_room};
+    assign fb_user = fb_last ? {fb_pos[31:18], fb_end_lo[17:0]} : 32'h00000000;
     assign fb_masked = {
         fb_data[63:56] & {8{fb_cover[7]}},
         fb_data[55:48] & {8{fb_cover[6]}},
@@ -318,6 +340,7 @@ module mpa_tx_w64 (
         ^(crc_state & 32'h386f2c25)
     };
     assign crc_next = b_term ^ crc_state_term;
+    assign b_user_sum = {b_user[31:18] + {13'h0000, b_user_carry}, b_user[17:0]};
     assign p0_pad_rest = p0_pad[3];
     assign p1_fixed = {
         ^(p1_reg & (p1_pad ? zinv_8[1023:992] : zinv_0[1023:992])),
@@ -434,6 +457,26 @@ module mpa_tx_w64 (
     end
 
     always @(posedge clk) begin
+        ctx0_room_data <= ctx0_push ? ({2'h0, s_ulpdu_len} + 18'h00006) : ((ctx_pop == 3'h1) ? ctx1_room_data : ((ctx_pop == 3'h2) ? ctx2_room_data : ((ctx_pop == 3'h3) ? ctx3_room_data : ctx0_room_data)));
+    end
+
+    always @(posedge clk) begin
+        ctx0_room_cov <= ctx0_push ? (({2'h0, s_ulpdu_len} + 18'h00009) & 18'h3fffc) : ((ctx_pop == 3'h1) ? ctx1_room_cov : ((ctx_pop == 3'h2) ? ctx2_room_cov : ((ctx_pop == 3'h3) ? ctx3_room_cov : ctx0_room_cov)));
+    end
+
+    always @(posedge clk) begin
+        ctx0_room_end <= ctx0_push ? (({2'h0, s_ulpdu_len} + 18'h0000d) & 18'h3fffc) : ((ctx_pop == 3'h1) ? ctx1_room_end : ((ctx_pop == 3'h2) ? ctx2_room_end : ((ctx_pop == 3'h3) ? ctx3_room_end : ctx0_room_end)));
+    end
+
+    always @(posedge clk) begin
+        ctx0_to_marker <= ctx0_push ? (9'h000 - s_offset[8:0]) : ((ctx_pop == 3'h1) ? ctx1_to_marker : ((ctx_pop == 3'h2) ? ctx2_to_marker : ((ctx_pop == 3'h3) ? ctx3_to_marker : ctx0_to_marker)));
+    end
+
+    always @(posedge clk) begin
+        ctx0_lead <= ctx0_push ? (s_markers & (s_offset[8:0] == 9'h000)) : ((ctx_pop == 3'h1) ? ctx1_lead : ((ctx_pop == 3'h2) ? ctx2_lead : ((ctx_pop == 3'h3) ? ctx3_lead : ctx0_lead)));
+    end
+
+    always @(posedge clk) begin
         ctx1_off <= ctx1_push ? s_offset : ((ctx_pop == 3'h1) ? ctx2_off : ((ctx_pop == 3'h2) ? ctx3_off : ctx1_off));
     end
 
@@ -447,6 +490,26 @@ module mpa_tx_w64 (
 
     always @(posedge clk) begin
         ctx1_crc <= ctx1_push ? s_crc : ((ctx_pop == 3'h1) ? ctx2_crc : ((ctx_pop == 3'h2) ? ctx3_crc : ctx1_crc));
+    end
+
+    always @(posedge clk) begin
+        ctx1_room_data <= ctx1_push ? ({2'h0, s_ulpdu_len} + 18'h00006) : ((ctx_pop == 3'h1) ? ctx2_room_data : ((ctx_pop == 3'h2) ? ctx3_room_data : ctx1_room_data));
+    end
+
+    always @(posedge clk) begin
+        ctx1_room_cov <= ctx1_push ? (({2'h0, s_ulpdu_len} + 18'h00009) & 18'h3fffc) : ((ctx_pop == 3'h1) ? ctx2_room_cov : ((ctx_pop == 3'h2) ? ctx3_room_cov : ctx1_room_cov));
+    end
+
+    always @(posedge clk) begin
+        ctx1_room_end <= ctx1_push ? (({2'h0, s_ulpdu_len} + 18'h0000d) & 18'h3fffc) : ((ctx_pop == 3'h1) ? ctx2_room_end : ((ctx_pop == 3'h2) ? ctx3_room_end : ctx1_room_end));
+    end
+
+    always @(posedge clk) begin
+        ctx1_to_marker <= ctx1_push ? (9'h000 - s_offset[8:0]) : ((ctx_pop == 3'h1) ? ctx2_to_marker : ((ctx_pop == 3'h2) ? ctx3_to_marker : ctx1_to_marker));
+    end
+
+    always @(posedge clk) begin
+        ctx1_lead <= ctx1_push ? (s_markers & (s_offset[8:0] == 9'h000)) : ((ctx_pop == 3'h1) ? ctx2_lead : ((ctx_pop == 3'h2) ? ctx3_lead : ctx1_lead));
     end
 
     always @(posedge clk) begin
@@ -466,6 +529,26 @@ module mpa_tx_w64 (
     end
 
     always @(posedge clk) begin
+        ctx2_room_data <= ctx2_push ? ({2'h0, s_ulpdu_len} + 18'h00006) : ((ctx_pop == 3'h1) ? ctx3_room_data : ctx2_room_data);
+    end
+
+    always @(posedge clk) begin
+        ctx2_room_cov <= ctx2_push ? (({2'h0, s_ulpdu_len} + 18'h00009) & 18'h3fffc) : ((ctx_pop == 3'h1) ? ctx3_room_cov : ctx2_room_cov);
+    end
+
+    always @(posedge clk) begin
+        ctx2_room_end <= ctx2_push ? (({2'h0, s_ulpdu_len} + 18'h0000d) & 18'h3fffc) : ((ctx_pop == 3'h1) ? ctx3_room_end : ctx2_room_end);
+    end
+
+    always @(posedge clk) begin
+        ctx2_to_marker <= ctx2_push ? (9'h000 - s_offset[8:0]) : ((ctx_pop == 3'h1) ? ctx3_to_marker : ctx2_to_marker);
+    end
+
+    always @(posedge clk) begin
+        ctx2_lead <= ctx2_push ? (s_markers & (s_offset[8:0] == 9'h000)) : ((ctx_pop == 3'h1) ? ctx3_lead : ctx2_lead);
+    end
+
+    always @(posedge clk) begin
         ctx3_off <= ctx3_push ? s_offset : ctx3_off;
     end
 
@@ -479,6 +562,26 @@ module mpa_tx_w64 (
 
     always @(posedge clk) begin
         ctx3_crc <= ctx3_push ? s_crc : ctx3_crc;
+    end
+
+    always @(posedge clk) begin
+        ctx3_room_data <= ctx3_push ? ({2'h0, s_ulpdu_len} + 18'h00006) : ctx3_room_data;
+    end
+
+    always @(posedge clk) begin
+        ctx3_room_cov <= ctx3_push ? (({2'h0, s_ulpdu_len} + 18'h00009) & 18'h3fffc) : ctx3_room_cov;
+    end
+
+    always @(posedge clk) begin
+        ctx3_room_end <= ctx3_push ? (({2'h0, s_ulpdu_len} + 18'h0000d) & 18'h3fffc) : ctx3_room_end;
+    end
+
+    always @(posedge clk) begin
+        ctx3_to_marker <= ctx3_push ? (9'h000 - s_offset[8:0]) : ctx3_to_marker;
+    end
+
+    always @(posedge clk) begin
+        ctx3_lead <= ctx3_push ? (s_markers & (s_offset[8:0] == 9'h000)) : ctx3_lead;
     end
 
     always @(posedge clk) begin
@@ -499,25 +602,31 @@ module mpa_tx_w64 (
 
     always @(posedge clk) begin
         if (f_start | f_continue) begin
-            f_room_data <= f_start ? ({2'h0, ctx0_len} + 18'h00006) : (f_room_data - f_consumed);
+            f_room_data <= f_start ? ctx0_room_data : (f_marker_here ? (f_room_data - 18'h00004) : (f_room_data - 18'h00008));
         end
     end
 
     always @(posedge clk) begin
         if (f_start | f_continue) begin
-            f_room_cov <= f_start ? (n_len_padded + 18'h00004) : (f_room_cov - f_consumed);
+            f_room_cov <= f_start ? ctx0_room_cov : (f_marker_here ? (f_room_cov - 18'h00004) : (f_room_cov - 18'h00008));
         end
     end
 
     always @(posedge clk) begin
         if (f_start | f_continue) begin
-            f_room_end <= f_start ? ((n_len_padded + 18'h00004) + 18'h00004) : (f_room_end - f_consumed);
+            f_room_end <= f_start ? ctx0_room_end : (f_marker_here ? (f_room_end - 18'h00004) : (f_room_end - 18'h00008));
         end
     end
 
     always @(posedge clk) begin
         if (f_start | f_continue) begin
-            f_rel <= f_start ? 18'h00000 : ((f_rel + f_consumed) - ((~((f_rel + f_consumed) < 18'h0000c) & ~win0_last) ? 18'h00008 : 18'h00000));
+            f_rel <= f_start ? 18'h00000 : (((f_marker_here ? ~(f_rel < 18'h00008) : ~(f_rel < 18'h00004)) & ~win0_last) ? (f_marker_here ? (f_rel - 18'h00004) : f_rel) : (f_marker_here ? (f_rel + 18'h00004) : (f_rel + 18'h00008)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (f_start | f_continue) begin
+            f_rel_ge4 <= f_start ? 1'h0 : (((f_marker_here ? ~(f_rel < 18'h00008) : ~(f_rel < 18'h00004)) & ~win0_last) ? (f_marker_here ? ~(f_rel < 18'h00008) : ~(f_rel < 18'h00004)) : 1'h1);
         end
     end
 
@@ -529,7 +638,7 @@ module mpa_tx_w64 (
 
     always @(posedge clk) begin
         if (f_start | f_continue) begin
-            f_to_marker <= f_start ? (9'h000 - ctx0_off[8:0]) : ((f_to_marker < 9'h008) ? (f_to_marker + 9'h1f8) : (f_to_marker - 9'h008));
+            f_to_marker <= f_start ? ctx0_to_marker : (f_to_marker - 9'h008);
         end
     end
 
@@ -547,7 +656,7 @@ module mpa_tx_w64 (
 
     always @(posedge clk) begin
         if (f_start | f_continue) begin
-            f_lead <= f_start ? (ctx0_mk & (ctx0_off[8:0] == 9'h000)) : f_lead;
+            f_lead <= f_start ? ctx0_lead : f_lead;
         end
     end
 
@@ -612,7 +721,13 @@ module mpa_tx_w64 (
 
     always @(posedge clk) begin
         if (f_emit) begin
-            fb_user <= f_last ? f_end_offset : 32'h00000000;
+            fb_pos <= f_pos;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (f_emit) begin
+            fb_end_room <= f_marker_here ? (f_room_cov + 18'h00004) : f_room_cov;
         end
     end
 
@@ -651,6 +766,12 @@ module mpa_tx_w64 (
     always @(posedge clk) begin
         if (advance & fb_valid) begin
             b_user <= fb_user;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (advance & fb_valid) begin
+            b_user_carry <= fb_last & fb_end_lo[18];
         end
     end
 
@@ -751,7 +872,7 @@ module mpa_tx_w64 (
 
     always @(posedge clk) begin
         if (advance & b_valid) begin
-            p0_user <= b_user;
+            p0_user <= b_user_sum;
         end
     end
 
