@@ -17,6 +17,7 @@ var (
 	matrixFlag  = flag.String("matrix", "", "write the interoperability matrix (Markdown) to this file")
 	onlyFlag    = flag.String("only", "", "run only the scenarios whose name matches this regexp")
 	repeatFlag  = flag.Int("repeat", 1, "run each scenario this many times (to measure flakiness)")
+	rtlFlag     = flag.Bool("rtl", false, "also run the scenarios on the all-RTL sim card (RTLScenarios), which the matrix lists as not done")
 )
 
 // ran collects every scenario's result, of every test of the package, for
@@ -78,7 +79,11 @@ func TestInterop(t *testing.T) {
 			t.Errorf("cleanup: %v", err)
 		}
 	}()
-	for _, s := range Scenarios() {
+	scenarios := Scenarios()
+	if *rtlFlag {
+		scenarios = append(scenarios, RTLScenarios()...)
+	}
+	for _, s := range scenarios {
 		if only != nil && !only.MatchString(s.Name) {
 			continue
 		}
