@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -674,6 +675,15 @@ func TestCardCosim(t *testing.T) {
 	}
 }
 
+// cpuTime is the CPU time this process has used (user and system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // BenchmarkCardCosim measures the whole-card co-simulation's speed with
 // its checks (the AXI checks every cycle, the card model beside it, every
 // stream compared): the workload of TestCardCosim, round after round,
@@ -681,18 +691,28 @@ func TestCardCosim(t *testing.T) {
 func BenchmarkCardCosim(b *testing.B) {
 	for _, w := range gen.CardTopWidths {
 		b.Run(fmt.Sprint(w), func(b *testing.B) {
-			wb := newWCBench(b, w, 1, wcTiming, 4)
+			// Seed 1 at 512 bits meets the card_tx stall of hw/README.md
+			// (iwcard, known defects) after 200,000 cycles; the benchmark
+			// measures speed, so it runs a seed that does not.
+			seed := map[int]uint64{64: 1, 512: 2}[w]
+			if *cosimSeed != 0 {
+				seed = *cosimSeed
+			}
+			wb := newWCBench(b, w, seed, wcTiming, 4)
 			start := wb.rtl.Cycles()
 			b.ResetTimer()
-			t0 := time.Now()
+			t0, c0 := time.Now(), cpuTime()
 			for round := 0; wb.rtl.Cycles()-start < uint64(b.N); round++ {
 				wb.round(round)
 			}
-			el := time.Since(t0)
+			el, cpu := time.Since(t0), cpuTime()-c0
 			b.StopTimer()
 			wb.compare()
 			n := wb.rtl.Cycles() - start
 			b.ReportMetric(float64(n)/el.Seconds(), "cycles/s")
+			// The same per second of this process's CPU time: what a
+			// core gives the co-simulation whatever else runs.
+			b.ReportMetric(float64(n)/cpu.Seconds(), "cycles/cpu-s")
 		})
 	}
 }
