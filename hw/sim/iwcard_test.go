@@ -486,6 +486,9 @@ func (b *wcBench) runRTL(watchdog uint64) {
 	quiet := 0
 	for {
 		require.NoError(b.t, b.rtl.Step(64), "seed %d", b.seed)
+		if len(b.faults) > 0 {
+			b.t.Fatalf("seed %d: the card made a DMA the IOMMU refused: %+v", b.seed, b.faults[0])
+		}
 		done := true
 		for _, q := range b.qps {
 			st := b.rtlStat(q.n)
