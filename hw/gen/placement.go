@@ -268,19 +268,21 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	entryData := Cat(Bits(stPBLFull, PW-1, 0), stDelta, Lt(stEnd, stBaseW), stEnd, stBaseW, stQP, stPD, stPaged, stAccess)
 	entry := m.Mem("stag_table", entryW, cfg.TableDepth, commit, Bits(stIndex, IW-1, 0), entryData,
 		rdEn, Bits(idx, IW-1, 0), "STag table: rights, mode, PD, QP, base, end, end wraps, address delta, page-list slot")
-	tagRd := m.Mem("stag_tag", 9, cfg.TableDepth, Or(commit, inval, Not(initDoneR)),
-		Sel(Not(initDoneR), initCnt, Sel(commit, Bits(stIndex, IW-1, 0), Bits(regData, IW-1, 0))),
-		Cat(And(commit, stValid, initDoneR), gate(commit, stKey)), rdEn, Bits(idx, IW-1, 0), "valid bit and key of each entry (valid cleared by the reset sweep and by invalidation)")
+	// The valid bits are written by the register commands, the reset sweep
+	// and card_rx's invalidations (the receive key-check port's s_inv).
+	rxk := placementRxKeyPort(m, IW, PW, initDoneR, Or(hit("STAG_COMMIT"), hit("STAG_INVALIDATE")))
+	tagEn := m.WireOf("tag_wr", Or(commit, inval, Not(initDoneR), rxk.inv), "a valid bit and key are written")
+	tagAddr := m.WireOf("tag_wr_addr", Sel(Not(initDoneR), initCnt, Sel(commit, Bits(stIndex, IW-1, 0), Sel(inval, Bits(regData, IW-1, 0), rxk.invIdx))), "")
+	tagData := m.WireOf("tag_wr_data", Cat(And(commit, stValid, initDoneR), gate(commit, stKey)), "")
+	tagRd := m.Mem("stag_tag", 9, cfg.TableDepth, tagEn, tagAddr, tagData, rdEn, Bits(idx, IW-1, 0), "valid bit and key of each entry (valid cleared by the reset sweep and by invalidation)")
 	pblRdAddr := m.Wire("pbl_rd_addr", PW, "page-list slot of the block entering the output register")
 	pblRd := m.Mem("page_list", 64-PageShift, cfg.PBLDepth, hit("PBL_COMMIT"), Bits(pblIndex, PW-1, 0),
 		Cat(pblHi, pblLo), adv, pblRdAddr, "page list: host page addresses, bits 63:12")
-	tagEn := Or(commit, inval, Not(initDoneR))
-	tagAddr := Sel(Not(initDoneR), initCnt, Sel(commit, Bits(stIndex, IW-1, 0), Bits(regData, IW-1, 0)))
-	tagData := Cat(And(commit, stValid, initDoneR), gate(commit, stKey))
 	placementCheckPort(m, chkTable{iw: IW, pw: PW, depth: cfg.TableDepth, pblDepth: cfg.PBLDepth, entryW: entryW,
 		entEn: commit, entAddr: Bits(stIndex, IW-1, 0), entData: entryData,
 		tagEn: tagEn, tagAddr: tagAddr, tagData: tagData,
 		pblEn: hit("PBL_COMMIT"), pblAddr: Bits(pblIndex, PW-1, 0), pblData: Cat(pblHi, pblLo), initDone: initDoneR})
+	rxk.tables(commit, Bits(stIndex, IW-1, 0), entryData, tagEn, tagAddr, tagData, hit("PBL_COMMIT"), Bits(pblIndex, PW-1, 0), Cat(pblHi, pblLo))
 
 	// Stage 1: decision.
 	s1 := beat{}

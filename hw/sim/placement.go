@@ -26,6 +26,10 @@ type plPorts struct {
 	tQP                                   Port
 	dReady, dValid, dQP, dSTag, dTO, dLen Port
 	chkReady                              Port // the check port (not in the cycle model: idle here)
+	// card_rx's receive key-check port and invalidation input: not in the
+	// cycle model either; the harness never uses them, so they show ready
+	// and idle (card_rx's co-simulation checks them).
+	rxkReady, invReady, rxkValid, rxkFault, rxkAddr Port
 }
 
 func lookupPlPorts(l Layout) (plPorts, error) {
@@ -44,7 +48,8 @@ func lookupPlPorts(l Layout) (plPorts, error) {
 		"m_host_inv_stag": &p.hInv, "m_term_valid": &p.tValid, "m_term_cause": &p.tCause, "m_term_mdr": &p.tMDR,
 		"m_term_seglen": &p.tSegLen, "m_term_hdr": &p.tHdr, "m_term_qp": &p.tQP,
 		"m_done_valid": &p.dValid, "m_done_qp": &p.dQP, "m_done_stag": &p.dSTag, "m_done_to": &p.dTO, "m_done_len": &p.dLen,
-		"s_chk_ready": &p.chkReady}
+		"s_chk_ready": &p.chkReady,
+		"s_rxk_ready": &p.rxkReady, "s_inv_ready": &p.invReady, "m_rxk_valid": &p.rxkValid, "m_rxk_fault": &p.rxkFault, "m_rxk_addr": &p.rxkAddr}
 	for name, dst := range ins {
 		if *dst, err = l.In(name); err != nil {
 			return p, err
@@ -151,6 +156,11 @@ func (a *plModel) Step(in, out []uint32) {
 	// leave s_chk_valid low, where its only output is s_chk_ready, which
 	// follows init_done (TestPlacementCheckPort verifies the port).
 	p.chkReady.Set(out, b2u(o.InitDone))
+	p.rxkReady.Set(out, b2u(o.InitDone))
+	p.invReady.Set(out, b2u(o.InitDone && x.Cmd.Kind != cycle.CmdCommit && x.Cmd.Kind != cycle.CmdInvalidate))
+	p.rxkValid.Set(out, 0)
+	p.rxkFault.Set(out, 0)
+	p.rxkAddr.Set(out, 0)
 	p.dmaValid.Set(out, b2u(o.DMAValid))
 	p.dmaAddr.Set(out, o.DMAAddr)
 	p.dmaData.SetBytes(out, o.DMAData)
