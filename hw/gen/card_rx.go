@@ -461,6 +461,11 @@ func CardRx(width int) (*Module, error) {
 								Sel(in(sDrain), Sel(drained, C(4, sEnd), C(4, sDrain)),
 									C(4, sIdle)))))))))
 	m.Drive(st, big.NewInt(0), next, nil)
+	su, err := cardRxSend(m, W, rxSendIn{create: create, cQPN: cQPN, cPD: cPD, dbTake: dbTake, dbKind: dbKind, dbIndex: dbIndex, dbValue: dbValue})
+	if err != nil {
+		return nil, err
+	}
+	unused = append(unused, su...)
 	m.WireOf("unused_bits", RedOr(Cat(unused...)), "bits no logic reads (keeps lint quiet on purpose)")
 	return m, m.Validate()
 }
@@ -557,8 +562,8 @@ func exposeInstance(m *Module, name string, of *Module, conns map[string]Expr) {
 }
 
 // CardRxBench builds card_rx_tb_w<width>, the receive engine's
-// co-simulation wrapper: card_rx, placement (at the card top in the card)
-// and place_axi, wired as in the card; every other port is the wrapper's.
+// co-simulation wrapper: card_rx and placement (at the card top in the
+// card), wired as in the card; every other port is the wrapper's.
 func CardRxBench(width int) (*Module, error) {
 	rx, err := CardRx(width)
 	if err != nil {
@@ -568,13 +573,9 @@ func CardRxBench(width int) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	pa, err := PlaceAXI(width)
-	if err != nil {
-		return nil, err
-	}
 	W, L := width, width/8
 	m := NewModule(fmt.Sprintf("card_rx_tb_w%d", W), "docs/card-rtl.md",
-		"Co-simulation wrapper of the receive engine: card_rx's ULPDUs go to placement (tagged segments placed through the STag table, written by place_axi as AXI4 writes), as in the card's top. Not part of the card itself.")
+		"Co-simulation wrapper of the receive engine: card_rx's ULPDUs go to placement (tagged segments placed through the STag table), whose untagged segments, STag checks and DMA blocks come back to card_rx, as in the card's top. Not part of the card itself.")
 	clk := m.Clock()
 	rst := m.ResetPort()
 	w := func(n string, b int) *Signal { return m.Wire(n, b, "") }
@@ -582,19 +583,62 @@ func CardRxBench(width int) (*Module, error) {
 		"tdata": w("ulp_tdata", W), "tkeep": w("ulp_tkeep", L), "tvalid": w("ulp_tvalid", 1), "tready": w("ulp_tready", 1),
 		"tlast": w("ulp_tlast", 1), "len": w("ulp_len", 16), "qp": w("ulp_qp", 32), "pd": w("ulp_pd", 32), "rev": w("ulp_rev", 1),
 	}
-	d := map[string]*Signal{"addr": w("dma_addr", 64), "data": w("dma_data", W), "strb": w("dma_strb", L), "valid": w("dma_valid", 1), "ready": w("dma_ready", 1)}
-	exposeInstance(m, "rx", rx, map[string]Expr{"clk": clk, "rst": rst,
-		"m_ulp_tdata": u["tdata"], "m_ulp_tkeep": u["tkeep"], "m_ulp_tvalid": u["tvalid"], "m_ulp_tready": u["tready"],
-		"m_ulp_tlast": u["tlast"], "m_ulp_len": u["len"], "m_ulp_qp": u["qp"], "m_ulp_pd": u["pd"], "m_ulp_rev": u["rev"]})
-	exposeInstance(m, "pl", pl, map[string]Expr{"clk": clk, "rst": rst,
-		"s_axis_tdata": u["tdata"], "s_axis_tkeep": u["tkeep"], "s_axis_tvalid": u["tvalid"], "s_axis_tready": u["tready"],
-		"s_axis_tlast": u["tlast"], "s_axis_tuser_len": u["len"], "s_axis_tuser_qp": u["qp"], "s_axis_tuser_pd": u["pd"], "s_axis_tuser_rev": u["rev"],
-		"m_dma_addr": d["addr"], "m_dma_data": d["data"], "m_dma_strb": d["strb"], "m_dma_valid": d["valid"], "m_dma_ready": d["ready"]})
+	rxConns := map[string]Expr{"clk": clk, "rst": rst}
+	plConns := map[string]Expr{"clk": clk, "rst": rst}
+	// Wires between the two, named by card_rx's port and placement's.
+	for _, c := range CardRxPlacementWiring() {
+		x := w("x_"+c[0], pl.Port(c[1]).W)
+		rxConns[c[0]], plConns[c[1]] = x, x
+		if c[0] == "m_inv_valid" {
+			u["ivalid"] = x
+		}
+		if c[0] == "m_inv_ready" {
+			u["iready"] = x
+		}
+		if c[0] == "m_inv_index" {
+			u["index"] = x
+		}
+	}
+	for _, n := range []string{"tdata", "tkeep", "tvalid", "tready", "tlast"} {
+		rxConns["m_ulp_"+n], plConns["s_axis_"+n] = u[n], u[n]
+	}
+	for _, n := range []string{"len", "qp", "pd", "rev"} {
+		rxConns["m_ulp_"+n], plConns["s_axis_tuser_"+n] = u[n], u[n]
+	}
+	exposeInstance(m, "rx", rx, rxConns)
+	exposeInstance(m, "pl", pl, plConns)
 	mon := m.Output("mon_ulp_beat", 1, "a ULPDU beat passes from card_rx to placement (for measurements)")
 	m.Assign(mon, And(u["tvalid"], u["tready"]))
 	monLast := m.Output("mon_ulp_last", 1, "... and it is a ULPDU's last")
 	m.Assign(monLast, And(u["tvalid"], u["tready"], u["tlast"]))
-	exposeInstance(m, "pw", pa, map[string]Expr{"clk": clk, "rst": rst,
-		"s_dma_addr": d["addr"], "s_dma_data": d["data"], "s_dma_strb": d["strb"], "s_dma_valid": d["valid"], "s_dma_ready": d["ready"]})
+	monInv := m.Output("mon_inv", 1, "card_rx invalidates an STag in placement's table (for the comparison)")
+	m.Assign(monInv, And(u["ivalid"], u["iready"]))
+	monInvIdx := m.Output("mon_inv_index", 24, "")
+	m.Assign(monInvIdx, u["index"])
 	return m, m.Validate()
+}
+
+// CardRxPlacementWiring lists the connections between card_rx and
+// placement besides the ULPDU stream, as (card_rx port, placement port):
+// untagged segments, the STag check port, invalidations and placement's
+// DMA blocks (written through card_rx's write master). The card top and
+// card_rx_tb wire them alike.
+func CardRxPlacementWiring() [][2]string {
+	var w [][2]string
+	for _, n := range []string{"tdata", "tkeep", "tvalid", "tready", "tlast", "qp", "len"} {
+		w = append(w, [2]string{"s_host_" + n, "m_host_" + n})
+	}
+	for _, n := range []string{"valid", "ready", "stag", "pd", "qp", "to", "len", "use"} {
+		w = append(w, [2]string{"m_rxk_" + n, "s_rxk_" + n})
+	}
+	for _, n := range []string{"valid", "fault", "addr"} {
+		w = append(w, [2]string{"s_rxk_" + n, "m_rxk_" + n})
+	}
+	for _, n := range []string{"valid", "ready", "index"} {
+		w = append(w, [2]string{"m_inv_" + n, "s_inv_" + n})
+	}
+	for _, n := range []string{"addr", "data", "strb", "valid", "ready"} {
+		w = append(w, [2]string{"s_pl_dma_" + n, "m_dma_" + n})
+	}
+	return w
 }

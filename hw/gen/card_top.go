@@ -15,8 +15,10 @@ var CardTopWidths = []int{64, 512}
 const (
 	CardRdMasterTx = 0 // card_tx's dma_rd (WQE reads)
 	CardRdMasterRx = 1 // card_rx's dma_rd (receive stream ring reads)
+	CardRdMasterRQ = 2 // card_rx's RQ WQE reads
 	CardWrMasterTx = 0 // card_tx's dma_wr (transmit stream ring writes)
-	CardWrMasterPl = 1 // placement through place_axi (placed payload)
+	CardWrMasterPl = 1 // card_rx's place_axi: placement's payload and the Sends'
+
 	CardWrMasterCQ = 2 // card_cq's dma_wr (CQEs, EQEs)
 	CardWrMasterSt = 3 // card_stat's dma_wr (QP status records)
 )
@@ -162,10 +164,6 @@ func CardTop(width int) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	pa, err := PlaceAXI(W)
-	if err != nil {
-		return nil, err
-	}
 	cq, err := CardCQ(CardCQDefault(W))
 	if err != nil {
 		return nil, err
@@ -197,16 +195,16 @@ func CardTop(width int) (*Module, error) {
 
 	m := NewModule(fmt.Sprintf("iwcard_w%d", W), "docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)",
 		fmt.Sprintf("The openiwarp card, %d-bit data path: BAR0 (AXI4-Lite slave s_axil, card_regs), one AXI4 DMA master m_axi (axi_rd_mux and axi_wr_mux merging the engines' masters; the top bits of an ID name the engine) and an interrupt (irq_valid/irq_ready/irq_vector, card_cq).", W),
-		"Inside: card_regs fans the QP command out to card_tx and card_rx (each takes it in its own cycle; card_regs sees ready once both have), doorbells by kind (SQ_PI, TXS_CI, PUSH to card_tx; RXS_PI, RQ_PI to card_rx; STREAM to both; CQ_DB to card_cq), CQ_CMD and the EQ registers to card_cq, the placement window to placement. card_rx's ULPDUs go to placement, whose writes reach host memory through place_axi. card_tx's completions go to card_cq (signaled ones; every record's status fields are for the QP status record).",
+		"Inside: card_regs fans the QP command out to card_tx and card_rx (each takes it in its own cycle; card_regs sees ready once both have), doorbells by kind (SQ_PI, TXS_CI, PUSH to card_tx; RXS_PI, RQ_PI to card_rx; STREAM to both; CQ_DB to card_cq), CQ_CMD and the EQ registers to card_cq, the placement window to placement. card_rx's ULPDUs go to placement, whose untagged segments, STag checks and DMA blocks come back to card_rx (card_rx writes placement's blocks and its Sends' through its own place_axi); card_rx's receive completions go to card_cq's second source. card_tx's completions go to card_cq (signaled ones; every record's status fields are for the QP status record).",
 		fmt.Sprintf("RESET (the command) holds every engine, the muxes and placement in reset for %d cycles; card_cq and placement then clear their tables (STATUS.INIT_DONE low until both are done). card_regs keeps its staging registers. A RESET with DMA in flight is not supported: the host must quiesce the card first.", CardResetCycles),
-		"Not wired yet, because no engine produces or consumes them (docs/card-rtl.md): the QP status records, engine events, card_rx's errors (m_err taken and dropped), placement's untagged segments, Terminates and Read-done records (taken and dropped), card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).")
+		"Not wired yet, because no engine produces or consumes them (docs/card-rtl.md): the QP status records, engine events, card_rx's errors (m_err taken and dropped), placement's Terminates and Read-done records (taken and dropped), card_rx's provisional m_rxterm (taken and dropped), card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).")
 	clk := m.Clock()
 	rst := m.ResetPort()
 	t := newTopWiring(m)
 	for _, x := range []struct {
 		n  string
 		of *Module
-	}{{"regs", regs}, {"tx", tx}, {"rx", rx}, {"pl", pl}, {"pw", pa}, {"cq", cq}, {"st", stat}, {"rdm", rdm}, {"wrm", wrm}} {
+	}{{"regs", regs}, {"tx", tx}, {"rx", rx}, {"pl", pl}, {"cq", cq}, {"st", stat}, {"rdm", rdm}, {"wrm", wrm}} {
 		t.declare(x.n, x.of)
 	}
 	o := t.o
@@ -317,25 +315,37 @@ func CardTop(width int) (*Module, error) {
 		"qp_mpa_crc": o("regs", "qp_mpa_crc"), "qp_mpa_rev0": o("regs", "qp_mpa_rev0"),
 		"s_db_valid": dbV[1], "s_db_kind": dk, "s_db_index": o("regs", "m_db_index"), "s_db_value": o("regs", "m_db_value"),
 		"m_ulp_tready": o("pl", "s_axis_tready"), "m_ci_ready": o("st", "s_rx_ready"), "m_err_ready": C(1, 1),
+		"qp_rq_base_lo": o("regs", "qp_rq_base_lo"), "qp_rq_base_hi": o("regs", "qp_rq_base_hi"),
+		"qp_sizes_rq_log": o("regs", "qp_sizes_rq_log"), "qp_cqs_recv_cq": o("regs", "qp_cqs_recv_cq"),
+		"m_cpl_ready": o("cq", "s_cpl1_ready"), "m_rxterm_ready": C(1, 1),
 	}
-	axiBack(rxIn, "rdm", "s1", []string{"arready", "rid", "rdata", "rresp", "rlast", "rvalid"})
-	t.place("rx", rx, rxIn)
-	t.place("pl", pl, map[string]Expr{"clk": clk, "rst": erst,
+	plIn := map[string]Expr{"clk": clk, "rst": erst,
 		"s_axis_tdata": o("rx", "m_ulp_tdata"), "s_axis_tkeep": o("rx", "m_ulp_tkeep"), "s_axis_tvalid": o("rx", "m_ulp_tvalid"),
 		"s_axis_tlast": o("rx", "m_ulp_tlast"), "s_axis_tuser_len": o("rx", "m_ulp_len"), "s_axis_tuser_qp": o("rx", "m_ulp_qp"),
 		"s_axis_tuser_pd": o("rx", "m_ulp_pd"), "s_axis_tuser_rev": o("rx", "m_ulp_rev"),
 		"reg_wr_valid": o("regs", "reg_wr_valid"), "reg_wr_addr": o("regs", "reg_wr_addr"), "reg_wr_data": o("regs", "reg_wr_data"),
-		"m_dma_ready": o("pw", "s_dma_ready"), "m_host_tready": C(1, 1), "m_term_ready": C(1, 1), "m_done_ready": o("tx", "s_rdone_ready"),
+		"m_term_ready": C(1, 1), "m_done_ready": o("tx", "s_rdone_ready"),
 		// The check port (STag/lkey checks): no engine uses it yet.
 		"s_chk_valid": C(1, 0), "s_chk_stag": C(32, 0), "s_chk_pd": C(32, 0), "s_chk_qp": C(32, 0), "s_chk_need": C(4, 0),
 		"s_chk_to": C(64, 0), "s_chk_len": C(32, 0), "s_chk_tag": C(8, 0), "m_chk_ready": C(1, 1),
-	})
-	pwIn := map[string]Expr{"clk": clk, "rst": erst,
-		"s_dma_addr": o("pl", "m_dma_addr"), "s_dma_data": o("pl", "m_dma_data"), "s_dma_strb": o("pl", "m_dma_strb"), "s_dma_valid": o("pl", "m_dma_valid"),
 	}
-	axiBack(pwIn, "wrm", "s1", []string{"awready", "wready", "bresp", "bvalid"})
-	pwIn["m_axi_bid"] = Bits(o("wrm", "s1_axi_bid"), 3, 0)
-	t.place("pw", pa, pwIn)
+	// Untagged segments, STag checks, invalidations and placement's DMA
+	// blocks between card_rx and placement (card_rx writes them).
+	for _, c := range CardRxPlacementWiring() {
+		if rx.Port(c[0]).Dir == In {
+			rxIn[c[0]] = o("pl", c[1])
+		} else {
+			plIn[c[1]] = o("rx", c[0])
+		}
+	}
+	axiBack(rxIn, "rdm", "s1", []string{"arready", "rid", "rdata", "rresp", "rlast", "rvalid"})
+	for _, p := range []string{"arready", "rid", "rdata", "rresp", "rlast", "rvalid"} {
+		rxIn["m_axi_rq_"+p] = o("rdm", "s2_axi_"+p)
+	}
+	axiBack(rxIn, "wrm", "s1", []string{"awready", "wready", "bresp", "bvalid"})
+	rxIn["m_axi_bid"] = Bits(o("wrm", "s1_axi_bid"), 3, 0)
+	t.place("rx", rx, rxIn)
+	t.place("pl", pl, plIn)
 
 	// card_stat: status records; card_tx's CQEs pass through it.
 	stIn := map[string]Expr{"clk": clk, "rst": erst,
@@ -358,11 +368,15 @@ func CardTop(width int) (*Module, error) {
 		"s_cpl0_wr_id": o("st", "m_cpl_wr_id"), "s_cpl0_byte_len": o("st", "m_cpl_byte_len"), "s_cpl0_opcode": o("st", "m_cpl_opcode"),
 		"s_cpl0_status": o("st", "m_cpl_status"),
 		"s_cqdb_valid":  dbV[2], "s_cqdb_index": o("regs", "m_db_index"), "s_cqdb_value": o("regs", "m_db_value"),
-		"irq_ready": irqReady, "m_overrun_ready": C(1, 1),
+		"s_cpl1_valid": o("rx", "m_cpl_valid"),
+		"irq_ready":    irqReady, "m_overrun_ready": C(1, 1),
 	}
-	// Fields no sender completion has (RECV only), and the receive
-	// engine's completion and both engines' event ports: no engine
-	// produces them yet.
+	// card_rx's receive completions.
+	for _, f := range []string{"cq", "qpn", "wr_id", "byte_len", "opcode", "status", "inv_stag", "solicited", "invalidated", "term_layer", "term_type", "term_code"} {
+		cqIn["s_cpl1_"+f] = o("rx", "m_cpl_"+f)
+	}
+	// Fields no sender completion has (RECV only), and both engines'
+	// event ports: no engine produces them yet.
 	for _, f := range []struct {
 		n string
 		w int
@@ -390,11 +404,12 @@ func CardTop(width int) (*Module, error) {
 			rdIn[k[4:]] = v
 		}
 	}
-	for i, src := range []string{"tx", "rx", "", ""} {
+	for i, src := range []string{"tx.m_axi_", "rx.m_axi_", "rx.m_axi_rq_", ""} {
 		s := fmt.Sprintf("s%d_axi_", i)
 		for _, p := range []string{"arid", "araddr", "arlen", "arsize", "arburst", "arvalid", "rready"} {
 			if src != "" {
-				rdIn[s+p] = o(src, "m_axi_"+p)
+				inst, pre, _ := strings.Cut(src, ".")
+				rdIn[s+p] = o(inst, pre+p)
 				continue
 			}
 			w := rdm.Port(s + p).W
@@ -412,7 +427,7 @@ func CardTop(width int) (*Module, error) {
 			wrIn[k[4:]] = v
 		}
 	}
-	for i, src := range []string{"tx", "pw", "cq", "st"} {
+	for i, src := range []string{"tx", "rx", "cq", "st"} {
 		s := fmt.Sprintf("s%d_axi_", i)
 		for _, p := range []string{"awid", "awaddr", "awlen", "awsize", "awburst", "awvalid", "wdata", "wstrb", "wlast", "wvalid", "bready"} {
 			w := wrm.Port(s + p).W

@@ -4,9 +4,9 @@
 // card_rx_tb_w64
 //
 // Co-simulation wrapper of the receive engine: card_rx's ULPDUs go to
-// placement (tagged segments placed through the STag table, written by
-// place_axi as AXI4 writes), as in the card's top. Not part of the card
-// itself.
+// placement (tagged segments placed through the STag table), whose untagged
+// segments, STag checks and DMA blocks come back to card_rx, as in the card's
+// top. Not part of the card itself.
 //
 // Implements: docs/card-rtl.md
 
@@ -55,17 +55,63 @@ module card_rx_tb_w64 (
     input  wire           m_axi_rlast,
     input  wire           m_axi_rvalid,
     output wire           m_axi_rready,
+    input  wire [31:0]    qp_rq_base_lo,
+    input  wire [31:0]    qp_rq_base_hi,
+    input  wire [4:0]     qp_sizes_rq_log,
+    input  wire [15:0]    qp_cqs_recv_cq,
+    output wire           m_cpl_valid,
+    input  wire           m_cpl_ready,
+    output wire [9:0]     m_cpl_cq,
+    output wire [15:0]    m_cpl_qpn,
+    output wire [63:0]    m_cpl_wr_id,
+    output wire [31:0]    m_cpl_byte_len,
+    output wire [7:0]     m_cpl_opcode,
+    output wire [7:0]     m_cpl_status,
+    output wire [31:0]    m_cpl_inv_stag,
+    output wire           m_cpl_solicited,
+    output wire           m_cpl_invalidated,
+    output wire [3:0]     m_cpl_term_layer,
+    output wire [3:0]     m_cpl_term_type,
+    output wire [7:0]     m_cpl_term_code,
+    output wire           m_rxterm_valid,
+    input  wire           m_rxterm_ready,
+    output wire [9:0]     m_rxterm_qp,
+    output wire [15:0]    m_rxterm_cause,
+    output wire [143:0]   m_rxterm_hdr,
+    output wire [15:0]    m_rxterm_seglen,
+    output wire [5:0]     m_axi_rq_arid,
+    output wire [63:0]    m_axi_rq_araddr,
+    output wire [7:0]     m_axi_rq_arlen,
+    output wire [2:0]     m_axi_rq_arsize,
+    output wire [1:0]     m_axi_rq_arburst,
+    output wire           m_axi_rq_arvalid,
+    input  wire           m_axi_rq_arready,
+    input  wire [5:0]     m_axi_rq_rid,
+    input  wire [63:0]    m_axi_rq_rdata,
+    input  wire [1:0]     m_axi_rq_rresp,
+    input  wire           m_axi_rq_rlast,
+    input  wire           m_axi_rq_rvalid,
+    output wire           m_axi_rq_rready,
+    output wire [3:0]     m_axi_awid,
+    output wire [63:0]    m_axi_awaddr,
+    output wire [7:0]     m_axi_awlen,
+    output wire [2:0]     m_axi_awsize,
+    output wire [1:0]     m_axi_awburst,
+    output wire           m_axi_awvalid,
+    input  wire           m_axi_awready,
+    output wire [63:0]    m_axi_wdata,
+    output wire [7:0]     m_axi_wstrb,
+    output wire           m_axi_wlast,
+    output wire           m_axi_wvalid,
+    input  wire           m_axi_wready,
+    input  wire [3:0]     m_axi_bid,
+    input  wire [1:0]     m_axi_bresp,
+    input  wire           m_axi_bvalid,
+    output wire           m_axi_bready,
     input  wire           reg_wr_valid,
     input  wire [7:0]     reg_wr_addr,
     input  wire [31:0]    reg_wr_data,
     output wire           init_done,
-    output wire [63:0]    m_host_tdata,
-    output wire [7:0]     m_host_tkeep,
-    output wire           m_host_tlast,
-    output wire           m_host_tvalid,
-    input  wire           m_host_tready,
-    output wire [31:0]    m_host_qp,
-    output wire [15:0]    m_host_len,
     output wire [3:0]     m_host_opcode,
     output wire           m_host_last,
     output wire [1:0]     m_host_qn,
@@ -102,23 +148,8 @@ module card_rx_tb_w64 (
     output wire [31:0]    m_chk_run,
     output wire           mon_ulp_beat,      // a ULPDU beat passes from card_rx to placement (for measurements)
     output wire           mon_ulp_last,      // ... and it is a ULPDU's last
-    output wire [3:0]     m_axi_awid,
-    output wire [63:0]    m_axi_awaddr,
-    output wire [7:0]     m_axi_awlen,
-    output wire [2:0]     m_axi_awsize,
-    output wire [1:0]     m_axi_awburst,
-    output wire           m_axi_awvalid,
-    input  wire           m_axi_awready,
-    output wire [63:0]    m_axi_wdata,
-    output wire [7:0]     m_axi_wstrb,
-    output wire           m_axi_wlast,
-    output wire           m_axi_wvalid,
-    input  wire           m_axi_wready,
-    input  wire [3:0]     m_axi_bid,
-    input  wire [1:0]     m_axi_bresp,
-    input  wire           m_axi_bvalid,
-    output wire           m_axi_bready,
-    output wire           m_berr
+    output wire           mon_inv,           // card_rx invalidates an STag in placement's table (for the comparison)
+    output wire [23:0]    mon_inv_index
 );
 
     wire [63:0]    ulp_tdata;
@@ -130,11 +161,32 @@ module card_rx_tb_w64 (
     wire [31:0]    ulp_qp;
     wire [31:0]    ulp_pd;
     wire           ulp_rev;
-    wire [63:0]    dma_addr;
-    wire [63:0]    dma_data;
-    wire [7:0]     dma_strb;
-    wire           dma_valid;
-    wire           dma_ready;
+    wire [63:0]    x_s_host_tdata;
+    wire [7:0]     x_s_host_tkeep;
+    wire           x_s_host_tvalid;
+    wire           x_s_host_tready;
+    wire           x_s_host_tlast;
+    wire [31:0]    x_s_host_qp;
+    wire [15:0]    x_s_host_len;
+    wire           x_m_rxk_valid;
+    wire           x_m_rxk_ready;
+    wire [31:0]    x_m_rxk_stag;
+    wire [31:0]    x_m_rxk_pd;
+    wire [31:0]    x_m_rxk_qp;
+    wire [63:0]    x_m_rxk_to;
+    wire [31:0]    x_m_rxk_len;
+    wire [2:0]     x_m_rxk_use;
+    wire           x_s_rxk_valid;
+    wire [2:0]     x_s_rxk_fault;
+    wire [63:0]    x_s_rxk_addr;
+    wire           x_m_inv_valid;
+    wire           x_m_inv_ready;
+    wire [23:0]    x_m_inv_index;
+    wire [63:0]    x_s_pl_dma_addr;
+    wire [63:0]    x_s_pl_dma_data;
+    wire [7:0]     x_s_pl_dma_strb;
+    wire           x_s_pl_dma_valid;
+    wire           x_s_pl_dma_ready;
     wire           rx_qp_cmd_ready;
     wire           rx_s_db_ready;
     wire           rx_m_ci_valid;
@@ -152,13 +204,43 @@ module card_rx_tb_w64 (
     wire [1:0]     rx_m_axi_arburst;
     wire           rx_m_axi_arvalid;
     wire           rx_m_axi_rready;
+    wire           rx_m_cpl_valid;
+    wire [9:0]     rx_m_cpl_cq;
+    wire [15:0]    rx_m_cpl_qpn;
+    wire [63:0]    rx_m_cpl_wr_id;
+    wire [31:0]    rx_m_cpl_byte_len;
+    wire [7:0]     rx_m_cpl_opcode;
+    wire [7:0]     rx_m_cpl_status;
+    wire [31:0]    rx_m_cpl_inv_stag;
+    wire           rx_m_cpl_solicited;
+    wire           rx_m_cpl_invalidated;
+    wire [3:0]     rx_m_cpl_term_layer;
+    wire [3:0]     rx_m_cpl_term_type;
+    wire [7:0]     rx_m_cpl_term_code;
+    wire           rx_m_rxterm_valid;
+    wire [9:0]     rx_m_rxterm_qp;
+    wire [15:0]    rx_m_rxterm_cause;
+    wire [143:0]   rx_m_rxterm_hdr;
+    wire [15:0]    rx_m_rxterm_seglen;
+    wire [5:0]     rx_m_axi_rq_arid;
+    wire [63:0]    rx_m_axi_rq_araddr;
+    wire [7:0]     rx_m_axi_rq_arlen;
+    wire [2:0]     rx_m_axi_rq_arsize;
+    wire [1:0]     rx_m_axi_rq_arburst;
+    wire           rx_m_axi_rq_arvalid;
+    wire           rx_m_axi_rq_rready;
+    wire [3:0]     rx_m_axi_awid;
+    wire [63:0]    rx_m_axi_awaddr;
+    wire [7:0]     rx_m_axi_awlen;
+    wire [2:0]     rx_m_axi_awsize;
+    wire [1:0]     rx_m_axi_awburst;
+    wire           rx_m_axi_awvalid;
+    wire [63:0]    rx_m_axi_wdata;
+    wire [7:0]     rx_m_axi_wstrb;
+    wire           rx_m_axi_wlast;
+    wire           rx_m_axi_wvalid;
+    wire           rx_m_axi_bready;
     wire           pl_init_done;
-    wire [63:0]    pl_m_host_tdata;
-    wire [7:0]     pl_m_host_tkeep;
-    wire           pl_m_host_tlast;
-    wire           pl_m_host_tvalid;
-    wire [31:0]    pl_m_host_qp;
-    wire [15:0]    pl_m_host_len;
     wire [3:0]     pl_m_host_opcode;
     wire           pl_m_host_last;
     wire [1:0]     pl_m_host_qn;
@@ -182,18 +264,6 @@ module card_rx_tb_w64 (
     wire [2:0]     pl_m_chk_fault;
     wire [63:0]    pl_m_chk_addr;
     wire [31:0]    pl_m_chk_run;
-    wire [3:0]     pw_m_axi_awid;
-    wire [63:0]    pw_m_axi_awaddr;
-    wire [7:0]     pw_m_axi_awlen;
-    wire [2:0]     pw_m_axi_awsize;
-    wire [1:0]     pw_m_axi_awburst;
-    wire           pw_m_axi_awvalid;
-    wire [63:0]    pw_m_axi_wdata;
-    wire [7:0]     pw_m_axi_wstrb;
-    wire           pw_m_axi_wlast;
-    wire           pw_m_axi_wvalid;
-    wire           pw_m_axi_bready;
-    wire           pw_m_berr;
 
     assign qp_cmd_ready = rx_qp_cmd_ready;
     assign s_db_ready = rx_s_db_ready;
@@ -212,13 +282,43 @@ module card_rx_tb_w64 (
     assign m_axi_arburst = rx_m_axi_arburst;
     assign m_axi_arvalid = rx_m_axi_arvalid;
     assign m_axi_rready = rx_m_axi_rready;
+    assign m_cpl_valid = rx_m_cpl_valid;
+    assign m_cpl_cq = rx_m_cpl_cq;
+    assign m_cpl_qpn = rx_m_cpl_qpn;
+    assign m_cpl_wr_id = rx_m_cpl_wr_id;
+    assign m_cpl_byte_len = rx_m_cpl_byte_len;
+    assign m_cpl_opcode = rx_m_cpl_opcode;
+    assign m_cpl_status = rx_m_cpl_status;
+    assign m_cpl_inv_stag = rx_m_cpl_inv_stag;
+    assign m_cpl_solicited = rx_m_cpl_solicited;
+    assign m_cpl_invalidated = rx_m_cpl_invalidated;
+    assign m_cpl_term_layer = rx_m_cpl_term_layer;
+    assign m_cpl_term_type = rx_m_cpl_term_type;
+    assign m_cpl_term_code = rx_m_cpl_term_code;
+    assign m_rxterm_valid = rx_m_rxterm_valid;
+    assign m_rxterm_qp = rx_m_rxterm_qp;
+    assign m_rxterm_cause = rx_m_rxterm_cause;
+    assign m_rxterm_hdr = rx_m_rxterm_hdr;
+    assign m_rxterm_seglen = rx_m_rxterm_seglen;
+    assign m_axi_rq_arid = rx_m_axi_rq_arid;
+    assign m_axi_rq_araddr = rx_m_axi_rq_araddr;
+    assign m_axi_rq_arlen = rx_m_axi_rq_arlen;
+    assign m_axi_rq_arsize = rx_m_axi_rq_arsize;
+    assign m_axi_rq_arburst = rx_m_axi_rq_arburst;
+    assign m_axi_rq_arvalid = rx_m_axi_rq_arvalid;
+    assign m_axi_rq_rready = rx_m_axi_rq_rready;
+    assign m_axi_awid = rx_m_axi_awid;
+    assign m_axi_awaddr = rx_m_axi_awaddr;
+    assign m_axi_awlen = rx_m_axi_awlen;
+    assign m_axi_awsize = rx_m_axi_awsize;
+    assign m_axi_awburst = rx_m_axi_awburst;
+    assign m_axi_awvalid = rx_m_axi_awvalid;
+    assign m_axi_wdata = rx_m_axi_wdata;
+    assign m_axi_wstrb = rx_m_axi_wstrb;
+    assign m_axi_wlast = rx_m_axi_wlast;
+    assign m_axi_wvalid = rx_m_axi_wvalid;
+    assign m_axi_bready = rx_m_axi_bready;
     assign init_done = pl_init_done;
-    assign m_host_tdata = pl_m_host_tdata;
-    assign m_host_tkeep = pl_m_host_tkeep;
-    assign m_host_tlast = pl_m_host_tlast;
-    assign m_host_tvalid = pl_m_host_tvalid;
-    assign m_host_qp = pl_m_host_qp;
-    assign m_host_len = pl_m_host_len;
     assign m_host_opcode = pl_m_host_opcode;
     assign m_host_last = pl_m_host_last;
     assign m_host_qn = pl_m_host_qn;
@@ -244,18 +344,8 @@ module card_rx_tb_w64 (
     assign m_chk_run = pl_m_chk_run;
     assign mon_ulp_beat = ulp_tvalid & ulp_tready;
     assign mon_ulp_last = (ulp_tvalid & ulp_tready) & ulp_tlast;
-    assign m_axi_awid = pw_m_axi_awid;
-    assign m_axi_awaddr = pw_m_axi_awaddr;
-    assign m_axi_awlen = pw_m_axi_awlen;
-    assign m_axi_awsize = pw_m_axi_awsize;
-    assign m_axi_awburst = pw_m_axi_awburst;
-    assign m_axi_awvalid = pw_m_axi_awvalid;
-    assign m_axi_wdata = pw_m_axi_wdata;
-    assign m_axi_wstrb = pw_m_axi_wstrb;
-    assign m_axi_wlast = pw_m_axi_wlast;
-    assign m_axi_wvalid = pw_m_axi_wvalid;
-    assign m_axi_bready = pw_m_axi_bready;
-    assign m_berr = pw_m_berr;
+    assign mon_inv = x_m_inv_valid & x_m_inv_ready;
+    assign mon_inv_index = x_m_inv_index;
 
     card_rx_w64 rx (
         .clk(clk),
@@ -307,7 +397,86 @@ module card_rx_tb_w64 (
         .m_axi_rresp(m_axi_rresp),
         .m_axi_rlast(m_axi_rlast),
         .m_axi_rvalid(m_axi_rvalid),
-        .m_axi_rready(rx_m_axi_rready)
+        .m_axi_rready(rx_m_axi_rready),
+        .qp_rq_base_lo(qp_rq_base_lo),
+        .qp_rq_base_hi(qp_rq_base_hi),
+        .qp_sizes_rq_log(qp_sizes_rq_log),
+        .qp_cqs_recv_cq(qp_cqs_recv_cq),
+        .s_host_tdata(x_s_host_tdata),
+        .s_host_tkeep(x_s_host_tkeep),
+        .s_host_tvalid(x_s_host_tvalid),
+        .s_host_tready(x_s_host_tready),
+        .s_host_tlast(x_s_host_tlast),
+        .s_host_qp(x_s_host_qp),
+        .s_host_len(x_s_host_len),
+        .m_rxk_valid(x_m_rxk_valid),
+        .m_rxk_ready(x_m_rxk_ready),
+        .m_rxk_stag(x_m_rxk_stag),
+        .m_rxk_pd(x_m_rxk_pd),
+        .m_rxk_qp(x_m_rxk_qp),
+        .m_rxk_to(x_m_rxk_to),
+        .m_rxk_len(x_m_rxk_len),
+        .m_rxk_use(x_m_rxk_use),
+        .s_rxk_valid(x_s_rxk_valid),
+        .s_rxk_fault(x_s_rxk_fault),
+        .s_rxk_addr(x_s_rxk_addr),
+        .m_inv_valid(x_m_inv_valid),
+        .m_inv_ready(x_m_inv_ready),
+        .m_inv_index(x_m_inv_index),
+        .m_cpl_valid(rx_m_cpl_valid),
+        .m_cpl_ready(m_cpl_ready),
+        .m_cpl_cq(rx_m_cpl_cq),
+        .m_cpl_qpn(rx_m_cpl_qpn),
+        .m_cpl_wr_id(rx_m_cpl_wr_id),
+        .m_cpl_byte_len(rx_m_cpl_byte_len),
+        .m_cpl_opcode(rx_m_cpl_opcode),
+        .m_cpl_status(rx_m_cpl_status),
+        .m_cpl_inv_stag(rx_m_cpl_inv_stag),
+        .m_cpl_solicited(rx_m_cpl_solicited),
+        .m_cpl_invalidated(rx_m_cpl_invalidated),
+        .m_cpl_term_layer(rx_m_cpl_term_layer),
+        .m_cpl_term_type(rx_m_cpl_term_type),
+        .m_cpl_term_code(rx_m_cpl_term_code),
+        .m_rxterm_valid(rx_m_rxterm_valid),
+        .m_rxterm_ready(m_rxterm_ready),
+        .m_rxterm_qp(rx_m_rxterm_qp),
+        .m_rxterm_cause(rx_m_rxterm_cause),
+        .m_rxterm_hdr(rx_m_rxterm_hdr),
+        .m_rxterm_seglen(rx_m_rxterm_seglen),
+        .m_axi_rq_arid(rx_m_axi_rq_arid),
+        .m_axi_rq_araddr(rx_m_axi_rq_araddr),
+        .m_axi_rq_arlen(rx_m_axi_rq_arlen),
+        .m_axi_rq_arsize(rx_m_axi_rq_arsize),
+        .m_axi_rq_arburst(rx_m_axi_rq_arburst),
+        .m_axi_rq_arvalid(rx_m_axi_rq_arvalid),
+        .m_axi_rq_arready(m_axi_rq_arready),
+        .m_axi_rq_rid(m_axi_rq_rid),
+        .m_axi_rq_rdata(m_axi_rq_rdata),
+        .m_axi_rq_rresp(m_axi_rq_rresp),
+        .m_axi_rq_rlast(m_axi_rq_rlast),
+        .m_axi_rq_rvalid(m_axi_rq_rvalid),
+        .m_axi_rq_rready(rx_m_axi_rq_rready),
+        .s_pl_dma_addr(x_s_pl_dma_addr),
+        .s_pl_dma_data(x_s_pl_dma_data),
+        .s_pl_dma_strb(x_s_pl_dma_strb),
+        .s_pl_dma_valid(x_s_pl_dma_valid),
+        .s_pl_dma_ready(x_s_pl_dma_ready),
+        .m_axi_awid(rx_m_axi_awid),
+        .m_axi_awaddr(rx_m_axi_awaddr),
+        .m_axi_awlen(rx_m_axi_awlen),
+        .m_axi_awsize(rx_m_axi_awsize),
+        .m_axi_awburst(rx_m_axi_awburst),
+        .m_axi_awvalid(rx_m_axi_awvalid),
+        .m_axi_awready(m_axi_awready),
+        .m_axi_wdata(rx_m_axi_wdata),
+        .m_axi_wstrb(rx_m_axi_wstrb),
+        .m_axi_wlast(rx_m_axi_wlast),
+        .m_axi_wvalid(rx_m_axi_wvalid),
+        .m_axi_wready(m_axi_wready),
+        .m_axi_bid(m_axi_bid),
+        .m_axi_bresp(m_axi_bresp),
+        .m_axi_bvalid(m_axi_bvalid),
+        .m_axi_bready(rx_m_axi_bready)
     );
 
     placement_w64 pl (
@@ -326,18 +495,18 @@ module card_rx_tb_w64 (
         .reg_wr_addr(reg_wr_addr),
         .reg_wr_data(reg_wr_data),
         .init_done(pl_init_done),
-        .m_dma_addr(dma_addr),
-        .m_dma_data(dma_data),
-        .m_dma_strb(dma_strb),
-        .m_dma_valid(dma_valid),
-        .m_dma_ready(dma_ready),
-        .m_host_tdata(pl_m_host_tdata),
-        .m_host_tkeep(pl_m_host_tkeep),
-        .m_host_tlast(pl_m_host_tlast),
-        .m_host_tvalid(pl_m_host_tvalid),
-        .m_host_tready(m_host_tready),
-        .m_host_qp(pl_m_host_qp),
-        .m_host_len(pl_m_host_len),
+        .m_dma_addr(x_s_pl_dma_addr),
+        .m_dma_data(x_s_pl_dma_data),
+        .m_dma_strb(x_s_pl_dma_strb),
+        .m_dma_valid(x_s_pl_dma_valid),
+        .m_dma_ready(x_s_pl_dma_ready),
+        .m_host_tdata(x_s_host_tdata),
+        .m_host_tkeep(x_s_host_tkeep),
+        .m_host_tlast(x_s_host_tlast),
+        .m_host_tvalid(x_s_host_tvalid),
+        .m_host_tready(x_s_host_tready),
+        .m_host_qp(x_s_host_qp),
+        .m_host_len(x_s_host_len),
         .m_host_opcode(pl_m_host_opcode),
         .m_host_last(pl_m_host_last),
         .m_host_qn(pl_m_host_qn),
@@ -357,6 +526,20 @@ module card_rx_tb_w64 (
         .m_done_stag(pl_m_done_stag),
         .m_done_to(pl_m_done_to),
         .m_done_len(pl_m_done_len),
+        .s_rxk_valid(x_m_rxk_valid),
+        .s_rxk_ready(x_m_rxk_ready),
+        .s_rxk_stag(x_m_rxk_stag),
+        .s_rxk_pd(x_m_rxk_pd),
+        .s_rxk_qp(x_m_rxk_qp),
+        .s_rxk_to(x_m_rxk_to),
+        .s_rxk_len(x_m_rxk_len),
+        .s_rxk_use(x_m_rxk_use),
+        .m_rxk_valid(x_s_rxk_valid),
+        .m_rxk_fault(x_s_rxk_fault),
+        .m_rxk_addr(x_s_rxk_addr),
+        .s_inv_valid(x_m_inv_valid),
+        .s_inv_ready(x_m_inv_ready),
+        .s_inv_index(x_m_inv_index),
         .s_chk_valid(s_chk_valid),
         .s_chk_ready(pl_s_chk_ready),
         .s_chk_stag(s_chk_stag),
@@ -372,33 +555,6 @@ module card_rx_tb_w64 (
         .m_chk_fault(pl_m_chk_fault),
         .m_chk_addr(pl_m_chk_addr),
         .m_chk_run(pl_m_chk_run)
-    );
-
-    place_axi_w64 pw (
-        .clk(clk),
-        .rst(rst),
-        .s_dma_addr(dma_addr),
-        .s_dma_data(dma_data),
-        .s_dma_strb(dma_strb),
-        .s_dma_valid(dma_valid),
-        .s_dma_ready(dma_ready),
-        .m_axi_awid(pw_m_axi_awid),
-        .m_axi_awaddr(pw_m_axi_awaddr),
-        .m_axi_awlen(pw_m_axi_awlen),
-        .m_axi_awsize(pw_m_axi_awsize),
-        .m_axi_awburst(pw_m_axi_awburst),
-        .m_axi_awvalid(pw_m_axi_awvalid),
-        .m_axi_awready(m_axi_awready),
-        .m_axi_wdata(pw_m_axi_wdata),
-        .m_axi_wstrb(pw_m_axi_wstrb),
-        .m_axi_wlast(pw_m_axi_wlast),
-        .m_axi_wvalid(pw_m_axi_wvalid),
-        .m_axi_wready(m_axi_wready),
-        .m_axi_bid(m_axi_bid),
-        .m_axi_bresp(m_axi_bresp),
-        .m_axi_bvalid(m_axi_bvalid),
-        .m_axi_bready(pw_m_axi_bready),
-        .m_berr(pw_m_berr)
     );
 
 endmodule

@@ -4,9 +4,9 @@
 -- card_rx_tb_w64
 --
 -- Co-simulation wrapper of the receive engine: card_rx's ULPDUs go to
--- placement (tagged segments placed through the STag table, written by
--- place_axi as AXI4 writes), as in the card's top. Not part of the card
--- itself.
+-- placement (tagged segments placed through the STag table), whose untagged
+-- segments, STag checks and DMA blocks come back to card_rx, as in the card's
+-- top. Not part of the card itself.
 --
 -- Implements: docs/card-rtl.md
 
@@ -57,17 +57,63 @@ entity card_rx_tb_w64 is
         m_axi_rlast : in  std_logic;
         m_axi_rvalid : in  std_logic;
         m_axi_rready : out std_logic;
+        qp_rq_base_lo : in  std_logic_vector(31 downto 0);
+        qp_rq_base_hi : in  std_logic_vector(31 downto 0);
+        qp_sizes_rq_log : in  std_logic_vector(4 downto 0);
+        qp_cqs_recv_cq : in  std_logic_vector(15 downto 0);
+        m_cpl_valid : out std_logic;
+        m_cpl_ready : in  std_logic;
+        m_cpl_cq : out std_logic_vector(9 downto 0);
+        m_cpl_qpn : out std_logic_vector(15 downto 0);
+        m_cpl_wr_id : out std_logic_vector(63 downto 0);
+        m_cpl_byte_len : out std_logic_vector(31 downto 0);
+        m_cpl_opcode : out std_logic_vector(7 downto 0);
+        m_cpl_status : out std_logic_vector(7 downto 0);
+        m_cpl_inv_stag : out std_logic_vector(31 downto 0);
+        m_cpl_solicited : out std_logic;
+        m_cpl_invalidated : out std_logic;
+        m_cpl_term_layer : out std_logic_vector(3 downto 0);
+        m_cpl_term_type : out std_logic_vector(3 downto 0);
+        m_cpl_term_code : out std_logic_vector(7 downto 0);
+        m_rxterm_valid : out std_logic;
+        m_rxterm_ready : in  std_logic;
+        m_rxterm_qp : out std_logic_vector(9 downto 0);
+        m_rxterm_cause : out std_logic_vector(15 downto 0);
+        m_rxterm_hdr : out std_logic_vector(143 downto 0);
+        m_rxterm_seglen : out std_logic_vector(15 downto 0);
+        m_axi_rq_arid : out std_logic_vector(5 downto 0);
+        m_axi_rq_araddr : out std_logic_vector(63 downto 0);
+        m_axi_rq_arlen : out std_logic_vector(7 downto 0);
+        m_axi_rq_arsize : out std_logic_vector(2 downto 0);
+        m_axi_rq_arburst : out std_logic_vector(1 downto 0);
+        m_axi_rq_arvalid : out std_logic;
+        m_axi_rq_arready : in  std_logic;
+        m_axi_rq_rid : in  std_logic_vector(5 downto 0);
+        m_axi_rq_rdata : in  std_logic_vector(63 downto 0);
+        m_axi_rq_rresp : in  std_logic_vector(1 downto 0);
+        m_axi_rq_rlast : in  std_logic;
+        m_axi_rq_rvalid : in  std_logic;
+        m_axi_rq_rready : out std_logic;
+        m_axi_awid : out std_logic_vector(3 downto 0);
+        m_axi_awaddr : out std_logic_vector(63 downto 0);
+        m_axi_awlen : out std_logic_vector(7 downto 0);
+        m_axi_awsize : out std_logic_vector(2 downto 0);
+        m_axi_awburst : out std_logic_vector(1 downto 0);
+        m_axi_awvalid : out std_logic;
+        m_axi_awready : in  std_logic;
+        m_axi_wdata : out std_logic_vector(63 downto 0);
+        m_axi_wstrb : out std_logic_vector(7 downto 0);
+        m_axi_wlast : out std_logic;
+        m_axi_wvalid : out std_logic;
+        m_axi_wready : in  std_logic;
+        m_axi_bid : in  std_logic_vector(3 downto 0);
+        m_axi_bresp : in  std_logic_vector(1 downto 0);
+        m_axi_bvalid : in  std_logic;
+        m_axi_bready : out std_logic;
         reg_wr_valid : in  std_logic;
         reg_wr_addr : in  std_logic_vector(7 downto 0);
         reg_wr_data : in  std_logic_vector(31 downto 0);
         init_done : out std_logic;
-        m_host_tdata : out std_logic_vector(63 downto 0);
-        m_host_tkeep : out std_logic_vector(7 downto 0);
-        m_host_tlast : out std_logic;
-        m_host_tvalid : out std_logic;
-        m_host_tready : in  std_logic;
-        m_host_qp : out std_logic_vector(31 downto 0);
-        m_host_len : out std_logic_vector(15 downto 0);
         m_host_opcode : out std_logic_vector(3 downto 0);
         m_host_last : out std_logic;
         m_host_qn : out std_logic_vector(1 downto 0);
@@ -104,23 +150,8 @@ entity card_rx_tb_w64 is
         m_chk_run : out std_logic_vector(31 downto 0);
         mon_ulp_beat : out std_logic;        -- a ULPDU beat passes from card_rx to placement (for measurements)
         mon_ulp_last : out std_logic;        -- ... and it is a ULPDU's last
-        m_axi_awid : out std_logic_vector(3 downto 0);
-        m_axi_awaddr : out std_logic_vector(63 downto 0);
-        m_axi_awlen : out std_logic_vector(7 downto 0);
-        m_axi_awsize : out std_logic_vector(2 downto 0);
-        m_axi_awburst : out std_logic_vector(1 downto 0);
-        m_axi_awvalid : out std_logic;
-        m_axi_awready : in  std_logic;
-        m_axi_wdata : out std_logic_vector(63 downto 0);
-        m_axi_wstrb : out std_logic_vector(7 downto 0);
-        m_axi_wlast : out std_logic;
-        m_axi_wvalid : out std_logic;
-        m_axi_wready : in  std_logic;
-        m_axi_bid : in  std_logic_vector(3 downto 0);
-        m_axi_bresp : in  std_logic_vector(1 downto 0);
-        m_axi_bvalid : in  std_logic;
-        m_axi_bready : out std_logic;
-        m_berr : out std_logic
+        mon_inv : out std_logic;             -- card_rx invalidates an STag in placement's table (for the comparison)
+        mon_inv_index : out std_logic_vector(23 downto 0)
     );
 end entity card_rx_tb_w64;
 
@@ -134,11 +165,32 @@ architecture rtl of card_rx_tb_w64 is
     signal ulp_qp : std_logic_vector(31 downto 0);
     signal ulp_pd : std_logic_vector(31 downto 0);
     signal ulp_rev : std_logic;
-    signal dma_addr : std_logic_vector(63 downto 0);
-    signal dma_data : std_logic_vector(63 downto 0);
-    signal dma_strb : std_logic_vector(7 downto 0);
-    signal dma_valid : std_logic;
-    signal dma_ready : std_logic;
+    signal x_s_host_tdata : std_logic_vector(63 downto 0);
+    signal x_s_host_tkeep : std_logic_vector(7 downto 0);
+    signal x_s_host_tvalid : std_logic;
+    signal x_s_host_tready : std_logic;
+    signal x_s_host_tlast : std_logic;
+    signal x_s_host_qp : std_logic_vector(31 downto 0);
+    signal x_s_host_len : std_logic_vector(15 downto 0);
+    signal x_m_rxk_valid : std_logic;
+    signal x_m_rxk_ready : std_logic;
+    signal x_m_rxk_stag : std_logic_vector(31 downto 0);
+    signal x_m_rxk_pd : std_logic_vector(31 downto 0);
+    signal x_m_rxk_qp : std_logic_vector(31 downto 0);
+    signal x_m_rxk_to : std_logic_vector(63 downto 0);
+    signal x_m_rxk_len : std_logic_vector(31 downto 0);
+    signal x_m_rxk_use : std_logic_vector(2 downto 0);
+    signal x_s_rxk_valid : std_logic;
+    signal x_s_rxk_fault : std_logic_vector(2 downto 0);
+    signal x_s_rxk_addr : std_logic_vector(63 downto 0);
+    signal x_m_inv_valid : std_logic;
+    signal x_m_inv_ready : std_logic;
+    signal x_m_inv_index : std_logic_vector(23 downto 0);
+    signal x_s_pl_dma_addr : std_logic_vector(63 downto 0);
+    signal x_s_pl_dma_data : std_logic_vector(63 downto 0);
+    signal x_s_pl_dma_strb : std_logic_vector(7 downto 0);
+    signal x_s_pl_dma_valid : std_logic;
+    signal x_s_pl_dma_ready : std_logic;
     signal rx_qp_cmd_ready : std_logic;
     signal rx_s_db_ready : std_logic;
     signal rx_m_ci_valid : std_logic;
@@ -156,13 +208,43 @@ architecture rtl of card_rx_tb_w64 is
     signal rx_m_axi_arburst : std_logic_vector(1 downto 0);
     signal rx_m_axi_arvalid : std_logic;
     signal rx_m_axi_rready : std_logic;
+    signal rx_m_cpl_valid : std_logic;
+    signal rx_m_cpl_cq : std_logic_vector(9 downto 0);
+    signal rx_m_cpl_qpn : std_logic_vector(15 downto 0);
+    signal rx_m_cpl_wr_id : std_logic_vector(63 downto 0);
+    signal rx_m_cpl_byte_len : std_logic_vector(31 downto 0);
+    signal rx_m_cpl_opcode : std_logic_vector(7 downto 0);
+    signal rx_m_cpl_status : std_logic_vector(7 downto 0);
+    signal rx_m_cpl_inv_stag : std_logic_vector(31 downto 0);
+    signal rx_m_cpl_solicited : std_logic;
+    signal rx_m_cpl_invalidated : std_logic;
+    signal rx_m_cpl_term_layer : std_logic_vector(3 downto 0);
+    signal rx_m_cpl_term_type : std_logic_vector(3 downto 0);
+    signal rx_m_cpl_term_code : std_logic_vector(7 downto 0);
+    signal rx_m_rxterm_valid : std_logic;
+    signal rx_m_rxterm_qp : std_logic_vector(9 downto 0);
+    signal rx_m_rxterm_cause : std_logic_vector(15 downto 0);
+    signal rx_m_rxterm_hdr : std_logic_vector(143 downto 0);
+    signal rx_m_rxterm_seglen : std_logic_vector(15 downto 0);
+    signal rx_m_axi_rq_arid : std_logic_vector(5 downto 0);
+    signal rx_m_axi_rq_araddr : std_logic_vector(63 downto 0);
+    signal rx_m_axi_rq_arlen : std_logic_vector(7 downto 0);
+    signal rx_m_axi_rq_arsize : std_logic_vector(2 downto 0);
+    signal rx_m_axi_rq_arburst : std_logic_vector(1 downto 0);
+    signal rx_m_axi_rq_arvalid : std_logic;
+    signal rx_m_axi_rq_rready : std_logic;
+    signal rx_m_axi_awid : std_logic_vector(3 downto 0);
+    signal rx_m_axi_awaddr : std_logic_vector(63 downto 0);
+    signal rx_m_axi_awlen : std_logic_vector(7 downto 0);
+    signal rx_m_axi_awsize : std_logic_vector(2 downto 0);
+    signal rx_m_axi_awburst : std_logic_vector(1 downto 0);
+    signal rx_m_axi_awvalid : std_logic;
+    signal rx_m_axi_wdata : std_logic_vector(63 downto 0);
+    signal rx_m_axi_wstrb : std_logic_vector(7 downto 0);
+    signal rx_m_axi_wlast : std_logic;
+    signal rx_m_axi_wvalid : std_logic;
+    signal rx_m_axi_bready : std_logic;
     signal pl_init_done : std_logic;
-    signal pl_m_host_tdata : std_logic_vector(63 downto 0);
-    signal pl_m_host_tkeep : std_logic_vector(7 downto 0);
-    signal pl_m_host_tlast : std_logic;
-    signal pl_m_host_tvalid : std_logic;
-    signal pl_m_host_qp : std_logic_vector(31 downto 0);
-    signal pl_m_host_len : std_logic_vector(15 downto 0);
     signal pl_m_host_opcode : std_logic_vector(3 downto 0);
     signal pl_m_host_last : std_logic;
     signal pl_m_host_qn : std_logic_vector(1 downto 0);
@@ -186,18 +268,6 @@ architecture rtl of card_rx_tb_w64 is
     signal pl_m_chk_fault : std_logic_vector(2 downto 0);
     signal pl_m_chk_addr : std_logic_vector(63 downto 0);
     signal pl_m_chk_run : std_logic_vector(31 downto 0);
-    signal pw_m_axi_awid : std_logic_vector(3 downto 0);
-    signal pw_m_axi_awaddr : std_logic_vector(63 downto 0);
-    signal pw_m_axi_awlen : std_logic_vector(7 downto 0);
-    signal pw_m_axi_awsize : std_logic_vector(2 downto 0);
-    signal pw_m_axi_awburst : std_logic_vector(1 downto 0);
-    signal pw_m_axi_awvalid : std_logic;
-    signal pw_m_axi_wdata : std_logic_vector(63 downto 0);
-    signal pw_m_axi_wstrb : std_logic_vector(7 downto 0);
-    signal pw_m_axi_wlast : std_logic;
-    signal pw_m_axi_wvalid : std_logic;
-    signal pw_m_axi_bready : std_logic;
-    signal pw_m_berr : std_logic;
 begin
     qp_cmd_ready <= rx_qp_cmd_ready;
     s_db_ready <= rx_s_db_ready;
@@ -216,13 +286,43 @@ begin
     m_axi_arburst <= rx_m_axi_arburst;
     m_axi_arvalid <= rx_m_axi_arvalid;
     m_axi_rready <= rx_m_axi_rready;
+    m_cpl_valid <= rx_m_cpl_valid;
+    m_cpl_cq <= rx_m_cpl_cq;
+    m_cpl_qpn <= rx_m_cpl_qpn;
+    m_cpl_wr_id <= rx_m_cpl_wr_id;
+    m_cpl_byte_len <= rx_m_cpl_byte_len;
+    m_cpl_opcode <= rx_m_cpl_opcode;
+    m_cpl_status <= rx_m_cpl_status;
+    m_cpl_inv_stag <= rx_m_cpl_inv_stag;
+    m_cpl_solicited <= rx_m_cpl_solicited;
+    m_cpl_invalidated <= rx_m_cpl_invalidated;
+    m_cpl_term_layer <= rx_m_cpl_term_layer;
+    m_cpl_term_type <= rx_m_cpl_term_type;
+    m_cpl_term_code <= rx_m_cpl_term_code;
+    m_rxterm_valid <= rx_m_rxterm_valid;
+    m_rxterm_qp <= rx_m_rxterm_qp;
+    m_rxterm_cause <= rx_m_rxterm_cause;
+    m_rxterm_hdr <= rx_m_rxterm_hdr;
+    m_rxterm_seglen <= rx_m_rxterm_seglen;
+    m_axi_rq_arid <= rx_m_axi_rq_arid;
+    m_axi_rq_araddr <= rx_m_axi_rq_araddr;
+    m_axi_rq_arlen <= rx_m_axi_rq_arlen;
+    m_axi_rq_arsize <= rx_m_axi_rq_arsize;
+    m_axi_rq_arburst <= rx_m_axi_rq_arburst;
+    m_axi_rq_arvalid <= rx_m_axi_rq_arvalid;
+    m_axi_rq_rready <= rx_m_axi_rq_rready;
+    m_axi_awid <= rx_m_axi_awid;
+    m_axi_awaddr <= rx_m_axi_awaddr;
+    m_axi_awlen <= rx_m_axi_awlen;
+    m_axi_awsize <= rx_m_axi_awsize;
+    m_axi_awburst <= rx_m_axi_awburst;
+    m_axi_awvalid <= rx_m_axi_awvalid;
+    m_axi_wdata <= rx_m_axi_wdata;
+    m_axi_wstrb <= rx_m_axi_wstrb;
+    m_axi_wlast <= rx_m_axi_wlast;
+    m_axi_wvalid <= rx_m_axi_wvalid;
+    m_axi_bready <= rx_m_axi_bready;
     init_done <= pl_init_done;
-    m_host_tdata <= pl_m_host_tdata;
-    m_host_tkeep <= pl_m_host_tkeep;
-    m_host_tlast <= pl_m_host_tlast;
-    m_host_tvalid <= pl_m_host_tvalid;
-    m_host_qp <= pl_m_host_qp;
-    m_host_len <= pl_m_host_len;
     m_host_opcode <= pl_m_host_opcode;
     m_host_last <= pl_m_host_last;
     m_host_qn <= pl_m_host_qn;
@@ -248,18 +348,8 @@ begin
     m_chk_run <= pl_m_chk_run;
     mon_ulp_beat <= ulp_tvalid and ulp_tready;
     mon_ulp_last <= (ulp_tvalid and ulp_tready) and ulp_tlast;
-    m_axi_awid <= pw_m_axi_awid;
-    m_axi_awaddr <= pw_m_axi_awaddr;
-    m_axi_awlen <= pw_m_axi_awlen;
-    m_axi_awsize <= pw_m_axi_awsize;
-    m_axi_awburst <= pw_m_axi_awburst;
-    m_axi_awvalid <= pw_m_axi_awvalid;
-    m_axi_wdata <= pw_m_axi_wdata;
-    m_axi_wstrb <= pw_m_axi_wstrb;
-    m_axi_wlast <= pw_m_axi_wlast;
-    m_axi_wvalid <= pw_m_axi_wvalid;
-    m_axi_bready <= pw_m_axi_bready;
-    m_berr <= pw_m_berr;
+    mon_inv <= x_m_inv_valid and x_m_inv_ready;
+    mon_inv_index <= x_m_inv_index;
 
     rx : entity work.card_rx_w64
         port map (
@@ -312,7 +402,86 @@ begin
             m_axi_rresp => m_axi_rresp,
             m_axi_rlast => m_axi_rlast,
             m_axi_rvalid => m_axi_rvalid,
-            m_axi_rready => rx_m_axi_rready
+            m_axi_rready => rx_m_axi_rready,
+            qp_rq_base_lo => qp_rq_base_lo,
+            qp_rq_base_hi => qp_rq_base_hi,
+            qp_sizes_rq_log => qp_sizes_rq_log,
+            qp_cqs_recv_cq => qp_cqs_recv_cq,
+            s_host_tdata => x_s_host_tdata,
+            s_host_tkeep => x_s_host_tkeep,
+            s_host_tvalid => x_s_host_tvalid,
+            s_host_tready => x_s_host_tready,
+            s_host_tlast => x_s_host_tlast,
+            s_host_qp => x_s_host_qp,
+            s_host_len => x_s_host_len,
+            m_rxk_valid => x_m_rxk_valid,
+            m_rxk_ready => x_m_rxk_ready,
+            m_rxk_stag => x_m_rxk_stag,
+            m_rxk_pd => x_m_rxk_pd,
+            m_rxk_qp => x_m_rxk_qp,
+            m_rxk_to => x_m_rxk_to,
+            m_rxk_len => x_m_rxk_len,
+            m_rxk_use => x_m_rxk_use,
+            s_rxk_valid => x_s_rxk_valid,
+            s_rxk_fault => x_s_rxk_fault,
+            s_rxk_addr => x_s_rxk_addr,
+            m_inv_valid => x_m_inv_valid,
+            m_inv_ready => x_m_inv_ready,
+            m_inv_index => x_m_inv_index,
+            m_cpl_valid => rx_m_cpl_valid,
+            m_cpl_ready => m_cpl_ready,
+            m_cpl_cq => rx_m_cpl_cq,
+            m_cpl_qpn => rx_m_cpl_qpn,
+            m_cpl_wr_id => rx_m_cpl_wr_id,
+            m_cpl_byte_len => rx_m_cpl_byte_len,
+            m_cpl_opcode => rx_m_cpl_opcode,
+            m_cpl_status => rx_m_cpl_status,
+            m_cpl_inv_stag => rx_m_cpl_inv_stag,
+            m_cpl_solicited => rx_m_cpl_solicited,
+            m_cpl_invalidated => rx_m_cpl_invalidated,
+            m_cpl_term_layer => rx_m_cpl_term_layer,
+            m_cpl_term_type => rx_m_cpl_term_type,
+            m_cpl_term_code => rx_m_cpl_term_code,
+            m_rxterm_valid => rx_m_rxterm_valid,
+            m_rxterm_ready => m_rxterm_ready,
+            m_rxterm_qp => rx_m_rxterm_qp,
+            m_rxterm_cause => rx_m_rxterm_cause,
+            m_rxterm_hdr => rx_m_rxterm_hdr,
+            m_rxterm_seglen => rx_m_rxterm_seglen,
+            m_axi_rq_arid => rx_m_axi_rq_arid,
+            m_axi_rq_araddr => rx_m_axi_rq_araddr,
+            m_axi_rq_arlen => rx_m_axi_rq_arlen,
+            m_axi_rq_arsize => rx_m_axi_rq_arsize,
+            m_axi_rq_arburst => rx_m_axi_rq_arburst,
+            m_axi_rq_arvalid => rx_m_axi_rq_arvalid,
+            m_axi_rq_arready => m_axi_rq_arready,
+            m_axi_rq_rid => m_axi_rq_rid,
+            m_axi_rq_rdata => m_axi_rq_rdata,
+            m_axi_rq_rresp => m_axi_rq_rresp,
+            m_axi_rq_rlast => m_axi_rq_rlast,
+            m_axi_rq_rvalid => m_axi_rq_rvalid,
+            m_axi_rq_rready => rx_m_axi_rq_rready,
+            s_pl_dma_addr => x_s_pl_dma_addr,
+            s_pl_dma_data => x_s_pl_dma_data,
+            s_pl_dma_strb => x_s_pl_dma_strb,
+            s_pl_dma_valid => x_s_pl_dma_valid,
+            s_pl_dma_ready => x_s_pl_dma_ready,
+            m_axi_awid => rx_m_axi_awid,
+            m_axi_awaddr => rx_m_axi_awaddr,
+            m_axi_awlen => rx_m_axi_awlen,
+            m_axi_awsize => rx_m_axi_awsize,
+            m_axi_awburst => rx_m_axi_awburst,
+            m_axi_awvalid => rx_m_axi_awvalid,
+            m_axi_awready => m_axi_awready,
+            m_axi_wdata => rx_m_axi_wdata,
+            m_axi_wstrb => rx_m_axi_wstrb,
+            m_axi_wlast => rx_m_axi_wlast,
+            m_axi_wvalid => rx_m_axi_wvalid,
+            m_axi_wready => m_axi_wready,
+            m_axi_bid => m_axi_bid,
+            m_axi_bresp => m_axi_bresp,
+            m_axi_bvalid => m_axi_bvalid,
+            m_axi_bready => rx_m_axi_bready
         );
 
     pl : entity work.placement_w64
@@ -332,18 +501,18 @@ begin
             reg_wr_addr => reg_wr_addr,
             reg_wr_data => reg_wr_data,
             init_done => pl_init_done,
-            m_dma_addr => dma_addr,
-            m_dma_data => dma_data,
-            m_dma_strb => dma_strb,
-            m_dma_valid => dma_valid,
-            m_dma_ready => dma_ready,
-            m_host_tdata => pl_m_host_tdata,
-            m_host_tkeep => pl_m_host_tkeep,
-            m_host_tlast => pl_m_host_tlast,
-            m_host_tvalid => pl_m_host_tvalid,
-            m_host_tready => m_host_tready,
-            m_host_qp => pl_m_host_qp,
-            m_host_len => pl_m_host_len,
+            m_dma_addr => x_s_pl_dma_addr,
+            m_dma_data => x_s_pl_dma_data,
+            m_dma_strb => x_s_pl_dma_strb,
+            m_dma_valid => x_s_pl_dma_valid,
+            m_dma_ready => x_s_pl_dma_ready,
+            m_host_tdata => x_s_host_tdata,
+            m_host_tkeep => x_s_host_tkeep,
+            m_host_tlast => x_s_host_tlast,
+            m_host_tvalid => x_s_host_tvalid,
+            m_host_tready => x_s_host_tready,
+            m_host_qp => x_s_host_qp,
+            m_host_len => x_s_host_len,
             m_host_opcode => pl_m_host_opcode,
             m_host_last => pl_m_host_last,
             m_host_qn => pl_m_host_qn,
@@ -363,6 +532,20 @@ begin
             m_done_stag => pl_m_done_stag,
             m_done_to => pl_m_done_to,
             m_done_len => pl_m_done_len,
+            s_rxk_valid => x_m_rxk_valid,
+            s_rxk_ready => x_m_rxk_ready,
+            s_rxk_stag => x_m_rxk_stag,
+            s_rxk_pd => x_m_rxk_pd,
+            s_rxk_qp => x_m_rxk_qp,
+            s_rxk_to => x_m_rxk_to,
+            s_rxk_len => x_m_rxk_len,
+            s_rxk_use => x_m_rxk_use,
+            m_rxk_valid => x_s_rxk_valid,
+            m_rxk_fault => x_s_rxk_fault,
+            m_rxk_addr => x_s_rxk_addr,
+            s_inv_valid => x_m_inv_valid,
+            s_inv_ready => x_m_inv_ready,
+            s_inv_index => x_m_inv_index,
             s_chk_valid => s_chk_valid,
             s_chk_ready => pl_s_chk_ready,
             s_chk_stag => s_chk_stag,
@@ -378,33 +561,5 @@ begin
             m_chk_fault => pl_m_chk_fault,
             m_chk_addr => pl_m_chk_addr,
             m_chk_run => pl_m_chk_run
-        );
-
-    pw : entity work.place_axi_w64
-        port map (
-            clk => clk,
-            rst => rst,
-            s_dma_addr => dma_addr,
-            s_dma_data => dma_data,
-            s_dma_strb => dma_strb,
-            s_dma_valid => dma_valid,
-            s_dma_ready => dma_ready,
-            m_axi_awid => pw_m_axi_awid,
-            m_axi_awaddr => pw_m_axi_awaddr,
-            m_axi_awlen => pw_m_axi_awlen,
-            m_axi_awsize => pw_m_axi_awsize,
-            m_axi_awburst => pw_m_axi_awburst,
-            m_axi_awvalid => pw_m_axi_awvalid,
-            m_axi_awready => m_axi_awready,
-            m_axi_wdata => pw_m_axi_wdata,
-            m_axi_wstrb => pw_m_axi_wstrb,
-            m_axi_wlast => pw_m_axi_wlast,
-            m_axi_wvalid => pw_m_axi_wvalid,
-            m_axi_wready => m_axi_wready,
-            m_axi_bid => m_axi_bid,
-            m_axi_bresp => m_axi_bresp,
-            m_axi_bvalid => m_axi_bvalid,
-            m_axi_bready => pw_m_axi_bready,
-            m_berr => pw_m_berr
         );
 end architecture rtl;

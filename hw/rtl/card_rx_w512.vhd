@@ -85,7 +85,86 @@ entity card_rx_w512 is
         m_axi_rresp : in  std_logic_vector(1 downto 0); -- ring reads: AXI4 read channels of the engine's dma_rd
         m_axi_rlast : in  std_logic;         -- ring reads: AXI4 read channels of the engine's dma_rd
         m_axi_rvalid : in  std_logic;        -- ring reads: AXI4 read channels of the engine's dma_rd
-        m_axi_rready : out std_logic
+        m_axi_rready : out std_logic;
+        qp_rq_base_lo : in  std_logic_vector(31 downto 0); -- RQ ring address (aligned to its size)
+        qp_rq_base_hi : in  std_logic_vector(31 downto 0);
+        qp_sizes_rq_log : in  std_logic_vector(4 downto 0); -- RQ basic blocks, log2 (0..16)
+        qp_cqs_recv_cq : in  std_logic_vector(15 downto 0); -- CQ of receive completions (below 1024)
+        s_host_tdata : in  std_logic_vector(511 downto 0); -- untagged ULPDUs (placement m_host)
+        s_host_tkeep : in  std_logic_vector(63 downto 0);
+        s_host_tvalid : in  std_logic;
+        s_host_tready : out std_logic;
+        s_host_tlast : in  std_logic;
+        s_host_qp : in  std_logic_vector(31 downto 0); -- connection, every beat
+        s_host_len : in  std_logic_vector(15 downto 0); -- ULPDU length, every beat
+        m_rxk_valid : out std_logic;         -- an lkey check or a Send with Invalidate's STag check (placement s_rxk)
+        m_rxk_ready : in  std_logic;
+        m_rxk_stag : out std_logic_vector(31 downto 0);
+        m_rxk_pd : out std_logic_vector(31 downto 0);
+        m_rxk_qp : out std_logic_vector(31 downto 0);
+        m_rxk_to : out std_logic_vector(63 downto 0);
+        m_rxk_len : out std_logic_vector(31 downto 0);
+        m_rxk_use : out std_logic_vector(2 downto 0); -- 4 local write (an SGE), 5 remote invalidation
+        s_rxk_valid : in  std_logic;         -- placement's answer (m_rxk), PlacementRxkLatency cycles after the request
+        s_rxk_fault : in  std_logic_vector(2 downto 0); -- mem.Fault
+        s_rxk_addr : in  std_logic_vector(63 downto 0); -- host address of the checked offset
+        m_inv_valid : out std_logic;         -- invalidate an STag (placement s_inv)
+        m_inv_ready : in  std_logic;
+        m_inv_index : out std_logic_vector(23 downto 0); -- the STag's index
+        m_cpl_valid : out std_logic;         -- a receive completion (card_cq s_cpl1)
+        m_cpl_ready : in  std_logic;
+        m_cpl_cq : out std_logic_vector(9 downto 0);
+        m_cpl_qpn : out std_logic_vector(15 downto 0);
+        m_cpl_wr_id : out std_logic_vector(63 downto 0);
+        m_cpl_byte_len : out std_logic_vector(31 downto 0);
+        m_cpl_opcode : out std_logic_vector(7 downto 0); -- WC_OPCODE RECV
+        m_cpl_status : out std_logic_vector(7 downto 0); -- WC_STATUS
+        m_cpl_inv_stag : out std_logic_vector(31 downto 0);
+        m_cpl_solicited : out std_logic;
+        m_cpl_invalidated : out std_logic;
+        m_cpl_term_layer : out std_logic_vector(3 downto 0); -- 0: receive completions are not caused by a Terminate
+        m_cpl_term_type : out std_logic_vector(3 downto 0);
+        m_cpl_term_code : out std_logic_vector(7 downto 0);
+        m_rxterm_valid : out std_logic;      -- an untagged segment failed a receive check: the QP's receive path stops (provisional record; the Terminate, event and flush are not built yet)
+        m_rxterm_ready : in  std_logic;
+        m_rxterm_qp : out std_logic_vector(9 downto 0);
+        m_rxterm_cause : out std_logic_vector(15 downto 0); -- Layer (15:12), EType (11:8), Error Code (7:0)
+        m_rxterm_hdr : out std_logic_vector(143 downto 0); -- the segment's DDP header, byte 0 in bits 7:0
+        m_rxterm_seglen : out std_logic_vector(15 downto 0); -- the segment's length
+        m_axi_rq_arid : out std_logic_vector(5 downto 0); -- RQ WQE reads: always 0 (one burst in flight)
+        m_axi_rq_araddr : out std_logic_vector(63 downto 0);
+        m_axi_rq_arlen : out std_logic_vector(7 downto 0); -- one 64-byte basic block
+        m_axi_rq_arsize : out std_logic_vector(2 downto 0);
+        m_axi_rq_arburst : out std_logic_vector(1 downto 0); -- INCR
+        m_axi_rq_arvalid : out std_logic;
+        m_axi_rq_arready : in  std_logic;
+        m_axi_rq_rid : in  std_logic_vector(5 downto 0); -- not checked
+        m_axi_rq_rdata : in  std_logic_vector(511 downto 0);
+        m_axi_rq_rresp : in  std_logic_vector(1 downto 0);
+        m_axi_rq_rlast : in  std_logic;
+        m_axi_rq_rvalid : in  std_logic;
+        m_axi_rq_rready : out std_logic;     -- always 1
+        s_pl_dma_addr : in  std_logic_vector(63 downto 0); -- placement's m_dma: its blocks are written through card_rx's write master
+        s_pl_dma_data : in  std_logic_vector(511 downto 0);
+        s_pl_dma_strb : in  std_logic_vector(63 downto 0);
+        s_pl_dma_valid : in  std_logic;
+        s_pl_dma_ready : out std_logic;
+        m_axi_awid : out std_logic_vector(3 downto 0);
+        m_axi_awaddr : out std_logic_vector(63 downto 0);
+        m_axi_awlen : out std_logic_vector(7 downto 0);
+        m_axi_awsize : out std_logic_vector(2 downto 0);
+        m_axi_awburst : out std_logic_vector(1 downto 0);
+        m_axi_awvalid : out std_logic;
+        m_axi_awready : in  std_logic;       -- the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
+        m_axi_wdata : out std_logic_vector(511 downto 0);
+        m_axi_wstrb : out std_logic_vector(63 downto 0);
+        m_axi_wlast : out std_logic;
+        m_axi_wvalid : out std_logic;
+        m_axi_wready : in  std_logic;        -- the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
+        m_axi_bid : in  std_logic_vector(3 downto 0); -- the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
+        m_axi_bresp : in  std_logic_vector(1 downto 0); -- the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
+        m_axi_bvalid : in  std_logic;        -- the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
+        m_axi_bready : out std_logic
     );
 end entity card_rx_w512;
 
@@ -283,6 +362,169 @@ architecture rtl of card_rx_w512 is
     signal err_code : std_logic_vector(2 downto 0);
     signal err_off : std_logic_vector(31 downto 0);
     signal err_set : std_logic;
+    signal snd_state : std_logic_vector(4 downto 0) := "00000"; -- Send engine state
+    signal snd_next : std_logic_vector(4 downto 0);
+    signal snd_beat : std_logic_vector(12 downto 0) := "0000000000000"; -- index of the next s_host beat in its ULPDU
+    signal snd_hdr : std_logic_vector(143 downto 0); -- the segment's DDP/RDMAP header, byte 0 in bits 7:0
+    signal snd_pop : std_logic;              -- an s_host beat is taken
+    signal snd_hdr_cap : std_logic;          -- a header beat is seen
+    signal snd_hdr_done : std_logic;         -- the header is whole: serve the segment
+    signal snd_qp : std_logic_vector(9 downto 0); -- the segment's QP
+    signal snd_len : std_logic_vector(15 downto 0); -- the segment's ULPDU length
+    signal snd_op : std_logic_vector(3 downto 0); -- RDMAP opcode
+    signal snd_lflag : std_logic;            -- DDP L flag
+    signal snd_qn : std_logic_vector(31 downto 0);
+    signal snd_msn_h : std_logic_vector(31 downto 0);
+    signal snd_mo_h : std_logic_vector(31 downto 0);
+    signal snd_inv_stag : std_logic_vector(31 downto 0); -- Send with Invalidate: the STag
+    signal snd_n : std_logic_vector(15 downto 0); -- payload bytes
+    signal snd_db_rqpi : std_logic;          -- an RQ_PI doorbell
+    signal rq_ctx_rd : std_logic_vector(104 downto 0); -- read data of rq_ctx
+    signal rq_pi_rd : std_logic_vector(15 downto 0); -- read data of rq_pi
+    signal snd_st_wr : std_logic;            -- the engine stores the QP's receive state
+    signal snd_st_data : std_logic_vector(117 downto 0);
+    signal rq_st_rd : std_logic_vector(117 downto 0); -- read data of rq_st
+    signal snd_base : std_logic_vector(57 downto 0);
+    signal snd_log : std_logic_vector(4 downto 0);
+    signal snd_cq : std_logic_vector(9 downto 0);
+    signal snd_pd : std_logic_vector(31 downto 0);
+    signal snd_pi : std_logic_vector(15 downto 0); -- RQ_PI
+    signal snd_db_here : std_logic;          -- an RQ_PI doorbell of the QP served
+    signal snd_db_late : std_logic := '0';   -- it came while the context was read: the RAM's word is stale
+    signal snd_db_late_v : std_logic_vector(15 downto 0);
+    signal snd_msn : std_logic_vector(31 downto 0); -- MSN expected
+    signal snd_got : std_logic_vector(31 downto 0); -- bytes placed in the head WQE
+    signal snd_cur_i : std_logic_vector(4 downto 0); -- SGE cursor: index
+    signal snd_cur_off : std_logic_vector(31 downto 0); -- SGE cursor: offset
+    signal snd_ci : std_logic_vector(15 downto 0); -- RQ_CI: blocks done with
+    signal snd_failed : std_logic;           -- the QP's receive path failed
+    signal wqe_v : std_logic := '0';         -- the WQE buffer holds the head WQE of wqe_qp at wqe_ci
+    signal wqe_qp : std_logic_vector(9 downto 0);
+    signal wqe_ci : std_logic_vector(15 downto 0);
+    signal wqe_hit : std_logic;
+    signal snd_posted : std_logic;           -- a receive WQE is posted
+    signal snd_rq_szm : std_logic_vector(15 downto 0);
+    signal snd_rq_size_m1 : std_logic_vector(15 downto 0); -- RQ blocks - 1
+    signal f_blk : std_logic_vector(3 downto 0) := x"0"; -- blocks of the WQE read so far
+    signal f_need : std_logic_vector(3 downto 0) := x"1"; -- blocks the WQE has (1 until its header is read)
+    signal f_beat : std_logic := '0';        -- beat within the block
+    signal f_iss : std_logic := '0';         -- a burst is issued and not yet read back
+    signal f_arv : std_logic := '0';
+    signal f_start : std_logic;              -- the head WQE must be read
+    signal f_issue : std_logic;
+    signal f_blk_idx : std_logic_vector(15 downto 0);
+    signal f_araddr : std_logic_vector(63 downto 0);
+    signal f_rbeat : std_logic;              -- a WQE beat
+    signal f_err : std_logic := '0';         -- a WQE read got an error response
+    signal f_blk_end : std_logic;
+    signal f_bytepos : std_logic_vector(9 downto 0); -- byte offset of the beat in the WQE
+    signal wqe_w0 : std_logic_vector(31 downto 0); -- WQE bytes 0-3: opcode, flags, BBS, NSGE
+    signal wqe_wrid : std_logic_vector(63 downto 0); -- WR_ID
+    signal wqe_w0_live : std_logic_vector(31 downto 0); -- WQE bytes 0-3 as they come in
+    signal wqe_opcode : std_logic_vector(7 downto 0);
+    signal wqe_bbs : std_logic_vector(3 downto 0);
+    signal wqe_nsge : std_logic_vector(4 downto 0);
+    signal wqe_bbs_live : std_logic_vector(3 downto 0);
+    signal wqe_nsge_live : std_logic_vector(4 downto 0);
+    signal f_avail : std_logic_vector(15 downto 0); -- blocks posted past RQ_CI
+    signal wqe_bbs_ok : std_logic;           -- BBS 1..8, within the ring and what is posted
+    signal wqe_bbs_ok_live : std_logic;
+    signal f_word_wr : std_logic;
+    signal f_word_addr : std_logic_vector(2 downto 0);
+    signal sge_rd_idx : std_logic_vector(4 downto 0); -- word index of the SGE to read: SGE i is word i + 2
+    signal sge_rd : std_logic;
+    signal wqe_words0_rd : std_logic_vector(127 downto 0); -- read data of wqe_words0
+    signal wqe_words1_rd : std_logic_vector(127 downto 0); -- read data of wqe_words1
+    signal wqe_words2_rd : std_logic_vector(127 downto 0); -- read data of wqe_words2
+    signal wqe_words3_rd : std_logic_vector(127 downto 0); -- read data of wqe_words3
+    signal sge_bank : std_logic_vector(1 downto 0);
+    signal sge_word : std_logic_vector(127 downto 0); -- the SGE read: ADDR (63:0), LENGTH (95:64), LKEY (127:96), little endian
+    signal sge_addr : std_logic_vector(63 downto 0);
+    signal sge_len : std_logic_vector(31 downto 0);
+    signal sge_lkey : std_logic_vector(31 downto 0);
+    signal wqe_cap : std_logic_vector(36 downto 0) := "0000000000000000000000000000000000000"; -- bytes the WQE's SGEs hold
+    signal f_done : std_logic;               -- every block of the WQE is in
+    signal wqe_bad : std_logic;              -- a malformed receive WQE
+    signal snd_msg_done : std_logic;         -- the message completed: its WQE is consumed
+    signal snd_qn_other : std_logic;         -- a Read Request or Terminate: not served yet
+    signal snd_cause : std_logic_vector(15 downto 0); -- the Terminate cause, 0 if the segment passes
+    signal w_pass : std_logic;               -- 0: checking the pieces, 1: writing them
+    signal w_rem : std_logic_vector(15 downto 0); -- payload bytes of the segment not yet walked
+    signal w_i : std_logic_vector(4 downto 0); -- SGE index
+    signal w_off : std_logic_vector(31 downto 0); -- offset in the SGE
+    signal w_sge_v : std_logic := '0';       -- the SGE's word is read
+    signal w_host : std_logic_vector(63 downto 0); -- host address of the next byte
+    signal w_piece : std_logic_vector(15 downto 0) := x"0000"; -- bytes of the piece still to write
+    signal w_u : std_logic_vector(15 downto 0); -- ULPDU offset of the next payload byte
+    signal w_sge_left : std_logic_vector(31 downto 0);
+    signal w_sge_empty : std_logic;
+    signal w_piece_len : std_logic_vector(31 downto 0); -- the model's SGE piece: min(SGE left, payload left)
+    signal w_page_left : std_logic_vector(12 downto 0); -- bytes to the host page's end
+    signal w_to_page : std_logic_vector(31 downto 0);
+    signal w_answer : std_logic;
+    signal w_fault : std_logic;
+    signal w_inv_answer : std_logic;
+    signal w_inv_fault : std_logic;
+    signal w_chk_adv : std_logic;            -- a piece passed its check
+    signal w_wr_start : std_logic;           -- a piece is written
+    signal w_hmod : std_logic_vector(5 downto 0);
+    signal w_umod : std_logic_vector(5 downto 0);
+    signal w_rot : std_logic_vector(5 downto 0); -- lane rotation from the beat to the host block
+    signal w_n0 : std_logic_vector(6 downto 0);
+    signal w_n1 : std_logic_vector(6 downto 0);
+    signal w_n01 : std_logic_vector(6 downto 0);
+    signal w_nb : std_logic_vector(6 downto 0); -- bytes this block takes
+    signal blk_v : std_logic := '0';         -- a block for the payload writer
+    signal blk_ready : std_logic;
+    signal blk_free : std_logic;
+    signal w_emit : std_logic;               -- a block is made
+    signal w_u_next : std_logic_vector(15 downto 0);
+    signal w_beat_done : std_logic;          -- the beat's payload is used up
+    signal w_rotd_0 : std_logic_vector(511 downto 0); -- rotated by bit 0 of the amount
+    signal w_rotd_1 : std_logic_vector(511 downto 0); -- rotated by bit 1 of the amount
+    signal w_rotd_2 : std_logic_vector(511 downto 0); -- rotated by bit 2 of the amount
+    signal w_rotd_3 : std_logic_vector(511 downto 0); -- rotated by bit 3 of the amount
+    signal w_rotd_4 : std_logic_vector(511 downto 0); -- rotated by bit 4 of the amount
+    signal w_rotd_5 : std_logic_vector(511 downto 0); -- rotated by bit 5 of the amount
+    signal w_hi : std_logic_vector(6 downto 0);
+    signal blk_strb : std_logic_vector(63 downto 0);
+    signal blk_data : std_logic_vector(511 downto 0);
+    signal blk_addr : std_logic_vector(63 downto 0);
+    signal w_adv : std_logic_vector(15 downto 0); -- bytes the cursor moves this cycle
+    signal w_skip : std_logic;               -- an SGE with no room left: the next one
+    signal w_restart : std_logic;            -- the check pass is over: the write pass starts from the same cursor
+    signal w_start : std_logic;
+    signal pw_ready : std_logic;             -- place_axi takes a block
+    signal pw_berr : std_logic;
+    signal pw_awid : std_logic_vector(3 downto 0);
+    signal pw_awaddr : std_logic_vector(63 downto 0);
+    signal pw_awlen : std_logic_vector(7 downto 0);
+    signal pw_awsize : std_logic_vector(2 downto 0);
+    signal pw_awburst : std_logic_vector(1 downto 0);
+    signal pw_awvalid : std_logic;
+    signal pw_wdata : std_logic_vector(511 downto 0);
+    signal pw_wstrb : std_logic_vector(63 downto 0);
+    signal pw_wlast : std_logic;
+    signal pw_wvalid : std_logic;
+    signal pw_bready : std_logic;
+    signal pw_issued : std_logic_vector(15 downto 0) := x"0000"; -- blocks taken by place_axi
+    signal pw_answered : std_logic_vector(15 downto 0) := x"0000"; -- write responses
+    signal pw_snap_v : std_logic := '0';     -- the completion's write count is taken
+    signal pw_snap : std_logic_vector(15 downto 0); -- writes the completion waits for
+    signal pw_snap_go : std_logic;
+    signal pw_left : std_logic_vector(15 downto 0); -- responses still awaited (negative: past)
+    signal pw_idle : std_logic;              -- every write before the completion has its response
+    signal snd_is_inv : std_logic;           -- Send with Invalidate (SE)
+    signal snd_is_se : std_logic;            -- Send with Solicited Event
+    signal snd_got_n : std_logic_vector(31 downto 0);
+    signal snd_cpl_v : std_logic;            -- the completion waits for its payload's write responses
+    signal rxterm_v : std_logic := '0';
+    signal rxterm_cause : std_logic_vector(15 downto 0);
+    signal rxterm_set : std_logic;           -- an untagged segment failed
+    signal rxterm_qpq : std_logic_vector(9 downto 0);
+    signal rxterm_hdrq : std_logic_vector(143 downto 0);
+    signal rxterm_lenq : std_logic_vector(15 downto 0);
+    signal snd_seg_end : std_logic := '0';   -- the segment's last beat is taken
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
     type queued_t is array (0 to 1023) of std_logic_vector(1 downto 0);
     signal queued : queued_t;                -- bit 0 per QP: on the work FIFO
@@ -294,6 +536,20 @@ architecture rtl of card_rx_w512 is
     signal rxs_pi : rxs_pi_t;                -- RXS_PI per QP
     type rxs_st_t is array (0 to 1023) of std_logic_vector(49 downto 0);
     signal rxs_st : rxs_st_t;                -- RXS_CI, octets needed, failed
+    type rq_ctx_t is array (0 to 1023) of std_logic_vector(104 downto 0);
+    signal rq_ctx : rq_ctx_t;                -- RQ base (63:6), log2 blocks, receive CQ, PD
+    type rq_pi_t is array (0 to 1023) of std_logic_vector(15 downto 0);
+    signal rq_pi : rq_pi_t;                  -- RQ_PI per QP
+    type rq_st_t is array (0 to 1023) of std_logic_vector(117 downto 0);
+    signal rq_st : rq_st_t;                  -- MSN expected, bytes placed in the head WQE, SGE cursor (index, offset), RQ_CI, failed
+    type wqe_words0_t is array (0 to 7) of std_logic_vector(127 downto 0);
+    signal wqe_words0 : wqe_words0_t;        -- 16-byte words of the WQE
+    type wqe_words1_t is array (0 to 7) of std_logic_vector(127 downto 0);
+    signal wqe_words1 : wqe_words1_t;        -- 16-byte words of the WQE
+    type wqe_words2_t is array (0 to 7) of std_logic_vector(127 downto 0);
+    signal wqe_words2 : wqe_words2_t;        -- 16-byte words of the WQE
+    type wqe_words3_t is array (0 to 7) of std_logic_vector(127 downto 0);
+    signal wqe_words3 : wqe_words3_t;        -- 16-byte words of the WQE
 begin
     db_b_stall <= (b2l(eng_state = x"1") or b2l(eng_state = x"3")) or b2l(eng_state = x"4");
     db_b_go <= db_b and (not db_b_stall);
@@ -528,6 +784,191 @@ begin
     m_err_kind <= err_kind and std_logic_vector'(2 downto 0 => err_v);
     m_err_code <= err_code and std_logic_vector'(2 downto 0 => err_v);
     m_err_offset <= err_off and std_logic_vector'(31 downto 0 => err_v);
+    m_axi_rq_rready <= '1';
+    s_host_tready <= snd_pop;
+    snd_hdr_cap <= (s_host_tvalid and b2l(snd_state = "00000")) and (not b2l(unsigned'("0000000000000") < unsigned(snd_beat)));
+    snd_hdr_done <= (b2l(snd_state = "00000") and s_host_tvalid) and b2l(snd_beat = "0000000000000");
+    snd_op <= snd_hdr(11 downto 8);
+    snd_lflag <= snd_hdr(6);
+    snd_qn <= std_logic_vector'(
+        snd_hdr(55 downto 48) &
+        snd_hdr(63 downto 56) &
+        snd_hdr(71 downto 64) &
+        snd_hdr(79 downto 72)
+    );
+    snd_msn_h <= std_logic_vector'(
+        snd_hdr(87 downto 80) &
+        snd_hdr(95 downto 88) &
+        snd_hdr(103 downto 96) &
+        snd_hdr(111 downto 104)
+    );
+    snd_mo_h <= std_logic_vector'(
+        snd_hdr(119 downto 112) &
+        snd_hdr(127 downto 120) &
+        snd_hdr(135 downto 128) &
+        snd_hdr(143 downto 136)
+    );
+    snd_inv_stag <= std_logic_vector'(
+        snd_hdr(23 downto 16) &
+        snd_hdr(31 downto 24) &
+        snd_hdr(39 downto 32) &
+        snd_hdr(47 downto 40)
+    );
+    snd_n <= std_logic_vector(unsigned(snd_len) - unsigned'(x"0012"));
+    snd_db_rqpi <= db_take and b2l(s_db_kind = "010");
+    snd_db_here <= snd_db_rqpi and b2l(s_db_index = snd_qp);
+    wqe_hit <= (wqe_v and b2l(wqe_qp = snd_qp)) and b2l(wqe_ci = snd_ci);
+    snd_posted <= b2l(snd_ci /= snd_pi);
+    snd_rq_szm <= std_logic_vector'(
+        b2l(unsigned'("01111") < unsigned(snd_log)) &
+        b2l(unsigned'("01110") < unsigned(snd_log)) &
+        b2l(unsigned'("01101") < unsigned(snd_log)) &
+        b2l(unsigned'("01100") < unsigned(snd_log)) &
+        b2l(unsigned'("01011") < unsigned(snd_log)) &
+        b2l(unsigned'("01010") < unsigned(snd_log)) &
+        b2l(unsigned'("01001") < unsigned(snd_log)) &
+        b2l(unsigned'("01000") < unsigned(snd_log)) &
+        b2l(unsigned'("00111") < unsigned(snd_log)) &
+        b2l(unsigned'("00110") < unsigned(snd_log)) &
+        b2l(unsigned'("00101") < unsigned(snd_log)) &
+        b2l(unsigned'("00100") < unsigned(snd_log)) &
+        b2l(unsigned'("00011") < unsigned(snd_log)) &
+        b2l(unsigned'("00010") < unsigned(snd_log)) &
+        b2l(unsigned'("00001") < unsigned(snd_log)) &
+        b2l(unsigned'("00000") < unsigned(snd_log))
+    );
+    snd_rq_size_m1 <= snd_rq_szm;
+    f_start <= ((b2l(snd_state = "00011") and (not snd_failed)) and (not wqe_hit)) and snd_posted;
+    f_issue <= (b2l(snd_state = "00100") and (not f_iss)) and b2l(unsigned(f_blk) < unsigned(f_need));
+    f_blk_idx <= std_logic_vector(unsigned(snd_ci) + unsigned(std_logic_vector'(x"000" & f_blk)));
+    m_axi_rq_arid <= "000000";
+    m_axi_rq_araddr <= f_araddr and std_logic_vector'(63 downto 0 => f_arv);
+    m_axi_rq_arlen <= x"00" and std_logic_vector'(7 downto 0 => f_arv);
+    m_axi_rq_arsize <= "110" and std_logic_vector'(2 downto 0 => f_arv);
+    m_axi_rq_arburst <= std_logic_vector'('0' & f_arv);
+    m_axi_rq_arvalid <= f_arv;
+    f_rbeat <= m_axi_rq_rvalid and b2l(snd_state = "00100");
+    f_blk_end <= f_rbeat and b2l(f_beat = '0');
+    f_bytepos <= std_logic_vector(unsigned(std_logic_vector'(f_blk & "000000")) + unsigned(std_logic_vector'("000" & std_logic_vector'(f_beat & "000000"))));
+    wqe_w0_live <= mux(f_rbeat and b2l(f_bytepos = "0000000000"), std_logic_vector'(
+        m_axi_rq_rdata(31 downto 24) &
+        m_axi_rq_rdata(23 downto 16) &
+        m_axi_rq_rdata(15 downto 8) &
+        m_axi_rq_rdata(7 downto 0)
+    ), wqe_w0);
+    wqe_opcode <= wqe_w0(7 downto 0);
+    wqe_bbs <= wqe_w0(19 downto 16);
+    wqe_nsge <= wqe_w0(28 downto 24);
+    wqe_bbs_live <= wqe_w0_live(19 downto 16);
+    wqe_nsge_live <= wqe_w0_live(28 downto 24);
+    f_avail <= std_logic_vector(unsigned(snd_pi) - unsigned(snd_ci));
+    wqe_bbs_ok <= (((or wqe_bbs) and (not b2l(unsigned'(x"8") < unsigned(wqe_bbs)))) and (not b2l(unsigned(snd_rq_size_m1) < unsigned(std_logic_vector(unsigned(std_logic_vector'(x"000" & wqe_bbs)) - unsigned'(x"0001")))))) and (not b2l(unsigned(f_avail) < unsigned(std_logic_vector'(x"000" & wqe_bbs))));
+    wqe_bbs_ok_live <= (((or wqe_bbs_live) and (not b2l(unsigned'(x"8") < unsigned(wqe_bbs_live)))) and (not b2l(unsigned(snd_rq_size_m1) < unsigned(std_logic_vector(unsigned(std_logic_vector'(x"000" & wqe_bbs_live)) - unsigned'(x"0001")))))) and (not b2l(unsigned(f_avail) < unsigned(std_logic_vector'(x"000" & wqe_bbs_live))));
+    f_word_wr <= f_rbeat;
+    f_word_addr <= f_bytepos(8 downto 6);
+    sge_word <= mux(sge_bank(1), mux(sge_bank(0), wqe_words3_rd, wqe_words2_rd), mux(sge_bank(0), wqe_words1_rd, wqe_words0_rd));
+    sge_addr <= sge_word(63 downto 0);
+    sge_len <= sge_word(95 downto 64);
+    sge_lkey <= sge_word(127 downto 96);
+    f_done <= ((b2l(snd_state = "00100") and (not f_iss)) and (not f_arv)) and (not b2l(unsigned(f_blk) < unsigned(f_need)));
+    wqe_bad <= ((((not wqe_bbs_ok) or b2l(wqe_opcode /= x"08")) or wqe_w0(11)) or b2l(unsigned'("11110") < unsigned(wqe_nsge))) or b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'(wqe_bbs & "000000")) - unsigned'("0000100000"))) < unsigned(std_logic_vector'('0' & wqe_nsge & x"0")));
+    snd_msg_done <= b2l(snd_state = "01111") and snd_lflag;
+    snd_qn_other <= b2l(snd_qn /= x"00000000");
+    snd_cause <= mux(snd_qn_other, x"00ff", mux(snd_posted and (f_err or wqe_bad), x"00ff", mux(b2l(snd_msn_h /= snd_msn), x"1203", mux(not snd_posted, x"1202", mux(b2l(snd_mo_h /= snd_got), x"1204", mux(not (not b2l(unsigned(std_logic_vector'("00000000000" & wqe_cap)) < unsigned(std_logic_vector(unsigned(std_logic_vector'(x"0000" & snd_got)) + unsigned(std_logic_vector'(x"00000000" & snd_n)))))), x"1205", x"0000"))))));
+    w_sge_left <= std_logic_vector(unsigned(sge_len) - unsigned(w_off));
+    w_sge_empty <= b2l(sge_len = w_off);
+    w_piece_len <= mux(b2l(unsigned(w_sge_left) < unsigned(std_logic_vector'(x"0000" & w_rem))), w_sge_left, std_logic_vector'(x"0000" & w_rem));
+    w_page_left <= std_logic_vector(unsigned'("1000000000000") - unsigned(std_logic_vector'('0' & s_rxk_addr(11 downto 0))));
+    w_to_page <= mux(b2l(unsigned(std_logic_vector'("0000000000000000000" & w_page_left)) < unsigned(w_piece_len)), std_logic_vector'("0000000000000000000" & w_page_left), w_piece_len);
+    sge_rd_idx <= std_logic_vector(unsigned(w_i) + unsigned'("00010"));
+    sge_rd <= b2l(snd_state = "00110");
+    m_rxk_valid <= b2l(snd_state = "00111") or b2l(snd_state = "01011");
+    m_rxk_stag <= mux(b2l(snd_state = "01011"), snd_inv_stag, sge_lkey);
+    m_rxk_pd <= snd_pd;
+    m_rxk_qp <= std_logic_vector'("0000000000000000000000" & snd_qp);
+    m_rxk_to <= mux(b2l(snd_state = "01011"), x"0000000000000000", std_logic_vector(unsigned(sge_addr) + unsigned(std_logic_vector'(x"00000000" & w_off))));
+    m_rxk_len <= mux(b2l(snd_state = "01011"), x"00000000", w_piece_len);
+    m_rxk_use <= mux(b2l(snd_state = "01011"), "101", "100");
+    w_answer <= b2l(snd_state = "01000") and s_rxk_valid;
+    w_fault <= w_answer and (or s_rxk_fault);
+    w_inv_answer <= b2l(snd_state = "01100") and s_rxk_valid;
+    w_inv_fault <= w_inv_answer and (or s_rxk_fault);
+    w_chk_adv <= (w_answer and (not w_fault)) and (not w_pass);
+    w_wr_start <= (w_answer and (not w_fault)) and w_pass;
+    w_hmod <= w_host(5 downto 0);
+    w_umod <= w_u(5 downto 0);
+    w_rot <= std_logic_vector(unsigned(w_hmod) - unsigned(w_umod));
+    w_n0 <= std_logic_vector(unsigned'("1000000") - unsigned(std_logic_vector'('0' & w_hmod)));
+    w_n1 <= std_logic_vector(unsigned'("1000000") - unsigned(std_logic_vector'('0' & w_umod)));
+    w_n01 <= mux(b2l(unsigned(w_n1) < unsigned(w_n0)), w_n1, w_n0);
+    w_nb <= mux(b2l(unsigned(w_piece) < unsigned(std_logic_vector'("000000000" & w_n01))), w_piece(6 downto 0), w_n01);
+    blk_free <= (not blk_v) or blk_ready;
+    w_emit <= ((b2l(snd_state = "01001") and (or w_piece)) and s_host_tvalid) and blk_free;
+    w_u_next <= std_logic_vector(unsigned(w_u) + unsigned(std_logic_vector'("000000000" & w_nb)));
+    w_beat_done <= w_emit and (b2l(w_u_next(5 downto 0) = "000000") or b2l(w_u_next = snd_len));
+    w_rotd_0 <= mux(w_rot(0), std_logic_vector'(s_host_tdata(503 downto 0) & s_host_tdata(511 downto 504)), s_host_tdata);
+    w_rotd_1 <= mux(w_rot(1), std_logic_vector'(w_rotd_0(495 downto 0) & w_rotd_0(511 downto 496)), w_rotd_0);
+    w_rotd_2 <= mux(w_rot(2), std_logic_vector'(w_rotd_1(479 downto 0) & w_rotd_1(511 downto 480)), w_rotd_1);
+    w_rotd_3 <= mux(w_rot(3), std_logic_vector'(w_rotd_2(447 downto 0) & w_rotd_2(511 downto 448)), w_rotd_2);
+    w_rotd_4 <= mux(w_rot(4), std_logic_vector'(w_rotd_3(383 downto 0) & w_rotd_3(511 downto 384)), w_rotd_3);
+    w_rotd_5 <= mux(w_rot(5), std_logic_vector'(w_rotd_4(255 downto 0) & w_rotd_4(511 downto 256)), w_rotd_4);
+    w_hi <= std_logic_vector(unsigned(std_logic_vector'('0' & w_hmod)) + unsigned(w_nb));
+    w_adv <= mux(w_chk_adv, w_piece_len(15 downto 0), mux(w_emit, std_logic_vector'("000000000" & w_nb), x"0000"));
+    w_skip <= b2l(snd_state = "00111") and w_sge_empty;
+    w_restart <= w_chk_adv and b2l(w_rem = w_piece_len(15 downto 0));
+    w_start <= b2l(snd_state = "00101") and b2l(snd_cause = x"0000");
+    s_pl_dma_ready <= pw_ready;
+    blk_ready <= pw_ready and (not s_pl_dma_valid);
+    m_axi_awid <= pw_awid;
+    m_axi_awaddr <= pw_awaddr;
+    m_axi_awlen <= pw_awlen;
+    m_axi_awsize <= pw_awsize;
+    m_axi_awburst <= pw_awburst;
+    m_axi_awvalid <= pw_awvalid;
+    m_axi_wdata <= pw_wdata;
+    m_axi_wstrb <= pw_wstrb;
+    m_axi_wlast <= pw_wlast;
+    m_axi_wvalid <= pw_wvalid;
+    m_axi_bready <= pw_bready;
+    pw_snap_go <= (b2l(snd_state = "01110") and (not blk_v)) and (not pw_snap_v);
+    pw_left <= std_logic_vector(unsigned(pw_snap) - unsigned(pw_answered));
+    pw_idle <= pw_snap_v and (b2l(pw_left = x"0000") or pw_left(15));
+    snd_is_inv <= b2l(snd_op = x"4") or b2l(snd_op = x"6");
+    snd_is_se <= b2l(snd_op = x"5") or b2l(snd_op = x"6");
+    snd_got_n <= std_logic_vector(unsigned(snd_got) + unsigned(std_logic_vector'(x"0000" & snd_n)));
+    snd_cpl_v <= b2l(snd_state = "01110") and pw_idle;
+    m_cpl_valid <= snd_cpl_v;
+    m_cpl_cq <= snd_cq and std_logic_vector'(9 downto 0 => snd_cpl_v);
+    m_cpl_qpn <= std_logic_vector'("000000" & snd_qp) and std_logic_vector'(15 downto 0 => snd_cpl_v);
+    m_cpl_wr_id <= wqe_wrid and std_logic_vector'(63 downto 0 => snd_cpl_v);
+    m_cpl_byte_len <= snd_got_n and std_logic_vector'(31 downto 0 => snd_cpl_v);
+    m_cpl_opcode <= x"03" and std_logic_vector'(7 downto 0 => snd_cpl_v);
+    m_cpl_status <= x"00";
+    m_cpl_inv_stag <= snd_inv_stag and std_logic_vector'(31 downto 0 => snd_cpl_v and snd_is_inv);
+    m_cpl_solicited <= snd_cpl_v and snd_is_se;
+    m_cpl_invalidated <= snd_cpl_v and snd_is_inv;
+    m_cpl_term_layer <= x"0";
+    m_cpl_term_type <= x"0";
+    m_cpl_term_code <= x"00";
+    m_inv_valid <= b2l(snd_state = "01101");
+    m_inv_index <= snd_inv_stag(31 downto 8) and std_logic_vector'(23 downto 0 => b2l(snd_state = "01101"));
+    rxterm_set <= (((b2l(snd_state = "00101") and b2l(snd_cause /= x"0000")) and (not snd_failed)) or w_fault) or w_inv_fault;
+    m_rxterm_valid <= rxterm_v;
+    m_rxterm_qp <= rxterm_qpq and std_logic_vector'(9 downto 0 => rxterm_v);
+    m_rxterm_cause <= rxterm_cause and std_logic_vector'(15 downto 0 => rxterm_v);
+    m_rxterm_hdr <= rxterm_hdrq and std_logic_vector'(143 downto 0 => rxterm_v);
+    m_rxterm_seglen <= rxterm_lenq and std_logic_vector'(15 downto 0 => rxterm_v);
+    snd_st_wr <= b2l(snd_state = "01111") or b2l(snd_state = "10001");
+    snd_st_data <= mux(b2l(snd_state = "01111"), std_logic_vector'(
+        mux(snd_lflag, std_logic_vector(unsigned(snd_msn) + unsigned'(x"00000001")), snd_msn) &
+        mux(snd_lflag, x"00000000", snd_got_n) &
+        mux(snd_lflag, "00000", w_i) &
+        mux(snd_lflag, x"00000000", w_off) &
+        mux(snd_lflag, std_logic_vector(unsigned(snd_ci) + unsigned(std_logic_vector'(x"000" & wqe_bbs))), snd_ci) &
+        snd_failed
+    ), std_logic_vector'(snd_msn & snd_got & snd_cur_i & snd_cur_off & snd_ci & snd_failed));
+    snd_pop <= ('0' or (b2l(snd_state = "01001") and w_beat_done)) or ((b2l(snd_state = "10000") or b2l(snd_state = "01111")) and (not snd_seg_end));
+    snd_next <= mux(b2l(snd_state = "00000"), mux(snd_hdr_done, "00001", "00000"), mux(b2l(snd_state = "00001"), "00010", mux(b2l(snd_state = "00010"), "00011", mux(b2l(snd_state = "00011"), mux(snd_failed, "10000", mux(f_start, "00100", "00101")), mux(b2l(snd_state = "00100"), mux(f_done, "00101", "00100"), mux(b2l(snd_state = "00101"), mux(b2l(snd_cause /= x"0000"), "10000", mux(b2l(snd_n = x"0000"), "01010", "00110")), mux(b2l(snd_state = "00110"), "00111", mux(b2l(snd_state = "00111"), mux(w_skip, "00110", mux(m_rxk_ready, "01000", "00111")), mux(b2l(snd_state = "01000"), mux(w_fault, "10000", mux(w_wr_start, "01001", mux(w_chk_adv, "00110", "01000"))), mux(b2l(snd_state = "01001"), mux(w_emit and b2l(w_piece = std_logic_vector'("000000000" & w_nb)), mux(b2l(w_rem = std_logic_vector'("000000000" & w_nb)), "01010", "00110"), "01001"), mux(b2l(snd_state = "01010"), mux(snd_lflag and snd_is_inv, "01011", mux(snd_lflag, "01110", "01111")), mux(b2l(snd_state = "01011"), mux(m_rxk_ready, "01100", "01011"), mux(b2l(snd_state = "01100"), mux(w_inv_fault, "10000", mux(w_inv_answer, "01101", "01100")), mux(b2l(snd_state = "01101"), mux(m_inv_ready, "01110", "01101"), mux(b2l(snd_state = "01110"), mux(m_cpl_ready and pw_idle, "01111", "01110"), mux(b2l(snd_state = "01111"), mux(snd_seg_end or s_host_tvalid, "00000", "01111"), mux(b2l(snd_state = "10000"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10001", "10000"), "00000")))))))))))))))));
     unused_bits <= or std_logic_vector'(
         qp_num_qpn(15 downto 10) &
         qp_rxs_base_lo(11 downto 0) &
@@ -540,7 +981,28 @@ begin
         hdr_lane(1 downto 0) &
         mpa_eos &
         out_wire_ok &
-        need_pe(31 downto 17)
+        need_pe(31 downto 17) &
+        m_axi_rq_rid &
+        m_axi_rq_rlast &
+        qp_rq_base_lo(5 downto 0) &
+        qp_cqs_recv_cq(15 downto 10) &
+        s_host_qp(31 downto 10) &
+        s_host_tkeep &
+        snd_hdr(7) &
+        snd_hdr(5 downto 0) &
+        snd_hdr(15 downto 12) &
+        s_db_value(31 downto 16) &
+        m_axi_rq_rresp(0) &
+        wqe_w0(31 downto 29) &
+        wqe_w0(23 downto 20) &
+        wqe_w0(15 downto 12) &
+        wqe_w0(10 downto 8) &
+        wqe_w0_live(31 downto 29) &
+        wqe_w0_live(23 downto 20) &
+        wqe_w0_live(15 downto 0) &
+        w_to_page(31 downto 16) &
+        w_sge_v &
+        pw_berr
     );
 
     db_b_reg : process (clk)
@@ -893,6 +1355,630 @@ begin
         end if;
     end process;
 
+    snd_state_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                snd_state <= "00000";
+            else
+                snd_state <= snd_next;
+            end if;
+        end if;
+    end process;
+
+    snd_beat_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                snd_beat <= "0000000000000";
+            elsif (snd_pop and s_host_tvalid) = '1' then
+                snd_beat <= mux(s_host_tlast, "0000000000000", std_logic_vector(unsigned(snd_beat) + unsigned'("0000000000001")));
+            end if;
+        end if;
+    end process;
+
+    snd_hdr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            snd_hdr <= std_logic_vector'(
+                mux(snd_hdr_cap and b2l(snd_beat = "0000000000000"), s_host_tdata(143 downto 136), snd_hdr(143 downto 136)) &
+                mux(snd_hdr_cap and b2l(snd_beat = "0000000000000"), s_host_tdata(135 downto 128), snd_hdr(135 downto 128)) &
+                mux(snd_hdr_cap and b2l(snd_beat = "0000000000000"), s_host_tdata(127 downto 120), snd_hdr(127 downto 120)) &
+                mux(snd_hdr_cap and b2l(snd_beat = "0000000000000"), s_host_tdata(119 downto 112), snd_hdr(119 downto 112)) &
+                mux(snd_hdr_cap and b2l(snd_beat = "0000000000000"), s_host_tdata(111 downto 104), snd_hdr(111 downto 104)) &
+                mux(snd_hdr_cap and b2l(snd_beat = "0000000000000"), s_host_tdata(103 downto 96), snd_hdr(103 downto 96)) &
+                mux(snd_hdr_cap and b2l(snd_beat = "0000000000000"), s_host_tdata(95 downto 88), snd_hdr(95 downto 88)) &
+                mux(snd_hdr_cap and b2l(snd_beat = "0000000000000"), s_host_tdata(87 downto 80), snd_hdr(87 downto 80)) &
+                mux(snd_hdr_cap and b2l(snd_beat = "0000000000000"), s_host_tdata(79 downto 72), snd_hdr(79 downto 72)) &
+                mux(snd_hdr_cap and b2l(snd_beat = "0000000000000"), s_host_tdata(71 downto 64), snd_hdr(71 downto 64)) &
+                mux(snd_hdr_cap and b2l(snd_beat = "0000000000000"), s_host_tdata(63 downto 56), snd_hdr(63 downto 56)) &
+                mux(snd_hdr_cap and b2l(snd_beat = "0000000000000"), s_host_tdata(55 downto 48), snd_hdr(55 downto 48)) &
+                mux(snd_hdr_cap and b2l(snd_beat = "0000000000000"), s_host_tdata(47 downto 40), snd_hdr(47 downto 40)) &
+                mux(snd_hdr_cap and b2l(snd_beat = "0000000000000"), s_host_tdata(39 downto 32), snd_hdr(39 downto 32)) &
+                mux(snd_hdr_cap and b2l(snd_beat = "0000000000000"), s_host_tdata(31 downto 24), snd_hdr(31 downto 24)) &
+                mux(snd_hdr_cap and b2l(snd_beat = "0000000000000"), s_host_tdata(23 downto 16), snd_hdr(23 downto 16)) &
+                mux(snd_hdr_cap and b2l(snd_beat = "0000000000000"), s_host_tdata(15 downto 8), snd_hdr(15 downto 8)) &
+                mux(snd_hdr_cap and b2l(snd_beat = "0000000000000"), s_host_tdata(7 downto 0), snd_hdr(7 downto 0))
+            );
+        end if;
+    end process;
+
+    snd_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if snd_hdr_done = '1' then
+                snd_qp <= s_host_qp(9 downto 0);
+            end if;
+        end if;
+    end process;
+
+    snd_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if snd_hdr_done = '1' then
+                snd_len <= s_host_len;
+            end if;
+        end if;
+    end process;
+
+    snd_base_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b2l(snd_state = "00010") = '1' then
+                snd_base <= rq_ctx_rd(104 downto 47);
+            end if;
+        end if;
+    end process;
+
+    snd_log_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b2l(snd_state = "00010") = '1' then
+                snd_log <= rq_ctx_rd(46 downto 42);
+            end if;
+        end if;
+    end process;
+
+    snd_cq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b2l(snd_state = "00010") = '1' then
+                snd_cq <= rq_ctx_rd(41 downto 32);
+            end if;
+        end if;
+    end process;
+
+    snd_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b2l(snd_state = "00010") = '1' then
+                snd_pd <= rq_ctx_rd(31 downto 0);
+            end if;
+        end if;
+    end process;
+
+    snd_db_late_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                snd_db_late <= '0';
+            else
+                snd_db_late <= snd_db_here and b2l(snd_state = "00001");
+            end if;
+        end if;
+    end process;
+
+    snd_db_late_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (snd_db_here and b2l(snd_state = "00001")) = '1' then
+                snd_db_late_v <= s_db_value(15 downto 0);
+            end if;
+        end if;
+    end process;
+
+    snd_pi_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (b2l(snd_state = "00010") or ((snd_db_here and (not b2l(snd_state = "00000"))) and (not b2l(snd_state = "00001")))) = '1' then
+                snd_pi <= mux(snd_db_here, s_db_value(15 downto 0), mux(snd_db_late, snd_db_late_v, rq_pi_rd));
+            end if;
+        end if;
+    end process;
+
+    f_arv_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                f_arv <= '0';
+            else
+                f_arv <= f_issue or (f_arv and (not m_axi_rq_arready));
+            end if;
+        end if;
+    end process;
+
+    f_araddr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if f_issue = '1' then
+                f_araddr <= std_logic_vector(unsigned(std_logic_vector'(snd_base & "000000")) + unsigned(std_logic_vector'(
+                    "000000000000000000000000000000000000000000" &
+                    (f_blk_idx and snd_rq_size_m1) &
+                    "000000"
+                )));
+            end if;
+        end if;
+    end process;
+
+    f_err_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                f_err <= '0';
+            else
+                f_err <= mux(f_start, '0', f_err or (f_rbeat and m_axi_rq_rresp(1)));
+            end if;
+        end if;
+    end process;
+
+    f_beat_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                f_beat <= '0';
+            else
+                f_beat <= '0';
+            end if;
+        end if;
+    end process;
+
+    f_iss_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                f_iss <= '0';
+            else
+                f_iss <= mux(f_issue, '1', mux(f_blk_end, '0', f_iss));
+            end if;
+        end if;
+    end process;
+
+    f_blk_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                f_blk <= x"0";
+            elsif (f_start or f_blk_end) = '1' then
+                f_blk <= mux(f_start, x"0", std_logic_vector(unsigned(f_blk) + unsigned'(x"1")));
+            end if;
+        end if;
+    end process;
+
+    wqe_w0_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (f_rbeat and b2l(f_bytepos = "0000000000")) = '1' then
+                wqe_w0 <= std_logic_vector'(
+                    m_axi_rq_rdata(31 downto 24) &
+                    m_axi_rq_rdata(23 downto 16) &
+                    m_axi_rq_rdata(15 downto 8) &
+                    m_axi_rq_rdata(7 downto 0)
+                );
+            end if;
+        end if;
+    end process;
+
+    wqe_wrid_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (f_rbeat and b2l(f_bytepos = "0000000000")) = '1' then
+                wqe_wrid <= std_logic_vector'(
+                    m_axi_rq_rdata(127 downto 120) &
+                    m_axi_rq_rdata(119 downto 112) &
+                    m_axi_rq_rdata(111 downto 104) &
+                    m_axi_rq_rdata(103 downto 96) &
+                    m_axi_rq_rdata(95 downto 88) &
+                    m_axi_rq_rdata(87 downto 80) &
+                    m_axi_rq_rdata(79 downto 72) &
+                    m_axi_rq_rdata(71 downto 64)
+                );
+            end if;
+        end if;
+    end process;
+
+    f_need_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                f_need <= x"1";
+            elsif (f_start or (f_rbeat and b2l(f_bytepos = "0000000000"))) = '1' then
+                f_need <= mux(f_start, x"1", mux(wqe_bbs_ok_live, wqe_bbs_live, x"1"));
+            end if;
+        end if;
+    end process;
+
+    sge_bank_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if sge_rd = '1' then
+                sge_bank <= sge_rd_idx(1 downto 0);
+            end if;
+        end if;
+    end process;
+
+    wqe_cap_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                wqe_cap <= "0000000000000000000000000000000000000";
+            elsif (f_start or f_word_wr) = '1' then
+                wqe_cap <= mux(f_start, "0000000000000000000000000000000000000", std_logic_vector(unsigned(wqe_cap) + unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned'("0000000000000000000000000000000000000") + unsigned(std_logic_vector'("00000" & m_axi_rq_rdata(95 downto 64)) and std_logic_vector'(36 downto 0 => (not b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & f_bytepos(8 downto 4))) + unsigned'("000000"))) < unsigned'("000010"))) and b2l(unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & f_bytepos(8 downto 4))) + unsigned'("000000"))) - unsigned'("000010"))) < unsigned(std_logic_vector'('0' & wqe_nsge_live))))))) + unsigned(std_logic_vector'("00000" & m_axi_rq_rdata(223 downto 192)) and std_logic_vector'(36 downto 0 => (not b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & f_bytepos(8 downto 4))) + unsigned'("000001"))) < unsigned'("000010"))) and b2l(unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & f_bytepos(8 downto 4))) + unsigned'("000001"))) - unsigned'("000010"))) < unsigned(std_logic_vector'('0' & wqe_nsge_live))))))) + unsigned(std_logic_vector'("00000" & m_axi_rq_rdata(351 downto 320)) and std_logic_vector'(36 downto 0 => (not b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & f_bytepos(8 downto 4))) + unsigned'("000010"))) < unsigned'("000010"))) and b2l(unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & f_bytepos(8 downto 4))) + unsigned'("000010"))) - unsigned'("000010"))) < unsigned(std_logic_vector'('0' & wqe_nsge_live))))))) + unsigned(std_logic_vector'("00000" & m_axi_rq_rdata(479 downto 448)) and std_logic_vector'(36 downto 0 => (not b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & f_bytepos(8 downto 4))) + unsigned'("000011"))) < unsigned'("000010"))) and b2l(unsigned(std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & f_bytepos(8 downto 4))) + unsigned'("000011"))) - unsigned'("000010"))) < unsigned(std_logic_vector'('0' & wqe_nsge_live)))))))));
+            end if;
+        end if;
+    end process;
+
+    wqe_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                wqe_v <= '0';
+            else
+                wqe_v <= mux(f_done, not f_err, wqe_v and (not snd_msg_done));
+            end if;
+        end if;
+    end process;
+
+    wqe_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if f_done = '1' then
+                wqe_qp <= snd_qp;
+            end if;
+        end if;
+    end process;
+
+    wqe_ci_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if f_done = '1' then
+                wqe_ci <= snd_ci;
+            end if;
+        end if;
+    end process;
+
+    w_sge_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                w_sge_v <= '0';
+            else
+                w_sge_v <= b2l(snd_state = "00110");
+            end if;
+        end if;
+    end process;
+
+    blk_strb_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if w_emit = '1' then
+                blk_strb <= std_logic_vector'(
+                    b2l(unsigned'("0111111") < unsigned(w_hi)) &
+                    ((not b2l(unsigned'("111110") < unsigned(w_hmod))) and b2l(unsigned'("0111110") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("111101") < unsigned(w_hmod))) and b2l(unsigned'("0111101") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("111100") < unsigned(w_hmod))) and b2l(unsigned'("0111100") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("111011") < unsigned(w_hmod))) and b2l(unsigned'("0111011") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("111010") < unsigned(w_hmod))) and b2l(unsigned'("0111010") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("111001") < unsigned(w_hmod))) and b2l(unsigned'("0111001") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("111000") < unsigned(w_hmod))) and b2l(unsigned'("0111000") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("110111") < unsigned(w_hmod))) and b2l(unsigned'("0110111") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("110110") < unsigned(w_hmod))) and b2l(unsigned'("0110110") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("110101") < unsigned(w_hmod))) and b2l(unsigned'("0110101") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("110100") < unsigned(w_hmod))) and b2l(unsigned'("0110100") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("110011") < unsigned(w_hmod))) and b2l(unsigned'("0110011") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("110010") < unsigned(w_hmod))) and b2l(unsigned'("0110010") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("110001") < unsigned(w_hmod))) and b2l(unsigned'("0110001") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("110000") < unsigned(w_hmod))) and b2l(unsigned'("0110000") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("101111") < unsigned(w_hmod))) and b2l(unsigned'("0101111") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("101110") < unsigned(w_hmod))) and b2l(unsigned'("0101110") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("101101") < unsigned(w_hmod))) and b2l(unsigned'("0101101") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("101100") < unsigned(w_hmod))) and b2l(unsigned'("0101100") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("101011") < unsigned(w_hmod))) and b2l(unsigned'("0101011") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("101010") < unsigned(w_hmod))) and b2l(unsigned'("0101010") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("101001") < unsigned(w_hmod))) and b2l(unsigned'("0101001") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("101000") < unsigned(w_hmod))) and b2l(unsigned'("0101000") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("100111") < unsigned(w_hmod))) and b2l(unsigned'("0100111") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("100110") < unsigned(w_hmod))) and b2l(unsigned'("0100110") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("100101") < unsigned(w_hmod))) and b2l(unsigned'("0100101") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("100100") < unsigned(w_hmod))) and b2l(unsigned'("0100100") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("100011") < unsigned(w_hmod))) and b2l(unsigned'("0100011") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("100010") < unsigned(w_hmod))) and b2l(unsigned'("0100010") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("100001") < unsigned(w_hmod))) and b2l(unsigned'("0100001") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("100000") < unsigned(w_hmod))) and b2l(unsigned'("0100000") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("011111") < unsigned(w_hmod))) and b2l(unsigned'("0011111") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("011110") < unsigned(w_hmod))) and b2l(unsigned'("0011110") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("011101") < unsigned(w_hmod))) and b2l(unsigned'("0011101") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("011100") < unsigned(w_hmod))) and b2l(unsigned'("0011100") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("011011") < unsigned(w_hmod))) and b2l(unsigned'("0011011") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("011010") < unsigned(w_hmod))) and b2l(unsigned'("0011010") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("011001") < unsigned(w_hmod))) and b2l(unsigned'("0011001") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("011000") < unsigned(w_hmod))) and b2l(unsigned'("0011000") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("010111") < unsigned(w_hmod))) and b2l(unsigned'("0010111") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("010110") < unsigned(w_hmod))) and b2l(unsigned'("0010110") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("010101") < unsigned(w_hmod))) and b2l(unsigned'("0010101") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("010100") < unsigned(w_hmod))) and b2l(unsigned'("0010100") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("010011") < unsigned(w_hmod))) and b2l(unsigned'("0010011") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("010010") < unsigned(w_hmod))) and b2l(unsigned'("0010010") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("010001") < unsigned(w_hmod))) and b2l(unsigned'("0010001") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("010000") < unsigned(w_hmod))) and b2l(unsigned'("0010000") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("001111") < unsigned(w_hmod))) and b2l(unsigned'("0001111") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("001110") < unsigned(w_hmod))) and b2l(unsigned'("0001110") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("001101") < unsigned(w_hmod))) and b2l(unsigned'("0001101") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("001100") < unsigned(w_hmod))) and b2l(unsigned'("0001100") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("001011") < unsigned(w_hmod))) and b2l(unsigned'("0001011") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("001010") < unsigned(w_hmod))) and b2l(unsigned'("0001010") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("001001") < unsigned(w_hmod))) and b2l(unsigned'("0001001") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("001000") < unsigned(w_hmod))) and b2l(unsigned'("0001000") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("000111") < unsigned(w_hmod))) and b2l(unsigned'("0000111") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("000110") < unsigned(w_hmod))) and b2l(unsigned'("0000110") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("000101") < unsigned(w_hmod))) and b2l(unsigned'("0000101") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("000100") < unsigned(w_hmod))) and b2l(unsigned'("0000100") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("000011") < unsigned(w_hmod))) and b2l(unsigned'("0000011") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("000010") < unsigned(w_hmod))) and b2l(unsigned'("0000010") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("000001") < unsigned(w_hmod))) and b2l(unsigned'("0000001") < unsigned(w_hi))) &
+                    ((not b2l(unsigned'("000000") < unsigned(w_hmod))) and b2l(unsigned'("0000000") < unsigned(w_hi)))
+                );
+            end if;
+        end if;
+    end process;
+
+    blk_data_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if w_emit = '1' then
+                blk_data <= w_rotd_5;
+            end if;
+        end if;
+    end process;
+
+    blk_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if w_emit = '1' then
+                blk_addr <= std_logic_vector'(w_host(63 downto 6) & "000000");
+            end if;
+        end if;
+    end process;
+
+    blk_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                blk_v <= '0';
+            else
+                blk_v <= w_emit or (blk_v and (not blk_ready));
+            end if;
+        end if;
+    end process;
+
+    w_host_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (w_wr_start or w_emit) = '1' then
+                w_host <= mux(w_wr_start, s_rxk_addr, std_logic_vector(unsigned(w_host) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000000000000000000" & w_nb))));
+            end if;
+        end if;
+    end process;
+
+    w_piece_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                w_piece <= x"0000";
+            elsif (w_wr_start or w_emit) = '1' then
+                w_piece <= mux(w_wr_start, w_to_page(15 downto 0), std_logic_vector(unsigned(w_piece) - unsigned(std_logic_vector'("000000000" & w_nb))));
+            end if;
+        end if;
+    end process;
+
+    w_u_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (b2l(snd_state = "00101") or w_emit) = '1' then
+                w_u <= mux(b2l(snd_state = "00101"), x"0012", w_u_next);
+            end if;
+        end if;
+    end process;
+
+    w_pass_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (w_start or w_restart) = '1' then
+                w_pass <= mux(w_start, '0', '1');
+            end if;
+        end if;
+    end process;
+
+    w_rem_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (((w_start or w_restart) or w_chk_adv) or w_emit) = '1' then
+                w_rem <= mux(w_start or w_restart, snd_n, std_logic_vector(unsigned(w_rem) - unsigned(w_adv)));
+            end if;
+        end if;
+    end process;
+
+    w_i_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((w_start or w_restart) or w_skip) = '1' then
+                w_i <= mux(w_start or w_restart, snd_cur_i, mux(w_skip, std_logic_vector(unsigned(w_i) + unsigned'("00001")), w_i));
+            end if;
+        end if;
+    end process;
+
+    w_off_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((((w_start or w_restart) or w_skip) or w_chk_adv) or w_emit) = '1' then
+                w_off <= mux(w_start or w_restart, snd_cur_off, mux(w_skip, x"00000000", std_logic_vector(unsigned(w_off) + unsigned(std_logic_vector'(x"0000" & w_adv)))));
+            end if;
+        end if;
+    end process;
+
+    pw_issued_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pw_issued <= x"0000";
+            elsif (pw_ready and (s_pl_dma_valid or blk_v)) = '1' then
+                pw_issued <= std_logic_vector(unsigned(pw_issued) + unsigned'(x"0001"));
+            end if;
+        end if;
+    end process;
+
+    pw_answered_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pw_answered <= x"0000";
+            elsif (m_axi_bvalid and m_axi_bready) = '1' then
+                pw_answered <= std_logic_vector(unsigned(pw_answered) + unsigned'(x"0001"));
+            end if;
+        end if;
+    end process;
+
+    pw_snap_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pw_snap_v <= '0';
+            else
+                pw_snap_v <= b2l(snd_state = "01110") and (pw_snap_v or pw_snap_go);
+            end if;
+        end if;
+    end process;
+
+    pw_snap_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pw_snap_go = '1' then
+                pw_snap <= pw_issued;
+            end if;
+        end if;
+    end process;
+
+    rxterm_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rxterm_v <= '0';
+            else
+                rxterm_v <= rxterm_set or (rxterm_v and (not m_rxterm_ready));
+            end if;
+        end if;
+    end process;
+
+    rxterm_cause_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rxterm_set = '1' then
+                rxterm_cause <= mux(b2l(snd_state = "00101"), snd_cause, mux(w_fault, x"00ff", x"0109"));
+            end if;
+        end if;
+    end process;
+
+    rxterm_qpq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rxterm_set = '1' then
+                rxterm_qpq <= snd_qp;
+            end if;
+        end if;
+    end process;
+
+    rxterm_hdrq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rxterm_set = '1' then
+                rxterm_hdrq <= snd_hdr;
+            end if;
+        end if;
+    end process;
+
+    rxterm_lenq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rxterm_set = '1' then
+                rxterm_lenq <= snd_len;
+            end if;
+        end if;
+    end process;
+
+    snd_msn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b2l(snd_state = "00010") = '1' then
+                snd_msn <= rq_st_rd(117 downto 86);
+            end if;
+        end if;
+    end process;
+
+    snd_got_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b2l(snd_state = "00010") = '1' then
+                snd_got <= rq_st_rd(85 downto 54);
+            end if;
+        end if;
+    end process;
+
+    snd_cur_i_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b2l(snd_state = "00010") = '1' then
+                snd_cur_i <= rq_st_rd(53 downto 49);
+            end if;
+        end if;
+    end process;
+
+    snd_cur_off_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b2l(snd_state = "00010") = '1' then
+                snd_cur_off <= rq_st_rd(48 downto 17);
+            end if;
+        end if;
+    end process;
+
+    snd_ci_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b2l(snd_state = "00010") = '1' then
+                snd_ci <= rq_st_rd(16 downto 1);
+            end if;
+        end if;
+    end process;
+
+    snd_failed_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (b2l(snd_state = "00010") or rxterm_set) = '1' then
+                snd_failed <= mux(b2l(snd_state = "00010"), rq_st_rd(0), '1');
+            end if;
+        end if;
+    end process;
+
+    snd_seg_end_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                snd_seg_end <= '0';
+            else
+                snd_seg_end <= mux(snd_hdr_done, '0', snd_seg_end or ((snd_pop and s_host_tvalid) and s_host_tlast));
+            end if;
+        end if;
+    end process;
+
     -- queued: synchronous write, synchronous read (block RAM)
     queued_ram : process (clk)
     begin
@@ -953,6 +2039,106 @@ begin
                 rxs_st(to_integer(unsigned(mux(eng_end_wr, act_qp, qp_num_qpn(9 downto 0))))) <= mux(eng_end_wr, std_logic_vector'(lim & need & failq), "00000000000000000000000000000000000000000000000000");
             end if;
             rxs_st_rd <= rxs_st(to_integer(unsigned(act_qp)));
+        end if;
+    end process;
+
+    -- rq_ctx: synchronous write, synchronous read (block RAM)
+    rq_ctx_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if cmd_create = '1' then
+                rq_ctx(to_integer(unsigned(qp_num_qpn(9 downto 0)))) <= std_logic_vector'(
+        qp_rq_base_hi &
+        qp_rq_base_lo(31 downto 6) &
+        qp_sizes_rq_log &
+        qp_cqs_recv_cq(9 downto 0) &
+        qp_pd_pd
+    );
+            end if;
+            if b2l(snd_state = "00001") = '1' then
+                rq_ctx_rd <= rq_ctx(to_integer(unsigned(snd_qp)));
+            end if;
+        end if;
+    end process;
+
+    -- rq_pi: synchronous write, synchronous read (block RAM)
+    rq_pi_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (cmd_create or snd_db_rqpi) = '1' then
+                rq_pi(to_integer(unsigned(mux(cmd_create, qp_num_qpn(9 downto 0), s_db_index)))) <= mux(cmd_create, x"0000", s_db_value(15 downto 0));
+            end if;
+            if b2l(snd_state = "00001") = '1' then
+                rq_pi_rd <= rq_pi(to_integer(unsigned(snd_qp)));
+            end if;
+        end if;
+    end process;
+
+    -- rq_st: synchronous write, synchronous read (block RAM)
+    rq_st_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (cmd_create or snd_st_wr) = '1' then
+                rq_st(to_integer(unsigned(mux(cmd_create, qp_num_qpn(9 downto 0), snd_qp)))) <= mux(cmd_create, std_logic_vector'(
+        x"00000001" &
+        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+    ), snd_st_data);
+            end if;
+            if b2l(snd_state = "00001") = '1' then
+                rq_st_rd <= rq_st(to_integer(unsigned(snd_qp)));
+            end if;
+        end if;
+    end process;
+
+    -- wqe_words0: synchronous write, synchronous read (block RAM)
+    wqe_words0_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if f_word_wr = '1' then
+                wqe_words0(to_integer(unsigned(f_word_addr))) <= m_axi_rq_rdata(127 downto 0);
+            end if;
+            if sge_rd = '1' then
+                wqe_words0_rd <= wqe_words0(to_integer(unsigned(sge_rd_idx(4 downto 2))));
+            end if;
+        end if;
+    end process;
+
+    -- wqe_words1: synchronous write, synchronous read (block RAM)
+    wqe_words1_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if f_word_wr = '1' then
+                wqe_words1(to_integer(unsigned(f_word_addr))) <= m_axi_rq_rdata(255 downto 128);
+            end if;
+            if sge_rd = '1' then
+                wqe_words1_rd <= wqe_words1(to_integer(unsigned(sge_rd_idx(4 downto 2))));
+            end if;
+        end if;
+    end process;
+
+    -- wqe_words2: synchronous write, synchronous read (block RAM)
+    wqe_words2_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if f_word_wr = '1' then
+                wqe_words2(to_integer(unsigned(f_word_addr))) <= m_axi_rq_rdata(383 downto 256);
+            end if;
+            if sge_rd = '1' then
+                wqe_words2_rd <= wqe_words2(to_integer(unsigned(sge_rd_idx(4 downto 2))));
+            end if;
+        end if;
+    end process;
+
+    -- wqe_words3: synchronous write, synchronous read (block RAM)
+    wqe_words3_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if f_word_wr = '1' then
+                wqe_words3(to_integer(unsigned(f_word_addr))) <= m_axi_rq_rdata(511 downto 384);
+            end if;
+            if sge_rd = '1' then
+                wqe_words3_rd <= wqe_words3(to_integer(unsigned(sge_rd_idx(4 downto 2))));
+            end if;
         end if;
     end process;
 
@@ -1076,5 +2262,33 @@ begin
             m_err_code => mpa_err_code,
             m_err_offset => mpa_err_off,
             m_eos => mpa_eos
+        );
+
+    pw : entity work.place_axi_w512
+        port map (
+            clk => clk,
+            rst => rst,
+            s_dma_addr => mux(s_pl_dma_valid, s_pl_dma_addr, blk_addr),
+            s_dma_data => mux(s_pl_dma_valid, s_pl_dma_data, blk_data),
+            s_dma_strb => mux(s_pl_dma_valid, s_pl_dma_strb, blk_strb),
+            s_dma_valid => s_pl_dma_valid or blk_v,
+            s_dma_ready => pw_ready,
+            m_axi_awid => pw_awid,
+            m_axi_awaddr => pw_awaddr,
+            m_axi_awlen => pw_awlen,
+            m_axi_awsize => pw_awsize,
+            m_axi_awburst => pw_awburst,
+            m_axi_awvalid => pw_awvalid,
+            m_axi_awready => m_axi_awready,
+            m_axi_wdata => pw_wdata,
+            m_axi_wstrb => pw_wstrb,
+            m_axi_wlast => pw_wlast,
+            m_axi_wvalid => pw_wvalid,
+            m_axi_wready => m_axi_wready,
+            m_axi_bid => m_axi_bid,
+            m_axi_bresp => m_axi_bresp,
+            m_axi_bvalid => m_axi_bvalid,
+            m_axi_bready => pw_bready,
+            m_berr => pw_berr
         );
 end architecture rtl;

@@ -83,7 +83,86 @@ module card_rx_w64 (
     input  wire [1:0]     m_axi_rresp,       // ring reads: AXI4 read channels of the engine's dma_rd
     input  wire           m_axi_rlast,       // ring reads: AXI4 read channels of the engine's dma_rd
     input  wire           m_axi_rvalid,      // ring reads: AXI4 read channels of the engine's dma_rd
-    output wire           m_axi_rready
+    output wire           m_axi_rready,
+    input  wire [31:0]    qp_rq_base_lo,     // RQ ring address (aligned to its size)
+    input  wire [31:0]    qp_rq_base_hi,
+    input  wire [4:0]     qp_sizes_rq_log,   // RQ basic blocks, log2 (0..16)
+    input  wire [15:0]    qp_cqs_recv_cq,    // CQ of receive completions (below 1024)
+    input  wire [63:0]    s_host_tdata,      // untagged ULPDUs (placement m_host)
+    input  wire [7:0]     s_host_tkeep,
+    input  wire           s_host_tvalid,
+    output wire           s_host_tready,
+    input  wire           s_host_tlast,
+    input  wire [31:0]    s_host_qp,         // connection, every beat
+    input  wire [15:0]    s_host_len,        // ULPDU length, every beat
+    output wire           m_rxk_valid,       // an lkey check or a Send with Invalidate's STag check (placement s_rxk)
+    input  wire           m_rxk_ready,
+    output wire [31:0]    m_rxk_stag,
+    output wire [31:0]    m_rxk_pd,
+    output wire [31:0]    m_rxk_qp,
+    output wire [63:0]    m_rxk_to,
+    output wire [31:0]    m_rxk_len,
+    output wire [2:0]     m_rxk_use,         // 4 local write (an SGE), 5 remote invalidation
+    input  wire           s_rxk_valid,       // placement's answer (m_rxk), PlacementRxkLatency cycles after the request
+    input  wire [2:0]     s_rxk_fault,       // mem.Fault
+    input  wire [63:0]    s_rxk_addr,        // host address of the checked offset
+    output wire           m_inv_valid,       // invalidate an STag (placement s_inv)
+    input  wire           m_inv_ready,
+    output wire [23:0]    m_inv_index,       // the STag's index
+    output wire           m_cpl_valid,       // a receive completion (card_cq s_cpl1)
+    input  wire           m_cpl_ready,
+    output wire [9:0]     m_cpl_cq,
+    output wire [15:0]    m_cpl_qpn,
+    output wire [63:0]    m_cpl_wr_id,
+    output wire [31:0]    m_cpl_byte_len,
+    output wire [7:0]     m_cpl_opcode,      // WC_OPCODE RECV
+    output wire [7:0]     m_cpl_status,      // WC_STATUS
+    output wire [31:0]    m_cpl_inv_stag,
+    output wire           m_cpl_solicited,
+    output wire           m_cpl_invalidated,
+    output wire [3:0]     m_cpl_term_layer,  // 0: receive completions are not caused by a Terminate
+    output wire [3:0]     m_cpl_term_type,
+    output wire [7:0]     m_cpl_term_code,
+    output wire           m_rxterm_valid,    // an untagged segment failed a receive check: the QP's receive path stops (provisional record; the Terminate, event and flush are not built yet)
+    input  wire           m_rxterm_ready,
+    output wire [9:0]     m_rxterm_qp,
+    output wire [15:0]    m_rxterm_cause,    // Layer (15:12), EType (11:8), Error Code (7:0)
+    output wire [143:0]   m_rxterm_hdr,      // the segment's DDP header, byte 0 in bits 7:0
+    output wire [15:0]    m_rxterm_seglen,   // the segment's length
+    output wire [5:0]     m_axi_rq_arid,     // RQ WQE reads: always 0 (one burst in flight)
+    output wire [63:0]    m_axi_rq_araddr,
+    output wire [7:0]     m_axi_rq_arlen,    // one 64-byte basic block
+    output wire [2:0]     m_axi_rq_arsize,
+    output wire [1:0]     m_axi_rq_arburst,  // INCR
+    output wire           m_axi_rq_arvalid,
+    input  wire           m_axi_rq_arready,
+    input  wire [5:0]     m_axi_rq_rid,      // not checked
+    input  wire [63:0]    m_axi_rq_rdata,
+    input  wire [1:0]     m_axi_rq_rresp,
+    input  wire           m_axi_rq_rlast,
+    input  wire           m_axi_rq_rvalid,
+    output wire           m_axi_rq_rready,   // always 1
+    input  wire [63:0]    s_pl_dma_addr,     // placement's m_dma: its blocks are written through card_rx's write master
+    input  wire [63:0]    s_pl_dma_data,
+    input  wire [7:0]     s_pl_dma_strb,
+    input  wire           s_pl_dma_valid,
+    output wire           s_pl_dma_ready,
+    output wire [3:0]     m_axi_awid,
+    output wire [63:0]    m_axi_awaddr,
+    output wire [7:0]     m_axi_awlen,
+    output wire [2:0]     m_axi_awsize,
+    output wire [1:0]     m_axi_awburst,
+    output wire           m_axi_awvalid,
+    input  wire           m_axi_awready,     // the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
+    output wire [63:0]    m_axi_wdata,
+    output wire [7:0]     m_axi_wstrb,
+    output wire           m_axi_wlast,
+    output wire           m_axi_wvalid,
+    input  wire           m_axi_wready,      // the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
+    input  wire [3:0]     m_axi_bid,         // the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
+    input  wire [1:0]     m_axi_bresp,       // the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
+    input  wire           m_axi_bvalid,      // the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
+    output wire           m_axi_bready
 );
 
     reg  [3:0]     eng_state;                // receive engine state
@@ -249,12 +328,173 @@ module card_rx_w64 (
     reg  [2:0]     err_code;
     reg  [31:0]    err_off;
     wire           err_set;
+    reg  [4:0]     snd_state;                // Send engine state
+    wire [4:0]     snd_next;
+    reg  [12:0]    snd_beat;                 // index of the next s_host beat in its ULPDU
+    reg  [143:0]   snd_hdr;                  // the segment's DDP/RDMAP header, byte 0 in bits 7:0
+    wire           snd_pop;                  // an s_host beat is taken
+    wire           snd_hdr_cap;              // a header beat is seen
+    wire           snd_hdr_done;             // the header is whole: serve the segment
+    reg  [9:0]     snd_qp;                   // the segment's QP
+    reg  [15:0]    snd_len;                  // the segment's ULPDU length
+    wire [3:0]     snd_op;                   // RDMAP opcode
+    wire           snd_lflag;                // DDP L flag
+    wire [31:0]    snd_qn;
+    wire [31:0]    snd_msn_h;
+    wire [31:0]    snd_mo_h;
+    wire [31:0]    snd_inv_stag;             // Send with Invalidate: the STag
+    wire [15:0]    snd_n;                    // payload bytes
+    wire           snd_db_rqpi;              // an RQ_PI doorbell
+    reg  [104:0]   rq_ctx_rd;                // read data of rq_ctx
+    reg  [15:0]    rq_pi_rd;                 // read data of rq_pi
+    wire           snd_st_wr;                // the engine stores the QP's receive state
+    wire [117:0]   snd_st_data;
+    reg  [117:0]   rq_st_rd;                 // read data of rq_st
+    reg  [57:0]    snd_base;
+    reg  [4:0]     snd_log;
+    reg  [9:0]     snd_cq;
+    reg  [31:0]    snd_pd;
+    reg  [15:0]    snd_pi;                   // RQ_PI
+    wire           snd_db_here;              // an RQ_PI doorbell of the QP served
+    reg            snd_db_late;              // it came while the context was read: the RAM's word is stale
+    reg  [15:0]    snd_db_late_v;
+    reg  [31:0]    snd_msn;                  // MSN expected
+    reg  [31:0]    snd_got;                  // bytes placed in the head WQE
+    reg  [4:0]     snd_cur_i;                // SGE cursor: index
+    reg  [31:0]    snd_cur_off;              // SGE cursor: offset
+    reg  [15:0]    snd_ci;                   // RQ_CI: blocks done with
+    reg            snd_failed;               // the QP's receive path failed
+    reg            wqe_v;                    // the WQE buffer holds the head WQE of wqe_qp at wqe_ci
+    reg  [9:0]     wqe_qp;
+    reg  [15:0]    wqe_ci;
+    wire           wqe_hit;
+    wire           snd_posted;               // a receive WQE is posted
+    wire [15:0]    snd_rq_szm;
+    wire [15:0]    snd_rq_size_m1;           // RQ blocks - 1
+    reg  [3:0]     f_blk;                    // blocks of the WQE read so far
+    reg  [3:0]     f_need;                   // blocks the WQE has (1 until its header is read)
+    reg  [2:0]     f_beat;                   // beat within the block
+    reg            f_iss;                    // a burst is issued and not yet read back
+    reg            f_arv;
+    wire           f_start;                  // the head WQE must be read
+    wire           f_issue;
+    wire [15:0]    f_blk_idx;
+    reg  [63:0]    f_araddr;
+    wire           f_rbeat;                  // a WQE beat
+    reg            f_err;                    // a WQE read got an error response
+    wire           f_blk_end;
+    wire [9:0]     f_bytepos;                // byte offset of the beat in the WQE
+    reg  [31:0]    wqe_w0;                   // WQE bytes 0-3: opcode, flags, BBS, NSGE
+    reg  [63:0]    wqe_wrid;                 // WR_ID
+    wire [31:0]    wqe_w0_live;              // WQE bytes 0-3 as they come in
+    wire [7:0]     wqe_opcode;
+    wire [3:0]     wqe_bbs;
+    wire [4:0]     wqe_nsge;
+    wire [3:0]     wqe_bbs_live;
+    wire [4:0]     wqe_nsge_live;
+    wire [15:0]    f_avail;                  // blocks posted past RQ_CI
+    wire           wqe_bbs_ok;               // BBS 1..8, within the ring and what is posted
+    wire           wqe_bbs_ok_live;
+    reg  [63:0]    f_even;                   // the first half of a word
+    wire           f_word_wr;
+    wire [4:0]     f_word_addr;
+    wire [4:0]     sge_rd_idx;               // word index of the SGE to read: SGE i is word i + 2
+    wire           sge_rd;
+    reg  [127:0]   wqe_words0_rd;            // read data of wqe_words0
+    wire [127:0]   sge_word;                 // the SGE read: ADDR (63:0), LENGTH (95:64), LKEY (127:96), little endian
+    wire [63:0]    sge_addr;
+    wire [31:0]    sge_len;
+    wire [31:0]    sge_lkey;
+    reg  [36:0]    wqe_cap;                  // bytes the WQE's SGEs hold
+    wire           f_done;                   // every block of the WQE is in
+    wire           wqe_bad;                  // a malformed receive WQE
+    wire           snd_msg_done;             // the message completed: its WQE is consumed
+    wire           snd_qn_other;             // a Read Request or Terminate: not served yet
+    wire [15:0]    snd_cause;                // the Terminate cause, 0 if the segment passes
+    reg            w_pass;                   // 0: checking the pieces, 1: writing them
+    reg  [15:0]    w_rem;                    // payload bytes of the segment not yet walked
+    reg  [4:0]     w_i;                      // SGE index
+    reg  [31:0]    w_off;                    // offset in the SGE
+    reg            w_sge_v;                  // the SGE's word is read
+    reg  [63:0]    w_host;                   // host address of the next byte
+    reg  [15:0]    w_piece;                  // bytes of the piece still to write
+    reg  [15:0]    w_u;                      // ULPDU offset of the next payload byte
+    wire [31:0]    w_sge_left;
+    wire           w_sge_empty;
+    wire [31:0]    w_piece_len;              // the model's SGE piece: min(SGE left, payload left)
+    wire [12:0]    w_page_left;              // bytes to the host page's end
+    wire [31:0]    w_to_page;
+    wire           w_answer;
+    wire           w_fault;
+    wire           w_inv_answer;
+    wire           w_inv_fault;
+    wire           w_chk_adv;                // a piece passed its check
+    wire           w_wr_start;               // a piece is written
+    wire [2:0]     w_hmod;
+    wire [2:0]     w_umod;
+    wire [2:0]     w_rot;                    // lane rotation from the beat to the host block
+    wire [3:0]     w_n0;
+    wire [3:0]     w_n1;
+    wire [3:0]     w_n01;
+    wire [3:0]     w_nb;                     // bytes this block takes
+    reg            blk_v;                    // a block for the payload writer
+    wire           blk_ready;
+    wire           blk_free;
+    wire           w_emit;                   // a block is made
+    wire [15:0]    w_u_next;
+    wire           w_beat_done;              // the beat's payload is used up
+    wire [63:0]    w_rotd_0;                 // rotated by bit 0 of the amount
+    wire [63:0]    w_rotd_1;                 // rotated by bit 1 of the amount
+    wire [63:0]    w_rotd_2;                 // rotated by bit 2 of the amount
+    wire [3:0]     w_hi;
+    reg  [7:0]     blk_strb;
+    reg  [63:0]    blk_data;
+    reg  [63:0]    blk_addr;
+    wire [15:0]    w_adv;                    // bytes the cursor moves this cycle
+    wire           w_skip;                   // an SGE with no room left: the next one
+    wire           w_restart;                // the check pass is over: the write pass starts from the same cursor
+    wire           w_start;
+    wire           pw_ready;                 // place_axi takes a block
+    wire           pw_berr;
+    wire [3:0]     pw_awid;
+    wire [63:0]    pw_awaddr;
+    wire [7:0]     pw_awlen;
+    wire [2:0]     pw_awsize;
+    wire [1:0]     pw_awburst;
+    wire           pw_awvalid;
+    wire [63:0]    pw_wdata;
+    wire [7:0]     pw_wstrb;
+    wire           pw_wlast;
+    wire           pw_wvalid;
+    wire           pw_bready;
+    reg  [15:0]    pw_issued;                // blocks taken by place_axi
+    reg  [15:0]    pw_answered;              // write responses
+    reg            pw_snap_v;                // the completion's write count is taken
+    reg  [15:0]    pw_snap;                  // writes the completion waits for
+    wire           pw_snap_go;
+    wire [15:0]    pw_left;                  // responses still awaited (negative: past)
+    wire           pw_idle;                  // every write before the completion has its response
+    wire           snd_is_inv;               // Send with Invalidate (SE)
+    wire           snd_is_se;                // Send with Solicited Event
+    wire [31:0]    snd_got_n;
+    wire           snd_cpl_v;                // the completion waits for its payload's write responses
+    reg            rxterm_v;
+    reg  [15:0]    rxterm_cause;
+    wire           rxterm_set;               // an untagged segment failed
+    reg  [9:0]     rxterm_qpq;
+    reg  [143:0]   rxterm_hdrq;
+    reg  [15:0]    rxterm_lenq;
+    reg            snd_seg_end;              // the segment's last beat is taken
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
     reg  [1:0] queued [0:1023];              // bit 0 per QP: on the work FIFO
     reg  [9:0] fifo [0:1023];                // QPs with doorbells to serve
     reg  [91:0] ctx [0:1023];                // RXS base (bits 63:12), log size, markers, CRC, rev 0, PD
     reg  [31:0] rxs_pi [0:1023];             // RXS_PI per QP
     reg  [49:0] rxs_st [0:1023];             // RXS_CI, octets needed, failed
+    reg  [104:0] rq_ctx [0:1023];            // RQ base (63:6), log2 blocks, receive CQ, PD
+    reg  [15:0] rq_pi [0:1023];              // RQ_PI per QP
+    reg  [117:0] rq_st [0:1023];             // MSN expected, bytes placed in the head WQE, SGE cursor (index, offset), RQ_CI, failed
+    reg  [127:0] wqe_words0 [0:31];          // 16-byte words of the WQE
 
     assign db_b_stall = ((eng_state == 4'h1) | (eng_state == 4'h3)) | (eng_state == 4'h4);
     assign db_b_go = db_b & ~db_b_stall;
@@ -427,6 +667,163 @@ module card_rx_w64 (
     assign m_err_kind = err_kind & {3{err_v}};
     assign m_err_code = err_code & {3{err_v}};
     assign m_err_offset = err_off & {32{err_v}};
+    assign m_axi_rq_rready = 1'h1;
+    assign s_host_tready = snd_pop;
+    assign snd_hdr_cap = (s_host_tvalid & (snd_state == 5'h00)) & ~(13'h0002 < snd_beat);
+    assign snd_hdr_done = ((snd_state == 5'h00) & s_host_tvalid) & (snd_beat == 13'h0002);
+    assign snd_op = snd_hdr[11:8];
+    assign snd_lflag = snd_hdr[6];
+    assign snd_qn = {snd_hdr[55:48], snd_hdr[63:56], snd_hdr[71:64], snd_hdr[79:72]};
+    assign snd_msn_h = {snd_hdr[87:80], snd_hdr[95:88], snd_hdr[103:96], snd_hdr[111:104]};
+    assign snd_mo_h = {snd_hdr[119:112], snd_hdr[127:120], snd_hdr[135:128], snd_hdr[143:136]};
+    assign snd_inv_stag = {snd_hdr[23:16], snd_hdr[31:24], snd_hdr[39:32], snd_hdr[47:40]};
+    assign snd_n = snd_len - 16'h0012;
+    assign snd_db_rqpi = db_take & (s_db_kind == 3'h2);
+    assign snd_db_here = snd_db_rqpi & (s_db_index == snd_qp);
+    assign wqe_hit = (wqe_v & (wqe_qp == snd_qp)) & (wqe_ci == snd_ci);
+    assign snd_posted = snd_ci != snd_pi;
+    assign snd_rq_szm = {
+        5'h0f < snd_log,
+        5'h0e < snd_log,
+        5'h0d < snd_log,
+        5'h0c < snd_log,
+        5'h0b < snd_log,
+        5'h0a < snd_log,
+        5'h09 < snd_log,
+        5'h08 < snd_log,
+        5'h07 < snd_log,
+        5'h06 < snd_log,
+        5'h05 < snd_log,
+        5'h04 < snd_log,
+        5'h03 < snd_log,
+        5'h02 < snd_log,
+        5'h01 < snd_log,
+        5'h00 < snd_log
+    };
+    assign snd_rq_size_m1 = snd_rq_szm;
+    assign f_start = (((snd_state == 5'h03) & ~snd_failed) & ~wqe_hit) & snd_posted;
+    assign f_issue = ((snd_state == 5'h04) & ~f_iss) & (f_blk < f_need);
+    assign f_blk_idx = snd_ci + {12'h000, f_blk};
+    assign m_axi_rq_arid = 6'h00;
+    assign m_axi_rq_araddr = f_araddr & {64{f_arv}};
+    assign m_axi_rq_arlen = 8'h07 & {8{f_arv}};
+    assign m_axi_rq_arsize = 3'h3 & {3{f_arv}};
+    assign m_axi_rq_arburst = {1'h0, f_arv};
+    assign m_axi_rq_arvalid = f_arv;
+    assign f_rbeat = m_axi_rq_rvalid & (snd_state == 5'h04);
+    assign f_blk_end = f_rbeat & (f_beat == 3'h7);
+    assign f_bytepos = {f_blk, 6'h00} + {4'h0, {f_beat, 3'h0}};
+    assign wqe_w0_live = (f_rbeat & (f_bytepos == 10'h000)) ? {m_axi_rq_rdata[31:24], m_axi_rq_rdata[23:16], m_axi_rq_rdata[15:8], m_axi_rq_rdata[7:0]} : wqe_w0;
+    assign wqe_opcode = wqe_w0[7:0];
+    assign wqe_bbs = wqe_w0[19:16];
+    assign wqe_nsge = wqe_w0[28:24];
+    assign wqe_bbs_live = wqe_w0_live[19:16];
+    assign wqe_nsge_live = wqe_w0_live[28:24];
+    assign f_avail = snd_pi - snd_ci;
+    assign wqe_bbs_ok = ((|wqe_bbs & ~(4'h8 < wqe_bbs)) & ~(snd_rq_size_m1 < ({12'h000, wqe_bbs} - 16'h0001))) & ~(f_avail < {12'h000, wqe_bbs});
+    assign wqe_bbs_ok_live = ((|wqe_bbs_live & ~(4'h8 < wqe_bbs_live)) & ~(snd_rq_size_m1 < ({12'h000, wqe_bbs_live} - 16'h0001))) & ~(f_avail < {12'h000, wqe_bbs_live});
+    assign f_word_wr = f_rbeat & f_beat[0];
+    assign f_word_addr = f_bytepos[8:4];
+    assign sge_word = wqe_words0_rd;
+    assign sge_addr = sge_word[63:0];
+    assign sge_len = sge_word[95:64];
+    assign sge_lkey = sge_word[127:96];
+    assign f_done = (((snd_state == 5'h04) & ~f_iss) & ~f_arv) & ~(f_blk < f_need);
+    assign wqe_bad = (((~wqe_bbs_ok | (wqe_opcode != 8'h08)) | wqe_w0[11]) | (5'h1e < wqe_nsge)) | (({wqe_bbs, 6'h00} - 10'h020) < {1'h0, wqe_nsge, 4'h0});
+    assign snd_msg_done = (snd_state == 5'h0f) & snd_lflag;
+    assign snd_qn_other = snd_qn != 32'h00000000;
+    assign snd_cause = snd_qn_other ? 16'h00ff : ((snd_posted & (f_err | wqe_bad)) ? 16'h00ff : ((snd_msn_h != snd_msn) ? 16'h1203 : (~snd_posted ? 16'h1202 : ((snd_mo_h != snd_got) ? 16'h1204 : (~~({11'h000, wqe_cap} < ({16'h0000, snd_got} + {32'h00000000, snd_n})) ? 16'h1205 : 16'h0000)))));
+    assign w_sge_left = sge_len - w_off;
+    assign w_sge_empty = sge_len == w_off;
+    assign w_piece_len = (w_sge_left < {16'h0000, w_rem}) ? w_sge_left : {16'h0000, w_rem};
+    assign w_page_left = 13'h1000 - {1'h0, s_rxk_addr[11:0]};
+    assign w_to_page = ({19'h00000, w_page_left} < w_piece_len) ? {19'h00000, w_page_left} : w_piece_len;
+    assign sge_rd_idx = w_i + 5'h02;
+    assign sge_rd = snd_state == 5'h06;
+    assign m_rxk_valid = (snd_state == 5'h07) | (snd_state == 5'h0b);
+    assign m_rxk_stag = (snd_state == 5'h0b) ? snd_inv_stag : sge_lkey;
+    assign m_rxk_pd = snd_pd;
+    assign m_rxk_qp = {22'h000000, snd_qp};
+    assign m_rxk_to = (snd_state == 5'h0b) ? 64'h0000000000000000 : (sge_addr + {32'h00000000, w_off});
+    assign m_rxk_len = (snd_state == 5'h0b) ? 32'h00000000 : w_piece_len;
+    assign m_rxk_use = (snd_state == 5'h0b) ? 3'h5 : 3'h4;
+    assign w_answer = (snd_state == 5'h08) & s_rxk_valid;
+    assign w_fault = w_answer & |s_rxk_fault;
+    assign w_inv_answer = (snd_state == 5'h0c) & s_rxk_valid;
+    assign w_inv_fault = w_inv_answer & |s_rxk_fault;
+    assign w_chk_adv = (w_answer & ~w_fault) & ~w_pass;
+    assign w_wr_start = (w_answer & ~w_fault) & w_pass;
+    assign w_hmod = w_host[2:0];
+    assign w_umod = w_u[2:0];
+    assign w_rot = w_hmod - w_umod;
+    assign w_n0 = 4'h8 - {1'h0, w_hmod};
+    assign w_n1 = 4'h8 - {1'h0, w_umod};
+    assign w_n01 = (w_n1 < w_n0) ? w_n1 : w_n0;
+    assign w_nb = (w_piece < {12'h000, w_n01}) ? w_piece[3:0] : w_n01;
+    assign blk_free = ~blk_v | blk_ready;
+    assign w_emit = (((snd_state == 5'h09) & |w_piece) & s_host_tvalid) & blk_free;
+    assign w_u_next = w_u + {12'h000, w_nb};
+    assign w_beat_done = w_emit & ((w_u_next[2:0] == 3'h0) | (w_u_next == snd_len));
+    assign w_rotd_0 = w_rot[0] ? {s_host_tdata[55:0], s_host_tdata[63:56]} : s_host_tdata;
+    assign w_rotd_1 = w_rot[1] ? {w_rotd_0[47:0], w_rotd_0[63:48]} : w_rotd_0;
+    assign w_rotd_2 = w_rot[2] ? {w_rotd_1[31:0], w_rotd_1[63:32]} : w_rotd_1;
+    assign w_hi = {1'h0, w_hmod} + w_nb;
+    assign w_adv = w_chk_adv ? w_piece_len[15:0] : (w_emit ? {12'h000, w_nb} : 16'h0000);
+    assign w_skip = (snd_state == 5'h07) & w_sge_empty;
+    assign w_restart = w_chk_adv & (w_rem == w_piece_len[15:0]);
+    assign w_start = (snd_state == 5'h05) & (snd_cause == 16'h0000);
+    assign s_pl_dma_ready = pw_ready;
+    assign blk_ready = pw_ready & ~s_pl_dma_valid;
+    assign m_axi_awid = pw_awid;
+    assign m_axi_awaddr = pw_awaddr;
+    assign m_axi_awlen = pw_awlen;
+    assign m_axi_awsize = pw_awsize;
+    assign m_axi_awburst = pw_awburst;
+    assign m_axi_awvalid = pw_awvalid;
+    assign m_axi_wdata = pw_wdata;
+    assign m_axi_wstrb = pw_wstrb;
+    assign m_axi_wlast = pw_wlast;
+    assign m_axi_wvalid = pw_wvalid;
+    assign m_axi_bready = pw_bready;
+    assign pw_snap_go = ((snd_state == 5'h0e) & ~blk_v) & ~pw_snap_v;
+    assign pw_left = pw_snap - pw_answered;
+    assign pw_idle = pw_snap_v & ((pw_left == 16'h0000) | pw_left[15]);
+    assign snd_is_inv = (snd_op == 4'h4) | (snd_op == 4'h6);
+    assign snd_is_se = (snd_op == 4'h5) | (snd_op == 4'h6);
+    assign snd_got_n = snd_got + {16'h0000, snd_n};
+    assign snd_cpl_v = (snd_state == 5'h0e) & pw_idle;
+    assign m_cpl_valid = snd_cpl_v;
+    assign m_cpl_cq = snd_cq & {10{snd_cpl_v}};
+    assign m_cpl_qpn = {6'h00, snd_qp} & {16{snd_cpl_v}};
+    assign m_cpl_wr_id = wqe_wrid & {64{snd_cpl_v}};
+    assign m_cpl_byte_len = snd_got_n & {32{snd_cpl_v}};
+    assign m_cpl_opcode = 8'h03 & {8{snd_cpl_v}};
+    assign m_cpl_status = 8'h00;
+    assign m_cpl_inv_stag = snd_inv_stag & {32{(snd_cpl_v & snd_is_inv)}};
+    assign m_cpl_solicited = snd_cpl_v & snd_is_se;
+    assign m_cpl_invalidated = snd_cpl_v & snd_is_inv;
+    assign m_cpl_term_layer = 4'h0;
+    assign m_cpl_term_type = 4'h0;
+    assign m_cpl_term_code = 8'h00;
+    assign m_inv_valid = snd_state == 5'h0d;
+    assign m_inv_index = snd_inv_stag[31:8] & {24{(snd_state == 5'h0d)}};
+    assign rxterm_set = ((((snd_state == 5'h05) & (snd_cause != 16'h0000)) & ~snd_failed) | w_fault) | w_inv_fault;
+    assign m_rxterm_valid = rxterm_v;
+    assign m_rxterm_qp = rxterm_qpq & {10{rxterm_v}};
+    assign m_rxterm_cause = rxterm_cause & {16{rxterm_v}};
+    assign m_rxterm_hdr = rxterm_hdrq & {144{rxterm_v}};
+    assign m_rxterm_seglen = rxterm_lenq & {16{rxterm_v}};
+    assign snd_st_wr = (snd_state == 5'h0f) | (snd_state == 5'h11);
+    assign snd_st_data = (snd_state == 5'h0f) ? {
+        snd_lflag ? (snd_msn + 32'h00000001) : snd_msn,
+        snd_lflag ? 32'h00000000 : snd_got_n,
+        snd_lflag ? 5'h00 : w_i,
+        snd_lflag ? 32'h00000000 : w_off,
+        snd_lflag ? (snd_ci + {12'h000, wqe_bbs}) : snd_ci,
+        snd_failed
+    } : {snd_msn, snd_got, snd_cur_i, snd_cur_off, snd_ci, snd_failed};
+    assign snd_pop = ((((snd_state == 5'h00) & s_host_tvalid) & (snd_beat < 13'h0002)) | ((snd_state == 5'h09) & w_beat_done)) | (((snd_state == 5'h10) | (snd_state == 5'h0f)) & ~snd_seg_end);
+    assign snd_next = (snd_state == 5'h00) ? (snd_hdr_done ? 5'h01 : 5'h00) : ((snd_state == 5'h01) ? 5'h02 : ((snd_state == 5'h02) ? 5'h03 : ((snd_state == 5'h03) ? (snd_failed ? 5'h10 : (f_start ? 5'h04 : 5'h05)) : ((snd_state == 5'h04) ? (f_done ? 5'h05 : 5'h04) : ((snd_state == 5'h05) ? ((snd_cause != 16'h0000) ? 5'h10 : ((snd_n == 16'h0000) ? 5'h0a : 5'h06)) : ((snd_state == 5'h06) ? 5'h07 : ((snd_state == 5'h07) ? (w_skip ? 5'h06 : (m_rxk_ready ? 5'h08 : 5'h07)) : ((snd_state == 5'h08) ? (w_fault ? 5'h10 : (w_wr_start ? 5'h09 : (w_chk_adv ? 5'h06 : 5'h08))) : ((snd_state == 5'h09) ? ((w_emit & (w_piece == {12'h000, w_nb})) ? ((w_rem == {12'h000, w_nb}) ? 5'h0a : 5'h06) : 5'h09) : ((snd_state == 5'h0a) ? ((snd_lflag & snd_is_inv) ? 5'h0b : (snd_lflag ? 5'h0e : 5'h0f)) : ((snd_state == 5'h0b) ? (m_rxk_ready ? 5'h0c : 5'h0b) : ((snd_state == 5'h0c) ? (w_inv_fault ? 5'h10 : (w_inv_answer ? 5'h0d : 5'h0c)) : ((snd_state == 5'h0d) ? (m_inv_ready ? 5'h0e : 5'h0d) : ((snd_state == 5'h0e) ? ((m_cpl_ready & pw_idle) ? 5'h0f : 5'h0e) : ((snd_state == 5'h0f) ? ((snd_seg_end | s_host_tvalid) ? 5'h00 : 5'h0f) : ((snd_state == 5'h10) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h11 : 5'h10) : 5'h00))))))))))))))));
     assign unused_bits = |{
         qp_num_qpn[15:10],
         qp_rxs_base_lo[11:0],
@@ -439,7 +836,28 @@ module card_rx_w64 (
         hdr_lane[1:0],
         mpa_eos,
         out_wire_ok,
-        need_pe[31:17]
+        need_pe[31:17],
+        m_axi_rq_rid,
+        m_axi_rq_rlast,
+        qp_rq_base_lo[5:0],
+        qp_cqs_recv_cq[15:10],
+        s_host_qp[31:10],
+        s_host_tkeep,
+        snd_hdr[7],
+        snd_hdr[5:0],
+        snd_hdr[15:12],
+        s_db_value[31:16],
+        m_axi_rq_rresp[0],
+        wqe_w0[31:29],
+        wqe_w0[23:20],
+        wqe_w0[15:12],
+        wqe_w0[10:8],
+        wqe_w0_live[31:29],
+        wqe_w0_live[23:20],
+        wqe_w0_live[15:0],
+        w_to_page[31:16],
+        w_sge_v,
+        pw_berr
     };
 
     always @(posedge clk) begin
@@ -684,6 +1102,403 @@ module card_rx_w64 (
         end
     end
 
+    always @(posedge clk) begin
+        if (rst) begin
+            snd_state <= 5'h00;
+        end else begin
+            snd_state <= snd_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            snd_beat <= 13'h0000;
+        end else if (snd_pop & s_host_tvalid) begin
+            snd_beat <= s_host_tlast ? 13'h0000 : (snd_beat + 13'h0001);
+        end
+    end
+
+    always @(posedge clk) begin
+        snd_hdr <= {
+            (snd_hdr_cap & (snd_beat == 13'h0002)) ? s_host_tdata[15:8] : snd_hdr[143:136],
+            (snd_hdr_cap & (snd_beat == 13'h0002)) ? s_host_tdata[7:0] : snd_hdr[135:128],
+            (snd_hdr_cap & (snd_beat == 13'h0001)) ? s_host_tdata[63:56] : snd_hdr[127:120],
+            (snd_hdr_cap & (snd_beat == 13'h0001)) ? s_host_tdata[55:48] : snd_hdr[119:112],
+            (snd_hdr_cap & (snd_beat == 13'h0001)) ? s_host_tdata[47:40] : snd_hdr[111:104],
+            (snd_hdr_cap & (snd_beat == 13'h0001)) ? s_host_tdata[39:32] : snd_hdr[103:96],
+            (snd_hdr_cap & (snd_beat == 13'h0001)) ? s_host_tdata[31:24] : snd_hdr[95:88],
+            (snd_hdr_cap & (snd_beat == 13'h0001)) ? s_host_tdata[23:16] : snd_hdr[87:80],
+            (snd_hdr_cap & (snd_beat == 13'h0001)) ? s_host_tdata[15:8] : snd_hdr[79:72],
+            (snd_hdr_cap & (snd_beat == 13'h0001)) ? s_host_tdata[7:0] : snd_hdr[71:64],
+            (snd_hdr_cap & (snd_beat == 13'h0000)) ? s_host_tdata[63:56] : snd_hdr[63:56],
+            (snd_hdr_cap & (snd_beat == 13'h0000)) ? s_host_tdata[55:48] : snd_hdr[55:48],
+            (snd_hdr_cap & (snd_beat == 13'h0000)) ? s_host_tdata[47:40] : snd_hdr[47:40],
+            (snd_hdr_cap & (snd_beat == 13'h0000)) ? s_host_tdata[39:32] : snd_hdr[39:32],
+            (snd_hdr_cap & (snd_beat == 13'h0000)) ? s_host_tdata[31:24] : snd_hdr[31:24],
+            (snd_hdr_cap & (snd_beat == 13'h0000)) ? s_host_tdata[23:16] : snd_hdr[23:16],
+            (snd_hdr_cap & (snd_beat == 13'h0000)) ? s_host_tdata[15:8] : snd_hdr[15:8],
+            (snd_hdr_cap & (snd_beat == 13'h0000)) ? s_host_tdata[7:0] : snd_hdr[7:0]
+        };
+    end
+
+    always @(posedge clk) begin
+        if (snd_hdr_done) begin
+            snd_qp <= s_host_qp[9:0];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (snd_hdr_done) begin
+            snd_len <= s_host_len;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (snd_state == 5'h02) begin
+            snd_base <= rq_ctx_rd[104:47];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (snd_state == 5'h02) begin
+            snd_log <= rq_ctx_rd[46:42];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (snd_state == 5'h02) begin
+            snd_cq <= rq_ctx_rd[41:32];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (snd_state == 5'h02) begin
+            snd_pd <= rq_ctx_rd[31:0];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            snd_db_late <= 1'h0;
+        end else begin
+            snd_db_late <= snd_db_here & (snd_state == 5'h01);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (snd_db_here & (snd_state == 5'h01)) begin
+            snd_db_late_v <= s_db_value[15:0];
+        end
+    end
+
+    always @(posedge clk) begin
+        if ((snd_state == 5'h02) | ((snd_db_here & ~(snd_state == 5'h00)) & ~(snd_state == 5'h01))) begin
+            snd_pi <= snd_db_here ? s_db_value[15:0] : (snd_db_late ? snd_db_late_v : rq_pi_rd);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            f_arv <= 1'h0;
+        end else begin
+            f_arv <= f_issue | (f_arv & ~m_axi_rq_arready);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (f_issue) begin
+            f_araddr <= {snd_base, 6'h00} + {42'h00000000000, f_blk_idx & snd_rq_size_m1, 6'h00};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            f_err <= 1'h0;
+        end else begin
+            f_err <= f_start ? 1'h0 : (f_err | (f_rbeat & m_axi_rq_rresp[1]));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            f_beat <= 3'h0;
+        end else if (f_start | f_rbeat) begin
+            f_beat <= f_start ? 3'h0 : (f_beat + 3'h1);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            f_iss <= 1'h0;
+        end else begin
+            f_iss <= f_issue ? 1'h1 : (f_blk_end ? 1'h0 : f_iss);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            f_blk <= 4'h0;
+        end else if (f_start | f_blk_end) begin
+            f_blk <= f_start ? 4'h0 : (f_blk + 4'h1);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (f_rbeat & (f_bytepos == 10'h000)) begin
+            wqe_w0 <= {m_axi_rq_rdata[31:24], m_axi_rq_rdata[23:16], m_axi_rq_rdata[15:8], m_axi_rq_rdata[7:0]};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (f_rbeat & (f_bytepos == 10'h008)) begin
+            wqe_wrid <= {
+                m_axi_rq_rdata[63:56],
+                m_axi_rq_rdata[55:48],
+                m_axi_rq_rdata[47:40],
+                m_axi_rq_rdata[39:32],
+                m_axi_rq_rdata[31:24],
+                m_axi_rq_rdata[23:16],
+                m_axi_rq_rdata[15:8],
+                m_axi_rq_rdata[7:0]
+            };
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            f_need <= 4'h1;
+        end else if (f_start | (f_rbeat & (f_bytepos == 10'h000))) begin
+            f_need <= f_start ? 4'h1 : (wqe_bbs_ok_live ? wqe_bbs_live : 4'h1);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (f_rbeat) begin
+            f_even <= m_axi_rq_rdata;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            wqe_cap <= 37'h0000000000;
+        end else if (f_start | f_word_wr) begin
+            wqe_cap <= f_start ? 37'h0000000000 : (wqe_cap + (37'h0000000000 + ({5'h00, m_axi_rq_rdata[31:0]} & {37{(~({1'h0, f_bytepos[8:4]} < 6'h02) & (({1'h0, f_bytepos[8:4]} - 6'h02) < {1'h0, wqe_nsge_live}))}})));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            wqe_v <= 1'h0;
+        end else begin
+            wqe_v <= f_done ? ~f_err : (wqe_v & ~snd_msg_done);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (f_done) begin
+            wqe_qp <= snd_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (f_done) begin
+            wqe_ci <= snd_ci;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            w_sge_v <= 1'h0;
+        end else begin
+            w_sge_v <= snd_state == 5'h06;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (w_emit) begin
+            blk_strb <= {
+                4'h7 < w_hi,
+                ~(3'h6 < w_hmod) & (4'h6 < w_hi),
+                ~(3'h5 < w_hmod) & (4'h5 < w_hi),
+                ~(3'h4 < w_hmod) & (4'h4 < w_hi),
+                ~(3'h3 < w_hmod) & (4'h3 < w_hi),
+                ~(3'h2 < w_hmod) & (4'h2 < w_hi),
+                ~(3'h1 < w_hmod) & (4'h1 < w_hi),
+                ~(3'h0 < w_hmod) & (4'h0 < w_hi)
+            };
+        end
+    end
+
+    always @(posedge clk) begin
+        if (w_emit) begin
+            blk_data <= w_rotd_2;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (w_emit) begin
+            blk_addr <= {w_host[63:3], 3'h0};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            blk_v <= 1'h0;
+        end else begin
+            blk_v <= w_emit | (blk_v & ~blk_ready);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (w_wr_start | w_emit) begin
+            w_host <= w_wr_start ? s_rxk_addr : (w_host + {60'h000000000000000, w_nb});
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            w_piece <= 16'h0000;
+        end else if (w_wr_start | w_emit) begin
+            w_piece <= w_wr_start ? w_to_page[15:0] : (w_piece - {12'h000, w_nb});
+        end
+    end
+
+    always @(posedge clk) begin
+        if ((snd_state == 5'h05) | w_emit) begin
+            w_u <= (snd_state == 5'h05) ? 16'h0012 : w_u_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (w_start | w_restart) begin
+            w_pass <= w_start ? 1'h0 : 1'h1;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (((w_start | w_restart) | w_chk_adv) | w_emit) begin
+            w_rem <= (w_start | w_restart) ? snd_n : (w_rem - w_adv);
+        end
+    end
+
+    always @(posedge clk) begin
+        if ((w_start | w_restart) | w_skip) begin
+            w_i <= (w_start | w_restart) ? snd_cur_i : (w_skip ? (w_i + 5'h01) : w_i);
+        end
+    end
+
+    always @(posedge clk) begin
+        if ((((w_start | w_restart) | w_skip) | w_chk_adv) | w_emit) begin
+            w_off <= (w_start | w_restart) ? snd_cur_off : (w_skip ? 32'h00000000 : (w_off + {16'h0000, w_adv}));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pw_issued <= 16'h0000;
+        end else if (pw_ready & (s_pl_dma_valid | blk_v)) begin
+            pw_issued <= pw_issued + 16'h0001;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pw_answered <= 16'h0000;
+        end else if (m_axi_bvalid & m_axi_bready) begin
+            pw_answered <= pw_answered + 16'h0001;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pw_snap_v <= 1'h0;
+        end else begin
+            pw_snap_v <= (snd_state == 5'h0e) & (pw_snap_v | pw_snap_go);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pw_snap_go) begin
+            pw_snap <= pw_issued;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rxterm_v <= 1'h0;
+        end else begin
+            rxterm_v <= rxterm_set | (rxterm_v & ~m_rxterm_ready);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rxterm_set) begin
+            rxterm_cause <= (snd_state == 5'h05) ? snd_cause : (w_fault ? 16'h00ff : 16'h0109);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rxterm_set) begin
+            rxterm_qpq <= snd_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rxterm_set) begin
+            rxterm_hdrq <= snd_hdr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rxterm_set) begin
+            rxterm_lenq <= snd_len;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (snd_state == 5'h02) begin
+            snd_msn <= rq_st_rd[117:86];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (snd_state == 5'h02) begin
+            snd_got <= rq_st_rd[85:54];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (snd_state == 5'h02) begin
+            snd_cur_i <= rq_st_rd[53:49];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (snd_state == 5'h02) begin
+            snd_cur_off <= rq_st_rd[48:17];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (snd_state == 5'h02) begin
+            snd_ci <= rq_st_rd[16:1];
+        end
+    end
+
+    always @(posedge clk) begin
+        if ((snd_state == 5'h02) | rxterm_set) begin
+            snd_failed <= (snd_state == 5'h02) ? rq_st_rd[0] : 1'h1;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            snd_seg_end <= 1'h0;
+        end else begin
+            snd_seg_end <= snd_hdr_done ? 1'h0 : (snd_seg_end | ((snd_pop & s_host_tvalid) & s_host_tlast));
+        end
+    end
+
     // queued: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if ((cmd_create | (eng_state == 4'h1)) | fifo_push) begin
@@ -730,6 +1545,46 @@ module card_rx_w64 (
             rxs_st[eng_end_wr ? act_qp : qp_num_qpn[9:0]] <= eng_end_wr ? {lim, need, failq} : 50'h0000000000000;
         end
         rxs_st_rd <= rxs_st[act_qp];
+    end
+
+    // rq_ctx: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (cmd_create) begin
+            rq_ctx[qp_num_qpn[9:0]] <= {qp_rq_base_hi, qp_rq_base_lo[31:6], qp_sizes_rq_log, qp_cqs_recv_cq[9:0], qp_pd_pd};
+        end
+        if (snd_state == 5'h01) begin
+            rq_ctx_rd <= rq_ctx[snd_qp];
+        end
+    end
+
+    // rq_pi: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (cmd_create | snd_db_rqpi) begin
+            rq_pi[cmd_create ? qp_num_qpn[9:0] : s_db_index] <= cmd_create ? 16'h0000 : s_db_value[15:0];
+        end
+        if (snd_state == 5'h01) begin
+            rq_pi_rd <= rq_pi[snd_qp];
+        end
+    end
+
+    // rq_st: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (cmd_create | snd_st_wr) begin
+            rq_st[cmd_create ? qp_num_qpn[9:0] : snd_qp] <= cmd_create ? {32'h00000001, 86'h0000000000000000000000} : snd_st_data;
+        end
+        if (snd_state == 5'h01) begin
+            rq_st_rd <= rq_st[snd_qp];
+        end
+    end
+
+    // wqe_words0: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (f_word_wr) begin
+            wqe_words0[f_word_addr] <= {m_axi_rq_rdata, f_even};
+        end
+        if (sge_rd) begin
+            wqe_words0_rd <= wqe_words0[sge_rd_idx];
+        end
     end
 
     dma_rd_w64 ring_rd (
@@ -794,6 +1649,33 @@ module card_rx_w64 (
         .m_err_code(mpa_err_code),
         .m_err_offset(mpa_err_off),
         .m_eos(mpa_eos)
+    );
+
+    place_axi_w64 pw (
+        .clk(clk),
+        .rst(rst),
+        .s_dma_addr(s_pl_dma_valid ? s_pl_dma_addr : blk_addr),
+        .s_dma_data(s_pl_dma_valid ? s_pl_dma_data : blk_data),
+        .s_dma_strb(s_pl_dma_valid ? s_pl_dma_strb : blk_strb),
+        .s_dma_valid(s_pl_dma_valid | blk_v),
+        .s_dma_ready(pw_ready),
+        .m_axi_awid(pw_awid),
+        .m_axi_awaddr(pw_awaddr),
+        .m_axi_awlen(pw_awlen),
+        .m_axi_awsize(pw_awsize),
+        .m_axi_awburst(pw_awburst),
+        .m_axi_awvalid(pw_awvalid),
+        .m_axi_awready(m_axi_awready),
+        .m_axi_wdata(pw_wdata),
+        .m_axi_wstrb(pw_wstrb),
+        .m_axi_wlast(pw_wlast),
+        .m_axi_wvalid(pw_wvalid),
+        .m_axi_wready(m_axi_wready),
+        .m_axi_bid(m_axi_bid),
+        .m_axi_bresp(m_axi_bresp),
+        .m_axi_bvalid(m_axi_bvalid),
+        .m_axi_bready(pw_bready),
+        .m_berr(pw_berr)
     );
 
 endmodule

@@ -12,9 +12,12 @@
 // it in its own cycle; card_regs sees ready once both have), doorbells by kind
 // (SQ_PI, TXS_CI, PUSH to card_tx; RXS_PI, RQ_PI to card_rx; STREAM to both;
 // CQ_DB to card_cq), CQ_CMD and the EQ registers to card_cq, the placement
-// window to placement. card_rx's ULPDUs go to placement, whose writes reach
-// host memory through place_axi. card_tx's completions go to card_cq (signaled
-// ones; every record's status fields are for the QP status record).
+// window to placement. card_rx's ULPDUs go to placement, whose untagged
+// segments, STag checks and DMA blocks come back to card_rx (card_rx writes
+// placement's blocks and its Sends' through its own place_axi); card_rx's
+// receive completions go to card_cq's second source. card_tx's completions go
+// to card_cq (signaled ones; every record's status fields are for the QP
+// status record).
 //
 // RESET (the command) holds every engine, the muxes and placement in reset for
 // 16 cycles; card_cq and placement then clear their tables (STATUS.INIT_DONE
@@ -23,9 +26,9 @@
 //
 // Not wired yet, because no engine produces or consumes them
 // (docs/card-rtl.md): the QP status records, engine events, card_rx's errors
-// (m_err taken and dropped), placement's untagged segments, Terminates and
-// Read-done records (taken and dropped), card_cq's overrun record (taken and
-// dropped), DMA_FAULT_* (read as zero).
+// (m_err taken and dropped), placement's Terminates and Read-done records
+// (taken and dropped), card_rx's provisional m_rxterm (taken and dropped),
+// card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).
 //
 // Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -208,6 +211,53 @@ module iwcard_w512 (
     wire [1:0]     rx_m_axi_arburst;
     wire           rx_m_axi_arvalid;
     wire           rx_m_axi_rready;
+    wire           rx_s_host_tready;
+    wire           rx_m_rxk_valid;
+    wire [31:0]    rx_m_rxk_stag;
+    wire [31:0]    rx_m_rxk_pd;
+    wire [31:0]    rx_m_rxk_qp;
+    wire [63:0]    rx_m_rxk_to;
+    wire [31:0]    rx_m_rxk_len;
+    wire [2:0]     rx_m_rxk_use;
+    wire           rx_m_inv_valid;
+    wire [23:0]    rx_m_inv_index;
+    wire           rx_m_cpl_valid;
+    wire [9:0]     rx_m_cpl_cq;
+    wire [15:0]    rx_m_cpl_qpn;
+    wire [63:0]    rx_m_cpl_wr_id;
+    wire [31:0]    rx_m_cpl_byte_len;
+    wire [7:0]     rx_m_cpl_opcode;
+    wire [7:0]     rx_m_cpl_status;
+    wire [31:0]    rx_m_cpl_inv_stag;
+    wire           rx_m_cpl_solicited;
+    wire           rx_m_cpl_invalidated;
+    wire [3:0]     rx_m_cpl_term_layer;
+    wire [3:0]     rx_m_cpl_term_type;
+    wire [7:0]     rx_m_cpl_term_code;
+    wire           rx_m_rxterm_valid;
+    wire [9:0]     rx_m_rxterm_qp;
+    wire [15:0]    rx_m_rxterm_cause;
+    wire [143:0]   rx_m_rxterm_hdr;
+    wire [15:0]    rx_m_rxterm_seglen;
+    wire [5:0]     rx_m_axi_rq_arid;
+    wire [63:0]    rx_m_axi_rq_araddr;
+    wire [7:0]     rx_m_axi_rq_arlen;
+    wire [2:0]     rx_m_axi_rq_arsize;
+    wire [1:0]     rx_m_axi_rq_arburst;
+    wire           rx_m_axi_rq_arvalid;
+    wire           rx_m_axi_rq_rready;
+    wire           rx_s_pl_dma_ready;
+    wire [3:0]     rx_m_axi_awid;
+    wire [63:0]    rx_m_axi_awaddr;
+    wire [7:0]     rx_m_axi_awlen;
+    wire [2:0]     rx_m_axi_awsize;
+    wire [1:0]     rx_m_axi_awburst;
+    wire           rx_m_axi_awvalid;
+    wire [511:0]   rx_m_axi_wdata;
+    wire [63:0]    rx_m_axi_wstrb;
+    wire           rx_m_axi_wlast;
+    wire           rx_m_axi_wvalid;
+    wire           rx_m_axi_bready;
     wire           pl_s_axis_tready;
     wire           pl_init_done;
     wire [63:0]    pl_m_dma_addr;
@@ -237,25 +287,17 @@ module iwcard_w512 (
     wire [31:0]    pl_m_done_stag;
     wire [63:0]    pl_m_done_to;
     wire [15:0]    pl_m_done_len;
+    wire           pl_s_rxk_ready;
+    wire           pl_m_rxk_valid;
+    wire [2:0]     pl_m_rxk_fault;
+    wire [63:0]    pl_m_rxk_addr;
+    wire           pl_s_inv_ready;
     wire           pl_s_chk_ready;
     wire           pl_m_chk_valid;
     wire [7:0]     pl_m_chk_tag;
     wire [2:0]     pl_m_chk_fault;
     wire [63:0]    pl_m_chk_addr;
     wire [31:0]    pl_m_chk_run;
-    wire           pw_s_dma_ready;
-    wire [3:0]     pw_m_axi_awid;
-    wire [63:0]    pw_m_axi_awaddr;
-    wire [7:0]     pw_m_axi_awlen;
-    wire [2:0]     pw_m_axi_awsize;
-    wire [1:0]     pw_m_axi_awburst;
-    wire           pw_m_axi_awvalid;
-    wire [511:0]   pw_m_axi_wdata;
-    wire [63:0]    pw_m_axi_wstrb;
-    wire           pw_m_axi_wlast;
-    wire           pw_m_axi_wvalid;
-    wire           pw_m_axi_bready;
-    wire           pw_m_berr;
     wire           cq_s_cpl0_ready;
     wire           cq_s_ev0_ready;
     wire           cq_s_cpl1_ready;
@@ -437,7 +479,6 @@ module iwcard_w512 (
         cq_m_fault,
         cq_m_overrun_cq,
         cq_m_overrun_valid,
-        cq_s_cpl1_ready,
         cq_s_ev0_ready,
         cq_s_ev1_ready,
         pl_m_chk_addr,
@@ -447,16 +488,10 @@ module iwcard_w512 (
         pl_m_chk_valid,
         pl_m_host_inv_stag,
         pl_m_host_last,
-        pl_m_host_len,
         pl_m_host_mo,
         pl_m_host_msn,
         pl_m_host_opcode,
         pl_m_host_qn,
-        pl_m_host_qp,
-        pl_m_host_tdata,
-        pl_m_host_tkeep,
-        pl_m_host_tlast,
-        pl_m_host_tvalid,
         pl_m_term_cause,
         pl_m_term_hdr,
         pl_m_term_mdr,
@@ -464,13 +499,6 @@ module iwcard_w512 (
         pl_m_term_seglen,
         pl_m_term_valid,
         pl_s_chk_ready,
-        pw_m_berr,
-        rdm_s2_axi_arready,
-        rdm_s2_axi_rdata,
-        rdm_s2_axi_rid,
-        rdm_s2_axi_rlast,
-        rdm_s2_axi_rresp,
-        rdm_s2_axi_rvalid,
         rdm_s3_axi_arready,
         rdm_s3_axi_rdata,
         rdm_s3_axi_rid,
@@ -478,17 +506,18 @@ module iwcard_w512 (
         rdm_s3_axi_rresp,
         rdm_s3_axi_rvalid,
         regs_ctrl_enable,
-        regs_qp_cqs_recv_cq,
         regs_qp_rd_ird,
-        regs_qp_rq_base_hi,
-        regs_qp_rq_base_lo,
-        regs_qp_sizes_rq_log,
         regs_scratch,
         rx_m_err_code,
         rx_m_err_kind,
         rx_m_err_offset,
         rx_m_err_qp,
         rx_m_err_valid,
+        rx_m_rxterm_cause,
+        rx_m_rxterm_hdr,
+        rx_m_rxterm_qp,
+        rx_m_rxterm_seglen,
+        rx_m_rxterm_valid,
         st_m_fault,
         tx_stat_dma_err,
         tx_stat_halt,
@@ -766,7 +795,86 @@ module iwcard_w512 (
         .m_axi_rresp(rdm_s1_axi_rresp),
         .m_axi_rlast(rdm_s1_axi_rlast),
         .m_axi_rvalid(rdm_s1_axi_rvalid),
-        .m_axi_rready(rx_m_axi_rready)
+        .m_axi_rready(rx_m_axi_rready),
+        .qp_rq_base_lo(regs_qp_rq_base_lo),
+        .qp_rq_base_hi(regs_qp_rq_base_hi),
+        .qp_sizes_rq_log(regs_qp_sizes_rq_log),
+        .qp_cqs_recv_cq(regs_qp_cqs_recv_cq),
+        .s_host_tdata(pl_m_host_tdata),
+        .s_host_tkeep(pl_m_host_tkeep),
+        .s_host_tvalid(pl_m_host_tvalid),
+        .s_host_tready(rx_s_host_tready),
+        .s_host_tlast(pl_m_host_tlast),
+        .s_host_qp(pl_m_host_qp),
+        .s_host_len(pl_m_host_len),
+        .m_rxk_valid(rx_m_rxk_valid),
+        .m_rxk_ready(pl_s_rxk_ready),
+        .m_rxk_stag(rx_m_rxk_stag),
+        .m_rxk_pd(rx_m_rxk_pd),
+        .m_rxk_qp(rx_m_rxk_qp),
+        .m_rxk_to(rx_m_rxk_to),
+        .m_rxk_len(rx_m_rxk_len),
+        .m_rxk_use(rx_m_rxk_use),
+        .s_rxk_valid(pl_m_rxk_valid),
+        .s_rxk_fault(pl_m_rxk_fault),
+        .s_rxk_addr(pl_m_rxk_addr),
+        .m_inv_valid(rx_m_inv_valid),
+        .m_inv_ready(pl_s_inv_ready),
+        .m_inv_index(rx_m_inv_index),
+        .m_cpl_valid(rx_m_cpl_valid),
+        .m_cpl_ready(cq_s_cpl1_ready),
+        .m_cpl_cq(rx_m_cpl_cq),
+        .m_cpl_qpn(rx_m_cpl_qpn),
+        .m_cpl_wr_id(rx_m_cpl_wr_id),
+        .m_cpl_byte_len(rx_m_cpl_byte_len),
+        .m_cpl_opcode(rx_m_cpl_opcode),
+        .m_cpl_status(rx_m_cpl_status),
+        .m_cpl_inv_stag(rx_m_cpl_inv_stag),
+        .m_cpl_solicited(rx_m_cpl_solicited),
+        .m_cpl_invalidated(rx_m_cpl_invalidated),
+        .m_cpl_term_layer(rx_m_cpl_term_layer),
+        .m_cpl_term_type(rx_m_cpl_term_type),
+        .m_cpl_term_code(rx_m_cpl_term_code),
+        .m_rxterm_valid(rx_m_rxterm_valid),
+        .m_rxterm_ready(1'h1),
+        .m_rxterm_qp(rx_m_rxterm_qp),
+        .m_rxterm_cause(rx_m_rxterm_cause),
+        .m_rxterm_hdr(rx_m_rxterm_hdr),
+        .m_rxterm_seglen(rx_m_rxterm_seglen),
+        .m_axi_rq_arid(rx_m_axi_rq_arid),
+        .m_axi_rq_araddr(rx_m_axi_rq_araddr),
+        .m_axi_rq_arlen(rx_m_axi_rq_arlen),
+        .m_axi_rq_arsize(rx_m_axi_rq_arsize),
+        .m_axi_rq_arburst(rx_m_axi_rq_arburst),
+        .m_axi_rq_arvalid(rx_m_axi_rq_arvalid),
+        .m_axi_rq_arready(rdm_s2_axi_arready),
+        .m_axi_rq_rid(rdm_s2_axi_rid),
+        .m_axi_rq_rdata(rdm_s2_axi_rdata),
+        .m_axi_rq_rresp(rdm_s2_axi_rresp),
+        .m_axi_rq_rlast(rdm_s2_axi_rlast),
+        .m_axi_rq_rvalid(rdm_s2_axi_rvalid),
+        .m_axi_rq_rready(rx_m_axi_rq_rready),
+        .s_pl_dma_addr(pl_m_dma_addr),
+        .s_pl_dma_data(pl_m_dma_data),
+        .s_pl_dma_strb(pl_m_dma_strb),
+        .s_pl_dma_valid(pl_m_dma_valid),
+        .s_pl_dma_ready(rx_s_pl_dma_ready),
+        .m_axi_awid(rx_m_axi_awid),
+        .m_axi_awaddr(rx_m_axi_awaddr),
+        .m_axi_awlen(rx_m_axi_awlen),
+        .m_axi_awsize(rx_m_axi_awsize),
+        .m_axi_awburst(rx_m_axi_awburst),
+        .m_axi_awvalid(rx_m_axi_awvalid),
+        .m_axi_awready(wrm_s1_axi_awready),
+        .m_axi_wdata(rx_m_axi_wdata),
+        .m_axi_wstrb(rx_m_axi_wstrb),
+        .m_axi_wlast(rx_m_axi_wlast),
+        .m_axi_wvalid(rx_m_axi_wvalid),
+        .m_axi_wready(wrm_s1_axi_wready),
+        .m_axi_bid(wrm_s1_axi_bid[3:0]),
+        .m_axi_bresp(wrm_s1_axi_bresp),
+        .m_axi_bvalid(wrm_s1_axi_bvalid),
+        .m_axi_bready(rx_m_axi_bready)
     );
 
     placement_w512 pl (
@@ -789,12 +897,12 @@ module iwcard_w512 (
         .m_dma_data(pl_m_dma_data),
         .m_dma_strb(pl_m_dma_strb),
         .m_dma_valid(pl_m_dma_valid),
-        .m_dma_ready(pw_s_dma_ready),
+        .m_dma_ready(rx_s_pl_dma_ready),
         .m_host_tdata(pl_m_host_tdata),
         .m_host_tkeep(pl_m_host_tkeep),
         .m_host_tlast(pl_m_host_tlast),
         .m_host_tvalid(pl_m_host_tvalid),
-        .m_host_tready(1'h1),
+        .m_host_tready(rx_s_host_tready),
         .m_host_qp(pl_m_host_qp),
         .m_host_len(pl_m_host_len),
         .m_host_opcode(pl_m_host_opcode),
@@ -816,6 +924,20 @@ module iwcard_w512 (
         .m_done_stag(pl_m_done_stag),
         .m_done_to(pl_m_done_to),
         .m_done_len(pl_m_done_len),
+        .s_rxk_valid(rx_m_rxk_valid),
+        .s_rxk_ready(pl_s_rxk_ready),
+        .s_rxk_stag(rx_m_rxk_stag),
+        .s_rxk_pd(rx_m_rxk_pd),
+        .s_rxk_qp(rx_m_rxk_qp),
+        .s_rxk_to(rx_m_rxk_to),
+        .s_rxk_len(rx_m_rxk_len),
+        .s_rxk_use(rx_m_rxk_use),
+        .m_rxk_valid(pl_m_rxk_valid),
+        .m_rxk_fault(pl_m_rxk_fault),
+        .m_rxk_addr(pl_m_rxk_addr),
+        .s_inv_valid(rx_m_inv_valid),
+        .s_inv_ready(pl_s_inv_ready),
+        .s_inv_index(rx_m_inv_index),
         .s_chk_valid(1'h0),
         .s_chk_ready(pl_s_chk_ready),
         .s_chk_stag(32'h00000000),
@@ -831,33 +953,6 @@ module iwcard_w512 (
         .m_chk_fault(pl_m_chk_fault),
         .m_chk_addr(pl_m_chk_addr),
         .m_chk_run(pl_m_chk_run)
-    );
-
-    place_axi_w512 pw (
-        .clk(clk),
-        .rst(eng_rst),
-        .s_dma_addr(pl_m_dma_addr),
-        .s_dma_data(pl_m_dma_data),
-        .s_dma_strb(pl_m_dma_strb),
-        .s_dma_valid(pl_m_dma_valid),
-        .s_dma_ready(pw_s_dma_ready),
-        .m_axi_awid(pw_m_axi_awid),
-        .m_axi_awaddr(pw_m_axi_awaddr),
-        .m_axi_awlen(pw_m_axi_awlen),
-        .m_axi_awsize(pw_m_axi_awsize),
-        .m_axi_awburst(pw_m_axi_awburst),
-        .m_axi_awvalid(pw_m_axi_awvalid),
-        .m_axi_awready(wrm_s1_axi_awready),
-        .m_axi_wdata(pw_m_axi_wdata),
-        .m_axi_wstrb(pw_m_axi_wstrb),
-        .m_axi_wlast(pw_m_axi_wlast),
-        .m_axi_wvalid(pw_m_axi_wvalid),
-        .m_axi_wready(wrm_s1_axi_wready),
-        .m_axi_bid(wrm_s1_axi_bid[3:0]),
-        .m_axi_bresp(wrm_s1_axi_bresp),
-        .m_axi_bvalid(wrm_s1_axi_bvalid),
-        .m_axi_bready(pw_m_axi_bready),
-        .m_berr(pw_m_berr)
     );
 
     card_stat_w512 st (
@@ -936,20 +1031,20 @@ module iwcard_w512 (
         .s_ev0_term_layer(4'h0),
         .s_ev0_term_type(4'h0),
         .s_ev0_term_code(8'h00),
-        .s_cpl1_valid(1'h0),
+        .s_cpl1_valid(rx_m_cpl_valid),
         .s_cpl1_ready(cq_s_cpl1_ready),
-        .s_cpl1_cq(10'h000),
-        .s_cpl1_qpn(16'h0000),
-        .s_cpl1_wr_id(64'h0000000000000000),
-        .s_cpl1_byte_len(32'h00000000),
-        .s_cpl1_opcode(8'h00),
-        .s_cpl1_status(8'h00),
-        .s_cpl1_inv_stag(32'h00000000),
-        .s_cpl1_solicited(1'h0),
-        .s_cpl1_invalidated(1'h0),
-        .s_cpl1_term_layer(4'h0),
-        .s_cpl1_term_type(4'h0),
-        .s_cpl1_term_code(8'h00),
+        .s_cpl1_cq(rx_m_cpl_cq),
+        .s_cpl1_qpn(rx_m_cpl_qpn),
+        .s_cpl1_wr_id(rx_m_cpl_wr_id),
+        .s_cpl1_byte_len(rx_m_cpl_byte_len),
+        .s_cpl1_opcode(rx_m_cpl_opcode),
+        .s_cpl1_status(rx_m_cpl_status),
+        .s_cpl1_inv_stag(rx_m_cpl_inv_stag),
+        .s_cpl1_solicited(rx_m_cpl_solicited),
+        .s_cpl1_invalidated(rx_m_cpl_invalidated),
+        .s_cpl1_term_layer(rx_m_cpl_term_layer),
+        .s_cpl1_term_type(rx_m_cpl_term_type),
+        .s_cpl1_term_code(rx_m_cpl_term_code),
         .s_ev1_valid(1'h0),
         .s_ev1_ready(cq_s_ev1_ready),
         .s_ev1_type(8'h00),
@@ -1037,19 +1132,19 @@ module iwcard_w512 (
         .s1_axi_rlast(rdm_s1_axi_rlast),
         .s1_axi_rvalid(rdm_s1_axi_rvalid),
         .s1_axi_rready(rx_m_axi_rready),
-        .s2_axi_arid(6'h00),
-        .s2_axi_araddr(64'h0000000000000000),
-        .s2_axi_arlen(8'h00),
-        .s2_axi_arsize(3'h0),
-        .s2_axi_arburst(2'h0),
-        .s2_axi_arvalid(1'h0),
+        .s2_axi_arid(rx_m_axi_rq_arid),
+        .s2_axi_araddr(rx_m_axi_rq_araddr),
+        .s2_axi_arlen(rx_m_axi_rq_arlen),
+        .s2_axi_arsize(rx_m_axi_rq_arsize),
+        .s2_axi_arburst(rx_m_axi_rq_arburst),
+        .s2_axi_arvalid(rx_m_axi_rq_arvalid),
         .s2_axi_arready(rdm_s2_axi_arready),
         .s2_axi_rid(rdm_s2_axi_rid),
         .s2_axi_rdata(rdm_s2_axi_rdata),
         .s2_axi_rresp(rdm_s2_axi_rresp),
         .s2_axi_rlast(rdm_s2_axi_rlast),
         .s2_axi_rvalid(rdm_s2_axi_rvalid),
-        .s2_axi_rready(1'h1),
+        .s2_axi_rready(rx_m_axi_rq_rready),
         .s3_axi_arid(6'h00),
         .s3_axi_araddr(64'h0000000000000000),
         .s3_axi_arlen(8'h00),
@@ -1097,22 +1192,22 @@ module iwcard_w512 (
         .s0_axi_bresp(wrm_s0_axi_bresp),
         .s0_axi_bvalid(wrm_s0_axi_bvalid),
         .s0_axi_bready(tx_m_axi_bready),
-        .s1_axi_awid({2'h0, pw_m_axi_awid}),
-        .s1_axi_awaddr(pw_m_axi_awaddr),
-        .s1_axi_awlen(pw_m_axi_awlen),
-        .s1_axi_awsize(pw_m_axi_awsize),
-        .s1_axi_awburst(pw_m_axi_awburst),
-        .s1_axi_awvalid(pw_m_axi_awvalid),
+        .s1_axi_awid({2'h0, rx_m_axi_awid}),
+        .s1_axi_awaddr(rx_m_axi_awaddr),
+        .s1_axi_awlen(rx_m_axi_awlen),
+        .s1_axi_awsize(rx_m_axi_awsize),
+        .s1_axi_awburst(rx_m_axi_awburst),
+        .s1_axi_awvalid(rx_m_axi_awvalid),
         .s1_axi_awready(wrm_s1_axi_awready),
-        .s1_axi_wdata(pw_m_axi_wdata),
-        .s1_axi_wstrb(pw_m_axi_wstrb),
-        .s1_axi_wlast(pw_m_axi_wlast),
-        .s1_axi_wvalid(pw_m_axi_wvalid),
+        .s1_axi_wdata(rx_m_axi_wdata),
+        .s1_axi_wstrb(rx_m_axi_wstrb),
+        .s1_axi_wlast(rx_m_axi_wlast),
+        .s1_axi_wvalid(rx_m_axi_wvalid),
         .s1_axi_wready(wrm_s1_axi_wready),
         .s1_axi_bid(wrm_s1_axi_bid),
         .s1_axi_bresp(wrm_s1_axi_bresp),
         .s1_axi_bvalid(wrm_s1_axi_bvalid),
-        .s1_axi_bready(pw_m_axi_bready),
+        .s1_axi_bready(rx_m_axi_bready),
         .s2_axi_awid({2'h0, cq_m_axi_awid}),
         .s2_axi_awaddr(cq_m_axi_awaddr),
         .s2_axi_awlen(cq_m_axi_awlen),

@@ -12,9 +12,12 @@
 -- it in its own cycle; card_regs sees ready once both have), doorbells by kind
 -- (SQ_PI, TXS_CI, PUSH to card_tx; RXS_PI, RQ_PI to card_rx; STREAM to both;
 -- CQ_DB to card_cq), CQ_CMD and the EQ registers to card_cq, the placement
--- window to placement. card_rx's ULPDUs go to placement, whose writes reach
--- host memory through place_axi. card_tx's completions go to card_cq (signaled
--- ones; every record's status fields are for the QP status record).
+-- window to placement. card_rx's ULPDUs go to placement, whose untagged
+-- segments, STag checks and DMA blocks come back to card_rx (card_rx writes
+-- placement's blocks and its Sends' through its own place_axi); card_rx's
+-- receive completions go to card_cq's second source. card_tx's completions go
+-- to card_cq (signaled ones; every record's status fields are for the QP
+-- status record).
 --
 -- RESET (the command) holds every engine, the muxes and placement in reset for
 -- 16 cycles; card_cq and placement then clear their tables (STATUS.INIT_DONE
@@ -23,9 +26,9 @@
 --
 -- Not wired yet, because no engine produces or consumes them
 -- (docs/card-rtl.md): the QP status records, engine events, card_rx's errors
--- (m_err taken and dropped), placement's untagged segments, Terminates and
--- Read-done records (taken and dropped), card_cq's overrun record (taken and
--- dropped), DMA_FAULT_* (read as zero).
+-- (m_err taken and dropped), placement's Terminates and Read-done records
+-- (taken and dropped), card_rx's provisional m_rxterm (taken and dropped),
+-- card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).
 --
 -- Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -230,6 +233,53 @@ architecture rtl of iwcard_w64 is
     signal rx_m_axi_arburst : std_logic_vector(1 downto 0);
     signal rx_m_axi_arvalid : std_logic;
     signal rx_m_axi_rready : std_logic;
+    signal rx_s_host_tready : std_logic;
+    signal rx_m_rxk_valid : std_logic;
+    signal rx_m_rxk_stag : std_logic_vector(31 downto 0);
+    signal rx_m_rxk_pd : std_logic_vector(31 downto 0);
+    signal rx_m_rxk_qp : std_logic_vector(31 downto 0);
+    signal rx_m_rxk_to : std_logic_vector(63 downto 0);
+    signal rx_m_rxk_len : std_logic_vector(31 downto 0);
+    signal rx_m_rxk_use : std_logic_vector(2 downto 0);
+    signal rx_m_inv_valid : std_logic;
+    signal rx_m_inv_index : std_logic_vector(23 downto 0);
+    signal rx_m_cpl_valid : std_logic;
+    signal rx_m_cpl_cq : std_logic_vector(9 downto 0);
+    signal rx_m_cpl_qpn : std_logic_vector(15 downto 0);
+    signal rx_m_cpl_wr_id : std_logic_vector(63 downto 0);
+    signal rx_m_cpl_byte_len : std_logic_vector(31 downto 0);
+    signal rx_m_cpl_opcode : std_logic_vector(7 downto 0);
+    signal rx_m_cpl_status : std_logic_vector(7 downto 0);
+    signal rx_m_cpl_inv_stag : std_logic_vector(31 downto 0);
+    signal rx_m_cpl_solicited : std_logic;
+    signal rx_m_cpl_invalidated : std_logic;
+    signal rx_m_cpl_term_layer : std_logic_vector(3 downto 0);
+    signal rx_m_cpl_term_type : std_logic_vector(3 downto 0);
+    signal rx_m_cpl_term_code : std_logic_vector(7 downto 0);
+    signal rx_m_rxterm_valid : std_logic;
+    signal rx_m_rxterm_qp : std_logic_vector(9 downto 0);
+    signal rx_m_rxterm_cause : std_logic_vector(15 downto 0);
+    signal rx_m_rxterm_hdr : std_logic_vector(143 downto 0);
+    signal rx_m_rxterm_seglen : std_logic_vector(15 downto 0);
+    signal rx_m_axi_rq_arid : std_logic_vector(5 downto 0);
+    signal rx_m_axi_rq_araddr : std_logic_vector(63 downto 0);
+    signal rx_m_axi_rq_arlen : std_logic_vector(7 downto 0);
+    signal rx_m_axi_rq_arsize : std_logic_vector(2 downto 0);
+    signal rx_m_axi_rq_arburst : std_logic_vector(1 downto 0);
+    signal rx_m_axi_rq_arvalid : std_logic;
+    signal rx_m_axi_rq_rready : std_logic;
+    signal rx_s_pl_dma_ready : std_logic;
+    signal rx_m_axi_awid : std_logic_vector(3 downto 0);
+    signal rx_m_axi_awaddr : std_logic_vector(63 downto 0);
+    signal rx_m_axi_awlen : std_logic_vector(7 downto 0);
+    signal rx_m_axi_awsize : std_logic_vector(2 downto 0);
+    signal rx_m_axi_awburst : std_logic_vector(1 downto 0);
+    signal rx_m_axi_awvalid : std_logic;
+    signal rx_m_axi_wdata : std_logic_vector(63 downto 0);
+    signal rx_m_axi_wstrb : std_logic_vector(7 downto 0);
+    signal rx_m_axi_wlast : std_logic;
+    signal rx_m_axi_wvalid : std_logic;
+    signal rx_m_axi_bready : std_logic;
     signal pl_s_axis_tready : std_logic;
     signal pl_init_done : std_logic;
     signal pl_m_dma_addr : std_logic_vector(63 downto 0);
@@ -259,25 +309,17 @@ architecture rtl of iwcard_w64 is
     signal pl_m_done_stag : std_logic_vector(31 downto 0);
     signal pl_m_done_to : std_logic_vector(63 downto 0);
     signal pl_m_done_len : std_logic_vector(15 downto 0);
+    signal pl_s_rxk_ready : std_logic;
+    signal pl_m_rxk_valid : std_logic;
+    signal pl_m_rxk_fault : std_logic_vector(2 downto 0);
+    signal pl_m_rxk_addr : std_logic_vector(63 downto 0);
+    signal pl_s_inv_ready : std_logic;
     signal pl_s_chk_ready : std_logic;
     signal pl_m_chk_valid : std_logic;
     signal pl_m_chk_tag : std_logic_vector(7 downto 0);
     signal pl_m_chk_fault : std_logic_vector(2 downto 0);
     signal pl_m_chk_addr : std_logic_vector(63 downto 0);
     signal pl_m_chk_run : std_logic_vector(31 downto 0);
-    signal pw_s_dma_ready : std_logic;
-    signal pw_m_axi_awid : std_logic_vector(3 downto 0);
-    signal pw_m_axi_awaddr : std_logic_vector(63 downto 0);
-    signal pw_m_axi_awlen : std_logic_vector(7 downto 0);
-    signal pw_m_axi_awsize : std_logic_vector(2 downto 0);
-    signal pw_m_axi_awburst : std_logic_vector(1 downto 0);
-    signal pw_m_axi_awvalid : std_logic;
-    signal pw_m_axi_wdata : std_logic_vector(63 downto 0);
-    signal pw_m_axi_wstrb : std_logic_vector(7 downto 0);
-    signal pw_m_axi_wlast : std_logic;
-    signal pw_m_axi_wvalid : std_logic;
-    signal pw_m_axi_bready : std_logic;
-    signal pw_m_berr : std_logic;
     signal cq_s_cpl0_ready : std_logic;
     signal cq_s_ev0_ready : std_logic;
     signal cq_s_cpl1_ready : std_logic;
@@ -459,7 +501,6 @@ begin
         cq_m_fault &
         cq_m_overrun_cq &
         cq_m_overrun_valid &
-        cq_s_cpl1_ready &
         cq_s_ev0_ready &
         cq_s_ev1_ready &
         pl_m_chk_addr &
@@ -469,16 +510,10 @@ begin
         pl_m_chk_valid &
         pl_m_host_inv_stag &
         pl_m_host_last &
-        pl_m_host_len &
         pl_m_host_mo &
         pl_m_host_msn &
         pl_m_host_opcode &
         pl_m_host_qn &
-        pl_m_host_qp &
-        pl_m_host_tdata &
-        pl_m_host_tkeep &
-        pl_m_host_tlast &
-        pl_m_host_tvalid &
         pl_m_term_cause &
         pl_m_term_hdr &
         pl_m_term_mdr &
@@ -486,13 +521,6 @@ begin
         pl_m_term_seglen &
         pl_m_term_valid &
         pl_s_chk_ready &
-        pw_m_berr &
-        rdm_s2_axi_arready &
-        rdm_s2_axi_rdata &
-        rdm_s2_axi_rid &
-        rdm_s2_axi_rlast &
-        rdm_s2_axi_rresp &
-        rdm_s2_axi_rvalid &
         rdm_s3_axi_arready &
         rdm_s3_axi_rdata &
         rdm_s3_axi_rid &
@@ -500,17 +528,18 @@ begin
         rdm_s3_axi_rresp &
         rdm_s3_axi_rvalid &
         regs_ctrl_enable &
-        regs_qp_cqs_recv_cq &
         regs_qp_rd_ird &
-        regs_qp_rq_base_hi &
-        regs_qp_rq_base_lo &
-        regs_qp_sizes_rq_log &
         regs_scratch &
         rx_m_err_code &
         rx_m_err_kind &
         rx_m_err_offset &
         rx_m_err_qp &
         rx_m_err_valid &
+        rx_m_rxterm_cause &
+        rx_m_rxterm_hdr &
+        rx_m_rxterm_qp &
+        rx_m_rxterm_seglen &
+        rx_m_rxterm_valid &
         st_m_fault &
         tx_stat_dma_err &
         tx_stat_halt &
@@ -812,7 +841,86 @@ begin
             m_axi_rresp => rdm_s1_axi_rresp,
             m_axi_rlast => rdm_s1_axi_rlast,
             m_axi_rvalid => rdm_s1_axi_rvalid,
-            m_axi_rready => rx_m_axi_rready
+            m_axi_rready => rx_m_axi_rready,
+            qp_rq_base_lo => regs_qp_rq_base_lo,
+            qp_rq_base_hi => regs_qp_rq_base_hi,
+            qp_sizes_rq_log => regs_qp_sizes_rq_log,
+            qp_cqs_recv_cq => regs_qp_cqs_recv_cq,
+            s_host_tdata => pl_m_host_tdata,
+            s_host_tkeep => pl_m_host_tkeep,
+            s_host_tvalid => pl_m_host_tvalid,
+            s_host_tready => rx_s_host_tready,
+            s_host_tlast => pl_m_host_tlast,
+            s_host_qp => pl_m_host_qp,
+            s_host_len => pl_m_host_len,
+            m_rxk_valid => rx_m_rxk_valid,
+            m_rxk_ready => pl_s_rxk_ready,
+            m_rxk_stag => rx_m_rxk_stag,
+            m_rxk_pd => rx_m_rxk_pd,
+            m_rxk_qp => rx_m_rxk_qp,
+            m_rxk_to => rx_m_rxk_to,
+            m_rxk_len => rx_m_rxk_len,
+            m_rxk_use => rx_m_rxk_use,
+            s_rxk_valid => pl_m_rxk_valid,
+            s_rxk_fault => pl_m_rxk_fault,
+            s_rxk_addr => pl_m_rxk_addr,
+            m_inv_valid => rx_m_inv_valid,
+            m_inv_ready => pl_s_inv_ready,
+            m_inv_index => rx_m_inv_index,
+            m_cpl_valid => rx_m_cpl_valid,
+            m_cpl_ready => cq_s_cpl1_ready,
+            m_cpl_cq => rx_m_cpl_cq,
+            m_cpl_qpn => rx_m_cpl_qpn,
+            m_cpl_wr_id => rx_m_cpl_wr_id,
+            m_cpl_byte_len => rx_m_cpl_byte_len,
+            m_cpl_opcode => rx_m_cpl_opcode,
+            m_cpl_status => rx_m_cpl_status,
+            m_cpl_inv_stag => rx_m_cpl_inv_stag,
+            m_cpl_solicited => rx_m_cpl_solicited,
+            m_cpl_invalidated => rx_m_cpl_invalidated,
+            m_cpl_term_layer => rx_m_cpl_term_layer,
+            m_cpl_term_type => rx_m_cpl_term_type,
+            m_cpl_term_code => rx_m_cpl_term_code,
+            m_rxterm_valid => rx_m_rxterm_valid,
+            m_rxterm_ready => '1',
+            m_rxterm_qp => rx_m_rxterm_qp,
+            m_rxterm_cause => rx_m_rxterm_cause,
+            m_rxterm_hdr => rx_m_rxterm_hdr,
+            m_rxterm_seglen => rx_m_rxterm_seglen,
+            m_axi_rq_arid => rx_m_axi_rq_arid,
+            m_axi_rq_araddr => rx_m_axi_rq_araddr,
+            m_axi_rq_arlen => rx_m_axi_rq_arlen,
+            m_axi_rq_arsize => rx_m_axi_rq_arsize,
+            m_axi_rq_arburst => rx_m_axi_rq_arburst,
+            m_axi_rq_arvalid => rx_m_axi_rq_arvalid,
+            m_axi_rq_arready => rdm_s2_axi_arready,
+            m_axi_rq_rid => rdm_s2_axi_rid,
+            m_axi_rq_rdata => rdm_s2_axi_rdata,
+            m_axi_rq_rresp => rdm_s2_axi_rresp,
+            m_axi_rq_rlast => rdm_s2_axi_rlast,
+            m_axi_rq_rvalid => rdm_s2_axi_rvalid,
+            m_axi_rq_rready => rx_m_axi_rq_rready,
+            s_pl_dma_addr => pl_m_dma_addr,
+            s_pl_dma_data => pl_m_dma_data,
+            s_pl_dma_strb => pl_m_dma_strb,
+            s_pl_dma_valid => pl_m_dma_valid,
+            s_pl_dma_ready => rx_s_pl_dma_ready,
+            m_axi_awid => rx_m_axi_awid,
+            m_axi_awaddr => rx_m_axi_awaddr,
+            m_axi_awlen => rx_m_axi_awlen,
+            m_axi_awsize => rx_m_axi_awsize,
+            m_axi_awburst => rx_m_axi_awburst,
+            m_axi_awvalid => rx_m_axi_awvalid,
+            m_axi_awready => wrm_s1_axi_awready,
+            m_axi_wdata => rx_m_axi_wdata,
+            m_axi_wstrb => rx_m_axi_wstrb,
+            m_axi_wlast => rx_m_axi_wlast,
+            m_axi_wvalid => rx_m_axi_wvalid,
+            m_axi_wready => wrm_s1_axi_wready,
+            m_axi_bid => wrm_s1_axi_bid(3 downto 0),
+            m_axi_bresp => wrm_s1_axi_bresp,
+            m_axi_bvalid => wrm_s1_axi_bvalid,
+            m_axi_bready => rx_m_axi_bready
         );
 
     pl : entity work.placement_w64
@@ -836,12 +944,12 @@ begin
             m_dma_data => pl_m_dma_data,
             m_dma_strb => pl_m_dma_strb,
             m_dma_valid => pl_m_dma_valid,
-            m_dma_ready => pw_s_dma_ready,
+            m_dma_ready => rx_s_pl_dma_ready,
             m_host_tdata => pl_m_host_tdata,
             m_host_tkeep => pl_m_host_tkeep,
             m_host_tlast => pl_m_host_tlast,
             m_host_tvalid => pl_m_host_tvalid,
-            m_host_tready => '1',
+            m_host_tready => rx_s_host_tready,
             m_host_qp => pl_m_host_qp,
             m_host_len => pl_m_host_len,
             m_host_opcode => pl_m_host_opcode,
@@ -863,6 +971,20 @@ begin
             m_done_stag => pl_m_done_stag,
             m_done_to => pl_m_done_to,
             m_done_len => pl_m_done_len,
+            s_rxk_valid => rx_m_rxk_valid,
+            s_rxk_ready => pl_s_rxk_ready,
+            s_rxk_stag => rx_m_rxk_stag,
+            s_rxk_pd => rx_m_rxk_pd,
+            s_rxk_qp => rx_m_rxk_qp,
+            s_rxk_to => rx_m_rxk_to,
+            s_rxk_len => rx_m_rxk_len,
+            s_rxk_use => rx_m_rxk_use,
+            m_rxk_valid => pl_m_rxk_valid,
+            m_rxk_fault => pl_m_rxk_fault,
+            m_rxk_addr => pl_m_rxk_addr,
+            s_inv_valid => rx_m_inv_valid,
+            s_inv_ready => pl_s_inv_ready,
+            s_inv_index => rx_m_inv_index,
             s_chk_valid => '0',
             s_chk_ready => pl_s_chk_ready,
             s_chk_stag => x"00000000",
@@ -878,34 +1000,6 @@ begin
             m_chk_fault => pl_m_chk_fault,
             m_chk_addr => pl_m_chk_addr,
             m_chk_run => pl_m_chk_run
-        );
-
-    pw : entity work.place_axi_w64
-        port map (
-            clk => clk,
-            rst => eng_rst,
-            s_dma_addr => pl_m_dma_addr,
-            s_dma_data => pl_m_dma_data,
-            s_dma_strb => pl_m_dma_strb,
-            s_dma_valid => pl_m_dma_valid,
-            s_dma_ready => pw_s_dma_ready,
-            m_axi_awid => pw_m_axi_awid,
-            m_axi_awaddr => pw_m_axi_awaddr,
-            m_axi_awlen => pw_m_axi_awlen,
-            m_axi_awsize => pw_m_axi_awsize,
-            m_axi_awburst => pw_m_axi_awburst,
-            m_axi_awvalid => pw_m_axi_awvalid,
-            m_axi_awready => wrm_s1_axi_awready,
-            m_axi_wdata => pw_m_axi_wdata,
-            m_axi_wstrb => pw_m_axi_wstrb,
-            m_axi_wlast => pw_m_axi_wlast,
-            m_axi_wvalid => pw_m_axi_wvalid,
-            m_axi_wready => wrm_s1_axi_wready,
-            m_axi_bid => wrm_s1_axi_bid(3 downto 0),
-            m_axi_bresp => wrm_s1_axi_bresp,
-            m_axi_bvalid => wrm_s1_axi_bvalid,
-            m_axi_bready => pw_m_axi_bready,
-            m_berr => pw_m_berr
         );
 
     st : entity work.card_stat_w64
@@ -986,20 +1080,20 @@ begin
             s_ev0_term_layer => x"0",
             s_ev0_term_type => x"0",
             s_ev0_term_code => x"00",
-            s_cpl1_valid => '0',
+            s_cpl1_valid => rx_m_cpl_valid,
             s_cpl1_ready => cq_s_cpl1_ready,
-            s_cpl1_cq => "0000000000",
-            s_cpl1_qpn => x"0000",
-            s_cpl1_wr_id => x"0000000000000000",
-            s_cpl1_byte_len => x"00000000",
-            s_cpl1_opcode => x"00",
-            s_cpl1_status => x"00",
-            s_cpl1_inv_stag => x"00000000",
-            s_cpl1_solicited => '0',
-            s_cpl1_invalidated => '0',
-            s_cpl1_term_layer => x"0",
-            s_cpl1_term_type => x"0",
-            s_cpl1_term_code => x"00",
+            s_cpl1_cq => rx_m_cpl_cq,
+            s_cpl1_qpn => rx_m_cpl_qpn,
+            s_cpl1_wr_id => rx_m_cpl_wr_id,
+            s_cpl1_byte_len => rx_m_cpl_byte_len,
+            s_cpl1_opcode => rx_m_cpl_opcode,
+            s_cpl1_status => rx_m_cpl_status,
+            s_cpl1_inv_stag => rx_m_cpl_inv_stag,
+            s_cpl1_solicited => rx_m_cpl_solicited,
+            s_cpl1_invalidated => rx_m_cpl_invalidated,
+            s_cpl1_term_layer => rx_m_cpl_term_layer,
+            s_cpl1_term_type => rx_m_cpl_term_type,
+            s_cpl1_term_code => rx_m_cpl_term_code,
             s_ev1_valid => '0',
             s_ev1_ready => cq_s_ev1_ready,
             s_ev1_type => x"00",
@@ -1088,19 +1182,19 @@ begin
             s1_axi_rlast => rdm_s1_axi_rlast,
             s1_axi_rvalid => rdm_s1_axi_rvalid,
             s1_axi_rready => rx_m_axi_rready,
-            s2_axi_arid => "000000",
-            s2_axi_araddr => x"0000000000000000",
-            s2_axi_arlen => x"00",
-            s2_axi_arsize => "000",
-            s2_axi_arburst => "00",
-            s2_axi_arvalid => '0',
+            s2_axi_arid => rx_m_axi_rq_arid,
+            s2_axi_araddr => rx_m_axi_rq_araddr,
+            s2_axi_arlen => rx_m_axi_rq_arlen,
+            s2_axi_arsize => rx_m_axi_rq_arsize,
+            s2_axi_arburst => rx_m_axi_rq_arburst,
+            s2_axi_arvalid => rx_m_axi_rq_arvalid,
             s2_axi_arready => rdm_s2_axi_arready,
             s2_axi_rid => rdm_s2_axi_rid,
             s2_axi_rdata => rdm_s2_axi_rdata,
             s2_axi_rresp => rdm_s2_axi_rresp,
             s2_axi_rlast => rdm_s2_axi_rlast,
             s2_axi_rvalid => rdm_s2_axi_rvalid,
-            s2_axi_rready => '1',
+            s2_axi_rready => rx_m_axi_rq_rready,
             s3_axi_arid => "000000",
             s3_axi_araddr => x"0000000000000000",
             s3_axi_arlen => x"00",
@@ -1149,22 +1243,22 @@ begin
             s0_axi_bresp => wrm_s0_axi_bresp,
             s0_axi_bvalid => wrm_s0_axi_bvalid,
             s0_axi_bready => tx_m_axi_bready,
-            s1_axi_awid => std_logic_vector'("00" & pw_m_axi_awid),
-            s1_axi_awaddr => pw_m_axi_awaddr,
-            s1_axi_awlen => pw_m_axi_awlen,
-            s1_axi_awsize => pw_m_axi_awsize,
-            s1_axi_awburst => pw_m_axi_awburst,
-            s1_axi_awvalid => pw_m_axi_awvalid,
+            s1_axi_awid => std_logic_vector'("00" & rx_m_axi_awid),
+            s1_axi_awaddr => rx_m_axi_awaddr,
+            s1_axi_awlen => rx_m_axi_awlen,
+            s1_axi_awsize => rx_m_axi_awsize,
+            s1_axi_awburst => rx_m_axi_awburst,
+            s1_axi_awvalid => rx_m_axi_awvalid,
             s1_axi_awready => wrm_s1_axi_awready,
-            s1_axi_wdata => pw_m_axi_wdata,
-            s1_axi_wstrb => pw_m_axi_wstrb,
-            s1_axi_wlast => pw_m_axi_wlast,
-            s1_axi_wvalid => pw_m_axi_wvalid,
+            s1_axi_wdata => rx_m_axi_wdata,
+            s1_axi_wstrb => rx_m_axi_wstrb,
+            s1_axi_wlast => rx_m_axi_wlast,
+            s1_axi_wvalid => rx_m_axi_wvalid,
             s1_axi_wready => wrm_s1_axi_wready,
             s1_axi_bid => wrm_s1_axi_bid,
             s1_axi_bresp => wrm_s1_axi_bresp,
             s1_axi_bvalid => wrm_s1_axi_bvalid,
-            s1_axi_bready => pw_m_axi_bready,
+            s1_axi_bready => rx_m_axi_bready,
             s2_axi_awid => std_logic_vector'("00" & cq_m_axi_awid),
             s2_axi_awaddr => cq_m_axi_awaddr,
             s2_axi_awlen => cq_m_axi_awlen,

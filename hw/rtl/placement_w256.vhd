@@ -104,6 +104,20 @@ entity placement_w256 is
         m_done_stag : out std_logic_vector(31 downto 0); -- its STag (the Read's sink)
         m_done_to : out std_logic_vector(63 downto 0); -- its tagged offset
         m_done_len : out std_logic_vector(15 downto 0); -- its ULPDU length
+        s_rxk_valid : in  std_logic;         -- an STag check request (an engine's lkey check, a Send with Invalidate's STag)
+        s_rxk_ready : out std_logic;         -- init_done: a request is taken every cycle
+        s_rxk_stag : in  std_logic_vector(31 downto 0); -- the STag (index 31:8, key 7:0)
+        s_rxk_pd : in  std_logic_vector(31 downto 0); -- the stream's protection domain
+        s_rxk_qp : in  std_logic_vector(31 downto 0); -- the stream
+        s_rxk_to : in  std_logic_vector(63 downto 0); -- tagged offset
+        s_rxk_len : in  std_logic_vector(31 downto 0); -- length in bytes
+        s_rxk_use : in  std_logic_vector(2 downto 0); -- 0 remote write, 1 Read Response, 2 remote read, 3 local read, 4 local write (golden/iwarp/mem.Use), 5 remote invalidation (mem.CanInvalidate)
+        m_rxk_valid : out std_logic;         -- the answer, 2 cycles after the request was taken (no backpressure)
+        m_rxk_fault : out std_logic_vector(2 downto 0); -- mem.Fault: 0 OK, 1 invalid STag, 2 not associated, 3 access rights, 4 TO wrap, 5 base or bounds
+        m_rxk_addr : out std_logic_vector(63 downto 0); -- host address of the tagged offset (through the page list for a paged entry); meaningful when the fault is 0
+        s_inv_valid : in  std_logic;         -- invalidate an entry (a Send with Invalidate the engine has checked)
+        s_inv_ready : out std_logic;         -- no register command writes the table this cycle
+        s_inv_index : in  std_logic_vector(23 downto 0); -- the STag's index (one past the table: taken, no effect)
         s_chk_valid : in  std_logic;         -- a check request (lkey of a gather, source of a Read Response, receive buffer...)
         s_chk_ready : out std_logic;         -- the port takes a request (high while m_chk is free or taken, after init_done)
         s_chk_stag : in  std_logic_vector(31 downto 0); -- the STag (index 31:8, key 7:0)
@@ -205,6 +219,13 @@ architecture rtl of placement_w256 is
     signal st_base : std_logic_vector(63 downto 0);
     signal st_end : std_logic_vector(63 downto 0); -- BASE + LEN
     signal stag_table_rd : std_logic_vector(273 downto 0); -- read data of stag_table
+    signal rxk_inv_index : std_logic_vector(11 downto 0);
+    signal rxk_inv : std_logic;              -- an engine's invalidation is written
+    signal rxk_take : std_logic;             -- a check request is taken
+    signal rxk_index : std_logic_vector(11 downto 0);
+    signal tag_wr : std_logic;               -- a valid bit and key are written
+    signal tag_wr_addr : std_logic_vector(11 downto 0);
+    signal tag_wr_data : std_logic_vector(8 downto 0);
     signal stag_tag_rd : std_logic_vector(8 downto 0); -- read data of stag_tag
     signal pbl_rd_addr : std_logic_vector(11 downto 0); -- page-list slot of the block entering the output register
     signal page_list_rd : std_logic_vector(51 downto 0); -- read data of page_list
@@ -234,6 +255,26 @@ architecture rtl of placement_w256 is
     signal chk_c2_vm : std_logic_vector(63 downto 0);
     signal chk_c2_run : std_logic_vector(31 downto 0);
     signal chk_ok : std_logic;
+    signal rxk_table_rd : std_logic_vector(273 downto 0); -- read data of rxk_table
+    signal rxk_tag_rd : std_logic_vector(8 downto 0); -- read data of rxk_tag
+    signal rxk1_v : std_logic := '0';
+    signal rxk1_stag : std_logic_vector(31 downto 0);
+    signal rxk1_pd : std_logic_vector(31 downto 0);
+    signal rxk1_qp : std_logic_vector(31 downto 0);
+    signal rxk1_to : std_logic_vector(63 downto 0);
+    signal rxk1_len : std_logic_vector(31 downto 0);
+    signal rxk1_use : std_logic_vector(2 downto 0);
+    signal rxk1_access : std_logic_vector(3 downto 0);
+    signal rxk1_end : std_logic_vector(63 downto 0); -- TO + length
+    signal rxk1_fault : std_logic_vector(2 downto 0); -- mem.Check's verdict
+    signal rxk1_vaddr : std_logic_vector(63 downto 0); -- ADDR + (TO - BASE): the host address, or the offset into the page list's pages
+    signal rxk_pbl_addr : std_logic_vector(11 downto 0); -- page-list slot of the checked offset
+    signal rxk2_v : std_logic := '0';
+    signal rxk2_fault : std_logic_vector(2 downto 0);
+    signal rxk2_vaddr : std_logic_vector(63 downto 0);
+    signal rxk2_paged : std_logic;
+    signal rxk_page_list_rd : std_logic_vector(51 downto 0); -- read data of rxk_page_list
+    signal rxk_unused : std_logic;           -- bits no logic reads (keeps lint quiet on purpose)
     signal s1_valid : std_logic := '0';      -- stage 1 holds a beat
     signal s1_data : std_logic_vector(255 downto 0);
     signal s1_keep : std_logic_vector(31 downto 0);
@@ -381,6 +422,12 @@ architecture rtl of placement_w256 is
     signal stag_tag_chk : stag_tag_chk_t;    -- copy of stag_tag for the check port
     type page_list_chk_t is array (0 to 4095) of std_logic_vector(51 downto 0);
     signal page_list_chk : page_list_chk_t;  -- copy of page_list for the check port
+    type rxk_table_t is array (0 to 4095) of std_logic_vector(273 downto 0);
+    signal rxk_table : rxk_table_t;          -- copy of stag_table for the check port
+    type rxk_tag_t is array (0 to 4095) of std_logic_vector(8 downto 0);
+    signal rxk_tag : rxk_tag_t;              -- copy of stag_tag for the check port
+    type rxk_page_list_t is array (0 to 4095) of std_logic_vector(51 downto 0);
+    signal rxk_page_list : rxk_page_list_t;  -- copy of page_list for the check port
 begin
     init_done <= init_done_r;
     advance <= (not s3_valid) or (((((b2l(s3_dest = "01") and ((not (or s3_strb)) or m_dma_ready)) or (b2l(s3_dest = "10") and m_host_tready)) or (b2l(s3_dest = "11") and m_term_ready)) or b2l(s3_dest = "00")) and ((not s3_done) or m_done_ready));
@@ -497,6 +544,18 @@ begin
     invalidate <= ((reg_wr_valid and b2l(reg_wr_addr = x"30")) and init_done_r) and (not (or reg_wr_data(23 downto 12)));
     st_base <= std_logic_vector'(stag_base_hi & stag_base_lo);
     st_end <= std_logic_vector(unsigned(st_base) + unsigned(std_logic_vector'(stag_len_hi & stag_len_lo)));
+    rxk_inv_index <= s_inv_index(11 downto 0);
+    s_rxk_ready <= init_done_r;
+    rxk_take <= s_rxk_valid and init_done_r;
+    rxk_index <= s_rxk_stag(19 downto 8);
+    s_inv_ready <= (not ((reg_wr_valid and b2l(reg_wr_addr = x"2c")) or (reg_wr_valid and b2l(reg_wr_addr = x"30")))) and init_done_r;
+    rxk_inv <= (s_inv_valid and s_inv_ready) and (not (or s_inv_index(23 downto 12)));
+    tag_wr <= ((commit or invalidate) or (not init_done_r)) or rxk_inv;
+    tag_wr_addr <= mux(not init_done_r, init_cnt, mux(commit, st_index(11 downto 0), mux(invalidate, reg_wr_data(11 downto 0), rxk_inv_index)));
+    tag_wr_data <= std_logic_vector'(
+        ((commit and st_valid) and init_done_r) &
+        (st_key and std_logic_vector'(7 downto 0 => commit))
+    );
     chk_adv <= (not chk_c2_v) or m_chk_ready;
     chk_take <= (s_chk_valid and chk_adv) and init_done_r;
     s_chk_ready <= chk_adv and init_done_r;
@@ -511,6 +570,15 @@ begin
     chk_ok <= b2l(chk_c2_fault = "000");
     m_chk_addr <= (mux(chk_c2_paged, std_logic_vector'(page_list_chk_rd & chk_c2_vm(11 downto 0)), chk_c2_vm) and std_logic_vector'(63 downto 0 => chk_c2_v)) and std_logic_vector'(63 downto 0 => chk_ok);
     m_chk_run <= (chk_c2_run and std_logic_vector'(31 downto 0 => chk_c2_v)) and std_logic_vector'(31 downto 0 => chk_ok);
+    rxk1_access <= rxk_table_rd(3 downto 0);
+    rxk1_end <= std_logic_vector(unsigned(rxk1_to) + unsigned(std_logic_vector'(x"00000000" & rxk1_len)));
+    rxk1_fault <= mux(b2l(rxk1_len = x"00000000") and ((b2l(rxk1_use = "000") or b2l(rxk1_use = "001")) or b2l(rxk1_use = "010")), "000", mux(((not (not (or rxk1_stag(31 downto 20)))) or (not rxk_tag_rd(8))) or b2l(rxk_tag_rd(7 downto 0) /= rxk1_stag(7 downto 0)), "001", mux(mux(b2l(rxk1_use = "101"), (b2l(rxk_table_rd(36 downto 5) /= rxk1_pd) or b2l(rxk_table_rd(68 downto 37) = x"00000000")) or b2l(rxk_table_rd(68 downto 37) /= rxk1_qp), b2l(rxk_table_rd(36 downto 5) /= rxk1_pd) or (b2l(rxk_table_rd(68 downto 37) /= x"00000000") and b2l(rxk_table_rd(68 downto 37) /= rxk1_qp))), "010", mux(b2l(rxk1_use = "101"), "000", mux(not mux(b2l(rxk1_use = "000"), rxk1_access(2), mux(b2l(rxk1_use = "010"), rxk1_access(1), mux(b2l(rxk1_use = "001") or b2l(rxk1_use = "100"), rxk1_access(0), '1'))), "011", mux(b2l(unsigned(rxk1_end) < unsigned(rxk1_to)), "100", mux((b2l(unsigned(rxk1_to) < unsigned(rxk_table_rd(132 downto 69))) or b2l(unsigned(rxk_table_rd(196 downto 133)) < unsigned(rxk1_end))) or rxk_table_rd(197), "101", "000")))))));
+    rxk1_vaddr <= std_logic_vector(unsigned(std_logic_vector(unsigned(rxk1_to) + unsigned(rxk_table_rd(261 downto 198)))) + unsigned'(x"000000000000000e"));
+    rxk_pbl_addr <= std_logic_vector(unsigned(rxk_table_rd(273 downto 262)) + unsigned(rxk1_vaddr(23 downto 12)));
+    m_rxk_valid <= rxk2_v;
+    m_rxk_fault <= rxk2_fault and std_logic_vector'(2 downto 0 => rxk2_v);
+    m_rxk_addr <= mux(rxk2_paged, std_logic_vector'(rxk_page_list_rd & rxk2_vaddr(11 downto 0)), rxk2_vaddr) and std_logic_vector'(63 downto 0 => rxk2_v);
+    rxk_unused <= or std_logic_vector'(rxk1_access(3) & rxk1_stag(19 downto 8));
     h_ddp_ctl <= s1_data(7 downto 0);
     h_rdmap_ctl <= s1_data(15 downto 8);
     h_tagged <= h_ddp_ctl(7);
@@ -1294,6 +1362,103 @@ begin
         end if;
     end process;
 
+    rxk1_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rxk1_v <= '0';
+            else
+                rxk1_v <= rxk_take;
+            end if;
+        end if;
+    end process;
+
+    rxk1_stag_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rxk_take = '1' then
+                rxk1_stag <= s_rxk_stag;
+            end if;
+        end if;
+    end process;
+
+    rxk1_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rxk_take = '1' then
+                rxk1_pd <= s_rxk_pd;
+            end if;
+        end if;
+    end process;
+
+    rxk1_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rxk_take = '1' then
+                rxk1_qp <= s_rxk_qp;
+            end if;
+        end if;
+    end process;
+
+    rxk1_to_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rxk_take = '1' then
+                rxk1_to <= s_rxk_to;
+            end if;
+        end if;
+    end process;
+
+    rxk1_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rxk_take = '1' then
+                rxk1_len <= s_rxk_len;
+            end if;
+        end if;
+    end process;
+
+    rxk1_use_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rxk_take = '1' then
+                rxk1_use <= s_rxk_use;
+            end if;
+        end if;
+    end process;
+
+    rxk2_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rxk2_v <= '0';
+            else
+                rxk2_v <= rxk1_v;
+            end if;
+        end if;
+    end process;
+
+    rxk2_fault_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rxk2_fault <= rxk1_fault;
+        end if;
+    end process;
+
+    rxk2_vaddr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rxk2_vaddr <= rxk1_vaddr;
+        end if;
+    end process;
+
+    rxk2_paged_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rxk2_paged <= rxk_table_rd(4);
+        end if;
+    end process;
+
     s1_valid_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -1980,11 +2145,8 @@ begin
     stag_tag_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if ((commit or invalidate) or (not init_done_r)) = '1' then
-                stag_tag(to_integer(unsigned(mux(not init_done_r, init_cnt, mux(commit, st_index(11 downto 0), reg_wr_data(11 downto 0)))))) <= std_logic_vector'(
-        ((commit and st_valid) and init_done_r) &
-        (st_key and std_logic_vector'(7 downto 0 => commit))
-    );
+            if tag_wr = '1' then
+                stag_tag(to_integer(unsigned(tag_wr_addr))) <= tag_wr_data;
             end if;
             if table_rd = '1' then
                 stag_tag_rd <= stag_tag(to_integer(unsigned(s0_stag_index(11 downto 0))));
@@ -2032,11 +2194,8 @@ begin
     stag_tag_chk_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if ((commit or invalidate) or (not init_done_r)) = '1' then
-                stag_tag_chk(to_integer(unsigned(mux(not init_done_r, init_cnt, mux(commit, st_index(11 downto 0), reg_wr_data(11 downto 0)))))) <= std_logic_vector'(
-        ((commit and st_valid) and init_done_r) &
-        (st_key and std_logic_vector'(7 downto 0 => commit))
-    );
+            if tag_wr = '1' then
+                stag_tag_chk(to_integer(unsigned(tag_wr_addr))) <= tag_wr_data;
             end if;
             if chk_take = '1' then
                 stag_tag_chk_rd <= stag_tag_chk(to_integer(unsigned(chk_index(11 downto 0))));
@@ -2053,6 +2212,55 @@ begin
             end if;
             if chk_adv = '1' then
                 page_list_chk_rd <= page_list_chk(to_integer(unsigned(std_logic_vector(unsigned(stag_table_chk_rd(273 downto 262)) + unsigned(chk_vm(23 downto 12))))));
+            end if;
+        end if;
+    end process;
+
+    -- rxk_table: synchronous write, synchronous read (block RAM)
+    rxk_table_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if commit = '1' then
+                rxk_table(to_integer(unsigned(st_index(11 downto 0)))) <= std_logic_vector'(
+        st_pbl(11 downto 0) &
+        std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'(stag_addr_hi & stag_addr_lo)) - unsigned(st_base))) - unsigned'(x"000000000000000e")) &
+        b2l(unsigned(st_end) < unsigned(st_base)) &
+        st_end &
+        st_base &
+        st_qp &
+        st_pd &
+        st_paged &
+        st_access
+    );
+            end if;
+            if rxk_take = '1' then
+                rxk_table_rd <= rxk_table(to_integer(unsigned(rxk_index)));
+            end if;
+        end if;
+    end process;
+
+    -- rxk_tag: synchronous write, synchronous read (block RAM)
+    rxk_tag_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if tag_wr = '1' then
+                rxk_tag(to_integer(unsigned(tag_wr_addr))) <= tag_wr_data;
+            end if;
+            if rxk_take = '1' then
+                rxk_tag_rd <= rxk_tag(to_integer(unsigned(rxk_index)));
+            end if;
+        end if;
+    end process;
+
+    -- rxk_page_list: synchronous write, synchronous read (block RAM)
+    rxk_page_list_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (reg_wr_valid and b2l(reg_wr_addr = x"4c")) = '1' then
+                rxk_page_list(to_integer(unsigned(pbl_index(11 downto 0)))) <= std_logic_vector'(pbl_addr_hi & pbl_addr_lo);
+            end if;
+            if rxk1_v = '1' then
+                rxk_page_list_rd <= rxk_page_list(to_integer(unsigned(rxk_pbl_addr)));
             end if;
         end if;
     end process;

@@ -102,6 +102,20 @@ module placement_w512 (
     output wire [31:0]    m_done_stag,       // its STag (the Read's sink)
     output wire [63:0]    m_done_to,         // its tagged offset
     output wire [15:0]    m_done_len,        // its ULPDU length
+    input  wire           s_rxk_valid,       // an STag check request (an engine's lkey check, a Send with Invalidate's STag)
+    output wire           s_rxk_ready,       // init_done: a request is taken every cycle
+    input  wire [31:0]    s_rxk_stag,        // the STag (index 31:8, key 7:0)
+    input  wire [31:0]    s_rxk_pd,          // the stream's protection domain
+    input  wire [31:0]    s_rxk_qp,          // the stream
+    input  wire [63:0]    s_rxk_to,          // tagged offset
+    input  wire [31:0]    s_rxk_len,         // length in bytes
+    input  wire [2:0]     s_rxk_use,         // 0 remote write, 1 Read Response, 2 remote read, 3 local read, 4 local write (golden/iwarp/mem.Use), 5 remote invalidation (mem.CanInvalidate)
+    output wire           m_rxk_valid,       // the answer, 2 cycles after the request was taken (no backpressure)
+    output wire [2:0]     m_rxk_fault,       // mem.Fault: 0 OK, 1 invalid STag, 2 not associated, 3 access rights, 4 TO wrap, 5 base or bounds
+    output wire [63:0]    m_rxk_addr,        // host address of the tagged offset (through the page list for a paged entry); meaningful when the fault is 0
+    input  wire           s_inv_valid,       // invalidate an entry (a Send with Invalidate the engine has checked)
+    output wire           s_inv_ready,       // no register command writes the table this cycle
+    input  wire [23:0]    s_inv_index,       // the STag's index (one past the table: taken, no effect)
     input  wire           s_chk_valid,       // a check request (lkey of a gather, source of a Read Response, receive buffer...)
     output wire           s_chk_ready,       // the port takes a request (high while m_chk is free or taken, after init_done)
     input  wire [31:0]    s_chk_stag,        // the STag (index 31:8, key 7:0)
@@ -174,6 +188,13 @@ module placement_w512 (
     wire [63:0]    st_base;
     wire [63:0]    st_end;                   // BASE + LEN
     reg  [273:0]   stag_table_rd;            // read data of stag_table
+    wire [11:0]    rxk_inv_index;
+    wire           rxk_inv;                  // an engine's invalidation is written
+    wire           rxk_take;                 // a check request is taken
+    wire [11:0]    rxk_index;
+    wire           tag_wr;                   // a valid bit and key are written
+    wire [11:0]    tag_wr_addr;
+    wire [8:0]     tag_wr_data;
     reg  [8:0]     stag_tag_rd;              // read data of stag_tag
     wire [11:0]    pbl_rd_addr;              // page-list slot of the block entering the output register
     reg  [51:0]    page_list_rd;             // read data of page_list
@@ -203,6 +224,26 @@ module placement_w512 (
     reg  [63:0]    chk_c2_vm;
     reg  [31:0]    chk_c2_run;
     wire           chk_ok;
+    reg  [273:0]   rxk_table_rd;             // read data of rxk_table
+    reg  [8:0]     rxk_tag_rd;               // read data of rxk_tag
+    reg            rxk1_v;
+    reg  [31:0]    rxk1_stag;
+    reg  [31:0]    rxk1_pd;
+    reg  [31:0]    rxk1_qp;
+    reg  [63:0]    rxk1_to;
+    reg  [31:0]    rxk1_len;
+    reg  [2:0]     rxk1_use;
+    wire [3:0]     rxk1_access;
+    wire [63:0]    rxk1_end;                 // TO + length
+    wire [2:0]     rxk1_fault;               // mem.Check's verdict
+    wire [63:0]    rxk1_vaddr;               // ADDR + (TO - BASE): the host address, or the offset into the page list's pages
+    wire [11:0]    rxk_pbl_addr;             // page-list slot of the checked offset
+    reg            rxk2_v;
+    reg  [2:0]     rxk2_fault;
+    reg  [63:0]    rxk2_vaddr;
+    reg            rxk2_paged;
+    reg  [51:0]    rxk_page_list_rd;         // read data of rxk_page_list
+    wire           rxk_unused;               // bits no logic reads (keeps lint quiet on purpose)
     reg            s1_valid;                 // stage 1 holds a beat
     reg  [511:0]   s1_data;
     reg  [63:0]    s1_keep;
@@ -346,6 +387,9 @@ module placement_w512 (
     reg  [273:0] stag_table_chk [0:4095];    // copy of stag_table for the check port
     reg  [8:0] stag_tag_chk [0:4095];        // copy of stag_tag for the check port
     reg  [51:0] page_list_chk [0:4095];      // copy of page_list for the check port
+    reg  [273:0] rxk_table [0:4095];         // copy of stag_table for the check port
+    reg  [8:0] rxk_tag [0:4095];             // copy of stag_tag for the check port
+    reg  [51:0] rxk_page_list [0:4095];      // copy of page_list for the check port
 
     assign init_done = init_done_r;
     assign advance = ~s3_valid | ((((((s3_dest == 2'h1) & (~|s3_strb | m_dma_ready)) | ((s3_dest == 2'h2) & m_host_tready)) | ((s3_dest == 2'h3) & m_term_ready)) | (s3_dest == 2'h0)) & (~s3_done | m_done_ready));
@@ -558,6 +602,15 @@ module placement_w512 (
     assign invalidate = ((reg_wr_valid & (reg_wr_addr == 8'h30)) & init_done_r) & ~|reg_wr_data[23:12];
     assign st_base = {stag_base_hi, stag_base_lo};
     assign st_end = st_base + {stag_len_hi, stag_len_lo};
+    assign rxk_inv_index = s_inv_index[11:0];
+    assign s_rxk_ready = init_done_r;
+    assign rxk_take = s_rxk_valid & init_done_r;
+    assign rxk_index = s_rxk_stag[19:8];
+    assign s_inv_ready = ~((reg_wr_valid & (reg_wr_addr == 8'h2c)) | (reg_wr_valid & (reg_wr_addr == 8'h30))) & init_done_r;
+    assign rxk_inv = (s_inv_valid & s_inv_ready) & ~|s_inv_index[23:12];
+    assign tag_wr = ((commit | invalidate) | ~init_done_r) | rxk_inv;
+    assign tag_wr_addr = ~init_done_r ? init_cnt : (commit ? st_index[11:0] : (invalidate ? reg_wr_data[11:0] : rxk_inv_index));
+    assign tag_wr_data = {(commit & st_valid) & init_done_r, st_key & {8{commit}}};
     assign chk_adv = ~chk_c2_v | m_chk_ready;
     assign chk_take = (s_chk_valid & chk_adv) & init_done_r;
     assign s_chk_ready = chk_adv & init_done_r;
@@ -572,6 +625,15 @@ module placement_w512 (
     assign chk_ok = chk_c2_fault == 3'h0;
     assign m_chk_addr = ((chk_c2_paged ? {page_list_chk_rd, chk_c2_vm[11:0]} : chk_c2_vm) & {64{chk_c2_v}}) & {64{chk_ok}};
     assign m_chk_run = (chk_c2_run & {32{chk_c2_v}}) & {32{chk_ok}};
+    assign rxk1_access = rxk_table_rd[3:0];
+    assign rxk1_end = rxk1_to + {32'h00000000, rxk1_len};
+    assign rxk1_fault = ((rxk1_len == 32'h00000000) & (((rxk1_use == 3'h0) | (rxk1_use == 3'h1)) | (rxk1_use == 3'h2))) ? 3'h0 : (((~~|rxk1_stag[31:20] | ~rxk_tag_rd[8]) | (rxk_tag_rd[7:0] != rxk1_stag[7:0])) ? 3'h1 : (((rxk1_use == 3'h5) ? (((rxk_table_rd[36:5] != rxk1_pd) | (rxk_table_rd[68:37] == 32'h00000000)) | (rxk_table_rd[68:37] != rxk1_qp)) : ((rxk_table_rd[36:5] != rxk1_pd) | ((rxk_table_rd[68:37] != 32'h00000000) & (rxk_table_rd[68:37] != rxk1_qp)))) ? 3'h2 : ((rxk1_use == 3'h5) ? 3'h0 : (~((rxk1_use == 3'h0) ? rxk1_access[2] : ((rxk1_use == 3'h2) ? rxk1_access[1] : (((rxk1_use == 3'h1) | (rxk1_use == 3'h4)) ? rxk1_access[0] : 1'h1))) ? 3'h3 : ((rxk1_end < rxk1_to) ? 3'h4 : ((((rxk1_to < rxk_table_rd[132:69]) | (rxk_table_rd[196:133] < rxk1_end)) | rxk_table_rd[197]) ? 3'h5 : 3'h0))))));
+    assign rxk1_vaddr = (rxk1_to + rxk_table_rd[261:198]) + 64'h000000000000000e;
+    assign rxk_pbl_addr = rxk_table_rd[273:262] + rxk1_vaddr[23:12];
+    assign m_rxk_valid = rxk2_v;
+    assign m_rxk_fault = rxk2_fault & {3{rxk2_v}};
+    assign m_rxk_addr = (rxk2_paged ? {rxk_page_list_rd, rxk2_vaddr[11:0]} : rxk2_vaddr) & {64{rxk2_v}};
+    assign rxk_unused = |{rxk1_access[3], rxk1_stag[19:8]};
     assign h_ddp_ctl = s1_data[7:0];
     assign h_rdmap_ctl = s1_data[15:8];
     assign h_tagged = h_ddp_ctl[7];
@@ -1315,6 +1377,70 @@ module placement_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            rxk1_v <= 1'h0;
+        end else begin
+            rxk1_v <= rxk_take;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rxk_take) begin
+            rxk1_stag <= s_rxk_stag;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rxk_take) begin
+            rxk1_pd <= s_rxk_pd;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rxk_take) begin
+            rxk1_qp <= s_rxk_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rxk_take) begin
+            rxk1_to <= s_rxk_to;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rxk_take) begin
+            rxk1_len <= s_rxk_len;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rxk_take) begin
+            rxk1_use <= s_rxk_use;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rxk2_v <= 1'h0;
+        end else begin
+            rxk2_v <= rxk1_v;
+        end
+    end
+
+    always @(posedge clk) begin
+        rxk2_fault <= rxk1_fault;
+    end
+
+    always @(posedge clk) begin
+        rxk2_vaddr <= rxk1_vaddr;
+    end
+
+    always @(posedge clk) begin
+        rxk2_paged <= rxk_table_rd[4];
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             s1_valid <= 1'h0;
         end else if (advance_up) begin
             s1_valid <= s0_move;
@@ -1790,8 +1916,8 @@ module placement_w512 (
 
     // stag_tag: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if ((commit | invalidate) | ~init_done_r) begin
-            stag_tag[~init_done_r ? init_cnt : (commit ? st_index[11:0] : reg_wr_data[11:0])] <= {(commit & st_valid) & init_done_r, st_key & {8{commit}}};
+        if (tag_wr) begin
+            stag_tag[tag_wr_addr] <= tag_wr_data;
         end
         if (table_rd) begin
             stag_tag_rd <= stag_tag[s0_stag_index[11:0]];
@@ -1830,8 +1956,8 @@ module placement_w512 (
 
     // stag_tag_chk: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if ((commit | invalidate) | ~init_done_r) begin
-            stag_tag_chk[~init_done_r ? init_cnt : (commit ? st_index[11:0] : reg_wr_data[11:0])] <= {(commit & st_valid) & init_done_r, st_key & {8{commit}}};
+        if (tag_wr) begin
+            stag_tag_chk[tag_wr_addr] <= tag_wr_data;
         end
         if (chk_take) begin
             stag_tag_chk_rd <= stag_tag_chk[chk_index[11:0]];
@@ -1845,6 +1971,46 @@ module placement_w512 (
         end
         if (chk_adv) begin
             page_list_chk_rd <= page_list_chk[stag_table_chk_rd[273:262] + chk_vm[23:12]];
+        end
+    end
+
+    // rxk_table: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (commit) begin
+            rxk_table[st_index[11:0]] <= {
+        st_pbl[11:0],
+        ({stag_addr_hi, stag_addr_lo} - st_base) - 64'h000000000000000e,
+        st_end < st_base,
+        st_end,
+        st_base,
+        st_qp,
+        st_pd,
+        st_paged,
+        st_access
+    };
+        end
+        if (rxk_take) begin
+            rxk_table_rd <= rxk_table[rxk_index];
+        end
+    end
+
+    // rxk_tag: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (tag_wr) begin
+            rxk_tag[tag_wr_addr] <= tag_wr_data;
+        end
+        if (rxk_take) begin
+            rxk_tag_rd <= rxk_tag[rxk_index];
+        end
+    end
+
+    // rxk_page_list: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (reg_wr_valid & (reg_wr_addr == 8'h4c)) begin
+            rxk_page_list[pbl_index[11:0]] <= {pbl_addr_hi, pbl_addr_lo};
+        end
+        if (rxk1_v) begin
+            rxk_page_list_rd <= rxk_page_list[rxk_pbl_addr];
         end
     end
 

@@ -56,8 +56,9 @@ func respName(r uint32) string {
 const (
 	CardReadTx     = gen.CardRdMasterTx // card_tx: WQE reads
 	CardReadRx     = gen.CardRdMasterRx // card_rx: receive stream ring reads
+	CardReadRQ     = gen.CardRdMasterRQ // card_rx: RQ WQE reads
 	CardWriteTx    = gen.CardWrMasterTx // card_tx: transmit stream ring writes
-	CardWritePl    = gen.CardWrMasterPl // placement: placed payload
+	CardWritePl    = gen.CardWrMasterPl // card_rx: placed payload (placement's and the Sends')
 	CardWriteCQ    = gen.CardWrMasterCQ // card_cq: CQEs and EQEs
 	CardWriteSt    = gen.CardWrMasterSt // card_stat: QP status records
 	CardIDSrcShift = 6                  // m_axi_*id >> CardIDSrcShift is the source

@@ -30,10 +30,26 @@
     X(m_axi_rresp, 2) \
     X(m_axi_rlast, 1) \
     X(m_axi_rvalid, 1) \
+    X(qp_rq_base_lo, 32) \
+    X(qp_rq_base_hi, 32) \
+    X(qp_sizes_rq_log, 5) \
+    X(qp_cqs_recv_cq, 16) \
+    X(m_cpl_ready, 1) \
+    X(m_rxterm_ready, 1) \
+    X(m_axi_rq_arready, 1) \
+    X(m_axi_rq_rid, 6) \
+    X(m_axi_rq_rdata, 512) \
+    X(m_axi_rq_rresp, 2) \
+    X(m_axi_rq_rlast, 1) \
+    X(m_axi_rq_rvalid, 1) \
+    X(m_axi_awready, 1) \
+    X(m_axi_wready, 1) \
+    X(m_axi_bid, 4) \
+    X(m_axi_bresp, 2) \
+    X(m_axi_bvalid, 1) \
     X(reg_wr_valid, 1) \
     X(reg_wr_addr, 8) \
     X(reg_wr_data, 32) \
-    X(m_host_tready, 1) \
     X(m_term_ready, 1) \
     X(m_done_ready, 1) \
     X(s_chk_valid, 1) \
@@ -45,11 +61,6 @@
     X(s_chk_len, 32) \
     X(s_chk_tag, 8) \
     X(m_chk_ready, 1) \
-    X(m_axi_awready, 1) \
-    X(m_axi_wready, 1) \
-    X(m_axi_bid, 4) \
-    X(m_axi_bresp, 2) \
-    X(m_axi_bvalid, 1) \
     /* end */
 
 #define IW_SIM_OUTPUTS(X) \
@@ -70,13 +81,43 @@
     X(m_axi_arburst, 2) \
     X(m_axi_arvalid, 1) \
     X(m_axi_rready, 1) \
+    X(m_cpl_valid, 1) \
+    X(m_cpl_cq, 10) \
+    X(m_cpl_qpn, 16) \
+    X(m_cpl_wr_id, 64) \
+    X(m_cpl_byte_len, 32) \
+    X(m_cpl_opcode, 8) \
+    X(m_cpl_status, 8) \
+    X(m_cpl_inv_stag, 32) \
+    X(m_cpl_solicited, 1) \
+    X(m_cpl_invalidated, 1) \
+    X(m_cpl_term_layer, 4) \
+    X(m_cpl_term_type, 4) \
+    X(m_cpl_term_code, 8) \
+    X(m_rxterm_valid, 1) \
+    X(m_rxterm_qp, 10) \
+    X(m_rxterm_cause, 16) \
+    X(m_rxterm_hdr, 144) \
+    X(m_rxterm_seglen, 16) \
+    X(m_axi_rq_arid, 6) \
+    X(m_axi_rq_araddr, 64) \
+    X(m_axi_rq_arlen, 8) \
+    X(m_axi_rq_arsize, 3) \
+    X(m_axi_rq_arburst, 2) \
+    X(m_axi_rq_arvalid, 1) \
+    X(m_axi_rq_rready, 1) \
+    X(m_axi_awid, 4) \
+    X(m_axi_awaddr, 64) \
+    X(m_axi_awlen, 8) \
+    X(m_axi_awsize, 3) \
+    X(m_axi_awburst, 2) \
+    X(m_axi_awvalid, 1) \
+    X(m_axi_wdata, 512) \
+    X(m_axi_wstrb, 64) \
+    X(m_axi_wlast, 1) \
+    X(m_axi_wvalid, 1) \
+    X(m_axi_bready, 1) \
     X(init_done, 1) \
-    X(m_host_tdata, 512) \
-    X(m_host_tkeep, 64) \
-    X(m_host_tlast, 1) \
-    X(m_host_tvalid, 1) \
-    X(m_host_qp, 32) \
-    X(m_host_len, 16) \
     X(m_host_opcode, 4) \
     X(m_host_last, 1) \
     X(m_host_qn, 2) \
@@ -102,17 +143,7 @@
     X(m_chk_run, 32) \
     X(mon_ulp_beat, 1) \
     X(mon_ulp_last, 1) \
-    X(m_axi_awid, 4) \
-    X(m_axi_awaddr, 64) \
-    X(m_axi_awlen, 8) \
-    X(m_axi_awsize, 3) \
-    X(m_axi_awburst, 2) \
-    X(m_axi_awvalid, 1) \
-    X(m_axi_wdata, 512) \
-    X(m_axi_wstrb, 64) \
-    X(m_axi_wlast, 1) \
-    X(m_axi_wvalid, 1) \
-    X(m_axi_bready, 1) \
-    X(m_berr, 1) \
+    X(mon_inv, 1) \
+    X(mon_inv_index, 24) \
     /* end */
 

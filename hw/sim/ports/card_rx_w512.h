@@ -31,6 +31,38 @@
     X(m_axi_rresp, 2) \
     X(m_axi_rlast, 1) \
     X(m_axi_rvalid, 1) \
+    X(qp_rq_base_lo, 32) \
+    X(qp_rq_base_hi, 32) \
+    X(qp_sizes_rq_log, 5) \
+    X(qp_cqs_recv_cq, 16) \
+    X(s_host_tdata, 512) \
+    X(s_host_tkeep, 64) \
+    X(s_host_tvalid, 1) \
+    X(s_host_tlast, 1) \
+    X(s_host_qp, 32) \
+    X(s_host_len, 16) \
+    X(m_rxk_ready, 1) \
+    X(s_rxk_valid, 1) \
+    X(s_rxk_fault, 3) \
+    X(s_rxk_addr, 64) \
+    X(m_inv_ready, 1) \
+    X(m_cpl_ready, 1) \
+    X(m_rxterm_ready, 1) \
+    X(m_axi_rq_arready, 1) \
+    X(m_axi_rq_rid, 6) \
+    X(m_axi_rq_rdata, 512) \
+    X(m_axi_rq_rresp, 2) \
+    X(m_axi_rq_rlast, 1) \
+    X(m_axi_rq_rvalid, 1) \
+    X(s_pl_dma_addr, 64) \
+    X(s_pl_dma_data, 512) \
+    X(s_pl_dma_strb, 64) \
+    X(s_pl_dma_valid, 1) \
+    X(m_axi_awready, 1) \
+    X(m_axi_wready, 1) \
+    X(m_axi_bid, 4) \
+    X(m_axi_bresp, 2) \
+    X(m_axi_bvalid, 1) \
     /* end */
 
 #define IW_SIM_OUTPUTS(X) \
@@ -59,5 +91,52 @@
     X(m_axi_arburst, 2) \
     X(m_axi_arvalid, 1) \
     X(m_axi_rready, 1) \
+    X(s_host_tready, 1) \
+    X(m_rxk_valid, 1) \
+    X(m_rxk_stag, 32) \
+    X(m_rxk_pd, 32) \
+    X(m_rxk_qp, 32) \
+    X(m_rxk_to, 64) \
+    X(m_rxk_len, 32) \
+    X(m_rxk_use, 3) \
+    X(m_inv_valid, 1) \
+    X(m_inv_index, 24) \
+    X(m_cpl_valid, 1) \
+    X(m_cpl_cq, 10) \
+    X(m_cpl_qpn, 16) \
+    X(m_cpl_wr_id, 64) \
+    X(m_cpl_byte_len, 32) \
+    X(m_cpl_opcode, 8) \
+    X(m_cpl_status, 8) \
+    X(m_cpl_inv_stag, 32) \
+    X(m_cpl_solicited, 1) \
+    X(m_cpl_invalidated, 1) \
+    X(m_cpl_term_layer, 4) \
+    X(m_cpl_term_type, 4) \
+    X(m_cpl_term_code, 8) \
+    X(m_rxterm_valid, 1) \
+    X(m_rxterm_qp, 10) \
+    X(m_rxterm_cause, 16) \
+    X(m_rxterm_hdr, 144) \
+    X(m_rxterm_seglen, 16) \
+    X(m_axi_rq_arid, 6) \
+    X(m_axi_rq_araddr, 64) \
+    X(m_axi_rq_arlen, 8) \
+    X(m_axi_rq_arsize, 3) \
+    X(m_axi_rq_arburst, 2) \
+    X(m_axi_rq_arvalid, 1) \
+    X(m_axi_rq_rready, 1) \
+    X(s_pl_dma_ready, 1) \
+    X(m_axi_awid, 4) \
+    X(m_axi_awaddr, 64) \
+    X(m_axi_awlen, 8) \
+    X(m_axi_awsize, 3) \
+    X(m_axi_awburst, 2) \
+    X(m_axi_awvalid, 1) \
+    X(m_axi_wdata, 512) \
+    X(m_axi_wstrb, 64) \
+    X(m_axi_wlast, 1) \
+    X(m_axi_wvalid, 1) \
+    X(m_axi_bready, 1) \
     /* end */
 

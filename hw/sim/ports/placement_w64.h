@@ -23,6 +23,15 @@
     X(m_host_tready, 1) \
     X(m_term_ready, 1) \
     X(m_done_ready, 1) \
+    X(s_rxk_valid, 1) \
+    X(s_rxk_stag, 32) \
+    X(s_rxk_pd, 32) \
+    X(s_rxk_qp, 32) \
+    X(s_rxk_to, 64) \
+    X(s_rxk_len, 32) \
+    X(s_rxk_use, 3) \
+    X(s_inv_valid, 1) \
+    X(s_inv_index, 24) \
     X(s_chk_valid, 1) \
     X(s_chk_stag, 32) \
     X(s_chk_pd, 32) \
@@ -64,6 +73,11 @@
     X(m_done_stag, 32) \
     X(m_done_to, 64) \
     X(m_done_len, 16) \
+    X(s_rxk_ready, 1) \
+    X(m_rxk_valid, 1) \
+    X(m_rxk_fault, 3) \
+    X(m_rxk_addr, 64) \
+    X(s_inv_ready, 1) \
     X(s_chk_ready, 1) \
     X(m_chk_valid, 1) \
     X(m_chk_tag, 8) \

@@ -1,0 +1,550 @@
+package gen
+
+import (
+	"fmt"
+	"math/big"
+)
+
+// Terminate causes of the Send path (RFC 5040 Fig. 9, RFC 5041 §7.2), as
+// golden/rdmap names them; the co-simulation checks them against the card
+// model.
+const (
+	causeRDMAPLocalCatastrophic = 0x00FF
+	causeRDMAPCannotInvalidate  = 0x0109
+	causeDDPNoBuffer            = 0x1202
+	causeDDPInvalidMSNRange     = 0x1203
+	causeDDPInvalidMO           = 0x1204
+	causeDDPMessageTooLong      = 0x1205
+)
+
+// CardRxUnsupported is the cause card_rx reports on m_rxterm for an
+// untagged segment of a queue it does not serve yet (QN 1 Read Requests,
+// QN 2 Terminates): an RDMAP Local Catastrophic error.
+const CardRxUnsupported = causeRDMAPLocalCatastrophic
+
+// rxSendIn is what the Send engine takes from the rest of card_rx.
+type rxSendIn struct {
+	create  Expr    // QP_CMD CREATE taken this cycle
+	cQPN    *Signal // its QP number
+	cPD     *Signal
+	dbTake  Expr // a doorbell is taken this cycle
+	dbKind  *Signal
+	dbIndex *Signal
+	dbValue *Signal
+}
+
+// cardRxSend builds the receive engine's untagged path: placement's m_host
+// stream in, RQ WQEs fetched by DMA, payload written into the WQEs' SGE
+// buffers after the lkey checks of placement's check port, receive
+// completions out. It returns the bits no logic reads.
+func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
+	L := W / 8
+	LB := log2(L)
+	QB := cardRxQPBits
+	var unused []Expr
+	dbRQPI, err := CardDBKind("QP_DB", "RQ_PI")
+	if err != nil {
+		return nil, err
+	}
+	one := C(1, 1)
+
+	// Ports.
+	rqLo := m.Input("qp_rq_base_lo", 32, "RQ ring address (aligned to its size)")
+	rqHi := m.Input("qp_rq_base_hi", 32, "")
+	rqLog := m.Input("qp_sizes_rq_log", 5, "RQ basic blocks, log2 (0..16)")
+	rcq := m.Input("qp_cqs_recv_cq", 16, "CQ of receive completions (below 1024)")
+	hData := m.Input("s_host_tdata", W, "untagged ULPDUs (placement m_host)")
+	hKeep := m.Input("s_host_tkeep", L, "")
+	hValid := m.Input("s_host_tvalid", 1, "")
+	hReady := m.Output("s_host_tready", 1, "")
+	hLast := m.Input("s_host_tlast", 1, "")
+	hQP := m.Input("s_host_qp", 32, "connection, every beat")
+	hLen := m.Input("s_host_len", 16, "ULPDU length, every beat")
+	kValid := m.Output("m_rxk_valid", 1, "an lkey check or a Send with Invalidate's STag check (placement s_rxk)")
+	kReady := m.Input("m_rxk_ready", 1, "")
+	kSTag := m.Output("m_rxk_stag", 32, "")
+	kPD := m.Output("m_rxk_pd", 32, "")
+	kQP := m.Output("m_rxk_qp", 32, "")
+	kTO := m.Output("m_rxk_to", 64, "")
+	kLen := m.Output("m_rxk_len", 32, "")
+	kUse := m.Output("m_rxk_use", 3, fmt.Sprintf("%d local write (an SGE), %d remote invalidation", RxkUseLocalWrite, RxkUseInvalidate))
+	aValid := m.Input("s_rxk_valid", 1, "placement's answer (m_rxk), PlacementRxkLatency cycles after the request")
+	aFault := m.Input("s_rxk_fault", 3, "mem.Fault")
+	aAddr := m.Input("s_rxk_addr", 64, "host address of the checked offset")
+	iValid := m.Output("m_inv_valid", 1, "invalidate an STag (placement s_inv)")
+	iReady := m.Input("m_inv_ready", 1, "")
+	iIndex := m.Output("m_inv_index", 24, "the STag's index")
+	cValid := m.Output("m_cpl_valid", 1, "a receive completion (card_cq s_cpl1)")
+	cReady := m.Input("m_cpl_ready", 1, "")
+	cCQ := m.Output("m_cpl_cq", 10, "")
+	cQPN := m.Output("m_cpl_qpn", 16, "")
+	cWRID := m.Output("m_cpl_wr_id", 64, "")
+	cLen := m.Output("m_cpl_byte_len", 32, "")
+	cOp := m.Output("m_cpl_opcode", 8, "WC_OPCODE RECV")
+	cSt := m.Output("m_cpl_status", 8, "WC_STATUS")
+	cInv := m.Output("m_cpl_inv_stag", 32, "")
+	cSol := m.Output("m_cpl_solicited", 1, "")
+	cInvd := m.Output("m_cpl_invalidated", 1, "")
+	cTL := m.Output("m_cpl_term_layer", 4, "0: receive completions are not caused by a Terminate")
+	cTT := m.Output("m_cpl_term_type", 4, "")
+	cTC := m.Output("m_cpl_term_code", 8, "")
+	tValid := m.Output("m_rxterm_valid", 1, "an untagged segment failed a receive check: the QP's receive path stops (provisional record; the Terminate, event and flush are not built yet)")
+	tReady := m.Input("m_rxterm_ready", 1, "")
+	tQP := m.Output("m_rxterm_qp", QB, "")
+	tCause := m.Output("m_rxterm_cause", 16, "Layer (15:12), EType (11:8), Error Code (7:0)")
+	tHdr := m.Output("m_rxterm_hdr", 8*untaggedHdr, "the segment's DDP header, byte 0 in bits 7:0")
+	tSegLen := m.Output("m_rxterm_seglen", 16, "the segment's length")
+	arID := m.Output("m_axi_rq_arid", 6, "RQ WQE reads: always 0 (one burst in flight)")
+	arAddr := m.Output("m_axi_rq_araddr", 64, "")
+	arLen := m.Output("m_axi_rq_arlen", 8, "one 64-byte basic block")
+	arSize := m.Output("m_axi_rq_arsize", 3, "")
+	arBurst := m.Output("m_axi_rq_arburst", 2, "INCR")
+	arValid := m.Output("m_axi_rq_arvalid", 1, "")
+	arReady := m.Input("m_axi_rq_arready", 1, "")
+	rID := m.Input("m_axi_rq_rid", 6, "not checked")
+	rData := m.Input("m_axi_rq_rdata", W, "")
+	rResp := m.Input("m_axi_rq_rresp", 2, "")
+	rLast := m.Input("m_axi_rq_rlast", 1, "")
+	rValid := m.Input("m_axi_rq_rvalid", 1, "")
+	rReady := m.Output("m_axi_rq_rready", 1, "always 1")
+	m.Assign(rReady, one)
+	unused = append(unused, rID, rLast, Bits(rqLo, 5, 0), Bits(rcq, 15, 10), Bits(hQP, 31, QB), hKeep)
+
+	// Engine states.
+	const (
+		sIdle = iota
+		sRead
+		sLoad
+		sWQE
+		sFetch
+		sChk
+		sSGE
+		sLook
+		sWait
+		sMove
+		sFin
+		sInvChk
+		sInvWait
+		sInv
+		sCpl
+		sStore
+		sDrop
+		sDropSt
+	)
+	st := m.RegDecl("snd_state", 5, "Send engine state")
+	in := func(s int) Expr { return Eq(st, C(5, uint64(s))) }
+	next := m.Wire("snd_next", 5, "")
+	m.Drive(st, big.NewInt(0), next, nil)
+
+	// Header capture.
+	HB := (untaggedHdr - 1) / L // the beat with the last header byte, also the first payload byte's
+	bi := m.RegDecl("snd_beat", 13, "index of the next s_host beat in its ULPDU")
+	hdr := m.RegDecl("snd_hdr", 8*untaggedHdr, "the segment's DDP/RDMAP header, byte 0 in bits 7:0")
+	hPop := m.Wire("snd_pop", 1, "an s_host beat is taken")
+	m.Assign(hReady, hPop)
+	m.Drive(bi, big.NewInt(0), Sel(hLast, C(13, 0), Add(bi, C(13, 1))), And(hPop, hValid))
+	capEn := m.WireOf("snd_hdr_cap", And(hValid, in(sIdle), Not(Lt(C(13, uint64(HB)), bi))), "a header beat is seen")
+	var hb []Expr
+	for k := untaggedHdr - 1; k >= 0; k-- {
+		hb = append(hb, Sel(And(capEn, Eq(bi, C(13, uint64(k/L)))), Bits(hData, 8*(k%L)+7, 8*(k%L)), Bits(hdr, 8*k+7, 8*k)))
+	}
+	m.Drive(hdr, nil, Cat(hb...), nil)
+	hbyte := func(k int) Expr { return Bits(hdr, 8*k+7, 8*k) }
+	be32 := func(k int) Expr { return Cat(hbyte(k), hbyte(k+1), hbyte(k+2), hbyte(k+3)) }
+	hdrDone := m.WireOf("snd_hdr_done", And(in(sIdle), hValid, Eq(bi, C(13, uint64(HB)))), "the header is whole: serve the segment")
+	sqp := m.Reg("snd_qp", QB, nil, Bits(hQP, QB-1, 0), hdrDone, "the segment's QP")
+	slen := m.Reg("snd_len", 16, nil, hLen, hdrDone, "the segment's ULPDU length")
+	op := m.WireOf("snd_op", Bits(hdr, 11, 8), "RDMAP opcode")
+	lflag := m.WireOf("snd_lflag", Bit(hdr, 6), "DDP L flag")
+	qn := m.WireOf("snd_qn", be32(6), "")
+	msnH := m.WireOf("snd_msn_h", be32(10), "")
+	moH := m.WireOf("snd_mo_h", be32(14), "")
+	invSTag := m.WireOf("snd_inv_stag", be32(2), "Send with Invalidate: the STag")
+	n := m.WireOf("snd_n", Sub(slen, C(16, untaggedHdr)), "payload bytes")
+	unused = append(unused, Bits(hdr, 7, 7), Bits(hdr, 5, 0), Bits(hdr, 15, 12))
+
+	// Contexts: RQ (CREATE), RQ_PI (doorbells), receive state (the engine).
+	rqDB := m.WireOf("snd_db_rqpi", And(x.dbTake, Eq(x.dbKind, C(3, dbRQPI))), "an RQ_PI doorbell")
+	rdEn := in(sRead)
+	ctxW := 58 + 5 + 10 + 32
+	ctx := m.Mem("rq_ctx", ctxW, 1<<QB, x.create, Bits(x.cQPN, QB-1, 0),
+		Cat(rqHi, Bits(rqLo, 31, 6), rqLog, Bits(rcq, 9, 0), x.cPD), rdEn, sqp, "RQ base (63:6), log2 blocks, receive CQ, PD")
+	piRd := m.Mem("rq_pi", 16, 1<<QB, Or(x.create, rqDB), Sel(x.create, Bits(x.cQPN, QB-1, 0), Bits(x.dbIndex, QB-1, 0)),
+		Sel(x.create, C(16, 0), Bits(x.dbValue, 15, 0)), rdEn, sqp, "RQ_PI per QP")
+	unused = append(unused, Bits(x.dbValue, 31, 16))
+	sstW := 32 + 32 + 5 + 32 + 16 + 1
+	stWr := m.Wire("snd_st_wr", 1, "the engine stores the QP's receive state")
+	stData := m.Wire("snd_st_data", sstW, "")
+	stRd := m.Mem("rq_st", sstW, 1<<QB, Or(x.create, stWr), Sel(x.create, Bits(x.cQPN, QB-1, 0), sqp),
+		Sel(x.create, Cat(C(32, 1), C(sstW-32, 0)), stData), rdEn, sqp, "MSN expected, bytes placed in the head WQE, SGE cursor (index, offset), RQ_CI, failed")
+	ld := in(sLoad)
+	base := m.Reg("snd_base", 58, nil, Bits(ctx, ctxW-1, 47), ld, "")
+	lg := m.Reg("snd_log", 5, nil, Bits(ctx, 46, 42), ld, "")
+	cq := m.Reg("snd_cq", 10, nil, Bits(ctx, 41, 32), ld, "")
+	pd := m.Reg("snd_pd", 32, nil, Bits(ctx, 31, 0), ld, "")
+	pi := m.RegDecl("snd_pi", 16, "RQ_PI")
+	dbHere := m.WireOf("snd_db_here", And(rqDB, Eq(Bits(x.dbIndex, QB-1, 0), sqp)), "an RQ_PI doorbell of the QP served")
+	dbLate := m.Reg("snd_db_late", 1, big.NewInt(0), And(dbHere, rdEn), nil, "it came while the context was read: the RAM's word is stale")
+	dbLateV := m.Reg("snd_db_late_v", 16, nil, Bits(x.dbValue, 15, 0), And(dbHere, rdEn), "")
+	m.Drive(pi, nil, Sel(dbHere, Bits(x.dbValue, 15, 0), Sel(dbLate, dbLateV, piRd)), Or(ld, And(dbHere, Not(in(sIdle)), Not(rdEn))))
+	msn := m.RegDecl("snd_msn", 32, "MSN expected")
+	got := m.RegDecl("snd_got", 32, "bytes placed in the head WQE")
+	curI := m.RegDecl("snd_cur_i", 5, "SGE cursor: index")
+	curOff := m.RegDecl("snd_cur_off", 32, "SGE cursor: offset")
+	ci := m.RegDecl("snd_ci", 16, "RQ_CI: blocks done with")
+	failed := m.RegDecl("snd_failed", 1, "the QP's receive path failed")
+
+	// WQE cache: the head WQE of the last QP served.
+	cValidQ := m.RegDecl("wqe_v", 1, "the WQE buffer holds the head WQE of wqe_qp at wqe_ci")
+	cacheQP := m.RegDecl("wqe_qp", QB, "")
+	cacheCI := m.RegDecl("wqe_ci", 16, "")
+	hit := m.WireOf("wqe_hit", And(cValidQ, Eq(cacheQP, sqp), Eq(cacheCI, ci)), "")
+	posted := m.WireOf("snd_posted", Ne(ci, pi), "a receive WQE is posted")
+	var sh []Expr
+	for i := 16; i >= 0; i-- {
+		sh = append(sh, Lt(C(5, uint64(i)), lg))
+	}
+	sizeM1 := m.WireOf("snd_rq_size_m1", Bits(m.WireOf("snd_rq_szm", Cat(sh[1:]...), ""), 15, 0), "RQ blocks - 1")
+
+	// WQE fetch: one 64-byte block per burst, one burst in flight.
+	BPB := 64 / L // beats per block
+	fBlk := m.RegDecl("f_blk", 4, "blocks of the WQE read so far")
+	fNeed := m.RegDecl("f_need", 4, "blocks the WQE has (1 until its header is read)")
+	fBeat := m.RegDecl("f_beat", max(1, log2(BPB)), "beat within the block")
+	fIss := m.RegDecl("f_iss", 1, "a burst is issued and not yet read back")
+	arV := m.RegDecl("f_arv", 1, "")
+	fStart := m.WireOf("f_start", And(in(sWQE), Not(failed), Not(hit), posted), "the head WQE must be read")
+	issue := m.WireOf("f_issue", And(in(sFetch), Not(fIss), Lt(fBlk, fNeed)), "")
+	m.Drive(arV, big.NewInt(0), Or(issue, And(arV, Not(arReady))), nil)
+	blkIdx := m.WireOf("f_blk_idx", Add(ci, zext(fBlk, 16)), "")
+	aAddrQ := m.Reg("f_araddr", 64, nil, Add(Cat(base, C(6, 0)), Cat(C(42, 0), And(blkIdx, sizeM1), C(6, 0))), issue, "")
+	m.Assign(arID, C(6, 0))
+	m.Assign(arAddr, gate(arV, aAddrQ))
+	m.Assign(arLen, gate(arV, C(8, uint64(BPB-1))))
+	m.Assign(arSize, gate(arV, C(3, uint64(LB))))
+	m.Assign(arBurst, Cat(C(1, 0), arV))
+	m.Assign(arValid, arV)
+	rGo := m.WireOf("f_rbeat", And(rValid, in(sFetch)), "a WQE beat")
+	rErr := m.RegDecl("f_err", 1, "a WQE read got an error response")
+	m.Drive(rErr, big.NewInt(0), Sel(fStart, C(1, 0), Or(rErr, And(rGo, Bit(rResp, 1)))), nil)
+	unused = append(unused, Bit(rResp, 0))
+	blkEnd := m.WireOf("f_blk_end", And(rGo, Eq(fBeat, C(fBeat.W, uint64(BPB-1)))), "")
+	if BPB > 1 {
+		m.Drive(fBeat, big.NewInt(0), Sel(fStart, C(fBeat.W, 0), Add(fBeat, C(fBeat.W, 1))), Or(fStart, rGo))
+	} else {
+		m.Drive(fBeat, big.NewInt(0), C(1, 0), nil)
+	}
+	m.Drive(fIss, big.NewInt(0), Sel(issue, one, Sel(blkEnd, C(1, 0), fIss)), nil)
+	m.Drive(fBlk, big.NewInt(0), Sel(fStart, C(4, 0), Add(fBlk, C(4, 1))), Or(fStart, blkEnd))
+	// Word position of the beat: bytes 16*j.. of the WQE.
+	wpos := m.WireOf("f_bytepos", Add(Cat(fBlk, C(6, 0)), zext(Cat(fBeat, C(LB, 0)), 10)), "byte offset of the beat in the WQE")
+	// Header fields from the beats that hold bytes 0-15.
+	isB := func(k int) Expr { return And(rGo, Eq(wpos, C(10, uint64(k/L*L)))) }
+	lane := func(k int) Expr { return Bits(rData, 8*(k%L)+7, 8*(k%L)) }
+	w0 := m.Reg("wqe_w0", 32, nil, Cat(lane(3), lane(2), lane(1), lane(0)), isB(0), "WQE bytes 0-3: opcode, flags, BBS, NSGE")
+	wrid := m.Reg("wqe_wrid", 64, nil, Cat(lane(15), lane(14), lane(13), lane(12), lane(11), lane(10), lane(9), lane(8)), isB(8), "WR_ID")
+	w0live := m.WireOf("wqe_w0_live", Sel(isB(0), Cat(lane(3), lane(2), lane(1), lane(0)), w0), "WQE bytes 0-3 as they come in")
+	opc := m.WireOf("wqe_opcode", Bits(w0, 7, 0), "")
+	inl := Bit(w0, 11)
+	bbs := m.WireOf("wqe_bbs", Bits(w0, 19, 16), "")
+	nsge := m.WireOf("wqe_nsge", Bits(w0, 28, 24), "")
+	bbsL := m.WireOf("wqe_bbs_live", Bits(w0live, 19, 16), "")
+	nsgeL := m.WireOf("wqe_nsge_live", Bits(w0live, 28, 24), "")
+	unused = append(unused, Bits(w0, 31, 29), Bits(w0, 23, 20), Bits(w0, 15, 12), Bits(w0, 10, 8), Bits(w0live, 31, 29), Bits(w0live, 23, 20), Bits(w0live, 15, 0))
+	avail := m.WireOf("f_avail", Sub(pi, ci), "blocks posted past RQ_CI")
+	bbsOKf := func(b Expr) Expr {
+		return And(RedOr(b), Not(Lt(C(4, 8), b)), Not(Lt(sizeM1, Sub(zext(b, 16), C(16, 1)))), Not(Lt(avail, zext(b, 16))))
+	}
+	bbsOK := m.WireOf("wqe_bbs_ok", bbsOKf(bbs), "BBS 1..8, within the ring and what is posted")
+	bbsOKL := m.WireOf("wqe_bbs_ok_live", bbsOKf(bbsL), "")
+	// fNeed: 1, then BBS once the header block's first beat is in.
+	m.Drive(fNeed, big.NewInt(1), Sel(fStart, C(4, 1), Sel(bbsOKL, bbsL, C(4, 1))), Or(fStart, isB(0)))
+	// SGE words (16 bytes), stored in NB banks.
+	NB := max(1, L/16)
+	wordsDepth := 32 / NB
+	var words []Expr // the words completed by this beat, one per bank
+	var wordWr Expr
+	var wordAddr Expr
+	if L == 8 {
+		even := m.Reg("f_even", 64, nil, rData, rGo, "the first half of a word")
+		words = []Expr{Cat(rData, even)}
+		wordWr = And(rGo, Bit(fBeat, 0))
+		wordAddr = Bits(wpos, 8, 4)
+	} else {
+		for k := 0; k < NB; k++ {
+			words = append(words, Bits(rData, 128*k+127, 128*k))
+		}
+		wordWr = rGo
+		wordAddr = Bits(wpos, 8, 4+log2(NB))
+	}
+	wordWrS := m.WireOf("f_word_wr", wordWr, "")
+	wordAddrS := m.WireOf("f_word_addr", wordAddr, "")
+	sgeIdx := m.Wire("sge_rd_idx", 5, "word index of the SGE to read: SGE i is word i + 2")
+	sgeRdEn := m.Wire("sge_rd", 1, "")
+	var bankRd []Expr
+	for k := 0; k < NB; k++ {
+		bankRd = append(bankRd, m.Mem(fmt.Sprintf("wqe_words%d", k), 128, wordsDepth, wordWrS, wordAddrS, words[k],
+			sgeRdEn, Bits(sgeIdx, 4, log2(NB)), "16-byte words of the WQE"))
+	}
+	var word Expr
+	if NB == 1 {
+		word = bankRd[0]
+	} else {
+		bsel := m.Reg("sge_bank", log2(NB), nil, Bits(sgeIdx, log2(NB)-1, 0), sgeRdEn, "")
+		var sel []Expr
+		for i := 0; i < log2(NB); i++ {
+			sel = append(sel, Bit(bsel, i))
+		}
+		word = muxTree(sel, bankRd)
+	}
+	sgeW := m.WireOf("sge_word", word, "the SGE read: ADDR (63:0), LENGTH (95:64), LKEY (127:96), little endian")
+	sAddr := m.WireOf("sge_addr", Bits(sgeW, 63, 0), "")
+	sLen := m.WireOf("sge_len", Bits(sgeW, 95, 64), "")
+	sKey := m.WireOf("sge_lkey", Bits(sgeW, 127, 96), "")
+	// Capacity: the sum of the SGE lengths, accumulated as the words come.
+	capR := m.RegDecl("wqe_cap", 37, "bytes the WQE's SGEs hold")
+	var capAdd Expr = C(37, 0)
+	for k := 0; k < len(words); k++ {
+		var j, ln Expr
+		if L == 8 {
+			j = zext(Bits(wpos, 8, 4), 6)
+			ln = Bits(rData, 31, 0) // word bytes 8-11: the second beat's first four
+		} else {
+			j = Add(zext(Bits(wpos, 8, 4), 6), C(6, uint64(k)))
+			ln = Bits(rData, 128*k+95, 128*k+64)
+		}
+		isSGE := And(Not(Lt(j, C(6, 2))), Lt(Sub(j, C(6, 2)), zext(nsgeL, 6)))
+		capAdd = Add(capAdd, gate(isSGE, zext(ln, 37)))
+	}
+	m.Drive(capR, big.NewInt(0), Sel(fStart, C(37, 0), Add(capR, capAdd)), Or(fStart, wordWrS))
+	fetched := m.WireOf("f_done", And(in(sFetch), Not(fIss), Not(arV), Not(Lt(fBlk, fNeed))), "every block of the WQE is in")
+	malformed := m.WireOf("wqe_bad", Or(Not(bbsOK), Ne(opc, C(8, 8)), inl, Lt(C(5, 30), nsge),
+		Lt(Sub(Cat(bbs, C(6, 0)), C(10, 32)), Cat(C(1, 0), nsge, C(4, 0)))), "a malformed receive WQE")
+	done := m.WireOf("snd_msg_done", And(in(sStore), lflag), "the message completed: its WQE is consumed")
+	m.Drive(cValidQ, big.NewInt(0), Sel(fetched, Not(rErr), And(cValidQ, Not(done))), nil)
+	m.Drive(cacheQP, nil, sqp, fetched)
+	m.Drive(cacheCI, nil, ci, fetched)
+
+	// Receive checks, in the model's order.
+	unsup := m.WireOf("snd_qn_other", Ne(qn, C(32, 0)), "a Read Request or Terminate: not served yet")
+	e := func(v uint64) Expr { return C(16, v) }
+	capOK := Not(Lt(zext(capR, 48), Add(zext(got, 48), zext(n, 48))))
+	bad := m.WireOf("snd_cause", Sel(unsup, e(CardRxUnsupported), Sel(And(posted, Or(rErr, malformed)), e(causeRDMAPLocalCatastrophic),
+		Sel(Ne(msnH, msn), e(causeDDPInvalidMSNRange), Sel(Not(posted), e(causeDDPNoBuffer), Sel(Ne(moH, got), e(causeDDPInvalidMO),
+			Sel(Not(capOK), e(causeDDPMessageTooLong), e(0))))))), "the Terminate cause, 0 if the segment passes")
+
+	// SGL walk: a check pass over every piece, then a write pass.
+	pass := m.RegDecl("w_pass", 1, "0: checking the pieces, 1: writing them")
+	rem := m.RegDecl("w_rem", 16, "payload bytes of the segment not yet walked")
+	wI := m.RegDecl("w_i", 5, "SGE index")
+	wOff := m.RegDecl("w_off", 32, "offset in the SGE")
+	sgeV := m.RegDecl("w_sge_v", 1, "the SGE's word is read")
+	pAddr := m.RegDecl("w_host", 64, "host address of the next byte")
+	pLeft := m.RegDecl("w_piece", 16, "bytes of the piece still to write")
+	u := m.RegDecl("w_u", 16, "ULPDU offset of the next payload byte")
+	sgeLeft := m.WireOf("w_sge_left", Sub(sLen, wOff), "")
+	sgeEmpty := m.WireOf("w_sge_empty", Eq(sLen, wOff), "")
+	pieceLen := m.WireOf("w_piece_len", Sel(Lt(sgeLeft, zext(rem, 32)), sgeLeft, zext(rem, 32)), "the model's SGE piece: min(SGE left, payload left)")
+	pgLeft := m.WireOf("w_page_left", Sub(C(13, 4096), zext(Bits(aAddr, 11, 0), 13)), "bytes to the host page's end")
+	toPage := m.WireOf("w_to_page", Sel(Lt(zext(pgLeft, 32), pieceLen), zext(pgLeft, 32), pieceLen), "")
+	m.Assign(sgeIdx, Add(wI, C(5, 2)))
+	m.Assign(sgeRdEn, in(sSGE))
+	m.Drive(sgeV, big.NewInt(0), in(sSGE), nil)
+	m.Assign(kValid, Or(in(sLook), in(sInvChk)))
+	m.Assign(kSTag, Sel(in(sInvChk), invSTag, sKey))
+	m.Assign(kPD, pd)
+	m.Assign(kQP, zext(sqp, 32))
+	m.Assign(kTO, Sel(in(sInvChk), C(64, 0), Add(sAddr, zext(wOff, 64))))
+	m.Assign(kLen, Sel(in(sInvChk), C(32, 0), pieceLen))
+	m.Assign(kUse, Sel(in(sInvChk), C(3, RxkUseInvalidate), C(3, RxkUseLocalWrite)))
+	ans := m.WireOf("w_answer", And(in(sWait), aValid), "")
+	fault := m.WireOf("w_fault", And(ans, RedOr(aFault)), "")
+	invAns := m.WireOf("w_inv_answer", And(in(sInvWait), aValid), "")
+	invFault := m.WireOf("w_inv_fault", And(invAns, RedOr(aFault)), "")
+	chkAdv := m.WireOf("w_chk_adv", And(ans, Not(fault), Not(pass)), "a piece passed its check")
+	wrStart := m.WireOf("w_wr_start", And(ans, Not(fault), pass), "a piece is written")
+	// Block generation.
+	hMod := m.WireOf("w_hmod", Bits(pAddr, LB-1, 0), "")
+	uMod := m.WireOf("w_umod", Bits(u, LB-1, 0), "")
+	rot := m.WireOf("w_rot", Sub(hMod, uMod), "lane rotation from the beat to the host block")
+	nBlk0 := m.WireOf("w_n0", Sub(C(LB+1, uint64(L)), zext(hMod, LB+1)), "")
+	nBlk1 := m.WireOf("w_n1", Sub(C(LB+1, uint64(L)), zext(uMod, LB+1)), "")
+	nMin := m.WireOf("w_n01", Sel(Lt(nBlk1, nBlk0), nBlk1, nBlk0), "")
+	nb := m.WireOf("w_nb", Sel(Lt(pLeft, zext(nMin, 16)), Bits(pLeft, LB, 0), nMin), "bytes this block takes")
+	blkV := m.RegDecl("blk_v", 1, "a block for the payload writer")
+	blkReady := m.Wire("blk_ready", 1, "")
+	blkFree := m.WireOf("blk_free", Or(Not(blkV), blkReady), "")
+	emit := m.WireOf("w_emit", And(in(sMove), RedOr(pLeft), hValid, blkFree), "a block is made")
+	uNext := m.WireOf("w_u_next", Add(u, zext(nb, 16)), "")
+	beatDone := m.WireOf("w_beat_done", And(emit, Or(Eq(Bits(uNext, LB-1, 0), C(LB, 0)), Eq(uNext, slen))), "the beat's payload is used up")
+	rotd := rotateLanes(m, "w_rotd", hData, rot, 8)
+	var strb []Expr
+	hiEx := m.WireOf("w_hi", Add(zext(hMod, LB+1), nb), "")
+	for i := L - 1; i >= 0; i-- {
+		if i == L-1 {
+			strb = append(strb, Lt(C(LB+1, uint64(i)), hiEx))
+			continue
+		}
+		strb = append(strb, And(Not(Lt(C(LB, uint64(i)), hMod)), Lt(C(LB+1, uint64(i)), hiEx)))
+	}
+	blkStrb := m.Reg("blk_strb", L, nil, Cat(strb...), emit, "")
+	blkData := m.Reg("blk_data", W, nil, rotd, emit, "")
+	blkAddr := m.Reg("blk_addr", 64, nil, Cat(Bits(pAddr, 63, LB), C(LB, 0)), emit, "")
+	m.Drive(blkV, big.NewInt(0), Or(emit, And(blkV, Not(blkReady))), nil)
+	m.Drive(pAddr, nil, Sel(wrStart, aAddr, Add(pAddr, zext(nb, 64))), Or(wrStart, emit))
+	m.Drive(pLeft, big.NewInt(0), Sel(wrStart, Bits(toPage, 15, 0), Sub(pLeft, zext(nb, 16))), Or(wrStart, emit))
+	m.Drive(u, nil, Sel(in(sChk), C(16, untaggedHdr), uNext), Or(in(sChk), emit))
+	unused = append(unused, Bits(toPage, 31, 16))
+
+	// Cursor and remaining bytes.
+	adv := m.WireOf("w_adv", Sel(chkAdv, Bits(pieceLen, 15, 0), Sel(emit, zext(nb, 16), C(16, 0))), "bytes the cursor moves this cycle")
+	skip := m.WireOf("w_skip", And(in(sLook), sgeEmpty), "an SGE with no room left: the next one")
+	restart := m.WireOf("w_restart", And(chkAdv, Eq(rem, Bits(pieceLen, 15, 0))), "the check pass is over: the write pass starts from the same cursor")
+	chkStart := m.WireOf("w_start", And(in(sChk), Eq(bad, C(16, 0))), "")
+	m.Drive(pass, nil, Sel(chkStart, C(1, 0), one), Or(chkStart, restart))
+	m.Drive(rem, nil, Sel(Or(chkStart, restart), n, Sub(rem, adv)), Or(chkStart, restart, chkAdv, emit))
+	m.Drive(wI, nil, Sel(Or(chkStart, restart), curI, Sel(skip, Add(wI, C(5, 1)), wI)), Or(chkStart, restart, skip))
+	m.Drive(wOff, nil, Sel(Or(chkStart, restart), curOff, Sel(skip, C(32, 0), Add(wOff, zext(adv, 32)))), Or(chkStart, restart, skip, chkAdv, emit))
+	unused = append(unused, sgeV)
+
+	// The receive side's one AXI write master: placement's blocks (RDMA
+	// Writes, Read Responses) and the Send payload blocks merged, placement
+	// first, into one place_axi (in-order responses on ID 0).
+	plAddr := m.Input("s_pl_dma_addr", 64, "placement's m_dma: its blocks are written through card_rx's write master")
+	plData := m.Input("s_pl_dma_data", W, "")
+	plStrb := m.Input("s_pl_dma_strb", L, "")
+	plValid := m.Input("s_pl_dma_valid", 1, "")
+	plReady := m.Output("s_pl_dma_ready", 1, "")
+	pa, err := PlaceAXI(W)
+	if err != nil {
+		return nil, err
+	}
+	pwReady := m.Wire("pw_ready", 1, "place_axi takes a block")
+	m.Assign(plReady, pwReady)
+	m.Assign(blkReady, And(pwReady, Not(plValid)))
+	paConns := []Conn{{"clk", m.Port("clk")}, {"rst", m.Port("rst")},
+		{"s_dma_addr", Sel(plValid, plAddr, blkAddr)}, {"s_dma_data", Sel(plValid, plData, blkData)},
+		{"s_dma_strb", Sel(plValid, plStrb, blkStrb)}, {"s_dma_valid", Or(plValid, blkV)}, {"s_dma_ready", pwReady}}
+	berr := m.Wire("pw_berr", 1, "")
+	for _, p := range pa.Ports {
+		if len(p.Name) < 6 || p.Name[:6] != "m_axi_" {
+			continue
+		}
+		if p.Dir == In {
+			paConns = append(paConns, Conn{p.Name, m.Input(p.Name, p.W, "the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0")})
+			continue
+		}
+		o := m.Output(p.Name, p.W, "")
+		w := m.Wire("pw_"+p.Name[6:], p.W, "")
+		m.Assign(o, w)
+		paConns = append(paConns, Conn{p.Name, w})
+	}
+	paConns = append(paConns, Conn{"m_berr", berr})
+	m.Instantiate("pw", pa, paConns...)
+	unused = append(unused, berr)
+	// A completion waits until every write issued before its message's
+	// last block (placement's earlier ones included) has its response.
+	issued := m.RegDecl("pw_issued", 16, "blocks taken by place_axi")
+	answered := m.RegDecl("pw_answered", 16, "write responses")
+	m.Drive(issued, big.NewInt(0), Add(issued, C(16, 1)), And(pwReady, Or(plValid, blkV)))
+	m.Drive(answered, big.NewInt(0), Add(answered, C(16, 1)), And(m.Port("m_axi_bvalid"), m.Port("m_axi_bready")))
+	snapV := m.RegDecl("pw_snap_v", 1, "the completion's write count is taken")
+	snap := m.RegDecl("pw_snap", 16, "writes the completion waits for")
+	snapGo := m.WireOf("pw_snap_go", And(in(sCpl), Not(blkV), Not(snapV)), "")
+	m.Drive(snapV, big.NewInt(0), And(in(sCpl), Or(snapV, snapGo)), nil)
+	m.Drive(snap, nil, issued, snapGo)
+	left := m.WireOf("pw_left", Sub(snap, answered), "responses still awaited (negative: past)")
+	wrIdle := m.WireOf("pw_idle", And(snapV, Or(Eq(left, C(16, 0)), Bit(left, 15))), "every write before the completion has its response")
+
+	// Completion, invalidation, error records.
+	isInv := m.WireOf("snd_is_inv", Or(Eq(op, C(4, 4)), Eq(op, C(4, 6))), "Send with Invalidate (SE)")
+	isSE := m.WireOf("snd_is_se", Or(Eq(op, C(4, 5)), Eq(op, C(4, 6))), "Send with Solicited Event")
+	gotN := m.WireOf("snd_got_n", Add(got, zext(n, 32)), "")
+	cplV := m.WireOf("snd_cpl_v", And(in(sCpl), wrIdle), "the completion waits for its payload's write responses")
+	m.Assign(cValid, cplV)
+	m.Assign(cCQ, gate(cplV, cq))
+	m.Assign(cQPN, gate(cplV, zext(sqp, 16)))
+	m.Assign(cWRID, gate(cplV, wrid))
+	m.Assign(cLen, gate(cplV, gotN))
+	m.Assign(cOp, gate(cplV, C(8, 3)))
+	m.Assign(cSt, C(8, 0))
+	m.Assign(cInv, gate(And(cplV, isInv), invSTag))
+	m.Assign(cSol, And(cplV, isSE))
+	m.Assign(cInvd, And(cplV, isInv))
+	m.Assign(cTL, C(4, 0))
+	m.Assign(cTT, C(4, 0))
+	m.Assign(cTC, C(8, 0))
+	m.Assign(iValid, in(sInv))
+	m.Assign(iIndex, gate(in(sInv), Bits(invSTag, 31, 8)))
+	// Error record.
+	eV := m.RegDecl("rxterm_v", 1, "")
+	eCause := m.RegDecl("rxterm_cause", 16, "")
+	eSet := m.WireOf("rxterm_set", Or(And(in(sChk), Ne(bad, C(16, 0)), Not(failed)), fault, invFault), "an untagged segment failed")
+	m.Drive(eV, big.NewInt(0), Or(eSet, And(eV, Not(tReady))), nil)
+	m.Drive(eCause, nil, Sel(in(sChk), bad, Sel(fault, C(16, causeRDMAPLocalCatastrophic), C(16, causeRDMAPCannotInvalidate))), eSet)
+	eQP := m.Reg("rxterm_qpq", QB, nil, sqp, eSet, "")
+	eHdr := m.Reg("rxterm_hdrq", 8*untaggedHdr, nil, hdr, eSet, "")
+	eLen := m.Reg("rxterm_lenq", 16, nil, slen, eSet, "")
+	m.Assign(tValid, eV)
+	m.Assign(tQP, gate(eV, eQP))
+	m.Assign(tCause, gate(eV, eCause))
+	m.Assign(tHdr, gate(eV, eHdr))
+	m.Assign(tSegLen, gate(eV, eLen))
+
+	// Receive state: loaded with the context, stored after each segment
+	// (sStore: the next values; sDropSt: failed).
+	m.Drive(msn, nil, Bits(stRd, sstW-1, sstW-32), ld)
+	m.Drive(got, nil, Bits(stRd, sstW-33, sstW-64), ld)
+	m.Drive(curI, nil, Bits(stRd, sstW-65, sstW-69), ld)
+	m.Drive(curOff, nil, Bits(stRd, sstW-70, sstW-101), ld)
+	m.Drive(ci, nil, Bits(stRd, 16, 1), ld)
+	m.Drive(failed, nil, Sel(ld, Bit(stRd, 0), one), Or(ld, eSet))
+	m.Assign(stWr, Or(in(sStore), in(sDropSt)))
+	z := func(w int, x Expr) Expr { return Sel(lflag, C(w, 0), x) }
+	m.Assign(stData, Sel(in(sStore),
+		Cat(Sel(lflag, Add(msn, C(32, 1)), msn), z(32, gotN), z(5, wI), z(32, wOff), Sel(lflag, Add(ci, zext(bbs, 16)), ci), failed),
+		Cat(msn, got, curI, curOff, ci, failed)))
+
+	// Beats: header beats before HB are taken at once; the held beat and
+	// the payload beats go as the writer uses them; a failed or finished
+	// segment's remaining beats are dropped.
+	segEnd := m.RegDecl("snd_seg_end", 1, "the segment's last beat is taken")
+	m.Drive(segEnd, big.NewInt(0), Sel(hdrDone, C(1, 0), Or(segEnd, And(hPop, hValid, hLast))), nil)
+	var hdrPop Expr = C(1, 0)
+	if HB > 0 {
+		hdrPop = And(in(sIdle), hValid, Lt(bi, C(13, uint64(HB))))
+	}
+	m.Assign(hPop, Or(hdrPop, And(in(sMove), beatDone), And(Or(in(sDrop), in(sStore)), Not(segEnd))))
+
+	// State machine.
+	nx := func(c Expr, s int, f Expr) Expr { return Sel(c, C(5, uint64(s)), f) }
+	cur := func(s int) Expr { return C(5, uint64(s)) }
+	trans := []struct {
+		s    int
+		next Expr
+	}{
+		{sIdle, nx(hdrDone, sRead, cur(sIdle))},
+		{sRead, cur(sLoad)},
+		{sLoad, cur(sWQE)},
+		{sWQE, nx(failed, sDrop, nx(fStart, sFetch, cur(sChk)))},
+		{sFetch, nx(fetched, sChk, cur(sFetch))},
+		{sChk, nx(Ne(bad, C(16, 0)), sDrop, nx(Eq(n, C(16, 0)), sFin, cur(sSGE)))},
+		{sSGE, cur(sLook)},
+		{sLook, nx(skip, sSGE, nx(kReady, sWait, cur(sLook)))},
+		{sWait, nx(fault, sDrop, nx(wrStart, sMove, nx(chkAdv, sSGE, cur(sWait))))},
+		{sMove, Sel(And(emit, Eq(pLeft, zext(nb, 16))), Sel(Eq(rem, zext(nb, 16)), cur(sFin), cur(sSGE)), cur(sMove))},
+		{sFin, nx(And(lflag, isInv), sInvChk, nx(lflag, sCpl, cur(sStore)))},
+		{sInvChk, nx(kReady, sInvWait, cur(sInvChk))},
+		{sInvWait, nx(invFault, sDrop, nx(invAns, sInv, cur(sInvWait)))},
+		{sInv, nx(iReady, sCpl, cur(sInv))},
+		{sCpl, nx(And(cReady, wrIdle), sStore, cur(sCpl))},
+		{sStore, nx(Or(segEnd, hValid), sIdle, cur(sStore))},
+		{sDrop, nx(Or(segEnd, And(hValid, hLast)), sDropSt, cur(sDrop))},
+	}
+	var nextE Expr = cur(sIdle) // sDropSt
+	for i := len(trans) - 1; i >= 0; i-- {
+		nextE = Sel(in(trans[i].s), trans[i].next, nextE)
+	}
+	m.Assign(next, nextE)
+	return unused, nil
+}
