@@ -498,8 +498,8 @@ func (q *qp) fail(err error) {
 // abandon ends the QP with err without waiting for the card: the
 // backend that checks the card found it wrong for this QP (a
 // driver.Checker mismatch), so neither its QP_ERROR event nor its flush
-// is awaited. The card is still told (QP_CMD ERROR, then DESTROY at the
-// reap).
+// is awaited, and the QP's CQs fail with err once drained. The card is
+// still told (QP_CMD ERROR, then DESTROY at the reap).
 func (q *qp) abandon(err error) {
 	q.mu.Lock()
 	if q.reason == nil {
@@ -513,6 +513,11 @@ func (q *qp) abandon(err error) {
 		q.c.qpCmd(q.qpn, cs.QPOpError)
 	}
 	q.ended(err, false)
+	// The card is not trusted to complete or flush the QP's work: a
+	// Wait on its CQs returns what is there, then err, rather than wait
+	// for completions that may never come.
+	q.scq.setErr(err)
+	q.rcq.setErr(err)
 }
 
 // Close ends the stream gracefully: the card finishes the posted work and
