@@ -74,8 +74,8 @@ type Info struct {
 	MaxORD, MaxIRD int
 	// DroppedEvents counts events lost to a full Events channel.
 	DroppedEvents uint64
-	// CheckedCycles counts the RTL cycles whose every output was compared
-	// with the golden cycle model (the sim card; 0 elsewhere).
+	// CheckedCycles counts the RTL cycles the card ran with its DMA writes
+	// checked against the card model (the sim card; 0 elsewhere).
 	CheckedCycles uint64
 	// CheckedWrites counts the card's DMA writes found equal to those of
 	// the card's transaction-level model running beside it (the sim card;
