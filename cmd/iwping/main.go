@@ -78,7 +78,6 @@ import (
 
 	"github.com/openiwarp/openiwarp/cmd/iwping/rping"
 	_ "github.com/openiwarp/openiwarp/host/driver/pcicard" // the card in a PCI slot
-	_ "github.com/openiwarp/openiwarp/host/driver/simcard" // the sim card
 	"github.com/openiwarp/openiwarp/host/verbs"
 	"github.com/openiwarp/openiwarp/internal/cli"
 )

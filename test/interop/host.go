@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -22,7 +23,9 @@ func (h *Harness) IwpingBinary(ctx context.Context) (string, error) {
 		return h.iwping, nil
 	}
 	out := filepath.Join(h.Results, "iwping")
-	if err := buildTool(ctx, "./cmd/iwping", out); err != nil {
+	// Static (no cgo, so no sim card): the same binary runs on the host and
+	// in guests, whose images carry no dynamic loader for it.
+	if err := buildTool(ctx, "./cmd/iwping", out, "CGO_ENABLED=0"); err != nil {
 		return "", err
 	}
 	h.iwping = out
@@ -31,13 +34,14 @@ func (h *Harness) IwpingBinary(ctx context.Context) (string, error) {
 
 // buildTool builds one of the repository's commands (e.g. "./cmd/iwping")
 // into out.
-func buildTool(ctx context.Context, pkg, out string) error {
+func buildTool(ctx context.Context, pkg, out string, env ...string) error {
 	root, err := moduleRoot()
 	if err != nil {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, guest.GoTool(), "build", "-o", out, pkg)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("interop: build %s: %w: %s", pkg, err, b)
 	}

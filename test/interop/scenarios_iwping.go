@@ -303,4 +303,5 @@ func RTLScenarios() []*Scenario {
 
 // rtlNotDone says why the RTL scenarios are not run by default.
 const rtlNotDone = "not run by make interop: rping's loop needs receive Sends into RQ WQEs, SGE gather and Read Responses, " +
-	"which the card's RTL does not serve yet (docs/card-rtl.md); go test ./test/interop -run TestInterop -args -rtl runs it"
+	"which the card's RTL does not serve yet (docs/card-rtl.md); -rtl runs it once the harness's iwping, built static for the guests, " +
+	"has a cgo build beside it for the sim card"
