@@ -3,69 +3,11 @@ package sim
 import (
 	"bytes"
 	"fmt"
-	"time"
 
 	"github.com/openiwarp/openiwarp/golden/rdmap"
 	"github.com/openiwarp/openiwarp/host/driver/cardmodel"
 	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
-	"github.com/openiwarp/openiwarp/hw/gen"
 )
-
-// RunRTL simulates cycles cycles of module m's co-simulation library with
-// drv closed over the RTL's own outputs (no cycle model: drv checks the
-// RTL against a transaction-level reference). It stops early when stop,
-// if not nil, reports true after a cycle.
-func RunRTL(m *gen.Module, drv Driver, cycles uint64, stop func() bool) (Stats, error) {
-	st := Stats{Accepted: map[string]uint64{}, Emitted: map[string]uint64{}}
-	lib, err := Load(LibPath(m.Name, false))
-	if err != nil {
-		return st, err
-	}
-	l := LayoutOf(m)
-	if lib.InWords != l.InWords || lib.OutWords != l.OutWords {
-		return st, fmt.Errorf("%w: %s has %d/%d words per cycle, the module %d/%d: rebuild it", ErrLibrary,
-			lib.Path, lib.InWords, lib.OutWords, l.InWords, l.OutWords)
-	}
-	inst := lib.New()
-	defer inst.Close()
-	in, out := make([]uint32, l.InWords), make([]uint32, l.OutWords)
-	start := time.Now()
-	for st.Cycles < cycles {
-		drv.Next(in)
-		if err := inst.Run(in, out); err != nil {
-			return st, err
-		}
-		drv.Observe(in, out)
-		st.Cycles++
-		if stop != nil && stop() {
-			break
-		}
-	}
-	st.Elapsed = time.Since(start)
-	return st, nil
-}
-
-// portSet looks ports up by name, keeping the first error.
-type portSet struct {
-	l   Layout
-	err error
-}
-
-func (s *portSet) in(name string) Port  { return s.get(name, true) }
-func (s *portSet) out(name string) Port { return s.get(name, false) }
-func (s *portSet) get(name string, in bool) Port {
-	var p Port
-	var err error
-	if in {
-		p, err = s.l.In(name)
-	} else {
-		p, err = s.l.Out(name)
-	}
-	if err != nil && s.err == nil {
-		s.err = err
-	}
-	return p
-}
 
 type cqCplPorts struct {
 	valid, ready, cq, qpn, wrid, blen, opc, status, inv, sol, invd, tl, tt, tc Port

@@ -199,13 +199,9 @@ func NewCardTxSim(width int, seed uint64, t CardTxTiming) (*CardTxSim, error) {
 		return nil, err
 	}
 	l := LayoutOf(m)
-	lib, err := Load(LibPath(m.Name, false))
+	lib, err := loadFor(m.Name, l)
 	if err != nil {
 		return nil, err
-	}
-	if lib.InWords != l.InWords || lib.OutWords != l.OutWords {
-		return nil, fmt.Errorf("%w: %s has %d/%d words per cycle, the module %d/%d: rebuild it", ErrLibrary,
-			lib.Path, lib.InWords, lib.OutWords, l.InWords, l.OutWords)
 	}
 	p, err := lookupCardTxPorts(l)
 	if err != nil {

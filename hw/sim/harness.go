@@ -87,6 +87,72 @@ func (s Stats) CyclesPerSecond() float64 { return float64(s.Cycles) / s.Elapsed.
 // BatchCycles is how many cycles one C++ call runs.
 const BatchCycles = 8192
 
+// loadFor loads module's co-simulation library (not the trace build) and
+// checks that it was built for layout l.
+func loadFor(module string, l Layout) (*Lib, error) {
+	lib, err := Load(LibPath(module, false))
+	if err != nil {
+		return nil, err
+	}
+	if lib.InWords != l.InWords || lib.OutWords != l.OutWords {
+		return nil, fmt.Errorf("%w: %s has %d/%d words per cycle, the module %d/%d: rebuild it", ErrLibrary,
+			lib.Path, lib.InWords, lib.OutWords, l.InWords, l.OutWords)
+	}
+	return lib, nil
+}
+
+// RunRTL simulates cycles cycles of module m's co-simulation library with
+// drv closed over the RTL's own outputs (no cycle model: drv checks the
+// RTL against a transaction-level reference). It stops early when stop,
+// if not nil, reports true after a cycle.
+func RunRTL(m *gen.Module, drv Driver, cycles uint64, stop func() bool) (Stats, error) {
+	st := Stats{Accepted: map[string]uint64{}, Emitted: map[string]uint64{}}
+	l := LayoutOf(m)
+	lib, err := loadFor(m.Name, l)
+	if err != nil {
+		return st, err
+	}
+	inst := lib.New()
+	defer inst.Close()
+	in, out := make([]uint32, l.InWords), make([]uint32, l.OutWords)
+	start := time.Now()
+	for st.Cycles < cycles {
+		drv.Next(in)
+		if err := inst.Run(in, out); err != nil {
+			return st, err
+		}
+		drv.Observe(in, out)
+		st.Cycles++
+		if stop != nil && stop() {
+			break
+		}
+	}
+	st.Elapsed = time.Since(start)
+	return st, nil
+}
+
+// portSet looks ports up by name, keeping the first error.
+type portSet struct {
+	l   Layout
+	err error
+}
+
+func (s *portSet) in(name string) Port  { return s.get(name, true) }
+func (s *portSet) out(name string) Port { return s.get(name, false) }
+func (s *portSet) get(name string, in bool) Port {
+	var p Port
+	var err error
+	if in {
+		p, err = s.l.In(name)
+	} else {
+		p, err = s.l.Out(name)
+	}
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return p
+}
+
 type batch struct {
 	in, want []uint32
 	first    uint64
@@ -99,13 +165,9 @@ type batch struct {
 // consecutive batches overlap. A difference returns a *Mismatch.
 func (b *Bench) Run(seed, cycles uint64) (Stats, error) {
 	st := Stats{Accepted: map[string]uint64{}, Emitted: map[string]uint64{}}
-	lib, err := Load(LibPath(b.Module.Name, false))
+	lib, err := loadFor(b.Module.Name, b.Layout)
 	if err != nil {
 		return st, err
-	}
-	if lib.InWords != b.Layout.InWords || lib.OutWords != b.Layout.OutWords {
-		return st, fmt.Errorf("%w: %s has %d/%d words per cycle, the module %d/%d: rebuild it", ErrLibrary,
-			lib.Path, lib.InWords, lib.OutWords, b.Layout.InWords, b.Layout.OutWords)
 	}
 	model, err := b.NewModel()
 	if err != nil {

@@ -159,13 +159,9 @@ func NewCard(cfg CardConfig) (*Card, error) {
 		return nil, fmt.Errorf("%w: no host memory (CardConfig.Mem)", ErrCard)
 	}
 	l := LayoutOf(m)
-	lib, err := Load(LibPath(m.Name, false))
+	lib, err := loadFor(m.Name, l)
 	if err != nil {
 		return nil, err
-	}
-	if lib.InWords != l.InWords || lib.OutWords != l.OutWords {
-		return nil, fmt.Errorf("%w: %s has %d/%d words per cycle, the module %d/%d: rebuild it", ErrLibrary,
-			lib.Path, lib.InWords, lib.OutWords, l.InWords, l.OutWords)
 	}
 	host, err := NewAXIHost(l, "m_axi_", cfg.Mem, cfg.Timing, cfg.Seed)
 	if err != nil {
