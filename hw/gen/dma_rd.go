@@ -175,7 +175,7 @@ func DMARd(cfg DMARdConfig) (*Module, error) {
 	}
 	rMeta := m.WireOf("r_meta", muxTree(idxBits(rID), metas), "meta of the beat's burst")
 	rCnt := m.WireOf("r_cnt", muxTree(idxBits(rID), cnts), "")
-	wAddr := m.WireOf("rob_waddr", Add(Bits(rMeta, MW-1, MW-RB), j2(m, rCnt, RB)), "")
+	wAddr := m.WireOf("rob_waddr", Add(Bits(rMeta, MW-1, MW-RB), fit(rCnt, RB)), "")
 	unused = append(unused, Bits(rMeta, MW-RB-1, 0))
 	if BBB+1 > RB {
 		unused = append(unused, Bits(rCnt, BBB, RB))
@@ -216,7 +216,7 @@ func DMARd(cfg DMARdConfig) (*Module, error) {
 	m.Drive(fO, nil, hO, startFlush)
 	m.Drive(fLkb, nil, hLkb, startFlush)
 	m.Drive(fErr, nil, errNow, startFlush)
-	robRd := m.Mem("rob", W, R, rBeat, wAddr, rData, readSlot, Add(hBase, j2(m, j, RB)), "reorder buffer")
+	robRd := m.Mem("rob", W, R, rBeat, wAddr, rData, readSlot, Add(hBase, fit(j, RB)), "reorder buffer")
 
 	// Realignment stage.
 	m.Drive(s1v, big.NewInt(0), Or(readSlot, flushSlot), nil)

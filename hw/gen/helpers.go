@@ -127,18 +127,6 @@ func expand(mask *Signal) Expr {
 	return Cat(parts...)
 }
 
-// j2 widens or narrows the beat index j to w bits (the reorder buffer's
-// address width).
-func j2(m *Module, j *Signal, w int) Expr {
-	switch {
-	case j.W == w:
-		return j
-	case j.W < w:
-		return Cat(C(w-j.W, 0), j)
-	}
-	return Bits(j, w-1, 0)
-}
-
 // incChunk is the width of the pieces IncBits adds one to.
 const incChunk = 12
 

@@ -140,14 +140,6 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	var unused []Expr
 	one, zero := C(1, 1), C(1, 0)
 	lane := func(x *Signal, i int) Expr { return Bits(x, 8*i+7, 8*i) }
-	gate := func(v Expr, x Expr) Expr { return And(x, Rep(v, x.Width())) }
-	expand := func(mask *Signal) Expr { // one bit per lane to eight
-		parts := make([]Expr, mask.W)
-		for i := 0; i < mask.W; i++ {
-			parts[mask.W-1-i] = Rep(Bit(mask, i), 8)
-		}
-		return Cat(parts...)
-	}
 	dest := func(x *Signal, d uint64) Expr { return Eq(x, C(2, d)) }
 
 	// Initialisation sweep: clear every valid bit after reset.

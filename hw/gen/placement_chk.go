@@ -97,11 +97,10 @@ func placementCheckPort(m *Module, t chkTable) {
 	q := func(name string, w int, d Expr) *Signal { return m.Reg("chk_c2_"+name, w, nil, d, adv, "") }
 	qFault, qTag, qPaged := q("fault", 3, fault), q("tag", 8, kTag), q("paged", 1, ePaged)
 	qVM, qRun := q("vm", 64, vm), q("run", 32, Sel(ePaged, pageRun, kLen))
-	gate := func(x Expr) Expr { return And(x, Rep(c2v, x.Width())) }
 	m.Assign(oValid, c2v)
-	m.Assign(oTag, gate(qTag))
-	m.Assign(oFault, gate(qFault))
+	m.Assign(oTag, gate(c2v, qTag))
+	m.Assign(oFault, gate(c2v, qFault))
 	okV := m.WireOf("chk_ok", Eq(qFault, C(3, ChkOK)), "")
-	m.Assign(oAddr, And(gate(Sel(qPaged, Cat(pbl, Bits(qVM, PageShift-1, 0)), qVM)), Rep(okV, 64)))
-	m.Assign(oRun, And(gate(qRun), Rep(okV, 32)))
+	m.Assign(oAddr, And(gate(c2v, Sel(qPaged, Cat(pbl, Bits(qVM, PageShift-1, 0)), qVM)), Rep(okV, 64)))
+	m.Assign(oRun, And(gate(c2v, qRun), Rep(okV, 32)))
 }

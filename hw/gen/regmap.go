@@ -29,7 +29,7 @@ type Reg struct {
 	// ReadOnly registers show a value of the block (a constant or a status
 	// input); writes to them are ignored.
 	ReadOnly bool
-	// Strobe, on a staging register, adds an output <register>_wr that is
+	// Strobe, on a staging register, adds an output <register>_wr_pulse that is
 	// high in the cycle the register is written (for a staging register
 	// whose write also acts, as EQ_CFG's ENABLE does).
 	Strobe bool
