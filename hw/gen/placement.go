@@ -256,8 +256,8 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	stBaseW := m.WireOf("st_base", stBase, "")
 	stEnd := m.WireOf("st_end", Add(stBaseW, stLen), "BASE + LEN")
 	stDelta := Sub(Sub(stAddr, stBaseW), C(64, taggedHdr))
-	entryW := 4 + 1 + 32 + 32 + 64 + 64 + 1 + 64 + PW
 	entryData := Cat(Bits(stPBLFull, PW-1, 0), stDelta, Lt(stEnd, stBaseW), stEnd, stBaseW, stQP, stPD, stPaged, stAccess)
+	entryW := entryData.Width()
 	entry := m.Mem("stag_table", entryW, cfg.TableDepth, commit, Bits(stIndex, IW-1, 0), entryData,
 		rdEn, Bits(idx, IW-1, 0), "STag table: rights, mode, PD, QP, base, end, end wraps, address delta, page-list slot")
 	// The valid bits are written by the register commands, the reset sweep
@@ -315,29 +315,26 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 		Or(And(qnIs(0), Or(opIs(3), opIs(4), opIs(5), opIs(6))), And(qnIs(1), opIs(1)), And(qnIs(2), opIs(7))))
 	opErr := m.WireOf("e_opcode", And(Not(verr), Not(qnErr), Not(fits)), "opcode reserved or not fitting T/QN")
 
-	field64 := func(name string, lo int) *Signal {
-		return m.WireOf(name, Bits(entry, lo+63, lo), "")
-	}
+	ef := stagEntryOf(entry, PW)
 	eKey := m.WireOf("e_key", Bits(tagRd, 7, 0), "")
-	eAcc := m.WireOf("e_access", Bits(entry, 3, 0), "")
-	ePaged := Bit(entry, 4)
-	ePD := m.WireOf("e_pd", Bits(entry, 36, 5), "")
-	eQP := m.WireOf("e_qp", Bits(entry, 68, 37), "")
-	eBase := field64("e_base", 69)
-	eEnd := field64("e_end", 133)
-	eWrap := Bit(entry, 197)
-	eDelta := field64("e_delta", 198)
-	ePBL := m.WireOf("e_pbl", Bits(entry, 262+PW-1, 262), "")
+	eAcc := m.WireOf("e_access", ef.acc, "")
+	ef.pd = m.WireOf("e_pd", ef.pd, "")
+	ef.qp = m.WireOf("e_qp", ef.qp, "")
+	ef.base = m.WireOf("e_base", ef.base, "")
+	ef.end = m.WireOf("e_end", ef.end, "")
+	ef.delta = m.WireOf("e_delta", ef.delta, "")
+	ef.pbl = m.WireOf("e_pbl", ef.pbl, "")
+	ePaged, eDelta, ePBL := ef.paged, ef.delta, ef.pbl
 	unused = append(unused, Bit(eAcc, 1), Bit(eAcc, 3))
 	to := m.WireOf("h_to", Cat(hb[6], hb[7], hb[8], hb[9], hb[10], hb[11], hb[12], hb[13]), "tagged offset")
 	payLen := m.WireOf("h_paylen", Sub(s1len, C(16, taggedHdr)), "tagged payload length")
 	payZero := m.WireOf("h_payzero", Eq(payLen, C(16, 0)), "")
 	end := m.WireOf("h_end", Add(to, Cat(C(48, 0), payLen)), "TO + payload length")
 	cInv := m.WireOf("c_invalid", Or(Not(idxOK), Not(Bit(tagRd, 8)), Ne(eKey, Cat(hb[5]))), "index, valid bit or key")
-	cAssoc := m.WireOf("c_assoc", Or(Ne(ePD, s1pd), And(Ne(eQP, C(32, 0)), Ne(eQP, s1qp))), "PD or stream")
+	cAssoc := m.WireOf("c_assoc", ef.foreign(s1pd, s1qp), "PD or stream")
 	cRights := m.WireOf("c_rights", Not(Sel(opIs(0), Bit(eAcc, 2), Bit(eAcc, 0))), "remote write (Write) or local write (Read Response)")
 	cWrap := m.WireOf("c_wrap", Lt(end, to), "TO + length wraps")
-	cBounds := m.WireOf("c_bounds", Or(Lt(to, eBase), Lt(eEnd, end), eWrap), "outside [BASE, BASE+LEN)")
+	cBounds := m.WireOf("c_bounds", ef.outside(to, end), "outside [BASE, BASE+LEN)")
 	memErr := m.WireOf("e_stag", And(Not(verr), Not(qnErr), Not(opErr), tagged, Not(payZero),
 		Or(cInv, cAssoc, cRights, cWrap, cBounds)), "the STag check fails")
 	fail := m.WireOf("e_fail", Or(verr, qnErr, opErr, memErr), "the segment fails")
@@ -528,4 +525,34 @@ func rotateLanes(m *Module, name string, x *Signal, amt *Signal, laneBits int) *
 		cur = m.WireOf(fmt.Sprintf("%s_%d", name, b), Sel(Bit(amt, b), rot, cur), fmt.Sprintf("rotated by bit %d of the amount", b))
 	}
 	return cur
+}
+
+// stagEntry is a word of the STag table (stag_table and the check ports'
+// copies), as Placement writes it, least significant field first: access
+// rights 3:0, paged 4, PD 36:5, QP 68:37, BASE 132:69, END = BASE + LEN
+// 196:133, END wraps 197, DELTA = ADDR - BASE - 14 261:198, page-list slot
+// from 262. Every reader decodes it here.
+type stagEntry struct {
+	acc, paged, pd, qp, base, end, wrap, delta, pbl Expr
+}
+
+// stagEntryOf splits the table word e (pw page-list slot bits) into its
+// fields.
+func stagEntryOf(e *Signal, pw int) stagEntry {
+	return stagEntry{
+		acc: Bits(e, 3, 0), paged: Bit(e, 4), pd: Bits(e, 36, 5), qp: Bits(e, 68, 37),
+		base: Bits(e, 132, 69), end: Bits(e, 196, 133), wrap: Bit(e, 197), delta: Bits(e, 261, 198),
+		pbl: Bits(e, 262+pw-1, 262),
+	}
+}
+
+// foreign is mem.Check's "not associated": another PD, or bound to a QP
+// other than qp.
+func (e stagEntry) foreign(pd, qp Expr) Expr {
+	return Or(Ne(e.pd, pd), And(Ne(e.qp, C(32, 0)), Ne(e.qp, qp)))
+}
+
+// outside is mem.Check's base-and-bounds fault for [to, end).
+func (e stagEntry) outside(to, end Expr) Expr {
+	return Or(Lt(to, e.base), Lt(e.end, end), e.wrap)
 }

@@ -77,24 +77,18 @@ func (c *rxkPort) tables(commit, commitIdx, entryData, tagWr, tagAddr, tagData, 
 	}
 	stag, pd, qp, to, ln, use := r("stag", 32), r("pd", 32), r("qp", 32), r("to", 64), r("len", 32), r("use", 3)
 	idxOK := Not(RedOr(Bits(stag, 31, IW+8)))
-	acc := m.WireOf("rxk1_access", Bits(e, 3, 0), "")
-	ePaged := Bit(e, 4)
-	ePD := Bits(e, 36, 5)
-	eQP := Bits(e, 68, 37)
-	eBase := Bits(e, 132, 69)
-	eEnd := Bits(e, 196, 133)
-	eWrap := Bit(e, 197)
-	eDelta := Bits(e, 261, 198)
-	ePBL := Bits(e, 262+PW-1, 262)
+	ef := stagEntryOf(e, PW)
+	acc := m.WireOf("rxk1_access", ef.acc, "")
+	ePaged, ePD, eQP, eDelta, ePBL := ef.paged, ef.pd, ef.qp, ef.delta, ef.pbl
 	uIs := func(u uint64) Expr { return Eq(use, C(3, u)) }
 	end := m.WireOf("rxk1_end", Add(to, zext(ln, 64)), "TO + length")
 	zeroOK := And(Eq(ln, C(32, 0)), Or(uIs(RxkUseRemoteWrite), uIs(RxkUseReadResponse), uIs(RxkUseRemoteRead)))
 	invalid := Or(Not(idxOK), Not(Bit(tg, 8)), Ne(Bits(tg, 7, 0), Bits(stag, 7, 0)))
-	assoc := Sel(uIs(RxkUseInvalidate), Or(Ne(ePD, pd), Eq(eQP, C(32, 0)), Ne(eQP, qp)), Or(Ne(ePD, pd), And(Ne(eQP, C(32, 0)), Ne(eQP, qp))))
+	assoc := Sel(uIs(RxkUseInvalidate), Or(Ne(ePD, pd), Eq(eQP, C(32, 0)), Ne(eQP, qp)), ef.foreign(pd, qp))
 	need := Sel(uIs(RxkUseRemoteWrite), Bit(acc, 2), Sel(uIs(RxkUseRemoteRead), Bit(acc, 1),
 		Sel(Or(uIs(RxkUseReadResponse), uIs(RxkUseLocalWrite)), Bit(acc, 0), C(1, 1))))
 	wrap := Lt(end, to)
-	bounds := Or(Lt(to, eBase), Lt(eEnd, end), eWrap)
+	bounds := ef.outside(to, end)
 	f := func(v uint64) Expr { return C(3, v) }
 	fault := m.WireOf("rxk1_fault", Sel(zeroOK, f(0), Sel(invalid, f(1), Sel(assoc, f(2),
 		Sel(uIs(RxkUseInvalidate), f(0), Sel(Not(need), f(3), Sel(wrap, f(4), Sel(bounds, f(5), f(0)))))))), "mem.Check's verdict")
