@@ -161,34 +161,8 @@ func (b *ctxBench) create(cq *ctxQP) {
 // doorbells as a driver would: SQ_PI now or later, or a push.
 func (b *ctxBench) post(q *ctxQP, maxLen int, opts ...cs.WQEOpcode) {
 	r := b.rng
-	n := r.IntN(maxLen + 1)
-	if r.Chance(100) {
-		n = r.IntN(min(maxLen, 64) + 1)
-	}
-	bbs := max(1, (cs.WQEHdr+n+cs.BB-1)/cs.BB)
-	if bbs < cs.MaxWQEBBs && r.Chance(30) {
-		bbs++
-	}
-	wqe := make([]byte, bbs*cs.BB)
-	h := cs.WQE(wqe)
-	ops := opts
-	if len(ops) == 0 {
-		ops = []cs.WQEOpcode{cs.WQEOpcodeSend, cs.WQEOpcodeSendInv, cs.WQEOpcodeRDMAWrite}
-	}
-	h.SetOpcode(ops[r.IntN(len(ops))])
-	h.SetSignaled(r.Chance(160))
-	h.SetSolicited(r.Chance(80))
-	h.SetFence(r.Chance(30))
-	h.SetInline(true)
-	h.SetBBS(uint8(bbs))
-	h.SetInlineLen(uint16(n))
-	h.SetWRID(r.Uint64())
-	h.SetRemoteAddr(r.Uint64())
-	h.SetRKey(r.Uint32())
-	h.SetInvSTag(r.Uint32())
-	for i := cs.WQEHdr; i < cs.WQEHdr+n; i++ {
-		wqe[i] = byte(r.Uint32())
-	}
+	wqe := randomInlineWQE(r, wqeMix{maxLen: maxLen, signaled: 160, fence: 30, ops: opts})
+	bbs := len(wqe) / cs.BB
 	size := uint16(1) << q.cfg.SQLog
 	for i := 0; i < bbs; i++ {
 		a := q.cfg.SQBase + uint64((q.pi+uint16(i))&(size-1))*cs.BB
@@ -218,6 +192,51 @@ func (b *ctxBench) post(q *ctxQP, maxLen int, opts ...cs.WQEOpcode) {
 		}
 	}
 	q.posted++
+}
+
+// wqeMix is how randomInlineWQE draws a WQE: up to maxLen inline bytes
+// (64 or fewer in 100 of 256), signaled and fenced with those chances out
+// of 256 (fence 0: the fence bit is not drawn), the opcode from ops
+// (none: Send, Send with Invalidate or RDMA Write).
+type wqeMix struct {
+	maxLen, signaled, fence int
+	ops                     []cs.WQEOpcode
+}
+
+// randomInlineWQE is a random inline WQE of whole basic blocks (one more
+// than the payload needs in 30 of 256), its header fields random.
+func randomInlineWQE(r Rand, m wqeMix) []byte {
+	n := r.IntN(m.maxLen + 1)
+	if r.Chance(100) {
+		n = r.IntN(min(m.maxLen, 64) + 1)
+	}
+	bbs := max(1, (cs.WQEHdr+n+cs.BB-1)/cs.BB)
+	if bbs < cs.MaxWQEBBs && r.Chance(30) {
+		bbs++
+	}
+	wqe := make([]byte, bbs*cs.BB)
+	h := cs.WQE(wqe)
+	ops := m.ops
+	if len(ops) == 0 {
+		ops = []cs.WQEOpcode{cs.WQEOpcodeSend, cs.WQEOpcodeSendInv, cs.WQEOpcodeRDMAWrite}
+	}
+	h.SetOpcode(ops[r.IntN(len(ops))])
+	h.SetSignaled(r.Chance(m.signaled))
+	h.SetSolicited(r.Chance(80))
+	if m.fence > 0 {
+		h.SetFence(r.Chance(m.fence))
+	}
+	h.SetInline(true)
+	h.SetBBS(uint8(bbs))
+	h.SetInlineLen(uint16(n))
+	h.SetWRID(r.Uint64())
+	h.SetRemoteAddr(r.Uint64())
+	h.SetRKey(r.Uint32())
+	h.SetInvSTag(r.Uint32())
+	for i := cs.WQEHdr; i < cs.WQEHdr+n; i++ {
+		wqe[i] = byte(r.Uint32())
+	}
+	return wqe
 }
 
 func (b *ctxBench) ring(q *ctxQP) {

@@ -348,30 +348,8 @@ func (b *wcBench) createQP(q *wcQP, idx uint32) {
 // Write) into q's SQ and rings its doorbell now, later, or as a push.
 func (b *wcBench) post(q *wcQP) {
 	r := b.rng
-	n := r.IntN(cs.MaxInline + 1)
-	if r.Chance(100) {
-		n = r.IntN(65)
-	}
-	bbs := max(1, (cs.WQEHdr+n+cs.BB-1)/cs.BB)
-	if bbs < cs.MaxWQEBBs && r.Chance(30) {
-		bbs++
-	}
-	wqe := make([]byte, bbs*cs.BB)
-	h := cs.WQE(wqe)
-	ops := []cs.WQEOpcode{cs.WQEOpcodeSend, cs.WQEOpcodeSendInv, cs.WQEOpcodeRDMAWrite}
-	h.SetOpcode(ops[r.IntN(len(ops))])
-	h.SetSignaled(r.Chance(170))
-	h.SetSolicited(r.Chance(80))
-	h.SetInline(true)
-	h.SetBBS(uint8(bbs))
-	h.SetInlineLen(uint16(n))
-	h.SetWRID(r.Uint64())
-	h.SetRemoteAddr(r.Uint64())
-	h.SetRKey(r.Uint32())
-	h.SetInvSTag(r.Uint32())
-	for i := cs.WQEHdr; i < cs.WQEHdr+n; i++ {
-		wqe[i] = byte(r.Uint32())
-	}
+	wqe := randomInlineWQE(r, wqeMix{maxLen: cs.MaxInline, signaled: 170})
+	bbs := len(wqe) / cs.BB
 	size := uint16(1) << q.sqLog
 	for i := 0; i < bbs; i++ {
 		b.put(wcSQ+uint64(q.n)<<16+uint64((q.pi+uint16(i))&(size-1))*cs.BB, wqe[i*cs.BB:(i+1)*cs.BB])
