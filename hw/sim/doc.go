@@ -26,9 +26,9 @@
 // cycle by cycle with a simulated host around it; it is the physical
 // card the driver's sim backend (host/driver/simcard's Device) runs:
 //
-//	var mem sim.Windows                        // an IOMMU: windows of memory at IOVAs
-//	err := mem.Map(iova, buf)
-//	c, err := sim.NewCard(sim.CardConfig{Width: 64, Seed: seed, Mem: &mem,
+//	mem := simhost.New()                       // an IOMMU: host/driver/simhost's IOVA space
+//	m, err := mem.Map(buf)                     // buf at m's IOVA
+//	c, err := sim.NewCard(sim.CardConfig{Width: 64, Seed: seed, Mem: mem,
 //		Timing: sim.AXITiming{ReadLatency: 1, ReadJitter: 300, WriteJitter: 200, Reorder: true, Ready: 200},
 //		Interrupt: func(v int) { ... },        // inside the call that clocks the card
 //		Fault:     func(f sim.AXIFault) { ... }})
@@ -39,17 +39,16 @@
 //
 // RegRead and RegWrite clock the card until the access completes (a few
 // cycles; the card works meanwhile). The card's AXI4 master is served by
-// an AXIHost over CardConfig.Mem (any Memory; Windows is an IOMMU-like
-// map whose refusals are faults): reads after a latency with jitter,
+// an AXIHost over CardConfig.Mem (any Memory; the driver's backend gives
+// host/driver/simhost.Space, an IOMMU whose refusals are faults and which
+// stores records as ascending atomic 32-bit words, so a driver may poll an
+// owner bit from another goroutine): reads after a latency with jitter,
 // reordered and interleaved across IDs, write responses after theirs,
 // random backpressure; an access Mem refuses is answered SLVERR and
-// reported to Fault. Windows stores the card's writes as aligned 32-bit
-// words with atomic stores in ascending address order, so a driver may
-// poll an owner bit from another goroutine with an atomic load. Every
-// cycle checks the AXI rules the card promises (INCR bursts of whole
-// beats, aligned, never crossing 4 KiB, payload held under valid until
-// taken, W after its address, wlast); a violation is an ErrAXI error from
-// every later call. A Card is not safe for concurrent use: a backend
+// reported to Fault. Every cycle checks the AXI rules the card promises
+// (INCR bursts of whole beats, aligned, never crossing 4 KiB, payload held
+// under valid until taken, W after its address, wlast); a violation is an
+// ErrAXI error from every later call. A Card is not safe for concurrent use: a backend
 // serialises its calls, and the callbacks, which run inside those calls,
 // must not call the Card.
 package sim
