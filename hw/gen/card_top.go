@@ -226,21 +226,24 @@ func CardTop(width int) (*Module, error) {
 			m.Assign(m.Output(p.Name, p.W, ""), o("regs", p.Name))
 		}
 	}
-	mIn := map[string]Expr{}
-	hostAXI := func(mux *Module, inst string) {
+	// hostAXI makes the mux's m_axi_* ports the card's and returns the
+	// mux's inputs so far (clk, rst and those ports).
+	hostAXI := func(mux *Module, inst string) map[string]Expr {
+		ins := map[string]Expr{"clk": clk, "rst": erst}
 		for _, p := range mux.Ports {
 			if !strings.HasPrefix(p.Name, "m_axi_") {
 				continue
 			}
 			if p.Dir == In {
-				mIn[inst+"."+p.Name] = m.Input(p.Name, p.W, "DMA master (AXI4)")
+				ins[p.Name] = m.Input(p.Name, p.W, "DMA master (AXI4)")
 			} else {
 				m.Assign(m.Output(p.Name, p.W, ""), o(inst, p.Name))
 			}
 		}
+		return ins
 	}
-	hostAXI(rdm, "rdm")
-	hostAXI(wrm, "wrm")
+	rdIn := hostAXI(rdm, "rdm")
+	wrIn := hostAXI(wrm, "wrm")
 	irqReady := m.Input("irq_ready", 1, "the interrupt was taken")
 	m.Assign(m.Output("irq_valid", 1, "an interrupt (MSI-X)"), o("cq", "irq_valid"))
 	m.Assign(m.Output("irq_vector", 8, ""), o("cq", "irq_vector"))
@@ -296,15 +299,25 @@ func CardTop(width int) (*Module, error) {
 	}
 	// Records (status fields and, when signaled, a CQE) to card_stat.
 	txIn["m_cpl_ready"] = o("st", "s_tx_ready")
-	axiBack := func(dst map[string]Expr, mux, slot string, ports []string) {
-		for _, p := range ports {
-			s := o(mux, slot+"_axi_"+p)
-			dst["m_axi_"+p] = s
+	// rdBack and wrBack connect an engine's read (write) master, ports
+	// named pre+"arready"..., to its slot of axi_rd_mux (axi_wr_mux). The
+	// engines' write IDs are 4 bits: the top 2 of the slot's bid go unread.
+	rdBack := func(dst map[string]Expr, pre string, slot int) {
+		for _, p := range []string{"arready", "rid", "rdata", "rresp", "rlast", "rvalid"} {
+			dst[pre+p] = o("rdm", fmt.Sprintf("s%d_axi_%s", slot, p))
 		}
 	}
-	axiBack(txIn, "rdm", "s0", []string{"arready", "rid", "rdata", "rresp", "rlast", "rvalid"})
-	axiBack(txIn, "wrm", "s0", []string{"awready", "wready", "bresp", "bvalid"})
-	txIn["m_axi_bid"] = Bits(o("wrm", "s0_axi_bid"), 3, 0)
+	var bidTop [4]Expr
+	wrBack := func(dst map[string]Expr, slot int) {
+		s := fmt.Sprintf("s%d_axi_", slot)
+		for _, p := range []string{"awready", "wready", "bresp", "bvalid"} {
+			dst["m_axi_"+p] = o("wrm", s+p)
+		}
+		dst["m_axi_bid"] = Bits(o("wrm", s+"bid"), 3, 0)
+		bidTop[slot] = Bits(o("wrm", s+"bid"), 5, 4)
+	}
+	rdBack(txIn, "m_axi_", CardRdMasterTx)
+	wrBack(txIn, CardWrMasterTx)
 	t.place("tx", tx, txIn)
 
 	// card_rx, placement, place_axi (as card_rx_tb).
@@ -338,12 +351,9 @@ func CardTop(width int) (*Module, error) {
 			plIn[c[1]] = o("rx", c[0])
 		}
 	}
-	axiBack(rxIn, "rdm", "s1", []string{"arready", "rid", "rdata", "rresp", "rlast", "rvalid"})
-	for _, p := range []string{"arready", "rid", "rdata", "rresp", "rlast", "rvalid"} {
-		rxIn["m_axi_rq_"+p] = o("rdm", "s2_axi_"+p)
-	}
-	axiBack(rxIn, "wrm", "s1", []string{"awready", "wready", "bresp", "bvalid"})
-	rxIn["m_axi_bid"] = Bits(o("wrm", "s1_axi_bid"), 3, 0)
+	rdBack(rxIn, "m_axi_", CardRdMasterRx)
+	rdBack(rxIn, "m_axi_rq_", CardRdMasterRQ)
+	wrBack(rxIn, CardWrMasterPl)
 	t.place("rx", rx, rxIn)
 	t.place("pl", pl, plIn)
 
@@ -358,8 +368,7 @@ func CardTop(width int) (*Module, error) {
 		"s_rx_valid":    o("rx", "m_ci_valid"), "s_rx_qpn": o("rx", "m_ci_qp"), "s_rx_rxs_ci": o("rx", "m_ci_value"),
 		"m_cpl_ready": o("cq", "s_cpl0_ready"),
 	}
-	axiBack(stIn, "wrm", "s3", []string{"awready", "wready", "bresp", "bvalid"})
-	stIn["m_axi_bid"] = Bits(o("wrm", "s3_axi_bid"), 3, 0)
+	wrBack(stIn, CardWrMasterSt)
 	t.place("st", stat, stIn)
 
 	// card_cq.
@@ -384,7 +393,7 @@ func CardTop(width int) (*Module, error) {
 		cqIn[f.n] = C(f.w, 0)
 	}
 	for _, p := range cq.Ports {
-		if _, ok := cqIn[p.Name]; !ok && p.Dir == In && (strings.HasPrefix(p.Name, "s_cpl1_") || strings.HasPrefix(p.Name, "s_ev0_") || strings.HasPrefix(p.Name, "s_ev1_")) {
+		if _, ok := cqIn[p.Name]; !ok && p.Dir == In && (strings.HasPrefix(p.Name, "s_ev0_") || strings.HasPrefix(p.Name, "s_ev1_")) {
 			cqIn[p.Name] = C(p.W, 0)
 		}
 	}
@@ -393,17 +402,10 @@ func CardTop(width int) (*Module, error) {
 		"eq_db_valid", "eq_db_ci", "eq_db_arm", "irq_moderation_cycles"} {
 		cqIn[p] = o("regs", p)
 	}
-	axiBack(cqIn, "wrm", "s2", []string{"awready", "wready", "bresp", "bvalid"})
-	cqIn["m_axi_bid"] = Bits(o("wrm", "s2_axi_bid"), 3, 0)
+	wrBack(cqIn, CardWrMasterCQ)
 	t.place("cq", cq, cqIn)
 
 	// AXI muxes: engine masters in, m_axi out.
-	rdIn := map[string]Expr{"clk": clk, "rst": erst}
-	for k, v := range mIn {
-		if strings.HasPrefix(k, "rdm.") {
-			rdIn[k[4:]] = v
-		}
-	}
 	for i, src := range []string{"tx.m_axi_", "rx.m_axi_", "rx.m_axi_rq_", ""} {
 		s := fmt.Sprintf("s%d_axi_", i)
 		for _, p := range []string{"arid", "araddr", "arlen", "arsize", "arburst", "arvalid", "rready"} {
@@ -421,33 +423,19 @@ func CardTop(width int) (*Module, error) {
 		}
 	}
 	t.place("rdm", rdm, rdIn)
-	wrIn := map[string]Expr{"clk": clk, "rst": erst}
-	for k, v := range mIn {
-		if strings.HasPrefix(k, "wrm.") {
-			wrIn[k[4:]] = v
-		}
-	}
 	for i, src := range []string{"tx", "rx", "cq", "st"} {
 		s := fmt.Sprintf("s%d_axi_", i)
 		for _, p := range []string{"awid", "awaddr", "awlen", "awsize", "awburst", "awvalid", "wdata", "wstrb", "wlast", "wvalid", "bready"} {
-			w := wrm.Port(s + p).W
-			switch {
-			case src == "":
-				v := uint64(0)
-				if p == "bready" {
-					v = 1
-				}
-				wrIn[s+p] = C(w, v)
-			case p == "awid":
-				wrIn[s+p] = zext(o(src, "m_axi_awid"), w)
-			default:
-				wrIn[s+p] = o(src, "m_axi_"+p)
+			if p == "awid" {
+				wrIn[s+p] = zext(o(src, "m_axi_awid"), wrm.Port(s+p).W)
+				continue
 			}
+			wrIn[s+p] = o(src, "m_axi_"+p)
 		}
 	}
 	t.place("wrm", wrm, wrIn)
 
-	if err := t.finish(Bits(o("regs", "qp_cqs_send_cq"), 15, 10), Bits(o("regs", "qp_rd_ord"), 7, 5), Bits(o("pl", "m_done_qp"), 31, 10), Bits(o("wrm", "s0_axi_bid"), 5, 4), Bits(o("wrm", "s1_axi_bid"), 5, 4), Bits(o("wrm", "s2_axi_bid"), 5, 4), Bits(o("wrm", "s3_axi_bid"), 5, 4)); err != nil {
+	if err := t.finish(append([]Expr{Bits(o("regs", "qp_cqs_send_cq"), 15, 10), Bits(o("regs", "qp_rd_ord"), 7, 5), Bits(o("pl", "m_done_qp"), 31, 10)}, bidTop[:]...)...); err != nil {
 		return nil, err
 	}
 	return m, m.Validate()
