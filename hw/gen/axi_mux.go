@@ -15,8 +15,9 @@ type AXIMuxConfig struct {
 	WOrder int
 }
 
-// AXIMuxDefault merges the card's masters: card_tx, card_rx, card_cq and
-// placement.
+// AXIMuxDefault merges the card's masters: reads of card_tx, card_rx and
+// card_rx's RQ WQE fetch (CardRdMaster*, the fourth slot unused), writes
+// of card_tx, card_rx, card_cq and card_stat (CardWrMaster*).
 func AXIMuxDefault(width int) AXIMuxConfig {
 	return AXIMuxConfig{Width: width, Masters: 4, IDBits: 6, WOrder: 16}
 }

@@ -585,19 +585,11 @@ func CardRxBench(width int) (*Module, error) {
 	}
 	rxConns := map[string]Expr{"clk": clk, "rst": rst}
 	plConns := map[string]Expr{"clk": clk, "rst": rst}
-	// Wires between the two, named by card_rx's port and placement's.
+	// Wires between the two, x_<card_rx's port>.
+	x := map[string]*Signal{}
 	for _, c := range CardRxPlacementWiring() {
-		x := w("x_"+c[0], pl.Port(c[1]).W)
-		rxConns[c[0]], plConns[c[1]] = x, x
-		if c[0] == "m_inv_valid" {
-			u["ivalid"] = x
-		}
-		if c[0] == "m_inv_ready" {
-			u["iready"] = x
-		}
-		if c[0] == "m_inv_index" {
-			u["index"] = x
-		}
+		x[c[0]] = w("x_"+c[0], pl.Port(c[1]).W)
+		rxConns[c[0]], plConns[c[1]] = x[c[0]], x[c[0]]
 	}
 	for _, n := range []string{"tdata", "tkeep", "tvalid", "tready", "tlast"} {
 		rxConns["m_ulp_"+n], plConns["s_axis_"+n] = u[n], u[n]
@@ -612,9 +604,9 @@ func CardRxBench(width int) (*Module, error) {
 	monLast := m.Output("mon_ulp_last", 1, "... and it is a ULPDU's last")
 	m.Assign(monLast, And(u["tvalid"], u["tready"], u["tlast"]))
 	monInv := m.Output("mon_inv", 1, "card_rx invalidates an STag in placement's table (for the comparison)")
-	m.Assign(monInv, And(u["ivalid"], u["iready"]))
+	m.Assign(monInv, And(x["m_inv_valid"], x["m_inv_ready"]))
 	monInvIdx := m.Output("mon_inv_index", 24, "")
-	m.Assign(monInvIdx, u["index"])
+	m.Assign(monInvIdx, x["m_inv_index"])
 	return m, m.Validate()
 }
 

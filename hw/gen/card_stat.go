@@ -91,7 +91,8 @@ func CardStat(width int) (*Module, error) {
 	unused = append(unused, Bits(cmdQPN, 15, QB))
 
 	// The operation being served.
-	opQPN := m.Reg("op_qpn", QB, nil, Sel(takeCmd, Bits(cmdQPN, QB-1, 0), Sel(takeTx, txQPN, rxQPN)), take, "")
+	takeQPN := Sel(takeCmd, Bits(cmdQPN, QB-1, 0), Sel(takeTx, txQPN, rxQPN))
+	opQPN := m.Reg("op_qpn", QB, nil, takeQPN, take, "")
 	opKind := m.Reg("op_kind", 2, nil, Sel(takeCmd, C(2, 0), Sel(takeTx, C(2, 1), C(2, 2))), take, "0 create, 1 transmit, 2 receive")
 	opV1 := m.Reg("op_v1", 32, nil, Sel(takeTx, txPI, rxCI), take, "TXS_PI or RXS_CI")
 	opSQCI := m.Reg("op_sq_ci", 16, nil, txSQCI, take, "")
@@ -105,7 +106,7 @@ func CardStat(width int) (*Module, error) {
 	// Context RAM: {state 4, SQ_CI 16, RXS_CI 32, TXS_PI 32}.
 	ctxW := cardStatCtx
 	wrData := m.Wire("ctx_wr_data", ctxW, "")
-	ctx := m.Mem("ctx", ctxW, 1<<QB, in(stRead), opQPN, wrData, doUpd, Sel(takeCmd, Bits(cmdQPN, QB-1, 0), Sel(takeTx, txQPN, rxQPN)), "per QP status values")
+	ctx := m.Mem("ctx", ctxW, 1<<QB, in(stRead), opQPN, wrData, doUpd, takeQPN, "per QP status values")
 	isCreate := m.WireOf("op_create", Eq(opKind, C(2, 0)), "")
 	isTx := m.WireOf("op_tx", Eq(opKind, C(2, 1)), "")
 	oldPI, oldCI := Bits(ctx, 31, 0), Bits(ctx, 63, 32)
