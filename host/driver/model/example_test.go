@@ -11,7 +11,7 @@ import (
 // register a region in its STag table and look at the object count the
 // card reports.
 func Example() {
-	card := model.New("golden", model.Options{})
+	card := model.New("golden")
 	defer card.Close()
 	id, _ := card.Regs().Read32(model.RegID)
 	fmt.Printf("%s card, ID %#x\n", card.Info().Kind, id)

@@ -34,16 +34,15 @@ const (
 	MaxRd     = 1024
 )
 
-// Options customise a card built on the model.
-type Options struct {
-	Kind   string // Info.Kind (default "golden")
-	Detail string // Info.Detail
-}
+// Kind and Detail are what Info reports.
+const (
+	Kind   = "golden"
+	Detail = "golden/iwarp engine in Go, kernel TCP stream bridge"
+)
 
 // Card is the model card.
 type Card struct {
 	name string
-	opt  Options
 	tab  *mem.Table
 	regs regFile
 	dma  dmaSpace
@@ -60,14 +59,8 @@ type Card struct {
 }
 
 // New returns a model card. name is what Info reports.
-func New(name string, opt Options) *Card {
-	if opt.Kind == "" {
-		opt.Kind = "golden"
-	}
-	if opt.Detail == "" {
-		opt.Detail = "golden/iwarp engine in Go, kernel TCP stream bridge"
-	}
-	c := &Card{name: name, opt: opt, tab: mem.NewTable(), events: make(chan driver.Event, 256), qps: map[*qp]struct{}{}}
+func New(name string) *Card {
+	c := &Card{name: name, tab: mem.NewTable(), events: make(chan driver.Event, 256), qps: map[*qp]struct{}{}}
 	c.regs.card = c
 	c.dma.next = dmaBase
 	c.dma.card = c
@@ -76,10 +69,9 @@ func New(name string, opt Options) *Card {
 
 // Info describes the card.
 func (c *Card) Info() driver.Info {
-	in := driver.Info{Name: c.name, Kind: c.opt.Kind, Detail: c.opt.Detail,
+	return driver.Info{Name: c.name, Kind: Kind, Detail: Detail,
 		MaxCQE: MaxCQE, MaxQPWR: MaxQPWR, MaxSGE: MaxSGE, MaxInline: MaxInline,
 		MaxORD: MaxRd, MaxIRD: MaxRd, DroppedEvents: c.dropped.Load()}
-	return in
 }
 
 // Table is the card's STag table (every PD of the card is in it).
@@ -225,7 +217,7 @@ func (c *Card) Attach(conn net.Conn, p mpa.Params, cfg driver.QPConfig) (driver.
 	ep, err := iwarp.New(conn, p, icfg)
 	if err != nil {
 		c.wg.Done()
-		return nil, fmt.Errorf("driver/%s: attaching a QP: %w", c.opt.Kind, err)
+		return nil, fmt.Errorf("driver/%s: attaching a QP: %w", Kind, err)
 	}
 	q.Endpoint = ep
 	c.mu.Lock()

@@ -15,7 +15,7 @@ import (
 )
 
 func TestRegs(t *testing.T) {
-	c := New("model", Options{})
+	c := New("model")
 	r := c.Regs()
 	v, err := r.Read32(RegID)
 	require.NoError(t, err)
@@ -45,7 +45,7 @@ func TestRegs(t *testing.T) {
 }
 
 func TestDMA(t *testing.T) {
-	c := New("model", Options{})
+	c := New("model")
 	defer c.Close()
 	a, err := c.DMA().Alloc(100)
 	require.NoError(t, err)
@@ -75,7 +75,7 @@ func TestAttach(t *testing.T) {
 		mr   *mem.MR
 	}
 	mk := func() *side {
-		s := &side{card: New("model", Options{}), buf: make([]byte, 1<<20)}
+		s := &side{card: New("model"), buf: make([]byte, 1<<20)}
 		s.pd, _ = s.card.AllocPD()
 		s.cq, _ = s.card.CreateCQ(16)
 		s.mr, err = s.card.RegisterMR(s.pd, s.buf, 0x1000, mem.LocalWrite|mem.RemoteWrite, 0)

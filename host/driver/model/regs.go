@@ -10,14 +10,13 @@ import (
 // Register offsets of the model card. They describe the card rather than
 // steer it: the model takes its commands through the Card methods.
 const (
-	RegID            = 0x00 // RO 32: IDValue
-	RegVersion       = 0x04 // RO 32: Version
-	RegQPs           = 0x08 // RO 32: QPs attached now
-	RegMRs           = 0x0c // RO 32: memory regions registered now
-	RegCQs           = 0x10 // RO 32: completion queues created
-	RegCheckedCycles = 0x18 // RO 64: RTL cycles checked against the cycle model (sim card)
-	RegScratch       = 0x20 // RW 64: scratch, for bus tests
-	RegSpace         = 0x28 // size of the register space
+	RegID      = 0x00 // RO 32: IDValue
+	RegVersion = 0x04 // RO 32: Version
+	RegQPs     = 0x08 // RO 32: QPs attached now
+	RegMRs     = 0x0c // RO 32: memory regions registered now
+	RegCQs     = 0x10 // RO 32: completion queues created
+	RegScratch = 0x20 // RW 64: scratch, for bus tests
+	RegSpace   = 0x28 // size of the register space
 )
 
 // Register values.
@@ -52,12 +51,6 @@ func (r *regFile) value(off uint32) uint64 {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return uint64(map[uint32]int{RegQPs: len(c.qps), RegMRs: c.nMR, RegCQs: c.nCQ}[off])
-	case RegCheckedCycles, RegCheckedCycles + 4:
-		v := c.Info().CheckedCycles
-		if off != RegCheckedCycles {
-			v >>= 32
-		}
-		return v
 	case RegScratch, RegScratch + 4:
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -82,7 +75,7 @@ func (r *regFile) Read64(off uint32) (uint64, error) {
 	if err := r.check(off, 8); err != nil {
 		return 0, err
 	}
-	if off == RegCheckedCycles || off == RegScratch {
+	if off == RegScratch {
 		return r.value(off), nil
 	}
 	return r.value(off) | r.value(off+4)<<32, nil

@@ -16,7 +16,7 @@ func init() {
 		if arg != "" {
 			return nil, fmt.Errorf("%w: the golden card takes no argument", driver.ErrInvalid)
 		}
-		return model.New(name, model.Options{}), nil
+		return model.New(name), nil
 	})
 }
 
