@@ -28,15 +28,12 @@ import (
 	"github.com/openiwarp/openiwarp/host/driver/simhost"
 )
 
-// ErrUnmapped: a DMA to an address the IOVA table does not hold.
-var ErrUnmapped = simhost.ErrUnmapped
-
 // Phys is the card model behind driver.Phys.
 type Phys struct {
 	busMu sync.Mutex // the model: Write32, Read32 and Step
 	card  *cardmodel.Card
 
-	*simhost.Host // DMA, Map, Unmap, Vectors, WaitInterrupt
+	*simhost.Host // DMA, Map, Unmap, Revoke, Vectors, WaitInterrupt
 
 	inline int // model steps a register write runs in the writer's goroutine
 

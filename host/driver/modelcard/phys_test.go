@@ -42,7 +42,7 @@ func TestDMAFault(t *testing.T) {
 	defer cancel()
 	a, b := verbstest.Pair(t, ctx, modelcard.Kind, 8192)
 	phys := b.Ctx.Card().(*modelcard.Card).Phys
-	require.True(t, phys.RevokeForTest(b.Buf))
+	require.True(t, phys.Revoke(b.Buf))
 	require.NoError(t, a.QP.PostSend(verbs.SendWR{ID: 1, Opcode: verbs.WRRDMAWrite, Signaled: true,
 		SGL: []verbs.SGE{a.MR.SGE(0, 100)}, RemoteAddr: b.MR.Addr() + 4096, RKey: b.MR.RKey()}))
 	select {
