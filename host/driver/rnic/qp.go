@@ -615,7 +615,7 @@ func (q *qp) reap() {
 	<-q.tx.done
 	<-q.rx.done
 	q.mu.Lock()
-	err := q.reason
+	err, dropped := q.reason, q.dropped
 	q.mu.Unlock()
 	if q.grace {
 		// CLOSED leaves the receives posted: ERROR flushes them.
@@ -623,16 +623,15 @@ func (q *qp) reap() {
 	}
 	// The card flushes the WQEs after it reports the error: wait until it
 	// is done with every block posted (unless it was found wrong for this
-	// QP), then free the QP number.
-	q.mu.Lock()
-	dropped := q.dropped
-	q.mu.Unlock()
-	if derr := c.poll(c.opt.Watchdog, fmt.Sprintf("the flush of QP %d", q.qpn), func() (bool, error) {
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		return dropped || q.sqCI() == uint16(q.sq.pi) && q.rqCI() == uint16(q.rq.pi), nil
-	}); derr != nil && err == nil {
-		err = derr
+	// QP: nothing more is awaited from it), then free the QP number.
+	if !dropped {
+		if derr := c.poll(c.opt.Watchdog, fmt.Sprintf("the flush of QP %d", q.qpn), func() (bool, error) {
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			return q.sqCI() == uint16(q.sq.pi) && q.rqCI() == uint16(q.rq.pi), nil
+		}); derr != nil && err == nil {
+			err = derr
+		}
 	}
 	c.qpCmd(q.qpn, cs.QPOpDestroy)
 	q.scq.detach()
