@@ -116,7 +116,8 @@ type Summary struct {
 	Peer  string `json:"peer,omitempty"`
 	Card  string `json:"card"`
 	// CardDetail says what runs where; CheckedCycles counts the RTL cycles
-	// the sim card compared with the golden cycle model (0 elsewhere).
+	// the sim card ran with its DMA writes checked against the card model
+	// (driver.Info.CheckedCycles; 0 elsewhere).
 	CardDetail    string        `json:"card_detail,omitempty"`
 	CheckedCycles uint64        `json:"checked_cycles"`
 	MPA           *MPASummary   `json:"mpa,omitempty"`

@@ -11,7 +11,7 @@
 // AXI4-Lite transaction the simulation clocks until it completes, so a
 // read's side effects are exact) and clocks the card while it has work,
 // until it has been quiet for Config.QuietCycles. The card's AXI4 master
-// reaches host memory through an IOMMU model (host/driver/iommu): DMA
+// reaches host memory through an IOMMU model (host/driver/simhost): DMA
 // memory and the buffers the driver mapped are reachable, anything else is
 // refused with an error response, which the card reports as a DMA fault
 // (rnic.DMAFaultError to the verbs user). Config.Timing sets the DMA
