@@ -217,19 +217,7 @@ func (c *rxCosim) postRecv(q *rxQP) {
 	}
 	c.modelW(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBRQPI, uint32(s.postedBlk))
 	c.model.Run()
-	kind, err := gen.CardDBKind("QP_DB", "RQ_PI")
-	require.NoError(c.t, err)
-	c.set("s_db_valid", 1)
-	c.set("s_db_kind", kind)
-	c.set("s_db_index", uint64(q.n))
-	c.set("s_db_value", uint64(s.postedBlk))
-	for {
-		c.step()
-		if c.get("s_db_ready") == 1 {
-			break
-		}
-	}
-	c.set("s_db_valid", 0)
+	c.qpDoorbellRTL("RQ_PI", q.n, uint32(s.postedBlk))
 }
 
 func (c *rxCosim) modelCompletion(dw cardmodel.DMAWrite) {

@@ -346,13 +346,17 @@ func (c *rxCosim) doorbell(q *rxQP) {
 }
 
 // doorbellRTL announces RXS_PI to the RTL.
-func (c *rxCosim) doorbellRTL(q *rxQP) {
-	kind, err := gen.CardDBKind("QP_DB", "RXS_PI")
+func (c *rxCosim) doorbellRTL(q *rxQP) { c.qpDoorbellRTL("RXS_PI", q.n, q.written) }
+
+// qpDoorbellRTL gives card_rx QP n's doorbell reg (a QP_DB field) with
+// value v, stepping until it is taken.
+func (c *rxCosim) qpDoorbellRTL(reg string, n, v uint32) {
+	kind, err := gen.CardDBKind("QP_DB", reg)
 	require.NoError(c.t, err)
 	c.set("s_db_valid", 1)
 	c.set("s_db_kind", kind)
-	c.set("s_db_index", uint64(q.n))
-	c.set("s_db_value", uint64(q.written))
+	c.set("s_db_index", uint64(n))
+	c.set("s_db_value", uint64(v))
 	for {
 		c.step()
 		if c.get("s_db_ready") == 1 {

@@ -23,9 +23,9 @@ func (b *ctxBench) command(q *ctxQP, op cs.QPOp) {
 func (b *ctxBench) postJunk(q *ctxQP) {
 	r := b.rng
 	n := 1 + r.IntN(cs.MaxWQEBBs)
-	size := uint16(1) << q.cfg.SQLog
+	blks := make([]byte, n*cs.BB)
 	for i := 0; i < n; i++ {
-		blk := make([]byte, cs.BB)
+		blk := blks[i*cs.BB : (i+1)*cs.BB]
 		for k := range blk {
 			blk[k] = byte(r.Uint32())
 		}
@@ -36,10 +36,8 @@ func (b *ctxBench) postJunk(q *ctxQP) {
 				h.SetOpcode(cs.WQEOpcode(r.IntN(6)))
 			}
 		}
-		a := q.cfg.SQBase + uint64((q.pi+uint16(i))&(size-1))*cs.BB
-		b.mh.mem.Write(a, blk)
-		b.rtl.Mem.Write(a, blk)
 	}
+	b.putSQ(q, blks)
 	q.pi += uint16(n)
 	q.pending = true
 	q.posted++

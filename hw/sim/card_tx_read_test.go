@@ -94,12 +94,7 @@ func (b *ctxBench) postRead(q *ctxQP) {
 		s.SetLength(n)
 		s.SetLKey(ctxSinkSTag)
 	}
-	size := uint16(1) << q.cfg.SQLog
-	for i := 0; i < bbs; i++ {
-		a := q.cfg.SQBase + uint64((q.pi+uint16(i))&(size-1))*cs.BB
-		b.mh.mem.Write(a, wqe[i*cs.BB:(i+1)*cs.BB])
-		b.rtl.Mem.Write(a, wqe[i*cs.BB:(i+1)*cs.BB])
-	}
+	b.putSQ(q, wqe)
 	q.pi += uint16(bbs)
 	q.pending = true
 	q.posted++

@@ -157,19 +157,25 @@ func (b *ctxBench) create(cq *ctxQP) {
 	}
 }
 
+// putSQ writes wqe's blocks into q's SQ from SQ_PI on, in both memories
+// (SQ_PI is not moved).
+func (b *ctxBench) putSQ(q *ctxQP, wqe []byte) {
+	size := uint16(1) << q.cfg.SQLog
+	for i := 0; i < len(wqe)/cs.BB; i++ {
+		a := q.cfg.SQBase + uint64((q.pi+uint16(i))&(size-1))*cs.BB
+		blk := wqe[i*cs.BB : (i+1)*cs.BB]
+		b.mh.mem.Write(a, blk)
+		b.rtl.Mem.Write(a, blk)
+	}
+}
+
 // post writes a random WQE into q's SQ (both memories) and rings the
 // doorbells as a driver would: SQ_PI now or later, or a push.
 func (b *ctxBench) post(q *ctxQP, maxLen int, opts ...cs.WQEOpcode) {
 	r := b.rng
 	wqe := randomInlineWQE(r, wqeMix{maxLen: maxLen, signaled: 160, fence: 30, ops: opts})
 	bbs := len(wqe) / cs.BB
-	size := uint16(1) << q.cfg.SQLog
-	for i := 0; i < bbs; i++ {
-		a := q.cfg.SQBase + uint64((q.pi+uint16(i))&(size-1))*cs.BB
-		blk := wqe[i*cs.BB : (i+1)*cs.BB]
-		b.mh.mem.Write(a, blk)
-		b.rtl.Mem.Write(a, blk)
-	}
+	b.putSQ(q, wqe)
 	db := cs.QPDBBase + q.cfg.Num*cs.QPDBStride
 	if bbs == 1 && r.Chance(100) && !q.late {
 		b.ring(q)
