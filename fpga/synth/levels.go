@@ -54,6 +54,16 @@ func bitID(v any) (int, bool) {
 	return int(f), ok
 }
 
+// bitIDs appends the numbered bits of conn to to (constants left out).
+func bitIDs(to []int, conn []any) []int {
+	for _, a := range conn {
+		if b, ok := bitID(a); ok {
+			to = append(to, b)
+		}
+	}
+	return to
+}
+
 // levels reads a LUT-mapped JSON netlist of module top and returns every
 // endpoint whose deepest input path has at least min LUT levels, deepest
 // first.
@@ -65,63 +75,6 @@ func levels(r io.Reader, top string, min int) ([]endpoint, error) {
 	mod, ok := nl.Modules[top]
 	if !ok {
 		return nil, fmt.Errorf("netlist has no module %q", top)
-	}
-	// Each LUT output bit: its input bits.
-	lutIn := map[int][]int{}
-	type sink struct {
-		name string
-		bits []int
-	}
-	var sinks []sink
-	for cname, c := range mod.Cells {
-		switch {
-		case c.Type == "$lut":
-			y, ok := bitID(c.Connections["Y"][0])
-			if !ok {
-				continue
-			}
-			var in []int
-			for _, a := range c.Connections["A"] {
-				if b, ok := bitID(a); ok {
-					in = append(in, b)
-				}
-			}
-			lutIn[y] = in
-		case ffType.MatchString(c.Type):
-			var in []int
-			for port, conn := range c.Connections {
-				if port == "Q" || port == "C" {
-					continue
-				}
-				for _, a := range conn {
-					if b, ok := bitID(a); ok {
-						in = append(in, b)
-					}
-				}
-			}
-			name := cname
-			if q, ok := bitID(c.Connections["Q"][0]); ok {
-				name = "bit" + fmt.Sprint(q)
-			}
-			sinks = append(sinks, sink{name, in})
-		case c.Type == "$mem_v2" || c.Type == "$mem":
-			// A memory (left unmapped: its read port is synchronous) ends
-			// the paths into its ports and starts the paths from its read data.
-			var in []int
-			for port, conn := range c.Connections {
-				if port == "RD_DATA" || strings.HasSuffix(port, "_CLK") {
-					continue
-				}
-				for _, a := range conn {
-					if b, ok := bitID(a); ok {
-						in = append(in, b)
-					}
-				}
-			}
-			sinks = append(sinks, sink{"mem:" + cname, in})
-		case strings.HasPrefix(c.Type, "$"):
-			return nil, fmt.Errorf("netlist: cell %s of type %s is neither a LUT nor a flip-flop (map with abc -lut first)", cname, c.Type)
-		}
 	}
 	// Names of bits, preferring the design's own (visible) names.
 	bitName := map[int]string{}
@@ -141,15 +94,54 @@ func levels(r io.Reader, top string, min int) ([]endpoint, error) {
 			}
 		}
 	}
-	for p, pt := range mod.Ports {
-		if pt.Direction == "output" {
+	// Each LUT output bit: its input bits.
+	lutIn := map[int][]int{}
+	type sink struct {
+		name string
+		bits []int
+	}
+	var sinks []sink
+	for cname, c := range mod.Cells {
+		switch {
+		case c.Type == "$lut":
+			y, ok := bitID(c.Connections["Y"][0])
+			if !ok {
+				continue
+			}
+			lutIn[y] = bitIDs(nil, c.Connections["A"])
+		case ffType.MatchString(c.Type):
 			var in []int
-			for _, v := range pt.Bits {
-				if b, ok := bitID(v); ok {
-					in = append(in, b)
+			for port, conn := range c.Connections {
+				if port != "Q" && port != "C" {
+					in = bitIDs(in, conn)
 				}
 			}
-			sinks = append(sinks, sink{p, in})
+			name := cname
+			if q, ok := bitID(c.Connections["Q"][0]); ok {
+				name = stripIndex(bitName[q])
+			}
+			sinks = append(sinks, sink{name, in})
+		case c.Type == "$mem_v2" || c.Type == "$mem":
+			// A memory (left unmapped: its read port is synchronous) ends
+			// the paths into its ports and starts the paths from its read data.
+			var in []int
+			for port, conn := range c.Connections {
+				if port != "RD_DATA" && !strings.HasSuffix(port, "_CLK") {
+					in = bitIDs(in, conn)
+				}
+			}
+			name := cname
+			if i := strings.LastIndex(name, "$"); i >= 0 { // yosys names a memory cell after its memory
+				name = name[i+1:]
+			}
+			sinks = append(sinks, sink{name, in})
+		case strings.HasPrefix(c.Type, "$"):
+			return nil, fmt.Errorf("netlist: cell %s of type %s is neither a LUT nor a flip-flop (map with abc -lut first)", cname, c.Type)
+		}
+	}
+	for p, pt := range mod.Ports {
+		if pt.Direction == "output" {
+			sinks = append(sinks, sink{p, bitIDs(nil, pt.Bits)})
 		}
 	}
 	depth := map[int]int{}
@@ -176,23 +168,12 @@ func levels(r io.Reader, top string, min int) ([]endpoint, error) {
 	}
 	byName := map[string]*endpoint{}
 	for _, s := range sinks {
-		name := s.name
-		if strings.HasPrefix(name, "mem:") {
-			name = strings.TrimPrefix(name, "mem:")
-			if i := strings.LastIndex(name, "$"); i >= 0 { // yosys names a memory cell after its memory
-				name = name[i+1:]
-			}
-		} else if strings.HasPrefix(name, "bit") {
-			var q int
-			fmt.Sscan(strings.TrimPrefix(name, "bit"), &q)
-			name = stripIndex(bitName[q])
-		}
 		for _, b := range s.bits {
 			d := walk(b)
-			e := byName[name]
+			e := byName[s.name]
 			if e == nil {
-				e = &endpoint{Name: name, Depth: -1}
-				byName[name] = e
+				e = &endpoint{Name: s.name, Depth: -1}
+				byName[s.name] = e
 			}
 			if d > e.Depth {
 				e.Depth = d

@@ -246,10 +246,14 @@ func synthCounts(out, m, flow string, pats ...string) ([]int, error) {
 // whose type matches it.
 func countCells(stat string, pats ...string) []int {
 	n := make([]int, len(pats))
+	res := make([]*regexp.Regexp, len(pats))
+	for i, p := range pats {
+		res[i] = regexp.MustCompile(p)
+	}
 	for _, c := range cellRE.FindAllStringSubmatch(stat, -1) {
 		v, _ := strconv.Atoi(c[2])
-		for i, p := range pats {
-			if regexp.MustCompile(p).MatchString(c[1]) {
+		for i, re := range res {
+			if re.MatchString(c[1]) {
 				n[i] += v
 			}
 		}
