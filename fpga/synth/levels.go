@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -78,7 +80,10 @@ func levels(r io.Reader, top string, min int) ([]endpoint, error) {
 	}
 	// Names of bits, preferring the design's own (visible) names.
 	bitName := map[int]string{}
-	for n, nn := range mod.Netnames {
+	// Maps are walked in key order throughout, so that of equally deep
+	// paths and equally good names the same one is reported every run.
+	for _, n := range slices.Sorted(maps.Keys(mod.Netnames)) {
+		nn := mod.Netnames[n]
 		for i, v := range nn.Bits {
 			b, ok := bitID(v)
 			if !ok {
@@ -101,7 +106,8 @@ func levels(r io.Reader, top string, min int) ([]endpoint, error) {
 		bits []int
 	}
 	var sinks []sink
-	for cname, c := range mod.Cells {
+	for _, cname := range slices.Sorted(maps.Keys(mod.Cells)) {
+		c := mod.Cells[cname]
 		switch {
 		case c.Type == "$lut":
 			y, ok := bitID(c.Connections["Y"][0])
@@ -111,9 +117,9 @@ func levels(r io.Reader, top string, min int) ([]endpoint, error) {
 			lutIn[y] = bitIDs(nil, c.Connections["A"])
 		case ffType.MatchString(c.Type):
 			var in []int
-			for port, conn := range c.Connections {
+			for _, port := range slices.Sorted(maps.Keys(c.Connections)) {
 				if port != "Q" && port != "C" {
-					in = bitIDs(in, conn)
+					in = bitIDs(in, c.Connections[port])
 				}
 			}
 			name := cname
@@ -125,9 +131,9 @@ func levels(r io.Reader, top string, min int) ([]endpoint, error) {
 			// A memory (left unmapped: its read port is synchronous) ends
 			// the paths into its ports and starts the paths from its read data.
 			var in []int
-			for port, conn := range c.Connections {
+			for _, port := range slices.Sorted(maps.Keys(c.Connections)) {
 				if port != "RD_DATA" && !strings.HasSuffix(port, "_CLK") {
-					in = bitIDs(in, conn)
+					in = bitIDs(in, c.Connections[port])
 				}
 			}
 			name := cname
@@ -139,7 +145,8 @@ func levels(r io.Reader, top string, min int) ([]endpoint, error) {
 			return nil, fmt.Errorf("netlist: cell %s of type %s is neither a LUT nor a flip-flop (map with abc -lut first)", cname, c.Type)
 		}
 	}
-	for p, pt := range mod.Ports {
+	for _, p := range slices.Sorted(maps.Keys(mod.Ports)) {
+		pt := mod.Ports[p]
 		if pt.Direction == "output" {
 			sinks = append(sinks, sink{p, bitIDs(nil, pt.Bits)})
 		}

@@ -81,3 +81,26 @@ func TestWrapper(t *testing.T) {
 	_, err = wrapper("x", ps[:2])
 	assert.Error(t, err)
 }
+
+// Of two equally deep paths into r (through x or through w), levels
+// reports the same one every time: Go's map order must not choose.
+func TestLevelsDeterministic(t *testing.T) {
+	const nl = `{"modules": {"t": {
+  "ports": {"a": {"direction": "input", "bits": [2]}, "b": {"direction": "input", "bits": [3]}},
+  "cells": {
+    "l1": {"type": "$lut", "connections": {"A": [2], "Y": [4]}},
+    "l2": {"type": "$lut", "connections": {"A": [3], "Y": [5]}},
+    "f1": {"type": "$_DFFE_PP_", "connections": {"C": [7], "D": [4], "E": [5], "Q": [6]}}
+  },
+  "netnames": {"a": {"hide_name": 0, "bits": [2]}, "b": {"hide_name": 0, "bits": [3]}, "x": {"hide_name": 0, "bits": [4]},
+    "w": {"hide_name": 0, "bits": [5]}, "r": {"hide_name": 0, "bits": [6]}, "q": {"hide_name": 0, "bits": [6]}}
+}}}`
+	first, err := levels(strings.NewReader(nl), "t", 0)
+	require.NoError(t, err)
+	require.Len(t, first, 1)
+	for i := 0; i < 50; i++ {
+		eps, err := levels(strings.NewReader(nl), "t", 0)
+		require.NoError(t, err)
+		require.Equal(t, first, eps, "run %d", i)
+	}
+}
