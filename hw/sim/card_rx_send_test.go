@@ -47,24 +47,23 @@ type rxMsg struct {
 // rxSendQP is the untagged side of a co-simulated QP: its RQ, the
 // region its receive buffers are in, the STags the peer may invalidate.
 type rxSendQP struct {
-	rqBase     uint64
-	rqLog      uint32
-	recv       uint64
-	recvSize   uint64
-	recvSTag   mem.STag
-	inv        []mem.STag
-	invUsed    int
-	wqes       []rxWQE
-	msgs       []rxMsg
-	msn        uint32
-	posted     int    // WQEs posted (both sides)
-	postedBlk  uint16 // RQ blocks posted
-	doneBlk    uint16 // RQ blocks the RTL completed
-	rtlDone    int    // WQEs the RTL completed
-	want, got  []placed
-	cplWant    []rxCpl
-	cplGot     []rxCpl
-	sendsBuilt int
+	rqBase    uint64
+	rqLog     uint32
+	recv      uint64
+	recvSize  uint64
+	recvSTag  mem.STag
+	inv       []mem.STag
+	invUsed   int
+	wqes      []rxWQE
+	msgs      []rxMsg
+	msn       uint32
+	posted    int    // WQEs posted (both sides)
+	postedBlk uint16 // RQ blocks posted
+	doneBlk   uint16 // RQ blocks the RTL completed
+	rtlDone   int    // WQEs the RTL completed
+	want, got []placed
+	cplWant   []rxCpl
+	cplGot    []rxCpl
 }
 
 func (s *rxSendQP) init(r Rand, i int) {

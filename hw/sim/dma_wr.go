@@ -123,15 +123,14 @@ func (a *dmaWrModel) Step(in, out []uint32) {
 func wrByte(addr uint64, tag uint32, i int) byte { return hostByte(addr+uint64(i)) ^ byte(tag) }
 
 type dmaWrReqT struct {
-	addr      uint64
-	n         int
-	tag       uint32
-	fed       int // bytes offered on s_axis and taken
-	written   int // bytes the slave received
-	awBeats   int // beats not yet covered by burst addresses
-	nextBeat  uint64
-	err       bool
-	completed bool
+	addr     uint64
+	n        int
+	tag      uint32
+	fed      int // bytes offered on s_axis and taken
+	written  int // bytes the slave received
+	awBeats  int // beats not yet covered by burst addresses
+	nextBeat uint64
+	err      bool
 }
 
 type dmaWrBurstT struct {
