@@ -49,7 +49,8 @@ func TestCardHarnessBAR0(t *testing.T) {
 			// The tables clear after reset: INIT_DONE within a bound.
 			require.NoError(t, c.RunUntil(func() bool {
 				s, err := c.RegRead(cs.Status)
-				return err != nil || s&1 != 0
+				require.NoError(t, err)
+				return s&1 != 0
 			}, 100_000))
 		})
 	}
