@@ -104,11 +104,11 @@ type Phys struct {
 
 	totals *processTotals // the process's sums, or nil
 	added  Totals         // what this card added to them
+	runErr error          // why the simulation stopped (the card's goroutine only)
 
-	statMu   sync.Mutex
+	statMu   sync.Mutex // the copies Counts and Mismatches read
 	counts   Counts
 	reported []*MismatchError
-	runErr   error
 }
 
 // NewPhys starts a device made by nd with the card model beside it.
@@ -206,13 +206,8 @@ func (p *Phys) run() {
 // halt stops the card for good after a simulation error (an AXI protocol
 // violation of the RTL, a library failure).
 func (p *Phys) halt(err error) {
-	p.statMu.Lock()
-	first := p.runErr == nil
-	if first {
+	if p.runErr == nil {
 		p.runErr = err
-	}
-	p.statMu.Unlock()
-	if first {
 		p.chk.mismatch(&MismatchError{Kind: "simulation", What: err.Error()})
 	}
 }
