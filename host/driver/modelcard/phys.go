@@ -10,8 +10,9 @@
 // every doorbell (each burst of steps locked to its OS thread, whose CPU
 // time Phys.ModelCPU reports so that host-side costs can be measured
 // without it), DMA memory
-// and mapped user buffers are reached through an IOVA table that refuses
-// any address not mapped (the model sees a refused DMA as an error
+// and mapped user buffers are reached through an IOVA table
+// (host/driver/simhost, shared with the sim card) that refuses any
+// address not mapped (the model sees a refused DMA as an error
 // response and reports a DMA fault, as an IOMMU makes a real card do),
 // and interrupts are channels.
 package modelcard
