@@ -228,7 +228,7 @@ func bandwidthChart(results []*result) (*figure, error) {
 	names := []string{
 		"engine RDMA Write (golden/iwarp)", "engine Send (golden/iwarp)", "raw TCP (golden/iwarp run)",
 		"model card Write (iwperf)", "model card Send (iwperf)", "raw TCP (iwperf run)",
-		"sim card RDMA Write (RTL)", "sim card RDMA Read (RTL)", "sim card Send (RTL)",
+		"sim card RDMA Write (RTL)",
 	}
 	series := []plotter.XYs{
 		sizeSeries(results, "golden/iwarp", "BenchmarkWrite", mbps),
@@ -238,8 +238,6 @@ func bandwidthChart(results []*result) (*figure, error) {
 		sizeSeries(results, "host/verbs/perf", "BenchmarkSendBW", mbps),
 		sizeSeries(results, "host/verbs/perf", "BenchmarkWriteBWBaseline", mbps),
 		sizeSeries(results, "host/driver/simcard", "BenchmarkSimBW/write", mbps),
-		sizeSeries(results, "host/driver/simcard", "BenchmarkSimBW/read", mbps),
-		sizeSeries(results, "host/driver/simcard", "BenchmarkSimBW/send", mbps),
 	}
 	f := newFigure("Bandwidth against message size (loopback TCP, CRC on)")
 	p := f.p
