@@ -144,7 +144,7 @@ func NewAXIHost(l Layout, prefix string, mem Memory, t AXITiming, seed uint64) (
 
 // Idle reports whether no burst is in flight (no read answered in full,
 // no write without its response).
-func (h *AXIHost) Idle() bool { return len(h.rd)+len(h.wr)+len(h.bq) == 0 }
+func (h *AXIHost) Idle() bool { return h.Outstanding() == 0 }
 
 // Outstanding is the number of bursts in flight.
 func (h *AXIHost) Outstanding() int { return len(h.rd) + len(h.wr) + len(h.bq) }
