@@ -443,9 +443,9 @@ func CardTx(width int) (*Module, error) {
 	m.Drive(wErr, big.NewInt(0), And(Not(goAny), Or(wErr, And(fromDMA, rdValid, rdErr))), nil)
 	sge := captureSGE(m, bValid, wj, bData, W)
 	sgeOne := m.WireOf("sge_one", Eq(hNSGE, C(5, 1)), "the WQE has one SGE")
-	sgeAddr := m.WireOf("sge_addr", And(Bits(sge, 63, 0), Rep(sgeOne, 64)), "")
-	sgeLen := m.WireOf("sge_len", And(Bits(sge, 95, 64), Rep(sgeOne, 32)), "")
-	sgeKey := m.WireOf("sge_lkey", And(Bits(sge, 127, 96), Rep(sgeOne, 32)), "")
+	sgeAddr := m.WireOf("sge_addr", gate(sgeOne, Bits(sge, 63, 0)), "")
+	sgeLen := m.WireOf("sge_len", gate(sgeOne, Bits(sge, 95, 64)), "")
+	sgeKey := m.WireOf("sge_lkey", gate(sgeOne, Bits(sge, 127, 96)), "")
 	bufDepth := cardTxMaxWQEByte / L
 	bufAW := log2(bufDepth)
 	var bufWrEn, bufWrAddr, bufWrData Expr

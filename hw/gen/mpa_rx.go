@@ -394,7 +394,7 @@ func mpaRxFramer(m *Module, d mpaRxDims, io mpaRxIO, st mpaRxStream, rg mpaRxRin
 		if j < L-1 { // b_crc_lo is at most W/8-4
 			in = And(Not(Lt(jj, Cat(C(1, 0), crcLo))), in)
 		}
-		covLanes[L-1-j] = And(Bits(beat, 8*j+7, 8*j), Rep(in, 8))
+		covLanes[L-1-j] = gate(in, Bits(beat, 8*j+7, 8*j))
 	}
 	covered := m.WireOf("b_covered", Cat(covLanes...), "the FPDU's octets of the beat, others zero")
 	fresh := m.WireOf("b_crc_fresh", Or(starting, fFresh), "the CRC starts from the initial value at lane b_crc_lo")
@@ -428,7 +428,7 @@ func mpaRxFramer(m *Module, d mpaRxDims, io mpaRxIO, st mpaRxStream, rg mpaRxRin
 		if j < 4 {
 			in = C(1, 0) // b_end is at least 4 when the second piece is taken
 		}
-		nCovLanes[L-1-j] = And(Bits(beat, 8*j+7, 8*j), Rep(in, 8))
+		nCovLanes[L-1-j] = gate(in, Bits(beat, 8*j+7, 8*j))
 	}
 	nCovered := m.WireOf("n_covered", Cat(nCovLanes...), "its octets of the beat, others zero")
 
@@ -651,9 +651,9 @@ func mpaRxReader(m *Module, d mpaRxDims, io mpaRxIO, fr mpaRxFramed, commitPtr *
 		}
 		keep[L-1-j] = And(hv, Or(Not(hLast), Not(Lt(lastLanes, C(nk, uint64(j))))))
 	}
-	m.Assign(mData, And(Bits(head, width-1, 0), Rep(hv, width)))
+	m.Assign(mData, gate(hv, Bits(head, width-1, 0)))
 	m.Assign(mKeep, Cat(keep...))
 	m.Assign(mValid, hv)
 	m.Assign(mLast, And(hv, hLast))
-	m.Assign(mLen, And(hLen, Rep(hv, 16)))
+	m.Assign(mLen, gate(hv, hLen))
 }

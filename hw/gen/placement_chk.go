@@ -98,6 +98,6 @@ func placementCheckPort(m *Module, t chkTable) {
 	m.Assign(oTag, gate(c2v, qTag))
 	m.Assign(oFault, gate(c2v, qFault))
 	okV := m.WireOf("chk_ok", Eq(qFault, C(3, ChkOK)), "")
-	m.Assign(oAddr, And(gate(c2v, Sel(qPaged, Cat(pbl, Bits(qVM, PageShift-1, 0)), qVM)), Rep(okV, 64)))
-	m.Assign(oRun, And(gate(c2v, qRun), Rep(okV, 32)))
+	m.Assign(oAddr, gate(okV, gate(c2v, Sel(qPaged, Cat(pbl, Bits(qVM, PageShift-1, 0)), qVM))))
+	m.Assign(oRun, gate(okV, gate(c2v, qRun)))
 }
