@@ -386,11 +386,8 @@ func CardTop(width int) (*Module, error) {
 	}
 	// Fields no sender completion has (RECV only), and both engines'
 	// event ports: no engine produces them yet.
-	for _, f := range []struct {
-		n string
-		w int
-	}{{"s_cpl0_inv_stag", 32}, {"s_cpl0_solicited", 1}, {"s_cpl0_invalidated", 1}, {"s_cpl0_term_layer", 4}, {"s_cpl0_term_type", 4}, {"s_cpl0_term_code", 8}} {
-		cqIn[f.n] = C(f.w, 0)
+	for _, f := range []string{"inv_stag", "solicited", "invalidated", "term_layer", "term_type", "term_code"} {
+		cqIn["s_cpl0_"+f] = C(cq.Port("s_cpl0_"+f).W, 0)
 	}
 	for _, p := range cq.Ports {
 		if _, ok := cqIn[p.Name]; !ok && p.Dir == In && (strings.HasPrefix(p.Name, "s_ev0_") || strings.HasPrefix(p.Name, "s_ev1_")) {
