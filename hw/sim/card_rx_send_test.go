@@ -342,8 +342,8 @@ func BenchmarkCardRxSendLatency(b *testing.B) {
 				c.oneSGE(q, 64, 64)
 				c.postRecv(q)
 				c.feed(q, 1<<20)
-				for len(q.snd.cplGot) <= i {
-					c.step()
+				for start := c.cycle; len(q.snd.cplGot) <= i; c.step() {
+					require.Less(b, c.cycle-start, uint64(rxHandshakeLimit), "watchdog: Send %d's completion not taken", i)
 				}
 				d := c.cycle - 1 - c.lastR
 				sum += d

@@ -328,15 +328,25 @@ func (c *rxCosim) createQP(q *rxQP) {
 	c.set("qp_sizes_rq_log", uint64(q.snd.rqLog))
 	c.set("qp_cqs_recv_cq", 1)
 	c.set("qp_cmd_op", uint64(cs.QPOpCreate))
-	c.set("qp_cmd_valid", 1)
-	for {
+	c.handshake("qp_cmd", fmt.Sprintf("QP %d's CREATE", q.n))
+}
+
+// handshake raises name_valid (the payload set) and steps until the RTL
+// takes it (name_ready high in a cycle), then lowers it.
+func (c *rxCosim) handshake(name, what string) {
+	c.set(name+"_valid", 1)
+	for start := c.cycle; ; {
+		require.Less(c.t, c.cycle-start, uint64(rxHandshakeLimit), "watchdog: %s not taken", what)
 		c.step()
-		if c.get("qp_cmd_ready") == 1 {
+		if c.get(name+"_ready") == 1 {
 			break
 		}
 	}
-	c.set("qp_cmd_valid", 0)
+	c.set(name+"_valid", 0)
 }
+
+// rxHandshakeLimit bounds a wait for a command or doorbell to be taken.
+const rxHandshakeLimit = 10_000_000
 
 // doorbell announces RXS_PI to both sides.
 func (c *rxCosim) doorbell(q *rxQP) {
@@ -353,17 +363,10 @@ func (c *rxCosim) doorbellRTL(q *rxQP) { c.qpDoorbellRTL("RXS_PI", q.n, q.writte
 func (c *rxCosim) qpDoorbellRTL(reg string, n, v uint32) {
 	kind, err := gen.CardDBKind("QP_DB", reg)
 	require.NoError(c.t, err)
-	c.set("s_db_valid", 1)
 	c.set("s_db_kind", kind)
 	c.set("s_db_index", uint64(n))
 	c.set("s_db_value", uint64(v))
-	for {
-		c.step()
-		if c.get("s_db_ready") == 1 {
-			break
-		}
-	}
-	c.set("s_db_valid", 0)
+	c.handshake("s_db", fmt.Sprintf("QP %d's %s doorbell", n, reg))
 }
 
 // rdmaWrites builds the FPDU stream of RDMA Writes into q's region:
