@@ -52,7 +52,7 @@ type Card struct {
 
 	mu     sync.Mutex
 	closed bool
-	qps    map[*qp]struct{}
+	qps    map[*iwarp.Endpoint]struct{}
 	nMR    int
 	nCQ    int
 	wg     sync.WaitGroup // one per live QP watcher
@@ -60,7 +60,7 @@ type Card struct {
 
 // New returns a model card. name is what Info reports.
 func New(name string) *Card {
-	c := &Card{name: name, tab: mem.NewTable(), events: make(chan driver.Event, 256), qps: map[*qp]struct{}{}}
+	c := &Card{name: name, tab: mem.NewTable(), events: make(chan driver.Event, 256), qps: map[*iwarp.Endpoint]struct{}{}}
 	c.regs.card = c
 	c.dma.next = dmaBase
 	c.dma.card = c
@@ -180,10 +180,6 @@ func (c *Card) CreateCQ(depth int) (driver.CQ, error) {
 	return &CQ{CQ: iwarp.NewCQ(depth), depth: depth, card: c}, nil
 }
 
-type qp struct {
-	*iwarp.Endpoint
-}
-
 // Attach creates a QP on conn.
 func (c *Card) Attach(conn net.Conn, p mpa.Params, cfg driver.QPConfig) (driver.QP, error) {
 	scq, ok1 := cfg.SendCQ.(*CQ)
@@ -211,15 +207,13 @@ func (c *Card) Attach(conn net.Conn, p mpa.Params, cfg driver.QPConfig) (driver.
 	c.wg.Add(1) // before unlocking, so that Close waits for this QP
 	c.mu.Unlock()
 
-	q := &qp{}
 	icfg := iwarp.Config{PD: cfg.PD, SendCQ: scq.CQ, RecvCQ: rcq.CQ, SQDepth: cfg.SQDepth, RQDepth: cfg.RQDepth,
 		ORD: cfg.ORD, IRD: cfg.IRD, MULPDU: cfg.MULPDU, Recv: cfg.Recv}
-	ep, err := iwarp.New(conn, p, icfg)
+	q, err := iwarp.New(conn, p, icfg)
 	if err != nil {
 		c.wg.Done()
 		return nil, fmt.Errorf("driver/%s: attaching a QP: %w", Kind, err)
 	}
-	q.Endpoint = ep
 	c.mu.Lock()
 	c.qps[q] = struct{}{}
 	closed := c.closed // Close ran while the QP was being made: it did not see it
@@ -233,7 +227,7 @@ func (c *Card) Attach(conn net.Conn, p mpa.Params, cfg driver.QPConfig) (driver.
 }
 
 // watch reports the end of q's stream and releases what it held.
-func (c *Card) watch(q *qp) {
+func (c *Card) watch(q *iwarp.Endpoint) {
 	defer c.wg.Done()
 	<-q.Done()
 	c.mu.Lock()
@@ -255,7 +249,7 @@ func (c *Card) Close() error {
 		return nil
 	}
 	c.closed = true
-	qps := make([]*qp, 0, len(c.qps))
+	qps := make([]*iwarp.Endpoint, 0, len(c.qps))
 	for q := range c.qps {
 		qps = append(qps, q)
 	}
