@@ -135,9 +135,9 @@ func fitting(rows []row) []string {
 
 // synthRow measures one module, or reads the measurement of the same RTL
 // from an earlier run (out/<m>.row.json, keyed by the hash of the module's
-// Verilog and of the modules it instantiates).
+// Verilog, of the modules it instantiates and of rowFlow).
 func synthRow(out, m string) (row, error) {
-	key, err := rtlKey(m)
+	key, err := rtlKey(m, rowFlow(m))
 	if err != nil {
 		return row{}, err
 	}
@@ -152,13 +152,13 @@ func synthRow(out, m string) (row, error) {
 	}
 	r := row{Module: m}
 	fmt.Fprintf(os.Stderr, "synth: %s: synth_xilinx\n", m)
-	c, err := synthCounts(out, m, "synth_xilinx -flatten", `^LUT\d$`, `^FD[A-Z]*$`, `^RAMB(36|18)E[12]$`)
+	c, err := synthCounts(out, m, xilinxFlow[0], xilinxFlow[1:]...)
 	if err != nil {
 		return r, err
 	}
 	r.XLUT, r.XFF, r.XRAM = c[0], c[1], c[2]
 	fmt.Fprintf(os.Stderr, "synth: %s: synth_ice40\n", m)
-	if c, err = synthCounts(out, m, "synth_ice40", `^SB_LUT4$`, `^SB_DFF[A-Z]*$`, `^SB_RAM40_4K$`); err != nil {
+	if c, err = synthCounts(out, m, ice40Flow[0], ice40Flow[1:]...); err != nil {
 		return r, err
 	}
 	r.ILUT, r.IFF, r.IRAM = c[0], c[1], c[2]
@@ -179,9 +179,28 @@ func synthRow(out, m string) (row, error) {
 
 var instRE = regexp.MustCompile(`(?m)^\s+([a-z][a-z0-9_]*) [a-z][a-z0-9_]* \($`)
 
-// rtlKey hashes hw/rtl/<m>.v and, recursively, the modules it instantiates.
-func rtlKey(m string) (string, error) {
+// The vendor flows of a row: the yosys command, then the cell types it
+// counts as LUTs, flip-flops and block RAMs.
+var (
+	xilinxFlow = []string{"synth_xilinx -flatten", `^LUT\d$`, `^FD[A-Z]*$`, `^RAMB(36|18)E[12]$`}
+	ice40Flow  = []string{"synth_ice40", `^SB_LUT4$`, `^SB_DFF[A-Z]*$`, `^SB_RAM40_4K$`}
+)
+
+// rowFormat is bumped when the measurement changes in Go (levels, the
+// row's fields), so that cached rows are measured again.
+const rowFormat = 1
+
+// rowFlow is everything besides the RTL that a row of module m depends
+// on: the yosys version, the flows and the row format.
+func rowFlow(m string) string {
+	return strings.Join(append(append([]string{toolVersion("yosys"), genericSynth(m), fmt.Sprint(rowFormat)}, xilinxFlow...), ice40Flow...), "\n")
+}
+
+// rtlKey hashes flow, hw/rtl/<m>.v and, recursively, the modules it
+// instantiates.
+func rtlKey(m, flow string) (string, error) {
 	h := sha256.New()
+	h.Write([]byte(flow))
 	seen := map[string]bool{}
 	var add func(m string) error
 	add = func(m string) error {

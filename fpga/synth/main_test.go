@@ -104,3 +104,19 @@ func TestLevelsDeterministic(t *testing.T) {
 		require.Equal(t, first, eps, "run %d", i)
 	}
 }
+
+// A cached row is keyed by the flow as well as the RTL: another yosys or
+// another script measures again.
+func TestRowKeyFollowsFlow(t *testing.T) {
+	t.Chdir("../..")
+	a, err := rtlKey("crc32c_w32", rowFlow("crc32c_w32"))
+	require.NoError(t, err)
+	again, err := rtlKey("crc32c_w32", rowFlow("crc32c_w32"))
+	require.NoError(t, err)
+	other, err := rtlKey("crc32c_w32", rowFlow("crc32c_w32")+" -nowidelut")
+	require.NoError(t, err)
+	assert.Equal(t, a, again)
+	assert.NotEqual(t, a, other)
+	_, err = rtlKey("no_such_module", "")
+	assert.Error(t, err)
+}
