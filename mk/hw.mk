@@ -98,11 +98,12 @@ BENCH_TARGETS += bench-cosim
 # yosys (synth_xilinx, synth_ice40) resource and logic-depth table of every
 # block at 64 and 512 bits, and nextpnr-ice40 Fmax of each one that fits an
 # HX8K, written into hw/README.md. Rows are cached in build/hw/synth under a
-# hash of the RTL: a rerun measures only the blocks that changed. The whole
+# hash of the RTL and the flow: a rerun measures only the blocks that changed. The whole
 # table takes about an hour on an idle machine (synth_xilinx of the 512-bit
 # card engines dominates).
 SYNTH_BLOCKS := crc32c mpa_tx mpa_rx ddp_tx placement dma_rd dma_wr card_regs card_tx card_rx card_cq axi_rd_mux_m4 axi_wr_mux_m4 card_stat iwcard
 hw_comma := ,
+hw_empty :=
 hw_space := $(hw_empty) $(hw_empty)
 SYNTH_MODULES := $(subst $(hw_space),$(hw_comma),$(strip $(foreach b,$(SYNTH_BLOCKS),$(b)_w64 $(b)_w512)))
 synth:
