@@ -446,7 +446,7 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	s3paged := m.Reg("s3_paged", 1, nil, Sel(flush, flPaged, s2paged), adv, "")
 	s3len := m.Reg("s3_len", 16, nil, s2len, ld3, "")
 	s3qp := m.Reg("s3_qp", 32, nil, s2qp, ld3, "")
-	m.Assign(pblRdAddr, Add(Sel(flush, flPBL, s2pbl), Bits(nextVblk, PageShift+PW-1, PageShift)))
+	m.Assign(pblRdAddr, pageSlot(Sel(flush, flPBL, s2pbl), nextVblk, PW))
 	// Header copy: the first PlacementHdrBytes bytes of the segment in the output register.
 	s3hdr := m.RegDecl("s3_hdr", 8*PlacementHdrBytes, "first bytes of the segment, byte 0 in bits 7:0")
 	hp := make([]Expr, PlacementHdrBytes)
@@ -467,7 +467,7 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	hostV := m.WireOf("host_v", And(s3v, dest(s3dest, PlaceHost)), "")
 	termV := m.WireOf("term_v", And(s3v, dest(s3dest, PlaceTerm)), "")
 	hostEnd := m.WireOf("host_end", And(hostV, s3last), "")
-	addr := Sel(s3paged, Cat(pblRd, Bits(s3vblk, PageShift-1, 0)), s3vblk)
+	addr := hostAddr(s3paged, pblRd, s3vblk)
 	m.Assign(dmaValid, dmaV)
 	m.Assign(dmaAddr, gate(dmaV, addr))
 	m.Assign(dmaData, And(s3data, expand(s3strb), Rep(dmaV, W)))
@@ -550,6 +550,28 @@ func stagEntryOf(e *Signal, pw int) stagEntry {
 // other than qp.
 func (e stagEntry) foreign(pd, qp Expr) Expr {
 	return Or(Ne(e.pd, pd), And(Ne(e.qp, C(32, 0)), Ne(e.qp, qp)))
+}
+
+// keyBad is mem.Check's "invalid STag" for an index in range (idxOK), the
+// entry's valid bit and key (tag, 9 bits) and the STag's key.
+func keyBad(idxOK Expr, tag *Signal, key Expr) Expr {
+	return Or(Not(idxOK), Not(Bit(tag, 8)), Ne(Bits(tag, 7, 0), key))
+}
+
+// translate is the entry's translation of tagged offset to: the host
+// address of a contiguous region, the offset into the pages of a paged one.
+func (e stagEntry) translate(to Expr) Expr { return Add(Add(to, e.delta), C(64, taggedHdr)) }
+
+// pageSlot is the page-list slot of translated offset vm in a region whose
+// list starts at slot base (pw slot bits).
+func pageSlot(base Expr, vm *Signal, pw int) Expr {
+	return Add(base, Bits(vm, PageShift+pw-1, PageShift))
+}
+
+// hostAddr is the host address of translated offset vm: in page (its page
+// list's entry) when paged, else vm itself.
+func hostAddr(paged, page Expr, vm *Signal) Expr {
+	return Sel(paged, Cat(page, Bits(vm, PageShift-1, 0)), vm)
 }
 
 // outside is mem.Check's base-and-bounds fault for [to, end).

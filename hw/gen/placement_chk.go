@@ -74,20 +74,20 @@ func placementCheckPort(m *Module, t chkTable) {
 	kKey, kPD, kQP, kNeed := r("key", 8, Bits(stag, 7, 0)), r("pd", 32, pd), r("qp", 32, qp), r("need", 4, need)
 	kTO, kLen, kTag := r("to", 64, to), r("len", 32, ln), r("tag", 8, tag)
 	ef := stagEntryOf(ent, t.pw)
-	eAcc, ePaged, eDelta, ePBL := ef.acc, ef.paged, ef.delta, ef.pbl
+	eAcc, ePaged, ePBL := ef.acc, ef.paged, ef.pbl
 	end := m.WireOf("chk_end", Add(kTO, zext(kLen, 64)), "TO + length")
-	fInv := Or(Not(kIdxOK), Not(Bit(tg, 8)), Ne(Bits(tg, 7, 0), kKey))
+	fInv := keyBad(kIdxOK, tg, kKey)
 	fAssoc := ef.foreign(kPD, kQP)
 	fRights := Ne(And(eAcc, kNeed), kNeed)
 	fWrap := Lt(end, kTO)
 	fBounds := ef.outside(kTO, end)
 	fault := m.WireOf("chk_fault", Sel(fInv, C(3, ChkInvalidSTag), Sel(fAssoc, C(3, ChkNotAssociated), Sel(fRights, C(3, ChkAccessRights),
 		Sel(fWrap, C(3, ChkTOWrap), Sel(fBounds, C(3, ChkBaseBounds), C(3, ChkOK)))))), "the verdict")
-	vm := m.WireOf("chk_vm", Add(Add(kTO, eDelta), C(64, taggedHdr)), "translated TO (contiguous: its host address)")
+	vm := m.WireOf("chk_vm", ef.translate(kTO), "translated TO (contiguous: its host address)")
 	toPage := m.WireOf("chk_to_page", Sub(C(13, 1<<PageShift), zext(Bits(vm, PageShift-1, 0), 13)), "bytes to the end of TO's page")
 	pageRun := Sel(Lt(zext(toPage, 32), kLen), zext(toPage, 32), kLen)
 	pbl := m.Mem("page_list_chk", 64-PageShift, t.pblDepth, t.pblEn, t.pblAddr, t.pblData, adv,
-		Add(ePBL, Bits(vm, PageShift+t.pw-1, PageShift)), "copy of page_list for the check port")
+		pageSlot(ePBL, vm, t.pw), "copy of page_list for the check port")
 
 	// Stage 2: the verdict.
 	m.Drive(c2v, big.NewInt(0), c1v, adv)
@@ -98,6 +98,6 @@ func placementCheckPort(m *Module, t chkTable) {
 	m.Assign(oTag, gate(c2v, qTag))
 	m.Assign(oFault, gate(c2v, qFault))
 	okV := m.WireOf("chk_ok", Eq(qFault, C(3, ChkOK)), "")
-	m.Assign(oAddr, gate(okV, gate(c2v, Sel(qPaged, Cat(pbl, Bits(qVM, PageShift-1, 0)), qVM))))
+	m.Assign(oAddr, gate(okV, gate(c2v, hostAddr(qPaged, pbl, qVM))))
 	m.Assign(oRun, gate(okV, gate(c2v, qRun)))
 }

@@ -79,11 +79,11 @@ func (c *rxkPort) tables(commit, commitIdx, entryData, tagWr, tagAddr, tagData, 
 	idxOK := Not(RedOr(Bits(stag, 31, IW+8)))
 	ef := stagEntryOf(e, PW)
 	acc := m.WireOf("rxk1_access", ef.acc, "")
-	ePaged, ePD, eQP, eDelta, ePBL := ef.paged, ef.pd, ef.qp, ef.delta, ef.pbl
+	ePaged, ePD, eQP, ePBL := ef.paged, ef.pd, ef.qp, ef.pbl
 	uIs := func(u uint64) Expr { return Eq(use, C(3, u)) }
 	end := m.WireOf("rxk1_end", Add(to, zext(ln, 64)), "TO + length")
 	zeroOK := And(Eq(ln, C(32, 0)), Or(uIs(RxkUseRemoteWrite), uIs(RxkUseReadResponse), uIs(RxkUseRemoteRead)))
-	invalid := Or(Not(idxOK), Not(Bit(tg, 8)), Ne(Bits(tg, 7, 0), Bits(stag, 7, 0)))
+	invalid := keyBad(idxOK, tg, Bits(stag, 7, 0))
 	assoc := Sel(uIs(RxkUseInvalidate), Or(Ne(ePD, pd), Eq(eQP, C(32, 0)), Ne(eQP, qp)), ef.foreign(pd, qp))
 	need := Sel(uIs(RxkUseRemoteWrite), Bit(acc, 2), Sel(uIs(RxkUseRemoteRead), Bit(acc, 1),
 		Sel(Or(uIs(RxkUseReadResponse), uIs(RxkUseLocalWrite)), Bit(acc, 0), C(1, 1))))
@@ -92,8 +92,8 @@ func (c *rxkPort) tables(commit, commitIdx, entryData, tagWr, tagAddr, tagData, 
 	f := func(v uint64) Expr { return C(3, v) }
 	fault := m.WireOf("rxk1_fault", Sel(zeroOK, f(0), Sel(invalid, f(1), Sel(assoc, f(2),
 		Sel(uIs(RxkUseInvalidate), f(0), Sel(Not(need), f(3), Sel(wrap, f(4), Sel(bounds, f(5), f(0)))))))), "mem.Check's verdict")
-	vaddr := m.WireOf("rxk1_vaddr", Add(Add(to, eDelta), C(64, taggedHdr)), "ADDR + (TO - BASE): the host address, or the offset into the page list's pages")
-	m.Assign(c.pblAddrWire(), Add(ePBL, Bits(vaddr, PageShift+PW-1, PageShift)))
+	vaddr := m.WireOf("rxk1_vaddr", ef.translate(to), "ADDR + (TO - BASE): the host address, or the offset into the page list's pages")
+	m.Assign(c.pblAddrWire(), pageSlot(ePBL, vaddr, PW))
 
 	// Stage 2: the page list read, the answer.
 	v2 := m.Reg("rxk2_v", 1, big.NewInt(0), v1, nil, "")
@@ -103,7 +103,7 @@ func (c *rxkPort) tables(commit, commitIdx, entryData, tagWr, tagAddr, tagData, 
 	pg := m.Mem("rxk_page_list", 64-PageShift, 1<<PW, pblWr, pblIdx, pblData, v1, c.pblAddr, "copy of page_list for the check port")
 	m.Assign(m.Port("m_rxk_valid"), v2)
 	m.Assign(m.Port("m_rxk_fault"), gate(v2, f2))
-	m.Assign(m.Port("m_rxk_addr"), gate(v2, Sel(p2, Cat(pg, Bits(a2, PageShift-1, 0)), a2)))
+	m.Assign(m.Port("m_rxk_addr"), gate(v2, hostAddr(p2, pg, a2)))
 	m.WireOf("rxk_unused", RedOr(Cat(Bit(acc, 3), Bits(stag, IW+7, 8))), "bits no logic reads (keeps lint quiet on purpose)")
 }
 
