@@ -81,13 +81,7 @@ func axiAddrPorts(m *Module, prefix, ch string, idBits int, in bool, doc string)
 // above its ID bits, and each master's ready with out's ready when granted.
 func muxAddr(m *Module, g []*Signal, masters []axiAddr, out axiAddr) {
 	SB := log2(len(masters))
-	sel := func(f func(axiAddr) Expr) Expr {
-		var xs []Expr
-		for _, a := range masters {
-			xs = append(xs, f(a))
-		}
-		return muxGate(g, xs)
-	}
+	sel := func(f func(axiAddr) Expr) Expr { return muxOf(g, masters, f) }
 	var ids []Expr
 	for i, a := range masters {
 		ids = append(ids, Cat(C(SB, uint64(i)), a.id))
@@ -147,6 +141,15 @@ func toExprs(s []*Signal) []Expr {
 		xs[i] = x
 	}
 	return xs
+}
+
+// muxOf is muxGate over field f of each of xs.
+func muxOf[T any](sel []*Signal, xs []T, f func(T) Expr) Expr {
+	es := make([]Expr, len(xs))
+	for i, x := range xs {
+		es[i] = f(x)
+	}
+	return muxGate(sel, es)
 }
 
 // muxGate is the OR of xs[i] gated by sel[i] (one-hot).
@@ -284,13 +287,7 @@ func AXIWrMux(cfg AXIMuxConfig) (*Module, error) {
 	for i := range ps {
 		wSel[i] = m.WireOf(fmt.Sprintf("w_sel%d", i), And(wHave, Eq(wFrom, C(SB, uint64(i)))), "")
 	}
-	wsel := func(f func(wrPort) Expr) Expr {
-		var xs []Expr
-		for _, p := range ps {
-			xs = append(xs, f(p))
-		}
-		return muxGate(wSel, xs)
-	}
+	wsel := func(f func(wrPort) Expr) Expr { return muxOf(wSel, ps, f) }
 	m.Assign(wData, wsel(func(p wrPort) Expr { return p.wData }))
 	m.Assign(wStrb, wsel(func(p wrPort) Expr { return p.wStrb }))
 	m.Assign(wLast, wsel(func(p wrPort) Expr { return p.wLast }))
