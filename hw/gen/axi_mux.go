@@ -277,11 +277,7 @@ func AXIWrMux(cfg AXIMuxConfig) (*Module, error) {
 		slots = append(slots, m.Reg(fmt.Sprintf("wo%d", k), SB, big.NewInt(0), gi, here, ""))
 	}
 	m.Drive(tail, big.NewInt(0), Add(tail, zext(awGo, DB+1)), nil)
-	var hb []Expr
-	for i := 0; i < DB; i++ {
-		hb = append(hb, Bit(head, i))
-	}
-	wFrom := m.WireOf("w_from", muxTree(hb, slots), "the master whose W beats are due")
+	wFrom := m.WireOf("w_from", muxTree(selBits(head, 0, DB), slots), "the master whose W beats are due")
 	wHave := m.WireOf("w_have", And(RedOr(used), Not(rst)), "")
 	wSel := make([]*Signal, N)
 	for i := range ps {

@@ -446,11 +446,7 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 		for k := 0; k < cqeBeats; k++ {
 			slices = append(slices, Bits(head, 1+(k+1)*W-1, 1+k*W))
 		}
-		var sel []Expr
-		for i := 0; i < BTW; i++ {
-			sel = append(sel, Bit(beat, i))
-		}
-		data = muxTree(sel, slices)
+		data = muxTree(selBits(beat, 0, BTW), slices)
 	}
 	sData := m.WireOf("dw_s_data", data, "")
 	m.Assign(sV, And(RedOr(rq.Count), Ne(sent, C(2, 0))))

@@ -328,10 +328,7 @@ func CardRx(width int) (*Module, error) {
 		nC = append(nC, Cat(Bits(rdData, 32*j+7, 32*j), Bits(rdData, 32*j+15, 32*j+8)))
 		kC = append(kC, Bit(rdKeep, 4*j+1))
 	}
-	var hsel []Expr
-	for i := 2; i < LB; i++ {
-		hsel = append(hsel, Bit(hLane, i))
-	}
+	hsel := selBits(hLane, 2, LB-2)
 	unused = append(unused, Bits(hLane, 1, 0))
 	hN := m.WireOf("hdr_n", muxTree(hsel, nC), "ULPDU_Length at lim")
 	hK := m.WireOf("hdr_k", muxTree(hsel, kC), "its octets are in the beat")

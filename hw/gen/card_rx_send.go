@@ -291,11 +291,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 		word = bankRd[0]
 	} else {
 		bsel := m.Reg("sge_bank", log2(NB), nil, Bits(sgeIdx, log2(NB)-1, 0), sgeRdEn, "")
-		var sel []Expr
-		for i := 0; i < log2(NB); i++ {
-			sel = append(sel, Bit(bsel, i))
-		}
-		word = muxTree(sel, bankRd)
+		word = muxTree(selBits(bsel, 0, log2(NB)), bankRd)
 	}
 	sgeW := m.WireOf("sge_word", word, "the SGE read: ADDR (63:0), LENGTH (95:64), LKEY (127:96), little endian")
 	sAddr := m.WireOf("sge_addr", Bits(sgeW, 63, 0), "")

@@ -146,11 +146,7 @@ func CardStat(width int) (*Module, error) {
 				slices = append(slices, C(W, 0))
 			}
 		}
-		var sel []Expr
-		for i := 0; i < BTW; i++ {
-			sel = append(sel, Bit(beat, i))
-		}
-		data = muxTree(sel, slices)
+		data = muxTree(selBits(beat, 0, BTW), slices)
 		m.Drive(beat, big.NewInt(0), Sel(last, C(BTW, 0), Add(beat, C(BTW, 1))), sTake)
 	}
 	sData := m.WireOf("dw_s_data", data, "")

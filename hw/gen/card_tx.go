@@ -424,14 +424,11 @@ func CardTx(width int) (*Module, error) {
 	unused = append(unused, rdKeep, rdLast, rdTag)
 	var pbeat Expr = pblk
 	if beatsPerBB > 1 {
-		var cands, sel []Expr
+		var cands []Expr
 		for k := 0; k < beatsPerBB; k++ {
 			cands = append(cands, Bits(pblk, W*k+W-1, W*k))
 		}
-		for i := 0; i < log2(beatsPerBB); i++ {
-			sel = append(sel, Bit(wj, i))
-		}
-		pbeat = muxTree(sel, cands)
+		pbeat = muxTree(selBits(wj, 0, log2(beatsPerBB)), cands)
 	}
 	fromPush := m.WireOf("wb_from_push", And(sFirst, src), "")
 	fromDMA := m.WireOf("wb_from_dma", Or(And(sFirst, Not(src)), sFetch, sRest), "")

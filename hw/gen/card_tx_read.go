@@ -38,14 +38,11 @@ func payloadWord(m *Module, name string, v, k *Signal, w int) Expr {
 		return zext(v, w)
 	}
 	n := v.W / w
-	var cands, sel []Expr
+	var cands []Expr
 	for i := 0; i < n; i++ {
 		cands = append(cands, Bits(v, w*i+w-1, w*i))
 	}
-	for i := 0; i < log2(n); i++ {
-		sel = append(sel, Bit(k, i))
-	}
-	return m.WireOf(name, muxTree(sel, cands), "")
+	return m.WireOf(name, muxTree(selBits(k, 0, log2(n)), cands), "")
 }
 
 // captureSGE keeps the first SGE of a WQE (bytes 32..47 of its first

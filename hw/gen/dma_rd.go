@@ -166,13 +166,7 @@ func DMARd(cfg DMARdConfig) (*Module, error) {
 		m.Drive(e, big.NewInt(0), And(Not(here), Or(e, Bit(rResp, 1))), Or(here, hit))
 		cnts, errs = append(cnts, cnt), append(errs, e)
 	}
-	idxBits := func(s *Signal) []Expr {
-		var b []Expr
-		for i := 0; i < IDW; i++ {
-			b = append(b, Bit(s, i))
-		}
-		return b
-	}
+	idxBits := func(s *Signal) []Expr { return selBits(s, 0, IDW) }
 	rMeta := m.WireOf("r_meta", muxTree(idxBits(rID), metas), "meta of the beat's burst")
 	rCnt := m.WireOf("r_cnt", muxTree(idxBits(rID), cnts), "")
 	wAddr := m.WireOf("rob_waddr", Add(Bits(rMeta, MW-1, MW-RB), fit(rCnt, RB)), "")

@@ -213,10 +213,7 @@ func DMAWr(cfg DMAWrConfig) (*Module, error) {
 	dV := m.RegDecl("done_v", 1, "")
 	m.Assign(bReady, And(Or(Not(dV), dReady), RedOr(bUsed)))
 	bGo := m.WireOf("b_go", And(bValid, Or(Not(dV), dReady), RedOr(bUsed)), "a write response is taken")
-	var hb []Expr
-	for i := 0; i < NBB; i++ {
-		hb = append(hb, Bit(bHead, i))
-	}
+	hb := selBits(bHead, 0, NBB)
 	hbTag := m.WireOf("bq_head_tag", muxTree(hb, bqTags), "")
 	hbLast := m.WireOf("bq_head_last", muxTree(hb, bqLasts), "")
 	m.Drive(bHead, big.NewInt(0), StepIf(bGo, bHead), nil)

@@ -20,6 +20,15 @@ func muxTree(sel []Expr, cands []Expr) Expr {
 	return Sel(sel[top], muxTree(sel[:top], cands[half:]), muxTree(sel[:top], cands[:half]))
 }
 
+// selBits is bits lo..lo+n-1 of x, one expression each, for muxTree.
+func selBits(x *Signal, lo, n int) []Expr {
+	out := make([]Expr, n)
+	for i := range out {
+		out[i] = Bit(x, lo+i)
+	}
+	return out
+}
+
 // lastLaneOneHot marks the highest lane whose keep bit is 1 (keep
 // contiguous from lane 0), one term per lane.
 func lastLaneOneHot(keep *Signal) Expr {

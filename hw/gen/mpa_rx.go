@@ -199,11 +199,7 @@ func mpaRxInputRing(m *Module, d mpaRxDims, io mpaRxIO, st mpaRxStream) mpaRxRin
 		}
 		rots = append(rots, Cat(lanes...))
 	}
-	var wrSel []Expr
-	for b := 0; b < nk; b++ {
-		wrSel = append(wrSel, Bit(wr, b))
-	}
-	rotIn := m.WireOf("w_rotated", muxTree(wrSel, rots), "the beat rotated to stream lanes")
+	rotIn := m.WireOf("w_rotated", muxTree(selBits(wr, 0, nk), rots), "the beat rotated to stream lanes")
 	wEnd := m.WireOf("w_end", Add(Cat(C(1, 0), wr), count), "lane just past the beat in the first entry (may pass W/8)")
 	wIdx := m.WireOf("w_entry", Bits(wpos, nk+dk-1, nk), "ring entry of the first octet")
 	ring := make([]*Signal, D)
@@ -262,15 +258,11 @@ func mpaRxFramer(m *Module, d mpaRxDims, io mpaRxIO, st mpaRxStream, rg mpaRxRin
 
 	starting := m.WireOf("b_starting", Not(inF), "the framer is at an FPDU's first octet")
 	bIdx := m.WireOf("b_entry", Bits(rpos, nk+dk-1, nk), "ring entry of the framer's beat")
-	var ringSel []Expr
-	for b := 0; b < dk; b++ {
-		ringSel = append(ringSel, Bit(bIdx, b))
-	}
 	ringCands := make([]Expr, D)
 	for e := range ringCands {
 		ringCands[e] = ring[e]
 	}
-	beat := m.WireOf("b_beat", muxTree(ringSel, ringCands), "the framer's aligned beat")
+	beat := m.WireOf("b_beat", muxTree(selBits(bIdx, 0, dk), ringCands), "the framer's aligned beat")
 	a := m.WireOf("b_lane", Bits(rpos, nk-1, 0), "lane of the framer's position (a multiple of 4)")
 	a1 := Cat(C(1, 0), a)
 	avail := m.WireOf("b_avail", Sub(wpos, rpos), "octets received and not taken")

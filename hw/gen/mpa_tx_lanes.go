@@ -78,15 +78,6 @@ func laneConst(n, unit int, set func(k int) bool) Expr {
 	return CBig(n*unit, v)
 }
 
-// selBits is bits lo..lo+n-1 of x, one expression each, for muxTree.
-func selBits(x *Signal, lo, n int) []Expr {
-	out := make([]Expr, n)
-	for i := range out {
-		out[i] = Bit(x, lo+i)
-	}
-	return out
-}
-
 // shiftLanes is x moved up by n bits (zeros below): lane i of the result
 // is lane i - n/unit of x.
 func shiftLanes(x *Signal, n int) Expr {
