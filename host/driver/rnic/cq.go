@@ -366,27 +366,33 @@ func (q *cq) notified() {
 	if !q.userArmed {
 		return
 	}
-	if !sol && q.userSol && !q.gone {
-		for i := max(q.scan, q.ci); ; i++ {
-			e, ok := q.entry(i)
-			if !ok {
-				q.scan = i
-				break
-			}
-			if e.Solicited() || e.Status() != cs.WCStatusSuccess {
-				q.scan = i + 1
-				sol = true
-				break
-			}
+	if !sol && q.userSol && !q.gone && !q.solicitedSinceScan() {
+		if err := q.armLocked(true); err != nil && q.err == nil {
+			q.err = err
 		}
-		if !sol {
-			if err := q.armLocked(true); err != nil && q.err == nil {
-				q.err = err
-			}
+		// A completion the card wrote between the scan and the arm
+		// raises no event: look once more.
+		if !q.solicitedSinceScan() {
 			return
 		}
 	}
 	q.fireLocked()
+}
+
+// solicitedSinceScan reports whether a solicited or failed completion was
+// written since the last scan, and moves the scan past what it read.
+func (q *cq) solicitedSinceScan() bool {
+	for i := max(q.scan, q.ci); ; i++ {
+		e, ok := q.entry(i)
+		if !ok {
+			q.scan = i
+			return false
+		}
+		if e.Solicited() || e.Status() != cs.WCStatusSuccess {
+			q.scan = i + 1
+			return true
+		}
+	}
 }
 
 // overrun handles CQ_OVERRUN: the card lost a completion.
