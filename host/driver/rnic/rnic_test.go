@@ -594,7 +594,7 @@ func TestWatchdogNotEarly(t *testing.T) {
 	q, err := c.Attach(conn, mpa.Params{Rev: mpa.Rev1}, driver.QPConfig{PD: pd, SendCQ: cq, RecvCQ: cq})
 	require.NoError(t, err)
 	require.NoError(t, q.PostSend(iwarp.SendWR{Opcode: iwarp.WRSend}))
-	time.Sleep(30 * time.Second) // the watchdog looks at least twice
+	time.Sleep(3 * time.Second) // the watchdog looks at least twice
 	require.NoError(t, q.Err())
 	f.qpstat(q.QPN(), func(r cs.QPStat) { r.SetSQCI(1) })
 }
