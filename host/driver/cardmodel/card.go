@@ -147,7 +147,8 @@ type Card struct {
 
 	tab stagTable
 
-	buf []byte // scratch for DMA reads
+	buf     []byte                    // scratch for DMA reads
+	statRec [cardspec.QPStatSize]byte // scratch: the QP status record being written
 }
 
 // New returns a card fresh from reset (CTRL.ENABLE clear).
@@ -195,7 +196,7 @@ func (c *Card) Step() bool {
 	// back when a doorbell, a command or an error gives it some (wake).
 	for len(c.ready) > 0 {
 		q := c.ready[0]
-		c.ready = c.ready[1:]
+		c.ready = popFront(c.ready)
 		if c.qps[q.n] != q { // destroyed meanwhile
 			continue
 		}
@@ -278,6 +279,18 @@ func (c *Card) dmaFault(qpn uint32, addr uint64, write bool) {
 		info |= 1 << cardspec.DMAFaultInfoWriteShift
 	}
 	c.faultInfo = info
+}
+
+// popFront drops s[0] (cleared, so that nothing stays referenced). A
+// queue that empties keeps its backing array from the start, so that a
+// queue taking one entry at a time, as most do, never grows a new one.
+func popFront[T any](s []T) []T {
+	var zero T
+	s[0] = zero
+	if len(s) == 1 {
+		return s[:0]
+	}
+	return s[1:]
 }
 
 func (c *Card) scratchBuf(n int) []byte {

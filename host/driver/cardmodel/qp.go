@@ -58,8 +58,9 @@ type qp struct {
 	dirty  bool // the status record is out of date
 	queued bool // on the card's ready queue
 
-	ulp, raw []byte                     // scratch: a ULPDU being built (after its MPA header's slot), an FPDU read from the ring
-	wqeBuf   [cs.MaxWQEBBs * cs.BB]byte // scratch: the WQE being fetched
+	ulp, raw []byte                              // scratch: a ULPDU being built (after its MPA header's slot), an FPDU read from the ring
+	wqeBuf   [cs.MaxWQEBBs * cs.BB]byte          // scratch: the WQE being fetched
+	hdrBuf   [mpa.MarkerLen + mpa.HeaderLen]byte // scratch: the header span of the next FPDU
 }
 
 type sge struct {
@@ -81,6 +82,10 @@ type wqe struct {
 	inline    []byte
 	sgl       []sge
 	bind      [cs.BindSize]byte
+	// Backing for a short inline payload and a short SGL, so that the
+	// usual WQE costs one allocation.
+	inlineBuf [cs.BB]byte
+	sglBuf    [2]sge
 	total     uint64
 
 	started bool
@@ -100,6 +105,7 @@ type rwqe struct {
 	idx, bbs uint16
 	wrID     uint64
 	sgl      []sge
+	sglBuf   [2]sge // backing for a short SGL
 	cap, got uint64
 	cur      sgCursor
 	status   cs.WCStatus // the status it completes with if the QP fails on it
@@ -110,6 +116,14 @@ type inRead struct {
 	rr   rdmap.ReadRequestFields
 	hdr  []byte // the Read Request's DDP header
 	sent uint64
+}
+
+// sgl is an SGL of n entries, in buf if it is long enough.
+func sgl(buf []sge, n int) []sge {
+	if n <= len(buf) {
+		return buf[:n:n]
+	}
+	return make([]sge, n)
 }
 
 // sgCursor walks an SGL.
@@ -404,7 +418,8 @@ func (q *qp) writeStatus() bool {
 		return false
 	}
 	q.dirty = false
-	var b [cs.QPStatSize]byte
+	b := &q.c.statRec // a record escapes into the Host: one buffer, not one per write
+	*b = [cs.QPStatSize]byte{}
 	r := cs.QPStat(b[:])
 	r.SetTXSPI(q.txsPI)
 	r.SetRXSCI(q.rxsCI)
@@ -576,7 +591,7 @@ func (q *qp) ulpHead() []byte {
 func (q *qp) retire() {
 	for len(q.sq) > 0 && q.sq[0].done {
 		w := q.sq[0]
-		q.sq = q.sq[1:]
+		q.sq = popFront(q.sq)
 		if q.next > 0 {
 			q.next--
 		}
@@ -608,7 +623,7 @@ func wcOpcode(op cs.WQEOpcode) cs.WCOpcode {
 
 func (q *qp) popRQ() {
 	r := q.rq[0]
-	q.rq = q.rq[1:]
+	q.rq = popFront(q.rq)
 	q.rqCI += r.bbs
 	q.dirty = true
 }

@@ -25,6 +25,10 @@ type queues struct {
 	eqLost uint64
 	// write is the card's DMA write.
 	write func(kind WriteKind, qpn uint32, addr uint64, p []byte) error
+	// The records being written: a record escapes into the Host, so it
+	// is built here rather than in a buffer allocated per write.
+	eqeRec [cs.EQESize]byte
+	cqeRec [cs.CQESize]byte
 }
 
 // eq is the event queue.
@@ -83,7 +87,8 @@ func (c *queues) event(typ cs.EQEType, obj, info uint32, cause rdmap.Cause) {
 		c.eqLost++
 		return
 	}
-	var b [cs.EQESize]byte
+	b := &c.eqeRec
+	*b = [cs.EQESize]byte{}
 	r := cs.EQE(b[:])
 	r.SetType(typ)
 	if typ == cs.EQETypeTermSent || typ == cs.EQETypeTermRecv {
@@ -234,7 +239,8 @@ func (c *queues) completeCQ(n, qpn uint32, w completion) (CQResult, uint64) {
 		c.event(cs.EQETypeCQOverrun, cq.n, 0, 0)
 		return CQOverrun, 0
 	}
-	var b [cs.CQESize]byte
+	b := &c.cqeRec
+	*b = [cs.CQESize]byte{}
 	r := cs.CQE(b[:])
 	r.SetWRID(w.wrID)
 	r.SetByteLen(w.byteLen)

@@ -32,7 +32,7 @@ func (q *qp) wireLen(n int) uint32 {
 // peekLen reads the ULPDU_Length of the next FPDU (a DMA read of the
 // header span); ok is false after a DMA fault.
 func (q *qp) peekLen(hs uint32) (int, bool) {
-	var b [mpa.MarkerLen + mpa.HeaderLen]byte
+	b := &q.hdrBuf
 	if !q.readRing(q.rxsCI, b[:hs]) {
 		return 0, false
 	}
@@ -286,7 +286,7 @@ func (q *qp) fetchRQ() *rwqe {
 	} else if h.Opcode() != cs.WQEOpcodeRecv || h.Inline() || nsge > cs.MaxSGE || nsge*cs.SGESize > len(b)-cs.WQEHdr {
 		r.status = cs.WCStatusLocQPOpErr
 	} else {
-		r.sgl = make([]sge, nsge)
+		r.sgl = sgl(r.sglBuf[:], nsge)
 		for i := range r.sgl {
 			s := cs.SGE(b[cs.WQEHdr+i*cs.SGESize:])
 			r.sgl[i] = sge{addr: s.Addr(), length: s.Length(), lkey: s.LKey()}
@@ -344,7 +344,7 @@ func (q *qp) rxReadResponse(seg ddp.Segment, d []byte) error {
 	if rj := iwarp.ReadResponseShort(d, w.got, rs.Sink.Length); rj != nil {
 		return q.reject(rj)
 	}
-	q.orq = q.orq[1:]
+	q.orq = popFront(q.orq)
 	w.done = true
 	q.retire()
 	return nil

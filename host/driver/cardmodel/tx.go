@@ -94,14 +94,16 @@ func (q *qp) decode(w *wqe, b []byte) bool {
 		if w.op == cs.WQEOpcodeRDMARead || n > cs.MaxInline || n > room {
 			return false
 		}
-		w.inline = append([]byte(nil), b[cs.WQEHdr:cs.WQEHdr+n]...) // b is the QP's scratch
+		if n > 0 { // b is the QP's scratch: copy the bytes (an empty payload leaves inline nil)
+			w.inline = append(w.inlineBuf[:0:min(n, len(w.inlineBuf))], b[cs.WQEHdr:cs.WQEHdr+n]...)
+		}
 		w.total = uint64(n)
 		return true
 	}
 	if nsge > cs.MaxSGE || nsge*cs.SGESize > room || w.op == cs.WQEOpcodeRDMARead && nsge > 1 {
 		return false
 	}
-	w.sgl = make([]sge, nsge)
+	w.sgl = sgl(w.sglBuf[:], nsge)
 	for i := range w.sgl {
 		s := cs.SGE(b[cs.WQEHdr+i*cs.SGESize:])
 		w.sgl[i] = sge{addr: s.Addr(), length: s.Length(), lkey: s.LKey()}
