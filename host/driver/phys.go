@@ -71,3 +71,16 @@ func (m Mapping) Contiguous() bool { return m.Pages == nil }
 type Checker interface {
 	OnMismatch(fail func(qpn uint32, err error))
 }
+
+// Announcer is implemented by a Phys whose card runs in the driver's own
+// process (the model card). The driver calls OnCompletions once, when it
+// has opened the card, with the function the backend then calls each
+// time the card has written completions (CQEs), on the goroutine that ran
+// the card, after the records are visible and outside the backend's
+// locks. A driver told this way wakes a waiter at once and needs no
+// CQ_NOTIFY event (an EQE, an interrupt and the event loop's turn) to
+// learn of a completion it waits for; the card's CQ arming stays for
+// Arm's notifications. announce does not block.
+type Announcer interface {
+	OnCompletions(announce func())
+}

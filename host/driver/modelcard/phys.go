@@ -38,6 +38,9 @@ type Phys struct {
 
 	inline int // model steps a register write runs in the writer's goroutine
 
+	cqe      bool   // the model wrote a CQE since the last announcement (busMu)
+	announce func() // driver.Announcer's function, or nil
+
 	kick chan struct{}
 	stop chan struct{}
 	done chan struct{}
@@ -72,7 +75,7 @@ func NewPhysWith(cfg Config) (*Phys, error) {
 	if cfg.InlineSteps == 0 {
 		p.inline = DefaultInlineSteps
 	}
-	c, err := cardmodel.New(cardmodel.Config{Width: cfg.Width, Host: p.Host})
+	c, err := cardmodel.New(cardmodel.Config{Width: cfg.Width, Host: p.Host, Observe: p.observe})
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +101,11 @@ func (p *Phys) run() {
 		for {
 			p.busMu.Lock()
 			did := p.card.Step()
+			cqe := p.tookCQE()
 			p.busMu.Unlock()
+			if cqe {
+				p.announce()
+			}
 			if !did {
 				break
 			}
@@ -115,6 +122,29 @@ func (p *Phys) run() {
 // write runs inline, Config.InlineSteps, are not in it): the card's work,
 // which a board does in hardware, to subtract from the host's.
 func (p *Phys) ModelCPU() time.Duration { return time.Duration(p.cpu.Load()) }
+
+// OnCompletions is driver.Announcer: announce is called after every
+// step of the model, inline or on its goroutine, that wrote a CQE.
+func (p *Phys) OnCompletions(announce func()) {
+	p.busMu.Lock()
+	p.announce = announce
+	p.busMu.Unlock()
+}
+
+// observe sees the model's DMA writes (busMu held): it notes the CQEs.
+func (p *Phys) observe(w cardmodel.DMAWrite) {
+	if w.Kind == cardmodel.WriteCQE {
+		p.cqe = true
+	}
+}
+
+// tookCQE reports (once) that the model wrote a CQE and the driver wants
+// to hear of it. Called with busMu held.
+func (p *Phys) tookCQE() bool {
+	cqe := p.cqe && p.announce != nil
+	p.cqe = false
+	return cqe
+}
 
 func (p *Phys) wake() {
 	select {
@@ -166,7 +196,11 @@ func (b *bar) Write32(off, v uint32) error {
 			break
 		}
 	}
+	cqe := (*Phys)(b).tookCQE()
 	b.busMu.Unlock()
+	if cqe {
+		b.announce()
+	}
 	if busy {
 		(*Phys)(b).wake()
 	}

@@ -113,6 +113,12 @@ type Card struct {
 	stop     context.CancelFunc
 	loopDone chan struct{}
 	dogDone  chan struct{}
+
+	// announced: the backend announces completions (driver.Announcer), so
+	// a Wait sleeps without arming its CQ.
+	announced bool
+	waitMu    sync.Mutex
+	waiting   []*cq // the CQs with a Wait asleep (announced cards only)
 }
 
 // cardMR is a registered region: its mapping, kept while the card may use it.
@@ -167,6 +173,10 @@ func Open(phys driver.Phys, opt Options) (*Card, error) {
 		c.freeRing(&c.eq)
 		c.freeRing(&c.qpstat)
 		return nil, err
+	}
+	if a, ok := phys.(driver.Announcer); ok {
+		c.announced = true
+		a.OnCompletions(c.announce)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stop, c.loopDone, c.dogDone = cancel, make(chan struct{}), make(chan struct{})

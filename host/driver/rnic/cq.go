@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -40,7 +41,12 @@ type cq struct {
 	userArmed bool          // Arm was called and has not fired yet
 	userSol   bool
 	notify    chan struct{}
-	qpns      [cs.MaxQP / 64]uint64 // the QPs that complete here
+	// bell wakes a Wait without mu: a card that announces completions
+	// (driver.Announcer) rings it from wherever the card ran, whatever
+	// locks that goroutine holds. A ring wakes one Wait; a Wait that
+	// leaves a completion behind for others asleep wakes them.
+	bell chan struct{}
+	qpns [cs.MaxQP / 64]uint64 // the QPs that complete here
 }
 
 // CreateCQ creates a completion queue of depth entries (its ring holds the
@@ -71,7 +77,7 @@ func (c *Card) CreateCQ(depth int) (driver.CQ, error) {
 		return nil, err
 	}
 	q := &cq{c: c, cqn: cqn, depth: depth, r: r, n: 1 << log, db: cs.CQDBBase + cqn*cs.CQDBStride,
-		wake: make(chan struct{}), notify: make(chan struct{}, 1)}
+		wake: make(chan struct{}), notify: make(chan struct{}, 1), bell: make(chan struct{}, 1)}
 	if err := c.cmd([][2]uint32{{cs.CQNum, cqn}, {cs.CQBaseLo, uint32(r.iova)}, {cs.CQBaseHi, uint32(r.iova >> 32)},
 		{cs.CQCfg, uint32(log)}, {cs.CQCmd, uint32(cs.CQOpCreate)}}); err != nil {
 		c.freeRing(&r)
@@ -271,6 +277,11 @@ func (q *cq) Wait(ctx context.Context) (iwarp.Completion, error) {
 		k, err := q.pollLocked(wc[:])
 		switch {
 		case k == 1:
+			if q.waiters > 0 && !q.gone {
+				if _, more := q.entry(q.ci); more {
+					q.wakeLocked() // a ring woke this Wait only: the others look too
+				}
+			}
 			q.mu.Unlock()
 			return wc[0], nil
 		case err != nil:
@@ -292,14 +303,19 @@ func (q *cq) Wait(ctx context.Context) (iwarp.Completion, error) {
 			return iwarp.Completion{}, fmt.Errorf("rnic: waiting for a completion: %w", ctx.Err())
 		}
 		wake := q.wake
-		if err := q.armLocked(false); err != nil {
-			q.mu.Unlock()
-			return iwarp.Completion{}, err
+		if !q.c.announced {
+			if err := q.armLocked(false); err != nil {
+				q.mu.Unlock()
+				return iwarp.Completion{}, err
+			}
 		}
-		// A completion written before the arm raises no event: look again.
+		// A completion written before the arm raises no event, nor is one
+		// announced before this Wait is counted among the sleepers: count
+		// it, then look again.
+		q.sleep()
 		_, now := q.entry(q.ci)
-		if !now {
-			q.waiters++
+		if now {
+			q.wakeUp()
 		}
 		q.mu.Unlock()
 		if now {
@@ -307,12 +323,52 @@ func (q *cq) Wait(ctx context.Context) (iwarp.Completion, error) {
 		}
 		select {
 		case <-wake:
+		case <-q.bell:
 		case <-ctx.Done():
 		}
 		q.mu.Lock()
-		q.waiters--
+		q.wakeUp()
 		q.mu.Unlock()
 	}
+}
+
+// sleep counts a Wait about to sleep (with mu held); on a card that
+// announces completions, the first one puts the CQ among those its
+// announcements wake.
+func (q *cq) sleep() {
+	q.waiters++
+	if q.waiters == 1 && q.c.announced {
+		q.c.waitMu.Lock()
+		q.c.waiting = append(q.c.waiting, q)
+		q.c.waitMu.Unlock()
+	}
+}
+
+// wakeUp uncounts a Wait that woke (with mu held).
+func (q *cq) wakeUp() {
+	q.waiters--
+	if q.waiters == 0 && q.c.announced {
+		q.c.waitMu.Lock()
+		if i := slices.Index(q.c.waiting, q); i >= 0 {
+			q.c.waiting = slices.Delete(q.c.waiting, i, i+1)
+		}
+		q.c.waitMu.Unlock()
+	}
+}
+
+// announce is the backend's word that the card wrote completions
+// (driver.Announcer): a Wait asleep on each CQ that has one wakes and
+// looks. It takes no CQ's mu (the backend may call it from a register
+// write made with one held): waitMu is taken under no other lock.
+func (c *Card) announce() {
+	c.waitMu.Lock()
+	for _, q := range c.waiting {
+		select {
+		case q.bell <- struct{}{}:
+		default:
+		}
+	}
+	c.waitMu.Unlock()
 }
 
 // poke wakes the waiters if a completion is there for them: the bridge
@@ -349,7 +405,13 @@ func (q *cq) fireLocked() {
 	}
 }
 
+// wakeLocked wakes the Waits asleep on wake. With none asleep there is
+// nothing to close: a Wait takes wake and counts itself in waiters under
+// mu before it sleeps, so the channel is replaced only when one did.
 func (q *cq) wakeLocked() {
+	if q.waiters == 0 {
+		return
+	}
 	close(q.wake)
 	q.wake = make(chan struct{})
 }

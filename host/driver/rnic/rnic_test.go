@@ -598,3 +598,74 @@ func TestWatchdogNotEarly(t *testing.T) {
 	require.NoError(t, q.Err())
 	f.qpstat(q.QPN(), func(r cs.QPStat) { r.SetSQCI(1) })
 }
+
+// announcingFake is the fake card as a backend that announces the
+// completions it writes (driver.Announcer), as the model card does.
+type announcingFake struct {
+	*fakePhys
+	announce func()
+}
+
+func (a *announcingFake) OnCompletions(fn func()) { a.announce = fn }
+
+// On a card that announces completions, a Wait sleeps without arming its
+// CQ, one announcement wakes every Wait a completion is there for, and an
+// announcement made with the CQ's lock held (from a register write the
+// driver makes under it) does not block.
+func TestAnnouncedCompletions(t *testing.T) {
+	a := &announcingFake{fakePhys: newFake(t)}
+	c, err := Open(a, Options{Watchdog: time.Minute})
+	require.NoError(t, err)
+	defer closeFake(t, a.fakePhys, c)
+	require.NotNil(t, a.announce)
+	pd, err := c.AllocPD()
+	require.NoError(t, err)
+	dcq, err := c.CreateCQ(16)
+	require.NoError(t, err)
+	q := dcq.(*cq)
+	conn, _ := tcpPair(t)
+	x, err := c.Attach(conn, mpa.Params{Rev: mpa.Rev1}, driver.QPConfig{PD: pd, SendCQ: dcq, RecvCQ: dcq})
+	require.NoError(t, err)
+	qpn := x.QPN()
+
+	got := make(chan uint64, 2)
+	for range 2 {
+		go func() {
+			c, err := dcq.Wait(context.Background())
+			assert.NoError(t, err)
+			got <- c.ID
+		}()
+	}
+	for asleep := 0; asleep < 2; time.Sleep(time.Millisecond) {
+		q.mu.Lock()
+		asleep = q.waiters
+		q.mu.Unlock()
+	}
+	for _, v := range a.writes(q.db) {
+		require.Zero(t, v>>cs.CQDBCIArmShift&1, "a Wait armed CQ_DB (%#x) on a card that announces completions", v)
+	}
+	a.cqe(q.cqn, func(e cs.CQE) { e.SetWRID(1); e.SetQPN(uint16(qpn)) })
+	a.cqe(q.cqn, func(e cs.CQE) { e.SetWRID(2); e.SetQPN(uint16(qpn)) })
+	announced := make(chan struct{})
+	go func() {
+		q.mu.Lock()
+		a.announce()
+		q.mu.Unlock()
+		close(announced)
+	}()
+	ids := map[uint64]bool{}
+	for range 2 {
+		select {
+		case id := <-got:
+			ids[id] = true
+		case <-time.After(30 * time.Second):
+			t.Fatalf("one announcement of two completions woke %d of the two Waits", len(ids))
+		}
+	}
+	require.Equal(t, map[uint64]bool{1: true, 2: true}, ids)
+	select {
+	case <-announced:
+	case <-time.After(30 * time.Second):
+		t.Fatal("an announcement made with the CQ's lock held blocked")
+	}
+}
