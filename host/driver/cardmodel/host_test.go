@@ -21,14 +21,42 @@ type testHost struct {
 	irqs   []int
 	writes []DMAWrite // every DMA write, in order (copies)
 	refuse func(addr uint64, write bool) bool
+	view   bool // the card may read it in place (Viewer)
 }
+
+// inPlace makes the hosts newTestHost returns readable in place
+// (Viewer); hostsMade collects them. Tests that set them do not run in
+// parallel.
+var (
+	inPlace   bool
+	hostsMade []*testHost
+)
 
 type region struct {
 	addr uint64
 	b    []byte
 }
 
-func newTestHost() *testHost { return &testHost{next: 0x1_0000_0000} }
+func newTestHost() *testHost {
+	h := &testHost{next: 0x1_0000_0000, view: inPlace}
+	hostsMade = append(hostsMade, h)
+	return h
+}
+
+// ViewMem is Viewer, for a host made with inPlace set; it refuses what
+// ReadMem would refuse, page by page.
+func (h *testHost) ViewMem(addr uint64, n int) ([]byte, error) {
+	b := h.find(addr, n)
+	if !h.view || b == nil {
+		return nil, fmt.Errorf("test host: %#x+%d not viewable", addr, n)
+	}
+	for a := addr; h.refuse != nil && a < addr+uint64(n); a = (a + 4096) &^ 4095 {
+		if h.refuse(a, false) {
+			return nil, fmt.Errorf("IOMMU: read of %#x refused", a)
+		}
+	}
+	return b, nil
+}
 
 // alloc returns the address of n zeroed bytes aligned to align.
 func (h *testHost) alloc(n int, align uint64) uint64 {

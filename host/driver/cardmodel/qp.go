@@ -1,6 +1,7 @@
 package cardmodel
 
 import (
+	"bytes"
 	"encoding/binary"
 
 	"github.com/openiwarp/openiwarp/golden/ddp"
@@ -351,6 +352,14 @@ func (q *qp) fail(term *rdmap.Terminate, cause rdmap.Cause) {
 		term = nil // the transmit stream is closed
 	}
 	q.state, q.dirty = cs.QPStateError, true
+	if term != nil {
+		// The headers it copies may be the receive ring's own bytes
+		// (Viewer), which the host reuses once RXS_CI is past them: the
+		// Terminate, sent later, keeps its own.
+		t := *term
+		t.DDPHeader, t.RDMAHeader = bytes.Clone(t.DDPHeader), bytes.Clone(t.RDMAHeader)
+		term = &t
+	}
 	q.term = term
 	q.c.wake(q)
 	blame := cause != 0

@@ -104,15 +104,29 @@ func (q *qp) rxStep() bool {
 	if avail < wire {
 		return q.cut()
 	}
-	if cap(q.raw) < int(wire) {
-		q.raw = make([]byte, wire)
-	}
-	raw := q.raw[:wire]
-	if !q.readRing(q.rxsCI, raw) {
+	raw, ok := q.ringFPDU(wire)
+	if !ok {
 		return true
 	}
 	q.consume(wire, q.defr.Feed(raw, q.onULPDU))
 	return true
+}
+
+// ringFPDU is the wire bytes of the FPDU at RXS_CI: the ring itself where
+// the host can be read in place and the FPDU does not wrap, otherwise a
+// copy read into q.raw (which also reports the DMA fault a refused read
+// is); ok is false after a fault.
+func (q *qp) ringFPDU(wire uint32) ([]byte, bool) {
+	if pos := q.rxsCI & (q.rxsSize - 1); q.c.view != nil && pos+wire <= q.rxsSize {
+		if b, err := q.c.view.ViewMem(q.rxsBase+uint64(pos), int(wire)); err == nil {
+			return b, true
+		}
+	}
+	if cap(q.raw) < int(wire) {
+		q.raw = make([]byte, wire)
+	}
+	raw := q.raw[:wire]
+	return raw, q.readRing(q.rxsCI, raw)
 }
 
 // cut handles a partial FPDU at the ring's end: wait for the rest, or, if

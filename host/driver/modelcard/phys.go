@@ -75,7 +75,7 @@ func NewPhysWith(cfg Config) (*Phys, error) {
 	if cfg.InlineSteps == 0 {
 		p.inline = DefaultInlineSteps
 	}
-	c, err := cardmodel.New(cardmodel.Config{Width: cfg.Width, Host: p.Host, Observe: p.observe})
+	c, err := cardmodel.New(cardmodel.Config{Width: cfg.Width, Host: viewHost{p.Host}, Observe: p.observe})
 	if err != nil {
 		return nil, err
 	}
@@ -152,6 +152,13 @@ func (p *Phys) wake() {
 	default:
 	}
 }
+
+// viewHost is the model's host: the IOVA space, which the model may read
+// in place (cardmodel.Viewer) as it runs in this process.
+type viewHost struct{ *simhost.Host }
+
+// ViewMem is cardmodel.Viewer: the mapped memory itself.
+func (h viewHost) ViewMem(addr uint64, n int) ([]byte, error) { return h.Lookup(addr, n) }
 
 // Regs is BAR0.
 func (p *Phys) Regs() driver.Regs { return driver.Split64{Regs32: (*bar)(p)} }
