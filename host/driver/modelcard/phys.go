@@ -14,7 +14,10 @@
 // (host/driver/simhost, shared with the sim card) that refuses any
 // address not mapped (the model sees a refused DMA as an error
 // response and reports a DMA fault, as an IOMMU makes a real card do),
-// and interrupts are channels.
+// and interrupts are channels. The model reads host memory in place
+// (cardmodel.Viewer), and Phys announces every CQE the model writes to
+// the driver (driver.Announcer), so that a waiter wakes without a
+// CQ_NOTIFY event.
 package modelcard
 
 import (
