@@ -14,7 +14,7 @@
 DEBIAN_PACKAGES += qemu-system-x86 busybox-static kmod xz-utils
 
 .PHONY: test-vfio
-test-vfio:
+test-vfio: hw-sim-libs
 	@mkdir -p build
 	$(GO) vet -tags vfioguest ./test/vfio/...
 	$(GO) test -race -count=1 -timeout 10m ./test/cardserve/...

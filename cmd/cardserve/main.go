@@ -5,7 +5,7 @@
 // server for -device ivshmem-doorbell (the card's interrupts as MSI-X
 // vectors of that device).
 //
-//	cardserve [-ivshmem PATH] [-vectors N] [-width BITS] [-json] -- qemu-system-x86_64 ARGS...
+//	cardserve [-card model|rtl] [-ivshmem PATH] [-vectors N] [-width BITS] [-json] -- qemu-system-x86_64 ARGS...
 //
 // Guest RAM must be shared memory, or the card can reach none of it:
 //
@@ -14,10 +14,13 @@
 //	  -device x-pci-proxy-dev,id=card0,fd=3 \
 //	  -chardev socket,path=/tmp/card.sock,id=ivs -device ivshmem-doorbell,chardev=ivs,vectors=1 ...
 //
-// The card served is the card's transaction-level golden model
-// (host/driver/cardmodel); the Verilated card does not exist yet. Problems
-// the guest cannot see (a DMA outside guest RAM, a refused register access)
-// are reported on stderr as they happen. When QEMU exits, cardserve prints
+// -card model (the default) serves the card's transaction-level golden
+// model (host/driver/cardmodel); -card rtl the Verilated card top
+// iwcard_w<BITS> (64 or 512, built by make hw-sim-libs, run from inside the
+// repository), with the model beside it checking every DMA write. Problems
+// the guest cannot see (a DMA outside guest RAM, a refused register access,
+// the RTL disagreeing with the model) are reported on stderr as they
+// happen. When QEMU exits, cardserve prints
 // what it served (-json: one JSON object) and exits with QEMU's status; 2
 // on bad usage, 1 if it could not start.
 package main
@@ -42,10 +45,11 @@ func run(args []string) int {
 	fs := flag.NewFlagSet("cardserve", flag.ContinueOnError)
 	ivs := fs.String("ivshmem", "", "path of the ivshmem server socket (`PATH`, for -chardev socket,path=PATH); none: no interrupts")
 	vectors := fs.Int("vectors", 1, "interrupt vectors (ivshmem-doorbell's vectors=)")
-	width := fs.Int("width", 64, "the card's data path width in bits (64, 128, 256, 512)")
+	width := fs.Int("width", 64, "the card's data path width in bits (model: 64, 128, 256, 512; rtl: 64, 512)")
+	kind := fs.String("card", "model", "the card served: model (the golden model) or rtl (the Verilated card, checked by the model)")
 	asJSON := fs.Bool("json", false, "print the counters as JSON when QEMU exits")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: cardserve [-ivshmem PATH] [-vectors N] [-width BITS] [-json] -- qemu-system-x86_64 ARGS...\n"+
+		fmt.Fprintf(fs.Output(), "usage: cardserve [-card model|rtl] [-ivshmem PATH] [-vectors N] [-width BITS] [-json] -- qemu-system-x86_64 ARGS...\n"+
 			"QEMU gets the card's proxy socket as descriptor 3: -device x-pci-proxy-dev,fd=3\n")
 		fs.PrintDefaults()
 	}
@@ -61,7 +65,17 @@ func run(args []string) int {
 		fs.Usage()
 		return 2
 	}
-	s, err := cardserve.New(cardserve.Config{Card: cardserve.Model(*width), Vectors: *vectors,
+	var card cardserve.NewCard
+	switch *kind {
+	case "model":
+		card = cardserve.Model(*width)
+	case "rtl":
+		card = cardserve.RTL(*width)
+	default:
+		fmt.Fprintf(os.Stderr, "cardserve: -card %q: model or rtl\n", *kind)
+		return 2
+	}
+	s, err := cardserve.New(cardserve.Config{Card: card, Vectors: *vectors,
 		Report: func(err error) { fmt.Fprintln(os.Stderr, "cardserve:", err) }})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -13,6 +13,8 @@ func TestUsage(t *testing.T) {
 	assert.Equal(t, 2, run(nil), "no QEMU command line")
 	assert.Equal(t, 2, run([]string{"-nosuchflag"}))
 	assert.Equal(t, 2, run([]string{"-vectors", "65", "--", "true"}), "vectors out of range")
+	assert.Equal(t, 2, run([]string{"-card", "fpga", "--", "true"}), "no such card")
+	assert.Equal(t, 2, run([]string{"-card", "rtl", "-width", "128", "--", "true"}), "the RTL is 64 or 512 bits")
 	assert.Equal(t, 1, run([]string{"--", filepath.Join(t.TempDir(), "no-such-qemu")}), "QEMU does not start")
 }
 

@@ -15,6 +15,15 @@ type Host interface {
 	ReadMem(addr uint64, p []byte) error
 	WriteMem(addr uint64, p []byte) error
 	Interrupt(vector int)
+	// Peek reads guest RAM as ReadMem does, but for a model beside the
+	// card, not as the card: it is neither counted nor reported.
+	Peek(addr uint64, p []byte) error
+	// Reachable reports why a DMA of n bytes at addr would be refused
+	// (a *DMAError), or nil.
+	Reachable(addr uint64, n int) error
+	// Report tells the Server's Config.Report a problem the guest cannot
+	// see (a card checked by a model: a disagreement).
+	Report(err error)
 }
 
 // Card is what the Server serves: the card's register bus and a way to let
@@ -36,7 +45,8 @@ type Card interface {
 }
 
 // NewCard returns a card fresh from power-on reset, wired to h. The Server
-// calls it at the start and on every PCI reset of the device.
+// calls it at the start and on every PCI reset of the device; a card with
+// a Close method is closed when it is replaced and when the Server closes.
 type NewCard func(h Host) (Card, error)
 
 // Model is the card's transaction-level golden model (host/driver/cardmodel)

@@ -41,6 +41,9 @@ type Stats struct {
 	Steps                     uint64 // card work units (Card.Step that did something)
 	Interrupts                uint64 // vectors raised into the guest
 	InterruptsLost            uint64 // raised with no ivshmem guest connected, or a vector it did not set up
+	// Check is what the model beside the card checked (an RTL card; zero
+	// for the model card), summed over the cards since the start.
+	Check CheckStats
 }
 
 // Server serves one card: the proxy device's socket (ServeProxy) and the
@@ -50,13 +53,20 @@ type Server struct {
 	ram guestRAM
 	irq ivshmemPeer
 
-	busMu sync.Mutex // the card's bus: card, pci, and every Card call
+	busMu sync.Mutex // the card's bus: card, pci, checked, and every Card call
 	card  Card
 	pci   *config
+	// checked sums the checks of the cards replaced by a reset.
+	checked CheckStats
 
 	kick chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	// accessing counts the guest's accesses waiting for or holding the
+	// bus; the card's goroutine lets them go first (resume: the last one
+	// is done), so an access waits at most one Step, not a run of them.
+	accessing atomic.Int32
+	resume    chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
 
 	st struct {
 		cfgR, cfgW, barR, barW, barErr, resets, syncs             atomic.Uint64
@@ -76,7 +86,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Vectors < 1 || cfg.Vectors > 64 {
 		return nil, fmt.Errorf("cardserve: %d interrupt vectors (1 to 64)", cfg.Vectors)
 	}
-	s := &Server{cfg: cfg, pci: newConfig(BARSize), kick: make(chan struct{}, 1),
+	s := &Server{cfg: cfg, pci: newConfig(BARSize), kick: make(chan struct{}, 1), resume: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	c, err := cfg.Card((*host)(s))
 	if err != nil {
@@ -93,7 +103,34 @@ func (s *Server) Stats() Stats {
 		BARWrites: s.st.barW.Load(), BARErrors: s.st.barErr.Load(), Resets: s.st.resets.Load(),
 		MemorySyncs: s.st.syncs.Load(), DMAReads: s.st.dmaR.Load(), DMAWrites: s.st.dmaW.Load(),
 		DMAReadBytes: s.st.dmaRB.Load(), DMAWriteBytes: s.st.dmaWB.Load(), DMARefused: s.st.dmaRefused.Load(),
-		Steps: s.st.steps.Load(), Interrupts: s.st.irq.Load(), InterruptsLost: s.st.irqLost.Load()}
+		Steps: s.st.steps.Load(), Interrupts: s.st.irq.Load(), InterruptsLost: s.st.irqLost.Load(), Check: s.checks()}
+}
+
+// checks is the sum of what the models beside the cards checked.
+func (s *Server) checks() CheckStats {
+	s.busMu.Lock()
+	defer s.busMu.Unlock()
+	t := s.checked
+	if c, ok := s.card.(checkedCard); ok {
+		t = t.add(c.Checked())
+	}
+	return t
+}
+
+func (a CheckStats) add(b CheckStats) CheckStats {
+	return CheckStats{Cycles: a.Cycles + b.Cycles, Checked: a.Checked + b.Checked, Bytes: a.Bytes + b.Bytes,
+		Loose: a.Loose + b.Loose, Mismatches: a.Mismatches + b.Mismatches}
+}
+
+// retire closes a card that was replaced or whose Server closes, keeping
+// what it checked. Called with busMu held.
+func (s *Server) retire(c Card) {
+	if cc, ok := c.(checkedCard); ok {
+		s.checked = s.checked.add(cc.Checked())
+	}
+	if cl, ok := c.(interface{ Close() }); ok {
+		cl.Close()
+	}
 }
 
 // RAM is the guest RAM QEMU has shared (from its last SYNC_SYSMEM).
@@ -123,6 +160,12 @@ func (s *Server) Close() error {
 		close(s.stop)
 	}
 	<-s.done
+	s.busMu.Lock()
+	if _, gone := s.card.(closedCard); !gone {
+		s.retire(s.card)
+		s.card = closedCard{}
+	}
+	s.busMu.Unlock()
 	s.ram.close()
 	s.irq.drop()
 	return nil
@@ -141,6 +184,13 @@ func (s *Server) run() {
 			return
 		}
 		for {
+			if s.accessing.Load() > 0 {
+				select {
+				case <-s.resume:
+				case <-s.stop:
+					return
+				}
+			}
 			s.busMu.Lock()
 			did := s.card.Step()
 			s.busMu.Unlock()
@@ -153,6 +203,23 @@ func (s *Server) run() {
 				return
 			default:
 			}
+		}
+	}
+}
+
+// lockBus takes the bus for a guest's access, ahead of the card's
+// goroutine.
+func (s *Server) lockBus() {
+	s.accessing.Add(1)
+	s.busMu.Lock()
+}
+
+func (s *Server) unlockBus() {
+	s.busMu.Unlock()
+	if s.accessing.Add(-1) == 0 {
+		select {
+		case s.resume <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -226,7 +293,7 @@ func (s *Server) serve(l *link, m message) error {
 		if n != 1 && n != 2 && n != 4 {
 			return fmt.Errorf("%w: %s of %d bytes at %#x", ErrProtocol, cmdName(m.cmd), n, addr)
 		}
-		s.busMu.Lock()
+		s.lockBus()
 		var v uint32
 		if m.cmd == cmdCfgRead {
 			v = s.pci.read(addr, int(n))
@@ -235,7 +302,7 @@ func (s *Server) serve(l *link, m message) error {
 			s.pci.write(addr, val, int(n))
 			s.st.cfgW.Add(1)
 		}
-		s.busMu.Unlock()
+		s.unlockBus()
 		return l.ret(uint64(v))
 	case cmdBARRead, cmdBARWrite:
 		if err := needSize(m, barMsgSize); err != nil {
@@ -267,8 +334,14 @@ func (s *Server) serve(l *link, m message) error {
 const inlineSteps = 4
 
 // afterAccess lets the card work a little in line, then wakes its
-// goroutine if it still has work. Called with busMu held.
+// goroutine if it still has work. An RTL card's step is a batch of clock
+// cycles, too long to keep the vCPU waiting for: its goroutine does them
+// all. Called with busMu held.
 func (s *Server) afterAccess() {
+	if _, rtl := s.card.(checkedCard); rtl {
+		s.wake()
+		return
+	}
 	for range inlineSteps {
 		if !s.card.Step() {
 			return
@@ -293,8 +366,8 @@ func (s *Server) barOffset(addr uint64, n uint32) (uint32, bool) {
 // read: its read side effects happen). An error response, or a misaligned
 // access (which the card refuses), reads as all ones.
 func (s *Server) barRead(addr uint64, n uint32) uint64 {
-	s.busMu.Lock()
-	defer s.busMu.Unlock()
+	s.lockBus()
+	defer s.unlockBus()
 	s.st.barR.Add(1)
 	off, ok := s.barOffset(addr, n)
 	if !ok {
@@ -342,8 +415,8 @@ func (s *Server) barRead(addr uint64, n uint32) uint64 {
 // bytes two (low word first). The card's registers are 32 bits wide: a
 // narrower write is refused and reported.
 func (s *Server) barWrite(addr, v uint64, n uint32) {
-	s.busMu.Lock()
-	defer s.busMu.Unlock()
+	s.lockBus()
+	defer s.unlockBus()
 	s.st.barW.Add(1)
 	off, ok := s.barOffset(addr, n)
 	if !ok {
@@ -382,6 +455,7 @@ func (s *Server) reset() error {
 	if err != nil {
 		return fmt.Errorf("cardserve: a fresh card at reset: %w", err)
 	}
+	s.retire(s.card)
 	s.card = c
 	s.pci.write(cfgCommand, 0, 2)
 	s.pci.write(cfgBAR0, 0, 4)
@@ -417,6 +491,14 @@ func (h *host) WriteMem(addr uint64, p []byte) error {
 	return nil
 }
 
+func (h *host) Peek(addr uint64, p []byte) error { return (*Server)(h).ram.read(addr, p) }
+
+func (h *host) Reachable(addr uint64, n int) error {
+	return (*Server)(h).ram.access(addr, n, true, func([]byte) {})
+}
+
+func (h *host) Report(err error) { (*Server)(h).report(err) }
+
 func (h *host) Interrupt(v int) {
 	s := (*Server)(h)
 	if err := s.irq.raise(v); err != nil {
@@ -426,3 +508,13 @@ func (h *host) Interrupt(v int) {
 	}
 	s.st.irq.Add(1)
 }
+
+// closedCard stands in for the card once the Server is closed: a proxy
+// connection still served answers every access with an error.
+type closedCard struct{}
+
+var errClosed = errors.New("cardserve: the server is closed")
+
+func (closedCard) Read32(uint32) (uint32, error) { return 0, errClosed }
+func (closedCard) Write32(uint32, uint32) error  { return errClosed }
+func (closedCard) Step() bool                    { return false }

@@ -166,7 +166,9 @@ func init() {
 		if !ok {
 			return nil, fmt.Errorf("%w: no fake card %q", driver.ErrInvalid, arg)
 		}
-		return rnic.Open(p.(*fakePhys), rnic.Options{Name: name, Kind: "cardserve-fake"})
+		// The watchdog as the guest's (test/vfio/edu): an RTL card that
+		// never ends a QP is reported within it.
+		return rnic.Open(p.(*fakePhys), rnic.Options{Name: name, Kind: "cardserve-fake", Watchdog: 10 * time.Second})
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/openiwarp/openiwarp/host/driver"
+	"github.com/openiwarp/openiwarp/host/driver/cardcheck"
 	"github.com/openiwarp/openiwarp/host/driver/rnic"
 	hwsim "github.com/openiwarp/openiwarp/hw/sim"
 )
@@ -71,19 +72,13 @@ func (d iwcard) Describe() string {
 }
 
 // regErr keeps an error response as the access's error; any other
-// failure is a *simError.
+// failure is a *cardcheck.SimFailure (the simulation stops).
 func regErr(err error) error {
 	if err == nil || errors.Is(err, hwsim.ErrRegResp) {
 		return err
 	}
-	return &simError{err}
+	return &cardcheck.SimFailure{Err: err}
 }
-
-// simError is a failure of the simulation itself, not of one access.
-type simError struct{ err error }
-
-func (e *simError) Error() string { return e.err.Error() }
-func (e *simError) Unwrap() error { return e.err }
 
 // Totals counts the work of every sim card of the process.
 type Totals struct {

@@ -1,46 +1,39 @@
 package simcard
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/openiwarp/openiwarp/host/driver"
-	"github.com/openiwarp/openiwarp/host/driver/cardmodel"
-	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
+	"github.com/openiwarp/openiwarp/host/driver/cardcheck"
 	"github.com/openiwarp/openiwarp/host/driver/simhost"
 	hwsim "github.com/openiwarp/openiwarp/hw/sim"
 )
 
-// Device is the card the backend runs and checks: the Verilated iwcard
-// top, reached through its BAR0 (each access an AXI4-Lite transaction the
-// simulation clocks until it completes) and clocked by Run; its AXI4
-// master reaches host memory, and its interrupts the host, through the Bus
-// it was made with. Only the card's goroutine calls it.
-type Device interface {
-	Read32(off uint32) (uint32, error)
-	Write32(off, v uint32) error
-	// Run clocks the card for up to cycles cycles and reports whether it
-	// is busy (DMA bursts in flight or started during the run).
-	Run(cycles int) (busy bool, err error)
-	// Cycles is the number of cycles simulated so far.
-	Cycles() uint64
-	// Describe says what the device is, for humans.
-	Describe() string
-	Close()
-}
+// Device is the card the backend runs and checks (cardcheck.Device): the
+// Verilated iwcard top, reached through its BAR0 (each access an
+// AXI4-Lite transaction the simulation clocks until it completes) and
+// clocked by Run; its AXI4 master reaches host memory, and its interrupts
+// the host, through the Bus it was made with. Only the card's goroutine
+// calls it.
+type Device = cardcheck.Device
 
 // Bus is the host side of a Device: DMA (an error is the IOMMU refusing
 // the access: the card sees an error response) and interrupts.
-type Bus interface {
-	ReadMem(addr uint64, p []byte) error
-	WriteMem(addr uint64, p []byte) error
-	Interrupt(vector int)
-}
+type Bus = cardcheck.Bus
+
+// MismatchError names the transaction on which the RTL card and the card
+// model disagreed (cardcheck.MismatchError).
+type MismatchError = cardcheck.MismatchError
+
+// ErrMismatch is wrapped by every *MismatchError.
+var ErrMismatch = cardcheck.ErrMismatch
+
+// Counts are the transactions the checker compared (cardcheck.Counts).
+type Counts = cardcheck.Counts
 
 // NewDevice makes a Device on bus, with its DMA answered with timing t;
 // seed drives the random parts of t.
@@ -71,12 +64,6 @@ type Config struct {
 // reordered across IDs, no backpressure.
 var DefaultTiming = hwsim.AXITiming{ReadLatency: 100, ReadJitter: 201, WriteLatency: 20, WriteJitter: 41, Reorder: true}
 
-// traceOn: SIMCARD_TRACE=1 in the environment logs every BAR0 access, and
-// every DMA write of the model and of the RTL, to stderr.
-var traceOn = os.Getenv("SIMCARD_TRACE") != ""
-
-func trace(format string, a ...any) { fmt.Fprintf(os.Stderr, "simcard: "+format+"\n", a...) }
-
 // busReq is one BAR0 access, served by the card's goroutine.
 type busReq struct {
 	write bool
@@ -92,9 +79,7 @@ type busReq struct {
 type Phys struct {
 	cfg           Config
 	*simhost.Host // DMA, Map, Unmap, Vectors, WaitInterrupt
-	dev           Device
-	model         *cardmodel.Card
-	chk           *checker
+	pair          *cardcheck.Pair
 	reqs          chan *busReq
 	stop          chan struct{}
 	done          chan struct{}
@@ -104,7 +89,6 @@ type Phys struct {
 
 	totals *processTotals // the process's sums, or nil
 	added  Totals         // what this card added to them
-	runErr error          // why the simulation stopped (the card's goroutine only)
 
 	statMu   sync.Mutex // the copies Counts and Mismatches read
 	counts   Counts
@@ -116,35 +100,23 @@ func NewPhys(cfg Config, nd NewDevice) (*Phys, error) {
 	if cfg.Width == 0 {
 		cfg.Width = 64
 	}
-	if cfg.QuietCycles <= 0 {
-		cfg.QuietCycles = 4096
-	}
-	if cfg.Batch <= 0 {
-		cfg.Batch = 64
-	}
 	p := &Phys{cfg: cfg, Host: simhost.NewHost(), reqs: make(chan *busReq),
 		stop: make(chan struct{}), done: make(chan struct{})}
-	p.chk = newChecker(p.Space)
-	p.chk.fail = func(qpn uint32, err error) {
-		if f := p.fail.Load(); f != nil {
-			(*f)(qpn, err)
-		}
-	}
-	m, err := cardmodel.New(cardmodel.Config{Width: cfg.Width, Host: (*modelHost)(p), Observe: p.chk.expect})
-	if err != nil {
-		return nil, err
-	}
-	p.model = m
-	p.chk.model = m
 	t := DefaultTiming
 	if cfg.Timing != nil {
 		t = *cfg.Timing
 	}
-	dev, err := nd(cfg.Width, (*bus)(p), t, cfg.Seed)
+	pair, err := cardcheck.New(cardcheck.Config{Width: cfg.Width, QuietCycles: cfg.QuietCycles, Batch: cfg.Batch}, (*pairHost)(p),
+		func(width int, bus cardcheck.Bus) (cardcheck.Device, error) { return nd(width, bus, t, cfg.Seed) })
 	if err != nil {
 		return nil, err
 	}
-	p.dev = dev
+	pair.OnMismatch(func(qpn uint32, err error) {
+		if f := p.fail.Load(); f != nil {
+			(*f)(qpn, err)
+		}
+	})
+	p.pair = pair
 	go p.run()
 	return p, nil
 }
@@ -161,10 +133,10 @@ func (p *Phys) run() {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	t0 := simhost.ThreadCPU()
-	quiet := p.cfg.QuietCycles // idle from the start: wait for an access
+	idle := true // from the start: wait for an access
 	for {
 		var r *busReq
-		if quiet >= p.cfg.QuietCycles {
+		if idle {
 			p.account(t0)
 			select {
 			case r = <-p.reqs:
@@ -181,148 +153,43 @@ func (p *Phys) run() {
 		}
 		if r != nil {
 			p.serve(r)
-			quiet = 0
+			idle = false
 			continue
 		}
-		busy, err := p.dev.Run(p.cfg.Batch)
-		p.cyc.Store(p.dev.Cycles())
-		if err != nil {
-			p.halt(err)
-			quiet = p.cfg.QuietCycles
-			continue
-		}
-		if busy {
-			quiet = 0
-		} else {
-			quiet += p.cfg.Batch
-		}
-		if quiet >= p.cfg.QuietCycles {
-			p.chk.idle()
+		idle = !p.pair.Step()
+		p.cyc.Store(p.pair.Cycles())
+		if idle {
 			p.snapshot()
 		}
 	}
 }
 
-// halt stops the card for good after a simulation error (an AXI protocol
-// violation of the RTL, a library failure).
-func (p *Phys) halt(err error) {
-	if p.runErr == nil {
-		p.runErr = err
-		p.chk.mismatch(&MismatchError{Kind: "simulation", What: err.Error()})
-	}
-}
-
-// simFailed stops the card if err is a failure of the simulation rather
-// than an answer to the access.
-func (p *Phys) simFailed(err error) bool {
-	var se *simError
-	if errors.As(err, &se) {
-		p.halt(se.err)
-		return true
-	}
-	return false
-}
-
-// serve does one BAR0 access on the device and, for a write, on the
-// model, which then runs until idle.
+// serve does one BAR0 access on the pair (a write: on the model, to
+// idle, then on the device).
 func (p *Phys) serve(r *busReq) {
 	defer close(r.done)
-	if p.runErr != nil {
-		r.err = fmt.Errorf("simcard: the simulation stopped: %w", p.runErr)
-		return
+	if r.write {
+		r.err = p.pair.Write32(r.off, r.v)
+		p.snapshot()
+	} else {
+		r.v, r.err = p.pair.Read32(r.off)
 	}
-	if !r.write {
-		r.v, r.err = p.dev.Read32(r.off)
-		if traceOn {
-			trace("%p read %#x = %#x (%v) cycle %d", p, r.off, r.v, r.err, p.dev.Cycles())
-		}
-		p.simFailed(r.err)
-		return
-	}
-	if traceOn {
-		trace("%p write %#x %#x cycle %d", p, r.off, r.v, p.dev.Cycles())
-	}
-	if orderSensitive(r.off, r.v) {
-		p.catchUp()
-	}
-	// The model first, to idle: what it writes is expected before the
-	// device, clocked through the access, can write anything.
-	mv := r.v
-	if r.off == cs.EQDB {
-		mv = r.v&^cs.EQDBCIMask | p.chk.modelEQ&cs.EQDBCIMask
-	}
-	merr := p.model.Write32(r.off, mv)
-	p.chk.snoop(r.off, r.v)
-	p.model.Run()
-	r.err = p.dev.Write32(r.off, r.v)
-	if p.simFailed(r.err) {
-		return
-	}
-	if refused := errors.Is(merr, cardmodel.ErrRefused); refused != (r.err != nil) {
-		qpn := uint32(0)
-		if r.off == cs.QPCmd {
-			qpn = p.chk.stage[cs.QPNum] & cs.QPNumQPNMask
-		}
-		p.chk.mismatch(&MismatchError{QPN: qpn, Kind: "register", Addr: uint64(r.off),
-			What: fmt.Sprintf("write of %#x to %#x: the RTL answered %v, the model %v", r.v, r.off, r.err, merr)})
-	}
-	p.snapshot()
-}
-
-// orderSensitive: a register write whose effect depends on how far the
-// card has got with the work it was given before (a command, the STag
-// table, a lost connection), unlike the doorbells that only hand it more
-// work or room. The model, which runs to idle at every write, takes it
-// after all of that work; the RTL must too, or the two would answer
-// different questions.
-func orderSensitive(off, v uint32) bool {
-	if off < cs.CQDBBase {
-		return true
-	}
-	if off >= cs.QPDBBase && (off-cs.QPDBBase)%cs.QPDBStride == cs.QPDBStream {
-		return v>>cs.QPDBStreamRXLostShift&1 != 0
-	}
-	return false
-}
-
-// catchUp clocks the device until it has written everything the model
-// has, or has been idle for QuietCycles (the checker then reports what is
-// missing).
-func (p *Phys) catchUp() {
-	quiet := 0
-	for !p.chk.quiet() && p.runErr == nil {
-		busy, err := p.dev.Run(p.cfg.Batch)
-		if err != nil {
-			p.halt(err)
-			return
-		}
-		if busy {
-			quiet = 0
-			continue
-		}
-		if quiet += p.cfg.Batch; quiet >= p.cfg.QuietCycles {
-			p.chk.idle()
-			return
-		}
-	}
+	p.cyc.Store(p.pair.Cycles())
 }
 
 func (p *Phys) snapshot() {
+	counts := p.pair.Counts()
 	if t := p.totals; t != nil {
-		now := Totals{Cycles: p.dev.Cycles(), Checked: p.chk.counts.total(), Bytes: p.chk.counts.Bytes, Mismatches: p.chk.counts.Mismatches}
+		now := Totals{Cycles: p.pair.Cycles(), Checked: counts.Total(), Bytes: counts.Bytes, Mismatches: counts.Mismatches}
 		t.cycles.Add(now.Cycles - p.added.Cycles)
 		t.checked.Add(now.Checked - p.added.Checked)
 		t.bytes.Add(now.Bytes - p.added.Bytes)
 		t.mismatches.Add(now.Mismatches - p.added.Mismatches)
 		p.added = now
 	}
+	reported := p.pair.Mismatches()
 	p.statMu.Lock()
-	p.counts.Checked = make(map[string]uint64, len(p.chk.counts.Checked))
-	for k, v := range p.chk.counts.Checked {
-		p.counts.Checked[k] = v
-	}
-	p.counts.Bytes, p.counts.Loose, p.counts.Mismatches, p.counts.Unchecked = p.chk.counts.Bytes, p.chk.counts.Loose, p.chk.counts.Mismatches, p.chk.counts.Unchecked
-	p.reported = append(p.reported[:0], p.chk.reported...)
+	p.counts, p.reported = counts, reported
 	p.statMu.Unlock()
 }
 
@@ -360,18 +227,6 @@ func (p *Phys) Mismatches() []*MismatchError {
 	return append([]*MismatchError(nil), p.reported...)
 }
 
-// Total is the number of the RTL's DMA writes found equal to the
-// model's.
-func (c Counts) Total() uint64 { return c.total() }
-
-func (c *Counts) total() uint64 {
-	var n uint64
-	for _, v := range c.Checked {
-		n += v
-	}
-	return n
-}
-
 func (p *Phys) access(r *busReq) error {
 	r.done = make(chan struct{})
 	select {
@@ -388,7 +243,7 @@ func (p *Phys) Regs() driver.Regs { return driver.Split64{Regs32: (*bar)(p)} }
 
 // Describe says what runs where.
 func (p *Phys) Describe() string {
-	return p.dev.Describe() + ", on its own thread, with host memory behind an IOMMU model; the card model (host/driver/cardmodel) checks every DMA write"
+	return p.pair.Device().Describe() + ", on its own thread, with host memory behind an IOMMU model; the card model (host/driver/cardmodel) checks every DMA write"
 }
 
 // Close stops the card's goroutine and frees the device.
@@ -400,7 +255,7 @@ func (p *Phys) Close() error {
 		close(p.stop)
 	}
 	<-p.done
-	p.dev.Close()
+	p.pair.Close()
 	p.Clear()
 	return nil
 }
@@ -423,40 +278,16 @@ func (b *bar) Write32(off, v uint32) error {
 	return nil
 }
 
-// bus is the device's side of the host: its DMA writes are checked
-// against the model's before they reach memory; its interrupts are the
-// embedded Host's.
-type bus Phys
+// pairHost is the host as the checked pair sees it: the embedded Host
+// (DMA through the IOMMU model, interrupts), which the model reads through
+// too.
+type pairHost Phys
 
-func (b *bus) ReadMem(addr uint64, p []byte) error {
-	err := b.Host.ReadMem(addr, p)
-	if traceOn {
-		trace("%p RTL read %#x %d bytes (%v)", b, addr, len(p), err)
-	}
+func (h *pairHost) ReadMem(addr uint64, p []byte) error      { return h.Host.ReadMem(addr, p) }
+func (h *pairHost) WriteMem(addr uint64, p []byte) error     { return h.Host.WriteMem(addr, p) }
+func (h *pairHost) Interrupt(v int)                          { h.Host.Interrupt(v) }
+func (h *pairHost) ModelReadMem(addr uint64, p []byte) error { return h.Host.ReadMem(addr, p) }
+func (h *pairHost) Reachable(addr uint64, n int) error {
+	_, err := h.Lookup(addr, n)
 	return err
 }
-
-func (b *bus) WriteMem(addr uint64, p []byte) error {
-	if traceOn {
-		trace("%p RTL write %#x %d bytes %x", b, addr, len(p), p[:min(len(p), 32)])
-	}
-	if _, err := b.Lookup(addr, len(p)); err != nil {
-		return err // the IOMMU refuses it; the card reports a DMA fault (and the model did too)
-	}
-	if w := b.chk.write(addr, p); w != nil {
-		return b.Host.WriteMem(addr, w)
-	}
-	return nil
-}
-
-// modelHost is the model's side of the host: it reads host memory
-// through the same IOMMU (the embedded Host's ReadMem), and its writes go
-// to the checker (Observe) only.
-type modelHost Phys
-
-func (h *modelHost) WriteMem(addr uint64, p []byte) error {
-	_, err := h.Lookup(addr, len(p))
-	return err
-}
-
-func (h *modelHost) Interrupt(int) {}

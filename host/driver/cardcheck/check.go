@@ -1,4 +1,4 @@
-package simcard
+package cardcheck
 
 import (
 	"bytes"
@@ -9,13 +9,12 @@ import (
 
 	"github.com/openiwarp/openiwarp/host/driver/cardmodel"
 	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
-	"github.com/openiwarp/openiwarp/host/driver/simhost"
 )
 
 // ErrMismatch is wrapped by every *MismatchError: the card (RTL) did
 // something its transaction-level model did not, or left undone something
 // the model did.
-var ErrMismatch = errors.New("simcard: the card disagrees with its model")
+var ErrMismatch = errors.New("cardcheck: the card disagrees with its model")
 
 // MismatchError names the transaction on which the RTL card and the card
 // model disagreed.
@@ -33,12 +32,12 @@ func (e *MismatchError) Error() string {
 	if e.QPN != 0 {
 		who = fmt.Sprintf("QP %d", e.QPN)
 	}
-	s := fmt.Sprintf("simcard: %s write at %#x for %s: %s", e.Kind, e.Addr, who, e.What)
+	s := fmt.Sprintf("cardcheck: %s write at %#x for %s: %s", e.Kind, e.Addr, who, e.What)
 	if e.Addr == 0 {
-		s = fmt.Sprintf("simcard: %s write for %s: %s", e.Kind, who, e.What)
+		s = fmt.Sprintf("cardcheck: %s write for %s: %s", e.Kind, who, e.What)
 	}
 	if e.Kind == "register" {
-		s = fmt.Sprintf("simcard: register access for %s: %s", who, e.What)
+		s = fmt.Sprintf("cardcheck: register access for %s: %s", who, e.What)
 	}
 	if e.Want != nil {
 		s += fmt.Sprintf("; model: %s", hexShort(e.Want))
@@ -112,8 +111,7 @@ type statHist struct {
 // reaches host memory. Not safe for concurrent use: the card's goroutine
 // owns it.
 type checker struct {
-	model *cardmodel.Card
-	mem   *simhost.Space
+	reach func(addr uint64, n int) error // nil if the card's DMA may write there
 	fail  func(qpn uint32, err error)
 
 	seq    uint64
@@ -144,8 +142,8 @@ type checker struct {
 
 const maxReported = 64
 
-func newChecker(mem *simhost.Space) *checker {
-	c := &checker{mem: mem, counts: Counts{Checked: map[string]uint64{}}}
+func newChecker(reach func(addr uint64, n int) error) *checker {
+	c := &checker{reach: reach, counts: Counts{Checked: map[string]uint64{}}}
 	c.reset()
 	return c
 }
@@ -258,7 +256,7 @@ func (c *checker) expect(w cardmodel.DMAWrite) {
 	if traceOn {
 		trace("%p model %v write QP %d %#x %d bytes %x", c, w.Kind, w.QPN, w.Addr, len(w.Data), w.Data[:min(len(w.Data), 32)])
 	}
-	if _, err := c.mem.Lookup(w.Addr, len(w.Data)); err != nil {
+	if err := c.reach(w.Addr, len(w.Data)); err != nil {
 		return // the IOMMU refuses it: the model reports a DMA fault, and so must the RTL
 	}
 	if w.QPN != 0 && c.failed[w.QPN] {

@@ -1,4 +1,4 @@
-package simcard
+package cardcheck
 
 import (
 	"math/rand/v2"
@@ -20,7 +20,7 @@ func TestCheckerDataPieces(t *testing.T) {
 	buf := make([]byte, 3*4096)
 	m, err := mem.Map(buf)
 	require.NoError(t, err)
-	c := newChecker(mem)
+	c := newChecker(func(a uint64, n int) error { _, err := mem.Lookup(a, n); return err })
 	var reported []error
 	c.fail = func(_ uint32, err error) { reported = append(reported, err) }
 	want := make([]byte, len(buf))
