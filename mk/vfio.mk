@@ -6,7 +6,9 @@
 # (a fake QEMU over a socketpair, the driver over it), then TestCardInSlot
 # boots a guest with four cards served by test/cardserve and runs the card's
 # driver there through VFIO's no-IOMMU mode, the verbs suite included
-# (127-153 s more). The full log
+# (127-153 s more); two more slots hold the Verilated card (cardserve.RTL,
+# checked by the card model; hw-sim-libs builds its library), which runs
+# what the all-RTL card serves today (about 3.5 min more). The full log
 # goes to build/vfio-test.log, the guests' consoles to build/vfio/.
 
 # What the guests need (test/guest boots them): QEMU with VT-d and edu, busybox,

@@ -26,11 +26,12 @@
 // What is served sits behind Card: a register bus (Read32 and Write32 that
 // complete the access before they return), Step to advance the card's own
 // work, and the Host callbacks (DMA reads and writes, interrupts) the card
-// is created with. Today the only card served is the card's transaction-level
-// golden model (host/driver/cardmodel, Model); the Verilated iwcard, whose
-// RTL does not exist yet, is meant to drop in behind the same interface
-// (Read32 and Write32 clocking the AXI4-Lite port until the response, Step
-// clocking a batch of cycles).
+// is created with. Two cards are served: the card's transaction-level
+// golden model (host/driver/cardmodel, Model), and the Verilated card top
+// iwcard_w64/512 (RTL: Read32 and Write32 clock the AXI4-Lite port until
+// the response, Step clocks a batch of cycles), with the model beside it
+// checking every DMA write (host/driver/cardcheck, the check the sim card
+// runs). RTL needs cgo and the library make hw-sim-libs builds.
 //
 // cmd/cardserve is the command around this package; test/vfio boots a guest
 // with the card in a slot and runs the driver there.

@@ -17,9 +17,9 @@ import (
 	"github.com/openiwarp/openiwarp/test/cardserve/slotcheck"
 )
 
-func newRTLServer(t testing.TB) (*cardserve.Server, *reports) {
+func newRTLServer(t testing.TB, width int) (*cardserve.Server, *reports) {
 	r := &reports{}
-	s, err := cardserve.New(cardserve.Config{Card: cardserve.RTL(64), Report: r.add})
+	s, err := cardserve.New(cardserve.Config{Card: cardserve.RTL(width), Report: r.add})
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s, r
@@ -29,7 +29,7 @@ func newRTLServer(t testing.TB) (*cardserve.Server, *reports) {
 // error response read as all ones, and DEVICE_RESET a fresh card (a new
 // simulation).
 func TestRTLRegisters(t *testing.T) {
-	s, rep := newRTLServer(t)
+	s, rep := newRTLServer(t, 64)
 	q := newFakeQEMU(t, s, true)
 	assert.EqualValues(t, cardID, q.barRead(cardspec.ID, 4), "ID")
 	assert.EqualValues(t, cardspec.InterfaceVersion, q.barRead(cardspec.Version, 4), "VERSION")
@@ -54,7 +54,7 @@ func TestRTLRegisters(t *testing.T) {
 // do (today: the RTL writes no TX_DATA events, so the Send's bytes never
 // leave). It never hangs and never completes with bytes it did not move.
 func TestRTLDriverOverProxy(t *testing.T) {
-	s, rep := newRTLServer(t)
+	s, rep := newRTLServer(t, 64)
 	q := newFakeQEMU(t, s, false)
 	p := newFakePhys(q)
 	dev := openFake(t, p)
@@ -126,23 +126,32 @@ wait:
 	t.Logf("NOT DONE: a Send on the RTL card: %v (the model's check: %v)", err, me)
 }
 
-// BenchmarkRTLRegisterRead is BenchmarkRegisterRead on the Verilated card:
-// the proxy message, an AXI4-Lite read clocked until its response, and the
-// wait for the bus while the card's goroutine clocks its quiet period.
+// BenchmarkRTLRegisterRead is BenchmarkRegisterRead on the Verilated card
+// at each width: the proxy message, an AXI4-Lite read clocked until its
+// response, and the wait for the bus while the card's goroutine clocks
+// its quiet period.
 func BenchmarkRTLRegisterRead(b *testing.B) {
-	s, _ := newRTLServer(b)
-	q := newFakeQEMU(b, s, true)
-	for b.Loop() {
-		q.barRead(cardspec.Scratch, 4)
+	for _, w := range []int{64, 512} {
+		b.Run(fmt.Sprintf("w%d", w), func(b *testing.B) {
+			s, _ := newRTLServer(b, w)
+			q := newFakeQEMU(b, s, true)
+			for b.Loop() {
+				q.barRead(cardspec.Scratch, 4)
+			}
+		})
 	}
 }
 
 // BenchmarkRTLRegisterWrite is one BAR0 write on the Verilated card (the
 // model beside it takes the write too).
 func BenchmarkRTLRegisterWrite(b *testing.B) {
-	s, _ := newRTLServer(b)
-	q := newFakeQEMU(b, s, true)
-	for b.Loop() {
-		q.barWrite(cardspec.Scratch, 1, 4)
+	for _, w := range []int{64, 512} {
+		b.Run(fmt.Sprintf("w%d", w), func(b *testing.B) {
+			s, _ := newRTLServer(b, w)
+			q := newFakeQEMU(b, s, true)
+			for b.Loop() {
+				q.barWrite(cardspec.Scratch, 1, 4)
+			}
+		})
 	}
 }
