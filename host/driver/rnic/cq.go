@@ -374,8 +374,12 @@ func (c *Card) announce() {
 // poke wakes the waiters if a completion is there for them: the bridge
 // and the posting goroutine call it after a doorbell whose first steps of
 // the card may have written one, so that the waiter does not wait for
-// the event goroutine's CQ_NOTIFY.
+// the event goroutine's CQ_NOTIFY. A card that announces its completions
+// (driver.Announcer) has woken them already.
 func (q *cq) poke() {
+	if q.c.announced {
+		return
+	}
 	q.mu.Lock()
 	if q.waiters > 0 && !q.gone {
 		if _, ok := q.entry(q.ci); ok {
