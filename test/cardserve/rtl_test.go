@@ -53,8 +53,15 @@ func TestRTLRegisters(t *testing.T) {
 // bytes at the other end, or the model's check names what the RTL did not
 // do (today: the RTL writes no TX_DATA events, so the Send's bytes never
 // leave). It never hangs and never completes with bytes it did not move.
+// At both data path widths.
 func TestRTLDriverOverProxy(t *testing.T) {
-	s, rep := newRTLServer(t, 64)
+	for _, w := range []int{64, 512} {
+		t.Run(fmt.Sprintf("w%d", w), func(t *testing.T) { rtlDriverOverProxy(t, w) })
+	}
+}
+
+func rtlDriverOverProxy(t *testing.T, width int) {
+	s, rep := newRTLServer(t, width)
 	q := newFakeQEMU(t, s, false)
 	p := newFakePhys(q)
 	dev := openFake(t, p)
