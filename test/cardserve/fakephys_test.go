@@ -21,6 +21,8 @@ type fakePhys struct {
 	next, high uint64 // bump allocators: DMA memory (top half), buffers (bottom half)
 	live       map[uint64]int
 	poisoned   map[*byte]bool // Map says these are at fakeHole
+	holeAlloc  int            // Alloc says its holeAlloc-th buffer (from 1) is at fakeHole
+	allocs     int
 }
 
 // fakeHole is a guest-physical address in the hole below 4 GiB.
@@ -106,6 +108,9 @@ func (d fakeDMA) Alloc(n int) (*driver.Buffer, error) {
 	b := p.q.ram[off : off+uint64(n) : off+uint64(n)]
 	clear(b)
 	iova := p.q.gpa(off)
+	if p.allocs++; p.allocs == p.holeAlloc {
+		iova = fakeHole
+	}
 	p.live[iova] = n
 	return &driver.Buffer{Bytes: b, IOVA: iova}, nil
 }
