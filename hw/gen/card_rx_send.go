@@ -74,7 +74,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	iValid := m.Output("m_inv_valid", 1, "invalidate an STag (placement s_inv)")
 	iReady := m.Input("m_inv_ready", 1, "")
 	iIndex := m.Output("m_inv_index", 24, "the STag's index")
-	cValid := m.Output("m_cpl_valid", 1, "a receive completion (card_cq s_cpl1)")
+	cValid := m.Output("m_cpl_valid", 1, "a receive completion (card_stat s_rc, which writes RQ_CI and passes it on to card_cq)")
 	cReady := m.Input("m_cpl_ready", 1, "")
 	cCQ := m.Output("m_cpl_cq", 10, "")
 	cQPN := m.Output("m_cpl_qpn", 16, "")
@@ -88,6 +88,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	cTL := m.Output("m_cpl_term_layer", 4, "0: receive completions are not caused by a Terminate")
 	cTT := m.Output("m_cpl_term_type", 4, "")
 	cTC := m.Output("m_cpl_term_code", 8, "")
+	cRQCI := m.Output("m_cpl_rq_ci", 16, "the QP's RQ_CI past the completed WQE (its status record)")
 	tValid := m.Output("m_rxterm_valid", 1, "an untagged segment failed a receive check: the QP's receive path stops (provisional record; the Terminate, event and flush are not built yet)")
 	tReady := m.Input("m_rxterm_ready", 1, "")
 	tQP := m.Output("m_rxterm_qp", QB, "")
@@ -470,6 +471,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Assign(cTL, C(4, 0))
 	m.Assign(cTT, C(4, 0))
 	m.Assign(cTC, C(8, 0))
+	m.Assign(cRQCI, gate(cplV, Add(ci, zext(bbs, 16)))) // the completion comes before sStore moves RQ_CI past the WQE
 	m.Assign(iValid, in(sInv))
 	m.Assign(iIndex, gate(in(sInv), Bits(invSTag, 31, 8)))
 	// Error record.

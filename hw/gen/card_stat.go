@@ -7,14 +7,25 @@ import (
 
 // Sizes of card_stat.
 const (
-	cardStatQPBits = 10 // QP numbers
-	cardStatBytes  = 32 // a QP status record (docs/card.md QPSTAT)
-	cardStatPend   = 4  // status writes awaiting their response
-	cardStatCtx    = 84 // per QP: TXS_PI, RXS_CI, SQ_CI, STATE
+	cardStatQPBits = 10  // QP numbers
+	cardStatBytes  = 32  // a QP status record (docs/card.md QPSTAT)
+	cardStatPend   = 8   // status writes and events awaiting their turn
+	cardStatCtx    = 185 // per QP: TXS_PI, RXS_CI, SQ_CI, STATE, TXS_CI, ARM_TX, ARM_RX, TX_CLOSED, RQ_CI, SQ_PI, RXS_PI, RX_FIN, stream ended
+)
+
+// Events card_stat writes (EQE_TYPE values, docs/card.md), and its code for
+// each in a pending entry.
+const (
+	cardStatEvTXData    = 2 // TX_DATA
+	cardStatEvRXSpace   = 3 // RX_SPACE
+	cardStatEvQPClosed  = 4 // QP_CLOSED
+	cardStatEvStreamEnd = 5 // STREAM_END
+	cardStatEvQPError   = 8 // QP_ERROR (INFO QP_ERR_HOST)
 )
 
 // CardStat builds card_stat_w<width>: the writer of the QP status records
-// (docs/card.md QPSTAT), between the engines and card_cq.
+// (docs/card.md QPSTAT) and of the stream events TX_DATA and RX_SPACE,
+// between the engines and card_cq.
 func CardStat(width int) (*Module, error) {
 	W := width
 	if W != 64 && W != 512 {
@@ -26,18 +37,24 @@ func CardStat(width int) (*Module, error) {
 		return nil, err
 	}
 	QB := cardStatQPBits
-	m := NewModule(fmt.Sprintf("card_stat_w%d", W), "docs/card.md (QPSTAT, QPSTAT_BASE), docs/card-model.md (WriteStatus)",
-		fmt.Sprintf("The QP status records, %d-bit DMA: per QP the values the driver reads from its status record (TXS_PI, RXS_CI, SQ_CI, STATE; %d bits of block RAM for %d QPs), updated by QP_CMD CREATE (all zero, state RTS), card_tx's records (s_tx: SQ_CI and TXS_PI after each WQE) and card_rx's RXS_CI records (s_rx); each update writes the QP's whole 32-byte record at QPSTAT_BASE + 32 x QPN with one DMA write through a dma_wr.", W, cardStatCtx, 1<<QB),
-		fmt.Sprintf("Ordering: a transmit record that carries a CQE (s_tx_cqe) is passed on to card_cq (m_cpl) only once the status write it caused has its write response, so the driver never sees a CQE before the status record that publishes its SQ_CI and TXS_PI (the card model writes the record before the CQE). Up to %d status writes may await their response; the writes of one QP go out in the order of their updates (dma_wr keeps order), so the latest values win.", cardStatPend),
-		"Updates are serial (one every 3 cycles at most plus the data beats: a read of the context, its write-back and the DMA request, then the 32 bytes), QP commands first, then transmit and receive records alternately. Not yet: RQ_CI (no receive WQEs yet), the states CLOSING, CLOSED and ERROR and TX_CLOSED (no QP command but CREATE is served by the engines), coalescing of updates.")
+	m := NewModule(fmt.Sprintf("card_stat_w%d", W), "docs/card.md (QPSTAT, QPSTAT_BASE, QP_DB.STREAM, EQE_TYPE), docs/card-model.md (WriteStatus; host/driver/cardmodel qp.go step, stream, rx.go consume)",
+		fmt.Sprintf("The QP status records and the QP's stream and state events, %d-bit DMA: per QP the values the driver reads from its status record (TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED) and what the stream events need (TXS_CI, ARM_TX, ARM_RX); %d bits of block RAM for %d QPs. Updated by QP_CMD CREATE (all zero, state RTS), CLOSE (a QP in RTS: CLOSING until SQ_CI reaches SQ_PI, then CLOSED with TX_CLOSED and a QP_CLOSED event), ERROR (a QP in RTS, CLOSING or CLOSED goes to ERROR with TX_CLOSED, and a QP_ERROR event with INFO HOST), DESTROY (a QP in CLOSED or ERROR goes back to RESET, nothing written), card_tx's records (s_tx: SQ_CI and TXS_PI after each WQE), card_rx's RXS_CI records (s_rx), card_rx's receive completions (s_rc: RQ_CI, and the CQE passed on) and the doorbells SQ_PI and PUSH (SQ_PI, for CLOSE), TXS_CI, RXS_PI and STREAM (s_db: ARM_TX, ARM_RX, RX_FIN; RX_LOST puts a live QP in ERROR with TX_CLOSED and a QP_ERROR event with INFO LLP_LOST). Each record update writes the QP's whole 32-byte record at QPSTAT_BASE + 32 x QPN with one DMA write through a dma_wr.", W, cardStatCtx, 1<<QB),
+		"Events, as the card model gives them: TX_DATA once ARM_TX is set and TXS_PI differs from TXS_CI (checked at each transmit record, TXS_CI doorbell and STREAM doorbell; the arm is then spent); RX_SPACE at the first RXS_CI record after ARM_RX (spent); QP_ERROR with ERROR's or RX_LOST's record; QP_CLOSED with CLOSED's record; STREAM_END once RX_FIN is set and RXS_CI reaches RXS_PI (card_rx reports RXS_CI at FPDU boundaries) in a QP not in error. One event per update: QP_ERROR, QP_CLOSED or STREAM_END go first and a TX_DATA or RX_SPACE of the same update keeps its arm for the next.",
+		fmt.Sprintf("Ordering: a completion (s_tx_cqe) or event is passed on (m_cpl to card_cq's completion port, m_ev to its event port) only once every status write taken before it has its write response, so the driver never sees a CQE or an event before the status record that publishes its indices (the card model writes the record first). Up to %d entries (status writes and events without a write) wait in order; the writes of one QP go out in the order of their updates (dma_wr keeps order), so the latest values win.", cardStatPend),
+		"Updates are serial (a context read, its write-back and, for a record, the DMA request and the 32 bytes), QP commands first, then doorbells, then transmit and receive-side records alternately (RXS_CI records and receive completions alternately among the latter). Not yet: STREAM_CUT (a partial FPDU left at RX_FIN: card_rx's), the flush of outstanding Reads at STREAM_END (card_tx's), coalescing of updates.")
 	clk := m.Clock()
 	rst := m.ResetPort()
 	cmdValid := m.Input("qp_cmd_valid", 1, "QP command (card_regs, forked by the top)")
 	cmdReady := m.Output("qp_cmd_ready", 1, "")
-	cmdOp := m.Input("qp_cmd_op", 4, "QP_OP: CREATE (1) resets the record and writes it; the others are taken without effect")
+	cmdOp := m.Input("qp_cmd_op", 4, "QP_OP: CREATE (1), CLOSE (2), ERROR (3), DESTROY (4)")
 	cmdQPN := m.Input("qp_num_qpn", 16, "")
 	baseLo := m.Input("qpstat_base_lo", 32, "QPSTAT_BASE (32-byte aligned)")
 	baseHi := m.Input("qpstat_base_hi", 32, "")
+	dbValid := m.Input("s_db_valid", 1, "doorbell (card_regs m_db, forked by the top): SQ_PI, TXS_CI, RXS_PI, STREAM and PUSH act, other kinds are taken without effect")
+	dbReady := m.Output("s_db_ready", 1, "")
+	dbKind := m.Input("s_db_kind", 3, "DB_KIND")
+	dbIndex := m.Input("s_db_index", QB, "QP number")
+	dbValue := m.Input("s_db_value", 32, "the register's value as written")
 	txValid := m.Input("s_tx_valid", 1, "card_tx's record (m_cpl)")
 	txReady := m.Output("s_tx_ready", 1, "")
 	txQPN := m.Input("s_tx_qpn", QB, "")
@@ -53,6 +70,18 @@ func CardStat(width int) (*Module, error) {
 	rxReady := m.Output("s_rx_ready", 1, "")
 	rxQPN := m.Input("s_rx_qpn", QB, "")
 	rxCI := m.Input("s_rx_rxs_ci", 32, "")
+	rcValid := m.Input("s_rc_valid", 1, "card_rx's receive completion (m_cpl) with its RQ_CI")
+	rcReady := m.Output("s_rc_ready", 1, "")
+	rcQPN := m.Input("s_rc_qpn", 16, "")
+	rcRQCI := m.Input("s_rc_rq_ci", 16, "RQ_CI past the completed WQE")
+	rcCQ := m.Input("s_rc_cq", QB, "")
+	rcWRID := m.Input("s_rc_wr_id", 64, "")
+	rcOpc := m.Input("s_rc_opcode", 8, "")
+	rcStatus := m.Input("s_rc_status", 8, "")
+	rcLen := m.Input("s_rc_byte_len", 32, "")
+	rcInv := m.Input("s_rc_inv_stag", 32, "")
+	rcSol := m.Input("s_rc_solicited", 1, "")
+	rcInvd := m.Input("s_rc_invalidated", 1, "")
 	cplValid := m.Output("m_cpl_valid", 1, "a completion for card_cq, after its status write")
 	cplReady := m.Input("m_cpl_ready", 1, "")
 	cplCQ := m.Output("m_cpl_cq", QB, "")
@@ -61,6 +90,14 @@ func CardStat(width int) (*Module, error) {
 	cplOpc := m.Output("m_cpl_opcode", 8, "")
 	cplStatus := m.Output("m_cpl_status", 8, "")
 	cplLen := m.Output("m_cpl_byte_len", 32, "")
+	cplInv := m.Output("m_cpl_inv_stag", 32, "")
+	cplSol := m.Output("m_cpl_solicited", 1, "")
+	cplInvd := m.Output("m_cpl_invalidated", 1, "")
+	evValid := m.Output("m_ev_valid", 1, "an event for card_cq, after the status writes taken before it")
+	evReady := m.Input("m_ev_ready", 1, "")
+	evType := m.Output("m_ev_type", 8, "EQE_TYPE: TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END or QP_ERROR")
+	evQPN := m.Output("m_ev_qpn", QB, "OBJ: the QP")
+	evInfo := m.Output("m_ev_info", 32, "INFO: QP_ERR_HOST or QP_ERR_LLP_LOST for QP_ERROR, else 0")
 	fault := m.Output("m_fault", 1, "a status write got an error response (pulse)")
 	var unused []Expr
 
@@ -73,51 +110,132 @@ func CardStat(width int) (*Module, error) {
 	)
 	st := m.RegDecl("fsm", 2, "idle, read, request, data")
 	in := func(s int) Expr { return Eq(st, C(2, uint64(s))) }
-	pendCnt := m.RegDecl("pend_count", 3, "status writes awaiting their response")
-	room := m.WireOf("pend_room", Lt(pendCnt, C(3, cardStatPend)), "")
+	PB := log2(cardStatPend)
+	pendCnt := m.RegDecl("pend_count", PB+1, "entries waiting (status writes and events)")
+	room := m.WireOf("pend_room", Lt(pendCnt, C(PB+1, cardStatPend)), "")
 	turn := m.RegDecl("rr_rx", 1, "the receive side goes first next time")
 	free := m.WireOf("free", And(in(stIdle), room), "an update can be taken")
 	takeCmd := m.WireOf("take_cmd", And(free, cmdValid), "")
-	txFirst := m.WireOf("tx_first", Or(Not(turn), Not(rxValid)), "")
-	takeTx := m.WireOf("take_tx", And(free, Not(cmdValid), txValid, txFirst), "")
-	takeRx := m.WireOf("take_rx", And(free, Not(cmdValid), rxValid, Not(And(txValid, txFirst))), "")
+	takeDb := m.WireOf("take_db", And(free, Not(cmdValid), dbValid), "")
+	other := m.WireOf("free_rec", And(free, Not(cmdValid), Not(dbValid)), "")
+	// Records round robin: after a transmit record the receive side's
+	// come first, after those the transmit side's.
+	rxSide := m.WireOf("rx_side_valid", Or(rxValid, rcValid), "")
+	txFirst := m.WireOf("tx_first", Or(Not(turn), Not(rxSide)), "")
+	takeTx := m.WireOf("take_tx", And(other, txValid, txFirst), "")
+	takeRxSide := m.WireOf("take_rx_side", And(other, rxSide, Not(And(txValid, txFirst))), "")
+	rcTurn := m.RegDecl("rr_rc", 1, "a receive completion goes before an RXS_CI record next time")
+	takeRc := m.WireOf("take_rc", And(takeRxSide, rcValid, Or(rcTurn, Not(rxValid))), "")
+	takeRx := m.WireOf("take_rx", And(takeRxSide, Not(takeRc)), "")
 	m.Assign(cmdReady, takeCmd)
+	m.Assign(dbReady, takeDb)
 	m.Assign(txReady, takeTx)
 	m.Assign(rxReady, takeRx)
-	m.Drive(turn, big.NewInt(0), takeTx, Or(takeTx, takeRx))
-	take := m.WireOf("take", Or(takeCmd, takeTx, takeRx), "")
-	create := m.WireOf("take_create", And(takeCmd, Eq(cmdOp, C(4, 1))), "")
-	doUpd := m.WireOf("take_update", Or(create, takeTx, takeRx), "an update that writes a record")
-	unused = append(unused, Bits(cmdQPN, 15, QB))
+	m.Assign(rcReady, takeRc)
+	m.Drive(turn, big.NewInt(0), takeTx, Or(takeTx, takeRxSide))
+	m.Drive(rcTurn, big.NewInt(0), takeRx, Or(takeRx, takeRc))
+	take := m.WireOf("take", Or(takeCmd, takeDb, takeTx, takeRxSide), "")
+	cmdActs := m.WireOf("take_cmd_acts", And(takeCmd, Or(Eq(cmdOp, C(4, 1)), Eq(cmdOp, C(4, 2)), Eq(cmdOp, C(4, 3)), Eq(cmdOp, C(4, 4)))), "CREATE, CLOSE, ERROR, DESTROY")
+	dbActs := m.WireOf("take_db_acts", And(takeDb, Or(Eq(dbKind, C(3, 1)), Eq(dbKind, C(3, 3)), Eq(dbKind, C(3, 4)), Eq(dbKind, C(3, 5)), Eq(dbKind, C(3, 6)))), "SQ_PI, TXS_CI, RXS_PI, STREAM, PUSH")
+	doCtx := m.WireOf("take_ctx", Or(cmdActs, dbActs, takeTx, takeRxSide), "an update that reads and writes the context")
+	unused = append(unused, Bits(cmdQPN, 15, QB), Bits(rcQPN, 15, QB))
 
-	// The operation being served.
-	takeQPN := Sel(takeCmd, Bits(cmdQPN, QB-1, 0), Sel(takeTx, txQPN, rxQPN))
+	// The operation being served: 0 CREATE, 1 transmit record, 2 receive
+	// record, 3 TXS_CI, 4 STREAM, 5 ERROR, 6 DESTROY, 7 receive completion,
+	// 8 CLOSE, 9 SQ_PI, 10 PUSH, 11 RXS_PI.
+	const (
+		kCreate = iota
+		kTx
+		kRx
+		kTXSCI
+		kStream
+		kError
+		kDestroy
+		kRc
+		kClose
+		kSQPI
+		kPush
+		kRXSPI
+	)
+	cmdKind := Sel(Eq(cmdOp, C(4, 1)), C(4, kCreate), Sel(Eq(cmdOp, C(4, 2)), C(4, kClose), Sel(Eq(cmdOp, C(4, 3)), C(4, kError), C(4, kDestroy))))
+	dbK := Sel(Eq(dbKind, C(3, 3)), C(4, kTXSCI), Sel(Eq(dbKind, C(3, 5)), C(4, kStream), Sel(Eq(dbKind, C(3, 1)), C(4, kSQPI), Sel(Eq(dbKind, C(3, 4)), C(4, kRXSPI), C(4, kPush)))))
+	takeQPN := Sel(takeCmd, Bits(cmdQPN, QB-1, 0), Sel(takeDb, dbIndex, Sel(takeTx, txQPN, Sel(takeRc, Bits(rcQPN, QB-1, 0), rxQPN))))
 	opQPN := m.Reg("op_qpn", QB, nil, takeQPN, take, "")
-	opKind := m.Reg("op_kind", 2, nil, Sel(takeCmd, C(2, 0), Sel(takeTx, C(2, 1), C(2, 2))), take, "0 create, 1 transmit, 2 receive")
-	opV1 := m.Reg("op_v1", 32, nil, Sel(takeTx, txPI, rxCI), take, "TXS_PI or RXS_CI")
-	opSQCI := m.Reg("op_sq_ci", 16, nil, txSQCI, take, "")
-	cplW := QB + QB + 64 + 8 + 8 + 32 + 1
-	opCpl := m.Reg("op_cpl", cplW, nil, Cat(And(takeTx, txCQE), txCQ, txQPN, txWRID, txOpc, txStatus, txLen), take, "the completion to pass on, bit 0 of the top: has one")
+	opKind := m.Reg("op_kind", 4, nil, Sel(takeCmd, cmdKind, Sel(takeDb, dbK, Sel(takeTx, C(4, kTx), Sel(takeRc, C(4, kRc), C(4, kRx))))), take, "")
+	opV1 := m.Reg("op_v1", 32, nil, Sel(takeDb, dbValue, Sel(takeTx, txPI, rxCI)), take, "TXS_PI, RXS_CI or the doorbell's value")
+	opSQCI := m.Reg("op_sq_ci", 16, nil, Sel(takeTx, txSQCI, rcRQCI), take, "SQ_CI or RQ_CI")
+	// The completion: {has one, invalidated, solicited, inv_stag, cq, qpn,
+	// wr_id, opcode, status, byte_len}.
+	cplW := QB + QB + 64 + 8 + 8 + 32 + 32 + 1 + 1 + 1
+	opCpl := m.Reg("op_cpl", cplW, nil, Sel(takeTx,
+		Cat(txCQE, C(34, 0), txCQ, txQPN, txWRID, txOpc, txStatus, txLen),
+		Cat(takeRc, rcInvd, rcSol, rcInv, rcCQ, Bits(rcQPN, QB-1, 0), rcWRID, rcOpc, rcStatus, rcLen)), take, "the completion to pass on, the top bit: has one")
 	reqTake := m.Wire("req_take", 1, "dma_wr took the request")
 	dataDone := m.Wire("data_done", 1, "dma_wr took the last beat")
-	m.Drive(st, big.NewInt(stIdle), Sel(doUpd, C(2, stRead), Sel(in(stRead), C(2, stReq), Sel(in(stReq), C(2, stData), C(2, stIdle)))),
-		Or(doUpd, in(stRead), reqTake, dataDone))
 
-	// Context RAM: {state 4, SQ_CI 16, RXS_CI 32, TXS_PI 32}.
+	// Context RAM: {RQ_CI 16, TX_CLOSED, ARM_RX, ARM_TX, TXS_CI 32, STATE 4,
+	// SQ_CI 16, RXS_CI 32, TXS_PI 32}.
 	ctxW := cardStatCtx
 	wrData := m.Wire("ctx_wr_data", ctxW, "")
-	ctx := m.Mem("ctx", ctxW, 1<<QB, in(stRead), opQPN, wrData, doUpd, takeQPN, "per QP status values")
-	isCreate := m.WireOf("op_create", Eq(opKind, C(2, 0)), "")
-	isTx := m.WireOf("op_tx", Eq(opKind, C(2, 1)), "")
-	oldPI, oldCI := Bits(ctx, 31, 0), Bits(ctx, 63, 32)
-	oldSQ, oldSt := Bits(ctx, 79, 64), Bits(ctx, 83, 80)
-	newPI := Sel(isCreate, C(32, 0), Sel(isTx, opV1, oldPI))
-	newCI := Sel(isCreate, C(32, 0), Sel(isTx, oldCI, opV1))
-	newSQ := Sel(isCreate, C(16, 0), Sel(isTx, opSQCI, oldSQ))
-	newSt := Sel(isCreate, C(4, 1), oldSt) // QP_STATE RTS
-	m.Assign(wrData, Cat(newSt, newSQ, newCI, newPI))
-	rec := m.Reg("rec", 128, nil, Cat(C(28, 0), Bits(wrData, 83, 80), C(16, 0), Bits(wrData, 79, 0)), in(stRead),
-		"the record's first 16 bytes (the rest is zero): TXS_PI, RXS_CI, SQ_CI, RQ_CI 0, STATE, TX_CLOSED 0")
+	ctx := m.Mem("ctx", ctxW, 1<<QB, in(stRead), opQPN, wrData, doCtx, takeQPN, "per QP status and stream-event values")
+	isK := func(k int) Expr { return Eq(opKind, C(4, uint64(k))) }
+	oldPI := m.WireOf("old_txs_pi", Bits(ctx, 31, 0), "")
+	oldCI := m.WireOf("old_rxs_ci", Bits(ctx, 63, 32), "")
+	oldSQ := m.WireOf("old_sq_ci", Bits(ctx, 79, 64), "")
+	oldSt := m.WireOf("old_state", Bits(ctx, 83, 80), "")
+	oldTCI := m.WireOf("old_txs_ci", Bits(ctx, 115, 84), "")
+	oldArmTX := m.WireOf("old_arm_tx", Bit(ctx, 116), "")
+	oldArmRX := m.WireOf("old_arm_rx", Bit(ctx, 117), "")
+	oldTXC := m.WireOf("old_tx_closed", Bit(ctx, 118), "")
+	oldRQ := m.WireOf("old_rq_ci", Bits(ctx, 134, 119), "")
+	oldSQPI := m.WireOf("old_sq_pi", Bits(ctx, 150, 135), "")
+	oldRXSPI := m.WireOf("old_rxs_pi", Bits(ctx, 182, 151), "")
+	oldFin := m.WireOf("old_rx_fin", Bit(ctx, 183), "")
+	oldEnded := m.WireOf("old_rx_ended", Bit(ctx, 184), "")
+	newSQPI := m.WireOf("new_sq_pi", Sel(isK(kCreate), C(16, 0), Sel(isK(kSQPI), Bits(opV1, 15, 0), Sel(isK(kPush), Add(oldSQPI, C(16, 1)), oldSQPI))), "SQ_PI: SQ_PI doorbells, a push posts one block more")
+	// QP_STATE: RESET 0, RTS 1, CLOSING 2, CLOSED 3, ERROR 4.
+	live := m.WireOf("op_live", And(Ne(oldSt, C(4, 0)), Ne(oldSt, C(4, 4))), "ERROR acts: the QP is in RTS, CLOSING or CLOSED")
+	lost := m.WireOf("op_lost", And(isK(kStream), Bit(opV1, 1), live), "STREAM.RX_LOST: QP_ERROR LLP_LOST")
+	toErr := m.WireOf("op_to_error", Or(And(isK(kError), live), lost), "")
+	freed := m.WireOf("op_freed", And(isK(kDestroy), Or(Eq(oldSt, C(4, 3)), Eq(oldSt, C(4, 4)))), "DESTROY acts")
+	newPI := m.WireOf("new_txs_pi", Sel(isK(kCreate), C(32, 0), Sel(isK(kTx), opV1, oldPI)), "")
+	newTCI := m.WireOf("new_txs_ci", Sel(isK(kCreate), C(32, 0), Sel(isK(kTXSCI), opV1, oldTCI)), "")
+	armTX := m.WireOf("arm_tx", And(Not(isK(kCreate)), Or(oldArmTX, And(isK(kStream), Bit(opV1, 8)))), "ARM_TX, with this STREAM doorbell's")
+	armRX := m.WireOf("arm_rx", And(Not(isK(kCreate)), Or(oldArmRX, And(isK(kStream), Bit(opV1, 9)))), "ARM_RX, with this STREAM doorbell's")
+	evTX := m.WireOf("ev_tx_data", And(armTX, Or(isK(kTx), isK(kTXSCI), isK(kStream)), Ne(newPI, newTCI)), "TX_DATA: armed, and bytes past TXS_CI")
+	evRX := m.WireOf("ev_rx_space", And(armRX, isK(kRx)), "RX_SPACE: armed, and receive stream bytes consumed")
+	newCI := m.WireOf("new_rxs_ci", Sel(isK(kCreate), C(32, 0), Sel(isK(kRx), opV1, oldCI)), "")
+	newRXSPI := m.WireOf("new_rxs_pi", Sel(isK(kCreate), C(32, 0), Sel(isK(kRXSPI), opV1, oldRXSPI)), "")
+	newFin := m.WireOf("new_rx_fin", And(Not(isK(kCreate)), Or(oldFin, And(isK(kStream), Bit(opV1, 0)))), "STREAM.RX_FIN seen")
+	// STREAM_END: the peer's stream ended and the card has consumed the
+	// ring up to its end (at an FPDU boundary: card_rx reports RXS_CI
+	// only there), in a QP not in error (the model's rxStep).
+	streamEnd := m.WireOf("op_stream_end", And(Or(isK(kStream), isK(kRx), isK(kRXSPI)), newFin, Not(oldEnded), Eq(newCI, newRXSPI),
+		Ne(oldSt, C(4, 0)), Ne(oldSt, C(4, 4)), Not(lost)), "")
+	newEnded := And(Not(isK(kCreate)), Or(oldEnded, streamEnd))
+	newSQ := m.WireOf("new_sq_ci", Sel(isK(kCreate), C(16, 0), Sel(isK(kTx), opSQCI, oldSQ)), "")
+	// CLOSE: CLOSING until the posted send work is done (SQ_CI reaches
+	// SQ_PI), then CLOSED with TX_CLOSED and QP_CLOSED (the model's step).
+	closing := m.WireOf("op_closing", Or(And(isK(kClose), Eq(oldSt, C(4, 1))), And(isK(kTx), Eq(oldSt, C(4, 2)))), "CLOSE on a QP in RTS, or a record of a closing QP")
+	closed := m.WireOf("op_closed", And(closing, Eq(newSQ, newSQPI)), "the QP's posted send work is done: CLOSED")
+	newSt := Sel(isK(kCreate), C(4, 1), Sel(toErr, C(4, 4), Sel(freed, C(4, 0), Sel(closed, C(4, 3), Sel(closing, C(4, 2), oldSt)))))
+	newTXC := And(Not(isK(kCreate)), Not(freed), Or(oldTXC, toErr, closed))
+	newRQ := Sel(isK(kCreate), C(16, 0), Sel(isK(kRc), opSQCI, oldRQ))
+	// One event per update: QP_CLOSED goes before a TX_DATA of the same
+	// record, whose arm then stays for the next update.
+	firstEv := Or(closed, toErr, streamEnd)
+	txSpent := And(evTX, Not(firstEv))
+	rxSpent := And(evRX, Not(streamEnd))
+	m.Assign(wrData, Cat(newEnded, newFin, newRXSPI, newSQPI, newRQ, newTXC, And(armRX, Not(rxSpent)), And(armTX, Not(txSpent)), newTCI, newSt, newSQ, newCI, newPI))
+	writes := m.WireOf("op_writes", Or(isK(kCreate), isK(kTx), isK(kRx), isK(kRc), toErr, And(isK(kClose), closing)), "the update writes the status record")
+	ev := m.WireOf("op_ev", Or(evTX, evRX, toErr, closed, streamEnd), "the update gives an event")
+	evCode := m.WireOf("op_ev_code", Sel(lost, C(3, 5), Sel(toErr, C(3, 2), Sel(closed, C(3, 3), Sel(streamEnd, C(3, 4), Sel(evRX, C(3, 1), C(3, 0)))))),
+		"0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST")
+	rec := m.Reg("rec", 128, nil, Cat(C(23, 0), Bit(wrData, 118), C(4, 0), Bits(wrData, 83, 80), Bits(wrData, 134, 119), Bits(wrData, 79, 0)), in(stRead),
+		"the record's first 16 bytes (the rest is zero): TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED")
+	opEv := m.Reg("op_ev_q", 4, nil, Cat(ev, evCode), in(stRead), "the event that follows this update's status write")
+	m.Drive(st, big.NewInt(stIdle), Sel(doCtx, C(2, stRead), Sel(in(stRead), Sel(writes, C(2, stReq), C(2, stIdle)), Sel(in(stReq), C(2, stData), C(2, stIdle)))),
+		Or(doCtx, in(stRead), reqTake, dataDone))
 
 	// dma_wr: request, then the beats.
 	L := W / 8
@@ -154,37 +272,63 @@ func CardStat(width int) (*Module, error) {
 	reqAddr := m.WireOf("dw_req_addr", Add(base, zext(Cat(opQPN, C(5, 0)), 64)), "QPSTAT_BASE + 32 x QPN")
 	unused = append(unused, Bits(base, 4, 0))
 
-	// Writes awaiting their response, in order, each with the completion
-	// it releases.
+	// Entries in order: a status write (with the completion and event it
+	// releases) pushed when dma_wr takes its request, or an event alone
+	// (an update that writes nothing) pushed from the read state. An entry
+	// leaves once its write has its response and what it releases is
+	// taken.
 	doneV := m.Wire("dw_done_valid", 1, "")
 	doneR := m.Wire("dw_done_ready", 1, "")
 	doneTag := m.Wire("dw_done_tag", dcfg.TagBits, "")
 	doneErr := m.Wire("dw_done_err", 1, "")
 	unused = append(unused, doneTag)
-	wp := m.RegDecl("pend_wp", 2, "")
-	rp := m.RegDecl("pend_rp", 2, "")
+	pushEv := m.WireOf("push_ev", And(in(stRead), Not(writes), ev), "an event with no status write")
+	push := m.WireOf("pend_push", Or(reqTake, pushEv), "")
+	entW := 1 + 4 + QB + cplW
+	ent := Cat(reqTake, Sel(reqTake, opEv, Cat(ev, evCode)), opQPN, Sel(reqTake, opCpl, C(cplW, 0)))
+	wp := m.RegDecl("pend_wp", PB, "")
+	rp := m.RegDecl("pend_rp", PB, "")
 	var ents []Expr
 	for i := 0; i < cardStatPend; i++ {
-		e := m.Reg(fmt.Sprintf("pend%d", i), cplW, nil, opCpl, And(reqTake, Eq(wp, C(2, uint64(i)))), "")
+		e := m.Reg(fmt.Sprintf("pend%d", i), entW, nil, ent, And(push, Eq(wp, C(PB, uint64(i)))), "{write, event, event code, QPN, completion}")
 		ents = append(ents, e)
 	}
-	head := m.WireOf("pend_head", muxTree([]Expr{Bit(rp, 0), Bit(rp, 1)}, ents), "")
-	has := m.WireOf("head_cpl", Bit(head, cplW-1), "the head write releases a completion")
-	m.Assign(doneR, Or(Not(has), cplReady))
-	pop := m.WireOf("pend_pop", And(doneV, doneR), "")
-	m.Drive(wp, big.NewInt(0), Add(wp, C(2, 1)), reqTake)
-	m.Drive(rp, big.NewInt(0), Add(rp, C(2, 1)), pop)
-	m.Drive(pendCnt, big.NewInt(0), Sub(Add(pendCnt, zext(reqTake, 3)), zext(pop, 3)), nil)
-	m.Assign(cplValid, And(doneV, has))
+	head := m.WireOf("pend_head", muxTree(selBits(rp, 0, PB), ents), "")
+	has := m.WireOf("pend_any", Ne(pendCnt, C(PB+1, 0)), "")
+	hWr := m.WireOf("head_write", Bit(head, entW-1), "the head is a status write")
+	hEv := m.WireOf("head_ev", Bit(head, entW-2), "the head releases an event")
+	hCpl := m.WireOf("head_cpl", Bit(head, cplW-1), "the head releases a completion")
+	ready := m.WireOf("head_ready", And(has, Or(Not(hWr), doneV)), "the head's write (if any) has its response")
+	cplDone := m.RegDecl("cpl_taken", 1, "the head's completion is taken")
+	evDone := m.RegDecl("ev_taken", 1, "the head's event is taken")
+	cplV := m.WireOf("cpl_v", And(ready, hCpl, Not(cplDone)), "")
+	evV := m.WireOf("ev_v", And(ready, hEv, Not(evDone)), "")
+	cplOK := m.WireOf("cpl_ok", Or(Not(hCpl), cplDone, cplReady), "")
+	evOK := m.WireOf("ev_ok", Or(Not(hEv), evDone, evReady), "")
+	pop := m.WireOf("pend_pop", And(ready, cplOK, evOK), "")
+	m.Drive(cplDone, big.NewInt(0), And(Not(pop), Or(cplDone, And(cplV, cplReady))), nil)
+	m.Drive(evDone, big.NewInt(0), And(Not(pop), Or(evDone, And(evV, evReady))), nil)
+	m.Assign(doneR, And(has, hWr, cplOK, evOK))
+	m.Drive(wp, big.NewInt(0), Add(wp, C(PB, 1)), push)
+	m.Drive(rp, big.NewInt(0), Add(rp, C(PB, 1)), pop)
+	m.Drive(pendCnt, big.NewInt(0), Sub(Add(pendCnt, zext(push, PB+1)), zext(pop, PB+1)), nil)
+	m.Assign(cplValid, cplV)
+	m.Assign(evValid, evV)
 	off := 0
 	for _, f := range []struct {
 		s *Signal
 		w int
-	}{{cplLen, 32}, {cplStatus, 8}, {cplOpc, 8}, {cplWRID, 64}, {cplQPN, QB}, {cplCQ, QB}} {
+	}{{cplLen, 32}, {cplStatus, 8}, {cplOpc, 8}, {cplWRID, 64}, {cplQPN, QB}, {cplCQ, QB}, {cplInv, 32}, {cplSol, 1}, {cplInvd, 1}} {
 		m.Assign(f.s, Bits(head, off+f.w-1, off))
 		off += f.w
 	}
-	m.Assign(fault, And(pop, doneErr))
+	hCode := m.WireOf("head_ev_code", Bits(head, entW-3, entW-5), "")
+	m.Assign(evQPN, Bits(head, cplW+QB-1, cplW))
+	m.Assign(evType, muxTree(selBits(hCode, 0, 3), []Expr{C(8, cardStatEvTXData), C(8, cardStatEvRXSpace), C(8, cardStatEvQPError), C(8, cardStatEvQPClosed),
+		C(8, cardStatEvStreamEnd), C(8, cardStatEvQPError), C(8, 0), C(8, 0)}))
+	// QP_ERROR: INFO QP_ERR_HOST (1) or QP_ERR_LLP_LOST (2).
+	m.Assign(evInfo, Sel(Eq(hCode, C(3, 2)), C(32, 1), Sel(Eq(hCode, C(3, 5)), C(32, 2), C(32, 0))))
+	m.Assign(fault, And(doneV, doneR, doneErr))
 
 	exposeInstance(m, "dw", dma, map[string]Expr{"clk": clk, "rst": rst,
 		"s_req_valid": reqV, "s_req_ready": reqR, "s_req_addr": reqAddr, "s_req_len": C(16, cardStatBytes-1), "s_req_tag": C(dcfg.TagBits, 0),

@@ -195,9 +195,10 @@ func CardTop(width int) (*Module, error) {
 
 	m := NewModule(fmt.Sprintf("iwcard_w%d", W), "docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)",
 		fmt.Sprintf("The openiwarp card, %d-bit data path: BAR0 (AXI4-Lite slave s_axil, card_regs), one AXI4 DMA master m_axi (axi_rd_mux and axi_wr_mux merging the engines' masters; the top bits of an ID name the engine) and an interrupt (irq_valid/irq_ready/irq_vector, card_cq).", W),
-		"Inside: card_regs fans the QP command out to card_tx and card_rx (each takes it in its own cycle; card_regs sees ready once both have), doorbells by kind (SQ_PI, TXS_CI, PUSH to card_tx; RXS_PI, RQ_PI to card_rx; STREAM to both; CQ_DB to card_cq), CQ_CMD and the EQ registers to card_cq, the placement window to placement. card_rx's ULPDUs go to placement, whose untagged segments, STag checks and DMA blocks come back to card_rx (card_rx writes placement's blocks and its Sends' through its own place_axi); card_rx's receive completions go to card_cq's second source. card_tx's completions go to card_cq (signaled ones; every record's status fields are for the QP status record).",
+		"Inside: card_regs fans the QP command out to card_tx and card_rx (each takes it in its own cycle; card_regs sees ready once both have), doorbells by kind (SQ_PI, TXS_CI, PUSH to card_tx; RXS_PI, RQ_PI to card_rx; STREAM to both; SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM to card_stat too; CQ_DB to card_cq), CQ_CMD and the EQ registers to card_cq, the placement window to placement. card_rx's ULPDUs go to placement, whose untagged segments, STag checks and DMA blocks come back to card_rx (card_rx writes placement's blocks and its Sends' through its own place_axi); card_rx's receive completions go through card_stat (RQ_CI first) to card_cq. card_tx's records go to card_stat (every record's status fields are for the QP status record; signaled ones carry a CQE it passes on to card_cq).",
 		fmt.Sprintf("RESET (the command) holds every engine, the muxes and placement in reset for %d cycles; card_cq and placement then clear their tables (STATUS.INIT_DONE low until both are done). card_regs keeps its staging registers. A RESET with DMA in flight is not supported: the host must quiesce the card first.", CardResetCycles),
-		"Not wired yet, because no engine produces or consumes them (docs/card-rtl.md): the QP status records, engine events, card_rx's errors (m_err taken and dropped), placement's Terminates and Read-done records (taken and dropped), card_rx's provisional m_rxterm (taken and dropped), card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).")
+		"card_stat writes the QP status records (QP commands, card_tx's records, card_rx's RXS_CI) and the events TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END and QP_ERROR (HOST, LLP_LOST) to card_cq's first event port (it takes the SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM doorbells too), each CQE and event after the status writes before it.",
+		"Not wired yet, because no engine produces or consumes them (docs/card-rtl.md): the engines' own events (card_cq's second event port tied off), card_rx's errors (m_err taken and dropped), placement's Terminates and Read-done records (taken and dropped), card_rx's provisional m_rxterm (taken and dropped), card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).")
 	clk := m.Clock()
 	rst := m.ResetPort()
 	t := newTopWiring(m)
@@ -262,8 +263,8 @@ func CardTop(width int) (*Module, error) {
 		return e
 	}
 	dbV, dbReady := forkRecord(m, "db", o("regs", "m_db_valid"),
-		[]Expr{isK(kSQ, kTXS, kPush, kStream), isK(kRXS, kRQ, kStream), isK(kCQ)},
-		[]Expr{o("tx", "s_db_ready"), o("rx", "s_db_ready"), o("cq", "s_cqdb_ready")})
+		[]Expr{isK(kSQ, kTXS, kPush, kStream), isK(kRXS, kRQ, kStream), isK(kCQ), isK(kSQ, kPush, kTXS, kRXS, kStream)},
+		[]Expr{o("tx", "s_db_ready"), o("rx", "s_db_ready"), o("cq", "s_cqdb_ready"), o("st", "s_db_ready")})
 	dbOther := m.WireOf("db_other", And(o("regs", "m_db_valid"), Not(isK(kSQ, kTXS, kPush, kStream, kRXS, kRQ, kCQ))), "a kind no engine serves (none today): taken")
 
 	// card_regs.
@@ -330,7 +331,7 @@ func CardTop(width int) (*Module, error) {
 		"m_ulp_tready": o("pl", "s_axis_tready"), "m_ci_ready": o("st", "s_rx_ready"), "m_err_ready": C(1, 1),
 		"qp_rq_base_lo": o("regs", "qp_rq_base_lo"), "qp_rq_base_hi": o("regs", "qp_rq_base_hi"),
 		"qp_sizes_rq_log": o("regs", "qp_sizes_rq_log"), "qp_cqs_recv_cq": o("regs", "qp_cqs_recv_cq"),
-		"m_cpl_ready": o("cq", "s_cpl1_ready"), "m_rxterm_ready": C(1, 1),
+		"m_cpl_ready": o("st", "s_rc_ready"), "m_rxterm_ready": C(1, 1),
 	}
 	plIn := map[string]Expr{"clk": clk, "rst": erst,
 		"s_axis_tdata": o("rx", "m_ulp_tdata"), "s_axis_tkeep": o("rx", "m_ulp_tkeep"), "s_axis_tvalid": o("rx", "m_ulp_tvalid"),
@@ -366,7 +367,15 @@ func CardTop(width int) (*Module, error) {
 		"s_tx_wr_id": o("tx", "m_cpl_wr_id"), "s_tx_opcode": o("tx", "m_cpl_opcode"), "s_tx_status": o("tx", "m_cpl_status"),
 		"s_tx_byte_len": o("tx", "m_cpl_byte_len"),
 		"s_rx_valid":    o("rx", "m_ci_valid"), "s_rx_qpn": o("rx", "m_ci_qp"), "s_rx_rxs_ci": o("rx", "m_ci_value"),
-		"m_cpl_ready": o("cq", "s_cpl0_ready"),
+		"m_cpl_ready": o("cq", "s_cpl0_ready"), "m_ev_ready": o("cq", "s_ev0_ready"),
+		// card_rx's receive completions: RQ_CI, then the CQE.
+		"s_rc_valid": o("rx", "m_cpl_valid"), "s_rc_qpn": o("rx", "m_cpl_qpn"), "s_rc_rq_ci": o("rx", "m_cpl_rq_ci"),
+		"s_rc_cq": o("rx", "m_cpl_cq"), "s_rc_wr_id": o("rx", "m_cpl_wr_id"), "s_rc_opcode": o("rx", "m_cpl_opcode"),
+		"s_rc_status": o("rx", "m_cpl_status"), "s_rc_byte_len": o("rx", "m_cpl_byte_len"), "s_rc_inv_stag": o("rx", "m_cpl_inv_stag"),
+		"s_rc_solicited": o("rx", "m_cpl_solicited"), "s_rc_invalidated": o("rx", "m_cpl_invalidated"),
+		// SQ_PI and PUSH (CLOSE waits for SQ_CI to reach SQ_PI), TXS_CI,
+		// RXS_PI and STREAM (the stream events).
+		"s_db_valid": dbV[3], "s_db_kind": dk, "s_db_index": o("regs", "m_db_index"), "s_db_value": o("regs", "m_db_value"),
 	}
 	wrBack(stIn, CardWrMasterSt)
 	t.place("st", stat, stIn)
@@ -375,22 +384,23 @@ func CardTop(width int) (*Module, error) {
 	cqIn := map[string]Expr{"clk": clk, "rst": erst,
 		"s_cpl0_valid": o("st", "m_cpl_valid"), "s_cpl0_cq": o("st", "m_cpl_cq"), "s_cpl0_qpn": zext(o("st", "m_cpl_qpn"), 16),
 		"s_cpl0_wr_id": o("st", "m_cpl_wr_id"), "s_cpl0_byte_len": o("st", "m_cpl_byte_len"), "s_cpl0_opcode": o("st", "m_cpl_opcode"),
-		"s_cpl0_status": o("st", "m_cpl_status"),
-		"s_cqdb_valid":  dbV[2], "s_cqdb_index": o("regs", "m_db_index"), "s_cqdb_value": o("regs", "m_db_value"),
-		"s_cpl1_valid": o("rx", "m_cpl_valid"),
-		"irq_ready":    irqReady, "m_overrun_ready": C(1, 1),
+		"s_cpl0_status": o("st", "m_cpl_status"), "s_cpl0_inv_stag": o("st", "m_cpl_inv_stag"),
+		"s_cpl0_solicited": o("st", "m_cpl_solicited"), "s_cpl0_invalidated": o("st", "m_cpl_invalidated"),
+		"s_cqdb_valid": dbV[2], "s_cqdb_index": o("regs", "m_db_index"), "s_cqdb_value": o("regs", "m_db_value"),
+		"irq_ready": irqReady, "m_overrun_ready": C(1, 1),
+		// card_stat's events (TX_DATA, RX_SPACE, QP_ERROR), after the
+		// status writes before them.
+		"s_ev0_valid": o("st", "m_ev_valid"), "s_ev0_type": o("st", "m_ev_type"), "s_ev0_obj": zext(o("st", "m_ev_qpn"), 32),
+		"s_ev0_info": o("st", "m_ev_info"), "s_ev0_term_layer": C(4, 0), "s_ev0_term_type": C(4, 0), "s_ev0_term_code": C(8, 0),
 	}
-	// card_rx's receive completions.
-	for _, f := range []string{"cq", "qpn", "wr_id", "byte_len", "opcode", "status", "inv_stag", "solicited", "invalidated", "term_layer", "term_type", "term_code"} {
-		cqIn["s_cpl1_"+f] = o("rx", "m_cpl_"+f)
-	}
-	// Fields no sender completion has (RECV only), and both engines'
-	// event ports: no engine produces them yet.
-	for _, f := range []string{"inv_stag", "solicited", "invalidated", "term_layer", "term_type", "term_code"} {
+	// Terminate fields of completions (no engine completes a WQE for a
+	// Terminate yet), the second completion port (every completion comes
+	// through card_stat) and the second event port: tied off.
+	for _, f := range []string{"term_layer", "term_type", "term_code"} {
 		cqIn["s_cpl0_"+f] = C(cq.Port("s_cpl0_"+f).W, 0)
 	}
 	for _, p := range cq.Ports {
-		if _, ok := cqIn[p.Name]; !ok && p.Dir == In && (strings.HasPrefix(p.Name, "s_ev0_") || strings.HasPrefix(p.Name, "s_ev1_")) {
+		if _, ok := cqIn[p.Name]; !ok && p.Dir == In && (strings.HasPrefix(p.Name, "s_cpl1_") || strings.HasPrefix(p.Name, "s_ev1_")) {
 			cqIn[p.Name] = C(p.W, 0)
 		}
 	}

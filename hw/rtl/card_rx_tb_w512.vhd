@@ -75,6 +75,7 @@ entity card_rx_tb_w512 is
         m_cpl_term_layer : out std_logic_vector(3 downto 0);
         m_cpl_term_type : out std_logic_vector(3 downto 0);
         m_cpl_term_code : out std_logic_vector(7 downto 0);
+        m_cpl_rq_ci : out std_logic_vector(15 downto 0);
         m_rxterm_valid : out std_logic;
         m_rxterm_ready : in  std_logic;
         m_rxterm_qp : out std_logic_vector(9 downto 0);
@@ -221,6 +222,7 @@ architecture rtl of card_rx_tb_w512 is
     signal rx_m_cpl_term_layer : std_logic_vector(3 downto 0);
     signal rx_m_cpl_term_type : std_logic_vector(3 downto 0);
     signal rx_m_cpl_term_code : std_logic_vector(7 downto 0);
+    signal rx_m_cpl_rq_ci : std_logic_vector(15 downto 0);
     signal rx_m_rxterm_valid : std_logic;
     signal rx_m_rxterm_qp : std_logic_vector(9 downto 0);
     signal rx_m_rxterm_cause : std_logic_vector(15 downto 0);
@@ -299,6 +301,7 @@ begin
     m_cpl_term_layer <= rx_m_cpl_term_layer;
     m_cpl_term_type <= rx_m_cpl_term_type;
     m_cpl_term_code <= rx_m_cpl_term_code;
+    m_cpl_rq_ci <= rx_m_cpl_rq_ci;
     m_rxterm_valid <= rx_m_rxterm_valid;
     m_rxterm_qp <= rx_m_rxterm_qp;
     m_rxterm_cause <= rx_m_rxterm_cause;
@@ -442,6 +445,7 @@ begin
             m_cpl_term_layer => rx_m_cpl_term_layer,
             m_cpl_term_type => rx_m_cpl_term_type,
             m_cpl_term_code => rx_m_cpl_term_code,
+            m_cpl_rq_ci => rx_m_cpl_rq_ci,
             m_rxterm_valid => rx_m_rxterm_valid,
             m_rxterm_ready => m_rxterm_ready,
             m_rxterm_qp => rx_m_rxterm_qp,

@@ -73,6 +73,7 @@ module card_rx_tb_w64 (
     output wire [3:0]     m_cpl_term_layer,
     output wire [3:0]     m_cpl_term_type,
     output wire [7:0]     m_cpl_term_code,
+    output wire [15:0]    m_cpl_rq_ci,
     output wire           m_rxterm_valid,
     input  wire           m_rxterm_ready,
     output wire [9:0]     m_rxterm_qp,
@@ -217,6 +218,7 @@ module card_rx_tb_w64 (
     wire [3:0]     rx_m_cpl_term_layer;
     wire [3:0]     rx_m_cpl_term_type;
     wire [7:0]     rx_m_cpl_term_code;
+    wire [15:0]    rx_m_cpl_rq_ci;
     wire           rx_m_rxterm_valid;
     wire [9:0]     rx_m_rxterm_qp;
     wire [15:0]    rx_m_rxterm_cause;
@@ -295,6 +297,7 @@ module card_rx_tb_w64 (
     assign m_cpl_term_layer = rx_m_cpl_term_layer;
     assign m_cpl_term_type = rx_m_cpl_term_type;
     assign m_cpl_term_code = rx_m_cpl_term_code;
+    assign m_cpl_rq_ci = rx_m_cpl_rq_ci;
     assign m_rxterm_valid = rx_m_rxterm_valid;
     assign m_rxterm_qp = rx_m_rxterm_qp;
     assign m_rxterm_cause = rx_m_rxterm_cause;
@@ -437,6 +440,7 @@ module card_rx_tb_w64 (
         .m_cpl_term_layer(rx_m_cpl_term_layer),
         .m_cpl_term_type(rx_m_cpl_term_type),
         .m_cpl_term_code(rx_m_cpl_term_code),
+        .m_cpl_rq_ci(rx_m_cpl_rq_ci),
         .m_rxterm_valid(rx_m_rxterm_valid),
         .m_rxterm_ready(m_rxterm_ready),
         .m_rxterm_qp(rx_m_rxterm_qp),

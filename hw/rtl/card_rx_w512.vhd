@@ -111,7 +111,7 @@ entity card_rx_w512 is
         m_inv_valid : out std_logic;         -- invalidate an STag (placement s_inv)
         m_inv_ready : in  std_logic;
         m_inv_index : out std_logic_vector(23 downto 0); -- the STag's index
-        m_cpl_valid : out std_logic;         -- a receive completion (card_cq s_cpl1)
+        m_cpl_valid : out std_logic;         -- a receive completion (card_stat s_rc, which writes RQ_CI and passes it on to card_cq)
         m_cpl_ready : in  std_logic;
         m_cpl_cq : out std_logic_vector(9 downto 0);
         m_cpl_qpn : out std_logic_vector(15 downto 0);
@@ -125,6 +125,7 @@ entity card_rx_w512 is
         m_cpl_term_layer : out std_logic_vector(3 downto 0); -- 0: receive completions are not caused by a Terminate
         m_cpl_term_type : out std_logic_vector(3 downto 0);
         m_cpl_term_code : out std_logic_vector(7 downto 0);
+        m_cpl_rq_ci : out std_logic_vector(15 downto 0); -- the QP's RQ_CI past the completed WQE (its status record)
         m_rxterm_valid : out std_logic;      -- an untagged segment failed a receive check: the QP's receive path stops (provisional record; the Terminate, event and flush are not built yet)
         m_rxterm_ready : in  std_logic;
         m_rxterm_qp : out std_logic_vector(9 downto 0);
@@ -950,6 +951,7 @@ begin
     m_cpl_term_layer <= x"0";
     m_cpl_term_type <= x"0";
     m_cpl_term_code <= x"00";
+    m_cpl_rq_ci <= std_logic_vector(unsigned(snd_ci) + unsigned(std_logic_vector'(x"000" & wqe_bbs))) and std_logic_vector'(15 downto 0 => snd_cpl_v);
     m_inv_valid <= b2l(snd_state = "01101");
     m_inv_index <= snd_inv_stag(31 downto 8) and std_logic_vector'(23 downto 0 => b2l(snd_state = "01101"));
     rxterm_set <= (((b2l(snd_state = "00101") and b2l(snd_cause /= x"0000")) and (not snd_failed)) or w_fault) or w_inv_fault;

@@ -109,7 +109,7 @@ module card_rx_w64 (
     output wire           m_inv_valid,       // invalidate an STag (placement s_inv)
     input  wire           m_inv_ready,
     output wire [23:0]    m_inv_index,       // the STag's index
-    output wire           m_cpl_valid,       // a receive completion (card_cq s_cpl1)
+    output wire           m_cpl_valid,       // a receive completion (card_stat s_rc, which writes RQ_CI and passes it on to card_cq)
     input  wire           m_cpl_ready,
     output wire [9:0]     m_cpl_cq,
     output wire [15:0]    m_cpl_qpn,
@@ -123,6 +123,7 @@ module card_rx_w64 (
     output wire [3:0]     m_cpl_term_layer,  // 0: receive completions are not caused by a Terminate
     output wire [3:0]     m_cpl_term_type,
     output wire [7:0]     m_cpl_term_code,
+    output wire [15:0]    m_cpl_rq_ci,       // the QP's RQ_CI past the completed WQE (its status record)
     output wire           m_rxterm_valid,    // an untagged segment failed a receive check: the QP's receive path stops (provisional record; the Terminate, event and flush are not built yet)
     input  wire           m_rxterm_ready,
     output wire [9:0]     m_rxterm_qp,
@@ -805,6 +806,7 @@ module card_rx_w64 (
     assign m_cpl_term_layer = 4'h0;
     assign m_cpl_term_type = 4'h0;
     assign m_cpl_term_code = 8'h00;
+    assign m_cpl_rq_ci = (snd_ci + {12'h000, wqe_bbs}) & {16{snd_cpl_v}};
     assign m_inv_valid = snd_state == 5'h0d;
     assign m_inv_index = snd_inv_stag[31:8] & {24{(snd_state == 5'h0d)}};
     assign rxterm_set = ((((snd_state == 5'h05) & (snd_cause != 16'h0000)) & ~snd_failed) | w_fault) | w_inv_fault;

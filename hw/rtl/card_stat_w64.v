@@ -3,28 +3,47 @@
 
 // card_stat_w64
 //
-// The QP status records, 64-bit DMA: per QP the values the driver reads from
-// its status record (TXS_PI, RXS_CI, SQ_CI, STATE; 84 bits of block RAM for
-// 1024 QPs), updated by QP_CMD CREATE (all zero, state RTS), card_tx's records
-// (s_tx: SQ_CI and TXS_PI after each WQE) and card_rx's RXS_CI records (s_rx);
-// each update writes the QP's whole 32-byte record at QPSTAT_BASE + 32 x QPN
+// The QP status records and the QP's stream and state events, 64-bit DMA: per
+// QP the values the driver reads from its status record (TXS_PI, RXS_CI,
+// SQ_CI, RQ_CI, STATE, TX_CLOSED) and what the stream events need (TXS_CI,
+// ARM_TX, ARM_RX); 185 bits of block RAM for 1024 QPs. Updated by QP_CMD
+// CREATE (all zero, state RTS), CLOSE (a QP in RTS: CLOSING until SQ_CI
+// reaches SQ_PI, then CLOSED with TX_CLOSED and a QP_CLOSED event), ERROR (a
+// QP in RTS, CLOSING or CLOSED goes to ERROR with TX_CLOSED, and a QP_ERROR
+// event with INFO HOST), DESTROY (a QP in CLOSED or ERROR goes back to RESET,
+// nothing written), card_tx's records (s_tx: SQ_CI and TXS_PI after each WQE),
+// card_rx's RXS_CI records (s_rx), card_rx's receive completions (s_rc: RQ_CI,
+// and the CQE passed on) and the doorbells SQ_PI and PUSH (SQ_PI, for CLOSE),
+// TXS_CI, RXS_PI and STREAM (s_db: ARM_TX, ARM_RX, RX_FIN; RX_LOST puts a live
+// QP in ERROR with TX_CLOSED and a QP_ERROR event with INFO LLP_LOST). Each
+// record update writes the QP's whole 32-byte record at QPSTAT_BASE + 32 x QPN
 // with one DMA write through a dma_wr.
 //
-// Ordering: a transmit record that carries a CQE (s_tx_cqe) is passed on to
-// card_cq (m_cpl) only once the status write it caused has its write response,
-// so the driver never sees a CQE before the status record that publishes its
-// SQ_CI and TXS_PI (the card model writes the record before the CQE). Up to 4
-// status writes may await their response; the writes of one QP go out in the
-// order of their updates (dma_wr keeps order), so the latest values win.
+// Events, as the card model gives them: TX_DATA once ARM_TX is set and TXS_PI
+// differs from TXS_CI (checked at each transmit record, TXS_CI doorbell and
+// STREAM doorbell; the arm is then spent); RX_SPACE at the first RXS_CI record
+// after ARM_RX (spent); QP_ERROR with ERROR's or RX_LOST's record; QP_CLOSED
+// with CLOSED's record; STREAM_END once RX_FIN is set and RXS_CI reaches
+// RXS_PI (card_rx reports RXS_CI at FPDU boundaries) in a QP not in error. One
+// event per update: QP_ERROR, QP_CLOSED or STREAM_END go first and a TX_DATA
+// or RX_SPACE of the same update keeps its arm for the next.
 //
-// Updates are serial (one every 3 cycles at most plus the data beats: a read
-// of the context, its write-back and the DMA request, then the 32 bytes), QP
-// commands first, then transmit and receive records alternately. Not yet:
-// RQ_CI (no receive WQEs yet), the states CLOSING, CLOSED and ERROR and
-// TX_CLOSED (no QP command but CREATE is served by the engines), coalescing of
-// updates.
+// Ordering: a completion (s_tx_cqe) or event is passed on (m_cpl to card_cq's
+// completion port, m_ev to its event port) only once every status write taken
+// before it has its write response, so the driver never sees a CQE or an event
+// before the status record that publishes its indices (the card model writes
+// the record first). Up to 8 entries (status writes and events without a
+// write) wait in order; the writes of one QP go out in the order of their
+// updates (dma_wr keeps order), so the latest values win.
 //
-// Implements: docs/card.md (QPSTAT, QPSTAT_BASE), docs/card-model.md (WriteStatus)
+// Updates are serial (a context read, its write-back and, for a record, the
+// DMA request and the 32 bytes), QP commands first, then doorbells, then
+// transmit and receive-side records alternately (RXS_CI records and receive
+// completions alternately among the latter). Not yet: STREAM_CUT (a partial
+// FPDU left at RX_FIN: card_rx's), the flush of outstanding Reads at
+// STREAM_END (card_tx's), coalescing of updates.
+//
+// Implements: docs/card.md (QPSTAT, QPSTAT_BASE, QP_DB.STREAM, EQE_TYPE), docs/card-model.md (WriteStatus; host/driver/cardmodel qp.go step, stream, rx.go consume)
 
 `resetall
 `default_nettype none
@@ -34,10 +53,15 @@ module card_stat_w64 (
     input  wire           rst,               // synchronous reset, active high
     input  wire           qp_cmd_valid,      // QP command (card_regs, forked by the top)
     output wire           qp_cmd_ready,
-    input  wire [3:0]     qp_cmd_op,         // QP_OP: CREATE (1) resets the record and writes it; the others are taken without effect
+    input  wire [3:0]     qp_cmd_op,         // QP_OP: CREATE (1), CLOSE (2), ERROR (3), DESTROY (4)
     input  wire [15:0]    qp_num_qpn,
     input  wire [31:0]    qpstat_base_lo,    // QPSTAT_BASE (32-byte aligned)
     input  wire [31:0]    qpstat_base_hi,
+    input  wire           s_db_valid,        // doorbell (card_regs m_db, forked by the top): SQ_PI, TXS_CI, RXS_PI, STREAM and PUSH act, other kinds are taken without effect
+    output wire           s_db_ready,
+    input  wire [2:0]     s_db_kind,         // DB_KIND
+    input  wire [9:0]     s_db_index,        // QP number
+    input  wire [31:0]    s_db_value,        // the register's value as written
     input  wire           s_tx_valid,        // card_tx's record (m_cpl)
     output wire           s_tx_ready,
     input  wire [9:0]     s_tx_qpn,
@@ -53,6 +77,18 @@ module card_stat_w64 (
     output wire           s_rx_ready,
     input  wire [9:0]     s_rx_qpn,
     input  wire [31:0]    s_rx_rxs_ci,
+    input  wire           s_rc_valid,        // card_rx's receive completion (m_cpl) with its RQ_CI
+    output wire           s_rc_ready,
+    input  wire [15:0]    s_rc_qpn,
+    input  wire [15:0]    s_rc_rq_ci,        // RQ_CI past the completed WQE
+    input  wire [9:0]     s_rc_cq,
+    input  wire [63:0]    s_rc_wr_id,
+    input  wire [7:0]     s_rc_opcode,
+    input  wire [7:0]     s_rc_status,
+    input  wire [31:0]    s_rc_byte_len,
+    input  wire [31:0]    s_rc_inv_stag,
+    input  wire           s_rc_solicited,
+    input  wire           s_rc_invalidated,
     output wire           m_cpl_valid,       // a completion for card_cq, after its status write
     input  wire           m_cpl_ready,
     output wire [9:0]     m_cpl_cq,
@@ -61,6 +97,14 @@ module card_stat_w64 (
     output wire [7:0]     m_cpl_opcode,
     output wire [7:0]     m_cpl_status,
     output wire [31:0]    m_cpl_byte_len,
+    output wire [31:0]    m_cpl_inv_stag,
+    output wire           m_cpl_solicited,
+    output wire           m_cpl_invalidated,
+    output wire           m_ev_valid,        // an event for card_cq, after the status writes taken before it
+    input  wire           m_ev_ready,
+    output wire [7:0]     m_ev_type,         // EQE_TYPE: TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END or QP_ERROR
+    output wire [9:0]     m_ev_qpn,          // OBJ: the QP
+    output wire [31:0]    m_ev_info,         // INFO: QP_ERR_HOST or QP_ERR_LLP_LOST for QP_ERROR, else 0
     output wire           m_fault,           // a status write got an error response (pulse)
     output wire [3:0]     m_axi_awid,
     output wire [63:0]    m_axi_awaddr,
@@ -81,29 +125,69 @@ module card_stat_w64 (
 );
 
     reg  [1:0]     fsm;                      // idle, read, request, data
-    reg  [2:0]     pend_count;               // status writes awaiting their response
+    reg  [3:0]     pend_count;               // entries waiting (status writes and events)
     wire           pend_room;
     reg            rr_rx;                    // the receive side goes first next time
     wire           free;                     // an update can be taken
     wire           take_cmd;
+    wire           take_db;
+    wire           free_rec;
+    wire           rx_side_valid;
     wire           tx_first;
     wire           take_tx;
+    wire           take_rx_side;
+    reg            rr_rc;                    // a receive completion goes before an RXS_CI record next time
+    wire           take_rc;
     wire           take_rx;
     wire           take;
-    wire           take_create;
-    wire           take_update;              // an update that writes a record
+    wire           take_cmd_acts;            // CREATE, CLOSE, ERROR, DESTROY
+    wire           take_db_acts;             // SQ_PI, TXS_CI, RXS_PI, STREAM, PUSH
+    wire           take_ctx;                 // an update that reads and writes the context
     reg  [9:0]     op_qpn;
-    reg  [1:0]     op_kind;                  // 0 create, 1 transmit, 2 receive
-    reg  [31:0]    op_v1;                    // TXS_PI or RXS_CI
-    reg  [15:0]    op_sq_ci;
-    reg  [132:0]   op_cpl;                   // the completion to pass on, bit 0 of the top: has one
+    reg  [3:0]     op_kind;
+    reg  [31:0]    op_v1;                    // TXS_PI, RXS_CI or the doorbell's value
+    reg  [15:0]    op_sq_ci;                 // SQ_CI or RQ_CI
+    reg  [166:0]   op_cpl;                   // the completion to pass on, the top bit: has one
     wire           req_take;                 // dma_wr took the request
     wire           data_done;                // dma_wr took the last beat
-    wire [83:0]    ctx_wr_data;
-    reg  [83:0]    ctx_rd;                   // read data of ctx
-    wire           op_create;
-    wire           op_tx;
-    reg  [127:0]   rec;                      // the record's first 16 bytes (the rest is zero): TXS_PI, RXS_CI, SQ_CI, RQ_CI 0, STATE, TX_CLOSED 0
+    wire [184:0]   ctx_wr_data;
+    reg  [184:0]   ctx_rd;                   // read data of ctx
+    wire [31:0]    old_txs_pi;
+    wire [31:0]    old_rxs_ci;
+    wire [15:0]    old_sq_ci;
+    wire [3:0]     old_state;
+    wire [31:0]    old_txs_ci;
+    wire           old_arm_tx;
+    wire           old_arm_rx;
+    wire           old_tx_closed;
+    wire [15:0]    old_rq_ci;
+    wire [15:0]    old_sq_pi;
+    wire [31:0]    old_rxs_pi;
+    wire           old_rx_fin;
+    wire           old_rx_ended;
+    wire [15:0]    new_sq_pi;                // SQ_PI: SQ_PI doorbells, a push posts one block more
+    wire           op_live;                  // ERROR acts: the QP is in RTS, CLOSING or CLOSED
+    wire           op_lost;                  // STREAM.RX_LOST: QP_ERROR LLP_LOST
+    wire           op_to_error;
+    wire           op_freed;                 // DESTROY acts
+    wire [31:0]    new_txs_pi;
+    wire [31:0]    new_txs_ci;
+    wire           arm_tx;                   // ARM_TX, with this STREAM doorbell's
+    wire           arm_rx;                   // ARM_RX, with this STREAM doorbell's
+    wire           ev_tx_data;               // TX_DATA: armed, and bytes past TXS_CI
+    wire           ev_rx_space;              // RX_SPACE: armed, and receive stream bytes consumed
+    wire [31:0]    new_rxs_ci;
+    wire [31:0]    new_rxs_pi;
+    wire           new_rx_fin;               // STREAM.RX_FIN seen
+    wire           op_stream_end;
+    wire [15:0]    new_sq_ci;
+    wire           op_closing;               // CLOSE on a QP in RTS, or a record of a closing QP
+    wire           op_closed;                // the QP's posted send work is done: CLOSED
+    wire           op_writes;                // the update writes the status record
+    wire           op_ev;                    // the update gives an event
+    wire [2:0]     op_ev_code;               // 0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST
+    reg  [127:0]   rec;                      // the record's first 16 bytes (the rest is zero): TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED
+    reg  [3:0]     op_ev_q;                  // the event that follows this update's status write
     reg  [1:0]     beat;                     // next beat of the record
     wire           dw_req_valid;
     wire           dw_req_ready;
@@ -118,15 +202,32 @@ module card_stat_w64 (
     wire           dw_done_ready;
     wire [7:0]     dw_done_tag;
     wire           dw_done_err;
-    reg  [1:0]     pend_wp;
-    reg  [1:0]     pend_rp;
-    reg  [132:0]   pend0;
-    reg  [132:0]   pend1;
-    reg  [132:0]   pend2;
-    reg  [132:0]   pend3;
-    wire [132:0]   pend_head;
-    wire           head_cpl;                 // the head write releases a completion
+    wire           push_ev;                  // an event with no status write
+    wire           pend_push;
+    reg  [2:0]     pend_wp;
+    reg  [2:0]     pend_rp;
+    reg  [181:0]   pend0;                    // {write, event, event code, QPN, completion}
+    reg  [181:0]   pend1;                    // {write, event, event code, QPN, completion}
+    reg  [181:0]   pend2;                    // {write, event, event code, QPN, completion}
+    reg  [181:0]   pend3;                    // {write, event, event code, QPN, completion}
+    reg  [181:0]   pend4;                    // {write, event, event code, QPN, completion}
+    reg  [181:0]   pend5;                    // {write, event, event code, QPN, completion}
+    reg  [181:0]   pend6;                    // {write, event, event code, QPN, completion}
+    reg  [181:0]   pend7;                    // {write, event, event code, QPN, completion}
+    wire [181:0]   pend_head;
+    wire           pend_any;
+    wire           head_write;               // the head is a status write
+    wire           head_ev;                  // the head releases an event
+    wire           head_cpl;                 // the head releases a completion
+    wire           head_ready;               // the head's write (if any) has its response
+    reg            cpl_taken;                // the head's completion is taken
+    reg            ev_taken;                 // the head's event is taken
+    wire           cpl_v;
+    wire           ev_v;
+    wire           cpl_ok;
+    wire           ev_ok;
     wire           pend_pop;
+    wire [2:0]     head_ev_code;
     wire [3:0]     dw_m_axi_awid;
     wire [63:0]    dw_m_axi_awaddr;
     wire [7:0]     dw_m_axi_awlen;
@@ -139,28 +240,77 @@ module card_stat_w64 (
     wire           dw_m_axi_wvalid;
     wire           dw_m_axi_bready;
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
-    reg  [83:0] ctx [0:1023];                // per QP status values
+    reg  [184:0] ctx [0:1023];               // per QP status and stream-event values
 
-    assign pend_room = pend_count < 3'h4;
+    assign pend_room = pend_count < 4'h8;
     assign free = (fsm == 2'h0) & pend_room;
     assign take_cmd = free & qp_cmd_valid;
-    assign tx_first = ~rr_rx | ~s_rx_valid;
-    assign take_tx = ((free & ~qp_cmd_valid) & s_tx_valid) & tx_first;
-    assign take_rx = ((free & ~qp_cmd_valid) & s_rx_valid) & ~(s_tx_valid & tx_first);
+    assign take_db = (free & ~qp_cmd_valid) & s_db_valid;
+    assign free_rec = (free & ~qp_cmd_valid) & ~s_db_valid;
+    assign rx_side_valid = s_rx_valid | s_rc_valid;
+    assign tx_first = ~rr_rx | ~rx_side_valid;
+    assign take_tx = (free_rec & s_tx_valid) & tx_first;
+    assign take_rx_side = (free_rec & rx_side_valid) & ~(s_tx_valid & tx_first);
+    assign take_rc = (take_rx_side & s_rc_valid) & (rr_rc | ~s_rx_valid);
+    assign take_rx = take_rx_side & ~take_rc;
     assign qp_cmd_ready = take_cmd;
+    assign s_db_ready = take_db;
     assign s_tx_ready = take_tx;
     assign s_rx_ready = take_rx;
-    assign take = (take_cmd | take_tx) | take_rx;
-    assign take_create = take_cmd & (qp_cmd_op == 4'h1);
-    assign take_update = (take_create | take_tx) | take_rx;
-    assign op_create = op_kind == 2'h0;
-    assign op_tx = op_kind == 2'h1;
+    assign s_rc_ready = take_rc;
+    assign take = ((take_cmd | take_db) | take_tx) | take_rx_side;
+    assign take_cmd_acts = take_cmd & ((((qp_cmd_op == 4'h1) | (qp_cmd_op == 4'h2)) | (qp_cmd_op == 4'h3)) | (qp_cmd_op == 4'h4));
+    assign take_db_acts = take_db & (((((s_db_kind == 3'h1) | (s_db_kind == 3'h3)) | (s_db_kind == 3'h4)) | (s_db_kind == 3'h5)) | (s_db_kind == 3'h6));
+    assign take_ctx = ((take_cmd_acts | take_db_acts) | take_tx) | take_rx_side;
+    assign old_txs_pi = ctx_rd[31:0];
+    assign old_rxs_ci = ctx_rd[63:32];
+    assign old_sq_ci = ctx_rd[79:64];
+    assign old_state = ctx_rd[83:80];
+    assign old_txs_ci = ctx_rd[115:84];
+    assign old_arm_tx = ctx_rd[116];
+    assign old_arm_rx = ctx_rd[117];
+    assign old_tx_closed = ctx_rd[118];
+    assign old_rq_ci = ctx_rd[134:119];
+    assign old_sq_pi = ctx_rd[150:135];
+    assign old_rxs_pi = ctx_rd[182:151];
+    assign old_rx_fin = ctx_rd[183];
+    assign old_rx_ended = ctx_rd[184];
+    assign new_sq_pi = (op_kind == 4'h0) ? 16'h0000 : ((op_kind == 4'h9) ? op_v1[15:0] : ((op_kind == 4'ha) ? (old_sq_pi + 16'h0001) : old_sq_pi));
+    assign op_live = (old_state != 4'h0) & (old_state != 4'h4);
+    assign op_lost = ((op_kind == 4'h4) & op_v1[1]) & op_live;
+    assign op_to_error = ((op_kind == 4'h5) & op_live) | op_lost;
+    assign op_freed = (op_kind == 4'h6) & ((old_state == 4'h3) | (old_state == 4'h4));
+    assign new_txs_pi = (op_kind == 4'h0) ? 32'h00000000 : ((op_kind == 4'h1) ? op_v1 : old_txs_pi);
+    assign new_txs_ci = (op_kind == 4'h0) ? 32'h00000000 : ((op_kind == 4'h3) ? op_v1 : old_txs_ci);
+    assign arm_tx = ~(op_kind == 4'h0) & (old_arm_tx | ((op_kind == 4'h4) & op_v1[8]));
+    assign arm_rx = ~(op_kind == 4'h0) & (old_arm_rx | ((op_kind == 4'h4) & op_v1[9]));
+    assign ev_tx_data = (arm_tx & (((op_kind == 4'h1) | (op_kind == 4'h3)) | (op_kind == 4'h4))) & (new_txs_pi != new_txs_ci);
+    assign ev_rx_space = arm_rx & (op_kind == 4'h2);
+    assign new_rxs_ci = (op_kind == 4'h0) ? 32'h00000000 : ((op_kind == 4'h2) ? op_v1 : old_rxs_ci);
+    assign new_rxs_pi = (op_kind == 4'h0) ? 32'h00000000 : ((op_kind == 4'hb) ? op_v1 : old_rxs_pi);
+    assign new_rx_fin = ~(op_kind == 4'h0) & (old_rx_fin | ((op_kind == 4'h4) & op_v1[0]));
+    assign op_stream_end = ((((((((op_kind == 4'h4) | (op_kind == 4'h2)) | (op_kind == 4'hb)) & new_rx_fin) & ~old_rx_ended) & (new_rxs_ci == new_rxs_pi)) & (old_state != 4'h0)) & (old_state != 4'h4)) & ~op_lost;
+    assign new_sq_ci = (op_kind == 4'h0) ? 16'h0000 : ((op_kind == 4'h1) ? op_sq_ci : old_sq_ci);
+    assign op_closing = ((op_kind == 4'h8) & (old_state == 4'h1)) | ((op_kind == 4'h1) & (old_state == 4'h2));
+    assign op_closed = op_closing & (new_sq_ci == new_sq_pi);
     assign ctx_wr_data = {
-        op_create ? 4'h1 : ctx_rd[83:80],
-        op_create ? 16'h0000 : (op_tx ? op_sq_ci : ctx_rd[79:64]),
-        op_create ? 32'h00000000 : (op_tx ? ctx_rd[63:32] : op_v1),
-        op_create ? 32'h00000000 : (op_tx ? op_v1 : ctx_rd[31:0])
+        ~(op_kind == 4'h0) & (old_rx_ended | op_stream_end),
+        new_rx_fin,
+        new_rxs_pi,
+        new_sq_pi,
+        (op_kind == 4'h0) ? 16'h0000 : ((op_kind == 4'h7) ? op_sq_ci : old_rq_ci),
+        (~(op_kind == 4'h0) & ~op_freed) & ((old_tx_closed | op_to_error) | op_closed),
+        arm_rx & ~(ev_rx_space & ~op_stream_end),
+        arm_tx & ~(ev_tx_data & ~((op_closed | op_to_error) | op_stream_end)),
+        new_txs_ci,
+        (op_kind == 4'h0) ? 4'h1 : (op_to_error ? 4'h4 : (op_freed ? 4'h0 : (op_closed ? 4'h3 : (op_closing ? 4'h2 : old_state)))),
+        new_sq_ci,
+        new_rxs_ci,
+        new_txs_pi
     };
+    assign op_writes = (((((op_kind == 4'h0) | (op_kind == 4'h1)) | (op_kind == 4'h2)) | (op_kind == 4'h7)) | op_to_error) | ((op_kind == 4'h8) & op_closing);
+    assign op_ev = (((ev_tx_data | ev_rx_space) | op_to_error) | op_closed) | op_stream_end;
+    assign op_ev_code = op_lost ? 3'h5 : (op_to_error ? 3'h2 : (op_closed ? 3'h3 : (op_stream_end ? 3'h4 : (ev_rx_space ? 3'h1 : 3'h0))));
     assign dw_req_valid = fsm == 2'h2;
     assign dw_s_valid = fsm == 2'h3;
     assign req_take = dw_req_valid & dw_req_ready;
@@ -170,18 +320,36 @@ module card_stat_w64 (
     assign dw_s_data = beat[1] ? (beat[0] ? 64'h0000000000000000 : 64'h0000000000000000) : (beat[0] ? rec[127:64] : rec[63:0]);
     assign base = {qpstat_base_hi, qpstat_base_lo};
     assign dw_req_addr = base + {49'h0000000000000, {op_qpn, 5'h00}};
-    assign pend_head = pend_rp[1] ? (pend_rp[0] ? pend3 : pend2) : (pend_rp[0] ? pend1 : pend0);
-    assign head_cpl = pend_head[132];
-    assign dw_done_ready = ~head_cpl | m_cpl_ready;
-    assign pend_pop = dw_done_valid & dw_done_ready;
-    assign m_cpl_valid = dw_done_valid & head_cpl;
+    assign push_ev = ((fsm == 2'h1) & ~op_writes) & op_ev;
+    assign pend_push = req_take | push_ev;
+    assign pend_head = pend_rp[2] ? (pend_rp[1] ? (pend_rp[0] ? pend7 : pend6) : (pend_rp[0] ? pend5 : pend4)) : (pend_rp[1] ? (pend_rp[0] ? pend3 : pend2) : (pend_rp[0] ? pend1 : pend0));
+    assign pend_any = pend_count != 4'h0;
+    assign head_write = pend_head[181];
+    assign head_ev = pend_head[180];
+    assign head_cpl = pend_head[166];
+    assign head_ready = pend_any & (~head_write | dw_done_valid);
+    assign cpl_v = (head_ready & head_cpl) & ~cpl_taken;
+    assign ev_v = (head_ready & head_ev) & ~ev_taken;
+    assign cpl_ok = (~head_cpl | cpl_taken) | m_cpl_ready;
+    assign ev_ok = (~head_ev | ev_taken) | m_ev_ready;
+    assign pend_pop = (head_ready & cpl_ok) & ev_ok;
+    assign dw_done_ready = ((pend_any & head_write) & cpl_ok) & ev_ok;
+    assign m_cpl_valid = cpl_v;
+    assign m_ev_valid = ev_v;
     assign m_cpl_byte_len = pend_head[31:0];
     assign m_cpl_status = pend_head[39:32];
     assign m_cpl_opcode = pend_head[47:40];
     assign m_cpl_wr_id = pend_head[111:48];
     assign m_cpl_qpn = pend_head[121:112];
     assign m_cpl_cq = pend_head[131:122];
-    assign m_fault = pend_pop & dw_done_err;
+    assign m_cpl_inv_stag = pend_head[163:132];
+    assign m_cpl_solicited = pend_head[164];
+    assign m_cpl_invalidated = pend_head[165];
+    assign head_ev_code = pend_head[179:177];
+    assign m_ev_qpn = pend_head[176:167];
+    assign m_ev_type = head_ev_code[2] ? (head_ev_code[1] ? (head_ev_code[0] ? 8'h00 : 8'h00) : (head_ev_code[0] ? 8'h08 : 8'h05)) : (head_ev_code[1] ? (head_ev_code[0] ? 8'h04 : 8'h08) : (head_ev_code[0] ? 8'h03 : 8'h02));
+    assign m_ev_info = (head_ev_code == 3'h2) ? 32'h00000001 : ((head_ev_code == 3'h5) ? 32'h00000002 : 32'h00000000);
+    assign m_fault = (dw_done_valid & dw_done_ready) & dw_done_err;
     assign m_axi_awid = dw_m_axi_awid;
     assign m_axi_awaddr = dw_m_axi_awaddr;
     assign m_axi_awlen = dw_m_axi_awlen;
@@ -193,57 +361,82 @@ module card_stat_w64 (
     assign m_axi_wlast = dw_m_axi_wlast;
     assign m_axi_wvalid = dw_m_axi_wvalid;
     assign m_axi_bready = dw_m_axi_bready;
-    assign unused_bits = |{qp_num_qpn[15:10], base[4:0], dw_done_tag};
+    assign unused_bits = |{qp_num_qpn[15:10], s_rc_qpn[15:10], base[4:0], dw_done_tag};
 
     always @(posedge clk) begin
         if (rst) begin
             rr_rx <= 1'h0;
-        end else if (take_tx | take_rx) begin
+        end else if (take_tx | take_rx_side) begin
             rr_rx <= take_tx;
         end
     end
 
     always @(posedge clk) begin
-        if (take) begin
-            op_qpn <= take_cmd ? qp_num_qpn[9:0] : (take_tx ? s_tx_qpn : s_rx_qpn);
+        if (rst) begin
+            rr_rc <= 1'h0;
+        end else if (take_rx | take_rc) begin
+            rr_rc <= take_rx;
         end
     end
 
     always @(posedge clk) begin
         if (take) begin
-            op_kind <= take_cmd ? 2'h0 : (take_tx ? 2'h1 : 2'h2);
+            op_qpn <= take_cmd ? qp_num_qpn[9:0] : (take_db ? s_db_index : (take_tx ? s_tx_qpn : (take_rc ? s_rc_qpn[9:0] : s_rx_qpn)));
         end
     end
 
     always @(posedge clk) begin
         if (take) begin
-            op_v1 <= take_tx ? s_tx_txs_pi : s_rx_rxs_ci;
+            op_kind <= take_cmd ? ((qp_cmd_op == 4'h1) ? 4'h0 : ((qp_cmd_op == 4'h2) ? 4'h8 : ((qp_cmd_op == 4'h3) ? 4'h5 : 4'h6))) : (take_db ? ((s_db_kind == 3'h3) ? 4'h3 : ((s_db_kind == 3'h5) ? 4'h4 : ((s_db_kind == 3'h1) ? 4'h9 : ((s_db_kind == 3'h4) ? 4'hb : 4'ha)))) : (take_tx ? 4'h1 : (take_rc ? 4'h7 : 4'h2)));
         end
     end
 
     always @(posedge clk) begin
         if (take) begin
-            op_sq_ci <= s_tx_sq_ci;
+            op_v1 <= take_db ? s_db_value : (take_tx ? s_tx_txs_pi : s_rx_rxs_ci);
         end
     end
 
     always @(posedge clk) begin
         if (take) begin
-            op_cpl <= {take_tx & s_tx_cqe, s_tx_cq, s_tx_qpn, s_tx_wr_id, s_tx_opcode, s_tx_status, s_tx_byte_len};
+            op_sq_ci <= take_tx ? s_tx_sq_ci : s_rc_rq_ci;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (take) begin
+            op_cpl <= take_tx ? {s_tx_cqe, 34'h000000000, s_tx_cq, s_tx_qpn, s_tx_wr_id, s_tx_opcode, s_tx_status, s_tx_byte_len} : {
+                take_rc,
+                s_rc_invalidated,
+                s_rc_solicited,
+                s_rc_inv_stag,
+                s_rc_cq,
+                s_rc_qpn[9:0],
+                s_rc_wr_id,
+                s_rc_opcode,
+                s_rc_status,
+                s_rc_byte_len
+            };
+        end
+    end
+
+    always @(posedge clk) begin
+        if (fsm == 2'h1) begin
+            rec <= {23'h000000, ctx_wr_data[118], 4'h0, ctx_wr_data[83:80], ctx_wr_data[134:119], ctx_wr_data[79:0]};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (fsm == 2'h1) begin
+            op_ev_q <= {op_ev, op_ev_code};
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
             fsm <= 2'h0;
-        end else if (((take_update | (fsm == 2'h1)) | req_take) | data_done) begin
-            fsm <= take_update ? 2'h1 : ((fsm == 2'h1) ? 2'h2 : ((fsm == 2'h2) ? 2'h3 : 2'h0));
-        end
-    end
-
-    always @(posedge clk) begin
-        if (fsm == 2'h1) begin
-            rec <= {28'h0000000, ctx_wr_data[83:80], 16'h0000, ctx_wr_data[79:0]};
+        end else if (((take_ctx | (fsm == 2'h1)) | req_take) | data_done) begin
+            fsm <= take_ctx ? 2'h1 : ((fsm == 2'h1) ? (op_writes ? 2'h2 : 2'h0) : ((fsm == 2'h2) ? 2'h3 : 2'h0));
         end
     end
 
@@ -256,50 +449,130 @@ module card_stat_w64 (
     end
 
     always @(posedge clk) begin
-        if (req_take & (pend_wp == 2'h0)) begin
-            pend0 <= op_cpl;
+        if (pend_push & (pend_wp == 3'h0)) begin
+            pend0 <= {
+                req_take,
+                req_take ? op_ev_q : {op_ev, op_ev_code},
+                op_qpn,
+                req_take ? op_cpl : 167'h000000000000000000000000000000000000000000
+            };
         end
     end
 
     always @(posedge clk) begin
-        if (req_take & (pend_wp == 2'h1)) begin
-            pend1 <= op_cpl;
+        if (pend_push & (pend_wp == 3'h1)) begin
+            pend1 <= {
+                req_take,
+                req_take ? op_ev_q : {op_ev, op_ev_code},
+                op_qpn,
+                req_take ? op_cpl : 167'h000000000000000000000000000000000000000000
+            };
         end
     end
 
     always @(posedge clk) begin
-        if (req_take & (pend_wp == 2'h2)) begin
-            pend2 <= op_cpl;
+        if (pend_push & (pend_wp == 3'h2)) begin
+            pend2 <= {
+                req_take,
+                req_take ? op_ev_q : {op_ev, op_ev_code},
+                op_qpn,
+                req_take ? op_cpl : 167'h000000000000000000000000000000000000000000
+            };
         end
     end
 
     always @(posedge clk) begin
-        if (req_take & (pend_wp == 2'h3)) begin
-            pend3 <= op_cpl;
+        if (pend_push & (pend_wp == 3'h3)) begin
+            pend3 <= {
+                req_take,
+                req_take ? op_ev_q : {op_ev, op_ev_code},
+                op_qpn,
+                req_take ? op_cpl : 167'h000000000000000000000000000000000000000000
+            };
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 3'h4)) begin
+            pend4 <= {
+                req_take,
+                req_take ? op_ev_q : {op_ev, op_ev_code},
+                op_qpn,
+                req_take ? op_cpl : 167'h000000000000000000000000000000000000000000
+            };
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 3'h5)) begin
+            pend5 <= {
+                req_take,
+                req_take ? op_ev_q : {op_ev, op_ev_code},
+                op_qpn,
+                req_take ? op_cpl : 167'h000000000000000000000000000000000000000000
+            };
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 3'h6)) begin
+            pend6 <= {
+                req_take,
+                req_take ? op_ev_q : {op_ev, op_ev_code},
+                op_qpn,
+                req_take ? op_cpl : 167'h000000000000000000000000000000000000000000
+            };
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pend_push & (pend_wp == 3'h7)) begin
+            pend7 <= {
+                req_take,
+                req_take ? op_ev_q : {op_ev, op_ev_code},
+                op_qpn,
+                req_take ? op_cpl : 167'h000000000000000000000000000000000000000000
+            };
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
-            pend_wp <= 2'h0;
-        end else if (req_take) begin
-            pend_wp <= pend_wp + 2'h1;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
-            pend_rp <= 2'h0;
-        end else if (pend_pop) begin
-            pend_rp <= pend_rp + 2'h1;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
-            pend_count <= 3'h0;
+            cpl_taken <= 1'h0;
         end else begin
-            pend_count <= (pend_count + {2'h0, req_take}) - {2'h0, pend_pop};
+            cpl_taken <= ~pend_pop & (cpl_taken | (cpl_v & m_cpl_ready));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ev_taken <= 1'h0;
+        end else begin
+            ev_taken <= ~pend_pop & (ev_taken | (ev_v & m_ev_ready));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pend_wp <= 3'h0;
+        end else if (pend_push) begin
+            pend_wp <= pend_wp + 3'h1;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pend_rp <= 3'h0;
+        end else if (pend_pop) begin
+            pend_rp <= pend_rp + 3'h1;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pend_count <= 4'h0;
+        end else begin
+            pend_count <= (pend_count + {3'h0, pend_push}) - {3'h0, pend_pop};
         end
     end
 
@@ -308,8 +581,8 @@ module card_stat_w64 (
         if (fsm == 2'h1) begin
             ctx[op_qpn] <= ctx_wr_data;
         end
-        if (take_update) begin
-            ctx_rd <= ctx[take_cmd ? qp_num_qpn[9:0] : (take_tx ? s_tx_qpn : s_rx_qpn)];
+        if (take_ctx) begin
+            ctx_rd <= ctx[take_cmd ? qp_num_qpn[9:0] : (take_db ? s_db_index : (take_tx ? s_tx_qpn : (take_rc ? s_rc_qpn[9:0] : s_rx_qpn)))];
         end
     end
 

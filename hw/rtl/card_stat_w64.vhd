@@ -3,28 +3,47 @@
 
 -- card_stat_w64
 --
--- The QP status records, 64-bit DMA: per QP the values the driver reads from
--- its status record (TXS_PI, RXS_CI, SQ_CI, STATE; 84 bits of block RAM for
--- 1024 QPs), updated by QP_CMD CREATE (all zero, state RTS), card_tx's records
--- (s_tx: SQ_CI and TXS_PI after each WQE) and card_rx's RXS_CI records (s_rx);
--- each update writes the QP's whole 32-byte record at QPSTAT_BASE + 32 x QPN
+-- The QP status records and the QP's stream and state events, 64-bit DMA: per
+-- QP the values the driver reads from its status record (TXS_PI, RXS_CI,
+-- SQ_CI, RQ_CI, STATE, TX_CLOSED) and what the stream events need (TXS_CI,
+-- ARM_TX, ARM_RX); 185 bits of block RAM for 1024 QPs. Updated by QP_CMD
+-- CREATE (all zero, state RTS), CLOSE (a QP in RTS: CLOSING until SQ_CI
+-- reaches SQ_PI, then CLOSED with TX_CLOSED and a QP_CLOSED event), ERROR (a
+-- QP in RTS, CLOSING or CLOSED goes to ERROR with TX_CLOSED, and a QP_ERROR
+-- event with INFO HOST), DESTROY (a QP in CLOSED or ERROR goes back to RESET,
+-- nothing written), card_tx's records (s_tx: SQ_CI and TXS_PI after each WQE),
+-- card_rx's RXS_CI records (s_rx), card_rx's receive completions (s_rc: RQ_CI,
+-- and the CQE passed on) and the doorbells SQ_PI and PUSH (SQ_PI, for CLOSE),
+-- TXS_CI, RXS_PI and STREAM (s_db: ARM_TX, ARM_RX, RX_FIN; RX_LOST puts a live
+-- QP in ERROR with TX_CLOSED and a QP_ERROR event with INFO LLP_LOST). Each
+-- record update writes the QP's whole 32-byte record at QPSTAT_BASE + 32 x QPN
 -- with one DMA write through a dma_wr.
 --
--- Ordering: a transmit record that carries a CQE (s_tx_cqe) is passed on to
--- card_cq (m_cpl) only once the status write it caused has its write response,
--- so the driver never sees a CQE before the status record that publishes its
--- SQ_CI and TXS_PI (the card model writes the record before the CQE). Up to 4
--- status writes may await their response; the writes of one QP go out in the
--- order of their updates (dma_wr keeps order), so the latest values win.
+-- Events, as the card model gives them: TX_DATA once ARM_TX is set and TXS_PI
+-- differs from TXS_CI (checked at each transmit record, TXS_CI doorbell and
+-- STREAM doorbell; the arm is then spent); RX_SPACE at the first RXS_CI record
+-- after ARM_RX (spent); QP_ERROR with ERROR's or RX_LOST's record; QP_CLOSED
+-- with CLOSED's record; STREAM_END once RX_FIN is set and RXS_CI reaches
+-- RXS_PI (card_rx reports RXS_CI at FPDU boundaries) in a QP not in error. One
+-- event per update: QP_ERROR, QP_CLOSED or STREAM_END go first and a TX_DATA
+-- or RX_SPACE of the same update keeps its arm for the next.
 --
--- Updates are serial (one every 3 cycles at most plus the data beats: a read
--- of the context, its write-back and the DMA request, then the 32 bytes), QP
--- commands first, then transmit and receive records alternately. Not yet:
--- RQ_CI (no receive WQEs yet), the states CLOSING, CLOSED and ERROR and
--- TX_CLOSED (no QP command but CREATE is served by the engines), coalescing of
--- updates.
+-- Ordering: a completion (s_tx_cqe) or event is passed on (m_cpl to card_cq's
+-- completion port, m_ev to its event port) only once every status write taken
+-- before it has its write response, so the driver never sees a CQE or an event
+-- before the status record that publishes its indices (the card model writes
+-- the record first). Up to 8 entries (status writes and events without a
+-- write) wait in order; the writes of one QP go out in the order of their
+-- updates (dma_wr keeps order), so the latest values win.
 --
--- Implements: docs/card.md (QPSTAT, QPSTAT_BASE), docs/card-model.md (WriteStatus)
+-- Updates are serial (a context read, its write-back and, for a record, the
+-- DMA request and the 32 bytes), QP commands first, then doorbells, then
+-- transmit and receive-side records alternately (RXS_CI records and receive
+-- completions alternately among the latter). Not yet: STREAM_CUT (a partial
+-- FPDU left at RX_FIN: card_rx's), the flush of outstanding Reads at
+-- STREAM_END (card_tx's), coalescing of updates.
+--
+-- Implements: docs/card.md (QPSTAT, QPSTAT_BASE, QP_DB.STREAM, EQE_TYPE), docs/card-model.md (WriteStatus; host/driver/cardmodel qp.go step, stream, rx.go consume)
 
 library ieee;
 use ieee.std_logic_1164.all;
@@ -36,10 +55,15 @@ entity card_stat_w64 is
         rst : in  std_logic;                 -- synchronous reset, active high
         qp_cmd_valid : in  std_logic;        -- QP command (card_regs, forked by the top)
         qp_cmd_ready : out std_logic;
-        qp_cmd_op : in  std_logic_vector(3 downto 0); -- QP_OP: CREATE (1) resets the record and writes it; the others are taken without effect
+        qp_cmd_op : in  std_logic_vector(3 downto 0); -- QP_OP: CREATE (1), CLOSE (2), ERROR (3), DESTROY (4)
         qp_num_qpn : in  std_logic_vector(15 downto 0);
         qpstat_base_lo : in  std_logic_vector(31 downto 0); -- QPSTAT_BASE (32-byte aligned)
         qpstat_base_hi : in  std_logic_vector(31 downto 0);
+        s_db_valid : in  std_logic;          -- doorbell (card_regs m_db, forked by the top): SQ_PI, TXS_CI, RXS_PI, STREAM and PUSH act, other kinds are taken without effect
+        s_db_ready : out std_logic;
+        s_db_kind : in  std_logic_vector(2 downto 0); -- DB_KIND
+        s_db_index : in  std_logic_vector(9 downto 0); -- QP number
+        s_db_value : in  std_logic_vector(31 downto 0); -- the register's value as written
         s_tx_valid : in  std_logic;          -- card_tx's record (m_cpl)
         s_tx_ready : out std_logic;
         s_tx_qpn : in  std_logic_vector(9 downto 0);
@@ -55,6 +79,18 @@ entity card_stat_w64 is
         s_rx_ready : out std_logic;
         s_rx_qpn : in  std_logic_vector(9 downto 0);
         s_rx_rxs_ci : in  std_logic_vector(31 downto 0);
+        s_rc_valid : in  std_logic;          -- card_rx's receive completion (m_cpl) with its RQ_CI
+        s_rc_ready : out std_logic;
+        s_rc_qpn : in  std_logic_vector(15 downto 0);
+        s_rc_rq_ci : in  std_logic_vector(15 downto 0); -- RQ_CI past the completed WQE
+        s_rc_cq : in  std_logic_vector(9 downto 0);
+        s_rc_wr_id : in  std_logic_vector(63 downto 0);
+        s_rc_opcode : in  std_logic_vector(7 downto 0);
+        s_rc_status : in  std_logic_vector(7 downto 0);
+        s_rc_byte_len : in  std_logic_vector(31 downto 0);
+        s_rc_inv_stag : in  std_logic_vector(31 downto 0);
+        s_rc_solicited : in  std_logic;
+        s_rc_invalidated : in  std_logic;
         m_cpl_valid : out std_logic;         -- a completion for card_cq, after its status write
         m_cpl_ready : in  std_logic;
         m_cpl_cq : out std_logic_vector(9 downto 0);
@@ -63,6 +99,14 @@ entity card_stat_w64 is
         m_cpl_opcode : out std_logic_vector(7 downto 0);
         m_cpl_status : out std_logic_vector(7 downto 0);
         m_cpl_byte_len : out std_logic_vector(31 downto 0);
+        m_cpl_inv_stag : out std_logic_vector(31 downto 0);
+        m_cpl_solicited : out std_logic;
+        m_cpl_invalidated : out std_logic;
+        m_ev_valid : out std_logic;          -- an event for card_cq, after the status writes taken before it
+        m_ev_ready : in  std_logic;
+        m_ev_type : out std_logic_vector(7 downto 0); -- EQE_TYPE: TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END or QP_ERROR
+        m_ev_qpn : out std_logic_vector(9 downto 0); -- OBJ: the QP
+        m_ev_info : out std_logic_vector(31 downto 0); -- INFO: QP_ERR_HOST or QP_ERR_LLP_LOST for QP_ERROR, else 0
         m_fault : out std_logic;             -- a status write got an error response (pulse)
         m_axi_awid : out std_logic_vector(3 downto 0);
         m_axi_awaddr : out std_logic_vector(63 downto 0);
@@ -103,29 +147,69 @@ architecture rtl of card_stat_w64 is
     end function;
 
     signal fsm : std_logic_vector(1 downto 0) := "00"; -- idle, read, request, data
-    signal pend_count : std_logic_vector(2 downto 0) := "000"; -- status writes awaiting their response
+    signal pend_count : std_logic_vector(3 downto 0) := x"0"; -- entries waiting (status writes and events)
     signal pend_room : std_logic;
     signal rr_rx : std_logic := '0';         -- the receive side goes first next time
     signal free : std_logic;                 -- an update can be taken
     signal take_cmd : std_logic;
+    signal take_db : std_logic;
+    signal free_rec : std_logic;
+    signal rx_side_valid : std_logic;
     signal tx_first : std_logic;
     signal take_tx : std_logic;
+    signal take_rx_side : std_logic;
+    signal rr_rc : std_logic := '0';         -- a receive completion goes before an RXS_CI record next time
+    signal take_rc : std_logic;
     signal take_rx : std_logic;
     signal take : std_logic;
-    signal take_create : std_logic;
-    signal take_update : std_logic;          -- an update that writes a record
+    signal take_cmd_acts : std_logic;        -- CREATE, CLOSE, ERROR, DESTROY
+    signal take_db_acts : std_logic;         -- SQ_PI, TXS_CI, RXS_PI, STREAM, PUSH
+    signal take_ctx : std_logic;             -- an update that reads and writes the context
     signal op_qpn : std_logic_vector(9 downto 0);
-    signal op_kind : std_logic_vector(1 downto 0); -- 0 create, 1 transmit, 2 receive
-    signal op_v1 : std_logic_vector(31 downto 0); -- TXS_PI or RXS_CI
-    signal op_sq_ci : std_logic_vector(15 downto 0);
-    signal op_cpl : std_logic_vector(132 downto 0); -- the completion to pass on, bit 0 of the top: has one
+    signal op_kind : std_logic_vector(3 downto 0);
+    signal op_v1 : std_logic_vector(31 downto 0); -- TXS_PI, RXS_CI or the doorbell's value
+    signal op_sq_ci : std_logic_vector(15 downto 0); -- SQ_CI or RQ_CI
+    signal op_cpl : std_logic_vector(166 downto 0); -- the completion to pass on, the top bit: has one
     signal req_take : std_logic;             -- dma_wr took the request
     signal data_done : std_logic;            -- dma_wr took the last beat
-    signal ctx_wr_data : std_logic_vector(83 downto 0);
-    signal ctx_rd : std_logic_vector(83 downto 0); -- read data of ctx
-    signal op_create : std_logic;
-    signal op_tx : std_logic;
-    signal rec : std_logic_vector(127 downto 0); -- the record's first 16 bytes (the rest is zero): TXS_PI, RXS_CI, SQ_CI, RQ_CI 0, STATE, TX_CLOSED 0
+    signal ctx_wr_data : std_logic_vector(184 downto 0);
+    signal ctx_rd : std_logic_vector(184 downto 0); -- read data of ctx
+    signal old_txs_pi : std_logic_vector(31 downto 0);
+    signal old_rxs_ci : std_logic_vector(31 downto 0);
+    signal old_sq_ci : std_logic_vector(15 downto 0);
+    signal old_state : std_logic_vector(3 downto 0);
+    signal old_txs_ci : std_logic_vector(31 downto 0);
+    signal old_arm_tx : std_logic;
+    signal old_arm_rx : std_logic;
+    signal old_tx_closed : std_logic;
+    signal old_rq_ci : std_logic_vector(15 downto 0);
+    signal old_sq_pi : std_logic_vector(15 downto 0);
+    signal old_rxs_pi : std_logic_vector(31 downto 0);
+    signal old_rx_fin : std_logic;
+    signal old_rx_ended : std_logic;
+    signal new_sq_pi : std_logic_vector(15 downto 0); -- SQ_PI: SQ_PI doorbells, a push posts one block more
+    signal op_live : std_logic;              -- ERROR acts: the QP is in RTS, CLOSING or CLOSED
+    signal op_lost : std_logic;              -- STREAM.RX_LOST: QP_ERROR LLP_LOST
+    signal op_to_error : std_logic;
+    signal op_freed : std_logic;             -- DESTROY acts
+    signal new_txs_pi : std_logic_vector(31 downto 0);
+    signal new_txs_ci : std_logic_vector(31 downto 0);
+    signal arm_tx : std_logic;               -- ARM_TX, with this STREAM doorbell's
+    signal arm_rx : std_logic;               -- ARM_RX, with this STREAM doorbell's
+    signal ev_tx_data : std_logic;           -- TX_DATA: armed, and bytes past TXS_CI
+    signal ev_rx_space : std_logic;          -- RX_SPACE: armed, and receive stream bytes consumed
+    signal new_rxs_ci : std_logic_vector(31 downto 0);
+    signal new_rxs_pi : std_logic_vector(31 downto 0);
+    signal new_rx_fin : std_logic;           -- STREAM.RX_FIN seen
+    signal op_stream_end : std_logic;
+    signal new_sq_ci : std_logic_vector(15 downto 0);
+    signal op_closing : std_logic;           -- CLOSE on a QP in RTS, or a record of a closing QP
+    signal op_closed : std_logic;            -- the QP's posted send work is done: CLOSED
+    signal op_writes : std_logic;            -- the update writes the status record
+    signal op_ev : std_logic;                -- the update gives an event
+    signal op_ev_code : std_logic_vector(2 downto 0); -- 0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST
+    signal rec : std_logic_vector(127 downto 0); -- the record's first 16 bytes (the rest is zero): TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED
+    signal op_ev_q : std_logic_vector(3 downto 0); -- the event that follows this update's status write
     signal beat : std_logic_vector(1 downto 0) := "00"; -- next beat of the record
     signal dw_req_valid : std_logic;
     signal dw_req_ready : std_logic;
@@ -140,15 +224,32 @@ architecture rtl of card_stat_w64 is
     signal dw_done_ready : std_logic;
     signal dw_done_tag : std_logic_vector(7 downto 0);
     signal dw_done_err : std_logic;
-    signal pend_wp : std_logic_vector(1 downto 0) := "00";
-    signal pend_rp : std_logic_vector(1 downto 0) := "00";
-    signal pend0 : std_logic_vector(132 downto 0);
-    signal pend1 : std_logic_vector(132 downto 0);
-    signal pend2 : std_logic_vector(132 downto 0);
-    signal pend3 : std_logic_vector(132 downto 0);
-    signal pend_head : std_logic_vector(132 downto 0);
-    signal head_cpl : std_logic;             -- the head write releases a completion
+    signal push_ev : std_logic;              -- an event with no status write
+    signal pend_push : std_logic;
+    signal pend_wp : std_logic_vector(2 downto 0) := "000";
+    signal pend_rp : std_logic_vector(2 downto 0) := "000";
+    signal pend0 : std_logic_vector(181 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend1 : std_logic_vector(181 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend2 : std_logic_vector(181 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend3 : std_logic_vector(181 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend4 : std_logic_vector(181 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend5 : std_logic_vector(181 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend6 : std_logic_vector(181 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend7 : std_logic_vector(181 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend_head : std_logic_vector(181 downto 0);
+    signal pend_any : std_logic;
+    signal head_write : std_logic;           -- the head is a status write
+    signal head_ev : std_logic;              -- the head releases an event
+    signal head_cpl : std_logic;             -- the head releases a completion
+    signal head_ready : std_logic;           -- the head's write (if any) has its response
+    signal cpl_taken : std_logic := '0';     -- the head's completion is taken
+    signal ev_taken : std_logic := '0';      -- the head's event is taken
+    signal cpl_v : std_logic;
+    signal ev_v : std_logic;
+    signal cpl_ok : std_logic;
+    signal ev_ok : std_logic;
     signal pend_pop : std_logic;
+    signal head_ev_code : std_logic_vector(2 downto 0);
     signal dw_m_axi_awid : std_logic_vector(3 downto 0);
     signal dw_m_axi_awaddr : std_logic_vector(63 downto 0);
     signal dw_m_axi_awlen : std_logic_vector(7 downto 0);
@@ -161,29 +262,78 @@ architecture rtl of card_stat_w64 is
     signal dw_m_axi_wvalid : std_logic;
     signal dw_m_axi_bready : std_logic;
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
-    type ctx_t is array (0 to 1023) of std_logic_vector(83 downto 0);
-    signal ctx : ctx_t;                      -- per QP status values
+    type ctx_t is array (0 to 1023) of std_logic_vector(184 downto 0);
+    signal ctx : ctx_t;                      -- per QP status and stream-event values
 begin
-    pend_room <= b2l(unsigned(pend_count) < unsigned'("100"));
+    pend_room <= b2l(unsigned(pend_count) < unsigned'(x"8"));
     free <= b2l(fsm = "00") and pend_room;
     take_cmd <= free and qp_cmd_valid;
-    tx_first <= (not rr_rx) or (not s_rx_valid);
-    take_tx <= ((free and (not qp_cmd_valid)) and s_tx_valid) and tx_first;
-    take_rx <= ((free and (not qp_cmd_valid)) and s_rx_valid) and (not (s_tx_valid and tx_first));
+    take_db <= (free and (not qp_cmd_valid)) and s_db_valid;
+    free_rec <= (free and (not qp_cmd_valid)) and (not s_db_valid);
+    rx_side_valid <= s_rx_valid or s_rc_valid;
+    tx_first <= (not rr_rx) or (not rx_side_valid);
+    take_tx <= (free_rec and s_tx_valid) and tx_first;
+    take_rx_side <= (free_rec and rx_side_valid) and (not (s_tx_valid and tx_first));
+    take_rc <= (take_rx_side and s_rc_valid) and (rr_rc or (not s_rx_valid));
+    take_rx <= take_rx_side and (not take_rc);
     qp_cmd_ready <= take_cmd;
+    s_db_ready <= take_db;
     s_tx_ready <= take_tx;
     s_rx_ready <= take_rx;
-    take <= (take_cmd or take_tx) or take_rx;
-    take_create <= take_cmd and b2l(qp_cmd_op = x"1");
-    take_update <= (take_create or take_tx) or take_rx;
-    op_create <= b2l(op_kind = "00");
-    op_tx <= b2l(op_kind = "01");
+    s_rc_ready <= take_rc;
+    take <= ((take_cmd or take_db) or take_tx) or take_rx_side;
+    take_cmd_acts <= take_cmd and (((b2l(qp_cmd_op = x"1") or b2l(qp_cmd_op = x"2")) or b2l(qp_cmd_op = x"3")) or b2l(qp_cmd_op = x"4"));
+    take_db_acts <= take_db and ((((b2l(s_db_kind = "001") or b2l(s_db_kind = "011")) or b2l(s_db_kind = "100")) or b2l(s_db_kind = "101")) or b2l(s_db_kind = "110"));
+    take_ctx <= ((take_cmd_acts or take_db_acts) or take_tx) or take_rx_side;
+    old_txs_pi <= ctx_rd(31 downto 0);
+    old_rxs_ci <= ctx_rd(63 downto 32);
+    old_sq_ci <= ctx_rd(79 downto 64);
+    old_state <= ctx_rd(83 downto 80);
+    old_txs_ci <= ctx_rd(115 downto 84);
+    old_arm_tx <= ctx_rd(116);
+    old_arm_rx <= ctx_rd(117);
+    old_tx_closed <= ctx_rd(118);
+    old_rq_ci <= ctx_rd(134 downto 119);
+    old_sq_pi <= ctx_rd(150 downto 135);
+    old_rxs_pi <= ctx_rd(182 downto 151);
+    old_rx_fin <= ctx_rd(183);
+    old_rx_ended <= ctx_rd(184);
+    new_sq_pi <= mux(b2l(op_kind = x"0"), x"0000", mux(b2l(op_kind = x"9"), op_v1(15 downto 0), mux(b2l(op_kind = x"a"), std_logic_vector(unsigned(old_sq_pi) + unsigned'(x"0001")), old_sq_pi)));
+    op_live <= b2l(old_state /= x"0") and b2l(old_state /= x"4");
+    op_lost <= (b2l(op_kind = x"4") and op_v1(1)) and op_live;
+    op_to_error <= (b2l(op_kind = x"5") and op_live) or op_lost;
+    op_freed <= b2l(op_kind = x"6") and (b2l(old_state = x"3") or b2l(old_state = x"4"));
+    new_txs_pi <= mux(b2l(op_kind = x"0"), x"00000000", mux(b2l(op_kind = x"1"), op_v1, old_txs_pi));
+    new_txs_ci <= mux(b2l(op_kind = x"0"), x"00000000", mux(b2l(op_kind = x"3"), op_v1, old_txs_ci));
+    arm_tx <= (not b2l(op_kind = x"0")) and (old_arm_tx or (b2l(op_kind = x"4") and op_v1(8)));
+    arm_rx <= (not b2l(op_kind = x"0")) and (old_arm_rx or (b2l(op_kind = x"4") and op_v1(9)));
+    ev_tx_data <= (arm_tx and ((b2l(op_kind = x"1") or b2l(op_kind = x"3")) or b2l(op_kind = x"4"))) and b2l(new_txs_pi /= new_txs_ci);
+    ev_rx_space <= arm_rx and b2l(op_kind = x"2");
+    new_rxs_ci <= mux(b2l(op_kind = x"0"), x"00000000", mux(b2l(op_kind = x"2"), op_v1, old_rxs_ci));
+    new_rxs_pi <= mux(b2l(op_kind = x"0"), x"00000000", mux(b2l(op_kind = x"b"), op_v1, old_rxs_pi));
+    new_rx_fin <= (not b2l(op_kind = x"0")) and (old_rx_fin or (b2l(op_kind = x"4") and op_v1(0)));
+    op_stream_end <= (((((((b2l(op_kind = x"4") or b2l(op_kind = x"2")) or b2l(op_kind = x"b")) and new_rx_fin) and (not old_rx_ended)) and b2l(new_rxs_ci = new_rxs_pi)) and b2l(old_state /= x"0")) and b2l(old_state /= x"4")) and (not op_lost);
+    new_sq_ci <= mux(b2l(op_kind = x"0"), x"0000", mux(b2l(op_kind = x"1"), op_sq_ci, old_sq_ci));
+    op_closing <= (b2l(op_kind = x"8") and b2l(old_state = x"1")) or (b2l(op_kind = x"1") and b2l(old_state = x"2"));
+    op_closed <= op_closing and b2l(new_sq_ci = new_sq_pi);
     ctx_wr_data <= std_logic_vector'(
-        mux(op_create, x"1", ctx_rd(83 downto 80)) &
-        mux(op_create, x"0000", mux(op_tx, op_sq_ci, ctx_rd(79 downto 64))) &
-        mux(op_create, x"00000000", mux(op_tx, ctx_rd(63 downto 32), op_v1)) &
-        mux(op_create, x"00000000", mux(op_tx, op_v1, ctx_rd(31 downto 0)))
+        ((not b2l(op_kind = x"0")) and (old_rx_ended or op_stream_end)) &
+        new_rx_fin &
+        new_rxs_pi &
+        new_sq_pi &
+        mux(b2l(op_kind = x"0"), x"0000", mux(b2l(op_kind = x"7"), op_sq_ci, old_rq_ci)) &
+        (((not b2l(op_kind = x"0")) and (not op_freed)) and ((old_tx_closed or op_to_error) or op_closed)) &
+        (arm_rx and (not (ev_rx_space and (not op_stream_end)))) &
+        (arm_tx and (not (ev_tx_data and (not ((op_closed or op_to_error) or op_stream_end))))) &
+        new_txs_ci &
+        mux(b2l(op_kind = x"0"), x"1", mux(op_to_error, x"4", mux(op_freed, x"0", mux(op_closed, x"3", mux(op_closing, x"2", old_state))))) &
+        new_sq_ci &
+        new_rxs_ci &
+        new_txs_pi
     );
+    op_writes <= ((((b2l(op_kind = x"0") or b2l(op_kind = x"1")) or b2l(op_kind = x"2")) or b2l(op_kind = x"7")) or op_to_error) or (b2l(op_kind = x"8") and op_closing);
+    op_ev <= (((ev_tx_data or ev_rx_space) or op_to_error) or op_closed) or op_stream_end;
+    op_ev_code <= mux(op_lost, "101", mux(op_to_error, "010", mux(op_closed, "011", mux(op_stream_end, "100", mux(ev_rx_space, "001", "000")))));
     dw_req_valid <= b2l(fsm = "10");
     dw_s_valid <= b2l(fsm = "11");
     req_take <= dw_req_valid and dw_req_ready;
@@ -196,18 +346,36 @@ begin
         "0000000000000000000000000000000000000000000000000" &
         std_logic_vector'(op_qpn & "00000")
     )));
-    pend_head <= mux(pend_rp(1), mux(pend_rp(0), pend3, pend2), mux(pend_rp(0), pend1, pend0));
-    head_cpl <= pend_head(132);
-    dw_done_ready <= (not head_cpl) or m_cpl_ready;
-    pend_pop <= dw_done_valid and dw_done_ready;
-    m_cpl_valid <= dw_done_valid and head_cpl;
+    push_ev <= (b2l(fsm = "01") and (not op_writes)) and op_ev;
+    pend_push <= req_take or push_ev;
+    pend_head <= mux(pend_rp(2), mux(pend_rp(1), mux(pend_rp(0), pend7, pend6), mux(pend_rp(0), pend5, pend4)), mux(pend_rp(1), mux(pend_rp(0), pend3, pend2), mux(pend_rp(0), pend1, pend0)));
+    pend_any <= b2l(pend_count /= x"0");
+    head_write <= pend_head(181);
+    head_ev <= pend_head(180);
+    head_cpl <= pend_head(166);
+    head_ready <= pend_any and ((not head_write) or dw_done_valid);
+    cpl_v <= (head_ready and head_cpl) and (not cpl_taken);
+    ev_v <= (head_ready and head_ev) and (not ev_taken);
+    cpl_ok <= ((not head_cpl) or cpl_taken) or m_cpl_ready;
+    ev_ok <= ((not head_ev) or ev_taken) or m_ev_ready;
+    pend_pop <= (head_ready and cpl_ok) and ev_ok;
+    dw_done_ready <= ((pend_any and head_write) and cpl_ok) and ev_ok;
+    m_cpl_valid <= cpl_v;
+    m_ev_valid <= ev_v;
     m_cpl_byte_len <= pend_head(31 downto 0);
     m_cpl_status <= pend_head(39 downto 32);
     m_cpl_opcode <= pend_head(47 downto 40);
     m_cpl_wr_id <= pend_head(111 downto 48);
     m_cpl_qpn <= pend_head(121 downto 112);
     m_cpl_cq <= pend_head(131 downto 122);
-    m_fault <= pend_pop and dw_done_err;
+    m_cpl_inv_stag <= pend_head(163 downto 132);
+    m_cpl_solicited <= pend_head(164);
+    m_cpl_invalidated <= pend_head(165);
+    head_ev_code <= pend_head(179 downto 177);
+    m_ev_qpn <= pend_head(176 downto 167);
+    m_ev_type <= mux(head_ev_code(2), mux(head_ev_code(1), mux(head_ev_code(0), x"00", x"00"), mux(head_ev_code(0), x"08", x"05")), mux(head_ev_code(1), mux(head_ev_code(0), x"04", x"08"), mux(head_ev_code(0), x"03", x"02")));
+    m_ev_info <= mux(b2l(head_ev_code = "010"), x"00000001", mux(b2l(head_ev_code = "101"), x"00000002", x"00000000"));
+    m_fault <= (dw_done_valid and dw_done_ready) and dw_done_err;
     m_axi_awid <= dw_m_axi_awid;
     m_axi_awaddr <= dw_m_axi_awaddr;
     m_axi_awlen <= dw_m_axi_awlen;
@@ -219,15 +387,31 @@ begin
     m_axi_wlast <= dw_m_axi_wlast;
     m_axi_wvalid <= dw_m_axi_wvalid;
     m_axi_bready <= dw_m_axi_bready;
-    unused_bits <= or std_logic_vector'(qp_num_qpn(15 downto 10) & base(4 downto 0) & dw_done_tag);
+    unused_bits <= or std_logic_vector'(
+        qp_num_qpn(15 downto 10) &
+        s_rc_qpn(15 downto 10) &
+        base(4 downto 0) &
+        dw_done_tag
+    );
 
     rr_rx_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
                 rr_rx <= '0';
-            elsif (take_tx or take_rx) = '1' then
+            elsif (take_tx or take_rx_side) = '1' then
                 rr_rx <= take_tx;
+            end if;
+        end if;
+    end process;
+
+    rr_rc_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rr_rc <= '0';
+            elsif (take_rx or take_rc) = '1' then
+                rr_rc <= take_rx;
             end if;
         end if;
     end process;
@@ -236,7 +420,7 @@ begin
     begin
         if rising_edge(clk) then
             if take = '1' then
-                op_qpn <= mux(take_cmd, qp_num_qpn(9 downto 0), mux(take_tx, s_tx_qpn, s_rx_qpn));
+                op_qpn <= mux(take_cmd, qp_num_qpn(9 downto 0), mux(take_db, s_db_index, mux(take_tx, s_tx_qpn, mux(take_rc, s_rc_qpn(9 downto 0), s_rx_qpn))));
             end if;
         end if;
     end process;
@@ -245,7 +429,7 @@ begin
     begin
         if rising_edge(clk) then
             if take = '1' then
-                op_kind <= mux(take_cmd, "00", mux(take_tx, "01", "10"));
+                op_kind <= mux(take_cmd, mux(b2l(qp_cmd_op = x"1"), x"0", mux(b2l(qp_cmd_op = x"2"), x"8", mux(b2l(qp_cmd_op = x"3"), x"5", x"6"))), mux(take_db, mux(b2l(s_db_kind = "011"), x"3", mux(b2l(s_db_kind = "101"), x"4", mux(b2l(s_db_kind = "001"), x"9", mux(b2l(s_db_kind = "100"), x"b", x"a")))), mux(take_tx, x"1", mux(take_rc, x"7", x"2"))));
             end if;
         end if;
     end process;
@@ -254,7 +438,7 @@ begin
     begin
         if rising_edge(clk) then
             if take = '1' then
-                op_v1 <= mux(take_tx, s_tx_txs_pi, s_rx_rxs_ci);
+                op_v1 <= mux(take_db, s_db_value, mux(take_tx, s_tx_txs_pi, s_rx_rxs_ci));
             end if;
         end if;
     end process;
@@ -263,7 +447,7 @@ begin
     begin
         if rising_edge(clk) then
             if take = '1' then
-                op_sq_ci <= s_tx_sq_ci;
+                op_sq_ci <= mux(take_tx, s_tx_sq_ci, s_rc_rq_ci);
             end if;
         end if;
     end process;
@@ -272,15 +456,52 @@ begin
     begin
         if rising_edge(clk) then
             if take = '1' then
-                op_cpl <= std_logic_vector'(
-                    (take_tx and s_tx_cqe) &
+                op_cpl <= mux(take_tx, std_logic_vector'(
+                    s_tx_cqe &
+                    "0000000000000000000000000000000000" &
                     s_tx_cq &
                     s_tx_qpn &
                     s_tx_wr_id &
                     s_tx_opcode &
                     s_tx_status &
                     s_tx_byte_len
+                ), std_logic_vector'(
+                    take_rc &
+                    s_rc_invalidated &
+                    s_rc_solicited &
+                    s_rc_inv_stag &
+                    s_rc_cq &
+                    s_rc_qpn(9 downto 0) &
+                    s_rc_wr_id &
+                    s_rc_opcode &
+                    s_rc_status &
+                    s_rc_byte_len
+                ));
+            end if;
+        end if;
+    end process;
+
+    rec_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b2l(fsm = "01") = '1' then
+                rec <= std_logic_vector'(
+                    "00000000000000000000000" &
+                    ctx_wr_data(118) &
+                    x"0" &
+                    ctx_wr_data(83 downto 80) &
+                    ctx_wr_data(134 downto 119) &
+                    ctx_wr_data(79 downto 0)
                 );
+            end if;
+        end if;
+    end process;
+
+    op_ev_q_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b2l(fsm = "01") = '1' then
+                op_ev_q <= std_logic_vector'(op_ev & op_ev_code);
             end if;
         end if;
     end process;
@@ -290,17 +511,8 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 fsm <= "00";
-            elsif (((take_update or b2l(fsm = "01")) or req_take) or data_done) = '1' then
-                fsm <= mux(take_update, "01", mux(b2l(fsm = "01"), "10", mux(b2l(fsm = "10"), "11", "00")));
-            end if;
-        end if;
-    end process;
-
-    rec_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if b2l(fsm = "01") = '1' then
-                rec <= std_logic_vector'(x"0000000" & ctx_wr_data(83 downto 80) & x"0000" & ctx_wr_data(79 downto 0));
+            elsif (((take_ctx or b2l(fsm = "01")) or req_take) or data_done) = '1' then
+                fsm <= mux(take_ctx, "01", mux(b2l(fsm = "01"), mux(op_writes, "10", "00"), mux(b2l(fsm = "10"), "11", "00")));
             end if;
         end if;
     end process;
@@ -319,8 +531,14 @@ begin
     pend0_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (req_take and b2l(pend_wp = "00")) = '1' then
-                pend0 <= op_cpl;
+            if (pend_push and b2l(pend_wp = "000")) = '1' then
+                pend0 <= std_logic_vector'(
+                    req_take &
+                    mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
+                    op_qpn &
+                    mux(req_take, op_cpl,
+                        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                );
             end if;
         end if;
     end process;
@@ -328,8 +546,14 @@ begin
     pend1_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (req_take and b2l(pend_wp = "01")) = '1' then
-                pend1 <= op_cpl;
+            if (pend_push and b2l(pend_wp = "001")) = '1' then
+                pend1 <= std_logic_vector'(
+                    req_take &
+                    mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
+                    op_qpn &
+                    mux(req_take, op_cpl,
+                        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                );
             end if;
         end if;
     end process;
@@ -337,8 +561,14 @@ begin
     pend2_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (req_take and b2l(pend_wp = "10")) = '1' then
-                pend2 <= op_cpl;
+            if (pend_push and b2l(pend_wp = "010")) = '1' then
+                pend2 <= std_logic_vector'(
+                    req_take &
+                    mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
+                    op_qpn &
+                    mux(req_take, op_cpl,
+                        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                );
             end if;
         end if;
     end process;
@@ -346,8 +576,96 @@ begin
     pend3_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (req_take and b2l(pend_wp = "11")) = '1' then
-                pend3 <= op_cpl;
+            if (pend_push and b2l(pend_wp = "011")) = '1' then
+                pend3 <= std_logic_vector'(
+                    req_take &
+                    mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
+                    op_qpn &
+                    mux(req_take, op_cpl,
+                        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                );
+            end if;
+        end if;
+    end process;
+
+    pend4_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = "100")) = '1' then
+                pend4 <= std_logic_vector'(
+                    req_take &
+                    mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
+                    op_qpn &
+                    mux(req_take, op_cpl,
+                        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                );
+            end if;
+        end if;
+    end process;
+
+    pend5_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = "101")) = '1' then
+                pend5 <= std_logic_vector'(
+                    req_take &
+                    mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
+                    op_qpn &
+                    mux(req_take, op_cpl,
+                        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                );
+            end if;
+        end if;
+    end process;
+
+    pend6_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = "110")) = '1' then
+                pend6 <= std_logic_vector'(
+                    req_take &
+                    mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
+                    op_qpn &
+                    mux(req_take, op_cpl,
+                        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                );
+            end if;
+        end if;
+    end process;
+
+    pend7_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pend_push and b2l(pend_wp = "111")) = '1' then
+                pend7 <= std_logic_vector'(
+                    req_take &
+                    mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
+                    op_qpn &
+                    mux(req_take, op_cpl,
+                        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                );
+            end if;
+        end if;
+    end process;
+
+    cpl_taken_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                cpl_taken <= '0';
+            else
+                cpl_taken <= (not pend_pop) and (cpl_taken or (cpl_v and m_cpl_ready));
+            end if;
+        end if;
+    end process;
+
+    ev_taken_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ev_taken <= '0';
+            else
+                ev_taken <= (not pend_pop) and (ev_taken or (ev_v and m_ev_ready));
             end if;
         end if;
     end process;
@@ -356,9 +674,9 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                pend_wp <= "00";
-            elsif req_take = '1' then
-                pend_wp <= std_logic_vector(unsigned(pend_wp) + unsigned'("01"));
+                pend_wp <= "000";
+            elsif pend_push = '1' then
+                pend_wp <= std_logic_vector(unsigned(pend_wp) + unsigned'("001"));
             end if;
         end if;
     end process;
@@ -367,9 +685,9 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                pend_rp <= "00";
+                pend_rp <= "000";
             elsif pend_pop = '1' then
-                pend_rp <= std_logic_vector(unsigned(pend_rp) + unsigned'("01"));
+                pend_rp <= std_logic_vector(unsigned(pend_rp) + unsigned'("001"));
             end if;
         end if;
     end process;
@@ -378,9 +696,9 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                pend_count <= "000";
+                pend_count <= x"0";
             else
-                pend_count <= std_logic_vector(unsigned(std_logic_vector(unsigned(pend_count) + unsigned(std_logic_vector'("00" & req_take)))) - unsigned(std_logic_vector'("00" & pend_pop)));
+                pend_count <= std_logic_vector(unsigned(std_logic_vector(unsigned(pend_count) + unsigned(std_logic_vector'("000" & pend_push)))) - unsigned(std_logic_vector'("000" & pend_pop)));
             end if;
         end if;
     end process;
@@ -392,8 +710,8 @@ begin
             if b2l(fsm = "01") = '1' then
                 ctx(to_integer(unsigned(op_qpn))) <= ctx_wr_data;
             end if;
-            if take_update = '1' then
-                ctx_rd <= ctx(to_integer(unsigned(mux(take_cmd, qp_num_qpn(9 downto 0), mux(take_tx, s_tx_qpn, s_rx_qpn)))));
+            if take_ctx = '1' then
+                ctx_rd <= ctx(to_integer(unsigned(mux(take_cmd, qp_num_qpn(9 downto 0), mux(take_db, s_db_index, mux(take_tx, s_tx_qpn, mux(take_rc, s_rc_qpn(9 downto 0), s_rx_qpn)))))));
             end if;
         end if;
     end process;

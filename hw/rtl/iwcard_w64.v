@@ -11,24 +11,32 @@
 // Inside: card_regs fans the QP command out to card_tx and card_rx (each takes
 // it in its own cycle; card_regs sees ready once both have), doorbells by kind
 // (SQ_PI, TXS_CI, PUSH to card_tx; RXS_PI, RQ_PI to card_rx; STREAM to both;
-// CQ_DB to card_cq), CQ_CMD and the EQ registers to card_cq, the placement
-// window to placement. card_rx's ULPDUs go to placement, whose untagged
-// segments, STag checks and DMA blocks come back to card_rx (card_rx writes
-// placement's blocks and its Sends' through its own place_axi); card_rx's
-// receive completions go to card_cq's second source. card_tx's completions go
-// to card_cq (signaled ones; every record's status fields are for the QP
-// status record).
+// SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM to card_stat too; CQ_DB to card_cq),
+// CQ_CMD and the EQ registers to card_cq, the placement window to placement.
+// card_rx's ULPDUs go to placement, whose untagged segments, STag checks and
+// DMA blocks come back to card_rx (card_rx writes placement's blocks and its
+// Sends' through its own place_axi); card_rx's receive completions go through
+// card_stat (RQ_CI first) to card_cq. card_tx's records go to card_stat (every
+// record's status fields are for the QP status record; signaled ones carry a
+// CQE it passes on to card_cq).
 //
 // RESET (the command) holds every engine, the muxes and placement in reset for
 // 16 cycles; card_cq and placement then clear their tables (STATUS.INIT_DONE
 // low until both are done). card_regs keeps its staging registers. A RESET
 // with DMA in flight is not supported: the host must quiesce the card first.
 //
+// card_stat writes the QP status records (QP commands, card_tx's records,
+// card_rx's RXS_CI) and the events TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END
+// and QP_ERROR (HOST, LLP_LOST) to card_cq's first event port (it takes the
+// SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM doorbells too), each CQE and event
+// after the status writes before it.
+//
 // Not wired yet, because no engine produces or consumes them
-// (docs/card-rtl.md): the QP status records, engine events, card_rx's errors
-// (m_err taken and dropped), placement's Terminates and Read-done records
-// (taken and dropped), card_rx's provisional m_rxterm (taken and dropped),
-// card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).
+// (docs/card-rtl.md): the engines' own events (card_cq's second event port
+// tied off), card_rx's errors (m_err taken and dropped), placement's
+// Terminates and Read-done records (taken and dropped), card_rx's provisional
+// m_rxterm (taken and dropped), card_cq's overrun record (taken and dropped),
+// DMA_FAULT_* (read as zero).
 //
 // Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -234,6 +242,7 @@ module iwcard_w64 (
     wire [3:0]     rx_m_cpl_term_layer;
     wire [3:0]     rx_m_cpl_term_type;
     wire [7:0]     rx_m_cpl_term_code;
+    wire [15:0]    rx_m_cpl_rq_ci;
     wire           rx_m_rxterm_valid;
     wire [9:0]     rx_m_rxterm_qp;
     wire [15:0]    rx_m_rxterm_cause;
@@ -325,8 +334,10 @@ module iwcard_w64 (
     wire           cq_m_axi_wvalid;
     wire           cq_m_axi_bready;
     wire           st_qp_cmd_ready;
+    wire           st_s_db_ready;
     wire           st_s_tx_ready;
     wire           st_s_rx_ready;
+    wire           st_s_rc_ready;
     wire           st_m_cpl_valid;
     wire [9:0]     st_m_cpl_cq;
     wire [9:0]     st_m_cpl_qpn;
@@ -334,6 +345,13 @@ module iwcard_w64 (
     wire [7:0]     st_m_cpl_opcode;
     wire [7:0]     st_m_cpl_status;
     wire [31:0]    st_m_cpl_byte_len;
+    wire [31:0]    st_m_cpl_inv_stag;
+    wire           st_m_cpl_solicited;
+    wire           st_m_cpl_invalidated;
+    wire           st_m_ev_valid;
+    wire [7:0]     st_m_ev_type;
+    wire [9:0]     st_m_ev_qpn;
+    wire [31:0]    st_m_ev_info;
     wire           st_m_fault;
     wire [3:0]     st_m_axi_awid;
     wire [63:0]    st_m_axi_awaddr;
@@ -420,9 +438,11 @@ module iwcard_w64 (
     reg            db_done0;                 // this target already took the record
     reg            db_done1;                 // this target already took the record
     reg            db_done2;                 // this target already took the record
+    reg            db_done3;                 // this target already took the record
     wire           db_valid0;
     wire           db_valid1;
     wire           db_valid2;
+    wire           db_valid3;
     wire           db_ready;                 // every selected target has the record
     wire           db_other;                 // a kind no engine serves (none today): taken
     wire           init_done;                // STATUS.INIT_DONE
@@ -464,7 +484,8 @@ module iwcard_w64 (
     assign db_valid0 = (regs_m_db_valid & ((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5))) & ~db_done0;
     assign db_valid1 = (regs_m_db_valid & (((1'h0 | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h5))) & ~db_done1;
     assign db_valid2 = (regs_m_db_valid & (1'h0 | (regs_m_db_kind == 3'h0))) & ~db_done2;
-    assign db_ready = regs_m_db_valid & ((((~((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5)) | db_done0) | tx_s_db_ready) & ((~(((1'h0 | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h5)) | db_done1) | rx_s_db_ready)) & ((~(1'h0 | (regs_m_db_kind == 3'h0)) | db_done2) | cq_s_cqdb_ready));
+    assign db_valid3 = (regs_m_db_valid & (((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h5))) & ~db_done3;
+    assign db_ready = regs_m_db_valid & (((((~((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5)) | db_done0) | tx_s_db_ready) & ((~(((1'h0 | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h5)) | db_done1) | rx_s_db_ready)) & ((~(1'h0 | (regs_m_db_kind == 3'h0)) | db_done2) | cq_s_cqdb_ready)) & ((~(((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h5)) | db_done3) | st_s_db_ready));
     assign db_other = regs_m_db_valid & ~(((((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5)) | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h0));
     assign init_done = (cq_init_done & pl_init_done) & ~eng_rst;
     assign unused_outputs = |{
@@ -479,7 +500,7 @@ module iwcard_w64 (
         cq_m_fault,
         cq_m_overrun_cq,
         cq_m_overrun_valid,
-        cq_s_ev0_ready,
+        cq_s_cpl1_ready,
         cq_s_ev1_ready,
         pl_m_chk_addr,
         pl_m_chk_fault,
@@ -508,6 +529,9 @@ module iwcard_w64 (
         regs_ctrl_enable,
         regs_qp_rd_ird,
         regs_scratch,
+        rx_m_cpl_term_code,
+        rx_m_cpl_term_layer,
+        rx_m_cpl_term_type,
         rx_m_err_code,
         rx_m_err_kind,
         rx_m_err_offset,
@@ -577,6 +601,14 @@ module iwcard_w64 (
             db_done2 <= 1'h0;
         end else begin
             db_done2 <= ~db_ready & (db_done2 | (db_valid2 & cq_s_cqdb_ready));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            db_done3 <= 1'h0;
+        end else begin
+            db_done3 <= ~db_ready & (db_done3 | (db_valid3 & st_s_db_ready));
         end
     end
 
@@ -822,7 +854,7 @@ module iwcard_w64 (
         .m_inv_ready(pl_s_inv_ready),
         .m_inv_index(rx_m_inv_index),
         .m_cpl_valid(rx_m_cpl_valid),
-        .m_cpl_ready(cq_s_cpl1_ready),
+        .m_cpl_ready(st_s_rc_ready),
         .m_cpl_cq(rx_m_cpl_cq),
         .m_cpl_qpn(rx_m_cpl_qpn),
         .m_cpl_wr_id(rx_m_cpl_wr_id),
@@ -835,6 +867,7 @@ module iwcard_w64 (
         .m_cpl_term_layer(rx_m_cpl_term_layer),
         .m_cpl_term_type(rx_m_cpl_term_type),
         .m_cpl_term_code(rx_m_cpl_term_code),
+        .m_cpl_rq_ci(rx_m_cpl_rq_ci),
         .m_rxterm_valid(rx_m_rxterm_valid),
         .m_rxterm_ready(1'h1),
         .m_rxterm_qp(rx_m_rxterm_qp),
@@ -964,6 +997,11 @@ module iwcard_w64 (
         .qp_num_qpn(regs_qp_num_qpn),
         .qpstat_base_lo(regs_qpstat_base_lo),
         .qpstat_base_hi(regs_qpstat_base_hi),
+        .s_db_valid(db_valid3),
+        .s_db_ready(st_s_db_ready),
+        .s_db_kind(regs_m_db_kind),
+        .s_db_index(regs_m_db_index),
+        .s_db_value(regs_m_db_value),
         .s_tx_valid(tx_m_cpl_valid),
         .s_tx_ready(st_s_tx_ready),
         .s_tx_qpn(tx_m_cpl_qpn),
@@ -979,6 +1017,18 @@ module iwcard_w64 (
         .s_rx_ready(st_s_rx_ready),
         .s_rx_qpn(rx_m_ci_qp),
         .s_rx_rxs_ci(rx_m_ci_value),
+        .s_rc_valid(rx_m_cpl_valid),
+        .s_rc_ready(st_s_rc_ready),
+        .s_rc_qpn(rx_m_cpl_qpn),
+        .s_rc_rq_ci(rx_m_cpl_rq_ci),
+        .s_rc_cq(rx_m_cpl_cq),
+        .s_rc_wr_id(rx_m_cpl_wr_id),
+        .s_rc_opcode(rx_m_cpl_opcode),
+        .s_rc_status(rx_m_cpl_status),
+        .s_rc_byte_len(rx_m_cpl_byte_len),
+        .s_rc_inv_stag(rx_m_cpl_inv_stag),
+        .s_rc_solicited(rx_m_cpl_solicited),
+        .s_rc_invalidated(rx_m_cpl_invalidated),
         .m_cpl_valid(st_m_cpl_valid),
         .m_cpl_ready(cq_s_cpl0_ready),
         .m_cpl_cq(st_m_cpl_cq),
@@ -987,6 +1037,14 @@ module iwcard_w64 (
         .m_cpl_opcode(st_m_cpl_opcode),
         .m_cpl_status(st_m_cpl_status),
         .m_cpl_byte_len(st_m_cpl_byte_len),
+        .m_cpl_inv_stag(st_m_cpl_inv_stag),
+        .m_cpl_solicited(st_m_cpl_solicited),
+        .m_cpl_invalidated(st_m_cpl_invalidated),
+        .m_ev_valid(st_m_ev_valid),
+        .m_ev_ready(cq_s_ev0_ready),
+        .m_ev_type(st_m_ev_type),
+        .m_ev_qpn(st_m_ev_qpn),
+        .m_ev_info(st_m_ev_info),
         .m_fault(st_m_fault),
         .m_axi_awid(st_m_axi_awid),
         .m_axi_awaddr(st_m_axi_awaddr),
@@ -1017,34 +1075,34 @@ module iwcard_w64 (
         .s_cpl0_byte_len(st_m_cpl_byte_len),
         .s_cpl0_opcode(st_m_cpl_opcode),
         .s_cpl0_status(st_m_cpl_status),
-        .s_cpl0_inv_stag(32'h00000000),
-        .s_cpl0_solicited(1'h0),
-        .s_cpl0_invalidated(1'h0),
+        .s_cpl0_inv_stag(st_m_cpl_inv_stag),
+        .s_cpl0_solicited(st_m_cpl_solicited),
+        .s_cpl0_invalidated(st_m_cpl_invalidated),
         .s_cpl0_term_layer(4'h0),
         .s_cpl0_term_type(4'h0),
         .s_cpl0_term_code(8'h00),
-        .s_ev0_valid(1'h0),
+        .s_ev0_valid(st_m_ev_valid),
         .s_ev0_ready(cq_s_ev0_ready),
-        .s_ev0_type(8'h00),
-        .s_ev0_obj(32'h00000000),
-        .s_ev0_info(32'h00000000),
+        .s_ev0_type(st_m_ev_type),
+        .s_ev0_obj({22'h000000, st_m_ev_qpn}),
+        .s_ev0_info(st_m_ev_info),
         .s_ev0_term_layer(4'h0),
         .s_ev0_term_type(4'h0),
         .s_ev0_term_code(8'h00),
-        .s_cpl1_valid(rx_m_cpl_valid),
+        .s_cpl1_valid(1'h0),
         .s_cpl1_ready(cq_s_cpl1_ready),
-        .s_cpl1_cq(rx_m_cpl_cq),
-        .s_cpl1_qpn(rx_m_cpl_qpn),
-        .s_cpl1_wr_id(rx_m_cpl_wr_id),
-        .s_cpl1_byte_len(rx_m_cpl_byte_len),
-        .s_cpl1_opcode(rx_m_cpl_opcode),
-        .s_cpl1_status(rx_m_cpl_status),
-        .s_cpl1_inv_stag(rx_m_cpl_inv_stag),
-        .s_cpl1_solicited(rx_m_cpl_solicited),
-        .s_cpl1_invalidated(rx_m_cpl_invalidated),
-        .s_cpl1_term_layer(rx_m_cpl_term_layer),
-        .s_cpl1_term_type(rx_m_cpl_term_type),
-        .s_cpl1_term_code(rx_m_cpl_term_code),
+        .s_cpl1_cq(10'h000),
+        .s_cpl1_qpn(16'h0000),
+        .s_cpl1_wr_id(64'h0000000000000000),
+        .s_cpl1_byte_len(32'h00000000),
+        .s_cpl1_opcode(8'h00),
+        .s_cpl1_status(8'h00),
+        .s_cpl1_inv_stag(32'h00000000),
+        .s_cpl1_solicited(1'h0),
+        .s_cpl1_invalidated(1'h0),
+        .s_cpl1_term_layer(4'h0),
+        .s_cpl1_term_type(4'h0),
+        .s_cpl1_term_code(8'h00),
         .s_ev1_valid(1'h0),
         .s_ev1_ready(cq_s_ev1_ready),
         .s_ev1_type(8'h00),

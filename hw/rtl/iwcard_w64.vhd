@@ -11,24 +11,32 @@
 -- Inside: card_regs fans the QP command out to card_tx and card_rx (each takes
 -- it in its own cycle; card_regs sees ready once both have), doorbells by kind
 -- (SQ_PI, TXS_CI, PUSH to card_tx; RXS_PI, RQ_PI to card_rx; STREAM to both;
--- CQ_DB to card_cq), CQ_CMD and the EQ registers to card_cq, the placement
--- window to placement. card_rx's ULPDUs go to placement, whose untagged
--- segments, STag checks and DMA blocks come back to card_rx (card_rx writes
--- placement's blocks and its Sends' through its own place_axi); card_rx's
--- receive completions go to card_cq's second source. card_tx's completions go
--- to card_cq (signaled ones; every record's status fields are for the QP
--- status record).
+-- SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM to card_stat too; CQ_DB to card_cq),
+-- CQ_CMD and the EQ registers to card_cq, the placement window to placement.
+-- card_rx's ULPDUs go to placement, whose untagged segments, STag checks and
+-- DMA blocks come back to card_rx (card_rx writes placement's blocks and its
+-- Sends' through its own place_axi); card_rx's receive completions go through
+-- card_stat (RQ_CI first) to card_cq. card_tx's records go to card_stat (every
+-- record's status fields are for the QP status record; signaled ones carry a
+-- CQE it passes on to card_cq).
 --
 -- RESET (the command) holds every engine, the muxes and placement in reset for
 -- 16 cycles; card_cq and placement then clear their tables (STATUS.INIT_DONE
 -- low until both are done). card_regs keeps its staging registers. A RESET
 -- with DMA in flight is not supported: the host must quiesce the card first.
 --
+-- card_stat writes the QP status records (QP commands, card_tx's records,
+-- card_rx's RXS_CI) and the events TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END
+-- and QP_ERROR (HOST, LLP_LOST) to card_cq's first event port (it takes the
+-- SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM doorbells too), each CQE and event
+-- after the status writes before it.
+--
 -- Not wired yet, because no engine produces or consumes them
--- (docs/card-rtl.md): the QP status records, engine events, card_rx's errors
--- (m_err taken and dropped), placement's Terminates and Read-done records
--- (taken and dropped), card_rx's provisional m_rxterm (taken and dropped),
--- card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).
+-- (docs/card-rtl.md): the engines' own events (card_cq's second event port
+-- tied off), card_rx's errors (m_err taken and dropped), placement's
+-- Terminates and Read-done records (taken and dropped), card_rx's provisional
+-- m_rxterm (taken and dropped), card_cq's overrun record (taken and dropped),
+-- DMA_FAULT_* (read as zero).
 --
 -- Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -256,6 +264,7 @@ architecture rtl of iwcard_w64 is
     signal rx_m_cpl_term_layer : std_logic_vector(3 downto 0);
     signal rx_m_cpl_term_type : std_logic_vector(3 downto 0);
     signal rx_m_cpl_term_code : std_logic_vector(7 downto 0);
+    signal rx_m_cpl_rq_ci : std_logic_vector(15 downto 0);
     signal rx_m_rxterm_valid : std_logic;
     signal rx_m_rxterm_qp : std_logic_vector(9 downto 0);
     signal rx_m_rxterm_cause : std_logic_vector(15 downto 0);
@@ -347,8 +356,10 @@ architecture rtl of iwcard_w64 is
     signal cq_m_axi_wvalid : std_logic;
     signal cq_m_axi_bready : std_logic;
     signal st_qp_cmd_ready : std_logic;
+    signal st_s_db_ready : std_logic;
     signal st_s_tx_ready : std_logic;
     signal st_s_rx_ready : std_logic;
+    signal st_s_rc_ready : std_logic;
     signal st_m_cpl_valid : std_logic;
     signal st_m_cpl_cq : std_logic_vector(9 downto 0);
     signal st_m_cpl_qpn : std_logic_vector(9 downto 0);
@@ -356,6 +367,13 @@ architecture rtl of iwcard_w64 is
     signal st_m_cpl_opcode : std_logic_vector(7 downto 0);
     signal st_m_cpl_status : std_logic_vector(7 downto 0);
     signal st_m_cpl_byte_len : std_logic_vector(31 downto 0);
+    signal st_m_cpl_inv_stag : std_logic_vector(31 downto 0);
+    signal st_m_cpl_solicited : std_logic;
+    signal st_m_cpl_invalidated : std_logic;
+    signal st_m_ev_valid : std_logic;
+    signal st_m_ev_type : std_logic_vector(7 downto 0);
+    signal st_m_ev_qpn : std_logic_vector(9 downto 0);
+    signal st_m_ev_info : std_logic_vector(31 downto 0);
     signal st_m_fault : std_logic;
     signal st_m_axi_awid : std_logic_vector(3 downto 0);
     signal st_m_axi_awaddr : std_logic_vector(63 downto 0);
@@ -442,9 +460,11 @@ architecture rtl of iwcard_w64 is
     signal db_done0 : std_logic := '0';      -- this target already took the record
     signal db_done1 : std_logic := '0';      -- this target already took the record
     signal db_done2 : std_logic := '0';      -- this target already took the record
+    signal db_done3 : std_logic := '0';      -- this target already took the record
     signal db_valid0 : std_logic;
     signal db_valid1 : std_logic;
     signal db_valid2 : std_logic;
+    signal db_valid3 : std_logic;
     signal db_ready : std_logic;             -- every selected target has the record
     signal db_other : std_logic;             -- a kind no engine serves (none today): taken
     signal init_done : std_logic;            -- STATUS.INIT_DONE
@@ -486,7 +506,8 @@ begin
     db_valid0 <= (regs_m_db_valid and (((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101"))) and (not db_done0);
     db_valid1 <= (regs_m_db_valid and ((('0' or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "101"))) and (not db_done1);
     db_valid2 <= (regs_m_db_valid and ('0' or b2l(regs_m_db_kind = "000"))) and (not db_done2);
-    db_ready <= regs_m_db_valid and (((((not (((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101"))) or db_done0) or tx_s_db_ready) and (((not ((('0' or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "101"))) or db_done1) or rx_s_db_ready)) and (((not ('0' or b2l(regs_m_db_kind = "000"))) or db_done2) or cq_s_cqdb_ready));
+    db_valid3 <= (regs_m_db_valid and ((((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "101"))) and (not db_done3);
+    db_ready <= regs_m_db_valid and ((((((not (((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101"))) or db_done0) or tx_s_db_ready) and (((not ((('0' or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "101"))) or db_done1) or rx_s_db_ready)) and (((not ('0' or b2l(regs_m_db_kind = "000"))) or db_done2) or cq_s_cqdb_ready)) and (((not ((((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "101"))) or db_done3) or st_s_db_ready));
     db_other <= regs_m_db_valid and (not ((((((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101")) or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "000")));
     init_done <= (cq_init_done and pl_init_done) and (not eng_rst);
     unused_outputs <= or std_logic_vector'(
@@ -501,7 +522,7 @@ begin
         cq_m_fault &
         cq_m_overrun_cq &
         cq_m_overrun_valid &
-        cq_s_ev0_ready &
+        cq_s_cpl1_ready &
         cq_s_ev1_ready &
         pl_m_chk_addr &
         pl_m_chk_fault &
@@ -530,6 +551,9 @@ begin
         regs_ctrl_enable &
         regs_qp_rd_ird &
         regs_scratch &
+        rx_m_cpl_term_code &
+        rx_m_cpl_term_layer &
+        rx_m_cpl_term_type &
         rx_m_err_code &
         rx_m_err_kind &
         rx_m_err_offset &
@@ -619,6 +643,17 @@ begin
                 db_done2 <= '0';
             else
                 db_done2 <= (not db_ready) and (db_done2 or (db_valid2 and cq_s_cqdb_ready));
+            end if;
+        end if;
+    end process;
+
+    db_done3_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                db_done3 <= '0';
+            else
+                db_done3 <= (not db_ready) and (db_done3 or (db_valid3 and st_s_db_ready));
             end if;
         end if;
     end process;
@@ -868,7 +903,7 @@ begin
             m_inv_ready => pl_s_inv_ready,
             m_inv_index => rx_m_inv_index,
             m_cpl_valid => rx_m_cpl_valid,
-            m_cpl_ready => cq_s_cpl1_ready,
+            m_cpl_ready => st_s_rc_ready,
             m_cpl_cq => rx_m_cpl_cq,
             m_cpl_qpn => rx_m_cpl_qpn,
             m_cpl_wr_id => rx_m_cpl_wr_id,
@@ -881,6 +916,7 @@ begin
             m_cpl_term_layer => rx_m_cpl_term_layer,
             m_cpl_term_type => rx_m_cpl_term_type,
             m_cpl_term_code => rx_m_cpl_term_code,
+            m_cpl_rq_ci => rx_m_cpl_rq_ci,
             m_rxterm_valid => rx_m_rxterm_valid,
             m_rxterm_ready => '1',
             m_rxterm_qp => rx_m_rxterm_qp,
@@ -1012,6 +1048,11 @@ begin
             qp_num_qpn => regs_qp_num_qpn,
             qpstat_base_lo => regs_qpstat_base_lo,
             qpstat_base_hi => regs_qpstat_base_hi,
+            s_db_valid => db_valid3,
+            s_db_ready => st_s_db_ready,
+            s_db_kind => regs_m_db_kind,
+            s_db_index => regs_m_db_index,
+            s_db_value => regs_m_db_value,
             s_tx_valid => tx_m_cpl_valid,
             s_tx_ready => st_s_tx_ready,
             s_tx_qpn => tx_m_cpl_qpn,
@@ -1027,6 +1068,18 @@ begin
             s_rx_ready => st_s_rx_ready,
             s_rx_qpn => rx_m_ci_qp,
             s_rx_rxs_ci => rx_m_ci_value,
+            s_rc_valid => rx_m_cpl_valid,
+            s_rc_ready => st_s_rc_ready,
+            s_rc_qpn => rx_m_cpl_qpn,
+            s_rc_rq_ci => rx_m_cpl_rq_ci,
+            s_rc_cq => rx_m_cpl_cq,
+            s_rc_wr_id => rx_m_cpl_wr_id,
+            s_rc_opcode => rx_m_cpl_opcode,
+            s_rc_status => rx_m_cpl_status,
+            s_rc_byte_len => rx_m_cpl_byte_len,
+            s_rc_inv_stag => rx_m_cpl_inv_stag,
+            s_rc_solicited => rx_m_cpl_solicited,
+            s_rc_invalidated => rx_m_cpl_invalidated,
             m_cpl_valid => st_m_cpl_valid,
             m_cpl_ready => cq_s_cpl0_ready,
             m_cpl_cq => st_m_cpl_cq,
@@ -1035,6 +1088,14 @@ begin
             m_cpl_opcode => st_m_cpl_opcode,
             m_cpl_status => st_m_cpl_status,
             m_cpl_byte_len => st_m_cpl_byte_len,
+            m_cpl_inv_stag => st_m_cpl_inv_stag,
+            m_cpl_solicited => st_m_cpl_solicited,
+            m_cpl_invalidated => st_m_cpl_invalidated,
+            m_ev_valid => st_m_ev_valid,
+            m_ev_ready => cq_s_ev0_ready,
+            m_ev_type => st_m_ev_type,
+            m_ev_qpn => st_m_ev_qpn,
+            m_ev_info => st_m_ev_info,
             m_fault => st_m_fault,
             m_axi_awid => st_m_axi_awid,
             m_axi_awaddr => st_m_axi_awaddr,
@@ -1066,34 +1127,34 @@ begin
             s_cpl0_byte_len => st_m_cpl_byte_len,
             s_cpl0_opcode => st_m_cpl_opcode,
             s_cpl0_status => st_m_cpl_status,
-            s_cpl0_inv_stag => x"00000000",
-            s_cpl0_solicited => '0',
-            s_cpl0_invalidated => '0',
+            s_cpl0_inv_stag => st_m_cpl_inv_stag,
+            s_cpl0_solicited => st_m_cpl_solicited,
+            s_cpl0_invalidated => st_m_cpl_invalidated,
             s_cpl0_term_layer => x"0",
             s_cpl0_term_type => x"0",
             s_cpl0_term_code => x"00",
-            s_ev0_valid => '0',
+            s_ev0_valid => st_m_ev_valid,
             s_ev0_ready => cq_s_ev0_ready,
-            s_ev0_type => x"00",
-            s_ev0_obj => x"00000000",
-            s_ev0_info => x"00000000",
+            s_ev0_type => st_m_ev_type,
+            s_ev0_obj => std_logic_vector'("0000000000000000000000" & st_m_ev_qpn),
+            s_ev0_info => st_m_ev_info,
             s_ev0_term_layer => x"0",
             s_ev0_term_type => x"0",
             s_ev0_term_code => x"00",
-            s_cpl1_valid => rx_m_cpl_valid,
+            s_cpl1_valid => '0',
             s_cpl1_ready => cq_s_cpl1_ready,
-            s_cpl1_cq => rx_m_cpl_cq,
-            s_cpl1_qpn => rx_m_cpl_qpn,
-            s_cpl1_wr_id => rx_m_cpl_wr_id,
-            s_cpl1_byte_len => rx_m_cpl_byte_len,
-            s_cpl1_opcode => rx_m_cpl_opcode,
-            s_cpl1_status => rx_m_cpl_status,
-            s_cpl1_inv_stag => rx_m_cpl_inv_stag,
-            s_cpl1_solicited => rx_m_cpl_solicited,
-            s_cpl1_invalidated => rx_m_cpl_invalidated,
-            s_cpl1_term_layer => rx_m_cpl_term_layer,
-            s_cpl1_term_type => rx_m_cpl_term_type,
-            s_cpl1_term_code => rx_m_cpl_term_code,
+            s_cpl1_cq => "0000000000",
+            s_cpl1_qpn => x"0000",
+            s_cpl1_wr_id => x"0000000000000000",
+            s_cpl1_byte_len => x"00000000",
+            s_cpl1_opcode => x"00",
+            s_cpl1_status => x"00",
+            s_cpl1_inv_stag => x"00000000",
+            s_cpl1_solicited => '0',
+            s_cpl1_invalidated => '0',
+            s_cpl1_term_layer => x"0",
+            s_cpl1_term_type => x"0",
+            s_cpl1_term_code => x"00",
             s_ev1_valid => '0',
             s_ev1_ready => cq_s_ev1_ready,
             s_ev1_type => x"00",

@@ -237,6 +237,7 @@ func (c *rxCosim) takeCompletion() {
 	s := &q.snd
 	require.Less(c.t, s.rtlDone, len(s.wqes), "QP %d: more completions than receives", q.n)
 	s.doneBlk += s.wqes[s.rtlDone].bbs
+	require.Equal(c.t, s.doneBlk, uint16(g("rq_ci")), "cycle %d QP %d: RQ_CI with the completion of receive %d", c.cycle, q.n, s.rtlDone)
 	s.rtlDone++
 	s.cplGot = append(s.cplGot, k)
 }

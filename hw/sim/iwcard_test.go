@@ -586,6 +586,58 @@ func (b *wcBench) arm() {
 	}
 }
 
+// armStream arms q's stream notifications at random (STREAM.ARM_TX: a
+// TX_DATA event once the card writes transmit stream bytes past TXS_CI;
+// ARM_RX: an RX_SPACE event once it consumes receive stream bytes). An
+// arm that finds nothing stays until it does, on both cards.
+func (b *wcBench) armStream(q *wcQP) {
+	var v uint32
+	if b.rng.Chance(100) {
+		v |= 1 << cs.QPDBStreamArmTXShift
+	}
+	if b.rng.Chance(100) {
+		v |= 1 << cs.QPDBStreamArmRXShift
+	}
+	if v != 0 {
+		b.w32(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBStream, v)
+	}
+}
+
+// qpCmd gives QP_CMD op for q to both cards at a quiet point, runs them,
+// and checks the state and TX_CLOSED of the RTL's status record.
+func (b *wcBench) qpCmd(q *wcQP, op cs.QPOp, state cs.QPState) {
+	b.w32(cs.QPNum, q.n)
+	b.w32(cs.QPCmd, uint32(op))
+	b.runModel()
+	b.runRTL(3_000_000)
+	st := b.rtlStat(q.n)
+	require.Equal(b.t, state, st.State(), "seed %d QP %d: state after %v", b.seed, q.n, op)
+	require.True(b.t, st.TXClosed(), "seed %d QP %d: TX_CLOSED after %v", b.seed, q.n, op)
+}
+
+// ends ends the four QPs' lives the four ways a host or peer does, at a
+// quiet point: QP_CMD CLOSE (CLOSED, TX_CLOSED, QP_CLOSED, then ERROR:
+// QP_ERROR), STREAM.RX_FIN (STREAM_END), STREAM.RX_LOST (QP_ERROR
+// LLP_LOST, ERROR, TX_CLOSED) and QP_CMD ERROR (QP_ERROR, ERROR,
+// TX_CLOSED; a second ERROR does nothing); then DESTROY frees them.
+func (b *wcBench) ends() {
+	require.Len(b.t, b.qps, 4)
+	b.qpCmd(b.qps[0], cs.QPOpClose, cs.QPStateClosed)
+	for i, bit := range []int{cs.QPDBStreamRXFinShift, cs.QPDBStreamRXLostShift} {
+		b.w32(cs.QPDBBase+b.qps[1+i].n*cs.QPDBStride+cs.QPDBStream, 1<<bit)
+	}
+	b.qpCmd(b.qps[2], cs.QPOpError, cs.QPStateError) // RX_LOST did it: this ERROR does nothing more
+	b.qpCmd(b.qps[0], cs.QPOpError, cs.QPStateError)
+	b.qpCmd(b.qps[3], cs.QPOpError, cs.QPStateError)
+	b.qpCmd(b.qps[3], cs.QPOpError, cs.QPStateError)
+	for _, q := range []*wcQP{b.qps[0], b.qps[2], b.qps[3]} {
+		b.w32(cs.QPNum, q.n)
+		b.w32(cs.QPCmd, uint32(cs.QPOpDestroy))
+	}
+	b.runModel()
+	b.runRTL(3_000_000)
+}
+
 // round posts work on every QP (inline WQEs, peer RDMA Writes on the
 // receive stream), arms a CQ and the EQ at random, runs both cards until
 // the RTL has done what the model did, and checks the interrupts.
@@ -594,6 +646,7 @@ func (b *wcBench) round(round int) {
 	b.arm()
 	mIRQ, rIRQ := b.mIRQ, b.rIRQ
 	for _, q := range b.qps {
+		b.armStream(q)
 		for k := r.IntN(5); k > 0; k-- {
 			st := b.rtlStat(q.n)
 			if int(uint16(1)<<q.sqLog)-int(q.pi-st.SQCI()) < cs.MaxWQEBBs {
@@ -635,6 +688,7 @@ func TestCardCosim(t *testing.T) {
 			for round := 0; round < rounds; round++ {
 				b.round(round)
 			}
+			b.ends()
 			b.compare()
 			if w == 64 {
 				b.mutations()

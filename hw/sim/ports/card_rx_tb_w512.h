@@ -94,6 +94,7 @@
     X(m_cpl_term_layer, 4) \
     X(m_cpl_term_type, 4) \
     X(m_cpl_term_code, 8) \
+    X(m_cpl_rq_ci, 16) \
     X(m_rxterm_valid, 1) \
     X(m_rxterm_qp, 10) \
     X(m_rxterm_cause, 16) \

@@ -13,6 +13,10 @@
     X(qp_num_qpn, 16) \
     X(qpstat_base_lo, 32) \
     X(qpstat_base_hi, 32) \
+    X(s_db_valid, 1) \
+    X(s_db_kind, 3) \
+    X(s_db_index, 10) \
+    X(s_db_value, 32) \
     X(s_tx_valid, 1) \
     X(s_tx_qpn, 10) \
     X(s_tx_sq_ci, 16) \
@@ -26,7 +30,19 @@
     X(s_rx_valid, 1) \
     X(s_rx_qpn, 10) \
     X(s_rx_rxs_ci, 32) \
+    X(s_rc_valid, 1) \
+    X(s_rc_qpn, 16) \
+    X(s_rc_rq_ci, 16) \
+    X(s_rc_cq, 10) \
+    X(s_rc_wr_id, 64) \
+    X(s_rc_opcode, 8) \
+    X(s_rc_status, 8) \
+    X(s_rc_byte_len, 32) \
+    X(s_rc_inv_stag, 32) \
+    X(s_rc_solicited, 1) \
+    X(s_rc_invalidated, 1) \
     X(m_cpl_ready, 1) \
+    X(m_ev_ready, 1) \
     X(m_axi_awready, 1) \
     X(m_axi_wready, 1) \
     X(m_axi_bid, 4) \
@@ -36,8 +52,10 @@
 
 #define IW_SIM_OUTPUTS(X) \
     X(qp_cmd_ready, 1) \
+    X(s_db_ready, 1) \
     X(s_tx_ready, 1) \
     X(s_rx_ready, 1) \
+    X(s_rc_ready, 1) \
     X(m_cpl_valid, 1) \
     X(m_cpl_cq, 10) \
     X(m_cpl_qpn, 10) \
@@ -45,6 +63,13 @@
     X(m_cpl_opcode, 8) \
     X(m_cpl_status, 8) \
     X(m_cpl_byte_len, 32) \
+    X(m_cpl_inv_stag, 32) \
+    X(m_cpl_solicited, 1) \
+    X(m_cpl_invalidated, 1) \
+    X(m_ev_valid, 1) \
+    X(m_ev_type, 8) \
+    X(m_ev_qpn, 10) \
+    X(m_ev_info, 32) \
     X(m_fault, 1) \
     X(m_axi_awid, 4) \
     X(m_axi_awaddr, 64) \
