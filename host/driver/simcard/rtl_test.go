@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"testing"
 	"time"
@@ -97,11 +98,17 @@ func TestRTLOperationEndsOrFails(t *testing.T) {
 	}
 }
 
-// TestSuiteSim runs the whole verbs suite on the sim card. It is the
+var suiteWidth = flag.Int("sim.width", simcard.DefaultWidth, "data path width of TestSuiteSim's card (64 or 512)")
+
+// TestSuiteSim runs the whole verbs suite on the sim card (at -sim.width). It is the
 // issue's proof and does not pass while the RTL lacks operations (make
 // test-host-sim-suite runs it; the report names what fails).
 func TestSuiteSim(t *testing.T) {
 	before := simcard.ProcessTotals()
-	verbstest.Run(t, "sim", verbstest.Options{MaxSize: 64 << 10, QPs: 2})
+	dev := "sim"
+	if *suiteWidth != simcard.DefaultWidth {
+		dev = fmt.Sprintf("sim:%d", *suiteWidth)
+	}
+	verbstest.Run(t, dev, verbstest.Options{MaxSize: 64 << 10, QPs: 2})
 	logTotals(t, before)
 }
