@@ -77,11 +77,13 @@ func Blocks() ([]*Module, error) {
 		mods = append(mods, m)
 	}
 	for _, w := range CardTxWidths {
-		m, err := CardTx(w)
-		if err != nil {
-			return nil, err
+		for _, build := range []func(int) (*Module, error){CardTx, CardTxBench} {
+			m, err := build(w)
+			if err != nil {
+				return nil, err
+			}
+			mods = append(mods, m)
 		}
-		mods = append(mods, m)
 	}
 	for _, w := range CardRxWidths {
 		for _, build := range []func(int) (*Module, error){CardRx, PlaceAXI, CardRxBench} {

@@ -300,6 +300,12 @@ func CardTop(width int) (*Module, error) {
 	}
 	// Records (status fields and, when signaled, a CQE) to card_stat.
 	txIn["m_cpl_ready"] = o("st", "s_tx_ready")
+	// lkey checks through placement's check port.
+	txIn["s_qp_pd"] = o("regs", "qp_pd_pd")
+	txIn["m_chk_ready"] = o("pl", "s_chk_ready")
+	for _, f := range []string{"valid", "tag", "fault", "addr", "run"} {
+		txIn["s_chk_"+f] = o("pl", "m_chk_"+f)
+	}
 	// rdBack and wrBack connect an engine's read (write) master, ports
 	// named pre+"arready"..., to its slot of axi_rd_mux (axi_wr_mux). The
 	// engines' write IDs are 4 bits: the top 2 of the slot's bid go unread.
@@ -339,9 +345,10 @@ func CardTop(width int) (*Module, error) {
 		"s_axis_tuser_pd": o("rx", "m_ulp_pd"), "s_axis_tuser_rev": o("rx", "m_ulp_rev"),
 		"reg_wr_valid": o("regs", "reg_wr_valid"), "reg_wr_addr": o("regs", "reg_wr_addr"), "reg_wr_data": o("regs", "reg_wr_data"),
 		"m_term_ready": C(1, 1), "m_done_ready": o("tx", "s_rdone_ready"),
-		// The check port (STag/lkey checks): no engine uses it yet.
-		"s_chk_valid": C(1, 0), "s_chk_stag": C(32, 0), "s_chk_pd": C(32, 0), "s_chk_qp": C(32, 0), "s_chk_need": C(4, 0),
-		"s_chk_to": C(64, 0), "s_chk_len": C(32, 0), "s_chk_tag": C(8, 0), "m_chk_ready": C(1, 1),
+		// The check port: card_tx's lkey checks (the only user so far).
+		"s_chk_valid": o("tx", "m_chk_valid"), "s_chk_stag": o("tx", "m_chk_stag"), "s_chk_pd": o("tx", "m_chk_pd"),
+		"s_chk_qp": o("tx", "m_chk_qp"), "s_chk_need": o("tx", "m_chk_need"), "s_chk_to": o("tx", "m_chk_to"),
+		"s_chk_len": o("tx", "m_chk_len"), "s_chk_tag": o("tx", "m_chk_tag"), "m_chk_ready": o("tx", "s_chk_ready"),
 	}
 	// Untagged segments, STag checks, invalidations and placement's DMA
 	// blocks between card_rx and placement (card_rx writes them).

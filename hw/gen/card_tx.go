@@ -8,6 +8,23 @@ import (
 // CardTxWidths lists the data widths card_tx ships at.
 var CardTxWidths = []int{64, 512}
 
+// CardTxGatherWidths lists the widths at which card_tx serves SGE WQEs
+// (gathered payload). At 512 bits the co-simulation still finds a
+// multi-SGE message whose payload ends short, so that later bytes of it
+// end up in the next gathered message (hw/README.md): there an SGL stops
+// the QP as an unserved WQE does.
+var CardTxGatherWidths = []int{64}
+
+// CardTxGathers reports whether card_tx_w<width> serves SGE WQEs.
+func CardTxGathers(width int) bool {
+	for _, w := range CardTxGatherWidths {
+		if w == width {
+			return true
+		}
+	}
+	return false
+}
+
 // Sizes of card_tx.
 const (
 	CardTxQPs        = 1024 // QP contexts
@@ -35,6 +52,7 @@ const (
 	txFeed  // descriptor and payload to ddp_tx
 	txDrain // the message's last segment goes into mpa_tx
 	txWB    // context written back, completion queued
+	txChk   // every SGE's lkey is checked through placement
 	txStates
 )
 
@@ -117,6 +135,7 @@ func CardTx(width int) (*Module, error) {
 	qpRev0 := m.Input("s_qp_rev0", 1, "staged: MPA revision 0 peer (DDP and RDMAP version 0)")
 	qpSendCQ := m.Input("s_qp_send_cq", QB, "staged: CQ of send completions")
 	qpORD := m.Input("s_qp_ord", 5, "staged: ORD, RDMA Reads outstanding to the peer (1..16)")
+	qpPD := m.Input("s_qp_pd", 32, "staged: the QP's protection domain (lkey checks)")
 
 	dbValid := m.Input("s_db_valid", 1, "a doorbell (card_regs m_db)")
 	dbReady := m.Output("s_db_ready", 1, "")
@@ -148,6 +167,23 @@ func CardTx(width int) (*Module, error) {
 	haltQPN := m.Output("stat_halt_qpn", QB, "the last QP stopped so")
 	dmaErrOut := m.Output("stat_dma_err", 1, "sticky: a DMA of card_tx got an error response")
 
+	// lkey checks through placement's check port (s_chk_* there, m_chk_* here and back).
+	ckReqV := m.Output("m_chk_valid", 1, "an lkey check or lookup for placement's s_chk port")
+	ckReqR := m.Input("m_chk_ready", 1, "placement's s_chk_ready")
+	ckSTag := m.Output("m_chk_stag", 32, "the SGE's lkey")
+	ckPD := m.Output("m_chk_pd", 32, "the QP's PD")
+	ckQP := m.Output("m_chk_qp", 32, "the QP number")
+	ckNeed := m.Output("m_chk_need", 4, "rights needed (0: a local read)")
+	ckTO := m.Output("m_chk_to", 64, "tagged offset")
+	ckLen := m.Output("m_chk_len", 32, "bytes")
+	ckTag := m.Output("m_chk_tag", 8, "0")
+	ckV := m.Input("s_chk_valid", 1, "a verdict from placement's m_chk port (card_tx takes every one at once)")
+	ckR := m.Output("s_chk_ready", 1, "always 1")
+	ckRTag := m.Input("s_chk_tag", 8, "not used")
+	ckFault := m.Input("s_chk_fault", 3, "0 OK, else the mem.Fault")
+	ckAddr := m.Input("s_chk_addr", 64, "host address of the piece")
+	ckRun := m.Input("s_chk_run", 32, "bytes contiguous from there")
+
 	// AXI4 master ports: read channels of dma_rd, write channels of dma_wr.
 	axi := map[string]*Signal{}
 	for _, sub := range []*Module{drd, dwr} {
@@ -170,6 +206,7 @@ func CardTx(width int) (*Module, error) {
 	sIdle, sPop, sCtx, sDecide := stIs(txIdle), stIs(txPop), stIs(txCtx), stIs(txDecide)
 	sFirst, sHdr, sFetch, sRest := stIs(txFirst), stIs(txHdr), stIs(txFetch), stIs(txRest)
 	sFlush, sFeed, sDrain, sWB := stIs(txFlush), stIs(txFeed), stIs(txDrain), stIs(txWB)
+	sChk := stIs(txChk)
 
 	// --- QP commands ---
 	dbv := m.RegDecl("db_v", 1, "a doorbell is being served")
@@ -180,14 +217,15 @@ func CardTx(width int) (*Module, error) {
 	m.Drive(cmdRd, big.NewInt(0), And(qpValid, Not(dbv), sIdle, Not(isCreate), Not(cmdRd)), nil)
 	create := m.WireOf("cmd_create", And(cmdGo, isCreate), "")
 	ctxRdAddr := m.Wire("ctx_rd_addr", QB, "")
-	qpSt := qpStates(m, cmdGo, qpOp, qpNum, ctxRdAddr)
+	cur := m.RegDecl("cur_qp", QB, "the QP the engine serves")
+	protErr := m.Wire("prot_err", 1, "an lkey check failed: the engine puts its QP in error")
+	qpSt := qpStates(m, cmdGo, qpOp, qpNum, ctxRdAddr, protErr, cur)
 
 	// Static context, written by CREATE.
-	const ctxW = 58 + 5 + 52 + 5 + 16 + 3 + QB + 5
-	cur := m.RegDecl("cur_qp", QB, "the QP the engine serves")
+	const ctxW = 58 + 5 + 52 + 5 + 16 + 3 + QB + 5 + 32
 	ctxRd := m.Mem("ctx", ctxW, CardTxQPs, create, qpNum,
-		Cat(Bits(qpSQBase, 63, 6), qpSQLog, Bits(qpTXSBase, 63, 12), qpTXSLog, qpMULPDU, qpMarkers, qpCRC, qpRev0, qpSendCQ, qpORD),
-		nil, ctxRdAddr, "static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD")
+		Cat(Bits(qpSQBase, 63, 6), qpSQLog, Bits(qpTXSBase, 63, 12), qpTXSLog, qpMULPDU, qpMarkers, qpCRC, qpRev0, qpSendCQ, qpORD, qpPD),
+		nil, ctxRdAddr, "static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD, PD")
 	unused = append(unused, Bits(qpSQBase, 5, 0), Bits(qpTXSBase, 11, 0))
 
 	// Doorbell state {Read dones, TXS_CI, SQ_PI}: written by doorbells, Read
@@ -292,6 +330,7 @@ func CardTx(width int) (*Module, error) {
 	cRev0 := m.RegDecl("cur_rev0", 1, "")
 	cCQ := m.RegDecl("cur_cq", QB, "")
 	cOrd := m.RegDecl("cur_ord", 5, "")
+	cPD := m.RegDecl("cur_pd", 32, "")
 	cSQCI := m.RegDecl("cur_sq_ci", 16, "")
 	cMSN := m.RegDecl("cur_msn", 32, "")
 	cPI := m.RegDecl("cur_sq_pi", 16, "live: doorbells to cur_qp update it")
@@ -301,7 +340,8 @@ func CardTx(width int) (*Module, error) {
 	field := func(w int) Expr { o -= w; return Bits(ctxRd, o+w-1, o) }
 	ldSQBase, ldSQLog, ldTXBase := field(58), field(5), field(52)
 	ldTXLog := m.WireOf("ld_txs_log", field(5), "")
-	ldMULPDU, ldMk, ldCRC, ldRev0, ldCQ, ldOrd := field(16), field(1), field(1), field(1), field(QB), field(5)
+	ldMULPDU, ldMk, ldCRC, ldRev0, ldCQ, ldOrd, ldPD := field(16), field(1), field(1), field(1), field(QB), field(5), field(32)
+	m.Drive(cPD, nil, ldPD, sCtx)
 	m.Drive(cSQBase, nil, ldSQBase, sCtx)
 	m.Drive(cSQLog, nil, ldSQLog, sCtx)
 	m.Drive(cTXBase, nil, ldTXBase, sCtx)
@@ -405,11 +445,15 @@ func CardTx(width int) (*Module, error) {
 	toEnd := m.WireOf("fetch_to_end", Sub(Add(Cat(C(1, 0), sqMask), C(17, 1)), Cat(C(1, 0), fPos)), "blocks to the ring's end")
 	fN := m.WireOf("fetch_n", Sel(Lt(toEnd, zext(fLeft, 17)), Bits(toEnd, 3, 0), fLeft), "blocks of this request")
 	unused = append(unused, Bits(toEnd, 16, 4))
-	rdReqValid := m.WireOf("rd_req_valid", And(Or(And(sFirst, Not(src)), sFetch), RedOr(fLeft)), "")
+	wqeRdValid := m.WireOf("rd_wqe_valid", And(Or(And(sFirst, Not(src)), sFetch), RedOr(fLeft)), "a WQE read")
+	rdReqValid := m.Wire("rd_req_valid", 1, "")
 	rdReqReady := m.Wire("rd_req_ready", 1, "")
-	rdGo := m.WireOf("rd_go", And(rdReqValid, rdReqReady), "")
-	rdAddr := m.WireOf("rd_req_addr", Add(Cat(cSQBase, C(6, 0)), Cat(C(42, 0), fPos, C(6, 0))), "")
-	rdLen := m.WireOf("rd_req_len", Sub(Cat(C(6, 0), fN, C(6, 0)), C(16, 1)), "")
+	rdGo := m.WireOf("rd_go", And(wqeRdValid, rdReqReady), "a WQE read is taken")
+	rdAddr := m.Wire("rd_req_addr", 64, "")
+	rdLen := m.Wire("rd_req_len", 16, "")
+	wqeAddr := m.WireOf("rd_wqe_addr", Add(Cat(cSQBase, C(6, 0)), Cat(C(42, 0), fPos, C(6, 0))), "")
+	wqeLen := m.WireOf("rd_wqe_len", Sub(Cat(C(6, 0), fN, C(6, 0)), C(16, 1)), "")
+	rdReqTag := m.Wire("rd_req_tag", rdCfg.TagBits, "0: WQE blocks, 1: payload")
 
 	// --- WQE beats into the header and the buffer ---
 	beatsPerBB := 64 / L
@@ -421,7 +465,7 @@ func CardTx(width int) (*Module, error) {
 	rdKeep := m.Wire("rd_tkeep", L, "")
 	rdLast := m.Wire("rd_tlast", 1, "")
 	rdTag := m.Wire("rd_ttag", rdCfg.TagBits, "")
-	unused = append(unused, rdKeep, rdLast, rdTag)
+	unused = append(unused, rdLast, Bits(rdTag, rdCfg.TagBits-1, 1))
 	var pbeat Expr = pblk
 	if beatsPerBB > 1 {
 		var cands []Expr
@@ -483,7 +527,16 @@ func CardTx(width int) (*Module, error) {
 	lenOK := m.WireOf("inline_len_ok", And(Not(Lt(C(16, cardTxMaxInline), hLen)), Not(Lt(roomBytes, Cat(C(1, 0), hLen)))), "")
 	opRead := m.WireOf("op_read", Eq(hOpcode, C(8, 3)), "")
 	readOK := m.WireOf("read_ok", And(opRead, Not(hInline), Not(Lt(C(5, 1), hNSGE))), "an RDMA Read with at most one SGE (the sink)")
-	served := m.WireOf("wqe_served", And(Or(And(opServed, hInline, lenOK), readOK), bbsOK, Not(wErr)), "this increment serves the WQE")
+	sglOK := m.WireOf("sgl_ok", And(Not(Lt(C(5, cardTxMaxSGE), hNSGE)), Not(Lt(roomBytes, Cat(C(8, 0), hNSGE, C(4, 0))))), "NSGE <= 30 and its SGEs fit the blocks")
+	var gatherOK Expr = sglOK
+	if !CardTxGathers(W) {
+		gatherOK = C(1, 0) // not verified at this width yet: an SGL stops the QP
+		unused = append(unused, sglOK)
+	}
+	served := m.WireOf("wqe_served", And(Or(And(opServed, Sel(hInline, lenOK, gatherOK)), readOK), bbsOK, Not(wErr)), "this increment serves the WQE")
+	// Payload words come from the WQE buffer (inline bytes, a Read
+	// Request's header), else from the gather.
+	fromBuf := m.WireOf("pay_from_buf", Or(hInline, opRead), "")
 	// A WQE waits while Reads are outstanding unless it is an unfenced
 	// Read (within ORD: checked before the fetch), so completions stay in
 	// posting order; the Read done that frees it brings the QP back.
@@ -520,7 +573,7 @@ func CardTx(width int) (*Module, error) {
 	rrWord := m.Reg("rr_word", W, nil, payloadWord(m, "rr_word_sel", rrHdr, fq, W), issue, "the Read Request header's word being fed")
 	fqq := ShiftQueue(m, "fq", cardTxFeedDepth, []string{"data", "last"}, []int{W, 1}, fInflight, []Expr{Sel(opRead, rrWord, bufRd), fLastRd}, fqPop)
 	cw := fqq.Count.W
-	m.Assign(issue, And(sFeed, Lt(zext(fq, 17-LB), nWords), Lt(Add(zext(fqq.Count, 3), zext(fInflight, 3)), C(3, cardTxFeedDepth))))
+	m.Assign(issue, And(sFeed, fromBuf, Lt(zext(fq, 17-LB), nWords), Lt(Add(zext(fqq.Count, 3), zext(fInflight, 3)), C(3, cardTxFeedDepth))))
 	m.Drive(fq, nil, Sel(goAny, C(FQW, 0), incr(fq)), Or(goAny, issue))
 	m.Drive(fInflight, big.NewInt(0), issue, nil)
 
@@ -531,11 +584,34 @@ func CardTx(width int) (*Module, error) {
 	descV := m.WireOf("ddp_desc_valid", And(sFeed, Not(descDone)), "")
 	descGo := m.WireOf("ddp_desc_go", And(descV, descReady), "")
 	pReady := m.Wire("ddp_s_ready", 1, "")
-	pValid := m.WireOf("ddp_s_valid", RedOr(fqq.Count), "")
+	ga := cardTxGather(m, txGatherIn{W: W, L: L, LB: LB, bufWrEn: bufWrEn, bufWrAddr: bufWrAddr, bufWrData: bufWrData,
+		start: goAny, chkPhase: sChk, feedPhase: m.WireOf("g_feed", And(sFeed, Not(fromBuf)), "ddp_tx is fed from the gather"),
+		nsge: hNSGE, qp: cur, pd: cPD, rdReqReady: rdReqReady, rdData: rdData, rdKeep: rdKeep, rdValid: rdValid,
+		rdIsPay: Bit(rdTag, 0), outReady: pReady, chkReady: ckReqR, chkValid: ckV, chkFault: ckFault, chkAddr: ckAddr, chkRun: ckRun})
+	unused = append(unused, ga.unused...)
+	m.Assign(rdReqValid, Or(wqeRdValid, ga.rdV))
+	m.Assign(rdAddr, Sel(ga.rdV, ga.rdAddr, wqeAddr))
+	m.Assign(rdLen, Sel(ga.rdV, ga.rdLen, wqeLen))
+	m.Assign(rdReqTag, zext(ga.rdV, rdCfg.TagBits))
+	pValid := m.WireOf("ddp_s_valid", Sel(fromBuf, RedOr(fqq.Count), ga.outV), "")
 	pGo := m.WireOf("ddp_s_go", And(pValid, pReady), "")
-	m.Assign(fqPop, zext(pGo, cw))
-	pLastGo := m.WireOf("ddp_s_last_go", And(pGo, fqq.Fields[0][1]), "")
-	noPay := m.WireOf("no_payload", Eq(pLen, C(16, 0)), "")
+	m.Assign(fqPop, zext(And(pGo, fromBuf), cw))
+	pLast := m.WireOf("ddp_s_last", Sel(fromBuf, fqq.Fields[0][1], ga.outLast), "")
+	pLastGo := m.WireOf("ddp_s_last_go", And(pGo, pLast), "")
+	msgLen := m.WireOf("msg_len", Sel(fromBuf, zext(pLen, 32), ga.total), "the message's payload bytes into ddp_tx")
+	noPay := m.WireOf("no_payload", Eq(msgLen, C(32, 0)), "")
+
+	// The check port: requests from the gather, every verdict taken.
+	m.Assign(ckReqV, ga.chkV)
+	m.Assign(ckSTag, ga.chkSTag)
+	m.Assign(ckNeed, ga.chkNeed[0])
+	m.Assign(ckQP, ga.chkNeed[1])
+	m.Assign(ckPD, ga.chkNeed[2])
+	m.Assign(ckTO, ga.chkTO)
+	m.Assign(ckLen, ga.chkLen)
+	m.Assign(ckTag, C(8, 0))
+	m.Assign(ckR, C(1, 1))
+	unused = append(unused, ckRTag)
 	m.Drive(descDone, big.NewInt(0), And(Not(goWQE), Or(descDone, descGo)), nil)
 	m.Drive(payDone, big.NewInt(0), And(Not(goWQE), Or(payDone, pLastGo)), nil)
 	feedEnd := m.WireOf("feed_end", And(sFeed, Or(descDone, descGo), Or(payDone, pLastGo, noPay)), "")
@@ -556,7 +632,8 @@ func CardTx(width int) (*Module, error) {
 	mpaReady := m.Wire("mpa_s_ready", 1, "")
 	hFirst := m.RegDecl("h_first", 1, "the next beat into mpa_tx opens an FPDU")
 	recRoom := m.Wire("rec_room", 1, "")
-	hGate := m.WireOf("h_gate", Or(Not(hFirst), recRoom), "")
+	fits := m.Wire("ring_fits", 1, "the ring has room for the FPDU entering mpa_tx")
+	hGate := m.WireOf("h_gate", Or(Not(hFirst), And(recRoom, fits)), "")
 	hGo := m.WireOf("h_go", And(ddpValid, mpaReady, hGate), "a beat goes from ddp_tx to mpa_tx")
 	m.Drive(hFirst, big.NewInt(1), ddpLast, hGo)
 	newFPDU := m.WireOf("fpdu_new", And(hGo, hFirst), "")
@@ -600,6 +677,10 @@ func CardTx(width int) (*Module, error) {
 	wl := m.WireOf("w_len_sel", Sel(cMk, wire, wireNoMk), "")
 	m.Drive(fOff, nil, Sel(sCtx, Bits(engRd, 47, 16), Add(fOff, zext(wl, 32))), Or(sCtx, newFPDU))
 	unused = append(unused, Bit(wl, 16))
+
+	// A gathered message can be longer than the ring: each FPDU waits for
+	// room (TXS_CI doorbells); an inline WQE always has it (the start guard).
+	m.Assign(fits, Not(Lt(size32, Add(used, zext(wl, 32)))))
 
 	// --- ring records: one per FPDU, for the request issuer and the data path ---
 	pos := m.WireOf("rec_pos", And(Bits(fOff, 23, 0), cTXMask), "the FPDU's place in the ring")
@@ -677,8 +758,8 @@ func CardTx(width int) (*Module, error) {
 	doneTag := m.Wire("wr_done_tag", wrCfg.TagBits, "")
 	doneErr := m.Wire("wr_done_err", 1, "")
 	cqPop := m.Wire("cq_pop", addrWidth(CardTxCplDepth+1), "")
-	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi", "noring", "flush"}
-	cplW := []int{1, QB, QB, 64, 3, 32, 16, 32, 1, 1}
+	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi", "noring", "flush", "prot"}
+	cplW := []int{1, QB, QB, 64, 3, 32, 16, 32, 1, 1, 1}
 	// A WQE retires (SQ_CI moves past it) when it is sent, unless it is a
 	// Read: that retires when its Read done is taken (ret_mode).
 	retires := m.WireOf("wqe_retires", Or(ret, Not(opRead)), "")
@@ -689,8 +770,15 @@ func CardTx(width int) (*Module, error) {
 		zext(bbs, 16), availF), "blocks of the WQE flushed")
 	newSQCI := m.WireOf("new_sq_ci", Sel(fl, Add(cSQCI, bbsF), Sel(retires, Add(cSQCI, zext(bbs, 16)), cSQCI)), "")
 	wcOp := Sel(fl, wcOpcode(hOpcode), Sel(opRead, C(3, 2), Cat(C(2, 0), opWrite))) // WC_OPCODE
+	// A WQE whose lkey check failed completes with LOC_PROT_ERR (always,
+	// signaled or not; BYTE_LEN 0) with no ring writes to wait for, and
+	// puts its QP in error: the WQEs after it are flushed (the model's
+	// localError).
+	prot := m.WireOf("prot", And(ga.fault, Not(retFl)), "the WQE failed its lkey check")
+	m.Assign(protErr, And(sWB, prot))
 	cq := ShiftQueue(m, "cq", CardTxCplDepth, cplF, cplW, sWB,
-		[]Expr{Or(fl, And(hSignaled, retires)), cCQ, cur, hWRID, wcOp, Sel(fl, C(32, 0), Sel(ret, sgeLen, zext(hLen, 32))), newSQCI, fOff, retFl, fl}, cqPop)
+		[]Expr{Or(fl, prot, And(hSignaled, retires)), cCQ, cur, hWRID, wcOp, Sel(Or(fl, prot), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, fOff,
+			Or(retFl, prot), fl, prot}, cqPop)
 	ccw := cq.Count.W
 	m.Assign(cplRoom, Lt(cq.Count, C(ccw, CardTxCplDepth)))
 	dn := m.RegDecl("cpl_written", 4, "WQEs whose ring writes are done, not yet out")
@@ -711,7 +799,7 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(cplQPN, m.Reg("cpl_qpn_q", QB, big.NewInt(0), h[2], cOut, ""))
 	m.Assign(cplWRID, m.Reg("cpl_wr_id_q", 64, big.NewInt(0), h[3], cOut, ""))
 	m.Assign(cplOp, m.Reg("cpl_op_q", 8, big.NewInt(0), zext(h[4], 8), cOut, ""))
-	m.Assign(cplStatus, m.Reg("cpl_status_q", 8, big.NewInt(0), Sel(h[9], C(8, 3), C(8, 0)), cOut, "WR_FLUSH_ERR or SUCCESS"))
+	m.Assign(cplStatus, m.Reg("cpl_status_q", 8, big.NewInt(0), Sel(h[9], C(8, uint64(cardTxStatFlush)), Sel(h[10], C(8, cardTxStatProt), C(8, 0))), cOut, "WR_FLUSH_ERR, LOC_PROT_ERR or SUCCESS"))
 	m.Assign(cplLen, m.Reg("cpl_len_q", 32, big.NewInt(0), h[5], cOut, ""))
 	m.Assign(cplSQCI, m.Reg("cpl_sq_ci_q", 16, big.NewInt(0), h[6], cOut, ""))
 	m.Assign(cplTXSPI, m.Reg("cpl_txs_pi_q", 32, big.NewInt(0), h[7], cOut, ""))
@@ -719,47 +807,50 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(dmaErrOut, m.Reg("dma_err_q", 1, big.NewInt(0), C(1, 1), dmaErr, ""))
 
 	// --- write-back, requeue, state machine ---
-	isSend := m.WireOf("op_is_send", Not(Or(opWrite, opRead, fl)), "")
+	isSend := m.WireOf("op_is_send", Not(Or(opWrite, opRead, fl, prot)), "a Send that was sent takes an MSN")
 	started := m.WireOf("read_started", And(opRead, Not(retFl)), "a Read Request went out")
 	newNext := m.WireOf("new_sq_next", Sel(fl, newSQCI, Sel(ret, cNext, Add(cNext, zext(bbs, 16)))), "")
 	newOrq := m.WireOf("new_orq", Sel(fl, C(5, 0), Sel(ret, Sub(cOrq, C(5, 1)), Sel(started, incr(cOrq), cOrq))), "flushed Reads are outstanding no more")
 	newRUsed := m.WireOf("new_rdone_used", Sel(fl, cRC, Sel(ret, incr(cRUsed), cRUsed)), "")
 	m.Assign(engWBData, Cat(newRUsed, newOrq, newNext, Add(cRMSN, zext(started, 32)), Add(cMSN, zext(isSend, 32)), fOff, newSQCI))
 	m.Drive(cMSN, nil, Bits(engRd, 79, 48), sCtx)
-	more := m.WireOf("more_work", Sel(fl, Ne(newSQCI, cPI), Or(And(Ne(newNext, cPI), Lt(newOrq, cOrd)), And(Ne(newOrq, C(5, 0)), Ne(cRC, newRUsed)))), "")
+	more := m.WireOf("more_work", Sel(Or(fl, prot), Ne(newSQCI, cPI), Or(And(Ne(newNext, cPI), Lt(newOrq, cOrd)), And(Ne(newOrq, C(5, 0)), Ne(cRC, newRUsed)))), "")
 	m.Assign(requeue, And(sWB, more, Not(isQueued("qeng", cur))))
-	feedNext := uint64(txFeed) // the payload is in the buffer
+	// Once the WQE is in the buffer: its payload words to ddp_tx, or the
+	// SGEs checked first (at 512 bits after the buffer's last half word).
+	var feedNext Expr = Sel(fromBuf, C(4, txFeed), C(4, txChk))
 	if L == 64 {
-		feedNext = txFlush
+		feedNext = C(4, txFlush)
 	}
 	next := Sel(sIdle, Sel(pop, C(4, txPop), C(4, txIdle)),
 		Sel(sPop, C(4, txCtx),
 			Sel(sCtx, C(4, txDecide),
 				Sel(sDecide, Sel(goAny, C(4, txFirst), C(4, txIdle)),
 					Sel(sFirst, Sel(firstDone, C(4, txHdr), C(4, txFirst)),
-						Sel(sHdr, Sel(Or(halt, waitRd), C(4, txIdle), Sel(retFl, C(4, txWB), Sel(oneBB, C(4, feedNext), C(4, txFetch)))),
+						Sel(sHdr, Sel(Or(halt, waitRd), C(4, txIdle), Sel(retFl, C(4, txWB), Sel(oneBB, feedNext, C(4, txFetch)))),
 							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(4, txRest), C(4, txFetch)),
-								Sel(sRest, Sel(restDone, Sel(halt, C(4, txIdle), C(4, feedNext)), C(4, txRest)),
-									Sel(sFlush, C(4, txFeed),
+								Sel(sRest, Sel(restDone, Sel(halt, C(4, txIdle), feedNext), C(4, txRest)),
+									Sel(sFlush, Sel(fromBuf, C(4, txFeed), C(4, txChk)),
 										Sel(sFeed, Sel(feedEnd, C(4, txDrain), C(4, txFeed)),
 											Sel(sDrain, Sel(msgDone, C(4, txWB), C(4, txDrain)),
-												C(4, txIdle))))))))))))
+												Sel(sChk, Sel(ga.chkDone, Sel(ga.fault, C(4, txWB), C(4, txFeed)), C(4, txChk)),
+													C(4, txIdle)))))))))))))
 	m.Drive(st, big.NewInt(txIdle), next, nil)
 
 	// --- instances ---
 	m.Instantiate("u_rd", drd, Conn{"clk", clk}, Conn{"rst", rst},
 		Conn{"s_req_valid", rdReqValid}, Conn{"s_req_ready", rdReqReady}, Conn{"s_req_addr", rdAddr},
-		Conn{"s_req_len", rdLen}, Conn{"s_req_tag", C(rdCfg.TagBits, 0)},
+		Conn{"s_req_len", rdLen}, Conn{"s_req_tag", rdReqTag},
 		Conn{"m_axis_tdata", rdData}, Conn{"m_axis_tkeep", rdKeep}, Conn{"m_axis_tvalid", rdValid},
-		Conn{"m_axis_tready", fromDMA}, Conn{"m_axis_tlast", rdLast}, Conn{"m_axis_tuser_tag", rdTag},
+		Conn{"m_axis_tready", Or(fromDMA, ga.rdTake)}, Conn{"m_axis_tlast", rdLast}, Conn{"m_axis_tuser_tag", rdTag},
 		Conn{"m_axis_tuser_err", rdErr})
 	m.Instantiate("u_ddp", ddp, Conn{"clk", clk}, Conn{"rst", rst},
 		Conn{"s_desc_valid", descV}, Conn{"s_desc_ready", descReady}, Conn{"s_desc_tagged", opWrite},
 		Conn{"s_desc_rdmap", Cat(rv, C(2, 0), opLo)}, Conn{"s_desc_dv", rv}, Conn{"s_desc_stag", dStag},
 		Conn{"s_desc_to", hRAddr}, Conn{"s_desc_qn", zext(opRead, 32)}, Conn{"s_desc_msn", Sel(opRead, cRMSN, cMSN)},
-		Conn{"s_desc_len", zext(pLen, 32)}, Conn{"s_desc_mulpdu", cMULPDU}, Conn{"s_desc_user", C(16, 0)},
-		Conn{"s_axis_tdata", fqq.Fields[0][0]}, Conn{"s_axis_tvalid", pValid}, Conn{"s_axis_tready", pReady},
-		Conn{"s_axis_tlast", fqq.Fields[0][1]},
+		Conn{"s_desc_len", msgLen}, Conn{"s_desc_mulpdu", cMULPDU}, Conn{"s_desc_user", C(16, 0)},
+		Conn{"s_axis_tdata", Sel(fromBuf, fqq.Fields[0][0], ga.outData)}, Conn{"s_axis_tvalid", pValid}, Conn{"s_axis_tready", pReady},
+		Conn{"s_axis_tlast", pLast},
 		Conn{"m_axis_tdata", ddpData}, Conn{"m_axis_tkeep", ddpKeep}, Conn{"m_axis_tvalid", ddpValid},
 		Conn{"m_axis_tready", And(mpaReady, hGate)}, Conn{"m_axis_tlast", ddpLast},
 		Conn{"m_axis_tuser_len", ddpLen}, Conn{"m_axis_tuser_last", ddpMsgLast}, Conn{"m_axis_tuser_user", ddpUser})

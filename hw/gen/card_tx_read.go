@@ -79,14 +79,18 @@ type txQPStates struct {
 // not exist is left alone: the card model refuses the command); DESTROY
 // frees a QP in error (the model refuses it in RTS); CLOSE is taken
 // without effect (not served yet).
-func qpStates(m *Module, cmdGo, op, qpn, engAddr *Signal) txQPStates {
+//
+// engErr puts the engine's QP engQP in error (a local protection error of
+// its WQE); the engine does so only while no command can be taken.
+func qpStates(m *Module, cmdGo, op, qpn, engAddr, engErr, engQP *Signal) txQPStates {
 	opIs := func(v uint64) Expr { return Eq(op, C(4, v)) }
 	we := m.Wire("qp_state_we", 1, "")
-	wd := m.WireOf("qp_state_wd", Sel(opIs(1), C(2, txQPLive), Sel(opIs(3), C(2, txQPError), C(2, txQPNone))), "")
-	cur := m.Mem("qp_state_c", 2, CardTxQPs, we, qpn, wd, nil, qpn, "QP state (0 none, 1 live, 2 error), read by the command path")
-	eng := m.Mem("qp_state_e", 2, CardTxQPs, we, qpn, wd, nil, engAddr, "QP state, read by the engine")
+	wd := m.WireOf("qp_state_wd", Sel(Or(engErr, opIs(3)), C(2, txQPError), Sel(opIs(1), C(2, txQPLive), C(2, txQPNone))), "")
+	wa := m.WireOf("qp_state_wa", Sel(engErr, engQP, qpn), "")
+	cur := m.Mem("qp_state_c", 2, CardTxQPs, we, wa, wd, nil, qpn, "QP state (0 none, 1 live, 2 error), read by the command path")
+	eng := m.Mem("qp_state_e", 2, CardTxQPs, we, wa, wd, nil, engAddr, "QP state, read by the engine")
 	toErr := m.WireOf("qp_to_error", And(cmdGo, opIs(3), Eq(cur, C(2, txQPLive))), "ERROR on a live QP")
-	m.Assign(we, Or(And(cmdGo, opIs(1)), toErr, And(cmdGo, opIs(4), Eq(cur, C(2, txQPError)))))
+	m.Assign(we, Or(engErr, And(cmdGo, opIs(1)), toErr, And(cmdGo, opIs(4), Eq(cur, C(2, txQPError)))))
 	return txQPStates{toErr: toErr, eng: eng}
 }
 

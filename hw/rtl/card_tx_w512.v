@@ -73,6 +73,7 @@ module card_tx_w512 (
     input  wire           s_qp_rev0,         // staged: MPA revision 0 peer (DDP and RDMAP version 0)
     input  wire [9:0]     s_qp_send_cq,      // staged: CQ of send completions
     input  wire [4:0]     s_qp_ord,          // staged: ORD, RDMA Reads outstanding to the peer (1..16)
+    input  wire [31:0]    s_qp_pd,           // staged: the QP's protection domain (lkey checks)
     input  wire           s_db_valid,        // a doorbell (card_regs m_db)
     output wire           s_db_ready,
     input  wire [2:0]     s_db_kind,         // DB_KIND: QP_DB_SQ_PI, QP_DB_TXS_CI and QP_DB_PUSH act; others are taken without effect
@@ -100,6 +101,21 @@ module card_tx_w512 (
     output wire           stat_halt,         // sticky: a WQE this increment does not serve, or a DMA read error, stopped a QP
     output wire [9:0]     stat_halt_qpn,     // the last QP stopped so
     output wire           stat_dma_err,      // sticky: a DMA of card_tx got an error response
+    output wire           m_chk_valid,       // an lkey check or lookup for placement's s_chk port
+    input  wire           m_chk_ready,       // placement's s_chk_ready
+    output wire [31:0]    m_chk_stag,        // the SGE's lkey
+    output wire [31:0]    m_chk_pd,          // the QP's PD
+    output wire [31:0]    m_chk_qp,          // the QP number
+    output wire [3:0]     m_chk_need,        // rights needed (0: a local read)
+    output wire [63:0]    m_chk_to,          // tagged offset
+    output wire [31:0]    m_chk_len,         // bytes
+    output wire [7:0]     m_chk_tag,         // 0
+    input  wire           s_chk_valid,       // a verdict from placement's m_chk port (card_tx takes every one at once)
+    output wire           s_chk_ready,       // always 1
+    input  wire [7:0]     s_chk_tag,         // not used
+    input  wire [2:0]     s_chk_fault,       // 0 OK, else the mem.Fault
+    input  wire [63:0]    s_chk_addr,        // host address of the piece
+    input  wire [31:0]    s_chk_run,         // bytes contiguous from there
     output wire [5:0]     m_axi_arid,
     output wire [63:0]    m_axi_araddr,      // beat aligned
     output wire [7:0]     m_axi_arlen,       // beats minus one
@@ -144,19 +160,22 @@ module card_tx_w512 (
     wire           in_state9;
     wire           in_state10;
     wire           in_state11;
+    wire           in_state12;
     reg            db_v;                     // a doorbell is being served
     wire           cmd_is_create;
     reg            cmd_rd;                   // the QP's state for a command other than CREATE was read last cycle
     wire           cmd_go;                   // a QP command is taken
     wire           cmd_create;
     wire [9:0]     ctx_rd_addr;
+    reg  [9:0]     cur_qp;                   // the QP the engine serves
+    wire           prot_err;                 // an lkey check failed: the engine puts its QP in error
     wire           qp_state_we;
     wire [1:0]     qp_state_wd;
+    wire [9:0]     qp_state_wa;
     reg  [1:0]     qp_state_c_rd;            // read data of qp_state_c
     reg  [1:0]     qp_state_e_rd;            // read data of qp_state_e
     wire           qp_to_error;              // ERROR on a live QP
-    reg  [9:0]     cur_qp;                   // the QP the engine serves
-    reg  [153:0]   ctx_rd;                   // read data of ctx
+    reg  [185:0]   ctx_rd;                   // read data of ctx
     wire           dbs_wr_en;
     wire [9:0]     dbs_wr_addr;
     wire [52:0]    dbs_wr_data;              // {rdone count, txs_ci, sq_pi}
@@ -232,6 +251,7 @@ module card_tx_w512 (
     reg            cur_rev0;
     reg  [9:0]     cur_cq;
     reg  [4:0]     cur_ord;
+    reg  [31:0]    cur_pd;
     reg  [15:0]    cur_sq_ci;
     reg  [31:0]    cur_msn;
     reg  [15:0]    cur_sq_pi;                // live: doorbells to cur_qp update it
@@ -298,11 +318,15 @@ module card_tx_w512 (
     wire [15:0]    fetch_pos;
     wire [16:0]    fetch_to_end;             // blocks to the ring's end
     wire [3:0]     fetch_n;                  // blocks of this request
+    wire           rd_wqe_valid;             // a WQE read
     wire           rd_req_valid;
     wire           rd_req_ready;
-    wire           rd_go;
+    wire           rd_go;                    // a WQE read is taken
     wire [63:0]    rd_req_addr;
     wire [15:0]    rd_req_len;
+    wire [63:0]    rd_wqe_addr;
+    wire [15:0]    rd_wqe_len;
+    wire [7:0]     rd_req_tag;               // 0: WQE blocks, 1: payload
     reg  [6:0]     wb_beat;                  // beats of the WQE taken
     wire [511:0]   rd_tdata;
     wire           rd_tvalid;
@@ -332,7 +356,9 @@ module card_tx_w512 (
     wire           inline_len_ok;
     wire           op_read;
     wire           read_ok;                  // an RDMA Read with at most one SGE (the sink)
+    wire           sgl_ok;                   // NSGE <= 30 and its SGEs fit the blocks
     wire           wqe_served;               // this increment serves the WQE
+    wire           pay_from_buf;
     wire           wait_read;                // the WQE waits for the outstanding Reads
     wire [6:0]     wqe_beats;                // beats of the whole WQE
     wire           rest_done;                // the WQE's last beat
@@ -369,9 +395,93 @@ module card_tx_w512 (
     wire           ddp_desc_valid;
     wire           ddp_desc_go;
     wire           ddp_s_ready;
+    wire           g_feed;                   // ddp_tx is fed from the gather
+    wire [4:0]     g_sge_idx;                // the SGE read from the store
+    wire           g_sge_rd;                 // read it
+    wire [7:0]     g_st_wa;                  // the buffer word written
+    wire [511:0]   g_st_wd;
+    reg  [1:0]     g_sge_sel;                // which bank the read SGE is in
+    wire [2:0]     g_sge_ra0;
+    reg  [127:0]   g_sge_b0_rd;              // read data of g_sge_b0
+    wire [2:0]     g_sge_ra1;
+    reg  [127:0]   g_sge_b1_rd;              // read data of g_sge_b1
+    wire [2:0]     g_sge_ra2;
+    reg  [127:0]   g_sge_b2_rd;              // read data of g_sge_b2
+    wire [2:0]     g_sge_ra3;
+    reg  [127:0]   g_sge_b3_rd;              // read data of g_sge_b3
+    wire [127:0]   g_sge;                    // the SGE read (registered): ADDR 63:0, LENGTH 95:64, LKEY 127:96
+    wire [63:0]    g_sge_addr;
+    wire [31:0]    g_sge_len;
+    wire [31:0]    g_sge_lkey;
+    reg  [5:0]     ck_i;                     // next SGE to check
+    reg            ck_ph;                    // the SGE ck_i has been read
+    reg  [5:0]     ck_sent;                  // check requests sent
+    reg  [5:0]     ck_got;                   // verdicts back
+    reg            ck_fault;                 // a verdict was not OK
+    reg  [31:0]    g_total;                  // the message's bytes
+    wire           ck_more;
+    wire           ck_rd;
+    wire           ck_have;                  // the SGE is out of the store
+    wire           ck_empty;
+    wire           ck_req;
+    wire           ck_go;
+    wire           ck_next;
+    wire           ck_verdict;               // a verdict of the check phase
+    wire           ck_done;                  // every SGE is checked
+    reg  [5:0]     g_i;                      // SGE being gathered
+    reg  [31:0]    g_off;                    // bytes of it requested
+    reg  [1:0]     g_ph;                     // 0: read the SGE; 1: look its next piece up; 2: wait for the verdict; 3: read request
+    reg  [63:0]    g_addr;                   // host address of the piece
+    reg  [16:0]    g_n;                      // bytes of the piece
+    reg            g_late_fault;             // a lookup failed: stop reading, zeros for the rest
+    reg  [31:0]    g_req;                    // payload bytes requested
+    wire           g_more;
+    wire           g_rd;
+    wire [31:0]    g_left;                   // bytes of the SGE not yet requested
+    wire           g_skip;                   // the SGE is done: the next one
+    wire           g_look;
+    wire           g_look_go;
+    wire           g_verdict;
+    wire           g_ok;
+    wire [16:0]    g_run_cap;
+    wire           g_req_go;
+    wire [16:0]    g_rd_len;                 // length minus one
+    reg  [511:0]   pk_acc;                   // bytes held, from lane 0
+    reg  [5:0]     pk_cnt;                   // how many
+    reg  [31:0]    pk_in;                    // payload bytes taken in
+    reg            pk_flush;                 // the message's last bytes wait in pk_acc
+    reg            pk_v;                     // the output beat is valid
+    reg  [511:0]   pk_data;
+    reg            pk_last;
+    wire           pk_free;                  // the output register can be loaded
+    wire [31:0]    pk_rest;                  // payload bytes still to come
+    wire           pk_zero;                  // a failed lookup: zeros for the rest
+    wire           pk_in_v;
+    wire           pk_take;                  // an input beat is taken
+    wire [6:0]     pk_keep_n;                // set bits of a thermometer mask
+    wire           pk_rest_small;
+    wire [6:0]     pk_n;                     // bytes in the input beat
+    wire [511:0]   pk_in_data;
+    wire [1023:0]  pk_wide_in;
+    wire [1023:0]  pk_sh_0;                  // rotated by bit 0 of the amount
+    wire [1023:0]  pk_sh_1;                  // rotated by bit 1 of the amount
+    wire [1023:0]  pk_sh_2;                  // rotated by bit 2 of the amount
+    wire [1023:0]  pk_sh_3;                  // rotated by bit 3 of the amount
+    wire [1023:0]  pk_sh_4;                  // rotated by bit 4 of the amount
+    wire [1023:0]  pk_sh_5;                  // rotated by bit 5 of the amount
+    wire [1023:0]  pk_comb;                  // held bytes, then the input's
+    wire [6:0]     pk_sum;
+    wire           pk_full;                  // a whole beat is there
+    wire           pk_final;                 // the input beat holds the message's last byte
+    wire           pk_emit;                  // a beat goes out
+    wire           pk_more;                  // the last bytes spill into one more beat
+    wire           pk_flush_go;
+    wire [6:0]     pk_sum_lo;                // bytes past a whole beat
     wire           ddp_s_valid;
     wire           ddp_s_go;
+    wire           ddp_s_last;
     wire           ddp_s_last_go;
+    wire [31:0]    msg_len;                  // the message's payload bytes into ddp_tx
     wire           no_payload;
     wire           feed_end;
     wire [511:0]   ddp_m_tdata;
@@ -384,6 +494,7 @@ module card_tx_w512 (
     wire           mpa_s_ready;
     reg            h_first;                  // the next beat into mpa_tx opens an FPDU
     wire           rec_room;
+    wire           ring_fits;                // the ring has room for the FPDU entering mpa_tx
     wire           h_gate;
     wire           h_go;                     // a beat goes from ddp_tx to mpa_tx
     wire           fpdu_new;
@@ -519,6 +630,7 @@ module card_tx_w512 (
     wire [15:0]    flush_avail;              // blocks posted from SQ_CI on
     wire [15:0]    flush_bbs;                // blocks of the WQE flushed
     wire [15:0]    new_sq_ci;
+    wire           prot;                     // the WQE failed its lkey check
     reg  [3:0]     cq_count;                 // entries held in cq
     reg            cq0_cqe;
     reg  [9:0]     cq0_cq;
@@ -530,6 +642,7 @@ module card_tx_w512 (
     reg  [31:0]    cq0_txs_pi;
     reg            cq0_noring;
     reg            cq0_flush;
+    reg            cq0_prot;
     reg            cq1_cqe;
     reg  [9:0]     cq1_cq;
     reg  [9:0]     cq1_qpn;
@@ -540,6 +653,7 @@ module card_tx_w512 (
     reg  [31:0]    cq1_txs_pi;
     reg            cq1_noring;
     reg            cq1_flush;
+    reg            cq1_prot;
     reg            cq2_cqe;
     reg  [9:0]     cq2_cq;
     reg  [9:0]     cq2_qpn;
@@ -550,6 +664,7 @@ module card_tx_w512 (
     reg  [31:0]    cq2_txs_pi;
     reg            cq2_noring;
     reg            cq2_flush;
+    reg            cq2_prot;
     reg            cq3_cqe;
     reg  [9:0]     cq3_cq;
     reg  [9:0]     cq3_qpn;
@@ -560,6 +675,7 @@ module card_tx_w512 (
     reg  [31:0]    cq3_txs_pi;
     reg            cq3_noring;
     reg            cq3_flush;
+    reg            cq3_prot;
     reg            cq4_cqe;
     reg  [9:0]     cq4_cq;
     reg  [9:0]     cq4_qpn;
@@ -570,6 +686,7 @@ module card_tx_w512 (
     reg  [31:0]    cq4_txs_pi;
     reg            cq4_noring;
     reg            cq4_flush;
+    reg            cq4_prot;
     reg            cq5_cqe;
     reg  [9:0]     cq5_cq;
     reg  [9:0]     cq5_qpn;
@@ -580,6 +697,7 @@ module card_tx_w512 (
     reg  [31:0]    cq5_txs_pi;
     reg            cq5_noring;
     reg            cq5_flush;
+    reg            cq5_prot;
     reg            cq6_cqe;
     reg  [9:0]     cq6_cq;
     reg  [9:0]     cq6_qpn;
@@ -590,6 +708,7 @@ module card_tx_w512 (
     reg  [31:0]    cq6_txs_pi;
     reg            cq6_noring;
     reg            cq6_flush;
+    reg            cq6_prot;
     reg            cq7_cqe;
     reg  [9:0]     cq7_cq;
     reg  [9:0]     cq7_qpn;
@@ -600,6 +719,7 @@ module card_tx_w512 (
     reg  [31:0]    cq7_txs_pi;
     reg            cq7_noring;
     reg            cq7_flush;
+    reg            cq7_prot;
     wire [3:0]     cq_wpos;                  // where a pushed entry goes
     wire           cq0_push;
     wire           cq1_push;
@@ -619,12 +739,12 @@ module card_tx_w512 (
     reg  [9:0]     cpl_qpn_q;
     reg  [63:0]    cpl_wr_id_q;
     reg  [7:0]     cpl_op_q;
-    reg  [7:0]     cpl_status_q;             // WR_FLUSH_ERR or SUCCESS
+    reg  [7:0]     cpl_status_q;             // WR_FLUSH_ERR, LOC_PROT_ERR or SUCCESS
     reg  [31:0]    cpl_len_q;
     reg  [15:0]    cpl_sq_ci_q;
     reg  [31:0]    cpl_txs_pi_q;
     reg            dma_err_q;
-    wire           op_is_send;
+    wire           op_is_send;               // a Send that was sent takes an MSN
     wire           read_started;             // a Read Request went out
     wire [15:0]    new_sq_next;
     wire [4:0]     new_orq;                  // flushed Reads are outstanding no more
@@ -653,12 +773,16 @@ module card_tx_w512 (
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
     reg  [1:0] qp_state_c [0:1023];          // QP state (0 none, 1 live, 2 error), read by the command path
     reg  [1:0] qp_state_e [0:1023];          // QP state, read by the engine
-    reg  [153:0] ctx [0:1023];               // static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD
+    reg  [185:0] ctx [0:1023];               // static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD, PD
     reg  [52:0] dbs_a [0:1023];              // doorbell state, read by the doorbell path
     reg  [52:0] dbs_e [0:1023];              // doorbell state, read by the engine
     reg  [137:0] eng [0:1023];               // engine state per QP: Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI
     reg  [9:0] sched [0:1023];               // QPs with work, in turn
     reg  [511:0] wqe_buf [0:7];              // the WQE past its header (the inline payload)
+    reg  [127:0] g_sge_b0 [0:7];             // SGE store: SGE 0 of each word
+    reg  [127:0] g_sge_b1 [0:7];             // SGE store: SGE 1 of each word
+    reg  [127:0] g_sge_b2 [0:7];             // SGE store: SGE 2 of each word
+    reg  [127:0] g_sge_b3 [0:7];             // SGE store: SGE 3 of each word
 
     assign in_state0 = eng_state == 4'h0;
     assign in_state1 = eng_state == 4'h1;
@@ -672,13 +796,15 @@ module card_tx_w512 (
     assign in_state9 = eng_state == 4'h9;
     assign in_state10 = eng_state == 4'ha;
     assign in_state11 = eng_state == 4'hb;
+    assign in_state12 = eng_state == 4'hc;
     assign cmd_is_create = s_qp_op == 4'h1;
     assign s_qp_ready = (~db_v & in_state0) & (cmd_is_create | cmd_rd);
     assign cmd_go = ((s_qp_valid & ~db_v) & in_state0) & (cmd_is_create | cmd_rd);
     assign cmd_create = cmd_go & cmd_is_create;
-    assign qp_state_wd = (s_qp_op == 4'h1) ? 2'h1 : ((s_qp_op == 4'h3) ? 2'h2 : 2'h0);
+    assign qp_state_wd = (prot_err | (s_qp_op == 4'h3)) ? 2'h2 : ((s_qp_op == 4'h1) ? 2'h1 : 2'h0);
+    assign qp_state_wa = prot_err ? cur_qp : s_qp_num;
     assign qp_to_error = (cmd_go & (s_qp_op == 4'h3)) & (qp_state_c_rd == 2'h1);
-    assign qp_state_we = ((cmd_go & (s_qp_op == 4'h1)) | qp_to_error) | ((cmd_go & (s_qp_op == 4'h4)) & (qp_state_c_rd == 2'h2));
+    assign qp_state_we = ((prot_err | (cmd_go & (s_qp_op == 4'h1))) | qp_to_error) | ((cmd_go & (s_qp_op == 4'h4)) & (qp_state_c_rd == 2'h2));
     assign sched_empty = sched_head == sched_tail;
     assign sched_pop = ((in_state0 & ~sched_empty) & ~s_qp_valid) & cpl_room;
     assign qclr_qp = sched_rd;
@@ -4815,7 +4941,7 @@ module card_tx_w512 (
     assign sched_push = (eng_requeue | db_enqueue) | err_enqueue;
     assign sched_push_qp = eng_requeue ? cur_qp : (db_v ? db_qp : s_qp_num);
     assign push_new = (db_fire & db_is_push) & db_push_ok_q;
-    assign ld_txs_log = ctx_rd[38:34];
+    assign ld_txs_log = ctx_rd[70:66];
     assign db_hit_cur = (((db_fire & db_acts) & (db_qp == cur_qp)) & ~in_state0) & ~in_state1;
     assign dbw_last_hit = dbw_last_v & (dbw_last_qp == cur_qp);
     assign rdone_now = db_hit_cur ? db_new_rc : (dbw_last_hit ? dbw_last_rc : dbs_e_rd[52:48]);
@@ -4875,10 +5001,10 @@ module card_tx_w512 (
     assign fetch_pos = fetch_idx & sq_mask;
     assign fetch_to_end = ({1'h0, sq_mask} + 17'h00001) - {1'h0, fetch_pos};
     assign fetch_n = (fetch_to_end < {13'h0000, fetch_left}) ? fetch_to_end[3:0] : fetch_left;
-    assign rd_req_valid = ((in_state4 & ~src_push) | in_state6) & |fetch_left;
-    assign rd_go = rd_req_valid & rd_req_ready;
-    assign rd_req_addr = {cur_sq_base, 6'h00} + {42'h00000000000, fetch_pos, 6'h00};
-    assign rd_req_len = {6'h00, fetch_n, 6'h00} - 16'h0001;
+    assign rd_wqe_valid = ((in_state4 & ~src_push) | in_state6) & |fetch_left;
+    assign rd_go = rd_wqe_valid & rd_req_ready;
+    assign rd_wqe_addr = {cur_sq_base, 6'h00} + {42'h00000000000, fetch_pos, 6'h00};
+    assign rd_wqe_len = {6'h00, fetch_n, 6'h00} - 16'h0001;
     assign wb_from_push = in_state4 & src_push;
     assign wb_from_dma = ((in_state4 & ~src_push) | in_state6) | in_state7;
     assign wb_valid = wb_from_push | (wb_from_dma & rd_tvalid);
@@ -4898,7 +5024,9 @@ module card_tx_w512 (
     assign inline_len_ok = ~(16'h01e0 < h_inline_len) & ~(inline_room < {1'h0, h_inline_len});
     assign op_read = h_opcode == 8'h03;
     assign read_ok = (op_read & ~h_inline) & ~(5'h01 < h_nsge);
-    assign wqe_served = ((((op_served & h_inline) & inline_len_ok) | read_ok) & bbs_ok) & ~wqe_rd_err;
+    assign sgl_ok = ~(5'h1e < h_nsge) & ~(inline_room < {8'h00, h_nsge, 4'h0});
+    assign wqe_served = (((op_served & (h_inline ? inline_len_ok : 1'h0)) | read_ok) & bbs_ok) & ~wqe_rd_err;
+    assign pay_from_buf = h_inline | op_read;
     assign wait_read = (((in_state5 & ~ret_or_flush) & wqe_served) & (cur_orq != 5'h00)) & (~op_read | h_fence);
     assign wqe_beats = {3'h0, h_bbs};
     assign rest_done = (in_state7 & wb_valid) & (wb_beat == (wqe_beats - 7'h01));
@@ -4945,16 +5073,159 @@ module card_tx_w512 (
     assign fq0_push = feed_inflight & (fq_wpos == 2'h0);
     assign fq1_push = feed_inflight & (fq_wpos == 2'h1);
     assign fq2_push = feed_inflight & (fq_wpos == 2'h2);
-    assign feed_issue = (in_state9 & ({1'h0, feed_issued} < pay_words)) & (({1'h0, fq_count} + {2'h0, feed_inflight}) < 3'h3);
+    assign feed_issue = ((in_state9 & pay_from_buf) & ({1'h0, feed_issued} < pay_words)) & (({1'h0, fq_count} + {2'h0, feed_inflight}) < 3'h3);
     assign ddp_desc_valid = in_state9 & ~desc_done;
     assign ddp_desc_go = ddp_desc_valid & ddp_desc_ready;
-    assign ddp_s_valid = |fq_count;
+    assign g_feed = in_state9 & ~pay_from_buf;
+    assign g_st_wa = {5'h00, buf_wa_full[2:0]};
+    assign g_st_wd = in_state8 ? {256'h0000000000000000000000000000000000000000000000000000000000000000, wb_prev_hi} : {wb_data[255:0], wb_prev_hi};
+    assign g_sge_ra0 = g_sge_idx[4:2];
+    assign g_sge_ra1 = g_sge_idx[4:2];
+    assign g_sge_ra2 = g_sge_idx[4:2];
+    assign g_sge_ra3 = g_sge_idx[4:2];
+    assign g_sge = g_sge_sel[1] ? (g_sge_sel[0] ? g_sge_b3_rd : g_sge_b2_rd) : (g_sge_sel[0] ? g_sge_b1_rd : g_sge_b0_rd);
+    assign g_sge_addr = g_sge[63:0];
+    assign g_sge_len = g_sge[95:64];
+    assign g_sge_lkey = g_sge[127:96];
+    assign ck_more = ck_i < {1'h0, h_nsge};
+    assign ck_rd = (in_state12 & ~ck_ph) & ck_more;
+    assign ck_have = in_state12 & ck_ph;
+    assign ck_empty = g_sge_len == 32'h00000000;
+    assign ck_req = ck_have & ~ck_empty;
+    assign ck_go = ck_req & m_chk_ready;
+    assign ck_next = ck_go | (ck_have & ck_empty);
+    assign ck_verdict = in_state12 & s_chk_valid;
+    assign ck_done = ((in_state12 & ~ck_ph) & ~ck_more) & (ck_got == ck_sent);
+    assign g_more = (g_i < {1'h0, h_nsge}) & ~g_late_fault;
+    assign g_rd = (g_feed & (g_ph == 2'h0)) & g_more;
+    assign g_left = g_sge_len - g_off;
+    assign g_skip = (g_feed & (g_ph == 2'h1)) & (g_left == 32'h00000000);
+    assign g_look = (g_feed & (g_ph == 2'h1)) & ~(g_left == 32'h00000000);
+    assign g_look_go = g_look & m_chk_ready;
+    assign g_verdict = (g_feed & (g_ph == 2'h2)) & s_chk_valid;
+    assign g_ok = g_verdict & ~|s_chk_fault;
+    assign g_run_cap = (s_chk_run < 32'h00010000) ? s_chk_run[16:0] : 17'h10000;
+    assign g_req_go = (g_feed & (g_ph == 2'h3)) & rd_req_ready;
+    assign g_sge_rd = ck_rd | g_rd;
+    assign g_sge_idx = in_state12 ? ck_i[4:0] : g_i[4:0];
+    assign g_rd_len = g_n - 17'h00001;
+    assign pk_free = ~pk_v | ddp_s_ready;
+    assign pk_rest = g_total - pk_in;
+    assign pk_zero = ((g_feed & g_late_fault) & (pk_in == g_req)) & |pk_rest;
+    assign pk_in_v = ((g_feed & rd_tvalid) & rd_ttag[0]) | pk_zero;
+    assign pk_take = (pk_in_v & pk_free) & ~pk_flush;
+    assign pk_keep_n = (((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((7'h00 | ({7{(rd_tkeep[0] & ~rd_tkeep[1])}} & 7'h01)) | ({7{(rd_tkeep[1] & ~rd_tkeep[2])}} & 7'h02)) | ({7{(rd_tkeep[2] & ~rd_tkeep[3])}} & 7'h03)) | ({7{(rd_tkeep[3] & ~rd_tkeep[4])}} & 7'h04)) | ({7{(rd_tkeep[4] & ~rd_tkeep[5])}} & 7'h05)) | ({7{(rd_tkeep[5] & ~rd_tkeep[6])}} & 7'h06)) | ({7{(rd_tkeep[6] & ~rd_tkeep[7])}} & 7'h07)) | ({7{(rd_tkeep[7] & ~rd_tkeep[8])}} & 7'h08)) | ({7{(rd_tkeep[8] & ~rd_tkeep[9])}} & 7'h09)) | ({7{(rd_tkeep[9] & ~rd_tkeep[10])}} & 7'h0a)) | ({7{(rd_tkeep[10] & ~rd_tkeep[11])}} & 7'h0b)) | ({7{(rd_tkeep[11] & ~rd_tkeep[12])}} & 7'h0c)) | ({7{(rd_tkeep[12] & ~rd_tkeep[13])}} & 7'h0d)) | ({7{(rd_tkeep[13] & ~rd_tkeep[14])}} & 7'h0e)) | ({7{(rd_tkeep[14] & ~rd_tkeep[15])}} & 7'h0f)) | ({7{(rd_tkeep[15] & ~rd_tkeep[16])}} & 7'h10)) | ({7{(rd_tkeep[16] & ~rd_tkeep[17])}} & 7'h11)) | ({7{(rd_tkeep[17] & ~rd_tkeep[18])}} & 7'h12)) | ({7{(rd_tkeep[18] & ~rd_tkeep[19])}} & 7'h13)) | ({7{(rd_tkeep[19] & ~rd_tkeep[20])}} & 7'h14)) | ({7{(rd_tkeep[20] & ~rd_tkeep[21])}} & 7'h15)) | ({7{(rd_tkeep[21] & ~rd_tkeep[22])}} & 7'h16)) | ({7{(rd_tkeep[22] & ~rd_tkeep[23])}} & 7'h17)) | ({7{(rd_tkeep[23] & ~rd_tkeep[24])}} & 7'h18)) | ({7{(rd_tkeep[24] & ~rd_tkeep[25])}} & 7'h19)) | ({7{(rd_tkeep[25] & ~rd_tkeep[26])}} & 7'h1a)) | ({7{(rd_tkeep[26] & ~rd_tkeep[27])}} & 7'h1b)) | ({7{(rd_tkeep[27] & ~rd_tkeep[28])}} & 7'h1c)) | ({7{(rd_tkeep[28] & ~rd_tkeep[29])}} & 7'h1d)) | ({7{(rd_tkeep[29] & ~rd_tkeep[30])}} & 7'h1e)) | ({7{(rd_tkeep[30] & ~rd_tkeep[31])}} & 7'h1f)) | ({7{(rd_tkeep[31] & ~rd_tkeep[32])}} & 7'h20)) | ({7{(rd_tkeep[32] & ~rd_tkeep[33])}} & 7'h21)) | ({7{(rd_tkeep[33] & ~rd_tkeep[34])}} & 7'h22)) | ({7{(rd_tkeep[34] & ~rd_tkeep[35])}} & 7'h23)) | ({7{(rd_tkeep[35] & ~rd_tkeep[36])}} & 7'h24)) | ({7{(rd_tkeep[36] & ~rd_tkeep[37])}} & 7'h25)) | ({7{(rd_tkeep[37] & ~rd_tkeep[38])}} & 7'h26)) | ({7{(rd_tkeep[38] & ~rd_tkeep[39])}} & 7'h27)) | ({7{(rd_tkeep[39] & ~rd_tkeep[40])}} & 7'h28)) | ({7{(rd_tkeep[40] & ~rd_tkeep[41])}} & 7'h29)) | ({7{(rd_tkeep[41] & ~rd_tkeep[42])}} & 7'h2a)) | ({7{(rd_tkeep[42] & ~rd_tkeep[43])}} & 7'h2b)) | ({7{(rd_tkeep[43] & ~rd_tkeep[44])}} & 7'h2c)) | ({7{(rd_tkeep[44] & ~rd_tkeep[45])}} & 7'h2d)) | ({7{(rd_tkeep[45] & ~rd_tkeep[46])}} & 7'h2e)) | ({7{(rd_tkeep[46] & ~rd_tkeep[47])}} & 7'h2f)) | ({7{(rd_tkeep[47] & ~rd_tkeep[48])}} & 7'h30)) | ({7{(rd_tkeep[48] & ~rd_tkeep[49])}} & 7'h31)) | ({7{(rd_tkeep[49] & ~rd_tkeep[50])}} & 7'h32)) | ({7{(rd_tkeep[50] & ~rd_tkeep[51])}} & 7'h33)) | ({7{(rd_tkeep[51] & ~rd_tkeep[52])}} & 7'h34)) | ({7{(rd_tkeep[52] & ~rd_tkeep[53])}} & 7'h35)) | ({7{(rd_tkeep[53] & ~rd_tkeep[54])}} & 7'h36)) | ({7{(rd_tkeep[54] & ~rd_tkeep[55])}} & 7'h37)) | ({7{(rd_tkeep[55] & ~rd_tkeep[56])}} & 7'h38)) | ({7{(rd_tkeep[56] & ~rd_tkeep[57])}} & 7'h39)) | ({7{(rd_tkeep[57] & ~rd_tkeep[58])}} & 7'h3a)) | ({7{(rd_tkeep[58] & ~rd_tkeep[59])}} & 7'h3b)) | ({7{(rd_tkeep[59] & ~rd_tkeep[60])}} & 7'h3c)) | ({7{(rd_tkeep[60] & ~rd_tkeep[61])}} & 7'h3d)) | ({7{(rd_tkeep[61] & ~rd_tkeep[62])}} & 7'h3e)) | ({7{(rd_tkeep[62] & ~rd_tkeep[63])}} & 7'h3f)) | ({7{rd_tkeep[63]}} & 7'h40);
+    assign pk_rest_small = pk_rest < 32'h00000040;
+    assign pk_n = pk_zero ? (pk_rest_small ? pk_rest[6:0] : 7'h40) : pk_keep_n;
+    assign pk_in_data = rd_tdata & {
+        {8{(rd_tkeep[63] & ~pk_zero)}},
+        {8{(rd_tkeep[62] & ~pk_zero)}},
+        {8{(rd_tkeep[61] & ~pk_zero)}},
+        {8{(rd_tkeep[60] & ~pk_zero)}},
+        {8{(rd_tkeep[59] & ~pk_zero)}},
+        {8{(rd_tkeep[58] & ~pk_zero)}},
+        {8{(rd_tkeep[57] & ~pk_zero)}},
+        {8{(rd_tkeep[56] & ~pk_zero)}},
+        {8{(rd_tkeep[55] & ~pk_zero)}},
+        {8{(rd_tkeep[54] & ~pk_zero)}},
+        {8{(rd_tkeep[53] & ~pk_zero)}},
+        {8{(rd_tkeep[52] & ~pk_zero)}},
+        {8{(rd_tkeep[51] & ~pk_zero)}},
+        {8{(rd_tkeep[50] & ~pk_zero)}},
+        {8{(rd_tkeep[49] & ~pk_zero)}},
+        {8{(rd_tkeep[48] & ~pk_zero)}},
+        {8{(rd_tkeep[47] & ~pk_zero)}},
+        {8{(rd_tkeep[46] & ~pk_zero)}},
+        {8{(rd_tkeep[45] & ~pk_zero)}},
+        {8{(rd_tkeep[44] & ~pk_zero)}},
+        {8{(rd_tkeep[43] & ~pk_zero)}},
+        {8{(rd_tkeep[42] & ~pk_zero)}},
+        {8{(rd_tkeep[41] & ~pk_zero)}},
+        {8{(rd_tkeep[40] & ~pk_zero)}},
+        {8{(rd_tkeep[39] & ~pk_zero)}},
+        {8{(rd_tkeep[38] & ~pk_zero)}},
+        {8{(rd_tkeep[37] & ~pk_zero)}},
+        {8{(rd_tkeep[36] & ~pk_zero)}},
+        {8{(rd_tkeep[35] & ~pk_zero)}},
+        {8{(rd_tkeep[34] & ~pk_zero)}},
+        {8{(rd_tkeep[33] & ~pk_zero)}},
+        {8{(rd_tkeep[32] & ~pk_zero)}},
+        {8{(rd_tkeep[31] & ~pk_zero)}},
+        {8{(rd_tkeep[30] & ~pk_zero)}},
+        {8{(rd_tkeep[29] & ~pk_zero)}},
+        {8{(rd_tkeep[28] & ~pk_zero)}},
+        {8{(rd_tkeep[27] & ~pk_zero)}},
+        {8{(rd_tkeep[26] & ~pk_zero)}},
+        {8{(rd_tkeep[25] & ~pk_zero)}},
+        {8{(rd_tkeep[24] & ~pk_zero)}},
+        {8{(rd_tkeep[23] & ~pk_zero)}},
+        {8{(rd_tkeep[22] & ~pk_zero)}},
+        {8{(rd_tkeep[21] & ~pk_zero)}},
+        {8{(rd_tkeep[20] & ~pk_zero)}},
+        {8{(rd_tkeep[19] & ~pk_zero)}},
+        {8{(rd_tkeep[18] & ~pk_zero)}},
+        {8{(rd_tkeep[17] & ~pk_zero)}},
+        {8{(rd_tkeep[16] & ~pk_zero)}},
+        {8{(rd_tkeep[15] & ~pk_zero)}},
+        {8{(rd_tkeep[14] & ~pk_zero)}},
+        {8{(rd_tkeep[13] & ~pk_zero)}},
+        {8{(rd_tkeep[12] & ~pk_zero)}},
+        {8{(rd_tkeep[11] & ~pk_zero)}},
+        {8{(rd_tkeep[10] & ~pk_zero)}},
+        {8{(rd_tkeep[9] & ~pk_zero)}},
+        {8{(rd_tkeep[8] & ~pk_zero)}},
+        {8{(rd_tkeep[7] & ~pk_zero)}},
+        {8{(rd_tkeep[6] & ~pk_zero)}},
+        {8{(rd_tkeep[5] & ~pk_zero)}},
+        {8{(rd_tkeep[4] & ~pk_zero)}},
+        {8{(rd_tkeep[3] & ~pk_zero)}},
+        {8{(rd_tkeep[2] & ~pk_zero)}},
+        {8{(rd_tkeep[1] & ~pk_zero)}},
+        {8{(rd_tkeep[0] & ~pk_zero)}}
+    };
+    assign pk_wide_in = {
+        512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000,
+        pk_in_data
+    };
+    assign pk_sh_0 = pk_cnt[0] ? {pk_wide_in[1015:0], pk_wide_in[1023:1016]} : pk_wide_in;
+    assign pk_sh_1 = pk_cnt[1] ? {pk_sh_0[1007:0], pk_sh_0[1023:1008]} : pk_sh_0;
+    assign pk_sh_2 = pk_cnt[2] ? {pk_sh_1[991:0], pk_sh_1[1023:992]} : pk_sh_1;
+    assign pk_sh_3 = pk_cnt[3] ? {pk_sh_2[959:0], pk_sh_2[1023:960]} : pk_sh_2;
+    assign pk_sh_4 = pk_cnt[4] ? {pk_sh_3[895:0], pk_sh_3[1023:896]} : pk_sh_3;
+    assign pk_sh_5 = pk_cnt[5] ? {pk_sh_4[767:0], pk_sh_4[1023:768]} : pk_sh_4;
+    assign pk_comb = {
+        512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000,
+        pk_acc
+    } | pk_sh_5;
+    assign pk_sum = {1'h0, pk_cnt} + pk_n;
+    assign pk_full = ~(pk_sum < 7'h40);
+    assign pk_final = {25'h0000000, pk_n} == pk_rest;
+    assign pk_emit = pk_take & (pk_full | pk_final);
+    assign pk_more = ((pk_take & pk_final) & ~(pk_sum == 7'h40)) & pk_full;
+    assign pk_flush_go = pk_flush & pk_free;
+    assign pk_sum_lo = pk_sum - 7'h40;
+    assign rd_req_valid = rd_wqe_valid | (g_feed & (g_ph == 2'h3));
+    assign rd_req_addr = (g_feed & (g_ph == 2'h3)) ? g_addr : rd_wqe_addr;
+    assign rd_req_len = (g_feed & (g_ph == 2'h3)) ? g_rd_len[15:0] : rd_wqe_len;
+    assign rd_req_tag = {7'h00, g_feed & (g_ph == 2'h3)};
+    assign ddp_s_valid = pay_from_buf ? |fq_count : pk_v;
     assign ddp_s_go = ddp_s_valid & ddp_s_ready;
-    assign fq_pop = {1'h0, ddp_s_go};
-    assign ddp_s_last_go = ddp_s_go & fq0_last;
-    assign no_payload = pay_len == 16'h0000;
+    assign fq_pop = {1'h0, ddp_s_go & pay_from_buf};
+    assign ddp_s_last = pay_from_buf ? fq0_last : pk_last;
+    assign ddp_s_last_go = ddp_s_go & ddp_s_last;
+    assign msg_len = pay_from_buf ? {16'h0000, pay_len} : g_total;
+    assign no_payload = msg_len == 32'h00000000;
+    assign m_chk_valid = ck_req | g_look;
+    assign m_chk_stag = g_sge_lkey;
+    assign m_chk_need = 4'h0;
+    assign m_chk_qp = {22'h000000, cur_qp};
+    assign m_chk_pd = cur_pd;
+    assign m_chk_to = in_state12 ? g_sge_addr : (g_sge_addr + {32'h00000000, g_off});
+    assign m_chk_len = in_state12 ? g_sge_len : g_left;
+    assign m_chk_tag = 8'h00;
+    assign s_chk_ready = 1'h1;
     assign feed_end = (in_state9 & (desc_done | ddp_desc_go)) & ((pay_done | ddp_s_last_go) | no_payload);
-    assign h_gate = ~h_first | rec_room;
+    assign h_gate = ~h_first | (rec_room & ring_fits);
     assign h_go = (ddp_m_tvalid & mpa_s_ready) & h_gate;
     assign fpdu_new = h_go & h_first;
     assign w_n5 = {1'h0, ddp_m_tuser_len} + 17'h00005;
@@ -4971,6 +5242,7 @@ module card_tx_w512 (
     assign w_markers = {7'h00, w_lead} + (w_ge ? (w_q + 8'h01) : 8'h00);
     assign w_len = (w_body + {7'h00, w_markers, 2'h0}) + 17'h00004;
     assign w_len_sel = cur_markers ? w_len : (w_body + 17'h00004);
+    assign ring_fits = ~(ring_size < (ring_used + {15'h0000, w_len_sel}));
     assign rec_pos = f_off[23:0] & cur_txs_mask;
     assign rec_to_end = ({1'h0, cur_txs_mask} + 25'h0000001) - {1'h0, rec_pos};
     assign rec_split = rec_to_end < {9'h000, w_len_sel[15:0]};
@@ -5026,6 +5298,8 @@ module card_tx_w512 (
     assign flush_avail = cur_sq_pi - cur_sq_ci;
     assign flush_bbs = (((|h_bbs & ~(4'h8 < h_bbs)) & ~(flush_avail < {12'h000, h_bbs})) & ~(({1'h0, sq_mask} + 17'h00001) < {13'h0000, h_bbs})) ? {12'h000, h_bbs} : flush_avail;
     assign new_sq_ci = flush_mode ? (cur_sq_ci + flush_bbs) : (wqe_retires ? (cur_sq_ci + {12'h000, h_bbs}) : cur_sq_ci);
+    assign prot = ck_fault & ~ret_or_flush;
+    assign prot_err = in_state11 & prot;
     assign cq_wpos = cq_count - cq_pop;
     assign cq0_push = in_state11 & (cq_wpos == 4'h0);
     assign cq1_push = in_state11 & (cq_wpos == 4'h1);
@@ -5051,7 +5325,7 @@ module card_tx_w512 (
     assign m_cpl_sq_ci = cpl_sq_ci_q;
     assign m_cpl_txs_pi = cpl_txs_pi_q;
     assign stat_dma_err = dma_err_q;
-    assign op_is_send = ~((op_write | op_read) | flush_mode);
+    assign op_is_send = ~(((op_write | op_read) | flush_mode) | prot);
     assign read_started = op_read & ~ret_or_flush;
     assign new_sq_next = flush_mode ? new_sq_ci : (ret_mode ? cur_sq_next : (cur_sq_next + {12'h000, h_bbs}));
     assign new_orq = flush_mode ? 5'h00 : (ret_mode ? (cur_orq - 5'h01) : (read_started ? (cur_orq + 5'h01) : cur_orq));
@@ -5065,7 +5339,7 @@ module card_tx_w512 (
         f_off,
         new_sq_ci
     };
-    assign more_work = flush_mode ? (new_sq_ci != cur_sq_pi) : (((new_sq_next != cur_sq_pi) & (new_orq < cur_ord)) | ((new_orq != 5'h00) & (cur_rdone != new_rdone_used)));
+    assign more_work = (flush_mode | prot) ? (new_sq_ci != cur_sq_pi) : (((new_sq_next != cur_sq_pi) & (new_orq < cur_ord)) | ((new_orq != 5'h00) & (cur_rdone != new_rdone_used)));
     assign qeng_qp = cur_qp;
     assign qeng_1h = {
         qeng_qp == 10'h3ff,
@@ -6123,11 +6397,19 @@ module card_tx_w512 (
         wqe_hdr[31:29],
         wqe_hdr[63:48],
         fetch_to_end[16:4],
-        rd_tkeep,
         rd_tlast,
-        rd_ttag,
+        rd_ttag[7:1],
         buf_wa_full[6:3],
+        sgl_ok,
         pay_words_full[5:0],
+        g_st_wa[7:3],
+        ck_i[5],
+        g_i[5],
+        g_rd_len[16],
+        s_chk_run[31],
+        s_chk_run[30:17],
+        pk_sum_lo[6],
+        s_chk_tag,
         ddp_m_tkeep,
         ddp_m_tuser_user,
         w_x[16],
@@ -6224,19 +6506,25 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (in_state2) begin
-            cur_sq_base <= ctx_rd[153:96];
+            cur_pd <= ctx_rd[31:0];
         end
     end
 
     always @(posedge clk) begin
         if (in_state2) begin
-            cur_sq_log <= ctx_rd[95:91];
+            cur_sq_base <= ctx_rd[185:128];
         end
     end
 
     always @(posedge clk) begin
         if (in_state2) begin
-            cur_txs_base <= ctx_rd[90:39];
+            cur_sq_log <= ctx_rd[127:123];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (in_state2) begin
+            cur_txs_base <= ctx_rd[122:71];
         end
     end
 
@@ -6273,37 +6561,37 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (in_state2) begin
-            cur_mulpdu <= ctx_rd[33:18];
+            cur_mulpdu <= ctx_rd[65:50];
         end
     end
 
     always @(posedge clk) begin
         if (in_state2) begin
-            cur_markers <= ctx_rd[17];
+            cur_markers <= ctx_rd[49];
         end
     end
 
     always @(posedge clk) begin
         if (in_state2) begin
-            cur_crc <= ctx_rd[16];
+            cur_crc <= ctx_rd[48];
         end
     end
 
     always @(posedge clk) begin
         if (in_state2) begin
-            cur_rev0 <= ctx_rd[15];
+            cur_rev0 <= ctx_rd[47];
         end
     end
 
     always @(posedge clk) begin
         if (in_state2) begin
-            cur_cq <= ctx_rd[14:5];
+            cur_cq <= ctx_rd[46:37];
         end
     end
 
     always @(posedge clk) begin
         if (in_state2) begin
-            cur_ord <= ctx_rd[4:0];
+            cur_ord <= ctx_rd[36:32];
         end
     end
 
@@ -6648,6 +6936,160 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
+        if (g_sge_rd) begin
+            g_sge_sel <= g_sge_idx[1:0];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ck_i <= 6'h00;
+        end else if (fetch_go | ck_next) begin
+            ck_i <= fetch_go ? 6'h00 : (ck_i + 6'h01);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ck_ph <= 1'h0;
+        end else begin
+            ck_ph <= (~fetch_go & ~ck_next) & (ck_ph | ck_rd);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ck_sent <= 6'h00;
+        end else if (fetch_go | ck_go) begin
+            ck_sent <= fetch_go ? 6'h00 : (ck_sent + 6'h01);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ck_got <= 6'h00;
+        end else if (fetch_go | ck_verdict) begin
+            ck_got <= fetch_go ? 6'h00 : (ck_got + 6'h01);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ck_fault <= 1'h0;
+        end else begin
+            ck_fault <= ~fetch_go & (ck_fault | (ck_verdict & |s_chk_fault));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (fetch_go | ck_go) begin
+            g_total <= fetch_go ? 32'h00000000 : (g_total + g_sge_len);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            g_ph <= 2'h0;
+        end else begin
+            g_ph <= fetch_go ? 2'h0 : (g_rd ? 2'h1 : (g_skip ? 2'h0 : (g_look_go ? 2'h2 : (g_verdict ? (g_ok ? 2'h3 : 2'h0) : (g_req_go ? 2'h1 : g_ph)))));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            g_i <= 6'h00;
+        end else if (fetch_go | g_skip) begin
+            g_i <= fetch_go ? 6'h00 : (g_i + 6'h01);
+        end
+    end
+
+    always @(posedge clk) begin
+        if ((fetch_go | g_skip) | g_req_go) begin
+            g_off <= (fetch_go | g_skip) ? 32'h00000000 : (g_off + {15'h0000, g_n});
+        end
+    end
+
+    always @(posedge clk) begin
+        if (g_ok) begin
+            g_addr <= s_chk_addr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (g_ok) begin
+            g_n <= g_run_cap;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            g_late_fault <= 1'h0;
+        end else begin
+            g_late_fault <= ~fetch_go & (g_late_fault | (g_verdict & ~g_ok));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            g_req <= 32'h00000000;
+        end else if (fetch_go | g_req_go) begin
+            g_req <= fetch_go ? 32'h00000000 : (g_req + {15'h0000, g_n});
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pk_acc <= 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+        end else if ((fetch_go | pk_flush_go) | pk_take) begin
+            pk_acc <= (fetch_go | pk_flush_go) ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : (pk_full ? pk_comb[1023:512] : (pk_final ? 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : pk_comb[511:0]));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pk_cnt <= 6'h00;
+        end else if ((fetch_go | pk_flush_go) | pk_take) begin
+            pk_cnt <= (fetch_go | pk_flush_go) ? 6'h00 : (pk_full ? pk_sum_lo[5:0] : (pk_final ? 6'h00 : pk_sum[5:0]));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pk_in <= 32'h00000000;
+        end else if (fetch_go | pk_take) begin
+            pk_in <= fetch_go ? 32'h00000000 : (pk_in + {25'h0000000, pk_n});
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pk_flush <= 1'h0;
+        end else begin
+            pk_flush <= ~fetch_go & (pk_more | (pk_flush & ~pk_flush_go));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pk_v <= 1'h0;
+        end else begin
+            pk_v <= ~fetch_go & ((pk_emit | pk_flush_go) | (pk_v & ~ddp_s_ready));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pk_emit | pk_flush_go) begin
+            pk_data <= pk_flush_go ? pk_acc : pk_comb[511:0];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pk_emit | pk_flush_go) begin
+            pk_last <= pk_flush_go | (pk_final & ~pk_more);
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             desc_done <= 1'h0;
         end else begin
@@ -6940,7 +7382,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq0_cqe <= cq0_push ? (flush_mode | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq1_cqe : ((cq_pop == 4'h2) ? cq2_cqe : ((cq_pop == 4'h3) ? cq3_cqe : ((cq_pop == 4'h4) ? cq4_cqe : ((cq_pop == 4'h5) ? cq5_cqe : ((cq_pop == 4'h6) ? cq6_cqe : ((cq_pop == 4'h7) ? cq7_cqe : cq0_cqe)))))));
+        cq0_cqe <= cq0_push ? ((flush_mode | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq1_cqe : ((cq_pop == 4'h2) ? cq2_cqe : ((cq_pop == 4'h3) ? cq3_cqe : ((cq_pop == 4'h4) ? cq4_cqe : ((cq_pop == 4'h5) ? cq5_cqe : ((cq_pop == 4'h6) ? cq6_cqe : ((cq_pop == 4'h7) ? cq7_cqe : cq0_cqe)))))));
     end
 
     always @(posedge clk) begin
@@ -6960,7 +7402,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq0_len <= cq0_push ? (flush_mode ? 32'h00000000 : (ret_mode ? sge_len : {16'h0000, h_inline_len})) : ((cq_pop == 4'h1) ? cq1_len : ((cq_pop == 4'h2) ? cq2_len : ((cq_pop == 4'h3) ? cq3_len : ((cq_pop == 4'h4) ? cq4_len : ((cq_pop == 4'h5) ? cq5_len : ((cq_pop == 4'h6) ? cq6_len : ((cq_pop == 4'h7) ? cq7_len : cq0_len)))))));
+        cq0_len <= cq0_push ? ((flush_mode | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq1_len : ((cq_pop == 4'h2) ? cq2_len : ((cq_pop == 4'h3) ? cq3_len : ((cq_pop == 4'h4) ? cq4_len : ((cq_pop == 4'h5) ? cq5_len : ((cq_pop == 4'h6) ? cq6_len : ((cq_pop == 4'h7) ? cq7_len : cq0_len)))))));
     end
 
     always @(posedge clk) begin
@@ -6972,7 +7414,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq0_noring <= cq0_push ? ret_or_flush : ((cq_pop == 4'h1) ? cq1_noring : ((cq_pop == 4'h2) ? cq2_noring : ((cq_pop == 4'h3) ? cq3_noring : ((cq_pop == 4'h4) ? cq4_noring : ((cq_pop == 4'h5) ? cq5_noring : ((cq_pop == 4'h6) ? cq6_noring : ((cq_pop == 4'h7) ? cq7_noring : cq0_noring)))))));
+        cq0_noring <= cq0_push ? (ret_or_flush | prot) : ((cq_pop == 4'h1) ? cq1_noring : ((cq_pop == 4'h2) ? cq2_noring : ((cq_pop == 4'h3) ? cq3_noring : ((cq_pop == 4'h4) ? cq4_noring : ((cq_pop == 4'h5) ? cq5_noring : ((cq_pop == 4'h6) ? cq6_noring : ((cq_pop == 4'h7) ? cq7_noring : cq0_noring)))))));
     end
 
     always @(posedge clk) begin
@@ -6980,7 +7422,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq1_cqe <= cq1_push ? (flush_mode | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
+        cq0_prot <= cq0_push ? prot : ((cq_pop == 4'h1) ? cq1_prot : ((cq_pop == 4'h2) ? cq2_prot : ((cq_pop == 4'h3) ? cq3_prot : ((cq_pop == 4'h4) ? cq4_prot : ((cq_pop == 4'h5) ? cq5_prot : ((cq_pop == 4'h6) ? cq6_prot : ((cq_pop == 4'h7) ? cq7_prot : cq0_prot)))))));
+    end
+
+    always @(posedge clk) begin
+        cq1_cqe <= cq1_push ? ((flush_mode | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
     end
 
     always @(posedge clk) begin
@@ -7000,7 +7446,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq1_len <= cq1_push ? (flush_mode ? 32'h00000000 : (ret_mode ? sge_len : {16'h0000, h_inline_len})) : ((cq_pop == 4'h1) ? cq2_len : ((cq_pop == 4'h2) ? cq3_len : ((cq_pop == 4'h3) ? cq4_len : ((cq_pop == 4'h4) ? cq5_len : ((cq_pop == 4'h5) ? cq6_len : ((cq_pop == 4'h6) ? cq7_len : cq1_len))))));
+        cq1_len <= cq1_push ? ((flush_mode | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq2_len : ((cq_pop == 4'h2) ? cq3_len : ((cq_pop == 4'h3) ? cq4_len : ((cq_pop == 4'h4) ? cq5_len : ((cq_pop == 4'h5) ? cq6_len : ((cq_pop == 4'h6) ? cq7_len : cq1_len))))));
     end
 
     always @(posedge clk) begin
@@ -7012,7 +7458,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq1_noring <= cq1_push ? ret_or_flush : ((cq_pop == 4'h1) ? cq2_noring : ((cq_pop == 4'h2) ? cq3_noring : ((cq_pop == 4'h3) ? cq4_noring : ((cq_pop == 4'h4) ? cq5_noring : ((cq_pop == 4'h5) ? cq6_noring : ((cq_pop == 4'h6) ? cq7_noring : cq1_noring))))));
+        cq1_noring <= cq1_push ? (ret_or_flush | prot) : ((cq_pop == 4'h1) ? cq2_noring : ((cq_pop == 4'h2) ? cq3_noring : ((cq_pop == 4'h3) ? cq4_noring : ((cq_pop == 4'h4) ? cq5_noring : ((cq_pop == 4'h5) ? cq6_noring : ((cq_pop == 4'h6) ? cq7_noring : cq1_noring))))));
     end
 
     always @(posedge clk) begin
@@ -7020,7 +7466,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq2_cqe <= cq2_push ? (flush_mode | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq3_cqe : ((cq_pop == 4'h2) ? cq4_cqe : ((cq_pop == 4'h3) ? cq5_cqe : ((cq_pop == 4'h4) ? cq6_cqe : ((cq_pop == 4'h5) ? cq7_cqe : cq2_cqe)))));
+        cq1_prot <= cq1_push ? prot : ((cq_pop == 4'h1) ? cq2_prot : ((cq_pop == 4'h2) ? cq3_prot : ((cq_pop == 4'h3) ? cq4_prot : ((cq_pop == 4'h4) ? cq5_prot : ((cq_pop == 4'h5) ? cq6_prot : ((cq_pop == 4'h6) ? cq7_prot : cq1_prot))))));
+    end
+
+    always @(posedge clk) begin
+        cq2_cqe <= cq2_push ? ((flush_mode | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq3_cqe : ((cq_pop == 4'h2) ? cq4_cqe : ((cq_pop == 4'h3) ? cq5_cqe : ((cq_pop == 4'h4) ? cq6_cqe : ((cq_pop == 4'h5) ? cq7_cqe : cq2_cqe)))));
     end
 
     always @(posedge clk) begin
@@ -7040,7 +7490,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq2_len <= cq2_push ? (flush_mode ? 32'h00000000 : (ret_mode ? sge_len : {16'h0000, h_inline_len})) : ((cq_pop == 4'h1) ? cq3_len : ((cq_pop == 4'h2) ? cq4_len : ((cq_pop == 4'h3) ? cq5_len : ((cq_pop == 4'h4) ? cq6_len : ((cq_pop == 4'h5) ? cq7_len : cq2_len)))));
+        cq2_len <= cq2_push ? ((flush_mode | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq3_len : ((cq_pop == 4'h2) ? cq4_len : ((cq_pop == 4'h3) ? cq5_len : ((cq_pop == 4'h4) ? cq6_len : ((cq_pop == 4'h5) ? cq7_len : cq2_len)))));
     end
 
     always @(posedge clk) begin
@@ -7052,7 +7502,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq2_noring <= cq2_push ? ret_or_flush : ((cq_pop == 4'h1) ? cq3_noring : ((cq_pop == 4'h2) ? cq4_noring : ((cq_pop == 4'h3) ? cq5_noring : ((cq_pop == 4'h4) ? cq6_noring : ((cq_pop == 4'h5) ? cq7_noring : cq2_noring)))));
+        cq2_noring <= cq2_push ? (ret_or_flush | prot) : ((cq_pop == 4'h1) ? cq3_noring : ((cq_pop == 4'h2) ? cq4_noring : ((cq_pop == 4'h3) ? cq5_noring : ((cq_pop == 4'h4) ? cq6_noring : ((cq_pop == 4'h5) ? cq7_noring : cq2_noring)))));
     end
 
     always @(posedge clk) begin
@@ -7060,7 +7510,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq3_cqe <= cq3_push ? (flush_mode | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
+        cq2_prot <= cq2_push ? prot : ((cq_pop == 4'h1) ? cq3_prot : ((cq_pop == 4'h2) ? cq4_prot : ((cq_pop == 4'h3) ? cq5_prot : ((cq_pop == 4'h4) ? cq6_prot : ((cq_pop == 4'h5) ? cq7_prot : cq2_prot)))));
+    end
+
+    always @(posedge clk) begin
+        cq3_cqe <= cq3_push ? ((flush_mode | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
     end
 
     always @(posedge clk) begin
@@ -7080,7 +7534,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq3_len <= cq3_push ? (flush_mode ? 32'h00000000 : (ret_mode ? sge_len : {16'h0000, h_inline_len})) : ((cq_pop == 4'h1) ? cq4_len : ((cq_pop == 4'h2) ? cq5_len : ((cq_pop == 4'h3) ? cq6_len : ((cq_pop == 4'h4) ? cq7_len : cq3_len))));
+        cq3_len <= cq3_push ? ((flush_mode | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq4_len : ((cq_pop == 4'h2) ? cq5_len : ((cq_pop == 4'h3) ? cq6_len : ((cq_pop == 4'h4) ? cq7_len : cq3_len))));
     end
 
     always @(posedge clk) begin
@@ -7092,7 +7546,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq3_noring <= cq3_push ? ret_or_flush : ((cq_pop == 4'h1) ? cq4_noring : ((cq_pop == 4'h2) ? cq5_noring : ((cq_pop == 4'h3) ? cq6_noring : ((cq_pop == 4'h4) ? cq7_noring : cq3_noring))));
+        cq3_noring <= cq3_push ? (ret_or_flush | prot) : ((cq_pop == 4'h1) ? cq4_noring : ((cq_pop == 4'h2) ? cq5_noring : ((cq_pop == 4'h3) ? cq6_noring : ((cq_pop == 4'h4) ? cq7_noring : cq3_noring))));
     end
 
     always @(posedge clk) begin
@@ -7100,7 +7554,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq4_cqe <= cq4_push ? (flush_mode | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq5_cqe : ((cq_pop == 4'h2) ? cq6_cqe : ((cq_pop == 4'h3) ? cq7_cqe : cq4_cqe)));
+        cq3_prot <= cq3_push ? prot : ((cq_pop == 4'h1) ? cq4_prot : ((cq_pop == 4'h2) ? cq5_prot : ((cq_pop == 4'h3) ? cq6_prot : ((cq_pop == 4'h4) ? cq7_prot : cq3_prot))));
+    end
+
+    always @(posedge clk) begin
+        cq4_cqe <= cq4_push ? ((flush_mode | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq5_cqe : ((cq_pop == 4'h2) ? cq6_cqe : ((cq_pop == 4'h3) ? cq7_cqe : cq4_cqe)));
     end
 
     always @(posedge clk) begin
@@ -7120,7 +7578,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq4_len <= cq4_push ? (flush_mode ? 32'h00000000 : (ret_mode ? sge_len : {16'h0000, h_inline_len})) : ((cq_pop == 4'h1) ? cq5_len : ((cq_pop == 4'h2) ? cq6_len : ((cq_pop == 4'h3) ? cq7_len : cq4_len)));
+        cq4_len <= cq4_push ? ((flush_mode | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq5_len : ((cq_pop == 4'h2) ? cq6_len : ((cq_pop == 4'h3) ? cq7_len : cq4_len)));
     end
 
     always @(posedge clk) begin
@@ -7132,7 +7590,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq4_noring <= cq4_push ? ret_or_flush : ((cq_pop == 4'h1) ? cq5_noring : ((cq_pop == 4'h2) ? cq6_noring : ((cq_pop == 4'h3) ? cq7_noring : cq4_noring)));
+        cq4_noring <= cq4_push ? (ret_or_flush | prot) : ((cq_pop == 4'h1) ? cq5_noring : ((cq_pop == 4'h2) ? cq6_noring : ((cq_pop == 4'h3) ? cq7_noring : cq4_noring)));
     end
 
     always @(posedge clk) begin
@@ -7140,7 +7598,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq5_cqe <= cq5_push ? (flush_mode | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
+        cq4_prot <= cq4_push ? prot : ((cq_pop == 4'h1) ? cq5_prot : ((cq_pop == 4'h2) ? cq6_prot : ((cq_pop == 4'h3) ? cq7_prot : cq4_prot)));
+    end
+
+    always @(posedge clk) begin
+        cq5_cqe <= cq5_push ? ((flush_mode | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
     end
 
     always @(posedge clk) begin
@@ -7160,7 +7622,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq5_len <= cq5_push ? (flush_mode ? 32'h00000000 : (ret_mode ? sge_len : {16'h0000, h_inline_len})) : ((cq_pop == 4'h1) ? cq6_len : ((cq_pop == 4'h2) ? cq7_len : cq5_len));
+        cq5_len <= cq5_push ? ((flush_mode | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq6_len : ((cq_pop == 4'h2) ? cq7_len : cq5_len));
     end
 
     always @(posedge clk) begin
@@ -7172,7 +7634,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq5_noring <= cq5_push ? ret_or_flush : ((cq_pop == 4'h1) ? cq6_noring : ((cq_pop == 4'h2) ? cq7_noring : cq5_noring));
+        cq5_noring <= cq5_push ? (ret_or_flush | prot) : ((cq_pop == 4'h1) ? cq6_noring : ((cq_pop == 4'h2) ? cq7_noring : cq5_noring));
     end
 
     always @(posedge clk) begin
@@ -7180,7 +7642,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq6_cqe <= cq6_push ? (flush_mode | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq7_cqe : cq6_cqe);
+        cq5_prot <= cq5_push ? prot : ((cq_pop == 4'h1) ? cq6_prot : ((cq_pop == 4'h2) ? cq7_prot : cq5_prot));
+    end
+
+    always @(posedge clk) begin
+        cq6_cqe <= cq6_push ? ((flush_mode | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq7_cqe : cq6_cqe);
     end
 
     always @(posedge clk) begin
@@ -7200,7 +7666,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq6_len <= cq6_push ? (flush_mode ? 32'h00000000 : (ret_mode ? sge_len : {16'h0000, h_inline_len})) : ((cq_pop == 4'h1) ? cq7_len : cq6_len);
+        cq6_len <= cq6_push ? ((flush_mode | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq7_len : cq6_len);
     end
 
     always @(posedge clk) begin
@@ -7212,7 +7678,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq6_noring <= cq6_push ? ret_or_flush : ((cq_pop == 4'h1) ? cq7_noring : cq6_noring);
+        cq6_noring <= cq6_push ? (ret_or_flush | prot) : ((cq_pop == 4'h1) ? cq7_noring : cq6_noring);
     end
 
     always @(posedge clk) begin
@@ -7220,7 +7686,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq7_cqe <= cq7_push ? (flush_mode | (h_signaled & wqe_retires)) : cq7_cqe;
+        cq6_prot <= cq6_push ? prot : ((cq_pop == 4'h1) ? cq7_prot : cq6_prot);
+    end
+
+    always @(posedge clk) begin
+        cq7_cqe <= cq7_push ? ((flush_mode | prot) | (h_signaled & wqe_retires)) : cq7_cqe;
     end
 
     always @(posedge clk) begin
@@ -7240,7 +7710,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq7_len <= cq7_push ? (flush_mode ? 32'h00000000 : (ret_mode ? sge_len : {16'h0000, h_inline_len})) : cq7_len;
+        cq7_len <= cq7_push ? ((flush_mode | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : cq7_len;
     end
 
     always @(posedge clk) begin
@@ -7252,11 +7722,15 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq7_noring <= cq7_push ? ret_or_flush : cq7_noring;
+        cq7_noring <= cq7_push ? (ret_or_flush | prot) : cq7_noring;
     end
 
     always @(posedge clk) begin
         cq7_flush <= cq7_push ? flush_mode : cq7_flush;
+    end
+
+    always @(posedge clk) begin
+        cq7_prot <= cq7_push ? prot : cq7_prot;
     end
 
     always @(posedge clk) begin
@@ -7319,7 +7793,7 @@ module card_tx_w512 (
         if (rst) begin
             cpl_status_q <= 8'h00;
         end else if (cpl_load) begin
-            cpl_status_q <= cq0_flush ? 8'h03 : 8'h00;
+            cpl_status_q <= cq0_flush ? 8'h03 : (cq0_prot ? 8'h02 : 8'h00);
         end
     end
 
@@ -7365,14 +7839,14 @@ module card_tx_w512 (
         if (rst) begin
             eng_state <= 4'h0;
         end else begin
-            eng_state <= in_state0 ? (sched_pop ? 4'h1 : 4'h0) : (in_state1 ? 4'h2 : (in_state2 ? 4'h3 : (in_state3 ? (fetch_go ? 4'h4 : 4'h0) : (in_state4 ? (first_done ? 4'h5 : 4'h4) : (in_state5 ? ((halt | wait_read) ? 4'h0 : (ret_or_flush ? 4'hb : (one_bb ? 4'h8 : 4'h6))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 4'h7 : 4'h6) : (in_state7 ? (rest_done ? (halt ? 4'h0 : 4'h8) : 4'h7) : (in_state8 ? 4'h9 : (in_state9 ? (feed_end ? 4'ha : 4'h9) : (in_state10 ? (msg_done ? 4'hb : 4'ha) : 4'h0))))))))));
+            eng_state <= in_state0 ? (sched_pop ? 4'h1 : 4'h0) : (in_state1 ? 4'h2 : (in_state2 ? 4'h3 : (in_state3 ? (fetch_go ? 4'h4 : 4'h0) : (in_state4 ? (first_done ? 4'h5 : 4'h4) : (in_state5 ? ((halt | wait_read) ? 4'h0 : (ret_or_flush ? 4'hb : (one_bb ? 4'h8 : 4'h6))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 4'h7 : 4'h6) : (in_state7 ? (rest_done ? (halt ? 4'h0 : 4'h8) : 4'h7) : (in_state8 ? (pay_from_buf ? 4'h9 : 4'hc) : (in_state9 ? (feed_end ? 4'ha : 4'h9) : (in_state10 ? (msg_done ? 4'hb : 4'ha) : (in_state12 ? (ck_done ? (ck_fault ? 4'hb : 4'h9) : 4'hc) : 4'h0)))))))))));
         end
     end
 
     // qp_state_c: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (qp_state_we) begin
-            qp_state_c[s_qp_num] <= qp_state_wd;
+            qp_state_c[qp_state_wa] <= qp_state_wd;
         end
         qp_state_c_rd <= qp_state_c[s_qp_num];
     end
@@ -7380,7 +7854,7 @@ module card_tx_w512 (
     // qp_state_e: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (qp_state_we) begin
-            qp_state_e[s_qp_num] <= qp_state_wd;
+            qp_state_e[qp_state_wa] <= qp_state_wd;
         end
         qp_state_e_rd <= qp_state_e[ctx_rd_addr];
     end
@@ -7398,7 +7872,8 @@ module card_tx_w512 (
         s_qp_crc,
         s_qp_rev0,
         s_qp_send_cq,
-        s_qp_ord
+        s_qp_ord,
+        s_qp_pd
     };
         end
         ctx_rd <= ctx[ctx_rd_addr];
@@ -7444,6 +7919,46 @@ module card_tx_w512 (
         wqe_buf_rd <= wqe_buf[feed_issued[2:0]];
     end
 
+    // g_sge_b0: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((wb_valid & (wb_beat != 7'h00)) | in_state8) begin
+            g_sge_b0[g_st_wa[2:0]] <= g_st_wd[127:0];
+        end
+        if (g_sge_rd) begin
+            g_sge_b0_rd <= g_sge_b0[g_sge_ra0];
+        end
+    end
+
+    // g_sge_b1: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((wb_valid & (wb_beat != 7'h00)) | in_state8) begin
+            g_sge_b1[g_st_wa[2:0]] <= g_st_wd[255:128];
+        end
+        if (g_sge_rd) begin
+            g_sge_b1_rd <= g_sge_b1[g_sge_ra1];
+        end
+    end
+
+    // g_sge_b2: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((wb_valid & (wb_beat != 7'h00)) | in_state8) begin
+            g_sge_b2[g_st_wa[2:0]] <= g_st_wd[383:256];
+        end
+        if (g_sge_rd) begin
+            g_sge_b2_rd <= g_sge_b2[g_sge_ra2];
+        end
+    end
+
+    // g_sge_b3: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((wb_valid & (wb_beat != 7'h00)) | in_state8) begin
+            g_sge_b3[g_st_wa[2:0]] <= g_st_wd[511:384];
+        end
+        if (g_sge_rd) begin
+            g_sge_b3_rd <= g_sge_b3[g_sge_ra3];
+        end
+    end
+
     dma_rd_w512 u_rd (
         .clk(clk),
         .rst(rst),
@@ -7451,11 +7966,11 @@ module card_tx_w512 (
         .s_req_ready(rd_req_ready),
         .s_req_addr(rd_req_addr),
         .s_req_len(rd_req_len),
-        .s_req_tag(8'h00),
+        .s_req_tag(rd_req_tag),
         .m_axis_tdata(rd_tdata),
         .m_axis_tkeep(rd_tkeep),
         .m_axis_tvalid(rd_tvalid),
-        .m_axis_tready(wb_from_dma),
+        .m_axis_tready(wb_from_dma | (((g_feed & rd_ttag[0]) & pk_free) & ~pk_flush)),
         .m_axis_tlast(rd_tlast),
         .m_axis_tuser_tag(rd_ttag),
         .m_axis_tuser_err(rd_terr),
@@ -7490,13 +8005,13 @@ module card_tx_w512 (
         .s_desc_to(h_remote_addr),
         .s_desc_qn({31'h00000000, op_read}),
         .s_desc_msn(op_read ? cur_rmsn : cur_msn),
-        .s_desc_len({16'h0000, pay_len}),
+        .s_desc_len(msg_len),
         .s_desc_mulpdu(cur_mulpdu),
         .s_desc_user(16'h0000),
-        .s_axis_tdata(fq0_data),
+        .s_axis_tdata(pay_from_buf ? fq0_data : pk_data),
         .s_axis_tvalid(ddp_s_valid),
         .s_axis_tready(ddp_s_ready),
-        .s_axis_tlast(fq0_last),
+        .s_axis_tlast(ddp_s_last),
         .m_axis_tdata(ddp_m_tdata),
         .m_axis_tkeep(ddp_m_tkeep),
         .m_axis_tvalid(ddp_m_tvalid),

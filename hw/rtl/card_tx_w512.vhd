@@ -75,6 +75,7 @@ entity card_tx_w512 is
         s_qp_rev0 : in  std_logic;           -- staged: MPA revision 0 peer (DDP and RDMAP version 0)
         s_qp_send_cq : in  std_logic_vector(9 downto 0); -- staged: CQ of send completions
         s_qp_ord : in  std_logic_vector(4 downto 0); -- staged: ORD, RDMA Reads outstanding to the peer (1..16)
+        s_qp_pd : in  std_logic_vector(31 downto 0); -- staged: the QP's protection domain (lkey checks)
         s_db_valid : in  std_logic;          -- a doorbell (card_regs m_db)
         s_db_ready : out std_logic;
         s_db_kind : in  std_logic_vector(2 downto 0); -- DB_KIND: QP_DB_SQ_PI, QP_DB_TXS_CI and QP_DB_PUSH act; others are taken without effect
@@ -102,6 +103,21 @@ entity card_tx_w512 is
         stat_halt : out std_logic;           -- sticky: a WQE this increment does not serve, or a DMA read error, stopped a QP
         stat_halt_qpn : out std_logic_vector(9 downto 0); -- the last QP stopped so
         stat_dma_err : out std_logic;        -- sticky: a DMA of card_tx got an error response
+        m_chk_valid : out std_logic;         -- an lkey check or lookup for placement's s_chk port
+        m_chk_ready : in  std_logic;         -- placement's s_chk_ready
+        m_chk_stag : out std_logic_vector(31 downto 0); -- the SGE's lkey
+        m_chk_pd : out std_logic_vector(31 downto 0); -- the QP's PD
+        m_chk_qp : out std_logic_vector(31 downto 0); -- the QP number
+        m_chk_need : out std_logic_vector(3 downto 0); -- rights needed (0: a local read)
+        m_chk_to : out std_logic_vector(63 downto 0); -- tagged offset
+        m_chk_len : out std_logic_vector(31 downto 0); -- bytes
+        m_chk_tag : out std_logic_vector(7 downto 0); -- 0
+        s_chk_valid : in  std_logic;         -- a verdict from placement's m_chk port (card_tx takes every one at once)
+        s_chk_ready : out std_logic;         -- always 1
+        s_chk_tag : in  std_logic_vector(7 downto 0); -- not used
+        s_chk_fault : in  std_logic_vector(2 downto 0); -- 0 OK, else the mem.Fault
+        s_chk_addr : in  std_logic_vector(63 downto 0); -- host address of the piece
+        s_chk_run : in  std_logic_vector(31 downto 0); -- bytes contiguous from there
         m_axi_arid : out std_logic_vector(5 downto 0);
         m_axi_araddr : out std_logic_vector(63 downto 0); -- beat aligned
         m_axi_arlen : out std_logic_vector(7 downto 0); -- beats minus one
@@ -175,19 +191,22 @@ architecture rtl of card_tx_w512 is
     signal in_state9 : std_logic;
     signal in_state10 : std_logic;
     signal in_state11 : std_logic;
+    signal in_state12 : std_logic;
     signal db_v : std_logic := '0';          -- a doorbell is being served
     signal cmd_is_create : std_logic;
     signal cmd_rd : std_logic := '0';        -- the QP's state for a command other than CREATE was read last cycle
     signal cmd_go : std_logic;               -- a QP command is taken
     signal cmd_create : std_logic;
     signal ctx_rd_addr : std_logic_vector(9 downto 0);
+    signal cur_qp : std_logic_vector(9 downto 0); -- the QP the engine serves
+    signal prot_err : std_logic;             -- an lkey check failed: the engine puts its QP in error
     signal qp_state_we : std_logic;
     signal qp_state_wd : std_logic_vector(1 downto 0);
+    signal qp_state_wa : std_logic_vector(9 downto 0);
     signal qp_state_c_rd : std_logic_vector(1 downto 0); -- read data of qp_state_c
     signal qp_state_e_rd : std_logic_vector(1 downto 0); -- read data of qp_state_e
     signal qp_to_error : std_logic;          -- ERROR on a live QP
-    signal cur_qp : std_logic_vector(9 downto 0); -- the QP the engine serves
-    signal ctx_rd : std_logic_vector(153 downto 0); -- read data of ctx
+    signal ctx_rd : std_logic_vector(185 downto 0); -- read data of ctx
     signal dbs_wr_en : std_logic;
     signal dbs_wr_addr : std_logic_vector(9 downto 0);
     signal dbs_wr_data : std_logic_vector(52 downto 0); -- {rdone count, txs_ci, sq_pi}
@@ -263,6 +282,7 @@ architecture rtl of card_tx_w512 is
     signal cur_rev0 : std_logic;
     signal cur_cq : std_logic_vector(9 downto 0);
     signal cur_ord : std_logic_vector(4 downto 0);
+    signal cur_pd : std_logic_vector(31 downto 0);
     signal cur_sq_ci : std_logic_vector(15 downto 0);
     signal cur_msn : std_logic_vector(31 downto 0);
     signal cur_sq_pi : std_logic_vector(15 downto 0); -- live: doorbells to cur_qp update it
@@ -329,11 +349,15 @@ architecture rtl of card_tx_w512 is
     signal fetch_pos : std_logic_vector(15 downto 0);
     signal fetch_to_end : std_logic_vector(16 downto 0); -- blocks to the ring's end
     signal fetch_n : std_logic_vector(3 downto 0); -- blocks of this request
+    signal rd_wqe_valid : std_logic;         -- a WQE read
     signal rd_req_valid : std_logic;
     signal rd_req_ready : std_logic;
-    signal rd_go : std_logic;
+    signal rd_go : std_logic;                -- a WQE read is taken
     signal rd_req_addr : std_logic_vector(63 downto 0);
     signal rd_req_len : std_logic_vector(15 downto 0);
+    signal rd_wqe_addr : std_logic_vector(63 downto 0);
+    signal rd_wqe_len : std_logic_vector(15 downto 0);
+    signal rd_req_tag : std_logic_vector(7 downto 0); -- 0: WQE blocks, 1: payload
     signal wb_beat : std_logic_vector(6 downto 0) := "0000000"; -- beats of the WQE taken
     signal rd_tdata : std_logic_vector(511 downto 0);
     signal rd_tvalid : std_logic;
@@ -363,7 +387,9 @@ architecture rtl of card_tx_w512 is
     signal inline_len_ok : std_logic;
     signal op_read : std_logic;
     signal read_ok : std_logic;              -- an RDMA Read with at most one SGE (the sink)
+    signal sgl_ok : std_logic;               -- NSGE <= 30 and its SGEs fit the blocks
     signal wqe_served : std_logic;           -- this increment serves the WQE
+    signal pay_from_buf : std_logic;
     signal wait_read : std_logic;            -- the WQE waits for the outstanding Reads
     signal wqe_beats : std_logic_vector(6 downto 0); -- beats of the whole WQE
     signal rest_done : std_logic;            -- the WQE's last beat
@@ -400,9 +426,93 @@ architecture rtl of card_tx_w512 is
     signal ddp_desc_valid : std_logic;
     signal ddp_desc_go : std_logic;
     signal ddp_s_ready : std_logic;
+    signal g_feed : std_logic;               -- ddp_tx is fed from the gather
+    signal g_sge_idx : std_logic_vector(4 downto 0); -- the SGE read from the store
+    signal g_sge_rd : std_logic;             -- read it
+    signal g_st_wa : std_logic_vector(7 downto 0); -- the buffer word written
+    signal g_st_wd : std_logic_vector(511 downto 0);
+    signal g_sge_sel : std_logic_vector(1 downto 0); -- which bank the read SGE is in
+    signal g_sge_ra0 : std_logic_vector(2 downto 0);
+    signal g_sge_b0_rd : std_logic_vector(127 downto 0); -- read data of g_sge_b0
+    signal g_sge_ra1 : std_logic_vector(2 downto 0);
+    signal g_sge_b1_rd : std_logic_vector(127 downto 0); -- read data of g_sge_b1
+    signal g_sge_ra2 : std_logic_vector(2 downto 0);
+    signal g_sge_b2_rd : std_logic_vector(127 downto 0); -- read data of g_sge_b2
+    signal g_sge_ra3 : std_logic_vector(2 downto 0);
+    signal g_sge_b3_rd : std_logic_vector(127 downto 0); -- read data of g_sge_b3
+    signal g_sge : std_logic_vector(127 downto 0); -- the SGE read (registered): ADDR 63:0, LENGTH 95:64, LKEY 127:96
+    signal g_sge_addr : std_logic_vector(63 downto 0);
+    signal g_sge_len : std_logic_vector(31 downto 0);
+    signal g_sge_lkey : std_logic_vector(31 downto 0);
+    signal ck_i : std_logic_vector(5 downto 0) := "000000"; -- next SGE to check
+    signal ck_ph : std_logic := '0';         -- the SGE ck_i has been read
+    signal ck_sent : std_logic_vector(5 downto 0) := "000000"; -- check requests sent
+    signal ck_got : std_logic_vector(5 downto 0) := "000000"; -- verdicts back
+    signal ck_fault : std_logic := '0';      -- a verdict was not OK
+    signal g_total : std_logic_vector(31 downto 0); -- the message's bytes
+    signal ck_more : std_logic;
+    signal ck_rd : std_logic;
+    signal ck_have : std_logic;              -- the SGE is out of the store
+    signal ck_empty : std_logic;
+    signal ck_req : std_logic;
+    signal ck_go : std_logic;
+    signal ck_next : std_logic;
+    signal ck_verdict : std_logic;           -- a verdict of the check phase
+    signal ck_done : std_logic;              -- every SGE is checked
+    signal g_i : std_logic_vector(5 downto 0) := "000000"; -- SGE being gathered
+    signal g_off : std_logic_vector(31 downto 0); -- bytes of it requested
+    signal g_ph : std_logic_vector(1 downto 0) := "00"; -- 0: read the SGE; 1: look its next piece up; 2: wait for the verdict; 3: read request
+    signal g_addr : std_logic_vector(63 downto 0); -- host address of the piece
+    signal g_n : std_logic_vector(16 downto 0); -- bytes of the piece
+    signal g_late_fault : std_logic := '0';  -- a lookup failed: stop reading, zeros for the rest
+    signal g_req : std_logic_vector(31 downto 0) := x"00000000"; -- payload bytes requested
+    signal g_more : std_logic;
+    signal g_rd : std_logic;
+    signal g_left : std_logic_vector(31 downto 0); -- bytes of the SGE not yet requested
+    signal g_skip : std_logic;               -- the SGE is done: the next one
+    signal g_look : std_logic;
+    signal g_look_go : std_logic;
+    signal g_verdict : std_logic;
+    signal g_ok : std_logic;
+    signal g_run_cap : std_logic_vector(16 downto 0);
+    signal g_req_go : std_logic;
+    signal g_rd_len : std_logic_vector(16 downto 0); -- length minus one
+    signal pk_acc : std_logic_vector(511 downto 0) := x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- bytes held, from lane 0
+    signal pk_cnt : std_logic_vector(5 downto 0) := "000000"; -- how many
+    signal pk_in : std_logic_vector(31 downto 0) := x"00000000"; -- payload bytes taken in
+    signal pk_flush : std_logic := '0';      -- the message's last bytes wait in pk_acc
+    signal pk_v : std_logic := '0';          -- the output beat is valid
+    signal pk_data : std_logic_vector(511 downto 0);
+    signal pk_last : std_logic;
+    signal pk_free : std_logic;              -- the output register can be loaded
+    signal pk_rest : std_logic_vector(31 downto 0); -- payload bytes still to come
+    signal pk_zero : std_logic;              -- a failed lookup: zeros for the rest
+    signal pk_in_v : std_logic;
+    signal pk_take : std_logic;              -- an input beat is taken
+    signal pk_keep_n : std_logic_vector(6 downto 0); -- set bits of a thermometer mask
+    signal pk_rest_small : std_logic;
+    signal pk_n : std_logic_vector(6 downto 0); -- bytes in the input beat
+    signal pk_in_data : std_logic_vector(511 downto 0);
+    signal pk_wide_in : std_logic_vector(1023 downto 0);
+    signal pk_sh_0 : std_logic_vector(1023 downto 0); -- rotated by bit 0 of the amount
+    signal pk_sh_1 : std_logic_vector(1023 downto 0); -- rotated by bit 1 of the amount
+    signal pk_sh_2 : std_logic_vector(1023 downto 0); -- rotated by bit 2 of the amount
+    signal pk_sh_3 : std_logic_vector(1023 downto 0); -- rotated by bit 3 of the amount
+    signal pk_sh_4 : std_logic_vector(1023 downto 0); -- rotated by bit 4 of the amount
+    signal pk_sh_5 : std_logic_vector(1023 downto 0); -- rotated by bit 5 of the amount
+    signal pk_comb : std_logic_vector(1023 downto 0); -- held bytes, then the input's
+    signal pk_sum : std_logic_vector(6 downto 0);
+    signal pk_full : std_logic;              -- a whole beat is there
+    signal pk_final : std_logic;             -- the input beat holds the message's last byte
+    signal pk_emit : std_logic;              -- a beat goes out
+    signal pk_more : std_logic;              -- the last bytes spill into one more beat
+    signal pk_flush_go : std_logic;
+    signal pk_sum_lo : std_logic_vector(6 downto 0); -- bytes past a whole beat
     signal ddp_s_valid : std_logic;
     signal ddp_s_go : std_logic;
+    signal ddp_s_last : std_logic;
     signal ddp_s_last_go : std_logic;
+    signal msg_len : std_logic_vector(31 downto 0); -- the message's payload bytes into ddp_tx
     signal no_payload : std_logic;
     signal feed_end : std_logic;
     signal ddp_m_tdata : std_logic_vector(511 downto 0);
@@ -415,6 +525,7 @@ architecture rtl of card_tx_w512 is
     signal mpa_s_ready : std_logic;
     signal h_first : std_logic := '1';       -- the next beat into mpa_tx opens an FPDU
     signal rec_room : std_logic;
+    signal ring_fits : std_logic;            -- the ring has room for the FPDU entering mpa_tx
     signal h_gate : std_logic;
     signal h_go : std_logic;                 -- a beat goes from ddp_tx to mpa_tx
     signal fpdu_new : std_logic;
@@ -550,6 +661,7 @@ architecture rtl of card_tx_w512 is
     signal flush_avail : std_logic_vector(15 downto 0); -- blocks posted from SQ_CI on
     signal flush_bbs : std_logic_vector(15 downto 0); -- blocks of the WQE flushed
     signal new_sq_ci : std_logic_vector(15 downto 0);
+    signal prot : std_logic;                 -- the WQE failed its lkey check
     signal cq_count : std_logic_vector(3 downto 0) := x"0"; -- entries held in cq
     signal cq0_cqe : std_logic;
     signal cq0_cq : std_logic_vector(9 downto 0);
@@ -561,6 +673,7 @@ architecture rtl of card_tx_w512 is
     signal cq0_txs_pi : std_logic_vector(31 downto 0);
     signal cq0_noring : std_logic;
     signal cq0_flush : std_logic;
+    signal cq0_prot : std_logic;
     signal cq1_cqe : std_logic;
     signal cq1_cq : std_logic_vector(9 downto 0);
     signal cq1_qpn : std_logic_vector(9 downto 0);
@@ -571,6 +684,7 @@ architecture rtl of card_tx_w512 is
     signal cq1_txs_pi : std_logic_vector(31 downto 0);
     signal cq1_noring : std_logic;
     signal cq1_flush : std_logic;
+    signal cq1_prot : std_logic;
     signal cq2_cqe : std_logic;
     signal cq2_cq : std_logic_vector(9 downto 0);
     signal cq2_qpn : std_logic_vector(9 downto 0);
@@ -581,6 +695,7 @@ architecture rtl of card_tx_w512 is
     signal cq2_txs_pi : std_logic_vector(31 downto 0);
     signal cq2_noring : std_logic;
     signal cq2_flush : std_logic;
+    signal cq2_prot : std_logic;
     signal cq3_cqe : std_logic;
     signal cq3_cq : std_logic_vector(9 downto 0);
     signal cq3_qpn : std_logic_vector(9 downto 0);
@@ -591,6 +706,7 @@ architecture rtl of card_tx_w512 is
     signal cq3_txs_pi : std_logic_vector(31 downto 0);
     signal cq3_noring : std_logic;
     signal cq3_flush : std_logic;
+    signal cq3_prot : std_logic;
     signal cq4_cqe : std_logic;
     signal cq4_cq : std_logic_vector(9 downto 0);
     signal cq4_qpn : std_logic_vector(9 downto 0);
@@ -601,6 +717,7 @@ architecture rtl of card_tx_w512 is
     signal cq4_txs_pi : std_logic_vector(31 downto 0);
     signal cq4_noring : std_logic;
     signal cq4_flush : std_logic;
+    signal cq4_prot : std_logic;
     signal cq5_cqe : std_logic;
     signal cq5_cq : std_logic_vector(9 downto 0);
     signal cq5_qpn : std_logic_vector(9 downto 0);
@@ -611,6 +728,7 @@ architecture rtl of card_tx_w512 is
     signal cq5_txs_pi : std_logic_vector(31 downto 0);
     signal cq5_noring : std_logic;
     signal cq5_flush : std_logic;
+    signal cq5_prot : std_logic;
     signal cq6_cqe : std_logic;
     signal cq6_cq : std_logic_vector(9 downto 0);
     signal cq6_qpn : std_logic_vector(9 downto 0);
@@ -621,6 +739,7 @@ architecture rtl of card_tx_w512 is
     signal cq6_txs_pi : std_logic_vector(31 downto 0);
     signal cq6_noring : std_logic;
     signal cq6_flush : std_logic;
+    signal cq6_prot : std_logic;
     signal cq7_cqe : std_logic;
     signal cq7_cq : std_logic_vector(9 downto 0);
     signal cq7_qpn : std_logic_vector(9 downto 0);
@@ -631,6 +750,7 @@ architecture rtl of card_tx_w512 is
     signal cq7_txs_pi : std_logic_vector(31 downto 0);
     signal cq7_noring : std_logic;
     signal cq7_flush : std_logic;
+    signal cq7_prot : std_logic;
     signal cq_wpos : std_logic_vector(3 downto 0); -- where a pushed entry goes
     signal cq0_push : std_logic;
     signal cq1_push : std_logic;
@@ -650,12 +770,12 @@ architecture rtl of card_tx_w512 is
     signal cpl_qpn_q : std_logic_vector(9 downto 0) := "0000000000";
     signal cpl_wr_id_q : std_logic_vector(63 downto 0) := x"0000000000000000";
     signal cpl_op_q : std_logic_vector(7 downto 0) := x"00";
-    signal cpl_status_q : std_logic_vector(7 downto 0) := x"00"; -- WR_FLUSH_ERR or SUCCESS
+    signal cpl_status_q : std_logic_vector(7 downto 0) := x"00"; -- WR_FLUSH_ERR, LOC_PROT_ERR or SUCCESS
     signal cpl_len_q : std_logic_vector(31 downto 0) := x"00000000";
     signal cpl_sq_ci_q : std_logic_vector(15 downto 0) := x"0000";
     signal cpl_txs_pi_q : std_logic_vector(31 downto 0) := x"00000000";
     signal dma_err_q : std_logic := '0';
-    signal op_is_send : std_logic;
+    signal op_is_send : std_logic;           -- a Send that was sent takes an MSN
     signal read_started : std_logic;         -- a Read Request went out
     signal new_sq_next : std_logic_vector(15 downto 0);
     signal new_orq : std_logic_vector(4 downto 0); -- flushed Reads are outstanding no more
@@ -686,8 +806,8 @@ architecture rtl of card_tx_w512 is
     signal qp_state_c : qp_state_c_t;        -- QP state (0 none, 1 live, 2 error), read by the command path
     type qp_state_e_t is array (0 to 1023) of std_logic_vector(1 downto 0);
     signal qp_state_e : qp_state_e_t;        -- QP state, read by the engine
-    type ctx_t is array (0 to 1023) of std_logic_vector(153 downto 0);
-    signal ctx : ctx_t;                      -- static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD
+    type ctx_t is array (0 to 1023) of std_logic_vector(185 downto 0);
+    signal ctx : ctx_t;                      -- static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD, PD
     type dbs_a_t is array (0 to 1023) of std_logic_vector(52 downto 0);
     signal dbs_a : dbs_a_t;                  -- doorbell state, read by the doorbell path
     type dbs_e_t is array (0 to 1023) of std_logic_vector(52 downto 0);
@@ -698,6 +818,14 @@ architecture rtl of card_tx_w512 is
     signal sched : sched_t;                  -- QPs with work, in turn
     type wqe_buf_t is array (0 to 7) of std_logic_vector(511 downto 0);
     signal wqe_buf : wqe_buf_t;              -- the WQE past its header (the inline payload)
+    type g_sge_b0_t is array (0 to 7) of std_logic_vector(127 downto 0);
+    signal g_sge_b0 : g_sge_b0_t;            -- SGE store: SGE 0 of each word
+    type g_sge_b1_t is array (0 to 7) of std_logic_vector(127 downto 0);
+    signal g_sge_b1 : g_sge_b1_t;            -- SGE store: SGE 1 of each word
+    type g_sge_b2_t is array (0 to 7) of std_logic_vector(127 downto 0);
+    signal g_sge_b2 : g_sge_b2_t;            -- SGE store: SGE 2 of each word
+    type g_sge_b3_t is array (0 to 7) of std_logic_vector(127 downto 0);
+    signal g_sge_b3 : g_sge_b3_t;            -- SGE store: SGE 3 of each word
 begin
     in_state0 <= b2l(eng_state = x"0");
     in_state1 <= b2l(eng_state = x"1");
@@ -711,13 +839,15 @@ begin
     in_state9 <= b2l(eng_state = x"9");
     in_state10 <= b2l(eng_state = x"a");
     in_state11 <= b2l(eng_state = x"b");
+    in_state12 <= b2l(eng_state = x"c");
     cmd_is_create <= b2l(s_qp_op = x"1");
     s_qp_ready <= ((not db_v) and in_state0) and (cmd_is_create or cmd_rd);
     cmd_go <= ((s_qp_valid and (not db_v)) and in_state0) and (cmd_is_create or cmd_rd);
     cmd_create <= cmd_go and cmd_is_create;
-    qp_state_wd <= mux(b2l(s_qp_op = x"1"), "01", mux(b2l(s_qp_op = x"3"), "10", "00"));
+    qp_state_wd <= mux(prot_err or b2l(s_qp_op = x"3"), "10", mux(b2l(s_qp_op = x"1"), "01", "00"));
+    qp_state_wa <= mux(prot_err, cur_qp, s_qp_num);
     qp_to_error <= (cmd_go and b2l(s_qp_op = x"3")) and b2l(qp_state_c_rd = "01");
-    qp_state_we <= ((cmd_go and b2l(s_qp_op = x"1")) or qp_to_error) or ((cmd_go and b2l(s_qp_op = x"4")) and b2l(qp_state_c_rd = "10"));
+    qp_state_we <= ((prot_err or (cmd_go and b2l(s_qp_op = x"1"))) or qp_to_error) or ((cmd_go and b2l(s_qp_op = x"4")) and b2l(qp_state_c_rd = "10"));
     sched_empty <= b2l(sched_head = sched_tail);
     sched_pop <= ((in_state0 and (not sched_empty)) and (not s_qp_valid)) and cpl_room;
     qclr_qp <= sched_rd;
@@ -4854,7 +4984,7 @@ begin
     sched_push <= (eng_requeue or db_enqueue) or err_enqueue;
     sched_push_qp <= mux(eng_requeue, cur_qp, mux(db_v, db_qp, s_qp_num));
     push_new <= (db_fire and db_is_push) and db_push_ok_q;
-    ld_txs_log <= ctx_rd(38 downto 34);
+    ld_txs_log <= ctx_rd(70 downto 66);
     db_hit_cur <= (((db_fire and db_acts) and b2l(db_qp = cur_qp)) and (not in_state0)) and (not in_state1);
     dbw_last_hit <= dbw_last_v and b2l(dbw_last_qp = cur_qp);
     rdone_now <= mux(db_hit_cur, db_new_rc, mux(dbw_last_hit, dbw_last_rc, dbs_e_rd(52 downto 48)));
@@ -4914,10 +5044,10 @@ begin
     fetch_pos <= fetch_idx and sq_mask;
     fetch_to_end <= std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & sq_mask)) + unsigned'("00000000000000001"))) - unsigned(std_logic_vector'('0' & fetch_pos)));
     fetch_n <= mux(b2l(unsigned(fetch_to_end) < unsigned(std_logic_vector'("0000000000000" & fetch_left))), fetch_to_end(3 downto 0), fetch_left);
-    rd_req_valid <= ((in_state4 and (not src_push)) or in_state6) and (or fetch_left);
-    rd_go <= rd_req_valid and rd_req_ready;
-    rd_req_addr <= std_logic_vector(unsigned(std_logic_vector'(cur_sq_base & "000000")) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000" & fetch_pos & "000000")));
-    rd_req_len <= std_logic_vector(unsigned(std_logic_vector'("000000" & fetch_n & "000000")) - unsigned'(x"0001"));
+    rd_wqe_valid <= ((in_state4 and (not src_push)) or in_state6) and (or fetch_left);
+    rd_go <= rd_wqe_valid and rd_req_ready;
+    rd_wqe_addr <= std_logic_vector(unsigned(std_logic_vector'(cur_sq_base & "000000")) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000" & fetch_pos & "000000")));
+    rd_wqe_len <= std_logic_vector(unsigned(std_logic_vector'("000000" & fetch_n & "000000")) - unsigned'(x"0001"));
     wb_from_push <= in_state4 and src_push;
     wb_from_dma <= ((in_state4 and (not src_push)) or in_state6) or in_state7;
     wb_valid <= wb_from_push or (wb_from_dma and rd_tvalid);
@@ -4937,7 +5067,9 @@ begin
     inline_len_ok <= (not b2l(unsigned'(x"01e0") < unsigned(h_inline_len))) and (not b2l(unsigned(inline_room) < unsigned(std_logic_vector'('0' & h_inline_len))));
     op_read <= b2l(h_opcode = x"03");
     read_ok <= (op_read and (not h_inline)) and (not b2l(unsigned'("00001") < unsigned(h_nsge)));
-    wqe_served <= ((((op_served and h_inline) and inline_len_ok) or read_ok) and bbs_ok) and (not wqe_rd_err);
+    sgl_ok <= (not b2l(unsigned'("11110") < unsigned(h_nsge))) and (not b2l(unsigned(inline_room) < unsigned(std_logic_vector'(x"00" & h_nsge & x"0"))));
+    wqe_served <= (((op_served and mux(h_inline, inline_len_ok, '0')) or read_ok) and bbs_ok) and (not wqe_rd_err);
+    pay_from_buf <= h_inline or op_read;
     wait_read <= (((in_state5 and (not ret_or_flush)) and wqe_served) and b2l(cur_orq /= "00000")) and ((not op_read) or h_fence);
     wqe_beats <= std_logic_vector'("000" & h_bbs);
     rest_done <= (in_state7 and wb_valid) and b2l(wb_beat = std_logic_vector(unsigned(wqe_beats) - unsigned'("0000001")));
@@ -4984,16 +5116,159 @@ begin
     fq0_push <= feed_inflight and b2l(fq_wpos = "00");
     fq1_push <= feed_inflight and b2l(fq_wpos = "01");
     fq2_push <= feed_inflight and b2l(fq_wpos = "10");
-    feed_issue <= (in_state9 and b2l(unsigned(std_logic_vector'('0' & feed_issued)) < unsigned(pay_words))) and b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & fq_count)) + unsigned(std_logic_vector'("00" & feed_inflight)))) < unsigned'("011"));
+    feed_issue <= ((in_state9 and pay_from_buf) and b2l(unsigned(std_logic_vector'('0' & feed_issued)) < unsigned(pay_words))) and b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & fq_count)) + unsigned(std_logic_vector'("00" & feed_inflight)))) < unsigned'("011"));
     ddp_desc_valid <= in_state9 and (not desc_done);
     ddp_desc_go <= ddp_desc_valid and ddp_desc_ready;
-    ddp_s_valid <= or fq_count;
+    g_feed <= in_state9 and (not pay_from_buf);
+    g_st_wa <= std_logic_vector'("00000" & buf_wa_full(2 downto 0));
+    g_st_wd <= mux(in_state8, std_logic_vector'(x"0000000000000000000000000000000000000000000000000000000000000000" & wb_prev_hi), std_logic_vector'(wb_data(255 downto 0) & wb_prev_hi));
+    g_sge_ra0 <= g_sge_idx(4 downto 2);
+    g_sge_ra1 <= g_sge_idx(4 downto 2);
+    g_sge_ra2 <= g_sge_idx(4 downto 2);
+    g_sge_ra3 <= g_sge_idx(4 downto 2);
+    g_sge <= mux(g_sge_sel(1), mux(g_sge_sel(0), g_sge_b3_rd, g_sge_b2_rd), mux(g_sge_sel(0), g_sge_b1_rd, g_sge_b0_rd));
+    g_sge_addr <= g_sge(63 downto 0);
+    g_sge_len <= g_sge(95 downto 64);
+    g_sge_lkey <= g_sge(127 downto 96);
+    ck_more <= b2l(unsigned(ck_i) < unsigned(std_logic_vector'('0' & h_nsge)));
+    ck_rd <= (in_state12 and (not ck_ph)) and ck_more;
+    ck_have <= in_state12 and ck_ph;
+    ck_empty <= b2l(g_sge_len = x"00000000");
+    ck_req <= ck_have and (not ck_empty);
+    ck_go <= ck_req and m_chk_ready;
+    ck_next <= ck_go or (ck_have and ck_empty);
+    ck_verdict <= in_state12 and s_chk_valid;
+    ck_done <= ((in_state12 and (not ck_ph)) and (not ck_more)) and b2l(ck_got = ck_sent);
+    g_more <= b2l(unsigned(g_i) < unsigned(std_logic_vector'('0' & h_nsge))) and (not g_late_fault);
+    g_rd <= (g_feed and b2l(g_ph = "00")) and g_more;
+    g_left <= std_logic_vector(unsigned(g_sge_len) - unsigned(g_off));
+    g_skip <= (g_feed and b2l(g_ph = "01")) and b2l(g_left = x"00000000");
+    g_look <= (g_feed and b2l(g_ph = "01")) and (not b2l(g_left = x"00000000"));
+    g_look_go <= g_look and m_chk_ready;
+    g_verdict <= (g_feed and b2l(g_ph = "10")) and s_chk_valid;
+    g_ok <= g_verdict and (not (or s_chk_fault));
+    g_run_cap <= mux(b2l(unsigned(s_chk_run) < unsigned'(x"00010000")), s_chk_run(16 downto 0), "10000000000000000");
+    g_req_go <= (g_feed and b2l(g_ph = "11")) and rd_req_ready;
+    g_sge_rd <= ck_rd or g_rd;
+    g_sge_idx <= mux(in_state12, ck_i(4 downto 0), g_i(4 downto 0));
+    g_rd_len <= std_logic_vector(unsigned(g_n) - unsigned'("00000000000000001"));
+    pk_free <= (not pk_v) or ddp_s_ready;
+    pk_rest <= std_logic_vector(unsigned(g_total) - unsigned(pk_in));
+    pk_zero <= ((g_feed and g_late_fault) and b2l(pk_in = g_req)) and (or pk_rest);
+    pk_in_v <= ((g_feed and rd_tvalid) and rd_ttag(0)) or pk_zero;
+    pk_take <= (pk_in_v and pk_free) and (not pk_flush);
+    pk_keep_n <= ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((("0000000" or (std_logic_vector'(6 downto 0 => rd_tkeep(0) and (not rd_tkeep(1))) and "0000001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(1) and (not rd_tkeep(2))) and "0000010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(2) and (not rd_tkeep(3))) and "0000011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(3) and (not rd_tkeep(4))) and "0000100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(4) and (not rd_tkeep(5))) and "0000101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(5) and (not rd_tkeep(6))) and "0000110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(6) and (not rd_tkeep(7))) and "0000111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(7) and (not rd_tkeep(8))) and "0001000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(8) and (not rd_tkeep(9))) and "0001001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(9) and (not rd_tkeep(10))) and "0001010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(10) and (not rd_tkeep(11))) and "0001011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(11) and (not rd_tkeep(12))) and "0001100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(12) and (not rd_tkeep(13))) and "0001101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(13) and (not rd_tkeep(14))) and "0001110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(14) and (not rd_tkeep(15))) and "0001111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(15) and (not rd_tkeep(16))) and "0010000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(16) and (not rd_tkeep(17))) and "0010001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(17) and (not rd_tkeep(18))) and "0010010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(18) and (not rd_tkeep(19))) and "0010011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(19) and (not rd_tkeep(20))) and "0010100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(20) and (not rd_tkeep(21))) and "0010101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(21) and (not rd_tkeep(22))) and "0010110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(22) and (not rd_tkeep(23))) and "0010111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(23) and (not rd_tkeep(24))) and "0011000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(24) and (not rd_tkeep(25))) and "0011001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(25) and (not rd_tkeep(26))) and "0011010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(26) and (not rd_tkeep(27))) and "0011011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(27) and (not rd_tkeep(28))) and "0011100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(28) and (not rd_tkeep(29))) and "0011101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(29) and (not rd_tkeep(30))) and "0011110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(30) and (not rd_tkeep(31))) and "0011111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(31) and (not rd_tkeep(32))) and "0100000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(32) and (not rd_tkeep(33))) and "0100001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(33) and (not rd_tkeep(34))) and "0100010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(34) and (not rd_tkeep(35))) and "0100011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(35) and (not rd_tkeep(36))) and "0100100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(36) and (not rd_tkeep(37))) and "0100101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(37) and (not rd_tkeep(38))) and "0100110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(38) and (not rd_tkeep(39))) and "0100111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(39) and (not rd_tkeep(40))) and "0101000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(40) and (not rd_tkeep(41))) and "0101001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(41) and (not rd_tkeep(42))) and "0101010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(42) and (not rd_tkeep(43))) and "0101011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(43) and (not rd_tkeep(44))) and "0101100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(44) and (not rd_tkeep(45))) and "0101101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(45) and (not rd_tkeep(46))) and "0101110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(46) and (not rd_tkeep(47))) and "0101111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(47) and (not rd_tkeep(48))) and "0110000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(48) and (not rd_tkeep(49))) and "0110001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(49) and (not rd_tkeep(50))) and "0110010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(50) and (not rd_tkeep(51))) and "0110011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(51) and (not rd_tkeep(52))) and "0110100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(52) and (not rd_tkeep(53))) and "0110101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(53) and (not rd_tkeep(54))) and "0110110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(54) and (not rd_tkeep(55))) and "0110111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(55) and (not rd_tkeep(56))) and "0111000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(56) and (not rd_tkeep(57))) and "0111001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(57) and (not rd_tkeep(58))) and "0111010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(58) and (not rd_tkeep(59))) and "0111011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(59) and (not rd_tkeep(60))) and "0111100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(60) and (not rd_tkeep(61))) and "0111101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(61) and (not rd_tkeep(62))) and "0111110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(62) and (not rd_tkeep(63))) and "0111111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(63)) and "1000000");
+    pk_rest_small <= b2l(unsigned(pk_rest) < unsigned'(x"00000040"));
+    pk_n <= mux(pk_zero, mux(pk_rest_small, pk_rest(6 downto 0), "1000000"), pk_keep_n);
+    pk_in_data <= rd_tdata and std_logic_vector'(
+        std_logic_vector'(7 downto 0 => rd_tkeep(63) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(62) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(61) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(60) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(59) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(58) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(57) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(56) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(55) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(54) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(53) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(52) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(51) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(50) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(49) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(48) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(47) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(46) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(45) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(44) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(43) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(42) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(41) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(40) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(39) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(38) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(37) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(36) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(35) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(34) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(33) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(32) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(31) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(30) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(29) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(28) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(27) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(26) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(25) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(24) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(23) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(22) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(21) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(20) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(19) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(18) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(17) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(16) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(15) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(14) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(13) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(12) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(11) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(10) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(9) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(8) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(7) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(6) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(5) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(4) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(3) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(2) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(1) and (not pk_zero)) &
+        std_logic_vector'(7 downto 0 => rd_tkeep(0) and (not pk_zero))
+    );
+    pk_wide_in <= std_logic_vector'(
+        x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000" &
+        pk_in_data
+    );
+    pk_sh_0 <= mux(pk_cnt(0), std_logic_vector'(pk_wide_in(1015 downto 0) & pk_wide_in(1023 downto 1016)), pk_wide_in);
+    pk_sh_1 <= mux(pk_cnt(1), std_logic_vector'(pk_sh_0(1007 downto 0) & pk_sh_0(1023 downto 1008)), pk_sh_0);
+    pk_sh_2 <= mux(pk_cnt(2), std_logic_vector'(pk_sh_1(991 downto 0) & pk_sh_1(1023 downto 992)), pk_sh_1);
+    pk_sh_3 <= mux(pk_cnt(3), std_logic_vector'(pk_sh_2(959 downto 0) & pk_sh_2(1023 downto 960)), pk_sh_2);
+    pk_sh_4 <= mux(pk_cnt(4), std_logic_vector'(pk_sh_3(895 downto 0) & pk_sh_3(1023 downto 896)), pk_sh_3);
+    pk_sh_5 <= mux(pk_cnt(5), std_logic_vector'(pk_sh_4(767 downto 0) & pk_sh_4(1023 downto 768)), pk_sh_4);
+    pk_comb <= std_logic_vector'(
+        x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000" &
+        pk_acc
+    ) or pk_sh_5;
+    pk_sum <= std_logic_vector(unsigned(std_logic_vector'('0' & pk_cnt)) + unsigned(pk_n));
+    pk_full <= not b2l(unsigned(pk_sum) < unsigned'("1000000"));
+    pk_final <= b2l(std_logic_vector'("0000000000000000000000000" & pk_n) = pk_rest);
+    pk_emit <= pk_take and (pk_full or pk_final);
+    pk_more <= ((pk_take and pk_final) and (not b2l(pk_sum = "1000000"))) and pk_full;
+    pk_flush_go <= pk_flush and pk_free;
+    pk_sum_lo <= std_logic_vector(unsigned(pk_sum) - unsigned'("1000000"));
+    rd_req_valid <= rd_wqe_valid or (g_feed and b2l(g_ph = "11"));
+    rd_req_addr <= mux(g_feed and b2l(g_ph = "11"), g_addr, rd_wqe_addr);
+    rd_req_len <= mux(g_feed and b2l(g_ph = "11"), g_rd_len(15 downto 0), rd_wqe_len);
+    rd_req_tag <= std_logic_vector'("0000000" & (g_feed and b2l(g_ph = "11")));
+    ddp_s_valid <= mux(pay_from_buf, or fq_count, pk_v);
     ddp_s_go <= ddp_s_valid and ddp_s_ready;
-    fq_pop <= std_logic_vector'('0' & ddp_s_go);
-    ddp_s_last_go <= ddp_s_go and fq0_last;
-    no_payload <= b2l(pay_len = x"0000");
+    fq_pop <= std_logic_vector'('0' & (ddp_s_go and pay_from_buf));
+    ddp_s_last <= mux(pay_from_buf, fq0_last, pk_last);
+    ddp_s_last_go <= ddp_s_go and ddp_s_last;
+    msg_len <= mux(pay_from_buf, std_logic_vector'(x"0000" & pay_len), g_total);
+    no_payload <= b2l(msg_len = x"00000000");
+    m_chk_valid <= ck_req or g_look;
+    m_chk_stag <= g_sge_lkey;
+    m_chk_need <= x"0";
+    m_chk_qp <= std_logic_vector'("0000000000000000000000" & cur_qp);
+    m_chk_pd <= cur_pd;
+    m_chk_to <= mux(in_state12, g_sge_addr, std_logic_vector(unsigned(g_sge_addr) + unsigned(std_logic_vector'(x"00000000" & g_off))));
+    m_chk_len <= mux(in_state12, g_sge_len, g_left);
+    m_chk_tag <= x"00";
+    s_chk_ready <= '1';
     feed_end <= (in_state9 and (desc_done or ddp_desc_go)) and ((pay_done or ddp_s_last_go) or no_payload);
-    h_gate <= (not h_first) or rec_room;
+    h_gate <= (not h_first) or (rec_room and ring_fits);
     h_go <= (ddp_m_tvalid and mpa_s_ready) and h_gate;
     fpdu_new <= h_go and h_first;
     w_n5 <= std_logic_vector(unsigned(std_logic_vector'('0' & ddp_m_tuser_len)) + unsigned'("00000000000000101"));
@@ -5010,6 +5285,7 @@ begin
     w_markers <= std_logic_vector(unsigned(std_logic_vector'("0000000" & w_lead)) + unsigned(mux(w_ge, std_logic_vector(unsigned(w_q) + unsigned'(x"01")), x"00")));
     w_len <= std_logic_vector(unsigned(std_logic_vector(unsigned(w_body) + unsigned(std_logic_vector'("0000000" & w_markers & "00")))) + unsigned'("00000000000000100"));
     w_len_sel <= mux(cur_markers, w_len, std_logic_vector(unsigned(w_body) + unsigned'("00000000000000100")));
+    ring_fits <= not b2l(unsigned(ring_size) < unsigned(std_logic_vector(unsigned(ring_used) + unsigned(std_logic_vector'("000000000000000" & w_len_sel)))));
     rec_pos <= f_off(23 downto 0) and cur_txs_mask;
     rec_to_end <= std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & cur_txs_mask)) + unsigned'("0000000000000000000000001"))) - unsigned(std_logic_vector'('0' & rec_pos)));
     rec_split <= b2l(unsigned(rec_to_end) < unsigned(std_logic_vector'("000000000" & w_len_sel(15 downto 0))));
@@ -5066,6 +5342,8 @@ begin
     flush_avail <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_ci));
     flush_bbs <= mux((((or h_bbs) and (not b2l(unsigned'(x"8") < unsigned(h_bbs)))) and (not b2l(unsigned(flush_avail) < unsigned(std_logic_vector'(x"000" & h_bbs))))) and (not b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & sq_mask)) + unsigned'("00000000000000001"))) < unsigned(std_logic_vector'("0000000000000" & h_bbs)))), std_logic_vector'(x"000" & h_bbs), flush_avail);
     new_sq_ci <= mux(flush_mode, std_logic_vector(unsigned(cur_sq_ci) + unsigned(flush_bbs)), mux(wqe_retires, std_logic_vector(unsigned(cur_sq_ci) + unsigned(std_logic_vector'(x"000" & h_bbs))), cur_sq_ci));
+    prot <= ck_fault and (not ret_or_flush);
+    prot_err <= in_state11 and prot;
     cq_wpos <= std_logic_vector(unsigned(cq_count) - unsigned(cq_pop));
     cq0_push <= in_state11 and b2l(cq_wpos = x"0");
     cq1_push <= in_state11 and b2l(cq_wpos = x"1");
@@ -5091,7 +5369,7 @@ begin
     m_cpl_sq_ci <= cpl_sq_ci_q;
     m_cpl_txs_pi <= cpl_txs_pi_q;
     stat_dma_err <= dma_err_q;
-    op_is_send <= not ((op_write or op_read) or flush_mode);
+    op_is_send <= not (((op_write or op_read) or flush_mode) or prot);
     read_started <= op_read and (not ret_or_flush);
     new_sq_next <= mux(flush_mode, new_sq_ci, mux(ret_mode, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(std_logic_vector'(x"000" & h_bbs)))));
     new_orq <= mux(flush_mode, "00000", mux(ret_mode, std_logic_vector(unsigned(cur_orq) - unsigned'("00001")), mux(read_started, std_logic_vector(unsigned(cur_orq) + unsigned'("00001")), cur_orq)));
@@ -5105,7 +5383,7 @@ begin
         f_off &
         new_sq_ci
     );
-    more_work <= mux(flush_mode, b2l(new_sq_ci /= cur_sq_pi), (b2l(new_sq_next /= cur_sq_pi) and b2l(unsigned(new_orq) < unsigned(cur_ord))) or (b2l(new_orq /= "00000") and b2l(cur_rdone /= new_rdone_used)));
+    more_work <= mux(flush_mode or prot, b2l(new_sq_ci /= cur_sq_pi), (b2l(new_sq_next /= cur_sq_pi) and b2l(unsigned(new_orq) < unsigned(cur_ord))) or (b2l(new_orq /= "00000") and b2l(cur_rdone /= new_rdone_used)));
     qeng_qp <= cur_qp;
     qeng_1h <= std_logic_vector'(
         b2l(qeng_qp = "1111111111") &
@@ -6163,11 +6441,19 @@ begin
         wqe_hdr(31 downto 29) &
         wqe_hdr(63 downto 48) &
         fetch_to_end(16 downto 4) &
-        rd_tkeep &
         rd_tlast &
-        rd_ttag &
+        rd_ttag(7 downto 1) &
         buf_wa_full(6 downto 3) &
+        sgl_ok &
         pay_words_full(5 downto 0) &
+        g_st_wa(7 downto 3) &
+        ck_i(5) &
+        g_i(5) &
+        g_rd_len(16) &
+        s_chk_run(31) &
+        s_chk_run(30 downto 17) &
+        pk_sum_lo(6) &
+        s_chk_tag &
         ddp_m_tkeep &
         ddp_m_tuser_user &
         w_x(16) &
@@ -6295,11 +6581,20 @@ begin
         end if;
     end process;
 
+    cur_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if in_state2 = '1' then
+                cur_pd <= ctx_rd(31 downto 0);
+            end if;
+        end if;
+    end process;
+
     cur_sq_base_reg : process (clk)
     begin
         if rising_edge(clk) then
             if in_state2 = '1' then
-                cur_sq_base <= ctx_rd(153 downto 96);
+                cur_sq_base <= ctx_rd(185 downto 128);
             end if;
         end if;
     end process;
@@ -6308,7 +6603,7 @@ begin
     begin
         if rising_edge(clk) then
             if in_state2 = '1' then
-                cur_sq_log <= ctx_rd(95 downto 91);
+                cur_sq_log <= ctx_rd(127 downto 123);
             end if;
         end if;
     end process;
@@ -6317,7 +6612,7 @@ begin
     begin
         if rising_edge(clk) then
             if in_state2 = '1' then
-                cur_txs_base <= ctx_rd(90 downto 39);
+                cur_txs_base <= ctx_rd(122 downto 71);
             end if;
         end if;
     end process;
@@ -6360,7 +6655,7 @@ begin
     begin
         if rising_edge(clk) then
             if in_state2 = '1' then
-                cur_mulpdu <= ctx_rd(33 downto 18);
+                cur_mulpdu <= ctx_rd(65 downto 50);
             end if;
         end if;
     end process;
@@ -6369,7 +6664,7 @@ begin
     begin
         if rising_edge(clk) then
             if in_state2 = '1' then
-                cur_markers <= ctx_rd(17);
+                cur_markers <= ctx_rd(49);
             end if;
         end if;
     end process;
@@ -6378,7 +6673,7 @@ begin
     begin
         if rising_edge(clk) then
             if in_state2 = '1' then
-                cur_crc <= ctx_rd(16);
+                cur_crc <= ctx_rd(48);
             end if;
         end if;
     end process;
@@ -6387,7 +6682,7 @@ begin
     begin
         if rising_edge(clk) then
             if in_state2 = '1' then
-                cur_rev0 <= ctx_rd(15);
+                cur_rev0 <= ctx_rd(47);
             end if;
         end if;
     end process;
@@ -6396,7 +6691,7 @@ begin
     begin
         if rising_edge(clk) then
             if in_state2 = '1' then
-                cur_cq <= ctx_rd(14 downto 5);
+                cur_cq <= ctx_rd(46 downto 37);
             end if;
         end if;
     end process;
@@ -6405,7 +6700,7 @@ begin
     begin
         if rising_edge(clk) then
             if in_state2 = '1' then
-                cur_ord <= ctx_rd(4 downto 0);
+                cur_ord <= ctx_rd(36 downto 32);
             end if;
         end if;
     end process;
@@ -6915,6 +7210,223 @@ begin
         end if;
     end process;
 
+    g_sge_sel_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if g_sge_rd = '1' then
+                g_sge_sel <= g_sge_idx(1 downto 0);
+            end if;
+        end if;
+    end process;
+
+    ck_i_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ck_i <= "000000";
+            elsif (fetch_go or ck_next) = '1' then
+                ck_i <= mux(fetch_go, "000000", std_logic_vector(unsigned(ck_i) + unsigned'("000001")));
+            end if;
+        end if;
+    end process;
+
+    ck_ph_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ck_ph <= '0';
+            else
+                ck_ph <= ((not fetch_go) and (not ck_next)) and (ck_ph or ck_rd);
+            end if;
+        end if;
+    end process;
+
+    ck_sent_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ck_sent <= "000000";
+            elsif (fetch_go or ck_go) = '1' then
+                ck_sent <= mux(fetch_go, "000000", std_logic_vector(unsigned(ck_sent) + unsigned'("000001")));
+            end if;
+        end if;
+    end process;
+
+    ck_got_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ck_got <= "000000";
+            elsif (fetch_go or ck_verdict) = '1' then
+                ck_got <= mux(fetch_go, "000000", std_logic_vector(unsigned(ck_got) + unsigned'("000001")));
+            end if;
+        end if;
+    end process;
+
+    ck_fault_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ck_fault <= '0';
+            else
+                ck_fault <= (not fetch_go) and (ck_fault or (ck_verdict and (or s_chk_fault)));
+            end if;
+        end if;
+    end process;
+
+    g_total_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (fetch_go or ck_go) = '1' then
+                g_total <= mux(fetch_go, x"00000000", std_logic_vector(unsigned(g_total) + unsigned(g_sge_len)));
+            end if;
+        end if;
+    end process;
+
+    g_ph_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                g_ph <= "00";
+            else
+                g_ph <= mux(fetch_go, "00", mux(g_rd, "01", mux(g_skip, "00", mux(g_look_go, "10", mux(g_verdict, mux(g_ok, "11", "00"), mux(g_req_go, "01", g_ph))))));
+            end if;
+        end if;
+    end process;
+
+    g_i_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                g_i <= "000000";
+            elsif (fetch_go or g_skip) = '1' then
+                g_i <= mux(fetch_go, "000000", std_logic_vector(unsigned(g_i) + unsigned'("000001")));
+            end if;
+        end if;
+    end process;
+
+    g_off_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((fetch_go or g_skip) or g_req_go) = '1' then
+                g_off <= mux(fetch_go or g_skip, x"00000000", std_logic_vector(unsigned(g_off) + unsigned(std_logic_vector'("000000000000000" & g_n))));
+            end if;
+        end if;
+    end process;
+
+    g_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if g_ok = '1' then
+                g_addr <= s_chk_addr;
+            end if;
+        end if;
+    end process;
+
+    g_n_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if g_ok = '1' then
+                g_n <= g_run_cap;
+            end if;
+        end if;
+    end process;
+
+    g_late_fault_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                g_late_fault <= '0';
+            else
+                g_late_fault <= (not fetch_go) and (g_late_fault or (g_verdict and (not g_ok)));
+            end if;
+        end if;
+    end process;
+
+    g_req_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                g_req <= x"00000000";
+            elsif (fetch_go or g_req_go) = '1' then
+                g_req <= mux(fetch_go, x"00000000", std_logic_vector(unsigned(g_req) + unsigned(std_logic_vector'("000000000000000" & g_n))));
+            end if;
+        end if;
+    end process;
+
+    pk_acc_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pk_acc <= x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
+            elsif ((fetch_go or pk_flush_go) or pk_take) = '1' then
+                pk_acc <= mux(fetch_go or pk_flush_go, x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000", mux(pk_full, pk_comb(1023 downto 512), mux(pk_final, x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000", pk_comb(511 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    pk_cnt_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pk_cnt <= "000000";
+            elsif ((fetch_go or pk_flush_go) or pk_take) = '1' then
+                pk_cnt <= mux(fetch_go or pk_flush_go, "000000", mux(pk_full, pk_sum_lo(5 downto 0), mux(pk_final, "000000", pk_sum(5 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    pk_in_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pk_in <= x"00000000";
+            elsif (fetch_go or pk_take) = '1' then
+                pk_in <= mux(fetch_go, x"00000000", std_logic_vector(unsigned(pk_in) + unsigned(std_logic_vector'("0000000000000000000000000" & pk_n))));
+            end if;
+        end if;
+    end process;
+
+    pk_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pk_flush <= '0';
+            else
+                pk_flush <= (not fetch_go) and (pk_more or (pk_flush and (not pk_flush_go)));
+            end if;
+        end if;
+    end process;
+
+    pk_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pk_v <= '0';
+            else
+                pk_v <= (not fetch_go) and ((pk_emit or pk_flush_go) or (pk_v and (not ddp_s_ready)));
+            end if;
+        end if;
+    end process;
+
+    pk_data_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pk_emit or pk_flush_go) = '1' then
+                pk_data <= mux(pk_flush_go, pk_acc, pk_comb(511 downto 0));
+            end if;
+        end if;
+    end process;
+
+    pk_last_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pk_emit or pk_flush_go) = '1' then
+                pk_last <= pk_flush_go or (pk_final and (not pk_more));
+            end if;
+        end if;
+    end process;
+
     desc_done_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -7393,7 +7905,7 @@ begin
     cq0_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_cqe <= mux(cq0_push, flush_mode or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq1_cqe, mux(b2l(cq_pop = x"2"), cq2_cqe, mux(b2l(cq_pop = x"3"), cq3_cqe, mux(b2l(cq_pop = x"4"), cq4_cqe, mux(b2l(cq_pop = x"5"), cq5_cqe, mux(b2l(cq_pop = x"6"), cq6_cqe, mux(b2l(cq_pop = x"7"), cq7_cqe, cq0_cqe))))))));
+            cq0_cqe <= mux(cq0_push, (flush_mode or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq1_cqe, mux(b2l(cq_pop = x"2"), cq2_cqe, mux(b2l(cq_pop = x"3"), cq3_cqe, mux(b2l(cq_pop = x"4"), cq4_cqe, mux(b2l(cq_pop = x"5"), cq5_cqe, mux(b2l(cq_pop = x"6"), cq6_cqe, mux(b2l(cq_pop = x"7"), cq7_cqe, cq0_cqe))))))));
         end if;
     end process;
 
@@ -7428,7 +7940,7 @@ begin
     cq0_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_len <= mux(cq0_push, mux(flush_mode, x"00000000", mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len))), mux(b2l(cq_pop = x"1"), cq1_len, mux(b2l(cq_pop = x"2"), cq2_len, mux(b2l(cq_pop = x"3"), cq3_len, mux(b2l(cq_pop = x"4"), cq4_len, mux(b2l(cq_pop = x"5"), cq5_len, mux(b2l(cq_pop = x"6"), cq6_len, mux(b2l(cq_pop = x"7"), cq7_len, cq0_len))))))));
+            cq0_len <= mux(cq0_push, mux(flush_mode or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq1_len, mux(b2l(cq_pop = x"2"), cq2_len, mux(b2l(cq_pop = x"3"), cq3_len, mux(b2l(cq_pop = x"4"), cq4_len, mux(b2l(cq_pop = x"5"), cq5_len, mux(b2l(cq_pop = x"6"), cq6_len, mux(b2l(cq_pop = x"7"), cq7_len, cq0_len))))))));
         end if;
     end process;
 
@@ -7449,7 +7961,7 @@ begin
     cq0_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_noring <= mux(cq0_push, ret_or_flush, mux(b2l(cq_pop = x"1"), cq1_noring, mux(b2l(cq_pop = x"2"), cq2_noring, mux(b2l(cq_pop = x"3"), cq3_noring, mux(b2l(cq_pop = x"4"), cq4_noring, mux(b2l(cq_pop = x"5"), cq5_noring, mux(b2l(cq_pop = x"6"), cq6_noring, mux(b2l(cq_pop = x"7"), cq7_noring, cq0_noring))))))));
+            cq0_noring <= mux(cq0_push, ret_or_flush or prot, mux(b2l(cq_pop = x"1"), cq1_noring, mux(b2l(cq_pop = x"2"), cq2_noring, mux(b2l(cq_pop = x"3"), cq3_noring, mux(b2l(cq_pop = x"4"), cq4_noring, mux(b2l(cq_pop = x"5"), cq5_noring, mux(b2l(cq_pop = x"6"), cq6_noring, mux(b2l(cq_pop = x"7"), cq7_noring, cq0_noring))))))));
         end if;
     end process;
 
@@ -7460,10 +7972,17 @@ begin
         end if;
     end process;
 
+    cq0_prot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq0_prot <= mux(cq0_push, prot, mux(b2l(cq_pop = x"1"), cq1_prot, mux(b2l(cq_pop = x"2"), cq2_prot, mux(b2l(cq_pop = x"3"), cq3_prot, mux(b2l(cq_pop = x"4"), cq4_prot, mux(b2l(cq_pop = x"5"), cq5_prot, mux(b2l(cq_pop = x"6"), cq6_prot, mux(b2l(cq_pop = x"7"), cq7_prot, cq0_prot))))))));
+        end if;
+    end process;
+
     cq1_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_cqe <= mux(cq1_push, flush_mode or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq2_cqe, mux(b2l(cq_pop = x"2"), cq3_cqe, mux(b2l(cq_pop = x"3"), cq4_cqe, mux(b2l(cq_pop = x"4"), cq5_cqe, mux(b2l(cq_pop = x"5"), cq6_cqe, mux(b2l(cq_pop = x"6"), cq7_cqe, cq1_cqe)))))));
+            cq1_cqe <= mux(cq1_push, (flush_mode or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq2_cqe, mux(b2l(cq_pop = x"2"), cq3_cqe, mux(b2l(cq_pop = x"3"), cq4_cqe, mux(b2l(cq_pop = x"4"), cq5_cqe, mux(b2l(cq_pop = x"5"), cq6_cqe, mux(b2l(cq_pop = x"6"), cq7_cqe, cq1_cqe)))))));
         end if;
     end process;
 
@@ -7498,7 +8017,7 @@ begin
     cq1_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_len <= mux(cq1_push, mux(flush_mode, x"00000000", mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len))), mux(b2l(cq_pop = x"1"), cq2_len, mux(b2l(cq_pop = x"2"), cq3_len, mux(b2l(cq_pop = x"3"), cq4_len, mux(b2l(cq_pop = x"4"), cq5_len, mux(b2l(cq_pop = x"5"), cq6_len, mux(b2l(cq_pop = x"6"), cq7_len, cq1_len)))))));
+            cq1_len <= mux(cq1_push, mux(flush_mode or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq2_len, mux(b2l(cq_pop = x"2"), cq3_len, mux(b2l(cq_pop = x"3"), cq4_len, mux(b2l(cq_pop = x"4"), cq5_len, mux(b2l(cq_pop = x"5"), cq6_len, mux(b2l(cq_pop = x"6"), cq7_len, cq1_len)))))));
         end if;
     end process;
 
@@ -7519,7 +8038,7 @@ begin
     cq1_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_noring <= mux(cq1_push, ret_or_flush, mux(b2l(cq_pop = x"1"), cq2_noring, mux(b2l(cq_pop = x"2"), cq3_noring, mux(b2l(cq_pop = x"3"), cq4_noring, mux(b2l(cq_pop = x"4"), cq5_noring, mux(b2l(cq_pop = x"5"), cq6_noring, mux(b2l(cq_pop = x"6"), cq7_noring, cq1_noring)))))));
+            cq1_noring <= mux(cq1_push, ret_or_flush or prot, mux(b2l(cq_pop = x"1"), cq2_noring, mux(b2l(cq_pop = x"2"), cq3_noring, mux(b2l(cq_pop = x"3"), cq4_noring, mux(b2l(cq_pop = x"4"), cq5_noring, mux(b2l(cq_pop = x"5"), cq6_noring, mux(b2l(cq_pop = x"6"), cq7_noring, cq1_noring)))))));
         end if;
     end process;
 
@@ -7530,10 +8049,17 @@ begin
         end if;
     end process;
 
+    cq1_prot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq1_prot <= mux(cq1_push, prot, mux(b2l(cq_pop = x"1"), cq2_prot, mux(b2l(cq_pop = x"2"), cq3_prot, mux(b2l(cq_pop = x"3"), cq4_prot, mux(b2l(cq_pop = x"4"), cq5_prot, mux(b2l(cq_pop = x"5"), cq6_prot, mux(b2l(cq_pop = x"6"), cq7_prot, cq1_prot)))))));
+        end if;
+    end process;
+
     cq2_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_cqe <= mux(cq2_push, flush_mode or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq3_cqe, mux(b2l(cq_pop = x"2"), cq4_cqe, mux(b2l(cq_pop = x"3"), cq5_cqe, mux(b2l(cq_pop = x"4"), cq6_cqe, mux(b2l(cq_pop = x"5"), cq7_cqe, cq2_cqe))))));
+            cq2_cqe <= mux(cq2_push, (flush_mode or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq3_cqe, mux(b2l(cq_pop = x"2"), cq4_cqe, mux(b2l(cq_pop = x"3"), cq5_cqe, mux(b2l(cq_pop = x"4"), cq6_cqe, mux(b2l(cq_pop = x"5"), cq7_cqe, cq2_cqe))))));
         end if;
     end process;
 
@@ -7568,7 +8094,7 @@ begin
     cq2_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_len <= mux(cq2_push, mux(flush_mode, x"00000000", mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len))), mux(b2l(cq_pop = x"1"), cq3_len, mux(b2l(cq_pop = x"2"), cq4_len, mux(b2l(cq_pop = x"3"), cq5_len, mux(b2l(cq_pop = x"4"), cq6_len, mux(b2l(cq_pop = x"5"), cq7_len, cq2_len))))));
+            cq2_len <= mux(cq2_push, mux(flush_mode or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq3_len, mux(b2l(cq_pop = x"2"), cq4_len, mux(b2l(cq_pop = x"3"), cq5_len, mux(b2l(cq_pop = x"4"), cq6_len, mux(b2l(cq_pop = x"5"), cq7_len, cq2_len))))));
         end if;
     end process;
 
@@ -7589,7 +8115,7 @@ begin
     cq2_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_noring <= mux(cq2_push, ret_or_flush, mux(b2l(cq_pop = x"1"), cq3_noring, mux(b2l(cq_pop = x"2"), cq4_noring, mux(b2l(cq_pop = x"3"), cq5_noring, mux(b2l(cq_pop = x"4"), cq6_noring, mux(b2l(cq_pop = x"5"), cq7_noring, cq2_noring))))));
+            cq2_noring <= mux(cq2_push, ret_or_flush or prot, mux(b2l(cq_pop = x"1"), cq3_noring, mux(b2l(cq_pop = x"2"), cq4_noring, mux(b2l(cq_pop = x"3"), cq5_noring, mux(b2l(cq_pop = x"4"), cq6_noring, mux(b2l(cq_pop = x"5"), cq7_noring, cq2_noring))))));
         end if;
     end process;
 
@@ -7600,10 +8126,17 @@ begin
         end if;
     end process;
 
+    cq2_prot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq2_prot <= mux(cq2_push, prot, mux(b2l(cq_pop = x"1"), cq3_prot, mux(b2l(cq_pop = x"2"), cq4_prot, mux(b2l(cq_pop = x"3"), cq5_prot, mux(b2l(cq_pop = x"4"), cq6_prot, mux(b2l(cq_pop = x"5"), cq7_prot, cq2_prot))))));
+        end if;
+    end process;
+
     cq3_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_cqe <= mux(cq3_push, flush_mode or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq4_cqe, mux(b2l(cq_pop = x"2"), cq5_cqe, mux(b2l(cq_pop = x"3"), cq6_cqe, mux(b2l(cq_pop = x"4"), cq7_cqe, cq3_cqe)))));
+            cq3_cqe <= mux(cq3_push, (flush_mode or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq4_cqe, mux(b2l(cq_pop = x"2"), cq5_cqe, mux(b2l(cq_pop = x"3"), cq6_cqe, mux(b2l(cq_pop = x"4"), cq7_cqe, cq3_cqe)))));
         end if;
     end process;
 
@@ -7638,7 +8171,7 @@ begin
     cq3_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_len <= mux(cq3_push, mux(flush_mode, x"00000000", mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len))), mux(b2l(cq_pop = x"1"), cq4_len, mux(b2l(cq_pop = x"2"), cq5_len, mux(b2l(cq_pop = x"3"), cq6_len, mux(b2l(cq_pop = x"4"), cq7_len, cq3_len)))));
+            cq3_len <= mux(cq3_push, mux(flush_mode or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq4_len, mux(b2l(cq_pop = x"2"), cq5_len, mux(b2l(cq_pop = x"3"), cq6_len, mux(b2l(cq_pop = x"4"), cq7_len, cq3_len)))));
         end if;
     end process;
 
@@ -7659,7 +8192,7 @@ begin
     cq3_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_noring <= mux(cq3_push, ret_or_flush, mux(b2l(cq_pop = x"1"), cq4_noring, mux(b2l(cq_pop = x"2"), cq5_noring, mux(b2l(cq_pop = x"3"), cq6_noring, mux(b2l(cq_pop = x"4"), cq7_noring, cq3_noring)))));
+            cq3_noring <= mux(cq3_push, ret_or_flush or prot, mux(b2l(cq_pop = x"1"), cq4_noring, mux(b2l(cq_pop = x"2"), cq5_noring, mux(b2l(cq_pop = x"3"), cq6_noring, mux(b2l(cq_pop = x"4"), cq7_noring, cq3_noring)))));
         end if;
     end process;
 
@@ -7670,10 +8203,17 @@ begin
         end if;
     end process;
 
+    cq3_prot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq3_prot <= mux(cq3_push, prot, mux(b2l(cq_pop = x"1"), cq4_prot, mux(b2l(cq_pop = x"2"), cq5_prot, mux(b2l(cq_pop = x"3"), cq6_prot, mux(b2l(cq_pop = x"4"), cq7_prot, cq3_prot)))));
+        end if;
+    end process;
+
     cq4_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_cqe <= mux(cq4_push, flush_mode or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq5_cqe, mux(b2l(cq_pop = x"2"), cq6_cqe, mux(b2l(cq_pop = x"3"), cq7_cqe, cq4_cqe))));
+            cq4_cqe <= mux(cq4_push, (flush_mode or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq5_cqe, mux(b2l(cq_pop = x"2"), cq6_cqe, mux(b2l(cq_pop = x"3"), cq7_cqe, cq4_cqe))));
         end if;
     end process;
 
@@ -7708,7 +8248,7 @@ begin
     cq4_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_len <= mux(cq4_push, mux(flush_mode, x"00000000", mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len))), mux(b2l(cq_pop = x"1"), cq5_len, mux(b2l(cq_pop = x"2"), cq6_len, mux(b2l(cq_pop = x"3"), cq7_len, cq4_len))));
+            cq4_len <= mux(cq4_push, mux(flush_mode or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq5_len, mux(b2l(cq_pop = x"2"), cq6_len, mux(b2l(cq_pop = x"3"), cq7_len, cq4_len))));
         end if;
     end process;
 
@@ -7729,7 +8269,7 @@ begin
     cq4_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_noring <= mux(cq4_push, ret_or_flush, mux(b2l(cq_pop = x"1"), cq5_noring, mux(b2l(cq_pop = x"2"), cq6_noring, mux(b2l(cq_pop = x"3"), cq7_noring, cq4_noring))));
+            cq4_noring <= mux(cq4_push, ret_or_flush or prot, mux(b2l(cq_pop = x"1"), cq5_noring, mux(b2l(cq_pop = x"2"), cq6_noring, mux(b2l(cq_pop = x"3"), cq7_noring, cq4_noring))));
         end if;
     end process;
 
@@ -7740,10 +8280,17 @@ begin
         end if;
     end process;
 
+    cq4_prot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq4_prot <= mux(cq4_push, prot, mux(b2l(cq_pop = x"1"), cq5_prot, mux(b2l(cq_pop = x"2"), cq6_prot, mux(b2l(cq_pop = x"3"), cq7_prot, cq4_prot))));
+        end if;
+    end process;
+
     cq5_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_cqe <= mux(cq5_push, flush_mode or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq6_cqe, mux(b2l(cq_pop = x"2"), cq7_cqe, cq5_cqe)));
+            cq5_cqe <= mux(cq5_push, (flush_mode or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq6_cqe, mux(b2l(cq_pop = x"2"), cq7_cqe, cq5_cqe)));
         end if;
     end process;
 
@@ -7778,7 +8325,7 @@ begin
     cq5_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_len <= mux(cq5_push, mux(flush_mode, x"00000000", mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len))), mux(b2l(cq_pop = x"1"), cq6_len, mux(b2l(cq_pop = x"2"), cq7_len, cq5_len)));
+            cq5_len <= mux(cq5_push, mux(flush_mode or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq6_len, mux(b2l(cq_pop = x"2"), cq7_len, cq5_len)));
         end if;
     end process;
 
@@ -7799,7 +8346,7 @@ begin
     cq5_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_noring <= mux(cq5_push, ret_or_flush, mux(b2l(cq_pop = x"1"), cq6_noring, mux(b2l(cq_pop = x"2"), cq7_noring, cq5_noring)));
+            cq5_noring <= mux(cq5_push, ret_or_flush or prot, mux(b2l(cq_pop = x"1"), cq6_noring, mux(b2l(cq_pop = x"2"), cq7_noring, cq5_noring)));
         end if;
     end process;
 
@@ -7810,10 +8357,17 @@ begin
         end if;
     end process;
 
+    cq5_prot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq5_prot <= mux(cq5_push, prot, mux(b2l(cq_pop = x"1"), cq6_prot, mux(b2l(cq_pop = x"2"), cq7_prot, cq5_prot)));
+        end if;
+    end process;
+
     cq6_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_cqe <= mux(cq6_push, flush_mode or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq7_cqe, cq6_cqe));
+            cq6_cqe <= mux(cq6_push, (flush_mode or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq7_cqe, cq6_cqe));
         end if;
     end process;
 
@@ -7848,7 +8402,7 @@ begin
     cq6_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_len <= mux(cq6_push, mux(flush_mode, x"00000000", mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len))), mux(b2l(cq_pop = x"1"), cq7_len, cq6_len));
+            cq6_len <= mux(cq6_push, mux(flush_mode or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq7_len, cq6_len));
         end if;
     end process;
 
@@ -7869,7 +8423,7 @@ begin
     cq6_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_noring <= mux(cq6_push, ret_or_flush, mux(b2l(cq_pop = x"1"), cq7_noring, cq6_noring));
+            cq6_noring <= mux(cq6_push, ret_or_flush or prot, mux(b2l(cq_pop = x"1"), cq7_noring, cq6_noring));
         end if;
     end process;
 
@@ -7880,10 +8434,17 @@ begin
         end if;
     end process;
 
+    cq6_prot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq6_prot <= mux(cq6_push, prot, mux(b2l(cq_pop = x"1"), cq7_prot, cq6_prot));
+        end if;
+    end process;
+
     cq7_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_cqe <= mux(cq7_push, flush_mode or (h_signaled and wqe_retires), cq7_cqe);
+            cq7_cqe <= mux(cq7_push, (flush_mode or prot) or (h_signaled and wqe_retires), cq7_cqe);
         end if;
     end process;
 
@@ -7918,7 +8479,7 @@ begin
     cq7_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_len <= mux(cq7_push, mux(flush_mode, x"00000000", mux(ret_mode, sge_len, std_logic_vector'(x"0000" & h_inline_len))), cq7_len);
+            cq7_len <= mux(cq7_push, mux(flush_mode or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), cq7_len);
         end if;
     end process;
 
@@ -7939,7 +8500,7 @@ begin
     cq7_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_noring <= mux(cq7_push, ret_or_flush, cq7_noring);
+            cq7_noring <= mux(cq7_push, ret_or_flush or prot, cq7_noring);
         end if;
     end process;
 
@@ -7947,6 +8508,13 @@ begin
     begin
         if rising_edge(clk) then
             cq7_flush <= mux(cq7_push, flush_mode, cq7_flush);
+        end if;
+    end process;
+
+    cq7_prot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq7_prot <= mux(cq7_push, prot, cq7_prot);
         end if;
     end process;
 
@@ -8033,7 +8601,7 @@ begin
             if rst = '1' then
                 cpl_status_q <= x"00";
             elsif cpl_load = '1' then
-                cpl_status_q <= mux(cq0_flush, x"03", x"00");
+                cpl_status_q <= mux(cq0_flush, x"03", mux(cq0_prot, x"02", x"00"));
             end if;
         end if;
     end process;
@@ -8097,7 +8665,7 @@ begin
             if rst = '1' then
                 eng_state <= x"0";
             else
-                eng_state <= mux(in_state0, mux(sched_pop, x"1", x"0"), mux(in_state1, x"2", mux(in_state2, x"3", mux(in_state3, mux(fetch_go, x"4", x"0"), mux(in_state4, mux(first_done, x"5", x"4"), mux(in_state5, mux(halt or wait_read, x"0", mux(ret_or_flush, x"b", mux(one_bb, x"8", x"6"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), x"7", x"6"), mux(in_state7, mux(rest_done, mux(halt, x"0", x"8"), x"7"), mux(in_state8, x"9", mux(in_state9, mux(feed_end, x"a", x"9"), mux(in_state10, mux(msg_done, x"b", x"a"), x"0")))))))))));
+                eng_state <= mux(in_state0, mux(sched_pop, x"1", x"0"), mux(in_state1, x"2", mux(in_state2, x"3", mux(in_state3, mux(fetch_go, x"4", x"0"), mux(in_state4, mux(first_done, x"5", x"4"), mux(in_state5, mux(halt or wait_read, x"0", mux(ret_or_flush, x"b", mux(one_bb, x"8", x"6"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), x"7", x"6"), mux(in_state7, mux(rest_done, mux(halt, x"0", x"8"), x"7"), mux(in_state8, mux(pay_from_buf, x"9", x"c"), mux(in_state9, mux(feed_end, x"a", x"9"), mux(in_state10, mux(msg_done, x"b", x"a"), mux(in_state12, mux(ck_done, mux(ck_fault, x"b", x"9"), x"c"), x"0"))))))))))));
             end if;
         end if;
     end process;
@@ -8107,7 +8675,7 @@ begin
     begin
         if rising_edge(clk) then
             if qp_state_we = '1' then
-                qp_state_c(to_integer(unsigned(s_qp_num))) <= qp_state_wd;
+                qp_state_c(to_integer(unsigned(qp_state_wa))) <= qp_state_wd;
             end if;
             qp_state_c_rd <= qp_state_c(to_integer(unsigned(s_qp_num)));
         end if;
@@ -8118,7 +8686,7 @@ begin
     begin
         if rising_edge(clk) then
             if qp_state_we = '1' then
-                qp_state_e(to_integer(unsigned(s_qp_num))) <= qp_state_wd;
+                qp_state_e(to_integer(unsigned(qp_state_wa))) <= qp_state_wd;
             end if;
             qp_state_e_rd <= qp_state_e(to_integer(unsigned(ctx_rd_addr)));
         end if;
@@ -8139,7 +8707,8 @@ begin
         s_qp_crc &
         s_qp_rev0 &
         s_qp_send_cq &
-        s_qp_ord
+        s_qp_ord &
+        s_qp_pd
     );
             end if;
             ctx_rd <= ctx(to_integer(unsigned(ctx_rd_addr)));
@@ -8201,6 +8770,58 @@ begin
         end if;
     end process;
 
+    -- g_sge_b0: synchronous write, synchronous read (block RAM)
+    g_sge_b0_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) = '1' then
+                g_sge_b0(to_integer(unsigned(g_st_wa(2 downto 0)))) <= g_st_wd(127 downto 0);
+            end if;
+            if g_sge_rd = '1' then
+                g_sge_b0_rd <= g_sge_b0(to_integer(unsigned(g_sge_ra0)));
+            end if;
+        end if;
+    end process;
+
+    -- g_sge_b1: synchronous write, synchronous read (block RAM)
+    g_sge_b1_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) = '1' then
+                g_sge_b1(to_integer(unsigned(g_st_wa(2 downto 0)))) <= g_st_wd(255 downto 128);
+            end if;
+            if g_sge_rd = '1' then
+                g_sge_b1_rd <= g_sge_b1(to_integer(unsigned(g_sge_ra1)));
+            end if;
+        end if;
+    end process;
+
+    -- g_sge_b2: synchronous write, synchronous read (block RAM)
+    g_sge_b2_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) = '1' then
+                g_sge_b2(to_integer(unsigned(g_st_wa(2 downto 0)))) <= g_st_wd(383 downto 256);
+            end if;
+            if g_sge_rd = '1' then
+                g_sge_b2_rd <= g_sge_b2(to_integer(unsigned(g_sge_ra2)));
+            end if;
+        end if;
+    end process;
+
+    -- g_sge_b3: synchronous write, synchronous read (block RAM)
+    g_sge_b3_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) = '1' then
+                g_sge_b3(to_integer(unsigned(g_st_wa(2 downto 0)))) <= g_st_wd(511 downto 384);
+            end if;
+            if g_sge_rd = '1' then
+                g_sge_b3_rd <= g_sge_b3(to_integer(unsigned(g_sge_ra3)));
+            end if;
+        end if;
+    end process;
+
     u_rd : entity work.dma_rd_w512
         port map (
             clk => clk,
@@ -8209,11 +8830,11 @@ begin
             s_req_ready => rd_req_ready,
             s_req_addr => rd_req_addr,
             s_req_len => rd_req_len,
-            s_req_tag => x"00",
+            s_req_tag => rd_req_tag,
             m_axis_tdata => rd_tdata,
             m_axis_tkeep => rd_tkeep,
             m_axis_tvalid => rd_tvalid,
-            m_axis_tready => wb_from_dma,
+            m_axis_tready => wb_from_dma or (((g_feed and rd_ttag(0)) and pk_free) and (not pk_flush)),
             m_axis_tlast => rd_tlast,
             m_axis_tuser_tag => rd_ttag,
             m_axis_tuser_err => rd_terr,
@@ -8249,13 +8870,13 @@ begin
             s_desc_to => h_remote_addr,
             s_desc_qn => std_logic_vector'("0000000000000000000000000000000" & op_read),
             s_desc_msn => mux(op_read, cur_rmsn, cur_msn),
-            s_desc_len => std_logic_vector'(x"0000" & pay_len),
+            s_desc_len => msg_len,
             s_desc_mulpdu => cur_mulpdu,
             s_desc_user => x"0000",
-            s_axis_tdata => fq0_data,
+            s_axis_tdata => mux(pay_from_buf, fq0_data, pk_data),
             s_axis_tvalid => ddp_s_valid,
             s_axis_tready => ddp_s_ready,
-            s_axis_tlast => fq0_last,
+            s_axis_tlast => ddp_s_last,
             m_axis_tdata => ddp_m_tdata,
             m_axis_tkeep => ddp_m_tkeep,
             m_axis_tvalid => ddp_m_tvalid,

@@ -176,6 +176,15 @@ module iwcard_w512 (
     wire           tx_stat_halt;
     wire [9:0]     tx_stat_halt_qpn;
     wire           tx_stat_dma_err;
+    wire           tx_m_chk_valid;
+    wire [31:0]    tx_m_chk_stag;
+    wire [31:0]    tx_m_chk_pd;
+    wire [31:0]    tx_m_chk_qp;
+    wire [3:0]     tx_m_chk_need;
+    wire [63:0]    tx_m_chk_to;
+    wire [31:0]    tx_m_chk_len;
+    wire [7:0]     tx_m_chk_tag;
+    wire           tx_s_chk_ready;
     wire [5:0]     tx_m_axi_arid;
     wire [63:0]    tx_m_axi_araddr;
     wire [7:0]     tx_m_axi_arlen;
@@ -502,11 +511,6 @@ module iwcard_w512 (
         cq_m_overrun_valid,
         cq_s_cpl1_ready,
         cq_s_ev1_ready,
-        pl_m_chk_addr,
-        pl_m_chk_fault,
-        pl_m_chk_run,
-        pl_m_chk_tag,
-        pl_m_chk_valid,
         pl_m_host_inv_stag,
         pl_m_host_last,
         pl_m_host_mo,
@@ -519,7 +523,6 @@ module iwcard_w512 (
         pl_m_term_qp,
         pl_m_term_seglen,
         pl_m_term_valid,
-        pl_s_chk_ready,
         rdm_s3_axi_arready,
         rdm_s3_axi_rdata,
         rdm_s3_axi_rid,
@@ -719,6 +722,7 @@ module iwcard_w512 (
         .s_qp_rev0(regs_qp_mpa_rev0),
         .s_qp_send_cq(regs_qp_cqs_send_cq[9:0]),
         .s_qp_ord(regs_qp_rd_ord[4:0]),
+        .s_qp_pd(regs_qp_pd_pd),
         .s_db_valid(db_valid0),
         .s_db_ready(tx_s_db_ready),
         .s_db_kind(regs_m_db_kind),
@@ -746,6 +750,21 @@ module iwcard_w512 (
         .stat_halt(tx_stat_halt),
         .stat_halt_qpn(tx_stat_halt_qpn),
         .stat_dma_err(tx_stat_dma_err),
+        .m_chk_valid(tx_m_chk_valid),
+        .m_chk_ready(pl_s_chk_ready),
+        .m_chk_stag(tx_m_chk_stag),
+        .m_chk_pd(tx_m_chk_pd),
+        .m_chk_qp(tx_m_chk_qp),
+        .m_chk_need(tx_m_chk_need),
+        .m_chk_to(tx_m_chk_to),
+        .m_chk_len(tx_m_chk_len),
+        .m_chk_tag(tx_m_chk_tag),
+        .s_chk_valid(pl_m_chk_valid),
+        .s_chk_ready(tx_s_chk_ready),
+        .s_chk_tag(pl_m_chk_tag),
+        .s_chk_fault(pl_m_chk_fault),
+        .s_chk_addr(pl_m_chk_addr),
+        .s_chk_run(pl_m_chk_run),
         .m_axi_arid(tx_m_axi_arid),
         .m_axi_araddr(tx_m_axi_araddr),
         .m_axi_arlen(tx_m_axi_arlen),
@@ -971,17 +990,17 @@ module iwcard_w512 (
         .s_inv_valid(rx_m_inv_valid),
         .s_inv_ready(pl_s_inv_ready),
         .s_inv_index(rx_m_inv_index),
-        .s_chk_valid(1'h0),
+        .s_chk_valid(tx_m_chk_valid),
         .s_chk_ready(pl_s_chk_ready),
-        .s_chk_stag(32'h00000000),
-        .s_chk_pd(32'h00000000),
-        .s_chk_qp(32'h00000000),
-        .s_chk_need(4'h0),
-        .s_chk_to(64'h0000000000000000),
-        .s_chk_len(32'h00000000),
-        .s_chk_tag(8'h00),
+        .s_chk_stag(tx_m_chk_stag),
+        .s_chk_pd(tx_m_chk_pd),
+        .s_chk_qp(tx_m_chk_qp),
+        .s_chk_need(tx_m_chk_need),
+        .s_chk_to(tx_m_chk_to),
+        .s_chk_len(tx_m_chk_len),
+        .s_chk_tag(tx_m_chk_tag),
         .m_chk_valid(pl_m_chk_valid),
-        .m_chk_ready(1'h1),
+        .m_chk_ready(tx_s_chk_ready),
         .m_chk_tag(pl_m_chk_tag),
         .m_chk_fault(pl_m_chk_fault),
         .m_chk_addr(pl_m_chk_addr),

@@ -198,6 +198,15 @@ architecture rtl of iwcard_w512 is
     signal tx_stat_halt : std_logic;
     signal tx_stat_halt_qpn : std_logic_vector(9 downto 0);
     signal tx_stat_dma_err : std_logic;
+    signal tx_m_chk_valid : std_logic;
+    signal tx_m_chk_stag : std_logic_vector(31 downto 0);
+    signal tx_m_chk_pd : std_logic_vector(31 downto 0);
+    signal tx_m_chk_qp : std_logic_vector(31 downto 0);
+    signal tx_m_chk_need : std_logic_vector(3 downto 0);
+    signal tx_m_chk_to : std_logic_vector(63 downto 0);
+    signal tx_m_chk_len : std_logic_vector(31 downto 0);
+    signal tx_m_chk_tag : std_logic_vector(7 downto 0);
+    signal tx_s_chk_ready : std_logic;
     signal tx_m_axi_arid : std_logic_vector(5 downto 0);
     signal tx_m_axi_araddr : std_logic_vector(63 downto 0);
     signal tx_m_axi_arlen : std_logic_vector(7 downto 0);
@@ -524,11 +533,6 @@ begin
         cq_m_overrun_valid &
         cq_s_cpl1_ready &
         cq_s_ev1_ready &
-        pl_m_chk_addr &
-        pl_m_chk_fault &
-        pl_m_chk_run &
-        pl_m_chk_tag &
-        pl_m_chk_valid &
         pl_m_host_inv_stag &
         pl_m_host_last &
         pl_m_host_mo &
@@ -541,7 +545,6 @@ begin
         pl_m_term_qp &
         pl_m_term_seglen &
         pl_m_term_valid &
-        pl_s_chk_ready &
         rdm_s3_axi_arready &
         rdm_s3_axi_rdata &
         rdm_s3_axi_rid &
@@ -767,6 +770,7 @@ begin
             s_qp_rev0 => regs_qp_mpa_rev0,
             s_qp_send_cq => regs_qp_cqs_send_cq(9 downto 0),
             s_qp_ord => regs_qp_rd_ord(4 downto 0),
+            s_qp_pd => regs_qp_pd_pd,
             s_db_valid => db_valid0,
             s_db_ready => tx_s_db_ready,
             s_db_kind => regs_m_db_kind,
@@ -794,6 +798,21 @@ begin
             stat_halt => tx_stat_halt,
             stat_halt_qpn => tx_stat_halt_qpn,
             stat_dma_err => tx_stat_dma_err,
+            m_chk_valid => tx_m_chk_valid,
+            m_chk_ready => pl_s_chk_ready,
+            m_chk_stag => tx_m_chk_stag,
+            m_chk_pd => tx_m_chk_pd,
+            m_chk_qp => tx_m_chk_qp,
+            m_chk_need => tx_m_chk_need,
+            m_chk_to => tx_m_chk_to,
+            m_chk_len => tx_m_chk_len,
+            m_chk_tag => tx_m_chk_tag,
+            s_chk_valid => pl_m_chk_valid,
+            s_chk_ready => tx_s_chk_ready,
+            s_chk_tag => pl_m_chk_tag,
+            s_chk_fault => pl_m_chk_fault,
+            s_chk_addr => pl_m_chk_addr,
+            s_chk_run => pl_m_chk_run,
             m_axi_arid => tx_m_axi_arid,
             m_axi_araddr => tx_m_axi_araddr,
             m_axi_arlen => tx_m_axi_arlen,
@@ -1021,17 +1040,17 @@ begin
             s_inv_valid => rx_m_inv_valid,
             s_inv_ready => pl_s_inv_ready,
             s_inv_index => rx_m_inv_index,
-            s_chk_valid => '0',
+            s_chk_valid => tx_m_chk_valid,
             s_chk_ready => pl_s_chk_ready,
-            s_chk_stag => x"00000000",
-            s_chk_pd => x"00000000",
-            s_chk_qp => x"00000000",
-            s_chk_need => x"0",
-            s_chk_to => x"0000000000000000",
-            s_chk_len => x"00000000",
-            s_chk_tag => x"00",
+            s_chk_stag => tx_m_chk_stag,
+            s_chk_pd => tx_m_chk_pd,
+            s_chk_qp => tx_m_chk_qp,
+            s_chk_need => tx_m_chk_need,
+            s_chk_to => tx_m_chk_to,
+            s_chk_len => tx_m_chk_len,
+            s_chk_tag => tx_m_chk_tag,
             m_chk_valid => pl_m_chk_valid,
-            m_chk_ready => '1',
+            m_chk_ready => tx_s_chk_ready,
             m_chk_tag => pl_m_chk_tag,
             m_chk_fault => pl_m_chk_fault,
             m_chk_addr => pl_m_chk_addr,

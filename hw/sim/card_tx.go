@@ -50,6 +50,7 @@ type CardTxQP struct {
 	Rev0            bool
 	SendCQ          uint32
 	ORD             uint32 // RDMA Reads outstanding (1..16; 0 is taken as 1)
+	PD              uint32 // protection domain (lkey checks)
 }
 
 // CardTxDoorbell is one doorbell record for card_tx.
@@ -109,6 +110,8 @@ type ctxPorts struct {
 	awAddr, awLen, awValid, awReady                              Port
 	wData, wStrb, wLast, wValid, wReady                          Port
 	bID, bResp, bValid, bReady                                   Port
+	qpPD, regWr, regAddr, regData, initDone                      Port
+	plReady                                                      []Port
 }
 
 func lookupCardTxPorts(l Layout) (ctxPorts, error) {
@@ -122,6 +125,7 @@ func lookupCardTxPorts(l Layout) (ctxPorts, error) {
 		"s_rdone_len": &p.rdnLen,
 		"s_db_valid":  &p.dbValid, "s_db_kind": &p.dbKind, "s_db_index": &p.dbIndex, "s_db_value": &p.dbValue,
 		"s_db_push_ok": &p.dbPushOK, "s_db_push_data": &p.dbPush, "m_cpl_ready": &p.cplReady,
+		"s_qp_pd": &p.qpPD, "reg_wr_valid": &p.regWr, "reg_wr_addr": &p.regAddr, "reg_wr_data": &p.regData,
 		"m_axi_arready": &p.arReady, "m_axi_rid": &p.rID, "m_axi_rdata": &p.rData, "m_axi_rresp": &p.rResp,
 		"m_axi_rlast": &p.rLast, "m_axi_rvalid": &p.rValid, "m_axi_awready": &p.awReady,
 		"m_axi_wready": &p.wReady, "m_axi_bid": &p.bID, "m_axi_bresp": &p.bResp, "m_axi_bvalid": &p.bValid,
@@ -133,9 +137,20 @@ func lookupCardTxPorts(l Layout) (ctxPorts, error) {
 		"m_axi_arid": &p.arID, "m_axi_araddr": &p.arAddr, "m_axi_arlen": &p.arLen, "m_axi_arvalid": &p.arValid,
 		"m_axi_rready": &p.rReady, "m_axi_awaddr": &p.awAddr, "m_axi_awlen": &p.awLen, "m_axi_awvalid": &p.awValid,
 		"m_axi_wdata": &p.wData, "m_axi_wstrb": &p.wStrb, "m_axi_wlast": &p.wLast, "m_axi_wvalid": &p.wValid,
-		"m_axi_bready": &p.bReady,
+		"m_axi_bready": &p.bReady, "init_done": &p.initDone,
 	})
-	return p, err
+	if err != nil {
+		return p, err
+	}
+	// placement's own channels carry nothing in card_tx_tb: always ready.
+	for _, n := range []string{"m_dma_ready", "m_host_tready", "m_term_ready", "m_done_ready"} {
+		q, err := l.In(n)
+		if err != nil {
+			return p, err
+		}
+		p.plReady = append(p.plReady, q)
+	}
+	return p, nil
 }
 
 type ctxReadBurst struct {
@@ -152,7 +167,7 @@ type ctxWriteBurst struct {
 	readyAt uint64
 }
 
-// CardTxSim runs card_tx_w<width> cycle by cycle against a simulated host:
+// CardTxSim runs card_tx_tb_w<width> cycle by cycle against a simulated host:
 // memory behind its AXI4 master (reads answered after a latency, bursts of
 // different IDs interleaved at random; writes recorded), QP commands and
 // doorbells fed in order, records collected.
@@ -173,6 +188,9 @@ type CardTxSim struct {
 	DoorbellTaken []uint64
 	// ReadDoneTaken is the cycle each Read done was taken in.
 	ReadDoneTaken []uint64
+	// RingBytes counts, per QP, the stream bytes whose write data reached
+	// host memory (a host may hand them to TCP and give TXS_CI back).
+	RingBytes map[uint32]uint64
 
 	lanes   int
 	inst    *Instance
@@ -182,6 +200,8 @@ type CardTxSim struct {
 	cmds    []CardTxQP
 	dbs     []CardTxDoorbell
 	dones   []CardTxReadDone
+	regs    [][2]uint32         // placement register writes (offset, value), after init_done
+	rings   map[uint32]CardTxQP // by QP number
 	rd      []*ctxReadBurst
 	wr      []*ctxWriteBurst // addressed, data not complete
 	bq      []*ctxWriteBurst // response pending
@@ -192,9 +212,10 @@ type CardTxSim struct {
 // ErrCardTx is wrapped by the errors of a card_tx co-simulation.
 var ErrCardTx = errors.New("sim: card_tx")
 
-// NewCardTxSim loads card_tx_w<width> (built by make hw-sim-libs).
+// NewCardTxSim loads card_tx_tb_w<width> (card_tx with placement behind
+// its lkey check port; built by make hw-sim-libs).
 func NewCardTxSim(width int, seed uint64, t CardTxTiming) (*CardTxSim, error) {
-	m, err := gen.CardTx(width)
+	m, err := gen.CardTxBench(width)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +228,7 @@ func NewCardTxSim(width int, seed uint64, t CardTxTiming) (*CardTxSim, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &CardTxSim{Mem: HostMem{}, Timing: t, lanes: width / 8, inst: lib.New(), p: p,
+	s := &CardTxSim{Mem: HostMem{}, Timing: t, lanes: width / 8, inst: lib.New(), p: p, RingBytes: map[uint32]uint64{}, rings: map[uint32]CardTxQP{},
 		in: make([]uint32, l.InWords), out: make([]uint32, l.OutWords), rng: NewRand(seed)}
 	p.rst.Set(s.in, 1)
 	for i := 0; i < 4; i++ {
@@ -216,14 +237,29 @@ func NewCardTxSim(width int, seed uint64, t CardTxTiming) (*CardTxSim, error) {
 		}
 	}
 	p.rst.Set(s.in, 0)
+	for _, q := range p.plReady {
+		q.Set(s.in, 1)
+	}
 	return s, nil
 }
 
 // Close frees the simulation.
 func (s *CardTxSim) Close() { s.inst.Close() }
 
-// Command queues the QP command q.
-func (s *CardTxSim) Command(q CardTxQP) { s.cmds = append(s.cmds, q) }
+// Command queues the QP command q (a CREATE's rings are watched for
+// RingBytes).
+func (s *CardTxSim) Command(q CardTxQP) {
+	s.cmds = append(s.cmds, q)
+	if q.Op <= 1 {
+		s.rings[q.Num] = q
+		s.RingBytes[q.Num] = 0
+	}
+}
+
+// RegWrite queues a write of placement's register window (the STag
+// table, docs/regmap.md); the writes go in one per cycle once placement's
+// table sweep is done.
+func (s *CardTxSim) RegWrite(off, v uint32) { s.regs = append(s.regs, [2]uint32{off, v}) }
 
 // Doorbell queues a doorbell.
 func (s *CardTxSim) Doorbell(d CardTxDoorbell) { s.dbs = append(s.dbs, d) }
@@ -231,9 +267,9 @@ func (s *CardTxSim) Doorbell(d CardTxDoorbell) { s.dbs = append(s.dbs, d) }
 // ReadDone queues a Read done record.
 func (s *CardTxSim) ReadDone(d CardTxReadDone) { s.dones = append(s.dones, d) }
 
-// Pending reports whether commands, doorbells or Read dones wait to be
-// taken.
-func (s *CardTxSim) Pending() bool { return len(s.cmds)+len(s.dbs)+len(s.dones) > 0 }
+// Pending reports whether commands, doorbells, Read dones or register
+// writes wait to be taken.
+func (s *CardTxSim) Pending() bool { return len(s.cmds)+len(s.dbs)+len(s.dones)+len(s.regs) > 0 }
 
 // Halted reports stat_halt and stat_dma_err.
 func (s *CardTxSim) Halted() (halt bool, qpn uint32, dmaErr bool) {
@@ -262,6 +298,7 @@ func (s *CardTxSim) Step() error {
 		p.qpRev0.Set(in, b2u(q.Rev0))
 		p.qpSendCQ.Set(in, uint64(q.SendCQ))
 		p.qpORD.Set(in, uint64(max(q.ORD, 1)))
+		p.qpPD.Set(in, uint64(q.PD))
 	} else {
 		p.qpValid.Set(in, 0)
 	}
@@ -279,7 +316,9 @@ func (s *CardTxSim) Step() error {
 		p.rdnValid.Set(in, 0)
 	}
 	var push [64]byte
-	if len(s.cmds) == 0 && len(s.dbs) > 0 && s.chance(200) {
+	// Doorbells after the register writes queued before them, as a
+	// driver programs the STag table before it posts work that uses it.
+	if len(s.cmds) == 0 && len(s.dbs) > 0 && len(s.regs) == 0 && s.chance(200) {
 		d := s.dbs[0]
 		p.dbValid.Set(in, 1)
 		p.dbKind.Set(in, uint64(d.Kind))
@@ -294,6 +333,13 @@ func (s *CardTxSim) Step() error {
 		p.dbPushOK.Set(in, 0)
 	}
 	p.dbPush.SetBytes(in, push[:])
+	regGo := len(s.regs) > 0 && p.initDone.Get(s.out) != 0
+	p.regWr.Set(in, b2u(regGo))
+	if regGo {
+		p.regAddr.Set(in, uint64(s.regs[0][0]))
+		p.regData.Set(in, uint64(s.regs[0][1]))
+		s.regs = s.regs[1:]
+	}
 	p.cplReady.Set(in, b2u(s.chance(160)))
 	p.arReady.Set(in, b2u(s.chance(200)))
 	p.awReady.Set(in, b2u(s.chance(200)))
@@ -415,6 +461,11 @@ func (s *CardTxSim) Step() error {
 				s.Writes = append(s.Writes, RingWrite{Addr: a, Data: []byte{data[i]}})
 			}
 			s.Mem.Write(a, data[i:i+1])
+			for _, q := range s.rings {
+				if a >= q.TXSBase && a < q.TXSBase+1<<q.TXSLog {
+					s.RingBytes[q.Num]++
+				}
+			}
 		}
 		s.WriteBeats++
 		b.got++

@@ -157,7 +157,7 @@ func (b *ctxBench) answerModel() bool {
 	return sent
 }
 
-// answerRTL reads the RTL's transmit stream of q up to TXS_PI pi and
+// answerRTL reads the RTL's transmit stream of q up to offset pi and
 // gives card_tx a Read done for each Read Request in it, as placement
 // would once the Read Response is placed.
 func (b *ctxBench) answerRTL(q *ctxQP, pi uint32) {

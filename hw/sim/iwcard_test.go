@@ -72,6 +72,8 @@ const (
 	wcTXS    = 0x800_0000  // + qpn<<16
 	wcRXS    = 0x1000_0000 // + qpn<<16
 	wcRegion = 0x2000_0000 // + qpn<<16: the QP's registered region
+	wcSrc    = 0x3000_0000 // + qpn<<16: the QP's two gather sources (local read)
+	wcSrcLen = 1 << 14     // bytes of each gather source
 	wcEQLog  = 10          //
 	wcCQLog  = 10          //
 	wcRegLen = 1 << 16     // region bytes
@@ -98,9 +100,10 @@ type wcQP struct {
 	posted         int    // WQEs posted
 	pending        bool   // an SQ_PI doorbell is due
 	stag           mem.STag
-	peer           mpa.Framer // the peer's framer (our receive stream)
-	rxWritten      uint32     // receive stream octets written and announced
-	mTXSCI, rTXSCI uint32     // TXS_CI given back (model, RTL)
+	src            [2]mem.STag // gather sources: wcSrc + qpn<<16 (+ 32 KiB)
+	peer           mpa.Framer  // the peer's framer (our receive stream)
+	rxWritten      uint32      // receive stream octets written and announced
+	mTXSCI, rTXSCI uint32      // TXS_CI given back (model, RTL)
 }
 
 type wcBench struct {
@@ -343,13 +346,81 @@ func (b *wcBench) createQP(q *wcQP, idx uint32) {
 		b.w32(cs.PlacementWindow+rw[0], rw[1])
 	}
 	q.stag = mem.MakeSTag(idx, key)
+	// Two gather sources of random bytes, STags 64+2*idx and 65+2*idx.
+	for k := range q.src {
+		key := uint8(b.rng.Uint32())
+		at := wcSrc + uint64(q.n)<<16 + uint64(k)<<15
+		b.alloc(at, wcSrcLen)
+		p := make([]byte, wcSrcLen)
+		for i := range p {
+			p[i] = byte(b.rng.Uint32())
+		}
+		b.put(at, p)
+		si := 64 + 2*idx + uint32(k)
+		for _, rw := range [][2]uint32{
+			{pr.StagIndex, si},
+			{pr.StagCtrl, uint32(key) | uint32(mem.LocalWrite)<<pr.StagCtrlAccessShift | 1<<pr.StagCtrlValidShift},
+			{pr.StagPd, q.pd}, {pr.StagQp, 0},
+			{pr.StagBaseLo, uint32(at)}, {pr.StagBaseHi, 0},
+			{pr.StagLenLo, wcSrcLen}, {pr.StagLenHi, 0},
+			{pr.StagAddrLo, uint32(at)}, {pr.StagAddrHi, 0},
+			{pr.StagPbl, 0}, {pr.StagCommit, 0},
+		} {
+			b.w32(cs.PlacementWindow+rw[0], rw[1])
+		}
+		q.src[k] = mem.MakeSTag(si, key)
+	}
 }
 
-// post writes a random inline WQE (Send, Send with Invalidate, RDMA
-// Write) into q's SQ and rings its doorbell now, later, or as a push.
+// sglWQE is a Send, Send with Invalidate or RDMA Write whose payload is
+// gathered from 1 to 4 SGEs (one in ten: up to 30) of q's two sources, at
+// odd offsets and lengths, empty ones too, 1,500 bytes at most in all (its
+// FPDUs fit the smallest TX ring).
+func (b *wcBench) sglWQE(q *wcQP) []byte {
+	r := b.rng
+	n := 1 + r.IntN(4)
+	if r.Chance(25) {
+		n = 1 + r.IntN(cs.MaxSGE)
+	}
+	bbs := max(1, (cs.WQEHdr+n*cs.SGESize+cs.BB-1)/cs.BB)
+	wqe := make([]byte, bbs*cs.BB)
+	h := cs.WQE(wqe)
+	ops := []cs.WQEOpcode{cs.WQEOpcodeSend, cs.WQEOpcodeSendInv, cs.WQEOpcodeRDMAWrite}
+	h.SetOpcode(ops[r.IntN(len(ops))])
+	h.SetSignaled(r.Chance(170))
+	h.SetSolicited(r.Chance(80))
+	h.SetBBS(uint8(bbs))
+	h.SetNSGE(uint8(n))
+	h.SetWRID(r.Uint64())
+	h.SetRemoteAddr(r.Uint64())
+	h.SetRKey(r.Uint32())
+	h.SetInvSTag(r.Uint32())
+	left := 1500
+	for i := 0; i < n; i++ {
+		k := r.IntN(min(left, 1500/n) + 1)
+		if r.Chance(30) {
+			k = 0
+		}
+		left -= k
+		src := r.IntN(2)
+		off := r.IntN(wcSrcLen - k + 1)
+		e := cs.SGE(wqe[cs.WQEHdr+i*cs.SGESize:])
+		e.SetAddr(wcSrc + uint64(q.n)<<16 + uint64(src)<<15 + uint64(off))
+		e.SetLength(uint32(k))
+		e.SetLKey(uint32(q.src[src]))
+	}
+	return wqe
+}
+
+// post writes a random WQE (Send, Send with Invalidate, RDMA Write;
+// inline or, one in three, gathered from an SGL) into q's SQ and rings
+// its doorbell now, later, or as a push.
 func (b *wcBench) post(q *wcQP) {
 	r := b.rng
 	wqe := randomInlineWQE(r, wqeMix{maxLen: cs.MaxInline, signaled: 170})
+	if gen.CardTxGathers(b.w) && r.Chance(85) {
+		wqe = b.sglWQE(q)
+	}
 	bbs := len(wqe) / cs.BB
 	size := uint16(1) << q.sqLog
 	for i := 0; i < bbs; i++ {

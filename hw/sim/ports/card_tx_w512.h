@@ -21,6 +21,7 @@
     X(s_qp_rev0, 1) \
     X(s_qp_send_cq, 10) \
     X(s_qp_ord, 5) \
+    X(s_qp_pd, 32) \
     X(s_db_valid, 1) \
     X(s_db_kind, 3) \
     X(s_db_index, 10) \
@@ -33,6 +34,12 @@
     X(s_rdone_to, 64) \
     X(s_rdone_len, 16) \
     X(m_cpl_ready, 1) \
+    X(m_chk_ready, 1) \
+    X(s_chk_valid, 1) \
+    X(s_chk_tag, 8) \
+    X(s_chk_fault, 3) \
+    X(s_chk_addr, 64) \
+    X(s_chk_run, 32) \
     X(m_axi_arready, 1) \
     X(m_axi_rid, 6) \
     X(m_axi_rdata, 512) \
@@ -63,6 +70,15 @@
     X(stat_halt, 1) \
     X(stat_halt_qpn, 10) \
     X(stat_dma_err, 1) \
+    X(m_chk_valid, 1) \
+    X(m_chk_stag, 32) \
+    X(m_chk_pd, 32) \
+    X(m_chk_qp, 32) \
+    X(m_chk_need, 4) \
+    X(m_chk_to, 64) \
+    X(m_chk_len, 32) \
+    X(m_chk_tag, 8) \
+    X(s_chk_ready, 1) \
     X(m_axi_arid, 6) \
     X(m_axi_araddr, 64) \
     X(m_axi_arlen, 8) \
