@@ -12,7 +12,9 @@
 # served with its bytes verified or ends its QP with a typed mismatch
 # naming what the RTL did not do, never hangs.
 test-host-sim: hw-sim-libs
-	$(GO) test -tags cosim -count=1 -timeout 30m -run 'TestRTL' -v ./host/driver/simcard/ | grep -E '^ *(=== RUN|--- |ok|FAIL|PASS)|RTL:|served'
+	@mkdir -p build
+	@rc=0; $(GO) test -tags cosim -count=1 -timeout 30m -run 'TestRTL' -v ./host/driver/simcard/ >build/host-sim-test.log 2>&1 || rc=$$?; \
+	if [ $$rc -ne 0 ]; then cat build/host-sim-test.log; else grep -E '^ *(--- |ok)|RTL:|served' build/host-sim-test.log; fi; exit $$rc
 
 # The whole verbs suite on the sim card (to 64 KiB, 2 QPs at once). Not in
 # make test while the RTL lacks operations: it fails where the RTL does

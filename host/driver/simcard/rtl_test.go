@@ -73,9 +73,9 @@ func TestRTLOperationEndsOrFails(t *testing.T) {
 				select {
 				case err = <-done:
 				case <-a.QP.Done():
-					err = a.QP.Err()
+					err = mismatchOf(ctx, a.QP, b.QP)
 				case <-b.QP.Done():
-					err = b.QP.Err()
+					err = mismatchOf(ctx, b.QP, a.QP)
 				case <-ctx.Done():
 					t.Fatalf("%s: neither done nor failed: a hang", op)
 				}
@@ -96,6 +96,25 @@ func TestRTLOperationEndsOrFails(t *testing.T) {
 			})
 		}
 	}
+}
+
+// mismatchOf is the error of a pair whose QP first ended: the checker's
+// mismatch if either QP has one. The checker stops one QP, whose peer then
+// loses its connection; which of the two ends is seen first depends on the
+// scheduler, so the other is given until ctx ends to report its cause.
+func mismatchOf(ctx context.Context, first, other *verbs.QP) error {
+	var me *simcard.MismatchError
+	if err := first.Err(); err == nil || errors.As(err, &me) {
+		return err
+	}
+	select {
+	case <-other.Done():
+		if err := other.Err(); errors.As(err, &me) {
+			return err
+		}
+	case <-ctx.Done():
+	}
+	return first.Err()
 }
 
 var suiteWidth = flag.Int("sim.width", simcard.DefaultWidth, "data path width of TestSuiteSim's card (64 or 512)")
