@@ -283,9 +283,8 @@ func (b *bar) Write32(off, v uint32) error {
 // too.
 type pairHost Phys
 
-func (h *pairHost) ReadMem(addr uint64, p []byte) error      { return h.Host.ReadMem(addr, p) }
-func (h *pairHost) WriteMem(addr uint64, p []byte) error     { return h.Host.WriteMem(addr, p) }
-func (h *pairHost) Interrupt(v int)                          { h.Host.Interrupt(v) }
+// ReadMem, WriteMem and Interrupt are the embedded Host's, promoted.
+
 func (h *pairHost) ModelReadMem(addr uint64, p []byte) error { return h.Host.ReadMem(addr, p) }
 func (h *pairHost) Reachable(addr uint64, n int) error {
 	_, err := h.Lookup(addr, n)
