@@ -165,6 +165,23 @@ func (q *cq) entry(i uint32) (cs.CQE, bool) {
 	return cs.CQE(q.r.b[off : off+cs.CQESize]), true
 }
 
+// holds reports whether a send completion of QP qpn is written and not
+// polled yet.
+func (q *cq) holds(qpn uint32) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i := q.ci; !q.gone && i-q.ci < q.n; i++ {
+		e, ok := q.entry(i)
+		if !ok {
+			return false
+		}
+		if uint32(e.QPN()) == qpn && e.Opcode() != cs.WCOpcodeRecv {
+			return true
+		}
+	}
+	return false
+}
+
 // completion checks a CQE and converts it.
 func (q *cq) completion(e cs.CQE, idx uint32) (iwarp.Completion, error) {
 	qpn := uint32(e.QPN())
@@ -209,6 +226,11 @@ func (q *cq) pollLocked(wc []iwarp.Completion) (int, error) {
 				q.err = err
 			}
 			break
+		}
+		if wc[k].Opcode != iwarp.WCRecv {
+			if p := q.c.qp(wc[k].QP); p != nil && p.scq == q {
+				p.paid(wc[k].ID)
+			}
 		}
 		if q.userArmed && (!q.userSol || wc[k].Solicited || wc[k].Status != iwarp.WCSuccess) {
 			q.fireLocked()

@@ -101,7 +101,25 @@ type qp struct {
 
 	// progress watchdog (the watchdog goroutine's)
 	lastCI   uint16
+	lastTXS  uint32
+	lastDone uint32
 	lastMove time.Time
+
+	owedMu sync.Mutex
+	owed   []owedWR // signaled send WRs posted whose completion was not polled, oldest first
+	readSE bool     // an unsignaled Read was posted after the last signaled WR
+	sentWC atomic.Uint32
+}
+
+// owedWR is a signaled send WR the card owes a completion for, as the
+// watchdog sees it: once the card has taken it from the SQ (SQ_CI past
+// end), its completion depends on the card alone unless a Read is before
+// it (the peer's Read Response then comes first).
+type owedWR struct {
+	id       uint64
+	end      uint16 // SQ_CI once the card has taken it
+	op       iwarp.WROpcode
+	waitPeer bool // a Read: it, or an unsignaled one before it
 }
 
 func (q *qp) statWord(off int) uint32 { return atomic.LoadUint32(word(q.stat, off)) }
@@ -387,6 +405,7 @@ func (q *qp) PostSend(wrs ...iwarp.SendWR) error {
 		}
 		n := sendBBs(wr)
 		blk := q.putSend(wr, n, bind)
+		q.owe(wr)
 		if len(wrs) == 1 && n == 1 && wr.Inline != nil && len(wr.Inline) <= q.c.caps.PushInline {
 			err := q.push(blk)
 			q.mu.Unlock()
@@ -401,6 +420,45 @@ func (q *qp) PostSend(wrs ...iwarp.SendWR) error {
 	}
 	q.posted()
 	return nil
+}
+
+// owe notes a posted WR for the completion watchdog. Called with mu held,
+// after the WR is in the SQ.
+func (q *qp) owe(wr *iwarp.SendWR) {
+	read := wr.Opcode == iwarp.WRRead
+	q.owedMu.Lock()
+	defer q.owedMu.Unlock()
+	if !wr.Signaled {
+		q.readSE = q.readSE || read
+		return
+	}
+	q.owed = append(q.owed, owedWR{id: wr.ID, end: uint16(q.sq.pi), op: wr.Opcode, waitPeer: read || q.readSE})
+	q.readSE = false
+}
+
+// paid takes the completion of the oldest owed WR off the list (a send
+// CQE of this QP polled; an error completion of an unsignaled WR, which
+// ends the QP, names no owed WR and is ignored).
+func (q *qp) paid(id uint64) {
+	q.sentWC.Add(1)
+	q.owedMu.Lock()
+	if len(q.owed) > 0 && q.owed[0].id == id {
+		q.owed = q.owed[1:]
+		if len(q.owed) == 0 {
+			q.owed = nil // let the array go
+		}
+	}
+	q.owedMu.Unlock()
+}
+
+// oldestOwed is the oldest signaled WR without a polled completion.
+func (q *qp) oldestOwed() (owedWR, bool) {
+	q.owedMu.Lock()
+	defer q.owedMu.Unlock()
+	if len(q.owed) == 0 {
+		return owedWR{}, false
+	}
+	return q.owed[0], true
 }
 
 // posted follows a send doorbell: what the card's first steps put on the
@@ -549,24 +607,41 @@ func (q *qp) Close() error {
 	return nil
 }
 
-// checkProgress is the watchdog's look at the QP: posted send work whose
-// consumer index has not moved within the bound ends the QP.
+// checkProgress is the watchdog's look at the QP. The card owes it
+// progress when posted send work waits in the SQ (SQ_CI must move), or
+// when it has taken a signaled WR whose completion depends on it alone
+// (not on the peer's Read Response): a completion, or at least transmit
+// stream bytes, must come. Nothing of the kind within the bound ends the
+// QP with a StuckError naming what was owed. A transmit ring the bridge
+// has not drained is TCP holding the card back (a peer that does not
+// read), not the card being stuck.
 func (q *qp) checkProgress(now time.Time) {
 	q.mu.Lock()
 	pi, state := uint16(q.sq.pi), q.state
 	q.mu.Unlock()
-	ci := q.sqCI()
-	// A transmit ring the bridge has not drained is TCP holding the card
-	// back (a peer that does not read), not the card being stuck.
-	backpressure := q.statWord(0) != q.tx.sent.Load()
-	if ci != q.lastCI || pi == ci || state == qpEnded || backpressure || q.lastMove.IsZero() {
-		q.lastCI, q.lastMove = ci, now
+	ci, txs, done := q.sqCI(), q.statWord(0), q.sentWC.Load()
+	owed, hasOwed := q.oldestOwed()
+	waitSQ := pi != ci
+	waitWC := hasOwed && !owed.waitPeer && int16(ci-owed.end) >= 0
+	backpressure := txs != q.tx.sent.Load()
+	moved := ci != q.lastCI || txs != q.lastTXS || done != q.lastDone
+	if moved || !(waitSQ || waitWC) || state == qpEnded || backpressure || q.lastMove.IsZero() {
+		q.lastCI, q.lastTXS, q.lastDone, q.lastMove = ci, txs, done, now
 		return
 	}
-	if now.Sub(q.lastMove) > q.c.opt.Watchdog {
-		q.lastMove = now
-		q.fail(&StuckError{What: fmt.Sprintf("SQ_CI of QP %d (at %d, posted up to %d)", q.qpn, ci, pi), After: q.c.opt.Watchdog.String()})
+	if now.Sub(q.lastMove) <= q.c.opt.Watchdog {
+		return
 	}
+	q.lastMove = now
+	if waitSQ {
+		q.fail(&StuckError{What: fmt.Sprintf("SQ_CI of QP %d (at %d, posted up to %d)", q.qpn, ci, pi), After: q.c.opt.Watchdog.String()})
+		return
+	}
+	if q.scq.holds(q.qpn) {
+		return // written, not polled yet: the card did its part
+	}
+	q.fail(&StuckError{What: fmt.Sprintf("the completion of QP %d's %v WR %#x (the card took it from the SQ, SQ_CI %d)", q.qpn, owed.op, owed.id, ci),
+		After: q.c.opt.Watchdog.String()})
 }
 
 // reap waits until the card is done with the QP, lets the bridge finish

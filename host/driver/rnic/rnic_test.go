@@ -3,6 +3,7 @@ package rnic
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -461,16 +462,22 @@ func TestDMAFault(t *testing.T) {
 	require.Equal(t, qpn, de.QPN)
 }
 
-func TestStuckQP(t *testing.T) {
+// watchedQP is a QP on a fake card whose watchdog bound is bound.
+func watchedQP(t *testing.T, bound time.Duration) (*fakePhys, *Card, *mem.PD, driver.QP) {
 	f := newFake(t)
-	c, err := Open(f, Options{Watchdog: 100 * time.Millisecond})
+	c, err := Open(f, Options{Watchdog: bound})
 	require.NoError(t, err)
-	defer closeFake(t, f, c)
+	t.Cleanup(func() { closeFake(t, f, c) })
 	pd, _ := c.AllocPD()
 	cq, _ := c.CreateCQ(4)
 	conn, _ := tcpPair(t)
 	q, err := c.Attach(conn, mpa.Params{Rev: mpa.Rev1}, driver.QPConfig{PD: pd, SendCQ: cq, RecvCQ: cq})
 	require.NoError(t, err)
+	return f, c, pd, q
+}
+
+func TestStuckQP(t *testing.T) {
+	_, _, _, q := watchedQP(t, 100*time.Millisecond)
 	require.NoError(t, q.PostSend(iwarp.SendWR{Opcode: iwarp.WRSend}))
 	// The card never consumes the WQE nor answers QP_CMD ERROR.
 	select {
@@ -480,6 +487,54 @@ func TestStuckQP(t *testing.T) {
 	}
 	require.ErrorIs(t, q.Err(), ErrStuck)
 	require.Contains(t, q.Err().Error(), "SQ_CI")
+}
+
+// TestStuckCompletion: a card that takes a signaled WR from the SQ and
+// never completes it ends the QP with a StuckError naming the WR; a
+// completion written but not polled yet, or one that waits on the peer's
+// Read Response, is not the card being stuck.
+func TestStuckCompletion(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		wr    iwarp.SendWR
+		cqe   bool // the card writes the completion (nobody polls it)
+		stuck bool
+	}{
+		{"send never completed", iwarp.SendWR{ID: 0x51, Opcode: iwarp.WRSend, Signaled: true}, false, true},
+		{"write never completed", iwarp.SendWR{ID: 0x52, Opcode: iwarp.WRWrite, Signaled: true, RKey: 0x100}, false, true},
+		{"completion not polled", iwarp.SendWR{ID: 0x53, Opcode: iwarp.WRSend, Signaled: true}, true, false},
+		{"read waits on the peer", iwarp.SendWR{ID: 0x54, Opcode: iwarp.WRRead, Signaled: true, RKey: 0x100,
+			SGL: []iwarp.SGE{{Addr: 0x1000, Length: 64}}}, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, cl, pd, q := watchedQP(t, 100*time.Millisecond)
+			mr, err := cl.RegisterMR(pd, make([]byte, 4096), 0x1000, mem.LocalWrite, 0)
+			require.NoError(t, err)
+			wr := c.wr
+			for i := range wr.SGL {
+				wr.SGL[i].LKey = mr.STag
+			}
+			require.NoError(t, q.PostSend(wr))
+			// The card takes the WR (and, where asked, writes its CQE).
+			f.qpstat(q.QPN(), func(r cs.QPStat) { r.SetSQCI(uint16(sendBBs(&wr))) })
+			if c.cqe {
+				f.cqe(0, func(e cs.CQE) { e.SetWRID(wr.ID); e.SetQPN(uint16(q.QPN())); e.SetOpcode(cs.WCOpcodeSend) })
+			}
+			if !c.stuck {
+				time.Sleep(1500 * time.Millisecond) // the watchdog looks many times past its bound
+				require.NoError(t, q.Err())
+				return
+			}
+			select {
+			case <-q.Done():
+			case <-time.After(30 * time.Second):
+				t.Fatal("a card that never completes hung the QP")
+			}
+			require.ErrorIs(t, q.Err(), ErrStuck)
+			require.Contains(t, q.Err().Error(), fmt.Sprintf("WR %#x", wr.ID))
+			require.Contains(t, q.Err().Error(), "completion")
+		})
+	}
 }
 
 func TestStreamBridge(t *testing.T) {
@@ -584,15 +639,7 @@ var _ = errors.Is
 // TestWatchdogNotEarly: a card that takes its time (well inside the
 // bound) is not declared stuck, even on the watchdog's first look.
 func TestWatchdogNotEarly(t *testing.T) {
-	f := newFake(t)
-	c, err := Open(f, Options{Watchdog: 10 * time.Second})
-	require.NoError(t, err)
-	defer closeFake(t, f, c)
-	pd, _ := c.AllocPD()
-	cq, _ := c.CreateCQ(4)
-	conn, _ := tcpPair(t)
-	q, err := c.Attach(conn, mpa.Params{Rev: mpa.Rev1}, driver.QPConfig{PD: pd, SendCQ: cq, RecvCQ: cq})
-	require.NoError(t, err)
+	f, _, _, q := watchedQP(t, 10*time.Second)
 	require.NoError(t, q.PostSend(iwarp.SendWR{Opcode: iwarp.WRSend}))
 	time.Sleep(3 * time.Second) // the watchdog looks at least twice
 	require.NoError(t, q.Err())
