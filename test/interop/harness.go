@@ -31,10 +31,11 @@ type Harness struct {
 	Results string
 	Log     io.Writer
 
-	mu     sync.Mutex
-	guests map[string]*guest.VM
-	loaded map[string]string // guest address -> siw build loaded
-	iwping string            // built cmd/iwping
+	mu        sync.Mutex
+	guests    map[string]*guest.VM
+	loaded    map[string]string // guest address -> siw build loaded
+	iwping    string            // built cmd/iwping
+	iwpingSim string            // .. with cgo, for the sim card
 }
 
 // NewHarness builds (or takes from the cache) the siw guest image and creates

@@ -32,6 +32,34 @@ func (h *Harness) IwpingBinary(ctx context.Context) (string, error) {
 	return out, nil
 }
 
+// SimIwpingBinary builds iwping with cgo for the host alone: the build
+// that offers the sim card (the driver over the Verilated card, which it
+// loads from build/hw/sim).
+func (h *Harness) SimIwpingBinary(ctx context.Context) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.iwpingSim != "" {
+		return h.iwpingSim, nil
+	}
+	out := filepath.Join(h.Results, "iwping-sim")
+	if err := buildTool(ctx, "./cmd/iwping", out, "CGO_ENABLED=1"); err != nil {
+		return "", err
+	}
+	h.iwpingSim = out
+	return out, nil
+}
+
+// hostIwping is the iwping binary for a host side run with args: the cgo
+// build when they choose the sim card, the static one otherwise.
+func (h *Harness) hostIwping(ctx context.Context, args []string) (string, error) {
+	for i, a := range args {
+		if a == "-card" && i+1 < len(args) && strings.HasPrefix(args[i+1], "sim") {
+			return h.SimIwpingBinary(ctx)
+		}
+	}
+	return h.IwpingBinary(ctx)
+}
+
 // buildTool builds one of the repository's commands (e.g. "./cmd/iwping")
 // into out.
 func buildTool(ctx context.Context, pkg, out string, env ...string) error {

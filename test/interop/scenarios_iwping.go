@@ -43,7 +43,7 @@ const firstDelayNote = "iwping -first-delay " + siwFirstDelay + " (siw first-Sen
 // clientArgs on the host as the client, and verifies both outputs.
 func hostClient(guestServer []string, clientArgs []string, verify func(server, client Output) error) func(ctx context.Context, h *Harness, a *Attempt) error {
 	return func(ctx context.Context, h *Harness, a *Attempt) error {
-		bin, err := h.IwpingBinary(ctx)
+		bin, err := h.hostIwping(ctx, clientArgs)
 		if err != nil {
 			return err
 		}
@@ -77,7 +77,7 @@ func guestClient(serverArgs []string, guestClient []string, verify func(server, 
 // runGuestClient starts iwping -s with serverArgs in the namespace, waits
 // until it listens, and runs guestClient (argv) on guest A against it.
 func runGuestClient(ctx context.Context, h *Harness, a *Attempt, serverArgs, guestClient []string) ([]SideResult, error) {
-	bin, err := h.IwpingBinary(ctx)
+	bin, err := h.hostIwping(ctx, serverArgs)
 	if err != nil {
 		return nil, err
 	}
@@ -302,6 +302,5 @@ func RTLScenarios() []*Scenario {
 }
 
 // rtlNotDone says why the RTL scenarios are not run by default.
-const rtlNotDone = "not run by make interop: rping's loop needs receive Sends into RQ WQEs, SGE gather and Read Responses, " +
-	"which the card's RTL does not serve yet (docs/card-rtl.md); -rtl runs it once the harness's iwping, built static for the guests, " +
-	"has a cgo build beside it for the sim card"
+const rtlNotDone = "not run by make interop: the card's RTL does not answer RDMA Read Requests yet (docs/card-rtl.md), " +
+	"which rping's loop makes; -rtl runs them (iwping built with cgo on the host, the sim card's RTL checked by the card model)"
