@@ -51,7 +51,8 @@ bench-host:
 
 # Two endpoints over 127.0.0.1, on the model card then on the sim card:
 # Write, Read and Send at several sizes, verified byte for byte. The sim
-# card runs what its RTL serves (inline RDMA Writes); where the RTL stops,
+# card runs what its RTL serves (RDMA Writes inline and from SGLs, Sends,
+# at 64 bits; to 64 KiB, a few seconds a row); where the RTL stops,
 # the card model's checker ends the QP and says what the RTL left undone,
 # which iwdemo prints with its exit status 1: make goes on (the leading -),
 # since that is the RTL's state, not the demo's failure.
@@ -60,7 +61,7 @@ demo-host:
 	$(GO) build -o build/iwdemo ./cmd/iwdemo
 	./build/iwdemo -cards model
 	@echo "== the sim card: the same driver over the Verilated iwcard_w64, every DMA write checked against the card model"
-	-./build/iwdemo -cards sim -sizes 1,64,480 -n 3
+	-./build/iwdemo -cards sim -sizes 1,64,4096,65536 -n 3
 
 TEST_TARGETS += test-host-sim test-load
 BENCH_TARGETS += bench-host-sim bench-host

@@ -57,9 +57,10 @@ type output struct {
 	Mismatches    uint64 `json:"rtl_mismatches"`
 }
 
-// simOpsDefault are the operations the sim card's RTL serves today: RDMA
-// Writes posted inline (no gather yet), placed by the peer card's RTL.
-const simOpsDefault = "inline-write"
+// simOpsDefault are the operations the sim card's RTL serves today at 64
+// bits: RDMA Writes inline and gathered from an SGL, Sends into the peer's
+// receive WQEs (RDMA Read Responses are not in its RTL yet).
+const simOpsDefault = "inline-write,write,send"
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("iwdemo", flag.ContinueOnError)
@@ -118,7 +119,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	} else {
 		table(stdout, rows)
 		if t.Cycles > 0 {
-			fmt.Fprintf(stdout, "sim card: every byte of its rows moved by the Verilated iwcard (WQE fetch, payload, DDP and MPA framing, CRC32c, placement, CQEs, status records, events): %d RTL cycles, %d of its DMA writes checked against the card model (%d stream and payload bytes), %d mismatches. Not yet served by its RTL (the checker stops a QP there, naming the write the RTL left undone): TX_DATA and RX_SPACE events (the stream bridge's wake-up), gather (SGLs), Sends into receive WQEs, RDMA Reads, memory operations, QP close and flush.\n",
+			fmt.Fprintf(stdout, "sim card: every byte of its rows moved by the Verilated iwcard (WQE fetch, payload, DDP and MPA framing, CRC32c, placement, CQEs, status records, events): %d RTL cycles, %d of its DMA writes checked against the card model (%d stream and payload bytes), %d mismatches. Not yet served by its RTL (the checker stops a QP there, naming the write the RTL left undone): RDMA Read Responses, Terminates, Local Invalidate and window binds, the flush of receive WQEs, gather at 512 bits (hw/README.md).\n",
 				t.Cycles, t.Checked, t.Bytes, t.Mismatches)
 		}
 	}
