@@ -18,8 +18,8 @@ const (
 )
 
 // CardRxUnsupported is the cause card_rx reports on m_rxterm for an
-// untagged segment of a queue it does not serve yet (QN 1 Read Requests,
-// QN 2 Terminates): an RDMAP Local Catastrophic error.
+// untagged segment of a queue it does not serve yet (QN 2 Terminates): an
+// RDMAP Local Catastrophic error.
 const CardRxUnsupported = causeRDMAPLocalCatastrophic
 
 // rxSendIn is what the Send engine takes from the rest of card_rx.
@@ -131,6 +131,12 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 		sStore
 		sDrop
 		sDropSt
+		sRRq    // a Read Request's body beats are taken
+		sRRChk  // its checks
+		sRRLook // its source's remote-read check is asked
+		sRRWait // ... and answered
+		sRROut  // the record to card_tx
+		sRRSt   // the next MSN is stored
 	)
 	st := m.RegDecl("snd_state", 5, "Send engine state")
 	in := func(s int) Expr { return Eq(st, C(5, uint64(s))) }
@@ -162,6 +168,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	moH := m.WireOf("snd_mo_h", be32(14), "")
 	invSTag := m.WireOf("snd_inv_stag", be32(2), "Send with Invalidate: the STag")
 	n := m.WireOf("snd_n", Sub(slen, C(16, untaggedHdr)), "payload bytes")
+	isRR := m.WireOf("snd_is_rreq", Eq(qn, C(32, 1)), "a Read Request (QN 1)")
 	unused = append(unused, Bits(hdr, 7, 7), Bits(hdr, 5, 0), Bits(hdr, 15, 12))
 
 	// Contexts: RQ (CREATE), RQ_PI (doorbells), receive state (the engine).
@@ -214,7 +221,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	fBeat := m.RegDecl("f_beat", max(1, log2(BPB)), "beat within the block")
 	fIss := m.RegDecl("f_iss", 1, "a burst is issued and not yet read back")
 	arV := m.RegDecl("f_arv", 1, "")
-	fStart := m.WireOf("f_start", And(in(sWQE), Not(failed), Not(hit), posted), "the head WQE must be read")
+	fStart := m.WireOf("f_start", And(in(sWQE), Not(failed), Not(isRR), Not(hit), posted), "the head WQE must be read")
 	issue := m.WireOf("f_issue", And(in(sFetch), Not(fIss), Lt(fBlk, fNeed)), "")
 	m.Drive(arV, big.NewInt(0), Or(issue, And(arV, Not(arReady))), nil)
 	blkIdx := m.WireOf("f_blk_idx", Add(ci, zext(fBlk, 16)), "")
@@ -323,7 +330,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Drive(cacheCI, nil, ci, fetched)
 
 	// Receive checks, in the model's order.
-	unsup := m.WireOf("snd_qn_other", Ne(qn, C(32, 0)), "a Read Request or Terminate: not served yet")
+	unsup := m.WireOf("snd_qn_other", Ne(qn, C(32, 0)), "a Terminate (QN 2): not served yet (QN 1 takes the Read Request path)")
 	e := func(v uint64) Expr { return C(16, v) }
 	capOK := Not(Lt(zext(capR, 48), Add(zext(got, 48), zext(n, 48))))
 	bad := m.WireOf("snd_cause", Sel(unsup, e(CardRxUnsupported), Sel(And(posted, Or(rErr, malformed)), e(causeRDMAPLocalCatastrophic),
@@ -347,13 +354,21 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Assign(sgeIdx, Add(wI, C(5, 2)))
 	m.Assign(sgeRdEn, in(sSGE))
 	m.Drive(sgeV, big.NewInt(0), in(sSGE), nil)
-	m.Assign(kValid, Or(in(sLook), in(sInvChk)))
-	m.Assign(kSTag, Sel(in(sInvChk), invSTag, sKey))
+	rr := cardRxRead(m, W, rxReadIn{create: x.create, cQPN: x.cQPN, rdEn: rdEn, ld: ld, qp: sqp, bi: bi, hData: hData,
+		take: And(in(sRRq), hPop, hValid), hdr: hdr, slen: slen, msnH: msnH, moH: moH, lflag: lflag,
+		out: in(sRROut), store: in(sRRSt)})
+	unused = append(unused, rr.unused...)
+	rrLook := in(sRRLook)
+	m.Assign(kValid, Or(in(sLook), in(sInvChk), rrLook))
+	m.Assign(kSTag, Sel(rrLook, rr.srcSTag, Sel(in(sInvChk), invSTag, sKey)))
 	m.Assign(kPD, pd)
 	m.Assign(kQP, zext(sqp, 32))
-	m.Assign(kTO, Sel(in(sInvChk), C(64, 0), Add(sAddr, zext(wOff, 64))))
-	m.Assign(kLen, Sel(in(sInvChk), C(32, 0), pieceLen))
-	m.Assign(kUse, Sel(in(sInvChk), C(3, RxkUseInvalidate), C(3, RxkUseLocalWrite)))
+	m.Assign(kTO, Sel(rrLook, rr.srcTO, Sel(in(sInvChk), C(64, 0), Add(sAddr, zext(wOff, 64)))))
+	m.Assign(kLen, Sel(rrLook, rr.size, Sel(in(sInvChk), C(32, 0), pieceLen)))
+	m.Assign(kUse, Sel(rrLook, C(3, RxkUseRemoteRead), Sel(in(sInvChk), C(3, RxkUseInvalidate), C(3, RxkUseLocalWrite))))
+	rrAns := m.WireOf("rr_answer", And(in(sRRWait), aValid), "the source check's answer")
+	rrFault := m.WireOf("rr_fault", And(rrAns, RedOr(aFault)), "the source failed its remote-read check")
+	rrBad := m.WireOf("rr_bad", And(in(sRRChk), Ne(rr.cause, C(16, 0))), "the Read Request failed a check")
 	ans := m.WireOf("w_answer", And(in(sWait), aValid), "")
 	fault := m.WireOf("w_fault", And(ans, RedOr(aFault)), "")
 	invAns := m.WireOf("w_inv_answer", And(in(sInvWait), aValid), "")
@@ -477,9 +492,10 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	// Error record.
 	eV := m.RegDecl("rxterm_v", 1, "")
 	eCause := m.RegDecl("rxterm_cause", 16, "")
-	eSet := m.WireOf("rxterm_set", Or(And(in(sChk), Ne(bad, C(16, 0)), Not(failed)), fault, invFault), "an untagged segment failed")
+	eSet := m.WireOf("rxterm_set", Or(And(in(sChk), Ne(bad, C(16, 0)), Not(failed)), fault, invFault, rrBad, rrFault), "an untagged segment failed")
 	m.Drive(eV, big.NewInt(0), Or(eSet, And(eV, Not(tReady))), nil)
-	m.Drive(eCause, nil, Sel(in(sChk), bad, Sel(fault, C(16, causeRDMAPLocalCatastrophic), C(16, causeRDMAPCannotInvalidate))), eSet)
+	m.Drive(eCause, nil, Sel(in(sChk), bad, Sel(rrBad, rr.cause, Sel(rrFault, readSourceCause(aFault),
+		Sel(fault, C(16, causeRDMAPLocalCatastrophic), C(16, causeRDMAPCannotInvalidate))))), eSet)
 	eQP := m.Reg("rxterm_qpq", QB, nil, sqp, eSet, "")
 	eHdr := m.Reg("rxterm_hdrq", 8*untaggedHdr, nil, hdr, eSet, "")
 	eLen := m.Reg("rxterm_lenq", 16, nil, slen, eSet, "")
@@ -512,7 +528,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	if HB > 0 {
 		hdrPop = And(in(sIdle), hValid, Lt(bi, C(13, uint64(HB))))
 	}
-	m.Assign(hPop, Or(hdrPop, And(in(sMove), beatDone), And(Or(in(sDrop), in(sStore)), Not(segEnd))))
+	m.Assign(hPop, Or(hdrPop, And(in(sMove), beatDone), And(Or(in(sDrop), in(sStore), in(sRRq)), Not(segEnd))))
 
 	// State machine.
 	nx := func(c Expr, s int, f Expr) Expr { return Sel(c, C(5, uint64(s)), f) }
@@ -524,7 +540,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 		{sIdle, nx(hdrDone, sRead, cur(sIdle))},
 		{sRead, cur(sLoad)},
 		{sLoad, cur(sWQE)},
-		{sWQE, nx(failed, sDrop, nx(fStart, sFetch, cur(sChk)))},
+		{sWQE, nx(failed, sDrop, nx(isRR, sRRq, nx(fStart, sFetch, cur(sChk))))},
 		{sFetch, nx(fetched, sChk, cur(sFetch))},
 		{sChk, nx(Ne(bad, C(16, 0)), sDrop, nx(Eq(n, C(16, 0)), sFin, cur(sSGE)))},
 		{sSGE, cur(sLook)},
@@ -538,8 +554,15 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 		{sCpl, nx(And(cReady, wrIdle), sStore, cur(sCpl))},
 		{sStore, nx(Or(segEnd, hValid), sIdle, cur(sStore))},
 		{sDrop, nx(Or(segEnd, And(hValid, hLast)), sDropSt, cur(sDrop))},
+		{sDropSt, cur(sIdle)},
+		{sRRq, nx(Or(segEnd, And(hValid, hLast)), sRRChk, cur(sRRq))},
+		{sRRChk, nx(rrBad, sDrop, nx(rr.sizeZero, sRROut, cur(sRRLook)))},
+		{sRRLook, nx(kReady, sRRWait, cur(sRRLook))},
+		{sRRWait, nx(rrFault, sDrop, nx(rrAns, sRROut, cur(sRRWait)))},
+		{sRROut, nx(rr.taken, sRRSt, cur(sRROut))},
+		{sRRSt, nx(rr.storeOK, sIdle, cur(sRRSt))},
 	}
-	var nextE Expr = cur(sIdle) // sDropSt
+	var nextE Expr = cur(sIdle)
 	for i := len(trans) - 1; i >= 0; i-- {
 		nextE = Sel(in(trans[i].s), trans[i].next, nextE)
 	}

@@ -338,6 +338,8 @@ func CardTop(width int) (*Module, error) {
 		"qp_rq_base_lo": o("regs", "qp_rq_base_lo"), "qp_rq_base_hi": o("regs", "qp_rq_base_hi"),
 		"qp_sizes_rq_log": o("regs", "qp_sizes_rq_log"), "qp_cqs_recv_cq": o("regs", "qp_cqs_recv_cq"),
 		"m_cpl_ready": o("st", "s_rc_ready"), "m_rxterm_ready": C(1, 1),
+		// Read Requests: card_tx has no responder yet (taken and dropped).
+		"qp_rd_ird": o("regs", "qp_rd_ird"), "m_rreq_ready": C(1, 1), "s_rreq_done_valid": C(1, 0), "s_rreq_done_qpn": C(10, 0),
 	}
 	plIn := map[string]Expr{"clk": clk, "rst": erst,
 		"s_axis_tdata": o("rx", "m_ulp_tdata"), "s_axis_tkeep": o("rx", "m_ulp_tkeep"), "s_axis_tvalid": o("rx", "m_ulp_tvalid"),

@@ -95,6 +95,19 @@ entity card_rx_tb_w512 is
         m_axi_rq_rlast : in  std_logic;
         m_axi_rq_rvalid : in  std_logic;
         m_axi_rq_rready : out std_logic;
+        qp_rd_ird : in  std_logic_vector(7 downto 0);
+        m_rreq_valid : out std_logic;
+        m_rreq_ready : in  std_logic;
+        m_rreq_qpn : out std_logic_vector(9 downto 0);
+        m_rreq_sink_stag : out std_logic_vector(31 downto 0);
+        m_rreq_sink_to : out std_logic_vector(63 downto 0);
+        m_rreq_size : out std_logic_vector(31 downto 0);
+        m_rreq_src_stag : out std_logic_vector(31 downto 0);
+        m_rreq_src_to : out std_logic_vector(63 downto 0);
+        m_rreq_hdr : out std_logic_vector(143 downto 0);
+        s_rreq_done_valid : in  std_logic;
+        s_rreq_done_ready : out std_logic;
+        s_rreq_done_qpn : in  std_logic_vector(9 downto 0);
         m_axi_awid : out std_logic_vector(3 downto 0);
         m_axi_awaddr : out std_logic_vector(63 downto 0);
         m_axi_awlen : out std_logic_vector(7 downto 0);
@@ -235,6 +248,15 @@ architecture rtl of card_rx_tb_w512 is
     signal rx_m_axi_rq_arburst : std_logic_vector(1 downto 0);
     signal rx_m_axi_rq_arvalid : std_logic;
     signal rx_m_axi_rq_rready : std_logic;
+    signal rx_m_rreq_valid : std_logic;
+    signal rx_m_rreq_qpn : std_logic_vector(9 downto 0);
+    signal rx_m_rreq_sink_stag : std_logic_vector(31 downto 0);
+    signal rx_m_rreq_sink_to : std_logic_vector(63 downto 0);
+    signal rx_m_rreq_size : std_logic_vector(31 downto 0);
+    signal rx_m_rreq_src_stag : std_logic_vector(31 downto 0);
+    signal rx_m_rreq_src_to : std_logic_vector(63 downto 0);
+    signal rx_m_rreq_hdr : std_logic_vector(143 downto 0);
+    signal rx_s_rreq_done_ready : std_logic;
     signal rx_m_axi_awid : std_logic_vector(3 downto 0);
     signal rx_m_axi_awaddr : std_logic_vector(63 downto 0);
     signal rx_m_axi_awlen : std_logic_vector(7 downto 0);
@@ -314,6 +336,15 @@ begin
     m_axi_rq_arburst <= rx_m_axi_rq_arburst;
     m_axi_rq_arvalid <= rx_m_axi_rq_arvalid;
     m_axi_rq_rready <= rx_m_axi_rq_rready;
+    m_rreq_valid <= rx_m_rreq_valid;
+    m_rreq_qpn <= rx_m_rreq_qpn;
+    m_rreq_sink_stag <= rx_m_rreq_sink_stag;
+    m_rreq_sink_to <= rx_m_rreq_sink_to;
+    m_rreq_size <= rx_m_rreq_size;
+    m_rreq_src_stag <= rx_m_rreq_src_stag;
+    m_rreq_src_to <= rx_m_rreq_src_to;
+    m_rreq_hdr <= rx_m_rreq_hdr;
+    s_rreq_done_ready <= rx_s_rreq_done_ready;
     m_axi_awid <= rx_m_axi_awid;
     m_axi_awaddr <= rx_m_axi_awaddr;
     m_axi_awlen <= rx_m_axi_awlen;
@@ -465,6 +496,19 @@ begin
             m_axi_rq_rlast => m_axi_rq_rlast,
             m_axi_rq_rvalid => m_axi_rq_rvalid,
             m_axi_rq_rready => rx_m_axi_rq_rready,
+            qp_rd_ird => qp_rd_ird,
+            m_rreq_valid => rx_m_rreq_valid,
+            m_rreq_ready => m_rreq_ready,
+            m_rreq_qpn => rx_m_rreq_qpn,
+            m_rreq_sink_stag => rx_m_rreq_sink_stag,
+            m_rreq_sink_to => rx_m_rreq_sink_to,
+            m_rreq_size => rx_m_rreq_size,
+            m_rreq_src_stag => rx_m_rreq_src_stag,
+            m_rreq_src_to => rx_m_rreq_src_to,
+            m_rreq_hdr => rx_m_rreq_hdr,
+            s_rreq_done_valid => s_rreq_done_valid,
+            s_rreq_done_ready => rx_s_rreq_done_ready,
+            s_rreq_done_qpn => s_rreq_done_qpn,
             s_pl_dma_addr => x_s_pl_dma_addr,
             s_pl_dma_data => x_s_pl_dma_data,
             s_pl_dma_strb => x_s_pl_dma_strb,

@@ -93,6 +93,19 @@ module card_rx_tb_w64 (
     input  wire           m_axi_rq_rlast,
     input  wire           m_axi_rq_rvalid,
     output wire           m_axi_rq_rready,
+    input  wire [7:0]     qp_rd_ird,
+    output wire           m_rreq_valid,
+    input  wire           m_rreq_ready,
+    output wire [9:0]     m_rreq_qpn,
+    output wire [31:0]    m_rreq_sink_stag,
+    output wire [63:0]    m_rreq_sink_to,
+    output wire [31:0]    m_rreq_size,
+    output wire [31:0]    m_rreq_src_stag,
+    output wire [63:0]    m_rreq_src_to,
+    output wire [143:0]   m_rreq_hdr,
+    input  wire           s_rreq_done_valid,
+    output wire           s_rreq_done_ready,
+    input  wire [9:0]     s_rreq_done_qpn,
     output wire [3:0]     m_axi_awid,
     output wire [63:0]    m_axi_awaddr,
     output wire [7:0]     m_axi_awlen,
@@ -231,6 +244,15 @@ module card_rx_tb_w64 (
     wire [1:0]     rx_m_axi_rq_arburst;
     wire           rx_m_axi_rq_arvalid;
     wire           rx_m_axi_rq_rready;
+    wire           rx_m_rreq_valid;
+    wire [9:0]     rx_m_rreq_qpn;
+    wire [31:0]    rx_m_rreq_sink_stag;
+    wire [63:0]    rx_m_rreq_sink_to;
+    wire [31:0]    rx_m_rreq_size;
+    wire [31:0]    rx_m_rreq_src_stag;
+    wire [63:0]    rx_m_rreq_src_to;
+    wire [143:0]   rx_m_rreq_hdr;
+    wire           rx_s_rreq_done_ready;
     wire [3:0]     rx_m_axi_awid;
     wire [63:0]    rx_m_axi_awaddr;
     wire [7:0]     rx_m_axi_awlen;
@@ -310,6 +332,15 @@ module card_rx_tb_w64 (
     assign m_axi_rq_arburst = rx_m_axi_rq_arburst;
     assign m_axi_rq_arvalid = rx_m_axi_rq_arvalid;
     assign m_axi_rq_rready = rx_m_axi_rq_rready;
+    assign m_rreq_valid = rx_m_rreq_valid;
+    assign m_rreq_qpn = rx_m_rreq_qpn;
+    assign m_rreq_sink_stag = rx_m_rreq_sink_stag;
+    assign m_rreq_sink_to = rx_m_rreq_sink_to;
+    assign m_rreq_size = rx_m_rreq_size;
+    assign m_rreq_src_stag = rx_m_rreq_src_stag;
+    assign m_rreq_src_to = rx_m_rreq_src_to;
+    assign m_rreq_hdr = rx_m_rreq_hdr;
+    assign s_rreq_done_ready = rx_s_rreq_done_ready;
     assign m_axi_awid = rx_m_axi_awid;
     assign m_axi_awaddr = rx_m_axi_awaddr;
     assign m_axi_awlen = rx_m_axi_awlen;
@@ -460,6 +491,19 @@ module card_rx_tb_w64 (
         .m_axi_rq_rlast(m_axi_rq_rlast),
         .m_axi_rq_rvalid(m_axi_rq_rvalid),
         .m_axi_rq_rready(rx_m_axi_rq_rready),
+        .qp_rd_ird(qp_rd_ird),
+        .m_rreq_valid(rx_m_rreq_valid),
+        .m_rreq_ready(m_rreq_ready),
+        .m_rreq_qpn(rx_m_rreq_qpn),
+        .m_rreq_sink_stag(rx_m_rreq_sink_stag),
+        .m_rreq_sink_to(rx_m_rreq_sink_to),
+        .m_rreq_size(rx_m_rreq_size),
+        .m_rreq_src_stag(rx_m_rreq_src_stag),
+        .m_rreq_src_to(rx_m_rreq_src_to),
+        .m_rreq_hdr(rx_m_rreq_hdr),
+        .s_rreq_done_valid(s_rreq_done_valid),
+        .s_rreq_done_ready(rx_s_rreq_done_ready),
+        .s_rreq_done_qpn(s_rreq_done_qpn),
         .s_pl_dma_addr(x_s_pl_dma_addr),
         .s_pl_dma_data(x_s_pl_dma_data),
         .s_pl_dma_strb(x_s_pl_dma_strb),

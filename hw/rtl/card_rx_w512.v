@@ -143,6 +143,19 @@ module card_rx_w512 (
     input  wire           m_axi_rq_rlast,
     input  wire           m_axi_rq_rvalid,
     output wire           m_axi_rq_rready,   // always 1
+    input  wire [7:0]     qp_rd_ird,         // staged: IRD, Read Requests the peer may have outstanding (1..16)
+    output wire           m_rreq_valid,      // a Read Request that passed every check (card_tx's responder, s_rreq)
+    input  wire           m_rreq_ready,
+    output wire [9:0]     m_rreq_qpn,
+    output wire [31:0]    m_rreq_sink_stag,  // Data Sink STag
+    output wire [63:0]    m_rreq_sink_to,    // Data Sink Tagged Offset
+    output wire [31:0]    m_rreq_size,       // RDMA Read Message Size
+    output wire [31:0]    m_rreq_src_stag,   // Data Source STag (checked: remote read)
+    output wire [63:0]    m_rreq_src_to,     // Data Source Tagged Offset
+    output wire [143:0]   m_rreq_hdr,        // the Read Request's DDP header, byte 0 in bits 7:0 (for the Terminate of a source revoked while it is answered)
+    input  wire           s_rreq_done_valid, // card_tx answered a Read Request of the QP: one IRD entry is free again
+    output wire           s_rreq_done_ready,
+    input  wire [9:0]     s_rreq_done_qpn,
     input  wire [63:0]    s_pl_dma_addr,     // placement's m_dma: its blocks are written through card_rx's write master
     input  wire [511:0]   s_pl_dma_data,
     input  wire [63:0]    s_pl_dma_strb,
@@ -348,6 +361,7 @@ module card_rx_w512 (
     wire [31:0]    snd_mo_h;
     wire [31:0]    snd_inv_stag;             // Send with Invalidate: the STag
     wire [15:0]    snd_n;                    // payload bytes
+    wire           snd_is_rreq;              // a Read Request (QN 1)
     wire           snd_db_rqpi;              // an RQ_PI doorbell
     reg  [104:0]   rq_ctx_rd;                // read data of rq_ctx
     reg  [15:0]    rq_pi_rd;                 // read data of rq_pi
@@ -416,7 +430,7 @@ module card_rx_w512 (
     wire           f_done;                   // every block of the WQE is in
     wire           wqe_bad;                  // a malformed receive WQE
     wire           snd_msg_done;             // the message completed: its WQE is consumed
-    wire           snd_qn_other;             // a Read Request or Terminate: not served yet
+    wire           snd_qn_other;             // a Terminate (QN 2): not served yet (QN 1 takes the Read Request path)
     wire [15:0]    snd_cause;                // the Terminate cause, 0 if the segment passes
     reg            w_pass;                   // 0: checking the pieces, 1: writing them
     reg  [15:0]    w_rem;                    // payload bytes of the segment not yet walked
@@ -431,6 +445,29 @@ module card_rx_w512 (
     wire [31:0]    w_piece_len;              // the model's SGE piece: min(SGE left, payload left)
     wire [12:0]    w_page_left;              // bytes to the host page's end
     wire [31:0]    w_to_page;
+    reg  [223:0]   rr_body;                  // the Read Request header (RFC 5040 §4.4), byte 0 in bits 7:0
+    wire [31:0]    rr_sink_stag;
+    wire [63:0]    rr_sink_to;
+    wire [31:0]    rr_size;
+    wire [31:0]    rr_src_stag;
+    wire [63:0]    rr_src_to;
+    wire           rr_size_zero;             // a zero-length Read: its source is not checked
+    reg  [4:0]     rr_ird;                   // the QP's IRD
+    reg  [31:0]    rr_msn;                   // the Read Request MSN expected
+    wire           rr_store_ok;
+    reg  [36:0]    rr_st_rd;                 // read data of rr_st
+    reg            rr_done_b;                // a done was taken: its QP's counter is being updated
+    reg  [9:0]     rr_done_qp;
+    wire           rr_done_wr;
+    wire [4:0]     rr_done_wd;
+    reg  [4:0]     rr_done_d_rd;             // read data of rr_done_d
+    reg  [4:0]     rr_done_e_rd;             // read data of rr_done_e
+    reg  [4:0]     rr_done_n;
+    wire [4:0]     rr_held;                  // IRD entries in use
+    wire [15:0]    rr_cause;                 // the Terminate cause of the request's checks before its source's, 0 if it passes them
+    wire           rr_answer;                // the source check's answer
+    wire           rr_fault;                 // the source failed its remote-read check
+    wire           rr_bad;                   // the Read Request failed a check
     wire           w_answer;
     wire           w_fault;
     wire           w_inv_answer;
@@ -508,6 +545,9 @@ module card_rx_w512 (
     reg  [127:0] wqe_words1 [0:7];           // 16-byte words of the WQE
     reg  [127:0] wqe_words2 [0:7];           // 16-byte words of the WQE
     reg  [127:0] wqe_words3 [0:7];           // 16-byte words of the WQE
+    reg  [36:0] rr_st [0:1023];              // per QP: IRD, next Read Request MSN
+    reg  [4:0] rr_done_d [0:1023];           // IRD entries given back, read by the done path
+    reg  [4:0] rr_done_e [0:1023];           // IRD entries given back, read by the engine
 
     assign db_b_stall = ((eng_state == 4'h1) | (eng_state == 4'h3)) | (eng_state == 4'h4);
     assign db_b_go = db_b & ~db_b_stall;
@@ -750,6 +790,7 @@ module card_rx_w512 (
     assign snd_mo_h = {snd_hdr[119:112], snd_hdr[127:120], snd_hdr[135:128], snd_hdr[143:136]};
     assign snd_inv_stag = {snd_hdr[23:16], snd_hdr[31:24], snd_hdr[39:32], snd_hdr[47:40]};
     assign snd_n = snd_len - 16'h0012;
+    assign snd_is_rreq = snd_qn == 32'h00000001;
     assign snd_db_rqpi = db_take & (s_db_kind == 3'h2);
     assign snd_db_here = snd_db_rqpi & (s_db_index == snd_qp);
     assign wqe_hit = (wqe_v & (wqe_qp == snd_qp)) & (wqe_ci == snd_ci);
@@ -773,7 +814,7 @@ module card_rx_w512 (
         5'h00 < snd_log
     };
     assign snd_rq_size_m1 = snd_rq_szm;
-    assign f_start = (((snd_state == 5'h03) & ~snd_failed) & ~wqe_hit) & snd_posted;
+    assign f_start = ((((snd_state == 5'h03) & ~snd_failed) & ~snd_is_rreq) & ~wqe_hit) & snd_posted;
     assign f_issue = ((snd_state == 5'h04) & ~f_iss) & (f_blk < f_need);
     assign f_blk_idx = snd_ci + {12'h000, f_blk};
     assign m_axi_rq_arid = 6'h00;
@@ -812,13 +853,54 @@ module card_rx_w512 (
     assign w_to_page = ({19'h00000, w_page_left} < w_piece_len) ? {19'h00000, w_page_left} : w_piece_len;
     assign sge_rd_idx = w_i + 5'h02;
     assign sge_rd = snd_state == 5'h06;
-    assign m_rxk_valid = (snd_state == 5'h07) | (snd_state == 5'h0b);
-    assign m_rxk_stag = (snd_state == 5'h0b) ? snd_inv_stag : sge_lkey;
+    assign rr_sink_stag = {rr_body[7:0], rr_body[15:8], rr_body[23:16], rr_body[31:24]};
+    assign rr_sink_to = {
+        rr_body[39:32],
+        rr_body[47:40],
+        rr_body[55:48],
+        rr_body[63:56],
+        rr_body[71:64],
+        rr_body[79:72],
+        rr_body[87:80],
+        rr_body[95:88]
+    };
+    assign rr_size = {rr_body[103:96], rr_body[111:104], rr_body[119:112], rr_body[127:120]};
+    assign rr_src_stag = {rr_body[135:128], rr_body[143:136], rr_body[151:144], rr_body[159:152]};
+    assign rr_src_to = {
+        rr_body[167:160],
+        rr_body[175:168],
+        rr_body[183:176],
+        rr_body[191:184],
+        rr_body[199:192],
+        rr_body[207:200],
+        rr_body[215:208],
+        rr_body[223:216]
+    };
+    assign rr_size_zero = rr_size == 32'h00000000;
+    assign rr_store_ok = (snd_state == 5'h17) & ~cmd_create;
+    assign rr_done_wr = rr_done_b & ~cmd_create;
+    assign s_rreq_done_ready = ~rr_done_b;
+    assign rr_done_wd = cmd_create ? 5'h00 : (rr_done_d_rd + 5'h01);
+    assign rr_held = (rr_msn[4:0] - 5'h01) - rr_done_n;
+    assign rr_cause = (snd_msn_h != rr_msn) ? 16'h1203 : ((((snd_mo_h != 32'h00000000) | ~snd_lflag) | (snd_len < 16'h002e)) ? 16'h1204 : ((16'h002e < snd_len) ? 16'h1205 : (~(rr_held < rr_ird) ? 16'h0207 : 16'h0000)));
+    assign m_rreq_valid = snd_state == 5'h16;
+    assign m_rreq_qpn = snd_qp & {10{(snd_state == 5'h16)}};
+    assign m_rreq_sink_stag = rr_sink_stag & {32{(snd_state == 5'h16)}};
+    assign m_rreq_sink_to = rr_sink_to & {64{(snd_state == 5'h16)}};
+    assign m_rreq_size = rr_size & {32{(snd_state == 5'h16)}};
+    assign m_rreq_src_stag = rr_src_stag & {32{(snd_state == 5'h16)}};
+    assign m_rreq_src_to = rr_src_to & {64{(snd_state == 5'h16)}};
+    assign m_rreq_hdr = snd_hdr & {144{(snd_state == 5'h16)}};
+    assign m_rxk_valid = ((snd_state == 5'h07) | (snd_state == 5'h0b)) | (snd_state == 5'h14);
+    assign m_rxk_stag = (snd_state == 5'h14) ? rr_src_stag : ((snd_state == 5'h0b) ? snd_inv_stag : sge_lkey);
     assign m_rxk_pd = snd_pd;
     assign m_rxk_qp = {22'h000000, snd_qp};
-    assign m_rxk_to = (snd_state == 5'h0b) ? 64'h0000000000000000 : (sge_addr + {32'h00000000, w_off});
-    assign m_rxk_len = (snd_state == 5'h0b) ? 32'h00000000 : w_piece_len;
-    assign m_rxk_use = (snd_state == 5'h0b) ? 3'h5 : 3'h4;
+    assign m_rxk_to = (snd_state == 5'h14) ? rr_src_to : ((snd_state == 5'h0b) ? 64'h0000000000000000 : (sge_addr + {32'h00000000, w_off}));
+    assign m_rxk_len = (snd_state == 5'h14) ? rr_size : ((snd_state == 5'h0b) ? 32'h00000000 : w_piece_len);
+    assign m_rxk_use = (snd_state == 5'h14) ? 3'h2 : ((snd_state == 5'h0b) ? 3'h5 : 3'h4);
+    assign rr_answer = (snd_state == 5'h15) & s_rxk_valid;
+    assign rr_fault = rr_answer & |s_rxk_fault;
+    assign rr_bad = (snd_state == 5'h13) & (rr_cause != 16'h0000);
     assign w_answer = (snd_state == 5'h08) & s_rxk_valid;
     assign w_fault = w_answer & |s_rxk_fault;
     assign w_inv_answer = (snd_state == 5'h0c) & s_rxk_valid;
@@ -883,7 +965,7 @@ module card_rx_w512 (
     assign m_cpl_rq_ci = (snd_ci + {12'h000, wqe_bbs}) & {16{snd_cpl_v}};
     assign m_inv_valid = snd_state == 5'h0d;
     assign m_inv_index = snd_inv_stag[31:8] & {24{(snd_state == 5'h0d)}};
-    assign rxterm_set = ((((snd_state == 5'h05) & (snd_cause != 16'h0000)) & ~snd_failed) | w_fault) | w_inv_fault;
+    assign rxterm_set = ((((((snd_state == 5'h05) & (snd_cause != 16'h0000)) & ~snd_failed) | w_fault) | w_inv_fault) | rr_bad) | rr_fault;
     assign m_rxterm_valid = rxterm_v;
     assign m_rxterm_qp = rxterm_qpq & {10{rxterm_v}};
     assign m_rxterm_cause = rxterm_cause & {16{rxterm_v}};
@@ -898,8 +980,8 @@ module card_rx_w512 (
         snd_lflag ? (snd_ci + {12'h000, wqe_bbs}) : snd_ci,
         snd_failed
     } : {snd_msn, snd_got, snd_cur_i, snd_cur_off, snd_ci, snd_failed};
-    assign snd_pop = (1'h0 | ((snd_state == 5'h09) & w_beat_done)) | (((snd_state == 5'h10) | (snd_state == 5'h0f)) & ~snd_seg_end);
-    assign snd_next = (snd_state == 5'h00) ? (snd_hdr_done ? 5'h01 : 5'h00) : ((snd_state == 5'h01) ? 5'h02 : ((snd_state == 5'h02) ? 5'h03 : ((snd_state == 5'h03) ? (snd_failed ? 5'h10 : (f_start ? 5'h04 : 5'h05)) : ((snd_state == 5'h04) ? (f_done ? 5'h05 : 5'h04) : ((snd_state == 5'h05) ? ((snd_cause != 16'h0000) ? 5'h10 : ((snd_n == 16'h0000) ? 5'h0a : 5'h06)) : ((snd_state == 5'h06) ? 5'h07 : ((snd_state == 5'h07) ? (w_skip ? 5'h06 : (m_rxk_ready ? 5'h08 : 5'h07)) : ((snd_state == 5'h08) ? (w_fault ? 5'h10 : (w_wr_start ? 5'h09 : (w_chk_adv ? 5'h06 : 5'h08))) : ((snd_state == 5'h09) ? ((w_emit & (w_piece == {9'h000, w_nb})) ? ((w_rem == {9'h000, w_nb}) ? 5'h0a : 5'h06) : 5'h09) : ((snd_state == 5'h0a) ? ((snd_lflag & snd_is_inv) ? 5'h0b : (snd_lflag ? 5'h0e : 5'h0f)) : ((snd_state == 5'h0b) ? (m_rxk_ready ? 5'h0c : 5'h0b) : ((snd_state == 5'h0c) ? (w_inv_fault ? 5'h10 : (w_inv_answer ? 5'h0d : 5'h0c)) : ((snd_state == 5'h0d) ? (m_inv_ready ? 5'h0e : 5'h0d) : ((snd_state == 5'h0e) ? ((m_cpl_ready & pw_idle) ? 5'h0f : 5'h0e) : ((snd_state == 5'h0f) ? ((snd_seg_end | s_host_tvalid) ? 5'h00 : 5'h0f) : ((snd_state == 5'h10) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h11 : 5'h10) : 5'h00))))))))))))))));
+    assign snd_pop = (1'h0 | ((snd_state == 5'h09) & w_beat_done)) | ((((snd_state == 5'h10) | (snd_state == 5'h0f)) | (snd_state == 5'h12)) & ~snd_seg_end);
+    assign snd_next = (snd_state == 5'h00) ? (snd_hdr_done ? 5'h01 : 5'h00) : ((snd_state == 5'h01) ? 5'h02 : ((snd_state == 5'h02) ? 5'h03 : ((snd_state == 5'h03) ? (snd_failed ? 5'h10 : (snd_is_rreq ? 5'h12 : (f_start ? 5'h04 : 5'h05))) : ((snd_state == 5'h04) ? (f_done ? 5'h05 : 5'h04) : ((snd_state == 5'h05) ? ((snd_cause != 16'h0000) ? 5'h10 : ((snd_n == 16'h0000) ? 5'h0a : 5'h06)) : ((snd_state == 5'h06) ? 5'h07 : ((snd_state == 5'h07) ? (w_skip ? 5'h06 : (m_rxk_ready ? 5'h08 : 5'h07)) : ((snd_state == 5'h08) ? (w_fault ? 5'h10 : (w_wr_start ? 5'h09 : (w_chk_adv ? 5'h06 : 5'h08))) : ((snd_state == 5'h09) ? ((w_emit & (w_piece == {9'h000, w_nb})) ? ((w_rem == {9'h000, w_nb}) ? 5'h0a : 5'h06) : 5'h09) : ((snd_state == 5'h0a) ? ((snd_lflag & snd_is_inv) ? 5'h0b : (snd_lflag ? 5'h0e : 5'h0f)) : ((snd_state == 5'h0b) ? (m_rxk_ready ? 5'h0c : 5'h0b) : ((snd_state == 5'h0c) ? (w_inv_fault ? 5'h10 : (w_inv_answer ? 5'h0d : 5'h0c)) : ((snd_state == 5'h0d) ? (m_inv_ready ? 5'h0e : 5'h0d) : ((snd_state == 5'h0e) ? ((m_cpl_ready & pw_idle) ? 5'h0f : 5'h0e) : ((snd_state == 5'h0f) ? ((snd_seg_end | s_host_tvalid) ? 5'h00 : 5'h0f) : ((snd_state == 5'h10) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h11 : 5'h10) : ((snd_state == 5'h11) ? 5'h00 : ((snd_state == 5'h12) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h13 : 5'h12) : ((snd_state == 5'h13) ? (rr_bad ? 5'h10 : (rr_size_zero ? 5'h16 : 5'h14)) : ((snd_state == 5'h14) ? (m_rxk_ready ? 5'h15 : 5'h14) : ((snd_state == 5'h15) ? (rr_fault ? 5'h10 : (rr_answer ? 5'h16 : 5'h15)) : ((snd_state == 5'h16) ? (m_rreq_ready ? 5'h17 : 5'h16) : ((snd_state == 5'h17) ? (rr_store_ok ? 5'h00 : 5'h17) : 5'h00)))))))))))))))))))))));
     assign unused_bits = |{
         qp_num_qpn[15:10],
         qp_rxs_base_lo[11:0],
@@ -931,6 +1013,7 @@ module card_rx_w512 (
         wqe_w0_live[31:29],
         wqe_w0_live[23:20],
         wqe_w0_live[15:0],
+        qp_rd_ird[7:5],
         w_to_page[31:16],
         w_sge_v,
         pw_berr
@@ -1391,6 +1474,71 @@ module card_rx_w512 (
     end
 
     always @(posedge clk) begin
+        rr_body <= {
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[367:360] : rr_body[223:216],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[359:352] : rr_body[215:208],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[351:344] : rr_body[207:200],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[343:336] : rr_body[199:192],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[335:328] : rr_body[191:184],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[327:320] : rr_body[183:176],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[319:312] : rr_body[175:168],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[311:304] : rr_body[167:160],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[303:296] : rr_body[159:152],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[295:288] : rr_body[151:144],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[287:280] : rr_body[143:136],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[279:272] : rr_body[135:128],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[271:264] : rr_body[127:120],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[263:256] : rr_body[119:112],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[255:248] : rr_body[111:104],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[247:240] : rr_body[103:96],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[239:232] : rr_body[95:88],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[231:224] : rr_body[87:80],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[223:216] : rr_body[79:72],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[215:208] : rr_body[71:64],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[207:200] : rr_body[63:56],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[199:192] : rr_body[55:48],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[191:184] : rr_body[47:40],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[183:176] : rr_body[39:32],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[175:168] : rr_body[31:24],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[167:160] : rr_body[23:16],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[159:152] : rr_body[15:8],
+            ((((snd_state == 5'h12) & snd_pop) & s_host_tvalid) & (snd_beat == 13'h0000)) ? s_host_tdata[151:144] : rr_body[7:0]
+        };
+    end
+
+    always @(posedge clk) begin
+        if (snd_state == 5'h02) begin
+            rr_ird <= rr_st_rd[36:32];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (snd_state == 5'h02) begin
+            rr_msn <= rr_st_rd[31:0];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (s_rreq_done_valid & ~rr_done_b) begin
+            rr_done_qp <= s_rreq_done_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rr_done_b <= 1'h0;
+        end else begin
+            rr_done_b <= (s_rreq_done_valid & ~rr_done_b) | (rr_done_b & cmd_create);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (snd_state == 5'h02) begin
+            rr_done_n <= rr_done_e_rd;
+        end
+    end
+
+    always @(posedge clk) begin
         if (w_emit) begin
             blk_strb <= {
                 7'h3f < w_hi,
@@ -1565,7 +1713,7 @@ module card_rx_w512 (
 
     always @(posedge clk) begin
         if (rxterm_set) begin
-            rxterm_cause <= (snd_state == 5'h05) ? snd_cause : (w_fault ? 16'h00ff : 16'h0109);
+            rxterm_cause <= (snd_state == 5'h05) ? snd_cause : (rr_bad ? rr_cause : (rr_fault ? ((s_rxk_fault == 3'h1) ? 16'h0100 : ((s_rxk_fault == 3'h2) ? 16'h0103 : ((s_rxk_fault == 3'h3) ? 16'h0102 : ((s_rxk_fault == 3'h4) ? 16'h0104 : 16'h0101)))) : (w_fault ? 16'h00ff : 16'h0109)));
         end
     end
 
@@ -1746,6 +1894,34 @@ module card_rx_w512 (
         end
         if (sge_rd) begin
             wqe_words3_rd <= wqe_words3[sge_rd_idx[4:2]];
+        end
+    end
+
+    // rr_st: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (cmd_create | rr_store_ok) begin
+            rr_st[cmd_create ? qp_num_qpn[9:0] : snd_qp] <= cmd_create ? {qp_rd_ird[4:0], 32'h00000001} : {rr_ird, rr_msn + 32'h00000001};
+        end
+        if (snd_state == 5'h01) begin
+            rr_st_rd <= rr_st[snd_qp];
+        end
+    end
+
+    // rr_done_d: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (cmd_create | rr_done_wr) begin
+            rr_done_d[cmd_create ? qp_num_qpn[9:0] : rr_done_qp] <= rr_done_wd;
+        end
+        rr_done_d_rd <= rr_done_d[rr_done_b ? rr_done_qp : s_rreq_done_qpn];
+    end
+
+    // rr_done_e: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (cmd_create | rr_done_wr) begin
+            rr_done_e[cmd_create ? qp_num_qpn[9:0] : rr_done_qp] <= rr_done_wd;
+        end
+        if (snd_state == 5'h01) begin
+            rr_done_e_rd <= rr_done_e[snd_qp];
         end
     end
 

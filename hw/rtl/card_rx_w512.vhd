@@ -145,6 +145,19 @@ entity card_rx_w512 is
         m_axi_rq_rlast : in  std_logic;
         m_axi_rq_rvalid : in  std_logic;
         m_axi_rq_rready : out std_logic;     -- always 1
+        qp_rd_ird : in  std_logic_vector(7 downto 0); -- staged: IRD, Read Requests the peer may have outstanding (1..16)
+        m_rreq_valid : out std_logic;        -- a Read Request that passed every check (card_tx's responder, s_rreq)
+        m_rreq_ready : in  std_logic;
+        m_rreq_qpn : out std_logic_vector(9 downto 0);
+        m_rreq_sink_stag : out std_logic_vector(31 downto 0); -- Data Sink STag
+        m_rreq_sink_to : out std_logic_vector(63 downto 0); -- Data Sink Tagged Offset
+        m_rreq_size : out std_logic_vector(31 downto 0); -- RDMA Read Message Size
+        m_rreq_src_stag : out std_logic_vector(31 downto 0); -- Data Source STag (checked: remote read)
+        m_rreq_src_to : out std_logic_vector(63 downto 0); -- Data Source Tagged Offset
+        m_rreq_hdr : out std_logic_vector(143 downto 0); -- the Read Request's DDP header, byte 0 in bits 7:0 (for the Terminate of a source revoked while it is answered)
+        s_rreq_done_valid : in  std_logic;   -- card_tx answered a Read Request of the QP: one IRD entry is free again
+        s_rreq_done_ready : out std_logic;
+        s_rreq_done_qpn : in  std_logic_vector(9 downto 0);
         s_pl_dma_addr : in  std_logic_vector(63 downto 0); -- placement's m_dma: its blocks are written through card_rx's write master
         s_pl_dma_data : in  std_logic_vector(511 downto 0);
         s_pl_dma_strb : in  std_logic_vector(63 downto 0);
@@ -379,6 +392,7 @@ architecture rtl of card_rx_w512 is
     signal snd_mo_h : std_logic_vector(31 downto 0);
     signal snd_inv_stag : std_logic_vector(31 downto 0); -- Send with Invalidate: the STag
     signal snd_n : std_logic_vector(15 downto 0); -- payload bytes
+    signal snd_is_rreq : std_logic;          -- a Read Request (QN 1)
     signal snd_db_rqpi : std_logic;          -- an RQ_PI doorbell
     signal rq_ctx_rd : std_logic_vector(104 downto 0); -- read data of rq_ctx
     signal rq_pi_rd : std_logic_vector(15 downto 0); -- read data of rq_pi
@@ -447,7 +461,7 @@ architecture rtl of card_rx_w512 is
     signal f_done : std_logic;               -- every block of the WQE is in
     signal wqe_bad : std_logic;              -- a malformed receive WQE
     signal snd_msg_done : std_logic;         -- the message completed: its WQE is consumed
-    signal snd_qn_other : std_logic;         -- a Read Request or Terminate: not served yet
+    signal snd_qn_other : std_logic;         -- a Terminate (QN 2): not served yet (QN 1 takes the Read Request path)
     signal snd_cause : std_logic_vector(15 downto 0); -- the Terminate cause, 0 if the segment passes
     signal w_pass : std_logic;               -- 0: checking the pieces, 1: writing them
     signal w_rem : std_logic_vector(15 downto 0); -- payload bytes of the segment not yet walked
@@ -462,6 +476,29 @@ architecture rtl of card_rx_w512 is
     signal w_piece_len : std_logic_vector(31 downto 0); -- the model's SGE piece: min(SGE left, payload left)
     signal w_page_left : std_logic_vector(12 downto 0); -- bytes to the host page's end
     signal w_to_page : std_logic_vector(31 downto 0);
+    signal rr_body : std_logic_vector(223 downto 0); -- the Read Request header (RFC 5040 §4.4), byte 0 in bits 7:0
+    signal rr_sink_stag : std_logic_vector(31 downto 0);
+    signal rr_sink_to : std_logic_vector(63 downto 0);
+    signal rr_size : std_logic_vector(31 downto 0);
+    signal rr_src_stag : std_logic_vector(31 downto 0);
+    signal rr_src_to : std_logic_vector(63 downto 0);
+    signal rr_size_zero : std_logic;         -- a zero-length Read: its source is not checked
+    signal rr_ird : std_logic_vector(4 downto 0); -- the QP's IRD
+    signal rr_msn : std_logic_vector(31 downto 0); -- the Read Request MSN expected
+    signal rr_store_ok : std_logic;
+    signal rr_st_rd : std_logic_vector(36 downto 0); -- read data of rr_st
+    signal rr_done_b : std_logic := '0';     -- a done was taken: its QP's counter is being updated
+    signal rr_done_qp : std_logic_vector(9 downto 0);
+    signal rr_done_wr : std_logic;
+    signal rr_done_wd : std_logic_vector(4 downto 0);
+    signal rr_done_d_rd : std_logic_vector(4 downto 0); -- read data of rr_done_d
+    signal rr_done_e_rd : std_logic_vector(4 downto 0); -- read data of rr_done_e
+    signal rr_done_n : std_logic_vector(4 downto 0);
+    signal rr_held : std_logic_vector(4 downto 0); -- IRD entries in use
+    signal rr_cause : std_logic_vector(15 downto 0); -- the Terminate cause of the request's checks before its source's, 0 if it passes them
+    signal rr_answer : std_logic;            -- the source check's answer
+    signal rr_fault : std_logic;             -- the source failed its remote-read check
+    signal rr_bad : std_logic;               -- the Read Request failed a check
     signal w_answer : std_logic;
     signal w_fault : std_logic;
     signal w_inv_answer : std_logic;
@@ -551,6 +588,12 @@ architecture rtl of card_rx_w512 is
     signal wqe_words2 : wqe_words2_t;        -- 16-byte words of the WQE
     type wqe_words3_t is array (0 to 7) of std_logic_vector(127 downto 0);
     signal wqe_words3 : wqe_words3_t;        -- 16-byte words of the WQE
+    type rr_st_t is array (0 to 1023) of std_logic_vector(36 downto 0);
+    signal rr_st : rr_st_t;                  -- per QP: IRD, next Read Request MSN
+    type rr_done_d_t is array (0 to 1023) of std_logic_vector(4 downto 0);
+    signal rr_done_d : rr_done_d_t;          -- IRD entries given back, read by the done path
+    type rr_done_e_t is array (0 to 1023) of std_logic_vector(4 downto 0);
+    signal rr_done_e : rr_done_e_t;          -- IRD entries given back, read by the engine
 begin
     db_b_stall <= (b2l(eng_state = x"1") or b2l(eng_state = x"3")) or b2l(eng_state = x"4");
     db_b_go <= db_b and (not db_b_stall);
@@ -816,6 +859,7 @@ begin
         snd_hdr(47 downto 40)
     );
     snd_n <= std_logic_vector(unsigned(snd_len) - unsigned'(x"0012"));
+    snd_is_rreq <= b2l(snd_qn = x"00000001");
     snd_db_rqpi <= db_take and b2l(s_db_kind = "010");
     snd_db_here <= snd_db_rqpi and b2l(s_db_index = snd_qp);
     wqe_hit <= (wqe_v and b2l(wqe_qp = snd_qp)) and b2l(wqe_ci = snd_ci);
@@ -839,7 +883,7 @@ begin
         b2l(unsigned'("00000") < unsigned(snd_log))
     );
     snd_rq_size_m1 <= snd_rq_szm;
-    f_start <= ((b2l(snd_state = "00011") and (not snd_failed)) and (not wqe_hit)) and snd_posted;
+    f_start <= (((b2l(snd_state = "00011") and (not snd_failed)) and (not snd_is_rreq)) and (not wqe_hit)) and snd_posted;
     f_issue <= (b2l(snd_state = "00100") and (not f_iss)) and b2l(unsigned(f_blk) < unsigned(f_need));
     f_blk_idx <= std_logic_vector(unsigned(snd_ci) + unsigned(std_logic_vector'(x"000" & f_blk)));
     m_axi_rq_arid <= "000000";
@@ -883,13 +927,69 @@ begin
     w_to_page <= mux(b2l(unsigned(std_logic_vector'("0000000000000000000" & w_page_left)) < unsigned(w_piece_len)), std_logic_vector'("0000000000000000000" & w_page_left), w_piece_len);
     sge_rd_idx <= std_logic_vector(unsigned(w_i) + unsigned'("00010"));
     sge_rd <= b2l(snd_state = "00110");
-    m_rxk_valid <= b2l(snd_state = "00111") or b2l(snd_state = "01011");
-    m_rxk_stag <= mux(b2l(snd_state = "01011"), snd_inv_stag, sge_lkey);
+    rr_sink_stag <= std_logic_vector'(
+        rr_body(7 downto 0) &
+        rr_body(15 downto 8) &
+        rr_body(23 downto 16) &
+        rr_body(31 downto 24)
+    );
+    rr_sink_to <= std_logic_vector'(
+        rr_body(39 downto 32) &
+        rr_body(47 downto 40) &
+        rr_body(55 downto 48) &
+        rr_body(63 downto 56) &
+        rr_body(71 downto 64) &
+        rr_body(79 downto 72) &
+        rr_body(87 downto 80) &
+        rr_body(95 downto 88)
+    );
+    rr_size <= std_logic_vector'(
+        rr_body(103 downto 96) &
+        rr_body(111 downto 104) &
+        rr_body(119 downto 112) &
+        rr_body(127 downto 120)
+    );
+    rr_src_stag <= std_logic_vector'(
+        rr_body(135 downto 128) &
+        rr_body(143 downto 136) &
+        rr_body(151 downto 144) &
+        rr_body(159 downto 152)
+    );
+    rr_src_to <= std_logic_vector'(
+        rr_body(167 downto 160) &
+        rr_body(175 downto 168) &
+        rr_body(183 downto 176) &
+        rr_body(191 downto 184) &
+        rr_body(199 downto 192) &
+        rr_body(207 downto 200) &
+        rr_body(215 downto 208) &
+        rr_body(223 downto 216)
+    );
+    rr_size_zero <= b2l(rr_size = x"00000000");
+    rr_store_ok <= b2l(snd_state = "10111") and (not cmd_create);
+    rr_done_wr <= rr_done_b and (not cmd_create);
+    s_rreq_done_ready <= not rr_done_b;
+    rr_done_wd <= mux(cmd_create, "00000", std_logic_vector(unsigned(rr_done_d_rd) + unsigned'("00001")));
+    rr_held <= std_logic_vector(unsigned(std_logic_vector(unsigned(rr_msn(4 downto 0)) - unsigned'("00001"))) - unsigned(rr_done_n));
+    rr_cause <= mux(b2l(snd_msn_h /= rr_msn), x"1203", mux((b2l(snd_mo_h /= x"00000000") or (not snd_lflag)) or b2l(unsigned(snd_len) < unsigned'(x"002e")), x"1204", mux(b2l(unsigned'(x"002e") < unsigned(snd_len)), x"1205", mux(not b2l(unsigned(rr_held) < unsigned(rr_ird)), x"0207", x"0000"))));
+    m_rreq_valid <= b2l(snd_state = "10110");
+    m_rreq_qpn <= snd_qp and std_logic_vector'(9 downto 0 => b2l(snd_state = "10110"));
+    m_rreq_sink_stag <= rr_sink_stag and std_logic_vector'(31 downto 0 => b2l(snd_state = "10110"));
+    m_rreq_sink_to <= rr_sink_to and std_logic_vector'(63 downto 0 => b2l(snd_state = "10110"));
+    m_rreq_size <= rr_size and std_logic_vector'(31 downto 0 => b2l(snd_state = "10110"));
+    m_rreq_src_stag <= rr_src_stag and std_logic_vector'(31 downto 0 => b2l(snd_state = "10110"));
+    m_rreq_src_to <= rr_src_to and std_logic_vector'(63 downto 0 => b2l(snd_state = "10110"));
+    m_rreq_hdr <= snd_hdr and std_logic_vector'(143 downto 0 => b2l(snd_state = "10110"));
+    m_rxk_valid <= (b2l(snd_state = "00111") or b2l(snd_state = "01011")) or b2l(snd_state = "10100");
+    m_rxk_stag <= mux(b2l(snd_state = "10100"), rr_src_stag, mux(b2l(snd_state = "01011"), snd_inv_stag, sge_lkey));
     m_rxk_pd <= snd_pd;
     m_rxk_qp <= std_logic_vector'("0000000000000000000000" & snd_qp);
-    m_rxk_to <= mux(b2l(snd_state = "01011"), x"0000000000000000", std_logic_vector(unsigned(sge_addr) + unsigned(std_logic_vector'(x"00000000" & w_off))));
-    m_rxk_len <= mux(b2l(snd_state = "01011"), x"00000000", w_piece_len);
-    m_rxk_use <= mux(b2l(snd_state = "01011"), "101", "100");
+    m_rxk_to <= mux(b2l(snd_state = "10100"), rr_src_to, mux(b2l(snd_state = "01011"), x"0000000000000000", std_logic_vector(unsigned(sge_addr) + unsigned(std_logic_vector'(x"00000000" & w_off)))));
+    m_rxk_len <= mux(b2l(snd_state = "10100"), rr_size, mux(b2l(snd_state = "01011"), x"00000000", w_piece_len));
+    m_rxk_use <= mux(b2l(snd_state = "10100"), "010", mux(b2l(snd_state = "01011"), "101", "100"));
+    rr_answer <= b2l(snd_state = "10101") and s_rxk_valid;
+    rr_fault <= rr_answer and (or s_rxk_fault);
+    rr_bad <= b2l(snd_state = "10011") and b2l(rr_cause /= x"0000");
     w_answer <= b2l(snd_state = "01000") and s_rxk_valid;
     w_fault <= w_answer and (or s_rxk_fault);
     w_inv_answer <= b2l(snd_state = "01100") and s_rxk_valid;
@@ -954,7 +1054,7 @@ begin
     m_cpl_rq_ci <= std_logic_vector(unsigned(snd_ci) + unsigned(std_logic_vector'(x"000" & wqe_bbs))) and std_logic_vector'(15 downto 0 => snd_cpl_v);
     m_inv_valid <= b2l(snd_state = "01101");
     m_inv_index <= snd_inv_stag(31 downto 8) and std_logic_vector'(23 downto 0 => b2l(snd_state = "01101"));
-    rxterm_set <= (((b2l(snd_state = "00101") and b2l(snd_cause /= x"0000")) and (not snd_failed)) or w_fault) or w_inv_fault;
+    rxterm_set <= (((((b2l(snd_state = "00101") and b2l(snd_cause /= x"0000")) and (not snd_failed)) or w_fault) or w_inv_fault) or rr_bad) or rr_fault;
     m_rxterm_valid <= rxterm_v;
     m_rxterm_qp <= rxterm_qpq and std_logic_vector'(9 downto 0 => rxterm_v);
     m_rxterm_cause <= rxterm_cause and std_logic_vector'(15 downto 0 => rxterm_v);
@@ -969,8 +1069,8 @@ begin
         mux(snd_lflag, std_logic_vector(unsigned(snd_ci) + unsigned(std_logic_vector'(x"000" & wqe_bbs))), snd_ci) &
         snd_failed
     ), std_logic_vector'(snd_msn & snd_got & snd_cur_i & snd_cur_off & snd_ci & snd_failed));
-    snd_pop <= ('0' or (b2l(snd_state = "01001") and w_beat_done)) or ((b2l(snd_state = "10000") or b2l(snd_state = "01111")) and (not snd_seg_end));
-    snd_next <= mux(b2l(snd_state = "00000"), mux(snd_hdr_done, "00001", "00000"), mux(b2l(snd_state = "00001"), "00010", mux(b2l(snd_state = "00010"), "00011", mux(b2l(snd_state = "00011"), mux(snd_failed, "10000", mux(f_start, "00100", "00101")), mux(b2l(snd_state = "00100"), mux(f_done, "00101", "00100"), mux(b2l(snd_state = "00101"), mux(b2l(snd_cause /= x"0000"), "10000", mux(b2l(snd_n = x"0000"), "01010", "00110")), mux(b2l(snd_state = "00110"), "00111", mux(b2l(snd_state = "00111"), mux(w_skip, "00110", mux(m_rxk_ready, "01000", "00111")), mux(b2l(snd_state = "01000"), mux(w_fault, "10000", mux(w_wr_start, "01001", mux(w_chk_adv, "00110", "01000"))), mux(b2l(snd_state = "01001"), mux(w_emit and b2l(w_piece = std_logic_vector'("000000000" & w_nb)), mux(b2l(w_rem = std_logic_vector'("000000000" & w_nb)), "01010", "00110"), "01001"), mux(b2l(snd_state = "01010"), mux(snd_lflag and snd_is_inv, "01011", mux(snd_lflag, "01110", "01111")), mux(b2l(snd_state = "01011"), mux(m_rxk_ready, "01100", "01011"), mux(b2l(snd_state = "01100"), mux(w_inv_fault, "10000", mux(w_inv_answer, "01101", "01100")), mux(b2l(snd_state = "01101"), mux(m_inv_ready, "01110", "01101"), mux(b2l(snd_state = "01110"), mux(m_cpl_ready and pw_idle, "01111", "01110"), mux(b2l(snd_state = "01111"), mux(snd_seg_end or s_host_tvalid, "00000", "01111"), mux(b2l(snd_state = "10000"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10001", "10000"), "00000")))))))))))))))));
+    snd_pop <= ('0' or (b2l(snd_state = "01001") and w_beat_done)) or (((b2l(snd_state = "10000") or b2l(snd_state = "01111")) or b2l(snd_state = "10010")) and (not snd_seg_end));
+    snd_next <= mux(b2l(snd_state = "00000"), mux(snd_hdr_done, "00001", "00000"), mux(b2l(snd_state = "00001"), "00010", mux(b2l(snd_state = "00010"), "00011", mux(b2l(snd_state = "00011"), mux(snd_failed, "10000", mux(snd_is_rreq, "10010", mux(f_start, "00100", "00101"))), mux(b2l(snd_state = "00100"), mux(f_done, "00101", "00100"), mux(b2l(snd_state = "00101"), mux(b2l(snd_cause /= x"0000"), "10000", mux(b2l(snd_n = x"0000"), "01010", "00110")), mux(b2l(snd_state = "00110"), "00111", mux(b2l(snd_state = "00111"), mux(w_skip, "00110", mux(m_rxk_ready, "01000", "00111")), mux(b2l(snd_state = "01000"), mux(w_fault, "10000", mux(w_wr_start, "01001", mux(w_chk_adv, "00110", "01000"))), mux(b2l(snd_state = "01001"), mux(w_emit and b2l(w_piece = std_logic_vector'("000000000" & w_nb)), mux(b2l(w_rem = std_logic_vector'("000000000" & w_nb)), "01010", "00110"), "01001"), mux(b2l(snd_state = "01010"), mux(snd_lflag and snd_is_inv, "01011", mux(snd_lflag, "01110", "01111")), mux(b2l(snd_state = "01011"), mux(m_rxk_ready, "01100", "01011"), mux(b2l(snd_state = "01100"), mux(w_inv_fault, "10000", mux(w_inv_answer, "01101", "01100")), mux(b2l(snd_state = "01101"), mux(m_inv_ready, "01110", "01101"), mux(b2l(snd_state = "01110"), mux(m_cpl_ready and pw_idle, "01111", "01110"), mux(b2l(snd_state = "01111"), mux(snd_seg_end or s_host_tvalid, "00000", "01111"), mux(b2l(snd_state = "10000"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10001", "10000"), mux(b2l(snd_state = "10001"), "00000", mux(b2l(snd_state = "10010"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10011", "10010"), mux(b2l(snd_state = "10011"), mux(rr_bad, "10000", mux(rr_size_zero, "10110", "10100")), mux(b2l(snd_state = "10100"), mux(m_rxk_ready, "10101", "10100"), mux(b2l(snd_state = "10101"), mux(rr_fault, "10000", mux(rr_answer, "10110", "10101")), mux(b2l(snd_state = "10110"), mux(m_rreq_ready, "10111", "10110"), mux(b2l(snd_state = "10111"), mux(rr_store_ok, "00000", "10111"), "00000"))))))))))))))))))))))));
     unused_bits <= or std_logic_vector'(
         qp_num_qpn(15 downto 10) &
         qp_rxs_base_lo(11 downto 0) &
@@ -1002,6 +1102,7 @@ begin
         wqe_w0_live(31 downto 29) &
         wqe_w0_live(23 downto 20) &
         wqe_w0_live(15 downto 0) &
+        qp_rd_ird(7 downto 5) &
         w_to_page(31 downto 16) &
         w_sge_v &
         pw_berr
@@ -1659,6 +1760,89 @@ begin
         end if;
     end process;
 
+    rr_body_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rr_body <= std_logic_vector'(
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(367 downto 360), rr_body(223 downto 216)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(359 downto 352), rr_body(215 downto 208)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(351 downto 344), rr_body(207 downto 200)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(343 downto 336), rr_body(199 downto 192)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(335 downto 328), rr_body(191 downto 184)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(327 downto 320), rr_body(183 downto 176)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(319 downto 312), rr_body(175 downto 168)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(311 downto 304), rr_body(167 downto 160)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(303 downto 296), rr_body(159 downto 152)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(295 downto 288), rr_body(151 downto 144)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(287 downto 280), rr_body(143 downto 136)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(279 downto 272), rr_body(135 downto 128)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(271 downto 264), rr_body(127 downto 120)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(263 downto 256), rr_body(119 downto 112)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(255 downto 248), rr_body(111 downto 104)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(247 downto 240), rr_body(103 downto 96)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(239 downto 232), rr_body(95 downto 88)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(231 downto 224), rr_body(87 downto 80)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(223 downto 216), rr_body(79 downto 72)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(215 downto 208), rr_body(71 downto 64)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(207 downto 200), rr_body(63 downto 56)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(199 downto 192), rr_body(55 downto 48)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(191 downto 184), rr_body(47 downto 40)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(183 downto 176), rr_body(39 downto 32)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(175 downto 168), rr_body(31 downto 24)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(167 downto 160), rr_body(23 downto 16)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(159 downto 152), rr_body(15 downto 8)) &
+                mux(((b2l(snd_state = "10010") and snd_pop) and s_host_tvalid) and b2l(snd_beat = "0000000000000"), s_host_tdata(151 downto 144), rr_body(7 downto 0))
+            );
+        end if;
+    end process;
+
+    rr_ird_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b2l(snd_state = "00010") = '1' then
+                rr_ird <= rr_st_rd(36 downto 32);
+            end if;
+        end if;
+    end process;
+
+    rr_msn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b2l(snd_state = "00010") = '1' then
+                rr_msn <= rr_st_rd(31 downto 0);
+            end if;
+        end if;
+    end process;
+
+    rr_done_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (s_rreq_done_valid and (not rr_done_b)) = '1' then
+                rr_done_qp <= s_rreq_done_qpn;
+            end if;
+        end if;
+    end process;
+
+    rr_done_b_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rr_done_b <= '0';
+            else
+                rr_done_b <= (s_rreq_done_valid and (not rr_done_b)) or (rr_done_b and cmd_create);
+            end if;
+        end if;
+    end process;
+
+    rr_done_n_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b2l(snd_state = "00010") = '1' then
+                rr_done_n <= rr_done_e_rd;
+            end if;
+        end if;
+    end process;
+
     blk_strb_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -1884,7 +2068,7 @@ begin
     begin
         if rising_edge(clk) then
             if rxterm_set = '1' then
-                rxterm_cause <= mux(b2l(snd_state = "00101"), snd_cause, mux(w_fault, x"00ff", x"0109"));
+                rxterm_cause <= mux(b2l(snd_state = "00101"), snd_cause, mux(rr_bad, rr_cause, mux(rr_fault, mux(b2l(s_rxk_fault = "001"), x"0100", mux(b2l(s_rxk_fault = "010"), x"0103", mux(b2l(s_rxk_fault = "011"), x"0102", mux(b2l(s_rxk_fault = "100"), x"0104", x"0101")))), mux(w_fault, x"00ff", x"0109"))));
             end if;
         end if;
     end process;
@@ -2140,6 +2324,43 @@ begin
             end if;
             if sge_rd = '1' then
                 wqe_words3_rd <= wqe_words3(to_integer(unsigned(sge_rd_idx(4 downto 2))));
+            end if;
+        end if;
+    end process;
+
+    -- rr_st: synchronous write, synchronous read (block RAM)
+    rr_st_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (cmd_create or rr_store_ok) = '1' then
+                rr_st(to_integer(unsigned(mux(cmd_create, qp_num_qpn(9 downto 0), snd_qp)))) <= mux(cmd_create, std_logic_vector'(qp_rd_ird(4 downto 0) & x"00000001"), std_logic_vector'(rr_ird & std_logic_vector(unsigned(rr_msn) + unsigned'(x"00000001"))));
+            end if;
+            if b2l(snd_state = "00001") = '1' then
+                rr_st_rd <= rr_st(to_integer(unsigned(snd_qp)));
+            end if;
+        end if;
+    end process;
+
+    -- rr_done_d: synchronous write, synchronous read (block RAM)
+    rr_done_d_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (cmd_create or rr_done_wr) = '1' then
+                rr_done_d(to_integer(unsigned(mux(cmd_create, qp_num_qpn(9 downto 0), rr_done_qp)))) <= rr_done_wd;
+            end if;
+            rr_done_d_rd <= rr_done_d(to_integer(unsigned(mux(rr_done_b, rr_done_qp, s_rreq_done_qpn))));
+        end if;
+    end process;
+
+    -- rr_done_e: synchronous write, synchronous read (block RAM)
+    rr_done_e_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (cmd_create or rr_done_wr) = '1' then
+                rr_done_e(to_integer(unsigned(mux(cmd_create, qp_num_qpn(9 downto 0), rr_done_qp)))) <= rr_done_wd;
+            end if;
+            if b2l(snd_state = "00001") = '1' then
+                rr_done_e_rd <= rr_done_e(to_integer(unsigned(snd_qp)));
             end if;
         end if;
     end process;

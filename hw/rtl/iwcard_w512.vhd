@@ -286,6 +286,15 @@ architecture rtl of iwcard_w512 is
     signal rx_m_axi_rq_arburst : std_logic_vector(1 downto 0);
     signal rx_m_axi_rq_arvalid : std_logic;
     signal rx_m_axi_rq_rready : std_logic;
+    signal rx_m_rreq_valid : std_logic;
+    signal rx_m_rreq_qpn : std_logic_vector(9 downto 0);
+    signal rx_m_rreq_sink_stag : std_logic_vector(31 downto 0);
+    signal rx_m_rreq_sink_to : std_logic_vector(63 downto 0);
+    signal rx_m_rreq_size : std_logic_vector(31 downto 0);
+    signal rx_m_rreq_src_stag : std_logic_vector(31 downto 0);
+    signal rx_m_rreq_src_to : std_logic_vector(63 downto 0);
+    signal rx_m_rreq_hdr : std_logic_vector(143 downto 0);
+    signal rx_s_rreq_done_ready : std_logic;
     signal rx_s_pl_dma_ready : std_logic;
     signal rx_m_axi_awid : std_logic_vector(3 downto 0);
     signal rx_m_axi_awaddr : std_logic_vector(63 downto 0);
@@ -552,7 +561,6 @@ begin
         rdm_s3_axi_rresp &
         rdm_s3_axi_rvalid &
         regs_ctrl_enable &
-        regs_qp_rd_ird &
         regs_scratch &
         rx_m_cpl_term_code &
         rx_m_cpl_term_layer &
@@ -562,11 +570,20 @@ begin
         rx_m_err_offset &
         rx_m_err_qp &
         rx_m_err_valid &
+        rx_m_rreq_hdr &
+        rx_m_rreq_qpn &
+        rx_m_rreq_sink_stag &
+        rx_m_rreq_sink_to &
+        rx_m_rreq_size &
+        rx_m_rreq_src_stag &
+        rx_m_rreq_src_to &
+        rx_m_rreq_valid &
         rx_m_rxterm_cause &
         rx_m_rxterm_hdr &
         rx_m_rxterm_qp &
         rx_m_rxterm_seglen &
         rx_m_rxterm_valid &
+        rx_s_rreq_done_ready &
         st_m_fault &
         tx_stat_dma_err &
         tx_stat_halt &
@@ -955,6 +972,19 @@ begin
             m_axi_rq_rlast => rdm_s2_axi_rlast,
             m_axi_rq_rvalid => rdm_s2_axi_rvalid,
             m_axi_rq_rready => rx_m_axi_rq_rready,
+            qp_rd_ird => regs_qp_rd_ird,
+            m_rreq_valid => rx_m_rreq_valid,
+            m_rreq_ready => '1',
+            m_rreq_qpn => rx_m_rreq_qpn,
+            m_rreq_sink_stag => rx_m_rreq_sink_stag,
+            m_rreq_sink_to => rx_m_rreq_sink_to,
+            m_rreq_size => rx_m_rreq_size,
+            m_rreq_src_stag => rx_m_rreq_src_stag,
+            m_rreq_src_to => rx_m_rreq_src_to,
+            m_rreq_hdr => rx_m_rreq_hdr,
+            s_rreq_done_valid => '0',
+            s_rreq_done_ready => rx_s_rreq_done_ready,
+            s_rreq_done_qpn => "0000000000",
             s_pl_dma_addr => pl_m_dma_addr,
             s_pl_dma_data => pl_m_dma_data,
             s_pl_dma_strb => pl_m_dma_strb,

@@ -264,6 +264,15 @@ module iwcard_w64 (
     wire [1:0]     rx_m_axi_rq_arburst;
     wire           rx_m_axi_rq_arvalid;
     wire           rx_m_axi_rq_rready;
+    wire           rx_m_rreq_valid;
+    wire [9:0]     rx_m_rreq_qpn;
+    wire [31:0]    rx_m_rreq_sink_stag;
+    wire [63:0]    rx_m_rreq_sink_to;
+    wire [31:0]    rx_m_rreq_size;
+    wire [31:0]    rx_m_rreq_src_stag;
+    wire [63:0]    rx_m_rreq_src_to;
+    wire [143:0]   rx_m_rreq_hdr;
+    wire           rx_s_rreq_done_ready;
     wire           rx_s_pl_dma_ready;
     wire [3:0]     rx_m_axi_awid;
     wire [63:0]    rx_m_axi_awaddr;
@@ -530,7 +539,6 @@ module iwcard_w64 (
         rdm_s3_axi_rresp,
         rdm_s3_axi_rvalid,
         regs_ctrl_enable,
-        regs_qp_rd_ird,
         regs_scratch,
         rx_m_cpl_term_code,
         rx_m_cpl_term_layer,
@@ -540,11 +548,20 @@ module iwcard_w64 (
         rx_m_err_offset,
         rx_m_err_qp,
         rx_m_err_valid,
+        rx_m_rreq_hdr,
+        rx_m_rreq_qpn,
+        rx_m_rreq_sink_stag,
+        rx_m_rreq_sink_to,
+        rx_m_rreq_size,
+        rx_m_rreq_src_stag,
+        rx_m_rreq_src_to,
+        rx_m_rreq_valid,
         rx_m_rxterm_cause,
         rx_m_rxterm_hdr,
         rx_m_rxterm_qp,
         rx_m_rxterm_seglen,
         rx_m_rxterm_valid,
+        rx_s_rreq_done_ready,
         st_m_fault,
         tx_stat_dma_err,
         tx_stat_halt,
@@ -906,6 +923,19 @@ module iwcard_w64 (
         .m_axi_rq_rlast(rdm_s2_axi_rlast),
         .m_axi_rq_rvalid(rdm_s2_axi_rvalid),
         .m_axi_rq_rready(rx_m_axi_rq_rready),
+        .qp_rd_ird(regs_qp_rd_ird),
+        .m_rreq_valid(rx_m_rreq_valid),
+        .m_rreq_ready(1'h1),
+        .m_rreq_qpn(rx_m_rreq_qpn),
+        .m_rreq_sink_stag(rx_m_rreq_sink_stag),
+        .m_rreq_sink_to(rx_m_rreq_sink_to),
+        .m_rreq_size(rx_m_rreq_size),
+        .m_rreq_src_stag(rx_m_rreq_src_stag),
+        .m_rreq_src_to(rx_m_rreq_src_to),
+        .m_rreq_hdr(rx_m_rreq_hdr),
+        .s_rreq_done_valid(1'h0),
+        .s_rreq_done_ready(rx_s_rreq_done_ready),
+        .s_rreq_done_qpn(10'h000),
         .s_pl_dma_addr(pl_m_dma_addr),
         .s_pl_dma_data(pl_m_dma_data),
         .s_pl_dma_strb(pl_m_dma_strb),

@@ -215,7 +215,7 @@ func (c *rxCosim) postRecv(q *rxQP) {
 		return
 	}
 	c.modelW(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBRQPI, uint32(s.postedBlk))
-	c.model.Run()
+	c.runModel()
 	c.qpDoorbellRTL("RQ_PI", q.n, uint32(s.postedBlk))
 }
 

@@ -40,7 +40,9 @@ type rxQP struct {
 	regionSize uint64
 	framer     mpa.Framer // the peer's, at the stream's end
 
-	snd rxSendQP // the untagged (Send) side
+	snd        rxSendQP // the untagged (Send) side
+	rd         rxReadQP // its Read Requests
+	modelTXSCI uint32   // TXS_CI given back to the model
 }
 
 type wbeat struct {
@@ -81,20 +83,25 @@ type rxCosim struct {
 	// AXI slaves: the ring reads (m_axi_ar/r), the RQ WQE reads
 	// (m_axi_rq_ar/r), and the payload writes (m_axi_aw/w/b: placement's
 	// and the Sends', told apart by address).
-	rd        [2]axiRdSlave
-	wr        axiWrSlave
-	maxLat    int
-	readyP    int
-	record    bool   // keep every placed byte for the comparison
-	fixed     bool   // every read answered maxLat cycles after its address, in order, and every ready high
-	lastR     uint64 // cycle of the last read beat
-	lastW     uint64 // cycle of the last write beat
-	beats     uint64
-	errSeen   bool
-	invs      []uint32 // STag indices card_rx invalidated
-	modelInvs []uint32 // ... and those the Sends with Invalidate name
-	cplRdy    int      // m_cpl_ready probability (of 256)
-	sndBytes  uint64   // Send payload bytes card_rx wrote
+	rd         [2]axiRdSlave
+	wr         axiWrSlave
+	maxLat     int
+	readyP     int
+	record     bool   // keep every placed byte for the comparison
+	fixed      bool   // every read answered maxLat cycles after its address, in order, and every ready high
+	lastR      uint64 // cycle of the last read beat
+	lastW      uint64 // cycle of the last write beat
+	beats      uint64
+	errSeen    bool
+	invs       []uint32 // STag indices card_rx invalidated
+	modelInvs  []uint32 // ... and those the Sends with Invalidate name
+	cplRdy     int      // m_cpl_ready probability (of 256)
+	sndBytes   uint64   // Send payload bytes card_rx wrote
+	dones      []rreqDone
+	holdDones  bool     // Read Request records' IRD entries are not given back
+	allowTerm  bool     // m_rxterm records are expected: kept in terms
+	terms      []uint64 // m_rxterm causes
+	modelTerms []uint64 // the model's TERM_SENT causes
 }
 
 type axiRdSlave struct {
@@ -156,6 +163,7 @@ func (c *rxCosim) serveBefore() {
 	for i := range c.rd {
 		c.serveRead(&c.rd[i])
 	}
+	c.serveReadBefore()
 	c.set("m_axi_bvalid", 0)
 	if len(c.wr.bq) > 0 && c.wr.bq[0] <= c.cycle {
 		c.set("m_axi_bvalid", 1)
@@ -228,6 +236,12 @@ func (c *rxCosim) serveAfter() {
 		c.invs = append(c.invs, uint32(c.get("mon_inv_index")))
 	}
 	c.beats += c.get("mon_ulp_beat")
+	c.serveReadAfter()
+	if c.allowTerm && c.get("m_rxterm_valid") == 1 {
+		c.terms = append(c.terms, c.get("m_rxterm_cause"))
+		require.Zero(c.t, c.get("m_err_valid")|c.get("m_term_valid"), "cycle %d: an error record", c.cycle)
+		return
+	}
 	if c.get("m_err_valid") == 1 || c.get("m_term_valid") == 1 || c.get("m_rxterm_valid") == 1 {
 		c.errSeen = true
 	}
@@ -313,7 +327,7 @@ func (c *rxCosim) createQP(q *rxQP) {
 		m |= 1 << cs.QPMPACRCShift
 	}
 	c.modelW(cs.QPMPA, m)
-	c.modelW(cs.QPRD, 4|4<<8)
+	c.modelW(cs.QPRD, 4|rxIRD<<8)
 	c.modelW(cs.QPCmd, uint32(cs.QPOpCreate))
 	c.set("qp_num_qpn", uint64(q.n))
 	c.set("qp_pd_pd", uint64(q.pd))
@@ -327,6 +341,7 @@ func (c *rxCosim) createQP(q *rxQP) {
 	c.set("qp_rq_base_hi", q.snd.rqBase>>32)
 	c.set("qp_sizes_rq_log", uint64(q.snd.rqLog))
 	c.set("qp_cqs_recv_cq", 1)
+	c.set("qp_rd_ird", rxIRD)
 	c.set("qp_cmd_op", uint64(cs.QPOpCreate))
 	c.handshake("qp_cmd", fmt.Sprintf("QP %d's CREATE", q.n))
 }
@@ -351,7 +366,7 @@ const rxHandshakeLimit = 10_000_000
 // doorbell announces RXS_PI to both sides.
 func (c *rxCosim) doorbell(q *rxQP) {
 	c.modelW(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBRXSPI, q.written)
-	c.model.Run()
+	c.runModel()
 	c.doorbellRTL(q)
 }
 
@@ -419,6 +434,9 @@ func newRxCosim(t testing.TB, w int, seed uint64, nq int, tweak func(*rxQP)) *rx
 		switch dw.Kind {
 		case cardmodel.WriteCQE:
 			c.modelCompletion(dw)
+			return
+		case cardmodel.WriteEQE:
+			c.modelEvent(dw)
 			return
 		case cardmodel.WritePayload:
 		default:
@@ -490,7 +508,7 @@ func newRxCosim(t testing.TB, w int, seed uint64, nq int, tweak func(*rxQP)) *rx
 		key := uint8(r.Uint32())
 		for _, rw := range [][2]uint32{
 			{pr.StagIndex, idx},
-			{pr.StagCtrl, uint32(key) | uint32(mem.RemoteWrite|mem.LocalWrite)<<pr.StagCtrlAccessShift | 1<<pr.StagCtrlValidShift},
+			{pr.StagCtrl, uint32(key) | uint32(mem.RemoteWrite|mem.RemoteRead|mem.LocalWrite)<<pr.StagCtrlAccessShift | 1<<pr.StagCtrlValidShift},
 			{pr.StagPd, q.pd}, {pr.StagQp, 0},
 			{pr.StagBaseLo, uint32(q.region)}, {pr.StagBaseHi, uint32(q.region >> 32)},
 			{pr.StagLenLo, uint32(q.regionSize)}, {pr.StagLenHi, 0},
@@ -510,7 +528,7 @@ func newRxCosim(t testing.TB, w int, seed uint64, nq int, tweak func(*rxQP)) *rx
 func (c *rxCosim) feed(q *rxQP, max int) bool {
 	size := uint32(1) << q.rxsLog
 	room := size - (q.written - q.rtlCI)
-	left := q.snd.limit(uint32(len(q.stream))) - q.written
+	left := q.rd.limit(q.snd.limit(uint32(len(q.stream)))) - q.written
 	n := min(room, left, uint32(1+c.rng.IntN(max)))
 	if n == 0 {
 		return false

@@ -42,6 +42,10 @@
     X(m_axi_rq_rresp, 2) \
     X(m_axi_rq_rlast, 1) \
     X(m_axi_rq_rvalid, 1) \
+    X(qp_rd_ird, 8) \
+    X(m_rreq_ready, 1) \
+    X(s_rreq_done_valid, 1) \
+    X(s_rreq_done_qpn, 10) \
     X(m_axi_awready, 1) \
     X(m_axi_wready, 1) \
     X(m_axi_bid, 4) \
@@ -107,6 +111,15 @@
     X(m_axi_rq_arburst, 2) \
     X(m_axi_rq_arvalid, 1) \
     X(m_axi_rq_rready, 1) \
+    X(m_rreq_valid, 1) \
+    X(m_rreq_qpn, 10) \
+    X(m_rreq_sink_stag, 32) \
+    X(m_rreq_sink_to, 64) \
+    X(m_rreq_size, 32) \
+    X(m_rreq_src_stag, 32) \
+    X(m_rreq_src_to, 64) \
+    X(m_rreq_hdr, 144) \
+    X(s_rreq_done_ready, 1) \
     X(m_axi_awid, 4) \
     X(m_axi_awaddr, 64) \
     X(m_axi_awlen, 8) \
