@@ -118,6 +118,17 @@ func Blocks() ([]*Module, error) {
 		}
 		mods = append(mods, rd, wr)
 	}
+	for _, w := range AXIRemapWidths {
+		rd, err := AXIRdRemap(AXIRemapBoard(w))
+		if err != nil {
+			return nil, err
+		}
+		wr, err := AXIWrRemap(AXIRemapBoard(w))
+		if err != nil {
+			return nil, err
+		}
+		mods = append(mods, rd, wr)
+	}
 	for _, w := range CardTopWidths {
 		st, err := CardStat(w)
 		if err != nil {

@@ -9,7 +9,8 @@ import (
 // muxBurst is one burst of the mux bench; its address names its master
 // and sequence number, and its data and response follow from the address.
 type muxBurst struct {
-	id    uint64
+	id    uint64 // the master's
+	sid   uint64 // the slave's, once it took the address
 	addr  uint64
 	beats int
 	sent  int // W beats taken (writes) or R beats received (reads)
@@ -33,7 +34,9 @@ type muxMaster struct {
 	arNext int
 }
 
-// AXIMuxDriver drives axi_rd_mux and axi_wr_mux together: each master
+// AXIMuxDriver drives axi_rd_mux and axi_wr_mux together (or, with one
+// master, axi_rd_remap and axi_wr_remap: the bench is the same, the slave
+// IDs narrower instead of wider): each master
 // issues random bursts with random IDs (a few per master), W beats
 // offered even before their address is taken, random valid gaps; the
 // slave takes addresses and beats with random readiness and answers
@@ -44,7 +47,11 @@ type muxMaster struct {
 // and read beat back at the master that owns it, in order per ID, with
 // the data and response the address implies.
 type AXIMuxDriver struct {
-	n, ib  int
+	n      int
+	pre    func(master int) string            // a master's port prefix
+	newID  func(r Rand) uint64                // a new burst's ID
+	sidOf  func(master int, id uint64) uint64 // the ID the slave must see
+	maxOut int                                // bursts a master keeps outstanding, each way
 	rng    Rand
 	cycle  uint64
 	stopAt uint64
@@ -61,6 +68,10 @@ type AXIMuxDriver struct {
 	Bursts uint64
 	WBeats uint64
 	RBeats uint64
+	// Held counts addresses a master offered that the slave would have
+	// taken but the block held back (another master granted, a full
+	// queue).
+	Held uint64
 }
 
 func (d *AXIMuxDriver) fail(format string, a ...any) {
@@ -79,7 +90,10 @@ func (d *AXIMuxDriver) Outstanding() int {
 }
 
 func newAXIMuxDriver(cfg gen.AXIMuxConfig, seed, stopAt uint64) *AXIMuxDriver {
-	d := &AXIMuxDriver{n: cfg.Masters, ib: cfg.IDBits, rng: NewRand(seed), stopAt: stopAt, readyP: 256, validP: 256, lanes: cfg.Width / 8}
+	d := &AXIMuxDriver{n: cfg.Masters, rng: NewRand(seed), stopAt: stopAt, readyP: 256, validP: 256, lanes: cfg.Width / 8, maxOut: 12,
+		pre:   func(i int) string { return fmt.Sprintf("s%d_axi_", i) },
+		newID: func(r Rand) uint64 { return uint64(r.IntN(4)) },
+		sidOf: func(i int, id uint64) uint64 { return uint64(i)<<cfg.IDBits | id }}
 	for i := 0; i < cfg.Masters; i++ {
 		d.ms = append(d.ms, &muxMaster{})
 	}
@@ -104,7 +118,7 @@ type axiMuxPair struct {
 func (d *AXIMuxDriver) newBurst(i int, write bool) *muxBurst {
 	m := d.ms[i]
 	m.seq++
-	b := &muxBurst{id: uint64(d.rng.IntN(4)), beats: 1 + d.rng.IntN(16)}
+	b := &muxBurst{id: d.newID(d.rng), beats: 1 + d.rng.IntN(16)}
 	b.addr = uint64(i)<<40 | m.seq<<13 | uint64(b2u(write))<<12
 	return b
 }
@@ -135,11 +149,11 @@ func (p *axiMuxPair) step() error {
 		}
 	}
 	for i, m := range d.ms {
-		pre := fmt.Sprintf("s%d_axi_", i)
-		if gen && len(m.wr) < 12 && r.IntN(4) == 0 {
+		pre := d.pre(i)
+		if gen && len(m.wr) < d.maxOut && r.IntN(4) == 0 {
 			m.wr = append(m.wr, d.newBurst(i, true))
 		}
-		if gen && len(m.rd) < 12 && r.IntN(4) == 0 {
+		if gen && len(m.rd) < d.maxOut && r.IntN(4) == 0 {
 			m.rd = append(m.rd, d.newBurst(i, false))
 		}
 		awOn := m.awNext < len(m.wr) && r.Chance(d.validP)
@@ -193,8 +207,8 @@ func (p *axiMuxPair) step() error {
 		var heads []*muxBurst
 		seen := map[uint64]bool{}
 		for _, b := range q {
-			if !seen[b.id] {
-				seen[b.id] = true
+			if !seen[b.sid] {
+				seen[b.sid] = true
 				heads = append(heads, b)
 			}
 		}
@@ -206,14 +220,14 @@ func (p *axiMuxPair) step() error {
 	d.pickB = headOf(d.slvB, d.pickB)
 	set(p.wrP, wrI, "m_axi_bvalid", b2u(d.pickB != nil))
 	if b := d.pickB; b != nil {
-		set(p.wrP, wrI, "m_axi_bid", b.id)
+		set(p.wrP, wrI, "m_axi_bid", b.sid)
 		set(p.wrP, wrI, "m_axi_bresp", muxResp(b.addr))
 	}
 	d.pickR = headOf(d.slvR, d.pickR)
 	set(p.rdP, rdI, "m_axi_rvalid", b2u(d.pickR != nil))
 	if b := d.pickR; b != nil {
 		wr(b, b.got)
-		set(p.rdP, rdI, "m_axi_rid", b.id)
+		set(p.rdP, rdI, "m_axi_rid", b.sid)
 		p.rdP.in("m_axi_rdata").SetBytes(rdI, data)
 		set(p.rdP, rdI, "m_axi_rresp", muxResp(b.addr))
 		set(p.rdP, rdI, "m_axi_rlast", b2u(b.got == b.beats-1))
@@ -235,19 +249,19 @@ func (p *axiMuxPair) step() error {
 	if get(p.wrP, wrO, "m_axi_awvalid") != 0 && p.wrP.in("m_axi_awready").Get(wrI) != 0 {
 		id, addr := get(p.wrP, wrO, "m_axi_awid"), get(p.wrP, wrO, "m_axi_awaddr")
 		src := int(addr >> 40)
-		if src >= d.n || id>>d.ib != uint64(src) {
-			d.fail("write address %#x with ID %#x: not its master's number", addr, id)
+		if src >= d.n || m0(d.ms[src].wr, d.ms[src].awNext) == nil {
+			d.fail("write address %#x with ID %#x: no master offered it", addr, id)
 			return nil
 		}
 		m := d.ms[src]
 		b := m.wr[m.awNext]
-		if b.addr != addr || b.id != id&(1<<d.ib-1) || int(get(p.wrP, wrO, "m_axi_awlen"))+1 != b.beats {
-			d.fail("write address %#x id %#x, master %d offered %#x id %d", addr, id, src, b.addr, b.id)
+		if b.addr != addr || id != d.sidOf(src, b.id) || int(get(p.wrP, wrO, "m_axi_awlen"))+1 != b.beats {
+			d.fail("write address %#x id %#x, master %d offered %#x id %#x (the slave must see %#x)", addr, id, src, b.addr, b.id, d.sidOf(src, b.id))
 			return nil
 		}
 		m.awNext++
 		d.slvAW = append(d.slvAW, b)
-		b.id = id // the slave answers with the widened ID
+		b.sid = id
 	}
 	if get(p.wrP, wrO, "m_axi_wvalid") != 0 && p.wrP.in("m_axi_wready").Get(wrI) != 0 {
 		if len(d.slvAW) == 0 {
@@ -284,19 +298,19 @@ func (p *axiMuxPair) step() error {
 	if get(p.rdP, rdO, "m_axi_arvalid") != 0 && p.rdP.in("m_axi_arready").Get(rdI) != 0 {
 		id, addr := get(p.rdP, rdO, "m_axi_arid"), get(p.rdP, rdO, "m_axi_araddr")
 		src := int(addr >> 40)
-		if src >= d.n || id>>d.ib != uint64(src) {
-			d.fail("read address %#x with ID %#x: not its master's number", addr, id)
+		if src >= d.n || m0(d.ms[src].rd, d.ms[src].arNext) == nil {
+			d.fail("read address %#x with ID %#x: no master offered it", addr, id)
 			return nil
 		}
 		m := d.ms[src]
 		b := m.rd[m.arNext]
-		if b.addr != addr || b.id != id&(1<<d.ib-1) || int(get(p.rdP, rdO, "m_axi_arlen"))+1 != b.beats {
-			d.fail("read address %#x id %#x, master %d offered %#x id %d", addr, id, src, b.addr, b.id)
+		if b.addr != addr || id != d.sidOf(src, b.id) || int(get(p.rdP, rdO, "m_axi_arlen"))+1 != b.beats {
+			d.fail("read address %#x id %#x, master %d offered %#x id %#x (the slave must see %#x)", addr, id, src, b.addr, b.id, d.sidOf(src, b.id))
 			return nil
 		}
 		m.arNext++
 		d.slvR = append(d.slvR, b)
-		b.id = id // the slave answers with the widened ID
+		b.sid = id
 	}
 	if d.pickR != nil && get(p.rdP, rdO, "m_axi_rready") != 0 {
 		b := d.pickR
@@ -313,7 +327,13 @@ func (p *axiMuxPair) step() error {
 	}
 	// Master side: W beats, write responses, read data.
 	for i, m := range d.ms {
-		pre := fmt.Sprintf("s%d_axi_", i)
+		pre := d.pre(i)
+		if p.wrP.in(pre+"awvalid").Get(wrI) != 0 && get(p.wrP, wrO, pre+"awready") == 0 && p.wrP.in("m_axi_awready").Get(wrI) != 0 {
+			d.Held++
+		}
+		if p.rdP.in(pre+"arvalid").Get(rdI) != 0 && get(p.rdP, rdO, pre+"arready") == 0 && p.rdP.in("m_axi_arready").Get(rdI) != 0 {
+			d.Held++
+		}
 		if p.wrP.in(pre+"wvalid").Get(wrI) != 0 && get(p.wrP, wrO, pre+"wready") != 0 {
 			b := m.wr[m.wNext]
 			b.sent++
@@ -325,7 +345,7 @@ func (p *axiMuxPair) step() error {
 			id := get(p.wrP, wrO, pre+"bid")
 			k := -1
 			for j, b := range m.wr[:m.awNext] {
-				if b.id&(1<<d.ib-1) == id {
+				if b.id == id {
 					k = j
 					break
 				}
@@ -348,7 +368,7 @@ func (p *axiMuxPair) step() error {
 			id := get(p.rdP, rdO, pre+"rid")
 			k := -1
 			for j, b := range m.rd[:m.arNext] {
-				if b.id&(1<<d.ib-1) == id {
+				if b.id == id {
 					k = j
 					break
 				}
@@ -379,6 +399,14 @@ func (p *axiMuxPair) step() error {
 	return nil
 }
 
+// m0 is q[i], or nil past its end.
+func m0(q []*muxBurst, i int) *muxBurst {
+	if i < len(q) {
+		return q[i]
+	}
+	return nil
+}
+
 func log2u(n int) int {
 	k := 0
 	for 1<<k < n {
@@ -399,6 +427,42 @@ func RunAXIMux(cfg gen.AXIMuxConfig, seed, cycles uint64) (*AXIMuxDriver, error)
 	if err != nil {
 		return nil, err
 	}
+	return runAXIPair(rm, wm, newAXIMuxDriver(cfg, seed, cycles-min(cycles/2, 20000)), cycles)
+}
+
+// RunAXIRemap co-simulates axi_rd_remap and axi_wr_remap of cfg as
+// RunAXIMux does the muxes: one master whose IDs share slave IDs often
+// (half of its bursts use two of them, so their queues fill), each
+// burst's address seen by the slave with the low bits of its ID, every
+// response back with the whole ID, in order per ID.
+func RunAXIRemap(cfg gen.AXIRemapConfig, seed, cycles uint64) (*AXIMuxDriver, error) {
+	rm, err := gen.AXIRdRemap(cfg)
+	if err != nil {
+		return nil, err
+	}
+	wm, err := gen.AXIWrRemap(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mux := gen.AXIMuxConfig{Width: cfg.Width, Masters: 1}
+	d := newAXIMuxDriver(mux, seed, cycles-min(cycles/2, 20000))
+	d.maxOut = 3 * cfg.Depth
+	d.pre = func(int) string { return "s_axi_" }
+	lo := uint64(1)<<cfg.OutBits - 1
+	d.newID = func(r Rand) uint64 {
+		hi := uint64(r.IntN(1 << (cfg.InBits - cfg.OutBits)))
+		if r.IntN(2) == 0 {
+			return hi<<cfg.OutBits | uint64(r.IntN(2))
+		}
+		return hi<<cfg.OutBits | uint64(r.IntN(1<<cfg.OutBits))
+	}
+	d.sidOf = func(_ int, id uint64) uint64 { return id & lo }
+	return runAXIPair(rm, wm, d, cycles)
+}
+
+// runAXIPair runs the read module rm and the write module wm side by
+// side with d driving both, for cycles cycles.
+func runAXIPair(rm, wm *gen.Module, d *AXIMuxDriver, cycles uint64) (*AXIMuxDriver, error) {
 	rl, err := Load(LibPath(rm.Name, false))
 	if err != nil {
 		return nil, err
@@ -407,7 +471,7 @@ func RunAXIMux(cfg gen.AXIMuxConfig, seed, cycles uint64) (*AXIMuxDriver, error)
 	if err != nil {
 		return nil, err
 	}
-	p := &axiMuxPair{d: newAXIMuxDriver(cfg, seed, cycles-min(cycles/2, 20000)), rdL: LayoutOf(rm), wrL: LayoutOf(wm)}
+	p := &axiMuxPair{d: d, rdL: LayoutOf(rm), wrL: LayoutOf(wm)}
 	p.rdP, p.wrP = &portSet{l: p.rdL}, &portSet{l: p.wrL}
 	p.rdIn, p.rdOut = make([]uint32, p.rdL.InWords), make([]uint32, p.rdL.OutWords)
 	p.wrIn, p.wrOut = make([]uint32, p.wrL.InWords), make([]uint32, p.wrL.OutWords)
