@@ -118,7 +118,7 @@ func CardRx(width int) (*Module, error) {
 
 	cmdValid := m.Input("qp_cmd_valid", 1, "QP command (card_regs)")
 	cmdReady := m.Output("qp_cmd_ready", 1, "")
-	cmdOp := m.Input("qp_cmd_op", 4, "QP_OP: CREATE (1) loads the context; the others are taken without effect here")
+	cmdOp := m.Input("qp_cmd_op", 4, "QP_OP: CREATE (1) loads the context; ERROR (3) flushes the RQ; the others are taken without effect here")
 	cQPN := m.Input("qp_num_qpn", 16, "QP number (below 1024)")
 	cPD := m.Input("qp_pd_pd", 32, "")
 	cBaseLo := m.Input("qp_rxs_base_lo", 32, "receive stream ring address (aligned to its size)")
@@ -178,11 +178,13 @@ func CardRx(width int) (*Module, error) {
 	bStall := m.WireOf("db_b_stall", Or(in(sPop), in(sRead), in(sLoad)), "the engine is reading a QP's context")
 	bGo := m.WireOf("db_b_go", And(dbB, Not(bStall)), "")
 	endWr := m.WireOf("eng_end_wr", in(sEnd), "the engine stores a QP's stream state")
-	cmdTake := m.WireOf("cmd_take", And(cmdValid, Not(dbB), Not(in(sPop)), Not(endWr)), "")
+	flRoom := m.Wire("fl_room", 1, "the Send engine's flush queue can take a QP (cardRxSend)")
+	cmdTake := m.WireOf("cmd_take", And(cmdValid, Not(dbB), Not(in(sPop)), Not(endWr), flRoom), "")
 	m.Assign(cmdReady, cmdTake)
 	create := m.WireOf("cmd_create", And(cmdTake, Eq(cmdOp, C(4, 1))), "")
-	m.Assign(dbReady, And(Not(dbB), Not(cmdValid)))
-	dbTake := m.WireOf("db_take", And(dbValid, Not(dbB), Not(cmdValid)), "")
+	cmdErr := m.WireOf("cmd_error", And(cmdTake, Eq(cmdOp, C(4, 3))), "QP_CMD ERROR: the RQ is flushed")
+	m.Assign(dbReady, And(Not(dbB), Not(cmdValid), flRoom))
+	dbTake := m.WireOf("db_take", And(dbValid, Not(dbB), Not(cmdValid), flRoom), "")
 	dbPI := m.WireOf("db_is_pi", And(dbTake, Eq(dbKind, C(3, dbRXSPI))), "")
 	m.Drive(dbB, big.NewInt(0), Or(dbPI, And(dbB, bStall)), nil)
 	m.Drive(dbQP, nil, dbIndex, dbPI)
@@ -458,7 +460,7 @@ func CardRx(width int) (*Module, error) {
 								Sel(in(sDrain), Sel(drained, C(4, sEnd), C(4, sDrain)),
 									C(4, sIdle)))))))))
 	m.Drive(st, big.NewInt(0), next, nil)
-	su, err := cardRxSend(m, W, rxSendIn{create: create, cQPN: cQPN, cPD: cPD, dbTake: dbTake, dbKind: dbKind, dbIndex: dbIndex, dbValue: dbValue})
+	su, err := cardRxSend(m, W, rxSendIn{create: create, errCmd: cmdErr, flRoom: flRoom, cQPN: cQPN, cPD: cPD, dbTake: dbTake, dbKind: dbKind, dbIndex: dbIndex, dbValue: dbValue})
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,10 @@ const (
 	causeDDPMessageTooLong      = 0x1205
 )
 
+// cardStreamRXLost is the bit of QP_DB STREAM that reports the connection
+// lost (RX_LOST, docs/card.md).
+const cardStreamRXLost = 1
+
 // CardRxUnsupported is the cause card_rx reports on m_rxterm for an
 // untagged segment of a queue it does not serve yet (QN 2 Terminates): an
 // RDMAP Local Catastrophic error.
@@ -25,6 +29,8 @@ const CardRxUnsupported = causeRDMAPLocalCatastrophic
 // rxSendIn is what the Send engine takes from the rest of card_rx.
 type rxSendIn struct {
 	create  Expr    // QP_CMD CREATE taken this cycle
+	errCmd  Expr    // QP_CMD ERROR taken this cycle
+	flRoom  *Signal // driven here: a command or doorbell may be taken (the flush queue has room)
 	cQPN    *Signal // its QP number
 	cPD     *Signal
 	dbTake  Expr // a doorbell is taken this cycle
@@ -43,6 +49,10 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	QB := cardRxQPBits
 	var unused []Expr
 	dbRQPI, err := CardDBKind("QP_DB", "RQ_PI")
+	if err != nil {
+		return nil, err
+	}
+	dbStream, err := CardDBKind("QP_DB", "STREAM")
 	if err != nil {
 		return nil, err
 	}
@@ -137,20 +147,47 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 		sRRWait // ... and answered
 		sRROut  // the record to card_tx
 		sRRSt   // the next MSN is stored
+		sFlSt   // a flushed WQE's RQ_CI is stored
 	)
 	st := m.RegDecl("snd_state", 5, "Send engine state")
 	in := func(s int) Expr { return Eq(st, C(5, uint64(s))) }
 	next := m.Wire("snd_next", 5, "")
 	m.Drive(st, big.NewInt(0), next, nil)
 
+	// Flush requests (QP_CMD ERROR, STREAM.RX_LOST, and an RQ_PI doorbell
+	// of a QP in error): a queue of QP numbers the engine serves between
+	// segments. A QP may be in it twice; a flush with nothing posted ends
+	// at once.
+	bi := m.RegDecl("snd_beat", 13, "index of the next s_host beat in its ULPDU")
+	lost := m.WireOf("fl_lost", And(x.dbTake, Eq(x.dbKind, C(3, dbStream)), Bit(x.dbValue, cardStreamRXLost)), "STREAM.RX_LOST: the QP goes to error")
+	failNow := m.WireOf("fl_fail", Or(x.errCmd, lost), "a QP goes to error this cycle")
+	failQPN := m.WireOf("fl_fail_qp", Sel(x.errCmd, Bits(x.cQPN, QB-1, 0), Bits(x.dbIndex, QB-1, 0)), "")
+	errWr := Or(x.create, failNow)
+	errAddr := Sel(x.create, Bits(x.cQPN, QB-1, 0), failQPN)
+	errData := Cat(C(1, 0), Not(x.create))
+	rqDB := m.WireOf("snd_db_rqpi", And(x.dbTake, Eq(x.dbKind, C(3, dbRQPI))), "an RQ_PI doorbell")
+	errDB := m.Mem("rq_err_db", 2, 1<<QB, errWr, errAddr, errData, rqDB, Bits(x.dbIndex, QB-1, 0), "bit 0 per QP: in error (the doorbell path's copy)")
+	rqDBq := m.Reg("fl_dbq", 1, big.NewInt(0), rqDB, nil, "an RQ_PI doorbell's error bit is being read")
+	rqDBqp := m.Reg("fl_dbq_qp", QB, nil, Bits(x.dbIndex, QB-1, 0), rqDB, "")
+	pushDB := m.WireOf("fl_push_db", And(rqDBq, Bit(errDB, 0)), "an RQ_PI doorbell of a QP in error: flush what it posts")
+	const flDepth = 4
+	flPush := m.WireOf("fl_push", Or(failNow, pushDB), "")
+	flPop := m.Wire("fl_pop", 1, "the engine takes the head of the flush queue")
+	fq := ShiftQueue(m, "flq", flDepth, []string{"qp"}, []int{QB}, flPush, []Expr{Sel(failNow, failQPN, rqDBqp)}, zext(flPop, addrWidth(flDepth+1)))
+	// One take per cycle, none while a doorbell's error bit is read, so
+	// at most one push a cycle and never into a full queue.
+	m.Assign(x.flRoom, And(Not(rqDBq), Lt(fq.Count, C(addrWidth(flDepth+1), flDepth))))
+	m.Assign(flPop, And(in(sIdle), RedOr(fq.Count), Eq(bi, C(13, 0))))
+	fl := m.RegDecl("fl", 1, "the engine is flushing the QP's RQ (not serving a segment)")
+	unused = append(unused, Bit(errDB, 1))
+
 	// Header capture.
 	HB := (untaggedHdr - 1) / L // the beat with the last header byte, also the first payload byte's
-	bi := m.RegDecl("snd_beat", 13, "index of the next s_host beat in its ULPDU")
 	hdr := m.RegDecl("snd_hdr", 8*untaggedHdr, "the segment's DDP/RDMAP header, byte 0 in bits 7:0")
 	hPop := m.Wire("snd_pop", 1, "an s_host beat is taken")
 	m.Assign(hReady, hPop)
 	m.Drive(bi, big.NewInt(0), Sel(hLast, C(13, 0), Add(bi, C(13, 1))), And(hPop, hValid))
-	capEn := m.WireOf("snd_hdr_cap", And(hValid, in(sIdle), Not(Lt(C(13, uint64(HB)), bi))), "a header beat is seen")
+	capEn := m.WireOf("snd_hdr_cap", And(hValid, in(sIdle), Not(flPop), Not(Lt(C(13, uint64(HB)), bi))), "a header beat is seen")
 	var hb []Expr
 	for k := untaggedHdr - 1; k >= 0; k-- {
 		hb = append(hb, Sel(And(capEn, Eq(bi, C(13, uint64(k/L)))), Bits(hData, 8*(k%L)+7, 8*(k%L)), Bits(hdr, 8*k+7, 8*k)))
@@ -158,8 +195,9 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Drive(hdr, nil, Cat(hb...), nil)
 	hbyte := func(k int) Expr { return Bits(hdr, 8*k+7, 8*k) }
 	be32 := func(k int) Expr { return Cat(hbyte(k), hbyte(k+1), hbyte(k+2), hbyte(k+3)) }
-	hdrDone := m.WireOf("snd_hdr_done", And(in(sIdle), hValid, Eq(bi, C(13, uint64(HB)))), "the header is whole: serve the segment")
-	sqp := m.Reg("snd_qp", QB, nil, Bits(hQP, QB-1, 0), hdrDone, "the segment's QP")
+	hdrDone := m.WireOf("snd_hdr_done", And(in(sIdle), Not(flPop), hValid, Eq(bi, C(13, uint64(HB)))), "the header is whole: serve the segment")
+	m.Drive(fl, big.NewInt(0), flPop, Or(flPop, hdrDone))
+	sqp := m.Reg("snd_qp", QB, nil, Sel(flPop, fq.Fields[0][0], Bits(hQP, QB-1, 0)), Or(hdrDone, flPop), "the segment's QP, or the QP whose RQ is flushed")
 	slen := m.Reg("snd_len", 16, nil, hLen, hdrDone, "the segment's ULPDU length")
 	op := m.WireOf("snd_op", Bits(hdr, 11, 8), "RDMAP opcode")
 	lflag := m.WireOf("snd_lflag", Bit(hdr, 6), "DDP L flag")
@@ -172,7 +210,6 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	unused = append(unused, Bits(hdr, 7, 7), Bits(hdr, 5, 0), Bits(hdr, 15, 12))
 
 	// Contexts: RQ (CREATE), RQ_PI (doorbells), receive state (the engine).
-	rqDB := m.WireOf("snd_db_rqpi", And(x.dbTake, Eq(x.dbKind, C(3, dbRQPI))), "an RQ_PI doorbell")
 	rdEn := in(sRead)
 	ctxW := 58 + 5 + 10 + 32
 	ctx := m.Mem("rq_ctx", ctxW, 1<<QB, x.create, Bits(x.cQPN, QB-1, 0),
@@ -185,6 +222,8 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	stData := m.Wire("snd_st_data", sstW, "")
 	stRd := m.Mem("rq_st", sstW, 1<<QB, Or(x.create, stWr), Sel(x.create, Bits(x.cQPN, QB-1, 0), sqp),
 		Sel(x.create, Cat(C(32, 1), C(sstW-32, 0)), stData), rdEn, sqp, "MSN expected, bytes placed in the head WQE, SGE cursor (index, offset), RQ_CI, failed")
+	errRd := m.Mem("rq_err", 2, 1<<QB, errWr, errAddr, errData, rdEn, sqp, "bit 0 per QP: in error (the engine's copy): its segments are dropped")
+	unused = append(unused, Bit(errRd, 1))
 	ld := in(sLoad)
 	base := m.Reg("snd_base", 58, nil, Bits(ctx, ctxW-1, 47), ld, "")
 	lg := m.Reg("snd_log", 5, nil, Bits(ctx, 46, 42), ld, "")
@@ -221,7 +260,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	fBeat := m.RegDecl("f_beat", max(1, log2(BPB)), "beat within the block")
 	fIss := m.RegDecl("f_iss", 1, "a burst is issued and not yet read back")
 	arV := m.RegDecl("f_arv", 1, "")
-	fStart := m.WireOf("f_start", And(in(sWQE), Not(failed), Not(isRR), Not(hit), posted), "the head WQE must be read")
+	fStart := m.WireOf("f_start", And(in(sWQE), Or(fl, And(Not(failed), Not(isRR))), Not(hit), posted), "the head WQE must be read")
 	issue := m.WireOf("f_issue", And(in(sFetch), Not(fIss), Lt(fBlk, fNeed)), "")
 	m.Drive(arV, big.NewInt(0), Or(issue, And(arV, Not(arReady))), nil)
 	blkIdx := m.WireOf("f_blk_idx", Add(ci, zext(fBlk, 16)), "")
@@ -324,7 +363,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	fetched := m.WireOf("f_done", And(in(sFetch), Not(fIss), Not(arV), Not(Lt(fBlk, fNeed))), "every block of the WQE is in")
 	malformed := m.WireOf("wqe_bad", Or(Not(bbsOK), Ne(opc, C(8, 8)), inl, Lt(C(5, 30), nsge),
 		Lt(Sub(Cat(bbs, C(6, 0)), C(10, 32)), Cat(C(1, 0), nsge, C(4, 0)))), "a malformed receive WQE")
-	done := m.WireOf("snd_msg_done", And(in(sStore), lflag), "the message completed: its WQE is consumed")
+	done := m.WireOf("snd_msg_done", Or(And(in(sStore), lflag), in(sFlSt)), "the message completed or its WQE was flushed: its WQE is consumed")
 	m.Drive(cValidQ, big.NewInt(0), Sel(fetched, Not(rErr), And(cValidQ, Not(done))), nil)
 	m.Drive(cacheQP, nil, sqp, fetched)
 	m.Drive(cacheCI, nil, ci, fetched)
@@ -477,16 +516,21 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Assign(cCQ, gate(cplV, cq))
 	m.Assign(cQPN, gate(cplV, zext(sqp, 16)))
 	m.Assign(cWRID, gate(cplV, wrid))
-	m.Assign(cLen, gate(cplV, gotN))
+	nfl := m.WireOf("snd_cpl_msg", And(cplV, Not(fl)), "a message's completion (not a flush)")
+	// A flushed WQE: WR_FLUSH_ERR, length 0; RQ_CI past its blocks, or
+	// past every block posted when its BBS is bad or its read failed (no
+	// completion then), as the card model's fetchRQ does.
+	ciFl := m.WireOf("fl_ci", Sel(Or(rErr, Not(bbsOK)), pi, Add(ci, zext(bbs, 16))), "RQ_CI past the flushed WQE")
+	m.Assign(cLen, gate(nfl, gotN))
 	m.Assign(cOp, gate(cplV, C(8, 3)))
-	m.Assign(cSt, C(8, 0))
-	m.Assign(cInv, gate(And(cplV, isInv), invSTag))
-	m.Assign(cSol, And(cplV, isSE))
-	m.Assign(cInvd, And(cplV, isInv))
+	m.Assign(cSt, gate(And(cplV, fl), C(8, cardTxStatFlush)))
+	m.Assign(cInv, gate(And(nfl, isInv), invSTag))
+	m.Assign(cSol, And(nfl, isSE))
+	m.Assign(cInvd, And(nfl, isInv))
 	m.Assign(cTL, C(4, 0))
 	m.Assign(cTT, C(4, 0))
 	m.Assign(cTC, C(8, 0))
-	m.Assign(cRQCI, gate(cplV, Add(ci, zext(bbs, 16)))) // the completion comes before sStore moves RQ_CI past the WQE
+	m.Assign(cRQCI, gate(cplV, Sel(fl, ciFl, Add(ci, zext(bbs, 16))))) // the completion comes before sStore (sFlSt) moves RQ_CI past the WQE
 	m.Assign(iValid, in(sInv))
 	m.Assign(iIndex, gate(in(sInv), Bits(invSTag, 31, 8)))
 	// Error record.
@@ -511,13 +555,13 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Drive(got, nil, Bits(stRd, sstW-33, sstW-64), ld)
 	m.Drive(curI, nil, Bits(stRd, sstW-65, sstW-69), ld)
 	m.Drive(curOff, nil, Bits(stRd, sstW-70, sstW-101), ld)
-	m.Drive(ci, nil, Bits(stRd, 16, 1), ld)
-	m.Drive(failed, nil, Sel(ld, Bit(stRd, 0), one), Or(ld, eSet))
-	m.Assign(stWr, Or(in(sStore), in(sDropSt)))
+	m.Drive(ci, nil, Sel(ld, Bits(stRd, 16, 1), ciFl), Or(ld, in(sFlSt)))
+	m.Drive(failed, nil, Sel(ld, Or(Bit(stRd, 0), Bit(errRd, 0)), one), Or(ld, eSet))
+	m.Assign(stWr, Or(in(sStore), in(sDropSt), in(sFlSt)))
 	z := func(w int, x Expr) Expr { return Sel(lflag, C(w, 0), x) }
 	m.Assign(stData, Sel(in(sStore),
 		Cat(Sel(lflag, Add(msn, C(32, 1)), msn), z(32, gotN), z(5, wI), z(32, wOff), Sel(lflag, Add(ci, zext(bbs, 16)), ci), failed),
-		Cat(msn, got, curI, curOff, ci, failed)))
+		Sel(in(sFlSt), Cat(msn, C(32+5+32, 0), ciFl, one), Cat(msn, got, curI, curOff, ci, failed))))
 
 	// Beats: header beats before HB are taken at once; the held beat and
 	// the payload beats go as the writer uses them; a failed or finished
@@ -537,11 +581,11 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 		s    int
 		next Expr
 	}{
-		{sIdle, nx(hdrDone, sRead, cur(sIdle))},
+		{sIdle, nx(Or(flPop, hdrDone), sRead, cur(sIdle))},
 		{sRead, cur(sLoad)},
 		{sLoad, cur(sWQE)},
-		{sWQE, nx(failed, sDrop, nx(isRR, sRRq, nx(fStart, sFetch, cur(sChk))))},
-		{sFetch, nx(fetched, sChk, cur(sFetch))},
+		{sWQE, Sel(fl, nx(Not(posted), sIdle, nx(fStart, sFetch, cur(sCpl))), nx(failed, sDrop, nx(isRR, sRRq, nx(fStart, sFetch, cur(sChk)))))},
+		{sFetch, Sel(fetched, Sel(fl, Sel(rErr, cur(sFlSt), cur(sCpl)), cur(sChk)), cur(sFetch))},
 		{sChk, nx(Ne(bad, C(16, 0)), sDrop, nx(Eq(n, C(16, 0)), sFin, cur(sSGE)))},
 		{sSGE, cur(sLook)},
 		{sLook, nx(skip, sSGE, nx(kReady, sWait, cur(sLook)))},
@@ -551,7 +595,8 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 		{sInvChk, nx(kReady, sInvWait, cur(sInvChk))},
 		{sInvWait, nx(invFault, sDrop, nx(invAns, sInv, cur(sInvWait)))},
 		{sInv, nx(iReady, sCpl, cur(sInv))},
-		{sCpl, nx(And(cReady, wrIdle), sStore, cur(sCpl))},
+		{sCpl, Sel(And(cReady, wrIdle), Sel(fl, cur(sFlSt), cur(sStore)), cur(sCpl))},
+		{sFlSt, cur(sWQE)},
 		{sStore, nx(Or(segEnd, hValid), sIdle, cur(sStore))},
 		{sDrop, nx(Or(segEnd, And(hValid, hLast)), sDropSt, cur(sDrop))},
 		{sDropSt, cur(sIdle)},

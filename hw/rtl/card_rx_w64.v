@@ -38,7 +38,7 @@ module card_rx_w64 (
     input  wire           rst,               // synchronous reset, active high
     input  wire           qp_cmd_valid,      // QP command (card_regs)
     output wire           qp_cmd_ready,
-    input  wire [3:0]     qp_cmd_op,         // QP_OP: CREATE (1) loads the context; the others are taken without effect here
+    input  wire [3:0]     qp_cmd_op,         // QP_OP: CREATE (1) loads the context; ERROR (3) flushes the RQ; the others are taken without effect here
     input  wire [15:0]    qp_num_qpn,        // QP number (below 1024)
     input  wire [31:0]    qp_pd_pd,
     input  wire [31:0]    qp_rxs_base_lo,    // receive stream ring address (aligned to its size)
@@ -186,8 +186,10 @@ module card_rx_w64 (
     wire           db_b_stall;               // the engine is reading a QP's context
     wire           db_b_go;
     wire           eng_end_wr;               // the engine stores a QP's stream state
+    wire           fl_room;                  // the Send engine's flush queue can take a QP (cardRxSend)
     wire           cmd_take;
     wire           cmd_create;
+    wire           cmd_error;                // QP_CMD ERROR: the RQ is flushed
     wire           db_take;
     wire           db_is_pi;
     reg  [10:0]    fifo_head;
@@ -345,11 +347,32 @@ module card_rx_w64 (
     reg  [4:0]     snd_state;                // Send engine state
     wire [4:0]     snd_next;
     reg  [12:0]    snd_beat;                 // index of the next s_host beat in its ULPDU
+    wire           fl_lost;                  // STREAM.RX_LOST: the QP goes to error
+    wire           fl_fail;                  // a QP goes to error this cycle
+    wire [9:0]     fl_fail_qp;
+    wire           snd_db_rqpi;              // an RQ_PI doorbell
+    reg  [1:0]     rq_err_db_rd;             // read data of rq_err_db
+    reg            fl_dbq;                   // an RQ_PI doorbell's error bit is being read
+    reg  [9:0]     fl_dbq_qp;
+    wire           fl_push_db;               // an RQ_PI doorbell of a QP in error: flush what it posts
+    wire           fl_push;
+    wire           fl_pop;                   // the engine takes the head of the flush queue
+    reg  [2:0]     flq_count;                // entries held in flq
+    reg  [9:0]     flq0_qp;
+    reg  [9:0]     flq1_qp;
+    reg  [9:0]     flq2_qp;
+    reg  [9:0]     flq3_qp;
+    wire [2:0]     flq_wpos;                 // where a pushed entry goes
+    wire           flq0_push;
+    wire           flq1_push;
+    wire           flq2_push;
+    wire           flq3_push;
+    reg            fl;                       // the engine is flushing the QP's RQ (not serving a segment)
     reg  [143:0]   snd_hdr;                  // the segment's DDP/RDMAP header, byte 0 in bits 7:0
     wire           snd_pop;                  // an s_host beat is taken
     wire           snd_hdr_cap;              // a header beat is seen
     wire           snd_hdr_done;             // the header is whole: serve the segment
-    reg  [9:0]     snd_qp;                   // the segment's QP
+    reg  [9:0]     snd_qp;                   // the segment's QP, or the QP whose RQ is flushed
     reg  [15:0]    snd_len;                  // the segment's ULPDU length
     wire [3:0]     snd_op;                   // RDMAP opcode
     wire           snd_lflag;                // DDP L flag
@@ -359,12 +382,12 @@ module card_rx_w64 (
     wire [31:0]    snd_inv_stag;             // Send with Invalidate: the STag
     wire [15:0]    snd_n;                    // payload bytes
     wire           snd_is_rreq;              // a Read Request (QN 1)
-    wire           snd_db_rqpi;              // an RQ_PI doorbell
     reg  [104:0]   rq_ctx_rd;                // read data of rq_ctx
     reg  [15:0]    rq_pi_rd;                 // read data of rq_pi
     wire           snd_st_wr;                // the engine stores the QP's receive state
     wire [117:0]   snd_st_data;
     reg  [117:0]   rq_st_rd;                 // read data of rq_st
+    reg  [1:0]     rq_err_rd;                // read data of rq_err
     reg  [57:0]    snd_base;
     reg  [4:0]     snd_log;
     reg  [9:0]     snd_cq;
@@ -423,7 +446,7 @@ module card_rx_w64 (
     reg  [36:0]    wqe_cap;                  // bytes the WQE's SGEs hold
     wire           f_done;                   // every block of the WQE is in
     wire           wqe_bad;                  // a malformed receive WQE
-    wire           snd_msg_done;             // the message completed: its WQE is consumed
+    wire           snd_msg_done;             // the message completed or its WQE was flushed: its WQE is consumed
     wire           snd_qn_other;             // a Terminate (QN 2): not served yet (QN 1 takes the Read Request path)
     wire [15:0]    snd_cause;                // the Terminate cause, 0 if the segment passes
     reg            w_pass;                   // 0: checking the pieces, 1: writing them
@@ -516,6 +539,8 @@ module card_rx_w64 (
     wire           snd_is_se;                // Send with Solicited Event
     wire [31:0]    snd_got_n;
     wire           snd_cpl_v;                // the completion waits for its payload's write responses
+    wire           snd_cpl_msg;              // a message's completion (not a flush)
+    wire [15:0]    fl_ci;                    // RQ_CI past the flushed WQE
     reg            rxterm_v;
     reg  [15:0]    rxterm_cause;
     wire           rxterm_set;               // an untagged segment failed
@@ -529,9 +554,11 @@ module card_rx_w64 (
     reg  [91:0] ctx [0:1023];                // RXS base (bits 63:12), log size, markers, CRC, rev 0, PD
     reg  [31:0] rxs_pi [0:1023];             // RXS_PI per QP
     reg  [49:0] rxs_st [0:1023];             // RXS_CI, octets needed, failed
+    reg  [1:0] rq_err_db [0:1023];           // bit 0 per QP: in error (the doorbell path's copy)
     reg  [104:0] rq_ctx [0:1023];            // RQ base (63:6), log2 blocks, receive CQ, PD
     reg  [15:0] rq_pi [0:1023];              // RQ_PI per QP
     reg  [117:0] rq_st [0:1023];             // MSN expected, bytes placed in the head WQE, SGE cursor (index, offset), RQ_CI, failed
+    reg  [1:0] rq_err [0:1023];              // bit 0 per QP: in error (the engine's copy): its segments are dropped
     reg  [127:0] wqe_words0 [0:31];          // 16-byte words of the WQE
     reg  [36:0] rr_st [0:1023];              // per QP: IRD, next Read Request MSN
     reg  [4:0] rr_done_d [0:1023];           // IRD entries given back, read by the done path
@@ -540,11 +567,12 @@ module card_rx_w64 (
     assign db_b_stall = ((eng_state == 4'h1) | (eng_state == 4'h3)) | (eng_state == 4'h4);
     assign db_b_go = db_b & ~db_b_stall;
     assign eng_end_wr = eng_state == 4'h8;
-    assign cmd_take = ((qp_cmd_valid & ~db_b) & ~(eng_state == 4'h1)) & ~eng_end_wr;
+    assign cmd_take = (((qp_cmd_valid & ~db_b) & ~(eng_state == 4'h1)) & ~eng_end_wr) & fl_room;
     assign qp_cmd_ready = cmd_take;
     assign cmd_create = cmd_take & (qp_cmd_op == 4'h1);
-    assign s_db_ready = ~db_b & ~qp_cmd_valid;
-    assign db_take = (s_db_valid & ~db_b) & ~qp_cmd_valid;
+    assign cmd_error = cmd_take & (qp_cmd_op == 4'h3);
+    assign s_db_ready = (~db_b & ~qp_cmd_valid) & fl_room;
+    assign db_take = ((s_db_valid & ~db_b) & ~qp_cmd_valid) & fl_room;
     assign db_is_pi = db_take & (s_db_kind == 3'h4);
     assign fifo_count = fifo_tail - fifo_head;
     assign eng_pop = ((eng_state == 4'h0) & fifo_nonempty_q) & ~m_err_valid;
@@ -709,9 +737,22 @@ module card_rx_w64 (
     assign m_err_code = err_code & {3{err_v}};
     assign m_err_offset = err_off & {32{err_v}};
     assign m_axi_rq_rready = 1'h1;
+    assign fl_lost = (db_take & (s_db_kind == 3'h5)) & s_db_value[1];
+    assign fl_fail = cmd_error | fl_lost;
+    assign fl_fail_qp = cmd_error ? qp_num_qpn[9:0] : s_db_index;
+    assign snd_db_rqpi = db_take & (s_db_kind == 3'h2);
+    assign fl_push_db = fl_dbq & rq_err_db_rd[0];
+    assign fl_push = fl_fail | fl_push_db;
+    assign flq_wpos = flq_count - {2'h0, fl_pop};
+    assign flq0_push = fl_push & (flq_wpos == 3'h0);
+    assign flq1_push = fl_push & (flq_wpos == 3'h1);
+    assign flq2_push = fl_push & (flq_wpos == 3'h2);
+    assign flq3_push = fl_push & (flq_wpos == 3'h3);
+    assign fl_room = ~fl_dbq & (flq_count < 3'h4);
+    assign fl_pop = ((snd_state == 5'h00) & |flq_count) & (snd_beat == 13'h0000);
     assign s_host_tready = snd_pop;
-    assign snd_hdr_cap = (s_host_tvalid & (snd_state == 5'h00)) & ~(13'h0002 < snd_beat);
-    assign snd_hdr_done = ((snd_state == 5'h00) & s_host_tvalid) & (snd_beat == 13'h0002);
+    assign snd_hdr_cap = ((s_host_tvalid & (snd_state == 5'h00)) & ~fl_pop) & ~(13'h0002 < snd_beat);
+    assign snd_hdr_done = (((snd_state == 5'h00) & ~fl_pop) & s_host_tvalid) & (snd_beat == 13'h0002);
     assign snd_op = snd_hdr[11:8];
     assign snd_lflag = snd_hdr[6];
     assign snd_qn = {snd_hdr[55:48], snd_hdr[63:56], snd_hdr[71:64], snd_hdr[79:72]};
@@ -720,7 +761,6 @@ module card_rx_w64 (
     assign snd_inv_stag = {snd_hdr[23:16], snd_hdr[31:24], snd_hdr[39:32], snd_hdr[47:40]};
     assign snd_n = snd_len - 16'h0012;
     assign snd_is_rreq = snd_qn == 32'h00000001;
-    assign snd_db_rqpi = db_take & (s_db_kind == 3'h2);
     assign snd_db_here = snd_db_rqpi & (s_db_index == snd_qp);
     assign wqe_hit = (wqe_v & (wqe_qp == snd_qp)) & (wqe_ci == snd_ci);
     assign snd_posted = snd_ci != snd_pi;
@@ -743,7 +783,7 @@ module card_rx_w64 (
         5'h00 < snd_log
     };
     assign snd_rq_size_m1 = snd_rq_szm;
-    assign f_start = ((((snd_state == 5'h03) & ~snd_failed) & ~snd_is_rreq) & ~wqe_hit) & snd_posted;
+    assign f_start = (((snd_state == 5'h03) & (fl | (~snd_failed & ~snd_is_rreq))) & ~wqe_hit) & snd_posted;
     assign f_issue = ((snd_state == 5'h04) & ~f_iss) & (f_blk < f_need);
     assign f_blk_idx = snd_ci + {12'h000, f_blk};
     assign m_axi_rq_arid = 6'h00;
@@ -772,7 +812,7 @@ module card_rx_w64 (
     assign sge_lkey = sge_word[127:96];
     assign f_done = (((snd_state == 5'h04) & ~f_iss) & ~f_arv) & ~(f_blk < f_need);
     assign wqe_bad = (((~wqe_bbs_ok | (wqe_opcode != 8'h08)) | wqe_w0[11]) | (5'h1e < wqe_nsge)) | (({wqe_bbs, 6'h00} - 10'h020) < {1'h0, wqe_nsge, 4'h0});
-    assign snd_msg_done = (snd_state == 5'h0f) & snd_lflag;
+    assign snd_msg_done = ((snd_state == 5'h0f) & snd_lflag) | (snd_state == 5'h18);
     assign snd_qn_other = snd_qn != 32'h00000000;
     assign snd_cause = snd_qn_other ? 16'h00ff : ((snd_posted & (f_err | wqe_bad)) ? 16'h00ff : ((snd_msn_h != snd_msn) ? 16'h1203 : (~snd_posted ? 16'h1202 : ((snd_mo_h != snd_got) ? 16'h1204 : (~~({11'h000, wqe_cap} < ({16'h0000, snd_got} + {32'h00000000, snd_n})) ? 16'h1205 : 16'h0000)))));
     assign w_sge_left = sge_len - w_off;
@@ -879,16 +919,18 @@ module card_rx_w64 (
     assign m_cpl_cq = snd_cq & {10{snd_cpl_v}};
     assign m_cpl_qpn = {6'h00, snd_qp} & {16{snd_cpl_v}};
     assign m_cpl_wr_id = wqe_wrid & {64{snd_cpl_v}};
-    assign m_cpl_byte_len = snd_got_n & {32{snd_cpl_v}};
+    assign snd_cpl_msg = snd_cpl_v & ~fl;
+    assign fl_ci = (f_err | ~wqe_bbs_ok) ? snd_pi : (snd_ci + {12'h000, wqe_bbs});
+    assign m_cpl_byte_len = snd_got_n & {32{snd_cpl_msg}};
     assign m_cpl_opcode = 8'h03 & {8{snd_cpl_v}};
-    assign m_cpl_status = 8'h00;
-    assign m_cpl_inv_stag = snd_inv_stag & {32{(snd_cpl_v & snd_is_inv)}};
-    assign m_cpl_solicited = snd_cpl_v & snd_is_se;
-    assign m_cpl_invalidated = snd_cpl_v & snd_is_inv;
+    assign m_cpl_status = 8'h03 & {8{(snd_cpl_v & fl)}};
+    assign m_cpl_inv_stag = snd_inv_stag & {32{(snd_cpl_msg & snd_is_inv)}};
+    assign m_cpl_solicited = snd_cpl_msg & snd_is_se;
+    assign m_cpl_invalidated = snd_cpl_msg & snd_is_inv;
     assign m_cpl_term_layer = 4'h0;
     assign m_cpl_term_type = 4'h0;
     assign m_cpl_term_code = 8'h00;
-    assign m_cpl_rq_ci = (snd_ci + {12'h000, wqe_bbs}) & {16{snd_cpl_v}};
+    assign m_cpl_rq_ci = (fl ? fl_ci : (snd_ci + {12'h000, wqe_bbs})) & {16{snd_cpl_v}};
     assign m_inv_valid = snd_state == 5'h0d;
     assign m_inv_index = snd_inv_stag[31:8] & {24{(snd_state == 5'h0d)}};
     assign rxterm_set = ((((((snd_state == 5'h05) & (snd_cause != 16'h0000)) & ~snd_failed) | w_fault) | w_inv_fault) | rr_bad) | rr_fault;
@@ -897,7 +939,7 @@ module card_rx_w64 (
     assign m_rxterm_cause = rxterm_cause & {16{rxterm_v}};
     assign m_rxterm_hdr = rxterm_hdrq & {144{rxterm_v}};
     assign m_rxterm_seglen = rxterm_lenq & {16{rxterm_v}};
-    assign snd_st_wr = (snd_state == 5'h0f) | (snd_state == 5'h11);
+    assign snd_st_wr = ((snd_state == 5'h0f) | (snd_state == 5'h11)) | (snd_state == 5'h18);
     assign snd_st_data = (snd_state == 5'h0f) ? {
         snd_lflag ? (snd_msn + 32'h00000001) : snd_msn,
         snd_lflag ? 32'h00000000 : snd_got_n,
@@ -905,9 +947,9 @@ module card_rx_w64 (
         snd_lflag ? 32'h00000000 : w_off,
         snd_lflag ? (snd_ci + {12'h000, wqe_bbs}) : snd_ci,
         snd_failed
-    } : {snd_msn, snd_got, snd_cur_i, snd_cur_off, snd_ci, snd_failed};
+    } : ((snd_state == 5'h18) ? {snd_msn, 69'h000000000000000000, fl_ci, 1'h1} : {snd_msn, snd_got, snd_cur_i, snd_cur_off, snd_ci, snd_failed});
     assign snd_pop = ((((snd_state == 5'h00) & s_host_tvalid) & (snd_beat < 13'h0002)) | ((snd_state == 5'h09) & w_beat_done)) | ((((snd_state == 5'h10) | (snd_state == 5'h0f)) | (snd_state == 5'h12)) & ~snd_seg_end);
-    assign snd_next = (snd_state == 5'h00) ? (snd_hdr_done ? 5'h01 : 5'h00) : ((snd_state == 5'h01) ? 5'h02 : ((snd_state == 5'h02) ? 5'h03 : ((snd_state == 5'h03) ? (snd_failed ? 5'h10 : (snd_is_rreq ? 5'h12 : (f_start ? 5'h04 : 5'h05))) : ((snd_state == 5'h04) ? (f_done ? 5'h05 : 5'h04) : ((snd_state == 5'h05) ? ((snd_cause != 16'h0000) ? 5'h10 : ((snd_n == 16'h0000) ? 5'h0a : 5'h06)) : ((snd_state == 5'h06) ? 5'h07 : ((snd_state == 5'h07) ? (w_skip ? 5'h06 : (m_rxk_ready ? 5'h08 : 5'h07)) : ((snd_state == 5'h08) ? (w_fault ? 5'h10 : (w_wr_start ? 5'h09 : (w_chk_adv ? 5'h06 : 5'h08))) : ((snd_state == 5'h09) ? ((w_emit & (w_piece == {12'h000, w_nb})) ? ((w_rem == {12'h000, w_nb}) ? 5'h0a : 5'h06) : 5'h09) : ((snd_state == 5'h0a) ? ((snd_lflag & snd_is_inv) ? 5'h0b : (snd_lflag ? 5'h0e : 5'h0f)) : ((snd_state == 5'h0b) ? (m_rxk_ready ? 5'h0c : 5'h0b) : ((snd_state == 5'h0c) ? (w_inv_fault ? 5'h10 : (w_inv_answer ? 5'h0d : 5'h0c)) : ((snd_state == 5'h0d) ? (m_inv_ready ? 5'h0e : 5'h0d) : ((snd_state == 5'h0e) ? ((m_cpl_ready & pw_idle) ? 5'h0f : 5'h0e) : ((snd_state == 5'h0f) ? ((snd_seg_end | s_host_tvalid) ? 5'h00 : 5'h0f) : ((snd_state == 5'h10) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h11 : 5'h10) : ((snd_state == 5'h11) ? 5'h00 : ((snd_state == 5'h12) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h13 : 5'h12) : ((snd_state == 5'h13) ? (rr_bad ? 5'h10 : (rr_size_zero ? 5'h16 : 5'h14)) : ((snd_state == 5'h14) ? (m_rxk_ready ? 5'h15 : 5'h14) : ((snd_state == 5'h15) ? (rr_fault ? 5'h10 : (rr_answer ? 5'h16 : 5'h15)) : ((snd_state == 5'h16) ? (m_rreq_ready ? 5'h17 : 5'h16) : ((snd_state == 5'h17) ? (rr_store_ok ? 5'h00 : 5'h17) : 5'h00)))))))))))))))))))))));
+    assign snd_next = (snd_state == 5'h00) ? ((fl_pop | snd_hdr_done) ? 5'h01 : 5'h00) : ((snd_state == 5'h01) ? 5'h02 : ((snd_state == 5'h02) ? 5'h03 : ((snd_state == 5'h03) ? (fl ? (~snd_posted ? 5'h00 : (f_start ? 5'h04 : 5'h0e)) : (snd_failed ? 5'h10 : (snd_is_rreq ? 5'h12 : (f_start ? 5'h04 : 5'h05)))) : ((snd_state == 5'h04) ? (f_done ? (fl ? (f_err ? 5'h18 : 5'h0e) : 5'h05) : 5'h04) : ((snd_state == 5'h05) ? ((snd_cause != 16'h0000) ? 5'h10 : ((snd_n == 16'h0000) ? 5'h0a : 5'h06)) : ((snd_state == 5'h06) ? 5'h07 : ((snd_state == 5'h07) ? (w_skip ? 5'h06 : (m_rxk_ready ? 5'h08 : 5'h07)) : ((snd_state == 5'h08) ? (w_fault ? 5'h10 : (w_wr_start ? 5'h09 : (w_chk_adv ? 5'h06 : 5'h08))) : ((snd_state == 5'h09) ? ((w_emit & (w_piece == {12'h000, w_nb})) ? ((w_rem == {12'h000, w_nb}) ? 5'h0a : 5'h06) : 5'h09) : ((snd_state == 5'h0a) ? ((snd_lflag & snd_is_inv) ? 5'h0b : (snd_lflag ? 5'h0e : 5'h0f)) : ((snd_state == 5'h0b) ? (m_rxk_ready ? 5'h0c : 5'h0b) : ((snd_state == 5'h0c) ? (w_inv_fault ? 5'h10 : (w_inv_answer ? 5'h0d : 5'h0c)) : ((snd_state == 5'h0d) ? (m_inv_ready ? 5'h0e : 5'h0d) : ((snd_state == 5'h0e) ? ((m_cpl_ready & pw_idle) ? (fl ? 5'h18 : 5'h0f) : 5'h0e) : ((snd_state == 5'h18) ? 5'h03 : ((snd_state == 5'h0f) ? ((snd_seg_end | s_host_tvalid) ? 5'h00 : 5'h0f) : ((snd_state == 5'h10) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h11 : 5'h10) : ((snd_state == 5'h11) ? 5'h00 : ((snd_state == 5'h12) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h13 : 5'h12) : ((snd_state == 5'h13) ? (rr_bad ? 5'h10 : (rr_size_zero ? 5'h16 : 5'h14)) : ((snd_state == 5'h14) ? (m_rxk_ready ? 5'h15 : 5'h14) : ((snd_state == 5'h15) ? (rr_fault ? 5'h10 : (rr_answer ? 5'h16 : 5'h15)) : ((snd_state == 5'h16) ? (m_rreq_ready ? 5'h17 : 5'h16) : ((snd_state == 5'h17) ? (rr_store_ok ? 5'h00 : 5'h17) : 5'h00))))))))))))))))))))))));
     assign unused_bits = |{
         qp_num_qpn[15:10],
         qp_rxs_base_lo[11:0],
@@ -927,10 +969,12 @@ module card_rx_w64 (
         qp_cqs_recv_cq[15:10],
         s_host_qp[31:10],
         s_host_tkeep,
+        rq_err_db_rd[1],
         snd_hdr[7],
         snd_hdr[5:0],
         snd_hdr[15:12],
         s_db_value[31:16],
+        rq_err_rd[1],
         m_axi_rq_rresp[0],
         wqe_w0[31:29],
         wqe_w0[23:20],
@@ -1197,6 +1241,44 @@ module card_rx_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
+            fl_dbq <= 1'h0;
+        end else begin
+            fl_dbq <= snd_db_rqpi;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (snd_db_rqpi) begin
+            fl_dbq_qp <= s_db_index;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            flq_count <= 3'h0;
+        end else begin
+            flq_count <= flq_wpos + {2'h0, fl_push};
+        end
+    end
+
+    always @(posedge clk) begin
+        flq0_qp <= flq0_push ? (fl_fail ? fl_fail_qp : fl_dbq_qp) : (({2'h0, fl_pop} == 3'h1) ? flq1_qp : (({2'h0, fl_pop} == 3'h2) ? flq2_qp : (({2'h0, fl_pop} == 3'h3) ? flq3_qp : flq0_qp)));
+    end
+
+    always @(posedge clk) begin
+        flq1_qp <= flq1_push ? (fl_fail ? fl_fail_qp : fl_dbq_qp) : (({2'h0, fl_pop} == 3'h1) ? flq2_qp : (({2'h0, fl_pop} == 3'h2) ? flq3_qp : flq1_qp));
+    end
+
+    always @(posedge clk) begin
+        flq2_qp <= flq2_push ? (fl_fail ? fl_fail_qp : fl_dbq_qp) : (({2'h0, fl_pop} == 3'h1) ? flq3_qp : flq2_qp);
+    end
+
+    always @(posedge clk) begin
+        flq3_qp <= flq3_push ? (fl_fail ? fl_fail_qp : fl_dbq_qp) : flq3_qp;
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             snd_beat <= 13'h0000;
         end else if (snd_pop & s_host_tvalid) begin
             snd_beat <= s_host_tlast ? 13'h0000 : (snd_beat + 13'h0001);
@@ -1227,8 +1309,16 @@ module card_rx_w64 (
     end
 
     always @(posedge clk) begin
-        if (snd_hdr_done) begin
-            snd_qp <= s_host_qp[9:0];
+        if (rst) begin
+            fl <= 1'h0;
+        end else if (fl_pop | snd_hdr_done) begin
+            fl <= fl_pop;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (snd_hdr_done | fl_pop) begin
+            snd_qp <= fl_pop ? flq0_qp : s_host_qp[9:0];
         end
     end
 
@@ -1630,14 +1720,14 @@ module card_rx_w64 (
     end
 
     always @(posedge clk) begin
-        if (snd_state == 5'h02) begin
-            snd_ci <= rq_st_rd[16:1];
+        if ((snd_state == 5'h02) | (snd_state == 5'h18)) begin
+            snd_ci <= (snd_state == 5'h02) ? rq_st_rd[16:1] : fl_ci;
         end
     end
 
     always @(posedge clk) begin
         if ((snd_state == 5'h02) | rxterm_set) begin
-            snd_failed <= (snd_state == 5'h02) ? rq_st_rd[0] : 1'h1;
+            snd_failed <= (snd_state == 5'h02) ? (rq_st_rd[0] | rq_err_rd[0]) : 1'h1;
         end
     end
 
@@ -1697,6 +1787,16 @@ module card_rx_w64 (
         rxs_st_rd <= rxs_st[act_qp];
     end
 
+    // rq_err_db: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (cmd_create | fl_fail) begin
+            rq_err_db[cmd_create ? qp_num_qpn[9:0] : fl_fail_qp] <= {1'h0, ~cmd_create};
+        end
+        if (snd_db_rqpi) begin
+            rq_err_db_rd <= rq_err_db[s_db_index];
+        end
+    end
+
     // rq_ctx: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (cmd_create) begin
@@ -1724,6 +1824,16 @@ module card_rx_w64 (
         end
         if (snd_state == 5'h01) begin
             rq_st_rd <= rq_st[snd_qp];
+        end
+    end
+
+    // rq_err: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (cmd_create | fl_fail) begin
+            rq_err[cmd_create ? qp_num_qpn[9:0] : fl_fail_qp] <= {1'h0, ~cmd_create};
+        end
+        if (snd_state == 5'h01) begin
+            rq_err_rd <= rq_err[snd_qp];
         end
     end
 

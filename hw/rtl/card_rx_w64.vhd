@@ -40,7 +40,7 @@ entity card_rx_w64 is
         rst : in  std_logic;                 -- synchronous reset, active high
         qp_cmd_valid : in  std_logic;        -- QP command (card_regs)
         qp_cmd_ready : out std_logic;
-        qp_cmd_op : in  std_logic_vector(3 downto 0); -- QP_OP: CREATE (1) loads the context; the others are taken without effect here
+        qp_cmd_op : in  std_logic_vector(3 downto 0); -- QP_OP: CREATE (1) loads the context; ERROR (3) flushes the RQ; the others are taken without effect here
         qp_num_qpn : in  std_logic_vector(15 downto 0); -- QP number (below 1024)
         qp_pd_pd : in  std_logic_vector(31 downto 0);
         qp_rxs_base_lo : in  std_logic_vector(31 downto 0); -- receive stream ring address (aligned to its size)
@@ -217,8 +217,10 @@ architecture rtl of card_rx_w64 is
     signal db_b_stall : std_logic;           -- the engine is reading a QP's context
     signal db_b_go : std_logic;
     signal eng_end_wr : std_logic;           -- the engine stores a QP's stream state
+    signal fl_room : std_logic;              -- the Send engine's flush queue can take a QP (cardRxSend)
     signal cmd_take : std_logic;
     signal cmd_create : std_logic;
+    signal cmd_error : std_logic;            -- QP_CMD ERROR: the RQ is flushed
     signal db_take : std_logic;
     signal db_is_pi : std_logic;
     signal fifo_head : std_logic_vector(10 downto 0) := "00000000000";
@@ -376,11 +378,32 @@ architecture rtl of card_rx_w64 is
     signal snd_state : std_logic_vector(4 downto 0) := "00000"; -- Send engine state
     signal snd_next : std_logic_vector(4 downto 0);
     signal snd_beat : std_logic_vector(12 downto 0) := "0000000000000"; -- index of the next s_host beat in its ULPDU
+    signal fl_lost : std_logic;              -- STREAM.RX_LOST: the QP goes to error
+    signal fl_fail : std_logic;              -- a QP goes to error this cycle
+    signal fl_fail_qp : std_logic_vector(9 downto 0);
+    signal snd_db_rqpi : std_logic;          -- an RQ_PI doorbell
+    signal rq_err_db_rd : std_logic_vector(1 downto 0); -- read data of rq_err_db
+    signal fl_dbq : std_logic := '0';        -- an RQ_PI doorbell's error bit is being read
+    signal fl_dbq_qp : std_logic_vector(9 downto 0);
+    signal fl_push_db : std_logic;           -- an RQ_PI doorbell of a QP in error: flush what it posts
+    signal fl_push : std_logic;
+    signal fl_pop : std_logic;               -- the engine takes the head of the flush queue
+    signal flq_count : std_logic_vector(2 downto 0) := "000"; -- entries held in flq
+    signal flq0_qp : std_logic_vector(9 downto 0);
+    signal flq1_qp : std_logic_vector(9 downto 0);
+    signal flq2_qp : std_logic_vector(9 downto 0);
+    signal flq3_qp : std_logic_vector(9 downto 0);
+    signal flq_wpos : std_logic_vector(2 downto 0); -- where a pushed entry goes
+    signal flq0_push : std_logic;
+    signal flq1_push : std_logic;
+    signal flq2_push : std_logic;
+    signal flq3_push : std_logic;
+    signal fl : std_logic := '0';            -- the engine is flushing the QP's RQ (not serving a segment)
     signal snd_hdr : std_logic_vector(143 downto 0); -- the segment's DDP/RDMAP header, byte 0 in bits 7:0
     signal snd_pop : std_logic;              -- an s_host beat is taken
     signal snd_hdr_cap : std_logic;          -- a header beat is seen
     signal snd_hdr_done : std_logic;         -- the header is whole: serve the segment
-    signal snd_qp : std_logic_vector(9 downto 0); -- the segment's QP
+    signal snd_qp : std_logic_vector(9 downto 0); -- the segment's QP, or the QP whose RQ is flushed
     signal snd_len : std_logic_vector(15 downto 0); -- the segment's ULPDU length
     signal snd_op : std_logic_vector(3 downto 0); -- RDMAP opcode
     signal snd_lflag : std_logic;            -- DDP L flag
@@ -390,12 +413,12 @@ architecture rtl of card_rx_w64 is
     signal snd_inv_stag : std_logic_vector(31 downto 0); -- Send with Invalidate: the STag
     signal snd_n : std_logic_vector(15 downto 0); -- payload bytes
     signal snd_is_rreq : std_logic;          -- a Read Request (QN 1)
-    signal snd_db_rqpi : std_logic;          -- an RQ_PI doorbell
     signal rq_ctx_rd : std_logic_vector(104 downto 0); -- read data of rq_ctx
     signal rq_pi_rd : std_logic_vector(15 downto 0); -- read data of rq_pi
     signal snd_st_wr : std_logic;            -- the engine stores the QP's receive state
     signal snd_st_data : std_logic_vector(117 downto 0);
     signal rq_st_rd : std_logic_vector(117 downto 0); -- read data of rq_st
+    signal rq_err_rd : std_logic_vector(1 downto 0); -- read data of rq_err
     signal snd_base : std_logic_vector(57 downto 0);
     signal snd_log : std_logic_vector(4 downto 0);
     signal snd_cq : std_logic_vector(9 downto 0);
@@ -454,7 +477,7 @@ architecture rtl of card_rx_w64 is
     signal wqe_cap : std_logic_vector(36 downto 0) := "0000000000000000000000000000000000000"; -- bytes the WQE's SGEs hold
     signal f_done : std_logic;               -- every block of the WQE is in
     signal wqe_bad : std_logic;              -- a malformed receive WQE
-    signal snd_msg_done : std_logic;         -- the message completed: its WQE is consumed
+    signal snd_msg_done : std_logic;         -- the message completed or its WQE was flushed: its WQE is consumed
     signal snd_qn_other : std_logic;         -- a Terminate (QN 2): not served yet (QN 1 takes the Read Request path)
     signal snd_cause : std_logic_vector(15 downto 0); -- the Terminate cause, 0 if the segment passes
     signal w_pass : std_logic;               -- 0: checking the pieces, 1: writing them
@@ -547,6 +570,8 @@ architecture rtl of card_rx_w64 is
     signal snd_is_se : std_logic;            -- Send with Solicited Event
     signal snd_got_n : std_logic_vector(31 downto 0);
     signal snd_cpl_v : std_logic;            -- the completion waits for its payload's write responses
+    signal snd_cpl_msg : std_logic;          -- a message's completion (not a flush)
+    signal fl_ci : std_logic_vector(15 downto 0); -- RQ_CI past the flushed WQE
     signal rxterm_v : std_logic := '0';
     signal rxterm_cause : std_logic_vector(15 downto 0);
     signal rxterm_set : std_logic;           -- an untagged segment failed
@@ -565,12 +590,16 @@ architecture rtl of card_rx_w64 is
     signal rxs_pi : rxs_pi_t;                -- RXS_PI per QP
     type rxs_st_t is array (0 to 1023) of std_logic_vector(49 downto 0);
     signal rxs_st : rxs_st_t;                -- RXS_CI, octets needed, failed
+    type rq_err_db_t is array (0 to 1023) of std_logic_vector(1 downto 0);
+    signal rq_err_db : rq_err_db_t;          -- bit 0 per QP: in error (the doorbell path's copy)
     type rq_ctx_t is array (0 to 1023) of std_logic_vector(104 downto 0);
     signal rq_ctx : rq_ctx_t;                -- RQ base (63:6), log2 blocks, receive CQ, PD
     type rq_pi_t is array (0 to 1023) of std_logic_vector(15 downto 0);
     signal rq_pi : rq_pi_t;                  -- RQ_PI per QP
     type rq_st_t is array (0 to 1023) of std_logic_vector(117 downto 0);
     signal rq_st : rq_st_t;                  -- MSN expected, bytes placed in the head WQE, SGE cursor (index, offset), RQ_CI, failed
+    type rq_err_t is array (0 to 1023) of std_logic_vector(1 downto 0);
+    signal rq_err : rq_err_t;                -- bit 0 per QP: in error (the engine's copy): its segments are dropped
     type wqe_words0_t is array (0 to 31) of std_logic_vector(127 downto 0);
     signal wqe_words0 : wqe_words0_t;        -- 16-byte words of the WQE
     type rr_st_t is array (0 to 1023) of std_logic_vector(36 downto 0);
@@ -583,11 +612,12 @@ begin
     db_b_stall <= (b2l(eng_state = x"1") or b2l(eng_state = x"3")) or b2l(eng_state = x"4");
     db_b_go <= db_b and (not db_b_stall);
     eng_end_wr <= b2l(eng_state = x"8");
-    cmd_take <= ((qp_cmd_valid and (not db_b)) and (not b2l(eng_state = x"1"))) and (not eng_end_wr);
+    cmd_take <= (((qp_cmd_valid and (not db_b)) and (not b2l(eng_state = x"1"))) and (not eng_end_wr)) and fl_room;
     qp_cmd_ready <= cmd_take;
     cmd_create <= cmd_take and b2l(qp_cmd_op = x"1");
-    s_db_ready <= (not db_b) and (not qp_cmd_valid);
-    db_take <= (s_db_valid and (not db_b)) and (not qp_cmd_valid);
+    cmd_error <= cmd_take and b2l(qp_cmd_op = x"3");
+    s_db_ready <= ((not db_b) and (not qp_cmd_valid)) and fl_room;
+    db_take <= ((s_db_valid and (not db_b)) and (not qp_cmd_valid)) and fl_room;
     db_is_pi <= db_take and b2l(s_db_kind = "100");
     fifo_count <= std_logic_vector(unsigned(fifo_tail) - unsigned(fifo_head));
     eng_pop <= (b2l(eng_state = x"0") and fifo_nonempty_q) and (not m_err_valid);
@@ -752,9 +782,22 @@ begin
     m_err_code <= err_code and std_logic_vector'(2 downto 0 => err_v);
     m_err_offset <= err_off and std_logic_vector'(31 downto 0 => err_v);
     m_axi_rq_rready <= '1';
+    fl_lost <= (db_take and b2l(s_db_kind = "101")) and s_db_value(1);
+    fl_fail <= cmd_error or fl_lost;
+    fl_fail_qp <= mux(cmd_error, qp_num_qpn(9 downto 0), s_db_index);
+    snd_db_rqpi <= db_take and b2l(s_db_kind = "010");
+    fl_push_db <= fl_dbq and rq_err_db_rd(0);
+    fl_push <= fl_fail or fl_push_db;
+    flq_wpos <= std_logic_vector(unsigned(flq_count) - unsigned(std_logic_vector'("00" & fl_pop)));
+    flq0_push <= fl_push and b2l(flq_wpos = "000");
+    flq1_push <= fl_push and b2l(flq_wpos = "001");
+    flq2_push <= fl_push and b2l(flq_wpos = "010");
+    flq3_push <= fl_push and b2l(flq_wpos = "011");
+    fl_room <= (not fl_dbq) and b2l(unsigned(flq_count) < unsigned'("100"));
+    fl_pop <= (b2l(snd_state = "00000") and (or flq_count)) and b2l(snd_beat = "0000000000000");
     s_host_tready <= snd_pop;
-    snd_hdr_cap <= (s_host_tvalid and b2l(snd_state = "00000")) and (not b2l(unsigned'("0000000000010") < unsigned(snd_beat)));
-    snd_hdr_done <= (b2l(snd_state = "00000") and s_host_tvalid) and b2l(snd_beat = "0000000000010");
+    snd_hdr_cap <= ((s_host_tvalid and b2l(snd_state = "00000")) and (not fl_pop)) and (not b2l(unsigned'("0000000000010") < unsigned(snd_beat)));
+    snd_hdr_done <= ((b2l(snd_state = "00000") and (not fl_pop)) and s_host_tvalid) and b2l(snd_beat = "0000000000010");
     snd_op <= snd_hdr(11 downto 8);
     snd_lflag <= snd_hdr(6);
     snd_qn <= std_logic_vector'(
@@ -783,7 +826,6 @@ begin
     );
     snd_n <= std_logic_vector(unsigned(snd_len) - unsigned'(x"0012"));
     snd_is_rreq <= b2l(snd_qn = x"00000001");
-    snd_db_rqpi <= db_take and b2l(s_db_kind = "010");
     snd_db_here <= snd_db_rqpi and b2l(s_db_index = snd_qp);
     wqe_hit <= (wqe_v and b2l(wqe_qp = snd_qp)) and b2l(wqe_ci = snd_ci);
     snd_posted <= b2l(snd_ci /= snd_pi);
@@ -806,7 +848,7 @@ begin
         b2l(unsigned'("00000") < unsigned(snd_log))
     );
     snd_rq_size_m1 <= snd_rq_szm;
-    f_start <= (((b2l(snd_state = "00011") and (not snd_failed)) and (not snd_is_rreq)) and (not wqe_hit)) and snd_posted;
+    f_start <= ((b2l(snd_state = "00011") and (fl or ((not snd_failed) and (not snd_is_rreq)))) and (not wqe_hit)) and snd_posted;
     f_issue <= (b2l(snd_state = "00100") and (not f_iss)) and b2l(unsigned(f_blk) < unsigned(f_need));
     f_blk_idx <= std_logic_vector(unsigned(snd_ci) + unsigned(std_logic_vector'(x"000" & f_blk)));
     m_axi_rq_arid <= "000000";
@@ -840,7 +882,7 @@ begin
     sge_lkey <= sge_word(127 downto 96);
     f_done <= ((b2l(snd_state = "00100") and (not f_iss)) and (not f_arv)) and (not b2l(unsigned(f_blk) < unsigned(f_need)));
     wqe_bad <= ((((not wqe_bbs_ok) or b2l(wqe_opcode /= x"08")) or wqe_w0(11)) or b2l(unsigned'("11110") < unsigned(wqe_nsge))) or b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'(wqe_bbs & "000000")) - unsigned'("0000100000"))) < unsigned(std_logic_vector'('0' & wqe_nsge & x"0")));
-    snd_msg_done <= b2l(snd_state = "01111") and snd_lflag;
+    snd_msg_done <= (b2l(snd_state = "01111") and snd_lflag) or b2l(snd_state = "11000");
     snd_qn_other <= b2l(snd_qn /= x"00000000");
     snd_cause <= mux(snd_qn_other, x"00ff", mux(snd_posted and (f_err or wqe_bad), x"00ff", mux(b2l(snd_msn_h /= snd_msn), x"1203", mux(not snd_posted, x"1202", mux(b2l(snd_mo_h /= snd_got), x"1204", mux(not (not b2l(unsigned(std_logic_vector'("00000000000" & wqe_cap)) < unsigned(std_logic_vector(unsigned(std_logic_vector'(x"0000" & snd_got)) + unsigned(std_logic_vector'(x"00000000" & snd_n)))))), x"1205", x"0000"))))));
     w_sge_left <= std_logic_vector(unsigned(sge_len) - unsigned(w_off));
@@ -962,16 +1004,18 @@ begin
     m_cpl_cq <= snd_cq and std_logic_vector'(9 downto 0 => snd_cpl_v);
     m_cpl_qpn <= std_logic_vector'("000000" & snd_qp) and std_logic_vector'(15 downto 0 => snd_cpl_v);
     m_cpl_wr_id <= wqe_wrid and std_logic_vector'(63 downto 0 => snd_cpl_v);
-    m_cpl_byte_len <= snd_got_n and std_logic_vector'(31 downto 0 => snd_cpl_v);
+    snd_cpl_msg <= snd_cpl_v and (not fl);
+    fl_ci <= mux(f_err or (not wqe_bbs_ok), snd_pi, std_logic_vector(unsigned(snd_ci) + unsigned(std_logic_vector'(x"000" & wqe_bbs))));
+    m_cpl_byte_len <= snd_got_n and std_logic_vector'(31 downto 0 => snd_cpl_msg);
     m_cpl_opcode <= x"03" and std_logic_vector'(7 downto 0 => snd_cpl_v);
-    m_cpl_status <= x"00";
-    m_cpl_inv_stag <= snd_inv_stag and std_logic_vector'(31 downto 0 => snd_cpl_v and snd_is_inv);
-    m_cpl_solicited <= snd_cpl_v and snd_is_se;
-    m_cpl_invalidated <= snd_cpl_v and snd_is_inv;
+    m_cpl_status <= x"03" and std_logic_vector'(7 downto 0 => snd_cpl_v and fl);
+    m_cpl_inv_stag <= snd_inv_stag and std_logic_vector'(31 downto 0 => snd_cpl_msg and snd_is_inv);
+    m_cpl_solicited <= snd_cpl_msg and snd_is_se;
+    m_cpl_invalidated <= snd_cpl_msg and snd_is_inv;
     m_cpl_term_layer <= x"0";
     m_cpl_term_type <= x"0";
     m_cpl_term_code <= x"00";
-    m_cpl_rq_ci <= std_logic_vector(unsigned(snd_ci) + unsigned(std_logic_vector'(x"000" & wqe_bbs))) and std_logic_vector'(15 downto 0 => snd_cpl_v);
+    m_cpl_rq_ci <= mux(fl, fl_ci, std_logic_vector(unsigned(snd_ci) + unsigned(std_logic_vector'(x"000" & wqe_bbs)))) and std_logic_vector'(15 downto 0 => snd_cpl_v);
     m_inv_valid <= b2l(snd_state = "01101");
     m_inv_index <= snd_inv_stag(31 downto 8) and std_logic_vector'(23 downto 0 => b2l(snd_state = "01101"));
     rxterm_set <= (((((b2l(snd_state = "00101") and b2l(snd_cause /= x"0000")) and (not snd_failed)) or w_fault) or w_inv_fault) or rr_bad) or rr_fault;
@@ -980,7 +1024,7 @@ begin
     m_rxterm_cause <= rxterm_cause and std_logic_vector'(15 downto 0 => rxterm_v);
     m_rxterm_hdr <= rxterm_hdrq and std_logic_vector'(143 downto 0 => rxterm_v);
     m_rxterm_seglen <= rxterm_lenq and std_logic_vector'(15 downto 0 => rxterm_v);
-    snd_st_wr <= b2l(snd_state = "01111") or b2l(snd_state = "10001");
+    snd_st_wr <= (b2l(snd_state = "01111") or b2l(snd_state = "10001")) or b2l(snd_state = "11000");
     snd_st_data <= mux(b2l(snd_state = "01111"), std_logic_vector'(
         mux(snd_lflag, std_logic_vector(unsigned(snd_msn) + unsigned'(x"00000001")), snd_msn) &
         mux(snd_lflag, x"00000000", snd_got_n) &
@@ -988,9 +1032,14 @@ begin
         mux(snd_lflag, x"00000000", w_off) &
         mux(snd_lflag, std_logic_vector(unsigned(snd_ci) + unsigned(std_logic_vector'(x"000" & wqe_bbs))), snd_ci) &
         snd_failed
-    ), std_logic_vector'(snd_msn & snd_got & snd_cur_i & snd_cur_off & snd_ci & snd_failed));
+    ), mux(b2l(snd_state = "11000"), std_logic_vector'(
+        snd_msn &
+        "000000000000000000000000000000000000000000000000000000000000000000000" &
+        fl_ci &
+        '1'
+    ), std_logic_vector'(snd_msn & snd_got & snd_cur_i & snd_cur_off & snd_ci & snd_failed)));
     snd_pop <= (((b2l(snd_state = "00000") and s_host_tvalid) and b2l(unsigned(snd_beat) < unsigned'("0000000000010"))) or (b2l(snd_state = "01001") and w_beat_done)) or (((b2l(snd_state = "10000") or b2l(snd_state = "01111")) or b2l(snd_state = "10010")) and (not snd_seg_end));
-    snd_next <= mux(b2l(snd_state = "00000"), mux(snd_hdr_done, "00001", "00000"), mux(b2l(snd_state = "00001"), "00010", mux(b2l(snd_state = "00010"), "00011", mux(b2l(snd_state = "00011"), mux(snd_failed, "10000", mux(snd_is_rreq, "10010", mux(f_start, "00100", "00101"))), mux(b2l(snd_state = "00100"), mux(f_done, "00101", "00100"), mux(b2l(snd_state = "00101"), mux(b2l(snd_cause /= x"0000"), "10000", mux(b2l(snd_n = x"0000"), "01010", "00110")), mux(b2l(snd_state = "00110"), "00111", mux(b2l(snd_state = "00111"), mux(w_skip, "00110", mux(m_rxk_ready, "01000", "00111")), mux(b2l(snd_state = "01000"), mux(w_fault, "10000", mux(w_wr_start, "01001", mux(w_chk_adv, "00110", "01000"))), mux(b2l(snd_state = "01001"), mux(w_emit and b2l(w_piece = std_logic_vector'(x"000" & w_nb)), mux(b2l(w_rem = std_logic_vector'(x"000" & w_nb)), "01010", "00110"), "01001"), mux(b2l(snd_state = "01010"), mux(snd_lflag and snd_is_inv, "01011", mux(snd_lflag, "01110", "01111")), mux(b2l(snd_state = "01011"), mux(m_rxk_ready, "01100", "01011"), mux(b2l(snd_state = "01100"), mux(w_inv_fault, "10000", mux(w_inv_answer, "01101", "01100")), mux(b2l(snd_state = "01101"), mux(m_inv_ready, "01110", "01101"), mux(b2l(snd_state = "01110"), mux(m_cpl_ready and pw_idle, "01111", "01110"), mux(b2l(snd_state = "01111"), mux(snd_seg_end or s_host_tvalid, "00000", "01111"), mux(b2l(snd_state = "10000"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10001", "10000"), mux(b2l(snd_state = "10001"), "00000", mux(b2l(snd_state = "10010"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10011", "10010"), mux(b2l(snd_state = "10011"), mux(rr_bad, "10000", mux(rr_size_zero, "10110", "10100")), mux(b2l(snd_state = "10100"), mux(m_rxk_ready, "10101", "10100"), mux(b2l(snd_state = "10101"), mux(rr_fault, "10000", mux(rr_answer, "10110", "10101")), mux(b2l(snd_state = "10110"), mux(m_rreq_ready, "10111", "10110"), mux(b2l(snd_state = "10111"), mux(rr_store_ok, "00000", "10111"), "00000"))))))))))))))))))))))));
+    snd_next <= mux(b2l(snd_state = "00000"), mux(fl_pop or snd_hdr_done, "00001", "00000"), mux(b2l(snd_state = "00001"), "00010", mux(b2l(snd_state = "00010"), "00011", mux(b2l(snd_state = "00011"), mux(fl, mux(not snd_posted, "00000", mux(f_start, "00100", "01110")), mux(snd_failed, "10000", mux(snd_is_rreq, "10010", mux(f_start, "00100", "00101")))), mux(b2l(snd_state = "00100"), mux(f_done, mux(fl, mux(f_err, "11000", "01110"), "00101"), "00100"), mux(b2l(snd_state = "00101"), mux(b2l(snd_cause /= x"0000"), "10000", mux(b2l(snd_n = x"0000"), "01010", "00110")), mux(b2l(snd_state = "00110"), "00111", mux(b2l(snd_state = "00111"), mux(w_skip, "00110", mux(m_rxk_ready, "01000", "00111")), mux(b2l(snd_state = "01000"), mux(w_fault, "10000", mux(w_wr_start, "01001", mux(w_chk_adv, "00110", "01000"))), mux(b2l(snd_state = "01001"), mux(w_emit and b2l(w_piece = std_logic_vector'(x"000" & w_nb)), mux(b2l(w_rem = std_logic_vector'(x"000" & w_nb)), "01010", "00110"), "01001"), mux(b2l(snd_state = "01010"), mux(snd_lflag and snd_is_inv, "01011", mux(snd_lflag, "01110", "01111")), mux(b2l(snd_state = "01011"), mux(m_rxk_ready, "01100", "01011"), mux(b2l(snd_state = "01100"), mux(w_inv_fault, "10000", mux(w_inv_answer, "01101", "01100")), mux(b2l(snd_state = "01101"), mux(m_inv_ready, "01110", "01101"), mux(b2l(snd_state = "01110"), mux(m_cpl_ready and pw_idle, mux(fl, "11000", "01111"), "01110"), mux(b2l(snd_state = "11000"), "00011", mux(b2l(snd_state = "01111"), mux(snd_seg_end or s_host_tvalid, "00000", "01111"), mux(b2l(snd_state = "10000"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10001", "10000"), mux(b2l(snd_state = "10001"), "00000", mux(b2l(snd_state = "10010"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10011", "10010"), mux(b2l(snd_state = "10011"), mux(rr_bad, "10000", mux(rr_size_zero, "10110", "10100")), mux(b2l(snd_state = "10100"), mux(m_rxk_ready, "10101", "10100"), mux(b2l(snd_state = "10101"), mux(rr_fault, "10000", mux(rr_answer, "10110", "10101")), mux(b2l(snd_state = "10110"), mux(m_rreq_ready, "10111", "10110"), mux(b2l(snd_state = "10111"), mux(rr_store_ok, "00000", "10111"), "00000")))))))))))))))))))))))));
     unused_bits <= or std_logic_vector'(
         qp_num_qpn(15 downto 10) &
         qp_rxs_base_lo(11 downto 0) &
@@ -1010,10 +1059,12 @@ begin
         qp_cqs_recv_cq(15 downto 10) &
         s_host_qp(31 downto 10) &
         s_host_tkeep &
+        rq_err_db_rd(1) &
         snd_hdr(7) &
         snd_hdr(5 downto 0) &
         snd_hdr(15 downto 12) &
         s_db_value(31 downto 16) &
+        rq_err_rd(1) &
         m_axi_rq_rresp(0) &
         wqe_w0(31 downto 29) &
         wqe_w0(23 downto 20) &
@@ -1389,6 +1440,65 @@ begin
         end if;
     end process;
 
+    fl_dbq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                fl_dbq <= '0';
+            else
+                fl_dbq <= snd_db_rqpi;
+            end if;
+        end if;
+    end process;
+
+    fl_dbq_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if snd_db_rqpi = '1' then
+                fl_dbq_qp <= s_db_index;
+            end if;
+        end if;
+    end process;
+
+    flq_count_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                flq_count <= "000";
+            else
+                flq_count <= std_logic_vector(unsigned(flq_wpos) + unsigned(std_logic_vector'("00" & fl_push)));
+            end if;
+        end if;
+    end process;
+
+    flq0_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            flq0_qp <= mux(flq0_push, mux(fl_fail, fl_fail_qp, fl_dbq_qp), mux(b2l(std_logic_vector'("00" & fl_pop) = "001"), flq1_qp, mux(b2l(std_logic_vector'("00" & fl_pop) = "010"), flq2_qp, mux(b2l(std_logic_vector'("00" & fl_pop) = "011"), flq3_qp, flq0_qp))));
+        end if;
+    end process;
+
+    flq1_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            flq1_qp <= mux(flq1_push, mux(fl_fail, fl_fail_qp, fl_dbq_qp), mux(b2l(std_logic_vector'("00" & fl_pop) = "001"), flq2_qp, mux(b2l(std_logic_vector'("00" & fl_pop) = "010"), flq3_qp, flq1_qp)));
+        end if;
+    end process;
+
+    flq2_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            flq2_qp <= mux(flq2_push, mux(fl_fail, fl_fail_qp, fl_dbq_qp), mux(b2l(std_logic_vector'("00" & fl_pop) = "001"), flq3_qp, flq2_qp));
+        end if;
+    end process;
+
+    flq3_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            flq3_qp <= mux(flq3_push, mux(fl_fail, fl_fail_qp, fl_dbq_qp), flq3_qp);
+        end if;
+    end process;
+
     snd_beat_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -1426,11 +1536,22 @@ begin
         end if;
     end process;
 
+    fl_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                fl <= '0';
+            elsif (fl_pop or snd_hdr_done) = '1' then
+                fl <= fl_pop;
+            end if;
+        end if;
+    end process;
+
     snd_qp_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if snd_hdr_done = '1' then
-                snd_qp <= s_host_qp(9 downto 0);
+            if (snd_hdr_done or fl_pop) = '1' then
+                snd_qp <= mux(fl_pop, flq0_qp, s_host_qp(9 downto 0));
             end if;
         end if;
     end process;
@@ -2003,8 +2124,8 @@ begin
     snd_ci_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if b2l(snd_state = "00010") = '1' then
-                snd_ci <= rq_st_rd(16 downto 1);
+            if (b2l(snd_state = "00010") or b2l(snd_state = "11000")) = '1' then
+                snd_ci <= mux(b2l(snd_state = "00010"), rq_st_rd(16 downto 1), fl_ci);
             end if;
         end if;
     end process;
@@ -2013,7 +2134,7 @@ begin
     begin
         if rising_edge(clk) then
             if (b2l(snd_state = "00010") or rxterm_set) = '1' then
-                snd_failed <= mux(b2l(snd_state = "00010"), rq_st_rd(0), '1');
+                snd_failed <= mux(b2l(snd_state = "00010"), rq_st_rd(0) or rq_err_rd(0), '1');
             end if;
         end if;
     end process;
@@ -2092,6 +2213,19 @@ begin
         end if;
     end process;
 
+    -- rq_err_db: synchronous write, synchronous read (block RAM)
+    rq_err_db_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (cmd_create or fl_fail) = '1' then
+                rq_err_db(to_integer(unsigned(mux(cmd_create, qp_num_qpn(9 downto 0), fl_fail_qp)))) <= std_logic_vector'('0' & (not cmd_create));
+            end if;
+            if snd_db_rqpi = '1' then
+                rq_err_db_rd <= rq_err_db(to_integer(unsigned(s_db_index)));
+            end if;
+        end if;
+    end process;
+
     -- rq_ctx: synchronous write, synchronous read (block RAM)
     rq_ctx_ram : process (clk)
     begin
@@ -2136,6 +2270,19 @@ begin
             end if;
             if b2l(snd_state = "00001") = '1' then
                 rq_st_rd <= rq_st(to_integer(unsigned(snd_qp)));
+            end if;
+        end if;
+    end process;
+
+    -- rq_err: synchronous write, synchronous read (block RAM)
+    rq_err_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (cmd_create or fl_fail) = '1' then
+                rq_err(to_integer(unsigned(mux(cmd_create, qp_num_qpn(9 downto 0), fl_fail_qp)))) <= std_logic_vector'('0' & (not cmd_create));
+            end if;
+            if b2l(snd_state = "00001") = '1' then
+                rq_err_rd <= rq_err(to_integer(unsigned(snd_qp)));
             end if;
         end if;
     end process;

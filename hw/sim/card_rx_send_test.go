@@ -64,6 +64,7 @@ type rxSendQP struct {
 	want, got []placed
 	cplWant   []rxCpl
 	cplGot    []rxCpl
+	fpduEnds  []uint32 // stream offset past each FPDU of the Sends
 }
 
 func (s *rxSendQP) init(r Rand, i int) {
@@ -171,6 +172,7 @@ func (c *rxCosim) sendMessage(q *rxQP, seg int) {
 		var err error
 		q.stream, err = q.framer.AppendFPDU(q.stream, ulp)
 		require.NoError(c.t, err)
+		s.fpduEnds = append(s.fpduEnds, uint32(len(q.stream)))
 		off += k
 		if off == n {
 			break
@@ -386,6 +388,122 @@ func BenchmarkCardRxSendThroughput(b *testing.B) {
 			b.ReportMetric(float64(c.sndBytes-bytes0)/cycles, "bytes/cycle")
 			b.ReportMetric(float64(c.sndBytes-bytes0)/cycles/float64(w/8), "beats/cycle")
 			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// settle steps until card_rx has consumed every QP's stream up to the last
+// whole FPDU fed (the stream holds only Sends), given every completion the model wrote and has no write awaiting
+// its response, then 300 cycles more (nothing else may come).
+func (c *rxCosim) settle(limit uint64) {
+	for start := c.cycle; ; c.step() {
+		done := len(c.wr.bq) == 0 && len(c.wr.awq) == 0 && len(c.wr.wq) == 0
+		for _, q := range c.qps {
+			whole := uint32(0) // the end of the last whole FPDU fed
+			for _, e := range q.snd.fpduEnds {
+				if e <= q.written {
+					whole = e
+				}
+			}
+			done = done && q.rtlCI == whole && len(q.snd.cplGot) >= len(q.snd.cplWant)
+		}
+		if done {
+			break
+		}
+		require.Less(c.t, c.cycle-start, limit, "watchdog: card_rx did not catch up with the model: %s", c.progress())
+	}
+	for i := 0; i < 300; i++ {
+		c.step()
+	}
+}
+
+// qpErrorRTL gives card_rx QP_CMD ERROR for QP n.
+func (c *rxCosim) qpErrorRTL(n uint32) {
+	c.set("qp_num_qpn", uint64(n))
+	c.set("qp_cmd_op", uint64(cs.QPOpError))
+	c.handshake("qp_cmd", fmt.Sprintf("QP %d's ERROR", n))
+}
+
+// A QP put in error (QP_CMD ERROR, or STREAM.RX_LOST) flushes its posted
+// receive WQEs as the card model does: in order, WR_FLUSH_ERR with length
+// 0 and RQ_CI past each, the one a Send had started to fill included, and
+// those posted after the error too; a live QP beside them is untouched.
+// Four QPs each get one to three Sends and up to two receives more; each
+// QP's stream is fed up to a random FPDU (a message may be cut short);
+// then QP 0 and 1 get ERROR, QP 2 RX_LOST, QP 3 stays live, and the
+// receives not yet posted are posted. Every receive completion (all
+// fields, RQ_CI) and every placed byte is compared.
+func TestCardRxFlush(t *testing.T) {
+	for _, w := range gen.CardRxWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			t.Logf("seed %d", seed)
+			for round := 0; round < 6; round++ {
+				c := newRxCosim(t, w, seed+uint64(round), 4, nil)
+				r := c.rng
+				for _, q := range c.qps {
+					seg := 1 + r.IntN(1400)
+					for k := 1 + r.IntN(3); k > 0; k-- {
+						c.sendMessage(q, seg)
+					}
+					for k := r.IntN(3); k > 0; k-- {
+						s := &q.snd
+						s.wqes = append(s.wqes, rxWQE{wrID: r.Uint64(), bbs: uint16(1 + r.IntN(min(8, 1<<s.rqLog)))})
+					}
+					ends := q.snd.fpduEnds
+					q.stop = ends[r.IntN(len(ends))]
+					if r.Chance(64) {
+						q.stop = ends[len(ends)-1]
+					}
+				}
+				for busy := true; busy; {
+					busy = false
+					for _, q := range c.qps {
+						c.postRecv(q)
+						busy = c.feed(q, 3000) || busy
+						for k := r.IntN(200); k > 0; k-- {
+							c.step()
+						}
+					}
+					c.settle(2_000_000)
+				}
+				for i, q := range c.qps[:3] {
+					if i < 2 {
+						c.modelW(cs.QPNum, q.n)
+						c.modelW(cs.QPCmd, uint32(cs.QPOpError))
+						c.model.Run()
+						c.qpErrorRTL(q.n)
+					} else {
+						c.modelW(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBStream, 1<<cs.QPDBStreamRXLostShift)
+						c.model.Run()
+						c.qpDoorbellRTL("STREAM", q.n, 1<<cs.QPDBStreamRXLostShift)
+					}
+				}
+				c.settle(2_000_000)
+				for _, q := range c.qps {
+					for q.snd.posted < len(q.snd.wqes) {
+						before := q.snd.posted
+						c.postRecv(q)
+						c.settle(2_000_000)
+						if q.snd.posted == before {
+							break // the live QP's RQ is full
+						}
+					}
+				}
+				flushed := 0
+				for i, q := range c.qps {
+					comparePlaced(t, q.n, "Send", q.snd.want, q.snd.got)
+					require.Equal(t, q.snd.cplWant, q.snd.cplGot, "seed %d QP %d: receive completions", seed+uint64(round), q.n)
+					for _, k := range q.snd.cplGot {
+						if k.stat == uint8(cs.WCStatusWRFlushErr) {
+							require.Less(t, i, 3, "seed %d: the live QP %d flushed a receive", seed+uint64(round), q.n)
+							flushed++
+						}
+					}
+				}
+				require.NotZero(t, flushed, "seed %d: nothing was flushed", seed+uint64(round))
+				t.Logf("round %d: %d receives flushed, %d cycles", round, flushed, c.cycle)
+			}
 		})
 	}
 }

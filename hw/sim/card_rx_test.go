@@ -39,6 +39,7 @@ type rxQP struct {
 	want, got  []placed
 	regionSize uint64
 	framer     mpa.Framer // the peer's, at the stream's end
+	stop       uint32     // if not 0, the stream is fed up to here only
 
 	snd        rxSendQP // the untagged (Send) side
 	rd         rxReadQP // its Read Requests
@@ -528,7 +529,11 @@ func newRxCosim(t testing.TB, w int, seed uint64, nq int, tweak func(*rxQP)) *rx
 func (c *rxCosim) feed(q *rxQP, max int) bool {
 	size := uint32(1) << q.rxsLog
 	room := size - (q.written - q.rtlCI)
-	left := q.rd.limit(q.snd.limit(uint32(len(q.stream)))) - q.written
+	end := uint32(len(q.stream))
+	if q.stop != 0 {
+		end = q.stop
+	}
+	left := q.rd.limit(q.snd.limit(end)) - q.written
 	n := min(room, left, uint32(1+c.rng.IntN(max)))
 	if n == 0 {
 		return false
