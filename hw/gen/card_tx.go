@@ -10,9 +10,9 @@ var CardTxWidths = []int{64, 512}
 
 // CardTxGatherWidths lists the widths at which card_tx serves SGE WQEs
 // (gathered payload). At 512 bits the co-simulation still finds a
-// multi-SGE message whose payload ends short, so that later bytes of it
-// end up in the next gathered message (hw/README.md): there an SGL stops
-// the QP as an unserved WQE does.
+// multi-SGE message with the bytes of one SGE wrong (an unaligned SGE
+// right after a one-byte one; hw/README.md): there an SGL stops the QP as
+// an unserved WQE does.
 var CardTxGatherWidths = []int{64}
 
 // CardTxGathers reports whether card_tx_w<width> serves SGE WQEs.
