@@ -9,11 +9,8 @@ import (
 var CardTxWidths = []int{64, 512}
 
 // CardTxGatherWidths lists the widths at which card_tx serves SGE WQEs
-// (gathered payload). At 512 bits the co-simulation still finds a
-// multi-SGE message with the bytes of one SGE wrong (an unaligned SGE
-// right after a one-byte one; hw/README.md): there an SGL stops the QP as
-// an unserved WQE does.
-var CardTxGatherWidths = []int{64}
+// (gathered payload): every width it ships at.
+var CardTxGatherWidths = []int{64, 512}
 
 // CardTxGathers reports whether card_tx_w<width> serves SGE WQEs.
 func CardTxGathers(width int) bool {

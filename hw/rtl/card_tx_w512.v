@@ -5025,7 +5025,7 @@ module card_tx_w512 (
     assign op_read = h_opcode == 8'h03;
     assign read_ok = (op_read & ~h_inline) & ~(5'h01 < h_nsge);
     assign sgl_ok = ~(5'h1e < h_nsge) & ~(inline_room < {8'h00, h_nsge, 4'h0});
-    assign wqe_served = (((op_served & (h_inline ? inline_len_ok : 1'h0)) | read_ok) & bbs_ok) & ~wqe_rd_err;
+    assign wqe_served = (((op_served & (h_inline ? inline_len_ok : sgl_ok)) | read_ok) & bbs_ok) & ~wqe_rd_err;
     assign pay_from_buf = h_inline | op_read;
     assign wait_read = (((in_state5 & ~ret_or_flush) & wqe_served) & (cur_orq != 5'h00)) & (~op_read | h_fence);
     assign wqe_beats = {3'h0, h_bbs};
@@ -6400,7 +6400,6 @@ module card_tx_w512 (
         rd_tlast,
         rd_ttag[7:1],
         buf_wa_full[6:3],
-        sgl_ok,
         pay_words_full[5:0],
         g_st_wa[7:3],
         ck_i[5],

@@ -5068,7 +5068,7 @@ begin
     op_read <= b2l(h_opcode = x"03");
     read_ok <= (op_read and (not h_inline)) and (not b2l(unsigned'("00001") < unsigned(h_nsge)));
     sgl_ok <= (not b2l(unsigned'("11110") < unsigned(h_nsge))) and (not b2l(unsigned(inline_room) < unsigned(std_logic_vector'(x"00" & h_nsge & x"0"))));
-    wqe_served <= (((op_served and mux(h_inline, inline_len_ok, '0')) or read_ok) and bbs_ok) and (not wqe_rd_err);
+    wqe_served <= (((op_served and mux(h_inline, inline_len_ok, sgl_ok)) or read_ok) and bbs_ok) and (not wqe_rd_err);
     pay_from_buf <= h_inline or op_read;
     wait_read <= (((in_state5 and (not ret_or_flush)) and wqe_served) and b2l(cur_orq /= "00000")) and ((not op_read) or h_fence);
     wqe_beats <= std_logic_vector'("000" & h_bbs);
@@ -6444,7 +6444,6 @@ begin
         rd_tlast &
         rd_ttag(7 downto 1) &
         buf_wa_full(6 downto 3) &
-        sgl_ok &
         pay_words_full(5 downto 0) &
         g_st_wa(7 downto 3) &
         ck_i(5) &
