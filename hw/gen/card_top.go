@@ -298,6 +298,11 @@ func CardTop(width int) (*Module, error) {
 		"s_rdone_valid": o("pl", "m_done_valid"), "s_rdone_qp": Bits(o("pl", "m_done_qp"), 9, 0),
 		"s_rdone_stag": o("pl", "m_done_stag"), "s_rdone_to": o("pl", "m_done_to"), "s_rdone_len": o("pl", "m_done_len"),
 	}
+	// Read Requests from card_rx (checked there) to the responder.
+	for _, f := range []string{"valid", "qpn", "sink_stag", "sink_to", "size", "src_stag", "src_to", "hdr"} {
+		txIn["s_rreq_"+f] = o("rx", "m_rreq_"+f)
+	}
+	txIn["m_rreq_done_ready"] = o("rx", "s_rreq_done_ready")
 	// Records (status fields and, when signaled, a CQE) to card_stat.
 	txIn["m_cpl_ready"] = o("st", "s_tx_ready")
 	// lkey checks through placement's check port.
@@ -338,8 +343,9 @@ func CardTop(width int) (*Module, error) {
 		"qp_rq_base_lo": o("regs", "qp_rq_base_lo"), "qp_rq_base_hi": o("regs", "qp_rq_base_hi"),
 		"qp_sizes_rq_log": o("regs", "qp_sizes_rq_log"), "qp_cqs_recv_cq": o("regs", "qp_cqs_recv_cq"),
 		"m_cpl_ready": o("st", "s_rc_ready"), "m_rxterm_ready": C(1, 1),
-		// Read Requests: card_tx has no responder yet (taken and dropped).
-		"qp_rd_ird": o("regs", "qp_rd_ird"), "m_rreq_ready": C(1, 1), "s_rreq_done_valid": C(1, 0), "s_rreq_done_qpn": C(10, 0),
+		// Read Requests to card_tx's responder; their IRD entries back.
+		"qp_rd_ird": o("regs", "qp_rd_ird"), "m_rreq_ready": o("tx", "s_rreq_ready"),
+		"s_rreq_done_valid": o("tx", "m_rreq_done_valid"), "s_rreq_done_qpn": o("tx", "m_rreq_done_qpn"),
 	}
 	plIn := map[string]Expr{"clk": clk, "rst": erst,
 		"s_axis_tdata": o("rx", "m_ulp_tdata"), "s_axis_tkeep": o("rx", "m_ulp_tkeep"), "s_axis_tvalid": o("rx", "m_ulp_tvalid"),

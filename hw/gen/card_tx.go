@@ -41,16 +41,18 @@ const (
 	txPop
 	txCtx
 	txDecide
-	txFirst // the first block is coming in (DMA or push)
-	txHdr   // the header is in: check it, fetch the other blocks
-	txFetch // issuing the other blocks' reads
-	txRest  // the other blocks are coming in
-	txFlush // 512 bits: the last half block goes to the buffer
-	txFeed  // descriptor and payload to ddp_tx
-	txDrain // the message's last segment goes into mpa_tx
-	txWB    // context written back, completion queued
-	txChk   // every SGE's lkey is checked through placement
-	txStates
+	txFirst  // the first block is coming in (DMA or push)
+	txHdr    // the header is in: check it, fetch the other blocks
+	txFetch  // issuing the other blocks' reads
+	txRest   // the other blocks are coming in
+	txFlush  // 512 bits: the last half block goes to the buffer
+	txFeed   // descriptor and payload to ddp_tx
+	txDrain  // the message's last segment goes into mpa_tx
+	txWB     // context written back, completion queued
+	txChk    // every SGE's lkey is checked through placement
+	txRsp    // a Read Request record is read from the pool
+	txRspLd  // ... its Read Response set up as a one-SGE RDMA Write (SGE word 0)
+	txRspSge // 64 bits: SGE word 1
 )
 
 // markerDiv finds m and s with floor(y*m / 2^s) = floor(y/127) for every
@@ -149,6 +151,19 @@ func CardTx(width int) (*Module, error) {
 	rdnTO := m.Input("s_rdone_to", 64, "its TO (m_done_to; not checked here)")
 	rdnLen := m.Input("s_rdone_len", 16, "its ULPDU length (m_done_len; not checked here)")
 
+	rrValid := m.Input("s_rreq_valid", 1, "a Read Request to answer (card_rx m_rreq): it passed every receive check")
+	rrReady := m.Output("s_rreq_ready", 1, fmt.Sprintf("a record is taken while one of the %d pool slots is free (paces only)", CardTxRReqPool))
+	rrQPN := m.Input("s_rreq_qpn", QB, "")
+	rrSinkSTag := m.Input("s_rreq_sink_stag", 32, "Data Sink STag: the Read Responses' STag")
+	rrSinkTO := m.Input("s_rreq_sink_to", 64, "Data Sink TO: the first Read Response's TO")
+	rrSize := m.Input("s_rreq_size", 32, "bytes to read")
+	rrSrcSTag := m.Input("s_rreq_src_stag", 32, "Data Source STag (checked again, remote read, before each piece is read)")
+	rrSrcTO := m.Input("s_rreq_src_to", 64, "Data Source TO")
+	rrDDP := m.Input("s_rreq_hdr", 8*untaggedHdr, "the Read Request's DDP header (kept for the Terminate of a revoked source; no Terminate is sent yet)")
+	rdoValid := m.Output("m_rreq_done_valid", 1, "a Read Request is answered (its last Read Response segment is on the ring) or dropped (its QP is in error): card_rx's IRD entry is free")
+	rdoReady := m.Input("m_rreq_done_ready", 1, "")
+	rdoQPN := m.Output("m_rreq_done_qpn", QB, "")
+
 	cplValid := m.Output("m_cpl_valid", 1, "a WQE is done (posting order)")
 	cplReady := m.Input("m_cpl_ready", 1, "")
 	cplCQE := m.Output("m_cpl_cqe", 1, "write a CQE (signaled); else only the status record moves")
@@ -204,6 +219,7 @@ func CardTx(width int) (*Module, error) {
 	sFirst, sHdr, sFetch, sRest := stIs(txFirst), stIs(txHdr), stIs(txFetch), stIs(txRest)
 	sFlush, sFeed, sDrain, sWB := stIs(txFlush), stIs(txFeed), stIs(txDrain), stIs(txWB)
 	sChk := stIs(txChk)
+	sRsp, sRspLd, sRspSge := stIs(txRsp), stIs(txRspLd), stIs(txRspSge)
 
 	// --- QP commands ---
 	dbv := m.RegDecl("db_v", 1, "a doorbell is being served")
@@ -230,18 +246,18 @@ func CardTx(width int) (*Module, error) {
 	// each have a read port.
 	dbWrEn := m.Wire("dbs_wr_en", 1, "")
 	dbWrAddr := m.Wire("dbs_wr_addr", QB, "")
-	dbWrData := m.Wire("dbs_wr_data", 53, "{rdone count, txs_ci, sq_pi}")
+	dbWrData := m.Wire("dbs_wr_data", 58, "{Read Request records, rdone count, txs_ci, sq_pi}")
 	dbRdAddr := m.Wire("dbs_rd_addr", QB, "")
-	dbsA := m.Mem("dbs_a", 53, CardTxQPs, dbWrEn, dbWrAddr, dbWrData, nil, dbRdAddr, "doorbell state, read by the doorbell path")
-	dbsE := m.Mem("dbs_e", 53, CardTxQPs, dbWrEn, dbWrAddr, dbWrData, nil, ctxRdAddr, "doorbell state, read by the engine")
+	dbsA := m.Mem("dbs_a", 58, CardTxQPs, dbWrEn, dbWrAddr, dbWrData, nil, dbRdAddr, "doorbell state, read by the doorbell path")
+	dbsE := m.Mem("dbs_e", 58, CardTxQPs, dbWrEn, dbWrAddr, dbWrData, nil, ctxRdAddr, "doorbell state, read by the engine")
 
 	// Engine state {Read dones used, Reads outstanding, next WQE, Read
 	// Request MSN, Send MSN, TXS_PI, SQ_CI}: written by the engine and CREATE.
-	const engW = 5 + 5 + 16 + 32 + 32 + 32 + 16
-	engWBData := m.Wire("eng_wb_data", engW, "{rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}")
+	const engW = 5 + 5 + 5 + 16 + 32 + 32 + 32 + 16
+	engWBData := m.Wire("eng_wb_data", engW, "{rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}")
 	engRd := m.Mem("eng", engW, CardTxQPs, Or(create, sWB), Sel(create, qpNum, cur),
-		Sel(create, Cat(C(26, 0), C(32, 1), C(32, 1), C(48, 0)), engWBData), nil, ctxRdAddr,
-		"engine state per QP: Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI")
+		Sel(create, Cat(C(31, 0), C(32, 1), C(32, 1), C(48, 0)), engWBData), nil, ctxRdAddr,
+		"engine state per QP: Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI")
 
 	// --- scheduler: a FIFO of QP numbers, one queued bit per QP ---
 	const FB = QB + 1
@@ -281,15 +297,30 @@ func CardTx(width int) (*Module, error) {
 	pushRR := m.RegDecl("push_rr", log2(CardTxPushSlots), "the slot the next push takes")
 
 	// --- doorbells: take, read the QP's doorbell state, update ---
-	m.Assign(dbReady, And(Not(dbv), Not(qpValid), Not(rdnValid)))
+	rrFree := m.Wire("rrp_room", 1, "the Read Request pool has a free slot")
+	rrCan := m.WireOf("rreq_can", And(rrValid, rrFree), "a Read Request record can be taken")
+	m.Assign(dbReady, And(Not(dbv), Not(qpValid), Not(rdnValid), Not(rrCan)))
 	m.Assign(rdnReady, And(Not(dbv), Not(qpValid)))
+	m.Assign(rrReady, And(Not(dbv), Not(qpValid), Not(rdnValid), rrFree))
 	rdTake := m.WireOf("rdone_take", And(rdnValid, Not(dbv), Not(qpValid)), "a Read done is taken (before a doorbell)")
-	dbTake := m.WireOf("db_take", And(dbValid, Not(dbv), Not(qpValid), Not(rdnValid)), "")
-	anyTake := Or(dbTake, rdTake)
+	rrTake := m.WireOf("rreq_take", And(rrCan, Not(dbv), Not(qpValid), Not(rdnValid)), "a Read Request record is taken (after a Read done, before a doorbell)")
+	dbTake := m.WireOf("db_take", And(dbValid, Not(dbv), Not(qpValid), Not(rdnValid), Not(rrCan)), "")
+	pool := newRReqPool(m, rrTake, rrQPN, Cat(rrDDP, rrSrcTO, rrSrcSTag, rrSize, rrSinkTO, rrSinkSTag), sRsp, cur, sRspLd)
+	m.Assign(rrFree, pool.canTake)
+	pd := pool.data
+	rsSinkSTag, rsSinkTO := Bits(pd, 31, 0), Bits(pd, 95, 32)
+	rsSize, rsSrcSTag, rsSrcTO := Bits(pd, 127, 96), Bits(pd, 159, 128), Bits(pd, 223, 160)
+	unused = append(unused, Bits(pd, rreqRecW-1, 224), pool.have) // the header is for the Terminate of a revoked source (not sent yet)
+	// A Read Response goes through the engine as a one-SGE RDMA Write WQE
+	// (BBS 0, unsignaled): STag and TO the sink's, the SGE the source.
+	rspHdr := m.WireOf("rsp_hdr", Cat(C(32, 0), rsSinkSTag, rsSinkTO, C(64, 0), C(32, 0), C(3, 0), C(5, 1), C(16, 0), C(8, 2)),
+		"the Read Response's stand-in WQE header")
+	anyTake := Or(dbTake, rdTake, rrTake)
 	unused = append(unused, rdnSTag, rdnTO, rdnLen)
-	dKind := m.Reg("db_kind_q", 3, nil, Sel(rdTake, C(3, 7), dbKind), anyTake, "DB_KIND, 7 for a Read done")
-	dQP := m.Reg("db_qp", QB, nil, Sel(rdTake, rdnQP, dbIndex), anyTake, "")
-	m.Assign(dbRdAddr, Sel(dbv, dQP, Sel(rdnValid, rdnQP, dbIndex)))
+	dKind := m.Reg("db_kind_q", 3, nil, Sel(rdTake, C(3, 7), Sel(rrTake, C(3, 0), dbKind)), anyTake, "DB_KIND, 7 for a Read done")
+	dRR := m.Reg("db_rreq_q", 1, nil, rrTake, anyTake, "the record is a Read Request's (kind 0 then)")
+	dQP := m.Reg("db_qp", QB, nil, Sel(rdTake, rdnQP, Sel(rrTake, rrQPN, dbIndex)), anyTake, "")
+	m.Assign(dbRdAddr, Sel(dbv, dQP, Sel(rdnValid, rdnQP, Sel(rrCan, rrQPN, dbIndex))))
 	dVal := m.Reg("db_value_q", 32, nil, dbValue, dbTake, "")
 	dPushOK := m.Reg("db_push_ok_q", 1, nil, dbPushOK, dbTake, "")
 	dPushData := m.Reg("db_push_data_q", 512, nil, dbPushData, dbTake, "")
@@ -301,16 +332,18 @@ func CardTx(width int) (*Module, error) {
 	isRD := m.WireOf("db_is_rdone", Eq(dKind, C(3, 7)), "")
 	oldRC := m.WireOf("db_old_rc", Bits(dbsA, 52, 48), "")
 	newRC := m.WireOf("db_new_rc", Sel(isRD, incr(oldRC), oldRC), "Read dones received (modulo 32)")
+	oldRR := m.WireOf("db_old_rr", Bits(dbsA, 57, 53), "")
+	newRR := m.WireOf("db_new_rr", Sel(dRR, incr(oldRR), oldRR), "Read Request records received (modulo 32)")
 	newPI := m.WireOf("db_new_pi", Sel(isPush, incr(oldPI), Sel(isSQ, Bits(dVal, 15, 0), oldPI)), "")
 	newCI := m.WireOf("db_new_ci", Sel(isTXS, dVal, oldCI), "")
 	requeue := m.Wire("eng_requeue", 1, "the engine puts its QP back in the FIFO")
 	dbFire := m.WireOf("db_fire", And(dbv, Not(requeue)), "the doorbell takes effect")
-	acts := m.WireOf("db_acts", Or(isSQ, isTXS, isPush, isRD), "")
+	acts := m.WireOf("db_acts", Or(isSQ, isTXS, isPush, isRD, dRR), "")
 	dbEnq := m.WireOf("db_enqueue", And(dbFire, acts, Not(isQueued("qdb", dQP))), "")
 	m.Drive(dbv, big.NewInt(0), Or(anyTake, And(dbv, Not(dbFire))), nil)
 	m.Assign(dbWrEn, Or(create, And(dbFire, acts)))
 	m.Assign(dbWrAddr, Sel(create, qpNum, dQP))
-	m.Assign(dbWrData, Sel(create, C(53, 0), Cat(newRC, newCI, newPI)))
+	m.Assign(dbWrData, Sel(create, C(58, 0), Cat(newRR, newRC, newCI, newPI)))
 	errEnq := m.WireOf("err_enqueue", And(qpSt.toErr, Not(isQueued("qerr", qpNum))), "a QP put in error flushes its posted work")
 	m.Assign(fPush, Or(requeue, dbEnq, errEnq))
 	m.Assign(fPushQP, Sel(requeue, cur, Sel(dbv, dQP, qpNum)))
@@ -358,6 +391,7 @@ func CardTx(width int) (*Module, error) {
 	lastPI := m.Reg("dbw_last_pi", 16, nil, newPI, nil, "")
 	lastCI := m.Reg("dbw_last_ci", 32, nil, newCI, nil, "")
 	lastRC := m.Reg("dbw_last_rc", 5, nil, newRC, nil, "")
+	lastRR := m.Reg("dbw_last_rr", 5, nil, newRR, nil, "")
 	lastHit := m.WireOf("dbw_last_hit", And(lastW, Eq(lastQP, cur)), "")
 	ramPI := Sel(lastHit, lastPI, Bits(dbsE, 15, 0))
 	ramCI := Sel(lastHit, lastCI, Bits(dbsE, 47, 16))
@@ -366,6 +400,9 @@ func CardTx(width int) (*Module, error) {
 	cRC := m.RegDecl("cur_rdone", 5, "live: Read dones received")
 	rcNow := m.WireOf("rdone_now", Sel(dbHit, newRC, Sel(lastHit, lastRC, Bits(dbsE, 52, 48))), "")
 	m.Drive(cRC, nil, rcNow, Or(sCtx, dbHit))
+	cRR := m.RegDecl("cur_rreq", 5, "live: Read Request records received")
+	m.Drive(cRR, nil, Sel(dbHit, newRR, Sel(lastHit, lastRR, Bits(dbsE, 57, 53))), Or(sCtx, dbHit))
+	cRRUsed := m.Reg("cur_rreq_used", 5, nil, Bits(engRd, 142, 138), sCtx, "Read Request records answered")
 	// The Read state of the engine's QP.
 	cRMSN := m.RegDecl("cur_rmsn", 32, "next Read Request MSN")
 	cNext := m.RegDecl("cur_sq_next", 16, "first SQ block not started (SQ_CI while no Read is outstanding)")
@@ -402,7 +439,8 @@ func CardTx(width int) (*Module, error) {
 	hasWork := m.WireOf("has_work", Ne(cNext, cPI), "a posted WQE is not started")
 	pend := m.WireOf("rdone_pending", Sub(cRC, cRUsed), "Read dones not yet taken")
 	doRet := m.WireOf("ret_go", And(sDecide, live, Ne(cOrq, C(5, 0)), Ne(pend, C(5, 0))), "complete the oldest outstanding Read")
-	doFlush := m.WireOf("flush_go", And(sDecide, inErr, Ne(cSQCI, cPI)), "flush the WQE at SQ_CI (the QP is in error)")
+	rrPend := m.WireOf("rreq_pending", Ne(cRR, cRRUsed), "Read Request records of the QP to answer (or, in error, to drop)")
+	doFlush := m.WireOf("flush_go", And(sDecide, inErr, Not(rrPend), Ne(cSQCI, cPI)), "flush the WQE at SQ_CI (the QP is in error)")
 	canStart := m.WireOf("ord_room", Lt(cOrq, cOrd), "a Read could start within ORD")
 	used := m.WireOf("ring_used", Sub(fOff, cCI), "")
 	size32 := m.WireOf("ring_size", Add(Cat(C(8, 0), cTXMask), C(32, 1)), "")
@@ -416,8 +454,14 @@ func CardTx(width int) (*Module, error) {
 	for i := 1; i < len(slots); i++ {
 		hitData = Sel(hits[i], slots[i].data, hitData)
 	}
-	goWQE := m.WireOf("wqe_go", And(sDecide, live, Not(doRet), hasWork, room, canStart), "a WQE starts")
-	goAny := m.WireOf("fetch_go", Or(goWQE, doRet, doFlush), "a WQE's first block is fetched")
+	// Read Requests are answered ahead of the QP's next WQE (the card
+	// model's txStep); a QP in error drops them, giving IRD back.
+	doRsp := m.WireOf("rsp_go", And(sDecide, rrPend, Or(inErr, And(live, Not(doRet), room))), "answer (drop) the QP's oldest Read Request")
+	goWQE := m.WireOf("wqe_go", And(sDecide, live, Not(doRet), Not(rrPend), hasWork, room, canStart), "a WQE starts")
+	goAny := m.WireOf("fetch_go", Or(goWQE, doRet, doFlush, doRsp), "a WQE's first block is fetched, or a Read Response starts")
+	goMsg := m.WireOf("msg_go", Or(goWQE, doRsp), "a message starts")
+	rsp := m.Reg("rsp_mode", 1, big.NewInt(0), doRsp, goAny, "the engine answers a Read Request")
+	rspDrop := m.Reg("rsp_drop", 1, big.NewInt(0), And(doRsp, inErr), goAny, "... of a QP in error: it is dropped")
 	ret := m.Reg("ret_mode", 1, big.NewInt(0), doRet, goAny, "the block fetched is an outstanding Read's, to complete it")
 	fl := m.Reg("flush_mode", 1, big.NewInt(0), doFlush, goAny, "the block fetched is a WQE to flush")
 	retFl := m.WireOf("ret_or_flush", Or(ret, fl), "only the first block is wanted: a completion record follows")
@@ -494,7 +538,7 @@ func CardTx(width int) (*Module, error) {
 			hk := m.WireOf(fmt.Sprintf("hdr_w%d", k), And(bValid, Eq(wj, C(NBW, uint64(k)))), "")
 			hparts = append(hparts, Sel(hk, bData, Bits(hdr, W*k+W-1, W*k)))
 		}
-		m.Drive(hdr, nil, Cat(hparts...), nil)
+		m.Drive(hdr, nil, Sel(sRspLd, rspHdr, Cat(hparts...)), nil)
 		bufWrEn = And(bValid, Not(Lt(wj, C(NBW, uint64(hdrBeats)))))
 		wa := m.WireOf("buf_wa_full", Sub(wj, C(NBW, uint64(hdrBeats))), "")
 		bufWrAddr = Bits(wa, bufAW-1, 0)
@@ -505,7 +549,7 @@ func CardTx(width int) (*Module, error) {
 		// of beat k and the lower half of beat k+1; the last word is written
 		// in txFlush from the upper half alone.
 		prev := m.Reg("wb_prev_hi", 256, nil, Bits(bData, 511, 256), bValid, "the upper half of the previous beat")
-		m.Drive(hdr, nil, Bits(bData, 255, 0), And(bValid, Eq(wj, C(NBW, 0))))
+		m.Drive(hdr, nil, Sel(sRspLd, rspHdr, Bits(bData, 255, 0)), Or(sRspLd, And(bValid, Eq(wj, C(NBW, 0)))))
 		bufWrEn = Or(And(bValid, Ne(wj, C(NBW, 0))), sFlush)
 		wa := m.WireOf("buf_wa_full", Sub(wj, C(NBW, 1)), "")
 		bufWrAddr = Bits(wa, bufAW-1, 0)
@@ -581,7 +625,21 @@ func CardTx(width int) (*Module, error) {
 	descV := m.WireOf("ddp_desc_valid", And(sFeed, Not(descDone)), "")
 	descGo := m.WireOf("ddp_desc_go", And(descV, descReady), "")
 	pReady := m.Wire("ddp_s_ready", 1, "")
-	ga := cardTxGather(m, txGatherIn{W: W, L: L, LB: LB, bufWrEn: bufWrEn, bufWrAddr: bufWrAddr, bufWrData: bufWrData,
+	// A Read Response's SGE (the source) goes into the gather's store as a
+	// WQE's first SGE would: word 0 (and word 1 at 64 bits).
+	rsSGE := m.WireOf("rsp_sge", Cat(rsSrcSTag, rsSize, rsSrcTO), "the Read Response's SGE: ADDR the source TO, LENGTH the size, LKEY the source STag")
+	var gWrEn, gWrAddr, gWrData Expr
+	if W == 64 {
+		gWrEn = Or(bufWrEn, And(sRspLd, Not(rspDrop)), sRspSge)
+		gWrAddr = Sel(sRspSge, C(bufAW, 1), Sel(sRspLd, C(bufAW, 0), bufWrAddr))
+		gWrData = Sel(sRspSge, Bits(rsSGE, 127, 64), Sel(sRspLd, Bits(rsSGE, 63, 0), bufWrData))
+	} else {
+		gWrEn = Or(bufWrEn, And(sRspLd, Not(rspDrop)))
+		gWrAddr = Sel(sRspLd, C(bufAW, 0), bufWrAddr)
+		gWrData = Sel(sRspLd, zext(rsSGE, W), bufWrData)
+		unused = append(unused, sRspSge)
+	}
+	ga := cardTxGather(m, txGatherIn{W: W, L: L, LB: LB, bufWrEn: gWrEn, bufWrAddr: gWrAddr, bufWrData: gWrData,
 		start: goAny, chkPhase: sChk, feedPhase: m.WireOf("g_feed", And(sFeed, Not(fromBuf)), "ddp_tx is fed from the gather"),
 		nsge: hNSGE, qp: cur, pd: cPD, rdReqReady: rdReqReady, rdData: rdData, rdKeep: rdKeep, rdValid: rdValid,
 		rdIsPay: Bit(rdTag, 0), outReady: pReady, chkReady: ckReqR, chkValid: ckV, chkFault: ckFault, chkAddr: ckAddr, chkRun: ckRun})
@@ -601,7 +659,7 @@ func CardTx(width int) (*Module, error) {
 	// The check port: requests from the gather, every verdict taken.
 	m.Assign(ckReqV, ga.chkV)
 	m.Assign(ckSTag, ga.chkSTag)
-	m.Assign(ckNeed, ga.chkNeed[0])
+	m.Assign(ckNeed, Sel(rsp, C(4, 2), ga.chkNeed[0])) // a Read Response's source: remote read
 	m.Assign(ckQP, ga.chkNeed[1])
 	m.Assign(ckPD, ga.chkNeed[2])
 	m.Assign(ckTO, ga.chkTO)
@@ -609,12 +667,12 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(ckTag, C(8, 0))
 	m.Assign(ckR, C(1, 1))
 	unused = append(unused, ckRTag)
-	m.Drive(descDone, big.NewInt(0), And(Not(goWQE), Or(descDone, descGo)), nil)
-	m.Drive(payDone, big.NewInt(0), And(Not(goWQE), Or(payDone, pLastGo)), nil)
+	m.Drive(descDone, big.NewInt(0), And(Not(goMsg), Or(descDone, descGo)), nil)
+	m.Drive(payDone, big.NewInt(0), And(Not(goMsg), Or(payDone, pLastGo)), nil)
 	feedEnd := m.WireOf("feed_end", And(sFeed, Or(descDone, descGo), Or(payDone, pLastGo, noPay)), "")
 
 	rv := Cat(C(1, 0), Not(cRev0))
-	opLo := Sel(opWrite, C(4, 0), Sel(opRead, C(4, 1), Add(Sel(opSendInv, C(4, 4), C(4, 3)), Sel(hSolicited, C(4, 2), C(4, 0)))))
+	opLo := Sel(rsp, C(4, 2), Sel(opWrite, C(4, 0), Sel(opRead, C(4, 1), Add(Sel(opSendInv, C(4, 4), C(4, 3)), Sel(hSolicited, C(4, 2), C(4, 0))))))
 	dStag := Sel(opWrite, hRKey, Sel(opSendInv, hInv, C(32, 0)))
 
 	// ddp_tx -> mpa_tx, with each FPDU's wire length and the ring records.
@@ -635,7 +693,7 @@ func CardTx(width int) (*Module, error) {
 	m.Drive(hFirst, big.NewInt(1), ddpLast, hGo)
 	newFPDU := m.WireOf("fpdu_new", And(hGo, hFirst), "")
 	msgDone := m.RegDecl("msg_done", 1, "the message's last segment is in mpa_tx")
-	m.Drive(msgDone, big.NewInt(0), And(Not(goWQE), Or(msgDone, And(hGo, ddpLast, ddpMsgLast))), nil)
+	m.Drive(msgDone, big.NewInt(0), And(Not(goMsg), Or(msgDone, And(hGo, ddpLast, ddpMsgLast))), nil)
 
 	// FPDU wire length (golden/mpa.FPDUWireLen): body = 2 + n + PAD; a
 	// leading marker when the FPDU opens on the 512-octet grid; then one
@@ -755,8 +813,8 @@ func CardTx(width int) (*Module, error) {
 	doneTag := m.Wire("wr_done_tag", wrCfg.TagBits, "")
 	doneErr := m.Wire("wr_done_err", 1, "")
 	cqPop := m.Wire("cq_pop", addrWidth(CardTxCplDepth+1), "")
-	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi", "noring", "flush", "prot"}
-	cplW := []int{1, QB, QB, 64, 3, 32, 16, 32, 1, 1, 1}
+	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi", "noring", "flush", "prot", "rrd"}
+	cplW := []int{1, QB, QB, 64, 3, 32, 16, 32, 1, 1, 1, 1}
 	// A WQE retires (SQ_CI moves past it) when it is sent, unless it is a
 	// Read: that retires when its Read done is taken (ret_mode).
 	retires := m.WireOf("wqe_retires", Or(ret, Not(opRead)), "")
@@ -771,11 +829,15 @@ func CardTx(width int) (*Module, error) {
 	// signaled or not; BYTE_LEN 0) with no ring writes to wait for, and
 	// puts its QP in error: the WQEs after it are flushed (the model's
 	// localError).
-	prot := m.WireOf("prot", And(ga.fault, Not(retFl)), "the WQE failed its lkey check")
-	m.Assign(protErr, And(sWB, prot))
+	prot := m.WireOf("prot", And(ga.fault, Not(retFl), Not(rsp)), "the WQE failed its lkey check")
+	// A Read Response whose source fails its check puts the QP in error
+	// with no completion of its own (the card model's ReadSourceRevoked
+	// Terminate is not sent yet) and gives its IRD entry back.
+	rspFault := m.WireOf("rsp_fault", And(ga.fault, rsp), "a Read Response's source failed its remote-read check")
+	m.Assign(protErr, And(sWB, Or(prot, rspFault)))
 	cq := ShiftQueue(m, "cq", CardTxCplDepth, cplF, cplW, sWB,
 		[]Expr{Or(fl, prot, And(hSignaled, retires)), cCQ, cur, hWRID, wcOp, Sel(Or(fl, prot), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, fOff,
-			Or(retFl, prot), fl, prot}, cqPop)
+			Or(retFl, prot, And(rsp, Or(rspDrop, rspFault))), fl, prot, rsp}, cqPop)
 	ccw := cq.Count.W
 	m.Assign(cplRoom, Lt(cq.Count, C(ccw, CardTxCplDepth)))
 	dn := m.RegDecl("cpl_written", 4, "WQEs whose ring writes are done, not yet out")
@@ -786,7 +848,13 @@ func CardTx(width int) (*Module, error) {
 	h := cq.Fields[0]
 	// A record with no ring bytes (a Read completed by its Read done) goes
 	// out as soon as the records before it have.
-	cOut := m.WireOf("cpl_load", And(oFree, RedOr(cq.Count), Or(h[8], RedOr(dn))), "")
+	// A Read Response's record also gives its IRD entry back (m_rreq_done).
+	rdoV := m.RegDecl("rreq_done_v", 1, "")
+	rdoFree := m.WireOf("rreq_done_free", Or(Not(rdoV), rdoReady), "")
+	cOut := m.WireOf("cpl_load", And(oFree, rdoFree, RedOr(cq.Count), Or(h[8], RedOr(dn))), "")
+	m.Drive(rdoV, big.NewInt(0), Or(And(cOut, h[11]), And(rdoV, Not(rdoReady))), nil)
+	m.Assign(rdoValid, rdoV)
+	m.Assign(rdoQPN, gate(rdoV, m.Reg("rreq_done_qpn_q", QB, big.NewInt(0), h[2], And(cOut, h[11]), "")))
 	m.Assign(cqPop, zext(cOut, ccw))
 	m.Drive(dn, big.NewInt(0), Sub(Add(dn, zext(doneLast, 4)), zext(And(cOut, Not(h[8])), 4)), nil)
 	m.Drive(oV, big.NewInt(0), Or(cOut, And(oV, Not(cplReady))), nil)
@@ -809,9 +877,11 @@ func CardTx(width int) (*Module, error) {
 	newNext := m.WireOf("new_sq_next", Sel(fl, newSQCI, Sel(ret, cNext, Add(cNext, zext(bbs, 16)))), "")
 	newOrq := m.WireOf("new_orq", Sel(fl, C(5, 0), Sel(ret, Sub(cOrq, C(5, 1)), Sel(started, incr(cOrq), cOrq))), "flushed Reads are outstanding no more")
 	newRUsed := m.WireOf("new_rdone_used", Sel(fl, cRC, Sel(ret, incr(cRUsed), cRUsed)), "")
-	m.Assign(engWBData, Cat(newRUsed, newOrq, newNext, Add(cRMSN, zext(started, 32)), Add(cMSN, zext(isSend, 32)), fOff, newSQCI))
+	newRRUsed := m.WireOf("new_rreq_used", Sel(rsp, incr(cRRUsed), cRRUsed), "")
+	m.Assign(engWBData, Cat(newRRUsed, newRUsed, newOrq, newNext, Add(cRMSN, zext(started, 32)), Add(cMSN, zext(isSend, 32)), fOff, newSQCI))
 	m.Drive(cMSN, nil, Bits(engRd, 79, 48), sCtx)
-	more := m.WireOf("more_work", Sel(Or(fl, prot), Ne(newSQCI, cPI), Or(And(Ne(newNext, cPI), Lt(newOrq, cOrd)), And(Ne(newOrq, C(5, 0)), Ne(cRC, newRUsed)))), "")
+	more := m.WireOf("more_work", Or(Ne(cRR, newRRUsed), Sel(Or(fl, prot, rspFault, inErr), Ne(newSQCI, cPI),
+		Or(And(Ne(newNext, cPI), Lt(newOrq, cOrd)), And(Ne(newOrq, C(5, 0)), Ne(cRC, newRUsed))))), "")
 	m.Assign(requeue, And(sWB, more, Not(isQueued("qeng", cur))))
 	// Once the WQE is in the buffer: its payload words to ddp_tx, or the
 	// SGEs checked first (at 512 bits after the buffer's last half word).
@@ -822,7 +892,7 @@ func CardTx(width int) (*Module, error) {
 	next := Sel(sIdle, Sel(pop, C(4, txPop), C(4, txIdle)),
 		Sel(sPop, C(4, txCtx),
 			Sel(sCtx, C(4, txDecide),
-				Sel(sDecide, Sel(goAny, C(4, txFirst), C(4, txIdle)),
+				Sel(sDecide, Sel(doRsp, C(4, txRsp), Sel(goAny, C(4, txFirst), C(4, txIdle))),
 					Sel(sFirst, Sel(firstDone, C(4, txHdr), C(4, txFirst)),
 						Sel(sHdr, Sel(Or(halt, waitRd), C(4, txIdle), Sel(retFl, C(4, txWB), Sel(oneBB, feedNext, C(4, txFetch)))),
 							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(4, txRest), C(4, txFetch)),
@@ -832,6 +902,11 @@ func CardTx(width int) (*Module, error) {
 											Sel(sDrain, Sel(msgDone, C(4, txWB), C(4, txDrain)),
 												Sel(sChk, Sel(ga.chkDone, Sel(ga.fault, C(4, txWB), C(4, txFeed)), C(4, txChk)),
 													C(4, txIdle)))))))))))))
+	rspNext := C(4, txChk)
+	if W == 64 {
+		rspNext = C(4, txRspSge)
+	}
+	next = Sel(sRsp, C(4, txRspLd), Sel(sRspLd, Sel(rspDrop, C(4, txWB), rspNext), Sel(sRspSge, C(4, txChk), next)))
 	m.Drive(st, big.NewInt(txIdle), next, nil)
 
 	// --- instances ---

@@ -1,5 +1,10 @@
 package gen
 
+import (
+	"fmt"
+	"math/big"
+)
+
 // RDMA Read requester parts of card_tx (docs/card-rtl.md): the Read
 // Request's RDMAP header built from the WQE, and the sink SGE kept as the
 // WQE's first block comes in.
@@ -99,4 +104,88 @@ func qpStates(m *Module, cmdGo, op, qpn, engAddr, engErr, engQP *Signal) txQPSta
 func wcOpcode(op *Signal) Expr {
 	is := func(v uint64) Expr { return Eq(op, C(8, v)) }
 	return Sel(is(2), C(3, 1), Sel(is(3), C(3, 2), Sel(is(4), C(3, 4), Sel(is(5), C(3, 5), C(3, 0)))))
+}
+
+// Read Request records waiting in card_tx for their Read Responses, card
+// wide: a record is taken only while one of these is free.
+const CardTxRReqPool = 16
+
+// rreqPool is the responder's store of Read Request records (card_rx's
+// m_rreq): CardTxRReqPool slots in block RAM, each with its QP and its age
+// relative to the others in flops, so that a QP's oldest record is found
+// in one cycle. Records of a QP are answered in the order they came.
+type rreqPool struct {
+	canTake *Signal // a slot is free
+	data    *Signal // the record read (registered, a cycle after rd)
+	slot    *Signal // the slot read
+	have    *Signal // the QP asked for has a record
+}
+
+// rreq record layout in the pool: sink STag 31:0, sink TO 95:32, size
+// 127:96, source STag 159:128, source TO 223:160, DDP header 367:224.
+const rreqRecW = 32 + 64 + 32 + 32 + 64 + 8*untaggedHdr
+
+// newRReqPool builds the pool: take writes rec for QP qpn into a free
+// slot; rd reads the oldest record of QP q (have says whether it has one)
+// into data, and free releases the slot last read.
+func newRReqPool(m *Module, take Expr, qpn Expr, rec Expr, rd Expr, q Expr, free Expr) *rreqPool {
+	const P = CardTxRReqPool
+	PB := log2(P)
+	p := &rreqPool{}
+	valid := make([]*Signal, P)
+	qps := make([]*Signal, P)
+	older := make([]*Signal, P) // older[i] bit j: slot j's record came before slot i's
+	for i := range valid {
+		valid[i] = m.RegDecl(fmt.Sprintf("rrp%d_v", i), 1, "")
+		qps[i] = m.RegDecl(fmt.Sprintf("rrp%d_qp", i), 10, "")
+		older[i] = m.RegDecl(fmt.Sprintf("rrp%d_older", i), P, "the slots whose records came before this one's")
+	}
+	// The first free slot.
+	var freeIdx Expr = C(PB, 0)
+	var anyFree Expr = C(1, 0)
+	for i := P - 1; i >= 0; i-- {
+		freeIdx = Sel(Not(valid[i]), C(PB, uint64(i)), freeIdx)
+		anyFree = Or(anyFree, Not(valid[i]))
+	}
+	fi := m.WireOf("rrp_free_idx", freeIdx, "the slot the next record takes")
+	p.canTake = m.WireOf("rrp_can_take", anyFree, "")
+	// The oldest record of QP q.
+	match := make([]Expr, P)
+	for i := range match {
+		match[i] = m.WireOf(fmt.Sprintf("rrp%d_match", i), And(valid[i], Eq(qps[i], q)), "")
+	}
+	var oldIdx Expr = C(PB, 0)
+	var have Expr = C(1, 0)
+	for i := P - 1; i >= 0; i-- {
+		var younger Expr = C(1, 0) // a record of q came before slot i's
+		for j := 0; j < P; j++ {
+			if j != i {
+				younger = Or(younger, And(match[j], Bit(older[i], j)))
+			}
+		}
+		oldest := m.WireOf(fmt.Sprintf("rrp%d_oldest", i), And(match[i], Not(younger)), "")
+		oldIdx = Sel(oldest, C(PB, uint64(i)), oldIdx)
+		have = Or(have, match[i])
+	}
+	p.have = m.WireOf("rrp_have", have, "the QP has a record waiting")
+	p.slot = m.Reg("rrp_rd_slot", PB, nil, oldIdx, rd, "the slot read")
+	p.data = m.Mem("rrp_data", rreqRecW, P, take, fi, rec, rd, oldIdx, "Read Request records")
+	var vs []Expr
+	for i := P - 1; i >= 0; i-- {
+		vs = append(vs, valid[i])
+	}
+	vAll := m.WireOf("rrp_valid", Cat(vs...), "")
+	sets := make([]Expr, P)
+	for i := range valid {
+		sets[P-1-i] = m.WireOf(fmt.Sprintf("rrp%d_set", i), And(take, Eq(fi, C(PB, uint64(i)))), "")
+	}
+	setMask := m.WireOf("rrp_set", Cat(sets...), "the slot a record takes this cycle (younger than every other)")
+	for i := range valid {
+		set := sets[P-1-i]
+		clr := And(free, Eq(p.slot, C(PB, uint64(i))))
+		m.Drive(valid[i], big.NewInt(0), Or(set, And(valid[i], Not(clr))), nil)
+		m.Drive(qps[i], nil, qpn, set)
+		m.Drive(older[i], nil, Sel(set, vAll, And(older[i], Not(setMask))), nil)
+	}
+	return p
 }

@@ -43,6 +43,18 @@ module card_tx_tb_w512 (
     input  wire [31:0]    s_rdone_stag,
     input  wire [63:0]    s_rdone_to,
     input  wire [15:0]    s_rdone_len,
+    input  wire           s_rreq_valid,
+    output wire           s_rreq_ready,
+    input  wire [9:0]     s_rreq_qpn,
+    input  wire [31:0]    s_rreq_sink_stag,
+    input  wire [63:0]    s_rreq_sink_to,
+    input  wire [31:0]    s_rreq_size,
+    input  wire [31:0]    s_rreq_src_stag,
+    input  wire [63:0]    s_rreq_src_to,
+    input  wire [143:0]   s_rreq_hdr,
+    output wire           m_rreq_done_valid,
+    input  wire           m_rreq_done_ready,
+    output wire [9:0]     m_rreq_done_qpn,
     output wire           m_cpl_valid,
     input  wire           m_cpl_ready,
     output wire           m_cpl_cqe,
@@ -164,6 +176,9 @@ module card_tx_tb_w512 (
     wire           tx_s_qp_ready;
     wire           tx_s_db_ready;
     wire           tx_s_rdone_ready;
+    wire           tx_s_rreq_ready;
+    wire           tx_m_rreq_done_valid;
+    wire [9:0]     tx_m_rreq_done_qpn;
     wire           tx_m_cpl_valid;
     wire           tx_m_cpl_cqe;
     wire [9:0]     tx_m_cpl_cq;
@@ -233,6 +248,9 @@ module card_tx_tb_w512 (
     assign s_qp_ready = tx_s_qp_ready;
     assign s_db_ready = tx_s_db_ready;
     assign s_rdone_ready = tx_s_rdone_ready;
+    assign s_rreq_ready = tx_s_rreq_ready;
+    assign m_rreq_done_valid = tx_m_rreq_done_valid;
+    assign m_rreq_done_qpn = tx_m_rreq_done_qpn;
     assign m_cpl_valid = tx_m_cpl_valid;
     assign m_cpl_cqe = tx_m_cpl_cqe;
     assign m_cpl_cq = tx_m_cpl_cq;
@@ -330,6 +348,18 @@ module card_tx_tb_w512 (
         .s_rdone_stag(s_rdone_stag),
         .s_rdone_to(s_rdone_to),
         .s_rdone_len(s_rdone_len),
+        .s_rreq_valid(s_rreq_valid),
+        .s_rreq_ready(tx_s_rreq_ready),
+        .s_rreq_qpn(s_rreq_qpn),
+        .s_rreq_sink_stag(s_rreq_sink_stag),
+        .s_rreq_sink_to(s_rreq_sink_to),
+        .s_rreq_size(s_rreq_size),
+        .s_rreq_src_stag(s_rreq_src_stag),
+        .s_rreq_src_to(s_rreq_src_to),
+        .s_rreq_hdr(s_rreq_hdr),
+        .m_rreq_done_valid(tx_m_rreq_done_valid),
+        .m_rreq_done_ready(m_rreq_done_ready),
+        .m_rreq_done_qpn(tx_m_rreq_done_qpn),
         .m_cpl_valid(tx_m_cpl_valid),
         .m_cpl_ready(m_cpl_ready),
         .m_cpl_cqe(tx_m_cpl_cqe),

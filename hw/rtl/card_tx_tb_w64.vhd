@@ -45,6 +45,18 @@ entity card_tx_tb_w64 is
         s_rdone_stag : in  std_logic_vector(31 downto 0);
         s_rdone_to : in  std_logic_vector(63 downto 0);
         s_rdone_len : in  std_logic_vector(15 downto 0);
+        s_rreq_valid : in  std_logic;
+        s_rreq_ready : out std_logic;
+        s_rreq_qpn : in  std_logic_vector(9 downto 0);
+        s_rreq_sink_stag : in  std_logic_vector(31 downto 0);
+        s_rreq_sink_to : in  std_logic_vector(63 downto 0);
+        s_rreq_size : in  std_logic_vector(31 downto 0);
+        s_rreq_src_stag : in  std_logic_vector(31 downto 0);
+        s_rreq_src_to : in  std_logic_vector(63 downto 0);
+        s_rreq_hdr : in  std_logic_vector(143 downto 0);
+        m_rreq_done_valid : out std_logic;
+        m_rreq_done_ready : in  std_logic;
+        m_rreq_done_qpn : out std_logic_vector(9 downto 0);
         m_cpl_valid : out std_logic;
         m_cpl_ready : in  std_logic;
         m_cpl_cqe : out std_logic;
@@ -168,6 +180,9 @@ architecture rtl of card_tx_tb_w64 is
     signal tx_s_qp_ready : std_logic;
     signal tx_s_db_ready : std_logic;
     signal tx_s_rdone_ready : std_logic;
+    signal tx_s_rreq_ready : std_logic;
+    signal tx_m_rreq_done_valid : std_logic;
+    signal tx_m_rreq_done_qpn : std_logic_vector(9 downto 0);
     signal tx_m_cpl_valid : std_logic;
     signal tx_m_cpl_cqe : std_logic;
     signal tx_m_cpl_cq : std_logic_vector(9 downto 0);
@@ -237,6 +252,9 @@ begin
     s_qp_ready <= tx_s_qp_ready;
     s_db_ready <= tx_s_db_ready;
     s_rdone_ready <= tx_s_rdone_ready;
+    s_rreq_ready <= tx_s_rreq_ready;
+    m_rreq_done_valid <= tx_m_rreq_done_valid;
+    m_rreq_done_qpn <= tx_m_rreq_done_qpn;
     m_cpl_valid <= tx_m_cpl_valid;
     m_cpl_cqe <= tx_m_cpl_cqe;
     m_cpl_cq <= tx_m_cpl_cq;
@@ -335,6 +353,18 @@ begin
             s_rdone_stag => s_rdone_stag,
             s_rdone_to => s_rdone_to,
             s_rdone_len => s_rdone_len,
+            s_rreq_valid => s_rreq_valid,
+            s_rreq_ready => tx_s_rreq_ready,
+            s_rreq_qpn => s_rreq_qpn,
+            s_rreq_sink_stag => s_rreq_sink_stag,
+            s_rreq_sink_to => s_rreq_sink_to,
+            s_rreq_size => s_rreq_size,
+            s_rreq_src_stag => s_rreq_src_stag,
+            s_rreq_src_to => s_rreq_src_to,
+            s_rreq_hdr => s_rreq_hdr,
+            m_rreq_done_valid => tx_m_rreq_done_valid,
+            m_rreq_done_ready => m_rreq_done_ready,
+            m_rreq_done_qpn => tx_m_rreq_done_qpn,
             m_cpl_valid => tx_m_cpl_valid,
             m_cpl_ready => m_cpl_ready,
             m_cpl_cqe => tx_m_cpl_cqe,

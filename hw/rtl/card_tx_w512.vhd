@@ -89,6 +89,18 @@ entity card_tx_w512 is
         s_rdone_stag : in  std_logic_vector(31 downto 0); -- its STag (m_done_stag; not checked here)
         s_rdone_to : in  std_logic_vector(63 downto 0); -- its TO (m_done_to; not checked here)
         s_rdone_len : in  std_logic_vector(15 downto 0); -- its ULPDU length (m_done_len; not checked here)
+        s_rreq_valid : in  std_logic;        -- a Read Request to answer (card_rx m_rreq): it passed every receive check
+        s_rreq_ready : out std_logic;        -- a record is taken while one of the 16 pool slots is free (paces only)
+        s_rreq_qpn : in  std_logic_vector(9 downto 0);
+        s_rreq_sink_stag : in  std_logic_vector(31 downto 0); -- Data Sink STag: the Read Responses' STag
+        s_rreq_sink_to : in  std_logic_vector(63 downto 0); -- Data Sink TO: the first Read Response's TO
+        s_rreq_size : in  std_logic_vector(31 downto 0); -- bytes to read
+        s_rreq_src_stag : in  std_logic_vector(31 downto 0); -- Data Source STag (checked again, remote read, before each piece is read)
+        s_rreq_src_to : in  std_logic_vector(63 downto 0); -- Data Source TO
+        s_rreq_hdr : in  std_logic_vector(143 downto 0); -- the Read Request's DDP header (kept for the Terminate of a revoked source; no Terminate is sent yet)
+        m_rreq_done_valid : out std_logic;   -- a Read Request is answered (its last Read Response segment is on the ring) or dropped (its QP is in error): card_rx's IRD entry is free
+        m_rreq_done_ready : in  std_logic;
+        m_rreq_done_qpn : out std_logic_vector(9 downto 0);
         m_cpl_valid : out std_logic;         -- a WQE is done (posting order)
         m_cpl_ready : in  std_logic;
         m_cpl_cqe : out std_logic;           -- write a CQE (signaled); else only the status record moves
@@ -192,6 +204,9 @@ architecture rtl of card_tx_w512 is
     signal in_state10 : std_logic;
     signal in_state11 : std_logic;
     signal in_state12 : std_logic;
+    signal in_state13 : std_logic;
+    signal in_state14 : std_logic;
+    signal in_state15 : std_logic;
     signal db_v : std_logic := '0';          -- a doorbell is being served
     signal cmd_is_create : std_logic;
     signal cmd_rd : std_logic := '0';        -- the QP's state for a command other than CREATE was read last cycle
@@ -209,12 +224,12 @@ architecture rtl of card_tx_w512 is
     signal ctx_rd : std_logic_vector(185 downto 0); -- read data of ctx
     signal dbs_wr_en : std_logic;
     signal dbs_wr_addr : std_logic_vector(9 downto 0);
-    signal dbs_wr_data : std_logic_vector(52 downto 0); -- {rdone count, txs_ci, sq_pi}
+    signal dbs_wr_data : std_logic_vector(57 downto 0); -- {Read Request records, rdone count, txs_ci, sq_pi}
     signal dbs_rd_addr : std_logic_vector(9 downto 0);
-    signal dbs_a_rd : std_logic_vector(52 downto 0); -- read data of dbs_a
-    signal dbs_e_rd : std_logic_vector(52 downto 0); -- read data of dbs_e
-    signal eng_wb_data : std_logic_vector(137 downto 0); -- {rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}
-    signal eng_rd : std_logic_vector(137 downto 0); -- read data of eng
+    signal dbs_a_rd : std_logic_vector(57 downto 0); -- read data of dbs_a
+    signal dbs_e_rd : std_logic_vector(57 downto 0); -- read data of dbs_e
+    signal eng_wb_data : std_logic_vector(142 downto 0); -- {rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}
+    signal eng_rd : std_logic_vector(142 downto 0); -- read data of eng
     signal sched_head : std_logic_vector(10 downto 0) := "00000000000";
     signal sched_tail : std_logic_vector(10 downto 0) := "00000000000";
     signal sched_empty : std_logic;
@@ -245,9 +260,117 @@ architecture rtl of card_tx_w512 is
     signal push3_idx : std_logic_vector(15 downto 0); -- its SQ index
     signal push3_data : std_logic_vector(511 downto 0);
     signal push_rr : std_logic_vector(1 downto 0) := "00"; -- the slot the next push takes
+    signal rrp_room : std_logic;             -- the Read Request pool has a free slot
+    signal rreq_can : std_logic;             -- a Read Request record can be taken
     signal rdone_take : std_logic;           -- a Read done is taken (before a doorbell)
+    signal rreq_take : std_logic;            -- a Read Request record is taken (after a Read done, before a doorbell)
     signal db_take : std_logic;
+    signal rrp0_v : std_logic := '0';
+    signal rrp0_qp : std_logic_vector(9 downto 0);
+    signal rrp0_older : std_logic_vector(15 downto 0); -- the slots whose records came before this one's
+    signal rrp1_v : std_logic := '0';
+    signal rrp1_qp : std_logic_vector(9 downto 0);
+    signal rrp1_older : std_logic_vector(15 downto 0); -- the slots whose records came before this one's
+    signal rrp2_v : std_logic := '0';
+    signal rrp2_qp : std_logic_vector(9 downto 0);
+    signal rrp2_older : std_logic_vector(15 downto 0); -- the slots whose records came before this one's
+    signal rrp3_v : std_logic := '0';
+    signal rrp3_qp : std_logic_vector(9 downto 0);
+    signal rrp3_older : std_logic_vector(15 downto 0); -- the slots whose records came before this one's
+    signal rrp4_v : std_logic := '0';
+    signal rrp4_qp : std_logic_vector(9 downto 0);
+    signal rrp4_older : std_logic_vector(15 downto 0); -- the slots whose records came before this one's
+    signal rrp5_v : std_logic := '0';
+    signal rrp5_qp : std_logic_vector(9 downto 0);
+    signal rrp5_older : std_logic_vector(15 downto 0); -- the slots whose records came before this one's
+    signal rrp6_v : std_logic := '0';
+    signal rrp6_qp : std_logic_vector(9 downto 0);
+    signal rrp6_older : std_logic_vector(15 downto 0); -- the slots whose records came before this one's
+    signal rrp7_v : std_logic := '0';
+    signal rrp7_qp : std_logic_vector(9 downto 0);
+    signal rrp7_older : std_logic_vector(15 downto 0); -- the slots whose records came before this one's
+    signal rrp8_v : std_logic := '0';
+    signal rrp8_qp : std_logic_vector(9 downto 0);
+    signal rrp8_older : std_logic_vector(15 downto 0); -- the slots whose records came before this one's
+    signal rrp9_v : std_logic := '0';
+    signal rrp9_qp : std_logic_vector(9 downto 0);
+    signal rrp9_older : std_logic_vector(15 downto 0); -- the slots whose records came before this one's
+    signal rrp10_v : std_logic := '0';
+    signal rrp10_qp : std_logic_vector(9 downto 0);
+    signal rrp10_older : std_logic_vector(15 downto 0); -- the slots whose records came before this one's
+    signal rrp11_v : std_logic := '0';
+    signal rrp11_qp : std_logic_vector(9 downto 0);
+    signal rrp11_older : std_logic_vector(15 downto 0); -- the slots whose records came before this one's
+    signal rrp12_v : std_logic := '0';
+    signal rrp12_qp : std_logic_vector(9 downto 0);
+    signal rrp12_older : std_logic_vector(15 downto 0); -- the slots whose records came before this one's
+    signal rrp13_v : std_logic := '0';
+    signal rrp13_qp : std_logic_vector(9 downto 0);
+    signal rrp13_older : std_logic_vector(15 downto 0); -- the slots whose records came before this one's
+    signal rrp14_v : std_logic := '0';
+    signal rrp14_qp : std_logic_vector(9 downto 0);
+    signal rrp14_older : std_logic_vector(15 downto 0); -- the slots whose records came before this one's
+    signal rrp15_v : std_logic := '0';
+    signal rrp15_qp : std_logic_vector(9 downto 0);
+    signal rrp15_older : std_logic_vector(15 downto 0); -- the slots whose records came before this one's
+    signal rrp_free_idx : std_logic_vector(3 downto 0); -- the slot the next record takes
+    signal rrp_can_take : std_logic;
+    signal rrp0_match : std_logic;
+    signal rrp1_match : std_logic;
+    signal rrp2_match : std_logic;
+    signal rrp3_match : std_logic;
+    signal rrp4_match : std_logic;
+    signal rrp5_match : std_logic;
+    signal rrp6_match : std_logic;
+    signal rrp7_match : std_logic;
+    signal rrp8_match : std_logic;
+    signal rrp9_match : std_logic;
+    signal rrp10_match : std_logic;
+    signal rrp11_match : std_logic;
+    signal rrp12_match : std_logic;
+    signal rrp13_match : std_logic;
+    signal rrp14_match : std_logic;
+    signal rrp15_match : std_logic;
+    signal rrp15_oldest : std_logic;
+    signal rrp14_oldest : std_logic;
+    signal rrp13_oldest : std_logic;
+    signal rrp12_oldest : std_logic;
+    signal rrp11_oldest : std_logic;
+    signal rrp10_oldest : std_logic;
+    signal rrp9_oldest : std_logic;
+    signal rrp8_oldest : std_logic;
+    signal rrp7_oldest : std_logic;
+    signal rrp6_oldest : std_logic;
+    signal rrp5_oldest : std_logic;
+    signal rrp4_oldest : std_logic;
+    signal rrp3_oldest : std_logic;
+    signal rrp2_oldest : std_logic;
+    signal rrp1_oldest : std_logic;
+    signal rrp0_oldest : std_logic;
+    signal rrp_have : std_logic;             -- the QP has a record waiting
+    signal rrp_rd_slot : std_logic_vector(3 downto 0); -- the slot read
+    signal rrp_data_rd : std_logic_vector(367 downto 0); -- read data of rrp_data
+    signal rrp_valid : std_logic_vector(15 downto 0);
+    signal rrp0_set : std_logic;
+    signal rrp1_set : std_logic;
+    signal rrp2_set : std_logic;
+    signal rrp3_set : std_logic;
+    signal rrp4_set : std_logic;
+    signal rrp5_set : std_logic;
+    signal rrp6_set : std_logic;
+    signal rrp7_set : std_logic;
+    signal rrp8_set : std_logic;
+    signal rrp9_set : std_logic;
+    signal rrp10_set : std_logic;
+    signal rrp11_set : std_logic;
+    signal rrp12_set : std_logic;
+    signal rrp13_set : std_logic;
+    signal rrp14_set : std_logic;
+    signal rrp15_set : std_logic;
+    signal rrp_set : std_logic_vector(15 downto 0); -- the slot a record takes this cycle (younger than every other)
+    signal rsp_hdr : std_logic_vector(255 downto 0); -- the Read Response's stand-in WQE header
     signal db_kind_q : std_logic_vector(2 downto 0); -- DB_KIND, 7 for a Read done
+    signal db_rreq_q : std_logic;            -- the record is a Read Request's (kind 0 then)
     signal db_qp : std_logic_vector(9 downto 0);
     signal db_value_q : std_logic_vector(31 downto 0);
     signal db_push_ok_q : std_logic;
@@ -260,6 +383,8 @@ architecture rtl of card_tx_w512 is
     signal db_is_rdone : std_logic;
     signal db_old_rc : std_logic_vector(4 downto 0);
     signal db_new_rc : std_logic_vector(4 downto 0); -- Read dones received (modulo 32)
+    signal db_old_rr : std_logic_vector(4 downto 0);
+    signal db_new_rr : std_logic_vector(4 downto 0); -- Read Request records received (modulo 32)
     signal db_new_pi : std_logic_vector(15 downto 0);
     signal db_new_ci : std_logic_vector(31 downto 0);
     signal eng_requeue : std_logic;          -- the engine puts its QP back in the FIFO
@@ -295,9 +420,12 @@ architecture rtl of card_tx_w512 is
     signal dbw_last_pi : std_logic_vector(15 downto 0);
     signal dbw_last_ci : std_logic_vector(31 downto 0);
     signal dbw_last_rc : std_logic_vector(4 downto 0);
+    signal dbw_last_rr : std_logic_vector(4 downto 0);
     signal dbw_last_hit : std_logic;
     signal cur_rdone : std_logic_vector(4 downto 0); -- live: Read dones received
     signal rdone_now : std_logic_vector(4 downto 0);
+    signal cur_rreq : std_logic_vector(4 downto 0); -- live: Read Request records received
+    signal cur_rreq_used : std_logic_vector(4 downto 0); -- Read Request records answered
     signal cur_rmsn : std_logic_vector(31 downto 0); -- next Read Request MSN
     signal cur_sq_next : std_logic_vector(15 downto 0); -- first SQ block not started (SQ_CI while no Read is outstanding)
     signal cur_orq : std_logic_vector(4 downto 0); -- RDMA Reads outstanding
@@ -321,6 +449,7 @@ architecture rtl of card_tx_w512 is
     signal has_work : std_logic;             -- a posted WQE is not started
     signal rdone_pending : std_logic_vector(4 downto 0); -- Read dones not yet taken
     signal ret_go : std_logic;               -- complete the oldest outstanding Read
+    signal rreq_pending : std_logic;         -- Read Request records of the QP to answer (or, in error, to drop)
     signal flush_go : std_logic;             -- flush the WQE at SQ_CI (the QP is in error)
     signal ord_room : std_logic;             -- a Read could start within ORD
     signal ring_used : std_logic_vector(31 downto 0);
@@ -331,8 +460,12 @@ architecture rtl of card_tx_w512 is
     signal push2_hit : std_logic;
     signal push3_hit : std_logic;
     signal push_hit : std_logic;             -- the WQE's first block was pushed
+    signal rsp_go : std_logic;               -- answer (drop) the QP's oldest Read Request
     signal wqe_go : std_logic;               -- a WQE starts
-    signal fetch_go : std_logic;             -- a WQE's first block is fetched
+    signal fetch_go : std_logic;             -- a WQE's first block is fetched, or a Read Response starts
+    signal msg_go : std_logic;               -- a message starts
+    signal rsp_mode : std_logic := '0';      -- the engine answers a Read Request
+    signal rsp_drop : std_logic := '0';      -- ... of a QP in error: it is dropped
     signal ret_mode : std_logic := '0';      -- the block fetched is an outstanding Read's, to complete it
     signal flush_mode : std_logic := '0';    -- the block fetched is a WQE to flush
     signal ret_or_flush : std_logic;         -- only the first block is wanted: a completion record follows
@@ -426,6 +559,7 @@ architecture rtl of card_tx_w512 is
     signal ddp_desc_valid : std_logic;
     signal ddp_desc_go : std_logic;
     signal ddp_s_ready : std_logic;
+    signal rsp_sge : std_logic_vector(127 downto 0); -- the Read Response's SGE: ADDR the source TO, LENGTH the size, LKEY the source STag
     signal g_feed : std_logic;               -- ddp_tx is fed from the gather
     signal g_sge_idx : std_logic_vector(4 downto 0); -- the SGE read from the store
     signal g_sge_rd : std_logic;             -- read it
@@ -662,6 +796,7 @@ architecture rtl of card_tx_w512 is
     signal flush_bbs : std_logic_vector(15 downto 0); -- blocks of the WQE flushed
     signal new_sq_ci : std_logic_vector(15 downto 0);
     signal prot : std_logic;                 -- the WQE failed its lkey check
+    signal rsp_fault : std_logic;            -- a Read Response's source failed its remote-read check
     signal cq_count : std_logic_vector(3 downto 0) := x"0"; -- entries held in cq
     signal cq0_cqe : std_logic;
     signal cq0_cq : std_logic_vector(9 downto 0);
@@ -674,6 +809,7 @@ architecture rtl of card_tx_w512 is
     signal cq0_noring : std_logic;
     signal cq0_flush : std_logic;
     signal cq0_prot : std_logic;
+    signal cq0_rrd : std_logic;
     signal cq1_cqe : std_logic;
     signal cq1_cq : std_logic_vector(9 downto 0);
     signal cq1_qpn : std_logic_vector(9 downto 0);
@@ -685,6 +821,7 @@ architecture rtl of card_tx_w512 is
     signal cq1_noring : std_logic;
     signal cq1_flush : std_logic;
     signal cq1_prot : std_logic;
+    signal cq1_rrd : std_logic;
     signal cq2_cqe : std_logic;
     signal cq2_cq : std_logic_vector(9 downto 0);
     signal cq2_qpn : std_logic_vector(9 downto 0);
@@ -696,6 +833,7 @@ architecture rtl of card_tx_w512 is
     signal cq2_noring : std_logic;
     signal cq2_flush : std_logic;
     signal cq2_prot : std_logic;
+    signal cq2_rrd : std_logic;
     signal cq3_cqe : std_logic;
     signal cq3_cq : std_logic_vector(9 downto 0);
     signal cq3_qpn : std_logic_vector(9 downto 0);
@@ -707,6 +845,7 @@ architecture rtl of card_tx_w512 is
     signal cq3_noring : std_logic;
     signal cq3_flush : std_logic;
     signal cq3_prot : std_logic;
+    signal cq3_rrd : std_logic;
     signal cq4_cqe : std_logic;
     signal cq4_cq : std_logic_vector(9 downto 0);
     signal cq4_qpn : std_logic_vector(9 downto 0);
@@ -718,6 +857,7 @@ architecture rtl of card_tx_w512 is
     signal cq4_noring : std_logic;
     signal cq4_flush : std_logic;
     signal cq4_prot : std_logic;
+    signal cq4_rrd : std_logic;
     signal cq5_cqe : std_logic;
     signal cq5_cq : std_logic_vector(9 downto 0);
     signal cq5_qpn : std_logic_vector(9 downto 0);
@@ -729,6 +869,7 @@ architecture rtl of card_tx_w512 is
     signal cq5_noring : std_logic;
     signal cq5_flush : std_logic;
     signal cq5_prot : std_logic;
+    signal cq5_rrd : std_logic;
     signal cq6_cqe : std_logic;
     signal cq6_cq : std_logic_vector(9 downto 0);
     signal cq6_qpn : std_logic_vector(9 downto 0);
@@ -740,6 +881,7 @@ architecture rtl of card_tx_w512 is
     signal cq6_noring : std_logic;
     signal cq6_flush : std_logic;
     signal cq6_prot : std_logic;
+    signal cq6_rrd : std_logic;
     signal cq7_cqe : std_logic;
     signal cq7_cq : std_logic_vector(9 downto 0);
     signal cq7_qpn : std_logic_vector(9 downto 0);
@@ -751,6 +893,7 @@ architecture rtl of card_tx_w512 is
     signal cq7_noring : std_logic;
     signal cq7_flush : std_logic;
     signal cq7_prot : std_logic;
+    signal cq7_rrd : std_logic;
     signal cq_wpos : std_logic_vector(3 downto 0); -- where a pushed entry goes
     signal cq0_push : std_logic;
     signal cq1_push : std_logic;
@@ -764,7 +907,10 @@ architecture rtl of card_tx_w512 is
     signal cpl_v : std_logic := '0';
     signal cpl_free : std_logic;
     signal wr_done_last : std_logic;
+    signal rreq_done_v : std_logic := '0';
+    signal rreq_done_free : std_logic;
     signal cpl_load : std_logic;
+    signal rreq_done_qpn_q : std_logic_vector(9 downto 0) := "0000000000";
     signal cpl_cqe_q : std_logic := '0';
     signal cpl_cq_q : std_logic_vector(9 downto 0) := "0000000000";
     signal cpl_qpn_q : std_logic_vector(9 downto 0) := "0000000000";
@@ -780,6 +926,7 @@ architecture rtl of card_tx_w512 is
     signal new_sq_next : std_logic_vector(15 downto 0);
     signal new_orq : std_logic_vector(4 downto 0); -- flushed Reads are outstanding no more
     signal new_rdone_used : std_logic_vector(4 downto 0);
+    signal new_rreq_used : std_logic_vector(4 downto 0);
     signal more_work : std_logic;
     signal qeng_qp : std_logic_vector(9 downto 0);
     signal qeng_1h : std_logic_vector(1023 downto 0);
@@ -808,14 +955,16 @@ architecture rtl of card_tx_w512 is
     signal qp_state_e : qp_state_e_t;        -- QP state, read by the engine
     type ctx_t is array (0 to 1023) of std_logic_vector(185 downto 0);
     signal ctx : ctx_t;                      -- static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD, PD
-    type dbs_a_t is array (0 to 1023) of std_logic_vector(52 downto 0);
+    type dbs_a_t is array (0 to 1023) of std_logic_vector(57 downto 0);
     signal dbs_a : dbs_a_t;                  -- doorbell state, read by the doorbell path
-    type dbs_e_t is array (0 to 1023) of std_logic_vector(52 downto 0);
+    type dbs_e_t is array (0 to 1023) of std_logic_vector(57 downto 0);
     signal dbs_e : dbs_e_t;                  -- doorbell state, read by the engine
-    type eng_t is array (0 to 1023) of std_logic_vector(137 downto 0);
-    signal eng : eng_t;                      -- engine state per QP: Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI
+    type eng_t is array (0 to 1023) of std_logic_vector(142 downto 0);
+    signal eng : eng_t;                      -- engine state per QP: Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI
     type sched_t is array (0 to 1023) of std_logic_vector(9 downto 0);
     signal sched : sched_t;                  -- QPs with work, in turn
+    type rrp_data_t is array (0 to 15) of std_logic_vector(367 downto 0);
+    signal rrp_data : rrp_data_t;            -- Read Request records
     type wqe_buf_t is array (0 to 7) of std_logic_vector(511 downto 0);
     signal wqe_buf : wqe_buf_t;              -- the WQE past its header (the inline payload)
     type g_sge_b0_t is array (0 to 7) of std_logic_vector(127 downto 0);
@@ -840,6 +989,9 @@ begin
     in_state10 <= b2l(eng_state = x"a");
     in_state11 <= b2l(eng_state = x"b");
     in_state12 <= b2l(eng_state = x"c");
+    in_state13 <= b2l(eng_state = x"d");
+    in_state14 <= b2l(eng_state = x"e");
+    in_state15 <= b2l(eng_state = x"f");
     cmd_is_create <= b2l(s_qp_op = x"1");
     s_qp_ready <= ((not db_v) and in_state0) and (cmd_is_create or cmd_rd);
     cmd_go <= ((s_qp_valid and (not db_v)) and in_state0) and (cmd_is_create or cmd_rd);
@@ -2905,11 +3057,113 @@ begin
         b2l(qset_qp = "0000000000")
     );
     ctx_rd_addr <= sched_rd;
-    s_db_ready <= ((not db_v) and (not s_qp_valid)) and (not s_rdone_valid);
+    rreq_can <= s_rreq_valid and rrp_room;
+    s_db_ready <= (((not db_v) and (not s_qp_valid)) and (not s_rdone_valid)) and (not rreq_can);
     s_rdone_ready <= (not db_v) and (not s_qp_valid);
+    s_rreq_ready <= (((not db_v) and (not s_qp_valid)) and (not s_rdone_valid)) and rrp_room;
     rdone_take <= (s_rdone_valid and (not db_v)) and (not s_qp_valid);
-    db_take <= ((s_db_valid and (not db_v)) and (not s_qp_valid)) and (not s_rdone_valid);
-    dbs_rd_addr <= mux(db_v, db_qp, mux(s_rdone_valid, s_rdone_qp, s_db_index));
+    rreq_take <= ((rreq_can and (not db_v)) and (not s_qp_valid)) and (not s_rdone_valid);
+    db_take <= (((s_db_valid and (not db_v)) and (not s_qp_valid)) and (not s_rdone_valid)) and (not rreq_can);
+    rrp_free_idx <= mux(not rrp0_v, x"0", mux(not rrp1_v, x"1", mux(not rrp2_v, x"2", mux(not rrp3_v, x"3", mux(not rrp4_v, x"4", mux(not rrp5_v, x"5", mux(not rrp6_v, x"6", mux(not rrp7_v, x"7", mux(not rrp8_v, x"8", mux(not rrp9_v, x"9", mux(not rrp10_v, x"a", mux(not rrp11_v, x"b", mux(not rrp12_v, x"c", mux(not rrp13_v, x"d", mux(not rrp14_v, x"e", mux(not rrp15_v, x"f", x"0"))))))))))))))));
+    rrp_can_take <= ((((((((((((((('0' or (not rrp15_v)) or (not rrp14_v)) or (not rrp13_v)) or (not rrp12_v)) or (not rrp11_v)) or (not rrp10_v)) or (not rrp9_v)) or (not rrp8_v)) or (not rrp7_v)) or (not rrp6_v)) or (not rrp5_v)) or (not rrp4_v)) or (not rrp3_v)) or (not rrp2_v)) or (not rrp1_v)) or (not rrp0_v);
+    rrp0_match <= rrp0_v and b2l(rrp0_qp = cur_qp);
+    rrp1_match <= rrp1_v and b2l(rrp1_qp = cur_qp);
+    rrp2_match <= rrp2_v and b2l(rrp2_qp = cur_qp);
+    rrp3_match <= rrp3_v and b2l(rrp3_qp = cur_qp);
+    rrp4_match <= rrp4_v and b2l(rrp4_qp = cur_qp);
+    rrp5_match <= rrp5_v and b2l(rrp5_qp = cur_qp);
+    rrp6_match <= rrp6_v and b2l(rrp6_qp = cur_qp);
+    rrp7_match <= rrp7_v and b2l(rrp7_qp = cur_qp);
+    rrp8_match <= rrp8_v and b2l(rrp8_qp = cur_qp);
+    rrp9_match <= rrp9_v and b2l(rrp9_qp = cur_qp);
+    rrp10_match <= rrp10_v and b2l(rrp10_qp = cur_qp);
+    rrp11_match <= rrp11_v and b2l(rrp11_qp = cur_qp);
+    rrp12_match <= rrp12_v and b2l(rrp12_qp = cur_qp);
+    rrp13_match <= rrp13_v and b2l(rrp13_qp = cur_qp);
+    rrp14_match <= rrp14_v and b2l(rrp14_qp = cur_qp);
+    rrp15_match <= rrp15_v and b2l(rrp15_qp = cur_qp);
+    rrp15_oldest <= rrp15_match and (not ((((((((((((((('0' or (rrp0_match and rrp15_older(0))) or (rrp1_match and rrp15_older(1))) or (rrp2_match and rrp15_older(2))) or (rrp3_match and rrp15_older(3))) or (rrp4_match and rrp15_older(4))) or (rrp5_match and rrp15_older(5))) or (rrp6_match and rrp15_older(6))) or (rrp7_match and rrp15_older(7))) or (rrp8_match and rrp15_older(8))) or (rrp9_match and rrp15_older(9))) or (rrp10_match and rrp15_older(10))) or (rrp11_match and rrp15_older(11))) or (rrp12_match and rrp15_older(12))) or (rrp13_match and rrp15_older(13))) or (rrp14_match and rrp15_older(14))));
+    rrp14_oldest <= rrp14_match and (not ((((((((((((((('0' or (rrp0_match and rrp14_older(0))) or (rrp1_match and rrp14_older(1))) or (rrp2_match and rrp14_older(2))) or (rrp3_match and rrp14_older(3))) or (rrp4_match and rrp14_older(4))) or (rrp5_match and rrp14_older(5))) or (rrp6_match and rrp14_older(6))) or (rrp7_match and rrp14_older(7))) or (rrp8_match and rrp14_older(8))) or (rrp9_match and rrp14_older(9))) or (rrp10_match and rrp14_older(10))) or (rrp11_match and rrp14_older(11))) or (rrp12_match and rrp14_older(12))) or (rrp13_match and rrp14_older(13))) or (rrp15_match and rrp14_older(15))));
+    rrp13_oldest <= rrp13_match and (not ((((((((((((((('0' or (rrp0_match and rrp13_older(0))) or (rrp1_match and rrp13_older(1))) or (rrp2_match and rrp13_older(2))) or (rrp3_match and rrp13_older(3))) or (rrp4_match and rrp13_older(4))) or (rrp5_match and rrp13_older(5))) or (rrp6_match and rrp13_older(6))) or (rrp7_match and rrp13_older(7))) or (rrp8_match and rrp13_older(8))) or (rrp9_match and rrp13_older(9))) or (rrp10_match and rrp13_older(10))) or (rrp11_match and rrp13_older(11))) or (rrp12_match and rrp13_older(12))) or (rrp14_match and rrp13_older(14))) or (rrp15_match and rrp13_older(15))));
+    rrp12_oldest <= rrp12_match and (not ((((((((((((((('0' or (rrp0_match and rrp12_older(0))) or (rrp1_match and rrp12_older(1))) or (rrp2_match and rrp12_older(2))) or (rrp3_match and rrp12_older(3))) or (rrp4_match and rrp12_older(4))) or (rrp5_match and rrp12_older(5))) or (rrp6_match and rrp12_older(6))) or (rrp7_match and rrp12_older(7))) or (rrp8_match and rrp12_older(8))) or (rrp9_match and rrp12_older(9))) or (rrp10_match and rrp12_older(10))) or (rrp11_match and rrp12_older(11))) or (rrp13_match and rrp12_older(13))) or (rrp14_match and rrp12_older(14))) or (rrp15_match and rrp12_older(15))));
+    rrp11_oldest <= rrp11_match and (not ((((((((((((((('0' or (rrp0_match and rrp11_older(0))) or (rrp1_match and rrp11_older(1))) or (rrp2_match and rrp11_older(2))) or (rrp3_match and rrp11_older(3))) or (rrp4_match and rrp11_older(4))) or (rrp5_match and rrp11_older(5))) or (rrp6_match and rrp11_older(6))) or (rrp7_match and rrp11_older(7))) or (rrp8_match and rrp11_older(8))) or (rrp9_match and rrp11_older(9))) or (rrp10_match and rrp11_older(10))) or (rrp12_match and rrp11_older(12))) or (rrp13_match and rrp11_older(13))) or (rrp14_match and rrp11_older(14))) or (rrp15_match and rrp11_older(15))));
+    rrp10_oldest <= rrp10_match and (not ((((((((((((((('0' or (rrp0_match and rrp10_older(0))) or (rrp1_match and rrp10_older(1))) or (rrp2_match and rrp10_older(2))) or (rrp3_match and rrp10_older(3))) or (rrp4_match and rrp10_older(4))) or (rrp5_match and rrp10_older(5))) or (rrp6_match and rrp10_older(6))) or (rrp7_match and rrp10_older(7))) or (rrp8_match and rrp10_older(8))) or (rrp9_match and rrp10_older(9))) or (rrp11_match and rrp10_older(11))) or (rrp12_match and rrp10_older(12))) or (rrp13_match and rrp10_older(13))) or (rrp14_match and rrp10_older(14))) or (rrp15_match and rrp10_older(15))));
+    rrp9_oldest <= rrp9_match and (not ((((((((((((((('0' or (rrp0_match and rrp9_older(0))) or (rrp1_match and rrp9_older(1))) or (rrp2_match and rrp9_older(2))) or (rrp3_match and rrp9_older(3))) or (rrp4_match and rrp9_older(4))) or (rrp5_match and rrp9_older(5))) or (rrp6_match and rrp9_older(6))) or (rrp7_match and rrp9_older(7))) or (rrp8_match and rrp9_older(8))) or (rrp10_match and rrp9_older(10))) or (rrp11_match and rrp9_older(11))) or (rrp12_match and rrp9_older(12))) or (rrp13_match and rrp9_older(13))) or (rrp14_match and rrp9_older(14))) or (rrp15_match and rrp9_older(15))));
+    rrp8_oldest <= rrp8_match and (not ((((((((((((((('0' or (rrp0_match and rrp8_older(0))) or (rrp1_match and rrp8_older(1))) or (rrp2_match and rrp8_older(2))) or (rrp3_match and rrp8_older(3))) or (rrp4_match and rrp8_older(4))) or (rrp5_match and rrp8_older(5))) or (rrp6_match and rrp8_older(6))) or (rrp7_match and rrp8_older(7))) or (rrp9_match and rrp8_older(9))) or (rrp10_match and rrp8_older(10))) or (rrp11_match and rrp8_older(11))) or (rrp12_match and rrp8_older(12))) or (rrp13_match and rrp8_older(13))) or (rrp14_match and rrp8_older(14))) or (rrp15_match and rrp8_older(15))));
+    rrp7_oldest <= rrp7_match and (not ((((((((((((((('0' or (rrp0_match and rrp7_older(0))) or (rrp1_match and rrp7_older(1))) or (rrp2_match and rrp7_older(2))) or (rrp3_match and rrp7_older(3))) or (rrp4_match and rrp7_older(4))) or (rrp5_match and rrp7_older(5))) or (rrp6_match and rrp7_older(6))) or (rrp8_match and rrp7_older(8))) or (rrp9_match and rrp7_older(9))) or (rrp10_match and rrp7_older(10))) or (rrp11_match and rrp7_older(11))) or (rrp12_match and rrp7_older(12))) or (rrp13_match and rrp7_older(13))) or (rrp14_match and rrp7_older(14))) or (rrp15_match and rrp7_older(15))));
+    rrp6_oldest <= rrp6_match and (not ((((((((((((((('0' or (rrp0_match and rrp6_older(0))) or (rrp1_match and rrp6_older(1))) or (rrp2_match and rrp6_older(2))) or (rrp3_match and rrp6_older(3))) or (rrp4_match and rrp6_older(4))) or (rrp5_match and rrp6_older(5))) or (rrp7_match and rrp6_older(7))) or (rrp8_match and rrp6_older(8))) or (rrp9_match and rrp6_older(9))) or (rrp10_match and rrp6_older(10))) or (rrp11_match and rrp6_older(11))) or (rrp12_match and rrp6_older(12))) or (rrp13_match and rrp6_older(13))) or (rrp14_match and rrp6_older(14))) or (rrp15_match and rrp6_older(15))));
+    rrp5_oldest <= rrp5_match and (not ((((((((((((((('0' or (rrp0_match and rrp5_older(0))) or (rrp1_match and rrp5_older(1))) or (rrp2_match and rrp5_older(2))) or (rrp3_match and rrp5_older(3))) or (rrp4_match and rrp5_older(4))) or (rrp6_match and rrp5_older(6))) or (rrp7_match and rrp5_older(7))) or (rrp8_match and rrp5_older(8))) or (rrp9_match and rrp5_older(9))) or (rrp10_match and rrp5_older(10))) or (rrp11_match and rrp5_older(11))) or (rrp12_match and rrp5_older(12))) or (rrp13_match and rrp5_older(13))) or (rrp14_match and rrp5_older(14))) or (rrp15_match and rrp5_older(15))));
+    rrp4_oldest <= rrp4_match and (not ((((((((((((((('0' or (rrp0_match and rrp4_older(0))) or (rrp1_match and rrp4_older(1))) or (rrp2_match and rrp4_older(2))) or (rrp3_match and rrp4_older(3))) or (rrp5_match and rrp4_older(5))) or (rrp6_match and rrp4_older(6))) or (rrp7_match and rrp4_older(7))) or (rrp8_match and rrp4_older(8))) or (rrp9_match and rrp4_older(9))) or (rrp10_match and rrp4_older(10))) or (rrp11_match and rrp4_older(11))) or (rrp12_match and rrp4_older(12))) or (rrp13_match and rrp4_older(13))) or (rrp14_match and rrp4_older(14))) or (rrp15_match and rrp4_older(15))));
+    rrp3_oldest <= rrp3_match and (not ((((((((((((((('0' or (rrp0_match and rrp3_older(0))) or (rrp1_match and rrp3_older(1))) or (rrp2_match and rrp3_older(2))) or (rrp4_match and rrp3_older(4))) or (rrp5_match and rrp3_older(5))) or (rrp6_match and rrp3_older(6))) or (rrp7_match and rrp3_older(7))) or (rrp8_match and rrp3_older(8))) or (rrp9_match and rrp3_older(9))) or (rrp10_match and rrp3_older(10))) or (rrp11_match and rrp3_older(11))) or (rrp12_match and rrp3_older(12))) or (rrp13_match and rrp3_older(13))) or (rrp14_match and rrp3_older(14))) or (rrp15_match and rrp3_older(15))));
+    rrp2_oldest <= rrp2_match and (not ((((((((((((((('0' or (rrp0_match and rrp2_older(0))) or (rrp1_match and rrp2_older(1))) or (rrp3_match and rrp2_older(3))) or (rrp4_match and rrp2_older(4))) or (rrp5_match and rrp2_older(5))) or (rrp6_match and rrp2_older(6))) or (rrp7_match and rrp2_older(7))) or (rrp8_match and rrp2_older(8))) or (rrp9_match and rrp2_older(9))) or (rrp10_match and rrp2_older(10))) or (rrp11_match and rrp2_older(11))) or (rrp12_match and rrp2_older(12))) or (rrp13_match and rrp2_older(13))) or (rrp14_match and rrp2_older(14))) or (rrp15_match and rrp2_older(15))));
+    rrp1_oldest <= rrp1_match and (not ((((((((((((((('0' or (rrp0_match and rrp1_older(0))) or (rrp2_match and rrp1_older(2))) or (rrp3_match and rrp1_older(3))) or (rrp4_match and rrp1_older(4))) or (rrp5_match and rrp1_older(5))) or (rrp6_match and rrp1_older(6))) or (rrp7_match and rrp1_older(7))) or (rrp8_match and rrp1_older(8))) or (rrp9_match and rrp1_older(9))) or (rrp10_match and rrp1_older(10))) or (rrp11_match and rrp1_older(11))) or (rrp12_match and rrp1_older(12))) or (rrp13_match and rrp1_older(13))) or (rrp14_match and rrp1_older(14))) or (rrp15_match and rrp1_older(15))));
+    rrp0_oldest <= rrp0_match and (not ((((((((((((((('0' or (rrp1_match and rrp0_older(1))) or (rrp2_match and rrp0_older(2))) or (rrp3_match and rrp0_older(3))) or (rrp4_match and rrp0_older(4))) or (rrp5_match and rrp0_older(5))) or (rrp6_match and rrp0_older(6))) or (rrp7_match and rrp0_older(7))) or (rrp8_match and rrp0_older(8))) or (rrp9_match and rrp0_older(9))) or (rrp10_match and rrp0_older(10))) or (rrp11_match and rrp0_older(11))) or (rrp12_match and rrp0_older(12))) or (rrp13_match and rrp0_older(13))) or (rrp14_match and rrp0_older(14))) or (rrp15_match and rrp0_older(15))));
+    rrp_have <= ((((((((((((((('0' or rrp15_match) or rrp14_match) or rrp13_match) or rrp12_match) or rrp11_match) or rrp10_match) or rrp9_match) or rrp8_match) or rrp7_match) or rrp6_match) or rrp5_match) or rrp4_match) or rrp3_match) or rrp2_match) or rrp1_match) or rrp0_match;
+    rrp_valid <= std_logic_vector'(
+        rrp15_v &
+        rrp14_v &
+        rrp13_v &
+        rrp12_v &
+        rrp11_v &
+        rrp10_v &
+        rrp9_v &
+        rrp8_v &
+        rrp7_v &
+        rrp6_v &
+        rrp5_v &
+        rrp4_v &
+        rrp3_v &
+        rrp2_v &
+        rrp1_v &
+        rrp0_v
+    );
+    rrp0_set <= rreq_take and b2l(rrp_free_idx = x"0");
+    rrp1_set <= rreq_take and b2l(rrp_free_idx = x"1");
+    rrp2_set <= rreq_take and b2l(rrp_free_idx = x"2");
+    rrp3_set <= rreq_take and b2l(rrp_free_idx = x"3");
+    rrp4_set <= rreq_take and b2l(rrp_free_idx = x"4");
+    rrp5_set <= rreq_take and b2l(rrp_free_idx = x"5");
+    rrp6_set <= rreq_take and b2l(rrp_free_idx = x"6");
+    rrp7_set <= rreq_take and b2l(rrp_free_idx = x"7");
+    rrp8_set <= rreq_take and b2l(rrp_free_idx = x"8");
+    rrp9_set <= rreq_take and b2l(rrp_free_idx = x"9");
+    rrp10_set <= rreq_take and b2l(rrp_free_idx = x"a");
+    rrp11_set <= rreq_take and b2l(rrp_free_idx = x"b");
+    rrp12_set <= rreq_take and b2l(rrp_free_idx = x"c");
+    rrp13_set <= rreq_take and b2l(rrp_free_idx = x"d");
+    rrp14_set <= rreq_take and b2l(rrp_free_idx = x"e");
+    rrp15_set <= rreq_take and b2l(rrp_free_idx = x"f");
+    rrp_set <= std_logic_vector'(
+        rrp15_set &
+        rrp14_set &
+        rrp13_set &
+        rrp12_set &
+        rrp11_set &
+        rrp10_set &
+        rrp9_set &
+        rrp8_set &
+        rrp7_set &
+        rrp6_set &
+        rrp5_set &
+        rrp4_set &
+        rrp3_set &
+        rrp2_set &
+        rrp1_set &
+        rrp0_set
+    );
+    rrp_room <= rrp_can_take;
+    rsp_hdr <= std_logic_vector'(
+        x"00000000" &
+        rrp_data_rd(31 downto 0) &
+        rrp_data_rd(95 downto 32) &
+        x"0000000000000000" &
+        x"00000000" &
+        "000" &
+        "00001" &
+        x"0000" &
+        x"02"
+    );
+    dbs_rd_addr <= mux(db_v, db_qp, mux(s_rdone_valid, s_rdone_qp, mux(rreq_can, s_rreq_qpn, s_db_index)));
     db_is_sq <= b2l(db_kind_q = "001");
     db_is_txs <= b2l(db_kind_q = "011");
     db_is_push <= b2l(db_kind_q = "110");
@@ -2918,10 +3172,12 @@ begin
     db_is_rdone <= b2l(db_kind_q = "111");
     db_old_rc <= dbs_a_rd(52 downto 48);
     db_new_rc <= mux(db_is_rdone, std_logic_vector(unsigned(db_old_rc) + unsigned'("00001")), db_old_rc);
+    db_old_rr <= dbs_a_rd(57 downto 53);
+    db_new_rr <= mux(db_rreq_q, std_logic_vector(unsigned(db_old_rr) + unsigned'("00001")), db_old_rr);
     db_new_pi <= mux(db_is_push, std_logic_vector(unsigned(db_old_pi) + unsigned'(x"0001")), mux(db_is_sq, db_value_q(15 downto 0), db_old_pi));
     db_new_ci <= mux(db_is_txs, db_value_q, db_old_ci);
     db_fire <= db_v and (not eng_requeue);
-    db_acts <= ((db_is_sq or db_is_txs) or db_is_push) or db_is_rdone;
+    db_acts <= (((db_is_sq or db_is_txs) or db_is_push) or db_is_rdone) or db_rreq_q;
     qdb_qp <= db_qp;
     qdb_1h <= std_logic_vector'(
         b2l(qdb_qp = "1111111111") &
@@ -3952,7 +4208,7 @@ begin
     db_enqueue <= (db_fire and db_acts) and (not (or (queued and qdb_1h)));
     dbs_wr_en <= cmd_create or (db_fire and db_acts);
     dbs_wr_addr <= mux(cmd_create, s_qp_num, db_qp);
-    dbs_wr_data <= mux(cmd_create, "00000000000000000000000000000000000000000000000000000", std_logic_vector'(db_new_rc & db_new_ci & db_new_pi));
+    dbs_wr_data <= mux(cmd_create, "0000000000000000000000000000000000000000000000000000000000", std_logic_vector'(db_new_rr & db_new_rc & db_new_ci & db_new_pi));
     qerr_qp <= s_qp_num;
     qerr_1h <= std_logic_vector'(
         b2l(qerr_qp = "1111111111") &
@@ -5005,7 +5261,8 @@ begin
     has_work <= b2l(cur_sq_next /= cur_sq_pi);
     rdone_pending <= std_logic_vector(unsigned(cur_rdone) - unsigned(cur_rdone_used));
     ret_go <= ((in_state3 and cur_live) and b2l(cur_orq /= "00000")) and b2l(rdone_pending /= "00000");
-    flush_go <= (in_state3 and cur_error) and b2l(cur_sq_ci /= cur_sq_pi);
+    rreq_pending <= b2l(cur_rreq /= cur_rreq_used);
+    flush_go <= ((in_state3 and cur_error) and (not rreq_pending)) and b2l(cur_sq_ci /= cur_sq_pi);
     ord_room <= b2l(unsigned(cur_orq) < unsigned(cur_ord));
     ring_used <= std_logic_vector(unsigned(f_off) - unsigned(cur_txs_ci));
     ring_size <= std_logic_vector(unsigned(std_logic_vector'(x"00" & cur_txs_mask)) + unsigned'(x"00000001"));
@@ -5015,8 +5272,10 @@ begin
     push2_hit <= (push2_v and b2l(push2_qp = cur_qp)) and b2l(push2_idx = cur_sq_next);
     push3_hit <= (push3_v and b2l(push3_qp = cur_qp)) and b2l(push3_idx = cur_sq_next);
     push_hit <= or std_logic_vector'(push0_hit & push1_hit & push2_hit & push3_hit);
-    wqe_go <= ((((in_state3 and cur_live) and (not ret_go)) and has_work) and ring_room_ok) and ord_room;
-    fetch_go <= (wqe_go or ret_go) or flush_go;
+    rsp_go <= (in_state3 and rreq_pending) and (cur_error or ((cur_live and (not ret_go)) and ring_room_ok));
+    wqe_go <= (((((in_state3 and cur_live) and (not ret_go)) and (not rreq_pending)) and has_work) and ring_room_ok) and ord_room;
+    fetch_go <= ((wqe_go or ret_go) or flush_go) or rsp_go;
+    msg_go <= wqe_go or rsp_go;
     ret_or_flush <= ret_mode or flush_mode;
     use_push <= wqe_go and push_hit;
     push0_w <= push_new and b2l(push_rr = "00");
@@ -5119,9 +5378,17 @@ begin
     feed_issue <= ((in_state9 and pay_from_buf) and b2l(unsigned(std_logic_vector'('0' & feed_issued)) < unsigned(pay_words))) and b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & fq_count)) + unsigned(std_logic_vector'("00" & feed_inflight)))) < unsigned'("011"));
     ddp_desc_valid <= in_state9 and (not desc_done);
     ddp_desc_go <= ddp_desc_valid and ddp_desc_ready;
+    rsp_sge <= std_logic_vector'(
+        rrp_data_rd(159 downto 128) &
+        rrp_data_rd(127 downto 96) &
+        rrp_data_rd(223 downto 160)
+    );
     g_feed <= in_state9 and (not pay_from_buf);
-    g_st_wa <= std_logic_vector'("00000" & buf_wa_full(2 downto 0));
-    g_st_wd <= mux(in_state8, std_logic_vector'(x"0000000000000000000000000000000000000000000000000000000000000000" & wb_prev_hi), std_logic_vector'(wb_data(255 downto 0) & wb_prev_hi));
+    g_st_wa <= std_logic_vector'("00000" & mux(in_state14, "000", buf_wa_full(2 downto 0)));
+    g_st_wd <= mux(in_state14, std_logic_vector'(
+        x"000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000" &
+        rsp_sge
+    ), mux(in_state8, std_logic_vector'(x"0000000000000000000000000000000000000000000000000000000000000000" & wb_prev_hi), std_logic_vector'(wb_data(255 downto 0) & wb_prev_hi)));
     g_sge_ra0 <= g_sge_idx(4 downto 2);
     g_sge_ra1 <= g_sge_idx(4 downto 2);
     g_sge_ra2 <= g_sge_idx(4 downto 2);
@@ -5260,7 +5527,7 @@ begin
     no_payload <= b2l(msg_len = x"00000000");
     m_chk_valid <= ck_req or g_look;
     m_chk_stag <= g_sge_lkey;
-    m_chk_need <= x"0";
+    m_chk_need <= mux(rsp_mode, x"2", x"0");
     m_chk_qp <= std_logic_vector'("0000000000000000000000" & cur_qp);
     m_chk_pd <= cur_pd;
     m_chk_to <= mux(in_state12, g_sge_addr, std_logic_vector(unsigned(g_sge_addr) + unsigned(std_logic_vector'(x"00000000" & g_off))));
@@ -5342,8 +5609,9 @@ begin
     flush_avail <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_ci));
     flush_bbs <= mux((((or h_bbs) and (not b2l(unsigned'(x"8") < unsigned(h_bbs)))) and (not b2l(unsigned(flush_avail) < unsigned(std_logic_vector'(x"000" & h_bbs))))) and (not b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & sq_mask)) + unsigned'("00000000000000001"))) < unsigned(std_logic_vector'("0000000000000" & h_bbs)))), std_logic_vector'(x"000" & h_bbs), flush_avail);
     new_sq_ci <= mux(flush_mode, std_logic_vector(unsigned(cur_sq_ci) + unsigned(flush_bbs)), mux(wqe_retires, std_logic_vector(unsigned(cur_sq_ci) + unsigned(std_logic_vector'(x"000" & h_bbs))), cur_sq_ci));
-    prot <= ck_fault and (not ret_or_flush);
-    prot_err <= in_state11 and prot;
+    prot <= (ck_fault and (not ret_or_flush)) and (not rsp_mode);
+    rsp_fault <= ck_fault and rsp_mode;
+    prot_err <= in_state11 and (prot or rsp_fault);
     cq_wpos <= std_logic_vector(unsigned(cq_count) - unsigned(cq_pop));
     cq0_push <= in_state11 and b2l(cq_wpos = x"0");
     cq1_push <= in_state11 and b2l(cq_wpos = x"1");
@@ -5356,7 +5624,10 @@ begin
     cpl_room <= b2l(unsigned(cq_count) < unsigned'(x"8"));
     cpl_free <= (not cpl_v) or m_cpl_ready;
     wr_done_last <= wr_done_valid and wr_done_tag(0);
-    cpl_load <= (cpl_free and (or cq_count)) and (cq0_noring or (or cpl_written));
+    rreq_done_free <= (not rreq_done_v) or m_rreq_done_ready;
+    cpl_load <= ((cpl_free and rreq_done_free) and (or cq_count)) and (cq0_noring or (or cpl_written));
+    m_rreq_done_valid <= rreq_done_v;
+    m_rreq_done_qpn <= rreq_done_qpn_q and std_logic_vector'(9 downto 0 => rreq_done_v);
     cq_pop <= std_logic_vector'("000" & cpl_load);
     m_cpl_valid <= cpl_v;
     m_cpl_cqe <= cpl_cqe_q;
@@ -5374,7 +5645,9 @@ begin
     new_sq_next <= mux(flush_mode, new_sq_ci, mux(ret_mode, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(std_logic_vector'(x"000" & h_bbs)))));
     new_orq <= mux(flush_mode, "00000", mux(ret_mode, std_logic_vector(unsigned(cur_orq) - unsigned'("00001")), mux(read_started, std_logic_vector(unsigned(cur_orq) + unsigned'("00001")), cur_orq)));
     new_rdone_used <= mux(flush_mode, cur_rdone, mux(ret_mode, std_logic_vector(unsigned(cur_rdone_used) + unsigned'("00001")), cur_rdone_used));
+    new_rreq_used <= mux(rsp_mode, std_logic_vector(unsigned(cur_rreq_used) + unsigned'("00001")), cur_rreq_used);
     eng_wb_data <= std_logic_vector'(
+        new_rreq_used &
         new_rdone_used &
         new_orq &
         new_sq_next &
@@ -5383,7 +5656,7 @@ begin
         f_off &
         new_sq_ci
     );
-    more_work <= mux(flush_mode or prot, b2l(new_sq_ci /= cur_sq_pi), (b2l(new_sq_next /= cur_sq_pi) and b2l(unsigned(new_orq) < unsigned(cur_ord))) or (b2l(new_orq /= "00000") and b2l(cur_rdone /= new_rdone_used)));
+    more_work <= b2l(cur_rreq /= new_rreq_used) or mux(((flush_mode or prot) or rsp_fault) or cur_error, b2l(new_sq_ci /= cur_sq_pi), (b2l(new_sq_next /= cur_sq_pi) and b2l(unsigned(new_orq) < unsigned(cur_ord))) or (b2l(new_orq /= "00000") and b2l(cur_rdone /= new_rdone_used)));
     qeng_qp <= cur_qp;
     qeng_1h <= std_logic_vector'(
         b2l(qeng_qp = "1111111111") &
@@ -6433,6 +6706,8 @@ begin
     unused_bits <= or std_logic_vector'(
         s_qp_sq_base(5 downto 0) &
         s_qp_txs_base(11 downto 0) &
+        rrp_data_rd(367 downto 224) &
+        rrp_have &
         s_rdone_stag &
         s_rdone_to &
         s_rdone_len &
@@ -6445,6 +6720,7 @@ begin
         rd_ttag(7 downto 1) &
         buf_wa_full(6 downto 3) &
         pay_words_full(5 downto 0) &
+        in_state15 &
         g_st_wa(7 downto 3) &
         ck_i(5) &
         g_i(5) &
@@ -6524,11 +6800,461 @@ begin
         end if;
     end process;
 
+    rrp_rd_slot_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if in_state13 = '1' then
+                rrp_rd_slot <= mux(rrp0_oldest, x"0", mux(rrp1_oldest, x"1", mux(rrp2_oldest, x"2", mux(rrp3_oldest, x"3", mux(rrp4_oldest, x"4", mux(rrp5_oldest, x"5", mux(rrp6_oldest, x"6", mux(rrp7_oldest, x"7", mux(rrp8_oldest, x"8", mux(rrp9_oldest, x"9", mux(rrp10_oldest, x"a", mux(rrp11_oldest, x"b", mux(rrp12_oldest, x"c", mux(rrp13_oldest, x"d", mux(rrp14_oldest, x"e", mux(rrp15_oldest, x"f", x"0"))))))))))))))));
+            end if;
+        end if;
+    end process;
+
+    rrp0_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rrp0_v <= '0';
+            else
+                rrp0_v <= rrp0_set or (rrp0_v and (not (in_state14 and b2l(rrp_rd_slot = x"0"))));
+            end if;
+        end if;
+    end process;
+
+    rrp0_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rrp0_set = '1' then
+                rrp0_qp <= s_rreq_qpn;
+            end if;
+        end if;
+    end process;
+
+    rrp0_older_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rrp0_older <= mux(rrp0_set, rrp_valid, rrp0_older and (not rrp_set));
+        end if;
+    end process;
+
+    rrp1_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rrp1_v <= '0';
+            else
+                rrp1_v <= rrp1_set or (rrp1_v and (not (in_state14 and b2l(rrp_rd_slot = x"1"))));
+            end if;
+        end if;
+    end process;
+
+    rrp1_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rrp1_set = '1' then
+                rrp1_qp <= s_rreq_qpn;
+            end if;
+        end if;
+    end process;
+
+    rrp1_older_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rrp1_older <= mux(rrp1_set, rrp_valid, rrp1_older and (not rrp_set));
+        end if;
+    end process;
+
+    rrp2_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rrp2_v <= '0';
+            else
+                rrp2_v <= rrp2_set or (rrp2_v and (not (in_state14 and b2l(rrp_rd_slot = x"2"))));
+            end if;
+        end if;
+    end process;
+
+    rrp2_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rrp2_set = '1' then
+                rrp2_qp <= s_rreq_qpn;
+            end if;
+        end if;
+    end process;
+
+    rrp2_older_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rrp2_older <= mux(rrp2_set, rrp_valid, rrp2_older and (not rrp_set));
+        end if;
+    end process;
+
+    rrp3_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rrp3_v <= '0';
+            else
+                rrp3_v <= rrp3_set or (rrp3_v and (not (in_state14 and b2l(rrp_rd_slot = x"3"))));
+            end if;
+        end if;
+    end process;
+
+    rrp3_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rrp3_set = '1' then
+                rrp3_qp <= s_rreq_qpn;
+            end if;
+        end if;
+    end process;
+
+    rrp3_older_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rrp3_older <= mux(rrp3_set, rrp_valid, rrp3_older and (not rrp_set));
+        end if;
+    end process;
+
+    rrp4_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rrp4_v <= '0';
+            else
+                rrp4_v <= rrp4_set or (rrp4_v and (not (in_state14 and b2l(rrp_rd_slot = x"4"))));
+            end if;
+        end if;
+    end process;
+
+    rrp4_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rrp4_set = '1' then
+                rrp4_qp <= s_rreq_qpn;
+            end if;
+        end if;
+    end process;
+
+    rrp4_older_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rrp4_older <= mux(rrp4_set, rrp_valid, rrp4_older and (not rrp_set));
+        end if;
+    end process;
+
+    rrp5_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rrp5_v <= '0';
+            else
+                rrp5_v <= rrp5_set or (rrp5_v and (not (in_state14 and b2l(rrp_rd_slot = x"5"))));
+            end if;
+        end if;
+    end process;
+
+    rrp5_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rrp5_set = '1' then
+                rrp5_qp <= s_rreq_qpn;
+            end if;
+        end if;
+    end process;
+
+    rrp5_older_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rrp5_older <= mux(rrp5_set, rrp_valid, rrp5_older and (not rrp_set));
+        end if;
+    end process;
+
+    rrp6_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rrp6_v <= '0';
+            else
+                rrp6_v <= rrp6_set or (rrp6_v and (not (in_state14 and b2l(rrp_rd_slot = x"6"))));
+            end if;
+        end if;
+    end process;
+
+    rrp6_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rrp6_set = '1' then
+                rrp6_qp <= s_rreq_qpn;
+            end if;
+        end if;
+    end process;
+
+    rrp6_older_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rrp6_older <= mux(rrp6_set, rrp_valid, rrp6_older and (not rrp_set));
+        end if;
+    end process;
+
+    rrp7_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rrp7_v <= '0';
+            else
+                rrp7_v <= rrp7_set or (rrp7_v and (not (in_state14 and b2l(rrp_rd_slot = x"7"))));
+            end if;
+        end if;
+    end process;
+
+    rrp7_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rrp7_set = '1' then
+                rrp7_qp <= s_rreq_qpn;
+            end if;
+        end if;
+    end process;
+
+    rrp7_older_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rrp7_older <= mux(rrp7_set, rrp_valid, rrp7_older and (not rrp_set));
+        end if;
+    end process;
+
+    rrp8_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rrp8_v <= '0';
+            else
+                rrp8_v <= rrp8_set or (rrp8_v and (not (in_state14 and b2l(rrp_rd_slot = x"8"))));
+            end if;
+        end if;
+    end process;
+
+    rrp8_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rrp8_set = '1' then
+                rrp8_qp <= s_rreq_qpn;
+            end if;
+        end if;
+    end process;
+
+    rrp8_older_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rrp8_older <= mux(rrp8_set, rrp_valid, rrp8_older and (not rrp_set));
+        end if;
+    end process;
+
+    rrp9_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rrp9_v <= '0';
+            else
+                rrp9_v <= rrp9_set or (rrp9_v and (not (in_state14 and b2l(rrp_rd_slot = x"9"))));
+            end if;
+        end if;
+    end process;
+
+    rrp9_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rrp9_set = '1' then
+                rrp9_qp <= s_rreq_qpn;
+            end if;
+        end if;
+    end process;
+
+    rrp9_older_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rrp9_older <= mux(rrp9_set, rrp_valid, rrp9_older and (not rrp_set));
+        end if;
+    end process;
+
+    rrp10_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rrp10_v <= '0';
+            else
+                rrp10_v <= rrp10_set or (rrp10_v and (not (in_state14 and b2l(rrp_rd_slot = x"a"))));
+            end if;
+        end if;
+    end process;
+
+    rrp10_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rrp10_set = '1' then
+                rrp10_qp <= s_rreq_qpn;
+            end if;
+        end if;
+    end process;
+
+    rrp10_older_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rrp10_older <= mux(rrp10_set, rrp_valid, rrp10_older and (not rrp_set));
+        end if;
+    end process;
+
+    rrp11_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rrp11_v <= '0';
+            else
+                rrp11_v <= rrp11_set or (rrp11_v and (not (in_state14 and b2l(rrp_rd_slot = x"b"))));
+            end if;
+        end if;
+    end process;
+
+    rrp11_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rrp11_set = '1' then
+                rrp11_qp <= s_rreq_qpn;
+            end if;
+        end if;
+    end process;
+
+    rrp11_older_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rrp11_older <= mux(rrp11_set, rrp_valid, rrp11_older and (not rrp_set));
+        end if;
+    end process;
+
+    rrp12_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rrp12_v <= '0';
+            else
+                rrp12_v <= rrp12_set or (rrp12_v and (not (in_state14 and b2l(rrp_rd_slot = x"c"))));
+            end if;
+        end if;
+    end process;
+
+    rrp12_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rrp12_set = '1' then
+                rrp12_qp <= s_rreq_qpn;
+            end if;
+        end if;
+    end process;
+
+    rrp12_older_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rrp12_older <= mux(rrp12_set, rrp_valid, rrp12_older and (not rrp_set));
+        end if;
+    end process;
+
+    rrp13_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rrp13_v <= '0';
+            else
+                rrp13_v <= rrp13_set or (rrp13_v and (not (in_state14 and b2l(rrp_rd_slot = x"d"))));
+            end if;
+        end if;
+    end process;
+
+    rrp13_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rrp13_set = '1' then
+                rrp13_qp <= s_rreq_qpn;
+            end if;
+        end if;
+    end process;
+
+    rrp13_older_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rrp13_older <= mux(rrp13_set, rrp_valid, rrp13_older and (not rrp_set));
+        end if;
+    end process;
+
+    rrp14_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rrp14_v <= '0';
+            else
+                rrp14_v <= rrp14_set or (rrp14_v and (not (in_state14 and b2l(rrp_rd_slot = x"e"))));
+            end if;
+        end if;
+    end process;
+
+    rrp14_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rrp14_set = '1' then
+                rrp14_qp <= s_rreq_qpn;
+            end if;
+        end if;
+    end process;
+
+    rrp14_older_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rrp14_older <= mux(rrp14_set, rrp_valid, rrp14_older and (not rrp_set));
+        end if;
+    end process;
+
+    rrp15_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rrp15_v <= '0';
+            else
+                rrp15_v <= rrp15_set or (rrp15_v and (not (in_state14 and b2l(rrp_rd_slot = x"f"))));
+            end if;
+        end if;
+    end process;
+
+    rrp15_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rrp15_set = '1' then
+                rrp15_qp <= s_rreq_qpn;
+            end if;
+        end if;
+    end process;
+
+    rrp15_older_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            rrp15_older <= mux(rrp15_set, rrp_valid, rrp15_older and (not rrp_set));
+        end if;
+    end process;
+
     db_kind_q_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (db_take or rdone_take) = '1' then
-                db_kind_q <= mux(rdone_take, "111", s_db_kind);
+            if ((db_take or rdone_take) or rreq_take) = '1' then
+                db_kind_q <= mux(rdone_take, "111", mux(rreq_take, "000", s_db_kind));
+            end if;
+        end if;
+    end process;
+
+    db_rreq_q_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((db_take or rdone_take) or rreq_take) = '1' then
+                db_rreq_q <= rreq_take;
             end if;
         end if;
     end process;
@@ -6536,8 +7262,8 @@ begin
     db_qp_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (db_take or rdone_take) = '1' then
-                db_qp <= mux(rdone_take, s_rdone_qp, s_db_index);
+            if ((db_take or rdone_take) or rreq_take) = '1' then
+                db_qp <= mux(rdone_take, s_rdone_qp, mux(rreq_take, s_rreq_qpn, s_db_index));
             end if;
         end if;
     end process;
@@ -6575,7 +7301,7 @@ begin
             if rst = '1' then
                 db_v <= '0';
             else
-                db_v <= (db_take or rdone_take) or (db_v and (not db_fire));
+                db_v <= ((db_take or rdone_take) or rreq_take) or (db_v and (not db_fire));
             end if;
         end if;
     end process;
@@ -6752,6 +7478,13 @@ begin
         end if;
     end process;
 
+    dbw_last_rr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dbw_last_rr <= db_new_rr;
+        end if;
+    end process;
+
     cur_sq_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -6775,6 +7508,24 @@ begin
         if rising_edge(clk) then
             if (in_state2 or db_hit_cur) = '1' then
                 cur_rdone <= rdone_now;
+            end if;
+        end if;
+    end process;
+
+    cur_rreq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (in_state2 or db_hit_cur) = '1' then
+                cur_rreq <= mux(db_hit_cur, db_new_rr, mux(dbw_last_hit, dbw_last_rr, dbs_e_rd(57 downto 53)));
+            end if;
+        end if;
+    end process;
+
+    cur_rreq_used_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if in_state2 = '1' then
+                cur_rreq_used <= eng_rd(142 downto 138);
             end if;
         end if;
     end process;
@@ -6820,6 +7571,28 @@ begin
         if rising_edge(clk) then
             if in_state2 = '1' then
                 cur_rdone_used <= mux(b2l(eng_rd(132 downto 128) = "00000"), rdone_now, eng_rd(137 downto 133));
+            end if;
+        end if;
+    end process;
+
+    rsp_mode_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rsp_mode <= '0';
+            elsif fetch_go = '1' then
+                rsp_mode <= rsp_go;
+            end if;
+        end if;
+    end process;
+
+    rsp_drop_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rsp_drop <= '0';
+            elsif fetch_go = '1' then
+                rsp_drop <= rsp_go and cur_error;
             end if;
         end if;
     end process;
@@ -7072,8 +7845,8 @@ begin
     wqe_hdr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (wb_valid and b2l(wb_beat = "0000000")) = '1' then
-                wqe_hdr <= wb_data(255 downto 0);
+            if (in_state14 or (wb_valid and b2l(wb_beat = "0000000"))) = '1' then
+                wqe_hdr <= mux(in_state14, rsp_hdr, wb_data(255 downto 0));
             end if;
         end if;
     end process;
@@ -7432,7 +8205,7 @@ begin
             if rst = '1' then
                 desc_done <= '0';
             else
-                desc_done <= (not wqe_go) and (desc_done or ddp_desc_go);
+                desc_done <= (not msg_go) and (desc_done or ddp_desc_go);
             end if;
         end if;
     end process;
@@ -7443,7 +8216,7 @@ begin
             if rst = '1' then
                 pay_done <= '0';
             else
-                pay_done <= (not wqe_go) and (pay_done or ddp_s_last_go);
+                pay_done <= (not msg_go) and (pay_done or ddp_s_last_go);
             end if;
         end if;
     end process;
@@ -7465,7 +8238,7 @@ begin
             if rst = '1' then
                 msg_done <= '0';
             else
-                msg_done <= (not wqe_go) and (msg_done or ((h_go and ddp_m_tlast) and ddp_m_tuser_last));
+                msg_done <= (not msg_go) and (msg_done or ((h_go and ddp_m_tlast) and ddp_m_tuser_last));
             end if;
         end if;
     end process;
@@ -7960,7 +8733,7 @@ begin
     cq0_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_noring <= mux(cq0_push, ret_or_flush or prot, mux(b2l(cq_pop = x"1"), cq1_noring, mux(b2l(cq_pop = x"2"), cq2_noring, mux(b2l(cq_pop = x"3"), cq3_noring, mux(b2l(cq_pop = x"4"), cq4_noring, mux(b2l(cq_pop = x"5"), cq5_noring, mux(b2l(cq_pop = x"6"), cq6_noring, mux(b2l(cq_pop = x"7"), cq7_noring, cq0_noring))))))));
+            cq0_noring <= mux(cq0_push, (ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault)), mux(b2l(cq_pop = x"1"), cq1_noring, mux(b2l(cq_pop = x"2"), cq2_noring, mux(b2l(cq_pop = x"3"), cq3_noring, mux(b2l(cq_pop = x"4"), cq4_noring, mux(b2l(cq_pop = x"5"), cq5_noring, mux(b2l(cq_pop = x"6"), cq6_noring, mux(b2l(cq_pop = x"7"), cq7_noring, cq0_noring))))))));
         end if;
     end process;
 
@@ -7975,6 +8748,13 @@ begin
     begin
         if rising_edge(clk) then
             cq0_prot <= mux(cq0_push, prot, mux(b2l(cq_pop = x"1"), cq1_prot, mux(b2l(cq_pop = x"2"), cq2_prot, mux(b2l(cq_pop = x"3"), cq3_prot, mux(b2l(cq_pop = x"4"), cq4_prot, mux(b2l(cq_pop = x"5"), cq5_prot, mux(b2l(cq_pop = x"6"), cq6_prot, mux(b2l(cq_pop = x"7"), cq7_prot, cq0_prot))))))));
+        end if;
+    end process;
+
+    cq0_rrd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq0_rrd <= mux(cq0_push, rsp_mode, mux(b2l(cq_pop = x"1"), cq1_rrd, mux(b2l(cq_pop = x"2"), cq2_rrd, mux(b2l(cq_pop = x"3"), cq3_rrd, mux(b2l(cq_pop = x"4"), cq4_rrd, mux(b2l(cq_pop = x"5"), cq5_rrd, mux(b2l(cq_pop = x"6"), cq6_rrd, mux(b2l(cq_pop = x"7"), cq7_rrd, cq0_rrd))))))));
         end if;
     end process;
 
@@ -8037,7 +8817,7 @@ begin
     cq1_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_noring <= mux(cq1_push, ret_or_flush or prot, mux(b2l(cq_pop = x"1"), cq2_noring, mux(b2l(cq_pop = x"2"), cq3_noring, mux(b2l(cq_pop = x"3"), cq4_noring, mux(b2l(cq_pop = x"4"), cq5_noring, mux(b2l(cq_pop = x"5"), cq6_noring, mux(b2l(cq_pop = x"6"), cq7_noring, cq1_noring)))))));
+            cq1_noring <= mux(cq1_push, (ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault)), mux(b2l(cq_pop = x"1"), cq2_noring, mux(b2l(cq_pop = x"2"), cq3_noring, mux(b2l(cq_pop = x"3"), cq4_noring, mux(b2l(cq_pop = x"4"), cq5_noring, mux(b2l(cq_pop = x"5"), cq6_noring, mux(b2l(cq_pop = x"6"), cq7_noring, cq1_noring)))))));
         end if;
     end process;
 
@@ -8052,6 +8832,13 @@ begin
     begin
         if rising_edge(clk) then
             cq1_prot <= mux(cq1_push, prot, mux(b2l(cq_pop = x"1"), cq2_prot, mux(b2l(cq_pop = x"2"), cq3_prot, mux(b2l(cq_pop = x"3"), cq4_prot, mux(b2l(cq_pop = x"4"), cq5_prot, mux(b2l(cq_pop = x"5"), cq6_prot, mux(b2l(cq_pop = x"6"), cq7_prot, cq1_prot)))))));
+        end if;
+    end process;
+
+    cq1_rrd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq1_rrd <= mux(cq1_push, rsp_mode, mux(b2l(cq_pop = x"1"), cq2_rrd, mux(b2l(cq_pop = x"2"), cq3_rrd, mux(b2l(cq_pop = x"3"), cq4_rrd, mux(b2l(cq_pop = x"4"), cq5_rrd, mux(b2l(cq_pop = x"5"), cq6_rrd, mux(b2l(cq_pop = x"6"), cq7_rrd, cq1_rrd)))))));
         end if;
     end process;
 
@@ -8114,7 +8901,7 @@ begin
     cq2_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_noring <= mux(cq2_push, ret_or_flush or prot, mux(b2l(cq_pop = x"1"), cq3_noring, mux(b2l(cq_pop = x"2"), cq4_noring, mux(b2l(cq_pop = x"3"), cq5_noring, mux(b2l(cq_pop = x"4"), cq6_noring, mux(b2l(cq_pop = x"5"), cq7_noring, cq2_noring))))));
+            cq2_noring <= mux(cq2_push, (ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault)), mux(b2l(cq_pop = x"1"), cq3_noring, mux(b2l(cq_pop = x"2"), cq4_noring, mux(b2l(cq_pop = x"3"), cq5_noring, mux(b2l(cq_pop = x"4"), cq6_noring, mux(b2l(cq_pop = x"5"), cq7_noring, cq2_noring))))));
         end if;
     end process;
 
@@ -8129,6 +8916,13 @@ begin
     begin
         if rising_edge(clk) then
             cq2_prot <= mux(cq2_push, prot, mux(b2l(cq_pop = x"1"), cq3_prot, mux(b2l(cq_pop = x"2"), cq4_prot, mux(b2l(cq_pop = x"3"), cq5_prot, mux(b2l(cq_pop = x"4"), cq6_prot, mux(b2l(cq_pop = x"5"), cq7_prot, cq2_prot))))));
+        end if;
+    end process;
+
+    cq2_rrd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq2_rrd <= mux(cq2_push, rsp_mode, mux(b2l(cq_pop = x"1"), cq3_rrd, mux(b2l(cq_pop = x"2"), cq4_rrd, mux(b2l(cq_pop = x"3"), cq5_rrd, mux(b2l(cq_pop = x"4"), cq6_rrd, mux(b2l(cq_pop = x"5"), cq7_rrd, cq2_rrd))))));
         end if;
     end process;
 
@@ -8191,7 +8985,7 @@ begin
     cq3_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_noring <= mux(cq3_push, ret_or_flush or prot, mux(b2l(cq_pop = x"1"), cq4_noring, mux(b2l(cq_pop = x"2"), cq5_noring, mux(b2l(cq_pop = x"3"), cq6_noring, mux(b2l(cq_pop = x"4"), cq7_noring, cq3_noring)))));
+            cq3_noring <= mux(cq3_push, (ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault)), mux(b2l(cq_pop = x"1"), cq4_noring, mux(b2l(cq_pop = x"2"), cq5_noring, mux(b2l(cq_pop = x"3"), cq6_noring, mux(b2l(cq_pop = x"4"), cq7_noring, cq3_noring)))));
         end if;
     end process;
 
@@ -8206,6 +9000,13 @@ begin
     begin
         if rising_edge(clk) then
             cq3_prot <= mux(cq3_push, prot, mux(b2l(cq_pop = x"1"), cq4_prot, mux(b2l(cq_pop = x"2"), cq5_prot, mux(b2l(cq_pop = x"3"), cq6_prot, mux(b2l(cq_pop = x"4"), cq7_prot, cq3_prot)))));
+        end if;
+    end process;
+
+    cq3_rrd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq3_rrd <= mux(cq3_push, rsp_mode, mux(b2l(cq_pop = x"1"), cq4_rrd, mux(b2l(cq_pop = x"2"), cq5_rrd, mux(b2l(cq_pop = x"3"), cq6_rrd, mux(b2l(cq_pop = x"4"), cq7_rrd, cq3_rrd)))));
         end if;
     end process;
 
@@ -8268,7 +9069,7 @@ begin
     cq4_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_noring <= mux(cq4_push, ret_or_flush or prot, mux(b2l(cq_pop = x"1"), cq5_noring, mux(b2l(cq_pop = x"2"), cq6_noring, mux(b2l(cq_pop = x"3"), cq7_noring, cq4_noring))));
+            cq4_noring <= mux(cq4_push, (ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault)), mux(b2l(cq_pop = x"1"), cq5_noring, mux(b2l(cq_pop = x"2"), cq6_noring, mux(b2l(cq_pop = x"3"), cq7_noring, cq4_noring))));
         end if;
     end process;
 
@@ -8283,6 +9084,13 @@ begin
     begin
         if rising_edge(clk) then
             cq4_prot <= mux(cq4_push, prot, mux(b2l(cq_pop = x"1"), cq5_prot, mux(b2l(cq_pop = x"2"), cq6_prot, mux(b2l(cq_pop = x"3"), cq7_prot, cq4_prot))));
+        end if;
+    end process;
+
+    cq4_rrd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq4_rrd <= mux(cq4_push, rsp_mode, mux(b2l(cq_pop = x"1"), cq5_rrd, mux(b2l(cq_pop = x"2"), cq6_rrd, mux(b2l(cq_pop = x"3"), cq7_rrd, cq4_rrd))));
         end if;
     end process;
 
@@ -8345,7 +9153,7 @@ begin
     cq5_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_noring <= mux(cq5_push, ret_or_flush or prot, mux(b2l(cq_pop = x"1"), cq6_noring, mux(b2l(cq_pop = x"2"), cq7_noring, cq5_noring)));
+            cq5_noring <= mux(cq5_push, (ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault)), mux(b2l(cq_pop = x"1"), cq6_noring, mux(b2l(cq_pop = x"2"), cq7_noring, cq5_noring)));
         end if;
     end process;
 
@@ -8360,6 +9168,13 @@ begin
     begin
         if rising_edge(clk) then
             cq5_prot <= mux(cq5_push, prot, mux(b2l(cq_pop = x"1"), cq6_prot, mux(b2l(cq_pop = x"2"), cq7_prot, cq5_prot)));
+        end if;
+    end process;
+
+    cq5_rrd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq5_rrd <= mux(cq5_push, rsp_mode, mux(b2l(cq_pop = x"1"), cq6_rrd, mux(b2l(cq_pop = x"2"), cq7_rrd, cq5_rrd)));
         end if;
     end process;
 
@@ -8422,7 +9237,7 @@ begin
     cq6_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_noring <= mux(cq6_push, ret_or_flush or prot, mux(b2l(cq_pop = x"1"), cq7_noring, cq6_noring));
+            cq6_noring <= mux(cq6_push, (ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault)), mux(b2l(cq_pop = x"1"), cq7_noring, cq6_noring));
         end if;
     end process;
 
@@ -8437,6 +9252,13 @@ begin
     begin
         if rising_edge(clk) then
             cq6_prot <= mux(cq6_push, prot, mux(b2l(cq_pop = x"1"), cq7_prot, cq6_prot));
+        end if;
+    end process;
+
+    cq6_rrd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq6_rrd <= mux(cq6_push, rsp_mode, mux(b2l(cq_pop = x"1"), cq7_rrd, cq6_rrd));
         end if;
     end process;
 
@@ -8499,7 +9321,7 @@ begin
     cq7_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_noring <= mux(cq7_push, ret_or_flush or prot, cq7_noring);
+            cq7_noring <= mux(cq7_push, (ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault)), cq7_noring);
         end if;
     end process;
 
@@ -8514,6 +9336,35 @@ begin
     begin
         if rising_edge(clk) then
             cq7_prot <= mux(cq7_push, prot, cq7_prot);
+        end if;
+    end process;
+
+    cq7_rrd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq7_rrd <= mux(cq7_push, rsp_mode, cq7_rrd);
+        end if;
+    end process;
+
+    rreq_done_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rreq_done_v <= '0';
+            else
+                rreq_done_v <= (cpl_load and cq0_rrd) or (rreq_done_v and (not m_rreq_done_ready));
+            end if;
+        end if;
+    end process;
+
+    rreq_done_qpn_q_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rreq_done_qpn_q <= "0000000000";
+            elsif (cpl_load and cq0_rrd) = '1' then
+                rreq_done_qpn_q <= cq0_qpn;
+            end if;
         end if;
     end process;
 
@@ -8664,7 +9515,7 @@ begin
             if rst = '1' then
                 eng_state <= x"0";
             else
-                eng_state <= mux(in_state0, mux(sched_pop, x"1", x"0"), mux(in_state1, x"2", mux(in_state2, x"3", mux(in_state3, mux(fetch_go, x"4", x"0"), mux(in_state4, mux(first_done, x"5", x"4"), mux(in_state5, mux(halt or wait_read, x"0", mux(ret_or_flush, x"b", mux(one_bb, x"8", x"6"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), x"7", x"6"), mux(in_state7, mux(rest_done, mux(halt, x"0", x"8"), x"7"), mux(in_state8, mux(pay_from_buf, x"9", x"c"), mux(in_state9, mux(feed_end, x"a", x"9"), mux(in_state10, mux(msg_done, x"b", x"a"), mux(in_state12, mux(ck_done, mux(ck_fault, x"b", x"9"), x"c"), x"0"))))))))))));
+                eng_state <= mux(in_state13, x"e", mux(in_state14, mux(rsp_drop, x"b", x"c"), mux(in_state15, x"c", mux(in_state0, mux(sched_pop, x"1", x"0"), mux(in_state1, x"2", mux(in_state2, x"3", mux(in_state3, mux(rsp_go, x"d", mux(fetch_go, x"4", x"0")), mux(in_state4, mux(first_done, x"5", x"4"), mux(in_state5, mux(halt or wait_read, x"0", mux(ret_or_flush, x"b", mux(one_bb, x"8", x"6"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), x"7", x"6"), mux(in_state7, mux(rest_done, mux(halt, x"0", x"8"), x"7"), mux(in_state8, mux(pay_from_buf, x"9", x"c"), mux(in_state9, mux(feed_end, x"a", x"9"), mux(in_state10, mux(msg_done, x"b", x"a"), mux(in_state12, mux(ck_done, mux(ck_fault, x"b", x"9"), x"c"), x"0")))))))))))))));
             end if;
         end if;
     end process;
@@ -8741,7 +9592,7 @@ begin
     begin
         if rising_edge(clk) then
             if (cmd_create or in_state11) = '1' then
-                eng(to_integer(unsigned(mux(cmd_create, s_qp_num, cur_qp)))) <= mux(cmd_create, std_logic_vector'("00000000000000000000000000" & x"00000001" & x"00000001" & x"000000000000"), eng_wb_data);
+                eng(to_integer(unsigned(mux(cmd_create, s_qp_num, cur_qp)))) <= mux(cmd_create, std_logic_vector'("0000000000000000000000000000000" & x"00000001" & x"00000001" & x"000000000000"), eng_wb_data);
             end if;
             eng_rd <= eng(to_integer(unsigned(ctx_rd_addr)));
         end if;
@@ -8755,6 +9606,26 @@ begin
                 sched(to_integer(unsigned(sched_tail(9 downto 0)))) <= sched_push_qp;
             end if;
             sched_rd <= sched(to_integer(unsigned(sched_head(9 downto 0))));
+        end if;
+    end process;
+
+    -- rrp_data: synchronous write, synchronous read (block RAM)
+    rrp_data_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rreq_take = '1' then
+                rrp_data(to_integer(unsigned(rrp_free_idx))) <= std_logic_vector'(
+        s_rreq_hdr &
+        s_rreq_src_to &
+        s_rreq_src_stag &
+        s_rreq_size &
+        s_rreq_sink_to &
+        s_rreq_sink_stag
+    );
+            end if;
+            if in_state13 = '1' then
+                rrp_data_rd <= rrp_data(to_integer(unsigned(mux(rrp0_oldest, x"0", mux(rrp1_oldest, x"1", mux(rrp2_oldest, x"2", mux(rrp3_oldest, x"3", mux(rrp4_oldest, x"4", mux(rrp5_oldest, x"5", mux(rrp6_oldest, x"6", mux(rrp7_oldest, x"7", mux(rrp8_oldest, x"8", mux(rrp9_oldest, x"9", mux(rrp10_oldest, x"a", mux(rrp11_oldest, x"b", mux(rrp12_oldest, x"c", mux(rrp13_oldest, x"d", mux(rrp14_oldest, x"e", mux(rrp15_oldest, x"f", x"0")))))))))))))))))));
+            end if;
         end if;
     end process;
 
@@ -8773,7 +9644,7 @@ begin
     g_sge_b0_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if ((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) = '1' then
+            if (((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) or (in_state14 and (not rsp_drop))) = '1' then
                 g_sge_b0(to_integer(unsigned(g_st_wa(2 downto 0)))) <= g_st_wd(127 downto 0);
             end if;
             if g_sge_rd = '1' then
@@ -8786,7 +9657,7 @@ begin
     g_sge_b1_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if ((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) = '1' then
+            if (((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) or (in_state14 and (not rsp_drop))) = '1' then
                 g_sge_b1(to_integer(unsigned(g_st_wa(2 downto 0)))) <= g_st_wd(255 downto 128);
             end if;
             if g_sge_rd = '1' then
@@ -8799,7 +9670,7 @@ begin
     g_sge_b2_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if ((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) = '1' then
+            if (((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) or (in_state14 and (not rsp_drop))) = '1' then
                 g_sge_b2(to_integer(unsigned(g_st_wa(2 downto 0)))) <= g_st_wd(383 downto 256);
             end if;
             if g_sge_rd = '1' then
@@ -8812,7 +9683,7 @@ begin
     g_sge_b3_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if ((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) = '1' then
+            if (((wb_valid and b2l(wb_beat /= "0000000")) or in_state8) or (in_state14 and (not rsp_drop))) = '1' then
                 g_sge_b3(to_integer(unsigned(g_st_wa(2 downto 0)))) <= g_st_wd(511 downto 384);
             end if;
             if g_sge_rd = '1' then
@@ -8862,7 +9733,7 @@ begin
             s_desc_rdmap => std_logic_vector'(
         std_logic_vector'('0' & (not cur_rev0)) &
         "00" &
-        mux(op_write, x"0", mux(op_read, x"1", std_logic_vector(unsigned(mux(op_send_inv, x"4", x"3")) + unsigned(mux(h_solicited, x"2", x"0")))))
+        mux(rsp_mode, x"2", mux(op_write, x"0", mux(op_read, x"1", std_logic_vector(unsigned(mux(op_send_inv, x"4", x"3")) + unsigned(mux(h_solicited, x"2", x"0"))))))
     ),
             s_desc_dv => std_logic_vector'('0' & (not cur_rev0)),
             s_desc_stag => mux(op_write, h_rkey, mux(op_send_inv, h_inv_stag, x"00000000")),

@@ -87,6 +87,18 @@ module card_tx_w64 (
     input  wire [31:0]    s_rdone_stag,      // its STag (m_done_stag; not checked here)
     input  wire [63:0]    s_rdone_to,        // its TO (m_done_to; not checked here)
     input  wire [15:0]    s_rdone_len,       // its ULPDU length (m_done_len; not checked here)
+    input  wire           s_rreq_valid,      // a Read Request to answer (card_rx m_rreq): it passed every receive check
+    output wire           s_rreq_ready,      // a record is taken while one of the 16 pool slots is free (paces only)
+    input  wire [9:0]     s_rreq_qpn,
+    input  wire [31:0]    s_rreq_sink_stag,  // Data Sink STag: the Read Responses' STag
+    input  wire [63:0]    s_rreq_sink_to,    // Data Sink TO: the first Read Response's TO
+    input  wire [31:0]    s_rreq_size,       // bytes to read
+    input  wire [31:0]    s_rreq_src_stag,   // Data Source STag (checked again, remote read, before each piece is read)
+    input  wire [63:0]    s_rreq_src_to,     // Data Source TO
+    input  wire [143:0]   s_rreq_hdr,        // the Read Request's DDP header (kept for the Terminate of a revoked source; no Terminate is sent yet)
+    output wire           m_rreq_done_valid, // a Read Request is answered (its last Read Response segment is on the ring) or dropped (its QP is in error): card_rx's IRD entry is free
+    input  wire           m_rreq_done_ready,
+    output wire [9:0]     m_rreq_done_qpn,
     output wire           m_cpl_valid,       // a WQE is done (posting order)
     input  wire           m_cpl_ready,
     output wire           m_cpl_cqe,         // write a CQE (signaled); else only the status record moves
@@ -161,6 +173,9 @@ module card_tx_w64 (
     wire           in_state10;
     wire           in_state11;
     wire           in_state12;
+    wire           in_state13;
+    wire           in_state14;
+    wire           in_state15;
     reg            db_v;                     // a doorbell is being served
     wire           cmd_is_create;
     reg            cmd_rd;                   // the QP's state for a command other than CREATE was read last cycle
@@ -178,12 +193,12 @@ module card_tx_w64 (
     reg  [185:0]   ctx_rd;                   // read data of ctx
     wire           dbs_wr_en;
     wire [9:0]     dbs_wr_addr;
-    wire [52:0]    dbs_wr_data;              // {rdone count, txs_ci, sq_pi}
+    wire [57:0]    dbs_wr_data;              // {Read Request records, rdone count, txs_ci, sq_pi}
     wire [9:0]     dbs_rd_addr;
-    reg  [52:0]    dbs_a_rd;                 // read data of dbs_a
-    reg  [52:0]    dbs_e_rd;                 // read data of dbs_e
-    wire [137:0]   eng_wb_data;              // {rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}
-    reg  [137:0]   eng_rd;                   // read data of eng
+    reg  [57:0]    dbs_a_rd;                 // read data of dbs_a
+    reg  [57:0]    dbs_e_rd;                 // read data of dbs_e
+    wire [142:0]   eng_wb_data;              // {rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}
+    reg  [142:0]   eng_rd;                   // read data of eng
     reg  [10:0]    sched_head;
     reg  [10:0]    sched_tail;
     wire           sched_empty;
@@ -214,9 +229,117 @@ module card_tx_w64 (
     reg  [15:0]    push3_idx;                // its SQ index
     reg  [511:0]   push3_data;
     reg  [1:0]     push_rr;                  // the slot the next push takes
+    wire           rrp_room;                 // the Read Request pool has a free slot
+    wire           rreq_can;                 // a Read Request record can be taken
     wire           rdone_take;               // a Read done is taken (before a doorbell)
+    wire           rreq_take;                // a Read Request record is taken (after a Read done, before a doorbell)
     wire           db_take;
+    reg            rrp0_v;
+    reg  [9:0]     rrp0_qp;
+    reg  [15:0]    rrp0_older;               // the slots whose records came before this one's
+    reg            rrp1_v;
+    reg  [9:0]     rrp1_qp;
+    reg  [15:0]    rrp1_older;               // the slots whose records came before this one's
+    reg            rrp2_v;
+    reg  [9:0]     rrp2_qp;
+    reg  [15:0]    rrp2_older;               // the slots whose records came before this one's
+    reg            rrp3_v;
+    reg  [9:0]     rrp3_qp;
+    reg  [15:0]    rrp3_older;               // the slots whose records came before this one's
+    reg            rrp4_v;
+    reg  [9:0]     rrp4_qp;
+    reg  [15:0]    rrp4_older;               // the slots whose records came before this one's
+    reg            rrp5_v;
+    reg  [9:0]     rrp5_qp;
+    reg  [15:0]    rrp5_older;               // the slots whose records came before this one's
+    reg            rrp6_v;
+    reg  [9:0]     rrp6_qp;
+    reg  [15:0]    rrp6_older;               // the slots whose records came before this one's
+    reg            rrp7_v;
+    reg  [9:0]     rrp7_qp;
+    reg  [15:0]    rrp7_older;               // the slots whose records came before this one's
+    reg            rrp8_v;
+    reg  [9:0]     rrp8_qp;
+    reg  [15:0]    rrp8_older;               // the slots whose records came before this one's
+    reg            rrp9_v;
+    reg  [9:0]     rrp9_qp;
+    reg  [15:0]    rrp9_older;               // the slots whose records came before this one's
+    reg            rrp10_v;
+    reg  [9:0]     rrp10_qp;
+    reg  [15:0]    rrp10_older;              // the slots whose records came before this one's
+    reg            rrp11_v;
+    reg  [9:0]     rrp11_qp;
+    reg  [15:0]    rrp11_older;              // the slots whose records came before this one's
+    reg            rrp12_v;
+    reg  [9:0]     rrp12_qp;
+    reg  [15:0]    rrp12_older;              // the slots whose records came before this one's
+    reg            rrp13_v;
+    reg  [9:0]     rrp13_qp;
+    reg  [15:0]    rrp13_older;              // the slots whose records came before this one's
+    reg            rrp14_v;
+    reg  [9:0]     rrp14_qp;
+    reg  [15:0]    rrp14_older;              // the slots whose records came before this one's
+    reg            rrp15_v;
+    reg  [9:0]     rrp15_qp;
+    reg  [15:0]    rrp15_older;              // the slots whose records came before this one's
+    wire [3:0]     rrp_free_idx;             // the slot the next record takes
+    wire           rrp_can_take;
+    wire           rrp0_match;
+    wire           rrp1_match;
+    wire           rrp2_match;
+    wire           rrp3_match;
+    wire           rrp4_match;
+    wire           rrp5_match;
+    wire           rrp6_match;
+    wire           rrp7_match;
+    wire           rrp8_match;
+    wire           rrp9_match;
+    wire           rrp10_match;
+    wire           rrp11_match;
+    wire           rrp12_match;
+    wire           rrp13_match;
+    wire           rrp14_match;
+    wire           rrp15_match;
+    wire           rrp15_oldest;
+    wire           rrp14_oldest;
+    wire           rrp13_oldest;
+    wire           rrp12_oldest;
+    wire           rrp11_oldest;
+    wire           rrp10_oldest;
+    wire           rrp9_oldest;
+    wire           rrp8_oldest;
+    wire           rrp7_oldest;
+    wire           rrp6_oldest;
+    wire           rrp5_oldest;
+    wire           rrp4_oldest;
+    wire           rrp3_oldest;
+    wire           rrp2_oldest;
+    wire           rrp1_oldest;
+    wire           rrp0_oldest;
+    wire           rrp_have;                 // the QP has a record waiting
+    reg  [3:0]     rrp_rd_slot;              // the slot read
+    reg  [367:0]   rrp_data_rd;              // read data of rrp_data
+    wire [15:0]    rrp_valid;
+    wire           rrp0_set;
+    wire           rrp1_set;
+    wire           rrp2_set;
+    wire           rrp3_set;
+    wire           rrp4_set;
+    wire           rrp5_set;
+    wire           rrp6_set;
+    wire           rrp7_set;
+    wire           rrp8_set;
+    wire           rrp9_set;
+    wire           rrp10_set;
+    wire           rrp11_set;
+    wire           rrp12_set;
+    wire           rrp13_set;
+    wire           rrp14_set;
+    wire           rrp15_set;
+    wire [15:0]    rrp_set;                  // the slot a record takes this cycle (younger than every other)
+    wire [255:0]   rsp_hdr;                  // the Read Response's stand-in WQE header
     reg  [2:0]     db_kind_q;                // DB_KIND, 7 for a Read done
+    reg            db_rreq_q;                // the record is a Read Request's (kind 0 then)
     reg  [9:0]     db_qp;
     reg  [31:0]    db_value_q;
     reg            db_push_ok_q;
@@ -229,6 +352,8 @@ module card_tx_w64 (
     wire           db_is_rdone;
     wire [4:0]     db_old_rc;
     wire [4:0]     db_new_rc;                // Read dones received (modulo 32)
+    wire [4:0]     db_old_rr;
+    wire [4:0]     db_new_rr;                // Read Request records received (modulo 32)
     wire [15:0]    db_new_pi;
     wire [31:0]    db_new_ci;
     wire           eng_requeue;              // the engine puts its QP back in the FIFO
@@ -264,9 +389,12 @@ module card_tx_w64 (
     reg  [15:0]    dbw_last_pi;
     reg  [31:0]    dbw_last_ci;
     reg  [4:0]     dbw_last_rc;
+    reg  [4:0]     dbw_last_rr;
     wire           dbw_last_hit;
     reg  [4:0]     cur_rdone;                // live: Read dones received
     wire [4:0]     rdone_now;
+    reg  [4:0]     cur_rreq;                 // live: Read Request records received
+    reg  [4:0]     cur_rreq_used;            // Read Request records answered
     reg  [31:0]    cur_rmsn;                 // next Read Request MSN
     reg  [15:0]    cur_sq_next;              // first SQ block not started (SQ_CI while no Read is outstanding)
     reg  [4:0]     cur_orq;                  // RDMA Reads outstanding
@@ -290,6 +418,7 @@ module card_tx_w64 (
     wire           has_work;                 // a posted WQE is not started
     wire [4:0]     rdone_pending;            // Read dones not yet taken
     wire           ret_go;                   // complete the oldest outstanding Read
+    wire           rreq_pending;             // Read Request records of the QP to answer (or, in error, to drop)
     wire           flush_go;                 // flush the WQE at SQ_CI (the QP is in error)
     wire           ord_room;                 // a Read could start within ORD
     wire [31:0]    ring_used;
@@ -300,8 +429,12 @@ module card_tx_w64 (
     wire           push2_hit;
     wire           push3_hit;
     wire           push_hit;                 // the WQE's first block was pushed
+    wire           rsp_go;                   // answer (drop) the QP's oldest Read Request
     wire           wqe_go;                   // a WQE starts
-    wire           fetch_go;                 // a WQE's first block is fetched
+    wire           fetch_go;                 // a WQE's first block is fetched, or a Read Response starts
+    wire           msg_go;                   // a message starts
+    reg            rsp_mode;                 // the engine answers a Read Request
+    reg            rsp_drop;                 // ... of a QP in error: it is dropped
     reg            ret_mode;                 // the block fetched is an outstanding Read's, to complete it
     reg            flush_mode;               // the block fetched is a WQE to flush
     wire           ret_or_flush;             // only the first block is wanted: a completion record follows
@@ -401,6 +534,7 @@ module card_tx_w64 (
     wire           ddp_desc_valid;
     wire           ddp_desc_go;
     wire           ddp_s_ready;
+    wire [127:0]   rsp_sge;                  // the Read Response's SGE: ADDR the source TO, LENGTH the size, LKEY the source STag
     wire           g_feed;                   // ddp_tx is fed from the gather
     wire [4:0]     g_sge_idx;                // the SGE read from the store
     wire           g_sge_rd;                 // read it
@@ -623,6 +757,7 @@ module card_tx_w64 (
     wire [15:0]    flush_bbs;                // blocks of the WQE flushed
     wire [15:0]    new_sq_ci;
     wire           prot;                     // the WQE failed its lkey check
+    wire           rsp_fault;                // a Read Response's source failed its remote-read check
     reg  [3:0]     cq_count;                 // entries held in cq
     reg            cq0_cqe;
     reg  [9:0]     cq0_cq;
@@ -635,6 +770,7 @@ module card_tx_w64 (
     reg            cq0_noring;
     reg            cq0_flush;
     reg            cq0_prot;
+    reg            cq0_rrd;
     reg            cq1_cqe;
     reg  [9:0]     cq1_cq;
     reg  [9:0]     cq1_qpn;
@@ -646,6 +782,7 @@ module card_tx_w64 (
     reg            cq1_noring;
     reg            cq1_flush;
     reg            cq1_prot;
+    reg            cq1_rrd;
     reg            cq2_cqe;
     reg  [9:0]     cq2_cq;
     reg  [9:0]     cq2_qpn;
@@ -657,6 +794,7 @@ module card_tx_w64 (
     reg            cq2_noring;
     reg            cq2_flush;
     reg            cq2_prot;
+    reg            cq2_rrd;
     reg            cq3_cqe;
     reg  [9:0]     cq3_cq;
     reg  [9:0]     cq3_qpn;
@@ -668,6 +806,7 @@ module card_tx_w64 (
     reg            cq3_noring;
     reg            cq3_flush;
     reg            cq3_prot;
+    reg            cq3_rrd;
     reg            cq4_cqe;
     reg  [9:0]     cq4_cq;
     reg  [9:0]     cq4_qpn;
@@ -679,6 +818,7 @@ module card_tx_w64 (
     reg            cq4_noring;
     reg            cq4_flush;
     reg            cq4_prot;
+    reg            cq4_rrd;
     reg            cq5_cqe;
     reg  [9:0]     cq5_cq;
     reg  [9:0]     cq5_qpn;
@@ -690,6 +830,7 @@ module card_tx_w64 (
     reg            cq5_noring;
     reg            cq5_flush;
     reg            cq5_prot;
+    reg            cq5_rrd;
     reg            cq6_cqe;
     reg  [9:0]     cq6_cq;
     reg  [9:0]     cq6_qpn;
@@ -701,6 +842,7 @@ module card_tx_w64 (
     reg            cq6_noring;
     reg            cq6_flush;
     reg            cq6_prot;
+    reg            cq6_rrd;
     reg            cq7_cqe;
     reg  [9:0]     cq7_cq;
     reg  [9:0]     cq7_qpn;
@@ -712,6 +854,7 @@ module card_tx_w64 (
     reg            cq7_noring;
     reg            cq7_flush;
     reg            cq7_prot;
+    reg            cq7_rrd;
     wire [3:0]     cq_wpos;                  // where a pushed entry goes
     wire           cq0_push;
     wire           cq1_push;
@@ -725,7 +868,10 @@ module card_tx_w64 (
     reg            cpl_v;
     wire           cpl_free;
     wire           wr_done_last;
+    reg            rreq_done_v;
+    wire           rreq_done_free;
     wire           cpl_load;
+    reg  [9:0]     rreq_done_qpn_q;
     reg            cpl_cqe_q;
     reg  [9:0]     cpl_cq_q;
     reg  [9:0]     cpl_qpn_q;
@@ -741,6 +887,7 @@ module card_tx_w64 (
     wire [15:0]    new_sq_next;
     wire [4:0]     new_orq;                  // flushed Reads are outstanding no more
     wire [4:0]     new_rdone_used;
+    wire [4:0]     new_rreq_used;
     wire           more_work;
     wire [9:0]     qeng_qp;
     wire [1023:0]  qeng_1h;
@@ -766,10 +913,11 @@ module card_tx_w64 (
     reg  [1:0] qp_state_c [0:1023];          // QP state (0 none, 1 live, 2 error), read by the command path
     reg  [1:0] qp_state_e [0:1023];          // QP state, read by the engine
     reg  [185:0] ctx [0:1023];               // static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD, PD
-    reg  [52:0] dbs_a [0:1023];              // doorbell state, read by the doorbell path
-    reg  [52:0] dbs_e [0:1023];              // doorbell state, read by the engine
-    reg  [137:0] eng [0:1023];               // engine state per QP: Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI
+    reg  [57:0] dbs_a [0:1023];              // doorbell state, read by the doorbell path
+    reg  [57:0] dbs_e [0:1023];              // doorbell state, read by the engine
+    reg  [142:0] eng [0:1023];               // engine state per QP: Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI
     reg  [9:0] sched [0:1023];               // QPs with work, in turn
+    reg  [367:0] rrp_data [0:15];            // Read Request records
     reg  [63:0] wqe_buf [0:63];              // the WQE past its header (the inline payload)
     reg  [63:0] g_sge_b0 [0:31];             // SGE store: word 0 of each SGE
     reg  [63:0] g_sge_b1 [0:31];             // SGE store: word 1 of each SGE
@@ -787,6 +935,9 @@ module card_tx_w64 (
     assign in_state10 = eng_state == 4'ha;
     assign in_state11 = eng_state == 4'hb;
     assign in_state12 = eng_state == 4'hc;
+    assign in_state13 = eng_state == 4'hd;
+    assign in_state14 = eng_state == 4'he;
+    assign in_state15 = eng_state == 4'hf;
     assign cmd_is_create = s_qp_op == 4'h1;
     assign s_qp_ready = (~db_v & in_state0) & (cmd_is_create | cmd_rd);
     assign cmd_go = ((s_qp_valid & ~db_v) & in_state0) & (cmd_is_create | cmd_rd);
@@ -2852,11 +3003,113 @@ module card_tx_w64 (
         qset_qp == 10'h000
     };
     assign ctx_rd_addr = sched_rd;
-    assign s_db_ready = (~db_v & ~s_qp_valid) & ~s_rdone_valid;
+    assign rreq_can = s_rreq_valid & rrp_room;
+    assign s_db_ready = ((~db_v & ~s_qp_valid) & ~s_rdone_valid) & ~rreq_can;
     assign s_rdone_ready = ~db_v & ~s_qp_valid;
+    assign s_rreq_ready = ((~db_v & ~s_qp_valid) & ~s_rdone_valid) & rrp_room;
     assign rdone_take = (s_rdone_valid & ~db_v) & ~s_qp_valid;
-    assign db_take = ((s_db_valid & ~db_v) & ~s_qp_valid) & ~s_rdone_valid;
-    assign dbs_rd_addr = db_v ? db_qp : (s_rdone_valid ? s_rdone_qp : s_db_index);
+    assign rreq_take = ((rreq_can & ~db_v) & ~s_qp_valid) & ~s_rdone_valid;
+    assign db_take = (((s_db_valid & ~db_v) & ~s_qp_valid) & ~s_rdone_valid) & ~rreq_can;
+    assign rrp_free_idx = ~rrp0_v ? 4'h0 : (~rrp1_v ? 4'h1 : (~rrp2_v ? 4'h2 : (~rrp3_v ? 4'h3 : (~rrp4_v ? 4'h4 : (~rrp5_v ? 4'h5 : (~rrp6_v ? 4'h6 : (~rrp7_v ? 4'h7 : (~rrp8_v ? 4'h8 : (~rrp9_v ? 4'h9 : (~rrp10_v ? 4'ha : (~rrp11_v ? 4'hb : (~rrp12_v ? 4'hc : (~rrp13_v ? 4'hd : (~rrp14_v ? 4'he : (~rrp15_v ? 4'hf : 4'h0)))))))))))))));
+    assign rrp_can_take = (((((((((((((((1'h0 | ~rrp15_v) | ~rrp14_v) | ~rrp13_v) | ~rrp12_v) | ~rrp11_v) | ~rrp10_v) | ~rrp9_v) | ~rrp8_v) | ~rrp7_v) | ~rrp6_v) | ~rrp5_v) | ~rrp4_v) | ~rrp3_v) | ~rrp2_v) | ~rrp1_v) | ~rrp0_v;
+    assign rrp0_match = rrp0_v & (rrp0_qp == cur_qp);
+    assign rrp1_match = rrp1_v & (rrp1_qp == cur_qp);
+    assign rrp2_match = rrp2_v & (rrp2_qp == cur_qp);
+    assign rrp3_match = rrp3_v & (rrp3_qp == cur_qp);
+    assign rrp4_match = rrp4_v & (rrp4_qp == cur_qp);
+    assign rrp5_match = rrp5_v & (rrp5_qp == cur_qp);
+    assign rrp6_match = rrp6_v & (rrp6_qp == cur_qp);
+    assign rrp7_match = rrp7_v & (rrp7_qp == cur_qp);
+    assign rrp8_match = rrp8_v & (rrp8_qp == cur_qp);
+    assign rrp9_match = rrp9_v & (rrp9_qp == cur_qp);
+    assign rrp10_match = rrp10_v & (rrp10_qp == cur_qp);
+    assign rrp11_match = rrp11_v & (rrp11_qp == cur_qp);
+    assign rrp12_match = rrp12_v & (rrp12_qp == cur_qp);
+    assign rrp13_match = rrp13_v & (rrp13_qp == cur_qp);
+    assign rrp14_match = rrp14_v & (rrp14_qp == cur_qp);
+    assign rrp15_match = rrp15_v & (rrp15_qp == cur_qp);
+    assign rrp15_oldest = rrp15_match & ~(((((((((((((((1'h0 | (rrp0_match & rrp15_older[0])) | (rrp1_match & rrp15_older[1])) | (rrp2_match & rrp15_older[2])) | (rrp3_match & rrp15_older[3])) | (rrp4_match & rrp15_older[4])) | (rrp5_match & rrp15_older[5])) | (rrp6_match & rrp15_older[6])) | (rrp7_match & rrp15_older[7])) | (rrp8_match & rrp15_older[8])) | (rrp9_match & rrp15_older[9])) | (rrp10_match & rrp15_older[10])) | (rrp11_match & rrp15_older[11])) | (rrp12_match & rrp15_older[12])) | (rrp13_match & rrp15_older[13])) | (rrp14_match & rrp15_older[14]));
+    assign rrp14_oldest = rrp14_match & ~(((((((((((((((1'h0 | (rrp0_match & rrp14_older[0])) | (rrp1_match & rrp14_older[1])) | (rrp2_match & rrp14_older[2])) | (rrp3_match & rrp14_older[3])) | (rrp4_match & rrp14_older[4])) | (rrp5_match & rrp14_older[5])) | (rrp6_match & rrp14_older[6])) | (rrp7_match & rrp14_older[7])) | (rrp8_match & rrp14_older[8])) | (rrp9_match & rrp14_older[9])) | (rrp10_match & rrp14_older[10])) | (rrp11_match & rrp14_older[11])) | (rrp12_match & rrp14_older[12])) | (rrp13_match & rrp14_older[13])) | (rrp15_match & rrp14_older[15]));
+    assign rrp13_oldest = rrp13_match & ~(((((((((((((((1'h0 | (rrp0_match & rrp13_older[0])) | (rrp1_match & rrp13_older[1])) | (rrp2_match & rrp13_older[2])) | (rrp3_match & rrp13_older[3])) | (rrp4_match & rrp13_older[4])) | (rrp5_match & rrp13_older[5])) | (rrp6_match & rrp13_older[6])) | (rrp7_match & rrp13_older[7])) | (rrp8_match & rrp13_older[8])) | (rrp9_match & rrp13_older[9])) | (rrp10_match & rrp13_older[10])) | (rrp11_match & rrp13_older[11])) | (rrp12_match & rrp13_older[12])) | (rrp14_match & rrp13_older[14])) | (rrp15_match & rrp13_older[15]));
+    assign rrp12_oldest = rrp12_match & ~(((((((((((((((1'h0 | (rrp0_match & rrp12_older[0])) | (rrp1_match & rrp12_older[1])) | (rrp2_match & rrp12_older[2])) | (rrp3_match & rrp12_older[3])) | (rrp4_match & rrp12_older[4])) | (rrp5_match & rrp12_older[5])) | (rrp6_match & rrp12_older[6])) | (rrp7_match & rrp12_older[7])) | (rrp8_match & rrp12_older[8])) | (rrp9_match & rrp12_older[9])) | (rrp10_match & rrp12_older[10])) | (rrp11_match & rrp12_older[11])) | (rrp13_match & rrp12_older[13])) | (rrp14_match & rrp12_older[14])) | (rrp15_match & rrp12_older[15]));
+    assign rrp11_oldest = rrp11_match & ~(((((((((((((((1'h0 | (rrp0_match & rrp11_older[0])) | (rrp1_match & rrp11_older[1])) | (rrp2_match & rrp11_older[2])) | (rrp3_match & rrp11_older[3])) | (rrp4_match & rrp11_older[4])) | (rrp5_match & rrp11_older[5])) | (rrp6_match & rrp11_older[6])) | (rrp7_match & rrp11_older[7])) | (rrp8_match & rrp11_older[8])) | (rrp9_match & rrp11_older[9])) | (rrp10_match & rrp11_older[10])) | (rrp12_match & rrp11_older[12])) | (rrp13_match & rrp11_older[13])) | (rrp14_match & rrp11_older[14])) | (rrp15_match & rrp11_older[15]));
+    assign rrp10_oldest = rrp10_match & ~(((((((((((((((1'h0 | (rrp0_match & rrp10_older[0])) | (rrp1_match & rrp10_older[1])) | (rrp2_match & rrp10_older[2])) | (rrp3_match & rrp10_older[3])) | (rrp4_match & rrp10_older[4])) | (rrp5_match & rrp10_older[5])) | (rrp6_match & rrp10_older[6])) | (rrp7_match & rrp10_older[7])) | (rrp8_match & rrp10_older[8])) | (rrp9_match & rrp10_older[9])) | (rrp11_match & rrp10_older[11])) | (rrp12_match & rrp10_older[12])) | (rrp13_match & rrp10_older[13])) | (rrp14_match & rrp10_older[14])) | (rrp15_match & rrp10_older[15]));
+    assign rrp9_oldest = rrp9_match & ~(((((((((((((((1'h0 | (rrp0_match & rrp9_older[0])) | (rrp1_match & rrp9_older[1])) | (rrp2_match & rrp9_older[2])) | (rrp3_match & rrp9_older[3])) | (rrp4_match & rrp9_older[4])) | (rrp5_match & rrp9_older[5])) | (rrp6_match & rrp9_older[6])) | (rrp7_match & rrp9_older[7])) | (rrp8_match & rrp9_older[8])) | (rrp10_match & rrp9_older[10])) | (rrp11_match & rrp9_older[11])) | (rrp12_match & rrp9_older[12])) | (rrp13_match & rrp9_older[13])) | (rrp14_match & rrp9_older[14])) | (rrp15_match & rrp9_older[15]));
+    assign rrp8_oldest = rrp8_match & ~(((((((((((((((1'h0 | (rrp0_match & rrp8_older[0])) | (rrp1_match & rrp8_older[1])) | (rrp2_match & rrp8_older[2])) | (rrp3_match & rrp8_older[3])) | (rrp4_match & rrp8_older[4])) | (rrp5_match & rrp8_older[5])) | (rrp6_match & rrp8_older[6])) | (rrp7_match & rrp8_older[7])) | (rrp9_match & rrp8_older[9])) | (rrp10_match & rrp8_older[10])) | (rrp11_match & rrp8_older[11])) | (rrp12_match & rrp8_older[12])) | (rrp13_match & rrp8_older[13])) | (rrp14_match & rrp8_older[14])) | (rrp15_match & rrp8_older[15]));
+    assign rrp7_oldest = rrp7_match & ~(((((((((((((((1'h0 | (rrp0_match & rrp7_older[0])) | (rrp1_match & rrp7_older[1])) | (rrp2_match & rrp7_older[2])) | (rrp3_match & rrp7_older[3])) | (rrp4_match & rrp7_older[4])) | (rrp5_match & rrp7_older[5])) | (rrp6_match & rrp7_older[6])) | (rrp8_match & rrp7_older[8])) | (rrp9_match & rrp7_older[9])) | (rrp10_match & rrp7_older[10])) | (rrp11_match & rrp7_older[11])) | (rrp12_match & rrp7_older[12])) | (rrp13_match & rrp7_older[13])) | (rrp14_match & rrp7_older[14])) | (rrp15_match & rrp7_older[15]));
+    assign rrp6_oldest = rrp6_match & ~(((((((((((((((1'h0 | (rrp0_match & rrp6_older[0])) | (rrp1_match & rrp6_older[1])) | (rrp2_match & rrp6_older[2])) | (rrp3_match & rrp6_older[3])) | (rrp4_match & rrp6_older[4])) | (rrp5_match & rrp6_older[5])) | (rrp7_match & rrp6_older[7])) | (rrp8_match & rrp6_older[8])) | (rrp9_match & rrp6_older[9])) | (rrp10_match & rrp6_older[10])) | (rrp11_match & rrp6_older[11])) | (rrp12_match & rrp6_older[12])) | (rrp13_match & rrp6_older[13])) | (rrp14_match & rrp6_older[14])) | (rrp15_match & rrp6_older[15]));
+    assign rrp5_oldest = rrp5_match & ~(((((((((((((((1'h0 | (rrp0_match & rrp5_older[0])) | (rrp1_match & rrp5_older[1])) | (rrp2_match & rrp5_older[2])) | (rrp3_match & rrp5_older[3])) | (rrp4_match & rrp5_older[4])) | (rrp6_match & rrp5_older[6])) | (rrp7_match & rrp5_older[7])) | (rrp8_match & rrp5_older[8])) | (rrp9_match & rrp5_older[9])) | (rrp10_match & rrp5_older[10])) | (rrp11_match & rrp5_older[11])) | (rrp12_match & rrp5_older[12])) | (rrp13_match & rrp5_older[13])) | (rrp14_match & rrp5_older[14])) | (rrp15_match & rrp5_older[15]));
+    assign rrp4_oldest = rrp4_match & ~(((((((((((((((1'h0 | (rrp0_match & rrp4_older[0])) | (rrp1_match & rrp4_older[1])) | (rrp2_match & rrp4_older[2])) | (rrp3_match & rrp4_older[3])) | (rrp5_match & rrp4_older[5])) | (rrp6_match & rrp4_older[6])) | (rrp7_match & rrp4_older[7])) | (rrp8_match & rrp4_older[8])) | (rrp9_match & rrp4_older[9])) | (rrp10_match & rrp4_older[10])) | (rrp11_match & rrp4_older[11])) | (rrp12_match & rrp4_older[12])) | (rrp13_match & rrp4_older[13])) | (rrp14_match & rrp4_older[14])) | (rrp15_match & rrp4_older[15]));
+    assign rrp3_oldest = rrp3_match & ~(((((((((((((((1'h0 | (rrp0_match & rrp3_older[0])) | (rrp1_match & rrp3_older[1])) | (rrp2_match & rrp3_older[2])) | (rrp4_match & rrp3_older[4])) | (rrp5_match & rrp3_older[5])) | (rrp6_match & rrp3_older[6])) | (rrp7_match & rrp3_older[7])) | (rrp8_match & rrp3_older[8])) | (rrp9_match & rrp3_older[9])) | (rrp10_match & rrp3_older[10])) | (rrp11_match & rrp3_older[11])) | (rrp12_match & rrp3_older[12])) | (rrp13_match & rrp3_older[13])) | (rrp14_match & rrp3_older[14])) | (rrp15_match & rrp3_older[15]));
+    assign rrp2_oldest = rrp2_match & ~(((((((((((((((1'h0 | (rrp0_match & rrp2_older[0])) | (rrp1_match & rrp2_older[1])) | (rrp3_match & rrp2_older[3])) | (rrp4_match & rrp2_older[4])) | (rrp5_match & rrp2_older[5])) | (rrp6_match & rrp2_older[6])) | (rrp7_match & rrp2_older[7])) | (rrp8_match & rrp2_older[8])) | (rrp9_match & rrp2_older[9])) | (rrp10_match & rrp2_older[10])) | (rrp11_match & rrp2_older[11])) | (rrp12_match & rrp2_older[12])) | (rrp13_match & rrp2_older[13])) | (rrp14_match & rrp2_older[14])) | (rrp15_match & rrp2_older[15]));
+    assign rrp1_oldest = rrp1_match & ~(((((((((((((((1'h0 | (rrp0_match & rrp1_older[0])) | (rrp2_match & rrp1_older[2])) | (rrp3_match & rrp1_older[3])) | (rrp4_match & rrp1_older[4])) | (rrp5_match & rrp1_older[5])) | (rrp6_match & rrp1_older[6])) | (rrp7_match & rrp1_older[7])) | (rrp8_match & rrp1_older[8])) | (rrp9_match & rrp1_older[9])) | (rrp10_match & rrp1_older[10])) | (rrp11_match & rrp1_older[11])) | (rrp12_match & rrp1_older[12])) | (rrp13_match & rrp1_older[13])) | (rrp14_match & rrp1_older[14])) | (rrp15_match & rrp1_older[15]));
+    assign rrp0_oldest = rrp0_match & ~(((((((((((((((1'h0 | (rrp1_match & rrp0_older[1])) | (rrp2_match & rrp0_older[2])) | (rrp3_match & rrp0_older[3])) | (rrp4_match & rrp0_older[4])) | (rrp5_match & rrp0_older[5])) | (rrp6_match & rrp0_older[6])) | (rrp7_match & rrp0_older[7])) | (rrp8_match & rrp0_older[8])) | (rrp9_match & rrp0_older[9])) | (rrp10_match & rrp0_older[10])) | (rrp11_match & rrp0_older[11])) | (rrp12_match & rrp0_older[12])) | (rrp13_match & rrp0_older[13])) | (rrp14_match & rrp0_older[14])) | (rrp15_match & rrp0_older[15]));
+    assign rrp_have = (((((((((((((((1'h0 | rrp15_match) | rrp14_match) | rrp13_match) | rrp12_match) | rrp11_match) | rrp10_match) | rrp9_match) | rrp8_match) | rrp7_match) | rrp6_match) | rrp5_match) | rrp4_match) | rrp3_match) | rrp2_match) | rrp1_match) | rrp0_match;
+    assign rrp_valid = {
+        rrp15_v,
+        rrp14_v,
+        rrp13_v,
+        rrp12_v,
+        rrp11_v,
+        rrp10_v,
+        rrp9_v,
+        rrp8_v,
+        rrp7_v,
+        rrp6_v,
+        rrp5_v,
+        rrp4_v,
+        rrp3_v,
+        rrp2_v,
+        rrp1_v,
+        rrp0_v
+    };
+    assign rrp0_set = rreq_take & (rrp_free_idx == 4'h0);
+    assign rrp1_set = rreq_take & (rrp_free_idx == 4'h1);
+    assign rrp2_set = rreq_take & (rrp_free_idx == 4'h2);
+    assign rrp3_set = rreq_take & (rrp_free_idx == 4'h3);
+    assign rrp4_set = rreq_take & (rrp_free_idx == 4'h4);
+    assign rrp5_set = rreq_take & (rrp_free_idx == 4'h5);
+    assign rrp6_set = rreq_take & (rrp_free_idx == 4'h6);
+    assign rrp7_set = rreq_take & (rrp_free_idx == 4'h7);
+    assign rrp8_set = rreq_take & (rrp_free_idx == 4'h8);
+    assign rrp9_set = rreq_take & (rrp_free_idx == 4'h9);
+    assign rrp10_set = rreq_take & (rrp_free_idx == 4'ha);
+    assign rrp11_set = rreq_take & (rrp_free_idx == 4'hb);
+    assign rrp12_set = rreq_take & (rrp_free_idx == 4'hc);
+    assign rrp13_set = rreq_take & (rrp_free_idx == 4'hd);
+    assign rrp14_set = rreq_take & (rrp_free_idx == 4'he);
+    assign rrp15_set = rreq_take & (rrp_free_idx == 4'hf);
+    assign rrp_set = {
+        rrp15_set,
+        rrp14_set,
+        rrp13_set,
+        rrp12_set,
+        rrp11_set,
+        rrp10_set,
+        rrp9_set,
+        rrp8_set,
+        rrp7_set,
+        rrp6_set,
+        rrp5_set,
+        rrp4_set,
+        rrp3_set,
+        rrp2_set,
+        rrp1_set,
+        rrp0_set
+    };
+    assign rrp_room = rrp_can_take;
+    assign rsp_hdr = {
+        32'h00000000,
+        rrp_data_rd[31:0],
+        rrp_data_rd[95:32],
+        64'h0000000000000000,
+        32'h00000000,
+        3'h0,
+        5'h01,
+        16'h0000,
+        8'h02
+    };
+    assign dbs_rd_addr = db_v ? db_qp : (s_rdone_valid ? s_rdone_qp : (rreq_can ? s_rreq_qpn : s_db_index));
     assign db_is_sq = db_kind_q == 3'h1;
     assign db_is_txs = db_kind_q == 3'h3;
     assign db_is_push = db_kind_q == 3'h6;
@@ -2865,10 +3118,12 @@ module card_tx_w64 (
     assign db_is_rdone = db_kind_q == 3'h7;
     assign db_old_rc = dbs_a_rd[52:48];
     assign db_new_rc = db_is_rdone ? (db_old_rc + 5'h01) : db_old_rc;
+    assign db_old_rr = dbs_a_rd[57:53];
+    assign db_new_rr = db_rreq_q ? (db_old_rr + 5'h01) : db_old_rr;
     assign db_new_pi = db_is_push ? (db_old_pi + 16'h0001) : (db_is_sq ? db_value_q[15:0] : db_old_pi);
     assign db_new_ci = db_is_txs ? db_value_q : db_old_ci;
     assign db_fire = db_v & ~eng_requeue;
-    assign db_acts = ((db_is_sq | db_is_txs) | db_is_push) | db_is_rdone;
+    assign db_acts = (((db_is_sq | db_is_txs) | db_is_push) | db_is_rdone) | db_rreq_q;
     assign qdb_qp = db_qp;
     assign qdb_1h = {
         qdb_qp == 10'h3ff,
@@ -3899,7 +4154,7 @@ module card_tx_w64 (
     assign db_enqueue = (db_fire & db_acts) & ~|(queued & qdb_1h);
     assign dbs_wr_en = cmd_create | (db_fire & db_acts);
     assign dbs_wr_addr = cmd_create ? s_qp_num : db_qp;
-    assign dbs_wr_data = cmd_create ? 53'h00000000000000 : {db_new_rc, db_new_ci, db_new_pi};
+    assign dbs_wr_data = cmd_create ? 58'h000000000000000 : {db_new_rr, db_new_rc, db_new_ci, db_new_pi};
     assign qerr_qp = s_qp_num;
     assign qerr_1h = {
         qerr_qp == 10'h3ff,
@@ -4952,7 +5207,8 @@ module card_tx_w64 (
     assign has_work = cur_sq_next != cur_sq_pi;
     assign rdone_pending = cur_rdone - cur_rdone_used;
     assign ret_go = ((in_state3 & cur_live) & (cur_orq != 5'h00)) & (rdone_pending != 5'h00);
-    assign flush_go = (in_state3 & cur_error) & (cur_sq_ci != cur_sq_pi);
+    assign rreq_pending = cur_rreq != cur_rreq_used;
+    assign flush_go = ((in_state3 & cur_error) & ~rreq_pending) & (cur_sq_ci != cur_sq_pi);
     assign ord_room = cur_orq < cur_ord;
     assign ring_used = f_off - cur_txs_ci;
     assign ring_size = {8'h00, cur_txs_mask} + 32'h00000001;
@@ -4962,8 +5218,10 @@ module card_tx_w64 (
     assign push2_hit = (push2_v & (push2_qp == cur_qp)) & (push2_idx == cur_sq_next);
     assign push3_hit = (push3_v & (push3_qp == cur_qp)) & (push3_idx == cur_sq_next);
     assign push_hit = |{push0_hit, push1_hit, push2_hit, push3_hit};
-    assign wqe_go = ((((in_state3 & cur_live) & ~ret_go) & has_work) & ring_room_ok) & ord_room;
-    assign fetch_go = (wqe_go | ret_go) | flush_go;
+    assign rsp_go = (in_state3 & rreq_pending) & (cur_error | ((cur_live & ~ret_go) & ring_room_ok));
+    assign wqe_go = (((((in_state3 & cur_live) & ~ret_go) & ~rreq_pending) & has_work) & ring_room_ok) & ord_room;
+    assign fetch_go = ((wqe_go | ret_go) | flush_go) | rsp_go;
+    assign msg_go = wqe_go | rsp_go;
     assign ret_or_flush = ret_mode | flush_mode;
     assign use_push = wqe_go & push_hit;
     assign push0_w = push_new & (push_rr == 2'h0);
@@ -5072,8 +5330,9 @@ module card_tx_w64 (
     assign feed_issue = ((in_state9 & pay_from_buf) & ({4'h0, feed_issued} < pay_words)) & (({1'h0, fq_count} + {2'h0, feed_inflight}) < 3'h3);
     assign ddp_desc_valid = in_state9 & ~desc_done;
     assign ddp_desc_go = ddp_desc_valid & ddp_desc_ready;
+    assign rsp_sge = {rrp_data_rd[159:128], rrp_data_rd[127:96], rrp_data_rd[223:160]};
     assign g_feed = in_state9 & ~pay_from_buf;
-    assign g_st_wa = {2'h0, buf_wa_full[5:0]};
+    assign g_st_wa = {2'h0, in_state15 ? 6'h01 : (in_state14 ? 6'h00 : buf_wa_full[5:0])};
     assign g_sge = {g_sge_b1_rd, g_sge_b0_rd};
     assign g_sge_addr = g_sge[63:0];
     assign g_sge_len = g_sge[95:64];
@@ -5143,7 +5402,7 @@ module card_tx_w64 (
     assign no_payload = msg_len == 32'h00000000;
     assign m_chk_valid = ck_req | g_look;
     assign m_chk_stag = g_sge_lkey;
-    assign m_chk_need = 4'h0;
+    assign m_chk_need = rsp_mode ? 4'h2 : 4'h0;
     assign m_chk_qp = {22'h000000, cur_qp};
     assign m_chk_pd = cur_pd;
     assign m_chk_to = in_state12 ? g_sge_addr : (g_sge_addr + {32'h00000000, g_off});
@@ -5218,8 +5477,9 @@ module card_tx_w64 (
     assign flush_avail = cur_sq_pi - cur_sq_ci;
     assign flush_bbs = (((|h_bbs & ~(4'h8 < h_bbs)) & ~(flush_avail < {12'h000, h_bbs})) & ~(({1'h0, sq_mask} + 17'h00001) < {13'h0000, h_bbs})) ? {12'h000, h_bbs} : flush_avail;
     assign new_sq_ci = flush_mode ? (cur_sq_ci + flush_bbs) : (wqe_retires ? (cur_sq_ci + {12'h000, h_bbs}) : cur_sq_ci);
-    assign prot = ck_fault & ~ret_or_flush;
-    assign prot_err = in_state11 & prot;
+    assign prot = (ck_fault & ~ret_or_flush) & ~rsp_mode;
+    assign rsp_fault = ck_fault & rsp_mode;
+    assign prot_err = in_state11 & (prot | rsp_fault);
     assign cq_wpos = cq_count - cq_pop;
     assign cq0_push = in_state11 & (cq_wpos == 4'h0);
     assign cq1_push = in_state11 & (cq_wpos == 4'h1);
@@ -5232,7 +5492,10 @@ module card_tx_w64 (
     assign cpl_room = cq_count < 4'h8;
     assign cpl_free = ~cpl_v | m_cpl_ready;
     assign wr_done_last = wr_done_valid & wr_done_tag[0];
-    assign cpl_load = (cpl_free & |cq_count) & (cq0_noring | |cpl_written);
+    assign rreq_done_free = ~rreq_done_v | m_rreq_done_ready;
+    assign cpl_load = ((cpl_free & rreq_done_free) & |cq_count) & (cq0_noring | |cpl_written);
+    assign m_rreq_done_valid = rreq_done_v;
+    assign m_rreq_done_qpn = rreq_done_qpn_q & {10{rreq_done_v}};
     assign cq_pop = {3'h0, cpl_load};
     assign m_cpl_valid = cpl_v;
     assign m_cpl_cqe = cpl_cqe_q;
@@ -5250,7 +5513,9 @@ module card_tx_w64 (
     assign new_sq_next = flush_mode ? new_sq_ci : (ret_mode ? cur_sq_next : (cur_sq_next + {12'h000, h_bbs}));
     assign new_orq = flush_mode ? 5'h00 : (ret_mode ? (cur_orq - 5'h01) : (read_started ? (cur_orq + 5'h01) : cur_orq));
     assign new_rdone_used = flush_mode ? cur_rdone : (ret_mode ? (cur_rdone_used + 5'h01) : cur_rdone_used);
+    assign new_rreq_used = rsp_mode ? (cur_rreq_used + 5'h01) : cur_rreq_used;
     assign eng_wb_data = {
+        new_rreq_used,
         new_rdone_used,
         new_orq,
         new_sq_next,
@@ -5259,7 +5524,7 @@ module card_tx_w64 (
         f_off,
         new_sq_ci
     };
-    assign more_work = (flush_mode | prot) ? (new_sq_ci != cur_sq_pi) : (((new_sq_next != cur_sq_pi) & (new_orq < cur_ord)) | ((new_orq != 5'h00) & (cur_rdone != new_rdone_used)));
+    assign more_work = (cur_rreq != new_rreq_used) | ((((flush_mode | prot) | rsp_fault) | cur_error) ? (new_sq_ci != cur_sq_pi) : (((new_sq_next != cur_sq_pi) & (new_orq < cur_ord)) | ((new_orq != 5'h00) & (cur_rdone != new_rdone_used))));
     assign qeng_qp = cur_qp;
     assign qeng_1h = {
         qeng_qp == 10'h3ff,
@@ -6309,6 +6574,8 @@ module card_tx_w64 (
     assign unused_bits = |{
         s_qp_sq_base[5:0],
         s_qp_txs_base[11:0],
+        rrp_data_rd[367:224],
+        rrp_have,
         s_rdone_stag,
         s_rdone_to,
         s_rdone_len,
@@ -6386,14 +6653,314 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        if (db_take | rdone_take) begin
-            db_kind_q <= rdone_take ? 3'h7 : s_db_kind;
+        if (in_state13) begin
+            rrp_rd_slot <= rrp0_oldest ? 4'h0 : (rrp1_oldest ? 4'h1 : (rrp2_oldest ? 4'h2 : (rrp3_oldest ? 4'h3 : (rrp4_oldest ? 4'h4 : (rrp5_oldest ? 4'h5 : (rrp6_oldest ? 4'h6 : (rrp7_oldest ? 4'h7 : (rrp8_oldest ? 4'h8 : (rrp9_oldest ? 4'h9 : (rrp10_oldest ? 4'ha : (rrp11_oldest ? 4'hb : (rrp12_oldest ? 4'hc : (rrp13_oldest ? 4'hd : (rrp14_oldest ? 4'he : (rrp15_oldest ? 4'hf : 4'h0)))))))))))))));
         end
     end
 
     always @(posedge clk) begin
-        if (db_take | rdone_take) begin
-            db_qp <= rdone_take ? s_rdone_qp : s_db_index;
+        if (rst) begin
+            rrp0_v <= 1'h0;
+        end else begin
+            rrp0_v <= rrp0_set | (rrp0_v & ~(in_state14 & (rrp_rd_slot == 4'h0)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rrp0_set) begin
+            rrp0_qp <= s_rreq_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        rrp0_older <= rrp0_set ? rrp_valid : (rrp0_older & ~rrp_set);
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rrp1_v <= 1'h0;
+        end else begin
+            rrp1_v <= rrp1_set | (rrp1_v & ~(in_state14 & (rrp_rd_slot == 4'h1)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rrp1_set) begin
+            rrp1_qp <= s_rreq_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        rrp1_older <= rrp1_set ? rrp_valid : (rrp1_older & ~rrp_set);
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rrp2_v <= 1'h0;
+        end else begin
+            rrp2_v <= rrp2_set | (rrp2_v & ~(in_state14 & (rrp_rd_slot == 4'h2)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rrp2_set) begin
+            rrp2_qp <= s_rreq_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        rrp2_older <= rrp2_set ? rrp_valid : (rrp2_older & ~rrp_set);
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rrp3_v <= 1'h0;
+        end else begin
+            rrp3_v <= rrp3_set | (rrp3_v & ~(in_state14 & (rrp_rd_slot == 4'h3)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rrp3_set) begin
+            rrp3_qp <= s_rreq_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        rrp3_older <= rrp3_set ? rrp_valid : (rrp3_older & ~rrp_set);
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rrp4_v <= 1'h0;
+        end else begin
+            rrp4_v <= rrp4_set | (rrp4_v & ~(in_state14 & (rrp_rd_slot == 4'h4)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rrp4_set) begin
+            rrp4_qp <= s_rreq_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        rrp4_older <= rrp4_set ? rrp_valid : (rrp4_older & ~rrp_set);
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rrp5_v <= 1'h0;
+        end else begin
+            rrp5_v <= rrp5_set | (rrp5_v & ~(in_state14 & (rrp_rd_slot == 4'h5)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rrp5_set) begin
+            rrp5_qp <= s_rreq_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        rrp5_older <= rrp5_set ? rrp_valid : (rrp5_older & ~rrp_set);
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rrp6_v <= 1'h0;
+        end else begin
+            rrp6_v <= rrp6_set | (rrp6_v & ~(in_state14 & (rrp_rd_slot == 4'h6)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rrp6_set) begin
+            rrp6_qp <= s_rreq_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        rrp6_older <= rrp6_set ? rrp_valid : (rrp6_older & ~rrp_set);
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rrp7_v <= 1'h0;
+        end else begin
+            rrp7_v <= rrp7_set | (rrp7_v & ~(in_state14 & (rrp_rd_slot == 4'h7)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rrp7_set) begin
+            rrp7_qp <= s_rreq_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        rrp7_older <= rrp7_set ? rrp_valid : (rrp7_older & ~rrp_set);
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rrp8_v <= 1'h0;
+        end else begin
+            rrp8_v <= rrp8_set | (rrp8_v & ~(in_state14 & (rrp_rd_slot == 4'h8)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rrp8_set) begin
+            rrp8_qp <= s_rreq_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        rrp8_older <= rrp8_set ? rrp_valid : (rrp8_older & ~rrp_set);
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rrp9_v <= 1'h0;
+        end else begin
+            rrp9_v <= rrp9_set | (rrp9_v & ~(in_state14 & (rrp_rd_slot == 4'h9)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rrp9_set) begin
+            rrp9_qp <= s_rreq_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        rrp9_older <= rrp9_set ? rrp_valid : (rrp9_older & ~rrp_set);
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rrp10_v <= 1'h0;
+        end else begin
+            rrp10_v <= rrp10_set | (rrp10_v & ~(in_state14 & (rrp_rd_slot == 4'ha)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rrp10_set) begin
+            rrp10_qp <= s_rreq_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        rrp10_older <= rrp10_set ? rrp_valid : (rrp10_older & ~rrp_set);
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rrp11_v <= 1'h0;
+        end else begin
+            rrp11_v <= rrp11_set | (rrp11_v & ~(in_state14 & (rrp_rd_slot == 4'hb)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rrp11_set) begin
+            rrp11_qp <= s_rreq_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        rrp11_older <= rrp11_set ? rrp_valid : (rrp11_older & ~rrp_set);
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rrp12_v <= 1'h0;
+        end else begin
+            rrp12_v <= rrp12_set | (rrp12_v & ~(in_state14 & (rrp_rd_slot == 4'hc)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rrp12_set) begin
+            rrp12_qp <= s_rreq_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        rrp12_older <= rrp12_set ? rrp_valid : (rrp12_older & ~rrp_set);
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rrp13_v <= 1'h0;
+        end else begin
+            rrp13_v <= rrp13_set | (rrp13_v & ~(in_state14 & (rrp_rd_slot == 4'hd)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rrp13_set) begin
+            rrp13_qp <= s_rreq_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        rrp13_older <= rrp13_set ? rrp_valid : (rrp13_older & ~rrp_set);
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rrp14_v <= 1'h0;
+        end else begin
+            rrp14_v <= rrp14_set | (rrp14_v & ~(in_state14 & (rrp_rd_slot == 4'he)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rrp14_set) begin
+            rrp14_qp <= s_rreq_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        rrp14_older <= rrp14_set ? rrp_valid : (rrp14_older & ~rrp_set);
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rrp15_v <= 1'h0;
+        end else begin
+            rrp15_v <= rrp15_set | (rrp15_v & ~(in_state14 & (rrp_rd_slot == 4'hf)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rrp15_set) begin
+            rrp15_qp <= s_rreq_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        rrp15_older <= rrp15_set ? rrp_valid : (rrp15_older & ~rrp_set);
+    end
+
+    always @(posedge clk) begin
+        if ((db_take | rdone_take) | rreq_take) begin
+            db_kind_q <= rdone_take ? 3'h7 : (rreq_take ? 3'h0 : s_db_kind);
+        end
+    end
+
+    always @(posedge clk) begin
+        if ((db_take | rdone_take) | rreq_take) begin
+            db_rreq_q <= rreq_take;
+        end
+    end
+
+    always @(posedge clk) begin
+        if ((db_take | rdone_take) | rreq_take) begin
+            db_qp <= rdone_take ? s_rdone_qp : (rreq_take ? s_rreq_qpn : s_db_index);
         end
     end
 
@@ -6419,7 +6986,7 @@ module card_tx_w64 (
         if (rst) begin
             db_v <= 1'h0;
         end else begin
-            db_v <= (db_take | rdone_take) | (db_v & ~db_fire);
+            db_v <= ((db_take | rdone_take) | rreq_take) | (db_v & ~db_fire);
         end
     end
 
@@ -6545,6 +7112,10 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
+        dbw_last_rr <= db_new_rr;
+    end
+
+    always @(posedge clk) begin
         if (in_state2 | db_hit_cur) begin
             cur_sq_pi <= db_hit_cur ? db_new_pi : (dbw_last_hit ? dbw_last_pi : dbs_e_rd[15:0]);
         end
@@ -6559,6 +7130,18 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (in_state2 | db_hit_cur) begin
             cur_rdone <= rdone_now;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (in_state2 | db_hit_cur) begin
+            cur_rreq <= db_hit_cur ? db_new_rr : (dbw_last_hit ? dbw_last_rr : dbs_e_rd[57:53]);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (in_state2) begin
+            cur_rreq_used <= eng_rd[142:138];
         end
     end
 
@@ -6589,6 +7172,22 @@ module card_tx_w64 (
     always @(posedge clk) begin
         if (in_state2) begin
             cur_rdone_used <= (eng_rd[132:128] == 5'h00) ? rdone_now : eng_rd[137:133];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rsp_mode <= 1'h0;
+        end else if (fetch_go) begin
+            rsp_mode <= rsp_go;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rsp_drop <= 1'h0;
+        end else if (fetch_go) begin
+            rsp_drop <= rsp_go & cur_error;
         end
     end
 
@@ -6763,7 +7362,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        wqe_hdr <= {
+        wqe_hdr <= in_state14 ? rsp_hdr : {
             hdr_w3 ? wb_data : wqe_hdr[255:192],
             hdr_w2 ? wb_data : wqe_hdr[191:128],
             hdr_w1 ? wb_data : wqe_hdr[127:64],
@@ -7009,7 +7608,7 @@ module card_tx_w64 (
         if (rst) begin
             desc_done <= 1'h0;
         end else begin
-            desc_done <= ~wqe_go & (desc_done | ddp_desc_go);
+            desc_done <= ~msg_go & (desc_done | ddp_desc_go);
         end
     end
 
@@ -7017,7 +7616,7 @@ module card_tx_w64 (
         if (rst) begin
             pay_done <= 1'h0;
         end else begin
-            pay_done <= ~wqe_go & (pay_done | ddp_s_last_go);
+            pay_done <= ~msg_go & (pay_done | ddp_s_last_go);
         end
     end
 
@@ -7033,7 +7632,7 @@ module card_tx_w64 (
         if (rst) begin
             msg_done <= 1'h0;
         end else begin
-            msg_done <= ~wqe_go & (msg_done | ((h_go & ddp_m_tlast) & ddp_m_tuser_last));
+            msg_done <= ~msg_go & (msg_done | ((h_go & ddp_m_tlast) & ddp_m_tuser_last));
         end
     end
 
@@ -7330,7 +7929,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq0_noring <= cq0_push ? (ret_or_flush | prot) : ((cq_pop == 4'h1) ? cq1_noring : ((cq_pop == 4'h2) ? cq2_noring : ((cq_pop == 4'h3) ? cq3_noring : ((cq_pop == 4'h4) ? cq4_noring : ((cq_pop == 4'h5) ? cq5_noring : ((cq_pop == 4'h6) ? cq6_noring : ((cq_pop == 4'h7) ? cq7_noring : cq0_noring)))))));
+        cq0_noring <= cq0_push ? ((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) : ((cq_pop == 4'h1) ? cq1_noring : ((cq_pop == 4'h2) ? cq2_noring : ((cq_pop == 4'h3) ? cq3_noring : ((cq_pop == 4'h4) ? cq4_noring : ((cq_pop == 4'h5) ? cq5_noring : ((cq_pop == 4'h6) ? cq6_noring : ((cq_pop == 4'h7) ? cq7_noring : cq0_noring)))))));
     end
 
     always @(posedge clk) begin
@@ -7339,6 +7938,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq0_prot <= cq0_push ? prot : ((cq_pop == 4'h1) ? cq1_prot : ((cq_pop == 4'h2) ? cq2_prot : ((cq_pop == 4'h3) ? cq3_prot : ((cq_pop == 4'h4) ? cq4_prot : ((cq_pop == 4'h5) ? cq5_prot : ((cq_pop == 4'h6) ? cq6_prot : ((cq_pop == 4'h7) ? cq7_prot : cq0_prot)))))));
+    end
+
+    always @(posedge clk) begin
+        cq0_rrd <= cq0_push ? rsp_mode : ((cq_pop == 4'h1) ? cq1_rrd : ((cq_pop == 4'h2) ? cq2_rrd : ((cq_pop == 4'h3) ? cq3_rrd : ((cq_pop == 4'h4) ? cq4_rrd : ((cq_pop == 4'h5) ? cq5_rrd : ((cq_pop == 4'h6) ? cq6_rrd : ((cq_pop == 4'h7) ? cq7_rrd : cq0_rrd)))))));
     end
 
     always @(posedge clk) begin
@@ -7374,7 +7977,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq1_noring <= cq1_push ? (ret_or_flush | prot) : ((cq_pop == 4'h1) ? cq2_noring : ((cq_pop == 4'h2) ? cq3_noring : ((cq_pop == 4'h3) ? cq4_noring : ((cq_pop == 4'h4) ? cq5_noring : ((cq_pop == 4'h5) ? cq6_noring : ((cq_pop == 4'h6) ? cq7_noring : cq1_noring))))));
+        cq1_noring <= cq1_push ? ((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) : ((cq_pop == 4'h1) ? cq2_noring : ((cq_pop == 4'h2) ? cq3_noring : ((cq_pop == 4'h3) ? cq4_noring : ((cq_pop == 4'h4) ? cq5_noring : ((cq_pop == 4'h5) ? cq6_noring : ((cq_pop == 4'h6) ? cq7_noring : cq1_noring))))));
     end
 
     always @(posedge clk) begin
@@ -7383,6 +7986,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq1_prot <= cq1_push ? prot : ((cq_pop == 4'h1) ? cq2_prot : ((cq_pop == 4'h2) ? cq3_prot : ((cq_pop == 4'h3) ? cq4_prot : ((cq_pop == 4'h4) ? cq5_prot : ((cq_pop == 4'h5) ? cq6_prot : ((cq_pop == 4'h6) ? cq7_prot : cq1_prot))))));
+    end
+
+    always @(posedge clk) begin
+        cq1_rrd <= cq1_push ? rsp_mode : ((cq_pop == 4'h1) ? cq2_rrd : ((cq_pop == 4'h2) ? cq3_rrd : ((cq_pop == 4'h3) ? cq4_rrd : ((cq_pop == 4'h4) ? cq5_rrd : ((cq_pop == 4'h5) ? cq6_rrd : ((cq_pop == 4'h6) ? cq7_rrd : cq1_rrd))))));
     end
 
     always @(posedge clk) begin
@@ -7418,7 +8025,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq2_noring <= cq2_push ? (ret_or_flush | prot) : ((cq_pop == 4'h1) ? cq3_noring : ((cq_pop == 4'h2) ? cq4_noring : ((cq_pop == 4'h3) ? cq5_noring : ((cq_pop == 4'h4) ? cq6_noring : ((cq_pop == 4'h5) ? cq7_noring : cq2_noring)))));
+        cq2_noring <= cq2_push ? ((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) : ((cq_pop == 4'h1) ? cq3_noring : ((cq_pop == 4'h2) ? cq4_noring : ((cq_pop == 4'h3) ? cq5_noring : ((cq_pop == 4'h4) ? cq6_noring : ((cq_pop == 4'h5) ? cq7_noring : cq2_noring)))));
     end
 
     always @(posedge clk) begin
@@ -7427,6 +8034,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq2_prot <= cq2_push ? prot : ((cq_pop == 4'h1) ? cq3_prot : ((cq_pop == 4'h2) ? cq4_prot : ((cq_pop == 4'h3) ? cq5_prot : ((cq_pop == 4'h4) ? cq6_prot : ((cq_pop == 4'h5) ? cq7_prot : cq2_prot)))));
+    end
+
+    always @(posedge clk) begin
+        cq2_rrd <= cq2_push ? rsp_mode : ((cq_pop == 4'h1) ? cq3_rrd : ((cq_pop == 4'h2) ? cq4_rrd : ((cq_pop == 4'h3) ? cq5_rrd : ((cq_pop == 4'h4) ? cq6_rrd : ((cq_pop == 4'h5) ? cq7_rrd : cq2_rrd)))));
     end
 
     always @(posedge clk) begin
@@ -7462,7 +8073,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq3_noring <= cq3_push ? (ret_or_flush | prot) : ((cq_pop == 4'h1) ? cq4_noring : ((cq_pop == 4'h2) ? cq5_noring : ((cq_pop == 4'h3) ? cq6_noring : ((cq_pop == 4'h4) ? cq7_noring : cq3_noring))));
+        cq3_noring <= cq3_push ? ((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) : ((cq_pop == 4'h1) ? cq4_noring : ((cq_pop == 4'h2) ? cq5_noring : ((cq_pop == 4'h3) ? cq6_noring : ((cq_pop == 4'h4) ? cq7_noring : cq3_noring))));
     end
 
     always @(posedge clk) begin
@@ -7471,6 +8082,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq3_prot <= cq3_push ? prot : ((cq_pop == 4'h1) ? cq4_prot : ((cq_pop == 4'h2) ? cq5_prot : ((cq_pop == 4'h3) ? cq6_prot : ((cq_pop == 4'h4) ? cq7_prot : cq3_prot))));
+    end
+
+    always @(posedge clk) begin
+        cq3_rrd <= cq3_push ? rsp_mode : ((cq_pop == 4'h1) ? cq4_rrd : ((cq_pop == 4'h2) ? cq5_rrd : ((cq_pop == 4'h3) ? cq6_rrd : ((cq_pop == 4'h4) ? cq7_rrd : cq3_rrd))));
     end
 
     always @(posedge clk) begin
@@ -7506,7 +8121,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq4_noring <= cq4_push ? (ret_or_flush | prot) : ((cq_pop == 4'h1) ? cq5_noring : ((cq_pop == 4'h2) ? cq6_noring : ((cq_pop == 4'h3) ? cq7_noring : cq4_noring)));
+        cq4_noring <= cq4_push ? ((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) : ((cq_pop == 4'h1) ? cq5_noring : ((cq_pop == 4'h2) ? cq6_noring : ((cq_pop == 4'h3) ? cq7_noring : cq4_noring)));
     end
 
     always @(posedge clk) begin
@@ -7515,6 +8130,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq4_prot <= cq4_push ? prot : ((cq_pop == 4'h1) ? cq5_prot : ((cq_pop == 4'h2) ? cq6_prot : ((cq_pop == 4'h3) ? cq7_prot : cq4_prot)));
+    end
+
+    always @(posedge clk) begin
+        cq4_rrd <= cq4_push ? rsp_mode : ((cq_pop == 4'h1) ? cq5_rrd : ((cq_pop == 4'h2) ? cq6_rrd : ((cq_pop == 4'h3) ? cq7_rrd : cq4_rrd)));
     end
 
     always @(posedge clk) begin
@@ -7550,7 +8169,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq5_noring <= cq5_push ? (ret_or_flush | prot) : ((cq_pop == 4'h1) ? cq6_noring : ((cq_pop == 4'h2) ? cq7_noring : cq5_noring));
+        cq5_noring <= cq5_push ? ((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) : ((cq_pop == 4'h1) ? cq6_noring : ((cq_pop == 4'h2) ? cq7_noring : cq5_noring));
     end
 
     always @(posedge clk) begin
@@ -7559,6 +8178,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq5_prot <= cq5_push ? prot : ((cq_pop == 4'h1) ? cq6_prot : ((cq_pop == 4'h2) ? cq7_prot : cq5_prot));
+    end
+
+    always @(posedge clk) begin
+        cq5_rrd <= cq5_push ? rsp_mode : ((cq_pop == 4'h1) ? cq6_rrd : ((cq_pop == 4'h2) ? cq7_rrd : cq5_rrd));
     end
 
     always @(posedge clk) begin
@@ -7594,7 +8217,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq6_noring <= cq6_push ? (ret_or_flush | prot) : ((cq_pop == 4'h1) ? cq7_noring : cq6_noring);
+        cq6_noring <= cq6_push ? ((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) : ((cq_pop == 4'h1) ? cq7_noring : cq6_noring);
     end
 
     always @(posedge clk) begin
@@ -7603,6 +8226,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq6_prot <= cq6_push ? prot : ((cq_pop == 4'h1) ? cq7_prot : cq6_prot);
+    end
+
+    always @(posedge clk) begin
+        cq6_rrd <= cq6_push ? rsp_mode : ((cq_pop == 4'h1) ? cq7_rrd : cq6_rrd);
     end
 
     always @(posedge clk) begin
@@ -7638,7 +8265,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq7_noring <= cq7_push ? (ret_or_flush | prot) : cq7_noring;
+        cq7_noring <= cq7_push ? ((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) : cq7_noring;
     end
 
     always @(posedge clk) begin
@@ -7647,6 +8274,26 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq7_prot <= cq7_push ? prot : cq7_prot;
+    end
+
+    always @(posedge clk) begin
+        cq7_rrd <= cq7_push ? rsp_mode : cq7_rrd;
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rreq_done_v <= 1'h0;
+        end else begin
+            rreq_done_v <= (cpl_load & cq0_rrd) | (rreq_done_v & ~m_rreq_done_ready);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rreq_done_qpn_q <= 10'h000;
+        end else if (cpl_load & cq0_rrd) begin
+            rreq_done_qpn_q <= cq0_qpn;
+        end
     end
 
     always @(posedge clk) begin
@@ -7755,7 +8402,7 @@ module card_tx_w64 (
         if (rst) begin
             eng_state <= 4'h0;
         end else begin
-            eng_state <= in_state0 ? (sched_pop ? 4'h1 : 4'h0) : (in_state1 ? 4'h2 : (in_state2 ? 4'h3 : (in_state3 ? (fetch_go ? 4'h4 : 4'h0) : (in_state4 ? (first_done ? 4'h5 : 4'h4) : (in_state5 ? ((halt | wait_read) ? 4'h0 : (ret_or_flush ? 4'hb : (one_bb ? (pay_from_buf ? 4'h9 : 4'hc) : 4'h6))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 4'h7 : 4'h6) : (in_state7 ? (rest_done ? (halt ? 4'h0 : (pay_from_buf ? 4'h9 : 4'hc)) : 4'h7) : (in_state8 ? (pay_from_buf ? 4'h9 : 4'hc) : (in_state9 ? (feed_end ? 4'ha : 4'h9) : (in_state10 ? (msg_done ? 4'hb : 4'ha) : (in_state12 ? (ck_done ? (ck_fault ? 4'hb : 4'h9) : 4'hc) : 4'h0)))))))))));
+            eng_state <= in_state13 ? 4'he : (in_state14 ? (rsp_drop ? 4'hb : 4'hf) : (in_state15 ? 4'hc : (in_state0 ? (sched_pop ? 4'h1 : 4'h0) : (in_state1 ? 4'h2 : (in_state2 ? 4'h3 : (in_state3 ? (rsp_go ? 4'hd : (fetch_go ? 4'h4 : 4'h0)) : (in_state4 ? (first_done ? 4'h5 : 4'h4) : (in_state5 ? ((halt | wait_read) ? 4'h0 : (ret_or_flush ? 4'hb : (one_bb ? (pay_from_buf ? 4'h9 : 4'hc) : 4'h6))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 4'h7 : 4'h6) : (in_state7 ? (rest_done ? (halt ? 4'h0 : (pay_from_buf ? 4'h9 : 4'hc)) : 4'h7) : (in_state8 ? (pay_from_buf ? 4'h9 : 4'hc) : (in_state9 ? (feed_end ? 4'ha : 4'h9) : (in_state10 ? (msg_done ? 4'hb : 4'ha) : (in_state12 ? (ck_done ? (ck_fault ? 4'hb : 4'h9) : 4'hc) : 4'h0))))))))))))));
         end
     end
 
@@ -7814,7 +8461,7 @@ module card_tx_w64 (
     // eng: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (cmd_create | in_state11) begin
-            eng[cmd_create ? s_qp_num : cur_qp] <= cmd_create ? {26'h0000000, 32'h00000001, 32'h00000001, 48'h000000000000} : eng_wb_data;
+            eng[cmd_create ? s_qp_num : cur_qp] <= cmd_create ? {31'h00000000, 32'h00000001, 32'h00000001, 48'h000000000000} : eng_wb_data;
         end
         eng_rd <= eng[ctx_rd_addr];
     end
@@ -7827,6 +8474,16 @@ module card_tx_w64 (
         sched_rd <= sched[sched_head[9:0]];
     end
 
+    // rrp_data: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (rreq_take) begin
+            rrp_data[rrp_free_idx] <= {s_rreq_hdr, s_rreq_src_to, s_rreq_src_stag, s_rreq_size, s_rreq_sink_to, s_rreq_sink_stag};
+        end
+        if (in_state13) begin
+            rrp_data_rd <= rrp_data[rrp0_oldest ? 4'h0 : (rrp1_oldest ? 4'h1 : (rrp2_oldest ? 4'h2 : (rrp3_oldest ? 4'h3 : (rrp4_oldest ? 4'h4 : (rrp5_oldest ? 4'h5 : (rrp6_oldest ? 4'h6 : (rrp7_oldest ? 4'h7 : (rrp8_oldest ? 4'h8 : (rrp9_oldest ? 4'h9 : (rrp10_oldest ? 4'ha : (rrp11_oldest ? 4'hb : (rrp12_oldest ? 4'hc : (rrp13_oldest ? 4'hd : (rrp14_oldest ? 4'he : (rrp15_oldest ? 4'hf : 4'h0)))))))))))))))];
+        end
+    end
+
     // wqe_buf: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (wb_valid & ~(wb_beat < 7'h04)) begin
@@ -7837,8 +8494,8 @@ module card_tx_w64 (
 
     // g_sge_b0: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if ((wb_valid & ~(wb_beat < 7'h04)) & (g_st_wa[0] == 1'h0)) begin
-            g_sge_b0[g_st_wa[5:1]] <= wb_data;
+        if ((((wb_valid & ~(wb_beat < 7'h04)) | (in_state14 & ~rsp_drop)) | in_state15) & (g_st_wa[0] == 1'h0)) begin
+            g_sge_b0[g_st_wa[5:1]] <= in_state15 ? rsp_sge[127:64] : (in_state14 ? rsp_sge[63:0] : wb_data);
         end
         if (g_sge_rd) begin
             g_sge_b0_rd <= g_sge_b0[g_sge_idx];
@@ -7847,8 +8504,8 @@ module card_tx_w64 (
 
     // g_sge_b1: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if ((wb_valid & ~(wb_beat < 7'h04)) & (g_st_wa[0] == 1'h1)) begin
-            g_sge_b1[g_st_wa[5:1]] <= wb_data;
+        if ((((wb_valid & ~(wb_beat < 7'h04)) | (in_state14 & ~rsp_drop)) | in_state15) & (g_st_wa[0] == 1'h1)) begin
+            g_sge_b1[g_st_wa[5:1]] <= in_state15 ? rsp_sge[127:64] : (in_state14 ? rsp_sge[63:0] : wb_data);
         end
         if (g_sge_rd) begin
             g_sge_b1_rd <= g_sge_b1[g_sge_idx];
@@ -7894,7 +8551,7 @@ module card_tx_w64 (
         .s_desc_rdmap({
         {1'h0, ~cur_rev0},
         2'h0,
-        op_write ? 4'h0 : (op_read ? 4'h1 : ((op_send_inv ? 4'h4 : 4'h3) + (h_solicited ? 4'h2 : 4'h0)))
+        rsp_mode ? 4'h2 : (op_write ? 4'h0 : (op_read ? 4'h1 : ((op_send_inv ? 4'h4 : 4'h3) + (h_solicited ? 4'h2 : 4'h0))))
     }),
         .s_desc_dv({1'h0, ~cur_rev0}),
         .s_desc_stag(op_write ? h_rkey : (op_send_inv ? h_inv_stag : 32'h00000000)),

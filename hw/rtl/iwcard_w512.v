@@ -163,6 +163,9 @@ module iwcard_w512 (
     wire           tx_s_qp_ready;
     wire           tx_s_db_ready;
     wire           tx_s_rdone_ready;
+    wire           tx_s_rreq_ready;
+    wire           tx_m_rreq_done_valid;
+    wire [9:0]     tx_m_rreq_done_qpn;
     wire           tx_m_cpl_valid;
     wire           tx_m_cpl_cqe;
     wire [9:0]     tx_m_cpl_cq;
@@ -548,20 +551,11 @@ module iwcard_w512 (
         rx_m_err_offset,
         rx_m_err_qp,
         rx_m_err_valid,
-        rx_m_rreq_hdr,
-        rx_m_rreq_qpn,
-        rx_m_rreq_sink_stag,
-        rx_m_rreq_sink_to,
-        rx_m_rreq_size,
-        rx_m_rreq_src_stag,
-        rx_m_rreq_src_to,
-        rx_m_rreq_valid,
         rx_m_rxterm_cause,
         rx_m_rxterm_hdr,
         rx_m_rxterm_qp,
         rx_m_rxterm_seglen,
         rx_m_rxterm_valid,
-        rx_s_rreq_done_ready,
         st_m_fault,
         tx_stat_dma_err,
         tx_stat_halt,
@@ -753,6 +747,18 @@ module iwcard_w512 (
         .s_rdone_stag(pl_m_done_stag),
         .s_rdone_to(pl_m_done_to),
         .s_rdone_len(pl_m_done_len),
+        .s_rreq_valid(rx_m_rreq_valid),
+        .s_rreq_ready(tx_s_rreq_ready),
+        .s_rreq_qpn(rx_m_rreq_qpn),
+        .s_rreq_sink_stag(rx_m_rreq_sink_stag),
+        .s_rreq_sink_to(rx_m_rreq_sink_to),
+        .s_rreq_size(rx_m_rreq_size),
+        .s_rreq_src_stag(rx_m_rreq_src_stag),
+        .s_rreq_src_to(rx_m_rreq_src_to),
+        .s_rreq_hdr(rx_m_rreq_hdr),
+        .m_rreq_done_valid(tx_m_rreq_done_valid),
+        .m_rreq_done_ready(rx_s_rreq_done_ready),
+        .m_rreq_done_qpn(tx_m_rreq_done_qpn),
         .m_cpl_valid(tx_m_cpl_valid),
         .m_cpl_ready(st_s_tx_ready),
         .m_cpl_cqe(tx_m_cpl_cqe),
@@ -925,7 +931,7 @@ module iwcard_w512 (
         .m_axi_rq_rready(rx_m_axi_rq_rready),
         .qp_rd_ird(regs_qp_rd_ird),
         .m_rreq_valid(rx_m_rreq_valid),
-        .m_rreq_ready(1'h1),
+        .m_rreq_ready(tx_s_rreq_ready),
         .m_rreq_qpn(rx_m_rreq_qpn),
         .m_rreq_sink_stag(rx_m_rreq_sink_stag),
         .m_rreq_sink_to(rx_m_rreq_sink_to),
@@ -933,9 +939,9 @@ module iwcard_w512 (
         .m_rreq_src_stag(rx_m_rreq_src_stag),
         .m_rreq_src_to(rx_m_rreq_src_to),
         .m_rreq_hdr(rx_m_rreq_hdr),
-        .s_rreq_done_valid(1'h0),
+        .s_rreq_done_valid(tx_m_rreq_done_valid),
         .s_rreq_done_ready(rx_s_rreq_done_ready),
-        .s_rreq_done_qpn(10'h000),
+        .s_rreq_done_qpn(tx_m_rreq_done_qpn),
         .s_pl_dma_addr(pl_m_dma_addr),
         .s_pl_dma_data(pl_m_dma_data),
         .s_pl_dma_strb(pl_m_dma_strb),

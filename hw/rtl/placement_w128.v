@@ -35,8 +35,12 @@
 // of the ULPDU (the DDP header the Terminate copies). m_done: one event per
 // placed Read Response segment with L=1 (the last of its message, zero-length
 // included), with its connection, STag, TO and length, in the cycle of its
-// last DMA write or later, so the host can complete the Read. A failed segment
-// writes nothing at all. All output data is zero when its valid is low.
+// last DMA write or later, so the host can complete the Read (the block that
+// carries it is offered on m_dma only while m_done_ready is high, and m_done
+// only while that block can be taken: m_dma_valid and m_done_valid then depend
+// on the other port's ready, which must not depend on its valid). A failed
+// segment writes nothing at all. All output data is zero when its valid is
+// low.
 //
 // Timing: a 4-stage pipeline (input register, decision, realignment, output
 // register) that advances when the output register is empty or the channel its
@@ -621,8 +625,8 @@ module placement_w128 (
     assign next_vblk = (flush_pend | ~s2_sop) ? vnext : s2_vbase;
     assign s3_ctx_load = (advance_up & s2_valid) & ~flush_pend;
     assign pbl_rd_addr = (flush_pend ? flush_pbl : s2_pbl) + next_vblk[23:12];
-    assign dma_v = (s3_valid & (s3_dest == 2'h1)) & |s3_strb;
-    assign done_v = s3_valid & s3_done;
+    assign dma_v = ((s3_valid & (s3_dest == 2'h1)) & |s3_strb) & (~s3_done | m_done_ready);
+    assign done_v = (s3_valid & s3_done) & (((((s3_dest == 2'h1) & (~|s3_strb | m_dma_ready)) | ((s3_dest == 2'h2) & m_host_tready)) | ((s3_dest == 2'h3) & m_term_ready)) | (s3_dest == 2'h0));
     assign m_done_valid = done_v;
     assign m_done_qp = s3_qp & {32{done_v}};
     assign m_done_stag = {s3_hdr[23:16], s3_hdr[31:24], s3_hdr[39:32], s3_hdr[47:40]} & {32{done_v}};

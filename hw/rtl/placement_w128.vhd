@@ -35,8 +35,12 @@
 -- of the ULPDU (the DDP header the Terminate copies). m_done: one event per
 -- placed Read Response segment with L=1 (the last of its message, zero-length
 -- included), with its connection, STag, TO and length, in the cycle of its
--- last DMA write or later, so the host can complete the Read. A failed segment
--- writes nothing at all. All output data is zero when its valid is low.
+-- last DMA write or later, so the host can complete the Read (the block that
+-- carries it is offered on m_dma only while m_done_ready is high, and m_done
+-- only while that block can be taken: m_dma_valid and m_done_valid then depend
+-- on the other port's ready, which must not depend on its valid). A failed
+-- segment writes nothing at all. All output data is zero when its valid is
+-- low.
 --
 -- Timing: a 4-stage pipeline (input register, decision, realignment, output
 -- register) that advances when the output register is empty or the channel its
@@ -669,8 +673,8 @@ begin
     next_vblk <= mux(flush_pend or (not s2_sop), vnext, s2_vbase);
     s3_ctx_load <= (advance_up and s2_valid) and (not flush_pend);
     pbl_rd_addr <= std_logic_vector(unsigned(mux(flush_pend, flush_pbl, s2_pbl)) + unsigned(next_vblk(23 downto 12)));
-    dma_v <= (s3_valid and b2l(s3_dest = "01")) and (or s3_strb);
-    done_v <= s3_valid and s3_done;
+    dma_v <= ((s3_valid and b2l(s3_dest = "01")) and (or s3_strb)) and ((not s3_done) or m_done_ready);
+    done_v <= (s3_valid and s3_done) and ((((b2l(s3_dest = "01") and ((not (or s3_strb)) or m_dma_ready)) or (b2l(s3_dest = "10") and m_host_tready)) or (b2l(s3_dest = "11") and m_term_ready)) or b2l(s3_dest = "00"));
     m_done_valid <= done_v;
     m_done_qp <= s3_qp and std_logic_vector'(31 downto 0 => done_v);
     m_done_stag <= std_logic_vector'(

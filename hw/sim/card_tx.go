@@ -68,6 +68,16 @@ type CardTxReadDone struct {
 	Len       uint16 // the last Read Response segment's ULPDU length
 }
 
+// CardTxReadRequest is a Read Request record for card_tx's responder
+// (card_rx's m_rreq): checked by the receive side already.
+type CardTxReadRequest struct {
+	QPN, SinkSTag uint32
+	SinkTO        uint64
+	Size, SrcSTag uint32
+	SrcTO         uint64
+	Hdr           [18]byte // the request's DDP header
+}
+
 // CardTxRecord is one record card_tx gave out on m_cpl.
 type CardTxRecord struct {
 	CQE     bool
@@ -112,6 +122,8 @@ type ctxPorts struct {
 	bID, bResp, bValid, bReady                                   Port
 	qpPD, regWr, regAddr, regData, initDone                      Port
 	plReady                                                      []Port
+	rrValid, rrReady, rrQPN, rrSinkSTag, rrSinkTO, rrSize        Port
+	rrSrcSTag, rrSrcTO, rrHdr, rrdValid, rrdReady, rrdQPN        Port
 }
 
 func lookupCardTxPorts(l Layout) (ctxPorts, error) {
@@ -122,8 +134,11 @@ func lookupCardTxPorts(l Layout) (ctxPorts, error) {
 		"s_qp_txs_log": &p.qpTXSLog, "s_qp_mulpdu": &p.qpMULPDU, "s_qp_markers": &p.qpMarkers,
 		"s_qp_crc": &p.qpCRC, "s_qp_rev0": &p.qpRev0, "s_qp_send_cq": &p.qpSendCQ, "s_qp_ord": &p.qpORD,
 		"s_rdone_valid": &p.rdnValid, "s_rdone_qp": &p.rdnQP, "s_rdone_stag": &p.rdnSTag, "s_rdone_to": &p.rdnTO,
-		"s_rdone_len": &p.rdnLen,
-		"s_db_valid":  &p.dbValid, "s_db_kind": &p.dbKind, "s_db_index": &p.dbIndex, "s_db_value": &p.dbValue,
+		"s_rdone_len":  &p.rdnLen,
+		"s_rreq_valid": &p.rrValid, "s_rreq_qpn": &p.rrQPN, "s_rreq_sink_stag": &p.rrSinkSTag, "s_rreq_sink_to": &p.rrSinkTO,
+		"s_rreq_size": &p.rrSize, "s_rreq_src_stag": &p.rrSrcSTag, "s_rreq_src_to": &p.rrSrcTO, "s_rreq_hdr": &p.rrHdr,
+		"m_rreq_done_ready": &p.rrdReady,
+		"s_db_valid":        &p.dbValid, "s_db_kind": &p.dbKind, "s_db_index": &p.dbIndex, "s_db_value": &p.dbValue,
 		"s_db_push_ok": &p.dbPushOK, "s_db_push_data": &p.dbPush, "m_cpl_ready": &p.cplReady,
 		"s_qp_pd": &p.qpPD, "reg_wr_valid": &p.regWr, "reg_wr_addr": &p.regAddr, "reg_wr_data": &p.regData,
 		"m_axi_arready": &p.arReady, "m_axi_rid": &p.rID, "m_axi_rdata": &p.rData, "m_axi_rresp": &p.rResp,
@@ -138,6 +153,7 @@ func lookupCardTxPorts(l Layout) (ctxPorts, error) {
 		"m_axi_rready": &p.rReady, "m_axi_awaddr": &p.awAddr, "m_axi_awlen": &p.awLen, "m_axi_awvalid": &p.awValid,
 		"m_axi_wdata": &p.wData, "m_axi_wstrb": &p.wStrb, "m_axi_wlast": &p.wLast, "m_axi_wvalid": &p.wValid,
 		"m_axi_bready": &p.bReady, "init_done": &p.initDone,
+		"s_rreq_ready": &p.rrReady, "m_rreq_done_valid": &p.rrdValid, "m_rreq_done_qpn": &p.rrdQPN,
 	})
 	if err != nil {
 		return p, err
@@ -188,6 +204,8 @@ type CardTxSim struct {
 	DoorbellTaken []uint64
 	// ReadDoneTaken is the cycle each Read done was taken in.
 	ReadDoneTaken []uint64
+	// RReqDone lists the QP of each m_rreq_done taken, in order.
+	RReqDone []uint32
 	// RingBytes counts, per QP, the stream bytes whose write data reached
 	// host memory (a host may hand them to TCP and give TXS_CI back).
 	RingBytes map[uint32]uint64
@@ -200,6 +218,7 @@ type CardTxSim struct {
 	cmds    []CardTxQP
 	dbs     []CardTxDoorbell
 	dones   []CardTxReadDone
+	rreqs   []CardTxReadRequest
 	regs    [][2]uint32         // placement register writes (offset, value), after init_done
 	rings   map[uint32]CardTxQP // by QP number
 	rd      []*ctxReadBurst
@@ -267,9 +286,18 @@ func (s *CardTxSim) Doorbell(d CardTxDoorbell) { s.dbs = append(s.dbs, d) }
 // ReadDone queues a Read done record.
 func (s *CardTxSim) ReadDone(d CardTxReadDone) { s.dones = append(s.dones, d) }
 
-// Pending reports whether commands, doorbells, Read dones or register
-// writes wait to be taken.
-func (s *CardTxSim) Pending() bool { return len(s.cmds)+len(s.dbs)+len(s.dones)+len(s.regs) > 0 }
+// RecordOut reports whether a record waits on m_cpl (a Read Response's
+// m_rreq_done may be taken before its record).
+func (s *CardTxSim) RecordOut() bool { return s.p.cplValid.Get(s.out) != 0 }
+
+// ReadRequest queues a Read Request record for the responder.
+func (s *CardTxSim) ReadRequest(r CardTxReadRequest) { s.rreqs = append(s.rreqs, r) }
+
+// Pending reports whether commands, doorbells, Read dones, Read Request
+// records or register writes wait to be taken.
+func (s *CardTxSim) Pending() bool {
+	return len(s.cmds)+len(s.dbs)+len(s.dones)+len(s.rreqs)+len(s.regs) > 0
+}
 
 // Halted reports stat_halt and stat_dma_err.
 func (s *CardTxSim) Halted() (halt bool, qpn uint32, dmaErr bool) {
@@ -315,6 +343,22 @@ func (s *CardTxSim) Step() error {
 	} else {
 		p.rdnValid.Set(in, 0)
 	}
+	// Read Request records, like doorbells, after the register writes
+	// queued before them (the source's STag is in the table).
+	if len(s.cmds) == 0 && len(s.rreqs) > 0 && len(s.regs) == 0 && s.chance(200) {
+		r := s.rreqs[0]
+		p.rrValid.Set(in, 1)
+		p.rrQPN.Set(in, uint64(r.QPN))
+		p.rrSinkSTag.Set(in, uint64(r.SinkSTag))
+		p.rrSinkTO.Set(in, r.SinkTO)
+		p.rrSize.Set(in, uint64(r.Size))
+		p.rrSrcSTag.Set(in, uint64(r.SrcSTag))
+		p.rrSrcTO.Set(in, r.SrcTO)
+		p.rrHdr.SetBytes(in, r.Hdr[:])
+	} else {
+		p.rrValid.Set(in, 0)
+	}
+	p.rrdReady.Set(in, b2u(s.chance(200)))
 	var push [64]byte
 	// Doorbells after the register writes queued before them, as a
 	// driver programs the STag table before it posts work that uses it.
@@ -395,6 +439,12 @@ func (s *CardTxSim) Step() error {
 	if p.rdnValid.Get(in) != 0 && p.rdnReady.Get(out) != 0 {
 		s.dones = s.dones[1:]
 		s.ReadDoneTaken = append(s.ReadDoneTaken, s.Cycles)
+	}
+	if p.rrValid.Get(in) != 0 && p.rrReady.Get(out) != 0 {
+		s.rreqs = s.rreqs[1:]
+	}
+	if p.rrdValid.Get(out) != 0 && p.rrdReady.Get(in) != 0 {
+		s.RReqDone = append(s.RReqDone, uint32(p.rrdQPN.Get(out)))
 	}
 	if p.dbValid.Get(in) != 0 && p.dbReady.Get(out) != 0 {
 		s.dbs = s.dbs[1:]

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -38,7 +39,8 @@ type ctxReads struct {
 	rFed         uint32 // RTL stream offset fed to rDefr
 	rx           mpa.Framer
 	rxPI         uint32
-	requests     int // Read Requests seen in the model's stream
+	requests     int    // Read Requests seen in the model's stream
+	rrMSN        uint32 // the peer's next Read Request MSN (requests to us)
 }
 
 // readSink registers the Read sink region in the model's STag table.
@@ -218,6 +220,108 @@ func TestCardTxReads(t *testing.T) {
 			require.Greater(t, reads, 100, "seed %d: Read Requests", seed)
 			require.Greater(t, cqes, 50, "seed %d: Read completions", seed)
 			t.Logf("seed %d: %d Read Requests (%d signaled completions), %d records, %d cycles", seed, reads, cqes, len(b.rtl.Records), b.rtl.Cycles)
+		})
+	}
+}
+
+// peerReadRequest sends q a Read Request of 0 to maxLen bytes from a
+// random place of src to a random sink: into the model's receive ring
+// (its RXS_PI doorbell; the model checks it as card_rx would) and as
+// card_rx's record to the RTL's responder.
+func (b *ctxBench) peerReadRequest(q *ctxQP, src ctxMR, maxLen int) {
+	r := b.rng
+	n := r.IntN(maxLen + 1)
+	if r.Chance(30) {
+		n = 0
+	}
+	n = min(n, int(src.length))
+	rr := rdmap.ReadRequestFields{SinkSTag: r.Uint32(), SinkTO: r.Uint64(), Size: uint32(n), SrcSTag: uint32(src.stag),
+		SrcTO: src.base + uint64(r.IntN(int(src.length)-n+1))}
+	dv, rv := ddp.Version1, rdmap.Version1
+	if q.cfg.Rev0 {
+		dv, rv = ddp.VersionRDMAC, 0
+	}
+	if q.rd.rrMSN == 0 {
+		q.rd.rrMSN = 1
+	}
+	u := ddp.UntaggedFields{Last: true, Version: dv, RsvdULP0: uint8(rdmap.NewControl(rv, rdmap.OpReadRequest)),
+		QN: rdmap.QNReadRequest, MSN: q.rd.rrMSN}.Append(nil)
+	q.rd.rrMSN++
+	rec := CardTxReadRequest{QPN: q.cfg.Num, SinkSTag: rr.SinkSTag, SinkTO: rr.SinkTO, Size: rr.Size, SrcSTag: rr.SrcSTag, SrcTO: rr.SrcTO}
+	copy(rec.Hdr[:], u)
+	f, err := q.rd.rx.AppendFPDU(nil, rr.Append(u))
+	require.NoError(b.t, err)
+	ring := uint32(1) << ctxRXSLog
+	base := ctxRXS + uint64(q.cfg.Num)<<16
+	for len(f) > 0 {
+		pos := q.rd.rxPI & (ring - 1)
+		k := min(uint32(len(f)), ring-pos)
+		b.mh.mem.Write(base+uint64(pos), f[:k])
+		f, q.rd.rxPI = f[k:], q.rd.rxPI+k
+	}
+	b.w32(cs.QPDBBase+q.cfg.Num*cs.QPDBStride+cs.QPDBRXSPI, q.rd.rxPI)
+	b.rtl.ReadRequest(rec)
+	b.rreqs = append(b.rreqs, q.cfg.Num)
+}
+
+// TestCardTxReadResponses co-simulates card_tx's responder with the card
+// model: on 6 QPs (IRD 4), rounds of 1 to 4 Read Requests from the peer
+// (0 to 20 KiB, zero-length ones too, from a contiguous and a paged
+// region that allow remote reads; up to 24 waiting, more than the pool's
+// 16 slots) alternate with rounds of inline and gathered WQEs and RDMA
+// Reads (whose responses the peer sends back); random DMA latency and
+// read interleaving, AXI, record and m_rreq_done backpressure. Every
+// stream byte (the Read Responses' included), CQE and status value must be
+// the model's, and every record must give one m_rreq_done of its QP.
+func TestCardTxReadResponses(t *testing.T) {
+	for _, w := range gen.CardTxWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			b := newGatherBench(t, w, seed, 6)
+			r := b.rng
+			srcs := []ctxMR{
+				b.register(300, 1<<15, false, mem.Entry{PD: 1, Access: mem.RemoteRead}),
+				b.register(301, 3<<13, true, mem.Entry{PD: 1, Access: mem.RemoteRead | mem.LocalWrite}),
+			}
+			ops := []cs.WQEOpcode{cs.WQEOpcodeSend, cs.WQEOpcodeSendInv, cs.WQEOpcodeRDMAWrite}
+			for round := 0; round < 24; round++ {
+				for _, q := range b.qps {
+					if r.Chance(140) {
+						for k := 1 + r.IntN(4); k > 0; k-- {
+							maxLen := 1500
+							if r.Chance(40) {
+								maxLen = 20 << 10
+							}
+							b.peerReadRequest(q, srcs[r.IntN(len(srcs))], maxLen)
+						}
+						continue
+					}
+					free := int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI)
+					for k := r.IntN(4); k > 0 && free >= cs.MaxWQEBBs; k-- {
+						switch {
+						case r.Chance(80):
+							b.postRead(q)
+						case r.Chance(100) && gen.CardTxGathers(w):
+							b.postSGL(q, ops[r.IntN(len(ops))], b.randomSGL(2000))
+						default:
+							b.post(q, cs.MaxInline)
+						}
+						free = int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI)
+					}
+					b.ring(q)
+				}
+				b.runModel()
+				b.runRTL(4_000_000)
+			}
+			b.compare()
+			want, got := slices.Clone(b.rreqs), slices.Clone(b.rtl.RReqDone)
+			slices.Sort(want)
+			slices.Sort(got)
+			require.Equal(t, want, got, "seed %d: one m_rreq_done per Read Request, of its QP", seed)
+			halt, hq, _ := b.rtl.Halted()
+			require.False(t, halt, "seed %d: QP %d halted", seed, hq)
+			require.Greater(t, len(b.rreqs), 50, "seed %d: Read Requests", seed)
+			t.Logf("seed %d: %d Read Requests answered, %d records, %d cycles", seed, len(b.rreqs), len(b.rtl.Records), b.rtl.Cycles)
 		})
 	}
 }

@@ -37,8 +37,9 @@ type ctxBench struct {
 	rd    bool // the Read sink is registered: QPs get a Read peer
 	// errOK: the model may write events and Terminates (error tests).
 	errOK bool
-	mrs   []ctxMR // regions registered in both STag tables
-	slot  uint32  // next page-list slot
+	mrs   []ctxMR  // regions registered in both STag tables
+	slot  uint32   // next page-list slot
+	rreqs []uint32 // QP of each Read Request the peer sent, in order
 }
 
 type ctxQP struct {
@@ -155,7 +156,7 @@ func (b *ctxBench) create(cq *ctxQP) {
 	b.w32(cs.QPSizes, q.SQLog|4<<8|q.TXSLog<<16|ctxRXSLog<<24)
 	b.w32(cs.QPCqs, q.SendCQ|q.SendCQ<<16)
 	b.w32(cs.QPMPA, mpaReg)
-	b.w32(cs.QPRD, q.ORD|1<<8)
+	b.w32(cs.QPRD, q.ORD|4<<8)
 	b.w32(cs.QPCmd, uint32(cs.QPOpCreate))
 	b.rtl.Command(q)
 	if b.rd {
@@ -294,7 +295,7 @@ func (b *ctxBench) runRTL(watchdog uint64) {
 	}
 	start := b.rtl.Cycles
 	for {
-		done := !b.rtl.Pending()
+		done := !b.rtl.Pending() && len(b.rtl.RReqDone) == len(b.rreqs) && !b.rtl.RecordOut()
 		for _, q := range b.qps {
 			if q.rtlSQCI != q.pi {
 				done = false

@@ -103,6 +103,7 @@ type wcQP struct {
 	src            [2]mem.STag // gather sources: wcSrc + qpn<<16 (+ 32 KiB)
 	peer           mpa.Framer  // the peer's framer (our receive stream)
 	rxWritten      uint32      // receive stream octets written and announced
+	peerRRMSN      uint32      // the peer's next Read Request MSN
 	mTXSCI, rTXSCI uint32      // TXS_CI given back (model, RTL)
 }
 
@@ -336,7 +337,7 @@ func (b *wcBench) createQP(q *wcQP, idx uint32) {
 	region := wcRegion + uint64(q.n)<<16
 	for _, rw := range [][2]uint32{
 		{pr.StagIndex, idx},
-		{pr.StagCtrl, uint32(key) | uint32(mem.RemoteWrite|mem.LocalWrite)<<pr.StagCtrlAccessShift | 1<<pr.StagCtrlValidShift},
+		{pr.StagCtrl, uint32(key) | uint32(mem.RemoteWrite|mem.RemoteRead|mem.LocalWrite)<<pr.StagCtrlAccessShift | 1<<pr.StagCtrlValidShift},
 		{pr.StagPd, q.pd}, {pr.StagQp, 0},
 		{pr.StagBaseLo, uint32(region)}, {pr.StagBaseHi, 0},
 		{pr.StagLenLo, wcRegLen}, {pr.StagLenHi, 0},
@@ -489,6 +490,45 @@ func (b *wcBench) peerWrites(q *wcQP) {
 		}
 		stream = append(stream, fp...)
 	}
+	b.peerSend(q, stream)
+}
+
+// peerReads appends 1 to IRD (4) RDMA Read Requests of 0 to 1,500 bytes
+// from q's region (its STag allows remote reads) to random sinks to q's
+// receive stream: the card answers them with Read Responses on its
+// transmit stream. Called at a quiet point with no WQE posted in the
+// round, so the card model and the RTL answer them in the same place of
+// the transmit stream.
+func (b *wcBench) peerReads(q *wcQP) {
+	r := b.rng
+	if q.peerRRMSN == 0 {
+		q.peerRRMSN = 1
+	}
+	var stream []byte
+	for k := 1 + r.IntN(4); k > 0; k-- {
+		n := r.IntN(1501)
+		if r.Chance(40) {
+			n = 0
+		}
+		rr := rdmap.ReadRequestFields{SinkSTag: r.Uint32(), SinkTO: r.Uint64(), Size: uint32(n), SrcSTag: uint32(q.stag),
+			SrcTO: wcRegion + uint64(q.n)<<16 + uint64(r.IntN(wcRegLen-n+1))}
+		ulp := ddp.UntaggedFields{Last: true, Version: ddp.Version1, RsvdULP0: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpReadRequest)),
+			QN: rdmap.QNReadRequest, MSN: q.peerRRMSN}.Append(nil)
+		q.peerRRMSN++
+		var err error
+		stream, err = q.peer.AppendFPDU(stream, rr.Append(ulp))
+		require.NoError(b.t, err)
+	}
+	b.peerSend(q, stream)
+}
+
+// peerSend writes the peer's FPDU octets into q's receive ring (both
+// memories) and announces them in one or two RXS_PI doorbells, the RTL
+// stepping between them. The ring is empty at a quiet point; stream is
+// not longer than the ring.
+func (b *wcBench) peerSend(q *wcQP, stream []byte) {
+	r := b.rng
+	ring := uint32(1) << q.rxsLog
 	base := wcRXS + uint64(q.n)<<16
 	for i := 0; i < len(stream); {
 		off := (q.rxWritten + uint32(i)) & (ring - 1)
@@ -710,7 +750,8 @@ func (b *wcBench) ends() {
 }
 
 // round posts work on every QP (inline WQEs, peer RDMA Writes on the
-// receive stream), arms a CQ and the EQ at random, runs both cards until
+// receive stream; or, in one round of five, only the peer's RDMA Read
+// Requests), arms a CQ and the EQ at random, runs both cards until
 // the RTL has done what the model did, and checks the interrupts.
 func (b *wcBench) round(round int) {
 	r := b.rng
@@ -718,6 +759,10 @@ func (b *wcBench) round(round int) {
 	mIRQ, rIRQ := b.mIRQ, b.rIRQ
 	for _, q := range b.qps {
 		b.armStream(q)
+		if r.Chance(50) {
+			b.peerReads(q)
+			continue
+		}
 		for k := r.IntN(5); k > 0; k-- {
 			st := b.rtlStat(q.n)
 			if int(uint16(1)<<q.sqLog)-int(q.pi-st.SQCI()) < cs.MaxWQEBBs {
@@ -745,6 +790,7 @@ var wcTiming = CardConfig{Timing: AXITiming{ReadLatency: 1, ReadJitter: 300, Wri
 // TestCardCosim programs the whole card and the card model alike and
 // runs random inline Sends, Sends with Invalidate and RDMA Writes on
 // transmit (pushed and fetched), RDMA Writes from the peer on receive,
+// RDMA Read Requests from the peer answered with Read Responses,
 // CQ and EQ arming, under random DMA latency (1 to 300 cycles), response
 // order and backpressure; every stream must be the model's.
 func TestCardCosim(t *testing.T) {

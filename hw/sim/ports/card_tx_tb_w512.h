@@ -33,6 +33,15 @@
     X(s_rdone_stag, 32) \
     X(s_rdone_to, 64) \
     X(s_rdone_len, 16) \
+    X(s_rreq_valid, 1) \
+    X(s_rreq_qpn, 10) \
+    X(s_rreq_sink_stag, 32) \
+    X(s_rreq_sink_to, 64) \
+    X(s_rreq_size, 32) \
+    X(s_rreq_src_stag, 32) \
+    X(s_rreq_src_to, 64) \
+    X(s_rreq_hdr, 144) \
+    X(m_rreq_done_ready, 1) \
     X(m_cpl_ready, 1) \
     X(m_axi_arready, 1) \
     X(m_axi_rid, 6) \
@@ -75,6 +84,9 @@
     X(s_qp_ready, 1) \
     X(s_db_ready, 1) \
     X(s_rdone_ready, 1) \
+    X(s_rreq_ready, 1) \
+    X(m_rreq_done_valid, 1) \
+    X(m_rreq_done_qpn, 10) \
     X(m_cpl_valid, 1) \
     X(m_cpl_cqe, 1) \
     X(m_cpl_cq, 10) \
