@@ -53,6 +53,16 @@ type dmaRdMeta struct {
 	flush        bool
 }
 
+// dmaRdBurst is a burst in the splitter's queue.
+type dmaRdBurst struct {
+	addr  uint64
+	beats int
+	meta  dmaRdMeta
+}
+
+// dmaRdBurstQueue is the depth of the queue between splitter and issue.
+const dmaRdBurstQueue = 2
+
 type dmaRdBeat struct {
 	data []byte
 	keep uint64
@@ -61,11 +71,12 @@ type dmaRdBeat struct {
 	err  bool
 }
 
-// DMARd models dma_rd_w<W>: it splits requests into bursts, reserves
-// reorder-buffer room and an ID per burst, writes response beats where
-// their burst's room is, and reads the buffer out in issue order through a
-// realigner into a small output queue. The timing is the block's (see
-// hw/README.md); the bytes are the slave's.
+// DMARd models dma_rd_w<W>: it splits requests into bursts (into a
+// two-entry queue), issues each with an ID and reorder-buffer room,
+// registers each response beat and writes it where its burst's room is,
+// and reads the buffer out in issue order through a realigner into a small
+// output queue. The timing is the block's (see hw/README.md); the bytes are
+// the slave's.
 type DMARd struct {
 	cfg                DMARdConfig
 	lanes, lb, bb, n   int
@@ -75,8 +86,14 @@ type DMARd struct {
 	remIn              int
 	reqTag             uint32
 	reqOff, reqLkb     int
+	bq                 []dmaRdBurst
 	issued, retired    int
+	retiredPrev        int // retired at the start of the previous cycle (IDs are reused against it)
 	alloc, drain       int
+	drainPrev          int // drain at the start of the previous cycle (room is reserved against it)
+	r1v, r1err         bool
+	r1id               int
+	r1data             []byte
 	arV                bool
 	arID               uint32
 	arAddr             uint64
@@ -117,7 +134,7 @@ func NewDMARd(cfg DMARdConfig) (*DMARd, error) {
 	for i := range m.rob {
 		m.rob[i] = make([]byte, L)
 	}
-	m.robRd, m.prev, m.rot, m.outData = make([]byte, L), make([]byte, L), make([]byte, L), make([]byte, L)
+	m.robRd, m.prev, m.rot, m.outData, m.r1data = make([]byte, L), make([]byte, L), make([]byte, L), make([]byte, L), make([]byte, L)
 	for i := 0; i < DMARdOutQueue+1; i++ {
 		m.spare = append(m.spare, make([]byte, L))
 	}
@@ -126,7 +143,9 @@ func NewDMARd(cfg DMARdConfig) (*DMARd, error) {
 
 func (m *DMARd) reset() {
 	m.reqV, m.reqFirst, m.reqFlush, m.curA, m.remIn, m.reqTag, m.reqOff, m.reqLkb = false, false, false, 0, 0, 0, 0, 0
-	m.issued, m.retired, m.alloc, m.drain = 0, 0, 0, 0
+	m.issued, m.retired, m.retiredPrev, m.alloc, m.drain, m.drainPrev = 0, 0, 0, 0, 0, 0
+	m.bq = m.bq[:0]
+	m.r1v = false
 	m.arV, m.arID, m.arAddr, m.arLen = false, 0, 0, 0
 	clear(m.cnt)
 	clear(m.errs)
@@ -142,18 +161,24 @@ func (m *DMARd) reset() {
 func (m *DMARd) Step(in *DMARdIn, out *DMARdOut) {
 	L, N, R := m.lanes, m.n, m.cfg.ROBBeats
 	outst := (m.issued - m.retired) & (2*N - 1)
-	idFree := outst < N
+	// The splitter: the request's rest ends in this largest-burst window.
 	toB := m.bb - int(m.curA%uint64(m.bb))
 	lastBurst := toB >= m.remIn
 	beats := toB
 	if lastBurst {
 		beats = m.remIn
 	}
-	used := (m.alloc - m.drain) & (2*R - 1)
-	room := used+beats <= R
-	arFree := !m.arV || in.ARReady
-	goB := m.reqV && arFree && idFree && room
-	out.ReqReady = !m.reqV || (goB && lastBurst)
+	push := m.reqV && len(m.bq) < dmaRdBurstQueue
+	// The issue stage: the queue's head, once its ID and room are free.
+	var goB bool
+	var hb dmaRdBurst
+	if len(m.bq) > 0 {
+		hb = m.bq[0]
+		idFree := (m.issued-m.retiredPrev)&(2*N-1) < N
+		room := (m.alloc-m.drainPrev)&(2*R-1)+hb.beats <= R
+		goB = idFree && room && (!m.arV || in.ARReady)
+	}
+	out.ReqReady = !m.reqV || (len(m.bq) < dmaRdBurstQueue && lastBurst)
 	accept := in.ReqValid && out.ReqReady
 	out.ARValid = m.arV
 	out.ARID, out.ARAddr, out.ARLen, out.ARSize, out.ARBurst = 0, 0, 0, 0, 0
@@ -226,24 +251,33 @@ func (m *DMARd) Step(in *DMARdIn, out *DMARdOut) {
 	if readSlot {
 		copy(m.robRd, m.rob[(hm.base+m.j)&(R-1)])
 	}
+	// The registered response beat is written at its burst's place.
 	nid := m.issued & (N - 1)
-	if in.RValid {
-		id := int(in.RID) & (N - 1)
-		copy(m.rob[(m.meta[id].base+m.cnt[id])&(R-1)], in.RData)
+	if m.r1v {
+		id := m.r1id
+		copy(m.rob[(m.meta[id].base+m.cnt[id])&(R-1)], m.r1data)
 		if !(goB && id == nid) {
 			m.cnt[id] = (m.cnt[id] + 1) & (2*m.bb - 1)
-			m.errs[id] = m.errs[id] || in.RResp&2 != 0
+			m.errs[id] = m.errs[id] || m.r1err
 		}
 	}
+	m.r1v, m.r1id, m.r1err = in.RValid, int(in.RID)&(N-1), in.RResp&2 != 0
+	copy(m.r1data, in.RData)
+	m.retiredPrev, m.drainPrev = m.retired, m.drain
 	if goB {
-		m.meta[nid] = dmaRdMeta{base: m.alloc & (R - 1), blenM1: beats - 1, first: m.reqFirst, last: lastBurst,
-			tag: m.reqTag, off: m.reqOff, lkb: m.reqLkb, flush: m.reqFlush}
+		hb.meta.base = m.alloc & (R - 1)
+		m.meta[nid] = hb.meta
 		m.cnt[nid], m.errs[nid] = 0, false
-		m.arID, m.arAddr, m.arLen = uint32(nid), m.curA, uint8(beats-1)
+		m.arID, m.arAddr, m.arLen = uint32(nid), hb.addr, uint8(hb.beats-1)
 		m.issued = (m.issued + 1) & (2*N - 1)
-		m.alloc = (m.alloc + beats) & (2*R - 1)
+		m.alloc = (m.alloc + hb.beats) & (2*R - 1)
+		m.bq = m.bq[:copy(m.bq, m.bq[1:])]
 	}
 	m.arV = goB || (m.arV && !in.ARReady)
+	if push {
+		m.bq = append(m.bq, dmaRdBurst{addr: m.curA, beats: beats, meta: dmaRdMeta{blenM1: beats - 1, first: m.reqFirst,
+			last: lastBurst, tag: m.reqTag, off: m.reqOff, lkb: m.reqLkb, flush: m.reqFlush}})
+	}
 	switch {
 	case accept:
 		off := int(in.ReqAddr) & (L - 1)
@@ -255,7 +289,7 @@ func (m *DMARd) Step(in *DMARdIn, out *DMARdOut) {
 		m.reqOff = off
 		m.reqFlush = off != 0 && span>>m.lb == int(in.ReqLenM1)>>m.lb
 		m.reqLkb = int(in.ReqLenM1)&(L-1) + 1
-	case goB:
+	case push:
 		m.curA += uint64(beats)
 		m.remIn -= beats
 		m.reqFirst = false

@@ -174,3 +174,32 @@ func IncBits(x *Signal, hi, lo int) Expr {
 // StepIf is x + 1 when up is 1, else x: the increment is formed in
 // parallel with up and selected, so up's logic and the adder's do not add.
 func StepIf(up Expr, x *Signal) Expr { return Sel(up, IncBits(x, x.W-1, 0), x) }
+
+// LatePopQueue2 is ShiftQueue's two-entry case for a one-bit pop that comes
+// late in the cycle: pop reaches the registers through one select (entry 1
+// takes every push: when that is not its place the data is not counted).
+// The caller pushes only while Count < 2, best decided on state alone
+// (keeping a producer's logic free of the consumer's), and pops only while
+// Count > 0; a push and a pop in the same cycle keep one entry per cycle
+// flowing.
+func LatePopQueue2(m *Module, name string, names []string, widths []int, push Expr, data []Expr, pop Expr) Queue {
+	q := Queue{Count: m.RegDecl(name+"_count", 2, "entries held in "+name)}
+	for i := 0; i < 2; i++ {
+		var f []*Signal
+		for k, n := range names {
+			f = append(f, m.RegDecl(fmt.Sprintf("%s%d_%s", name, i, n), widths[k], ""))
+		}
+		q.Fields = append(q.Fields, f)
+	}
+	c := q.Count
+	// Entry 0 takes the pushed data when the queue is empty or its only
+	// entry leaves, entry 1 when popped, else it stays.
+	takeNew := m.WireOf(name+"_take_new", Or(Eq(c, C(2, 0)), And(Eq(c, C(2, 1)), pop)), "")
+	for k := range names {
+		m.Drive(q.Fields[0][k], nil, Sel(takeNew, data[k], Sel(pop, q.Fields[1][k], q.Fields[0][k])), nil)
+		m.Drive(q.Fields[1][k], nil, data[k], push)
+	}
+	one := C(2, 1)
+	m.Drive(c, big.NewInt(0), Sel(pop, Sel(push, c, Sub(c, one)), Sel(push, Add(c, one), c)), nil)
+	return q
+}

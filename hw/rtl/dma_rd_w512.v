@@ -21,15 +21,20 @@
 // (their data is whatever the slave returned). rlast is not checked: a burst
 // ends after arlen+1 beats of its ID.
 //
-// Timing: s_req_ready is high while no request is being split, or in the cycle
-// the last burst of the current one is issued; one burst can be issued per
-// cycle, ar* registered (they stay until arready). A response beat written in
-// cycle t can be read out of the buffer in cycle t+1 and reaches m_axis in
-// cycle t+3 at the earliest. The read-out issues one beat per cycle while the
-// 4-entry output queue has room for it and the beat in realignment; a request
-// whose address is not aligned and whose last input beat holds no byte of its
-// own last output beat costs one extra cycle. Reset clears everything: assert
-// it only with the AXI slave reset too (no response outstanding).
+// Timing: s_req_ready is high while no request is being split, or when the
+// current one's last burst enters the two-entry burst queue this cycle (it
+// depends on state only); the splitter puts one burst per cycle into the queue
+// while it has room, and the queue's head is issued (ar* registered, held
+// until arready) once its ID and its room are free: a request taken in cycle t
+// has its first burst on ar* in t+3 at the earliest. An ID is reused from the
+// cycle after the one following its burst's last read-out. A response beat
+// taken in cycle t is written into the buffer in t+1, can be read out in t+2
+// and reaches m_axis in t+4 at the earliest. The read-out issues one beat per
+// cycle while the 4-entry output queue has room for it and the beat in
+// realignment; a request whose address is not aligned and whose last input
+// beat holds no byte of its own last output beat costs one extra cycle. Reset
+// clears everything: assert it only with the AXI slave reset too (no response
+// outstanding).
 //
 // Outputs that belong to a valid (ar*, m_axis_*) read zero while it is low.
 //
@@ -70,32 +75,58 @@ module dma_rd_w512 (
 
     reg            req_v;                    // a request is being split
     reg  [57:0]    req_beat;                 // its next beat address (address / bytes per beat)
-    reg  [11:0]    req_rem;                  // its input beats not yet issued
+    reg  [11:0]    req_end;                  // its last beat address, low bits
     reg  [7:0]     req_tag;
     reg  [5:0]     req_off;                  // its address's offset in the first beat
     reg            req_flush;                // its last output beat needs a flush cycle
     reg  [6:0]     req_lkb;                  // bytes of its last output beat (1..lanes)
     reg            req_first;                // the next burst is its first
-    wire           req_accept;               // a request is taken
     wire [5:0]     new_off;
-    wire [16:0]    new_span;                 // offset + length - 1
-    wire [11:0]    new_nin;                  // input beats
+    wire [17:0]    new_end;                  // address + length - 1, low bits
+    wire [6:0]     new_low_sum;              // offset + (length - 1) mod lanes
+    wire           new_carry;                // the span reaches one more beat than the length alone
     wire           new_flush;                // output beats = input beats with an offset
     wire [6:0]     new_lkb;
     wire [5:0]     burst_wib;                // beat index in the largest-burst window
-    wire [6:0]     burst_to_edge;            // beats to the window's end
-    wire           burst_last;               // the request's rest fits
-    wire [6:0]     burst_beats;              // beats of the next burst
-    wire [6:0]     burst_len_m1;
+    wire           burst_last;               // the request ends in this window
+    wire [5:0]     burst_len_m1;
+    wire [6:0]     burst_beats;
+    wire           bq_room;                  // the burst queue has room
+    wire           bq_push;                  // a burst enters the queue
+    wire           req_ready;
+    wire           req_accept;               // a request is taken
+    wire           bq_pop;                   // the queue's head is issued
+    reg  [1:0]     bq_count;                 // entries held in bq
+    reg  [57:0]    bq0_addr;
+    reg  [6:0]     bq0_beats;
+    reg  [5:0]     bq0_blen_m1;
+    reg            bq0_first;
+    reg            bq0_last;
+    reg  [7:0]     bq0_tag;
+    reg  [5:0]     bq0_off;
+    reg            bq0_flush;
+    reg  [6:0]     bq0_lkb;
+    reg  [57:0]    bq1_addr;
+    reg  [6:0]     bq1_beats;
+    reg  [5:0]     bq1_blen_m1;
+    reg            bq1_first;
+    reg            bq1_last;
+    reg  [7:0]     bq1_tag;
+    reg  [5:0]     bq1_off;
+    reg            bq1_flush;
+    reg  [6:0]     bq1_lkb;
+    wire           bq_take_new;
+    wire           split_unused;             // bits no logic reads
+    reg            r1_v;                     // a response beat is registered
+    reg  [5:0]     r1_id;
+    reg  [511:0]   r1_data;
+    reg            r1_err;                   // SLVERR or DECERR
     reg  [6:0]     ids_issued;               // bursts issued (mod 2N)
-    reg  [6:0]     ids_retired;              // bursts delivered (mod 2N)
-    wire [6:0]     ids_out;                  // bursts in flight
-    wire           id_free;                  // fewer than 2^IDBits in flight
-    reg  [9:0]     rob_alloc;                // buffer beats reserved (mod 2R)
-    reg  [9:0]     rob_drain;                // buffer beats read out (mod 2R)
-    wire [9:0]     rob_used;
-    wire [10:0]    rob_need;
-    wire           rob_room;                 // the burst fits
+    reg  [6:0]     ids_out;                  // IDs in use: issued and not yet seen retired
+    reg  [9:0]     rob_free;                 // buffer beats not reserved
+    reg  [8:0]     rob_alloc;                // where the next burst's room starts
+    wire           id_free;                  // fewer than 2^IDBits in use
+    wire           rob_room;                 // the head burst fits
     reg            ar_v;
     wire           ar_free;
     wire           burst_go;                 // a burst is issued
@@ -103,334 +134,338 @@ module dma_rd_w512 (
     reg  [5:0]     ar_id;
     reg  [57:0]    ar_addr;
     reg  [7:0]     ar_len;
-    wire [38:0]    meta_new;
-    wire           r_beat;                   // a response beat
+    wire [29:0]    meta_new;
     wire           id0_go;
     wire           id0_r;
-    reg  [38:0]    id0_meta;
-    reg  [6:0]     id0_cnt;                  // beats received
+    reg  [29:0]    id0_meta;
+    reg  [8:0]     id0_wptr;                 // where its next response beat goes
     reg            id0_err;                  // an error response
     wire           id1_go;
     wire           id1_r;
-    reg  [38:0]    id1_meta;
-    reg  [6:0]     id1_cnt;                  // beats received
+    reg  [29:0]    id1_meta;
+    reg  [8:0]     id1_wptr;                 // where its next response beat goes
     reg            id1_err;                  // an error response
     wire           id2_go;
     wire           id2_r;
-    reg  [38:0]    id2_meta;
-    reg  [6:0]     id2_cnt;                  // beats received
+    reg  [29:0]    id2_meta;
+    reg  [8:0]     id2_wptr;                 // where its next response beat goes
     reg            id2_err;                  // an error response
     wire           id3_go;
     wire           id3_r;
-    reg  [38:0]    id3_meta;
-    reg  [6:0]     id3_cnt;                  // beats received
+    reg  [29:0]    id3_meta;
+    reg  [8:0]     id3_wptr;                 // where its next response beat goes
     reg            id3_err;                  // an error response
     wire           id4_go;
     wire           id4_r;
-    reg  [38:0]    id4_meta;
-    reg  [6:0]     id4_cnt;                  // beats received
+    reg  [29:0]    id4_meta;
+    reg  [8:0]     id4_wptr;                 // where its next response beat goes
     reg            id4_err;                  // an error response
     wire           id5_go;
     wire           id5_r;
-    reg  [38:0]    id5_meta;
-    reg  [6:0]     id5_cnt;                  // beats received
+    reg  [29:0]    id5_meta;
+    reg  [8:0]     id5_wptr;                 // where its next response beat goes
     reg            id5_err;                  // an error response
     wire           id6_go;
     wire           id6_r;
-    reg  [38:0]    id6_meta;
-    reg  [6:0]     id6_cnt;                  // beats received
+    reg  [29:0]    id6_meta;
+    reg  [8:0]     id6_wptr;                 // where its next response beat goes
     reg            id6_err;                  // an error response
     wire           id7_go;
     wire           id7_r;
-    reg  [38:0]    id7_meta;
-    reg  [6:0]     id7_cnt;                  // beats received
+    reg  [29:0]    id7_meta;
+    reg  [8:0]     id7_wptr;                 // where its next response beat goes
     reg            id7_err;                  // an error response
     wire           id8_go;
     wire           id8_r;
-    reg  [38:0]    id8_meta;
-    reg  [6:0]     id8_cnt;                  // beats received
+    reg  [29:0]    id8_meta;
+    reg  [8:0]     id8_wptr;                 // where its next response beat goes
     reg            id8_err;                  // an error response
     wire           id9_go;
     wire           id9_r;
-    reg  [38:0]    id9_meta;
-    reg  [6:0]     id9_cnt;                  // beats received
+    reg  [29:0]    id9_meta;
+    reg  [8:0]     id9_wptr;                 // where its next response beat goes
     reg            id9_err;                  // an error response
     wire           id10_go;
     wire           id10_r;
-    reg  [38:0]    id10_meta;
-    reg  [6:0]     id10_cnt;                 // beats received
+    reg  [29:0]    id10_meta;
+    reg  [8:0]     id10_wptr;                // where its next response beat goes
     reg            id10_err;                 // an error response
     wire           id11_go;
     wire           id11_r;
-    reg  [38:0]    id11_meta;
-    reg  [6:0]     id11_cnt;                 // beats received
+    reg  [29:0]    id11_meta;
+    reg  [8:0]     id11_wptr;                // where its next response beat goes
     reg            id11_err;                 // an error response
     wire           id12_go;
     wire           id12_r;
-    reg  [38:0]    id12_meta;
-    reg  [6:0]     id12_cnt;                 // beats received
+    reg  [29:0]    id12_meta;
+    reg  [8:0]     id12_wptr;                // where its next response beat goes
     reg            id12_err;                 // an error response
     wire           id13_go;
     wire           id13_r;
-    reg  [38:0]    id13_meta;
-    reg  [6:0]     id13_cnt;                 // beats received
+    reg  [29:0]    id13_meta;
+    reg  [8:0]     id13_wptr;                // where its next response beat goes
     reg            id13_err;                 // an error response
     wire           id14_go;
     wire           id14_r;
-    reg  [38:0]    id14_meta;
-    reg  [6:0]     id14_cnt;                 // beats received
+    reg  [29:0]    id14_meta;
+    reg  [8:0]     id14_wptr;                // where its next response beat goes
     reg            id14_err;                 // an error response
     wire           id15_go;
     wire           id15_r;
-    reg  [38:0]    id15_meta;
-    reg  [6:0]     id15_cnt;                 // beats received
+    reg  [29:0]    id15_meta;
+    reg  [8:0]     id15_wptr;                // where its next response beat goes
     reg            id15_err;                 // an error response
     wire           id16_go;
     wire           id16_r;
-    reg  [38:0]    id16_meta;
-    reg  [6:0]     id16_cnt;                 // beats received
+    reg  [29:0]    id16_meta;
+    reg  [8:0]     id16_wptr;                // where its next response beat goes
     reg            id16_err;                 // an error response
     wire           id17_go;
     wire           id17_r;
-    reg  [38:0]    id17_meta;
-    reg  [6:0]     id17_cnt;                 // beats received
+    reg  [29:0]    id17_meta;
+    reg  [8:0]     id17_wptr;                // where its next response beat goes
     reg            id17_err;                 // an error response
     wire           id18_go;
     wire           id18_r;
-    reg  [38:0]    id18_meta;
-    reg  [6:0]     id18_cnt;                 // beats received
+    reg  [29:0]    id18_meta;
+    reg  [8:0]     id18_wptr;                // where its next response beat goes
     reg            id18_err;                 // an error response
     wire           id19_go;
     wire           id19_r;
-    reg  [38:0]    id19_meta;
-    reg  [6:0]     id19_cnt;                 // beats received
+    reg  [29:0]    id19_meta;
+    reg  [8:0]     id19_wptr;                // where its next response beat goes
     reg            id19_err;                 // an error response
     wire           id20_go;
     wire           id20_r;
-    reg  [38:0]    id20_meta;
-    reg  [6:0]     id20_cnt;                 // beats received
+    reg  [29:0]    id20_meta;
+    reg  [8:0]     id20_wptr;                // where its next response beat goes
     reg            id20_err;                 // an error response
     wire           id21_go;
     wire           id21_r;
-    reg  [38:0]    id21_meta;
-    reg  [6:0]     id21_cnt;                 // beats received
+    reg  [29:0]    id21_meta;
+    reg  [8:0]     id21_wptr;                // where its next response beat goes
     reg            id21_err;                 // an error response
     wire           id22_go;
     wire           id22_r;
-    reg  [38:0]    id22_meta;
-    reg  [6:0]     id22_cnt;                 // beats received
+    reg  [29:0]    id22_meta;
+    reg  [8:0]     id22_wptr;                // where its next response beat goes
     reg            id22_err;                 // an error response
     wire           id23_go;
     wire           id23_r;
-    reg  [38:0]    id23_meta;
-    reg  [6:0]     id23_cnt;                 // beats received
+    reg  [29:0]    id23_meta;
+    reg  [8:0]     id23_wptr;                // where its next response beat goes
     reg            id23_err;                 // an error response
     wire           id24_go;
     wire           id24_r;
-    reg  [38:0]    id24_meta;
-    reg  [6:0]     id24_cnt;                 // beats received
+    reg  [29:0]    id24_meta;
+    reg  [8:0]     id24_wptr;                // where its next response beat goes
     reg            id24_err;                 // an error response
     wire           id25_go;
     wire           id25_r;
-    reg  [38:0]    id25_meta;
-    reg  [6:0]     id25_cnt;                 // beats received
+    reg  [29:0]    id25_meta;
+    reg  [8:0]     id25_wptr;                // where its next response beat goes
     reg            id25_err;                 // an error response
     wire           id26_go;
     wire           id26_r;
-    reg  [38:0]    id26_meta;
-    reg  [6:0]     id26_cnt;                 // beats received
+    reg  [29:0]    id26_meta;
+    reg  [8:0]     id26_wptr;                // where its next response beat goes
     reg            id26_err;                 // an error response
     wire           id27_go;
     wire           id27_r;
-    reg  [38:0]    id27_meta;
-    reg  [6:0]     id27_cnt;                 // beats received
+    reg  [29:0]    id27_meta;
+    reg  [8:0]     id27_wptr;                // where its next response beat goes
     reg            id27_err;                 // an error response
     wire           id28_go;
     wire           id28_r;
-    reg  [38:0]    id28_meta;
-    reg  [6:0]     id28_cnt;                 // beats received
+    reg  [29:0]    id28_meta;
+    reg  [8:0]     id28_wptr;                // where its next response beat goes
     reg            id28_err;                 // an error response
     wire           id29_go;
     wire           id29_r;
-    reg  [38:0]    id29_meta;
-    reg  [6:0]     id29_cnt;                 // beats received
+    reg  [29:0]    id29_meta;
+    reg  [8:0]     id29_wptr;                // where its next response beat goes
     reg            id29_err;                 // an error response
     wire           id30_go;
     wire           id30_r;
-    reg  [38:0]    id30_meta;
-    reg  [6:0]     id30_cnt;                 // beats received
+    reg  [29:0]    id30_meta;
+    reg  [8:0]     id30_wptr;                // where its next response beat goes
     reg            id30_err;                 // an error response
     wire           id31_go;
     wire           id31_r;
-    reg  [38:0]    id31_meta;
-    reg  [6:0]     id31_cnt;                 // beats received
+    reg  [29:0]    id31_meta;
+    reg  [8:0]     id31_wptr;                // where its next response beat goes
     reg            id31_err;                 // an error response
     wire           id32_go;
     wire           id32_r;
-    reg  [38:0]    id32_meta;
-    reg  [6:0]     id32_cnt;                 // beats received
+    reg  [29:0]    id32_meta;
+    reg  [8:0]     id32_wptr;                // where its next response beat goes
     reg            id32_err;                 // an error response
     wire           id33_go;
     wire           id33_r;
-    reg  [38:0]    id33_meta;
-    reg  [6:0]     id33_cnt;                 // beats received
+    reg  [29:0]    id33_meta;
+    reg  [8:0]     id33_wptr;                // where its next response beat goes
     reg            id33_err;                 // an error response
     wire           id34_go;
     wire           id34_r;
-    reg  [38:0]    id34_meta;
-    reg  [6:0]     id34_cnt;                 // beats received
+    reg  [29:0]    id34_meta;
+    reg  [8:0]     id34_wptr;                // where its next response beat goes
     reg            id34_err;                 // an error response
     wire           id35_go;
     wire           id35_r;
-    reg  [38:0]    id35_meta;
-    reg  [6:0]     id35_cnt;                 // beats received
+    reg  [29:0]    id35_meta;
+    reg  [8:0]     id35_wptr;                // where its next response beat goes
     reg            id35_err;                 // an error response
     wire           id36_go;
     wire           id36_r;
-    reg  [38:0]    id36_meta;
-    reg  [6:0]     id36_cnt;                 // beats received
+    reg  [29:0]    id36_meta;
+    reg  [8:0]     id36_wptr;                // where its next response beat goes
     reg            id36_err;                 // an error response
     wire           id37_go;
     wire           id37_r;
-    reg  [38:0]    id37_meta;
-    reg  [6:0]     id37_cnt;                 // beats received
+    reg  [29:0]    id37_meta;
+    reg  [8:0]     id37_wptr;                // where its next response beat goes
     reg            id37_err;                 // an error response
     wire           id38_go;
     wire           id38_r;
-    reg  [38:0]    id38_meta;
-    reg  [6:0]     id38_cnt;                 // beats received
+    reg  [29:0]    id38_meta;
+    reg  [8:0]     id38_wptr;                // where its next response beat goes
     reg            id38_err;                 // an error response
     wire           id39_go;
     wire           id39_r;
-    reg  [38:0]    id39_meta;
-    reg  [6:0]     id39_cnt;                 // beats received
+    reg  [29:0]    id39_meta;
+    reg  [8:0]     id39_wptr;                // where its next response beat goes
     reg            id39_err;                 // an error response
     wire           id40_go;
     wire           id40_r;
-    reg  [38:0]    id40_meta;
-    reg  [6:0]     id40_cnt;                 // beats received
+    reg  [29:0]    id40_meta;
+    reg  [8:0]     id40_wptr;                // where its next response beat goes
     reg            id40_err;                 // an error response
     wire           id41_go;
     wire           id41_r;
-    reg  [38:0]    id41_meta;
-    reg  [6:0]     id41_cnt;                 // beats received
+    reg  [29:0]    id41_meta;
+    reg  [8:0]     id41_wptr;                // where its next response beat goes
     reg            id41_err;                 // an error response
     wire           id42_go;
     wire           id42_r;
-    reg  [38:0]    id42_meta;
-    reg  [6:0]     id42_cnt;                 // beats received
+    reg  [29:0]    id42_meta;
+    reg  [8:0]     id42_wptr;                // where its next response beat goes
     reg            id42_err;                 // an error response
     wire           id43_go;
     wire           id43_r;
-    reg  [38:0]    id43_meta;
-    reg  [6:0]     id43_cnt;                 // beats received
+    reg  [29:0]    id43_meta;
+    reg  [8:0]     id43_wptr;                // where its next response beat goes
     reg            id43_err;                 // an error response
     wire           id44_go;
     wire           id44_r;
-    reg  [38:0]    id44_meta;
-    reg  [6:0]     id44_cnt;                 // beats received
+    reg  [29:0]    id44_meta;
+    reg  [8:0]     id44_wptr;                // where its next response beat goes
     reg            id44_err;                 // an error response
     wire           id45_go;
     wire           id45_r;
-    reg  [38:0]    id45_meta;
-    reg  [6:0]     id45_cnt;                 // beats received
+    reg  [29:0]    id45_meta;
+    reg  [8:0]     id45_wptr;                // where its next response beat goes
     reg            id45_err;                 // an error response
     wire           id46_go;
     wire           id46_r;
-    reg  [38:0]    id46_meta;
-    reg  [6:0]     id46_cnt;                 // beats received
+    reg  [29:0]    id46_meta;
+    reg  [8:0]     id46_wptr;                // where its next response beat goes
     reg            id46_err;                 // an error response
     wire           id47_go;
     wire           id47_r;
-    reg  [38:0]    id47_meta;
-    reg  [6:0]     id47_cnt;                 // beats received
+    reg  [29:0]    id47_meta;
+    reg  [8:0]     id47_wptr;                // where its next response beat goes
     reg            id47_err;                 // an error response
     wire           id48_go;
     wire           id48_r;
-    reg  [38:0]    id48_meta;
-    reg  [6:0]     id48_cnt;                 // beats received
+    reg  [29:0]    id48_meta;
+    reg  [8:0]     id48_wptr;                // where its next response beat goes
     reg            id48_err;                 // an error response
     wire           id49_go;
     wire           id49_r;
-    reg  [38:0]    id49_meta;
-    reg  [6:0]     id49_cnt;                 // beats received
+    reg  [29:0]    id49_meta;
+    reg  [8:0]     id49_wptr;                // where its next response beat goes
     reg            id49_err;                 // an error response
     wire           id50_go;
     wire           id50_r;
-    reg  [38:0]    id50_meta;
-    reg  [6:0]     id50_cnt;                 // beats received
+    reg  [29:0]    id50_meta;
+    reg  [8:0]     id50_wptr;                // where its next response beat goes
     reg            id50_err;                 // an error response
     wire           id51_go;
     wire           id51_r;
-    reg  [38:0]    id51_meta;
-    reg  [6:0]     id51_cnt;                 // beats received
+    reg  [29:0]    id51_meta;
+    reg  [8:0]     id51_wptr;                // where its next response beat goes
     reg            id51_err;                 // an error response
     wire           id52_go;
     wire           id52_r;
-    reg  [38:0]    id52_meta;
-    reg  [6:0]     id52_cnt;                 // beats received
+    reg  [29:0]    id52_meta;
+    reg  [8:0]     id52_wptr;                // where its next response beat goes
     reg            id52_err;                 // an error response
     wire           id53_go;
     wire           id53_r;
-    reg  [38:0]    id53_meta;
-    reg  [6:0]     id53_cnt;                 // beats received
+    reg  [29:0]    id53_meta;
+    reg  [8:0]     id53_wptr;                // where its next response beat goes
     reg            id53_err;                 // an error response
     wire           id54_go;
     wire           id54_r;
-    reg  [38:0]    id54_meta;
-    reg  [6:0]     id54_cnt;                 // beats received
+    reg  [29:0]    id54_meta;
+    reg  [8:0]     id54_wptr;                // where its next response beat goes
     reg            id54_err;                 // an error response
     wire           id55_go;
     wire           id55_r;
-    reg  [38:0]    id55_meta;
-    reg  [6:0]     id55_cnt;                 // beats received
+    reg  [29:0]    id55_meta;
+    reg  [8:0]     id55_wptr;                // where its next response beat goes
     reg            id55_err;                 // an error response
     wire           id56_go;
     wire           id56_r;
-    reg  [38:0]    id56_meta;
-    reg  [6:0]     id56_cnt;                 // beats received
+    reg  [29:0]    id56_meta;
+    reg  [8:0]     id56_wptr;                // where its next response beat goes
     reg            id56_err;                 // an error response
     wire           id57_go;
     wire           id57_r;
-    reg  [38:0]    id57_meta;
-    reg  [6:0]     id57_cnt;                 // beats received
+    reg  [29:0]    id57_meta;
+    reg  [8:0]     id57_wptr;                // where its next response beat goes
     reg            id57_err;                 // an error response
     wire           id58_go;
     wire           id58_r;
-    reg  [38:0]    id58_meta;
-    reg  [6:0]     id58_cnt;                 // beats received
+    reg  [29:0]    id58_meta;
+    reg  [8:0]     id58_wptr;                // where its next response beat goes
     reg            id58_err;                 // an error response
     wire           id59_go;
     wire           id59_r;
-    reg  [38:0]    id59_meta;
-    reg  [6:0]     id59_cnt;                 // beats received
+    reg  [29:0]    id59_meta;
+    reg  [8:0]     id59_wptr;                // where its next response beat goes
     reg            id59_err;                 // an error response
     wire           id60_go;
     wire           id60_r;
-    reg  [38:0]    id60_meta;
-    reg  [6:0]     id60_cnt;                 // beats received
+    reg  [29:0]    id60_meta;
+    reg  [8:0]     id60_wptr;                // where its next response beat goes
     reg            id60_err;                 // an error response
     wire           id61_go;
     wire           id61_r;
-    reg  [38:0]    id61_meta;
-    reg  [6:0]     id61_cnt;                 // beats received
+    reg  [29:0]    id61_meta;
+    reg  [8:0]     id61_wptr;                // where its next response beat goes
     reg            id61_err;                 // an error response
     wire           id62_go;
     wire           id62_r;
-    reg  [38:0]    id62_meta;
-    reg  [6:0]     id62_cnt;                 // beats received
+    reg  [29:0]    id62_meta;
+    reg  [8:0]     id62_wptr;                // where its next response beat goes
     reg            id62_err;                 // an error response
     wire           id63_go;
     wire           id63_r;
-    reg  [38:0]    id63_meta;
-    reg  [6:0]     id63_cnt;                 // beats received
+    reg  [29:0]    id63_meta;
+    reg  [8:0]     id63_wptr;                // where its next response beat goes
     reg            id63_err;                 // an error response
-    wire [38:0]    r_meta;                   // meta of the beat's burst
-    wire [6:0]     r_cnt;
-    wire [8:0]     rob_waddr;
-    wire [5:0]     head_id;
-    wire [38:0]    head_meta;
-    wire [6:0]     head_cnt;
+    reg  [6:0]     ids_retired;              // bursts read out (mod 2N)
+    reg  [8:0]     rob_drain;                // the next beat to read
+    reg  [29:0]    head_meta;                // meta of the head burst
+    reg  [29:0]    next_meta;                // meta of the burst after it
+    reg  [5:0]     ids_retired_p1;           // retired + 1
+    reg  [5:0]     ids_retired_p2;           // retired + 2
+    wire [29:0]    next2_meta;
+    wire           head_byp;                 // the head's burst is issued now
+    wire           next_byp;                 // the next one's is
+    wire           next2_byp;                // the one after's is
+    wire [8:0]     head_wptr;
     wire           head_err;
     wire           head_any;
     reg  [5:0]     head_beat;                // next beat of the head burst
@@ -449,7 +484,9 @@ module dma_rd_w512 (
     wire           slot_first;
     wire           slot_last;
     wire           slot_err;
+    wire           slot_retire;              // the head burst's last beat is read
     wire           flush_start;
+    wire [8:0]     rob_waddr;
     reg  [511:0]   rob_rd;                   // read data of rob
     reg            s1_flush;
     reg            s1_first;
@@ -458,6 +495,8 @@ module dma_rd_w512 (
     reg  [7:0]     s1_tag;
     reg  [6:0]     s1_lkb;
     reg            s1_err;
+    reg            ids_retire;               // a burst was retired last cycle
+    reg            rob_read_d;               // a beat was read last cycle
     wire [5:0]     rot_amt;                  // rotate up by lanes - offset
     wire [511:0]   rot_0;                    // rotated by bit 0 of the amount
     wire [511:0]   rot_1;                    // rotated by bit 1 of the amount
@@ -505,179 +544,182 @@ module dma_rd_w512 (
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
     reg  [511:0] rob [0:511];                // reorder buffer
 
-    assign req_accept = s_req_valid & s_req_ready;
     assign new_off = s_req_addr[5:0];
-    assign new_span = {11'h000, new_off} + {1'h0, s_req_len};
-    assign new_nin = {1'h0, new_span[16:6]} + 12'h001;
-    assign new_flush = |new_off & (new_span[16:6] == {1'h0, s_req_len[15:6]});
+    assign new_end = s_req_addr[17:0] + {2'h0, s_req_len};
+    assign new_low_sum = {1'h0, new_off} + {1'h0, s_req_len[5:0]};
+    assign new_carry = new_low_sum[6];
+    assign new_flush = |new_off & ~new_carry;
     assign new_lkb = {1'h0, s_req_len[5:0]} + 7'h01;
     assign burst_wib = req_beat[5:0];
-    assign burst_to_edge = 7'h40 - {1'h0, burst_wib};
-    assign burst_last = ~({5'h00, burst_to_edge} < req_rem);
-    assign burst_beats = burst_last ? req_rem[6:0] : burst_to_edge;
-    assign burst_len_m1 = burst_beats - 7'h01;
-    assign ids_out = ids_issued - ids_retired;
+    assign burst_last = req_beat[11:6] == req_end[11:6];
+    assign burst_len_m1 = burst_last ? (req_end[5:0] - burst_wib) : ~burst_wib;
+    assign burst_beats = burst_last ? (({1'h0, req_end[5:0]} + 7'h01) - {1'h0, burst_wib}) : (7'h40 - {1'h0, burst_wib});
+    assign bq_push = req_v & bq_room;
+    assign req_ready = ~req_v | (bq_room & burst_last);
+    assign req_accept = s_req_valid & req_ready;
+    assign bq_take_new = (bq_count == 2'h0) | ((bq_count == 2'h1) & bq_pop);
+    assign bq_room = ~bq_count[1];
+    assign split_unused = |{new_end[5:0], new_low_sum[5:0]};
+    assign s_req_ready = req_ready;
+    assign m_axi_rready = 1'h1;
     assign id_free = ~ids_out[6];
-    assign rob_used = rob_alloc - rob_drain;
-    assign rob_need = {1'h0, rob_used} + {4'h0, burst_beats};
-    assign rob_room = ~(11'h200 < rob_need);
+    assign rob_room = ~(rob_free < {3'h0, bq0_beats});
     assign ar_free = ~ar_v | m_axi_arready;
-    assign burst_go = ((req_v & ar_free) & id_free) & rob_room;
+    assign burst_go = ((|bq_count & ar_free) & id_free) & rob_room;
     assign burst_id = ids_issued[5:0];
-    assign s_req_ready = ~req_v | (burst_go & burst_last);
     assign m_axi_arvalid = ar_v;
     assign m_axi_arid = ar_id & {6{ar_v}};
     assign m_axi_araddr = {ar_addr, 6'h00} & {64{ar_v}};
     assign m_axi_arlen = ar_len & {8{ar_v}};
     assign m_axi_arsize = 3'h6 & {3{ar_v}};
     assign m_axi_arburst = {1'h0, ar_v};
-    assign meta_new = {rob_alloc[8:0], burst_len_m1[5:0], req_first, burst_last, req_tag, req_off, req_flush, req_lkb};
-    assign r_beat = m_axi_rvalid;
-    assign m_axi_rready = 1'h1;
+    assign meta_new = {bq0_blen_m1, bq0_first, bq0_last, bq0_tag, bq0_off, bq0_flush, bq0_lkb};
     assign id0_go = burst_go & (burst_id == 6'h00);
-    assign id0_r = r_beat & (m_axi_rid == 6'h00);
+    assign id0_r = r1_v & (r1_id == 6'h00);
     assign id1_go = burst_go & (burst_id == 6'h01);
-    assign id1_r = r_beat & (m_axi_rid == 6'h01);
+    assign id1_r = r1_v & (r1_id == 6'h01);
     assign id2_go = burst_go & (burst_id == 6'h02);
-    assign id2_r = r_beat & (m_axi_rid == 6'h02);
+    assign id2_r = r1_v & (r1_id == 6'h02);
     assign id3_go = burst_go & (burst_id == 6'h03);
-    assign id3_r = r_beat & (m_axi_rid == 6'h03);
+    assign id3_r = r1_v & (r1_id == 6'h03);
     assign id4_go = burst_go & (burst_id == 6'h04);
-    assign id4_r = r_beat & (m_axi_rid == 6'h04);
+    assign id4_r = r1_v & (r1_id == 6'h04);
     assign id5_go = burst_go & (burst_id == 6'h05);
-    assign id5_r = r_beat & (m_axi_rid == 6'h05);
+    assign id5_r = r1_v & (r1_id == 6'h05);
     assign id6_go = burst_go & (burst_id == 6'h06);
-    assign id6_r = r_beat & (m_axi_rid == 6'h06);
+    assign id6_r = r1_v & (r1_id == 6'h06);
     assign id7_go = burst_go & (burst_id == 6'h07);
-    assign id7_r = r_beat & (m_axi_rid == 6'h07);
+    assign id7_r = r1_v & (r1_id == 6'h07);
     assign id8_go = burst_go & (burst_id == 6'h08);
-    assign id8_r = r_beat & (m_axi_rid == 6'h08);
+    assign id8_r = r1_v & (r1_id == 6'h08);
     assign id9_go = burst_go & (burst_id == 6'h09);
-    assign id9_r = r_beat & (m_axi_rid == 6'h09);
+    assign id9_r = r1_v & (r1_id == 6'h09);
     assign id10_go = burst_go & (burst_id == 6'h0a);
-    assign id10_r = r_beat & (m_axi_rid == 6'h0a);
+    assign id10_r = r1_v & (r1_id == 6'h0a);
     assign id11_go = burst_go & (burst_id == 6'h0b);
-    assign id11_r = r_beat & (m_axi_rid == 6'h0b);
+    assign id11_r = r1_v & (r1_id == 6'h0b);
     assign id12_go = burst_go & (burst_id == 6'h0c);
-    assign id12_r = r_beat & (m_axi_rid == 6'h0c);
+    assign id12_r = r1_v & (r1_id == 6'h0c);
     assign id13_go = burst_go & (burst_id == 6'h0d);
-    assign id13_r = r_beat & (m_axi_rid == 6'h0d);
+    assign id13_r = r1_v & (r1_id == 6'h0d);
     assign id14_go = burst_go & (burst_id == 6'h0e);
-    assign id14_r = r_beat & (m_axi_rid == 6'h0e);
+    assign id14_r = r1_v & (r1_id == 6'h0e);
     assign id15_go = burst_go & (burst_id == 6'h0f);
-    assign id15_r = r_beat & (m_axi_rid == 6'h0f);
+    assign id15_r = r1_v & (r1_id == 6'h0f);
     assign id16_go = burst_go & (burst_id == 6'h10);
-    assign id16_r = r_beat & (m_axi_rid == 6'h10);
+    assign id16_r = r1_v & (r1_id == 6'h10);
     assign id17_go = burst_go & (burst_id == 6'h11);
-    assign id17_r = r_beat & (m_axi_rid == 6'h11);
+    assign id17_r = r1_v & (r1_id == 6'h11);
     assign id18_go = burst_go & (burst_id == 6'h12);
-    assign id18_r = r_beat & (m_axi_rid == 6'h12);
+    assign id18_r = r1_v & (r1_id == 6'h12);
     assign id19_go = burst_go & (burst_id == 6'h13);
-    assign id19_r = r_beat & (m_axi_rid == 6'h13);
+    assign id19_r = r1_v & (r1_id == 6'h13);
     assign id20_go = burst_go & (burst_id == 6'h14);
-    assign id20_r = r_beat & (m_axi_rid == 6'h14);
+    assign id20_r = r1_v & (r1_id == 6'h14);
     assign id21_go = burst_go & (burst_id == 6'h15);
-    assign id21_r = r_beat & (m_axi_rid == 6'h15);
+    assign id21_r = r1_v & (r1_id == 6'h15);
     assign id22_go = burst_go & (burst_id == 6'h16);
-    assign id22_r = r_beat & (m_axi_rid == 6'h16);
+    assign id22_r = r1_v & (r1_id == 6'h16);
     assign id23_go = burst_go & (burst_id == 6'h17);
-    assign id23_r = r_beat & (m_axi_rid == 6'h17);
+    assign id23_r = r1_v & (r1_id == 6'h17);
     assign id24_go = burst_go & (burst_id == 6'h18);
-    assign id24_r = r_beat & (m_axi_rid == 6'h18);
+    assign id24_r = r1_v & (r1_id == 6'h18);
     assign id25_go = burst_go & (burst_id == 6'h19);
-    assign id25_r = r_beat & (m_axi_rid == 6'h19);
+    assign id25_r = r1_v & (r1_id == 6'h19);
     assign id26_go = burst_go & (burst_id == 6'h1a);
-    assign id26_r = r_beat & (m_axi_rid == 6'h1a);
+    assign id26_r = r1_v & (r1_id == 6'h1a);
     assign id27_go = burst_go & (burst_id == 6'h1b);
-    assign id27_r = r_beat & (m_axi_rid == 6'h1b);
+    assign id27_r = r1_v & (r1_id == 6'h1b);
     assign id28_go = burst_go & (burst_id == 6'h1c);
-    assign id28_r = r_beat & (m_axi_rid == 6'h1c);
+    assign id28_r = r1_v & (r1_id == 6'h1c);
     assign id29_go = burst_go & (burst_id == 6'h1d);
-    assign id29_r = r_beat & (m_axi_rid == 6'h1d);
+    assign id29_r = r1_v & (r1_id == 6'h1d);
     assign id30_go = burst_go & (burst_id == 6'h1e);
-    assign id30_r = r_beat & (m_axi_rid == 6'h1e);
+    assign id30_r = r1_v & (r1_id == 6'h1e);
     assign id31_go = burst_go & (burst_id == 6'h1f);
-    assign id31_r = r_beat & (m_axi_rid == 6'h1f);
+    assign id31_r = r1_v & (r1_id == 6'h1f);
     assign id32_go = burst_go & (burst_id == 6'h20);
-    assign id32_r = r_beat & (m_axi_rid == 6'h20);
+    assign id32_r = r1_v & (r1_id == 6'h20);
     assign id33_go = burst_go & (burst_id == 6'h21);
-    assign id33_r = r_beat & (m_axi_rid == 6'h21);
+    assign id33_r = r1_v & (r1_id == 6'h21);
     assign id34_go = burst_go & (burst_id == 6'h22);
-    assign id34_r = r_beat & (m_axi_rid == 6'h22);
+    assign id34_r = r1_v & (r1_id == 6'h22);
     assign id35_go = burst_go & (burst_id == 6'h23);
-    assign id35_r = r_beat & (m_axi_rid == 6'h23);
+    assign id35_r = r1_v & (r1_id == 6'h23);
     assign id36_go = burst_go & (burst_id == 6'h24);
-    assign id36_r = r_beat & (m_axi_rid == 6'h24);
+    assign id36_r = r1_v & (r1_id == 6'h24);
     assign id37_go = burst_go & (burst_id == 6'h25);
-    assign id37_r = r_beat & (m_axi_rid == 6'h25);
+    assign id37_r = r1_v & (r1_id == 6'h25);
     assign id38_go = burst_go & (burst_id == 6'h26);
-    assign id38_r = r_beat & (m_axi_rid == 6'h26);
+    assign id38_r = r1_v & (r1_id == 6'h26);
     assign id39_go = burst_go & (burst_id == 6'h27);
-    assign id39_r = r_beat & (m_axi_rid == 6'h27);
+    assign id39_r = r1_v & (r1_id == 6'h27);
     assign id40_go = burst_go & (burst_id == 6'h28);
-    assign id40_r = r_beat & (m_axi_rid == 6'h28);
+    assign id40_r = r1_v & (r1_id == 6'h28);
     assign id41_go = burst_go & (burst_id == 6'h29);
-    assign id41_r = r_beat & (m_axi_rid == 6'h29);
+    assign id41_r = r1_v & (r1_id == 6'h29);
     assign id42_go = burst_go & (burst_id == 6'h2a);
-    assign id42_r = r_beat & (m_axi_rid == 6'h2a);
+    assign id42_r = r1_v & (r1_id == 6'h2a);
     assign id43_go = burst_go & (burst_id == 6'h2b);
-    assign id43_r = r_beat & (m_axi_rid == 6'h2b);
+    assign id43_r = r1_v & (r1_id == 6'h2b);
     assign id44_go = burst_go & (burst_id == 6'h2c);
-    assign id44_r = r_beat & (m_axi_rid == 6'h2c);
+    assign id44_r = r1_v & (r1_id == 6'h2c);
     assign id45_go = burst_go & (burst_id == 6'h2d);
-    assign id45_r = r_beat & (m_axi_rid == 6'h2d);
+    assign id45_r = r1_v & (r1_id == 6'h2d);
     assign id46_go = burst_go & (burst_id == 6'h2e);
-    assign id46_r = r_beat & (m_axi_rid == 6'h2e);
+    assign id46_r = r1_v & (r1_id == 6'h2e);
     assign id47_go = burst_go & (burst_id == 6'h2f);
-    assign id47_r = r_beat & (m_axi_rid == 6'h2f);
+    assign id47_r = r1_v & (r1_id == 6'h2f);
     assign id48_go = burst_go & (burst_id == 6'h30);
-    assign id48_r = r_beat & (m_axi_rid == 6'h30);
+    assign id48_r = r1_v & (r1_id == 6'h30);
     assign id49_go = burst_go & (burst_id == 6'h31);
-    assign id49_r = r_beat & (m_axi_rid == 6'h31);
+    assign id49_r = r1_v & (r1_id == 6'h31);
     assign id50_go = burst_go & (burst_id == 6'h32);
-    assign id50_r = r_beat & (m_axi_rid == 6'h32);
+    assign id50_r = r1_v & (r1_id == 6'h32);
     assign id51_go = burst_go & (burst_id == 6'h33);
-    assign id51_r = r_beat & (m_axi_rid == 6'h33);
+    assign id51_r = r1_v & (r1_id == 6'h33);
     assign id52_go = burst_go & (burst_id == 6'h34);
-    assign id52_r = r_beat & (m_axi_rid == 6'h34);
+    assign id52_r = r1_v & (r1_id == 6'h34);
     assign id53_go = burst_go & (burst_id == 6'h35);
-    assign id53_r = r_beat & (m_axi_rid == 6'h35);
+    assign id53_r = r1_v & (r1_id == 6'h35);
     assign id54_go = burst_go & (burst_id == 6'h36);
-    assign id54_r = r_beat & (m_axi_rid == 6'h36);
+    assign id54_r = r1_v & (r1_id == 6'h36);
     assign id55_go = burst_go & (burst_id == 6'h37);
-    assign id55_r = r_beat & (m_axi_rid == 6'h37);
+    assign id55_r = r1_v & (r1_id == 6'h37);
     assign id56_go = burst_go & (burst_id == 6'h38);
-    assign id56_r = r_beat & (m_axi_rid == 6'h38);
+    assign id56_r = r1_v & (r1_id == 6'h38);
     assign id57_go = burst_go & (burst_id == 6'h39);
-    assign id57_r = r_beat & (m_axi_rid == 6'h39);
+    assign id57_r = r1_v & (r1_id == 6'h39);
     assign id58_go = burst_go & (burst_id == 6'h3a);
-    assign id58_r = r_beat & (m_axi_rid == 6'h3a);
+    assign id58_r = r1_v & (r1_id == 6'h3a);
     assign id59_go = burst_go & (burst_id == 6'h3b);
-    assign id59_r = r_beat & (m_axi_rid == 6'h3b);
+    assign id59_r = r1_v & (r1_id == 6'h3b);
     assign id60_go = burst_go & (burst_id == 6'h3c);
-    assign id60_r = r_beat & (m_axi_rid == 6'h3c);
+    assign id60_r = r1_v & (r1_id == 6'h3c);
     assign id61_go = burst_go & (burst_id == 6'h3d);
-    assign id61_r = r_beat & (m_axi_rid == 6'h3d);
+    assign id61_r = r1_v & (r1_id == 6'h3d);
     assign id62_go = burst_go & (burst_id == 6'h3e);
-    assign id62_r = r_beat & (m_axi_rid == 6'h3e);
+    assign id62_r = r1_v & (r1_id == 6'h3e);
     assign id63_go = burst_go & (burst_id == 6'h3f);
-    assign id63_r = r_beat & (m_axi_rid == 6'h3f);
-    assign r_meta = m_axi_rid[5] ? (m_axi_rid[4] ? (m_axi_rid[3] ? (m_axi_rid[2] ? (m_axi_rid[1] ? (m_axi_rid[0] ? id63_meta : id62_meta) : (m_axi_rid[0] ? id61_meta : id60_meta)) : (m_axi_rid[1] ? (m_axi_rid[0] ? id59_meta : id58_meta) : (m_axi_rid[0] ? id57_meta : id56_meta))) : (m_axi_rid[2] ? (m_axi_rid[1] ? (m_axi_rid[0] ? id55_meta : id54_meta) : (m_axi_rid[0] ? id53_meta : id52_meta)) : (m_axi_rid[1] ? (m_axi_rid[0] ? id51_meta : id50_meta) : (m_axi_rid[0] ? id49_meta : id48_meta)))) : (m_axi_rid[3] ? (m_axi_rid[2] ? (m_axi_rid[1] ? (m_axi_rid[0] ? id47_meta : id46_meta) : (m_axi_rid[0] ? id45_meta : id44_meta)) : (m_axi_rid[1] ? (m_axi_rid[0] ? id43_meta : id42_meta) : (m_axi_rid[0] ? id41_meta : id40_meta))) : (m_axi_rid[2] ? (m_axi_rid[1] ? (m_axi_rid[0] ? id39_meta : id38_meta) : (m_axi_rid[0] ? id37_meta : id36_meta)) : (m_axi_rid[1] ? (m_axi_rid[0] ? id35_meta : id34_meta) : (m_axi_rid[0] ? id33_meta : id32_meta))))) : (m_axi_rid[4] ? (m_axi_rid[3] ? (m_axi_rid[2] ? (m_axi_rid[1] ? (m_axi_rid[0] ? id31_meta : id30_meta) : (m_axi_rid[0] ? id29_meta : id28_meta)) : (m_axi_rid[1] ? (m_axi_rid[0] ? id27_meta : id26_meta) : (m_axi_rid[0] ? id25_meta : id24_meta))) : (m_axi_rid[2] ? (m_axi_rid[1] ? (m_axi_rid[0] ? id23_meta : id22_meta) : (m_axi_rid[0] ? id21_meta : id20_meta)) : (m_axi_rid[1] ? (m_axi_rid[0] ? id19_meta : id18_meta) : (m_axi_rid[0] ? id17_meta : id16_meta)))) : (m_axi_rid[3] ? (m_axi_rid[2] ? (m_axi_rid[1] ? (m_axi_rid[0] ? id15_meta : id14_meta) : (m_axi_rid[0] ? id13_meta : id12_meta)) : (m_axi_rid[1] ? (m_axi_rid[0] ? id11_meta : id10_meta) : (m_axi_rid[0] ? id9_meta : id8_meta))) : (m_axi_rid[2] ? (m_axi_rid[1] ? (m_axi_rid[0] ? id7_meta : id6_meta) : (m_axi_rid[0] ? id5_meta : id4_meta)) : (m_axi_rid[1] ? (m_axi_rid[0] ? id3_meta : id2_meta) : (m_axi_rid[0] ? id1_meta : id0_meta)))));
-    assign r_cnt = m_axi_rid[5] ? (m_axi_rid[4] ? (m_axi_rid[3] ? (m_axi_rid[2] ? (m_axi_rid[1] ? (m_axi_rid[0] ? id63_cnt : id62_cnt) : (m_axi_rid[0] ? id61_cnt : id60_cnt)) : (m_axi_rid[1] ? (m_axi_rid[0] ? id59_cnt : id58_cnt) : (m_axi_rid[0] ? id57_cnt : id56_cnt))) : (m_axi_rid[2] ? (m_axi_rid[1] ? (m_axi_rid[0] ? id55_cnt : id54_cnt) : (m_axi_rid[0] ? id53_cnt : id52_cnt)) : (m_axi_rid[1] ? (m_axi_rid[0] ? id51_cnt : id50_cnt) : (m_axi_rid[0] ? id49_cnt : id48_cnt)))) : (m_axi_rid[3] ? (m_axi_rid[2] ? (m_axi_rid[1] ? (m_axi_rid[0] ? id47_cnt : id46_cnt) : (m_axi_rid[0] ? id45_cnt : id44_cnt)) : (m_axi_rid[1] ? (m_axi_rid[0] ? id43_cnt : id42_cnt) : (m_axi_rid[0] ? id41_cnt : id40_cnt))) : (m_axi_rid[2] ? (m_axi_rid[1] ? (m_axi_rid[0] ? id39_cnt : id38_cnt) : (m_axi_rid[0] ? id37_cnt : id36_cnt)) : (m_axi_rid[1] ? (m_axi_rid[0] ? id35_cnt : id34_cnt) : (m_axi_rid[0] ? id33_cnt : id32_cnt))))) : (m_axi_rid[4] ? (m_axi_rid[3] ? (m_axi_rid[2] ? (m_axi_rid[1] ? (m_axi_rid[0] ? id31_cnt : id30_cnt) : (m_axi_rid[0] ? id29_cnt : id28_cnt)) : (m_axi_rid[1] ? (m_axi_rid[0] ? id27_cnt : id26_cnt) : (m_axi_rid[0] ? id25_cnt : id24_cnt))) : (m_axi_rid[2] ? (m_axi_rid[1] ? (m_axi_rid[0] ? id23_cnt : id22_cnt) : (m_axi_rid[0] ? id21_cnt : id20_cnt)) : (m_axi_rid[1] ? (m_axi_rid[0] ? id19_cnt : id18_cnt) : (m_axi_rid[0] ? id17_cnt : id16_cnt)))) : (m_axi_rid[3] ? (m_axi_rid[2] ? (m_axi_rid[1] ? (m_axi_rid[0] ? id15_cnt : id14_cnt) : (m_axi_rid[0] ? id13_cnt : id12_cnt)) : (m_axi_rid[1] ? (m_axi_rid[0] ? id11_cnt : id10_cnt) : (m_axi_rid[0] ? id9_cnt : id8_cnt))) : (m_axi_rid[2] ? (m_axi_rid[1] ? (m_axi_rid[0] ? id7_cnt : id6_cnt) : (m_axi_rid[0] ? id5_cnt : id4_cnt)) : (m_axi_rid[1] ? (m_axi_rid[0] ? id3_cnt : id2_cnt) : (m_axi_rid[0] ? id1_cnt : id0_cnt)))));
-    assign rob_waddr = r_meta[38:30] + {2'h0, r_cnt};
-    assign head_id = ids_retired[5:0];
-    assign head_meta = head_id[5] ? (head_id[4] ? (head_id[3] ? (head_id[2] ? (head_id[1] ? (head_id[0] ? id63_meta : id62_meta) : (head_id[0] ? id61_meta : id60_meta)) : (head_id[1] ? (head_id[0] ? id59_meta : id58_meta) : (head_id[0] ? id57_meta : id56_meta))) : (head_id[2] ? (head_id[1] ? (head_id[0] ? id55_meta : id54_meta) : (head_id[0] ? id53_meta : id52_meta)) : (head_id[1] ? (head_id[0] ? id51_meta : id50_meta) : (head_id[0] ? id49_meta : id48_meta)))) : (head_id[3] ? (head_id[2] ? (head_id[1] ? (head_id[0] ? id47_meta : id46_meta) : (head_id[0] ? id45_meta : id44_meta)) : (head_id[1] ? (head_id[0] ? id43_meta : id42_meta) : (head_id[0] ? id41_meta : id40_meta))) : (head_id[2] ? (head_id[1] ? (head_id[0] ? id39_meta : id38_meta) : (head_id[0] ? id37_meta : id36_meta)) : (head_id[1] ? (head_id[0] ? id35_meta : id34_meta) : (head_id[0] ? id33_meta : id32_meta))))) : (head_id[4] ? (head_id[3] ? (head_id[2] ? (head_id[1] ? (head_id[0] ? id31_meta : id30_meta) : (head_id[0] ? id29_meta : id28_meta)) : (head_id[1] ? (head_id[0] ? id27_meta : id26_meta) : (head_id[0] ? id25_meta : id24_meta))) : (head_id[2] ? (head_id[1] ? (head_id[0] ? id23_meta : id22_meta) : (head_id[0] ? id21_meta : id20_meta)) : (head_id[1] ? (head_id[0] ? id19_meta : id18_meta) : (head_id[0] ? id17_meta : id16_meta)))) : (head_id[3] ? (head_id[2] ? (head_id[1] ? (head_id[0] ? id15_meta : id14_meta) : (head_id[0] ? id13_meta : id12_meta)) : (head_id[1] ? (head_id[0] ? id11_meta : id10_meta) : (head_id[0] ? id9_meta : id8_meta))) : (head_id[2] ? (head_id[1] ? (head_id[0] ? id7_meta : id6_meta) : (head_id[0] ? id5_meta : id4_meta)) : (head_id[1] ? (head_id[0] ? id3_meta : id2_meta) : (head_id[0] ? id1_meta : id0_meta)))));
-    assign head_cnt = head_id[5] ? (head_id[4] ? (head_id[3] ? (head_id[2] ? (head_id[1] ? (head_id[0] ? id63_cnt : id62_cnt) : (head_id[0] ? id61_cnt : id60_cnt)) : (head_id[1] ? (head_id[0] ? id59_cnt : id58_cnt) : (head_id[0] ? id57_cnt : id56_cnt))) : (head_id[2] ? (head_id[1] ? (head_id[0] ? id55_cnt : id54_cnt) : (head_id[0] ? id53_cnt : id52_cnt)) : (head_id[1] ? (head_id[0] ? id51_cnt : id50_cnt) : (head_id[0] ? id49_cnt : id48_cnt)))) : (head_id[3] ? (head_id[2] ? (head_id[1] ? (head_id[0] ? id47_cnt : id46_cnt) : (head_id[0] ? id45_cnt : id44_cnt)) : (head_id[1] ? (head_id[0] ? id43_cnt : id42_cnt) : (head_id[0] ? id41_cnt : id40_cnt))) : (head_id[2] ? (head_id[1] ? (head_id[0] ? id39_cnt : id38_cnt) : (head_id[0] ? id37_cnt : id36_cnt)) : (head_id[1] ? (head_id[0] ? id35_cnt : id34_cnt) : (head_id[0] ? id33_cnt : id32_cnt))))) : (head_id[4] ? (head_id[3] ? (head_id[2] ? (head_id[1] ? (head_id[0] ? id31_cnt : id30_cnt) : (head_id[0] ? id29_cnt : id28_cnt)) : (head_id[1] ? (head_id[0] ? id27_cnt : id26_cnt) : (head_id[0] ? id25_cnt : id24_cnt))) : (head_id[2] ? (head_id[1] ? (head_id[0] ? id23_cnt : id22_cnt) : (head_id[0] ? id21_cnt : id20_cnt)) : (head_id[1] ? (head_id[0] ? id19_cnt : id18_cnt) : (head_id[0] ? id17_cnt : id16_cnt)))) : (head_id[3] ? (head_id[2] ? (head_id[1] ? (head_id[0] ? id15_cnt : id14_cnt) : (head_id[0] ? id13_cnt : id12_cnt)) : (head_id[1] ? (head_id[0] ? id11_cnt : id10_cnt) : (head_id[0] ? id9_cnt : id8_cnt))) : (head_id[2] ? (head_id[1] ? (head_id[0] ? id7_cnt : id6_cnt) : (head_id[0] ? id5_cnt : id4_cnt)) : (head_id[1] ? (head_id[0] ? id3_cnt : id2_cnt) : (head_id[0] ? id1_cnt : id0_cnt)))));
-    assign head_err = head_id[5] ? (head_id[4] ? (head_id[3] ? (head_id[2] ? (head_id[1] ? (head_id[0] ? id63_err : id62_err) : (head_id[0] ? id61_err : id60_err)) : (head_id[1] ? (head_id[0] ? id59_err : id58_err) : (head_id[0] ? id57_err : id56_err))) : (head_id[2] ? (head_id[1] ? (head_id[0] ? id55_err : id54_err) : (head_id[0] ? id53_err : id52_err)) : (head_id[1] ? (head_id[0] ? id51_err : id50_err) : (head_id[0] ? id49_err : id48_err)))) : (head_id[3] ? (head_id[2] ? (head_id[1] ? (head_id[0] ? id47_err : id46_err) : (head_id[0] ? id45_err : id44_err)) : (head_id[1] ? (head_id[0] ? id43_err : id42_err) : (head_id[0] ? id41_err : id40_err))) : (head_id[2] ? (head_id[1] ? (head_id[0] ? id39_err : id38_err) : (head_id[0] ? id37_err : id36_err)) : (head_id[1] ? (head_id[0] ? id35_err : id34_err) : (head_id[0] ? id33_err : id32_err))))) : (head_id[4] ? (head_id[3] ? (head_id[2] ? (head_id[1] ? (head_id[0] ? id31_err : id30_err) : (head_id[0] ? id29_err : id28_err)) : (head_id[1] ? (head_id[0] ? id27_err : id26_err) : (head_id[0] ? id25_err : id24_err))) : (head_id[2] ? (head_id[1] ? (head_id[0] ? id23_err : id22_err) : (head_id[0] ? id21_err : id20_err)) : (head_id[1] ? (head_id[0] ? id19_err : id18_err) : (head_id[0] ? id17_err : id16_err)))) : (head_id[3] ? (head_id[2] ? (head_id[1] ? (head_id[0] ? id15_err : id14_err) : (head_id[0] ? id13_err : id12_err)) : (head_id[1] ? (head_id[0] ? id11_err : id10_err) : (head_id[0] ? id9_err : id8_err))) : (head_id[2] ? (head_id[1] ? (head_id[0] ? id7_err : id6_err) : (head_id[0] ? id5_err : id4_err)) : (head_id[1] ? (head_id[0] ? id3_err : id2_err) : (head_id[0] ? id1_err : id0_err)))));
-    assign head_any = |ids_out;
+    assign id63_r = r1_v & (r1_id == 6'h3f);
+    assign bq_pop = burst_go;
+    assign next2_meta = ids_retired_p2[5] ? (ids_retired_p2[4] ? (ids_retired_p2[3] ? (ids_retired_p2[2] ? (ids_retired_p2[1] ? (ids_retired_p2[0] ? id63_meta : id62_meta) : (ids_retired_p2[0] ? id61_meta : id60_meta)) : (ids_retired_p2[1] ? (ids_retired_p2[0] ? id59_meta : id58_meta) : (ids_retired_p2[0] ? id57_meta : id56_meta))) : (ids_retired_p2[2] ? (ids_retired_p2[1] ? (ids_retired_p2[0] ? id55_meta : id54_meta) : (ids_retired_p2[0] ? id53_meta : id52_meta)) : (ids_retired_p2[1] ? (ids_retired_p2[0] ? id51_meta : id50_meta) : (ids_retired_p2[0] ? id49_meta : id48_meta)))) : (ids_retired_p2[3] ? (ids_retired_p2[2] ? (ids_retired_p2[1] ? (ids_retired_p2[0] ? id47_meta : id46_meta) : (ids_retired_p2[0] ? id45_meta : id44_meta)) : (ids_retired_p2[1] ? (ids_retired_p2[0] ? id43_meta : id42_meta) : (ids_retired_p2[0] ? id41_meta : id40_meta))) : (ids_retired_p2[2] ? (ids_retired_p2[1] ? (ids_retired_p2[0] ? id39_meta : id38_meta) : (ids_retired_p2[0] ? id37_meta : id36_meta)) : (ids_retired_p2[1] ? (ids_retired_p2[0] ? id35_meta : id34_meta) : (ids_retired_p2[0] ? id33_meta : id32_meta))))) : (ids_retired_p2[4] ? (ids_retired_p2[3] ? (ids_retired_p2[2] ? (ids_retired_p2[1] ? (ids_retired_p2[0] ? id31_meta : id30_meta) : (ids_retired_p2[0] ? id29_meta : id28_meta)) : (ids_retired_p2[1] ? (ids_retired_p2[0] ? id27_meta : id26_meta) : (ids_retired_p2[0] ? id25_meta : id24_meta))) : (ids_retired_p2[2] ? (ids_retired_p2[1] ? (ids_retired_p2[0] ? id23_meta : id22_meta) : (ids_retired_p2[0] ? id21_meta : id20_meta)) : (ids_retired_p2[1] ? (ids_retired_p2[0] ? id19_meta : id18_meta) : (ids_retired_p2[0] ? id17_meta : id16_meta)))) : (ids_retired_p2[3] ? (ids_retired_p2[2] ? (ids_retired_p2[1] ? (ids_retired_p2[0] ? id15_meta : id14_meta) : (ids_retired_p2[0] ? id13_meta : id12_meta)) : (ids_retired_p2[1] ? (ids_retired_p2[0] ? id11_meta : id10_meta) : (ids_retired_p2[0] ? id9_meta : id8_meta))) : (ids_retired_p2[2] ? (ids_retired_p2[1] ? (ids_retired_p2[0] ? id7_meta : id6_meta) : (ids_retired_p2[0] ? id5_meta : id4_meta)) : (ids_retired_p2[1] ? (ids_retired_p2[0] ? id3_meta : id2_meta) : (ids_retired_p2[0] ? id1_meta : id0_meta)))));
+    assign head_byp = burst_go & (ids_issued == ids_retired);
+    assign next_byp = burst_go & (burst_id == ids_retired_p1);
+    assign next2_byp = burst_go & (burst_id == ids_retired_p2);
+    assign head_wptr = ids_retired[5] ? (ids_retired[4] ? (ids_retired[3] ? (ids_retired[2] ? (ids_retired[1] ? (ids_retired[0] ? id63_wptr : id62_wptr) : (ids_retired[0] ? id61_wptr : id60_wptr)) : (ids_retired[1] ? (ids_retired[0] ? id59_wptr : id58_wptr) : (ids_retired[0] ? id57_wptr : id56_wptr))) : (ids_retired[2] ? (ids_retired[1] ? (ids_retired[0] ? id55_wptr : id54_wptr) : (ids_retired[0] ? id53_wptr : id52_wptr)) : (ids_retired[1] ? (ids_retired[0] ? id51_wptr : id50_wptr) : (ids_retired[0] ? id49_wptr : id48_wptr)))) : (ids_retired[3] ? (ids_retired[2] ? (ids_retired[1] ? (ids_retired[0] ? id47_wptr : id46_wptr) : (ids_retired[0] ? id45_wptr : id44_wptr)) : (ids_retired[1] ? (ids_retired[0] ? id43_wptr : id42_wptr) : (ids_retired[0] ? id41_wptr : id40_wptr))) : (ids_retired[2] ? (ids_retired[1] ? (ids_retired[0] ? id39_wptr : id38_wptr) : (ids_retired[0] ? id37_wptr : id36_wptr)) : (ids_retired[1] ? (ids_retired[0] ? id35_wptr : id34_wptr) : (ids_retired[0] ? id33_wptr : id32_wptr))))) : (ids_retired[4] ? (ids_retired[3] ? (ids_retired[2] ? (ids_retired[1] ? (ids_retired[0] ? id31_wptr : id30_wptr) : (ids_retired[0] ? id29_wptr : id28_wptr)) : (ids_retired[1] ? (ids_retired[0] ? id27_wptr : id26_wptr) : (ids_retired[0] ? id25_wptr : id24_wptr))) : (ids_retired[2] ? (ids_retired[1] ? (ids_retired[0] ? id23_wptr : id22_wptr) : (ids_retired[0] ? id21_wptr : id20_wptr)) : (ids_retired[1] ? (ids_retired[0] ? id19_wptr : id18_wptr) : (ids_retired[0] ? id17_wptr : id16_wptr)))) : (ids_retired[3] ? (ids_retired[2] ? (ids_retired[1] ? (ids_retired[0] ? id15_wptr : id14_wptr) : (ids_retired[0] ? id13_wptr : id12_wptr)) : (ids_retired[1] ? (ids_retired[0] ? id11_wptr : id10_wptr) : (ids_retired[0] ? id9_wptr : id8_wptr))) : (ids_retired[2] ? (ids_retired[1] ? (ids_retired[0] ? id7_wptr : id6_wptr) : (ids_retired[0] ? id5_wptr : id4_wptr)) : (ids_retired[1] ? (ids_retired[0] ? id3_wptr : id2_wptr) : (ids_retired[0] ? id1_wptr : id0_wptr)))));
+    assign head_err = ids_retired[5] ? (ids_retired[4] ? (ids_retired[3] ? (ids_retired[2] ? (ids_retired[1] ? (ids_retired[0] ? id63_err : id62_err) : (ids_retired[0] ? id61_err : id60_err)) : (ids_retired[1] ? (ids_retired[0] ? id59_err : id58_err) : (ids_retired[0] ? id57_err : id56_err))) : (ids_retired[2] ? (ids_retired[1] ? (ids_retired[0] ? id55_err : id54_err) : (ids_retired[0] ? id53_err : id52_err)) : (ids_retired[1] ? (ids_retired[0] ? id51_err : id50_err) : (ids_retired[0] ? id49_err : id48_err)))) : (ids_retired[3] ? (ids_retired[2] ? (ids_retired[1] ? (ids_retired[0] ? id47_err : id46_err) : (ids_retired[0] ? id45_err : id44_err)) : (ids_retired[1] ? (ids_retired[0] ? id43_err : id42_err) : (ids_retired[0] ? id41_err : id40_err))) : (ids_retired[2] ? (ids_retired[1] ? (ids_retired[0] ? id39_err : id38_err) : (ids_retired[0] ? id37_err : id36_err)) : (ids_retired[1] ? (ids_retired[0] ? id35_err : id34_err) : (ids_retired[0] ? id33_err : id32_err))))) : (ids_retired[4] ? (ids_retired[3] ? (ids_retired[2] ? (ids_retired[1] ? (ids_retired[0] ? id31_err : id30_err) : (ids_retired[0] ? id29_err : id28_err)) : (ids_retired[1] ? (ids_retired[0] ? id27_err : id26_err) : (ids_retired[0] ? id25_err : id24_err))) : (ids_retired[2] ? (ids_retired[1] ? (ids_retired[0] ? id23_err : id22_err) : (ids_retired[0] ? id21_err : id20_err)) : (ids_retired[1] ? (ids_retired[0] ? id19_err : id18_err) : (ids_retired[0] ? id17_err : id16_err)))) : (ids_retired[3] ? (ids_retired[2] ? (ids_retired[1] ? (ids_retired[0] ? id15_err : id14_err) : (ids_retired[0] ? id13_err : id12_err)) : (ids_retired[1] ? (ids_retired[0] ? id11_err : id10_err) : (ids_retired[0] ? id9_err : id8_err))) : (ids_retired[2] ? (ids_retired[1] ? (ids_retired[0] ? id7_err : id6_err) : (ids_retired[0] ? id5_err : id4_err)) : (ids_retired[1] ? (ids_retired[0] ? id3_err : id2_err) : (ids_retired[0] ? id1_err : id0_err)))));
+    assign head_any = ids_issued != ids_retired;
     assign credit = ({1'h0, q_count} + {3'h0, s1_v}) < 4'h4;
     assign slot_flush = flush_next & credit;
-    assign slot_read = ((~flush_next & head_any) & ({1'h0, head_beat} < head_cnt)) & credit;
+    assign slot_read = ((~flush_next & head_any) & (head_wptr != rob_drain)) & credit;
     assign slot_burst_end = head_beat == head_meta[29:24];
     assign slot_first = head_meta[23] & (head_beat == 6'h00);
     assign slot_last = head_meta[22] & slot_burst_end;
     assign slot_err = req_err | head_err;
+    assign slot_retire = slot_read & slot_burst_end;
     assign flush_start = (slot_read & slot_last) & head_meta[7];
+    assign rob_waddr = r1_id[5] ? (r1_id[4] ? (r1_id[3] ? (r1_id[2] ? (r1_id[1] ? (r1_id[0] ? id63_wptr : id62_wptr) : (r1_id[0] ? id61_wptr : id60_wptr)) : (r1_id[1] ? (r1_id[0] ? id59_wptr : id58_wptr) : (r1_id[0] ? id57_wptr : id56_wptr))) : (r1_id[2] ? (r1_id[1] ? (r1_id[0] ? id55_wptr : id54_wptr) : (r1_id[0] ? id53_wptr : id52_wptr)) : (r1_id[1] ? (r1_id[0] ? id51_wptr : id50_wptr) : (r1_id[0] ? id49_wptr : id48_wptr)))) : (r1_id[3] ? (r1_id[2] ? (r1_id[1] ? (r1_id[0] ? id47_wptr : id46_wptr) : (r1_id[0] ? id45_wptr : id44_wptr)) : (r1_id[1] ? (r1_id[0] ? id43_wptr : id42_wptr) : (r1_id[0] ? id41_wptr : id40_wptr))) : (r1_id[2] ? (r1_id[1] ? (r1_id[0] ? id39_wptr : id38_wptr) : (r1_id[0] ? id37_wptr : id36_wptr)) : (r1_id[1] ? (r1_id[0] ? id35_wptr : id34_wptr) : (r1_id[0] ? id33_wptr : id32_wptr))))) : (r1_id[4] ? (r1_id[3] ? (r1_id[2] ? (r1_id[1] ? (r1_id[0] ? id31_wptr : id30_wptr) : (r1_id[0] ? id29_wptr : id28_wptr)) : (r1_id[1] ? (r1_id[0] ? id27_wptr : id26_wptr) : (r1_id[0] ? id25_wptr : id24_wptr))) : (r1_id[2] ? (r1_id[1] ? (r1_id[0] ? id23_wptr : id22_wptr) : (r1_id[0] ? id21_wptr : id20_wptr)) : (r1_id[1] ? (r1_id[0] ? id19_wptr : id18_wptr) : (r1_id[0] ? id17_wptr : id16_wptr)))) : (r1_id[3] ? (r1_id[2] ? (r1_id[1] ? (r1_id[0] ? id15_wptr : id14_wptr) : (r1_id[0] ? id13_wptr : id12_wptr)) : (r1_id[1] ? (r1_id[0] ? id11_wptr : id10_wptr) : (r1_id[0] ? id9_wptr : id8_wptr))) : (r1_id[2] ? (r1_id[1] ? (r1_id[0] ? id7_wptr : id6_wptr) : (r1_id[0] ? id5_wptr : id4_wptr)) : (r1_id[1] ? (r1_id[0] ? id3_wptr : id2_wptr) : (r1_id[0] ? id1_wptr : id0_wptr)))));
     assign rot_amt = 6'h00 - s1_off;
     assign rot_0 = rot_amt[0] ? {rob_rd[503:0], rob_rd[511:504]} : rob_rd;
     assign rot_1 = rot_amt[1] ? {rot_0[495:0], rot_0[511:496]} : rot_0;
@@ -902,25 +944,31 @@ module dma_rd_w512 (
     assign m_axis_tlast = out_v & oq0_last;
     assign m_axis_tuser_tag = oq0_tag & {8{out_v}};
     assign m_axis_tuser_err = out_v & oq0_err;
-    assign unused_bits = |{m_axi_rlast, m_axi_rresp[0], new_span[5:0], r_meta[29:0], burst_len_m1[6]};
+    assign unused_bits = |{m_axi_rlast, m_axi_rresp[0]};
 
     always @(posedge clk) begin
         if (rst) begin
             req_v <= 1'h0;
         end else begin
-            req_v <= req_accept | (req_v & ~(burst_go & burst_last));
+            req_v <= req_accept | (req_v & ~(bq_push & burst_last));
         end
     end
 
     always @(posedge clk) begin
-        if (req_accept | burst_go) begin
-            req_beat <= req_accept ? s_req_addr[63:6] : (req_beat + {51'h0000000000000, burst_beats});
+        if (req_accept | bq_push) begin
+            req_beat <= req_accept ? s_req_addr[63:6] : {{
+                (((&req_beat[17:6] & &req_beat[29:18]) & &req_beat[41:30]) & &req_beat[53:42]) ? (req_beat[57:54] + 4'h1) : req_beat[57:54],
+                ((&req_beat[17:6] & &req_beat[29:18]) & &req_beat[41:30]) ? (req_beat[53:42] + 12'h001) : req_beat[53:42],
+                (&req_beat[17:6] & &req_beat[29:18]) ? (req_beat[41:30] + 12'h001) : req_beat[41:30],
+                &req_beat[17:6] ? (req_beat[29:18] + 12'h001) : req_beat[29:18],
+                req_beat[17:6] + 12'h001
+            }, 6'h00};
         end
     end
 
     always @(posedge clk) begin
-        if (req_accept | burst_go) begin
-            req_rem <= req_accept ? new_nin : (req_rem - {5'h00, burst_beats});
+        if (req_accept) begin
+            req_end <= new_end[17:6];
         end
     end
 
@@ -949,24 +997,142 @@ module dma_rd_w512 (
     end
 
     always @(posedge clk) begin
-        if (req_accept | burst_go) begin
+        if (req_accept | bq_push) begin
             req_first <= req_accept;
         end
+    end
+
+    always @(posedge clk) begin
+        bq0_addr <= bq_take_new ? req_beat : (bq_pop ? bq1_addr : bq0_addr);
+    end
+
+    always @(posedge clk) begin
+        if (bq_push) begin
+            bq1_addr <= req_beat;
+        end
+    end
+
+    always @(posedge clk) begin
+        bq0_beats <= bq_take_new ? burst_beats : (bq_pop ? bq1_beats : bq0_beats);
+    end
+
+    always @(posedge clk) begin
+        if (bq_push) begin
+            bq1_beats <= burst_beats;
+        end
+    end
+
+    always @(posedge clk) begin
+        bq0_blen_m1 <= bq_take_new ? burst_len_m1 : (bq_pop ? bq1_blen_m1 : bq0_blen_m1);
+    end
+
+    always @(posedge clk) begin
+        if (bq_push) begin
+            bq1_blen_m1 <= burst_len_m1;
+        end
+    end
+
+    always @(posedge clk) begin
+        bq0_first <= bq_take_new ? req_first : (bq_pop ? bq1_first : bq0_first);
+    end
+
+    always @(posedge clk) begin
+        if (bq_push) begin
+            bq1_first <= req_first;
+        end
+    end
+
+    always @(posedge clk) begin
+        bq0_last <= bq_take_new ? burst_last : (bq_pop ? bq1_last : bq0_last);
+    end
+
+    always @(posedge clk) begin
+        if (bq_push) begin
+            bq1_last <= burst_last;
+        end
+    end
+
+    always @(posedge clk) begin
+        bq0_tag <= bq_take_new ? req_tag : (bq_pop ? bq1_tag : bq0_tag);
+    end
+
+    always @(posedge clk) begin
+        if (bq_push) begin
+            bq1_tag <= req_tag;
+        end
+    end
+
+    always @(posedge clk) begin
+        bq0_off <= bq_take_new ? req_off : (bq_pop ? bq1_off : bq0_off);
+    end
+
+    always @(posedge clk) begin
+        if (bq_push) begin
+            bq1_off <= req_off;
+        end
+    end
+
+    always @(posedge clk) begin
+        bq0_flush <= bq_take_new ? req_flush : (bq_pop ? bq1_flush : bq0_flush);
+    end
+
+    always @(posedge clk) begin
+        if (bq_push) begin
+            bq1_flush <= req_flush;
+        end
+    end
+
+    always @(posedge clk) begin
+        bq0_lkb <= bq_take_new ? req_lkb : (bq_pop ? bq1_lkb : bq0_lkb);
+    end
+
+    always @(posedge clk) begin
+        if (bq_push) begin
+            bq1_lkb <= req_lkb;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            bq_count <= 2'h0;
+        end else begin
+            bq_count <= bq_pop ? (bq_push ? bq_count : (bq_count - 2'h1)) : (bq_push ? (bq_count + 2'h1) : bq_count);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            r1_v <= 1'h0;
+        end else begin
+            r1_v <= m_axi_rvalid;
+        end
+    end
+
+    always @(posedge clk) begin
+        r1_id <= m_axi_rid;
+    end
+
+    always @(posedge clk) begin
+        r1_data <= m_axi_rdata;
+    end
+
+    always @(posedge clk) begin
+        r1_err <= m_axi_rresp[1];
     end
 
     always @(posedge clk) begin
         if (rst) begin
             ids_issued <= 7'h00;
         end else begin
-            ids_issued <= ids_issued + {6'h00, burst_go};
+            ids_issued <= burst_go ? (ids_issued + 7'h01) : ids_issued;
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
-            rob_alloc <= 10'h000;
+            rob_alloc <= 9'h000;
         end else begin
-            rob_alloc <= rob_alloc + {3'h0, burst_go ? burst_beats : 7'h00};
+            rob_alloc <= burst_go ? (rob_alloc + {2'h0, bq0_beats}) : rob_alloc;
         end
     end
 
@@ -990,7 +1156,7 @@ module dma_rd_w512 (
         if (rst) begin
             ar_addr <= 58'h000000000000000;
         end else if (burst_go) begin
-            ar_addr <= req_beat;
+            ar_addr <= bq0_addr;
         end
     end
 
@@ -998,7 +1164,7 @@ module dma_rd_w512 (
         if (rst) begin
             ar_len <= 8'h00;
         end else if (burst_go) begin
-            ar_len <= {2'h0, burst_len_m1[5:0]};
+            ar_len <= {2'h0, bq0_blen_m1};
         end
     end
 
@@ -1010,9 +1176,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id0_cnt <= 7'h00;
+            id0_wptr <= 9'h000;
         end else if (id0_go | id0_r) begin
-            id0_cnt <= id0_go ? 7'h00 : (id0_cnt + 7'h01);
+            id0_wptr <= id0_go ? rob_alloc : (id0_wptr + 9'h001);
         end
     end
 
@@ -1020,7 +1186,7 @@ module dma_rd_w512 (
         if (rst) begin
             id0_err <= 1'h0;
         end else if (id0_go | id0_r) begin
-            id0_err <= ~id0_go & (id0_err | m_axi_rresp[1]);
+            id0_err <= ~id0_go & (id0_err | r1_err);
         end
     end
 
@@ -1032,9 +1198,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id1_cnt <= 7'h00;
+            id1_wptr <= 9'h000;
         end else if (id1_go | id1_r) begin
-            id1_cnt <= id1_go ? 7'h00 : (id1_cnt + 7'h01);
+            id1_wptr <= id1_go ? rob_alloc : (id1_wptr + 9'h001);
         end
     end
 
@@ -1042,7 +1208,7 @@ module dma_rd_w512 (
         if (rst) begin
             id1_err <= 1'h0;
         end else if (id1_go | id1_r) begin
-            id1_err <= ~id1_go & (id1_err | m_axi_rresp[1]);
+            id1_err <= ~id1_go & (id1_err | r1_err);
         end
     end
 
@@ -1054,9 +1220,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id2_cnt <= 7'h00;
+            id2_wptr <= 9'h000;
         end else if (id2_go | id2_r) begin
-            id2_cnt <= id2_go ? 7'h00 : (id2_cnt + 7'h01);
+            id2_wptr <= id2_go ? rob_alloc : (id2_wptr + 9'h001);
         end
     end
 
@@ -1064,7 +1230,7 @@ module dma_rd_w512 (
         if (rst) begin
             id2_err <= 1'h0;
         end else if (id2_go | id2_r) begin
-            id2_err <= ~id2_go & (id2_err | m_axi_rresp[1]);
+            id2_err <= ~id2_go & (id2_err | r1_err);
         end
     end
 
@@ -1076,9 +1242,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id3_cnt <= 7'h00;
+            id3_wptr <= 9'h000;
         end else if (id3_go | id3_r) begin
-            id3_cnt <= id3_go ? 7'h00 : (id3_cnt + 7'h01);
+            id3_wptr <= id3_go ? rob_alloc : (id3_wptr + 9'h001);
         end
     end
 
@@ -1086,7 +1252,7 @@ module dma_rd_w512 (
         if (rst) begin
             id3_err <= 1'h0;
         end else if (id3_go | id3_r) begin
-            id3_err <= ~id3_go & (id3_err | m_axi_rresp[1]);
+            id3_err <= ~id3_go & (id3_err | r1_err);
         end
     end
 
@@ -1098,9 +1264,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id4_cnt <= 7'h00;
+            id4_wptr <= 9'h000;
         end else if (id4_go | id4_r) begin
-            id4_cnt <= id4_go ? 7'h00 : (id4_cnt + 7'h01);
+            id4_wptr <= id4_go ? rob_alloc : (id4_wptr + 9'h001);
         end
     end
 
@@ -1108,7 +1274,7 @@ module dma_rd_w512 (
         if (rst) begin
             id4_err <= 1'h0;
         end else if (id4_go | id4_r) begin
-            id4_err <= ~id4_go & (id4_err | m_axi_rresp[1]);
+            id4_err <= ~id4_go & (id4_err | r1_err);
         end
     end
 
@@ -1120,9 +1286,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id5_cnt <= 7'h00;
+            id5_wptr <= 9'h000;
         end else if (id5_go | id5_r) begin
-            id5_cnt <= id5_go ? 7'h00 : (id5_cnt + 7'h01);
+            id5_wptr <= id5_go ? rob_alloc : (id5_wptr + 9'h001);
         end
     end
 
@@ -1130,7 +1296,7 @@ module dma_rd_w512 (
         if (rst) begin
             id5_err <= 1'h0;
         end else if (id5_go | id5_r) begin
-            id5_err <= ~id5_go & (id5_err | m_axi_rresp[1]);
+            id5_err <= ~id5_go & (id5_err | r1_err);
         end
     end
 
@@ -1142,9 +1308,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id6_cnt <= 7'h00;
+            id6_wptr <= 9'h000;
         end else if (id6_go | id6_r) begin
-            id6_cnt <= id6_go ? 7'h00 : (id6_cnt + 7'h01);
+            id6_wptr <= id6_go ? rob_alloc : (id6_wptr + 9'h001);
         end
     end
 
@@ -1152,7 +1318,7 @@ module dma_rd_w512 (
         if (rst) begin
             id6_err <= 1'h0;
         end else if (id6_go | id6_r) begin
-            id6_err <= ~id6_go & (id6_err | m_axi_rresp[1]);
+            id6_err <= ~id6_go & (id6_err | r1_err);
         end
     end
 
@@ -1164,9 +1330,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id7_cnt <= 7'h00;
+            id7_wptr <= 9'h000;
         end else if (id7_go | id7_r) begin
-            id7_cnt <= id7_go ? 7'h00 : (id7_cnt + 7'h01);
+            id7_wptr <= id7_go ? rob_alloc : (id7_wptr + 9'h001);
         end
     end
 
@@ -1174,7 +1340,7 @@ module dma_rd_w512 (
         if (rst) begin
             id7_err <= 1'h0;
         end else if (id7_go | id7_r) begin
-            id7_err <= ~id7_go & (id7_err | m_axi_rresp[1]);
+            id7_err <= ~id7_go & (id7_err | r1_err);
         end
     end
 
@@ -1186,9 +1352,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id8_cnt <= 7'h00;
+            id8_wptr <= 9'h000;
         end else if (id8_go | id8_r) begin
-            id8_cnt <= id8_go ? 7'h00 : (id8_cnt + 7'h01);
+            id8_wptr <= id8_go ? rob_alloc : (id8_wptr + 9'h001);
         end
     end
 
@@ -1196,7 +1362,7 @@ module dma_rd_w512 (
         if (rst) begin
             id8_err <= 1'h0;
         end else if (id8_go | id8_r) begin
-            id8_err <= ~id8_go & (id8_err | m_axi_rresp[1]);
+            id8_err <= ~id8_go & (id8_err | r1_err);
         end
     end
 
@@ -1208,9 +1374,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id9_cnt <= 7'h00;
+            id9_wptr <= 9'h000;
         end else if (id9_go | id9_r) begin
-            id9_cnt <= id9_go ? 7'h00 : (id9_cnt + 7'h01);
+            id9_wptr <= id9_go ? rob_alloc : (id9_wptr + 9'h001);
         end
     end
 
@@ -1218,7 +1384,7 @@ module dma_rd_w512 (
         if (rst) begin
             id9_err <= 1'h0;
         end else if (id9_go | id9_r) begin
-            id9_err <= ~id9_go & (id9_err | m_axi_rresp[1]);
+            id9_err <= ~id9_go & (id9_err | r1_err);
         end
     end
 
@@ -1230,9 +1396,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id10_cnt <= 7'h00;
+            id10_wptr <= 9'h000;
         end else if (id10_go | id10_r) begin
-            id10_cnt <= id10_go ? 7'h00 : (id10_cnt + 7'h01);
+            id10_wptr <= id10_go ? rob_alloc : (id10_wptr + 9'h001);
         end
     end
 
@@ -1240,7 +1406,7 @@ module dma_rd_w512 (
         if (rst) begin
             id10_err <= 1'h0;
         end else if (id10_go | id10_r) begin
-            id10_err <= ~id10_go & (id10_err | m_axi_rresp[1]);
+            id10_err <= ~id10_go & (id10_err | r1_err);
         end
     end
 
@@ -1252,9 +1418,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id11_cnt <= 7'h00;
+            id11_wptr <= 9'h000;
         end else if (id11_go | id11_r) begin
-            id11_cnt <= id11_go ? 7'h00 : (id11_cnt + 7'h01);
+            id11_wptr <= id11_go ? rob_alloc : (id11_wptr + 9'h001);
         end
     end
 
@@ -1262,7 +1428,7 @@ module dma_rd_w512 (
         if (rst) begin
             id11_err <= 1'h0;
         end else if (id11_go | id11_r) begin
-            id11_err <= ~id11_go & (id11_err | m_axi_rresp[1]);
+            id11_err <= ~id11_go & (id11_err | r1_err);
         end
     end
 
@@ -1274,9 +1440,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id12_cnt <= 7'h00;
+            id12_wptr <= 9'h000;
         end else if (id12_go | id12_r) begin
-            id12_cnt <= id12_go ? 7'h00 : (id12_cnt + 7'h01);
+            id12_wptr <= id12_go ? rob_alloc : (id12_wptr + 9'h001);
         end
     end
 
@@ -1284,7 +1450,7 @@ module dma_rd_w512 (
         if (rst) begin
             id12_err <= 1'h0;
         end else if (id12_go | id12_r) begin
-            id12_err <= ~id12_go & (id12_err | m_axi_rresp[1]);
+            id12_err <= ~id12_go & (id12_err | r1_err);
         end
     end
 
@@ -1296,9 +1462,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id13_cnt <= 7'h00;
+            id13_wptr <= 9'h000;
         end else if (id13_go | id13_r) begin
-            id13_cnt <= id13_go ? 7'h00 : (id13_cnt + 7'h01);
+            id13_wptr <= id13_go ? rob_alloc : (id13_wptr + 9'h001);
         end
     end
 
@@ -1306,7 +1472,7 @@ module dma_rd_w512 (
         if (rst) begin
             id13_err <= 1'h0;
         end else if (id13_go | id13_r) begin
-            id13_err <= ~id13_go & (id13_err | m_axi_rresp[1]);
+            id13_err <= ~id13_go & (id13_err | r1_err);
         end
     end
 
@@ -1318,9 +1484,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id14_cnt <= 7'h00;
+            id14_wptr <= 9'h000;
         end else if (id14_go | id14_r) begin
-            id14_cnt <= id14_go ? 7'h00 : (id14_cnt + 7'h01);
+            id14_wptr <= id14_go ? rob_alloc : (id14_wptr + 9'h001);
         end
     end
 
@@ -1328,7 +1494,7 @@ module dma_rd_w512 (
         if (rst) begin
             id14_err <= 1'h0;
         end else if (id14_go | id14_r) begin
-            id14_err <= ~id14_go & (id14_err | m_axi_rresp[1]);
+            id14_err <= ~id14_go & (id14_err | r1_err);
         end
     end
 
@@ -1340,9 +1506,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id15_cnt <= 7'h00;
+            id15_wptr <= 9'h000;
         end else if (id15_go | id15_r) begin
-            id15_cnt <= id15_go ? 7'h00 : (id15_cnt + 7'h01);
+            id15_wptr <= id15_go ? rob_alloc : (id15_wptr + 9'h001);
         end
     end
 
@@ -1350,7 +1516,7 @@ module dma_rd_w512 (
         if (rst) begin
             id15_err <= 1'h0;
         end else if (id15_go | id15_r) begin
-            id15_err <= ~id15_go & (id15_err | m_axi_rresp[1]);
+            id15_err <= ~id15_go & (id15_err | r1_err);
         end
     end
 
@@ -1362,9 +1528,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id16_cnt <= 7'h00;
+            id16_wptr <= 9'h000;
         end else if (id16_go | id16_r) begin
-            id16_cnt <= id16_go ? 7'h00 : (id16_cnt + 7'h01);
+            id16_wptr <= id16_go ? rob_alloc : (id16_wptr + 9'h001);
         end
     end
 
@@ -1372,7 +1538,7 @@ module dma_rd_w512 (
         if (rst) begin
             id16_err <= 1'h0;
         end else if (id16_go | id16_r) begin
-            id16_err <= ~id16_go & (id16_err | m_axi_rresp[1]);
+            id16_err <= ~id16_go & (id16_err | r1_err);
         end
     end
 
@@ -1384,9 +1550,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id17_cnt <= 7'h00;
+            id17_wptr <= 9'h000;
         end else if (id17_go | id17_r) begin
-            id17_cnt <= id17_go ? 7'h00 : (id17_cnt + 7'h01);
+            id17_wptr <= id17_go ? rob_alloc : (id17_wptr + 9'h001);
         end
     end
 
@@ -1394,7 +1560,7 @@ module dma_rd_w512 (
         if (rst) begin
             id17_err <= 1'h0;
         end else if (id17_go | id17_r) begin
-            id17_err <= ~id17_go & (id17_err | m_axi_rresp[1]);
+            id17_err <= ~id17_go & (id17_err | r1_err);
         end
     end
 
@@ -1406,9 +1572,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id18_cnt <= 7'h00;
+            id18_wptr <= 9'h000;
         end else if (id18_go | id18_r) begin
-            id18_cnt <= id18_go ? 7'h00 : (id18_cnt + 7'h01);
+            id18_wptr <= id18_go ? rob_alloc : (id18_wptr + 9'h001);
         end
     end
 
@@ -1416,7 +1582,7 @@ module dma_rd_w512 (
         if (rst) begin
             id18_err <= 1'h0;
         end else if (id18_go | id18_r) begin
-            id18_err <= ~id18_go & (id18_err | m_axi_rresp[1]);
+            id18_err <= ~id18_go & (id18_err | r1_err);
         end
     end
 
@@ -1428,9 +1594,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id19_cnt <= 7'h00;
+            id19_wptr <= 9'h000;
         end else if (id19_go | id19_r) begin
-            id19_cnt <= id19_go ? 7'h00 : (id19_cnt + 7'h01);
+            id19_wptr <= id19_go ? rob_alloc : (id19_wptr + 9'h001);
         end
     end
 
@@ -1438,7 +1604,7 @@ module dma_rd_w512 (
         if (rst) begin
             id19_err <= 1'h0;
         end else if (id19_go | id19_r) begin
-            id19_err <= ~id19_go & (id19_err | m_axi_rresp[1]);
+            id19_err <= ~id19_go & (id19_err | r1_err);
         end
     end
 
@@ -1450,9 +1616,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id20_cnt <= 7'h00;
+            id20_wptr <= 9'h000;
         end else if (id20_go | id20_r) begin
-            id20_cnt <= id20_go ? 7'h00 : (id20_cnt + 7'h01);
+            id20_wptr <= id20_go ? rob_alloc : (id20_wptr + 9'h001);
         end
     end
 
@@ -1460,7 +1626,7 @@ module dma_rd_w512 (
         if (rst) begin
             id20_err <= 1'h0;
         end else if (id20_go | id20_r) begin
-            id20_err <= ~id20_go & (id20_err | m_axi_rresp[1]);
+            id20_err <= ~id20_go & (id20_err | r1_err);
         end
     end
 
@@ -1472,9 +1638,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id21_cnt <= 7'h00;
+            id21_wptr <= 9'h000;
         end else if (id21_go | id21_r) begin
-            id21_cnt <= id21_go ? 7'h00 : (id21_cnt + 7'h01);
+            id21_wptr <= id21_go ? rob_alloc : (id21_wptr + 9'h001);
         end
     end
 
@@ -1482,7 +1648,7 @@ module dma_rd_w512 (
         if (rst) begin
             id21_err <= 1'h0;
         end else if (id21_go | id21_r) begin
-            id21_err <= ~id21_go & (id21_err | m_axi_rresp[1]);
+            id21_err <= ~id21_go & (id21_err | r1_err);
         end
     end
 
@@ -1494,9 +1660,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id22_cnt <= 7'h00;
+            id22_wptr <= 9'h000;
         end else if (id22_go | id22_r) begin
-            id22_cnt <= id22_go ? 7'h00 : (id22_cnt + 7'h01);
+            id22_wptr <= id22_go ? rob_alloc : (id22_wptr + 9'h001);
         end
     end
 
@@ -1504,7 +1670,7 @@ module dma_rd_w512 (
         if (rst) begin
             id22_err <= 1'h0;
         end else if (id22_go | id22_r) begin
-            id22_err <= ~id22_go & (id22_err | m_axi_rresp[1]);
+            id22_err <= ~id22_go & (id22_err | r1_err);
         end
     end
 
@@ -1516,9 +1682,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id23_cnt <= 7'h00;
+            id23_wptr <= 9'h000;
         end else if (id23_go | id23_r) begin
-            id23_cnt <= id23_go ? 7'h00 : (id23_cnt + 7'h01);
+            id23_wptr <= id23_go ? rob_alloc : (id23_wptr + 9'h001);
         end
     end
 
@@ -1526,7 +1692,7 @@ module dma_rd_w512 (
         if (rst) begin
             id23_err <= 1'h0;
         end else if (id23_go | id23_r) begin
-            id23_err <= ~id23_go & (id23_err | m_axi_rresp[1]);
+            id23_err <= ~id23_go & (id23_err | r1_err);
         end
     end
 
@@ -1538,9 +1704,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id24_cnt <= 7'h00;
+            id24_wptr <= 9'h000;
         end else if (id24_go | id24_r) begin
-            id24_cnt <= id24_go ? 7'h00 : (id24_cnt + 7'h01);
+            id24_wptr <= id24_go ? rob_alloc : (id24_wptr + 9'h001);
         end
     end
 
@@ -1548,7 +1714,7 @@ module dma_rd_w512 (
         if (rst) begin
             id24_err <= 1'h0;
         end else if (id24_go | id24_r) begin
-            id24_err <= ~id24_go & (id24_err | m_axi_rresp[1]);
+            id24_err <= ~id24_go & (id24_err | r1_err);
         end
     end
 
@@ -1560,9 +1726,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id25_cnt <= 7'h00;
+            id25_wptr <= 9'h000;
         end else if (id25_go | id25_r) begin
-            id25_cnt <= id25_go ? 7'h00 : (id25_cnt + 7'h01);
+            id25_wptr <= id25_go ? rob_alloc : (id25_wptr + 9'h001);
         end
     end
 
@@ -1570,7 +1736,7 @@ module dma_rd_w512 (
         if (rst) begin
             id25_err <= 1'h0;
         end else if (id25_go | id25_r) begin
-            id25_err <= ~id25_go & (id25_err | m_axi_rresp[1]);
+            id25_err <= ~id25_go & (id25_err | r1_err);
         end
     end
 
@@ -1582,9 +1748,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id26_cnt <= 7'h00;
+            id26_wptr <= 9'h000;
         end else if (id26_go | id26_r) begin
-            id26_cnt <= id26_go ? 7'h00 : (id26_cnt + 7'h01);
+            id26_wptr <= id26_go ? rob_alloc : (id26_wptr + 9'h001);
         end
     end
 
@@ -1592,7 +1758,7 @@ module dma_rd_w512 (
         if (rst) begin
             id26_err <= 1'h0;
         end else if (id26_go | id26_r) begin
-            id26_err <= ~id26_go & (id26_err | m_axi_rresp[1]);
+            id26_err <= ~id26_go & (id26_err | r1_err);
         end
     end
 
@@ -1604,9 +1770,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id27_cnt <= 7'h00;
+            id27_wptr <= 9'h000;
         end else if (id27_go | id27_r) begin
-            id27_cnt <= id27_go ? 7'h00 : (id27_cnt + 7'h01);
+            id27_wptr <= id27_go ? rob_alloc : (id27_wptr + 9'h001);
         end
     end
 
@@ -1614,7 +1780,7 @@ module dma_rd_w512 (
         if (rst) begin
             id27_err <= 1'h0;
         end else if (id27_go | id27_r) begin
-            id27_err <= ~id27_go & (id27_err | m_axi_rresp[1]);
+            id27_err <= ~id27_go & (id27_err | r1_err);
         end
     end
 
@@ -1626,9 +1792,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id28_cnt <= 7'h00;
+            id28_wptr <= 9'h000;
         end else if (id28_go | id28_r) begin
-            id28_cnt <= id28_go ? 7'h00 : (id28_cnt + 7'h01);
+            id28_wptr <= id28_go ? rob_alloc : (id28_wptr + 9'h001);
         end
     end
 
@@ -1636,7 +1802,7 @@ module dma_rd_w512 (
         if (rst) begin
             id28_err <= 1'h0;
         end else if (id28_go | id28_r) begin
-            id28_err <= ~id28_go & (id28_err | m_axi_rresp[1]);
+            id28_err <= ~id28_go & (id28_err | r1_err);
         end
     end
 
@@ -1648,9 +1814,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id29_cnt <= 7'h00;
+            id29_wptr <= 9'h000;
         end else if (id29_go | id29_r) begin
-            id29_cnt <= id29_go ? 7'h00 : (id29_cnt + 7'h01);
+            id29_wptr <= id29_go ? rob_alloc : (id29_wptr + 9'h001);
         end
     end
 
@@ -1658,7 +1824,7 @@ module dma_rd_w512 (
         if (rst) begin
             id29_err <= 1'h0;
         end else if (id29_go | id29_r) begin
-            id29_err <= ~id29_go & (id29_err | m_axi_rresp[1]);
+            id29_err <= ~id29_go & (id29_err | r1_err);
         end
     end
 
@@ -1670,9 +1836,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id30_cnt <= 7'h00;
+            id30_wptr <= 9'h000;
         end else if (id30_go | id30_r) begin
-            id30_cnt <= id30_go ? 7'h00 : (id30_cnt + 7'h01);
+            id30_wptr <= id30_go ? rob_alloc : (id30_wptr + 9'h001);
         end
     end
 
@@ -1680,7 +1846,7 @@ module dma_rd_w512 (
         if (rst) begin
             id30_err <= 1'h0;
         end else if (id30_go | id30_r) begin
-            id30_err <= ~id30_go & (id30_err | m_axi_rresp[1]);
+            id30_err <= ~id30_go & (id30_err | r1_err);
         end
     end
 
@@ -1692,9 +1858,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id31_cnt <= 7'h00;
+            id31_wptr <= 9'h000;
         end else if (id31_go | id31_r) begin
-            id31_cnt <= id31_go ? 7'h00 : (id31_cnt + 7'h01);
+            id31_wptr <= id31_go ? rob_alloc : (id31_wptr + 9'h001);
         end
     end
 
@@ -1702,7 +1868,7 @@ module dma_rd_w512 (
         if (rst) begin
             id31_err <= 1'h0;
         end else if (id31_go | id31_r) begin
-            id31_err <= ~id31_go & (id31_err | m_axi_rresp[1]);
+            id31_err <= ~id31_go & (id31_err | r1_err);
         end
     end
 
@@ -1714,9 +1880,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id32_cnt <= 7'h00;
+            id32_wptr <= 9'h000;
         end else if (id32_go | id32_r) begin
-            id32_cnt <= id32_go ? 7'h00 : (id32_cnt + 7'h01);
+            id32_wptr <= id32_go ? rob_alloc : (id32_wptr + 9'h001);
         end
     end
 
@@ -1724,7 +1890,7 @@ module dma_rd_w512 (
         if (rst) begin
             id32_err <= 1'h0;
         end else if (id32_go | id32_r) begin
-            id32_err <= ~id32_go & (id32_err | m_axi_rresp[1]);
+            id32_err <= ~id32_go & (id32_err | r1_err);
         end
     end
 
@@ -1736,9 +1902,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id33_cnt <= 7'h00;
+            id33_wptr <= 9'h000;
         end else if (id33_go | id33_r) begin
-            id33_cnt <= id33_go ? 7'h00 : (id33_cnt + 7'h01);
+            id33_wptr <= id33_go ? rob_alloc : (id33_wptr + 9'h001);
         end
     end
 
@@ -1746,7 +1912,7 @@ module dma_rd_w512 (
         if (rst) begin
             id33_err <= 1'h0;
         end else if (id33_go | id33_r) begin
-            id33_err <= ~id33_go & (id33_err | m_axi_rresp[1]);
+            id33_err <= ~id33_go & (id33_err | r1_err);
         end
     end
 
@@ -1758,9 +1924,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id34_cnt <= 7'h00;
+            id34_wptr <= 9'h000;
         end else if (id34_go | id34_r) begin
-            id34_cnt <= id34_go ? 7'h00 : (id34_cnt + 7'h01);
+            id34_wptr <= id34_go ? rob_alloc : (id34_wptr + 9'h001);
         end
     end
 
@@ -1768,7 +1934,7 @@ module dma_rd_w512 (
         if (rst) begin
             id34_err <= 1'h0;
         end else if (id34_go | id34_r) begin
-            id34_err <= ~id34_go & (id34_err | m_axi_rresp[1]);
+            id34_err <= ~id34_go & (id34_err | r1_err);
         end
     end
 
@@ -1780,9 +1946,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id35_cnt <= 7'h00;
+            id35_wptr <= 9'h000;
         end else if (id35_go | id35_r) begin
-            id35_cnt <= id35_go ? 7'h00 : (id35_cnt + 7'h01);
+            id35_wptr <= id35_go ? rob_alloc : (id35_wptr + 9'h001);
         end
     end
 
@@ -1790,7 +1956,7 @@ module dma_rd_w512 (
         if (rst) begin
             id35_err <= 1'h0;
         end else if (id35_go | id35_r) begin
-            id35_err <= ~id35_go & (id35_err | m_axi_rresp[1]);
+            id35_err <= ~id35_go & (id35_err | r1_err);
         end
     end
 
@@ -1802,9 +1968,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id36_cnt <= 7'h00;
+            id36_wptr <= 9'h000;
         end else if (id36_go | id36_r) begin
-            id36_cnt <= id36_go ? 7'h00 : (id36_cnt + 7'h01);
+            id36_wptr <= id36_go ? rob_alloc : (id36_wptr + 9'h001);
         end
     end
 
@@ -1812,7 +1978,7 @@ module dma_rd_w512 (
         if (rst) begin
             id36_err <= 1'h0;
         end else if (id36_go | id36_r) begin
-            id36_err <= ~id36_go & (id36_err | m_axi_rresp[1]);
+            id36_err <= ~id36_go & (id36_err | r1_err);
         end
     end
 
@@ -1824,9 +1990,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id37_cnt <= 7'h00;
+            id37_wptr <= 9'h000;
         end else if (id37_go | id37_r) begin
-            id37_cnt <= id37_go ? 7'h00 : (id37_cnt + 7'h01);
+            id37_wptr <= id37_go ? rob_alloc : (id37_wptr + 9'h001);
         end
     end
 
@@ -1834,7 +2000,7 @@ module dma_rd_w512 (
         if (rst) begin
             id37_err <= 1'h0;
         end else if (id37_go | id37_r) begin
-            id37_err <= ~id37_go & (id37_err | m_axi_rresp[1]);
+            id37_err <= ~id37_go & (id37_err | r1_err);
         end
     end
 
@@ -1846,9 +2012,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id38_cnt <= 7'h00;
+            id38_wptr <= 9'h000;
         end else if (id38_go | id38_r) begin
-            id38_cnt <= id38_go ? 7'h00 : (id38_cnt + 7'h01);
+            id38_wptr <= id38_go ? rob_alloc : (id38_wptr + 9'h001);
         end
     end
 
@@ -1856,7 +2022,7 @@ module dma_rd_w512 (
         if (rst) begin
             id38_err <= 1'h0;
         end else if (id38_go | id38_r) begin
-            id38_err <= ~id38_go & (id38_err | m_axi_rresp[1]);
+            id38_err <= ~id38_go & (id38_err | r1_err);
         end
     end
 
@@ -1868,9 +2034,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id39_cnt <= 7'h00;
+            id39_wptr <= 9'h000;
         end else if (id39_go | id39_r) begin
-            id39_cnt <= id39_go ? 7'h00 : (id39_cnt + 7'h01);
+            id39_wptr <= id39_go ? rob_alloc : (id39_wptr + 9'h001);
         end
     end
 
@@ -1878,7 +2044,7 @@ module dma_rd_w512 (
         if (rst) begin
             id39_err <= 1'h0;
         end else if (id39_go | id39_r) begin
-            id39_err <= ~id39_go & (id39_err | m_axi_rresp[1]);
+            id39_err <= ~id39_go & (id39_err | r1_err);
         end
     end
 
@@ -1890,9 +2056,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id40_cnt <= 7'h00;
+            id40_wptr <= 9'h000;
         end else if (id40_go | id40_r) begin
-            id40_cnt <= id40_go ? 7'h00 : (id40_cnt + 7'h01);
+            id40_wptr <= id40_go ? rob_alloc : (id40_wptr + 9'h001);
         end
     end
 
@@ -1900,7 +2066,7 @@ module dma_rd_w512 (
         if (rst) begin
             id40_err <= 1'h0;
         end else if (id40_go | id40_r) begin
-            id40_err <= ~id40_go & (id40_err | m_axi_rresp[1]);
+            id40_err <= ~id40_go & (id40_err | r1_err);
         end
     end
 
@@ -1912,9 +2078,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id41_cnt <= 7'h00;
+            id41_wptr <= 9'h000;
         end else if (id41_go | id41_r) begin
-            id41_cnt <= id41_go ? 7'h00 : (id41_cnt + 7'h01);
+            id41_wptr <= id41_go ? rob_alloc : (id41_wptr + 9'h001);
         end
     end
 
@@ -1922,7 +2088,7 @@ module dma_rd_w512 (
         if (rst) begin
             id41_err <= 1'h0;
         end else if (id41_go | id41_r) begin
-            id41_err <= ~id41_go & (id41_err | m_axi_rresp[1]);
+            id41_err <= ~id41_go & (id41_err | r1_err);
         end
     end
 
@@ -1934,9 +2100,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id42_cnt <= 7'h00;
+            id42_wptr <= 9'h000;
         end else if (id42_go | id42_r) begin
-            id42_cnt <= id42_go ? 7'h00 : (id42_cnt + 7'h01);
+            id42_wptr <= id42_go ? rob_alloc : (id42_wptr + 9'h001);
         end
     end
 
@@ -1944,7 +2110,7 @@ module dma_rd_w512 (
         if (rst) begin
             id42_err <= 1'h0;
         end else if (id42_go | id42_r) begin
-            id42_err <= ~id42_go & (id42_err | m_axi_rresp[1]);
+            id42_err <= ~id42_go & (id42_err | r1_err);
         end
     end
 
@@ -1956,9 +2122,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id43_cnt <= 7'h00;
+            id43_wptr <= 9'h000;
         end else if (id43_go | id43_r) begin
-            id43_cnt <= id43_go ? 7'h00 : (id43_cnt + 7'h01);
+            id43_wptr <= id43_go ? rob_alloc : (id43_wptr + 9'h001);
         end
     end
 
@@ -1966,7 +2132,7 @@ module dma_rd_w512 (
         if (rst) begin
             id43_err <= 1'h0;
         end else if (id43_go | id43_r) begin
-            id43_err <= ~id43_go & (id43_err | m_axi_rresp[1]);
+            id43_err <= ~id43_go & (id43_err | r1_err);
         end
     end
 
@@ -1978,9 +2144,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id44_cnt <= 7'h00;
+            id44_wptr <= 9'h000;
         end else if (id44_go | id44_r) begin
-            id44_cnt <= id44_go ? 7'h00 : (id44_cnt + 7'h01);
+            id44_wptr <= id44_go ? rob_alloc : (id44_wptr + 9'h001);
         end
     end
 
@@ -1988,7 +2154,7 @@ module dma_rd_w512 (
         if (rst) begin
             id44_err <= 1'h0;
         end else if (id44_go | id44_r) begin
-            id44_err <= ~id44_go & (id44_err | m_axi_rresp[1]);
+            id44_err <= ~id44_go & (id44_err | r1_err);
         end
     end
 
@@ -2000,9 +2166,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id45_cnt <= 7'h00;
+            id45_wptr <= 9'h000;
         end else if (id45_go | id45_r) begin
-            id45_cnt <= id45_go ? 7'h00 : (id45_cnt + 7'h01);
+            id45_wptr <= id45_go ? rob_alloc : (id45_wptr + 9'h001);
         end
     end
 
@@ -2010,7 +2176,7 @@ module dma_rd_w512 (
         if (rst) begin
             id45_err <= 1'h0;
         end else if (id45_go | id45_r) begin
-            id45_err <= ~id45_go & (id45_err | m_axi_rresp[1]);
+            id45_err <= ~id45_go & (id45_err | r1_err);
         end
     end
 
@@ -2022,9 +2188,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id46_cnt <= 7'h00;
+            id46_wptr <= 9'h000;
         end else if (id46_go | id46_r) begin
-            id46_cnt <= id46_go ? 7'h00 : (id46_cnt + 7'h01);
+            id46_wptr <= id46_go ? rob_alloc : (id46_wptr + 9'h001);
         end
     end
 
@@ -2032,7 +2198,7 @@ module dma_rd_w512 (
         if (rst) begin
             id46_err <= 1'h0;
         end else if (id46_go | id46_r) begin
-            id46_err <= ~id46_go & (id46_err | m_axi_rresp[1]);
+            id46_err <= ~id46_go & (id46_err | r1_err);
         end
     end
 
@@ -2044,9 +2210,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id47_cnt <= 7'h00;
+            id47_wptr <= 9'h000;
         end else if (id47_go | id47_r) begin
-            id47_cnt <= id47_go ? 7'h00 : (id47_cnt + 7'h01);
+            id47_wptr <= id47_go ? rob_alloc : (id47_wptr + 9'h001);
         end
     end
 
@@ -2054,7 +2220,7 @@ module dma_rd_w512 (
         if (rst) begin
             id47_err <= 1'h0;
         end else if (id47_go | id47_r) begin
-            id47_err <= ~id47_go & (id47_err | m_axi_rresp[1]);
+            id47_err <= ~id47_go & (id47_err | r1_err);
         end
     end
 
@@ -2066,9 +2232,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id48_cnt <= 7'h00;
+            id48_wptr <= 9'h000;
         end else if (id48_go | id48_r) begin
-            id48_cnt <= id48_go ? 7'h00 : (id48_cnt + 7'h01);
+            id48_wptr <= id48_go ? rob_alloc : (id48_wptr + 9'h001);
         end
     end
 
@@ -2076,7 +2242,7 @@ module dma_rd_w512 (
         if (rst) begin
             id48_err <= 1'h0;
         end else if (id48_go | id48_r) begin
-            id48_err <= ~id48_go & (id48_err | m_axi_rresp[1]);
+            id48_err <= ~id48_go & (id48_err | r1_err);
         end
     end
 
@@ -2088,9 +2254,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id49_cnt <= 7'h00;
+            id49_wptr <= 9'h000;
         end else if (id49_go | id49_r) begin
-            id49_cnt <= id49_go ? 7'h00 : (id49_cnt + 7'h01);
+            id49_wptr <= id49_go ? rob_alloc : (id49_wptr + 9'h001);
         end
     end
 
@@ -2098,7 +2264,7 @@ module dma_rd_w512 (
         if (rst) begin
             id49_err <= 1'h0;
         end else if (id49_go | id49_r) begin
-            id49_err <= ~id49_go & (id49_err | m_axi_rresp[1]);
+            id49_err <= ~id49_go & (id49_err | r1_err);
         end
     end
 
@@ -2110,9 +2276,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id50_cnt <= 7'h00;
+            id50_wptr <= 9'h000;
         end else if (id50_go | id50_r) begin
-            id50_cnt <= id50_go ? 7'h00 : (id50_cnt + 7'h01);
+            id50_wptr <= id50_go ? rob_alloc : (id50_wptr + 9'h001);
         end
     end
 
@@ -2120,7 +2286,7 @@ module dma_rd_w512 (
         if (rst) begin
             id50_err <= 1'h0;
         end else if (id50_go | id50_r) begin
-            id50_err <= ~id50_go & (id50_err | m_axi_rresp[1]);
+            id50_err <= ~id50_go & (id50_err | r1_err);
         end
     end
 
@@ -2132,9 +2298,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id51_cnt <= 7'h00;
+            id51_wptr <= 9'h000;
         end else if (id51_go | id51_r) begin
-            id51_cnt <= id51_go ? 7'h00 : (id51_cnt + 7'h01);
+            id51_wptr <= id51_go ? rob_alloc : (id51_wptr + 9'h001);
         end
     end
 
@@ -2142,7 +2308,7 @@ module dma_rd_w512 (
         if (rst) begin
             id51_err <= 1'h0;
         end else if (id51_go | id51_r) begin
-            id51_err <= ~id51_go & (id51_err | m_axi_rresp[1]);
+            id51_err <= ~id51_go & (id51_err | r1_err);
         end
     end
 
@@ -2154,9 +2320,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id52_cnt <= 7'h00;
+            id52_wptr <= 9'h000;
         end else if (id52_go | id52_r) begin
-            id52_cnt <= id52_go ? 7'h00 : (id52_cnt + 7'h01);
+            id52_wptr <= id52_go ? rob_alloc : (id52_wptr + 9'h001);
         end
     end
 
@@ -2164,7 +2330,7 @@ module dma_rd_w512 (
         if (rst) begin
             id52_err <= 1'h0;
         end else if (id52_go | id52_r) begin
-            id52_err <= ~id52_go & (id52_err | m_axi_rresp[1]);
+            id52_err <= ~id52_go & (id52_err | r1_err);
         end
     end
 
@@ -2176,9 +2342,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id53_cnt <= 7'h00;
+            id53_wptr <= 9'h000;
         end else if (id53_go | id53_r) begin
-            id53_cnt <= id53_go ? 7'h00 : (id53_cnt + 7'h01);
+            id53_wptr <= id53_go ? rob_alloc : (id53_wptr + 9'h001);
         end
     end
 
@@ -2186,7 +2352,7 @@ module dma_rd_w512 (
         if (rst) begin
             id53_err <= 1'h0;
         end else if (id53_go | id53_r) begin
-            id53_err <= ~id53_go & (id53_err | m_axi_rresp[1]);
+            id53_err <= ~id53_go & (id53_err | r1_err);
         end
     end
 
@@ -2198,9 +2364,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id54_cnt <= 7'h00;
+            id54_wptr <= 9'h000;
         end else if (id54_go | id54_r) begin
-            id54_cnt <= id54_go ? 7'h00 : (id54_cnt + 7'h01);
+            id54_wptr <= id54_go ? rob_alloc : (id54_wptr + 9'h001);
         end
     end
 
@@ -2208,7 +2374,7 @@ module dma_rd_w512 (
         if (rst) begin
             id54_err <= 1'h0;
         end else if (id54_go | id54_r) begin
-            id54_err <= ~id54_go & (id54_err | m_axi_rresp[1]);
+            id54_err <= ~id54_go & (id54_err | r1_err);
         end
     end
 
@@ -2220,9 +2386,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id55_cnt <= 7'h00;
+            id55_wptr <= 9'h000;
         end else if (id55_go | id55_r) begin
-            id55_cnt <= id55_go ? 7'h00 : (id55_cnt + 7'h01);
+            id55_wptr <= id55_go ? rob_alloc : (id55_wptr + 9'h001);
         end
     end
 
@@ -2230,7 +2396,7 @@ module dma_rd_w512 (
         if (rst) begin
             id55_err <= 1'h0;
         end else if (id55_go | id55_r) begin
-            id55_err <= ~id55_go & (id55_err | m_axi_rresp[1]);
+            id55_err <= ~id55_go & (id55_err | r1_err);
         end
     end
 
@@ -2242,9 +2408,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id56_cnt <= 7'h00;
+            id56_wptr <= 9'h000;
         end else if (id56_go | id56_r) begin
-            id56_cnt <= id56_go ? 7'h00 : (id56_cnt + 7'h01);
+            id56_wptr <= id56_go ? rob_alloc : (id56_wptr + 9'h001);
         end
     end
 
@@ -2252,7 +2418,7 @@ module dma_rd_w512 (
         if (rst) begin
             id56_err <= 1'h0;
         end else if (id56_go | id56_r) begin
-            id56_err <= ~id56_go & (id56_err | m_axi_rresp[1]);
+            id56_err <= ~id56_go & (id56_err | r1_err);
         end
     end
 
@@ -2264,9 +2430,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id57_cnt <= 7'h00;
+            id57_wptr <= 9'h000;
         end else if (id57_go | id57_r) begin
-            id57_cnt <= id57_go ? 7'h00 : (id57_cnt + 7'h01);
+            id57_wptr <= id57_go ? rob_alloc : (id57_wptr + 9'h001);
         end
     end
 
@@ -2274,7 +2440,7 @@ module dma_rd_w512 (
         if (rst) begin
             id57_err <= 1'h0;
         end else if (id57_go | id57_r) begin
-            id57_err <= ~id57_go & (id57_err | m_axi_rresp[1]);
+            id57_err <= ~id57_go & (id57_err | r1_err);
         end
     end
 
@@ -2286,9 +2452,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id58_cnt <= 7'h00;
+            id58_wptr <= 9'h000;
         end else if (id58_go | id58_r) begin
-            id58_cnt <= id58_go ? 7'h00 : (id58_cnt + 7'h01);
+            id58_wptr <= id58_go ? rob_alloc : (id58_wptr + 9'h001);
         end
     end
 
@@ -2296,7 +2462,7 @@ module dma_rd_w512 (
         if (rst) begin
             id58_err <= 1'h0;
         end else if (id58_go | id58_r) begin
-            id58_err <= ~id58_go & (id58_err | m_axi_rresp[1]);
+            id58_err <= ~id58_go & (id58_err | r1_err);
         end
     end
 
@@ -2308,9 +2474,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id59_cnt <= 7'h00;
+            id59_wptr <= 9'h000;
         end else if (id59_go | id59_r) begin
-            id59_cnt <= id59_go ? 7'h00 : (id59_cnt + 7'h01);
+            id59_wptr <= id59_go ? rob_alloc : (id59_wptr + 9'h001);
         end
     end
 
@@ -2318,7 +2484,7 @@ module dma_rd_w512 (
         if (rst) begin
             id59_err <= 1'h0;
         end else if (id59_go | id59_r) begin
-            id59_err <= ~id59_go & (id59_err | m_axi_rresp[1]);
+            id59_err <= ~id59_go & (id59_err | r1_err);
         end
     end
 
@@ -2330,9 +2496,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id60_cnt <= 7'h00;
+            id60_wptr <= 9'h000;
         end else if (id60_go | id60_r) begin
-            id60_cnt <= id60_go ? 7'h00 : (id60_cnt + 7'h01);
+            id60_wptr <= id60_go ? rob_alloc : (id60_wptr + 9'h001);
         end
     end
 
@@ -2340,7 +2506,7 @@ module dma_rd_w512 (
         if (rst) begin
             id60_err <= 1'h0;
         end else if (id60_go | id60_r) begin
-            id60_err <= ~id60_go & (id60_err | m_axi_rresp[1]);
+            id60_err <= ~id60_go & (id60_err | r1_err);
         end
     end
 
@@ -2352,9 +2518,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id61_cnt <= 7'h00;
+            id61_wptr <= 9'h000;
         end else if (id61_go | id61_r) begin
-            id61_cnt <= id61_go ? 7'h00 : (id61_cnt + 7'h01);
+            id61_wptr <= id61_go ? rob_alloc : (id61_wptr + 9'h001);
         end
     end
 
@@ -2362,7 +2528,7 @@ module dma_rd_w512 (
         if (rst) begin
             id61_err <= 1'h0;
         end else if (id61_go | id61_r) begin
-            id61_err <= ~id61_go & (id61_err | m_axi_rresp[1]);
+            id61_err <= ~id61_go & (id61_err | r1_err);
         end
     end
 
@@ -2374,9 +2540,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id62_cnt <= 7'h00;
+            id62_wptr <= 9'h000;
         end else if (id62_go | id62_r) begin
-            id62_cnt <= id62_go ? 7'h00 : (id62_cnt + 7'h01);
+            id62_wptr <= id62_go ? rob_alloc : (id62_wptr + 9'h001);
         end
     end
 
@@ -2384,7 +2550,7 @@ module dma_rd_w512 (
         if (rst) begin
             id62_err <= 1'h0;
         end else if (id62_go | id62_r) begin
-            id62_err <= ~id62_go & (id62_err | m_axi_rresp[1]);
+            id62_err <= ~id62_go & (id62_err | r1_err);
         end
     end
 
@@ -2396,9 +2562,9 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            id63_cnt <= 7'h00;
+            id63_wptr <= 9'h000;
         end else if (id63_go | id63_r) begin
-            id63_cnt <= id63_go ? 7'h00 : (id63_cnt + 7'h01);
+            id63_wptr <= id63_go ? rob_alloc : (id63_wptr + 9'h001);
         end
     end
 
@@ -2406,7 +2572,7 @@ module dma_rd_w512 (
         if (rst) begin
             id63_err <= 1'h0;
         end else if (id63_go | id63_r) begin
-            id63_err <= ~id63_go & (id63_err | m_axi_rresp[1]);
+            id63_err <= ~id63_go & (id63_err | r1_err);
         end
     end
 
@@ -2422,22 +2588,46 @@ module dma_rd_w512 (
         if (rst) begin
             ids_retired <= 7'h00;
         end else begin
-            ids_retired <= ids_retired + {6'h00, slot_read & slot_burst_end};
+            ids_retired <= slot_retire ? (ids_retired + 7'h01) : ids_retired;
+        end
+    end
+
+    always @(posedge clk) begin
+        head_meta <= slot_retire ? (next_byp ? meta_new : next_meta) : (head_byp ? meta_new : head_meta);
+    end
+
+    always @(posedge clk) begin
+        next_meta <= slot_retire ? (next2_byp ? meta_new : next2_meta) : (next_byp ? meta_new : next_meta);
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ids_retired_p1 <= 6'h01;
+        end else begin
+            ids_retired_p1 <= slot_retire ? (ids_retired_p1 + 6'h01) : ids_retired_p1;
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
-            rob_drain <= 10'h000;
+            ids_retired_p2 <= 6'h02;
         end else begin
-            rob_drain <= rob_drain + {9'h000, slot_read};
+            ids_retired_p2 <= slot_retire ? (ids_retired_p2 + 6'h01) : ids_retired_p2;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rob_drain <= 9'h000;
+        end else begin
+            rob_drain <= slot_read ? (rob_drain + 9'h001) : rob_drain;
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
             req_err <= 1'h0;
-        end else if (slot_read & slot_burst_end) begin
+        end else if (slot_retire) begin
             req_err <= ~head_meta[22] & slot_err;
         end
     end
@@ -2535,6 +2725,38 @@ module dma_rd_w512 (
             s1_err <= 1'h0;
         end else begin
             s1_err <= flush_next ? flush_err : slot_err;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ids_retire <= 1'h0;
+        end else begin
+            ids_retire <= slot_retire;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ids_out <= 7'h00;
+        end else begin
+            ids_out <= burst_go ? (ids_retire ? ids_out : (ids_out + 7'h01)) : (ids_retire ? (ids_out - 7'h01) : ids_out);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rob_read_d <= 1'h0;
+        end else begin
+            rob_read_d <= slot_read;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rob_free <= 10'h200;
+        end else begin
+            rob_free <= burst_go ? (rob_read_d ? (rob_free - {4'h0, bq0_blen_m1}) : (rob_free - {3'h0, bq0_beats})) : (rob_read_d ? (rob_free + 10'h001) : rob_free);
         end
     end
 
@@ -2894,11 +3116,11 @@ module dma_rd_w512 (
 
     // rob: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if (r_beat) begin
-            rob[rob_waddr] <= m_axi_rdata;
+        if (r1_v) begin
+            rob[rob_waddr] <= r1_data;
         end
         if (slot_read) begin
-            rob_rd <= rob[head_meta[38:30] + {3'h0, head_beat}];
+            rob_rd <= rob[rob_drain];
         end
     end
 

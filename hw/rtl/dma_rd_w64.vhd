@@ -21,15 +21,20 @@
 -- (their data is whatever the slave returned). rlast is not checked: a burst
 -- ends after arlen+1 beats of its ID.
 --
--- Timing: s_req_ready is high while no request is being split, or in the cycle
--- the last burst of the current one is issued; one burst can be issued per
--- cycle, ar* registered (they stay until arready). A response beat written in
--- cycle t can be read out of the buffer in cycle t+1 and reaches m_axis in
--- cycle t+3 at the earliest. The read-out issues one beat per cycle while the
--- 4-entry output queue has room for it and the beat in realignment; a request
--- whose address is not aligned and whose last input beat holds no byte of its
--- own last output beat costs one extra cycle. Reset clears everything: assert
--- it only with the AXI slave reset too (no response outstanding).
+-- Timing: s_req_ready is high while no request is being split, or when the
+-- current one's last burst enters the two-entry burst queue this cycle (it
+-- depends on state only); the splitter puts one burst per cycle into the queue
+-- while it has room, and the queue's head is issued (ar* registered, held
+-- until arready) once its ID and its room are free: a request taken in cycle t
+-- has its first burst on ar* in t+3 at the earliest. An ID is reused from the
+-- cycle after the one following its burst's last read-out. A response beat
+-- taken in cycle t is written into the buffer in t+1, can be read out in t+2
+-- and reaches m_axis in t+4 at the earliest. The read-out issues one beat per
+-- cycle while the 4-entry output queue has room for it and the beat in
+-- realignment; a request whose address is not aligned and whose last input
+-- beat holds no byte of its own last output beat costs one extra cycle. Reset
+-- clears everything: assert it only with the AXI slave reset too (no response
+-- outstanding).
 --
 -- Outputs that belong to a valid (ar*, m_axis_*) read zero while it is low.
 --
@@ -101,32 +106,58 @@ architecture rtl of dma_rd_w64 is
 
     signal req_v : std_logic := '0';         -- a request is being split
     signal req_beat : std_logic_vector(60 downto 0); -- its next beat address (address / bytes per beat)
-    signal req_rem : std_logic_vector(14 downto 0); -- its input beats not yet issued
+    signal req_end : std_logic_vector(13 downto 0); -- its last beat address, low bits
     signal req_tag : std_logic_vector(7 downto 0);
     signal req_off : std_logic_vector(2 downto 0); -- its address's offset in the first beat
     signal req_flush : std_logic;            -- its last output beat needs a flush cycle
     signal req_lkb : std_logic_vector(3 downto 0); -- bytes of its last output beat (1..lanes)
     signal req_first : std_logic;            -- the next burst is its first
-    signal req_accept : std_logic;           -- a request is taken
     signal new_off : std_logic_vector(2 downto 0);
-    signal new_span : std_logic_vector(16 downto 0); -- offset + length - 1
-    signal new_nin : std_logic_vector(14 downto 0); -- input beats
+    signal new_end : std_logic_vector(16 downto 0); -- address + length - 1, low bits
+    signal new_low_sum : std_logic_vector(3 downto 0); -- offset + (length - 1) mod lanes
+    signal new_carry : std_logic;            -- the span reaches one more beat than the length alone
     signal new_flush : std_logic;            -- output beats = input beats with an offset
     signal new_lkb : std_logic_vector(3 downto 0);
     signal burst_wib : std_logic_vector(7 downto 0); -- beat index in the largest-burst window
-    signal burst_to_edge : std_logic_vector(8 downto 0); -- beats to the window's end
-    signal burst_last : std_logic;           -- the request's rest fits
-    signal burst_beats : std_logic_vector(8 downto 0); -- beats of the next burst
-    signal burst_len_m1 : std_logic_vector(8 downto 0);
+    signal burst_last : std_logic;           -- the request ends in this window
+    signal burst_len_m1 : std_logic_vector(7 downto 0);
+    signal burst_beats : std_logic_vector(8 downto 0);
+    signal bq_room : std_logic;              -- the burst queue has room
+    signal bq_push : std_logic;              -- a burst enters the queue
+    signal req_ready : std_logic;
+    signal req_accept : std_logic;           -- a request is taken
+    signal bq_pop : std_logic;               -- the queue's head is issued
+    signal bq_count : std_logic_vector(1 downto 0) := "00"; -- entries held in bq
+    signal bq0_addr : std_logic_vector(60 downto 0);
+    signal bq0_beats : std_logic_vector(8 downto 0);
+    signal bq0_blen_m1 : std_logic_vector(7 downto 0);
+    signal bq0_first : std_logic;
+    signal bq0_last : std_logic;
+    signal bq0_tag : std_logic_vector(7 downto 0);
+    signal bq0_off : std_logic_vector(2 downto 0);
+    signal bq0_flush : std_logic;
+    signal bq0_lkb : std_logic_vector(3 downto 0);
+    signal bq1_addr : std_logic_vector(60 downto 0);
+    signal bq1_beats : std_logic_vector(8 downto 0);
+    signal bq1_blen_m1 : std_logic_vector(7 downto 0);
+    signal bq1_first : std_logic;
+    signal bq1_last : std_logic;
+    signal bq1_tag : std_logic_vector(7 downto 0);
+    signal bq1_off : std_logic_vector(2 downto 0);
+    signal bq1_flush : std_logic;
+    signal bq1_lkb : std_logic_vector(3 downto 0);
+    signal bq_take_new : std_logic;
+    signal split_unused : std_logic;         -- bits no logic reads
+    signal r1_v : std_logic := '0';          -- a response beat is registered
+    signal r1_id : std_logic_vector(5 downto 0);
+    signal r1_data : std_logic_vector(63 downto 0);
+    signal r1_err : std_logic;               -- SLVERR or DECERR
     signal ids_issued : std_logic_vector(6 downto 0) := "0000000"; -- bursts issued (mod 2N)
-    signal ids_retired : std_logic_vector(6 downto 0) := "0000000"; -- bursts delivered (mod 2N)
-    signal ids_out : std_logic_vector(6 downto 0); -- bursts in flight
-    signal id_free : std_logic;              -- fewer than 2^IDBits in flight
-    signal rob_alloc : std_logic_vector(9 downto 0) := "0000000000"; -- buffer beats reserved (mod 2R)
-    signal rob_drain : std_logic_vector(9 downto 0) := "0000000000"; -- buffer beats read out (mod 2R)
-    signal rob_used : std_logic_vector(9 downto 0);
-    signal rob_need : std_logic_vector(10 downto 0);
-    signal rob_room : std_logic;             -- the burst fits
+    signal ids_out : std_logic_vector(6 downto 0) := "0000000"; -- IDs in use: issued and not yet seen retired
+    signal rob_free : std_logic_vector(9 downto 0) := "1000000000"; -- buffer beats not reserved
+    signal rob_alloc : std_logic_vector(8 downto 0) := "000000000"; -- where the next burst's room starts
+    signal id_free : std_logic;              -- fewer than 2^IDBits in use
+    signal rob_room : std_logic;             -- the head burst fits
     signal ar_v : std_logic := '0';
     signal ar_free : std_logic;
     signal burst_go : std_logic;             -- a burst is issued
@@ -134,334 +165,338 @@ architecture rtl of dma_rd_w64 is
     signal ar_id : std_logic_vector(5 downto 0) := "000000";
     signal ar_addr : std_logic_vector(60 downto 0) := "0000000000000000000000000000000000000000000000000000000000000";
     signal ar_len : std_logic_vector(7 downto 0) := x"00";
-    signal meta_new : std_logic_vector(34 downto 0);
-    signal r_beat : std_logic;               -- a response beat
+    signal meta_new : std_logic_vector(25 downto 0);
     signal id0_go : std_logic;
     signal id0_r : std_logic;
-    signal id0_meta : std_logic_vector(34 downto 0);
-    signal id0_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id0_meta : std_logic_vector(25 downto 0);
+    signal id0_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id0_err : std_logic := '0';       -- an error response
     signal id1_go : std_logic;
     signal id1_r : std_logic;
-    signal id1_meta : std_logic_vector(34 downto 0);
-    signal id1_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id1_meta : std_logic_vector(25 downto 0);
+    signal id1_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id1_err : std_logic := '0';       -- an error response
     signal id2_go : std_logic;
     signal id2_r : std_logic;
-    signal id2_meta : std_logic_vector(34 downto 0);
-    signal id2_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id2_meta : std_logic_vector(25 downto 0);
+    signal id2_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id2_err : std_logic := '0';       -- an error response
     signal id3_go : std_logic;
     signal id3_r : std_logic;
-    signal id3_meta : std_logic_vector(34 downto 0);
-    signal id3_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id3_meta : std_logic_vector(25 downto 0);
+    signal id3_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id3_err : std_logic := '0';       -- an error response
     signal id4_go : std_logic;
     signal id4_r : std_logic;
-    signal id4_meta : std_logic_vector(34 downto 0);
-    signal id4_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id4_meta : std_logic_vector(25 downto 0);
+    signal id4_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id4_err : std_logic := '0';       -- an error response
     signal id5_go : std_logic;
     signal id5_r : std_logic;
-    signal id5_meta : std_logic_vector(34 downto 0);
-    signal id5_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id5_meta : std_logic_vector(25 downto 0);
+    signal id5_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id5_err : std_logic := '0';       -- an error response
     signal id6_go : std_logic;
     signal id6_r : std_logic;
-    signal id6_meta : std_logic_vector(34 downto 0);
-    signal id6_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id6_meta : std_logic_vector(25 downto 0);
+    signal id6_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id6_err : std_logic := '0';       -- an error response
     signal id7_go : std_logic;
     signal id7_r : std_logic;
-    signal id7_meta : std_logic_vector(34 downto 0);
-    signal id7_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id7_meta : std_logic_vector(25 downto 0);
+    signal id7_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id7_err : std_logic := '0';       -- an error response
     signal id8_go : std_logic;
     signal id8_r : std_logic;
-    signal id8_meta : std_logic_vector(34 downto 0);
-    signal id8_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id8_meta : std_logic_vector(25 downto 0);
+    signal id8_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id8_err : std_logic := '0';       -- an error response
     signal id9_go : std_logic;
     signal id9_r : std_logic;
-    signal id9_meta : std_logic_vector(34 downto 0);
-    signal id9_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id9_meta : std_logic_vector(25 downto 0);
+    signal id9_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id9_err : std_logic := '0';       -- an error response
     signal id10_go : std_logic;
     signal id10_r : std_logic;
-    signal id10_meta : std_logic_vector(34 downto 0);
-    signal id10_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id10_meta : std_logic_vector(25 downto 0);
+    signal id10_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id10_err : std_logic := '0';      -- an error response
     signal id11_go : std_logic;
     signal id11_r : std_logic;
-    signal id11_meta : std_logic_vector(34 downto 0);
-    signal id11_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id11_meta : std_logic_vector(25 downto 0);
+    signal id11_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id11_err : std_logic := '0';      -- an error response
     signal id12_go : std_logic;
     signal id12_r : std_logic;
-    signal id12_meta : std_logic_vector(34 downto 0);
-    signal id12_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id12_meta : std_logic_vector(25 downto 0);
+    signal id12_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id12_err : std_logic := '0';      -- an error response
     signal id13_go : std_logic;
     signal id13_r : std_logic;
-    signal id13_meta : std_logic_vector(34 downto 0);
-    signal id13_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id13_meta : std_logic_vector(25 downto 0);
+    signal id13_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id13_err : std_logic := '0';      -- an error response
     signal id14_go : std_logic;
     signal id14_r : std_logic;
-    signal id14_meta : std_logic_vector(34 downto 0);
-    signal id14_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id14_meta : std_logic_vector(25 downto 0);
+    signal id14_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id14_err : std_logic := '0';      -- an error response
     signal id15_go : std_logic;
     signal id15_r : std_logic;
-    signal id15_meta : std_logic_vector(34 downto 0);
-    signal id15_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id15_meta : std_logic_vector(25 downto 0);
+    signal id15_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id15_err : std_logic := '0';      -- an error response
     signal id16_go : std_logic;
     signal id16_r : std_logic;
-    signal id16_meta : std_logic_vector(34 downto 0);
-    signal id16_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id16_meta : std_logic_vector(25 downto 0);
+    signal id16_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id16_err : std_logic := '0';      -- an error response
     signal id17_go : std_logic;
     signal id17_r : std_logic;
-    signal id17_meta : std_logic_vector(34 downto 0);
-    signal id17_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id17_meta : std_logic_vector(25 downto 0);
+    signal id17_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id17_err : std_logic := '0';      -- an error response
     signal id18_go : std_logic;
     signal id18_r : std_logic;
-    signal id18_meta : std_logic_vector(34 downto 0);
-    signal id18_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id18_meta : std_logic_vector(25 downto 0);
+    signal id18_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id18_err : std_logic := '0';      -- an error response
     signal id19_go : std_logic;
     signal id19_r : std_logic;
-    signal id19_meta : std_logic_vector(34 downto 0);
-    signal id19_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id19_meta : std_logic_vector(25 downto 0);
+    signal id19_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id19_err : std_logic := '0';      -- an error response
     signal id20_go : std_logic;
     signal id20_r : std_logic;
-    signal id20_meta : std_logic_vector(34 downto 0);
-    signal id20_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id20_meta : std_logic_vector(25 downto 0);
+    signal id20_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id20_err : std_logic := '0';      -- an error response
     signal id21_go : std_logic;
     signal id21_r : std_logic;
-    signal id21_meta : std_logic_vector(34 downto 0);
-    signal id21_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id21_meta : std_logic_vector(25 downto 0);
+    signal id21_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id21_err : std_logic := '0';      -- an error response
     signal id22_go : std_logic;
     signal id22_r : std_logic;
-    signal id22_meta : std_logic_vector(34 downto 0);
-    signal id22_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id22_meta : std_logic_vector(25 downto 0);
+    signal id22_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id22_err : std_logic := '0';      -- an error response
     signal id23_go : std_logic;
     signal id23_r : std_logic;
-    signal id23_meta : std_logic_vector(34 downto 0);
-    signal id23_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id23_meta : std_logic_vector(25 downto 0);
+    signal id23_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id23_err : std_logic := '0';      -- an error response
     signal id24_go : std_logic;
     signal id24_r : std_logic;
-    signal id24_meta : std_logic_vector(34 downto 0);
-    signal id24_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id24_meta : std_logic_vector(25 downto 0);
+    signal id24_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id24_err : std_logic := '0';      -- an error response
     signal id25_go : std_logic;
     signal id25_r : std_logic;
-    signal id25_meta : std_logic_vector(34 downto 0);
-    signal id25_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id25_meta : std_logic_vector(25 downto 0);
+    signal id25_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id25_err : std_logic := '0';      -- an error response
     signal id26_go : std_logic;
     signal id26_r : std_logic;
-    signal id26_meta : std_logic_vector(34 downto 0);
-    signal id26_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id26_meta : std_logic_vector(25 downto 0);
+    signal id26_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id26_err : std_logic := '0';      -- an error response
     signal id27_go : std_logic;
     signal id27_r : std_logic;
-    signal id27_meta : std_logic_vector(34 downto 0);
-    signal id27_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id27_meta : std_logic_vector(25 downto 0);
+    signal id27_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id27_err : std_logic := '0';      -- an error response
     signal id28_go : std_logic;
     signal id28_r : std_logic;
-    signal id28_meta : std_logic_vector(34 downto 0);
-    signal id28_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id28_meta : std_logic_vector(25 downto 0);
+    signal id28_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id28_err : std_logic := '0';      -- an error response
     signal id29_go : std_logic;
     signal id29_r : std_logic;
-    signal id29_meta : std_logic_vector(34 downto 0);
-    signal id29_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id29_meta : std_logic_vector(25 downto 0);
+    signal id29_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id29_err : std_logic := '0';      -- an error response
     signal id30_go : std_logic;
     signal id30_r : std_logic;
-    signal id30_meta : std_logic_vector(34 downto 0);
-    signal id30_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id30_meta : std_logic_vector(25 downto 0);
+    signal id30_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id30_err : std_logic := '0';      -- an error response
     signal id31_go : std_logic;
     signal id31_r : std_logic;
-    signal id31_meta : std_logic_vector(34 downto 0);
-    signal id31_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id31_meta : std_logic_vector(25 downto 0);
+    signal id31_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id31_err : std_logic := '0';      -- an error response
     signal id32_go : std_logic;
     signal id32_r : std_logic;
-    signal id32_meta : std_logic_vector(34 downto 0);
-    signal id32_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id32_meta : std_logic_vector(25 downto 0);
+    signal id32_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id32_err : std_logic := '0';      -- an error response
     signal id33_go : std_logic;
     signal id33_r : std_logic;
-    signal id33_meta : std_logic_vector(34 downto 0);
-    signal id33_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id33_meta : std_logic_vector(25 downto 0);
+    signal id33_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id33_err : std_logic := '0';      -- an error response
     signal id34_go : std_logic;
     signal id34_r : std_logic;
-    signal id34_meta : std_logic_vector(34 downto 0);
-    signal id34_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id34_meta : std_logic_vector(25 downto 0);
+    signal id34_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id34_err : std_logic := '0';      -- an error response
     signal id35_go : std_logic;
     signal id35_r : std_logic;
-    signal id35_meta : std_logic_vector(34 downto 0);
-    signal id35_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id35_meta : std_logic_vector(25 downto 0);
+    signal id35_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id35_err : std_logic := '0';      -- an error response
     signal id36_go : std_logic;
     signal id36_r : std_logic;
-    signal id36_meta : std_logic_vector(34 downto 0);
-    signal id36_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id36_meta : std_logic_vector(25 downto 0);
+    signal id36_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id36_err : std_logic := '0';      -- an error response
     signal id37_go : std_logic;
     signal id37_r : std_logic;
-    signal id37_meta : std_logic_vector(34 downto 0);
-    signal id37_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id37_meta : std_logic_vector(25 downto 0);
+    signal id37_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id37_err : std_logic := '0';      -- an error response
     signal id38_go : std_logic;
     signal id38_r : std_logic;
-    signal id38_meta : std_logic_vector(34 downto 0);
-    signal id38_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id38_meta : std_logic_vector(25 downto 0);
+    signal id38_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id38_err : std_logic := '0';      -- an error response
     signal id39_go : std_logic;
     signal id39_r : std_logic;
-    signal id39_meta : std_logic_vector(34 downto 0);
-    signal id39_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id39_meta : std_logic_vector(25 downto 0);
+    signal id39_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id39_err : std_logic := '0';      -- an error response
     signal id40_go : std_logic;
     signal id40_r : std_logic;
-    signal id40_meta : std_logic_vector(34 downto 0);
-    signal id40_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id40_meta : std_logic_vector(25 downto 0);
+    signal id40_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id40_err : std_logic := '0';      -- an error response
     signal id41_go : std_logic;
     signal id41_r : std_logic;
-    signal id41_meta : std_logic_vector(34 downto 0);
-    signal id41_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id41_meta : std_logic_vector(25 downto 0);
+    signal id41_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id41_err : std_logic := '0';      -- an error response
     signal id42_go : std_logic;
     signal id42_r : std_logic;
-    signal id42_meta : std_logic_vector(34 downto 0);
-    signal id42_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id42_meta : std_logic_vector(25 downto 0);
+    signal id42_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id42_err : std_logic := '0';      -- an error response
     signal id43_go : std_logic;
     signal id43_r : std_logic;
-    signal id43_meta : std_logic_vector(34 downto 0);
-    signal id43_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id43_meta : std_logic_vector(25 downto 0);
+    signal id43_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id43_err : std_logic := '0';      -- an error response
     signal id44_go : std_logic;
     signal id44_r : std_logic;
-    signal id44_meta : std_logic_vector(34 downto 0);
-    signal id44_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id44_meta : std_logic_vector(25 downto 0);
+    signal id44_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id44_err : std_logic := '0';      -- an error response
     signal id45_go : std_logic;
     signal id45_r : std_logic;
-    signal id45_meta : std_logic_vector(34 downto 0);
-    signal id45_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id45_meta : std_logic_vector(25 downto 0);
+    signal id45_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id45_err : std_logic := '0';      -- an error response
     signal id46_go : std_logic;
     signal id46_r : std_logic;
-    signal id46_meta : std_logic_vector(34 downto 0);
-    signal id46_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id46_meta : std_logic_vector(25 downto 0);
+    signal id46_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id46_err : std_logic := '0';      -- an error response
     signal id47_go : std_logic;
     signal id47_r : std_logic;
-    signal id47_meta : std_logic_vector(34 downto 0);
-    signal id47_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id47_meta : std_logic_vector(25 downto 0);
+    signal id47_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id47_err : std_logic := '0';      -- an error response
     signal id48_go : std_logic;
     signal id48_r : std_logic;
-    signal id48_meta : std_logic_vector(34 downto 0);
-    signal id48_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id48_meta : std_logic_vector(25 downto 0);
+    signal id48_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id48_err : std_logic := '0';      -- an error response
     signal id49_go : std_logic;
     signal id49_r : std_logic;
-    signal id49_meta : std_logic_vector(34 downto 0);
-    signal id49_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id49_meta : std_logic_vector(25 downto 0);
+    signal id49_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id49_err : std_logic := '0';      -- an error response
     signal id50_go : std_logic;
     signal id50_r : std_logic;
-    signal id50_meta : std_logic_vector(34 downto 0);
-    signal id50_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id50_meta : std_logic_vector(25 downto 0);
+    signal id50_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id50_err : std_logic := '0';      -- an error response
     signal id51_go : std_logic;
     signal id51_r : std_logic;
-    signal id51_meta : std_logic_vector(34 downto 0);
-    signal id51_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id51_meta : std_logic_vector(25 downto 0);
+    signal id51_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id51_err : std_logic := '0';      -- an error response
     signal id52_go : std_logic;
     signal id52_r : std_logic;
-    signal id52_meta : std_logic_vector(34 downto 0);
-    signal id52_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id52_meta : std_logic_vector(25 downto 0);
+    signal id52_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id52_err : std_logic := '0';      -- an error response
     signal id53_go : std_logic;
     signal id53_r : std_logic;
-    signal id53_meta : std_logic_vector(34 downto 0);
-    signal id53_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id53_meta : std_logic_vector(25 downto 0);
+    signal id53_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id53_err : std_logic := '0';      -- an error response
     signal id54_go : std_logic;
     signal id54_r : std_logic;
-    signal id54_meta : std_logic_vector(34 downto 0);
-    signal id54_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id54_meta : std_logic_vector(25 downto 0);
+    signal id54_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id54_err : std_logic := '0';      -- an error response
     signal id55_go : std_logic;
     signal id55_r : std_logic;
-    signal id55_meta : std_logic_vector(34 downto 0);
-    signal id55_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id55_meta : std_logic_vector(25 downto 0);
+    signal id55_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id55_err : std_logic := '0';      -- an error response
     signal id56_go : std_logic;
     signal id56_r : std_logic;
-    signal id56_meta : std_logic_vector(34 downto 0);
-    signal id56_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id56_meta : std_logic_vector(25 downto 0);
+    signal id56_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id56_err : std_logic := '0';      -- an error response
     signal id57_go : std_logic;
     signal id57_r : std_logic;
-    signal id57_meta : std_logic_vector(34 downto 0);
-    signal id57_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id57_meta : std_logic_vector(25 downto 0);
+    signal id57_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id57_err : std_logic := '0';      -- an error response
     signal id58_go : std_logic;
     signal id58_r : std_logic;
-    signal id58_meta : std_logic_vector(34 downto 0);
-    signal id58_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id58_meta : std_logic_vector(25 downto 0);
+    signal id58_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id58_err : std_logic := '0';      -- an error response
     signal id59_go : std_logic;
     signal id59_r : std_logic;
-    signal id59_meta : std_logic_vector(34 downto 0);
-    signal id59_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id59_meta : std_logic_vector(25 downto 0);
+    signal id59_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id59_err : std_logic := '0';      -- an error response
     signal id60_go : std_logic;
     signal id60_r : std_logic;
-    signal id60_meta : std_logic_vector(34 downto 0);
-    signal id60_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id60_meta : std_logic_vector(25 downto 0);
+    signal id60_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id60_err : std_logic := '0';      -- an error response
     signal id61_go : std_logic;
     signal id61_r : std_logic;
-    signal id61_meta : std_logic_vector(34 downto 0);
-    signal id61_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id61_meta : std_logic_vector(25 downto 0);
+    signal id61_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id61_err : std_logic := '0';      -- an error response
     signal id62_go : std_logic;
     signal id62_r : std_logic;
-    signal id62_meta : std_logic_vector(34 downto 0);
-    signal id62_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id62_meta : std_logic_vector(25 downto 0);
+    signal id62_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id62_err : std_logic := '0';      -- an error response
     signal id63_go : std_logic;
     signal id63_r : std_logic;
-    signal id63_meta : std_logic_vector(34 downto 0);
-    signal id63_cnt : std_logic_vector(8 downto 0) := "000000000"; -- beats received
+    signal id63_meta : std_logic_vector(25 downto 0);
+    signal id63_wptr : std_logic_vector(8 downto 0) := "000000000"; -- where its next response beat goes
     signal id63_err : std_logic := '0';      -- an error response
-    signal r_meta : std_logic_vector(34 downto 0); -- meta of the beat's burst
-    signal r_cnt : std_logic_vector(8 downto 0);
-    signal rob_waddr : std_logic_vector(8 downto 0);
-    signal head_id : std_logic_vector(5 downto 0);
-    signal head_meta : std_logic_vector(34 downto 0);
-    signal head_cnt : std_logic_vector(8 downto 0);
+    signal ids_retired : std_logic_vector(6 downto 0) := "0000000"; -- bursts read out (mod 2N)
+    signal rob_drain : std_logic_vector(8 downto 0) := "000000000"; -- the next beat to read
+    signal head_meta : std_logic_vector(25 downto 0); -- meta of the head burst
+    signal next_meta : std_logic_vector(25 downto 0); -- meta of the burst after it
+    signal ids_retired_p1 : std_logic_vector(5 downto 0) := "000001"; -- retired + 1
+    signal ids_retired_p2 : std_logic_vector(5 downto 0) := "000010"; -- retired + 2
+    signal next2_meta : std_logic_vector(25 downto 0);
+    signal head_byp : std_logic;             -- the head's burst is issued now
+    signal next_byp : std_logic;             -- the next one's is
+    signal next2_byp : std_logic;            -- the one after's is
+    signal head_wptr : std_logic_vector(8 downto 0);
     signal head_err : std_logic;
     signal head_any : std_logic;
     signal head_beat : std_logic_vector(7 downto 0) := x"00"; -- next beat of the head burst
@@ -480,7 +515,9 @@ architecture rtl of dma_rd_w64 is
     signal slot_first : std_logic;
     signal slot_last : std_logic;
     signal slot_err : std_logic;
+    signal slot_retire : std_logic;          -- the head burst's last beat is read
     signal flush_start : std_logic;
+    signal rob_waddr : std_logic_vector(8 downto 0);
     signal rob_rd : std_logic_vector(63 downto 0); -- read data of rob
     signal s1_flush : std_logic := '0';
     signal s1_first : std_logic := '0';
@@ -489,6 +526,8 @@ architecture rtl of dma_rd_w64 is
     signal s1_tag : std_logic_vector(7 downto 0) := x"00";
     signal s1_lkb : std_logic_vector(3 downto 0) := x"0";
     signal s1_err : std_logic := '0';
+    signal ids_retire : std_logic := '0';    -- a burst was retired last cycle
+    signal rob_read_d : std_logic := '0';    -- a beat was read last cycle
     signal rot_amt : std_logic_vector(2 downto 0); -- rotate up by lanes - offset
     signal rot_0 : std_logic_vector(63 downto 0); -- rotated by bit 0 of the amount
     signal rot_1 : std_logic_vector(63 downto 0); -- rotated by bit 1 of the amount
@@ -534,188 +573,182 @@ architecture rtl of dma_rd_w64 is
     type rob_t is array (0 to 511) of std_logic_vector(63 downto 0);
     signal rob : rob_t;                      -- reorder buffer
 begin
-    req_accept <= s_req_valid and s_req_ready;
     new_off <= s_req_addr(2 downto 0);
-    new_span <= std_logic_vector(unsigned(std_logic_vector'("00000000000000" & new_off)) + unsigned(std_logic_vector'('0' & s_req_len)));
-    new_nin <= std_logic_vector(unsigned(std_logic_vector'('0' & new_span(16 downto 3))) + unsigned'("000000000000001"));
-    new_flush <= (or new_off) and b2l(new_span(16 downto 3) = std_logic_vector'('0' & s_req_len(15 downto 3)));
+    new_end <= std_logic_vector(unsigned(s_req_addr(16 downto 0)) + unsigned(std_logic_vector'('0' & s_req_len)));
+    new_low_sum <= std_logic_vector(unsigned(std_logic_vector'('0' & new_off)) + unsigned(std_logic_vector'('0' & s_req_len(2 downto 0))));
+    new_carry <= new_low_sum(3);
+    new_flush <= (or new_off) and (not new_carry);
     new_lkb <= std_logic_vector(unsigned(std_logic_vector'('0' & s_req_len(2 downto 0))) + unsigned'(x"1"));
     burst_wib <= req_beat(7 downto 0);
-    burst_to_edge <= std_logic_vector(unsigned'("100000000") - unsigned(std_logic_vector'('0' & burst_wib)));
-    burst_last <= not b2l(unsigned(std_logic_vector'("000000" & burst_to_edge)) < unsigned(req_rem));
-    burst_beats <= mux(burst_last, req_rem(8 downto 0), burst_to_edge);
-    burst_len_m1 <= std_logic_vector(unsigned(burst_beats) - unsigned'("000000001"));
-    ids_out <= std_logic_vector(unsigned(ids_issued) - unsigned(ids_retired));
+    burst_last <= b2l(req_beat(13 downto 8) = req_end(13 downto 8));
+    burst_len_m1 <= mux(burst_last, std_logic_vector(unsigned(req_end(7 downto 0)) - unsigned(burst_wib)), not burst_wib);
+    burst_beats <= mux(burst_last, std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & req_end(7 downto 0))) + unsigned'("000000001"))) - unsigned(std_logic_vector'('0' & burst_wib))), std_logic_vector(unsigned'("100000000") - unsigned(std_logic_vector'('0' & burst_wib))));
+    bq_push <= req_v and bq_room;
+    req_ready <= (not req_v) or (bq_room and burst_last);
+    req_accept <= s_req_valid and req_ready;
+    bq_take_new <= b2l(bq_count = "00") or (b2l(bq_count = "01") and bq_pop);
+    bq_room <= not bq_count(1);
+    split_unused <= or std_logic_vector'(new_end(2 downto 0) & new_low_sum(2 downto 0));
+    s_req_ready <= req_ready;
+    m_axi_rready <= '1';
     id_free <= not ids_out(6);
-    rob_used <= std_logic_vector(unsigned(rob_alloc) - unsigned(rob_drain));
-    rob_need <= std_logic_vector(unsigned(std_logic_vector'('0' & rob_used)) + unsigned(std_logic_vector'("00" & burst_beats)));
-    rob_room <= not b2l(unsigned'("01000000000") < unsigned(rob_need));
+    rob_room <= not b2l(unsigned(rob_free) < unsigned(std_logic_vector'('0' & bq0_beats)));
     ar_free <= (not ar_v) or m_axi_arready;
-    burst_go <= ((req_v and ar_free) and id_free) and rob_room;
+    burst_go <= (((or bq_count) and ar_free) and id_free) and rob_room;
     burst_id <= ids_issued(5 downto 0);
-    s_req_ready <= (not req_v) or (burst_go and burst_last);
     m_axi_arvalid <= ar_v;
     m_axi_arid <= ar_id and std_logic_vector'(5 downto 0 => ar_v);
     m_axi_araddr <= std_logic_vector'(ar_addr & "000") and std_logic_vector'(63 downto 0 => ar_v);
     m_axi_arlen <= ar_len and std_logic_vector'(7 downto 0 => ar_v);
     m_axi_arsize <= "011" and std_logic_vector'(2 downto 0 => ar_v);
     m_axi_arburst <= std_logic_vector'('0' & ar_v);
-    meta_new <= std_logic_vector'(
-        rob_alloc(8 downto 0) &
-        burst_len_m1(7 downto 0) &
-        req_first &
-        burst_last &
-        req_tag &
-        req_off &
-        req_flush &
-        req_lkb
-    );
-    r_beat <= m_axi_rvalid;
-    m_axi_rready <= '1';
+    meta_new <= std_logic_vector'(bq0_blen_m1 & bq0_first & bq0_last & bq0_tag & bq0_off & bq0_flush & bq0_lkb);
     id0_go <= burst_go and b2l(burst_id = "000000");
-    id0_r <= r_beat and b2l(m_axi_rid = "000000");
+    id0_r <= r1_v and b2l(r1_id = "000000");
     id1_go <= burst_go and b2l(burst_id = "000001");
-    id1_r <= r_beat and b2l(m_axi_rid = "000001");
+    id1_r <= r1_v and b2l(r1_id = "000001");
     id2_go <= burst_go and b2l(burst_id = "000010");
-    id2_r <= r_beat and b2l(m_axi_rid = "000010");
+    id2_r <= r1_v and b2l(r1_id = "000010");
     id3_go <= burst_go and b2l(burst_id = "000011");
-    id3_r <= r_beat and b2l(m_axi_rid = "000011");
+    id3_r <= r1_v and b2l(r1_id = "000011");
     id4_go <= burst_go and b2l(burst_id = "000100");
-    id4_r <= r_beat and b2l(m_axi_rid = "000100");
+    id4_r <= r1_v and b2l(r1_id = "000100");
     id5_go <= burst_go and b2l(burst_id = "000101");
-    id5_r <= r_beat and b2l(m_axi_rid = "000101");
+    id5_r <= r1_v and b2l(r1_id = "000101");
     id6_go <= burst_go and b2l(burst_id = "000110");
-    id6_r <= r_beat and b2l(m_axi_rid = "000110");
+    id6_r <= r1_v and b2l(r1_id = "000110");
     id7_go <= burst_go and b2l(burst_id = "000111");
-    id7_r <= r_beat and b2l(m_axi_rid = "000111");
+    id7_r <= r1_v and b2l(r1_id = "000111");
     id8_go <= burst_go and b2l(burst_id = "001000");
-    id8_r <= r_beat and b2l(m_axi_rid = "001000");
+    id8_r <= r1_v and b2l(r1_id = "001000");
     id9_go <= burst_go and b2l(burst_id = "001001");
-    id9_r <= r_beat and b2l(m_axi_rid = "001001");
+    id9_r <= r1_v and b2l(r1_id = "001001");
     id10_go <= burst_go and b2l(burst_id = "001010");
-    id10_r <= r_beat and b2l(m_axi_rid = "001010");
+    id10_r <= r1_v and b2l(r1_id = "001010");
     id11_go <= burst_go and b2l(burst_id = "001011");
-    id11_r <= r_beat and b2l(m_axi_rid = "001011");
+    id11_r <= r1_v and b2l(r1_id = "001011");
     id12_go <= burst_go and b2l(burst_id = "001100");
-    id12_r <= r_beat and b2l(m_axi_rid = "001100");
+    id12_r <= r1_v and b2l(r1_id = "001100");
     id13_go <= burst_go and b2l(burst_id = "001101");
-    id13_r <= r_beat and b2l(m_axi_rid = "001101");
+    id13_r <= r1_v and b2l(r1_id = "001101");
     id14_go <= burst_go and b2l(burst_id = "001110");
-    id14_r <= r_beat and b2l(m_axi_rid = "001110");
+    id14_r <= r1_v and b2l(r1_id = "001110");
     id15_go <= burst_go and b2l(burst_id = "001111");
-    id15_r <= r_beat and b2l(m_axi_rid = "001111");
+    id15_r <= r1_v and b2l(r1_id = "001111");
     id16_go <= burst_go and b2l(burst_id = "010000");
-    id16_r <= r_beat and b2l(m_axi_rid = "010000");
+    id16_r <= r1_v and b2l(r1_id = "010000");
     id17_go <= burst_go and b2l(burst_id = "010001");
-    id17_r <= r_beat and b2l(m_axi_rid = "010001");
+    id17_r <= r1_v and b2l(r1_id = "010001");
     id18_go <= burst_go and b2l(burst_id = "010010");
-    id18_r <= r_beat and b2l(m_axi_rid = "010010");
+    id18_r <= r1_v and b2l(r1_id = "010010");
     id19_go <= burst_go and b2l(burst_id = "010011");
-    id19_r <= r_beat and b2l(m_axi_rid = "010011");
+    id19_r <= r1_v and b2l(r1_id = "010011");
     id20_go <= burst_go and b2l(burst_id = "010100");
-    id20_r <= r_beat and b2l(m_axi_rid = "010100");
+    id20_r <= r1_v and b2l(r1_id = "010100");
     id21_go <= burst_go and b2l(burst_id = "010101");
-    id21_r <= r_beat and b2l(m_axi_rid = "010101");
+    id21_r <= r1_v and b2l(r1_id = "010101");
     id22_go <= burst_go and b2l(burst_id = "010110");
-    id22_r <= r_beat and b2l(m_axi_rid = "010110");
+    id22_r <= r1_v and b2l(r1_id = "010110");
     id23_go <= burst_go and b2l(burst_id = "010111");
-    id23_r <= r_beat and b2l(m_axi_rid = "010111");
+    id23_r <= r1_v and b2l(r1_id = "010111");
     id24_go <= burst_go and b2l(burst_id = "011000");
-    id24_r <= r_beat and b2l(m_axi_rid = "011000");
+    id24_r <= r1_v and b2l(r1_id = "011000");
     id25_go <= burst_go and b2l(burst_id = "011001");
-    id25_r <= r_beat and b2l(m_axi_rid = "011001");
+    id25_r <= r1_v and b2l(r1_id = "011001");
     id26_go <= burst_go and b2l(burst_id = "011010");
-    id26_r <= r_beat and b2l(m_axi_rid = "011010");
+    id26_r <= r1_v and b2l(r1_id = "011010");
     id27_go <= burst_go and b2l(burst_id = "011011");
-    id27_r <= r_beat and b2l(m_axi_rid = "011011");
+    id27_r <= r1_v and b2l(r1_id = "011011");
     id28_go <= burst_go and b2l(burst_id = "011100");
-    id28_r <= r_beat and b2l(m_axi_rid = "011100");
+    id28_r <= r1_v and b2l(r1_id = "011100");
     id29_go <= burst_go and b2l(burst_id = "011101");
-    id29_r <= r_beat and b2l(m_axi_rid = "011101");
+    id29_r <= r1_v and b2l(r1_id = "011101");
     id30_go <= burst_go and b2l(burst_id = "011110");
-    id30_r <= r_beat and b2l(m_axi_rid = "011110");
+    id30_r <= r1_v and b2l(r1_id = "011110");
     id31_go <= burst_go and b2l(burst_id = "011111");
-    id31_r <= r_beat and b2l(m_axi_rid = "011111");
+    id31_r <= r1_v and b2l(r1_id = "011111");
     id32_go <= burst_go and b2l(burst_id = "100000");
-    id32_r <= r_beat and b2l(m_axi_rid = "100000");
+    id32_r <= r1_v and b2l(r1_id = "100000");
     id33_go <= burst_go and b2l(burst_id = "100001");
-    id33_r <= r_beat and b2l(m_axi_rid = "100001");
+    id33_r <= r1_v and b2l(r1_id = "100001");
     id34_go <= burst_go and b2l(burst_id = "100010");
-    id34_r <= r_beat and b2l(m_axi_rid = "100010");
+    id34_r <= r1_v and b2l(r1_id = "100010");
     id35_go <= burst_go and b2l(burst_id = "100011");
-    id35_r <= r_beat and b2l(m_axi_rid = "100011");
+    id35_r <= r1_v and b2l(r1_id = "100011");
     id36_go <= burst_go and b2l(burst_id = "100100");
-    id36_r <= r_beat and b2l(m_axi_rid = "100100");
+    id36_r <= r1_v and b2l(r1_id = "100100");
     id37_go <= burst_go and b2l(burst_id = "100101");
-    id37_r <= r_beat and b2l(m_axi_rid = "100101");
+    id37_r <= r1_v and b2l(r1_id = "100101");
     id38_go <= burst_go and b2l(burst_id = "100110");
-    id38_r <= r_beat and b2l(m_axi_rid = "100110");
+    id38_r <= r1_v and b2l(r1_id = "100110");
     id39_go <= burst_go and b2l(burst_id = "100111");
-    id39_r <= r_beat and b2l(m_axi_rid = "100111");
+    id39_r <= r1_v and b2l(r1_id = "100111");
     id40_go <= burst_go and b2l(burst_id = "101000");
-    id40_r <= r_beat and b2l(m_axi_rid = "101000");
+    id40_r <= r1_v and b2l(r1_id = "101000");
     id41_go <= burst_go and b2l(burst_id = "101001");
-    id41_r <= r_beat and b2l(m_axi_rid = "101001");
+    id41_r <= r1_v and b2l(r1_id = "101001");
     id42_go <= burst_go and b2l(burst_id = "101010");
-    id42_r <= r_beat and b2l(m_axi_rid = "101010");
+    id42_r <= r1_v and b2l(r1_id = "101010");
     id43_go <= burst_go and b2l(burst_id = "101011");
-    id43_r <= r_beat and b2l(m_axi_rid = "101011");
+    id43_r <= r1_v and b2l(r1_id = "101011");
     id44_go <= burst_go and b2l(burst_id = "101100");
-    id44_r <= r_beat and b2l(m_axi_rid = "101100");
+    id44_r <= r1_v and b2l(r1_id = "101100");
     id45_go <= burst_go and b2l(burst_id = "101101");
-    id45_r <= r_beat and b2l(m_axi_rid = "101101");
+    id45_r <= r1_v and b2l(r1_id = "101101");
     id46_go <= burst_go and b2l(burst_id = "101110");
-    id46_r <= r_beat and b2l(m_axi_rid = "101110");
+    id46_r <= r1_v and b2l(r1_id = "101110");
     id47_go <= burst_go and b2l(burst_id = "101111");
-    id47_r <= r_beat and b2l(m_axi_rid = "101111");
+    id47_r <= r1_v and b2l(r1_id = "101111");
     id48_go <= burst_go and b2l(burst_id = "110000");
-    id48_r <= r_beat and b2l(m_axi_rid = "110000");
+    id48_r <= r1_v and b2l(r1_id = "110000");
     id49_go <= burst_go and b2l(burst_id = "110001");
-    id49_r <= r_beat and b2l(m_axi_rid = "110001");
+    id49_r <= r1_v and b2l(r1_id = "110001");
     id50_go <= burst_go and b2l(burst_id = "110010");
-    id50_r <= r_beat and b2l(m_axi_rid = "110010");
+    id50_r <= r1_v and b2l(r1_id = "110010");
     id51_go <= burst_go and b2l(burst_id = "110011");
-    id51_r <= r_beat and b2l(m_axi_rid = "110011");
+    id51_r <= r1_v and b2l(r1_id = "110011");
     id52_go <= burst_go and b2l(burst_id = "110100");
-    id52_r <= r_beat and b2l(m_axi_rid = "110100");
+    id52_r <= r1_v and b2l(r1_id = "110100");
     id53_go <= burst_go and b2l(burst_id = "110101");
-    id53_r <= r_beat and b2l(m_axi_rid = "110101");
+    id53_r <= r1_v and b2l(r1_id = "110101");
     id54_go <= burst_go and b2l(burst_id = "110110");
-    id54_r <= r_beat and b2l(m_axi_rid = "110110");
+    id54_r <= r1_v and b2l(r1_id = "110110");
     id55_go <= burst_go and b2l(burst_id = "110111");
-    id55_r <= r_beat and b2l(m_axi_rid = "110111");
+    id55_r <= r1_v and b2l(r1_id = "110111");
     id56_go <= burst_go and b2l(burst_id = "111000");
-    id56_r <= r_beat and b2l(m_axi_rid = "111000");
+    id56_r <= r1_v and b2l(r1_id = "111000");
     id57_go <= burst_go and b2l(burst_id = "111001");
-    id57_r <= r_beat and b2l(m_axi_rid = "111001");
+    id57_r <= r1_v and b2l(r1_id = "111001");
     id58_go <= burst_go and b2l(burst_id = "111010");
-    id58_r <= r_beat and b2l(m_axi_rid = "111010");
+    id58_r <= r1_v and b2l(r1_id = "111010");
     id59_go <= burst_go and b2l(burst_id = "111011");
-    id59_r <= r_beat and b2l(m_axi_rid = "111011");
+    id59_r <= r1_v and b2l(r1_id = "111011");
     id60_go <= burst_go and b2l(burst_id = "111100");
-    id60_r <= r_beat and b2l(m_axi_rid = "111100");
+    id60_r <= r1_v and b2l(r1_id = "111100");
     id61_go <= burst_go and b2l(burst_id = "111101");
-    id61_r <= r_beat and b2l(m_axi_rid = "111101");
+    id61_r <= r1_v and b2l(r1_id = "111101");
     id62_go <= burst_go and b2l(burst_id = "111110");
-    id62_r <= r_beat and b2l(m_axi_rid = "111110");
+    id62_r <= r1_v and b2l(r1_id = "111110");
     id63_go <= burst_go and b2l(burst_id = "111111");
-    id63_r <= r_beat and b2l(m_axi_rid = "111111");
-    r_meta <= mux(m_axi_rid(5), mux(m_axi_rid(4), mux(m_axi_rid(3), mux(m_axi_rid(2), mux(m_axi_rid(1), mux(m_axi_rid(0), id63_meta, id62_meta), mux(m_axi_rid(0), id61_meta, id60_meta)), mux(m_axi_rid(1), mux(m_axi_rid(0), id59_meta, id58_meta), mux(m_axi_rid(0), id57_meta, id56_meta))), mux(m_axi_rid(2), mux(m_axi_rid(1), mux(m_axi_rid(0), id55_meta, id54_meta), mux(m_axi_rid(0), id53_meta, id52_meta)), mux(m_axi_rid(1), mux(m_axi_rid(0), id51_meta, id50_meta), mux(m_axi_rid(0), id49_meta, id48_meta)))), mux(m_axi_rid(3), mux(m_axi_rid(2), mux(m_axi_rid(1), mux(m_axi_rid(0), id47_meta, id46_meta), mux(m_axi_rid(0), id45_meta, id44_meta)), mux(m_axi_rid(1), mux(m_axi_rid(0), id43_meta, id42_meta), mux(m_axi_rid(0), id41_meta, id40_meta))), mux(m_axi_rid(2), mux(m_axi_rid(1), mux(m_axi_rid(0), id39_meta, id38_meta), mux(m_axi_rid(0), id37_meta, id36_meta)), mux(m_axi_rid(1), mux(m_axi_rid(0), id35_meta, id34_meta), mux(m_axi_rid(0), id33_meta, id32_meta))))), mux(m_axi_rid(4), mux(m_axi_rid(3), mux(m_axi_rid(2), mux(m_axi_rid(1), mux(m_axi_rid(0), id31_meta, id30_meta), mux(m_axi_rid(0), id29_meta, id28_meta)), mux(m_axi_rid(1), mux(m_axi_rid(0), id27_meta, id26_meta), mux(m_axi_rid(0), id25_meta, id24_meta))), mux(m_axi_rid(2), mux(m_axi_rid(1), mux(m_axi_rid(0), id23_meta, id22_meta), mux(m_axi_rid(0), id21_meta, id20_meta)), mux(m_axi_rid(1), mux(m_axi_rid(0), id19_meta, id18_meta), mux(m_axi_rid(0), id17_meta, id16_meta)))), mux(m_axi_rid(3), mux(m_axi_rid(2), mux(m_axi_rid(1), mux(m_axi_rid(0), id15_meta, id14_meta), mux(m_axi_rid(0), id13_meta, id12_meta)), mux(m_axi_rid(1), mux(m_axi_rid(0), id11_meta, id10_meta), mux(m_axi_rid(0), id9_meta, id8_meta))), mux(m_axi_rid(2), mux(m_axi_rid(1), mux(m_axi_rid(0), id7_meta, id6_meta), mux(m_axi_rid(0), id5_meta, id4_meta)), mux(m_axi_rid(1), mux(m_axi_rid(0), id3_meta, id2_meta), mux(m_axi_rid(0), id1_meta, id0_meta))))));
-    r_cnt <= mux(m_axi_rid(5), mux(m_axi_rid(4), mux(m_axi_rid(3), mux(m_axi_rid(2), mux(m_axi_rid(1), mux(m_axi_rid(0), id63_cnt, id62_cnt), mux(m_axi_rid(0), id61_cnt, id60_cnt)), mux(m_axi_rid(1), mux(m_axi_rid(0), id59_cnt, id58_cnt), mux(m_axi_rid(0), id57_cnt, id56_cnt))), mux(m_axi_rid(2), mux(m_axi_rid(1), mux(m_axi_rid(0), id55_cnt, id54_cnt), mux(m_axi_rid(0), id53_cnt, id52_cnt)), mux(m_axi_rid(1), mux(m_axi_rid(0), id51_cnt, id50_cnt), mux(m_axi_rid(0), id49_cnt, id48_cnt)))), mux(m_axi_rid(3), mux(m_axi_rid(2), mux(m_axi_rid(1), mux(m_axi_rid(0), id47_cnt, id46_cnt), mux(m_axi_rid(0), id45_cnt, id44_cnt)), mux(m_axi_rid(1), mux(m_axi_rid(0), id43_cnt, id42_cnt), mux(m_axi_rid(0), id41_cnt, id40_cnt))), mux(m_axi_rid(2), mux(m_axi_rid(1), mux(m_axi_rid(0), id39_cnt, id38_cnt), mux(m_axi_rid(0), id37_cnt, id36_cnt)), mux(m_axi_rid(1), mux(m_axi_rid(0), id35_cnt, id34_cnt), mux(m_axi_rid(0), id33_cnt, id32_cnt))))), mux(m_axi_rid(4), mux(m_axi_rid(3), mux(m_axi_rid(2), mux(m_axi_rid(1), mux(m_axi_rid(0), id31_cnt, id30_cnt), mux(m_axi_rid(0), id29_cnt, id28_cnt)), mux(m_axi_rid(1), mux(m_axi_rid(0), id27_cnt, id26_cnt), mux(m_axi_rid(0), id25_cnt, id24_cnt))), mux(m_axi_rid(2), mux(m_axi_rid(1), mux(m_axi_rid(0), id23_cnt, id22_cnt), mux(m_axi_rid(0), id21_cnt, id20_cnt)), mux(m_axi_rid(1), mux(m_axi_rid(0), id19_cnt, id18_cnt), mux(m_axi_rid(0), id17_cnt, id16_cnt)))), mux(m_axi_rid(3), mux(m_axi_rid(2), mux(m_axi_rid(1), mux(m_axi_rid(0), id15_cnt, id14_cnt), mux(m_axi_rid(0), id13_cnt, id12_cnt)), mux(m_axi_rid(1), mux(m_axi_rid(0), id11_cnt, id10_cnt), mux(m_axi_rid(0), id9_cnt, id8_cnt))), mux(m_axi_rid(2), mux(m_axi_rid(1), mux(m_axi_rid(0), id7_cnt, id6_cnt), mux(m_axi_rid(0), id5_cnt, id4_cnt)), mux(m_axi_rid(1), mux(m_axi_rid(0), id3_cnt, id2_cnt), mux(m_axi_rid(0), id1_cnt, id0_cnt))))));
-    rob_waddr <= std_logic_vector(unsigned(r_meta(34 downto 26)) + unsigned(r_cnt));
-    head_id <= ids_retired(5 downto 0);
-    head_meta <= mux(head_id(5), mux(head_id(4), mux(head_id(3), mux(head_id(2), mux(head_id(1), mux(head_id(0), id63_meta, id62_meta), mux(head_id(0), id61_meta, id60_meta)), mux(head_id(1), mux(head_id(0), id59_meta, id58_meta), mux(head_id(0), id57_meta, id56_meta))), mux(head_id(2), mux(head_id(1), mux(head_id(0), id55_meta, id54_meta), mux(head_id(0), id53_meta, id52_meta)), mux(head_id(1), mux(head_id(0), id51_meta, id50_meta), mux(head_id(0), id49_meta, id48_meta)))), mux(head_id(3), mux(head_id(2), mux(head_id(1), mux(head_id(0), id47_meta, id46_meta), mux(head_id(0), id45_meta, id44_meta)), mux(head_id(1), mux(head_id(0), id43_meta, id42_meta), mux(head_id(0), id41_meta, id40_meta))), mux(head_id(2), mux(head_id(1), mux(head_id(0), id39_meta, id38_meta), mux(head_id(0), id37_meta, id36_meta)), mux(head_id(1), mux(head_id(0), id35_meta, id34_meta), mux(head_id(0), id33_meta, id32_meta))))), mux(head_id(4), mux(head_id(3), mux(head_id(2), mux(head_id(1), mux(head_id(0), id31_meta, id30_meta), mux(head_id(0), id29_meta, id28_meta)), mux(head_id(1), mux(head_id(0), id27_meta, id26_meta), mux(head_id(0), id25_meta, id24_meta))), mux(head_id(2), mux(head_id(1), mux(head_id(0), id23_meta, id22_meta), mux(head_id(0), id21_meta, id20_meta)), mux(head_id(1), mux(head_id(0), id19_meta, id18_meta), mux(head_id(0), id17_meta, id16_meta)))), mux(head_id(3), mux(head_id(2), mux(head_id(1), mux(head_id(0), id15_meta, id14_meta), mux(head_id(0), id13_meta, id12_meta)), mux(head_id(1), mux(head_id(0), id11_meta, id10_meta), mux(head_id(0), id9_meta, id8_meta))), mux(head_id(2), mux(head_id(1), mux(head_id(0), id7_meta, id6_meta), mux(head_id(0), id5_meta, id4_meta)), mux(head_id(1), mux(head_id(0), id3_meta, id2_meta), mux(head_id(0), id1_meta, id0_meta))))));
-    head_cnt <= mux(head_id(5), mux(head_id(4), mux(head_id(3), mux(head_id(2), mux(head_id(1), mux(head_id(0), id63_cnt, id62_cnt), mux(head_id(0), id61_cnt, id60_cnt)), mux(head_id(1), mux(head_id(0), id59_cnt, id58_cnt), mux(head_id(0), id57_cnt, id56_cnt))), mux(head_id(2), mux(head_id(1), mux(head_id(0), id55_cnt, id54_cnt), mux(head_id(0), id53_cnt, id52_cnt)), mux(head_id(1), mux(head_id(0), id51_cnt, id50_cnt), mux(head_id(0), id49_cnt, id48_cnt)))), mux(head_id(3), mux(head_id(2), mux(head_id(1), mux(head_id(0), id47_cnt, id46_cnt), mux(head_id(0), id45_cnt, id44_cnt)), mux(head_id(1), mux(head_id(0), id43_cnt, id42_cnt), mux(head_id(0), id41_cnt, id40_cnt))), mux(head_id(2), mux(head_id(1), mux(head_id(0), id39_cnt, id38_cnt), mux(head_id(0), id37_cnt, id36_cnt)), mux(head_id(1), mux(head_id(0), id35_cnt, id34_cnt), mux(head_id(0), id33_cnt, id32_cnt))))), mux(head_id(4), mux(head_id(3), mux(head_id(2), mux(head_id(1), mux(head_id(0), id31_cnt, id30_cnt), mux(head_id(0), id29_cnt, id28_cnt)), mux(head_id(1), mux(head_id(0), id27_cnt, id26_cnt), mux(head_id(0), id25_cnt, id24_cnt))), mux(head_id(2), mux(head_id(1), mux(head_id(0), id23_cnt, id22_cnt), mux(head_id(0), id21_cnt, id20_cnt)), mux(head_id(1), mux(head_id(0), id19_cnt, id18_cnt), mux(head_id(0), id17_cnt, id16_cnt)))), mux(head_id(3), mux(head_id(2), mux(head_id(1), mux(head_id(0), id15_cnt, id14_cnt), mux(head_id(0), id13_cnt, id12_cnt)), mux(head_id(1), mux(head_id(0), id11_cnt, id10_cnt), mux(head_id(0), id9_cnt, id8_cnt))), mux(head_id(2), mux(head_id(1), mux(head_id(0), id7_cnt, id6_cnt), mux(head_id(0), id5_cnt, id4_cnt)), mux(head_id(1), mux(head_id(0), id3_cnt, id2_cnt), mux(head_id(0), id1_cnt, id0_cnt))))));
-    head_err <= mux(head_id(5), mux(head_id(4), mux(head_id(3), mux(head_id(2), mux(head_id(1), mux(head_id(0), id63_err, id62_err), mux(head_id(0), id61_err, id60_err)), mux(head_id(1), mux(head_id(0), id59_err, id58_err), mux(head_id(0), id57_err, id56_err))), mux(head_id(2), mux(head_id(1), mux(head_id(0), id55_err, id54_err), mux(head_id(0), id53_err, id52_err)), mux(head_id(1), mux(head_id(0), id51_err, id50_err), mux(head_id(0), id49_err, id48_err)))), mux(head_id(3), mux(head_id(2), mux(head_id(1), mux(head_id(0), id47_err, id46_err), mux(head_id(0), id45_err, id44_err)), mux(head_id(1), mux(head_id(0), id43_err, id42_err), mux(head_id(0), id41_err, id40_err))), mux(head_id(2), mux(head_id(1), mux(head_id(0), id39_err, id38_err), mux(head_id(0), id37_err, id36_err)), mux(head_id(1), mux(head_id(0), id35_err, id34_err), mux(head_id(0), id33_err, id32_err))))), mux(head_id(4), mux(head_id(3), mux(head_id(2), mux(head_id(1), mux(head_id(0), id31_err, id30_err), mux(head_id(0), id29_err, id28_err)), mux(head_id(1), mux(head_id(0), id27_err, id26_err), mux(head_id(0), id25_err, id24_err))), mux(head_id(2), mux(head_id(1), mux(head_id(0), id23_err, id22_err), mux(head_id(0), id21_err, id20_err)), mux(head_id(1), mux(head_id(0), id19_err, id18_err), mux(head_id(0), id17_err, id16_err)))), mux(head_id(3), mux(head_id(2), mux(head_id(1), mux(head_id(0), id15_err, id14_err), mux(head_id(0), id13_err, id12_err)), mux(head_id(1), mux(head_id(0), id11_err, id10_err), mux(head_id(0), id9_err, id8_err))), mux(head_id(2), mux(head_id(1), mux(head_id(0), id7_err, id6_err), mux(head_id(0), id5_err, id4_err)), mux(head_id(1), mux(head_id(0), id3_err, id2_err), mux(head_id(0), id1_err, id0_err))))));
-    head_any <= or ids_out;
+    id63_r <= r1_v and b2l(r1_id = "111111");
+    bq_pop <= burst_go;
+    next2_meta <= mux(ids_retired_p2(5), mux(ids_retired_p2(4), mux(ids_retired_p2(3), mux(ids_retired_p2(2), mux(ids_retired_p2(1), mux(ids_retired_p2(0), id63_meta, id62_meta), mux(ids_retired_p2(0), id61_meta, id60_meta)), mux(ids_retired_p2(1), mux(ids_retired_p2(0), id59_meta, id58_meta), mux(ids_retired_p2(0), id57_meta, id56_meta))), mux(ids_retired_p2(2), mux(ids_retired_p2(1), mux(ids_retired_p2(0), id55_meta, id54_meta), mux(ids_retired_p2(0), id53_meta, id52_meta)), mux(ids_retired_p2(1), mux(ids_retired_p2(0), id51_meta, id50_meta), mux(ids_retired_p2(0), id49_meta, id48_meta)))), mux(ids_retired_p2(3), mux(ids_retired_p2(2), mux(ids_retired_p2(1), mux(ids_retired_p2(0), id47_meta, id46_meta), mux(ids_retired_p2(0), id45_meta, id44_meta)), mux(ids_retired_p2(1), mux(ids_retired_p2(0), id43_meta, id42_meta), mux(ids_retired_p2(0), id41_meta, id40_meta))), mux(ids_retired_p2(2), mux(ids_retired_p2(1), mux(ids_retired_p2(0), id39_meta, id38_meta), mux(ids_retired_p2(0), id37_meta, id36_meta)), mux(ids_retired_p2(1), mux(ids_retired_p2(0), id35_meta, id34_meta), mux(ids_retired_p2(0), id33_meta, id32_meta))))), mux(ids_retired_p2(4), mux(ids_retired_p2(3), mux(ids_retired_p2(2), mux(ids_retired_p2(1), mux(ids_retired_p2(0), id31_meta, id30_meta), mux(ids_retired_p2(0), id29_meta, id28_meta)), mux(ids_retired_p2(1), mux(ids_retired_p2(0), id27_meta, id26_meta), mux(ids_retired_p2(0), id25_meta, id24_meta))), mux(ids_retired_p2(2), mux(ids_retired_p2(1), mux(ids_retired_p2(0), id23_meta, id22_meta), mux(ids_retired_p2(0), id21_meta, id20_meta)), mux(ids_retired_p2(1), mux(ids_retired_p2(0), id19_meta, id18_meta), mux(ids_retired_p2(0), id17_meta, id16_meta)))), mux(ids_retired_p2(3), mux(ids_retired_p2(2), mux(ids_retired_p2(1), mux(ids_retired_p2(0), id15_meta, id14_meta), mux(ids_retired_p2(0), id13_meta, id12_meta)), mux(ids_retired_p2(1), mux(ids_retired_p2(0), id11_meta, id10_meta), mux(ids_retired_p2(0), id9_meta, id8_meta))), mux(ids_retired_p2(2), mux(ids_retired_p2(1), mux(ids_retired_p2(0), id7_meta, id6_meta), mux(ids_retired_p2(0), id5_meta, id4_meta)), mux(ids_retired_p2(1), mux(ids_retired_p2(0), id3_meta, id2_meta), mux(ids_retired_p2(0), id1_meta, id0_meta))))));
+    head_byp <= burst_go and b2l(ids_issued = ids_retired);
+    next_byp <= burst_go and b2l(burst_id = ids_retired_p1);
+    next2_byp <= burst_go and b2l(burst_id = ids_retired_p2);
+    head_wptr <= mux(ids_retired(5), mux(ids_retired(4), mux(ids_retired(3), mux(ids_retired(2), mux(ids_retired(1), mux(ids_retired(0), id63_wptr, id62_wptr), mux(ids_retired(0), id61_wptr, id60_wptr)), mux(ids_retired(1), mux(ids_retired(0), id59_wptr, id58_wptr), mux(ids_retired(0), id57_wptr, id56_wptr))), mux(ids_retired(2), mux(ids_retired(1), mux(ids_retired(0), id55_wptr, id54_wptr), mux(ids_retired(0), id53_wptr, id52_wptr)), mux(ids_retired(1), mux(ids_retired(0), id51_wptr, id50_wptr), mux(ids_retired(0), id49_wptr, id48_wptr)))), mux(ids_retired(3), mux(ids_retired(2), mux(ids_retired(1), mux(ids_retired(0), id47_wptr, id46_wptr), mux(ids_retired(0), id45_wptr, id44_wptr)), mux(ids_retired(1), mux(ids_retired(0), id43_wptr, id42_wptr), mux(ids_retired(0), id41_wptr, id40_wptr))), mux(ids_retired(2), mux(ids_retired(1), mux(ids_retired(0), id39_wptr, id38_wptr), mux(ids_retired(0), id37_wptr, id36_wptr)), mux(ids_retired(1), mux(ids_retired(0), id35_wptr, id34_wptr), mux(ids_retired(0), id33_wptr, id32_wptr))))), mux(ids_retired(4), mux(ids_retired(3), mux(ids_retired(2), mux(ids_retired(1), mux(ids_retired(0), id31_wptr, id30_wptr), mux(ids_retired(0), id29_wptr, id28_wptr)), mux(ids_retired(1), mux(ids_retired(0), id27_wptr, id26_wptr), mux(ids_retired(0), id25_wptr, id24_wptr))), mux(ids_retired(2), mux(ids_retired(1), mux(ids_retired(0), id23_wptr, id22_wptr), mux(ids_retired(0), id21_wptr, id20_wptr)), mux(ids_retired(1), mux(ids_retired(0), id19_wptr, id18_wptr), mux(ids_retired(0), id17_wptr, id16_wptr)))), mux(ids_retired(3), mux(ids_retired(2), mux(ids_retired(1), mux(ids_retired(0), id15_wptr, id14_wptr), mux(ids_retired(0), id13_wptr, id12_wptr)), mux(ids_retired(1), mux(ids_retired(0), id11_wptr, id10_wptr), mux(ids_retired(0), id9_wptr, id8_wptr))), mux(ids_retired(2), mux(ids_retired(1), mux(ids_retired(0), id7_wptr, id6_wptr), mux(ids_retired(0), id5_wptr, id4_wptr)), mux(ids_retired(1), mux(ids_retired(0), id3_wptr, id2_wptr), mux(ids_retired(0), id1_wptr, id0_wptr))))));
+    head_err <= mux(ids_retired(5), mux(ids_retired(4), mux(ids_retired(3), mux(ids_retired(2), mux(ids_retired(1), mux(ids_retired(0), id63_err, id62_err), mux(ids_retired(0), id61_err, id60_err)), mux(ids_retired(1), mux(ids_retired(0), id59_err, id58_err), mux(ids_retired(0), id57_err, id56_err))), mux(ids_retired(2), mux(ids_retired(1), mux(ids_retired(0), id55_err, id54_err), mux(ids_retired(0), id53_err, id52_err)), mux(ids_retired(1), mux(ids_retired(0), id51_err, id50_err), mux(ids_retired(0), id49_err, id48_err)))), mux(ids_retired(3), mux(ids_retired(2), mux(ids_retired(1), mux(ids_retired(0), id47_err, id46_err), mux(ids_retired(0), id45_err, id44_err)), mux(ids_retired(1), mux(ids_retired(0), id43_err, id42_err), mux(ids_retired(0), id41_err, id40_err))), mux(ids_retired(2), mux(ids_retired(1), mux(ids_retired(0), id39_err, id38_err), mux(ids_retired(0), id37_err, id36_err)), mux(ids_retired(1), mux(ids_retired(0), id35_err, id34_err), mux(ids_retired(0), id33_err, id32_err))))), mux(ids_retired(4), mux(ids_retired(3), mux(ids_retired(2), mux(ids_retired(1), mux(ids_retired(0), id31_err, id30_err), mux(ids_retired(0), id29_err, id28_err)), mux(ids_retired(1), mux(ids_retired(0), id27_err, id26_err), mux(ids_retired(0), id25_err, id24_err))), mux(ids_retired(2), mux(ids_retired(1), mux(ids_retired(0), id23_err, id22_err), mux(ids_retired(0), id21_err, id20_err)), mux(ids_retired(1), mux(ids_retired(0), id19_err, id18_err), mux(ids_retired(0), id17_err, id16_err)))), mux(ids_retired(3), mux(ids_retired(2), mux(ids_retired(1), mux(ids_retired(0), id15_err, id14_err), mux(ids_retired(0), id13_err, id12_err)), mux(ids_retired(1), mux(ids_retired(0), id11_err, id10_err), mux(ids_retired(0), id9_err, id8_err))), mux(ids_retired(2), mux(ids_retired(1), mux(ids_retired(0), id7_err, id6_err), mux(ids_retired(0), id5_err, id4_err)), mux(ids_retired(1), mux(ids_retired(0), id3_err, id2_err), mux(ids_retired(0), id1_err, id0_err))))));
+    head_any <= b2l(ids_issued /= ids_retired);
     credit <= b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & q_count)) + unsigned(std_logic_vector'("000" & s1_v)))) < unsigned'(x"4"));
     slot_flush <= flush_next and credit;
-    slot_read <= (((not flush_next) and head_any) and b2l(unsigned(std_logic_vector'('0' & head_beat)) < unsigned(head_cnt))) and credit;
+    slot_read <= (((not flush_next) and head_any) and b2l(head_wptr /= rob_drain)) and credit;
     slot_burst_end <= b2l(head_beat = head_meta(25 downto 18));
     slot_first <= head_meta(17) and b2l(head_beat = x"00");
     slot_last <= head_meta(16) and slot_burst_end;
     slot_err <= req_err or head_err;
+    slot_retire <= slot_read and slot_burst_end;
     flush_start <= (slot_read and slot_last) and head_meta(4);
+    rob_waddr <= mux(r1_id(5), mux(r1_id(4), mux(r1_id(3), mux(r1_id(2), mux(r1_id(1), mux(r1_id(0), id63_wptr, id62_wptr), mux(r1_id(0), id61_wptr, id60_wptr)), mux(r1_id(1), mux(r1_id(0), id59_wptr, id58_wptr), mux(r1_id(0), id57_wptr, id56_wptr))), mux(r1_id(2), mux(r1_id(1), mux(r1_id(0), id55_wptr, id54_wptr), mux(r1_id(0), id53_wptr, id52_wptr)), mux(r1_id(1), mux(r1_id(0), id51_wptr, id50_wptr), mux(r1_id(0), id49_wptr, id48_wptr)))), mux(r1_id(3), mux(r1_id(2), mux(r1_id(1), mux(r1_id(0), id47_wptr, id46_wptr), mux(r1_id(0), id45_wptr, id44_wptr)), mux(r1_id(1), mux(r1_id(0), id43_wptr, id42_wptr), mux(r1_id(0), id41_wptr, id40_wptr))), mux(r1_id(2), mux(r1_id(1), mux(r1_id(0), id39_wptr, id38_wptr), mux(r1_id(0), id37_wptr, id36_wptr)), mux(r1_id(1), mux(r1_id(0), id35_wptr, id34_wptr), mux(r1_id(0), id33_wptr, id32_wptr))))), mux(r1_id(4), mux(r1_id(3), mux(r1_id(2), mux(r1_id(1), mux(r1_id(0), id31_wptr, id30_wptr), mux(r1_id(0), id29_wptr, id28_wptr)), mux(r1_id(1), mux(r1_id(0), id27_wptr, id26_wptr), mux(r1_id(0), id25_wptr, id24_wptr))), mux(r1_id(2), mux(r1_id(1), mux(r1_id(0), id23_wptr, id22_wptr), mux(r1_id(0), id21_wptr, id20_wptr)), mux(r1_id(1), mux(r1_id(0), id19_wptr, id18_wptr), mux(r1_id(0), id17_wptr, id16_wptr)))), mux(r1_id(3), mux(r1_id(2), mux(r1_id(1), mux(r1_id(0), id15_wptr, id14_wptr), mux(r1_id(0), id13_wptr, id12_wptr)), mux(r1_id(1), mux(r1_id(0), id11_wptr, id10_wptr), mux(r1_id(0), id9_wptr, id8_wptr))), mux(r1_id(2), mux(r1_id(1), mux(r1_id(0), id7_wptr, id6_wptr), mux(r1_id(0), id5_wptr, id4_wptr)), mux(r1_id(1), mux(r1_id(0), id3_wptr, id2_wptr), mux(r1_id(0), id1_wptr, id0_wptr))))));
     rot_amt <= std_logic_vector(unsigned'("000") - unsigned(s1_off));
     rot_0 <= mux(rot_amt(0), std_logic_vector'(rob_rd(55 downto 0) & rob_rd(63 downto 56)), rob_rd);
     rot_1 <= mux(rot_amt(1), std_logic_vector'(rot_0(47 downto 0) & rot_0(63 downto 48)), rot_0);
@@ -769,13 +802,7 @@ begin
     m_axis_tlast <= out_v and oq0_last;
     m_axis_tuser_tag <= oq0_tag and std_logic_vector'(7 downto 0 => out_v);
     m_axis_tuser_err <= out_v and oq0_err;
-    unused_bits <= or std_logic_vector'(
-        m_axi_rlast &
-        m_axi_rresp(0) &
-        new_span(2 downto 0) &
-        r_meta(25 downto 0) &
-        burst_len_m1(8)
-    );
+    unused_bits <= or std_logic_vector'(m_axi_rlast & m_axi_rresp(0));
 
     req_v_reg : process (clk)
     begin
@@ -783,7 +810,7 @@ begin
             if rst = '1' then
                 req_v <= '0';
             else
-                req_v <= req_accept or (req_v and (not (burst_go and burst_last)));
+                req_v <= req_accept or (req_v and (not (bq_push and burst_last)));
             end if;
         end if;
     end process;
@@ -791,17 +818,27 @@ begin
     req_beat_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (req_accept or burst_go) = '1' then
-                req_beat <= mux(req_accept, s_req_addr(63 downto 3), std_logic_vector(unsigned(req_beat) + unsigned(std_logic_vector'(x"0000000000000" & burst_beats))));
+            if (req_accept or bq_push) = '1' then
+                req_beat <= mux(req_accept, s_req_addr(63 downto 3), std_logic_vector'(std_logic_vector'(
+                    mux((((and req_beat(19 downto 8)) and (and req_beat(31 downto 20))) and (and req_beat(43 downto 32))) and (and
+                        req_beat(55 downto 44)), std_logic_vector(unsigned(req_beat(60 downto 56)) + unsigned'("00001")),
+                        req_beat(60 downto 56)) &
+                    mux(((and req_beat(19 downto 8)) and (and req_beat(31 downto 20))) and (and req_beat(43 downto 32)),
+                        std_logic_vector(unsigned(req_beat(55 downto 44)) + unsigned'(x"001")), req_beat(55 downto 44)) &
+                    mux((and req_beat(19 downto 8)) and (and req_beat(31 downto 20)), std_logic_vector(unsigned(req_beat(43 downto 32)) +
+                        unsigned'(x"001")), req_beat(43 downto 32)) &
+                    mux(and req_beat(19 downto 8), std_logic_vector(unsigned(req_beat(31 downto 20)) + unsigned'(x"001")), req_beat(31 downto 20)) &
+                    std_logic_vector(unsigned(req_beat(19 downto 8)) + unsigned'(x"001"))
+                ) & x"00"));
             end if;
         end if;
     end process;
 
-    req_rem_reg : process (clk)
+    req_end_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (req_accept or burst_go) = '1' then
-                req_rem <= mux(req_accept, new_nin, std_logic_vector(unsigned(req_rem) - unsigned(std_logic_vector'("000000" & burst_beats))));
+            if req_accept = '1' then
+                req_end <= new_end(16 downto 3);
             end if;
         end if;
     end process;
@@ -845,9 +882,196 @@ begin
     req_first_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (req_accept or burst_go) = '1' then
+            if (req_accept or bq_push) = '1' then
                 req_first <= req_accept;
             end if;
+        end if;
+    end process;
+
+    bq0_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            bq0_addr <= mux(bq_take_new, req_beat, mux(bq_pop, bq1_addr, bq0_addr));
+        end if;
+    end process;
+
+    bq1_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if bq_push = '1' then
+                bq1_addr <= req_beat;
+            end if;
+        end if;
+    end process;
+
+    bq0_beats_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            bq0_beats <= mux(bq_take_new, burst_beats, mux(bq_pop, bq1_beats, bq0_beats));
+        end if;
+    end process;
+
+    bq1_beats_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if bq_push = '1' then
+                bq1_beats <= burst_beats;
+            end if;
+        end if;
+    end process;
+
+    bq0_blen_m1_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            bq0_blen_m1 <= mux(bq_take_new, burst_len_m1, mux(bq_pop, bq1_blen_m1, bq0_blen_m1));
+        end if;
+    end process;
+
+    bq1_blen_m1_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if bq_push = '1' then
+                bq1_blen_m1 <= burst_len_m1;
+            end if;
+        end if;
+    end process;
+
+    bq0_first_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            bq0_first <= mux(bq_take_new, req_first, mux(bq_pop, bq1_first, bq0_first));
+        end if;
+    end process;
+
+    bq1_first_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if bq_push = '1' then
+                bq1_first <= req_first;
+            end if;
+        end if;
+    end process;
+
+    bq0_last_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            bq0_last <= mux(bq_take_new, burst_last, mux(bq_pop, bq1_last, bq0_last));
+        end if;
+    end process;
+
+    bq1_last_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if bq_push = '1' then
+                bq1_last <= burst_last;
+            end if;
+        end if;
+    end process;
+
+    bq0_tag_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            bq0_tag <= mux(bq_take_new, req_tag, mux(bq_pop, bq1_tag, bq0_tag));
+        end if;
+    end process;
+
+    bq1_tag_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if bq_push = '1' then
+                bq1_tag <= req_tag;
+            end if;
+        end if;
+    end process;
+
+    bq0_off_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            bq0_off <= mux(bq_take_new, req_off, mux(bq_pop, bq1_off, bq0_off));
+        end if;
+    end process;
+
+    bq1_off_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if bq_push = '1' then
+                bq1_off <= req_off;
+            end if;
+        end if;
+    end process;
+
+    bq0_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            bq0_flush <= mux(bq_take_new, req_flush, mux(bq_pop, bq1_flush, bq0_flush));
+        end if;
+    end process;
+
+    bq1_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if bq_push = '1' then
+                bq1_flush <= req_flush;
+            end if;
+        end if;
+    end process;
+
+    bq0_lkb_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            bq0_lkb <= mux(bq_take_new, req_lkb, mux(bq_pop, bq1_lkb, bq0_lkb));
+        end if;
+    end process;
+
+    bq1_lkb_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if bq_push = '1' then
+                bq1_lkb <= req_lkb;
+            end if;
+        end if;
+    end process;
+
+    bq_count_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                bq_count <= "00";
+            else
+                bq_count <= mux(bq_pop, mux(bq_push, bq_count, std_logic_vector(unsigned(bq_count) - unsigned'("01"))), mux(bq_push, std_logic_vector(unsigned(bq_count) + unsigned'("01")), bq_count));
+            end if;
+        end if;
+    end process;
+
+    r1_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                r1_v <= '0';
+            else
+                r1_v <= m_axi_rvalid;
+            end if;
+        end if;
+    end process;
+
+    r1_id_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            r1_id <= m_axi_rid;
+        end if;
+    end process;
+
+    r1_data_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            r1_data <= m_axi_rdata;
+        end if;
+    end process;
+
+    r1_err_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            r1_err <= m_axi_rresp(1);
         end if;
     end process;
 
@@ -857,7 +1081,7 @@ begin
             if rst = '1' then
                 ids_issued <= "0000000";
             else
-                ids_issued <= std_logic_vector(unsigned(ids_issued) + unsigned(std_logic_vector'("000000" & burst_go)));
+                ids_issued <= mux(burst_go, std_logic_vector(unsigned(ids_issued) + unsigned'("0000001")), ids_issued);
             end if;
         end if;
     end process;
@@ -866,9 +1090,9 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                rob_alloc <= "0000000000";
+                rob_alloc <= "000000000";
             else
-                rob_alloc <= std_logic_vector(unsigned(rob_alloc) + unsigned(std_logic_vector'('0' & mux(burst_go, burst_beats, "000000000"))));
+                rob_alloc <= mux(burst_go, std_logic_vector(unsigned(rob_alloc) + unsigned(bq0_beats)), rob_alloc);
             end if;
         end if;
     end process;
@@ -901,7 +1125,7 @@ begin
             if rst = '1' then
                 ar_addr <= "0000000000000000000000000000000000000000000000000000000000000";
             elsif burst_go = '1' then
-                ar_addr <= req_beat;
+                ar_addr <= bq0_addr;
             end if;
         end if;
     end process;
@@ -912,7 +1136,7 @@ begin
             if rst = '1' then
                 ar_len <= x"00";
             elsif burst_go = '1' then
-                ar_len <= burst_len_m1(7 downto 0);
+                ar_len <= bq0_blen_m1;
             end if;
         end if;
     end process;
@@ -926,13 +1150,13 @@ begin
         end if;
     end process;
 
-    id0_cnt_reg : process (clk)
+    id0_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id0_cnt <= "000000000";
+                id0_wptr <= "000000000";
             elsif (id0_go or id0_r) = '1' then
-                id0_cnt <= mux(id0_go, "000000000", std_logic_vector(unsigned(id0_cnt) + unsigned'("000000001")));
+                id0_wptr <= mux(id0_go, rob_alloc, std_logic_vector(unsigned(id0_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -943,7 +1167,7 @@ begin
             if rst = '1' then
                 id0_err <= '0';
             elsif (id0_go or id0_r) = '1' then
-                id0_err <= (not id0_go) and (id0_err or m_axi_rresp(1));
+                id0_err <= (not id0_go) and (id0_err or r1_err);
             end if;
         end if;
     end process;
@@ -957,13 +1181,13 @@ begin
         end if;
     end process;
 
-    id1_cnt_reg : process (clk)
+    id1_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id1_cnt <= "000000000";
+                id1_wptr <= "000000000";
             elsif (id1_go or id1_r) = '1' then
-                id1_cnt <= mux(id1_go, "000000000", std_logic_vector(unsigned(id1_cnt) + unsigned'("000000001")));
+                id1_wptr <= mux(id1_go, rob_alloc, std_logic_vector(unsigned(id1_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -974,7 +1198,7 @@ begin
             if rst = '1' then
                 id1_err <= '0';
             elsif (id1_go or id1_r) = '1' then
-                id1_err <= (not id1_go) and (id1_err or m_axi_rresp(1));
+                id1_err <= (not id1_go) and (id1_err or r1_err);
             end if;
         end if;
     end process;
@@ -988,13 +1212,13 @@ begin
         end if;
     end process;
 
-    id2_cnt_reg : process (clk)
+    id2_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id2_cnt <= "000000000";
+                id2_wptr <= "000000000";
             elsif (id2_go or id2_r) = '1' then
-                id2_cnt <= mux(id2_go, "000000000", std_logic_vector(unsigned(id2_cnt) + unsigned'("000000001")));
+                id2_wptr <= mux(id2_go, rob_alloc, std_logic_vector(unsigned(id2_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1005,7 +1229,7 @@ begin
             if rst = '1' then
                 id2_err <= '0';
             elsif (id2_go or id2_r) = '1' then
-                id2_err <= (not id2_go) and (id2_err or m_axi_rresp(1));
+                id2_err <= (not id2_go) and (id2_err or r1_err);
             end if;
         end if;
     end process;
@@ -1019,13 +1243,13 @@ begin
         end if;
     end process;
 
-    id3_cnt_reg : process (clk)
+    id3_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id3_cnt <= "000000000";
+                id3_wptr <= "000000000";
             elsif (id3_go or id3_r) = '1' then
-                id3_cnt <= mux(id3_go, "000000000", std_logic_vector(unsigned(id3_cnt) + unsigned'("000000001")));
+                id3_wptr <= mux(id3_go, rob_alloc, std_logic_vector(unsigned(id3_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1036,7 +1260,7 @@ begin
             if rst = '1' then
                 id3_err <= '0';
             elsif (id3_go or id3_r) = '1' then
-                id3_err <= (not id3_go) and (id3_err or m_axi_rresp(1));
+                id3_err <= (not id3_go) and (id3_err or r1_err);
             end if;
         end if;
     end process;
@@ -1050,13 +1274,13 @@ begin
         end if;
     end process;
 
-    id4_cnt_reg : process (clk)
+    id4_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id4_cnt <= "000000000";
+                id4_wptr <= "000000000";
             elsif (id4_go or id4_r) = '1' then
-                id4_cnt <= mux(id4_go, "000000000", std_logic_vector(unsigned(id4_cnt) + unsigned'("000000001")));
+                id4_wptr <= mux(id4_go, rob_alloc, std_logic_vector(unsigned(id4_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1067,7 +1291,7 @@ begin
             if rst = '1' then
                 id4_err <= '0';
             elsif (id4_go or id4_r) = '1' then
-                id4_err <= (not id4_go) and (id4_err or m_axi_rresp(1));
+                id4_err <= (not id4_go) and (id4_err or r1_err);
             end if;
         end if;
     end process;
@@ -1081,13 +1305,13 @@ begin
         end if;
     end process;
 
-    id5_cnt_reg : process (clk)
+    id5_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id5_cnt <= "000000000";
+                id5_wptr <= "000000000";
             elsif (id5_go or id5_r) = '1' then
-                id5_cnt <= mux(id5_go, "000000000", std_logic_vector(unsigned(id5_cnt) + unsigned'("000000001")));
+                id5_wptr <= mux(id5_go, rob_alloc, std_logic_vector(unsigned(id5_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1098,7 +1322,7 @@ begin
             if rst = '1' then
                 id5_err <= '0';
             elsif (id5_go or id5_r) = '1' then
-                id5_err <= (not id5_go) and (id5_err or m_axi_rresp(1));
+                id5_err <= (not id5_go) and (id5_err or r1_err);
             end if;
         end if;
     end process;
@@ -1112,13 +1336,13 @@ begin
         end if;
     end process;
 
-    id6_cnt_reg : process (clk)
+    id6_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id6_cnt <= "000000000";
+                id6_wptr <= "000000000";
             elsif (id6_go or id6_r) = '1' then
-                id6_cnt <= mux(id6_go, "000000000", std_logic_vector(unsigned(id6_cnt) + unsigned'("000000001")));
+                id6_wptr <= mux(id6_go, rob_alloc, std_logic_vector(unsigned(id6_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1129,7 +1353,7 @@ begin
             if rst = '1' then
                 id6_err <= '0';
             elsif (id6_go or id6_r) = '1' then
-                id6_err <= (not id6_go) and (id6_err or m_axi_rresp(1));
+                id6_err <= (not id6_go) and (id6_err or r1_err);
             end if;
         end if;
     end process;
@@ -1143,13 +1367,13 @@ begin
         end if;
     end process;
 
-    id7_cnt_reg : process (clk)
+    id7_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id7_cnt <= "000000000";
+                id7_wptr <= "000000000";
             elsif (id7_go or id7_r) = '1' then
-                id7_cnt <= mux(id7_go, "000000000", std_logic_vector(unsigned(id7_cnt) + unsigned'("000000001")));
+                id7_wptr <= mux(id7_go, rob_alloc, std_logic_vector(unsigned(id7_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1160,7 +1384,7 @@ begin
             if rst = '1' then
                 id7_err <= '0';
             elsif (id7_go or id7_r) = '1' then
-                id7_err <= (not id7_go) and (id7_err or m_axi_rresp(1));
+                id7_err <= (not id7_go) and (id7_err or r1_err);
             end if;
         end if;
     end process;
@@ -1174,13 +1398,13 @@ begin
         end if;
     end process;
 
-    id8_cnt_reg : process (clk)
+    id8_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id8_cnt <= "000000000";
+                id8_wptr <= "000000000";
             elsif (id8_go or id8_r) = '1' then
-                id8_cnt <= mux(id8_go, "000000000", std_logic_vector(unsigned(id8_cnt) + unsigned'("000000001")));
+                id8_wptr <= mux(id8_go, rob_alloc, std_logic_vector(unsigned(id8_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1191,7 +1415,7 @@ begin
             if rst = '1' then
                 id8_err <= '0';
             elsif (id8_go or id8_r) = '1' then
-                id8_err <= (not id8_go) and (id8_err or m_axi_rresp(1));
+                id8_err <= (not id8_go) and (id8_err or r1_err);
             end if;
         end if;
     end process;
@@ -1205,13 +1429,13 @@ begin
         end if;
     end process;
 
-    id9_cnt_reg : process (clk)
+    id9_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id9_cnt <= "000000000";
+                id9_wptr <= "000000000";
             elsif (id9_go or id9_r) = '1' then
-                id9_cnt <= mux(id9_go, "000000000", std_logic_vector(unsigned(id9_cnt) + unsigned'("000000001")));
+                id9_wptr <= mux(id9_go, rob_alloc, std_logic_vector(unsigned(id9_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1222,7 +1446,7 @@ begin
             if rst = '1' then
                 id9_err <= '0';
             elsif (id9_go or id9_r) = '1' then
-                id9_err <= (not id9_go) and (id9_err or m_axi_rresp(1));
+                id9_err <= (not id9_go) and (id9_err or r1_err);
             end if;
         end if;
     end process;
@@ -1236,13 +1460,13 @@ begin
         end if;
     end process;
 
-    id10_cnt_reg : process (clk)
+    id10_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id10_cnt <= "000000000";
+                id10_wptr <= "000000000";
             elsif (id10_go or id10_r) = '1' then
-                id10_cnt <= mux(id10_go, "000000000", std_logic_vector(unsigned(id10_cnt) + unsigned'("000000001")));
+                id10_wptr <= mux(id10_go, rob_alloc, std_logic_vector(unsigned(id10_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1253,7 +1477,7 @@ begin
             if rst = '1' then
                 id10_err <= '0';
             elsif (id10_go or id10_r) = '1' then
-                id10_err <= (not id10_go) and (id10_err or m_axi_rresp(1));
+                id10_err <= (not id10_go) and (id10_err or r1_err);
             end if;
         end if;
     end process;
@@ -1267,13 +1491,13 @@ begin
         end if;
     end process;
 
-    id11_cnt_reg : process (clk)
+    id11_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id11_cnt <= "000000000";
+                id11_wptr <= "000000000";
             elsif (id11_go or id11_r) = '1' then
-                id11_cnt <= mux(id11_go, "000000000", std_logic_vector(unsigned(id11_cnt) + unsigned'("000000001")));
+                id11_wptr <= mux(id11_go, rob_alloc, std_logic_vector(unsigned(id11_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1284,7 +1508,7 @@ begin
             if rst = '1' then
                 id11_err <= '0';
             elsif (id11_go or id11_r) = '1' then
-                id11_err <= (not id11_go) and (id11_err or m_axi_rresp(1));
+                id11_err <= (not id11_go) and (id11_err or r1_err);
             end if;
         end if;
     end process;
@@ -1298,13 +1522,13 @@ begin
         end if;
     end process;
 
-    id12_cnt_reg : process (clk)
+    id12_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id12_cnt <= "000000000";
+                id12_wptr <= "000000000";
             elsif (id12_go or id12_r) = '1' then
-                id12_cnt <= mux(id12_go, "000000000", std_logic_vector(unsigned(id12_cnt) + unsigned'("000000001")));
+                id12_wptr <= mux(id12_go, rob_alloc, std_logic_vector(unsigned(id12_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1315,7 +1539,7 @@ begin
             if rst = '1' then
                 id12_err <= '0';
             elsif (id12_go or id12_r) = '1' then
-                id12_err <= (not id12_go) and (id12_err or m_axi_rresp(1));
+                id12_err <= (not id12_go) and (id12_err or r1_err);
             end if;
         end if;
     end process;
@@ -1329,13 +1553,13 @@ begin
         end if;
     end process;
 
-    id13_cnt_reg : process (clk)
+    id13_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id13_cnt <= "000000000";
+                id13_wptr <= "000000000";
             elsif (id13_go or id13_r) = '1' then
-                id13_cnt <= mux(id13_go, "000000000", std_logic_vector(unsigned(id13_cnt) + unsigned'("000000001")));
+                id13_wptr <= mux(id13_go, rob_alloc, std_logic_vector(unsigned(id13_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1346,7 +1570,7 @@ begin
             if rst = '1' then
                 id13_err <= '0';
             elsif (id13_go or id13_r) = '1' then
-                id13_err <= (not id13_go) and (id13_err or m_axi_rresp(1));
+                id13_err <= (not id13_go) and (id13_err or r1_err);
             end if;
         end if;
     end process;
@@ -1360,13 +1584,13 @@ begin
         end if;
     end process;
 
-    id14_cnt_reg : process (clk)
+    id14_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id14_cnt <= "000000000";
+                id14_wptr <= "000000000";
             elsif (id14_go or id14_r) = '1' then
-                id14_cnt <= mux(id14_go, "000000000", std_logic_vector(unsigned(id14_cnt) + unsigned'("000000001")));
+                id14_wptr <= mux(id14_go, rob_alloc, std_logic_vector(unsigned(id14_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1377,7 +1601,7 @@ begin
             if rst = '1' then
                 id14_err <= '0';
             elsif (id14_go or id14_r) = '1' then
-                id14_err <= (not id14_go) and (id14_err or m_axi_rresp(1));
+                id14_err <= (not id14_go) and (id14_err or r1_err);
             end if;
         end if;
     end process;
@@ -1391,13 +1615,13 @@ begin
         end if;
     end process;
 
-    id15_cnt_reg : process (clk)
+    id15_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id15_cnt <= "000000000";
+                id15_wptr <= "000000000";
             elsif (id15_go or id15_r) = '1' then
-                id15_cnt <= mux(id15_go, "000000000", std_logic_vector(unsigned(id15_cnt) + unsigned'("000000001")));
+                id15_wptr <= mux(id15_go, rob_alloc, std_logic_vector(unsigned(id15_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1408,7 +1632,7 @@ begin
             if rst = '1' then
                 id15_err <= '0';
             elsif (id15_go or id15_r) = '1' then
-                id15_err <= (not id15_go) and (id15_err or m_axi_rresp(1));
+                id15_err <= (not id15_go) and (id15_err or r1_err);
             end if;
         end if;
     end process;
@@ -1422,13 +1646,13 @@ begin
         end if;
     end process;
 
-    id16_cnt_reg : process (clk)
+    id16_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id16_cnt <= "000000000";
+                id16_wptr <= "000000000";
             elsif (id16_go or id16_r) = '1' then
-                id16_cnt <= mux(id16_go, "000000000", std_logic_vector(unsigned(id16_cnt) + unsigned'("000000001")));
+                id16_wptr <= mux(id16_go, rob_alloc, std_logic_vector(unsigned(id16_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1439,7 +1663,7 @@ begin
             if rst = '1' then
                 id16_err <= '0';
             elsif (id16_go or id16_r) = '1' then
-                id16_err <= (not id16_go) and (id16_err or m_axi_rresp(1));
+                id16_err <= (not id16_go) and (id16_err or r1_err);
             end if;
         end if;
     end process;
@@ -1453,13 +1677,13 @@ begin
         end if;
     end process;
 
-    id17_cnt_reg : process (clk)
+    id17_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id17_cnt <= "000000000";
+                id17_wptr <= "000000000";
             elsif (id17_go or id17_r) = '1' then
-                id17_cnt <= mux(id17_go, "000000000", std_logic_vector(unsigned(id17_cnt) + unsigned'("000000001")));
+                id17_wptr <= mux(id17_go, rob_alloc, std_logic_vector(unsigned(id17_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1470,7 +1694,7 @@ begin
             if rst = '1' then
                 id17_err <= '0';
             elsif (id17_go or id17_r) = '1' then
-                id17_err <= (not id17_go) and (id17_err or m_axi_rresp(1));
+                id17_err <= (not id17_go) and (id17_err or r1_err);
             end if;
         end if;
     end process;
@@ -1484,13 +1708,13 @@ begin
         end if;
     end process;
 
-    id18_cnt_reg : process (clk)
+    id18_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id18_cnt <= "000000000";
+                id18_wptr <= "000000000";
             elsif (id18_go or id18_r) = '1' then
-                id18_cnt <= mux(id18_go, "000000000", std_logic_vector(unsigned(id18_cnt) + unsigned'("000000001")));
+                id18_wptr <= mux(id18_go, rob_alloc, std_logic_vector(unsigned(id18_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1501,7 +1725,7 @@ begin
             if rst = '1' then
                 id18_err <= '0';
             elsif (id18_go or id18_r) = '1' then
-                id18_err <= (not id18_go) and (id18_err or m_axi_rresp(1));
+                id18_err <= (not id18_go) and (id18_err or r1_err);
             end if;
         end if;
     end process;
@@ -1515,13 +1739,13 @@ begin
         end if;
     end process;
 
-    id19_cnt_reg : process (clk)
+    id19_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id19_cnt <= "000000000";
+                id19_wptr <= "000000000";
             elsif (id19_go or id19_r) = '1' then
-                id19_cnt <= mux(id19_go, "000000000", std_logic_vector(unsigned(id19_cnt) + unsigned'("000000001")));
+                id19_wptr <= mux(id19_go, rob_alloc, std_logic_vector(unsigned(id19_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1532,7 +1756,7 @@ begin
             if rst = '1' then
                 id19_err <= '0';
             elsif (id19_go or id19_r) = '1' then
-                id19_err <= (not id19_go) and (id19_err or m_axi_rresp(1));
+                id19_err <= (not id19_go) and (id19_err or r1_err);
             end if;
         end if;
     end process;
@@ -1546,13 +1770,13 @@ begin
         end if;
     end process;
 
-    id20_cnt_reg : process (clk)
+    id20_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id20_cnt <= "000000000";
+                id20_wptr <= "000000000";
             elsif (id20_go or id20_r) = '1' then
-                id20_cnt <= mux(id20_go, "000000000", std_logic_vector(unsigned(id20_cnt) + unsigned'("000000001")));
+                id20_wptr <= mux(id20_go, rob_alloc, std_logic_vector(unsigned(id20_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1563,7 +1787,7 @@ begin
             if rst = '1' then
                 id20_err <= '0';
             elsif (id20_go or id20_r) = '1' then
-                id20_err <= (not id20_go) and (id20_err or m_axi_rresp(1));
+                id20_err <= (not id20_go) and (id20_err or r1_err);
             end if;
         end if;
     end process;
@@ -1577,13 +1801,13 @@ begin
         end if;
     end process;
 
-    id21_cnt_reg : process (clk)
+    id21_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id21_cnt <= "000000000";
+                id21_wptr <= "000000000";
             elsif (id21_go or id21_r) = '1' then
-                id21_cnt <= mux(id21_go, "000000000", std_logic_vector(unsigned(id21_cnt) + unsigned'("000000001")));
+                id21_wptr <= mux(id21_go, rob_alloc, std_logic_vector(unsigned(id21_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1594,7 +1818,7 @@ begin
             if rst = '1' then
                 id21_err <= '0';
             elsif (id21_go or id21_r) = '1' then
-                id21_err <= (not id21_go) and (id21_err or m_axi_rresp(1));
+                id21_err <= (not id21_go) and (id21_err or r1_err);
             end if;
         end if;
     end process;
@@ -1608,13 +1832,13 @@ begin
         end if;
     end process;
 
-    id22_cnt_reg : process (clk)
+    id22_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id22_cnt <= "000000000";
+                id22_wptr <= "000000000";
             elsif (id22_go or id22_r) = '1' then
-                id22_cnt <= mux(id22_go, "000000000", std_logic_vector(unsigned(id22_cnt) + unsigned'("000000001")));
+                id22_wptr <= mux(id22_go, rob_alloc, std_logic_vector(unsigned(id22_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1625,7 +1849,7 @@ begin
             if rst = '1' then
                 id22_err <= '0';
             elsif (id22_go or id22_r) = '1' then
-                id22_err <= (not id22_go) and (id22_err or m_axi_rresp(1));
+                id22_err <= (not id22_go) and (id22_err or r1_err);
             end if;
         end if;
     end process;
@@ -1639,13 +1863,13 @@ begin
         end if;
     end process;
 
-    id23_cnt_reg : process (clk)
+    id23_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id23_cnt <= "000000000";
+                id23_wptr <= "000000000";
             elsif (id23_go or id23_r) = '1' then
-                id23_cnt <= mux(id23_go, "000000000", std_logic_vector(unsigned(id23_cnt) + unsigned'("000000001")));
+                id23_wptr <= mux(id23_go, rob_alloc, std_logic_vector(unsigned(id23_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1656,7 +1880,7 @@ begin
             if rst = '1' then
                 id23_err <= '0';
             elsif (id23_go or id23_r) = '1' then
-                id23_err <= (not id23_go) and (id23_err or m_axi_rresp(1));
+                id23_err <= (not id23_go) and (id23_err or r1_err);
             end if;
         end if;
     end process;
@@ -1670,13 +1894,13 @@ begin
         end if;
     end process;
 
-    id24_cnt_reg : process (clk)
+    id24_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id24_cnt <= "000000000";
+                id24_wptr <= "000000000";
             elsif (id24_go or id24_r) = '1' then
-                id24_cnt <= mux(id24_go, "000000000", std_logic_vector(unsigned(id24_cnt) + unsigned'("000000001")));
+                id24_wptr <= mux(id24_go, rob_alloc, std_logic_vector(unsigned(id24_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1687,7 +1911,7 @@ begin
             if rst = '1' then
                 id24_err <= '0';
             elsif (id24_go or id24_r) = '1' then
-                id24_err <= (not id24_go) and (id24_err or m_axi_rresp(1));
+                id24_err <= (not id24_go) and (id24_err or r1_err);
             end if;
         end if;
     end process;
@@ -1701,13 +1925,13 @@ begin
         end if;
     end process;
 
-    id25_cnt_reg : process (clk)
+    id25_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id25_cnt <= "000000000";
+                id25_wptr <= "000000000";
             elsif (id25_go or id25_r) = '1' then
-                id25_cnt <= mux(id25_go, "000000000", std_logic_vector(unsigned(id25_cnt) + unsigned'("000000001")));
+                id25_wptr <= mux(id25_go, rob_alloc, std_logic_vector(unsigned(id25_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1718,7 +1942,7 @@ begin
             if rst = '1' then
                 id25_err <= '0';
             elsif (id25_go or id25_r) = '1' then
-                id25_err <= (not id25_go) and (id25_err or m_axi_rresp(1));
+                id25_err <= (not id25_go) and (id25_err or r1_err);
             end if;
         end if;
     end process;
@@ -1732,13 +1956,13 @@ begin
         end if;
     end process;
 
-    id26_cnt_reg : process (clk)
+    id26_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id26_cnt <= "000000000";
+                id26_wptr <= "000000000";
             elsif (id26_go or id26_r) = '1' then
-                id26_cnt <= mux(id26_go, "000000000", std_logic_vector(unsigned(id26_cnt) + unsigned'("000000001")));
+                id26_wptr <= mux(id26_go, rob_alloc, std_logic_vector(unsigned(id26_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1749,7 +1973,7 @@ begin
             if rst = '1' then
                 id26_err <= '0';
             elsif (id26_go or id26_r) = '1' then
-                id26_err <= (not id26_go) and (id26_err or m_axi_rresp(1));
+                id26_err <= (not id26_go) and (id26_err or r1_err);
             end if;
         end if;
     end process;
@@ -1763,13 +1987,13 @@ begin
         end if;
     end process;
 
-    id27_cnt_reg : process (clk)
+    id27_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id27_cnt <= "000000000";
+                id27_wptr <= "000000000";
             elsif (id27_go or id27_r) = '1' then
-                id27_cnt <= mux(id27_go, "000000000", std_logic_vector(unsigned(id27_cnt) + unsigned'("000000001")));
+                id27_wptr <= mux(id27_go, rob_alloc, std_logic_vector(unsigned(id27_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1780,7 +2004,7 @@ begin
             if rst = '1' then
                 id27_err <= '0';
             elsif (id27_go or id27_r) = '1' then
-                id27_err <= (not id27_go) and (id27_err or m_axi_rresp(1));
+                id27_err <= (not id27_go) and (id27_err or r1_err);
             end if;
         end if;
     end process;
@@ -1794,13 +2018,13 @@ begin
         end if;
     end process;
 
-    id28_cnt_reg : process (clk)
+    id28_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id28_cnt <= "000000000";
+                id28_wptr <= "000000000";
             elsif (id28_go or id28_r) = '1' then
-                id28_cnt <= mux(id28_go, "000000000", std_logic_vector(unsigned(id28_cnt) + unsigned'("000000001")));
+                id28_wptr <= mux(id28_go, rob_alloc, std_logic_vector(unsigned(id28_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1811,7 +2035,7 @@ begin
             if rst = '1' then
                 id28_err <= '0';
             elsif (id28_go or id28_r) = '1' then
-                id28_err <= (not id28_go) and (id28_err or m_axi_rresp(1));
+                id28_err <= (not id28_go) and (id28_err or r1_err);
             end if;
         end if;
     end process;
@@ -1825,13 +2049,13 @@ begin
         end if;
     end process;
 
-    id29_cnt_reg : process (clk)
+    id29_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id29_cnt <= "000000000";
+                id29_wptr <= "000000000";
             elsif (id29_go or id29_r) = '1' then
-                id29_cnt <= mux(id29_go, "000000000", std_logic_vector(unsigned(id29_cnt) + unsigned'("000000001")));
+                id29_wptr <= mux(id29_go, rob_alloc, std_logic_vector(unsigned(id29_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1842,7 +2066,7 @@ begin
             if rst = '1' then
                 id29_err <= '0';
             elsif (id29_go or id29_r) = '1' then
-                id29_err <= (not id29_go) and (id29_err or m_axi_rresp(1));
+                id29_err <= (not id29_go) and (id29_err or r1_err);
             end if;
         end if;
     end process;
@@ -1856,13 +2080,13 @@ begin
         end if;
     end process;
 
-    id30_cnt_reg : process (clk)
+    id30_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id30_cnt <= "000000000";
+                id30_wptr <= "000000000";
             elsif (id30_go or id30_r) = '1' then
-                id30_cnt <= mux(id30_go, "000000000", std_logic_vector(unsigned(id30_cnt) + unsigned'("000000001")));
+                id30_wptr <= mux(id30_go, rob_alloc, std_logic_vector(unsigned(id30_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1873,7 +2097,7 @@ begin
             if rst = '1' then
                 id30_err <= '0';
             elsif (id30_go or id30_r) = '1' then
-                id30_err <= (not id30_go) and (id30_err or m_axi_rresp(1));
+                id30_err <= (not id30_go) and (id30_err or r1_err);
             end if;
         end if;
     end process;
@@ -1887,13 +2111,13 @@ begin
         end if;
     end process;
 
-    id31_cnt_reg : process (clk)
+    id31_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id31_cnt <= "000000000";
+                id31_wptr <= "000000000";
             elsif (id31_go or id31_r) = '1' then
-                id31_cnt <= mux(id31_go, "000000000", std_logic_vector(unsigned(id31_cnt) + unsigned'("000000001")));
+                id31_wptr <= mux(id31_go, rob_alloc, std_logic_vector(unsigned(id31_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1904,7 +2128,7 @@ begin
             if rst = '1' then
                 id31_err <= '0';
             elsif (id31_go or id31_r) = '1' then
-                id31_err <= (not id31_go) and (id31_err or m_axi_rresp(1));
+                id31_err <= (not id31_go) and (id31_err or r1_err);
             end if;
         end if;
     end process;
@@ -1918,13 +2142,13 @@ begin
         end if;
     end process;
 
-    id32_cnt_reg : process (clk)
+    id32_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id32_cnt <= "000000000";
+                id32_wptr <= "000000000";
             elsif (id32_go or id32_r) = '1' then
-                id32_cnt <= mux(id32_go, "000000000", std_logic_vector(unsigned(id32_cnt) + unsigned'("000000001")));
+                id32_wptr <= mux(id32_go, rob_alloc, std_logic_vector(unsigned(id32_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1935,7 +2159,7 @@ begin
             if rst = '1' then
                 id32_err <= '0';
             elsif (id32_go or id32_r) = '1' then
-                id32_err <= (not id32_go) and (id32_err or m_axi_rresp(1));
+                id32_err <= (not id32_go) and (id32_err or r1_err);
             end if;
         end if;
     end process;
@@ -1949,13 +2173,13 @@ begin
         end if;
     end process;
 
-    id33_cnt_reg : process (clk)
+    id33_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id33_cnt <= "000000000";
+                id33_wptr <= "000000000";
             elsif (id33_go or id33_r) = '1' then
-                id33_cnt <= mux(id33_go, "000000000", std_logic_vector(unsigned(id33_cnt) + unsigned'("000000001")));
+                id33_wptr <= mux(id33_go, rob_alloc, std_logic_vector(unsigned(id33_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1966,7 +2190,7 @@ begin
             if rst = '1' then
                 id33_err <= '0';
             elsif (id33_go or id33_r) = '1' then
-                id33_err <= (not id33_go) and (id33_err or m_axi_rresp(1));
+                id33_err <= (not id33_go) and (id33_err or r1_err);
             end if;
         end if;
     end process;
@@ -1980,13 +2204,13 @@ begin
         end if;
     end process;
 
-    id34_cnt_reg : process (clk)
+    id34_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id34_cnt <= "000000000";
+                id34_wptr <= "000000000";
             elsif (id34_go or id34_r) = '1' then
-                id34_cnt <= mux(id34_go, "000000000", std_logic_vector(unsigned(id34_cnt) + unsigned'("000000001")));
+                id34_wptr <= mux(id34_go, rob_alloc, std_logic_vector(unsigned(id34_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -1997,7 +2221,7 @@ begin
             if rst = '1' then
                 id34_err <= '0';
             elsif (id34_go or id34_r) = '1' then
-                id34_err <= (not id34_go) and (id34_err or m_axi_rresp(1));
+                id34_err <= (not id34_go) and (id34_err or r1_err);
             end if;
         end if;
     end process;
@@ -2011,13 +2235,13 @@ begin
         end if;
     end process;
 
-    id35_cnt_reg : process (clk)
+    id35_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id35_cnt <= "000000000";
+                id35_wptr <= "000000000";
             elsif (id35_go or id35_r) = '1' then
-                id35_cnt <= mux(id35_go, "000000000", std_logic_vector(unsigned(id35_cnt) + unsigned'("000000001")));
+                id35_wptr <= mux(id35_go, rob_alloc, std_logic_vector(unsigned(id35_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2028,7 +2252,7 @@ begin
             if rst = '1' then
                 id35_err <= '0';
             elsif (id35_go or id35_r) = '1' then
-                id35_err <= (not id35_go) and (id35_err or m_axi_rresp(1));
+                id35_err <= (not id35_go) and (id35_err or r1_err);
             end if;
         end if;
     end process;
@@ -2042,13 +2266,13 @@ begin
         end if;
     end process;
 
-    id36_cnt_reg : process (clk)
+    id36_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id36_cnt <= "000000000";
+                id36_wptr <= "000000000";
             elsif (id36_go or id36_r) = '1' then
-                id36_cnt <= mux(id36_go, "000000000", std_logic_vector(unsigned(id36_cnt) + unsigned'("000000001")));
+                id36_wptr <= mux(id36_go, rob_alloc, std_logic_vector(unsigned(id36_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2059,7 +2283,7 @@ begin
             if rst = '1' then
                 id36_err <= '0';
             elsif (id36_go or id36_r) = '1' then
-                id36_err <= (not id36_go) and (id36_err or m_axi_rresp(1));
+                id36_err <= (not id36_go) and (id36_err or r1_err);
             end if;
         end if;
     end process;
@@ -2073,13 +2297,13 @@ begin
         end if;
     end process;
 
-    id37_cnt_reg : process (clk)
+    id37_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id37_cnt <= "000000000";
+                id37_wptr <= "000000000";
             elsif (id37_go or id37_r) = '1' then
-                id37_cnt <= mux(id37_go, "000000000", std_logic_vector(unsigned(id37_cnt) + unsigned'("000000001")));
+                id37_wptr <= mux(id37_go, rob_alloc, std_logic_vector(unsigned(id37_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2090,7 +2314,7 @@ begin
             if rst = '1' then
                 id37_err <= '0';
             elsif (id37_go or id37_r) = '1' then
-                id37_err <= (not id37_go) and (id37_err or m_axi_rresp(1));
+                id37_err <= (not id37_go) and (id37_err or r1_err);
             end if;
         end if;
     end process;
@@ -2104,13 +2328,13 @@ begin
         end if;
     end process;
 
-    id38_cnt_reg : process (clk)
+    id38_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id38_cnt <= "000000000";
+                id38_wptr <= "000000000";
             elsif (id38_go or id38_r) = '1' then
-                id38_cnt <= mux(id38_go, "000000000", std_logic_vector(unsigned(id38_cnt) + unsigned'("000000001")));
+                id38_wptr <= mux(id38_go, rob_alloc, std_logic_vector(unsigned(id38_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2121,7 +2345,7 @@ begin
             if rst = '1' then
                 id38_err <= '0';
             elsif (id38_go or id38_r) = '1' then
-                id38_err <= (not id38_go) and (id38_err or m_axi_rresp(1));
+                id38_err <= (not id38_go) and (id38_err or r1_err);
             end if;
         end if;
     end process;
@@ -2135,13 +2359,13 @@ begin
         end if;
     end process;
 
-    id39_cnt_reg : process (clk)
+    id39_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id39_cnt <= "000000000";
+                id39_wptr <= "000000000";
             elsif (id39_go or id39_r) = '1' then
-                id39_cnt <= mux(id39_go, "000000000", std_logic_vector(unsigned(id39_cnt) + unsigned'("000000001")));
+                id39_wptr <= mux(id39_go, rob_alloc, std_logic_vector(unsigned(id39_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2152,7 +2376,7 @@ begin
             if rst = '1' then
                 id39_err <= '0';
             elsif (id39_go or id39_r) = '1' then
-                id39_err <= (not id39_go) and (id39_err or m_axi_rresp(1));
+                id39_err <= (not id39_go) and (id39_err or r1_err);
             end if;
         end if;
     end process;
@@ -2166,13 +2390,13 @@ begin
         end if;
     end process;
 
-    id40_cnt_reg : process (clk)
+    id40_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id40_cnt <= "000000000";
+                id40_wptr <= "000000000";
             elsif (id40_go or id40_r) = '1' then
-                id40_cnt <= mux(id40_go, "000000000", std_logic_vector(unsigned(id40_cnt) + unsigned'("000000001")));
+                id40_wptr <= mux(id40_go, rob_alloc, std_logic_vector(unsigned(id40_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2183,7 +2407,7 @@ begin
             if rst = '1' then
                 id40_err <= '0';
             elsif (id40_go or id40_r) = '1' then
-                id40_err <= (not id40_go) and (id40_err or m_axi_rresp(1));
+                id40_err <= (not id40_go) and (id40_err or r1_err);
             end if;
         end if;
     end process;
@@ -2197,13 +2421,13 @@ begin
         end if;
     end process;
 
-    id41_cnt_reg : process (clk)
+    id41_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id41_cnt <= "000000000";
+                id41_wptr <= "000000000";
             elsif (id41_go or id41_r) = '1' then
-                id41_cnt <= mux(id41_go, "000000000", std_logic_vector(unsigned(id41_cnt) + unsigned'("000000001")));
+                id41_wptr <= mux(id41_go, rob_alloc, std_logic_vector(unsigned(id41_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2214,7 +2438,7 @@ begin
             if rst = '1' then
                 id41_err <= '0';
             elsif (id41_go or id41_r) = '1' then
-                id41_err <= (not id41_go) and (id41_err or m_axi_rresp(1));
+                id41_err <= (not id41_go) and (id41_err or r1_err);
             end if;
         end if;
     end process;
@@ -2228,13 +2452,13 @@ begin
         end if;
     end process;
 
-    id42_cnt_reg : process (clk)
+    id42_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id42_cnt <= "000000000";
+                id42_wptr <= "000000000";
             elsif (id42_go or id42_r) = '1' then
-                id42_cnt <= mux(id42_go, "000000000", std_logic_vector(unsigned(id42_cnt) + unsigned'("000000001")));
+                id42_wptr <= mux(id42_go, rob_alloc, std_logic_vector(unsigned(id42_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2245,7 +2469,7 @@ begin
             if rst = '1' then
                 id42_err <= '0';
             elsif (id42_go or id42_r) = '1' then
-                id42_err <= (not id42_go) and (id42_err or m_axi_rresp(1));
+                id42_err <= (not id42_go) and (id42_err or r1_err);
             end if;
         end if;
     end process;
@@ -2259,13 +2483,13 @@ begin
         end if;
     end process;
 
-    id43_cnt_reg : process (clk)
+    id43_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id43_cnt <= "000000000";
+                id43_wptr <= "000000000";
             elsif (id43_go or id43_r) = '1' then
-                id43_cnt <= mux(id43_go, "000000000", std_logic_vector(unsigned(id43_cnt) + unsigned'("000000001")));
+                id43_wptr <= mux(id43_go, rob_alloc, std_logic_vector(unsigned(id43_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2276,7 +2500,7 @@ begin
             if rst = '1' then
                 id43_err <= '0';
             elsif (id43_go or id43_r) = '1' then
-                id43_err <= (not id43_go) and (id43_err or m_axi_rresp(1));
+                id43_err <= (not id43_go) and (id43_err or r1_err);
             end if;
         end if;
     end process;
@@ -2290,13 +2514,13 @@ begin
         end if;
     end process;
 
-    id44_cnt_reg : process (clk)
+    id44_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id44_cnt <= "000000000";
+                id44_wptr <= "000000000";
             elsif (id44_go or id44_r) = '1' then
-                id44_cnt <= mux(id44_go, "000000000", std_logic_vector(unsigned(id44_cnt) + unsigned'("000000001")));
+                id44_wptr <= mux(id44_go, rob_alloc, std_logic_vector(unsigned(id44_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2307,7 +2531,7 @@ begin
             if rst = '1' then
                 id44_err <= '0';
             elsif (id44_go or id44_r) = '1' then
-                id44_err <= (not id44_go) and (id44_err or m_axi_rresp(1));
+                id44_err <= (not id44_go) and (id44_err or r1_err);
             end if;
         end if;
     end process;
@@ -2321,13 +2545,13 @@ begin
         end if;
     end process;
 
-    id45_cnt_reg : process (clk)
+    id45_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id45_cnt <= "000000000";
+                id45_wptr <= "000000000";
             elsif (id45_go or id45_r) = '1' then
-                id45_cnt <= mux(id45_go, "000000000", std_logic_vector(unsigned(id45_cnt) + unsigned'("000000001")));
+                id45_wptr <= mux(id45_go, rob_alloc, std_logic_vector(unsigned(id45_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2338,7 +2562,7 @@ begin
             if rst = '1' then
                 id45_err <= '0';
             elsif (id45_go or id45_r) = '1' then
-                id45_err <= (not id45_go) and (id45_err or m_axi_rresp(1));
+                id45_err <= (not id45_go) and (id45_err or r1_err);
             end if;
         end if;
     end process;
@@ -2352,13 +2576,13 @@ begin
         end if;
     end process;
 
-    id46_cnt_reg : process (clk)
+    id46_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id46_cnt <= "000000000";
+                id46_wptr <= "000000000";
             elsif (id46_go or id46_r) = '1' then
-                id46_cnt <= mux(id46_go, "000000000", std_logic_vector(unsigned(id46_cnt) + unsigned'("000000001")));
+                id46_wptr <= mux(id46_go, rob_alloc, std_logic_vector(unsigned(id46_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2369,7 +2593,7 @@ begin
             if rst = '1' then
                 id46_err <= '0';
             elsif (id46_go or id46_r) = '1' then
-                id46_err <= (not id46_go) and (id46_err or m_axi_rresp(1));
+                id46_err <= (not id46_go) and (id46_err or r1_err);
             end if;
         end if;
     end process;
@@ -2383,13 +2607,13 @@ begin
         end if;
     end process;
 
-    id47_cnt_reg : process (clk)
+    id47_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id47_cnt <= "000000000";
+                id47_wptr <= "000000000";
             elsif (id47_go or id47_r) = '1' then
-                id47_cnt <= mux(id47_go, "000000000", std_logic_vector(unsigned(id47_cnt) + unsigned'("000000001")));
+                id47_wptr <= mux(id47_go, rob_alloc, std_logic_vector(unsigned(id47_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2400,7 +2624,7 @@ begin
             if rst = '1' then
                 id47_err <= '0';
             elsif (id47_go or id47_r) = '1' then
-                id47_err <= (not id47_go) and (id47_err or m_axi_rresp(1));
+                id47_err <= (not id47_go) and (id47_err or r1_err);
             end if;
         end if;
     end process;
@@ -2414,13 +2638,13 @@ begin
         end if;
     end process;
 
-    id48_cnt_reg : process (clk)
+    id48_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id48_cnt <= "000000000";
+                id48_wptr <= "000000000";
             elsif (id48_go or id48_r) = '1' then
-                id48_cnt <= mux(id48_go, "000000000", std_logic_vector(unsigned(id48_cnt) + unsigned'("000000001")));
+                id48_wptr <= mux(id48_go, rob_alloc, std_logic_vector(unsigned(id48_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2431,7 +2655,7 @@ begin
             if rst = '1' then
                 id48_err <= '0';
             elsif (id48_go or id48_r) = '1' then
-                id48_err <= (not id48_go) and (id48_err or m_axi_rresp(1));
+                id48_err <= (not id48_go) and (id48_err or r1_err);
             end if;
         end if;
     end process;
@@ -2445,13 +2669,13 @@ begin
         end if;
     end process;
 
-    id49_cnt_reg : process (clk)
+    id49_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id49_cnt <= "000000000";
+                id49_wptr <= "000000000";
             elsif (id49_go or id49_r) = '1' then
-                id49_cnt <= mux(id49_go, "000000000", std_logic_vector(unsigned(id49_cnt) + unsigned'("000000001")));
+                id49_wptr <= mux(id49_go, rob_alloc, std_logic_vector(unsigned(id49_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2462,7 +2686,7 @@ begin
             if rst = '1' then
                 id49_err <= '0';
             elsif (id49_go or id49_r) = '1' then
-                id49_err <= (not id49_go) and (id49_err or m_axi_rresp(1));
+                id49_err <= (not id49_go) and (id49_err or r1_err);
             end if;
         end if;
     end process;
@@ -2476,13 +2700,13 @@ begin
         end if;
     end process;
 
-    id50_cnt_reg : process (clk)
+    id50_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id50_cnt <= "000000000";
+                id50_wptr <= "000000000";
             elsif (id50_go or id50_r) = '1' then
-                id50_cnt <= mux(id50_go, "000000000", std_logic_vector(unsigned(id50_cnt) + unsigned'("000000001")));
+                id50_wptr <= mux(id50_go, rob_alloc, std_logic_vector(unsigned(id50_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2493,7 +2717,7 @@ begin
             if rst = '1' then
                 id50_err <= '0';
             elsif (id50_go or id50_r) = '1' then
-                id50_err <= (not id50_go) and (id50_err or m_axi_rresp(1));
+                id50_err <= (not id50_go) and (id50_err or r1_err);
             end if;
         end if;
     end process;
@@ -2507,13 +2731,13 @@ begin
         end if;
     end process;
 
-    id51_cnt_reg : process (clk)
+    id51_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id51_cnt <= "000000000";
+                id51_wptr <= "000000000";
             elsif (id51_go or id51_r) = '1' then
-                id51_cnt <= mux(id51_go, "000000000", std_logic_vector(unsigned(id51_cnt) + unsigned'("000000001")));
+                id51_wptr <= mux(id51_go, rob_alloc, std_logic_vector(unsigned(id51_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2524,7 +2748,7 @@ begin
             if rst = '1' then
                 id51_err <= '0';
             elsif (id51_go or id51_r) = '1' then
-                id51_err <= (not id51_go) and (id51_err or m_axi_rresp(1));
+                id51_err <= (not id51_go) and (id51_err or r1_err);
             end if;
         end if;
     end process;
@@ -2538,13 +2762,13 @@ begin
         end if;
     end process;
 
-    id52_cnt_reg : process (clk)
+    id52_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id52_cnt <= "000000000";
+                id52_wptr <= "000000000";
             elsif (id52_go or id52_r) = '1' then
-                id52_cnt <= mux(id52_go, "000000000", std_logic_vector(unsigned(id52_cnt) + unsigned'("000000001")));
+                id52_wptr <= mux(id52_go, rob_alloc, std_logic_vector(unsigned(id52_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2555,7 +2779,7 @@ begin
             if rst = '1' then
                 id52_err <= '0';
             elsif (id52_go or id52_r) = '1' then
-                id52_err <= (not id52_go) and (id52_err or m_axi_rresp(1));
+                id52_err <= (not id52_go) and (id52_err or r1_err);
             end if;
         end if;
     end process;
@@ -2569,13 +2793,13 @@ begin
         end if;
     end process;
 
-    id53_cnt_reg : process (clk)
+    id53_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id53_cnt <= "000000000";
+                id53_wptr <= "000000000";
             elsif (id53_go or id53_r) = '1' then
-                id53_cnt <= mux(id53_go, "000000000", std_logic_vector(unsigned(id53_cnt) + unsigned'("000000001")));
+                id53_wptr <= mux(id53_go, rob_alloc, std_logic_vector(unsigned(id53_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2586,7 +2810,7 @@ begin
             if rst = '1' then
                 id53_err <= '0';
             elsif (id53_go or id53_r) = '1' then
-                id53_err <= (not id53_go) and (id53_err or m_axi_rresp(1));
+                id53_err <= (not id53_go) and (id53_err or r1_err);
             end if;
         end if;
     end process;
@@ -2600,13 +2824,13 @@ begin
         end if;
     end process;
 
-    id54_cnt_reg : process (clk)
+    id54_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id54_cnt <= "000000000";
+                id54_wptr <= "000000000";
             elsif (id54_go or id54_r) = '1' then
-                id54_cnt <= mux(id54_go, "000000000", std_logic_vector(unsigned(id54_cnt) + unsigned'("000000001")));
+                id54_wptr <= mux(id54_go, rob_alloc, std_logic_vector(unsigned(id54_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2617,7 +2841,7 @@ begin
             if rst = '1' then
                 id54_err <= '0';
             elsif (id54_go or id54_r) = '1' then
-                id54_err <= (not id54_go) and (id54_err or m_axi_rresp(1));
+                id54_err <= (not id54_go) and (id54_err or r1_err);
             end if;
         end if;
     end process;
@@ -2631,13 +2855,13 @@ begin
         end if;
     end process;
 
-    id55_cnt_reg : process (clk)
+    id55_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id55_cnt <= "000000000";
+                id55_wptr <= "000000000";
             elsif (id55_go or id55_r) = '1' then
-                id55_cnt <= mux(id55_go, "000000000", std_logic_vector(unsigned(id55_cnt) + unsigned'("000000001")));
+                id55_wptr <= mux(id55_go, rob_alloc, std_logic_vector(unsigned(id55_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2648,7 +2872,7 @@ begin
             if rst = '1' then
                 id55_err <= '0';
             elsif (id55_go or id55_r) = '1' then
-                id55_err <= (not id55_go) and (id55_err or m_axi_rresp(1));
+                id55_err <= (not id55_go) and (id55_err or r1_err);
             end if;
         end if;
     end process;
@@ -2662,13 +2886,13 @@ begin
         end if;
     end process;
 
-    id56_cnt_reg : process (clk)
+    id56_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id56_cnt <= "000000000";
+                id56_wptr <= "000000000";
             elsif (id56_go or id56_r) = '1' then
-                id56_cnt <= mux(id56_go, "000000000", std_logic_vector(unsigned(id56_cnt) + unsigned'("000000001")));
+                id56_wptr <= mux(id56_go, rob_alloc, std_logic_vector(unsigned(id56_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2679,7 +2903,7 @@ begin
             if rst = '1' then
                 id56_err <= '0';
             elsif (id56_go or id56_r) = '1' then
-                id56_err <= (not id56_go) and (id56_err or m_axi_rresp(1));
+                id56_err <= (not id56_go) and (id56_err or r1_err);
             end if;
         end if;
     end process;
@@ -2693,13 +2917,13 @@ begin
         end if;
     end process;
 
-    id57_cnt_reg : process (clk)
+    id57_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id57_cnt <= "000000000";
+                id57_wptr <= "000000000";
             elsif (id57_go or id57_r) = '1' then
-                id57_cnt <= mux(id57_go, "000000000", std_logic_vector(unsigned(id57_cnt) + unsigned'("000000001")));
+                id57_wptr <= mux(id57_go, rob_alloc, std_logic_vector(unsigned(id57_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2710,7 +2934,7 @@ begin
             if rst = '1' then
                 id57_err <= '0';
             elsif (id57_go or id57_r) = '1' then
-                id57_err <= (not id57_go) and (id57_err or m_axi_rresp(1));
+                id57_err <= (not id57_go) and (id57_err or r1_err);
             end if;
         end if;
     end process;
@@ -2724,13 +2948,13 @@ begin
         end if;
     end process;
 
-    id58_cnt_reg : process (clk)
+    id58_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id58_cnt <= "000000000";
+                id58_wptr <= "000000000";
             elsif (id58_go or id58_r) = '1' then
-                id58_cnt <= mux(id58_go, "000000000", std_logic_vector(unsigned(id58_cnt) + unsigned'("000000001")));
+                id58_wptr <= mux(id58_go, rob_alloc, std_logic_vector(unsigned(id58_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2741,7 +2965,7 @@ begin
             if rst = '1' then
                 id58_err <= '0';
             elsif (id58_go or id58_r) = '1' then
-                id58_err <= (not id58_go) and (id58_err or m_axi_rresp(1));
+                id58_err <= (not id58_go) and (id58_err or r1_err);
             end if;
         end if;
     end process;
@@ -2755,13 +2979,13 @@ begin
         end if;
     end process;
 
-    id59_cnt_reg : process (clk)
+    id59_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id59_cnt <= "000000000";
+                id59_wptr <= "000000000";
             elsif (id59_go or id59_r) = '1' then
-                id59_cnt <= mux(id59_go, "000000000", std_logic_vector(unsigned(id59_cnt) + unsigned'("000000001")));
+                id59_wptr <= mux(id59_go, rob_alloc, std_logic_vector(unsigned(id59_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2772,7 +2996,7 @@ begin
             if rst = '1' then
                 id59_err <= '0';
             elsif (id59_go or id59_r) = '1' then
-                id59_err <= (not id59_go) and (id59_err or m_axi_rresp(1));
+                id59_err <= (not id59_go) and (id59_err or r1_err);
             end if;
         end if;
     end process;
@@ -2786,13 +3010,13 @@ begin
         end if;
     end process;
 
-    id60_cnt_reg : process (clk)
+    id60_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id60_cnt <= "000000000";
+                id60_wptr <= "000000000";
             elsif (id60_go or id60_r) = '1' then
-                id60_cnt <= mux(id60_go, "000000000", std_logic_vector(unsigned(id60_cnt) + unsigned'("000000001")));
+                id60_wptr <= mux(id60_go, rob_alloc, std_logic_vector(unsigned(id60_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2803,7 +3027,7 @@ begin
             if rst = '1' then
                 id60_err <= '0';
             elsif (id60_go or id60_r) = '1' then
-                id60_err <= (not id60_go) and (id60_err or m_axi_rresp(1));
+                id60_err <= (not id60_go) and (id60_err or r1_err);
             end if;
         end if;
     end process;
@@ -2817,13 +3041,13 @@ begin
         end if;
     end process;
 
-    id61_cnt_reg : process (clk)
+    id61_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id61_cnt <= "000000000";
+                id61_wptr <= "000000000";
             elsif (id61_go or id61_r) = '1' then
-                id61_cnt <= mux(id61_go, "000000000", std_logic_vector(unsigned(id61_cnt) + unsigned'("000000001")));
+                id61_wptr <= mux(id61_go, rob_alloc, std_logic_vector(unsigned(id61_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2834,7 +3058,7 @@ begin
             if rst = '1' then
                 id61_err <= '0';
             elsif (id61_go or id61_r) = '1' then
-                id61_err <= (not id61_go) and (id61_err or m_axi_rresp(1));
+                id61_err <= (not id61_go) and (id61_err or r1_err);
             end if;
         end if;
     end process;
@@ -2848,13 +3072,13 @@ begin
         end if;
     end process;
 
-    id62_cnt_reg : process (clk)
+    id62_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id62_cnt <= "000000000";
+                id62_wptr <= "000000000";
             elsif (id62_go or id62_r) = '1' then
-                id62_cnt <= mux(id62_go, "000000000", std_logic_vector(unsigned(id62_cnt) + unsigned'("000000001")));
+                id62_wptr <= mux(id62_go, rob_alloc, std_logic_vector(unsigned(id62_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2865,7 +3089,7 @@ begin
             if rst = '1' then
                 id62_err <= '0';
             elsif (id62_go or id62_r) = '1' then
-                id62_err <= (not id62_go) and (id62_err or m_axi_rresp(1));
+                id62_err <= (not id62_go) and (id62_err or r1_err);
             end if;
         end if;
     end process;
@@ -2879,13 +3103,13 @@ begin
         end if;
     end process;
 
-    id63_cnt_reg : process (clk)
+    id63_wptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                id63_cnt <= "000000000";
+                id63_wptr <= "000000000";
             elsif (id63_go or id63_r) = '1' then
-                id63_cnt <= mux(id63_go, "000000000", std_logic_vector(unsigned(id63_cnt) + unsigned'("000000001")));
+                id63_wptr <= mux(id63_go, rob_alloc, std_logic_vector(unsigned(id63_wptr) + unsigned'("000000001")));
             end if;
         end if;
     end process;
@@ -2896,7 +3120,7 @@ begin
             if rst = '1' then
                 id63_err <= '0';
             elsif (id63_go or id63_r) = '1' then
-                id63_err <= (not id63_go) and (id63_err or m_axi_rresp(1));
+                id63_err <= (not id63_go) and (id63_err or r1_err);
             end if;
         end if;
     end process;
@@ -2918,7 +3142,43 @@ begin
             if rst = '1' then
                 ids_retired <= "0000000";
             else
-                ids_retired <= std_logic_vector(unsigned(ids_retired) + unsigned(std_logic_vector'("000000" & (slot_read and slot_burst_end))));
+                ids_retired <= mux(slot_retire, std_logic_vector(unsigned(ids_retired) + unsigned'("0000001")), ids_retired);
+            end if;
+        end if;
+    end process;
+
+    head_meta_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            head_meta <= mux(slot_retire, mux(next_byp, meta_new, next_meta), mux(head_byp, meta_new, head_meta));
+        end if;
+    end process;
+
+    next_meta_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            next_meta <= mux(slot_retire, mux(next2_byp, meta_new, next2_meta), mux(next_byp, meta_new, next_meta));
+        end if;
+    end process;
+
+    ids_retired_p1_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ids_retired_p1 <= "000001";
+            else
+                ids_retired_p1 <= mux(slot_retire, std_logic_vector(unsigned(ids_retired_p1) + unsigned'("000001")), ids_retired_p1);
+            end if;
+        end if;
+    end process;
+
+    ids_retired_p2_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ids_retired_p2 <= "000010";
+            else
+                ids_retired_p2 <= mux(slot_retire, std_logic_vector(unsigned(ids_retired_p2) + unsigned'("000001")), ids_retired_p2);
             end if;
         end if;
     end process;
@@ -2927,9 +3187,9 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                rob_drain <= "0000000000";
+                rob_drain <= "000000000";
             else
-                rob_drain <= std_logic_vector(unsigned(rob_drain) + unsigned(std_logic_vector'("000000000" & slot_read)));
+                rob_drain <= mux(slot_read, std_logic_vector(unsigned(rob_drain) + unsigned'("000000001")), rob_drain);
             end if;
         end if;
     end process;
@@ -2939,7 +3199,7 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 req_err <= '0';
-            elsif (slot_read and slot_burst_end) = '1' then
+            elsif slot_retire = '1' then
                 req_err <= (not head_meta(16)) and slot_err;
             end if;
         end if;
@@ -3076,6 +3336,50 @@ begin
                 s1_err <= '0';
             else
                 s1_err <= mux(flush_next, flush_err, slot_err);
+            end if;
+        end if;
+    end process;
+
+    ids_retire_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ids_retire <= '0';
+            else
+                ids_retire <= slot_retire;
+            end if;
+        end if;
+    end process;
+
+    ids_out_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ids_out <= "0000000";
+            else
+                ids_out <= mux(burst_go, mux(ids_retire, ids_out, std_logic_vector(unsigned(ids_out) + unsigned'("0000001"))), mux(ids_retire, std_logic_vector(unsigned(ids_out) - unsigned'("0000001")), ids_out));
+            end if;
+        end if;
+    end process;
+
+    rob_read_d_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rob_read_d <= '0';
+            else
+                rob_read_d <= slot_read;
+            end if;
+        end if;
+    end process;
+
+    rob_free_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rob_free <= "1000000000";
+            else
+                rob_free <= mux(burst_go, mux(rob_read_d, std_logic_vector(unsigned(rob_free) - unsigned(std_logic_vector'("00" & bq0_blen_m1))), std_logic_vector(unsigned(rob_free) - unsigned(std_logic_vector'('0' & bq0_beats)))), mux(rob_read_d, std_logic_vector(unsigned(rob_free) + unsigned'("0000000001")), rob_free));
             end if;
         end if;
     end process;
@@ -3280,11 +3584,11 @@ begin
     rob_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if r_beat = '1' then
-                rob(to_integer(unsigned(rob_waddr))) <= m_axi_rdata;
+            if r1_v = '1' then
+                rob(to_integer(unsigned(rob_waddr))) <= r1_data;
             end if;
             if slot_read = '1' then
-                rob_rd <= rob(to_integer(unsigned(std_logic_vector(unsigned(head_meta(34 downto 26)) + unsigned(std_logic_vector'('0' & head_beat))))));
+                rob_rd <= rob(to_integer(unsigned(rob_drain)));
             end if;
         end if;
     end process;
