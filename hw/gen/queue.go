@@ -18,14 +18,7 @@ type Queue struct {
 // keeps push off when the queue is full and pop at most Count.
 func ShiftQueue(m *Module, name string, depth int, names []string, widths []int, push Expr, data []Expr, pop Expr) Queue {
 	cw := addrWidth(depth + 1)
-	q := Queue{Count: m.RegDecl(name+"_count", cw, "entries held in "+name)}
-	for i := 0; i < depth; i++ {
-		var f []*Signal
-		for k, n := range names {
-			f = append(f, m.RegDecl(fmt.Sprintf("%s%d_%s", name, i, n), widths[k], ""))
-		}
-		q.Fields = append(q.Fields, f)
-	}
+	q := queueRegs(m, name, depth, names, widths)
 	wpos := m.WireOf(name+"_wpos", Sub(q.Count, pop), "where a pushed entry goes")
 	m.Drive(q.Count, big.NewInt(0), Add(wpos, Cat(C(cw-1, 0), push)), nil)
 	for i := 0; i < depth; i++ {
@@ -38,6 +31,20 @@ func ShiftQueue(m *Module, name string, depth int, names []string, widths []int,
 			}
 			m.Drive(q.Fields[i][k], nil, Sel(here, data[k], shifted), nil)
 		}
+	}
+	return q
+}
+
+// queueRegs declares a queue's count and entry registers (entry i's field
+// n is name<i>_<n>); the queue's builder drives them.
+func queueRegs(m *Module, name string, depth int, names []string, widths []int) Queue {
+	q := Queue{Count: m.RegDecl(name+"_count", addrWidth(depth+1), "entries held in "+name)}
+	for i := 0; i < depth; i++ {
+		var f []*Signal
+		for k, n := range names {
+			f = append(f, m.RegDecl(fmt.Sprintf("%s%d_%s", name, i, n), widths[k], ""))
+		}
+		q.Fields = append(q.Fields, f)
 	}
 	return q
 }

@@ -23,14 +23,18 @@
 // Output: one packet per segment from lane 0, tkeep contiguous, lanes past it
 // zero; m_axis_tuser_len is the segment's length (header and payload, MPA's
 // ULPDU_Length), m_axis_tuser_last the L bit, m_axis_tuser_user the
-// descriptor's user, on every beat. Timing: up to 3 payload beats are held
-// (s_axis_tready depends on state only); a descriptor queue of two
-// (s_desc_ready likewise); a beat is formed when the held payload covers its
-// octets; the first segment of a message starts one cycle after its descriptor
-// is taken when idle, and in the cycle after its predecessor's last beat
-// otherwise. Formed beats reach m_axis one cycle later; everything but input
-// acceptance advances only when the output register is empty or m_axis_tready
-// is 1.
+// descriptor's user, on every beat. Timing: a descriptor queue of two
+// (s_desc_ready depends on state only); the planner takes the head descriptor
+// when idle or in the cycle it plans the current message's last segment, and
+// plans one segment per cycle into a queue of two while it has room; the beat
+// former takes the head segment when idle or in the cycle it forms the current
+// segment's last beat, so a descriptor taken in cycle t when all is idle has
+// its first beat formed in t+4, and back-to-back messages and segments leave
+// no gap. Up to 3 payload beats are held (s_axis_tready depends on state
+// only); a beat carrying payload is formed once two payload beats are held or
+// the one held is the message's last. Formed beats reach m_axis one cycle
+// later; the beat former and the output advance only when the output register
+// is empty or m_axis_tready is 1.
 //
 // Implements: RFC 5041 §5.2 (segmentation at the MULPDU, a zero-length message is one segment), §4.2-4.3 (tagged and untagged headers: T, L, DV, STag/TO, QN/MSN/MO); RFC 5040 §4.1 (the RDMAP control octet in DDP's reserved ULP field, the Invalidate STag in the untagged header's second ULP field)
 
@@ -66,34 +70,97 @@ module ddp_tx_w128 (
     output wire [15:0]    m_axis_tuser_user  // the descriptor's user field
 );
 
-    reg            o_valid;                  // the output register holds a beat
-    wire           advance;                  // the segmenter moves on this cycle
-    wire [1:0]     dq_pop;                   // descriptors taken
+    wire           dq_pop;                   // the planner takes the head descriptor
+    wire           dq_push;                  // a descriptor is taken
     reg  [1:0]     dq_count;                 // entries held in dq
     reg            dq0_tagged;
     reg  [7:0]     dq0_rdmap;
     reg  [1:0]     dq0_dv;
     reg  [31:0]    dq0_stag;
-    reg  [63:0]    dq0_to;
+    reg  [15:0]    dq0_to_lo;
+    reg  [47:0]    dq0_to_hi;
+    reg  [47:0]    dq0_to_hi_p1;
     reg  [31:0]    dq0_qn;
     reg  [31:0]    dq0_msn;
-    reg  [31:0]    dq0_len;
-    reg  [15:0]    dq0_mulpdu;
+    reg  [15:0]    dq0_left_lo;
+    reg  [15:0]    dq0_left_hi;
+    reg  [15:0]    dq0_left_hi_m1;
+    reg  [15:0]    dq0_maxp;
     reg  [15:0]    dq0_user;
+    reg  [4:0]     dq0_hlen;
     reg            dq1_tagged;
     reg  [7:0]     dq1_rdmap;
     reg  [1:0]     dq1_dv;
     reg  [31:0]    dq1_stag;
-    reg  [63:0]    dq1_to;
+    reg  [15:0]    dq1_to_lo;
+    reg  [47:0]    dq1_to_hi;
+    reg  [47:0]    dq1_to_hi_p1;
     reg  [31:0]    dq1_qn;
     reg  [31:0]    dq1_msn;
-    reg  [31:0]    dq1_len;
-    reg  [15:0]    dq1_mulpdu;
+    reg  [15:0]    dq1_left_lo;
+    reg  [15:0]    dq1_left_hi;
+    reg  [15:0]    dq1_left_hi_m1;
+    reg  [15:0]    dq1_maxp;
     reg  [15:0]    dq1_user;
-    wire [1:0]     dq_wpos;                  // where a pushed entry goes
-    wire           dq0_push;
-    wire           dq1_push;
+    reg  [4:0]     dq1_hlen;
+    wire           dq_take_new;
+    reg            msg_active;               // a message is being planned
+    reg            msg_tagged;
+    reg  [7:0]     msg_rdmap;
+    reg  [1:0]     msg_dv;
+    reg  [31:0]    msg_stag;
+    reg  [15:0]    msg_to_lo;
+    reg  [47:0]    msg_to_hi;
+    reg  [47:0]    msg_to_hi_p1;
+    reg  [31:0]    msg_qn;
+    reg  [31:0]    msg_msn;
+    reg  [15:0]    msg_left_lo;
+    reg  [15:0]    msg_left_hi;
+    reg  [15:0]    msg_left_hi_m1;
+    reg  [15:0]    msg_maxp;
+    reg  [15:0]    msg_user;
+    reg  [4:0]     msg_hlen;
+    reg  [15:0]    msg_mo_lo;                // MO of the next segment, bits 15:0
+    reg  [15:0]    msg_mo_hi;                // bits 31:16
+    reg  [15:0]    msg_mo_hi_p1;             // bits 31:16 plus one
+    reg  [15:0]    msg_smax;                 // a full segment's length: MULPDU
+    wire           sq_room;                  // the segment queue has room
+    wire           sq_push;                  // a segment is planned
+    wire           plan_last;                // the message's rest fits: its last segment
+    wire           plan_end0;                // the segment is one beat
+    wire [4:0]     plan_k0;                  // payload octets of the first beat
+    wire [15:0]    plan_len;                 // the segment's length
+    wire [63:0]    plan_to;                  // TO of the segment
+    wire [31:0]    plan_mo;                  // MO of the segment
+    wire [143:0]   plan_hdr;                 // the segment's header, octet 0 in lane 0
+    wire           sq_pop;                   // the former takes the head segment
+    reg  [1:0]     sq_count;                 // entries held in sq
+    reg  [143:0]   sq0_hdr;
+    reg  [15:0]    sq0_len;
+    reg            sq0_last;
+    reg  [15:0]    sq0_user;
+    reg  [4:0]     sq0_hl0;
+    reg  [4:0]     sq0_k0;
+    reg            sq0_end0;
+    reg  [4:0]     sq0_hrem0;
+    reg  [143:0]   sq1_hdr;
+    reg  [15:0]    sq1_len;
+    reg            sq1_last;
+    reg  [15:0]    sq1_user;
+    reg  [4:0]     sq1_hl0;
+    reg  [4:0]     sq1_k0;
+    reg            sq1_end0;
+    reg  [4:0]     sq1_hrem0;
+    wire           sq_take_new;
+    wire           msg_load;                 // take the head descriptor
+    wire           msg_step;                 // a segment that is not the message's last is planned
+    wire [16:0]    msg_to_lo_step;
+    wire [16:0]    msg_mo_lo_step;
+    wire [16:0]    msg_left_lo_step;
+    reg            o_valid;                  // the output register holds a beat
+    wire           advance;                  // the former moves on this cycle
     wire [1:0]     pq_pop;                   // payload beats released this cycle
+    wire           pq_room;
     reg  [1:0]     pq_count;                 // entries held in pq
     reg  [127:0]   pq0_data;
     reg            pq0_last;
@@ -101,49 +168,29 @@ module ddp_tx_w128 (
     reg            pq1_last;
     reg  [127:0]   pq2_data;
     reg            pq2_last;
-    wire [1:0]     pq_wpos;                  // where a pushed entry goes
-    wire           pq0_push;
-    wire           pq1_push;
-    wire           pq2_push;
-    reg            msg_active;               // a message is being segmented
-    reg            seg_first;                // the next beat opens a segment
-    reg            msg_tagged;
-    reg  [7:0]     msg_rdmap;
-    reg  [1:0]     msg_dv;
-    reg  [31:0]    msg_stag;
-    reg  [63:0]    msg_to;                   // TO of the next payload octet
-    reg  [31:0]    msg_qn;
-    reg  [31:0]    msg_msn;
-    reg  [31:0]    msg_mo;                   // MO of the next payload octet
-    reg  [31:0]    msg_left;                 // payload octets not yet sent
-    reg  [15:0]    msg_maxp;                 // payload octets per segment: MULPDU minus the header
-    reg  [15:0]    msg_user;
-    reg  [3:0]     pay_rp;                   // octets of payload beat 0 already sent
-    reg  [4:0]     seg_hleft;                // header octets of the segment not yet sent
-    reg  [15:0]    seg_pleft;                // payload octets of the segment not yet sent
-    reg            seg_last;                 // the segment is the message's last
-    reg  [15:0]    seg_len;                  // the segment's length
+    wire [1:0]     pq_pop_n;                 // entries popped this cycle
+    wire           pq_push_at0;
+    wire           pq_push_at1;
+    wire           pq_push_at2;
+    wire           pq_push_at3;
+    reg            seg_v;                    // a segment's beat is due
     reg  [143:0]   seg_hdr;                  // header octets not yet sent, the next in lane 0
-    wire [4:0]     n_hlen;                   // header octets
-    wire [15:0]    n_payload;                // the segment's payload octets
-    wire           n_last;                   // the segment ends the message
-    wire [143:0]   n_hdr;                    // the segment's header, octet 0 in lane 0
-    wire [4:0]     c_hleft;                  // header octets left, this beat included
-    wire [15:0]    c_pleft;                  // payload octets left in the segment
-    wire           c_last;
-    wire [15:0]    c_len;
-    wire [143:0]   c_hdr;
-    wire [4:0]     b_hdr_octets;             // header octets in this beat
-    wire [15:0]    b_room;                   // lanes left for payload
-    wire [15:0]    b_payload_octets;         // payload octets in this beat
-    wire [15:0]    b_octets;                 // octets in this beat
-    wire           b_seg_end;                // the beat ends the segment
-    wire [15:0]    b_rp_end;                 // rp + k
+    reg  [15:0]    seg_len;                  // the segment's length
+    reg            seg_last;                 // the segment is the message's last
+    reg  [15:0]    seg_user;
+    reg  [4:0]     beat_hl;                  // header octets of the beat
+    reg  [4:0]     beat_k;                   // payload octets of the beat
+    reg            beat_end;                 // the beat ends the segment
+    reg  [15:0]    beat_rem;                 // octets of the segment from this beat on
+    reg  [4:0]     beat_hrem;                // header octets from this beat on
+    reg  [3:0]     pay_rp;                   // octets of payload beat 0 already sent
     wire           b_no_payload;
-    wire           b_have;                   // the held payload covers the beat
-    wire           b_emit;                   // a beat is formed this cycle
-    wire           b_msg_end;                // the message's last beat
     wire           b_last_payload;           // the beat sends the message's last payload octet
+    wire [4:0]     b_rp_end;                 // rp + k
+    wire           b_need1;                  // the beat reaches into payload beat 1
+    wire           b_pass0;                  // the beat passes payload beat 0's end
+    wire           b_have;                   // two payload beats held, or the message's last
+    wire           b_emit;                   // a beat is formed this cycle
     wire [375:0]   b_window;                 // payload beats 1 and 0 above L zero octets
     wire [4:0]     b_shift;                  // octets the window moves down: L + rp - hl
     wire [367:0]   b_pay_s0;
@@ -151,11 +198,16 @@ module ddp_tx_w128 (
     wire [319:0]   b_pay_s2;
     wire [255:0]   b_pay_s3;
     wire [127:0]   b_pay_s4;
-    wire [15:0]    b_keep_n;
+    wire [4:0]     b_octets;                 // octets in this beat
+    wire [4:0]     b_keep_n;
     wire [15:0]    b_keep;                   // lanes of this beat
-    wire [15:0]    b_hdr_n;
+    wire [4:0]     b_hdr_n;
     wire [15:0]    b_hdr_lanes;              // lanes carrying header octets
-    wire           msg_start;                // take the head descriptor
+    wire           n_end;                    // the next beat ends the segment: rem - L <= L
+    wire [4:0]     n_hrem;
+    wire [4:0]     n_hl;
+    wire           seg_done;                 // the segment's last beat is formed
+    wire           seg_load;                 // take the head segment
     reg  [127:0]   o_data;
     reg  [15:0]    o_keep;
     reg            o_last;
@@ -163,100 +215,109 @@ module ddp_tx_w128 (
     reg            o_msg_last;
     reg  [15:0]    o_user;
 
-    assign advance = ~o_valid | m_axis_tready;
-    assign dq_wpos = dq_count - dq_pop;
-    assign dq0_push = (s_desc_valid & s_desc_ready) & (dq_wpos == 2'h0);
-    assign dq1_push = (s_desc_valid & s_desc_ready) & (dq_wpos == 2'h1);
-    assign s_desc_ready = dq_count < 2'h2;
-    assign pq_wpos = pq_count - pq_pop;
-    assign pq0_push = (s_axis_tvalid & s_axis_tready) & (pq_wpos == 2'h0);
-    assign pq1_push = (s_axis_tvalid & s_axis_tready) & (pq_wpos == 2'h1);
-    assign pq2_push = (s_axis_tvalid & s_axis_tready) & (pq_wpos == 2'h2);
-    assign s_axis_tready = pq_count < 2'h3;
-    assign n_hlen = msg_tagged ? 5'h0e : 5'h12;
-    assign n_payload = (msg_left < {16'h0000, msg_maxp}) ? msg_left[15:0] : msg_maxp;
-    assign n_last = ~({16'h0000, msg_maxp} < msg_left);
-    assign n_hdr = msg_tagged ? {32'h00000000, {
-        msg_to[7:0],
-        msg_to[15:8],
-        msg_to[23:16],
-        msg_to[31:24],
-        msg_to[39:32],
-        msg_to[47:40],
-        msg_to[55:48],
-        msg_to[63:56]
-    }, {msg_stag[7:0], msg_stag[15:8], msg_stag[23:16], msg_stag[31:24]}, msg_rdmap, {msg_tagged, n_last, 4'h0, msg_dv}} : {
-        {msg_mo[7:0], msg_mo[15:8], msg_mo[23:16], msg_mo[31:24]},
+    assign dq_push = s_desc_valid & s_desc_ready;
+    assign dq_take_new = (dq_count == 2'h0) | ((dq_count == 2'h1) & dq_pop);
+    assign s_desc_ready = ~dq_count[1];
+    assign sq_push = msg_active & sq_room;
+    assign plan_last = (msg_left_hi == 16'h0000) & ~(msg_maxp < msg_left_lo);
+    assign plan_end0 = plan_last & (msg_tagged ? ~(16'h0002 < msg_left_lo) : 1'h0);
+    assign plan_k0 = plan_end0 ? msg_left_lo[4:0] : (msg_tagged ? 5'h02 : 5'h00);
+    assign plan_len = plan_last ? ({11'h000, msg_hlen} + msg_left_lo) : msg_smax;
+    assign plan_to = {msg_to_hi, msg_to_lo};
+    assign plan_mo = {msg_mo_hi, msg_mo_lo};
+    assign plan_hdr = msg_tagged ? {32'h00000000, {
+        plan_to[7:0],
+        plan_to[15:8],
+        plan_to[23:16],
+        plan_to[31:24],
+        plan_to[39:32],
+        plan_to[47:40],
+        plan_to[55:48],
+        plan_to[63:56]
+    }, {msg_stag[7:0], msg_stag[15:8], msg_stag[23:16], msg_stag[31:24]}, msg_rdmap, {msg_tagged, plan_last, 4'h0, msg_dv}} : {
+        {plan_mo[7:0], plan_mo[15:8], plan_mo[23:16], plan_mo[31:24]},
         {msg_msn[7:0], msg_msn[15:8], msg_msn[23:16], msg_msn[31:24]},
         {msg_qn[7:0], msg_qn[15:8], msg_qn[23:16], msg_qn[31:24]},
         {msg_stag[7:0], msg_stag[15:8], msg_stag[23:16], msg_stag[31:24]},
         msg_rdmap,
-        {msg_tagged, n_last, 4'h0, msg_dv}
+        {msg_tagged, plan_last, 4'h0, msg_dv}
     };
-    assign c_hleft = seg_first ? n_hlen : seg_hleft;
-    assign c_pleft = seg_first ? n_payload : seg_pleft;
-    assign c_last = seg_first ? n_last : seg_last;
-    assign c_len = seg_first ? ({11'h000, n_hlen} + n_payload) : seg_len;
-    assign c_hdr = seg_first ? n_hdr : seg_hdr;
-    assign b_hdr_octets = (5'h10 < c_hleft) ? 5'h10 : c_hleft;
-    assign b_room = 16'h0010 - {11'h000, b_hdr_octets};
-    assign b_payload_octets = (c_pleft < b_room) ? c_pleft : b_room;
-    assign b_octets = {11'h000, b_hdr_octets} + b_payload_octets;
-    assign b_seg_end = (c_hleft == b_hdr_octets) & (c_pleft == b_payload_octets);
-    assign b_rp_end = {12'h000, pay_rp} + b_payload_octets;
-    assign b_no_payload = b_payload_octets == 16'h0000;
-    assign b_have = b_no_payload | ((pq_count != 2'h0) & ((pq0_last | ~(16'h0010 < b_rp_end)) | ~(pq_count < 2'h2)));
-    assign b_emit = (advance & msg_active) & b_have;
-    assign b_msg_end = (b_emit & b_seg_end) & c_last;
-    assign b_last_payload = (~b_no_payload & (msg_left[31:16] == 16'h0000)) & (msg_left[15:0] == b_payload_octets);
-    assign pq_pop = b_emit ? (b_last_payload ? ((16'h0010 < b_rp_end) ? 2'h2 : 2'h1) : ((~b_no_payload & ~(b_rp_end < 16'h0010)) ? 2'h1 : 2'h0)) : 2'h0;
+    assign sq_take_new = (sq_count == 2'h0) | ((sq_count == 2'h1) & sq_pop);
+    assign sq_room = ~sq_count[1];
+    assign msg_load = |dq_count & (~msg_active | (sq_push & plan_last));
+    assign dq_pop = msg_load;
+    assign msg_step = sq_push & ~plan_last;
+    assign msg_to_lo_step = {1'h0, msg_to_lo} + {1'h0, msg_maxp};
+    assign msg_mo_lo_step = {1'h0, msg_mo_lo} + {1'h0, msg_maxp};
+    assign msg_left_lo_step = {1'h0, msg_left_lo} - {1'h0, msg_maxp};
+    assign advance = ~o_valid | m_axis_tready;
+    assign pq_pop_n = pq_pop;
+    assign pq_push_at0 = (s_axis_tvalid & pq_room) & (pq_count == 2'h0);
+    assign pq_push_at1 = (s_axis_tvalid & pq_room) & (pq_count == 2'h1);
+    assign pq_push_at2 = (s_axis_tvalid & pq_room) & (pq_count == 2'h2);
+    assign pq_push_at3 = (s_axis_tvalid & pq_room) & (pq_count == 2'h3);
+    assign pq_room = pq_count < 2'h3;
+    assign s_axis_tready = pq_room;
+    assign b_no_payload = beat_k == 5'h00;
+    assign b_last_payload = (seg_last & beat_end) & ~b_no_payload;
+    assign b_rp_end = {1'h0, pay_rp} + beat_k;
+    assign b_need1 = 5'h10 < b_rp_end;
+    assign b_pass0 = ~(b_rp_end < 5'h10);
+    assign b_have = (b_no_payload | pq_count[1]) | (|pq_count & pq0_last);
+    assign b_emit = (advance & seg_v) & b_have;
+    assign pq_pop = b_emit ? (b_last_payload ? (b_need1 ? 2'h2 : 2'h1) : ((~b_no_payload & b_pass0) ? 2'h1 : 2'h0)) : 2'h0;
     assign b_window = {pq1_data[119:0], pq0_data, 128'h00000000000000000000000000000000};
-    assign b_shift = ({1'h0, pay_rp} + 5'h10) - b_hdr_octets;
+    assign b_shift = ({1'h0, pay_rp} + 5'h10) - beat_hl;
     assign b_pay_s0 = b_shift[0] ? b_window[375:8] : b_window[367:0];
     assign b_pay_s1 = b_shift[1] ? b_pay_s0[367:16] : b_pay_s0[351:0];
     assign b_pay_s2 = b_shift[2] ? b_pay_s1[351:32] : b_pay_s1[319:0];
     assign b_pay_s3 = b_shift[3] ? b_pay_s2[319:64] : b_pay_s2[255:0];
     assign b_pay_s4 = b_shift[4] ? b_pay_s3[255:128] : b_pay_s3[127:0];
+    assign b_octets = beat_end ? beat_rem[4:0] : 5'h10;
     assign b_keep_n = b_octets;
     assign b_keep = {
-        16'h000f < b_keep_n,
-        16'h000e < b_keep_n,
-        16'h000d < b_keep_n,
-        16'h000c < b_keep_n,
-        16'h000b < b_keep_n,
-        16'h000a < b_keep_n,
-        16'h0009 < b_keep_n,
-        16'h0008 < b_keep_n,
-        16'h0007 < b_keep_n,
-        16'h0006 < b_keep_n,
-        16'h0005 < b_keep_n,
-        16'h0004 < b_keep_n,
-        16'h0003 < b_keep_n,
-        16'h0002 < b_keep_n,
-        16'h0001 < b_keep_n,
-        16'h0000 < b_keep_n
+        5'h0f < b_keep_n,
+        5'h0e < b_keep_n,
+        5'h0d < b_keep_n,
+        5'h0c < b_keep_n,
+        5'h0b < b_keep_n,
+        5'h0a < b_keep_n,
+        5'h09 < b_keep_n,
+        5'h08 < b_keep_n,
+        5'h07 < b_keep_n,
+        5'h06 < b_keep_n,
+        5'h05 < b_keep_n,
+        5'h04 < b_keep_n,
+        5'h03 < b_keep_n,
+        5'h02 < b_keep_n,
+        5'h01 < b_keep_n,
+        5'h00 < b_keep_n
     };
-    assign b_hdr_n = {11'h000, b_hdr_octets};
+    assign b_hdr_n = beat_hl;
     assign b_hdr_lanes = {
-        16'h000f < b_hdr_n,
-        16'h000e < b_hdr_n,
-        16'h000d < b_hdr_n,
-        16'h000c < b_hdr_n,
-        16'h000b < b_hdr_n,
-        16'h000a < b_hdr_n,
-        16'h0009 < b_hdr_n,
-        16'h0008 < b_hdr_n,
-        16'h0007 < b_hdr_n,
-        16'h0006 < b_hdr_n,
-        16'h0005 < b_hdr_n,
-        16'h0004 < b_hdr_n,
-        16'h0003 < b_hdr_n,
-        16'h0002 < b_hdr_n,
-        16'h0001 < b_hdr_n,
-        16'h0000 < b_hdr_n
+        5'h0f < b_hdr_n,
+        5'h0e < b_hdr_n,
+        5'h0d < b_hdr_n,
+        5'h0c < b_hdr_n,
+        5'h0b < b_hdr_n,
+        5'h0a < b_hdr_n,
+        5'h09 < b_hdr_n,
+        5'h08 < b_hdr_n,
+        5'h07 < b_hdr_n,
+        5'h06 < b_hdr_n,
+        5'h05 < b_hdr_n,
+        5'h04 < b_hdr_n,
+        5'h03 < b_hdr_n,
+        5'h02 < b_hdr_n,
+        5'h01 < b_hdr_n,
+        5'h00 < b_hdr_n
     };
-    assign msg_start = (dq_count != 2'h0) & (~msg_active | b_msg_end);
-    assign dq_pop = {1'h0, msg_start};
+    assign n_end = ~(16'h0020 < beat_rem);
+    assign n_hrem = beat_hrem - beat_hl;
+    assign n_hl = (5'h10 < n_hrem) ? 5'h10 : n_hrem;
+    assign seg_done = b_emit & beat_end;
+    assign seg_load = |sq_count & (~seg_v | seg_done);
+    assign sq_pop = seg_load;
     assign m_axis_tvalid = o_valid;
     assign m_axis_tdata = o_data;
     assign m_axis_tkeep = o_keep;
@@ -266,204 +327,420 @@ module ddp_tx_w128 (
     assign m_axis_tuser_user = o_user;
 
     always @(posedge clk) begin
-        if (rst) begin
-            dq_count <= 2'h0;
-        end else begin
-            dq_count <= dq_wpos + {1'h0, s_desc_valid & s_desc_ready};
+        dq0_tagged <= dq_take_new ? s_desc_tagged : (dq_pop ? dq1_tagged : dq0_tagged);
+    end
+
+    always @(posedge clk) begin
+        if (dq_push) begin
+            dq1_tagged <= s_desc_tagged;
         end
     end
 
     always @(posedge clk) begin
-        dq0_tagged <= dq0_push ? s_desc_tagged : ((dq_pop == 2'h1) ? dq1_tagged : dq0_tagged);
+        dq0_rdmap <= dq_take_new ? s_desc_rdmap : (dq_pop ? dq1_rdmap : dq0_rdmap);
     end
 
     always @(posedge clk) begin
-        dq0_rdmap <= dq0_push ? s_desc_rdmap : ((dq_pop == 2'h1) ? dq1_rdmap : dq0_rdmap);
+        if (dq_push) begin
+            dq1_rdmap <= s_desc_rdmap;
+        end
     end
 
     always @(posedge clk) begin
-        dq0_dv <= dq0_push ? s_desc_dv : ((dq_pop == 2'h1) ? dq1_dv : dq0_dv);
+        dq0_dv <= dq_take_new ? s_desc_dv : (dq_pop ? dq1_dv : dq0_dv);
     end
 
     always @(posedge clk) begin
-        dq0_stag <= dq0_push ? s_desc_stag : ((dq_pop == 2'h1) ? dq1_stag : dq0_stag);
+        if (dq_push) begin
+            dq1_dv <= s_desc_dv;
+        end
     end
 
     always @(posedge clk) begin
-        dq0_to <= dq0_push ? s_desc_to : ((dq_pop == 2'h1) ? dq1_to : dq0_to);
+        dq0_stag <= dq_take_new ? s_desc_stag : (dq_pop ? dq1_stag : dq0_stag);
     end
 
     always @(posedge clk) begin
-        dq0_qn <= dq0_push ? s_desc_qn : ((dq_pop == 2'h1) ? dq1_qn : dq0_qn);
+        if (dq_push) begin
+            dq1_stag <= s_desc_stag;
+        end
     end
 
     always @(posedge clk) begin
-        dq0_msn <= dq0_push ? s_desc_msn : ((dq_pop == 2'h1) ? dq1_msn : dq0_msn);
+        dq0_to_lo <= dq_take_new ? s_desc_to[15:0] : (dq_pop ? dq1_to_lo : dq0_to_lo);
     end
 
     always @(posedge clk) begin
-        dq0_len <= dq0_push ? s_desc_len : ((dq_pop == 2'h1) ? dq1_len : dq0_len);
+        if (dq_push) begin
+            dq1_to_lo <= s_desc_to[15:0];
+        end
     end
 
     always @(posedge clk) begin
-        dq0_mulpdu <= dq0_push ? s_desc_mulpdu : ((dq_pop == 2'h1) ? dq1_mulpdu : dq0_mulpdu);
+        dq0_to_hi <= dq_take_new ? s_desc_to[63:16] : (dq_pop ? dq1_to_hi : dq0_to_hi);
     end
 
     always @(posedge clk) begin
-        dq0_user <= dq0_push ? s_desc_user : ((dq_pop == 2'h1) ? dq1_user : dq0_user);
+        if (dq_push) begin
+            dq1_to_hi <= s_desc_to[63:16];
+        end
     end
 
     always @(posedge clk) begin
-        dq1_tagged <= dq1_push ? s_desc_tagged : dq1_tagged;
+        dq0_to_hi_p1 <= dq_take_new ? {
+            ((&s_desc_to[27:16] & &s_desc_to[39:28]) & &s_desc_to[51:40]) ? (s_desc_to[63:52] + 12'h001) : s_desc_to[63:52],
+            (&s_desc_to[27:16] & &s_desc_to[39:28]) ? (s_desc_to[51:40] + 12'h001) : s_desc_to[51:40],
+            &s_desc_to[27:16] ? (s_desc_to[39:28] + 12'h001) : s_desc_to[39:28],
+            s_desc_to[27:16] + 12'h001
+        } : (dq_pop ? dq1_to_hi_p1 : dq0_to_hi_p1);
     end
 
     always @(posedge clk) begin
-        dq1_rdmap <= dq1_push ? s_desc_rdmap : dq1_rdmap;
+        if (dq_push) begin
+            dq1_to_hi_p1 <= {
+                ((&s_desc_to[27:16] & &s_desc_to[39:28]) & &s_desc_to[51:40]) ? (s_desc_to[63:52] + 12'h001) : s_desc_to[63:52],
+                (&s_desc_to[27:16] & &s_desc_to[39:28]) ? (s_desc_to[51:40] + 12'h001) : s_desc_to[51:40],
+                &s_desc_to[27:16] ? (s_desc_to[39:28] + 12'h001) : s_desc_to[39:28],
+                s_desc_to[27:16] + 12'h001
+            };
+        end
     end
 
     always @(posedge clk) begin
-        dq1_dv <= dq1_push ? s_desc_dv : dq1_dv;
+        dq0_qn <= dq_take_new ? s_desc_qn : (dq_pop ? dq1_qn : dq0_qn);
     end
 
     always @(posedge clk) begin
-        dq1_stag <= dq1_push ? s_desc_stag : dq1_stag;
+        if (dq_push) begin
+            dq1_qn <= s_desc_qn;
+        end
     end
 
     always @(posedge clk) begin
-        dq1_to <= dq1_push ? s_desc_to : dq1_to;
+        dq0_msn <= dq_take_new ? s_desc_msn : (dq_pop ? dq1_msn : dq0_msn);
     end
 
     always @(posedge clk) begin
-        dq1_qn <= dq1_push ? s_desc_qn : dq1_qn;
+        if (dq_push) begin
+            dq1_msn <= s_desc_msn;
+        end
     end
 
     always @(posedge clk) begin
-        dq1_msn <= dq1_push ? s_desc_msn : dq1_msn;
+        dq0_left_lo <= dq_take_new ? s_desc_len[15:0] : (dq_pop ? dq1_left_lo : dq0_left_lo);
     end
 
     always @(posedge clk) begin
-        dq1_len <= dq1_push ? s_desc_len : dq1_len;
+        if (dq_push) begin
+            dq1_left_lo <= s_desc_len[15:0];
+        end
     end
 
     always @(posedge clk) begin
-        dq1_mulpdu <= dq1_push ? s_desc_mulpdu : dq1_mulpdu;
+        dq0_left_hi <= dq_take_new ? s_desc_len[31:16] : (dq_pop ? dq1_left_hi : dq0_left_hi);
     end
 
     always @(posedge clk) begin
-        dq1_user <= dq1_push ? s_desc_user : dq1_user;
+        if (dq_push) begin
+            dq1_left_hi <= s_desc_len[31:16];
+        end
+    end
+
+    always @(posedge clk) begin
+        dq0_left_hi_m1 <= dq_take_new ? (s_desc_len[31:16] - 16'h0001) : (dq_pop ? dq1_left_hi_m1 : dq0_left_hi_m1);
+    end
+
+    always @(posedge clk) begin
+        if (dq_push) begin
+            dq1_left_hi_m1 <= s_desc_len[31:16] - 16'h0001;
+        end
+    end
+
+    always @(posedge clk) begin
+        dq0_maxp <= dq_take_new ? (s_desc_mulpdu - {11'h000, s_desc_tagged ? 5'h0e : 5'h12}) : (dq_pop ? dq1_maxp : dq0_maxp);
+    end
+
+    always @(posedge clk) begin
+        if (dq_push) begin
+            dq1_maxp <= s_desc_mulpdu - {11'h000, s_desc_tagged ? 5'h0e : 5'h12};
+        end
+    end
+
+    always @(posedge clk) begin
+        dq0_user <= dq_take_new ? s_desc_user : (dq_pop ? dq1_user : dq0_user);
+    end
+
+    always @(posedge clk) begin
+        if (dq_push) begin
+            dq1_user <= s_desc_user;
+        end
+    end
+
+    always @(posedge clk) begin
+        dq0_hlen <= dq_take_new ? (s_desc_tagged ? 5'h0e : 5'h12) : (dq_pop ? dq1_hlen : dq0_hlen);
+    end
+
+    always @(posedge clk) begin
+        if (dq_push) begin
+            dq1_hlen <= s_desc_tagged ? 5'h0e : 5'h12;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            dq_count <= 2'h0;
+        end else begin
+            dq_count <= dq_pop ? (dq_push ? dq_count : (dq_count - 2'h1)) : (dq_push ? (dq_count + 2'h1) : dq_count);
+        end
+    end
+
+    always @(posedge clk) begin
+        sq0_hdr <= sq_take_new ? plan_hdr : (sq_pop ? sq1_hdr : sq0_hdr);
+    end
+
+    always @(posedge clk) begin
+        if (sq_push) begin
+            sq1_hdr <= plan_hdr;
+        end
+    end
+
+    always @(posedge clk) begin
+        sq0_len <= sq_take_new ? plan_len : (sq_pop ? sq1_len : sq0_len);
+    end
+
+    always @(posedge clk) begin
+        if (sq_push) begin
+            sq1_len <= plan_len;
+        end
+    end
+
+    always @(posedge clk) begin
+        sq0_last <= sq_take_new ? plan_last : (sq_pop ? sq1_last : sq0_last);
+    end
+
+    always @(posedge clk) begin
+        if (sq_push) begin
+            sq1_last <= plan_last;
+        end
+    end
+
+    always @(posedge clk) begin
+        sq0_user <= sq_take_new ? msg_user : (sq_pop ? sq1_user : sq0_user);
+    end
+
+    always @(posedge clk) begin
+        if (sq_push) begin
+            sq1_user <= msg_user;
+        end
+    end
+
+    always @(posedge clk) begin
+        sq0_hl0 <= sq_take_new ? (msg_tagged ? 5'h0e : 5'h10) : (sq_pop ? sq1_hl0 : sq0_hl0);
+    end
+
+    always @(posedge clk) begin
+        if (sq_push) begin
+            sq1_hl0 <= msg_tagged ? 5'h0e : 5'h10;
+        end
+    end
+
+    always @(posedge clk) begin
+        sq0_k0 <= sq_take_new ? plan_k0 : (sq_pop ? sq1_k0 : sq0_k0);
+    end
+
+    always @(posedge clk) begin
+        if (sq_push) begin
+            sq1_k0 <= plan_k0;
+        end
+    end
+
+    always @(posedge clk) begin
+        sq0_end0 <= sq_take_new ? plan_end0 : (sq_pop ? sq1_end0 : sq0_end0);
+    end
+
+    always @(posedge clk) begin
+        if (sq_push) begin
+            sq1_end0 <= plan_end0;
+        end
+    end
+
+    always @(posedge clk) begin
+        sq0_hrem0 <= sq_take_new ? msg_hlen : (sq_pop ? sq1_hrem0 : sq0_hrem0);
+    end
+
+    always @(posedge clk) begin
+        if (sq_push) begin
+            sq1_hrem0 <= msg_hlen;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            sq_count <= 2'h0;
+        end else begin
+            sq_count <= sq_pop ? (sq_push ? sq_count : (sq_count - 2'h1)) : (sq_push ? (sq_count + 2'h1) : sq_count);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            msg_active <= 1'h0;
+        end else begin
+            msg_active <= msg_load | (msg_active & ~(sq_push & plan_last));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (msg_load) begin
+            msg_tagged <= dq0_tagged;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (msg_load) begin
+            msg_rdmap <= dq0_rdmap;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (msg_load) begin
+            msg_dv <= dq0_dv;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (msg_load) begin
+            msg_stag <= dq0_stag;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (msg_load | msg_step) begin
+            msg_to_lo <= msg_load ? dq0_to_lo : msg_to_lo_step[15:0];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (msg_load | msg_step) begin
+            msg_to_hi <= msg_load ? dq0_to_hi : (msg_to_lo_step[16] ? msg_to_hi_p1 : msg_to_hi);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (msg_load | msg_step) begin
+            msg_to_hi_p1 <= msg_load ? dq0_to_hi_p1 : (msg_to_lo_step[16] ? {
+                ((&msg_to_hi_p1[11:0] & &msg_to_hi_p1[23:12]) & &msg_to_hi_p1[35:24]) ? (msg_to_hi_p1[47:36] + 12'h001) : msg_to_hi_p1[47:36],
+                (&msg_to_hi_p1[11:0] & &msg_to_hi_p1[23:12]) ? (msg_to_hi_p1[35:24] + 12'h001) : msg_to_hi_p1[35:24],
+                &msg_to_hi_p1[11:0] ? (msg_to_hi_p1[23:12] + 12'h001) : msg_to_hi_p1[23:12],
+                msg_to_hi_p1[11:0] + 12'h001
+            } : msg_to_hi_p1);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (msg_load) begin
+            msg_qn <= dq0_qn;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (msg_load) begin
+            msg_msn <= dq0_msn;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (msg_load | msg_step) begin
+            msg_left_lo <= msg_load ? dq0_left_lo : msg_left_lo_step[15:0];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (msg_load | msg_step) begin
+            msg_left_hi <= msg_load ? dq0_left_hi : (msg_left_lo_step[16] ? msg_left_hi_m1 : msg_left_hi);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (msg_load | msg_step) begin
+            msg_left_hi_m1 <= msg_load ? dq0_left_hi_m1 : (msg_left_lo_step[16] ? (msg_left_hi_m1 - 16'h0001) : msg_left_hi_m1);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (msg_load) begin
+            msg_maxp <= dq0_maxp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (msg_load) begin
+            msg_user <= dq0_user;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (msg_load) begin
+            msg_hlen <= dq0_hlen;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (msg_load | msg_step) begin
+            msg_mo_lo <= msg_load ? 16'h0000 : msg_mo_lo_step[15:0];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (msg_load | msg_step) begin
+            msg_mo_hi <= msg_load ? 16'h0000 : (msg_mo_lo_step[16] ? msg_mo_hi_p1 : msg_mo_hi);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (msg_load | msg_step) begin
+            msg_mo_hi_p1 <= msg_load ? 16'h0001 : (msg_mo_lo_step[16] ? {
+                &msg_mo_hi_p1[11:0] ? (msg_mo_hi_p1[15:12] + 4'h1) : msg_mo_hi_p1[15:12],
+                msg_mo_hi_p1[11:0] + 12'h001
+            } : msg_mo_hi_p1);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (msg_load) begin
+            msg_smax <= dq0_maxp + {11'h000, dq0_hlen};
+        end
+    end
+
+    always @(posedge clk) begin
+        pq0_data <= pq_pop_n[1] ? (pq_pop_n[0] ? (pq_push_at2 ? s_axis_tdata : pq2_data) : (pq_push_at2 ? s_axis_tdata : pq2_data)) : (pq_pop_n[0] ? (pq_push_at1 ? s_axis_tdata : pq1_data) : (pq_push_at0 ? s_axis_tdata : pq0_data));
+    end
+
+    always @(posedge clk) begin
+        pq0_last <= pq_pop_n[1] ? (pq_pop_n[0] ? (pq_push_at2 ? s_axis_tlast : pq2_last) : (pq_push_at2 ? s_axis_tlast : pq2_last)) : (pq_pop_n[0] ? (pq_push_at1 ? s_axis_tlast : pq1_last) : (pq_push_at0 ? s_axis_tlast : pq0_last));
+    end
+
+    always @(posedge clk) begin
+        pq1_data <= pq_pop_n[1] ? (pq_pop_n[0] ? (pq_push_at3 ? s_axis_tdata : s_axis_tdata) : (pq_push_at3 ? s_axis_tdata : s_axis_tdata)) : (pq_pop_n[0] ? (pq_push_at2 ? s_axis_tdata : pq2_data) : (pq_push_at1 ? s_axis_tdata : pq1_data));
+    end
+
+    always @(posedge clk) begin
+        pq1_last <= pq_pop_n[1] ? (pq_pop_n[0] ? (pq_push_at3 ? s_axis_tlast : s_axis_tlast) : (pq_push_at3 ? s_axis_tlast : s_axis_tlast)) : (pq_pop_n[0] ? (pq_push_at2 ? s_axis_tlast : pq2_last) : (pq_push_at1 ? s_axis_tlast : pq1_last));
+    end
+
+    always @(posedge clk) begin
+        pq2_data <= pq_pop_n[1] ? (pq_pop_n[0] ? s_axis_tdata : s_axis_tdata) : (pq_pop_n[0] ? (pq_push_at3 ? s_axis_tdata : s_axis_tdata) : (pq_push_at2 ? s_axis_tdata : pq2_data));
+    end
+
+    always @(posedge clk) begin
+        pq2_last <= pq_pop_n[1] ? (pq_pop_n[0] ? s_axis_tlast : s_axis_tlast) : (pq_pop_n[0] ? (pq_push_at3 ? s_axis_tlast : s_axis_tlast) : (pq_push_at2 ? s_axis_tlast : pq2_last));
     end
 
     always @(posedge clk) begin
         if (rst) begin
             pq_count <= 2'h0;
         end else begin
-            pq_count <= pq_wpos + {1'h0, s_axis_tvalid & s_axis_tready};
-        end
-    end
-
-    always @(posedge clk) begin
-        pq0_data <= pq0_push ? s_axis_tdata : ((pq_pop == 2'h1) ? pq1_data : ((pq_pop == 2'h2) ? pq2_data : pq0_data));
-    end
-
-    always @(posedge clk) begin
-        pq0_last <= pq0_push ? s_axis_tlast : ((pq_pop == 2'h1) ? pq1_last : ((pq_pop == 2'h2) ? pq2_last : pq0_last));
-    end
-
-    always @(posedge clk) begin
-        pq1_data <= pq1_push ? s_axis_tdata : ((pq_pop == 2'h1) ? pq2_data : pq1_data);
-    end
-
-    always @(posedge clk) begin
-        pq1_last <= pq1_push ? s_axis_tlast : ((pq_pop == 2'h1) ? pq2_last : pq1_last);
-    end
-
-    always @(posedge clk) begin
-        pq2_data <= pq2_push ? s_axis_tdata : pq2_data;
-    end
-
-    always @(posedge clk) begin
-        pq2_last <= pq2_push ? s_axis_tlast : pq2_last;
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
-            msg_active <= 1'h0;
-        end else if (msg_start | b_msg_end) begin
-            msg_active <= msg_start;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
-            seg_first <= 1'h0;
-        end else if (msg_start | b_emit) begin
-            seg_first <= msg_start ? 1'h1 : b_seg_end;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (msg_start | b_emit) begin
-            msg_tagged <= msg_start ? dq0_tagged : msg_tagged;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (msg_start | b_emit) begin
-            msg_rdmap <= msg_start ? dq0_rdmap : msg_rdmap;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (msg_start | b_emit) begin
-            msg_dv <= msg_start ? dq0_dv : msg_dv;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (msg_start | b_emit) begin
-            msg_stag <= msg_start ? dq0_stag : msg_stag;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (msg_start | b_emit) begin
-            msg_to <= msg_start ? dq0_to : (msg_to + {48'h000000000000, b_payload_octets});
-        end
-    end
-
-    always @(posedge clk) begin
-        if (msg_start | b_emit) begin
-            msg_qn <= msg_start ? dq0_qn : msg_qn;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (msg_start | b_emit) begin
-            msg_msn <= msg_start ? dq0_msn : msg_msn;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (msg_start | b_emit) begin
-            msg_mo <= msg_start ? 32'h00000000 : (msg_mo + {16'h0000, b_payload_octets});
-        end
-    end
-
-    always @(posedge clk) begin
-        if (msg_start | b_emit) begin
-            msg_left <= msg_start ? dq0_len : (msg_left - {16'h0000, b_payload_octets});
-        end
-    end
-
-    always @(posedge clk) begin
-        if (msg_start | b_emit) begin
-            msg_maxp <= msg_start ? (dq0_mulpdu - (dq0_tagged ? 16'h000e : 16'h0012)) : msg_maxp;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (msg_start | b_emit) begin
-            msg_user <= msg_start ? dq0_user : msg_user;
+            pq_count <= pq_pop_n[1] ? (pq_pop_n[0] ? ((s_axis_tvalid & pq_room) ? ((pq_count - 2'h2) + 2'h1) : (pq_count - 2'h2)) : ((s_axis_tvalid & pq_room) ? ((pq_count - 2'h2) + 2'h1) : (pq_count - 2'h2))) : (pq_pop_n[0] ? ((s_axis_tvalid & pq_room) ? ((pq_count - 2'h1) + 2'h1) : (pq_count - 2'h1)) : ((s_axis_tvalid & pq_room) ? ((pq_count - 2'h0) + 2'h1) : (pq_count - 2'h0)));
         end
     end
 
@@ -471,37 +748,75 @@ module ddp_tx_w128 (
         if (rst) begin
             pay_rp <= 4'h0;
         end else if (b_emit) begin
-            pay_rp <= b_last_payload ? 4'h0 : (pay_rp + b_payload_octets[3:0]);
+            pay_rp <= b_last_payload ? 4'h0 : b_rp_end[3:0];
         end
     end
 
     always @(posedge clk) begin
-        if (b_emit) begin
-            seg_hleft <= c_hleft - b_hdr_octets;
+        if (rst) begin
+            seg_v <= 1'h0;
+        end else begin
+            seg_v <= seg_load | (seg_v & ~seg_done);
         end
     end
 
     always @(posedge clk) begin
-        if (b_emit) begin
-            seg_pleft <= c_pleft - b_payload_octets;
+        if (seg_load | b_emit) begin
+            seg_hdr <= seg_load ? sq0_hdr : {128'h00000000000000000000000000000000, seg_hdr[143:128]};
         end
     end
 
     always @(posedge clk) begin
-        if (b_emit) begin
-            seg_last <= c_last;
+        if (rst) begin
+            beat_hl <= 5'h00;
+        end else if (seg_load | b_emit) begin
+            beat_hl <= seg_load ? sq0_hl0 : n_hl;
         end
     end
 
     always @(posedge clk) begin
-        if (b_emit) begin
-            seg_len <= c_len;
+        if (rst) begin
+            beat_k <= 5'h00;
+        end else if (seg_load | b_emit) begin
+            beat_k <= seg_load ? sq0_k0 : (n_end ? ({~beat_rem[4], beat_rem[3:0]} - n_hl) : (5'h10 - n_hl));
         end
     end
 
     always @(posedge clk) begin
-        if (b_emit) begin
-            seg_hdr <= {128'h00000000000000000000000000000000, c_hdr[143:128]};
+        if (rst) begin
+            beat_end <= 1'h0;
+        end else if (seg_load | b_emit) begin
+            beat_end <= seg_load ? sq0_end0 : n_end;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (seg_load | b_emit) begin
+            beat_rem <= seg_load ? sq0_len : {beat_rem[15:4] - 12'h001, beat_rem[3:0]};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (seg_load | b_emit) begin
+            beat_hrem <= seg_load ? sq0_hrem0 : n_hrem;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (seg_load) begin
+            seg_len <= sq0_len;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (seg_load) begin
+            seg_last <= sq0_last;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (seg_load) begin
+            seg_user <= sq0_user;
         end
     end
 
@@ -534,7 +849,7 @@ module ddp_tx_w128 (
                 {8{b_hdr_lanes[2]}},
                 {8{b_hdr_lanes[1]}},
                 {8{b_hdr_lanes[0]}}
-            } & c_hdr[127:0]) | (({
+            } & seg_hdr[127:0]) | (({
                 {8{b_keep[15]}},
                 {8{b_keep[14]}},
                 {8{b_keep[13]}},
@@ -584,7 +899,7 @@ module ddp_tx_w128 (
         if (rst) begin
             o_last <= 1'h0;
         end else if (b_emit) begin
-            o_last <= b_seg_end;
+            o_last <= beat_end;
         end
     end
 
@@ -592,7 +907,7 @@ module ddp_tx_w128 (
         if (rst) begin
             o_len <= 16'h0000;
         end else if (b_emit) begin
-            o_len <= c_len;
+            o_len <= seg_len;
         end
     end
 
@@ -600,7 +915,7 @@ module ddp_tx_w128 (
         if (rst) begin
             o_msg_last <= 1'h0;
         end else if (b_emit) begin
-            o_msg_last <= c_last;
+            o_msg_last <= seg_last;
         end
     end
 
@@ -608,7 +923,7 @@ module ddp_tx_w128 (
         if (rst) begin
             o_user <= 16'h0000;
         end else if (b_emit) begin
-            o_user <= msg_user;
+            o_user <= seg_user;
         end
     end
 

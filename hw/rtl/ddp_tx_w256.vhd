@@ -23,14 +23,18 @@
 -- Output: one packet per segment from lane 0, tkeep contiguous, lanes past it
 -- zero; m_axis_tuser_len is the segment's length (header and payload, MPA's
 -- ULPDU_Length), m_axis_tuser_last the L bit, m_axis_tuser_user the
--- descriptor's user, on every beat. Timing: up to 3 payload beats are held
--- (s_axis_tready depends on state only); a descriptor queue of two
--- (s_desc_ready likewise); a beat is formed when the held payload covers its
--- octets; the first segment of a message starts one cycle after its descriptor
--- is taken when idle, and in the cycle after its predecessor's last beat
--- otherwise. Formed beats reach m_axis one cycle later; everything but input
--- acceptance advances only when the output register is empty or m_axis_tready
--- is 1.
+-- descriptor's user, on every beat. Timing: a descriptor queue of two
+-- (s_desc_ready depends on state only); the planner takes the head descriptor
+-- when idle or in the cycle it plans the current message's last segment, and
+-- plans one segment per cycle into a queue of two while it has room; the beat
+-- former takes the head segment when idle or in the cycle it forms the current
+-- segment's last beat, so a descriptor taken in cycle t when all is idle has
+-- its first beat formed in t+4, and back-to-back messages and segments leave
+-- no gap. Up to 3 payload beats are held (s_axis_tready depends on state
+-- only); a beat carrying payload is formed once two payload beats are held or
+-- the one held is the message's last. Formed beats reach m_axis one cycle
+-- later; the beat former and the output advance only when the output register
+-- is empty or m_axis_tready is 1.
 --
 -- Implements: RFC 5041 §5.2 (segmentation at the MULPDU, a zero-length message is one segment), §4.2-4.3 (tagged and untagged headers: T, L, DV, STag/TO, QN/MSN/MO); RFC 5040 §4.1 (the RDMAP control octet in DDP's reserved ULP field, the Invalidate STag in the untagged header's second ULP field)
 
@@ -97,34 +101,97 @@ architecture rtl of ddp_tx_w256 is
         return f;
     end function;
 
-    signal o_valid : std_logic := '0';       -- the output register holds a beat
-    signal advance : std_logic;              -- the segmenter moves on this cycle
-    signal dq_pop : std_logic_vector(1 downto 0); -- descriptors taken
+    signal dq_pop : std_logic;               -- the planner takes the head descriptor
+    signal dq_push : std_logic;              -- a descriptor is taken
     signal dq_count : std_logic_vector(1 downto 0) := "00"; -- entries held in dq
     signal dq0_tagged : std_logic;
     signal dq0_rdmap : std_logic_vector(7 downto 0);
     signal dq0_dv : std_logic_vector(1 downto 0);
     signal dq0_stag : std_logic_vector(31 downto 0);
-    signal dq0_to : std_logic_vector(63 downto 0);
+    signal dq0_to_lo : std_logic_vector(15 downto 0);
+    signal dq0_to_hi : std_logic_vector(47 downto 0);
+    signal dq0_to_hi_p1 : std_logic_vector(47 downto 0);
     signal dq0_qn : std_logic_vector(31 downto 0);
     signal dq0_msn : std_logic_vector(31 downto 0);
-    signal dq0_len : std_logic_vector(31 downto 0);
-    signal dq0_mulpdu : std_logic_vector(15 downto 0);
+    signal dq0_left_lo : std_logic_vector(15 downto 0);
+    signal dq0_left_hi : std_logic_vector(15 downto 0);
+    signal dq0_left_hi_m1 : std_logic_vector(15 downto 0);
+    signal dq0_maxp : std_logic_vector(15 downto 0);
     signal dq0_user : std_logic_vector(15 downto 0);
+    signal dq0_hlen : std_logic_vector(4 downto 0);
     signal dq1_tagged : std_logic;
     signal dq1_rdmap : std_logic_vector(7 downto 0);
     signal dq1_dv : std_logic_vector(1 downto 0);
     signal dq1_stag : std_logic_vector(31 downto 0);
-    signal dq1_to : std_logic_vector(63 downto 0);
+    signal dq1_to_lo : std_logic_vector(15 downto 0);
+    signal dq1_to_hi : std_logic_vector(47 downto 0);
+    signal dq1_to_hi_p1 : std_logic_vector(47 downto 0);
     signal dq1_qn : std_logic_vector(31 downto 0);
     signal dq1_msn : std_logic_vector(31 downto 0);
-    signal dq1_len : std_logic_vector(31 downto 0);
-    signal dq1_mulpdu : std_logic_vector(15 downto 0);
+    signal dq1_left_lo : std_logic_vector(15 downto 0);
+    signal dq1_left_hi : std_logic_vector(15 downto 0);
+    signal dq1_left_hi_m1 : std_logic_vector(15 downto 0);
+    signal dq1_maxp : std_logic_vector(15 downto 0);
     signal dq1_user : std_logic_vector(15 downto 0);
-    signal dq_wpos : std_logic_vector(1 downto 0); -- where a pushed entry goes
-    signal dq0_push : std_logic;
-    signal dq1_push : std_logic;
+    signal dq1_hlen : std_logic_vector(4 downto 0);
+    signal dq_take_new : std_logic;
+    signal msg_active : std_logic := '0';    -- a message is being planned
+    signal msg_tagged : std_logic;
+    signal msg_rdmap : std_logic_vector(7 downto 0);
+    signal msg_dv : std_logic_vector(1 downto 0);
+    signal msg_stag : std_logic_vector(31 downto 0);
+    signal msg_to_lo : std_logic_vector(15 downto 0);
+    signal msg_to_hi : std_logic_vector(47 downto 0);
+    signal msg_to_hi_p1 : std_logic_vector(47 downto 0);
+    signal msg_qn : std_logic_vector(31 downto 0);
+    signal msg_msn : std_logic_vector(31 downto 0);
+    signal msg_left_lo : std_logic_vector(15 downto 0);
+    signal msg_left_hi : std_logic_vector(15 downto 0);
+    signal msg_left_hi_m1 : std_logic_vector(15 downto 0);
+    signal msg_maxp : std_logic_vector(15 downto 0);
+    signal msg_user : std_logic_vector(15 downto 0);
+    signal msg_hlen : std_logic_vector(4 downto 0);
+    signal msg_mo_lo : std_logic_vector(15 downto 0); -- MO of the next segment, bits 15:0
+    signal msg_mo_hi : std_logic_vector(15 downto 0); -- bits 31:16
+    signal msg_mo_hi_p1 : std_logic_vector(15 downto 0); -- bits 31:16 plus one
+    signal msg_smax : std_logic_vector(15 downto 0); -- a full segment's length: MULPDU
+    signal sq_room : std_logic;              -- the segment queue has room
+    signal sq_push : std_logic;              -- a segment is planned
+    signal plan_last : std_logic;            -- the message's rest fits: its last segment
+    signal plan_end0 : std_logic;            -- the segment is one beat
+    signal plan_k0 : std_logic_vector(5 downto 0); -- payload octets of the first beat
+    signal plan_len : std_logic_vector(15 downto 0); -- the segment's length
+    signal plan_to : std_logic_vector(63 downto 0); -- TO of the segment
+    signal plan_mo : std_logic_vector(31 downto 0); -- MO of the segment
+    signal plan_hdr : std_logic_vector(143 downto 0); -- the segment's header, octet 0 in lane 0
+    signal sq_pop : std_logic;               -- the former takes the head segment
+    signal sq_count : std_logic_vector(1 downto 0) := "00"; -- entries held in sq
+    signal sq0_hdr : std_logic_vector(143 downto 0);
+    signal sq0_len : std_logic_vector(15 downto 0);
+    signal sq0_last : std_logic;
+    signal sq0_user : std_logic_vector(15 downto 0);
+    signal sq0_hl0 : std_logic_vector(5 downto 0);
+    signal sq0_k0 : std_logic_vector(5 downto 0);
+    signal sq0_end0 : std_logic;
+    signal sq0_hrem0 : std_logic_vector(4 downto 0);
+    signal sq1_hdr : std_logic_vector(143 downto 0);
+    signal sq1_len : std_logic_vector(15 downto 0);
+    signal sq1_last : std_logic;
+    signal sq1_user : std_logic_vector(15 downto 0);
+    signal sq1_hl0 : std_logic_vector(5 downto 0);
+    signal sq1_k0 : std_logic_vector(5 downto 0);
+    signal sq1_end0 : std_logic;
+    signal sq1_hrem0 : std_logic_vector(4 downto 0);
+    signal sq_take_new : std_logic;
+    signal msg_load : std_logic;             -- take the head descriptor
+    signal msg_step : std_logic;             -- a segment that is not the message's last is planned
+    signal msg_to_lo_step : std_logic_vector(16 downto 0);
+    signal msg_mo_lo_step : std_logic_vector(16 downto 0);
+    signal msg_left_lo_step : std_logic_vector(16 downto 0);
+    signal o_valid : std_logic := '0';       -- the output register holds a beat
+    signal advance : std_logic;              -- the former moves on this cycle
     signal pq_pop : std_logic_vector(1 downto 0); -- payload beats released this cycle
+    signal pq_room : std_logic;
     signal pq_count : std_logic_vector(1 downto 0) := "00"; -- entries held in pq
     signal pq0_data : std_logic_vector(255 downto 0);
     signal pq0_last : std_logic;
@@ -132,49 +199,29 @@ architecture rtl of ddp_tx_w256 is
     signal pq1_last : std_logic;
     signal pq2_data : std_logic_vector(255 downto 0);
     signal pq2_last : std_logic;
-    signal pq_wpos : std_logic_vector(1 downto 0); -- where a pushed entry goes
-    signal pq0_push : std_logic;
-    signal pq1_push : std_logic;
-    signal pq2_push : std_logic;
-    signal msg_active : std_logic := '0';    -- a message is being segmented
-    signal seg_first : std_logic := '0';     -- the next beat opens a segment
-    signal msg_tagged : std_logic;
-    signal msg_rdmap : std_logic_vector(7 downto 0);
-    signal msg_dv : std_logic_vector(1 downto 0);
-    signal msg_stag : std_logic_vector(31 downto 0);
-    signal msg_to : std_logic_vector(63 downto 0); -- TO of the next payload octet
-    signal msg_qn : std_logic_vector(31 downto 0);
-    signal msg_msn : std_logic_vector(31 downto 0);
-    signal msg_mo : std_logic_vector(31 downto 0); -- MO of the next payload octet
-    signal msg_left : std_logic_vector(31 downto 0); -- payload octets not yet sent
-    signal msg_maxp : std_logic_vector(15 downto 0); -- payload octets per segment: MULPDU minus the header
-    signal msg_user : std_logic_vector(15 downto 0);
-    signal pay_rp : std_logic_vector(4 downto 0) := "00000"; -- octets of payload beat 0 already sent
-    signal seg_hleft : std_logic_vector(4 downto 0); -- header octets of the segment not yet sent
-    signal seg_pleft : std_logic_vector(15 downto 0); -- payload octets of the segment not yet sent
-    signal seg_last : std_logic;             -- the segment is the message's last
-    signal seg_len : std_logic_vector(15 downto 0); -- the segment's length
+    signal pq_pop_n : std_logic_vector(1 downto 0); -- entries popped this cycle
+    signal pq_push_at0 : std_logic;
+    signal pq_push_at1 : std_logic;
+    signal pq_push_at2 : std_logic;
+    signal pq_push_at3 : std_logic;
+    signal seg_v : std_logic := '0';         -- a segment's beat is due
     signal seg_hdr : std_logic_vector(143 downto 0); -- header octets not yet sent, the next in lane 0
-    signal n_hlen : std_logic_vector(4 downto 0); -- header octets
-    signal n_payload : std_logic_vector(15 downto 0); -- the segment's payload octets
-    signal n_last : std_logic;               -- the segment ends the message
-    signal n_hdr : std_logic_vector(143 downto 0); -- the segment's header, octet 0 in lane 0
-    signal c_hleft : std_logic_vector(4 downto 0); -- header octets left, this beat included
-    signal c_pleft : std_logic_vector(15 downto 0); -- payload octets left in the segment
-    signal c_last : std_logic;
-    signal c_len : std_logic_vector(15 downto 0);
-    signal c_hdr : std_logic_vector(143 downto 0);
-    signal b_hdr_octets : std_logic_vector(4 downto 0); -- header octets in this beat
-    signal b_room : std_logic_vector(15 downto 0); -- lanes left for payload
-    signal b_payload_octets : std_logic_vector(15 downto 0); -- payload octets in this beat
-    signal b_octets : std_logic_vector(15 downto 0); -- octets in this beat
-    signal b_seg_end : std_logic;            -- the beat ends the segment
-    signal b_rp_end : std_logic_vector(15 downto 0); -- rp + k
+    signal seg_len : std_logic_vector(15 downto 0); -- the segment's length
+    signal seg_last : std_logic;             -- the segment is the message's last
+    signal seg_user : std_logic_vector(15 downto 0);
+    signal beat_hl : std_logic_vector(5 downto 0) := "000000"; -- header octets of the beat
+    signal beat_k : std_logic_vector(5 downto 0) := "000000"; -- payload octets of the beat
+    signal beat_end : std_logic := '0';      -- the beat ends the segment
+    signal beat_rem : std_logic_vector(15 downto 0); -- octets of the segment from this beat on
+    signal beat_hrem : std_logic_vector(4 downto 0); -- header octets from this beat on
+    signal pay_rp : std_logic_vector(4 downto 0) := "00000"; -- octets of payload beat 0 already sent
     signal b_no_payload : std_logic;
-    signal b_have : std_logic;               -- the held payload covers the beat
-    signal b_emit : std_logic;               -- a beat is formed this cycle
-    signal b_msg_end : std_logic;            -- the message's last beat
     signal b_last_payload : std_logic;       -- the beat sends the message's last payload octet
+    signal b_rp_end : std_logic_vector(5 downto 0); -- rp + k
+    signal b_need1 : std_logic;              -- the beat reaches into payload beat 1
+    signal b_pass0 : std_logic;              -- the beat passes payload beat 0's end
+    signal b_have : std_logic;               -- two payload beats held, or the message's last
+    signal b_emit : std_logic;               -- a beat is formed this cycle
     signal b_window : std_logic_vector(759 downto 0); -- payload beats 1 and 0 above L zero octets
     signal b_shift : std_logic_vector(5 downto 0); -- octets the window moves down: L + rp - hl
     signal b_pay_s0 : std_logic_vector(751 downto 0);
@@ -183,11 +230,16 @@ architecture rtl of ddp_tx_w256 is
     signal b_pay_s3 : std_logic_vector(639 downto 0);
     signal b_pay_s4 : std_logic_vector(511 downto 0);
     signal b_pay_s5 : std_logic_vector(255 downto 0);
-    signal b_keep_n : std_logic_vector(15 downto 0);
+    signal b_octets : std_logic_vector(5 downto 0); -- octets in this beat
+    signal b_keep_n : std_logic_vector(5 downto 0);
     signal b_keep : std_logic_vector(31 downto 0); -- lanes of this beat
-    signal b_hdr_n : std_logic_vector(15 downto 0);
+    signal b_hdr_n : std_logic_vector(5 downto 0);
     signal b_hdr_lanes : std_logic_vector(31 downto 0); -- lanes carrying header octets
-    signal msg_start : std_logic;            -- take the head descriptor
+    signal n_end : std_logic;                -- the next beat ends the segment: rem - L <= L
+    signal n_hrem : std_logic_vector(4 downto 0);
+    signal n_hl : std_logic_vector(5 downto 0);
+    signal seg_done : std_logic;             -- the segment's last beat is formed
+    signal seg_load : std_logic;             -- take the head segment
     signal o_data : std_logic_vector(255 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000";
     signal o_keep : std_logic_vector(31 downto 0) := x"00000000";
     signal o_last : std_logic := '0';
@@ -195,38 +247,35 @@ architecture rtl of ddp_tx_w256 is
     signal o_msg_last : std_logic := '0';
     signal o_user : std_logic_vector(15 downto 0) := x"0000";
 begin
-    advance <= (not o_valid) or m_axis_tready;
-    dq_wpos <= std_logic_vector(unsigned(dq_count) - unsigned(dq_pop));
-    dq0_push <= (s_desc_valid and s_desc_ready) and b2l(dq_wpos = "00");
-    dq1_push <= (s_desc_valid and s_desc_ready) and b2l(dq_wpos = "01");
-    s_desc_ready <= b2l(unsigned(dq_count) < unsigned'("10"));
-    pq_wpos <= std_logic_vector(unsigned(pq_count) - unsigned(pq_pop));
-    pq0_push <= (s_axis_tvalid and s_axis_tready) and b2l(pq_wpos = "00");
-    pq1_push <= (s_axis_tvalid and s_axis_tready) and b2l(pq_wpos = "01");
-    pq2_push <= (s_axis_tvalid and s_axis_tready) and b2l(pq_wpos = "10");
-    s_axis_tready <= b2l(unsigned(pq_count) < unsigned'("11"));
-    n_hlen <= mux(msg_tagged, "01110", "10010");
-    n_payload <= mux(b2l(unsigned(msg_left) < unsigned(std_logic_vector'(x"0000" & msg_maxp))), msg_left(15 downto 0), msg_maxp);
-    n_last <= not b2l(unsigned(std_logic_vector'(x"0000" & msg_maxp)) < unsigned(msg_left));
-    n_hdr <= mux(msg_tagged, std_logic_vector'(x"00000000" & std_logic_vector'(
-        msg_to(7 downto 0) &
-        msg_to(15 downto 8) &
-        msg_to(23 downto 16) &
-        msg_to(31 downto 24) &
-        msg_to(39 downto 32) &
-        msg_to(47 downto 40) &
-        msg_to(55 downto 48) &
-        msg_to(63 downto 56)
+    dq_push <= s_desc_valid and s_desc_ready;
+    dq_take_new <= b2l(dq_count = "00") or (b2l(dq_count = "01") and dq_pop);
+    s_desc_ready <= not dq_count(1);
+    sq_push <= msg_active and sq_room;
+    plan_last <= b2l(msg_left_hi = x"0000") and (not b2l(unsigned(msg_maxp) < unsigned(msg_left_lo)));
+    plan_end0 <= plan_last and mux(msg_tagged, not b2l(unsigned'(x"0012") < unsigned(msg_left_lo)), not b2l(unsigned'(x"000e") < unsigned(msg_left_lo)));
+    plan_k0 <= mux(plan_end0, msg_left_lo(5 downto 0), mux(msg_tagged, "010010", "001110"));
+    plan_len <= mux(plan_last, std_logic_vector(unsigned(std_logic_vector'("00000000000" & msg_hlen)) + unsigned(msg_left_lo)), msg_smax);
+    plan_to <= std_logic_vector'(msg_to_hi & msg_to_lo);
+    plan_mo <= std_logic_vector'(msg_mo_hi & msg_mo_lo);
+    plan_hdr <= mux(msg_tagged, std_logic_vector'(x"00000000" & std_logic_vector'(
+        plan_to(7 downto 0) &
+        plan_to(15 downto 8) &
+        plan_to(23 downto 16) &
+        plan_to(31 downto 24) &
+        plan_to(39 downto 32) &
+        plan_to(47 downto 40) &
+        plan_to(55 downto 48) &
+        plan_to(63 downto 56)
     ) & std_logic_vector'(
         msg_stag(7 downto 0) &
         msg_stag(15 downto 8) &
         msg_stag(23 downto 16) &
         msg_stag(31 downto 24)
-    ) & msg_rdmap & std_logic_vector'(msg_tagged & n_last & x"0" & msg_dv)), std_logic_vector'(std_logic_vector'(
-        msg_mo(7 downto 0) &
-        msg_mo(15 downto 8) &
-        msg_mo(23 downto 16) &
-        msg_mo(31 downto 24)
+    ) & msg_rdmap & std_logic_vector'(msg_tagged & plan_last & x"0" & msg_dv)), std_logic_vector'(std_logic_vector'(
+        plan_mo(7 downto 0) &
+        plan_mo(15 downto 8) &
+        plan_mo(23 downto 16) &
+        plan_mo(31 downto 24)
     ) & std_logic_vector'(
         msg_msn(7 downto 0) &
         msg_msn(15 downto 8) &
@@ -242,108 +291,120 @@ begin
         msg_stag(15 downto 8) &
         msg_stag(23 downto 16) &
         msg_stag(31 downto 24)
-    ) & msg_rdmap & std_logic_vector'(msg_tagged & n_last & x"0" & msg_dv)));
-    c_hleft <= mux(seg_first, n_hlen, seg_hleft);
-    c_pleft <= mux(seg_first, n_payload, seg_pleft);
-    c_last <= mux(seg_first, n_last, seg_last);
-    c_len <= mux(seg_first, std_logic_vector(unsigned(std_logic_vector'("00000000000" & n_hlen)) + unsigned(n_payload)), seg_len);
-    c_hdr <= mux(seg_first, n_hdr, seg_hdr);
-    b_hdr_octets <= c_hleft;
-    b_room <= std_logic_vector(unsigned'(x"0020") - unsigned(std_logic_vector'("00000000000" & b_hdr_octets)));
-    b_payload_octets <= mux(b2l(unsigned(c_pleft) < unsigned(b_room)), c_pleft, b_room);
-    b_octets <= std_logic_vector(unsigned(std_logic_vector'("00000000000" & b_hdr_octets)) + unsigned(b_payload_octets));
-    b_seg_end <= b2l(c_hleft = b_hdr_octets) and b2l(c_pleft = b_payload_octets);
-    b_rp_end <= std_logic_vector(unsigned(std_logic_vector'("00000000000" & pay_rp)) + unsigned(b_payload_octets));
-    b_no_payload <= b2l(b_payload_octets = x"0000");
-    b_have <= b_no_payload or (b2l(pq_count /= "00") and ((pq0_last or (not b2l(unsigned'(x"0020") < unsigned(b_rp_end)))) or (not b2l(unsigned(pq_count) < unsigned'("10")))));
-    b_emit <= (advance and msg_active) and b_have;
-    b_msg_end <= (b_emit and b_seg_end) and c_last;
-    b_last_payload <= ((not b_no_payload) and b2l(msg_left(31 downto 16) = x"0000")) and b2l(msg_left(15 downto 0) = b_payload_octets);
-    pq_pop <= mux(b_emit, mux(b_last_payload, mux(b2l(unsigned'(x"0020") < unsigned(b_rp_end)), "10", "01"), mux((not b_no_payload) and (not b2l(unsigned(b_rp_end) < unsigned'(x"0020"))), "01", "00")), "00");
+    ) & msg_rdmap & std_logic_vector'(msg_tagged & plan_last & x"0" & msg_dv)));
+    sq_take_new <= b2l(sq_count = "00") or (b2l(sq_count = "01") and sq_pop);
+    sq_room <= not sq_count(1);
+    msg_load <= (or dq_count) and ((not msg_active) or (sq_push and plan_last));
+    dq_pop <= msg_load;
+    msg_step <= sq_push and (not plan_last);
+    msg_to_lo_step <= std_logic_vector(unsigned(std_logic_vector'('0' & msg_to_lo)) + unsigned(std_logic_vector'('0' & msg_maxp)));
+    msg_mo_lo_step <= std_logic_vector(unsigned(std_logic_vector'('0' & msg_mo_lo)) + unsigned(std_logic_vector'('0' & msg_maxp)));
+    msg_left_lo_step <= std_logic_vector(unsigned(std_logic_vector'('0' & msg_left_lo)) - unsigned(std_logic_vector'('0' & msg_maxp)));
+    advance <= (not o_valid) or m_axis_tready;
+    pq_pop_n <= pq_pop;
+    pq_push_at0 <= (s_axis_tvalid and pq_room) and b2l(pq_count = "00");
+    pq_push_at1 <= (s_axis_tvalid and pq_room) and b2l(pq_count = "01");
+    pq_push_at2 <= (s_axis_tvalid and pq_room) and b2l(pq_count = "10");
+    pq_push_at3 <= (s_axis_tvalid and pq_room) and b2l(pq_count = "11");
+    pq_room <= b2l(unsigned(pq_count) < unsigned'("11"));
+    s_axis_tready <= pq_room;
+    b_no_payload <= b2l(beat_k = "000000");
+    b_last_payload <= (seg_last and beat_end) and (not b_no_payload);
+    b_rp_end <= std_logic_vector(unsigned(std_logic_vector'('0' & pay_rp)) + unsigned(beat_k));
+    b_need1 <= b2l(unsigned'("100000") < unsigned(b_rp_end));
+    b_pass0 <= not b2l(unsigned(b_rp_end) < unsigned'("100000"));
+    b_have <= (b_no_payload or pq_count(1)) or ((or pq_count) and pq0_last);
+    b_emit <= (advance and seg_v) and b_have;
+    pq_pop <= mux(b_emit, mux(b_last_payload, mux(b_need1, "10", "01"), mux((not b_no_payload) and b_pass0, "01", "00")), "00");
     b_window <= std_logic_vector'(
         pq1_data(247 downto 0) &
         pq0_data &
         x"0000000000000000000000000000000000000000000000000000000000000000"
     );
-    b_shift <= std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & pay_rp)) + unsigned'("100000"))) - unsigned(std_logic_vector'('0' & b_hdr_octets)));
+    b_shift <= std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & pay_rp)) + unsigned'("100000"))) - unsigned(beat_hl));
     b_pay_s0 <= mux(b_shift(0), b_window(759 downto 8), b_window(751 downto 0));
     b_pay_s1 <= mux(b_shift(1), b_pay_s0(751 downto 16), b_pay_s0(735 downto 0));
     b_pay_s2 <= mux(b_shift(2), b_pay_s1(735 downto 32), b_pay_s1(703 downto 0));
     b_pay_s3 <= mux(b_shift(3), b_pay_s2(703 downto 64), b_pay_s2(639 downto 0));
     b_pay_s4 <= mux(b_shift(4), b_pay_s3(639 downto 128), b_pay_s3(511 downto 0));
     b_pay_s5 <= mux(b_shift(5), b_pay_s4(511 downto 256), b_pay_s4(255 downto 0));
+    b_octets <= mux(beat_end, beat_rem(5 downto 0), "100000");
     b_keep_n <= b_octets;
     b_keep <= std_logic_vector'(
-        b2l(unsigned'(x"001f") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"001e") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"001d") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"001c") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"001b") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"001a") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0019") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0018") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0017") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0016") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0015") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0014") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0013") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0012") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0011") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0010") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"000f") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"000e") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"000d") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"000c") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"000b") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"000a") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0009") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0008") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0007") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0006") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0005") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0004") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0003") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0002") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0001") < unsigned(b_keep_n)) &
-        b2l(unsigned'(x"0000") < unsigned(b_keep_n))
+        b2l(unsigned'("011111") < unsigned(b_keep_n)) &
+        b2l(unsigned'("011110") < unsigned(b_keep_n)) &
+        b2l(unsigned'("011101") < unsigned(b_keep_n)) &
+        b2l(unsigned'("011100") < unsigned(b_keep_n)) &
+        b2l(unsigned'("011011") < unsigned(b_keep_n)) &
+        b2l(unsigned'("011010") < unsigned(b_keep_n)) &
+        b2l(unsigned'("011001") < unsigned(b_keep_n)) &
+        b2l(unsigned'("011000") < unsigned(b_keep_n)) &
+        b2l(unsigned'("010111") < unsigned(b_keep_n)) &
+        b2l(unsigned'("010110") < unsigned(b_keep_n)) &
+        b2l(unsigned'("010101") < unsigned(b_keep_n)) &
+        b2l(unsigned'("010100") < unsigned(b_keep_n)) &
+        b2l(unsigned'("010011") < unsigned(b_keep_n)) &
+        b2l(unsigned'("010010") < unsigned(b_keep_n)) &
+        b2l(unsigned'("010001") < unsigned(b_keep_n)) &
+        b2l(unsigned'("010000") < unsigned(b_keep_n)) &
+        b2l(unsigned'("001111") < unsigned(b_keep_n)) &
+        b2l(unsigned'("001110") < unsigned(b_keep_n)) &
+        b2l(unsigned'("001101") < unsigned(b_keep_n)) &
+        b2l(unsigned'("001100") < unsigned(b_keep_n)) &
+        b2l(unsigned'("001011") < unsigned(b_keep_n)) &
+        b2l(unsigned'("001010") < unsigned(b_keep_n)) &
+        b2l(unsigned'("001001") < unsigned(b_keep_n)) &
+        b2l(unsigned'("001000") < unsigned(b_keep_n)) &
+        b2l(unsigned'("000111") < unsigned(b_keep_n)) &
+        b2l(unsigned'("000110") < unsigned(b_keep_n)) &
+        b2l(unsigned'("000101") < unsigned(b_keep_n)) &
+        b2l(unsigned'("000100") < unsigned(b_keep_n)) &
+        b2l(unsigned'("000011") < unsigned(b_keep_n)) &
+        b2l(unsigned'("000010") < unsigned(b_keep_n)) &
+        b2l(unsigned'("000001") < unsigned(b_keep_n)) &
+        b2l(unsigned'("000000") < unsigned(b_keep_n))
     );
-    b_hdr_n <= std_logic_vector'("00000000000" & b_hdr_octets);
+    b_hdr_n <= beat_hl;
     b_hdr_lanes <= std_logic_vector'(
-        b2l(unsigned'(x"001f") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"001e") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"001d") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"001c") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"001b") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"001a") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0019") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0018") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0017") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0016") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0015") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0014") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0013") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0012") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0011") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0010") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"000f") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"000e") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"000d") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"000c") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"000b") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"000a") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0009") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0008") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0007") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0006") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0005") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0004") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0003") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0002") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0001") < unsigned(b_hdr_n)) &
-        b2l(unsigned'(x"0000") < unsigned(b_hdr_n))
+        b2l(unsigned'("011111") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("011110") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("011101") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("011100") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("011011") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("011010") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("011001") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("011000") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("010111") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("010110") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("010101") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("010100") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("010011") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("010010") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("010001") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("010000") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("001111") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("001110") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("001101") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("001100") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("001011") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("001010") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("001001") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("001000") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("000111") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("000110") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("000101") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("000100") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("000011") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("000010") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("000001") < unsigned(b_hdr_n)) &
+        b2l(unsigned'("000000") < unsigned(b_hdr_n))
     );
-    msg_start <= b2l(dq_count /= "00") and ((not msg_active) or b_msg_end);
-    dq_pop <= std_logic_vector'('0' & msg_start);
+    n_end <= not b2l(unsigned'(x"0040") < unsigned(beat_rem));
+    n_hrem <= std_logic_vector(unsigned(beat_hrem) - unsigned(beat_hl(4 downto 0)));
+    n_hl <= std_logic_vector'('0' & n_hrem);
+    seg_done <= b_emit and beat_end;
+    seg_load <= (or sq_count) and ((not seg_v) or seg_done);
+    sq_pop <= seg_load;
     m_axis_tvalid <= o_valid;
     m_axis_tdata <= o_data;
     m_axis_tkeep <= o_keep;
@@ -352,154 +413,641 @@ begin
     m_axis_tuser_last <= o_msg_last;
     m_axis_tuser_user <= o_user;
 
-    dq_count_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if rst = '1' then
-                dq_count <= "00";
-            else
-                dq_count <= std_logic_vector(unsigned(dq_wpos) + unsigned(std_logic_vector'('0' & (s_desc_valid and s_desc_ready))));
-            end if;
-        end if;
-    end process;
-
     dq0_tagged_reg : process (clk)
     begin
         if rising_edge(clk) then
-            dq0_tagged <= mux(dq0_push, s_desc_tagged, mux(b2l(dq_pop = "01"), dq1_tagged, dq0_tagged));
-        end if;
-    end process;
-
-    dq0_rdmap_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            dq0_rdmap <= mux(dq0_push, s_desc_rdmap, mux(b2l(dq_pop = "01"), dq1_rdmap, dq0_rdmap));
-        end if;
-    end process;
-
-    dq0_dv_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            dq0_dv <= mux(dq0_push, s_desc_dv, mux(b2l(dq_pop = "01"), dq1_dv, dq0_dv));
-        end if;
-    end process;
-
-    dq0_stag_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            dq0_stag <= mux(dq0_push, s_desc_stag, mux(b2l(dq_pop = "01"), dq1_stag, dq0_stag));
-        end if;
-    end process;
-
-    dq0_to_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            dq0_to <= mux(dq0_push, s_desc_to, mux(b2l(dq_pop = "01"), dq1_to, dq0_to));
-        end if;
-    end process;
-
-    dq0_qn_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            dq0_qn <= mux(dq0_push, s_desc_qn, mux(b2l(dq_pop = "01"), dq1_qn, dq0_qn));
-        end if;
-    end process;
-
-    dq0_msn_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            dq0_msn <= mux(dq0_push, s_desc_msn, mux(b2l(dq_pop = "01"), dq1_msn, dq0_msn));
-        end if;
-    end process;
-
-    dq0_len_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            dq0_len <= mux(dq0_push, s_desc_len, mux(b2l(dq_pop = "01"), dq1_len, dq0_len));
-        end if;
-    end process;
-
-    dq0_mulpdu_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            dq0_mulpdu <= mux(dq0_push, s_desc_mulpdu, mux(b2l(dq_pop = "01"), dq1_mulpdu, dq0_mulpdu));
-        end if;
-    end process;
-
-    dq0_user_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            dq0_user <= mux(dq0_push, s_desc_user, mux(b2l(dq_pop = "01"), dq1_user, dq0_user));
+            dq0_tagged <= mux(dq_take_new, s_desc_tagged, mux(dq_pop, dq1_tagged, dq0_tagged));
         end if;
     end process;
 
     dq1_tagged_reg : process (clk)
     begin
         if rising_edge(clk) then
-            dq1_tagged <= mux(dq1_push, s_desc_tagged, dq1_tagged);
+            if dq_push = '1' then
+                dq1_tagged <= s_desc_tagged;
+            end if;
+        end if;
+    end process;
+
+    dq0_rdmap_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dq0_rdmap <= mux(dq_take_new, s_desc_rdmap, mux(dq_pop, dq1_rdmap, dq0_rdmap));
         end if;
     end process;
 
     dq1_rdmap_reg : process (clk)
     begin
         if rising_edge(clk) then
-            dq1_rdmap <= mux(dq1_push, s_desc_rdmap, dq1_rdmap);
+            if dq_push = '1' then
+                dq1_rdmap <= s_desc_rdmap;
+            end if;
+        end if;
+    end process;
+
+    dq0_dv_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dq0_dv <= mux(dq_take_new, s_desc_dv, mux(dq_pop, dq1_dv, dq0_dv));
         end if;
     end process;
 
     dq1_dv_reg : process (clk)
     begin
         if rising_edge(clk) then
-            dq1_dv <= mux(dq1_push, s_desc_dv, dq1_dv);
+            if dq_push = '1' then
+                dq1_dv <= s_desc_dv;
+            end if;
+        end if;
+    end process;
+
+    dq0_stag_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dq0_stag <= mux(dq_take_new, s_desc_stag, mux(dq_pop, dq1_stag, dq0_stag));
         end if;
     end process;
 
     dq1_stag_reg : process (clk)
     begin
         if rising_edge(clk) then
-            dq1_stag <= mux(dq1_push, s_desc_stag, dq1_stag);
+            if dq_push = '1' then
+                dq1_stag <= s_desc_stag;
+            end if;
         end if;
     end process;
 
-    dq1_to_reg : process (clk)
+    dq0_to_lo_reg : process (clk)
     begin
         if rising_edge(clk) then
-            dq1_to <= mux(dq1_push, s_desc_to, dq1_to);
+            dq0_to_lo <= mux(dq_take_new, s_desc_to(15 downto 0), mux(dq_pop, dq1_to_lo, dq0_to_lo));
+        end if;
+    end process;
+
+    dq1_to_lo_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if dq_push = '1' then
+                dq1_to_lo <= s_desc_to(15 downto 0);
+            end if;
+        end if;
+    end process;
+
+    dq0_to_hi_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dq0_to_hi <= mux(dq_take_new, s_desc_to(63 downto 16), mux(dq_pop, dq1_to_hi, dq0_to_hi));
+        end if;
+    end process;
+
+    dq1_to_hi_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if dq_push = '1' then
+                dq1_to_hi <= s_desc_to(63 downto 16);
+            end if;
+        end if;
+    end process;
+
+    dq0_to_hi_p1_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dq0_to_hi_p1 <= mux(dq_take_new, std_logic_vector'(
+                mux(((and s_desc_to(27 downto 16)) and (and s_desc_to(39 downto 28))) and (and s_desc_to(51 downto 40)),
+                    std_logic_vector(unsigned(s_desc_to(63 downto 52)) + unsigned'(x"001")), s_desc_to(63 downto 52)) &
+                mux((and s_desc_to(27 downto 16)) and (and s_desc_to(39 downto 28)), std_logic_vector(unsigned(s_desc_to(51 downto 40))
+                    + unsigned'(x"001")), s_desc_to(51 downto 40)) &
+                mux(and s_desc_to(27 downto 16), std_logic_vector(unsigned(s_desc_to(39 downto 28)) + unsigned'(x"001")), s_desc_to(39 downto 28)) &
+                std_logic_vector(unsigned(s_desc_to(27 downto 16)) + unsigned'(x"001"))
+            ), mux(dq_pop, dq1_to_hi_p1, dq0_to_hi_p1));
+        end if;
+    end process;
+
+    dq1_to_hi_p1_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if dq_push = '1' then
+                dq1_to_hi_p1 <= std_logic_vector'(
+                    mux(((and s_desc_to(27 downto 16)) and (and s_desc_to(39 downto 28))) and (and s_desc_to(51 downto 40)),
+                        std_logic_vector(unsigned(s_desc_to(63 downto 52)) + unsigned'(x"001")), s_desc_to(63 downto 52)) &
+                    mux((and s_desc_to(27 downto 16)) and (and s_desc_to(39 downto 28)), std_logic_vector(unsigned(s_desc_to(51 downto 40))
+                        + unsigned'(x"001")), s_desc_to(51 downto 40)) &
+                    mux(and s_desc_to(27 downto 16), std_logic_vector(unsigned(s_desc_to(39 downto 28)) + unsigned'(x"001")), s_desc_to(39 downto 28)) &
+                    std_logic_vector(unsigned(s_desc_to(27 downto 16)) + unsigned'(x"001"))
+                );
+            end if;
+        end if;
+    end process;
+
+    dq0_qn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dq0_qn <= mux(dq_take_new, s_desc_qn, mux(dq_pop, dq1_qn, dq0_qn));
         end if;
     end process;
 
     dq1_qn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            dq1_qn <= mux(dq1_push, s_desc_qn, dq1_qn);
+            if dq_push = '1' then
+                dq1_qn <= s_desc_qn;
+            end if;
+        end if;
+    end process;
+
+    dq0_msn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dq0_msn <= mux(dq_take_new, s_desc_msn, mux(dq_pop, dq1_msn, dq0_msn));
         end if;
     end process;
 
     dq1_msn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            dq1_msn <= mux(dq1_push, s_desc_msn, dq1_msn);
+            if dq_push = '1' then
+                dq1_msn <= s_desc_msn;
+            end if;
         end if;
     end process;
 
-    dq1_len_reg : process (clk)
+    dq0_left_lo_reg : process (clk)
     begin
         if rising_edge(clk) then
-            dq1_len <= mux(dq1_push, s_desc_len, dq1_len);
+            dq0_left_lo <= mux(dq_take_new, s_desc_len(15 downto 0), mux(dq_pop, dq1_left_lo, dq0_left_lo));
         end if;
     end process;
 
-    dq1_mulpdu_reg : process (clk)
+    dq1_left_lo_reg : process (clk)
     begin
         if rising_edge(clk) then
-            dq1_mulpdu <= mux(dq1_push, s_desc_mulpdu, dq1_mulpdu);
+            if dq_push = '1' then
+                dq1_left_lo <= s_desc_len(15 downto 0);
+            end if;
+        end if;
+    end process;
+
+    dq0_left_hi_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dq0_left_hi <= mux(dq_take_new, s_desc_len(31 downto 16), mux(dq_pop, dq1_left_hi, dq0_left_hi));
+        end if;
+    end process;
+
+    dq1_left_hi_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if dq_push = '1' then
+                dq1_left_hi <= s_desc_len(31 downto 16);
+            end if;
+        end if;
+    end process;
+
+    dq0_left_hi_m1_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dq0_left_hi_m1 <= mux(dq_take_new, std_logic_vector(unsigned(s_desc_len(31 downto 16)) - unsigned'(x"0001")), mux(dq_pop, dq1_left_hi_m1, dq0_left_hi_m1));
+        end if;
+    end process;
+
+    dq1_left_hi_m1_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if dq_push = '1' then
+                dq1_left_hi_m1 <= std_logic_vector(unsigned(s_desc_len(31 downto 16)) - unsigned'(x"0001"));
+            end if;
+        end if;
+    end process;
+
+    dq0_maxp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dq0_maxp <= mux(dq_take_new, std_logic_vector(unsigned(s_desc_mulpdu) - unsigned(std_logic_vector'("00000000000" & mux(s_desc_tagged, "01110", "10010")))), mux(dq_pop, dq1_maxp, dq0_maxp));
+        end if;
+    end process;
+
+    dq1_maxp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if dq_push = '1' then
+                dq1_maxp <= std_logic_vector(unsigned(s_desc_mulpdu) - unsigned(std_logic_vector'("00000000000" & mux(s_desc_tagged, "01110", "10010"))));
+            end if;
+        end if;
+    end process;
+
+    dq0_user_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dq0_user <= mux(dq_take_new, s_desc_user, mux(dq_pop, dq1_user, dq0_user));
         end if;
     end process;
 
     dq1_user_reg : process (clk)
     begin
         if rising_edge(clk) then
-            dq1_user <= mux(dq1_push, s_desc_user, dq1_user);
+            if dq_push = '1' then
+                dq1_user <= s_desc_user;
+            end if;
+        end if;
+    end process;
+
+    dq0_hlen_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dq0_hlen <= mux(dq_take_new, mux(s_desc_tagged, "01110", "10010"), mux(dq_pop, dq1_hlen, dq0_hlen));
+        end if;
+    end process;
+
+    dq1_hlen_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if dq_push = '1' then
+                dq1_hlen <= mux(s_desc_tagged, "01110", "10010");
+            end if;
+        end if;
+    end process;
+
+    dq_count_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                dq_count <= "00";
+            else
+                dq_count <= mux(dq_pop, mux(dq_push, dq_count, std_logic_vector(unsigned(dq_count) - unsigned'("01"))), mux(dq_push, std_logic_vector(unsigned(dq_count) + unsigned'("01")), dq_count));
+            end if;
+        end if;
+    end process;
+
+    sq0_hdr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            sq0_hdr <= mux(sq_take_new, plan_hdr, mux(sq_pop, sq1_hdr, sq0_hdr));
+        end if;
+    end process;
+
+    sq1_hdr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if sq_push = '1' then
+                sq1_hdr <= plan_hdr;
+            end if;
+        end if;
+    end process;
+
+    sq0_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            sq0_len <= mux(sq_take_new, plan_len, mux(sq_pop, sq1_len, sq0_len));
+        end if;
+    end process;
+
+    sq1_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if sq_push = '1' then
+                sq1_len <= plan_len;
+            end if;
+        end if;
+    end process;
+
+    sq0_last_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            sq0_last <= mux(sq_take_new, plan_last, mux(sq_pop, sq1_last, sq0_last));
+        end if;
+    end process;
+
+    sq1_last_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if sq_push = '1' then
+                sq1_last <= plan_last;
+            end if;
+        end if;
+    end process;
+
+    sq0_user_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            sq0_user <= mux(sq_take_new, msg_user, mux(sq_pop, sq1_user, sq0_user));
+        end if;
+    end process;
+
+    sq1_user_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if sq_push = '1' then
+                sq1_user <= msg_user;
+            end if;
+        end if;
+    end process;
+
+    sq0_hl0_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            sq0_hl0 <= mux(sq_take_new, mux(msg_tagged, "001110", "010010"), mux(sq_pop, sq1_hl0, sq0_hl0));
+        end if;
+    end process;
+
+    sq1_hl0_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if sq_push = '1' then
+                sq1_hl0 <= mux(msg_tagged, "001110", "010010");
+            end if;
+        end if;
+    end process;
+
+    sq0_k0_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            sq0_k0 <= mux(sq_take_new, plan_k0, mux(sq_pop, sq1_k0, sq0_k0));
+        end if;
+    end process;
+
+    sq1_k0_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if sq_push = '1' then
+                sq1_k0 <= plan_k0;
+            end if;
+        end if;
+    end process;
+
+    sq0_end0_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            sq0_end0 <= mux(sq_take_new, plan_end0, mux(sq_pop, sq1_end0, sq0_end0));
+        end if;
+    end process;
+
+    sq1_end0_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if sq_push = '1' then
+                sq1_end0 <= plan_end0;
+            end if;
+        end if;
+    end process;
+
+    sq0_hrem0_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            sq0_hrem0 <= mux(sq_take_new, msg_hlen, mux(sq_pop, sq1_hrem0, sq0_hrem0));
+        end if;
+    end process;
+
+    sq1_hrem0_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if sq_push = '1' then
+                sq1_hrem0 <= msg_hlen;
+            end if;
+        end if;
+    end process;
+
+    sq_count_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                sq_count <= "00";
+            else
+                sq_count <= mux(sq_pop, mux(sq_push, sq_count, std_logic_vector(unsigned(sq_count) - unsigned'("01"))), mux(sq_push, std_logic_vector(unsigned(sq_count) + unsigned'("01")), sq_count));
+            end if;
+        end if;
+    end process;
+
+    msg_active_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                msg_active <= '0';
+            else
+                msg_active <= msg_load or (msg_active and (not (sq_push and plan_last)));
+            end if;
+        end if;
+    end process;
+
+    msg_tagged_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if msg_load = '1' then
+                msg_tagged <= dq0_tagged;
+            end if;
+        end if;
+    end process;
+
+    msg_rdmap_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if msg_load = '1' then
+                msg_rdmap <= dq0_rdmap;
+            end if;
+        end if;
+    end process;
+
+    msg_dv_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if msg_load = '1' then
+                msg_dv <= dq0_dv;
+            end if;
+        end if;
+    end process;
+
+    msg_stag_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if msg_load = '1' then
+                msg_stag <= dq0_stag;
+            end if;
+        end if;
+    end process;
+
+    msg_to_lo_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (msg_load or msg_step) = '1' then
+                msg_to_lo <= mux(msg_load, dq0_to_lo, msg_to_lo_step(15 downto 0));
+            end if;
+        end if;
+    end process;
+
+    msg_to_hi_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (msg_load or msg_step) = '1' then
+                msg_to_hi <= mux(msg_load, dq0_to_hi, mux(msg_to_lo_step(16), msg_to_hi_p1, msg_to_hi));
+            end if;
+        end if;
+    end process;
+
+    msg_to_hi_p1_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (msg_load or msg_step) = '1' then
+                msg_to_hi_p1 <= mux(msg_load, dq0_to_hi_p1, mux(msg_to_lo_step(16), std_logic_vector'(
+                    mux(((and msg_to_hi_p1(11 downto 0)) and (and msg_to_hi_p1(23 downto 12))) and (and msg_to_hi_p1(35 downto 24)),
+                        std_logic_vector(unsigned(msg_to_hi_p1(47 downto 36)) + unsigned'(x"001")), msg_to_hi_p1(47 downto 36)) &
+                    mux((and msg_to_hi_p1(11 downto 0)) and (and msg_to_hi_p1(23 downto 12)),
+                        std_logic_vector(unsigned(msg_to_hi_p1(35 downto 24)) + unsigned'(x"001")), msg_to_hi_p1(35 downto 24)) &
+                    mux(and msg_to_hi_p1(11 downto 0), std_logic_vector(unsigned(msg_to_hi_p1(23 downto 12)) + unsigned'(x"001")), msg_to_hi_p1(23 downto 12)) &
+                    std_logic_vector(unsigned(msg_to_hi_p1(11 downto 0)) + unsigned'(x"001"))
+                ), msg_to_hi_p1));
+            end if;
+        end if;
+    end process;
+
+    msg_qn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if msg_load = '1' then
+                msg_qn <= dq0_qn;
+            end if;
+        end if;
+    end process;
+
+    msg_msn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if msg_load = '1' then
+                msg_msn <= dq0_msn;
+            end if;
+        end if;
+    end process;
+
+    msg_left_lo_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (msg_load or msg_step) = '1' then
+                msg_left_lo <= mux(msg_load, dq0_left_lo, msg_left_lo_step(15 downto 0));
+            end if;
+        end if;
+    end process;
+
+    msg_left_hi_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (msg_load or msg_step) = '1' then
+                msg_left_hi <= mux(msg_load, dq0_left_hi, mux(msg_left_lo_step(16), msg_left_hi_m1, msg_left_hi));
+            end if;
+        end if;
+    end process;
+
+    msg_left_hi_m1_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (msg_load or msg_step) = '1' then
+                msg_left_hi_m1 <= mux(msg_load, dq0_left_hi_m1, mux(msg_left_lo_step(16), std_logic_vector(unsigned(msg_left_hi_m1) - unsigned'(x"0001")), msg_left_hi_m1));
+            end if;
+        end if;
+    end process;
+
+    msg_maxp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if msg_load = '1' then
+                msg_maxp <= dq0_maxp;
+            end if;
+        end if;
+    end process;
+
+    msg_user_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if msg_load = '1' then
+                msg_user <= dq0_user;
+            end if;
+        end if;
+    end process;
+
+    msg_hlen_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if msg_load = '1' then
+                msg_hlen <= dq0_hlen;
+            end if;
+        end if;
+    end process;
+
+    msg_mo_lo_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (msg_load or msg_step) = '1' then
+                msg_mo_lo <= mux(msg_load, x"0000", msg_mo_lo_step(15 downto 0));
+            end if;
+        end if;
+    end process;
+
+    msg_mo_hi_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (msg_load or msg_step) = '1' then
+                msg_mo_hi <= mux(msg_load, x"0000", mux(msg_mo_lo_step(16), msg_mo_hi_p1, msg_mo_hi));
+            end if;
+        end if;
+    end process;
+
+    msg_mo_hi_p1_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (msg_load or msg_step) = '1' then
+                msg_mo_hi_p1 <= mux(msg_load, x"0001", mux(msg_mo_lo_step(16), std_logic_vector'(
+                    mux(and msg_mo_hi_p1(11 downto 0), std_logic_vector(unsigned(msg_mo_hi_p1(15 downto 12)) + unsigned'(x"1")), msg_mo_hi_p1(15 downto 12)) &
+                    std_logic_vector(unsigned(msg_mo_hi_p1(11 downto 0)) + unsigned'(x"001"))
+                ), msg_mo_hi_p1));
+            end if;
+        end if;
+    end process;
+
+    msg_smax_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if msg_load = '1' then
+                msg_smax <= std_logic_vector(unsigned(dq0_maxp) + unsigned(std_logic_vector'("00000000000" & dq0_hlen)));
+            end if;
+        end if;
+    end process;
+
+    pq0_data_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pq0_data <= mux(pq_pop_n(1), mux(pq_pop_n(0), mux(pq_push_at2, s_axis_tdata, pq2_data), mux(pq_push_at2, s_axis_tdata, pq2_data)), mux(pq_pop_n(0), mux(pq_push_at1, s_axis_tdata, pq1_data), mux(pq_push_at0, s_axis_tdata, pq0_data)));
+        end if;
+    end process;
+
+    pq0_last_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pq0_last <= mux(pq_pop_n(1), mux(pq_pop_n(0), mux(pq_push_at2, s_axis_tlast, pq2_last), mux(pq_push_at2, s_axis_tlast, pq2_last)), mux(pq_pop_n(0), mux(pq_push_at1, s_axis_tlast, pq1_last), mux(pq_push_at0, s_axis_tlast, pq0_last)));
+        end if;
+    end process;
+
+    pq1_data_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pq1_data <= mux(pq_pop_n(1), mux(pq_pop_n(0), mux(pq_push_at3, s_axis_tdata, s_axis_tdata), mux(pq_push_at3, s_axis_tdata, s_axis_tdata)), mux(pq_pop_n(0), mux(pq_push_at2, s_axis_tdata, pq2_data), mux(pq_push_at1, s_axis_tdata, pq1_data)));
+        end if;
+    end process;
+
+    pq1_last_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pq1_last <= mux(pq_pop_n(1), mux(pq_pop_n(0), mux(pq_push_at3, s_axis_tlast, s_axis_tlast), mux(pq_push_at3, s_axis_tlast, s_axis_tlast)), mux(pq_pop_n(0), mux(pq_push_at2, s_axis_tlast, pq2_last), mux(pq_push_at1, s_axis_tlast, pq1_last)));
+        end if;
+    end process;
+
+    pq2_data_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pq2_data <= mux(pq_pop_n(1), mux(pq_pop_n(0), s_axis_tdata, s_axis_tdata), mux(pq_pop_n(0), mux(pq_push_at3, s_axis_tdata, s_axis_tdata), mux(pq_push_at2, s_axis_tdata, pq2_data)));
+        end if;
+    end process;
+
+    pq2_last_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pq2_last <= mux(pq_pop_n(1), mux(pq_pop_n(0), s_axis_tlast, s_axis_tlast), mux(pq_pop_n(0), mux(pq_push_at3, s_axis_tlast, s_axis_tlast), mux(pq_push_at2, s_axis_tlast, pq2_last)));
         end if;
     end process;
 
@@ -509,170 +1057,7 @@ begin
             if rst = '1' then
                 pq_count <= "00";
             else
-                pq_count <= std_logic_vector(unsigned(pq_wpos) + unsigned(std_logic_vector'('0' & (s_axis_tvalid and s_axis_tready))));
-            end if;
-        end if;
-    end process;
-
-    pq0_data_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            pq0_data <= mux(pq0_push, s_axis_tdata, mux(b2l(pq_pop = "01"), pq1_data, mux(b2l(pq_pop = "10"), pq2_data, pq0_data)));
-        end if;
-    end process;
-
-    pq0_last_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            pq0_last <= mux(pq0_push, s_axis_tlast, mux(b2l(pq_pop = "01"), pq1_last, mux(b2l(pq_pop = "10"), pq2_last, pq0_last)));
-        end if;
-    end process;
-
-    pq1_data_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            pq1_data <= mux(pq1_push, s_axis_tdata, mux(b2l(pq_pop = "01"), pq2_data, pq1_data));
-        end if;
-    end process;
-
-    pq1_last_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            pq1_last <= mux(pq1_push, s_axis_tlast, mux(b2l(pq_pop = "01"), pq2_last, pq1_last));
-        end if;
-    end process;
-
-    pq2_data_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            pq2_data <= mux(pq2_push, s_axis_tdata, pq2_data);
-        end if;
-    end process;
-
-    pq2_last_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            pq2_last <= mux(pq2_push, s_axis_tlast, pq2_last);
-        end if;
-    end process;
-
-    msg_active_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if rst = '1' then
-                msg_active <= '0';
-            elsif (msg_start or b_msg_end) = '1' then
-                msg_active <= msg_start;
-            end if;
-        end if;
-    end process;
-
-    seg_first_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if rst = '1' then
-                seg_first <= '0';
-            elsif (msg_start or b_emit) = '1' then
-                seg_first <= mux(msg_start, '1', b_seg_end);
-            end if;
-        end if;
-    end process;
-
-    msg_tagged_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if (msg_start or b_emit) = '1' then
-                msg_tagged <= mux(msg_start, dq0_tagged, msg_tagged);
-            end if;
-        end if;
-    end process;
-
-    msg_rdmap_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if (msg_start or b_emit) = '1' then
-                msg_rdmap <= mux(msg_start, dq0_rdmap, msg_rdmap);
-            end if;
-        end if;
-    end process;
-
-    msg_dv_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if (msg_start or b_emit) = '1' then
-                msg_dv <= mux(msg_start, dq0_dv, msg_dv);
-            end if;
-        end if;
-    end process;
-
-    msg_stag_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if (msg_start or b_emit) = '1' then
-                msg_stag <= mux(msg_start, dq0_stag, msg_stag);
-            end if;
-        end if;
-    end process;
-
-    msg_to_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if (msg_start or b_emit) = '1' then
-                msg_to <= mux(msg_start, dq0_to, std_logic_vector(unsigned(msg_to) + unsigned(std_logic_vector'(x"000000000000" & b_payload_octets))));
-            end if;
-        end if;
-    end process;
-
-    msg_qn_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if (msg_start or b_emit) = '1' then
-                msg_qn <= mux(msg_start, dq0_qn, msg_qn);
-            end if;
-        end if;
-    end process;
-
-    msg_msn_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if (msg_start or b_emit) = '1' then
-                msg_msn <= mux(msg_start, dq0_msn, msg_msn);
-            end if;
-        end if;
-    end process;
-
-    msg_mo_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if (msg_start or b_emit) = '1' then
-                msg_mo <= mux(msg_start, x"00000000", std_logic_vector(unsigned(msg_mo) + unsigned(std_logic_vector'(x"0000" & b_payload_octets))));
-            end if;
-        end if;
-    end process;
-
-    msg_left_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if (msg_start or b_emit) = '1' then
-                msg_left <= mux(msg_start, dq0_len, std_logic_vector(unsigned(msg_left) - unsigned(std_logic_vector'(x"0000" & b_payload_octets))));
-            end if;
-        end if;
-    end process;
-
-    msg_maxp_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if (msg_start or b_emit) = '1' then
-                msg_maxp <= mux(msg_start, std_logic_vector(unsigned(dq0_mulpdu) - unsigned(mux(dq0_tagged, x"000e", x"0012"))), msg_maxp);
-            end if;
-        end if;
-    end process;
-
-    msg_user_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if (msg_start or b_emit) = '1' then
-                msg_user <= mux(msg_start, dq0_user, msg_user);
+                pq_count <= mux(pq_pop_n(1), mux(pq_pop_n(0), mux(s_axis_tvalid and pq_room, std_logic_vector(unsigned(std_logic_vector(unsigned(pq_count) - unsigned'("10"))) + unsigned'("01")), std_logic_vector(unsigned(pq_count) - unsigned'("10"))), mux(s_axis_tvalid and pq_room, std_logic_vector(unsigned(std_logic_vector(unsigned(pq_count) - unsigned'("10"))) + unsigned'("01")), std_logic_vector(unsigned(pq_count) - unsigned'("10")))), mux(pq_pop_n(0), mux(s_axis_tvalid and pq_room, std_logic_vector(unsigned(std_logic_vector(unsigned(pq_count) - unsigned'("01"))) + unsigned'("01")), std_logic_vector(unsigned(pq_count) - unsigned'("01"))), mux(s_axis_tvalid and pq_room, std_logic_vector(unsigned(std_logic_vector(unsigned(pq_count) - unsigned'("00"))) + unsigned'("01")), std_logic_vector(unsigned(pq_count) - unsigned'("00")))));
             end if;
         end if;
     end process;
@@ -683,43 +1068,18 @@ begin
             if rst = '1' then
                 pay_rp <= "00000";
             elsif b_emit = '1' then
-                pay_rp <= mux(b_last_payload, "00000", std_logic_vector(unsigned(pay_rp) + unsigned(b_payload_octets(4 downto 0))));
+                pay_rp <= mux(b_last_payload, "00000", b_rp_end(4 downto 0));
             end if;
         end if;
     end process;
 
-    seg_hleft_reg : process (clk)
+    seg_v_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if b_emit = '1' then
-                seg_hleft <= std_logic_vector(unsigned(c_hleft) - unsigned(b_hdr_octets));
-            end if;
-        end if;
-    end process;
-
-    seg_pleft_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if b_emit = '1' then
-                seg_pleft <= std_logic_vector(unsigned(c_pleft) - unsigned(b_payload_octets));
-            end if;
-        end if;
-    end process;
-
-    seg_last_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if b_emit = '1' then
-                seg_last <= c_last;
-            end if;
-        end if;
-    end process;
-
-    seg_len_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if b_emit = '1' then
-                seg_len <= c_len;
+            if rst = '1' then
+                seg_v <= '0';
+            else
+                seg_v <= seg_load or (seg_v and (not seg_done));
             end if;
         end if;
     end process;
@@ -727,8 +1087,89 @@ begin
     seg_hdr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if b_emit = '1' then
-                seg_hdr <= c_hdr;
+            if (seg_load or b_emit) = '1' then
+                seg_hdr <= mux(seg_load, sq0_hdr, seg_hdr);
+            end if;
+        end if;
+    end process;
+
+    beat_hl_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                beat_hl <= "000000";
+            elsif (seg_load or b_emit) = '1' then
+                beat_hl <= mux(seg_load, sq0_hl0, n_hl);
+            end if;
+        end if;
+    end process;
+
+    beat_k_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                beat_k <= "000000";
+            elsif (seg_load or b_emit) = '1' then
+                beat_k <= mux(seg_load, sq0_k0, mux(n_end, std_logic_vector(unsigned(std_logic_vector'((not beat_rem(5)) & beat_rem(4 downto 0))) - unsigned(n_hl)), std_logic_vector(unsigned'("100000") - unsigned(n_hl))));
+            end if;
+        end if;
+    end process;
+
+    beat_end_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                beat_end <= '0';
+            elsif (seg_load or b_emit) = '1' then
+                beat_end <= mux(seg_load, sq0_end0, n_end);
+            end if;
+        end if;
+    end process;
+
+    beat_rem_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (seg_load or b_emit) = '1' then
+                beat_rem <= mux(seg_load, sq0_len, std_logic_vector'(
+                    std_logic_vector(unsigned(beat_rem(15 downto 5)) - unsigned'("00000000001")) &
+                    beat_rem(4 downto 0)
+                ));
+            end if;
+        end if;
+    end process;
+
+    beat_hrem_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (seg_load or b_emit) = '1' then
+                beat_hrem <= mux(seg_load, sq0_hrem0, n_hrem);
+            end if;
+        end if;
+    end process;
+
+    seg_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if seg_load = '1' then
+                seg_len <= sq0_len;
+            end if;
+        end if;
+    end process;
+
+    seg_last_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if seg_load = '1' then
+                seg_last <= sq0_last;
+            end if;
+        end if;
+    end process;
+
+    seg_user_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if seg_load = '1' then
+                seg_user <= sq0_user;
             end if;
         end if;
     end process;
@@ -783,7 +1224,7 @@ begin
                     std_logic_vector'(7 downto 0 => b_hdr_lanes(2)) &
                     std_logic_vector'(7 downto 0 => b_hdr_lanes(1)) &
                     std_logic_vector'(7 downto 0 => b_hdr_lanes(0))
-                ) and std_logic_vector'(x"0000000000000000000000000000" & c_hdr)) or ((std_logic_vector'(
+                ) and std_logic_vector'(x"0000000000000000000000000000" & seg_hdr)) or ((std_logic_vector'(
                     std_logic_vector'(7 downto 0 => b_keep(31)) &
                     std_logic_vector'(7 downto 0 => b_keep(30)) &
                     std_logic_vector'(7 downto 0 => b_keep(29)) &
@@ -871,7 +1312,7 @@ begin
             if rst = '1' then
                 o_last <= '0';
             elsif b_emit = '1' then
-                o_last <= b_seg_end;
+                o_last <= beat_end;
             end if;
         end if;
     end process;
@@ -882,7 +1323,7 @@ begin
             if rst = '1' then
                 o_len <= x"0000";
             elsif b_emit = '1' then
-                o_len <= c_len;
+                o_len <= seg_len;
             end if;
         end if;
     end process;
@@ -893,7 +1334,7 @@ begin
             if rst = '1' then
                 o_msg_last <= '0';
             elsif b_emit = '1' then
-                o_msg_last <= c_last;
+                o_msg_last <= seg_last;
             end if;
         end if;
     end process;
@@ -904,7 +1345,7 @@ begin
             if rst = '1' then
                 o_user <= x"0000";
             elsif b_emit = '1' then
-                o_user <= msg_user;
+                o_user <= seg_user;
             end if;
         end if;
     end process;
