@@ -249,7 +249,7 @@ func (p *axiMuxPair) step() error {
 	if get(p.wrP, wrO, "m_axi_awvalid") != 0 && p.wrP.in("m_axi_awready").Get(wrI) != 0 {
 		id, addr := get(p.wrP, wrO, "m_axi_awid"), get(p.wrP, wrO, "m_axi_awaddr")
 		src := int(addr >> 40)
-		if src >= d.n || m0(d.ms[src].wr, d.ms[src].awNext) == nil {
+		if src >= d.n || d.ms[src].awNext >= len(d.ms[src].wr) {
 			d.fail("write address %#x with ID %#x: no master offered it", addr, id)
 			return nil
 		}
@@ -298,7 +298,7 @@ func (p *axiMuxPair) step() error {
 	if get(p.rdP, rdO, "m_axi_arvalid") != 0 && p.rdP.in("m_axi_arready").Get(rdI) != 0 {
 		id, addr := get(p.rdP, rdO, "m_axi_arid"), get(p.rdP, rdO, "m_axi_araddr")
 		src := int(addr >> 40)
-		if src >= d.n || m0(d.ms[src].rd, d.ms[src].arNext) == nil {
+		if src >= d.n || d.ms[src].arNext >= len(d.ms[src].rd) {
 			d.fail("read address %#x with ID %#x: no master offered it", addr, id)
 			return nil
 		}
@@ -395,14 +395,6 @@ func (p *axiMuxPair) step() error {
 				d.Bursts++
 			}
 		}
-	}
-	return nil
-}
-
-// m0 is q[i], or nil past its end.
-func m0(q []*muxBurst, i int) *muxBurst {
-	if i < len(q) {
-		return q[i]
 	}
 	return nil
 }
