@@ -245,15 +245,7 @@ func (m *Placement) adv(in *PlacementIn) bool {
 	if m.s3Done && !in.DoneReady {
 		return false
 	}
-	switch m.s3Dest {
-	case PlaceDMA:
-		return m.s3Strb == 0 || in.DMAReady
-	case PlaceHost:
-		return in.HostReady
-	case PlaceTerm:
-		return in.TermReady
-	}
-	return true
+	return m.chanOK(in)
 }
 
 // Step runs one cycle.
@@ -267,7 +259,7 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 	merge := m.flush && m.s2.v && m.s2.sop && !(m.s2.last && m.s2Ctx.done) && (m.s2Ctx.dest == PlaceDrop ||
 		m.s2Ctx.dest == PlaceDMA && m.block(scratch[:m.lanes], nil, &m.s2, m.s2Ctx.rot) == 0)
 	advUp := adv && (!m.flush || merge)
-	out := m.outputs()
+	out := m.outputs(&in)
 	out.SReady = advUp && m.initDone
 	if in.Reset {
 		m.reset()
@@ -569,19 +561,35 @@ func (m *Placement) decide() plCtx {
 	return ctx
 }
 
-// outputs are what the output register shows this cycle.
-func (m *Placement) outputs() PlacementOut {
+// chanOK is whether the channel the output register's content is for takes it
+// this cycle.
+func (m *Placement) chanOK(in *PlacementIn) bool {
+	switch m.s3Dest {
+	case PlaceDMA:
+		return m.s3Strb == 0 || in.DMAReady
+	case PlaceHost:
+		return in.HostReady
+	case PlaceTerm:
+		return in.TermReady
+	}
+	return true
+}
+
+// outputs are what the output register shows this cycle. A block that also
+// completes a Read Response is offered on m_dma only while m_done can be
+// taken, and m_done only while the block can: neither is taken twice.
+func (m *Placement) outputs(in *PlacementIn) PlacementOut {
 	o := PlacementOut{InitDone: m.initDone}
 	if !m.s3v {
 		return o
 	}
-	if m.s3Done {
+	if m.s3Done && m.chanOK(in) {
 		h := ddp.Tagged(m.s3Hdr[:])
 		o.DoneValid, o.DoneQP, o.DoneSTag, o.DoneTO, o.DoneLen = true, m.s3Ctx.qp, h.STag(), h.TO(), m.s3Ctx.len
 	}
 	switch m.s3Dest {
 	case PlaceDMA:
-		if m.s3Strb == 0 {
+		if m.s3Strb == 0 || m.s3Done && !in.DoneReady {
 			break
 		}
 		o.DMAValid, o.DMAStrb = true, m.s3Strb
