@@ -117,12 +117,7 @@ func (b *ctxBench) postSGL(q *ctxQP, op cs.WQEOpcode, sgl [][3]uint64) uint64 {
 		e.SetLength(uint32(s[1]))
 		e.SetLKey(uint32(s[2]))
 	}
-	size := uint16(1) << q.cfg.SQLog
-	for i := 0; i < bbs; i++ {
-		a := q.cfg.SQBase + uint64((q.pi+uint16(i))&(size-1))*cs.BB
-		b.mh.mem.Write(a, wqe[i*cs.BB:(i+1)*cs.BB])
-		b.rtl.Mem.Write(a, wqe[i*cs.BB:(i+1)*cs.BB])
-	}
+	b.putSQ(q, wqe)
 	q.pi += uint16(bbs)
 	q.posted++
 	q.pending = true
@@ -246,8 +241,9 @@ func TestCardTxLocalProtection(t *testing.T) {
 					sge = [3]uint64{o.base, 64, uint64(o.stag)}
 				}
 				id := b.postSGL(q, cs.WQEOpcodeRDMAWrite, [][3]uint64{b.sgeIn(2000), sge})
-				// Work posted after it: flushed.
-				for k := b.rng.IntN(3); k > 0; k-- {
+				// Work posted after it, as far as the SQ has room (the
+				// ring may be as small as 8 blocks): flushed.
+				for k := b.rng.IntN(3); k > 0 && int(uint16(1)<<q.cfg.SQLog)-int(q.pi-q.rtlSQCI) >= cs.MaxWQEBBs; k-- {
 					if b.rng.Chance(128) {
 						b.postSGL(q, cs.WQEOpcodeSend, b.randomSGL(3000))
 					} else {

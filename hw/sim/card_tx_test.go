@@ -169,6 +169,10 @@ func (b *ctxBench) create(cq *ctxQP) {
 // (SQ_PI is not moved).
 func (b *ctxBench) putSQ(q *ctxQP, wqe []byte) {
 	size := uint16(1) << q.cfg.SQLog
+	// A test that posts past the free blocks overwrites WQEs the card has
+	// not read yet: say so rather than let the card read a torn ring.
+	require.LessOrEqual(b.t, int(q.pi-q.rtlSQCI)+len(wqe)/cs.BB, int(size),
+		"seed %d: QP %d's SQ has no room for a %d-block WQE (the test posted too much)", b.seed, q.cfg.Num, len(wqe)/cs.BB)
 	for i := 0; i < len(wqe)/cs.BB; i++ {
 		a := q.cfg.SQBase + uint64((q.pi+uint16(i))&(size-1))*cs.BB
 		blk := wqe[i*cs.BB : (i+1)*cs.BB]
