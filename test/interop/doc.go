@@ -9,8 +9,8 @@
 // libraries — then creates a network namespace with a bridge (198.18.0.1/24)
 // and boots guests on tap ports (198.18.0.2, .3). Each Scenario runs its
 // host-side and guest-side programs in step (RunSides): the host side is
-// cmd/iwping running in the namespace on an openiwarp card (the model card;
-// the all-RTL sim card with -rtl, see RTLScenarios), the guest side rping, rdma_server or
+// cmd/iwping running in the namespace on an openiwarp card (the model card,
+// or the all-RTL sim card: RTLScenarios), the guest side rping, rdma_server or
 // rdma_client over siw0. Every byte of ping data is verified against rping's
 // own pattern on both sides, every scenario's traffic is captured on the
 // bridge and decoded twice, by tshark's iWARP dissectors and by cmd/iwdump,

@@ -17,7 +17,6 @@ var (
 	matrixFlag  = flag.String("matrix", "", "write the interoperability matrix (Markdown) to this file")
 	onlyFlag    = flag.String("only", "", "run only the scenarios whose name matches this regexp")
 	repeatFlag  = flag.Int("repeat", 1, "run each scenario this many times (to measure flakiness)")
-	rtlFlag     = flag.Bool("rtl", false, "also run the scenarios on the all-RTL sim card (RTLScenarios), which the matrix lists as not done")
 )
 
 // ran collects every scenario's result, of every test of the package, for
@@ -41,7 +40,7 @@ func writeMatrix() error {
 	if *matrixFlag == "" || len(ran.results) == 0 {
 		return nil
 	}
-	if err := os.WriteFile(*matrixFlag, []byte(Matrix(ran.results, NotDone())), 0o644); err != nil {
+	if err := os.WriteFile(*matrixFlag, []byte(Matrix(ran.results)), 0o644); err != nil {
 		return fmt.Errorf("interop: writing the matrix: %w", err)
 	}
 	return nil
@@ -79,10 +78,7 @@ func TestInterop(t *testing.T) {
 			t.Errorf("cleanup: %v", err)
 		}
 	}()
-	scenarios := Scenarios()
-	if *rtlFlag {
-		scenarios = append(scenarios, RTLScenarios()...)
-	}
+	scenarios := append(Scenarios(), RTLScenarios()...)
 	for _, s := range scenarios {
 		if only != nil && !only.MatchString(s.Name) {
 			continue

@@ -7,23 +7,12 @@ import (
 	"github.com/openiwarp/openiwarp/hw/gen"
 )
 
-// NotDone lists the scenarios the harness does not run by default, with
-// the reason: the matrix shows them as "not done", never as passing (a
-// scenario that did run shows its result instead).
-func NotDone() []Result {
-	var r []Result
-	for _, s := range RTLScenarios() {
-		r = append(r, Result{Name: s.Name, Roles: s.Roles, MPA: s.MPA, Card: s.Card, CRC: s.CRC, Status: "not done", Detail: rtlNotDone})
-	}
-	return r
-}
-
 // matrixGenerator names what writes MATRIX.md, in its generated-file marker.
 const matrixGenerator = "make interop (test/interop)"
 
 // Matrix renders results as the Markdown interoperability matrix, opening
 // with the generated-file marker (hw/gen.Marker).
-func Matrix(results, notDone []Result) string {
+func Matrix(results []Result) string {
 	var b strings.Builder
 	mark, err := gen.Marker("MATRIX.md", matrixGenerator)
 	if err != nil {
@@ -35,7 +24,6 @@ func Matrix(results, notDone []Result) string {
 		"captures, console logs and per-scenario reports are kept in build/interop/<scenario>/.\n\n")
 	b.WriteString("| Scenario | Roles | CRC | MPA | openiwarp card | Result | Capture (tshark) | iwdump | Notes |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
-	seen := map[string]bool{}
 	row := func(r Result) {
 		crc := "off"
 		if r.CRC {
@@ -50,13 +38,7 @@ func Matrix(results, notDone []Result) string {
 			r.Name, r.Roles, crc, r.MPA, r.Card, status, cell(r.Decoded), cell(r.Iwdump), cell(notes))
 	}
 	for _, r := range results {
-		seen[r.Name] = true
 		row(r)
-	}
-	for _, r := range notDone {
-		if !seen[r.Name] {
-			row(r)
-		}
 	}
 	b.WriteString("\n" + KnownSiwDefects + "\n" + OpenIssues)
 	return b.String()

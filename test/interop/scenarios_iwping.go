@@ -155,8 +155,8 @@ func siwClientToIwping(crc bool, l load) func(ctx context.Context, h *Harness, a
 }
 
 var (
-	iwpingSimClientToSiw = hostClient(rpingServer(std), iwpingClientArgs(true, std, simCard...), verifyRTL(false))
-	siwClientToIwpingSim = guestClient(iwpingFlags(true, std, simCard...), rpingClient(std), verifyRTL(true))
+	iwpingSimClientToSiw = hostClient(rpingServer(std), iwpingClientArgs(true, std, simCard...), verifyRTL(false, verifyPings(std)))
+	siwClientToIwpingSim = guestClient(iwpingFlags(true, std, simCard...), rpingClient(std), verifyRTL(true, verifyPings(std)))
 )
 
 // iwpingMarkersRefused asks siw for markers: siw must refuse the Request
@@ -189,19 +189,21 @@ func iwpingMarkersRefused(ctx context.Context, h *Harness, a *Attempt) error {
 // cycle-checked) with a JSON summary, so the check can see the RTL ran.
 var simCard = []string{"-card", "sim", "-json"}
 
-// verifyRTL checks the pings and that the sim card's RTL checked cycles:
-// iwping is the server (ours = server) or the client.
-func verifyRTL(oursIsServer bool) func(server, client Output) error {
+// verifyRTL checks the exchange with verify and that the sim card's RTL
+// checked cycles: iwping is the server (ours = server) or the client.
+func verifyRTL(oursIsServer bool, verify func(server, client Output) error) func(server, client Output) error {
 	return func(server, client Output) error {
-		if err := verifyPings(std)(server, client); err != nil {
+		if err := verify(server, client); err != nil {
 			return err
 		}
 		ours := client
 		if oursIsServer {
 			ours = server
 		}
-		i := strings.Index(ours.Stdout, "\n{")
-		if i < 0 {
+		// The summary is stdout's last line to open with "{" (the whole
+		// of stdout when iwping prints nothing else).
+		i := strings.LastIndex("\n"+ours.Stdout, "\n{") - 1
+		if i < -1 {
 			return fmt.Errorf("interop: no JSON summary from iwping:\n%s", ours.Stdout)
 		}
 		var sum struct {
@@ -247,6 +249,13 @@ var (
 	iwpingExampleServer = guestClient([]string{"-example", "-timeout", iwpingTimeout},
 		[]string{"rdma_client", "-s", HostAddr, "-p", "PORT"},
 		verifyExample(func(_, c Output) Output { return c }, "rdma_client: end 0"))
+	// The same on the all-RTL sim card, against the CRC-requiring siw.
+	iwpingSimExampleClient = hostClient([]string{"rdma_server", "-p", "PORT"},
+		append([]string{"-example", "-crc", "-first-delay", siwFirstDelay, "-timeout", iwpingTimeout}, simCard...),
+		verifyRTL(false, verifyExample(func(s, _ Output) Output { return s }, "rdma_server: end 0")))
+	iwpingSimExampleServer = guestClient(append([]string{"-example", "-crc", "-timeout", iwpingTimeout}, simCard...),
+		[]string{"rdma_client", "-s", HostAddr, "-p", "PORT"},
+		verifyRTL(true, verifyExample(func(_, c Output) Output { return c }, "rdma_client: end 0")))
 )
 
 // iwpingScenarios are the openiwarp-against-siw scenarios (model card).
@@ -287,9 +296,10 @@ func iwpingScenarios() []*Scenario {
 
 // RTLScenarios are iwping on the all-RTL sim card (the one driver over the
 // Verilated iwcard, every DMA write checked against the card model)
-// against rping on the CRC-requiring siw, both roles. TestInterop runs
-// them with -rtl; until the card's RTL serves everything rping's loop
-// does, the matrix lists them as not done (NotDone), with rtlNotDone.
+// against the CRC-requiring siw, both roles: rping's loop of Sends, RDMA
+// Reads both ways (the card's responder answers siw's) and RDMA Writes,
+// and librdmacm's rdma_server/rdma_client pair; every byte moved by the
+// RTL (iwping built with cgo).
 func RTLScenarios() []*Scenario {
 	crc := map[string]string{GuestA: SiwCRCModule, GuestB: SiwCRCModule}
 	ops := rpingOps(pingCount)
@@ -298,9 +308,9 @@ func RTLScenarios() []*Scenario {
 			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Run: iwpingSimClientToSiw, Note: firstDelayNote},
 		{Name: "siw-client-iwping-sim-server-crc", Roles: "rping -c (CRC-requiring siw) → iwping -s -crc -card sim (host, RTL in the loop)", CRC: true, MPA: "Rev 2", Card: "sim",
 			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Run: siwClientToIwpingSim},
+		{Name: "iwping-sim-example-client-crc", Roles: "iwping -c -example -crc -card sim (host, RTL in the loop) → rdma_server (CRC-requiring siw)", CRC: true, MPA: "Rev 2", Card: "sim",
+			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: map[rdmap.Opcode]int{rdmap.OpSend: 2}}, Run: iwpingSimExampleClient, Note: firstDelayNote},
+		{Name: "iwping-sim-example-server-crc", Roles: "rdma_client (CRC-requiring siw) → iwping -s -example -crc -card sim (host, RTL in the loop)", CRC: true, MPA: "Rev 2", Card: "sim",
+			Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: map[rdmap.Opcode]int{rdmap.OpSend: 2}}, Run: iwpingSimExampleServer},
 	}
 }
-
-// rtlNotDone says why the RTL scenarios are not run by default.
-const rtlNotDone = "not run by make interop: the card's RTL does not answer RDMA Read Requests yet (docs/card-rtl.md), " +
-	"which rping's loop makes; -rtl runs them (iwping built with cgo on the host, the sim card's RTL checked by the card model)"
