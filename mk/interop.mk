@@ -14,10 +14,12 @@ TEST_TARGETS += test-guest
 
 .PHONY: interop
 # Linux soft-iWARP (siw) in QEMU guests against openiwarp; regenerates the matrix.
-# TestInteropCardInSlot (matched too): iwping on the card in a guest's PCI slot.
+# TestInteropCardInSlot (matched too): iwping in a guest on the card in a PCI slot,
+# the card's model and the Verilated card (RTL); RTLScenarios: iwping on the host's
+# all-RTL sim card.
 # Captures, console logs and reports: build/interop/<scenario>/.
 interop:
-	$(GO) test -race -count=1 -timeout 20m -v -run TestInterop ./test/interop -args -matrix $(CURDIR)/test/interop/MATRIX.md
+	$(GO) test -race -count=1 -timeout 30m -v -run TestInterop ./test/interop -args -matrix $(CURDIR)/test/interop/MATRIX.md
 
 # The harness's own tests: capture decoding (tshark, iwdump, committed captures), sides, checks.
 .PHONY: test-interop-unit

@@ -39,7 +39,7 @@ func TestInteropCardInSlot(t *testing.T) {
 	if results == "" {
 		results = filepath.Join(root, "build", "interop")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	h, err := NewHarness(ctx, results, testLog{t})
 	require.NoError(t, err)
@@ -53,85 +53,110 @@ func TestInteropCardInSlot(t *testing.T) {
 	img, err := guest.Image{Kernel: h.Image.Kernel, Modules: []string{vfioKO, "vfio_pci"}, Binaries: []string{iwping}}.Build(ctx)
 	require.NoError(t, err)
 
-	// The card and its ivshmem device.
+	// Two cards, each with its own ivshmem device: the card's model, and
+	// the Verilated card (cardserve.RTL(64), every DMA write checked by
+	// the model). Card i and its ivshmem device take slots 1+2i and 2+2i.
 	var mu sync.Mutex
 	var reported []string
-	s, err := cardserve.New(cardserve.Config{Card: cardserve.Model(64), Report: func(err error) {
-		mu.Lock()
-		reported = append(reported, err.Error())
-		mu.Unlock()
-	}})
-	require.NoError(t, err)
-	defer s.Close()
-	ivsPath := filepath.Join(t.TempDir(), "ivshmem.sock")
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: ivsPath, Net: "unix"})
-	require.NoError(t, err)
-	defer l.Close()
-	go s.ServeIVShmem(l)
-	theirs, ours, err := cardserve.ProxySocket()
-	require.NoError(t, err)
-	defer ours.Close()
-	go s.ServeProxy(ours)
+	kinds := []struct {
+		label string
+		card  cardserve.NewCard
+	}{{"model", cardserve.Model(64)}, {"rtl", cardserve.RTL(64)}}
+	var (
+		servers []*cardserve.Server
+		theirs  []*os.File
+		devices []string
+		qemu    []string
+	)
+	for i, k := range kinds {
+		s, err := cardserve.New(cardserve.Config{Card: k.card, Report: func(err error) {
+			mu.Lock()
+			reported = append(reported, k.label+": "+err.Error())
+			mu.Unlock()
+		}})
+		require.NoError(t, err)
+		defer s.Close()
+		ivsPath := filepath.Join(t.TempDir(), "ivshmem.sock")
+		l, err := net.ListenUnix("unix", &net.UnixAddr{Name: ivsPath, Net: "unix"})
+		require.NoError(t, err)
+		defer l.Close()
+		go s.ServeIVShmem(l)
+		th, ours, err := cardserve.ProxySocket()
+		require.NoError(t, err)
+		defer ours.Close()
+		go s.ServeProxy(ours)
+		servers, theirs = append(servers, s), append(theirs, th)
+		devices = append(devices, fmt.Sprintf("x-pci-proxy-dev,id=card%d,fd=%d", i, 3+i), fmt.Sprintf("ivshmem-doorbell,chardev=ivs%d,vectors=1", i))
+		qemu = append(qemu, "-chardev", fmt.Sprintf("socket,path=%s,id=ivs%d", ivsPath, i))
+	}
 
 	const memMiB = 512
 	t0 := time.Now()
 	vm, err := guest.Boot(ctx, guest.Config{Kernel: h.Image.Kernel, Initrd: img, MemoryMiB: memMiB,
 		Net: h.Net, Addr: GuestCard + "/24", ConsoleLog: h.consoleLog(GuestCard), BootTimeout: 2 * time.Minute,
-		Devices: []string{"x-pci-proxy-dev,id=card0,fd=3", "ivshmem-doorbell,chardev=ivs0,vectors=1"},
-		QEMUArgs: []string{"-object", fmt.Sprintf("memory-backend-memfd,id=mem,size=%dM,share=on", memMiB),
-			"-machine", "memory-backend=mem", "-chardev", fmt.Sprintf("socket,path=%s,id=ivs0", ivsPath)},
-		ExtraFiles: []*os.File{theirs},
+		Devices: devices,
+		QEMUArgs: append([]string{"-object", fmt.Sprintf("memory-backend-memfd,id=mem,size=%dM,share=on", memMiB),
+			"-machine", "memory-backend=mem"}, qemu...),
+		ExtraFiles: theirs,
 		// Without an IOMMU, DMA memory beyond one page is a 2 MiB huge page.
 		Append: []string{"hugepages=96"}})
-	theirs.Close()
+	for _, f := range theirs {
+		f.Close()
+	}
 	require.NoError(t, err)
 	h.mu.Lock()
 	h.guests[GuestCard] = vm // powered off by h.Close
 	h.mu.Unlock()
 	t.Logf("card guest %s up in %s", GuestCard, time.Since(t0).Round(time.Millisecond))
 
-	// No-IOMMU mode on; the card and the ivshmem device bound to vfio-pci.
+	// No-IOMMU mode on; the cards and the ivshmem devices bound to
+	// vfio-pci (addresses in slot order: the cards, then the ivshmem
+	// devices).
 	res, err := vm.Shell(ctx, bindSlot)
 	require.NoError(t, err, "%s", res.Output)
 	f := strings.Fields(string(res.Output))
-	require.Len(t, f, 2, "card and ivshmem addresses: %s", res.Output)
-	card := "pci:" + f[0] + ",irq=" + f[1]
-	t.Logf("card %s", card)
+	require.Len(t, f, 2*len(kinds), "card and ivshmem addresses: %s", res.Output)
 
-	for _, sc := range cardSlotScenarios(iwping, card) {
-		t.Run(sc.Name, func(t *testing.T) {
-			r := h.Run(ctx, sc, "")
-			record(r)
-			t.Logf("%s: %s in %s; capture: %s; iwdump: %s", r.Name, r.Status, r.Elapsed.Round(time.Millisecond), r.Decoded, r.Iwdump)
-			if r.Status != "pass" {
-				t.Errorf("%s: %s: %s (kept in %s)", r.Name, r.Status, r.Detail, r.Dir)
-				return
-			}
-			// Nothing malformed, no expert warning or error (SYN and FIN
-			// notes are all tshark has to say of a clean connection).
-			pcap := filepath.Join(r.Dir, "capture.pcap")
-			out, err := exec.CommandContext(ctx, "tshark", "-o", "tcp.try_heuristic_first:TRUE", "-r", pcap,
-				"-Y", "_ws.malformed || _ws.expert.severity >= 0x00600000", "-T", "fields", "-e", "frame.number", "-e", "_ws.expert.message").Output()
-			require.NoError(t, err, "tshark %s", pcap)
-			assert.Empty(t, strings.TrimSpace(string(out)), "malformed frames or expert warnings in %s", pcap)
-		})
+	for i, k := range kinds {
+		card := "pci:" + f[i] + ",irq=" + f[len(kinds)+i]
+		t.Logf("%s card %s", k.label, card)
+		for _, sc := range cardSlotScenarios(iwping, card, k.label) {
+			t.Run(sc.Name, func(t *testing.T) {
+				r := h.Run(ctx, sc, "")
+				record(r)
+				t.Logf("%s: %s in %s; capture: %s; iwdump: %s", r.Name, r.Status, r.Elapsed.Round(time.Millisecond), r.Decoded, r.Iwdump)
+				if r.Status != "pass" {
+					t.Errorf("%s: %s: %s (kept in %s)", r.Name, r.Status, r.Detail, r.Dir)
+					return
+				}
+				// Nothing malformed, no expert warning or error (SYN and FIN
+				// notes are all tshark has to say of a clean connection).
+				pcap := filepath.Join(r.Dir, "capture.pcap")
+				out, err := exec.CommandContext(ctx, "tshark", "-o", "tcp.try_heuristic_first:TRUE", "-r", pcap,
+					"-Y", "_ws.malformed || _ws.expert.severity >= 0x00600000", "-T", "fields", "-e", "frame.number", "-e", "_ws.expert.message").Output()
+				require.NoError(t, err, "tshark %s", pcap)
+				assert.Empty(t, strings.TrimSpace(string(out)), "malformed frames or expert warnings in %s", pcap)
+			})
+		}
+		st := servers[i].Stats()
+		t.Logf("%s card: cardserve served %+v", k.label, st)
+		assert.NotZero(t, st.Interrupts, "%s card: interrupts through ivshmem", k.label)
+		assert.Zero(t, st.InterruptsLost, "%s card", k.label)
+		assert.Zero(t, st.DMARefused, "%s card", k.label)
 	}
-	st := s.Stats()
-	t.Logf("cardserve served %+v", st)
-	assert.NotZero(t, st.Interrupts, "interrupts through ivshmem")
-	assert.Zero(t, st.InterruptsLost)
-	assert.Zero(t, st.DMARefused)
 	mu.Lock()
 	assert.Empty(t, reported, "nothing reported by cardserve")
 	mu.Unlock()
 }
 
-// bindSlot turns VFIO's no-IOMMU mode on, binds the card (the card's PCI
-// IDs, cardspec) and the ivshmem-doorbell device to vfio-pci, and prints
-// their addresses.
+// bindSlot turns VFIO's no-IOMMU mode on, binds every card (the card's PCI
+// IDs, cardspec) and every ivshmem-doorbell device to vfio-pci, and prints
+// their addresses: the cards', then the ivshmem devices', each in slot
+// order.
 const bindSlot = `set -e
 echo 1 > /sys/module/vfio/parameters/enable_unsafe_noiommu_mode
 bind() {
+	n=0
 	for d in /sys/bus/pci/devices/*; do
 		if [ "$(cat $d/vendor)" = $1 ] && [ "$(cat $d/device)" = $2 ]; then
 			a=${d##*/}
@@ -139,26 +164,32 @@ bind() {
 			echo vfio-pci > $d/driver_override
 			echo $a > /sys/bus/pci/drivers_probe
 			echo $a
-			return 0
+			n=$((n+1))
 		fi
 	done
-	echo "no PCI device $1:$2" >&2
-	return 1
+	[ $n -gt 0 ] || { echo "no PCI device $1:$2" >&2; return 1; }
 }
 bind 0x10ee 0x1e1a
 bind 0x1af4 0x1110
 `
 
 // cardSlotScenarios are iwping on the card in a slot (its guest) against
-// the CRC-requiring siw's rping (guest A), both roles.
-func cardSlotScenarios(iwping, card string) []*Scenario {
+// the CRC-requiring siw's rping (guest A), both roles; kind is "model" or
+// "rtl" (the Verilated card), which names the scenarios.
+func cardSlotScenarios(iwping, card, kind string) []*Scenario {
 	crc := map[string]string{GuestA: SiwCRCModule}
 	ops := rpingOps(pingCount)
-	// The card's path traps every register access (50-700 µs under TCG).
+	// The card's path traps every register access (50-700 µs under TCG;
+	// 2-6 ms on the RTL card, which clocks the Verilated card for each).
 	slow := []string{"-card", card, "-timeout", "90s", "-startup-timeout", "30s"}
+	name, label, limit := "card-in-slot", "pci (cardserve: card model)", 3*time.Minute
+	if kind == "rtl" {
+		slow = []string{"-card", card, "-timeout", "4m", "-startup-timeout", "90s"}
+		name, label, limit = "rtl-card-in-slot", "pci (cardserve: Verilated card)", 8*time.Minute
+	}
 	return []*Scenario{
-		{Name: "iwping-card-in-slot-client-siw-server-crc", Roles: "iwping -c -crc -card pci (card guest) → rping -s (CRC-requiring siw)",
-			CRC: true, MPA: "Rev 2", Card: "pci (cardserve)", Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Timeout: 3 * time.Minute,
+		{Name: "iwping-" + name + "-client-siw-server-crc", Roles: "iwping -c -crc -card pci (card guest) → rping -s (CRC-requiring siw)",
+			CRC: true, MPA: "Rev 2", Card: label, Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Timeout: limit,
 			Note: firstDelayNote,
 			Run: func(ctx context.Context, h *Harness, a *Attempt) error {
 				port := fmt.Sprint(a.Port)
@@ -178,8 +209,8 @@ func cardSlotScenarios(iwping, card string) []*Scenario {
 				}
 				return verifyPings(std)(res[0].Output, res[1].Output)
 			}},
-		{Name: "siw-client-iwping-card-in-slot-server-crc", Roles: "rping -c (CRC-requiring siw) → iwping -s -crc -card pci (card guest)",
-			CRC: true, MPA: "Rev 2", Card: "pci (cardserve)", Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Timeout: 3 * time.Minute,
+		{Name: "siw-client-iwping-" + name + "-server-crc", Roles: "rping -c (CRC-requiring siw) → iwping -s -crc -card pci (card guest)",
+			CRC: true, MPA: "Rev 2", Card: label, Guests: crc, Expect: Expect{Rev: 2, CRC: true, MinOps: ops}, Timeout: limit,
 			Run: func(ctx context.Context, h *Harness, a *Attempt) error {
 				port := fmt.Sprint(a.Port)
 				vm, err := h.Guest(ctx, GuestCard)
