@@ -61,7 +61,7 @@ demo-host:
 	$(GO) build -o build/iwdemo ./cmd/iwdemo
 	./build/iwdemo -cards model
 	@echo "== the sim card: the same driver over the Verilated iwcard_w64, every DMA write checked against the card model"
-	-./build/iwdemo -cards sim -sizes 1,64,4096,65536 -n 3
+	./build/iwdemo -cards sim -sizes 1,64,4096,65536 -n 3
 
 TEST_TARGETS += test-host-sim test-load
 BENCH_TARGETS += bench-host-sim bench-host
