@@ -113,8 +113,8 @@ func CardTx(width int) (*Module, error) {
 	m := NewModule(fmt.Sprintf("card_tx_w%d", W),
 		"RFC 5040 §4.4, §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write, RDMA Read Request; ORD; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)",
 		fmt.Sprintf("The card's transmit engine, %d-bit data path (docs/card-rtl.md): per-QP transmit context in block RAM (%d QPs) written by the QP command; SQ_PI, TXS_CI and push doorbells; a round-robin scheduler over QPs with posted work (a FIFO of QP numbers in block RAM and one queued bit per QP: a QP is in it at most once, so it never overflows, and a QP sends one WQE per turn); WQE fetch by DMA (dma_rd: the first basic block, then the others in one read, two where they wrap the ring) or from a pushed block (%d held, matched by QP and SQ index) without a DMA read; WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's stream offset; each FPDU's wire length is computed here as it enters mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo the ring size, in two writes where it wraps, the second realigned to lane 0); one record per WQE in posting order once its last ring write has its write response.", W, CardTxQPs, CardTxPushSlots),
-		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). While a Read is outstanding, only an unfenced Read may start after it; any other WQE waits for the Reads before it to complete, so completions stay in posting order. Any other WQE (SGEs to gather, Local Invalidate, bind, a malformed header) or a DMA error response stops its QP before anything of that WQE is sent: the QP is not scheduled until its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken without effect. A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it.", CardTxRingGuard, cardTxMaxInline),
-		"Records out (m_cpl_*): one per WQE in posting order once its ring bytes are written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's new SQ_CI and TXS_PI for its status record either way. An RDMA Read gives two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI does not), and its completion when its Read done is taken (SQ_CI moves past it).",
+		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). A fenced WQE waits while Reads are outstanding, a Read while ORD are; any other WQE starts behind outstanding Reads, and its completion waits for them: when a Read completes, the engine walks the SQ from SQ_CI, completing (first block read again; an SGL's lengths summed by a check pass over its blocks) every WQE sent behind it up to the next outstanding Read or the first WQE not started, so completions stay in posting order with no per-QP completion memory. Any other WQE (SGEs to gather, Local Invalidate, bind, a malformed header) or a DMA error response stops its QP before anything of that WQE is sent: the QP is not scheduled until its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken without effect. A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it.", CardTxRingGuard, cardTxMaxInline),
+		"Records out (m_cpl_*): one per WQE in posting order once its ring bytes are written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's new SQ_CI and TXS_PI for its status record either way. An RDMA Read gives two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI does not), and its completion when its Read done is taken (SQ_CI moves past it); so does a WQE sent behind an outstanding Read (its completion comes from the walk).",
 	)
 	clk := m.Clock()
 	rst := m.ResetPort()
@@ -253,11 +253,11 @@ func CardTx(width int) (*Module, error) {
 
 	// Engine state {Read dones used, Reads outstanding, next WQE, Read
 	// Request MSN, Send MSN, TXS_PI, SQ_CI}: written by the engine and CREATE.
-	const engW = 5 + 5 + 5 + 16 + 32 + 32 + 32 + 16
-	engWBData := m.Wire("eng_wb_data", engW, "{rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}")
+	const engW = 1 + 5 + 5 + 5 + 16 + 32 + 32 + 32 + 16
+	engWBData := m.Wire("eng_wb_data", engW, "{walk, rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}")
 	engRd := m.Mem("eng", engW, CardTxQPs, Or(create, sWB), Sel(create, qpNum, cur),
-		Sel(create, Cat(C(31, 0), C(32, 1), C(32, 1), C(48, 0)), engWBData), nil, ctxRdAddr,
-		"engine state per QP: Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI")
+		Sel(create, Cat(C(32, 0), C(32, 1), C(32, 1), C(48, 0)), engWBData), nil, ctxRdAddr,
+		"engine state per QP: walk (the WQE at SQ_CI may be done: sent behind a Read that has completed), Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI")
 
 	// --- scheduler: a FIFO of QP numbers, one queued bit per QP ---
 	const FB = QB + 1
@@ -407,6 +407,7 @@ func CardTx(width int) (*Module, error) {
 	cRMSN := m.RegDecl("cur_rmsn", 32, "next Read Request MSN")
 	cNext := m.RegDecl("cur_sq_next", 16, "first SQ block not started (SQ_CI while no Read is outstanding)")
 	cOrq := m.RegDecl("cur_orq", 5, "RDMA Reads outstanding")
+	cWk := m.Reg("cur_walk", 1, nil, Bit(engRd, 143), sCtx, "the WQE at SQ_CI may be done (a Read before it completed): walk the SQ from there")
 	cRUsed := m.RegDecl("cur_rdone_used", 5, "Read dones taken")
 	m.Drive(cRMSN, nil, Bits(engRd, 111, 80), sCtx)
 	m.Drive(cNext, nil, Bits(engRd, 127, 112), sCtx)
@@ -438,10 +439,15 @@ func CardTx(width int) (*Module, error) {
 	// --- decide: work, ring room, a pushed first block ---
 	hasWork := m.WireOf("has_work", Ne(cNext, cPI), "a posted WQE is not started")
 	pend := m.WireOf("rdone_pending", Sub(cRC, cRUsed), "Read dones not yet taken")
-	doRet := m.WireOf("ret_go", And(sDecide, live, Ne(cOrq, C(5, 0)), Ne(pend, C(5, 0))), "complete the oldest outstanding Read")
+	// WQEs sent behind an outstanding Read complete after it: a Read done
+	// completes the Read at SQ_CI (ret), then the walk (wk) completes every
+	// WQE at SQ_CI that was sent, up to the next outstanding Read or the
+	// first WQE not started (the card model's retire).
+	doWalk := m.WireOf("walk_go", And(sDecide, live, cWk, Ne(cSQCI, cNext)), "complete the WQE at SQ_CI if it was sent (stop at a Read)")
+	doRet := m.WireOf("ret_go", And(sDecide, live, Not(doWalk), Ne(cOrq, C(5, 0)), Ne(pend, C(5, 0))), "complete the oldest outstanding Read")
 	rrPend := m.WireOf("rreq_pending", Ne(cRR, cRRUsed), "Read Request records of the QP to answer (or, in error, to drop)")
 	doFlush := m.WireOf("flush_go", And(sDecide, inErr, Not(rrPend), Ne(cSQCI, cPI)), "flush the WQE at SQ_CI (the QP is in error)")
-	canStart := m.WireOf("ord_room", Lt(cOrq, cOrd), "a Read could start within ORD")
+	canStart := m.WireOf("ord_room", Lt(cOrq, cOrd), "a Read can start within ORD")
 	used := m.WireOf("ring_used", Sub(fOff, cCI), "")
 	size32 := m.WireOf("ring_size", Add(Cat(C(8, 0), cTXMask), C(32, 1)), "")
 	room := m.WireOf("ring_room_ok", And(Not(Lt(size32, used)), Not(Lt(Sub(size32, used), C(32, CardTxRingGuard)))), "the ring has the guard's bytes free")
@@ -456,15 +462,16 @@ func CardTx(width int) (*Module, error) {
 	}
 	// Read Requests are answered ahead of the QP's next WQE (the card
 	// model's txStep); a QP in error drops them, giving IRD back.
-	doRsp := m.WireOf("rsp_go", And(sDecide, rrPend, Or(inErr, And(live, Not(doRet), room))), "answer (drop) the QP's oldest Read Request")
-	goWQE := m.WireOf("wqe_go", And(sDecide, live, Not(doRet), Not(rrPend), hasWork, room, canStart), "a WQE starts")
-	goAny := m.WireOf("fetch_go", Or(goWQE, doRet, doFlush, doRsp), "a WQE's first block is fetched, or a Read Response starts")
+	doRsp := m.WireOf("rsp_go", And(sDecide, rrPend, Or(inErr, And(live, Not(doRet), Not(doWalk), room))), "answer (drop) the QP's oldest Read Request")
+	goWQE := m.WireOf("wqe_go", And(sDecide, live, Not(doRet), Not(doWalk), Not(rrPend), hasWork, room), "a WQE starts")
+	goAny := m.WireOf("fetch_go", Or(goWQE, doRet, doWalk, doFlush, doRsp), "a WQE's first block is fetched, or a Read Response starts")
 	goMsg := m.WireOf("msg_go", Or(goWQE, doRsp), "a message starts")
 	rsp := m.Reg("rsp_mode", 1, big.NewInt(0), doRsp, goAny, "the engine answers a Read Request")
 	rspDrop := m.Reg("rsp_drop", 1, big.NewInt(0), And(doRsp, inErr), goAny, "... of a QP in error: it is dropped")
 	ret := m.Reg("ret_mode", 1, big.NewInt(0), doRet, goAny, "the block fetched is an outstanding Read's, to complete it")
 	fl := m.Reg("flush_mode", 1, big.NewInt(0), doFlush, goAny, "the block fetched is a WQE to flush")
-	retFl := m.WireOf("ret_or_flush", Or(ret, fl), "only the first block is wanted: a completion record follows")
+	wk := m.Reg("walk_mode", 1, big.NewInt(0), doWalk, goAny, "the block fetched is a WQE at SQ_CI that may be done")
+	retFl := m.WireOf("ret_or_flush", Or(ret, fl, wk), "the WQE at SQ_CI is fetched to complete it: a completion record follows")
 	usePush := m.WireOf("use_push", And(goWQE, hitAny), "")
 	pblk := m.Reg("push_blk", 512, nil, hitData, usePush, "the pushed block being taken")
 	src := m.Reg("src_push", 1, big.NewInt(0), usePush, goAny, "the first block comes from a push")
@@ -578,10 +585,17 @@ func CardTx(width int) (*Module, error) {
 	// Payload words come from the WQE buffer (inline bytes, a Read
 	// Request's header), else from the gather.
 	fromBuf := m.WireOf("pay_from_buf", Or(hInline, opRead), "")
-	// A WQE waits while Reads are outstanding unless it is an unfenced
-	// Read (within ORD: checked before the fetch), so completions stay in
-	// posting order; the Read done that frees it brings the QP back.
-	waitRd := m.WireOf("wait_read", And(sHdr, Not(retFl), served, Ne(cOrq, C(5, 0)), Or(Not(opRead), hFence)), "the WQE waits for the outstanding Reads")
+	// A fenced WQE waits while Reads are outstanding, a Read while ORD
+	// are (RFC 5040 §7; the card model's blocked); any other WQE starts,
+	// and its completion waits for the Reads before it (the walk). The
+	// Read done that frees a waiting WQE brings the QP back.
+	waitRd := m.WireOf("wait_read", And(sHdr, Not(retFl), served, Or(And(hFence, Ne(cOrq, C(5, 0))), And(opRead, Not(canStart)))), "the WQE waits for outstanding Reads")
+	// A WQE before the first not started, other than a Read (outstanding
+	// until its Read done), was sent: flushed or walked, it completes as
+	// sent (SUCCESS, its BYTE_LEN: the SGE lengths are summed by the
+	// gather's check pass when it has no inline payload).
+	sentDone := m.WireOf("sent_done", And(Or(wk, fl), Not(opRead), Ne(cSQCI, cNext)), "the WQE at SQ_CI was sent")
+	sentFull := m.WireOf("sent_full", And(sentDone, Not(hInline)), "... with SGEs: its other blocks are read and its SGE lengths summed")
 	var totalB Expr
 	if beatsPerBB == 1 {
 		totalB = zext(bbs, NBW)
@@ -594,7 +608,7 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(haltOut, m.Reg("halt_q", 1, big.NewInt(0), C(1, 1), halt, ""))
 	m.Assign(haltQPN, m.Reg("halt_qpn_q", QB, big.NewInt(0), cur, halt, ""))
 	oneBB := m.WireOf("one_bb", Eq(bbs, C(4, 1)), "")
-	m.Drive(fIdx, nil, Sel(goAny, Sel(Or(doRet, doFlush), cSQCI, cNext), Sel(sHdr, incr(cNext), Add(fIdx, zext(fN, 16)))), Or(goAny, sHdr, rdGo))
+	m.Drive(fIdx, nil, Sel(goAny, Sel(Or(doRet, doWalk, doFlush), cSQCI, cNext), Sel(sHdr, Add(Sel(retFl, cSQCI, cNext), C(16, 1)), Add(fIdx, zext(fN, 16)))), Or(goAny, sHdr, rdGo))
 	m.Drive(fLeft, nil, Sel(goAny, Sel(usePush, C(4, 0), C(4, 1)), Sel(sHdr, Sub(bbs, C(4, 1)), Sub(fLeft, fN))), Or(goAny, sHdr, rdGo))
 
 	// --- payload words to ddp_tx ---
@@ -817,27 +831,35 @@ func CardTx(width int) (*Module, error) {
 	cplW := []int{1, QB, QB, 64, 3, 32, 16, 32, 1, 1, 1, 1}
 	// A WQE retires (SQ_CI moves past it) when it is sent, unless it is a
 	// Read: that retires when its Read done is taken (ret_mode).
-	retires := m.WireOf("wqe_retires", Or(ret, Not(opRead)), "")
+	// A WQE sent while a Read is outstanding (or a walk is pending) does
+	// not: its record moves TXS_PI only, and the walk completes it.
+	retires := m.WireOf("wqe_retires", Or(ret, sentDone, And(Not(retFl), Not(opRead), Eq(cOrq, C(5, 0)), Not(cWk))), "")
 	// A flushed WQE with a bad BBS takes every block posted with it (the
 	// model's rule: its length hides where the next WQE starts).
 	availF := m.WireOf("flush_avail", Sub(cPI, cSQCI), "blocks posted from SQ_CI on")
 	bbsF := m.WireOf("flush_bbs", Sel(And(RedOr(bbs), Not(Lt(C(4, 8), bbs)), Not(Lt(availF, zext(bbs, 16))), Not(Lt(sqSize17, zext(bbs, 17)))),
 		zext(bbs, 16), availF), "blocks of the WQE flushed")
-	newSQCI := m.WireOf("new_sq_ci", Sel(fl, Add(cSQCI, bbsF), Sel(retires, Add(cSQCI, zext(bbs, 16)), cSQCI)), "")
+	newSQCI := m.WireOf("new_sq_ci", Sel(And(fl, Not(sentDone)), Add(cSQCI, bbsF), Sel(retires, Add(cSQCI, zext(bbs, 16)), cSQCI)), "")
 	wcOp := Sel(fl, wcOpcode(hOpcode), Sel(opRead, C(3, 2), Cat(C(2, 0), opWrite))) // WC_OPCODE
 	// A WQE whose lkey check failed completes with LOC_PROT_ERR (always,
 	// signaled or not; BYTE_LEN 0) with no ring writes to wait for, and
 	// puts its QP in error: the WQEs after it are flushed (the model's
 	// localError).
 	prot := m.WireOf("prot", And(ga.fault, Not(retFl), Not(rsp)), "the WQE failed its lkey check")
+	// Behind an outstanding Read it gives no record: the QP's flush
+	// completes it with WR_FLUSH_ERR (the card model: LOC_PROT_ERR after
+	// the Reads' flushes; not matched yet).
+	protLate := m.WireOf("prot_late", And(prot, Or(Ne(cOrq, C(5, 0)), cWk)), "")
+	flushErr := m.WireOf("flush_err", And(fl, Not(sentDone)), "the WQE completes with WR_FLUSH_ERR")
+	noRec := m.WireOf("no_record", Or(And(wk, opRead), protLate), "the write-back gives no record (the walk reached an outstanding Read)")
 	// A Read Response whose source fails its check puts the QP in error
 	// with no completion of its own (the card model's ReadSourceRevoked
 	// Terminate is not sent yet) and gives its IRD entry back.
 	rspFault := m.WireOf("rsp_fault", And(ga.fault, rsp), "a Read Response's source failed its remote-read check")
 	m.Assign(protErr, And(sWB, Or(prot, rspFault)))
-	cq := ShiftQueue(m, "cq", CardTxCplDepth, cplF, cplW, sWB,
-		[]Expr{Or(fl, prot, And(hSignaled, retires)), cCQ, cur, hWRID, wcOp, Sel(Or(fl, prot), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, fOff,
-			Or(retFl, prot, And(rsp, Or(rspDrop, rspFault))), fl, prot, rsp}, cqPop)
+	cq := ShiftQueue(m, "cq", CardTxCplDepth, cplF, cplW, And(sWB, Not(noRec)),
+		[]Expr{Or(flushErr, prot, And(hSignaled, retires)), cCQ, cur, hWRID, wcOp, Sel(Or(flushErr, prot), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, fOff,
+			Or(retFl, prot, And(rsp, Or(rspDrop, rspFault))), flushErr, prot, rsp}, cqPop)
 	ccw := cq.Count.W
 	m.Assign(cplRoom, Lt(cq.Count, C(ccw, CardTxCplDepth)))
 	dn := m.RegDecl("cpl_written", 4, "WQEs whose ring writes are done, not yet out")
@@ -872,16 +894,19 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(dmaErrOut, m.Reg("dma_err_q", 1, big.NewInt(0), C(1, 1), dmaErr, ""))
 
 	// --- write-back, requeue, state machine ---
-	isSend := m.WireOf("op_is_send", Not(Or(opWrite, opRead, fl, prot)), "a Send that was sent takes an MSN")
+	isSend := m.WireOf("op_is_send", Not(Or(opWrite, opRead, retFl, prot)), "a Send that was sent takes an MSN")
 	started := m.WireOf("read_started", And(opRead, Not(retFl)), "a Read Request went out")
-	newNext := m.WireOf("new_sq_next", Sel(fl, newSQCI, Sel(ret, cNext, Add(cNext, zext(bbs, 16)))), "")
+	// A flush moves the first block not started along with SQ_CI once it
+	// has passed the WQEs that were started.
+	newNext := m.WireOf("new_sq_next", Sel(And(fl, Eq(cSQCI, cNext)), newSQCI, Sel(Or(retFl, protLate), cNext, Add(cNext, zext(bbs, 16)))), "")
+	newWk := m.WireOf("new_walk", Sel(fl, C(1, 0), Sel(Or(ret, wk), And(Ne(newSQCI, cNext), Not(And(wk, opRead))), cWk)), "")
 	newOrq := m.WireOf("new_orq", Sel(fl, C(5, 0), Sel(ret, Sub(cOrq, C(5, 1)), Sel(started, incr(cOrq), cOrq))), "flushed Reads are outstanding no more")
 	newRUsed := m.WireOf("new_rdone_used", Sel(fl, cRC, Sel(ret, incr(cRUsed), cRUsed)), "")
 	newRRUsed := m.WireOf("new_rreq_used", Sel(rsp, incr(cRRUsed), cRRUsed), "")
-	m.Assign(engWBData, Cat(newRRUsed, newRUsed, newOrq, newNext, Add(cRMSN, zext(started, 32)), Add(cMSN, zext(isSend, 32)), fOff, newSQCI))
+	m.Assign(engWBData, Cat(newWk, newRRUsed, newRUsed, newOrq, newNext, Add(cRMSN, zext(started, 32)), Add(cMSN, zext(isSend, 32)), fOff, newSQCI))
 	m.Drive(cMSN, nil, Bits(engRd, 79, 48), sCtx)
 	more := m.WireOf("more_work", Or(Ne(cRR, newRRUsed), Sel(Or(fl, prot, rspFault, inErr), Ne(newSQCI, cPI),
-		Or(And(Ne(newNext, cPI), Lt(newOrq, cOrd)), And(Ne(newOrq, C(5, 0)), Ne(cRC, newRUsed))))), "")
+		Or(Ne(newNext, cPI), And(Ne(newOrq, C(5, 0)), Ne(cRC, newRUsed)), And(newWk, Ne(newSQCI, newNext))))), "")
 	m.Assign(requeue, And(sWB, more, Not(isQueued("qeng", cur))))
 	// Once the WQE is in the buffer: its payload words to ddp_tx, or the
 	// SGEs checked first (at 512 bits after the buffer's last half word).
@@ -894,13 +919,13 @@ func CardTx(width int) (*Module, error) {
 			Sel(sCtx, C(4, txDecide),
 				Sel(sDecide, Sel(doRsp, C(4, txRsp), Sel(goAny, C(4, txFirst), C(4, txIdle))),
 					Sel(sFirst, Sel(firstDone, C(4, txHdr), C(4, txFirst)),
-						Sel(sHdr, Sel(Or(halt, waitRd), C(4, txIdle), Sel(retFl, C(4, txWB), Sel(oneBB, feedNext, C(4, txFetch)))),
+						Sel(sHdr, Sel(Or(halt, waitRd), C(4, txIdle), Sel(And(retFl, Not(sentFull)), C(4, txWB), Sel(oneBB, feedNext, C(4, txFetch)))),
 							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(4, txRest), C(4, txFetch)),
 								Sel(sRest, Sel(restDone, Sel(halt, C(4, txIdle), feedNext), C(4, txRest)),
 									Sel(sFlush, Sel(fromBuf, C(4, txFeed), C(4, txChk)),
 										Sel(sFeed, Sel(feedEnd, C(4, txDrain), C(4, txFeed)),
 											Sel(sDrain, Sel(msgDone, C(4, txWB), C(4, txDrain)),
-												Sel(sChk, Sel(ga.chkDone, Sel(ga.fault, C(4, txWB), C(4, txFeed)), C(4, txChk)),
+												Sel(sChk, Sel(ga.chkDone, Sel(Or(ga.fault, retFl), C(4, txWB), C(4, txFeed)), C(4, txChk)),
 													C(4, txIdle)))))))))))))
 	rspNext := C(4, txChk)
 	if W == 64 {

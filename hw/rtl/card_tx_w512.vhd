@@ -25,9 +25,13 @@
 -- and the Read completes when its Read done (s_rdone, placement's m_done) is
 -- taken, oldest first: the engine then reads the Read WQE's first block again
 -- from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ
--- memory). While a Read is outstanding, only an unfenced Read may start after
--- it; any other WQE waits for the Reads before it to complete, so completions
--- stay in posting order. Any other WQE (SGEs to gather, Local Invalidate,
+-- memory). A fenced WQE waits while Reads are outstanding, a Read while ORD
+-- are; any other WQE starts behind outstanding Reads, and its completion waits
+-- for them: when a Read completes, the engine walks the SQ from SQ_CI,
+-- completing (first block read again; an SGL's lengths summed by a check pass
+-- over its blocks) every WQE sent behind it up to the next outstanding Read or
+-- the first WQE not started, so completions stay in posting order with no
+-- per-QP completion memory. Any other WQE (SGEs to gather, Local Invalidate,
 -- bind, a malformed header) or a DMA error response stops its QP before
 -- anything of that WQE is sent: the QP is not scheduled until its next
 -- doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it.
@@ -49,7 +53,8 @@
 -- new SQ_CI and TXS_PI for its status record either way. An RDMA Read gives
 -- two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI
 -- does not), and its completion when its Read done is taken (SQ_CI moves past
--- it).
+-- it); so does a WQE sent behind an outstanding Read (its completion comes
+-- from the walk).
 --
 -- Implements: RFC 5040 §4.4, §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write, RDMA Read Request; ORD; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)
 
@@ -228,8 +233,8 @@ architecture rtl of card_tx_w512 is
     signal dbs_rd_addr : std_logic_vector(9 downto 0);
     signal dbs_a_rd : std_logic_vector(57 downto 0); -- read data of dbs_a
     signal dbs_e_rd : std_logic_vector(57 downto 0); -- read data of dbs_e
-    signal eng_wb_data : std_logic_vector(142 downto 0); -- {rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}
-    signal eng_rd : std_logic_vector(142 downto 0); -- read data of eng
+    signal eng_wb_data : std_logic_vector(143 downto 0); -- {walk, rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}
+    signal eng_rd : std_logic_vector(143 downto 0); -- read data of eng
     signal sched_head : std_logic_vector(10 downto 0) := "00000000000";
     signal sched_tail : std_logic_vector(10 downto 0) := "00000000000";
     signal sched_empty : std_logic;
@@ -429,6 +434,7 @@ architecture rtl of card_tx_w512 is
     signal cur_rmsn : std_logic_vector(31 downto 0); -- next Read Request MSN
     signal cur_sq_next : std_logic_vector(15 downto 0); -- first SQ block not started (SQ_CI while no Read is outstanding)
     signal cur_orq : std_logic_vector(4 downto 0); -- RDMA Reads outstanding
+    signal cur_walk : std_logic;             -- the WQE at SQ_CI may be done (a Read before it completed): walk the SQ from there
     signal cur_rdone_used : std_logic_vector(4 downto 0); -- Read dones taken
     signal cur_state : std_logic_vector(1 downto 0); -- the QP's state (0 none, 1 live, 2 error)
     signal cur_live : std_logic;
@@ -448,10 +454,11 @@ architecture rtl of card_tx_w512 is
     signal h_inv_stag : std_logic_vector(31 downto 0);
     signal has_work : std_logic;             -- a posted WQE is not started
     signal rdone_pending : std_logic_vector(4 downto 0); -- Read dones not yet taken
+    signal walk_go : std_logic;              -- complete the WQE at SQ_CI if it was sent (stop at a Read)
     signal ret_go : std_logic;               -- complete the oldest outstanding Read
     signal rreq_pending : std_logic;         -- Read Request records of the QP to answer (or, in error, to drop)
     signal flush_go : std_logic;             -- flush the WQE at SQ_CI (the QP is in error)
-    signal ord_room : std_logic;             -- a Read could start within ORD
+    signal ord_room : std_logic;             -- a Read can start within ORD
     signal ring_used : std_logic_vector(31 downto 0);
     signal ring_size : std_logic_vector(31 downto 0);
     signal ring_room_ok : std_logic;         -- the ring has the guard's bytes free
@@ -468,7 +475,8 @@ architecture rtl of card_tx_w512 is
     signal rsp_drop : std_logic := '0';      -- ... of a QP in error: it is dropped
     signal ret_mode : std_logic := '0';      -- the block fetched is an outstanding Read's, to complete it
     signal flush_mode : std_logic := '0';    -- the block fetched is a WQE to flush
-    signal ret_or_flush : std_logic;         -- only the first block is wanted: a completion record follows
+    signal walk_mode : std_logic := '0';     -- the block fetched is a WQE at SQ_CI that may be done
+    signal ret_or_flush : std_logic;         -- the WQE at SQ_CI is fetched to complete it: a completion record follows
     signal use_push : std_logic;
     signal push_blk : std_logic_vector(511 downto 0); -- the pushed block being taken
     signal src_push : std_logic := '0';      -- the first block comes from a push
@@ -523,7 +531,9 @@ architecture rtl of card_tx_w512 is
     signal sgl_ok : std_logic;               -- NSGE <= 30 and its SGEs fit the blocks
     signal wqe_served : std_logic;           -- this increment serves the WQE
     signal pay_from_buf : std_logic;
-    signal wait_read : std_logic;            -- the WQE waits for the outstanding Reads
+    signal wait_read : std_logic;            -- the WQE waits for outstanding Reads
+    signal sent_done : std_logic;            -- the WQE at SQ_CI was sent
+    signal sent_full : std_logic;            -- ... with SGEs: its other blocks are read and its SGE lengths summed
     signal wqe_beats : std_logic_vector(6 downto 0); -- beats of the whole WQE
     signal rest_done : std_logic;            -- the WQE's last beat
     signal halt : std_logic;                 -- the QP stops at this WQE
@@ -796,6 +806,9 @@ architecture rtl of card_tx_w512 is
     signal flush_bbs : std_logic_vector(15 downto 0); -- blocks of the WQE flushed
     signal new_sq_ci : std_logic_vector(15 downto 0);
     signal prot : std_logic;                 -- the WQE failed its lkey check
+    signal prot_late : std_logic;
+    signal flush_err : std_logic;            -- the WQE completes with WR_FLUSH_ERR
+    signal no_record : std_logic;            -- the write-back gives no record (the walk reached an outstanding Read)
     signal rsp_fault : std_logic;            -- a Read Response's source failed its remote-read check
     signal cq_count : std_logic_vector(3 downto 0) := x"0"; -- entries held in cq
     signal cq0_cqe : std_logic;
@@ -924,6 +937,7 @@ architecture rtl of card_tx_w512 is
     signal op_is_send : std_logic;           -- a Send that was sent takes an MSN
     signal read_started : std_logic;         -- a Read Request went out
     signal new_sq_next : std_logic_vector(15 downto 0);
+    signal new_walk : std_logic;
     signal new_orq : std_logic_vector(4 downto 0); -- flushed Reads are outstanding no more
     signal new_rdone_used : std_logic_vector(4 downto 0);
     signal new_rreq_used : std_logic_vector(4 downto 0);
@@ -959,8 +973,8 @@ architecture rtl of card_tx_w512 is
     signal dbs_a : dbs_a_t;                  -- doorbell state, read by the doorbell path
     type dbs_e_t is array (0 to 1023) of std_logic_vector(57 downto 0);
     signal dbs_e : dbs_e_t;                  -- doorbell state, read by the engine
-    type eng_t is array (0 to 1023) of std_logic_vector(142 downto 0);
-    signal eng : eng_t;                      -- engine state per QP: Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI
+    type eng_t is array (0 to 1023) of std_logic_vector(143 downto 0);
+    signal eng : eng_t;                      -- engine state per QP: walk (the WQE at SQ_CI may be done: sent behind a Read that has completed), Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI
     type sched_t is array (0 to 1023) of std_logic_vector(9 downto 0);
     signal sched : sched_t;                  -- QPs with work, in turn
     type rrp_data_t is array (0 to 15) of std_logic_vector(367 downto 0);
@@ -5260,7 +5274,8 @@ begin
     h_inv_stag <= wqe_hdr(255 downto 224);
     has_work <= b2l(cur_sq_next /= cur_sq_pi);
     rdone_pending <= std_logic_vector(unsigned(cur_rdone) - unsigned(cur_rdone_used));
-    ret_go <= ((in_state3 and cur_live) and b2l(cur_orq /= "00000")) and b2l(rdone_pending /= "00000");
+    walk_go <= ((in_state3 and cur_live) and cur_walk) and b2l(cur_sq_ci /= cur_sq_next);
+    ret_go <= (((in_state3 and cur_live) and (not walk_go)) and b2l(cur_orq /= "00000")) and b2l(rdone_pending /= "00000");
     rreq_pending <= b2l(cur_rreq /= cur_rreq_used);
     flush_go <= ((in_state3 and cur_error) and (not rreq_pending)) and b2l(cur_sq_ci /= cur_sq_pi);
     ord_room <= b2l(unsigned(cur_orq) < unsigned(cur_ord));
@@ -5272,11 +5287,11 @@ begin
     push2_hit <= (push2_v and b2l(push2_qp = cur_qp)) and b2l(push2_idx = cur_sq_next);
     push3_hit <= (push3_v and b2l(push3_qp = cur_qp)) and b2l(push3_idx = cur_sq_next);
     push_hit <= or std_logic_vector'(push0_hit & push1_hit & push2_hit & push3_hit);
-    rsp_go <= (in_state3 and rreq_pending) and (cur_error or ((cur_live and (not ret_go)) and ring_room_ok));
-    wqe_go <= (((((in_state3 and cur_live) and (not ret_go)) and (not rreq_pending)) and has_work) and ring_room_ok) and ord_room;
-    fetch_go <= ((wqe_go or ret_go) or flush_go) or rsp_go;
+    rsp_go <= (in_state3 and rreq_pending) and (cur_error or (((cur_live and (not ret_go)) and (not walk_go)) and ring_room_ok));
+    wqe_go <= (((((in_state3 and cur_live) and (not ret_go)) and (not walk_go)) and (not rreq_pending)) and has_work) and ring_room_ok;
+    fetch_go <= (((wqe_go or ret_go) or walk_go) or flush_go) or rsp_go;
     msg_go <= wqe_go or rsp_go;
-    ret_or_flush <= ret_mode or flush_mode;
+    ret_or_flush <= (ret_mode or flush_mode) or walk_mode;
     use_push <= wqe_go and push_hit;
     push0_w <= push_new and b2l(push_rr = "00");
     push1_w <= push_new and b2l(push_rr = "01");
@@ -5329,7 +5344,9 @@ begin
     sgl_ok <= (not b2l(unsigned'("11110") < unsigned(h_nsge))) and (not b2l(unsigned(inline_room) < unsigned(std_logic_vector'(x"00" & h_nsge & x"0"))));
     wqe_served <= (((op_served and mux(h_inline, inline_len_ok, sgl_ok)) or read_ok) and bbs_ok) and (not wqe_rd_err);
     pay_from_buf <= h_inline or op_read;
-    wait_read <= (((in_state5 and (not ret_or_flush)) and wqe_served) and b2l(cur_orq /= "00000")) and ((not op_read) or h_fence);
+    wait_read <= ((in_state5 and (not ret_or_flush)) and wqe_served) and ((h_fence and b2l(cur_orq /= "00000")) or (op_read and (not ord_room)));
+    sent_done <= ((walk_mode or flush_mode) and (not op_read)) and b2l(cur_sq_ci /= cur_sq_next);
+    sent_full <= sent_done and (not h_inline);
     wqe_beats <= std_logic_vector'("000" & h_bbs);
     rest_done <= (in_state7 and wb_valid) and b2l(wb_beat = std_logic_vector(unsigned(wqe_beats) - unsigned'("0000001")));
     halt <= (((in_state5 and (not ret_or_flush)) and (not wqe_served)) or ((in_state5 and ret_or_flush) and wqe_rd_err)) or (rest_done and (wqe_rd_err or rd_terr));
@@ -5605,22 +5622,25 @@ begin
     rw_merge_end <= (rw_merge and rw_go) and b2l(std_logic_vector(unsigned(rw_out2) + unsigned'("00000000000000001")) = rw_n2);
     rw_fpdu_end <= rw_pass_end or rw_merge_end;
     qd_pop <= std_logic_vector'("00" & rw_fpdu_end);
-    wqe_retires <= ret_mode or (not op_read);
+    wqe_retires <= (ret_mode or sent_done) or ((((not ret_or_flush) and (not op_read)) and b2l(cur_orq = "00000")) and (not cur_walk));
     flush_avail <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_ci));
     flush_bbs <= mux((((or h_bbs) and (not b2l(unsigned'(x"8") < unsigned(h_bbs)))) and (not b2l(unsigned(flush_avail) < unsigned(std_logic_vector'(x"000" & h_bbs))))) and (not b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & sq_mask)) + unsigned'("00000000000000001"))) < unsigned(std_logic_vector'("0000000000000" & h_bbs)))), std_logic_vector'(x"000" & h_bbs), flush_avail);
-    new_sq_ci <= mux(flush_mode, std_logic_vector(unsigned(cur_sq_ci) + unsigned(flush_bbs)), mux(wqe_retires, std_logic_vector(unsigned(cur_sq_ci) + unsigned(std_logic_vector'(x"000" & h_bbs))), cur_sq_ci));
+    new_sq_ci <= mux(flush_mode and (not sent_done), std_logic_vector(unsigned(cur_sq_ci) + unsigned(flush_bbs)), mux(wqe_retires, std_logic_vector(unsigned(cur_sq_ci) + unsigned(std_logic_vector'(x"000" & h_bbs))), cur_sq_ci));
     prot <= (ck_fault and (not ret_or_flush)) and (not rsp_mode);
+    prot_late <= prot and (b2l(cur_orq /= "00000") or cur_walk);
+    flush_err <= flush_mode and (not sent_done);
+    no_record <= (walk_mode and op_read) or prot_late;
     rsp_fault <= ck_fault and rsp_mode;
     prot_err <= in_state11 and (prot or rsp_fault);
     cq_wpos <= std_logic_vector(unsigned(cq_count) - unsigned(cq_pop));
-    cq0_push <= in_state11 and b2l(cq_wpos = x"0");
-    cq1_push <= in_state11 and b2l(cq_wpos = x"1");
-    cq2_push <= in_state11 and b2l(cq_wpos = x"2");
-    cq3_push <= in_state11 and b2l(cq_wpos = x"3");
-    cq4_push <= in_state11 and b2l(cq_wpos = x"4");
-    cq5_push <= in_state11 and b2l(cq_wpos = x"5");
-    cq6_push <= in_state11 and b2l(cq_wpos = x"6");
-    cq7_push <= in_state11 and b2l(cq_wpos = x"7");
+    cq0_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"0");
+    cq1_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"1");
+    cq2_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"2");
+    cq3_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"3");
+    cq4_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"4");
+    cq5_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"5");
+    cq6_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"6");
+    cq7_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"7");
     cpl_room <= b2l(unsigned(cq_count) < unsigned'(x"8"));
     cpl_free <= (not cpl_v) or m_cpl_ready;
     wr_done_last <= wr_done_valid and wr_done_tag(0);
@@ -5640,13 +5660,15 @@ begin
     m_cpl_sq_ci <= cpl_sq_ci_q;
     m_cpl_txs_pi <= cpl_txs_pi_q;
     stat_dma_err <= dma_err_q;
-    op_is_send <= not (((op_write or op_read) or flush_mode) or prot);
+    op_is_send <= not (((op_write or op_read) or ret_or_flush) or prot);
     read_started <= op_read and (not ret_or_flush);
-    new_sq_next <= mux(flush_mode, new_sq_ci, mux(ret_mode, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(std_logic_vector'(x"000" & h_bbs)))));
+    new_sq_next <= mux(flush_mode and b2l(cur_sq_ci = cur_sq_next), new_sq_ci, mux(ret_or_flush or prot_late, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(std_logic_vector'(x"000" & h_bbs)))));
+    new_walk <= mux(flush_mode, '0', mux(ret_mode or walk_mode, b2l(new_sq_ci /= cur_sq_next) and (not (walk_mode and op_read)), cur_walk));
     new_orq <= mux(flush_mode, "00000", mux(ret_mode, std_logic_vector(unsigned(cur_orq) - unsigned'("00001")), mux(read_started, std_logic_vector(unsigned(cur_orq) + unsigned'("00001")), cur_orq)));
     new_rdone_used <= mux(flush_mode, cur_rdone, mux(ret_mode, std_logic_vector(unsigned(cur_rdone_used) + unsigned'("00001")), cur_rdone_used));
     new_rreq_used <= mux(rsp_mode, std_logic_vector(unsigned(cur_rreq_used) + unsigned'("00001")), cur_rreq_used);
     eng_wb_data <= std_logic_vector'(
+        new_walk &
         new_rreq_used &
         new_rdone_used &
         new_orq &
@@ -5656,7 +5678,7 @@ begin
         f_off &
         new_sq_ci
     );
-    more_work <= b2l(cur_rreq /= new_rreq_used) or mux(((flush_mode or prot) or rsp_fault) or cur_error, b2l(new_sq_ci /= cur_sq_pi), (b2l(new_sq_next /= cur_sq_pi) and b2l(unsigned(new_orq) < unsigned(cur_ord))) or (b2l(new_orq /= "00000") and b2l(cur_rdone /= new_rdone_used)));
+    more_work <= b2l(cur_rreq /= new_rreq_used) or mux(((flush_mode or prot) or rsp_fault) or cur_error, b2l(new_sq_ci /= cur_sq_pi), (b2l(new_sq_next /= cur_sq_pi) or (b2l(new_orq /= "00000") and b2l(cur_rdone /= new_rdone_used))) or (new_walk and b2l(new_sq_ci /= new_sq_next)));
     qeng_qp <= cur_qp;
     qeng_1h <= std_logic_vector'(
         b2l(qeng_qp = "1111111111") &
@@ -7530,6 +7552,15 @@ begin
         end if;
     end process;
 
+    cur_walk_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if in_state2 = '1' then
+                cur_walk <= eng_rd(143);
+            end if;
+        end if;
+    end process;
+
     cur_rmsn_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -7615,6 +7646,17 @@ begin
                 flush_mode <= '0';
             elsif fetch_go = '1' then
                 flush_mode <= flush_go;
+            end if;
+        end if;
+    end process;
+
+    walk_mode_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                walk_mode <= '0';
+            elsif fetch_go = '1' then
+                walk_mode <= walk_go;
             end if;
         end if;
     end process;
@@ -7877,7 +7919,7 @@ begin
     begin
         if rising_edge(clk) then
             if ((fetch_go or in_state5) or rd_go) = '1' then
-                fetch_idx <= mux(fetch_go, mux(ret_go or flush_go, cur_sq_ci, cur_sq_next), mux(in_state5, std_logic_vector(unsigned(cur_sq_next) + unsigned'(x"0001")), std_logic_vector(unsigned(fetch_idx) + unsigned(std_logic_vector'(x"000" & fetch_n)))));
+                fetch_idx <= mux(fetch_go, mux((ret_go or walk_go) or flush_go, cur_sq_ci, cur_sq_next), mux(in_state5, std_logic_vector(unsigned(mux(ret_or_flush, cur_sq_ci, cur_sq_next)) + unsigned'(x"0001")), std_logic_vector(unsigned(fetch_idx) + unsigned(std_logic_vector'(x"000" & fetch_n)))));
             end if;
         end if;
     end process;
@@ -8669,7 +8711,7 @@ begin
             if rst = '1' then
                 cq_count <= x"0";
             else
-                cq_count <= std_logic_vector(unsigned(cq_wpos) + unsigned(std_logic_vector'("000" & in_state11)));
+                cq_count <= std_logic_vector(unsigned(cq_wpos) + unsigned(std_logic_vector'("000" & (in_state11 and (not no_record)))));
             end if;
         end if;
     end process;
@@ -8677,7 +8719,7 @@ begin
     cq0_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_cqe <= mux(cq0_push, (flush_mode or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq1_cqe, mux(b2l(cq_pop = x"2"), cq2_cqe, mux(b2l(cq_pop = x"3"), cq3_cqe, mux(b2l(cq_pop = x"4"), cq4_cqe, mux(b2l(cq_pop = x"5"), cq5_cqe, mux(b2l(cq_pop = x"6"), cq6_cqe, mux(b2l(cq_pop = x"7"), cq7_cqe, cq0_cqe))))))));
+            cq0_cqe <= mux(cq0_push, (flush_err or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq1_cqe, mux(b2l(cq_pop = x"2"), cq2_cqe, mux(b2l(cq_pop = x"3"), cq3_cqe, mux(b2l(cq_pop = x"4"), cq4_cqe, mux(b2l(cq_pop = x"5"), cq5_cqe, mux(b2l(cq_pop = x"6"), cq6_cqe, mux(b2l(cq_pop = x"7"), cq7_cqe, cq0_cqe))))))));
         end if;
     end process;
 
@@ -8712,7 +8754,7 @@ begin
     cq0_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_len <= mux(cq0_push, mux(flush_mode or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq1_len, mux(b2l(cq_pop = x"2"), cq2_len, mux(b2l(cq_pop = x"3"), cq3_len, mux(b2l(cq_pop = x"4"), cq4_len, mux(b2l(cq_pop = x"5"), cq5_len, mux(b2l(cq_pop = x"6"), cq6_len, mux(b2l(cq_pop = x"7"), cq7_len, cq0_len))))))));
+            cq0_len <= mux(cq0_push, mux(flush_err or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq1_len, mux(b2l(cq_pop = x"2"), cq2_len, mux(b2l(cq_pop = x"3"), cq3_len, mux(b2l(cq_pop = x"4"), cq4_len, mux(b2l(cq_pop = x"5"), cq5_len, mux(b2l(cq_pop = x"6"), cq6_len, mux(b2l(cq_pop = x"7"), cq7_len, cq0_len))))))));
         end if;
     end process;
 
@@ -8740,7 +8782,7 @@ begin
     cq0_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_flush <= mux(cq0_push, flush_mode, mux(b2l(cq_pop = x"1"), cq1_flush, mux(b2l(cq_pop = x"2"), cq2_flush, mux(b2l(cq_pop = x"3"), cq3_flush, mux(b2l(cq_pop = x"4"), cq4_flush, mux(b2l(cq_pop = x"5"), cq5_flush, mux(b2l(cq_pop = x"6"), cq6_flush, mux(b2l(cq_pop = x"7"), cq7_flush, cq0_flush))))))));
+            cq0_flush <= mux(cq0_push, flush_err, mux(b2l(cq_pop = x"1"), cq1_flush, mux(b2l(cq_pop = x"2"), cq2_flush, mux(b2l(cq_pop = x"3"), cq3_flush, mux(b2l(cq_pop = x"4"), cq4_flush, mux(b2l(cq_pop = x"5"), cq5_flush, mux(b2l(cq_pop = x"6"), cq6_flush, mux(b2l(cq_pop = x"7"), cq7_flush, cq0_flush))))))));
         end if;
     end process;
 
@@ -8761,7 +8803,7 @@ begin
     cq1_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_cqe <= mux(cq1_push, (flush_mode or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq2_cqe, mux(b2l(cq_pop = x"2"), cq3_cqe, mux(b2l(cq_pop = x"3"), cq4_cqe, mux(b2l(cq_pop = x"4"), cq5_cqe, mux(b2l(cq_pop = x"5"), cq6_cqe, mux(b2l(cq_pop = x"6"), cq7_cqe, cq1_cqe)))))));
+            cq1_cqe <= mux(cq1_push, (flush_err or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq2_cqe, mux(b2l(cq_pop = x"2"), cq3_cqe, mux(b2l(cq_pop = x"3"), cq4_cqe, mux(b2l(cq_pop = x"4"), cq5_cqe, mux(b2l(cq_pop = x"5"), cq6_cqe, mux(b2l(cq_pop = x"6"), cq7_cqe, cq1_cqe)))))));
         end if;
     end process;
 
@@ -8796,7 +8838,7 @@ begin
     cq1_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_len <= mux(cq1_push, mux(flush_mode or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq2_len, mux(b2l(cq_pop = x"2"), cq3_len, mux(b2l(cq_pop = x"3"), cq4_len, mux(b2l(cq_pop = x"4"), cq5_len, mux(b2l(cq_pop = x"5"), cq6_len, mux(b2l(cq_pop = x"6"), cq7_len, cq1_len)))))));
+            cq1_len <= mux(cq1_push, mux(flush_err or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq2_len, mux(b2l(cq_pop = x"2"), cq3_len, mux(b2l(cq_pop = x"3"), cq4_len, mux(b2l(cq_pop = x"4"), cq5_len, mux(b2l(cq_pop = x"5"), cq6_len, mux(b2l(cq_pop = x"6"), cq7_len, cq1_len)))))));
         end if;
     end process;
 
@@ -8824,7 +8866,7 @@ begin
     cq1_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_flush <= mux(cq1_push, flush_mode, mux(b2l(cq_pop = x"1"), cq2_flush, mux(b2l(cq_pop = x"2"), cq3_flush, mux(b2l(cq_pop = x"3"), cq4_flush, mux(b2l(cq_pop = x"4"), cq5_flush, mux(b2l(cq_pop = x"5"), cq6_flush, mux(b2l(cq_pop = x"6"), cq7_flush, cq1_flush)))))));
+            cq1_flush <= mux(cq1_push, flush_err, mux(b2l(cq_pop = x"1"), cq2_flush, mux(b2l(cq_pop = x"2"), cq3_flush, mux(b2l(cq_pop = x"3"), cq4_flush, mux(b2l(cq_pop = x"4"), cq5_flush, mux(b2l(cq_pop = x"5"), cq6_flush, mux(b2l(cq_pop = x"6"), cq7_flush, cq1_flush)))))));
         end if;
     end process;
 
@@ -8845,7 +8887,7 @@ begin
     cq2_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_cqe <= mux(cq2_push, (flush_mode or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq3_cqe, mux(b2l(cq_pop = x"2"), cq4_cqe, mux(b2l(cq_pop = x"3"), cq5_cqe, mux(b2l(cq_pop = x"4"), cq6_cqe, mux(b2l(cq_pop = x"5"), cq7_cqe, cq2_cqe))))));
+            cq2_cqe <= mux(cq2_push, (flush_err or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq3_cqe, mux(b2l(cq_pop = x"2"), cq4_cqe, mux(b2l(cq_pop = x"3"), cq5_cqe, mux(b2l(cq_pop = x"4"), cq6_cqe, mux(b2l(cq_pop = x"5"), cq7_cqe, cq2_cqe))))));
         end if;
     end process;
 
@@ -8880,7 +8922,7 @@ begin
     cq2_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_len <= mux(cq2_push, mux(flush_mode or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq3_len, mux(b2l(cq_pop = x"2"), cq4_len, mux(b2l(cq_pop = x"3"), cq5_len, mux(b2l(cq_pop = x"4"), cq6_len, mux(b2l(cq_pop = x"5"), cq7_len, cq2_len))))));
+            cq2_len <= mux(cq2_push, mux(flush_err or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq3_len, mux(b2l(cq_pop = x"2"), cq4_len, mux(b2l(cq_pop = x"3"), cq5_len, mux(b2l(cq_pop = x"4"), cq6_len, mux(b2l(cq_pop = x"5"), cq7_len, cq2_len))))));
         end if;
     end process;
 
@@ -8908,7 +8950,7 @@ begin
     cq2_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_flush <= mux(cq2_push, flush_mode, mux(b2l(cq_pop = x"1"), cq3_flush, mux(b2l(cq_pop = x"2"), cq4_flush, mux(b2l(cq_pop = x"3"), cq5_flush, mux(b2l(cq_pop = x"4"), cq6_flush, mux(b2l(cq_pop = x"5"), cq7_flush, cq2_flush))))));
+            cq2_flush <= mux(cq2_push, flush_err, mux(b2l(cq_pop = x"1"), cq3_flush, mux(b2l(cq_pop = x"2"), cq4_flush, mux(b2l(cq_pop = x"3"), cq5_flush, mux(b2l(cq_pop = x"4"), cq6_flush, mux(b2l(cq_pop = x"5"), cq7_flush, cq2_flush))))));
         end if;
     end process;
 
@@ -8929,7 +8971,7 @@ begin
     cq3_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_cqe <= mux(cq3_push, (flush_mode or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq4_cqe, mux(b2l(cq_pop = x"2"), cq5_cqe, mux(b2l(cq_pop = x"3"), cq6_cqe, mux(b2l(cq_pop = x"4"), cq7_cqe, cq3_cqe)))));
+            cq3_cqe <= mux(cq3_push, (flush_err or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq4_cqe, mux(b2l(cq_pop = x"2"), cq5_cqe, mux(b2l(cq_pop = x"3"), cq6_cqe, mux(b2l(cq_pop = x"4"), cq7_cqe, cq3_cqe)))));
         end if;
     end process;
 
@@ -8964,7 +9006,7 @@ begin
     cq3_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_len <= mux(cq3_push, mux(flush_mode or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq4_len, mux(b2l(cq_pop = x"2"), cq5_len, mux(b2l(cq_pop = x"3"), cq6_len, mux(b2l(cq_pop = x"4"), cq7_len, cq3_len)))));
+            cq3_len <= mux(cq3_push, mux(flush_err or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq4_len, mux(b2l(cq_pop = x"2"), cq5_len, mux(b2l(cq_pop = x"3"), cq6_len, mux(b2l(cq_pop = x"4"), cq7_len, cq3_len)))));
         end if;
     end process;
 
@@ -8992,7 +9034,7 @@ begin
     cq3_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_flush <= mux(cq3_push, flush_mode, mux(b2l(cq_pop = x"1"), cq4_flush, mux(b2l(cq_pop = x"2"), cq5_flush, mux(b2l(cq_pop = x"3"), cq6_flush, mux(b2l(cq_pop = x"4"), cq7_flush, cq3_flush)))));
+            cq3_flush <= mux(cq3_push, flush_err, mux(b2l(cq_pop = x"1"), cq4_flush, mux(b2l(cq_pop = x"2"), cq5_flush, mux(b2l(cq_pop = x"3"), cq6_flush, mux(b2l(cq_pop = x"4"), cq7_flush, cq3_flush)))));
         end if;
     end process;
 
@@ -9013,7 +9055,7 @@ begin
     cq4_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_cqe <= mux(cq4_push, (flush_mode or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq5_cqe, mux(b2l(cq_pop = x"2"), cq6_cqe, mux(b2l(cq_pop = x"3"), cq7_cqe, cq4_cqe))));
+            cq4_cqe <= mux(cq4_push, (flush_err or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq5_cqe, mux(b2l(cq_pop = x"2"), cq6_cqe, mux(b2l(cq_pop = x"3"), cq7_cqe, cq4_cqe))));
         end if;
     end process;
 
@@ -9048,7 +9090,7 @@ begin
     cq4_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_len <= mux(cq4_push, mux(flush_mode or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq5_len, mux(b2l(cq_pop = x"2"), cq6_len, mux(b2l(cq_pop = x"3"), cq7_len, cq4_len))));
+            cq4_len <= mux(cq4_push, mux(flush_err or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq5_len, mux(b2l(cq_pop = x"2"), cq6_len, mux(b2l(cq_pop = x"3"), cq7_len, cq4_len))));
         end if;
     end process;
 
@@ -9076,7 +9118,7 @@ begin
     cq4_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_flush <= mux(cq4_push, flush_mode, mux(b2l(cq_pop = x"1"), cq5_flush, mux(b2l(cq_pop = x"2"), cq6_flush, mux(b2l(cq_pop = x"3"), cq7_flush, cq4_flush))));
+            cq4_flush <= mux(cq4_push, flush_err, mux(b2l(cq_pop = x"1"), cq5_flush, mux(b2l(cq_pop = x"2"), cq6_flush, mux(b2l(cq_pop = x"3"), cq7_flush, cq4_flush))));
         end if;
     end process;
 
@@ -9097,7 +9139,7 @@ begin
     cq5_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_cqe <= mux(cq5_push, (flush_mode or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq6_cqe, mux(b2l(cq_pop = x"2"), cq7_cqe, cq5_cqe)));
+            cq5_cqe <= mux(cq5_push, (flush_err or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq6_cqe, mux(b2l(cq_pop = x"2"), cq7_cqe, cq5_cqe)));
         end if;
     end process;
 
@@ -9132,7 +9174,7 @@ begin
     cq5_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_len <= mux(cq5_push, mux(flush_mode or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq6_len, mux(b2l(cq_pop = x"2"), cq7_len, cq5_len)));
+            cq5_len <= mux(cq5_push, mux(flush_err or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq6_len, mux(b2l(cq_pop = x"2"), cq7_len, cq5_len)));
         end if;
     end process;
 
@@ -9160,7 +9202,7 @@ begin
     cq5_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_flush <= mux(cq5_push, flush_mode, mux(b2l(cq_pop = x"1"), cq6_flush, mux(b2l(cq_pop = x"2"), cq7_flush, cq5_flush)));
+            cq5_flush <= mux(cq5_push, flush_err, mux(b2l(cq_pop = x"1"), cq6_flush, mux(b2l(cq_pop = x"2"), cq7_flush, cq5_flush)));
         end if;
     end process;
 
@@ -9181,7 +9223,7 @@ begin
     cq6_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_cqe <= mux(cq6_push, (flush_mode or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq7_cqe, cq6_cqe));
+            cq6_cqe <= mux(cq6_push, (flush_err or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq7_cqe, cq6_cqe));
         end if;
     end process;
 
@@ -9216,7 +9258,7 @@ begin
     cq6_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_len <= mux(cq6_push, mux(flush_mode or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq7_len, cq6_len));
+            cq6_len <= mux(cq6_push, mux(flush_err or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq7_len, cq6_len));
         end if;
     end process;
 
@@ -9244,7 +9286,7 @@ begin
     cq6_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_flush <= mux(cq6_push, flush_mode, mux(b2l(cq_pop = x"1"), cq7_flush, cq6_flush));
+            cq6_flush <= mux(cq6_push, flush_err, mux(b2l(cq_pop = x"1"), cq7_flush, cq6_flush));
         end if;
     end process;
 
@@ -9265,7 +9307,7 @@ begin
     cq7_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_cqe <= mux(cq7_push, (flush_mode or prot) or (h_signaled and wqe_retires), cq7_cqe);
+            cq7_cqe <= mux(cq7_push, (flush_err or prot) or (h_signaled and wqe_retires), cq7_cqe);
         end if;
     end process;
 
@@ -9300,7 +9342,7 @@ begin
     cq7_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_len <= mux(cq7_push, mux(flush_mode or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), cq7_len);
+            cq7_len <= mux(cq7_push, mux(flush_err or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), cq7_len);
         end if;
     end process;
 
@@ -9328,7 +9370,7 @@ begin
     cq7_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_flush <= mux(cq7_push, flush_mode, cq7_flush);
+            cq7_flush <= mux(cq7_push, flush_err, cq7_flush);
         end if;
     end process;
 
@@ -9515,7 +9557,7 @@ begin
             if rst = '1' then
                 eng_state <= x"0";
             else
-                eng_state <= mux(in_state13, x"e", mux(in_state14, mux(rsp_drop, x"b", x"c"), mux(in_state15, x"c", mux(in_state0, mux(sched_pop, x"1", x"0"), mux(in_state1, x"2", mux(in_state2, x"3", mux(in_state3, mux(rsp_go, x"d", mux(fetch_go, x"4", x"0")), mux(in_state4, mux(first_done, x"5", x"4"), mux(in_state5, mux(halt or wait_read, x"0", mux(ret_or_flush, x"b", mux(one_bb, x"8", x"6"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), x"7", x"6"), mux(in_state7, mux(rest_done, mux(halt, x"0", x"8"), x"7"), mux(in_state8, mux(pay_from_buf, x"9", x"c"), mux(in_state9, mux(feed_end, x"a", x"9"), mux(in_state10, mux(msg_done, x"b", x"a"), mux(in_state12, mux(ck_done, mux(ck_fault, x"b", x"9"), x"c"), x"0")))))))))))))));
+                eng_state <= mux(in_state13, x"e", mux(in_state14, mux(rsp_drop, x"b", x"c"), mux(in_state15, x"c", mux(in_state0, mux(sched_pop, x"1", x"0"), mux(in_state1, x"2", mux(in_state2, x"3", mux(in_state3, mux(rsp_go, x"d", mux(fetch_go, x"4", x"0")), mux(in_state4, mux(first_done, x"5", x"4"), mux(in_state5, mux(halt or wait_read, x"0", mux(ret_or_flush and (not sent_full), x"b", mux(one_bb, x"8", x"6"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), x"7", x"6"), mux(in_state7, mux(rest_done, mux(halt, x"0", x"8"), x"7"), mux(in_state8, mux(pay_from_buf, x"9", x"c"), mux(in_state9, mux(feed_end, x"a", x"9"), mux(in_state10, mux(msg_done, x"b", x"a"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, x"b", x"9"), x"c"), x"0")))))))))))))));
             end if;
         end if;
     end process;
@@ -9592,7 +9634,7 @@ begin
     begin
         if rising_edge(clk) then
             if (cmd_create or in_state11) = '1' then
-                eng(to_integer(unsigned(mux(cmd_create, s_qp_num, cur_qp)))) <= mux(cmd_create, std_logic_vector'("0000000000000000000000000000000" & x"00000001" & x"00000001" & x"000000000000"), eng_wb_data);
+                eng(to_integer(unsigned(mux(cmd_create, s_qp_num, cur_qp)))) <= mux(cmd_create, std_logic_vector'(x"00000000" & x"00000001" & x"00000001" & x"000000000000"), eng_wb_data);
             end if;
             eng_rd <= eng(to_integer(unsigned(ctx_rd_addr)));
         end if;

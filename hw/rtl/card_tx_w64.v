@@ -25,9 +25,13 @@
 // and the Read completes when its Read done (s_rdone, placement's m_done) is
 // taken, oldest first: the engine then reads the Read WQE's first block again
 // from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ
-// memory). While a Read is outstanding, only an unfenced Read may start after
-// it; any other WQE waits for the Reads before it to complete, so completions
-// stay in posting order. Any other WQE (SGEs to gather, Local Invalidate,
+// memory). A fenced WQE waits while Reads are outstanding, a Read while ORD
+// are; any other WQE starts behind outstanding Reads, and its completion waits
+// for them: when a Read completes, the engine walks the SQ from SQ_CI,
+// completing (first block read again; an SGL's lengths summed by a check pass
+// over its blocks) every WQE sent behind it up to the next outstanding Read or
+// the first WQE not started, so completions stay in posting order with no
+// per-QP completion memory. Any other WQE (SGEs to gather, Local Invalidate,
 // bind, a malformed header) or a DMA error response stops its QP before
 // anything of that WQE is sent: the QP is not scheduled until its next
 // doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it.
@@ -49,7 +53,8 @@
 // new SQ_CI and TXS_PI for its status record either way. An RDMA Read gives
 // two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI
 // does not), and its completion when its Read done is taken (SQ_CI moves past
-// it).
+// it); so does a WQE sent behind an outstanding Read (its completion comes
+// from the walk).
 //
 // Implements: RFC 5040 §4.4, §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write, RDMA Read Request; ORD; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)
 
@@ -197,8 +202,8 @@ module card_tx_w64 (
     wire [9:0]     dbs_rd_addr;
     reg  [57:0]    dbs_a_rd;                 // read data of dbs_a
     reg  [57:0]    dbs_e_rd;                 // read data of dbs_e
-    wire [142:0]   eng_wb_data;              // {rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}
-    reg  [142:0]   eng_rd;                   // read data of eng
+    wire [143:0]   eng_wb_data;              // {walk, rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}
+    reg  [143:0]   eng_rd;                   // read data of eng
     reg  [10:0]    sched_head;
     reg  [10:0]    sched_tail;
     wire           sched_empty;
@@ -398,6 +403,7 @@ module card_tx_w64 (
     reg  [31:0]    cur_rmsn;                 // next Read Request MSN
     reg  [15:0]    cur_sq_next;              // first SQ block not started (SQ_CI while no Read is outstanding)
     reg  [4:0]     cur_orq;                  // RDMA Reads outstanding
+    reg            cur_walk;                 // the WQE at SQ_CI may be done (a Read before it completed): walk the SQ from there
     reg  [4:0]     cur_rdone_used;           // Read dones taken
     reg  [1:0]     cur_state;                // the QP's state (0 none, 1 live, 2 error)
     wire           cur_live;
@@ -417,10 +423,11 @@ module card_tx_w64 (
     wire [31:0]    h_inv_stag;
     wire           has_work;                 // a posted WQE is not started
     wire [4:0]     rdone_pending;            // Read dones not yet taken
+    wire           walk_go;                  // complete the WQE at SQ_CI if it was sent (stop at a Read)
     wire           ret_go;                   // complete the oldest outstanding Read
     wire           rreq_pending;             // Read Request records of the QP to answer (or, in error, to drop)
     wire           flush_go;                 // flush the WQE at SQ_CI (the QP is in error)
-    wire           ord_room;                 // a Read could start within ORD
+    wire           ord_room;                 // a Read can start within ORD
     wire [31:0]    ring_used;
     wire [31:0]    ring_size;
     wire           ring_room_ok;             // the ring has the guard's bytes free
@@ -437,7 +444,8 @@ module card_tx_w64 (
     reg            rsp_drop;                 // ... of a QP in error: it is dropped
     reg            ret_mode;                 // the block fetched is an outstanding Read's, to complete it
     reg            flush_mode;               // the block fetched is a WQE to flush
-    wire           ret_or_flush;             // only the first block is wanted: a completion record follows
+    reg            walk_mode;                // the block fetched is a WQE at SQ_CI that may be done
+    wire           ret_or_flush;             // the WQE at SQ_CI is fetched to complete it: a completion record follows
     wire           use_push;
     reg  [511:0]   push_blk;                 // the pushed block being taken
     reg            src_push;                 // the first block comes from a push
@@ -497,7 +505,9 @@ module card_tx_w64 (
     wire           sgl_ok;                   // NSGE <= 30 and its SGEs fit the blocks
     wire           wqe_served;               // this increment serves the WQE
     wire           pay_from_buf;
-    wire           wait_read;                // the WQE waits for the outstanding Reads
+    wire           wait_read;                // the WQE waits for outstanding Reads
+    wire           sent_done;                // the WQE at SQ_CI was sent
+    wire           sent_full;                // ... with SGEs: its other blocks are read and its SGE lengths summed
     wire [6:0]     wqe_beats;                // beats of the whole WQE
     wire           rest_done;                // the WQE's last beat
     wire           halt;                     // the QP stops at this WQE
@@ -757,6 +767,9 @@ module card_tx_w64 (
     wire [15:0]    flush_bbs;                // blocks of the WQE flushed
     wire [15:0]    new_sq_ci;
     wire           prot;                     // the WQE failed its lkey check
+    wire           prot_late;
+    wire           flush_err;                // the WQE completes with WR_FLUSH_ERR
+    wire           no_record;                // the write-back gives no record (the walk reached an outstanding Read)
     wire           rsp_fault;                // a Read Response's source failed its remote-read check
     reg  [3:0]     cq_count;                 // entries held in cq
     reg            cq0_cqe;
@@ -885,6 +898,7 @@ module card_tx_w64 (
     wire           op_is_send;               // a Send that was sent takes an MSN
     wire           read_started;             // a Read Request went out
     wire [15:0]    new_sq_next;
+    wire           new_walk;
     wire [4:0]     new_orq;                  // flushed Reads are outstanding no more
     wire [4:0]     new_rdone_used;
     wire [4:0]     new_rreq_used;
@@ -915,7 +929,7 @@ module card_tx_w64 (
     reg  [185:0] ctx [0:1023];               // static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD, PD
     reg  [57:0] dbs_a [0:1023];              // doorbell state, read by the doorbell path
     reg  [57:0] dbs_e [0:1023];              // doorbell state, read by the engine
-    reg  [142:0] eng [0:1023];               // engine state per QP: Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI
+    reg  [143:0] eng [0:1023];               // engine state per QP: walk (the WQE at SQ_CI may be done: sent behind a Read that has completed), Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI
     reg  [9:0] sched [0:1023];               // QPs with work, in turn
     reg  [367:0] rrp_data [0:15];            // Read Request records
     reg  [63:0] wqe_buf [0:63];              // the WQE past its header (the inline payload)
@@ -5206,7 +5220,8 @@ module card_tx_w64 (
     assign h_inv_stag = wqe_hdr[255:224];
     assign has_work = cur_sq_next != cur_sq_pi;
     assign rdone_pending = cur_rdone - cur_rdone_used;
-    assign ret_go = ((in_state3 & cur_live) & (cur_orq != 5'h00)) & (rdone_pending != 5'h00);
+    assign walk_go = ((in_state3 & cur_live) & cur_walk) & (cur_sq_ci != cur_sq_next);
+    assign ret_go = (((in_state3 & cur_live) & ~walk_go) & (cur_orq != 5'h00)) & (rdone_pending != 5'h00);
     assign rreq_pending = cur_rreq != cur_rreq_used;
     assign flush_go = ((in_state3 & cur_error) & ~rreq_pending) & (cur_sq_ci != cur_sq_pi);
     assign ord_room = cur_orq < cur_ord;
@@ -5218,11 +5233,11 @@ module card_tx_w64 (
     assign push2_hit = (push2_v & (push2_qp == cur_qp)) & (push2_idx == cur_sq_next);
     assign push3_hit = (push3_v & (push3_qp == cur_qp)) & (push3_idx == cur_sq_next);
     assign push_hit = |{push0_hit, push1_hit, push2_hit, push3_hit};
-    assign rsp_go = (in_state3 & rreq_pending) & (cur_error | ((cur_live & ~ret_go) & ring_room_ok));
-    assign wqe_go = (((((in_state3 & cur_live) & ~ret_go) & ~rreq_pending) & has_work) & ring_room_ok) & ord_room;
-    assign fetch_go = ((wqe_go | ret_go) | flush_go) | rsp_go;
+    assign rsp_go = (in_state3 & rreq_pending) & (cur_error | (((cur_live & ~ret_go) & ~walk_go) & ring_room_ok));
+    assign wqe_go = (((((in_state3 & cur_live) & ~ret_go) & ~walk_go) & ~rreq_pending) & has_work) & ring_room_ok;
+    assign fetch_go = (((wqe_go | ret_go) | walk_go) | flush_go) | rsp_go;
     assign msg_go = wqe_go | rsp_go;
-    assign ret_or_flush = ret_mode | flush_mode;
+    assign ret_or_flush = (ret_mode | flush_mode) | walk_mode;
     assign use_push = wqe_go & push_hit;
     assign push0_w = push_new & (push_rr == 2'h0);
     assign push1_w = push_new & (push_rr == 2'h1);
@@ -5280,7 +5295,9 @@ module card_tx_w64 (
     assign sgl_ok = ~(5'h1e < h_nsge) & ~(inline_room < {8'h00, h_nsge, 4'h0});
     assign wqe_served = (((op_served & (h_inline ? inline_len_ok : sgl_ok)) | read_ok) & bbs_ok) & ~wqe_rd_err;
     assign pay_from_buf = h_inline | op_read;
-    assign wait_read = (((in_state5 & ~ret_or_flush) & wqe_served) & (cur_orq != 5'h00)) & (~op_read | h_fence);
+    assign wait_read = ((in_state5 & ~ret_or_flush) & wqe_served) & ((h_fence & (cur_orq != 5'h00)) | (op_read & ~ord_room));
+    assign sent_done = ((walk_mode | flush_mode) & ~op_read) & (cur_sq_ci != cur_sq_next);
+    assign sent_full = sent_done & ~h_inline;
     assign wqe_beats = {h_bbs, 3'h0};
     assign rest_done = (in_state7 & wb_valid) & (wb_beat == (wqe_beats - 7'h01));
     assign halt = (((in_state5 & ~ret_or_flush) & ~wqe_served) | ((in_state5 & ret_or_flush) & wqe_rd_err)) | (rest_done & (wqe_rd_err | rd_terr));
@@ -5473,22 +5490,25 @@ module card_tx_w64 (
     assign rw_merge_end = (rw_merge & rw_go) & ((rw_out2 + 17'h00001) == rw_n2);
     assign rw_fpdu_end = rw_pass_end | rw_merge_end;
     assign qd_pop = {2'h0, rw_fpdu_end};
-    assign wqe_retires = ret_mode | ~op_read;
+    assign wqe_retires = (ret_mode | sent_done) | (((~ret_or_flush & ~op_read) & (cur_orq == 5'h00)) & ~cur_walk);
     assign flush_avail = cur_sq_pi - cur_sq_ci;
     assign flush_bbs = (((|h_bbs & ~(4'h8 < h_bbs)) & ~(flush_avail < {12'h000, h_bbs})) & ~(({1'h0, sq_mask} + 17'h00001) < {13'h0000, h_bbs})) ? {12'h000, h_bbs} : flush_avail;
-    assign new_sq_ci = flush_mode ? (cur_sq_ci + flush_bbs) : (wqe_retires ? (cur_sq_ci + {12'h000, h_bbs}) : cur_sq_ci);
+    assign new_sq_ci = (flush_mode & ~sent_done) ? (cur_sq_ci + flush_bbs) : (wqe_retires ? (cur_sq_ci + {12'h000, h_bbs}) : cur_sq_ci);
     assign prot = (ck_fault & ~ret_or_flush) & ~rsp_mode;
+    assign prot_late = prot & ((cur_orq != 5'h00) | cur_walk);
+    assign flush_err = flush_mode & ~sent_done;
+    assign no_record = (walk_mode & op_read) | prot_late;
     assign rsp_fault = ck_fault & rsp_mode;
     assign prot_err = in_state11 & (prot | rsp_fault);
     assign cq_wpos = cq_count - cq_pop;
-    assign cq0_push = in_state11 & (cq_wpos == 4'h0);
-    assign cq1_push = in_state11 & (cq_wpos == 4'h1);
-    assign cq2_push = in_state11 & (cq_wpos == 4'h2);
-    assign cq3_push = in_state11 & (cq_wpos == 4'h3);
-    assign cq4_push = in_state11 & (cq_wpos == 4'h4);
-    assign cq5_push = in_state11 & (cq_wpos == 4'h5);
-    assign cq6_push = in_state11 & (cq_wpos == 4'h6);
-    assign cq7_push = in_state11 & (cq_wpos == 4'h7);
+    assign cq0_push = (in_state11 & ~no_record) & (cq_wpos == 4'h0);
+    assign cq1_push = (in_state11 & ~no_record) & (cq_wpos == 4'h1);
+    assign cq2_push = (in_state11 & ~no_record) & (cq_wpos == 4'h2);
+    assign cq3_push = (in_state11 & ~no_record) & (cq_wpos == 4'h3);
+    assign cq4_push = (in_state11 & ~no_record) & (cq_wpos == 4'h4);
+    assign cq5_push = (in_state11 & ~no_record) & (cq_wpos == 4'h5);
+    assign cq6_push = (in_state11 & ~no_record) & (cq_wpos == 4'h6);
+    assign cq7_push = (in_state11 & ~no_record) & (cq_wpos == 4'h7);
     assign cpl_room = cq_count < 4'h8;
     assign cpl_free = ~cpl_v | m_cpl_ready;
     assign wr_done_last = wr_done_valid & wr_done_tag[0];
@@ -5508,13 +5528,15 @@ module card_tx_w64 (
     assign m_cpl_sq_ci = cpl_sq_ci_q;
     assign m_cpl_txs_pi = cpl_txs_pi_q;
     assign stat_dma_err = dma_err_q;
-    assign op_is_send = ~(((op_write | op_read) | flush_mode) | prot);
+    assign op_is_send = ~(((op_write | op_read) | ret_or_flush) | prot);
     assign read_started = op_read & ~ret_or_flush;
-    assign new_sq_next = flush_mode ? new_sq_ci : (ret_mode ? cur_sq_next : (cur_sq_next + {12'h000, h_bbs}));
+    assign new_sq_next = (flush_mode & (cur_sq_ci == cur_sq_next)) ? new_sq_ci : ((ret_or_flush | prot_late) ? cur_sq_next : (cur_sq_next + {12'h000, h_bbs}));
+    assign new_walk = flush_mode ? 1'h0 : ((ret_mode | walk_mode) ? ((new_sq_ci != cur_sq_next) & ~(walk_mode & op_read)) : cur_walk);
     assign new_orq = flush_mode ? 5'h00 : (ret_mode ? (cur_orq - 5'h01) : (read_started ? (cur_orq + 5'h01) : cur_orq));
     assign new_rdone_used = flush_mode ? cur_rdone : (ret_mode ? (cur_rdone_used + 5'h01) : cur_rdone_used);
     assign new_rreq_used = rsp_mode ? (cur_rreq_used + 5'h01) : cur_rreq_used;
     assign eng_wb_data = {
+        new_walk,
         new_rreq_used,
         new_rdone_used,
         new_orq,
@@ -5524,7 +5546,7 @@ module card_tx_w64 (
         f_off,
         new_sq_ci
     };
-    assign more_work = (cur_rreq != new_rreq_used) | ((((flush_mode | prot) | rsp_fault) | cur_error) ? (new_sq_ci != cur_sq_pi) : (((new_sq_next != cur_sq_pi) & (new_orq < cur_ord)) | ((new_orq != 5'h00) & (cur_rdone != new_rdone_used))));
+    assign more_work = (cur_rreq != new_rreq_used) | ((((flush_mode | prot) | rsp_fault) | cur_error) ? (new_sq_ci != cur_sq_pi) : (((new_sq_next != cur_sq_pi) | ((new_orq != 5'h00) & (cur_rdone != new_rdone_used))) | (new_walk & (new_sq_ci != new_sq_next))));
     assign qeng_qp = cur_qp;
     assign qeng_1h = {
         qeng_qp == 10'h3ff,
@@ -7147,6 +7169,12 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (in_state2) begin
+            cur_walk <= eng_rd[143];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (in_state2) begin
             cur_rmsn <= eng_rd[111:80];
         end
     end
@@ -7204,6 +7232,14 @@ module card_tx_w64 (
             flush_mode <= 1'h0;
         end else if (fetch_go) begin
             flush_mode <= flush_go;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            walk_mode <= 1'h0;
+        end else if (fetch_go) begin
+            walk_mode <= walk_go;
         end
     end
 
@@ -7388,7 +7424,7 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if ((fetch_go | in_state5) | rd_go) begin
-            fetch_idx <= fetch_go ? ((ret_go | flush_go) ? cur_sq_ci : cur_sq_next) : (in_state5 ? (cur_sq_next + 16'h0001) : (fetch_idx + {12'h000, fetch_n}));
+            fetch_idx <= fetch_go ? (((ret_go | walk_go) | flush_go) ? cur_sq_ci : cur_sq_next) : (in_state5 ? ((ret_or_flush ? cur_sq_ci : cur_sq_next) + 16'h0001) : (fetch_idx + {12'h000, fetch_n}));
         end
     end
 
@@ -7892,12 +7928,12 @@ module card_tx_w64 (
         if (rst) begin
             cq_count <= 4'h0;
         end else begin
-            cq_count <= cq_wpos + {3'h0, in_state11};
+            cq_count <= cq_wpos + {3'h0, in_state11 & ~no_record};
         end
     end
 
     always @(posedge clk) begin
-        cq0_cqe <= cq0_push ? ((flush_mode | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq1_cqe : ((cq_pop == 4'h2) ? cq2_cqe : ((cq_pop == 4'h3) ? cq3_cqe : ((cq_pop == 4'h4) ? cq4_cqe : ((cq_pop == 4'h5) ? cq5_cqe : ((cq_pop == 4'h6) ? cq6_cqe : ((cq_pop == 4'h7) ? cq7_cqe : cq0_cqe)))))));
+        cq0_cqe <= cq0_push ? ((flush_err | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq1_cqe : ((cq_pop == 4'h2) ? cq2_cqe : ((cq_pop == 4'h3) ? cq3_cqe : ((cq_pop == 4'h4) ? cq4_cqe : ((cq_pop == 4'h5) ? cq5_cqe : ((cq_pop == 4'h6) ? cq6_cqe : ((cq_pop == 4'h7) ? cq7_cqe : cq0_cqe)))))));
     end
 
     always @(posedge clk) begin
@@ -7917,7 +7953,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq0_len <= cq0_push ? ((flush_mode | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq1_len : ((cq_pop == 4'h2) ? cq2_len : ((cq_pop == 4'h3) ? cq3_len : ((cq_pop == 4'h4) ? cq4_len : ((cq_pop == 4'h5) ? cq5_len : ((cq_pop == 4'h6) ? cq6_len : ((cq_pop == 4'h7) ? cq7_len : cq0_len)))))));
+        cq0_len <= cq0_push ? ((flush_err | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq1_len : ((cq_pop == 4'h2) ? cq2_len : ((cq_pop == 4'h3) ? cq3_len : ((cq_pop == 4'h4) ? cq4_len : ((cq_pop == 4'h5) ? cq5_len : ((cq_pop == 4'h6) ? cq6_len : ((cq_pop == 4'h7) ? cq7_len : cq0_len)))))));
     end
 
     always @(posedge clk) begin
@@ -7933,7 +7969,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq0_flush <= cq0_push ? flush_mode : ((cq_pop == 4'h1) ? cq1_flush : ((cq_pop == 4'h2) ? cq2_flush : ((cq_pop == 4'h3) ? cq3_flush : ((cq_pop == 4'h4) ? cq4_flush : ((cq_pop == 4'h5) ? cq5_flush : ((cq_pop == 4'h6) ? cq6_flush : ((cq_pop == 4'h7) ? cq7_flush : cq0_flush)))))));
+        cq0_flush <= cq0_push ? flush_err : ((cq_pop == 4'h1) ? cq1_flush : ((cq_pop == 4'h2) ? cq2_flush : ((cq_pop == 4'h3) ? cq3_flush : ((cq_pop == 4'h4) ? cq4_flush : ((cq_pop == 4'h5) ? cq5_flush : ((cq_pop == 4'h6) ? cq6_flush : ((cq_pop == 4'h7) ? cq7_flush : cq0_flush)))))));
     end
 
     always @(posedge clk) begin
@@ -7945,7 +7981,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq1_cqe <= cq1_push ? ((flush_mode | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
+        cq1_cqe <= cq1_push ? ((flush_err | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
     end
 
     always @(posedge clk) begin
@@ -7965,7 +8001,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq1_len <= cq1_push ? ((flush_mode | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq2_len : ((cq_pop == 4'h2) ? cq3_len : ((cq_pop == 4'h3) ? cq4_len : ((cq_pop == 4'h4) ? cq5_len : ((cq_pop == 4'h5) ? cq6_len : ((cq_pop == 4'h6) ? cq7_len : cq1_len))))));
+        cq1_len <= cq1_push ? ((flush_err | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq2_len : ((cq_pop == 4'h2) ? cq3_len : ((cq_pop == 4'h3) ? cq4_len : ((cq_pop == 4'h4) ? cq5_len : ((cq_pop == 4'h5) ? cq6_len : ((cq_pop == 4'h6) ? cq7_len : cq1_len))))));
     end
 
     always @(posedge clk) begin
@@ -7981,7 +8017,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq1_flush <= cq1_push ? flush_mode : ((cq_pop == 4'h1) ? cq2_flush : ((cq_pop == 4'h2) ? cq3_flush : ((cq_pop == 4'h3) ? cq4_flush : ((cq_pop == 4'h4) ? cq5_flush : ((cq_pop == 4'h5) ? cq6_flush : ((cq_pop == 4'h6) ? cq7_flush : cq1_flush))))));
+        cq1_flush <= cq1_push ? flush_err : ((cq_pop == 4'h1) ? cq2_flush : ((cq_pop == 4'h2) ? cq3_flush : ((cq_pop == 4'h3) ? cq4_flush : ((cq_pop == 4'h4) ? cq5_flush : ((cq_pop == 4'h5) ? cq6_flush : ((cq_pop == 4'h6) ? cq7_flush : cq1_flush))))));
     end
 
     always @(posedge clk) begin
@@ -7993,7 +8029,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq2_cqe <= cq2_push ? ((flush_mode | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq3_cqe : ((cq_pop == 4'h2) ? cq4_cqe : ((cq_pop == 4'h3) ? cq5_cqe : ((cq_pop == 4'h4) ? cq6_cqe : ((cq_pop == 4'h5) ? cq7_cqe : cq2_cqe)))));
+        cq2_cqe <= cq2_push ? ((flush_err | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq3_cqe : ((cq_pop == 4'h2) ? cq4_cqe : ((cq_pop == 4'h3) ? cq5_cqe : ((cq_pop == 4'h4) ? cq6_cqe : ((cq_pop == 4'h5) ? cq7_cqe : cq2_cqe)))));
     end
 
     always @(posedge clk) begin
@@ -8013,7 +8049,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq2_len <= cq2_push ? ((flush_mode | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq3_len : ((cq_pop == 4'h2) ? cq4_len : ((cq_pop == 4'h3) ? cq5_len : ((cq_pop == 4'h4) ? cq6_len : ((cq_pop == 4'h5) ? cq7_len : cq2_len)))));
+        cq2_len <= cq2_push ? ((flush_err | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq3_len : ((cq_pop == 4'h2) ? cq4_len : ((cq_pop == 4'h3) ? cq5_len : ((cq_pop == 4'h4) ? cq6_len : ((cq_pop == 4'h5) ? cq7_len : cq2_len)))));
     end
 
     always @(posedge clk) begin
@@ -8029,7 +8065,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq2_flush <= cq2_push ? flush_mode : ((cq_pop == 4'h1) ? cq3_flush : ((cq_pop == 4'h2) ? cq4_flush : ((cq_pop == 4'h3) ? cq5_flush : ((cq_pop == 4'h4) ? cq6_flush : ((cq_pop == 4'h5) ? cq7_flush : cq2_flush)))));
+        cq2_flush <= cq2_push ? flush_err : ((cq_pop == 4'h1) ? cq3_flush : ((cq_pop == 4'h2) ? cq4_flush : ((cq_pop == 4'h3) ? cq5_flush : ((cq_pop == 4'h4) ? cq6_flush : ((cq_pop == 4'h5) ? cq7_flush : cq2_flush)))));
     end
 
     always @(posedge clk) begin
@@ -8041,7 +8077,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq3_cqe <= cq3_push ? ((flush_mode | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
+        cq3_cqe <= cq3_push ? ((flush_err | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
     end
 
     always @(posedge clk) begin
@@ -8061,7 +8097,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq3_len <= cq3_push ? ((flush_mode | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq4_len : ((cq_pop == 4'h2) ? cq5_len : ((cq_pop == 4'h3) ? cq6_len : ((cq_pop == 4'h4) ? cq7_len : cq3_len))));
+        cq3_len <= cq3_push ? ((flush_err | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq4_len : ((cq_pop == 4'h2) ? cq5_len : ((cq_pop == 4'h3) ? cq6_len : ((cq_pop == 4'h4) ? cq7_len : cq3_len))));
     end
 
     always @(posedge clk) begin
@@ -8077,7 +8113,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq3_flush <= cq3_push ? flush_mode : ((cq_pop == 4'h1) ? cq4_flush : ((cq_pop == 4'h2) ? cq5_flush : ((cq_pop == 4'h3) ? cq6_flush : ((cq_pop == 4'h4) ? cq7_flush : cq3_flush))));
+        cq3_flush <= cq3_push ? flush_err : ((cq_pop == 4'h1) ? cq4_flush : ((cq_pop == 4'h2) ? cq5_flush : ((cq_pop == 4'h3) ? cq6_flush : ((cq_pop == 4'h4) ? cq7_flush : cq3_flush))));
     end
 
     always @(posedge clk) begin
@@ -8089,7 +8125,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq4_cqe <= cq4_push ? ((flush_mode | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq5_cqe : ((cq_pop == 4'h2) ? cq6_cqe : ((cq_pop == 4'h3) ? cq7_cqe : cq4_cqe)));
+        cq4_cqe <= cq4_push ? ((flush_err | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq5_cqe : ((cq_pop == 4'h2) ? cq6_cqe : ((cq_pop == 4'h3) ? cq7_cqe : cq4_cqe)));
     end
 
     always @(posedge clk) begin
@@ -8109,7 +8145,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq4_len <= cq4_push ? ((flush_mode | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq5_len : ((cq_pop == 4'h2) ? cq6_len : ((cq_pop == 4'h3) ? cq7_len : cq4_len)));
+        cq4_len <= cq4_push ? ((flush_err | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq5_len : ((cq_pop == 4'h2) ? cq6_len : ((cq_pop == 4'h3) ? cq7_len : cq4_len)));
     end
 
     always @(posedge clk) begin
@@ -8125,7 +8161,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq4_flush <= cq4_push ? flush_mode : ((cq_pop == 4'h1) ? cq5_flush : ((cq_pop == 4'h2) ? cq6_flush : ((cq_pop == 4'h3) ? cq7_flush : cq4_flush)));
+        cq4_flush <= cq4_push ? flush_err : ((cq_pop == 4'h1) ? cq5_flush : ((cq_pop == 4'h2) ? cq6_flush : ((cq_pop == 4'h3) ? cq7_flush : cq4_flush)));
     end
 
     always @(posedge clk) begin
@@ -8137,7 +8173,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq5_cqe <= cq5_push ? ((flush_mode | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
+        cq5_cqe <= cq5_push ? ((flush_err | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
     end
 
     always @(posedge clk) begin
@@ -8157,7 +8193,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq5_len <= cq5_push ? ((flush_mode | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq6_len : ((cq_pop == 4'h2) ? cq7_len : cq5_len));
+        cq5_len <= cq5_push ? ((flush_err | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq6_len : ((cq_pop == 4'h2) ? cq7_len : cq5_len));
     end
 
     always @(posedge clk) begin
@@ -8173,7 +8209,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq5_flush <= cq5_push ? flush_mode : ((cq_pop == 4'h1) ? cq6_flush : ((cq_pop == 4'h2) ? cq7_flush : cq5_flush));
+        cq5_flush <= cq5_push ? flush_err : ((cq_pop == 4'h1) ? cq6_flush : ((cq_pop == 4'h2) ? cq7_flush : cq5_flush));
     end
 
     always @(posedge clk) begin
@@ -8185,7 +8221,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq6_cqe <= cq6_push ? ((flush_mode | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq7_cqe : cq6_cqe);
+        cq6_cqe <= cq6_push ? ((flush_err | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq7_cqe : cq6_cqe);
     end
 
     always @(posedge clk) begin
@@ -8205,7 +8241,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq6_len <= cq6_push ? ((flush_mode | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq7_len : cq6_len);
+        cq6_len <= cq6_push ? ((flush_err | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq7_len : cq6_len);
     end
 
     always @(posedge clk) begin
@@ -8221,7 +8257,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq6_flush <= cq6_push ? flush_mode : ((cq_pop == 4'h1) ? cq7_flush : cq6_flush);
+        cq6_flush <= cq6_push ? flush_err : ((cq_pop == 4'h1) ? cq7_flush : cq6_flush);
     end
 
     always @(posedge clk) begin
@@ -8233,7 +8269,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq7_cqe <= cq7_push ? ((flush_mode | prot) | (h_signaled & wqe_retires)) : cq7_cqe;
+        cq7_cqe <= cq7_push ? ((flush_err | prot) | (h_signaled & wqe_retires)) : cq7_cqe;
     end
 
     always @(posedge clk) begin
@@ -8253,7 +8289,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq7_len <= cq7_push ? ((flush_mode | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : cq7_len;
+        cq7_len <= cq7_push ? ((flush_err | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : cq7_len;
     end
 
     always @(posedge clk) begin
@@ -8269,7 +8305,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq7_flush <= cq7_push ? flush_mode : cq7_flush;
+        cq7_flush <= cq7_push ? flush_err : cq7_flush;
     end
 
     always @(posedge clk) begin
@@ -8402,7 +8438,7 @@ module card_tx_w64 (
         if (rst) begin
             eng_state <= 4'h0;
         end else begin
-            eng_state <= in_state13 ? 4'he : (in_state14 ? (rsp_drop ? 4'hb : 4'hf) : (in_state15 ? 4'hc : (in_state0 ? (sched_pop ? 4'h1 : 4'h0) : (in_state1 ? 4'h2 : (in_state2 ? 4'h3 : (in_state3 ? (rsp_go ? 4'hd : (fetch_go ? 4'h4 : 4'h0)) : (in_state4 ? (first_done ? 4'h5 : 4'h4) : (in_state5 ? ((halt | wait_read) ? 4'h0 : (ret_or_flush ? 4'hb : (one_bb ? (pay_from_buf ? 4'h9 : 4'hc) : 4'h6))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 4'h7 : 4'h6) : (in_state7 ? (rest_done ? (halt ? 4'h0 : (pay_from_buf ? 4'h9 : 4'hc)) : 4'h7) : (in_state8 ? (pay_from_buf ? 4'h9 : 4'hc) : (in_state9 ? (feed_end ? 4'ha : 4'h9) : (in_state10 ? (msg_done ? 4'hb : 4'ha) : (in_state12 ? (ck_done ? (ck_fault ? 4'hb : 4'h9) : 4'hc) : 4'h0))))))))))))));
+            eng_state <= in_state13 ? 4'he : (in_state14 ? (rsp_drop ? 4'hb : 4'hf) : (in_state15 ? 4'hc : (in_state0 ? (sched_pop ? 4'h1 : 4'h0) : (in_state1 ? 4'h2 : (in_state2 ? 4'h3 : (in_state3 ? (rsp_go ? 4'hd : (fetch_go ? 4'h4 : 4'h0)) : (in_state4 ? (first_done ? 4'h5 : 4'h4) : (in_state5 ? ((halt | wait_read) ? 4'h0 : ((ret_or_flush & ~sent_full) ? 4'hb : (one_bb ? (pay_from_buf ? 4'h9 : 4'hc) : 4'h6))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 4'h7 : 4'h6) : (in_state7 ? (rest_done ? (halt ? 4'h0 : (pay_from_buf ? 4'h9 : 4'hc)) : 4'h7) : (in_state8 ? (pay_from_buf ? 4'h9 : 4'hc) : (in_state9 ? (feed_end ? 4'ha : 4'h9) : (in_state10 ? (msg_done ? 4'hb : 4'ha) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 4'hb : 4'h9) : 4'hc) : 4'h0))))))))))))));
         end
     end
 
@@ -8461,7 +8497,7 @@ module card_tx_w64 (
     // eng: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (cmd_create | in_state11) begin
-            eng[cmd_create ? s_qp_num : cur_qp] <= cmd_create ? {31'h00000000, 32'h00000001, 32'h00000001, 48'h000000000000} : eng_wb_data;
+            eng[cmd_create ? s_qp_num : cur_qp] <= cmd_create ? {32'h00000000, 32'h00000001, 32'h00000001, 48'h000000000000} : eng_wb_data;
         end
         eng_rd <= eng[ctx_rd_addr];
     end

@@ -125,6 +125,9 @@ func (b *ctxBench) readRequests(d *mpa.Deframer, p []byte, fn func(rdmap.ReadReq
 // last call: a Read Response of the requested size into the QP's receive
 // ring, and its RXS_PI doorbell. It reports whether it sent any.
 func (b *ctxBench) answerModel() bool {
+	if b.hold {
+		return false
+	}
 	sent := false
 	for _, q := range b.qps {
 		st := b.mStat[q.cfg.Num]
@@ -176,6 +179,20 @@ func (b *ctxBench) answerRTL(q *ctxQP, pi uint32) {
 	}
 }
 
+// postReads posts up to n WQEs to q while its SQ has room, each an RDMA
+// Read with chance reads out of 256, else an inline WQE, and rings SQ_PI.
+func (b *ctxBench) postReads(q *ctxQP, n, reads int) {
+	free := func() int { return int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI) }
+	for ; n > 0 && free() >= cs.MaxWQEBBs; n-- {
+		if b.rng.Chance(reads) {
+			b.postRead(q)
+		} else {
+			b.post(q, 200)
+		}
+	}
+	b.ring(q)
+}
+
 // TestCardTxReads co-simulates card_tx's RDMA Read requester with the
 // card model: random Reads (one sink SGE or none, 0 to 1 KiB, fenced at
 // random) mixed with inline Sends, Sends with Invalidate and RDMA Writes
@@ -193,16 +210,7 @@ func TestCardTxReads(t *testing.T) {
 			r := b.rng
 			for round := 0; round < 30; round++ {
 				for _, q := range b.qps {
-					free := int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI)
-					for k := r.IntN(6); k > 0 && free >= cs.MaxWQEBBs; k-- {
-						if r.Chance(110) {
-							b.postRead(q)
-						} else {
-							b.post(q, 200)
-						}
-						free = int(uint16(1)<<q.cfg.SQLog) - int(q.pi-q.rtlSQCI)
-					}
-					b.ring(q)
+					b.postReads(q, r.IntN(6), 110)
 				}
 				b.runModel()
 				b.runRTL(2_000_000)
@@ -322,6 +330,100 @@ func TestCardTxReadResponses(t *testing.T) {
 			require.False(t, halt, "seed %d: QP %d halted", seed, hq)
 			require.Greater(t, len(b.rreqs), 50, "seed %d: Read Requests", seed)
 			t.Logf("seed %d: %d Read Requests answered, %d records, %d cycles", seed, len(b.rreqs), len(b.rtl.Records), b.rtl.Cycles)
+		})
+	}
+}
+
+// runRTLHeld runs the RTL, its Read Requests unanswered, until its
+// stream of every QP is as long as the model's (which, its Reads
+// unanswered too, sent every WQE behind them that no fence or ORD holds)
+// and it has written every record it can; the watchdog names a QP the
+// RTL left behind.
+func (b *ctxBench) runRTLHeld(watchdog uint64) {
+	t := b.t
+	start := b.rtl.Cycles
+	for quiet := 0; quiet < 4000; {
+		behind := -1
+		for _, q := range b.qps {
+			if uint64(len(b.mRing[q.cfg.Num])-q.mBase) != b.rtl.RingBytes[q.cfg.Num] {
+				behind = int(q.cfg.Num)
+			}
+		}
+		if behind < 0 && !b.rtl.Pending() && !b.rtl.RecordOut() {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		require.NoError(t, b.rtl.Step(), "seed %d", b.seed)
+		for ; b.seen < len(b.rtl.Records); b.seen++ {
+			rec := b.rtl.Records[b.seen]
+			for _, q := range b.qps {
+				if q.cfg.Num == rec.QPN {
+					q.rtlRecs++
+					q.rtlSQCI = rec.SQCI
+					q.rtlCI = rec.TXSPI
+				}
+			}
+		}
+		for _, q := range b.qps {
+			if n := b.rtl.RingBytes[q.cfg.Num]; n != q.given {
+				q.given = n
+				b.rtl.Doorbell(CardTxDoorbell{Kind: 3, QPN: q.cfg.Num, Value: uint32(n)})
+			}
+		}
+		if b.rtl.Cycles-start > watchdog {
+			t.Fatalf("seed %d: with Reads outstanding, the RTL's stream of QP %d has %d bytes, the model's %d", b.seed, behind,
+				b.rtl.RingBytes[uint32(behind)], len(b.mRing[uint32(behind)])-b.qps[slices.IndexFunc(b.qps, func(q *ctxQP) bool { return int(q.cfg.Num) == behind })].mBase)
+		}
+	}
+}
+
+// TestCardTxReadOverlap co-simulates, with the card model, WQEs posted
+// behind RDMA Reads whose responses have not come: random Reads (fenced
+// or not) mixed with inline Sends, Sends with Invalidate and RDMA Writes
+// (fenced or not, pushed or fetched) on 6 QPs with ORD 1 to 4. While the
+// peer holds every Read Response, the RTL must send what the model sends
+// (every WQE that no fence or ORD holds, RFC 5040 §7) with no completion
+// of a WQE behind an outstanding Read; then the peer answers and every
+// completion comes in posting order. Every stream byte, CQE (status,
+// length) and final SQ_CI and TXS_PI must be the model's. Some rounds
+// put a QP in error while WQEs sent behind its Reads wait: they
+// complete as the model completes them (SUCCESS: they were sent), the
+// Reads and the rest with WR_FLUSH_ERR.
+func TestCardTxReadOverlap(t *testing.T) {
+	for _, w := range gen.CardTxWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			b := newCtxBench(t, w, seed, CardTxTiming{ReadLatency: 1, ReadJitter: 300, Random: true}, 6,
+				func(r Rand) uint32 { return uint32(128 + r.IntN(1024)) })
+			b.readSink()
+			r := b.rng
+			errs := 0
+			for round := 0; round < 12; round++ {
+				b.hold = true
+				for _, q := range b.qps {
+					b.postReads(q, 1+r.IntN(6), 90)
+				}
+				b.runModel()
+				b.runRTLHeld(3_000_000)
+				if round%4 == 2 {
+					q := b.qps[r.IntN(len(b.qps))]
+					b.command(q, cs.QPOpError)
+					b.hold = false
+					b.runModel()
+					b.runRTL(3_000_000)
+					b.compare()
+					b.command(q, cs.QPOpDestroy)
+					b.create(q)
+					errs++
+					continue
+				}
+				b.hold = false
+				b.runModel()
+				b.runRTL(3_000_000)
+			}
+			b.compare()
+			t.Logf("seed %d: %d records, %d QPs put in error, %d cycles", seed, len(b.rtl.Records), errs, b.rtl.Cycles)
 		})
 	}
 }

@@ -40,6 +40,8 @@ type ctxBench struct {
 	mrs   []ctxMR  // regions registered in both STag tables
 	slot  uint32   // next page-list slot
 	rreqs []uint32 // QP of each Read Request the peer sent, in order
+	// hold: the peer answers no Read Request (they stay outstanding).
+	hold bool
 }
 
 type ctxQP struct {
@@ -52,6 +54,7 @@ type ctxQP struct {
 	given   uint64 // stream bytes handed back to the RTL (TXS_CI)
 	rtlRecs int
 	rtlSQCI uint16
+	mBase   int      // model stream bytes of the QP's earlier lives (before its CREATE)
 	rd      ctxReads // the peer's side of RDMA Reads
 	late    bool     // ring SQ_PI only in ring(), never in post (no push)
 }
@@ -134,7 +137,7 @@ func newCtxBench(t *testing.T, width int, seed uint64, timing CardTxTiming, nqp 
 // bench's view of q starts afresh (indices and streams from zero).
 func (b *ctxBench) create(cq *ctxQP) {
 	q, n := cq.cfg, cq.cfg.Num
-	*cq = ctxQP{cfg: q}
+	*cq = ctxQP{cfg: q, mBase: len(b.mRing[q.Num])}
 	mpaReg := q.MULPDU
 	if q.Markers {
 		mpaReg |= 1 << cs.QPMPAMarkersTXShift
@@ -322,7 +325,7 @@ func (b *ctxBench) runRTL(watchdog uint64) {
 		// a gathered message may be longer than the ring.
 		for _, q := range b.qps {
 			n := b.rtl.RingBytes[q.cfg.Num]
-			if b.rd {
+			if b.rd && !b.hold {
 				b.answerRTL(q, uint32(n))
 			}
 			if n != q.given && (n-q.given > 512 || b.rng.Chance(16)) {
