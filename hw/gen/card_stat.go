@@ -41,7 +41,7 @@ func CardStat(width int) (*Module, error) {
 		fmt.Sprintf("The QP status records and the QP's stream and state events, %d-bit DMA: per QP the values the driver reads from its status record (TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED) and what the stream events need (TXS_CI, ARM_TX, ARM_RX); %d bits of block RAM for %d QPs. Updated by QP_CMD CREATE (all zero, state RTS), CLOSE (a QP in RTS: CLOSING until SQ_CI reaches SQ_PI, then CLOSED with TX_CLOSED and a QP_CLOSED event), ERROR (a QP in RTS, CLOSING or CLOSED goes to ERROR with TX_CLOSED, and a QP_ERROR event with INFO HOST), DESTROY (a QP in CLOSED or ERROR goes back to RESET, nothing written), card_tx's records (s_tx: SQ_CI and TXS_PI after each WQE), card_rx's RXS_CI records (s_rx), card_rx's receive completions (s_rc: RQ_CI, and the CQE passed on) and the doorbells SQ_PI and PUSH (SQ_PI, for CLOSE), TXS_CI, RXS_PI and STREAM (s_db: ARM_TX, ARM_RX, RX_FIN; RX_LOST puts a live QP in ERROR with TX_CLOSED and a QP_ERROR event with INFO LLP_LOST). Each record update writes the QP's whole 32-byte record at QPSTAT_BASE + 32 x QPN with one DMA write through a dma_wr.", W, cardStatCtx, 1<<QB),
 		"Events, as the card model gives them: TX_DATA once ARM_TX is set and TXS_PI differs from TXS_CI (checked at each transmit record, TXS_CI doorbell and STREAM doorbell; the arm is then spent); RX_SPACE at the first RXS_CI record after ARM_RX (spent); QP_ERROR with ERROR's or RX_LOST's record; QP_CLOSED with CLOSED's record; STREAM_END once RX_FIN is set and RXS_CI reaches RXS_PI (card_rx reports RXS_CI at FPDU boundaries) in a QP not in error. One event per update: QP_ERROR, QP_CLOSED or STREAM_END go first and a TX_DATA or RX_SPACE of the same update keeps its arm for the next.",
 		fmt.Sprintf("Ordering: a completion (s_tx_cqe) or event is passed on (m_cpl to card_cq's completion port, m_ev to its event port) only once every status write taken before it has its write response, so the driver never sees a CQE or an event before the status record that publishes its indices (the card model writes the record first). Up to %d entries (status writes and events without a write) wait in order; the writes of one QP go out in the order of their updates (dma_wr keeps order), so the latest values win.", cardStatPend),
-		"Updates are serial (a context read, its write-back and, for a record, the DMA request and the 32 bytes), QP commands first, then doorbells, then transmit and receive-side records alternately (RXS_CI records and receive completions alternately among the latter). Not yet: STREAM_CUT (a partial FPDU left at RX_FIN: card_rx's), the flush of outstanding Reads at STREAM_END (card_tx's), coalescing of updates.")
+		"Updates are serial (a context read, its write-back and, for a record, the DMA request and the 32 bytes), QP commands first, then doorbells, then transmit and receive-side records alternately (RXS_CI records and receive completions alternately among the latter). With a STREAM_END or a QP_ERROR LLP_LOST event goes a record to card_tx (m_end, released with the event, after the status writes before it): card_tx flushes the QP's outstanding Reads, or puts the QP in error and flushes its WQEs (RX_LOST), as the card model does. Not yet: STREAM_CUT (a partial FPDU left at RX_FIN: card_rx's), coalescing of updates.")
 	clk := m.Clock()
 	rst := m.ResetPort()
 	cmdValid := m.Input("qp_cmd_valid", 1, "QP command (card_regs, forked by the top)")
@@ -98,6 +98,10 @@ func CardStat(width int) (*Module, error) {
 	evType := m.Output("m_ev_type", 8, "EQE_TYPE: TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END or QP_ERROR")
 	evQPN := m.Output("m_ev_qpn", QB, "OBJ: the QP")
 	evInfo := m.Output("m_ev_info", 32, "INFO: QP_ERR_HOST or QP_ERR_LLP_LOST for QP_ERROR, else 0")
+	endValid := m.Output("m_end_valid", 1, "the peer's stream of a QP ended (with its STREAM_END event) or was lost (with QP_ERROR LLP_LOST): card_tx's s_end")
+	endReady := m.Input("m_end_ready", 1, "")
+	endQPN := m.Output("m_end_qpn", QB, "the QP")
+	endLost := m.Output("m_end_lost", 1, "RX_LOST (else the stream ended)")
 	fault := m.Output("m_fault", 1, "a status write got an error response (pulse)")
 	var unused []Expr
 
@@ -299,16 +303,22 @@ func CardStat(width int) (*Module, error) {
 	hEv := m.WireOf("head_ev", Bit(head, entW-2), "the head releases an event")
 	hCpl := m.WireOf("head_cpl", Bit(head, cplW-1), "the head releases a completion")
 	ready := m.WireOf("head_ready", And(has, Or(Not(hWr), doneV)), "the head's write (if any) has its response")
+	hCode := m.WireOf("head_ev_code", Bits(head, entW-3, entW-5), "")
+	hEnd := m.WireOf("head_end", And(hEv, Or(Eq(hCode, C(3, 4)), Eq(hCode, C(3, 5)))), "the head's event is STREAM_END or QP_ERROR LLP_LOST: card_tx gets a record too")
+	endDone := m.RegDecl("end_taken", 1, "the head's stream-end record is taken")
+	endV := m.WireOf("end_v", And(ready, hEnd, Not(endDone)), "")
+	endOK := m.WireOf("end_ok", Or(Not(hEnd), endDone, endReady), "")
 	cplDone := m.RegDecl("cpl_taken", 1, "the head's completion is taken")
 	evDone := m.RegDecl("ev_taken", 1, "the head's event is taken")
 	cplV := m.WireOf("cpl_v", And(ready, hCpl, Not(cplDone)), "")
 	evV := m.WireOf("ev_v", And(ready, hEv, Not(evDone)), "")
 	cplOK := m.WireOf("cpl_ok", Or(Not(hCpl), cplDone, cplReady), "")
 	evOK := m.WireOf("ev_ok", Or(Not(hEv), evDone, evReady), "")
-	pop := m.WireOf("pend_pop", And(ready, cplOK, evOK), "")
+	pop := m.WireOf("pend_pop", And(ready, cplOK, evOK, endOK), "")
+	m.Drive(endDone, big.NewInt(0), And(Not(pop), Or(endDone, And(endV, endReady))), nil)
 	m.Drive(cplDone, big.NewInt(0), And(Not(pop), Or(cplDone, And(cplV, cplReady))), nil)
 	m.Drive(evDone, big.NewInt(0), And(Not(pop), Or(evDone, And(evV, evReady))), nil)
-	m.Assign(doneR, And(has, hWr, cplOK, evOK))
+	m.Assign(doneR, And(has, hWr, cplOK, evOK, endOK))
 	m.Drive(wp, big.NewInt(0), Add(wp, C(PB, 1)), push)
 	m.Drive(rp, big.NewInt(0), Add(rp, C(PB, 1)), pop)
 	m.Drive(pendCnt, big.NewInt(0), Sub(Add(pendCnt, zext(push, PB+1)), zext(pop, PB+1)), nil)
@@ -322,7 +332,9 @@ func CardStat(width int) (*Module, error) {
 		m.Assign(f.s, Bits(head, off+f.w-1, off))
 		off += f.w
 	}
-	hCode := m.WireOf("head_ev_code", Bits(head, entW-3, entW-5), "")
+	m.Assign(endValid, endV)
+	m.Assign(endQPN, gate(endV, Bits(head, cplW+QB-1, cplW)))
+	m.Assign(endLost, And(endV, Eq(hCode, C(3, 5))))
 	m.Assign(evQPN, Bits(head, cplW+QB-1, cplW))
 	m.Assign(evType, muxTree(selBits(hCode, 0, 3), []Expr{C(8, cardStatEvTXData), C(8, cardStatEvRXSpace), C(8, cardStatEvQPError), C(8, cardStatEvQPClosed),
 		C(8, cardStatEvStreamEnd), C(8, cardStatEvQPError), C(8, 0), C(8, 0)}))

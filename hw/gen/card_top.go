@@ -303,6 +303,14 @@ func CardTop(width int) (*Module, error) {
 		txIn["s_rreq_"+f] = o("rx", "m_rreq_"+f)
 	}
 	txIn["m_rreq_done_ready"] = o("rx", "s_rreq_done_ready")
+	// The peer's stream ended or was lost (card_stat's record), once
+	// placement holds no ULPDU any more: its Read dones of that stream
+	// (whose ULPDUs it took before card_rx reported the RXS_CI that ended
+	// the stream) are then all taken, so the flush comes behind them.
+	endGo := m.WireOf("end_go", Not(o("pl", "busy")), "placement is empty: a stream-end record may pass")
+	txIn["s_end_valid"] = And(o("st", "m_end_valid"), endGo)
+	txIn["s_end_qpn"] = o("st", "m_end_qpn")
+	txIn["s_end_lost"] = o("st", "m_end_lost")
 	// Records (status fields and, when signaled, a CQE) to card_stat.
 	txIn["m_cpl_ready"] = o("st", "s_tx_ready")
 	// lkey checks through placement's check port.
@@ -383,6 +391,7 @@ func CardTop(width int) (*Module, error) {
 		"s_tx_byte_len": o("tx", "m_cpl_byte_len"),
 		"s_rx_valid":    o("rx", "m_ci_valid"), "s_rx_qpn": o("rx", "m_ci_qp"), "s_rx_rxs_ci": o("rx", "m_ci_value"),
 		"m_cpl_ready": o("cq", "s_cpl0_ready"), "m_ev_ready": o("cq", "s_ev0_ready"),
+		"m_end_ready": And(o("tx", "s_end_ready"), endGo),
 		// card_rx's receive completions: RQ_CI, then the CQE.
 		"s_rc_valid": o("rx", "m_cpl_valid"), "s_rc_qpn": o("rx", "m_cpl_qpn"), "s_rc_rq_ci": o("rx", "m_cpl_rq_ci"),
 		"s_rc_cq": o("rx", "m_cpl_cq"), "s_rc_wr_id": o("rx", "m_cpl_wr_id"), "s_rc_opcode": o("rx", "m_cpl_opcode"),

@@ -120,10 +120,10 @@ func CardTx(width int) (*Module, error) {
 	rst := m.ResetPort()
 
 	// --- ports ---
-	qpValid := m.Input("s_qp_valid", 1, "a QP command (card_regs qp_cmd)")
+	qpValidIn := m.Input("s_qp_valid", 1, "a QP command (card_regs qp_cmd)")
 	qpReady := m.Output("s_qp_ready", 1, "")
-	qpOp := m.Input("s_qp_op", 4, "QP_OP: 1 CREATE, 3 ERROR (a live QP: flush), 4 DESTROY (a QP in error); 2 CLOSE is taken without effect")
-	qpNum := m.Input("s_qp_num", QB, "QP number")
+	qpOpIn := m.Input("s_qp_op", 4, "QP_OP: 1 CREATE, 3 ERROR (a live QP: flush), 4 DESTROY (a QP in error); 2 CLOSE is taken without effect")
+	qpNumIn := m.Input("s_qp_num", QB, "QP number")
 	qpSQBase := m.Input("s_qp_sq_base", 64, "staged: SQ ring address (aligned to its size)")
 	qpSQLog := m.Input("s_qp_sq_log", 5, "staged: log2 of the SQ's basic blocks (0..16)")
 	qpTXSBase := m.Input("s_qp_txs_base", 64, "staged: TX stream ring address (aligned to its size)")
@@ -150,6 +150,11 @@ func CardTx(width int) (*Module, error) {
 	rdnSTag := m.Input("s_rdone_stag", 32, "its STag (m_done_stag; not checked here)")
 	rdnTO := m.Input("s_rdone_to", 64, "its TO (m_done_to; not checked here)")
 	rdnLen := m.Input("s_rdone_len", 16, "its ULPDU length (m_done_len; not checked here)")
+
+	endValid := m.Input("s_end_valid", 1, "the peer's stream of a QP ended (card_stat m_end: RX_FIN and RXS_CI at RXS_PI, behind every Read done of that stream) or was lost (RX_LOST)")
+	endReady := m.Output("s_end_ready", 1, "")
+	endQPN := m.Input("s_end_qpn", QB, "its QP")
+	endLost := m.Input("s_end_lost", 1, "RX_LOST: the QP goes to error (as QP_CMD ERROR); else its outstanding Reads are flushed")
 
 	rrValid := m.Input("s_rreq_valid", 1, "a Read Request to answer (card_rx m_rreq): it passed every receive check")
 	rrReady := m.Output("s_rreq_ready", 1, fmt.Sprintf("a record is taken while one of the %d pool slots is free (paces only)", CardTxRReqPool))
@@ -223,11 +228,21 @@ func CardTx(width int) (*Module, error) {
 
 	// --- QP commands ---
 	dbv := m.RegDecl("db_v", 1, "a doorbell is being served")
+	// RX_LOST (card_stat's m_end with lost) is served as an ERROR command
+	// of the QP when no command of card_regs is offered; once its state
+	// read has started it keeps the command port until it is taken.
+	lostSel := m.RegDecl("lost_sel", 1, "the lost record is the command whose state was read")
+	selL := m.WireOf("cmd_sel_lost", Or(lostSel, And(endValid, endLost, Not(qpValidIn))), "the command is the lost record's ERROR")
+	qpValid := m.WireOf("cmd_valid", Or(selL, qpValidIn), "")
+	qpOp := m.WireOf("cmd_op", Sel(selL, C(4, 3), qpOpIn), "")
+	qpNum := m.WireOf("cmd_num", Sel(selL, endQPN, qpNumIn), "")
 	isCreate := m.WireOf("cmd_is_create", Eq(qpOp, C(4, 1)), "")
 	cmdRd := m.RegDecl("cmd_rd", 1, "the QP's state for a command other than CREATE was read last cycle")
-	m.Assign(qpReady, And(Not(dbv), sIdle, Or(isCreate, cmdRd)))
+	m.Assign(qpReady, And(Not(selL), Not(dbv), sIdle, Or(isCreate, cmdRd)))
 	cmdGo := m.WireOf("cmd_go", And(qpValid, Not(dbv), sIdle, Or(isCreate, cmdRd)), "a QP command is taken")
-	m.Drive(cmdRd, big.NewInt(0), And(qpValid, Not(dbv), sIdle, Not(isCreate), Not(cmdRd)), nil)
+	cmdRdNext := m.WireOf("cmd_rd_next", And(qpValid, Not(dbv), sIdle, Not(isCreate), Not(cmdRd)), "")
+	m.Drive(cmdRd, big.NewInt(0), cmdRdNext, nil)
+	m.Drive(lostSel, big.NewInt(0), And(selL, cmdRdNext), nil)
 	create := m.WireOf("cmd_create", And(cmdGo, isCreate), "")
 	ctxRdAddr := m.Wire("ctx_rd_addr", QB, "")
 	cur := m.RegDecl("cur_qp", QB, "the QP the engine serves")
@@ -246,18 +261,18 @@ func CardTx(width int) (*Module, error) {
 	// each have a read port.
 	dbWrEn := m.Wire("dbs_wr_en", 1, "")
 	dbWrAddr := m.Wire("dbs_wr_addr", QB, "")
-	dbWrData := m.Wire("dbs_wr_data", 58, "{Read Request records, rdone count, txs_ci, sq_pi}")
+	dbWrData := m.Wire("dbs_wr_data", 59, "{stream ended, Read Request records, rdone count, txs_ci, sq_pi}")
 	dbRdAddr := m.Wire("dbs_rd_addr", QB, "")
-	dbsA := m.Mem("dbs_a", 58, CardTxQPs, dbWrEn, dbWrAddr, dbWrData, nil, dbRdAddr, "doorbell state, read by the doorbell path")
-	dbsE := m.Mem("dbs_e", 58, CardTxQPs, dbWrEn, dbWrAddr, dbWrData, nil, ctxRdAddr, "doorbell state, read by the engine")
+	dbsA := m.Mem("dbs_a", 59, CardTxQPs, dbWrEn, dbWrAddr, dbWrData, nil, dbRdAddr, "doorbell state, read by the doorbell path")
+	dbsE := m.Mem("dbs_e", 59, CardTxQPs, dbWrEn, dbWrAddr, dbWrData, nil, ctxRdAddr, "doorbell state, read by the engine")
 
 	// Engine state {Read dones used, Reads outstanding, next WQE, Read
 	// Request MSN, Send MSN, TXS_PI, SQ_CI}: written by the engine and CREATE.
-	const engW = 1 + 5 + 5 + 5 + 16 + 32 + 32 + 32 + 16
-	engWBData := m.Wire("eng_wb_data", engW, "{walk, rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}")
+	const engW = 1 + 5 + 1 + 5 + 5 + 5 + 16 + 32 + 32 + 32 + 16
+	engWBData := m.Wire("eng_wb_data", engW, "{end_seen, end_flush, walk, rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}")
 	engRd := m.Mem("eng", engW, CardTxQPs, Or(create, sWB), Sel(create, qpNum, cur),
-		Sel(create, Cat(C(32, 0), C(32, 1), C(32, 1), C(48, 0)), engWBData), nil, ctxRdAddr,
-		"engine state per QP: walk (the WQE at SQ_CI may be done: sent behind a Read that has completed), Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI")
+		Sel(create, Cat(C(38, 0), C(32, 1), C(32, 1), C(48, 0)), engWBData), nil, ctxRdAddr,
+		"engine state per QP: the stream end taken and the Reads it flushes still to complete, walk (the WQE at SQ_CI may be done: sent behind a Read that has completed), Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI")
 
 	// --- scheduler: a FIFO of QP numbers, one queued bit per QP ---
 	const FB = QB + 1
@@ -299,12 +314,15 @@ func CardTx(width int) (*Module, error) {
 	// --- doorbells: take, read the QP's doorbell state, update ---
 	rrFree := m.Wire("rrp_room", 1, "the Read Request pool has a free slot")
 	rrCan := m.WireOf("rreq_can", And(rrValid, rrFree), "a Read Request record can be taken")
-	m.Assign(dbReady, And(Not(dbv), Not(qpValid), Not(rdnValid), Not(rrCan)))
+	endCan := m.WireOf("end_can", And(endValid, Not(endLost)), "a stream-end record (not lost) is offered")
+	m.Assign(dbReady, And(Not(dbv), Not(qpValid), Not(rdnValid), Not(endCan), Not(rrCan)))
 	m.Assign(rdnReady, And(Not(dbv), Not(qpValid)))
-	m.Assign(rrReady, And(Not(dbv), Not(qpValid), Not(rdnValid), rrFree))
+	m.Assign(rrReady, And(Not(dbv), Not(qpValid), Not(rdnValid), Not(endCan), rrFree))
 	rdTake := m.WireOf("rdone_take", And(rdnValid, Not(dbv), Not(qpValid)), "a Read done is taken (before a doorbell)")
-	rrTake := m.WireOf("rreq_take", And(rrCan, Not(dbv), Not(qpValid), Not(rdnValid)), "a Read Request record is taken (after a Read done, before a doorbell)")
-	dbTake := m.WireOf("db_take", And(dbValid, Not(dbv), Not(qpValid), Not(rdnValid), Not(rrCan)), "")
+	endTake := m.WireOf("end_take", And(endCan, Not(dbv), Not(qpValid), Not(rdnValid)), "a stream-end record is taken (after a Read done)")
+	m.Assign(endReady, Or(endTake, And(selL, cmdGo)))
+	rrTake := m.WireOf("rreq_take", And(rrCan, Not(dbv), Not(qpValid), Not(rdnValid), Not(endCan)), "a Read Request record is taken (after a Read done, before a doorbell)")
+	dbTake := m.WireOf("db_take", And(dbValid, Not(dbv), Not(qpValid), Not(rdnValid), Not(endCan), Not(rrCan)), "")
 	pool := newRReqPool(m, rrTake, rrQPN, Cat(rrDDP, rrSrcTO, rrSrcSTag, rrSize, rrSinkTO, rrSinkSTag), sRsp, cur, sRspLd)
 	m.Assign(rrFree, pool.canTake)
 	pd := pool.data
@@ -315,12 +333,13 @@ func CardTx(width int) (*Module, error) {
 	// (BBS 0, unsignaled): STag and TO the sink's, the SGE the source.
 	rspHdr := m.WireOf("rsp_hdr", Cat(C(32, 0), rsSinkSTag, rsSinkTO, C(64, 0), C(32, 0), C(3, 0), C(5, 1), C(16, 0), C(8, 2)),
 		"the Read Response's stand-in WQE header")
-	anyTake := Or(dbTake, rdTake, rrTake)
+	anyTake := Or(dbTake, rdTake, rrTake, endTake)
 	unused = append(unused, rdnSTag, rdnTO, rdnLen)
-	dKind := m.Reg("db_kind_q", 3, nil, Sel(rdTake, C(3, 7), Sel(rrTake, C(3, 0), dbKind)), anyTake, "DB_KIND, 7 for a Read done")
+	dKind := m.Reg("db_kind_q", 3, nil, Sel(rdTake, C(3, 7), Sel(Or(rrTake, endTake), C(3, 0), dbKind)), anyTake, "DB_KIND, 7 for a Read done")
 	dRR := m.Reg("db_rreq_q", 1, nil, rrTake, anyTake, "the record is a Read Request's (kind 0 then)")
-	dQP := m.Reg("db_qp", QB, nil, Sel(rdTake, rdnQP, Sel(rrTake, rrQPN, dbIndex)), anyTake, "")
-	m.Assign(dbRdAddr, Sel(dbv, dQP, Sel(rdnValid, rdnQP, Sel(rrCan, rrQPN, dbIndex))))
+	dEnd := m.Reg("db_end_q", 1, nil, endTake, anyTake, "the record is a stream end (kind 0 then)")
+	dQP := m.Reg("db_qp", QB, nil, Sel(rdTake, rdnQP, Sel(endTake, endQPN, Sel(rrTake, rrQPN, dbIndex))), anyTake, "")
+	m.Assign(dbRdAddr, Sel(dbv, dQP, Sel(rdnValid, rdnQP, Sel(endCan, endQPN, Sel(rrCan, rrQPN, dbIndex)))))
 	dVal := m.Reg("db_value_q", 32, nil, dbValue, dbTake, "")
 	dPushOK := m.Reg("db_push_ok_q", 1, nil, dbPushOK, dbTake, "")
 	dPushData := m.Reg("db_push_data_q", 512, nil, dbPushData, dbTake, "")
@@ -334,16 +353,17 @@ func CardTx(width int) (*Module, error) {
 	newRC := m.WireOf("db_new_rc", Sel(isRD, incr(oldRC), oldRC), "Read dones received (modulo 32)")
 	oldRR := m.WireOf("db_old_rr", Bits(dbsA, 57, 53), "")
 	newRR := m.WireOf("db_new_rr", Sel(dRR, incr(oldRR), oldRR), "Read Request records received (modulo 32)")
+	newEnd := m.WireOf("db_new_end", Or(Bit(dbsA, 58), dEnd), "the peer's stream ended (sticky until CREATE)")
 	newPI := m.WireOf("db_new_pi", Sel(isPush, incr(oldPI), Sel(isSQ, Bits(dVal, 15, 0), oldPI)), "")
 	newCI := m.WireOf("db_new_ci", Sel(isTXS, dVal, oldCI), "")
 	requeue := m.Wire("eng_requeue", 1, "the engine puts its QP back in the FIFO")
 	dbFire := m.WireOf("db_fire", And(dbv, Not(requeue)), "the doorbell takes effect")
-	acts := m.WireOf("db_acts", Or(isSQ, isTXS, isPush, isRD, dRR), "")
+	acts := m.WireOf("db_acts", Or(isSQ, isTXS, isPush, isRD, dRR, dEnd), "")
 	dbEnq := m.WireOf("db_enqueue", And(dbFire, acts, Not(isQueued("qdb", dQP))), "")
 	m.Drive(dbv, big.NewInt(0), Or(anyTake, And(dbv, Not(dbFire))), nil)
 	m.Assign(dbWrEn, Or(create, And(dbFire, acts)))
 	m.Assign(dbWrAddr, Sel(create, qpNum, dQP))
-	m.Assign(dbWrData, Sel(create, C(58, 0), Cat(newRR, newRC, newCI, newPI)))
+	m.Assign(dbWrData, Sel(create, C(59, 0), Cat(newEnd, newRR, newRC, newCI, newPI)))
 	errEnq := m.WireOf("err_enqueue", And(qpSt.toErr, Not(isQueued("qerr", qpNum))), "a QP put in error flushes its posted work")
 	m.Assign(fPush, Or(requeue, dbEnq, errEnq))
 	m.Assign(fPushQP, Sel(requeue, cur, Sel(dbv, dQP, qpNum)))
@@ -392,6 +412,7 @@ func CardTx(width int) (*Module, error) {
 	lastCI := m.Reg("dbw_last_ci", 32, nil, newCI, nil, "")
 	lastRC := m.Reg("dbw_last_rc", 5, nil, newRC, nil, "")
 	lastRR := m.Reg("dbw_last_rr", 5, nil, newRR, nil, "")
+	lastEnd := m.Reg("dbw_last_end", 1, nil, newEnd, nil, "")
 	lastHit := m.WireOf("dbw_last_hit", And(lastW, Eq(lastQP, cur)), "")
 	ramPI := Sel(lastHit, lastPI, Bits(dbsE, 15, 0))
 	ramCI := Sel(lastHit, lastCI, Bits(dbsE, 47, 16))
@@ -402,6 +423,8 @@ func CardTx(width int) (*Module, error) {
 	m.Drive(cRC, nil, rcNow, Or(sCtx, dbHit))
 	cRR := m.RegDecl("cur_rreq", 5, "live: Read Request records received")
 	m.Drive(cRR, nil, Sel(dbHit, newRR, Sel(lastHit, lastRR, Bits(dbsE, 57, 53))), Or(sCtx, dbHit))
+	cEnd := m.RegDecl("cur_end", 1, "live: the peer's stream ended")
+	m.Drive(cEnd, nil, Sel(dbHit, newEnd, Sel(lastHit, lastEnd, Bit(dbsE, 58))), Or(sCtx, dbHit))
 	cRRUsed := m.Reg("cur_rreq_used", 5, nil, Bits(engRd, 142, 138), sCtx, "Read Request records answered")
 	// The Read state of the engine's QP.
 	cRMSN := m.RegDecl("cur_rmsn", 32, "next Read Request MSN")
@@ -444,7 +467,21 @@ func CardTx(width int) (*Module, error) {
 	// WQE at SQ_CI that was sent, up to the next outstanding Read or the
 	// first WQE not started (the card model's retire).
 	doWalk := m.WireOf("walk_go", And(sDecide, live, cWk, Ne(cSQCI, cNext)), "complete the WQE at SQ_CI if it was sent (stop at a Read)")
-	doRet := m.WireOf("ret_go", And(sDecide, live, Not(doWalk), Ne(cOrq, C(5, 0)), Ne(pend, C(5, 0))), "complete the oldest outstanding Read")
+	// The peer's stream ended: no Read Response can come any more, so the
+	// Reads outstanding then (less those whose Read done came before the
+	// end) complete with WR_FLUSH_ERR, oldest first, after the Read dones
+	// (the card model's rxStep). The count is taken once per end, at the
+	// first turn after it; Reads started later stay outstanding, as in
+	// the model.
+	cEndSeen := m.RegDecl("cur_end_seen", 1, "the stream end was taken")
+	cEndFl := m.RegDecl("cur_end_flush", 5, "Reads the stream end flushes, not yet completed")
+	endNew := m.WireOf("end_new", And(cEnd, Not(cEndSeen)), "the stream end is taken at this turn")
+	flNow := m.WireOf("end_flush_now", Sel(endNew, Sel(Lt(cOrq, pend), C(5, 0), Sub(cOrq, pend)), cEndFl), "")
+	m.Drive(cEndSeen, nil, Sel(sCtx, Bit(engRd, 149), Or(cEndSeen, cEnd)), Or(sCtx, sDecide))
+	m.Drive(cEndFl, nil, Sel(sCtx, Bits(engRd, 148, 144), flNow), Or(sCtx, sDecide))
+	doRetOK := m.WireOf("ret_done_go", And(sDecide, live, Not(doWalk), Ne(cOrq, C(5, 0)), Ne(pend, C(5, 0))), "complete the oldest outstanding Read (its Read done came)")
+	doRfl := m.WireOf("ret_flush_go", And(sDecide, live, Not(doWalk), Ne(cOrq, C(5, 0)), Eq(pend, C(5, 0)), Ne(flNow, C(5, 0))), "flush the oldest outstanding Read (the stream ended)")
+	doRet := m.WireOf("ret_go", Or(doRetOK, doRfl), "complete the oldest outstanding Read")
 	rrPend := m.WireOf("rreq_pending", Ne(cRR, cRRUsed), "Read Request records of the QP to answer (or, in error, to drop)")
 	doFlush := m.WireOf("flush_go", And(sDecide, inErr, Not(rrPend), Ne(cSQCI, cPI)), "flush the WQE at SQ_CI (the QP is in error)")
 	canStart := m.WireOf("ord_room", Lt(cOrq, cOrd), "a Read can start within ORD")
@@ -469,6 +506,7 @@ func CardTx(width int) (*Module, error) {
 	rsp := m.Reg("rsp_mode", 1, big.NewInt(0), doRsp, goAny, "the engine answers a Read Request")
 	rspDrop := m.Reg("rsp_drop", 1, big.NewInt(0), And(doRsp, inErr), goAny, "... of a QP in error: it is dropped")
 	ret := m.Reg("ret_mode", 1, big.NewInt(0), doRet, goAny, "the block fetched is an outstanding Read's, to complete it")
+	rfl := m.Reg("ret_flush_mode", 1, big.NewInt(0), doRfl, goAny, "... with WR_FLUSH_ERR: the stream ended")
 	fl := m.Reg("flush_mode", 1, big.NewInt(0), doFlush, goAny, "the block fetched is a WQE to flush")
 	wk := m.Reg("walk_mode", 1, big.NewInt(0), doWalk, goAny, "the block fetched is a WQE at SQ_CI that may be done")
 	retFl := m.WireOf("ret_or_flush", Or(ret, fl, wk), "the WQE at SQ_CI is fetched to complete it: a completion record follows")
@@ -858,8 +896,8 @@ func CardTx(width int) (*Module, error) {
 	rspFault := m.WireOf("rsp_fault", And(ga.fault, rsp), "a Read Response's source failed its remote-read check")
 	m.Assign(protErr, And(sWB, Or(prot, rspFault)))
 	cq := ShiftQueue(m, "cq", CardTxCplDepth, cplF, cplW, And(sWB, Not(noRec)),
-		[]Expr{Or(flushErr, prot, And(hSignaled, retires)), cCQ, cur, hWRID, wcOp, Sel(Or(flushErr, prot), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, fOff,
-			Or(retFl, prot, And(rsp, Or(rspDrop, rspFault))), flushErr, prot, rsp}, cqPop)
+		[]Expr{Or(flushErr, prot, rfl, And(hSignaled, retires)), cCQ, cur, hWRID, wcOp, Sel(Or(flushErr, prot, rfl), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, fOff,
+			Or(retFl, prot, And(rsp, Or(rspDrop, rspFault))), Or(flushErr, rfl), prot, rsp}, cqPop)
 	ccw := cq.Count.W
 	m.Assign(cplRoom, Lt(cq.Count, C(ccw, CardTxCplDepth)))
 	dn := m.RegDecl("cpl_written", 4, "WQEs whose ring writes are done, not yet out")
@@ -901,12 +939,13 @@ func CardTx(width int) (*Module, error) {
 	newNext := m.WireOf("new_sq_next", Sel(And(fl, Eq(cSQCI, cNext)), newSQCI, Sel(Or(retFl, protLate), cNext, Add(cNext, zext(bbs, 16)))), "")
 	newWk := m.WireOf("new_walk", Sel(fl, C(1, 0), Sel(Or(ret, wk), And(Ne(newSQCI, cNext), Not(And(wk, opRead))), cWk)), "")
 	newOrq := m.WireOf("new_orq", Sel(fl, C(5, 0), Sel(ret, Sub(cOrq, C(5, 1)), Sel(started, incr(cOrq), cOrq))), "flushed Reads are outstanding no more")
-	newRUsed := m.WireOf("new_rdone_used", Sel(fl, cRC, Sel(ret, incr(cRUsed), cRUsed)), "")
+	newRUsed := m.WireOf("new_rdone_used", Sel(fl, cRC, Sel(And(ret, Not(rfl)), incr(cRUsed), cRUsed)), "a Read flushed by the stream end takes no Read done")
+	newEndFl := m.WireOf("new_end_flush", Sel(fl, C(5, 0), Sel(rfl, Sub(cEndFl, C(5, 1)), cEndFl)), "")
 	newRRUsed := m.WireOf("new_rreq_used", Sel(rsp, incr(cRRUsed), cRRUsed), "")
-	m.Assign(engWBData, Cat(newWk, newRRUsed, newRUsed, newOrq, newNext, Add(cRMSN, zext(started, 32)), Add(cMSN, zext(isSend, 32)), fOff, newSQCI))
+	m.Assign(engWBData, Cat(cEndSeen, newEndFl, newWk, newRRUsed, newRUsed, newOrq, newNext, Add(cRMSN, zext(started, 32)), Add(cMSN, zext(isSend, 32)), fOff, newSQCI))
 	m.Drive(cMSN, nil, Bits(engRd, 79, 48), sCtx)
 	more := m.WireOf("more_work", Or(Ne(cRR, newRRUsed), Sel(Or(fl, prot, rspFault, inErr), Ne(newSQCI, cPI),
-		Or(Ne(newNext, cPI), And(Ne(newOrq, C(5, 0)), Ne(cRC, newRUsed)), And(newWk, Ne(newSQCI, newNext))))), "")
+		Or(Ne(newNext, cPI), And(Ne(newOrq, C(5, 0)), Or(Ne(cRC, newRUsed), Ne(newEndFl, C(5, 0)))), And(newWk, Ne(newSQCI, newNext))))), "")
 	m.Assign(requeue, And(sWB, more, Not(isQueued("qeng", cur))))
 	// Once the WQE is in the buffer: its payload words to ddp_tx, or the
 	// SGEs checked first (at 512 bits after the buffer's last half word).

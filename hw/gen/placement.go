@@ -136,6 +136,7 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	dSTag := m.Output("m_done_stag", 32, "its STag (the Read's sink)")
 	dTO := m.Output("m_done_to", 64, "its tagged offset")
 	dLen := m.Output("m_done_len", 16, "its ULPDU length")
+	busy := m.Output("busy", 1, "a ULPDU beat taken is still inside (stage registers, output register, a last block to write): low means every m_done of the ULPDUs taken so far has been taken")
 
 	var unused []Expr
 	one, zero := C(1, 1), C(1, 0)
@@ -432,6 +433,7 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	vnext := m.RegDecl("vnext", 64, "translated offset of the segment's next host block")
 	out := Sel(dest(s2dest, PlaceDMA), RedOr(blkStrb), Sel(dest(s2dest, PlaceHost), one, Sel(dest(s2dest, PlaceTerm), s2.last, zero)))
 	m.Drive(s3v, big.NewInt(0), Or(flush, And(s2.v, out), doneNow), adv)
+	m.Assign(busy, Or(s0.v, s1.v, s2.v, s3v, flush))
 	m.Drive(s3done, nil, Sel(flush, flDone, doneNow), adv)
 	m.Drive(s3dest, nil, Sel(flush, C(2, PlaceDMA), s2dest), adv)
 	m.Drive(s3data, nil, Sel(flush, prevR, Sel(dest(s2dest, PlaceDMA), blkData, s2.data)), adv)

@@ -145,6 +145,7 @@ module card_rx_tb_w64 (
     output wire [31:0]    m_done_stag,
     output wire [63:0]    m_done_to,
     output wire [15:0]    m_done_len,
+    output wire           busy,
     input  wire           s_chk_valid,
     output wire           s_chk_ready,
     input  wire [31:0]    s_chk_stag,
@@ -282,6 +283,7 @@ module card_rx_tb_w64 (
     wire [31:0]    pl_m_done_stag;
     wire [63:0]    pl_m_done_to;
     wire [15:0]    pl_m_done_len;
+    wire           pl_busy;
     wire           pl_s_chk_ready;
     wire           pl_m_chk_valid;
     wire [7:0]     pl_m_chk_tag;
@@ -370,6 +372,7 @@ module card_rx_tb_w64 (
     assign m_done_stag = pl_m_done_stag;
     assign m_done_to = pl_m_done_to;
     assign m_done_len = pl_m_done_len;
+    assign busy = pl_busy;
     assign s_chk_ready = pl_s_chk_ready;
     assign m_chk_valid = pl_m_chk_valid;
     assign m_chk_tag = pl_m_chk_tag;
@@ -574,6 +577,7 @@ module card_rx_tb_w64 (
         .m_done_stag(pl_m_done_stag),
         .m_done_to(pl_m_done_to),
         .m_done_len(pl_m_done_len),
+        .busy(pl_busy),
         .s_rxk_valid(x_m_rxk_valid),
         .s_rxk_ready(x_m_rxk_ready),
         .s_rxk_stag(x_m_rxk_stag),

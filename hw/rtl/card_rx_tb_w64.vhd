@@ -147,6 +147,7 @@ entity card_rx_tb_w64 is
         m_done_stag : out std_logic_vector(31 downto 0);
         m_done_to : out std_logic_vector(63 downto 0);
         m_done_len : out std_logic_vector(15 downto 0);
+        busy : out std_logic;
         s_chk_valid : in  std_logic;
         s_chk_ready : out std_logic;
         s_chk_stag : in  std_logic_vector(31 downto 0);
@@ -286,6 +287,7 @@ architecture rtl of card_rx_tb_w64 is
     signal pl_m_done_stag : std_logic_vector(31 downto 0);
     signal pl_m_done_to : std_logic_vector(63 downto 0);
     signal pl_m_done_len : std_logic_vector(15 downto 0);
+    signal pl_busy : std_logic;
     signal pl_s_chk_ready : std_logic;
     signal pl_m_chk_valid : std_logic;
     signal pl_m_chk_tag : std_logic_vector(7 downto 0);
@@ -374,6 +376,7 @@ begin
     m_done_stag <= pl_m_done_stag;
     m_done_to <= pl_m_done_to;
     m_done_len <= pl_m_done_len;
+    busy <= pl_busy;
     s_chk_ready <= pl_s_chk_ready;
     m_chk_valid <= pl_m_chk_valid;
     m_chk_tag <= pl_m_chk_tag;
@@ -580,6 +583,7 @@ begin
             m_done_stag => pl_m_done_stag,
             m_done_to => pl_m_done_to,
             m_done_len => pl_m_done_len,
+            busy => pl_busy,
             s_rxk_valid => x_m_rxk_valid,
             s_rxk_ready => x_m_rxk_ready,
             s_rxk_stag => x_m_rxk_stag,

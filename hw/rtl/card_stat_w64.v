@@ -39,9 +39,12 @@
 // Updates are serial (a context read, its write-back and, for a record, the
 // DMA request and the 32 bytes), QP commands first, then doorbells, then
 // transmit and receive-side records alternately (RXS_CI records and receive
-// completions alternately among the latter). Not yet: STREAM_CUT (a partial
-// FPDU left at RX_FIN: card_rx's), the flush of outstanding Reads at
-// STREAM_END (card_tx's), coalescing of updates.
+// completions alternately among the latter). With a STREAM_END or a QP_ERROR
+// LLP_LOST event goes a record to card_tx (m_end, released with the event,
+// after the status writes before it): card_tx flushes the QP's outstanding
+// Reads, or puts the QP in error and flushes its WQEs (RX_LOST), as the card
+// model does. Not yet: STREAM_CUT (a partial FPDU left at RX_FIN: card_rx's),
+// coalescing of updates.
 //
 // Implements: docs/card.md (QPSTAT, QPSTAT_BASE, QP_DB.STREAM, EQE_TYPE), docs/card-model.md (WriteStatus; host/driver/cardmodel qp.go step, stream, rx.go consume)
 
@@ -105,6 +108,10 @@ module card_stat_w64 (
     output wire [7:0]     m_ev_type,         // EQE_TYPE: TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END or QP_ERROR
     output wire [9:0]     m_ev_qpn,          // OBJ: the QP
     output wire [31:0]    m_ev_info,         // INFO: QP_ERR_HOST or QP_ERR_LLP_LOST for QP_ERROR, else 0
+    output wire           m_end_valid,       // the peer's stream of a QP ended (with its STREAM_END event) or was lost (with QP_ERROR LLP_LOST): card_tx's s_end
+    input  wire           m_end_ready,
+    output wire [9:0]     m_end_qpn,         // the QP
+    output wire           m_end_lost,        // RX_LOST (else the stream ended)
     output wire           m_fault,           // a status write got an error response (pulse)
     output wire [3:0]     m_axi_awid,
     output wire [63:0]    m_axi_awaddr,
@@ -220,6 +227,11 @@ module card_stat_w64 (
     wire           head_ev;                  // the head releases an event
     wire           head_cpl;                 // the head releases a completion
     wire           head_ready;               // the head's write (if any) has its response
+    wire [2:0]     head_ev_code;
+    wire           head_end;                 // the head's event is STREAM_END or QP_ERROR LLP_LOST: card_tx gets a record too
+    reg            end_taken;                // the head's stream-end record is taken
+    wire           end_v;
+    wire           end_ok;
     reg            cpl_taken;                // the head's completion is taken
     reg            ev_taken;                 // the head's event is taken
     wire           cpl_v;
@@ -227,7 +239,6 @@ module card_stat_w64 (
     wire           cpl_ok;
     wire           ev_ok;
     wire           pend_pop;
-    wire [2:0]     head_ev_code;
     wire [3:0]     dw_m_axi_awid;
     wire [63:0]    dw_m_axi_awaddr;
     wire [7:0]     dw_m_axi_awlen;
@@ -328,12 +339,16 @@ module card_stat_w64 (
     assign head_ev = pend_head[180];
     assign head_cpl = pend_head[166];
     assign head_ready = pend_any & (~head_write | dw_done_valid);
+    assign head_ev_code = pend_head[179:177];
+    assign head_end = head_ev & ((head_ev_code == 3'h4) | (head_ev_code == 3'h5));
+    assign end_v = (head_ready & head_end) & ~end_taken;
+    assign end_ok = (~head_end | end_taken) | m_end_ready;
     assign cpl_v = (head_ready & head_cpl) & ~cpl_taken;
     assign ev_v = (head_ready & head_ev) & ~ev_taken;
     assign cpl_ok = (~head_cpl | cpl_taken) | m_cpl_ready;
     assign ev_ok = (~head_ev | ev_taken) | m_ev_ready;
-    assign pend_pop = (head_ready & cpl_ok) & ev_ok;
-    assign dw_done_ready = ((pend_any & head_write) & cpl_ok) & ev_ok;
+    assign pend_pop = ((head_ready & cpl_ok) & ev_ok) & end_ok;
+    assign dw_done_ready = (((pend_any & head_write) & cpl_ok) & ev_ok) & end_ok;
     assign m_cpl_valid = cpl_v;
     assign m_ev_valid = ev_v;
     assign m_cpl_byte_len = pend_head[31:0];
@@ -345,7 +360,9 @@ module card_stat_w64 (
     assign m_cpl_inv_stag = pend_head[163:132];
     assign m_cpl_solicited = pend_head[164];
     assign m_cpl_invalidated = pend_head[165];
-    assign head_ev_code = pend_head[179:177];
+    assign m_end_valid = end_v;
+    assign m_end_qpn = pend_head[176:167] & {10{end_v}};
+    assign m_end_lost = end_v & (head_ev_code == 3'h5);
     assign m_ev_qpn = pend_head[176:167];
     assign m_ev_type = head_ev_code[2] ? (head_ev_code[1] ? (head_ev_code[0] ? 8'h00 : 8'h00) : (head_ev_code[0] ? 8'h08 : 8'h05)) : (head_ev_code[1] ? (head_ev_code[0] ? 8'h04 : 8'h08) : (head_ev_code[0] ? 8'h03 : 8'h02));
     assign m_ev_info = (head_ev_code == 3'h2) ? 32'h00000001 : ((head_ev_code == 3'h5) ? 32'h00000002 : 32'h00000000);
@@ -533,6 +550,14 @@ module card_stat_w64 (
                 op_qpn,
                 req_take ? op_cpl : 167'h000000000000000000000000000000000000000000
             };
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            end_taken <= 1'h0;
+        end else begin
+            end_taken <= ~pend_pop & (end_taken | (end_v & m_end_ready));
         end
     end
 

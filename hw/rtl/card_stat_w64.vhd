@@ -39,9 +39,12 @@
 -- Updates are serial (a context read, its write-back and, for a record, the
 -- DMA request and the 32 bytes), QP commands first, then doorbells, then
 -- transmit and receive-side records alternately (RXS_CI records and receive
--- completions alternately among the latter). Not yet: STREAM_CUT (a partial
--- FPDU left at RX_FIN: card_rx's), the flush of outstanding Reads at
--- STREAM_END (card_tx's), coalescing of updates.
+-- completions alternately among the latter). With a STREAM_END or a QP_ERROR
+-- LLP_LOST event goes a record to card_tx (m_end, released with the event,
+-- after the status writes before it): card_tx flushes the QP's outstanding
+-- Reads, or puts the QP in error and flushes its WQEs (RX_LOST), as the card
+-- model does. Not yet: STREAM_CUT (a partial FPDU left at RX_FIN: card_rx's),
+-- coalescing of updates.
 --
 -- Implements: docs/card.md (QPSTAT, QPSTAT_BASE, QP_DB.STREAM, EQE_TYPE), docs/card-model.md (WriteStatus; host/driver/cardmodel qp.go step, stream, rx.go consume)
 
@@ -107,6 +110,10 @@ entity card_stat_w64 is
         m_ev_type : out std_logic_vector(7 downto 0); -- EQE_TYPE: TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END or QP_ERROR
         m_ev_qpn : out std_logic_vector(9 downto 0); -- OBJ: the QP
         m_ev_info : out std_logic_vector(31 downto 0); -- INFO: QP_ERR_HOST or QP_ERR_LLP_LOST for QP_ERROR, else 0
+        m_end_valid : out std_logic;         -- the peer's stream of a QP ended (with its STREAM_END event) or was lost (with QP_ERROR LLP_LOST): card_tx's s_end
+        m_end_ready : in  std_logic;
+        m_end_qpn : out std_logic_vector(9 downto 0); -- the QP
+        m_end_lost : out std_logic;          -- RX_LOST (else the stream ended)
         m_fault : out std_logic;             -- a status write got an error response (pulse)
         m_axi_awid : out std_logic_vector(3 downto 0);
         m_axi_awaddr : out std_logic_vector(63 downto 0);
@@ -242,6 +249,11 @@ architecture rtl of card_stat_w64 is
     signal head_ev : std_logic;              -- the head releases an event
     signal head_cpl : std_logic;             -- the head releases a completion
     signal head_ready : std_logic;           -- the head's write (if any) has its response
+    signal head_ev_code : std_logic_vector(2 downto 0);
+    signal head_end : std_logic;             -- the head's event is STREAM_END or QP_ERROR LLP_LOST: card_tx gets a record too
+    signal end_taken : std_logic := '0';     -- the head's stream-end record is taken
+    signal end_v : std_logic;
+    signal end_ok : std_logic;
     signal cpl_taken : std_logic := '0';     -- the head's completion is taken
     signal ev_taken : std_logic := '0';      -- the head's event is taken
     signal cpl_v : std_logic;
@@ -249,7 +261,6 @@ architecture rtl of card_stat_w64 is
     signal cpl_ok : std_logic;
     signal ev_ok : std_logic;
     signal pend_pop : std_logic;
-    signal head_ev_code : std_logic_vector(2 downto 0);
     signal dw_m_axi_awid : std_logic_vector(3 downto 0);
     signal dw_m_axi_awaddr : std_logic_vector(63 downto 0);
     signal dw_m_axi_awlen : std_logic_vector(7 downto 0);
@@ -354,12 +365,16 @@ begin
     head_ev <= pend_head(180);
     head_cpl <= pend_head(166);
     head_ready <= pend_any and ((not head_write) or dw_done_valid);
+    head_ev_code <= pend_head(179 downto 177);
+    head_end <= head_ev and (b2l(head_ev_code = "100") or b2l(head_ev_code = "101"));
+    end_v <= (head_ready and head_end) and (not end_taken);
+    end_ok <= ((not head_end) or end_taken) or m_end_ready;
     cpl_v <= (head_ready and head_cpl) and (not cpl_taken);
     ev_v <= (head_ready and head_ev) and (not ev_taken);
     cpl_ok <= ((not head_cpl) or cpl_taken) or m_cpl_ready;
     ev_ok <= ((not head_ev) or ev_taken) or m_ev_ready;
-    pend_pop <= (head_ready and cpl_ok) and ev_ok;
-    dw_done_ready <= ((pend_any and head_write) and cpl_ok) and ev_ok;
+    pend_pop <= ((head_ready and cpl_ok) and ev_ok) and end_ok;
+    dw_done_ready <= (((pend_any and head_write) and cpl_ok) and ev_ok) and end_ok;
     m_cpl_valid <= cpl_v;
     m_ev_valid <= ev_v;
     m_cpl_byte_len <= pend_head(31 downto 0);
@@ -371,7 +386,9 @@ begin
     m_cpl_inv_stag <= pend_head(163 downto 132);
     m_cpl_solicited <= pend_head(164);
     m_cpl_invalidated <= pend_head(165);
-    head_ev_code <= pend_head(179 downto 177);
+    m_end_valid <= end_v;
+    m_end_qpn <= pend_head(176 downto 167) and std_logic_vector'(9 downto 0 => end_v);
+    m_end_lost <= end_v and b2l(head_ev_code = "101");
     m_ev_qpn <= pend_head(176 downto 167);
     m_ev_type <= mux(head_ev_code(2), mux(head_ev_code(1), mux(head_ev_code(0), x"00", x"00"), mux(head_ev_code(0), x"08", x"05")), mux(head_ev_code(1), mux(head_ev_code(0), x"04", x"08"), mux(head_ev_code(0), x"03", x"02")));
     m_ev_info <= mux(b2l(head_ev_code = "010"), x"00000001", mux(b2l(head_ev_code = "101"), x"00000002", x"00000000"));
@@ -644,6 +661,17 @@ begin
                     mux(req_take, op_cpl,
                         "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
                 );
+            end if;
+        end if;
+    end process;
+
+    end_taken_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                end_taken <= '0';
+            else
+                end_taken <= (not pend_pop) and (end_taken or (end_v and m_end_ready));
             end if;
         end if;
     end process;

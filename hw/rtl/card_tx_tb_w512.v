@@ -43,6 +43,10 @@ module card_tx_tb_w512 (
     input  wire [31:0]    s_rdone_stag,
     input  wire [63:0]    s_rdone_to,
     input  wire [15:0]    s_rdone_len,
+    input  wire           s_end_valid,
+    output wire           s_end_ready,
+    input  wire [9:0]     s_end_qpn,
+    input  wire           s_end_lost,
     input  wire           s_rreq_valid,
     output wire           s_rreq_ready,
     input  wire [9:0]     s_rreq_qpn,
@@ -142,6 +146,7 @@ module card_tx_tb_w512 (
     output wire [31:0]    m_done_stag,
     output wire [63:0]    m_done_to,
     output wire [15:0]    m_done_len,
+    output wire           busy,
     input  wire           s_rxk_valid,
     output wire           s_rxk_ready,
     input  wire [31:0]    s_rxk_stag,
@@ -176,6 +181,7 @@ module card_tx_tb_w512 (
     wire           tx_s_qp_ready;
     wire           tx_s_db_ready;
     wire           tx_s_rdone_ready;
+    wire           tx_s_end_ready;
     wire           tx_s_rreq_ready;
     wire           tx_m_rreq_done_valid;
     wire [9:0]     tx_m_rreq_done_qpn;
@@ -239,6 +245,7 @@ module card_tx_tb_w512 (
     wire [31:0]    pl_m_done_stag;
     wire [63:0]    pl_m_done_to;
     wire [15:0]    pl_m_done_len;
+    wire           pl_busy;
     wire           pl_s_rxk_ready;
     wire           pl_m_rxk_valid;
     wire [2:0]     pl_m_rxk_fault;
@@ -248,6 +255,7 @@ module card_tx_tb_w512 (
     assign s_qp_ready = tx_s_qp_ready;
     assign s_db_ready = tx_s_db_ready;
     assign s_rdone_ready = tx_s_rdone_ready;
+    assign s_end_ready = tx_s_end_ready;
     assign s_rreq_ready = tx_s_rreq_ready;
     assign m_rreq_done_valid = tx_m_rreq_done_valid;
     assign m_rreq_done_qpn = tx_m_rreq_done_qpn;
@@ -311,6 +319,7 @@ module card_tx_tb_w512 (
     assign m_done_stag = pl_m_done_stag;
     assign m_done_to = pl_m_done_to;
     assign m_done_len = pl_m_done_len;
+    assign busy = pl_busy;
     assign s_rxk_ready = pl_s_rxk_ready;
     assign m_rxk_valid = pl_m_rxk_valid;
     assign m_rxk_fault = pl_m_rxk_fault;
@@ -348,6 +357,10 @@ module card_tx_tb_w512 (
         .s_rdone_stag(s_rdone_stag),
         .s_rdone_to(s_rdone_to),
         .s_rdone_len(s_rdone_len),
+        .s_end_valid(s_end_valid),
+        .s_end_ready(tx_s_end_ready),
+        .s_end_qpn(s_end_qpn),
+        .s_end_lost(s_end_lost),
         .s_rreq_valid(s_rreq_valid),
         .s_rreq_ready(tx_s_rreq_ready),
         .s_rreq_qpn(s_rreq_qpn),
@@ -467,6 +480,7 @@ module card_tx_tb_w512 (
         .m_done_stag(pl_m_done_stag),
         .m_done_to(pl_m_done_to),
         .m_done_len(pl_m_done_len),
+        .busy(pl_busy),
         .s_rxk_valid(s_rxk_valid),
         .s_rxk_ready(pl_s_rxk_ready),
         .s_rxk_stag(s_rxk_stag),

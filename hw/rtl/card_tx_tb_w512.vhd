@@ -45,6 +45,10 @@ entity card_tx_tb_w512 is
         s_rdone_stag : in  std_logic_vector(31 downto 0);
         s_rdone_to : in  std_logic_vector(63 downto 0);
         s_rdone_len : in  std_logic_vector(15 downto 0);
+        s_end_valid : in  std_logic;
+        s_end_ready : out std_logic;
+        s_end_qpn : in  std_logic_vector(9 downto 0);
+        s_end_lost : in  std_logic;
         s_rreq_valid : in  std_logic;
         s_rreq_ready : out std_logic;
         s_rreq_qpn : in  std_logic_vector(9 downto 0);
@@ -144,6 +148,7 @@ entity card_tx_tb_w512 is
         m_done_stag : out std_logic_vector(31 downto 0);
         m_done_to : out std_logic_vector(63 downto 0);
         m_done_len : out std_logic_vector(15 downto 0);
+        busy : out std_logic;
         s_rxk_valid : in  std_logic;
         s_rxk_ready : out std_logic;
         s_rxk_stag : in  std_logic_vector(31 downto 0);
@@ -180,6 +185,7 @@ architecture rtl of card_tx_tb_w512 is
     signal tx_s_qp_ready : std_logic;
     signal tx_s_db_ready : std_logic;
     signal tx_s_rdone_ready : std_logic;
+    signal tx_s_end_ready : std_logic;
     signal tx_s_rreq_ready : std_logic;
     signal tx_m_rreq_done_valid : std_logic;
     signal tx_m_rreq_done_qpn : std_logic_vector(9 downto 0);
@@ -243,6 +249,7 @@ architecture rtl of card_tx_tb_w512 is
     signal pl_m_done_stag : std_logic_vector(31 downto 0);
     signal pl_m_done_to : std_logic_vector(63 downto 0);
     signal pl_m_done_len : std_logic_vector(15 downto 0);
+    signal pl_busy : std_logic;
     signal pl_s_rxk_ready : std_logic;
     signal pl_m_rxk_valid : std_logic;
     signal pl_m_rxk_fault : std_logic_vector(2 downto 0);
@@ -252,6 +259,7 @@ begin
     s_qp_ready <= tx_s_qp_ready;
     s_db_ready <= tx_s_db_ready;
     s_rdone_ready <= tx_s_rdone_ready;
+    s_end_ready <= tx_s_end_ready;
     s_rreq_ready <= tx_s_rreq_ready;
     m_rreq_done_valid <= tx_m_rreq_done_valid;
     m_rreq_done_qpn <= tx_m_rreq_done_qpn;
@@ -315,6 +323,7 @@ begin
     m_done_stag <= pl_m_done_stag;
     m_done_to <= pl_m_done_to;
     m_done_len <= pl_m_done_len;
+    busy <= pl_busy;
     s_rxk_ready <= pl_s_rxk_ready;
     m_rxk_valid <= pl_m_rxk_valid;
     m_rxk_fault <= pl_m_rxk_fault;
@@ -353,6 +362,10 @@ begin
             s_rdone_stag => s_rdone_stag,
             s_rdone_to => s_rdone_to,
             s_rdone_len => s_rdone_len,
+            s_end_valid => s_end_valid,
+            s_end_ready => tx_s_end_ready,
+            s_end_qpn => s_end_qpn,
+            s_end_lost => s_end_lost,
             s_rreq_valid => s_rreq_valid,
             s_rreq_ready => tx_s_rreq_ready,
             s_rreq_qpn => s_rreq_qpn,
@@ -473,6 +486,7 @@ begin
             m_done_stag => pl_m_done_stag,
             m_done_to => pl_m_done_to,
             m_done_len => pl_m_done_len,
+            busy => pl_busy,
             s_rxk_valid => s_rxk_valid,
             s_rxk_ready => pl_s_rxk_ready,
             s_rxk_stag => s_rxk_stag,

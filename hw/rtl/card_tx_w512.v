@@ -92,6 +92,10 @@ module card_tx_w512 (
     input  wire [31:0]    s_rdone_stag,      // its STag (m_done_stag; not checked here)
     input  wire [63:0]    s_rdone_to,        // its TO (m_done_to; not checked here)
     input  wire [15:0]    s_rdone_len,       // its ULPDU length (m_done_len; not checked here)
+    input  wire           s_end_valid,       // the peer's stream of a QP ended (card_stat m_end: RX_FIN and RXS_CI at RXS_PI, behind every Read done of that stream) or was lost (RX_LOST)
+    output wire           s_end_ready,
+    input  wire [9:0]     s_end_qpn,         // its QP
+    input  wire           s_end_lost,        // RX_LOST: the QP goes to error (as QP_CMD ERROR); else its outstanding Reads are flushed
     input  wire           s_rreq_valid,      // a Read Request to answer (card_rx m_rreq): it passed every receive check
     output wire           s_rreq_ready,      // a record is taken while one of the 16 pool slots is free (paces only)
     input  wire [9:0]     s_rreq_qpn,
@@ -182,9 +186,15 @@ module card_tx_w512 (
     wire           in_state14;
     wire           in_state15;
     reg            db_v;                     // a doorbell is being served
+    reg            lost_sel;                 // the lost record is the command whose state was read
+    wire           cmd_sel_lost;             // the command is the lost record's ERROR
+    wire           cmd_valid;
+    wire [3:0]     cmd_op;
+    wire [9:0]     cmd_num;
     wire           cmd_is_create;
     reg            cmd_rd;                   // the QP's state for a command other than CREATE was read last cycle
     wire           cmd_go;                   // a QP command is taken
+    wire           cmd_rd_next;
     wire           cmd_create;
     wire [9:0]     ctx_rd_addr;
     reg  [9:0]     cur_qp;                   // the QP the engine serves
@@ -198,12 +208,12 @@ module card_tx_w512 (
     reg  [185:0]   ctx_rd;                   // read data of ctx
     wire           dbs_wr_en;
     wire [9:0]     dbs_wr_addr;
-    wire [57:0]    dbs_wr_data;              // {Read Request records, rdone count, txs_ci, sq_pi}
+    wire [58:0]    dbs_wr_data;              // {stream ended, Read Request records, rdone count, txs_ci, sq_pi}
     wire [9:0]     dbs_rd_addr;
-    reg  [57:0]    dbs_a_rd;                 // read data of dbs_a
-    reg  [57:0]    dbs_e_rd;                 // read data of dbs_e
-    wire [143:0]   eng_wb_data;              // {walk, rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}
-    reg  [143:0]   eng_rd;                   // read data of eng
+    reg  [58:0]    dbs_a_rd;                 // read data of dbs_a
+    reg  [58:0]    dbs_e_rd;                 // read data of dbs_e
+    wire [149:0]   eng_wb_data;              // {end_seen, end_flush, walk, rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}
+    reg  [149:0]   eng_rd;                   // read data of eng
     reg  [10:0]    sched_head;
     reg  [10:0]    sched_tail;
     wire           sched_empty;
@@ -236,7 +246,9 @@ module card_tx_w512 (
     reg  [1:0]     push_rr;                  // the slot the next push takes
     wire           rrp_room;                 // the Read Request pool has a free slot
     wire           rreq_can;                 // a Read Request record can be taken
+    wire           end_can;                  // a stream-end record (not lost) is offered
     wire           rdone_take;               // a Read done is taken (before a doorbell)
+    wire           end_take;                 // a stream-end record is taken (after a Read done)
     wire           rreq_take;                // a Read Request record is taken (after a Read done, before a doorbell)
     wire           db_take;
     reg            rrp0_v;
@@ -345,6 +357,7 @@ module card_tx_w512 (
     wire [255:0]   rsp_hdr;                  // the Read Response's stand-in WQE header
     reg  [2:0]     db_kind_q;                // DB_KIND, 7 for a Read done
     reg            db_rreq_q;                // the record is a Read Request's (kind 0 then)
+    reg            db_end_q;                 // the record is a stream end (kind 0 then)
     reg  [9:0]     db_qp;
     reg  [31:0]    db_value_q;
     reg            db_push_ok_q;
@@ -359,6 +372,7 @@ module card_tx_w512 (
     wire [4:0]     db_new_rc;                // Read dones received (modulo 32)
     wire [4:0]     db_old_rr;
     wire [4:0]     db_new_rr;                // Read Request records received (modulo 32)
+    wire           db_new_end;               // the peer's stream ended (sticky until CREATE)
     wire [15:0]    db_new_pi;
     wire [31:0]    db_new_ci;
     wire           eng_requeue;              // the engine puts its QP back in the FIFO
@@ -395,10 +409,12 @@ module card_tx_w512 (
     reg  [31:0]    dbw_last_ci;
     reg  [4:0]     dbw_last_rc;
     reg  [4:0]     dbw_last_rr;
+    reg            dbw_last_end;
     wire           dbw_last_hit;
     reg  [4:0]     cur_rdone;                // live: Read dones received
     wire [4:0]     rdone_now;
     reg  [4:0]     cur_rreq;                 // live: Read Request records received
+    reg            cur_end;                  // live: the peer's stream ended
     reg  [4:0]     cur_rreq_used;            // Read Request records answered
     reg  [31:0]    cur_rmsn;                 // next Read Request MSN
     reg  [15:0]    cur_sq_next;              // first SQ block not started (SQ_CI while no Read is outstanding)
@@ -424,6 +440,12 @@ module card_tx_w512 (
     wire           has_work;                 // a posted WQE is not started
     wire [4:0]     rdone_pending;            // Read dones not yet taken
     wire           walk_go;                  // complete the WQE at SQ_CI if it was sent (stop at a Read)
+    reg            cur_end_seen;             // the stream end was taken
+    reg  [4:0]     cur_end_flush;            // Reads the stream end flushes, not yet completed
+    wire           end_new;                  // the stream end is taken at this turn
+    wire [4:0]     end_flush_now;
+    wire           ret_done_go;              // complete the oldest outstanding Read (its Read done came)
+    wire           ret_flush_go;             // flush the oldest outstanding Read (the stream ended)
     wire           ret_go;                   // complete the oldest outstanding Read
     wire           rreq_pending;             // Read Request records of the QP to answer (or, in error, to drop)
     wire           flush_go;                 // flush the WQE at SQ_CI (the QP is in error)
@@ -443,6 +465,7 @@ module card_tx_w512 (
     reg            rsp_mode;                 // the engine answers a Read Request
     reg            rsp_drop;                 // ... of a QP in error: it is dropped
     reg            ret_mode;                 // the block fetched is an outstanding Read's, to complete it
+    reg            ret_flush_mode;           // ... with WR_FLUSH_ERR: the stream ended
     reg            flush_mode;               // the block fetched is a WQE to flush
     reg            walk_mode;                // the block fetched is a WQE at SQ_CI that may be done
     wire           ret_or_flush;             // the WQE at SQ_CI is fetched to complete it: a completion record follows
@@ -908,7 +931,8 @@ module card_tx_w512 (
     wire [15:0]    new_sq_next;
     wire           new_walk;
     wire [4:0]     new_orq;                  // flushed Reads are outstanding no more
-    wire [4:0]     new_rdone_used;
+    wire [4:0]     new_rdone_used;           // a Read flushed by the stream end takes no Read done
+    wire [4:0]     new_end_flush;
     wire [4:0]     new_rreq_used;
     wire           more_work;
     wire [9:0]     qeng_qp;
@@ -935,9 +959,9 @@ module card_tx_w512 (
     reg  [1:0] qp_state_c [0:1023];          // QP state (0 none, 1 live, 2 error), read by the command path
     reg  [1:0] qp_state_e [0:1023];          // QP state, read by the engine
     reg  [185:0] ctx [0:1023];               // static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD, PD
-    reg  [57:0] dbs_a [0:1023];              // doorbell state, read by the doorbell path
-    reg  [57:0] dbs_e [0:1023];              // doorbell state, read by the engine
-    reg  [143:0] eng [0:1023];               // engine state per QP: walk (the WQE at SQ_CI may be done: sent behind a Read that has completed), Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI
+    reg  [58:0] dbs_a [0:1023];              // doorbell state, read by the doorbell path
+    reg  [58:0] dbs_e [0:1023];              // doorbell state, read by the engine
+    reg  [149:0] eng [0:1023];               // engine state per QP: the stream end taken and the Reads it flushes still to complete, walk (the WQE at SQ_CI may be done: sent behind a Read that has completed), Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI
     reg  [9:0] sched [0:1023];               // QPs with work, in turn
     reg  [367:0] rrp_data [0:15];            // Read Request records
     reg  [511:0] wqe_buf [0:7];              // the WQE past its header (the inline payload)
@@ -962,16 +986,21 @@ module card_tx_w512 (
     assign in_state13 = eng_state == 4'hd;
     assign in_state14 = eng_state == 4'he;
     assign in_state15 = eng_state == 4'hf;
-    assign cmd_is_create = s_qp_op == 4'h1;
-    assign s_qp_ready = (~db_v & in_state0) & (cmd_is_create | cmd_rd);
-    assign cmd_go = ((s_qp_valid & ~db_v) & in_state0) & (cmd_is_create | cmd_rd);
+    assign cmd_sel_lost = lost_sel | ((s_end_valid & s_end_lost) & ~s_qp_valid);
+    assign cmd_valid = cmd_sel_lost | s_qp_valid;
+    assign cmd_op = cmd_sel_lost ? 4'h3 : s_qp_op;
+    assign cmd_num = cmd_sel_lost ? s_end_qpn : s_qp_num;
+    assign cmd_is_create = cmd_op == 4'h1;
+    assign s_qp_ready = ((~cmd_sel_lost & ~db_v) & in_state0) & (cmd_is_create | cmd_rd);
+    assign cmd_go = ((cmd_valid & ~db_v) & in_state0) & (cmd_is_create | cmd_rd);
+    assign cmd_rd_next = (((cmd_valid & ~db_v) & in_state0) & ~cmd_is_create) & ~cmd_rd;
     assign cmd_create = cmd_go & cmd_is_create;
-    assign qp_state_wd = (prot_err | (s_qp_op == 4'h3)) ? 2'h2 : ((s_qp_op == 4'h1) ? 2'h1 : 2'h0);
-    assign qp_state_wa = prot_err ? cur_qp : s_qp_num;
-    assign qp_to_error = (cmd_go & (s_qp_op == 4'h3)) & (qp_state_c_rd == 2'h1);
-    assign qp_state_we = ((prot_err | (cmd_go & (s_qp_op == 4'h1))) | qp_to_error) | ((cmd_go & (s_qp_op == 4'h4)) & (qp_state_c_rd == 2'h2));
+    assign qp_state_wd = (prot_err | (cmd_op == 4'h3)) ? 2'h2 : ((cmd_op == 4'h1) ? 2'h1 : 2'h0);
+    assign qp_state_wa = prot_err ? cur_qp : cmd_num;
+    assign qp_to_error = (cmd_go & (cmd_op == 4'h3)) & (qp_state_c_rd == 2'h1);
+    assign qp_state_we = ((prot_err | (cmd_go & (cmd_op == 4'h1))) | qp_to_error) | ((cmd_go & (cmd_op == 4'h4)) & (qp_state_c_rd == 2'h2));
     assign sched_empty = sched_head == sched_tail;
-    assign sched_pop = ((in_state0 & ~sched_empty) & ~s_qp_valid) & cpl_room;
+    assign sched_pop = ((in_state0 & ~sched_empty) & ~cmd_valid) & cpl_room;
     assign qclr_qp = sched_rd;
     assign qclr_1h = {
         qclr_qp == 10'h3ff,
@@ -3028,12 +3057,15 @@ module card_tx_w512 (
     };
     assign ctx_rd_addr = sched_rd;
     assign rreq_can = s_rreq_valid & rrp_room;
-    assign s_db_ready = ((~db_v & ~s_qp_valid) & ~s_rdone_valid) & ~rreq_can;
-    assign s_rdone_ready = ~db_v & ~s_qp_valid;
-    assign s_rreq_ready = ((~db_v & ~s_qp_valid) & ~s_rdone_valid) & rrp_room;
-    assign rdone_take = (s_rdone_valid & ~db_v) & ~s_qp_valid;
-    assign rreq_take = ((rreq_can & ~db_v) & ~s_qp_valid) & ~s_rdone_valid;
-    assign db_take = (((s_db_valid & ~db_v) & ~s_qp_valid) & ~s_rdone_valid) & ~rreq_can;
+    assign end_can = s_end_valid & ~s_end_lost;
+    assign s_db_ready = (((~db_v & ~cmd_valid) & ~s_rdone_valid) & ~end_can) & ~rreq_can;
+    assign s_rdone_ready = ~db_v & ~cmd_valid;
+    assign s_rreq_ready = (((~db_v & ~cmd_valid) & ~s_rdone_valid) & ~end_can) & rrp_room;
+    assign rdone_take = (s_rdone_valid & ~db_v) & ~cmd_valid;
+    assign end_take = ((end_can & ~db_v) & ~cmd_valid) & ~s_rdone_valid;
+    assign s_end_ready = end_take | (cmd_sel_lost & cmd_go);
+    assign rreq_take = (((rreq_can & ~db_v) & ~cmd_valid) & ~s_rdone_valid) & ~end_can;
+    assign db_take = ((((s_db_valid & ~db_v) & ~cmd_valid) & ~s_rdone_valid) & ~end_can) & ~rreq_can;
     assign rrp_free_idx = ~rrp0_v ? 4'h0 : (~rrp1_v ? 4'h1 : (~rrp2_v ? 4'h2 : (~rrp3_v ? 4'h3 : (~rrp4_v ? 4'h4 : (~rrp5_v ? 4'h5 : (~rrp6_v ? 4'h6 : (~rrp7_v ? 4'h7 : (~rrp8_v ? 4'h8 : (~rrp9_v ? 4'h9 : (~rrp10_v ? 4'ha : (~rrp11_v ? 4'hb : (~rrp12_v ? 4'hc : (~rrp13_v ? 4'hd : (~rrp14_v ? 4'he : (~rrp15_v ? 4'hf : 4'h0)))))))))))))));
     assign rrp_can_take = (((((((((((((((1'h0 | ~rrp15_v) | ~rrp14_v) | ~rrp13_v) | ~rrp12_v) | ~rrp11_v) | ~rrp10_v) | ~rrp9_v) | ~rrp8_v) | ~rrp7_v) | ~rrp6_v) | ~rrp5_v) | ~rrp4_v) | ~rrp3_v) | ~rrp2_v) | ~rrp1_v) | ~rrp0_v;
     assign rrp0_match = rrp0_v & (rrp0_qp == cur_qp);
@@ -3133,7 +3165,7 @@ module card_tx_w512 (
         16'h0000,
         8'h02
     };
-    assign dbs_rd_addr = db_v ? db_qp : (s_rdone_valid ? s_rdone_qp : (rreq_can ? s_rreq_qpn : s_db_index));
+    assign dbs_rd_addr = db_v ? db_qp : (s_rdone_valid ? s_rdone_qp : (end_can ? s_end_qpn : (rreq_can ? s_rreq_qpn : s_db_index)));
     assign db_is_sq = db_kind_q == 3'h1;
     assign db_is_txs = db_kind_q == 3'h3;
     assign db_is_push = db_kind_q == 3'h6;
@@ -3144,10 +3176,11 @@ module card_tx_w512 (
     assign db_new_rc = db_is_rdone ? (db_old_rc + 5'h01) : db_old_rc;
     assign db_old_rr = dbs_a_rd[57:53];
     assign db_new_rr = db_rreq_q ? (db_old_rr + 5'h01) : db_old_rr;
+    assign db_new_end = dbs_a_rd[58] | db_end_q;
     assign db_new_pi = db_is_push ? (db_old_pi + 16'h0001) : (db_is_sq ? db_value_q[15:0] : db_old_pi);
     assign db_new_ci = db_is_txs ? db_value_q : db_old_ci;
     assign db_fire = db_v & ~eng_requeue;
-    assign db_acts = (((db_is_sq | db_is_txs) | db_is_push) | db_is_rdone) | db_rreq_q;
+    assign db_acts = ((((db_is_sq | db_is_txs) | db_is_push) | db_is_rdone) | db_rreq_q) | db_end_q;
     assign qdb_qp = db_qp;
     assign qdb_1h = {
         qdb_qp == 10'h3ff,
@@ -4177,9 +4210,9 @@ module card_tx_w512 (
     };
     assign db_enqueue = (db_fire & db_acts) & ~|(queued & qdb_1h);
     assign dbs_wr_en = cmd_create | (db_fire & db_acts);
-    assign dbs_wr_addr = cmd_create ? s_qp_num : db_qp;
-    assign dbs_wr_data = cmd_create ? 58'h000000000000000 : {db_new_rr, db_new_rc, db_new_ci, db_new_pi};
-    assign qerr_qp = s_qp_num;
+    assign dbs_wr_addr = cmd_create ? cmd_num : db_qp;
+    assign dbs_wr_data = cmd_create ? 59'h000000000000000 : {db_new_end, db_new_rr, db_new_rc, db_new_ci, db_new_pi};
+    assign qerr_qp = cmd_num;
     assign qerr_1h = {
         qerr_qp == 10'h3ff,
         qerr_qp == 10'h3fe,
@@ -5208,7 +5241,7 @@ module card_tx_w512 (
     };
     assign err_enqueue = qp_to_error & ~|(queued & qerr_1h);
     assign sched_push = (eng_requeue | db_enqueue) | err_enqueue;
-    assign sched_push_qp = eng_requeue ? cur_qp : (db_v ? db_qp : s_qp_num);
+    assign sched_push_qp = eng_requeue ? cur_qp : (db_v ? db_qp : cmd_num);
     assign push_new = (db_fire & db_is_push) & db_push_ok_q;
     assign ld_txs_log = ctx_rd[70:66];
     assign db_hit_cur = (((db_fire & db_acts) & (db_qp == cur_qp)) & ~in_state0) & ~in_state1;
@@ -5231,7 +5264,11 @@ module card_tx_w512 (
     assign has_work = cur_sq_next != cur_sq_pi;
     assign rdone_pending = cur_rdone - cur_rdone_used;
     assign walk_go = ((in_state3 & cur_live) & cur_walk) & (cur_sq_ci != cur_sq_next);
-    assign ret_go = (((in_state3 & cur_live) & ~walk_go) & (cur_orq != 5'h00)) & (rdone_pending != 5'h00);
+    assign end_new = cur_end & ~cur_end_seen;
+    assign end_flush_now = end_new ? ((cur_orq < rdone_pending) ? 5'h00 : (cur_orq - rdone_pending)) : cur_end_flush;
+    assign ret_done_go = (((in_state3 & cur_live) & ~walk_go) & (cur_orq != 5'h00)) & (rdone_pending != 5'h00);
+    assign ret_flush_go = ((((in_state3 & cur_live) & ~walk_go) & (cur_orq != 5'h00)) & (rdone_pending == 5'h00)) & (end_flush_now != 5'h00);
+    assign ret_go = ret_done_go | ret_flush_go;
     assign rreq_pending = cur_rreq != cur_rreq_used;
     assign flush_go = ((in_state3 & cur_error) & ~rreq_pending) & (cur_sq_ci != cur_sq_pi);
     assign ord_room = cur_orq < cur_ord;
@@ -5616,9 +5653,12 @@ module card_tx_w512 (
     assign new_sq_next = (flush_mode & (cur_sq_ci == cur_sq_next)) ? new_sq_ci : ((ret_or_flush | prot_late) ? cur_sq_next : (cur_sq_next + {12'h000, h_bbs}));
     assign new_walk = flush_mode ? 1'h0 : ((ret_mode | walk_mode) ? ((new_sq_ci != cur_sq_next) & ~(walk_mode & op_read)) : cur_walk);
     assign new_orq = flush_mode ? 5'h00 : (ret_mode ? (cur_orq - 5'h01) : (read_started ? (cur_orq + 5'h01) : cur_orq));
-    assign new_rdone_used = flush_mode ? cur_rdone : (ret_mode ? (cur_rdone_used + 5'h01) : cur_rdone_used);
+    assign new_rdone_used = flush_mode ? cur_rdone : ((ret_mode & ~ret_flush_mode) ? (cur_rdone_used + 5'h01) : cur_rdone_used);
+    assign new_end_flush = flush_mode ? 5'h00 : (ret_flush_mode ? (cur_end_flush - 5'h01) : cur_end_flush);
     assign new_rreq_used = rsp_mode ? (cur_rreq_used + 5'h01) : cur_rreq_used;
     assign eng_wb_data = {
+        cur_end_seen,
+        new_end_flush,
         new_walk,
         new_rreq_used,
         new_rdone_used,
@@ -5629,7 +5669,7 @@ module card_tx_w512 (
         f_off,
         new_sq_ci
     };
-    assign more_work = (cur_rreq != new_rreq_used) | ((((flush_mode | prot) | rsp_fault) | cur_error) ? (new_sq_ci != cur_sq_pi) : (((new_sq_next != cur_sq_pi) | ((new_orq != 5'h00) & (cur_rdone != new_rdone_used))) | (new_walk & (new_sq_ci != new_sq_next))));
+    assign more_work = (cur_rreq != new_rreq_used) | ((((flush_mode | prot) | rsp_fault) | cur_error) ? (new_sq_ci != cur_sq_pi) : (((new_sq_next != cur_sq_pi) | ((new_orq != 5'h00) & ((cur_rdone != new_rdone_used) | (new_end_flush != 5'h00)))) | (new_walk & (new_sq_ci != new_sq_next))));
     assign qeng_qp = cur_qp;
     assign qeng_1h = {
         qeng_qp == 10'h3ff,
@@ -6724,7 +6764,15 @@ module card_tx_w512 (
         if (rst) begin
             cmd_rd <= 1'h0;
         end else begin
-            cmd_rd <= (((s_qp_valid & ~db_v) & in_state0) & ~cmd_is_create) & ~cmd_rd;
+            cmd_rd <= cmd_rd_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            lost_sel <= 1'h0;
+        end else begin
+            lost_sel <= cmd_sel_lost & cmd_rd_next;
         end
     end
 
@@ -7053,20 +7101,26 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        if ((db_take | rdone_take) | rreq_take) begin
-            db_kind_q <= rdone_take ? 3'h7 : (rreq_take ? 3'h0 : s_db_kind);
+        if (((db_take | rdone_take) | rreq_take) | end_take) begin
+            db_kind_q <= rdone_take ? 3'h7 : ((rreq_take | end_take) ? 3'h0 : s_db_kind);
         end
     end
 
     always @(posedge clk) begin
-        if ((db_take | rdone_take) | rreq_take) begin
+        if (((db_take | rdone_take) | rreq_take) | end_take) begin
             db_rreq_q <= rreq_take;
         end
     end
 
     always @(posedge clk) begin
-        if ((db_take | rdone_take) | rreq_take) begin
-            db_qp <= rdone_take ? s_rdone_qp : (rreq_take ? s_rreq_qpn : s_db_index);
+        if (((db_take | rdone_take) | rreq_take) | end_take) begin
+            db_end_q <= end_take;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (((db_take | rdone_take) | rreq_take) | end_take) begin
+            db_qp <= rdone_take ? s_rdone_qp : (end_take ? s_end_qpn : (rreq_take ? s_rreq_qpn : s_db_index));
         end
     end
 
@@ -7092,7 +7146,7 @@ module card_tx_w512 (
         if (rst) begin
             db_v <= 1'h0;
         end else begin
-            db_v <= ((db_take | rdone_take) | rreq_take) | (db_v & ~db_fire);
+            db_v <= (((db_take | rdone_take) | rreq_take) | end_take) | (db_v & ~db_fire);
         end
     end
 
@@ -7222,6 +7276,10 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
+        dbw_last_end <= db_new_end;
+    end
+
+    always @(posedge clk) begin
         if (in_state2 | db_hit_cur) begin
             cur_sq_pi <= db_hit_cur ? db_new_pi : (dbw_last_hit ? dbw_last_pi : dbs_e_rd[15:0]);
         end
@@ -7242,6 +7300,12 @@ module card_tx_w512 (
     always @(posedge clk) begin
         if (in_state2 | db_hit_cur) begin
             cur_rreq <= db_hit_cur ? db_new_rr : (dbw_last_hit ? dbw_last_rr : dbs_e_rd[57:53]);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (in_state2 | db_hit_cur) begin
+            cur_end <= db_hit_cur ? db_new_end : (dbw_last_hit ? dbw_last_end : dbs_e_rd[58]);
         end
     end
 
@@ -7288,6 +7352,18 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
+        if (in_state2 | in_state3) begin
+            cur_end_seen <= in_state2 ? eng_rd[149] : (cur_end_seen | cur_end);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (in_state2 | in_state3) begin
+            cur_end_flush <= in_state2 ? eng_rd[148:144] : end_flush_now;
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             rsp_mode <= 1'h0;
         end else if (fetch_go) begin
@@ -7308,6 +7384,14 @@ module card_tx_w512 (
             ret_mode <= 1'h0;
         end else if (fetch_go) begin
             ret_mode <= ret_go;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ret_flush_mode <= 1'h0;
+        end else if (fetch_go) begin
+            ret_flush_mode <= ret_flush_go;
         end
     end
 
@@ -7344,7 +7428,7 @@ module card_tx_w512 (
     always @(posedge clk) begin
         if (rst) begin
             push0_v <= 1'h0;
-        end else if (push0_w | ((use_push & push0_hit) | (cmd_create & (push0_qp == s_qp_num)))) begin
+        end else if (push0_w | ((use_push & push0_hit) | (cmd_create & (push0_qp == cmd_num)))) begin
             push0_v <= push0_w;
         end
     end
@@ -7370,7 +7454,7 @@ module card_tx_w512 (
     always @(posedge clk) begin
         if (rst) begin
             push1_v <= 1'h0;
-        end else if (push1_w | ((use_push & push1_hit) | (cmd_create & (push1_qp == s_qp_num)))) begin
+        end else if (push1_w | ((use_push & push1_hit) | (cmd_create & (push1_qp == cmd_num)))) begin
             push1_v <= push1_w;
         end
     end
@@ -7396,7 +7480,7 @@ module card_tx_w512 (
     always @(posedge clk) begin
         if (rst) begin
             push2_v <= 1'h0;
-        end else if (push2_w | ((use_push & push2_hit) | (cmd_create & (push2_qp == s_qp_num)))) begin
+        end else if (push2_w | ((use_push & push2_hit) | (cmd_create & (push2_qp == cmd_num)))) begin
             push2_v <= push2_w;
         end
     end
@@ -7422,7 +7506,7 @@ module card_tx_w512 (
     always @(posedge clk) begin
         if (rst) begin
             push3_v <= 1'h0;
-        end else if (push3_w | ((use_push & push3_hit) | (cmd_create & (push3_qp == s_qp_num)))) begin
+        end else if (push3_w | ((use_push & push3_hit) | (cmd_create & (push3_qp == cmd_num)))) begin
             push3_v <= push3_w;
         end
     end
@@ -8020,7 +8104,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq0_cqe <= cq0_push ? ((flush_err | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq1_cqe : ((cq_pop == 4'h2) ? cq2_cqe : ((cq_pop == 4'h3) ? cq3_cqe : ((cq_pop == 4'h4) ? cq4_cqe : ((cq_pop == 4'h5) ? cq5_cqe : ((cq_pop == 4'h6) ? cq6_cqe : ((cq_pop == 4'h7) ? cq7_cqe : cq0_cqe)))))));
+        cq0_cqe <= cq0_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq1_cqe : ((cq_pop == 4'h2) ? cq2_cqe : ((cq_pop == 4'h3) ? cq3_cqe : ((cq_pop == 4'h4) ? cq4_cqe : ((cq_pop == 4'h5) ? cq5_cqe : ((cq_pop == 4'h6) ? cq6_cqe : ((cq_pop == 4'h7) ? cq7_cqe : cq0_cqe)))))));
     end
 
     always @(posedge clk) begin
@@ -8040,7 +8124,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq0_len <= cq0_push ? ((flush_err | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq1_len : ((cq_pop == 4'h2) ? cq2_len : ((cq_pop == 4'h3) ? cq3_len : ((cq_pop == 4'h4) ? cq4_len : ((cq_pop == 4'h5) ? cq5_len : ((cq_pop == 4'h6) ? cq6_len : ((cq_pop == 4'h7) ? cq7_len : cq0_len)))))));
+        cq0_len <= cq0_push ? (((flush_err | prot) | ret_flush_mode) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq1_len : ((cq_pop == 4'h2) ? cq2_len : ((cq_pop == 4'h3) ? cq3_len : ((cq_pop == 4'h4) ? cq4_len : ((cq_pop == 4'h5) ? cq5_len : ((cq_pop == 4'h6) ? cq6_len : ((cq_pop == 4'h7) ? cq7_len : cq0_len)))))));
     end
 
     always @(posedge clk) begin
@@ -8056,7 +8140,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq0_flush <= cq0_push ? flush_err : ((cq_pop == 4'h1) ? cq1_flush : ((cq_pop == 4'h2) ? cq2_flush : ((cq_pop == 4'h3) ? cq3_flush : ((cq_pop == 4'h4) ? cq4_flush : ((cq_pop == 4'h5) ? cq5_flush : ((cq_pop == 4'h6) ? cq6_flush : ((cq_pop == 4'h7) ? cq7_flush : cq0_flush)))))));
+        cq0_flush <= cq0_push ? (flush_err | ret_flush_mode) : ((cq_pop == 4'h1) ? cq1_flush : ((cq_pop == 4'h2) ? cq2_flush : ((cq_pop == 4'h3) ? cq3_flush : ((cq_pop == 4'h4) ? cq4_flush : ((cq_pop == 4'h5) ? cq5_flush : ((cq_pop == 4'h6) ? cq6_flush : ((cq_pop == 4'h7) ? cq7_flush : cq0_flush)))))));
     end
 
     always @(posedge clk) begin
@@ -8068,7 +8152,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq1_cqe <= cq1_push ? ((flush_err | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
+        cq1_cqe <= cq1_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
     end
 
     always @(posedge clk) begin
@@ -8088,7 +8172,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq1_len <= cq1_push ? ((flush_err | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq2_len : ((cq_pop == 4'h2) ? cq3_len : ((cq_pop == 4'h3) ? cq4_len : ((cq_pop == 4'h4) ? cq5_len : ((cq_pop == 4'h5) ? cq6_len : ((cq_pop == 4'h6) ? cq7_len : cq1_len))))));
+        cq1_len <= cq1_push ? (((flush_err | prot) | ret_flush_mode) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq2_len : ((cq_pop == 4'h2) ? cq3_len : ((cq_pop == 4'h3) ? cq4_len : ((cq_pop == 4'h4) ? cq5_len : ((cq_pop == 4'h5) ? cq6_len : ((cq_pop == 4'h6) ? cq7_len : cq1_len))))));
     end
 
     always @(posedge clk) begin
@@ -8104,7 +8188,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq1_flush <= cq1_push ? flush_err : ((cq_pop == 4'h1) ? cq2_flush : ((cq_pop == 4'h2) ? cq3_flush : ((cq_pop == 4'h3) ? cq4_flush : ((cq_pop == 4'h4) ? cq5_flush : ((cq_pop == 4'h5) ? cq6_flush : ((cq_pop == 4'h6) ? cq7_flush : cq1_flush))))));
+        cq1_flush <= cq1_push ? (flush_err | ret_flush_mode) : ((cq_pop == 4'h1) ? cq2_flush : ((cq_pop == 4'h2) ? cq3_flush : ((cq_pop == 4'h3) ? cq4_flush : ((cq_pop == 4'h4) ? cq5_flush : ((cq_pop == 4'h5) ? cq6_flush : ((cq_pop == 4'h6) ? cq7_flush : cq1_flush))))));
     end
 
     always @(posedge clk) begin
@@ -8116,7 +8200,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq2_cqe <= cq2_push ? ((flush_err | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq3_cqe : ((cq_pop == 4'h2) ? cq4_cqe : ((cq_pop == 4'h3) ? cq5_cqe : ((cq_pop == 4'h4) ? cq6_cqe : ((cq_pop == 4'h5) ? cq7_cqe : cq2_cqe)))));
+        cq2_cqe <= cq2_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq3_cqe : ((cq_pop == 4'h2) ? cq4_cqe : ((cq_pop == 4'h3) ? cq5_cqe : ((cq_pop == 4'h4) ? cq6_cqe : ((cq_pop == 4'h5) ? cq7_cqe : cq2_cqe)))));
     end
 
     always @(posedge clk) begin
@@ -8136,7 +8220,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq2_len <= cq2_push ? ((flush_err | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq3_len : ((cq_pop == 4'h2) ? cq4_len : ((cq_pop == 4'h3) ? cq5_len : ((cq_pop == 4'h4) ? cq6_len : ((cq_pop == 4'h5) ? cq7_len : cq2_len)))));
+        cq2_len <= cq2_push ? (((flush_err | prot) | ret_flush_mode) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq3_len : ((cq_pop == 4'h2) ? cq4_len : ((cq_pop == 4'h3) ? cq5_len : ((cq_pop == 4'h4) ? cq6_len : ((cq_pop == 4'h5) ? cq7_len : cq2_len)))));
     end
 
     always @(posedge clk) begin
@@ -8152,7 +8236,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq2_flush <= cq2_push ? flush_err : ((cq_pop == 4'h1) ? cq3_flush : ((cq_pop == 4'h2) ? cq4_flush : ((cq_pop == 4'h3) ? cq5_flush : ((cq_pop == 4'h4) ? cq6_flush : ((cq_pop == 4'h5) ? cq7_flush : cq2_flush)))));
+        cq2_flush <= cq2_push ? (flush_err | ret_flush_mode) : ((cq_pop == 4'h1) ? cq3_flush : ((cq_pop == 4'h2) ? cq4_flush : ((cq_pop == 4'h3) ? cq5_flush : ((cq_pop == 4'h4) ? cq6_flush : ((cq_pop == 4'h5) ? cq7_flush : cq2_flush)))));
     end
 
     always @(posedge clk) begin
@@ -8164,7 +8248,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq3_cqe <= cq3_push ? ((flush_err | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
+        cq3_cqe <= cq3_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
     end
 
     always @(posedge clk) begin
@@ -8184,7 +8268,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq3_len <= cq3_push ? ((flush_err | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq4_len : ((cq_pop == 4'h2) ? cq5_len : ((cq_pop == 4'h3) ? cq6_len : ((cq_pop == 4'h4) ? cq7_len : cq3_len))));
+        cq3_len <= cq3_push ? (((flush_err | prot) | ret_flush_mode) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq4_len : ((cq_pop == 4'h2) ? cq5_len : ((cq_pop == 4'h3) ? cq6_len : ((cq_pop == 4'h4) ? cq7_len : cq3_len))));
     end
 
     always @(posedge clk) begin
@@ -8200,7 +8284,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq3_flush <= cq3_push ? flush_err : ((cq_pop == 4'h1) ? cq4_flush : ((cq_pop == 4'h2) ? cq5_flush : ((cq_pop == 4'h3) ? cq6_flush : ((cq_pop == 4'h4) ? cq7_flush : cq3_flush))));
+        cq3_flush <= cq3_push ? (flush_err | ret_flush_mode) : ((cq_pop == 4'h1) ? cq4_flush : ((cq_pop == 4'h2) ? cq5_flush : ((cq_pop == 4'h3) ? cq6_flush : ((cq_pop == 4'h4) ? cq7_flush : cq3_flush))));
     end
 
     always @(posedge clk) begin
@@ -8212,7 +8296,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq4_cqe <= cq4_push ? ((flush_err | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq5_cqe : ((cq_pop == 4'h2) ? cq6_cqe : ((cq_pop == 4'h3) ? cq7_cqe : cq4_cqe)));
+        cq4_cqe <= cq4_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq5_cqe : ((cq_pop == 4'h2) ? cq6_cqe : ((cq_pop == 4'h3) ? cq7_cqe : cq4_cqe)));
     end
 
     always @(posedge clk) begin
@@ -8232,7 +8316,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq4_len <= cq4_push ? ((flush_err | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq5_len : ((cq_pop == 4'h2) ? cq6_len : ((cq_pop == 4'h3) ? cq7_len : cq4_len)));
+        cq4_len <= cq4_push ? (((flush_err | prot) | ret_flush_mode) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq5_len : ((cq_pop == 4'h2) ? cq6_len : ((cq_pop == 4'h3) ? cq7_len : cq4_len)));
     end
 
     always @(posedge clk) begin
@@ -8248,7 +8332,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq4_flush <= cq4_push ? flush_err : ((cq_pop == 4'h1) ? cq5_flush : ((cq_pop == 4'h2) ? cq6_flush : ((cq_pop == 4'h3) ? cq7_flush : cq4_flush)));
+        cq4_flush <= cq4_push ? (flush_err | ret_flush_mode) : ((cq_pop == 4'h1) ? cq5_flush : ((cq_pop == 4'h2) ? cq6_flush : ((cq_pop == 4'h3) ? cq7_flush : cq4_flush)));
     end
 
     always @(posedge clk) begin
@@ -8260,7 +8344,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq5_cqe <= cq5_push ? ((flush_err | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
+        cq5_cqe <= cq5_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
     end
 
     always @(posedge clk) begin
@@ -8280,7 +8364,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq5_len <= cq5_push ? ((flush_err | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq6_len : ((cq_pop == 4'h2) ? cq7_len : cq5_len));
+        cq5_len <= cq5_push ? (((flush_err | prot) | ret_flush_mode) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq6_len : ((cq_pop == 4'h2) ? cq7_len : cq5_len));
     end
 
     always @(posedge clk) begin
@@ -8296,7 +8380,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq5_flush <= cq5_push ? flush_err : ((cq_pop == 4'h1) ? cq6_flush : ((cq_pop == 4'h2) ? cq7_flush : cq5_flush));
+        cq5_flush <= cq5_push ? (flush_err | ret_flush_mode) : ((cq_pop == 4'h1) ? cq6_flush : ((cq_pop == 4'h2) ? cq7_flush : cq5_flush));
     end
 
     always @(posedge clk) begin
@@ -8308,7 +8392,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq6_cqe <= cq6_push ? ((flush_err | prot) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq7_cqe : cq6_cqe);
+        cq6_cqe <= cq6_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq7_cqe : cq6_cqe);
     end
 
     always @(posedge clk) begin
@@ -8328,7 +8412,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq6_len <= cq6_push ? ((flush_err | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq7_len : cq6_len);
+        cq6_len <= cq6_push ? (((flush_err | prot) | ret_flush_mode) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq7_len : cq6_len);
     end
 
     always @(posedge clk) begin
@@ -8344,7 +8428,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq6_flush <= cq6_push ? flush_err : ((cq_pop == 4'h1) ? cq7_flush : cq6_flush);
+        cq6_flush <= cq6_push ? (flush_err | ret_flush_mode) : ((cq_pop == 4'h1) ? cq7_flush : cq6_flush);
     end
 
     always @(posedge clk) begin
@@ -8356,7 +8440,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq7_cqe <= cq7_push ? ((flush_err | prot) | (h_signaled & wqe_retires)) : cq7_cqe;
+        cq7_cqe <= cq7_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : cq7_cqe;
     end
 
     always @(posedge clk) begin
@@ -8376,7 +8460,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq7_len <= cq7_push ? ((flush_err | prot) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : cq7_len;
+        cq7_len <= cq7_push ? (((flush_err | prot) | ret_flush_mode) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : cq7_len;
     end
 
     always @(posedge clk) begin
@@ -8392,7 +8476,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq7_flush <= cq7_push ? flush_err : cq7_flush;
+        cq7_flush <= cq7_push ? (flush_err | ret_flush_mode) : cq7_flush;
     end
 
     always @(posedge clk) begin
@@ -8534,7 +8618,7 @@ module card_tx_w512 (
         if (qp_state_we) begin
             qp_state_c[qp_state_wa] <= qp_state_wd;
         end
-        qp_state_c_rd <= qp_state_c[s_qp_num];
+        qp_state_c_rd <= qp_state_c[cmd_num];
     end
 
     // qp_state_e: synchronous write, synchronous read (block RAM)
@@ -8548,7 +8632,7 @@ module card_tx_w512 (
     // ctx: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (cmd_create) begin
-            ctx[s_qp_num] <= {
+            ctx[cmd_num] <= {
         s_qp_sq_base[63:6],
         s_qp_sq_log,
         s_qp_txs_base[63:12],
@@ -8584,7 +8668,7 @@ module card_tx_w512 (
     // eng: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (cmd_create | in_state11) begin
-            eng[cmd_create ? s_qp_num : cur_qp] <= cmd_create ? {32'h00000000, 32'h00000001, 32'h00000001, 48'h000000000000} : eng_wb_data;
+            eng[cmd_create ? cmd_num : cur_qp] <= cmd_create ? {38'h0000000000, 32'h00000001, 32'h00000001, 48'h000000000000} : eng_wb_data;
         end
         eng_rd <= eng[ctx_rd_addr];
     end

@@ -94,6 +94,10 @@ entity card_tx_w512 is
         s_rdone_stag : in  std_logic_vector(31 downto 0); -- its STag (m_done_stag; not checked here)
         s_rdone_to : in  std_logic_vector(63 downto 0); -- its TO (m_done_to; not checked here)
         s_rdone_len : in  std_logic_vector(15 downto 0); -- its ULPDU length (m_done_len; not checked here)
+        s_end_valid : in  std_logic;         -- the peer's stream of a QP ended (card_stat m_end: RX_FIN and RXS_CI at RXS_PI, behind every Read done of that stream) or was lost (RX_LOST)
+        s_end_ready : out std_logic;
+        s_end_qpn : in  std_logic_vector(9 downto 0); -- its QP
+        s_end_lost : in  std_logic;          -- RX_LOST: the QP goes to error (as QP_CMD ERROR); else its outstanding Reads are flushed
         s_rreq_valid : in  std_logic;        -- a Read Request to answer (card_rx m_rreq): it passed every receive check
         s_rreq_ready : out std_logic;        -- a record is taken while one of the 16 pool slots is free (paces only)
         s_rreq_qpn : in  std_logic_vector(9 downto 0);
@@ -213,9 +217,15 @@ architecture rtl of card_tx_w512 is
     signal in_state14 : std_logic;
     signal in_state15 : std_logic;
     signal db_v : std_logic := '0';          -- a doorbell is being served
+    signal lost_sel : std_logic := '0';      -- the lost record is the command whose state was read
+    signal cmd_sel_lost : std_logic;         -- the command is the lost record's ERROR
+    signal cmd_valid : std_logic;
+    signal cmd_op : std_logic_vector(3 downto 0);
+    signal cmd_num : std_logic_vector(9 downto 0);
     signal cmd_is_create : std_logic;
     signal cmd_rd : std_logic := '0';        -- the QP's state for a command other than CREATE was read last cycle
     signal cmd_go : std_logic;               -- a QP command is taken
+    signal cmd_rd_next : std_logic;
     signal cmd_create : std_logic;
     signal ctx_rd_addr : std_logic_vector(9 downto 0);
     signal cur_qp : std_logic_vector(9 downto 0); -- the QP the engine serves
@@ -229,12 +239,12 @@ architecture rtl of card_tx_w512 is
     signal ctx_rd : std_logic_vector(185 downto 0); -- read data of ctx
     signal dbs_wr_en : std_logic;
     signal dbs_wr_addr : std_logic_vector(9 downto 0);
-    signal dbs_wr_data : std_logic_vector(57 downto 0); -- {Read Request records, rdone count, txs_ci, sq_pi}
+    signal dbs_wr_data : std_logic_vector(58 downto 0); -- {stream ended, Read Request records, rdone count, txs_ci, sq_pi}
     signal dbs_rd_addr : std_logic_vector(9 downto 0);
-    signal dbs_a_rd : std_logic_vector(57 downto 0); -- read data of dbs_a
-    signal dbs_e_rd : std_logic_vector(57 downto 0); -- read data of dbs_e
-    signal eng_wb_data : std_logic_vector(143 downto 0); -- {walk, rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}
-    signal eng_rd : std_logic_vector(143 downto 0); -- read data of eng
+    signal dbs_a_rd : std_logic_vector(58 downto 0); -- read data of dbs_a
+    signal dbs_e_rd : std_logic_vector(58 downto 0); -- read data of dbs_e
+    signal eng_wb_data : std_logic_vector(149 downto 0); -- {end_seen, end_flush, walk, rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}
+    signal eng_rd : std_logic_vector(149 downto 0); -- read data of eng
     signal sched_head : std_logic_vector(10 downto 0) := "00000000000";
     signal sched_tail : std_logic_vector(10 downto 0) := "00000000000";
     signal sched_empty : std_logic;
@@ -267,7 +277,9 @@ architecture rtl of card_tx_w512 is
     signal push_rr : std_logic_vector(1 downto 0) := "00"; -- the slot the next push takes
     signal rrp_room : std_logic;             -- the Read Request pool has a free slot
     signal rreq_can : std_logic;             -- a Read Request record can be taken
+    signal end_can : std_logic;              -- a stream-end record (not lost) is offered
     signal rdone_take : std_logic;           -- a Read done is taken (before a doorbell)
+    signal end_take : std_logic;             -- a stream-end record is taken (after a Read done)
     signal rreq_take : std_logic;            -- a Read Request record is taken (after a Read done, before a doorbell)
     signal db_take : std_logic;
     signal rrp0_v : std_logic := '0';
@@ -376,6 +388,7 @@ architecture rtl of card_tx_w512 is
     signal rsp_hdr : std_logic_vector(255 downto 0); -- the Read Response's stand-in WQE header
     signal db_kind_q : std_logic_vector(2 downto 0); -- DB_KIND, 7 for a Read done
     signal db_rreq_q : std_logic;            -- the record is a Read Request's (kind 0 then)
+    signal db_end_q : std_logic;             -- the record is a stream end (kind 0 then)
     signal db_qp : std_logic_vector(9 downto 0);
     signal db_value_q : std_logic_vector(31 downto 0);
     signal db_push_ok_q : std_logic;
@@ -390,6 +403,7 @@ architecture rtl of card_tx_w512 is
     signal db_new_rc : std_logic_vector(4 downto 0); -- Read dones received (modulo 32)
     signal db_old_rr : std_logic_vector(4 downto 0);
     signal db_new_rr : std_logic_vector(4 downto 0); -- Read Request records received (modulo 32)
+    signal db_new_end : std_logic;           -- the peer's stream ended (sticky until CREATE)
     signal db_new_pi : std_logic_vector(15 downto 0);
     signal db_new_ci : std_logic_vector(31 downto 0);
     signal eng_requeue : std_logic;          -- the engine puts its QP back in the FIFO
@@ -426,10 +440,12 @@ architecture rtl of card_tx_w512 is
     signal dbw_last_ci : std_logic_vector(31 downto 0);
     signal dbw_last_rc : std_logic_vector(4 downto 0);
     signal dbw_last_rr : std_logic_vector(4 downto 0);
+    signal dbw_last_end : std_logic;
     signal dbw_last_hit : std_logic;
     signal cur_rdone : std_logic_vector(4 downto 0); -- live: Read dones received
     signal rdone_now : std_logic_vector(4 downto 0);
     signal cur_rreq : std_logic_vector(4 downto 0); -- live: Read Request records received
+    signal cur_end : std_logic;              -- live: the peer's stream ended
     signal cur_rreq_used : std_logic_vector(4 downto 0); -- Read Request records answered
     signal cur_rmsn : std_logic_vector(31 downto 0); -- next Read Request MSN
     signal cur_sq_next : std_logic_vector(15 downto 0); -- first SQ block not started (SQ_CI while no Read is outstanding)
@@ -455,6 +471,12 @@ architecture rtl of card_tx_w512 is
     signal has_work : std_logic;             -- a posted WQE is not started
     signal rdone_pending : std_logic_vector(4 downto 0); -- Read dones not yet taken
     signal walk_go : std_logic;              -- complete the WQE at SQ_CI if it was sent (stop at a Read)
+    signal cur_end_seen : std_logic;         -- the stream end was taken
+    signal cur_end_flush : std_logic_vector(4 downto 0); -- Reads the stream end flushes, not yet completed
+    signal end_new : std_logic;              -- the stream end is taken at this turn
+    signal end_flush_now : std_logic_vector(4 downto 0);
+    signal ret_done_go : std_logic;          -- complete the oldest outstanding Read (its Read done came)
+    signal ret_flush_go : std_logic;         -- flush the oldest outstanding Read (the stream ended)
     signal ret_go : std_logic;               -- complete the oldest outstanding Read
     signal rreq_pending : std_logic;         -- Read Request records of the QP to answer (or, in error, to drop)
     signal flush_go : std_logic;             -- flush the WQE at SQ_CI (the QP is in error)
@@ -474,6 +496,7 @@ architecture rtl of card_tx_w512 is
     signal rsp_mode : std_logic := '0';      -- the engine answers a Read Request
     signal rsp_drop : std_logic := '0';      -- ... of a QP in error: it is dropped
     signal ret_mode : std_logic := '0';      -- the block fetched is an outstanding Read's, to complete it
+    signal ret_flush_mode : std_logic := '0'; -- ... with WR_FLUSH_ERR: the stream ended
     signal flush_mode : std_logic := '0';    -- the block fetched is a WQE to flush
     signal walk_mode : std_logic := '0';     -- the block fetched is a WQE at SQ_CI that may be done
     signal ret_or_flush : std_logic;         -- the WQE at SQ_CI is fetched to complete it: a completion record follows
@@ -939,7 +962,8 @@ architecture rtl of card_tx_w512 is
     signal new_sq_next : std_logic_vector(15 downto 0);
     signal new_walk : std_logic;
     signal new_orq : std_logic_vector(4 downto 0); -- flushed Reads are outstanding no more
-    signal new_rdone_used : std_logic_vector(4 downto 0);
+    signal new_rdone_used : std_logic_vector(4 downto 0); -- a Read flushed by the stream end takes no Read done
+    signal new_end_flush : std_logic_vector(4 downto 0);
     signal new_rreq_used : std_logic_vector(4 downto 0);
     signal more_work : std_logic;
     signal qeng_qp : std_logic_vector(9 downto 0);
@@ -969,12 +993,12 @@ architecture rtl of card_tx_w512 is
     signal qp_state_e : qp_state_e_t;        -- QP state, read by the engine
     type ctx_t is array (0 to 1023) of std_logic_vector(185 downto 0);
     signal ctx : ctx_t;                      -- static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD, PD
-    type dbs_a_t is array (0 to 1023) of std_logic_vector(57 downto 0);
+    type dbs_a_t is array (0 to 1023) of std_logic_vector(58 downto 0);
     signal dbs_a : dbs_a_t;                  -- doorbell state, read by the doorbell path
-    type dbs_e_t is array (0 to 1023) of std_logic_vector(57 downto 0);
+    type dbs_e_t is array (0 to 1023) of std_logic_vector(58 downto 0);
     signal dbs_e : dbs_e_t;                  -- doorbell state, read by the engine
-    type eng_t is array (0 to 1023) of std_logic_vector(143 downto 0);
-    signal eng : eng_t;                      -- engine state per QP: walk (the WQE at SQ_CI may be done: sent behind a Read that has completed), Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI
+    type eng_t is array (0 to 1023) of std_logic_vector(149 downto 0);
+    signal eng : eng_t;                      -- engine state per QP: the stream end taken and the Reads it flushes still to complete, walk (the WQE at SQ_CI may be done: sent behind a Read that has completed), Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI
     type sched_t is array (0 to 1023) of std_logic_vector(9 downto 0);
     signal sched : sched_t;                  -- QPs with work, in turn
     type rrp_data_t is array (0 to 15) of std_logic_vector(367 downto 0);
@@ -1006,16 +1030,21 @@ begin
     in_state13 <= b2l(eng_state = x"d");
     in_state14 <= b2l(eng_state = x"e");
     in_state15 <= b2l(eng_state = x"f");
-    cmd_is_create <= b2l(s_qp_op = x"1");
-    s_qp_ready <= ((not db_v) and in_state0) and (cmd_is_create or cmd_rd);
-    cmd_go <= ((s_qp_valid and (not db_v)) and in_state0) and (cmd_is_create or cmd_rd);
+    cmd_sel_lost <= lost_sel or ((s_end_valid and s_end_lost) and (not s_qp_valid));
+    cmd_valid <= cmd_sel_lost or s_qp_valid;
+    cmd_op <= mux(cmd_sel_lost, x"3", s_qp_op);
+    cmd_num <= mux(cmd_sel_lost, s_end_qpn, s_qp_num);
+    cmd_is_create <= b2l(cmd_op = x"1");
+    s_qp_ready <= (((not cmd_sel_lost) and (not db_v)) and in_state0) and (cmd_is_create or cmd_rd);
+    cmd_go <= ((cmd_valid and (not db_v)) and in_state0) and (cmd_is_create or cmd_rd);
+    cmd_rd_next <= (((cmd_valid and (not db_v)) and in_state0) and (not cmd_is_create)) and (not cmd_rd);
     cmd_create <= cmd_go and cmd_is_create;
-    qp_state_wd <= mux(prot_err or b2l(s_qp_op = x"3"), "10", mux(b2l(s_qp_op = x"1"), "01", "00"));
-    qp_state_wa <= mux(prot_err, cur_qp, s_qp_num);
-    qp_to_error <= (cmd_go and b2l(s_qp_op = x"3")) and b2l(qp_state_c_rd = "01");
-    qp_state_we <= ((prot_err or (cmd_go and b2l(s_qp_op = x"1"))) or qp_to_error) or ((cmd_go and b2l(s_qp_op = x"4")) and b2l(qp_state_c_rd = "10"));
+    qp_state_wd <= mux(prot_err or b2l(cmd_op = x"3"), "10", mux(b2l(cmd_op = x"1"), "01", "00"));
+    qp_state_wa <= mux(prot_err, cur_qp, cmd_num);
+    qp_to_error <= (cmd_go and b2l(cmd_op = x"3")) and b2l(qp_state_c_rd = "01");
+    qp_state_we <= ((prot_err or (cmd_go and b2l(cmd_op = x"1"))) or qp_to_error) or ((cmd_go and b2l(cmd_op = x"4")) and b2l(qp_state_c_rd = "10"));
     sched_empty <= b2l(sched_head = sched_tail);
-    sched_pop <= ((in_state0 and (not sched_empty)) and (not s_qp_valid)) and cpl_room;
+    sched_pop <= ((in_state0 and (not sched_empty)) and (not cmd_valid)) and cpl_room;
     qclr_qp <= sched_rd;
     qclr_1h <= std_logic_vector'(
         b2l(qclr_qp = "1111111111") &
@@ -3072,12 +3101,15 @@ begin
     );
     ctx_rd_addr <= sched_rd;
     rreq_can <= s_rreq_valid and rrp_room;
-    s_db_ready <= (((not db_v) and (not s_qp_valid)) and (not s_rdone_valid)) and (not rreq_can);
-    s_rdone_ready <= (not db_v) and (not s_qp_valid);
-    s_rreq_ready <= (((not db_v) and (not s_qp_valid)) and (not s_rdone_valid)) and rrp_room;
-    rdone_take <= (s_rdone_valid and (not db_v)) and (not s_qp_valid);
-    rreq_take <= ((rreq_can and (not db_v)) and (not s_qp_valid)) and (not s_rdone_valid);
-    db_take <= (((s_db_valid and (not db_v)) and (not s_qp_valid)) and (not s_rdone_valid)) and (not rreq_can);
+    end_can <= s_end_valid and (not s_end_lost);
+    s_db_ready <= ((((not db_v) and (not cmd_valid)) and (not s_rdone_valid)) and (not end_can)) and (not rreq_can);
+    s_rdone_ready <= (not db_v) and (not cmd_valid);
+    s_rreq_ready <= ((((not db_v) and (not cmd_valid)) and (not s_rdone_valid)) and (not end_can)) and rrp_room;
+    rdone_take <= (s_rdone_valid and (not db_v)) and (not cmd_valid);
+    end_take <= ((end_can and (not db_v)) and (not cmd_valid)) and (not s_rdone_valid);
+    s_end_ready <= end_take or (cmd_sel_lost and cmd_go);
+    rreq_take <= (((rreq_can and (not db_v)) and (not cmd_valid)) and (not s_rdone_valid)) and (not end_can);
+    db_take <= ((((s_db_valid and (not db_v)) and (not cmd_valid)) and (not s_rdone_valid)) and (not end_can)) and (not rreq_can);
     rrp_free_idx <= mux(not rrp0_v, x"0", mux(not rrp1_v, x"1", mux(not rrp2_v, x"2", mux(not rrp3_v, x"3", mux(not rrp4_v, x"4", mux(not rrp5_v, x"5", mux(not rrp6_v, x"6", mux(not rrp7_v, x"7", mux(not rrp8_v, x"8", mux(not rrp9_v, x"9", mux(not rrp10_v, x"a", mux(not rrp11_v, x"b", mux(not rrp12_v, x"c", mux(not rrp13_v, x"d", mux(not rrp14_v, x"e", mux(not rrp15_v, x"f", x"0"))))))))))))))));
     rrp_can_take <= ((((((((((((((('0' or (not rrp15_v)) or (not rrp14_v)) or (not rrp13_v)) or (not rrp12_v)) or (not rrp11_v)) or (not rrp10_v)) or (not rrp9_v)) or (not rrp8_v)) or (not rrp7_v)) or (not rrp6_v)) or (not rrp5_v)) or (not rrp4_v)) or (not rrp3_v)) or (not rrp2_v)) or (not rrp1_v)) or (not rrp0_v);
     rrp0_match <= rrp0_v and b2l(rrp0_qp = cur_qp);
@@ -3177,7 +3209,7 @@ begin
         x"0000" &
         x"02"
     );
-    dbs_rd_addr <= mux(db_v, db_qp, mux(s_rdone_valid, s_rdone_qp, mux(rreq_can, s_rreq_qpn, s_db_index)));
+    dbs_rd_addr <= mux(db_v, db_qp, mux(s_rdone_valid, s_rdone_qp, mux(end_can, s_end_qpn, mux(rreq_can, s_rreq_qpn, s_db_index))));
     db_is_sq <= b2l(db_kind_q = "001");
     db_is_txs <= b2l(db_kind_q = "011");
     db_is_push <= b2l(db_kind_q = "110");
@@ -3188,10 +3220,11 @@ begin
     db_new_rc <= mux(db_is_rdone, std_logic_vector(unsigned(db_old_rc) + unsigned'("00001")), db_old_rc);
     db_old_rr <= dbs_a_rd(57 downto 53);
     db_new_rr <= mux(db_rreq_q, std_logic_vector(unsigned(db_old_rr) + unsigned'("00001")), db_old_rr);
+    db_new_end <= dbs_a_rd(58) or db_end_q;
     db_new_pi <= mux(db_is_push, std_logic_vector(unsigned(db_old_pi) + unsigned'(x"0001")), mux(db_is_sq, db_value_q(15 downto 0), db_old_pi));
     db_new_ci <= mux(db_is_txs, db_value_q, db_old_ci);
     db_fire <= db_v and (not eng_requeue);
-    db_acts <= (((db_is_sq or db_is_txs) or db_is_push) or db_is_rdone) or db_rreq_q;
+    db_acts <= ((((db_is_sq or db_is_txs) or db_is_push) or db_is_rdone) or db_rreq_q) or db_end_q;
     qdb_qp <= db_qp;
     qdb_1h <= std_logic_vector'(
         b2l(qdb_qp = "1111111111") &
@@ -4221,9 +4254,9 @@ begin
     );
     db_enqueue <= (db_fire and db_acts) and (not (or (queued and qdb_1h)));
     dbs_wr_en <= cmd_create or (db_fire and db_acts);
-    dbs_wr_addr <= mux(cmd_create, s_qp_num, db_qp);
-    dbs_wr_data <= mux(cmd_create, "0000000000000000000000000000000000000000000000000000000000", std_logic_vector'(db_new_rr & db_new_rc & db_new_ci & db_new_pi));
-    qerr_qp <= s_qp_num;
+    dbs_wr_addr <= mux(cmd_create, cmd_num, db_qp);
+    dbs_wr_data <= mux(cmd_create, "00000000000000000000000000000000000000000000000000000000000", std_logic_vector'(db_new_end & db_new_rr & db_new_rc & db_new_ci & db_new_pi));
+    qerr_qp <= cmd_num;
     qerr_1h <= std_logic_vector'(
         b2l(qerr_qp = "1111111111") &
         b2l(qerr_qp = "1111111110") &
@@ -5252,7 +5285,7 @@ begin
     );
     err_enqueue <= qp_to_error and (not (or (queued and qerr_1h)));
     sched_push <= (eng_requeue or db_enqueue) or err_enqueue;
-    sched_push_qp <= mux(eng_requeue, cur_qp, mux(db_v, db_qp, s_qp_num));
+    sched_push_qp <= mux(eng_requeue, cur_qp, mux(db_v, db_qp, cmd_num));
     push_new <= (db_fire and db_is_push) and db_push_ok_q;
     ld_txs_log <= ctx_rd(70 downto 66);
     db_hit_cur <= (((db_fire and db_acts) and b2l(db_qp = cur_qp)) and (not in_state0)) and (not in_state1);
@@ -5275,7 +5308,11 @@ begin
     has_work <= b2l(cur_sq_next /= cur_sq_pi);
     rdone_pending <= std_logic_vector(unsigned(cur_rdone) - unsigned(cur_rdone_used));
     walk_go <= ((in_state3 and cur_live) and cur_walk) and b2l(cur_sq_ci /= cur_sq_next);
-    ret_go <= (((in_state3 and cur_live) and (not walk_go)) and b2l(cur_orq /= "00000")) and b2l(rdone_pending /= "00000");
+    end_new <= cur_end and (not cur_end_seen);
+    end_flush_now <= mux(end_new, mux(b2l(unsigned(cur_orq) < unsigned(rdone_pending)), "00000", std_logic_vector(unsigned(cur_orq) - unsigned(rdone_pending))), cur_end_flush);
+    ret_done_go <= (((in_state3 and cur_live) and (not walk_go)) and b2l(cur_orq /= "00000")) and b2l(rdone_pending /= "00000");
+    ret_flush_go <= ((((in_state3 and cur_live) and (not walk_go)) and b2l(cur_orq /= "00000")) and b2l(rdone_pending = "00000")) and b2l(end_flush_now /= "00000");
+    ret_go <= ret_done_go or ret_flush_go;
     rreq_pending <= b2l(cur_rreq /= cur_rreq_used);
     flush_go <= ((in_state3 and cur_error) and (not rreq_pending)) and b2l(cur_sq_ci /= cur_sq_pi);
     ord_room <= b2l(unsigned(cur_orq) < unsigned(cur_ord));
@@ -5665,9 +5702,12 @@ begin
     new_sq_next <= mux(flush_mode and b2l(cur_sq_ci = cur_sq_next), new_sq_ci, mux(ret_or_flush or prot_late, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(std_logic_vector'(x"000" & h_bbs)))));
     new_walk <= mux(flush_mode, '0', mux(ret_mode or walk_mode, b2l(new_sq_ci /= cur_sq_next) and (not (walk_mode and op_read)), cur_walk));
     new_orq <= mux(flush_mode, "00000", mux(ret_mode, std_logic_vector(unsigned(cur_orq) - unsigned'("00001")), mux(read_started, std_logic_vector(unsigned(cur_orq) + unsigned'("00001")), cur_orq)));
-    new_rdone_used <= mux(flush_mode, cur_rdone, mux(ret_mode, std_logic_vector(unsigned(cur_rdone_used) + unsigned'("00001")), cur_rdone_used));
+    new_rdone_used <= mux(flush_mode, cur_rdone, mux(ret_mode and (not ret_flush_mode), std_logic_vector(unsigned(cur_rdone_used) + unsigned'("00001")), cur_rdone_used));
+    new_end_flush <= mux(flush_mode, "00000", mux(ret_flush_mode, std_logic_vector(unsigned(cur_end_flush) - unsigned'("00001")), cur_end_flush));
     new_rreq_used <= mux(rsp_mode, std_logic_vector(unsigned(cur_rreq_used) + unsigned'("00001")), cur_rreq_used);
     eng_wb_data <= std_logic_vector'(
+        cur_end_seen &
+        new_end_flush &
         new_walk &
         new_rreq_used &
         new_rdone_used &
@@ -5678,7 +5718,7 @@ begin
         f_off &
         new_sq_ci
     );
-    more_work <= b2l(cur_rreq /= new_rreq_used) or mux(((flush_mode or prot) or rsp_fault) or cur_error, b2l(new_sq_ci /= cur_sq_pi), (b2l(new_sq_next /= cur_sq_pi) or (b2l(new_orq /= "00000") and b2l(cur_rdone /= new_rdone_used))) or (new_walk and b2l(new_sq_ci /= new_sq_next)));
+    more_work <= b2l(cur_rreq /= new_rreq_used) or mux(((flush_mode or prot) or rsp_fault) or cur_error, b2l(new_sq_ci /= cur_sq_pi), (b2l(new_sq_next /= cur_sq_pi) or (b2l(new_orq /= "00000") and (b2l(cur_rdone /= new_rdone_used) or b2l(new_end_flush /= "00000")))) or (new_walk and b2l(new_sq_ci /= new_sq_next)));
     qeng_qp <= cur_qp;
     qeng_1h <= std_logic_vector'(
         b2l(qeng_qp = "1111111111") &
@@ -6775,7 +6815,18 @@ begin
             if rst = '1' then
                 cmd_rd <= '0';
             else
-                cmd_rd <= (((s_qp_valid and (not db_v)) and in_state0) and (not cmd_is_create)) and (not cmd_rd);
+                cmd_rd <= cmd_rd_next;
+            end if;
+        end if;
+    end process;
+
+    lost_sel_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                lost_sel <= '0';
+            else
+                lost_sel <= cmd_sel_lost and cmd_rd_next;
             end if;
         end if;
     end process;
@@ -7266,8 +7317,8 @@ begin
     db_kind_q_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if ((db_take or rdone_take) or rreq_take) = '1' then
-                db_kind_q <= mux(rdone_take, "111", mux(rreq_take, "000", s_db_kind));
+            if (((db_take or rdone_take) or rreq_take) or end_take) = '1' then
+                db_kind_q <= mux(rdone_take, "111", mux(rreq_take or end_take, "000", s_db_kind));
             end if;
         end if;
     end process;
@@ -7275,8 +7326,17 @@ begin
     db_rreq_q_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if ((db_take or rdone_take) or rreq_take) = '1' then
+            if (((db_take or rdone_take) or rreq_take) or end_take) = '1' then
                 db_rreq_q <= rreq_take;
+            end if;
+        end if;
+    end process;
+
+    db_end_q_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (((db_take or rdone_take) or rreq_take) or end_take) = '1' then
+                db_end_q <= end_take;
             end if;
         end if;
     end process;
@@ -7284,8 +7344,8 @@ begin
     db_qp_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if ((db_take or rdone_take) or rreq_take) = '1' then
-                db_qp <= mux(rdone_take, s_rdone_qp, mux(rreq_take, s_rreq_qpn, s_db_index));
+            if (((db_take or rdone_take) or rreq_take) or end_take) = '1' then
+                db_qp <= mux(rdone_take, s_rdone_qp, mux(end_take, s_end_qpn, mux(rreq_take, s_rreq_qpn, s_db_index)));
             end if;
         end if;
     end process;
@@ -7323,7 +7383,7 @@ begin
             if rst = '1' then
                 db_v <= '0';
             else
-                db_v <= ((db_take or rdone_take) or rreq_take) or (db_v and (not db_fire));
+                db_v <= (((db_take or rdone_take) or rreq_take) or end_take) or (db_v and (not db_fire));
             end if;
         end if;
     end process;
@@ -7507,6 +7567,13 @@ begin
         end if;
     end process;
 
+    dbw_last_end_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            dbw_last_end <= db_new_end;
+        end if;
+    end process;
+
     cur_sq_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -7539,6 +7606,15 @@ begin
         if rising_edge(clk) then
             if (in_state2 or db_hit_cur) = '1' then
                 cur_rreq <= mux(db_hit_cur, db_new_rr, mux(dbw_last_hit, dbw_last_rr, dbs_e_rd(57 downto 53)));
+            end if;
+        end if;
+    end process;
+
+    cur_end_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (in_state2 or db_hit_cur) = '1' then
+                cur_end <= mux(db_hit_cur, db_new_end, mux(dbw_last_hit, dbw_last_end, dbs_e_rd(58)));
             end if;
         end if;
     end process;
@@ -7606,6 +7682,24 @@ begin
         end if;
     end process;
 
+    cur_end_seen_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (in_state2 or in_state3) = '1' then
+                cur_end_seen <= mux(in_state2, eng_rd(149), cur_end_seen or cur_end);
+            end if;
+        end if;
+    end process;
+
+    cur_end_flush_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (in_state2 or in_state3) = '1' then
+                cur_end_flush <= mux(in_state2, eng_rd(148 downto 144), end_flush_now);
+            end if;
+        end if;
+    end process;
+
     rsp_mode_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -7635,6 +7729,17 @@ begin
                 ret_mode <= '0';
             elsif fetch_go = '1' then
                 ret_mode <= ret_go;
+            end if;
+        end if;
+    end process;
+
+    ret_flush_mode_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ret_flush_mode <= '0';
+            elsif fetch_go = '1' then
+                ret_flush_mode <= ret_flush_go;
             end if;
         end if;
     end process;
@@ -7686,7 +7791,7 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 push0_v <= '0';
-            elsif (push0_w or ((use_push and push0_hit) or (cmd_create and b2l(push0_qp = s_qp_num)))) = '1' then
+            elsif (push0_w or ((use_push and push0_hit) or (cmd_create and b2l(push0_qp = cmd_num)))) = '1' then
                 push0_v <= push0_w;
             end if;
         end if;
@@ -7724,7 +7829,7 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 push1_v <= '0';
-            elsif (push1_w or ((use_push and push1_hit) or (cmd_create and b2l(push1_qp = s_qp_num)))) = '1' then
+            elsif (push1_w or ((use_push and push1_hit) or (cmd_create and b2l(push1_qp = cmd_num)))) = '1' then
                 push1_v <= push1_w;
             end if;
         end if;
@@ -7762,7 +7867,7 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 push2_v <= '0';
-            elsif (push2_w or ((use_push and push2_hit) or (cmd_create and b2l(push2_qp = s_qp_num)))) = '1' then
+            elsif (push2_w or ((use_push and push2_hit) or (cmd_create and b2l(push2_qp = cmd_num)))) = '1' then
                 push2_v <= push2_w;
             end if;
         end if;
@@ -7800,7 +7905,7 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 push3_v <= '0';
-            elsif (push3_w or ((use_push and push3_hit) or (cmd_create and b2l(push3_qp = s_qp_num)))) = '1' then
+            elsif (push3_w or ((use_push and push3_hit) or (cmd_create and b2l(push3_qp = cmd_num)))) = '1' then
                 push3_v <= push3_w;
             end if;
         end if;
@@ -8719,7 +8824,7 @@ begin
     cq0_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_cqe <= mux(cq0_push, (flush_err or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq1_cqe, mux(b2l(cq_pop = x"2"), cq2_cqe, mux(b2l(cq_pop = x"3"), cq3_cqe, mux(b2l(cq_pop = x"4"), cq4_cqe, mux(b2l(cq_pop = x"5"), cq5_cqe, mux(b2l(cq_pop = x"6"), cq6_cqe, mux(b2l(cq_pop = x"7"), cq7_cqe, cq0_cqe))))))));
+            cq0_cqe <= mux(cq0_push, ((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq1_cqe, mux(b2l(cq_pop = x"2"), cq2_cqe, mux(b2l(cq_pop = x"3"), cq3_cqe, mux(b2l(cq_pop = x"4"), cq4_cqe, mux(b2l(cq_pop = x"5"), cq5_cqe, mux(b2l(cq_pop = x"6"), cq6_cqe, mux(b2l(cq_pop = x"7"), cq7_cqe, cq0_cqe))))))));
         end if;
     end process;
 
@@ -8754,7 +8859,7 @@ begin
     cq0_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_len <= mux(cq0_push, mux(flush_err or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq1_len, mux(b2l(cq_pop = x"2"), cq2_len, mux(b2l(cq_pop = x"3"), cq3_len, mux(b2l(cq_pop = x"4"), cq4_len, mux(b2l(cq_pop = x"5"), cq5_len, mux(b2l(cq_pop = x"6"), cq6_len, mux(b2l(cq_pop = x"7"), cq7_len, cq0_len))))))));
+            cq0_len <= mux(cq0_push, mux((flush_err or prot) or ret_flush_mode, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq1_len, mux(b2l(cq_pop = x"2"), cq2_len, mux(b2l(cq_pop = x"3"), cq3_len, mux(b2l(cq_pop = x"4"), cq4_len, mux(b2l(cq_pop = x"5"), cq5_len, mux(b2l(cq_pop = x"6"), cq6_len, mux(b2l(cq_pop = x"7"), cq7_len, cq0_len))))))));
         end if;
     end process;
 
@@ -8782,7 +8887,7 @@ begin
     cq0_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_flush <= mux(cq0_push, flush_err, mux(b2l(cq_pop = x"1"), cq1_flush, mux(b2l(cq_pop = x"2"), cq2_flush, mux(b2l(cq_pop = x"3"), cq3_flush, mux(b2l(cq_pop = x"4"), cq4_flush, mux(b2l(cq_pop = x"5"), cq5_flush, mux(b2l(cq_pop = x"6"), cq6_flush, mux(b2l(cq_pop = x"7"), cq7_flush, cq0_flush))))))));
+            cq0_flush <= mux(cq0_push, flush_err or ret_flush_mode, mux(b2l(cq_pop = x"1"), cq1_flush, mux(b2l(cq_pop = x"2"), cq2_flush, mux(b2l(cq_pop = x"3"), cq3_flush, mux(b2l(cq_pop = x"4"), cq4_flush, mux(b2l(cq_pop = x"5"), cq5_flush, mux(b2l(cq_pop = x"6"), cq6_flush, mux(b2l(cq_pop = x"7"), cq7_flush, cq0_flush))))))));
         end if;
     end process;
 
@@ -8803,7 +8908,7 @@ begin
     cq1_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_cqe <= mux(cq1_push, (flush_err or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq2_cqe, mux(b2l(cq_pop = x"2"), cq3_cqe, mux(b2l(cq_pop = x"3"), cq4_cqe, mux(b2l(cq_pop = x"4"), cq5_cqe, mux(b2l(cq_pop = x"5"), cq6_cqe, mux(b2l(cq_pop = x"6"), cq7_cqe, cq1_cqe)))))));
+            cq1_cqe <= mux(cq1_push, ((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq2_cqe, mux(b2l(cq_pop = x"2"), cq3_cqe, mux(b2l(cq_pop = x"3"), cq4_cqe, mux(b2l(cq_pop = x"4"), cq5_cqe, mux(b2l(cq_pop = x"5"), cq6_cqe, mux(b2l(cq_pop = x"6"), cq7_cqe, cq1_cqe)))))));
         end if;
     end process;
 
@@ -8838,7 +8943,7 @@ begin
     cq1_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_len <= mux(cq1_push, mux(flush_err or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq2_len, mux(b2l(cq_pop = x"2"), cq3_len, mux(b2l(cq_pop = x"3"), cq4_len, mux(b2l(cq_pop = x"4"), cq5_len, mux(b2l(cq_pop = x"5"), cq6_len, mux(b2l(cq_pop = x"6"), cq7_len, cq1_len)))))));
+            cq1_len <= mux(cq1_push, mux((flush_err or prot) or ret_flush_mode, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq2_len, mux(b2l(cq_pop = x"2"), cq3_len, mux(b2l(cq_pop = x"3"), cq4_len, mux(b2l(cq_pop = x"4"), cq5_len, mux(b2l(cq_pop = x"5"), cq6_len, mux(b2l(cq_pop = x"6"), cq7_len, cq1_len)))))));
         end if;
     end process;
 
@@ -8866,7 +8971,7 @@ begin
     cq1_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_flush <= mux(cq1_push, flush_err, mux(b2l(cq_pop = x"1"), cq2_flush, mux(b2l(cq_pop = x"2"), cq3_flush, mux(b2l(cq_pop = x"3"), cq4_flush, mux(b2l(cq_pop = x"4"), cq5_flush, mux(b2l(cq_pop = x"5"), cq6_flush, mux(b2l(cq_pop = x"6"), cq7_flush, cq1_flush)))))));
+            cq1_flush <= mux(cq1_push, flush_err or ret_flush_mode, mux(b2l(cq_pop = x"1"), cq2_flush, mux(b2l(cq_pop = x"2"), cq3_flush, mux(b2l(cq_pop = x"3"), cq4_flush, mux(b2l(cq_pop = x"4"), cq5_flush, mux(b2l(cq_pop = x"5"), cq6_flush, mux(b2l(cq_pop = x"6"), cq7_flush, cq1_flush)))))));
         end if;
     end process;
 
@@ -8887,7 +8992,7 @@ begin
     cq2_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_cqe <= mux(cq2_push, (flush_err or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq3_cqe, mux(b2l(cq_pop = x"2"), cq4_cqe, mux(b2l(cq_pop = x"3"), cq5_cqe, mux(b2l(cq_pop = x"4"), cq6_cqe, mux(b2l(cq_pop = x"5"), cq7_cqe, cq2_cqe))))));
+            cq2_cqe <= mux(cq2_push, ((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq3_cqe, mux(b2l(cq_pop = x"2"), cq4_cqe, mux(b2l(cq_pop = x"3"), cq5_cqe, mux(b2l(cq_pop = x"4"), cq6_cqe, mux(b2l(cq_pop = x"5"), cq7_cqe, cq2_cqe))))));
         end if;
     end process;
 
@@ -8922,7 +9027,7 @@ begin
     cq2_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_len <= mux(cq2_push, mux(flush_err or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq3_len, mux(b2l(cq_pop = x"2"), cq4_len, mux(b2l(cq_pop = x"3"), cq5_len, mux(b2l(cq_pop = x"4"), cq6_len, mux(b2l(cq_pop = x"5"), cq7_len, cq2_len))))));
+            cq2_len <= mux(cq2_push, mux((flush_err or prot) or ret_flush_mode, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq3_len, mux(b2l(cq_pop = x"2"), cq4_len, mux(b2l(cq_pop = x"3"), cq5_len, mux(b2l(cq_pop = x"4"), cq6_len, mux(b2l(cq_pop = x"5"), cq7_len, cq2_len))))));
         end if;
     end process;
 
@@ -8950,7 +9055,7 @@ begin
     cq2_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_flush <= mux(cq2_push, flush_err, mux(b2l(cq_pop = x"1"), cq3_flush, mux(b2l(cq_pop = x"2"), cq4_flush, mux(b2l(cq_pop = x"3"), cq5_flush, mux(b2l(cq_pop = x"4"), cq6_flush, mux(b2l(cq_pop = x"5"), cq7_flush, cq2_flush))))));
+            cq2_flush <= mux(cq2_push, flush_err or ret_flush_mode, mux(b2l(cq_pop = x"1"), cq3_flush, mux(b2l(cq_pop = x"2"), cq4_flush, mux(b2l(cq_pop = x"3"), cq5_flush, mux(b2l(cq_pop = x"4"), cq6_flush, mux(b2l(cq_pop = x"5"), cq7_flush, cq2_flush))))));
         end if;
     end process;
 
@@ -8971,7 +9076,7 @@ begin
     cq3_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_cqe <= mux(cq3_push, (flush_err or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq4_cqe, mux(b2l(cq_pop = x"2"), cq5_cqe, mux(b2l(cq_pop = x"3"), cq6_cqe, mux(b2l(cq_pop = x"4"), cq7_cqe, cq3_cqe)))));
+            cq3_cqe <= mux(cq3_push, ((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq4_cqe, mux(b2l(cq_pop = x"2"), cq5_cqe, mux(b2l(cq_pop = x"3"), cq6_cqe, mux(b2l(cq_pop = x"4"), cq7_cqe, cq3_cqe)))));
         end if;
     end process;
 
@@ -9006,7 +9111,7 @@ begin
     cq3_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_len <= mux(cq3_push, mux(flush_err or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq4_len, mux(b2l(cq_pop = x"2"), cq5_len, mux(b2l(cq_pop = x"3"), cq6_len, mux(b2l(cq_pop = x"4"), cq7_len, cq3_len)))));
+            cq3_len <= mux(cq3_push, mux((flush_err or prot) or ret_flush_mode, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq4_len, mux(b2l(cq_pop = x"2"), cq5_len, mux(b2l(cq_pop = x"3"), cq6_len, mux(b2l(cq_pop = x"4"), cq7_len, cq3_len)))));
         end if;
     end process;
 
@@ -9034,7 +9139,7 @@ begin
     cq3_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_flush <= mux(cq3_push, flush_err, mux(b2l(cq_pop = x"1"), cq4_flush, mux(b2l(cq_pop = x"2"), cq5_flush, mux(b2l(cq_pop = x"3"), cq6_flush, mux(b2l(cq_pop = x"4"), cq7_flush, cq3_flush)))));
+            cq3_flush <= mux(cq3_push, flush_err or ret_flush_mode, mux(b2l(cq_pop = x"1"), cq4_flush, mux(b2l(cq_pop = x"2"), cq5_flush, mux(b2l(cq_pop = x"3"), cq6_flush, mux(b2l(cq_pop = x"4"), cq7_flush, cq3_flush)))));
         end if;
     end process;
 
@@ -9055,7 +9160,7 @@ begin
     cq4_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_cqe <= mux(cq4_push, (flush_err or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq5_cqe, mux(b2l(cq_pop = x"2"), cq6_cqe, mux(b2l(cq_pop = x"3"), cq7_cqe, cq4_cqe))));
+            cq4_cqe <= mux(cq4_push, ((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq5_cqe, mux(b2l(cq_pop = x"2"), cq6_cqe, mux(b2l(cq_pop = x"3"), cq7_cqe, cq4_cqe))));
         end if;
     end process;
 
@@ -9090,7 +9195,7 @@ begin
     cq4_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_len <= mux(cq4_push, mux(flush_err or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq5_len, mux(b2l(cq_pop = x"2"), cq6_len, mux(b2l(cq_pop = x"3"), cq7_len, cq4_len))));
+            cq4_len <= mux(cq4_push, mux((flush_err or prot) or ret_flush_mode, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq5_len, mux(b2l(cq_pop = x"2"), cq6_len, mux(b2l(cq_pop = x"3"), cq7_len, cq4_len))));
         end if;
     end process;
 
@@ -9118,7 +9223,7 @@ begin
     cq4_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_flush <= mux(cq4_push, flush_err, mux(b2l(cq_pop = x"1"), cq5_flush, mux(b2l(cq_pop = x"2"), cq6_flush, mux(b2l(cq_pop = x"3"), cq7_flush, cq4_flush))));
+            cq4_flush <= mux(cq4_push, flush_err or ret_flush_mode, mux(b2l(cq_pop = x"1"), cq5_flush, mux(b2l(cq_pop = x"2"), cq6_flush, mux(b2l(cq_pop = x"3"), cq7_flush, cq4_flush))));
         end if;
     end process;
 
@@ -9139,7 +9244,7 @@ begin
     cq5_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_cqe <= mux(cq5_push, (flush_err or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq6_cqe, mux(b2l(cq_pop = x"2"), cq7_cqe, cq5_cqe)));
+            cq5_cqe <= mux(cq5_push, ((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq6_cqe, mux(b2l(cq_pop = x"2"), cq7_cqe, cq5_cqe)));
         end if;
     end process;
 
@@ -9174,7 +9279,7 @@ begin
     cq5_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_len <= mux(cq5_push, mux(flush_err or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq6_len, mux(b2l(cq_pop = x"2"), cq7_len, cq5_len)));
+            cq5_len <= mux(cq5_push, mux((flush_err or prot) or ret_flush_mode, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq6_len, mux(b2l(cq_pop = x"2"), cq7_len, cq5_len)));
         end if;
     end process;
 
@@ -9202,7 +9307,7 @@ begin
     cq5_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_flush <= mux(cq5_push, flush_err, mux(b2l(cq_pop = x"1"), cq6_flush, mux(b2l(cq_pop = x"2"), cq7_flush, cq5_flush)));
+            cq5_flush <= mux(cq5_push, flush_err or ret_flush_mode, mux(b2l(cq_pop = x"1"), cq6_flush, mux(b2l(cq_pop = x"2"), cq7_flush, cq5_flush)));
         end if;
     end process;
 
@@ -9223,7 +9328,7 @@ begin
     cq6_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_cqe <= mux(cq6_push, (flush_err or prot) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq7_cqe, cq6_cqe));
+            cq6_cqe <= mux(cq6_push, ((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq7_cqe, cq6_cqe));
         end if;
     end process;
 
@@ -9258,7 +9363,7 @@ begin
     cq6_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_len <= mux(cq6_push, mux(flush_err or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq7_len, cq6_len));
+            cq6_len <= mux(cq6_push, mux((flush_err or prot) or ret_flush_mode, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq7_len, cq6_len));
         end if;
     end process;
 
@@ -9286,7 +9391,7 @@ begin
     cq6_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_flush <= mux(cq6_push, flush_err, mux(b2l(cq_pop = x"1"), cq7_flush, cq6_flush));
+            cq6_flush <= mux(cq6_push, flush_err or ret_flush_mode, mux(b2l(cq_pop = x"1"), cq7_flush, cq6_flush));
         end if;
     end process;
 
@@ -9307,7 +9412,7 @@ begin
     cq7_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_cqe <= mux(cq7_push, (flush_err or prot) or (h_signaled and wqe_retires), cq7_cqe);
+            cq7_cqe <= mux(cq7_push, ((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires), cq7_cqe);
         end if;
     end process;
 
@@ -9342,7 +9447,7 @@ begin
     cq7_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_len <= mux(cq7_push, mux(flush_err or prot, x"00000000", mux(ret_mode, sge_len, msg_len)), cq7_len);
+            cq7_len <= mux(cq7_push, mux((flush_err or prot) or ret_flush_mode, x"00000000", mux(ret_mode, sge_len, msg_len)), cq7_len);
         end if;
     end process;
 
@@ -9370,7 +9475,7 @@ begin
     cq7_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_flush <= mux(cq7_push, flush_err, cq7_flush);
+            cq7_flush <= mux(cq7_push, flush_err or ret_flush_mode, cq7_flush);
         end if;
     end process;
 
@@ -9569,7 +9674,7 @@ begin
             if qp_state_we = '1' then
                 qp_state_c(to_integer(unsigned(qp_state_wa))) <= qp_state_wd;
             end if;
-            qp_state_c_rd <= qp_state_c(to_integer(unsigned(s_qp_num)));
+            qp_state_c_rd <= qp_state_c(to_integer(unsigned(cmd_num)));
         end if;
     end process;
 
@@ -9589,7 +9694,7 @@ begin
     begin
         if rising_edge(clk) then
             if cmd_create = '1' then
-                ctx(to_integer(unsigned(s_qp_num))) <= std_logic_vector'(
+                ctx(to_integer(unsigned(cmd_num))) <= std_logic_vector'(
         s_qp_sq_base(63 downto 6) &
         s_qp_sq_log &
         s_qp_txs_base(63 downto 12) &
@@ -9634,7 +9739,12 @@ begin
     begin
         if rising_edge(clk) then
             if (cmd_create or in_state11) = '1' then
-                eng(to_integer(unsigned(mux(cmd_create, s_qp_num, cur_qp)))) <= mux(cmd_create, std_logic_vector'(x"00000000" & x"00000001" & x"00000001" & x"000000000000"), eng_wb_data);
+                eng(to_integer(unsigned(mux(cmd_create, cmd_num, cur_qp)))) <= mux(cmd_create, std_logic_vector'(
+        "00000000000000000000000000000000000000" &
+        x"00000001" &
+        x"00000001" &
+        x"000000000000"
+    ), eng_wb_data);
             end if;
             eng_rd <= eng(to_integer(unsigned(ctx_rd_addr)));
         end if;

@@ -163,6 +163,7 @@ module iwcard_w512 (
     wire           tx_s_qp_ready;
     wire           tx_s_db_ready;
     wire           tx_s_rdone_ready;
+    wire           tx_s_end_ready;
     wire           tx_s_rreq_ready;
     wire           tx_m_rreq_done_valid;
     wire [9:0]     tx_m_rreq_done_qpn;
@@ -317,6 +318,7 @@ module iwcard_w512 (
     wire [31:0]    pl_m_done_stag;
     wire [63:0]    pl_m_done_to;
     wire [15:0]    pl_m_done_len;
+    wire           pl_busy;
     wire           pl_s_rxk_ready;
     wire           pl_m_rxk_valid;
     wire [2:0]     pl_m_rxk_fault;
@@ -373,6 +375,9 @@ module iwcard_w512 (
     wire [7:0]     st_m_ev_type;
     wire [9:0]     st_m_ev_qpn;
     wire [31:0]    st_m_ev_info;
+    wire           st_m_end_valid;
+    wire [9:0]     st_m_end_qpn;
+    wire           st_m_end_lost;
     wire           st_m_fault;
     wire [3:0]     st_m_axi_awid;
     wire [63:0]    st_m_axi_awaddr;
@@ -467,6 +472,7 @@ module iwcard_w512 (
     wire           db_ready;                 // every selected target has the record
     wire           db_other;                 // a kind no engine serves (none today): taken
     wire           init_done;                // STATUS.INIT_DONE
+    wire           end_go;                   // placement is empty: a stream-end record may pass
     wire           unused_outputs;           // block outputs the card does not use yet (docs/card-rtl.md), kept for lint
 
     assign eng_rst = rst | |eng_reset_cnt;
@@ -509,6 +515,7 @@ module iwcard_w512 (
     assign db_ready = regs_m_db_valid & (((((~((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5)) | db_done0) | tx_s_db_ready) & ((~(((1'h0 | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h5)) | db_done1) | rx_s_db_ready)) & ((~(1'h0 | (regs_m_db_kind == 3'h0)) | db_done2) | cq_s_cqdb_ready)) & ((~(((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h5)) | db_done3) | st_s_db_ready));
     assign db_other = regs_m_db_valid & ~(((((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5)) | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h0));
     assign init_done = (cq_init_done & pl_init_done) & ~eng_rst;
+    assign end_go = ~pl_busy;
     assign unused_outputs = |{
         regs_qp_cqs_send_cq[15:10],
         regs_qp_rd_ord[7:5],
@@ -747,6 +754,10 @@ module iwcard_w512 (
         .s_rdone_stag(pl_m_done_stag),
         .s_rdone_to(pl_m_done_to),
         .s_rdone_len(pl_m_done_len),
+        .s_end_valid(st_m_end_valid & end_go),
+        .s_end_ready(tx_s_end_ready),
+        .s_end_qpn(st_m_end_qpn),
+        .s_end_lost(st_m_end_lost),
         .s_rreq_valid(rx_m_rreq_valid),
         .s_rreq_ready(tx_s_rreq_ready),
         .s_rreq_qpn(rx_m_rreq_qpn),
@@ -1012,6 +1023,7 @@ module iwcard_w512 (
         .m_done_stag(pl_m_done_stag),
         .m_done_to(pl_m_done_to),
         .m_done_len(pl_m_done_len),
+        .busy(pl_busy),
         .s_rxk_valid(rx_m_rxk_valid),
         .s_rxk_ready(pl_s_rxk_ready),
         .s_rxk_stag(rx_m_rxk_stag),
@@ -1100,6 +1112,10 @@ module iwcard_w512 (
         .m_ev_type(st_m_ev_type),
         .m_ev_qpn(st_m_ev_qpn),
         .m_ev_info(st_m_ev_info),
+        .m_end_valid(st_m_end_valid),
+        .m_end_ready(tx_s_end_ready & end_go),
+        .m_end_qpn(st_m_end_qpn),
+        .m_end_lost(st_m_end_lost),
         .m_fault(st_m_fault),
         .m_axi_awid(st_m_axi_awid),
         .m_axi_awaddr(st_m_axi_awaddr),

@@ -185,6 +185,7 @@ architecture rtl of iwcard_w512 is
     signal tx_s_qp_ready : std_logic;
     signal tx_s_db_ready : std_logic;
     signal tx_s_rdone_ready : std_logic;
+    signal tx_s_end_ready : std_logic;
     signal tx_s_rreq_ready : std_logic;
     signal tx_m_rreq_done_valid : std_logic;
     signal tx_m_rreq_done_qpn : std_logic_vector(9 downto 0);
@@ -339,6 +340,7 @@ architecture rtl of iwcard_w512 is
     signal pl_m_done_stag : std_logic_vector(31 downto 0);
     signal pl_m_done_to : std_logic_vector(63 downto 0);
     signal pl_m_done_len : std_logic_vector(15 downto 0);
+    signal pl_busy : std_logic;
     signal pl_s_rxk_ready : std_logic;
     signal pl_m_rxk_valid : std_logic;
     signal pl_m_rxk_fault : std_logic_vector(2 downto 0);
@@ -395,6 +397,9 @@ architecture rtl of iwcard_w512 is
     signal st_m_ev_type : std_logic_vector(7 downto 0);
     signal st_m_ev_qpn : std_logic_vector(9 downto 0);
     signal st_m_ev_info : std_logic_vector(31 downto 0);
+    signal st_m_end_valid : std_logic;
+    signal st_m_end_qpn : std_logic_vector(9 downto 0);
+    signal st_m_end_lost : std_logic;
     signal st_m_fault : std_logic;
     signal st_m_axi_awid : std_logic_vector(3 downto 0);
     signal st_m_axi_awaddr : std_logic_vector(63 downto 0);
@@ -489,6 +494,7 @@ architecture rtl of iwcard_w512 is
     signal db_ready : std_logic;             -- every selected target has the record
     signal db_other : std_logic;             -- a kind no engine serves (none today): taken
     signal init_done : std_logic;            -- STATUS.INIT_DONE
+    signal end_go : std_logic;               -- placement is empty: a stream-end record may pass
     signal unused_outputs : std_logic;       -- block outputs the card does not use yet (docs/card-rtl.md), kept for lint
 begin
     eng_rst <= rst or (or eng_reset_cnt);
@@ -531,6 +537,7 @@ begin
     db_ready <= regs_m_db_valid and ((((((not (((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101"))) or db_done0) or tx_s_db_ready) and (((not ((('0' or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "101"))) or db_done1) or rx_s_db_ready)) and (((not ('0' or b2l(regs_m_db_kind = "000"))) or db_done2) or cq_s_cqdb_ready)) and (((not ((((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "101"))) or db_done3) or st_s_db_ready));
     db_other <= regs_m_db_valid and (not ((((((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101")) or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "000")));
     init_done <= (cq_init_done and pl_init_done) and (not eng_rst);
+    end_go <= not pl_busy;
     unused_outputs <= or std_logic_vector'(
         regs_qp_cqs_send_cq(15 downto 10) &
         regs_qp_rd_ord(7 downto 5) &
@@ -795,6 +802,10 @@ begin
             s_rdone_stag => pl_m_done_stag,
             s_rdone_to => pl_m_done_to,
             s_rdone_len => pl_m_done_len,
+            s_end_valid => st_m_end_valid and end_go,
+            s_end_ready => tx_s_end_ready,
+            s_end_qpn => st_m_end_qpn,
+            s_end_lost => st_m_end_lost,
             s_rreq_valid => rx_m_rreq_valid,
             s_rreq_ready => tx_s_rreq_ready,
             s_rreq_qpn => rx_m_rreq_qpn,
@@ -1062,6 +1073,7 @@ begin
             m_done_stag => pl_m_done_stag,
             m_done_to => pl_m_done_to,
             m_done_len => pl_m_done_len,
+            busy => pl_busy,
             s_rxk_valid => rx_m_rxk_valid,
             s_rxk_ready => pl_s_rxk_ready,
             s_rxk_stag => rx_m_rxk_stag,
@@ -1151,6 +1163,10 @@ begin
             m_ev_type => st_m_ev_type,
             m_ev_qpn => st_m_ev_qpn,
             m_ev_info => st_m_ev_info,
+            m_end_valid => st_m_end_valid,
+            m_end_ready => tx_s_end_ready and end_go,
+            m_end_qpn => st_m_end_qpn,
+            m_end_lost => st_m_end_lost,
             m_fault => st_m_fault,
             m_axi_awid => st_m_axi_awid,
             m_axi_awaddr => st_m_axi_awaddr,

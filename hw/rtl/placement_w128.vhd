@@ -108,6 +108,7 @@ entity placement_w128 is
         m_done_stag : out std_logic_vector(31 downto 0); -- its STag (the Read's sink)
         m_done_to : out std_logic_vector(63 downto 0); -- its tagged offset
         m_done_len : out std_logic_vector(15 downto 0); -- its ULPDU length
+        busy : out std_logic;                -- a ULPDU beat taken is still inside (stage registers, output register, a last block to write): low means every m_done of the ULPDUs taken so far has been taken
         s_rxk_valid : in  std_logic;         -- an STag check request (an engine's lkey check, a Send with Invalidate's STag)
         s_rxk_ready : out std_logic;         -- init_done: a request is taken every cycle
         s_rxk_stag : in  std_logic_vector(31 downto 0); -- the STag (index 31:8, key 7:0)
@@ -670,6 +671,7 @@ begin
     done_now <= ((s2_valid and s2_last) and s2_done) and (not spill);
     merge <= (((flush_pend and s2_valid) and s2_sop) and (not (s2_last and s2_done))) and (b2l(s2_dest = "00") or (b2l(s2_dest = "01") and (not (or blk_strb))));
     advance_up <= advance and ((not flush_pend) or merge);
+    busy <= (((s0_valid or s1_valid) or s2_valid) or s3_valid) or flush_pend;
     next_vblk <= mux(flush_pend or (not s2_sop), vnext, s2_vbase);
     s3_ctx_load <= (advance_up and s2_valid) and (not flush_pend);
     pbl_rd_addr <= std_logic_vector(unsigned(mux(flush_pend, flush_pbl, s2_pbl)) + unsigned(next_vblk(23 downto 12)));

@@ -107,6 +107,7 @@ module placement_w64 (
     output wire [31:0]    m_done_stag,       // its STag (the Read's sink)
     output wire [63:0]    m_done_to,         // its tagged offset
     output wire [15:0]    m_done_len,        // its ULPDU length
+    output wire           busy,              // a ULPDU beat taken is still inside (stage registers, output register, a last block to write): low means every m_done of the ULPDUs taken so far has been taken
     input  wire           s_rxk_valid,       // an STag check request (an engine's lkey check, a Send with Invalidate's STag)
     output wire           s_rxk_ready,       // init_done: a request is taken every cycle
     input  wire [31:0]    s_rxk_stag,        // the STag (index 31:8, key 7:0)
@@ -571,6 +572,7 @@ module placement_w64 (
     assign done_now = ((s2_valid & s2_last) & s2_done) & ~spill;
     assign merge = (((flush_pend & s2_valid) & s2_sop) & ~(s2_last & s2_done)) & ((s2_dest == 2'h0) | ((s2_dest == 2'h1) & ~|blk_strb));
     assign advance_up = advance & (~flush_pend | merge);
+    assign busy = (((s0_valid | s1_valid) | s2_valid) | s3_valid) | flush_pend;
     assign next_vblk = (flush_pend | ~s2_sop) ? vnext : s2_vbase;
     assign s3_ctx_load = (advance_up & s2_valid) & ~flush_pend;
     assign pbl_rd_addr = (flush_pend ? flush_pbl : s2_pbl) + next_vblk[23:12];

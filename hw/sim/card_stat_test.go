@@ -23,6 +23,7 @@ type statRef struct {
 	writes []statWrite
 	cpls   []statOut
 	evs    []statOut
+	ends   []statOut // card_tx's stream-end records: {qpn, lost}
 }
 
 type statQP struct {
@@ -62,6 +63,11 @@ func (r *statRef) write(n uint32, q *statQP) {
 
 func (r *statRef) event(n uint32, t cs.EQEType, info uint32) {
 	r.evs = append(r.evs, statOut{f: [9]uint64{uint64(t), uint64(n), uint64(info)}, after: len(r.writes)})
+	// The stream's end or loss also goes to card_tx (its Read flush, or
+	// the QP in error), with the event.
+	if lost := t == cs.EQETypeQPError && info == uint32(cs.QPErrLLPLost); lost || t == cs.EQETypeStreamEnd {
+		r.ends = append(r.ends, statOut{f: [9]uint64{uint64(n), b2u(lost)}, after: len(r.writes)})
+	}
 }
 
 // toError is toError's: a QP in RTS, CLOSING or CLOSED goes to ERROR
@@ -213,6 +219,7 @@ type cardStatPorts struct {
 	rcInv, rcSol, rcInvd, cplInv, cplSol, cplInvd          Port
 	cplV, cplR, cplCQ, cplQPN, cplWR, cplOpc, cplSt, cplLn Port
 	evV, evR, evT, evQPN, evInfo, fault, bValid, bReady    Port
+	endV, endR, endQPN, endLost                            Port
 }
 
 // cardStatDriver drives card_stat with random QP commands, TXS_CI and
@@ -238,6 +245,7 @@ type cardStatDriver struct {
 	cis                 map[uint32]uint32
 	wrote, bResp        int
 	cplGot, evGot       int
+	endGot              int
 	stop                uint64 // no new operations from this cycle on
 	Err                 error
 	Writes, Cpls, Evs   int
@@ -277,6 +285,7 @@ func newCardStatDriver(l Layout, seed uint64, stop uint64) (*cardStatDriver, err
 		rcWR: s.in("s_rc_wr_id"), rcOpc: s.in("s_rc_opcode"), rcSt: s.in("s_rc_status"), rcLen: s.in("s_rc_byte_len"),
 		rcInv: s.in("s_rc_inv_stag"), rcSol: s.in("s_rc_solicited"), rcInvd: s.in("s_rc_invalidated"),
 		evV: s.out("m_ev_valid"), evR: s.in("m_ev_ready"), evT: s.out("m_ev_type"), evQPN: s.out("m_ev_qpn"), evInfo: s.out("m_ev_info"),
+		endV: s.out("m_end_valid"), endR: s.in("m_end_ready"), endQPN: s.out("m_end_qpn"), endLost: s.out("m_end_lost"),
 		fault: s.out("m_fault"), bValid: s.in("m_axi_bvalid"), bReady: s.out("m_axi_bready")}
 	if s.err != nil {
 		return nil, s.err
@@ -411,6 +420,7 @@ func (d *cardStatDriver) Next(in []uint32) {
 	}
 	p.cplR.Set(in, b2u(d.rng.Chance(d.cplReadyP)))
 	p.evR.Set(in, b2u(d.rng.Chance(d.evReadyP)))
+	p.endR.Set(in, b2u(d.rng.Chance(d.evReadyP)))
 	d.host.Drive(in)
 }
 
@@ -500,13 +510,16 @@ func (d *cardStatDriver) Observe(in, out []uint32) {
 		d.Evs++
 		d.EvTypes[cs.EQEType(got[0])]++
 	}
+	if p.endV.Get(out) != 0 && p.endR.Get(in) != 0 {
+		check("stream-end record", [9]uint64{p.endQPN.Get(out), p.endLost.Get(out)}, d.ref.ends, &d.endGot)
+	}
 }
 
 // drained reports whether the RTL gave everything the reference did.
 func (d *cardStatDriver) drained() error {
-	if d.wrote != len(d.ref.writes) || d.cplGot != len(d.ref.cpls) || d.evGot != len(d.ref.evs) {
-		return fmt.Errorf("at the end: %d/%d status writes, %d/%d completions, %d/%d events (RTL/reference)",
-			d.wrote, len(d.ref.writes), d.cplGot, len(d.ref.cpls), d.evGot, len(d.ref.evs))
+	if d.wrote != len(d.ref.writes) || d.cplGot != len(d.ref.cpls) || d.evGot != len(d.ref.evs) || d.endGot != len(d.ref.ends) {
+		return fmt.Errorf("at the end: %d/%d status writes, %d/%d completions, %d/%d events, %d/%d stream-end records (RTL/reference)",
+			d.wrote, len(d.ref.writes), d.cplGot, len(d.ref.cpls), d.evGot, len(d.ref.evs), d.endGot, len(d.ref.ends))
 	}
 	return nil
 }

@@ -124,6 +124,7 @@ type ctxPorts struct {
 	plReady                                                      []Port
 	rrValid, rrReady, rrQPN, rrSinkSTag, rrSinkTO, rrSize        Port
 	rrSrcSTag, rrSrcTO, rrHdr, rrdValid, rrdReady, rrdQPN        Port
+	endValid, endReady, endQPN, endLost                          Port
 }
 
 func lookupCardTxPorts(l Layout) (ctxPorts, error) {
@@ -138,7 +139,8 @@ func lookupCardTxPorts(l Layout) (ctxPorts, error) {
 		"s_rreq_valid": &p.rrValid, "s_rreq_qpn": &p.rrQPN, "s_rreq_sink_stag": &p.rrSinkSTag, "s_rreq_sink_to": &p.rrSinkTO,
 		"s_rreq_size": &p.rrSize, "s_rreq_src_stag": &p.rrSrcSTag, "s_rreq_src_to": &p.rrSrcTO, "s_rreq_hdr": &p.rrHdr,
 		"m_rreq_done_ready": &p.rrdReady,
-		"s_db_valid":        &p.dbValid, "s_db_kind": &p.dbKind, "s_db_index": &p.dbIndex, "s_db_value": &p.dbValue,
+		"s_end_valid":       &p.endValid, "s_end_qpn": &p.endQPN, "s_end_lost": &p.endLost,
+		"s_db_valid": &p.dbValid, "s_db_kind": &p.dbKind, "s_db_index": &p.dbIndex, "s_db_value": &p.dbValue,
 		"s_db_push_ok": &p.dbPushOK, "s_db_push_data": &p.dbPush, "m_cpl_ready": &p.cplReady,
 		"s_qp_pd": &p.qpPD, "reg_wr_valid": &p.regWr, "reg_wr_addr": &p.regAddr, "reg_wr_data": &p.regData,
 		"m_axi_arready": &p.arReady, "m_axi_rid": &p.rID, "m_axi_rdata": &p.rData, "m_axi_rresp": &p.rResp,
@@ -154,6 +156,7 @@ func lookupCardTxPorts(l Layout) (ctxPorts, error) {
 		"m_axi_wdata": &p.wData, "m_axi_wstrb": &p.wStrb, "m_axi_wlast": &p.wLast, "m_axi_wvalid": &p.wValid,
 		"m_axi_bready": &p.bReady, "init_done": &p.initDone,
 		"s_rreq_ready": &p.rrReady, "m_rreq_done_valid": &p.rrdValid, "m_rreq_done_qpn": &p.rrdQPN,
+		"s_end_ready": &p.endReady,
 	})
 	if err != nil {
 		return p, err
@@ -218,14 +221,19 @@ type CardTxSim struct {
 	cmds    []CardTxQP
 	dbs     []CardTxDoorbell
 	dones   []CardTxReadDone
-	rreqs   []CardTxReadRequest
-	regs    [][2]uint32         // placement register writes (offset, value), after init_done
-	rings   map[uint32]CardTxQP // by QP number
-	rd      []*ctxReadBurst
-	wr      []*ctxWriteBurst // addressed, data not complete
-	bq      []*ctxWriteBurst // response pending
-	lastB   uint64
-	cur     []byte
+	ends    []CardTxEnd
+	// endAfter is, per queued stream end, the Read dones queued before
+	// it; doneQueued and doneTaken count Read dones queued and taken.
+	endAfter              []int
+	doneQueued, doneTaken int
+	rreqs                 []CardTxReadRequest
+	regs                  [][2]uint32         // placement register writes (offset, value), after init_done
+	rings                 map[uint32]CardTxQP // by QP number
+	rd                    []*ctxReadBurst
+	wr                    []*ctxWriteBurst // addressed, data not complete
+	bq                    []*ctxWriteBurst // response pending
+	lastB                 uint64
+	cur                   []byte
 }
 
 // ErrCardTx is wrapped by the errors of a card_tx co-simulation.
@@ -284,11 +292,27 @@ func (s *CardTxSim) RegWrite(off, v uint32) { s.regs = append(s.regs, [2]uint32{
 func (s *CardTxSim) Doorbell(d CardTxDoorbell) { s.dbs = append(s.dbs, d) }
 
 // ReadDone queues a Read done record.
-func (s *CardTxSim) ReadDone(d CardTxReadDone) { s.dones = append(s.dones, d) }
+func (s *CardTxSim) ReadDone(d CardTxReadDone) {
+	s.dones = append(s.dones, d)
+	s.doneQueued++
+}
 
 // RecordOut reports whether a record waits on m_cpl (a Read Response's
 // m_rreq_done may be taken before its record).
 func (s *CardTxSim) RecordOut() bool { return s.p.cplValid.Get(s.out) != 0 }
+
+// CardTxEnd is card_stat's stream-end record (m_end) for card_tx.
+type CardTxEnd struct {
+	QPN  uint32
+	Lost bool // RX_LOST (else the stream ended)
+}
+
+// StreamEnd queues a stream-end record; it is offered after every Read
+// done queued before it has been taken (the top's ordering).
+func (s *CardTxSim) StreamEnd(e CardTxEnd) {
+	s.ends = append(s.ends, e)
+	s.endAfter = append(s.endAfter, s.doneQueued)
+}
 
 // ReadRequest queues a Read Request record for the responder.
 func (s *CardTxSim) ReadRequest(r CardTxReadRequest) { s.rreqs = append(s.rreqs, r) }
@@ -296,7 +320,7 @@ func (s *CardTxSim) ReadRequest(r CardTxReadRequest) { s.rreqs = append(s.rreqs,
 // Pending reports whether commands, doorbells, Read dones, Read Request
 // records or register writes wait to be taken.
 func (s *CardTxSim) Pending() bool {
-	return len(s.cmds)+len(s.dbs)+len(s.dones)+len(s.rreqs)+len(s.regs) > 0
+	return len(s.cmds)+len(s.dbs)+len(s.dones)+len(s.rreqs)+len(s.regs)+len(s.ends) > 0
 }
 
 // Halted reports stat_halt and stat_dma_err.
@@ -342,6 +366,15 @@ func (s *CardTxSim) Step() error {
 		p.rdnLen.Set(in, uint64(d.Len))
 	} else {
 		p.rdnValid.Set(in, 0)
+	}
+	// Stream-end records, behind the Read dones queued before them.
+	if len(s.cmds) == 0 && len(s.ends) > 0 && s.doneTaken >= s.endAfter[0] && s.chance(200) {
+		p.endValid.Set(in, 1)
+		p.endQPN.Set(in, uint64(s.ends[0].QPN))
+		p.endLost.Set(in, b2u(s.ends[0].Lost))
+	} else {
+		p.endValid.Set(in, 0)
+		p.endLost.Set(in, 0)
 	}
 	// Read Request records, like doorbells, after the register writes
 	// queued before them (the source's STag is in the table).
@@ -438,7 +471,11 @@ func (s *CardTxSim) Step() error {
 	}
 	if p.rdnValid.Get(in) != 0 && p.rdnReady.Get(out) != 0 {
 		s.dones = s.dones[1:]
+		s.doneTaken++
 		s.ReadDoneTaken = append(s.ReadDoneTaken, s.Cycles)
+	}
+	if p.endValid.Get(in) != 0 && p.endReady.Get(out) != 0 {
+		s.ends, s.endAfter = s.ends[1:], s.endAfter[1:]
 	}
 	if p.rrValid.Get(in) != 0 && p.rrReady.Get(out) != 0 {
 		s.rreqs = s.rreqs[1:]

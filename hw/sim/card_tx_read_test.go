@@ -40,6 +40,8 @@ type ctxReads struct {
 	rx           mpa.Framer
 	rxPI         uint32
 	requests     int    // Read Requests seen in the model's stream
+	rRequests    int    // Read Requests seen in the RTL's stream
+	mute         bool   // the peer answers no more Read Requests
 	rrMSN        uint32 // the peer's next Read Request MSN (requests to us)
 }
 
@@ -82,7 +84,7 @@ func (b *ctxBench) postRead(q *ctxQP) {
 	h := cs.WQE(wqe)
 	h.SetOpcode(cs.WQEOpcodeRDMARead)
 	h.SetSignaled(r.Chance(160))
-	h.SetFence(r.Chance(60))
+	h.SetFence(r.Chance(60) && !b.noFence)
 	h.SetBBS(uint8(bbs))
 	h.SetWRID(r.Uint64())
 	h.SetRemoteAddr(r.Uint64())
@@ -135,6 +137,9 @@ func (b *ctxBench) answerModel() bool {
 		q.rd.mFed += len(s)
 		b.readRequests(q.rd.mDefr, s, func(rr rdmap.ReadRequestFields) {
 			q.rd.requests++
+			if q.rd.mute {
+				return
+			}
 			dv, rv := ddp.Version1, rdmap.Version1
 			if q.cfg.Rev0 {
 				dv, rv = ddp.VersionRDMAC, 0
@@ -174,6 +179,10 @@ func (b *ctxBench) answerRTL(q *ctxQP, pi uint32) {
 		b.rtl.Mem.Read(q.cfg.TXSBase+uint64(pos), p)
 		q.rd.rFed += k
 		b.readRequests(q.rd.rDefr, p, func(rr rdmap.ReadRequestFields) {
+			q.rd.rRequests++
+			if q.rd.mute {
+				return
+			}
 			b.rtl.ReadDone(CardTxReadDone{QPN: q.cfg.Num, STag: rr.SinkSTag, TO: rr.SinkTO, Len: uint16(ddp.TaggedHeaderLen + rr.Size)})
 		})
 	}

@@ -35,6 +35,8 @@ type ctxBench struct {
 	seen  int  // RTL records taken by runRTL
 	mEQE  int  // events the model wrote
 	rd    bool // the Read sink is registered: QPs get a Read peer
+	// noFence: postRead posts no fenced Reads.
+	noFence bool
 	// errOK: the model may write events and Terminates (error tests).
 	errOK bool
 	mrs   []ctxMR  // regions registered in both STag tables
@@ -294,7 +296,11 @@ func (b *ctxBench) runModel() {
 
 // runRTL runs the RTL until every posted WQE has its record; the host
 // hands ring bytes to TCP as their records come.
-func (b *ctxBench) runRTL(watchdog uint64) {
+func (b *ctxBench) runRTL(watchdog uint64) { b.runRTLUntil(watchdog, nil) }
+
+// runRTLUntil runs the RTL as runRTL does, until done (if not nil) holds
+// instead.
+func (b *ctxBench) runRTLUntil(watchdog uint64, until func() bool) {
 	t := b.t
 	byNum := map[uint32]*ctxQP{}
 	for _, q := range b.qps {
@@ -307,6 +313,9 @@ func (b *ctxBench) runRTL(watchdog uint64) {
 			if q.rtlSQCI != q.pi {
 				done = false
 			}
+		}
+		if until != nil {
+			done = until()
 		}
 		if done {
 			return

@@ -149,6 +149,7 @@
     X(m_done_stag, 32) \
     X(m_done_to, 64) \
     X(m_done_len, 16) \
+    X(busy, 1) \
     X(s_chk_ready, 1) \
     X(m_chk_valid, 1) \
     X(m_chk_tag, 8) \

@@ -43,6 +43,7 @@
     X(s_rc_invalidated, 1) \
     X(m_cpl_ready, 1) \
     X(m_ev_ready, 1) \
+    X(m_end_ready, 1) \
     X(m_axi_awready, 1) \
     X(m_axi_wready, 1) \
     X(m_axi_bid, 4) \
@@ -70,6 +71,9 @@
     X(m_ev_type, 8) \
     X(m_ev_qpn, 10) \
     X(m_ev_info, 32) \
+    X(m_end_valid, 1) \
+    X(m_end_qpn, 10) \
+    X(m_end_lost, 1) \
     X(m_fault, 1) \
     X(m_axi_awid, 4) \
     X(m_axi_awaddr, 64) \

@@ -33,6 +33,9 @@
     X(s_rdone_stag, 32) \
     X(s_rdone_to, 64) \
     X(s_rdone_len, 16) \
+    X(s_end_valid, 1) \
+    X(s_end_qpn, 10) \
+    X(s_end_lost, 1) \
     X(s_rreq_valid, 1) \
     X(s_rreq_qpn, 10) \
     X(s_rreq_sink_stag, 32) \
@@ -66,6 +69,7 @@
     X(s_qp_ready, 1) \
     X(s_db_ready, 1) \
     X(s_rdone_ready, 1) \
+    X(s_end_ready, 1) \
     X(s_rreq_ready, 1) \
     X(m_rreq_done_valid, 1) \
     X(m_rreq_done_qpn, 10) \

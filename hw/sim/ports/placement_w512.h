@@ -73,6 +73,7 @@
     X(m_done_stag, 32) \
     X(m_done_to, 64) \
     X(m_done_len, 16) \
+    X(busy, 1) \
     X(s_rxk_ready, 1) \
     X(m_rxk_valid, 1) \
     X(m_rxk_fault, 3) \
