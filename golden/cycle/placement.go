@@ -124,6 +124,11 @@ type PlacementOut struct {
 	DoneSTag  uint32
 	DoneTO    uint64
 	DoneLen   uint16
+
+	// Busy: a ULPDU beat taken is still inside (a stage, the output
+	// register, a last block to write); low means every m_done of the
+	// ULPDUs taken so far has been taken.
+	Busy bool
 }
 
 type plBeat struct {
@@ -579,7 +584,7 @@ func (m *Placement) chanOK(in *PlacementIn) bool {
 // completes a Read Response is offered on m_dma only while m_done can be
 // taken, and m_done only while the block can: neither is taken twice.
 func (m *Placement) outputs(in *PlacementIn) PlacementOut {
-	o := PlacementOut{InitDone: m.initDone}
+	o := PlacementOut{InitDone: m.initDone, Busy: m.s0.v || m.s1.v || m.s2.v || m.s3v || m.flush}
 	if !m.s3v {
 		return o
 	}

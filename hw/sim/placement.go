@@ -25,6 +25,7 @@ type plPorts struct {
 	tValid, tCause, tMDR, tSegLen, tHdr   Port
 	tQP                                   Port
 	dReady, dValid, dQP, dSTag, dTO, dLen Port
+	busy                                  Port
 	chkReady                              Port // the check port (not in the cycle model: idle here)
 	// card_rx's receive key-check port and invalidation input: not in the
 	// cycle model either; the harness never uses them, so they show ready
@@ -48,7 +49,7 @@ func lookupPlPorts(l Layout) (plPorts, error) {
 		"m_host_inv_stag": &p.hInv, "m_term_valid": &p.tValid, "m_term_cause": &p.tCause, "m_term_mdr": &p.tMDR,
 		"m_term_seglen": &p.tSegLen, "m_term_hdr": &p.tHdr, "m_term_qp": &p.tQP,
 		"m_done_valid": &p.dValid, "m_done_qp": &p.dQP, "m_done_stag": &p.dSTag, "m_done_to": &p.dTO, "m_done_len": &p.dLen,
-		"s_chk_ready": &p.chkReady,
+		"busy": &p.busy, "s_chk_ready": &p.chkReady,
 		"s_rxk_ready": &p.rxkReady, "s_inv_ready": &p.invReady, "m_rxk_valid": &p.rxkValid, "m_rxk_fault": &p.rxkFault, "m_rxk_addr": &p.rxkAddr}
 	for name, dst := range ins {
 		if *dst, err = l.In(name); err != nil {
@@ -188,6 +189,7 @@ func (a *plModel) Step(in, out []uint32) {
 	p.dSTag.Set(out, uint64(o.DoneSTag))
 	p.dTO.Set(out, o.DoneTO)
 	p.dLen.Set(out, uint64(o.DoneLen))
+	p.busy.Set(out, b2u(o.Busy))
 }
 
 // regWrite is one register write: byte offset and value.
