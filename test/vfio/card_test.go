@@ -233,7 +233,7 @@ var verbsCases = []string{"Write", "Read", "Send", "SendWithInvalidate", "Solici
 // rtlVerbsCases are the verbs cases the all-RTL card serves today (as on
 // the sim card: host/driver/simcard), run on the RTL cards in slots.
 var rtlVerbsCases = []string{"Write", "Read", "Send", "SolicitedEvent", "ScatterGather", "PostCopiesWR", "Unsignaled",
-	"Inline", "ReadFence", "MPAOptions", "PrivateDataAndReject", "FlushOnDisconnect", "BadUse"}
+	"Inline", "ReadFence", "MPAOptions", "PrivateDataAndReject", "ManyQPs", "FlushOnDisconnect", "BadUse"}
 
 // notRTLVerbsCases are the others: not done on the RTL card yet.
 func notRTLVerbsCases() (l []string) {
