@@ -67,7 +67,7 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	}
 	L := W / 8
 	m := NewModule(fmt.Sprintf("card_cq_w%d", W), "docs/card.md (CQE, EQE, CQ_DB, EQ_CFG, EQ_DB, IRQ_MODERATION, CQ_CMD); host/driver/cardmodel queues.go",
-		fmt.Sprintf("The card's completion and event queues: the one writer of CQEs and EQEs. It takes completion records (s_cpl<i>_*) and event records (s_ev<i>_*) from %d engines, CQ commands (cq_cmd_* with the staged CQ_NUM, CQ_BASE, CQ_CFG of card_regs), CQ doorbells (s_cqdb_*: card_regs' m_db of kind CQ_DB_CI), the EQ's configuration (eq_base_*, eq_cfg_*, taken when eq_cfg_wr_pulse says EQ_CFG was written) and doorbell (eq_db_*), and writes each CQE (32 bytes) and EQE (16 bytes) with one DMA write through a dma_wr instance (m_axi_*). It behaves as host/driver/cardmodel's queues do, operation by operation: the owner bit is the last bit written and is 1 on the card's first pass over a ring; a completion on a full CQ is lost, reported once by a CQ_OVERRUN event and on m_overrun (the engines put the QPs on that CQ in error), and the CQ's overrun clears once a doorbell frees an entry; a completion on an armed CQ (for a solicited-only arming: a solicited or error one) writes a CQ_NOTIFY event after its CQE and disarms the CQ; an event on a disabled or full EQ is lost (events_lost); an event on an armed EQ disarms it and raises the interrupt, as does arming an EQ that holds unconsumed entries. Refused commands and configurations (a CQ that exists, a size over 2^%d, a base not aligned to the ring) change nothing.", NS, cardQueueLog),
+		fmt.Sprintf("The card's completion and event queues: the one writer of CQEs and EQEs. It takes completion records (s_cpl<i>_*) and event records (s_ev<i>_*) from %d engines, CQ commands (cq_cmd_* with the staged CQ_NUM, CQ_BASE, CQ_CFG of card_regs), CQ doorbells (s_cqdb_*: card_regs' m_db of kind CQ_DB_CI), the EQ's configuration (eq_base_*, eq_cfg_*, taken when eq_cfg_wr_pulse says EQ_CFG was written) and doorbell (eq_db_*), and writes each CQE (32 bytes) and EQE (16 bytes) with one DMA write through a dma_wr instance (m_axi_*). It behaves as host/driver/cardmodel's queues do, operation by operation: the owner bit is the last bit written and is 1 on the card's first pass over a ring; a completion on a full CQ is lost, reported once by a CQ_OVERRUN event and on m_overrun (the engines put the QPs on that CQ in error), and the CQ's overrun clears once a doorbell frees an entry; a completion on an armed CQ (for a solicited-only arming: a solicited or error one) writes a CQ_NOTIFY event after its CQE and disarms the CQ; an arming doorbell that finds a completion past its CI (for a solicited-only arming: a solicited or error one, tracked by the PI past the last such CQE) writes the CQ_NOTIFY at once instead of arming, so that an arm racing a CQE still on its way to memory is not lost; an event on a disabled or full EQ is lost (events_lost); an event on an armed EQ disarms it and raises the interrupt, as does arming an EQ that holds unconsumed entries. Refused commands and configurations (a CQ that exists, a size over 2^%d, a base not aligned to the ring) change nothing.", NS, cardQueueLog),
 		"Operations are serial, in the order they are taken: one per cycle at most, the EQ configuration first, then CQ commands, EQ doorbells (card_regs takes no register write while one waits), then round robin the CQ doorbells and the engines' completion and event ports. An operation is read from the CQ context RAM (1024 entries, block RAM, written back with a one-entry bypass) in the cycle after it is taken, and its records enter a 4-entry queue in front of dma_wr (a completion with a CQ_NOTIFY takes two cycles). The CQ context RAM is cleared for 1024 cycles after reset (init_done low, nothing taken).",
 		fmt.Sprintf("Interrupt: irq_valid/irq_vector (held until irq_ready) rise once the EQE that raised the interrupt has its write response (for an arming doorbell: every EQE written so far), and at least IRQ_MODERATION cycles after the previous irq_valid was taken; interrupts due meanwhile make one. An EQE whose write gets an error response stops the card (fatal: later operations write nothing); a CQE's error response pulses m_fault (the QP's engine reports it). Every DMA write is %d or %d bytes in one INCR burst (no 4 KiB crossing: entries are aligned).", cardCQEBytes, cardEQEBytes),
 	)
@@ -246,14 +246,15 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	kEQCfg := m.WireOf("k_eqcfg", And(bV, isK(cqkEQCfg)), "")
 	kEQDB := m.WireOf("k_eqdb", And(bV, isK(cqkEQDB)), "")
 
-	// CQ context RAM: {valid, base[63:5], log2 size, pi, ci, armed, solicited only, overrun}.
+	// CQ context RAM: {valid, base[63:5], log2 size, solicited PI, pi, ci, armed, solicited only, overrun}.
 	const (
 		oOv   = 0
 		oSol  = 1
 		oArm  = 2
 		oCI   = 3
 		oPI   = oCI + cardIdxBits
-		oLog  = oPI + cardIdxBits
+		oSPI  = oPI + cardIdxBits
+		oLog  = oSPI + cardIdxBits
 		oBase = oLog + 5
 		oV    = oBase + 59
 		oW    = oV + 1
@@ -269,7 +270,8 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	cxValid := m.WireOf("cx_valid", Bit(ctx, oV), "")
 	cxBase := m.WireOf("cx_base", Bits(ctx, oV-1, oBase), "")
 	cxLog := m.WireOf("cx_log", Bits(ctx, oBase-1, oLog), "")
-	cxPI := m.WireOf("cx_pi", Bits(ctx, oLog-1, oPI), "")
+	cxSPI := m.WireOf("cx_spi", Bits(ctx, oLog-1, oSPI), "PI past the last solicited or error CQE (CI when none lies past CI)")
+	cxPI := m.WireOf("cx_pi", Bits(ctx, oSPI-1, oPI), "")
 	cxCI := m.WireOf("cx_ci", Bits(ctx, oPI-1, oCI), "")
 	cxArm := m.WireOf("cx_arm", Bit(ctx, oArm), "")
 	cxSol := m.WireOf("cx_sol", Bit(ctx, oSol), "")
@@ -319,13 +321,15 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	cplOver := m.WireOf("cpl_over", And(cplLive, cqFull), "the CQ is full")
 	cplNewOv := m.WireOf("cpl_new_ov", And(cplOver, Not(cxOv)), "the overrun is reported now")
 	cplWrite := m.WireOf("cpl_write", And(cplLive, Not(cqFull)), "the CQE is written")
-	cplNotify := m.WireOf("cpl_notify", And(cplWrite, cxArm, Or(Not(cxSol), Bit(bFl, 0), RedOr(bSt))), "a CQ_NOTIFY follows")
+	cplSol := m.WireOf("cpl_sol", Or(Bit(bFl, 0), RedOr(bSt)), "a solicited or error completion")
+	cplNotify := m.WireOf("cpl_notify", And(cplWrite, cxArm, Or(Not(cxSol), cplSol)), "a CQ_NOTIFY follows")
+	dbNotify := m.Wire("db_notify", 1, "an arming doorbell finds a completion past its CI: CQ_NOTIFY at once")
 	cqe := m.WireOf("cqe", Cat(cqOwner, C(71, 0), Bits(bTerm, 15, 8), Bits(bTerm, 7, 4), Bits(bTerm, 3, 0), C(6, 0), Bits(bFl, 1, 0),
 		bInv, bSt, bOpc, bQPN, bLen, bWide), "the CQE")
 
 	// Event: from an event record, or a completion's CQ_NOTIFY / CQ_OVERRUN.
-	evOn := m.WireOf("ev_on", And(Or(kEv, cplNotify, cplNewOv), Not(fatal)), "an event is due")
-	evType := m.WireOf("ev_type", Sel(kEv, bOpc, Sel(cplNotify, C(8, eqeCQNotify), C(8, eqeCQOverrun))), "")
+	evOn := m.WireOf("ev_on", And(Or(kEv, cplNotify, cplNewOv, dbNotify), Not(fatal)), "an event is due")
+	evType := m.WireOf("ev_type", Sel(kEv, bOpc, Sel(Or(cplNotify, dbNotify), C(8, eqeCQNotify), C(8, eqeCQOverrun))), "")
 	evObj := m.WireOf("ev_obj", Sel(kEv, bInv, zext(bCQ, 32)), "")
 	evInfo := m.WireOf("ev_info", gate(kEv, bLen), "")
 	isTerm := m.WireOf("ev_term", And(kEv, Or(Eq(bOpc, C(8, eqeTermSent)), Eq(bOpc, C(8, eqeTermRecv)))), "")
@@ -362,8 +366,13 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 
 	// CQ doorbell, CQ command.
 	dbCI := m.WireOf("db_ci", Bits(bLen, cardIdxBits-1, 0), "")
-	dbFree := m.WireOf("db_frees", Not(RedOr(And(m.WireOf("db_used", Sub(cxPI, dbCI), ""), Not(cqMask)))), "the doorbell leaves the CQ not full")
+	dbUsed := m.WireOf("db_used", Sub(cxPI, dbCI), "")
+	dbFree := m.WireOf("db_frees", Not(RedOr(And(dbUsed, Not(cqMask)))), "the doorbell leaves the CQ not full")
 	dbArm := m.WireOf("db_arm", Bit(bLen, 30), "")
+	dbSolArm := m.WireOf("db_arm_sol", Bit(bLen, 31), "")
+	dbSPI := m.WireOf("db_spi", Sel(Lt(dbUsed, Sub(cxSPI, dbCI)), dbCI, cxSPI), "the solicited PI, CI once every solicited or error CQE is consumed")
+	dbPend := m.WireOf("db_pending", Sel(dbSolArm, Ne(dbSPI, dbCI), RedOr(dbUsed)), "a completion past CI that the arming would wait for")
+	m.Assign(dbNotify, And(kCQDB, cxValid, dbArm, dbPend))
 	cmdBadNum := m.WireOf("cmd_bad_num", Bit(bFl, 1), "")
 	cmdLogB := m.WireOf("cmd_log", Bits(bTerm, 4, 0), "")
 	cmdMask := ringMask("cmd_mask", cmdLogB, 17)
@@ -373,12 +382,13 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	cmdDestroy := m.WireOf("cmd_destroy", And(kCmd, Not(cmdBadNum), Eq(Bits(bSt, 3, 0), C(4, cqOpDestroy)), cxValid), "")
 	unused = append(unused, Bits(bSt, 7, 4), Bits(bTerm, 15, 5))
 
-	newCtx := m.WireOf("cx_new", Sel(cmdCreate, Cat(one, Bits(bWide, 63, 5), cmdLogB, C(2*cardIdxBits+3, 0)),
+	newCtx := m.WireOf("cx_new", Sel(cmdCreate, Cat(one, Bits(bWide, 63, 5), cmdLogB, C(3*cardIdxBits+3, 0)),
 		Sel(cmdDestroy, C(oW, 0),
 			Sel(kCQDB,
-				Cat(Bits(ctx, oW-1, oCI+cardIdxBits), dbCI, Or(cxArm, dbArm), Sel(dbArm, Bit(bLen, 31), cxSol), And(cxOv, Not(dbFree))),
+				Cat(Bits(ctx, oW-1, oLog), dbSPI, cxPI, dbCI, Sel(dbArm, Not(dbPend), cxArm), Sel(dbArm, dbSolArm, cxSol), And(cxOv, Not(dbFree))),
 				// completion
-				Cat(Bits(ctx, oW-1, oPI+cardIdxBits), Sel(cplWrite, Add(cxPI, C(cardIdxBits, 1)), cxPI), cxCI,
+				Cat(Bits(ctx, oW-1, oLog), Sel(And(cplWrite, cplSol), Add(cxPI, C(cardIdxBits, 1)), cxSPI),
+					Sel(cplWrite, Add(cxPI, C(cardIdxBits, 1)), cxPI), cxCI,
 					And(cxArm, Not(cplNotify)), cxSol, Or(cxOv, cplNewOv))))), "the context written back")
 	ctxWe := m.WireOf("cx_we", And(bGo, Or(cmdCreate, cmdDestroy, And(kCQDB, cxValid), cplWrite, cplNewOv)), "")
 	m.Assign(memWe, Or(initAct, ctxWe))

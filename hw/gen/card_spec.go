@@ -134,7 +134,7 @@ func CardRegMap() *RegMap {
 		Arrays: []RegArray{
 			{Name: "CQ_DB", Base: CardCQDBBase, Stride: CardCQDBStride, Count: CardMaxCQ, Doc: "CQ doorbell of CQ number n at CQ_DB + 8n.",
 				Regs: []Reg{{Name: "CI", Offset: 0, Command: true, Doc: "Consumer index and arming.",
-					Fields: []RegField{f("CI", 0, 24, "completions consumed (free running, modulo 2^24)"), f("ARM", 30, 1, "write a CQ_NOTIFY event for the next completion"), f("ARM_SOLICITED", 31, 1, "only for the next solicited or error completion (with ARM)")}}}},
+					Fields: []RegField{f("CI", 0, 24, "completions consumed (free running, modulo 2^24)"), f("ARM", 30, 1, "write a CQ_NOTIFY event for the next completion, or at once if one lies past CI"), f("ARM_SOLICITED", 31, 1, "only for a solicited or error completion (with ARM; at once if one lies past CI)")}}}},
 			{Name: "QP_DB", Base: CardQPDBBase, Stride: CardQPDBStride, Count: CardMaxQP, Doc: "QP doorbells of QP number n at QP_DB + 128n.",
 				Regs: []Reg{
 					{Name: "SQ_PI", Offset: 0x00, Command: true, Doc: "SQ producer index.", Fields: []RegField{f("PI", 0, 16, "basic blocks posted (free running, modulo 2^16)")}},

@@ -16,11 +16,15 @@
 // and on m_overrun (the engines put the QPs on that CQ in error), and the CQ's
 // overrun clears once a doorbell frees an entry; a completion on an armed CQ
 // (for a solicited-only arming: a solicited or error one) writes a CQ_NOTIFY
-// event after its CQE and disarms the CQ; an event on a disabled or full EQ is
-// lost (events_lost); an event on an armed EQ disarms it and raises the
-// interrupt, as does arming an EQ that holds unconsumed entries. Refused
-// commands and configurations (a CQ that exists, a size over 2^16, a base not
-// aligned to the ring) change nothing.
+// event after its CQE and disarms the CQ; an arming doorbell that finds a
+// completion past its CI (for a solicited-only arming: a solicited or error
+// one, tracked by the PI past the last such CQE) writes the CQ_NOTIFY at once
+// instead of arming, so that an arm racing a CQE still on its way to memory is
+// not lost; an event on a disabled or full EQ is lost (events_lost); an event
+// on an armed EQ disarms it and raises the interrupt, as does arming an EQ
+// that holds unconsumed entries. Refused commands and configurations (a CQ
+// that exists, a size over 2^16, a base not aligned to the ring) change
+// nothing.
 //
 // Operations are serial, in the order they are taken: one per cycle at most,
 // the EQ configuration first, then CQ commands, EQ doorbells (card_regs takes
@@ -180,15 +184,16 @@ module card_cq_w512 (
     wire           k_eqdb;
     wire           ctx_we;
     wire [9:0]     ctx_wa;
-    wire [115:0]   ctx_wd;
-    reg  [115:0]   ctx_rd;                   // read data of ctx
+    wire [139:0]   ctx_wd;
+    reg  [139:0]   ctx_rd;                   // read data of ctx
     reg            fw_v;                     // the bypass holds the last context written
     reg  [9:0]     fw_addr;
-    reg  [115:0]   fw_data;
-    wire [115:0]   cx;                       // the context of b_cq as it is now
+    reg  [139:0]   fw_data;
+    wire [139:0]   cx;                       // the context of b_cq as it is now
     wire           cx_valid;
     wire [58:0]    cx_base;
     wire [4:0]     cx_log;
+    wire [23:0]    cx_spi;                   // PI past the last solicited or error CQE (CI when none lies past CI)
     wire [23:0]    cx_pi;
     wire [23:0]    cx_ci;
     wire           cx_arm;
@@ -216,7 +221,9 @@ module card_cq_w512 (
     wire           cpl_over;                 // the CQ is full
     wire           cpl_new_ov;               // the overrun is reported now
     wire           cpl_write;                // the CQE is written
+    wire           cpl_sol;                  // a solicited or error completion
     wire           cpl_notify;               // a CQ_NOTIFY follows
+    wire           db_notify;                // an arming doorbell finds a completion past its CI: CQ_NOTIFY at once
     wire [255:0]   cqe;                      // the CQE
     wire           ev_on;                    // an event is due
     wire [7:0]     ev_type;
@@ -253,13 +260,16 @@ module card_cq_w512 (
     wire [23:0]    db_used;
     wire           db_frees;                 // the doorbell leaves the CQ not full
     wire           db_arm;
+    wire           db_arm_sol;
+    wire [23:0]    db_spi;                   // the solicited PI, CI once every solicited or error CQE is consumed
+    wire           db_pending;               // a completion past CI that the arming would wait for
     wire           cmd_bad_num;
     wire [4:0]     cmd_log;
     wire [16:0]    cmd_mask;                 // index bits below log2 size
     wire           cmd_aligned;
     wire           cmd_create;
     wire           cmd_destroy;
-    wire [115:0]   cx_new;                   // the context written back
+    wire [139:0]   cx_new;                   // the context written back
     wire           cx_we;
     wire [4:0]     cfg_log;
     wire [16:0]    cfg_mask;                 // index bits below log2 size
@@ -322,7 +332,7 @@ module card_cq_w512 (
     wire           dw_wvalid;
     wire           dw_bready;
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
-    reg  [115:0] ctx [0:1023];               // CQ contexts
+    reg  [139:0] ctx [0:1023];               // CQ contexts
 
     assign init_active = ~init_cnt[10];
     assign init_done = ~init_active;
@@ -353,9 +363,10 @@ module card_cq_w512 (
     assign k_eqcfg = b_v & (b_kind == 3'h4);
     assign k_eqdb = b_v & (b_kind == 3'h5);
     assign cx = (fw_v & (fw_addr == b_cq)) ? fw_data : ctx_rd;
-    assign cx_valid = cx[115];
-    assign cx_base = cx[114:56];
-    assign cx_log = cx[55:51];
+    assign cx_valid = cx[139];
+    assign cx_base = cx[138:80];
+    assign cx_log = cx[79:75];
+    assign cx_spi = cx[74:51];
     assign cx_pi = cx[50:27];
     assign cx_ci = cx[26:3];
     assign cx_arm = cx[2];
@@ -425,7 +436,8 @@ module card_cq_w512 (
     assign cpl_over = cpl_live & cq_full;
     assign cpl_new_ov = cpl_over & ~cx_ov;
     assign cpl_write = cpl_live & ~cq_full;
-    assign cpl_notify = (cpl_write & cx_arm) & ((~cx_sol | b_flags[0]) | |b_status);
+    assign cpl_sol = b_flags[0] | |b_status;
+    assign cpl_notify = (cpl_write & cx_arm) & (~cx_sol | cpl_sol);
     assign cqe = {
         cq_owner,
         71'h000000000000000000,
@@ -441,8 +453,8 @@ module card_cq_w512 (
         b_len,
         b_wide
     };
-    assign ev_on = ((k_ev | cpl_notify) | cpl_new_ov) & ~fatal_q;
-    assign ev_type = k_ev ? b_opc : (cpl_notify ? 8'h01 : 8'h09);
+    assign ev_on = (((k_ev | cpl_notify) | cpl_new_ov) | db_notify) & ~fatal_q;
+    assign ev_type = k_ev ? b_opc : ((cpl_notify | db_notify) ? 8'h01 : 8'h09);
     assign ev_obj = k_ev ? b_inv : {22'h000000, b_cq};
     assign ev_info = b_len & {32{k_ev}};
     assign ev_term = k_ev & ((b_opc == 8'h06) | (b_opc == 8'h07));
@@ -479,6 +491,10 @@ module card_cq_w512 (
     assign db_used = cx_pi - db_ci;
     assign db_frees = ~|(db_used & ~cq_mask);
     assign db_arm = b_len[30];
+    assign db_arm_sol = b_len[31];
+    assign db_spi = (db_used < (cx_spi - db_ci)) ? db_ci : cx_spi;
+    assign db_pending = db_arm_sol ? (db_spi != db_ci) : |db_used;
+    assign db_notify = ((k_cqdb & cx_valid) & db_arm) & db_pending;
     assign cmd_bad_num = b_flags[1];
     assign cmd_log = b_term[4:0];
     assign cmd_mask = {
@@ -503,8 +519,17 @@ module card_cq_w512 (
     assign cmd_aligned = ~|b_wide[4:0] & ~|(b_wide[21:5] & cmd_mask);
     assign cmd_create = ((((k_cmd & ~cmd_bad_num) & (b_status[3:0] == 4'h1)) & ~cx_valid) & ~(5'h10 < cmd_log)) & cmd_aligned;
     assign cmd_destroy = ((k_cmd & ~cmd_bad_num) & (b_status[3:0] == 4'h2)) & cx_valid;
-    assign cx_new = cmd_create ? {1'h1, b_wide[63:5], cmd_log, 51'h0000000000000} : (cmd_destroy ? 116'h00000000000000000000000000000 : (k_cqdb ? {cx[115:27], db_ci, cx_arm | db_arm, db_arm ? b_len[31] : cx_sol, cx_ov & ~db_frees} : {
-        cx[115:51],
+    assign cx_new = cmd_create ? {1'h1, b_wide[63:5], cmd_log, 75'h0000000000000000000} : (cmd_destroy ? 140'h00000000000000000000000000000000000 : (k_cqdb ? {
+        cx[139:75],
+        db_spi,
+        cx_pi,
+        db_ci,
+        db_arm ? ~db_pending : cx_arm,
+        db_arm ? db_arm_sol : cx_sol,
+        cx_ov & ~db_frees
+    } : {
+        cx[139:75],
+        (cpl_write & cpl_sol) ? (cx_pi + 24'h000001) : cx_spi,
         cpl_write ? (cx_pi + 24'h000001) : cx_pi,
         cx_ci,
         cx_arm & ~cpl_notify,
@@ -514,7 +539,7 @@ module card_cq_w512 (
     assign cx_we = b_go & ((((cmd_create | cmd_destroy) | (k_cqdb & cx_valid)) | cpl_write) | cpl_new_ov);
     assign ctx_we = init_active | cx_we;
     assign ctx_wa = init_active ? init_cnt[9:0] : b_cq;
-    assign ctx_wd = cx_new & {116{~init_active}};
+    assign ctx_wd = cx_new & {140{~init_active}};
     assign cfg_log = b_term[4:0];
     assign cfg_mask = {
         5'h10 < cfg_log,
@@ -716,7 +741,7 @@ module card_cq_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            fw_data <= 116'h00000000000000000000000000000;
+            fw_data <= 140'h00000000000000000000000000000000000;
         end else if (ctx_we) begin
             fw_data <= ctx_wd;
         end

@@ -16,11 +16,15 @@
 -- and on m_overrun (the engines put the QPs on that CQ in error), and the CQ's
 -- overrun clears once a doorbell frees an entry; a completion on an armed CQ
 -- (for a solicited-only arming: a solicited or error one) writes a CQ_NOTIFY
--- event after its CQE and disarms the CQ; an event on a disabled or full EQ is
--- lost (events_lost); an event on an armed EQ disarms it and raises the
--- interrupt, as does arming an EQ that holds unconsumed entries. Refused
--- commands and configurations (a CQ that exists, a size over 2^16, a base not
--- aligned to the ring) change nothing.
+-- event after its CQE and disarms the CQ; an arming doorbell that finds a
+-- completion past its CI (for a solicited-only arming: a solicited or error
+-- one, tracked by the PI past the last such CQE) writes the CQ_NOTIFY at once
+-- instead of arming, so that an arm racing a CQE still on its way to memory is
+-- not lost; an event on a disabled or full EQ is lost (events_lost); an event
+-- on an armed EQ disarms it and raises the interrupt, as does arming an EQ
+-- that holds unconsumed entries. Refused commands and configurations (a CQ
+-- that exists, a size over 2^16, a base not aligned to the ring) change
+-- nothing.
 --
 -- Operations are serial, in the order they are taken: one per cycle at most,
 -- the EQ configuration first, then CQ commands, EQ doorbells (card_regs takes
@@ -211,15 +215,16 @@ architecture rtl of card_cq_w64 is
     signal k_eqdb : std_logic;
     signal ctx_we : std_logic;
     signal ctx_wa : std_logic_vector(9 downto 0);
-    signal ctx_wd : std_logic_vector(115 downto 0);
-    signal ctx_rd : std_logic_vector(115 downto 0); -- read data of ctx
+    signal ctx_wd : std_logic_vector(139 downto 0);
+    signal ctx_rd : std_logic_vector(139 downto 0); -- read data of ctx
     signal fw_v : std_logic := '0';          -- the bypass holds the last context written
     signal fw_addr : std_logic_vector(9 downto 0) := "0000000000";
-    signal fw_data : std_logic_vector(115 downto 0) := x"00000000000000000000000000000";
-    signal cx : std_logic_vector(115 downto 0); -- the context of b_cq as it is now
+    signal fw_data : std_logic_vector(139 downto 0) := x"00000000000000000000000000000000000";
+    signal cx : std_logic_vector(139 downto 0); -- the context of b_cq as it is now
     signal cx_valid : std_logic;
     signal cx_base : std_logic_vector(58 downto 0);
     signal cx_log : std_logic_vector(4 downto 0);
+    signal cx_spi : std_logic_vector(23 downto 0); -- PI past the last solicited or error CQE (CI when none lies past CI)
     signal cx_pi : std_logic_vector(23 downto 0);
     signal cx_ci : std_logic_vector(23 downto 0);
     signal cx_arm : std_logic;
@@ -247,7 +252,9 @@ architecture rtl of card_cq_w64 is
     signal cpl_over : std_logic;             -- the CQ is full
     signal cpl_new_ov : std_logic;           -- the overrun is reported now
     signal cpl_write : std_logic;            -- the CQE is written
+    signal cpl_sol : std_logic;              -- a solicited or error completion
     signal cpl_notify : std_logic;           -- a CQ_NOTIFY follows
+    signal db_notify : std_logic;            -- an arming doorbell finds a completion past its CI: CQ_NOTIFY at once
     signal cqe : std_logic_vector(255 downto 0); -- the CQE
     signal ev_on : std_logic;                -- an event is due
     signal ev_type : std_logic_vector(7 downto 0);
@@ -284,13 +291,16 @@ architecture rtl of card_cq_w64 is
     signal db_used : std_logic_vector(23 downto 0);
     signal db_frees : std_logic;             -- the doorbell leaves the CQ not full
     signal db_arm : std_logic;
+    signal db_arm_sol : std_logic;
+    signal db_spi : std_logic_vector(23 downto 0); -- the solicited PI, CI once every solicited or error CQE is consumed
+    signal db_pending : std_logic;           -- a completion past CI that the arming would wait for
     signal cmd_bad_num : std_logic;
     signal cmd_log : std_logic_vector(4 downto 0);
     signal cmd_mask : std_logic_vector(16 downto 0); -- index bits below log2 size
     signal cmd_aligned : std_logic;
     signal cmd_create : std_logic;
     signal cmd_destroy : std_logic;
-    signal cx_new : std_logic_vector(115 downto 0); -- the context written back
+    signal cx_new : std_logic_vector(139 downto 0); -- the context written back
     signal cx_we : std_logic;
     signal cfg_log : std_logic_vector(4 downto 0);
     signal cfg_mask : std_logic_vector(16 downto 0); -- index bits below log2 size
@@ -353,7 +363,7 @@ architecture rtl of card_cq_w64 is
     signal dw_wvalid : std_logic;
     signal dw_bready : std_logic;
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
-    type ctx_t is array (0 to 1023) of std_logic_vector(115 downto 0);
+    type ctx_t is array (0 to 1023) of std_logic_vector(139 downto 0);
     signal ctx : ctx_t;                      -- CQ contexts
 begin
     init_active <= not init_cnt(10);
@@ -385,9 +395,10 @@ begin
     k_eqcfg <= b_v and b2l(b_kind = "100");
     k_eqdb <= b_v and b2l(b_kind = "101");
     cx <= mux(fw_v and b2l(fw_addr = b_cq), fw_data, ctx_rd);
-    cx_valid <= cx(115);
-    cx_base <= cx(114 downto 56);
-    cx_log <= cx(55 downto 51);
+    cx_valid <= cx(139);
+    cx_base <= cx(138 downto 80);
+    cx_log <= cx(79 downto 75);
+    cx_spi <= cx(74 downto 51);
     cx_pi <= cx(50 downto 27);
     cx_ci <= cx(26 downto 3);
     cx_arm <= cx(2);
@@ -463,7 +474,8 @@ begin
     cpl_over <= cpl_live and cq_full;
     cpl_new_ov <= cpl_over and (not cx_ov);
     cpl_write <= cpl_live and (not cq_full);
-    cpl_notify <= (cpl_write and cx_arm) and (((not cx_sol) or b_flags(0)) or (or b_status));
+    cpl_sol <= b_flags(0) or (or b_status);
+    cpl_notify <= (cpl_write and cx_arm) and ((not cx_sol) or cpl_sol);
     cqe <= std_logic_vector'(
         cq_owner &
         "00000000000000000000000000000000000000000000000000000000000000000000000" &
@@ -479,8 +491,8 @@ begin
         b_len &
         b_wide
     );
-    ev_on <= ((k_ev or cpl_notify) or cpl_new_ov) and (not fatal_q);
-    ev_type <= mux(k_ev, b_opc, mux(cpl_notify, x"01", x"09"));
+    ev_on <= (((k_ev or cpl_notify) or cpl_new_ov) or db_notify) and (not fatal_q);
+    ev_type <= mux(k_ev, b_opc, mux(cpl_notify or db_notify, x"01", x"09"));
     ev_obj <= mux(k_ev, b_inv, std_logic_vector'("0000000000000000000000" & b_cq));
     ev_info <= b_len and std_logic_vector'(31 downto 0 => k_ev);
     ev_term <= k_ev and (b2l(b_opc = x"06") or b2l(b_opc = x"07"));
@@ -517,6 +529,10 @@ begin
     db_used <= std_logic_vector(unsigned(cx_pi) - unsigned(db_ci));
     db_frees <= not (or (db_used and (not cq_mask)));
     db_arm <= b_len(30);
+    db_arm_sol <= b_len(31);
+    db_spi <= mux(b2l(unsigned(db_used) < unsigned(std_logic_vector(unsigned(cx_spi) - unsigned(db_ci)))), db_ci, cx_spi);
+    db_pending <= mux(db_arm_sol, b2l(db_spi /= db_ci), or db_used);
+    db_notify <= ((k_cqdb and cx_valid) and db_arm) and db_pending;
     cmd_bad_num <= b_flags(1);
     cmd_log <= b_term(4 downto 0);
     cmd_mask <= std_logic_vector'(
@@ -545,15 +561,18 @@ begin
         '1' &
         b_wide(63 downto 5) &
         cmd_log &
-        "000000000000000000000000000000000000000000000000000"
-    ), mux(cmd_destroy, x"00000000000000000000000000000", mux(k_cqdb, std_logic_vector'(
-        cx(115 downto 27) &
+        "000000000000000000000000000000000000000000000000000000000000000000000000000"
+    ), mux(cmd_destroy, x"00000000000000000000000000000000000", mux(k_cqdb, std_logic_vector'(
+        cx(139 downto 75) &
+        db_spi &
+        cx_pi &
         db_ci &
-        (cx_arm or db_arm) &
-        mux(db_arm, b_len(31), cx_sol) &
+        mux(db_arm, not db_pending, cx_arm) &
+        mux(db_arm, db_arm_sol, cx_sol) &
         (cx_ov and (not db_frees))
     ), std_logic_vector'(
-        cx(115 downto 51) &
+        cx(139 downto 75) &
+        mux(cpl_write and cpl_sol, std_logic_vector(unsigned(cx_pi) + unsigned'(x"000001")), cx_spi) &
         mux(cpl_write, std_logic_vector(unsigned(cx_pi) + unsigned'(x"000001")), cx_pi) &
         cx_ci &
         (cx_arm and (not cpl_notify)) &
@@ -563,7 +582,7 @@ begin
     cx_we <= b_go and ((((cmd_create or cmd_destroy) or (k_cqdb and cx_valid)) or cpl_write) or cpl_new_ov);
     ctx_we <= init_active or cx_we;
     ctx_wa <= mux(init_active, init_cnt(9 downto 0), b_cq);
-    ctx_wd <= cx_new and std_logic_vector'(115 downto 0 => not init_active);
+    ctx_wd <= cx_new and std_logic_vector'(139 downto 0 => not init_active);
     cfg_log <= b_term(4 downto 0);
     cfg_mask <= std_logic_vector'(
         b2l(unsigned'("10000") < unsigned(cfg_log)) &
@@ -811,7 +830,7 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                fw_data <= x"00000000000000000000000000000";
+                fw_data <= x"00000000000000000000000000000000000";
             elsif ctx_we = '1' then
                 fw_data <= ctx_wd;
             end if;

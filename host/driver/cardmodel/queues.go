@@ -121,6 +121,7 @@ type cq struct {
 	base      uint64
 	logSize   uint32
 	pi, ci    uint32
+	solPI     uint32 // PI past the last solicited or error CQE; CI when none lies past CI
 	armed     bool
 	solicited bool // armed for solicited and error completions only
 	users     int  // QPs using it
@@ -165,12 +166,28 @@ func (c *queues) cqDoorbell(off, n, v uint32) error {
 		return nil // a doorbell of no CQ is ignored
 	}
 	q.ci = v & cs.CQDBCICIMask
-	if (q.pi-q.ci)&cs.CQDBCICIMask < 1<<q.logSize {
+	used := (q.pi - q.ci) & cs.CQDBCICIMask
+	if used < 1<<q.logSize {
 		q.overrun = false
 	}
-	if v>>cs.CQDBCIArmShift&1 != 0 {
-		q.armed = true
-		q.solicited = v>>cs.CQDBCIArmSolicitedShift&1 != 0
+	if (q.solPI-q.ci)&cs.CQDBCICIMask > used {
+		q.solPI = q.ci // the driver consumed every solicited or error CQE
+	}
+	if v>>cs.CQDBCIArmShift&1 == 0 {
+		return nil
+	}
+	q.solicited = v>>cs.CQDBCIArmSolicitedShift&1 != 0
+	// An arm that finds a completion past CI (solicited-only: a solicited
+	// or error one) notifies at once: the driver may have looked before
+	// that CQE's write reached memory, and "the next completion" would
+	// then never come (the lost wakeup of an arm racing a CQE in flight).
+	pending := used != 0
+	if q.solicited {
+		pending = (q.solPI-q.ci)&cs.CQDBCICIMask != 0
+	}
+	q.armed = !pending
+	if pending {
+		c.event(cs.EQETypeCQNotify, q.n, 0, 0)
 	}
 	return nil
 }
@@ -261,6 +278,9 @@ func (c *queues) completeCQ(n, qpn uint32, w completion) (CQResult, uint64) {
 		return CQFault, addr
 	}
 	cq.pi++
+	if w.solicited || w.status != cs.WCStatusSuccess {
+		cq.solPI = cq.pi
+	}
 	if cq.armed && (!cq.solicited || w.solicited || w.status != cs.WCStatusSuccess) {
 		cq.armed = false
 		c.event(cs.EQETypeCQNotify, cq.n, 0, 0)

@@ -292,9 +292,9 @@ const (
 const (
 	CQDBCICIShift           = 0 // completions consumed (free running, modulo 2^24)
 	CQDBCICIMask            = 0xffffff
-	CQDBCIArmShift          = 30 // write a CQ_NOTIFY event for the next completion
+	CQDBCIArmShift          = 30 // write a CQ_NOTIFY event for the next completion, or at once if one lies past CI
 	CQDBCIArmMask           = 0x1
-	CQDBCIArmSolicitedShift = 31 // only for the next solicited or error completion (with ARM)
+	CQDBCIArmSolicitedShift = 31 // only for a solicited or error completion (with ARM; at once if one lies past CI)
 	CQDBCIArmSolicitedMask  = 0x1
 )
 
