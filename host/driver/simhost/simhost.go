@@ -4,7 +4,8 @@
 // buffers the driver maps (driver.Phys Map) live, each at a fresh
 // page-aligned IOVA with an unmapped guard page after it, and which
 // refuses every card access outside them with ErrUnmapped, as a real
-// IOMMU does. Its ReadMem and WriteMem are the card's side of the bus;
+// IOMMU does (reads see a mapping's last page whole, as an IOMMU's do;
+// writes must stay inside the buffer). Its ReadMem and WriteMem are the card's side of the bus;
 // WriteMem stores a record (32 bytes or less, word aligned) as ascending
 // atomic 32-bit words, as driver.Phys promises the driver. Host adds
 // the interrupt vector, and ThreadCPU measures the card's own thread.
@@ -130,14 +131,29 @@ func (s *Space) Lookup(addr uint64, n int) ([]byte, error) {
 	return nil, fmt.Errorf("%w: %d bytes at %#x", ErrUnmapped, n, addr)
 }
 
-// ReadMem is a card's DMA read.
+// ReadMem is a card's DMA read. Reads see whole pages, as through a real
+// IOMMU, which maps a buffer's last page whole: a card that reads full
+// bus beats (64 bytes at 512 bits) may read past a buffer's end up to
+// its page's, and those bytes read as zeros. Writes (WriteMem) stay
+// inside the buffer, stricter than an IOMMU, so that a card writing past
+// a region is caught.
 func (s *Space) ReadMem(addr uint64, b []byte) error {
-	m, err := s.Lookup(addr, len(b))
-	if err != nil {
-		return err
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	i := sort.Search(len(s.spans), func(i int) bool { return s.spans[i].iova > addr }) - 1
+	if i >= 0 {
+		sp := s.spans[i]
+		page := (uint64(len(sp.buf)) + 4095) &^ 4095
+		if off := addr - sp.iova; off+uint64(len(b)) <= page && off+uint64(len(b)) >= off {
+			n := 0
+			if off < uint64(len(sp.buf)) {
+				n = copy(b, sp.buf[off:])
+			}
+			clear(b[n:])
+			return nil
+		}
 	}
-	copy(b, m)
-	return nil
+	return fmt.Errorf("%w: %d bytes at %#x", ErrUnmapped, len(b), addr)
 }
 
 // WriteMem is a card's DMA write. A record (32 bytes or less, word

@@ -10,8 +10,9 @@ import (
 	"github.com/openiwarp/openiwarp/host/driver/simhost"
 )
 
-// Every access inside a mapping reaches its buffer; every access that
-// leaves it (the guard page after it, before it, across its end, after
+// Every access inside a mapping reaches its buffer; a read may also
+// cover the rest of its last page (zeros); every other access that leaves
+// it (a write past its end, the guard page after it, before it, after
 // Unmap, Free or Revoke) is refused with ErrUnmapped.
 func TestSpace(t *testing.T) {
 	s := simhost.New()
@@ -32,13 +33,26 @@ func TestSpace(t *testing.T) {
 	require.NoError(t, s.WriteMem(b.IOVA, []byte{1, 2, 3, 4, 5, 6, 7, 8}), "a record: atomic words")
 	require.Equal(t, []byte{1, 2, 3, 4, 5, 6, 7, 8}, b.Bytes[:8])
 
+	// Reads see the buffer's last page whole (past its end: zeros), as
+	// through an IOMMU; writes there are refused.
+	beat := make([]byte, 64)
+	for i := range beat {
+		beat[i] = 0xee
+	}
+	require.NoError(t, s.ReadMem(m.IOVA+4992, beat), "a beat across the buffer's end")
+	require.Equal(t, "23456789", string(beat[:8]))
+	require.Equal(t, make([]byte, 56), beat[8:], "past the end: zeros")
+	require.NoError(t, s.ReadMem(m.IOVA+8192-64, beat), "the last page's end")
+	require.Equal(t, make([]byte, 64), beat)
+	require.ErrorIs(t, s.WriteMem(m.IOVA+4995, make([]byte, 10)), simhost.ErrUnmapped, "a write across the end")
+
 	for _, tc := range []struct {
 		name string
 		addr uint64
 		n    int
 	}{
-		{"across the end", m.IOVA + 4995, 10},
-		{"guard page", m.IOVA + 5000, 1},
+		{"across the page's end", m.IOVA + 8190, 10},
+		{"guard page", m.IOVA + 8192, 1},
 		{"before the first", simhost.Base - 1, 1},
 		{"zero", 0, 4},
 		{"wrapping", ^uint64(0) - 1, 4},
