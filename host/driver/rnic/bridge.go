@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -272,9 +273,7 @@ func (q *qp) rxLoop() {
 			}
 			continue
 		}
-		s := pi % size
-		e := min(size, s+size-used)
-		n, err := q.conn.Read(q.rxs.b[s:e])
+		n, err := q.rxRead(pi%size, size-used)
 		if n > 0 {
 			pi += uint32(n)
 			if werr := q.c.write(q.db+cs.QPDBRXSPI, pi); werr != nil {
@@ -303,6 +302,53 @@ func (q *qp) rxLoop() {
 			}
 			return
 		}
+	}
+}
+
+// rxRead reads the socket into n bytes of the receive ring's free space
+// from offset s: one read(2), or where the space wraps one readv(2) of
+// both pieces, so that each system call may take all the free space (as a
+// plain socket reader's buffer) and not only what lies before the ring's
+// end. A connection that is not a socket gets one Read up to the end.
+func (q *qp) rxRead(s, n uint32) (int, error) {
+	size := uint32(len(q.rxs.b))
+	if s+n <= size || q.raw == nil {
+		return q.conn.Read(q.rxs.b[s:min(size, s+n)])
+	}
+	q.rvIn = append(q.rvIn[:0], q.rxs.b[s:], q.rxs.b[:s+n-size])
+	q.rvOut, q.rvErr = 0, nil
+	if err := q.raw.Read(q.rvFn); err != nil {
+		return 0, err
+	}
+	switch {
+	case q.rvErr != nil:
+		return 0, fmt.Errorf("readv: %w", q.rvErr)
+	case q.rvOut == 0:
+		return 0, io.EOF
+	}
+	return q.rvOut, nil
+}
+
+// readvOnce is rxRead's RawConn.Read callback (made once per QP): one
+// readv of rvIn, waiting for the socket (false) while it has nothing.
+func (q *qp) readvOnce(fd uintptr) bool {
+	for {
+		n, err := unix.Readv(int(fd), q.rvIn)
+		switch err {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		q.rvOut, q.rvErr = n, err
+		if raceBuild && err == nil {
+			// As in txSendLocked: the race detector learns that the
+			// socket orders the peer's writes before these reads from
+			// read(2), which Go annotates, not from readv(2). A read of
+			// nothing takes no bytes.
+			syscall.Read(int(fd), nil)
+		}
+		return true
 	}
 }
 

@@ -85,6 +85,11 @@ type qp struct {
 	wvOut    int                   // .. and what the socket took
 	wvFn     func(fd uintptr) bool // writevOnce
 
+	rvIn  [][]byte              // rxRead's pieces (the receive goroutine's)
+	rvOut int                   // .. what readv read
+	rvErr error                 // .. and its error
+	rvFn  func(fd uintptr) bool // readvOnce
+
 	mu      sync.Mutex // posting, state
 	sq, rq  wq
 	scratch [cs.MaxWQEBBs * cs.BB]byte
@@ -189,6 +194,7 @@ func (c *Card) Attach(conn net.Conn, p mpa.Params, cfg driver.QPConfig) (driver.
 	if sc, ok := conn.(syscall.Conn); ok {
 		q.raw, _ = sc.SyscallConn()
 		q.wvFn = q.writevOnce
+		q.rvFn = q.readvOnce
 	}
 	q.tx.init()
 	q.rx.init()

@@ -585,6 +585,33 @@ func TestStreamBridge(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	require.Equal(t, msg, rxs[:len(msg)])
+	// The card consumes what came; what the peer sends next fills the free
+	// space across the ring's end (one readv of both pieces where the
+	// socket has the bytes), in order, and RXS_PI follows.
+	rxpi := func(want uint32) {
+		for {
+			if v := x.f.writes(db + cs.QPDBRXSPI); len(v) > 0 && v[len(v)-1] == want {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	x.f.qpstat(qpn, func(r cs.QPStat) { r.SetRXSCI(uint32(len(msg))) })
+	more := make([]byte, 500)
+	_, err = x.peer.Write(more)
+	require.NoError(t, err)
+	pi = uint32(len(msg) + len(more))
+	rxpi(pi)
+	wrap := make([]byte, size-len(more)-100) // room left: the FIN is read
+	for i := range wrap {
+		wrap[i] = byte(i*13 + 5)
+	}
+	_, err = x.peer.Write(wrap)
+	require.NoError(t, err)
+	rxpi(pi + uint32(len(wrap)))
+	for i, b := range wrap {
+		require.Equal(t, b, rxs[(int(pi)+i)%size], "receive ring byte %d of the wrapped write", i)
+	}
 	// The peer's FIN: RX_FIN.
 	require.NoError(t, x.peer.(*net.TCPConn).CloseWrite())
 	for !contains(x.f.writes(db+cs.QPDBStream), 1<<cs.QPDBStreamRXFinShift) {
