@@ -24,8 +24,11 @@ type Options struct {
 	// EQLog is log2 of the event queue's entries (default 12).
 	EQLog int
 	// StreamLog is log2 of the bytes of each QP's transmit and receive
-	// stream rings (default 18: 256 KiB each way, four of the largest
-	// FPDUs).
+	// stream rings (default 20: 1 MiB each way, sixteen of the largest
+	// FPDUs; clamped to the card's CAPS_RING). The bridge moves the rings
+	// to and from the socket in system calls of up to a ring: with 256 KiB
+	// rings the host paid more CPU per MiB (more, smaller reads and
+	// writes, and a doorbell and a wake-up each; docs/driver.md).
 	StreamLog int
 	// Watchdog bounds how long the card may make no progress on something
 	// the driver asked (INIT_DONE after a reset, a posted WQE, a command)
@@ -47,7 +50,7 @@ func (o *Options) defaults() {
 		}
 	}
 	def(&o.EQLog, 12)
-	def(&o.StreamLog, 18)
+	def(&o.StreamLog, 20)
 	def(&o.PBLDepth, 4096)
 	if o.Watchdog <= 0 {
 		o.Watchdog = 60 * time.Second
