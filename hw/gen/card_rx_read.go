@@ -62,6 +62,7 @@ type rxRead struct {
 	srcSTag  *Signal
 	srcTO    *Signal
 	size     *Signal
+	body     *Signal // the request's RDMAP header (28 octets, byte 0 in bits 7:0), for a Terminate that copies it
 	taken    *Signal // m_rreq_ready
 	storeOK  *Signal // the MSN can be stored this cycle (no CREATE writes the state)
 	unused   []Expr
@@ -101,7 +102,7 @@ func cardRxRead(m *Module, W int, x rxReadIn) *rxRead {
 		}
 		return m.WireOf(name, Cat(b...), "")
 	}
-	out := &rxRead{}
+	out := &rxRead{body: body}
 	sinkSTag := be("rr_sink_stag", 0, 4)
 	sinkTO := be("rr_sink_to", 4, 8)
 	out.size = be("rr_size", 12, 4)

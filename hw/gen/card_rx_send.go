@@ -99,12 +99,13 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	cTT := m.Output("m_cpl_term_type", 4, "")
 	cTC := m.Output("m_cpl_term_code", 8, "")
 	cRQCI := m.Output("m_cpl_rq_ci", 16, "the QP's RQ_CI past the completed WQE (its status record)")
-	tValid := m.Output("m_rxterm_valid", 1, "an untagged segment failed a receive check: the QP's receive path stops (provisional record; the Terminate, event and flush are not built yet)")
+	tValid := m.Output("m_rxterm_valid", 1, "an untagged segment failed a receive check: the QP's receive path stops and its RQ is flushed; card_tx sends the Terminate (s_term)")
 	tReady := m.Input("m_rxterm_ready", 1, "")
 	tQP := m.Output("m_rxterm_qp", QB, "")
 	tCause := m.Output("m_rxterm_cause", 16, "Layer (15:12), EType (11:8), Error Code (7:0)")
 	tHdr := m.Output("m_rxterm_hdr", 8*untaggedHdr, "the segment's DDP header, byte 0 in bits 7:0")
 	tSegLen := m.Output("m_rxterm_seglen", 16, "the segment's length")
+	tRDMA := m.Output("m_rxterm_rdma", 8*cardTxReadReqBytes, "a Read Request's RDMAP header (byte 0 in bits 7:0; meaningful for a Read Request only)")
 	arID := m.Output("m_axi_rq_arid", 6, "RQ WQE reads: always 0 (one burst in flight)")
 	arAddr := m.Output("m_axi_rq_araddr", 64, "")
 	arLen := m.Output("m_axi_rq_arlen", 8, "one 64-byte basic block")
@@ -160,8 +161,11 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	// at once.
 	bi := m.RegDecl("snd_beat", 13, "index of the next s_host beat in its ULPDU")
 	lost := m.WireOf("fl_lost", And(x.dbTake, Eq(x.dbKind, C(3, dbStream)), Bit(x.dbValue, cardStreamRXLost)), "STREAM.RX_LOST: the QP goes to error")
-	failNow := m.WireOf("fl_fail", Or(x.errCmd, lost), "a QP goes to error this cycle")
-	failQPN := m.WireOf("fl_fail_qp", Sel(x.errCmd, Bits(x.cQPN, QB-1, 0), Bits(x.dbIndex, QB-1, 0)), "")
+	failHost := m.WireOf("fl_fail_host", Or(x.errCmd, lost), "the host puts a QP in error this cycle")
+	termPush := m.Wire("fl_term_push", 1, "a QP whose Terminate record was taken joins the flush queue")
+	termPushQP := m.Wire("fl_term_qp", QB, "")
+	failNow := m.WireOf("fl_fail", Or(failHost, termPush), "a QP goes to error this cycle")
+	failQPN := m.WireOf("fl_fail_qp", Sel(x.errCmd, Bits(x.cQPN, QB-1, 0), Sel(lost, Bits(x.dbIndex, QB-1, 0), termPushQP)), "")
 	errWr := Or(x.create, failNow)
 	errAddr := Sel(x.create, Bits(x.cQPN, QB-1, 0), failQPN)
 	errData := Cat(C(1, 0), Not(x.create))
@@ -174,6 +178,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	flPush := m.WireOf("fl_push", Or(failNow, pushDB), "")
 	flPop := m.Wire("fl_pop", 1, "the engine takes the head of the flush queue")
 	fq := ShiftQueue(m, "flq", flDepth, []string{"qp"}, []int{QB}, flPush, []Expr{Sel(failNow, failQPN, rqDBqp)}, zext(flPop, addrWidth(flDepth+1)))
+	termBusy := m.WireOf("fl_term_busy", Or(failHost, x.create, rqDBq, rqDB, Not(Lt(fq.Count, C(addrWidth(flDepth+1), flDepth-1)))), "the flush queue is pushed or read otherwise, or nearly full")
 	// One take per cycle, none while a doorbell's error bit is read, so
 	// at most one push a cycle and never into a full queue.
 	m.Assign(x.flRoom, And(Not(rqDBq), Lt(fq.Count, C(addrWidth(flDepth+1), flDepth))))
@@ -548,6 +553,15 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Assign(tCause, gate(eV, eCause))
 	m.Assign(tHdr, gate(eV, eHdr))
 	m.Assign(tSegLen, gate(eV, eLen))
+	m.Assign(tRDMA, gate(eV, m.Reg("rxterm_rdmaq", 8*cardTxReadReqBytes, nil, rr.body, eSet, "")))
+	// Once the record is taken the QP is in error: its RQ is flushed (the
+	// model's errorStep) as QP_CMD ERROR flushes it, when no command or
+	// doorbell pushes the flush queue.
+	tPend := m.RegDecl("rxterm_fl_pend", 1, "a taken record's QP waits to join the flush queue")
+	tPendQP := m.Reg("rxterm_fl_qp", QB, nil, eQP, And(eV, tReady), "")
+	m.Assign(termPush, And(tPend, Not(termBusy)))
+	m.Drive(tPend, big.NewInt(0), Or(And(eV, tReady), And(tPend, Not(termPush))), nil)
+	m.Assign(termPushQP, tPendQP)
 
 	// Receive state: loaded with the context, stored after each segment
 	// (sStore: the next values; sDropSt: failed).

@@ -66,6 +66,7 @@ func CardStat(width int) (*Module, error) {
 	txOpc := m.Input("s_tx_opcode", 8, "")
 	txStatus := m.Input("s_tx_status", 8, "")
 	txLen := m.Input("s_tx_byte_len", 32, "")
+	txTerm := m.Input("s_tx_term", 1, "the record is card_tx's Terminate: a live QP goes to ERROR with TX_CLOSED (card_tx raised TERM_SENT; no QP_ERROR)")
 	rxValid := m.Input("s_rx_valid", 1, "card_rx's RXS_CI (m_ci)")
 	rxReady := m.Output("s_rx_ready", 1, "")
 	rxQPN := m.Input("s_rx_qpn", QB, "")
@@ -168,6 +169,7 @@ func CardStat(width int) (*Module, error) {
 	opKind := m.Reg("op_kind", 4, nil, Sel(takeCmd, cmdKind, Sel(takeDb, dbK, Sel(takeTx, C(4, kTx), Sel(takeRc, C(4, kRc), C(4, kRx))))), take, "")
 	opV1 := m.Reg("op_v1", 32, nil, Sel(takeDb, dbValue, Sel(takeTx, txPI, rxCI)), take, "TXS_PI, RXS_CI or the doorbell's value")
 	opSQCI := m.Reg("op_sq_ci", 16, nil, Sel(takeTx, txSQCI, rcRQCI), take, "SQ_CI or RQ_CI")
+	opTerm := m.Reg("op_term", 1, nil, And(takeTx, txTerm), take, "the transmit record is a Terminate's")
 	// The completion: {has one, invalidated, solicited, inv_stag, cq, qpn,
 	// wr_id, opcode, status, byte_len}.
 	cplW := QB + QB + 64 + 8 + 8 + 32 + 32 + 1 + 1 + 1
@@ -201,6 +203,7 @@ func CardStat(width int) (*Module, error) {
 	live := m.WireOf("op_live", And(Ne(oldSt, C(4, 0)), Ne(oldSt, C(4, 4))), "ERROR acts: the QP is in RTS, CLOSING or CLOSED")
 	lost := m.WireOf("op_lost", And(isK(kStream), Bit(opV1, 1), live), "STREAM.RX_LOST: QP_ERROR LLP_LOST")
 	toErr := m.WireOf("op_to_error", Or(And(isK(kError), live), lost), "")
+	termErr := m.WireOf("op_term_error", And(isK(kTx), opTerm, live), "card_tx sent the QP's Terminate: ERROR with TX_CLOSED, no event")
 	freed := m.WireOf("op_freed", And(isK(kDestroy), Or(Eq(oldSt, C(4, 3)), Eq(oldSt, C(4, 4)))), "DESTROY acts")
 	newPI := m.WireOf("new_txs_pi", Sel(isK(kCreate), C(32, 0), Sel(isK(kTx), opV1, oldPI)), "")
 	newTCI := m.WireOf("new_txs_ci", Sel(isK(kCreate), C(32, 0), Sel(isK(kTXSCI), opV1, oldTCI)), "")
@@ -220,10 +223,10 @@ func CardStat(width int) (*Module, error) {
 	newSQ := m.WireOf("new_sq_ci", Sel(isK(kCreate), C(16, 0), Sel(isK(kTx), opSQCI, oldSQ)), "")
 	// CLOSE: CLOSING until the posted send work is done (SQ_CI reaches
 	// SQ_PI), then CLOSED with TX_CLOSED and QP_CLOSED (the model's step).
-	closing := m.WireOf("op_closing", Or(And(isK(kClose), Eq(oldSt, C(4, 1))), And(isK(kTx), Eq(oldSt, C(4, 2)))), "CLOSE on a QP in RTS, or a record of a closing QP")
+	closing := m.WireOf("op_closing", Or(And(isK(kClose), Eq(oldSt, C(4, 1))), And(isK(kTx), Not(opTerm), Eq(oldSt, C(4, 2)))), "CLOSE on a QP in RTS, or a record of a closing QP")
 	closed := m.WireOf("op_closed", And(closing, Eq(newSQ, newSQPI)), "the QP's posted send work is done: CLOSED")
-	newSt := Sel(isK(kCreate), C(4, 1), Sel(toErr, C(4, 4), Sel(freed, C(4, 0), Sel(closed, C(4, 3), Sel(closing, C(4, 2), oldSt)))))
-	newTXC := And(Not(isK(kCreate)), Not(freed), Or(oldTXC, toErr, closed))
+	newSt := Sel(isK(kCreate), C(4, 1), Sel(Or(toErr, termErr), C(4, 4), Sel(freed, C(4, 0), Sel(closed, C(4, 3), Sel(closing, C(4, 2), oldSt)))))
+	newTXC := And(Not(isK(kCreate)), Not(freed), Or(oldTXC, toErr, termErr, closed))
 	newRQ := Sel(isK(kCreate), C(16, 0), Sel(isK(kRc), opSQCI, oldRQ))
 	// One event per update: QP_CLOSED goes before a TX_DATA of the same
 	// record, whose arm then stays for the next update.

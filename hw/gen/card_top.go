@@ -198,7 +198,8 @@ func CardTop(width int) (*Module, error) {
 		"Inside: card_regs fans the QP command out to card_tx and card_rx (each takes it in its own cycle; card_regs sees ready once both have), doorbells by kind (SQ_PI, TXS_CI, PUSH to card_tx; RXS_PI, RQ_PI to card_rx; STREAM to both; SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM to card_stat too; CQ_DB to card_cq), CQ_CMD and the EQ registers to card_cq, the placement window to placement. card_rx's ULPDUs go to placement, whose untagged segments, STag checks and DMA blocks come back to card_rx (card_rx writes placement's blocks and its Sends' through its own place_axi); card_rx's receive completions go through card_stat (RQ_CI first) to card_cq. card_tx's records go to card_stat (every record's status fields are for the QP status record; signaled ones carry a CQE it passes on to card_cq).",
 		fmt.Sprintf("RESET (the command) holds every engine, the muxes and placement in reset for %d cycles; card_cq and placement then clear their tables (STATUS.INIT_DONE low until both are done). card_regs keeps its staging registers. A RESET with DMA in flight is not supported: the host must quiesce the card first.", CardResetCycles),
 		"card_stat writes the QP status records (QP commands, card_tx's records, card_rx's RXS_CI) and the events TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END and QP_ERROR (HOST, LLP_LOST) to card_cq's first event port (it takes the SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM doorbells too), each CQE and event after the status writes before it.",
-		"Not wired yet, because no engine produces or consumes them (docs/card-rtl.md): the engines' own events (card_cq's second event port tied off), card_rx's errors (m_err taken and dropped), placement's Terminates and Read-done records (taken and dropped), card_rx's provisional m_rxterm (taken and dropped), card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).")
+		"card_rx's untagged receive errors (m_rxterm) go to card_tx's Terminate sender (s_term), whose TERM_SENT events go to card_cq's second event port and whose Terminate record (m_cpl_term) makes card_stat write STATE ERROR with TX_CLOSED.",
+		"Not wired yet, because no engine produces or consumes them (docs/card-rtl.md): the engines' other events, card_rx's MPA errors (m_err taken and dropped), placement's Terminates (m_term taken and dropped), card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).")
 	clk := m.Clock()
 	rst := m.ResetPort()
 	t := newTopWiring(m)
@@ -303,6 +304,13 @@ func CardTop(width int) (*Module, error) {
 		txIn["s_rreq_"+f] = o("rx", "m_rreq_"+f)
 	}
 	txIn["m_rreq_done_ready"] = o("rx", "s_rreq_done_ready")
+	// card_rx's receive errors to the Terminate sender; its TERM_SENT
+	// events to card_cq's second event port.
+	for _, f := range []string{"valid", "cause", "hdr", "seglen", "rdma"} {
+		txIn["s_term_"+f] = o("rx", "m_rxterm_"+f)
+	}
+	txIn["s_term_qpn"] = o("rx", "m_rxterm_qp")
+	txIn["m_ev_ready"] = o("cq", "s_ev1_ready")
 	// The peer's stream ended or was lost (card_stat's record), once
 	// placement holds no ULPDU any more: its Read dones of that stream
 	// (whose ULPDUs it took before card_rx reported the RXS_CI that ended
@@ -350,7 +358,7 @@ func CardTop(width int) (*Module, error) {
 		"m_ulp_tready": o("pl", "s_axis_tready"), "m_ci_ready": o("st", "s_rx_ready"), "m_err_ready": C(1, 1),
 		"qp_rq_base_lo": o("regs", "qp_rq_base_lo"), "qp_rq_base_hi": o("regs", "qp_rq_base_hi"),
 		"qp_sizes_rq_log": o("regs", "qp_sizes_rq_log"), "qp_cqs_recv_cq": o("regs", "qp_cqs_recv_cq"),
-		"m_cpl_ready": o("st", "s_rc_ready"), "m_rxterm_ready": C(1, 1),
+		"m_cpl_ready": o("st", "s_rc_ready"), "m_rxterm_ready": o("tx", "s_term_ready"),
 		// Read Requests to card_tx's responder; their IRD entries back.
 		"qp_rd_ird": o("regs", "qp_rd_ird"), "m_rreq_ready": o("tx", "s_rreq_ready"),
 		"s_rreq_done_valid": o("tx", "m_rreq_done_valid"), "s_rreq_done_qpn": o("tx", "m_rreq_done_qpn"),
@@ -388,8 +396,8 @@ func CardTop(width int) (*Module, error) {
 		"s_tx_valid": o("tx", "m_cpl_valid"), "s_tx_qpn": o("tx", "m_cpl_qpn"), "s_tx_sq_ci": o("tx", "m_cpl_sq_ci"),
 		"s_tx_txs_pi": o("tx", "m_cpl_txs_pi"), "s_tx_cqe": o("tx", "m_cpl_cqe"), "s_tx_cq": o("tx", "m_cpl_cq"),
 		"s_tx_wr_id": o("tx", "m_cpl_wr_id"), "s_tx_opcode": o("tx", "m_cpl_opcode"), "s_tx_status": o("tx", "m_cpl_status"),
-		"s_tx_byte_len": o("tx", "m_cpl_byte_len"),
-		"s_rx_valid":    o("rx", "m_ci_valid"), "s_rx_qpn": o("rx", "m_ci_qp"), "s_rx_rxs_ci": o("rx", "m_ci_value"),
+		"s_tx_byte_len": o("tx", "m_cpl_byte_len"), "s_tx_term": o("tx", "m_cpl_term"),
+		"s_rx_valid": o("rx", "m_ci_valid"), "s_rx_qpn": o("rx", "m_ci_qp"), "s_rx_rxs_ci": o("rx", "m_ci_value"),
 		"m_cpl_ready": o("cq", "s_cpl0_ready"), "m_ev_ready": o("cq", "s_ev0_ready"),
 		"m_end_ready": And(o("tx", "s_end_ready"), endGo),
 		// card_rx's receive completions: RQ_CI, then the CQE.
@@ -416,10 +424,14 @@ func CardTop(width int) (*Module, error) {
 		// status writes before them.
 		"s_ev0_valid": o("st", "m_ev_valid"), "s_ev0_type": o("st", "m_ev_type"), "s_ev0_obj": zext(o("st", "m_ev_qpn"), 32),
 		"s_ev0_info": o("st", "m_ev_info"), "s_ev0_term_layer": C(4, 0), "s_ev0_term_type": C(4, 0), "s_ev0_term_code": C(8, 0),
+		// card_tx's TERM_SENT events.
+		"s_ev1_valid": o("tx", "m_ev_valid"), "s_ev1_type": C(8, cardTxEvTermSent), "s_ev1_obj": zext(o("tx", "m_ev_qpn"), 32),
+		"s_ev1_info": C(32, 0), "s_ev1_term_layer": Bits(o("tx", "m_ev_cause"), 15, 12), "s_ev1_term_type": Bits(o("tx", "m_ev_cause"), 11, 8),
+		"s_ev1_term_code": Bits(o("tx", "m_ev_cause"), 7, 0),
 	}
 	// Terminate fields of completions (no engine completes a WQE for a
-	// Terminate yet), the second completion port (every completion comes
-	// through card_stat) and the second event port: tied off.
+	// Terminate yet) and the second completion port (every completion
+	// comes through card_stat): tied off.
 	for _, f := range []string{"term_layer", "term_type", "term_code"} {
 		cqIn["s_cpl0_"+f] = C(cq.Port("s_cpl0_"+f).W, 0)
 	}

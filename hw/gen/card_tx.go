@@ -165,6 +165,17 @@ func CardTx(width int) (*Module, error) {
 	rrSrcSTag := m.Input("s_rreq_src_stag", 32, "Data Source STag (checked again, remote read, before each piece is read)")
 	rrSrcTO := m.Input("s_rreq_src_to", 64, "Data Source TO")
 	rrDDP := m.Input("s_rreq_hdr", 8*untaggedHdr, "the Read Request's DDP header (kept for the Terminate of a revoked source; no Terminate is sent yet)")
+	tmValid := m.Input("s_term_valid", 1, "a receive-side error (card_rx m_rxterm): the QP goes to error (as QP_CMD ERROR, taken when no command of card_regs or lost record is offered and the event slot is free), TERM_SENT is raised, and its Terminate is sent at the QP's next turn")
+	tmReady := m.Output("s_term_ready", 1, "")
+	tmQPN := m.Input("s_term_qpn", QB, "")
+	tmCause := m.Input("s_term_cause", 16, "the Terminate's Layer (15:12), EType (11:8), Error Code (7:0)")
+	tmHdr := m.Input("s_term_hdr", 8*untaggedHdr, "the offending segment's DDP header, byte 0 in bits 7:0")
+	tmSegLen := m.Input("s_term_seglen", 16, "the offending segment's length")
+	tmRDMA := m.Input("s_term_rdma", 8*cardTxReadReqBytes, "a Read Request's RDMAP header, byte 0 in bits 7:0 (copied when the cause asks for it)")
+	evValid := m.Output("m_ev_valid", 1, "TERM_SENT (card_cq's second event port): a record of s_term put its QP in error")
+	evReady := m.Input("m_ev_ready", 1, "")
+	evQPN := m.Output("m_ev_qpn", QB, "OBJ: the QP")
+	evCause := m.Output("m_ev_cause", 16, "TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0)")
 	rdoValid := m.Output("m_rreq_done_valid", 1, "a Read Request is answered (its last Read Response segment is on the ring) or dropped (its QP is in error): card_rx's IRD entry is free")
 	rdoReady := m.Input("m_rreq_done_ready", 1, "")
 	rdoQPN := m.Output("m_rreq_done_qpn", QB, "")
@@ -180,6 +191,7 @@ func CardTx(width int) (*Module, error) {
 	cplLen := m.Output("m_cpl_byte_len", 32, "CQE BYTE_LEN")
 	cplSQCI := m.Output("m_cpl_sq_ci", 16, "the QP's SQ_CI after this WQE (status record)")
 	cplTXSPI := m.Output("m_cpl_txs_pi", 32, "the QP's TXS_PI after this WQE's FPDUs (status record)")
+	cplTerm := m.Output("m_cpl_term", 1, "the record is a Terminate's (no CQE): the QP is in ERROR and its transmit stream closed")
 	haltOut := m.Output("stat_halt", 1, "sticky: a WQE this increment does not serve, or a DMA read error, stopped a QP")
 	haltQPN := m.Output("stat_halt_qpn", QB, "the last QP stopped so")
 	dmaErrOut := m.Output("stat_dma_err", 1, "sticky: a DMA of card_tx got an error response")
@@ -231,23 +243,46 @@ func CardTx(width int) (*Module, error) {
 	// RX_LOST (card_stat's m_end with lost) is served as an ERROR command
 	// of the QP when no command of card_regs is offered; once its state
 	// read has started it keeps the command port until it is taken.
+	// A Terminate record (s_term) is served so too, when neither is.
 	lostSel := m.RegDecl("lost_sel", 1, "the lost record is the command whose state was read")
-	selL := m.WireOf("cmd_sel_lost", Or(lostSel, And(endValid, endLost, Not(qpValidIn))), "the command is the lost record's ERROR")
-	qpValid := m.WireOf("cmd_valid", Or(selL, qpValidIn), "")
-	qpOp := m.WireOf("cmd_op", Sel(selL, C(4, 3), qpOpIn), "")
-	qpNum := m.WireOf("cmd_num", Sel(selL, endQPN, qpNumIn), "")
+	termSel := m.RegDecl("term_sel", 1, "the Terminate record is the command whose state was read")
+	evV := m.RegDecl("term_ev_v", 1, "a TERM_SENT event waits to be taken")
+	lostOffer := m.WireOf("cmd_lost_offer", And(endValid, endLost, Not(qpValidIn)), "")
+	selL := m.WireOf("cmd_sel_lost", Or(lostSel, And(lostOffer, Not(termSel))), "the command is the lost record's ERROR")
+	selT := m.WireOf("cmd_sel_term", Or(termSel, And(tmValid, Not(qpValidIn), Not(And(endValid, endLost)), Not(lostSel), Not(evV))), "the command is the Terminate record's ERROR")
+	qpValid := m.WireOf("cmd_valid", Or(selL, selT, qpValidIn), "")
+	tmRecv := m.Wire("term_of_recv", 1, "the Terminate record is of a Terminate received: taken without effect")
+	qpOp := m.WireOf("cmd_op", Sel(Or(selL, And(selT, Not(tmRecv))), C(4, 3), Sel(selT, C(4, 0), qpOpIn)), "")
+	qpNum := m.WireOf("cmd_num", Sel(selL, endQPN, Sel(selT, tmQPN, qpNumIn)), "")
 	isCreate := m.WireOf("cmd_is_create", Eq(qpOp, C(4, 1)), "")
 	cmdRd := m.RegDecl("cmd_rd", 1, "the QP's state for a command other than CREATE was read last cycle")
-	m.Assign(qpReady, And(Not(selL), Not(dbv), sIdle, Or(isCreate, cmdRd)))
+	m.Assign(qpReady, And(Not(selL), Not(selT), Not(dbv), sIdle, Or(isCreate, cmdRd)))
 	cmdGo := m.WireOf("cmd_go", And(qpValid, Not(dbv), sIdle, Or(isCreate, cmdRd)), "a QP command is taken")
 	cmdRdNext := m.WireOf("cmd_rd_next", And(qpValid, Not(dbv), sIdle, Not(isCreate), Not(cmdRd)), "")
 	m.Drive(cmdRd, big.NewInt(0), cmdRdNext, nil)
 	m.Drive(lostSel, big.NewInt(0), And(selL, cmdRdNext), nil)
+	m.Drive(termSel, big.NewInt(0), And(selT, cmdRdNext), nil)
+	m.Assign(tmReady, And(selT, cmdGo))
 	create := m.WireOf("cmd_create", And(cmdGo, isCreate), "")
 	ctxRdAddr := m.Wire("ctx_rd_addr", QB, "")
 	cur := m.RegDecl("cur_qp", QB, "the QP the engine serves")
 	protErr := m.Wire("prot_err", 1, "an lkey check failed: the engine puts its QP in error")
 	qpSt := qpStates(m, cmdGo, qpOp, qpNum, ctxRdAddr, protErr, cur)
+	// A Terminate record that finds its QP live: TERM_SENT now, the
+	// Terminate at the QP's next turn (a record for a QP already in error
+	// is dropped, as the model's terminate is).
+	// A record of a Terminate received (an untagged QN 2 segment) is
+	// taken without effect (op 0): a Terminate is never answered with one
+	// (the model's TERM_RECV path is not built here).
+	m.Assign(tmRecv, And(Not(Bit(tmHdr, 7)), Eq(Cat(Bits(tmHdr, 55, 48), Bits(tmHdr, 63, 56), Bits(tmHdr, 71, 64), Bits(tmHdr, 79, 72)), C(32, 2))))
+	termNew := m.WireOf("term_new", And(selT, cmdGo, qpSt.toErr), "a Terminate record puts its QP in error")
+	m.Drive(evV, big.NewInt(0), Or(termNew, And(evV, Not(evReady))), nil)
+	m.Assign(evValid, evV)
+	m.Assign(evQPN, m.Reg("term_ev_qpn", QB, big.NewInt(0), tmQPN, termNew, ""))
+	m.Assign(evCause, m.Reg("term_ev_cause", 16, big.NewInt(0), tmCause, termNew, ""))
+	const termRecW = 16 + 16 + 8*untaggedHdr + 8*cardTxReadReqBytes
+	termRd := m.Mem("term", termRecW, CardTxQPs, termNew, qpNum, Cat(tmRDMA, tmHdr, tmSegLen, tmCause), nil, ctxRdAddr,
+		"the Terminate each QP has to send: {RDMAP header, DDP header, segment length, cause}")
 
 	// Static context, written by CREATE.
 	const ctxW = 58 + 5 + 52 + 5 + 16 + 3 + QB + 5 + 32
@@ -299,6 +334,13 @@ func CardTx(width int) (*Module, error) {
 	set1h := dec("qset", fPushQP)
 	m.Drive(queued, big.NewInt(0), Or(And(queued, Not(And(clr1h, Rep(sPop, CardTxQPs)))), And(set1h, Rep(fPush, CardTxQPs))), nil)
 	isQueued := func(name string, q Expr) Expr { return RedOr(And(queued, dec(name, q))) }
+	termPend := m.RegDecl("term_pend", CardTxQPs, "the QP has a Terminate to send")
+	termSent := m.Wire("term_sent", 1, "the engine wrote its QP's Terminate back")
+	curHot := dec("qcur", cur)
+	tset1h := dec("qterm", qpNum)
+	m.Drive(termPend, big.NewInt(0), Or(And(termPend, Not(And(curHot, Rep(termSent, CardTxQPs))), Not(And(tset1h, Rep(create, CardTxQPs)))),
+		And(tset1h, Rep(termNew, CardTxQPs))), nil)
+	termPendCur := m.WireOf("term_pend_cur", RedOr(And(termPend, curHot)), "the engine's QP has a Terminate to send")
 	m.Assign(ctxRdAddr, popped)
 	m.Drive(cur, nil, popped, sPop)
 
@@ -483,7 +525,7 @@ func CardTx(width int) (*Module, error) {
 	doRfl := m.WireOf("ret_flush_go", And(sDecide, live, Not(doWalk), Ne(cOrq, C(5, 0)), Eq(pend, C(5, 0)), Ne(flNow, C(5, 0))), "flush the oldest outstanding Read (the stream ended)")
 	doRet := m.WireOf("ret_go", Or(doRetOK, doRfl), "complete the oldest outstanding Read")
 	rrPend := m.WireOf("rreq_pending", Ne(cRR, cRRUsed), "Read Request records of the QP to answer (or, in error, to drop)")
-	doFlush := m.WireOf("flush_go", And(sDecide, inErr, Not(rrPend), Ne(cSQCI, cPI)), "flush the WQE at SQ_CI (the QP is in error)")
+	doFlush := m.WireOf("flush_go", And(sDecide, inErr, Not(termPendCur), Not(rrPend), Ne(cSQCI, cPI)), "flush the WQE at SQ_CI (the QP is in error)")
 	canStart := m.WireOf("ord_room", Lt(cOrq, cOrd), "a Read can start within ORD")
 	used := m.WireOf("ring_used", Sub(fOff, cCI), "")
 	size32 := m.WireOf("ring_size", Add(Cat(C(8, 0), cTXMask), C(32, 1)), "")
@@ -499,10 +541,27 @@ func CardTx(width int) (*Module, error) {
 	}
 	// Read Requests are answered ahead of the QP's next WQE (the card
 	// model's txStep); a QP in error drops them, giving IRD back.
-	doRsp := m.WireOf("rsp_go", And(sDecide, rrPend, Or(inErr, And(live, Not(doRet), Not(doWalk), room))), "answer (drop) the QP's oldest Read Request")
+	// A QP put in error by a Terminate record sends its Terminate first
+	// (the model's errorStep), then drops and flushes.
+	doTerm := m.WireOf("term_go", And(sDecide, inErr, termPendCur), "send the QP's Terminate")
+	doRsp := m.WireOf("rsp_go", And(sDecide, rrPend, Not(doTerm), Or(inErr, And(live, Not(doRet), Not(doWalk), room))), "answer (drop) the QP's oldest Read Request")
 	goWQE := m.WireOf("wqe_go", And(sDecide, live, Not(doRet), Not(doWalk), Not(rrPend), hasWork, room), "a WQE starts")
-	goAny := m.WireOf("fetch_go", Or(goWQE, doRet, doWalk, doFlush, doRsp), "a WQE's first block is fetched, or a Read Response starts")
-	goMsg := m.WireOf("msg_go", Or(goWQE, doRsp), "a message starts")
+	goAny := m.WireOf("fetch_go", Or(goWQE, doRet, doWalk, doFlush, doRsp, doTerm), "a WQE's first block is fetched, or a Read Response or Terminate starts")
+	goMsg := m.WireOf("msg_go", Or(goWQE, doRsp, doTerm), "a message starts")
+	tm := m.Reg("term_mode", 1, big.NewInt(0), doTerm, goAny, "the engine sends its QP's Terminate (a stand-in header: no WQE)")
+	m.Assign(termSent, And(sWB, tm))
+	// The record read with the context (txCtx), kept for the turn.
+	cTerm := m.Reg("cur_term", termRd.W, nil, termRd, sCtx, "the QP's Terminate record")
+	tCause := m.WireOf("cur_term_cause", Bits(cTerm, 15, 0), "")
+	tSegLen := m.WireOf("cur_term_seglen", Bits(cTerm, 31, 16), "")
+	tHdr := m.WireOf("cur_term_hdr", Bits(cTerm, 32+8*untaggedHdr-1, 32), "")
+	tRDMA := m.WireOf("cur_term_rdma", Bits(cTerm, termRd.W-1, 32+8*untaggedHdr), "")
+	tPayE, tLenE := terminatePayload(m, tCause, tHdr, tSegLen, tRDMA)
+	tPay := m.WireOf("term_payload", tPayE, "the Terminate's DDP payload, byte 0 in bits 7:0")
+	tLen := m.WireOf("term_len", tLenE, "its length")
+	// The stand-in WQE header: opcode 0xFF (none of the served ones), not
+	// inline, unsignaled, BBS 0: the Terminate moves neither SQ_CI nor an MSN.
+	termHdr := C(256, 0xFF)
 	rsp := m.Reg("rsp_mode", 1, big.NewInt(0), doRsp, goAny, "the engine answers a Read Request")
 	rspDrop := m.Reg("rsp_drop", 1, big.NewInt(0), And(doRsp, inErr), goAny, "... of a QP in error: it is dropped")
 	ret := m.Reg("ret_mode", 1, big.NewInt(0), doRet, goAny, "the block fetched is an outstanding Read's, to complete it")
@@ -583,7 +642,7 @@ func CardTx(width int) (*Module, error) {
 			hk := m.WireOf(fmt.Sprintf("hdr_w%d", k), And(bValid, Eq(wj, C(NBW, uint64(k)))), "")
 			hparts = append(hparts, Sel(hk, bData, Bits(hdr, W*k+W-1, W*k)))
 		}
-		m.Drive(hdr, nil, Sel(sRspLd, rspHdr, Cat(hparts...)), nil)
+		m.Drive(hdr, nil, Sel(sRspLd, rspHdr, Sel(doTerm, termHdr, Cat(hparts...))), nil)
 		bufWrEn = And(bValid, Not(Lt(wj, C(NBW, uint64(hdrBeats)))))
 		wa := m.WireOf("buf_wa_full", Sub(wj, C(NBW, uint64(hdrBeats))), "")
 		bufWrAddr = Bits(wa, bufAW-1, 0)
@@ -594,7 +653,7 @@ func CardTx(width int) (*Module, error) {
 		// of beat k and the lower half of beat k+1; the last word is written
 		// in txFlush from the upper half alone.
 		prev := m.Reg("wb_prev_hi", 256, nil, Bits(bData, 511, 256), bValid, "the upper half of the previous beat")
-		m.Drive(hdr, nil, Sel(sRspLd, rspHdr, Bits(bData, 255, 0)), Or(sRspLd, And(bValid, Eq(wj, C(NBW, 0)))))
+		m.Drive(hdr, nil, Sel(sRspLd, rspHdr, Sel(doTerm, termHdr, Bits(bData, 255, 0))), Or(sRspLd, doTerm, And(bValid, Eq(wj, C(NBW, 0)))))
 		bufWrEn = Or(And(bValid, Ne(wj, C(NBW, 0))), sFlush)
 		wa := m.WireOf("buf_wa_full", Sub(wj, C(NBW, 1)), "")
 		bufWrAddr = Bits(wa, bufAW-1, 0)
@@ -622,7 +681,7 @@ func CardTx(width int) (*Module, error) {
 	served := m.WireOf("wqe_served", And(Or(And(opServed, Sel(hInline, lenOK, gatherOK)), readOK), bbsOK, Not(wErr)), "this increment serves the WQE")
 	// Payload words come from the WQE buffer (inline bytes, a Read
 	// Request's header), else from the gather.
-	fromBuf := m.WireOf("pay_from_buf", Or(hInline, opRead), "")
+	fromBuf := m.WireOf("pay_from_buf", Or(hInline, opRead, tm), "")
 	// A fenced WQE waits while Reads are outstanding, a Read while ORD
 	// are (RFC 5040 §7; the card model's blocked); any other WQE starts,
 	// and its completion waits for the Reads before it (the walk). The
@@ -650,7 +709,7 @@ func CardTx(width int) (*Module, error) {
 	m.Drive(fLeft, nil, Sel(goAny, Sel(usePush, C(4, 0), C(4, 1)), Sel(sHdr, Sub(bbs, C(4, 1)), Sub(fLeft, fN))), Or(goAny, sHdr, rdGo))
 
 	// --- payload words to ddp_tx ---
-	pLen := m.WireOf("pay_len", Sel(opRead, C(16, cardTxReadReqBytes), hLen), "payload bytes into ddp_tx: inline bytes, or a Read Request's header")
+	pLen := m.WireOf("pay_len", Sel(tm, tLen, Sel(opRead, C(16, cardTxReadReqBytes), hLen)), "payload bytes into ddp_tx: inline bytes, a Read Request's header or a Terminate's")
 	payFull := m.WireOf("pay_words_full", Add(Cat(C(1, 0), pLen), C(17, uint64(L-1))), "")
 	nWords := m.WireOf("pay_words", Bits(payFull, 16, LB), "payload words: ceil(len / lanes)")
 	unused = append(unused, Bits(payFull, LB-1, 0))
@@ -663,8 +722,9 @@ func CardTx(width int) (*Module, error) {
 	issue := m.Wire("feed_issue", 1, "read the next payload word")
 	fLastRd := m.Reg("feed_last_rd", 1, nil, lastWord, issue, "the word being read is the message's last")
 	rrHdr := m.WireOf("rr_hdr", readRequestHeader(sgeKey, sgeAddr, sgeLen, hRKey, hRAddr), "the Read Request header, byte 0 in bits 7:0")
-	rrWord := m.Reg("rr_word", W, nil, payloadWord(m, "rr_word_sel", rrHdr, fq, W), issue, "the Read Request header's word being fed")
-	fqq := ShiftQueue(m, "fq", cardTxFeedDepth, []string{"data", "last"}, []int{W, 1}, fInflight, []Expr{Sel(opRead, rrWord, bufRd), fLastRd}, fqPop)
+	rrWord := m.Reg("rr_word", W, nil, Sel(tm, payloadWord(m, "term_word_sel", tPay, fq, W), payloadWord(m, "rr_word_sel", rrHdr, fq, W)), issue,
+		"the Read Request or Terminate header's word being fed")
+	fqq := ShiftQueue(m, "fq", cardTxFeedDepth, []string{"data", "last"}, []int{W, 1}, fInflight, []Expr{Sel(Or(opRead, tm), rrWord, bufRd), fLastRd}, fqPop)
 	cw := fqq.Count.W
 	m.Assign(issue, And(sFeed, fromBuf, Lt(zext(fq, 17-LB), nWords), Lt(Add(zext(fqq.Count, 3), zext(fInflight, 3)), C(3, cardTxFeedDepth))))
 	m.Drive(fq, nil, Sel(goAny, C(FQW, 0), incr(fq)), Or(goAny, issue))
@@ -724,7 +784,7 @@ func CardTx(width int) (*Module, error) {
 	feedEnd := m.WireOf("feed_end", And(sFeed, Or(descDone, descGo), Or(payDone, pLastGo, noPay)), "")
 
 	rv := Cat(C(1, 0), Not(cRev0))
-	opLo := Sel(rsp, C(4, 2), Sel(opWrite, C(4, 0), Sel(opRead, C(4, 1), Add(Sel(opSendInv, C(4, 4), C(4, 3)), Sel(hSolicited, C(4, 2), C(4, 0))))))
+	opLo := Sel(tm, C(4, 7), Sel(rsp, C(4, 2), Sel(opWrite, C(4, 0), Sel(opRead, C(4, 1), Add(Sel(opSendInv, C(4, 4), C(4, 3)), Sel(hSolicited, C(4, 2), C(4, 0)))))))
 	dStag := Sel(opWrite, hRKey, Sel(opSendInv, hInv, C(32, 0)))
 
 	// ddp_tx -> mpa_tx, with each FPDU's wire length and the ring records.
@@ -865,8 +925,8 @@ func CardTx(width int) (*Module, error) {
 	doneTag := m.Wire("wr_done_tag", wrCfg.TagBits, "")
 	doneErr := m.Wire("wr_done_err", 1, "")
 	cqPop := m.Wire("cq_pop", addrWidth(CardTxCplDepth+1), "")
-	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi", "noring", "flush", "prot", "rrd"}
-	cplW := []int{1, QB, QB, 64, 3, 32, 16, 32, 1, 1, 1, 1}
+	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi", "noring", "flush", "prot", "rrd", "term"}
+	cplW := []int{1, QB, QB, 64, 3, 32, 16, 32, 1, 1, 1, 1, 1}
 	// A WQE retires (SQ_CI moves past it) when it is sent, unless it is a
 	// Read: that retires when its Read done is taken (ret_mode).
 	// A WQE sent while a Read is outstanding (or a walk is pending) does
@@ -883,7 +943,7 @@ func CardTx(width int) (*Module, error) {
 	// signaled or not; BYTE_LEN 0) with no ring writes to wait for, and
 	// puts its QP in error: the WQEs after it are flushed (the model's
 	// localError).
-	prot := m.WireOf("prot", And(ga.fault, Not(retFl), Not(rsp)), "the WQE failed its lkey check")
+	prot := m.WireOf("prot", And(ga.fault, Not(retFl), Not(rsp), Not(tm)), "the WQE failed its lkey check")
 	// Behind an outstanding Read it gives no record: the QP's flush
 	// completes it with WR_FLUSH_ERR (the card model: LOC_PROT_ERR after
 	// the Reads' flushes; not matched yet).
@@ -893,11 +953,11 @@ func CardTx(width int) (*Module, error) {
 	// A Read Response whose source fails its check puts the QP in error
 	// with no completion of its own (the card model's ReadSourceRevoked
 	// Terminate is not sent yet) and gives its IRD entry back.
-	rspFault := m.WireOf("rsp_fault", And(ga.fault, rsp), "a Read Response's source failed its remote-read check")
+	rspFault := m.WireOf("rsp_fault", And(ga.fault, rsp, Not(tm)), "a Read Response's source failed its remote-read check")
 	m.Assign(protErr, And(sWB, Or(prot, rspFault)))
 	cq := ShiftQueue(m, "cq", CardTxCplDepth, cplF, cplW, And(sWB, Not(noRec)),
 		[]Expr{Or(flushErr, prot, rfl, And(hSignaled, retires)), cCQ, cur, hWRID, wcOp, Sel(Or(flushErr, prot, rfl), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, fOff,
-			Or(retFl, prot, And(rsp, Or(rspDrop, rspFault))), Or(flushErr, rfl), prot, rsp}, cqPop)
+			Or(retFl, prot, And(rsp, Or(rspDrop, rspFault))), Or(flushErr, rfl), prot, rsp, tm}, cqPop)
 	ccw := cq.Count.W
 	m.Assign(cplRoom, Lt(cq.Count, C(ccw, CardTxCplDepth)))
 	dn := m.RegDecl("cpl_written", 4, "WQEs whose ring writes are done, not yet out")
@@ -928,11 +988,12 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(cplLen, m.Reg("cpl_len_q", 32, big.NewInt(0), h[5], cOut, ""))
 	m.Assign(cplSQCI, m.Reg("cpl_sq_ci_q", 16, big.NewInt(0), h[6], cOut, ""))
 	m.Assign(cplTXSPI, m.Reg("cpl_txs_pi_q", 32, big.NewInt(0), h[7], cOut, ""))
+	m.Assign(cplTerm, m.Reg("cpl_term_q", 1, big.NewInt(0), h[12], cOut, ""))
 	dmaErr := Or(And(doneV, doneErr), And(rdValid, rdErr))
 	m.Assign(dmaErrOut, m.Reg("dma_err_q", 1, big.NewInt(0), C(1, 1), dmaErr, ""))
 
 	// --- write-back, requeue, state machine ---
-	isSend := m.WireOf("op_is_send", Not(Or(opWrite, opRead, retFl, prot)), "a Send that was sent takes an MSN")
+	isSend := m.WireOf("op_is_send", Not(Or(opWrite, opRead, retFl, prot, tm)), "a Send that was sent takes an MSN")
 	started := m.WireOf("read_started", And(opRead, Not(retFl)), "a Read Request went out")
 	// A flush moves the first block not started along with SQ_CI once it
 	// has passed the WQEs that were started.
@@ -956,7 +1017,7 @@ func CardTx(width int) (*Module, error) {
 	next := Sel(sIdle, Sel(pop, C(4, txPop), C(4, txIdle)),
 		Sel(sPop, C(4, txCtx),
 			Sel(sCtx, C(4, txDecide),
-				Sel(sDecide, Sel(doRsp, C(4, txRsp), Sel(goAny, C(4, txFirst), C(4, txIdle))),
+				Sel(sDecide, Sel(doTerm, C(4, txFeed), Sel(doRsp, C(4, txRsp), Sel(goAny, C(4, txFirst), C(4, txIdle)))),
 					Sel(sFirst, Sel(firstDone, C(4, txHdr), C(4, txFirst)),
 						Sel(sHdr, Sel(Or(halt, waitRd), C(4, txIdle), Sel(And(retFl, Not(sentFull)), C(4, txWB), Sel(oneBB, feedNext, C(4, txFetch)))),
 							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(4, txRest), C(4, txFetch)),
@@ -983,7 +1044,7 @@ func CardTx(width int) (*Module, error) {
 	m.Instantiate("u_ddp", ddp, Conn{"clk", clk}, Conn{"rst", rst},
 		Conn{"s_desc_valid", descV}, Conn{"s_desc_ready", descReady}, Conn{"s_desc_tagged", opWrite},
 		Conn{"s_desc_rdmap", Cat(rv, C(2, 0), opLo)}, Conn{"s_desc_dv", rv}, Conn{"s_desc_stag", dStag},
-		Conn{"s_desc_to", hRAddr}, Conn{"s_desc_qn", zext(opRead, 32)}, Conn{"s_desc_msn", Sel(opRead, cRMSN, cMSN)},
+		Conn{"s_desc_to", hRAddr}, Conn{"s_desc_qn", Sel(tm, C(32, 2), zext(opRead, 32))}, Conn{"s_desc_msn", Sel(tm, C(32, 1), Sel(opRead, cRMSN, cMSN))},
 		Conn{"s_desc_len", msgLen}, Conn{"s_desc_mulpdu", cMULPDU}, Conn{"s_desc_user", C(16, 0)},
 		Conn{"s_axis_tdata", Sel(fromBuf, fqq.Fields[0][0], ga.outData)}, Conn{"s_axis_tvalid", pValid}, Conn{"s_axis_tready", pReady},
 		Conn{"s_axis_tlast", pLast},

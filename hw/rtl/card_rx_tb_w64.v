@@ -80,6 +80,7 @@ module card_rx_tb_w64 (
     output wire [15:0]    m_rxterm_cause,
     output wire [143:0]   m_rxterm_hdr,
     output wire [15:0]    m_rxterm_seglen,
+    output wire [223:0]   m_rxterm_rdma,
     output wire [5:0]     m_axi_rq_arid,
     output wire [63:0]    m_axi_rq_araddr,
     output wire [7:0]     m_axi_rq_arlen,
@@ -238,6 +239,7 @@ module card_rx_tb_w64 (
     wire [15:0]    rx_m_rxterm_cause;
     wire [143:0]   rx_m_rxterm_hdr;
     wire [15:0]    rx_m_rxterm_seglen;
+    wire [223:0]   rx_m_rxterm_rdma;
     wire [5:0]     rx_m_axi_rq_arid;
     wire [63:0]    rx_m_axi_rq_araddr;
     wire [7:0]     rx_m_axi_rq_arlen;
@@ -327,6 +329,7 @@ module card_rx_tb_w64 (
     assign m_rxterm_cause = rx_m_rxterm_cause;
     assign m_rxterm_hdr = rx_m_rxterm_hdr;
     assign m_rxterm_seglen = rx_m_rxterm_seglen;
+    assign m_rxterm_rdma = rx_m_rxterm_rdma;
     assign m_axi_rq_arid = rx_m_axi_rq_arid;
     assign m_axi_rq_araddr = rx_m_axi_rq_araddr;
     assign m_axi_rq_arlen = rx_m_axi_rq_arlen;
@@ -481,6 +484,7 @@ module card_rx_tb_w64 (
         .m_rxterm_cause(rx_m_rxterm_cause),
         .m_rxterm_hdr(rx_m_rxterm_hdr),
         .m_rxterm_seglen(rx_m_rxterm_seglen),
+        .m_rxterm_rdma(rx_m_rxterm_rdma),
         .m_axi_rq_arid(rx_m_axi_rq_arid),
         .m_axi_rq_araddr(rx_m_axi_rq_araddr),
         .m_axi_rq_arlen(rx_m_axi_rq_arlen),

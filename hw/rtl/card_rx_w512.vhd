@@ -126,12 +126,13 @@ entity card_rx_w512 is
         m_cpl_term_type : out std_logic_vector(3 downto 0);
         m_cpl_term_code : out std_logic_vector(7 downto 0);
         m_cpl_rq_ci : out std_logic_vector(15 downto 0); -- the QP's RQ_CI past the completed WQE (its status record)
-        m_rxterm_valid : out std_logic;      -- an untagged segment failed a receive check: the QP's receive path stops (provisional record; the Terminate, event and flush are not built yet)
+        m_rxterm_valid : out std_logic;      -- an untagged segment failed a receive check: the QP's receive path stops and its RQ is flushed; card_tx sends the Terminate (s_term)
         m_rxterm_ready : in  std_logic;
         m_rxterm_qp : out std_logic_vector(9 downto 0);
         m_rxterm_cause : out std_logic_vector(15 downto 0); -- Layer (15:12), EType (11:8), Error Code (7:0)
         m_rxterm_hdr : out std_logic_vector(143 downto 0); -- the segment's DDP header, byte 0 in bits 7:0
         m_rxterm_seglen : out std_logic_vector(15 downto 0); -- the segment's length
+        m_rxterm_rdma : out std_logic_vector(223 downto 0); -- a Read Request's RDMAP header (byte 0 in bits 7:0; meaningful for a Read Request only)
         m_axi_rq_arid : out std_logic_vector(5 downto 0); -- RQ WQE reads: always 0 (one burst in flight)
         m_axi_rq_araddr : out std_logic_vector(63 downto 0);
         m_axi_rq_arlen : out std_logic_vector(7 downto 0); -- one 64-byte basic block
@@ -382,6 +383,9 @@ architecture rtl of card_rx_w512 is
     signal snd_next : std_logic_vector(4 downto 0);
     signal snd_beat : std_logic_vector(12 downto 0) := "0000000000000"; -- index of the next s_host beat in its ULPDU
     signal fl_lost : std_logic;              -- STREAM.RX_LOST: the QP goes to error
+    signal fl_fail_host : std_logic;         -- the host puts a QP in error this cycle
+    signal fl_term_push : std_logic;         -- a QP whose Terminate record was taken joins the flush queue
+    signal fl_term_qp : std_logic_vector(9 downto 0);
     signal fl_fail : std_logic;              -- a QP goes to error this cycle
     signal fl_fail_qp : std_logic_vector(9 downto 0);
     signal snd_db_rqpi : std_logic;          -- an RQ_PI doorbell
@@ -401,6 +405,7 @@ architecture rtl of card_rx_w512 is
     signal flq1_push : std_logic;
     signal flq2_push : std_logic;
     signal flq3_push : std_logic;
+    signal fl_term_busy : std_logic;         -- the flush queue is pushed or read otherwise, or nearly full
     signal fl : std_logic := '0';            -- the engine is flushing the QP's RQ (not serving a segment)
     signal snd_hdr : std_logic_vector(143 downto 0); -- the segment's DDP/RDMAP header, byte 0 in bits 7:0
     signal snd_pop : std_logic;              -- an s_host beat is taken
@@ -587,6 +592,9 @@ architecture rtl of card_rx_w512 is
     signal rxterm_qpq : std_logic_vector(9 downto 0);
     signal rxterm_hdrq : std_logic_vector(143 downto 0);
     signal rxterm_lenq : std_logic_vector(15 downto 0);
+    signal rxterm_rdmaq : std_logic_vector(223 downto 0);
+    signal rxterm_fl_pend : std_logic := '0'; -- a taken record's QP waits to join the flush queue
+    signal rxterm_fl_qp : std_logic_vector(9 downto 0);
     signal snd_seg_end : std_logic := '0';   -- the segment's last beat is taken
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
     type queued_t is array (0 to 1023) of std_logic_vector(1 downto 0);
@@ -860,8 +868,9 @@ begin
     m_err_offset <= err_off and std_logic_vector'(31 downto 0 => err_v);
     m_axi_rq_rready <= '1';
     fl_lost <= (db_take and b2l(s_db_kind = "101")) and s_db_value(1);
-    fl_fail <= cmd_error or fl_lost;
-    fl_fail_qp <= mux(cmd_error, qp_num_qpn(9 downto 0), s_db_index);
+    fl_fail_host <= cmd_error or fl_lost;
+    fl_fail <= fl_fail_host or fl_term_push;
+    fl_fail_qp <= mux(cmd_error, qp_num_qpn(9 downto 0), mux(fl_lost, s_db_index, fl_term_qp));
     snd_db_rqpi <= db_take and b2l(s_db_kind = "010");
     fl_push_db <= fl_dbq and rq_err_db_rd(0);
     fl_push <= fl_fail or fl_push_db;
@@ -870,6 +879,7 @@ begin
     flq1_push <= fl_push and b2l(flq_wpos = "001");
     flq2_push <= fl_push and b2l(flq_wpos = "010");
     flq3_push <= fl_push and b2l(flq_wpos = "011");
+    fl_term_busy <= (((fl_fail_host or cmd_create) or fl_dbq) or snd_db_rqpi) or (not b2l(unsigned(flq_count) < unsigned'("011")));
     fl_room <= (not fl_dbq) and b2l(unsigned(flq_count) < unsigned'("100"));
     fl_pop <= (b2l(snd_state = "00000") and (or flq_count)) and b2l(snd_beat = "0000000000000");
     s_host_tready <= snd_pop;
@@ -1104,6 +1114,9 @@ begin
     m_rxterm_cause <= rxterm_cause and std_logic_vector'(15 downto 0 => rxterm_v);
     m_rxterm_hdr <= rxterm_hdrq and std_logic_vector'(143 downto 0 => rxterm_v);
     m_rxterm_seglen <= rxterm_lenq and std_logic_vector'(15 downto 0 => rxterm_v);
+    m_rxterm_rdma <= rxterm_rdmaq and std_logic_vector'(223 downto 0 => rxterm_v);
+    fl_term_push <= rxterm_fl_pend and (not fl_term_busy);
+    fl_term_qp <= rxterm_fl_qp;
     snd_st_wr <= (b2l(snd_state = "01111") or b2l(snd_state = "10001")) or b2l(snd_state = "11000");
     snd_st_data <= mux(b2l(snd_state = "01111"), std_logic_vector'(
         mux(snd_lflag, std_logic_vector(unsigned(snd_msn) + unsigned'(x"00000001")), snd_msn) &
@@ -2217,6 +2230,35 @@ begin
         if rising_edge(clk) then
             if rxterm_set = '1' then
                 rxterm_lenq <= snd_len;
+            end if;
+        end if;
+    end process;
+
+    rxterm_rdmaq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rxterm_set = '1' then
+                rxterm_rdmaq <= rr_body;
+            end if;
+        end if;
+    end process;
+
+    rxterm_fl_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (rxterm_v and m_rxterm_ready) = '1' then
+                rxterm_fl_qp <= rxterm_qpq;
+            end if;
+        end if;
+    end process;
+
+    rxterm_fl_pend_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rxterm_fl_pend <= '0';
+            else
+                rxterm_fl_pend <= (rxterm_v and m_rxterm_ready) or (rxterm_fl_pend and (not fl_term_push));
             end if;
         end if;
     end process;

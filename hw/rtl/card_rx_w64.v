@@ -124,12 +124,13 @@ module card_rx_w64 (
     output wire [3:0]     m_cpl_term_type,
     output wire [7:0]     m_cpl_term_code,
     output wire [15:0]    m_cpl_rq_ci,       // the QP's RQ_CI past the completed WQE (its status record)
-    output wire           m_rxterm_valid,    // an untagged segment failed a receive check: the QP's receive path stops (provisional record; the Terminate, event and flush are not built yet)
+    output wire           m_rxterm_valid,    // an untagged segment failed a receive check: the QP's receive path stops and its RQ is flushed; card_tx sends the Terminate (s_term)
     input  wire           m_rxterm_ready,
     output wire [9:0]     m_rxterm_qp,
     output wire [15:0]    m_rxterm_cause,    // Layer (15:12), EType (11:8), Error Code (7:0)
     output wire [143:0]   m_rxterm_hdr,      // the segment's DDP header, byte 0 in bits 7:0
     output wire [15:0]    m_rxterm_seglen,   // the segment's length
+    output wire [223:0]   m_rxterm_rdma,     // a Read Request's RDMAP header (byte 0 in bits 7:0; meaningful for a Read Request only)
     output wire [5:0]     m_axi_rq_arid,     // RQ WQE reads: always 0 (one burst in flight)
     output wire [63:0]    m_axi_rq_araddr,
     output wire [7:0]     m_axi_rq_arlen,    // one 64-byte basic block
@@ -348,6 +349,9 @@ module card_rx_w64 (
     wire [4:0]     snd_next;
     reg  [12:0]    snd_beat;                 // index of the next s_host beat in its ULPDU
     wire           fl_lost;                  // STREAM.RX_LOST: the QP goes to error
+    wire           fl_fail_host;             // the host puts a QP in error this cycle
+    wire           fl_term_push;             // a QP whose Terminate record was taken joins the flush queue
+    wire [9:0]     fl_term_qp;
     wire           fl_fail;                  // a QP goes to error this cycle
     wire [9:0]     fl_fail_qp;
     wire           snd_db_rqpi;              // an RQ_PI doorbell
@@ -367,6 +371,7 @@ module card_rx_w64 (
     wire           flq1_push;
     wire           flq2_push;
     wire           flq3_push;
+    wire           fl_term_busy;             // the flush queue is pushed or read otherwise, or nearly full
     reg            fl;                       // the engine is flushing the QP's RQ (not serving a segment)
     reg  [143:0]   snd_hdr;                  // the segment's DDP/RDMAP header, byte 0 in bits 7:0
     wire           snd_pop;                  // an s_host beat is taken
@@ -547,6 +552,9 @@ module card_rx_w64 (
     reg  [9:0]     rxterm_qpq;
     reg  [143:0]   rxterm_hdrq;
     reg  [15:0]    rxterm_lenq;
+    reg  [223:0]   rxterm_rdmaq;
+    reg            rxterm_fl_pend;           // a taken record's QP waits to join the flush queue
+    reg  [9:0]     rxterm_fl_qp;
     reg            snd_seg_end;              // the segment's last beat is taken
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
     reg  [1:0] queued [0:1023];              // bit 0 per QP: on the work FIFO
@@ -738,8 +746,9 @@ module card_rx_w64 (
     assign m_err_offset = err_off & {32{err_v}};
     assign m_axi_rq_rready = 1'h1;
     assign fl_lost = (db_take & (s_db_kind == 3'h5)) & s_db_value[1];
-    assign fl_fail = cmd_error | fl_lost;
-    assign fl_fail_qp = cmd_error ? qp_num_qpn[9:0] : s_db_index;
+    assign fl_fail_host = cmd_error | fl_lost;
+    assign fl_fail = fl_fail_host | fl_term_push;
+    assign fl_fail_qp = cmd_error ? qp_num_qpn[9:0] : (fl_lost ? s_db_index : fl_term_qp);
     assign snd_db_rqpi = db_take & (s_db_kind == 3'h2);
     assign fl_push_db = fl_dbq & rq_err_db_rd[0];
     assign fl_push = fl_fail | fl_push_db;
@@ -748,6 +757,7 @@ module card_rx_w64 (
     assign flq1_push = fl_push & (flq_wpos == 3'h1);
     assign flq2_push = fl_push & (flq_wpos == 3'h2);
     assign flq3_push = fl_push & (flq_wpos == 3'h3);
+    assign fl_term_busy = (((fl_fail_host | cmd_create) | fl_dbq) | snd_db_rqpi) | ~(flq_count < 3'h3);
     assign fl_room = ~fl_dbq & (flq_count < 3'h4);
     assign fl_pop = ((snd_state == 5'h00) & |flq_count) & (snd_beat == 13'h0000);
     assign s_host_tready = snd_pop;
@@ -939,6 +949,9 @@ module card_rx_w64 (
     assign m_rxterm_cause = rxterm_cause & {16{rxterm_v}};
     assign m_rxterm_hdr = rxterm_hdrq & {144{rxterm_v}};
     assign m_rxterm_seglen = rxterm_lenq & {16{rxterm_v}};
+    assign m_rxterm_rdma = rxterm_rdmaq & {224{rxterm_v}};
+    assign fl_term_push = rxterm_fl_pend & ~fl_term_busy;
+    assign fl_term_qp = rxterm_fl_qp;
     assign snd_st_wr = ((snd_state == 5'h0f) | (snd_state == 5'h11)) | (snd_state == 5'h18);
     assign snd_st_data = (snd_state == 5'h0f) ? {
         snd_lflag ? (snd_msn + 32'h00000001) : snd_msn,
@@ -1692,6 +1705,26 @@ module card_rx_w64 (
     always @(posedge clk) begin
         if (rxterm_set) begin
             rxterm_lenq <= snd_len;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rxterm_set) begin
+            rxterm_rdmaq <= rr_body;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rxterm_v & m_rxterm_ready) begin
+            rxterm_fl_qp <= rxterm_qpq;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rxterm_fl_pend <= 1'h0;
+        end else begin
+            rxterm_fl_pend <= (rxterm_v & m_rxterm_ready) | (rxterm_fl_pend & ~fl_term_push);
         end
     end
 

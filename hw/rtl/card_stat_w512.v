@@ -76,6 +76,7 @@ module card_stat_w512 (
     input  wire [7:0]     s_tx_opcode,
     input  wire [7:0]     s_tx_status,
     input  wire [31:0]    s_tx_byte_len,
+    input  wire           s_tx_term,         // the record is card_tx's Terminate: a live QP goes to ERROR with TX_CLOSED (card_tx raised TERM_SENT; no QP_ERROR)
     input  wire           s_rx_valid,        // card_rx's RXS_CI (m_ci)
     output wire           s_rx_ready,
     input  wire [9:0]     s_rx_qpn,
@@ -154,6 +155,7 @@ module card_stat_w512 (
     reg  [3:0]     op_kind;
     reg  [31:0]    op_v1;                    // TXS_PI, RXS_CI or the doorbell's value
     reg  [15:0]    op_sq_ci;                 // SQ_CI or RQ_CI
+    reg            op_term;                  // the transmit record is a Terminate's
     reg  [166:0]   op_cpl;                   // the completion to pass on, the top bit: has one
     wire           req_take;                 // dma_wr took the request
     wire           data_done;                // dma_wr took the last beat
@@ -176,6 +178,7 @@ module card_stat_w512 (
     wire           op_live;                  // ERROR acts: the QP is in RTS, CLOSING or CLOSED
     wire           op_lost;                  // STREAM.RX_LOST: QP_ERROR LLP_LOST
     wire           op_to_error;
+    wire           op_term_error;            // card_tx sent the QP's Terminate: ERROR with TX_CLOSED, no event
     wire           op_freed;                 // DESTROY acts
     wire [31:0]    new_txs_pi;
     wire [31:0]    new_txs_ci;
@@ -290,6 +293,7 @@ module card_stat_w512 (
     assign op_live = (old_state != 4'h0) & (old_state != 4'h4);
     assign op_lost = ((op_kind == 4'h4) & op_v1[1]) & op_live;
     assign op_to_error = ((op_kind == 4'h5) & op_live) | op_lost;
+    assign op_term_error = ((op_kind == 4'h1) & op_term) & op_live;
     assign op_freed = (op_kind == 4'h6) & ((old_state == 4'h3) | (old_state == 4'h4));
     assign new_txs_pi = (op_kind == 4'h0) ? 32'h00000000 : ((op_kind == 4'h1) ? op_v1 : old_txs_pi);
     assign new_txs_ci = (op_kind == 4'h0) ? 32'h00000000 : ((op_kind == 4'h3) ? op_v1 : old_txs_ci);
@@ -302,7 +306,7 @@ module card_stat_w512 (
     assign new_rx_fin = ~(op_kind == 4'h0) & (old_rx_fin | ((op_kind == 4'h4) & op_v1[0]));
     assign op_stream_end = ((((((((op_kind == 4'h4) | (op_kind == 4'h2)) | (op_kind == 4'hb)) & new_rx_fin) & ~old_rx_ended) & (new_rxs_ci == new_rxs_pi)) & (old_state != 4'h0)) & (old_state != 4'h4)) & ~op_lost;
     assign new_sq_ci = (op_kind == 4'h0) ? 16'h0000 : ((op_kind == 4'h1) ? op_sq_ci : old_sq_ci);
-    assign op_closing = ((op_kind == 4'h8) & (old_state == 4'h1)) | ((op_kind == 4'h1) & (old_state == 4'h2));
+    assign op_closing = ((op_kind == 4'h8) & (old_state == 4'h1)) | (((op_kind == 4'h1) & ~op_term) & (old_state == 4'h2));
     assign op_closed = op_closing & (new_sq_ci == new_sq_pi);
     assign ctx_wr_data = {
         ~(op_kind == 4'h0) & (old_rx_ended | op_stream_end),
@@ -310,11 +314,11 @@ module card_stat_w512 (
         new_rxs_pi,
         new_sq_pi,
         (op_kind == 4'h0) ? 16'h0000 : ((op_kind == 4'h7) ? op_sq_ci : old_rq_ci),
-        (~(op_kind == 4'h0) & ~op_freed) & ((old_tx_closed | op_to_error) | op_closed),
+        (~(op_kind == 4'h0) & ~op_freed) & (((old_tx_closed | op_to_error) | op_term_error) | op_closed),
         arm_rx & ~(ev_rx_space & ~op_stream_end),
         arm_tx & ~(ev_tx_data & ~((op_closed | op_to_error) | op_stream_end)),
         new_txs_ci,
-        (op_kind == 4'h0) ? 4'h1 : (op_to_error ? 4'h4 : (op_freed ? 4'h0 : (op_closed ? 4'h3 : (op_closing ? 4'h2 : old_state)))),
+        (op_kind == 4'h0) ? 4'h1 : ((op_to_error | op_term_error) ? 4'h4 : (op_freed ? 4'h0 : (op_closed ? 4'h3 : (op_closing ? 4'h2 : old_state)))),
         new_sq_ci,
         new_rxs_ci,
         new_txs_pi
@@ -420,6 +424,12 @@ module card_stat_w512 (
     always @(posedge clk) begin
         if (take) begin
             op_sq_ci <= take_tx ? s_tx_sq_ci : s_rc_rq_ci;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (take) begin
+            op_term <= take_tx & s_tx_term;
         end
     end
 

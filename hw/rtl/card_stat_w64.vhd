@@ -78,6 +78,7 @@ entity card_stat_w64 is
         s_tx_opcode : in  std_logic_vector(7 downto 0);
         s_tx_status : in  std_logic_vector(7 downto 0);
         s_tx_byte_len : in  std_logic_vector(31 downto 0);
+        s_tx_term : in  std_logic;           -- the record is card_tx's Terminate: a live QP goes to ERROR with TX_CLOSED (card_tx raised TERM_SENT; no QP_ERROR)
         s_rx_valid : in  std_logic;          -- card_rx's RXS_CI (m_ci)
         s_rx_ready : out std_logic;
         s_rx_qpn : in  std_logic_vector(9 downto 0);
@@ -176,6 +177,7 @@ architecture rtl of card_stat_w64 is
     signal op_kind : std_logic_vector(3 downto 0);
     signal op_v1 : std_logic_vector(31 downto 0); -- TXS_PI, RXS_CI or the doorbell's value
     signal op_sq_ci : std_logic_vector(15 downto 0); -- SQ_CI or RQ_CI
+    signal op_term : std_logic;              -- the transmit record is a Terminate's
     signal op_cpl : std_logic_vector(166 downto 0); -- the completion to pass on, the top bit: has one
     signal req_take : std_logic;             -- dma_wr took the request
     signal data_done : std_logic;            -- dma_wr took the last beat
@@ -198,6 +200,7 @@ architecture rtl of card_stat_w64 is
     signal op_live : std_logic;              -- ERROR acts: the QP is in RTS, CLOSING or CLOSED
     signal op_lost : std_logic;              -- STREAM.RX_LOST: QP_ERROR LLP_LOST
     signal op_to_error : std_logic;
+    signal op_term_error : std_logic;        -- card_tx sent the QP's Terminate: ERROR with TX_CLOSED, no event
     signal op_freed : std_logic;             -- DESTROY acts
     signal new_txs_pi : std_logic_vector(31 downto 0);
     signal new_txs_ci : std_logic_vector(31 downto 0);
@@ -313,6 +316,7 @@ begin
     op_live <= b2l(old_state /= x"0") and b2l(old_state /= x"4");
     op_lost <= (b2l(op_kind = x"4") and op_v1(1)) and op_live;
     op_to_error <= (b2l(op_kind = x"5") and op_live) or op_lost;
+    op_term_error <= (b2l(op_kind = x"1") and op_term) and op_live;
     op_freed <= b2l(op_kind = x"6") and (b2l(old_state = x"3") or b2l(old_state = x"4"));
     new_txs_pi <= mux(b2l(op_kind = x"0"), x"00000000", mux(b2l(op_kind = x"1"), op_v1, old_txs_pi));
     new_txs_ci <= mux(b2l(op_kind = x"0"), x"00000000", mux(b2l(op_kind = x"3"), op_v1, old_txs_ci));
@@ -325,7 +329,7 @@ begin
     new_rx_fin <= (not b2l(op_kind = x"0")) and (old_rx_fin or (b2l(op_kind = x"4") and op_v1(0)));
     op_stream_end <= (((((((b2l(op_kind = x"4") or b2l(op_kind = x"2")) or b2l(op_kind = x"b")) and new_rx_fin) and (not old_rx_ended)) and b2l(new_rxs_ci = new_rxs_pi)) and b2l(old_state /= x"0")) and b2l(old_state /= x"4")) and (not op_lost);
     new_sq_ci <= mux(b2l(op_kind = x"0"), x"0000", mux(b2l(op_kind = x"1"), op_sq_ci, old_sq_ci));
-    op_closing <= (b2l(op_kind = x"8") and b2l(old_state = x"1")) or (b2l(op_kind = x"1") and b2l(old_state = x"2"));
+    op_closing <= (b2l(op_kind = x"8") and b2l(old_state = x"1")) or ((b2l(op_kind = x"1") and (not op_term)) and b2l(old_state = x"2"));
     op_closed <= op_closing and b2l(new_sq_ci = new_sq_pi);
     ctx_wr_data <= std_logic_vector'(
         ((not b2l(op_kind = x"0")) and (old_rx_ended or op_stream_end)) &
@@ -333,11 +337,11 @@ begin
         new_rxs_pi &
         new_sq_pi &
         mux(b2l(op_kind = x"0"), x"0000", mux(b2l(op_kind = x"7"), op_sq_ci, old_rq_ci)) &
-        (((not b2l(op_kind = x"0")) and (not op_freed)) and ((old_tx_closed or op_to_error) or op_closed)) &
+        (((not b2l(op_kind = x"0")) and (not op_freed)) and (((old_tx_closed or op_to_error) or op_term_error) or op_closed)) &
         (arm_rx and (not (ev_rx_space and (not op_stream_end)))) &
         (arm_tx and (not (ev_tx_data and (not ((op_closed or op_to_error) or op_stream_end))))) &
         new_txs_ci &
-        mux(b2l(op_kind = x"0"), x"1", mux(op_to_error, x"4", mux(op_freed, x"0", mux(op_closed, x"3", mux(op_closing, x"2", old_state))))) &
+        mux(b2l(op_kind = x"0"), x"1", mux(op_to_error or op_term_error, x"4", mux(op_freed, x"0", mux(op_closed, x"3", mux(op_closing, x"2", old_state))))) &
         new_sq_ci &
         new_rxs_ci &
         new_txs_pi
@@ -465,6 +469,15 @@ begin
         if rising_edge(clk) then
             if take = '1' then
                 op_sq_ci <= mux(take_tx, s_tx_sq_ci, s_rc_rq_ci);
+            end if;
+        end if;
+    end process;
+
+    op_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if take = '1' then
+                op_term <= take_tx and s_tx_term;
             end if;
         end if;
     end process;

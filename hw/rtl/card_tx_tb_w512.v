@@ -56,6 +56,17 @@ module card_tx_tb_w512 (
     input  wire [31:0]    s_rreq_src_stag,
     input  wire [63:0]    s_rreq_src_to,
     input  wire [143:0]   s_rreq_hdr,
+    input  wire           s_term_valid,
+    output wire           s_term_ready,
+    input  wire [9:0]     s_term_qpn,
+    input  wire [15:0]    s_term_cause,
+    input  wire [143:0]   s_term_hdr,
+    input  wire [15:0]    s_term_seglen,
+    input  wire [223:0]   s_term_rdma,
+    output wire           m_ev_valid,
+    input  wire           m_ev_ready,
+    output wire [9:0]     m_ev_qpn,
+    output wire [15:0]    m_ev_cause,
     output wire           m_rreq_done_valid,
     input  wire           m_rreq_done_ready,
     output wire [9:0]     m_rreq_done_qpn,
@@ -70,6 +81,7 @@ module card_tx_tb_w512 (
     output wire [31:0]    m_cpl_byte_len,
     output wire [15:0]    m_cpl_sq_ci,
     output wire [31:0]    m_cpl_txs_pi,
+    output wire           m_cpl_term,
     output wire           stat_halt,
     output wire [9:0]     stat_halt_qpn,
     output wire           stat_dma_err,
@@ -183,6 +195,10 @@ module card_tx_tb_w512 (
     wire           tx_s_rdone_ready;
     wire           tx_s_end_ready;
     wire           tx_s_rreq_ready;
+    wire           tx_s_term_ready;
+    wire           tx_m_ev_valid;
+    wire [9:0]     tx_m_ev_qpn;
+    wire [15:0]    tx_m_ev_cause;
     wire           tx_m_rreq_done_valid;
     wire [9:0]     tx_m_rreq_done_qpn;
     wire           tx_m_cpl_valid;
@@ -195,6 +211,7 @@ module card_tx_tb_w512 (
     wire [31:0]    tx_m_cpl_byte_len;
     wire [15:0]    tx_m_cpl_sq_ci;
     wire [31:0]    tx_m_cpl_txs_pi;
+    wire           tx_m_cpl_term;
     wire           tx_stat_halt;
     wire [9:0]     tx_stat_halt_qpn;
     wire           tx_stat_dma_err;
@@ -257,6 +274,10 @@ module card_tx_tb_w512 (
     assign s_rdone_ready = tx_s_rdone_ready;
     assign s_end_ready = tx_s_end_ready;
     assign s_rreq_ready = tx_s_rreq_ready;
+    assign s_term_ready = tx_s_term_ready;
+    assign m_ev_valid = tx_m_ev_valid;
+    assign m_ev_qpn = tx_m_ev_qpn;
+    assign m_ev_cause = tx_m_ev_cause;
     assign m_rreq_done_valid = tx_m_rreq_done_valid;
     assign m_rreq_done_qpn = tx_m_rreq_done_qpn;
     assign m_cpl_valid = tx_m_cpl_valid;
@@ -269,6 +290,7 @@ module card_tx_tb_w512 (
     assign m_cpl_byte_len = tx_m_cpl_byte_len;
     assign m_cpl_sq_ci = tx_m_cpl_sq_ci;
     assign m_cpl_txs_pi = tx_m_cpl_txs_pi;
+    assign m_cpl_term = tx_m_cpl_term;
     assign stat_halt = tx_stat_halt;
     assign stat_halt_qpn = tx_stat_halt_qpn;
     assign stat_dma_err = tx_stat_dma_err;
@@ -370,6 +392,17 @@ module card_tx_tb_w512 (
         .s_rreq_src_stag(s_rreq_src_stag),
         .s_rreq_src_to(s_rreq_src_to),
         .s_rreq_hdr(s_rreq_hdr),
+        .s_term_valid(s_term_valid),
+        .s_term_ready(tx_s_term_ready),
+        .s_term_qpn(s_term_qpn),
+        .s_term_cause(s_term_cause),
+        .s_term_hdr(s_term_hdr),
+        .s_term_seglen(s_term_seglen),
+        .s_term_rdma(s_term_rdma),
+        .m_ev_valid(tx_m_ev_valid),
+        .m_ev_ready(m_ev_ready),
+        .m_ev_qpn(tx_m_ev_qpn),
+        .m_ev_cause(tx_m_ev_cause),
         .m_rreq_done_valid(tx_m_rreq_done_valid),
         .m_rreq_done_ready(m_rreq_done_ready),
         .m_rreq_done_qpn(tx_m_rreq_done_qpn),
@@ -384,6 +417,7 @@ module card_tx_tb_w512 (
         .m_cpl_byte_len(tx_m_cpl_byte_len),
         .m_cpl_sq_ci(tx_m_cpl_sq_ci),
         .m_cpl_txs_pi(tx_m_cpl_txs_pi),
+        .m_cpl_term(tx_m_cpl_term),
         .stat_halt(tx_stat_halt),
         .stat_halt_qpn(tx_stat_halt_qpn),
         .stat_dma_err(tx_stat_dma_err),

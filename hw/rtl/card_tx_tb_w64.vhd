@@ -58,6 +58,17 @@ entity card_tx_tb_w64 is
         s_rreq_src_stag : in  std_logic_vector(31 downto 0);
         s_rreq_src_to : in  std_logic_vector(63 downto 0);
         s_rreq_hdr : in  std_logic_vector(143 downto 0);
+        s_term_valid : in  std_logic;
+        s_term_ready : out std_logic;
+        s_term_qpn : in  std_logic_vector(9 downto 0);
+        s_term_cause : in  std_logic_vector(15 downto 0);
+        s_term_hdr : in  std_logic_vector(143 downto 0);
+        s_term_seglen : in  std_logic_vector(15 downto 0);
+        s_term_rdma : in  std_logic_vector(223 downto 0);
+        m_ev_valid : out std_logic;
+        m_ev_ready : in  std_logic;
+        m_ev_qpn : out std_logic_vector(9 downto 0);
+        m_ev_cause : out std_logic_vector(15 downto 0);
         m_rreq_done_valid : out std_logic;
         m_rreq_done_ready : in  std_logic;
         m_rreq_done_qpn : out std_logic_vector(9 downto 0);
@@ -72,6 +83,7 @@ entity card_tx_tb_w64 is
         m_cpl_byte_len : out std_logic_vector(31 downto 0);
         m_cpl_sq_ci : out std_logic_vector(15 downto 0);
         m_cpl_txs_pi : out std_logic_vector(31 downto 0);
+        m_cpl_term : out std_logic;
         stat_halt : out std_logic;
         stat_halt_qpn : out std_logic_vector(9 downto 0);
         stat_dma_err : out std_logic;
@@ -187,6 +199,10 @@ architecture rtl of card_tx_tb_w64 is
     signal tx_s_rdone_ready : std_logic;
     signal tx_s_end_ready : std_logic;
     signal tx_s_rreq_ready : std_logic;
+    signal tx_s_term_ready : std_logic;
+    signal tx_m_ev_valid : std_logic;
+    signal tx_m_ev_qpn : std_logic_vector(9 downto 0);
+    signal tx_m_ev_cause : std_logic_vector(15 downto 0);
     signal tx_m_rreq_done_valid : std_logic;
     signal tx_m_rreq_done_qpn : std_logic_vector(9 downto 0);
     signal tx_m_cpl_valid : std_logic;
@@ -199,6 +215,7 @@ architecture rtl of card_tx_tb_w64 is
     signal tx_m_cpl_byte_len : std_logic_vector(31 downto 0);
     signal tx_m_cpl_sq_ci : std_logic_vector(15 downto 0);
     signal tx_m_cpl_txs_pi : std_logic_vector(31 downto 0);
+    signal tx_m_cpl_term : std_logic;
     signal tx_stat_halt : std_logic;
     signal tx_stat_halt_qpn : std_logic_vector(9 downto 0);
     signal tx_stat_dma_err : std_logic;
@@ -261,6 +278,10 @@ begin
     s_rdone_ready <= tx_s_rdone_ready;
     s_end_ready <= tx_s_end_ready;
     s_rreq_ready <= tx_s_rreq_ready;
+    s_term_ready <= tx_s_term_ready;
+    m_ev_valid <= tx_m_ev_valid;
+    m_ev_qpn <= tx_m_ev_qpn;
+    m_ev_cause <= tx_m_ev_cause;
     m_rreq_done_valid <= tx_m_rreq_done_valid;
     m_rreq_done_qpn <= tx_m_rreq_done_qpn;
     m_cpl_valid <= tx_m_cpl_valid;
@@ -273,6 +294,7 @@ begin
     m_cpl_byte_len <= tx_m_cpl_byte_len;
     m_cpl_sq_ci <= tx_m_cpl_sq_ci;
     m_cpl_txs_pi <= tx_m_cpl_txs_pi;
+    m_cpl_term <= tx_m_cpl_term;
     stat_halt <= tx_stat_halt;
     stat_halt_qpn <= tx_stat_halt_qpn;
     stat_dma_err <= tx_stat_dma_err;
@@ -375,6 +397,17 @@ begin
             s_rreq_src_stag => s_rreq_src_stag,
             s_rreq_src_to => s_rreq_src_to,
             s_rreq_hdr => s_rreq_hdr,
+            s_term_valid => s_term_valid,
+            s_term_ready => tx_s_term_ready,
+            s_term_qpn => s_term_qpn,
+            s_term_cause => s_term_cause,
+            s_term_hdr => s_term_hdr,
+            s_term_seglen => s_term_seglen,
+            s_term_rdma => s_term_rdma,
+            m_ev_valid => tx_m_ev_valid,
+            m_ev_ready => m_ev_ready,
+            m_ev_qpn => tx_m_ev_qpn,
+            m_ev_cause => tx_m_ev_cause,
             m_rreq_done_valid => tx_m_rreq_done_valid,
             m_rreq_done_ready => m_rreq_done_ready,
             m_rreq_done_qpn => tx_m_rreq_done_qpn,
@@ -389,6 +422,7 @@ begin
             m_cpl_byte_len => tx_m_cpl_byte_len,
             m_cpl_sq_ci => tx_m_cpl_sq_ci,
             m_cpl_txs_pi => tx_m_cpl_txs_pi,
+            m_cpl_term => tx_m_cpl_term,
             stat_halt => tx_stat_halt,
             stat_halt_qpn => tx_stat_halt_qpn,
             stat_dma_err => tx_stat_dma_err,

@@ -105,6 +105,17 @@ module card_tx_w512 (
     input  wire [31:0]    s_rreq_src_stag,   // Data Source STag (checked again, remote read, before each piece is read)
     input  wire [63:0]    s_rreq_src_to,     // Data Source TO
     input  wire [143:0]   s_rreq_hdr,        // the Read Request's DDP header (kept for the Terminate of a revoked source; no Terminate is sent yet)
+    input  wire           s_term_valid,      // a receive-side error (card_rx m_rxterm): the QP goes to error (as QP_CMD ERROR, taken when no command of card_regs or lost record is offered and the event slot is free), TERM_SENT is raised, and its Terminate is sent at the QP's next turn
+    output wire           s_term_ready,
+    input  wire [9:0]     s_term_qpn,
+    input  wire [15:0]    s_term_cause,      // the Terminate's Layer (15:12), EType (11:8), Error Code (7:0)
+    input  wire [143:0]   s_term_hdr,        // the offending segment's DDP header, byte 0 in bits 7:0
+    input  wire [15:0]    s_term_seglen,     // the offending segment's length
+    input  wire [223:0]   s_term_rdma,       // a Read Request's RDMAP header, byte 0 in bits 7:0 (copied when the cause asks for it)
+    output wire           m_ev_valid,        // TERM_SENT (card_cq's second event port): a record of s_term put its QP in error
+    input  wire           m_ev_ready,
+    output wire [9:0]     m_ev_qpn,          // OBJ: the QP
+    output wire [15:0]    m_ev_cause,        // TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0)
     output wire           m_rreq_done_valid, // a Read Request is answered (its last Read Response segment is on the ring) or dropped (its QP is in error): card_rx's IRD entry is free
     input  wire           m_rreq_done_ready,
     output wire [9:0]     m_rreq_done_qpn,
@@ -119,6 +130,7 @@ module card_tx_w512 (
     output wire [31:0]    m_cpl_byte_len,    // CQE BYTE_LEN
     output wire [15:0]    m_cpl_sq_ci,       // the QP's SQ_CI after this WQE (status record)
     output wire [31:0]    m_cpl_txs_pi,      // the QP's TXS_PI after this WQE's FPDUs (status record)
+    output wire           m_cpl_term,        // the record is a Terminate's (no CQE): the QP is in ERROR and its transmit stream closed
     output wire           stat_halt,         // sticky: a WQE this increment does not serve, or a DMA read error, stopped a QP
     output wire [9:0]     stat_halt_qpn,     // the last QP stopped so
     output wire           stat_dma_err,      // sticky: a DMA of card_tx got an error response
@@ -187,8 +199,13 @@ module card_tx_w512 (
     wire           in_state15;
     reg            db_v;                     // a doorbell is being served
     reg            lost_sel;                 // the lost record is the command whose state was read
+    reg            term_sel;                 // the Terminate record is the command whose state was read
+    reg            term_ev_v;                // a TERM_SENT event waits to be taken
+    wire           cmd_lost_offer;
     wire           cmd_sel_lost;             // the command is the lost record's ERROR
+    wire           cmd_sel_term;             // the command is the Terminate record's ERROR
     wire           cmd_valid;
+    wire           term_of_recv;             // the Terminate record is of a Terminate received: taken without effect
     wire [3:0]     cmd_op;
     wire [9:0]     cmd_num;
     wire           cmd_is_create;
@@ -205,6 +222,10 @@ module card_tx_w512 (
     reg  [1:0]     qp_state_c_rd;            // read data of qp_state_c
     reg  [1:0]     qp_state_e_rd;            // read data of qp_state_e
     wire           qp_to_error;              // ERROR on a live QP
+    wire           term_new;                 // a Terminate record puts its QP in error
+    reg  [9:0]     term_ev_qpn;
+    reg  [15:0]    term_ev_cause;
+    reg  [399:0]   term_rd;                  // read data of term
     reg  [185:0]   ctx_rd;                   // read data of ctx
     wire           dbs_wr_en;
     wire [9:0]     dbs_wr_addr;
@@ -227,6 +248,13 @@ module card_tx_w512 (
     wire [1023:0]  qclr_1h;
     wire [9:0]     qset_qp;
     wire [1023:0]  qset_1h;
+    reg  [1023:0]  term_pend;                // the QP has a Terminate to send
+    wire           term_sent;                // the engine wrote its QP's Terminate back
+    wire [9:0]     qcur_qp;
+    wire [1023:0]  qcur_1h;
+    wire [9:0]     qterm_qp;
+    wire [1023:0]  qterm_1h;
+    wire           term_pend_cur;            // the engine's QP has a Terminate to send
     reg            push0_v;
     reg  [9:0]     push0_qp;
     reg  [15:0]    push0_idx;                // its SQ index
@@ -458,10 +486,26 @@ module card_tx_w512 (
     wire           push2_hit;
     wire           push3_hit;
     wire           push_hit;                 // the WQE's first block was pushed
+    wire           term_go;                  // send the QP's Terminate
     wire           rsp_go;                   // answer (drop) the QP's oldest Read Request
     wire           wqe_go;                   // a WQE starts
-    wire           fetch_go;                 // a WQE's first block is fetched, or a Read Response starts
+    wire           fetch_go;                 // a WQE's first block is fetched, or a Read Response or Terminate starts
     wire           msg_go;                   // a message starts
+    reg            term_mode;                // the engine sends its QP's Terminate (a stand-in header: no WQE)
+    reg  [399:0]   cur_term;                 // the QP's Terminate record
+    wire [15:0]    cur_term_cause;
+    wire [15:0]    cur_term_seglen;
+    wire [143:0]   cur_term_hdr;
+    wire [223:0]   cur_term_rdma;
+    wire [7:0]     term_etype;               // layer and error type
+    wire           term_no_hdrs;             // a local catastrophic, MPA or version/opcode error: no header is copied
+    wire           term_md;                  // M and D: the segment length and the DDP header are copied
+    wire [3:0]     term_op;                  // the offending message's RDMAP opcode
+    wire           term_tagged;              // the offending segment is tagged (14-octet header)
+    wire           term_r;                   // R: a remote protection error of a Read Request or a Send with Invalidate
+    wire           term_r_bytes;             // the Read Request's header follows
+    wire [511:0]   term_payload;             // the Terminate's DDP payload, byte 0 in bits 7:0
+    wire [15:0]    term_len;                 // its length
     reg            rsp_mode;                 // the engine answers a Read Request
     reg            rsp_drop;                 // ... of a QP in error: it is dropped
     reg            ret_mode;                 // the block fetched is an outstanding Read's, to complete it
@@ -532,7 +576,7 @@ module card_tx_w512 (
     reg            halt_q;
     reg  [9:0]     halt_qpn_q;
     wire           one_bb;
-    wire [15:0]    pay_len;                  // payload bytes into ddp_tx: inline bytes, or a Read Request's header
+    wire [15:0]    pay_len;                  // payload bytes into ddp_tx: inline bytes, a Read Request's header or a Terminate's
     wire [16:0]    pay_words_full;
     wire [10:0]    pay_words;                // payload words: ceil(len / lanes)
     reg  [9:0]     feed_issued;              // payload words read
@@ -543,7 +587,7 @@ module card_tx_w512 (
     wire           feed_issue;               // read the next payload word
     reg            feed_last_rd;             // the word being read is the message's last
     wire [255:0]   rr_hdr;                   // the Read Request header, byte 0 in bits 7:0
-    reg  [511:0]   rr_word;                  // the Read Request header's word being fed
+    reg  [511:0]   rr_word;                  // the Read Request or Terminate header's word being fed
     reg  [1:0]     fq_count;                 // entries held in fq
     reg  [511:0]   fq0_data;
     reg            fq0_last;
@@ -815,6 +859,7 @@ module card_tx_w512 (
     reg            cq0_flush;
     reg            cq0_prot;
     reg            cq0_rrd;
+    reg            cq0_term;
     reg            cq1_cqe;
     reg  [9:0]     cq1_cq;
     reg  [9:0]     cq1_qpn;
@@ -827,6 +872,7 @@ module card_tx_w512 (
     reg            cq1_flush;
     reg            cq1_prot;
     reg            cq1_rrd;
+    reg            cq1_term;
     reg            cq2_cqe;
     reg  [9:0]     cq2_cq;
     reg  [9:0]     cq2_qpn;
@@ -839,6 +885,7 @@ module card_tx_w512 (
     reg            cq2_flush;
     reg            cq2_prot;
     reg            cq2_rrd;
+    reg            cq2_term;
     reg            cq3_cqe;
     reg  [9:0]     cq3_cq;
     reg  [9:0]     cq3_qpn;
@@ -851,6 +898,7 @@ module card_tx_w512 (
     reg            cq3_flush;
     reg            cq3_prot;
     reg            cq3_rrd;
+    reg            cq3_term;
     reg            cq4_cqe;
     reg  [9:0]     cq4_cq;
     reg  [9:0]     cq4_qpn;
@@ -863,6 +911,7 @@ module card_tx_w512 (
     reg            cq4_flush;
     reg            cq4_prot;
     reg            cq4_rrd;
+    reg            cq4_term;
     reg            cq5_cqe;
     reg  [9:0]     cq5_cq;
     reg  [9:0]     cq5_qpn;
@@ -875,6 +924,7 @@ module card_tx_w512 (
     reg            cq5_flush;
     reg            cq5_prot;
     reg            cq5_rrd;
+    reg            cq5_term;
     reg            cq6_cqe;
     reg  [9:0]     cq6_cq;
     reg  [9:0]     cq6_qpn;
@@ -887,6 +937,7 @@ module card_tx_w512 (
     reg            cq6_flush;
     reg            cq6_prot;
     reg            cq6_rrd;
+    reg            cq6_term;
     reg            cq7_cqe;
     reg  [9:0]     cq7_cq;
     reg  [9:0]     cq7_qpn;
@@ -899,6 +950,7 @@ module card_tx_w512 (
     reg            cq7_flush;
     reg            cq7_prot;
     reg            cq7_rrd;
+    reg            cq7_term;
     wire [3:0]     cq_wpos;                  // where a pushed entry goes
     wire           cq0_push;
     wire           cq1_push;
@@ -925,6 +977,7 @@ module card_tx_w512 (
     reg  [31:0]    cpl_len_q;
     reg  [15:0]    cpl_sq_ci_q;
     reg  [31:0]    cpl_txs_pi_q;
+    reg            cpl_term_q;
     reg            dma_err_q;
     wire           op_is_send;               // a Send that was sent takes an MSN
     wire           read_started;             // a Read Request went out
@@ -958,6 +1011,7 @@ module card_tx_w512 (
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
     reg  [1:0] qp_state_c [0:1023];          // QP state (0 none, 1 live, 2 error), read by the command path
     reg  [1:0] qp_state_e [0:1023];          // QP state, read by the engine
+    reg  [399:0] term [0:1023];              // the Terminate each QP has to send: {RDMAP header, DDP header, segment length, cause}
     reg  [185:0] ctx [0:1023];               // static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD, PD
     reg  [58:0] dbs_a [0:1023];              // doorbell state, read by the doorbell path
     reg  [58:0] dbs_e [0:1023];              // doorbell state, read by the engine
@@ -986,19 +1040,27 @@ module card_tx_w512 (
     assign in_state13 = eng_state == 4'hd;
     assign in_state14 = eng_state == 4'he;
     assign in_state15 = eng_state == 4'hf;
-    assign cmd_sel_lost = lost_sel | ((s_end_valid & s_end_lost) & ~s_qp_valid);
-    assign cmd_valid = cmd_sel_lost | s_qp_valid;
-    assign cmd_op = cmd_sel_lost ? 4'h3 : s_qp_op;
-    assign cmd_num = cmd_sel_lost ? s_end_qpn : s_qp_num;
+    assign cmd_lost_offer = (s_end_valid & s_end_lost) & ~s_qp_valid;
+    assign cmd_sel_lost = lost_sel | (cmd_lost_offer & ~term_sel);
+    assign cmd_sel_term = term_sel | ((((s_term_valid & ~s_qp_valid) & ~(s_end_valid & s_end_lost)) & ~lost_sel) & ~term_ev_v);
+    assign cmd_valid = (cmd_sel_lost | cmd_sel_term) | s_qp_valid;
+    assign cmd_op = (cmd_sel_lost | (cmd_sel_term & ~term_of_recv)) ? 4'h3 : (cmd_sel_term ? 4'h0 : s_qp_op);
+    assign cmd_num = cmd_sel_lost ? s_end_qpn : (cmd_sel_term ? s_term_qpn : s_qp_num);
     assign cmd_is_create = cmd_op == 4'h1;
-    assign s_qp_ready = ((~cmd_sel_lost & ~db_v) & in_state0) & (cmd_is_create | cmd_rd);
+    assign s_qp_ready = (((~cmd_sel_lost & ~cmd_sel_term) & ~db_v) & in_state0) & (cmd_is_create | cmd_rd);
     assign cmd_go = ((cmd_valid & ~db_v) & in_state0) & (cmd_is_create | cmd_rd);
     assign cmd_rd_next = (((cmd_valid & ~db_v) & in_state0) & ~cmd_is_create) & ~cmd_rd;
+    assign s_term_ready = cmd_sel_term & cmd_go;
     assign cmd_create = cmd_go & cmd_is_create;
     assign qp_state_wd = (prot_err | (cmd_op == 4'h3)) ? 2'h2 : ((cmd_op == 4'h1) ? 2'h1 : 2'h0);
     assign qp_state_wa = prot_err ? cur_qp : cmd_num;
     assign qp_to_error = (cmd_go & (cmd_op == 4'h3)) & (qp_state_c_rd == 2'h1);
     assign qp_state_we = ((prot_err | (cmd_go & (cmd_op == 4'h1))) | qp_to_error) | ((cmd_go & (cmd_op == 4'h4)) & (qp_state_c_rd == 2'h2));
+    assign term_of_recv = ~s_term_hdr[7] & ({s_term_hdr[55:48], s_term_hdr[63:56], s_term_hdr[71:64], s_term_hdr[79:72]} == 32'h00000002);
+    assign term_new = (cmd_sel_term & cmd_go) & qp_to_error;
+    assign m_ev_valid = term_ev_v;
+    assign m_ev_qpn = term_ev_qpn;
+    assign m_ev_cause = term_ev_cause;
     assign sched_empty = sched_head == sched_tail;
     assign sched_pop = ((in_state0 & ~sched_empty) & ~cmd_valid) & cpl_room;
     assign qclr_qp = sched_rd;
@@ -3055,6 +3117,2061 @@ module card_tx_w512 (
         qset_qp == 10'h001,
         qset_qp == 10'h000
     };
+    assign qcur_qp = cur_qp;
+    assign qcur_1h = {
+        qcur_qp == 10'h3ff,
+        qcur_qp == 10'h3fe,
+        qcur_qp == 10'h3fd,
+        qcur_qp == 10'h3fc,
+        qcur_qp == 10'h3fb,
+        qcur_qp == 10'h3fa,
+        qcur_qp == 10'h3f9,
+        qcur_qp == 10'h3f8,
+        qcur_qp == 10'h3f7,
+        qcur_qp == 10'h3f6,
+        qcur_qp == 10'h3f5,
+        qcur_qp == 10'h3f4,
+        qcur_qp == 10'h3f3,
+        qcur_qp == 10'h3f2,
+        qcur_qp == 10'h3f1,
+        qcur_qp == 10'h3f0,
+        qcur_qp == 10'h3ef,
+        qcur_qp == 10'h3ee,
+        qcur_qp == 10'h3ed,
+        qcur_qp == 10'h3ec,
+        qcur_qp == 10'h3eb,
+        qcur_qp == 10'h3ea,
+        qcur_qp == 10'h3e9,
+        qcur_qp == 10'h3e8,
+        qcur_qp == 10'h3e7,
+        qcur_qp == 10'h3e6,
+        qcur_qp == 10'h3e5,
+        qcur_qp == 10'h3e4,
+        qcur_qp == 10'h3e3,
+        qcur_qp == 10'h3e2,
+        qcur_qp == 10'h3e1,
+        qcur_qp == 10'h3e0,
+        qcur_qp == 10'h3df,
+        qcur_qp == 10'h3de,
+        qcur_qp == 10'h3dd,
+        qcur_qp == 10'h3dc,
+        qcur_qp == 10'h3db,
+        qcur_qp == 10'h3da,
+        qcur_qp == 10'h3d9,
+        qcur_qp == 10'h3d8,
+        qcur_qp == 10'h3d7,
+        qcur_qp == 10'h3d6,
+        qcur_qp == 10'h3d5,
+        qcur_qp == 10'h3d4,
+        qcur_qp == 10'h3d3,
+        qcur_qp == 10'h3d2,
+        qcur_qp == 10'h3d1,
+        qcur_qp == 10'h3d0,
+        qcur_qp == 10'h3cf,
+        qcur_qp == 10'h3ce,
+        qcur_qp == 10'h3cd,
+        qcur_qp == 10'h3cc,
+        qcur_qp == 10'h3cb,
+        qcur_qp == 10'h3ca,
+        qcur_qp == 10'h3c9,
+        qcur_qp == 10'h3c8,
+        qcur_qp == 10'h3c7,
+        qcur_qp == 10'h3c6,
+        qcur_qp == 10'h3c5,
+        qcur_qp == 10'h3c4,
+        qcur_qp == 10'h3c3,
+        qcur_qp == 10'h3c2,
+        qcur_qp == 10'h3c1,
+        qcur_qp == 10'h3c0,
+        qcur_qp == 10'h3bf,
+        qcur_qp == 10'h3be,
+        qcur_qp == 10'h3bd,
+        qcur_qp == 10'h3bc,
+        qcur_qp == 10'h3bb,
+        qcur_qp == 10'h3ba,
+        qcur_qp == 10'h3b9,
+        qcur_qp == 10'h3b8,
+        qcur_qp == 10'h3b7,
+        qcur_qp == 10'h3b6,
+        qcur_qp == 10'h3b5,
+        qcur_qp == 10'h3b4,
+        qcur_qp == 10'h3b3,
+        qcur_qp == 10'h3b2,
+        qcur_qp == 10'h3b1,
+        qcur_qp == 10'h3b0,
+        qcur_qp == 10'h3af,
+        qcur_qp == 10'h3ae,
+        qcur_qp == 10'h3ad,
+        qcur_qp == 10'h3ac,
+        qcur_qp == 10'h3ab,
+        qcur_qp == 10'h3aa,
+        qcur_qp == 10'h3a9,
+        qcur_qp == 10'h3a8,
+        qcur_qp == 10'h3a7,
+        qcur_qp == 10'h3a6,
+        qcur_qp == 10'h3a5,
+        qcur_qp == 10'h3a4,
+        qcur_qp == 10'h3a3,
+        qcur_qp == 10'h3a2,
+        qcur_qp == 10'h3a1,
+        qcur_qp == 10'h3a0,
+        qcur_qp == 10'h39f,
+        qcur_qp == 10'h39e,
+        qcur_qp == 10'h39d,
+        qcur_qp == 10'h39c,
+        qcur_qp == 10'h39b,
+        qcur_qp == 10'h39a,
+        qcur_qp == 10'h399,
+        qcur_qp == 10'h398,
+        qcur_qp == 10'h397,
+        qcur_qp == 10'h396,
+        qcur_qp == 10'h395,
+        qcur_qp == 10'h394,
+        qcur_qp == 10'h393,
+        qcur_qp == 10'h392,
+        qcur_qp == 10'h391,
+        qcur_qp == 10'h390,
+        qcur_qp == 10'h38f,
+        qcur_qp == 10'h38e,
+        qcur_qp == 10'h38d,
+        qcur_qp == 10'h38c,
+        qcur_qp == 10'h38b,
+        qcur_qp == 10'h38a,
+        qcur_qp == 10'h389,
+        qcur_qp == 10'h388,
+        qcur_qp == 10'h387,
+        qcur_qp == 10'h386,
+        qcur_qp == 10'h385,
+        qcur_qp == 10'h384,
+        qcur_qp == 10'h383,
+        qcur_qp == 10'h382,
+        qcur_qp == 10'h381,
+        qcur_qp == 10'h380,
+        qcur_qp == 10'h37f,
+        qcur_qp == 10'h37e,
+        qcur_qp == 10'h37d,
+        qcur_qp == 10'h37c,
+        qcur_qp == 10'h37b,
+        qcur_qp == 10'h37a,
+        qcur_qp == 10'h379,
+        qcur_qp == 10'h378,
+        qcur_qp == 10'h377,
+        qcur_qp == 10'h376,
+        qcur_qp == 10'h375,
+        qcur_qp == 10'h374,
+        qcur_qp == 10'h373,
+        qcur_qp == 10'h372,
+        qcur_qp == 10'h371,
+        qcur_qp == 10'h370,
+        qcur_qp == 10'h36f,
+        qcur_qp == 10'h36e,
+        qcur_qp == 10'h36d,
+        qcur_qp == 10'h36c,
+        qcur_qp == 10'h36b,
+        qcur_qp == 10'h36a,
+        qcur_qp == 10'h369,
+        qcur_qp == 10'h368,
+        qcur_qp == 10'h367,
+        qcur_qp == 10'h366,
+        qcur_qp == 10'h365,
+        qcur_qp == 10'h364,
+        qcur_qp == 10'h363,
+        qcur_qp == 10'h362,
+        qcur_qp == 10'h361,
+        qcur_qp == 10'h360,
+        qcur_qp == 10'h35f,
+        qcur_qp == 10'h35e,
+        qcur_qp == 10'h35d,
+        qcur_qp == 10'h35c,
+        qcur_qp == 10'h35b,
+        qcur_qp == 10'h35a,
+        qcur_qp == 10'h359,
+        qcur_qp == 10'h358,
+        qcur_qp == 10'h357,
+        qcur_qp == 10'h356,
+        qcur_qp == 10'h355,
+        qcur_qp == 10'h354,
+        qcur_qp == 10'h353,
+        qcur_qp == 10'h352,
+        qcur_qp == 10'h351,
+        qcur_qp == 10'h350,
+        qcur_qp == 10'h34f,
+        qcur_qp == 10'h34e,
+        qcur_qp == 10'h34d,
+        qcur_qp == 10'h34c,
+        qcur_qp == 10'h34b,
+        qcur_qp == 10'h34a,
+        qcur_qp == 10'h349,
+        qcur_qp == 10'h348,
+        qcur_qp == 10'h347,
+        qcur_qp == 10'h346,
+        qcur_qp == 10'h345,
+        qcur_qp == 10'h344,
+        qcur_qp == 10'h343,
+        qcur_qp == 10'h342,
+        qcur_qp == 10'h341,
+        qcur_qp == 10'h340,
+        qcur_qp == 10'h33f,
+        qcur_qp == 10'h33e,
+        qcur_qp == 10'h33d,
+        qcur_qp == 10'h33c,
+        qcur_qp == 10'h33b,
+        qcur_qp == 10'h33a,
+        qcur_qp == 10'h339,
+        qcur_qp == 10'h338,
+        qcur_qp == 10'h337,
+        qcur_qp == 10'h336,
+        qcur_qp == 10'h335,
+        qcur_qp == 10'h334,
+        qcur_qp == 10'h333,
+        qcur_qp == 10'h332,
+        qcur_qp == 10'h331,
+        qcur_qp == 10'h330,
+        qcur_qp == 10'h32f,
+        qcur_qp == 10'h32e,
+        qcur_qp == 10'h32d,
+        qcur_qp == 10'h32c,
+        qcur_qp == 10'h32b,
+        qcur_qp == 10'h32a,
+        qcur_qp == 10'h329,
+        qcur_qp == 10'h328,
+        qcur_qp == 10'h327,
+        qcur_qp == 10'h326,
+        qcur_qp == 10'h325,
+        qcur_qp == 10'h324,
+        qcur_qp == 10'h323,
+        qcur_qp == 10'h322,
+        qcur_qp == 10'h321,
+        qcur_qp == 10'h320,
+        qcur_qp == 10'h31f,
+        qcur_qp == 10'h31e,
+        qcur_qp == 10'h31d,
+        qcur_qp == 10'h31c,
+        qcur_qp == 10'h31b,
+        qcur_qp == 10'h31a,
+        qcur_qp == 10'h319,
+        qcur_qp == 10'h318,
+        qcur_qp == 10'h317,
+        qcur_qp == 10'h316,
+        qcur_qp == 10'h315,
+        qcur_qp == 10'h314,
+        qcur_qp == 10'h313,
+        qcur_qp == 10'h312,
+        qcur_qp == 10'h311,
+        qcur_qp == 10'h310,
+        qcur_qp == 10'h30f,
+        qcur_qp == 10'h30e,
+        qcur_qp == 10'h30d,
+        qcur_qp == 10'h30c,
+        qcur_qp == 10'h30b,
+        qcur_qp == 10'h30a,
+        qcur_qp == 10'h309,
+        qcur_qp == 10'h308,
+        qcur_qp == 10'h307,
+        qcur_qp == 10'h306,
+        qcur_qp == 10'h305,
+        qcur_qp == 10'h304,
+        qcur_qp == 10'h303,
+        qcur_qp == 10'h302,
+        qcur_qp == 10'h301,
+        qcur_qp == 10'h300,
+        qcur_qp == 10'h2ff,
+        qcur_qp == 10'h2fe,
+        qcur_qp == 10'h2fd,
+        qcur_qp == 10'h2fc,
+        qcur_qp == 10'h2fb,
+        qcur_qp == 10'h2fa,
+        qcur_qp == 10'h2f9,
+        qcur_qp == 10'h2f8,
+        qcur_qp == 10'h2f7,
+        qcur_qp == 10'h2f6,
+        qcur_qp == 10'h2f5,
+        qcur_qp == 10'h2f4,
+        qcur_qp == 10'h2f3,
+        qcur_qp == 10'h2f2,
+        qcur_qp == 10'h2f1,
+        qcur_qp == 10'h2f0,
+        qcur_qp == 10'h2ef,
+        qcur_qp == 10'h2ee,
+        qcur_qp == 10'h2ed,
+        qcur_qp == 10'h2ec,
+        qcur_qp == 10'h2eb,
+        qcur_qp == 10'h2ea,
+        qcur_qp == 10'h2e9,
+        qcur_qp == 10'h2e8,
+        qcur_qp == 10'h2e7,
+        qcur_qp == 10'h2e6,
+        qcur_qp == 10'h2e5,
+        qcur_qp == 10'h2e4,
+        qcur_qp == 10'h2e3,
+        qcur_qp == 10'h2e2,
+        qcur_qp == 10'h2e1,
+        qcur_qp == 10'h2e0,
+        qcur_qp == 10'h2df,
+        qcur_qp == 10'h2de,
+        qcur_qp == 10'h2dd,
+        qcur_qp == 10'h2dc,
+        qcur_qp == 10'h2db,
+        qcur_qp == 10'h2da,
+        qcur_qp == 10'h2d9,
+        qcur_qp == 10'h2d8,
+        qcur_qp == 10'h2d7,
+        qcur_qp == 10'h2d6,
+        qcur_qp == 10'h2d5,
+        qcur_qp == 10'h2d4,
+        qcur_qp == 10'h2d3,
+        qcur_qp == 10'h2d2,
+        qcur_qp == 10'h2d1,
+        qcur_qp == 10'h2d0,
+        qcur_qp == 10'h2cf,
+        qcur_qp == 10'h2ce,
+        qcur_qp == 10'h2cd,
+        qcur_qp == 10'h2cc,
+        qcur_qp == 10'h2cb,
+        qcur_qp == 10'h2ca,
+        qcur_qp == 10'h2c9,
+        qcur_qp == 10'h2c8,
+        qcur_qp == 10'h2c7,
+        qcur_qp == 10'h2c6,
+        qcur_qp == 10'h2c5,
+        qcur_qp == 10'h2c4,
+        qcur_qp == 10'h2c3,
+        qcur_qp == 10'h2c2,
+        qcur_qp == 10'h2c1,
+        qcur_qp == 10'h2c0,
+        qcur_qp == 10'h2bf,
+        qcur_qp == 10'h2be,
+        qcur_qp == 10'h2bd,
+        qcur_qp == 10'h2bc,
+        qcur_qp == 10'h2bb,
+        qcur_qp == 10'h2ba,
+        qcur_qp == 10'h2b9,
+        qcur_qp == 10'h2b8,
+        qcur_qp == 10'h2b7,
+        qcur_qp == 10'h2b6,
+        qcur_qp == 10'h2b5,
+        qcur_qp == 10'h2b4,
+        qcur_qp == 10'h2b3,
+        qcur_qp == 10'h2b2,
+        qcur_qp == 10'h2b1,
+        qcur_qp == 10'h2b0,
+        qcur_qp == 10'h2af,
+        qcur_qp == 10'h2ae,
+        qcur_qp == 10'h2ad,
+        qcur_qp == 10'h2ac,
+        qcur_qp == 10'h2ab,
+        qcur_qp == 10'h2aa,
+        qcur_qp == 10'h2a9,
+        qcur_qp == 10'h2a8,
+        qcur_qp == 10'h2a7,
+        qcur_qp == 10'h2a6,
+        qcur_qp == 10'h2a5,
+        qcur_qp == 10'h2a4,
+        qcur_qp == 10'h2a3,
+        qcur_qp == 10'h2a2,
+        qcur_qp == 10'h2a1,
+        qcur_qp == 10'h2a0,
+        qcur_qp == 10'h29f,
+        qcur_qp == 10'h29e,
+        qcur_qp == 10'h29d,
+        qcur_qp == 10'h29c,
+        qcur_qp == 10'h29b,
+        qcur_qp == 10'h29a,
+        qcur_qp == 10'h299,
+        qcur_qp == 10'h298,
+        qcur_qp == 10'h297,
+        qcur_qp == 10'h296,
+        qcur_qp == 10'h295,
+        qcur_qp == 10'h294,
+        qcur_qp == 10'h293,
+        qcur_qp == 10'h292,
+        qcur_qp == 10'h291,
+        qcur_qp == 10'h290,
+        qcur_qp == 10'h28f,
+        qcur_qp == 10'h28e,
+        qcur_qp == 10'h28d,
+        qcur_qp == 10'h28c,
+        qcur_qp == 10'h28b,
+        qcur_qp == 10'h28a,
+        qcur_qp == 10'h289,
+        qcur_qp == 10'h288,
+        qcur_qp == 10'h287,
+        qcur_qp == 10'h286,
+        qcur_qp == 10'h285,
+        qcur_qp == 10'h284,
+        qcur_qp == 10'h283,
+        qcur_qp == 10'h282,
+        qcur_qp == 10'h281,
+        qcur_qp == 10'h280,
+        qcur_qp == 10'h27f,
+        qcur_qp == 10'h27e,
+        qcur_qp == 10'h27d,
+        qcur_qp == 10'h27c,
+        qcur_qp == 10'h27b,
+        qcur_qp == 10'h27a,
+        qcur_qp == 10'h279,
+        qcur_qp == 10'h278,
+        qcur_qp == 10'h277,
+        qcur_qp == 10'h276,
+        qcur_qp == 10'h275,
+        qcur_qp == 10'h274,
+        qcur_qp == 10'h273,
+        qcur_qp == 10'h272,
+        qcur_qp == 10'h271,
+        qcur_qp == 10'h270,
+        qcur_qp == 10'h26f,
+        qcur_qp == 10'h26e,
+        qcur_qp == 10'h26d,
+        qcur_qp == 10'h26c,
+        qcur_qp == 10'h26b,
+        qcur_qp == 10'h26a,
+        qcur_qp == 10'h269,
+        qcur_qp == 10'h268,
+        qcur_qp == 10'h267,
+        qcur_qp == 10'h266,
+        qcur_qp == 10'h265,
+        qcur_qp == 10'h264,
+        qcur_qp == 10'h263,
+        qcur_qp == 10'h262,
+        qcur_qp == 10'h261,
+        qcur_qp == 10'h260,
+        qcur_qp == 10'h25f,
+        qcur_qp == 10'h25e,
+        qcur_qp == 10'h25d,
+        qcur_qp == 10'h25c,
+        qcur_qp == 10'h25b,
+        qcur_qp == 10'h25a,
+        qcur_qp == 10'h259,
+        qcur_qp == 10'h258,
+        qcur_qp == 10'h257,
+        qcur_qp == 10'h256,
+        qcur_qp == 10'h255,
+        qcur_qp == 10'h254,
+        qcur_qp == 10'h253,
+        qcur_qp == 10'h252,
+        qcur_qp == 10'h251,
+        qcur_qp == 10'h250,
+        qcur_qp == 10'h24f,
+        qcur_qp == 10'h24e,
+        qcur_qp == 10'h24d,
+        qcur_qp == 10'h24c,
+        qcur_qp == 10'h24b,
+        qcur_qp == 10'h24a,
+        qcur_qp == 10'h249,
+        qcur_qp == 10'h248,
+        qcur_qp == 10'h247,
+        qcur_qp == 10'h246,
+        qcur_qp == 10'h245,
+        qcur_qp == 10'h244,
+        qcur_qp == 10'h243,
+        qcur_qp == 10'h242,
+        qcur_qp == 10'h241,
+        qcur_qp == 10'h240,
+        qcur_qp == 10'h23f,
+        qcur_qp == 10'h23e,
+        qcur_qp == 10'h23d,
+        qcur_qp == 10'h23c,
+        qcur_qp == 10'h23b,
+        qcur_qp == 10'h23a,
+        qcur_qp == 10'h239,
+        qcur_qp == 10'h238,
+        qcur_qp == 10'h237,
+        qcur_qp == 10'h236,
+        qcur_qp == 10'h235,
+        qcur_qp == 10'h234,
+        qcur_qp == 10'h233,
+        qcur_qp == 10'h232,
+        qcur_qp == 10'h231,
+        qcur_qp == 10'h230,
+        qcur_qp == 10'h22f,
+        qcur_qp == 10'h22e,
+        qcur_qp == 10'h22d,
+        qcur_qp == 10'h22c,
+        qcur_qp == 10'h22b,
+        qcur_qp == 10'h22a,
+        qcur_qp == 10'h229,
+        qcur_qp == 10'h228,
+        qcur_qp == 10'h227,
+        qcur_qp == 10'h226,
+        qcur_qp == 10'h225,
+        qcur_qp == 10'h224,
+        qcur_qp == 10'h223,
+        qcur_qp == 10'h222,
+        qcur_qp == 10'h221,
+        qcur_qp == 10'h220,
+        qcur_qp == 10'h21f,
+        qcur_qp == 10'h21e,
+        qcur_qp == 10'h21d,
+        qcur_qp == 10'h21c,
+        qcur_qp == 10'h21b,
+        qcur_qp == 10'h21a,
+        qcur_qp == 10'h219,
+        qcur_qp == 10'h218,
+        qcur_qp == 10'h217,
+        qcur_qp == 10'h216,
+        qcur_qp == 10'h215,
+        qcur_qp == 10'h214,
+        qcur_qp == 10'h213,
+        qcur_qp == 10'h212,
+        qcur_qp == 10'h211,
+        qcur_qp == 10'h210,
+        qcur_qp == 10'h20f,
+        qcur_qp == 10'h20e,
+        qcur_qp == 10'h20d,
+        qcur_qp == 10'h20c,
+        qcur_qp == 10'h20b,
+        qcur_qp == 10'h20a,
+        qcur_qp == 10'h209,
+        qcur_qp == 10'h208,
+        qcur_qp == 10'h207,
+        qcur_qp == 10'h206,
+        qcur_qp == 10'h205,
+        qcur_qp == 10'h204,
+        qcur_qp == 10'h203,
+        qcur_qp == 10'h202,
+        qcur_qp == 10'h201,
+        qcur_qp == 10'h200,
+        qcur_qp == 10'h1ff,
+        qcur_qp == 10'h1fe,
+        qcur_qp == 10'h1fd,
+        qcur_qp == 10'h1fc,
+        qcur_qp == 10'h1fb,
+        qcur_qp == 10'h1fa,
+        qcur_qp == 10'h1f9,
+        qcur_qp == 10'h1f8,
+        qcur_qp == 10'h1f7,
+        qcur_qp == 10'h1f6,
+        qcur_qp == 10'h1f5,
+        qcur_qp == 10'h1f4,
+        qcur_qp == 10'h1f3,
+        qcur_qp == 10'h1f2,
+        qcur_qp == 10'h1f1,
+        qcur_qp == 10'h1f0,
+        qcur_qp == 10'h1ef,
+        qcur_qp == 10'h1ee,
+        qcur_qp == 10'h1ed,
+        qcur_qp == 10'h1ec,
+        qcur_qp == 10'h1eb,
+        qcur_qp == 10'h1ea,
+        qcur_qp == 10'h1e9,
+        qcur_qp == 10'h1e8,
+        qcur_qp == 10'h1e7,
+        qcur_qp == 10'h1e6,
+        qcur_qp == 10'h1e5,
+        qcur_qp == 10'h1e4,
+        qcur_qp == 10'h1e3,
+        qcur_qp == 10'h1e2,
+        qcur_qp == 10'h1e1,
+        qcur_qp == 10'h1e0,
+        qcur_qp == 10'h1df,
+        qcur_qp == 10'h1de,
+        qcur_qp == 10'h1dd,
+        qcur_qp == 10'h1dc,
+        qcur_qp == 10'h1db,
+        qcur_qp == 10'h1da,
+        qcur_qp == 10'h1d9,
+        qcur_qp == 10'h1d8,
+        qcur_qp == 10'h1d7,
+        qcur_qp == 10'h1d6,
+        qcur_qp == 10'h1d5,
+        qcur_qp == 10'h1d4,
+        qcur_qp == 10'h1d3,
+        qcur_qp == 10'h1d2,
+        qcur_qp == 10'h1d1,
+        qcur_qp == 10'h1d0,
+        qcur_qp == 10'h1cf,
+        qcur_qp == 10'h1ce,
+        qcur_qp == 10'h1cd,
+        qcur_qp == 10'h1cc,
+        qcur_qp == 10'h1cb,
+        qcur_qp == 10'h1ca,
+        qcur_qp == 10'h1c9,
+        qcur_qp == 10'h1c8,
+        qcur_qp == 10'h1c7,
+        qcur_qp == 10'h1c6,
+        qcur_qp == 10'h1c5,
+        qcur_qp == 10'h1c4,
+        qcur_qp == 10'h1c3,
+        qcur_qp == 10'h1c2,
+        qcur_qp == 10'h1c1,
+        qcur_qp == 10'h1c0,
+        qcur_qp == 10'h1bf,
+        qcur_qp == 10'h1be,
+        qcur_qp == 10'h1bd,
+        qcur_qp == 10'h1bc,
+        qcur_qp == 10'h1bb,
+        qcur_qp == 10'h1ba,
+        qcur_qp == 10'h1b9,
+        qcur_qp == 10'h1b8,
+        qcur_qp == 10'h1b7,
+        qcur_qp == 10'h1b6,
+        qcur_qp == 10'h1b5,
+        qcur_qp == 10'h1b4,
+        qcur_qp == 10'h1b3,
+        qcur_qp == 10'h1b2,
+        qcur_qp == 10'h1b1,
+        qcur_qp == 10'h1b0,
+        qcur_qp == 10'h1af,
+        qcur_qp == 10'h1ae,
+        qcur_qp == 10'h1ad,
+        qcur_qp == 10'h1ac,
+        qcur_qp == 10'h1ab,
+        qcur_qp == 10'h1aa,
+        qcur_qp == 10'h1a9,
+        qcur_qp == 10'h1a8,
+        qcur_qp == 10'h1a7,
+        qcur_qp == 10'h1a6,
+        qcur_qp == 10'h1a5,
+        qcur_qp == 10'h1a4,
+        qcur_qp == 10'h1a3,
+        qcur_qp == 10'h1a2,
+        qcur_qp == 10'h1a1,
+        qcur_qp == 10'h1a0,
+        qcur_qp == 10'h19f,
+        qcur_qp == 10'h19e,
+        qcur_qp == 10'h19d,
+        qcur_qp == 10'h19c,
+        qcur_qp == 10'h19b,
+        qcur_qp == 10'h19a,
+        qcur_qp == 10'h199,
+        qcur_qp == 10'h198,
+        qcur_qp == 10'h197,
+        qcur_qp == 10'h196,
+        qcur_qp == 10'h195,
+        qcur_qp == 10'h194,
+        qcur_qp == 10'h193,
+        qcur_qp == 10'h192,
+        qcur_qp == 10'h191,
+        qcur_qp == 10'h190,
+        qcur_qp == 10'h18f,
+        qcur_qp == 10'h18e,
+        qcur_qp == 10'h18d,
+        qcur_qp == 10'h18c,
+        qcur_qp == 10'h18b,
+        qcur_qp == 10'h18a,
+        qcur_qp == 10'h189,
+        qcur_qp == 10'h188,
+        qcur_qp == 10'h187,
+        qcur_qp == 10'h186,
+        qcur_qp == 10'h185,
+        qcur_qp == 10'h184,
+        qcur_qp == 10'h183,
+        qcur_qp == 10'h182,
+        qcur_qp == 10'h181,
+        qcur_qp == 10'h180,
+        qcur_qp == 10'h17f,
+        qcur_qp == 10'h17e,
+        qcur_qp == 10'h17d,
+        qcur_qp == 10'h17c,
+        qcur_qp == 10'h17b,
+        qcur_qp == 10'h17a,
+        qcur_qp == 10'h179,
+        qcur_qp == 10'h178,
+        qcur_qp == 10'h177,
+        qcur_qp == 10'h176,
+        qcur_qp == 10'h175,
+        qcur_qp == 10'h174,
+        qcur_qp == 10'h173,
+        qcur_qp == 10'h172,
+        qcur_qp == 10'h171,
+        qcur_qp == 10'h170,
+        qcur_qp == 10'h16f,
+        qcur_qp == 10'h16e,
+        qcur_qp == 10'h16d,
+        qcur_qp == 10'h16c,
+        qcur_qp == 10'h16b,
+        qcur_qp == 10'h16a,
+        qcur_qp == 10'h169,
+        qcur_qp == 10'h168,
+        qcur_qp == 10'h167,
+        qcur_qp == 10'h166,
+        qcur_qp == 10'h165,
+        qcur_qp == 10'h164,
+        qcur_qp == 10'h163,
+        qcur_qp == 10'h162,
+        qcur_qp == 10'h161,
+        qcur_qp == 10'h160,
+        qcur_qp == 10'h15f,
+        qcur_qp == 10'h15e,
+        qcur_qp == 10'h15d,
+        qcur_qp == 10'h15c,
+        qcur_qp == 10'h15b,
+        qcur_qp == 10'h15a,
+        qcur_qp == 10'h159,
+        qcur_qp == 10'h158,
+        qcur_qp == 10'h157,
+        qcur_qp == 10'h156,
+        qcur_qp == 10'h155,
+        qcur_qp == 10'h154,
+        qcur_qp == 10'h153,
+        qcur_qp == 10'h152,
+        qcur_qp == 10'h151,
+        qcur_qp == 10'h150,
+        qcur_qp == 10'h14f,
+        qcur_qp == 10'h14e,
+        qcur_qp == 10'h14d,
+        qcur_qp == 10'h14c,
+        qcur_qp == 10'h14b,
+        qcur_qp == 10'h14a,
+        qcur_qp == 10'h149,
+        qcur_qp == 10'h148,
+        qcur_qp == 10'h147,
+        qcur_qp == 10'h146,
+        qcur_qp == 10'h145,
+        qcur_qp == 10'h144,
+        qcur_qp == 10'h143,
+        qcur_qp == 10'h142,
+        qcur_qp == 10'h141,
+        qcur_qp == 10'h140,
+        qcur_qp == 10'h13f,
+        qcur_qp == 10'h13e,
+        qcur_qp == 10'h13d,
+        qcur_qp == 10'h13c,
+        qcur_qp == 10'h13b,
+        qcur_qp == 10'h13a,
+        qcur_qp == 10'h139,
+        qcur_qp == 10'h138,
+        qcur_qp == 10'h137,
+        qcur_qp == 10'h136,
+        qcur_qp == 10'h135,
+        qcur_qp == 10'h134,
+        qcur_qp == 10'h133,
+        qcur_qp == 10'h132,
+        qcur_qp == 10'h131,
+        qcur_qp == 10'h130,
+        qcur_qp == 10'h12f,
+        qcur_qp == 10'h12e,
+        qcur_qp == 10'h12d,
+        qcur_qp == 10'h12c,
+        qcur_qp == 10'h12b,
+        qcur_qp == 10'h12a,
+        qcur_qp == 10'h129,
+        qcur_qp == 10'h128,
+        qcur_qp == 10'h127,
+        qcur_qp == 10'h126,
+        qcur_qp == 10'h125,
+        qcur_qp == 10'h124,
+        qcur_qp == 10'h123,
+        qcur_qp == 10'h122,
+        qcur_qp == 10'h121,
+        qcur_qp == 10'h120,
+        qcur_qp == 10'h11f,
+        qcur_qp == 10'h11e,
+        qcur_qp == 10'h11d,
+        qcur_qp == 10'h11c,
+        qcur_qp == 10'h11b,
+        qcur_qp == 10'h11a,
+        qcur_qp == 10'h119,
+        qcur_qp == 10'h118,
+        qcur_qp == 10'h117,
+        qcur_qp == 10'h116,
+        qcur_qp == 10'h115,
+        qcur_qp == 10'h114,
+        qcur_qp == 10'h113,
+        qcur_qp == 10'h112,
+        qcur_qp == 10'h111,
+        qcur_qp == 10'h110,
+        qcur_qp == 10'h10f,
+        qcur_qp == 10'h10e,
+        qcur_qp == 10'h10d,
+        qcur_qp == 10'h10c,
+        qcur_qp == 10'h10b,
+        qcur_qp == 10'h10a,
+        qcur_qp == 10'h109,
+        qcur_qp == 10'h108,
+        qcur_qp == 10'h107,
+        qcur_qp == 10'h106,
+        qcur_qp == 10'h105,
+        qcur_qp == 10'h104,
+        qcur_qp == 10'h103,
+        qcur_qp == 10'h102,
+        qcur_qp == 10'h101,
+        qcur_qp == 10'h100,
+        qcur_qp == 10'h0ff,
+        qcur_qp == 10'h0fe,
+        qcur_qp == 10'h0fd,
+        qcur_qp == 10'h0fc,
+        qcur_qp == 10'h0fb,
+        qcur_qp == 10'h0fa,
+        qcur_qp == 10'h0f9,
+        qcur_qp == 10'h0f8,
+        qcur_qp == 10'h0f7,
+        qcur_qp == 10'h0f6,
+        qcur_qp == 10'h0f5,
+        qcur_qp == 10'h0f4,
+        qcur_qp == 10'h0f3,
+        qcur_qp == 10'h0f2,
+        qcur_qp == 10'h0f1,
+        qcur_qp == 10'h0f0,
+        qcur_qp == 10'h0ef,
+        qcur_qp == 10'h0ee,
+        qcur_qp == 10'h0ed,
+        qcur_qp == 10'h0ec,
+        qcur_qp == 10'h0eb,
+        qcur_qp == 10'h0ea,
+        qcur_qp == 10'h0e9,
+        qcur_qp == 10'h0e8,
+        qcur_qp == 10'h0e7,
+        qcur_qp == 10'h0e6,
+        qcur_qp == 10'h0e5,
+        qcur_qp == 10'h0e4,
+        qcur_qp == 10'h0e3,
+        qcur_qp == 10'h0e2,
+        qcur_qp == 10'h0e1,
+        qcur_qp == 10'h0e0,
+        qcur_qp == 10'h0df,
+        qcur_qp == 10'h0de,
+        qcur_qp == 10'h0dd,
+        qcur_qp == 10'h0dc,
+        qcur_qp == 10'h0db,
+        qcur_qp == 10'h0da,
+        qcur_qp == 10'h0d9,
+        qcur_qp == 10'h0d8,
+        qcur_qp == 10'h0d7,
+        qcur_qp == 10'h0d6,
+        qcur_qp == 10'h0d5,
+        qcur_qp == 10'h0d4,
+        qcur_qp == 10'h0d3,
+        qcur_qp == 10'h0d2,
+        qcur_qp == 10'h0d1,
+        qcur_qp == 10'h0d0,
+        qcur_qp == 10'h0cf,
+        qcur_qp == 10'h0ce,
+        qcur_qp == 10'h0cd,
+        qcur_qp == 10'h0cc,
+        qcur_qp == 10'h0cb,
+        qcur_qp == 10'h0ca,
+        qcur_qp == 10'h0c9,
+        qcur_qp == 10'h0c8,
+        qcur_qp == 10'h0c7,
+        qcur_qp == 10'h0c6,
+        qcur_qp == 10'h0c5,
+        qcur_qp == 10'h0c4,
+        qcur_qp == 10'h0c3,
+        qcur_qp == 10'h0c2,
+        qcur_qp == 10'h0c1,
+        qcur_qp == 10'h0c0,
+        qcur_qp == 10'h0bf,
+        qcur_qp == 10'h0be,
+        qcur_qp == 10'h0bd,
+        qcur_qp == 10'h0bc,
+        qcur_qp == 10'h0bb,
+        qcur_qp == 10'h0ba,
+        qcur_qp == 10'h0b9,
+        qcur_qp == 10'h0b8,
+        qcur_qp == 10'h0b7,
+        qcur_qp == 10'h0b6,
+        qcur_qp == 10'h0b5,
+        qcur_qp == 10'h0b4,
+        qcur_qp == 10'h0b3,
+        qcur_qp == 10'h0b2,
+        qcur_qp == 10'h0b1,
+        qcur_qp == 10'h0b0,
+        qcur_qp == 10'h0af,
+        qcur_qp == 10'h0ae,
+        qcur_qp == 10'h0ad,
+        qcur_qp == 10'h0ac,
+        qcur_qp == 10'h0ab,
+        qcur_qp == 10'h0aa,
+        qcur_qp == 10'h0a9,
+        qcur_qp == 10'h0a8,
+        qcur_qp == 10'h0a7,
+        qcur_qp == 10'h0a6,
+        qcur_qp == 10'h0a5,
+        qcur_qp == 10'h0a4,
+        qcur_qp == 10'h0a3,
+        qcur_qp == 10'h0a2,
+        qcur_qp == 10'h0a1,
+        qcur_qp == 10'h0a0,
+        qcur_qp == 10'h09f,
+        qcur_qp == 10'h09e,
+        qcur_qp == 10'h09d,
+        qcur_qp == 10'h09c,
+        qcur_qp == 10'h09b,
+        qcur_qp == 10'h09a,
+        qcur_qp == 10'h099,
+        qcur_qp == 10'h098,
+        qcur_qp == 10'h097,
+        qcur_qp == 10'h096,
+        qcur_qp == 10'h095,
+        qcur_qp == 10'h094,
+        qcur_qp == 10'h093,
+        qcur_qp == 10'h092,
+        qcur_qp == 10'h091,
+        qcur_qp == 10'h090,
+        qcur_qp == 10'h08f,
+        qcur_qp == 10'h08e,
+        qcur_qp == 10'h08d,
+        qcur_qp == 10'h08c,
+        qcur_qp == 10'h08b,
+        qcur_qp == 10'h08a,
+        qcur_qp == 10'h089,
+        qcur_qp == 10'h088,
+        qcur_qp == 10'h087,
+        qcur_qp == 10'h086,
+        qcur_qp == 10'h085,
+        qcur_qp == 10'h084,
+        qcur_qp == 10'h083,
+        qcur_qp == 10'h082,
+        qcur_qp == 10'h081,
+        qcur_qp == 10'h080,
+        qcur_qp == 10'h07f,
+        qcur_qp == 10'h07e,
+        qcur_qp == 10'h07d,
+        qcur_qp == 10'h07c,
+        qcur_qp == 10'h07b,
+        qcur_qp == 10'h07a,
+        qcur_qp == 10'h079,
+        qcur_qp == 10'h078,
+        qcur_qp == 10'h077,
+        qcur_qp == 10'h076,
+        qcur_qp == 10'h075,
+        qcur_qp == 10'h074,
+        qcur_qp == 10'h073,
+        qcur_qp == 10'h072,
+        qcur_qp == 10'h071,
+        qcur_qp == 10'h070,
+        qcur_qp == 10'h06f,
+        qcur_qp == 10'h06e,
+        qcur_qp == 10'h06d,
+        qcur_qp == 10'h06c,
+        qcur_qp == 10'h06b,
+        qcur_qp == 10'h06a,
+        qcur_qp == 10'h069,
+        qcur_qp == 10'h068,
+        qcur_qp == 10'h067,
+        qcur_qp == 10'h066,
+        qcur_qp == 10'h065,
+        qcur_qp == 10'h064,
+        qcur_qp == 10'h063,
+        qcur_qp == 10'h062,
+        qcur_qp == 10'h061,
+        qcur_qp == 10'h060,
+        qcur_qp == 10'h05f,
+        qcur_qp == 10'h05e,
+        qcur_qp == 10'h05d,
+        qcur_qp == 10'h05c,
+        qcur_qp == 10'h05b,
+        qcur_qp == 10'h05a,
+        qcur_qp == 10'h059,
+        qcur_qp == 10'h058,
+        qcur_qp == 10'h057,
+        qcur_qp == 10'h056,
+        qcur_qp == 10'h055,
+        qcur_qp == 10'h054,
+        qcur_qp == 10'h053,
+        qcur_qp == 10'h052,
+        qcur_qp == 10'h051,
+        qcur_qp == 10'h050,
+        qcur_qp == 10'h04f,
+        qcur_qp == 10'h04e,
+        qcur_qp == 10'h04d,
+        qcur_qp == 10'h04c,
+        qcur_qp == 10'h04b,
+        qcur_qp == 10'h04a,
+        qcur_qp == 10'h049,
+        qcur_qp == 10'h048,
+        qcur_qp == 10'h047,
+        qcur_qp == 10'h046,
+        qcur_qp == 10'h045,
+        qcur_qp == 10'h044,
+        qcur_qp == 10'h043,
+        qcur_qp == 10'h042,
+        qcur_qp == 10'h041,
+        qcur_qp == 10'h040,
+        qcur_qp == 10'h03f,
+        qcur_qp == 10'h03e,
+        qcur_qp == 10'h03d,
+        qcur_qp == 10'h03c,
+        qcur_qp == 10'h03b,
+        qcur_qp == 10'h03a,
+        qcur_qp == 10'h039,
+        qcur_qp == 10'h038,
+        qcur_qp == 10'h037,
+        qcur_qp == 10'h036,
+        qcur_qp == 10'h035,
+        qcur_qp == 10'h034,
+        qcur_qp == 10'h033,
+        qcur_qp == 10'h032,
+        qcur_qp == 10'h031,
+        qcur_qp == 10'h030,
+        qcur_qp == 10'h02f,
+        qcur_qp == 10'h02e,
+        qcur_qp == 10'h02d,
+        qcur_qp == 10'h02c,
+        qcur_qp == 10'h02b,
+        qcur_qp == 10'h02a,
+        qcur_qp == 10'h029,
+        qcur_qp == 10'h028,
+        qcur_qp == 10'h027,
+        qcur_qp == 10'h026,
+        qcur_qp == 10'h025,
+        qcur_qp == 10'h024,
+        qcur_qp == 10'h023,
+        qcur_qp == 10'h022,
+        qcur_qp == 10'h021,
+        qcur_qp == 10'h020,
+        qcur_qp == 10'h01f,
+        qcur_qp == 10'h01e,
+        qcur_qp == 10'h01d,
+        qcur_qp == 10'h01c,
+        qcur_qp == 10'h01b,
+        qcur_qp == 10'h01a,
+        qcur_qp == 10'h019,
+        qcur_qp == 10'h018,
+        qcur_qp == 10'h017,
+        qcur_qp == 10'h016,
+        qcur_qp == 10'h015,
+        qcur_qp == 10'h014,
+        qcur_qp == 10'h013,
+        qcur_qp == 10'h012,
+        qcur_qp == 10'h011,
+        qcur_qp == 10'h010,
+        qcur_qp == 10'h00f,
+        qcur_qp == 10'h00e,
+        qcur_qp == 10'h00d,
+        qcur_qp == 10'h00c,
+        qcur_qp == 10'h00b,
+        qcur_qp == 10'h00a,
+        qcur_qp == 10'h009,
+        qcur_qp == 10'h008,
+        qcur_qp == 10'h007,
+        qcur_qp == 10'h006,
+        qcur_qp == 10'h005,
+        qcur_qp == 10'h004,
+        qcur_qp == 10'h003,
+        qcur_qp == 10'h002,
+        qcur_qp == 10'h001,
+        qcur_qp == 10'h000
+    };
+    assign qterm_qp = cmd_num;
+    assign qterm_1h = {
+        qterm_qp == 10'h3ff,
+        qterm_qp == 10'h3fe,
+        qterm_qp == 10'h3fd,
+        qterm_qp == 10'h3fc,
+        qterm_qp == 10'h3fb,
+        qterm_qp == 10'h3fa,
+        qterm_qp == 10'h3f9,
+        qterm_qp == 10'h3f8,
+        qterm_qp == 10'h3f7,
+        qterm_qp == 10'h3f6,
+        qterm_qp == 10'h3f5,
+        qterm_qp == 10'h3f4,
+        qterm_qp == 10'h3f3,
+        qterm_qp == 10'h3f2,
+        qterm_qp == 10'h3f1,
+        qterm_qp == 10'h3f0,
+        qterm_qp == 10'h3ef,
+        qterm_qp == 10'h3ee,
+        qterm_qp == 10'h3ed,
+        qterm_qp == 10'h3ec,
+        qterm_qp == 10'h3eb,
+        qterm_qp == 10'h3ea,
+        qterm_qp == 10'h3e9,
+        qterm_qp == 10'h3e8,
+        qterm_qp == 10'h3e7,
+        qterm_qp == 10'h3e6,
+        qterm_qp == 10'h3e5,
+        qterm_qp == 10'h3e4,
+        qterm_qp == 10'h3e3,
+        qterm_qp == 10'h3e2,
+        qterm_qp == 10'h3e1,
+        qterm_qp == 10'h3e0,
+        qterm_qp == 10'h3df,
+        qterm_qp == 10'h3de,
+        qterm_qp == 10'h3dd,
+        qterm_qp == 10'h3dc,
+        qterm_qp == 10'h3db,
+        qterm_qp == 10'h3da,
+        qterm_qp == 10'h3d9,
+        qterm_qp == 10'h3d8,
+        qterm_qp == 10'h3d7,
+        qterm_qp == 10'h3d6,
+        qterm_qp == 10'h3d5,
+        qterm_qp == 10'h3d4,
+        qterm_qp == 10'h3d3,
+        qterm_qp == 10'h3d2,
+        qterm_qp == 10'h3d1,
+        qterm_qp == 10'h3d0,
+        qterm_qp == 10'h3cf,
+        qterm_qp == 10'h3ce,
+        qterm_qp == 10'h3cd,
+        qterm_qp == 10'h3cc,
+        qterm_qp == 10'h3cb,
+        qterm_qp == 10'h3ca,
+        qterm_qp == 10'h3c9,
+        qterm_qp == 10'h3c8,
+        qterm_qp == 10'h3c7,
+        qterm_qp == 10'h3c6,
+        qterm_qp == 10'h3c5,
+        qterm_qp == 10'h3c4,
+        qterm_qp == 10'h3c3,
+        qterm_qp == 10'h3c2,
+        qterm_qp == 10'h3c1,
+        qterm_qp == 10'h3c0,
+        qterm_qp == 10'h3bf,
+        qterm_qp == 10'h3be,
+        qterm_qp == 10'h3bd,
+        qterm_qp == 10'h3bc,
+        qterm_qp == 10'h3bb,
+        qterm_qp == 10'h3ba,
+        qterm_qp == 10'h3b9,
+        qterm_qp == 10'h3b8,
+        qterm_qp == 10'h3b7,
+        qterm_qp == 10'h3b6,
+        qterm_qp == 10'h3b5,
+        qterm_qp == 10'h3b4,
+        qterm_qp == 10'h3b3,
+        qterm_qp == 10'h3b2,
+        qterm_qp == 10'h3b1,
+        qterm_qp == 10'h3b0,
+        qterm_qp == 10'h3af,
+        qterm_qp == 10'h3ae,
+        qterm_qp == 10'h3ad,
+        qterm_qp == 10'h3ac,
+        qterm_qp == 10'h3ab,
+        qterm_qp == 10'h3aa,
+        qterm_qp == 10'h3a9,
+        qterm_qp == 10'h3a8,
+        qterm_qp == 10'h3a7,
+        qterm_qp == 10'h3a6,
+        qterm_qp == 10'h3a5,
+        qterm_qp == 10'h3a4,
+        qterm_qp == 10'h3a3,
+        qterm_qp == 10'h3a2,
+        qterm_qp == 10'h3a1,
+        qterm_qp == 10'h3a0,
+        qterm_qp == 10'h39f,
+        qterm_qp == 10'h39e,
+        qterm_qp == 10'h39d,
+        qterm_qp == 10'h39c,
+        qterm_qp == 10'h39b,
+        qterm_qp == 10'h39a,
+        qterm_qp == 10'h399,
+        qterm_qp == 10'h398,
+        qterm_qp == 10'h397,
+        qterm_qp == 10'h396,
+        qterm_qp == 10'h395,
+        qterm_qp == 10'h394,
+        qterm_qp == 10'h393,
+        qterm_qp == 10'h392,
+        qterm_qp == 10'h391,
+        qterm_qp == 10'h390,
+        qterm_qp == 10'h38f,
+        qterm_qp == 10'h38e,
+        qterm_qp == 10'h38d,
+        qterm_qp == 10'h38c,
+        qterm_qp == 10'h38b,
+        qterm_qp == 10'h38a,
+        qterm_qp == 10'h389,
+        qterm_qp == 10'h388,
+        qterm_qp == 10'h387,
+        qterm_qp == 10'h386,
+        qterm_qp == 10'h385,
+        qterm_qp == 10'h384,
+        qterm_qp == 10'h383,
+        qterm_qp == 10'h382,
+        qterm_qp == 10'h381,
+        qterm_qp == 10'h380,
+        qterm_qp == 10'h37f,
+        qterm_qp == 10'h37e,
+        qterm_qp == 10'h37d,
+        qterm_qp == 10'h37c,
+        qterm_qp == 10'h37b,
+        qterm_qp == 10'h37a,
+        qterm_qp == 10'h379,
+        qterm_qp == 10'h378,
+        qterm_qp == 10'h377,
+        qterm_qp == 10'h376,
+        qterm_qp == 10'h375,
+        qterm_qp == 10'h374,
+        qterm_qp == 10'h373,
+        qterm_qp == 10'h372,
+        qterm_qp == 10'h371,
+        qterm_qp == 10'h370,
+        qterm_qp == 10'h36f,
+        qterm_qp == 10'h36e,
+        qterm_qp == 10'h36d,
+        qterm_qp == 10'h36c,
+        qterm_qp == 10'h36b,
+        qterm_qp == 10'h36a,
+        qterm_qp == 10'h369,
+        qterm_qp == 10'h368,
+        qterm_qp == 10'h367,
+        qterm_qp == 10'h366,
+        qterm_qp == 10'h365,
+        qterm_qp == 10'h364,
+        qterm_qp == 10'h363,
+        qterm_qp == 10'h362,
+        qterm_qp == 10'h361,
+        qterm_qp == 10'h360,
+        qterm_qp == 10'h35f,
+        qterm_qp == 10'h35e,
+        qterm_qp == 10'h35d,
+        qterm_qp == 10'h35c,
+        qterm_qp == 10'h35b,
+        qterm_qp == 10'h35a,
+        qterm_qp == 10'h359,
+        qterm_qp == 10'h358,
+        qterm_qp == 10'h357,
+        qterm_qp == 10'h356,
+        qterm_qp == 10'h355,
+        qterm_qp == 10'h354,
+        qterm_qp == 10'h353,
+        qterm_qp == 10'h352,
+        qterm_qp == 10'h351,
+        qterm_qp == 10'h350,
+        qterm_qp == 10'h34f,
+        qterm_qp == 10'h34e,
+        qterm_qp == 10'h34d,
+        qterm_qp == 10'h34c,
+        qterm_qp == 10'h34b,
+        qterm_qp == 10'h34a,
+        qterm_qp == 10'h349,
+        qterm_qp == 10'h348,
+        qterm_qp == 10'h347,
+        qterm_qp == 10'h346,
+        qterm_qp == 10'h345,
+        qterm_qp == 10'h344,
+        qterm_qp == 10'h343,
+        qterm_qp == 10'h342,
+        qterm_qp == 10'h341,
+        qterm_qp == 10'h340,
+        qterm_qp == 10'h33f,
+        qterm_qp == 10'h33e,
+        qterm_qp == 10'h33d,
+        qterm_qp == 10'h33c,
+        qterm_qp == 10'h33b,
+        qterm_qp == 10'h33a,
+        qterm_qp == 10'h339,
+        qterm_qp == 10'h338,
+        qterm_qp == 10'h337,
+        qterm_qp == 10'h336,
+        qterm_qp == 10'h335,
+        qterm_qp == 10'h334,
+        qterm_qp == 10'h333,
+        qterm_qp == 10'h332,
+        qterm_qp == 10'h331,
+        qterm_qp == 10'h330,
+        qterm_qp == 10'h32f,
+        qterm_qp == 10'h32e,
+        qterm_qp == 10'h32d,
+        qterm_qp == 10'h32c,
+        qterm_qp == 10'h32b,
+        qterm_qp == 10'h32a,
+        qterm_qp == 10'h329,
+        qterm_qp == 10'h328,
+        qterm_qp == 10'h327,
+        qterm_qp == 10'h326,
+        qterm_qp == 10'h325,
+        qterm_qp == 10'h324,
+        qterm_qp == 10'h323,
+        qterm_qp == 10'h322,
+        qterm_qp == 10'h321,
+        qterm_qp == 10'h320,
+        qterm_qp == 10'h31f,
+        qterm_qp == 10'h31e,
+        qterm_qp == 10'h31d,
+        qterm_qp == 10'h31c,
+        qterm_qp == 10'h31b,
+        qterm_qp == 10'h31a,
+        qterm_qp == 10'h319,
+        qterm_qp == 10'h318,
+        qterm_qp == 10'h317,
+        qterm_qp == 10'h316,
+        qterm_qp == 10'h315,
+        qterm_qp == 10'h314,
+        qterm_qp == 10'h313,
+        qterm_qp == 10'h312,
+        qterm_qp == 10'h311,
+        qterm_qp == 10'h310,
+        qterm_qp == 10'h30f,
+        qterm_qp == 10'h30e,
+        qterm_qp == 10'h30d,
+        qterm_qp == 10'h30c,
+        qterm_qp == 10'h30b,
+        qterm_qp == 10'h30a,
+        qterm_qp == 10'h309,
+        qterm_qp == 10'h308,
+        qterm_qp == 10'h307,
+        qterm_qp == 10'h306,
+        qterm_qp == 10'h305,
+        qterm_qp == 10'h304,
+        qterm_qp == 10'h303,
+        qterm_qp == 10'h302,
+        qterm_qp == 10'h301,
+        qterm_qp == 10'h300,
+        qterm_qp == 10'h2ff,
+        qterm_qp == 10'h2fe,
+        qterm_qp == 10'h2fd,
+        qterm_qp == 10'h2fc,
+        qterm_qp == 10'h2fb,
+        qterm_qp == 10'h2fa,
+        qterm_qp == 10'h2f9,
+        qterm_qp == 10'h2f8,
+        qterm_qp == 10'h2f7,
+        qterm_qp == 10'h2f6,
+        qterm_qp == 10'h2f5,
+        qterm_qp == 10'h2f4,
+        qterm_qp == 10'h2f3,
+        qterm_qp == 10'h2f2,
+        qterm_qp == 10'h2f1,
+        qterm_qp == 10'h2f0,
+        qterm_qp == 10'h2ef,
+        qterm_qp == 10'h2ee,
+        qterm_qp == 10'h2ed,
+        qterm_qp == 10'h2ec,
+        qterm_qp == 10'h2eb,
+        qterm_qp == 10'h2ea,
+        qterm_qp == 10'h2e9,
+        qterm_qp == 10'h2e8,
+        qterm_qp == 10'h2e7,
+        qterm_qp == 10'h2e6,
+        qterm_qp == 10'h2e5,
+        qterm_qp == 10'h2e4,
+        qterm_qp == 10'h2e3,
+        qterm_qp == 10'h2e2,
+        qterm_qp == 10'h2e1,
+        qterm_qp == 10'h2e0,
+        qterm_qp == 10'h2df,
+        qterm_qp == 10'h2de,
+        qterm_qp == 10'h2dd,
+        qterm_qp == 10'h2dc,
+        qterm_qp == 10'h2db,
+        qterm_qp == 10'h2da,
+        qterm_qp == 10'h2d9,
+        qterm_qp == 10'h2d8,
+        qterm_qp == 10'h2d7,
+        qterm_qp == 10'h2d6,
+        qterm_qp == 10'h2d5,
+        qterm_qp == 10'h2d4,
+        qterm_qp == 10'h2d3,
+        qterm_qp == 10'h2d2,
+        qterm_qp == 10'h2d1,
+        qterm_qp == 10'h2d0,
+        qterm_qp == 10'h2cf,
+        qterm_qp == 10'h2ce,
+        qterm_qp == 10'h2cd,
+        qterm_qp == 10'h2cc,
+        qterm_qp == 10'h2cb,
+        qterm_qp == 10'h2ca,
+        qterm_qp == 10'h2c9,
+        qterm_qp == 10'h2c8,
+        qterm_qp == 10'h2c7,
+        qterm_qp == 10'h2c6,
+        qterm_qp == 10'h2c5,
+        qterm_qp == 10'h2c4,
+        qterm_qp == 10'h2c3,
+        qterm_qp == 10'h2c2,
+        qterm_qp == 10'h2c1,
+        qterm_qp == 10'h2c0,
+        qterm_qp == 10'h2bf,
+        qterm_qp == 10'h2be,
+        qterm_qp == 10'h2bd,
+        qterm_qp == 10'h2bc,
+        qterm_qp == 10'h2bb,
+        qterm_qp == 10'h2ba,
+        qterm_qp == 10'h2b9,
+        qterm_qp == 10'h2b8,
+        qterm_qp == 10'h2b7,
+        qterm_qp == 10'h2b6,
+        qterm_qp == 10'h2b5,
+        qterm_qp == 10'h2b4,
+        qterm_qp == 10'h2b3,
+        qterm_qp == 10'h2b2,
+        qterm_qp == 10'h2b1,
+        qterm_qp == 10'h2b0,
+        qterm_qp == 10'h2af,
+        qterm_qp == 10'h2ae,
+        qterm_qp == 10'h2ad,
+        qterm_qp == 10'h2ac,
+        qterm_qp == 10'h2ab,
+        qterm_qp == 10'h2aa,
+        qterm_qp == 10'h2a9,
+        qterm_qp == 10'h2a8,
+        qterm_qp == 10'h2a7,
+        qterm_qp == 10'h2a6,
+        qterm_qp == 10'h2a5,
+        qterm_qp == 10'h2a4,
+        qterm_qp == 10'h2a3,
+        qterm_qp == 10'h2a2,
+        qterm_qp == 10'h2a1,
+        qterm_qp == 10'h2a0,
+        qterm_qp == 10'h29f,
+        qterm_qp == 10'h29e,
+        qterm_qp == 10'h29d,
+        qterm_qp == 10'h29c,
+        qterm_qp == 10'h29b,
+        qterm_qp == 10'h29a,
+        qterm_qp == 10'h299,
+        qterm_qp == 10'h298,
+        qterm_qp == 10'h297,
+        qterm_qp == 10'h296,
+        qterm_qp == 10'h295,
+        qterm_qp == 10'h294,
+        qterm_qp == 10'h293,
+        qterm_qp == 10'h292,
+        qterm_qp == 10'h291,
+        qterm_qp == 10'h290,
+        qterm_qp == 10'h28f,
+        qterm_qp == 10'h28e,
+        qterm_qp == 10'h28d,
+        qterm_qp == 10'h28c,
+        qterm_qp == 10'h28b,
+        qterm_qp == 10'h28a,
+        qterm_qp == 10'h289,
+        qterm_qp == 10'h288,
+        qterm_qp == 10'h287,
+        qterm_qp == 10'h286,
+        qterm_qp == 10'h285,
+        qterm_qp == 10'h284,
+        qterm_qp == 10'h283,
+        qterm_qp == 10'h282,
+        qterm_qp == 10'h281,
+        qterm_qp == 10'h280,
+        qterm_qp == 10'h27f,
+        qterm_qp == 10'h27e,
+        qterm_qp == 10'h27d,
+        qterm_qp == 10'h27c,
+        qterm_qp == 10'h27b,
+        qterm_qp == 10'h27a,
+        qterm_qp == 10'h279,
+        qterm_qp == 10'h278,
+        qterm_qp == 10'h277,
+        qterm_qp == 10'h276,
+        qterm_qp == 10'h275,
+        qterm_qp == 10'h274,
+        qterm_qp == 10'h273,
+        qterm_qp == 10'h272,
+        qterm_qp == 10'h271,
+        qterm_qp == 10'h270,
+        qterm_qp == 10'h26f,
+        qterm_qp == 10'h26e,
+        qterm_qp == 10'h26d,
+        qterm_qp == 10'h26c,
+        qterm_qp == 10'h26b,
+        qterm_qp == 10'h26a,
+        qterm_qp == 10'h269,
+        qterm_qp == 10'h268,
+        qterm_qp == 10'h267,
+        qterm_qp == 10'h266,
+        qterm_qp == 10'h265,
+        qterm_qp == 10'h264,
+        qterm_qp == 10'h263,
+        qterm_qp == 10'h262,
+        qterm_qp == 10'h261,
+        qterm_qp == 10'h260,
+        qterm_qp == 10'h25f,
+        qterm_qp == 10'h25e,
+        qterm_qp == 10'h25d,
+        qterm_qp == 10'h25c,
+        qterm_qp == 10'h25b,
+        qterm_qp == 10'h25a,
+        qterm_qp == 10'h259,
+        qterm_qp == 10'h258,
+        qterm_qp == 10'h257,
+        qterm_qp == 10'h256,
+        qterm_qp == 10'h255,
+        qterm_qp == 10'h254,
+        qterm_qp == 10'h253,
+        qterm_qp == 10'h252,
+        qterm_qp == 10'h251,
+        qterm_qp == 10'h250,
+        qterm_qp == 10'h24f,
+        qterm_qp == 10'h24e,
+        qterm_qp == 10'h24d,
+        qterm_qp == 10'h24c,
+        qterm_qp == 10'h24b,
+        qterm_qp == 10'h24a,
+        qterm_qp == 10'h249,
+        qterm_qp == 10'h248,
+        qterm_qp == 10'h247,
+        qterm_qp == 10'h246,
+        qterm_qp == 10'h245,
+        qterm_qp == 10'h244,
+        qterm_qp == 10'h243,
+        qterm_qp == 10'h242,
+        qterm_qp == 10'h241,
+        qterm_qp == 10'h240,
+        qterm_qp == 10'h23f,
+        qterm_qp == 10'h23e,
+        qterm_qp == 10'h23d,
+        qterm_qp == 10'h23c,
+        qterm_qp == 10'h23b,
+        qterm_qp == 10'h23a,
+        qterm_qp == 10'h239,
+        qterm_qp == 10'h238,
+        qterm_qp == 10'h237,
+        qterm_qp == 10'h236,
+        qterm_qp == 10'h235,
+        qterm_qp == 10'h234,
+        qterm_qp == 10'h233,
+        qterm_qp == 10'h232,
+        qterm_qp == 10'h231,
+        qterm_qp == 10'h230,
+        qterm_qp == 10'h22f,
+        qterm_qp == 10'h22e,
+        qterm_qp == 10'h22d,
+        qterm_qp == 10'h22c,
+        qterm_qp == 10'h22b,
+        qterm_qp == 10'h22a,
+        qterm_qp == 10'h229,
+        qterm_qp == 10'h228,
+        qterm_qp == 10'h227,
+        qterm_qp == 10'h226,
+        qterm_qp == 10'h225,
+        qterm_qp == 10'h224,
+        qterm_qp == 10'h223,
+        qterm_qp == 10'h222,
+        qterm_qp == 10'h221,
+        qterm_qp == 10'h220,
+        qterm_qp == 10'h21f,
+        qterm_qp == 10'h21e,
+        qterm_qp == 10'h21d,
+        qterm_qp == 10'h21c,
+        qterm_qp == 10'h21b,
+        qterm_qp == 10'h21a,
+        qterm_qp == 10'h219,
+        qterm_qp == 10'h218,
+        qterm_qp == 10'h217,
+        qterm_qp == 10'h216,
+        qterm_qp == 10'h215,
+        qterm_qp == 10'h214,
+        qterm_qp == 10'h213,
+        qterm_qp == 10'h212,
+        qterm_qp == 10'h211,
+        qterm_qp == 10'h210,
+        qterm_qp == 10'h20f,
+        qterm_qp == 10'h20e,
+        qterm_qp == 10'h20d,
+        qterm_qp == 10'h20c,
+        qterm_qp == 10'h20b,
+        qterm_qp == 10'h20a,
+        qterm_qp == 10'h209,
+        qterm_qp == 10'h208,
+        qterm_qp == 10'h207,
+        qterm_qp == 10'h206,
+        qterm_qp == 10'h205,
+        qterm_qp == 10'h204,
+        qterm_qp == 10'h203,
+        qterm_qp == 10'h202,
+        qterm_qp == 10'h201,
+        qterm_qp == 10'h200,
+        qterm_qp == 10'h1ff,
+        qterm_qp == 10'h1fe,
+        qterm_qp == 10'h1fd,
+        qterm_qp == 10'h1fc,
+        qterm_qp == 10'h1fb,
+        qterm_qp == 10'h1fa,
+        qterm_qp == 10'h1f9,
+        qterm_qp == 10'h1f8,
+        qterm_qp == 10'h1f7,
+        qterm_qp == 10'h1f6,
+        qterm_qp == 10'h1f5,
+        qterm_qp == 10'h1f4,
+        qterm_qp == 10'h1f3,
+        qterm_qp == 10'h1f2,
+        qterm_qp == 10'h1f1,
+        qterm_qp == 10'h1f0,
+        qterm_qp == 10'h1ef,
+        qterm_qp == 10'h1ee,
+        qterm_qp == 10'h1ed,
+        qterm_qp == 10'h1ec,
+        qterm_qp == 10'h1eb,
+        qterm_qp == 10'h1ea,
+        qterm_qp == 10'h1e9,
+        qterm_qp == 10'h1e8,
+        qterm_qp == 10'h1e7,
+        qterm_qp == 10'h1e6,
+        qterm_qp == 10'h1e5,
+        qterm_qp == 10'h1e4,
+        qterm_qp == 10'h1e3,
+        qterm_qp == 10'h1e2,
+        qterm_qp == 10'h1e1,
+        qterm_qp == 10'h1e0,
+        qterm_qp == 10'h1df,
+        qterm_qp == 10'h1de,
+        qterm_qp == 10'h1dd,
+        qterm_qp == 10'h1dc,
+        qterm_qp == 10'h1db,
+        qterm_qp == 10'h1da,
+        qterm_qp == 10'h1d9,
+        qterm_qp == 10'h1d8,
+        qterm_qp == 10'h1d7,
+        qterm_qp == 10'h1d6,
+        qterm_qp == 10'h1d5,
+        qterm_qp == 10'h1d4,
+        qterm_qp == 10'h1d3,
+        qterm_qp == 10'h1d2,
+        qterm_qp == 10'h1d1,
+        qterm_qp == 10'h1d0,
+        qterm_qp == 10'h1cf,
+        qterm_qp == 10'h1ce,
+        qterm_qp == 10'h1cd,
+        qterm_qp == 10'h1cc,
+        qterm_qp == 10'h1cb,
+        qterm_qp == 10'h1ca,
+        qterm_qp == 10'h1c9,
+        qterm_qp == 10'h1c8,
+        qterm_qp == 10'h1c7,
+        qterm_qp == 10'h1c6,
+        qterm_qp == 10'h1c5,
+        qterm_qp == 10'h1c4,
+        qterm_qp == 10'h1c3,
+        qterm_qp == 10'h1c2,
+        qterm_qp == 10'h1c1,
+        qterm_qp == 10'h1c0,
+        qterm_qp == 10'h1bf,
+        qterm_qp == 10'h1be,
+        qterm_qp == 10'h1bd,
+        qterm_qp == 10'h1bc,
+        qterm_qp == 10'h1bb,
+        qterm_qp == 10'h1ba,
+        qterm_qp == 10'h1b9,
+        qterm_qp == 10'h1b8,
+        qterm_qp == 10'h1b7,
+        qterm_qp == 10'h1b6,
+        qterm_qp == 10'h1b5,
+        qterm_qp == 10'h1b4,
+        qterm_qp == 10'h1b3,
+        qterm_qp == 10'h1b2,
+        qterm_qp == 10'h1b1,
+        qterm_qp == 10'h1b0,
+        qterm_qp == 10'h1af,
+        qterm_qp == 10'h1ae,
+        qterm_qp == 10'h1ad,
+        qterm_qp == 10'h1ac,
+        qterm_qp == 10'h1ab,
+        qterm_qp == 10'h1aa,
+        qterm_qp == 10'h1a9,
+        qterm_qp == 10'h1a8,
+        qterm_qp == 10'h1a7,
+        qterm_qp == 10'h1a6,
+        qterm_qp == 10'h1a5,
+        qterm_qp == 10'h1a4,
+        qterm_qp == 10'h1a3,
+        qterm_qp == 10'h1a2,
+        qterm_qp == 10'h1a1,
+        qterm_qp == 10'h1a0,
+        qterm_qp == 10'h19f,
+        qterm_qp == 10'h19e,
+        qterm_qp == 10'h19d,
+        qterm_qp == 10'h19c,
+        qterm_qp == 10'h19b,
+        qterm_qp == 10'h19a,
+        qterm_qp == 10'h199,
+        qterm_qp == 10'h198,
+        qterm_qp == 10'h197,
+        qterm_qp == 10'h196,
+        qterm_qp == 10'h195,
+        qterm_qp == 10'h194,
+        qterm_qp == 10'h193,
+        qterm_qp == 10'h192,
+        qterm_qp == 10'h191,
+        qterm_qp == 10'h190,
+        qterm_qp == 10'h18f,
+        qterm_qp == 10'h18e,
+        qterm_qp == 10'h18d,
+        qterm_qp == 10'h18c,
+        qterm_qp == 10'h18b,
+        qterm_qp == 10'h18a,
+        qterm_qp == 10'h189,
+        qterm_qp == 10'h188,
+        qterm_qp == 10'h187,
+        qterm_qp == 10'h186,
+        qterm_qp == 10'h185,
+        qterm_qp == 10'h184,
+        qterm_qp == 10'h183,
+        qterm_qp == 10'h182,
+        qterm_qp == 10'h181,
+        qterm_qp == 10'h180,
+        qterm_qp == 10'h17f,
+        qterm_qp == 10'h17e,
+        qterm_qp == 10'h17d,
+        qterm_qp == 10'h17c,
+        qterm_qp == 10'h17b,
+        qterm_qp == 10'h17a,
+        qterm_qp == 10'h179,
+        qterm_qp == 10'h178,
+        qterm_qp == 10'h177,
+        qterm_qp == 10'h176,
+        qterm_qp == 10'h175,
+        qterm_qp == 10'h174,
+        qterm_qp == 10'h173,
+        qterm_qp == 10'h172,
+        qterm_qp == 10'h171,
+        qterm_qp == 10'h170,
+        qterm_qp == 10'h16f,
+        qterm_qp == 10'h16e,
+        qterm_qp == 10'h16d,
+        qterm_qp == 10'h16c,
+        qterm_qp == 10'h16b,
+        qterm_qp == 10'h16a,
+        qterm_qp == 10'h169,
+        qterm_qp == 10'h168,
+        qterm_qp == 10'h167,
+        qterm_qp == 10'h166,
+        qterm_qp == 10'h165,
+        qterm_qp == 10'h164,
+        qterm_qp == 10'h163,
+        qterm_qp == 10'h162,
+        qterm_qp == 10'h161,
+        qterm_qp == 10'h160,
+        qterm_qp == 10'h15f,
+        qterm_qp == 10'h15e,
+        qterm_qp == 10'h15d,
+        qterm_qp == 10'h15c,
+        qterm_qp == 10'h15b,
+        qterm_qp == 10'h15a,
+        qterm_qp == 10'h159,
+        qterm_qp == 10'h158,
+        qterm_qp == 10'h157,
+        qterm_qp == 10'h156,
+        qterm_qp == 10'h155,
+        qterm_qp == 10'h154,
+        qterm_qp == 10'h153,
+        qterm_qp == 10'h152,
+        qterm_qp == 10'h151,
+        qterm_qp == 10'h150,
+        qterm_qp == 10'h14f,
+        qterm_qp == 10'h14e,
+        qterm_qp == 10'h14d,
+        qterm_qp == 10'h14c,
+        qterm_qp == 10'h14b,
+        qterm_qp == 10'h14a,
+        qterm_qp == 10'h149,
+        qterm_qp == 10'h148,
+        qterm_qp == 10'h147,
+        qterm_qp == 10'h146,
+        qterm_qp == 10'h145,
+        qterm_qp == 10'h144,
+        qterm_qp == 10'h143,
+        qterm_qp == 10'h142,
+        qterm_qp == 10'h141,
+        qterm_qp == 10'h140,
+        qterm_qp == 10'h13f,
+        qterm_qp == 10'h13e,
+        qterm_qp == 10'h13d,
+        qterm_qp == 10'h13c,
+        qterm_qp == 10'h13b,
+        qterm_qp == 10'h13a,
+        qterm_qp == 10'h139,
+        qterm_qp == 10'h138,
+        qterm_qp == 10'h137,
+        qterm_qp == 10'h136,
+        qterm_qp == 10'h135,
+        qterm_qp == 10'h134,
+        qterm_qp == 10'h133,
+        qterm_qp == 10'h132,
+        qterm_qp == 10'h131,
+        qterm_qp == 10'h130,
+        qterm_qp == 10'h12f,
+        qterm_qp == 10'h12e,
+        qterm_qp == 10'h12d,
+        qterm_qp == 10'h12c,
+        qterm_qp == 10'h12b,
+        qterm_qp == 10'h12a,
+        qterm_qp == 10'h129,
+        qterm_qp == 10'h128,
+        qterm_qp == 10'h127,
+        qterm_qp == 10'h126,
+        qterm_qp == 10'h125,
+        qterm_qp == 10'h124,
+        qterm_qp == 10'h123,
+        qterm_qp == 10'h122,
+        qterm_qp == 10'h121,
+        qterm_qp == 10'h120,
+        qterm_qp == 10'h11f,
+        qterm_qp == 10'h11e,
+        qterm_qp == 10'h11d,
+        qterm_qp == 10'h11c,
+        qterm_qp == 10'h11b,
+        qterm_qp == 10'h11a,
+        qterm_qp == 10'h119,
+        qterm_qp == 10'h118,
+        qterm_qp == 10'h117,
+        qterm_qp == 10'h116,
+        qterm_qp == 10'h115,
+        qterm_qp == 10'h114,
+        qterm_qp == 10'h113,
+        qterm_qp == 10'h112,
+        qterm_qp == 10'h111,
+        qterm_qp == 10'h110,
+        qterm_qp == 10'h10f,
+        qterm_qp == 10'h10e,
+        qterm_qp == 10'h10d,
+        qterm_qp == 10'h10c,
+        qterm_qp == 10'h10b,
+        qterm_qp == 10'h10a,
+        qterm_qp == 10'h109,
+        qterm_qp == 10'h108,
+        qterm_qp == 10'h107,
+        qterm_qp == 10'h106,
+        qterm_qp == 10'h105,
+        qterm_qp == 10'h104,
+        qterm_qp == 10'h103,
+        qterm_qp == 10'h102,
+        qterm_qp == 10'h101,
+        qterm_qp == 10'h100,
+        qterm_qp == 10'h0ff,
+        qterm_qp == 10'h0fe,
+        qterm_qp == 10'h0fd,
+        qterm_qp == 10'h0fc,
+        qterm_qp == 10'h0fb,
+        qterm_qp == 10'h0fa,
+        qterm_qp == 10'h0f9,
+        qterm_qp == 10'h0f8,
+        qterm_qp == 10'h0f7,
+        qterm_qp == 10'h0f6,
+        qterm_qp == 10'h0f5,
+        qterm_qp == 10'h0f4,
+        qterm_qp == 10'h0f3,
+        qterm_qp == 10'h0f2,
+        qterm_qp == 10'h0f1,
+        qterm_qp == 10'h0f0,
+        qterm_qp == 10'h0ef,
+        qterm_qp == 10'h0ee,
+        qterm_qp == 10'h0ed,
+        qterm_qp == 10'h0ec,
+        qterm_qp == 10'h0eb,
+        qterm_qp == 10'h0ea,
+        qterm_qp == 10'h0e9,
+        qterm_qp == 10'h0e8,
+        qterm_qp == 10'h0e7,
+        qterm_qp == 10'h0e6,
+        qterm_qp == 10'h0e5,
+        qterm_qp == 10'h0e4,
+        qterm_qp == 10'h0e3,
+        qterm_qp == 10'h0e2,
+        qterm_qp == 10'h0e1,
+        qterm_qp == 10'h0e0,
+        qterm_qp == 10'h0df,
+        qterm_qp == 10'h0de,
+        qterm_qp == 10'h0dd,
+        qterm_qp == 10'h0dc,
+        qterm_qp == 10'h0db,
+        qterm_qp == 10'h0da,
+        qterm_qp == 10'h0d9,
+        qterm_qp == 10'h0d8,
+        qterm_qp == 10'h0d7,
+        qterm_qp == 10'h0d6,
+        qterm_qp == 10'h0d5,
+        qterm_qp == 10'h0d4,
+        qterm_qp == 10'h0d3,
+        qterm_qp == 10'h0d2,
+        qterm_qp == 10'h0d1,
+        qterm_qp == 10'h0d0,
+        qterm_qp == 10'h0cf,
+        qterm_qp == 10'h0ce,
+        qterm_qp == 10'h0cd,
+        qterm_qp == 10'h0cc,
+        qterm_qp == 10'h0cb,
+        qterm_qp == 10'h0ca,
+        qterm_qp == 10'h0c9,
+        qterm_qp == 10'h0c8,
+        qterm_qp == 10'h0c7,
+        qterm_qp == 10'h0c6,
+        qterm_qp == 10'h0c5,
+        qterm_qp == 10'h0c4,
+        qterm_qp == 10'h0c3,
+        qterm_qp == 10'h0c2,
+        qterm_qp == 10'h0c1,
+        qterm_qp == 10'h0c0,
+        qterm_qp == 10'h0bf,
+        qterm_qp == 10'h0be,
+        qterm_qp == 10'h0bd,
+        qterm_qp == 10'h0bc,
+        qterm_qp == 10'h0bb,
+        qterm_qp == 10'h0ba,
+        qterm_qp == 10'h0b9,
+        qterm_qp == 10'h0b8,
+        qterm_qp == 10'h0b7,
+        qterm_qp == 10'h0b6,
+        qterm_qp == 10'h0b5,
+        qterm_qp == 10'h0b4,
+        qterm_qp == 10'h0b3,
+        qterm_qp == 10'h0b2,
+        qterm_qp == 10'h0b1,
+        qterm_qp == 10'h0b0,
+        qterm_qp == 10'h0af,
+        qterm_qp == 10'h0ae,
+        qterm_qp == 10'h0ad,
+        qterm_qp == 10'h0ac,
+        qterm_qp == 10'h0ab,
+        qterm_qp == 10'h0aa,
+        qterm_qp == 10'h0a9,
+        qterm_qp == 10'h0a8,
+        qterm_qp == 10'h0a7,
+        qterm_qp == 10'h0a6,
+        qterm_qp == 10'h0a5,
+        qterm_qp == 10'h0a4,
+        qterm_qp == 10'h0a3,
+        qterm_qp == 10'h0a2,
+        qterm_qp == 10'h0a1,
+        qterm_qp == 10'h0a0,
+        qterm_qp == 10'h09f,
+        qterm_qp == 10'h09e,
+        qterm_qp == 10'h09d,
+        qterm_qp == 10'h09c,
+        qterm_qp == 10'h09b,
+        qterm_qp == 10'h09a,
+        qterm_qp == 10'h099,
+        qterm_qp == 10'h098,
+        qterm_qp == 10'h097,
+        qterm_qp == 10'h096,
+        qterm_qp == 10'h095,
+        qterm_qp == 10'h094,
+        qterm_qp == 10'h093,
+        qterm_qp == 10'h092,
+        qterm_qp == 10'h091,
+        qterm_qp == 10'h090,
+        qterm_qp == 10'h08f,
+        qterm_qp == 10'h08e,
+        qterm_qp == 10'h08d,
+        qterm_qp == 10'h08c,
+        qterm_qp == 10'h08b,
+        qterm_qp == 10'h08a,
+        qterm_qp == 10'h089,
+        qterm_qp == 10'h088,
+        qterm_qp == 10'h087,
+        qterm_qp == 10'h086,
+        qterm_qp == 10'h085,
+        qterm_qp == 10'h084,
+        qterm_qp == 10'h083,
+        qterm_qp == 10'h082,
+        qterm_qp == 10'h081,
+        qterm_qp == 10'h080,
+        qterm_qp == 10'h07f,
+        qterm_qp == 10'h07e,
+        qterm_qp == 10'h07d,
+        qterm_qp == 10'h07c,
+        qterm_qp == 10'h07b,
+        qterm_qp == 10'h07a,
+        qterm_qp == 10'h079,
+        qterm_qp == 10'h078,
+        qterm_qp == 10'h077,
+        qterm_qp == 10'h076,
+        qterm_qp == 10'h075,
+        qterm_qp == 10'h074,
+        qterm_qp == 10'h073,
+        qterm_qp == 10'h072,
+        qterm_qp == 10'h071,
+        qterm_qp == 10'h070,
+        qterm_qp == 10'h06f,
+        qterm_qp == 10'h06e,
+        qterm_qp == 10'h06d,
+        qterm_qp == 10'h06c,
+        qterm_qp == 10'h06b,
+        qterm_qp == 10'h06a,
+        qterm_qp == 10'h069,
+        qterm_qp == 10'h068,
+        qterm_qp == 10'h067,
+        qterm_qp == 10'h066,
+        qterm_qp == 10'h065,
+        qterm_qp == 10'h064,
+        qterm_qp == 10'h063,
+        qterm_qp == 10'h062,
+        qterm_qp == 10'h061,
+        qterm_qp == 10'h060,
+        qterm_qp == 10'h05f,
+        qterm_qp == 10'h05e,
+        qterm_qp == 10'h05d,
+        qterm_qp == 10'h05c,
+        qterm_qp == 10'h05b,
+        qterm_qp == 10'h05a,
+        qterm_qp == 10'h059,
+        qterm_qp == 10'h058,
+        qterm_qp == 10'h057,
+        qterm_qp == 10'h056,
+        qterm_qp == 10'h055,
+        qterm_qp == 10'h054,
+        qterm_qp == 10'h053,
+        qterm_qp == 10'h052,
+        qterm_qp == 10'h051,
+        qterm_qp == 10'h050,
+        qterm_qp == 10'h04f,
+        qterm_qp == 10'h04e,
+        qterm_qp == 10'h04d,
+        qterm_qp == 10'h04c,
+        qterm_qp == 10'h04b,
+        qterm_qp == 10'h04a,
+        qterm_qp == 10'h049,
+        qterm_qp == 10'h048,
+        qterm_qp == 10'h047,
+        qterm_qp == 10'h046,
+        qterm_qp == 10'h045,
+        qterm_qp == 10'h044,
+        qterm_qp == 10'h043,
+        qterm_qp == 10'h042,
+        qterm_qp == 10'h041,
+        qterm_qp == 10'h040,
+        qterm_qp == 10'h03f,
+        qterm_qp == 10'h03e,
+        qterm_qp == 10'h03d,
+        qterm_qp == 10'h03c,
+        qterm_qp == 10'h03b,
+        qterm_qp == 10'h03a,
+        qterm_qp == 10'h039,
+        qterm_qp == 10'h038,
+        qterm_qp == 10'h037,
+        qterm_qp == 10'h036,
+        qterm_qp == 10'h035,
+        qterm_qp == 10'h034,
+        qterm_qp == 10'h033,
+        qterm_qp == 10'h032,
+        qterm_qp == 10'h031,
+        qterm_qp == 10'h030,
+        qterm_qp == 10'h02f,
+        qterm_qp == 10'h02e,
+        qterm_qp == 10'h02d,
+        qterm_qp == 10'h02c,
+        qterm_qp == 10'h02b,
+        qterm_qp == 10'h02a,
+        qterm_qp == 10'h029,
+        qterm_qp == 10'h028,
+        qterm_qp == 10'h027,
+        qterm_qp == 10'h026,
+        qterm_qp == 10'h025,
+        qterm_qp == 10'h024,
+        qterm_qp == 10'h023,
+        qterm_qp == 10'h022,
+        qterm_qp == 10'h021,
+        qterm_qp == 10'h020,
+        qterm_qp == 10'h01f,
+        qterm_qp == 10'h01e,
+        qterm_qp == 10'h01d,
+        qterm_qp == 10'h01c,
+        qterm_qp == 10'h01b,
+        qterm_qp == 10'h01a,
+        qterm_qp == 10'h019,
+        qterm_qp == 10'h018,
+        qterm_qp == 10'h017,
+        qterm_qp == 10'h016,
+        qterm_qp == 10'h015,
+        qterm_qp == 10'h014,
+        qterm_qp == 10'h013,
+        qterm_qp == 10'h012,
+        qterm_qp == 10'h011,
+        qterm_qp == 10'h010,
+        qterm_qp == 10'h00f,
+        qterm_qp == 10'h00e,
+        qterm_qp == 10'h00d,
+        qterm_qp == 10'h00c,
+        qterm_qp == 10'h00b,
+        qterm_qp == 10'h00a,
+        qterm_qp == 10'h009,
+        qterm_qp == 10'h008,
+        qterm_qp == 10'h007,
+        qterm_qp == 10'h006,
+        qterm_qp == 10'h005,
+        qterm_qp == 10'h004,
+        qterm_qp == 10'h003,
+        qterm_qp == 10'h002,
+        qterm_qp == 10'h001,
+        qterm_qp == 10'h000
+    };
+    assign term_pend_cur = |(term_pend & qcur_1h);
     assign ctx_rd_addr = sched_rd;
     assign rreq_can = s_rreq_valid & rrp_room;
     assign end_can = s_end_valid & ~s_end_lost;
@@ -5270,7 +7387,7 @@ module card_tx_w512 (
     assign ret_flush_go = ((((in_state3 & cur_live) & ~walk_go) & (cur_orq != 5'h00)) & (rdone_pending == 5'h00)) & (end_flush_now != 5'h00);
     assign ret_go = ret_done_go | ret_flush_go;
     assign rreq_pending = cur_rreq != cur_rreq_used;
-    assign flush_go = ((in_state3 & cur_error) & ~rreq_pending) & (cur_sq_ci != cur_sq_pi);
+    assign flush_go = (((in_state3 & cur_error) & ~term_pend_cur) & ~rreq_pending) & (cur_sq_ci != cur_sq_pi);
     assign ord_room = cur_orq < cur_ord;
     assign ring_used = f_off - cur_txs_ci;
     assign ring_size = {8'h00, cur_txs_mask} + 32'h00000001;
@@ -5280,10 +7397,79 @@ module card_tx_w512 (
     assign push2_hit = (push2_v & (push2_qp == cur_qp)) & (push2_idx == cur_sq_next);
     assign push3_hit = (push3_v & (push3_qp == cur_qp)) & (push3_idx == cur_sq_next);
     assign push_hit = |{push0_hit, push1_hit, push2_hit, push3_hit};
-    assign rsp_go = (in_state3 & rreq_pending) & (cur_error | (((cur_live & ~ret_go) & ~walk_go) & ring_room_ok));
+    assign term_go = (in_state3 & cur_error) & term_pend_cur;
+    assign rsp_go = ((in_state3 & rreq_pending) & ~term_go) & (cur_error | (((cur_live & ~ret_go) & ~walk_go) & ring_room_ok));
     assign wqe_go = (((((in_state3 & cur_live) & ~ret_go) & ~walk_go) & ~rreq_pending) & has_work) & ring_room_ok;
-    assign fetch_go = (((wqe_go | ret_go) | walk_go) | flush_go) | rsp_go;
-    assign msg_go = wqe_go | rsp_go;
+    assign fetch_go = ((((wqe_go | ret_go) | walk_go) | flush_go) | rsp_go) | term_go;
+    assign msg_go = (wqe_go | rsp_go) | term_go;
+    assign term_sent = in_state11 & term_mode;
+    assign cur_term_cause = cur_term[15:0];
+    assign cur_term_seglen = cur_term[31:16];
+    assign cur_term_hdr = cur_term[175:32];
+    assign cur_term_rdma = cur_term[399:176];
+    assign term_etype = cur_term_cause[15:8];
+    assign term_no_hdrs = ((((((term_etype == 8'h00) | (term_etype == 8'h10)) | (cur_term_cause[15:12] == 4'h2)) | (cur_term_cause == 16'h1104)) | (cur_term_cause == 16'h1206)) | (cur_term_cause == 16'h0205)) | (cur_term_cause == 16'h0206);
+    assign term_md = ~term_no_hdrs;
+    assign term_op = cur_term_hdr[11:8];
+    assign term_tagged = cur_term_hdr[7];
+    assign term_r = (term_md & (term_etype == 8'h01)) & (((term_op == 4'h1) | (term_op == 4'h4)) | (term_op == 4'h6));
+    assign term_r_bytes = (term_r & (term_op == 4'h1)) & ~term_tagged;
+    assign term_payload = {
+        96'h000000000000000000000000,
+        cur_term_rdma[223:216] & {8{term_r_bytes}},
+        cur_term_rdma[215:208] & {8{term_r_bytes}},
+        cur_term_rdma[207:200] & {8{term_r_bytes}},
+        cur_term_rdma[199:192] & {8{term_r_bytes}},
+        cur_term_rdma[191:184] & {8{term_r_bytes}},
+        cur_term_rdma[183:176] & {8{term_r_bytes}},
+        cur_term_rdma[175:168] & {8{term_r_bytes}},
+        cur_term_rdma[167:160] & {8{term_r_bytes}},
+        cur_term_rdma[159:152] & {8{term_r_bytes}},
+        cur_term_rdma[151:144] & {8{term_r_bytes}},
+        cur_term_rdma[143:136] & {8{term_r_bytes}},
+        cur_term_rdma[135:128] & {8{term_r_bytes}},
+        cur_term_rdma[127:120] & {8{term_r_bytes}},
+        cur_term_rdma[119:112] & {8{term_r_bytes}},
+        cur_term_rdma[111:104] & {8{term_r_bytes}},
+        cur_term_rdma[103:96] & {8{term_r_bytes}},
+        cur_term_rdma[95:88] & {8{term_r_bytes}},
+        cur_term_rdma[87:80] & {8{term_r_bytes}},
+        cur_term_rdma[79:72] & {8{term_r_bytes}},
+        cur_term_rdma[71:64] & {8{term_r_bytes}},
+        cur_term_rdma[63:56] & {8{term_r_bytes}},
+        cur_term_rdma[55:48] & {8{term_r_bytes}},
+        cur_term_rdma[47:40] & {8{term_r_bytes}},
+        cur_term_rdma[39:32] & {8{term_r_bytes}},
+        cur_term_rdma[31:24] & {8{term_r_bytes}},
+        cur_term_rdma[23:16] & {8{term_r_bytes}},
+        cur_term_rdma[15:8] & {8{term_r_bytes}},
+        cur_term_rdma[7:0] & {8{term_r_bytes}},
+        cur_term_hdr[143:136] & {8{(term_md & ~term_tagged)}},
+        cur_term_hdr[135:128] & {8{(term_md & ~term_tagged)}},
+        cur_term_hdr[127:120] & {8{(term_md & ~term_tagged)}},
+        cur_term_hdr[119:112] & {8{(term_md & ~term_tagged)}},
+        cur_term_hdr[111:104] & {8{term_md}},
+        cur_term_hdr[103:96] & {8{term_md}},
+        cur_term_hdr[95:88] & {8{term_md}},
+        cur_term_hdr[87:80] & {8{term_md}},
+        cur_term_hdr[79:72] & {8{term_md}},
+        cur_term_hdr[71:64] & {8{term_md}},
+        cur_term_hdr[63:56] & {8{term_md}},
+        cur_term_hdr[55:48] & {8{term_md}},
+        cur_term_hdr[47:40] & {8{term_md}},
+        cur_term_hdr[39:32] & {8{term_md}},
+        cur_term_hdr[31:24] & {8{term_md}},
+        cur_term_hdr[23:16] & {8{term_md}},
+        cur_term_hdr[15:8] & {8{term_md}},
+        cur_term_hdr[7:0] & {8{term_md}},
+        cur_term_seglen[7:0] & {8{term_md}},
+        cur_term_seglen[15:8] & {8{term_md}},
+        8'h00,
+        {term_md, term_md, term_r, 5'h00},
+        cur_term_cause[7:0],
+        cur_term_cause[15:8]
+    };
+    assign term_len = (16'h0004 + (term_md ? ((term_tagged ? 16'h000e : 16'h0012) + 16'h0002) : 16'h0000)) + (term_r_bytes ? 16'h001c : 16'h0000);
     assign ret_or_flush = (ret_mode | flush_mode) | walk_mode;
     assign use_push = wqe_go & push_hit;
     assign push0_w = push_new & (push_rr == 2'h0);
@@ -5336,7 +7522,7 @@ module card_tx_w512 (
     assign read_ok = (op_read & ~h_inline) & ~(5'h01 < h_nsge);
     assign sgl_ok = ~(5'h1e < h_nsge) & ~(inline_room < {8'h00, h_nsge, 4'h0});
     assign wqe_served = (((op_served & (h_inline ? inline_len_ok : sgl_ok)) | read_ok) & bbs_ok) & ~wqe_rd_err;
-    assign pay_from_buf = h_inline | op_read;
+    assign pay_from_buf = (h_inline | op_read) | term_mode;
     assign wait_read = ((in_state5 & ~ret_or_flush) & wqe_served) & ((h_fence & (cur_orq != 5'h00)) | (op_read & ~ord_room));
     assign sent_done = ((walk_mode | flush_mode) & ~op_read) & (cur_sq_ci != cur_sq_next);
     assign sent_full = sent_done & ~h_inline;
@@ -5346,7 +7532,7 @@ module card_tx_w512 (
     assign stat_halt = halt_q;
     assign stat_halt_qpn = halt_qpn_q;
     assign one_bb = h_bbs == 4'h1;
-    assign pay_len = op_read ? 16'h001c : h_inline_len;
+    assign pay_len = term_mode ? term_len : (op_read ? 16'h001c : h_inline_len);
     assign pay_words_full = {1'h0, pay_len} + 17'h0003f;
     assign pay_words = pay_words_full[16:6];
     assign feed_is_last = {1'h0, feed_issued + 10'h001} == pay_words;
@@ -5614,11 +7800,11 @@ module card_tx_w512 (
     assign flush_avail = cur_sq_pi - cur_sq_ci;
     assign flush_bbs = (((|h_bbs & ~(4'h8 < h_bbs)) & ~(flush_avail < {12'h000, h_bbs})) & ~(({1'h0, sq_mask} + 17'h00001) < {13'h0000, h_bbs})) ? {12'h000, h_bbs} : flush_avail;
     assign new_sq_ci = (flush_mode & ~sent_done) ? (cur_sq_ci + flush_bbs) : (wqe_retires ? (cur_sq_ci + {12'h000, h_bbs}) : cur_sq_ci);
-    assign prot = (ck_fault & ~ret_or_flush) & ~rsp_mode;
+    assign prot = ((ck_fault & ~ret_or_flush) & ~rsp_mode) & ~term_mode;
     assign prot_late = prot & ((cur_orq != 5'h00) | cur_walk);
     assign flush_err = flush_mode & ~sent_done;
     assign no_record = (walk_mode & op_read) | prot_late;
-    assign rsp_fault = ck_fault & rsp_mode;
+    assign rsp_fault = (ck_fault & rsp_mode) & ~term_mode;
     assign prot_err = in_state11 & (prot | rsp_fault);
     assign cq_wpos = cq_count - cq_pop;
     assign cq0_push = (in_state11 & ~no_record) & (cq_wpos == 4'h0);
@@ -5647,8 +7833,9 @@ module card_tx_w512 (
     assign m_cpl_byte_len = cpl_len_q;
     assign m_cpl_sq_ci = cpl_sq_ci_q;
     assign m_cpl_txs_pi = cpl_txs_pi_q;
+    assign m_cpl_term = cpl_term_q;
     assign stat_dma_err = dma_err_q;
-    assign op_is_send = ~(((op_write | op_read) | ret_or_flush) | prot);
+    assign op_is_send = ~((((op_write | op_read) | ret_or_flush) | prot) | term_mode);
     assign read_started = op_read & ~ret_or_flush;
     assign new_sq_next = (flush_mode & (cur_sq_ci == cur_sq_next)) ? new_sq_ci : ((ret_or_flush | prot_late) ? cur_sq_next : (cur_sq_next + {12'h000, h_bbs}));
     assign new_walk = flush_mode ? 1'h0 : ((ret_mode | walk_mode) ? ((new_sq_ci != cur_sq_next) & ~(walk_mode & op_read)) : cur_walk);
@@ -6778,6 +8965,38 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            term_sel <= 1'h0;
+        end else begin
+            term_sel <= cmd_sel_term & cmd_rd_next;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            term_ev_v <= 1'h0;
+        end else begin
+            term_ev_v <= term_new | (term_ev_v & ~m_ev_ready);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            term_ev_qpn <= 10'h000;
+        end else if (term_new) begin
+            term_ev_qpn <= s_term_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            term_ev_cause <= 16'h0000;
+        end else if (term_new) begin
+            term_ev_cause <= s_term_cause;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             sched_head <= 11'h000;
         end else if (sched_pop) begin
             sched_head <= sched_head + 11'h001;
@@ -6797,6 +9016,14 @@ module card_tx_w512 (
             queued <= 1024'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
         end else begin
             queued <= (queued & ~(qclr_1h & {1024{in_state1}})) | (qset_1h & {1024{sched_push}});
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            term_pend <= 1024'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+        end else begin
+            term_pend <= ((term_pend & ~(qcur_1h & {1024{term_sent}})) & ~(qterm_1h & {1024{cmd_create}})) | (qterm_1h & {1024{term_new}});
         end
     end
 
@@ -7365,6 +9592,20 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            term_mode <= 1'h0;
+        end else if (fetch_go) begin
+            term_mode <= term_go;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (in_state2) begin
+            cur_term <= term_rd;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             rsp_mode <= 1'h0;
         end else if (fetch_go) begin
             rsp_mode <= rsp_go;
@@ -7566,8 +9807,8 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        if (in_state14 | (wb_valid & (wb_beat == 7'h00))) begin
-            wqe_hdr <= in_state14 ? rsp_hdr : wb_data[255:0];
+        if ((in_state14 | term_go) | (wb_valid & (wb_beat == 7'h00))) begin
+            wqe_hdr <= in_state14 ? rsp_hdr : (term_go ? 256'h00000000000000000000000000000000000000000000000000000000000000ff : wb_data[255:0]);
         end
     end
 
@@ -7607,7 +9848,7 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (feed_issue) begin
-            rr_word <= {256'h0000000000000000000000000000000000000000000000000000000000000000, rr_hdr};
+            rr_word <= term_mode ? term_payload : {256'h0000000000000000000000000000000000000000000000000000000000000000, rr_hdr};
         end
     end
 
@@ -7620,7 +9861,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        fq0_data <= fq0_push ? (op_read ? rr_word : wqe_buf_rd) : ((fq_pop == 2'h1) ? fq1_data : ((fq_pop == 2'h2) ? fq2_data : fq0_data));
+        fq0_data <= fq0_push ? ((op_read | term_mode) ? rr_word : wqe_buf_rd) : ((fq_pop == 2'h1) ? fq1_data : ((fq_pop == 2'h2) ? fq2_data : fq0_data));
     end
 
     always @(posedge clk) begin
@@ -7628,7 +9869,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        fq1_data <= fq1_push ? (op_read ? rr_word : wqe_buf_rd) : ((fq_pop == 2'h1) ? fq2_data : fq1_data);
+        fq1_data <= fq1_push ? ((op_read | term_mode) ? rr_word : wqe_buf_rd) : ((fq_pop == 2'h1) ? fq2_data : fq1_data);
     end
 
     always @(posedge clk) begin
@@ -7636,7 +9877,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        fq2_data <= fq2_push ? (op_read ? rr_word : wqe_buf_rd) : fq2_data;
+        fq2_data <= fq2_push ? ((op_read | term_mode) ? rr_word : wqe_buf_rd) : fq2_data;
     end
 
     always @(posedge clk) begin
@@ -8152,6 +10393,10 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
+        cq0_term <= cq0_push ? term_mode : ((cq_pop == 4'h1) ? cq1_term : ((cq_pop == 4'h2) ? cq2_term : ((cq_pop == 4'h3) ? cq3_term : ((cq_pop == 4'h4) ? cq4_term : ((cq_pop == 4'h5) ? cq5_term : ((cq_pop == 4'h6) ? cq6_term : ((cq_pop == 4'h7) ? cq7_term : cq0_term)))))));
+    end
+
+    always @(posedge clk) begin
         cq1_cqe <= cq1_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
     end
 
@@ -8197,6 +10442,10 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         cq1_rrd <= cq1_push ? rsp_mode : ((cq_pop == 4'h1) ? cq2_rrd : ((cq_pop == 4'h2) ? cq3_rrd : ((cq_pop == 4'h3) ? cq4_rrd : ((cq_pop == 4'h4) ? cq5_rrd : ((cq_pop == 4'h5) ? cq6_rrd : ((cq_pop == 4'h6) ? cq7_rrd : cq1_rrd))))));
+    end
+
+    always @(posedge clk) begin
+        cq1_term <= cq1_push ? term_mode : ((cq_pop == 4'h1) ? cq2_term : ((cq_pop == 4'h2) ? cq3_term : ((cq_pop == 4'h3) ? cq4_term : ((cq_pop == 4'h4) ? cq5_term : ((cq_pop == 4'h5) ? cq6_term : ((cq_pop == 4'h6) ? cq7_term : cq1_term))))));
     end
 
     always @(posedge clk) begin
@@ -8248,6 +10497,10 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
+        cq2_term <= cq2_push ? term_mode : ((cq_pop == 4'h1) ? cq3_term : ((cq_pop == 4'h2) ? cq4_term : ((cq_pop == 4'h3) ? cq5_term : ((cq_pop == 4'h4) ? cq6_term : ((cq_pop == 4'h5) ? cq7_term : cq2_term)))));
+    end
+
+    always @(posedge clk) begin
         cq3_cqe <= cq3_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
     end
 
@@ -8293,6 +10546,10 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         cq3_rrd <= cq3_push ? rsp_mode : ((cq_pop == 4'h1) ? cq4_rrd : ((cq_pop == 4'h2) ? cq5_rrd : ((cq_pop == 4'h3) ? cq6_rrd : ((cq_pop == 4'h4) ? cq7_rrd : cq3_rrd))));
+    end
+
+    always @(posedge clk) begin
+        cq3_term <= cq3_push ? term_mode : ((cq_pop == 4'h1) ? cq4_term : ((cq_pop == 4'h2) ? cq5_term : ((cq_pop == 4'h3) ? cq6_term : ((cq_pop == 4'h4) ? cq7_term : cq3_term))));
     end
 
     always @(posedge clk) begin
@@ -8344,6 +10601,10 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
+        cq4_term <= cq4_push ? term_mode : ((cq_pop == 4'h1) ? cq5_term : ((cq_pop == 4'h2) ? cq6_term : ((cq_pop == 4'h3) ? cq7_term : cq4_term)));
+    end
+
+    always @(posedge clk) begin
         cq5_cqe <= cq5_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
     end
 
@@ -8389,6 +10650,10 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         cq5_rrd <= cq5_push ? rsp_mode : ((cq_pop == 4'h1) ? cq6_rrd : ((cq_pop == 4'h2) ? cq7_rrd : cq5_rrd));
+    end
+
+    always @(posedge clk) begin
+        cq5_term <= cq5_push ? term_mode : ((cq_pop == 4'h1) ? cq6_term : ((cq_pop == 4'h2) ? cq7_term : cq5_term));
     end
 
     always @(posedge clk) begin
@@ -8440,6 +10705,10 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
+        cq6_term <= cq6_push ? term_mode : ((cq_pop == 4'h1) ? cq7_term : cq6_term);
+    end
+
+    always @(posedge clk) begin
         cq7_cqe <= cq7_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : cq7_cqe;
     end
 
@@ -8485,6 +10754,10 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         cq7_rrd <= cq7_push ? rsp_mode : cq7_rrd;
+    end
+
+    always @(posedge clk) begin
+        cq7_term <= cq7_push ? term_mode : cq7_term;
     end
 
     always @(posedge clk) begin
@@ -8593,6 +10866,14 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            cpl_term_q <= 1'h0;
+        end else if (cpl_load) begin
+            cpl_term_q <= cq0_term;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             dma_err_q <= 1'h0;
         end else if ((wr_done_valid & wr_done_err) | (rd_tvalid & rd_terr)) begin
             dma_err_q <= 1'h1;
@@ -8609,7 +10890,7 @@ module card_tx_w512 (
         if (rst) begin
             eng_state <= 4'h0;
         end else begin
-            eng_state <= in_state13 ? 4'he : (in_state14 ? (rsp_drop ? 4'hb : 4'hc) : (in_state15 ? 4'hc : (in_state0 ? (sched_pop ? 4'h1 : 4'h0) : (in_state1 ? 4'h2 : (in_state2 ? 4'h3 : (in_state3 ? (rsp_go ? 4'hd : (fetch_go ? 4'h4 : 4'h0)) : (in_state4 ? (first_done ? 4'h5 : 4'h4) : (in_state5 ? ((halt | wait_read) ? 4'h0 : ((ret_or_flush & ~sent_full) ? 4'hb : (one_bb ? 4'h8 : 4'h6))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 4'h7 : 4'h6) : (in_state7 ? (rest_done ? (halt ? 4'h0 : 4'h8) : 4'h7) : (in_state8 ? (pay_from_buf ? 4'h9 : 4'hc) : (in_state9 ? (feed_end ? 4'ha : 4'h9) : (in_state10 ? (msg_done ? 4'hb : 4'ha) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 4'hb : 4'h9) : 4'hc) : 4'h0))))))))))))));
+            eng_state <= in_state13 ? 4'he : (in_state14 ? (rsp_drop ? 4'hb : 4'hc) : (in_state15 ? 4'hc : (in_state0 ? (sched_pop ? 4'h1 : 4'h0) : (in_state1 ? 4'h2 : (in_state2 ? 4'h3 : (in_state3 ? (term_go ? 4'h9 : (rsp_go ? 4'hd : (fetch_go ? 4'h4 : 4'h0))) : (in_state4 ? (first_done ? 4'h5 : 4'h4) : (in_state5 ? ((halt | wait_read) ? 4'h0 : ((ret_or_flush & ~sent_full) ? 4'hb : (one_bb ? 4'h8 : 4'h6))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 4'h7 : 4'h6) : (in_state7 ? (rest_done ? (halt ? 4'h0 : 4'h8) : 4'h7) : (in_state8 ? (pay_from_buf ? 4'h9 : 4'hc) : (in_state9 ? (feed_end ? 4'ha : 4'h9) : (in_state10 ? (msg_done ? 4'hb : 4'ha) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 4'hb : 4'h9) : 4'hc) : 4'h0))))))))))))));
         end
     end
 
@@ -8627,6 +10908,14 @@ module card_tx_w512 (
             qp_state_e[qp_state_wa] <= qp_state_wd;
         end
         qp_state_e_rd <= qp_state_e[ctx_rd_addr];
+    end
+
+    // term: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (term_new) begin
+            term[cmd_num] <= {s_term_rdma, s_term_hdr, s_term_seglen, s_term_cause};
+        end
+        term_rd <= term[ctx_rd_addr];
     end
 
     // ctx: synchronous write, synchronous read (block RAM)
@@ -8778,13 +11067,13 @@ module card_tx_w512 (
         .s_desc_rdmap({
         {1'h0, ~cur_rev0},
         2'h0,
-        rsp_mode ? 4'h2 : (op_write ? 4'h0 : (op_read ? 4'h1 : ((op_send_inv ? 4'h4 : 4'h3) + (h_solicited ? 4'h2 : 4'h0))))
+        term_mode ? 4'h7 : (rsp_mode ? 4'h2 : (op_write ? 4'h0 : (op_read ? 4'h1 : ((op_send_inv ? 4'h4 : 4'h3) + (h_solicited ? 4'h2 : 4'h0)))))
     }),
         .s_desc_dv({1'h0, ~cur_rev0}),
         .s_desc_stag(op_write ? h_rkey : (op_send_inv ? h_inv_stag : 32'h00000000)),
         .s_desc_to(h_remote_addr),
-        .s_desc_qn({31'h00000000, op_read}),
-        .s_desc_msn(op_read ? cur_rmsn : cur_msn),
+        .s_desc_qn(term_mode ? 32'h00000002 : {31'h00000000, op_read}),
+        .s_desc_msn(term_mode ? 32'h00000001 : (op_read ? cur_rmsn : cur_msn)),
         .s_desc_len(msg_len),
         .s_desc_mulpdu(cur_mulpdu),
         .s_desc_user(16'h0000),

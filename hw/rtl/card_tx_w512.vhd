@@ -107,6 +107,17 @@ entity card_tx_w512 is
         s_rreq_src_stag : in  std_logic_vector(31 downto 0); -- Data Source STag (checked again, remote read, before each piece is read)
         s_rreq_src_to : in  std_logic_vector(63 downto 0); -- Data Source TO
         s_rreq_hdr : in  std_logic_vector(143 downto 0); -- the Read Request's DDP header (kept for the Terminate of a revoked source; no Terminate is sent yet)
+        s_term_valid : in  std_logic;        -- a receive-side error (card_rx m_rxterm): the QP goes to error (as QP_CMD ERROR, taken when no command of card_regs or lost record is offered and the event slot is free), TERM_SENT is raised, and its Terminate is sent at the QP's next turn
+        s_term_ready : out std_logic;
+        s_term_qpn : in  std_logic_vector(9 downto 0);
+        s_term_cause : in  std_logic_vector(15 downto 0); -- the Terminate's Layer (15:12), EType (11:8), Error Code (7:0)
+        s_term_hdr : in  std_logic_vector(143 downto 0); -- the offending segment's DDP header, byte 0 in bits 7:0
+        s_term_seglen : in  std_logic_vector(15 downto 0); -- the offending segment's length
+        s_term_rdma : in  std_logic_vector(223 downto 0); -- a Read Request's RDMAP header, byte 0 in bits 7:0 (copied when the cause asks for it)
+        m_ev_valid : out std_logic;          -- TERM_SENT (card_cq's second event port): a record of s_term put its QP in error
+        m_ev_ready : in  std_logic;
+        m_ev_qpn : out std_logic_vector(9 downto 0); -- OBJ: the QP
+        m_ev_cause : out std_logic_vector(15 downto 0); -- TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0)
         m_rreq_done_valid : out std_logic;   -- a Read Request is answered (its last Read Response segment is on the ring) or dropped (its QP is in error): card_rx's IRD entry is free
         m_rreq_done_ready : in  std_logic;
         m_rreq_done_qpn : out std_logic_vector(9 downto 0);
@@ -121,6 +132,7 @@ entity card_tx_w512 is
         m_cpl_byte_len : out std_logic_vector(31 downto 0); -- CQE BYTE_LEN
         m_cpl_sq_ci : out std_logic_vector(15 downto 0); -- the QP's SQ_CI after this WQE (status record)
         m_cpl_txs_pi : out std_logic_vector(31 downto 0); -- the QP's TXS_PI after this WQE's FPDUs (status record)
+        m_cpl_term : out std_logic;          -- the record is a Terminate's (no CQE): the QP is in ERROR and its transmit stream closed
         stat_halt : out std_logic;           -- sticky: a WQE this increment does not serve, or a DMA read error, stopped a QP
         stat_halt_qpn : out std_logic_vector(9 downto 0); -- the last QP stopped so
         stat_dma_err : out std_logic;        -- sticky: a DMA of card_tx got an error response
@@ -218,8 +230,13 @@ architecture rtl of card_tx_w512 is
     signal in_state15 : std_logic;
     signal db_v : std_logic := '0';          -- a doorbell is being served
     signal lost_sel : std_logic := '0';      -- the lost record is the command whose state was read
+    signal term_sel : std_logic := '0';      -- the Terminate record is the command whose state was read
+    signal term_ev_v : std_logic := '0';     -- a TERM_SENT event waits to be taken
+    signal cmd_lost_offer : std_logic;
     signal cmd_sel_lost : std_logic;         -- the command is the lost record's ERROR
+    signal cmd_sel_term : std_logic;         -- the command is the Terminate record's ERROR
     signal cmd_valid : std_logic;
+    signal term_of_recv : std_logic;         -- the Terminate record is of a Terminate received: taken without effect
     signal cmd_op : std_logic_vector(3 downto 0);
     signal cmd_num : std_logic_vector(9 downto 0);
     signal cmd_is_create : std_logic;
@@ -236,6 +253,10 @@ architecture rtl of card_tx_w512 is
     signal qp_state_c_rd : std_logic_vector(1 downto 0); -- read data of qp_state_c
     signal qp_state_e_rd : std_logic_vector(1 downto 0); -- read data of qp_state_e
     signal qp_to_error : std_logic;          -- ERROR on a live QP
+    signal term_new : std_logic;             -- a Terminate record puts its QP in error
+    signal term_ev_qpn : std_logic_vector(9 downto 0) := "0000000000";
+    signal term_ev_cause : std_logic_vector(15 downto 0) := x"0000";
+    signal term_rd : std_logic_vector(399 downto 0); -- read data of term
     signal ctx_rd : std_logic_vector(185 downto 0); -- read data of ctx
     signal dbs_wr_en : std_logic;
     signal dbs_wr_addr : std_logic_vector(9 downto 0);
@@ -258,6 +279,13 @@ architecture rtl of card_tx_w512 is
     signal qclr_1h : std_logic_vector(1023 downto 0);
     signal qset_qp : std_logic_vector(9 downto 0);
     signal qset_1h : std_logic_vector(1023 downto 0);
+    signal term_pend : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- the QP has a Terminate to send
+    signal term_sent : std_logic;            -- the engine wrote its QP's Terminate back
+    signal qcur_qp : std_logic_vector(9 downto 0);
+    signal qcur_1h : std_logic_vector(1023 downto 0);
+    signal qterm_qp : std_logic_vector(9 downto 0);
+    signal qterm_1h : std_logic_vector(1023 downto 0);
+    signal term_pend_cur : std_logic;        -- the engine's QP has a Terminate to send
     signal push0_v : std_logic := '0';
     signal push0_qp : std_logic_vector(9 downto 0);
     signal push0_idx : std_logic_vector(15 downto 0); -- its SQ index
@@ -489,10 +517,26 @@ architecture rtl of card_tx_w512 is
     signal push2_hit : std_logic;
     signal push3_hit : std_logic;
     signal push_hit : std_logic;             -- the WQE's first block was pushed
+    signal term_go : std_logic;              -- send the QP's Terminate
     signal rsp_go : std_logic;               -- answer (drop) the QP's oldest Read Request
     signal wqe_go : std_logic;               -- a WQE starts
-    signal fetch_go : std_logic;             -- a WQE's first block is fetched, or a Read Response starts
+    signal fetch_go : std_logic;             -- a WQE's first block is fetched, or a Read Response or Terminate starts
     signal msg_go : std_logic;               -- a message starts
+    signal term_mode : std_logic := '0';     -- the engine sends its QP's Terminate (a stand-in header: no WQE)
+    signal cur_term : std_logic_vector(399 downto 0); -- the QP's Terminate record
+    signal cur_term_cause : std_logic_vector(15 downto 0);
+    signal cur_term_seglen : std_logic_vector(15 downto 0);
+    signal cur_term_hdr : std_logic_vector(143 downto 0);
+    signal cur_term_rdma : std_logic_vector(223 downto 0);
+    signal term_etype : std_logic_vector(7 downto 0); -- layer and error type
+    signal term_no_hdrs : std_logic;         -- a local catastrophic, MPA or version/opcode error: no header is copied
+    signal term_md : std_logic;              -- M and D: the segment length and the DDP header are copied
+    signal term_op : std_logic_vector(3 downto 0); -- the offending message's RDMAP opcode
+    signal term_tagged : std_logic;          -- the offending segment is tagged (14-octet header)
+    signal term_r : std_logic;               -- R: a remote protection error of a Read Request or a Send with Invalidate
+    signal term_r_bytes : std_logic;         -- the Read Request's header follows
+    signal term_payload : std_logic_vector(511 downto 0); -- the Terminate's DDP payload, byte 0 in bits 7:0
+    signal term_len : std_logic_vector(15 downto 0); -- its length
     signal rsp_mode : std_logic := '0';      -- the engine answers a Read Request
     signal rsp_drop : std_logic := '0';      -- ... of a QP in error: it is dropped
     signal ret_mode : std_logic := '0';      -- the block fetched is an outstanding Read's, to complete it
@@ -563,7 +607,7 @@ architecture rtl of card_tx_w512 is
     signal halt_q : std_logic := '0';
     signal halt_qpn_q : std_logic_vector(9 downto 0) := "0000000000";
     signal one_bb : std_logic;
-    signal pay_len : std_logic_vector(15 downto 0); -- payload bytes into ddp_tx: inline bytes, or a Read Request's header
+    signal pay_len : std_logic_vector(15 downto 0); -- payload bytes into ddp_tx: inline bytes, a Read Request's header or a Terminate's
     signal pay_words_full : std_logic_vector(16 downto 0);
     signal pay_words : std_logic_vector(10 downto 0); -- payload words: ceil(len / lanes)
     signal feed_issued : std_logic_vector(9 downto 0); -- payload words read
@@ -574,7 +618,7 @@ architecture rtl of card_tx_w512 is
     signal feed_issue : std_logic;           -- read the next payload word
     signal feed_last_rd : std_logic;         -- the word being read is the message's last
     signal rr_hdr : std_logic_vector(255 downto 0); -- the Read Request header, byte 0 in bits 7:0
-    signal rr_word : std_logic_vector(511 downto 0); -- the Read Request header's word being fed
+    signal rr_word : std_logic_vector(511 downto 0); -- the Read Request or Terminate header's word being fed
     signal fq_count : std_logic_vector(1 downto 0) := "00"; -- entries held in fq
     signal fq0_data : std_logic_vector(511 downto 0);
     signal fq0_last : std_logic;
@@ -846,6 +890,7 @@ architecture rtl of card_tx_w512 is
     signal cq0_flush : std_logic;
     signal cq0_prot : std_logic;
     signal cq0_rrd : std_logic;
+    signal cq0_term : std_logic;
     signal cq1_cqe : std_logic;
     signal cq1_cq : std_logic_vector(9 downto 0);
     signal cq1_qpn : std_logic_vector(9 downto 0);
@@ -858,6 +903,7 @@ architecture rtl of card_tx_w512 is
     signal cq1_flush : std_logic;
     signal cq1_prot : std_logic;
     signal cq1_rrd : std_logic;
+    signal cq1_term : std_logic;
     signal cq2_cqe : std_logic;
     signal cq2_cq : std_logic_vector(9 downto 0);
     signal cq2_qpn : std_logic_vector(9 downto 0);
@@ -870,6 +916,7 @@ architecture rtl of card_tx_w512 is
     signal cq2_flush : std_logic;
     signal cq2_prot : std_logic;
     signal cq2_rrd : std_logic;
+    signal cq2_term : std_logic;
     signal cq3_cqe : std_logic;
     signal cq3_cq : std_logic_vector(9 downto 0);
     signal cq3_qpn : std_logic_vector(9 downto 0);
@@ -882,6 +929,7 @@ architecture rtl of card_tx_w512 is
     signal cq3_flush : std_logic;
     signal cq3_prot : std_logic;
     signal cq3_rrd : std_logic;
+    signal cq3_term : std_logic;
     signal cq4_cqe : std_logic;
     signal cq4_cq : std_logic_vector(9 downto 0);
     signal cq4_qpn : std_logic_vector(9 downto 0);
@@ -894,6 +942,7 @@ architecture rtl of card_tx_w512 is
     signal cq4_flush : std_logic;
     signal cq4_prot : std_logic;
     signal cq4_rrd : std_logic;
+    signal cq4_term : std_logic;
     signal cq5_cqe : std_logic;
     signal cq5_cq : std_logic_vector(9 downto 0);
     signal cq5_qpn : std_logic_vector(9 downto 0);
@@ -906,6 +955,7 @@ architecture rtl of card_tx_w512 is
     signal cq5_flush : std_logic;
     signal cq5_prot : std_logic;
     signal cq5_rrd : std_logic;
+    signal cq5_term : std_logic;
     signal cq6_cqe : std_logic;
     signal cq6_cq : std_logic_vector(9 downto 0);
     signal cq6_qpn : std_logic_vector(9 downto 0);
@@ -918,6 +968,7 @@ architecture rtl of card_tx_w512 is
     signal cq6_flush : std_logic;
     signal cq6_prot : std_logic;
     signal cq6_rrd : std_logic;
+    signal cq6_term : std_logic;
     signal cq7_cqe : std_logic;
     signal cq7_cq : std_logic_vector(9 downto 0);
     signal cq7_qpn : std_logic_vector(9 downto 0);
@@ -930,6 +981,7 @@ architecture rtl of card_tx_w512 is
     signal cq7_flush : std_logic;
     signal cq7_prot : std_logic;
     signal cq7_rrd : std_logic;
+    signal cq7_term : std_logic;
     signal cq_wpos : std_logic_vector(3 downto 0); -- where a pushed entry goes
     signal cq0_push : std_logic;
     signal cq1_push : std_logic;
@@ -956,6 +1008,7 @@ architecture rtl of card_tx_w512 is
     signal cpl_len_q : std_logic_vector(31 downto 0) := x"00000000";
     signal cpl_sq_ci_q : std_logic_vector(15 downto 0) := x"0000";
     signal cpl_txs_pi_q : std_logic_vector(31 downto 0) := x"00000000";
+    signal cpl_term_q : std_logic := '0';
     signal dma_err_q : std_logic := '0';
     signal op_is_send : std_logic;           -- a Send that was sent takes an MSN
     signal read_started : std_logic;         -- a Read Request went out
@@ -991,6 +1044,8 @@ architecture rtl of card_tx_w512 is
     signal qp_state_c : qp_state_c_t;        -- QP state (0 none, 1 live, 2 error), read by the command path
     type qp_state_e_t is array (0 to 1023) of std_logic_vector(1 downto 0);
     signal qp_state_e : qp_state_e_t;        -- QP state, read by the engine
+    type term_t is array (0 to 1023) of std_logic_vector(399 downto 0);
+    signal term : term_t;                    -- the Terminate each QP has to send: {RDMAP header, DDP header, segment length, cause}
     type ctx_t is array (0 to 1023) of std_logic_vector(185 downto 0);
     signal ctx : ctx_t;                      -- static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD, PD
     type dbs_a_t is array (0 to 1023) of std_logic_vector(58 downto 0);
@@ -1030,19 +1085,32 @@ begin
     in_state13 <= b2l(eng_state = x"d");
     in_state14 <= b2l(eng_state = x"e");
     in_state15 <= b2l(eng_state = x"f");
-    cmd_sel_lost <= lost_sel or ((s_end_valid and s_end_lost) and (not s_qp_valid));
-    cmd_valid <= cmd_sel_lost or s_qp_valid;
-    cmd_op <= mux(cmd_sel_lost, x"3", s_qp_op);
-    cmd_num <= mux(cmd_sel_lost, s_end_qpn, s_qp_num);
+    cmd_lost_offer <= (s_end_valid and s_end_lost) and (not s_qp_valid);
+    cmd_sel_lost <= lost_sel or (cmd_lost_offer and (not term_sel));
+    cmd_sel_term <= term_sel or ((((s_term_valid and (not s_qp_valid)) and (not (s_end_valid and s_end_lost))) and (not lost_sel)) and (not term_ev_v));
+    cmd_valid <= (cmd_sel_lost or cmd_sel_term) or s_qp_valid;
+    cmd_op <= mux(cmd_sel_lost or (cmd_sel_term and (not term_of_recv)), x"3", mux(cmd_sel_term, x"0", s_qp_op));
+    cmd_num <= mux(cmd_sel_lost, s_end_qpn, mux(cmd_sel_term, s_term_qpn, s_qp_num));
     cmd_is_create <= b2l(cmd_op = x"1");
-    s_qp_ready <= (((not cmd_sel_lost) and (not db_v)) and in_state0) and (cmd_is_create or cmd_rd);
+    s_qp_ready <= ((((not cmd_sel_lost) and (not cmd_sel_term)) and (not db_v)) and in_state0) and (cmd_is_create or cmd_rd);
     cmd_go <= ((cmd_valid and (not db_v)) and in_state0) and (cmd_is_create or cmd_rd);
     cmd_rd_next <= (((cmd_valid and (not db_v)) and in_state0) and (not cmd_is_create)) and (not cmd_rd);
+    s_term_ready <= cmd_sel_term and cmd_go;
     cmd_create <= cmd_go and cmd_is_create;
     qp_state_wd <= mux(prot_err or b2l(cmd_op = x"3"), "10", mux(b2l(cmd_op = x"1"), "01", "00"));
     qp_state_wa <= mux(prot_err, cur_qp, cmd_num);
     qp_to_error <= (cmd_go and b2l(cmd_op = x"3")) and b2l(qp_state_c_rd = "01");
     qp_state_we <= ((prot_err or (cmd_go and b2l(cmd_op = x"1"))) or qp_to_error) or ((cmd_go and b2l(cmd_op = x"4")) and b2l(qp_state_c_rd = "10"));
+    term_of_recv <= (not s_term_hdr(7)) and b2l(std_logic_vector'(
+        s_term_hdr(55 downto 48) &
+        s_term_hdr(63 downto 56) &
+        s_term_hdr(71 downto 64) &
+        s_term_hdr(79 downto 72)
+    ) = x"00000002");
+    term_new <= (cmd_sel_term and cmd_go) and qp_to_error;
+    m_ev_valid <= term_ev_v;
+    m_ev_qpn <= term_ev_qpn;
+    m_ev_cause <= term_ev_cause;
     sched_empty <= b2l(sched_head = sched_tail);
     sched_pop <= ((in_state0 and (not sched_empty)) and (not cmd_valid)) and cpl_room;
     qclr_qp <= sched_rd;
@@ -3099,6 +3167,2061 @@ begin
         b2l(qset_qp = "0000000001") &
         b2l(qset_qp = "0000000000")
     );
+    qcur_qp <= cur_qp;
+    qcur_1h <= std_logic_vector'(
+        b2l(qcur_qp = "1111111111") &
+        b2l(qcur_qp = "1111111110") &
+        b2l(qcur_qp = "1111111101") &
+        b2l(qcur_qp = "1111111100") &
+        b2l(qcur_qp = "1111111011") &
+        b2l(qcur_qp = "1111111010") &
+        b2l(qcur_qp = "1111111001") &
+        b2l(qcur_qp = "1111111000") &
+        b2l(qcur_qp = "1111110111") &
+        b2l(qcur_qp = "1111110110") &
+        b2l(qcur_qp = "1111110101") &
+        b2l(qcur_qp = "1111110100") &
+        b2l(qcur_qp = "1111110011") &
+        b2l(qcur_qp = "1111110010") &
+        b2l(qcur_qp = "1111110001") &
+        b2l(qcur_qp = "1111110000") &
+        b2l(qcur_qp = "1111101111") &
+        b2l(qcur_qp = "1111101110") &
+        b2l(qcur_qp = "1111101101") &
+        b2l(qcur_qp = "1111101100") &
+        b2l(qcur_qp = "1111101011") &
+        b2l(qcur_qp = "1111101010") &
+        b2l(qcur_qp = "1111101001") &
+        b2l(qcur_qp = "1111101000") &
+        b2l(qcur_qp = "1111100111") &
+        b2l(qcur_qp = "1111100110") &
+        b2l(qcur_qp = "1111100101") &
+        b2l(qcur_qp = "1111100100") &
+        b2l(qcur_qp = "1111100011") &
+        b2l(qcur_qp = "1111100010") &
+        b2l(qcur_qp = "1111100001") &
+        b2l(qcur_qp = "1111100000") &
+        b2l(qcur_qp = "1111011111") &
+        b2l(qcur_qp = "1111011110") &
+        b2l(qcur_qp = "1111011101") &
+        b2l(qcur_qp = "1111011100") &
+        b2l(qcur_qp = "1111011011") &
+        b2l(qcur_qp = "1111011010") &
+        b2l(qcur_qp = "1111011001") &
+        b2l(qcur_qp = "1111011000") &
+        b2l(qcur_qp = "1111010111") &
+        b2l(qcur_qp = "1111010110") &
+        b2l(qcur_qp = "1111010101") &
+        b2l(qcur_qp = "1111010100") &
+        b2l(qcur_qp = "1111010011") &
+        b2l(qcur_qp = "1111010010") &
+        b2l(qcur_qp = "1111010001") &
+        b2l(qcur_qp = "1111010000") &
+        b2l(qcur_qp = "1111001111") &
+        b2l(qcur_qp = "1111001110") &
+        b2l(qcur_qp = "1111001101") &
+        b2l(qcur_qp = "1111001100") &
+        b2l(qcur_qp = "1111001011") &
+        b2l(qcur_qp = "1111001010") &
+        b2l(qcur_qp = "1111001001") &
+        b2l(qcur_qp = "1111001000") &
+        b2l(qcur_qp = "1111000111") &
+        b2l(qcur_qp = "1111000110") &
+        b2l(qcur_qp = "1111000101") &
+        b2l(qcur_qp = "1111000100") &
+        b2l(qcur_qp = "1111000011") &
+        b2l(qcur_qp = "1111000010") &
+        b2l(qcur_qp = "1111000001") &
+        b2l(qcur_qp = "1111000000") &
+        b2l(qcur_qp = "1110111111") &
+        b2l(qcur_qp = "1110111110") &
+        b2l(qcur_qp = "1110111101") &
+        b2l(qcur_qp = "1110111100") &
+        b2l(qcur_qp = "1110111011") &
+        b2l(qcur_qp = "1110111010") &
+        b2l(qcur_qp = "1110111001") &
+        b2l(qcur_qp = "1110111000") &
+        b2l(qcur_qp = "1110110111") &
+        b2l(qcur_qp = "1110110110") &
+        b2l(qcur_qp = "1110110101") &
+        b2l(qcur_qp = "1110110100") &
+        b2l(qcur_qp = "1110110011") &
+        b2l(qcur_qp = "1110110010") &
+        b2l(qcur_qp = "1110110001") &
+        b2l(qcur_qp = "1110110000") &
+        b2l(qcur_qp = "1110101111") &
+        b2l(qcur_qp = "1110101110") &
+        b2l(qcur_qp = "1110101101") &
+        b2l(qcur_qp = "1110101100") &
+        b2l(qcur_qp = "1110101011") &
+        b2l(qcur_qp = "1110101010") &
+        b2l(qcur_qp = "1110101001") &
+        b2l(qcur_qp = "1110101000") &
+        b2l(qcur_qp = "1110100111") &
+        b2l(qcur_qp = "1110100110") &
+        b2l(qcur_qp = "1110100101") &
+        b2l(qcur_qp = "1110100100") &
+        b2l(qcur_qp = "1110100011") &
+        b2l(qcur_qp = "1110100010") &
+        b2l(qcur_qp = "1110100001") &
+        b2l(qcur_qp = "1110100000") &
+        b2l(qcur_qp = "1110011111") &
+        b2l(qcur_qp = "1110011110") &
+        b2l(qcur_qp = "1110011101") &
+        b2l(qcur_qp = "1110011100") &
+        b2l(qcur_qp = "1110011011") &
+        b2l(qcur_qp = "1110011010") &
+        b2l(qcur_qp = "1110011001") &
+        b2l(qcur_qp = "1110011000") &
+        b2l(qcur_qp = "1110010111") &
+        b2l(qcur_qp = "1110010110") &
+        b2l(qcur_qp = "1110010101") &
+        b2l(qcur_qp = "1110010100") &
+        b2l(qcur_qp = "1110010011") &
+        b2l(qcur_qp = "1110010010") &
+        b2l(qcur_qp = "1110010001") &
+        b2l(qcur_qp = "1110010000") &
+        b2l(qcur_qp = "1110001111") &
+        b2l(qcur_qp = "1110001110") &
+        b2l(qcur_qp = "1110001101") &
+        b2l(qcur_qp = "1110001100") &
+        b2l(qcur_qp = "1110001011") &
+        b2l(qcur_qp = "1110001010") &
+        b2l(qcur_qp = "1110001001") &
+        b2l(qcur_qp = "1110001000") &
+        b2l(qcur_qp = "1110000111") &
+        b2l(qcur_qp = "1110000110") &
+        b2l(qcur_qp = "1110000101") &
+        b2l(qcur_qp = "1110000100") &
+        b2l(qcur_qp = "1110000011") &
+        b2l(qcur_qp = "1110000010") &
+        b2l(qcur_qp = "1110000001") &
+        b2l(qcur_qp = "1110000000") &
+        b2l(qcur_qp = "1101111111") &
+        b2l(qcur_qp = "1101111110") &
+        b2l(qcur_qp = "1101111101") &
+        b2l(qcur_qp = "1101111100") &
+        b2l(qcur_qp = "1101111011") &
+        b2l(qcur_qp = "1101111010") &
+        b2l(qcur_qp = "1101111001") &
+        b2l(qcur_qp = "1101111000") &
+        b2l(qcur_qp = "1101110111") &
+        b2l(qcur_qp = "1101110110") &
+        b2l(qcur_qp = "1101110101") &
+        b2l(qcur_qp = "1101110100") &
+        b2l(qcur_qp = "1101110011") &
+        b2l(qcur_qp = "1101110010") &
+        b2l(qcur_qp = "1101110001") &
+        b2l(qcur_qp = "1101110000") &
+        b2l(qcur_qp = "1101101111") &
+        b2l(qcur_qp = "1101101110") &
+        b2l(qcur_qp = "1101101101") &
+        b2l(qcur_qp = "1101101100") &
+        b2l(qcur_qp = "1101101011") &
+        b2l(qcur_qp = "1101101010") &
+        b2l(qcur_qp = "1101101001") &
+        b2l(qcur_qp = "1101101000") &
+        b2l(qcur_qp = "1101100111") &
+        b2l(qcur_qp = "1101100110") &
+        b2l(qcur_qp = "1101100101") &
+        b2l(qcur_qp = "1101100100") &
+        b2l(qcur_qp = "1101100011") &
+        b2l(qcur_qp = "1101100010") &
+        b2l(qcur_qp = "1101100001") &
+        b2l(qcur_qp = "1101100000") &
+        b2l(qcur_qp = "1101011111") &
+        b2l(qcur_qp = "1101011110") &
+        b2l(qcur_qp = "1101011101") &
+        b2l(qcur_qp = "1101011100") &
+        b2l(qcur_qp = "1101011011") &
+        b2l(qcur_qp = "1101011010") &
+        b2l(qcur_qp = "1101011001") &
+        b2l(qcur_qp = "1101011000") &
+        b2l(qcur_qp = "1101010111") &
+        b2l(qcur_qp = "1101010110") &
+        b2l(qcur_qp = "1101010101") &
+        b2l(qcur_qp = "1101010100") &
+        b2l(qcur_qp = "1101010011") &
+        b2l(qcur_qp = "1101010010") &
+        b2l(qcur_qp = "1101010001") &
+        b2l(qcur_qp = "1101010000") &
+        b2l(qcur_qp = "1101001111") &
+        b2l(qcur_qp = "1101001110") &
+        b2l(qcur_qp = "1101001101") &
+        b2l(qcur_qp = "1101001100") &
+        b2l(qcur_qp = "1101001011") &
+        b2l(qcur_qp = "1101001010") &
+        b2l(qcur_qp = "1101001001") &
+        b2l(qcur_qp = "1101001000") &
+        b2l(qcur_qp = "1101000111") &
+        b2l(qcur_qp = "1101000110") &
+        b2l(qcur_qp = "1101000101") &
+        b2l(qcur_qp = "1101000100") &
+        b2l(qcur_qp = "1101000011") &
+        b2l(qcur_qp = "1101000010") &
+        b2l(qcur_qp = "1101000001") &
+        b2l(qcur_qp = "1101000000") &
+        b2l(qcur_qp = "1100111111") &
+        b2l(qcur_qp = "1100111110") &
+        b2l(qcur_qp = "1100111101") &
+        b2l(qcur_qp = "1100111100") &
+        b2l(qcur_qp = "1100111011") &
+        b2l(qcur_qp = "1100111010") &
+        b2l(qcur_qp = "1100111001") &
+        b2l(qcur_qp = "1100111000") &
+        b2l(qcur_qp = "1100110111") &
+        b2l(qcur_qp = "1100110110") &
+        b2l(qcur_qp = "1100110101") &
+        b2l(qcur_qp = "1100110100") &
+        b2l(qcur_qp = "1100110011") &
+        b2l(qcur_qp = "1100110010") &
+        b2l(qcur_qp = "1100110001") &
+        b2l(qcur_qp = "1100110000") &
+        b2l(qcur_qp = "1100101111") &
+        b2l(qcur_qp = "1100101110") &
+        b2l(qcur_qp = "1100101101") &
+        b2l(qcur_qp = "1100101100") &
+        b2l(qcur_qp = "1100101011") &
+        b2l(qcur_qp = "1100101010") &
+        b2l(qcur_qp = "1100101001") &
+        b2l(qcur_qp = "1100101000") &
+        b2l(qcur_qp = "1100100111") &
+        b2l(qcur_qp = "1100100110") &
+        b2l(qcur_qp = "1100100101") &
+        b2l(qcur_qp = "1100100100") &
+        b2l(qcur_qp = "1100100011") &
+        b2l(qcur_qp = "1100100010") &
+        b2l(qcur_qp = "1100100001") &
+        b2l(qcur_qp = "1100100000") &
+        b2l(qcur_qp = "1100011111") &
+        b2l(qcur_qp = "1100011110") &
+        b2l(qcur_qp = "1100011101") &
+        b2l(qcur_qp = "1100011100") &
+        b2l(qcur_qp = "1100011011") &
+        b2l(qcur_qp = "1100011010") &
+        b2l(qcur_qp = "1100011001") &
+        b2l(qcur_qp = "1100011000") &
+        b2l(qcur_qp = "1100010111") &
+        b2l(qcur_qp = "1100010110") &
+        b2l(qcur_qp = "1100010101") &
+        b2l(qcur_qp = "1100010100") &
+        b2l(qcur_qp = "1100010011") &
+        b2l(qcur_qp = "1100010010") &
+        b2l(qcur_qp = "1100010001") &
+        b2l(qcur_qp = "1100010000") &
+        b2l(qcur_qp = "1100001111") &
+        b2l(qcur_qp = "1100001110") &
+        b2l(qcur_qp = "1100001101") &
+        b2l(qcur_qp = "1100001100") &
+        b2l(qcur_qp = "1100001011") &
+        b2l(qcur_qp = "1100001010") &
+        b2l(qcur_qp = "1100001001") &
+        b2l(qcur_qp = "1100001000") &
+        b2l(qcur_qp = "1100000111") &
+        b2l(qcur_qp = "1100000110") &
+        b2l(qcur_qp = "1100000101") &
+        b2l(qcur_qp = "1100000100") &
+        b2l(qcur_qp = "1100000011") &
+        b2l(qcur_qp = "1100000010") &
+        b2l(qcur_qp = "1100000001") &
+        b2l(qcur_qp = "1100000000") &
+        b2l(qcur_qp = "1011111111") &
+        b2l(qcur_qp = "1011111110") &
+        b2l(qcur_qp = "1011111101") &
+        b2l(qcur_qp = "1011111100") &
+        b2l(qcur_qp = "1011111011") &
+        b2l(qcur_qp = "1011111010") &
+        b2l(qcur_qp = "1011111001") &
+        b2l(qcur_qp = "1011111000") &
+        b2l(qcur_qp = "1011110111") &
+        b2l(qcur_qp = "1011110110") &
+        b2l(qcur_qp = "1011110101") &
+        b2l(qcur_qp = "1011110100") &
+        b2l(qcur_qp = "1011110011") &
+        b2l(qcur_qp = "1011110010") &
+        b2l(qcur_qp = "1011110001") &
+        b2l(qcur_qp = "1011110000") &
+        b2l(qcur_qp = "1011101111") &
+        b2l(qcur_qp = "1011101110") &
+        b2l(qcur_qp = "1011101101") &
+        b2l(qcur_qp = "1011101100") &
+        b2l(qcur_qp = "1011101011") &
+        b2l(qcur_qp = "1011101010") &
+        b2l(qcur_qp = "1011101001") &
+        b2l(qcur_qp = "1011101000") &
+        b2l(qcur_qp = "1011100111") &
+        b2l(qcur_qp = "1011100110") &
+        b2l(qcur_qp = "1011100101") &
+        b2l(qcur_qp = "1011100100") &
+        b2l(qcur_qp = "1011100011") &
+        b2l(qcur_qp = "1011100010") &
+        b2l(qcur_qp = "1011100001") &
+        b2l(qcur_qp = "1011100000") &
+        b2l(qcur_qp = "1011011111") &
+        b2l(qcur_qp = "1011011110") &
+        b2l(qcur_qp = "1011011101") &
+        b2l(qcur_qp = "1011011100") &
+        b2l(qcur_qp = "1011011011") &
+        b2l(qcur_qp = "1011011010") &
+        b2l(qcur_qp = "1011011001") &
+        b2l(qcur_qp = "1011011000") &
+        b2l(qcur_qp = "1011010111") &
+        b2l(qcur_qp = "1011010110") &
+        b2l(qcur_qp = "1011010101") &
+        b2l(qcur_qp = "1011010100") &
+        b2l(qcur_qp = "1011010011") &
+        b2l(qcur_qp = "1011010010") &
+        b2l(qcur_qp = "1011010001") &
+        b2l(qcur_qp = "1011010000") &
+        b2l(qcur_qp = "1011001111") &
+        b2l(qcur_qp = "1011001110") &
+        b2l(qcur_qp = "1011001101") &
+        b2l(qcur_qp = "1011001100") &
+        b2l(qcur_qp = "1011001011") &
+        b2l(qcur_qp = "1011001010") &
+        b2l(qcur_qp = "1011001001") &
+        b2l(qcur_qp = "1011001000") &
+        b2l(qcur_qp = "1011000111") &
+        b2l(qcur_qp = "1011000110") &
+        b2l(qcur_qp = "1011000101") &
+        b2l(qcur_qp = "1011000100") &
+        b2l(qcur_qp = "1011000011") &
+        b2l(qcur_qp = "1011000010") &
+        b2l(qcur_qp = "1011000001") &
+        b2l(qcur_qp = "1011000000") &
+        b2l(qcur_qp = "1010111111") &
+        b2l(qcur_qp = "1010111110") &
+        b2l(qcur_qp = "1010111101") &
+        b2l(qcur_qp = "1010111100") &
+        b2l(qcur_qp = "1010111011") &
+        b2l(qcur_qp = "1010111010") &
+        b2l(qcur_qp = "1010111001") &
+        b2l(qcur_qp = "1010111000") &
+        b2l(qcur_qp = "1010110111") &
+        b2l(qcur_qp = "1010110110") &
+        b2l(qcur_qp = "1010110101") &
+        b2l(qcur_qp = "1010110100") &
+        b2l(qcur_qp = "1010110011") &
+        b2l(qcur_qp = "1010110010") &
+        b2l(qcur_qp = "1010110001") &
+        b2l(qcur_qp = "1010110000") &
+        b2l(qcur_qp = "1010101111") &
+        b2l(qcur_qp = "1010101110") &
+        b2l(qcur_qp = "1010101101") &
+        b2l(qcur_qp = "1010101100") &
+        b2l(qcur_qp = "1010101011") &
+        b2l(qcur_qp = "1010101010") &
+        b2l(qcur_qp = "1010101001") &
+        b2l(qcur_qp = "1010101000") &
+        b2l(qcur_qp = "1010100111") &
+        b2l(qcur_qp = "1010100110") &
+        b2l(qcur_qp = "1010100101") &
+        b2l(qcur_qp = "1010100100") &
+        b2l(qcur_qp = "1010100011") &
+        b2l(qcur_qp = "1010100010") &
+        b2l(qcur_qp = "1010100001") &
+        b2l(qcur_qp = "1010100000") &
+        b2l(qcur_qp = "1010011111") &
+        b2l(qcur_qp = "1010011110") &
+        b2l(qcur_qp = "1010011101") &
+        b2l(qcur_qp = "1010011100") &
+        b2l(qcur_qp = "1010011011") &
+        b2l(qcur_qp = "1010011010") &
+        b2l(qcur_qp = "1010011001") &
+        b2l(qcur_qp = "1010011000") &
+        b2l(qcur_qp = "1010010111") &
+        b2l(qcur_qp = "1010010110") &
+        b2l(qcur_qp = "1010010101") &
+        b2l(qcur_qp = "1010010100") &
+        b2l(qcur_qp = "1010010011") &
+        b2l(qcur_qp = "1010010010") &
+        b2l(qcur_qp = "1010010001") &
+        b2l(qcur_qp = "1010010000") &
+        b2l(qcur_qp = "1010001111") &
+        b2l(qcur_qp = "1010001110") &
+        b2l(qcur_qp = "1010001101") &
+        b2l(qcur_qp = "1010001100") &
+        b2l(qcur_qp = "1010001011") &
+        b2l(qcur_qp = "1010001010") &
+        b2l(qcur_qp = "1010001001") &
+        b2l(qcur_qp = "1010001000") &
+        b2l(qcur_qp = "1010000111") &
+        b2l(qcur_qp = "1010000110") &
+        b2l(qcur_qp = "1010000101") &
+        b2l(qcur_qp = "1010000100") &
+        b2l(qcur_qp = "1010000011") &
+        b2l(qcur_qp = "1010000010") &
+        b2l(qcur_qp = "1010000001") &
+        b2l(qcur_qp = "1010000000") &
+        b2l(qcur_qp = "1001111111") &
+        b2l(qcur_qp = "1001111110") &
+        b2l(qcur_qp = "1001111101") &
+        b2l(qcur_qp = "1001111100") &
+        b2l(qcur_qp = "1001111011") &
+        b2l(qcur_qp = "1001111010") &
+        b2l(qcur_qp = "1001111001") &
+        b2l(qcur_qp = "1001111000") &
+        b2l(qcur_qp = "1001110111") &
+        b2l(qcur_qp = "1001110110") &
+        b2l(qcur_qp = "1001110101") &
+        b2l(qcur_qp = "1001110100") &
+        b2l(qcur_qp = "1001110011") &
+        b2l(qcur_qp = "1001110010") &
+        b2l(qcur_qp = "1001110001") &
+        b2l(qcur_qp = "1001110000") &
+        b2l(qcur_qp = "1001101111") &
+        b2l(qcur_qp = "1001101110") &
+        b2l(qcur_qp = "1001101101") &
+        b2l(qcur_qp = "1001101100") &
+        b2l(qcur_qp = "1001101011") &
+        b2l(qcur_qp = "1001101010") &
+        b2l(qcur_qp = "1001101001") &
+        b2l(qcur_qp = "1001101000") &
+        b2l(qcur_qp = "1001100111") &
+        b2l(qcur_qp = "1001100110") &
+        b2l(qcur_qp = "1001100101") &
+        b2l(qcur_qp = "1001100100") &
+        b2l(qcur_qp = "1001100011") &
+        b2l(qcur_qp = "1001100010") &
+        b2l(qcur_qp = "1001100001") &
+        b2l(qcur_qp = "1001100000") &
+        b2l(qcur_qp = "1001011111") &
+        b2l(qcur_qp = "1001011110") &
+        b2l(qcur_qp = "1001011101") &
+        b2l(qcur_qp = "1001011100") &
+        b2l(qcur_qp = "1001011011") &
+        b2l(qcur_qp = "1001011010") &
+        b2l(qcur_qp = "1001011001") &
+        b2l(qcur_qp = "1001011000") &
+        b2l(qcur_qp = "1001010111") &
+        b2l(qcur_qp = "1001010110") &
+        b2l(qcur_qp = "1001010101") &
+        b2l(qcur_qp = "1001010100") &
+        b2l(qcur_qp = "1001010011") &
+        b2l(qcur_qp = "1001010010") &
+        b2l(qcur_qp = "1001010001") &
+        b2l(qcur_qp = "1001010000") &
+        b2l(qcur_qp = "1001001111") &
+        b2l(qcur_qp = "1001001110") &
+        b2l(qcur_qp = "1001001101") &
+        b2l(qcur_qp = "1001001100") &
+        b2l(qcur_qp = "1001001011") &
+        b2l(qcur_qp = "1001001010") &
+        b2l(qcur_qp = "1001001001") &
+        b2l(qcur_qp = "1001001000") &
+        b2l(qcur_qp = "1001000111") &
+        b2l(qcur_qp = "1001000110") &
+        b2l(qcur_qp = "1001000101") &
+        b2l(qcur_qp = "1001000100") &
+        b2l(qcur_qp = "1001000011") &
+        b2l(qcur_qp = "1001000010") &
+        b2l(qcur_qp = "1001000001") &
+        b2l(qcur_qp = "1001000000") &
+        b2l(qcur_qp = "1000111111") &
+        b2l(qcur_qp = "1000111110") &
+        b2l(qcur_qp = "1000111101") &
+        b2l(qcur_qp = "1000111100") &
+        b2l(qcur_qp = "1000111011") &
+        b2l(qcur_qp = "1000111010") &
+        b2l(qcur_qp = "1000111001") &
+        b2l(qcur_qp = "1000111000") &
+        b2l(qcur_qp = "1000110111") &
+        b2l(qcur_qp = "1000110110") &
+        b2l(qcur_qp = "1000110101") &
+        b2l(qcur_qp = "1000110100") &
+        b2l(qcur_qp = "1000110011") &
+        b2l(qcur_qp = "1000110010") &
+        b2l(qcur_qp = "1000110001") &
+        b2l(qcur_qp = "1000110000") &
+        b2l(qcur_qp = "1000101111") &
+        b2l(qcur_qp = "1000101110") &
+        b2l(qcur_qp = "1000101101") &
+        b2l(qcur_qp = "1000101100") &
+        b2l(qcur_qp = "1000101011") &
+        b2l(qcur_qp = "1000101010") &
+        b2l(qcur_qp = "1000101001") &
+        b2l(qcur_qp = "1000101000") &
+        b2l(qcur_qp = "1000100111") &
+        b2l(qcur_qp = "1000100110") &
+        b2l(qcur_qp = "1000100101") &
+        b2l(qcur_qp = "1000100100") &
+        b2l(qcur_qp = "1000100011") &
+        b2l(qcur_qp = "1000100010") &
+        b2l(qcur_qp = "1000100001") &
+        b2l(qcur_qp = "1000100000") &
+        b2l(qcur_qp = "1000011111") &
+        b2l(qcur_qp = "1000011110") &
+        b2l(qcur_qp = "1000011101") &
+        b2l(qcur_qp = "1000011100") &
+        b2l(qcur_qp = "1000011011") &
+        b2l(qcur_qp = "1000011010") &
+        b2l(qcur_qp = "1000011001") &
+        b2l(qcur_qp = "1000011000") &
+        b2l(qcur_qp = "1000010111") &
+        b2l(qcur_qp = "1000010110") &
+        b2l(qcur_qp = "1000010101") &
+        b2l(qcur_qp = "1000010100") &
+        b2l(qcur_qp = "1000010011") &
+        b2l(qcur_qp = "1000010010") &
+        b2l(qcur_qp = "1000010001") &
+        b2l(qcur_qp = "1000010000") &
+        b2l(qcur_qp = "1000001111") &
+        b2l(qcur_qp = "1000001110") &
+        b2l(qcur_qp = "1000001101") &
+        b2l(qcur_qp = "1000001100") &
+        b2l(qcur_qp = "1000001011") &
+        b2l(qcur_qp = "1000001010") &
+        b2l(qcur_qp = "1000001001") &
+        b2l(qcur_qp = "1000001000") &
+        b2l(qcur_qp = "1000000111") &
+        b2l(qcur_qp = "1000000110") &
+        b2l(qcur_qp = "1000000101") &
+        b2l(qcur_qp = "1000000100") &
+        b2l(qcur_qp = "1000000011") &
+        b2l(qcur_qp = "1000000010") &
+        b2l(qcur_qp = "1000000001") &
+        b2l(qcur_qp = "1000000000") &
+        b2l(qcur_qp = "0111111111") &
+        b2l(qcur_qp = "0111111110") &
+        b2l(qcur_qp = "0111111101") &
+        b2l(qcur_qp = "0111111100") &
+        b2l(qcur_qp = "0111111011") &
+        b2l(qcur_qp = "0111111010") &
+        b2l(qcur_qp = "0111111001") &
+        b2l(qcur_qp = "0111111000") &
+        b2l(qcur_qp = "0111110111") &
+        b2l(qcur_qp = "0111110110") &
+        b2l(qcur_qp = "0111110101") &
+        b2l(qcur_qp = "0111110100") &
+        b2l(qcur_qp = "0111110011") &
+        b2l(qcur_qp = "0111110010") &
+        b2l(qcur_qp = "0111110001") &
+        b2l(qcur_qp = "0111110000") &
+        b2l(qcur_qp = "0111101111") &
+        b2l(qcur_qp = "0111101110") &
+        b2l(qcur_qp = "0111101101") &
+        b2l(qcur_qp = "0111101100") &
+        b2l(qcur_qp = "0111101011") &
+        b2l(qcur_qp = "0111101010") &
+        b2l(qcur_qp = "0111101001") &
+        b2l(qcur_qp = "0111101000") &
+        b2l(qcur_qp = "0111100111") &
+        b2l(qcur_qp = "0111100110") &
+        b2l(qcur_qp = "0111100101") &
+        b2l(qcur_qp = "0111100100") &
+        b2l(qcur_qp = "0111100011") &
+        b2l(qcur_qp = "0111100010") &
+        b2l(qcur_qp = "0111100001") &
+        b2l(qcur_qp = "0111100000") &
+        b2l(qcur_qp = "0111011111") &
+        b2l(qcur_qp = "0111011110") &
+        b2l(qcur_qp = "0111011101") &
+        b2l(qcur_qp = "0111011100") &
+        b2l(qcur_qp = "0111011011") &
+        b2l(qcur_qp = "0111011010") &
+        b2l(qcur_qp = "0111011001") &
+        b2l(qcur_qp = "0111011000") &
+        b2l(qcur_qp = "0111010111") &
+        b2l(qcur_qp = "0111010110") &
+        b2l(qcur_qp = "0111010101") &
+        b2l(qcur_qp = "0111010100") &
+        b2l(qcur_qp = "0111010011") &
+        b2l(qcur_qp = "0111010010") &
+        b2l(qcur_qp = "0111010001") &
+        b2l(qcur_qp = "0111010000") &
+        b2l(qcur_qp = "0111001111") &
+        b2l(qcur_qp = "0111001110") &
+        b2l(qcur_qp = "0111001101") &
+        b2l(qcur_qp = "0111001100") &
+        b2l(qcur_qp = "0111001011") &
+        b2l(qcur_qp = "0111001010") &
+        b2l(qcur_qp = "0111001001") &
+        b2l(qcur_qp = "0111001000") &
+        b2l(qcur_qp = "0111000111") &
+        b2l(qcur_qp = "0111000110") &
+        b2l(qcur_qp = "0111000101") &
+        b2l(qcur_qp = "0111000100") &
+        b2l(qcur_qp = "0111000011") &
+        b2l(qcur_qp = "0111000010") &
+        b2l(qcur_qp = "0111000001") &
+        b2l(qcur_qp = "0111000000") &
+        b2l(qcur_qp = "0110111111") &
+        b2l(qcur_qp = "0110111110") &
+        b2l(qcur_qp = "0110111101") &
+        b2l(qcur_qp = "0110111100") &
+        b2l(qcur_qp = "0110111011") &
+        b2l(qcur_qp = "0110111010") &
+        b2l(qcur_qp = "0110111001") &
+        b2l(qcur_qp = "0110111000") &
+        b2l(qcur_qp = "0110110111") &
+        b2l(qcur_qp = "0110110110") &
+        b2l(qcur_qp = "0110110101") &
+        b2l(qcur_qp = "0110110100") &
+        b2l(qcur_qp = "0110110011") &
+        b2l(qcur_qp = "0110110010") &
+        b2l(qcur_qp = "0110110001") &
+        b2l(qcur_qp = "0110110000") &
+        b2l(qcur_qp = "0110101111") &
+        b2l(qcur_qp = "0110101110") &
+        b2l(qcur_qp = "0110101101") &
+        b2l(qcur_qp = "0110101100") &
+        b2l(qcur_qp = "0110101011") &
+        b2l(qcur_qp = "0110101010") &
+        b2l(qcur_qp = "0110101001") &
+        b2l(qcur_qp = "0110101000") &
+        b2l(qcur_qp = "0110100111") &
+        b2l(qcur_qp = "0110100110") &
+        b2l(qcur_qp = "0110100101") &
+        b2l(qcur_qp = "0110100100") &
+        b2l(qcur_qp = "0110100011") &
+        b2l(qcur_qp = "0110100010") &
+        b2l(qcur_qp = "0110100001") &
+        b2l(qcur_qp = "0110100000") &
+        b2l(qcur_qp = "0110011111") &
+        b2l(qcur_qp = "0110011110") &
+        b2l(qcur_qp = "0110011101") &
+        b2l(qcur_qp = "0110011100") &
+        b2l(qcur_qp = "0110011011") &
+        b2l(qcur_qp = "0110011010") &
+        b2l(qcur_qp = "0110011001") &
+        b2l(qcur_qp = "0110011000") &
+        b2l(qcur_qp = "0110010111") &
+        b2l(qcur_qp = "0110010110") &
+        b2l(qcur_qp = "0110010101") &
+        b2l(qcur_qp = "0110010100") &
+        b2l(qcur_qp = "0110010011") &
+        b2l(qcur_qp = "0110010010") &
+        b2l(qcur_qp = "0110010001") &
+        b2l(qcur_qp = "0110010000") &
+        b2l(qcur_qp = "0110001111") &
+        b2l(qcur_qp = "0110001110") &
+        b2l(qcur_qp = "0110001101") &
+        b2l(qcur_qp = "0110001100") &
+        b2l(qcur_qp = "0110001011") &
+        b2l(qcur_qp = "0110001010") &
+        b2l(qcur_qp = "0110001001") &
+        b2l(qcur_qp = "0110001000") &
+        b2l(qcur_qp = "0110000111") &
+        b2l(qcur_qp = "0110000110") &
+        b2l(qcur_qp = "0110000101") &
+        b2l(qcur_qp = "0110000100") &
+        b2l(qcur_qp = "0110000011") &
+        b2l(qcur_qp = "0110000010") &
+        b2l(qcur_qp = "0110000001") &
+        b2l(qcur_qp = "0110000000") &
+        b2l(qcur_qp = "0101111111") &
+        b2l(qcur_qp = "0101111110") &
+        b2l(qcur_qp = "0101111101") &
+        b2l(qcur_qp = "0101111100") &
+        b2l(qcur_qp = "0101111011") &
+        b2l(qcur_qp = "0101111010") &
+        b2l(qcur_qp = "0101111001") &
+        b2l(qcur_qp = "0101111000") &
+        b2l(qcur_qp = "0101110111") &
+        b2l(qcur_qp = "0101110110") &
+        b2l(qcur_qp = "0101110101") &
+        b2l(qcur_qp = "0101110100") &
+        b2l(qcur_qp = "0101110011") &
+        b2l(qcur_qp = "0101110010") &
+        b2l(qcur_qp = "0101110001") &
+        b2l(qcur_qp = "0101110000") &
+        b2l(qcur_qp = "0101101111") &
+        b2l(qcur_qp = "0101101110") &
+        b2l(qcur_qp = "0101101101") &
+        b2l(qcur_qp = "0101101100") &
+        b2l(qcur_qp = "0101101011") &
+        b2l(qcur_qp = "0101101010") &
+        b2l(qcur_qp = "0101101001") &
+        b2l(qcur_qp = "0101101000") &
+        b2l(qcur_qp = "0101100111") &
+        b2l(qcur_qp = "0101100110") &
+        b2l(qcur_qp = "0101100101") &
+        b2l(qcur_qp = "0101100100") &
+        b2l(qcur_qp = "0101100011") &
+        b2l(qcur_qp = "0101100010") &
+        b2l(qcur_qp = "0101100001") &
+        b2l(qcur_qp = "0101100000") &
+        b2l(qcur_qp = "0101011111") &
+        b2l(qcur_qp = "0101011110") &
+        b2l(qcur_qp = "0101011101") &
+        b2l(qcur_qp = "0101011100") &
+        b2l(qcur_qp = "0101011011") &
+        b2l(qcur_qp = "0101011010") &
+        b2l(qcur_qp = "0101011001") &
+        b2l(qcur_qp = "0101011000") &
+        b2l(qcur_qp = "0101010111") &
+        b2l(qcur_qp = "0101010110") &
+        b2l(qcur_qp = "0101010101") &
+        b2l(qcur_qp = "0101010100") &
+        b2l(qcur_qp = "0101010011") &
+        b2l(qcur_qp = "0101010010") &
+        b2l(qcur_qp = "0101010001") &
+        b2l(qcur_qp = "0101010000") &
+        b2l(qcur_qp = "0101001111") &
+        b2l(qcur_qp = "0101001110") &
+        b2l(qcur_qp = "0101001101") &
+        b2l(qcur_qp = "0101001100") &
+        b2l(qcur_qp = "0101001011") &
+        b2l(qcur_qp = "0101001010") &
+        b2l(qcur_qp = "0101001001") &
+        b2l(qcur_qp = "0101001000") &
+        b2l(qcur_qp = "0101000111") &
+        b2l(qcur_qp = "0101000110") &
+        b2l(qcur_qp = "0101000101") &
+        b2l(qcur_qp = "0101000100") &
+        b2l(qcur_qp = "0101000011") &
+        b2l(qcur_qp = "0101000010") &
+        b2l(qcur_qp = "0101000001") &
+        b2l(qcur_qp = "0101000000") &
+        b2l(qcur_qp = "0100111111") &
+        b2l(qcur_qp = "0100111110") &
+        b2l(qcur_qp = "0100111101") &
+        b2l(qcur_qp = "0100111100") &
+        b2l(qcur_qp = "0100111011") &
+        b2l(qcur_qp = "0100111010") &
+        b2l(qcur_qp = "0100111001") &
+        b2l(qcur_qp = "0100111000") &
+        b2l(qcur_qp = "0100110111") &
+        b2l(qcur_qp = "0100110110") &
+        b2l(qcur_qp = "0100110101") &
+        b2l(qcur_qp = "0100110100") &
+        b2l(qcur_qp = "0100110011") &
+        b2l(qcur_qp = "0100110010") &
+        b2l(qcur_qp = "0100110001") &
+        b2l(qcur_qp = "0100110000") &
+        b2l(qcur_qp = "0100101111") &
+        b2l(qcur_qp = "0100101110") &
+        b2l(qcur_qp = "0100101101") &
+        b2l(qcur_qp = "0100101100") &
+        b2l(qcur_qp = "0100101011") &
+        b2l(qcur_qp = "0100101010") &
+        b2l(qcur_qp = "0100101001") &
+        b2l(qcur_qp = "0100101000") &
+        b2l(qcur_qp = "0100100111") &
+        b2l(qcur_qp = "0100100110") &
+        b2l(qcur_qp = "0100100101") &
+        b2l(qcur_qp = "0100100100") &
+        b2l(qcur_qp = "0100100011") &
+        b2l(qcur_qp = "0100100010") &
+        b2l(qcur_qp = "0100100001") &
+        b2l(qcur_qp = "0100100000") &
+        b2l(qcur_qp = "0100011111") &
+        b2l(qcur_qp = "0100011110") &
+        b2l(qcur_qp = "0100011101") &
+        b2l(qcur_qp = "0100011100") &
+        b2l(qcur_qp = "0100011011") &
+        b2l(qcur_qp = "0100011010") &
+        b2l(qcur_qp = "0100011001") &
+        b2l(qcur_qp = "0100011000") &
+        b2l(qcur_qp = "0100010111") &
+        b2l(qcur_qp = "0100010110") &
+        b2l(qcur_qp = "0100010101") &
+        b2l(qcur_qp = "0100010100") &
+        b2l(qcur_qp = "0100010011") &
+        b2l(qcur_qp = "0100010010") &
+        b2l(qcur_qp = "0100010001") &
+        b2l(qcur_qp = "0100010000") &
+        b2l(qcur_qp = "0100001111") &
+        b2l(qcur_qp = "0100001110") &
+        b2l(qcur_qp = "0100001101") &
+        b2l(qcur_qp = "0100001100") &
+        b2l(qcur_qp = "0100001011") &
+        b2l(qcur_qp = "0100001010") &
+        b2l(qcur_qp = "0100001001") &
+        b2l(qcur_qp = "0100001000") &
+        b2l(qcur_qp = "0100000111") &
+        b2l(qcur_qp = "0100000110") &
+        b2l(qcur_qp = "0100000101") &
+        b2l(qcur_qp = "0100000100") &
+        b2l(qcur_qp = "0100000011") &
+        b2l(qcur_qp = "0100000010") &
+        b2l(qcur_qp = "0100000001") &
+        b2l(qcur_qp = "0100000000") &
+        b2l(qcur_qp = "0011111111") &
+        b2l(qcur_qp = "0011111110") &
+        b2l(qcur_qp = "0011111101") &
+        b2l(qcur_qp = "0011111100") &
+        b2l(qcur_qp = "0011111011") &
+        b2l(qcur_qp = "0011111010") &
+        b2l(qcur_qp = "0011111001") &
+        b2l(qcur_qp = "0011111000") &
+        b2l(qcur_qp = "0011110111") &
+        b2l(qcur_qp = "0011110110") &
+        b2l(qcur_qp = "0011110101") &
+        b2l(qcur_qp = "0011110100") &
+        b2l(qcur_qp = "0011110011") &
+        b2l(qcur_qp = "0011110010") &
+        b2l(qcur_qp = "0011110001") &
+        b2l(qcur_qp = "0011110000") &
+        b2l(qcur_qp = "0011101111") &
+        b2l(qcur_qp = "0011101110") &
+        b2l(qcur_qp = "0011101101") &
+        b2l(qcur_qp = "0011101100") &
+        b2l(qcur_qp = "0011101011") &
+        b2l(qcur_qp = "0011101010") &
+        b2l(qcur_qp = "0011101001") &
+        b2l(qcur_qp = "0011101000") &
+        b2l(qcur_qp = "0011100111") &
+        b2l(qcur_qp = "0011100110") &
+        b2l(qcur_qp = "0011100101") &
+        b2l(qcur_qp = "0011100100") &
+        b2l(qcur_qp = "0011100011") &
+        b2l(qcur_qp = "0011100010") &
+        b2l(qcur_qp = "0011100001") &
+        b2l(qcur_qp = "0011100000") &
+        b2l(qcur_qp = "0011011111") &
+        b2l(qcur_qp = "0011011110") &
+        b2l(qcur_qp = "0011011101") &
+        b2l(qcur_qp = "0011011100") &
+        b2l(qcur_qp = "0011011011") &
+        b2l(qcur_qp = "0011011010") &
+        b2l(qcur_qp = "0011011001") &
+        b2l(qcur_qp = "0011011000") &
+        b2l(qcur_qp = "0011010111") &
+        b2l(qcur_qp = "0011010110") &
+        b2l(qcur_qp = "0011010101") &
+        b2l(qcur_qp = "0011010100") &
+        b2l(qcur_qp = "0011010011") &
+        b2l(qcur_qp = "0011010010") &
+        b2l(qcur_qp = "0011010001") &
+        b2l(qcur_qp = "0011010000") &
+        b2l(qcur_qp = "0011001111") &
+        b2l(qcur_qp = "0011001110") &
+        b2l(qcur_qp = "0011001101") &
+        b2l(qcur_qp = "0011001100") &
+        b2l(qcur_qp = "0011001011") &
+        b2l(qcur_qp = "0011001010") &
+        b2l(qcur_qp = "0011001001") &
+        b2l(qcur_qp = "0011001000") &
+        b2l(qcur_qp = "0011000111") &
+        b2l(qcur_qp = "0011000110") &
+        b2l(qcur_qp = "0011000101") &
+        b2l(qcur_qp = "0011000100") &
+        b2l(qcur_qp = "0011000011") &
+        b2l(qcur_qp = "0011000010") &
+        b2l(qcur_qp = "0011000001") &
+        b2l(qcur_qp = "0011000000") &
+        b2l(qcur_qp = "0010111111") &
+        b2l(qcur_qp = "0010111110") &
+        b2l(qcur_qp = "0010111101") &
+        b2l(qcur_qp = "0010111100") &
+        b2l(qcur_qp = "0010111011") &
+        b2l(qcur_qp = "0010111010") &
+        b2l(qcur_qp = "0010111001") &
+        b2l(qcur_qp = "0010111000") &
+        b2l(qcur_qp = "0010110111") &
+        b2l(qcur_qp = "0010110110") &
+        b2l(qcur_qp = "0010110101") &
+        b2l(qcur_qp = "0010110100") &
+        b2l(qcur_qp = "0010110011") &
+        b2l(qcur_qp = "0010110010") &
+        b2l(qcur_qp = "0010110001") &
+        b2l(qcur_qp = "0010110000") &
+        b2l(qcur_qp = "0010101111") &
+        b2l(qcur_qp = "0010101110") &
+        b2l(qcur_qp = "0010101101") &
+        b2l(qcur_qp = "0010101100") &
+        b2l(qcur_qp = "0010101011") &
+        b2l(qcur_qp = "0010101010") &
+        b2l(qcur_qp = "0010101001") &
+        b2l(qcur_qp = "0010101000") &
+        b2l(qcur_qp = "0010100111") &
+        b2l(qcur_qp = "0010100110") &
+        b2l(qcur_qp = "0010100101") &
+        b2l(qcur_qp = "0010100100") &
+        b2l(qcur_qp = "0010100011") &
+        b2l(qcur_qp = "0010100010") &
+        b2l(qcur_qp = "0010100001") &
+        b2l(qcur_qp = "0010100000") &
+        b2l(qcur_qp = "0010011111") &
+        b2l(qcur_qp = "0010011110") &
+        b2l(qcur_qp = "0010011101") &
+        b2l(qcur_qp = "0010011100") &
+        b2l(qcur_qp = "0010011011") &
+        b2l(qcur_qp = "0010011010") &
+        b2l(qcur_qp = "0010011001") &
+        b2l(qcur_qp = "0010011000") &
+        b2l(qcur_qp = "0010010111") &
+        b2l(qcur_qp = "0010010110") &
+        b2l(qcur_qp = "0010010101") &
+        b2l(qcur_qp = "0010010100") &
+        b2l(qcur_qp = "0010010011") &
+        b2l(qcur_qp = "0010010010") &
+        b2l(qcur_qp = "0010010001") &
+        b2l(qcur_qp = "0010010000") &
+        b2l(qcur_qp = "0010001111") &
+        b2l(qcur_qp = "0010001110") &
+        b2l(qcur_qp = "0010001101") &
+        b2l(qcur_qp = "0010001100") &
+        b2l(qcur_qp = "0010001011") &
+        b2l(qcur_qp = "0010001010") &
+        b2l(qcur_qp = "0010001001") &
+        b2l(qcur_qp = "0010001000") &
+        b2l(qcur_qp = "0010000111") &
+        b2l(qcur_qp = "0010000110") &
+        b2l(qcur_qp = "0010000101") &
+        b2l(qcur_qp = "0010000100") &
+        b2l(qcur_qp = "0010000011") &
+        b2l(qcur_qp = "0010000010") &
+        b2l(qcur_qp = "0010000001") &
+        b2l(qcur_qp = "0010000000") &
+        b2l(qcur_qp = "0001111111") &
+        b2l(qcur_qp = "0001111110") &
+        b2l(qcur_qp = "0001111101") &
+        b2l(qcur_qp = "0001111100") &
+        b2l(qcur_qp = "0001111011") &
+        b2l(qcur_qp = "0001111010") &
+        b2l(qcur_qp = "0001111001") &
+        b2l(qcur_qp = "0001111000") &
+        b2l(qcur_qp = "0001110111") &
+        b2l(qcur_qp = "0001110110") &
+        b2l(qcur_qp = "0001110101") &
+        b2l(qcur_qp = "0001110100") &
+        b2l(qcur_qp = "0001110011") &
+        b2l(qcur_qp = "0001110010") &
+        b2l(qcur_qp = "0001110001") &
+        b2l(qcur_qp = "0001110000") &
+        b2l(qcur_qp = "0001101111") &
+        b2l(qcur_qp = "0001101110") &
+        b2l(qcur_qp = "0001101101") &
+        b2l(qcur_qp = "0001101100") &
+        b2l(qcur_qp = "0001101011") &
+        b2l(qcur_qp = "0001101010") &
+        b2l(qcur_qp = "0001101001") &
+        b2l(qcur_qp = "0001101000") &
+        b2l(qcur_qp = "0001100111") &
+        b2l(qcur_qp = "0001100110") &
+        b2l(qcur_qp = "0001100101") &
+        b2l(qcur_qp = "0001100100") &
+        b2l(qcur_qp = "0001100011") &
+        b2l(qcur_qp = "0001100010") &
+        b2l(qcur_qp = "0001100001") &
+        b2l(qcur_qp = "0001100000") &
+        b2l(qcur_qp = "0001011111") &
+        b2l(qcur_qp = "0001011110") &
+        b2l(qcur_qp = "0001011101") &
+        b2l(qcur_qp = "0001011100") &
+        b2l(qcur_qp = "0001011011") &
+        b2l(qcur_qp = "0001011010") &
+        b2l(qcur_qp = "0001011001") &
+        b2l(qcur_qp = "0001011000") &
+        b2l(qcur_qp = "0001010111") &
+        b2l(qcur_qp = "0001010110") &
+        b2l(qcur_qp = "0001010101") &
+        b2l(qcur_qp = "0001010100") &
+        b2l(qcur_qp = "0001010011") &
+        b2l(qcur_qp = "0001010010") &
+        b2l(qcur_qp = "0001010001") &
+        b2l(qcur_qp = "0001010000") &
+        b2l(qcur_qp = "0001001111") &
+        b2l(qcur_qp = "0001001110") &
+        b2l(qcur_qp = "0001001101") &
+        b2l(qcur_qp = "0001001100") &
+        b2l(qcur_qp = "0001001011") &
+        b2l(qcur_qp = "0001001010") &
+        b2l(qcur_qp = "0001001001") &
+        b2l(qcur_qp = "0001001000") &
+        b2l(qcur_qp = "0001000111") &
+        b2l(qcur_qp = "0001000110") &
+        b2l(qcur_qp = "0001000101") &
+        b2l(qcur_qp = "0001000100") &
+        b2l(qcur_qp = "0001000011") &
+        b2l(qcur_qp = "0001000010") &
+        b2l(qcur_qp = "0001000001") &
+        b2l(qcur_qp = "0001000000") &
+        b2l(qcur_qp = "0000111111") &
+        b2l(qcur_qp = "0000111110") &
+        b2l(qcur_qp = "0000111101") &
+        b2l(qcur_qp = "0000111100") &
+        b2l(qcur_qp = "0000111011") &
+        b2l(qcur_qp = "0000111010") &
+        b2l(qcur_qp = "0000111001") &
+        b2l(qcur_qp = "0000111000") &
+        b2l(qcur_qp = "0000110111") &
+        b2l(qcur_qp = "0000110110") &
+        b2l(qcur_qp = "0000110101") &
+        b2l(qcur_qp = "0000110100") &
+        b2l(qcur_qp = "0000110011") &
+        b2l(qcur_qp = "0000110010") &
+        b2l(qcur_qp = "0000110001") &
+        b2l(qcur_qp = "0000110000") &
+        b2l(qcur_qp = "0000101111") &
+        b2l(qcur_qp = "0000101110") &
+        b2l(qcur_qp = "0000101101") &
+        b2l(qcur_qp = "0000101100") &
+        b2l(qcur_qp = "0000101011") &
+        b2l(qcur_qp = "0000101010") &
+        b2l(qcur_qp = "0000101001") &
+        b2l(qcur_qp = "0000101000") &
+        b2l(qcur_qp = "0000100111") &
+        b2l(qcur_qp = "0000100110") &
+        b2l(qcur_qp = "0000100101") &
+        b2l(qcur_qp = "0000100100") &
+        b2l(qcur_qp = "0000100011") &
+        b2l(qcur_qp = "0000100010") &
+        b2l(qcur_qp = "0000100001") &
+        b2l(qcur_qp = "0000100000") &
+        b2l(qcur_qp = "0000011111") &
+        b2l(qcur_qp = "0000011110") &
+        b2l(qcur_qp = "0000011101") &
+        b2l(qcur_qp = "0000011100") &
+        b2l(qcur_qp = "0000011011") &
+        b2l(qcur_qp = "0000011010") &
+        b2l(qcur_qp = "0000011001") &
+        b2l(qcur_qp = "0000011000") &
+        b2l(qcur_qp = "0000010111") &
+        b2l(qcur_qp = "0000010110") &
+        b2l(qcur_qp = "0000010101") &
+        b2l(qcur_qp = "0000010100") &
+        b2l(qcur_qp = "0000010011") &
+        b2l(qcur_qp = "0000010010") &
+        b2l(qcur_qp = "0000010001") &
+        b2l(qcur_qp = "0000010000") &
+        b2l(qcur_qp = "0000001111") &
+        b2l(qcur_qp = "0000001110") &
+        b2l(qcur_qp = "0000001101") &
+        b2l(qcur_qp = "0000001100") &
+        b2l(qcur_qp = "0000001011") &
+        b2l(qcur_qp = "0000001010") &
+        b2l(qcur_qp = "0000001001") &
+        b2l(qcur_qp = "0000001000") &
+        b2l(qcur_qp = "0000000111") &
+        b2l(qcur_qp = "0000000110") &
+        b2l(qcur_qp = "0000000101") &
+        b2l(qcur_qp = "0000000100") &
+        b2l(qcur_qp = "0000000011") &
+        b2l(qcur_qp = "0000000010") &
+        b2l(qcur_qp = "0000000001") &
+        b2l(qcur_qp = "0000000000")
+    );
+    qterm_qp <= cmd_num;
+    qterm_1h <= std_logic_vector'(
+        b2l(qterm_qp = "1111111111") &
+        b2l(qterm_qp = "1111111110") &
+        b2l(qterm_qp = "1111111101") &
+        b2l(qterm_qp = "1111111100") &
+        b2l(qterm_qp = "1111111011") &
+        b2l(qterm_qp = "1111111010") &
+        b2l(qterm_qp = "1111111001") &
+        b2l(qterm_qp = "1111111000") &
+        b2l(qterm_qp = "1111110111") &
+        b2l(qterm_qp = "1111110110") &
+        b2l(qterm_qp = "1111110101") &
+        b2l(qterm_qp = "1111110100") &
+        b2l(qterm_qp = "1111110011") &
+        b2l(qterm_qp = "1111110010") &
+        b2l(qterm_qp = "1111110001") &
+        b2l(qterm_qp = "1111110000") &
+        b2l(qterm_qp = "1111101111") &
+        b2l(qterm_qp = "1111101110") &
+        b2l(qterm_qp = "1111101101") &
+        b2l(qterm_qp = "1111101100") &
+        b2l(qterm_qp = "1111101011") &
+        b2l(qterm_qp = "1111101010") &
+        b2l(qterm_qp = "1111101001") &
+        b2l(qterm_qp = "1111101000") &
+        b2l(qterm_qp = "1111100111") &
+        b2l(qterm_qp = "1111100110") &
+        b2l(qterm_qp = "1111100101") &
+        b2l(qterm_qp = "1111100100") &
+        b2l(qterm_qp = "1111100011") &
+        b2l(qterm_qp = "1111100010") &
+        b2l(qterm_qp = "1111100001") &
+        b2l(qterm_qp = "1111100000") &
+        b2l(qterm_qp = "1111011111") &
+        b2l(qterm_qp = "1111011110") &
+        b2l(qterm_qp = "1111011101") &
+        b2l(qterm_qp = "1111011100") &
+        b2l(qterm_qp = "1111011011") &
+        b2l(qterm_qp = "1111011010") &
+        b2l(qterm_qp = "1111011001") &
+        b2l(qterm_qp = "1111011000") &
+        b2l(qterm_qp = "1111010111") &
+        b2l(qterm_qp = "1111010110") &
+        b2l(qterm_qp = "1111010101") &
+        b2l(qterm_qp = "1111010100") &
+        b2l(qterm_qp = "1111010011") &
+        b2l(qterm_qp = "1111010010") &
+        b2l(qterm_qp = "1111010001") &
+        b2l(qterm_qp = "1111010000") &
+        b2l(qterm_qp = "1111001111") &
+        b2l(qterm_qp = "1111001110") &
+        b2l(qterm_qp = "1111001101") &
+        b2l(qterm_qp = "1111001100") &
+        b2l(qterm_qp = "1111001011") &
+        b2l(qterm_qp = "1111001010") &
+        b2l(qterm_qp = "1111001001") &
+        b2l(qterm_qp = "1111001000") &
+        b2l(qterm_qp = "1111000111") &
+        b2l(qterm_qp = "1111000110") &
+        b2l(qterm_qp = "1111000101") &
+        b2l(qterm_qp = "1111000100") &
+        b2l(qterm_qp = "1111000011") &
+        b2l(qterm_qp = "1111000010") &
+        b2l(qterm_qp = "1111000001") &
+        b2l(qterm_qp = "1111000000") &
+        b2l(qterm_qp = "1110111111") &
+        b2l(qterm_qp = "1110111110") &
+        b2l(qterm_qp = "1110111101") &
+        b2l(qterm_qp = "1110111100") &
+        b2l(qterm_qp = "1110111011") &
+        b2l(qterm_qp = "1110111010") &
+        b2l(qterm_qp = "1110111001") &
+        b2l(qterm_qp = "1110111000") &
+        b2l(qterm_qp = "1110110111") &
+        b2l(qterm_qp = "1110110110") &
+        b2l(qterm_qp = "1110110101") &
+        b2l(qterm_qp = "1110110100") &
+        b2l(qterm_qp = "1110110011") &
+        b2l(qterm_qp = "1110110010") &
+        b2l(qterm_qp = "1110110001") &
+        b2l(qterm_qp = "1110110000") &
+        b2l(qterm_qp = "1110101111") &
+        b2l(qterm_qp = "1110101110") &
+        b2l(qterm_qp = "1110101101") &
+        b2l(qterm_qp = "1110101100") &
+        b2l(qterm_qp = "1110101011") &
+        b2l(qterm_qp = "1110101010") &
+        b2l(qterm_qp = "1110101001") &
+        b2l(qterm_qp = "1110101000") &
+        b2l(qterm_qp = "1110100111") &
+        b2l(qterm_qp = "1110100110") &
+        b2l(qterm_qp = "1110100101") &
+        b2l(qterm_qp = "1110100100") &
+        b2l(qterm_qp = "1110100011") &
+        b2l(qterm_qp = "1110100010") &
+        b2l(qterm_qp = "1110100001") &
+        b2l(qterm_qp = "1110100000") &
+        b2l(qterm_qp = "1110011111") &
+        b2l(qterm_qp = "1110011110") &
+        b2l(qterm_qp = "1110011101") &
+        b2l(qterm_qp = "1110011100") &
+        b2l(qterm_qp = "1110011011") &
+        b2l(qterm_qp = "1110011010") &
+        b2l(qterm_qp = "1110011001") &
+        b2l(qterm_qp = "1110011000") &
+        b2l(qterm_qp = "1110010111") &
+        b2l(qterm_qp = "1110010110") &
+        b2l(qterm_qp = "1110010101") &
+        b2l(qterm_qp = "1110010100") &
+        b2l(qterm_qp = "1110010011") &
+        b2l(qterm_qp = "1110010010") &
+        b2l(qterm_qp = "1110010001") &
+        b2l(qterm_qp = "1110010000") &
+        b2l(qterm_qp = "1110001111") &
+        b2l(qterm_qp = "1110001110") &
+        b2l(qterm_qp = "1110001101") &
+        b2l(qterm_qp = "1110001100") &
+        b2l(qterm_qp = "1110001011") &
+        b2l(qterm_qp = "1110001010") &
+        b2l(qterm_qp = "1110001001") &
+        b2l(qterm_qp = "1110001000") &
+        b2l(qterm_qp = "1110000111") &
+        b2l(qterm_qp = "1110000110") &
+        b2l(qterm_qp = "1110000101") &
+        b2l(qterm_qp = "1110000100") &
+        b2l(qterm_qp = "1110000011") &
+        b2l(qterm_qp = "1110000010") &
+        b2l(qterm_qp = "1110000001") &
+        b2l(qterm_qp = "1110000000") &
+        b2l(qterm_qp = "1101111111") &
+        b2l(qterm_qp = "1101111110") &
+        b2l(qterm_qp = "1101111101") &
+        b2l(qterm_qp = "1101111100") &
+        b2l(qterm_qp = "1101111011") &
+        b2l(qterm_qp = "1101111010") &
+        b2l(qterm_qp = "1101111001") &
+        b2l(qterm_qp = "1101111000") &
+        b2l(qterm_qp = "1101110111") &
+        b2l(qterm_qp = "1101110110") &
+        b2l(qterm_qp = "1101110101") &
+        b2l(qterm_qp = "1101110100") &
+        b2l(qterm_qp = "1101110011") &
+        b2l(qterm_qp = "1101110010") &
+        b2l(qterm_qp = "1101110001") &
+        b2l(qterm_qp = "1101110000") &
+        b2l(qterm_qp = "1101101111") &
+        b2l(qterm_qp = "1101101110") &
+        b2l(qterm_qp = "1101101101") &
+        b2l(qterm_qp = "1101101100") &
+        b2l(qterm_qp = "1101101011") &
+        b2l(qterm_qp = "1101101010") &
+        b2l(qterm_qp = "1101101001") &
+        b2l(qterm_qp = "1101101000") &
+        b2l(qterm_qp = "1101100111") &
+        b2l(qterm_qp = "1101100110") &
+        b2l(qterm_qp = "1101100101") &
+        b2l(qterm_qp = "1101100100") &
+        b2l(qterm_qp = "1101100011") &
+        b2l(qterm_qp = "1101100010") &
+        b2l(qterm_qp = "1101100001") &
+        b2l(qterm_qp = "1101100000") &
+        b2l(qterm_qp = "1101011111") &
+        b2l(qterm_qp = "1101011110") &
+        b2l(qterm_qp = "1101011101") &
+        b2l(qterm_qp = "1101011100") &
+        b2l(qterm_qp = "1101011011") &
+        b2l(qterm_qp = "1101011010") &
+        b2l(qterm_qp = "1101011001") &
+        b2l(qterm_qp = "1101011000") &
+        b2l(qterm_qp = "1101010111") &
+        b2l(qterm_qp = "1101010110") &
+        b2l(qterm_qp = "1101010101") &
+        b2l(qterm_qp = "1101010100") &
+        b2l(qterm_qp = "1101010011") &
+        b2l(qterm_qp = "1101010010") &
+        b2l(qterm_qp = "1101010001") &
+        b2l(qterm_qp = "1101010000") &
+        b2l(qterm_qp = "1101001111") &
+        b2l(qterm_qp = "1101001110") &
+        b2l(qterm_qp = "1101001101") &
+        b2l(qterm_qp = "1101001100") &
+        b2l(qterm_qp = "1101001011") &
+        b2l(qterm_qp = "1101001010") &
+        b2l(qterm_qp = "1101001001") &
+        b2l(qterm_qp = "1101001000") &
+        b2l(qterm_qp = "1101000111") &
+        b2l(qterm_qp = "1101000110") &
+        b2l(qterm_qp = "1101000101") &
+        b2l(qterm_qp = "1101000100") &
+        b2l(qterm_qp = "1101000011") &
+        b2l(qterm_qp = "1101000010") &
+        b2l(qterm_qp = "1101000001") &
+        b2l(qterm_qp = "1101000000") &
+        b2l(qterm_qp = "1100111111") &
+        b2l(qterm_qp = "1100111110") &
+        b2l(qterm_qp = "1100111101") &
+        b2l(qterm_qp = "1100111100") &
+        b2l(qterm_qp = "1100111011") &
+        b2l(qterm_qp = "1100111010") &
+        b2l(qterm_qp = "1100111001") &
+        b2l(qterm_qp = "1100111000") &
+        b2l(qterm_qp = "1100110111") &
+        b2l(qterm_qp = "1100110110") &
+        b2l(qterm_qp = "1100110101") &
+        b2l(qterm_qp = "1100110100") &
+        b2l(qterm_qp = "1100110011") &
+        b2l(qterm_qp = "1100110010") &
+        b2l(qterm_qp = "1100110001") &
+        b2l(qterm_qp = "1100110000") &
+        b2l(qterm_qp = "1100101111") &
+        b2l(qterm_qp = "1100101110") &
+        b2l(qterm_qp = "1100101101") &
+        b2l(qterm_qp = "1100101100") &
+        b2l(qterm_qp = "1100101011") &
+        b2l(qterm_qp = "1100101010") &
+        b2l(qterm_qp = "1100101001") &
+        b2l(qterm_qp = "1100101000") &
+        b2l(qterm_qp = "1100100111") &
+        b2l(qterm_qp = "1100100110") &
+        b2l(qterm_qp = "1100100101") &
+        b2l(qterm_qp = "1100100100") &
+        b2l(qterm_qp = "1100100011") &
+        b2l(qterm_qp = "1100100010") &
+        b2l(qterm_qp = "1100100001") &
+        b2l(qterm_qp = "1100100000") &
+        b2l(qterm_qp = "1100011111") &
+        b2l(qterm_qp = "1100011110") &
+        b2l(qterm_qp = "1100011101") &
+        b2l(qterm_qp = "1100011100") &
+        b2l(qterm_qp = "1100011011") &
+        b2l(qterm_qp = "1100011010") &
+        b2l(qterm_qp = "1100011001") &
+        b2l(qterm_qp = "1100011000") &
+        b2l(qterm_qp = "1100010111") &
+        b2l(qterm_qp = "1100010110") &
+        b2l(qterm_qp = "1100010101") &
+        b2l(qterm_qp = "1100010100") &
+        b2l(qterm_qp = "1100010011") &
+        b2l(qterm_qp = "1100010010") &
+        b2l(qterm_qp = "1100010001") &
+        b2l(qterm_qp = "1100010000") &
+        b2l(qterm_qp = "1100001111") &
+        b2l(qterm_qp = "1100001110") &
+        b2l(qterm_qp = "1100001101") &
+        b2l(qterm_qp = "1100001100") &
+        b2l(qterm_qp = "1100001011") &
+        b2l(qterm_qp = "1100001010") &
+        b2l(qterm_qp = "1100001001") &
+        b2l(qterm_qp = "1100001000") &
+        b2l(qterm_qp = "1100000111") &
+        b2l(qterm_qp = "1100000110") &
+        b2l(qterm_qp = "1100000101") &
+        b2l(qterm_qp = "1100000100") &
+        b2l(qterm_qp = "1100000011") &
+        b2l(qterm_qp = "1100000010") &
+        b2l(qterm_qp = "1100000001") &
+        b2l(qterm_qp = "1100000000") &
+        b2l(qterm_qp = "1011111111") &
+        b2l(qterm_qp = "1011111110") &
+        b2l(qterm_qp = "1011111101") &
+        b2l(qterm_qp = "1011111100") &
+        b2l(qterm_qp = "1011111011") &
+        b2l(qterm_qp = "1011111010") &
+        b2l(qterm_qp = "1011111001") &
+        b2l(qterm_qp = "1011111000") &
+        b2l(qterm_qp = "1011110111") &
+        b2l(qterm_qp = "1011110110") &
+        b2l(qterm_qp = "1011110101") &
+        b2l(qterm_qp = "1011110100") &
+        b2l(qterm_qp = "1011110011") &
+        b2l(qterm_qp = "1011110010") &
+        b2l(qterm_qp = "1011110001") &
+        b2l(qterm_qp = "1011110000") &
+        b2l(qterm_qp = "1011101111") &
+        b2l(qterm_qp = "1011101110") &
+        b2l(qterm_qp = "1011101101") &
+        b2l(qterm_qp = "1011101100") &
+        b2l(qterm_qp = "1011101011") &
+        b2l(qterm_qp = "1011101010") &
+        b2l(qterm_qp = "1011101001") &
+        b2l(qterm_qp = "1011101000") &
+        b2l(qterm_qp = "1011100111") &
+        b2l(qterm_qp = "1011100110") &
+        b2l(qterm_qp = "1011100101") &
+        b2l(qterm_qp = "1011100100") &
+        b2l(qterm_qp = "1011100011") &
+        b2l(qterm_qp = "1011100010") &
+        b2l(qterm_qp = "1011100001") &
+        b2l(qterm_qp = "1011100000") &
+        b2l(qterm_qp = "1011011111") &
+        b2l(qterm_qp = "1011011110") &
+        b2l(qterm_qp = "1011011101") &
+        b2l(qterm_qp = "1011011100") &
+        b2l(qterm_qp = "1011011011") &
+        b2l(qterm_qp = "1011011010") &
+        b2l(qterm_qp = "1011011001") &
+        b2l(qterm_qp = "1011011000") &
+        b2l(qterm_qp = "1011010111") &
+        b2l(qterm_qp = "1011010110") &
+        b2l(qterm_qp = "1011010101") &
+        b2l(qterm_qp = "1011010100") &
+        b2l(qterm_qp = "1011010011") &
+        b2l(qterm_qp = "1011010010") &
+        b2l(qterm_qp = "1011010001") &
+        b2l(qterm_qp = "1011010000") &
+        b2l(qterm_qp = "1011001111") &
+        b2l(qterm_qp = "1011001110") &
+        b2l(qterm_qp = "1011001101") &
+        b2l(qterm_qp = "1011001100") &
+        b2l(qterm_qp = "1011001011") &
+        b2l(qterm_qp = "1011001010") &
+        b2l(qterm_qp = "1011001001") &
+        b2l(qterm_qp = "1011001000") &
+        b2l(qterm_qp = "1011000111") &
+        b2l(qterm_qp = "1011000110") &
+        b2l(qterm_qp = "1011000101") &
+        b2l(qterm_qp = "1011000100") &
+        b2l(qterm_qp = "1011000011") &
+        b2l(qterm_qp = "1011000010") &
+        b2l(qterm_qp = "1011000001") &
+        b2l(qterm_qp = "1011000000") &
+        b2l(qterm_qp = "1010111111") &
+        b2l(qterm_qp = "1010111110") &
+        b2l(qterm_qp = "1010111101") &
+        b2l(qterm_qp = "1010111100") &
+        b2l(qterm_qp = "1010111011") &
+        b2l(qterm_qp = "1010111010") &
+        b2l(qterm_qp = "1010111001") &
+        b2l(qterm_qp = "1010111000") &
+        b2l(qterm_qp = "1010110111") &
+        b2l(qterm_qp = "1010110110") &
+        b2l(qterm_qp = "1010110101") &
+        b2l(qterm_qp = "1010110100") &
+        b2l(qterm_qp = "1010110011") &
+        b2l(qterm_qp = "1010110010") &
+        b2l(qterm_qp = "1010110001") &
+        b2l(qterm_qp = "1010110000") &
+        b2l(qterm_qp = "1010101111") &
+        b2l(qterm_qp = "1010101110") &
+        b2l(qterm_qp = "1010101101") &
+        b2l(qterm_qp = "1010101100") &
+        b2l(qterm_qp = "1010101011") &
+        b2l(qterm_qp = "1010101010") &
+        b2l(qterm_qp = "1010101001") &
+        b2l(qterm_qp = "1010101000") &
+        b2l(qterm_qp = "1010100111") &
+        b2l(qterm_qp = "1010100110") &
+        b2l(qterm_qp = "1010100101") &
+        b2l(qterm_qp = "1010100100") &
+        b2l(qterm_qp = "1010100011") &
+        b2l(qterm_qp = "1010100010") &
+        b2l(qterm_qp = "1010100001") &
+        b2l(qterm_qp = "1010100000") &
+        b2l(qterm_qp = "1010011111") &
+        b2l(qterm_qp = "1010011110") &
+        b2l(qterm_qp = "1010011101") &
+        b2l(qterm_qp = "1010011100") &
+        b2l(qterm_qp = "1010011011") &
+        b2l(qterm_qp = "1010011010") &
+        b2l(qterm_qp = "1010011001") &
+        b2l(qterm_qp = "1010011000") &
+        b2l(qterm_qp = "1010010111") &
+        b2l(qterm_qp = "1010010110") &
+        b2l(qterm_qp = "1010010101") &
+        b2l(qterm_qp = "1010010100") &
+        b2l(qterm_qp = "1010010011") &
+        b2l(qterm_qp = "1010010010") &
+        b2l(qterm_qp = "1010010001") &
+        b2l(qterm_qp = "1010010000") &
+        b2l(qterm_qp = "1010001111") &
+        b2l(qterm_qp = "1010001110") &
+        b2l(qterm_qp = "1010001101") &
+        b2l(qterm_qp = "1010001100") &
+        b2l(qterm_qp = "1010001011") &
+        b2l(qterm_qp = "1010001010") &
+        b2l(qterm_qp = "1010001001") &
+        b2l(qterm_qp = "1010001000") &
+        b2l(qterm_qp = "1010000111") &
+        b2l(qterm_qp = "1010000110") &
+        b2l(qterm_qp = "1010000101") &
+        b2l(qterm_qp = "1010000100") &
+        b2l(qterm_qp = "1010000011") &
+        b2l(qterm_qp = "1010000010") &
+        b2l(qterm_qp = "1010000001") &
+        b2l(qterm_qp = "1010000000") &
+        b2l(qterm_qp = "1001111111") &
+        b2l(qterm_qp = "1001111110") &
+        b2l(qterm_qp = "1001111101") &
+        b2l(qterm_qp = "1001111100") &
+        b2l(qterm_qp = "1001111011") &
+        b2l(qterm_qp = "1001111010") &
+        b2l(qterm_qp = "1001111001") &
+        b2l(qterm_qp = "1001111000") &
+        b2l(qterm_qp = "1001110111") &
+        b2l(qterm_qp = "1001110110") &
+        b2l(qterm_qp = "1001110101") &
+        b2l(qterm_qp = "1001110100") &
+        b2l(qterm_qp = "1001110011") &
+        b2l(qterm_qp = "1001110010") &
+        b2l(qterm_qp = "1001110001") &
+        b2l(qterm_qp = "1001110000") &
+        b2l(qterm_qp = "1001101111") &
+        b2l(qterm_qp = "1001101110") &
+        b2l(qterm_qp = "1001101101") &
+        b2l(qterm_qp = "1001101100") &
+        b2l(qterm_qp = "1001101011") &
+        b2l(qterm_qp = "1001101010") &
+        b2l(qterm_qp = "1001101001") &
+        b2l(qterm_qp = "1001101000") &
+        b2l(qterm_qp = "1001100111") &
+        b2l(qterm_qp = "1001100110") &
+        b2l(qterm_qp = "1001100101") &
+        b2l(qterm_qp = "1001100100") &
+        b2l(qterm_qp = "1001100011") &
+        b2l(qterm_qp = "1001100010") &
+        b2l(qterm_qp = "1001100001") &
+        b2l(qterm_qp = "1001100000") &
+        b2l(qterm_qp = "1001011111") &
+        b2l(qterm_qp = "1001011110") &
+        b2l(qterm_qp = "1001011101") &
+        b2l(qterm_qp = "1001011100") &
+        b2l(qterm_qp = "1001011011") &
+        b2l(qterm_qp = "1001011010") &
+        b2l(qterm_qp = "1001011001") &
+        b2l(qterm_qp = "1001011000") &
+        b2l(qterm_qp = "1001010111") &
+        b2l(qterm_qp = "1001010110") &
+        b2l(qterm_qp = "1001010101") &
+        b2l(qterm_qp = "1001010100") &
+        b2l(qterm_qp = "1001010011") &
+        b2l(qterm_qp = "1001010010") &
+        b2l(qterm_qp = "1001010001") &
+        b2l(qterm_qp = "1001010000") &
+        b2l(qterm_qp = "1001001111") &
+        b2l(qterm_qp = "1001001110") &
+        b2l(qterm_qp = "1001001101") &
+        b2l(qterm_qp = "1001001100") &
+        b2l(qterm_qp = "1001001011") &
+        b2l(qterm_qp = "1001001010") &
+        b2l(qterm_qp = "1001001001") &
+        b2l(qterm_qp = "1001001000") &
+        b2l(qterm_qp = "1001000111") &
+        b2l(qterm_qp = "1001000110") &
+        b2l(qterm_qp = "1001000101") &
+        b2l(qterm_qp = "1001000100") &
+        b2l(qterm_qp = "1001000011") &
+        b2l(qterm_qp = "1001000010") &
+        b2l(qterm_qp = "1001000001") &
+        b2l(qterm_qp = "1001000000") &
+        b2l(qterm_qp = "1000111111") &
+        b2l(qterm_qp = "1000111110") &
+        b2l(qterm_qp = "1000111101") &
+        b2l(qterm_qp = "1000111100") &
+        b2l(qterm_qp = "1000111011") &
+        b2l(qterm_qp = "1000111010") &
+        b2l(qterm_qp = "1000111001") &
+        b2l(qterm_qp = "1000111000") &
+        b2l(qterm_qp = "1000110111") &
+        b2l(qterm_qp = "1000110110") &
+        b2l(qterm_qp = "1000110101") &
+        b2l(qterm_qp = "1000110100") &
+        b2l(qterm_qp = "1000110011") &
+        b2l(qterm_qp = "1000110010") &
+        b2l(qterm_qp = "1000110001") &
+        b2l(qterm_qp = "1000110000") &
+        b2l(qterm_qp = "1000101111") &
+        b2l(qterm_qp = "1000101110") &
+        b2l(qterm_qp = "1000101101") &
+        b2l(qterm_qp = "1000101100") &
+        b2l(qterm_qp = "1000101011") &
+        b2l(qterm_qp = "1000101010") &
+        b2l(qterm_qp = "1000101001") &
+        b2l(qterm_qp = "1000101000") &
+        b2l(qterm_qp = "1000100111") &
+        b2l(qterm_qp = "1000100110") &
+        b2l(qterm_qp = "1000100101") &
+        b2l(qterm_qp = "1000100100") &
+        b2l(qterm_qp = "1000100011") &
+        b2l(qterm_qp = "1000100010") &
+        b2l(qterm_qp = "1000100001") &
+        b2l(qterm_qp = "1000100000") &
+        b2l(qterm_qp = "1000011111") &
+        b2l(qterm_qp = "1000011110") &
+        b2l(qterm_qp = "1000011101") &
+        b2l(qterm_qp = "1000011100") &
+        b2l(qterm_qp = "1000011011") &
+        b2l(qterm_qp = "1000011010") &
+        b2l(qterm_qp = "1000011001") &
+        b2l(qterm_qp = "1000011000") &
+        b2l(qterm_qp = "1000010111") &
+        b2l(qterm_qp = "1000010110") &
+        b2l(qterm_qp = "1000010101") &
+        b2l(qterm_qp = "1000010100") &
+        b2l(qterm_qp = "1000010011") &
+        b2l(qterm_qp = "1000010010") &
+        b2l(qterm_qp = "1000010001") &
+        b2l(qterm_qp = "1000010000") &
+        b2l(qterm_qp = "1000001111") &
+        b2l(qterm_qp = "1000001110") &
+        b2l(qterm_qp = "1000001101") &
+        b2l(qterm_qp = "1000001100") &
+        b2l(qterm_qp = "1000001011") &
+        b2l(qterm_qp = "1000001010") &
+        b2l(qterm_qp = "1000001001") &
+        b2l(qterm_qp = "1000001000") &
+        b2l(qterm_qp = "1000000111") &
+        b2l(qterm_qp = "1000000110") &
+        b2l(qterm_qp = "1000000101") &
+        b2l(qterm_qp = "1000000100") &
+        b2l(qterm_qp = "1000000011") &
+        b2l(qterm_qp = "1000000010") &
+        b2l(qterm_qp = "1000000001") &
+        b2l(qterm_qp = "1000000000") &
+        b2l(qterm_qp = "0111111111") &
+        b2l(qterm_qp = "0111111110") &
+        b2l(qterm_qp = "0111111101") &
+        b2l(qterm_qp = "0111111100") &
+        b2l(qterm_qp = "0111111011") &
+        b2l(qterm_qp = "0111111010") &
+        b2l(qterm_qp = "0111111001") &
+        b2l(qterm_qp = "0111111000") &
+        b2l(qterm_qp = "0111110111") &
+        b2l(qterm_qp = "0111110110") &
+        b2l(qterm_qp = "0111110101") &
+        b2l(qterm_qp = "0111110100") &
+        b2l(qterm_qp = "0111110011") &
+        b2l(qterm_qp = "0111110010") &
+        b2l(qterm_qp = "0111110001") &
+        b2l(qterm_qp = "0111110000") &
+        b2l(qterm_qp = "0111101111") &
+        b2l(qterm_qp = "0111101110") &
+        b2l(qterm_qp = "0111101101") &
+        b2l(qterm_qp = "0111101100") &
+        b2l(qterm_qp = "0111101011") &
+        b2l(qterm_qp = "0111101010") &
+        b2l(qterm_qp = "0111101001") &
+        b2l(qterm_qp = "0111101000") &
+        b2l(qterm_qp = "0111100111") &
+        b2l(qterm_qp = "0111100110") &
+        b2l(qterm_qp = "0111100101") &
+        b2l(qterm_qp = "0111100100") &
+        b2l(qterm_qp = "0111100011") &
+        b2l(qterm_qp = "0111100010") &
+        b2l(qterm_qp = "0111100001") &
+        b2l(qterm_qp = "0111100000") &
+        b2l(qterm_qp = "0111011111") &
+        b2l(qterm_qp = "0111011110") &
+        b2l(qterm_qp = "0111011101") &
+        b2l(qterm_qp = "0111011100") &
+        b2l(qterm_qp = "0111011011") &
+        b2l(qterm_qp = "0111011010") &
+        b2l(qterm_qp = "0111011001") &
+        b2l(qterm_qp = "0111011000") &
+        b2l(qterm_qp = "0111010111") &
+        b2l(qterm_qp = "0111010110") &
+        b2l(qterm_qp = "0111010101") &
+        b2l(qterm_qp = "0111010100") &
+        b2l(qterm_qp = "0111010011") &
+        b2l(qterm_qp = "0111010010") &
+        b2l(qterm_qp = "0111010001") &
+        b2l(qterm_qp = "0111010000") &
+        b2l(qterm_qp = "0111001111") &
+        b2l(qterm_qp = "0111001110") &
+        b2l(qterm_qp = "0111001101") &
+        b2l(qterm_qp = "0111001100") &
+        b2l(qterm_qp = "0111001011") &
+        b2l(qterm_qp = "0111001010") &
+        b2l(qterm_qp = "0111001001") &
+        b2l(qterm_qp = "0111001000") &
+        b2l(qterm_qp = "0111000111") &
+        b2l(qterm_qp = "0111000110") &
+        b2l(qterm_qp = "0111000101") &
+        b2l(qterm_qp = "0111000100") &
+        b2l(qterm_qp = "0111000011") &
+        b2l(qterm_qp = "0111000010") &
+        b2l(qterm_qp = "0111000001") &
+        b2l(qterm_qp = "0111000000") &
+        b2l(qterm_qp = "0110111111") &
+        b2l(qterm_qp = "0110111110") &
+        b2l(qterm_qp = "0110111101") &
+        b2l(qterm_qp = "0110111100") &
+        b2l(qterm_qp = "0110111011") &
+        b2l(qterm_qp = "0110111010") &
+        b2l(qterm_qp = "0110111001") &
+        b2l(qterm_qp = "0110111000") &
+        b2l(qterm_qp = "0110110111") &
+        b2l(qterm_qp = "0110110110") &
+        b2l(qterm_qp = "0110110101") &
+        b2l(qterm_qp = "0110110100") &
+        b2l(qterm_qp = "0110110011") &
+        b2l(qterm_qp = "0110110010") &
+        b2l(qterm_qp = "0110110001") &
+        b2l(qterm_qp = "0110110000") &
+        b2l(qterm_qp = "0110101111") &
+        b2l(qterm_qp = "0110101110") &
+        b2l(qterm_qp = "0110101101") &
+        b2l(qterm_qp = "0110101100") &
+        b2l(qterm_qp = "0110101011") &
+        b2l(qterm_qp = "0110101010") &
+        b2l(qterm_qp = "0110101001") &
+        b2l(qterm_qp = "0110101000") &
+        b2l(qterm_qp = "0110100111") &
+        b2l(qterm_qp = "0110100110") &
+        b2l(qterm_qp = "0110100101") &
+        b2l(qterm_qp = "0110100100") &
+        b2l(qterm_qp = "0110100011") &
+        b2l(qterm_qp = "0110100010") &
+        b2l(qterm_qp = "0110100001") &
+        b2l(qterm_qp = "0110100000") &
+        b2l(qterm_qp = "0110011111") &
+        b2l(qterm_qp = "0110011110") &
+        b2l(qterm_qp = "0110011101") &
+        b2l(qterm_qp = "0110011100") &
+        b2l(qterm_qp = "0110011011") &
+        b2l(qterm_qp = "0110011010") &
+        b2l(qterm_qp = "0110011001") &
+        b2l(qterm_qp = "0110011000") &
+        b2l(qterm_qp = "0110010111") &
+        b2l(qterm_qp = "0110010110") &
+        b2l(qterm_qp = "0110010101") &
+        b2l(qterm_qp = "0110010100") &
+        b2l(qterm_qp = "0110010011") &
+        b2l(qterm_qp = "0110010010") &
+        b2l(qterm_qp = "0110010001") &
+        b2l(qterm_qp = "0110010000") &
+        b2l(qterm_qp = "0110001111") &
+        b2l(qterm_qp = "0110001110") &
+        b2l(qterm_qp = "0110001101") &
+        b2l(qterm_qp = "0110001100") &
+        b2l(qterm_qp = "0110001011") &
+        b2l(qterm_qp = "0110001010") &
+        b2l(qterm_qp = "0110001001") &
+        b2l(qterm_qp = "0110001000") &
+        b2l(qterm_qp = "0110000111") &
+        b2l(qterm_qp = "0110000110") &
+        b2l(qterm_qp = "0110000101") &
+        b2l(qterm_qp = "0110000100") &
+        b2l(qterm_qp = "0110000011") &
+        b2l(qterm_qp = "0110000010") &
+        b2l(qterm_qp = "0110000001") &
+        b2l(qterm_qp = "0110000000") &
+        b2l(qterm_qp = "0101111111") &
+        b2l(qterm_qp = "0101111110") &
+        b2l(qterm_qp = "0101111101") &
+        b2l(qterm_qp = "0101111100") &
+        b2l(qterm_qp = "0101111011") &
+        b2l(qterm_qp = "0101111010") &
+        b2l(qterm_qp = "0101111001") &
+        b2l(qterm_qp = "0101111000") &
+        b2l(qterm_qp = "0101110111") &
+        b2l(qterm_qp = "0101110110") &
+        b2l(qterm_qp = "0101110101") &
+        b2l(qterm_qp = "0101110100") &
+        b2l(qterm_qp = "0101110011") &
+        b2l(qterm_qp = "0101110010") &
+        b2l(qterm_qp = "0101110001") &
+        b2l(qterm_qp = "0101110000") &
+        b2l(qterm_qp = "0101101111") &
+        b2l(qterm_qp = "0101101110") &
+        b2l(qterm_qp = "0101101101") &
+        b2l(qterm_qp = "0101101100") &
+        b2l(qterm_qp = "0101101011") &
+        b2l(qterm_qp = "0101101010") &
+        b2l(qterm_qp = "0101101001") &
+        b2l(qterm_qp = "0101101000") &
+        b2l(qterm_qp = "0101100111") &
+        b2l(qterm_qp = "0101100110") &
+        b2l(qterm_qp = "0101100101") &
+        b2l(qterm_qp = "0101100100") &
+        b2l(qterm_qp = "0101100011") &
+        b2l(qterm_qp = "0101100010") &
+        b2l(qterm_qp = "0101100001") &
+        b2l(qterm_qp = "0101100000") &
+        b2l(qterm_qp = "0101011111") &
+        b2l(qterm_qp = "0101011110") &
+        b2l(qterm_qp = "0101011101") &
+        b2l(qterm_qp = "0101011100") &
+        b2l(qterm_qp = "0101011011") &
+        b2l(qterm_qp = "0101011010") &
+        b2l(qterm_qp = "0101011001") &
+        b2l(qterm_qp = "0101011000") &
+        b2l(qterm_qp = "0101010111") &
+        b2l(qterm_qp = "0101010110") &
+        b2l(qterm_qp = "0101010101") &
+        b2l(qterm_qp = "0101010100") &
+        b2l(qterm_qp = "0101010011") &
+        b2l(qterm_qp = "0101010010") &
+        b2l(qterm_qp = "0101010001") &
+        b2l(qterm_qp = "0101010000") &
+        b2l(qterm_qp = "0101001111") &
+        b2l(qterm_qp = "0101001110") &
+        b2l(qterm_qp = "0101001101") &
+        b2l(qterm_qp = "0101001100") &
+        b2l(qterm_qp = "0101001011") &
+        b2l(qterm_qp = "0101001010") &
+        b2l(qterm_qp = "0101001001") &
+        b2l(qterm_qp = "0101001000") &
+        b2l(qterm_qp = "0101000111") &
+        b2l(qterm_qp = "0101000110") &
+        b2l(qterm_qp = "0101000101") &
+        b2l(qterm_qp = "0101000100") &
+        b2l(qterm_qp = "0101000011") &
+        b2l(qterm_qp = "0101000010") &
+        b2l(qterm_qp = "0101000001") &
+        b2l(qterm_qp = "0101000000") &
+        b2l(qterm_qp = "0100111111") &
+        b2l(qterm_qp = "0100111110") &
+        b2l(qterm_qp = "0100111101") &
+        b2l(qterm_qp = "0100111100") &
+        b2l(qterm_qp = "0100111011") &
+        b2l(qterm_qp = "0100111010") &
+        b2l(qterm_qp = "0100111001") &
+        b2l(qterm_qp = "0100111000") &
+        b2l(qterm_qp = "0100110111") &
+        b2l(qterm_qp = "0100110110") &
+        b2l(qterm_qp = "0100110101") &
+        b2l(qterm_qp = "0100110100") &
+        b2l(qterm_qp = "0100110011") &
+        b2l(qterm_qp = "0100110010") &
+        b2l(qterm_qp = "0100110001") &
+        b2l(qterm_qp = "0100110000") &
+        b2l(qterm_qp = "0100101111") &
+        b2l(qterm_qp = "0100101110") &
+        b2l(qterm_qp = "0100101101") &
+        b2l(qterm_qp = "0100101100") &
+        b2l(qterm_qp = "0100101011") &
+        b2l(qterm_qp = "0100101010") &
+        b2l(qterm_qp = "0100101001") &
+        b2l(qterm_qp = "0100101000") &
+        b2l(qterm_qp = "0100100111") &
+        b2l(qterm_qp = "0100100110") &
+        b2l(qterm_qp = "0100100101") &
+        b2l(qterm_qp = "0100100100") &
+        b2l(qterm_qp = "0100100011") &
+        b2l(qterm_qp = "0100100010") &
+        b2l(qterm_qp = "0100100001") &
+        b2l(qterm_qp = "0100100000") &
+        b2l(qterm_qp = "0100011111") &
+        b2l(qterm_qp = "0100011110") &
+        b2l(qterm_qp = "0100011101") &
+        b2l(qterm_qp = "0100011100") &
+        b2l(qterm_qp = "0100011011") &
+        b2l(qterm_qp = "0100011010") &
+        b2l(qterm_qp = "0100011001") &
+        b2l(qterm_qp = "0100011000") &
+        b2l(qterm_qp = "0100010111") &
+        b2l(qterm_qp = "0100010110") &
+        b2l(qterm_qp = "0100010101") &
+        b2l(qterm_qp = "0100010100") &
+        b2l(qterm_qp = "0100010011") &
+        b2l(qterm_qp = "0100010010") &
+        b2l(qterm_qp = "0100010001") &
+        b2l(qterm_qp = "0100010000") &
+        b2l(qterm_qp = "0100001111") &
+        b2l(qterm_qp = "0100001110") &
+        b2l(qterm_qp = "0100001101") &
+        b2l(qterm_qp = "0100001100") &
+        b2l(qterm_qp = "0100001011") &
+        b2l(qterm_qp = "0100001010") &
+        b2l(qterm_qp = "0100001001") &
+        b2l(qterm_qp = "0100001000") &
+        b2l(qterm_qp = "0100000111") &
+        b2l(qterm_qp = "0100000110") &
+        b2l(qterm_qp = "0100000101") &
+        b2l(qterm_qp = "0100000100") &
+        b2l(qterm_qp = "0100000011") &
+        b2l(qterm_qp = "0100000010") &
+        b2l(qterm_qp = "0100000001") &
+        b2l(qterm_qp = "0100000000") &
+        b2l(qterm_qp = "0011111111") &
+        b2l(qterm_qp = "0011111110") &
+        b2l(qterm_qp = "0011111101") &
+        b2l(qterm_qp = "0011111100") &
+        b2l(qterm_qp = "0011111011") &
+        b2l(qterm_qp = "0011111010") &
+        b2l(qterm_qp = "0011111001") &
+        b2l(qterm_qp = "0011111000") &
+        b2l(qterm_qp = "0011110111") &
+        b2l(qterm_qp = "0011110110") &
+        b2l(qterm_qp = "0011110101") &
+        b2l(qterm_qp = "0011110100") &
+        b2l(qterm_qp = "0011110011") &
+        b2l(qterm_qp = "0011110010") &
+        b2l(qterm_qp = "0011110001") &
+        b2l(qterm_qp = "0011110000") &
+        b2l(qterm_qp = "0011101111") &
+        b2l(qterm_qp = "0011101110") &
+        b2l(qterm_qp = "0011101101") &
+        b2l(qterm_qp = "0011101100") &
+        b2l(qterm_qp = "0011101011") &
+        b2l(qterm_qp = "0011101010") &
+        b2l(qterm_qp = "0011101001") &
+        b2l(qterm_qp = "0011101000") &
+        b2l(qterm_qp = "0011100111") &
+        b2l(qterm_qp = "0011100110") &
+        b2l(qterm_qp = "0011100101") &
+        b2l(qterm_qp = "0011100100") &
+        b2l(qterm_qp = "0011100011") &
+        b2l(qterm_qp = "0011100010") &
+        b2l(qterm_qp = "0011100001") &
+        b2l(qterm_qp = "0011100000") &
+        b2l(qterm_qp = "0011011111") &
+        b2l(qterm_qp = "0011011110") &
+        b2l(qterm_qp = "0011011101") &
+        b2l(qterm_qp = "0011011100") &
+        b2l(qterm_qp = "0011011011") &
+        b2l(qterm_qp = "0011011010") &
+        b2l(qterm_qp = "0011011001") &
+        b2l(qterm_qp = "0011011000") &
+        b2l(qterm_qp = "0011010111") &
+        b2l(qterm_qp = "0011010110") &
+        b2l(qterm_qp = "0011010101") &
+        b2l(qterm_qp = "0011010100") &
+        b2l(qterm_qp = "0011010011") &
+        b2l(qterm_qp = "0011010010") &
+        b2l(qterm_qp = "0011010001") &
+        b2l(qterm_qp = "0011010000") &
+        b2l(qterm_qp = "0011001111") &
+        b2l(qterm_qp = "0011001110") &
+        b2l(qterm_qp = "0011001101") &
+        b2l(qterm_qp = "0011001100") &
+        b2l(qterm_qp = "0011001011") &
+        b2l(qterm_qp = "0011001010") &
+        b2l(qterm_qp = "0011001001") &
+        b2l(qterm_qp = "0011001000") &
+        b2l(qterm_qp = "0011000111") &
+        b2l(qterm_qp = "0011000110") &
+        b2l(qterm_qp = "0011000101") &
+        b2l(qterm_qp = "0011000100") &
+        b2l(qterm_qp = "0011000011") &
+        b2l(qterm_qp = "0011000010") &
+        b2l(qterm_qp = "0011000001") &
+        b2l(qterm_qp = "0011000000") &
+        b2l(qterm_qp = "0010111111") &
+        b2l(qterm_qp = "0010111110") &
+        b2l(qterm_qp = "0010111101") &
+        b2l(qterm_qp = "0010111100") &
+        b2l(qterm_qp = "0010111011") &
+        b2l(qterm_qp = "0010111010") &
+        b2l(qterm_qp = "0010111001") &
+        b2l(qterm_qp = "0010111000") &
+        b2l(qterm_qp = "0010110111") &
+        b2l(qterm_qp = "0010110110") &
+        b2l(qterm_qp = "0010110101") &
+        b2l(qterm_qp = "0010110100") &
+        b2l(qterm_qp = "0010110011") &
+        b2l(qterm_qp = "0010110010") &
+        b2l(qterm_qp = "0010110001") &
+        b2l(qterm_qp = "0010110000") &
+        b2l(qterm_qp = "0010101111") &
+        b2l(qterm_qp = "0010101110") &
+        b2l(qterm_qp = "0010101101") &
+        b2l(qterm_qp = "0010101100") &
+        b2l(qterm_qp = "0010101011") &
+        b2l(qterm_qp = "0010101010") &
+        b2l(qterm_qp = "0010101001") &
+        b2l(qterm_qp = "0010101000") &
+        b2l(qterm_qp = "0010100111") &
+        b2l(qterm_qp = "0010100110") &
+        b2l(qterm_qp = "0010100101") &
+        b2l(qterm_qp = "0010100100") &
+        b2l(qterm_qp = "0010100011") &
+        b2l(qterm_qp = "0010100010") &
+        b2l(qterm_qp = "0010100001") &
+        b2l(qterm_qp = "0010100000") &
+        b2l(qterm_qp = "0010011111") &
+        b2l(qterm_qp = "0010011110") &
+        b2l(qterm_qp = "0010011101") &
+        b2l(qterm_qp = "0010011100") &
+        b2l(qterm_qp = "0010011011") &
+        b2l(qterm_qp = "0010011010") &
+        b2l(qterm_qp = "0010011001") &
+        b2l(qterm_qp = "0010011000") &
+        b2l(qterm_qp = "0010010111") &
+        b2l(qterm_qp = "0010010110") &
+        b2l(qterm_qp = "0010010101") &
+        b2l(qterm_qp = "0010010100") &
+        b2l(qterm_qp = "0010010011") &
+        b2l(qterm_qp = "0010010010") &
+        b2l(qterm_qp = "0010010001") &
+        b2l(qterm_qp = "0010010000") &
+        b2l(qterm_qp = "0010001111") &
+        b2l(qterm_qp = "0010001110") &
+        b2l(qterm_qp = "0010001101") &
+        b2l(qterm_qp = "0010001100") &
+        b2l(qterm_qp = "0010001011") &
+        b2l(qterm_qp = "0010001010") &
+        b2l(qterm_qp = "0010001001") &
+        b2l(qterm_qp = "0010001000") &
+        b2l(qterm_qp = "0010000111") &
+        b2l(qterm_qp = "0010000110") &
+        b2l(qterm_qp = "0010000101") &
+        b2l(qterm_qp = "0010000100") &
+        b2l(qterm_qp = "0010000011") &
+        b2l(qterm_qp = "0010000010") &
+        b2l(qterm_qp = "0010000001") &
+        b2l(qterm_qp = "0010000000") &
+        b2l(qterm_qp = "0001111111") &
+        b2l(qterm_qp = "0001111110") &
+        b2l(qterm_qp = "0001111101") &
+        b2l(qterm_qp = "0001111100") &
+        b2l(qterm_qp = "0001111011") &
+        b2l(qterm_qp = "0001111010") &
+        b2l(qterm_qp = "0001111001") &
+        b2l(qterm_qp = "0001111000") &
+        b2l(qterm_qp = "0001110111") &
+        b2l(qterm_qp = "0001110110") &
+        b2l(qterm_qp = "0001110101") &
+        b2l(qterm_qp = "0001110100") &
+        b2l(qterm_qp = "0001110011") &
+        b2l(qterm_qp = "0001110010") &
+        b2l(qterm_qp = "0001110001") &
+        b2l(qterm_qp = "0001110000") &
+        b2l(qterm_qp = "0001101111") &
+        b2l(qterm_qp = "0001101110") &
+        b2l(qterm_qp = "0001101101") &
+        b2l(qterm_qp = "0001101100") &
+        b2l(qterm_qp = "0001101011") &
+        b2l(qterm_qp = "0001101010") &
+        b2l(qterm_qp = "0001101001") &
+        b2l(qterm_qp = "0001101000") &
+        b2l(qterm_qp = "0001100111") &
+        b2l(qterm_qp = "0001100110") &
+        b2l(qterm_qp = "0001100101") &
+        b2l(qterm_qp = "0001100100") &
+        b2l(qterm_qp = "0001100011") &
+        b2l(qterm_qp = "0001100010") &
+        b2l(qterm_qp = "0001100001") &
+        b2l(qterm_qp = "0001100000") &
+        b2l(qterm_qp = "0001011111") &
+        b2l(qterm_qp = "0001011110") &
+        b2l(qterm_qp = "0001011101") &
+        b2l(qterm_qp = "0001011100") &
+        b2l(qterm_qp = "0001011011") &
+        b2l(qterm_qp = "0001011010") &
+        b2l(qterm_qp = "0001011001") &
+        b2l(qterm_qp = "0001011000") &
+        b2l(qterm_qp = "0001010111") &
+        b2l(qterm_qp = "0001010110") &
+        b2l(qterm_qp = "0001010101") &
+        b2l(qterm_qp = "0001010100") &
+        b2l(qterm_qp = "0001010011") &
+        b2l(qterm_qp = "0001010010") &
+        b2l(qterm_qp = "0001010001") &
+        b2l(qterm_qp = "0001010000") &
+        b2l(qterm_qp = "0001001111") &
+        b2l(qterm_qp = "0001001110") &
+        b2l(qterm_qp = "0001001101") &
+        b2l(qterm_qp = "0001001100") &
+        b2l(qterm_qp = "0001001011") &
+        b2l(qterm_qp = "0001001010") &
+        b2l(qterm_qp = "0001001001") &
+        b2l(qterm_qp = "0001001000") &
+        b2l(qterm_qp = "0001000111") &
+        b2l(qterm_qp = "0001000110") &
+        b2l(qterm_qp = "0001000101") &
+        b2l(qterm_qp = "0001000100") &
+        b2l(qterm_qp = "0001000011") &
+        b2l(qterm_qp = "0001000010") &
+        b2l(qterm_qp = "0001000001") &
+        b2l(qterm_qp = "0001000000") &
+        b2l(qterm_qp = "0000111111") &
+        b2l(qterm_qp = "0000111110") &
+        b2l(qterm_qp = "0000111101") &
+        b2l(qterm_qp = "0000111100") &
+        b2l(qterm_qp = "0000111011") &
+        b2l(qterm_qp = "0000111010") &
+        b2l(qterm_qp = "0000111001") &
+        b2l(qterm_qp = "0000111000") &
+        b2l(qterm_qp = "0000110111") &
+        b2l(qterm_qp = "0000110110") &
+        b2l(qterm_qp = "0000110101") &
+        b2l(qterm_qp = "0000110100") &
+        b2l(qterm_qp = "0000110011") &
+        b2l(qterm_qp = "0000110010") &
+        b2l(qterm_qp = "0000110001") &
+        b2l(qterm_qp = "0000110000") &
+        b2l(qterm_qp = "0000101111") &
+        b2l(qterm_qp = "0000101110") &
+        b2l(qterm_qp = "0000101101") &
+        b2l(qterm_qp = "0000101100") &
+        b2l(qterm_qp = "0000101011") &
+        b2l(qterm_qp = "0000101010") &
+        b2l(qterm_qp = "0000101001") &
+        b2l(qterm_qp = "0000101000") &
+        b2l(qterm_qp = "0000100111") &
+        b2l(qterm_qp = "0000100110") &
+        b2l(qterm_qp = "0000100101") &
+        b2l(qterm_qp = "0000100100") &
+        b2l(qterm_qp = "0000100011") &
+        b2l(qterm_qp = "0000100010") &
+        b2l(qterm_qp = "0000100001") &
+        b2l(qterm_qp = "0000100000") &
+        b2l(qterm_qp = "0000011111") &
+        b2l(qterm_qp = "0000011110") &
+        b2l(qterm_qp = "0000011101") &
+        b2l(qterm_qp = "0000011100") &
+        b2l(qterm_qp = "0000011011") &
+        b2l(qterm_qp = "0000011010") &
+        b2l(qterm_qp = "0000011001") &
+        b2l(qterm_qp = "0000011000") &
+        b2l(qterm_qp = "0000010111") &
+        b2l(qterm_qp = "0000010110") &
+        b2l(qterm_qp = "0000010101") &
+        b2l(qterm_qp = "0000010100") &
+        b2l(qterm_qp = "0000010011") &
+        b2l(qterm_qp = "0000010010") &
+        b2l(qterm_qp = "0000010001") &
+        b2l(qterm_qp = "0000010000") &
+        b2l(qterm_qp = "0000001111") &
+        b2l(qterm_qp = "0000001110") &
+        b2l(qterm_qp = "0000001101") &
+        b2l(qterm_qp = "0000001100") &
+        b2l(qterm_qp = "0000001011") &
+        b2l(qterm_qp = "0000001010") &
+        b2l(qterm_qp = "0000001001") &
+        b2l(qterm_qp = "0000001000") &
+        b2l(qterm_qp = "0000000111") &
+        b2l(qterm_qp = "0000000110") &
+        b2l(qterm_qp = "0000000101") &
+        b2l(qterm_qp = "0000000100") &
+        b2l(qterm_qp = "0000000011") &
+        b2l(qterm_qp = "0000000010") &
+        b2l(qterm_qp = "0000000001") &
+        b2l(qterm_qp = "0000000000")
+    );
+    term_pend_cur <= or (term_pend and qcur_1h);
     ctx_rd_addr <= sched_rd;
     rreq_can <= s_rreq_valid and rrp_room;
     end_can <= s_end_valid and (not s_end_lost);
@@ -5314,7 +7437,7 @@ begin
     ret_flush_go <= ((((in_state3 and cur_live) and (not walk_go)) and b2l(cur_orq /= "00000")) and b2l(rdone_pending = "00000")) and b2l(end_flush_now /= "00000");
     ret_go <= ret_done_go or ret_flush_go;
     rreq_pending <= b2l(cur_rreq /= cur_rreq_used);
-    flush_go <= ((in_state3 and cur_error) and (not rreq_pending)) and b2l(cur_sq_ci /= cur_sq_pi);
+    flush_go <= (((in_state3 and cur_error) and (not term_pend_cur)) and (not rreq_pending)) and b2l(cur_sq_ci /= cur_sq_pi);
     ord_room <= b2l(unsigned(cur_orq) < unsigned(cur_ord));
     ring_used <= std_logic_vector(unsigned(f_off) - unsigned(cur_txs_ci));
     ring_size <= std_logic_vector(unsigned(std_logic_vector'(x"00" & cur_txs_mask)) + unsigned'(x"00000001"));
@@ -5324,10 +7447,79 @@ begin
     push2_hit <= (push2_v and b2l(push2_qp = cur_qp)) and b2l(push2_idx = cur_sq_next);
     push3_hit <= (push3_v and b2l(push3_qp = cur_qp)) and b2l(push3_idx = cur_sq_next);
     push_hit <= or std_logic_vector'(push0_hit & push1_hit & push2_hit & push3_hit);
-    rsp_go <= (in_state3 and rreq_pending) and (cur_error or (((cur_live and (not ret_go)) and (not walk_go)) and ring_room_ok));
+    term_go <= (in_state3 and cur_error) and term_pend_cur;
+    rsp_go <= ((in_state3 and rreq_pending) and (not term_go)) and (cur_error or (((cur_live and (not ret_go)) and (not walk_go)) and ring_room_ok));
     wqe_go <= (((((in_state3 and cur_live) and (not ret_go)) and (not walk_go)) and (not rreq_pending)) and has_work) and ring_room_ok;
-    fetch_go <= (((wqe_go or ret_go) or walk_go) or flush_go) or rsp_go;
-    msg_go <= wqe_go or rsp_go;
+    fetch_go <= ((((wqe_go or ret_go) or walk_go) or flush_go) or rsp_go) or term_go;
+    msg_go <= (wqe_go or rsp_go) or term_go;
+    term_sent <= in_state11 and term_mode;
+    cur_term_cause <= cur_term(15 downto 0);
+    cur_term_seglen <= cur_term(31 downto 16);
+    cur_term_hdr <= cur_term(175 downto 32);
+    cur_term_rdma <= cur_term(399 downto 176);
+    term_etype <= cur_term_cause(15 downto 8);
+    term_no_hdrs <= (((((b2l(term_etype = x"00") or b2l(term_etype = x"10")) or b2l(cur_term_cause(15 downto 12) = x"2")) or b2l(cur_term_cause = x"1104")) or b2l(cur_term_cause = x"1206")) or b2l(cur_term_cause = x"0205")) or b2l(cur_term_cause = x"0206");
+    term_md <= not term_no_hdrs;
+    term_op <= cur_term_hdr(11 downto 8);
+    term_tagged <= cur_term_hdr(7);
+    term_r <= (term_md and b2l(term_etype = x"01")) and ((b2l(term_op = x"1") or b2l(term_op = x"4")) or b2l(term_op = x"6"));
+    term_r_bytes <= (term_r and b2l(term_op = x"1")) and (not term_tagged);
+    term_payload <= std_logic_vector'(
+        x"000000000000000000000000" &
+        (cur_term_rdma(223 downto 216) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(215 downto 208) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(207 downto 200) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(199 downto 192) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(191 downto 184) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(183 downto 176) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(175 downto 168) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(167 downto 160) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(159 downto 152) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(151 downto 144) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(143 downto 136) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(135 downto 128) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(127 downto 120) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(119 downto 112) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(111 downto 104) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(103 downto 96) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(95 downto 88) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(87 downto 80) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(79 downto 72) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(71 downto 64) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(63 downto 56) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(55 downto 48) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(47 downto 40) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(39 downto 32) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(31 downto 24) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(23 downto 16) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(15 downto 8) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_rdma(7 downto 0) and std_logic_vector'(7 downto 0 => term_r_bytes)) &
+        (cur_term_hdr(143 downto 136) and std_logic_vector'(7 downto 0 => term_md and (not term_tagged))) &
+        (cur_term_hdr(135 downto 128) and std_logic_vector'(7 downto 0 => term_md and (not term_tagged))) &
+        (cur_term_hdr(127 downto 120) and std_logic_vector'(7 downto 0 => term_md and (not term_tagged))) &
+        (cur_term_hdr(119 downto 112) and std_logic_vector'(7 downto 0 => term_md and (not term_tagged))) &
+        (cur_term_hdr(111 downto 104) and std_logic_vector'(7 downto 0 => term_md)) &
+        (cur_term_hdr(103 downto 96) and std_logic_vector'(7 downto 0 => term_md)) &
+        (cur_term_hdr(95 downto 88) and std_logic_vector'(7 downto 0 => term_md)) &
+        (cur_term_hdr(87 downto 80) and std_logic_vector'(7 downto 0 => term_md)) &
+        (cur_term_hdr(79 downto 72) and std_logic_vector'(7 downto 0 => term_md)) &
+        (cur_term_hdr(71 downto 64) and std_logic_vector'(7 downto 0 => term_md)) &
+        (cur_term_hdr(63 downto 56) and std_logic_vector'(7 downto 0 => term_md)) &
+        (cur_term_hdr(55 downto 48) and std_logic_vector'(7 downto 0 => term_md)) &
+        (cur_term_hdr(47 downto 40) and std_logic_vector'(7 downto 0 => term_md)) &
+        (cur_term_hdr(39 downto 32) and std_logic_vector'(7 downto 0 => term_md)) &
+        (cur_term_hdr(31 downto 24) and std_logic_vector'(7 downto 0 => term_md)) &
+        (cur_term_hdr(23 downto 16) and std_logic_vector'(7 downto 0 => term_md)) &
+        (cur_term_hdr(15 downto 8) and std_logic_vector'(7 downto 0 => term_md)) &
+        (cur_term_hdr(7 downto 0) and std_logic_vector'(7 downto 0 => term_md)) &
+        (cur_term_seglen(7 downto 0) and std_logic_vector'(7 downto 0 => term_md)) &
+        (cur_term_seglen(15 downto 8) and std_logic_vector'(7 downto 0 => term_md)) &
+        x"00" &
+        std_logic_vector'(term_md & term_md & term_r & "00000") &
+        cur_term_cause(7 downto 0) &
+        cur_term_cause(15 downto 8)
+    );
+    term_len <= std_logic_vector(unsigned(std_logic_vector(unsigned'(x"0004") + unsigned(mux(term_md, std_logic_vector(unsigned(mux(term_tagged, x"000e", x"0012")) + unsigned'(x"0002")), x"0000")))) + unsigned(mux(term_r_bytes, x"001c", x"0000")));
     ret_or_flush <= (ret_mode or flush_mode) or walk_mode;
     use_push <= wqe_go and push_hit;
     push0_w <= push_new and b2l(push_rr = "00");
@@ -5380,7 +7572,7 @@ begin
     read_ok <= (op_read and (not h_inline)) and (not b2l(unsigned'("00001") < unsigned(h_nsge)));
     sgl_ok <= (not b2l(unsigned'("11110") < unsigned(h_nsge))) and (not b2l(unsigned(inline_room) < unsigned(std_logic_vector'(x"00" & h_nsge & x"0"))));
     wqe_served <= (((op_served and mux(h_inline, inline_len_ok, sgl_ok)) or read_ok) and bbs_ok) and (not wqe_rd_err);
-    pay_from_buf <= h_inline or op_read;
+    pay_from_buf <= (h_inline or op_read) or term_mode;
     wait_read <= ((in_state5 and (not ret_or_flush)) and wqe_served) and ((h_fence and b2l(cur_orq /= "00000")) or (op_read and (not ord_room)));
     sent_done <= ((walk_mode or flush_mode) and (not op_read)) and b2l(cur_sq_ci /= cur_sq_next);
     sent_full <= sent_done and (not h_inline);
@@ -5390,7 +7582,7 @@ begin
     stat_halt <= halt_q;
     stat_halt_qpn <= halt_qpn_q;
     one_bb <= b2l(h_bbs = x"1");
-    pay_len <= mux(op_read, x"001c", h_inline_len);
+    pay_len <= mux(term_mode, term_len, mux(op_read, x"001c", h_inline_len));
     pay_words_full <= std_logic_vector(unsigned(std_logic_vector'('0' & pay_len)) + unsigned'("00000000000111111"));
     pay_words <= pay_words_full(16 downto 6);
     feed_is_last <= b2l(std_logic_vector'('0' & std_logic_vector(unsigned(feed_issued) + unsigned'("0000000001"))) = pay_words);
@@ -5663,11 +7855,11 @@ begin
     flush_avail <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_ci));
     flush_bbs <= mux((((or h_bbs) and (not b2l(unsigned'(x"8") < unsigned(h_bbs)))) and (not b2l(unsigned(flush_avail) < unsigned(std_logic_vector'(x"000" & h_bbs))))) and (not b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & sq_mask)) + unsigned'("00000000000000001"))) < unsigned(std_logic_vector'("0000000000000" & h_bbs)))), std_logic_vector'(x"000" & h_bbs), flush_avail);
     new_sq_ci <= mux(flush_mode and (not sent_done), std_logic_vector(unsigned(cur_sq_ci) + unsigned(flush_bbs)), mux(wqe_retires, std_logic_vector(unsigned(cur_sq_ci) + unsigned(std_logic_vector'(x"000" & h_bbs))), cur_sq_ci));
-    prot <= (ck_fault and (not ret_or_flush)) and (not rsp_mode);
+    prot <= ((ck_fault and (not ret_or_flush)) and (not rsp_mode)) and (not term_mode);
     prot_late <= prot and (b2l(cur_orq /= "00000") or cur_walk);
     flush_err <= flush_mode and (not sent_done);
     no_record <= (walk_mode and op_read) or prot_late;
-    rsp_fault <= ck_fault and rsp_mode;
+    rsp_fault <= (ck_fault and rsp_mode) and (not term_mode);
     prot_err <= in_state11 and (prot or rsp_fault);
     cq_wpos <= std_logic_vector(unsigned(cq_count) - unsigned(cq_pop));
     cq0_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"0");
@@ -5696,8 +7888,9 @@ begin
     m_cpl_byte_len <= cpl_len_q;
     m_cpl_sq_ci <= cpl_sq_ci_q;
     m_cpl_txs_pi <= cpl_txs_pi_q;
+    m_cpl_term <= cpl_term_q;
     stat_dma_err <= dma_err_q;
-    op_is_send <= not (((op_write or op_read) or ret_or_flush) or prot);
+    op_is_send <= not ((((op_write or op_read) or ret_or_flush) or prot) or term_mode);
     read_started <= op_read and (not ret_or_flush);
     new_sq_next <= mux(flush_mode and b2l(cur_sq_ci = cur_sq_next), new_sq_ci, mux(ret_or_flush or prot_late, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(std_logic_vector'(x"000" & h_bbs)))));
     new_walk <= mux(flush_mode, '0', mux(ret_mode or walk_mode, b2l(new_sq_ci /= cur_sq_next) and (not (walk_mode and op_read)), cur_walk));
@@ -6831,6 +9024,50 @@ begin
         end if;
     end process;
 
+    term_sel_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                term_sel <= '0';
+            else
+                term_sel <= cmd_sel_term and cmd_rd_next;
+            end if;
+        end if;
+    end process;
+
+    term_ev_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                term_ev_v <= '0';
+            else
+                term_ev_v <= term_new or (term_ev_v and (not m_ev_ready));
+            end if;
+        end if;
+    end process;
+
+    term_ev_qpn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                term_ev_qpn <= "0000000000";
+            elsif term_new = '1' then
+                term_ev_qpn <= s_term_qpn;
+            end if;
+        end if;
+    end process;
+
+    term_ev_cause_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                term_ev_cause <= x"0000";
+            elsif term_new = '1' then
+                term_ev_cause <= s_term_cause;
+            end if;
+        end if;
+    end process;
+
     sched_head_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -6860,6 +9097,17 @@ begin
                 queued <= x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
             else
                 queued <= (queued and (not (qclr_1h and std_logic_vector'(1023 downto 0 => in_state1)))) or (qset_1h and std_logic_vector'(1023 downto 0 => sched_push));
+            end if;
+        end if;
+    end process;
+
+    term_pend_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                term_pend <= x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
+            else
+                term_pend <= ((term_pend and (not (qcur_1h and std_logic_vector'(1023 downto 0 => term_sent)))) and (not (qterm_1h and std_logic_vector'(1023 downto 0 => cmd_create)))) or (qterm_1h and std_logic_vector'(1023 downto 0 => term_new));
             end if;
         end if;
     end process;
@@ -7700,6 +9948,26 @@ begin
         end if;
     end process;
 
+    term_mode_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                term_mode <= '0';
+            elsif fetch_go = '1' then
+                term_mode <= term_go;
+            end if;
+        end if;
+    end process;
+
+    cur_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if in_state2 = '1' then
+                cur_term <= term_rd;
+            end if;
+        end if;
+    end process;
+
     rsp_mode_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -7992,8 +10260,8 @@ begin
     wqe_hdr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (in_state14 or (wb_valid and b2l(wb_beat = "0000000"))) = '1' then
-                wqe_hdr <= mux(in_state14, rsp_hdr, wb_data(255 downto 0));
+            if ((in_state14 or term_go) or (wb_valid and b2l(wb_beat = "0000000"))) = '1' then
+                wqe_hdr <= mux(in_state14, rsp_hdr, mux(term_go, x"00000000000000000000000000000000000000000000000000000000000000ff", wb_data(255 downto 0)));
             end if;
         end if;
     end process;
@@ -8051,7 +10319,7 @@ begin
     begin
         if rising_edge(clk) then
             if feed_issue = '1' then
-                rr_word <= std_logic_vector'(x"0000000000000000000000000000000000000000000000000000000000000000" & rr_hdr);
+                rr_word <= mux(term_mode, term_payload, std_logic_vector'(x"0000000000000000000000000000000000000000000000000000000000000000" & rr_hdr));
             end if;
         end if;
     end process;
@@ -8070,7 +10338,7 @@ begin
     fq0_data_reg : process (clk)
     begin
         if rising_edge(clk) then
-            fq0_data <= mux(fq0_push, mux(op_read, rr_word, wqe_buf_rd), mux(b2l(fq_pop = "01"), fq1_data, mux(b2l(fq_pop = "10"), fq2_data, fq0_data)));
+            fq0_data <= mux(fq0_push, mux(op_read or term_mode, rr_word, wqe_buf_rd), mux(b2l(fq_pop = "01"), fq1_data, mux(b2l(fq_pop = "10"), fq2_data, fq0_data)));
         end if;
     end process;
 
@@ -8084,7 +10352,7 @@ begin
     fq1_data_reg : process (clk)
     begin
         if rising_edge(clk) then
-            fq1_data <= mux(fq1_push, mux(op_read, rr_word, wqe_buf_rd), mux(b2l(fq_pop = "01"), fq2_data, fq1_data));
+            fq1_data <= mux(fq1_push, mux(op_read or term_mode, rr_word, wqe_buf_rd), mux(b2l(fq_pop = "01"), fq2_data, fq1_data));
         end if;
     end process;
 
@@ -8098,7 +10366,7 @@ begin
     fq2_data_reg : process (clk)
     begin
         if rising_edge(clk) then
-            fq2_data <= mux(fq2_push, mux(op_read, rr_word, wqe_buf_rd), fq2_data);
+            fq2_data <= mux(fq2_push, mux(op_read or term_mode, rr_word, wqe_buf_rd), fq2_data);
         end if;
     end process;
 
@@ -8905,6 +11173,13 @@ begin
         end if;
     end process;
 
+    cq0_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq0_term <= mux(cq0_push, term_mode, mux(b2l(cq_pop = x"1"), cq1_term, mux(b2l(cq_pop = x"2"), cq2_term, mux(b2l(cq_pop = x"3"), cq3_term, mux(b2l(cq_pop = x"4"), cq4_term, mux(b2l(cq_pop = x"5"), cq5_term, mux(b2l(cq_pop = x"6"), cq6_term, mux(b2l(cq_pop = x"7"), cq7_term, cq0_term))))))));
+        end if;
+    end process;
+
     cq1_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -8986,6 +11261,13 @@ begin
     begin
         if rising_edge(clk) then
             cq1_rrd <= mux(cq1_push, rsp_mode, mux(b2l(cq_pop = x"1"), cq2_rrd, mux(b2l(cq_pop = x"2"), cq3_rrd, mux(b2l(cq_pop = x"3"), cq4_rrd, mux(b2l(cq_pop = x"4"), cq5_rrd, mux(b2l(cq_pop = x"5"), cq6_rrd, mux(b2l(cq_pop = x"6"), cq7_rrd, cq1_rrd)))))));
+        end if;
+    end process;
+
+    cq1_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq1_term <= mux(cq1_push, term_mode, mux(b2l(cq_pop = x"1"), cq2_term, mux(b2l(cq_pop = x"2"), cq3_term, mux(b2l(cq_pop = x"3"), cq4_term, mux(b2l(cq_pop = x"4"), cq5_term, mux(b2l(cq_pop = x"5"), cq6_term, mux(b2l(cq_pop = x"6"), cq7_term, cq1_term)))))));
         end if;
     end process;
 
@@ -9073,6 +11355,13 @@ begin
         end if;
     end process;
 
+    cq2_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq2_term <= mux(cq2_push, term_mode, mux(b2l(cq_pop = x"1"), cq3_term, mux(b2l(cq_pop = x"2"), cq4_term, mux(b2l(cq_pop = x"3"), cq5_term, mux(b2l(cq_pop = x"4"), cq6_term, mux(b2l(cq_pop = x"5"), cq7_term, cq2_term))))));
+        end if;
+    end process;
+
     cq3_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -9154,6 +11443,13 @@ begin
     begin
         if rising_edge(clk) then
             cq3_rrd <= mux(cq3_push, rsp_mode, mux(b2l(cq_pop = x"1"), cq4_rrd, mux(b2l(cq_pop = x"2"), cq5_rrd, mux(b2l(cq_pop = x"3"), cq6_rrd, mux(b2l(cq_pop = x"4"), cq7_rrd, cq3_rrd)))));
+        end if;
+    end process;
+
+    cq3_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq3_term <= mux(cq3_push, term_mode, mux(b2l(cq_pop = x"1"), cq4_term, mux(b2l(cq_pop = x"2"), cq5_term, mux(b2l(cq_pop = x"3"), cq6_term, mux(b2l(cq_pop = x"4"), cq7_term, cq3_term)))));
         end if;
     end process;
 
@@ -9241,6 +11537,13 @@ begin
         end if;
     end process;
 
+    cq4_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq4_term <= mux(cq4_push, term_mode, mux(b2l(cq_pop = x"1"), cq5_term, mux(b2l(cq_pop = x"2"), cq6_term, mux(b2l(cq_pop = x"3"), cq7_term, cq4_term))));
+        end if;
+    end process;
+
     cq5_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -9322,6 +11625,13 @@ begin
     begin
         if rising_edge(clk) then
             cq5_rrd <= mux(cq5_push, rsp_mode, mux(b2l(cq_pop = x"1"), cq6_rrd, mux(b2l(cq_pop = x"2"), cq7_rrd, cq5_rrd)));
+        end if;
+    end process;
+
+    cq5_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq5_term <= mux(cq5_push, term_mode, mux(b2l(cq_pop = x"1"), cq6_term, mux(b2l(cq_pop = x"2"), cq7_term, cq5_term)));
         end if;
     end process;
 
@@ -9409,6 +11719,13 @@ begin
         end if;
     end process;
 
+    cq6_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq6_term <= mux(cq6_push, term_mode, mux(b2l(cq_pop = x"1"), cq7_term, cq6_term));
+        end if;
+    end process;
+
     cq7_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -9490,6 +11807,13 @@ begin
     begin
         if rising_edge(clk) then
             cq7_rrd <= mux(cq7_push, rsp_mode, cq7_rrd);
+        end if;
+    end process;
+
+    cq7_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq7_term <= mux(cq7_push, term_mode, cq7_term);
         end if;
     end process;
 
@@ -9636,6 +11960,17 @@ begin
         end if;
     end process;
 
+    cpl_term_q_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                cpl_term_q <= '0';
+            elsif cpl_load = '1' then
+                cpl_term_q <= cq0_term;
+            end if;
+        end if;
+    end process;
+
     dma_err_q_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -9662,7 +11997,7 @@ begin
             if rst = '1' then
                 eng_state <= x"0";
             else
-                eng_state <= mux(in_state13, x"e", mux(in_state14, mux(rsp_drop, x"b", x"c"), mux(in_state15, x"c", mux(in_state0, mux(sched_pop, x"1", x"0"), mux(in_state1, x"2", mux(in_state2, x"3", mux(in_state3, mux(rsp_go, x"d", mux(fetch_go, x"4", x"0")), mux(in_state4, mux(first_done, x"5", x"4"), mux(in_state5, mux(halt or wait_read, x"0", mux(ret_or_flush and (not sent_full), x"b", mux(one_bb, x"8", x"6"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), x"7", x"6"), mux(in_state7, mux(rest_done, mux(halt, x"0", x"8"), x"7"), mux(in_state8, mux(pay_from_buf, x"9", x"c"), mux(in_state9, mux(feed_end, x"a", x"9"), mux(in_state10, mux(msg_done, x"b", x"a"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, x"b", x"9"), x"c"), x"0")))))))))))))));
+                eng_state <= mux(in_state13, x"e", mux(in_state14, mux(rsp_drop, x"b", x"c"), mux(in_state15, x"c", mux(in_state0, mux(sched_pop, x"1", x"0"), mux(in_state1, x"2", mux(in_state2, x"3", mux(in_state3, mux(term_go, x"9", mux(rsp_go, x"d", mux(fetch_go, x"4", x"0"))), mux(in_state4, mux(first_done, x"5", x"4"), mux(in_state5, mux(halt or wait_read, x"0", mux(ret_or_flush and (not sent_full), x"b", mux(one_bb, x"8", x"6"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), x"7", x"6"), mux(in_state7, mux(rest_done, mux(halt, x"0", x"8"), x"7"), mux(in_state8, mux(pay_from_buf, x"9", x"c"), mux(in_state9, mux(feed_end, x"a", x"9"), mux(in_state10, mux(msg_done, x"b", x"a"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, x"b", x"9"), x"c"), x"0")))))))))))))));
             end if;
         end if;
     end process;
@@ -9686,6 +12021,17 @@ begin
                 qp_state_e(to_integer(unsigned(qp_state_wa))) <= qp_state_wd;
             end if;
             qp_state_e_rd <= qp_state_e(to_integer(unsigned(ctx_rd_addr)));
+        end if;
+    end process;
+
+    -- term: synchronous write, synchronous read (block RAM)
+    term_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if term_new = '1' then
+                term(to_integer(unsigned(cmd_num))) <= std_logic_vector'(s_term_rdma & s_term_hdr & s_term_seglen & s_term_cause);
+            end if;
+            term_rd <= term(to_integer(unsigned(ctx_rd_addr)));
         end if;
     end process;
 
@@ -9885,13 +12231,14 @@ begin
             s_desc_rdmap => std_logic_vector'(
         std_logic_vector'('0' & (not cur_rev0)) &
         "00" &
-        mux(rsp_mode, x"2", mux(op_write, x"0", mux(op_read, x"1", std_logic_vector(unsigned(mux(op_send_inv, x"4", x"3")) + unsigned(mux(h_solicited, x"2", x"0"))))))
+        mux(term_mode, x"7", mux(rsp_mode, x"2", mux(op_write, x"0", mux(op_read, x"1",
+            std_logic_vector(unsigned(mux(op_send_inv, x"4", x"3")) + unsigned(mux(h_solicited, x"2", x"0")))))))
     ),
             s_desc_dv => std_logic_vector'('0' & (not cur_rev0)),
             s_desc_stag => mux(op_write, h_rkey, mux(op_send_inv, h_inv_stag, x"00000000")),
             s_desc_to => h_remote_addr,
-            s_desc_qn => std_logic_vector'("0000000000000000000000000000000" & op_read),
-            s_desc_msn => mux(op_read, cur_rmsn, cur_msn),
+            s_desc_qn => mux(term_mode, x"00000002", std_logic_vector'("0000000000000000000000000000000" & op_read)),
+            s_desc_msn => mux(term_mode, x"00000001", mux(op_read, cur_rmsn, cur_msn)),
             s_desc_len => msg_len,
             s_desc_mulpdu => cur_mulpdu,
             s_desc_user => x"0000",

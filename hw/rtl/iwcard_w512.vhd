@@ -31,12 +31,15 @@
 -- SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM doorbells too), each CQE and event
 -- after the status writes before it.
 --
+-- card_rx's untagged receive errors (m_rxterm) go to card_tx's Terminate
+-- sender (s_term), whose TERM_SENT events go to card_cq's second event port
+-- and whose Terminate record (m_cpl_term) makes card_stat write STATE ERROR
+-- with TX_CLOSED.
+--
 -- Not wired yet, because no engine produces or consumes them
--- (docs/card-rtl.md): the engines' own events (card_cq's second event port
--- tied off), card_rx's errors (m_err taken and dropped), placement's
--- Terminates and Read-done records (taken and dropped), card_rx's provisional
--- m_rxterm (taken and dropped), card_cq's overrun record (taken and dropped),
--- DMA_FAULT_* (read as zero).
+-- (docs/card-rtl.md): the engines' other events, card_rx's MPA errors (m_err
+-- taken and dropped), placement's Terminates (m_term taken and dropped),
+-- card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).
 --
 -- Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -187,6 +190,10 @@ architecture rtl of iwcard_w512 is
     signal tx_s_rdone_ready : std_logic;
     signal tx_s_end_ready : std_logic;
     signal tx_s_rreq_ready : std_logic;
+    signal tx_s_term_ready : std_logic;
+    signal tx_m_ev_valid : std_logic;
+    signal tx_m_ev_qpn : std_logic_vector(9 downto 0);
+    signal tx_m_ev_cause : std_logic_vector(15 downto 0);
     signal tx_m_rreq_done_valid : std_logic;
     signal tx_m_rreq_done_qpn : std_logic_vector(9 downto 0);
     signal tx_m_cpl_valid : std_logic;
@@ -199,6 +206,7 @@ architecture rtl of iwcard_w512 is
     signal tx_m_cpl_byte_len : std_logic_vector(31 downto 0);
     signal tx_m_cpl_sq_ci : std_logic_vector(15 downto 0);
     signal tx_m_cpl_txs_pi : std_logic_vector(31 downto 0);
+    signal tx_m_cpl_term : std_logic;
     signal tx_stat_halt : std_logic;
     signal tx_stat_halt_qpn : std_logic_vector(9 downto 0);
     signal tx_stat_dma_err : std_logic;
@@ -283,6 +291,7 @@ architecture rtl of iwcard_w512 is
     signal rx_m_rxterm_cause : std_logic_vector(15 downto 0);
     signal rx_m_rxterm_hdr : std_logic_vector(143 downto 0);
     signal rx_m_rxterm_seglen : std_logic_vector(15 downto 0);
+    signal rx_m_rxterm_rdma : std_logic_vector(223 downto 0);
     signal rx_m_axi_rq_arid : std_logic_vector(5 downto 0);
     signal rx_m_axi_rq_araddr : std_logic_vector(63 downto 0);
     signal rx_m_axi_rq_arlen : std_logic_vector(7 downto 0);
@@ -551,7 +560,6 @@ begin
         cq_m_overrun_cq &
         cq_m_overrun_valid &
         cq_s_cpl1_ready &
-        cq_s_ev1_ready &
         pl_m_host_inv_stag &
         pl_m_host_last &
         pl_m_host_mo &
@@ -580,11 +588,6 @@ begin
         rx_m_err_offset &
         rx_m_err_qp &
         rx_m_err_valid &
-        rx_m_rxterm_cause &
-        rx_m_rxterm_hdr &
-        rx_m_rxterm_qp &
-        rx_m_rxterm_seglen &
-        rx_m_rxterm_valid &
         st_m_fault &
         tx_stat_dma_err &
         tx_stat_halt &
@@ -815,6 +818,17 @@ begin
             s_rreq_src_stag => rx_m_rreq_src_stag,
             s_rreq_src_to => rx_m_rreq_src_to,
             s_rreq_hdr => rx_m_rreq_hdr,
+            s_term_valid => rx_m_rxterm_valid,
+            s_term_ready => tx_s_term_ready,
+            s_term_qpn => rx_m_rxterm_qp,
+            s_term_cause => rx_m_rxterm_cause,
+            s_term_hdr => rx_m_rxterm_hdr,
+            s_term_seglen => rx_m_rxterm_seglen,
+            s_term_rdma => rx_m_rxterm_rdma,
+            m_ev_valid => tx_m_ev_valid,
+            m_ev_ready => cq_s_ev1_ready,
+            m_ev_qpn => tx_m_ev_qpn,
+            m_ev_cause => tx_m_ev_cause,
             m_rreq_done_valid => tx_m_rreq_done_valid,
             m_rreq_done_ready => rx_s_rreq_done_ready,
             m_rreq_done_qpn => tx_m_rreq_done_qpn,
@@ -829,6 +843,7 @@ begin
             m_cpl_byte_len => tx_m_cpl_byte_len,
             m_cpl_sq_ci => tx_m_cpl_sq_ci,
             m_cpl_txs_pi => tx_m_cpl_txs_pi,
+            m_cpl_term => tx_m_cpl_term,
             stat_halt => tx_stat_halt,
             stat_halt_qpn => tx_stat_halt_qpn,
             stat_dma_err => tx_stat_dma_err,
@@ -971,11 +986,12 @@ begin
             m_cpl_term_code => rx_m_cpl_term_code,
             m_cpl_rq_ci => rx_m_cpl_rq_ci,
             m_rxterm_valid => rx_m_rxterm_valid,
-            m_rxterm_ready => '1',
+            m_rxterm_ready => tx_s_term_ready,
             m_rxterm_qp => rx_m_rxterm_qp,
             m_rxterm_cause => rx_m_rxterm_cause,
             m_rxterm_hdr => rx_m_rxterm_hdr,
             m_rxterm_seglen => rx_m_rxterm_seglen,
+            m_rxterm_rdma => rx_m_rxterm_rdma,
             m_axi_rq_arid => rx_m_axi_rq_arid,
             m_axi_rq_araddr => rx_m_axi_rq_araddr,
             m_axi_rq_arlen => rx_m_axi_rq_arlen,
@@ -1131,6 +1147,7 @@ begin
             s_tx_opcode => tx_m_cpl_opcode,
             s_tx_status => tx_m_cpl_status,
             s_tx_byte_len => tx_m_cpl_byte_len,
+            s_tx_term => tx_m_cpl_term,
             s_rx_valid => rx_m_ci_valid,
             s_rx_ready => st_s_rx_ready,
             s_rx_qpn => rx_m_ci_qp,
@@ -1226,14 +1243,14 @@ begin
             s_cpl1_term_layer => x"0",
             s_cpl1_term_type => x"0",
             s_cpl1_term_code => x"00",
-            s_ev1_valid => '0',
+            s_ev1_valid => tx_m_ev_valid,
             s_ev1_ready => cq_s_ev1_ready,
-            s_ev1_type => x"00",
-            s_ev1_obj => x"00000000",
+            s_ev1_type => x"06",
+            s_ev1_obj => std_logic_vector'("0000000000000000000000" & tx_m_ev_qpn),
             s_ev1_info => x"00000000",
-            s_ev1_term_layer => x"0",
-            s_ev1_term_type => x"0",
-            s_ev1_term_code => x"00",
+            s_ev1_term_layer => tx_m_ev_cause(15 downto 12),
+            s_ev1_term_type => tx_m_ev_cause(11 downto 8),
+            s_ev1_term_code => tx_m_ev_cause(7 downto 0),
             s_cqdb_valid => db_valid2,
             s_cqdb_ready => cq_s_cqdb_ready,
             s_cqdb_index => regs_m_db_index,

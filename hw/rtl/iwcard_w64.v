@@ -31,12 +31,15 @@
 // SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM doorbells too), each CQE and event
 // after the status writes before it.
 //
+// card_rx's untagged receive errors (m_rxterm) go to card_tx's Terminate
+// sender (s_term), whose TERM_SENT events go to card_cq's second event port
+// and whose Terminate record (m_cpl_term) makes card_stat write STATE ERROR
+// with TX_CLOSED.
+//
 // Not wired yet, because no engine produces or consumes them
-// (docs/card-rtl.md): the engines' own events (card_cq's second event port
-// tied off), card_rx's errors (m_err taken and dropped), placement's
-// Terminates and Read-done records (taken and dropped), card_rx's provisional
-// m_rxterm (taken and dropped), card_cq's overrun record (taken and dropped),
-// DMA_FAULT_* (read as zero).
+// (docs/card-rtl.md): the engines' other events, card_rx's MPA errors (m_err
+// taken and dropped), placement's Terminates (m_term taken and dropped),
+// card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).
 //
 // Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -165,6 +168,10 @@ module iwcard_w64 (
     wire           tx_s_rdone_ready;
     wire           tx_s_end_ready;
     wire           tx_s_rreq_ready;
+    wire           tx_s_term_ready;
+    wire           tx_m_ev_valid;
+    wire [9:0]     tx_m_ev_qpn;
+    wire [15:0]    tx_m_ev_cause;
     wire           tx_m_rreq_done_valid;
     wire [9:0]     tx_m_rreq_done_qpn;
     wire           tx_m_cpl_valid;
@@ -177,6 +184,7 @@ module iwcard_w64 (
     wire [31:0]    tx_m_cpl_byte_len;
     wire [15:0]    tx_m_cpl_sq_ci;
     wire [31:0]    tx_m_cpl_txs_pi;
+    wire           tx_m_cpl_term;
     wire           tx_stat_halt;
     wire [9:0]     tx_stat_halt_qpn;
     wire           tx_stat_dma_err;
@@ -261,6 +269,7 @@ module iwcard_w64 (
     wire [15:0]    rx_m_rxterm_cause;
     wire [143:0]   rx_m_rxterm_hdr;
     wire [15:0]    rx_m_rxterm_seglen;
+    wire [223:0]   rx_m_rxterm_rdma;
     wire [5:0]     rx_m_axi_rq_arid;
     wire [63:0]    rx_m_axi_rq_araddr;
     wire [7:0]     rx_m_axi_rq_arlen;
@@ -529,7 +538,6 @@ module iwcard_w64 (
         cq_m_overrun_cq,
         cq_m_overrun_valid,
         cq_s_cpl1_ready,
-        cq_s_ev1_ready,
         pl_m_host_inv_stag,
         pl_m_host_last,
         pl_m_host_mo,
@@ -558,11 +566,6 @@ module iwcard_w64 (
         rx_m_err_offset,
         rx_m_err_qp,
         rx_m_err_valid,
-        rx_m_rxterm_cause,
-        rx_m_rxterm_hdr,
-        rx_m_rxterm_qp,
-        rx_m_rxterm_seglen,
-        rx_m_rxterm_valid,
         st_m_fault,
         tx_stat_dma_err,
         tx_stat_halt,
@@ -767,6 +770,17 @@ module iwcard_w64 (
         .s_rreq_src_stag(rx_m_rreq_src_stag),
         .s_rreq_src_to(rx_m_rreq_src_to),
         .s_rreq_hdr(rx_m_rreq_hdr),
+        .s_term_valid(rx_m_rxterm_valid),
+        .s_term_ready(tx_s_term_ready),
+        .s_term_qpn(rx_m_rxterm_qp),
+        .s_term_cause(rx_m_rxterm_cause),
+        .s_term_hdr(rx_m_rxterm_hdr),
+        .s_term_seglen(rx_m_rxterm_seglen),
+        .s_term_rdma(rx_m_rxterm_rdma),
+        .m_ev_valid(tx_m_ev_valid),
+        .m_ev_ready(cq_s_ev1_ready),
+        .m_ev_qpn(tx_m_ev_qpn),
+        .m_ev_cause(tx_m_ev_cause),
         .m_rreq_done_valid(tx_m_rreq_done_valid),
         .m_rreq_done_ready(rx_s_rreq_done_ready),
         .m_rreq_done_qpn(tx_m_rreq_done_qpn),
@@ -781,6 +795,7 @@ module iwcard_w64 (
         .m_cpl_byte_len(tx_m_cpl_byte_len),
         .m_cpl_sq_ci(tx_m_cpl_sq_ci),
         .m_cpl_txs_pi(tx_m_cpl_txs_pi),
+        .m_cpl_term(tx_m_cpl_term),
         .stat_halt(tx_stat_halt),
         .stat_halt_qpn(tx_stat_halt_qpn),
         .stat_dma_err(tx_stat_dma_err),
@@ -922,11 +937,12 @@ module iwcard_w64 (
         .m_cpl_term_code(rx_m_cpl_term_code),
         .m_cpl_rq_ci(rx_m_cpl_rq_ci),
         .m_rxterm_valid(rx_m_rxterm_valid),
-        .m_rxterm_ready(1'h1),
+        .m_rxterm_ready(tx_s_term_ready),
         .m_rxterm_qp(rx_m_rxterm_qp),
         .m_rxterm_cause(rx_m_rxterm_cause),
         .m_rxterm_hdr(rx_m_rxterm_hdr),
         .m_rxterm_seglen(rx_m_rxterm_seglen),
+        .m_rxterm_rdma(rx_m_rxterm_rdma),
         .m_axi_rq_arid(rx_m_axi_rq_arid),
         .m_axi_rq_araddr(rx_m_axi_rq_araddr),
         .m_axi_rq_arlen(rx_m_axi_rq_arlen),
@@ -1080,6 +1096,7 @@ module iwcard_w64 (
         .s_tx_opcode(tx_m_cpl_opcode),
         .s_tx_status(tx_m_cpl_status),
         .s_tx_byte_len(tx_m_cpl_byte_len),
+        .s_tx_term(tx_m_cpl_term),
         .s_rx_valid(rx_m_ci_valid),
         .s_rx_ready(st_s_rx_ready),
         .s_rx_qpn(rx_m_ci_qp),
@@ -1174,14 +1191,14 @@ module iwcard_w64 (
         .s_cpl1_term_layer(4'h0),
         .s_cpl1_term_type(4'h0),
         .s_cpl1_term_code(8'h00),
-        .s_ev1_valid(1'h0),
+        .s_ev1_valid(tx_m_ev_valid),
         .s_ev1_ready(cq_s_ev1_ready),
-        .s_ev1_type(8'h00),
-        .s_ev1_obj(32'h00000000),
+        .s_ev1_type(8'h06),
+        .s_ev1_obj({22'h000000, tx_m_ev_qpn}),
         .s_ev1_info(32'h00000000),
-        .s_ev1_term_layer(4'h0),
-        .s_ev1_term_type(4'h0),
-        .s_ev1_term_code(8'h00),
+        .s_ev1_term_layer(tx_m_ev_cause[15:12]),
+        .s_ev1_term_type(tx_m_ev_cause[11:8]),
+        .s_ev1_term_code(tx_m_ev_cause[7:0]),
         .s_cqdb_valid(db_valid2),
         .s_cqdb_ready(cq_s_cqdb_ready),
         .s_cqdb_index(regs_m_db_index),

@@ -27,6 +27,7 @@
     X(s_tx_opcode, 8) \
     X(s_tx_status, 8) \
     X(s_tx_byte_len, 32) \
+    X(s_tx_term, 1) \
     X(s_rx_valid, 1) \
     X(s_rx_qpn, 10) \
     X(s_rx_rxs_ci, 32) \

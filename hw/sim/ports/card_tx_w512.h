@@ -44,6 +44,13 @@
     X(s_rreq_src_stag, 32) \
     X(s_rreq_src_to, 64) \
     X(s_rreq_hdr, 144) \
+    X(s_term_valid, 1) \
+    X(s_term_qpn, 10) \
+    X(s_term_cause, 16) \
+    X(s_term_hdr, 144) \
+    X(s_term_seglen, 16) \
+    X(s_term_rdma, 224) \
+    X(m_ev_ready, 1) \
     X(m_rreq_done_ready, 1) \
     X(m_cpl_ready, 1) \
     X(m_chk_ready, 1) \
@@ -71,6 +78,10 @@
     X(s_rdone_ready, 1) \
     X(s_end_ready, 1) \
     X(s_rreq_ready, 1) \
+    X(s_term_ready, 1) \
+    X(m_ev_valid, 1) \
+    X(m_ev_qpn, 10) \
+    X(m_ev_cause, 16) \
     X(m_rreq_done_valid, 1) \
     X(m_rreq_done_qpn, 10) \
     X(m_cpl_valid, 1) \
@@ -83,6 +94,7 @@
     X(m_cpl_byte_len, 32) \
     X(m_cpl_sq_ci, 16) \
     X(m_cpl_txs_pi, 32) \
+    X(m_cpl_term, 1) \
     X(stat_halt, 1) \
     X(stat_halt_qpn, 10) \
     X(stat_dma_err, 1) \
