@@ -542,13 +542,18 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	eV := m.RegDecl("rxterm_v", 1, "")
 	eCause := m.RegDecl("rxterm_cause", 16, "")
 	eSet := m.WireOf("rxterm_set", Or(And(in(sChk), Ne(bad, C(16, 0)), Not(failed)), fault, invFault, rrBad, rrFault), "an untagged segment failed")
-	m.Drive(eV, big.NewInt(0), Or(eSet, And(eV, Not(tReady))), nil)
+	// The record is offered while no earlier record's QP waits to join
+	// the flush queue (below).
+	tPend := m.RegDecl("rxterm_fl_pend", 1, "a taken record's QP waits to join the flush queue")
+	tOffer := m.WireOf("rxterm_offer", And(eV, Not(tPend)), "")
+	tTake := m.WireOf("rxterm_take", And(tOffer, tReady), "")
+	m.Drive(eV, big.NewInt(0), Or(eSet, And(eV, Not(tTake))), nil)
 	m.Drive(eCause, nil, Sel(in(sChk), bad, Sel(rrBad, rr.cause, Sel(rrFault, readSourceCause(aFault),
 		Sel(fault, C(16, causeRDMAPLocalCatastrophic), C(16, causeRDMAPCannotInvalidate))))), eSet)
 	eQP := m.Reg("rxterm_qpq", QB, nil, sqp, eSet, "")
 	eHdr := m.Reg("rxterm_hdrq", 8*untaggedHdr, nil, hdr, eSet, "")
 	eLen := m.Reg("rxterm_lenq", 16, nil, slen, eSet, "")
-	m.Assign(tValid, eV)
+	m.Assign(tValid, tOffer)
 	m.Assign(tQP, gate(eV, eQP))
 	m.Assign(tCause, gate(eV, eCause))
 	m.Assign(tHdr, gate(eV, eHdr))
@@ -557,10 +562,9 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	// Once the record is taken the QP is in error: its RQ is flushed (the
 	// model's errorStep) as QP_CMD ERROR flushes it, when no command or
 	// doorbell pushes the flush queue.
-	tPend := m.RegDecl("rxterm_fl_pend", 1, "a taken record's QP waits to join the flush queue")
-	tPendQP := m.Reg("rxterm_fl_qp", QB, nil, eQP, And(eV, tReady), "")
+	tPendQP := m.Reg("rxterm_fl_qp", QB, nil, eQP, tTake, "")
 	m.Assign(termPush, And(tPend, Not(termBusy)))
-	m.Drive(tPend, big.NewInt(0), Or(And(eV, tReady), And(tPend, Not(termPush))), nil)
+	m.Drive(tPend, big.NewInt(0), Or(tTake, And(tPend, Not(termPush))), nil)
 	m.Assign(termPushQP, tPendQP)
 
 	// Receive state: loaded with the context, stored after each segment

@@ -558,11 +558,13 @@ module card_rx_w512 (
     reg            rxterm_v;
     reg  [15:0]    rxterm_cause;
     wire           rxterm_set;               // an untagged segment failed
+    reg            rxterm_fl_pend;           // a taken record's QP waits to join the flush queue
+    wire           rxterm_offer;
+    wire           rxterm_take;
     reg  [9:0]     rxterm_qpq;
     reg  [143:0]   rxterm_hdrq;
     reg  [15:0]    rxterm_lenq;
     reg  [223:0]   rxterm_rdmaq;
-    reg            rxterm_fl_pend;           // a taken record's QP waits to join the flush queue
     reg  [9:0]     rxterm_fl_qp;
     reg            snd_seg_end;              // the segment's last beat is taken
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
@@ -1018,7 +1020,9 @@ module card_rx_w512 (
     assign m_inv_valid = snd_state == 5'h0d;
     assign m_inv_index = snd_inv_stag[31:8] & {24{(snd_state == 5'h0d)}};
     assign rxterm_set = ((((((snd_state == 5'h05) & (snd_cause != 16'h0000)) & ~snd_failed) | w_fault) | w_inv_fault) | rr_bad) | rr_fault;
-    assign m_rxterm_valid = rxterm_v;
+    assign rxterm_offer = rxterm_v & ~rxterm_fl_pend;
+    assign rxterm_take = rxterm_offer & m_rxterm_ready;
+    assign m_rxterm_valid = rxterm_offer;
     assign m_rxterm_qp = rxterm_qpq & {10{rxterm_v}};
     assign m_rxterm_cause = rxterm_cause & {16{rxterm_v}};
     assign m_rxterm_hdr = rxterm_hdrq & {144{rxterm_v}};
@@ -1810,7 +1814,7 @@ module card_rx_w512 (
         if (rst) begin
             rxterm_v <= 1'h0;
         end else begin
-            rxterm_v <= rxterm_set | (rxterm_v & ~m_rxterm_ready);
+            rxterm_v <= rxterm_set | (rxterm_v & ~rxterm_take);
         end
     end
 
@@ -1845,7 +1849,7 @@ module card_rx_w512 (
     end
 
     always @(posedge clk) begin
-        if (rxterm_v & m_rxterm_ready) begin
+        if (rxterm_take) begin
             rxterm_fl_qp <= rxterm_qpq;
         end
     end
@@ -1854,7 +1858,7 @@ module card_rx_w512 (
         if (rst) begin
             rxterm_fl_pend <= 1'h0;
         end else begin
-            rxterm_fl_pend <= (rxterm_v & m_rxterm_ready) | (rxterm_fl_pend & ~fl_term_push);
+            rxterm_fl_pend <= rxterm_take | (rxterm_fl_pend & ~fl_term_push);
         end
     end
 

@@ -589,11 +589,13 @@ architecture rtl of card_rx_w512 is
     signal rxterm_v : std_logic := '0';
     signal rxterm_cause : std_logic_vector(15 downto 0);
     signal rxterm_set : std_logic;           -- an untagged segment failed
+    signal rxterm_fl_pend : std_logic := '0'; -- a taken record's QP waits to join the flush queue
+    signal rxterm_offer : std_logic;
+    signal rxterm_take : std_logic;
     signal rxterm_qpq : std_logic_vector(9 downto 0);
     signal rxterm_hdrq : std_logic_vector(143 downto 0);
     signal rxterm_lenq : std_logic_vector(15 downto 0);
     signal rxterm_rdmaq : std_logic_vector(223 downto 0);
-    signal rxterm_fl_pend : std_logic := '0'; -- a taken record's QP waits to join the flush queue
     signal rxterm_fl_qp : std_logic_vector(9 downto 0);
     signal snd_seg_end : std_logic := '0';   -- the segment's last beat is taken
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
@@ -1109,7 +1111,9 @@ begin
     m_inv_valid <= b2l(snd_state = "01101");
     m_inv_index <= snd_inv_stag(31 downto 8) and std_logic_vector'(23 downto 0 => b2l(snd_state = "01101"));
     rxterm_set <= (((((b2l(snd_state = "00101") and b2l(snd_cause /= x"0000")) and (not snd_failed)) or w_fault) or w_inv_fault) or rr_bad) or rr_fault;
-    m_rxterm_valid <= rxterm_v;
+    rxterm_offer <= rxterm_v and (not rxterm_fl_pend);
+    rxterm_take <= rxterm_offer and m_rxterm_ready;
+    m_rxterm_valid <= rxterm_offer;
     m_rxterm_qp <= rxterm_qpq and std_logic_vector'(9 downto 0 => rxterm_v);
     m_rxterm_cause <= rxterm_cause and std_logic_vector'(15 downto 0 => rxterm_v);
     m_rxterm_hdr <= rxterm_hdrq and std_logic_vector'(143 downto 0 => rxterm_v);
@@ -2193,7 +2197,7 @@ begin
             if rst = '1' then
                 rxterm_v <= '0';
             else
-                rxterm_v <= rxterm_set or (rxterm_v and (not m_rxterm_ready));
+                rxterm_v <= rxterm_set or (rxterm_v and (not rxterm_take));
             end if;
         end if;
     end process;
@@ -2246,7 +2250,7 @@ begin
     rxterm_fl_qp_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (rxterm_v and m_rxterm_ready) = '1' then
+            if rxterm_take = '1' then
                 rxterm_fl_qp <= rxterm_qpq;
             end if;
         end if;
@@ -2258,7 +2262,7 @@ begin
             if rst = '1' then
                 rxterm_fl_pend <= '0';
             else
-                rxterm_fl_pend <= (rxterm_v and m_rxterm_ready) or (rxterm_fl_pend and (not fl_term_push));
+                rxterm_fl_pend <= rxterm_take or (rxterm_fl_pend and (not fl_term_push));
             end if;
         end if;
     end process;

@@ -80,6 +80,9 @@ func TestCardCosimTerminate(t *testing.T) {
 			b.runRTL(3_000_000)
 			for _, q := range b.qps {
 				for k := 1 + b.rng.IntN(3); k > 0; k-- {
+					if int(uint16(1)<<q.sqLog)-int(q.pi-b.rtlStat(q.n).SQCI()) < cs.MaxWQEBBs {
+						break // the SQ has no room for the largest WQE
+					}
 					b.post(q)
 				}
 				b.ring(q)
