@@ -198,8 +198,8 @@ func CardTop(width int) (*Module, error) {
 		"Inside: card_regs fans the QP command out to card_tx and card_rx (each takes it in its own cycle; card_regs sees ready once both have), doorbells by kind (SQ_PI, TXS_CI, PUSH to card_tx; RXS_PI, RQ_PI to card_rx; STREAM to both; SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM to card_stat too; CQ_DB to card_cq), CQ_CMD and the EQ registers to card_cq, the placement window to placement. card_rx's ULPDUs go to placement, whose untagged segments, STag checks and DMA blocks come back to card_rx (card_rx writes placement's blocks and its Sends' through its own place_axi); card_rx's receive completions go through card_stat (RQ_CI first) to card_cq. card_tx's records go to card_stat (every record's status fields are for the QP status record; signaled ones carry a CQE it passes on to card_cq).",
 		fmt.Sprintf("RESET (the command) holds every engine, the muxes and placement in reset for %d cycles; card_cq and placement then clear their tables (STATUS.INIT_DONE low until both are done). card_regs keeps its staging registers. A RESET with DMA in flight is not supported: the host must quiesce the card first.", CardResetCycles),
 		"card_stat writes the QP status records (QP commands, card_tx's records, card_rx's RXS_CI) and the events TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END and QP_ERROR (HOST, LLP_LOST) to card_cq's first event port (it takes the SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM doorbells too), each CQE and event after the status writes before it.",
-		"card_rx's untagged receive errors (m_rxterm) go to card_tx's Terminate sender (s_term), whose TERM_SENT events go to card_cq's second event port and whose Terminate record (m_cpl_term) makes card_stat write STATE ERROR with TX_CLOSED.",
-		"Not wired yet, because no engine produces or consumes them (docs/card-rtl.md): the engines' other events, card_rx's MPA errors (m_err taken and dropped), placement's Terminates (m_term taken and dropped), card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).")
+		"card_rx's untagged receive errors (m_rxterm) and placement's (m_term: tagged checks, header checks) go one at a time to card_tx's Terminate sender (s_term), whose TERM_SENT events go to card_cq's second event port and whose Terminate record (m_cpl_term) makes card_stat write STATE ERROR with TX_CLOSED.",
+		"Not wired yet, because no engine produces or consumes them (docs/card-rtl.md): the engines' other events, card_rx's MPA errors (m_err taken and dropped), card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).")
 	clk := m.Clock()
 	rst := m.ResetPort()
 	t := newTopWiring(m)
@@ -304,12 +304,23 @@ func CardTop(width int) (*Module, error) {
 		txIn["s_rreq_"+f] = o("rx", "m_rreq_"+f)
 	}
 	txIn["m_rreq_done_ready"] = o("rx", "s_rreq_done_ready")
-	// card_rx's receive errors to the Terminate sender; its TERM_SENT
-	// events to card_cq's second event port.
-	for _, f := range []string{"valid", "cause", "hdr", "seglen", "rdma"} {
-		txIn["s_term_"+f] = o("rx", "m_rxterm_"+f)
+	// The receive errors to the Terminate sender, one record at a time:
+	// card_rx's (untagged) and placement's (tagged, and the header
+	// checks), card_rx's first when both are offered, the choice kept
+	// until the record is taken. TERM_SENT to card_cq's second event port.
+	tmHeld := m.RegDecl("term_held", 1, "a record is offered to card_tx and not taken yet")
+	tmGrant := m.RegDecl("term_grant_pl", 1, "the record offered last cycle was placement's")
+	rxTV, plTV := o("rx", "m_rxterm_valid"), o("pl", "m_term_valid")
+	tmPl := m.WireOf("term_sel_pl", Sel(tmHeld, tmGrant, And(plTV, Not(rxTV))), "placement's record is offered")
+	tmV := m.WireOf("term_valid", Sel(tmPl, plTV, rxTV), "")
+	m.Drive(tmHeld, big.NewInt(0), And(tmV, Not(o("tx", "s_term_ready"))), nil)
+	m.Drive(tmGrant, big.NewInt(0), tmPl, nil)
+	txIn["s_term_valid"] = tmV
+	txIn["s_term_qpn"] = Sel(tmPl, Bits(o("pl", "m_term_qp"), 9, 0), o("rx", "m_rxterm_qp"))
+	for _, f := range []string{"cause", "hdr", "seglen"} {
+		txIn["s_term_"+f] = Sel(tmPl, o("pl", "m_term_"+f), o("rx", "m_rxterm_"+f))
 	}
-	txIn["s_term_qpn"] = o("rx", "m_rxterm_qp")
+	txIn["s_term_rdma"] = gate(Not(tmPl), o("rx", "m_rxterm_rdma"))
 	txIn["m_ev_ready"] = o("cq", "s_ev1_ready")
 	// The peer's stream ended or was lost (card_stat's record), once
 	// placement holds no ULPDU any more: its Read dones of that stream
@@ -358,7 +369,7 @@ func CardTop(width int) (*Module, error) {
 		"m_ulp_tready": o("pl", "s_axis_tready"), "m_ci_ready": o("st", "s_rx_ready"), "m_err_ready": C(1, 1),
 		"qp_rq_base_lo": o("regs", "qp_rq_base_lo"), "qp_rq_base_hi": o("regs", "qp_rq_base_hi"),
 		"qp_sizes_rq_log": o("regs", "qp_sizes_rq_log"), "qp_cqs_recv_cq": o("regs", "qp_cqs_recv_cq"),
-		"m_cpl_ready": o("st", "s_rc_ready"), "m_rxterm_ready": o("tx", "s_term_ready"),
+		"m_cpl_ready": o("st", "s_rc_ready"), "m_rxterm_ready": And(Not(tmPl), o("tx", "s_term_ready")),
 		// Read Requests to card_tx's responder; their IRD entries back.
 		"qp_rd_ird": o("regs", "qp_rd_ird"), "m_rreq_ready": o("tx", "s_rreq_ready"),
 		"s_rreq_done_valid": o("tx", "m_rreq_done_valid"), "s_rreq_done_qpn": o("tx", "m_rreq_done_qpn"),
@@ -368,7 +379,7 @@ func CardTop(width int) (*Module, error) {
 		"s_axis_tlast": o("rx", "m_ulp_tlast"), "s_axis_tuser_len": o("rx", "m_ulp_len"), "s_axis_tuser_qp": o("rx", "m_ulp_qp"),
 		"s_axis_tuser_pd": o("rx", "m_ulp_pd"), "s_axis_tuser_rev": o("rx", "m_ulp_rev"),
 		"reg_wr_valid": o("regs", "reg_wr_valid"), "reg_wr_addr": o("regs", "reg_wr_addr"), "reg_wr_data": o("regs", "reg_wr_data"),
-		"m_term_ready": C(1, 1), "m_done_ready": o("tx", "s_rdone_ready"),
+		"m_term_ready": And(tmPl, o("tx", "s_term_ready")), "m_done_ready": o("tx", "s_rdone_ready"),
 		// The check port: card_tx's lkey checks (the only user so far).
 		"s_chk_valid": o("tx", "m_chk_valid"), "s_chk_stag": o("tx", "m_chk_stag"), "s_chk_pd": o("tx", "m_chk_pd"),
 		"s_chk_qp": o("tx", "m_chk_qp"), "s_chk_need": o("tx", "m_chk_need"), "s_chk_to": o("tx", "m_chk_to"),
@@ -478,7 +489,8 @@ func CardTop(width int) (*Module, error) {
 	}
 	t.place("wrm", wrm, wrIn)
 
-	if err := t.finish(append([]Expr{Bits(o("regs", "qp_cqs_send_cq"), 15, 10), Bits(o("regs", "qp_rd_ord"), 7, 5), Bits(o("pl", "m_done_qp"), 31, 10)}, bidTop[:]...)...); err != nil {
+	if err := t.finish(append([]Expr{Bits(o("regs", "qp_cqs_send_cq"), 15, 10), Bits(o("regs", "qp_rd_ord"), 7, 5), Bits(o("pl", "m_done_qp"), 31, 10),
+		Bits(o("pl", "m_term_qp"), 31, 10), o("pl", "m_term_mdr")}, bidTop[:]...)...); err != nil {
 		return nil, err
 	}
 	return m, m.Validate()

@@ -31,15 +31,16 @@
 // SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM doorbells too), each CQE and event
 // after the status writes before it.
 //
-// card_rx's untagged receive errors (m_rxterm) go to card_tx's Terminate
-// sender (s_term), whose TERM_SENT events go to card_cq's second event port
-// and whose Terminate record (m_cpl_term) makes card_stat write STATE ERROR
-// with TX_CLOSED.
+// card_rx's untagged receive errors (m_rxterm) and placement's (m_term: tagged
+// checks, header checks) go one at a time to card_tx's Terminate sender
+// (s_term), whose TERM_SENT events go to card_cq's second event port and whose
+// Terminate record (m_cpl_term) makes card_stat write STATE ERROR with
+// TX_CLOSED.
 //
 // Not wired yet, because no engine produces or consumes them
 // (docs/card-rtl.md): the engines' other events, card_rx's MPA errors (m_err
-// taken and dropped), placement's Terminates (m_term taken and dropped),
-// card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).
+// taken and dropped), card_cq's overrun record (taken and dropped),
+// DMA_FAULT_* (read as zero).
 //
 // Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -481,6 +482,10 @@ module iwcard_w512 (
     wire           db_ready;                 // every selected target has the record
     wire           db_other;                 // a kind no engine serves (none today): taken
     wire           init_done;                // STATUS.INIT_DONE
+    reg            term_held;                // a record is offered to card_tx and not taken yet
+    reg            term_grant_pl;            // the record offered last cycle was placement's
+    wire           term_sel_pl;              // placement's record is offered
+    wire           term_valid;
     wire           end_go;                   // placement is empty: a stream-end record may pass
     wire           unused_outputs;           // block outputs the card does not use yet (docs/card-rtl.md), kept for lint
 
@@ -524,11 +529,15 @@ module iwcard_w512 (
     assign db_ready = regs_m_db_valid & (((((~((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5)) | db_done0) | tx_s_db_ready) & ((~(((1'h0 | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h5)) | db_done1) | rx_s_db_ready)) & ((~(1'h0 | (regs_m_db_kind == 3'h0)) | db_done2) | cq_s_cqdb_ready)) & ((~(((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h5)) | db_done3) | st_s_db_ready));
     assign db_other = regs_m_db_valid & ~(((((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5)) | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h0));
     assign init_done = (cq_init_done & pl_init_done) & ~eng_rst;
+    assign term_sel_pl = term_held ? term_grant_pl : (pl_m_term_valid & ~rx_m_rxterm_valid);
+    assign term_valid = term_sel_pl ? pl_m_term_valid : rx_m_rxterm_valid;
     assign end_go = ~pl_busy;
     assign unused_outputs = |{
         regs_qp_cqs_send_cq[15:10],
         regs_qp_rd_ord[7:5],
         pl_m_done_qp[31:10],
+        pl_m_term_qp[31:10],
+        pl_m_term_mdr,
         wrm_s0_axi_bid[5:4],
         wrm_s1_axi_bid[5:4],
         wrm_s2_axi_bid[5:4],
@@ -544,12 +553,6 @@ module iwcard_w512 (
         pl_m_host_msn,
         pl_m_host_opcode,
         pl_m_host_qn,
-        pl_m_term_cause,
-        pl_m_term_hdr,
-        pl_m_term_mdr,
-        pl_m_term_qp,
-        pl_m_term_seglen,
-        pl_m_term_valid,
         rdm_s3_axi_arready,
         rdm_s3_axi_rdata,
         rdm_s3_axi_rid,
@@ -633,6 +636,22 @@ module iwcard_w512 (
             db_done3 <= 1'h0;
         end else begin
             db_done3 <= ~db_ready & (db_done3 | (db_valid3 & st_s_db_ready));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            term_held <= 1'h0;
+        end else begin
+            term_held <= term_valid & ~tx_s_term_ready;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            term_grant_pl <= 1'h0;
+        end else begin
+            term_grant_pl <= term_sel_pl;
         end
     end
 
@@ -770,13 +789,13 @@ module iwcard_w512 (
         .s_rreq_src_stag(rx_m_rreq_src_stag),
         .s_rreq_src_to(rx_m_rreq_src_to),
         .s_rreq_hdr(rx_m_rreq_hdr),
-        .s_term_valid(rx_m_rxterm_valid),
+        .s_term_valid(term_valid),
         .s_term_ready(tx_s_term_ready),
-        .s_term_qpn(rx_m_rxterm_qp),
-        .s_term_cause(rx_m_rxterm_cause),
-        .s_term_hdr(rx_m_rxterm_hdr),
-        .s_term_seglen(rx_m_rxterm_seglen),
-        .s_term_rdma(rx_m_rxterm_rdma),
+        .s_term_qpn(term_sel_pl ? pl_m_term_qp[9:0] : rx_m_rxterm_qp),
+        .s_term_cause(term_sel_pl ? pl_m_term_cause : rx_m_rxterm_cause),
+        .s_term_hdr(term_sel_pl ? pl_m_term_hdr : rx_m_rxterm_hdr),
+        .s_term_seglen(term_sel_pl ? pl_m_term_seglen : rx_m_rxterm_seglen),
+        .s_term_rdma(rx_m_rxterm_rdma & {224{~term_sel_pl}}),
         .m_ev_valid(tx_m_ev_valid),
         .m_ev_ready(cq_s_ev1_ready),
         .m_ev_qpn(tx_m_ev_qpn),
@@ -937,7 +956,7 @@ module iwcard_w512 (
         .m_cpl_term_code(rx_m_cpl_term_code),
         .m_cpl_rq_ci(rx_m_cpl_rq_ci),
         .m_rxterm_valid(rx_m_rxterm_valid),
-        .m_rxterm_ready(tx_s_term_ready),
+        .m_rxterm_ready(~term_sel_pl & tx_s_term_ready),
         .m_rxterm_qp(rx_m_rxterm_qp),
         .m_rxterm_cause(rx_m_rxterm_cause),
         .m_rxterm_hdr(rx_m_rxterm_hdr),
@@ -1027,7 +1046,7 @@ module iwcard_w512 (
         .m_host_mo(pl_m_host_mo),
         .m_host_inv_stag(pl_m_host_inv_stag),
         .m_term_valid(pl_m_term_valid),
-        .m_term_ready(1'h1),
+        .m_term_ready(term_sel_pl & tx_s_term_ready),
         .m_term_cause(pl_m_term_cause),
         .m_term_mdr(pl_m_term_mdr),
         .m_term_seglen(pl_m_term_seglen),

@@ -31,15 +31,16 @@
 -- SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM doorbells too), each CQE and event
 -- after the status writes before it.
 --
--- card_rx's untagged receive errors (m_rxterm) go to card_tx's Terminate
--- sender (s_term), whose TERM_SENT events go to card_cq's second event port
--- and whose Terminate record (m_cpl_term) makes card_stat write STATE ERROR
--- with TX_CLOSED.
+-- card_rx's untagged receive errors (m_rxterm) and placement's (m_term: tagged
+-- checks, header checks) go one at a time to card_tx's Terminate sender
+-- (s_term), whose TERM_SENT events go to card_cq's second event port and whose
+-- Terminate record (m_cpl_term) makes card_stat write STATE ERROR with
+-- TX_CLOSED.
 --
 -- Not wired yet, because no engine produces or consumes them
 -- (docs/card-rtl.md): the engines' other events, card_rx's MPA errors (m_err
--- taken and dropped), placement's Terminates (m_term taken and dropped),
--- card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).
+-- taken and dropped), card_cq's overrun record (taken and dropped),
+-- DMA_FAULT_* (read as zero).
 --
 -- Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -111,6 +112,15 @@ architecture rtl of iwcard_w512 is
             return '1';
         end if;
         return '0';
+    end function;
+
+    -- sel ? t : f
+    function mux(sel : std_logic; t, f : std_logic) return std_logic is
+    begin
+        if sel = '1' then
+            return t;
+        end if;
+        return f;
     end function;
 
     -- sel ? t : f
@@ -503,6 +513,10 @@ architecture rtl of iwcard_w512 is
     signal db_ready : std_logic;             -- every selected target has the record
     signal db_other : std_logic;             -- a kind no engine serves (none today): taken
     signal init_done : std_logic;            -- STATUS.INIT_DONE
+    signal term_held : std_logic := '0';     -- a record is offered to card_tx and not taken yet
+    signal term_grant_pl : std_logic := '0'; -- the record offered last cycle was placement's
+    signal term_sel_pl : std_logic;          -- placement's record is offered
+    signal term_valid : std_logic;
     signal end_go : std_logic;               -- placement is empty: a stream-end record may pass
     signal unused_outputs : std_logic;       -- block outputs the card does not use yet (docs/card-rtl.md), kept for lint
 begin
@@ -546,11 +560,15 @@ begin
     db_ready <= regs_m_db_valid and ((((((not (((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101"))) or db_done0) or tx_s_db_ready) and (((not ((('0' or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "101"))) or db_done1) or rx_s_db_ready)) and (((not ('0' or b2l(regs_m_db_kind = "000"))) or db_done2) or cq_s_cqdb_ready)) and (((not ((((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "101"))) or db_done3) or st_s_db_ready));
     db_other <= regs_m_db_valid and (not ((((((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101")) or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "000")));
     init_done <= (cq_init_done and pl_init_done) and (not eng_rst);
+    term_sel_pl <= mux(term_held, term_grant_pl, pl_m_term_valid and (not rx_m_rxterm_valid));
+    term_valid <= mux(term_sel_pl, pl_m_term_valid, rx_m_rxterm_valid);
     end_go <= not pl_busy;
     unused_outputs <= or std_logic_vector'(
         regs_qp_cqs_send_cq(15 downto 10) &
         regs_qp_rd_ord(7 downto 5) &
         pl_m_done_qp(31 downto 10) &
+        pl_m_term_qp(31 downto 10) &
+        pl_m_term_mdr &
         wrm_s0_axi_bid(5 downto 4) &
         wrm_s1_axi_bid(5 downto 4) &
         wrm_s2_axi_bid(5 downto 4) &
@@ -566,12 +584,6 @@ begin
         pl_m_host_msn &
         pl_m_host_opcode &
         pl_m_host_qn &
-        pl_m_term_cause &
-        pl_m_term_hdr &
-        pl_m_term_mdr &
-        pl_m_term_qp &
-        pl_m_term_seglen &
-        pl_m_term_valid &
         rdm_s3_axi_arready &
         rdm_s3_axi_rdata &
         rdm_s3_axi_rid &
@@ -678,6 +690,28 @@ begin
                 db_done3 <= '0';
             else
                 db_done3 <= (not db_ready) and (db_done3 or (db_valid3 and st_s_db_ready));
+            end if;
+        end if;
+    end process;
+
+    term_held_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                term_held <= '0';
+            else
+                term_held <= term_valid and (not tx_s_term_ready);
+            end if;
+        end if;
+    end process;
+
+    term_grant_pl_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                term_grant_pl <= '0';
+            else
+                term_grant_pl <= term_sel_pl;
             end if;
         end if;
     end process;
@@ -818,13 +852,13 @@ begin
             s_rreq_src_stag => rx_m_rreq_src_stag,
             s_rreq_src_to => rx_m_rreq_src_to,
             s_rreq_hdr => rx_m_rreq_hdr,
-            s_term_valid => rx_m_rxterm_valid,
+            s_term_valid => term_valid,
             s_term_ready => tx_s_term_ready,
-            s_term_qpn => rx_m_rxterm_qp,
-            s_term_cause => rx_m_rxterm_cause,
-            s_term_hdr => rx_m_rxterm_hdr,
-            s_term_seglen => rx_m_rxterm_seglen,
-            s_term_rdma => rx_m_rxterm_rdma,
+            s_term_qpn => mux(term_sel_pl, pl_m_term_qp(9 downto 0), rx_m_rxterm_qp),
+            s_term_cause => mux(term_sel_pl, pl_m_term_cause, rx_m_rxterm_cause),
+            s_term_hdr => mux(term_sel_pl, pl_m_term_hdr, rx_m_rxterm_hdr),
+            s_term_seglen => mux(term_sel_pl, pl_m_term_seglen, rx_m_rxterm_seglen),
+            s_term_rdma => rx_m_rxterm_rdma and std_logic_vector'(223 downto 0 => not term_sel_pl),
             m_ev_valid => tx_m_ev_valid,
             m_ev_ready => cq_s_ev1_ready,
             m_ev_qpn => tx_m_ev_qpn,
@@ -986,7 +1020,7 @@ begin
             m_cpl_term_code => rx_m_cpl_term_code,
             m_cpl_rq_ci => rx_m_cpl_rq_ci,
             m_rxterm_valid => rx_m_rxterm_valid,
-            m_rxterm_ready => tx_s_term_ready,
+            m_rxterm_ready => (not term_sel_pl) and tx_s_term_ready,
             m_rxterm_qp => rx_m_rxterm_qp,
             m_rxterm_cause => rx_m_rxterm_cause,
             m_rxterm_hdr => rx_m_rxterm_hdr,
@@ -1077,7 +1111,7 @@ begin
             m_host_mo => pl_m_host_mo,
             m_host_inv_stag => pl_m_host_inv_stag,
             m_term_valid => pl_m_term_valid,
-            m_term_ready => '1',
+            m_term_ready => term_sel_pl and tx_s_term_ready,
             m_term_cause => pl_m_term_cause,
             m_term_mdr => pl_m_term_mdr,
             m_term_seglen => pl_m_term_seglen,

@@ -15,7 +15,8 @@ import (
 
 // wcBadSegments are the receive errors TestCardCosimTerminate has the
 // peer send, one per QP: each is refused by card_rx's checks and answered
-// with a Terminate (RFC 5040 §5.4, the headers its cause asks for).
+// with a Terminate (RFC 5040 §5.4, the headers its cause asks for); the
+// tagged ones by placement's.
 var wcBadSegments = []struct {
 	name  string
 	cause rdmap.Cause
@@ -24,6 +25,8 @@ var wcBadSegments = []struct {
 	{"Read Request out of MSN range", rdmap.DDPInvalidMSNRange},
 	{"Read Request of a source with a wrong key", 0}, // the STag table's verdict (R: its RDMAP header is copied)
 	{"Read Request with MO 4", rdmap.DDPInvalidMO},
+	{"RDMA Write to an STag with a wrong key", 0}, // placement's verdict: a DDP tagged buffer error
+	{"RDMA Write past its region's end", 0},       // placement's: base and bounds
 }
 
 // peerBad has the peer send QP q the bad segment of kind k.
@@ -37,6 +40,14 @@ func (b *wcBench) peerBad(q *wcQP, k int) {
 		ulp = ddp.UntaggedFields{Last: true, Version: ddp.Version1, RsvdULP0: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpSendInvalidate)),
 			RsvdULP1: uint32(q.stag), QN: rdmap.QNSend, MSN: 1}.Append(nil)
 		ulp = append(ulp, "a Send no one waits for"...)
+	case 4, 5:
+		stag, to := uint32(q.stag)^0x5a00, wcRegion+uint64(q.n)<<16
+		if k == 5 {
+			stag, to = uint32(q.stag), to+wcRegLen-8
+		}
+		ulp = ddp.TaggedFields{Last: true, Version: ddp.Version1, RsvdULP: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpWrite)),
+			STag: stag, TO: to}.Append(nil)
+		ulp = append(ulp, "sixteen bytes..."...)
 	default:
 		msn, stag, mo := q.peerRRMSN, uint32(q.stag), uint32(0)
 		switch k {
@@ -67,7 +78,7 @@ func TestCardCosimTerminate(t *testing.T) {
 	for _, w := range gen.CardTopWidths {
 		t.Run(fmt.Sprint(w), func(t *testing.T) {
 			seed := seedFor(t.Name())
-			b := newWCBench(t, w, seed, wcTiming, 4)
+			b := newWCBench(t, w, seed, wcTiming, len(wcBadSegments))
 			for round := 0; round < 8; round++ {
 				b.round(round)
 			}
@@ -106,6 +117,8 @@ func TestCardCosimTerminate(t *testing.T) {
 				require.True(t, ok, "seed %d QP %d (%s): no TERM_SENT", seed, q.n, wcBadSegments[i].name)
 				if want := wcBadSegments[i].cause; want != 0 {
 					require.Equal(t, want, c, "seed %d QP %d (%s): TERM_SENT cause", seed, q.n, wcBadSegments[i].name)
+				} else if i >= 4 {
+					require.Equal(t, rdmap.TypeDDPTaggedBuffer, c.Type(), "seed %d QP %d (%s): TERM_SENT cause %v", seed, q.n, wcBadSegments[i].name, c)
 				} else {
 					require.Equal(t, rdmap.TypeRDMAPRemoteProtection, c.Type(), "seed %d QP %d (%s): TERM_SENT cause %v", seed, q.n, wcBadSegments[i].name, c)
 				}
