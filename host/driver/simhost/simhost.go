@@ -121,12 +121,8 @@ func (s *Space) remove(iova uint64) bool {
 func (s *Space) Lookup(addr uint64, n int) ([]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	i := sort.Search(len(s.spans), func(i int) bool { return s.spans[i].iova > addr }) - 1
-	if i >= 0 {
-		sp := s.spans[i]
-		if off := addr - sp.iova; off+uint64(n) <= uint64(len(sp.buf)) && off+uint64(n) >= off {
-			return sp.buf[off : off+uint64(n)], nil
-		}
+	if buf, off, ok := s.find(addr, n, false); ok {
+		return buf[off : off+uint64(n)], nil
 	}
 	return nil, fmt.Errorf("%w: %d bytes at %#x", ErrUnmapped, n, addr)
 }
@@ -140,20 +136,32 @@ func (s *Space) Lookup(addr uint64, n int) ([]byte, error) {
 func (s *Space) ReadMem(addr uint64, b []byte) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	i := sort.Search(len(s.spans), func(i int) bool { return s.spans[i].iova > addr }) - 1
-	if i >= 0 {
-		sp := s.spans[i]
-		page := (uint64(len(sp.buf)) + 4095) &^ 4095
-		if off := addr - sp.iova; off+uint64(len(b)) <= page && off+uint64(len(b)) >= off {
-			n := 0
-			if off < uint64(len(sp.buf)) {
-				n = copy(b, sp.buf[off:])
-			}
-			clear(b[n:])
-			return nil
-		}
+	buf, off, ok := s.find(addr, len(b), true)
+	if !ok {
+		return fmt.Errorf("%w: %d bytes at %#x", ErrUnmapped, len(b), addr)
 	}
-	return fmt.Errorf("%w: %d bytes at %#x", ErrUnmapped, len(b), addr)
+	n := 0
+	if off < uint64(len(buf)) {
+		n = copy(b, buf[off:])
+	}
+	clear(b[n:])
+	return nil
+}
+
+// find is the mapping holding [addr, addr+n) and addr's offset in it
+// (with wholePage, its last page counts to its end). Called with mu held.
+func (s *Space) find(addr uint64, n int, wholePage bool) (buf []byte, off uint64, ok bool) {
+	i := sort.Search(len(s.spans), func(i int) bool { return s.spans[i].iova > addr }) - 1
+	if i < 0 {
+		return nil, 0, false
+	}
+	sp := s.spans[i]
+	end := uint64(len(sp.buf))
+	if wholePage {
+		end = (end + 4095) &^ 4095
+	}
+	off = addr - sp.iova
+	return sp.buf, off, off+uint64(n) <= end && off+uint64(n) >= off
 }
 
 // WriteMem is a card's DMA write. A record (32 bytes or less, word
