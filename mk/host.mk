@@ -9,7 +9,7 @@
 
 # The verbs suite's cases the all-RTL card serves (14 of 17: the other
 # three, SendWithInvalidate, RemoteAccessError and TerminateBeforeFIN,
-# need the card's Terminate sender; hw/README.md).
+# still disagree with the card model; hw/README.md says where).
 SIM_SUITE_SERVED := Write|Read|Send|SolicitedEvent|ScatterGather|PostCopiesWR|Unsignaled|Inline|ReadFence|MPAOptions|PrivateDataAndReject|ManyQPs|FlushOnDisconnect|BadUse
 
 # The sim card (the driver over the Verilated iwcard, every DMA write

@@ -21,11 +21,6 @@ const (
 // lost (RX_LOST, docs/card.md).
 const cardStreamRXLost = 1
 
-// CardRxUnsupported is the cause card_rx reports on m_rxterm for an
-// untagged segment of a queue it does not serve yet (QN 2 Terminates): an
-// RDMAP Local Catastrophic error.
-const CardRxUnsupported = causeRDMAPLocalCatastrophic
-
 // rxSendIn is what the Send engine takes from the rest of card_rx.
 type rxSendIn struct {
 	create  Expr    // QP_CMD CREATE taken this cycle
@@ -106,6 +101,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	tHdr := m.Output("m_rxterm_hdr", 8*untaggedHdr, "the segment's DDP header, byte 0 in bits 7:0")
 	tSegLen := m.Output("m_rxterm_seglen", 16, "the segment's length")
 	tRDMA := m.Output("m_rxterm_rdma", 8*cardTxReadReqBytes, "a Read Request's RDMAP header (byte 0 in bits 7:0; meaningful for a Read Request only)")
+	tRecv := m.Output("m_rxterm_recv", 1, "the record is a Terminate the peer sent (QN 2; cause: its own): card_tx raises TERM_RECV and sends none")
 	arID := m.Output("m_axi_rq_arid", 6, "RQ WQE reads: always 0 (one burst in flight)")
 	arAddr := m.Output("m_axi_rq_araddr", 64, "")
 	arLen := m.Output("m_axi_rq_arlen", 8, "one 64-byte basic block")
@@ -142,7 +138,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 		sStore
 		sDrop
 		sDropSt
-		sRRq    // a Read Request's body beats are taken
+		sRRq    // a Read Request's or Terminate's body beats are taken
 		sRRChk  // its checks
 		sRRLook // its source's remote-read check is asked
 		sRRWait // ... and answered
@@ -212,6 +208,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	invSTag := m.WireOf("snd_inv_stag", be32(2), "Send with Invalidate: the STag")
 	n := m.WireOf("snd_n", Sub(slen, C(16, untaggedHdr)), "payload bytes")
 	isRR := m.WireOf("snd_is_rreq", Eq(qn, C(32, 1)), "a Read Request (QN 1)")
+	isTm := m.WireOf("snd_is_term", Eq(qn, C(32, 2)), "a Terminate (QN 2; placement's header checks let no other QN through)")
 	unused = append(unused, Bits(hdr, 7, 7), Bits(hdr, 5, 0), Bits(hdr, 15, 12))
 
 	// Contexts: RQ (CREATE), RQ_PI (doorbells), receive state (the engine).
@@ -265,7 +262,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	fBeat := m.RegDecl("f_beat", max(1, log2(BPB)), "beat within the block")
 	fIss := m.RegDecl("f_iss", 1, "a burst is issued and not yet read back")
 	arV := m.RegDecl("f_arv", 1, "")
-	fStart := m.WireOf("f_start", And(in(sWQE), Or(fl, And(Not(failed), Not(isRR))), Not(hit), posted), "the head WQE must be read")
+	fStart := m.WireOf("f_start", And(in(sWQE), Or(fl, And(Not(failed), Not(isRR), Not(isTm))), Not(hit), posted), "the head WQE must be read")
 	issue := m.WireOf("f_issue", And(in(sFetch), Not(fIss), Lt(fBlk, fNeed)), "")
 	m.Drive(arV, big.NewInt(0), Or(issue, And(arV, Not(arReady))), nil)
 	blkIdx := m.WireOf("f_blk_idx", Add(ci, zext(fBlk, 16)), "")
@@ -373,13 +370,12 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Drive(cacheQP, nil, sqp, fetched)
 	m.Drive(cacheCI, nil, ci, fetched)
 
-	// Receive checks, in the model's order.
-	unsup := m.WireOf("snd_qn_other", Ne(qn, C(32, 0)), "a Terminate (QN 2): not served yet (QN 1 takes the Read Request path)")
+	// Receive checks of a Send (QN 0), in the model's order.
 	e := func(v uint64) Expr { return C(16, v) }
 	capOK := Not(Lt(zext(capR, 48), Add(zext(got, 48), zext(n, 48))))
-	bad := m.WireOf("snd_cause", Sel(unsup, e(CardRxUnsupported), Sel(And(posted, Or(rErr, malformed)), e(causeRDMAPLocalCatastrophic),
+	bad := m.WireOf("snd_cause", Sel(And(posted, Or(rErr, malformed)), e(causeRDMAPLocalCatastrophic),
 		Sel(Ne(msnH, msn), e(causeDDPInvalidMSNRange), Sel(Not(posted), e(causeDDPNoBuffer), Sel(Ne(moH, got), e(causeDDPInvalidMO),
-			Sel(Not(capOK), e(causeDDPMessageTooLong), e(0))))))), "the Terminate cause, 0 if the segment passes")
+			Sel(Not(capOK), e(causeDDPMessageTooLong), e(0)))))), "the Terminate cause, 0 if the segment passes")
 
 	// SGL walk: a check pass over every piece, then a write pass.
 	pass := m.RegDecl("w_pass", 1, "0: checking the pieces, 1: writing them")
@@ -412,7 +408,9 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Assign(kUse, Sel(rrLook, C(3, RxkUseRemoteRead), Sel(in(sInvChk), C(3, RxkUseInvalidate), C(3, RxkUseLocalWrite))))
 	rrAns := m.WireOf("rr_answer", And(in(sRRWait), aValid), "the source check's answer")
 	rrFault := m.WireOf("rr_fault", And(rrAns, RedOr(aFault)), "the source failed its remote-read check")
-	rrBad := m.WireOf("rr_bad", And(in(sRRChk), Ne(rr.cause, C(16, 0))), "the Read Request failed a check")
+	rrBad := m.WireOf("rr_bad", And(in(sRRChk), Not(isTm), Ne(rr.cause, C(16, 0))), "the Read Request failed a check")
+	tmIn := m.WireOf("tm_recv", And(in(sRRChk), isTm), "a Terminate from the peer: the QP's receive path ends")
+	tmCause := termRecvCause(m, rr.body, slen, msnH, moH, lflag)
 	ans := m.WireOf("w_answer", And(in(sWait), aValid), "")
 	fault := m.WireOf("w_fault", And(ans, RedOr(aFault)), "")
 	invAns := m.WireOf("w_inv_answer", And(in(sInvWait), aValid), "")
@@ -541,15 +539,15 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	// Error record.
 	eV := m.RegDecl("rxterm_v", 1, "")
 	eCause := m.RegDecl("rxterm_cause", 16, "")
-	eSet := m.WireOf("rxterm_set", Or(And(in(sChk), Ne(bad, C(16, 0)), Not(failed)), fault, invFault, rrBad, rrFault), "an untagged segment failed")
+	eSet := m.WireOf("rxterm_set", Or(And(in(sChk), Ne(bad, C(16, 0)), Not(failed)), fault, invFault, rrBad, rrFault, tmIn), "an untagged segment failed")
 	// The record is offered while no earlier record's QP waits to join
 	// the flush queue (below).
 	tPend := m.RegDecl("rxterm_fl_pend", 1, "a taken record's QP waits to join the flush queue")
 	tOffer := m.WireOf("rxterm_offer", And(eV, Not(tPend)), "")
 	tTake := m.WireOf("rxterm_take", And(tOffer, tReady), "")
 	m.Drive(eV, big.NewInt(0), Or(eSet, And(eV, Not(tTake))), nil)
-	m.Drive(eCause, nil, Sel(in(sChk), bad, Sel(rrBad, rr.cause, Sel(rrFault, readSourceCause(aFault),
-		Sel(fault, C(16, causeRDMAPLocalCatastrophic), C(16, causeRDMAPCannotInvalidate))))), eSet)
+	m.Drive(eCause, nil, Sel(in(sChk), bad, Sel(tmIn, tmCause, Sel(rrBad, rr.cause, Sel(rrFault, readSourceCause(aFault),
+		Sel(fault, C(16, causeRDMAPLocalCatastrophic), C(16, causeRDMAPCannotInvalidate)))))), eSet)
 	eQP := m.Reg("rxterm_qpq", QB, nil, sqp, eSet, "")
 	eHdr := m.Reg("rxterm_hdrq", 8*untaggedHdr, nil, hdr, eSet, "")
 	eLen := m.Reg("rxterm_lenq", 16, nil, slen, eSet, "")
@@ -559,6 +557,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Assign(tHdr, gate(eV, eHdr))
 	m.Assign(tSegLen, gate(eV, eLen))
 	m.Assign(tRDMA, gate(eV, m.Reg("rxterm_rdmaq", 8*cardTxReadReqBytes, nil, rr.body, eSet, "")))
+	m.Assign(tRecv, And(eV, m.Reg("rxterm_recvq", 1, nil, tmIn, eSet, "")))
 	// Once the record is taken the QP is in error: its RQ is flushed (the
 	// model's errorStep) as QP_CMD ERROR flushes it, when no command or
 	// doorbell pushes the flush queue.
@@ -602,7 +601,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 		{sIdle, nx(Or(flPop, hdrDone), sRead, cur(sIdle))},
 		{sRead, cur(sLoad)},
 		{sLoad, cur(sWQE)},
-		{sWQE, Sel(fl, nx(Not(posted), sIdle, nx(fStart, sFetch, cur(sCpl))), nx(failed, sDrop, nx(isRR, sRRq, nx(fStart, sFetch, cur(sChk)))))},
+		{sWQE, Sel(fl, nx(Not(posted), sIdle, nx(fStart, sFetch, cur(sCpl))), nx(failed, sDrop, nx(Or(isRR, isTm), sRRq, nx(fStart, sFetch, cur(sChk)))))},
 		{sFetch, Sel(fetched, Sel(fl, Sel(rErr, cur(sFlSt), cur(sCpl)), cur(sChk)), cur(sFetch))},
 		{sChk, nx(Ne(bad, C(16, 0)), sDrop, nx(Eq(n, C(16, 0)), sFin, cur(sSGE)))},
 		{sSGE, cur(sLook)},
@@ -619,7 +618,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 		{sDrop, nx(Or(segEnd, And(hValid, hLast)), sDropSt, cur(sDrop))},
 		{sDropSt, cur(sIdle)},
 		{sRRq, nx(Or(segEnd, And(hValid, hLast)), sRRChk, cur(sRRq))},
-		{sRRChk, nx(rrBad, sDrop, nx(rr.sizeZero, sRROut, cur(sRRLook)))},
+		{sRRChk, nx(Or(rrBad, tmIn), sDrop, nx(rr.sizeZero, sRROut, cur(sRRLook)))},
 		{sRRLook, nx(kReady, sRRWait, cur(sRRLook))},
 		{sRRWait, nx(rrFault, sDrop, nx(rrAns, sRROut, cur(sRRWait)))},
 		{sRROut, nx(rr.taken, sRRSt, cur(sRROut))},

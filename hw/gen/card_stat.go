@@ -66,6 +66,7 @@ func CardStat(width int) (*Module, error) {
 	txOpc := m.Input("s_tx_opcode", 8, "")
 	txStatus := m.Input("s_tx_status", 8, "")
 	txLen := m.Input("s_tx_byte_len", 32, "")
+	txTermCause := m.Input("s_tx_term_cause", 16, "the CQE's TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0")
 	txTerm := m.Input("s_tx_term", 1, "the record is card_tx's Terminate: a live QP goes to ERROR with TX_CLOSED (card_tx raised TERM_SENT; no QP_ERROR)")
 	rxValid := m.Input("s_rx_valid", 1, "card_rx's RXS_CI (m_ci)")
 	rxReady := m.Output("s_rx_ready", 1, "")
@@ -94,6 +95,9 @@ func CardStat(width int) (*Module, error) {
 	cplInv := m.Output("m_cpl_inv_stag", 32, "")
 	cplSol := m.Output("m_cpl_solicited", 1, "")
 	cplInvd := m.Output("m_cpl_invalidated", 1, "")
+	cplTL := m.Output("m_cpl_term_layer", 4, "the Terminate behind an error status (transmit completions only)")
+	cplTT := m.Output("m_cpl_term_type", 4, "")
+	cplTC := m.Output("m_cpl_term_code", 8, "")
 	evValid := m.Output("m_ev_valid", 1, "an event for card_cq, after the status writes taken before it")
 	evReady := m.Input("m_ev_ready", 1, "")
 	evType := m.Output("m_ev_type", 8, "EQE_TYPE: TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END or QP_ERROR")
@@ -170,12 +174,12 @@ func CardStat(width int) (*Module, error) {
 	opV1 := m.Reg("op_v1", 32, nil, Sel(takeDb, dbValue, Sel(takeTx, txPI, rxCI)), take, "TXS_PI, RXS_CI or the doorbell's value")
 	opSQCI := m.Reg("op_sq_ci", 16, nil, Sel(takeTx, txSQCI, rcRQCI), take, "SQ_CI or RQ_CI")
 	opTerm := m.Reg("op_term", 1, nil, And(takeTx, txTerm), take, "the transmit record is a Terminate's")
-	// The completion: {has one, invalidated, solicited, inv_stag, cq, qpn,
-	// wr_id, opcode, status, byte_len}.
-	cplW := QB + QB + 64 + 8 + 8 + 32 + 32 + 1 + 1 + 1
+	// The completion: {has one, Terminate cause, invalidated, solicited,
+	// inv_stag, cq, qpn, wr_id, opcode, status, byte_len}.
+	cplW := QB + QB + 64 + 8 + 8 + 32 + 32 + 1 + 1 + 16 + 1
 	opCpl := m.Reg("op_cpl", cplW, nil, Sel(takeTx,
-		Cat(txCQE, C(34, 0), txCQ, txQPN, txWRID, txOpc, txStatus, txLen),
-		Cat(takeRc, rcInvd, rcSol, rcInv, rcCQ, Bits(rcQPN, QB-1, 0), rcWRID, rcOpc, rcStatus, rcLen)), take, "the completion to pass on, the top bit: has one")
+		Cat(txCQE, txTermCause, C(34, 0), txCQ, txQPN, txWRID, txOpc, txStatus, txLen),
+		Cat(takeRc, C(16, 0), rcInvd, rcSol, rcInv, rcCQ, Bits(rcQPN, QB-1, 0), rcWRID, rcOpc, rcStatus, rcLen)), take, "the completion to pass on, the top bit: has one")
 	reqTake := m.Wire("req_take", 1, "dma_wr took the request")
 	dataDone := m.Wire("data_done", 1, "dma_wr took the last beat")
 
@@ -331,7 +335,7 @@ func CardStat(width int) (*Module, error) {
 	for _, f := range []struct {
 		s *Signal
 		w int
-	}{{cplLen, 32}, {cplStatus, 8}, {cplOpc, 8}, {cplWRID, 64}, {cplQPN, QB}, {cplCQ, QB}, {cplInv, 32}, {cplSol, 1}, {cplInvd, 1}} {
+	}{{cplLen, 32}, {cplStatus, 8}, {cplOpc, 8}, {cplWRID, 64}, {cplQPN, QB}, {cplCQ, QB}, {cplInv, 32}, {cplSol, 1}, {cplInvd, 1}, {cplTC, 8}, {cplTT, 4}, {cplTL, 4}} {
 		m.Assign(f.s, Bits(head, off+f.w-1, off))
 		off += f.w
 	}

@@ -321,6 +321,7 @@ func CardTop(width int) (*Module, error) {
 		txIn["s_term_"+f] = Sel(tmPl, o("pl", "m_term_"+f), o("rx", "m_rxterm_"+f))
 	}
 	txIn["s_term_rdma"] = gate(Not(tmPl), o("rx", "m_rxterm_rdma"))
+	txIn["s_term_recv"] = And(Not(tmPl), o("rx", "m_rxterm_recv"))
 	txIn["m_ev_ready"] = o("cq", "s_ev1_ready")
 	// The peer's stream ended or was lost (card_stat's record), once
 	// placement holds no ULPDU any more: its Read dones of that stream
@@ -407,7 +408,7 @@ func CardTop(width int) (*Module, error) {
 		"s_tx_valid": o("tx", "m_cpl_valid"), "s_tx_qpn": o("tx", "m_cpl_qpn"), "s_tx_sq_ci": o("tx", "m_cpl_sq_ci"),
 		"s_tx_txs_pi": o("tx", "m_cpl_txs_pi"), "s_tx_cqe": o("tx", "m_cpl_cqe"), "s_tx_cq": o("tx", "m_cpl_cq"),
 		"s_tx_wr_id": o("tx", "m_cpl_wr_id"), "s_tx_opcode": o("tx", "m_cpl_opcode"), "s_tx_status": o("tx", "m_cpl_status"),
-		"s_tx_byte_len": o("tx", "m_cpl_byte_len"), "s_tx_term": o("tx", "m_cpl_term"),
+		"s_tx_byte_len": o("tx", "m_cpl_byte_len"), "s_tx_term": o("tx", "m_cpl_term"), "s_tx_term_cause": o("tx", "m_cpl_term_cause"),
 		"s_rx_valid": o("rx", "m_ci_valid"), "s_rx_qpn": o("rx", "m_ci_qp"), "s_rx_rxs_ci": o("rx", "m_ci_value"),
 		"m_cpl_ready": o("cq", "s_cpl0_ready"), "m_ev_ready": o("cq", "s_ev0_ready"),
 		"m_end_ready": And(o("tx", "s_end_ready"), endGo),
@@ -435,16 +436,15 @@ func CardTop(width int) (*Module, error) {
 		// status writes before them.
 		"s_ev0_valid": o("st", "m_ev_valid"), "s_ev0_type": o("st", "m_ev_type"), "s_ev0_obj": zext(o("st", "m_ev_qpn"), 32),
 		"s_ev0_info": o("st", "m_ev_info"), "s_ev0_term_layer": C(4, 0), "s_ev0_term_type": C(4, 0), "s_ev0_term_code": C(8, 0),
-		// card_tx's TERM_SENT events.
-		"s_ev1_valid": o("tx", "m_ev_valid"), "s_ev1_type": C(8, cardTxEvTermSent), "s_ev1_obj": zext(o("tx", "m_ev_qpn"), 32),
+		// card_tx's TERM_SENT and TERM_RECV events.
+		"s_ev1_valid": o("tx", "m_ev_valid"), "s_ev1_type": o("tx", "m_ev_type"), "s_ev1_obj": zext(o("tx", "m_ev_qpn"), 32),
 		"s_ev1_info": C(32, 0), "s_ev1_term_layer": Bits(o("tx", "m_ev_cause"), 15, 12), "s_ev1_term_type": Bits(o("tx", "m_ev_cause"), 11, 8),
 		"s_ev1_term_code": Bits(o("tx", "m_ev_cause"), 7, 0),
 	}
-	// Terminate fields of completions (no engine completes a WQE for a
-	// Terminate yet) and the second completion port (every completion
-	// comes through card_stat): tied off.
+	// The second completion port (every completion comes through
+	// card_stat): tied off.
 	for _, f := range []string{"term_layer", "term_type", "term_code"} {
-		cqIn["s_cpl0_"+f] = C(cq.Port("s_cpl0_"+f).W, 0)
+		cqIn["s_cpl0_"+f] = o("st", "m_cpl_"+f)
 	}
 	for _, p := range cq.Ports {
 		if _, ok := cqIn[p.Name]; !ok && p.Dir == In && (strings.HasPrefix(p.Name, "s_cpl1_") || strings.HasPrefix(p.Name, "s_ev1_")) {

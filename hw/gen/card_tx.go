@@ -172,8 +172,10 @@ func CardTx(width int) (*Module, error) {
 	tmHdr := m.Input("s_term_hdr", 8*untaggedHdr, "the offending segment's DDP header, byte 0 in bits 7:0")
 	tmSegLen := m.Input("s_term_seglen", 16, "the offending segment's length")
 	tmRDMA := m.Input("s_term_rdma", 8*cardTxReadReqBytes, "a Read Request's RDMAP header, byte 0 in bits 7:0 (copied when the cause asks for it)")
-	evValid := m.Output("m_ev_valid", 1, "TERM_SENT (card_cq's second event port): a record of s_term put its QP in error")
+	tmRecv := m.Input("s_term_recv", 1, "the record is a Terminate the peer sent (card_rx m_rxterm_recv; cause: its own): TERM_RECV, no Terminate is sent, and the oldest WQE started and not done completes with the cause's status")
+	evValid := m.Output("m_ev_valid", 1, "TERM_SENT or TERM_RECV (card_cq's second event port): a record of s_term put its QP in error")
 	evReady := m.Input("m_ev_ready", 1, "")
+	evType := m.Output("m_ev_type", 8, "EQE_TYPE: TERM_SENT or TERM_RECV")
 	evQPN := m.Output("m_ev_qpn", QB, "OBJ: the QP")
 	evCause := m.Output("m_ev_cause", 16, "TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0)")
 	rdoValid := m.Output("m_rreq_done_valid", 1, "a Read Request is answered (its last Read Response segment is on the ring) or dropped (its QP is in error): card_rx's IRD entry is free")
@@ -187,11 +189,12 @@ func CardTx(width int) (*Module, error) {
 	cplQPN := m.Output("m_cpl_qpn", QB, "QP number")
 	cplWRID := m.Output("m_cpl_wr_id", 64, "CQE WR_ID")
 	cplOp := m.Output("m_cpl_opcode", 8, "CQE OPCODE (WC_OPCODE)")
-	cplStatus := m.Output("m_cpl_status", 8, "CQE STATUS (WC_STATUS; SUCCESS in this increment)")
+	cplStatus := m.Output("m_cpl_status", 8, "CQE STATUS (WC_STATUS)")
 	cplLen := m.Output("m_cpl_byte_len", 32, "CQE BYTE_LEN")
 	cplSQCI := m.Output("m_cpl_sq_ci", 16, "the QP's SQ_CI after this WQE (status record)")
 	cplTXSPI := m.Output("m_cpl_txs_pi", 32, "the QP's TXS_PI after this WQE's FPDUs (status record)")
 	cplTerm := m.Output("m_cpl_term", 1, "the record is a Terminate's (no CQE): the QP is in ERROR and its transmit stream closed")
+	cplTermCause := m.Output("m_cpl_term_cause", 16, "CQE TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0")
 	haltOut := m.Output("stat_halt", 1, "sticky: a WQE this increment does not serve, or a DMA read error, stopped a QP")
 	haltQPN := m.Output("stat_halt_qpn", QB, "the last QP stopped so")
 	dmaErrOut := m.Output("stat_dma_err", 1, "sticky: a DMA of card_tx got an error response")
@@ -251,8 +254,7 @@ func CardTx(width int) (*Module, error) {
 	selL := m.WireOf("cmd_sel_lost", Or(lostSel, And(lostOffer, Not(termSel))), "the command is the lost record's ERROR")
 	selT := m.WireOf("cmd_sel_term", Or(termSel, And(tmValid, Not(qpValidIn), Not(And(endValid, endLost)), Not(lostSel), Not(evV))), "the command is the Terminate record's ERROR")
 	qpValid := m.WireOf("cmd_valid", Or(selL, selT, qpValidIn), "")
-	tmRecv := m.Wire("term_of_recv", 1, "the Terminate record is of a Terminate received: taken without effect")
-	qpOp := m.WireOf("cmd_op", Sel(Or(selL, And(selT, Not(tmRecv))), C(4, 3), Sel(selT, C(4, 0), qpOpIn)), "")
+	qpOp := m.WireOf("cmd_op", Sel(Or(selL, selT), C(4, 3), qpOpIn), "")
 	qpNum := m.WireOf("cmd_num", Sel(selL, endQPN, Sel(selT, tmQPN, qpNumIn)), "")
 	isCreate := m.WireOf("cmd_is_create", Eq(qpOp, C(4, 1)), "")
 	cmdRd := m.RegDecl("cmd_rd", 1, "the QP's state for a command other than CREATE was read last cycle")
@@ -270,19 +272,19 @@ func CardTx(width int) (*Module, error) {
 	qpSt := qpStates(m, cmdGo, qpOp, qpNum, ctxRdAddr, protErr, cur)
 	// A Terminate record that finds its QP live: TERM_SENT now, the
 	// Terminate at the QP's next turn (a record for a QP already in error
-	// is dropped, as the model's terminate is).
-	// A record of a Terminate received (an untagged QN 2 segment) is
-	// taken without effect (op 0): a Terminate is never answered with one
-	// (the model's TERM_RECV path is not built here).
-	m.Assign(tmRecv, And(Not(Bit(tmHdr, 7)), Eq(Cat(Bits(tmHdr, 55, 48), Bits(tmHdr, 63, 56), Bits(tmHdr, 71, 64), Bits(tmHdr, 79, 72)), C(32, 2))))
+	// is dropped, as the model's terminate is). A Terminate received
+	// raises TERM_RECV instead, and its turn sends nothing (a Terminate is
+	// never answered with one): it only gives the record that closes the
+	// transmit stream (the model's fail with no Terminate).
 	termNew := m.WireOf("term_new", And(selT, cmdGo, qpSt.toErr), "a Terminate record puts its QP in error")
 	m.Drive(evV, big.NewInt(0), Or(termNew, And(evV, Not(evReady))), nil)
 	m.Assign(evValid, evV)
 	m.Assign(evQPN, m.Reg("term_ev_qpn", QB, big.NewInt(0), tmQPN, termNew, ""))
 	m.Assign(evCause, m.Reg("term_ev_cause", 16, big.NewInt(0), tmCause, termNew, ""))
-	const termRecW = 16 + 16 + 8*untaggedHdr + 8*cardTxReadReqBytes
-	termRd := m.Mem("term", termRecW, CardTxQPs, termNew, qpNum, Cat(tmRDMA, tmHdr, tmSegLen, tmCause), nil, ctxRdAddr,
-		"the Terminate each QP has to send: {RDMAP header, DDP header, segment length, cause}")
+	m.Assign(evType, m.Reg("term_ev_type", 8, big.NewInt(cardTxEvTermSent), Sel(tmRecv, C(8, cardTxEvTermRecv), C(8, cardTxEvTermSent)), termNew, ""))
+	const termRecW = 1 + 16 + 16 + 8*untaggedHdr + 8*cardTxReadReqBytes
+	termRd := m.Mem("term", termRecW, CardTxQPs, termNew, qpNum, Cat(tmRecv, tmRDMA, tmHdr, tmSegLen, tmCause), nil, ctxRdAddr,
+		"the Terminate each QP has to send, or received: {received, RDMAP header, DDP header, segment length, cause}")
 
 	// Static context, written by CREATE.
 	const ctxW = 58 + 5 + 52 + 5 + 16 + 3 + QB + 5 + 32
@@ -341,6 +343,14 @@ func CardTx(width int) (*Module, error) {
 	m.Drive(termPend, big.NewInt(0), Or(And(termPend, Not(And(curHot, Rep(termSent, CardTxQPs))), Not(And(tset1h, Rep(create, CardTxQPs)))),
 		And(tset1h, Rep(termNew, CardTxQPs))), nil)
 	termPendCur := m.WireOf("term_pend_cur", RedOr(And(termPend, curHot)), "the engine's QP has a Terminate to send")
+	// The peer's Terminate blames the oldest WQE the card started and did
+	// not finish (the model's fail): the first flushed WQE that was
+	// started completes with the cause's status instead of WR_FLUSH_ERR.
+	blame := m.RegDecl("term_blame", CardTxQPs, "a Terminate received blames the QP's oldest WQE started and not done")
+	blameUsed := m.Wire("term_blame_used", 1, "the engine's flushed WQE took its QP's blame")
+	m.Drive(blame, big.NewInt(0), Or(And(blame, Not(And(curHot, Rep(blameUsed, CardTxQPs))), Not(And(tset1h, Rep(create, CardTxQPs)))),
+		And(tset1h, Rep(And(termNew, tmRecv), CardTxQPs))), nil)
+	blameCur := m.WireOf("term_blame_cur", RedOr(And(blame, curHot)), "")
 	m.Assign(ctxRdAddr, popped)
 	m.Drive(cur, nil, popped, sPop)
 
@@ -555,7 +565,8 @@ func CardTx(width int) (*Module, error) {
 	tCause := m.WireOf("cur_term_cause", Bits(cTerm, 15, 0), "")
 	tSegLen := m.WireOf("cur_term_seglen", Bits(cTerm, 31, 16), "")
 	tHdr := m.WireOf("cur_term_hdr", Bits(cTerm, 32+8*untaggedHdr-1, 32), "")
-	tRDMA := m.WireOf("cur_term_rdma", Bits(cTerm, termRd.W-1, 32+8*untaggedHdr), "")
+	tRDMA := m.WireOf("cur_term_rdma", Bits(cTerm, termRd.W-2, 32+8*untaggedHdr), "")
+	tRecv := m.WireOf("cur_term_recv", Bit(cTerm, termRd.W-1), "the QP's Terminate was received: nothing to send")
 	tPayE, tLenE := terminatePayload(m, tCause, tHdr, tSegLen, tRDMA)
 	tPay := m.WireOf("term_payload", tPayE, "the Terminate's DDP payload, byte 0 in bits 7:0")
 	tLen := m.WireOf("term_len", tLenE, "its length")
@@ -925,8 +936,8 @@ func CardTx(width int) (*Module, error) {
 	doneTag := m.Wire("wr_done_tag", wrCfg.TagBits, "")
 	doneErr := m.Wire("wr_done_err", 1, "")
 	cqPop := m.Wire("cq_pop", addrWidth(CardTxCplDepth+1), "")
-	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi", "noring", "flush", "prot", "rrd", "term"}
-	cplW := []int{1, QB, QB, 64, 3, 32, 16, 32, 1, 1, 1, 1, 1}
+	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi", "noring", "flush", "prot", "rrd", "term", "blame"}
+	cplW := []int{1, QB, QB, 64, 3, 32, 16, 32, 1, 1, 1, 1, 1, 16}
 	// A WQE retires (SQ_CI moves past it) when it is sent, unless it is a
 	// Read: that retires when its Read done is taken (ret_mode).
 	// A WQE sent while a Read is outstanding (or a walk is pending) does
@@ -949,6 +960,8 @@ func CardTx(width int) (*Module, error) {
 	// the Reads' flushes; not matched yet).
 	protLate := m.WireOf("prot_late", And(prot, Or(Ne(cOrq, C(5, 0)), cWk)), "")
 	flushErr := m.WireOf("flush_err", And(fl, Not(sentDone)), "the WQE completes with WR_FLUSH_ERR")
+	m.Assign(blameUsed, And(sWB, flushErr, blameCur, Ne(cSQCI, cNext)))
+	blameCause := m.WireOf("blame_cause", gate(blameUsed, tCause), "the peer's Terminate's cause, for the WQE it blames")
 	noRec := m.WireOf("no_record", Or(And(wk, opRead), protLate), "the write-back gives no record (the walk reached an outstanding Read)")
 	// A Read Response whose source fails its check puts the QP in error
 	// with no completion of its own (the card model's ReadSourceRevoked
@@ -957,7 +970,7 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(protErr, And(sWB, Or(prot, rspFault)))
 	cq := ShiftQueue(m, "cq", CardTxCplDepth, cplF, cplW, And(sWB, Not(noRec)),
 		[]Expr{Or(flushErr, prot, rfl, And(hSignaled, retires)), cCQ, cur, hWRID, wcOp, Sel(Or(flushErr, prot, rfl), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, fOff,
-			Or(retFl, prot, And(rsp, Or(rspDrop, rspFault))), Or(flushErr, rfl), prot, rsp, tm}, cqPop)
+			Or(retFl, prot, And(rsp, Or(rspDrop, rspFault)), And(tm, tRecv)), Or(flushErr, rfl), prot, rsp, tm, blameCause}, cqPop)
 	ccw := cq.Count.W
 	m.Assign(cplRoom, Lt(cq.Count, C(ccw, CardTxCplDepth)))
 	dn := m.RegDecl("cpl_written", 4, "WQEs whose ring writes are done, not yet out")
@@ -984,7 +997,10 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(cplQPN, m.Reg("cpl_qpn_q", QB, big.NewInt(0), h[2], cOut, ""))
 	m.Assign(cplWRID, m.Reg("cpl_wr_id_q", 64, big.NewInt(0), h[3], cOut, ""))
 	m.Assign(cplOp, m.Reg("cpl_op_q", 8, big.NewInt(0), zext(h[4], 8), cOut, ""))
-	m.Assign(cplStatus, m.Reg("cpl_status_q", 8, big.NewInt(0), Sel(h[9], C(8, uint64(cardTxStatFlush)), Sel(h[10], C(8, cardTxStatProt), C(8, 0))), cOut, "WR_FLUSH_ERR, LOC_PROT_ERR or SUCCESS"))
+	hBlame := m.WireOf("cpl_blamed", RedOr(h[13]), "the peer's Terminate blames the WQE")
+	m.Assign(cplStatus, m.Reg("cpl_status_q", 8, big.NewInt(0), Sel(hBlame, remoteStatus(h[13]), Sel(h[9], C(8, uint64(cardTxStatFlush)), Sel(h[10], C(8, cardTxStatProt), C(8, 0)))), cOut,
+		"the blaming Terminate's status, WR_FLUSH_ERR, LOC_PROT_ERR or SUCCESS"))
+	m.Assign(cplTermCause, m.Reg("cpl_term_cause_q", 16, big.NewInt(0), h[13], cOut, ""))
 	m.Assign(cplLen, m.Reg("cpl_len_q", 32, big.NewInt(0), h[5], cOut, ""))
 	m.Assign(cplSQCI, m.Reg("cpl_sq_ci_q", 16, big.NewInt(0), h[6], cOut, ""))
 	m.Assign(cplTXSPI, m.Reg("cpl_txs_pi_q", 32, big.NewInt(0), h[7], cOut, ""))
@@ -1017,7 +1033,7 @@ func CardTx(width int) (*Module, error) {
 	next := Sel(sIdle, Sel(pop, C(4, txPop), C(4, txIdle)),
 		Sel(sPop, C(4, txCtx),
 			Sel(sCtx, C(4, txDecide),
-				Sel(sDecide, Sel(doTerm, C(4, txFeed), Sel(doRsp, C(4, txRsp), Sel(goAny, C(4, txFirst), C(4, txIdle)))),
+				Sel(sDecide, Sel(doTerm, Sel(tRecv, C(4, txWB), C(4, txFeed)), Sel(doRsp, C(4, txRsp), Sel(goAny, C(4, txFirst), C(4, txIdle)))),
 					Sel(sFirst, Sel(firstDone, C(4, txHdr), C(4, txFirst)),
 						Sel(sHdr, Sel(Or(halt, waitRd), C(4, txIdle), Sel(And(retFl, Not(sentFull)), C(4, txWB), Sel(oneBB, feedNext, C(4, txFetch)))),
 							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(4, txRest), C(4, txFetch)),

@@ -7,8 +7,28 @@ package gen
 // only Terminate a QP ever sends), its header built here from the record
 // (RFC 5040 §5.4, the headers golden/rdmap.Cause.Headers asks for).
 
-// cardTxEvTermSent is EQE_TYPE TERM_SENT.
-const cardTxEvTermSent = 6
+// EQE_TYPE values of card_tx's events.
+const (
+	cardTxEvTermSent = 6 // TERM_SENT
+	cardTxEvTermRecv = 7 // TERM_RECV
+)
+
+// WC_STATUS values of a WQE a peer's Terminate blames.
+const (
+	cardTxStatRemAccess = 4 // REM_ACCESS_ERR
+	cardTxStatRemOp     = 5 // REM_OP_ERR
+	cardTxStatFatal     = 7 // FATAL_ERR
+)
+
+// remoteStatus is the completion status of the WQE a peer's Terminate of
+// cause c (16 bits) blames (the card model's remoteStatus): a protection
+// or tagged buffer error is a remote access error, a remote operation or
+// untagged buffer error a remote operation error, any other fatal.
+func remoteStatus(c *Signal) Expr {
+	typ := Bits(c, 15, 8)
+	is := func(v uint64) Expr { return Eq(typ, C(8, v)) }
+	return Sel(Or(is(0x01), is(0x11)), C(8, cardTxStatRemAccess), Sel(Or(is(0x02), is(0x12)), C(8, cardTxStatRemOp), C(8, cardTxStatFatal)))
+}
 
 // terminatePayload is the Terminate's DDP payload (64 octets, byte 0 in
 // bits 7:0, zero past its length) and its length, for cause (Layer 15:12,

@@ -81,6 +81,7 @@ module card_rx_tb_w512 (
     output wire [143:0]   m_rxterm_hdr,
     output wire [15:0]    m_rxterm_seglen,
     output wire [223:0]   m_rxterm_rdma,
+    output wire           m_rxterm_recv,
     output wire [5:0]     m_axi_rq_arid,
     output wire [63:0]    m_axi_rq_araddr,
     output wire [7:0]     m_axi_rq_arlen,
@@ -240,6 +241,7 @@ module card_rx_tb_w512 (
     wire [143:0]   rx_m_rxterm_hdr;
     wire [15:0]    rx_m_rxterm_seglen;
     wire [223:0]   rx_m_rxterm_rdma;
+    wire           rx_m_rxterm_recv;
     wire [5:0]     rx_m_axi_rq_arid;
     wire [63:0]    rx_m_axi_rq_araddr;
     wire [7:0]     rx_m_axi_rq_arlen;
@@ -330,6 +332,7 @@ module card_rx_tb_w512 (
     assign m_rxterm_hdr = rx_m_rxterm_hdr;
     assign m_rxterm_seglen = rx_m_rxterm_seglen;
     assign m_rxterm_rdma = rx_m_rxterm_rdma;
+    assign m_rxterm_recv = rx_m_rxterm_recv;
     assign m_axi_rq_arid = rx_m_axi_rq_arid;
     assign m_axi_rq_araddr = rx_m_axi_rq_araddr;
     assign m_axi_rq_arlen = rx_m_axi_rq_arlen;
@@ -485,6 +488,7 @@ module card_rx_tb_w512 (
         .m_rxterm_hdr(rx_m_rxterm_hdr),
         .m_rxterm_seglen(rx_m_rxterm_seglen),
         .m_rxterm_rdma(rx_m_rxterm_rdma),
+        .m_rxterm_recv(rx_m_rxterm_recv),
         .m_axi_rq_arid(rx_m_axi_rq_arid),
         .m_axi_rq_araddr(rx_m_axi_rq_araddr),
         .m_axi_rq_arlen(rx_m_axi_rq_arlen),

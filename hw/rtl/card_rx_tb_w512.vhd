@@ -83,6 +83,7 @@ entity card_rx_tb_w512 is
         m_rxterm_hdr : out std_logic_vector(143 downto 0);
         m_rxterm_seglen : out std_logic_vector(15 downto 0);
         m_rxterm_rdma : out std_logic_vector(223 downto 0);
+        m_rxterm_recv : out std_logic;
         m_axi_rq_arid : out std_logic_vector(5 downto 0);
         m_axi_rq_araddr : out std_logic_vector(63 downto 0);
         m_axi_rq_arlen : out std_logic_vector(7 downto 0);
@@ -244,6 +245,7 @@ architecture rtl of card_rx_tb_w512 is
     signal rx_m_rxterm_hdr : std_logic_vector(143 downto 0);
     signal rx_m_rxterm_seglen : std_logic_vector(15 downto 0);
     signal rx_m_rxterm_rdma : std_logic_vector(223 downto 0);
+    signal rx_m_rxterm_recv : std_logic;
     signal rx_m_axi_rq_arid : std_logic_vector(5 downto 0);
     signal rx_m_axi_rq_araddr : std_logic_vector(63 downto 0);
     signal rx_m_axi_rq_arlen : std_logic_vector(7 downto 0);
@@ -334,6 +336,7 @@ begin
     m_rxterm_hdr <= rx_m_rxterm_hdr;
     m_rxterm_seglen <= rx_m_rxterm_seglen;
     m_rxterm_rdma <= rx_m_rxterm_rdma;
+    m_rxterm_recv <= rx_m_rxterm_recv;
     m_axi_rq_arid <= rx_m_axi_rq_arid;
     m_axi_rq_araddr <= rx_m_axi_rq_araddr;
     m_axi_rq_arlen <= rx_m_axi_rq_arlen;
@@ -490,6 +493,7 @@ begin
             m_rxterm_hdr => rx_m_rxterm_hdr,
             m_rxterm_seglen => rx_m_rxterm_seglen,
             m_rxterm_rdma => rx_m_rxterm_rdma,
+            m_rxterm_recv => rx_m_rxterm_recv,
             m_axi_rq_arid => rx_m_axi_rq_arid,
             m_axi_rq_araddr => rx_m_axi_rq_araddr,
             m_axi_rq_arlen => rx_m_axi_rq_arlen,

@@ -133,6 +133,7 @@ entity card_rx_w512 is
         m_rxterm_hdr : out std_logic_vector(143 downto 0); -- the segment's DDP header, byte 0 in bits 7:0
         m_rxterm_seglen : out std_logic_vector(15 downto 0); -- the segment's length
         m_rxterm_rdma : out std_logic_vector(223 downto 0); -- a Read Request's RDMAP header (byte 0 in bits 7:0; meaningful for a Read Request only)
+        m_rxterm_recv : out std_logic;       -- the record is a Terminate the peer sent (QN 2; cause: its own): card_tx raises TERM_RECV and sends none
         m_axi_rq_arid : out std_logic_vector(5 downto 0); -- RQ WQE reads: always 0 (one burst in flight)
         m_axi_rq_araddr : out std_logic_vector(63 downto 0);
         m_axi_rq_arlen : out std_logic_vector(7 downto 0); -- one 64-byte basic block
@@ -421,6 +422,7 @@ architecture rtl of card_rx_w512 is
     signal snd_inv_stag : std_logic_vector(31 downto 0); -- Send with Invalidate: the STag
     signal snd_n : std_logic_vector(15 downto 0); -- payload bytes
     signal snd_is_rreq : std_logic;          -- a Read Request (QN 1)
+    signal snd_is_term : std_logic;          -- a Terminate (QN 2; placement's header checks let no other QN through)
     signal rq_ctx_rd : std_logic_vector(104 downto 0); -- read data of rq_ctx
     signal rq_pi_rd : std_logic_vector(15 downto 0); -- read data of rq_pi
     signal snd_st_wr : std_logic;            -- the engine stores the QP's receive state
@@ -489,7 +491,6 @@ architecture rtl of card_rx_w512 is
     signal f_done : std_logic;               -- every block of the WQE is in
     signal wqe_bad : std_logic;              -- a malformed receive WQE
     signal snd_msg_done : std_logic;         -- the message completed or its WQE was flushed: its WQE is consumed
-    signal snd_qn_other : std_logic;         -- a Terminate (QN 2): not served yet (QN 1 takes the Read Request path)
     signal snd_cause : std_logic_vector(15 downto 0); -- the Terminate cause, 0 if the segment passes
     signal w_pass : std_logic;               -- 0: checking the pieces, 1: writing them
     signal w_rem : std_logic_vector(15 downto 0); -- payload bytes of the segment not yet walked
@@ -527,6 +528,25 @@ architecture rtl of card_rx_w512 is
     signal rr_answer : std_logic;            -- the source check's answer
     signal rr_fault : std_logic;             -- the source failed its remote-read check
     signal rr_bad : std_logic;               -- the Read Request failed a check
+    signal tm_recv : std_logic;              -- a Terminate from the peer: the QP's receive path ends
+    signal tr_octet0 : std_logic_vector(7 downto 0);
+    signal tr_octet1 : std_logic_vector(7 downto 0);
+    signal tr_len : std_logic_vector(16 downto 0); -- the Terminate's octets (the segment's payload)
+    signal tr_rfc : std_logic_vector(15 downto 0); -- the control word read as RFC 5040 lays it out
+    signal tr_siw : std_logic_vector(15 downto 0); -- ... and as siw does (octet 0 EType<<4 | Layer)
+    signal tr_flags_rfc : std_logic_vector(2 downto 0); -- octet 2: M, D, R in RFC 5040's bits
+    signal tr_flags_siw : std_logic_vector(2 downto 0); -- ... and R, D, M in siw's
+    signal tr_rfc_lay : std_logic;           -- RFC 5040's layout
+    signal tr_use_siw : std_logic;           -- siw's layout
+    signal tr_m : std_logic;                 -- M: the DDP segment length is copied
+    signal tr_d : std_logic;                 -- D: a DDP header is copied
+    signal tr_r : std_logic;                 -- R: an RDMAP header is copied
+    signal tr_rr : std_logic;                -- a Read Request's header is copied
+    signal tr_need : std_logic_vector(16 downto 0); -- octets of the control word and segment length
+    signal tr_need_d : std_logic_vector(16 downto 0); -- ... and of the copied DDP header
+    signal tr_short : std_logic;             -- shorter than its flags say
+    signal tr_malformed : std_logic;
+    signal tr_cause : std_logic_vector(15 downto 0); -- the Terminate's cause
     signal w_answer : std_logic;
     signal w_fault : std_logic;
     signal w_inv_answer : std_logic;
@@ -596,6 +616,7 @@ architecture rtl of card_rx_w512 is
     signal rxterm_hdrq : std_logic_vector(143 downto 0);
     signal rxterm_lenq : std_logic_vector(15 downto 0);
     signal rxterm_rdmaq : std_logic_vector(223 downto 0);
+    signal rxterm_recvq : std_logic;
     signal rxterm_fl_qp : std_logic_vector(9 downto 0);
     signal snd_seg_end : std_logic := '0';   -- the segment's last beat is taken
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
@@ -915,6 +936,7 @@ begin
     );
     snd_n <= std_logic_vector(unsigned(snd_len) - unsigned'(x"0012"));
     snd_is_rreq <= b2l(snd_qn = x"00000001");
+    snd_is_term <= b2l(snd_qn = x"00000002");
     snd_db_here <= snd_db_rqpi and b2l(s_db_index = snd_qp);
     wqe_hit <= (wqe_v and b2l(wqe_qp = snd_qp)) and b2l(wqe_ci = snd_ci);
     snd_posted <= b2l(snd_ci /= snd_pi);
@@ -937,7 +959,7 @@ begin
         b2l(unsigned'("00000") < unsigned(snd_log))
     );
     snd_rq_size_m1 <= snd_rq_szm;
-    f_start <= ((b2l(snd_state = "00011") and (fl or ((not snd_failed) and (not snd_is_rreq)))) and (not wqe_hit)) and snd_posted;
+    f_start <= ((b2l(snd_state = "00011") and (fl or (((not snd_failed) and (not snd_is_rreq)) and (not snd_is_term)))) and (not wqe_hit)) and snd_posted;
     f_issue <= (b2l(snd_state = "00100") and (not f_iss)) and b2l(unsigned(f_blk) < unsigned(f_need));
     f_blk_idx <= std_logic_vector(unsigned(snd_ci) + unsigned(std_logic_vector'(x"000" & f_blk)));
     m_axi_rq_arid <= "000000";
@@ -972,8 +994,7 @@ begin
     f_done <= ((b2l(snd_state = "00100") and (not f_iss)) and (not f_arv)) and (not b2l(unsigned(f_blk) < unsigned(f_need)));
     wqe_bad <= ((((not wqe_bbs_ok) or b2l(wqe_opcode /= x"08")) or wqe_w0(11)) or b2l(unsigned'("11110") < unsigned(wqe_nsge))) or b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'(wqe_bbs & "000000")) - unsigned'("0000100000"))) < unsigned(std_logic_vector'('0' & wqe_nsge & x"0")));
     snd_msg_done <= (b2l(snd_state = "01111") and snd_lflag) or b2l(snd_state = "11000");
-    snd_qn_other <= b2l(snd_qn /= x"00000000");
-    snd_cause <= mux(snd_qn_other, x"00ff", mux(snd_posted and (f_err or wqe_bad), x"00ff", mux(b2l(snd_msn_h /= snd_msn), x"1203", mux(not snd_posted, x"1202", mux(b2l(snd_mo_h /= snd_got), x"1204", mux(not (not b2l(unsigned(std_logic_vector'("00000000000" & wqe_cap)) < unsigned(std_logic_vector(unsigned(std_logic_vector'(x"0000" & snd_got)) + unsigned(std_logic_vector'(x"00000000" & snd_n)))))), x"1205", x"0000"))))));
+    snd_cause <= mux(snd_posted and (f_err or wqe_bad), x"00ff", mux(b2l(snd_msn_h /= snd_msn), x"1203", mux(not snd_posted, x"1202", mux(b2l(snd_mo_h /= snd_got), x"1204", mux(not (not b2l(unsigned(std_logic_vector'("00000000000" & wqe_cap)) < unsigned(std_logic_vector(unsigned(std_logic_vector'(x"0000" & snd_got)) + unsigned(std_logic_vector'(x"00000000" & snd_n)))))), x"1205", x"0000")))));
     w_sge_left <= std_logic_vector(unsigned(sge_len) - unsigned(w_off));
     w_sge_empty <= b2l(sge_len = w_off);
     w_piece_len <= mux(b2l(unsigned(w_sge_left) < unsigned(std_logic_vector'(x"0000" & w_rem))), w_sge_left, std_logic_vector'(x"0000" & w_rem));
@@ -1043,7 +1064,26 @@ begin
     m_rxk_use <= mux(b2l(snd_state = "10100"), "010", mux(b2l(snd_state = "01011"), "101", "100"));
     rr_answer <= b2l(snd_state = "10101") and s_rxk_valid;
     rr_fault <= rr_answer and (or s_rxk_fault);
-    rr_bad <= b2l(snd_state = "10011") and b2l(rr_cause /= x"0000");
+    rr_bad <= (b2l(snd_state = "10011") and (not snd_is_term)) and b2l(rr_cause /= x"0000");
+    tm_recv <= b2l(snd_state = "10011") and snd_is_term;
+    tr_octet0 <= rr_body(7 downto 0);
+    tr_octet1 <= rr_body(15 downto 8);
+    tr_len <= std_logic_vector(unsigned(std_logic_vector'('0' & snd_len)) - unsigned'("00000000000010010"));
+    tr_rfc <= std_logic_vector'(tr_octet0 & tr_octet1);
+    tr_siw <= std_logic_vector'(tr_octet0(3 downto 0) & tr_octet0(7 downto 4) & tr_octet1);
+    tr_flags_rfc <= rr_body(23 downto 21);
+    tr_flags_siw <= rr_body(18 downto 16);
+    tr_rfc_lay <= or tr_flags_rfc;
+    tr_use_siw <= (not tr_rfc_lay) and ((or tr_flags_siw) or ((not (((((((((((((((((((((((((((((((((b2l(tr_rfc(15 downto 8) = x"00") or b2l(tr_rfc = x"00ff")) or b2l(tr_rfc = x"0100")) or b2l(tr_rfc = x"0101")) or b2l(tr_rfc = x"0102")) or b2l(tr_rfc = x"0103")) or b2l(tr_rfc = x"0104")) or b2l(tr_rfc = x"0109")) or b2l(tr_rfc = x"01ff")) or b2l(tr_rfc = x"0205")) or b2l(tr_rfc = x"0206")) or b2l(tr_rfc = x"0207")) or b2l(tr_rfc = x"0208")) or b2l(tr_rfc = x"0209")) or b2l(tr_rfc = x"02ff")) or b2l(tr_rfc = x"1000")) or b2l(tr_rfc = x"1100")) or b2l(tr_rfc = x"1101")) or b2l(tr_rfc = x"1102")) or b2l(tr_rfc = x"1103")) or b2l(tr_rfc = x"1104")) or b2l(tr_rfc = x"1201")) or b2l(tr_rfc = x"1202")) or b2l(tr_rfc = x"1203")) or b2l(tr_rfc = x"1204")) or b2l(tr_rfc = x"1205")) or b2l(tr_rfc = x"1206")) or b2l(tr_rfc = x"2001")) or b2l(tr_rfc = x"2002")) or b2l(tr_rfc = x"2003")) or b2l(tr_rfc = x"2004")) or b2l(tr_rfc = x"2005")) or b2l(tr_rfc = x"2006")) or b2l(tr_rfc = x"2007"))) and (((((((((((((((((((((((((((((((((b2l(tr_siw(15 downto 8) = x"00") or b2l(tr_siw = x"00ff")) or b2l(tr_siw = x"0100")) or b2l(tr_siw = x"0101")) or b2l(tr_siw = x"0102")) or b2l(tr_siw = x"0103")) or b2l(tr_siw = x"0104")) or b2l(tr_siw = x"0109")) or b2l(tr_siw = x"01ff")) or b2l(tr_siw = x"0205")) or b2l(tr_siw = x"0206")) or b2l(tr_siw = x"0207")) or b2l(tr_siw = x"0208")) or b2l(tr_siw = x"0209")) or b2l(tr_siw = x"02ff")) or b2l(tr_siw = x"1000")) or b2l(tr_siw = x"1100")) or b2l(tr_siw = x"1101")) or b2l(tr_siw = x"1102")) or b2l(tr_siw = x"1103")) or b2l(tr_siw = x"1104")) or b2l(tr_siw = x"1201")) or b2l(tr_siw = x"1202")) or b2l(tr_siw = x"1203")) or b2l(tr_siw = x"1204")) or b2l(tr_siw = x"1205")) or b2l(tr_siw = x"1206")) or b2l(tr_siw = x"2001")) or b2l(tr_siw = x"2002")) or b2l(tr_siw = x"2003")) or b2l(tr_siw = x"2004")) or b2l(tr_siw = x"2005")) or b2l(tr_siw = x"2006")) or b2l(tr_siw = x"2007"))));
+    tr_m <= mux(tr_rfc_lay, tr_flags_rfc(2), tr_flags_siw(0));
+    tr_d <= mux(tr_rfc_lay, tr_flags_rfc(1), tr_flags_siw(1));
+    tr_r <= mux(tr_rfc_lay, tr_flags_rfc(0), tr_flags_siw(2));
+    tr_rr <= tr_r and ((not tr_d) or ((not rr_body(55)) and b2l(rr_body(59 downto 56) = x"1")));
+    tr_need <= mux(tr_m or tr_d, "00000000000000110", "00000000000000100");
+    tr_need_d <= std_logic_vector(unsigned(tr_need) + unsigned(mux(rr_body(55), "00000000000001110", "00000000000010010") and std_logic_vector'(16 downto 0 => tr_d)));
+    tr_short <= ((b2l(unsigned(snd_len) < unsigned'(x"0012")) or b2l(unsigned(tr_len) < unsigned(tr_need))) or b2l(unsigned(tr_len) < unsigned(tr_need_d))) or (tr_rr and b2l(unsigned(tr_len) < unsigned(std_logic_vector(unsigned(tr_need_d) + unsigned'("00000000000011100")))));
+    tr_malformed <= ((b2l(snd_msn_h /= x"00000001") or b2l(snd_mo_h /= x"00000000")) or (not snd_lflag)) or tr_short;
+    tr_cause <= mux(tr_malformed, x"02ff", mux(tr_use_siw, tr_siw, tr_rfc));
     w_answer <= b2l(snd_state = "01000") and s_rxk_valid;
     w_fault <= w_answer and (or s_rxk_fault);
     w_inv_answer <= b2l(snd_state = "01100") and s_rxk_valid;
@@ -1110,7 +1150,7 @@ begin
     m_cpl_rq_ci <= mux(fl, fl_ci, std_logic_vector(unsigned(snd_ci) + unsigned(std_logic_vector'(x"000" & wqe_bbs)))) and std_logic_vector'(15 downto 0 => snd_cpl_v);
     m_inv_valid <= b2l(snd_state = "01101");
     m_inv_index <= snd_inv_stag(31 downto 8) and std_logic_vector'(23 downto 0 => b2l(snd_state = "01101"));
-    rxterm_set <= (((((b2l(snd_state = "00101") and b2l(snd_cause /= x"0000")) and (not snd_failed)) or w_fault) or w_inv_fault) or rr_bad) or rr_fault;
+    rxterm_set <= ((((((b2l(snd_state = "00101") and b2l(snd_cause /= x"0000")) and (not snd_failed)) or w_fault) or w_inv_fault) or rr_bad) or rr_fault) or tm_recv;
     rxterm_offer <= rxterm_v and (not rxterm_fl_pend);
     rxterm_take <= rxterm_offer and m_rxterm_ready;
     m_rxterm_valid <= rxterm_offer;
@@ -1119,6 +1159,7 @@ begin
     m_rxterm_hdr <= rxterm_hdrq and std_logic_vector'(143 downto 0 => rxterm_v);
     m_rxterm_seglen <= rxterm_lenq and std_logic_vector'(15 downto 0 => rxterm_v);
     m_rxterm_rdma <= rxterm_rdmaq and std_logic_vector'(223 downto 0 => rxterm_v);
+    m_rxterm_recv <= rxterm_v and rxterm_recvq;
     fl_term_push <= rxterm_fl_pend and (not fl_term_busy);
     fl_term_qp <= rxterm_fl_qp;
     snd_st_wr <= (b2l(snd_state = "01111") or b2l(snd_state = "10001")) or b2l(snd_state = "11000");
@@ -1136,7 +1177,7 @@ begin
         '1'
     ), std_logic_vector'(snd_msn & snd_got & snd_cur_i & snd_cur_off & snd_ci & snd_failed)));
     snd_pop <= ('0' or (b2l(snd_state = "01001") and w_beat_done)) or (((b2l(snd_state = "10000") or b2l(snd_state = "01111")) or b2l(snd_state = "10010")) and (not snd_seg_end));
-    snd_next <= mux(b2l(snd_state = "00000"), mux(fl_pop or snd_hdr_done, "00001", "00000"), mux(b2l(snd_state = "00001"), "00010", mux(b2l(snd_state = "00010"), "00011", mux(b2l(snd_state = "00011"), mux(fl, mux(not snd_posted, "00000", mux(f_start, "00100", "01110")), mux(snd_failed, "10000", mux(snd_is_rreq, "10010", mux(f_start, "00100", "00101")))), mux(b2l(snd_state = "00100"), mux(f_done, mux(fl, mux(f_err, "11000", "01110"), "00101"), "00100"), mux(b2l(snd_state = "00101"), mux(b2l(snd_cause /= x"0000"), "10000", mux(b2l(snd_n = x"0000"), "01010", "00110")), mux(b2l(snd_state = "00110"), "00111", mux(b2l(snd_state = "00111"), mux(w_skip, "00110", mux(m_rxk_ready, "01000", "00111")), mux(b2l(snd_state = "01000"), mux(w_fault, "10000", mux(w_wr_start, "01001", mux(w_chk_adv, "00110", "01000"))), mux(b2l(snd_state = "01001"), mux(w_emit and b2l(w_piece = std_logic_vector'("000000000" & w_nb)), mux(b2l(w_rem = std_logic_vector'("000000000" & w_nb)), "01010", "00110"), "01001"), mux(b2l(snd_state = "01010"), mux(snd_lflag and snd_is_inv, "01011", mux(snd_lflag, "01110", "01111")), mux(b2l(snd_state = "01011"), mux(m_rxk_ready, "01100", "01011"), mux(b2l(snd_state = "01100"), mux(w_inv_fault, "10000", mux(w_inv_answer, "01101", "01100")), mux(b2l(snd_state = "01101"), mux(m_inv_ready, "01110", "01101"), mux(b2l(snd_state = "01110"), mux(m_cpl_ready and pw_idle, mux(fl, "11000", "01111"), "01110"), mux(b2l(snd_state = "11000"), "00011", mux(b2l(snd_state = "01111"), mux(snd_seg_end or s_host_tvalid, "00000", "01111"), mux(b2l(snd_state = "10000"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10001", "10000"), mux(b2l(snd_state = "10001"), "00000", mux(b2l(snd_state = "10010"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10011", "10010"), mux(b2l(snd_state = "10011"), mux(rr_bad, "10000", mux(rr_size_zero, "10110", "10100")), mux(b2l(snd_state = "10100"), mux(m_rxk_ready, "10101", "10100"), mux(b2l(snd_state = "10101"), mux(rr_fault, "10000", mux(rr_answer, "10110", "10101")), mux(b2l(snd_state = "10110"), mux(m_rreq_ready, "10111", "10110"), mux(b2l(snd_state = "10111"), mux(rr_store_ok, "00000", "10111"), "00000")))))))))))))))))))))))));
+    snd_next <= mux(b2l(snd_state = "00000"), mux(fl_pop or snd_hdr_done, "00001", "00000"), mux(b2l(snd_state = "00001"), "00010", mux(b2l(snd_state = "00010"), "00011", mux(b2l(snd_state = "00011"), mux(fl, mux(not snd_posted, "00000", mux(f_start, "00100", "01110")), mux(snd_failed, "10000", mux(snd_is_rreq or snd_is_term, "10010", mux(f_start, "00100", "00101")))), mux(b2l(snd_state = "00100"), mux(f_done, mux(fl, mux(f_err, "11000", "01110"), "00101"), "00100"), mux(b2l(snd_state = "00101"), mux(b2l(snd_cause /= x"0000"), "10000", mux(b2l(snd_n = x"0000"), "01010", "00110")), mux(b2l(snd_state = "00110"), "00111", mux(b2l(snd_state = "00111"), mux(w_skip, "00110", mux(m_rxk_ready, "01000", "00111")), mux(b2l(snd_state = "01000"), mux(w_fault, "10000", mux(w_wr_start, "01001", mux(w_chk_adv, "00110", "01000"))), mux(b2l(snd_state = "01001"), mux(w_emit and b2l(w_piece = std_logic_vector'("000000000" & w_nb)), mux(b2l(w_rem = std_logic_vector'("000000000" & w_nb)), "01010", "00110"), "01001"), mux(b2l(snd_state = "01010"), mux(snd_lflag and snd_is_inv, "01011", mux(snd_lflag, "01110", "01111")), mux(b2l(snd_state = "01011"), mux(m_rxk_ready, "01100", "01011"), mux(b2l(snd_state = "01100"), mux(w_inv_fault, "10000", mux(w_inv_answer, "01101", "01100")), mux(b2l(snd_state = "01101"), mux(m_inv_ready, "01110", "01101"), mux(b2l(snd_state = "01110"), mux(m_cpl_ready and pw_idle, mux(fl, "11000", "01111"), "01110"), mux(b2l(snd_state = "11000"), "00011", mux(b2l(snd_state = "01111"), mux(snd_seg_end or s_host_tvalid, "00000", "01111"), mux(b2l(snd_state = "10000"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10001", "10000"), mux(b2l(snd_state = "10001"), "00000", mux(b2l(snd_state = "10010"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10011", "10010"), mux(b2l(snd_state = "10011"), mux(rr_bad or tm_recv, "10000", mux(rr_size_zero, "10110", "10100")), mux(b2l(snd_state = "10100"), mux(m_rxk_ready, "10101", "10100"), mux(b2l(snd_state = "10101"), mux(rr_fault, "10000", mux(rr_answer, "10110", "10101")), mux(b2l(snd_state = "10110"), mux(m_rreq_ready, "10111", "10110"), mux(b2l(snd_state = "10111"), mux(rr_store_ok, "00000", "10111"), "00000")))))))))))))))))))))))));
     unused_bits <= or std_logic_vector'(
         qp_num_qpn(15 downto 10) &
         qp_rxs_base_lo(11 downto 0) &
@@ -2206,7 +2247,7 @@ begin
     begin
         if rising_edge(clk) then
             if rxterm_set = '1' then
-                rxterm_cause <= mux(b2l(snd_state = "00101"), snd_cause, mux(rr_bad, rr_cause, mux(rr_fault, mux(b2l(s_rxk_fault = "001"), x"0100", mux(b2l(s_rxk_fault = "010"), x"0103", mux(b2l(s_rxk_fault = "011"), x"0102", mux(b2l(s_rxk_fault = "100"), x"0104", x"0101")))), mux(w_fault, x"00ff", x"0109"))));
+                rxterm_cause <= mux(b2l(snd_state = "00101"), snd_cause, mux(tm_recv, tr_cause, mux(rr_bad, rr_cause, mux(rr_fault, mux(b2l(s_rxk_fault = "001"), x"0100", mux(b2l(s_rxk_fault = "010"), x"0103", mux(b2l(s_rxk_fault = "011"), x"0102", mux(b2l(s_rxk_fault = "100"), x"0104", x"0101")))), mux(w_fault, x"00ff", x"0109")))));
             end if;
         end if;
     end process;
@@ -2243,6 +2284,15 @@ begin
         if rising_edge(clk) then
             if rxterm_set = '1' then
                 rxterm_rdmaq <= rr_body;
+            end if;
+        end if;
+    end process;
+
+    rxterm_recvq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rxterm_set = '1' then
+                rxterm_recvq <= tm_recv;
             end if;
         end if;
     end process;

@@ -131,6 +131,7 @@ module card_rx_w64 (
     output wire [143:0]   m_rxterm_hdr,      // the segment's DDP header, byte 0 in bits 7:0
     output wire [15:0]    m_rxterm_seglen,   // the segment's length
     output wire [223:0]   m_rxterm_rdma,     // a Read Request's RDMAP header (byte 0 in bits 7:0; meaningful for a Read Request only)
+    output wire           m_rxterm_recv,     // the record is a Terminate the peer sent (QN 2; cause: its own): card_tx raises TERM_RECV and sends none
     output wire [5:0]     m_axi_rq_arid,     // RQ WQE reads: always 0 (one burst in flight)
     output wire [63:0]    m_axi_rq_araddr,
     output wire [7:0]     m_axi_rq_arlen,    // one 64-byte basic block
@@ -387,6 +388,7 @@ module card_rx_w64 (
     wire [31:0]    snd_inv_stag;             // Send with Invalidate: the STag
     wire [15:0]    snd_n;                    // payload bytes
     wire           snd_is_rreq;              // a Read Request (QN 1)
+    wire           snd_is_term;              // a Terminate (QN 2; placement's header checks let no other QN through)
     reg  [104:0]   rq_ctx_rd;                // read data of rq_ctx
     reg  [15:0]    rq_pi_rd;                 // read data of rq_pi
     wire           snd_st_wr;                // the engine stores the QP's receive state
@@ -452,7 +454,6 @@ module card_rx_w64 (
     wire           f_done;                   // every block of the WQE is in
     wire           wqe_bad;                  // a malformed receive WQE
     wire           snd_msg_done;             // the message completed or its WQE was flushed: its WQE is consumed
-    wire           snd_qn_other;             // a Terminate (QN 2): not served yet (QN 1 takes the Read Request path)
     wire [15:0]    snd_cause;                // the Terminate cause, 0 if the segment passes
     reg            w_pass;                   // 0: checking the pieces, 1: writing them
     reg  [15:0]    w_rem;                    // payload bytes of the segment not yet walked
@@ -490,6 +491,25 @@ module card_rx_w64 (
     wire           rr_answer;                // the source check's answer
     wire           rr_fault;                 // the source failed its remote-read check
     wire           rr_bad;                   // the Read Request failed a check
+    wire           tm_recv;                  // a Terminate from the peer: the QP's receive path ends
+    wire [7:0]     tr_octet0;
+    wire [7:0]     tr_octet1;
+    wire [16:0]    tr_len;                   // the Terminate's octets (the segment's payload)
+    wire [15:0]    tr_rfc;                   // the control word read as RFC 5040 lays it out
+    wire [15:0]    tr_siw;                   // ... and as siw does (octet 0 EType<<4 | Layer)
+    wire [2:0]     tr_flags_rfc;             // octet 2: M, D, R in RFC 5040's bits
+    wire [2:0]     tr_flags_siw;             // ... and R, D, M in siw's
+    wire           tr_rfc_lay;               // RFC 5040's layout
+    wire           tr_use_siw;               // siw's layout
+    wire           tr_m;                     // M: the DDP segment length is copied
+    wire           tr_d;                     // D: a DDP header is copied
+    wire           tr_r;                     // R: an RDMAP header is copied
+    wire           tr_rr;                    // a Read Request's header is copied
+    wire [16:0]    tr_need;                  // octets of the control word and segment length
+    wire [16:0]    tr_need_d;                // ... and of the copied DDP header
+    wire           tr_short;                 // shorter than its flags say
+    wire           tr_malformed;
+    wire [15:0]    tr_cause;                 // the Terminate's cause
     wire           w_answer;
     wire           w_fault;
     wire           w_inv_answer;
@@ -556,6 +576,7 @@ module card_rx_w64 (
     reg  [143:0]   rxterm_hdrq;
     reg  [15:0]    rxterm_lenq;
     reg  [223:0]   rxterm_rdmaq;
+    reg            rxterm_recvq;
     reg  [9:0]     rxterm_fl_qp;
     reg            snd_seg_end;              // the segment's last beat is taken
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
@@ -773,6 +794,7 @@ module card_rx_w64 (
     assign snd_inv_stag = {snd_hdr[23:16], snd_hdr[31:24], snd_hdr[39:32], snd_hdr[47:40]};
     assign snd_n = snd_len - 16'h0012;
     assign snd_is_rreq = snd_qn == 32'h00000001;
+    assign snd_is_term = snd_qn == 32'h00000002;
     assign snd_db_here = snd_db_rqpi & (s_db_index == snd_qp);
     assign wqe_hit = (wqe_v & (wqe_qp == snd_qp)) & (wqe_ci == snd_ci);
     assign snd_posted = snd_ci != snd_pi;
@@ -795,7 +817,7 @@ module card_rx_w64 (
         5'h00 < snd_log
     };
     assign snd_rq_size_m1 = snd_rq_szm;
-    assign f_start = (((snd_state == 5'h03) & (fl | (~snd_failed & ~snd_is_rreq))) & ~wqe_hit) & snd_posted;
+    assign f_start = (((snd_state == 5'h03) & (fl | ((~snd_failed & ~snd_is_rreq) & ~snd_is_term))) & ~wqe_hit) & snd_posted;
     assign f_issue = ((snd_state == 5'h04) & ~f_iss) & (f_blk < f_need);
     assign f_blk_idx = snd_ci + {12'h000, f_blk};
     assign m_axi_rq_arid = 6'h00;
@@ -825,8 +847,7 @@ module card_rx_w64 (
     assign f_done = (((snd_state == 5'h04) & ~f_iss) & ~f_arv) & ~(f_blk < f_need);
     assign wqe_bad = (((~wqe_bbs_ok | (wqe_opcode != 8'h08)) | wqe_w0[11]) | (5'h1e < wqe_nsge)) | (({wqe_bbs, 6'h00} - 10'h020) < {1'h0, wqe_nsge, 4'h0});
     assign snd_msg_done = ((snd_state == 5'h0f) & snd_lflag) | (snd_state == 5'h18);
-    assign snd_qn_other = snd_qn != 32'h00000000;
-    assign snd_cause = snd_qn_other ? 16'h00ff : ((snd_posted & (f_err | wqe_bad)) ? 16'h00ff : ((snd_msn_h != snd_msn) ? 16'h1203 : (~snd_posted ? 16'h1202 : ((snd_mo_h != snd_got) ? 16'h1204 : (~~({11'h000, wqe_cap} < ({16'h0000, snd_got} + {32'h00000000, snd_n})) ? 16'h1205 : 16'h0000)))));
+    assign snd_cause = (snd_posted & (f_err | wqe_bad)) ? 16'h00ff : ((snd_msn_h != snd_msn) ? 16'h1203 : (~snd_posted ? 16'h1202 : ((snd_mo_h != snd_got) ? 16'h1204 : (~~({11'h000, wqe_cap} < ({16'h0000, snd_got} + {32'h00000000, snd_n})) ? 16'h1205 : 16'h0000))));
     assign w_sge_left = sge_len - w_off;
     assign w_sge_empty = sge_len == w_off;
     assign w_piece_len = (w_sge_left < {16'h0000, w_rem}) ? w_sge_left : {16'h0000, w_rem};
@@ -881,7 +902,26 @@ module card_rx_w64 (
     assign m_rxk_use = (snd_state == 5'h14) ? 3'h2 : ((snd_state == 5'h0b) ? 3'h5 : 3'h4);
     assign rr_answer = (snd_state == 5'h15) & s_rxk_valid;
     assign rr_fault = rr_answer & |s_rxk_fault;
-    assign rr_bad = (snd_state == 5'h13) & (rr_cause != 16'h0000);
+    assign rr_bad = ((snd_state == 5'h13) & ~snd_is_term) & (rr_cause != 16'h0000);
+    assign tm_recv = (snd_state == 5'h13) & snd_is_term;
+    assign tr_octet0 = rr_body[7:0];
+    assign tr_octet1 = rr_body[15:8];
+    assign tr_len = {1'h0, snd_len} - 17'h00012;
+    assign tr_rfc = {tr_octet0, tr_octet1};
+    assign tr_siw = {tr_octet0[3:0], tr_octet0[7:4], tr_octet1};
+    assign tr_flags_rfc = rr_body[23:21];
+    assign tr_flags_siw = rr_body[18:16];
+    assign tr_rfc_lay = |tr_flags_rfc;
+    assign tr_use_siw = ~tr_rfc_lay & (|tr_flags_siw | (~((((((((((((((((((((((((((((((((((tr_rfc[15:8] == 8'h00) | (tr_rfc == 16'h00ff)) | (tr_rfc == 16'h0100)) | (tr_rfc == 16'h0101)) | (tr_rfc == 16'h0102)) | (tr_rfc == 16'h0103)) | (tr_rfc == 16'h0104)) | (tr_rfc == 16'h0109)) | (tr_rfc == 16'h01ff)) | (tr_rfc == 16'h0205)) | (tr_rfc == 16'h0206)) | (tr_rfc == 16'h0207)) | (tr_rfc == 16'h0208)) | (tr_rfc == 16'h0209)) | (tr_rfc == 16'h02ff)) | (tr_rfc == 16'h1000)) | (tr_rfc == 16'h1100)) | (tr_rfc == 16'h1101)) | (tr_rfc == 16'h1102)) | (tr_rfc == 16'h1103)) | (tr_rfc == 16'h1104)) | (tr_rfc == 16'h1201)) | (tr_rfc == 16'h1202)) | (tr_rfc == 16'h1203)) | (tr_rfc == 16'h1204)) | (tr_rfc == 16'h1205)) | (tr_rfc == 16'h1206)) | (tr_rfc == 16'h2001)) | (tr_rfc == 16'h2002)) | (tr_rfc == 16'h2003)) | (tr_rfc == 16'h2004)) | (tr_rfc == 16'h2005)) | (tr_rfc == 16'h2006)) | (tr_rfc == 16'h2007)) & ((((((((((((((((((((((((((((((((((tr_siw[15:8] == 8'h00) | (tr_siw == 16'h00ff)) | (tr_siw == 16'h0100)) | (tr_siw == 16'h0101)) | (tr_siw == 16'h0102)) | (tr_siw == 16'h0103)) | (tr_siw == 16'h0104)) | (tr_siw == 16'h0109)) | (tr_siw == 16'h01ff)) | (tr_siw == 16'h0205)) | (tr_siw == 16'h0206)) | (tr_siw == 16'h0207)) | (tr_siw == 16'h0208)) | (tr_siw == 16'h0209)) | (tr_siw == 16'h02ff)) | (tr_siw == 16'h1000)) | (tr_siw == 16'h1100)) | (tr_siw == 16'h1101)) | (tr_siw == 16'h1102)) | (tr_siw == 16'h1103)) | (tr_siw == 16'h1104)) | (tr_siw == 16'h1201)) | (tr_siw == 16'h1202)) | (tr_siw == 16'h1203)) | (tr_siw == 16'h1204)) | (tr_siw == 16'h1205)) | (tr_siw == 16'h1206)) | (tr_siw == 16'h2001)) | (tr_siw == 16'h2002)) | (tr_siw == 16'h2003)) | (tr_siw == 16'h2004)) | (tr_siw == 16'h2005)) | (tr_siw == 16'h2006)) | (tr_siw == 16'h2007))));
+    assign tr_m = tr_rfc_lay ? tr_flags_rfc[2] : tr_flags_siw[0];
+    assign tr_d = tr_rfc_lay ? tr_flags_rfc[1] : tr_flags_siw[1];
+    assign tr_r = tr_rfc_lay ? tr_flags_rfc[0] : tr_flags_siw[2];
+    assign tr_rr = tr_r & (~tr_d | (~rr_body[55] & (rr_body[59:56] == 4'h1)));
+    assign tr_need = (tr_m | tr_d) ? 17'h00006 : 17'h00004;
+    assign tr_need_d = tr_need + ((rr_body[55] ? 17'h0000e : 17'h00012) & {17{tr_d}});
+    assign tr_short = (((snd_len < 16'h0012) | (tr_len < tr_need)) | (tr_len < tr_need_d)) | (tr_rr & (tr_len < (tr_need_d + 17'h0001c)));
+    assign tr_malformed = (((snd_msn_h != 32'h00000001) | (snd_mo_h != 32'h00000000)) | ~snd_lflag) | tr_short;
+    assign tr_cause = tr_malformed ? 16'h02ff : (tr_use_siw ? tr_siw : tr_rfc);
     assign w_answer = (snd_state == 5'h08) & s_rxk_valid;
     assign w_fault = w_answer & |s_rxk_fault;
     assign w_inv_answer = (snd_state == 5'h0c) & s_rxk_valid;
@@ -945,7 +985,7 @@ module card_rx_w64 (
     assign m_cpl_rq_ci = (fl ? fl_ci : (snd_ci + {12'h000, wqe_bbs})) & {16{snd_cpl_v}};
     assign m_inv_valid = snd_state == 5'h0d;
     assign m_inv_index = snd_inv_stag[31:8] & {24{(snd_state == 5'h0d)}};
-    assign rxterm_set = ((((((snd_state == 5'h05) & (snd_cause != 16'h0000)) & ~snd_failed) | w_fault) | w_inv_fault) | rr_bad) | rr_fault;
+    assign rxterm_set = (((((((snd_state == 5'h05) & (snd_cause != 16'h0000)) & ~snd_failed) | w_fault) | w_inv_fault) | rr_bad) | rr_fault) | tm_recv;
     assign rxterm_offer = rxterm_v & ~rxterm_fl_pend;
     assign rxterm_take = rxterm_offer & m_rxterm_ready;
     assign m_rxterm_valid = rxterm_offer;
@@ -954,6 +994,7 @@ module card_rx_w64 (
     assign m_rxterm_hdr = rxterm_hdrq & {144{rxterm_v}};
     assign m_rxterm_seglen = rxterm_lenq & {16{rxterm_v}};
     assign m_rxterm_rdma = rxterm_rdmaq & {224{rxterm_v}};
+    assign m_rxterm_recv = rxterm_v & rxterm_recvq;
     assign fl_term_push = rxterm_fl_pend & ~fl_term_busy;
     assign fl_term_qp = rxterm_fl_qp;
     assign snd_st_wr = ((snd_state == 5'h0f) | (snd_state == 5'h11)) | (snd_state == 5'h18);
@@ -966,7 +1007,7 @@ module card_rx_w64 (
         snd_failed
     } : ((snd_state == 5'h18) ? {snd_msn, 69'h000000000000000000, fl_ci, 1'h1} : {snd_msn, snd_got, snd_cur_i, snd_cur_off, snd_ci, snd_failed});
     assign snd_pop = ((((snd_state == 5'h00) & s_host_tvalid) & (snd_beat < 13'h0002)) | ((snd_state == 5'h09) & w_beat_done)) | ((((snd_state == 5'h10) | (snd_state == 5'h0f)) | (snd_state == 5'h12)) & ~snd_seg_end);
-    assign snd_next = (snd_state == 5'h00) ? ((fl_pop | snd_hdr_done) ? 5'h01 : 5'h00) : ((snd_state == 5'h01) ? 5'h02 : ((snd_state == 5'h02) ? 5'h03 : ((snd_state == 5'h03) ? (fl ? (~snd_posted ? 5'h00 : (f_start ? 5'h04 : 5'h0e)) : (snd_failed ? 5'h10 : (snd_is_rreq ? 5'h12 : (f_start ? 5'h04 : 5'h05)))) : ((snd_state == 5'h04) ? (f_done ? (fl ? (f_err ? 5'h18 : 5'h0e) : 5'h05) : 5'h04) : ((snd_state == 5'h05) ? ((snd_cause != 16'h0000) ? 5'h10 : ((snd_n == 16'h0000) ? 5'h0a : 5'h06)) : ((snd_state == 5'h06) ? 5'h07 : ((snd_state == 5'h07) ? (w_skip ? 5'h06 : (m_rxk_ready ? 5'h08 : 5'h07)) : ((snd_state == 5'h08) ? (w_fault ? 5'h10 : (w_wr_start ? 5'h09 : (w_chk_adv ? 5'h06 : 5'h08))) : ((snd_state == 5'h09) ? ((w_emit & (w_piece == {12'h000, w_nb})) ? ((w_rem == {12'h000, w_nb}) ? 5'h0a : 5'h06) : 5'h09) : ((snd_state == 5'h0a) ? ((snd_lflag & snd_is_inv) ? 5'h0b : (snd_lflag ? 5'h0e : 5'h0f)) : ((snd_state == 5'h0b) ? (m_rxk_ready ? 5'h0c : 5'h0b) : ((snd_state == 5'h0c) ? (w_inv_fault ? 5'h10 : (w_inv_answer ? 5'h0d : 5'h0c)) : ((snd_state == 5'h0d) ? (m_inv_ready ? 5'h0e : 5'h0d) : ((snd_state == 5'h0e) ? ((m_cpl_ready & pw_idle) ? (fl ? 5'h18 : 5'h0f) : 5'h0e) : ((snd_state == 5'h18) ? 5'h03 : ((snd_state == 5'h0f) ? ((snd_seg_end | s_host_tvalid) ? 5'h00 : 5'h0f) : ((snd_state == 5'h10) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h11 : 5'h10) : ((snd_state == 5'h11) ? 5'h00 : ((snd_state == 5'h12) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h13 : 5'h12) : ((snd_state == 5'h13) ? (rr_bad ? 5'h10 : (rr_size_zero ? 5'h16 : 5'h14)) : ((snd_state == 5'h14) ? (m_rxk_ready ? 5'h15 : 5'h14) : ((snd_state == 5'h15) ? (rr_fault ? 5'h10 : (rr_answer ? 5'h16 : 5'h15)) : ((snd_state == 5'h16) ? (m_rreq_ready ? 5'h17 : 5'h16) : ((snd_state == 5'h17) ? (rr_store_ok ? 5'h00 : 5'h17) : 5'h00))))))))))))))))))))))));
+    assign snd_next = (snd_state == 5'h00) ? ((fl_pop | snd_hdr_done) ? 5'h01 : 5'h00) : ((snd_state == 5'h01) ? 5'h02 : ((snd_state == 5'h02) ? 5'h03 : ((snd_state == 5'h03) ? (fl ? (~snd_posted ? 5'h00 : (f_start ? 5'h04 : 5'h0e)) : (snd_failed ? 5'h10 : ((snd_is_rreq | snd_is_term) ? 5'h12 : (f_start ? 5'h04 : 5'h05)))) : ((snd_state == 5'h04) ? (f_done ? (fl ? (f_err ? 5'h18 : 5'h0e) : 5'h05) : 5'h04) : ((snd_state == 5'h05) ? ((snd_cause != 16'h0000) ? 5'h10 : ((snd_n == 16'h0000) ? 5'h0a : 5'h06)) : ((snd_state == 5'h06) ? 5'h07 : ((snd_state == 5'h07) ? (w_skip ? 5'h06 : (m_rxk_ready ? 5'h08 : 5'h07)) : ((snd_state == 5'h08) ? (w_fault ? 5'h10 : (w_wr_start ? 5'h09 : (w_chk_adv ? 5'h06 : 5'h08))) : ((snd_state == 5'h09) ? ((w_emit & (w_piece == {12'h000, w_nb})) ? ((w_rem == {12'h000, w_nb}) ? 5'h0a : 5'h06) : 5'h09) : ((snd_state == 5'h0a) ? ((snd_lflag & snd_is_inv) ? 5'h0b : (snd_lflag ? 5'h0e : 5'h0f)) : ((snd_state == 5'h0b) ? (m_rxk_ready ? 5'h0c : 5'h0b) : ((snd_state == 5'h0c) ? (w_inv_fault ? 5'h10 : (w_inv_answer ? 5'h0d : 5'h0c)) : ((snd_state == 5'h0d) ? (m_inv_ready ? 5'h0e : 5'h0d) : ((snd_state == 5'h0e) ? ((m_cpl_ready & pw_idle) ? (fl ? 5'h18 : 5'h0f) : 5'h0e) : ((snd_state == 5'h18) ? 5'h03 : ((snd_state == 5'h0f) ? ((snd_seg_end | s_host_tvalid) ? 5'h00 : 5'h0f) : ((snd_state == 5'h10) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h11 : 5'h10) : ((snd_state == 5'h11) ? 5'h00 : ((snd_state == 5'h12) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h13 : 5'h12) : ((snd_state == 5'h13) ? ((rr_bad | tm_recv) ? 5'h10 : (rr_size_zero ? 5'h16 : 5'h14)) : ((snd_state == 5'h14) ? (m_rxk_ready ? 5'h15 : 5'h14) : ((snd_state == 5'h15) ? (rr_fault ? 5'h10 : (rr_answer ? 5'h16 : 5'h15)) : ((snd_state == 5'h16) ? (m_rreq_ready ? 5'h17 : 5'h16) : ((snd_state == 5'h17) ? (rr_store_ok ? 5'h00 : 5'h17) : 5'h00))))))))))))))))))))))));
     assign unused_bits = |{
         qp_num_qpn[15:10],
         qp_rxs_base_lo[11:0],
@@ -1690,7 +1731,7 @@ module card_rx_w64 (
 
     always @(posedge clk) begin
         if (rxterm_set) begin
-            rxterm_cause <= (snd_state == 5'h05) ? snd_cause : (rr_bad ? rr_cause : (rr_fault ? ((s_rxk_fault == 3'h1) ? 16'h0100 : ((s_rxk_fault == 3'h2) ? 16'h0103 : ((s_rxk_fault == 3'h3) ? 16'h0102 : ((s_rxk_fault == 3'h4) ? 16'h0104 : 16'h0101)))) : (w_fault ? 16'h00ff : 16'h0109)));
+            rxterm_cause <= (snd_state == 5'h05) ? snd_cause : (tm_recv ? tr_cause : (rr_bad ? rr_cause : (rr_fault ? ((s_rxk_fault == 3'h1) ? 16'h0100 : ((s_rxk_fault == 3'h2) ? 16'h0103 : ((s_rxk_fault == 3'h3) ? 16'h0102 : ((s_rxk_fault == 3'h4) ? 16'h0104 : 16'h0101)))) : (w_fault ? 16'h00ff : 16'h0109))));
         end
     end
 
@@ -1715,6 +1756,12 @@ module card_rx_w64 (
     always @(posedge clk) begin
         if (rxterm_set) begin
             rxterm_rdmaq <= rr_body;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rxterm_set) begin
+            rxterm_recvq <= tm_recv;
         end
     end
 

@@ -76,6 +76,7 @@ module card_stat_w512 (
     input  wire [7:0]     s_tx_opcode,
     input  wire [7:0]     s_tx_status,
     input  wire [31:0]    s_tx_byte_len,
+    input  wire [15:0]    s_tx_term_cause,   // the CQE's TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0
     input  wire           s_tx_term,         // the record is card_tx's Terminate: a live QP goes to ERROR with TX_CLOSED (card_tx raised TERM_SENT; no QP_ERROR)
     input  wire           s_rx_valid,        // card_rx's RXS_CI (m_ci)
     output wire           s_rx_ready,
@@ -104,6 +105,9 @@ module card_stat_w512 (
     output wire [31:0]    m_cpl_inv_stag,
     output wire           m_cpl_solicited,
     output wire           m_cpl_invalidated,
+    output wire [3:0]     m_cpl_term_layer,  // the Terminate behind an error status (transmit completions only)
+    output wire [3:0]     m_cpl_term_type,
+    output wire [7:0]     m_cpl_term_code,
     output wire           m_ev_valid,        // an event for card_cq, after the status writes taken before it
     input  wire           m_ev_ready,
     output wire [7:0]     m_ev_type,         // EQE_TYPE: TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END or QP_ERROR
@@ -156,7 +160,7 @@ module card_stat_w512 (
     reg  [31:0]    op_v1;                    // TXS_PI, RXS_CI or the doorbell's value
     reg  [15:0]    op_sq_ci;                 // SQ_CI or RQ_CI
     reg            op_term;                  // the transmit record is a Terminate's
-    reg  [166:0]   op_cpl;                   // the completion to pass on, the top bit: has one
+    reg  [182:0]   op_cpl;                   // the completion to pass on, the top bit: has one
     wire           req_take;                 // dma_wr took the request
     wire           data_done;                // dma_wr took the last beat
     wire [184:0]   ctx_wr_data;
@@ -216,15 +220,15 @@ module card_stat_w512 (
     wire           pend_push;
     reg  [2:0]     pend_wp;
     reg  [2:0]     pend_rp;
-    reg  [181:0]   pend0;                    // {write, event, event code, QPN, completion}
-    reg  [181:0]   pend1;                    // {write, event, event code, QPN, completion}
-    reg  [181:0]   pend2;                    // {write, event, event code, QPN, completion}
-    reg  [181:0]   pend3;                    // {write, event, event code, QPN, completion}
-    reg  [181:0]   pend4;                    // {write, event, event code, QPN, completion}
-    reg  [181:0]   pend5;                    // {write, event, event code, QPN, completion}
-    reg  [181:0]   pend6;                    // {write, event, event code, QPN, completion}
-    reg  [181:0]   pend7;                    // {write, event, event code, QPN, completion}
-    wire [181:0]   pend_head;
+    reg  [197:0]   pend0;                    // {write, event, event code, QPN, completion}
+    reg  [197:0]   pend1;                    // {write, event, event code, QPN, completion}
+    reg  [197:0]   pend2;                    // {write, event, event code, QPN, completion}
+    reg  [197:0]   pend3;                    // {write, event, event code, QPN, completion}
+    reg  [197:0]   pend4;                    // {write, event, event code, QPN, completion}
+    reg  [197:0]   pend5;                    // {write, event, event code, QPN, completion}
+    reg  [197:0]   pend6;                    // {write, event, event code, QPN, completion}
+    reg  [197:0]   pend7;                    // {write, event, event code, QPN, completion}
+    wire [197:0]   pend_head;
     wire           pend_any;
     wire           head_write;               // the head is a status write
     wire           head_ev;                  // the head releases an event
@@ -342,11 +346,11 @@ module card_stat_w512 (
     assign pend_push = req_take | push_ev;
     assign pend_head = pend_rp[2] ? (pend_rp[1] ? (pend_rp[0] ? pend7 : pend6) : (pend_rp[0] ? pend5 : pend4)) : (pend_rp[1] ? (pend_rp[0] ? pend3 : pend2) : (pend_rp[0] ? pend1 : pend0));
     assign pend_any = pend_count != 4'h0;
-    assign head_write = pend_head[181];
-    assign head_ev = pend_head[180];
-    assign head_cpl = pend_head[166];
+    assign head_write = pend_head[197];
+    assign head_ev = pend_head[196];
+    assign head_cpl = pend_head[182];
     assign head_ready = pend_any & (~head_write | dw_done_valid);
-    assign head_ev_code = pend_head[179:177];
+    assign head_ev_code = pend_head[195:193];
     assign head_end = head_ev & ((head_ev_code == 3'h4) | (head_ev_code == 3'h5));
     assign end_v = (head_ready & head_end) & ~end_taken;
     assign end_ok = (~head_end | end_taken) | m_end_ready;
@@ -367,10 +371,13 @@ module card_stat_w512 (
     assign m_cpl_inv_stag = pend_head[163:132];
     assign m_cpl_solicited = pend_head[164];
     assign m_cpl_invalidated = pend_head[165];
+    assign m_cpl_term_code = pend_head[173:166];
+    assign m_cpl_term_type = pend_head[177:174];
+    assign m_cpl_term_layer = pend_head[181:178];
     assign m_end_valid = end_v;
-    assign m_end_qpn = pend_head[176:167] & {10{end_v}};
+    assign m_end_qpn = pend_head[192:183] & {10{end_v}};
     assign m_end_lost = end_v & (head_ev_code == 3'h5);
-    assign m_ev_qpn = pend_head[176:167];
+    assign m_ev_qpn = pend_head[192:183];
     assign m_ev_type = head_ev_code[2] ? (head_ev_code[1] ? (head_ev_code[0] ? 8'h00 : 8'h00) : (head_ev_code[0] ? 8'h08 : 8'h05)) : (head_ev_code[1] ? (head_ev_code[0] ? 8'h04 : 8'h08) : (head_ev_code[0] ? 8'h03 : 8'h02));
     assign m_ev_info = (head_ev_code == 3'h2) ? 32'h00000001 : ((head_ev_code == 3'h5) ? 32'h00000002 : 32'h00000000);
     assign m_fault = (dw_done_valid & dw_done_ready) & dw_done_err;
@@ -435,8 +442,19 @@ module card_stat_w512 (
 
     always @(posedge clk) begin
         if (take) begin
-            op_cpl <= take_tx ? {s_tx_cqe, 34'h000000000, s_tx_cq, s_tx_qpn, s_tx_wr_id, s_tx_opcode, s_tx_status, s_tx_byte_len} : {
+            op_cpl <= take_tx ? {
+                s_tx_cqe,
+                s_tx_term_cause,
+                34'h000000000,
+                s_tx_cq,
+                s_tx_qpn,
+                s_tx_wr_id,
+                s_tx_opcode,
+                s_tx_status,
+                s_tx_byte_len
+            } : {
                 take_rc,
+                16'h0000,
                 s_rc_invalidated,
                 s_rc_solicited,
                 s_rc_inv_stag,
@@ -484,7 +502,7 @@ module card_stat_w512 (
                 req_take,
                 req_take ? op_ev_q : {op_ev, op_ev_code},
                 op_qpn,
-                req_take ? op_cpl : 167'h000000000000000000000000000000000000000000
+                req_take ? op_cpl : 183'h0000000000000000000000000000000000000000000000
             };
         end
     end
@@ -495,7 +513,7 @@ module card_stat_w512 (
                 req_take,
                 req_take ? op_ev_q : {op_ev, op_ev_code},
                 op_qpn,
-                req_take ? op_cpl : 167'h000000000000000000000000000000000000000000
+                req_take ? op_cpl : 183'h0000000000000000000000000000000000000000000000
             };
         end
     end
@@ -506,7 +524,7 @@ module card_stat_w512 (
                 req_take,
                 req_take ? op_ev_q : {op_ev, op_ev_code},
                 op_qpn,
-                req_take ? op_cpl : 167'h000000000000000000000000000000000000000000
+                req_take ? op_cpl : 183'h0000000000000000000000000000000000000000000000
             };
         end
     end
@@ -517,7 +535,7 @@ module card_stat_w512 (
                 req_take,
                 req_take ? op_ev_q : {op_ev, op_ev_code},
                 op_qpn,
-                req_take ? op_cpl : 167'h000000000000000000000000000000000000000000
+                req_take ? op_cpl : 183'h0000000000000000000000000000000000000000000000
             };
         end
     end
@@ -528,7 +546,7 @@ module card_stat_w512 (
                 req_take,
                 req_take ? op_ev_q : {op_ev, op_ev_code},
                 op_qpn,
-                req_take ? op_cpl : 167'h000000000000000000000000000000000000000000
+                req_take ? op_cpl : 183'h0000000000000000000000000000000000000000000000
             };
         end
     end
@@ -539,7 +557,7 @@ module card_stat_w512 (
                 req_take,
                 req_take ? op_ev_q : {op_ev, op_ev_code},
                 op_qpn,
-                req_take ? op_cpl : 167'h000000000000000000000000000000000000000000
+                req_take ? op_cpl : 183'h0000000000000000000000000000000000000000000000
             };
         end
     end
@@ -550,7 +568,7 @@ module card_stat_w512 (
                 req_take,
                 req_take ? op_ev_q : {op_ev, op_ev_code},
                 op_qpn,
-                req_take ? op_cpl : 167'h000000000000000000000000000000000000000000
+                req_take ? op_cpl : 183'h0000000000000000000000000000000000000000000000
             };
         end
     end
@@ -561,7 +579,7 @@ module card_stat_w512 (
                 req_take,
                 req_take ? op_ev_q : {op_ev, op_ev_code},
                 op_qpn,
-                req_take ? op_cpl : 167'h000000000000000000000000000000000000000000
+                req_take ? op_cpl : 183'h0000000000000000000000000000000000000000000000
             };
         end
     end

@@ -78,6 +78,7 @@ entity card_stat_w512 is
         s_tx_opcode : in  std_logic_vector(7 downto 0);
         s_tx_status : in  std_logic_vector(7 downto 0);
         s_tx_byte_len : in  std_logic_vector(31 downto 0);
+        s_tx_term_cause : in  std_logic_vector(15 downto 0); -- the CQE's TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0
         s_tx_term : in  std_logic;           -- the record is card_tx's Terminate: a live QP goes to ERROR with TX_CLOSED (card_tx raised TERM_SENT; no QP_ERROR)
         s_rx_valid : in  std_logic;          -- card_rx's RXS_CI (m_ci)
         s_rx_ready : out std_logic;
@@ -106,6 +107,9 @@ entity card_stat_w512 is
         m_cpl_inv_stag : out std_logic_vector(31 downto 0);
         m_cpl_solicited : out std_logic;
         m_cpl_invalidated : out std_logic;
+        m_cpl_term_layer : out std_logic_vector(3 downto 0); -- the Terminate behind an error status (transmit completions only)
+        m_cpl_term_type : out std_logic_vector(3 downto 0);
+        m_cpl_term_code : out std_logic_vector(7 downto 0);
         m_ev_valid : out std_logic;          -- an event for card_cq, after the status writes taken before it
         m_ev_ready : in  std_logic;
         m_ev_type : out std_logic_vector(7 downto 0); -- EQE_TYPE: TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END or QP_ERROR
@@ -178,7 +182,7 @@ architecture rtl of card_stat_w512 is
     signal op_v1 : std_logic_vector(31 downto 0); -- TXS_PI, RXS_CI or the doorbell's value
     signal op_sq_ci : std_logic_vector(15 downto 0); -- SQ_CI or RQ_CI
     signal op_term : std_logic;              -- the transmit record is a Terminate's
-    signal op_cpl : std_logic_vector(166 downto 0); -- the completion to pass on, the top bit: has one
+    signal op_cpl : std_logic_vector(182 downto 0); -- the completion to pass on, the top bit: has one
     signal req_take : std_logic;             -- dma_wr took the request
     signal data_done : std_logic;            -- dma_wr took the last beat
     signal ctx_wr_data : std_logic_vector(184 downto 0);
@@ -238,15 +242,15 @@ architecture rtl of card_stat_w512 is
     signal pend_push : std_logic;
     signal pend_wp : std_logic_vector(2 downto 0) := "000";
     signal pend_rp : std_logic_vector(2 downto 0) := "000";
-    signal pend0 : std_logic_vector(181 downto 0); -- {write, event, event code, QPN, completion}
-    signal pend1 : std_logic_vector(181 downto 0); -- {write, event, event code, QPN, completion}
-    signal pend2 : std_logic_vector(181 downto 0); -- {write, event, event code, QPN, completion}
-    signal pend3 : std_logic_vector(181 downto 0); -- {write, event, event code, QPN, completion}
-    signal pend4 : std_logic_vector(181 downto 0); -- {write, event, event code, QPN, completion}
-    signal pend5 : std_logic_vector(181 downto 0); -- {write, event, event code, QPN, completion}
-    signal pend6 : std_logic_vector(181 downto 0); -- {write, event, event code, QPN, completion}
-    signal pend7 : std_logic_vector(181 downto 0); -- {write, event, event code, QPN, completion}
-    signal pend_head : std_logic_vector(181 downto 0);
+    signal pend0 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend1 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend2 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend3 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend4 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend5 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend6 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend7 : std_logic_vector(197 downto 0); -- {write, event, event code, QPN, completion}
+    signal pend_head : std_logic_vector(197 downto 0);
     signal pend_any : std_logic;
     signal head_write : std_logic;           -- the head is a status write
     signal head_ev : std_logic;              -- the head releases an event
@@ -368,11 +372,11 @@ begin
     pend_push <= req_take or push_ev;
     pend_head <= mux(pend_rp(2), mux(pend_rp(1), mux(pend_rp(0), pend7, pend6), mux(pend_rp(0), pend5, pend4)), mux(pend_rp(1), mux(pend_rp(0), pend3, pend2), mux(pend_rp(0), pend1, pend0)));
     pend_any <= b2l(pend_count /= x"0");
-    head_write <= pend_head(181);
-    head_ev <= pend_head(180);
-    head_cpl <= pend_head(166);
+    head_write <= pend_head(197);
+    head_ev <= pend_head(196);
+    head_cpl <= pend_head(182);
     head_ready <= pend_any and ((not head_write) or dw_done_valid);
-    head_ev_code <= pend_head(179 downto 177);
+    head_ev_code <= pend_head(195 downto 193);
     head_end <= head_ev and (b2l(head_ev_code = "100") or b2l(head_ev_code = "101"));
     end_v <= (head_ready and head_end) and (not end_taken);
     end_ok <= ((not head_end) or end_taken) or m_end_ready;
@@ -393,10 +397,13 @@ begin
     m_cpl_inv_stag <= pend_head(163 downto 132);
     m_cpl_solicited <= pend_head(164);
     m_cpl_invalidated <= pend_head(165);
+    m_cpl_term_code <= pend_head(173 downto 166);
+    m_cpl_term_type <= pend_head(177 downto 174);
+    m_cpl_term_layer <= pend_head(181 downto 178);
     m_end_valid <= end_v;
-    m_end_qpn <= pend_head(176 downto 167) and std_logic_vector'(9 downto 0 => end_v);
+    m_end_qpn <= pend_head(192 downto 183) and std_logic_vector'(9 downto 0 => end_v);
     m_end_lost <= end_v and b2l(head_ev_code = "101");
-    m_ev_qpn <= pend_head(176 downto 167);
+    m_ev_qpn <= pend_head(192 downto 183);
     m_ev_type <= mux(head_ev_code(2), mux(head_ev_code(1), mux(head_ev_code(0), x"00", x"00"), mux(head_ev_code(0), x"08", x"05")), mux(head_ev_code(1), mux(head_ev_code(0), x"04", x"08"), mux(head_ev_code(0), x"03", x"02")));
     m_ev_info <= mux(b2l(head_ev_code = "010"), x"00000001", mux(b2l(head_ev_code = "101"), x"00000002", x"00000000"));
     m_fault <= (dw_done_valid and dw_done_ready) and dw_done_err;
@@ -492,6 +499,7 @@ begin
             if take = '1' then
                 op_cpl <= mux(take_tx, std_logic_vector'(
                     s_tx_cqe &
+                    s_tx_term_cause &
                     "0000000000000000000000000000000000" &
                     s_tx_cq &
                     s_tx_qpn &
@@ -501,6 +509,7 @@ begin
                     s_tx_byte_len
                 ), std_logic_vector'(
                     take_rc &
+                    x"0000" &
                     s_rc_invalidated &
                     s_rc_solicited &
                     s_rc_inv_stag &
@@ -571,7 +580,7 @@ begin
                     mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
                     op_qpn &
                     mux(req_take, op_cpl,
-                        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                        "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
                 );
             end if;
         end if;
@@ -586,7 +595,7 @@ begin
                     mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
                     op_qpn &
                     mux(req_take, op_cpl,
-                        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                        "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
                 );
             end if;
         end if;
@@ -601,7 +610,7 @@ begin
                     mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
                     op_qpn &
                     mux(req_take, op_cpl,
-                        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                        "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
                 );
             end if;
         end if;
@@ -616,7 +625,7 @@ begin
                     mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
                     op_qpn &
                     mux(req_take, op_cpl,
-                        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                        "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
                 );
             end if;
         end if;
@@ -631,7 +640,7 @@ begin
                     mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
                     op_qpn &
                     mux(req_take, op_cpl,
-                        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                        "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
                 );
             end if;
         end if;
@@ -646,7 +655,7 @@ begin
                     mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
                     op_qpn &
                     mux(req_take, op_cpl,
-                        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                        "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
                 );
             end if;
         end if;
@@ -661,7 +670,7 @@ begin
                     mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
                     op_qpn &
                     mux(req_take, op_cpl,
-                        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                        "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
                 );
             end if;
         end if;
@@ -676,7 +685,7 @@ begin
                     mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
                     op_qpn &
                     mux(req_take, op_cpl,
-                        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                        "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
                 );
             end if;
         end if;

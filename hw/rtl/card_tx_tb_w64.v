@@ -63,8 +63,10 @@ module card_tx_tb_w64 (
     input  wire [143:0]   s_term_hdr,
     input  wire [15:0]    s_term_seglen,
     input  wire [223:0]   s_term_rdma,
+    input  wire           s_term_recv,
     output wire           m_ev_valid,
     input  wire           m_ev_ready,
+    output wire [7:0]     m_ev_type,
     output wire [9:0]     m_ev_qpn,
     output wire [15:0]    m_ev_cause,
     output wire           m_rreq_done_valid,
@@ -82,6 +84,7 @@ module card_tx_tb_w64 (
     output wire [15:0]    m_cpl_sq_ci,
     output wire [31:0]    m_cpl_txs_pi,
     output wire           m_cpl_term,
+    output wire [15:0]    m_cpl_term_cause,
     output wire           stat_halt,
     output wire [9:0]     stat_halt_qpn,
     output wire           stat_dma_err,
@@ -197,6 +200,7 @@ module card_tx_tb_w64 (
     wire           tx_s_rreq_ready;
     wire           tx_s_term_ready;
     wire           tx_m_ev_valid;
+    wire [7:0]     tx_m_ev_type;
     wire [9:0]     tx_m_ev_qpn;
     wire [15:0]    tx_m_ev_cause;
     wire           tx_m_rreq_done_valid;
@@ -212,6 +216,7 @@ module card_tx_tb_w64 (
     wire [15:0]    tx_m_cpl_sq_ci;
     wire [31:0]    tx_m_cpl_txs_pi;
     wire           tx_m_cpl_term;
+    wire [15:0]    tx_m_cpl_term_cause;
     wire           tx_stat_halt;
     wire [9:0]     tx_stat_halt_qpn;
     wire           tx_stat_dma_err;
@@ -276,6 +281,7 @@ module card_tx_tb_w64 (
     assign s_rreq_ready = tx_s_rreq_ready;
     assign s_term_ready = tx_s_term_ready;
     assign m_ev_valid = tx_m_ev_valid;
+    assign m_ev_type = tx_m_ev_type;
     assign m_ev_qpn = tx_m_ev_qpn;
     assign m_ev_cause = tx_m_ev_cause;
     assign m_rreq_done_valid = tx_m_rreq_done_valid;
@@ -291,6 +297,7 @@ module card_tx_tb_w64 (
     assign m_cpl_sq_ci = tx_m_cpl_sq_ci;
     assign m_cpl_txs_pi = tx_m_cpl_txs_pi;
     assign m_cpl_term = tx_m_cpl_term;
+    assign m_cpl_term_cause = tx_m_cpl_term_cause;
     assign stat_halt = tx_stat_halt;
     assign stat_halt_qpn = tx_stat_halt_qpn;
     assign stat_dma_err = tx_stat_dma_err;
@@ -399,8 +406,10 @@ module card_tx_tb_w64 (
         .s_term_hdr(s_term_hdr),
         .s_term_seglen(s_term_seglen),
         .s_term_rdma(s_term_rdma),
+        .s_term_recv(s_term_recv),
         .m_ev_valid(tx_m_ev_valid),
         .m_ev_ready(m_ev_ready),
+        .m_ev_type(tx_m_ev_type),
         .m_ev_qpn(tx_m_ev_qpn),
         .m_ev_cause(tx_m_ev_cause),
         .m_rreq_done_valid(tx_m_rreq_done_valid),
@@ -418,6 +427,7 @@ module card_tx_tb_w64 (
         .m_cpl_sq_ci(tx_m_cpl_sq_ci),
         .m_cpl_txs_pi(tx_m_cpl_txs_pi),
         .m_cpl_term(tx_m_cpl_term),
+        .m_cpl_term_cause(tx_m_cpl_term_cause),
         .stat_halt(tx_stat_halt),
         .stat_halt_qpn(tx_stat_halt_qpn),
         .stat_dma_err(tx_stat_dma_err),

@@ -65,8 +65,10 @@ entity card_tx_tb_w64 is
         s_term_hdr : in  std_logic_vector(143 downto 0);
         s_term_seglen : in  std_logic_vector(15 downto 0);
         s_term_rdma : in  std_logic_vector(223 downto 0);
+        s_term_recv : in  std_logic;
         m_ev_valid : out std_logic;
         m_ev_ready : in  std_logic;
+        m_ev_type : out std_logic_vector(7 downto 0);
         m_ev_qpn : out std_logic_vector(9 downto 0);
         m_ev_cause : out std_logic_vector(15 downto 0);
         m_rreq_done_valid : out std_logic;
@@ -84,6 +86,7 @@ entity card_tx_tb_w64 is
         m_cpl_sq_ci : out std_logic_vector(15 downto 0);
         m_cpl_txs_pi : out std_logic_vector(31 downto 0);
         m_cpl_term : out std_logic;
+        m_cpl_term_cause : out std_logic_vector(15 downto 0);
         stat_halt : out std_logic;
         stat_halt_qpn : out std_logic_vector(9 downto 0);
         stat_dma_err : out std_logic;
@@ -201,6 +204,7 @@ architecture rtl of card_tx_tb_w64 is
     signal tx_s_rreq_ready : std_logic;
     signal tx_s_term_ready : std_logic;
     signal tx_m_ev_valid : std_logic;
+    signal tx_m_ev_type : std_logic_vector(7 downto 0);
     signal tx_m_ev_qpn : std_logic_vector(9 downto 0);
     signal tx_m_ev_cause : std_logic_vector(15 downto 0);
     signal tx_m_rreq_done_valid : std_logic;
@@ -216,6 +220,7 @@ architecture rtl of card_tx_tb_w64 is
     signal tx_m_cpl_sq_ci : std_logic_vector(15 downto 0);
     signal tx_m_cpl_txs_pi : std_logic_vector(31 downto 0);
     signal tx_m_cpl_term : std_logic;
+    signal tx_m_cpl_term_cause : std_logic_vector(15 downto 0);
     signal tx_stat_halt : std_logic;
     signal tx_stat_halt_qpn : std_logic_vector(9 downto 0);
     signal tx_stat_dma_err : std_logic;
@@ -280,6 +285,7 @@ begin
     s_rreq_ready <= tx_s_rreq_ready;
     s_term_ready <= tx_s_term_ready;
     m_ev_valid <= tx_m_ev_valid;
+    m_ev_type <= tx_m_ev_type;
     m_ev_qpn <= tx_m_ev_qpn;
     m_ev_cause <= tx_m_ev_cause;
     m_rreq_done_valid <= tx_m_rreq_done_valid;
@@ -295,6 +301,7 @@ begin
     m_cpl_sq_ci <= tx_m_cpl_sq_ci;
     m_cpl_txs_pi <= tx_m_cpl_txs_pi;
     m_cpl_term <= tx_m_cpl_term;
+    m_cpl_term_cause <= tx_m_cpl_term_cause;
     stat_halt <= tx_stat_halt;
     stat_halt_qpn <= tx_stat_halt_qpn;
     stat_dma_err <= tx_stat_dma_err;
@@ -404,8 +411,10 @@ begin
             s_term_hdr => s_term_hdr,
             s_term_seglen => s_term_seglen,
             s_term_rdma => s_term_rdma,
+            s_term_recv => s_term_recv,
             m_ev_valid => tx_m_ev_valid,
             m_ev_ready => m_ev_ready,
+            m_ev_type => tx_m_ev_type,
             m_ev_qpn => tx_m_ev_qpn,
             m_ev_cause => tx_m_ev_cause,
             m_rreq_done_valid => tx_m_rreq_done_valid,
@@ -423,6 +432,7 @@ begin
             m_cpl_sq_ci => tx_m_cpl_sq_ci,
             m_cpl_txs_pi => tx_m_cpl_txs_pi,
             m_cpl_term => tx_m_cpl_term,
+            m_cpl_term_cause => tx_m_cpl_term_cause,
             stat_halt => tx_stat_halt,
             stat_halt_qpn => tx_stat_halt_qpn,
             stat_dma_err => tx_stat_dma_err,

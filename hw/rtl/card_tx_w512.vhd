@@ -114,8 +114,10 @@ entity card_tx_w512 is
         s_term_hdr : in  std_logic_vector(143 downto 0); -- the offending segment's DDP header, byte 0 in bits 7:0
         s_term_seglen : in  std_logic_vector(15 downto 0); -- the offending segment's length
         s_term_rdma : in  std_logic_vector(223 downto 0); -- a Read Request's RDMAP header, byte 0 in bits 7:0 (copied when the cause asks for it)
-        m_ev_valid : out std_logic;          -- TERM_SENT (card_cq's second event port): a record of s_term put its QP in error
+        s_term_recv : in  std_logic;         -- the record is a Terminate the peer sent (card_rx m_rxterm_recv; cause: its own): TERM_RECV, no Terminate is sent, and the oldest WQE started and not done completes with the cause's status
+        m_ev_valid : out std_logic;          -- TERM_SENT or TERM_RECV (card_cq's second event port): a record of s_term put its QP in error
         m_ev_ready : in  std_logic;
+        m_ev_type : out std_logic_vector(7 downto 0); -- EQE_TYPE: TERM_SENT or TERM_RECV
         m_ev_qpn : out std_logic_vector(9 downto 0); -- OBJ: the QP
         m_ev_cause : out std_logic_vector(15 downto 0); -- TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0)
         m_rreq_done_valid : out std_logic;   -- a Read Request is answered (its last Read Response segment is on the ring) or dropped (its QP is in error): card_rx's IRD entry is free
@@ -128,11 +130,12 @@ entity card_tx_w512 is
         m_cpl_qpn : out std_logic_vector(9 downto 0); -- QP number
         m_cpl_wr_id : out std_logic_vector(63 downto 0); -- CQE WR_ID
         m_cpl_opcode : out std_logic_vector(7 downto 0); -- CQE OPCODE (WC_OPCODE)
-        m_cpl_status : out std_logic_vector(7 downto 0); -- CQE STATUS (WC_STATUS; SUCCESS in this increment)
+        m_cpl_status : out std_logic_vector(7 downto 0); -- CQE STATUS (WC_STATUS)
         m_cpl_byte_len : out std_logic_vector(31 downto 0); -- CQE BYTE_LEN
         m_cpl_sq_ci : out std_logic_vector(15 downto 0); -- the QP's SQ_CI after this WQE (status record)
         m_cpl_txs_pi : out std_logic_vector(31 downto 0); -- the QP's TXS_PI after this WQE's FPDUs (status record)
         m_cpl_term : out std_logic;          -- the record is a Terminate's (no CQE): the QP is in ERROR and its transmit stream closed
+        m_cpl_term_cause : out std_logic_vector(15 downto 0); -- CQE TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0
         stat_halt : out std_logic;           -- sticky: a WQE this increment does not serve, or a DMA read error, stopped a QP
         stat_halt_qpn : out std_logic_vector(9 downto 0); -- the last QP stopped so
         stat_dma_err : out std_logic;        -- sticky: a DMA of card_tx got an error response
@@ -236,7 +239,6 @@ architecture rtl of card_tx_w512 is
     signal cmd_sel_lost : std_logic;         -- the command is the lost record's ERROR
     signal cmd_sel_term : std_logic;         -- the command is the Terminate record's ERROR
     signal cmd_valid : std_logic;
-    signal term_of_recv : std_logic;         -- the Terminate record is of a Terminate received: taken without effect
     signal cmd_op : std_logic_vector(3 downto 0);
     signal cmd_num : std_logic_vector(9 downto 0);
     signal cmd_is_create : std_logic;
@@ -256,7 +258,8 @@ architecture rtl of card_tx_w512 is
     signal term_new : std_logic;             -- a Terminate record puts its QP in error
     signal term_ev_qpn : std_logic_vector(9 downto 0) := "0000000000";
     signal term_ev_cause : std_logic_vector(15 downto 0) := x"0000";
-    signal term_rd : std_logic_vector(399 downto 0); -- read data of term
+    signal term_ev_type : std_logic_vector(7 downto 0) := x"06";
+    signal term_rd : std_logic_vector(400 downto 0); -- read data of term
     signal ctx_rd : std_logic_vector(185 downto 0); -- read data of ctx
     signal dbs_wr_en : std_logic;
     signal dbs_wr_addr : std_logic_vector(9 downto 0);
@@ -286,6 +289,9 @@ architecture rtl of card_tx_w512 is
     signal qterm_qp : std_logic_vector(9 downto 0);
     signal qterm_1h : std_logic_vector(1023 downto 0);
     signal term_pend_cur : std_logic;        -- the engine's QP has a Terminate to send
+    signal term_blame : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- a Terminate received blames the QP's oldest WQE started and not done
+    signal term_blame_used : std_logic;      -- the engine's flushed WQE took its QP's blame
+    signal term_blame_cur : std_logic;
     signal push0_v : std_logic := '0';
     signal push0_qp : std_logic_vector(9 downto 0);
     signal push0_idx : std_logic_vector(15 downto 0); -- its SQ index
@@ -523,11 +529,12 @@ architecture rtl of card_tx_w512 is
     signal fetch_go : std_logic;             -- a WQE's first block is fetched, or a Read Response or Terminate starts
     signal msg_go : std_logic;               -- a message starts
     signal term_mode : std_logic := '0';     -- the engine sends its QP's Terminate (a stand-in header: no WQE)
-    signal cur_term : std_logic_vector(399 downto 0); -- the QP's Terminate record
+    signal cur_term : std_logic_vector(400 downto 0); -- the QP's Terminate record
     signal cur_term_cause : std_logic_vector(15 downto 0);
     signal cur_term_seglen : std_logic_vector(15 downto 0);
     signal cur_term_hdr : std_logic_vector(143 downto 0);
     signal cur_term_rdma : std_logic_vector(223 downto 0);
+    signal cur_term_recv : std_logic;        -- the QP's Terminate was received: nothing to send
     signal term_etype : std_logic_vector(7 downto 0); -- layer and error type
     signal term_no_hdrs : std_logic;         -- a local catastrophic, MPA or version/opcode error: no header is copied
     signal term_md : std_logic;              -- M and D: the segment length and the DDP header are copied
@@ -875,6 +882,7 @@ architecture rtl of card_tx_w512 is
     signal prot : std_logic;                 -- the WQE failed its lkey check
     signal prot_late : std_logic;
     signal flush_err : std_logic;            -- the WQE completes with WR_FLUSH_ERR
+    signal blame_cause : std_logic_vector(15 downto 0); -- the peer's Terminate's cause, for the WQE it blames
     signal no_record : std_logic;            -- the write-back gives no record (the walk reached an outstanding Read)
     signal rsp_fault : std_logic;            -- a Read Response's source failed its remote-read check
     signal cq_count : std_logic_vector(3 downto 0) := x"0"; -- entries held in cq
@@ -891,6 +899,7 @@ architecture rtl of card_tx_w512 is
     signal cq0_prot : std_logic;
     signal cq0_rrd : std_logic;
     signal cq0_term : std_logic;
+    signal cq0_blame : std_logic_vector(15 downto 0);
     signal cq1_cqe : std_logic;
     signal cq1_cq : std_logic_vector(9 downto 0);
     signal cq1_qpn : std_logic_vector(9 downto 0);
@@ -904,6 +913,7 @@ architecture rtl of card_tx_w512 is
     signal cq1_prot : std_logic;
     signal cq1_rrd : std_logic;
     signal cq1_term : std_logic;
+    signal cq1_blame : std_logic_vector(15 downto 0);
     signal cq2_cqe : std_logic;
     signal cq2_cq : std_logic_vector(9 downto 0);
     signal cq2_qpn : std_logic_vector(9 downto 0);
@@ -917,6 +927,7 @@ architecture rtl of card_tx_w512 is
     signal cq2_prot : std_logic;
     signal cq2_rrd : std_logic;
     signal cq2_term : std_logic;
+    signal cq2_blame : std_logic_vector(15 downto 0);
     signal cq3_cqe : std_logic;
     signal cq3_cq : std_logic_vector(9 downto 0);
     signal cq3_qpn : std_logic_vector(9 downto 0);
@@ -930,6 +941,7 @@ architecture rtl of card_tx_w512 is
     signal cq3_prot : std_logic;
     signal cq3_rrd : std_logic;
     signal cq3_term : std_logic;
+    signal cq3_blame : std_logic_vector(15 downto 0);
     signal cq4_cqe : std_logic;
     signal cq4_cq : std_logic_vector(9 downto 0);
     signal cq4_qpn : std_logic_vector(9 downto 0);
@@ -943,6 +955,7 @@ architecture rtl of card_tx_w512 is
     signal cq4_prot : std_logic;
     signal cq4_rrd : std_logic;
     signal cq4_term : std_logic;
+    signal cq4_blame : std_logic_vector(15 downto 0);
     signal cq5_cqe : std_logic;
     signal cq5_cq : std_logic_vector(9 downto 0);
     signal cq5_qpn : std_logic_vector(9 downto 0);
@@ -956,6 +969,7 @@ architecture rtl of card_tx_w512 is
     signal cq5_prot : std_logic;
     signal cq5_rrd : std_logic;
     signal cq5_term : std_logic;
+    signal cq5_blame : std_logic_vector(15 downto 0);
     signal cq6_cqe : std_logic;
     signal cq6_cq : std_logic_vector(9 downto 0);
     signal cq6_qpn : std_logic_vector(9 downto 0);
@@ -969,6 +983,7 @@ architecture rtl of card_tx_w512 is
     signal cq6_prot : std_logic;
     signal cq6_rrd : std_logic;
     signal cq6_term : std_logic;
+    signal cq6_blame : std_logic_vector(15 downto 0);
     signal cq7_cqe : std_logic;
     signal cq7_cq : std_logic_vector(9 downto 0);
     signal cq7_qpn : std_logic_vector(9 downto 0);
@@ -982,6 +997,7 @@ architecture rtl of card_tx_w512 is
     signal cq7_prot : std_logic;
     signal cq7_rrd : std_logic;
     signal cq7_term : std_logic;
+    signal cq7_blame : std_logic_vector(15 downto 0);
     signal cq_wpos : std_logic_vector(3 downto 0); -- where a pushed entry goes
     signal cq0_push : std_logic;
     signal cq1_push : std_logic;
@@ -1004,7 +1020,9 @@ architecture rtl of card_tx_w512 is
     signal cpl_qpn_q : std_logic_vector(9 downto 0) := "0000000000";
     signal cpl_wr_id_q : std_logic_vector(63 downto 0) := x"0000000000000000";
     signal cpl_op_q : std_logic_vector(7 downto 0) := x"00";
-    signal cpl_status_q : std_logic_vector(7 downto 0) := x"00"; -- WR_FLUSH_ERR, LOC_PROT_ERR or SUCCESS
+    signal cpl_blamed : std_logic;           -- the peer's Terminate blames the WQE
+    signal cpl_status_q : std_logic_vector(7 downto 0) := x"00"; -- the blaming Terminate's status, WR_FLUSH_ERR, LOC_PROT_ERR or SUCCESS
+    signal cpl_term_cause_q : std_logic_vector(15 downto 0) := x"0000";
     signal cpl_len_q : std_logic_vector(31 downto 0) := x"00000000";
     signal cpl_sq_ci_q : std_logic_vector(15 downto 0) := x"0000";
     signal cpl_txs_pi_q : std_logic_vector(31 downto 0) := x"00000000";
@@ -1044,8 +1062,8 @@ architecture rtl of card_tx_w512 is
     signal qp_state_c : qp_state_c_t;        -- QP state (0 none, 1 live, 2 error), read by the command path
     type qp_state_e_t is array (0 to 1023) of std_logic_vector(1 downto 0);
     signal qp_state_e : qp_state_e_t;        -- QP state, read by the engine
-    type term_t is array (0 to 1023) of std_logic_vector(399 downto 0);
-    signal term : term_t;                    -- the Terminate each QP has to send: {RDMAP header, DDP header, segment length, cause}
+    type term_t is array (0 to 1023) of std_logic_vector(400 downto 0);
+    signal term : term_t;                    -- the Terminate each QP has to send, or received: {received, RDMAP header, DDP header, segment length, cause}
     type ctx_t is array (0 to 1023) of std_logic_vector(185 downto 0);
     signal ctx : ctx_t;                      -- static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD, PD
     type dbs_a_t is array (0 to 1023) of std_logic_vector(58 downto 0);
@@ -1089,7 +1107,7 @@ begin
     cmd_sel_lost <= lost_sel or (cmd_lost_offer and (not term_sel));
     cmd_sel_term <= term_sel or ((((s_term_valid and (not s_qp_valid)) and (not (s_end_valid and s_end_lost))) and (not lost_sel)) and (not term_ev_v));
     cmd_valid <= (cmd_sel_lost or cmd_sel_term) or s_qp_valid;
-    cmd_op <= mux(cmd_sel_lost or (cmd_sel_term and (not term_of_recv)), x"3", mux(cmd_sel_term, x"0", s_qp_op));
+    cmd_op <= mux(cmd_sel_lost or cmd_sel_term, x"3", s_qp_op);
     cmd_num <= mux(cmd_sel_lost, s_end_qpn, mux(cmd_sel_term, s_term_qpn, s_qp_num));
     cmd_is_create <= b2l(cmd_op = x"1");
     s_qp_ready <= ((((not cmd_sel_lost) and (not cmd_sel_term)) and (not db_v)) and in_state0) and (cmd_is_create or cmd_rd);
@@ -1101,16 +1119,11 @@ begin
     qp_state_wa <= mux(prot_err, cur_qp, cmd_num);
     qp_to_error <= (cmd_go and b2l(cmd_op = x"3")) and b2l(qp_state_c_rd = "01");
     qp_state_we <= ((prot_err or (cmd_go and b2l(cmd_op = x"1"))) or qp_to_error) or ((cmd_go and b2l(cmd_op = x"4")) and b2l(qp_state_c_rd = "10"));
-    term_of_recv <= (not s_term_hdr(7)) and b2l(std_logic_vector'(
-        s_term_hdr(55 downto 48) &
-        s_term_hdr(63 downto 56) &
-        s_term_hdr(71 downto 64) &
-        s_term_hdr(79 downto 72)
-    ) = x"00000002");
     term_new <= (cmd_sel_term and cmd_go) and qp_to_error;
     m_ev_valid <= term_ev_v;
     m_ev_qpn <= term_ev_qpn;
     m_ev_cause <= term_ev_cause;
+    m_ev_type <= term_ev_type;
     sched_empty <= b2l(sched_head = sched_tail);
     sched_pop <= ((in_state0 and (not sched_empty)) and (not cmd_valid)) and cpl_room;
     qclr_qp <= sched_rd;
@@ -5222,6 +5235,7 @@ begin
         b2l(qterm_qp = "0000000000")
     );
     term_pend_cur <= or (term_pend and qcur_1h);
+    term_blame_cur <= or (term_blame and qcur_1h);
     ctx_rd_addr <= sched_rd;
     rreq_can <= s_rreq_valid and rrp_room;
     end_can <= s_end_valid and (not s_end_lost);
@@ -7457,6 +7471,7 @@ begin
     cur_term_seglen <= cur_term(31 downto 16);
     cur_term_hdr <= cur_term(175 downto 32);
     cur_term_rdma <= cur_term(399 downto 176);
+    cur_term_recv <= cur_term(400);
     term_etype <= cur_term_cause(15 downto 8);
     term_no_hdrs <= (((((b2l(term_etype = x"00") or b2l(term_etype = x"10")) or b2l(cur_term_cause(15 downto 12) = x"2")) or b2l(cur_term_cause = x"1104")) or b2l(cur_term_cause = x"1206")) or b2l(cur_term_cause = x"0205")) or b2l(cur_term_cause = x"0206");
     term_md <= not term_no_hdrs;
@@ -7858,6 +7873,8 @@ begin
     prot <= ((ck_fault and (not ret_or_flush)) and (not rsp_mode)) and (not term_mode);
     prot_late <= prot and (b2l(cur_orq /= "00000") or cur_walk);
     flush_err <= flush_mode and (not sent_done);
+    term_blame_used <= ((in_state11 and flush_err) and term_blame_cur) and b2l(cur_sq_ci /= cur_sq_next);
+    blame_cause <= cur_term_cause and std_logic_vector'(15 downto 0 => term_blame_used);
     no_record <= (walk_mode and op_read) or prot_late;
     rsp_fault <= (ck_fault and rsp_mode) and (not term_mode);
     prot_err <= in_state11 and (prot or rsp_fault);
@@ -7884,7 +7901,9 @@ begin
     m_cpl_qpn <= cpl_qpn_q;
     m_cpl_wr_id <= cpl_wr_id_q;
     m_cpl_opcode <= cpl_op_q;
+    cpl_blamed <= or cq0_blame;
     m_cpl_status <= cpl_status_q;
+    m_cpl_term_cause <= cpl_term_cause_q;
     m_cpl_byte_len <= cpl_len_q;
     m_cpl_sq_ci <= cpl_sq_ci_q;
     m_cpl_txs_pi <= cpl_txs_pi_q;
@@ -9068,6 +9087,17 @@ begin
         end if;
     end process;
 
+    term_ev_type_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                term_ev_type <= x"06";
+            elsif term_new = '1' then
+                term_ev_type <= mux(s_term_recv, x"07", x"06");
+            end if;
+        end if;
+    end process;
+
     sched_head_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -9108,6 +9138,17 @@ begin
                 term_pend <= x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
             else
                 term_pend <= ((term_pend and (not (qcur_1h and std_logic_vector'(1023 downto 0 => term_sent)))) and (not (qterm_1h and std_logic_vector'(1023 downto 0 => cmd_create)))) or (qterm_1h and std_logic_vector'(1023 downto 0 => term_new));
+            end if;
+        end if;
+    end process;
+
+    term_blame_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                term_blame <= x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
+            else
+                term_blame <= ((term_blame and (not (qcur_1h and std_logic_vector'(1023 downto 0 => term_blame_used)))) and (not (qterm_1h and std_logic_vector'(1023 downto 0 => cmd_create)))) or (qterm_1h and std_logic_vector'(1023 downto 0 => term_new and s_term_recv));
             end if;
         end if;
     end process;
@@ -11148,7 +11189,7 @@ begin
     cq0_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_noring <= mux(cq0_push, (ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault)), mux(b2l(cq_pop = x"1"), cq1_noring, mux(b2l(cq_pop = x"2"), cq2_noring, mux(b2l(cq_pop = x"3"), cq3_noring, mux(b2l(cq_pop = x"4"), cq4_noring, mux(b2l(cq_pop = x"5"), cq5_noring, mux(b2l(cq_pop = x"6"), cq6_noring, mux(b2l(cq_pop = x"7"), cq7_noring, cq0_noring))))))));
+            cq0_noring <= mux(cq0_push, ((ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq1_noring, mux(b2l(cq_pop = x"2"), cq2_noring, mux(b2l(cq_pop = x"3"), cq3_noring, mux(b2l(cq_pop = x"4"), cq4_noring, mux(b2l(cq_pop = x"5"), cq5_noring, mux(b2l(cq_pop = x"6"), cq6_noring, mux(b2l(cq_pop = x"7"), cq7_noring, cq0_noring))))))));
         end if;
     end process;
 
@@ -11177,6 +11218,13 @@ begin
     begin
         if rising_edge(clk) then
             cq0_term <= mux(cq0_push, term_mode, mux(b2l(cq_pop = x"1"), cq1_term, mux(b2l(cq_pop = x"2"), cq2_term, mux(b2l(cq_pop = x"3"), cq3_term, mux(b2l(cq_pop = x"4"), cq4_term, mux(b2l(cq_pop = x"5"), cq5_term, mux(b2l(cq_pop = x"6"), cq6_term, mux(b2l(cq_pop = x"7"), cq7_term, cq0_term))))))));
+        end if;
+    end process;
+
+    cq0_blame_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq0_blame <= mux(cq0_push, blame_cause, mux(b2l(cq_pop = x"1"), cq1_blame, mux(b2l(cq_pop = x"2"), cq2_blame, mux(b2l(cq_pop = x"3"), cq3_blame, mux(b2l(cq_pop = x"4"), cq4_blame, mux(b2l(cq_pop = x"5"), cq5_blame, mux(b2l(cq_pop = x"6"), cq6_blame, mux(b2l(cq_pop = x"7"), cq7_blame, cq0_blame))))))));
         end if;
     end process;
 
@@ -11239,7 +11287,7 @@ begin
     cq1_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_noring <= mux(cq1_push, (ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault)), mux(b2l(cq_pop = x"1"), cq2_noring, mux(b2l(cq_pop = x"2"), cq3_noring, mux(b2l(cq_pop = x"3"), cq4_noring, mux(b2l(cq_pop = x"4"), cq5_noring, mux(b2l(cq_pop = x"5"), cq6_noring, mux(b2l(cq_pop = x"6"), cq7_noring, cq1_noring)))))));
+            cq1_noring <= mux(cq1_push, ((ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq2_noring, mux(b2l(cq_pop = x"2"), cq3_noring, mux(b2l(cq_pop = x"3"), cq4_noring, mux(b2l(cq_pop = x"4"), cq5_noring, mux(b2l(cq_pop = x"5"), cq6_noring, mux(b2l(cq_pop = x"6"), cq7_noring, cq1_noring)))))));
         end if;
     end process;
 
@@ -11268,6 +11316,13 @@ begin
     begin
         if rising_edge(clk) then
             cq1_term <= mux(cq1_push, term_mode, mux(b2l(cq_pop = x"1"), cq2_term, mux(b2l(cq_pop = x"2"), cq3_term, mux(b2l(cq_pop = x"3"), cq4_term, mux(b2l(cq_pop = x"4"), cq5_term, mux(b2l(cq_pop = x"5"), cq6_term, mux(b2l(cq_pop = x"6"), cq7_term, cq1_term)))))));
+        end if;
+    end process;
+
+    cq1_blame_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq1_blame <= mux(cq1_push, blame_cause, mux(b2l(cq_pop = x"1"), cq2_blame, mux(b2l(cq_pop = x"2"), cq3_blame, mux(b2l(cq_pop = x"3"), cq4_blame, mux(b2l(cq_pop = x"4"), cq5_blame, mux(b2l(cq_pop = x"5"), cq6_blame, mux(b2l(cq_pop = x"6"), cq7_blame, cq1_blame)))))));
         end if;
     end process;
 
@@ -11330,7 +11385,7 @@ begin
     cq2_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_noring <= mux(cq2_push, (ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault)), mux(b2l(cq_pop = x"1"), cq3_noring, mux(b2l(cq_pop = x"2"), cq4_noring, mux(b2l(cq_pop = x"3"), cq5_noring, mux(b2l(cq_pop = x"4"), cq6_noring, mux(b2l(cq_pop = x"5"), cq7_noring, cq2_noring))))));
+            cq2_noring <= mux(cq2_push, ((ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq3_noring, mux(b2l(cq_pop = x"2"), cq4_noring, mux(b2l(cq_pop = x"3"), cq5_noring, mux(b2l(cq_pop = x"4"), cq6_noring, mux(b2l(cq_pop = x"5"), cq7_noring, cq2_noring))))));
         end if;
     end process;
 
@@ -11359,6 +11414,13 @@ begin
     begin
         if rising_edge(clk) then
             cq2_term <= mux(cq2_push, term_mode, mux(b2l(cq_pop = x"1"), cq3_term, mux(b2l(cq_pop = x"2"), cq4_term, mux(b2l(cq_pop = x"3"), cq5_term, mux(b2l(cq_pop = x"4"), cq6_term, mux(b2l(cq_pop = x"5"), cq7_term, cq2_term))))));
+        end if;
+    end process;
+
+    cq2_blame_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq2_blame <= mux(cq2_push, blame_cause, mux(b2l(cq_pop = x"1"), cq3_blame, mux(b2l(cq_pop = x"2"), cq4_blame, mux(b2l(cq_pop = x"3"), cq5_blame, mux(b2l(cq_pop = x"4"), cq6_blame, mux(b2l(cq_pop = x"5"), cq7_blame, cq2_blame))))));
         end if;
     end process;
 
@@ -11421,7 +11483,7 @@ begin
     cq3_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_noring <= mux(cq3_push, (ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault)), mux(b2l(cq_pop = x"1"), cq4_noring, mux(b2l(cq_pop = x"2"), cq5_noring, mux(b2l(cq_pop = x"3"), cq6_noring, mux(b2l(cq_pop = x"4"), cq7_noring, cq3_noring)))));
+            cq3_noring <= mux(cq3_push, ((ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq4_noring, mux(b2l(cq_pop = x"2"), cq5_noring, mux(b2l(cq_pop = x"3"), cq6_noring, mux(b2l(cq_pop = x"4"), cq7_noring, cq3_noring)))));
         end if;
     end process;
 
@@ -11450,6 +11512,13 @@ begin
     begin
         if rising_edge(clk) then
             cq3_term <= mux(cq3_push, term_mode, mux(b2l(cq_pop = x"1"), cq4_term, mux(b2l(cq_pop = x"2"), cq5_term, mux(b2l(cq_pop = x"3"), cq6_term, mux(b2l(cq_pop = x"4"), cq7_term, cq3_term)))));
+        end if;
+    end process;
+
+    cq3_blame_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq3_blame <= mux(cq3_push, blame_cause, mux(b2l(cq_pop = x"1"), cq4_blame, mux(b2l(cq_pop = x"2"), cq5_blame, mux(b2l(cq_pop = x"3"), cq6_blame, mux(b2l(cq_pop = x"4"), cq7_blame, cq3_blame)))));
         end if;
     end process;
 
@@ -11512,7 +11581,7 @@ begin
     cq4_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_noring <= mux(cq4_push, (ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault)), mux(b2l(cq_pop = x"1"), cq5_noring, mux(b2l(cq_pop = x"2"), cq6_noring, mux(b2l(cq_pop = x"3"), cq7_noring, cq4_noring))));
+            cq4_noring <= mux(cq4_push, ((ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq5_noring, mux(b2l(cq_pop = x"2"), cq6_noring, mux(b2l(cq_pop = x"3"), cq7_noring, cq4_noring))));
         end if;
     end process;
 
@@ -11541,6 +11610,13 @@ begin
     begin
         if rising_edge(clk) then
             cq4_term <= mux(cq4_push, term_mode, mux(b2l(cq_pop = x"1"), cq5_term, mux(b2l(cq_pop = x"2"), cq6_term, mux(b2l(cq_pop = x"3"), cq7_term, cq4_term))));
+        end if;
+    end process;
+
+    cq4_blame_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq4_blame <= mux(cq4_push, blame_cause, mux(b2l(cq_pop = x"1"), cq5_blame, mux(b2l(cq_pop = x"2"), cq6_blame, mux(b2l(cq_pop = x"3"), cq7_blame, cq4_blame))));
         end if;
     end process;
 
@@ -11603,7 +11679,7 @@ begin
     cq5_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_noring <= mux(cq5_push, (ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault)), mux(b2l(cq_pop = x"1"), cq6_noring, mux(b2l(cq_pop = x"2"), cq7_noring, cq5_noring)));
+            cq5_noring <= mux(cq5_push, ((ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq6_noring, mux(b2l(cq_pop = x"2"), cq7_noring, cq5_noring)));
         end if;
     end process;
 
@@ -11632,6 +11708,13 @@ begin
     begin
         if rising_edge(clk) then
             cq5_term <= mux(cq5_push, term_mode, mux(b2l(cq_pop = x"1"), cq6_term, mux(b2l(cq_pop = x"2"), cq7_term, cq5_term)));
+        end if;
+    end process;
+
+    cq5_blame_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq5_blame <= mux(cq5_push, blame_cause, mux(b2l(cq_pop = x"1"), cq6_blame, mux(b2l(cq_pop = x"2"), cq7_blame, cq5_blame)));
         end if;
     end process;
 
@@ -11694,7 +11777,7 @@ begin
     cq6_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_noring <= mux(cq6_push, (ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault)), mux(b2l(cq_pop = x"1"), cq7_noring, cq6_noring));
+            cq6_noring <= mux(cq6_push, ((ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq7_noring, cq6_noring));
         end if;
     end process;
 
@@ -11723,6 +11806,13 @@ begin
     begin
         if rising_edge(clk) then
             cq6_term <= mux(cq6_push, term_mode, mux(b2l(cq_pop = x"1"), cq7_term, cq6_term));
+        end if;
+    end process;
+
+    cq6_blame_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq6_blame <= mux(cq6_push, blame_cause, mux(b2l(cq_pop = x"1"), cq7_blame, cq6_blame));
         end if;
     end process;
 
@@ -11785,7 +11875,7 @@ begin
     cq7_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_noring <= mux(cq7_push, (ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault)), cq7_noring);
+            cq7_noring <= mux(cq7_push, ((ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), cq7_noring);
         end if;
     end process;
 
@@ -11814,6 +11904,13 @@ begin
     begin
         if rising_edge(clk) then
             cq7_term <= mux(cq7_push, term_mode, cq7_term);
+        end if;
+    end process;
+
+    cq7_blame_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq7_blame <= mux(cq7_push, blame_cause, cq7_blame);
         end if;
     end process;
 
@@ -11922,7 +12019,18 @@ begin
             if rst = '1' then
                 cpl_status_q <= x"00";
             elsif cpl_load = '1' then
-                cpl_status_q <= mux(cq0_flush, x"03", mux(cq0_prot, x"02", x"00"));
+                cpl_status_q <= mux(cpl_blamed, mux(b2l(cq0_blame(15 downto 8) = x"01") or b2l(cq0_blame(15 downto 8) = x"11"), x"04", mux(b2l(cq0_blame(15 downto 8) = x"02") or b2l(cq0_blame(15 downto 8) = x"12"), x"05", x"07")), mux(cq0_flush, x"03", mux(cq0_prot, x"02", x"00")));
+            end if;
+        end if;
+    end process;
+
+    cpl_term_cause_q_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                cpl_term_cause_q <= x"0000";
+            elsif cpl_load = '1' then
+                cpl_term_cause_q <= cq0_blame;
             end if;
         end if;
     end process;
@@ -11997,7 +12105,7 @@ begin
             if rst = '1' then
                 eng_state <= x"0";
             else
-                eng_state <= mux(in_state13, x"e", mux(in_state14, mux(rsp_drop, x"b", x"c"), mux(in_state15, x"c", mux(in_state0, mux(sched_pop, x"1", x"0"), mux(in_state1, x"2", mux(in_state2, x"3", mux(in_state3, mux(term_go, x"9", mux(rsp_go, x"d", mux(fetch_go, x"4", x"0"))), mux(in_state4, mux(first_done, x"5", x"4"), mux(in_state5, mux(halt or wait_read, x"0", mux(ret_or_flush and (not sent_full), x"b", mux(one_bb, x"8", x"6"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), x"7", x"6"), mux(in_state7, mux(rest_done, mux(halt, x"0", x"8"), x"7"), mux(in_state8, mux(pay_from_buf, x"9", x"c"), mux(in_state9, mux(feed_end, x"a", x"9"), mux(in_state10, mux(msg_done, x"b", x"a"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, x"b", x"9"), x"c"), x"0")))))))))))))));
+                eng_state <= mux(in_state13, x"e", mux(in_state14, mux(rsp_drop, x"b", x"c"), mux(in_state15, x"c", mux(in_state0, mux(sched_pop, x"1", x"0"), mux(in_state1, x"2", mux(in_state2, x"3", mux(in_state3, mux(term_go, mux(cur_term_recv, x"b", x"9"), mux(rsp_go, x"d", mux(fetch_go, x"4", x"0"))), mux(in_state4, mux(first_done, x"5", x"4"), mux(in_state5, mux(halt or wait_read, x"0", mux(ret_or_flush and (not sent_full), x"b", mux(one_bb, x"8", x"6"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), x"7", x"6"), mux(in_state7, mux(rest_done, mux(halt, x"0", x"8"), x"7"), mux(in_state8, mux(pay_from_buf, x"9", x"c"), mux(in_state9, mux(feed_end, x"a", x"9"), mux(in_state10, mux(msg_done, x"b", x"a"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, x"b", x"9"), x"c"), x"0")))))))))))))));
             end if;
         end if;
     end process;
@@ -12029,7 +12137,7 @@ begin
     begin
         if rising_edge(clk) then
             if term_new = '1' then
-                term(to_integer(unsigned(cmd_num))) <= std_logic_vector'(s_term_rdma & s_term_hdr & s_term_seglen & s_term_cause);
+                term(to_integer(unsigned(cmd_num))) <= std_logic_vector'(s_term_recv & s_term_rdma & s_term_hdr & s_term_seglen & s_term_cause);
             end if;
             term_rd <= term(to_integer(unsigned(ctx_rd_addr)));
         end if;

@@ -112,8 +112,10 @@ module card_tx_w64 (
     input  wire [143:0]   s_term_hdr,        // the offending segment's DDP header, byte 0 in bits 7:0
     input  wire [15:0]    s_term_seglen,     // the offending segment's length
     input  wire [223:0]   s_term_rdma,       // a Read Request's RDMAP header, byte 0 in bits 7:0 (copied when the cause asks for it)
-    output wire           m_ev_valid,        // TERM_SENT (card_cq's second event port): a record of s_term put its QP in error
+    input  wire           s_term_recv,       // the record is a Terminate the peer sent (card_rx m_rxterm_recv; cause: its own): TERM_RECV, no Terminate is sent, and the oldest WQE started and not done completes with the cause's status
+    output wire           m_ev_valid,        // TERM_SENT or TERM_RECV (card_cq's second event port): a record of s_term put its QP in error
     input  wire           m_ev_ready,
+    output wire [7:0]     m_ev_type,         // EQE_TYPE: TERM_SENT or TERM_RECV
     output wire [9:0]     m_ev_qpn,          // OBJ: the QP
     output wire [15:0]    m_ev_cause,        // TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0)
     output wire           m_rreq_done_valid, // a Read Request is answered (its last Read Response segment is on the ring) or dropped (its QP is in error): card_rx's IRD entry is free
@@ -126,11 +128,12 @@ module card_tx_w64 (
     output wire [9:0]     m_cpl_qpn,         // QP number
     output wire [63:0]    m_cpl_wr_id,       // CQE WR_ID
     output wire [7:0]     m_cpl_opcode,      // CQE OPCODE (WC_OPCODE)
-    output wire [7:0]     m_cpl_status,      // CQE STATUS (WC_STATUS; SUCCESS in this increment)
+    output wire [7:0]     m_cpl_status,      // CQE STATUS (WC_STATUS)
     output wire [31:0]    m_cpl_byte_len,    // CQE BYTE_LEN
     output wire [15:0]    m_cpl_sq_ci,       // the QP's SQ_CI after this WQE (status record)
     output wire [31:0]    m_cpl_txs_pi,      // the QP's TXS_PI after this WQE's FPDUs (status record)
     output wire           m_cpl_term,        // the record is a Terminate's (no CQE): the QP is in ERROR and its transmit stream closed
+    output wire [15:0]    m_cpl_term_cause,  // CQE TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0
     output wire           stat_halt,         // sticky: a WQE this increment does not serve, or a DMA read error, stopped a QP
     output wire [9:0]     stat_halt_qpn,     // the last QP stopped so
     output wire           stat_dma_err,      // sticky: a DMA of card_tx got an error response
@@ -205,7 +208,6 @@ module card_tx_w64 (
     wire           cmd_sel_lost;             // the command is the lost record's ERROR
     wire           cmd_sel_term;             // the command is the Terminate record's ERROR
     wire           cmd_valid;
-    wire           term_of_recv;             // the Terminate record is of a Terminate received: taken without effect
     wire [3:0]     cmd_op;
     wire [9:0]     cmd_num;
     wire           cmd_is_create;
@@ -225,7 +227,8 @@ module card_tx_w64 (
     wire           term_new;                 // a Terminate record puts its QP in error
     reg  [9:0]     term_ev_qpn;
     reg  [15:0]    term_ev_cause;
-    reg  [399:0]   term_rd;                  // read data of term
+    reg  [7:0]     term_ev_type;
+    reg  [400:0]   term_rd;                  // read data of term
     reg  [185:0]   ctx_rd;                   // read data of ctx
     wire           dbs_wr_en;
     wire [9:0]     dbs_wr_addr;
@@ -255,6 +258,9 @@ module card_tx_w64 (
     wire [9:0]     qterm_qp;
     wire [1023:0]  qterm_1h;
     wire           term_pend_cur;            // the engine's QP has a Terminate to send
+    reg  [1023:0]  term_blame;               // a Terminate received blames the QP's oldest WQE started and not done
+    wire           term_blame_used;          // the engine's flushed WQE took its QP's blame
+    wire           term_blame_cur;
     reg            push0_v;
     reg  [9:0]     push0_qp;
     reg  [15:0]    push0_idx;                // its SQ index
@@ -492,11 +498,12 @@ module card_tx_w64 (
     wire           fetch_go;                 // a WQE's first block is fetched, or a Read Response or Terminate starts
     wire           msg_go;                   // a message starts
     reg            term_mode;                // the engine sends its QP's Terminate (a stand-in header: no WQE)
-    reg  [399:0]   cur_term;                 // the QP's Terminate record
+    reg  [400:0]   cur_term;                 // the QP's Terminate record
     wire [15:0]    cur_term_cause;
     wire [15:0]    cur_term_seglen;
     wire [143:0]   cur_term_hdr;
     wire [223:0]   cur_term_rdma;
+    wire           cur_term_recv;            // the QP's Terminate was received: nothing to send
     wire [7:0]     term_etype;               // layer and error type
     wire           term_no_hdrs;             // a local catastrophic, MPA or version/opcode error: no header is copied
     wire           term_md;                  // M and D: the segment length and the DDP header are copied
@@ -837,6 +844,7 @@ module card_tx_w64 (
     wire           prot;                     // the WQE failed its lkey check
     wire           prot_late;
     wire           flush_err;                // the WQE completes with WR_FLUSH_ERR
+    wire [15:0]    blame_cause;              // the peer's Terminate's cause, for the WQE it blames
     wire           no_record;                // the write-back gives no record (the walk reached an outstanding Read)
     wire           rsp_fault;                // a Read Response's source failed its remote-read check
     reg  [3:0]     cq_count;                 // entries held in cq
@@ -853,6 +861,7 @@ module card_tx_w64 (
     reg            cq0_prot;
     reg            cq0_rrd;
     reg            cq0_term;
+    reg  [15:0]    cq0_blame;
     reg            cq1_cqe;
     reg  [9:0]     cq1_cq;
     reg  [9:0]     cq1_qpn;
@@ -866,6 +875,7 @@ module card_tx_w64 (
     reg            cq1_prot;
     reg            cq1_rrd;
     reg            cq1_term;
+    reg  [15:0]    cq1_blame;
     reg            cq2_cqe;
     reg  [9:0]     cq2_cq;
     reg  [9:0]     cq2_qpn;
@@ -879,6 +889,7 @@ module card_tx_w64 (
     reg            cq2_prot;
     reg            cq2_rrd;
     reg            cq2_term;
+    reg  [15:0]    cq2_blame;
     reg            cq3_cqe;
     reg  [9:0]     cq3_cq;
     reg  [9:0]     cq3_qpn;
@@ -892,6 +903,7 @@ module card_tx_w64 (
     reg            cq3_prot;
     reg            cq3_rrd;
     reg            cq3_term;
+    reg  [15:0]    cq3_blame;
     reg            cq4_cqe;
     reg  [9:0]     cq4_cq;
     reg  [9:0]     cq4_qpn;
@@ -905,6 +917,7 @@ module card_tx_w64 (
     reg            cq4_prot;
     reg            cq4_rrd;
     reg            cq4_term;
+    reg  [15:0]    cq4_blame;
     reg            cq5_cqe;
     reg  [9:0]     cq5_cq;
     reg  [9:0]     cq5_qpn;
@@ -918,6 +931,7 @@ module card_tx_w64 (
     reg            cq5_prot;
     reg            cq5_rrd;
     reg            cq5_term;
+    reg  [15:0]    cq5_blame;
     reg            cq6_cqe;
     reg  [9:0]     cq6_cq;
     reg  [9:0]     cq6_qpn;
@@ -931,6 +945,7 @@ module card_tx_w64 (
     reg            cq6_prot;
     reg            cq6_rrd;
     reg            cq6_term;
+    reg  [15:0]    cq6_blame;
     reg            cq7_cqe;
     reg  [9:0]     cq7_cq;
     reg  [9:0]     cq7_qpn;
@@ -944,6 +959,7 @@ module card_tx_w64 (
     reg            cq7_prot;
     reg            cq7_rrd;
     reg            cq7_term;
+    reg  [15:0]    cq7_blame;
     wire [3:0]     cq_wpos;                  // where a pushed entry goes
     wire           cq0_push;
     wire           cq1_push;
@@ -966,7 +982,9 @@ module card_tx_w64 (
     reg  [9:0]     cpl_qpn_q;
     reg  [63:0]    cpl_wr_id_q;
     reg  [7:0]     cpl_op_q;
-    reg  [7:0]     cpl_status_q;             // WR_FLUSH_ERR, LOC_PROT_ERR or SUCCESS
+    wire           cpl_blamed;               // the peer's Terminate blames the WQE
+    reg  [7:0]     cpl_status_q;             // the blaming Terminate's status, WR_FLUSH_ERR, LOC_PROT_ERR or SUCCESS
+    reg  [15:0]    cpl_term_cause_q;
     reg  [31:0]    cpl_len_q;
     reg  [15:0]    cpl_sq_ci_q;
     reg  [31:0]    cpl_txs_pi_q;
@@ -1004,7 +1022,7 @@ module card_tx_w64 (
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
     reg  [1:0] qp_state_c [0:1023];          // QP state (0 none, 1 live, 2 error), read by the command path
     reg  [1:0] qp_state_e [0:1023];          // QP state, read by the engine
-    reg  [399:0] term [0:1023];              // the Terminate each QP has to send: {RDMAP header, DDP header, segment length, cause}
+    reg  [400:0] term [0:1023];              // the Terminate each QP has to send, or received: {received, RDMAP header, DDP header, segment length, cause}
     reg  [185:0] ctx [0:1023];               // static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD, PD
     reg  [58:0] dbs_a [0:1023];              // doorbell state, read by the doorbell path
     reg  [58:0] dbs_e [0:1023];              // doorbell state, read by the engine
@@ -1035,7 +1053,7 @@ module card_tx_w64 (
     assign cmd_sel_lost = lost_sel | (cmd_lost_offer & ~term_sel);
     assign cmd_sel_term = term_sel | ((((s_term_valid & ~s_qp_valid) & ~(s_end_valid & s_end_lost)) & ~lost_sel) & ~term_ev_v);
     assign cmd_valid = (cmd_sel_lost | cmd_sel_term) | s_qp_valid;
-    assign cmd_op = (cmd_sel_lost | (cmd_sel_term & ~term_of_recv)) ? 4'h3 : (cmd_sel_term ? 4'h0 : s_qp_op);
+    assign cmd_op = (cmd_sel_lost | cmd_sel_term) ? 4'h3 : s_qp_op;
     assign cmd_num = cmd_sel_lost ? s_end_qpn : (cmd_sel_term ? s_term_qpn : s_qp_num);
     assign cmd_is_create = cmd_op == 4'h1;
     assign s_qp_ready = (((~cmd_sel_lost & ~cmd_sel_term) & ~db_v) & in_state0) & (cmd_is_create | cmd_rd);
@@ -1047,11 +1065,11 @@ module card_tx_w64 (
     assign qp_state_wa = prot_err ? cur_qp : cmd_num;
     assign qp_to_error = (cmd_go & (cmd_op == 4'h3)) & (qp_state_c_rd == 2'h1);
     assign qp_state_we = ((prot_err | (cmd_go & (cmd_op == 4'h1))) | qp_to_error) | ((cmd_go & (cmd_op == 4'h4)) & (qp_state_c_rd == 2'h2));
-    assign term_of_recv = ~s_term_hdr[7] & ({s_term_hdr[55:48], s_term_hdr[63:56], s_term_hdr[71:64], s_term_hdr[79:72]} == 32'h00000002);
     assign term_new = (cmd_sel_term & cmd_go) & qp_to_error;
     assign m_ev_valid = term_ev_v;
     assign m_ev_qpn = term_ev_qpn;
     assign m_ev_cause = term_ev_cause;
+    assign m_ev_type = term_ev_type;
     assign sched_empty = sched_head == sched_tail;
     assign sched_pop = ((in_state0 & ~sched_empty) & ~cmd_valid) & cpl_room;
     assign qclr_qp = sched_rd;
@@ -5163,6 +5181,7 @@ module card_tx_w64 (
         qterm_qp == 10'h000
     };
     assign term_pend_cur = |(term_pend & qcur_1h);
+    assign term_blame_cur = |(term_blame & qcur_1h);
     assign ctx_rd_addr = sched_rd;
     assign rreq_can = s_rreq_valid & rrp_room;
     assign end_can = s_end_valid & ~s_end_lost;
@@ -7398,6 +7417,7 @@ module card_tx_w64 (
     assign cur_term_seglen = cur_term[31:16];
     assign cur_term_hdr = cur_term[175:32];
     assign cur_term_rdma = cur_term[399:176];
+    assign cur_term_recv = cur_term[400];
     assign term_etype = cur_term_cause[15:8];
     assign term_no_hdrs = ((((((term_etype == 8'h00) | (term_etype == 8'h10)) | (cur_term_cause[15:12] == 4'h2)) | (cur_term_cause == 16'h1104)) | (cur_term_cause == 16'h1206)) | (cur_term_cause == 16'h0205)) | (cur_term_cause == 16'h0206);
     assign term_md = ~term_no_hdrs;
@@ -7722,6 +7742,8 @@ module card_tx_w64 (
     assign prot = ((ck_fault & ~ret_or_flush) & ~rsp_mode) & ~term_mode;
     assign prot_late = prot & ((cur_orq != 5'h00) | cur_walk);
     assign flush_err = flush_mode & ~sent_done;
+    assign term_blame_used = ((in_state11 & flush_err) & term_blame_cur) & (cur_sq_ci != cur_sq_next);
+    assign blame_cause = cur_term_cause & {16{term_blame_used}};
     assign no_record = (walk_mode & op_read) | prot_late;
     assign rsp_fault = (ck_fault & rsp_mode) & ~term_mode;
     assign prot_err = in_state11 & (prot | rsp_fault);
@@ -7748,7 +7770,9 @@ module card_tx_w64 (
     assign m_cpl_qpn = cpl_qpn_q;
     assign m_cpl_wr_id = cpl_wr_id_q;
     assign m_cpl_opcode = cpl_op_q;
+    assign cpl_blamed = |cq0_blame;
     assign m_cpl_status = cpl_status_q;
+    assign m_cpl_term_cause = cpl_term_cause_q;
     assign m_cpl_byte_len = cpl_len_q;
     assign m_cpl_sq_ci = cpl_sq_ci_q;
     assign m_cpl_txs_pi = cpl_txs_pi_q;
@@ -8915,6 +8939,14 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
+            term_ev_type <= 8'h06;
+        end else if (term_new) begin
+            term_ev_type <= s_term_recv ? 8'h07 : 8'h06;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             sched_head <= 11'h000;
         end else if (sched_pop) begin
             sched_head <= sched_head + 11'h001;
@@ -8942,6 +8974,14 @@ module card_tx_w64 (
             term_pend <= 1024'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
         end else begin
             term_pend <= ((term_pend & ~(qcur_1h & {1024{term_sent}})) & ~(qterm_1h & {1024{cmd_create}})) | (qterm_1h & {1024{term_new}});
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            term_blame <= 1024'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+        end else begin
+            term_blame <= ((term_blame & ~(qcur_1h & {1024{term_blame_used}})) & ~(qterm_1h & {1024{cmd_create}})) | (qterm_1h & {1024{(term_new & s_term_recv)}});
         end
     end
 
@@ -10292,7 +10332,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq0_noring <= cq0_push ? ((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) : ((cq_pop == 4'h1) ? cq1_noring : ((cq_pop == 4'h2) ? cq2_noring : ((cq_pop == 4'h3) ? cq3_noring : ((cq_pop == 4'h4) ? cq4_noring : ((cq_pop == 4'h5) ? cq5_noring : ((cq_pop == 4'h6) ? cq6_noring : ((cq_pop == 4'h7) ? cq7_noring : cq0_noring)))))));
+        cq0_noring <= cq0_push ? (((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq1_noring : ((cq_pop == 4'h2) ? cq2_noring : ((cq_pop == 4'h3) ? cq3_noring : ((cq_pop == 4'h4) ? cq4_noring : ((cq_pop == 4'h5) ? cq5_noring : ((cq_pop == 4'h6) ? cq6_noring : ((cq_pop == 4'h7) ? cq7_noring : cq0_noring)))))));
     end
 
     always @(posedge clk) begin
@@ -10309,6 +10349,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq0_term <= cq0_push ? term_mode : ((cq_pop == 4'h1) ? cq1_term : ((cq_pop == 4'h2) ? cq2_term : ((cq_pop == 4'h3) ? cq3_term : ((cq_pop == 4'h4) ? cq4_term : ((cq_pop == 4'h5) ? cq5_term : ((cq_pop == 4'h6) ? cq6_term : ((cq_pop == 4'h7) ? cq7_term : cq0_term)))))));
+    end
+
+    always @(posedge clk) begin
+        cq0_blame <= cq0_push ? blame_cause : ((cq_pop == 4'h1) ? cq1_blame : ((cq_pop == 4'h2) ? cq2_blame : ((cq_pop == 4'h3) ? cq3_blame : ((cq_pop == 4'h4) ? cq4_blame : ((cq_pop == 4'h5) ? cq5_blame : ((cq_pop == 4'h6) ? cq6_blame : ((cq_pop == 4'h7) ? cq7_blame : cq0_blame)))))));
     end
 
     always @(posedge clk) begin
@@ -10344,7 +10388,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq1_noring <= cq1_push ? ((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) : ((cq_pop == 4'h1) ? cq2_noring : ((cq_pop == 4'h2) ? cq3_noring : ((cq_pop == 4'h3) ? cq4_noring : ((cq_pop == 4'h4) ? cq5_noring : ((cq_pop == 4'h5) ? cq6_noring : ((cq_pop == 4'h6) ? cq7_noring : cq1_noring))))));
+        cq1_noring <= cq1_push ? (((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq2_noring : ((cq_pop == 4'h2) ? cq3_noring : ((cq_pop == 4'h3) ? cq4_noring : ((cq_pop == 4'h4) ? cq5_noring : ((cq_pop == 4'h5) ? cq6_noring : ((cq_pop == 4'h6) ? cq7_noring : cq1_noring))))));
     end
 
     always @(posedge clk) begin
@@ -10361,6 +10405,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq1_term <= cq1_push ? term_mode : ((cq_pop == 4'h1) ? cq2_term : ((cq_pop == 4'h2) ? cq3_term : ((cq_pop == 4'h3) ? cq4_term : ((cq_pop == 4'h4) ? cq5_term : ((cq_pop == 4'h5) ? cq6_term : ((cq_pop == 4'h6) ? cq7_term : cq1_term))))));
+    end
+
+    always @(posedge clk) begin
+        cq1_blame <= cq1_push ? blame_cause : ((cq_pop == 4'h1) ? cq2_blame : ((cq_pop == 4'h2) ? cq3_blame : ((cq_pop == 4'h3) ? cq4_blame : ((cq_pop == 4'h4) ? cq5_blame : ((cq_pop == 4'h5) ? cq6_blame : ((cq_pop == 4'h6) ? cq7_blame : cq1_blame))))));
     end
 
     always @(posedge clk) begin
@@ -10396,7 +10444,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq2_noring <= cq2_push ? ((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) : ((cq_pop == 4'h1) ? cq3_noring : ((cq_pop == 4'h2) ? cq4_noring : ((cq_pop == 4'h3) ? cq5_noring : ((cq_pop == 4'h4) ? cq6_noring : ((cq_pop == 4'h5) ? cq7_noring : cq2_noring)))));
+        cq2_noring <= cq2_push ? (((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq3_noring : ((cq_pop == 4'h2) ? cq4_noring : ((cq_pop == 4'h3) ? cq5_noring : ((cq_pop == 4'h4) ? cq6_noring : ((cq_pop == 4'h5) ? cq7_noring : cq2_noring)))));
     end
 
     always @(posedge clk) begin
@@ -10413,6 +10461,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq2_term <= cq2_push ? term_mode : ((cq_pop == 4'h1) ? cq3_term : ((cq_pop == 4'h2) ? cq4_term : ((cq_pop == 4'h3) ? cq5_term : ((cq_pop == 4'h4) ? cq6_term : ((cq_pop == 4'h5) ? cq7_term : cq2_term)))));
+    end
+
+    always @(posedge clk) begin
+        cq2_blame <= cq2_push ? blame_cause : ((cq_pop == 4'h1) ? cq3_blame : ((cq_pop == 4'h2) ? cq4_blame : ((cq_pop == 4'h3) ? cq5_blame : ((cq_pop == 4'h4) ? cq6_blame : ((cq_pop == 4'h5) ? cq7_blame : cq2_blame)))));
     end
 
     always @(posedge clk) begin
@@ -10448,7 +10500,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq3_noring <= cq3_push ? ((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) : ((cq_pop == 4'h1) ? cq4_noring : ((cq_pop == 4'h2) ? cq5_noring : ((cq_pop == 4'h3) ? cq6_noring : ((cq_pop == 4'h4) ? cq7_noring : cq3_noring))));
+        cq3_noring <= cq3_push ? (((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq4_noring : ((cq_pop == 4'h2) ? cq5_noring : ((cq_pop == 4'h3) ? cq6_noring : ((cq_pop == 4'h4) ? cq7_noring : cq3_noring))));
     end
 
     always @(posedge clk) begin
@@ -10465,6 +10517,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq3_term <= cq3_push ? term_mode : ((cq_pop == 4'h1) ? cq4_term : ((cq_pop == 4'h2) ? cq5_term : ((cq_pop == 4'h3) ? cq6_term : ((cq_pop == 4'h4) ? cq7_term : cq3_term))));
+    end
+
+    always @(posedge clk) begin
+        cq3_blame <= cq3_push ? blame_cause : ((cq_pop == 4'h1) ? cq4_blame : ((cq_pop == 4'h2) ? cq5_blame : ((cq_pop == 4'h3) ? cq6_blame : ((cq_pop == 4'h4) ? cq7_blame : cq3_blame))));
     end
 
     always @(posedge clk) begin
@@ -10500,7 +10556,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq4_noring <= cq4_push ? ((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) : ((cq_pop == 4'h1) ? cq5_noring : ((cq_pop == 4'h2) ? cq6_noring : ((cq_pop == 4'h3) ? cq7_noring : cq4_noring)));
+        cq4_noring <= cq4_push ? (((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq5_noring : ((cq_pop == 4'h2) ? cq6_noring : ((cq_pop == 4'h3) ? cq7_noring : cq4_noring)));
     end
 
     always @(posedge clk) begin
@@ -10517,6 +10573,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq4_term <= cq4_push ? term_mode : ((cq_pop == 4'h1) ? cq5_term : ((cq_pop == 4'h2) ? cq6_term : ((cq_pop == 4'h3) ? cq7_term : cq4_term)));
+    end
+
+    always @(posedge clk) begin
+        cq4_blame <= cq4_push ? blame_cause : ((cq_pop == 4'h1) ? cq5_blame : ((cq_pop == 4'h2) ? cq6_blame : ((cq_pop == 4'h3) ? cq7_blame : cq4_blame)));
     end
 
     always @(posedge clk) begin
@@ -10552,7 +10612,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq5_noring <= cq5_push ? ((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) : ((cq_pop == 4'h1) ? cq6_noring : ((cq_pop == 4'h2) ? cq7_noring : cq5_noring));
+        cq5_noring <= cq5_push ? (((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq6_noring : ((cq_pop == 4'h2) ? cq7_noring : cq5_noring));
     end
 
     always @(posedge clk) begin
@@ -10569,6 +10629,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq5_term <= cq5_push ? term_mode : ((cq_pop == 4'h1) ? cq6_term : ((cq_pop == 4'h2) ? cq7_term : cq5_term));
+    end
+
+    always @(posedge clk) begin
+        cq5_blame <= cq5_push ? blame_cause : ((cq_pop == 4'h1) ? cq6_blame : ((cq_pop == 4'h2) ? cq7_blame : cq5_blame));
     end
 
     always @(posedge clk) begin
@@ -10604,7 +10668,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq6_noring <= cq6_push ? ((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) : ((cq_pop == 4'h1) ? cq7_noring : cq6_noring);
+        cq6_noring <= cq6_push ? (((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq7_noring : cq6_noring);
     end
 
     always @(posedge clk) begin
@@ -10621,6 +10685,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq6_term <= cq6_push ? term_mode : ((cq_pop == 4'h1) ? cq7_term : cq6_term);
+    end
+
+    always @(posedge clk) begin
+        cq6_blame <= cq6_push ? blame_cause : ((cq_pop == 4'h1) ? cq7_blame : cq6_blame);
     end
 
     always @(posedge clk) begin
@@ -10656,7 +10724,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq7_noring <= cq7_push ? ((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) : cq7_noring;
+        cq7_noring <= cq7_push ? (((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : cq7_noring;
     end
 
     always @(posedge clk) begin
@@ -10673,6 +10741,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq7_term <= cq7_push ? term_mode : cq7_term;
+    end
+
+    always @(posedge clk) begin
+        cq7_blame <= cq7_push ? blame_cause : cq7_blame;
     end
 
     always @(posedge clk) begin
@@ -10751,7 +10823,15 @@ module card_tx_w64 (
         if (rst) begin
             cpl_status_q <= 8'h00;
         end else if (cpl_load) begin
-            cpl_status_q <= cq0_flush ? 8'h03 : (cq0_prot ? 8'h02 : 8'h00);
+            cpl_status_q <= cpl_blamed ? (((cq0_blame[15:8] == 8'h01) | (cq0_blame[15:8] == 8'h11)) ? 8'h04 : (((cq0_blame[15:8] == 8'h02) | (cq0_blame[15:8] == 8'h12)) ? 8'h05 : 8'h07)) : (cq0_flush ? 8'h03 : (cq0_prot ? 8'h02 : 8'h00));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            cpl_term_cause_q <= 16'h0000;
+        end else if (cpl_load) begin
+            cpl_term_cause_q <= cq0_blame;
         end
     end
 
@@ -10805,7 +10885,7 @@ module card_tx_w64 (
         if (rst) begin
             eng_state <= 4'h0;
         end else begin
-            eng_state <= in_state13 ? 4'he : (in_state14 ? (rsp_drop ? 4'hb : 4'hf) : (in_state15 ? 4'hc : (in_state0 ? (sched_pop ? 4'h1 : 4'h0) : (in_state1 ? 4'h2 : (in_state2 ? 4'h3 : (in_state3 ? (term_go ? 4'h9 : (rsp_go ? 4'hd : (fetch_go ? 4'h4 : 4'h0))) : (in_state4 ? (first_done ? 4'h5 : 4'h4) : (in_state5 ? ((halt | wait_read) ? 4'h0 : ((ret_or_flush & ~sent_full) ? 4'hb : (one_bb ? (pay_from_buf ? 4'h9 : 4'hc) : 4'h6))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 4'h7 : 4'h6) : (in_state7 ? (rest_done ? (halt ? 4'h0 : (pay_from_buf ? 4'h9 : 4'hc)) : 4'h7) : (in_state8 ? (pay_from_buf ? 4'h9 : 4'hc) : (in_state9 ? (feed_end ? 4'ha : 4'h9) : (in_state10 ? (msg_done ? 4'hb : 4'ha) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 4'hb : 4'h9) : 4'hc) : 4'h0))))))))))))));
+            eng_state <= in_state13 ? 4'he : (in_state14 ? (rsp_drop ? 4'hb : 4'hf) : (in_state15 ? 4'hc : (in_state0 ? (sched_pop ? 4'h1 : 4'h0) : (in_state1 ? 4'h2 : (in_state2 ? 4'h3 : (in_state3 ? (term_go ? (cur_term_recv ? 4'hb : 4'h9) : (rsp_go ? 4'hd : (fetch_go ? 4'h4 : 4'h0))) : (in_state4 ? (first_done ? 4'h5 : 4'h4) : (in_state5 ? ((halt | wait_read) ? 4'h0 : ((ret_or_flush & ~sent_full) ? 4'hb : (one_bb ? (pay_from_buf ? 4'h9 : 4'hc) : 4'h6))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 4'h7 : 4'h6) : (in_state7 ? (rest_done ? (halt ? 4'h0 : (pay_from_buf ? 4'h9 : 4'hc)) : 4'h7) : (in_state8 ? (pay_from_buf ? 4'h9 : 4'hc) : (in_state9 ? (feed_end ? 4'ha : 4'h9) : (in_state10 ? (msg_done ? 4'hb : 4'ha) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 4'hb : 4'h9) : 4'hc) : 4'h0))))))))))))));
         end
     end
 
@@ -10828,7 +10908,7 @@ module card_tx_w64 (
     // term: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (term_new) begin
-            term[cmd_num] <= {s_term_rdma, s_term_hdr, s_term_seglen, s_term_cause};
+            term[cmd_num] <= {s_term_recv, s_term_rdma, s_term_hdr, s_term_seglen, s_term_cause};
         end
         term_rd <= term[ctx_rd_addr];
     end

@@ -171,6 +171,7 @@ module iwcard_w64 (
     wire           tx_s_rreq_ready;
     wire           tx_s_term_ready;
     wire           tx_m_ev_valid;
+    wire [7:0]     tx_m_ev_type;
     wire [9:0]     tx_m_ev_qpn;
     wire [15:0]    tx_m_ev_cause;
     wire           tx_m_rreq_done_valid;
@@ -186,6 +187,7 @@ module iwcard_w64 (
     wire [15:0]    tx_m_cpl_sq_ci;
     wire [31:0]    tx_m_cpl_txs_pi;
     wire           tx_m_cpl_term;
+    wire [15:0]    tx_m_cpl_term_cause;
     wire           tx_stat_halt;
     wire [9:0]     tx_stat_halt_qpn;
     wire           tx_stat_dma_err;
@@ -271,6 +273,7 @@ module iwcard_w64 (
     wire [143:0]   rx_m_rxterm_hdr;
     wire [15:0]    rx_m_rxterm_seglen;
     wire [223:0]   rx_m_rxterm_rdma;
+    wire           rx_m_rxterm_recv;
     wire [5:0]     rx_m_axi_rq_arid;
     wire [63:0]    rx_m_axi_rq_araddr;
     wire [7:0]     rx_m_axi_rq_arlen;
@@ -381,6 +384,9 @@ module iwcard_w64 (
     wire [31:0]    st_m_cpl_inv_stag;
     wire           st_m_cpl_solicited;
     wire           st_m_cpl_invalidated;
+    wire [3:0]     st_m_cpl_term_layer;
+    wire [3:0]     st_m_cpl_term_type;
+    wire [7:0]     st_m_cpl_term_code;
     wire           st_m_ev_valid;
     wire [7:0]     st_m_ev_type;
     wire [9:0]     st_m_ev_qpn;
@@ -796,8 +802,10 @@ module iwcard_w64 (
         .s_term_hdr(term_sel_pl ? pl_m_term_hdr : rx_m_rxterm_hdr),
         .s_term_seglen(term_sel_pl ? pl_m_term_seglen : rx_m_rxterm_seglen),
         .s_term_rdma(rx_m_rxterm_rdma & {224{~term_sel_pl}}),
+        .s_term_recv(~term_sel_pl & rx_m_rxterm_recv),
         .m_ev_valid(tx_m_ev_valid),
         .m_ev_ready(cq_s_ev1_ready),
+        .m_ev_type(tx_m_ev_type),
         .m_ev_qpn(tx_m_ev_qpn),
         .m_ev_cause(tx_m_ev_cause),
         .m_rreq_done_valid(tx_m_rreq_done_valid),
@@ -815,6 +823,7 @@ module iwcard_w64 (
         .m_cpl_sq_ci(tx_m_cpl_sq_ci),
         .m_cpl_txs_pi(tx_m_cpl_txs_pi),
         .m_cpl_term(tx_m_cpl_term),
+        .m_cpl_term_cause(tx_m_cpl_term_cause),
         .stat_halt(tx_stat_halt),
         .stat_halt_qpn(tx_stat_halt_qpn),
         .stat_dma_err(tx_stat_dma_err),
@@ -962,6 +971,7 @@ module iwcard_w64 (
         .m_rxterm_hdr(rx_m_rxterm_hdr),
         .m_rxterm_seglen(rx_m_rxterm_seglen),
         .m_rxterm_rdma(rx_m_rxterm_rdma),
+        .m_rxterm_recv(rx_m_rxterm_recv),
         .m_axi_rq_arid(rx_m_axi_rq_arid),
         .m_axi_rq_araddr(rx_m_axi_rq_araddr),
         .m_axi_rq_arlen(rx_m_axi_rq_arlen),
@@ -1115,6 +1125,7 @@ module iwcard_w64 (
         .s_tx_opcode(tx_m_cpl_opcode),
         .s_tx_status(tx_m_cpl_status),
         .s_tx_byte_len(tx_m_cpl_byte_len),
+        .s_tx_term_cause(tx_m_cpl_term_cause),
         .s_tx_term(tx_m_cpl_term),
         .s_rx_valid(rx_m_ci_valid),
         .s_rx_ready(st_s_rx_ready),
@@ -1143,6 +1154,9 @@ module iwcard_w64 (
         .m_cpl_inv_stag(st_m_cpl_inv_stag),
         .m_cpl_solicited(st_m_cpl_solicited),
         .m_cpl_invalidated(st_m_cpl_invalidated),
+        .m_cpl_term_layer(st_m_cpl_term_layer),
+        .m_cpl_term_type(st_m_cpl_term_type),
+        .m_cpl_term_code(st_m_cpl_term_code),
         .m_ev_valid(st_m_ev_valid),
         .m_ev_ready(cq_s_ev0_ready),
         .m_ev_type(st_m_ev_type),
@@ -1185,9 +1199,9 @@ module iwcard_w64 (
         .s_cpl0_inv_stag(st_m_cpl_inv_stag),
         .s_cpl0_solicited(st_m_cpl_solicited),
         .s_cpl0_invalidated(st_m_cpl_invalidated),
-        .s_cpl0_term_layer(4'h0),
-        .s_cpl0_term_type(4'h0),
-        .s_cpl0_term_code(8'h00),
+        .s_cpl0_term_layer(st_m_cpl_term_layer),
+        .s_cpl0_term_type(st_m_cpl_term_type),
+        .s_cpl0_term_code(st_m_cpl_term_code),
         .s_ev0_valid(st_m_ev_valid),
         .s_ev0_ready(cq_s_ev0_ready),
         .s_ev0_type(st_m_ev_type),
@@ -1212,7 +1226,7 @@ module iwcard_w64 (
         .s_cpl1_term_code(8'h00),
         .s_ev1_valid(tx_m_ev_valid),
         .s_ev1_ready(cq_s_ev1_ready),
-        .s_ev1_type(8'h06),
+        .s_ev1_type(tx_m_ev_type),
         .s_ev1_obj({22'h000000, tx_m_ev_qpn}),
         .s_ev1_info(32'h00000000),
         .s_ev1_term_layer(tx_m_ev_cause[15:12]),

@@ -202,6 +202,7 @@ architecture rtl of iwcard_w64 is
     signal tx_s_rreq_ready : std_logic;
     signal tx_s_term_ready : std_logic;
     signal tx_m_ev_valid : std_logic;
+    signal tx_m_ev_type : std_logic_vector(7 downto 0);
     signal tx_m_ev_qpn : std_logic_vector(9 downto 0);
     signal tx_m_ev_cause : std_logic_vector(15 downto 0);
     signal tx_m_rreq_done_valid : std_logic;
@@ -217,6 +218,7 @@ architecture rtl of iwcard_w64 is
     signal tx_m_cpl_sq_ci : std_logic_vector(15 downto 0);
     signal tx_m_cpl_txs_pi : std_logic_vector(31 downto 0);
     signal tx_m_cpl_term : std_logic;
+    signal tx_m_cpl_term_cause : std_logic_vector(15 downto 0);
     signal tx_stat_halt : std_logic;
     signal tx_stat_halt_qpn : std_logic_vector(9 downto 0);
     signal tx_stat_dma_err : std_logic;
@@ -302,6 +304,7 @@ architecture rtl of iwcard_w64 is
     signal rx_m_rxterm_hdr : std_logic_vector(143 downto 0);
     signal rx_m_rxterm_seglen : std_logic_vector(15 downto 0);
     signal rx_m_rxterm_rdma : std_logic_vector(223 downto 0);
+    signal rx_m_rxterm_recv : std_logic;
     signal rx_m_axi_rq_arid : std_logic_vector(5 downto 0);
     signal rx_m_axi_rq_araddr : std_logic_vector(63 downto 0);
     signal rx_m_axi_rq_arlen : std_logic_vector(7 downto 0);
@@ -412,6 +415,9 @@ architecture rtl of iwcard_w64 is
     signal st_m_cpl_inv_stag : std_logic_vector(31 downto 0);
     signal st_m_cpl_solicited : std_logic;
     signal st_m_cpl_invalidated : std_logic;
+    signal st_m_cpl_term_layer : std_logic_vector(3 downto 0);
+    signal st_m_cpl_term_type : std_logic_vector(3 downto 0);
+    signal st_m_cpl_term_code : std_logic_vector(7 downto 0);
     signal st_m_ev_valid : std_logic;
     signal st_m_ev_type : std_logic_vector(7 downto 0);
     signal st_m_ev_qpn : std_logic_vector(9 downto 0);
@@ -859,8 +865,10 @@ begin
             s_term_hdr => mux(term_sel_pl, pl_m_term_hdr, rx_m_rxterm_hdr),
             s_term_seglen => mux(term_sel_pl, pl_m_term_seglen, rx_m_rxterm_seglen),
             s_term_rdma => rx_m_rxterm_rdma and std_logic_vector'(223 downto 0 => not term_sel_pl),
+            s_term_recv => (not term_sel_pl) and rx_m_rxterm_recv,
             m_ev_valid => tx_m_ev_valid,
             m_ev_ready => cq_s_ev1_ready,
+            m_ev_type => tx_m_ev_type,
             m_ev_qpn => tx_m_ev_qpn,
             m_ev_cause => tx_m_ev_cause,
             m_rreq_done_valid => tx_m_rreq_done_valid,
@@ -878,6 +886,7 @@ begin
             m_cpl_sq_ci => tx_m_cpl_sq_ci,
             m_cpl_txs_pi => tx_m_cpl_txs_pi,
             m_cpl_term => tx_m_cpl_term,
+            m_cpl_term_cause => tx_m_cpl_term_cause,
             stat_halt => tx_stat_halt,
             stat_halt_qpn => tx_stat_halt_qpn,
             stat_dma_err => tx_stat_dma_err,
@@ -1026,6 +1035,7 @@ begin
             m_rxterm_hdr => rx_m_rxterm_hdr,
             m_rxterm_seglen => rx_m_rxterm_seglen,
             m_rxterm_rdma => rx_m_rxterm_rdma,
+            m_rxterm_recv => rx_m_rxterm_recv,
             m_axi_rq_arid => rx_m_axi_rq_arid,
             m_axi_rq_araddr => rx_m_axi_rq_araddr,
             m_axi_rq_arlen => rx_m_axi_rq_arlen,
@@ -1181,6 +1191,7 @@ begin
             s_tx_opcode => tx_m_cpl_opcode,
             s_tx_status => tx_m_cpl_status,
             s_tx_byte_len => tx_m_cpl_byte_len,
+            s_tx_term_cause => tx_m_cpl_term_cause,
             s_tx_term => tx_m_cpl_term,
             s_rx_valid => rx_m_ci_valid,
             s_rx_ready => st_s_rx_ready,
@@ -1209,6 +1220,9 @@ begin
             m_cpl_inv_stag => st_m_cpl_inv_stag,
             m_cpl_solicited => st_m_cpl_solicited,
             m_cpl_invalidated => st_m_cpl_invalidated,
+            m_cpl_term_layer => st_m_cpl_term_layer,
+            m_cpl_term_type => st_m_cpl_term_type,
+            m_cpl_term_code => st_m_cpl_term_code,
             m_ev_valid => st_m_ev_valid,
             m_ev_ready => cq_s_ev0_ready,
             m_ev_type => st_m_ev_type,
@@ -1252,9 +1266,9 @@ begin
             s_cpl0_inv_stag => st_m_cpl_inv_stag,
             s_cpl0_solicited => st_m_cpl_solicited,
             s_cpl0_invalidated => st_m_cpl_invalidated,
-            s_cpl0_term_layer => x"0",
-            s_cpl0_term_type => x"0",
-            s_cpl0_term_code => x"00",
+            s_cpl0_term_layer => st_m_cpl_term_layer,
+            s_cpl0_term_type => st_m_cpl_term_type,
+            s_cpl0_term_code => st_m_cpl_term_code,
             s_ev0_valid => st_m_ev_valid,
             s_ev0_ready => cq_s_ev0_ready,
             s_ev0_type => st_m_ev_type,
@@ -1279,7 +1293,7 @@ begin
             s_cpl1_term_code => x"00",
             s_ev1_valid => tx_m_ev_valid,
             s_ev1_ready => cq_s_ev1_ready,
-            s_ev1_type => x"06",
+            s_ev1_type => tx_m_ev_type,
             s_ev1_obj => std_logic_vector'("0000000000000000000000" & tx_m_ev_qpn),
             s_ev1_info => x"00000000",
             s_ev1_term_layer => tx_m_ev_cause(15 downto 12),

@@ -68,6 +68,35 @@ func (b *wcBench) peerBad(q *wcQP, k int) {
 	b.peerSend(q, stream)
 }
 
+// postAfterError posts one to three WQEs on every QP (each in error by
+// now: they are flushed), runs both cards and compares every stream.
+func (b *wcBench) postAfterError() {
+	for _, q := range b.qps {
+		for k := 1 + b.rng.IntN(3); k > 0; k-- {
+			if int(uint16(1)<<q.sqLog)-int(q.pi-b.rtlStat(q.n).SQCI()) < cs.MaxWQEBBs {
+				break // the SQ has no room for the largest WQE
+			}
+			b.post(q)
+		}
+		b.ring(q)
+	}
+	b.runModel()
+	b.runRTL(3_000_000)
+	b.compare()
+}
+
+// termEvents is the cause of each TERM_SENT or TERM_RECV (typ) event the
+// RTL wrote, by QP.
+func (b *wcBench) termEvents(typ cs.EQEType) map[uint32]rdmap.Cause {
+	terms := map[uint32]rdmap.Cause{}
+	for _, e := range b.rWrite[wcKey{"eqe", 0}] {
+		if ev := cs.EQE(e); ev.Type() == typ {
+			terms[ev.Obj()] = rdmap.NewCause(rdmap.Layer(ev.TermLayer()), ev.TermType(), ev.TermCode())
+		}
+	}
+	return terms
+}
+
 // TestCardCosimTerminate runs the whole-card workload, then has the peer
 // send each QP a segment the receive checks refuse (wcBadSegments): the
 // RTL card must answer as the card model does, with TERM_SENT (its
@@ -89,26 +118,10 @@ func TestCardCosimTerminate(t *testing.T) {
 			}
 			b.runModel()
 			b.runRTL(3_000_000)
-			for _, q := range b.qps {
-				for k := 1 + b.rng.IntN(3); k > 0; k-- {
-					if int(uint16(1)<<q.sqLog)-int(q.pi-b.rtlStat(q.n).SQCI()) < cs.MaxWQEBBs {
-						break // the SQ has no room for the largest WQE
-					}
-					b.post(q)
-				}
-				b.ring(q)
-			}
-			b.runModel()
-			b.runRTL(3_000_000)
-			b.compare()
+			b.postAfterError()
 			// What compare cannot tell from equality alone: each QP did
 			// send a Terminate with the expected cause and is in error.
-			terms := map[uint32]rdmap.Cause{}
-			for _, e := range b.rWrite[wcKey{"eqe", 0}] {
-				if ev := cs.EQE(e); ev.Type() == cs.EQETypeTermSent {
-					terms[ev.Obj()] = rdmap.NewCause(rdmap.Layer(ev.TermLayer()), ev.TermType(), ev.TermCode())
-				}
-			}
+			terms := b.termEvents(cs.EQETypeTermSent)
 			for i, q := range b.qps {
 				st := b.rtlStat(q.n)
 				require.Equal(t, cs.QPStateError, st.State(), "seed %d QP %d (%s): state", seed, q.n, wcBadSegments[i].name)
@@ -125,6 +138,137 @@ func TestCardCosimTerminate(t *testing.T) {
 				n := len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil)) - tx[q.n]
 				require.Greater(t, n, 0, "seed %d QP %d: no Terminate on the transmit ring", seed, q.n)
 				t.Logf("QP %d: %s: TERM_SENT %v, %d ring bytes", q.n, wcBadSegments[i].name, c, n)
+			}
+		})
+	}
+}
+
+// wcPeerTerminates are the Terminates TestCardCosimTermRecv has the peer
+// send, one per QP: the card reads each one's cause as the card model
+// does (golden/rdmap.ParseTerminate: RFC 5040's layout or siw's, or
+// RDMAP Operation Unspecified when it cannot be read) and, with an RDMA
+// Read outstanding (read), completes that Read with the cause's status.
+var wcPeerTerminates = []struct {
+	name   string
+	read   bool
+	cause  rdmap.Cause
+	status cs.WCStatus // of the Read, if read
+	body   func(q *wcQP) []byte
+}{
+	{"RFC layout, a Read Request's headers copied", true, rdmap.RDMAPInvalidSTag, cs.WCStatusRemAccessErr, func(q *wcQP) []byte {
+		rr := ddp.UntaggedFields{Last: true, Version: ddp.Version1, RsvdULP0: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpReadRequest)),
+			QN: rdmap.QNReadRequest, MSN: 1}.Append(nil)
+		t := rdmap.Terminate{Cause: rdmap.RDMAPInvalidSTag, M: true, D: true, R: true, SegLen: 46, DDPHeader: rr,
+			RDMAHeader: rdmap.ReadRequestFields{SinkSTag: 1, Size: 64, SrcSTag: 2}.Append(nil)}
+		return t.Append(nil)
+	}},
+	{"siw layout, a tagged header copied", true, rdmap.DDPBaseBounds, cs.WCStatusRemAccessErr, func(q *wcQP) []byte {
+		w := ddp.TaggedFields{Last: true, Version: ddp.Version1, RsvdULP: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpWrite)), STag: 7, TO: 9}.Append(nil)
+		b := []byte{0x11, 0x01, 0x03, 0, 0, 30} // siw: EType<<4|Layer, code; D and M in the low bits
+		return append(b, w...)
+	}},
+	{"siw layout told by its cause alone", true, rdmap.DDPNoBuffer, cs.WCStatusRemOpErr, func(q *wcQP) []byte {
+		return []byte{0x21, 0x02, 0, 0} // 0x2102 is no cause; 0x1202 is
+	}},
+	{"RFC layout, no headers, nothing outstanding", false, rdmap.RDMAPCatastrophicStream, 0, func(q *wcQP) []byte {
+		return (&rdmap.Terminate{Cause: rdmap.RDMAPCatastrophicStream}).Append(nil)
+	}},
+	{"shorter than its D flag says", true, rdmap.RDMAPOperationUnspecified, cs.WCStatusRemOpErr, func(q *wcQP) []byte {
+		return []byte{0x11, 0x00, 0x40, 0, 0, 20, 0x41}
+	}},
+	{"MSN 2", true, rdmap.RDMAPOperationUnspecified, cs.WCStatusRemOpErr, nil},
+}
+
+// postRead posts a signaled 64-byte RDMA Read into q's region (its STag
+// allows local writes) and rings its doorbell; the peer never answers.
+func (b *wcBench) postRead(q *wcQP) uint64 {
+	wqe := make([]byte, cs.BB)
+	h := cs.WQE(wqe)
+	h.SetOpcode(cs.WQEOpcodeRDMARead)
+	h.SetSignaled(true)
+	h.SetBBS(1)
+	id := b.rng.Uint64()
+	h.SetWRID(id)
+	h.SetRemoteAddr(b.rng.Uint64())
+	h.SetRKey(b.rng.Uint32())
+	h.SetNSGE(1)
+	s := cs.SGE(wqe[cs.WQEHdr:])
+	s.SetAddr(wcRegion + uint64(q.n)<<16 + 128)
+	s.SetLength(64)
+	s.SetLKey(uint32(q.stag))
+	size := uint16(1) << q.sqLog
+	b.put(wcSQ+uint64(q.n)<<16+uint64(q.pi&(size-1))*cs.BB, wqe)
+	q.pi++
+	q.posted++
+	q.pending = true
+	b.ring(q)
+	return id
+}
+
+// TestCardCosimTermRecv runs the whole-card workload, posts an RDMA Read
+// the peer never answers on most QPs, then has the peer send each QP a
+// Terminate (wcPeerTerminates): the RTL card must do as the card model
+// does: TERM_RECV with the Terminate's cause, no Terminate of its own on
+// the transmit ring, the QP in ERROR, the outstanding Read completed with
+// the cause's status, and every WQE posted after it flushed.
+func TestCardCosimTermRecv(t *testing.T) {
+	for _, w := range gen.CardTopWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			b := newWCBench(t, w, seed, wcTiming, len(wcPeerTerminates))
+			for round := 0; round < 4; round++ {
+				b.round(round)
+			}
+			reads := map[uint32]uint64{}
+			for i, q := range b.qps {
+				if wcPeerTerminates[i].read {
+					reads[q.n] = b.postRead(q)
+				}
+			}
+			b.runModel()
+			b.runRTL(3_000_000)
+			tx := map[uint32]int{}
+			for i, q := range b.qps {
+				tx[q.n] = len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil))
+				k := wcPeerTerminates[i]
+				var ulp []byte
+				if k.body == nil {
+					ulp = (&rdmap.Terminate{Cause: rdmap.RDMAPCatastrophicStream}).AppendMessage(nil, rdmap.Version1, ddp.Version1, 2)
+				} else {
+					ulp = ddp.UntaggedFields{Last: true, Version: ddp.Version1, RsvdULP0: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpTerminate)),
+						QN: rdmap.QNTerminate, MSN: 1}.Append(nil)
+					ulp = append(ulp, k.body(q)...)
+				}
+				stream, err := q.peer.AppendFPDU(nil, ulp)
+				require.NoError(t, err)
+				b.peerSend(q, stream)
+			}
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.postAfterError()
+			require.Empty(t, b.termEvents(cs.EQETypeTermSent), "seed %d: a Terminate answered with one", seed)
+			terms := b.termEvents(cs.EQETypeTermRecv)
+			for i, q := range b.qps {
+				k := wcPeerTerminates[i]
+				st := b.rtlStat(q.n)
+				require.Equal(t, cs.QPStateError, st.State(), "seed %d QP %d (%s): state", seed, q.n, k.name)
+				c, ok := terms[q.n]
+				require.True(t, ok, "seed %d QP %d (%s): no TERM_RECV", seed, q.n, k.name)
+				require.Equal(t, k.cause, c, "seed %d QP %d (%s): TERM_RECV cause", seed, q.n, k.name)
+				require.Equal(t, tx[q.n], len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil)), "seed %d QP %d (%s): transmit ring bytes after the Terminate", seed, q.n, k.name)
+				if !k.read {
+					continue
+				}
+				var got *cs.CQE
+				for _, e := range b.rWrite[wcKey{"cqe", q.sendCQ}] {
+					if c := cs.CQE(e); c.WRID() == reads[q.n] {
+						got = &c
+					}
+				}
+				require.NotNil(t, got, "seed %d QP %d (%s): no completion of the Read", seed, q.n, k.name)
+				require.Equal(t, k.status, got.Status(), "seed %d QP %d (%s): the Read's status", seed, q.n, k.name)
+				require.Equal(t, k.cause, rdmap.NewCause(rdmap.Layer(got.TermLayer()), got.TermType(), got.TermCode()), "seed %d QP %d (%s): the Read's CQE cause", seed, q.n, k.name)
+				t.Logf("QP %d: %s: TERM_RECV %v, the Read %v", q.n, k.name, c, got.Status())
 			}
 		})
 	}

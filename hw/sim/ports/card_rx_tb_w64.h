@@ -105,6 +105,7 @@
     X(m_rxterm_hdr, 144) \
     X(m_rxterm_seglen, 16) \
     X(m_rxterm_rdma, 224) \
+    X(m_rxterm_recv, 1) \
     X(m_axi_rq_arid, 6) \
     X(m_axi_rq_araddr, 64) \
     X(m_axi_rq_arlen, 8) \

@@ -27,6 +27,7 @@
     X(s_tx_opcode, 8) \
     X(s_tx_status, 8) \
     X(s_tx_byte_len, 32) \
+    X(s_tx_term_cause, 16) \
     X(s_tx_term, 1) \
     X(s_rx_valid, 1) \
     X(s_rx_qpn, 10) \
@@ -68,6 +69,9 @@
     X(m_cpl_inv_stag, 32) \
     X(m_cpl_solicited, 1) \
     X(m_cpl_invalidated, 1) \
+    X(m_cpl_term_layer, 4) \
+    X(m_cpl_term_type, 4) \
+    X(m_cpl_term_code, 8) \
     X(m_ev_valid, 1) \
     X(m_ev_type, 8) \
     X(m_ev_qpn, 10) \

@@ -50,6 +50,7 @@
     X(s_term_hdr, 144) \
     X(s_term_seglen, 16) \
     X(s_term_rdma, 224) \
+    X(s_term_recv, 1) \
     X(m_ev_ready, 1) \
     X(m_rreq_done_ready, 1) \
     X(m_cpl_ready, 1) \
@@ -80,6 +81,7 @@
     X(s_rreq_ready, 1) \
     X(s_term_ready, 1) \
     X(m_ev_valid, 1) \
+    X(m_ev_type, 8) \
     X(m_ev_qpn, 10) \
     X(m_ev_cause, 16) \
     X(m_rreq_done_valid, 1) \
@@ -95,6 +97,7 @@
     X(m_cpl_sq_ci, 16) \
     X(m_cpl_txs_pi, 32) \
     X(m_cpl_term, 1) \
+    X(m_cpl_term_cause, 16) \
     X(stat_halt, 1) \
     X(stat_halt_qpn, 10) \
     X(stat_dma_err, 1) \

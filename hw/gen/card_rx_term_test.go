@@ -1,0 +1,32 @@
+package gen
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/openiwarp/openiwarp/golden/rdmap"
+	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
+)
+
+// TestKnownCauses: card_rx reads a Terminate's layout with the same
+// table of named causes as golden/rdmap.ParseTerminate.
+func TestKnownCauses(t *testing.T) {
+	var want []uint64
+	for _, c := range rdmap.Causes() {
+		want = append(want, uint64(c))
+	}
+	require.Equal(t, want, cardKnownCauses)
+}
+
+// TestCardTxCodes: the WC_STATUS and EQE_TYPE values card_tx writes are
+// the card spec's.
+func TestCardTxCodes(t *testing.T) {
+	require.EqualValues(t, cs.WCStatusRemAccessErr, cardTxStatRemAccess)
+	require.EqualValues(t, cs.WCStatusRemOpErr, cardTxStatRemOp)
+	require.EqualValues(t, cs.WCStatusFatalErr, cardTxStatFatal)
+	require.EqualValues(t, cs.WCStatusWRFlushErr, cardTxStatFlush)
+	require.EqualValues(t, cs.WCStatusLocProtErr, cardTxStatProt)
+	require.EqualValues(t, cs.EQETypeTermSent, cardTxEvTermSent)
+	require.EqualValues(t, cs.EQETypeTermRecv, cardTxEvTermRecv)
+}
