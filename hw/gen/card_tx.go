@@ -276,14 +276,23 @@ func CardTx(width int) (*Module, error) {
 	// raises TERM_RECV instead, and its turn sends nothing (a Terminate is
 	// never answered with one): it only gives the record that closes the
 	// transmit stream (the model's fail with no Terminate).
+	// A WQE that fails its lkey check (the engine's protTerm, below) puts
+	// its QP in error with a Local Catastrophic Terminate, no headers
+	// (the model's localError): TERM_SENT then too, and the Terminate at
+	// the QP's next turn. A WQE starts only while no TERM_SENT waits, and
+	// no record is taken while the engine is busy, so the event slot is
+	// free when it fails.
 	termNew := m.WireOf("term_new", And(selT, cmdGo, qpSt.toErr), "a Terminate record puts its QP in error")
-	m.Drive(evV, big.NewInt(0), Or(termNew, And(evV, Not(evReady))), nil)
+	protTerm := m.Wire("prot_term", 1, "the engine's WQE failed its lkey check: a Local Catastrophic Terminate")
+	evSet := m.WireOf("term_ev_set", Or(termNew, protTerm), "")
+	m.Drive(evV, big.NewInt(0), Or(evSet, And(evV, Not(evReady))), nil)
 	m.Assign(evValid, evV)
-	m.Assign(evQPN, m.Reg("term_ev_qpn", QB, big.NewInt(0), tmQPN, termNew, ""))
-	m.Assign(evCause, m.Reg("term_ev_cause", 16, big.NewInt(0), tmCause, termNew, ""))
-	m.Assign(evType, m.Reg("term_ev_type", 8, big.NewInt(cardTxEvTermSent), Sel(tmRecv, C(8, cardTxEvTermRecv), C(8, cardTxEvTermSent)), termNew, ""))
+	m.Assign(evQPN, m.Reg("term_ev_qpn", QB, big.NewInt(0), Sel(protTerm, cur, tmQPN), evSet, ""))
+	m.Assign(evCause, m.Reg("term_ev_cause", 16, big.NewInt(0), Sel(protTerm, C(16, causeRDMAPLocalCatastrophic), tmCause), evSet, ""))
+	m.Assign(evType, m.Reg("term_ev_type", 8, big.NewInt(cardTxEvTermSent), Sel(And(termNew, tmRecv), C(8, cardTxEvTermRecv), C(8, cardTxEvTermSent)), evSet, ""))
 	const termRecW = 1 + 16 + 16 + 8*untaggedHdr + 8*cardTxReadReqBytes
-	termRd := m.Mem("term", termRecW, CardTxQPs, termNew, qpNum, Cat(tmRecv, tmRDMA, tmHdr, tmSegLen, tmCause), nil, ctxRdAddr,
+	termRd := m.Mem("term", termRecW, CardTxQPs, evSet, Sel(protTerm, cur, qpNum),
+		Sel(protTerm, C(termRecW, causeRDMAPLocalCatastrophic), Cat(tmRecv, tmRDMA, tmHdr, tmSegLen, tmCause)), nil, ctxRdAddr,
 		"the Terminate each QP has to send, or received: {received, RDMAP header, DDP header, segment length, cause}")
 
 	// Static context, written by CREATE.
@@ -341,7 +350,7 @@ func CardTx(width int) (*Module, error) {
 	curHot := dec("qcur", cur)
 	tset1h := dec("qterm", qpNum)
 	m.Drive(termPend, big.NewInt(0), Or(And(termPend, Not(And(curHot, Rep(termSent, CardTxQPs))), Not(And(tset1h, Rep(create, CardTxQPs)))),
-		And(tset1h, Rep(termNew, CardTxQPs))), nil)
+		And(tset1h, Rep(termNew, CardTxQPs)), And(curHot, Rep(protTerm, CardTxQPs))), nil)
 	termPendCur := m.WireOf("term_pend_cur", RedOr(And(termPend, curHot)), "the engine's QP has a Terminate to send")
 	// The peer's Terminate blames the oldest WQE the card started and did
 	// not finish (the model's fail): the first flushed WQE that was
@@ -555,7 +564,9 @@ func CardTx(width int) (*Module, error) {
 	// (the model's errorStep), then drops and flushes.
 	doTerm := m.WireOf("term_go", And(sDecide, inErr, termPendCur), "send the QP's Terminate")
 	doRsp := m.WireOf("rsp_go", And(sDecide, rrPend, Not(doTerm), Or(inErr, And(live, Not(doRet), Not(doWalk), room))), "answer (drop) the QP's oldest Read Request")
-	goWQE := m.WireOf("wqe_go", And(sDecide, live, Not(doRet), Not(doWalk), Not(rrPend), hasWork, room), "a WQE starts")
+	wqeReady := m.WireOf("wqe_ready", And(sDecide, live, Not(doRet), Not(doWalk), Not(rrPend), hasWork, room), "a WQE can start")
+	goWQE := m.WireOf("wqe_go", And(wqeReady, Not(evV)), "a WQE starts (no TERM_SENT waits: its lkey check may fail)")
+	evWait := m.WireOf("wqe_ev_wait", And(wqeReady, evV), "the WQE waits in decide for the event slot (card_cq takes it)")
 	goAny := m.WireOf("fetch_go", Or(goWQE, doRet, doWalk, doFlush, doRsp, doTerm), "a WQE's first block is fetched, or a Read Response or Terminate starts")
 	goMsg := m.WireOf("msg_go", Or(goWQE, doRsp, doTerm), "a message starts")
 	tm := m.Reg("term_mode", 1, big.NewInt(0), doTerm, goAny, "the engine sends its QP's Terminate (a stand-in header: no WQE)")
@@ -968,6 +979,7 @@ func CardTx(width int) (*Module, error) {
 	// Terminate is not sent yet) and gives its IRD entry back.
 	rspFault := m.WireOf("rsp_fault", And(ga.fault, rsp, Not(tm)), "a Read Response's source failed its remote-read check")
 	m.Assign(protErr, And(sWB, Or(prot, rspFault)))
+	m.Assign(protTerm, And(sWB, prot))
 	cq := ShiftQueue(m, "cq", CardTxCplDepth, cplF, cplW, And(sWB, Not(noRec)),
 		[]Expr{Or(flushErr, prot, rfl, And(hSignaled, retires)), cCQ, cur, hWRID, wcOp, Sel(Or(flushErr, prot, rfl), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, fOff,
 			Or(retFl, prot, And(rsp, Or(rspDrop, rspFault)), And(tm, tRecv)), Or(flushErr, rfl), prot, rsp, tm, blameCause}, cqPop)
@@ -1021,7 +1033,7 @@ func CardTx(width int) (*Module, error) {
 	newRRUsed := m.WireOf("new_rreq_used", Sel(rsp, incr(cRRUsed), cRRUsed), "")
 	m.Assign(engWBData, Cat(cEndSeen, newEndFl, newWk, newRRUsed, newRUsed, newOrq, newNext, Add(cRMSN, zext(started, 32)), Add(cMSN, zext(isSend, 32)), fOff, newSQCI))
 	m.Drive(cMSN, nil, Bits(engRd, 79, 48), sCtx)
-	more := m.WireOf("more_work", Or(Ne(cRR, newRRUsed), Sel(Or(fl, prot, rspFault, inErr), Ne(newSQCI, cPI),
+	more := m.WireOf("more_work", Or(Ne(cRR, newRRUsed), prot, Sel(Or(fl, prot, rspFault, inErr), Ne(newSQCI, cPI),
 		Or(Ne(newNext, cPI), And(Ne(newOrq, C(5, 0)), Or(Ne(cRC, newRUsed), Ne(newEndFl, C(5, 0)))), And(newWk, Ne(newSQCI, newNext))))), "")
 	m.Assign(requeue, And(sWB, more, Not(isQueued("qeng", cur))))
 	// Once the WQE is in the buffer: its payload words to ddp_tx, or the
@@ -1033,7 +1045,7 @@ func CardTx(width int) (*Module, error) {
 	next := Sel(sIdle, Sel(pop, C(4, txPop), C(4, txIdle)),
 		Sel(sPop, C(4, txCtx),
 			Sel(sCtx, C(4, txDecide),
-				Sel(sDecide, Sel(doTerm, Sel(tRecv, C(4, txWB), C(4, txFeed)), Sel(doRsp, C(4, txRsp), Sel(goAny, C(4, txFirst), C(4, txIdle)))),
+				Sel(sDecide, Sel(doTerm, Sel(tRecv, C(4, txWB), C(4, txFeed)), Sel(doRsp, C(4, txRsp), Sel(goAny, C(4, txFirst), Sel(evWait, C(4, txDecide), C(4, txIdle))))),
 					Sel(sFirst, Sel(firstDone, C(4, txHdr), C(4, txFirst)),
 						Sel(sHdr, Sel(Or(halt, waitRd), C(4, txIdle), Sel(And(retFl, Not(sentFull)), C(4, txWB), Sel(oneBB, feedNext, C(4, txFetch)))),
 							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(4, txRest), C(4, txFetch)),

@@ -225,6 +225,8 @@ module card_tx_w64 (
     reg  [1:0]     qp_state_e_rd;            // read data of qp_state_e
     wire           qp_to_error;              // ERROR on a live QP
     wire           term_new;                 // a Terminate record puts its QP in error
+    wire           prot_term;                // the engine's WQE failed its lkey check: a Local Catastrophic Terminate
+    wire           term_ev_set;
     reg  [9:0]     term_ev_qpn;
     reg  [15:0]    term_ev_cause;
     reg  [7:0]     term_ev_type;
@@ -494,7 +496,9 @@ module card_tx_w64 (
     wire           push_hit;                 // the WQE's first block was pushed
     wire           term_go;                  // send the QP's Terminate
     wire           rsp_go;                   // answer (drop) the QP's oldest Read Request
-    wire           wqe_go;                   // a WQE starts
+    wire           wqe_ready;                // a WQE can start
+    wire           wqe_go;                   // a WQE starts (no TERM_SENT waits: its lkey check may fail)
+    wire           wqe_ev_wait;              // the WQE waits in decide for the event slot (card_cq takes it)
     wire           fetch_go;                 // a WQE's first block is fetched, or a Read Response or Terminate starts
     wire           msg_go;                   // a message starts
     reg            term_mode;                // the engine sends its QP's Terminate (a stand-in header: no WQE)
@@ -1066,6 +1070,7 @@ module card_tx_w64 (
     assign qp_to_error = (cmd_go & (cmd_op == 4'h3)) & (qp_state_c_rd == 2'h1);
     assign qp_state_we = ((prot_err | (cmd_go & (cmd_op == 4'h1))) | qp_to_error) | ((cmd_go & (cmd_op == 4'h4)) & (qp_state_c_rd == 2'h2));
     assign term_new = (cmd_sel_term & cmd_go) & qp_to_error;
+    assign term_ev_set = term_new | prot_term;
     assign m_ev_valid = term_ev_v;
     assign m_ev_qpn = term_ev_qpn;
     assign m_ev_cause = term_ev_cause;
@@ -7409,7 +7414,9 @@ module card_tx_w64 (
     assign push_hit = |{push0_hit, push1_hit, push2_hit, push3_hit};
     assign term_go = (in_state3 & cur_error) & term_pend_cur;
     assign rsp_go = ((in_state3 & rreq_pending) & ~term_go) & (cur_error | (((cur_live & ~ret_go) & ~walk_go) & ring_room_ok));
-    assign wqe_go = (((((in_state3 & cur_live) & ~ret_go) & ~walk_go) & ~rreq_pending) & has_work) & ring_room_ok;
+    assign wqe_ready = (((((in_state3 & cur_live) & ~ret_go) & ~walk_go) & ~rreq_pending) & has_work) & ring_room_ok;
+    assign wqe_go = wqe_ready & ~term_ev_v;
+    assign wqe_ev_wait = wqe_ready & term_ev_v;
     assign fetch_go = ((((wqe_go | ret_go) | walk_go) | flush_go) | rsp_go) | term_go;
     assign msg_go = (wqe_go | rsp_go) | term_go;
     assign term_sent = in_state11 & term_mode;
@@ -7747,6 +7754,7 @@ module card_tx_w64 (
     assign no_record = (walk_mode & op_read) | prot_late;
     assign rsp_fault = (ck_fault & rsp_mode) & ~term_mode;
     assign prot_err = in_state11 & (prot | rsp_fault);
+    assign prot_term = in_state11 & prot;
     assign cq_wpos = cq_count - cq_pop;
     assign cq0_push = (in_state11 & ~no_record) & (cq_wpos == 4'h0);
     assign cq1_push = (in_state11 & ~no_record) & (cq_wpos == 4'h1);
@@ -7799,7 +7807,7 @@ module card_tx_w64 (
         f_off,
         new_sq_ci
     };
-    assign more_work = (cur_rreq != new_rreq_used) | ((((flush_mode | prot) | rsp_fault) | cur_error) ? (new_sq_ci != cur_sq_pi) : (((new_sq_next != cur_sq_pi) | ((new_orq != 5'h00) & ((cur_rdone != new_rdone_used) | (new_end_flush != 5'h00)))) | (new_walk & (new_sq_ci != new_sq_next))));
+    assign more_work = ((cur_rreq != new_rreq_used) | prot) | ((((flush_mode | prot) | rsp_fault) | cur_error) ? (new_sq_ci != cur_sq_pi) : (((new_sq_next != cur_sq_pi) | ((new_orq != 5'h00) & ((cur_rdone != new_rdone_used) | (new_end_flush != 5'h00)))) | (new_walk & (new_sq_ci != new_sq_next))));
     assign qeng_qp = cur_qp;
     assign qeng_1h = {
         qeng_qp == 10'h3ff,
@@ -8917,31 +8925,31 @@ module card_tx_w64 (
         if (rst) begin
             term_ev_v <= 1'h0;
         end else begin
-            term_ev_v <= term_new | (term_ev_v & ~m_ev_ready);
+            term_ev_v <= term_ev_set | (term_ev_v & ~m_ev_ready);
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
             term_ev_qpn <= 10'h000;
-        end else if (term_new) begin
-            term_ev_qpn <= s_term_qpn;
+        end else if (term_ev_set) begin
+            term_ev_qpn <= prot_term ? cur_qp : s_term_qpn;
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
             term_ev_cause <= 16'h0000;
-        end else if (term_new) begin
-            term_ev_cause <= s_term_cause;
+        end else if (term_ev_set) begin
+            term_ev_cause <= prot_term ? 16'h00ff : s_term_cause;
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
             term_ev_type <= 8'h06;
-        end else if (term_new) begin
-            term_ev_type <= s_term_recv ? 8'h07 : 8'h06;
+        end else if (term_ev_set) begin
+            term_ev_type <= (term_new & s_term_recv) ? 8'h07 : 8'h06;
         end
     end
 
@@ -8973,7 +8981,7 @@ module card_tx_w64 (
         if (rst) begin
             term_pend <= 1024'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
         end else begin
-            term_pend <= ((term_pend & ~(qcur_1h & {1024{term_sent}})) & ~(qterm_1h & {1024{cmd_create}})) | (qterm_1h & {1024{term_new}});
+            term_pend <= (((term_pend & ~(qcur_1h & {1024{term_sent}})) & ~(qterm_1h & {1024{cmd_create}})) | (qterm_1h & {1024{term_new}})) | (qcur_1h & {1024{prot_term}});
         end
     end
 
@@ -10885,7 +10893,7 @@ module card_tx_w64 (
         if (rst) begin
             eng_state <= 4'h0;
         end else begin
-            eng_state <= in_state13 ? 4'he : (in_state14 ? (rsp_drop ? 4'hb : 4'hf) : (in_state15 ? 4'hc : (in_state0 ? (sched_pop ? 4'h1 : 4'h0) : (in_state1 ? 4'h2 : (in_state2 ? 4'h3 : (in_state3 ? (term_go ? (cur_term_recv ? 4'hb : 4'h9) : (rsp_go ? 4'hd : (fetch_go ? 4'h4 : 4'h0))) : (in_state4 ? (first_done ? 4'h5 : 4'h4) : (in_state5 ? ((halt | wait_read) ? 4'h0 : ((ret_or_flush & ~sent_full) ? 4'hb : (one_bb ? (pay_from_buf ? 4'h9 : 4'hc) : 4'h6))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 4'h7 : 4'h6) : (in_state7 ? (rest_done ? (halt ? 4'h0 : (pay_from_buf ? 4'h9 : 4'hc)) : 4'h7) : (in_state8 ? (pay_from_buf ? 4'h9 : 4'hc) : (in_state9 ? (feed_end ? 4'ha : 4'h9) : (in_state10 ? (msg_done ? 4'hb : 4'ha) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 4'hb : 4'h9) : 4'hc) : 4'h0))))))))))))));
+            eng_state <= in_state13 ? 4'he : (in_state14 ? (rsp_drop ? 4'hb : 4'hf) : (in_state15 ? 4'hc : (in_state0 ? (sched_pop ? 4'h1 : 4'h0) : (in_state1 ? 4'h2 : (in_state2 ? 4'h3 : (in_state3 ? (term_go ? (cur_term_recv ? 4'hb : 4'h9) : (rsp_go ? 4'hd : (fetch_go ? 4'h4 : (wqe_ev_wait ? 4'h3 : 4'h0)))) : (in_state4 ? (first_done ? 4'h5 : 4'h4) : (in_state5 ? ((halt | wait_read) ? 4'h0 : ((ret_or_flush & ~sent_full) ? 4'hb : (one_bb ? (pay_from_buf ? 4'h9 : 4'hc) : 4'h6))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 4'h7 : 4'h6) : (in_state7 ? (rest_done ? (halt ? 4'h0 : (pay_from_buf ? 4'h9 : 4'hc)) : 4'h7) : (in_state8 ? (pay_from_buf ? 4'h9 : 4'hc) : (in_state9 ? (feed_end ? 4'ha : 4'h9) : (in_state10 ? (msg_done ? 4'hb : 4'ha) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 4'hb : 4'h9) : 4'hc) : 4'h0))))))))))))));
         end
     end
 
@@ -10907,8 +10915,8 @@ module card_tx_w64 (
 
     // term: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if (term_new) begin
-            term[cmd_num] <= {s_term_recv, s_term_rdma, s_term_hdr, s_term_seglen, s_term_cause};
+        if (term_ev_set) begin
+            term[prot_term ? cur_qp : cmd_num] <= prot_term ? 401'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ff : {s_term_recv, s_term_rdma, s_term_hdr, s_term_seglen, s_term_cause};
         end
         term_rd <= term[ctx_rd_addr];
     end

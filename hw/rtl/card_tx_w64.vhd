@@ -256,6 +256,8 @@ architecture rtl of card_tx_w64 is
     signal qp_state_e_rd : std_logic_vector(1 downto 0); -- read data of qp_state_e
     signal qp_to_error : std_logic;          -- ERROR on a live QP
     signal term_new : std_logic;             -- a Terminate record puts its QP in error
+    signal prot_term : std_logic;            -- the engine's WQE failed its lkey check: a Local Catastrophic Terminate
+    signal term_ev_set : std_logic;
     signal term_ev_qpn : std_logic_vector(9 downto 0) := "0000000000";
     signal term_ev_cause : std_logic_vector(15 downto 0) := x"0000";
     signal term_ev_type : std_logic_vector(7 downto 0) := x"06";
@@ -525,7 +527,9 @@ architecture rtl of card_tx_w64 is
     signal push_hit : std_logic;             -- the WQE's first block was pushed
     signal term_go : std_logic;              -- send the QP's Terminate
     signal rsp_go : std_logic;               -- answer (drop) the QP's oldest Read Request
-    signal wqe_go : std_logic;               -- a WQE starts
+    signal wqe_ready : std_logic;            -- a WQE can start
+    signal wqe_go : std_logic;               -- a WQE starts (no TERM_SENT waits: its lkey check may fail)
+    signal wqe_ev_wait : std_logic;          -- the WQE waits in decide for the event slot (card_cq takes it)
     signal fetch_go : std_logic;             -- a WQE's first block is fetched, or a Read Response or Terminate starts
     signal msg_go : std_logic;               -- a message starts
     signal term_mode : std_logic := '0';     -- the engine sends its QP's Terminate (a stand-in header: no WQE)
@@ -1109,6 +1113,7 @@ begin
     qp_to_error <= (cmd_go and b2l(cmd_op = x"3")) and b2l(qp_state_c_rd = "01");
     qp_state_we <= ((prot_err or (cmd_go and b2l(cmd_op = x"1"))) or qp_to_error) or ((cmd_go and b2l(cmd_op = x"4")) and b2l(qp_state_c_rd = "10"));
     term_new <= (cmd_sel_term and cmd_go) and qp_to_error;
+    term_ev_set <= term_new or prot_term;
     m_ev_valid <= term_ev_v;
     m_ev_qpn <= term_ev_qpn;
     m_ev_cause <= term_ev_cause;
@@ -7452,7 +7457,9 @@ begin
     push_hit <= or std_logic_vector'(push0_hit & push1_hit & push2_hit & push3_hit);
     term_go <= (in_state3 and cur_error) and term_pend_cur;
     rsp_go <= ((in_state3 and rreq_pending) and (not term_go)) and (cur_error or (((cur_live and (not ret_go)) and (not walk_go)) and ring_room_ok));
-    wqe_go <= (((((in_state3 and cur_live) and (not ret_go)) and (not walk_go)) and (not rreq_pending)) and has_work) and ring_room_ok;
+    wqe_ready <= (((((in_state3 and cur_live) and (not ret_go)) and (not walk_go)) and (not rreq_pending)) and has_work) and ring_room_ok;
+    wqe_go <= wqe_ready and (not term_ev_v);
+    wqe_ev_wait <= wqe_ready and term_ev_v;
     fetch_go <= ((((wqe_go or ret_go) or walk_go) or flush_go) or rsp_go) or term_go;
     msg_go <= (wqe_go or rsp_go) or term_go;
     term_sent <= in_state11 and term_mode;
@@ -7797,6 +7804,7 @@ begin
     no_record <= (walk_mode and op_read) or prot_late;
     rsp_fault <= (ck_fault and rsp_mode) and (not term_mode);
     prot_err <= in_state11 and (prot or rsp_fault);
+    prot_term <= in_state11 and prot;
     cq_wpos <= std_logic_vector(unsigned(cq_count) - unsigned(cq_pop));
     cq0_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"0");
     cq1_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"1");
@@ -7849,7 +7857,7 @@ begin
         f_off &
         new_sq_ci
     );
-    more_work <= b2l(cur_rreq /= new_rreq_used) or mux(((flush_mode or prot) or rsp_fault) or cur_error, b2l(new_sq_ci /= cur_sq_pi), (b2l(new_sq_next /= cur_sq_pi) or (b2l(new_orq /= "00000") and (b2l(cur_rdone /= new_rdone_used) or b2l(new_end_flush /= "00000")))) or (new_walk and b2l(new_sq_ci /= new_sq_next)));
+    more_work <= (b2l(cur_rreq /= new_rreq_used) or prot) or mux(((flush_mode or prot) or rsp_fault) or cur_error, b2l(new_sq_ci /= cur_sq_pi), (b2l(new_sq_next /= cur_sq_pi) or (b2l(new_orq /= "00000") and (b2l(cur_rdone /= new_rdone_used) or b2l(new_end_flush /= "00000")))) or (new_walk and b2l(new_sq_ci /= new_sq_next)));
     qeng_qp <= cur_qp;
     qeng_1h <= std_logic_vector'(
         b2l(qeng_qp = "1111111111") &
@@ -8978,7 +8986,7 @@ begin
             if rst = '1' then
                 term_ev_v <= '0';
             else
-                term_ev_v <= term_new or (term_ev_v and (not m_ev_ready));
+                term_ev_v <= term_ev_set or (term_ev_v and (not m_ev_ready));
             end if;
         end if;
     end process;
@@ -8988,8 +8996,8 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 term_ev_qpn <= "0000000000";
-            elsif term_new = '1' then
-                term_ev_qpn <= s_term_qpn;
+            elsif term_ev_set = '1' then
+                term_ev_qpn <= mux(prot_term, cur_qp, s_term_qpn);
             end if;
         end if;
     end process;
@@ -8999,8 +9007,8 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 term_ev_cause <= x"0000";
-            elsif term_new = '1' then
-                term_ev_cause <= s_term_cause;
+            elsif term_ev_set = '1' then
+                term_ev_cause <= mux(prot_term, x"00ff", s_term_cause);
             end if;
         end if;
     end process;
@@ -9010,8 +9018,8 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 term_ev_type <= x"06";
-            elsif term_new = '1' then
-                term_ev_type <= mux(s_term_recv, x"07", x"06");
+            elsif term_ev_set = '1' then
+                term_ev_type <= mux(term_new and s_term_recv, x"07", x"06");
             end if;
         end if;
     end process;
@@ -9055,7 +9063,7 @@ begin
             if rst = '1' then
                 term_pend <= x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
             else
-                term_pend <= ((term_pend and (not (qcur_1h and std_logic_vector'(1023 downto 0 => term_sent)))) and (not (qterm_1h and std_logic_vector'(1023 downto 0 => cmd_create)))) or (qterm_1h and std_logic_vector'(1023 downto 0 => term_new));
+                term_pend <= (((term_pend and (not (qcur_1h and std_logic_vector'(1023 downto 0 => term_sent)))) and (not (qterm_1h and std_logic_vector'(1023 downto 0 => cmd_create)))) or (qterm_1h and std_logic_vector'(1023 downto 0 => term_new))) or (qcur_1h and std_logic_vector'(1023 downto 0 => prot_term));
             end if;
         end if;
     end process;
@@ -12017,7 +12025,7 @@ begin
             if rst = '1' then
                 eng_state <= x"0";
             else
-                eng_state <= mux(in_state13, x"e", mux(in_state14, mux(rsp_drop, x"b", x"f"), mux(in_state15, x"c", mux(in_state0, mux(sched_pop, x"1", x"0"), mux(in_state1, x"2", mux(in_state2, x"3", mux(in_state3, mux(term_go, mux(cur_term_recv, x"b", x"9"), mux(rsp_go, x"d", mux(fetch_go, x"4", x"0"))), mux(in_state4, mux(first_done, x"5", x"4"), mux(in_state5, mux(halt or wait_read, x"0", mux(ret_or_flush and (not sent_full), x"b", mux(one_bb, mux(pay_from_buf, x"9", x"c"), x"6"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), x"7", x"6"), mux(in_state7, mux(rest_done, mux(halt, x"0", mux(pay_from_buf, x"9", x"c")), x"7"), mux(in_state8, mux(pay_from_buf, x"9", x"c"), mux(in_state9, mux(feed_end, x"a", x"9"), mux(in_state10, mux(msg_done, x"b", x"a"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, x"b", x"9"), x"c"), x"0")))))))))))))));
+                eng_state <= mux(in_state13, x"e", mux(in_state14, mux(rsp_drop, x"b", x"f"), mux(in_state15, x"c", mux(in_state0, mux(sched_pop, x"1", x"0"), mux(in_state1, x"2", mux(in_state2, x"3", mux(in_state3, mux(term_go, mux(cur_term_recv, x"b", x"9"), mux(rsp_go, x"d", mux(fetch_go, x"4", mux(wqe_ev_wait, x"3", x"0")))), mux(in_state4, mux(first_done, x"5", x"4"), mux(in_state5, mux(halt or wait_read, x"0", mux(ret_or_flush and (not sent_full), x"b", mux(one_bb, mux(pay_from_buf, x"9", x"c"), x"6"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), x"7", x"6"), mux(in_state7, mux(rest_done, mux(halt, x"0", mux(pay_from_buf, x"9", x"c")), x"7"), mux(in_state8, mux(pay_from_buf, x"9", x"c"), mux(in_state9, mux(feed_end, x"a", x"9"), mux(in_state10, mux(msg_done, x"b", x"a"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, x"b", x"9"), x"c"), x"0")))))))))))))));
             end if;
         end if;
     end process;
@@ -12048,8 +12056,8 @@ begin
     term_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if term_new = '1' then
-                term(to_integer(unsigned(cmd_num))) <= std_logic_vector'(s_term_recv & s_term_rdma & s_term_hdr & s_term_seglen & s_term_cause);
+            if term_ev_set = '1' then
+                term(to_integer(unsigned(mux(prot_term, cur_qp, cmd_num)))) <= mux(prot_term, "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000011111111", std_logic_vector'(s_term_recv & s_term_rdma & s_term_hdr & s_term_seglen & s_term_cause));
             end if;
             term_rd <= term(to_integer(unsigned(ctx_rd_addr)));
         end if;

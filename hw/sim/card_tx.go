@@ -161,8 +161,10 @@ func lookupCardTxPorts(l Layout) (ctxPorts, error) {
 	if err != nil {
 		return p, err
 	}
-	// placement's own channels carry nothing in card_tx_tb: always ready.
-	for _, n := range []string{"m_dma_ready", "m_host_tready", "m_term_ready", "m_done_ready"} {
+	// placement's own channels carry nothing in card_tx_tb, and card_tx's
+	// TERM_SENT events (card_cq's in the card) are taken at once: always
+	// ready.
+	for _, n := range []string{"m_dma_ready", "m_host_tready", "m_term_ready", "m_done_ready", "m_ev_ready"} {
 		q, err := l.In(n)
 		if err != nil {
 			return p, err
