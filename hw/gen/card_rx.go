@@ -13,6 +13,7 @@ const (
 	cardRxQPBits   = 10   // 1024 QP contexts
 	cardRxChunk    = 4096 // largest stream ring read request, bytes
 	cardRxReqLimit = 31   // ring read requests in flight, at most
+	cardRxEndsBits = 6    // log2 of the FPDUs taken whole and not delivered yet, at most
 )
 
 // Error kinds on card_rx's m_err record: mpa_rx's (1 CRC, 2 marker,
@@ -142,7 +143,7 @@ func CardRx(width int) (*Module, error) {
 	uQP := m.Output("m_ulp_qp", 32, "QP number, every beat")
 	uPD := m.Output("m_ulp_pd", 32, "its PD, every beat")
 	uRev := m.Output("m_ulp_rev", 1, "1: DDP/RDMAP version 1; 0: rev 0 peer")
-	ciValid := m.Output("m_ci_valid", 1, "RXS_CI moved")
+	ciValid := m.Output("m_ci_valid", 1, "RXS_CI moved: past a ULPDU's FPDU, or past the FPDU of an MPA error (past its header for a length error) before m_err")
 	ciReady := m.Input("m_ci_ready", 1, "")
 	ciQP := m.Output("m_ci_qp", QB, "")
 	ciVal := m.Output("m_ci_value", 32, "RXS_CI: stream octets consumed")
@@ -152,6 +153,10 @@ func CardRx(width int) (*Module, error) {
 	eKind := m.Output("m_err_kind", 3, fmt.Sprintf("1 CRC, 2 marker, 3 length (mpa_rx), %d RXS_PI past the ring's size", CardRxErrBadDoorbell))
 	eCode := m.Output("m_err_code", 3, "mpa_rx's RFC 5044 §8 code (0 for the engine's own)")
 	eOff := m.Output("m_err_offset", 32, "stream offset of the failing FPDU (RXS_CI for a bad doorbell)")
+	sIdleOut := m.Output("snd_idle", 1, "the Send engine holds no untagged segment (none in progress, no s_host beat waiting): the card top offers m_err and placement's m_term to card_tx only then, behind the segments before them")
+	flValid := m.Input("s_fl_valid", 1, "card_tx took the Terminate record of placement's m_term or of m_err for this QP: its RQ is flushed (WR_FLUSH_ERR) as for m_rxterm's")
+	flReady := m.Output("s_fl_ready", 1, "no such QP waits to join the flush queue")
+	flQP := m.Input("s_fl_qp", QB, "")
 
 	var unused []Expr
 	unused = append(unused, Bits(cQPN, 15, QB), Bits(cBaseLo, 11, 0))
@@ -338,8 +343,17 @@ func CardRx(width int) (*Module, error) {
 	wl, wok := wireLen(m, "hdr_wire", lim, cMkQ, hN)
 	hEnd := m.WireOf("hdr_end", Add(lim, Sel(wok, zext(wl, 32), Sel(leadM, C(32, 6), C(32, 2)))), "")
 	whole := m.WireOf("hdr_whole", And(pv, Not(Lt(Sub(aPI, lim), Sub(pe, lim)))), "the FPDU is in the ring up to RXS_PI")
+	// The end of each FPDU taken whole, until its ULPDU is delivered: an
+	// MPA error's FPDU is the next one to deliver, and RXS_CI moves past
+	// it (past its header for a length error), as the card model's
+	// consume does. At most cardRxEndsDepth FPDUs are between the two.
+	accN := m.RegDecl("ends_acc", cardRxEndsBits+1, "FPDUs taken whole in the turn")
+	delN := m.RegDecl("ends_del", cardRxEndsBits+1, "their ULPDUs delivered")
+	endsRoom := m.WireOf("ends_room", Lt(Sub(accN, delN), C(cardRxEndsBits+1, 1<<cardRxEndsBits)), "")
 	accept := accW
-	m.Assign(accept, And(whole, Not(stopping)))
+	m.Assign(accept, And(whole, Not(stopping), endsRoom))
+	endRd := m.Mem("ends", 32, 1<<cardRxEndsBits, accept, Bits(accN, cardRxEndsBits-1, 0), pe, nil, Bits(delN, cardRxEndsBits-1, 0),
+		"the end (stream offset) of each FPDU taken whole whose ULPDU is not delivered yet")
 	m.Drive(pv, big.NewInt(0), And(Or(pv, hdrOK), Not(accept), Not(goRun)), nil)
 	m.Drive(pe, nil, hEnd, hdrOK)
 	m.Drive(pbad, nil, Not(wok), hdrOK)
@@ -401,15 +415,19 @@ func CardRx(width int) (*Module, error) {
 	// Delivered: the stream offset of the next ULPDU to come out.
 	outOff := m.RegDecl("out_off", 32, "stream offset of the next FPDU whose ULPDU mpa_rx delivers")
 	oDone := m.WireOf("ulp_done", And(mValid, uReady, mLast), "")
+	m.Drive(accN, nil, Sel(goRun, C(cardRxEndsBits+1, 0), Add(accN, zext(accept, cardRxEndsBits+1))), nil)
+	m.Drive(delN, nil, Sel(goRun, C(cardRxEndsBits+1, 0), Add(delN, zext(oDone, cardRxEndsBits+1))), nil)
 	owl, owok := wireLen(m, "out_wire", outOff, cMkQ, mLen)
 	unused = append(unused, owok) // mpa_rx delivers only valid lengths
 	m.Drive(outOff, nil, Sel(goRun, lim, Add(outOff, zext(owl, 32))), Or(goRun, oDone))
 
-	// RXS_CI reports.
+	// RXS_CI reports: after each ULPDU, and past the FPDU of an MPA
+	// error (errCI, once every ULPDU before it is out).
 	ciV := m.RegDecl("ci_v", 1, "")
 	ciQ := m.RegDecl("ci_val", 32, "")
-	m.Drive(ciV, big.NewInt(0), Or(oDone, And(ciV, Not(ciReady))), nil)
-	m.Drive(ciQ, nil, Add(outOff, zext(owl, 32)), oDone)
+	errCI := m.Wire("ci_err", 1, "an MPA error's FPDU is consumed")
+	m.Drive(ciV, big.NewInt(0), Or(oDone, errCI, And(ciV, Not(ciReady))), nil)
+	m.Drive(ciQ, nil, Sel(errCI, endRd, Add(outOff, zext(owl, 32))), Or(oDone, errCI))
 	m.Assign(ciValid, ciV)
 	m.Assign(ciQP, gate(ciV, aq))
 	m.Assign(ciVal, gate(ciV, ciQ))
@@ -438,6 +456,7 @@ func CardRx(width int) (*Module, error) {
 	eC := m.RegDecl("err_code", 3, "")
 	eO := m.RegDecl("err_off", 32, "")
 	eSet := m.WireOf("err_set", Or(And(in(sDrain), drained, errHit), chkBad), "")
+	m.Assign(errCI, And(in(sDrain), drained, errHit))
 	m.Drive(eV, big.NewInt(0), Or(eSet, And(eV, Not(eReady))), nil)
 	m.Drive(eQ, nil, aq, eSet)
 	m.Drive(eK, nil, Sel(chkBad, C(3, CardRxErrBadDoorbell), meK), eSet)
@@ -460,7 +479,17 @@ func CardRx(width int) (*Module, error) {
 								Sel(in(sDrain), Sel(drained, C(4, sEnd), C(4, sDrain)),
 									C(4, sIdle)))))))))
 	m.Drive(st, big.NewInt(0), next, nil)
-	su, err := cardRxSend(m, W, rxSendIn{create: create, errCmd: cmdErr, flRoom: flRoom, cQPN: cQPN, cPD: cPD, dbTake: dbTake, dbKind: dbKind, dbIndex: dbIndex, dbValue: dbValue})
+	// A Terminate of placement's or of m_err: its QP waits here to join
+	// the Send engine's flush queue.
+	flPend := m.RegDecl("fl_ext_v", 1, "a QP of s_fl waits to join the flush queue")
+	flGo := m.Wire("fl_ext_go", 1, "it joins this cycle")
+	m.Assign(flReady, Not(flPend))
+	m.Drive(flPend, big.NewInt(0), Or(flValid, And(flPend, Not(flGo))), nil)
+	flPendQP := m.Reg("fl_ext_qp", QB, nil, flQP, And(flValid, Not(flPend)), "")
+	sndIdle := m.Wire("snd_idle_w", 1, "")
+	m.Assign(sIdleOut, sndIdle)
+	su, err := cardRxSend(m, W, rxSendIn{create: create, errCmd: cmdErr, flRoom: flRoom, cQPN: cQPN, cPD: cPD, dbTake: dbTake, dbKind: dbKind, dbIndex: dbIndex, dbValue: dbValue,
+		flExtV: flPend, flExtQP: flPendQP, flExtGo: flGo, sndIdle: sndIdle})
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,12 @@ type rxSendIn struct {
 	dbKind  *Signal
 	dbIndex *Signal
 	dbValue *Signal
+	// A QP whose Terminate record of placement (m_term) or of an MPA
+	// error (m_err) card_tx took: its RQ is flushed as for m_rxterm's.
+	flExtV  Expr    // a QP waits to join the flush queue
+	flExtQP Expr    // which
+	flExtGo *Signal // driven here: it joins this cycle
+	sndIdle *Signal // driven here: no segment is in progress or waiting on s_host
 }
 
 // cardRxSend builds the receive engine's untagged path: placement's m_host
@@ -562,9 +568,13 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	// model's errorStep) as QP_CMD ERROR flushes it, when no command or
 	// doorbell pushes the flush queue.
 	tPendQP := m.Reg("rxterm_fl_qp", QB, nil, eQP, tTake, "")
-	m.Assign(termPush, And(tPend, Not(termBusy)))
-	m.Drive(tPend, big.NewInt(0), Or(tTake, And(tPend, Not(termPush))), nil)
-	m.Assign(termPushQP, tPendQP)
+	// The other Terminates' QPs (x.flExtV) join it behind m_rxterm's.
+	rxPush := m.WireOf("fl_rxterm_push", And(tPend, Not(termBusy)), "m_rxterm's QP joins the flush queue")
+	m.Assign(x.flExtGo, And(x.flExtV, Not(tPend), Not(termBusy)))
+	m.Assign(termPush, Or(rxPush, x.flExtGo))
+	m.Drive(tPend, big.NewInt(0), Or(tTake, And(tPend, Not(rxPush))), nil)
+	m.Assign(termPushQP, Sel(tPend, tPendQP, x.flExtQP))
+	m.Assign(x.sndIdle, And(in(sIdle), Eq(bi, C(13, 0)), Not(hValid)))
 
 	// Receive state: loaded with the context, stored after each segment
 	// (sStore: the next values; sDropSt: failed).

@@ -112,6 +112,28 @@ func (t *topWiring) finish(extra ...Expr) error {
 	return nil
 }
 
+// heldPriority grants the first of the requests that is up and holds the
+// grant while the granted record waits for taken (a valid may not drop or
+// change until its ready). It returns the one-hot grants.
+func heldPriority(m *Module, name string, reqs []Expr, taken Expr) []*Signal {
+	n := len(reqs)
+	hold := m.RegDecl(name+"_hold", 1, "a granted record waits for its ready")
+	held := m.RegDecl(name+"_held", n, "its grant (bit i: request i)")
+	grants := make([]*Signal, n)
+	parts := make([]Expr, n)
+	for j, r := range reqs {
+		free := r
+		if j > 0 {
+			free = And(r, Not(RedOrParts(reqs[:j])))
+		}
+		grants[j] = m.WireOf(fmt.Sprintf("%s_g%d", name, j), Sel(hold, Bit(held, j), free), "")
+		parts[n-1-j] = grants[j]
+	}
+	m.Drive(hold, big.NewInt(0), And(RedOrParts(toExprs(grants)), Not(taken)), nil)
+	m.Drive(held, big.NewInt(0), Cat(parts...), nil)
+	return grants
+}
+
 // forkRecord sends one valid/ready record to the targets whose sel is 1
 // (sel may depend on the record) and acknowledges it upstream once every
 // selected target has taken it: each target takes it in its own cycle, a
@@ -198,8 +220,8 @@ func CardTop(width int) (*Module, error) {
 		"Inside: card_regs fans the QP command out to card_tx and card_rx (each takes it in its own cycle; card_regs sees ready once both have), doorbells by kind (SQ_PI, TXS_CI, PUSH to card_tx; RXS_PI, RQ_PI to card_rx; STREAM to both; SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM to card_stat too; CQ_DB to card_cq), CQ_CMD and the EQ registers to card_cq, the placement window to placement. card_rx's ULPDUs go to placement, whose untagged segments, STag checks and DMA blocks come back to card_rx (card_rx writes placement's blocks and its Sends' through its own place_axi); card_rx's receive completions go through card_stat (RQ_CI first) to card_cq. card_tx's records go to card_stat (every record's status fields are for the QP status record; signaled ones carry a CQE it passes on to card_cq).",
 		fmt.Sprintf("RESET (the command) holds every engine, the muxes and placement in reset for %d cycles; card_cq and placement then clear their tables (STATUS.INIT_DONE low until both are done). card_regs keeps its staging registers. A RESET with DMA in flight is not supported: the host must quiesce the card first.", CardResetCycles),
 		"card_stat writes the QP status records (QP commands, card_tx's records, card_rx's RXS_CI) and the events TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END and QP_ERROR (HOST, LLP_LOST) to card_cq's first event port (it takes the SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM doorbells too), each CQE and event after the status writes before it.",
-		"card_rx's untagged receive errors (m_rxterm) and placement's (m_term: tagged checks, header checks) go one at a time to card_tx's Terminate sender (s_term), whose TERM_SENT events go to card_cq's second event port and whose Terminate record (m_cpl_term) makes card_stat write STATE ERROR with TX_CLOSED.",
-		"Not wired yet, because no engine produces or consumes them (docs/card-rtl.md): the engines' other events, card_rx's MPA errors (m_err taken and dropped), card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).")
+		"card_rx's untagged receive errors (m_rxterm), placement's (m_term: tagged checks, header checks) and mpa_rx's CRC, marker and length errors (card_rx's m_err: Layer LLP, EType MPA, mpa_rx's code) go one at a time, in that priority, to card_tx's Terminate sender (s_term), whose TERM_SENT events go to card_cq's second event port and whose Terminate record (m_cpl_term) makes card_stat write STATE ERROR with TX_CLOSED; placement's and m_err's wait until card_rx's Send engine holds no segment (m_err's until placement is empty too), and their QP then joins card_rx's RQ flush queue (s_fl).",
+		"Not wired yet, because no engine produces or consumes them (docs/card-rtl.md): the engines' other events, card_rx's bad RXS_PI doorbell (m_err kind 7: taken and dropped, no QP_ERROR BAD_DOORBELL), card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).")
 	clk := m.Clock()
 	rst := m.ResetPort()
 	t := newTopWiring(m)
@@ -304,24 +326,37 @@ func CardTop(width int) (*Module, error) {
 		txIn["s_rreq_"+f] = o("rx", "m_rreq_"+f)
 	}
 	txIn["m_rreq_done_ready"] = o("rx", "s_rreq_done_ready")
-	// The receive errors to the Terminate sender, one record at a time:
-	// card_rx's (untagged) and placement's (tagged, and the header
-	// checks), card_rx's first when both are offered, the choice kept
-	// until the record is taken. TERM_SENT to card_cq's second event port.
-	tmHeld := m.RegDecl("term_held", 1, "a record is offered to card_tx and not taken yet")
-	tmGrant := m.RegDecl("term_grant_pl", 1, "the record offered last cycle was placement's")
+	// The receive errors to the Terminate sender, one record at a time
+	// (heldPriority, in this order): card_rx's untagged ones (m_rxterm),
+	// placement's (m_term: tagged, and the header checks) and mpa_rx's
+	// CRC, marker and length errors (card_rx's m_err). placement's and
+	// m_err's are offered once card_rx's Send engine holds no segment
+	// (snd_idle), m_err's once placement is empty too, so that the
+	// segments before them are done first, as in the card model; their
+	// QP then joins card_rx's flush queue (s_fl, one at a time). TERM_SENT
+	// to card_cq's second event port. m_err's bad-doorbell kind (the
+	// model's QP_ERROR BAD_DOORBELL, with no Terminate) is taken and
+	// dropped: not built.
 	rxTV, plTV := o("rx", "m_rxterm_valid"), o("pl", "m_term_valid")
-	tmPl := m.WireOf("term_sel_pl", Sel(tmHeld, tmGrant, And(plTV, Not(rxTV))), "placement's record is offered")
-	tmV := m.WireOf("term_valid", Sel(tmPl, plTV, rxTV), "")
-	m.Drive(tmHeld, big.NewInt(0), And(tmV, Not(o("tx", "s_term_ready"))), nil)
-	m.Drive(tmGrant, big.NewInt(0), tmPl, nil)
+	errKind := o("rx", "m_err_kind")
+	errBadDB := m.WireOf("term_err_baddb", And(o("rx", "m_err_valid"), Eq(errKind, C(3, CardRxErrBadDoorbell))), "a bad RXS_PI doorbell: dropped")
+	flOK := And(o("rx", "snd_idle"), o("rx", "s_fl_ready"))
+	errTV := And(o("rx", "m_err_valid"), Not(errBadDB), Not(o("pl", "busy")), flOK)
+	tmG := heldPriority(m, "term", []Expr{rxTV, And(plTV, flOK), errTV}, o("tx", "s_term_ready"))
+	tmPl, tmErr := tmG[1], tmG[2]
+	tmV := m.WireOf("term_valid", RedOrParts(toExprs(tmG)), "")
+	tmTake := m.WireOf("term_take", And(tmV, o("tx", "s_term_ready")), "card_tx takes the record")
+	pick := func(rx, pl, mpa Expr) Expr { return Sel(tmPl, pl, Sel(tmErr, mpa, rx)) }
 	txIn["s_term_valid"] = tmV
-	txIn["s_term_qpn"] = Sel(tmPl, Bits(o("pl", "m_term_qp"), 9, 0), o("rx", "m_rxterm_qp"))
-	for _, f := range []string{"cause", "hdr", "seglen"} {
-		txIn["s_term_"+f] = Sel(tmPl, o("pl", "m_term_"+f), o("rx", "m_rxterm_"+f))
+	txIn["s_term_qpn"] = pick(o("rx", "m_rxterm_qp"), Bits(o("pl", "m_term_qp"), 9, 0), o("rx", "m_err_qp"))
+	// An MPA error's cause: Layer LLP, EType MPA, mpa_rx's code (2 CRC,
+	// 3 marker or length); no header is copied.
+	txIn["s_term_cause"] = pick(o("rx", "m_rxterm_cause"), o("pl", "m_term_cause"), Cat(C(13, 0x2000>>3), o("rx", "m_err_code")))
+	for _, f := range []string{"hdr", "seglen"} {
+		txIn["s_term_"+f] = pick(o("rx", "m_rxterm_"+f), o("pl", "m_term_"+f), C(tx.Port("s_term_"+f).W, 0))
 	}
-	txIn["s_term_rdma"] = gate(Not(tmPl), o("rx", "m_rxterm_rdma"))
-	txIn["s_term_recv"] = And(Not(tmPl), o("rx", "m_rxterm_recv"))
+	txIn["s_term_rdma"] = gate(tmG[0], o("rx", "m_rxterm_rdma"))
+	txIn["s_term_recv"] = And(tmG[0], o("rx", "m_rxterm_recv"))
 	txIn["m_ev_ready"] = o("cq", "s_ev1_ready")
 	// The peer's stream ended or was lost (card_stat's record), once
 	// placement holds no ULPDU any more: its Read dones of that stream
@@ -367,10 +402,11 @@ func CardTop(width int) (*Module, error) {
 		"qp_sizes_rxs_log": o("regs", "qp_sizes_rxs_log"), "qp_mpa_markers_rx": o("regs", "qp_mpa_markers_rx"),
 		"qp_mpa_crc": o("regs", "qp_mpa_crc"), "qp_mpa_rev0": o("regs", "qp_mpa_rev0"),
 		"s_db_valid": dbV[1], "s_db_kind": dk, "s_db_index": o("regs", "m_db_index"), "s_db_value": o("regs", "m_db_value"),
-		"m_ulp_tready": o("pl", "s_axis_tready"), "m_ci_ready": o("st", "s_rx_ready"), "m_err_ready": C(1, 1),
+		"m_ulp_tready": o("pl", "s_axis_tready"), "m_ci_ready": o("st", "s_rx_ready"), "m_err_ready": Or(errBadDB, And(tmErr, o("tx", "s_term_ready"))),
+		"s_fl_valid": And(tmTake, Or(tmPl, tmErr)), "s_fl_qp": Sel(tmPl, Bits(o("pl", "m_term_qp"), 9, 0), o("rx", "m_err_qp")),
 		"qp_rq_base_lo": o("regs", "qp_rq_base_lo"), "qp_rq_base_hi": o("regs", "qp_rq_base_hi"),
 		"qp_sizes_rq_log": o("regs", "qp_sizes_rq_log"), "qp_cqs_recv_cq": o("regs", "qp_cqs_recv_cq"),
-		"m_cpl_ready": o("st", "s_rc_ready"), "m_rxterm_ready": And(Not(tmPl), o("tx", "s_term_ready")),
+		"m_cpl_ready": o("st", "s_rc_ready"), "m_rxterm_ready": And(tmG[0], o("tx", "s_term_ready")),
 		// Read Requests to card_tx's responder; their IRD entries back.
 		"qp_rd_ird": o("regs", "qp_rd_ird"), "m_rreq_ready": o("tx", "s_rreq_ready"),
 		"s_rreq_done_valid": o("tx", "m_rreq_done_valid"), "s_rreq_done_qpn": o("tx", "m_rreq_done_qpn"),

@@ -42,6 +42,10 @@ module card_rx_tb_w512 (
     output wire [2:0]     m_err_kind,
     output wire [2:0]     m_err_code,
     output wire [31:0]    m_err_offset,
+    output wire           snd_idle,
+    input  wire           s_fl_valid,
+    output wire           s_fl_ready,
+    input  wire [9:0]     s_fl_qp,
     output wire [5:0]     m_axi_arid,
     output wire [63:0]    m_axi_araddr,
     output wire [7:0]     m_axi_arlen,
@@ -214,6 +218,8 @@ module card_rx_tb_w512 (
     wire [2:0]     rx_m_err_kind;
     wire [2:0]     rx_m_err_code;
     wire [31:0]    rx_m_err_offset;
+    wire           rx_snd_idle;
+    wire           rx_s_fl_ready;
     wire [5:0]     rx_m_axi_arid;
     wire [63:0]    rx_m_axi_araddr;
     wire [7:0]     rx_m_axi_arlen;
@@ -305,6 +311,8 @@ module card_rx_tb_w512 (
     assign m_err_kind = rx_m_err_kind;
     assign m_err_code = rx_m_err_code;
     assign m_err_offset = rx_m_err_offset;
+    assign snd_idle = rx_snd_idle;
+    assign s_fl_ready = rx_s_fl_ready;
     assign m_axi_arid = rx_m_axi_arid;
     assign m_axi_araddr = rx_m_axi_araddr;
     assign m_axi_arlen = rx_m_axi_arlen;
@@ -428,6 +436,10 @@ module card_rx_tb_w512 (
         .m_err_kind(rx_m_err_kind),
         .m_err_code(rx_m_err_code),
         .m_err_offset(rx_m_err_offset),
+        .snd_idle(rx_snd_idle),
+        .s_fl_valid(s_fl_valid),
+        .s_fl_ready(rx_s_fl_ready),
+        .s_fl_qp(s_fl_qp),
         .m_axi_arid(rx_m_axi_arid),
         .m_axi_araddr(rx_m_axi_araddr),
         .m_axi_arlen(rx_m_axi_arlen),

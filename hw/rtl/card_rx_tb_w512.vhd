@@ -44,6 +44,10 @@ entity card_rx_tb_w512 is
         m_err_kind : out std_logic_vector(2 downto 0);
         m_err_code : out std_logic_vector(2 downto 0);
         m_err_offset : out std_logic_vector(31 downto 0);
+        snd_idle : out std_logic;
+        s_fl_valid : in  std_logic;
+        s_fl_ready : out std_logic;
+        s_fl_qp : in  std_logic_vector(9 downto 0);
         m_axi_arid : out std_logic_vector(5 downto 0);
         m_axi_araddr : out std_logic_vector(63 downto 0);
         m_axi_arlen : out std_logic_vector(7 downto 0);
@@ -218,6 +222,8 @@ architecture rtl of card_rx_tb_w512 is
     signal rx_m_err_kind : std_logic_vector(2 downto 0);
     signal rx_m_err_code : std_logic_vector(2 downto 0);
     signal rx_m_err_offset : std_logic_vector(31 downto 0);
+    signal rx_snd_idle : std_logic;
+    signal rx_s_fl_ready : std_logic;
     signal rx_m_axi_arid : std_logic_vector(5 downto 0);
     signal rx_m_axi_araddr : std_logic_vector(63 downto 0);
     signal rx_m_axi_arlen : std_logic_vector(7 downto 0);
@@ -309,6 +315,8 @@ begin
     m_err_kind <= rx_m_err_kind;
     m_err_code <= rx_m_err_code;
     m_err_offset <= rx_m_err_offset;
+    snd_idle <= rx_snd_idle;
+    s_fl_ready <= rx_s_fl_ready;
     m_axi_arid <= rx_m_axi_arid;
     m_axi_araddr <= rx_m_axi_araddr;
     m_axi_arlen <= rx_m_axi_arlen;
@@ -433,6 +441,10 @@ begin
             m_err_kind => rx_m_err_kind,
             m_err_code => rx_m_err_code,
             m_err_offset => rx_m_err_offset,
+            snd_idle => rx_snd_idle,
+            s_fl_valid => s_fl_valid,
+            s_fl_ready => rx_s_fl_ready,
+            s_fl_qp => s_fl_qp,
             m_axi_arid => rx_m_axi_arid,
             m_axi_araddr => rx_m_axi_araddr,
             m_axi_arlen => rx_m_axi_arlen,

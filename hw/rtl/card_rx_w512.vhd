@@ -63,7 +63,7 @@ entity card_rx_w512 is
         m_ulp_qp : out std_logic_vector(31 downto 0); -- QP number, every beat
         m_ulp_pd : out std_logic_vector(31 downto 0); -- its PD, every beat
         m_ulp_rev : out std_logic;           -- 1: DDP/RDMAP version 1; 0: rev 0 peer
-        m_ci_valid : out std_logic;          -- RXS_CI moved
+        m_ci_valid : out std_logic;          -- RXS_CI moved: past a ULPDU's FPDU, or past the FPDU of an MPA error (past its header for a length error) before m_err
         m_ci_ready : in  std_logic;
         m_ci_qp : out std_logic_vector(9 downto 0);
         m_ci_value : out std_logic_vector(31 downto 0); -- RXS_CI: stream octets consumed
@@ -73,6 +73,10 @@ entity card_rx_w512 is
         m_err_kind : out std_logic_vector(2 downto 0); -- 1 CRC, 2 marker, 3 length (mpa_rx), 7 RXS_PI past the ring's size
         m_err_code : out std_logic_vector(2 downto 0); -- mpa_rx's RFC 5044 §8 code (0 for the engine's own)
         m_err_offset : out std_logic_vector(31 downto 0); -- stream offset of the failing FPDU (RXS_CI for a bad doorbell)
+        snd_idle : out std_logic;            -- the Send engine holds no untagged segment (none in progress, no s_host beat waiting): the card top offers m_err and placement's m_term to card_tx only then, behind the segments before them
+        s_fl_valid : in  std_logic;          -- card_tx took the Terminate record of placement's m_term or of m_err for this QP: its RQ is flushed (WR_FLUSH_ERR) as for m_rxterm's
+        s_fl_ready : out std_logic;          -- no such QP waits to join the flush queue
+        s_fl_qp : in  std_logic_vector(9 downto 0);
         m_axi_arid : out std_logic_vector(5 downto 0);
         m_axi_araddr : out std_logic_vector(63 downto 0);
         m_axi_arlen : out std_logic_vector(7 downto 0);
@@ -319,6 +323,10 @@ architecture rtl of card_rx_w512 is
     signal hdr_wire_unused : std_logic;      -- bits no logic reads
     signal hdr_end : std_logic_vector(31 downto 0);
     signal hdr_whole : std_logic;            -- the FPDU is in the ring up to RXS_PI
+    signal ends_acc : std_logic_vector(6 downto 0); -- FPDUs taken whole in the turn
+    signal ends_del : std_logic_vector(6 downto 0); -- their ULPDUs delivered
+    signal ends_room : std_logic;
+    signal ends_rd : std_logic_vector(31 downto 0); -- read data of ends
     signal mpa_in_ready : std_logic;
     signal cut_fwd : std_logic;              -- octets to hand on
     signal cut_fwd_go : std_logic;
@@ -364,6 +372,7 @@ architecture rtl of card_rx_w512 is
     signal out_wire_unused : std_logic;      -- bits no logic reads
     signal ci_v : std_logic := '0';
     signal ci_val : std_logic_vector(31 downto 0);
+    signal ci_err : std_logic;               -- an MPA error's FPDU is consumed
     signal blk_hs : std_logic_vector(16 downto 0); -- header span at lim
     signal blk_hdr_coming : std_logic;       -- the next header is in the ring
     signal blk_at_lim : std_logic;
@@ -380,6 +389,10 @@ architecture rtl of card_rx_w512 is
     signal err_code : std_logic_vector(2 downto 0);
     signal err_off : std_logic_vector(31 downto 0);
     signal err_set : std_logic;
+    signal fl_ext_v : std_logic := '0';      -- a QP of s_fl waits to join the flush queue
+    signal fl_ext_go : std_logic;            -- it joins this cycle
+    signal fl_ext_qp : std_logic_vector(9 downto 0);
+    signal snd_idle_w : std_logic;
     signal snd_state : std_logic_vector(4 downto 0) := "00000"; -- Send engine state
     signal snd_next : std_logic_vector(4 downto 0);
     signal snd_beat : std_logic_vector(12 downto 0) := "0000000000000"; -- index of the next s_host beat in its ULPDU
@@ -618,6 +631,7 @@ architecture rtl of card_rx_w512 is
     signal rxterm_rdmaq : std_logic_vector(223 downto 0);
     signal rxterm_recvq : std_logic;
     signal rxterm_fl_qp : std_logic_vector(9 downto 0);
+    signal fl_rxterm_push : std_logic;       -- m_rxterm's QP joins the flush queue
     signal snd_seg_end : std_logic := '0';   -- the segment's last beat is taken
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
     type queued_t is array (0 to 1023) of std_logic_vector(1 downto 0);
@@ -630,6 +644,8 @@ architecture rtl of card_rx_w512 is
     signal rxs_pi : rxs_pi_t;                -- RXS_PI per QP
     type rxs_st_t is array (0 to 1023) of std_logic_vector(49 downto 0);
     signal rxs_st : rxs_st_t;                -- RXS_CI, octets needed, failed
+    type ends_t is array (0 to 63) of std_logic_vector(31 downto 0);
+    signal ends : ends_t;                    -- the end (stream offset) of each FPDU taken whole whose ULPDU is not delivered yet
     type rq_err_db_t is array (0 to 1023) of std_logic_vector(1 downto 0);
     signal rq_err_db : rq_err_db_t;          -- bit 0 per QP: in error (the doorbell path's copy)
     type rq_ctx_t is array (0 to 1023) of std_logic_vector(104 downto 0);
@@ -755,7 +771,8 @@ begin
     );
     hdr_end <= std_logic_vector(unsigned(lim) + unsigned(mux(hdr_wire_ok, std_logic_vector'("00000000000000" & hdr_wire), mux(hdr_lead, x"00000006", x"00000002"))));
     hdr_whole <= hdr_v and (not b2l(unsigned(std_logic_vector(unsigned(a_pi) - unsigned(lim))) < unsigned(std_logic_vector(unsigned(hdr_e) - unsigned(lim)))));
-    hdr_accept <= hdr_whole and (not stopping);
+    ends_room <= b2l(unsigned(std_logic_vector(unsigned(ends_acc) - unsigned(ends_del))) < unsigned'("1000000"));
+    hdr_accept <= (hdr_whole and (not stopping)) and ends_room;
     cut_fwd <= ((b2l(eng_state = x"6") and (not stopping)) and rd_tvalid) and b2l(unsigned'("0000000") < unsigned(cut_n));
     cut_fwd_go <= cut_fwd and mpa_in_ready;
     cut_p_next <= mux(cut_fwd_go, std_logic_vector(unsigned(fwd_pos) + unsigned(std_logic_vector'("0000000000000000000000000" & cut_n))), fwd_pos);
@@ -884,11 +901,14 @@ begin
     need_pe <= std_logic_vector(unsigned(hdr_e) - unsigned(lim));
     eng_drained <= (((b2l(req_out = "00000") and (not rd_tvalid)) and mux(err_hit, b2l(out_off = mpa_err_off), b2l(out_off = lim))) and (not ci_v)) and (not mpa_tvalid);
     err_set <= ((b2l(eng_state = x"7") and eng_drained) and err_hit) or chk_fail;
+    ci_err <= (b2l(eng_state = x"7") and eng_drained) and err_hit;
     m_err_valid <= err_v;
     m_err_qp <= err_qp and std_logic_vector'(9 downto 0 => err_v);
     m_err_kind <= err_kind and std_logic_vector'(2 downto 0 => err_v);
     m_err_code <= err_code and std_logic_vector'(2 downto 0 => err_v);
     m_err_offset <= err_off and std_logic_vector'(31 downto 0 => err_v);
+    s_fl_ready <= not fl_ext_v;
+    snd_idle <= snd_idle_w;
     m_axi_rq_rready <= '1';
     fl_lost <= (db_take and b2l(s_db_kind = "101")) and s_db_value(1);
     fl_fail_host <= cmd_error or fl_lost;
@@ -1160,8 +1180,11 @@ begin
     m_rxterm_seglen <= rxterm_lenq and std_logic_vector'(15 downto 0 => rxterm_v);
     m_rxterm_rdma <= rxterm_rdmaq and std_logic_vector'(223 downto 0 => rxterm_v);
     m_rxterm_recv <= rxterm_v and rxterm_recvq;
-    fl_term_push <= rxterm_fl_pend and (not fl_term_busy);
-    fl_term_qp <= rxterm_fl_qp;
+    fl_rxterm_push <= rxterm_fl_pend and (not fl_term_busy);
+    fl_ext_go <= (fl_ext_v and (not rxterm_fl_pend)) and (not fl_term_busy);
+    fl_term_push <= fl_rxterm_push or fl_ext_go;
+    fl_term_qp <= mux(rxterm_fl_pend, rxterm_fl_qp, fl_ext_qp);
+    snd_idle_w <= (b2l(snd_state = "00000") and b2l(snd_beat = "0000000000000")) and (not s_host_tvalid);
     snd_st_wr <= (b2l(snd_state = "01111") or b2l(snd_state = "10001")) or b2l(snd_state = "11000");
     snd_st_data <= mux(b2l(snd_state = "01111"), std_logic_vector'(
         mux(snd_lflag, std_logic_vector(unsigned(snd_msn) + unsigned'(x"00000001")), snd_msn) &
@@ -1440,6 +1463,20 @@ begin
         end if;
     end process;
 
+    ends_acc_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ends_acc <= mux(chk_go, "0000000", std_logic_vector(unsigned(ends_acc) + unsigned(std_logic_vector'("000000" & hdr_accept))));
+        end if;
+    end process;
+
+    ends_del_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ends_del <= mux(chk_go, "0000000", std_logic_vector(unsigned(ends_del) + unsigned(std_logic_vector'("000000" & ulp_done))));
+        end if;
+    end process;
+
     out_off_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -1455,7 +1492,7 @@ begin
             if rst = '1' then
                 ci_v <= '0';
             else
-                ci_v <= ulp_done or (ci_v and (not m_ci_ready));
+                ci_v <= (ulp_done or ci_err) or (ci_v and (not m_ci_ready));
             end if;
         end if;
     end process;
@@ -1463,8 +1500,8 @@ begin
     ci_val_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if ulp_done = '1' then
-                ci_val <= std_logic_vector(unsigned(out_off) + unsigned(std_logic_vector'("00000000000000" & out_wire)));
+            if (ulp_done or ci_err) = '1' then
+                ci_val <= mux(ci_err, ends_rd, std_logic_vector(unsigned(out_off) + unsigned(std_logic_vector'("00000000000000" & out_wire))));
             end if;
         end if;
     end process;
@@ -1563,6 +1600,26 @@ begin
                 eng_state <= x"0";
             else
                 eng_state <= mux(b2l(eng_state = x"0"), mux(eng_pop, x"1", x"0"), mux(b2l(eng_state = x"1"), x"2", mux(b2l(eng_state = x"2"), x"3", mux(b2l(eng_state = x"3"), x"4", mux(b2l(eng_state = x"4"), x"5", mux(b2l(eng_state = x"5"), mux(chk_go, x"6", mux(chk_fail, x"8", x"0")), mux(b2l(eng_state = x"6"), mux(stopping, x"7", x"6"), mux(b2l(eng_state = x"7"), mux(eng_drained, x"8", x"7"), x"0"))))))));
+            end if;
+        end if;
+    end process;
+
+    fl_ext_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                fl_ext_v <= '0';
+            else
+                fl_ext_v <= s_fl_valid or (fl_ext_v and (not fl_ext_go));
+            end if;
+        end if;
+    end process;
+
+    fl_ext_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (s_fl_valid and (not fl_ext_v)) = '1' then
+                fl_ext_qp <= s_fl_qp;
             end if;
         end if;
     end process;
@@ -2312,7 +2369,7 @@ begin
             if rst = '1' then
                 rxterm_fl_pend <= '0';
             else
-                rxterm_fl_pend <= rxterm_take or (rxterm_fl_pend and (not fl_term_push));
+                rxterm_fl_pend <= rxterm_take or (rxterm_fl_pend and (not fl_rxterm_push));
             end if;
         end if;
     end process;
@@ -2442,6 +2499,17 @@ begin
                 rxs_st(to_integer(unsigned(mux(eng_end_wr, act_qp, qp_num_qpn(9 downto 0))))) <= mux(eng_end_wr, std_logic_vector'(lim & need & failq), "00000000000000000000000000000000000000000000000000");
             end if;
             rxs_st_rd <= rxs_st(to_integer(unsigned(act_qp)));
+        end if;
+    end process;
+
+    -- ends: synchronous write, synchronous read (block RAM)
+    ends_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if hdr_accept = '1' then
+                ends(to_integer(unsigned(ends_acc(5 downto 0)))) <= hdr_e;
+            end if;
+            ends_rd <= ends(to_integer(unsigned(ends_del(5 downto 0))));
         end if;
     end process;
 

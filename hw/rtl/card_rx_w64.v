@@ -61,7 +61,7 @@ module card_rx_w64 (
     output wire [31:0]    m_ulp_qp,          // QP number, every beat
     output wire [31:0]    m_ulp_pd,          // its PD, every beat
     output wire           m_ulp_rev,         // 1: DDP/RDMAP version 1; 0: rev 0 peer
-    output wire           m_ci_valid,        // RXS_CI moved
+    output wire           m_ci_valid,        // RXS_CI moved: past a ULPDU's FPDU, or past the FPDU of an MPA error (past its header for a length error) before m_err
     input  wire           m_ci_ready,
     output wire [9:0]     m_ci_qp,
     output wire [31:0]    m_ci_value,        // RXS_CI: stream octets consumed
@@ -71,6 +71,10 @@ module card_rx_w64 (
     output wire [2:0]     m_err_kind,        // 1 CRC, 2 marker, 3 length (mpa_rx), 7 RXS_PI past the ring's size
     output wire [2:0]     m_err_code,        // mpa_rx's RFC 5044 §8 code (0 for the engine's own)
     output wire [31:0]    m_err_offset,      // stream offset of the failing FPDU (RXS_CI for a bad doorbell)
+    output wire           snd_idle,          // the Send engine holds no untagged segment (none in progress, no s_host beat waiting): the card top offers m_err and placement's m_term to card_tx only then, behind the segments before them
+    input  wire           s_fl_valid,        // card_tx took the Terminate record of placement's m_term or of m_err for this QP: its RQ is flushed (WR_FLUSH_ERR) as for m_rxterm's
+    output wire           s_fl_ready,        // no such QP waits to join the flush queue
+    input  wire [9:0]     s_fl_qp,
     output wire [5:0]     m_axi_arid,
     output wire [63:0]    m_axi_araddr,
     output wire [7:0]     m_axi_arlen,
@@ -288,6 +292,10 @@ module card_rx_w64 (
     wire           hdr_wire_unused;          // bits no logic reads
     wire [31:0]    hdr_end;
     wire           hdr_whole;                // the FPDU is in the ring up to RXS_PI
+    reg  [6:0]     ends_acc;                 // FPDUs taken whole in the turn
+    reg  [6:0]     ends_del;                 // their ULPDUs delivered
+    wire           ends_room;
+    reg  [31:0]    ends_rd;                  // read data of ends
     wire           mpa_in_ready;
     wire           cut_fwd;                  // octets to hand on
     wire           cut_fwd_go;
@@ -330,6 +338,7 @@ module card_rx_w64 (
     wire           out_wire_unused;          // bits no logic reads
     reg            ci_v;
     reg  [31:0]    ci_val;
+    wire           ci_err;                   // an MPA error's FPDU is consumed
     wire [16:0]    blk_hs;                   // header span at lim
     wire           blk_hdr_coming;           // the next header is in the ring
     wire           blk_at_lim;
@@ -346,6 +355,10 @@ module card_rx_w64 (
     reg  [2:0]     err_code;
     reg  [31:0]    err_off;
     wire           err_set;
+    reg            fl_ext_v;                 // a QP of s_fl waits to join the flush queue
+    wire           fl_ext_go;                // it joins this cycle
+    reg  [9:0]     fl_ext_qp;
+    wire           snd_idle_w;
     reg  [4:0]     snd_state;                // Send engine state
     wire [4:0]     snd_next;
     reg  [12:0]    snd_beat;                 // index of the next s_host beat in its ULPDU
@@ -578,6 +591,7 @@ module card_rx_w64 (
     reg  [223:0]   rxterm_rdmaq;
     reg            rxterm_recvq;
     reg  [9:0]     rxterm_fl_qp;
+    wire           fl_rxterm_push;           // m_rxterm's QP joins the flush queue
     reg            snd_seg_end;              // the segment's last beat is taken
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
     reg  [1:0] queued [0:1023];              // bit 0 per QP: on the work FIFO
@@ -585,6 +599,7 @@ module card_rx_w64 (
     reg  [91:0] ctx [0:1023];                // RXS base (bits 63:12), log size, markers, CRC, rev 0, PD
     reg  [31:0] rxs_pi [0:1023];             // RXS_PI per QP
     reg  [49:0] rxs_st [0:1023];             // RXS_CI, octets needed, failed
+    reg  [31:0] ends [0:63];                 // the end (stream offset) of each FPDU taken whole whose ULPDU is not delivered yet
     reg  [1:0] rq_err_db [0:1023];           // bit 0 per QP: in error (the doorbell path's copy)
     reg  [104:0] rq_ctx [0:1023];            // RQ base (63:6), log2 blocks, receive CQ, PD
     reg  [15:0] rq_pi [0:1023];              // RQ_PI per QP
@@ -695,7 +710,8 @@ module card_rx_w64 (
     };
     assign hdr_end = lim + (hdr_wire_ok ? {14'h0000, hdr_wire} : (hdr_lead ? 32'h00000006 : 32'h00000002));
     assign hdr_whole = hdr_v & ~((a_pi - lim) < (hdr_e - lim));
-    assign hdr_accept = hdr_whole & ~stopping;
+    assign ends_room = (ends_acc - ends_del) < 7'h40;
+    assign hdr_accept = (hdr_whole & ~stopping) & ends_room;
     assign cut_fwd = (((eng_state == 4'h6) & ~stopping) & rd_tvalid) & (4'h0 < cut_n);
     assign cut_fwd_go = cut_fwd & mpa_in_ready;
     assign cut_p_next = cut_fwd_go ? (fwd_pos + {28'h0000000, cut_n}) : fwd_pos;
@@ -762,11 +778,14 @@ module card_rx_w64 (
     assign need_pe = hdr_e - lim;
     assign eng_drained = ((((req_out == 5'h00) & ~rd_tvalid) & (err_hit ? (out_off == mpa_err_off) : (out_off == lim))) & ~ci_v) & ~mpa_tvalid;
     assign err_set = (((eng_state == 4'h7) & eng_drained) & err_hit) | chk_fail;
+    assign ci_err = ((eng_state == 4'h7) & eng_drained) & err_hit;
     assign m_err_valid = err_v;
     assign m_err_qp = err_qp & {10{err_v}};
     assign m_err_kind = err_kind & {3{err_v}};
     assign m_err_code = err_code & {3{err_v}};
     assign m_err_offset = err_off & {32{err_v}};
+    assign s_fl_ready = ~fl_ext_v;
+    assign snd_idle = snd_idle_w;
     assign m_axi_rq_rready = 1'h1;
     assign fl_lost = (db_take & (s_db_kind == 3'h5)) & s_db_value[1];
     assign fl_fail_host = cmd_error | fl_lost;
@@ -995,8 +1014,11 @@ module card_rx_w64 (
     assign m_rxterm_seglen = rxterm_lenq & {16{rxterm_v}};
     assign m_rxterm_rdma = rxterm_rdmaq & {224{rxterm_v}};
     assign m_rxterm_recv = rxterm_v & rxterm_recvq;
-    assign fl_term_push = rxterm_fl_pend & ~fl_term_busy;
-    assign fl_term_qp = rxterm_fl_qp;
+    assign fl_rxterm_push = rxterm_fl_pend & ~fl_term_busy;
+    assign fl_ext_go = (fl_ext_v & ~rxterm_fl_pend) & ~fl_term_busy;
+    assign fl_term_push = fl_rxterm_push | fl_ext_go;
+    assign fl_term_qp = rxterm_fl_pend ? rxterm_fl_qp : fl_ext_qp;
+    assign snd_idle_w = ((snd_state == 5'h00) & (snd_beat == 13'h0000)) & ~s_host_tvalid;
     assign snd_st_wr = ((snd_state == 5'h0f) | (snd_state == 5'h11)) | (snd_state == 5'h18);
     assign snd_st_data = (snd_state == 5'h0f) ? {
         snd_lflag ? (snd_msn + 32'h00000001) : snd_msn,
@@ -1202,6 +1224,14 @@ module card_rx_w64 (
     end
 
     always @(posedge clk) begin
+        ends_acc <= chk_go ? 7'h00 : (ends_acc + {6'h00, hdr_accept});
+    end
+
+    always @(posedge clk) begin
+        ends_del <= chk_go ? 7'h00 : (ends_del + {6'h00, ulp_done});
+    end
+
+    always @(posedge clk) begin
         if (chk_go | ulp_done) begin
             out_off <= chk_go ? lim : (out_off + {14'h0000, out_wire});
         end
@@ -1211,13 +1241,13 @@ module card_rx_w64 (
         if (rst) begin
             ci_v <= 1'h0;
         end else begin
-            ci_v <= ulp_done | (ci_v & ~m_ci_ready);
+            ci_v <= (ulp_done | ci_err) | (ci_v & ~m_ci_ready);
         end
     end
 
     always @(posedge clk) begin
-        if (ulp_done) begin
-            ci_val <= out_off + {14'h0000, out_wire};
+        if (ulp_done | ci_err) begin
+            ci_val <= ci_err ? ends_rd : (out_off + {14'h0000, out_wire});
         end
     end
 
@@ -1286,6 +1316,20 @@ module card_rx_w64 (
             eng_state <= 4'h0;
         end else begin
             eng_state <= (eng_state == 4'h0) ? (eng_pop ? 4'h1 : 4'h0) : ((eng_state == 4'h1) ? 4'h2 : ((eng_state == 4'h2) ? 4'h3 : ((eng_state == 4'h3) ? 4'h4 : ((eng_state == 4'h4) ? 4'h5 : ((eng_state == 4'h5) ? (chk_go ? 4'h6 : (chk_fail ? 4'h8 : 4'h0)) : ((eng_state == 4'h6) ? (stopping ? 4'h7 : 4'h6) : ((eng_state == 4'h7) ? (eng_drained ? 4'h8 : 4'h7) : 4'h0)))))));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            fl_ext_v <= 1'h0;
+        end else begin
+            fl_ext_v <= s_fl_valid | (fl_ext_v & ~fl_ext_go);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (s_fl_valid & ~fl_ext_v) begin
+            fl_ext_qp <= s_fl_qp;
         end
     end
 
@@ -1775,7 +1819,7 @@ module card_rx_w64 (
         if (rst) begin
             rxterm_fl_pend <= 1'h0;
         end else begin
-            rxterm_fl_pend <= rxterm_take | (rxterm_fl_pend & ~fl_term_push);
+            rxterm_fl_pend <= rxterm_take | (rxterm_fl_pend & ~fl_rxterm_push);
         end
     end
 
@@ -1869,6 +1913,14 @@ module card_rx_w64 (
             rxs_st[eng_end_wr ? act_qp : qp_num_qpn[9:0]] <= eng_end_wr ? {lim, need, failq} : 50'h0000000000000;
         end
         rxs_st_rd <= rxs_st[act_qp];
+    end
+
+    // ends: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (hdr_accept) begin
+            ends[ends_acc[5:0]] <= hdr_e;
+        end
+        ends_rd <= ends[ends_del[5:0]];
     end
 
     // rq_err_db: synchronous write, synchronous read (block RAM)

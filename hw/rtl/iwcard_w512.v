@@ -31,16 +31,19 @@
 // SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM doorbells too), each CQE and event
 // after the status writes before it.
 //
-// card_rx's untagged receive errors (m_rxterm) and placement's (m_term: tagged
-// checks, header checks) go one at a time to card_tx's Terminate sender
-// (s_term), whose TERM_SENT events go to card_cq's second event port and whose
-// Terminate record (m_cpl_term) makes card_stat write STATE ERROR with
-// TX_CLOSED.
+// card_rx's untagged receive errors (m_rxterm), placement's (m_term: tagged
+// checks, header checks) and mpa_rx's CRC, marker and length errors (card_rx's
+// m_err: Layer LLP, EType MPA, mpa_rx's code) go one at a time, in that
+// priority, to card_tx's Terminate sender (s_term), whose TERM_SENT events go
+// to card_cq's second event port and whose Terminate record (m_cpl_term) makes
+// card_stat write STATE ERROR with TX_CLOSED; placement's and m_err's wait
+// until card_rx's Send engine holds no segment (m_err's until placement is
+// empty too), and their QP then joins card_rx's RQ flush queue (s_fl).
 //
 // Not wired yet, because no engine produces or consumes them
-// (docs/card-rtl.md): the engines' other events, card_rx's MPA errors (m_err
-// taken and dropped), card_cq's overrun record (taken and dropped),
-// DMA_FAULT_* (read as zero).
+// (docs/card-rtl.md): the engines' other events, card_rx's bad RXS_PI doorbell
+// (m_err kind 7: taken and dropped, no QP_ERROR BAD_DOORBELL), card_cq's
+// overrun record (taken and dropped), DMA_FAULT_* (read as zero).
 //
 // Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -236,6 +239,8 @@ module iwcard_w512 (
     wire [2:0]     rx_m_err_kind;
     wire [2:0]     rx_m_err_code;
     wire [31:0]    rx_m_err_offset;
+    wire           rx_snd_idle;
+    wire           rx_s_fl_ready;
     wire [5:0]     rx_m_axi_arid;
     wire [63:0]    rx_m_axi_araddr;
     wire [7:0]     rx_m_axi_arlen;
@@ -488,10 +493,14 @@ module iwcard_w512 (
     wire           db_ready;                 // every selected target has the record
     wire           db_other;                 // a kind no engine serves (none today): taken
     wire           init_done;                // STATUS.INIT_DONE
-    reg            term_held;                // a record is offered to card_tx and not taken yet
-    reg            term_grant_pl;            // the record offered last cycle was placement's
-    wire           term_sel_pl;              // placement's record is offered
+    wire           term_err_baddb;           // a bad RXS_PI doorbell: dropped
+    reg            term_hold;                // a granted record waits for its ready
+    reg  [2:0]     term_held;                // its grant (bit i: request i)
+    wire           term_g0;
+    wire           term_g1;
+    wire           term_g2;
     wire           term_valid;
+    wire           term_take;                // card_tx takes the record
     wire           end_go;                   // placement is empty: a stream-end record may pass
     wire           unused_outputs;           // block outputs the card does not use yet (docs/card-rtl.md), kept for lint
 
@@ -535,8 +544,12 @@ module iwcard_w512 (
     assign db_ready = regs_m_db_valid & (((((~((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5)) | db_done0) | tx_s_db_ready) & ((~(((1'h0 | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h5)) | db_done1) | rx_s_db_ready)) & ((~(1'h0 | (regs_m_db_kind == 3'h0)) | db_done2) | cq_s_cqdb_ready)) & ((~(((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h5)) | db_done3) | st_s_db_ready));
     assign db_other = regs_m_db_valid & ~(((((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5)) | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h0));
     assign init_done = (cq_init_done & pl_init_done) & ~eng_rst;
-    assign term_sel_pl = term_held ? term_grant_pl : (pl_m_term_valid & ~rx_m_rxterm_valid);
-    assign term_valid = term_sel_pl ? pl_m_term_valid : rx_m_rxterm_valid;
+    assign term_err_baddb = rx_m_err_valid & (rx_m_err_kind == 3'h7);
+    assign term_g0 = term_hold ? term_held[0] : rx_m_rxterm_valid;
+    assign term_g1 = term_hold ? term_held[1] : ((pl_m_term_valid & (rx_snd_idle & rx_s_fl_ready)) & ~rx_m_rxterm_valid);
+    assign term_g2 = term_hold ? term_held[2] : ((((rx_m_err_valid & ~term_err_baddb) & ~pl_busy) & (rx_snd_idle & rx_s_fl_ready)) & ~(rx_m_rxterm_valid | (pl_m_term_valid & (rx_snd_idle & rx_s_fl_ready))));
+    assign term_valid = (term_g0 | term_g1) | term_g2;
+    assign term_take = term_valid & tx_s_term_ready;
     assign end_go = ~pl_busy;
     assign unused_outputs = |{
         regs_qp_cqs_send_cq[15:10],
@@ -570,11 +583,7 @@ module iwcard_w512 (
         rx_m_cpl_term_code,
         rx_m_cpl_term_layer,
         rx_m_cpl_term_type,
-        rx_m_err_code,
-        rx_m_err_kind,
         rx_m_err_offset,
-        rx_m_err_qp,
-        rx_m_err_valid,
         st_m_fault,
         tx_stat_dma_err,
         tx_stat_halt,
@@ -647,17 +656,17 @@ module iwcard_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            term_held <= 1'h0;
+            term_hold <= 1'h0;
         end else begin
-            term_held <= term_valid & ~tx_s_term_ready;
+            term_hold <= ((term_g0 | term_g1) | term_g2) & ~tx_s_term_ready;
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
-            term_grant_pl <= 1'h0;
+            term_held <= 3'h0;
         end else begin
-            term_grant_pl <= term_sel_pl;
+            term_held <= {term_g2, term_g1, term_g0};
         end
     end
 
@@ -797,12 +806,12 @@ module iwcard_w512 (
         .s_rreq_hdr(rx_m_rreq_hdr),
         .s_term_valid(term_valid),
         .s_term_ready(tx_s_term_ready),
-        .s_term_qpn(term_sel_pl ? pl_m_term_qp[9:0] : rx_m_rxterm_qp),
-        .s_term_cause(term_sel_pl ? pl_m_term_cause : rx_m_rxterm_cause),
-        .s_term_hdr(term_sel_pl ? pl_m_term_hdr : rx_m_rxterm_hdr),
-        .s_term_seglen(term_sel_pl ? pl_m_term_seglen : rx_m_rxterm_seglen),
-        .s_term_rdma(rx_m_rxterm_rdma & {224{~term_sel_pl}}),
-        .s_term_recv(~term_sel_pl & rx_m_rxterm_recv),
+        .s_term_qpn(term_g1 ? pl_m_term_qp[9:0] : (term_g2 ? rx_m_err_qp : rx_m_rxterm_qp)),
+        .s_term_cause(term_g1 ? pl_m_term_cause : (term_g2 ? {13'h0400, rx_m_err_code} : rx_m_rxterm_cause)),
+        .s_term_hdr(term_g1 ? pl_m_term_hdr : (term_g2 ? 144'h000000000000000000000000000000000000 : rx_m_rxterm_hdr)),
+        .s_term_seglen(term_g1 ? pl_m_term_seglen : (term_g2 ? 16'h0000 : rx_m_rxterm_seglen)),
+        .s_term_rdma(rx_m_rxterm_rdma & {224{term_g0}}),
+        .s_term_recv(term_g0 & rx_m_rxterm_recv),
         .m_ev_valid(tx_m_ev_valid),
         .m_ev_ready(cq_s_ev1_ready),
         .m_ev_type(tx_m_ev_type),
@@ -906,11 +915,15 @@ module iwcard_w512 (
         .m_ci_qp(rx_m_ci_qp),
         .m_ci_value(rx_m_ci_value),
         .m_err_valid(rx_m_err_valid),
-        .m_err_ready(1'h1),
+        .m_err_ready(term_err_baddb | (term_g2 & tx_s_term_ready)),
         .m_err_qp(rx_m_err_qp),
         .m_err_kind(rx_m_err_kind),
         .m_err_code(rx_m_err_code),
         .m_err_offset(rx_m_err_offset),
+        .snd_idle(rx_snd_idle),
+        .s_fl_valid(term_take & (term_g1 | term_g2)),
+        .s_fl_ready(rx_s_fl_ready),
+        .s_fl_qp(term_g1 ? pl_m_term_qp[9:0] : rx_m_err_qp),
         .m_axi_arid(rx_m_axi_arid),
         .m_axi_araddr(rx_m_axi_araddr),
         .m_axi_arlen(rx_m_axi_arlen),
@@ -965,7 +978,7 @@ module iwcard_w512 (
         .m_cpl_term_code(rx_m_cpl_term_code),
         .m_cpl_rq_ci(rx_m_cpl_rq_ci),
         .m_rxterm_valid(rx_m_rxterm_valid),
-        .m_rxterm_ready(~term_sel_pl & tx_s_term_ready),
+        .m_rxterm_ready(term_g0 & tx_s_term_ready),
         .m_rxterm_qp(rx_m_rxterm_qp),
         .m_rxterm_cause(rx_m_rxterm_cause),
         .m_rxterm_hdr(rx_m_rxterm_hdr),
@@ -1056,7 +1069,7 @@ module iwcard_w512 (
         .m_host_mo(pl_m_host_mo),
         .m_host_inv_stag(pl_m_host_inv_stag),
         .m_term_valid(pl_m_term_valid),
-        .m_term_ready(term_sel_pl & tx_s_term_ready),
+        .m_term_ready(term_g1 & tx_s_term_ready),
         .m_term_cause(pl_m_term_cause),
         .m_term_mdr(pl_m_term_mdr),
         .m_term_seglen(pl_m_term_seglen),

@@ -31,16 +31,19 @@
 -- SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM doorbells too), each CQE and event
 -- after the status writes before it.
 --
--- card_rx's untagged receive errors (m_rxterm) and placement's (m_term: tagged
--- checks, header checks) go one at a time to card_tx's Terminate sender
--- (s_term), whose TERM_SENT events go to card_cq's second event port and whose
--- Terminate record (m_cpl_term) makes card_stat write STATE ERROR with
--- TX_CLOSED.
+-- card_rx's untagged receive errors (m_rxterm), placement's (m_term: tagged
+-- checks, header checks) and mpa_rx's CRC, marker and length errors (card_rx's
+-- m_err: Layer LLP, EType MPA, mpa_rx's code) go one at a time, in that
+-- priority, to card_tx's Terminate sender (s_term), whose TERM_SENT events go
+-- to card_cq's second event port and whose Terminate record (m_cpl_term) makes
+-- card_stat write STATE ERROR with TX_CLOSED; placement's and m_err's wait
+-- until card_rx's Send engine holds no segment (m_err's until placement is
+-- empty too), and their QP then joins card_rx's RQ flush queue (s_fl).
 --
 -- Not wired yet, because no engine produces or consumes them
--- (docs/card-rtl.md): the engines' other events, card_rx's MPA errors (m_err
--- taken and dropped), card_cq's overrun record (taken and dropped),
--- DMA_FAULT_* (read as zero).
+-- (docs/card-rtl.md): the engines' other events, card_rx's bad RXS_PI doorbell
+-- (m_err kind 7: taken and dropped, no QP_ERROR BAD_DOORBELL), card_cq's
+-- overrun record (taken and dropped), DMA_FAULT_* (read as zero).
 --
 -- Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -267,6 +270,8 @@ architecture rtl of iwcard_w512 is
     signal rx_m_err_kind : std_logic_vector(2 downto 0);
     signal rx_m_err_code : std_logic_vector(2 downto 0);
     signal rx_m_err_offset : std_logic_vector(31 downto 0);
+    signal rx_snd_idle : std_logic;
+    signal rx_s_fl_ready : std_logic;
     signal rx_m_axi_arid : std_logic_vector(5 downto 0);
     signal rx_m_axi_araddr : std_logic_vector(63 downto 0);
     signal rx_m_axi_arlen : std_logic_vector(7 downto 0);
@@ -519,10 +524,14 @@ architecture rtl of iwcard_w512 is
     signal db_ready : std_logic;             -- every selected target has the record
     signal db_other : std_logic;             -- a kind no engine serves (none today): taken
     signal init_done : std_logic;            -- STATUS.INIT_DONE
-    signal term_held : std_logic := '0';     -- a record is offered to card_tx and not taken yet
-    signal term_grant_pl : std_logic := '0'; -- the record offered last cycle was placement's
-    signal term_sel_pl : std_logic;          -- placement's record is offered
+    signal term_err_baddb : std_logic;       -- a bad RXS_PI doorbell: dropped
+    signal term_hold : std_logic := '0';     -- a granted record waits for its ready
+    signal term_held : std_logic_vector(2 downto 0) := "000"; -- its grant (bit i: request i)
+    signal term_g0 : std_logic;
+    signal term_g1 : std_logic;
+    signal term_g2 : std_logic;
     signal term_valid : std_logic;
+    signal term_take : std_logic;            -- card_tx takes the record
     signal end_go : std_logic;               -- placement is empty: a stream-end record may pass
     signal unused_outputs : std_logic;       -- block outputs the card does not use yet (docs/card-rtl.md), kept for lint
 begin
@@ -566,8 +575,12 @@ begin
     db_ready <= regs_m_db_valid and ((((((not (((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101"))) or db_done0) or tx_s_db_ready) and (((not ((('0' or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "101"))) or db_done1) or rx_s_db_ready)) and (((not ('0' or b2l(regs_m_db_kind = "000"))) or db_done2) or cq_s_cqdb_ready)) and (((not ((((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "101"))) or db_done3) or st_s_db_ready));
     db_other <= regs_m_db_valid and (not ((((((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101")) or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "000")));
     init_done <= (cq_init_done and pl_init_done) and (not eng_rst);
-    term_sel_pl <= mux(term_held, term_grant_pl, pl_m_term_valid and (not rx_m_rxterm_valid));
-    term_valid <= mux(term_sel_pl, pl_m_term_valid, rx_m_rxterm_valid);
+    term_err_baddb <= rx_m_err_valid and b2l(rx_m_err_kind = "111");
+    term_g0 <= mux(term_hold, term_held(0), rx_m_rxterm_valid);
+    term_g1 <= mux(term_hold, term_held(1), (pl_m_term_valid and (rx_snd_idle and rx_s_fl_ready)) and (not rx_m_rxterm_valid));
+    term_g2 <= mux(term_hold, term_held(2), (((rx_m_err_valid and (not term_err_baddb)) and (not pl_busy)) and (rx_snd_idle and rx_s_fl_ready)) and (not (rx_m_rxterm_valid or (pl_m_term_valid and (rx_snd_idle and rx_s_fl_ready)))));
+    term_valid <= (term_g0 or term_g1) or term_g2;
+    term_take <= term_valid and tx_s_term_ready;
     end_go <= not pl_busy;
     unused_outputs <= or std_logic_vector'(
         regs_qp_cqs_send_cq(15 downto 10) &
@@ -601,11 +614,7 @@ begin
         rx_m_cpl_term_code &
         rx_m_cpl_term_layer &
         rx_m_cpl_term_type &
-        rx_m_err_code &
-        rx_m_err_kind &
         rx_m_err_offset &
-        rx_m_err_qp &
-        rx_m_err_valid &
         st_m_fault &
         tx_stat_dma_err &
         tx_stat_halt &
@@ -700,24 +709,24 @@ begin
         end if;
     end process;
 
-    term_held_reg : process (clk)
+    term_hold_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                term_held <= '0';
+                term_hold <= '0';
             else
-                term_held <= term_valid and (not tx_s_term_ready);
+                term_hold <= ((term_g0 or term_g1) or term_g2) and (not tx_s_term_ready);
             end if;
         end if;
     end process;
 
-    term_grant_pl_reg : process (clk)
+    term_held_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                term_grant_pl <= '0';
+                term_held <= "000";
             else
-                term_grant_pl <= term_sel_pl;
+                term_held <= std_logic_vector'(term_g2 & term_g1 & term_g0);
             end if;
         end if;
     end process;
@@ -860,12 +869,12 @@ begin
             s_rreq_hdr => rx_m_rreq_hdr,
             s_term_valid => term_valid,
             s_term_ready => tx_s_term_ready,
-            s_term_qpn => mux(term_sel_pl, pl_m_term_qp(9 downto 0), rx_m_rxterm_qp),
-            s_term_cause => mux(term_sel_pl, pl_m_term_cause, rx_m_rxterm_cause),
-            s_term_hdr => mux(term_sel_pl, pl_m_term_hdr, rx_m_rxterm_hdr),
-            s_term_seglen => mux(term_sel_pl, pl_m_term_seglen, rx_m_rxterm_seglen),
-            s_term_rdma => rx_m_rxterm_rdma and std_logic_vector'(223 downto 0 => not term_sel_pl),
-            s_term_recv => (not term_sel_pl) and rx_m_rxterm_recv,
+            s_term_qpn => mux(term_g1, pl_m_term_qp(9 downto 0), mux(term_g2, rx_m_err_qp, rx_m_rxterm_qp)),
+            s_term_cause => mux(term_g1, pl_m_term_cause, mux(term_g2, std_logic_vector'("0010000000000" & rx_m_err_code), rx_m_rxterm_cause)),
+            s_term_hdr => mux(term_g1, pl_m_term_hdr, mux(term_g2, x"000000000000000000000000000000000000", rx_m_rxterm_hdr)),
+            s_term_seglen => mux(term_g1, pl_m_term_seglen, mux(term_g2, x"0000", rx_m_rxterm_seglen)),
+            s_term_rdma => rx_m_rxterm_rdma and std_logic_vector'(223 downto 0 => term_g0),
+            s_term_recv => term_g0 and rx_m_rxterm_recv,
             m_ev_valid => tx_m_ev_valid,
             m_ev_ready => cq_s_ev1_ready,
             m_ev_type => tx_m_ev_type,
@@ -970,11 +979,15 @@ begin
             m_ci_qp => rx_m_ci_qp,
             m_ci_value => rx_m_ci_value,
             m_err_valid => rx_m_err_valid,
-            m_err_ready => '1',
+            m_err_ready => term_err_baddb or (term_g2 and tx_s_term_ready),
             m_err_qp => rx_m_err_qp,
             m_err_kind => rx_m_err_kind,
             m_err_code => rx_m_err_code,
             m_err_offset => rx_m_err_offset,
+            snd_idle => rx_snd_idle,
+            s_fl_valid => term_take and (term_g1 or term_g2),
+            s_fl_ready => rx_s_fl_ready,
+            s_fl_qp => mux(term_g1, pl_m_term_qp(9 downto 0), rx_m_err_qp),
             m_axi_arid => rx_m_axi_arid,
             m_axi_araddr => rx_m_axi_araddr,
             m_axi_arlen => rx_m_axi_arlen,
@@ -1029,7 +1042,7 @@ begin
             m_cpl_term_code => rx_m_cpl_term_code,
             m_cpl_rq_ci => rx_m_cpl_rq_ci,
             m_rxterm_valid => rx_m_rxterm_valid,
-            m_rxterm_ready => (not term_sel_pl) and tx_s_term_ready,
+            m_rxterm_ready => term_g0 and tx_s_term_ready,
             m_rxterm_qp => rx_m_rxterm_qp,
             m_rxterm_cause => rx_m_rxterm_cause,
             m_rxterm_hdr => rx_m_rxterm_hdr,
@@ -1121,7 +1134,7 @@ begin
             m_host_mo => pl_m_host_mo,
             m_host_inv_stag => pl_m_host_inv_stag,
             m_term_valid => pl_m_term_valid,
-            m_term_ready => term_sel_pl and tx_s_term_ready,
+            m_term_ready => term_g1 and tx_s_term_ready,
             m_term_cause => pl_m_term_cause,
             m_term_mdr => pl_m_term_mdr,
             m_term_seglen => pl_m_term_seglen,

@@ -2,12 +2,14 @@ package sim
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/openiwarp/openiwarp/golden/ddp"
+	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/golden/rdmap"
 	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
 	"github.com/openiwarp/openiwarp/hw/gen"
@@ -16,7 +18,8 @@ import (
 // wcBadSegments are the receive errors TestCardCosimTerminate has the
 // peer send, one per QP: each is refused by card_rx's checks and answered
 // with a Terminate (RFC 5040 §5.4, the headers its cause asks for); the
-// tagged ones by placement's.
+// tagged ones by placement's; the last three are MPA errors of mpa_rx
+// (card_rx's m_err: Layer LLP, no header copied, RXS_CI past the FPDU).
 var wcBadSegments = []struct {
 	name  string
 	cause rdmap.Cause
@@ -25,8 +28,22 @@ var wcBadSegments = []struct {
 	{"Read Request out of MSN range", rdmap.DDPInvalidMSNRange},
 	{"Read Request of a source with a wrong key", 0}, // the STag table's verdict (R: its RDMAP header is copied)
 	{"Read Request with MO 4", rdmap.DDPInvalidMO},
-	{"RDMA Write to an STag with a wrong key", 0}, // placement's verdict: a DDP tagged buffer error
-	{"RDMA Write past its region's end", 0},       // placement's: base and bounds
+	{"RDMA Write to an STag with a wrong key", 0},     // placement's verdict: a DDP tagged buffer error
+	{"RDMA Write past its region's end", 0},           // placement's: base and bounds
+	{"Send with a bad CRC", rdmap.MPACRC},             // its QP checks CRCs (wcMPAShape)
+	{"RDMA Write with a bad marker", rdmap.MPAMarker}, // its QP has markers
+	{"FPDU with ULPDU_Length 0", rdmap.MPAMarker},     // a length error: code 3 too
+}
+
+// wcMPAShape gives the MPA error rows' QPs what their error needs: CRCs
+// checked for the CRC row, markers for the marker row.
+func wcMPAShape(i int, q *wcQP) {
+	switch i {
+	case 6:
+		q.crc = true
+	case 7:
+		q.markersRX = true
+	}
 }
 
 // peerBad has the peer send QP q the bad segment of kind k.
@@ -40,6 +57,9 @@ func (b *wcBench) peerBad(q *wcQP, k int) {
 		ulp = ddp.UntaggedFields{Last: true, Version: ddp.Version1, RsvdULP0: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpSendInvalidate)),
 			RsvdULP1: uint32(q.stag), QN: rdmap.QNSend, MSN: 1}.Append(nil)
 		ulp = append(ulp, "a Send no one waits for"...)
+	case 6, 7, 8:
+		b.peerSend(q, b.badFPDU(q, k))
+		return
 	case 4, 5:
 		stag, to := uint32(q.stag)^0x5a00, wcRegion+uint64(q.n)<<16
 		if k == 5 {
@@ -97,6 +117,44 @@ func (b *wcBench) termEvents(typ cs.EQEType) map[uint32]rdmap.Cause {
 	return terms
 }
 
+// badFPDU frames the peer's MPA error of row k (6 CRC, 7 marker, 8
+// ULPDU_Length 0) on q's receive stream.
+func (b *wcBench) badFPDU(q *wcQP, k int) []byte {
+	off := q.peer.Offset
+	var ulp []byte
+	switch k {
+	case 7: // long enough to hold a marker
+		ulp = ddp.TaggedFields{Last: true, Version: ddp.Version1, RsvdULP: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpWrite)),
+			STag: uint32(q.stag), TO: wcRegion + uint64(q.n)<<16}.Append(nil)
+		ulp = append(ulp, make([]byte, 1000)...)
+	default:
+		ulp = ddp.UntaggedFields{Last: true, Version: ddp.Version1, RsvdULP0: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpSend)),
+			QN: rdmap.QNSend, MSN: 1}.Append(nil)
+		ulp = append(ulp, "a Send the MPA layer refuses"...)
+	}
+	fp, err := q.peer.AppendFPDU(nil, ulp)
+	require.NoError(b.t, err)
+	switch k {
+	case 6:
+		fp[len(fp)-1] ^= 0x10
+	case 7:
+		// The FPDUPTR of the first marker inside the FPDU, the CRC
+		// recomputed so that only the framing disagrees.
+		at := (off/mpa.MarkerPeriod+1)*mpa.MarkerPeriod - off
+		fp[at+3] ^= 0x04
+		if q.crc {
+			binary.LittleEndian.PutUint32(fp[len(fp)-4:], mpa.CRC32c(fp[:len(fp)-4]))
+		}
+	case 8:
+		at := 0
+		if q.markersRX && off%mpa.MarkerPeriod == 0 {
+			at = mpa.MarkerLen // behind the leading marker
+		}
+		fp[at], fp[at+1] = 0, 0
+	}
+	return fp
+}
+
 // TestCardCosimTerminate runs the whole-card workload, then has the peer
 // send each QP a segment the receive checks refuse (wcBadSegments): the
 // RTL card must answer as the card model does, with TERM_SENT (its
@@ -107,7 +165,7 @@ func TestCardCosimTerminate(t *testing.T) {
 	for _, w := range gen.CardTopWidths {
 		t.Run(fmt.Sprint(w), func(t *testing.T) {
 			seed := seedFor(t.Name())
-			b := newWCBench(t, w, seed, wcTiming, len(wcBadSegments))
+			b := newWCBench(t, w, seed, wcTiming, len(wcBadSegments), wcMPAShape)
 			for round := 0; round < 8; round++ {
 				b.round(round)
 			}

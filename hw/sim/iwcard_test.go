@@ -223,7 +223,9 @@ func (b *wcBench) modelStat(n uint32) cs.QPStat {
 	return cs.QPStat(p)
 }
 
-func newWCBench(t testing.TB, w int, seed uint64, cfg CardConfig, nqp int) *wcBench {
+// newWCBench opens both cards alike and creates nqp QPs of random shapes;
+// shape, if given, adjusts QP i's before it is created.
+func newWCBench(t testing.TB, w int, seed uint64, cfg CardConfig, nqp int, shape ...func(i int, q *wcQP)) *wcBench {
 	b := &wcBench{t: t, w: w, seed: seed, rng: NewRand(seed), mh: modelHost{HostMem{}}, win: map[uint64][]byte{},
 		mWrite: map[wcKey][][]byte{}, rWrite: map[wcKey][][]byte{}, mAddr: map[wcKey][]uint64{}, rAddr: map[wcKey][]uint64{},
 		mPlace: map[uint32][]placed{}, rPlace: map[uint32][]placed{}, ws: &Windows{}}
@@ -284,6 +286,9 @@ func newWCBench(t testing.TB, w int, seed uint64, cfg CardConfig, nqp int) *wcBe
 		q := &wcQP{n: n, pd: 1 + r.Uint32()%1000, sqLog: uint32(3 + r.IntN(4)), txsLog: uint32(12 + r.IntN(2)),
 			rxsLog: uint32(12 + r.IntN(3)), mulpdu: uint32(128 + r.IntN(1400)), markersTX: r.Chance(128),
 			markersRX: r.Chance(128), crc: r.Chance(160), sendCQ: uint32(1 + r.IntN(wcNCQ))}
+		for _, f := range shape {
+			f(len(b.qps), q)
+		}
 		q.peer = mpa.Framer{Markers: q.markersRX, CRC: q.crc}
 		b.qps = append(b.qps, q)
 		b.createQP(q, uint32(len(b.qps)))

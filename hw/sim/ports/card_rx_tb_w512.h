@@ -24,6 +24,8 @@
     X(s_db_value, 32) \
     X(m_ci_ready, 1) \
     X(m_err_ready, 1) \
+    X(s_fl_valid, 1) \
+    X(s_fl_qp, 10) \
     X(m_axi_arready, 1) \
     X(m_axi_rid, 6) \
     X(m_axi_rdata, 512) \
@@ -78,6 +80,8 @@
     X(m_err_kind, 3) \
     X(m_err_code, 3) \
     X(m_err_offset, 32) \
+    X(snd_idle, 1) \
+    X(s_fl_ready, 1) \
     X(m_axi_arid, 6) \
     X(m_axi_araddr, 64) \
     X(m_axi_arlen, 8) \
