@@ -341,7 +341,9 @@ func CardRx(width int) (*Module, error) {
 	hK := m.WireOf("hdr_k", muxTree(hsel, kC), "its octets are in the beat")
 	hdrOK := m.WireOf("hdr_ok", And(in(sRun), Not(stopping), Not(halt), Not(pv), rdValid, Lt(limRelH, C(32, uint64(L))), hK), "")
 	wl, wok := wireLen(m, "hdr_wire", lim, cMkQ, hN)
-	hEnd := m.WireOf("hdr_end", Add(lim, Sel(wok, zext(wl, 32), Sel(leadM, C(32, 6), C(32, 2)))), "")
+	// A bad ULPDU_Length: mpa_rx takes whole 4-octet groups, so its
+	// group goes whole (the error's RXS_CI is 2 octets short of it).
+	hEnd := m.WireOf("hdr_end", Add(lim, Sel(wok, zext(wl, 32), Sel(leadM, C(32, 8), C(32, 4)))), "")
 	whole := m.WireOf("hdr_whole", And(pv, Not(Lt(Sub(aPI, lim), Sub(pe, lim)))), "the FPDU is in the ring up to RXS_PI")
 	// The end of each FPDU taken whole, until its ULPDU is delivered: an
 	// MPA error's FPDU is the next one to deliver, and RXS_CI moves past
@@ -352,7 +354,7 @@ func CardRx(width int) (*Module, error) {
 	endsRoom := m.WireOf("ends_room", Lt(Sub(accN, delN), C(cardRxEndsBits+1, 1<<cardRxEndsBits)), "")
 	accept := accW
 	m.Assign(accept, And(whole, Not(stopping), endsRoom))
-	endRd := m.Mem("ends", 32, 1<<cardRxEndsBits, accept, Bits(accN, cardRxEndsBits-1, 0), pe, nil, Bits(delN, cardRxEndsBits-1, 0),
+	endRd := m.Mem("ends", 32, 1<<cardRxEndsBits, accept, Bits(accN, cardRxEndsBits-1, 0), Sel(pbad, Sub(pe, C(32, 2)), pe), nil, Bits(delN, cardRxEndsBits-1, 0),
 		"the end (stream offset) of each FPDU taken whole whose ULPDU is not delivered yet")
 	m.Drive(pv, big.NewInt(0), And(Or(pv, hdrOK), Not(accept), Not(goRun)), nil)
 	m.Drive(pe, nil, hEnd, hdrOK)

@@ -720,7 +720,7 @@ module card_rx_w512 (
         hdr_wire_q[39:29],
         hdr_wire_q[19:0]
     };
-    assign hdr_end = lim + (hdr_wire_ok ? {14'h0000, hdr_wire} : (hdr_lead ? 32'h00000006 : 32'h00000002));
+    assign hdr_end = lim + (hdr_wire_ok ? {14'h0000, hdr_wire} : (hdr_lead ? 32'h00000008 : 32'h00000004));
     assign hdr_whole = hdr_v & ~((a_pi - lim) < (hdr_e - lim));
     assign ends_room = (ends_acc - ends_del) < 7'h40;
     assign hdr_accept = (hdr_whole & ~stopping) & ends_room;
@@ -2048,7 +2048,7 @@ module card_rx_w512 (
     // ends: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (hdr_accept) begin
-            ends[ends_acc[5:0]] <= hdr_e;
+            ends[ends_acc[5:0]] <= hdr_bad ? (hdr_e - 32'h00000002) : hdr_e;
         end
         ends_rd <= ends[ends_del[5:0]];
     end

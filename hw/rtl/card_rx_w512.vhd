@@ -769,7 +769,7 @@ begin
         hdr_wire_q(39 downto 29) &
         hdr_wire_q(19 downto 0)
     );
-    hdr_end <= std_logic_vector(unsigned(lim) + unsigned(mux(hdr_wire_ok, std_logic_vector'("00000000000000" & hdr_wire), mux(hdr_lead, x"00000006", x"00000002"))));
+    hdr_end <= std_logic_vector(unsigned(lim) + unsigned(mux(hdr_wire_ok, std_logic_vector'("00000000000000" & hdr_wire), mux(hdr_lead, x"00000008", x"00000004"))));
     hdr_whole <= hdr_v and (not b2l(unsigned(std_logic_vector(unsigned(a_pi) - unsigned(lim))) < unsigned(std_logic_vector(unsigned(hdr_e) - unsigned(lim)))));
     ends_room <= b2l(unsigned(std_logic_vector(unsigned(ends_acc) - unsigned(ends_del))) < unsigned'("1000000"));
     hdr_accept <= (hdr_whole and (not stopping)) and ends_room;
@@ -2507,7 +2507,7 @@ begin
     begin
         if rising_edge(clk) then
             if hdr_accept = '1' then
-                ends(to_integer(unsigned(ends_acc(5 downto 0)))) <= hdr_e;
+                ends(to_integer(unsigned(ends_acc(5 downto 0)))) <= mux(hdr_bad, std_logic_vector(unsigned(hdr_e) - unsigned'(x"00000002")), hdr_e);
             end if;
             ends_rd <= ends(to_integer(unsigned(ends_del(5 downto 0))));
         end if;
