@@ -8,6 +8,10 @@ import (
 // Terminate causes of the Send path (RFC 5040 Fig. 9, RFC 5041 §7.2), as
 // golden/rdmap names them; the co-simulation checks them against the card
 // model.
+// cardRxStatLocLen is WC_STATUS LOC_LEN_ERR: a Send longer than its
+// receive WQE's buffers.
+const cardRxStatLocLen = 1
+
 const (
 	causeRDMAPLocalCatastrophic = 0x00FF
 	causeRDMAPCannotInvalidate  = 0x0109
@@ -225,11 +229,11 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	piRd := m.Mem("rq_pi", 16, 1<<QB, Or(x.create, rqDB), Sel(x.create, Bits(x.cQPN, QB-1, 0), Bits(x.dbIndex, QB-1, 0)),
 		Sel(x.create, C(16, 0), Bits(x.dbValue, 15, 0)), rdEn, sqp, "RQ_PI per QP")
 	unused = append(unused, Bits(x.dbValue, 31, 16))
-	sstW := 32 + 32 + 5 + 32 + 16 + 1
+	sstW := 32 + 32 + 5 + 32 + 16 + 1 + 1
 	stWr := m.Wire("snd_st_wr", 1, "the engine stores the QP's receive state")
 	stData := m.Wire("snd_st_data", sstW, "")
 	stRd := m.Mem("rq_st", sstW, 1<<QB, Or(x.create, stWr), Sel(x.create, Bits(x.cQPN, QB-1, 0), sqp),
-		Sel(x.create, Cat(C(32, 1), C(sstW-32, 0)), stData), rdEn, sqp, "MSN expected, bytes placed in the head WQE, SGE cursor (index, offset), RQ_CI, failed")
+		Sel(x.create, Cat(C(32, 1), C(sstW-32, 0)), stData), rdEn, sqp, "MSN expected, bytes placed in the head WQE, SGE cursor (index, offset), RQ_CI, head WQE too short, failed")
 	errRd := m.Mem("rq_err", 2, 1<<QB, errWr, errAddr, errData, rdEn, sqp, "bit 0 per QP: in error (the engine's copy): its segments are dropped")
 	unused = append(unused, Bit(errRd, 1))
 	ld := in(sLoad)
@@ -248,6 +252,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	curOff := m.RegDecl("snd_cur_off", 32, "SGE cursor: offset")
 	ci := m.RegDecl("snd_ci", 16, "RQ_CI: blocks done with")
 	failed := m.RegDecl("snd_failed", 1, "the QP's receive path failed")
+	lenErr := m.RegDecl("snd_len_err", 1, "a Send was longer than the head WQE's buffers: its flush completes LOC_LEN_ERR (the model's CheckSend)")
 
 	// WQE cache: the head WQE of the last QP served.
 	cValidQ := m.RegDecl("wqe_v", 1, "the WQE buffer holds the head WQE of wqe_qp at wqe_ci")
@@ -532,7 +537,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	ciFl := m.WireOf("fl_ci", Sel(Or(rErr, Not(bbsOK)), pi, Add(ci, zext(bbs, 16))), "RQ_CI past the flushed WQE")
 	m.Assign(cLen, gate(nfl, gotN))
 	m.Assign(cOp, gate(cplV, C(8, 3)))
-	m.Assign(cSt, gate(And(cplV, fl), C(8, cardTxStatFlush)))
+	m.Assign(cSt, gate(And(cplV, fl), Sel(lenErr, C(8, cardRxStatLocLen), C(8, cardTxStatFlush))))
 	m.Assign(cInv, gate(And(nfl, isInv), invSTag))
 	m.Assign(cSol, And(nfl, isSE))
 	m.Assign(cInvd, And(nfl, isInv))
@@ -582,13 +587,15 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Drive(got, nil, Bits(stRd, sstW-33, sstW-64), ld)
 	m.Drive(curI, nil, Bits(stRd, sstW-65, sstW-69), ld)
 	m.Drive(curOff, nil, Bits(stRd, sstW-70, sstW-101), ld)
-	m.Drive(ci, nil, Sel(ld, Bits(stRd, 16, 1), ciFl), Or(ld, in(sFlSt)))
+	m.Drive(ci, nil, Sel(ld, Bits(stRd, 17, 2), ciFl), Or(ld, in(sFlSt)))
 	m.Drive(failed, nil, Sel(ld, Or(Bit(stRd, 0), Bit(errRd, 0)), one), Or(ld, eSet))
+	lenSet := m.WireOf("snd_len_err_set", And(in(sChk), Eq(bad, e(causeDDPMessageTooLong)), Not(failed)), "")
+	m.Drive(lenErr, nil, Sel(ld, Bit(stRd, 1), Not(in(sFlSt))), Or(ld, lenSet, in(sFlSt)))
 	m.Assign(stWr, Or(in(sStore), in(sDropSt), in(sFlSt)))
 	z := func(w int, x Expr) Expr { return Sel(lflag, C(w, 0), x) }
 	m.Assign(stData, Sel(in(sStore),
-		Cat(Sel(lflag, Add(msn, C(32, 1)), msn), z(32, gotN), z(5, wI), z(32, wOff), Sel(lflag, Add(ci, zext(bbs, 16)), ci), failed),
-		Sel(in(sFlSt), Cat(msn, C(32+5+32, 0), ciFl, one), Cat(msn, got, curI, curOff, ci, failed))))
+		Cat(Sel(lflag, Add(msn, C(32, 1)), msn), z(32, gotN), z(5, wI), z(32, wOff), Sel(lflag, Add(ci, zext(bbs, 16)), ci), lenErr, failed),
+		Sel(in(sFlSt), Cat(msn, C(32+5+32, 0), ciFl, C(1, 0), one), Cat(msn, got, curI, curOff, ci, lenErr, failed))))
 
 	// Beats: header beats before HB are taken at once; the held beat and
 	// the payload beats go as the writer uses them; a failed or finished

@@ -19,14 +19,15 @@ func TestKnownCauses(t *testing.T) {
 	require.Equal(t, want, cardKnownCauses)
 }
 
-// TestCardTxCodes: the WC_STATUS and EQE_TYPE values card_tx writes are
-// the card spec's.
+// TestCardTxCodes: the WC_STATUS and EQE_TYPE values card_tx and card_rx
+// write are the card spec's.
 func TestCardTxCodes(t *testing.T) {
 	require.EqualValues(t, cs.WCStatusRemAccessErr, cardTxStatRemAccess)
 	require.EqualValues(t, cs.WCStatusRemOpErr, cardTxStatRemOp)
 	require.EqualValues(t, cs.WCStatusFatalErr, cardTxStatFatal)
 	require.EqualValues(t, cs.WCStatusWRFlushErr, cardTxStatFlush)
 	require.EqualValues(t, cs.WCStatusLocProtErr, cardTxStatProt)
+	require.EqualValues(t, cs.WCStatusLocLenErr, cardRxStatLocLen)
 	require.EqualValues(t, cs.EQETypeTermSent, cardTxEvTermSent)
 	require.EqualValues(t, cs.EQETypeTermRecv, cardTxEvTermRecv)
 }

@@ -408,8 +408,8 @@ module card_rx_w512 (
     reg  [104:0]   rq_ctx_rd;                // read data of rq_ctx
     reg  [15:0]    rq_pi_rd;                 // read data of rq_pi
     wire           snd_st_wr;                // the engine stores the QP's receive state
-    wire [117:0]   snd_st_data;
-    reg  [117:0]   rq_st_rd;                 // read data of rq_st
+    wire [118:0]   snd_st_data;
+    reg  [118:0]   rq_st_rd;                 // read data of rq_st
     reg  [1:0]     rq_err_rd;                // read data of rq_err
     reg  [57:0]    snd_base;
     reg  [4:0]     snd_log;
@@ -425,6 +425,7 @@ module card_rx_w512 (
     reg  [31:0]    snd_cur_off;              // SGE cursor: offset
     reg  [15:0]    snd_ci;                   // RQ_CI: blocks done with
     reg            snd_failed;               // the QP's receive path failed
+    reg            snd_len_err;              // a Send was longer than the head WQE's buffers: its flush completes LOC_LEN_ERR (the model's CheckSend)
     reg            wqe_v;                    // the WQE buffer holds the head WQE of wqe_qp at wqe_ci
     reg  [9:0]     wqe_qp;
     reg  [15:0]    wqe_ci;
@@ -601,6 +602,7 @@ module card_rx_w512 (
     reg            rxterm_recvq;
     reg  [9:0]     rxterm_fl_qp;
     wire           fl_rxterm_push;           // m_rxterm's QP joins the flush queue
+    wire           snd_len_err_set;
     reg            snd_seg_end;              // the segment's last beat is taken
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
     reg  [1:0] queued [0:1023];              // bit 0 per QP: on the work FIFO
@@ -612,7 +614,7 @@ module card_rx_w512 (
     reg  [1:0] rq_err_db [0:1023];           // bit 0 per QP: in error (the doorbell path's copy)
     reg  [104:0] rq_ctx [0:1023];            // RQ base (63:6), log2 blocks, receive CQ, PD
     reg  [15:0] rq_pi [0:1023];              // RQ_PI per QP
-    reg  [117:0] rq_st [0:1023];             // MSN expected, bytes placed in the head WQE, SGE cursor (index, offset), RQ_CI, failed
+    reg  [118:0] rq_st [0:1023];             // MSN expected, bytes placed in the head WQE, SGE cursor (index, offset), RQ_CI, head WQE too short, failed
     reg  [1:0] rq_err [0:1023];              // bit 0 per QP: in error (the engine's copy): its segments are dropped
     reg  [127:0] wqe_words0 [0:7];           // 16-byte words of the WQE
     reg  [127:0] wqe_words1 [0:7];           // 16-byte words of the WQE
@@ -1068,7 +1070,7 @@ module card_rx_w512 (
     assign fl_ci = (f_err | ~wqe_bbs_ok) ? snd_pi : (snd_ci + {12'h000, wqe_bbs});
     assign m_cpl_byte_len = snd_got_n & {32{snd_cpl_msg}};
     assign m_cpl_opcode = 8'h03 & {8{snd_cpl_v}};
-    assign m_cpl_status = 8'h03 & {8{(snd_cpl_v & fl)}};
+    assign m_cpl_status = (snd_len_err ? 8'h01 : 8'h03) & {8{(snd_cpl_v & fl)}};
     assign m_cpl_inv_stag = snd_inv_stag & {32{(snd_cpl_msg & snd_is_inv)}};
     assign m_cpl_solicited = snd_cpl_msg & snd_is_se;
     assign m_cpl_invalidated = snd_cpl_msg & snd_is_inv;
@@ -1093,6 +1095,7 @@ module card_rx_w512 (
     assign fl_term_push = fl_rxterm_push | fl_ext_go;
     assign fl_term_qp = rxterm_fl_pend ? rxterm_fl_qp : fl_ext_qp;
     assign snd_idle_w = ((snd_state == 5'h00) & (snd_beat == 13'h0000)) & ~s_host_tvalid;
+    assign snd_len_err_set = ((snd_state == 5'h05) & (snd_cause == 16'h1205)) & ~snd_failed;
     assign snd_st_wr = ((snd_state == 5'h0f) | (snd_state == 5'h11)) | (snd_state == 5'h18);
     assign snd_st_data = (snd_state == 5'h0f) ? {
         snd_lflag ? (snd_msn + 32'h00000001) : snd_msn,
@@ -1100,8 +1103,9 @@ module card_rx_w512 (
         snd_lflag ? 5'h00 : w_i,
         snd_lflag ? 32'h00000000 : w_off,
         snd_lflag ? (snd_ci + {12'h000, wqe_bbs}) : snd_ci,
+        snd_len_err,
         snd_failed
-    } : ((snd_state == 5'h18) ? {snd_msn, 69'h000000000000000000, fl_ci, 1'h1} : {snd_msn, snd_got, snd_cur_i, snd_cur_off, snd_ci, snd_failed});
+    } : ((snd_state == 5'h18) ? {snd_msn, 69'h000000000000000000, fl_ci, 1'h0, 1'h1} : {snd_msn, snd_got, snd_cur_i, snd_cur_off, snd_ci, snd_len_err, snd_failed});
     assign snd_pop = (1'h0 | ((snd_state == 5'h09) & w_beat_done)) | ((((snd_state == 5'h10) | (snd_state == 5'h0f)) | (snd_state == 5'h12)) & ~snd_seg_end);
     assign snd_next = (snd_state == 5'h00) ? ((fl_pop | snd_hdr_done) ? 5'h01 : 5'h00) : ((snd_state == 5'h01) ? 5'h02 : ((snd_state == 5'h02) ? 5'h03 : ((snd_state == 5'h03) ? (fl ? (~snd_posted ? 5'h00 : (f_start ? 5'h04 : 5'h0e)) : (snd_failed ? 5'h10 : ((snd_is_rreq | snd_is_term) ? 5'h12 : (f_start ? 5'h04 : 5'h05)))) : ((snd_state == 5'h04) ? (f_done ? (fl ? (f_err ? 5'h18 : 5'h0e) : 5'h05) : 5'h04) : ((snd_state == 5'h05) ? ((snd_cause != 16'h0000) ? 5'h10 : ((snd_n == 16'h0000) ? 5'h0a : 5'h06)) : ((snd_state == 5'h06) ? 5'h07 : ((snd_state == 5'h07) ? (w_skip ? 5'h06 : (m_rxk_ready ? 5'h08 : 5'h07)) : ((snd_state == 5'h08) ? (w_fault ? 5'h10 : (w_wr_start ? 5'h09 : (w_chk_adv ? 5'h06 : 5'h08))) : ((snd_state == 5'h09) ? ((w_emit & (w_piece == {9'h000, w_nb})) ? ((w_rem == {9'h000, w_nb}) ? 5'h0a : 5'h06) : 5'h09) : ((snd_state == 5'h0a) ? ((snd_lflag & snd_is_inv) ? 5'h0b : (snd_lflag ? 5'h0e : 5'h0f)) : ((snd_state == 5'h0b) ? (m_rxk_ready ? 5'h0c : 5'h0b) : ((snd_state == 5'h0c) ? (w_inv_fault ? 5'h10 : (w_inv_answer ? 5'h0d : 5'h0c)) : ((snd_state == 5'h0d) ? (m_inv_ready ? 5'h0e : 5'h0d) : ((snd_state == 5'h0e) ? ((m_cpl_ready & pw_idle) ? (fl ? 5'h18 : 5'h0f) : 5'h0e) : ((snd_state == 5'h18) ? 5'h03 : ((snd_state == 5'h0f) ? ((snd_seg_end | s_host_tvalid) ? 5'h00 : 5'h0f) : ((snd_state == 5'h10) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h11 : 5'h10) : ((snd_state == 5'h11) ? 5'h00 : ((snd_state == 5'h12) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h13 : 5'h12) : ((snd_state == 5'h13) ? ((rr_bad | tm_recv) ? 5'h10 : (rr_size_zero ? 5'h16 : 5'h14)) : ((snd_state == 5'h14) ? (m_rxk_ready ? 5'h15 : 5'h14) : ((snd_state == 5'h15) ? (rr_fault ? 5'h10 : (rr_answer ? 5'h16 : 5'h15)) : ((snd_state == 5'h16) ? (m_rreq_ready ? 5'h17 : 5'h16) : ((snd_state == 5'h17) ? (rr_store_ok ? 5'h00 : 5'h17) : 5'h00))))))))))))))))))))))));
     assign unused_bits = |{
@@ -1955,37 +1959,43 @@ module card_rx_w512 (
 
     always @(posedge clk) begin
         if (snd_state == 5'h02) begin
-            snd_msn <= rq_st_rd[117:86];
+            snd_msn <= rq_st_rd[118:87];
         end
     end
 
     always @(posedge clk) begin
         if (snd_state == 5'h02) begin
-            snd_got <= rq_st_rd[85:54];
+            snd_got <= rq_st_rd[86:55];
         end
     end
 
     always @(posedge clk) begin
         if (snd_state == 5'h02) begin
-            snd_cur_i <= rq_st_rd[53:49];
+            snd_cur_i <= rq_st_rd[54:50];
         end
     end
 
     always @(posedge clk) begin
         if (snd_state == 5'h02) begin
-            snd_cur_off <= rq_st_rd[48:17];
+            snd_cur_off <= rq_st_rd[49:18];
         end
     end
 
     always @(posedge clk) begin
         if ((snd_state == 5'h02) | (snd_state == 5'h18)) begin
-            snd_ci <= (snd_state == 5'h02) ? rq_st_rd[16:1] : fl_ci;
+            snd_ci <= (snd_state == 5'h02) ? rq_st_rd[17:2] : fl_ci;
         end
     end
 
     always @(posedge clk) begin
         if ((snd_state == 5'h02) | rxterm_set) begin
             snd_failed <= (snd_state == 5'h02) ? (rq_st_rd[0] | rq_err_rd[0]) : 1'h1;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (((snd_state == 5'h02) | snd_len_err_set) | (snd_state == 5'h18)) begin
+            snd_len_err <= (snd_state == 5'h02) ? rq_st_rd[1] : ~(snd_state == 5'h18);
         end
     end
 
@@ -2086,7 +2096,7 @@ module card_rx_w512 (
     // rq_st: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (cmd_create | snd_st_wr) begin
-            rq_st[cmd_create ? qp_num_qpn[9:0] : snd_qp] <= cmd_create ? {32'h00000001, 86'h0000000000000000000000} : snd_st_data;
+            rq_st[cmd_create ? qp_num_qpn[9:0] : snd_qp] <= cmd_create ? {32'h00000001, 87'h0000000000000000000000} : snd_st_data;
         end
         if (snd_state == 5'h01) begin
             rq_st_rd <= rq_st[snd_qp];

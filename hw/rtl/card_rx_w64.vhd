@@ -436,8 +436,8 @@ architecture rtl of card_rx_w64 is
     signal rq_ctx_rd : std_logic_vector(104 downto 0); -- read data of rq_ctx
     signal rq_pi_rd : std_logic_vector(15 downto 0); -- read data of rq_pi
     signal snd_st_wr : std_logic;            -- the engine stores the QP's receive state
-    signal snd_st_data : std_logic_vector(117 downto 0);
-    signal rq_st_rd : std_logic_vector(117 downto 0); -- read data of rq_st
+    signal snd_st_data : std_logic_vector(118 downto 0);
+    signal rq_st_rd : std_logic_vector(118 downto 0); -- read data of rq_st
     signal rq_err_rd : std_logic_vector(1 downto 0); -- read data of rq_err
     signal snd_base : std_logic_vector(57 downto 0);
     signal snd_log : std_logic_vector(4 downto 0);
@@ -453,6 +453,7 @@ architecture rtl of card_rx_w64 is
     signal snd_cur_off : std_logic_vector(31 downto 0); -- SGE cursor: offset
     signal snd_ci : std_logic_vector(15 downto 0); -- RQ_CI: blocks done with
     signal snd_failed : std_logic;           -- the QP's receive path failed
+    signal snd_len_err : std_logic;          -- a Send was longer than the head WQE's buffers: its flush completes LOC_LEN_ERR (the model's CheckSend)
     signal wqe_v : std_logic := '0';         -- the WQE buffer holds the head WQE of wqe_qp at wqe_ci
     signal wqe_qp : std_logic_vector(9 downto 0);
     signal wqe_ci : std_logic_vector(15 downto 0);
@@ -623,6 +624,7 @@ architecture rtl of card_rx_w64 is
     signal rxterm_recvq : std_logic;
     signal rxterm_fl_qp : std_logic_vector(9 downto 0);
     signal fl_rxterm_push : std_logic;       -- m_rxterm's QP joins the flush queue
+    signal snd_len_err_set : std_logic;
     signal snd_seg_end : std_logic := '0';   -- the segment's last beat is taken
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
     type queued_t is array (0 to 1023) of std_logic_vector(1 downto 0);
@@ -643,8 +645,8 @@ architecture rtl of card_rx_w64 is
     signal rq_ctx : rq_ctx_t;                -- RQ base (63:6), log2 blocks, receive CQ, PD
     type rq_pi_t is array (0 to 1023) of std_logic_vector(15 downto 0);
     signal rq_pi : rq_pi_t;                  -- RQ_PI per QP
-    type rq_st_t is array (0 to 1023) of std_logic_vector(117 downto 0);
-    signal rq_st : rq_st_t;                  -- MSN expected, bytes placed in the head WQE, SGE cursor (index, offset), RQ_CI, failed
+    type rq_st_t is array (0 to 1023) of std_logic_vector(118 downto 0);
+    signal rq_st : rq_st_t;                  -- MSN expected, bytes placed in the head WQE, SGE cursor (index, offset), RQ_CI, head WQE too short, failed
     type rq_err_t is array (0 to 1023) of std_logic_vector(1 downto 0);
     signal rq_err : rq_err_t;                -- bit 0 per QP: in error (the engine's copy): its segments are dropped
     type wqe_words0_t is array (0 to 31) of std_logic_vector(127 downto 0);
@@ -1080,7 +1082,7 @@ begin
     fl_ci <= mux(f_err or (not wqe_bbs_ok), snd_pi, std_logic_vector(unsigned(snd_ci) + unsigned(std_logic_vector'(x"000" & wqe_bbs))));
     m_cpl_byte_len <= snd_got_n and std_logic_vector'(31 downto 0 => snd_cpl_msg);
     m_cpl_opcode <= x"03" and std_logic_vector'(7 downto 0 => snd_cpl_v);
-    m_cpl_status <= x"03" and std_logic_vector'(7 downto 0 => snd_cpl_v and fl);
+    m_cpl_status <= mux(snd_len_err, x"01", x"03") and std_logic_vector'(7 downto 0 => snd_cpl_v and fl);
     m_cpl_inv_stag <= snd_inv_stag and std_logic_vector'(31 downto 0 => snd_cpl_msg and snd_is_inv);
     m_cpl_solicited <= snd_cpl_msg and snd_is_se;
     m_cpl_invalidated <= snd_cpl_msg and snd_is_inv;
@@ -1105,6 +1107,7 @@ begin
     fl_term_push <= fl_rxterm_push or fl_ext_go;
     fl_term_qp <= mux(rxterm_fl_pend, rxterm_fl_qp, fl_ext_qp);
     snd_idle_w <= (b2l(snd_state = "00000") and b2l(snd_beat = "0000000000000")) and (not s_host_tvalid);
+    snd_len_err_set <= (b2l(snd_state = "00101") and b2l(snd_cause = x"1205")) and (not snd_failed);
     snd_st_wr <= (b2l(snd_state = "01111") or b2l(snd_state = "10001")) or b2l(snd_state = "11000");
     snd_st_data <= mux(b2l(snd_state = "01111"), std_logic_vector'(
         mux(snd_lflag, std_logic_vector(unsigned(snd_msn) + unsigned'(x"00000001")), snd_msn) &
@@ -1112,13 +1115,15 @@ begin
         mux(snd_lflag, "00000", w_i) &
         mux(snd_lflag, x"00000000", w_off) &
         mux(snd_lflag, std_logic_vector(unsigned(snd_ci) + unsigned(std_logic_vector'(x"000" & wqe_bbs))), snd_ci) &
+        snd_len_err &
         snd_failed
     ), mux(b2l(snd_state = "11000"), std_logic_vector'(
         snd_msn &
         "000000000000000000000000000000000000000000000000000000000000000000000" &
         fl_ci &
+        '0' &
         '1'
-    ), std_logic_vector'(snd_msn & snd_got & snd_cur_i & snd_cur_off & snd_ci & snd_failed)));
+    ), std_logic_vector'(snd_msn & snd_got & snd_cur_i & snd_cur_off & snd_ci & snd_len_err & snd_failed)));
     snd_pop <= (((b2l(snd_state = "00000") and s_host_tvalid) and b2l(unsigned(snd_beat) < unsigned'("0000000000010"))) or (b2l(snd_state = "01001") and w_beat_done)) or (((b2l(snd_state = "10000") or b2l(snd_state = "01111")) or b2l(snd_state = "10010")) and (not snd_seg_end));
     snd_next <= mux(b2l(snd_state = "00000"), mux(fl_pop or snd_hdr_done, "00001", "00000"), mux(b2l(snd_state = "00001"), "00010", mux(b2l(snd_state = "00010"), "00011", mux(b2l(snd_state = "00011"), mux(fl, mux(not snd_posted, "00000", mux(f_start, "00100", "01110")), mux(snd_failed, "10000", mux(snd_is_rreq or snd_is_term, "10010", mux(f_start, "00100", "00101")))), mux(b2l(snd_state = "00100"), mux(f_done, mux(fl, mux(f_err, "11000", "01110"), "00101"), "00100"), mux(b2l(snd_state = "00101"), mux(b2l(snd_cause /= x"0000"), "10000", mux(b2l(snd_n = x"0000"), "01010", "00110")), mux(b2l(snd_state = "00110"), "00111", mux(b2l(snd_state = "00111"), mux(w_skip, "00110", mux(m_rxk_ready, "01000", "00111")), mux(b2l(snd_state = "01000"), mux(w_fault, "10000", mux(w_wr_start, "01001", mux(w_chk_adv, "00110", "01000"))), mux(b2l(snd_state = "01001"), mux(w_emit and b2l(w_piece = std_logic_vector'(x"000" & w_nb)), mux(b2l(w_rem = std_logic_vector'(x"000" & w_nb)), "01010", "00110"), "01001"), mux(b2l(snd_state = "01010"), mux(snd_lflag and snd_is_inv, "01011", mux(snd_lflag, "01110", "01111")), mux(b2l(snd_state = "01011"), mux(m_rxk_ready, "01100", "01011"), mux(b2l(snd_state = "01100"), mux(w_inv_fault, "10000", mux(w_inv_answer, "01101", "01100")), mux(b2l(snd_state = "01101"), mux(m_inv_ready, "01110", "01101"), mux(b2l(snd_state = "01110"), mux(m_cpl_ready and pw_idle, mux(fl, "11000", "01111"), "01110"), mux(b2l(snd_state = "11000"), "00011", mux(b2l(snd_state = "01111"), mux(snd_seg_end or s_host_tvalid, "00000", "01111"), mux(b2l(snd_state = "10000"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10001", "10000"), mux(b2l(snd_state = "10001"), "00000", mux(b2l(snd_state = "10010"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10011", "10010"), mux(b2l(snd_state = "10011"), mux(rr_bad or tm_recv, "10000", mux(rr_size_zero, "10110", "10100")), mux(b2l(snd_state = "10100"), mux(m_rxk_ready, "10101", "10100"), mux(b2l(snd_state = "10101"), mux(rr_fault, "10000", mux(rr_answer, "10110", "10101")), mux(b2l(snd_state = "10110"), mux(m_rreq_ready, "10111", "10110"), mux(b2l(snd_state = "10111"), mux(rr_store_ok, "00000", "10111"), "00000")))))))))))))))))))))))));
     unused_bits <= or std_logic_vector'(
@@ -2242,7 +2247,7 @@ begin
     begin
         if rising_edge(clk) then
             if b2l(snd_state = "00010") = '1' then
-                snd_msn <= rq_st_rd(117 downto 86);
+                snd_msn <= rq_st_rd(118 downto 87);
             end if;
         end if;
     end process;
@@ -2251,7 +2256,7 @@ begin
     begin
         if rising_edge(clk) then
             if b2l(snd_state = "00010") = '1' then
-                snd_got <= rq_st_rd(85 downto 54);
+                snd_got <= rq_st_rd(86 downto 55);
             end if;
         end if;
     end process;
@@ -2260,7 +2265,7 @@ begin
     begin
         if rising_edge(clk) then
             if b2l(snd_state = "00010") = '1' then
-                snd_cur_i <= rq_st_rd(53 downto 49);
+                snd_cur_i <= rq_st_rd(54 downto 50);
             end if;
         end if;
     end process;
@@ -2269,7 +2274,7 @@ begin
     begin
         if rising_edge(clk) then
             if b2l(snd_state = "00010") = '1' then
-                snd_cur_off <= rq_st_rd(48 downto 17);
+                snd_cur_off <= rq_st_rd(49 downto 18);
             end if;
         end if;
     end process;
@@ -2278,7 +2283,7 @@ begin
     begin
         if rising_edge(clk) then
             if (b2l(snd_state = "00010") or b2l(snd_state = "11000")) = '1' then
-                snd_ci <= mux(b2l(snd_state = "00010"), rq_st_rd(16 downto 1), fl_ci);
+                snd_ci <= mux(b2l(snd_state = "00010"), rq_st_rd(17 downto 2), fl_ci);
             end if;
         end if;
     end process;
@@ -2288,6 +2293,15 @@ begin
         if rising_edge(clk) then
             if (b2l(snd_state = "00010") or rxterm_set) = '1' then
                 snd_failed <= mux(b2l(snd_state = "00010"), rq_st_rd(0) or rq_err_rd(0), '1');
+            end if;
+        end if;
+    end process;
+
+    snd_len_err_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((b2l(snd_state = "00010") or snd_len_err_set) or b2l(snd_state = "11000")) = '1' then
+                snd_len_err <= mux(b2l(snd_state = "00010"), rq_st_rd(1), not b2l(snd_state = "11000"));
             end if;
         end if;
     end process;
@@ -2429,7 +2443,7 @@ begin
             if (cmd_create or snd_st_wr) = '1' then
                 rq_st(to_integer(unsigned(mux(cmd_create, qp_num_qpn(9 downto 0), snd_qp)))) <= mux(cmd_create, std_logic_vector'(
         x"00000001" &
-        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+        "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
     ), snd_st_data);
             end if;
             if b2l(snd_state = "00001") = '1' then

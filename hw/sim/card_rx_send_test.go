@@ -117,7 +117,11 @@ func (c *rxCosim) registerRecv(q *rxQP, idx uint32) {
 // sendMessage appends a receive WQE and a Send message into it (0 B to
 // the WQE's capacity, several KiB at most, in segments of at most seg
 // payload octets) to q's plan and stream.
-func (c *rxCosim) sendMessage(q *rxQP, seg int) {
+func (c *rxCosim) sendMessage(q *rxQP, seg int) { c.sendLonger(q, seg, 0) }
+
+// sendLonger is sendMessage, over bytes longer than its receive WQE's
+// buffers when over is not 0 (a Message Too Long).
+func (c *rxCosim) sendLonger(q *rxQP, seg, over int) {
 	r := c.rng
 	s := &q.snd
 	nsge := r.IntN(5)
@@ -149,6 +153,9 @@ func (c *rxCosim) sendMessage(q *rxQP, seg int) {
 		n = w.cap
 	}
 	n = min(n, 6000)
+	if over > 0 {
+		n = w.cap + over
+	}
 	op := []rdmap.Opcode{rdmap.OpSend, rdmap.OpSendSE, rdmap.OpSendInvalidate, rdmap.OpSendSEInvalidate}[r.IntN(4)]
 	var inv uint32
 	if op == rdmap.OpSendInvalidate || op == rdmap.OpSendSEInvalidate {
@@ -431,20 +438,28 @@ func (c *rxCosim) qpErrorRTL(n uint32) {
 // Four QPs each get one to three Sends and up to two receives more; each
 // QP's stream is fed up to a random FPDU (a message may be cut short);
 // then QP 0 and 1 get ERROR, QP 2 RX_LOST, QP 3 stays live, and the
-// receives not yet posted are posted. Every receive completion (all
-// fields, RQ_CI) and every placed byte is compared.
+// receives not yet posted are posted. QP 4's last Send is longer than
+// its receive (a Message Too Long: m_rxterm, and that receive's flush
+// completes LOC_LEN_ERR). Every receive completion (all fields, RQ_CI)
+// and every placed byte is compared.
 func TestCardRxFlush(t *testing.T) {
 	for _, w := range gen.CardRxWidths {
 		t.Run(fmt.Sprint(w), func(t *testing.T) {
 			seed := seedFor(t.Name())
 			t.Logf("seed %d", seed)
 			for round := 0; round < 6; round++ {
-				c := newRxCosim(t, w, seed+uint64(round), 4, nil)
+				c := newRxCosim(t, w, seed+uint64(round), 5, nil)
+				c.allowTerm = true
 				r := c.rng
-				for _, q := range c.qps {
+				for i, q := range c.qps {
 					seg := 1 + r.IntN(1400)
 					for k := 1 + r.IntN(3); k > 0; k-- {
 						c.sendMessage(q, seg)
+					}
+					if i == 4 {
+						c.sendLonger(q, seg, 1+r.IntN(100))
+						q.stop = uint32(len(q.stream))
+						continue
 					}
 					for k := r.IntN(3); k > 0; k-- {
 						s := &q.snd
@@ -490,18 +505,24 @@ func TestCardRxFlush(t *testing.T) {
 						}
 					}
 				}
-				flushed := 0
+				flushed, tooLong := 0, 0
 				for i, q := range c.qps {
 					comparePlaced(t, q.n, "Send", q.snd.want, q.snd.got)
 					require.Equal(t, q.snd.cplWant, q.snd.cplGot, "seed %d QP %d: receive completions", seed+uint64(round), q.n)
 					for _, k := range q.snd.cplGot {
-						if k.stat == uint8(cs.WCStatusWRFlushErr) {
-							require.Less(t, i, 3, "seed %d: the live QP %d flushed a receive", seed+uint64(round), q.n)
+						switch k.stat {
+						case uint8(cs.WCStatusWRFlushErr):
+							require.NotEqual(t, 3, i, "seed %d: the live QP %d flushed a receive", seed+uint64(round), q.n)
 							flushed++
+						case uint8(cs.WCStatusLocLenErr):
+							require.Equal(t, 4, i, "seed %d: QP %d: LOC_LEN_ERR", seed+uint64(round), q.n)
+							tooLong++
 						}
 					}
 				}
 				require.NotZero(t, flushed, "seed %d: nothing was flushed", seed+uint64(round))
+				require.Equal(t, 1, tooLong, "seed %d: LOC_LEN_ERR completions", seed+uint64(round))
+				require.Equal(t, []uint64{0x1205}, c.terms, "seed %d: m_rxterm causes (DDP Message Too Long)", seed+uint64(round))
 				t.Logf("round %d: %d receives flushed, %d cycles", round, flushed, c.cycle)
 			}
 		})
