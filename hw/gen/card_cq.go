@@ -238,13 +238,12 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	bInv := m.Reg("b_inv", 32, big.NewInt(0), pick(invP...), aTake, "completion: INV_STAG; event: OBJ")
 	bFl := m.Reg("b_flags", 2, big.NewInt(0), pick(flP...), aTake, "completion: invalidated, solicited; EQ_CFG: enable; CQ_CMD: CQ_NUM too large")
 	bTerm := m.Reg("b_term", 16, big.NewInt(0), pick(termP...), aTake, "code, type, layer; CQ_CMD, EQ_CFG: log2 size")
-	isK := func(k int) Expr { return Eq(bKind, C(3, uint64(k))) }
-	kCpl := m.WireOf("k_cpl", And(bV, isK(cqkCpl)), "")
-	kEv := m.WireOf("k_ev", And(bV, isK(cqkEv)), "")
-	kCQDB := m.WireOf("k_cqdb", And(bV, isK(cqkCQDB)), "")
-	kCmd := m.WireOf("k_cmd", And(bV, isK(cqkCmd)), "")
-	kEQCfg := m.WireOf("k_eqcfg", And(bV, isK(cqkEQCfg)), "")
-	kEQDB := m.WireOf("k_eqdb", And(bV, isK(cqkEQDB)), "")
+	isK := func(kind *Signal, k int) Expr { return Eq(kind, C(3, uint64(k))) }
+	var aCtxOp []Expr
+	for i := 0; i < NS; i++ {
+		aCtxOp = append(aCtxOp, grants[1+2*i])
+	}
+	bCtxOp := m.Reg("b_ctxop", 1, big.NewInt(0), Or(gCmd, gCQDB, RedOrParts(aCtxOp)), aTake, "it reads and may write a CQ context")
 
 	// CQ context RAM: {valid, base[63:5], log2 size, solicited PI, pi, ci, armed, solicited only, overrun}.
 	const (
@@ -259,23 +258,40 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 		oV    = oBase + 59
 		oW    = oV + 1
 	)
+	type cqCtx struct{ valid, base, log, spi, pi, ci, arm, sol, ov *Signal }
+	fields := func(p string, x *Signal) cqCtx {
+		return cqCtx{
+			valid: m.WireOf(p+"_valid", Bit(x, oV), ""),
+			base:  m.WireOf(p+"_base", Bits(x, oV-1, oBase), ""),
+			log:   m.WireOf(p+"_log", Bits(x, oBase-1, oLog), ""),
+			spi:   m.WireOf(p+"_spi", Bits(x, oLog-1, oSPI), "PI past the last solicited or error CQE (CI when none lies past CI)"),
+			pi:    m.WireOf(p+"_pi", Bits(x, oSPI-1, oPI), ""),
+			ci:    m.WireOf(p+"_ci", Bits(x, oPI-1, oCI), ""),
+			arm:   m.WireOf(p+"_arm", Bit(x, oArm), ""),
+			sol:   m.WireOf(p+"_sol", Bit(x, oSol), ""),
+			ov:    m.WireOf(p+"_ov", Bit(x, oOv), ""),
+		}
+	}
+
+	// Stage B: the context, read from the RAM in the cycle the operation
+	// was taken and again every cycle it waits here, with a bypass of the
+	// last write. It moves on only when no operation ahead of it (C, D)
+	// may write its CQ, so the context it takes along stays current.
 	memWe := m.Wire("ctx_we", 1, "")
 	memWa := m.Wire("ctx_wa", 10, "")
 	memWd := m.Wire("ctx_wd", oW, "")
-	ctxRd := m.Mem("ctx", oW, cardCQs, memWe, memWa, memWd, aTake, aCQ, "CQ contexts")
+	ctxRd := m.Mem("ctx", oW, cardCQs, memWe, memWa, memWd, nil, Sel(aTake, aCQ, bCQ), "CQ contexts")
 	fwV := m.Reg("fw_v", 1, big.NewInt(0), one, memWe, "the bypass holds the last context written")
 	fwA := m.Reg("fw_addr", 10, big.NewInt(0), memWa, memWe, "")
 	fwD := m.Reg("fw_data", oW, big.NewInt(0), memWd, memWe, "")
-	ctx := m.WireOf("cx", Sel(And(fwV, Eq(fwA, bCQ)), fwD, ctxRd), "the context of b_cq as it is now")
-	cxValid := m.WireOf("cx_valid", Bit(ctx, oV), "")
-	cxBase := m.WireOf("cx_base", Bits(ctx, oV-1, oBase), "")
-	cxLog := m.WireOf("cx_log", Bits(ctx, oBase-1, oLog), "")
-	cxSPI := m.WireOf("cx_spi", Bits(ctx, oLog-1, oSPI), "PI past the last solicited or error CQE (CI when none lies past CI)")
-	cxPI := m.WireOf("cx_pi", Bits(ctx, oSPI-1, oPI), "")
-	cxCI := m.WireOf("cx_ci", Bits(ctx, oPI-1, oCI), "")
-	cxArm := m.WireOf("cx_arm", Bit(ctx, oArm), "")
-	cxSol := m.WireOf("cx_sol", Bit(ctx, oSol), "")
-	cxOv := m.WireOf("cx_ov", Bit(ctx, oOv), "")
+	bCtx := m.WireOf("b_cx", Sel(And(fwV, Eq(fwA, bCQ)), fwD, ctxRd), "the context of b_cq as it is now")
+	bToC := m.Wire("b_to_c", 1, "the operation moves from B to C")
+	opC := StageRegs(m, "c_", bToC, bKind, bCQ, bQPN, bWide, bLen, bOpc, bSt, bInv, bFl, bTerm, bCtxOp)
+	cKind, cCQ, cWide, cLen, cSt, cFl, cTerm, cCtxOp := opC[0], opC[1], opC[3], opC[4], opC[6], opC[8], opC[9], opC[10]
+	cCtx := m.Reg("c_cx", oW, nil, bCtx, bToC, "the context, current")
+	cV := m.RegDecl("c_v", 1, "stage C holds an operation")
+	cToD := m.Wire("c_to_d", 1, "the operation moves from C to D")
+	m.Drive(cV, big.NewInt(0), Or(bToC, And(cV, Not(cToD))), nil)
 
 	// Ring helpers: mask of the index bits below log, fullness, owner bit.
 	ringMask := func(name string, lg *Signal, w int) *Signal {
@@ -292,15 +308,69 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 		}
 		return RedOrParts(xs)
 	}
-	full := func(name string, pi, ci Expr, mask *Signal) *Signal {
-		d := m.WireOf(name+"_used", Sub(pi, ci), "entries not consumed")
-		return m.WireOf(name+"_full", RedOr(And(d, Not(mask))), "as many as the ring holds")
-	}
-	cqMask := ringMask("cq_mask", cxLog, cardIdxBits)
-	cqFull := full("cq", cxPI, cxCI, cqMask)
-	cqOwner := m.WireOf("cq_owner", Not(bitAt(cxPI, cxLog)), "owner bit of the CQE written now")
-	cqA := m.WireOf("cq_addr", Cat(Or(cxBase, zext(And(Bits(cxPI, 16, 0), Bits(cqMask, 16, 0)), 59)), zero), "the CQE's address, bits 63:4")
-	unused = append(unused, Bits(cqMask, cardIdxBits-1, 17))
+	fullOf := func(used, mask Expr) Expr { return RedOr(And(used, Not(mask))) }
+
+	// Stage C: the context's ring terms and the commands' checks, each
+	// from registers, for D to act on.
+	cx := fields("c_cx", cCtx)
+	cqMaskC := ringMask("c_cq_mask", cx.log, cardIdxBits)
+	cFull := m.WireOf("c_cq_full", fullOf(SubBits(m, "c_cq_used", cx.pi, cx.ci), cqMaskC), "as many CQEs as the ring holds")
+	cOwner := m.WireOf("c_cq_owner", Not(bitAt(cx.pi, cx.log)), "owner bit of a CQE written now")
+	cAddr := m.WireOf("c_cq_addr", Cat(Or(cx.base, zext(And(Bits(cx.pi, 16, 0), Bits(cqMaskC, 16, 0)), 59)), zero), "its address, bits 63:4")
+	cPIInc := m.WireOf("c_pi_inc", IncBits(cx.pi, cardIdxBits-1, 0), "")
+	cDbCI := m.WireOf("c_db_ci", Bits(cLen, cardIdxBits-1, 0), "")
+	cDbUsed := m.WireOf("c_db_used", SubBits(m, "c_db_sub", cx.pi, cDbCI), "doorbell: entries not consumed after it")
+	cSpiUsed := m.WireOf("c_spi_used", SubBits(m, "c_spi_sub", cx.spi, cDbCI), "doorbell: solicited PI past the new CI")
+	cmdBadNum := m.WireOf("cmd_bad_num", Bit(cFl, 1), "")
+	cmdLogC := m.WireOf("c_cmd_log", Bits(cTerm, 4, 0), "")
+	cmdMask := ringMask("cmd_mask", cmdLogC, 17)
+	cmdAligned := m.WireOf("cmd_aligned", And(Not(RedOr(Bits(cWide, 4, 0))), Not(RedOr(And(Bits(cWide, 21, 5), cmdMask)))), "")
+	cCreate := m.WireOf("c_cmd_create", And(isK(cKind, cqkCmd), Not(cmdBadNum), Eq(Bits(cSt, 3, 0), C(4, cqOpCreate)), Not(cx.valid),
+		Not(Lt(C(5, cardQueueLog), cmdLogC)), cmdAligned), "")
+	cDestroy := m.WireOf("c_cmd_destroy", And(isK(cKind, cqkCmd), Not(cmdBadNum), Eq(Bits(cSt, 3, 0), C(4, cqOpDestroy)), cx.valid), "")
+	cfgMask := ringMask("cfg_mask", cmdLogC, 17)
+	cfgOKC := m.WireOf("c_cfg_ok", Or(Not(Bit(cFl, 0)), And(Not(Lt(C(5, cardQueueLog), cmdLogC)), Not(RedOr(Bits(cWide, 3, 0))),
+		Not(RedOr(And(Bits(cWide, 20, 4), cfgMask))))), "EQ_CFG: not refused")
+	unused = append(unused, Bits(cSt, 7, 4), Bits(cTerm, 15, 5), Bits(cLen, 31, cardIdxBits))
+	// The operation's kind, one-hot, and a completion's terms that do not
+	// wait for the ring's fullness.
+	cCplLive := m.WireOf("c_cpl_live", And(isK(cKind, cqkCpl), cx.valid), "a completion on a CQ that exists")
+	cCplSol := m.WireOf("c_cpl_sol", Or(Bit(cFl, 0), RedOr(cSt)), "a solicited or error completion")
+	cCplArm := m.WireOf("c_cpl_armed", And(cCplLive, cx.arm, Or(Not(cx.sol), cCplSol)), "a CQ_NOTIFY follows if the CQE is written")
+	cCplOv := m.WireOf("c_cpl_ov_new", And(cCplLive, Not(cx.ov)), "an overrun would be reported now")
+	cIs := m.WireOf("c_is", Cat(isK(cKind, cqkEQDB), isK(cKind, cqkEQCfg), And(isK(cKind, cqkCQDB), cx.valid), isK(cKind, cqkCQDB), isK(cKind, cqkEv)), "one-hot: EQ_DB, EQ_CFG, CQ_DB on a CQ that exists, CQ_DB, event")
+
+	// Stage D: acts (the records, the context written back, the EQ).
+	opD := StageRegs(m, "d_", cToD, opC...)
+	dKind, dCQ, dQPN, dWide, dLen, dOpc, dSt, dInv, dFl, dTerm := opD[0], opD[1], opD[2], opD[3], opD[4], opD[5], opD[6], opD[7], opD[8], opD[9]
+	dCtx := m.Reg("d_cx", oW, nil, cCtx, cToD, "")
+	dTerms := StageRegs(m, "d_", cToD, cqMaskC, cFull, cOwner, cAddr, cPIInc, cDbUsed, cSpiUsed, cCreate, cDestroy, cfgOKC,
+		cCplLive, cCplSol, cCplArm, cCplOv, cIs)
+	dMask, cqFull, cqOwner, cqA, dPIInc, dDbUsed, dSpiUsed, cmdCreate, cmdDestroy, cfgOK := dTerms[0], dTerms[1], dTerms[2], dTerms[3], dTerms[4], dTerms[5], dTerms[6], dTerms[7], dTerms[8], dTerms[9]
+	dCplLive, cplSol, dCplArm, dCplOv, dIs := dTerms[10], dTerms[11], dTerms[12], dTerms[13], dTerms[14]
+	dV := m.RegDecl("d_v", 1, "stage D holds an operation")
+	bGo := m.Wire("b_go", 1, "stage D acts")
+	m.Drive(dV, big.NewInt(0), Or(cToD, And(dV, Not(bGo))), nil)
+	m.Assign(cToD, And(cV, Or(Not(dV), bGo)))
+	dCtxOp := opD[10]
+	conflict := m.WireOf("b_conflict", And(bCtxOp, Or(And(cV, cCtxOp, Eq(cCQ, bCQ)), And(dV, dCtxOp, Eq(dCQ, bCQ)))),
+		"an operation ahead may write B's CQ: B waits for its write")
+	m.Assign(bToC, And(bV, Or(Not(cV), cToD), Not(conflict)))
+	m.Assign(bFree, Or(Not(bV), bToC))
+	m.Drive(bV, big.NewInt(0), Or(aTake, And(bV, Not(bToC))), nil)
+	kEv := m.WireOf("k_ev", And(dV, Bit(dIs, 0)), "")
+	kCQDBv := m.WireOf("k_cqdb_live", And(dV, Bit(dIs, 2)), "on a CQ that exists")
+	kEQCfg := m.WireOf("k_eqcfg", And(dV, Bit(dIs, 3)), "")
+	kEQDB := m.WireOf("k_eqdb", And(dV, Bit(dIs, 4)), "")
+	cxd := fields("cx", dCtx)
+	cxPI, cxCI, cxSPI, cxArm, cxSol, cxOv := cxd.pi, cxd.ci, cxd.spi, cxd.arm, cxd.sol, cxd.ov
+	unused = append(unused, cxd.base, cxd.log, cxd.valid, dKind)
+
+	// The doorbells' comparisons take D's first cycle (registered from
+	// D's registers), the doorbells act in the second.
+	dPh := m.RegDecl("d_ph", 1, "a doorbell's terms are ready (its second cycle in D)")
+	dNeed := m.WireOf("d_two", And(dV, Or(Bit(dIs, 1), Bit(dIs, 4))), "the operation takes two cycles in D")
+	m.Drive(dPh, big.NewInt(0), And(dNeed, Not(bGo)), nil)
 
 	// EQ state.
 	eqBase := m.RegDecl("eq_base", 60, "EQ base, bits 63:4")
@@ -308,32 +378,30 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	eqVec := m.RegDecl("eq_vector", 8, "")
 	eqEn := m.RegDecl("eq_enabled", 1, "")
 	eqPI := m.RegDecl("eq_pi", cardIdxBits, "")
-	eqCI := m.RegDecl("eq_ci", cardIdxBits, "")
+	eqUsed := m.RegDecl("eq_used", cardIdxBits, "EQ PI minus CI: entries not consumed")
 	eqArm := m.RegDecl("eq_armed", 1, "")
 	fatal := m.RegDecl("fatal_q", 1, "")
 	eqMask := ringMask("eq_mask", eqLog, cardIdxBits)
-	eqFull := full("eq", eqPI, eqCI, eqMask)
+	eqFull := m.WireOf("eq_full", fullOf(eqUsed, eqMask), "as many EQEs as the ring holds")
 	eqOwner := m.WireOf("eq_owner", Not(bitAt(eqPI, eqLog)), "")
 	eqA := m.WireOf("eq_addr", Or(eqBase, zext(And(Bits(eqPI, 16, 0), Bits(eqMask, 16, 0)), 60)), "the EQE's address, bits 63:4")
 
 	// Completion.
-	cplLive := m.WireOf("cpl_live", And(kCpl, cxValid, Not(fatal)), "the CQ exists and the card runs")
-	cplOver := m.WireOf("cpl_over", And(cplLive, cqFull), "the CQ is full")
-	cplNewOv := m.WireOf("cpl_new_ov", And(cplOver, Not(cxOv)), "the overrun is reported now")
+	cplLive := m.WireOf("cpl_live", And(dV, dCplLive, Not(fatal)), "the CQ exists and the card runs")
+	cplNewOv := m.WireOf("cpl_new_ov", And(dV, dCplOv, Not(fatal), cqFull), "the CQ is full, the overrun is reported now")
 	cplWrite := m.WireOf("cpl_write", And(cplLive, Not(cqFull)), "the CQE is written")
-	cplSol := m.WireOf("cpl_sol", Or(Bit(bFl, 0), RedOr(bSt)), "a solicited or error completion")
-	cplNotify := m.WireOf("cpl_notify", And(cplWrite, cxArm, Or(Not(cxSol), cplSol)), "a CQ_NOTIFY follows")
+	cplNotify := m.WireOf("cpl_notify", And(dV, dCplArm, Not(fatal), Not(cqFull)), "a CQ_NOTIFY follows")
 	dbNotify := m.Wire("db_notify", 1, "an arming doorbell finds a completion past its CI: CQ_NOTIFY at once")
-	cqe := m.WireOf("cqe", Cat(cqOwner, C(71, 0), Bits(bTerm, 15, 8), Bits(bTerm, 7, 4), Bits(bTerm, 3, 0), C(6, 0), Bits(bFl, 1, 0),
-		bInv, bSt, bOpc, bQPN, bLen, bWide), "the CQE")
+	cqe := m.WireOf("cqe", Cat(cqOwner, C(71, 0), Bits(dTerm, 15, 8), Bits(dTerm, 7, 4), Bits(dTerm, 3, 0), C(6, 0), Bits(dFl, 1, 0),
+		dInv, dSt, dOpc, dQPN, dLen, dWide), "the CQE")
 
 	// Event: from an event record, or a completion's CQ_NOTIFY / CQ_OVERRUN.
 	evOn := m.WireOf("ev_on", And(Or(kEv, cplNotify, cplNewOv, dbNotify), Not(fatal)), "an event is due")
-	evType := m.WireOf("ev_type", Sel(kEv, bOpc, Sel(Or(cplNotify, dbNotify), C(8, eqeCQNotify), C(8, eqeCQOverrun))), "")
-	evObj := m.WireOf("ev_obj", Sel(kEv, bInv, zext(bCQ, 32)), "")
-	evInfo := m.WireOf("ev_info", gate(kEv, bLen), "")
-	isTerm := m.WireOf("ev_term", And(kEv, Or(Eq(bOpc, C(8, eqeTermSent)), Eq(bOpc, C(8, eqeTermRecv)))), "")
-	evTerm := m.WireOf("ev_term_f", gate(isTerm, bTerm), "")
+	evType := m.WireOf("ev_type", Sel(kEv, dOpc, Sel(Or(cplNotify, dbNotify), C(8, eqeCQNotify), C(8, eqeCQOverrun))), "")
+	evObj := m.WireOf("ev_obj", Sel(kEv, dInv, zext(dCQ, 32)), "")
+	evInfo := m.WireOf("ev_info", gate(kEv, dLen), "")
+	isTerm := m.WireOf("ev_term", And(kEv, Or(Eq(dOpc, C(8, eqeTermSent)), Eq(dOpc, C(8, eqeTermRecv)))), "")
+	evTerm := m.WireOf("ev_term_f", gate(isTerm, dTerm), "")
 	evWrite := m.WireOf("ev_write", And(evOn, eqEn, Not(eqFull)), "the EQE is written")
 	evLost := m.WireOf("ev_lost", And(evOn, Not(And(eqEn, Not(eqFull)))), "")
 	eqe := m.WireOf("eqe", Cat(eqOwner, C(31, 0), evInfo, evObj, C(8, 0), Bits(evTerm, 15, 8), Bits(evTerm, 7, 4), Bits(evTerm, 3, 0), evType), "the EQE")
@@ -350,77 +418,69 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	rqIn := m.Wire("rq_in", RQW, "")
 	rq := ShiftQueue(m, "rq", cardCQRecQ, []string{"rec"}, []int{RQW}, rqPushW, []Expr{rqIn}, rqPop)
 	rqRoom := m.WireOf("rq_room", Lt(rq.Count, C(rq.Count.W, cardCQRecQ)), "")
-	bGo := m.WireOf("b_go", And(bV, Not(holdV), rqRoom, Or(Not(ovQ), ovR)), "stage B acts")
+	m.Assign(bGo, And(dV, Not(holdV), rqRoom, Or(Not(ovQ), ovR), Or(Not(dNeed), dPh)))
 	holdRec := m.Reg("hold_rec", RQW, big.NewInt(0), Cat(eqA, zext(eqe, 256), one), And(bGo, rec2V), "")
 	m.Drive(holdV, big.NewInt(0), Or(And(bGo, rec2V), And(holdV, Not(rqRoom))), nil)
 	m.Assign(rqPushW, Or(And(holdV, rqRoom), And(bGo, rec1V)))
 	m.Assign(rqIn, Sel(holdV, holdRec, rec1))
-	m.Assign(bFree, Or(Not(bV), bGo))
-	m.Drive(bV, big.NewInt(0), Or(aTake, And(bV, Not(bGo))), nil)
 
 	// Overrun record.
 	m.Drive(ovQ, big.NewInt(0), Or(And(bGo, cplNewOv), And(ovQ, Not(ovR))), nil)
-	ovCQq := m.Reg("ov_cq", 10, big.NewInt(0), bCQ, And(bGo, cplNewOv), "")
+	ovCQq := m.Reg("ov_cq", 10, big.NewInt(0), dCQ, And(bGo, cplNewOv), "")
 	m.Assign(ovV, ovQ)
 	m.Assign(ovCQ, gate(ovQ, ovCQq))
 
-	// CQ doorbell, CQ command.
-	dbCI := m.WireOf("db_ci", Bits(bLen, cardIdxBits-1, 0), "")
-	dbUsed := m.WireOf("db_used", Sub(cxPI, dbCI), "")
-	dbFree := m.WireOf("db_frees", Not(RedOr(And(dbUsed, Not(cqMask)))), "the doorbell leaves the CQ not full")
-	dbArm := m.WireOf("db_arm", Bit(bLen, 30), "")
-	dbSolArm := m.WireOf("db_arm_sol", Bit(bLen, 31), "")
-	dbSPI := m.WireOf("db_spi", Sel(Lt(dbUsed, Sub(cxSPI, dbCI)), dbCI, cxSPI), "the solicited PI, CI once every solicited or error CQE is consumed")
-	dbPend := m.WireOf("db_pending", Sel(dbSolArm, Ne(dbSPI, dbCI), RedOr(dbUsed)), "a completion past CI that the arming would wait for")
-	m.Assign(dbNotify, And(kCQDB, cxValid, dbArm, dbPend))
-	cmdBadNum := m.WireOf("cmd_bad_num", Bit(bFl, 1), "")
-	cmdLogB := m.WireOf("cmd_log", Bits(bTerm, 4, 0), "")
-	cmdMask := ringMask("cmd_mask", cmdLogB, 17)
-	cmdAligned := m.WireOf("cmd_aligned", And(Not(RedOr(Bits(bWide, 4, 0))), Not(RedOr(And(Bits(bWide, 21, 5), cmdMask)))), "")
-	cmdCreate := m.WireOf("cmd_create", And(kCmd, Not(cmdBadNum), Eq(Bits(bSt, 3, 0), C(4, cqOpCreate)), Not(cxValid),
-		Not(Lt(C(5, cardQueueLog), cmdLogB)), cmdAligned), "")
-	cmdDestroy := m.WireOf("cmd_destroy", And(kCmd, Not(cmdBadNum), Eq(Bits(bSt, 3, 0), C(4, cqOpDestroy)), cxValid), "")
-	unused = append(unused, Bits(bSt, 7, 4), Bits(bTerm, 15, 5))
+	// CQ doorbell (its comparisons registered in D's first cycle), CQ command.
+	dbCI := m.WireOf("db_ci", Bits(dLen, cardIdxBits-1, 0), "")
+	dbArm := m.WireOf("db_arm", Bit(dLen, 30), "")
+	dbSolArm := m.WireOf("db_arm_sol", Bit(dLen, 31), "")
+	dbLtW := m.WireOf("db_lt_now", Lt(dDbUsed, dSpiUsed), "the solicited PI is at or before the new CI")
+	dbPendW := m.WireOf("db_pending_now", Sel(dbSolArm, And(Not(dbLtW), RedOr(dSpiUsed)), RedOr(dDbUsed)), "a completion past CI that the arming would wait for")
+	dbLt := m.Reg("db_lt", 1, nil, dbLtW, nil, "")
+	dbFree := m.Reg("db_frees", 1, nil, Not(fullOf(dDbUsed, dMask)), nil, "the doorbell leaves the CQ not full")
+	dbPend := m.Reg("db_pending", 1, nil, dbPendW, nil, "")
+	dbNotifyQ := m.Reg("db_notify_q", 1, nil, And(dbArm, dbPendW), nil, "")
+	dbSPI := m.WireOf("db_spi", Sel(dbLt, dbCI, cxSPI), "the solicited PI, CI once every solicited or error CQE is consumed")
+	m.Assign(dbNotify, And(kCQDBv, dbNotifyQ))
+	cmdLogB := m.WireOf("cmd_log", Bits(dTerm, 4, 0), "")
+	unused = append(unused, Bits(dSt, 7, 4), Bits(dTerm, 15, 5), Bits(dLen, 29, cardIdxBits))
 
-	newCtx := m.WireOf("cx_new", Sel(cmdCreate, Cat(one, Bits(bWide, 63, 5), cmdLogB, C(3*cardIdxBits+3, 0)),
+	newCtx := m.WireOf("cx_new", Sel(cmdCreate, Cat(one, Bits(dWide, 63, 5), cmdLogB, C(3*cardIdxBits+3, 0)),
 		Sel(cmdDestroy, C(oW, 0),
-			Sel(kCQDB,
-				Cat(Bits(ctx, oW-1, oLog), dbSPI, cxPI, dbCI, Sel(dbArm, Not(dbPend), cxArm), Sel(dbArm, dbSolArm, cxSol), And(cxOv, Not(dbFree))),
+			Sel(Bit(dIs, 1),
+				Cat(Bits(dCtx, oW-1, oLog), dbSPI, cxPI, dbCI, Sel(dbArm, Not(dbPend), cxArm), Sel(dbArm, dbSolArm, cxSol), And(cxOv, Not(dbFree))),
 				// completion
-				Cat(Bits(ctx, oW-1, oLog), Sel(And(cplWrite, cplSol), Add(cxPI, C(cardIdxBits, 1)), cxSPI),
-					Sel(cplWrite, Add(cxPI, C(cardIdxBits, 1)), cxPI), cxCI,
+				Cat(Bits(dCtx, oW-1, oLog), Sel(And(cplWrite, cplSol), dPIInc, cxSPI),
+					Sel(cplWrite, dPIInc, cxPI), cxCI,
 					And(cxArm, Not(cplNotify)), cxSol, Or(cxOv, cplNewOv))))), "the context written back")
-	ctxWe := m.WireOf("cx_we", And(bGo, Or(cmdCreate, cmdDestroy, And(kCQDB, cxValid), cplWrite, cplNewOv)), "")
+	ctxWe := m.WireOf("cx_we", And(bGo, Or(cmdCreate, cmdDestroy, kCQDBv, cplWrite, cplNewOv)), "")
 	m.Assign(memWe, Or(initAct, ctxWe))
-	m.Assign(memWa, Sel(initAct, Bits(initCnt, 9, 0), bCQ))
+	m.Assign(memWa, Sel(initAct, Bits(initCnt, 9, 0), dCQ))
 	m.Assign(memWd, gate(Not(initAct), newCtx))
 
-	// EQ configuration, doorbell and event.
-	cfgLog := m.WireOf("cfg_log", Bits(bTerm, 4, 0), "")
-	cfgMask := ringMask("cfg_mask", cfgLog, 17)
-	cfgEn := m.WireOf("cfg_en", Bit(bFl, 0), "")
-	cfgOK := m.WireOf("cfg_ok", Or(Not(cfgEn), And(Not(Lt(C(5, cardQueueLog), cfgLog)), Not(RedOr(Bits(bWide, 3, 0))),
-		Not(RedOr(And(Bits(bWide, 20, 4), cfgMask))))), "not refused")
+	// EQ configuration, doorbell (its new count registered in D's first
+	// cycle: only D changes the EQ) and event.
+	cfgLog := m.WireOf("cfg_log", Bits(dTerm, 4, 0), "")
+	cfgEn := m.WireOf("cfg_en", Bit(dFl, 0), "")
 	cfgGo := m.WireOf("cfg_go", And(bGo, kEQCfg, cfgOK), "")
 	cfgReset := m.WireOf("cfg_reset", And(cfgGo, cfgEn), "enabled: indices from zero")
 	edbGo := m.WireOf("edb_go", And(bGo, kEQDB), "")
-	edbCI := m.WireOf("edb_ci", Bits(bLen, cardIdxBits-1, 0), "")
-	edbArm := m.WireOf("edb_arm", Bit(bLen, 31), "")
-	edbPend := m.WireOf("edb_pending", RedOr(Sub(eqPI, edbCI)), "entries past the new CI")
+	edbUsed := m.Reg("edb_used", cardIdxBits, nil, SubBits(m, "edb_sub", eqPI, dbCI), nil, "EQ doorbell: entries past the new CI")
+	edbArm := m.WireOf("edb_arm", Bit(dLen, 31), "")
+	edbPend := m.WireOf("edb_pending", RedOr(edbUsed), "entries past the new CI")
 	evGo := m.WireOf("ev_go", And(bGo, evWrite), "an EQE is written")
-	m.Drive(eqBase, big.NewInt(0), Bits(bWide, 63, 4), cfgGo)
+	m.Drive(eqBase, big.NewInt(0), Bits(dWide, 63, 4), cfgGo)
 	m.Drive(eqLog, big.NewInt(0), cfgLog, cfgGo)
-	m.Drive(eqVec, big.NewInt(0), bOpc, cfgGo)
+	m.Drive(eqVec, big.NewInt(0), dOpc, cfgGo)
 	m.Drive(eqEn, big.NewInt(0), cfgEn, cfgGo)
-	m.Drive(eqPI, big.NewInt(0), Sel(cfgReset, C(cardIdxBits, 0), Add(eqPI, C(cardIdxBits, 1))), Or(cfgReset, evGo))
-	m.Drive(eqCI, big.NewInt(0), Sel(cfgReset, C(cardIdxBits, 0), edbCI), Or(cfgReset, edbGo))
+	m.Drive(eqPI, big.NewInt(0), Sel(cfgReset, C(cardIdxBits, 0), IncBits(eqPI, cardIdxBits-1, 0)), Or(cfgReset, evGo))
+	m.Drive(eqUsed, big.NewInt(0), Sel(cfgReset, C(cardIdxBits, 0), Sel(edbGo, edbUsed, IncBits(eqUsed, cardIdxBits-1, 0))), Or(cfgReset, edbGo, evGo))
 	irqNow := m.WireOf("irq_raise_ev", And(evGo, eqArm), "an event on the armed EQ")
 	irqDB := m.WireOf("irq_raise_db", And(edbGo, edbArm, edbPend), "arming finds entries past CI")
 	m.Drive(eqArm, big.NewInt(0), Sel(Or(cfgReset, irqNow, irqDB), zero, Or(eqArm, And(edbGo, edbArm))), nil)
 	lost := m.RegDecl("lost_q", 32, "")
-	m.Drive(lost, big.NewInt(0), Add(lost, C(32, 1)), And(bGo, evLost))
+	m.Drive(lost, big.NewInt(0), IncBits(lost, 31, 0), And(bGo, evLost))
 	m.Assign(lostO, lost)
-
 	// dma_wr and the record emitter.
 	tagW := dcfg.TagBits
 	reqV := m.Wire("dw_req_valid", 1, "")

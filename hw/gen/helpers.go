@@ -3,6 +3,7 @@ package gen
 import (
 	"fmt"
 	"math/big"
+	"strings"
 )
 
 // Generic helpers the block generators share: bit and lane manipulation,
@@ -174,3 +175,57 @@ func IncBits(x *Signal, hi, lo int) Expr {
 // StepIf is x + 1 when up is 1, else x: the increment is formed in
 // parallel with up and selected, so up's logic and the adder's do not add.
 func StepIf(up Expr, x *Signal) Expr { return Sel(up, IncBits(x, x.W-1, 0), x) }
+
+// StageRegs is one stage of a pipeline's bundle: a register for each of
+// xs, of its width, loaded when en is 1, named prefix and the part of the
+// signal's name after its first "_" (b_cq becomes c_cq with prefix "c_").
+func StageRegs(m *Module, prefix string, en Expr, xs ...*Signal) []*Signal {
+	out := make([]*Signal, len(xs))
+	for i, x := range xs {
+		n := x.Name
+		if _, rest, ok := strings.Cut(n, "_"); ok {
+			n = rest
+		}
+		out[i] = m.Reg(prefix+n, x.W, nil, x, en, x.Name+", a stage on")
+	}
+	return out
+}
+
+// subChunk is the width of the pieces SubBits subtracts.
+const subChunk = 8
+
+// SubBits is x - y modulo 2^w (x and y w bits wide) in carry-select form:
+// each subChunk-bit piece forms its difference without a borrow in (x - y)
+// and with one (x - y - 1, which is ^(y - x)) from x and y directly, and the
+// borrow ripples through one select per piece. A generic mapping of a wide
+// subtractor ripples through every bit (24 bits: 10 LUT6 levels; this: 6).
+// Its wires are named name_*.
+func SubBits(m *Module, name string, x, y *Signal) Expr {
+	w := x.W
+	if w <= subChunk {
+		return Sub(x, y)
+	}
+	var parts []Expr
+	var borrow Expr // nil: no borrow into the first piece
+	for b, k := 0, 0; b < w; b, k = b+subChunk, k+1 {
+		e := min(b+subChunk-1, w-1)
+		n := e - b + 1
+		top := e < w-1 // a piece above needs this one's borrow (bit n)
+		xs, ys := Bits(x, e, b), Bits(y, e, b)
+		if top {
+			xs, ys = zext(xs, n+1), zext(ys, n+1)
+		}
+		d0 := m.WireOf(fmt.Sprintf("%s_d%d", name, k), Sub(xs, ys), "bit n: x < y")
+		if borrow == nil {
+			parts = append([]Expr{Bits(d0, n-1, 0)}, parts...)
+			borrow = Bit(d0, n)
+			continue
+		}
+		r := m.WireOf(fmt.Sprintf("%s_r%d", name, k), Sub(ys, xs), "bit n: y < x (x - y - 1 borrows when it is 0)")
+		parts = append([]Expr{Sel(borrow, Not(Bits(r, n-1, 0)), Bits(d0, n-1, 0))}, parts...)
+		if top {
+			borrow = m.WireOf(fmt.Sprintf("%s_b%d", name, k), Sel(borrow, Not(Bit(r, n)), Bit(d0, n)), "borrow out of this piece")
+		}
+	}
+	return Cat(parts...)
+}

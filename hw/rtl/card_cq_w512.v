@@ -176,12 +176,7 @@ module card_cq_w512 (
     reg  [31:0]    b_inv;                    // completion: INV_STAG; event: OBJ
     reg  [1:0]     b_flags;                  // completion: invalidated, solicited; EQ_CFG: enable; CQ_CMD: CQ_NUM too large
     reg  [15:0]    b_term;                   // code, type, layer; CQ_CMD, EQ_CFG: log2 size
-    wire           k_cpl;
-    wire           k_ev;
-    wire           k_cqdb;
-    wire           k_cmd;
-    wire           k_eqcfg;
-    wire           k_eqdb;
+    reg            b_ctxop;                  // it reads and may write a CQ context
     wire           ctx_we;
     wire [9:0]     ctx_wa;
     wire [139:0]   ctx_wd;
@@ -189,7 +184,104 @@ module card_cq_w512 (
     reg            fw_v;                     // the bypass holds the last context written
     reg  [9:0]     fw_addr;
     reg  [139:0]   fw_data;
-    wire [139:0]   cx;                       // the context of b_cq as it is now
+    wire [139:0]   b_cx;                     // the context of b_cq as it is now
+    wire           b_to_c;                   // the operation moves from B to C
+    reg  [2:0]     c_kind;                   // b_kind, a stage on
+    reg  [9:0]     c_cq;                     // b_cq, a stage on
+    reg  [15:0]    c_qpn;                    // b_qpn, a stage on
+    reg  [63:0]    c_wide;                   // b_wide, a stage on
+    reg  [31:0]    c_len;                    // b_len, a stage on
+    reg  [7:0]     c_opc;                    // b_opc, a stage on
+    reg  [7:0]     c_status;                 // b_status, a stage on
+    reg  [31:0]    c_inv;                    // b_inv, a stage on
+    reg  [1:0]     c_flags;                  // b_flags, a stage on
+    reg  [15:0]    c_term;                   // b_term, a stage on
+    reg            c_ctxop;                  // b_ctxop, a stage on
+    reg  [139:0]   c_cx;                     // the context, current
+    reg            c_v;                      // stage C holds an operation
+    wire           c_to_d;                   // the operation moves from C to D
+    wire           c_cx_valid;
+    wire [58:0]    c_cx_base;
+    wire [4:0]     c_cx_log;
+    wire [23:0]    c_cx_spi;                 // PI past the last solicited or error CQE (CI when none lies past CI)
+    wire [23:0]    c_cx_pi;
+    wire [23:0]    c_cx_ci;
+    wire           c_cx_arm;
+    wire           c_cx_sol;
+    wire           c_cx_ov;
+    wire [23:0]    c_cq_mask;                // index bits below log2 size
+    wire [8:0]     c_cq_used_d0;             // bit n: x < y
+    wire [8:0]     c_cq_used_d1;             // bit n: x < y
+    wire [8:0]     c_cq_used_r1;             // bit n: y < x (x - y - 1 borrows when it is 0)
+    wire           c_cq_used_b1;             // borrow out of this piece
+    wire [7:0]     c_cq_used_d2;             // bit n: x < y
+    wire [7:0]     c_cq_used_r2;             // bit n: y < x (x - y - 1 borrows when it is 0)
+    wire           c_cq_full;                // as many CQEs as the ring holds
+    wire           c_cq_owner;               // owner bit of a CQE written now
+    wire [59:0]    c_cq_addr;                // its address, bits 63:4
+    wire [23:0]    c_pi_inc;
+    wire [23:0]    c_db_ci;
+    wire [8:0]     c_db_sub_d0;              // bit n: x < y
+    wire [8:0]     c_db_sub_d1;              // bit n: x < y
+    wire [8:0]     c_db_sub_r1;              // bit n: y < x (x - y - 1 borrows when it is 0)
+    wire           c_db_sub_b1;              // borrow out of this piece
+    wire [7:0]     c_db_sub_d2;              // bit n: x < y
+    wire [7:0]     c_db_sub_r2;              // bit n: y < x (x - y - 1 borrows when it is 0)
+    wire [23:0]    c_db_used;                // doorbell: entries not consumed after it
+    wire [8:0]     c_spi_sub_d0;             // bit n: x < y
+    wire [8:0]     c_spi_sub_d1;             // bit n: x < y
+    wire [8:0]     c_spi_sub_r1;             // bit n: y < x (x - y - 1 borrows when it is 0)
+    wire           c_spi_sub_b1;             // borrow out of this piece
+    wire [7:0]     c_spi_sub_d2;             // bit n: x < y
+    wire [7:0]     c_spi_sub_r2;             // bit n: y < x (x - y - 1 borrows when it is 0)
+    wire [23:0]    c_spi_used;               // doorbell: solicited PI past the new CI
+    wire           cmd_bad_num;
+    wire [4:0]     c_cmd_log;
+    wire [16:0]    cmd_mask;                 // index bits below log2 size
+    wire           cmd_aligned;
+    wire           c_cmd_create;
+    wire           c_cmd_destroy;
+    wire [16:0]    cfg_mask;                 // index bits below log2 size
+    wire           c_cfg_ok;                 // EQ_CFG: not refused
+    wire           c_cpl_live;               // a completion on a CQ that exists
+    wire           c_cpl_sol;                // a solicited or error completion
+    wire           c_cpl_armed;              // a CQ_NOTIFY follows if the CQE is written
+    wire           c_cpl_ov_new;             // an overrun would be reported now
+    wire [4:0]     c_is;                     // one-hot: EQ_DB, EQ_CFG, CQ_DB on a CQ that exists, CQ_DB, event
+    reg  [2:0]     d_kind;                   // c_kind, a stage on
+    reg  [9:0]     d_cq;                     // c_cq, a stage on
+    reg  [15:0]    d_qpn;                    // c_qpn, a stage on
+    reg  [63:0]    d_wide;                   // c_wide, a stage on
+    reg  [31:0]    d_len;                    // c_len, a stage on
+    reg  [7:0]     d_opc;                    // c_opc, a stage on
+    reg  [7:0]     d_status;                 // c_status, a stage on
+    reg  [31:0]    d_inv;                    // c_inv, a stage on
+    reg  [1:0]     d_flags;                  // c_flags, a stage on
+    reg  [15:0]    d_term;                   // c_term, a stage on
+    reg            d_ctxop;                  // c_ctxop, a stage on
+    reg  [139:0]   d_cx;
+    reg  [23:0]    d_cq_mask;                // c_cq_mask, a stage on
+    reg            d_cq_full;                // c_cq_full, a stage on
+    reg            d_cq_owner;               // c_cq_owner, a stage on
+    reg  [59:0]    d_cq_addr;                // c_cq_addr, a stage on
+    reg  [23:0]    d_pi_inc;                 // c_pi_inc, a stage on
+    reg  [23:0]    d_db_used;                // c_db_used, a stage on
+    reg  [23:0]    d_spi_used;               // c_spi_used, a stage on
+    reg            d_cmd_create;             // c_cmd_create, a stage on
+    reg            d_cmd_destroy;            // c_cmd_destroy, a stage on
+    reg            d_cfg_ok;                 // c_cfg_ok, a stage on
+    reg            d_cpl_live;               // c_cpl_live, a stage on
+    reg            d_cpl_sol;                // c_cpl_sol, a stage on
+    reg            d_cpl_armed;              // c_cpl_armed, a stage on
+    reg            d_cpl_ov_new;             // c_cpl_ov_new, a stage on
+    reg  [4:0]     d_is;                     // c_is, a stage on
+    reg            d_v;                      // stage D holds an operation
+    wire           b_go;                     // stage D acts
+    wire           b_conflict;               // an operation ahead may write B's CQ: B waits for its write
+    wire           k_ev;
+    wire           k_cqdb_live;              // on a CQ that exists
+    wire           k_eqcfg;
+    wire           k_eqdb;
     wire           cx_valid;
     wire [58:0]    cx_base;
     wire [4:0]     cx_log;
@@ -199,29 +291,23 @@ module card_cq_w512 (
     wire           cx_arm;
     wire           cx_sol;
     wire           cx_ov;
-    wire [23:0]    cq_mask;                  // index bits below log2 size
-    wire [23:0]    cq_used;                  // entries not consumed
-    wire           cq_full;                  // as many as the ring holds
-    wire           cq_owner;                 // owner bit of the CQE written now
-    wire [59:0]    cq_addr;                  // the CQE's address, bits 63:4
+    reg            d_ph;                     // a doorbell's terms are ready (its second cycle in D)
+    wire           d_two;                    // the operation takes two cycles in D
     reg  [59:0]    eq_base;                  // EQ base, bits 63:4
     reg  [4:0]     eq_log;
     reg  [7:0]     eq_vector;
     reg            eq_enabled;
     reg  [23:0]    eq_pi;
-    reg  [23:0]    eq_ci;
+    reg  [23:0]    eq_used;                  // EQ PI minus CI: entries not consumed
     reg            eq_armed;
     reg            fatal_q;
     wire [23:0]    eq_mask;                  // index bits below log2 size
-    wire [23:0]    eq_used;                  // entries not consumed
-    wire           eq_full;                  // as many as the ring holds
+    wire           eq_full;                  // as many EQEs as the ring holds
     wire           eq_owner;
     wire [59:0]    eq_addr;                  // the EQE's address, bits 63:4
     wire           cpl_live;                 // the CQ exists and the card runs
-    wire           cpl_over;                 // the CQ is full
-    wire           cpl_new_ov;               // the overrun is reported now
+    wire           cpl_new_ov;               // the CQ is full, the overrun is reported now
     wire           cpl_write;                // the CQE is written
-    wire           cpl_sol;                  // a solicited or error completion
     wire           cpl_notify;               // a CQ_NOTIFY follows
     wire           db_notify;                // an arming doorbell finds a completion past its CI: CQ_NOTIFY at once
     wire [255:0]   cqe;                      // the CQE
@@ -253,32 +339,33 @@ module card_cq_w512 (
     wire           rq2_push;
     wire           rq3_push;
     wire           rq_room;
-    wire           b_go;                     // stage B acts
     reg  [316:0]   hold_rec;
     reg  [9:0]     ov_cq;
     wire [23:0]    db_ci;
-    wire [23:0]    db_used;
-    wire           db_frees;                 // the doorbell leaves the CQ not full
     wire           db_arm;
     wire           db_arm_sol;
+    wire           db_lt_now;                // the solicited PI is at or before the new CI
+    wire           db_pending_now;           // a completion past CI that the arming would wait for
+    reg            db_lt;
+    reg            db_frees;                 // the doorbell leaves the CQ not full
+    reg            db_pending;
+    reg            db_notify_q;
     wire [23:0]    db_spi;                   // the solicited PI, CI once every solicited or error CQE is consumed
-    wire           db_pending;               // a completion past CI that the arming would wait for
-    wire           cmd_bad_num;
     wire [4:0]     cmd_log;
-    wire [16:0]    cmd_mask;                 // index bits below log2 size
-    wire           cmd_aligned;
-    wire           cmd_create;
-    wire           cmd_destroy;
     wire [139:0]   cx_new;                   // the context written back
     wire           cx_we;
     wire [4:0]     cfg_log;
-    wire [16:0]    cfg_mask;                 // index bits below log2 size
     wire           cfg_en;
-    wire           cfg_ok;                   // not refused
     wire           cfg_go;
     wire           cfg_reset;                // enabled: indices from zero
     wire           edb_go;
-    wire [23:0]    edb_ci;
+    wire [8:0]     edb_sub_d0;               // bit n: x < y
+    wire [8:0]     edb_sub_d1;               // bit n: x < y
+    wire [8:0]     edb_sub_r1;               // bit n: y < x (x - y - 1 borrows when it is 0)
+    wire           edb_sub_b1;               // borrow out of this piece
+    wire [7:0]     edb_sub_d2;               // bit n: x < y
+    wire [7:0]     edb_sub_r2;               // bit n: y < x (x - y - 1 borrows when it is 0)
+    reg  [23:0]    edb_used;                 // EQ doorbell: entries past the new CI
     wire           edb_arm;
     wire           edb_pending;              // entries past the new CI
     wire           ev_go;                    // an EQE is written
@@ -356,52 +443,146 @@ module card_cq_w512 (
     assign s_cpl1_ready = a_take & g_rec3;
     assign s_ev1_ready = a_take & g_rec4;
     assign a_cq = (((cq_num_cqn[9:0] & {10{g_cmd}}) | (s_cqdb_index & {10{g_rec0}})) | (s_cpl0_cq & {10{g_rec1}})) | (s_cpl1_cq & {10{g_rec3}});
-    assign k_cpl = b_v & (b_kind == 3'h0);
-    assign k_ev = b_v & (b_kind == 3'h1);
-    assign k_cqdb = b_v & (b_kind == 3'h2);
-    assign k_cmd = b_v & (b_kind == 3'h3);
-    assign k_eqcfg = b_v & (b_kind == 3'h4);
-    assign k_eqdb = b_v & (b_kind == 3'h5);
-    assign cx = (fw_v & (fw_addr == b_cq)) ? fw_data : ctx_rd;
-    assign cx_valid = cx[139];
-    assign cx_base = cx[138:80];
-    assign cx_log = cx[79:75];
-    assign cx_spi = cx[74:51];
-    assign cx_pi = cx[50:27];
-    assign cx_ci = cx[26:3];
-    assign cx_arm = cx[2];
-    assign cx_sol = cx[1];
-    assign cx_ov = cx[0];
-    assign cq_mask = {
-        5'h17 < cx_log,
-        5'h16 < cx_log,
-        5'h15 < cx_log,
-        5'h14 < cx_log,
-        5'h13 < cx_log,
-        5'h12 < cx_log,
-        5'h11 < cx_log,
-        5'h10 < cx_log,
-        5'h0f < cx_log,
-        5'h0e < cx_log,
-        5'h0d < cx_log,
-        5'h0c < cx_log,
-        5'h0b < cx_log,
-        5'h0a < cx_log,
-        5'h09 < cx_log,
-        5'h08 < cx_log,
-        5'h07 < cx_log,
-        5'h06 < cx_log,
-        5'h05 < cx_log,
-        5'h04 < cx_log,
-        5'h03 < cx_log,
-        5'h02 < cx_log,
-        5'h01 < cx_log,
-        5'h00 < cx_log
+    assign b_cx = (fw_v & (fw_addr == b_cq)) ? fw_data : ctx_rd;
+    assign c_cx_valid = c_cx[139];
+    assign c_cx_base = c_cx[138:80];
+    assign c_cx_log = c_cx[79:75];
+    assign c_cx_spi = c_cx[74:51];
+    assign c_cx_pi = c_cx[50:27];
+    assign c_cx_ci = c_cx[26:3];
+    assign c_cx_arm = c_cx[2];
+    assign c_cx_sol = c_cx[1];
+    assign c_cx_ov = c_cx[0];
+    assign c_cq_mask = {
+        5'h17 < c_cx_log,
+        5'h16 < c_cx_log,
+        5'h15 < c_cx_log,
+        5'h14 < c_cx_log,
+        5'h13 < c_cx_log,
+        5'h12 < c_cx_log,
+        5'h11 < c_cx_log,
+        5'h10 < c_cx_log,
+        5'h0f < c_cx_log,
+        5'h0e < c_cx_log,
+        5'h0d < c_cx_log,
+        5'h0c < c_cx_log,
+        5'h0b < c_cx_log,
+        5'h0a < c_cx_log,
+        5'h09 < c_cx_log,
+        5'h08 < c_cx_log,
+        5'h07 < c_cx_log,
+        5'h06 < c_cx_log,
+        5'h05 < c_cx_log,
+        5'h04 < c_cx_log,
+        5'h03 < c_cx_log,
+        5'h02 < c_cx_log,
+        5'h01 < c_cx_log,
+        5'h00 < c_cx_log
     };
-    assign cq_used = cx_pi - cx_ci;
-    assign cq_full = |(cq_used & ~cq_mask);
-    assign cq_owner = ~((((((((((((((((((cx_log == 5'h00) & cx_pi[0]) | ((cx_log == 5'h01) & cx_pi[1])) | ((cx_log == 5'h02) & cx_pi[2])) | ((cx_log == 5'h03) & cx_pi[3])) | ((cx_log == 5'h04) & cx_pi[4])) | ((cx_log == 5'h05) & cx_pi[5])) | ((cx_log == 5'h06) & cx_pi[6])) | ((cx_log == 5'h07) & cx_pi[7])) | ((cx_log == 5'h08) & cx_pi[8])) | ((cx_log == 5'h09) & cx_pi[9])) | ((cx_log == 5'h0a) & cx_pi[10])) | ((cx_log == 5'h0b) & cx_pi[11])) | ((cx_log == 5'h0c) & cx_pi[12])) | ((cx_log == 5'h0d) & cx_pi[13])) | ((cx_log == 5'h0e) & cx_pi[14])) | ((cx_log == 5'h0f) & cx_pi[15])) | ((cx_log == 5'h10) & cx_pi[16]));
-    assign cq_addr = {cx_base | {42'h00000000000, cx_pi[16:0] & cq_mask[16:0]}, 1'h0};
+    assign c_cq_used_d0 = {1'h0, c_cx_pi[7:0]} - {1'h0, c_cx_ci[7:0]};
+    assign c_cq_used_d1 = {1'h0, c_cx_pi[15:8]} - {1'h0, c_cx_ci[15:8]};
+    assign c_cq_used_r1 = {1'h0, c_cx_ci[15:8]} - {1'h0, c_cx_pi[15:8]};
+    assign c_cq_used_b1 = c_cq_used_d0[8] ? ~c_cq_used_r1[8] : c_cq_used_d1[8];
+    assign c_cq_used_d2 = c_cx_pi[23:16] - c_cx_ci[23:16];
+    assign c_cq_used_r2 = c_cx_ci[23:16] - c_cx_pi[23:16];
+    assign c_cq_full = |({
+        c_cq_used_b1 ? ~c_cq_used_r2 : c_cq_used_d2,
+        c_cq_used_d0[8] ? ~c_cq_used_r1[7:0] : c_cq_used_d1[7:0],
+        c_cq_used_d0[7:0]
+    } & ~c_cq_mask);
+    assign c_cq_owner = ~((((((((((((((((((c_cx_log == 5'h00) & c_cx_pi[0]) | ((c_cx_log == 5'h01) & c_cx_pi[1])) | ((c_cx_log == 5'h02) & c_cx_pi[2])) | ((c_cx_log == 5'h03) & c_cx_pi[3])) | ((c_cx_log == 5'h04) & c_cx_pi[4])) | ((c_cx_log == 5'h05) & c_cx_pi[5])) | ((c_cx_log == 5'h06) & c_cx_pi[6])) | ((c_cx_log == 5'h07) & c_cx_pi[7])) | ((c_cx_log == 5'h08) & c_cx_pi[8])) | ((c_cx_log == 5'h09) & c_cx_pi[9])) | ((c_cx_log == 5'h0a) & c_cx_pi[10])) | ((c_cx_log == 5'h0b) & c_cx_pi[11])) | ((c_cx_log == 5'h0c) & c_cx_pi[12])) | ((c_cx_log == 5'h0d) & c_cx_pi[13])) | ((c_cx_log == 5'h0e) & c_cx_pi[14])) | ((c_cx_log == 5'h0f) & c_cx_pi[15])) | ((c_cx_log == 5'h10) & c_cx_pi[16]));
+    assign c_cq_addr = {c_cx_base | {42'h00000000000, c_cx_pi[16:0] & c_cq_mask[16:0]}, 1'h0};
+    assign c_pi_inc = {&c_cx_pi[11:0] ? (c_cx_pi[23:12] + 12'h001) : c_cx_pi[23:12], c_cx_pi[11:0] + 12'h001};
+    assign c_db_ci = c_len[23:0];
+    assign c_db_sub_d0 = {1'h0, c_cx_pi[7:0]} - {1'h0, c_db_ci[7:0]};
+    assign c_db_sub_d1 = {1'h0, c_cx_pi[15:8]} - {1'h0, c_db_ci[15:8]};
+    assign c_db_sub_r1 = {1'h0, c_db_ci[15:8]} - {1'h0, c_cx_pi[15:8]};
+    assign c_db_sub_b1 = c_db_sub_d0[8] ? ~c_db_sub_r1[8] : c_db_sub_d1[8];
+    assign c_db_sub_d2 = c_cx_pi[23:16] - c_db_ci[23:16];
+    assign c_db_sub_r2 = c_db_ci[23:16] - c_cx_pi[23:16];
+    assign c_db_used = {
+        c_db_sub_b1 ? ~c_db_sub_r2 : c_db_sub_d2,
+        c_db_sub_d0[8] ? ~c_db_sub_r1[7:0] : c_db_sub_d1[7:0],
+        c_db_sub_d0[7:0]
+    };
+    assign c_spi_sub_d0 = {1'h0, c_cx_spi[7:0]} - {1'h0, c_db_ci[7:0]};
+    assign c_spi_sub_d1 = {1'h0, c_cx_spi[15:8]} - {1'h0, c_db_ci[15:8]};
+    assign c_spi_sub_r1 = {1'h0, c_db_ci[15:8]} - {1'h0, c_cx_spi[15:8]};
+    assign c_spi_sub_b1 = c_spi_sub_d0[8] ? ~c_spi_sub_r1[8] : c_spi_sub_d1[8];
+    assign c_spi_sub_d2 = c_cx_spi[23:16] - c_db_ci[23:16];
+    assign c_spi_sub_r2 = c_db_ci[23:16] - c_cx_spi[23:16];
+    assign c_spi_used = {
+        c_spi_sub_b1 ? ~c_spi_sub_r2 : c_spi_sub_d2,
+        c_spi_sub_d0[8] ? ~c_spi_sub_r1[7:0] : c_spi_sub_d1[7:0],
+        c_spi_sub_d0[7:0]
+    };
+    assign cmd_bad_num = c_flags[1];
+    assign c_cmd_log = c_term[4:0];
+    assign cmd_mask = {
+        5'h10 < c_cmd_log,
+        5'h0f < c_cmd_log,
+        5'h0e < c_cmd_log,
+        5'h0d < c_cmd_log,
+        5'h0c < c_cmd_log,
+        5'h0b < c_cmd_log,
+        5'h0a < c_cmd_log,
+        5'h09 < c_cmd_log,
+        5'h08 < c_cmd_log,
+        5'h07 < c_cmd_log,
+        5'h06 < c_cmd_log,
+        5'h05 < c_cmd_log,
+        5'h04 < c_cmd_log,
+        5'h03 < c_cmd_log,
+        5'h02 < c_cmd_log,
+        5'h01 < c_cmd_log,
+        5'h00 < c_cmd_log
+    };
+    assign cmd_aligned = ~|c_wide[4:0] & ~|(c_wide[21:5] & cmd_mask);
+    assign c_cmd_create = (((((c_kind == 3'h3) & ~cmd_bad_num) & (c_status[3:0] == 4'h1)) & ~c_cx_valid) & ~(5'h10 < c_cmd_log)) & cmd_aligned;
+    assign c_cmd_destroy = (((c_kind == 3'h3) & ~cmd_bad_num) & (c_status[3:0] == 4'h2)) & c_cx_valid;
+    assign cfg_mask = {
+        5'h10 < c_cmd_log,
+        5'h0f < c_cmd_log,
+        5'h0e < c_cmd_log,
+        5'h0d < c_cmd_log,
+        5'h0c < c_cmd_log,
+        5'h0b < c_cmd_log,
+        5'h0a < c_cmd_log,
+        5'h09 < c_cmd_log,
+        5'h08 < c_cmd_log,
+        5'h07 < c_cmd_log,
+        5'h06 < c_cmd_log,
+        5'h05 < c_cmd_log,
+        5'h04 < c_cmd_log,
+        5'h03 < c_cmd_log,
+        5'h02 < c_cmd_log,
+        5'h01 < c_cmd_log,
+        5'h00 < c_cmd_log
+    };
+    assign c_cfg_ok = ~c_flags[0] | ((~(5'h10 < c_cmd_log) & ~|c_wide[3:0]) & ~|(c_wide[20:4] & cfg_mask));
+    assign c_cpl_live = (c_kind == 3'h0) & c_cx_valid;
+    assign c_cpl_sol = c_flags[0] | |c_status;
+    assign c_cpl_armed = (c_cpl_live & c_cx_arm) & (~c_cx_sol | c_cpl_sol);
+    assign c_cpl_ov_new = c_cpl_live & ~c_cx_ov;
+    assign c_is = {c_kind == 3'h5, c_kind == 3'h4, (c_kind == 3'h2) & c_cx_valid, c_kind == 3'h2, c_kind == 3'h1};
+    assign c_to_d = c_v & (~d_v | b_go);
+    assign b_conflict = b_ctxop & (((c_v & c_ctxop) & (c_cq == b_cq)) | ((d_v & d_ctxop) & (d_cq == b_cq)));
+    assign b_to_c = (b_v & (~c_v | c_to_d)) & ~b_conflict;
+    assign b_free = ~b_v | b_to_c;
+    assign k_ev = d_v & d_is[0];
+    assign k_cqdb_live = d_v & d_is[2];
+    assign k_eqcfg = d_v & d_is[3];
+    assign k_eqdb = d_v & d_is[4];
+    assign cx_valid = d_cx[139];
+    assign cx_base = d_cx[138:80];
+    assign cx_log = d_cx[79:75];
+    assign cx_spi = d_cx[74:51];
+    assign cx_pi = d_cx[50:27];
+    assign cx_ci = d_cx[26:3];
+    assign cx_arm = d_cx[2];
+    assign cx_sol = d_cx[1];
+    assign cx_ov = d_cx[0];
+    assign d_two = d_v & (d_is[1] | d_is[4]);
     assign eq_mask = {
         5'h17 < eq_log,
         5'h16 < eq_log,
@@ -428,37 +609,34 @@ module card_cq_w512 (
         5'h01 < eq_log,
         5'h00 < eq_log
     };
-    assign eq_used = eq_pi - eq_ci;
     assign eq_full = |(eq_used & ~eq_mask);
     assign eq_owner = ~((((((((((((((((((eq_log == 5'h00) & eq_pi[0]) | ((eq_log == 5'h01) & eq_pi[1])) | ((eq_log == 5'h02) & eq_pi[2])) | ((eq_log == 5'h03) & eq_pi[3])) | ((eq_log == 5'h04) & eq_pi[4])) | ((eq_log == 5'h05) & eq_pi[5])) | ((eq_log == 5'h06) & eq_pi[6])) | ((eq_log == 5'h07) & eq_pi[7])) | ((eq_log == 5'h08) & eq_pi[8])) | ((eq_log == 5'h09) & eq_pi[9])) | ((eq_log == 5'h0a) & eq_pi[10])) | ((eq_log == 5'h0b) & eq_pi[11])) | ((eq_log == 5'h0c) & eq_pi[12])) | ((eq_log == 5'h0d) & eq_pi[13])) | ((eq_log == 5'h0e) & eq_pi[14])) | ((eq_log == 5'h0f) & eq_pi[15])) | ((eq_log == 5'h10) & eq_pi[16]));
     assign eq_addr = eq_base | {43'h00000000000, eq_pi[16:0] & eq_mask[16:0]};
-    assign cpl_live = (k_cpl & cx_valid) & ~fatal_q;
-    assign cpl_over = cpl_live & cq_full;
-    assign cpl_new_ov = cpl_over & ~cx_ov;
-    assign cpl_write = cpl_live & ~cq_full;
-    assign cpl_sol = b_flags[0] | |b_status;
-    assign cpl_notify = (cpl_write & cx_arm) & (~cx_sol | cpl_sol);
+    assign cpl_live = (d_v & d_cpl_live) & ~fatal_q;
+    assign cpl_new_ov = ((d_v & d_cpl_ov_new) & ~fatal_q) & d_cq_full;
+    assign cpl_write = cpl_live & ~d_cq_full;
+    assign cpl_notify = ((d_v & d_cpl_armed) & ~fatal_q) & ~d_cq_full;
     assign cqe = {
-        cq_owner,
+        d_cq_owner,
         71'h000000000000000000,
-        b_term[15:8],
-        b_term[7:4],
-        b_term[3:0],
+        d_term[15:8],
+        d_term[7:4],
+        d_term[3:0],
         6'h00,
-        b_flags,
-        b_inv,
-        b_status,
-        b_opc,
-        b_qpn,
-        b_len,
-        b_wide
+        d_flags,
+        d_inv,
+        d_status,
+        d_opc,
+        d_qpn,
+        d_len,
+        d_wide
     };
     assign ev_on = (((k_ev | cpl_notify) | cpl_new_ov) | db_notify) & ~fatal_q;
-    assign ev_type = k_ev ? b_opc : ((cpl_notify | db_notify) ? 8'h01 : 8'h09);
-    assign ev_obj = k_ev ? b_inv : {22'h000000, b_cq};
-    assign ev_info = b_len & {32{k_ev}};
-    assign ev_term = k_ev & ((b_opc == 8'h06) | (b_opc == 8'h07));
-    assign ev_term_f = b_term & {16{ev_term}};
+    assign ev_type = k_ev ? d_opc : ((cpl_notify | db_notify) ? 8'h01 : 8'h09);
+    assign ev_obj = k_ev ? d_inv : {22'h000000, d_cq};
+    assign ev_info = d_len & {32{k_ev}};
+    assign ev_term = k_ev & ((d_opc == 8'h06) | (d_opc == 8'h07));
+    assign ev_term_f = d_term & {16{ev_term}};
     assign ev_write = (ev_on & eq_enabled) & ~eq_full;
     assign ev_lost = ev_on & ~(eq_enabled & ~eq_full);
     assign eqe = {
@@ -473,7 +651,7 @@ module card_cq_w512 (
         ev_type
     };
     assign rec1_v = cpl_write | ev_write;
-    assign rec1 = cpl_write ? {cq_addr, cqe, 1'h0} : {eq_addr, {128'h00000000000000000000000000000000, eqe}, 1'h1};
+    assign rec1 = cpl_write ? {d_cq_addr, cqe, 1'h0} : {eq_addr, {128'h00000000000000000000000000000000, eqe}, 1'h1};
     assign rec2_v = cpl_write & ev_write;
     assign rq_wpos = rq_count - rq_pop;
     assign rq0_push = rq_push & (rq_wpos == 3'h0);
@@ -481,46 +659,21 @@ module card_cq_w512 (
     assign rq2_push = rq_push & (rq_wpos == 3'h2);
     assign rq3_push = rq_push & (rq_wpos == 3'h3);
     assign rq_room = rq_count < 3'h4;
-    assign b_go = ((b_v & ~hold_v) & rq_room) & (~ov_v | m_overrun_ready);
+    assign b_go = (((d_v & ~hold_v) & rq_room) & (~ov_v | m_overrun_ready)) & (~d_two | d_ph);
     assign rq_push = (hold_v & rq_room) | (b_go & rec1_v);
     assign rq_in = hold_v ? hold_rec : rec1;
-    assign b_free = ~b_v | b_go;
     assign m_overrun_valid = ov_v;
     assign m_overrun_cq = ov_cq & {10{ov_v}};
-    assign db_ci = b_len[23:0];
-    assign db_used = cx_pi - db_ci;
-    assign db_frees = ~|(db_used & ~cq_mask);
-    assign db_arm = b_len[30];
-    assign db_arm_sol = b_len[31];
-    assign db_spi = (db_used < (cx_spi - db_ci)) ? db_ci : cx_spi;
-    assign db_pending = db_arm_sol ? (db_spi != db_ci) : |db_used;
-    assign db_notify = ((k_cqdb & cx_valid) & db_arm) & db_pending;
-    assign cmd_bad_num = b_flags[1];
-    assign cmd_log = b_term[4:0];
-    assign cmd_mask = {
-        5'h10 < cmd_log,
-        5'h0f < cmd_log,
-        5'h0e < cmd_log,
-        5'h0d < cmd_log,
-        5'h0c < cmd_log,
-        5'h0b < cmd_log,
-        5'h0a < cmd_log,
-        5'h09 < cmd_log,
-        5'h08 < cmd_log,
-        5'h07 < cmd_log,
-        5'h06 < cmd_log,
-        5'h05 < cmd_log,
-        5'h04 < cmd_log,
-        5'h03 < cmd_log,
-        5'h02 < cmd_log,
-        5'h01 < cmd_log,
-        5'h00 < cmd_log
-    };
-    assign cmd_aligned = ~|b_wide[4:0] & ~|(b_wide[21:5] & cmd_mask);
-    assign cmd_create = ((((k_cmd & ~cmd_bad_num) & (b_status[3:0] == 4'h1)) & ~cx_valid) & ~(5'h10 < cmd_log)) & cmd_aligned;
-    assign cmd_destroy = ((k_cmd & ~cmd_bad_num) & (b_status[3:0] == 4'h2)) & cx_valid;
-    assign cx_new = cmd_create ? {1'h1, b_wide[63:5], cmd_log, 75'h0000000000000000000} : (cmd_destroy ? 140'h00000000000000000000000000000000000 : (k_cqdb ? {
-        cx[139:75],
+    assign db_ci = d_len[23:0];
+    assign db_arm = d_len[30];
+    assign db_arm_sol = d_len[31];
+    assign db_lt_now = d_db_used < d_spi_used;
+    assign db_pending_now = db_arm_sol ? (~db_lt_now & |d_spi_used) : |d_db_used;
+    assign db_spi = db_lt ? db_ci : cx_spi;
+    assign db_notify = k_cqdb_live & db_notify_q;
+    assign cmd_log = d_term[4:0];
+    assign cx_new = d_cmd_create ? {1'h1, d_wide[63:5], cmd_log, 75'h0000000000000000000} : (d_cmd_destroy ? 140'h00000000000000000000000000000000000 : (d_is[1] ? {
+        d_cx[139:75],
         db_spi,
         cx_pi,
         db_ci,
@@ -528,46 +681,31 @@ module card_cq_w512 (
         db_arm ? db_arm_sol : cx_sol,
         cx_ov & ~db_frees
     } : {
-        cx[139:75],
-        (cpl_write & cpl_sol) ? (cx_pi + 24'h000001) : cx_spi,
-        cpl_write ? (cx_pi + 24'h000001) : cx_pi,
+        d_cx[139:75],
+        (cpl_write & d_cpl_sol) ? d_pi_inc : cx_spi,
+        cpl_write ? d_pi_inc : cx_pi,
         cx_ci,
         cx_arm & ~cpl_notify,
         cx_sol,
         cx_ov | cpl_new_ov
     }));
-    assign cx_we = b_go & ((((cmd_create | cmd_destroy) | (k_cqdb & cx_valid)) | cpl_write) | cpl_new_ov);
+    assign cx_we = b_go & ((((d_cmd_create | d_cmd_destroy) | k_cqdb_live) | cpl_write) | cpl_new_ov);
     assign ctx_we = init_active | cx_we;
-    assign ctx_wa = init_active ? init_cnt[9:0] : b_cq;
+    assign ctx_wa = init_active ? init_cnt[9:0] : d_cq;
     assign ctx_wd = cx_new & {140{~init_active}};
-    assign cfg_log = b_term[4:0];
-    assign cfg_mask = {
-        5'h10 < cfg_log,
-        5'h0f < cfg_log,
-        5'h0e < cfg_log,
-        5'h0d < cfg_log,
-        5'h0c < cfg_log,
-        5'h0b < cfg_log,
-        5'h0a < cfg_log,
-        5'h09 < cfg_log,
-        5'h08 < cfg_log,
-        5'h07 < cfg_log,
-        5'h06 < cfg_log,
-        5'h05 < cfg_log,
-        5'h04 < cfg_log,
-        5'h03 < cfg_log,
-        5'h02 < cfg_log,
-        5'h01 < cfg_log,
-        5'h00 < cfg_log
-    };
-    assign cfg_en = b_flags[0];
-    assign cfg_ok = ~cfg_en | ((~(5'h10 < cfg_log) & ~|b_wide[3:0]) & ~|(b_wide[20:4] & cfg_mask));
-    assign cfg_go = (b_go & k_eqcfg) & cfg_ok;
+    assign cfg_log = d_term[4:0];
+    assign cfg_en = d_flags[0];
+    assign cfg_go = (b_go & k_eqcfg) & d_cfg_ok;
     assign cfg_reset = cfg_go & cfg_en;
     assign edb_go = b_go & k_eqdb;
-    assign edb_ci = b_len[23:0];
-    assign edb_arm = b_len[31];
-    assign edb_pending = |(eq_pi - edb_ci);
+    assign edb_sub_d0 = {1'h0, eq_pi[7:0]} - {1'h0, db_ci[7:0]};
+    assign edb_sub_d1 = {1'h0, eq_pi[15:8]} - {1'h0, db_ci[15:8]};
+    assign edb_sub_r1 = {1'h0, db_ci[15:8]} - {1'h0, eq_pi[15:8]};
+    assign edb_sub_b1 = edb_sub_d0[8] ? ~edb_sub_r1[8] : edb_sub_d1[8];
+    assign edb_sub_d2 = eq_pi[23:16] - db_ci[23:16];
+    assign edb_sub_r2 = db_ci[23:16] - eq_pi[23:16];
+    assign edb_arm = d_len[31];
+    assign edb_pending = |edb_used;
     assign ev_go = b_go & ev_write;
     assign irq_raise_ev = ev_go & eq_armed;
     assign irq_raise_db = (edb_go & edb_arm) & edb_pending;
@@ -610,9 +748,16 @@ module card_cq_w512 (
     assign m_axi_wvalid = dw_wvalid;
     assign m_axi_bready = dw_bready;
     assign unused_bits = |{
-        cq_mask[23:17],
-        b_status[7:4],
-        b_term[15:5],
+        c_status[7:4],
+        c_term[15:5],
+        c_len[31:24],
+        cx_base,
+        cx_log,
+        cx_valid,
+        d_kind,
+        d_status[7:4],
+        d_term[15:5],
+        d_len[29:24],
         rq_cand[256:1],
         rq_beat,
         dw_done_tag[7:1],
@@ -725,6 +870,14 @@ module card_cq_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            b_ctxop <= 1'h0;
+        end else if (a_take) begin
+            b_ctxop <= (g_cmd | g_rec0) | (g_rec1 | g_rec3);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             fw_v <= 1'h0;
         end else if (ctx_we) begin
             fw_v <= 1'h1;
@@ -744,6 +897,272 @@ module card_cq_w512 (
             fw_data <= 140'h00000000000000000000000000000000000;
         end else if (ctx_we) begin
             fw_data <= ctx_wd;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (b_to_c) begin
+            c_kind <= b_kind;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (b_to_c) begin
+            c_cq <= b_cq;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (b_to_c) begin
+            c_qpn <= b_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (b_to_c) begin
+            c_wide <= b_wide;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (b_to_c) begin
+            c_len <= b_len;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (b_to_c) begin
+            c_opc <= b_opc;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (b_to_c) begin
+            c_status <= b_status;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (b_to_c) begin
+            c_inv <= b_inv;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (b_to_c) begin
+            c_flags <= b_flags;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (b_to_c) begin
+            c_term <= b_term;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (b_to_c) begin
+            c_ctxop <= b_ctxop;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (b_to_c) begin
+            c_cx <= b_cx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            c_v <= 1'h0;
+        end else begin
+            c_v <= b_to_c | (c_v & ~c_to_d);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_kind <= c_kind;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_cq <= c_cq;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_qpn <= c_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_wide <= c_wide;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_len <= c_len;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_opc <= c_opc;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_status <= c_status;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_inv <= c_inv;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_flags <= c_flags;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_term <= c_term;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_ctxop <= c_ctxop;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_cx <= c_cx;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_cq_mask <= c_cq_mask;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_cq_full <= c_cq_full;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_cq_owner <= c_cq_owner;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_cq_addr <= c_cq_addr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_pi_inc <= c_pi_inc;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_db_used <= c_db_used;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_spi_used <= c_spi_used;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_cmd_create <= c_cmd_create;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_cmd_destroy <= c_cmd_destroy;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_cfg_ok <= c_cfg_ok;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_cpl_live <= c_cpl_live;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_cpl_sol <= c_cpl_sol;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_cpl_armed <= c_cpl_armed;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_cpl_ov_new <= c_cpl_ov_new;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_is <= c_is;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            d_v <= 1'h0;
+        end else begin
+            d_v <= c_to_d | (d_v & ~b_go);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            b_v <= 1'h0;
+        end else begin
+            b_v <= a_take | (b_v & ~b_to_c);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            d_ph <= 1'h0;
+        end else begin
+            d_ph <= d_two & ~b_go;
         end
     end
 
@@ -789,14 +1208,6 @@ module card_cq_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            b_v <= 1'h0;
-        end else begin
-            b_v <= a_take | (b_v & ~b_go);
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
             ov_v <= 1'h0;
         end else begin
             ov_v <= (b_go & cpl_new_ov) | (ov_v & ~m_overrun_ready);
@@ -807,15 +1218,39 @@ module card_cq_w512 (
         if (rst) begin
             ov_cq <= 10'h000;
         end else if (b_go & cpl_new_ov) begin
-            ov_cq <= b_cq;
+            ov_cq <= d_cq;
         end
+    end
+
+    always @(posedge clk) begin
+        db_lt <= db_lt_now;
+    end
+
+    always @(posedge clk) begin
+        db_frees <= ~|(d_db_used & ~d_cq_mask);
+    end
+
+    always @(posedge clk) begin
+        db_pending <= db_pending_now;
+    end
+
+    always @(posedge clk) begin
+        db_notify_q <= db_arm & db_pending_now;
+    end
+
+    always @(posedge clk) begin
+        edb_used <= {
+            edb_sub_b1 ? ~edb_sub_r2 : edb_sub_d2,
+            edb_sub_d0[8] ? ~edb_sub_r1[7:0] : edb_sub_d1[7:0],
+            edb_sub_d0[7:0]
+        };
     end
 
     always @(posedge clk) begin
         if (rst) begin
             eq_base <= 60'h000000000000000;
         end else if (cfg_go) begin
-            eq_base <= b_wide[63:4];
+            eq_base <= d_wide[63:4];
         end
     end
 
@@ -831,7 +1266,7 @@ module card_cq_w512 (
         if (rst) begin
             eq_vector <= 8'h00;
         end else if (cfg_go) begin
-            eq_vector <= b_opc;
+            eq_vector <= d_opc;
         end
     end
 
@@ -847,15 +1282,15 @@ module card_cq_w512 (
         if (rst) begin
             eq_pi <= 24'h000000;
         end else if (cfg_reset | ev_go) begin
-            eq_pi <= cfg_reset ? 24'h000000 : (eq_pi + 24'h000001);
+            eq_pi <= cfg_reset ? 24'h000000 : {&eq_pi[11:0] ? (eq_pi[23:12] + 12'h001) : eq_pi[23:12], eq_pi[11:0] + 12'h001};
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
-            eq_ci <= 24'h000000;
-        end else if (cfg_reset | edb_go) begin
-            eq_ci <= cfg_reset ? 24'h000000 : edb_ci;
+            eq_used <= 24'h000000;
+        end else if ((cfg_reset | edb_go) | ev_go) begin
+            eq_used <= cfg_reset ? 24'h000000 : (edb_go ? edb_used : {&eq_used[11:0] ? (eq_used[23:12] + 12'h001) : eq_used[23:12], eq_used[11:0] + 12'h001});
         end
     end
 
@@ -871,7 +1306,11 @@ module card_cq_w512 (
         if (rst) begin
             lost_q <= 32'h00000000;
         end else if (b_go & ev_lost) begin
-            lost_q <= lost_q + 32'h00000001;
+            lost_q <= {
+                (&lost_q[11:0] & &lost_q[23:12]) ? (lost_q[31:24] + 8'h01) : lost_q[31:24],
+                &lost_q[11:0] ? (lost_q[23:12] + 12'h001) : lost_q[23:12],
+                lost_q[11:0] + 12'h001
+            };
         end
     end
 
@@ -960,9 +1399,7 @@ module card_cq_w512 (
         if (ctx_we) begin
             ctx[ctx_wa] <= ctx_wd;
         end
-        if (a_take) begin
-            ctx_rd <= ctx[a_cq];
-        end
+        ctx_rd <= ctx[a_take ? a_cq : b_cq];
     end
 
     dma_wr_w512_b128_i4_t8 dw (

@@ -207,12 +207,7 @@ architecture rtl of card_cq_w512 is
     signal b_inv : std_logic_vector(31 downto 0) := x"00000000"; -- completion: INV_STAG; event: OBJ
     signal b_flags : std_logic_vector(1 downto 0) := "00"; -- completion: invalidated, solicited; EQ_CFG: enable; CQ_CMD: CQ_NUM too large
     signal b_term : std_logic_vector(15 downto 0) := x"0000"; -- code, type, layer; CQ_CMD, EQ_CFG: log2 size
-    signal k_cpl : std_logic;
-    signal k_ev : std_logic;
-    signal k_cqdb : std_logic;
-    signal k_cmd : std_logic;
-    signal k_eqcfg : std_logic;
-    signal k_eqdb : std_logic;
+    signal b_ctxop : std_logic := '0';       -- it reads and may write a CQ context
     signal ctx_we : std_logic;
     signal ctx_wa : std_logic_vector(9 downto 0);
     signal ctx_wd : std_logic_vector(139 downto 0);
@@ -220,7 +215,104 @@ architecture rtl of card_cq_w512 is
     signal fw_v : std_logic := '0';          -- the bypass holds the last context written
     signal fw_addr : std_logic_vector(9 downto 0) := "0000000000";
     signal fw_data : std_logic_vector(139 downto 0) := x"00000000000000000000000000000000000";
-    signal cx : std_logic_vector(139 downto 0); -- the context of b_cq as it is now
+    signal b_cx : std_logic_vector(139 downto 0); -- the context of b_cq as it is now
+    signal b_to_c : std_logic;               -- the operation moves from B to C
+    signal c_kind : std_logic_vector(2 downto 0); -- b_kind, a stage on
+    signal c_cq : std_logic_vector(9 downto 0); -- b_cq, a stage on
+    signal c_qpn : std_logic_vector(15 downto 0); -- b_qpn, a stage on
+    signal c_wide : std_logic_vector(63 downto 0); -- b_wide, a stage on
+    signal c_len : std_logic_vector(31 downto 0); -- b_len, a stage on
+    signal c_opc : std_logic_vector(7 downto 0); -- b_opc, a stage on
+    signal c_status : std_logic_vector(7 downto 0); -- b_status, a stage on
+    signal c_inv : std_logic_vector(31 downto 0); -- b_inv, a stage on
+    signal c_flags : std_logic_vector(1 downto 0); -- b_flags, a stage on
+    signal c_term : std_logic_vector(15 downto 0); -- b_term, a stage on
+    signal c_ctxop : std_logic;              -- b_ctxop, a stage on
+    signal c_cx : std_logic_vector(139 downto 0); -- the context, current
+    signal c_v : std_logic := '0';           -- stage C holds an operation
+    signal c_to_d : std_logic;               -- the operation moves from C to D
+    signal c_cx_valid : std_logic;
+    signal c_cx_base : std_logic_vector(58 downto 0);
+    signal c_cx_log : std_logic_vector(4 downto 0);
+    signal c_cx_spi : std_logic_vector(23 downto 0); -- PI past the last solicited or error CQE (CI when none lies past CI)
+    signal c_cx_pi : std_logic_vector(23 downto 0);
+    signal c_cx_ci : std_logic_vector(23 downto 0);
+    signal c_cx_arm : std_logic;
+    signal c_cx_sol : std_logic;
+    signal c_cx_ov : std_logic;
+    signal c_cq_mask : std_logic_vector(23 downto 0); -- index bits below log2 size
+    signal c_cq_used_d0 : std_logic_vector(8 downto 0); -- bit n: x < y
+    signal c_cq_used_d1 : std_logic_vector(8 downto 0); -- bit n: x < y
+    signal c_cq_used_r1 : std_logic_vector(8 downto 0); -- bit n: y < x (x - y - 1 borrows when it is 0)
+    signal c_cq_used_b1 : std_logic;         -- borrow out of this piece
+    signal c_cq_used_d2 : std_logic_vector(7 downto 0); -- bit n: x < y
+    signal c_cq_used_r2 : std_logic_vector(7 downto 0); -- bit n: y < x (x - y - 1 borrows when it is 0)
+    signal c_cq_full : std_logic;            -- as many CQEs as the ring holds
+    signal c_cq_owner : std_logic;           -- owner bit of a CQE written now
+    signal c_cq_addr : std_logic_vector(59 downto 0); -- its address, bits 63:4
+    signal c_pi_inc : std_logic_vector(23 downto 0);
+    signal c_db_ci : std_logic_vector(23 downto 0);
+    signal c_db_sub_d0 : std_logic_vector(8 downto 0); -- bit n: x < y
+    signal c_db_sub_d1 : std_logic_vector(8 downto 0); -- bit n: x < y
+    signal c_db_sub_r1 : std_logic_vector(8 downto 0); -- bit n: y < x (x - y - 1 borrows when it is 0)
+    signal c_db_sub_b1 : std_logic;          -- borrow out of this piece
+    signal c_db_sub_d2 : std_logic_vector(7 downto 0); -- bit n: x < y
+    signal c_db_sub_r2 : std_logic_vector(7 downto 0); -- bit n: y < x (x - y - 1 borrows when it is 0)
+    signal c_db_used : std_logic_vector(23 downto 0); -- doorbell: entries not consumed after it
+    signal c_spi_sub_d0 : std_logic_vector(8 downto 0); -- bit n: x < y
+    signal c_spi_sub_d1 : std_logic_vector(8 downto 0); -- bit n: x < y
+    signal c_spi_sub_r1 : std_logic_vector(8 downto 0); -- bit n: y < x (x - y - 1 borrows when it is 0)
+    signal c_spi_sub_b1 : std_logic;         -- borrow out of this piece
+    signal c_spi_sub_d2 : std_logic_vector(7 downto 0); -- bit n: x < y
+    signal c_spi_sub_r2 : std_logic_vector(7 downto 0); -- bit n: y < x (x - y - 1 borrows when it is 0)
+    signal c_spi_used : std_logic_vector(23 downto 0); -- doorbell: solicited PI past the new CI
+    signal cmd_bad_num : std_logic;
+    signal c_cmd_log : std_logic_vector(4 downto 0);
+    signal cmd_mask : std_logic_vector(16 downto 0); -- index bits below log2 size
+    signal cmd_aligned : std_logic;
+    signal c_cmd_create : std_logic;
+    signal c_cmd_destroy : std_logic;
+    signal cfg_mask : std_logic_vector(16 downto 0); -- index bits below log2 size
+    signal c_cfg_ok : std_logic;             -- EQ_CFG: not refused
+    signal c_cpl_live : std_logic;           -- a completion on a CQ that exists
+    signal c_cpl_sol : std_logic;            -- a solicited or error completion
+    signal c_cpl_armed : std_logic;          -- a CQ_NOTIFY follows if the CQE is written
+    signal c_cpl_ov_new : std_logic;         -- an overrun would be reported now
+    signal c_is : std_logic_vector(4 downto 0); -- one-hot: EQ_DB, EQ_CFG, CQ_DB on a CQ that exists, CQ_DB, event
+    signal d_kind : std_logic_vector(2 downto 0); -- c_kind, a stage on
+    signal d_cq : std_logic_vector(9 downto 0); -- c_cq, a stage on
+    signal d_qpn : std_logic_vector(15 downto 0); -- c_qpn, a stage on
+    signal d_wide : std_logic_vector(63 downto 0); -- c_wide, a stage on
+    signal d_len : std_logic_vector(31 downto 0); -- c_len, a stage on
+    signal d_opc : std_logic_vector(7 downto 0); -- c_opc, a stage on
+    signal d_status : std_logic_vector(7 downto 0); -- c_status, a stage on
+    signal d_inv : std_logic_vector(31 downto 0); -- c_inv, a stage on
+    signal d_flags : std_logic_vector(1 downto 0); -- c_flags, a stage on
+    signal d_term : std_logic_vector(15 downto 0); -- c_term, a stage on
+    signal d_ctxop : std_logic;              -- c_ctxop, a stage on
+    signal d_cx : std_logic_vector(139 downto 0);
+    signal d_cq_mask : std_logic_vector(23 downto 0); -- c_cq_mask, a stage on
+    signal d_cq_full : std_logic;            -- c_cq_full, a stage on
+    signal d_cq_owner : std_logic;           -- c_cq_owner, a stage on
+    signal d_cq_addr : std_logic_vector(59 downto 0); -- c_cq_addr, a stage on
+    signal d_pi_inc : std_logic_vector(23 downto 0); -- c_pi_inc, a stage on
+    signal d_db_used : std_logic_vector(23 downto 0); -- c_db_used, a stage on
+    signal d_spi_used : std_logic_vector(23 downto 0); -- c_spi_used, a stage on
+    signal d_cmd_create : std_logic;         -- c_cmd_create, a stage on
+    signal d_cmd_destroy : std_logic;        -- c_cmd_destroy, a stage on
+    signal d_cfg_ok : std_logic;             -- c_cfg_ok, a stage on
+    signal d_cpl_live : std_logic;           -- c_cpl_live, a stage on
+    signal d_cpl_sol : std_logic;            -- c_cpl_sol, a stage on
+    signal d_cpl_armed : std_logic;          -- c_cpl_armed, a stage on
+    signal d_cpl_ov_new : std_logic;         -- c_cpl_ov_new, a stage on
+    signal d_is : std_logic_vector(4 downto 0); -- c_is, a stage on
+    signal d_v : std_logic := '0';           -- stage D holds an operation
+    signal b_go : std_logic;                 -- stage D acts
+    signal b_conflict : std_logic;           -- an operation ahead may write B's CQ: B waits for its write
+    signal k_ev : std_logic;
+    signal k_cqdb_live : std_logic;          -- on a CQ that exists
+    signal k_eqcfg : std_logic;
+    signal k_eqdb : std_logic;
     signal cx_valid : std_logic;
     signal cx_base : std_logic_vector(58 downto 0);
     signal cx_log : std_logic_vector(4 downto 0);
@@ -230,29 +322,23 @@ architecture rtl of card_cq_w512 is
     signal cx_arm : std_logic;
     signal cx_sol : std_logic;
     signal cx_ov : std_logic;
-    signal cq_mask : std_logic_vector(23 downto 0); -- index bits below log2 size
-    signal cq_used : std_logic_vector(23 downto 0); -- entries not consumed
-    signal cq_full : std_logic;              -- as many as the ring holds
-    signal cq_owner : std_logic;             -- owner bit of the CQE written now
-    signal cq_addr : std_logic_vector(59 downto 0); -- the CQE's address, bits 63:4
+    signal d_ph : std_logic := '0';          -- a doorbell's terms are ready (its second cycle in D)
+    signal d_two : std_logic;                -- the operation takes two cycles in D
     signal eq_base : std_logic_vector(59 downto 0) := x"000000000000000"; -- EQ base, bits 63:4
     signal eq_log : std_logic_vector(4 downto 0) := "00000";
     signal eq_vector : std_logic_vector(7 downto 0) := x"00";
     signal eq_enabled : std_logic := '0';
     signal eq_pi : std_logic_vector(23 downto 0) := x"000000";
-    signal eq_ci : std_logic_vector(23 downto 0) := x"000000";
+    signal eq_used : std_logic_vector(23 downto 0) := x"000000"; -- EQ PI minus CI: entries not consumed
     signal eq_armed : std_logic := '0';
     signal fatal_q : std_logic := '0';
     signal eq_mask : std_logic_vector(23 downto 0); -- index bits below log2 size
-    signal eq_used : std_logic_vector(23 downto 0); -- entries not consumed
-    signal eq_full : std_logic;              -- as many as the ring holds
+    signal eq_full : std_logic;              -- as many EQEs as the ring holds
     signal eq_owner : std_logic;
     signal eq_addr : std_logic_vector(59 downto 0); -- the EQE's address, bits 63:4
     signal cpl_live : std_logic;             -- the CQ exists and the card runs
-    signal cpl_over : std_logic;             -- the CQ is full
-    signal cpl_new_ov : std_logic;           -- the overrun is reported now
+    signal cpl_new_ov : std_logic;           -- the CQ is full, the overrun is reported now
     signal cpl_write : std_logic;            -- the CQE is written
-    signal cpl_sol : std_logic;              -- a solicited or error completion
     signal cpl_notify : std_logic;           -- a CQ_NOTIFY follows
     signal db_notify : std_logic;            -- an arming doorbell finds a completion past its CI: CQ_NOTIFY at once
     signal cqe : std_logic_vector(255 downto 0); -- the CQE
@@ -284,32 +370,33 @@ architecture rtl of card_cq_w512 is
     signal rq2_push : std_logic;
     signal rq3_push : std_logic;
     signal rq_room : std_logic;
-    signal b_go : std_logic;                 -- stage B acts
     signal hold_rec : std_logic_vector(316 downto 0) := "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
     signal ov_cq : std_logic_vector(9 downto 0) := "0000000000";
     signal db_ci : std_logic_vector(23 downto 0);
-    signal db_used : std_logic_vector(23 downto 0);
-    signal db_frees : std_logic;             -- the doorbell leaves the CQ not full
     signal db_arm : std_logic;
     signal db_arm_sol : std_logic;
+    signal db_lt_now : std_logic;            -- the solicited PI is at or before the new CI
+    signal db_pending_now : std_logic;       -- a completion past CI that the arming would wait for
+    signal db_lt : std_logic;
+    signal db_frees : std_logic;             -- the doorbell leaves the CQ not full
+    signal db_pending : std_logic;
+    signal db_notify_q : std_logic;
     signal db_spi : std_logic_vector(23 downto 0); -- the solicited PI, CI once every solicited or error CQE is consumed
-    signal db_pending : std_logic;           -- a completion past CI that the arming would wait for
-    signal cmd_bad_num : std_logic;
     signal cmd_log : std_logic_vector(4 downto 0);
-    signal cmd_mask : std_logic_vector(16 downto 0); -- index bits below log2 size
-    signal cmd_aligned : std_logic;
-    signal cmd_create : std_logic;
-    signal cmd_destroy : std_logic;
     signal cx_new : std_logic_vector(139 downto 0); -- the context written back
     signal cx_we : std_logic;
     signal cfg_log : std_logic_vector(4 downto 0);
-    signal cfg_mask : std_logic_vector(16 downto 0); -- index bits below log2 size
     signal cfg_en : std_logic;
-    signal cfg_ok : std_logic;               -- not refused
     signal cfg_go : std_logic;
     signal cfg_reset : std_logic;            -- enabled: indices from zero
     signal edb_go : std_logic;
-    signal edb_ci : std_logic_vector(23 downto 0);
+    signal edb_sub_d0 : std_logic_vector(8 downto 0); -- bit n: x < y
+    signal edb_sub_d1 : std_logic_vector(8 downto 0); -- bit n: x < y
+    signal edb_sub_r1 : std_logic_vector(8 downto 0); -- bit n: y < x (x - y - 1 borrows when it is 0)
+    signal edb_sub_b1 : std_logic;           -- borrow out of this piece
+    signal edb_sub_d2 : std_logic_vector(7 downto 0); -- bit n: x < y
+    signal edb_sub_r2 : std_logic_vector(7 downto 0); -- bit n: y < x (x - y - 1 borrows when it is 0)
+    signal edb_used : std_logic_vector(23 downto 0); -- EQ doorbell: entries past the new CI
     signal edb_arm : std_logic;
     signal edb_pending : std_logic;          -- entries past the new CI
     signal ev_go : std_logic;                -- an EQE is written
@@ -388,55 +475,158 @@ begin
     s_cpl1_ready <= a_take and g_rec3;
     s_ev1_ready <= a_take and g_rec4;
     a_cq <= (((cq_num_cqn(9 downto 0) and std_logic_vector'(9 downto 0 => g_cmd)) or (s_cqdb_index and std_logic_vector'(9 downto 0 => g_rec0))) or (s_cpl0_cq and std_logic_vector'(9 downto 0 => g_rec1))) or (s_cpl1_cq and std_logic_vector'(9 downto 0 => g_rec3));
-    k_cpl <= b_v and b2l(b_kind = "000");
-    k_ev <= b_v and b2l(b_kind = "001");
-    k_cqdb <= b_v and b2l(b_kind = "010");
-    k_cmd <= b_v and b2l(b_kind = "011");
-    k_eqcfg <= b_v and b2l(b_kind = "100");
-    k_eqdb <= b_v and b2l(b_kind = "101");
-    cx <= mux(fw_v and b2l(fw_addr = b_cq), fw_data, ctx_rd);
-    cx_valid <= cx(139);
-    cx_base <= cx(138 downto 80);
-    cx_log <= cx(79 downto 75);
-    cx_spi <= cx(74 downto 51);
-    cx_pi <= cx(50 downto 27);
-    cx_ci <= cx(26 downto 3);
-    cx_arm <= cx(2);
-    cx_sol <= cx(1);
-    cx_ov <= cx(0);
-    cq_mask <= std_logic_vector'(
-        b2l(unsigned'("10111") < unsigned(cx_log)) &
-        b2l(unsigned'("10110") < unsigned(cx_log)) &
-        b2l(unsigned'("10101") < unsigned(cx_log)) &
-        b2l(unsigned'("10100") < unsigned(cx_log)) &
-        b2l(unsigned'("10011") < unsigned(cx_log)) &
-        b2l(unsigned'("10010") < unsigned(cx_log)) &
-        b2l(unsigned'("10001") < unsigned(cx_log)) &
-        b2l(unsigned'("10000") < unsigned(cx_log)) &
-        b2l(unsigned'("01111") < unsigned(cx_log)) &
-        b2l(unsigned'("01110") < unsigned(cx_log)) &
-        b2l(unsigned'("01101") < unsigned(cx_log)) &
-        b2l(unsigned'("01100") < unsigned(cx_log)) &
-        b2l(unsigned'("01011") < unsigned(cx_log)) &
-        b2l(unsigned'("01010") < unsigned(cx_log)) &
-        b2l(unsigned'("01001") < unsigned(cx_log)) &
-        b2l(unsigned'("01000") < unsigned(cx_log)) &
-        b2l(unsigned'("00111") < unsigned(cx_log)) &
-        b2l(unsigned'("00110") < unsigned(cx_log)) &
-        b2l(unsigned'("00101") < unsigned(cx_log)) &
-        b2l(unsigned'("00100") < unsigned(cx_log)) &
-        b2l(unsigned'("00011") < unsigned(cx_log)) &
-        b2l(unsigned'("00010") < unsigned(cx_log)) &
-        b2l(unsigned'("00001") < unsigned(cx_log)) &
-        b2l(unsigned'("00000") < unsigned(cx_log))
+    b_cx <= mux(fw_v and b2l(fw_addr = b_cq), fw_data, ctx_rd);
+    c_cx_valid <= c_cx(139);
+    c_cx_base <= c_cx(138 downto 80);
+    c_cx_log <= c_cx(79 downto 75);
+    c_cx_spi <= c_cx(74 downto 51);
+    c_cx_pi <= c_cx(50 downto 27);
+    c_cx_ci <= c_cx(26 downto 3);
+    c_cx_arm <= c_cx(2);
+    c_cx_sol <= c_cx(1);
+    c_cx_ov <= c_cx(0);
+    c_cq_mask <= std_logic_vector'(
+        b2l(unsigned'("10111") < unsigned(c_cx_log)) &
+        b2l(unsigned'("10110") < unsigned(c_cx_log)) &
+        b2l(unsigned'("10101") < unsigned(c_cx_log)) &
+        b2l(unsigned'("10100") < unsigned(c_cx_log)) &
+        b2l(unsigned'("10011") < unsigned(c_cx_log)) &
+        b2l(unsigned'("10010") < unsigned(c_cx_log)) &
+        b2l(unsigned'("10001") < unsigned(c_cx_log)) &
+        b2l(unsigned'("10000") < unsigned(c_cx_log)) &
+        b2l(unsigned'("01111") < unsigned(c_cx_log)) &
+        b2l(unsigned'("01110") < unsigned(c_cx_log)) &
+        b2l(unsigned'("01101") < unsigned(c_cx_log)) &
+        b2l(unsigned'("01100") < unsigned(c_cx_log)) &
+        b2l(unsigned'("01011") < unsigned(c_cx_log)) &
+        b2l(unsigned'("01010") < unsigned(c_cx_log)) &
+        b2l(unsigned'("01001") < unsigned(c_cx_log)) &
+        b2l(unsigned'("01000") < unsigned(c_cx_log)) &
+        b2l(unsigned'("00111") < unsigned(c_cx_log)) &
+        b2l(unsigned'("00110") < unsigned(c_cx_log)) &
+        b2l(unsigned'("00101") < unsigned(c_cx_log)) &
+        b2l(unsigned'("00100") < unsigned(c_cx_log)) &
+        b2l(unsigned'("00011") < unsigned(c_cx_log)) &
+        b2l(unsigned'("00010") < unsigned(c_cx_log)) &
+        b2l(unsigned'("00001") < unsigned(c_cx_log)) &
+        b2l(unsigned'("00000") < unsigned(c_cx_log))
     );
-    cq_used <= std_logic_vector(unsigned(cx_pi) - unsigned(cx_ci));
-    cq_full <= or (cq_used and (not cq_mask));
-    cq_owner <= not (((((((((((((((((b2l(cx_log = "00000") and cx_pi(0)) or (b2l(cx_log = "00001") and cx_pi(1))) or (b2l(cx_log = "00010") and cx_pi(2))) or (b2l(cx_log = "00011") and cx_pi(3))) or (b2l(cx_log = "00100") and cx_pi(4))) or (b2l(cx_log = "00101") and cx_pi(5))) or (b2l(cx_log = "00110") and cx_pi(6))) or (b2l(cx_log = "00111") and cx_pi(7))) or (b2l(cx_log = "01000") and cx_pi(8))) or (b2l(cx_log = "01001") and cx_pi(9))) or (b2l(cx_log = "01010") and cx_pi(10))) or (b2l(cx_log = "01011") and cx_pi(11))) or (b2l(cx_log = "01100") and cx_pi(12))) or (b2l(cx_log = "01101") and cx_pi(13))) or (b2l(cx_log = "01110") and cx_pi(14))) or (b2l(cx_log = "01111") and cx_pi(15))) or (b2l(cx_log = "10000") and cx_pi(16)));
-    cq_addr <= std_logic_vector'((cx_base or std_logic_vector'(
+    c_cq_used_d0 <= std_logic_vector(unsigned(std_logic_vector'('0' & c_cx_pi(7 downto 0))) - unsigned(std_logic_vector'('0' & c_cx_ci(7 downto 0))));
+    c_cq_used_d1 <= std_logic_vector(unsigned(std_logic_vector'('0' & c_cx_pi(15 downto 8))) - unsigned(std_logic_vector'('0' & c_cx_ci(15 downto 8))));
+    c_cq_used_r1 <= std_logic_vector(unsigned(std_logic_vector'('0' & c_cx_ci(15 downto 8))) - unsigned(std_logic_vector'('0' & c_cx_pi(15 downto 8))));
+    c_cq_used_b1 <= mux(c_cq_used_d0(8), not c_cq_used_r1(8), c_cq_used_d1(8));
+    c_cq_used_d2 <= std_logic_vector(unsigned(c_cx_pi(23 downto 16)) - unsigned(c_cx_ci(23 downto 16)));
+    c_cq_used_r2 <= std_logic_vector(unsigned(c_cx_ci(23 downto 16)) - unsigned(c_cx_pi(23 downto 16)));
+    c_cq_full <= or (std_logic_vector'(
+        mux(c_cq_used_b1, not c_cq_used_r2, c_cq_used_d2) &
+        mux(c_cq_used_d0(8), not c_cq_used_r1(7 downto 0), c_cq_used_d1(7 downto 0)) &
+        c_cq_used_d0(7 downto 0)
+    ) and (not c_cq_mask));
+    c_cq_owner <= not (((((((((((((((((b2l(c_cx_log = "00000") and c_cx_pi(0)) or (b2l(c_cx_log = "00001") and c_cx_pi(1))) or (b2l(c_cx_log = "00010") and c_cx_pi(2))) or (b2l(c_cx_log = "00011") and c_cx_pi(3))) or (b2l(c_cx_log = "00100") and c_cx_pi(4))) or (b2l(c_cx_log = "00101") and c_cx_pi(5))) or (b2l(c_cx_log = "00110") and c_cx_pi(6))) or (b2l(c_cx_log = "00111") and c_cx_pi(7))) or (b2l(c_cx_log = "01000") and c_cx_pi(8))) or (b2l(c_cx_log = "01001") and c_cx_pi(9))) or (b2l(c_cx_log = "01010") and c_cx_pi(10))) or (b2l(c_cx_log = "01011") and c_cx_pi(11))) or (b2l(c_cx_log = "01100") and c_cx_pi(12))) or (b2l(c_cx_log = "01101") and c_cx_pi(13))) or (b2l(c_cx_log = "01110") and c_cx_pi(14))) or (b2l(c_cx_log = "01111") and c_cx_pi(15))) or (b2l(c_cx_log = "10000") and c_cx_pi(16)));
+    c_cq_addr <= std_logic_vector'((c_cx_base or std_logic_vector'(
         "000000000000000000000000000000000000000000" &
-        (cx_pi(16 downto 0) and cq_mask(16 downto 0))
+        (c_cx_pi(16 downto 0) and c_cq_mask(16 downto 0))
     )) & '0');
+    c_pi_inc <= std_logic_vector'(
+        mux(and c_cx_pi(11 downto 0), std_logic_vector(unsigned(c_cx_pi(23 downto 12)) + unsigned'(x"001")), c_cx_pi(23 downto 12)) &
+        std_logic_vector(unsigned(c_cx_pi(11 downto 0)) + unsigned'(x"001"))
+    );
+    c_db_ci <= c_len(23 downto 0);
+    c_db_sub_d0 <= std_logic_vector(unsigned(std_logic_vector'('0' & c_cx_pi(7 downto 0))) - unsigned(std_logic_vector'('0' & c_db_ci(7 downto 0))));
+    c_db_sub_d1 <= std_logic_vector(unsigned(std_logic_vector'('0' & c_cx_pi(15 downto 8))) - unsigned(std_logic_vector'('0' & c_db_ci(15 downto 8))));
+    c_db_sub_r1 <= std_logic_vector(unsigned(std_logic_vector'('0' & c_db_ci(15 downto 8))) - unsigned(std_logic_vector'('0' & c_cx_pi(15 downto 8))));
+    c_db_sub_b1 <= mux(c_db_sub_d0(8), not c_db_sub_r1(8), c_db_sub_d1(8));
+    c_db_sub_d2 <= std_logic_vector(unsigned(c_cx_pi(23 downto 16)) - unsigned(c_db_ci(23 downto 16)));
+    c_db_sub_r2 <= std_logic_vector(unsigned(c_db_ci(23 downto 16)) - unsigned(c_cx_pi(23 downto 16)));
+    c_db_used <= std_logic_vector'(
+        mux(c_db_sub_b1, not c_db_sub_r2, c_db_sub_d2) &
+        mux(c_db_sub_d0(8), not c_db_sub_r1(7 downto 0), c_db_sub_d1(7 downto 0)) &
+        c_db_sub_d0(7 downto 0)
+    );
+    c_spi_sub_d0 <= std_logic_vector(unsigned(std_logic_vector'('0' & c_cx_spi(7 downto 0))) - unsigned(std_logic_vector'('0' & c_db_ci(7 downto 0))));
+    c_spi_sub_d1 <= std_logic_vector(unsigned(std_logic_vector'('0' & c_cx_spi(15 downto 8))) - unsigned(std_logic_vector'('0' & c_db_ci(15 downto 8))));
+    c_spi_sub_r1 <= std_logic_vector(unsigned(std_logic_vector'('0' & c_db_ci(15 downto 8))) - unsigned(std_logic_vector'('0' & c_cx_spi(15 downto 8))));
+    c_spi_sub_b1 <= mux(c_spi_sub_d0(8), not c_spi_sub_r1(8), c_spi_sub_d1(8));
+    c_spi_sub_d2 <= std_logic_vector(unsigned(c_cx_spi(23 downto 16)) - unsigned(c_db_ci(23 downto 16)));
+    c_spi_sub_r2 <= std_logic_vector(unsigned(c_db_ci(23 downto 16)) - unsigned(c_cx_spi(23 downto 16)));
+    c_spi_used <= std_logic_vector'(
+        mux(c_spi_sub_b1, not c_spi_sub_r2, c_spi_sub_d2) &
+        mux(c_spi_sub_d0(8), not c_spi_sub_r1(7 downto 0), c_spi_sub_d1(7 downto 0)) &
+        c_spi_sub_d0(7 downto 0)
+    );
+    cmd_bad_num <= c_flags(1);
+    c_cmd_log <= c_term(4 downto 0);
+    cmd_mask <= std_logic_vector'(
+        b2l(unsigned'("10000") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("01111") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("01110") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("01101") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("01100") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("01011") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("01010") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("01001") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("01000") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("00111") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("00110") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("00101") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("00100") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("00011") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("00010") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("00001") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("00000") < unsigned(c_cmd_log))
+    );
+    cmd_aligned <= (not (or c_wide(4 downto 0))) and (not (or (c_wide(21 downto 5) and cmd_mask)));
+    c_cmd_create <= ((((b2l(c_kind = "011") and (not cmd_bad_num)) and b2l(c_status(3 downto 0) = x"1")) and (not c_cx_valid)) and (not b2l(unsigned'("10000") < unsigned(c_cmd_log)))) and cmd_aligned;
+    c_cmd_destroy <= ((b2l(c_kind = "011") and (not cmd_bad_num)) and b2l(c_status(3 downto 0) = x"2")) and c_cx_valid;
+    cfg_mask <= std_logic_vector'(
+        b2l(unsigned'("10000") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("01111") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("01110") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("01101") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("01100") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("01011") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("01010") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("01001") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("01000") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("00111") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("00110") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("00101") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("00100") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("00011") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("00010") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("00001") < unsigned(c_cmd_log)) &
+        b2l(unsigned'("00000") < unsigned(c_cmd_log))
+    );
+    c_cfg_ok <= (not c_flags(0)) or (((not b2l(unsigned'("10000") < unsigned(c_cmd_log))) and (not (or c_wide(3 downto 0)))) and (not (or (c_wide(20 downto 4) and cfg_mask))));
+    c_cpl_live <= b2l(c_kind = "000") and c_cx_valid;
+    c_cpl_sol <= c_flags(0) or (or c_status);
+    c_cpl_armed <= (c_cpl_live and c_cx_arm) and ((not c_cx_sol) or c_cpl_sol);
+    c_cpl_ov_new <= c_cpl_live and (not c_cx_ov);
+    c_is <= std_logic_vector'(
+        b2l(c_kind = "101") &
+        b2l(c_kind = "100") &
+        (b2l(c_kind = "010") and c_cx_valid) &
+        b2l(c_kind = "010") &
+        b2l(c_kind = "001")
+    );
+    c_to_d <= c_v and ((not d_v) or b_go);
+    b_conflict <= b_ctxop and (((c_v and c_ctxop) and b2l(c_cq = b_cq)) or ((d_v and d_ctxop) and b2l(d_cq = b_cq)));
+    b_to_c <= (b_v and ((not c_v) or c_to_d)) and (not b_conflict);
+    b_free <= (not b_v) or b_to_c;
+    k_ev <= d_v and d_is(0);
+    k_cqdb_live <= d_v and d_is(2);
+    k_eqcfg <= d_v and d_is(3);
+    k_eqdb <= d_v and d_is(4);
+    cx_valid <= d_cx(139);
+    cx_base <= d_cx(138 downto 80);
+    cx_log <= d_cx(79 downto 75);
+    cx_spi <= d_cx(74 downto 51);
+    cx_pi <= d_cx(50 downto 27);
+    cx_ci <= d_cx(26 downto 3);
+    cx_arm <= d_cx(2);
+    cx_sol <= d_cx(1);
+    cx_ov <= d_cx(0);
+    d_two <= d_v and (d_is(1) or d_is(4));
     eq_mask <= std_logic_vector'(
         b2l(unsigned'("10111") < unsigned(eq_log)) &
         b2l(unsigned'("10110") < unsigned(eq_log)) &
@@ -463,40 +653,37 @@ begin
         b2l(unsigned'("00001") < unsigned(eq_log)) &
         b2l(unsigned'("00000") < unsigned(eq_log))
     );
-    eq_used <= std_logic_vector(unsigned(eq_pi) - unsigned(eq_ci));
     eq_full <= or (eq_used and (not eq_mask));
     eq_owner <= not (((((((((((((((((b2l(eq_log = "00000") and eq_pi(0)) or (b2l(eq_log = "00001") and eq_pi(1))) or (b2l(eq_log = "00010") and eq_pi(2))) or (b2l(eq_log = "00011") and eq_pi(3))) or (b2l(eq_log = "00100") and eq_pi(4))) or (b2l(eq_log = "00101") and eq_pi(5))) or (b2l(eq_log = "00110") and eq_pi(6))) or (b2l(eq_log = "00111") and eq_pi(7))) or (b2l(eq_log = "01000") and eq_pi(8))) or (b2l(eq_log = "01001") and eq_pi(9))) or (b2l(eq_log = "01010") and eq_pi(10))) or (b2l(eq_log = "01011") and eq_pi(11))) or (b2l(eq_log = "01100") and eq_pi(12))) or (b2l(eq_log = "01101") and eq_pi(13))) or (b2l(eq_log = "01110") and eq_pi(14))) or (b2l(eq_log = "01111") and eq_pi(15))) or (b2l(eq_log = "10000") and eq_pi(16)));
     eq_addr <= eq_base or std_logic_vector'(
         "0000000000000000000000000000000000000000000" &
         (eq_pi(16 downto 0) and eq_mask(16 downto 0))
     );
-    cpl_live <= (k_cpl and cx_valid) and (not fatal_q);
-    cpl_over <= cpl_live and cq_full;
-    cpl_new_ov <= cpl_over and (not cx_ov);
-    cpl_write <= cpl_live and (not cq_full);
-    cpl_sol <= b_flags(0) or (or b_status);
-    cpl_notify <= (cpl_write and cx_arm) and ((not cx_sol) or cpl_sol);
+    cpl_live <= (d_v and d_cpl_live) and (not fatal_q);
+    cpl_new_ov <= ((d_v and d_cpl_ov_new) and (not fatal_q)) and d_cq_full;
+    cpl_write <= cpl_live and (not d_cq_full);
+    cpl_notify <= ((d_v and d_cpl_armed) and (not fatal_q)) and (not d_cq_full);
     cqe <= std_logic_vector'(
-        cq_owner &
+        d_cq_owner &
         "00000000000000000000000000000000000000000000000000000000000000000000000" &
-        b_term(15 downto 8) &
-        b_term(7 downto 4) &
-        b_term(3 downto 0) &
+        d_term(15 downto 8) &
+        d_term(7 downto 4) &
+        d_term(3 downto 0) &
         "000000" &
-        b_flags &
-        b_inv &
-        b_status &
-        b_opc &
-        b_qpn &
-        b_len &
-        b_wide
+        d_flags &
+        d_inv &
+        d_status &
+        d_opc &
+        d_qpn &
+        d_len &
+        d_wide
     );
     ev_on <= (((k_ev or cpl_notify) or cpl_new_ov) or db_notify) and (not fatal_q);
-    ev_type <= mux(k_ev, b_opc, mux(cpl_notify or db_notify, x"01", x"09"));
-    ev_obj <= mux(k_ev, b_inv, std_logic_vector'("0000000000000000000000" & b_cq));
-    ev_info <= b_len and std_logic_vector'(31 downto 0 => k_ev);
-    ev_term <= k_ev and (b2l(b_opc = x"06") or b2l(b_opc = x"07"));
-    ev_term_f <= b_term and std_logic_vector'(15 downto 0 => ev_term);
+    ev_type <= mux(k_ev, d_opc, mux(cpl_notify or db_notify, x"01", x"09"));
+    ev_obj <= mux(k_ev, d_inv, std_logic_vector'("0000000000000000000000" & d_cq));
+    ev_info <= d_len and std_logic_vector'(31 downto 0 => k_ev);
+    ev_term <= k_ev and (b2l(d_opc = x"06") or b2l(d_opc = x"07"));
+    ev_term_f <= d_term and std_logic_vector'(15 downto 0 => ev_term);
     ev_write <= (ev_on and eq_enabled) and (not eq_full);
     ev_lost <= ev_on and (not (eq_enabled and (not eq_full)));
     eqe <= std_logic_vector'(
@@ -511,7 +698,7 @@ begin
         ev_type
     );
     rec1_v <= cpl_write or ev_write;
-    rec1 <= mux(cpl_write, std_logic_vector'(cq_addr & cqe & '0'), std_logic_vector'(eq_addr & std_logic_vector'(x"00000000000000000000000000000000" & eqe) & '1'));
+    rec1 <= mux(cpl_write, std_logic_vector'(d_cq_addr & cqe & '0'), std_logic_vector'(eq_addr & std_logic_vector'(x"00000000000000000000000000000000" & eqe) & '1'));
     rec2_v <= cpl_write and ev_write;
     rq_wpos <= std_logic_vector(unsigned(rq_count) - unsigned(rq_pop));
     rq0_push <= rq_push and b2l(rq_wpos = "000");
@@ -519,51 +706,26 @@ begin
     rq2_push <= rq_push and b2l(rq_wpos = "010");
     rq3_push <= rq_push and b2l(rq_wpos = "011");
     rq_room <= b2l(unsigned(rq_count) < unsigned'("100"));
-    b_go <= ((b_v and (not hold_v)) and rq_room) and ((not ov_v) or m_overrun_ready);
+    b_go <= (((d_v and (not hold_v)) and rq_room) and ((not ov_v) or m_overrun_ready)) and ((not d_two) or d_ph);
     rq_push <= (hold_v and rq_room) or (b_go and rec1_v);
     rq_in <= mux(hold_v, hold_rec, rec1);
-    b_free <= (not b_v) or b_go;
     m_overrun_valid <= ov_v;
     m_overrun_cq <= ov_cq and std_logic_vector'(9 downto 0 => ov_v);
-    db_ci <= b_len(23 downto 0);
-    db_used <= std_logic_vector(unsigned(cx_pi) - unsigned(db_ci));
-    db_frees <= not (or (db_used and (not cq_mask)));
-    db_arm <= b_len(30);
-    db_arm_sol <= b_len(31);
-    db_spi <= mux(b2l(unsigned(db_used) < unsigned(std_logic_vector(unsigned(cx_spi) - unsigned(db_ci)))), db_ci, cx_spi);
-    db_pending <= mux(db_arm_sol, b2l(db_spi /= db_ci), or db_used);
-    db_notify <= ((k_cqdb and cx_valid) and db_arm) and db_pending;
-    cmd_bad_num <= b_flags(1);
-    cmd_log <= b_term(4 downto 0);
-    cmd_mask <= std_logic_vector'(
-        b2l(unsigned'("10000") < unsigned(cmd_log)) &
-        b2l(unsigned'("01111") < unsigned(cmd_log)) &
-        b2l(unsigned'("01110") < unsigned(cmd_log)) &
-        b2l(unsigned'("01101") < unsigned(cmd_log)) &
-        b2l(unsigned'("01100") < unsigned(cmd_log)) &
-        b2l(unsigned'("01011") < unsigned(cmd_log)) &
-        b2l(unsigned'("01010") < unsigned(cmd_log)) &
-        b2l(unsigned'("01001") < unsigned(cmd_log)) &
-        b2l(unsigned'("01000") < unsigned(cmd_log)) &
-        b2l(unsigned'("00111") < unsigned(cmd_log)) &
-        b2l(unsigned'("00110") < unsigned(cmd_log)) &
-        b2l(unsigned'("00101") < unsigned(cmd_log)) &
-        b2l(unsigned'("00100") < unsigned(cmd_log)) &
-        b2l(unsigned'("00011") < unsigned(cmd_log)) &
-        b2l(unsigned'("00010") < unsigned(cmd_log)) &
-        b2l(unsigned'("00001") < unsigned(cmd_log)) &
-        b2l(unsigned'("00000") < unsigned(cmd_log))
-    );
-    cmd_aligned <= (not (or b_wide(4 downto 0))) and (not (or (b_wide(21 downto 5) and cmd_mask)));
-    cmd_create <= ((((k_cmd and (not cmd_bad_num)) and b2l(b_status(3 downto 0) = x"1")) and (not cx_valid)) and (not b2l(unsigned'("10000") < unsigned(cmd_log)))) and cmd_aligned;
-    cmd_destroy <= ((k_cmd and (not cmd_bad_num)) and b2l(b_status(3 downto 0) = x"2")) and cx_valid;
-    cx_new <= mux(cmd_create, std_logic_vector'(
+    db_ci <= d_len(23 downto 0);
+    db_arm <= d_len(30);
+    db_arm_sol <= d_len(31);
+    db_lt_now <= b2l(unsigned(d_db_used) < unsigned(d_spi_used));
+    db_pending_now <= mux(db_arm_sol, (not db_lt_now) and (or d_spi_used), or d_db_used);
+    db_spi <= mux(db_lt, db_ci, cx_spi);
+    db_notify <= k_cqdb_live and db_notify_q;
+    cmd_log <= d_term(4 downto 0);
+    cx_new <= mux(d_cmd_create, std_logic_vector'(
         '1' &
-        b_wide(63 downto 5) &
+        d_wide(63 downto 5) &
         cmd_log &
         "000000000000000000000000000000000000000000000000000000000000000000000000000"
-    ), mux(cmd_destroy, x"00000000000000000000000000000000000", mux(k_cqdb, std_logic_vector'(
-        cx(139 downto 75) &
+    ), mux(d_cmd_destroy, x"00000000000000000000000000000000000", mux(d_is(1), std_logic_vector'(
+        d_cx(139 downto 75) &
         db_spi &
         cx_pi &
         db_ci &
@@ -571,46 +733,31 @@ begin
         mux(db_arm, db_arm_sol, cx_sol) &
         (cx_ov and (not db_frees))
     ), std_logic_vector'(
-        cx(139 downto 75) &
-        mux(cpl_write and cpl_sol, std_logic_vector(unsigned(cx_pi) + unsigned'(x"000001")), cx_spi) &
-        mux(cpl_write, std_logic_vector(unsigned(cx_pi) + unsigned'(x"000001")), cx_pi) &
+        d_cx(139 downto 75) &
+        mux(cpl_write and d_cpl_sol, d_pi_inc, cx_spi) &
+        mux(cpl_write, d_pi_inc, cx_pi) &
         cx_ci &
         (cx_arm and (not cpl_notify)) &
         cx_sol &
         (cx_ov or cpl_new_ov)
     ))));
-    cx_we <= b_go and ((((cmd_create or cmd_destroy) or (k_cqdb and cx_valid)) or cpl_write) or cpl_new_ov);
+    cx_we <= b_go and ((((d_cmd_create or d_cmd_destroy) or k_cqdb_live) or cpl_write) or cpl_new_ov);
     ctx_we <= init_active or cx_we;
-    ctx_wa <= mux(init_active, init_cnt(9 downto 0), b_cq);
+    ctx_wa <= mux(init_active, init_cnt(9 downto 0), d_cq);
     ctx_wd <= cx_new and std_logic_vector'(139 downto 0 => not init_active);
-    cfg_log <= b_term(4 downto 0);
-    cfg_mask <= std_logic_vector'(
-        b2l(unsigned'("10000") < unsigned(cfg_log)) &
-        b2l(unsigned'("01111") < unsigned(cfg_log)) &
-        b2l(unsigned'("01110") < unsigned(cfg_log)) &
-        b2l(unsigned'("01101") < unsigned(cfg_log)) &
-        b2l(unsigned'("01100") < unsigned(cfg_log)) &
-        b2l(unsigned'("01011") < unsigned(cfg_log)) &
-        b2l(unsigned'("01010") < unsigned(cfg_log)) &
-        b2l(unsigned'("01001") < unsigned(cfg_log)) &
-        b2l(unsigned'("01000") < unsigned(cfg_log)) &
-        b2l(unsigned'("00111") < unsigned(cfg_log)) &
-        b2l(unsigned'("00110") < unsigned(cfg_log)) &
-        b2l(unsigned'("00101") < unsigned(cfg_log)) &
-        b2l(unsigned'("00100") < unsigned(cfg_log)) &
-        b2l(unsigned'("00011") < unsigned(cfg_log)) &
-        b2l(unsigned'("00010") < unsigned(cfg_log)) &
-        b2l(unsigned'("00001") < unsigned(cfg_log)) &
-        b2l(unsigned'("00000") < unsigned(cfg_log))
-    );
-    cfg_en <= b_flags(0);
-    cfg_ok <= (not cfg_en) or (((not b2l(unsigned'("10000") < unsigned(cfg_log))) and (not (or b_wide(3 downto 0)))) and (not (or (b_wide(20 downto 4) and cfg_mask))));
-    cfg_go <= (b_go and k_eqcfg) and cfg_ok;
+    cfg_log <= d_term(4 downto 0);
+    cfg_en <= d_flags(0);
+    cfg_go <= (b_go and k_eqcfg) and d_cfg_ok;
     cfg_reset <= cfg_go and cfg_en;
     edb_go <= b_go and k_eqdb;
-    edb_ci <= b_len(23 downto 0);
-    edb_arm <= b_len(31);
-    edb_pending <= or std_logic_vector(unsigned(eq_pi) - unsigned(edb_ci));
+    edb_sub_d0 <= std_logic_vector(unsigned(std_logic_vector'('0' & eq_pi(7 downto 0))) - unsigned(std_logic_vector'('0' & db_ci(7 downto 0))));
+    edb_sub_d1 <= std_logic_vector(unsigned(std_logic_vector'('0' & eq_pi(15 downto 8))) - unsigned(std_logic_vector'('0' & db_ci(15 downto 8))));
+    edb_sub_r1 <= std_logic_vector(unsigned(std_logic_vector'('0' & db_ci(15 downto 8))) - unsigned(std_logic_vector'('0' & eq_pi(15 downto 8))));
+    edb_sub_b1 <= mux(edb_sub_d0(8), not edb_sub_r1(8), edb_sub_d1(8));
+    edb_sub_d2 <= std_logic_vector(unsigned(eq_pi(23 downto 16)) - unsigned(db_ci(23 downto 16)));
+    edb_sub_r2 <= std_logic_vector(unsigned(db_ci(23 downto 16)) - unsigned(eq_pi(23 downto 16)));
+    edb_arm <= d_len(31);
+    edb_pending <= or edb_used;
     ev_go <= b_go and ev_write;
     irq_raise_ev <= ev_go and eq_armed;
     irq_raise_db <= (edb_go and edb_arm) and edb_pending;
@@ -656,9 +803,16 @@ begin
     m_axi_wvalid <= dw_wvalid;
     m_axi_bready <= dw_bready;
     unused_bits <= or std_logic_vector'(
-        cq_mask(23 downto 17) &
-        b_status(7 downto 4) &
-        b_term(15 downto 5) &
+        c_status(7 downto 4) &
+        c_term(15 downto 5) &
+        c_len(31 downto 24) &
+        cx_base &
+        cx_log &
+        cx_valid &
+        d_kind &
+        d_status(7 downto 4) &
+        d_term(15 downto 5) &
+        d_len(29 downto 24) &
         rq_cand(256 downto 1) &
         rq_beat &
         dw_done_tag(7 downto 1) &
@@ -808,6 +962,17 @@ begin
         end if;
     end process;
 
+    b_ctxop_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                b_ctxop <= '0';
+            elsif a_take = '1' then
+                b_ctxop <= (g_cmd or g_rec0) or (g_rec1 or g_rec3);
+            end if;
+        end if;
+    end process;
+
     fw_v_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -837,6 +1002,401 @@ begin
                 fw_data <= x"00000000000000000000000000000000000";
             elsif ctx_we = '1' then
                 fw_data <= ctx_wd;
+            end if;
+        end if;
+    end process;
+
+    c_kind_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b_to_c = '1' then
+                c_kind <= b_kind;
+            end if;
+        end if;
+    end process;
+
+    c_cq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b_to_c = '1' then
+                c_cq <= b_cq;
+            end if;
+        end if;
+    end process;
+
+    c_qpn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b_to_c = '1' then
+                c_qpn <= b_qpn;
+            end if;
+        end if;
+    end process;
+
+    c_wide_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b_to_c = '1' then
+                c_wide <= b_wide;
+            end if;
+        end if;
+    end process;
+
+    c_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b_to_c = '1' then
+                c_len <= b_len;
+            end if;
+        end if;
+    end process;
+
+    c_opc_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b_to_c = '1' then
+                c_opc <= b_opc;
+            end if;
+        end if;
+    end process;
+
+    c_status_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b_to_c = '1' then
+                c_status <= b_status;
+            end if;
+        end if;
+    end process;
+
+    c_inv_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b_to_c = '1' then
+                c_inv <= b_inv;
+            end if;
+        end if;
+    end process;
+
+    c_flags_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b_to_c = '1' then
+                c_flags <= b_flags;
+            end if;
+        end if;
+    end process;
+
+    c_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b_to_c = '1' then
+                c_term <= b_term;
+            end if;
+        end if;
+    end process;
+
+    c_ctxop_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b_to_c = '1' then
+                c_ctxop <= b_ctxop;
+            end if;
+        end if;
+    end process;
+
+    c_cx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b_to_c = '1' then
+                c_cx <= b_cx;
+            end if;
+        end if;
+    end process;
+
+    c_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                c_v <= '0';
+            else
+                c_v <= b_to_c or (c_v and (not c_to_d));
+            end if;
+        end if;
+    end process;
+
+    d_kind_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_kind <= c_kind;
+            end if;
+        end if;
+    end process;
+
+    d_cq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_cq <= c_cq;
+            end if;
+        end if;
+    end process;
+
+    d_qpn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_qpn <= c_qpn;
+            end if;
+        end if;
+    end process;
+
+    d_wide_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_wide <= c_wide;
+            end if;
+        end if;
+    end process;
+
+    d_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_len <= c_len;
+            end if;
+        end if;
+    end process;
+
+    d_opc_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_opc <= c_opc;
+            end if;
+        end if;
+    end process;
+
+    d_status_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_status <= c_status;
+            end if;
+        end if;
+    end process;
+
+    d_inv_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_inv <= c_inv;
+            end if;
+        end if;
+    end process;
+
+    d_flags_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_flags <= c_flags;
+            end if;
+        end if;
+    end process;
+
+    d_term_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_term <= c_term;
+            end if;
+        end if;
+    end process;
+
+    d_ctxop_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_ctxop <= c_ctxop;
+            end if;
+        end if;
+    end process;
+
+    d_cx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_cx <= c_cx;
+            end if;
+        end if;
+    end process;
+
+    d_cq_mask_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_cq_mask <= c_cq_mask;
+            end if;
+        end if;
+    end process;
+
+    d_cq_full_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_cq_full <= c_cq_full;
+            end if;
+        end if;
+    end process;
+
+    d_cq_owner_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_cq_owner <= c_cq_owner;
+            end if;
+        end if;
+    end process;
+
+    d_cq_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_cq_addr <= c_cq_addr;
+            end if;
+        end if;
+    end process;
+
+    d_pi_inc_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_pi_inc <= c_pi_inc;
+            end if;
+        end if;
+    end process;
+
+    d_db_used_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_db_used <= c_db_used;
+            end if;
+        end if;
+    end process;
+
+    d_spi_used_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_spi_used <= c_spi_used;
+            end if;
+        end if;
+    end process;
+
+    d_cmd_create_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_cmd_create <= c_cmd_create;
+            end if;
+        end if;
+    end process;
+
+    d_cmd_destroy_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_cmd_destroy <= c_cmd_destroy;
+            end if;
+        end if;
+    end process;
+
+    d_cfg_ok_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_cfg_ok <= c_cfg_ok;
+            end if;
+        end if;
+    end process;
+
+    d_cpl_live_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_cpl_live <= c_cpl_live;
+            end if;
+        end if;
+    end process;
+
+    d_cpl_sol_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_cpl_sol <= c_cpl_sol;
+            end if;
+        end if;
+    end process;
+
+    d_cpl_armed_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_cpl_armed <= c_cpl_armed;
+            end if;
+        end if;
+    end process;
+
+    d_cpl_ov_new_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_cpl_ov_new <= c_cpl_ov_new;
+            end if;
+        end if;
+    end process;
+
+    d_is_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_is <= c_is;
+            end if;
+        end if;
+    end process;
+
+    d_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                d_v <= '0';
+            else
+                d_v <= c_to_d or (d_v and (not b_go));
+            end if;
+        end if;
+    end process;
+
+    b_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                b_v <= '0';
+            else
+                b_v <= a_take or (b_v and (not b_to_c));
+            end if;
+        end if;
+    end process;
+
+    d_ph_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                d_ph <= '0';
+            else
+                d_ph <= d_two and (not b_go);
             end if;
         end if;
     end process;
@@ -902,17 +1462,6 @@ begin
         end if;
     end process;
 
-    b_v_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if rst = '1' then
-                b_v <= '0';
-            else
-                b_v <= a_take or (b_v and (not b_go));
-            end if;
-        end if;
-    end process;
-
     ov_v_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -930,8 +1479,47 @@ begin
             if rst = '1' then
                 ov_cq <= "0000000000";
             elsif (b_go and cpl_new_ov) = '1' then
-                ov_cq <= b_cq;
+                ov_cq <= d_cq;
             end if;
+        end if;
+    end process;
+
+    db_lt_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            db_lt <= db_lt_now;
+        end if;
+    end process;
+
+    db_frees_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            db_frees <= not (or (d_db_used and (not d_cq_mask)));
+        end if;
+    end process;
+
+    db_pending_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            db_pending <= db_pending_now;
+        end if;
+    end process;
+
+    db_notify_q_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            db_notify_q <= db_arm and db_pending_now;
+        end if;
+    end process;
+
+    edb_used_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            edb_used <= std_logic_vector'(
+                mux(edb_sub_b1, not edb_sub_r2, edb_sub_d2) &
+                mux(edb_sub_d0(8), not edb_sub_r1(7 downto 0), edb_sub_d1(7 downto 0)) &
+                edb_sub_d0(7 downto 0)
+            );
         end if;
     end process;
 
@@ -941,7 +1529,7 @@ begin
             if rst = '1' then
                 eq_base <= x"000000000000000";
             elsif cfg_go = '1' then
-                eq_base <= b_wide(63 downto 4);
+                eq_base <= d_wide(63 downto 4);
             end if;
         end if;
     end process;
@@ -963,7 +1551,7 @@ begin
             if rst = '1' then
                 eq_vector <= x"00";
             elsif cfg_go = '1' then
-                eq_vector <= b_opc;
+                eq_vector <= d_opc;
             end if;
         end if;
     end process;
@@ -985,18 +1573,24 @@ begin
             if rst = '1' then
                 eq_pi <= x"000000";
             elsif (cfg_reset or ev_go) = '1' then
-                eq_pi <= mux(cfg_reset, x"000000", std_logic_vector(unsigned(eq_pi) + unsigned'(x"000001")));
+                eq_pi <= mux(cfg_reset, x"000000", std_logic_vector'(
+                    mux(and eq_pi(11 downto 0), std_logic_vector(unsigned(eq_pi(23 downto 12)) + unsigned'(x"001")), eq_pi(23 downto 12)) &
+                    std_logic_vector(unsigned(eq_pi(11 downto 0)) + unsigned'(x"001"))
+                ));
             end if;
         end if;
     end process;
 
-    eq_ci_reg : process (clk)
+    eq_used_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                eq_ci <= x"000000";
-            elsif (cfg_reset or edb_go) = '1' then
-                eq_ci <= mux(cfg_reset, x"000000", edb_ci);
+                eq_used <= x"000000";
+            elsif ((cfg_reset or edb_go) or ev_go) = '1' then
+                eq_used <= mux(cfg_reset, x"000000", mux(edb_go, edb_used, std_logic_vector'(
+                    mux(and eq_used(11 downto 0), std_logic_vector(unsigned(eq_used(23 downto 12)) + unsigned'(x"001")), eq_used(23 downto 12)) &
+                    std_logic_vector(unsigned(eq_used(11 downto 0)) + unsigned'(x"001"))
+                )));
             end if;
         end if;
     end process;
@@ -1018,7 +1612,11 @@ begin
             if rst = '1' then
                 lost_q <= x"00000000";
             elsif (b_go and ev_lost) = '1' then
-                lost_q <= std_logic_vector(unsigned(lost_q) + unsigned'(x"00000001"));
+                lost_q <= std_logic_vector'(
+                    mux((and lost_q(11 downto 0)) and (and lost_q(23 downto 12)), std_logic_vector(unsigned(lost_q(31 downto 24)) + unsigned'(x"01")), lost_q(31 downto 24)) &
+                    mux(and lost_q(11 downto 0), std_logic_vector(unsigned(lost_q(23 downto 12)) + unsigned'(x"001")), lost_q(23 downto 12)) &
+                    std_logic_vector(unsigned(lost_q(11 downto 0)) + unsigned'(x"001"))
+                );
             end if;
         end if;
     end process;
@@ -1140,9 +1738,7 @@ begin
             if ctx_we = '1' then
                 ctx(to_integer(unsigned(ctx_wa))) <= ctx_wd;
             end if;
-            if a_take = '1' then
-                ctx_rd <= ctx(to_integer(unsigned(a_cq)));
-            end if;
+            ctx_rd <= ctx(to_integer(unsigned(mux(a_take, a_cq, b_cq))));
         end if;
     end process;
 
