@@ -110,20 +110,18 @@ func CardStat(width int) (*Module, error) {
 	fault := m.Output("m_fault", 1, "a status write got an error response (pulse)")
 	var unused []Expr
 
-	// The FSM: idle, read (context read in flight), request, data.
-	const (
-		stIdle = iota
-		stRead
-		stReq
-		stData
-	)
-	st := m.RegDecl("fsm", 2, "idle, read, request, data")
-	in := func(s int) Expr { return Eq(st, C(2, uint64(s))) }
+	// The update's steps, one flag each (none: idle): read (the context
+	// read in flight), calc (the context's terms registered, the update
+	// acts), data (the record's beats; its request waits in req_pend).
+	sRead := m.RegDecl("st_read", 1, "the context read is in flight")
+	sCalc := m.RegDecl("st_calc", 1, "the update acts")
+	sBeat := m.RegDecl("st_data", 1, "the record's beats go to dma_wr")
+	idle := m.WireOf("st_idle", Not(Or(sRead, sCalc, sBeat)), "")
 	PB := log2(cardStatPend)
 	pendCnt := m.RegDecl("pend_count", PB+1, "entries waiting (status writes and events)")
 	room := m.WireOf("pend_room", Lt(pendCnt, C(PB+1, cardStatPend)), "")
 	turn := m.RegDecl("rr_rx", 1, "the receive side goes first next time")
-	free := m.WireOf("free", And(in(stIdle), room), "an update can be taken")
+	free := m.WireOf("free", And(idle, room), "an update can be taken")
 	takeCmd := m.WireOf("take_cmd", And(free, cmdValid), "")
 	takeDb := m.WireOf("take_db", And(free, Not(cmdValid), dbValid), "")
 	other := m.WireOf("free_rec", And(free, Not(cmdValid), Not(dbValid)), "")
@@ -171,6 +169,8 @@ func CardStat(width int) (*Module, error) {
 	takeQPN := Sel(takeCmd, Bits(cmdQPN, QB-1, 0), Sel(takeDb, dbIndex, Sel(takeTx, txQPN, Sel(takeRc, Bits(rcQPN, QB-1, 0), rxQPN))))
 	opQPN := m.Reg("op_qpn", QB, nil, takeQPN, take, "")
 	opKind := m.Reg("op_kind", 4, nil, Sel(takeCmd, cmdKind, Sel(takeDb, dbK, Sel(takeTx, C(4, kTx), Sel(takeRc, C(4, kRc), C(4, kRx))))), take, "")
+	base := m.WireOf("base", Cat(baseHi, baseLo), "")
+	unused = append(unused, Bits(base, 4, 0))
 	opV1 := m.Reg("op_v1", 32, nil, Sel(takeDb, dbValue, Sel(takeTx, txPI, rxCI)), take, "TXS_PI, RXS_CI or the doorbell's value")
 	opSQCI := m.Reg("op_sq_ci", 16, nil, Sel(takeTx, txSQCI, rcRQCI), take, "SQ_CI or RQ_CI")
 	opTerm := m.Reg("op_term", 1, nil, And(takeTx, txTerm), take, "the transmit record is a Terminate's")
@@ -180,15 +180,13 @@ func CardStat(width int) (*Module, error) {
 	opCpl := m.Reg("op_cpl", cplW, nil, Sel(takeTx,
 		Cat(txCQE, txTermCause, C(34, 0), txCQ, txQPN, txWRID, txOpc, txStatus, txLen),
 		Cat(takeRc, C(16, 0), rcInvd, rcSol, rcInv, rcCQ, Bits(rcQPN, QB-1, 0), rcWRID, rcOpc, rcStatus, rcLen)), take, "the completion to pass on, the top bit: has one")
-	reqTake := m.Wire("req_take", 1, "dma_wr took the request")
 	dataDone := m.Wire("data_done", 1, "dma_wr took the last beat")
 
 	// Context RAM: {RQ_CI 16, TX_CLOSED, ARM_RX, ARM_TX, TXS_CI 32, STATE 4,
 	// SQ_CI 16, RXS_CI 32, TXS_PI 32}.
 	ctxW := cardStatCtx
 	wrData := m.Wire("ctx_wr_data", ctxW, "")
-	ctx := m.Mem("ctx", ctxW, 1<<QB, in(stRead), opQPN, wrData, doCtx, takeQPN, "per QP status and stream-event values")
-	isK := func(k int) Expr { return Eq(opKind, C(4, uint64(k))) }
+	ctx := m.Mem("ctx", ctxW, 1<<QB, sCalc, opQPN, wrData, doCtx, takeQPN, "per QP status and stream-event values (read data held until the next update)")
 	oldPI := m.WireOf("old_txs_pi", Bits(ctx, 31, 0), "")
 	oldCI := m.WireOf("old_rxs_ci", Bits(ctx, 63, 32), "")
 	oldSQ := m.WireOf("old_sq_ci", Bits(ctx, 79, 64), "")
@@ -202,18 +200,40 @@ func CardStat(width int) (*Module, error) {
 	oldRXSPI := m.WireOf("old_rxs_pi", Bits(ctx, 182, 151), "")
 	oldFin := m.WireOf("old_rx_fin", Bit(ctx, 183), "")
 	oldEnded := m.WireOf("old_rx_ended", Bit(ctx, 184), "")
-	newSQPI := m.WireOf("new_sq_pi", Sel(isK(kCreate), C(16, 0), Sel(isK(kSQPI), Bits(opV1, 15, 0), Sel(isK(kPush), Add(oldSQPI, C(16, 1)), oldSQPI))), "SQ_PI: SQ_PI doorbells, a push posts one block more")
+
+	// Read step: the update's wide comparisons, from the context and the
+	// operation, registered for the calc step.
+	var kinds []Expr
+	for k := kRXSPI; k >= kCreate; k-- {
+		kinds = append(kinds, Eq(opKind, C(4, uint64(k))))
+	}
+	opK := m.Reg("op_k", kRXSPI+1, nil, Cat(kinds...), sRead, "the operation, one-hot")
+	isK := func(k int) Expr { return Bit(opK, k) }
+	rdIs := func(k int) Expr { return Eq(opKind, C(4, uint64(k))) }
+	pTxNe := m.Reg("p_txs_ne", 1, nil, Sel(rdIs(kTx), Ne(opV1, oldTCI), Sel(rdIs(kTXSCI), Ne(oldPI, opV1), Ne(oldPI, oldTCI))), sRead,
+		"TXS_PI differs from TXS_CI after a transmit record, TXS_CI or STREAM doorbell")
+	pRxEq := m.Reg("p_rxs_eq", 1, nil, Sel(rdIs(kRx), Eq(opV1, oldRXSPI), Sel(rdIs(kRXSPI), Eq(oldCI, opV1), Eq(oldCI, oldRXSPI))), sRead,
+		"RXS_CI equals RXS_PI after an RXS_CI record, RXS_PI or STREAM doorbell")
+	pSqEq := m.Reg("p_sq_eq", 1, nil, Sel(rdIs(kTx), Eq(opSQCI, oldSQPI), Eq(oldSQ, oldSQPI)), sRead, "SQ_CI equals SQ_PI after a transmit record or CLOSE")
+	pSQPIInc := m.Reg("p_sq_pi_inc", 16, nil, Add(oldSQPI, C(16, 1)), sRead, "")
+	pSt := m.Reg("p_state", 4, nil, Cat(Eq(oldSt, C(4, 4)), Eq(oldSt, C(4, 3)), Eq(oldSt, C(4, 2)), Eq(oldSt, C(4, 1))), sRead,
+		"STATE: ERROR, CLOSED, CLOSING, RTS (one-hot, none: RESET)")
+	inSt := func(q int) Expr { return Bit(pSt, q-1) } // QP_STATE q (1..4)
+	qpOff := m.WireOf("qp_off", Add(zext(Bits(base, 14, 5), QB+1), zext(opQPN, QB+1)), "QPSTAT_BASE bits 14:5 plus the QPN, with its carry")
+	reqAddr := m.Reg("dw_req_addr_q", 64, nil, Cat(Sel(Bit(qpOff, QB), IncBits(base, 63, 15), Bits(base, 63, 15)), Bits(qpOff, QB-1, 0), C(5, 0)), sRead,
+		"QPSTAT_BASE + 32 x QPN")
+	newSQPI := m.WireOf("new_sq_pi", Sel(isK(kCreate), C(16, 0), Sel(isK(kSQPI), Bits(opV1, 15, 0), Sel(isK(kPush), pSQPIInc, oldSQPI))), "SQ_PI: SQ_PI doorbells, a push posts one block more")
 	// QP_STATE: RESET 0, RTS 1, CLOSING 2, CLOSED 3, ERROR 4.
-	live := m.WireOf("op_live", And(Ne(oldSt, C(4, 0)), Ne(oldSt, C(4, 4))), "ERROR acts: the QP is in RTS, CLOSING or CLOSED")
+	live := m.WireOf("op_live", Or(inSt(1), inSt(2), inSt(3)), "ERROR acts: the QP is in RTS, CLOSING or CLOSED")
 	lost := m.WireOf("op_lost", And(isK(kStream), Bit(opV1, 1), live), "STREAM.RX_LOST: QP_ERROR LLP_LOST")
 	toErr := m.WireOf("op_to_error", Or(And(isK(kError), live), lost), "")
 	termErr := m.WireOf("op_term_error", And(isK(kTx), opTerm, live), "card_tx sent the QP's Terminate: ERROR with TX_CLOSED, no event")
-	freed := m.WireOf("op_freed", And(isK(kDestroy), Or(Eq(oldSt, C(4, 3)), Eq(oldSt, C(4, 4)))), "DESTROY acts")
+	freed := m.WireOf("op_freed", And(isK(kDestroy), Or(inSt(3), inSt(4))), "DESTROY acts")
 	newPI := m.WireOf("new_txs_pi", Sel(isK(kCreate), C(32, 0), Sel(isK(kTx), opV1, oldPI)), "")
 	newTCI := m.WireOf("new_txs_ci", Sel(isK(kCreate), C(32, 0), Sel(isK(kTXSCI), opV1, oldTCI)), "")
 	armTX := m.WireOf("arm_tx", And(Not(isK(kCreate)), Or(oldArmTX, And(isK(kStream), Bit(opV1, 8)))), "ARM_TX, with this STREAM doorbell's")
 	armRX := m.WireOf("arm_rx", And(Not(isK(kCreate)), Or(oldArmRX, And(isK(kStream), Bit(opV1, 9)))), "ARM_RX, with this STREAM doorbell's")
-	evTX := m.WireOf("ev_tx_data", And(armTX, Or(isK(kTx), isK(kTXSCI), isK(kStream)), Ne(newPI, newTCI)), "TX_DATA: armed, and bytes past TXS_CI")
+	evTX := m.WireOf("ev_tx_data", And(armTX, Or(isK(kTx), isK(kTXSCI), isK(kStream)), pTxNe), "TX_DATA: armed, and bytes past TXS_CI")
 	evRX := m.WireOf("ev_rx_space", And(armRX, isK(kRx)), "RX_SPACE: armed, and receive stream bytes consumed")
 	newCI := m.WireOf("new_rxs_ci", Sel(isK(kCreate), C(32, 0), Sel(isK(kRx), opV1, oldCI)), "")
 	newRXSPI := m.WireOf("new_rxs_pi", Sel(isK(kCreate), C(32, 0), Sel(isK(kRXSPI), opV1, oldRXSPI)), "")
@@ -221,14 +241,13 @@ func CardStat(width int) (*Module, error) {
 	// STREAM_END: the peer's stream ended and the card has consumed the
 	// ring up to its end (at an FPDU boundary: card_rx reports RXS_CI
 	// only there), in a QP not in error (the model's rxStep).
-	streamEnd := m.WireOf("op_stream_end", And(Or(isK(kStream), isK(kRx), isK(kRXSPI)), newFin, Not(oldEnded), Eq(newCI, newRXSPI),
-		Ne(oldSt, C(4, 0)), Ne(oldSt, C(4, 4)), Not(lost)), "")
+	streamEnd := m.WireOf("op_stream_end", And(Or(isK(kStream), isK(kRx), isK(kRXSPI)), newFin, Not(oldEnded), pRxEq, live, Not(lost)), "")
 	newEnded := And(Not(isK(kCreate)), Or(oldEnded, streamEnd))
 	newSQ := m.WireOf("new_sq_ci", Sel(isK(kCreate), C(16, 0), Sel(isK(kTx), opSQCI, oldSQ)), "")
 	// CLOSE: CLOSING until the posted send work is done (SQ_CI reaches
 	// SQ_PI), then CLOSED with TX_CLOSED and QP_CLOSED (the model's step).
-	closing := m.WireOf("op_closing", Or(And(isK(kClose), Eq(oldSt, C(4, 1))), And(isK(kTx), Not(opTerm), Eq(oldSt, C(4, 2)))), "CLOSE on a QP in RTS, or a record of a closing QP")
-	closed := m.WireOf("op_closed", And(closing, Eq(newSQ, newSQPI)), "the QP's posted send work is done: CLOSED")
+	closing := m.WireOf("op_closing", Or(And(isK(kClose), inSt(1)), And(isK(kTx), Not(opTerm), inSt(2))), "CLOSE on a QP in RTS, or a record of a closing QP")
+	closed := m.WireOf("op_closed", And(closing, pSqEq), "the QP's posted send work is done: CLOSED")
 	newSt := Sel(isK(kCreate), C(4, 1), Sel(Or(toErr, termErr), C(4, 4), Sel(freed, C(4, 0), Sel(closed, C(4, 3), Sel(closing, C(4, 2), oldSt)))))
 	newTXC := And(Not(isK(kCreate)), Not(freed), Or(oldTXC, toErr, termErr, closed))
 	newRQ := Sel(isK(kCreate), C(16, 0), Sel(isK(kRc), opSQCI, oldRQ))
@@ -242,22 +261,23 @@ func CardStat(width int) (*Module, error) {
 	ev := m.WireOf("op_ev", Or(evTX, evRX, toErr, closed, streamEnd), "the update gives an event")
 	evCode := m.WireOf("op_ev_code", Sel(lost, C(3, 5), Sel(toErr, C(3, 2), Sel(closed, C(3, 3), Sel(streamEnd, C(3, 4), Sel(evRX, C(3, 1), C(3, 0)))))),
 		"0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST")
-	rec := m.Reg("rec", 128, nil, Cat(C(23, 0), Bit(wrData, 118), C(4, 0), Bits(wrData, 83, 80), Bits(wrData, 134, 119), Bits(wrData, 79, 0)), in(stRead),
+	rec := m.Reg("rec", 128, nil, Cat(C(23, 0), Bit(wrData, 118), C(4, 0), Bits(wrData, 83, 80), Bits(wrData, 134, 119), Bits(wrData, 79, 0)), sCalc,
 		"the record's first 16 bytes (the rest is zero): TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED")
-	opEv := m.Reg("op_ev_q", 4, nil, Cat(ev, evCode), in(stRead), "the event that follows this update's status write")
-	m.Drive(st, big.NewInt(stIdle), Sel(doCtx, C(2, stRead), Sel(in(stRead), Sel(writes, C(2, stReq), C(2, stIdle)), Sel(in(stReq), C(2, stData), C(2, stIdle)))),
-		Or(doCtx, in(stRead), reqTake, dataDone))
+	calcWrites := m.WireOf("calc_writes", And(sCalc, writes), "")
+	m.Drive(sRead, big.NewInt(0), doCtx, nil)
+	m.Drive(sCalc, big.NewInt(0), sRead, nil)
+	m.Drive(sBeat, big.NewInt(0), Or(calcWrites, And(sBeat, Not(dataDone))), nil)
 
 	// dma_wr: request, then the beats.
 	L := W / 8
 	beats := max(1, cardStatBytes/L)
 	BTW := max(1, log2(beats))
 	beat := m.RegDecl("beat", BTW, "next beat of the record")
-	reqV := m.WireOf("dw_req_valid", in(stReq), "")
+	reqV := m.RegDecl("req_pend", 1, "the record's request waits for dma_wr")
 	reqR := m.Wire("dw_req_ready", 1, "")
-	sV := m.WireOf("dw_s_valid", in(stData), "")
+	m.Drive(reqV, big.NewInt(0), Or(calcWrites, And(reqV, Not(reqR))), nil)
+	sV := m.WireOf("dw_s_valid", sBeat, "")
 	sR := m.Wire("dw_s_ready", 1, "")
-	m.Assign(reqTake, And(reqV, reqR))
 	sTake := m.WireOf("dw_s_take", And(sV, sR), "")
 	last := m.WireOf("beat_last", Eq(beat, C(BTW, uint64(beats-1))), "")
 	m.Assign(dataDone, And(sTake, last))
@@ -279,24 +299,20 @@ func CardStat(width int) (*Module, error) {
 		m.Drive(beat, big.NewInt(0), Sel(last, C(BTW, 0), Add(beat, C(BTW, 1))), sTake)
 	}
 	sData := m.WireOf("dw_s_data", data, "")
-	base := m.WireOf("base", Cat(baseHi, baseLo), "")
-	reqAddr := m.WireOf("dw_req_addr", Add(base, zext(Cat(opQPN, C(5, 0)), 64)), "QPSTAT_BASE + 32 x QPN")
-	unused = append(unused, Bits(base, 4, 0))
 
 	// Entries in order: a status write (with the completion and event it
-	// releases) pushed when dma_wr takes its request, or an event alone
-	// (an update that writes nothing) pushed from the read state. An entry
-	// leaves once its write has its response and what it releases is
-	// taken.
+	// releases) or an event alone (an update that writes nothing), pushed
+	// in the calc step. An entry leaves once its write has its response
+	// (dma_wr's responses come in the order of the writes: done_count
+	// counts those the head entries have not yet claimed) and what it
+	// releases is taken.
 	doneV := m.Wire("dw_done_valid", 1, "")
-	doneR := m.Wire("dw_done_ready", 1, "")
 	doneTag := m.Wire("dw_done_tag", dcfg.TagBits, "")
 	doneErr := m.Wire("dw_done_err", 1, "")
 	unused = append(unused, doneTag)
-	pushEv := m.WireOf("push_ev", And(in(stRead), Not(writes), ev), "an event with no status write")
-	push := m.WireOf("pend_push", Or(reqTake, pushEv), "")
+	push := m.WireOf("pend_push", And(sCalc, Or(writes, ev)), "")
 	entW := 1 + 4 + QB + cplW
-	ent := Cat(reqTake, Sel(reqTake, opEv, Cat(ev, evCode)), opQPN, Sel(reqTake, opCpl, C(cplW, 0)))
+	ent := Cat(writes, ev, evCode, opQPN, gate(writes, opCpl))
 	wp := m.RegDecl("pend_wp", PB, "")
 	rp := m.RegDecl("pend_rp", PB, "")
 	var ents []Expr
@@ -309,7 +325,8 @@ func CardStat(width int) (*Module, error) {
 	hWr := m.WireOf("head_write", Bit(head, entW-1), "the head is a status write")
 	hEv := m.WireOf("head_ev", Bit(head, entW-2), "the head releases an event")
 	hCpl := m.WireOf("head_cpl", Bit(head, cplW-1), "the head releases a completion")
-	ready := m.WireOf("head_ready", And(has, Or(Not(hWr), doneV)), "the head's write (if any) has its response")
+	doneCnt := m.RegDecl("done_count", PB+1, "write responses the entries have not claimed")
+	ready := m.WireOf("head_ready", And(has, Or(Not(hWr), RedOr(doneCnt))), "the head's write (if any) has its response")
 	hCode := m.WireOf("head_ev_code", Bits(head, entW-3, entW-5), "")
 	hEnd := m.WireOf("head_end", And(hEv, Or(Eq(hCode, C(3, 4)), Eq(hCode, C(3, 5)))), "the head's event is STREAM_END or QP_ERROR LLP_LOST: card_tx gets a record too")
 	endDone := m.RegDecl("end_taken", 1, "the head's stream-end record is taken")
@@ -325,7 +342,8 @@ func CardStat(width int) (*Module, error) {
 	m.Drive(endDone, big.NewInt(0), And(Not(pop), Or(endDone, And(endV, endReady))), nil)
 	m.Drive(cplDone, big.NewInt(0), And(Not(pop), Or(cplDone, And(cplV, cplReady))), nil)
 	m.Drive(evDone, big.NewInt(0), And(Not(pop), Or(evDone, And(evV, evReady))), nil)
-	m.Assign(doneR, And(has, hWr, cplOK, evOK, endOK))
+	claim := m.WireOf("done_claim", And(pop, hWr), "the head's write response is claimed")
+	m.Drive(doneCnt, big.NewInt(0), Sel(doneV, Sel(claim, doneCnt, Add(doneCnt, C(PB+1, 1))), Sel(claim, Sub(doneCnt, C(PB+1, 1)), doneCnt)), nil)
 	m.Drive(wp, big.NewInt(0), Add(wp, C(PB, 1)), push)
 	m.Drive(rp, big.NewInt(0), Add(rp, C(PB, 1)), pop)
 	m.Drive(pendCnt, big.NewInt(0), Sub(Add(pendCnt, zext(push, PB+1)), zext(pop, PB+1)), nil)
@@ -347,12 +365,12 @@ func CardStat(width int) (*Module, error) {
 		C(8, cardStatEvStreamEnd), C(8, cardStatEvQPError), C(8, 0), C(8, 0)}))
 	// QP_ERROR: INFO QP_ERR_HOST (1) or QP_ERR_LLP_LOST (2).
 	m.Assign(evInfo, Sel(Eq(hCode, C(3, 2)), C(32, 1), Sel(Eq(hCode, C(3, 5)), C(32, 2), C(32, 0))))
-	m.Assign(fault, And(doneV, doneR, doneErr))
+	m.Assign(fault, And(doneV, doneErr))
 
 	exposeInstance(m, "dw", dma, map[string]Expr{"clk": clk, "rst": rst,
 		"s_req_valid": reqV, "s_req_ready": reqR, "s_req_addr": reqAddr, "s_req_len": C(16, cardStatBytes-1), "s_req_tag": C(dcfg.TagBits, 0),
 		"s_axis_tdata": sData, "s_axis_tvalid": sV, "s_axis_tready": sR,
-		"m_done_valid": doneV, "m_done_ready": doneR, "m_done_tag": doneTag, "m_done_err": doneErr})
+		"m_done_valid": doneV, "m_done_ready": C(1, 1), "m_done_tag": doneTag, "m_done_err": doneErr})
 	m.WireOf("unused_bits", RedOr(Cat(unused...)), "bits no logic reads (keeps lint quiet on purpose)")
 	return m, m.Validate()
 }

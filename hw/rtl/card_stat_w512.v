@@ -136,7 +136,10 @@ module card_stat_w512 (
     output wire           m_axi_bready
 );
 
-    reg  [1:0]     fsm;                      // idle, read, request, data
+    reg            st_read;                  // the context read is in flight
+    reg            st_calc;                  // the update acts
+    reg            st_data;                  // the record's beats go to dma_wr
+    wire           st_idle;
     reg  [3:0]     pend_count;               // entries waiting (status writes and events)
     wire           pend_room;
     reg            rr_rx;                    // the receive side goes first next time
@@ -157,11 +160,11 @@ module card_stat_w512 (
     wire           take_ctx;                 // an update that reads and writes the context
     reg  [9:0]     op_qpn;
     reg  [3:0]     op_kind;
+    wire [63:0]    base;
     reg  [31:0]    op_v1;                    // TXS_PI, RXS_CI or the doorbell's value
     reg  [15:0]    op_sq_ci;                 // SQ_CI or RQ_CI
     reg            op_term;                  // the transmit record is a Terminate's
     reg  [182:0]   op_cpl;                   // the completion to pass on, the top bit: has one
-    wire           req_take;                 // dma_wr took the request
     wire           data_done;                // dma_wr took the last beat
     wire [184:0]   ctx_wr_data;
     reg  [184:0]   ctx_rd;                   // read data of ctx
@@ -178,6 +181,14 @@ module card_stat_w512 (
     wire [31:0]    old_rxs_pi;
     wire           old_rx_fin;
     wire           old_rx_ended;
+    reg  [11:0]    op_k;                     // the operation, one-hot
+    reg            p_txs_ne;                 // TXS_PI differs from TXS_CI after a transmit record, TXS_CI or STREAM doorbell
+    reg            p_rxs_eq;                 // RXS_CI equals RXS_PI after an RXS_CI record, RXS_PI or STREAM doorbell
+    reg            p_sq_eq;                  // SQ_CI equals SQ_PI after a transmit record or CLOSE
+    reg  [15:0]    p_sq_pi_inc;
+    reg  [3:0]     p_state;                  // STATE: ERROR, CLOSED, CLOSING, RTS (one-hot, none: RESET)
+    wire [10:0]    qp_off;                   // QPSTAT_BASE bits 14:5 plus the QPN, with its carry
+    reg  [63:0]    dw_req_addr_q;            // QPSTAT_BASE + 32 x QPN
     wire [15:0]    new_sq_pi;                // SQ_PI: SQ_PI doorbells, a push posts one block more
     wire           op_live;                  // ERROR acts: the QP is in RTS, CLOSING or CLOSED
     wire           op_lost;                  // STREAM.RX_LOST: QP_ERROR LLP_LOST
@@ -201,22 +212,18 @@ module card_stat_w512 (
     wire           op_ev;                    // the update gives an event
     wire [2:0]     op_ev_code;               // 0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST
     reg  [127:0]   rec;                      // the record's first 16 bytes (the rest is zero): TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED
-    reg  [3:0]     op_ev_q;                  // the event that follows this update's status write
+    wire           calc_writes;
     reg            beat;                     // next beat of the record
-    wire           dw_req_valid;
+    reg            req_pend;                 // the record's request waits for dma_wr
     wire           dw_req_ready;
     wire           dw_s_valid;
     wire           dw_s_ready;
     wire           dw_s_take;
     wire           beat_last;
     wire [511:0]   dw_s_data;
-    wire [63:0]    base;
-    wire [63:0]    dw_req_addr;              // QPSTAT_BASE + 32 x QPN
     wire           dw_done_valid;
-    wire           dw_done_ready;
     wire [7:0]     dw_done_tag;
     wire           dw_done_err;
-    wire           push_ev;                  // an event with no status write
     wire           pend_push;
     reg  [2:0]     pend_wp;
     reg  [2:0]     pend_rp;
@@ -233,6 +240,7 @@ module card_stat_w512 (
     wire           head_write;               // the head is a status write
     wire           head_ev;                  // the head releases an event
     wire           head_cpl;                 // the head releases a completion
+    reg  [3:0]     done_count;               // write responses the entries have not claimed
     wire           head_ready;               // the head's write (if any) has its response
     wire [2:0]     head_ev_code;
     wire           head_end;                 // the head's event is STREAM_END or QP_ERROR LLP_LOST: card_tx gets a record too
@@ -246,6 +254,7 @@ module card_stat_w512 (
     wire           cpl_ok;
     wire           ev_ok;
     wire           pend_pop;
+    wire           done_claim;               // the head's write response is claimed
     wire [3:0]     dw_m_axi_awid;
     wire [63:0]    dw_m_axi_awaddr;
     wire [7:0]     dw_m_axi_awlen;
@@ -258,10 +267,11 @@ module card_stat_w512 (
     wire           dw_m_axi_wvalid;
     wire           dw_m_axi_bready;
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
-    reg  [184:0] ctx [0:1023];               // per QP status and stream-event values
+    reg  [184:0] ctx [0:1023];               // per QP status and stream-event values (read data held until the next update)
 
+    assign st_idle = ~((st_read | st_calc) | st_data);
     assign pend_room = pend_count < 4'h8;
-    assign free = (fsm == 2'h0) & pend_room;
+    assign free = st_idle & pend_room;
     assign take_cmd = free & qp_cmd_valid;
     assign take_db = (free & ~qp_cmd_valid) & s_db_valid;
     assign free_rec = (free & ~qp_cmd_valid) & ~s_db_valid;
@@ -280,6 +290,7 @@ module card_stat_w512 (
     assign take_cmd_acts = take_cmd & ((((qp_cmd_op == 4'h1) | (qp_cmd_op == 4'h2)) | (qp_cmd_op == 4'h3)) | (qp_cmd_op == 4'h4));
     assign take_db_acts = take_db & (((((s_db_kind == 3'h1) | (s_db_kind == 3'h3)) | (s_db_kind == 3'h4)) | (s_db_kind == 3'h5)) | (s_db_kind == 3'h6));
     assign take_ctx = ((take_cmd_acts | take_db_acts) | take_tx) | take_rx_side;
+    assign base = {qpstat_base_hi, qpstat_base_lo};
     assign old_txs_pi = ctx_rd[31:0];
     assign old_rxs_ci = ctx_rd[63:32];
     assign old_sq_ci = ctx_rd[79:64];
@@ -293,46 +304,46 @@ module card_stat_w512 (
     assign old_rxs_pi = ctx_rd[182:151];
     assign old_rx_fin = ctx_rd[183];
     assign old_rx_ended = ctx_rd[184];
-    assign new_sq_pi = (op_kind == 4'h0) ? 16'h0000 : ((op_kind == 4'h9) ? op_v1[15:0] : ((op_kind == 4'ha) ? (old_sq_pi + 16'h0001) : old_sq_pi));
-    assign op_live = (old_state != 4'h0) & (old_state != 4'h4);
-    assign op_lost = ((op_kind == 4'h4) & op_v1[1]) & op_live;
-    assign op_to_error = ((op_kind == 4'h5) & op_live) | op_lost;
-    assign op_term_error = ((op_kind == 4'h1) & op_term) & op_live;
-    assign op_freed = (op_kind == 4'h6) & ((old_state == 4'h3) | (old_state == 4'h4));
-    assign new_txs_pi = (op_kind == 4'h0) ? 32'h00000000 : ((op_kind == 4'h1) ? op_v1 : old_txs_pi);
-    assign new_txs_ci = (op_kind == 4'h0) ? 32'h00000000 : ((op_kind == 4'h3) ? op_v1 : old_txs_ci);
-    assign arm_tx = ~(op_kind == 4'h0) & (old_arm_tx | ((op_kind == 4'h4) & op_v1[8]));
-    assign arm_rx = ~(op_kind == 4'h0) & (old_arm_rx | ((op_kind == 4'h4) & op_v1[9]));
-    assign ev_tx_data = (arm_tx & (((op_kind == 4'h1) | (op_kind == 4'h3)) | (op_kind == 4'h4))) & (new_txs_pi != new_txs_ci);
-    assign ev_rx_space = arm_rx & (op_kind == 4'h2);
-    assign new_rxs_ci = (op_kind == 4'h0) ? 32'h00000000 : ((op_kind == 4'h2) ? op_v1 : old_rxs_ci);
-    assign new_rxs_pi = (op_kind == 4'h0) ? 32'h00000000 : ((op_kind == 4'hb) ? op_v1 : old_rxs_pi);
-    assign new_rx_fin = ~(op_kind == 4'h0) & (old_rx_fin | ((op_kind == 4'h4) & op_v1[0]));
-    assign op_stream_end = ((((((((op_kind == 4'h4) | (op_kind == 4'h2)) | (op_kind == 4'hb)) & new_rx_fin) & ~old_rx_ended) & (new_rxs_ci == new_rxs_pi)) & (old_state != 4'h0)) & (old_state != 4'h4)) & ~op_lost;
-    assign new_sq_ci = (op_kind == 4'h0) ? 16'h0000 : ((op_kind == 4'h1) ? op_sq_ci : old_sq_ci);
-    assign op_closing = ((op_kind == 4'h8) & (old_state == 4'h1)) | (((op_kind == 4'h1) & ~op_term) & (old_state == 4'h2));
-    assign op_closed = op_closing & (new_sq_ci == new_sq_pi);
+    assign qp_off = {1'h0, base[14:5]} + {1'h0, op_qpn};
+    assign new_sq_pi = op_k[0] ? 16'h0000 : (op_k[9] ? op_v1[15:0] : (op_k[10] ? p_sq_pi_inc : old_sq_pi));
+    assign op_live = (p_state[0] | p_state[1]) | p_state[2];
+    assign op_lost = (op_k[4] & op_v1[1]) & op_live;
+    assign op_to_error = (op_k[5] & op_live) | op_lost;
+    assign op_term_error = (op_k[1] & op_term) & op_live;
+    assign op_freed = op_k[6] & (p_state[2] | p_state[3]);
+    assign new_txs_pi = op_k[0] ? 32'h00000000 : (op_k[1] ? op_v1 : old_txs_pi);
+    assign new_txs_ci = op_k[0] ? 32'h00000000 : (op_k[3] ? op_v1 : old_txs_ci);
+    assign arm_tx = ~op_k[0] & (old_arm_tx | (op_k[4] & op_v1[8]));
+    assign arm_rx = ~op_k[0] & (old_arm_rx | (op_k[4] & op_v1[9]));
+    assign ev_tx_data = (arm_tx & ((op_k[1] | op_k[3]) | op_k[4])) & p_txs_ne;
+    assign ev_rx_space = arm_rx & op_k[2];
+    assign new_rxs_ci = op_k[0] ? 32'h00000000 : (op_k[2] ? op_v1 : old_rxs_ci);
+    assign new_rxs_pi = op_k[0] ? 32'h00000000 : (op_k[11] ? op_v1 : old_rxs_pi);
+    assign new_rx_fin = ~op_k[0] & (old_rx_fin | (op_k[4] & op_v1[0]));
+    assign op_stream_end = ((((((op_k[4] | op_k[2]) | op_k[11]) & new_rx_fin) & ~old_rx_ended) & p_rxs_eq) & op_live) & ~op_lost;
+    assign new_sq_ci = op_k[0] ? 16'h0000 : (op_k[1] ? op_sq_ci : old_sq_ci);
+    assign op_closing = (op_k[8] & p_state[0]) | ((op_k[1] & ~op_term) & p_state[1]);
+    assign op_closed = op_closing & p_sq_eq;
     assign ctx_wr_data = {
-        ~(op_kind == 4'h0) & (old_rx_ended | op_stream_end),
+        ~op_k[0] & (old_rx_ended | op_stream_end),
         new_rx_fin,
         new_rxs_pi,
         new_sq_pi,
-        (op_kind == 4'h0) ? 16'h0000 : ((op_kind == 4'h7) ? op_sq_ci : old_rq_ci),
-        (~(op_kind == 4'h0) & ~op_freed) & (((old_tx_closed | op_to_error) | op_term_error) | op_closed),
+        op_k[0] ? 16'h0000 : (op_k[7] ? op_sq_ci : old_rq_ci),
+        (~op_k[0] & ~op_freed) & (((old_tx_closed | op_to_error) | op_term_error) | op_closed),
         arm_rx & ~(ev_rx_space & ~op_stream_end),
         arm_tx & ~(ev_tx_data & ~((op_closed | op_to_error) | op_stream_end)),
         new_txs_ci,
-        (op_kind == 4'h0) ? 4'h1 : ((op_to_error | op_term_error) ? 4'h4 : (op_freed ? 4'h0 : (op_closed ? 4'h3 : (op_closing ? 4'h2 : old_state)))),
+        op_k[0] ? 4'h1 : ((op_to_error | op_term_error) ? 4'h4 : (op_freed ? 4'h0 : (op_closed ? 4'h3 : (op_closing ? 4'h2 : old_state)))),
         new_sq_ci,
         new_rxs_ci,
         new_txs_pi
     };
-    assign op_writes = (((((op_kind == 4'h0) | (op_kind == 4'h1)) | (op_kind == 4'h2)) | (op_kind == 4'h7)) | op_to_error) | ((op_kind == 4'h8) & op_closing);
+    assign op_writes = ((((op_k[0] | op_k[1]) | op_k[2]) | op_k[7]) | op_to_error) | (op_k[8] & op_closing);
     assign op_ev = (((ev_tx_data | ev_rx_space) | op_to_error) | op_closed) | op_stream_end;
     assign op_ev_code = op_lost ? 3'h5 : (op_to_error ? 3'h2 : (op_closed ? 3'h3 : (op_stream_end ? 3'h4 : (ev_rx_space ? 3'h1 : 3'h0))));
-    assign dw_req_valid = fsm == 2'h2;
-    assign dw_s_valid = fsm == 2'h3;
-    assign req_take = dw_req_valid & dw_req_ready;
+    assign calc_writes = st_calc & op_writes;
+    assign dw_s_valid = st_data;
     assign dw_s_take = dw_s_valid & dw_s_ready;
     assign beat_last = beat == 1'h0;
     assign data_done = dw_s_take & beat_last;
@@ -340,16 +351,13 @@ module card_stat_w512 (
         384'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000,
         rec
     };
-    assign base = {qpstat_base_hi, qpstat_base_lo};
-    assign dw_req_addr = base + {49'h0000000000000, {op_qpn, 5'h00}};
-    assign push_ev = ((fsm == 2'h1) & ~op_writes) & op_ev;
-    assign pend_push = req_take | push_ev;
+    assign pend_push = st_calc & (op_writes | op_ev);
     assign pend_head = pend_rp[2] ? (pend_rp[1] ? (pend_rp[0] ? pend7 : pend6) : (pend_rp[0] ? pend5 : pend4)) : (pend_rp[1] ? (pend_rp[0] ? pend3 : pend2) : (pend_rp[0] ? pend1 : pend0));
     assign pend_any = pend_count != 4'h0;
     assign head_write = pend_head[197];
     assign head_ev = pend_head[196];
     assign head_cpl = pend_head[182];
-    assign head_ready = pend_any & (~head_write | dw_done_valid);
+    assign head_ready = pend_any & (~head_write | |done_count);
     assign head_ev_code = pend_head[195:193];
     assign head_end = head_ev & ((head_ev_code == 3'h4) | (head_ev_code == 3'h5));
     assign end_v = (head_ready & head_end) & ~end_taken;
@@ -359,7 +367,7 @@ module card_stat_w512 (
     assign cpl_ok = (~head_cpl | cpl_taken) | m_cpl_ready;
     assign ev_ok = (~head_ev | ev_taken) | m_ev_ready;
     assign pend_pop = ((head_ready & cpl_ok) & ev_ok) & end_ok;
-    assign dw_done_ready = (((pend_any & head_write) & cpl_ok) & ev_ok) & end_ok;
+    assign done_claim = pend_pop & head_write;
     assign m_cpl_valid = cpl_v;
     assign m_ev_valid = ev_v;
     assign m_cpl_byte_len = pend_head[31:0];
@@ -380,7 +388,7 @@ module card_stat_w512 (
     assign m_ev_qpn = pend_head[192:183];
     assign m_ev_type = head_ev_code[2] ? (head_ev_code[1] ? (head_ev_code[0] ? 8'h00 : 8'h00) : (head_ev_code[0] ? 8'h08 : 8'h05)) : (head_ev_code[1] ? (head_ev_code[0] ? 8'h04 : 8'h08) : (head_ev_code[0] ? 8'h03 : 8'h02));
     assign m_ev_info = (head_ev_code == 3'h2) ? 32'h00000001 : ((head_ev_code == 3'h5) ? 32'h00000002 : 32'h00000000);
-    assign m_fault = (dw_done_valid & dw_done_ready) & dw_done_err;
+    assign m_fault = dw_done_valid & dw_done_err;
     assign m_axi_awid = dw_m_axi_awid;
     assign m_axi_awaddr = dw_m_axi_awaddr;
     assign m_axi_awlen = dw_m_axi_awlen;
@@ -392,7 +400,7 @@ module card_stat_w512 (
     assign m_axi_wlast = dw_m_axi_wlast;
     assign m_axi_wvalid = dw_m_axi_wvalid;
     assign m_axi_bready = dw_m_axi_bready;
-    assign unused_bits = |{qp_num_qpn[15:10], s_rc_qpn[15:10], beat, base[4:0], dw_done_tag};
+    assign unused_bits = |{qp_num_qpn[15:10], s_rc_qpn[15:10], base[4:0], beat, dw_done_tag};
 
     always @(posedge clk) begin
         if (rst) begin
@@ -469,22 +477,101 @@ module card_stat_w512 (
     end
 
     always @(posedge clk) begin
-        if (fsm == 2'h1) begin
+        if (st_read) begin
+            op_k <= {
+                op_kind == 4'hb,
+                op_kind == 4'ha,
+                op_kind == 4'h9,
+                op_kind == 4'h8,
+                op_kind == 4'h7,
+                op_kind == 4'h6,
+                op_kind == 4'h5,
+                op_kind == 4'h4,
+                op_kind == 4'h3,
+                op_kind == 4'h2,
+                op_kind == 4'h1,
+                op_kind == 4'h0
+            };
+        end
+    end
+
+    always @(posedge clk) begin
+        if (st_read) begin
+            p_txs_ne <= (op_kind == 4'h1) ? (op_v1 != old_txs_ci) : ((op_kind == 4'h3) ? (old_txs_pi != op_v1) : (old_txs_pi != old_txs_ci));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (st_read) begin
+            p_rxs_eq <= (op_kind == 4'h2) ? (op_v1 == old_rxs_pi) : ((op_kind == 4'hb) ? (old_rxs_ci == op_v1) : (old_rxs_ci == old_rxs_pi));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (st_read) begin
+            p_sq_eq <= (op_kind == 4'h1) ? (op_sq_ci == old_sq_pi) : (old_sq_ci == old_sq_pi);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (st_read) begin
+            p_sq_pi_inc <= old_sq_pi + 16'h0001;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (st_read) begin
+            p_state <= {old_state == 4'h4, old_state == 4'h3, old_state == 4'h2, old_state == 4'h1};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (st_read) begin
+            dw_req_addr_q <= {qp_off[10] ? {
+                (((&base[26:15] & &base[38:27]) & &base[50:39]) & &base[62:51]) ? ~base[63] : base[63],
+                ((&base[26:15] & &base[38:27]) & &base[50:39]) ? (base[62:51] + 12'h001) : base[62:51],
+                (&base[26:15] & &base[38:27]) ? (base[50:39] + 12'h001) : base[50:39],
+                &base[26:15] ? (base[38:27] + 12'h001) : base[38:27],
+                base[26:15] + 12'h001
+            } : base[63:15], qp_off[9:0], 5'h00};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (st_calc) begin
             rec <= {23'h000000, ctx_wr_data[118], 4'h0, ctx_wr_data[83:80], ctx_wr_data[134:119], ctx_wr_data[79:0]};
         end
     end
 
     always @(posedge clk) begin
-        if (fsm == 2'h1) begin
-            op_ev_q <= {op_ev, op_ev_code};
+        if (rst) begin
+            st_read <= 1'h0;
+        end else begin
+            st_read <= take_ctx;
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
-            fsm <= 2'h0;
-        end else if (((take_ctx | (fsm == 2'h1)) | req_take) | data_done) begin
-            fsm <= take_ctx ? 2'h1 : ((fsm == 2'h1) ? (op_writes ? 2'h2 : 2'h0) : ((fsm == 2'h2) ? 2'h3 : 2'h0));
+            st_calc <= 1'h0;
+        end else begin
+            st_calc <= st_read;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            st_data <= 1'h0;
+        end else begin
+            st_data <= calc_writes | (st_data & ~data_done);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            req_pend <= 1'h0;
+        end else begin
+            req_pend <= calc_writes | (req_pend & ~dw_req_ready);
         end
     end
 
@@ -498,89 +585,49 @@ module card_stat_w512 (
 
     always @(posedge clk) begin
         if (pend_push & (pend_wp == 3'h0)) begin
-            pend0 <= {
-                req_take,
-                req_take ? op_ev_q : {op_ev, op_ev_code},
-                op_qpn,
-                req_take ? op_cpl : 183'h0000000000000000000000000000000000000000000000
-            };
+            pend0 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
         end
     end
 
     always @(posedge clk) begin
         if (pend_push & (pend_wp == 3'h1)) begin
-            pend1 <= {
-                req_take,
-                req_take ? op_ev_q : {op_ev, op_ev_code},
-                op_qpn,
-                req_take ? op_cpl : 183'h0000000000000000000000000000000000000000000000
-            };
+            pend1 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
         end
     end
 
     always @(posedge clk) begin
         if (pend_push & (pend_wp == 3'h2)) begin
-            pend2 <= {
-                req_take,
-                req_take ? op_ev_q : {op_ev, op_ev_code},
-                op_qpn,
-                req_take ? op_cpl : 183'h0000000000000000000000000000000000000000000000
-            };
+            pend2 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
         end
     end
 
     always @(posedge clk) begin
         if (pend_push & (pend_wp == 3'h3)) begin
-            pend3 <= {
-                req_take,
-                req_take ? op_ev_q : {op_ev, op_ev_code},
-                op_qpn,
-                req_take ? op_cpl : 183'h0000000000000000000000000000000000000000000000
-            };
+            pend3 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
         end
     end
 
     always @(posedge clk) begin
         if (pend_push & (pend_wp == 3'h4)) begin
-            pend4 <= {
-                req_take,
-                req_take ? op_ev_q : {op_ev, op_ev_code},
-                op_qpn,
-                req_take ? op_cpl : 183'h0000000000000000000000000000000000000000000000
-            };
+            pend4 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
         end
     end
 
     always @(posedge clk) begin
         if (pend_push & (pend_wp == 3'h5)) begin
-            pend5 <= {
-                req_take,
-                req_take ? op_ev_q : {op_ev, op_ev_code},
-                op_qpn,
-                req_take ? op_cpl : 183'h0000000000000000000000000000000000000000000000
-            };
+            pend5 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
         end
     end
 
     always @(posedge clk) begin
         if (pend_push & (pend_wp == 3'h6)) begin
-            pend6 <= {
-                req_take,
-                req_take ? op_ev_q : {op_ev, op_ev_code},
-                op_qpn,
-                req_take ? op_cpl : 183'h0000000000000000000000000000000000000000000000
-            };
+            pend6 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
         end
     end
 
     always @(posedge clk) begin
         if (pend_push & (pend_wp == 3'h7)) begin
-            pend7 <= {
-                req_take,
-                req_take ? op_ev_q : {op_ev, op_ev_code},
-                op_qpn,
-                req_take ? op_cpl : 183'h0000000000000000000000000000000000000000000000
-            };
+            pend7 <= {op_writes, op_ev, op_ev_code, op_qpn, op_cpl & {183{op_writes}}};
         end
     end
 
@@ -610,6 +657,14 @@ module card_stat_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            done_count <= 4'h0;
+        end else begin
+            done_count <= dw_done_valid ? (done_claim ? done_count : (done_count + 4'h1)) : (done_claim ? (done_count - 4'h1) : done_count);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             pend_wp <= 3'h0;
         end else if (pend_push) begin
             pend_wp <= pend_wp + 3'h1;
@@ -634,7 +689,7 @@ module card_stat_w512 (
 
     // ctx: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if (fsm == 2'h1) begin
+        if (st_calc) begin
             ctx[op_qpn] <= ctx_wr_data;
         end
         if (take_ctx) begin
@@ -645,9 +700,9 @@ module card_stat_w512 (
     dma_wr_w512 dw (
         .clk(clk),
         .rst(rst),
-        .s_req_valid(dw_req_valid),
+        .s_req_valid(req_pend),
         .s_req_ready(dw_req_ready),
-        .s_req_addr(dw_req_addr),
+        .s_req_addr(dw_req_addr_q),
         .s_req_len(16'h001f),
         .s_req_tag(8'h00),
         .s_axis_tdata(dw_s_data),
@@ -670,7 +725,7 @@ module card_stat_w512 (
         .m_axi_bvalid(m_axi_bvalid),
         .m_axi_bready(dw_m_axi_bready),
         .m_done_valid(dw_done_valid),
-        .m_done_ready(dw_done_ready),
+        .m_done_ready(1'h1),
         .m_done_tag(dw_done_tag),
         .m_done_err(dw_done_err)
     );

@@ -150,6 +150,15 @@ architecture rtl of card_stat_w512 is
     end function;
 
     -- sel ? t : f
+    function mux(sel : std_logic; t, f : std_logic) return std_logic is
+    begin
+        if sel = '1' then
+            return t;
+        end if;
+        return f;
+    end function;
+
+    -- sel ? t : f
     function mux(sel : std_logic; t, f : std_logic_vector) return std_logic_vector is
     begin
         if sel = '1' then
@@ -158,7 +167,10 @@ architecture rtl of card_stat_w512 is
         return f;
     end function;
 
-    signal fsm : std_logic_vector(1 downto 0) := "00"; -- idle, read, request, data
+    signal st_read : std_logic := '0';       -- the context read is in flight
+    signal st_calc : std_logic := '0';       -- the update acts
+    signal st_data : std_logic := '0';       -- the record's beats go to dma_wr
+    signal st_idle : std_logic;
     signal pend_count : std_logic_vector(3 downto 0) := x"0"; -- entries waiting (status writes and events)
     signal pend_room : std_logic;
     signal rr_rx : std_logic := '0';         -- the receive side goes first next time
@@ -179,11 +191,11 @@ architecture rtl of card_stat_w512 is
     signal take_ctx : std_logic;             -- an update that reads and writes the context
     signal op_qpn : std_logic_vector(9 downto 0);
     signal op_kind : std_logic_vector(3 downto 0);
+    signal base : std_logic_vector(63 downto 0);
     signal op_v1 : std_logic_vector(31 downto 0); -- TXS_PI, RXS_CI or the doorbell's value
     signal op_sq_ci : std_logic_vector(15 downto 0); -- SQ_CI or RQ_CI
     signal op_term : std_logic;              -- the transmit record is a Terminate's
     signal op_cpl : std_logic_vector(182 downto 0); -- the completion to pass on, the top bit: has one
-    signal req_take : std_logic;             -- dma_wr took the request
     signal data_done : std_logic;            -- dma_wr took the last beat
     signal ctx_wr_data : std_logic_vector(184 downto 0);
     signal ctx_rd : std_logic_vector(184 downto 0); -- read data of ctx
@@ -200,6 +212,14 @@ architecture rtl of card_stat_w512 is
     signal old_rxs_pi : std_logic_vector(31 downto 0);
     signal old_rx_fin : std_logic;
     signal old_rx_ended : std_logic;
+    signal op_k : std_logic_vector(11 downto 0); -- the operation, one-hot
+    signal p_txs_ne : std_logic;             -- TXS_PI differs from TXS_CI after a transmit record, TXS_CI or STREAM doorbell
+    signal p_rxs_eq : std_logic;             -- RXS_CI equals RXS_PI after an RXS_CI record, RXS_PI or STREAM doorbell
+    signal p_sq_eq : std_logic;              -- SQ_CI equals SQ_PI after a transmit record or CLOSE
+    signal p_sq_pi_inc : std_logic_vector(15 downto 0);
+    signal p_state : std_logic_vector(3 downto 0); -- STATE: ERROR, CLOSED, CLOSING, RTS (one-hot, none: RESET)
+    signal qp_off : std_logic_vector(10 downto 0); -- QPSTAT_BASE bits 14:5 plus the QPN, with its carry
+    signal dw_req_addr_q : std_logic_vector(63 downto 0); -- QPSTAT_BASE + 32 x QPN
     signal new_sq_pi : std_logic_vector(15 downto 0); -- SQ_PI: SQ_PI doorbells, a push posts one block more
     signal op_live : std_logic;              -- ERROR acts: the QP is in RTS, CLOSING or CLOSED
     signal op_lost : std_logic;              -- STREAM.RX_LOST: QP_ERROR LLP_LOST
@@ -223,22 +243,18 @@ architecture rtl of card_stat_w512 is
     signal op_ev : std_logic;                -- the update gives an event
     signal op_ev_code : std_logic_vector(2 downto 0); -- 0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST
     signal rec : std_logic_vector(127 downto 0); -- the record's first 16 bytes (the rest is zero): TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED
-    signal op_ev_q : std_logic_vector(3 downto 0); -- the event that follows this update's status write
+    signal calc_writes : std_logic;
     signal beat : std_logic := '0';          -- next beat of the record
-    signal dw_req_valid : std_logic;
+    signal req_pend : std_logic := '0';      -- the record's request waits for dma_wr
     signal dw_req_ready : std_logic;
     signal dw_s_valid : std_logic;
     signal dw_s_ready : std_logic;
     signal dw_s_take : std_logic;
     signal beat_last : std_logic;
     signal dw_s_data : std_logic_vector(511 downto 0);
-    signal base : std_logic_vector(63 downto 0);
-    signal dw_req_addr : std_logic_vector(63 downto 0); -- QPSTAT_BASE + 32 x QPN
     signal dw_done_valid : std_logic;
-    signal dw_done_ready : std_logic;
     signal dw_done_tag : std_logic_vector(7 downto 0);
     signal dw_done_err : std_logic;
-    signal push_ev : std_logic;              -- an event with no status write
     signal pend_push : std_logic;
     signal pend_wp : std_logic_vector(2 downto 0) := "000";
     signal pend_rp : std_logic_vector(2 downto 0) := "000";
@@ -255,6 +271,7 @@ architecture rtl of card_stat_w512 is
     signal head_write : std_logic;           -- the head is a status write
     signal head_ev : std_logic;              -- the head releases an event
     signal head_cpl : std_logic;             -- the head releases a completion
+    signal done_count : std_logic_vector(3 downto 0) := x"0"; -- write responses the entries have not claimed
     signal head_ready : std_logic;           -- the head's write (if any) has its response
     signal head_ev_code : std_logic_vector(2 downto 0);
     signal head_end : std_logic;             -- the head's event is STREAM_END or QP_ERROR LLP_LOST: card_tx gets a record too
@@ -268,6 +285,7 @@ architecture rtl of card_stat_w512 is
     signal cpl_ok : std_logic;
     signal ev_ok : std_logic;
     signal pend_pop : std_logic;
+    signal done_claim : std_logic;           -- the head's write response is claimed
     signal dw_m_axi_awid : std_logic_vector(3 downto 0);
     signal dw_m_axi_awaddr : std_logic_vector(63 downto 0);
     signal dw_m_axi_awlen : std_logic_vector(7 downto 0);
@@ -281,10 +299,11 @@ architecture rtl of card_stat_w512 is
     signal dw_m_axi_bready : std_logic;
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
     type ctx_t is array (0 to 1023) of std_logic_vector(184 downto 0);
-    signal ctx : ctx_t;                      -- per QP status and stream-event values
+    signal ctx : ctx_t;                      -- per QP status and stream-event values (read data held until the next update)
 begin
+    st_idle <= not ((st_read or st_calc) or st_data);
     pend_room <= b2l(unsigned(pend_count) < unsigned'(x"8"));
-    free <= b2l(fsm = "00") and pend_room;
+    free <= st_idle and pend_room;
     take_cmd <= free and qp_cmd_valid;
     take_db <= (free and (not qp_cmd_valid)) and s_db_valid;
     free_rec <= (free and (not qp_cmd_valid)) and (not s_db_valid);
@@ -303,6 +322,7 @@ begin
     take_cmd_acts <= take_cmd and (((b2l(qp_cmd_op = x"1") or b2l(qp_cmd_op = x"2")) or b2l(qp_cmd_op = x"3")) or b2l(qp_cmd_op = x"4"));
     take_db_acts <= take_db and ((((b2l(s_db_kind = "001") or b2l(s_db_kind = "011")) or b2l(s_db_kind = "100")) or b2l(s_db_kind = "101")) or b2l(s_db_kind = "110"));
     take_ctx <= ((take_cmd_acts or take_db_acts) or take_tx) or take_rx_side;
+    base <= std_logic_vector'(qpstat_base_hi & qpstat_base_lo);
     old_txs_pi <= ctx_rd(31 downto 0);
     old_rxs_ci <= ctx_rd(63 downto 32);
     old_sq_ci <= ctx_rd(79 downto 64);
@@ -316,46 +336,46 @@ begin
     old_rxs_pi <= ctx_rd(182 downto 151);
     old_rx_fin <= ctx_rd(183);
     old_rx_ended <= ctx_rd(184);
-    new_sq_pi <= mux(b2l(op_kind = x"0"), x"0000", mux(b2l(op_kind = x"9"), op_v1(15 downto 0), mux(b2l(op_kind = x"a"), std_logic_vector(unsigned(old_sq_pi) + unsigned'(x"0001")), old_sq_pi)));
-    op_live <= b2l(old_state /= x"0") and b2l(old_state /= x"4");
-    op_lost <= (b2l(op_kind = x"4") and op_v1(1)) and op_live;
-    op_to_error <= (b2l(op_kind = x"5") and op_live) or op_lost;
-    op_term_error <= (b2l(op_kind = x"1") and op_term) and op_live;
-    op_freed <= b2l(op_kind = x"6") and (b2l(old_state = x"3") or b2l(old_state = x"4"));
-    new_txs_pi <= mux(b2l(op_kind = x"0"), x"00000000", mux(b2l(op_kind = x"1"), op_v1, old_txs_pi));
-    new_txs_ci <= mux(b2l(op_kind = x"0"), x"00000000", mux(b2l(op_kind = x"3"), op_v1, old_txs_ci));
-    arm_tx <= (not b2l(op_kind = x"0")) and (old_arm_tx or (b2l(op_kind = x"4") and op_v1(8)));
-    arm_rx <= (not b2l(op_kind = x"0")) and (old_arm_rx or (b2l(op_kind = x"4") and op_v1(9)));
-    ev_tx_data <= (arm_tx and ((b2l(op_kind = x"1") or b2l(op_kind = x"3")) or b2l(op_kind = x"4"))) and b2l(new_txs_pi /= new_txs_ci);
-    ev_rx_space <= arm_rx and b2l(op_kind = x"2");
-    new_rxs_ci <= mux(b2l(op_kind = x"0"), x"00000000", mux(b2l(op_kind = x"2"), op_v1, old_rxs_ci));
-    new_rxs_pi <= mux(b2l(op_kind = x"0"), x"00000000", mux(b2l(op_kind = x"b"), op_v1, old_rxs_pi));
-    new_rx_fin <= (not b2l(op_kind = x"0")) and (old_rx_fin or (b2l(op_kind = x"4") and op_v1(0)));
-    op_stream_end <= (((((((b2l(op_kind = x"4") or b2l(op_kind = x"2")) or b2l(op_kind = x"b")) and new_rx_fin) and (not old_rx_ended)) and b2l(new_rxs_ci = new_rxs_pi)) and b2l(old_state /= x"0")) and b2l(old_state /= x"4")) and (not op_lost);
-    new_sq_ci <= mux(b2l(op_kind = x"0"), x"0000", mux(b2l(op_kind = x"1"), op_sq_ci, old_sq_ci));
-    op_closing <= (b2l(op_kind = x"8") and b2l(old_state = x"1")) or ((b2l(op_kind = x"1") and (not op_term)) and b2l(old_state = x"2"));
-    op_closed <= op_closing and b2l(new_sq_ci = new_sq_pi);
+    qp_off <= std_logic_vector(unsigned(std_logic_vector'('0' & base(14 downto 5))) + unsigned(std_logic_vector'('0' & op_qpn)));
+    new_sq_pi <= mux(op_k(0), x"0000", mux(op_k(9), op_v1(15 downto 0), mux(op_k(10), p_sq_pi_inc, old_sq_pi)));
+    op_live <= (p_state(0) or p_state(1)) or p_state(2);
+    op_lost <= (op_k(4) and op_v1(1)) and op_live;
+    op_to_error <= (op_k(5) and op_live) or op_lost;
+    op_term_error <= (op_k(1) and op_term) and op_live;
+    op_freed <= op_k(6) and (p_state(2) or p_state(3));
+    new_txs_pi <= mux(op_k(0), x"00000000", mux(op_k(1), op_v1, old_txs_pi));
+    new_txs_ci <= mux(op_k(0), x"00000000", mux(op_k(3), op_v1, old_txs_ci));
+    arm_tx <= (not op_k(0)) and (old_arm_tx or (op_k(4) and op_v1(8)));
+    arm_rx <= (not op_k(0)) and (old_arm_rx or (op_k(4) and op_v1(9)));
+    ev_tx_data <= (arm_tx and ((op_k(1) or op_k(3)) or op_k(4))) and p_txs_ne;
+    ev_rx_space <= arm_rx and op_k(2);
+    new_rxs_ci <= mux(op_k(0), x"00000000", mux(op_k(2), op_v1, old_rxs_ci));
+    new_rxs_pi <= mux(op_k(0), x"00000000", mux(op_k(11), op_v1, old_rxs_pi));
+    new_rx_fin <= (not op_k(0)) and (old_rx_fin or (op_k(4) and op_v1(0)));
+    op_stream_end <= ((((((op_k(4) or op_k(2)) or op_k(11)) and new_rx_fin) and (not old_rx_ended)) and p_rxs_eq) and op_live) and (not op_lost);
+    new_sq_ci <= mux(op_k(0), x"0000", mux(op_k(1), op_sq_ci, old_sq_ci));
+    op_closing <= (op_k(8) and p_state(0)) or ((op_k(1) and (not op_term)) and p_state(1));
+    op_closed <= op_closing and p_sq_eq;
     ctx_wr_data <= std_logic_vector'(
-        ((not b2l(op_kind = x"0")) and (old_rx_ended or op_stream_end)) &
+        ((not op_k(0)) and (old_rx_ended or op_stream_end)) &
         new_rx_fin &
         new_rxs_pi &
         new_sq_pi &
-        mux(b2l(op_kind = x"0"), x"0000", mux(b2l(op_kind = x"7"), op_sq_ci, old_rq_ci)) &
-        (((not b2l(op_kind = x"0")) and (not op_freed)) and (((old_tx_closed or op_to_error) or op_term_error) or op_closed)) &
+        mux(op_k(0), x"0000", mux(op_k(7), op_sq_ci, old_rq_ci)) &
+        (((not op_k(0)) and (not op_freed)) and (((old_tx_closed or op_to_error) or op_term_error) or op_closed)) &
         (arm_rx and (not (ev_rx_space and (not op_stream_end)))) &
         (arm_tx and (not (ev_tx_data and (not ((op_closed or op_to_error) or op_stream_end))))) &
         new_txs_ci &
-        mux(b2l(op_kind = x"0"), x"1", mux(op_to_error or op_term_error, x"4", mux(op_freed, x"0", mux(op_closed, x"3", mux(op_closing, x"2", old_state))))) &
+        mux(op_k(0), x"1", mux(op_to_error or op_term_error, x"4", mux(op_freed, x"0", mux(op_closed, x"3", mux(op_closing, x"2", old_state))))) &
         new_sq_ci &
         new_rxs_ci &
         new_txs_pi
     );
-    op_writes <= ((((b2l(op_kind = x"0") or b2l(op_kind = x"1")) or b2l(op_kind = x"2")) or b2l(op_kind = x"7")) or op_to_error) or (b2l(op_kind = x"8") and op_closing);
+    op_writes <= ((((op_k(0) or op_k(1)) or op_k(2)) or op_k(7)) or op_to_error) or (op_k(8) and op_closing);
     op_ev <= (((ev_tx_data or ev_rx_space) or op_to_error) or op_closed) or op_stream_end;
     op_ev_code <= mux(op_lost, "101", mux(op_to_error, "010", mux(op_closed, "011", mux(op_stream_end, "100", mux(ev_rx_space, "001", "000")))));
-    dw_req_valid <= b2l(fsm = "10");
-    dw_s_valid <= b2l(fsm = "11");
-    req_take <= dw_req_valid and dw_req_ready;
+    calc_writes <= st_calc and op_writes;
+    dw_s_valid <= st_data;
     dw_s_take <= dw_s_valid and dw_s_ready;
     beat_last <= b2l(beat = '0');
     data_done <= dw_s_take and beat_last;
@@ -363,19 +383,13 @@ begin
         x"000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000" &
         rec
     );
-    base <= std_logic_vector'(qpstat_base_hi & qpstat_base_lo);
-    dw_req_addr <= std_logic_vector(unsigned(base) + unsigned(std_logic_vector'(
-        "0000000000000000000000000000000000000000000000000" &
-        std_logic_vector'(op_qpn & "00000")
-    )));
-    push_ev <= (b2l(fsm = "01") and (not op_writes)) and op_ev;
-    pend_push <= req_take or push_ev;
+    pend_push <= st_calc and (op_writes or op_ev);
     pend_head <= mux(pend_rp(2), mux(pend_rp(1), mux(pend_rp(0), pend7, pend6), mux(pend_rp(0), pend5, pend4)), mux(pend_rp(1), mux(pend_rp(0), pend3, pend2), mux(pend_rp(0), pend1, pend0)));
     pend_any <= b2l(pend_count /= x"0");
     head_write <= pend_head(197);
     head_ev <= pend_head(196);
     head_cpl <= pend_head(182);
-    head_ready <= pend_any and ((not head_write) or dw_done_valid);
+    head_ready <= pend_any and ((not head_write) or (or done_count));
     head_ev_code <= pend_head(195 downto 193);
     head_end <= head_ev and (b2l(head_ev_code = "100") or b2l(head_ev_code = "101"));
     end_v <= (head_ready and head_end) and (not end_taken);
@@ -385,7 +399,7 @@ begin
     cpl_ok <= ((not head_cpl) or cpl_taken) or m_cpl_ready;
     ev_ok <= ((not head_ev) or ev_taken) or m_ev_ready;
     pend_pop <= ((head_ready and cpl_ok) and ev_ok) and end_ok;
-    dw_done_ready <= (((pend_any and head_write) and cpl_ok) and ev_ok) and end_ok;
+    done_claim <= pend_pop and head_write;
     m_cpl_valid <= cpl_v;
     m_ev_valid <= ev_v;
     m_cpl_byte_len <= pend_head(31 downto 0);
@@ -406,7 +420,7 @@ begin
     m_ev_qpn <= pend_head(192 downto 183);
     m_ev_type <= mux(head_ev_code(2), mux(head_ev_code(1), mux(head_ev_code(0), x"00", x"00"), mux(head_ev_code(0), x"08", x"05")), mux(head_ev_code(1), mux(head_ev_code(0), x"04", x"08"), mux(head_ev_code(0), x"03", x"02")));
     m_ev_info <= mux(b2l(head_ev_code = "010"), x"00000001", mux(b2l(head_ev_code = "101"), x"00000002", x"00000000"));
-    m_fault <= (dw_done_valid and dw_done_ready) and dw_done_err;
+    m_fault <= dw_done_valid and dw_done_err;
     m_axi_awid <= dw_m_axi_awid;
     m_axi_awaddr <= dw_m_axi_awaddr;
     m_axi_awlen <= dw_m_axi_awlen;
@@ -421,8 +435,8 @@ begin
     unused_bits <= or std_logic_vector'(
         qp_num_qpn(15 downto 10) &
         s_rc_qpn(15 downto 10) &
-        beat &
         base(4 downto 0) &
+        beat &
         dw_done_tag
     );
 
@@ -524,10 +538,98 @@ begin
         end if;
     end process;
 
+    op_k_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if st_read = '1' then
+                op_k <= std_logic_vector'(
+                    b2l(op_kind = x"b") &
+                    b2l(op_kind = x"a") &
+                    b2l(op_kind = x"9") &
+                    b2l(op_kind = x"8") &
+                    b2l(op_kind = x"7") &
+                    b2l(op_kind = x"6") &
+                    b2l(op_kind = x"5") &
+                    b2l(op_kind = x"4") &
+                    b2l(op_kind = x"3") &
+                    b2l(op_kind = x"2") &
+                    b2l(op_kind = x"1") &
+                    b2l(op_kind = x"0")
+                );
+            end if;
+        end if;
+    end process;
+
+    p_txs_ne_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if st_read = '1' then
+                p_txs_ne <= mux(b2l(op_kind = x"1"), b2l(op_v1 /= old_txs_ci), mux(b2l(op_kind = x"3"), b2l(old_txs_pi /= op_v1), b2l(old_txs_pi /= old_txs_ci)));
+            end if;
+        end if;
+    end process;
+
+    p_rxs_eq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if st_read = '1' then
+                p_rxs_eq <= mux(b2l(op_kind = x"2"), b2l(op_v1 = old_rxs_pi), mux(b2l(op_kind = x"b"), b2l(old_rxs_ci = op_v1), b2l(old_rxs_ci = old_rxs_pi)));
+            end if;
+        end if;
+    end process;
+
+    p_sq_eq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if st_read = '1' then
+                p_sq_eq <= mux(b2l(op_kind = x"1"), b2l(op_sq_ci = old_sq_pi), b2l(old_sq_ci = old_sq_pi));
+            end if;
+        end if;
+    end process;
+
+    p_sq_pi_inc_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if st_read = '1' then
+                p_sq_pi_inc <= std_logic_vector(unsigned(old_sq_pi) + unsigned'(x"0001"));
+            end if;
+        end if;
+    end process;
+
+    p_state_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if st_read = '1' then
+                p_state <= std_logic_vector'(
+                    b2l(old_state = x"4") &
+                    b2l(old_state = x"3") &
+                    b2l(old_state = x"2") &
+                    b2l(old_state = x"1")
+                );
+            end if;
+        end if;
+    end process;
+
+    dw_req_addr_q_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if st_read = '1' then
+                dw_req_addr_q <= std_logic_vector'(mux(qp_off(10), std_logic_vector'(
+                    mux((((and base(26 downto 15)) and (and base(38 downto 27))) and (and base(50 downto 39))) and (and base(62 downto 51)), not base(63), base(63)) &
+                    mux(((and base(26 downto 15)) and (and base(38 downto 27))) and (and base(50 downto 39)),
+                        std_logic_vector(unsigned(base(62 downto 51)) + unsigned'(x"001")), base(62 downto 51)) &
+                    mux((and base(26 downto 15)) and (and base(38 downto 27)), std_logic_vector(unsigned(base(50 downto 39)) + unsigned'(x"001")), base(50 downto 39)) &
+                    mux(and base(26 downto 15), std_logic_vector(unsigned(base(38 downto 27)) + unsigned'(x"001")), base(38 downto 27)) &
+                    std_logic_vector(unsigned(base(26 downto 15)) + unsigned'(x"001"))
+                ), base(63 downto 15)) & qp_off(9 downto 0) & "00000");
+            end if;
+        end if;
+    end process;
+
     rec_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if b2l(fsm = "01") = '1' then
+            if st_calc = '1' then
                 rec <= std_logic_vector'(
                     "00000000000000000000000" &
                     ctx_wr_data(118) &
@@ -540,22 +642,46 @@ begin
         end if;
     end process;
 
-    op_ev_q_reg : process (clk)
+    st_read_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if b2l(fsm = "01") = '1' then
-                op_ev_q <= std_logic_vector'(op_ev & op_ev_code);
+            if rst = '1' then
+                st_read <= '0';
+            else
+                st_read <= take_ctx;
             end if;
         end if;
     end process;
 
-    fsm_reg : process (clk)
+    st_calc_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                fsm <= "00";
-            elsif (((take_ctx or b2l(fsm = "01")) or req_take) or data_done) = '1' then
-                fsm <= mux(take_ctx, "01", mux(b2l(fsm = "01"), mux(op_writes, "10", "00"), mux(b2l(fsm = "10"), "11", "00")));
+                st_calc <= '0';
+            else
+                st_calc <= st_read;
+            end if;
+        end if;
+    end process;
+
+    st_data_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                st_data <= '0';
+            else
+                st_data <= calc_writes or (st_data and (not data_done));
+            end if;
+        end if;
+    end process;
+
+    req_pend_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                req_pend <= '0';
+            else
+                req_pend <= calc_writes or (req_pend and (not dw_req_ready));
             end if;
         end if;
     end process;
@@ -576,11 +702,11 @@ begin
         if rising_edge(clk) then
             if (pend_push and b2l(pend_wp = "000")) = '1' then
                 pend0 <= std_logic_vector'(
-                    req_take &
-                    mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
+                    op_writes &
+                    op_ev &
+                    op_ev_code &
                     op_qpn &
-                    mux(req_take, op_cpl,
-                        "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                    (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
                 );
             end if;
         end if;
@@ -591,11 +717,11 @@ begin
         if rising_edge(clk) then
             if (pend_push and b2l(pend_wp = "001")) = '1' then
                 pend1 <= std_logic_vector'(
-                    req_take &
-                    mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
+                    op_writes &
+                    op_ev &
+                    op_ev_code &
                     op_qpn &
-                    mux(req_take, op_cpl,
-                        "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                    (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
                 );
             end if;
         end if;
@@ -606,11 +732,11 @@ begin
         if rising_edge(clk) then
             if (pend_push and b2l(pend_wp = "010")) = '1' then
                 pend2 <= std_logic_vector'(
-                    req_take &
-                    mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
+                    op_writes &
+                    op_ev &
+                    op_ev_code &
                     op_qpn &
-                    mux(req_take, op_cpl,
-                        "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                    (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
                 );
             end if;
         end if;
@@ -621,11 +747,11 @@ begin
         if rising_edge(clk) then
             if (pend_push and b2l(pend_wp = "011")) = '1' then
                 pend3 <= std_logic_vector'(
-                    req_take &
-                    mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
+                    op_writes &
+                    op_ev &
+                    op_ev_code &
                     op_qpn &
-                    mux(req_take, op_cpl,
-                        "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                    (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
                 );
             end if;
         end if;
@@ -636,11 +762,11 @@ begin
         if rising_edge(clk) then
             if (pend_push and b2l(pend_wp = "100")) = '1' then
                 pend4 <= std_logic_vector'(
-                    req_take &
-                    mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
+                    op_writes &
+                    op_ev &
+                    op_ev_code &
                     op_qpn &
-                    mux(req_take, op_cpl,
-                        "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                    (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
                 );
             end if;
         end if;
@@ -651,11 +777,11 @@ begin
         if rising_edge(clk) then
             if (pend_push and b2l(pend_wp = "101")) = '1' then
                 pend5 <= std_logic_vector'(
-                    req_take &
-                    mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
+                    op_writes &
+                    op_ev &
+                    op_ev_code &
                     op_qpn &
-                    mux(req_take, op_cpl,
-                        "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                    (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
                 );
             end if;
         end if;
@@ -666,11 +792,11 @@ begin
         if rising_edge(clk) then
             if (pend_push and b2l(pend_wp = "110")) = '1' then
                 pend6 <= std_logic_vector'(
-                    req_take &
-                    mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
+                    op_writes &
+                    op_ev &
+                    op_ev_code &
                     op_qpn &
-                    mux(req_take, op_cpl,
-                        "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                    (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
                 );
             end if;
         end if;
@@ -681,11 +807,11 @@ begin
         if rising_edge(clk) then
             if (pend_push and b2l(pend_wp = "111")) = '1' then
                 pend7 <= std_logic_vector'(
-                    req_take &
-                    mux(req_take, op_ev_q, std_logic_vector'(op_ev & op_ev_code)) &
+                    op_writes &
+                    op_ev &
+                    op_ev_code &
                     op_qpn &
-                    mux(req_take, op_cpl,
-                        "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000")
+                    (op_cpl and std_logic_vector'(182 downto 0 => op_writes))
                 );
             end if;
         end if;
@@ -720,6 +846,17 @@ begin
                 ev_taken <= '0';
             else
                 ev_taken <= (not pend_pop) and (ev_taken or (ev_v and m_ev_ready));
+            end if;
+        end if;
+    end process;
+
+    done_count_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                done_count <= x"0";
+            else
+                done_count <= mux(dw_done_valid, mux(done_claim, done_count, std_logic_vector(unsigned(done_count) + unsigned'(x"1"))), mux(done_claim, std_logic_vector(unsigned(done_count) - unsigned'(x"1")), done_count));
             end if;
         end if;
     end process;
@@ -761,7 +898,7 @@ begin
     ctx_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if b2l(fsm = "01") = '1' then
+            if st_calc = '1' then
                 ctx(to_integer(unsigned(op_qpn))) <= ctx_wr_data;
             end if;
             if take_ctx = '1' then
@@ -774,9 +911,9 @@ begin
         port map (
             clk => clk,
             rst => rst,
-            s_req_valid => dw_req_valid,
+            s_req_valid => req_pend,
             s_req_ready => dw_req_ready,
-            s_req_addr => dw_req_addr,
+            s_req_addr => dw_req_addr_q,
             s_req_len => x"001f",
             s_req_tag => x"00",
             s_axis_tdata => dw_s_data,
@@ -799,7 +936,7 @@ begin
             m_axi_bvalid => m_axi_bvalid,
             m_axi_bready => dw_m_axi_bready,
             m_done_valid => dw_done_valid,
-            m_done_ready => dw_done_ready,
+            m_done_ready => '1',
             m_done_tag => dw_done_tag,
             m_done_err => dw_done_err
         );
