@@ -8,10 +8,6 @@ import (
 // Terminate causes of the Send path (RFC 5040 Fig. 9, RFC 5041 §7.2), as
 // golden/rdmap names them; the co-simulation checks them against the card
 // model.
-// cardRxStatLocLen is WC_STATUS LOC_LEN_ERR: a Send longer than its
-// receive WQE's buffers.
-const cardRxStatLocLen = 1
-
 const (
 	causeRDMAPLocalCatastrophic = 0x00FF
 	causeRDMAPCannotInvalidate  = 0x0109

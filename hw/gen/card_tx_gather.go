@@ -12,10 +12,8 @@ import (
 // paged region, at most 64 KiB) and packed into full beats for ddp_tx.
 
 const (
-	cardTxMaxSGE    = 30      // SGEs per WQE (docs/card.md MaxSGE)
-	cardTxRdPiece   = 1 << 16 // bytes of one dma_rd request at most
-	cardTxStatProt  = 2       // WC_STATUS LOC_PROT_ERR
-	cardTxStatFlush = 3       // WC_STATUS WR_FLUSH_ERR
+	cardTxMaxSGE  = 30      // SGEs per WQE (docs/card.md MaxSGE)
+	cardTxRdPiece = 1 << 16 // bytes of one dma_rd request at most
 )
 
 // txGatherIn is what the gather needs of card_tx.

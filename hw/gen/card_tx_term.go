@@ -13,11 +13,15 @@ const (
 	cardTxEvTermRecv = 7 // TERM_RECV
 )
 
-// WC_STATUS values of a WQE a peer's Terminate blames.
+// WC_STATUS values the engines write other than SUCCESS (TestCardTxCodes
+// ties them to cardspec): the transmit side's and, LOC_LEN_ERR, card_rx's.
 const (
-	cardTxStatRemAccess = 4 // REM_ACCESS_ERR
-	cardTxStatRemOp     = 5 // REM_OP_ERR
-	cardTxStatFatal     = 7 // FATAL_ERR
+	cardRxStatLocLen    = 1 // LOC_LEN_ERR: a Send longer than its receive WQE's buffers
+	cardTxStatProt      = 2 // LOC_PROT_ERR
+	cardTxStatFlush     = 3 // WR_FLUSH_ERR
+	cardTxStatRemAccess = 4 // REM_ACCESS_ERR: a peer's Terminate blames the WQE
+	cardTxStatRemOp     = 5 // REM_OP_ERR: ditto
+	cardTxStatFatal     = 7 // FATAL_ERR: ditto
 )
 
 // remoteStatus is the completion status of the WQE a peer's Terminate of
