@@ -7,10 +7,12 @@
 
 .PHONY: test-host-sim test-host-sim-suite test-load bench-host-sim bench-host demo-host
 
-# The verbs suite's cases the all-RTL card serves (14 of 17: the other
-# three, SendWithInvalidate, RemoteAccessError and TerminateBeforeFIN,
-# still disagree with the card model; hw/README.md says where).
-SIM_SUITE_SERVED := Write|Read|Send|SolicitedEvent|ScatterGather|PostCopiesWR|Unsignaled|Inline|ReadFence|MPAOptions|PrivateDataAndReject|ManyQPs|FlushOnDisconnect|BadUse
+# The verbs suite's cases the all-RTL card serves: all 17, less the four
+# TerminateBeforeFIN rows of a Read Response nobody asked for (the card
+# does not check a Read Response against its outstanding Reads yet, so it
+# sends no Terminate; hw/README.md says where).
+SIM_SUITE_SERVED := Write|Read|Send|SendWithInvalidate|SolicitedEvent|ScatterGather|PostCopiesWR|Unsignaled|Inline|ReadFence|MPAOptions|PrivateDataAndReject|ManyQPs|RemoteAccessError|FlushOnDisconnect|BadUse|TerminateBeforeFIN
+SIM_SUITE_SKIP := TestSuiteSim/TerminateBeforeFIN/Read-Response-unasked
 
 # The sim card (the driver over the Verilated iwcard, every DMA write
 # checked against the card model): each operation at 64 and 512 bits is
@@ -22,7 +24,7 @@ test-host-sim: hw-sim-libs
 	@rc=0; $(GO) test -tags cosim -count=1 -timeout 30m -run 'TestRTL' -v ./host/driver/simcard/ >build/host-sim-test.log 2>&1 || rc=$$?; \
 	if [ $$rc -ne 0 ]; then cat build/host-sim-test.log; else grep -E '^ *(--- |ok)|RTL:|served' build/host-sim-test.log; fi; exit $$rc
 	@set -e; for w in 64 512; do rc=0; \
-	  $(GO) test -tags cosim -count=1 -timeout 30m -run 'TestSuiteSim/^($(SIM_SUITE_SERVED))$$' -v ./host/driver/simcard/ -sim.width=$$w >build/host-sim-suite-$$w.log 2>&1 || rc=$$?; \
+	  $(GO) test -tags cosim -count=1 -timeout 30m -run 'TestSuiteSim/^($(SIM_SUITE_SERVED))$$' -skip '$(SIM_SUITE_SKIP)' -v ./host/driver/simcard/ -sim.width=$$w >build/host-sim-suite-$$w.log 2>&1 || rc=$$?; \
 	  echo "verbs suite on the sim card at $$w bits:"; grep -E '^ *--- [A-Z]+: TestSuiteSim(/[A-Za-z]+)? |RTL:' build/host-sim-suite-$$w.log; \
 	  if [ $$rc -ne 0 ]; then echo "--- failed; end of build/host-sim-suite-$$w.log:"; tail -80 build/host-sim-suite-$$w.log; exit $$rc; fi; done
 

@@ -83,6 +83,13 @@ type PlacementIn struct {
 	HostReady bool
 	TermReady bool
 	DoneReady bool
+
+	// The card's ports: DropAfterFail forces CTRL.DROP_AFTER_FAIL on,
+	// Kill records an outside failure of KillQP, Clear forgets ClearQP's.
+	DropAfterFail bool
+	Kill, Clear   bool
+	KillQP        uint32
+	ClearQP       uint32
 }
 
 // PlacementOut is one cycle of outputs of placement_w<W>. Data of a channel
@@ -129,6 +136,12 @@ type PlacementOut struct {
 	// register, a last block to write); low means every m_done of the
 	// ULPDUs taken so far has been taken.
 	Busy bool
+
+	// A segment's first beat is decided (m_dec): where it goes, and
+	// whether it was dropped because its connection had failed.
+	DecValid bool
+	DecDest  int
+	DecDead  bool
 }
 
 type plBeat struct {
@@ -218,7 +231,10 @@ type Placement struct {
 	failValid [PlacementFailSlots]bool
 	failPtr   int
 	dropOn    bool
-	outData   []byte // what the output register shows (Step's result aliases it)
+	// An outside failure that met a recorded one waits a cycle.
+	killPend   bool
+	killPendQP uint32
+	outData    []byte // what the output register shows (Step's result aliases it)
 }
 
 // NewPlacement models the block of the given data width (bits) and table sizes.
@@ -266,6 +282,21 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 	advUp := adv && (!m.flush || merge)
 	out := m.outputs(&in)
 	out.SReady = advUp && m.initDone
+	dropOn := m.dropOn || in.DropAfterFail
+	kv, kq := in.Kill || m.killPend, in.KillQP
+	if m.killPend {
+		kq = m.killPendQP
+	}
+	var dec plCtx
+	failed := false
+	if advUp && m.s1.v && m.s1.sop {
+		failed = dropOn && (m.connFailed(m.s1.qp) || kv && kq == m.s1.qp)
+		dec = m.decide()
+		if failed {
+			dec.dest, dec.done = PlaceDrop, false // silently: RFC 5041 §7.1
+		}
+		out.DecValid, out.DecDest, out.DecDead = true, dec.dest, failed
+	}
 	if in.Reset {
 		m.reset()
 		return out
@@ -351,14 +382,8 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 		hold := l < ddp.TaggedHeaderLen && m.s0.sop && !m.s0.last
 		s0move := m.s0.v && (!hold || fire)
 		if m.s1.v && m.s1.sop {
-			failed := m.dropOn && m.connFailed(m.s1.qp)
-			m.s2Ctx = m.decide()
-			switch {
-			case failed:
-				m.s2Ctx.dest, m.s2Ctx.done = PlaceDrop, false // silently: RFC 5041 §7.1
-			case m.s2Ctx.dest == PlaceTerm && m.dropOn:
-				record = true
-			}
+			m.s2Ctx = dec
+			record = !failed && dec.dest == PlaceTerm && dropOn
 		}
 		m.s2.copyFrom(&m.s1)
 		if s0move && m.s0.sop {
@@ -374,6 +399,7 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 		m.s0.v = fire || m.s0.v && !s0move
 	}
 
+	killRec := kv && !m.connFailed(kq) && !record // the slots as this cycle found them
 	// Table updates take effect after this cycle's reads.
 	switch c := in.Cmd; c.Kind {
 	case CmdCommit:
@@ -395,8 +421,20 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 			}
 		}
 	}
-	if record { // after the clear: a failure recorded in the same cycle keeps its slot
+	m.killPend, m.killPendQP = kv && record, kq
+	if in.Clear {
+		for k := range m.failQP {
+			if m.failQP[k] == in.ClearQP {
+				m.failValid[k] = false
+			}
+		}
+	}
+	switch { // after the clears: a failure recorded in the same cycle keeps its slot
+	case record:
 		m.failQP[m.failPtr], m.failValid[m.failPtr] = recordQP, true
+		m.failPtr = (m.failPtr + 1) % PlacementFailSlots
+	case killRec:
+		m.failQP[m.failPtr], m.failValid[m.failPtr] = kq, true
 		m.failPtr = (m.failPtr + 1) % PlacementFailSlots
 	}
 	if !m.initDone {
@@ -413,7 +451,7 @@ func (m *Placement) reset() {
 	m.initCnt, m.initDone = 0, false
 	m.inSop, m.inBidx = true, 0
 	m.s0.v, m.s1.v, m.s2.v, m.s3v, m.flush = false, false, false, false, false
-	m.failValid, m.failPtr, m.dropOn = [PlacementFailSlots]bool{}, 0, false
+	m.failValid, m.failPtr, m.dropOn, m.killPend = [PlacementFailSlots]bool{}, 0, false, false
 }
 
 func (m *Placement) connFailed(qp uint32) bool {

@@ -112,7 +112,8 @@ func CardRx(width int) (*Module, error) {
 	m := NewModule(fmt.Sprintf("card_rx_w%d", W), "RFC 5044 §6-§7 (FPDU framing, markers), docs/card.md (receive stream ring, RXS_PI), docs/card-rtl.md",
 		fmt.Sprintf("The card's receive engine, %d-bit data path: per-QP receive contexts for %d QPs in block RAM (written by QP_CMD CREATE from the staged context), RXS_PI doorbells, and the receive stream ring reader. The reader serves one QP at a time: it reads the QP's ring through a dma_rd (requests of at most %d bytes, beat aligned, %d in flight), finds each FPDU's end from its ULPDU_Length and the stream offset (markers included, as golden/mpa.FPDUWireLen) and hands mpa_rx only whole FPDUs: an FPDU whose end lies past RXS_PI stays in the ring until a doorbell brings the rest. mpa_rx is reset with the QP's context (stream offset = RXS_CI, markers, CRC, rev 0) at the start of each QP's turn, and a turn ends only once mpa_rx has delivered every ULPDU it was given, so no state of one QP is left in it when the next QP's FPDUs come.", W, 1<<QB, cardRxChunk, cardRxReqLimit),
 		"A turn ends when the next FPDU is not whole in the ring and another QP waits (the QP's RXS_CI and the octets it needs are stored, and it is not served again before a doorbell gives it that many), or when mpa_rx or the ring doorbell reports an error (m_err; the QP is failed and served no more). With no other QP waiting, the reader waits in the turn for the QP's next doorbell.",
-		"Outputs: m_ulp, the ULPDUs (mpa_rx's stream) with the QP, PD and version placement needs; m_ci, the QP's RXS_CI each time a ULPDU has come out of mpa_rx (coalesced: the latest value while the record waits); m_err, errors that end a QP's receive stream.",
+		"Outputs: m_ulp, the ULPDUs (mpa_rx's stream) with the QP, PD and version placement needs; m_ci, the QP's RXS_CI each time a segment is judged (a tagged one at placement's decision, m_dec; an untagged one when the Send engine is done with it; coalesced: the latest value while the record waits), with m_ci_err when it failed; m_err, errors that end a QP's receive stream.",
+		"Receive order, as the card model's: no segment goes to placement while an untagged one is not judged, so a segment is decided only after the Send with Invalidate before it has invalidated; a failed segment's QP is killed in placement (m_kill) before any later segment of it is decided, so nothing behind a failure is placed, completed or answered, and RXS_CI stops at the end of the failed FPDU. A segment dropped because its QP had failed moves nothing; the turn then ends and the QP is served no more.",
 	)
 	m.Clock()
 	rst := m.ResetPort()
@@ -143,10 +144,18 @@ func CardRx(width int) (*Module, error) {
 	uQP := m.Output("m_ulp_qp", 32, "QP number, every beat")
 	uPD := m.Output("m_ulp_pd", 32, "its PD, every beat")
 	uRev := m.Output("m_ulp_rev", 1, "1: DDP/RDMAP version 1; 0: rev 0 peer")
-	ciValid := m.Output("m_ci_valid", 1, "RXS_CI moved: past a ULPDU's FPDU, or past the FPDU of an MPA error (past its header for a length error) before m_err")
+	ciValid := m.Output("m_ci_valid", 1, "RXS_CI moved: past a judged segment's FPDU, or past the FPDU of an MPA error (past its header for a length error) before m_err")
 	ciReady := m.Input("m_ci_ready", 1, "")
 	ciQP := m.Output("m_ci_qp", QB, "")
 	ciVal := m.Output("m_ci_value", 32, "RXS_CI: stream octets consumed")
+	ciErr := m.Output("m_ci_err", 1, "the FPDU it moved past failed (a receive check, an MPA error, a peer's Terminate): the QP is in error from here on")
+	decValid := m.Input("s_dec_valid", 1, "placement's decision of a segment (m_dec): its RXS_CI is reported then, or, for an untagged one, once the Send engine is done with it")
+	decDest := m.Input("s_dec_dest", 2, "")
+	decDead := m.Input("s_dec_dead", 1, "")
+	killValid := m.Output("m_kill_valid", 1, "the Send engine failed a segment: placement drops the QP's later segments (placement s_kill)")
+	killQP := m.Output("m_kill_qp", 32, "")
+	clrValid := m.Output("m_clear_valid", 1, "QP_CMD CREATE: placement forgets the QP's failure (placement s_clear)")
+	clrQP := m.Output("m_clear_qp", 32, "")
 	eValid := m.Output("m_err_valid", 1, "the QP's receive stream failed")
 	eReady := m.Input("m_err_ready", 1, "")
 	eQP := m.Output("m_err_qp", QB, "")
@@ -386,6 +395,7 @@ func CardRx(width int) (*Module, error) {
 
 	// mpa_rx.
 	mrst := m.WireOf("mpa_rst", Or(rst, goRun), "mpa_rx takes the QP's context")
+	ulpAllow := m.Wire("ulp_allow", 1, "a ULPDU beat may go to placement (see the pending queue below)")
 	mData := m.Wire("mpa_tdata", W, "")
 	mKeep := m.Wire("mpa_tkeep", L, "")
 	mValid := m.Wire("mpa_tvalid", 1, "")
@@ -402,12 +412,12 @@ func CardRx(width int) (*Module, error) {
 		Conn{"s_axis_tdata", And(shifted, expand(mpaKeep))}, Conn{"s_axis_tkeep", mpaKeep}, Conn{"s_axis_tvalid", fwdOK},
 		Conn{"s_axis_tready", mpaReady}, Conn{"s_axis_tlast", C(1, 0)},
 		Conn{"cfg_offset", lim}, Conn{"cfg_markers", cMkQ}, Conn{"cfg_crc", cCRCQ}, Conn{"cfg_rev0", cRev0Q},
-		Conn{"m_axis_tdata", mData}, Conn{"m_axis_tkeep", mKeep}, Conn{"m_axis_tvalid", mValid}, Conn{"m_axis_tready", uReady},
+		Conn{"m_axis_tdata", mData}, Conn{"m_axis_tkeep", mKeep}, Conn{"m_axis_tvalid", mValid}, Conn{"m_axis_tready", And(uReady, ulpAllow)},
 		Conn{"m_axis_tlast", mLast}, Conn{"m_axis_tuser_len", mLen},
 		Conn{"m_err_valid", meV}, Conn{"m_err_kind", meK}, Conn{"m_err_code", meC}, Conn{"m_err_offset", meO}, Conn{"m_eos", mEOS})
 	m.Assign(uData, mData)
 	m.Assign(uKeep, mKeep)
-	m.Assign(uValid, mValid)
+	m.Assign(uValid, And(mValid, ulpAllow))
 	m.Assign(uLast, mLast)
 	m.Assign(uLen, mLen)
 	m.Assign(uQP, gate(mValid, zext(aq, 32)))
@@ -416,23 +426,61 @@ func CardRx(width int) (*Module, error) {
 
 	// Delivered: the stream offset of the next ULPDU to come out.
 	outOff := m.RegDecl("out_off", 32, "stream offset of the next FPDU whose ULPDU mpa_rx delivers")
-	oDone := m.WireOf("ulp_done", And(mValid, uReady, mLast), "")
+	ulpGo := m.WireOf("ulp_go", And(mValid, uReady, ulpAllow), "a ULPDU beat goes to placement")
+	oDone := m.WireOf("ulp_done", And(ulpGo, mLast), "")
 	m.Drive(accN, nil, Sel(goRun, C(cardRxEndsBits+1, 0), Add(accN, zext(accept, cardRxEndsBits+1))), nil)
 	m.Drive(delN, nil, Sel(goRun, C(cardRxEndsBits+1, 0), Add(delN, zext(oDone, cardRxEndsBits+1))), nil)
 	owl, owok := wireLen(m, "out_wire", outOff, cMkQ, mLen)
 	unused = append(unused, owok) // mpa_rx delivers only valid lengths
 	m.Drive(outOff, nil, Sel(goRun, lim, Add(outOff, zext(owl, 32))), Or(goRun, oDone))
 
-	// RXS_CI reports: after each ULPDU, and past the FPDU of an MPA
-	// error (errCI, once every ULPDU before it is out).
+	// Segments handed to placement and not yet judged, in order (all the
+	// served QP's: a turn ends only once the queue is empty). Each one's
+	// RXS_CI is reported when it is judged, as the card model's consume
+	// does after its checks: a tagged one at placement's decision, an
+	// untagged one once the Send engine is done with it. A segment dropped
+	// because its QP had failed moves nothing. No segment goes to
+	// placement while an untagged one is not judged, so a later segment is
+	// decided only after an earlier Send with Invalidate has invalidated
+	// and after a failure has reached placement (m_kill).
+	const pqDepth = 4
+	pqCW := addrWidth(pqDepth + 1)
+	inUlp := m.RegDecl("ulp_mid", 1, "a ULPDU's first beat has gone and its last has not")
+	m.Drive(inUlp, big.NewInt(0), Not(mLast), ulpGo)
+	first := m.WireOf("ulp_first", And(ulpGo, Not(inUlp)), "a ULPDU's first beat goes")
+	pqPush := m.WireOf("pq_push", first, "")
+	pqPop := m.Wire("pq_pop", 1, "the head segment is judged")
+	pq := ShiftQueue(m, "pq", pqDepth, []string{"ci"}, []int{32}, pqPush, []Expr{Add(outOff, zext(owl, 32))}, zext(pqPop, pqCW))
+	utPend := m.RegDecl("pq_untagged", 1, "an untagged segment is in the queue (its tail): no other goes until it is judged")
+	hostWait := m.RegDecl("pq_host", 1, "the head segment went to the Send engine")
+	sndRes := m.Wire("snd_res", 1, "the Send engine is done with a segment")
+	sndResErr := m.Wire("snd_res_err", 1, "... which failed")
+	isHost := m.WireOf("dec_host", And(decValid, Eq(decDest, C(2, PlaceHost)), Not(decDead)), "")
+	decPop := m.WireOf("dec_pop", And(decValid, Not(isHost)), "")
+	m.Assign(pqPop, Or(decPop, And(hostWait, sndRes)))
+	m.Drive(hostWait, big.NewInt(0), Or(isHost, And(hostWait, Not(sndRes))), nil)
+	m.Drive(utPend, big.NewInt(0), Sel(pqPush, Not(Bit(mData, 7)), And(utPend, Not(And(pqPop, Eq(pq.Count, C(pqCW, 1)))))), nil)
+	m.Assign(ulpAllow, Or(inUlp, And(Lt(pq.Count, C(pqCW, pqDepth)), Not(utPend))))
+	repV := m.WireOf("ci_rep", And(pqPop, Not(And(decPop, decDead))), "a judged segment moves RXS_CI")
+	repErr := m.WireOf("ci_rep_err", Sel(decPop, Eq(decDest, C(2, PlaceTerm)), sndResErr), "it failed")
+	tdead := m.RegDecl("turn_dead", 1, "a segment of the turn failed, or was dropped as its QP had: the turn ends and the QP is served no more")
+	deadNow := m.WireOf("turn_dead_set", And(Or(in(sRun), in(sDrain)), pqPop, Or(And(decPop, decDead), repErr)), "")
+	m.Drive(tdead, big.NewInt(0), Sel(goRun, C(1, 0), Or(tdead, deadNow)), nil)
+
+	// RXS_CI reports: after each judged segment, and past the FPDU of an
+	// MPA error (errCI, once every segment before it is judged).
 	ciV := m.RegDecl("ci_v", 1, "")
 	ciQ := m.RegDecl("ci_val", 32, "")
+	ciE := m.RegDecl("ci_err_q", 1, "")
 	errCI := m.Wire("ci_err", 1, "an MPA error's FPDU is consumed")
-	m.Drive(ciV, big.NewInt(0), Or(oDone, errCI, And(ciV, Not(ciReady))), nil)
-	m.Drive(ciQ, nil, Sel(errCI, endRd, Add(outOff, zext(owl, 32))), Or(oDone, errCI))
+	newRep := m.WireOf("ci_new", Or(repV, errCI), "")
+	m.Drive(ciV, big.NewInt(0), Or(newRep, And(ciV, Not(ciReady))), nil)
+	m.Drive(ciQ, nil, Sel(errCI, endRd, pq.Fields[0][0]), newRep)
+	m.Drive(ciE, big.NewInt(0), Sel(newRep, Or(errCI, repErr, And(ciV, Not(ciReady), ciE)), ciE), nil)
 	m.Assign(ciValid, ciV)
 	m.Assign(ciQP, gate(ciV, aq))
 	m.Assign(ciVal, gate(ciV, ciQ))
+	m.Assign(ciErr, And(ciV, ciE))
 
 	// The turn ends.
 	hs := m.WireOf("blk_hs", Sel(leadM, C(17, 6), C(17, 2)), "header span at lim")
@@ -442,14 +490,14 @@ func CardRx(width int) (*Module, error) {
 	others := m.WireOf("blk_others", RedOr(fCnt), "another QP waits")
 	mErr := m.WireOf("eng_mpa_err", And(Or(in(sRun), in(sDrain)), meV), "")
 	yield := m.WireOf("eng_yield", And(blocked, others, Not(stopping)), "")
-	m.Drive(stopping, big.NewInt(0), Sel(goRun, C(1, 0), Or(stopping, yield, mErr)), nil)
+	m.Drive(stopping, big.NewInt(0), Sel(goRun, C(1, 0), Or(stopping, yield, mErr, deadNow)), nil)
 	needPE := m.WireOf("need_pe", Sub(pe, lim), "")
 	m.Drive(need, nil, Sel(ld, Bits(stRd, 17, 1), Sel(pv, Bits(needPE, 16, 0), hs)), Or(ld, yield))
 	unused = append(unused, Bits(needPE, 31, 17))
 	errHit := m.RegDecl("err_hit", 1, "the turn ended on an mpa_rx error")
 	m.Drive(errHit, big.NewInt(0), Sel(goRun, C(1, 0), Or(errHit, mErr)), nil)
-	drained := m.WireOf("eng_drained", And(Eq(reqOut, C(5, 0)), Not(rdValid), Sel(errHit, Eq(outOff, meO), Eq(outOff, lim)), Not(ciV), Not(mValid)), "nothing in flight, every ULPDU out")
-	m.Drive(failQ, nil, Sel(ld, Bit(stRd, 0), C(1, 1)), Or(ld, And(in(sDrain), drained, errHit), chkBad))
+	drained := m.WireOf("eng_drained", And(Eq(reqOut, C(5, 0)), Not(rdValid), Sel(errHit, Eq(outOff, meO), Eq(outOff, lim)), Not(ciV), Not(mValid), Eq(pq.Count, C(pqCW, 0)), Not(inUlp)), "nothing in flight, every ULPDU out and judged")
+	m.Drive(failQ, nil, Sel(ld, Bit(stRd, 0), C(1, 1)), Or(ld, And(in(sDrain), drained, Or(errHit, tdead, deadNow)), chkBad))
 
 	// Errors.
 	eV := m.RegDecl("err_v", 1, "")
@@ -457,8 +505,9 @@ func CardRx(width int) (*Module, error) {
 	eK := m.RegDecl("err_kind", 3, "")
 	eC := m.RegDecl("err_code", 3, "")
 	eO := m.RegDecl("err_off", 32, "")
-	eSet := m.WireOf("err_set", Or(And(in(sDrain), drained, errHit), chkBad), "")
-	m.Assign(errCI, And(in(sDrain), drained, errHit))
+	mpaFail := m.WireOf("eng_mpa_fail", And(in(sDrain), drained, errHit, Not(tdead), Not(deadNow)), "the turn ends on an MPA error of a QP not failed before it")
+	eSet := m.WireOf("err_set", Or(mpaFail, chkBad), "")
+	m.Assign(errCI, mpaFail)
 	m.Drive(eV, big.NewInt(0), Or(eSet, And(eV, Not(eReady))), nil)
 	m.Drive(eQ, nil, aq, eSet)
 	m.Drive(eK, nil, Sel(chkBad, C(3, CardRxErrBadDoorbell), meK), eSet)
@@ -491,11 +540,13 @@ func CardRx(width int) (*Module, error) {
 	sndIdle := m.Wire("snd_idle_w", 1, "")
 	m.Assign(sIdleOut, sndIdle)
 	su, err := cardRxSend(m, W, rxSendIn{create: create, errCmd: cmdErr, flRoom: flRoom, cQPN: cQPN, cPD: cPD, dbTake: dbTake, dbKind: dbKind, dbIndex: dbIndex, dbValue: dbValue,
-		flExtV: flPend, flExtQP: flPendQP, flExtGo: flGo, sndIdle: sndIdle})
+		flExtV: flPend, flExtQP: flPendQP, flExtGo: flGo, sndIdle: sndIdle, res: sndRes, resErr: sndResErr, kill: killValid, killQP: killQP})
 	if err != nil {
 		return nil, err
 	}
 	unused = append(unused, su...)
+	m.Assign(clrValid, create)
+	m.Assign(clrQP, gate(create, zext(Bits(cQPN, QB-1, 0), 32)))
 	m.WireOf("unused_bits", RedOr(Cat(unused...)), "bits no logic reads (keeps lint quiet on purpose)")
 	return m, m.Validate()
 }
@@ -614,7 +665,7 @@ func CardRxBench(width int) (*Module, error) {
 		"tlast": w("ulp_tlast", 1), "len": w("ulp_len", 16), "qp": w("ulp_qp", 32), "pd": w("ulp_pd", 32), "rev": w("ulp_rev", 1),
 	}
 	rxConns := map[string]Expr{"clk": clk, "rst": rst}
-	plConns := map[string]Expr{"clk": clk, "rst": rst}
+	plConns := map[string]Expr{"clk": clk, "rst": rst, "cfg_drop_after_fail": C(1, 1)}
 	// Wires between the two, x_<card_rx's port>.
 	x := map[string]*Signal{}
 	for _, c := range CardRxPlacementWiring() {
@@ -642,8 +693,9 @@ func CardRxBench(width int) (*Module, error) {
 
 // CardRxPlacementWiring lists the connections between card_rx and
 // placement besides the ULPDU stream, as (card_rx port, placement port):
-// untagged segments, the STag check port, invalidations and placement's
-// DMA blocks (written through card_rx's write master). The card top and
+// untagged segments, the STag check port, invalidations, placement's
+// DMA blocks (written through card_rx's write master), its decisions and
+// the failures and creations card_rx tells it of. The card top and
 // card_rx_tb wire them alike.
 func CardRxPlacementWiring() [][2]string {
 	var w [][2]string
@@ -661,6 +713,12 @@ func CardRxPlacementWiring() [][2]string {
 	}
 	for _, n := range []string{"addr", "data", "strb", "valid", "ready"} {
 		w = append(w, [2]string{"s_pl_dma_" + n, "m_dma_" + n})
+	}
+	for _, n := range []string{"valid", "dest", "dead"} {
+		w = append(w, [2]string{"s_dec_" + n, "m_dec_" + n})
+	}
+	for _, n := range []string{"kill", "clear"} {
+		w = append(w, [2]string{"m_" + n + "_valid", "s_" + n + "_valid"}, [2]string{"m_" + n + "_qp", "s_" + n + "_qp"})
 	}
 	return w
 }

@@ -38,6 +38,10 @@ type rxSendIn struct {
 	flExtQP Expr    // which
 	flExtGo *Signal // driven here: it joins this cycle
 	sndIdle *Signal // driven here: no segment is in progress or waiting on s_host
+	res     *Signal // driven here: the engine is done with a segment (stored, refused or dropped)
+	resErr  *Signal // driven here: ... and the segment failed (or its QP had)
+	kill    *Signal // driven here: placement drops the failed QP's later segments
+	killQP  *Signal // driven here
 }
 
 // cardRxSend builds the receive engine's untagged path: placement's m_host
@@ -637,6 +641,13 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 		{sRROut, nx(rr.taken, sRRSt, cur(sRROut))},
 		{sRRSt, nx(rr.storeOK, sIdle, cur(sRRSt))},
 	}
+	// Done with a segment: card_rx reports its RXS_CI and lets the next
+	// segment go to placement; a failed one's QP is killed in placement
+	// in the same cycle, before any later segment of it is decided.
+	m.Assign(x.res, Or(And(in(sStore), Or(segEnd, hValid)), in(sDropSt), And(in(sRRSt), rr.storeOK)))
+	m.Assign(x.resErr, in(sDropSt))
+	m.Assign(x.kill, in(sDropSt))
+	m.Assign(x.killQP, gate(in(sDropSt), zext(sqp, 32)))
 	var nextE Expr = cur(sIdle)
 	for i := len(trans) - 1; i >= 0; i-- {
 		nextE = Sel(in(trans[i].s), trans[i].next, nextE)

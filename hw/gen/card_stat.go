@@ -72,6 +72,7 @@ func CardStat(width int) (*Module, error) {
 	rxReady := m.Output("s_rx_ready", 1, "")
 	rxQPN := m.Input("s_rx_qpn", QB, "")
 	rxCI := m.Input("s_rx_rxs_ci", 32, "")
+	rxErr := m.Input("s_rx_err", 1, "the FPDU it moved past failed: a live QP goes to ERROR (TX_CLOSED and the events come with card_tx's Terminate record)")
 	rcValid := m.Input("s_rc_valid", 1, "card_rx's receive completion (m_cpl) with its RQ_CI")
 	rcReady := m.Output("s_rc_ready", 1, "")
 	rcQPN := m.Input("s_rc_qpn", 16, "")
@@ -173,7 +174,7 @@ func CardStat(width int) (*Module, error) {
 	unused = append(unused, Bits(base, 4, 0))
 	opV1 := m.Reg("op_v1", 32, nil, Sel(takeDb, dbValue, Sel(takeTx, txPI, rxCI)), take, "TXS_PI, RXS_CI or the doorbell's value")
 	opSQCI := m.Reg("op_sq_ci", 16, nil, Sel(takeTx, txSQCI, rcRQCI), take, "SQ_CI or RQ_CI")
-	opTerm := m.Reg("op_term", 1, nil, And(takeTx, txTerm), take, "the transmit record is a Terminate's")
+	opTerm := m.Reg("op_term", 1, nil, Or(And(takeTx, txTerm), And(takeRx, rxErr)), take, "the transmit record is a Terminate's, or the RXS_CI record a failed FPDU's")
 	// The completion: {has one, Terminate cause, invalidated, solicited,
 	// inv_stag, cq, qpn, wr_id, opcode, status, byte_len}.
 	cplW := QB + QB + 64 + 8 + 8 + 32 + 32 + 1 + 1 + 16 + 1
@@ -227,7 +228,8 @@ func CardStat(width int) (*Module, error) {
 	live := m.WireOf("op_live", Or(inSt(1), inSt(2), inSt(3)), "ERROR acts: the QP is in RTS, CLOSING or CLOSED")
 	lost := m.WireOf("op_lost", And(isK(kStream), Bit(opV1, 1), live), "STREAM.RX_LOST: QP_ERROR LLP_LOST")
 	toErr := m.WireOf("op_to_error", Or(And(isK(kError), live), lost), "")
-	termErr := m.WireOf("op_term_error", And(isK(kTx), opTerm, live), "card_tx sent the QP's Terminate: ERROR with TX_CLOSED, no event")
+	termErr := m.WireOf("op_term_error", And(isK(kTx), opTerm, Or(live, inSt(4))), "card_tx sent the QP's Terminate: ERROR with TX_CLOSED, no event")
+	rxFail := m.WireOf("op_rx_error", And(isK(kRx), opTerm, live), "card_rx moved RXS_CI past a failed FPDU: ERROR, no event (the model's first ERROR record)")
 	freed := m.WireOf("op_freed", And(isK(kDestroy), Or(inSt(3), inSt(4))), "DESTROY acts")
 	newPI := m.WireOf("new_txs_pi", Sel(isK(kCreate), C(32, 0), Sel(isK(kTx), opV1, oldPI)), "")
 	newTCI := m.WireOf("new_txs_ci", Sel(isK(kCreate), C(32, 0), Sel(isK(kTXSCI), opV1, oldTCI)), "")
@@ -241,14 +243,14 @@ func CardStat(width int) (*Module, error) {
 	// STREAM_END: the peer's stream ended and the card has consumed the
 	// ring up to its end (at an FPDU boundary: card_rx reports RXS_CI
 	// only there), in a QP not in error (the model's rxStep).
-	streamEnd := m.WireOf("op_stream_end", And(Or(isK(kStream), isK(kRx), isK(kRXSPI)), newFin, Not(oldEnded), pRxEq, live, Not(lost)), "")
+	streamEnd := m.WireOf("op_stream_end", And(Or(isK(kStream), isK(kRx), isK(kRXSPI)), newFin, Not(oldEnded), pRxEq, live, Not(lost), Not(rxFail)), "")
 	newEnded := And(Not(isK(kCreate)), Or(oldEnded, streamEnd))
 	newSQ := m.WireOf("new_sq_ci", Sel(isK(kCreate), C(16, 0), Sel(isK(kTx), opSQCI, oldSQ)), "")
 	// CLOSE: CLOSING until the posted send work is done (SQ_CI reaches
 	// SQ_PI), then CLOSED with TX_CLOSED and QP_CLOSED (the model's step).
 	closing := m.WireOf("op_closing", Or(And(isK(kClose), inSt(1)), And(isK(kTx), Not(opTerm), inSt(2))), "CLOSE on a QP in RTS, or a record of a closing QP")
 	closed := m.WireOf("op_closed", And(closing, pSqEq), "the QP's posted send work is done: CLOSED")
-	newSt := Sel(isK(kCreate), C(4, 1), Sel(Or(toErr, termErr), C(4, 4), Sel(freed, C(4, 0), Sel(closed, C(4, 3), Sel(closing, C(4, 2), oldSt)))))
+	newSt := Sel(isK(kCreate), C(4, 1), Sel(Or(toErr, termErr, rxFail), C(4, 4), Sel(freed, C(4, 0), Sel(closed, C(4, 3), Sel(closing, C(4, 2), oldSt)))))
 	newTXC := And(Not(isK(kCreate)), Not(freed), Or(oldTXC, toErr, termErr, closed))
 	newRQ := Sel(isK(kCreate), C(16, 0), Sel(isK(kRc), opSQCI, oldRQ))
 	// One event per update: QP_CLOSED goes before a TX_DATA of the same

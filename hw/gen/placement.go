@@ -137,6 +137,16 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	dTO := m.Output("m_done_to", 64, "its tagged offset")
 	dLen := m.Output("m_done_len", 16, "its ULPDU length")
 	busy := m.Output("busy", 1, "a ULPDU beat taken is still inside (stage registers, output register, a last block to write): low means every m_done of the ULPDUs taken so far has been taken")
+	// The card's ports (the standalone block leaves them idle): failures
+	// found outside, a QP created anew, and each segment's decision.
+	cfgDrop := m.Input("cfg_drop_after_fail", 1, "1: drop after a failure as CTRL.DROP_AFTER_FAIL does, whatever CTRL says (the card ties it high)")
+	killV := m.Input("s_kill_valid", 1, "a connection failed outside placement (card_rx's Send engine): its later segments are dropped as after a failure of placement's own; taken every cycle")
+	killQP := m.Input("s_kill_qp", 32, "")
+	clrV := m.Input("s_clear_valid", 1, "a connection starts anew (QP_CMD CREATE): its failure is forgotten, as CONN_CLEAR does; taken every cycle")
+	clrQP := m.Input("s_clear_qp", 32, "")
+	decV := m.Output("m_dec_valid", 1, "a segment's first beat is decided (one pulse per segment, in order; no ready)")
+	decDest := m.Output("m_dec_dest", 2, fmt.Sprintf("where it goes: %d DMA, %d dropped (zero-length tagged, or its connection failed), %d Terminate, %d m_host", PlaceDMA, PlaceDrop, PlaceTerm, PlaceHost))
+	decDead := m.Output("m_dec_dead", 1, "it was dropped because its connection had failed")
 
 	var unused []Expr
 	one, zero := C(1, 1), C(1, 0)
@@ -352,20 +362,36 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	// and a failure recorded in the same cycle wins its own slot.
 	clearQP := m.WireOf("conn_clear", hit("CONN_CLEAR"), "the host clears the connection on reg_wr_data")
 	dropFld := rm.Field("CTRL", "DROP_AFTER_FAIL")
-	dropOn := m.Reg("ctrl_drop", 1, big.NewInt(0), Bit(regData, dropFld.Lo), hit("CTRL"), "CTRL.DROP_AFTER_FAIL")
+	dropReg := m.Reg("ctrl_drop", 1, big.NewInt(0), Bit(regData, dropFld.Lo), hit("CTRL"), "CTRL.DROP_AFTER_FAIL")
+	dropOn := m.WireOf("drop_on", Or(dropReg, cfgDrop), "")
 	fsPtr := m.RegDecl("fail_ptr", log2(PlacementFailSlots), "slot the next failure takes")
-	var inFail []Expr
+	var inFail, inKill []Expr
 	record := m.Wire("fail_record", 1, "a first segment failure of its connection is recorded this cycle")
+	killRec := m.Wire("kill_record", 1, "an outside failure is recorded this cycle")
+	// An outside failure meeting placement's own in the same cycle waits
+	// one cycle (the card sends one only while no first beat is decided).
+	killPend := m.RegDecl("kill_pend", 1, "an outside failure waits a cycle")
+	killPendQP := m.RegDecl("kill_pend_qp", 32, "")
+	kv := m.WireOf("kill_v", Or(killPend, killV), "an outside failure to record")
+	kq := m.WireOf("kill_q", Sel(killPend, killPendQP, killQP), "its connection")
 	for k := 0; k < PlacementFailSlots; k++ {
-		take := m.WireOf(fmt.Sprintf("fail_take%d", k), And(record, Eq(fsPtr, C(fsPtr.W, uint64(k)))), "")
-		fq := m.Reg(fmt.Sprintf("fail_qp%d", k), 32, nil, s1qp, take, "")
+		at := Eq(fsPtr, C(fsPtr.W, uint64(k)))
+		take := m.WireOf(fmt.Sprintf("fail_take%d", k), And(record, at), "")
+		ktake := m.WireOf(fmt.Sprintf("kill_take%d", k), And(killRec, at), "")
+		fq := m.Reg(fmt.Sprintf("fail_qp%d", k), 32, nil, Sel(take, s1qp, kq), Or(take, ktake), "")
 		fv := m.RegDecl(fmt.Sprintf("fail_valid%d", k), 1, "")
-		m.Drive(fv, big.NewInt(0), Or(take, And(fv, Not(And(clearQP, Eq(fq, regData))))), nil)
+		m.Drive(fv, big.NewInt(0), Or(take, ktake, And(fv, Not(And(clearQP, Eq(fq, regData))), Not(And(clrV, Eq(fq, clrQP))))), nil)
 		inFail = append(inFail, And(fv, Eq(fq, s1qp)))
+		inKill = append(inKill, And(fv, Eq(fq, kq)))
 	}
-	failedConn := m.WireOf("conn_failed", And(dropOn, RedOr(Cat(inFail...))), "the segment's connection already failed")
+	// The same cycle's outside failure of the segment's connection counts.
+	killNow := m.WireOf("kill_now", And(kv, Eq(kq, s1qp)), "")
+	failedConn := m.WireOf("conn_failed", And(dropOn, Or(RedOr(Cat(inFail...)), killNow)), "the segment's connection already failed")
 	m.Assign(record, And(advUp, s1.v, s1.sop, fail, dropOn, Not(failedConn)))
-	m.Drive(fsPtr, big.NewInt(0), Add(fsPtr, C(fsPtr.W, 1)), record)
+	m.Assign(killRec, And(kv, Not(RedOr(Cat(inKill...))), Not(record)))
+	m.Drive(killPend, big.NewInt(0), And(kv, record), nil)
+	m.Drive(killPendQP, nil, kq, And(kv, record))
+	m.Drive(fsPtr, big.NewInt(0), Add(fsPtr, C(fsPtr.W, 1)), Or(record, killRec))
 	dst := m.WireOf("e_dest", Sel(failedConn, C(2, PlaceDrop), Sel(fail, C(2, PlaceTerm), Sel(tagged, Sel(payZero, C(2, PlaceDrop), C(2, PlaceDMA)), C(2, PlaceHost)))), "")
 	vm := m.WireOf("t_vm", Add(to, eDelta), "translated offset of the segment's byte 0 (contiguous: its host address)")
 	rot := m.WireOf("t_rot", Bits(vm, LB-1, 0), "lane rotation from input to host blocks")
@@ -389,6 +415,9 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	s2.sop = m.Reg("s2_sop", 1, nil, s1.sop, advUp, "")
 	s2.bidx = m.Reg("s2_bidx", 2, nil, s1.bidx, advUp, "")
 	ctxEn := m.WireOf("s2_ctx_load", And(advUp, s1.v, s1.sop), "a first beat enters stage 2 with its decision")
+	m.Assign(decV, ctxEn)
+	m.Assign(decDest, gate(ctxEn, dst))
+	m.Assign(decDead, And(ctxEn, failedConn))
 	s2dest := m.Reg("s2_dest", 2, nil, dst, ctxEn, "")
 	s2cause := m.Reg("s2_cause", 16, nil, cause, ctxEn, "")
 	s2md := m.Reg("s2_md", 1, nil, md, ctxEn, "")

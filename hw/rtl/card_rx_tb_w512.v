@@ -36,6 +36,7 @@ module card_rx_tb_w512 (
     input  wire           m_ci_ready,
     output wire [9:0]     m_ci_qp,
     output wire [31:0]    m_ci_value,
+    output wire           m_ci_err,
     output wire           m_err_valid,
     input  wire           m_err_ready,
     output wire [9:0]     m_err_qp,
@@ -208,11 +209,19 @@ module card_rx_tb_w512 (
     wire [63:0]    x_s_pl_dma_strb;
     wire           x_s_pl_dma_valid;
     wire           x_s_pl_dma_ready;
+    wire           x_s_dec_valid;
+    wire [1:0]     x_s_dec_dest;
+    wire           x_s_dec_dead;
+    wire           x_m_kill_valid;
+    wire [31:0]    x_m_kill_qp;
+    wire           x_m_clear_valid;
+    wire [31:0]    x_m_clear_qp;
     wire           rx_qp_cmd_ready;
     wire           rx_s_db_ready;
     wire           rx_m_ci_valid;
     wire [9:0]     rx_m_ci_qp;
     wire [31:0]    rx_m_ci_value;
+    wire           rx_m_ci_err;
     wire           rx_m_err_valid;
     wire [9:0]     rx_m_err_qp;
     wire [2:0]     rx_m_err_kind;
@@ -306,6 +315,7 @@ module card_rx_tb_w512 (
     assign m_ci_valid = rx_m_ci_valid;
     assign m_ci_qp = rx_m_ci_qp;
     assign m_ci_value = rx_m_ci_value;
+    assign m_ci_err = rx_m_ci_err;
     assign m_err_valid = rx_m_err_valid;
     assign m_err_qp = rx_m_err_qp;
     assign m_err_kind = rx_m_err_kind;
@@ -430,6 +440,14 @@ module card_rx_tb_w512 (
         .m_ci_ready(m_ci_ready),
         .m_ci_qp(rx_m_ci_qp),
         .m_ci_value(rx_m_ci_value),
+        .m_ci_err(rx_m_ci_err),
+        .s_dec_valid(x_s_dec_valid),
+        .s_dec_dest(x_s_dec_dest),
+        .s_dec_dead(x_s_dec_dead),
+        .m_kill_valid(x_m_kill_valid),
+        .m_kill_qp(x_m_kill_qp),
+        .m_clear_valid(x_m_clear_valid),
+        .m_clear_qp(x_m_clear_qp),
         .m_err_valid(rx_m_err_valid),
         .m_err_ready(m_err_ready),
         .m_err_qp(rx_m_err_qp),
@@ -598,6 +616,14 @@ module card_rx_tb_w512 (
         .m_done_to(pl_m_done_to),
         .m_done_len(pl_m_done_len),
         .busy(pl_busy),
+        .cfg_drop_after_fail(1'h1),
+        .s_kill_valid(x_m_kill_valid),
+        .s_kill_qp(x_m_kill_qp),
+        .s_clear_valid(x_m_clear_valid),
+        .s_clear_qp(x_m_clear_qp),
+        .m_dec_valid(x_s_dec_valid),
+        .m_dec_dest(x_s_dec_dest),
+        .m_dec_dead(x_s_dec_dead),
         .s_rxk_valid(x_m_rxk_valid),
         .s_rxk_ready(x_m_rxk_ready),
         .s_rxk_stag(x_m_rxk_stag),

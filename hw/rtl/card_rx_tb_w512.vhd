@@ -38,6 +38,7 @@ entity card_rx_tb_w512 is
         m_ci_ready : in  std_logic;
         m_ci_qp : out std_logic_vector(9 downto 0);
         m_ci_value : out std_logic_vector(31 downto 0);
+        m_ci_err : out std_logic;
         m_err_valid : out std_logic;
         m_err_ready : in  std_logic;
         m_err_qp : out std_logic_vector(9 downto 0);
@@ -212,11 +213,19 @@ architecture rtl of card_rx_tb_w512 is
     signal x_s_pl_dma_strb : std_logic_vector(63 downto 0);
     signal x_s_pl_dma_valid : std_logic;
     signal x_s_pl_dma_ready : std_logic;
+    signal x_s_dec_valid : std_logic;
+    signal x_s_dec_dest : std_logic_vector(1 downto 0);
+    signal x_s_dec_dead : std_logic;
+    signal x_m_kill_valid : std_logic;
+    signal x_m_kill_qp : std_logic_vector(31 downto 0);
+    signal x_m_clear_valid : std_logic;
+    signal x_m_clear_qp : std_logic_vector(31 downto 0);
     signal rx_qp_cmd_ready : std_logic;
     signal rx_s_db_ready : std_logic;
     signal rx_m_ci_valid : std_logic;
     signal rx_m_ci_qp : std_logic_vector(9 downto 0);
     signal rx_m_ci_value : std_logic_vector(31 downto 0);
+    signal rx_m_ci_err : std_logic;
     signal rx_m_err_valid : std_logic;
     signal rx_m_err_qp : std_logic_vector(9 downto 0);
     signal rx_m_err_kind : std_logic_vector(2 downto 0);
@@ -310,6 +319,7 @@ begin
     m_ci_valid <= rx_m_ci_valid;
     m_ci_qp <= rx_m_ci_qp;
     m_ci_value <= rx_m_ci_value;
+    m_ci_err <= rx_m_ci_err;
     m_err_valid <= rx_m_err_valid;
     m_err_qp <= rx_m_err_qp;
     m_err_kind <= rx_m_err_kind;
@@ -435,6 +445,14 @@ begin
             m_ci_ready => m_ci_ready,
             m_ci_qp => rx_m_ci_qp,
             m_ci_value => rx_m_ci_value,
+            m_ci_err => rx_m_ci_err,
+            s_dec_valid => x_s_dec_valid,
+            s_dec_dest => x_s_dec_dest,
+            s_dec_dead => x_s_dec_dead,
+            m_kill_valid => x_m_kill_valid,
+            m_kill_qp => x_m_kill_qp,
+            m_clear_valid => x_m_clear_valid,
+            m_clear_qp => x_m_clear_qp,
             m_err_valid => rx_m_err_valid,
             m_err_ready => m_err_ready,
             m_err_qp => rx_m_err_qp,
@@ -604,6 +622,14 @@ begin
             m_done_to => pl_m_done_to,
             m_done_len => pl_m_done_len,
             busy => pl_busy,
+            cfg_drop_after_fail => '1',
+            s_kill_valid => x_m_kill_valid,
+            s_kill_qp => x_m_kill_qp,
+            s_clear_valid => x_m_clear_valid,
+            s_clear_qp => x_m_clear_qp,
+            m_dec_valid => x_s_dec_valid,
+            m_dec_dest => x_s_dec_dest,
+            m_dec_dead => x_s_dec_dead,
             s_rxk_valid => x_m_rxk_valid,
             s_rxk_ready => x_m_rxk_ready,
             s_rxk_stag => x_m_rxk_stag,

@@ -24,9 +24,18 @@
 -- doorbell.
 --
 -- Outputs: m_ulp, the ULPDUs (mpa_rx's stream) with the QP, PD and version
--- placement needs; m_ci, the QP's RXS_CI each time a ULPDU has come out of
--- mpa_rx (coalesced: the latest value while the record waits); m_err, errors
--- that end a QP's receive stream.
+-- placement needs; m_ci, the QP's RXS_CI each time a segment is judged (a
+-- tagged one at placement's decision, m_dec; an untagged one when the Send
+-- engine is done with it; coalesced: the latest value while the record waits),
+-- with m_ci_err when it failed; m_err, errors that end a QP's receive stream.
+--
+-- Receive order, as the card model's: no segment goes to placement while an
+-- untagged one is not judged, so a segment is decided only after the Send with
+-- Invalidate before it has invalidated; a failed segment's QP is killed in
+-- placement (m_kill) before any later segment of it is decided, so nothing
+-- behind a failure is placed, completed or answered, and RXS_CI stops at the
+-- end of the failed FPDU. A segment dropped because its QP had failed moves
+-- nothing; the turn then ends and the QP is served no more.
 --
 -- Implements: RFC 5044 §6-§7 (FPDU framing, markers), docs/card.md (receive stream ring, RXS_PI), docs/card-rtl.md
 
@@ -63,10 +72,18 @@ entity card_rx_w512 is
         m_ulp_qp : out std_logic_vector(31 downto 0); -- QP number, every beat
         m_ulp_pd : out std_logic_vector(31 downto 0); -- its PD, every beat
         m_ulp_rev : out std_logic;           -- 1: DDP/RDMAP version 1; 0: rev 0 peer
-        m_ci_valid : out std_logic;          -- RXS_CI moved: past a ULPDU's FPDU, or past the FPDU of an MPA error (past its header for a length error) before m_err
+        m_ci_valid : out std_logic;          -- RXS_CI moved: past a judged segment's FPDU, or past the FPDU of an MPA error (past its header for a length error) before m_err
         m_ci_ready : in  std_logic;
         m_ci_qp : out std_logic_vector(9 downto 0);
         m_ci_value : out std_logic_vector(31 downto 0); -- RXS_CI: stream octets consumed
+        m_ci_err : out std_logic;            -- the FPDU it moved past failed (a receive check, an MPA error, a peer's Terminate): the QP is in error from here on
+        s_dec_valid : in  std_logic;         -- placement's decision of a segment (m_dec): its RXS_CI is reported then, or, for an untagged one, once the Send engine is done with it
+        s_dec_dest : in  std_logic_vector(1 downto 0);
+        s_dec_dead : in  std_logic;
+        m_kill_valid : out std_logic;        -- the Send engine failed a segment: placement drops the QP's later segments (placement s_kill)
+        m_kill_qp : out std_logic_vector(31 downto 0);
+        m_clear_valid : out std_logic;       -- QP_CMD CREATE: placement forgets the QP's failure (placement s_clear)
+        m_clear_qp : out std_logic_vector(31 downto 0);
         m_err_valid : out std_logic;         -- the QP's receive stream failed
         m_err_ready : in  std_logic;
         m_err_qp : out std_logic_vector(9 downto 0);
@@ -345,6 +362,7 @@ architecture rtl of card_rx_w512 is
     signal cut_sh_s5 : std_logic_vector(511 downto 0);
     signal mpa_in_keep : std_logic_vector(63 downto 0);
     signal mpa_rst : std_logic;              -- mpa_rx takes the QP's context
+    signal ulp_allow : std_logic;            -- a ULPDU beat may go to placement (see the pending queue below)
     signal mpa_tdata : std_logic_vector(511 downto 0);
     signal mpa_tkeep : std_logic_vector(63 downto 0);
     signal mpa_tvalid : std_logic;
@@ -356,6 +374,7 @@ architecture rtl of card_rx_w512 is
     signal mpa_err_off : std_logic_vector(31 downto 0);
     signal mpa_eos : std_logic;
     signal out_off : std_logic_vector(31 downto 0); -- stream offset of the next FPDU whose ULPDU mpa_rx delivers
+    signal ulp_go : std_logic;               -- a ULPDU beat goes to placement
     signal ulp_done : std_logic;
     signal out_wire_b4 : std_logic_vector(17 downto 0);
     signal out_wire_body : std_logic_vector(17 downto 0); -- header, ULPDU and PAD octets
@@ -370,9 +389,35 @@ architecture rtl of card_rx_w512 is
     signal out_wire : std_logic_vector(17 downto 0); -- wire octets of the FPDU
     signal out_wire_ok : std_logic;          -- ULPDU_Length 1..64768
     signal out_wire_unused : std_logic;      -- bits no logic reads
+    signal ulp_mid : std_logic := '0';       -- a ULPDU's first beat has gone and its last has not
+    signal ulp_first : std_logic;            -- a ULPDU's first beat goes
+    signal pq_push : std_logic;
+    signal pq_pop : std_logic;               -- the head segment is judged
+    signal pq_count : std_logic_vector(2 downto 0) := "000"; -- entries held in pq
+    signal pq0_ci : std_logic_vector(31 downto 0);
+    signal pq1_ci : std_logic_vector(31 downto 0);
+    signal pq2_ci : std_logic_vector(31 downto 0);
+    signal pq3_ci : std_logic_vector(31 downto 0);
+    signal pq_wpos : std_logic_vector(2 downto 0); -- where a pushed entry goes
+    signal pq0_push : std_logic;
+    signal pq1_push : std_logic;
+    signal pq2_push : std_logic;
+    signal pq3_push : std_logic;
+    signal pq_untagged : std_logic := '0';   -- an untagged segment is in the queue (its tail): no other goes until it is judged
+    signal pq_host : std_logic := '0';       -- the head segment went to the Send engine
+    signal snd_res : std_logic;              -- the Send engine is done with a segment
+    signal snd_res_err : std_logic;          -- ... which failed
+    signal dec_host : std_logic;
+    signal dec_pop : std_logic;
+    signal ci_rep : std_logic;               -- a judged segment moves RXS_CI
+    signal ci_rep_err : std_logic;           -- it failed
+    signal turn_dead : std_logic := '0';     -- a segment of the turn failed, or was dropped as its QP had: the turn ends and the QP is served no more
+    signal turn_dead_set : std_logic;
     signal ci_v : std_logic := '0';
     signal ci_val : std_logic_vector(31 downto 0);
+    signal ci_err_q : std_logic := '0';
     signal ci_err : std_logic;               -- an MPA error's FPDU is consumed
+    signal ci_new : std_logic;
     signal blk_hs : std_logic_vector(16 downto 0); -- header span at lim
     signal blk_hdr_coming : std_logic;       -- the next header is in the ring
     signal blk_at_lim : std_logic;
@@ -382,12 +427,13 @@ architecture rtl of card_rx_w512 is
     signal eng_yield : std_logic;
     signal need_pe : std_logic_vector(31 downto 0);
     signal err_hit : std_logic := '0';       -- the turn ended on an mpa_rx error
-    signal eng_drained : std_logic;          -- nothing in flight, every ULPDU out
+    signal eng_drained : std_logic;          -- nothing in flight, every ULPDU out and judged
     signal err_v : std_logic := '0';
     signal err_qp : std_logic_vector(9 downto 0);
     signal err_kind : std_logic_vector(2 downto 0);
     signal err_code : std_logic_vector(2 downto 0);
     signal err_off : std_logic_vector(31 downto 0);
+    signal eng_mpa_fail : std_logic;         -- the turn ends on an MPA error of a QP not failed before it
     signal err_set : std_logic;
     signal fl_ext_v : std_logic := '0';      -- a QP of s_fl waits to join the flush queue
     signal fl_ext_go : std_logic;            -- it joins this cycle
@@ -863,13 +909,14 @@ begin
     mpa_rst <= rst or chk_go;
     m_ulp_tdata <= mpa_tdata;
     m_ulp_tkeep <= mpa_tkeep;
-    m_ulp_tvalid <= mpa_tvalid;
+    m_ulp_tvalid <= mpa_tvalid and ulp_allow;
     m_ulp_tlast <= mpa_tlast;
     m_ulp_len <= mpa_tlen;
     m_ulp_qp <= std_logic_vector'("0000000000000000000000" & act_qp) and std_logic_vector'(31 downto 0 => mpa_tvalid);
     m_ulp_pd <= c_pd and std_logic_vector'(31 downto 0 => mpa_tvalid);
     m_ulp_rev <= mpa_tvalid and (not c_rev0);
-    ulp_done <= (mpa_tvalid and m_ulp_tready) and mpa_tlast;
+    ulp_go <= (mpa_tvalid and m_ulp_tready) and ulp_allow;
+    ulp_done <= ulp_go and mpa_tlast;
     out_wire_b4 <= std_logic_vector(unsigned(std_logic_vector'("00" & mpa_tlen)) + unsigned'("000000000000000101"));
     out_wire_body <= std_logic_vector'(out_wire_b4(17 downto 2) & "00");
     out_wire_lead <= c_mk and b2l(out_off(8 downto 0) = "000000000");
@@ -890,9 +937,25 @@ begin
         out_wire_q(39 downto 29) &
         out_wire_q(19 downto 0)
     );
+    ulp_first <= ulp_go and (not ulp_mid);
+    pq_push <= ulp_first;
+    pq_wpos <= std_logic_vector(unsigned(pq_count) - unsigned(std_logic_vector'("00" & pq_pop)));
+    pq0_push <= pq_push and b2l(pq_wpos = "000");
+    pq1_push <= pq_push and b2l(pq_wpos = "001");
+    pq2_push <= pq_push and b2l(pq_wpos = "010");
+    pq3_push <= pq_push and b2l(pq_wpos = "011");
+    dec_host <= (s_dec_valid and b2l(s_dec_dest = "10")) and (not s_dec_dead);
+    dec_pop <= s_dec_valid and (not dec_host);
+    pq_pop <= dec_pop or (pq_host and snd_res);
+    ulp_allow <= ulp_mid or (b2l(unsigned(pq_count) < unsigned'("100")) and (not pq_untagged));
+    ci_rep <= pq_pop and (not (dec_pop and s_dec_dead));
+    ci_rep_err <= mux(dec_pop, b2l(s_dec_dest = "11"), snd_res_err);
+    turn_dead_set <= ((b2l(eng_state = x"6") or b2l(eng_state = x"7")) and pq_pop) and ((dec_pop and s_dec_dead) or ci_rep_err);
+    ci_new <= ci_rep or ci_err;
     m_ci_valid <= ci_v;
     m_ci_qp <= act_qp and std_logic_vector'(9 downto 0 => ci_v);
     m_ci_value <= ci_val and std_logic_vector'(31 downto 0 => ci_v);
+    m_ci_err <= ci_v and ci_err_q;
     blk_hs <= mux(hdr_lead, "00000000000000110", "00000000000000010");
     blk_hdr_coming <= not b2l(unsigned(std_logic_vector(unsigned(a_pi) - unsigned(lim))) < unsigned(std_logic_vector'("000000000000000" & blk_hs)));
     blk_at_lim <= b2l(fwd_pos = lim);
@@ -901,9 +964,10 @@ begin
     eng_mpa_err <= (b2l(eng_state = x"6") or b2l(eng_state = x"7")) and mpa_err_v;
     eng_yield <= (blk and blk_others) and (not stopping);
     need_pe <= std_logic_vector(unsigned(hdr_e) - unsigned(lim));
-    eng_drained <= (((b2l(req_out = "00000") and (not rd_tvalid)) and mux(err_hit, b2l(out_off = mpa_err_off), b2l(out_off = lim))) and (not ci_v)) and (not mpa_tvalid);
-    err_set <= ((b2l(eng_state = x"7") and eng_drained) and err_hit) or chk_fail;
-    ci_err <= (b2l(eng_state = x"7") and eng_drained) and err_hit;
+    eng_drained <= (((((b2l(req_out = "00000") and (not rd_tvalid)) and mux(err_hit, b2l(out_off = mpa_err_off), b2l(out_off = lim))) and (not ci_v)) and (not mpa_tvalid)) and b2l(pq_count = "000")) and (not ulp_mid);
+    eng_mpa_fail <= (((b2l(eng_state = x"7") and eng_drained) and err_hit) and (not turn_dead)) and (not turn_dead_set);
+    err_set <= eng_mpa_fail or chk_fail;
+    ci_err <= eng_mpa_fail;
     m_err_valid <= err_v;
     m_err_qp <= err_qp and std_logic_vector'(9 downto 0 => err_v);
     m_err_kind <= err_kind and std_logic_vector'(2 downto 0 => err_v);
@@ -1205,7 +1269,13 @@ begin
         '1'
     ), std_logic_vector'(snd_msn & snd_got & snd_cur_i & snd_cur_off & snd_ci & snd_len_err & snd_failed)));
     snd_pop <= ('0' or (b2l(snd_state = "01001") and w_beat_done)) or (((b2l(snd_state = "10000") or b2l(snd_state = "01111")) or b2l(snd_state = "10010")) and (not snd_seg_end));
+    snd_res <= ((b2l(snd_state = "01111") and (snd_seg_end or s_host_tvalid)) or b2l(snd_state = "10001")) or (b2l(snd_state = "10111") and rr_store_ok);
+    snd_res_err <= b2l(snd_state = "10001");
+    m_kill_valid <= b2l(snd_state = "10001");
+    m_kill_qp <= std_logic_vector'("0000000000000000000000" & snd_qp) and std_logic_vector'(31 downto 0 => b2l(snd_state = "10001"));
     snd_next <= mux(b2l(snd_state = "00000"), mux(fl_pop or snd_hdr_done, "00001", "00000"), mux(b2l(snd_state = "00001"), "00010", mux(b2l(snd_state = "00010"), "00011", mux(b2l(snd_state = "00011"), mux(fl, mux(not snd_posted, "00000", mux(f_start, "00100", "01110")), mux(snd_failed, "10000", mux(snd_is_rreq or snd_is_term, "10010", mux(f_start, "00100", "00101")))), mux(b2l(snd_state = "00100"), mux(f_done, mux(fl, mux(f_err, "11000", "01110"), "00101"), "00100"), mux(b2l(snd_state = "00101"), mux(b2l(snd_cause /= x"0000"), "10000", mux(b2l(snd_n = x"0000"), "01010", "00110")), mux(b2l(snd_state = "00110"), "00111", mux(b2l(snd_state = "00111"), mux(w_skip, "00110", mux(m_rxk_ready, "01000", "00111")), mux(b2l(snd_state = "01000"), mux(w_fault, "10000", mux(w_wr_start, "01001", mux(w_chk_adv, "00110", "01000"))), mux(b2l(snd_state = "01001"), mux(w_emit and b2l(w_piece = std_logic_vector'("000000000" & w_nb)), mux(b2l(w_rem = std_logic_vector'("000000000" & w_nb)), "01010", "00110"), "01001"), mux(b2l(snd_state = "01010"), mux(snd_lflag and snd_is_inv, "01011", mux(snd_lflag, "01110", "01111")), mux(b2l(snd_state = "01011"), mux(m_rxk_ready, "01100", "01011"), mux(b2l(snd_state = "01100"), mux(w_inv_fault, "10000", mux(w_inv_answer, "01101", "01100")), mux(b2l(snd_state = "01101"), mux(m_inv_ready, "01110", "01101"), mux(b2l(snd_state = "01110"), mux(m_cpl_ready and pw_idle, mux(fl, "11000", "01111"), "01110"), mux(b2l(snd_state = "11000"), "00011", mux(b2l(snd_state = "01111"), mux(snd_seg_end or s_host_tvalid, "00000", "01111"), mux(b2l(snd_state = "10000"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10001", "10000"), mux(b2l(snd_state = "10001"), "00000", mux(b2l(snd_state = "10010"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10011", "10010"), mux(b2l(snd_state = "10011"), mux(rr_bad or tm_recv, "10000", mux(rr_size_zero, "10110", "10100")), mux(b2l(snd_state = "10100"), mux(m_rxk_ready, "10101", "10100"), mux(b2l(snd_state = "10101"), mux(rr_fault, "10000", mux(rr_answer, "10110", "10101")), mux(b2l(snd_state = "10110"), mux(m_rreq_ready, "10111", "10110"), mux(b2l(snd_state = "10111"), mux(rr_store_ok, "00000", "10111"), "00000")))))))))))))))))))))))));
+    m_clear_valid <= cmd_create;
+    m_clear_qp <= std_logic_vector'("0000000000000000000000" & qp_num_qpn(9 downto 0)) and std_logic_vector'(31 downto 0 => cmd_create);
     unused_bits <= or std_logic_vector'(
         qp_num_qpn(15 downto 10) &
         qp_rxs_base_lo(11 downto 0) &
@@ -1491,13 +1561,96 @@ begin
         end if;
     end process;
 
+    ulp_mid_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ulp_mid <= '0';
+            elsif ulp_go = '1' then
+                ulp_mid <= not mpa_tlast;
+            end if;
+        end if;
+    end process;
+
+    pq_count_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pq_count <= "000";
+            else
+                pq_count <= std_logic_vector(unsigned(pq_wpos) + unsigned(std_logic_vector'("00" & pq_push)));
+            end if;
+        end if;
+    end process;
+
+    pq0_ci_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pq0_ci <= mux(pq0_push, std_logic_vector(unsigned(out_off) + unsigned(std_logic_vector'("00000000000000" & out_wire))), mux(b2l(std_logic_vector'("00" & pq_pop) = "001"), pq1_ci, mux(b2l(std_logic_vector'("00" & pq_pop) = "010"), pq2_ci, mux(b2l(std_logic_vector'("00" & pq_pop) = "011"), pq3_ci, pq0_ci))));
+        end if;
+    end process;
+
+    pq1_ci_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pq1_ci <= mux(pq1_push, std_logic_vector(unsigned(out_off) + unsigned(std_logic_vector'("00000000000000" & out_wire))), mux(b2l(std_logic_vector'("00" & pq_pop) = "001"), pq2_ci, mux(b2l(std_logic_vector'("00" & pq_pop) = "010"), pq3_ci, pq1_ci)));
+        end if;
+    end process;
+
+    pq2_ci_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pq2_ci <= mux(pq2_push, std_logic_vector(unsigned(out_off) + unsigned(std_logic_vector'("00000000000000" & out_wire))), mux(b2l(std_logic_vector'("00" & pq_pop) = "001"), pq3_ci, pq2_ci));
+        end if;
+    end process;
+
+    pq3_ci_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            pq3_ci <= mux(pq3_push, std_logic_vector(unsigned(out_off) + unsigned(std_logic_vector'("00000000000000" & out_wire))), pq3_ci);
+        end if;
+    end process;
+
+    pq_host_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pq_host <= '0';
+            else
+                pq_host <= dec_host or (pq_host and (not snd_res));
+            end if;
+        end if;
+    end process;
+
+    pq_untagged_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pq_untagged <= '0';
+            else
+                pq_untagged <= mux(pq_push, not mpa_tdata(7), pq_untagged and (not (pq_pop and b2l(pq_count = "001"))));
+            end if;
+        end if;
+    end process;
+
+    turn_dead_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                turn_dead <= '0';
+            else
+                turn_dead <= mux(chk_go, '0', turn_dead or turn_dead_set);
+            end if;
+        end if;
+    end process;
+
     ci_v_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
                 ci_v <= '0';
             else
-                ci_v <= (ulp_done or ci_err) or (ci_v and (not m_ci_ready));
+                ci_v <= ci_new or (ci_v and (not m_ci_ready));
             end if;
         end if;
     end process;
@@ -1505,8 +1658,19 @@ begin
     ci_val_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (ulp_done or ci_err) = '1' then
-                ci_val <= mux(ci_err, ends_rd, std_logic_vector(unsigned(out_off) + unsigned(std_logic_vector'("00000000000000" & out_wire))));
+            if ci_new = '1' then
+                ci_val <= mux(ci_err, ends_rd, pq0_ci);
+            end if;
+        end if;
+    end process;
+
+    ci_err_q_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ci_err_q <= '0';
+            else
+                ci_err_q <= mux(ci_new, (ci_err or ci_rep_err) or ((ci_v and (not m_ci_ready)) and ci_err_q), ci_err_q);
             end if;
         end if;
     end process;
@@ -1517,7 +1681,7 @@ begin
             if rst = '1' then
                 stopping <= '0';
             else
-                stopping <= mux(chk_go, '0', (stopping or eng_yield) or eng_mpa_err);
+                stopping <= mux(chk_go, '0', ((stopping or eng_yield) or eng_mpa_err) or turn_dead_set);
             end if;
         end if;
     end process;
@@ -1545,7 +1709,7 @@ begin
     failq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if ((b2l(eng_state = x"4") or ((b2l(eng_state = x"7") and eng_drained) and err_hit)) or chk_fail) = '1' then
+            if ((b2l(eng_state = x"4") or ((b2l(eng_state = x"7") and eng_drained) and ((err_hit or turn_dead) or turn_dead_set))) or chk_fail) = '1' then
                 failq <= mux(b2l(eng_state = x"4"), rxs_st_rd(0), '1');
             end if;
         end if;
@@ -2802,7 +2966,7 @@ begin
             m_axis_tdata => mpa_tdata,
             m_axis_tkeep => mpa_tkeep,
             m_axis_tvalid => mpa_tvalid,
-            m_axis_tready => m_ulp_tready,
+            m_axis_tready => m_ulp_tready and ulp_allow,
             m_axis_tlast => mpa_tlast,
             m_axis_tuser_len => mpa_tlen,
             m_err_valid => mpa_err_v,

@@ -24,9 +24,18 @@
 // doorbell.
 //
 // Outputs: m_ulp, the ULPDUs (mpa_rx's stream) with the QP, PD and version
-// placement needs; m_ci, the QP's RXS_CI each time a ULPDU has come out of
-// mpa_rx (coalesced: the latest value while the record waits); m_err, errors
-// that end a QP's receive stream.
+// placement needs; m_ci, the QP's RXS_CI each time a segment is judged (a
+// tagged one at placement's decision, m_dec; an untagged one when the Send
+// engine is done with it; coalesced: the latest value while the record waits),
+// with m_ci_err when it failed; m_err, errors that end a QP's receive stream.
+//
+// Receive order, as the card model's: no segment goes to placement while an
+// untagged one is not judged, so a segment is decided only after the Send with
+// Invalidate before it has invalidated; a failed segment's QP is killed in
+// placement (m_kill) before any later segment of it is decided, so nothing
+// behind a failure is placed, completed or answered, and RXS_CI stops at the
+// end of the failed FPDU. A segment dropped because its QP had failed moves
+// nothing; the turn then ends and the QP is served no more.
 //
 // Implements: RFC 5044 §6-§7 (FPDU framing, markers), docs/card.md (receive stream ring, RXS_PI), docs/card-rtl.md
 
@@ -61,10 +70,18 @@ module card_rx_w64 (
     output wire [31:0]    m_ulp_qp,          // QP number, every beat
     output wire [31:0]    m_ulp_pd,          // its PD, every beat
     output wire           m_ulp_rev,         // 1: DDP/RDMAP version 1; 0: rev 0 peer
-    output wire           m_ci_valid,        // RXS_CI moved: past a ULPDU's FPDU, or past the FPDU of an MPA error (past its header for a length error) before m_err
+    output wire           m_ci_valid,        // RXS_CI moved: past a judged segment's FPDU, or past the FPDU of an MPA error (past its header for a length error) before m_err
     input  wire           m_ci_ready,
     output wire [9:0]     m_ci_qp,
     output wire [31:0]    m_ci_value,        // RXS_CI: stream octets consumed
+    output wire           m_ci_err,          // the FPDU it moved past failed (a receive check, an MPA error, a peer's Terminate): the QP is in error from here on
+    input  wire           s_dec_valid,       // placement's decision of a segment (m_dec): its RXS_CI is reported then, or, for an untagged one, once the Send engine is done with it
+    input  wire [1:0]     s_dec_dest,
+    input  wire           s_dec_dead,
+    output wire           m_kill_valid,      // the Send engine failed a segment: placement drops the QP's later segments (placement s_kill)
+    output wire [31:0]    m_kill_qp,
+    output wire           m_clear_valid,     // QP_CMD CREATE: placement forgets the QP's failure (placement s_clear)
+    output wire [31:0]    m_clear_qp,
     output wire           m_err_valid,       // the QP's receive stream failed
     input  wire           m_err_ready,
     output wire [9:0]     m_err_qp,
@@ -311,6 +328,7 @@ module card_rx_w64 (
     wire [63:0]    cut_sh_s2;
     wire [7:0]     mpa_in_keep;
     wire           mpa_rst;                  // mpa_rx takes the QP's context
+    wire           ulp_allow;                // a ULPDU beat may go to placement (see the pending queue below)
     wire [63:0]    mpa_tdata;
     wire [7:0]     mpa_tkeep;
     wire           mpa_tvalid;
@@ -322,6 +340,7 @@ module card_rx_w64 (
     wire [31:0]    mpa_err_off;
     wire           mpa_eos;
     reg  [31:0]    out_off;                  // stream offset of the next FPDU whose ULPDU mpa_rx delivers
+    wire           ulp_go;                   // a ULPDU beat goes to placement
     wire           ulp_done;
     wire [17:0]    out_wire_b4;
     wire [17:0]    out_wire_body;            // header, ULPDU and PAD octets
@@ -336,9 +355,35 @@ module card_rx_w64 (
     wire [17:0]    out_wire;                 // wire octets of the FPDU
     wire           out_wire_ok;              // ULPDU_Length 1..64768
     wire           out_wire_unused;          // bits no logic reads
+    reg            ulp_mid;                  // a ULPDU's first beat has gone and its last has not
+    wire           ulp_first;                // a ULPDU's first beat goes
+    wire           pq_push;
+    wire           pq_pop;                   // the head segment is judged
+    reg  [2:0]     pq_count;                 // entries held in pq
+    reg  [31:0]    pq0_ci;
+    reg  [31:0]    pq1_ci;
+    reg  [31:0]    pq2_ci;
+    reg  [31:0]    pq3_ci;
+    wire [2:0]     pq_wpos;                  // where a pushed entry goes
+    wire           pq0_push;
+    wire           pq1_push;
+    wire           pq2_push;
+    wire           pq3_push;
+    reg            pq_untagged;              // an untagged segment is in the queue (its tail): no other goes until it is judged
+    reg            pq_host;                  // the head segment went to the Send engine
+    wire           snd_res;                  // the Send engine is done with a segment
+    wire           snd_res_err;              // ... which failed
+    wire           dec_host;
+    wire           dec_pop;
+    wire           ci_rep;                   // a judged segment moves RXS_CI
+    wire           ci_rep_err;               // it failed
+    reg            turn_dead;                // a segment of the turn failed, or was dropped as its QP had: the turn ends and the QP is served no more
+    wire           turn_dead_set;
     reg            ci_v;
     reg  [31:0]    ci_val;
+    reg            ci_err_q;
     wire           ci_err;                   // an MPA error's FPDU is consumed
+    wire           ci_new;
     wire [16:0]    blk_hs;                   // header span at lim
     wire           blk_hdr_coming;           // the next header is in the ring
     wire           blk_at_lim;
@@ -348,12 +393,13 @@ module card_rx_w64 (
     wire           eng_yield;
     wire [31:0]    need_pe;
     reg            err_hit;                  // the turn ended on an mpa_rx error
-    wire           eng_drained;              // nothing in flight, every ULPDU out
+    wire           eng_drained;              // nothing in flight, every ULPDU out and judged
     reg            err_v;
     reg  [9:0]     err_qp;
     reg  [2:0]     err_kind;
     reg  [2:0]     err_code;
     reg  [31:0]    err_off;
+    wire           eng_mpa_fail;             // the turn ends on an MPA error of a QP not failed before it
     wire           err_set;
     reg            fl_ext_v;                 // a QP of s_fl waits to join the flush queue
     wire           fl_ext_go;                // it joins this cycle
@@ -740,13 +786,14 @@ module card_rx_w64 (
     assign mpa_rst = rst | chk_go;
     assign m_ulp_tdata = mpa_tdata;
     assign m_ulp_tkeep = mpa_tkeep;
-    assign m_ulp_tvalid = mpa_tvalid;
+    assign m_ulp_tvalid = mpa_tvalid & ulp_allow;
     assign m_ulp_tlast = mpa_tlast;
     assign m_ulp_len = mpa_tlen;
     assign m_ulp_qp = {22'h000000, act_qp} & {32{mpa_tvalid}};
     assign m_ulp_pd = c_pd & {32{mpa_tvalid}};
     assign m_ulp_rev = mpa_tvalid & ~c_rev0;
-    assign ulp_done = (mpa_tvalid & m_ulp_tready) & mpa_tlast;
+    assign ulp_go = (mpa_tvalid & m_ulp_tready) & ulp_allow;
+    assign ulp_done = ulp_go & mpa_tlast;
     assign out_wire_b4 = {2'h0, mpa_tlen} + 18'h00005;
     assign out_wire_body = {out_wire_b4[17:2], 2'h0};
     assign out_wire_lead = c_mk & (out_off[8:0] == 9'h000);
@@ -767,9 +814,25 @@ module card_rx_w64 (
         out_wire_q[39:29],
         out_wire_q[19:0]
     };
+    assign ulp_first = ulp_go & ~ulp_mid;
+    assign pq_push = ulp_first;
+    assign pq_wpos = pq_count - {2'h0, pq_pop};
+    assign pq0_push = pq_push & (pq_wpos == 3'h0);
+    assign pq1_push = pq_push & (pq_wpos == 3'h1);
+    assign pq2_push = pq_push & (pq_wpos == 3'h2);
+    assign pq3_push = pq_push & (pq_wpos == 3'h3);
+    assign dec_host = (s_dec_valid & (s_dec_dest == 2'h2)) & ~s_dec_dead;
+    assign dec_pop = s_dec_valid & ~dec_host;
+    assign pq_pop = dec_pop | (pq_host & snd_res);
+    assign ulp_allow = ulp_mid | ((pq_count < 3'h4) & ~pq_untagged);
+    assign ci_rep = pq_pop & ~(dec_pop & s_dec_dead);
+    assign ci_rep_err = dec_pop ? (s_dec_dest == 2'h3) : snd_res_err;
+    assign turn_dead_set = (((eng_state == 4'h6) | (eng_state == 4'h7)) & pq_pop) & ((dec_pop & s_dec_dead) | ci_rep_err);
+    assign ci_new = ci_rep | ci_err;
     assign m_ci_valid = ci_v;
     assign m_ci_qp = act_qp & {10{ci_v}};
     assign m_ci_value = ci_val & {32{ci_v}};
+    assign m_ci_err = ci_v & ci_err_q;
     assign blk_hs = hdr_lead ? 17'h00006 : 17'h00002;
     assign blk_hdr_coming = ~((a_pi - lim) < {15'h0000, blk_hs});
     assign blk_at_lim = fwd_pos == lim;
@@ -778,9 +841,10 @@ module card_rx_w64 (
     assign eng_mpa_err = ((eng_state == 4'h6) | (eng_state == 4'h7)) & mpa_err_v;
     assign eng_yield = (blk & blk_others) & ~stopping;
     assign need_pe = hdr_e - lim;
-    assign eng_drained = ((((req_out == 5'h00) & ~rd_tvalid) & (err_hit ? (out_off == mpa_err_off) : (out_off == lim))) & ~ci_v) & ~mpa_tvalid;
-    assign err_set = (((eng_state == 4'h7) & eng_drained) & err_hit) | chk_fail;
-    assign ci_err = ((eng_state == 4'h7) & eng_drained) & err_hit;
+    assign eng_drained = ((((((req_out == 5'h00) & ~rd_tvalid) & (err_hit ? (out_off == mpa_err_off) : (out_off == lim))) & ~ci_v) & ~mpa_tvalid) & (pq_count == 3'h0)) & ~ulp_mid;
+    assign eng_mpa_fail = ((((eng_state == 4'h7) & eng_drained) & err_hit) & ~turn_dead) & ~turn_dead_set;
+    assign err_set = eng_mpa_fail | chk_fail;
+    assign ci_err = eng_mpa_fail;
     assign m_err_valid = err_v;
     assign m_err_qp = err_qp & {10{err_v}};
     assign m_err_kind = err_kind & {3{err_v}};
@@ -1033,7 +1097,13 @@ module card_rx_w64 (
         snd_failed
     } : ((snd_state == 5'h18) ? {snd_msn, 69'h000000000000000000, fl_ci, 1'h0, 1'h1} : {snd_msn, snd_got, snd_cur_i, snd_cur_off, snd_ci, snd_len_err, snd_failed});
     assign snd_pop = ((((snd_state == 5'h00) & s_host_tvalid) & (snd_beat < 13'h0002)) | ((snd_state == 5'h09) & w_beat_done)) | ((((snd_state == 5'h10) | (snd_state == 5'h0f)) | (snd_state == 5'h12)) & ~snd_seg_end);
+    assign snd_res = (((snd_state == 5'h0f) & (snd_seg_end | s_host_tvalid)) | (snd_state == 5'h11)) | ((snd_state == 5'h17) & rr_store_ok);
+    assign snd_res_err = snd_state == 5'h11;
+    assign m_kill_valid = snd_state == 5'h11;
+    assign m_kill_qp = {22'h000000, snd_qp} & {32{(snd_state == 5'h11)}};
     assign snd_next = (snd_state == 5'h00) ? ((fl_pop | snd_hdr_done) ? 5'h01 : 5'h00) : ((snd_state == 5'h01) ? 5'h02 : ((snd_state == 5'h02) ? 5'h03 : ((snd_state == 5'h03) ? (fl ? (~snd_posted ? 5'h00 : (f_start ? 5'h04 : 5'h0e)) : (snd_failed ? 5'h10 : ((snd_is_rreq | snd_is_term) ? 5'h12 : (f_start ? 5'h04 : 5'h05)))) : ((snd_state == 5'h04) ? (f_done ? (fl ? (f_err ? 5'h18 : 5'h0e) : 5'h05) : 5'h04) : ((snd_state == 5'h05) ? ((snd_cause != 16'h0000) ? 5'h10 : ((snd_n == 16'h0000) ? 5'h0a : 5'h06)) : ((snd_state == 5'h06) ? 5'h07 : ((snd_state == 5'h07) ? (w_skip ? 5'h06 : (m_rxk_ready ? 5'h08 : 5'h07)) : ((snd_state == 5'h08) ? (w_fault ? 5'h10 : (w_wr_start ? 5'h09 : (w_chk_adv ? 5'h06 : 5'h08))) : ((snd_state == 5'h09) ? ((w_emit & (w_piece == {12'h000, w_nb})) ? ((w_rem == {12'h000, w_nb}) ? 5'h0a : 5'h06) : 5'h09) : ((snd_state == 5'h0a) ? ((snd_lflag & snd_is_inv) ? 5'h0b : (snd_lflag ? 5'h0e : 5'h0f)) : ((snd_state == 5'h0b) ? (m_rxk_ready ? 5'h0c : 5'h0b) : ((snd_state == 5'h0c) ? (w_inv_fault ? 5'h10 : (w_inv_answer ? 5'h0d : 5'h0c)) : ((snd_state == 5'h0d) ? (m_inv_ready ? 5'h0e : 5'h0d) : ((snd_state == 5'h0e) ? ((m_cpl_ready & pw_idle) ? (fl ? 5'h18 : 5'h0f) : 5'h0e) : ((snd_state == 5'h18) ? 5'h03 : ((snd_state == 5'h0f) ? ((snd_seg_end | s_host_tvalid) ? 5'h00 : 5'h0f) : ((snd_state == 5'h10) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h11 : 5'h10) : ((snd_state == 5'h11) ? 5'h00 : ((snd_state == 5'h12) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h13 : 5'h12) : ((snd_state == 5'h13) ? ((rr_bad | tm_recv) ? 5'h10 : (rr_size_zero ? 5'h16 : 5'h14)) : ((snd_state == 5'h14) ? (m_rxk_ready ? 5'h15 : 5'h14) : ((snd_state == 5'h15) ? (rr_fault ? 5'h10 : (rr_answer ? 5'h16 : 5'h15)) : ((snd_state == 5'h16) ? (m_rreq_ready ? 5'h17 : 5'h16) : ((snd_state == 5'h17) ? (rr_store_ok ? 5'h00 : 5'h17) : 5'h00))))))))))))))))))))))));
+    assign m_clear_valid = cmd_create;
+    assign m_clear_qp = {22'h000000, qp_num_qpn[9:0]} & {32{cmd_create}};
     assign unused_bits = |{
         qp_num_qpn[15:10],
         qp_rxs_base_lo[11:0],
@@ -1243,15 +1313,79 @@ module card_rx_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
-            ci_v <= 1'h0;
-        end else begin
-            ci_v <= (ulp_done | ci_err) | (ci_v & ~m_ci_ready);
+            ulp_mid <= 1'h0;
+        end else if (ulp_go) begin
+            ulp_mid <= ~mpa_tlast;
         end
     end
 
     always @(posedge clk) begin
-        if (ulp_done | ci_err) begin
-            ci_val <= ci_err ? ends_rd : (out_off + {14'h0000, out_wire});
+        if (rst) begin
+            pq_count <= 3'h0;
+        end else begin
+            pq_count <= pq_wpos + {2'h0, pq_push};
+        end
+    end
+
+    always @(posedge clk) begin
+        pq0_ci <= pq0_push ? (out_off + {14'h0000, out_wire}) : (({2'h0, pq_pop} == 3'h1) ? pq1_ci : (({2'h0, pq_pop} == 3'h2) ? pq2_ci : (({2'h0, pq_pop} == 3'h3) ? pq3_ci : pq0_ci)));
+    end
+
+    always @(posedge clk) begin
+        pq1_ci <= pq1_push ? (out_off + {14'h0000, out_wire}) : (({2'h0, pq_pop} == 3'h1) ? pq2_ci : (({2'h0, pq_pop} == 3'h2) ? pq3_ci : pq1_ci));
+    end
+
+    always @(posedge clk) begin
+        pq2_ci <= pq2_push ? (out_off + {14'h0000, out_wire}) : (({2'h0, pq_pop} == 3'h1) ? pq3_ci : pq2_ci);
+    end
+
+    always @(posedge clk) begin
+        pq3_ci <= pq3_push ? (out_off + {14'h0000, out_wire}) : pq3_ci;
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pq_host <= 1'h0;
+        end else begin
+            pq_host <= dec_host | (pq_host & ~snd_res);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            pq_untagged <= 1'h0;
+        end else begin
+            pq_untagged <= pq_push ? ~mpa_tdata[7] : (pq_untagged & ~(pq_pop & (pq_count == 3'h1)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            turn_dead <= 1'h0;
+        end else begin
+            turn_dead <= chk_go ? 1'h0 : (turn_dead | turn_dead_set);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ci_v <= 1'h0;
+        end else begin
+            ci_v <= ci_new | (ci_v & ~m_ci_ready);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (ci_new) begin
+            ci_val <= ci_err ? ends_rd : pq0_ci;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ci_err_q <= 1'h0;
+        end else begin
+            ci_err_q <= ci_new ? ((ci_err | ci_rep_err) | ((ci_v & ~m_ci_ready) & ci_err_q)) : ci_err_q;
         end
     end
 
@@ -1259,7 +1393,7 @@ module card_rx_w64 (
         if (rst) begin
             stopping <= 1'h0;
         end else begin
-            stopping <= chk_go ? 1'h0 : ((stopping | eng_yield) | eng_mpa_err);
+            stopping <= chk_go ? 1'h0 : (((stopping | eng_yield) | eng_mpa_err) | turn_dead_set);
         end
     end
 
@@ -1278,7 +1412,7 @@ module card_rx_w64 (
     end
 
     always @(posedge clk) begin
-        if (((eng_state == 4'h4) | (((eng_state == 4'h7) & eng_drained) & err_hit)) | chk_fail) begin
+        if (((eng_state == 4'h4) | (((eng_state == 4'h7) & eng_drained) & ((err_hit | turn_dead) | turn_dead_set))) | chk_fail) begin
             failq <= (eng_state == 4'h4) ? rxs_st_rd[0] : 1'h1;
         end
     end
@@ -2075,7 +2209,7 @@ module card_rx_w64 (
         .m_axis_tdata(mpa_tdata),
         .m_axis_tkeep(mpa_tkeep),
         .m_axis_tvalid(mpa_tvalid),
-        .m_axis_tready(m_ulp_tready),
+        .m_axis_tready(m_ulp_tready & ulp_allow),
         .m_axis_tlast(mpa_tlast),
         .m_axis_tuser_len(mpa_tlen),
         .m_err_valid(mpa_err_v),

@@ -82,6 +82,7 @@ module card_stat_w64 (
     output wire           s_rx_ready,
     input  wire [9:0]     s_rx_qpn,
     input  wire [31:0]    s_rx_rxs_ci,
+    input  wire           s_rx_err,          // the FPDU it moved past failed: a live QP goes to ERROR (TX_CLOSED and the events come with card_tx's Terminate record)
     input  wire           s_rc_valid,        // card_rx's receive completion (m_cpl) with its RQ_CI
     output wire           s_rc_ready,
     input  wire [15:0]    s_rc_qpn,
@@ -163,7 +164,7 @@ module card_stat_w64 (
     wire [63:0]    base;
     reg  [31:0]    op_v1;                    // TXS_PI, RXS_CI or the doorbell's value
     reg  [15:0]    op_sq_ci;                 // SQ_CI or RQ_CI
-    reg            op_term;                  // the transmit record is a Terminate's
+    reg            op_term;                  // the transmit record is a Terminate's, or the RXS_CI record a failed FPDU's
     reg  [182:0]   op_cpl;                   // the completion to pass on, the top bit: has one
     wire           data_done;                // dma_wr took the last beat
     wire [184:0]   ctx_wr_data;
@@ -194,6 +195,7 @@ module card_stat_w64 (
     wire           op_lost;                  // STREAM.RX_LOST: QP_ERROR LLP_LOST
     wire           op_to_error;
     wire           op_term_error;            // card_tx sent the QP's Terminate: ERROR with TX_CLOSED, no event
+    wire           op_rx_error;              // card_rx moved RXS_CI past a failed FPDU: ERROR, no event (the model's first ERROR record)
     wire           op_freed;                 // DESTROY acts
     wire [31:0]    new_txs_pi;
     wire [31:0]    new_txs_ci;
@@ -309,7 +311,8 @@ module card_stat_w64 (
     assign op_live = (p_state[0] | p_state[1]) | p_state[2];
     assign op_lost = (op_k[4] & op_v1[1]) & op_live;
     assign op_to_error = (op_k[5] & op_live) | op_lost;
-    assign op_term_error = (op_k[1] & op_term) & op_live;
+    assign op_term_error = (op_k[1] & op_term) & (op_live | p_state[3]);
+    assign op_rx_error = (op_k[2] & op_term) & op_live;
     assign op_freed = op_k[6] & (p_state[2] | p_state[3]);
     assign new_txs_pi = op_k[0] ? 32'h00000000 : (op_k[1] ? op_v1 : old_txs_pi);
     assign new_txs_ci = op_k[0] ? 32'h00000000 : (op_k[3] ? op_v1 : old_txs_ci);
@@ -320,7 +323,7 @@ module card_stat_w64 (
     assign new_rxs_ci = op_k[0] ? 32'h00000000 : (op_k[2] ? op_v1 : old_rxs_ci);
     assign new_rxs_pi = op_k[0] ? 32'h00000000 : (op_k[11] ? op_v1 : old_rxs_pi);
     assign new_rx_fin = ~op_k[0] & (old_rx_fin | (op_k[4] & op_v1[0]));
-    assign op_stream_end = ((((((op_k[4] | op_k[2]) | op_k[11]) & new_rx_fin) & ~old_rx_ended) & p_rxs_eq) & op_live) & ~op_lost;
+    assign op_stream_end = (((((((op_k[4] | op_k[2]) | op_k[11]) & new_rx_fin) & ~old_rx_ended) & p_rxs_eq) & op_live) & ~op_lost) & ~op_rx_error;
     assign new_sq_ci = op_k[0] ? 16'h0000 : (op_k[1] ? op_sq_ci : old_sq_ci);
     assign op_closing = (op_k[8] & p_state[0]) | ((op_k[1] & ~op_term) & p_state[1]);
     assign op_closed = op_closing & p_sq_eq;
@@ -334,7 +337,7 @@ module card_stat_w64 (
         arm_rx & ~(ev_rx_space & ~op_stream_end),
         arm_tx & ~(ev_tx_data & ~((op_closed | op_to_error) | op_stream_end)),
         new_txs_ci,
-        op_k[0] ? 4'h1 : ((op_to_error | op_term_error) ? 4'h4 : (op_freed ? 4'h0 : (op_closed ? 4'h3 : (op_closing ? 4'h2 : old_state)))),
+        op_k[0] ? 4'h1 : (((op_to_error | op_term_error) | op_rx_error) ? 4'h4 : (op_freed ? 4'h0 : (op_closed ? 4'h3 : (op_closing ? 4'h2 : old_state)))),
         new_sq_ci,
         new_rxs_ci,
         new_txs_pi
@@ -441,7 +444,7 @@ module card_stat_w64 (
 
     always @(posedge clk) begin
         if (take) begin
-            op_term <= take_tx & s_tx_term;
+            op_term <= (take_tx & s_tx_term) | (take_rx & s_rx_err);
         end
     end
 

@@ -84,6 +84,7 @@ entity card_stat_w64 is
         s_rx_ready : out std_logic;
         s_rx_qpn : in  std_logic_vector(9 downto 0);
         s_rx_rxs_ci : in  std_logic_vector(31 downto 0);
+        s_rx_err : in  std_logic;            -- the FPDU it moved past failed: a live QP goes to ERROR (TX_CLOSED and the events come with card_tx's Terminate record)
         s_rc_valid : in  std_logic;          -- card_rx's receive completion (m_cpl) with its RQ_CI
         s_rc_ready : out std_logic;
         s_rc_qpn : in  std_logic_vector(15 downto 0);
@@ -194,7 +195,7 @@ architecture rtl of card_stat_w64 is
     signal base : std_logic_vector(63 downto 0);
     signal op_v1 : std_logic_vector(31 downto 0); -- TXS_PI, RXS_CI or the doorbell's value
     signal op_sq_ci : std_logic_vector(15 downto 0); -- SQ_CI or RQ_CI
-    signal op_term : std_logic;              -- the transmit record is a Terminate's
+    signal op_term : std_logic;              -- the transmit record is a Terminate's, or the RXS_CI record a failed FPDU's
     signal op_cpl : std_logic_vector(182 downto 0); -- the completion to pass on, the top bit: has one
     signal data_done : std_logic;            -- dma_wr took the last beat
     signal ctx_wr_data : std_logic_vector(184 downto 0);
@@ -225,6 +226,7 @@ architecture rtl of card_stat_w64 is
     signal op_lost : std_logic;              -- STREAM.RX_LOST: QP_ERROR LLP_LOST
     signal op_to_error : std_logic;
     signal op_term_error : std_logic;        -- card_tx sent the QP's Terminate: ERROR with TX_CLOSED, no event
+    signal op_rx_error : std_logic;          -- card_rx moved RXS_CI past a failed FPDU: ERROR, no event (the model's first ERROR record)
     signal op_freed : std_logic;             -- DESTROY acts
     signal new_txs_pi : std_logic_vector(31 downto 0);
     signal new_txs_ci : std_logic_vector(31 downto 0);
@@ -341,7 +343,8 @@ begin
     op_live <= (p_state(0) or p_state(1)) or p_state(2);
     op_lost <= (op_k(4) and op_v1(1)) and op_live;
     op_to_error <= (op_k(5) and op_live) or op_lost;
-    op_term_error <= (op_k(1) and op_term) and op_live;
+    op_term_error <= (op_k(1) and op_term) and (op_live or p_state(3));
+    op_rx_error <= (op_k(2) and op_term) and op_live;
     op_freed <= op_k(6) and (p_state(2) or p_state(3));
     new_txs_pi <= mux(op_k(0), x"00000000", mux(op_k(1), op_v1, old_txs_pi));
     new_txs_ci <= mux(op_k(0), x"00000000", mux(op_k(3), op_v1, old_txs_ci));
@@ -352,7 +355,7 @@ begin
     new_rxs_ci <= mux(op_k(0), x"00000000", mux(op_k(2), op_v1, old_rxs_ci));
     new_rxs_pi <= mux(op_k(0), x"00000000", mux(op_k(11), op_v1, old_rxs_pi));
     new_rx_fin <= (not op_k(0)) and (old_rx_fin or (op_k(4) and op_v1(0)));
-    op_stream_end <= ((((((op_k(4) or op_k(2)) or op_k(11)) and new_rx_fin) and (not old_rx_ended)) and p_rxs_eq) and op_live) and (not op_lost);
+    op_stream_end <= (((((((op_k(4) or op_k(2)) or op_k(11)) and new_rx_fin) and (not old_rx_ended)) and p_rxs_eq) and op_live) and (not op_lost)) and (not op_rx_error);
     new_sq_ci <= mux(op_k(0), x"0000", mux(op_k(1), op_sq_ci, old_sq_ci));
     op_closing <= (op_k(8) and p_state(0)) or ((op_k(1) and (not op_term)) and p_state(1));
     op_closed <= op_closing and p_sq_eq;
@@ -366,7 +369,7 @@ begin
         (arm_rx and (not (ev_rx_space and (not op_stream_end)))) &
         (arm_tx and (not (ev_tx_data and (not ((op_closed or op_to_error) or op_stream_end))))) &
         new_txs_ci &
-        mux(op_k(0), x"1", mux(op_to_error or op_term_error, x"4", mux(op_freed, x"0", mux(op_closed, x"3", mux(op_closing, x"2", old_state))))) &
+        mux(op_k(0), x"1", mux((op_to_error or op_term_error) or op_rx_error, x"4", mux(op_freed, x"0", mux(op_closed, x"3", mux(op_closing, x"2", old_state))))) &
         new_sq_ci &
         new_rxs_ci &
         new_txs_pi
@@ -498,7 +501,7 @@ begin
     begin
         if rising_edge(clk) then
             if take = '1' then
-                op_term <= take_tx and s_tx_term;
+                op_term <= (take_tx and s_tx_term) or (take_rx and s_rx_err);
             end if;
         end if;
     end process;

@@ -162,6 +162,14 @@ module card_tx_tb_w512 (
     output wire [63:0]    m_done_to,
     output wire [15:0]    m_done_len,
     output wire           busy,
+    input  wire           cfg_drop_after_fail,
+    input  wire           s_kill_valid,
+    input  wire [31:0]    s_kill_qp,
+    input  wire           s_clear_valid,
+    input  wire [31:0]    s_clear_qp,
+    output wire           m_dec_valid,
+    output wire [1:0]     m_dec_dest,
+    output wire           m_dec_dead,
     input  wire           s_rxk_valid,
     output wire           s_rxk_ready,
     input  wire [31:0]    s_rxk_stag,
@@ -268,6 +276,9 @@ module card_tx_tb_w512 (
     wire [63:0]    pl_m_done_to;
     wire [15:0]    pl_m_done_len;
     wire           pl_busy;
+    wire           pl_m_dec_valid;
+    wire [1:0]     pl_m_dec_dest;
+    wire           pl_m_dec_dead;
     wire           pl_s_rxk_ready;
     wire           pl_m_rxk_valid;
     wire [2:0]     pl_m_rxk_fault;
@@ -349,6 +360,9 @@ module card_tx_tb_w512 (
     assign m_done_to = pl_m_done_to;
     assign m_done_len = pl_m_done_len;
     assign busy = pl_busy;
+    assign m_dec_valid = pl_m_dec_valid;
+    assign m_dec_dest = pl_m_dec_dest;
+    assign m_dec_dead = pl_m_dec_dead;
     assign s_rxk_ready = pl_s_rxk_ready;
     assign m_rxk_valid = pl_m_rxk_valid;
     assign m_rxk_fault = pl_m_rxk_fault;
@@ -525,6 +539,14 @@ module card_tx_tb_w512 (
         .m_done_to(pl_m_done_to),
         .m_done_len(pl_m_done_len),
         .busy(pl_busy),
+        .cfg_drop_after_fail(cfg_drop_after_fail),
+        .s_kill_valid(s_kill_valid),
+        .s_kill_qp(s_kill_qp),
+        .s_clear_valid(s_clear_valid),
+        .s_clear_qp(s_clear_qp),
+        .m_dec_valid(pl_m_dec_valid),
+        .m_dec_dest(pl_m_dec_dest),
+        .m_dec_dead(pl_m_dec_dead),
         .s_rxk_valid(s_rxk_valid),
         .s_rxk_ready(pl_s_rxk_ready),
         .s_rxk_stag(s_rxk_stag),

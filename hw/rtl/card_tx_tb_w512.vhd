@@ -164,6 +164,14 @@ entity card_tx_tb_w512 is
         m_done_to : out std_logic_vector(63 downto 0);
         m_done_len : out std_logic_vector(15 downto 0);
         busy : out std_logic;
+        cfg_drop_after_fail : in  std_logic;
+        s_kill_valid : in  std_logic;
+        s_kill_qp : in  std_logic_vector(31 downto 0);
+        s_clear_valid : in  std_logic;
+        s_clear_qp : in  std_logic_vector(31 downto 0);
+        m_dec_valid : out std_logic;
+        m_dec_dest : out std_logic_vector(1 downto 0);
+        m_dec_dead : out std_logic;
         s_rxk_valid : in  std_logic;
         s_rxk_ready : out std_logic;
         s_rxk_stag : in  std_logic_vector(31 downto 0);
@@ -272,6 +280,9 @@ architecture rtl of card_tx_tb_w512 is
     signal pl_m_done_to : std_logic_vector(63 downto 0);
     signal pl_m_done_len : std_logic_vector(15 downto 0);
     signal pl_busy : std_logic;
+    signal pl_m_dec_valid : std_logic;
+    signal pl_m_dec_dest : std_logic_vector(1 downto 0);
+    signal pl_m_dec_dead : std_logic;
     signal pl_s_rxk_ready : std_logic;
     signal pl_m_rxk_valid : std_logic;
     signal pl_m_rxk_fault : std_logic_vector(2 downto 0);
@@ -353,6 +364,9 @@ begin
     m_done_to <= pl_m_done_to;
     m_done_len <= pl_m_done_len;
     busy <= pl_busy;
+    m_dec_valid <= pl_m_dec_valid;
+    m_dec_dest <= pl_m_dec_dest;
+    m_dec_dead <= pl_m_dec_dead;
     s_rxk_ready <= pl_s_rxk_ready;
     m_rxk_valid <= pl_m_rxk_valid;
     m_rxk_fault <= pl_m_rxk_fault;
@@ -531,6 +545,14 @@ begin
             m_done_to => pl_m_done_to,
             m_done_len => pl_m_done_len,
             busy => pl_busy,
+            cfg_drop_after_fail => cfg_drop_after_fail,
+            s_kill_valid => s_kill_valid,
+            s_kill_qp => s_kill_qp,
+            s_clear_valid => s_clear_valid,
+            s_clear_qp => s_clear_qp,
+            m_dec_valid => pl_m_dec_valid,
+            m_dec_dest => pl_m_dec_dest,
+            m_dec_dead => pl_m_dec_dead,
             s_rxk_valid => s_rxk_valid,
             s_rxk_ready => pl_s_rxk_ready,
             s_rxk_stag => s_rxk_stag,

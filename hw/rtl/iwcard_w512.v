@@ -234,6 +234,11 @@ module iwcard_w512 (
     wire           rx_m_ci_valid;
     wire [9:0]     rx_m_ci_qp;
     wire [31:0]    rx_m_ci_value;
+    wire           rx_m_ci_err;
+    wire           rx_m_kill_valid;
+    wire [31:0]    rx_m_kill_qp;
+    wire           rx_m_clear_valid;
+    wire [31:0]    rx_m_clear_qp;
     wire           rx_m_err_valid;
     wire [9:0]     rx_m_err_qp;
     wire [2:0]     rx_m_err_kind;
@@ -337,6 +342,9 @@ module iwcard_w512 (
     wire [63:0]    pl_m_done_to;
     wire [15:0]    pl_m_done_len;
     wire           pl_busy;
+    wire           pl_m_dec_valid;
+    wire [1:0]     pl_m_dec_dest;
+    wire           pl_m_dec_dead;
     wire           pl_s_rxk_ready;
     wire           pl_m_rxk_valid;
     wire [2:0]     pl_m_rxk_fault;
@@ -914,6 +922,14 @@ module iwcard_w512 (
         .m_ci_ready(st_s_rx_ready),
         .m_ci_qp(rx_m_ci_qp),
         .m_ci_value(rx_m_ci_value),
+        .m_ci_err(rx_m_ci_err),
+        .s_dec_valid(pl_m_dec_valid),
+        .s_dec_dest(pl_m_dec_dest),
+        .s_dec_dead(pl_m_dec_dead),
+        .m_kill_valid(rx_m_kill_valid),
+        .m_kill_qp(rx_m_kill_qp),
+        .m_clear_valid(rx_m_clear_valid),
+        .m_clear_qp(rx_m_clear_qp),
         .m_err_valid(rx_m_err_valid),
         .m_err_ready(term_err_baddb | (term_g2 & tx_s_term_ready)),
         .m_err_qp(rx_m_err_qp),
@@ -1082,6 +1098,14 @@ module iwcard_w512 (
         .m_done_to(pl_m_done_to),
         .m_done_len(pl_m_done_len),
         .busy(pl_busy),
+        .cfg_drop_after_fail(1'h1),
+        .s_kill_valid(rx_m_kill_valid),
+        .s_kill_qp(rx_m_kill_qp),
+        .s_clear_valid(rx_m_clear_valid),
+        .s_clear_qp(rx_m_clear_qp),
+        .m_dec_valid(pl_m_dec_valid),
+        .m_dec_dest(pl_m_dec_dest),
+        .m_dec_dead(pl_m_dec_dead),
         .s_rxk_valid(rx_m_rxk_valid),
         .s_rxk_ready(pl_s_rxk_ready),
         .s_rxk_stag(rx_m_rxk_stag),
@@ -1144,6 +1168,7 @@ module iwcard_w512 (
         .s_rx_ready(st_s_rx_ready),
         .s_rx_qpn(rx_m_ci_qp),
         .s_rx_rxs_ci(rx_m_ci_value),
+        .s_rx_err(rx_m_ci_err),
         .s_rc_valid(rx_m_cpl_valid),
         .s_rc_ready(st_s_rc_ready),
         .s_rc_qpn(rx_m_cpl_qpn),

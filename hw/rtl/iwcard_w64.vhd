@@ -265,6 +265,11 @@ architecture rtl of iwcard_w64 is
     signal rx_m_ci_valid : std_logic;
     signal rx_m_ci_qp : std_logic_vector(9 downto 0);
     signal rx_m_ci_value : std_logic_vector(31 downto 0);
+    signal rx_m_ci_err : std_logic;
+    signal rx_m_kill_valid : std_logic;
+    signal rx_m_kill_qp : std_logic_vector(31 downto 0);
+    signal rx_m_clear_valid : std_logic;
+    signal rx_m_clear_qp : std_logic_vector(31 downto 0);
     signal rx_m_err_valid : std_logic;
     signal rx_m_err_qp : std_logic_vector(9 downto 0);
     signal rx_m_err_kind : std_logic_vector(2 downto 0);
@@ -368,6 +373,9 @@ architecture rtl of iwcard_w64 is
     signal pl_m_done_to : std_logic_vector(63 downto 0);
     signal pl_m_done_len : std_logic_vector(15 downto 0);
     signal pl_busy : std_logic;
+    signal pl_m_dec_valid : std_logic;
+    signal pl_m_dec_dest : std_logic_vector(1 downto 0);
+    signal pl_m_dec_dead : std_logic;
     signal pl_s_rxk_ready : std_logic;
     signal pl_m_rxk_valid : std_logic;
     signal pl_m_rxk_fault : std_logic_vector(2 downto 0);
@@ -978,6 +986,14 @@ begin
             m_ci_ready => st_s_rx_ready,
             m_ci_qp => rx_m_ci_qp,
             m_ci_value => rx_m_ci_value,
+            m_ci_err => rx_m_ci_err,
+            s_dec_valid => pl_m_dec_valid,
+            s_dec_dest => pl_m_dec_dest,
+            s_dec_dead => pl_m_dec_dead,
+            m_kill_valid => rx_m_kill_valid,
+            m_kill_qp => rx_m_kill_qp,
+            m_clear_valid => rx_m_clear_valid,
+            m_clear_qp => rx_m_clear_qp,
             m_err_valid => rx_m_err_valid,
             m_err_ready => term_err_baddb or (term_g2 and tx_s_term_ready),
             m_err_qp => rx_m_err_qp,
@@ -1147,6 +1163,14 @@ begin
             m_done_to => pl_m_done_to,
             m_done_len => pl_m_done_len,
             busy => pl_busy,
+            cfg_drop_after_fail => '1',
+            s_kill_valid => rx_m_kill_valid,
+            s_kill_qp => rx_m_kill_qp,
+            s_clear_valid => rx_m_clear_valid,
+            s_clear_qp => rx_m_clear_qp,
+            m_dec_valid => pl_m_dec_valid,
+            m_dec_dest => pl_m_dec_dest,
+            m_dec_dead => pl_m_dec_dead,
             s_rxk_valid => rx_m_rxk_valid,
             s_rxk_ready => pl_s_rxk_ready,
             s_rxk_stag => rx_m_rxk_stag,
@@ -1210,6 +1234,7 @@ begin
             s_rx_ready => st_s_rx_ready,
             s_rx_qpn => rx_m_ci_qp,
             s_rx_rxs_ci => rx_m_ci_value,
+            s_rx_err => rx_m_ci_err,
             s_rc_valid => rx_m_cpl_valid,
             s_rc_ready => st_s_rc_ready,
             s_rc_qpn => rx_m_cpl_qpn,

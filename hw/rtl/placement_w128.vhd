@@ -109,6 +109,14 @@ entity placement_w128 is
         m_done_to : out std_logic_vector(63 downto 0); -- its tagged offset
         m_done_len : out std_logic_vector(15 downto 0); -- its ULPDU length
         busy : out std_logic;                -- a ULPDU beat taken is still inside (stage registers, output register, a last block to write): low means every m_done of the ULPDUs taken so far has been taken
+        cfg_drop_after_fail : in  std_logic; -- 1: drop after a failure as CTRL.DROP_AFTER_FAIL does, whatever CTRL says (the card ties it high)
+        s_kill_valid : in  std_logic;        -- a connection failed outside placement (card_rx's Send engine): its later segments are dropped as after a failure of placement's own; taken every cycle
+        s_kill_qp : in  std_logic_vector(31 downto 0);
+        s_clear_valid : in  std_logic;       -- a connection starts anew (QP_CMD CREATE): its failure is forgotten, as CONN_CLEAR does; taken every cycle
+        s_clear_qp : in  std_logic_vector(31 downto 0);
+        m_dec_valid : out std_logic;         -- a segment's first beat is decided (one pulse per segment, in order; no ready)
+        m_dec_dest : out std_logic_vector(1 downto 0); -- where it goes: 1 DMA, 0 dropped (zero-length tagged, or its connection failed), 3 Terminate, 2 m_host
+        m_dec_dead : out std_logic;          -- it was dropped because its connection had failed
         s_rxk_valid : in  std_logic;         -- an STag check request (an engine's lkey check, a Send with Invalidate's STag)
         s_rxk_ready : out std_logic;         -- init_done: a request is taken every cycle
         s_rxk_stag : in  std_logic_vector(31 downto 0); -- the STag (index 31:8, key 7:0)
@@ -323,32 +331,47 @@ architecture rtl of placement_w128 is
     signal e_md : std_logic;                 -- the Terminate copies the segment length and DDP header
     signal conn_clear : std_logic;           -- the host clears the connection on reg_wr_data
     signal ctrl_drop : std_logic := '0';     -- CTRL.DROP_AFTER_FAIL
+    signal drop_on : std_logic;
     signal fail_ptr : std_logic_vector(2 downto 0) := "000"; -- slot the next failure takes
     signal fail_record : std_logic;          -- a first segment failure of its connection is recorded this cycle
+    signal kill_record : std_logic;          -- an outside failure is recorded this cycle
+    signal kill_pend : std_logic := '0';     -- an outside failure waits a cycle
+    signal kill_pend_qp : std_logic_vector(31 downto 0);
+    signal kill_v : std_logic;               -- an outside failure to record
+    signal kill_q : std_logic_vector(31 downto 0); -- its connection
     signal fail_take0 : std_logic;
+    signal kill_take0 : std_logic;
     signal fail_qp0 : std_logic_vector(31 downto 0);
     signal fail_valid0 : std_logic := '0';
     signal fail_take1 : std_logic;
+    signal kill_take1 : std_logic;
     signal fail_qp1 : std_logic_vector(31 downto 0);
     signal fail_valid1 : std_logic := '0';
     signal fail_take2 : std_logic;
+    signal kill_take2 : std_logic;
     signal fail_qp2 : std_logic_vector(31 downto 0);
     signal fail_valid2 : std_logic := '0';
     signal fail_take3 : std_logic;
+    signal kill_take3 : std_logic;
     signal fail_qp3 : std_logic_vector(31 downto 0);
     signal fail_valid3 : std_logic := '0';
     signal fail_take4 : std_logic;
+    signal kill_take4 : std_logic;
     signal fail_qp4 : std_logic_vector(31 downto 0);
     signal fail_valid4 : std_logic := '0';
     signal fail_take5 : std_logic;
+    signal kill_take5 : std_logic;
     signal fail_qp5 : std_logic_vector(31 downto 0);
     signal fail_valid5 : std_logic := '0';
     signal fail_take6 : std_logic;
+    signal kill_take6 : std_logic;
     signal fail_qp6 : std_logic_vector(31 downto 0);
     signal fail_valid6 : std_logic := '0';
     signal fail_take7 : std_logic;
+    signal kill_take7 : std_logic;
     signal fail_qp7 : std_logic_vector(31 downto 0);
     signal fail_valid7 : std_logic := '0';
+    signal kill_now : std_logic;
     signal conn_failed : std_logic;          -- the segment's connection already failed
     signal e_dest : std_logic_vector(1 downto 0);
     signal t_vm : std_logic_vector(63 downto 0); -- translated offset of the segment's byte 0 (contiguous: its host address)
@@ -579,15 +602,27 @@ begin
     e_cause <= mux(e_version, mux(e_short or b2l(h_ddp_ctl(1 downto 0) /= std_logic_vector'('0' & s1_rev)), mux(h_tagged, x"1104", x"1206"), x"0205"), mux(e_qn, x"1201", mux(e_opcode, x"0206", mux(c_invalid, x"1100", mux(c_assoc, x"1102", mux(c_rights, x"1100", mux(c_wrap, x"1103", x"1101")))))));
     e_md <= e_qn or e_stag;
     conn_clear <= reg_wr_valid and b2l(reg_wr_addr = x"50");
+    drop_on <= ctrl_drop or cfg_drop_after_fail;
+    kill_v <= kill_pend or s_kill_valid;
+    kill_q <= mux(kill_pend, kill_pend_qp, s_kill_qp);
     fail_take0 <= fail_record and b2l(fail_ptr = "000");
+    kill_take0 <= kill_record and b2l(fail_ptr = "000");
     fail_take1 <= fail_record and b2l(fail_ptr = "001");
+    kill_take1 <= kill_record and b2l(fail_ptr = "001");
     fail_take2 <= fail_record and b2l(fail_ptr = "010");
+    kill_take2 <= kill_record and b2l(fail_ptr = "010");
     fail_take3 <= fail_record and b2l(fail_ptr = "011");
+    kill_take3 <= kill_record and b2l(fail_ptr = "011");
     fail_take4 <= fail_record and b2l(fail_ptr = "100");
+    kill_take4 <= kill_record and b2l(fail_ptr = "100");
     fail_take5 <= fail_record and b2l(fail_ptr = "101");
+    kill_take5 <= kill_record and b2l(fail_ptr = "101");
     fail_take6 <= fail_record and b2l(fail_ptr = "110");
+    kill_take6 <= kill_record and b2l(fail_ptr = "110");
     fail_take7 <= fail_record and b2l(fail_ptr = "111");
-    conn_failed <= ctrl_drop and (or std_logic_vector'(
+    kill_take7 <= kill_record and b2l(fail_ptr = "111");
+    kill_now <= kill_v and b2l(kill_q = s1_qp);
+    conn_failed <= drop_on and ((or std_logic_vector'(
         (fail_valid0 and b2l(fail_qp0 = s1_qp)) &
         (fail_valid1 and b2l(fail_qp1 = s1_qp)) &
         (fail_valid2 and b2l(fail_qp2 = s1_qp)) &
@@ -596,8 +631,18 @@ begin
         (fail_valid5 and b2l(fail_qp5 = s1_qp)) &
         (fail_valid6 and b2l(fail_qp6 = s1_qp)) &
         (fail_valid7 and b2l(fail_qp7 = s1_qp))
-    ));
-    fail_record <= ((((advance_up and s1_valid) and s1_sop) and e_fail) and ctrl_drop) and (not conn_failed);
+    )) or kill_now);
+    fail_record <= ((((advance_up and s1_valid) and s1_sop) and e_fail) and drop_on) and (not conn_failed);
+    kill_record <= (kill_v and (not (or std_logic_vector'(
+        (fail_valid0 and b2l(fail_qp0 = kill_q)) &
+        (fail_valid1 and b2l(fail_qp1 = kill_q)) &
+        (fail_valid2 and b2l(fail_qp2 = kill_q)) &
+        (fail_valid3 and b2l(fail_qp3 = kill_q)) &
+        (fail_valid4 and b2l(fail_qp4 = kill_q)) &
+        (fail_valid5 and b2l(fail_qp5 = kill_q)) &
+        (fail_valid6 and b2l(fail_qp6 = kill_q)) &
+        (fail_valid7 and b2l(fail_qp7 = kill_q))
+    )))) and (not fail_record);
     e_dest <= mux(conn_failed, "00", mux(e_fail, "11", mux(h_tagged, mux(h_payzero, "00", "01"), "10")));
     t_vm <= std_logic_vector(unsigned(h_to) + unsigned(e_delta));
     t_rot <= t_vm(3 downto 0);
@@ -621,6 +666,9 @@ begin
     );
     t_vbase <= std_logic_vector'(t_vm(63 downto 4) & x"0");
     s2_ctx_load <= (advance_up and s1_valid) and s1_sop;
+    m_dec_valid <= s2_ctx_load;
+    m_dec_dest <= e_dest and std_logic_vector'(1 downto 0 => s2_ctx_load);
+    m_dec_dead <= s2_ctx_load and conn_failed;
     r_data_0 <= mux(s2_rot(0), std_logic_vector'(s2_data(119 downto 0) & s2_data(127 downto 120)), s2_data);
     r_data_1 <= mux(s2_rot(1), std_logic_vector'(r_data_0(111 downto 0) & r_data_0(127 downto 112)), r_data_0);
     r_data_2 <= mux(s2_rot(2), std_logic_vector'(r_data_1(95 downto 0) & r_data_1(127 downto 96)), r_data_1);
@@ -1464,8 +1512,8 @@ begin
     fail_qp0_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if fail_take0 = '1' then
-                fail_qp0 <= s1_qp;
+            if (fail_take0 or kill_take0) = '1' then
+                fail_qp0 <= mux(fail_take0, s1_qp, kill_q);
             end if;
         end if;
     end process;
@@ -1476,7 +1524,7 @@ begin
             if rst = '1' then
                 fail_valid0 <= '0';
             else
-                fail_valid0 <= fail_take0 or (fail_valid0 and (not (conn_clear and b2l(fail_qp0 = reg_wr_data))));
+                fail_valid0 <= (fail_take0 or kill_take0) or ((fail_valid0 and (not (conn_clear and b2l(fail_qp0 = reg_wr_data)))) and (not (s_clear_valid and b2l(fail_qp0 = s_clear_qp))));
             end if;
         end if;
     end process;
@@ -1484,8 +1532,8 @@ begin
     fail_qp1_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if fail_take1 = '1' then
-                fail_qp1 <= s1_qp;
+            if (fail_take1 or kill_take1) = '1' then
+                fail_qp1 <= mux(fail_take1, s1_qp, kill_q);
             end if;
         end if;
     end process;
@@ -1496,7 +1544,7 @@ begin
             if rst = '1' then
                 fail_valid1 <= '0';
             else
-                fail_valid1 <= fail_take1 or (fail_valid1 and (not (conn_clear and b2l(fail_qp1 = reg_wr_data))));
+                fail_valid1 <= (fail_take1 or kill_take1) or ((fail_valid1 and (not (conn_clear and b2l(fail_qp1 = reg_wr_data)))) and (not (s_clear_valid and b2l(fail_qp1 = s_clear_qp))));
             end if;
         end if;
     end process;
@@ -1504,8 +1552,8 @@ begin
     fail_qp2_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if fail_take2 = '1' then
-                fail_qp2 <= s1_qp;
+            if (fail_take2 or kill_take2) = '1' then
+                fail_qp2 <= mux(fail_take2, s1_qp, kill_q);
             end if;
         end if;
     end process;
@@ -1516,7 +1564,7 @@ begin
             if rst = '1' then
                 fail_valid2 <= '0';
             else
-                fail_valid2 <= fail_take2 or (fail_valid2 and (not (conn_clear and b2l(fail_qp2 = reg_wr_data))));
+                fail_valid2 <= (fail_take2 or kill_take2) or ((fail_valid2 and (not (conn_clear and b2l(fail_qp2 = reg_wr_data)))) and (not (s_clear_valid and b2l(fail_qp2 = s_clear_qp))));
             end if;
         end if;
     end process;
@@ -1524,8 +1572,8 @@ begin
     fail_qp3_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if fail_take3 = '1' then
-                fail_qp3 <= s1_qp;
+            if (fail_take3 or kill_take3) = '1' then
+                fail_qp3 <= mux(fail_take3, s1_qp, kill_q);
             end if;
         end if;
     end process;
@@ -1536,7 +1584,7 @@ begin
             if rst = '1' then
                 fail_valid3 <= '0';
             else
-                fail_valid3 <= fail_take3 or (fail_valid3 and (not (conn_clear and b2l(fail_qp3 = reg_wr_data))));
+                fail_valid3 <= (fail_take3 or kill_take3) or ((fail_valid3 and (not (conn_clear and b2l(fail_qp3 = reg_wr_data)))) and (not (s_clear_valid and b2l(fail_qp3 = s_clear_qp))));
             end if;
         end if;
     end process;
@@ -1544,8 +1592,8 @@ begin
     fail_qp4_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if fail_take4 = '1' then
-                fail_qp4 <= s1_qp;
+            if (fail_take4 or kill_take4) = '1' then
+                fail_qp4 <= mux(fail_take4, s1_qp, kill_q);
             end if;
         end if;
     end process;
@@ -1556,7 +1604,7 @@ begin
             if rst = '1' then
                 fail_valid4 <= '0';
             else
-                fail_valid4 <= fail_take4 or (fail_valid4 and (not (conn_clear and b2l(fail_qp4 = reg_wr_data))));
+                fail_valid4 <= (fail_take4 or kill_take4) or ((fail_valid4 and (not (conn_clear and b2l(fail_qp4 = reg_wr_data)))) and (not (s_clear_valid and b2l(fail_qp4 = s_clear_qp))));
             end if;
         end if;
     end process;
@@ -1564,8 +1612,8 @@ begin
     fail_qp5_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if fail_take5 = '1' then
-                fail_qp5 <= s1_qp;
+            if (fail_take5 or kill_take5) = '1' then
+                fail_qp5 <= mux(fail_take5, s1_qp, kill_q);
             end if;
         end if;
     end process;
@@ -1576,7 +1624,7 @@ begin
             if rst = '1' then
                 fail_valid5 <= '0';
             else
-                fail_valid5 <= fail_take5 or (fail_valid5 and (not (conn_clear and b2l(fail_qp5 = reg_wr_data))));
+                fail_valid5 <= (fail_take5 or kill_take5) or ((fail_valid5 and (not (conn_clear and b2l(fail_qp5 = reg_wr_data)))) and (not (s_clear_valid and b2l(fail_qp5 = s_clear_qp))));
             end if;
         end if;
     end process;
@@ -1584,8 +1632,8 @@ begin
     fail_qp6_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if fail_take6 = '1' then
-                fail_qp6 <= s1_qp;
+            if (fail_take6 or kill_take6) = '1' then
+                fail_qp6 <= mux(fail_take6, s1_qp, kill_q);
             end if;
         end if;
     end process;
@@ -1596,7 +1644,7 @@ begin
             if rst = '1' then
                 fail_valid6 <= '0';
             else
-                fail_valid6 <= fail_take6 or (fail_valid6 and (not (conn_clear and b2l(fail_qp6 = reg_wr_data))));
+                fail_valid6 <= (fail_take6 or kill_take6) or ((fail_valid6 and (not (conn_clear and b2l(fail_qp6 = reg_wr_data)))) and (not (s_clear_valid and b2l(fail_qp6 = s_clear_qp))));
             end if;
         end if;
     end process;
@@ -1604,8 +1652,8 @@ begin
     fail_qp7_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if fail_take7 = '1' then
-                fail_qp7 <= s1_qp;
+            if (fail_take7 or kill_take7) = '1' then
+                fail_qp7 <= mux(fail_take7, s1_qp, kill_q);
             end if;
         end if;
     end process;
@@ -1616,7 +1664,27 @@ begin
             if rst = '1' then
                 fail_valid7 <= '0';
             else
-                fail_valid7 <= fail_take7 or (fail_valid7 and (not (conn_clear and b2l(fail_qp7 = reg_wr_data))));
+                fail_valid7 <= (fail_take7 or kill_take7) or ((fail_valid7 and (not (conn_clear and b2l(fail_qp7 = reg_wr_data)))) and (not (s_clear_valid and b2l(fail_qp7 = s_clear_qp))));
+            end if;
+        end if;
+    end process;
+
+    kill_pend_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                kill_pend <= '0';
+            else
+                kill_pend <= kill_v and fail_record;
+            end if;
+        end if;
+    end process;
+
+    kill_pend_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (kill_v and fail_record) = '1' then
+                kill_pend_qp <= kill_q;
             end if;
         end if;
     end process;
@@ -1626,7 +1694,7 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 fail_ptr <= "000";
-            elsif fail_record = '1' then
+            elsif (fail_record or kill_record) = '1' then
                 fail_ptr <= std_logic_vector(unsigned(fail_ptr) + unsigned'("001"));
             end if;
         end if;

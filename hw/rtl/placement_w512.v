@@ -107,6 +107,14 @@ module placement_w512 (
     output wire [63:0]    m_done_to,         // its tagged offset
     output wire [15:0]    m_done_len,        // its ULPDU length
     output wire           busy,              // a ULPDU beat taken is still inside (stage registers, output register, a last block to write): low means every m_done of the ULPDUs taken so far has been taken
+    input  wire           cfg_drop_after_fail, // 1: drop after a failure as CTRL.DROP_AFTER_FAIL does, whatever CTRL says (the card ties it high)
+    input  wire           s_kill_valid,      // a connection failed outside placement (card_rx's Send engine): its later segments are dropped as after a failure of placement's own; taken every cycle
+    input  wire [31:0]    s_kill_qp,
+    input  wire           s_clear_valid,     // a connection starts anew (QP_CMD CREATE): its failure is forgotten, as CONN_CLEAR does; taken every cycle
+    input  wire [31:0]    s_clear_qp,
+    output wire           m_dec_valid,       // a segment's first beat is decided (one pulse per segment, in order; no ready)
+    output wire [1:0]     m_dec_dest,        // where it goes: 1 DMA, 0 dropped (zero-length tagged, or its connection failed), 3 Terminate, 2 m_host
+    output wire           m_dec_dead,        // it was dropped because its connection had failed
     input  wire           s_rxk_valid,       // an STag check request (an engine's lkey check, a Send with Invalidate's STag)
     output wire           s_rxk_ready,       // init_done: a request is taken every cycle
     input  wire [31:0]    s_rxk_stag,        // the STag (index 31:8, key 7:0)
@@ -292,32 +300,47 @@ module placement_w512 (
     wire           e_md;                     // the Terminate copies the segment length and DDP header
     wire           conn_clear;               // the host clears the connection on reg_wr_data
     reg            ctrl_drop;                // CTRL.DROP_AFTER_FAIL
+    wire           drop_on;
     reg  [2:0]     fail_ptr;                 // slot the next failure takes
     wire           fail_record;              // a first segment failure of its connection is recorded this cycle
+    wire           kill_record;              // an outside failure is recorded this cycle
+    reg            kill_pend;                // an outside failure waits a cycle
+    reg  [31:0]    kill_pend_qp;
+    wire           kill_v;                   // an outside failure to record
+    wire [31:0]    kill_q;                   // its connection
     wire           fail_take0;
+    wire           kill_take0;
     reg  [31:0]    fail_qp0;
     reg            fail_valid0;
     wire           fail_take1;
+    wire           kill_take1;
     reg  [31:0]    fail_qp1;
     reg            fail_valid1;
     wire           fail_take2;
+    wire           kill_take2;
     reg  [31:0]    fail_qp2;
     reg            fail_valid2;
     wire           fail_take3;
+    wire           kill_take3;
     reg  [31:0]    fail_qp3;
     reg            fail_valid3;
     wire           fail_take4;
+    wire           kill_take4;
     reg  [31:0]    fail_qp4;
     reg            fail_valid4;
     wire           fail_take5;
+    wire           kill_take5;
     reg  [31:0]    fail_qp5;
     reg            fail_valid5;
     wire           fail_take6;
+    wire           kill_take6;
     reg  [31:0]    fail_qp6;
     reg            fail_valid6;
     wire           fail_take7;
+    wire           kill_take7;
     reg  [31:0]    fail_qp7;
     reg            fail_valid7;
+    wire           kill_now;
     wire           conn_failed;              // the segment's connection already failed
     wire [1:0]     e_dest;
     wire [63:0]    t_vm;                     // translated offset of the segment's byte 0 (contiguous: its host address)
@@ -679,15 +702,27 @@ module placement_w512 (
     assign e_cause = e_version ? ((e_short | (h_ddp_ctl[1:0] != {1'h0, s1_rev})) ? (h_tagged ? 16'h1104 : 16'h1206) : 16'h0205) : (e_qn ? 16'h1201 : (e_opcode ? 16'h0206 : (c_invalid ? 16'h1100 : (c_assoc ? 16'h1102 : (c_rights ? 16'h1100 : (c_wrap ? 16'h1103 : 16'h1101))))));
     assign e_md = e_qn | e_stag;
     assign conn_clear = reg_wr_valid & (reg_wr_addr == 8'h50);
+    assign drop_on = ctrl_drop | cfg_drop_after_fail;
+    assign kill_v = kill_pend | s_kill_valid;
+    assign kill_q = kill_pend ? kill_pend_qp : s_kill_qp;
     assign fail_take0 = fail_record & (fail_ptr == 3'h0);
+    assign kill_take0 = kill_record & (fail_ptr == 3'h0);
     assign fail_take1 = fail_record & (fail_ptr == 3'h1);
+    assign kill_take1 = kill_record & (fail_ptr == 3'h1);
     assign fail_take2 = fail_record & (fail_ptr == 3'h2);
+    assign kill_take2 = kill_record & (fail_ptr == 3'h2);
     assign fail_take3 = fail_record & (fail_ptr == 3'h3);
+    assign kill_take3 = kill_record & (fail_ptr == 3'h3);
     assign fail_take4 = fail_record & (fail_ptr == 3'h4);
+    assign kill_take4 = kill_record & (fail_ptr == 3'h4);
     assign fail_take5 = fail_record & (fail_ptr == 3'h5);
+    assign kill_take5 = kill_record & (fail_ptr == 3'h5);
     assign fail_take6 = fail_record & (fail_ptr == 3'h6);
+    assign kill_take6 = kill_record & (fail_ptr == 3'h6);
     assign fail_take7 = fail_record & (fail_ptr == 3'h7);
-    assign conn_failed = ctrl_drop & |{
+    assign kill_take7 = kill_record & (fail_ptr == 3'h7);
+    assign kill_now = kill_v & (kill_q == s1_qp);
+    assign conn_failed = drop_on & (|{
         fail_valid0 & (fail_qp0 == s1_qp),
         fail_valid1 & (fail_qp1 == s1_qp),
         fail_valid2 & (fail_qp2 == s1_qp),
@@ -696,8 +731,18 @@ module placement_w512 (
         fail_valid5 & (fail_qp5 == s1_qp),
         fail_valid6 & (fail_qp6 == s1_qp),
         fail_valid7 & (fail_qp7 == s1_qp)
-    };
-    assign fail_record = ((((advance_up & s1_valid) & s1_sop) & e_fail) & ctrl_drop) & ~conn_failed;
+    } | kill_now);
+    assign fail_record = ((((advance_up & s1_valid) & s1_sop) & e_fail) & drop_on) & ~conn_failed;
+    assign kill_record = (kill_v & ~|{
+        fail_valid0 & (fail_qp0 == kill_q),
+        fail_valid1 & (fail_qp1 == kill_q),
+        fail_valid2 & (fail_qp2 == kill_q),
+        fail_valid3 & (fail_qp3 == kill_q),
+        fail_valid4 & (fail_qp4 == kill_q),
+        fail_valid5 & (fail_qp5 == kill_q),
+        fail_valid6 & (fail_qp6 == kill_q),
+        fail_valid7 & (fail_qp7 == kill_q)
+    }) & ~fail_record;
     assign e_dest = conn_failed ? 2'h0 : (e_fail ? 2'h3 : (h_tagged ? (h_payzero ? 2'h0 : 2'h1) : 2'h2));
     assign t_vm = h_to + e_delta;
     assign t_rot = t_vm[5:0];
@@ -769,6 +814,9 @@ module placement_w512 (
     };
     assign t_vbase = {t_vm[63:6], 6'h00};
     assign s2_ctx_load = (advance_up & s1_valid) & s1_sop;
+    assign m_dec_valid = s2_ctx_load;
+    assign m_dec_dest = e_dest & {2{s2_ctx_load}};
+    assign m_dec_dead = s2_ctx_load & conn_failed;
     assign r_data_0 = s2_rot[0] ? {s2_data[503:0], s2_data[511:504]} : s2_data;
     assign r_data_1 = s2_rot[1] ? {r_data_0[495:0], r_data_0[511:496]} : r_data_0;
     assign r_data_2 = s2_rot[2] ? {r_data_1[479:0], r_data_1[511:480]} : r_data_1;
@@ -1522,8 +1570,8 @@ module placement_w512 (
     end
 
     always @(posedge clk) begin
-        if (fail_take0) begin
-            fail_qp0 <= s1_qp;
+        if (fail_take0 | kill_take0) begin
+            fail_qp0 <= fail_take0 ? s1_qp : kill_q;
         end
     end
 
@@ -1531,13 +1579,13 @@ module placement_w512 (
         if (rst) begin
             fail_valid0 <= 1'h0;
         end else begin
-            fail_valid0 <= fail_take0 | (fail_valid0 & ~(conn_clear & (fail_qp0 == reg_wr_data)));
+            fail_valid0 <= (fail_take0 | kill_take0) | ((fail_valid0 & ~(conn_clear & (fail_qp0 == reg_wr_data))) & ~(s_clear_valid & (fail_qp0 == s_clear_qp)));
         end
     end
 
     always @(posedge clk) begin
-        if (fail_take1) begin
-            fail_qp1 <= s1_qp;
+        if (fail_take1 | kill_take1) begin
+            fail_qp1 <= fail_take1 ? s1_qp : kill_q;
         end
     end
 
@@ -1545,13 +1593,13 @@ module placement_w512 (
         if (rst) begin
             fail_valid1 <= 1'h0;
         end else begin
-            fail_valid1 <= fail_take1 | (fail_valid1 & ~(conn_clear & (fail_qp1 == reg_wr_data)));
+            fail_valid1 <= (fail_take1 | kill_take1) | ((fail_valid1 & ~(conn_clear & (fail_qp1 == reg_wr_data))) & ~(s_clear_valid & (fail_qp1 == s_clear_qp)));
         end
     end
 
     always @(posedge clk) begin
-        if (fail_take2) begin
-            fail_qp2 <= s1_qp;
+        if (fail_take2 | kill_take2) begin
+            fail_qp2 <= fail_take2 ? s1_qp : kill_q;
         end
     end
 
@@ -1559,13 +1607,13 @@ module placement_w512 (
         if (rst) begin
             fail_valid2 <= 1'h0;
         end else begin
-            fail_valid2 <= fail_take2 | (fail_valid2 & ~(conn_clear & (fail_qp2 == reg_wr_data)));
+            fail_valid2 <= (fail_take2 | kill_take2) | ((fail_valid2 & ~(conn_clear & (fail_qp2 == reg_wr_data))) & ~(s_clear_valid & (fail_qp2 == s_clear_qp)));
         end
     end
 
     always @(posedge clk) begin
-        if (fail_take3) begin
-            fail_qp3 <= s1_qp;
+        if (fail_take3 | kill_take3) begin
+            fail_qp3 <= fail_take3 ? s1_qp : kill_q;
         end
     end
 
@@ -1573,13 +1621,13 @@ module placement_w512 (
         if (rst) begin
             fail_valid3 <= 1'h0;
         end else begin
-            fail_valid3 <= fail_take3 | (fail_valid3 & ~(conn_clear & (fail_qp3 == reg_wr_data)));
+            fail_valid3 <= (fail_take3 | kill_take3) | ((fail_valid3 & ~(conn_clear & (fail_qp3 == reg_wr_data))) & ~(s_clear_valid & (fail_qp3 == s_clear_qp)));
         end
     end
 
     always @(posedge clk) begin
-        if (fail_take4) begin
-            fail_qp4 <= s1_qp;
+        if (fail_take4 | kill_take4) begin
+            fail_qp4 <= fail_take4 ? s1_qp : kill_q;
         end
     end
 
@@ -1587,13 +1635,13 @@ module placement_w512 (
         if (rst) begin
             fail_valid4 <= 1'h0;
         end else begin
-            fail_valid4 <= fail_take4 | (fail_valid4 & ~(conn_clear & (fail_qp4 == reg_wr_data)));
+            fail_valid4 <= (fail_take4 | kill_take4) | ((fail_valid4 & ~(conn_clear & (fail_qp4 == reg_wr_data))) & ~(s_clear_valid & (fail_qp4 == s_clear_qp)));
         end
     end
 
     always @(posedge clk) begin
-        if (fail_take5) begin
-            fail_qp5 <= s1_qp;
+        if (fail_take5 | kill_take5) begin
+            fail_qp5 <= fail_take5 ? s1_qp : kill_q;
         end
     end
 
@@ -1601,13 +1649,13 @@ module placement_w512 (
         if (rst) begin
             fail_valid5 <= 1'h0;
         end else begin
-            fail_valid5 <= fail_take5 | (fail_valid5 & ~(conn_clear & (fail_qp5 == reg_wr_data)));
+            fail_valid5 <= (fail_take5 | kill_take5) | ((fail_valid5 & ~(conn_clear & (fail_qp5 == reg_wr_data))) & ~(s_clear_valid & (fail_qp5 == s_clear_qp)));
         end
     end
 
     always @(posedge clk) begin
-        if (fail_take6) begin
-            fail_qp6 <= s1_qp;
+        if (fail_take6 | kill_take6) begin
+            fail_qp6 <= fail_take6 ? s1_qp : kill_q;
         end
     end
 
@@ -1615,13 +1663,13 @@ module placement_w512 (
         if (rst) begin
             fail_valid6 <= 1'h0;
         end else begin
-            fail_valid6 <= fail_take6 | (fail_valid6 & ~(conn_clear & (fail_qp6 == reg_wr_data)));
+            fail_valid6 <= (fail_take6 | kill_take6) | ((fail_valid6 & ~(conn_clear & (fail_qp6 == reg_wr_data))) & ~(s_clear_valid & (fail_qp6 == s_clear_qp)));
         end
     end
 
     always @(posedge clk) begin
-        if (fail_take7) begin
-            fail_qp7 <= s1_qp;
+        if (fail_take7 | kill_take7) begin
+            fail_qp7 <= fail_take7 ? s1_qp : kill_q;
         end
     end
 
@@ -1629,14 +1677,28 @@ module placement_w512 (
         if (rst) begin
             fail_valid7 <= 1'h0;
         end else begin
-            fail_valid7 <= fail_take7 | (fail_valid7 & ~(conn_clear & (fail_qp7 == reg_wr_data)));
+            fail_valid7 <= (fail_take7 | kill_take7) | ((fail_valid7 & ~(conn_clear & (fail_qp7 == reg_wr_data))) & ~(s_clear_valid & (fail_qp7 == s_clear_qp)));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            kill_pend <= 1'h0;
+        end else begin
+            kill_pend <= kill_v & fail_record;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (kill_v & fail_record) begin
+            kill_pend_qp <= kill_q;
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
             fail_ptr <= 3'h0;
-        end else if (fail_record) begin
+        end else if (fail_record | kill_record) begin
             fail_ptr <= fail_ptr + 3'h1;
         end
     end

@@ -399,20 +399,16 @@ func BenchmarkCardRxSendThroughput(b *testing.B) {
 	}
 }
 
-// settle steps until card_rx has consumed every QP's stream up to the last
-// whole FPDU fed (the stream holds only Sends), given every completion the model wrote and has no write awaiting
-// its response, then 300 cycles more (nothing else may come).
+// settle steps until card_rx has consumed every QP's stream as far as the
+// model has (up to the last whole FPDU fed, or to the end of the FPDU a
+// receive check failed), given every completion the model wrote and has
+// no write awaiting its response, then 300 cycles more (nothing else may
+// come).
 func (c *rxCosim) settle(limit uint64) {
 	for start := c.cycle; ; c.step() {
 		done := len(c.wr.bq) == 0 && len(c.wr.awq) == 0 && len(c.wr.wq) == 0
 		for _, q := range c.qps {
-			whole := uint32(0) // the end of the last whole FPDU fed
-			for _, e := range q.snd.fpduEnds {
-				if e <= q.written {
-					whole = e
-				}
-			}
-			done = done && q.rtlCI == whole && len(q.snd.cplGot) >= len(q.snd.cplWant)
+			done = done && q.rtlCI == c.modelCI[q.n] && len(q.snd.cplGot) >= len(q.snd.cplWant)
 		}
 		if done {
 			break

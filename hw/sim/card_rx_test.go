@@ -99,10 +99,11 @@ type rxCosim struct {
 	cplRdy     int      // m_cpl_ready probability (of 256)
 	sndBytes   uint64   // Send payload bytes card_rx wrote
 	dones      []rreqDone
-	holdDones  bool     // Read Request records' IRD entries are not given back
-	allowTerm  bool     // m_rxterm records are expected: kept in terms
-	terms      []uint64 // m_rxterm causes
-	modelTerms []uint64 // the model's TERM_SENT causes
+	holdDones  bool              // Read Request records' IRD entries are not given back
+	allowTerm  bool              // m_rxterm records are expected: kept in terms
+	terms      []uint64          // m_rxterm causes
+	modelTerms []uint64          // the model's TERM_SENT causes
+	modelCI    map[uint32]uint32 // the model's latest RXS_CI per QP (its status records)
 }
 
 type axiRdSlave struct {
@@ -422,7 +423,7 @@ func newRxCosim(t testing.TB, w int, seed uint64, nq int, tweak func(*rxQP)) *rx
 	require.NoError(t, err)
 	l := LayoutOf(m)
 	c := &rxCosim{t: t, w: w, rng: NewRand(seed), l: l, inst: lib.New(), p: map[string]Port{},
-		mhost: modelHost{mem: HostMem{}}, rtlMem: HostMem{}, maxLat: 250, readyP: 200, record: true, cplRdy: 200,
+		mhost: modelHost{mem: HostMem{}}, rtlMem: HostMem{}, modelCI: map[uint32]uint32{}, maxLat: 250, readyP: 200, record: true, cplRdy: 200,
 		rd: [2]axiRdSlave{{pre: "m_axi_"}, {pre: "m_axi_rq_"}}}
 	t.Cleanup(c.inst.Close)
 	if rxTrace != "" {
@@ -438,6 +439,9 @@ func newRxCosim(t testing.TB, w int, seed uint64, nq int, tweak func(*rxQP)) *rx
 			return
 		case cardmodel.WriteEQE:
 			c.modelEvent(dw)
+			return
+		case cardmodel.WriteStatus:
+			c.modelCI[dw.QPN] = cs.QPStat(dw.Data).RXSCI()
 			return
 		case cardmodel.WritePayload:
 		default:
@@ -607,7 +611,7 @@ func (c *rxCosim) drive(limit uint64) {
 func (c *rxCosim) progress() string {
 	var b bytes.Buffer
 	for _, q := range c.qps {
-		fmt.Fprintf(&b, "QP %d: %d/%d/%d, Send bytes %d/%d, completions %d/%d; ", q.n, q.rtlCI, q.written, len(q.stream),
+		fmt.Fprintf(&b, "QP %d: RXS_CI %d (model %d), %d of %d stream bytes written, Send bytes %d/%d, completions %d/%d; ", q.n, q.rtlCI, c.modelCI[q.n], q.written, len(q.stream),
 			len(q.snd.got), len(q.snd.want), len(q.snd.cplGot), len(q.snd.cplWant))
 	}
 	return b.String()

@@ -26,6 +26,8 @@ type plPorts struct {
 	tQP                                   Port
 	dReady, dValid, dQP, dSTag, dTO, dLen Port
 	busy                                  Port
+	drop, killV, killQP, clrV, clrQP      Port // the card's ports
+	decV, decDest, decDead                Port
 	chkReady                              Port // the check port (not in the cycle model: idle here)
 	// card_rx's receive key-check port and invalidation input: not in the
 	// cycle model either; the harness never uses them, so they show ready
@@ -41,7 +43,8 @@ func lookupPlPorts(l Layout) (plPorts, error) {
 	}
 	ins := map[string]*Port{"rst": &p.rst, "s_axis_tuser_len": &p.uLen, "s_axis_tuser_qp": &p.uQP, "s_axis_tuser_pd": &p.uPD,
 		"s_axis_tuser_rev": &p.uRev, "reg_wr_valid": &p.regWr, "reg_wr_addr": &p.regAddr, "reg_wr_data": &p.regData,
-		"m_dma_ready": &p.dmaReady, "m_host_tready": &p.hostReady, "m_term_ready": &p.termReady, "m_done_ready": &p.dReady}
+		"m_dma_ready": &p.dmaReady, "m_host_tready": &p.hostReady, "m_term_ready": &p.termReady, "m_done_ready": &p.dReady,
+		"cfg_drop_after_fail": &p.drop, "s_kill_valid": &p.killV, "s_kill_qp": &p.killQP, "s_clear_valid": &p.clrV, "s_clear_qp": &p.clrQP}
 	outs := map[string]*Port{"init_done": &p.initDone, "m_dma_addr": &p.dmaAddr, "m_dma_data": &p.dmaData, "m_dma_strb": &p.dmaStrb,
 		"m_dma_valid": &p.dmaValid, "m_host_tdata": &p.hData, "m_host_tkeep": &p.hKeep, "m_host_tlast": &p.hLast,
 		"m_host_tvalid": &p.hValid, "m_host_qp": &p.hQP, "m_host_len": &p.hLen, "m_host_opcode": &p.hOp,
@@ -49,7 +52,7 @@ func lookupPlPorts(l Layout) (plPorts, error) {
 		"m_host_inv_stag": &p.hInv, "m_term_valid": &p.tValid, "m_term_cause": &p.tCause, "m_term_mdr": &p.tMDR,
 		"m_term_seglen": &p.tSegLen, "m_term_hdr": &p.tHdr, "m_term_qp": &p.tQP,
 		"m_done_valid": &p.dValid, "m_done_qp": &p.dQP, "m_done_stag": &p.dSTag, "m_done_to": &p.dTO, "m_done_len": &p.dLen,
-		"busy": &p.busy, "s_chk_ready": &p.chkReady,
+		"busy": &p.busy, "s_chk_ready": &p.chkReady, "m_dec_valid": &p.decV, "m_dec_dest": &p.decDest, "m_dec_dead": &p.decDead,
 		"s_rxk_ready": &p.rxkReady, "s_inv_ready": &p.invReady, "m_rxk_valid": &p.rxkValid, "m_rxk_fault": &p.rxkFault, "m_rxk_addr": &p.rxkAddr}
 	for name, dst := range ins {
 		if *dst, err = l.In(name); err != nil {
@@ -144,7 +147,9 @@ func (a *plModel) Step(in, out []uint32) {
 	p.s.Data.Bytes(in, a.data)
 	x := cycle.PlacementIn{Reset: p.rst.Get(in) != 0, Data: a.data, Keep: p.s.Keep.Get(in), Valid: p.s.Valid.Get(in) != 0,
 		Last: p.s.Last.Get(in) != 0, Len: uint16(p.uLen.Get(in)), QP: uint32(p.uQP.Get(in)), PD: uint32(p.uPD.Get(in)),
-		Rev: p.uRev.Get(in) != 0, DMAReady: p.dmaReady.Get(in) != 0, HostReady: p.hostReady.Get(in) != 0, TermReady: p.termReady.Get(in) != 0, DoneReady: p.dReady.Get(in) != 0}
+		Rev: p.uRev.Get(in) != 0, DMAReady: p.dmaReady.Get(in) != 0, HostReady: p.hostReady.Get(in) != 0, TermReady: p.termReady.Get(in) != 0, DoneReady: p.dReady.Get(in) != 0,
+		DropAfterFail: p.drop.Get(in) != 0, Kill: p.killV.Get(in) != 0, KillQP: uint32(p.killQP.Get(in)),
+		Clear: p.clrV.Get(in) != 0, ClearQP: uint32(p.clrQP.Get(in))}
 	if x.Reset {
 		clear(a.staged)
 	} else if p.regWr.Get(in) != 0 {
@@ -190,6 +195,9 @@ func (a *plModel) Step(in, out []uint32) {
 	p.dTO.Set(out, o.DoneTO)
 	p.dLen.Set(out, uint64(o.DoneLen))
 	p.busy.Set(out, b2u(o.Busy))
+	p.decV.Set(out, b2u(o.DecValid))
+	p.decDest.Set(out, uint64(o.DecDest))
+	p.decDead.Set(out, b2u(o.DecDead))
 }
 
 // regWrite is one register write: byte offset and value.

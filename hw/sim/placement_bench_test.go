@@ -484,6 +484,9 @@ func (d *plDriver) Next(in []uint32) {
 	p.regAddr.Set(in, uint64(rng.Uint32()&0xFF))
 	p.regData.Set(in, uint64(rng.Uint32()))
 	p.s.Valid.Set(in, 0)
+	p.drop.Set(in, 0)
+	p.killV.Set(in, 0)
+	p.clrV.Set(in, 0)
 	for i, rp := range []Port{p.dmaReady, p.hostReady, p.termReady, p.dReady} {
 		p := d.readyP[i]
 		if d.phase != 3 {
@@ -537,6 +540,16 @@ func (d *plDriver) Next(in []uint32) {
 			p.regAddr.Set(in, uint64(d.live[0].addr))
 			p.regData.Set(in, uint64(d.live[0].data))
 			d.liveSent = true
+		}
+		if !d.mode.saturated {
+			// The card's ports: drop-after-fail forced on in alternate
+			// stretches, outside failures and clears of the connection
+			// the traffic is on, now and then.
+			p.drop.Set(in, b2u(d.cycle>>13&1 == 1))
+			p.killV.Set(in, b2u(rng.Chance(1)))
+			p.killQP.Set(in, uint64(d.cur.qp))
+			p.clrV.Set(in, b2u(rng.Chance(1)))
+			p.clrQP.Set(in, uint64(d.cur.qp))
 		}
 		d.src.Drive(in)
 		p.uLen.Set(in, uint64(d.cur.len))

@@ -210,7 +210,7 @@ func TestCardInSlot(t *testing.T) {
 		missing[what]++
 	}
 	mu.Unlock()
-	t.Logf("NOT DONE on the RTL card: the verbs cases %v (hw/README.md, card_stat, says what each lacks); the check's disagreements in the cases that pass, by what the model wrote and the RTL did not: %v", notRTLVerbsCases(), missing)
+	t.Logf("NOT RUN on the RTL cards in slots: the verbs cases %v (the sim card runs TerminateBeforeFIN; hw/README.md says what its 4 failing rows lack); the check's disagreements in the cases that pass, by what the model wrote and the RTL did not: %v", notRTLVerbsCases(), missing)
 
 	// cardserve goes away under the driver.
 	proc, err = vm.Start([]string{"/mnt/host/edu.test", "-test.v", "-test.count=1", "-test.run", "^TestCardServeGone$"}, guest.StartOptions{Env: append(env, modelSlots)})
@@ -230,12 +230,13 @@ var verbsCases = []string{"Write", "Read", "Send", "SendWithInvalidate", "Solici
 	"Unsignaled", "Inline", "ReadFence", "MPAOptions", "PrivateDataAndReject", "ManyQPs", "RemoteAccessError",
 	"FlushOnDisconnect", "BadUse", "TerminateBeforeFIN"}
 
-// rtlVerbsCases are the verbs cases the all-RTL card serves today (as on
-// the sim card: host/driver/simcard), run on the RTL cards in slots.
-var rtlVerbsCases = []string{"Write", "Read", "Send", "SolicitedEvent", "ScatterGather", "PostCopiesWR", "Unsignaled",
-	"Inline", "ReadFence", "MPAOptions", "PrivateDataAndReject", "ManyQPs", "FlushOnDisconnect", "BadUse"}
+// rtlVerbsCases are the verbs cases run on the RTL cards in slots: all
+// but TerminateBeforeFIN, whose 44 rows (4 of which the RTL fails: a Read
+// Response nobody asked for) the sim card runs (host/driver/simcard).
+var rtlVerbsCases = []string{"Write", "Read", "Send", "SendWithInvalidate", "SolicitedEvent", "ScatterGather", "PostCopiesWR", "Unsignaled",
+	"Inline", "ReadFence", "MPAOptions", "PrivateDataAndReject", "ManyQPs", "RemoteAccessError", "FlushOnDisconnect", "BadUse"}
 
-// notRTLVerbsCases are the others: not done on the RTL card yet.
+// notRTLVerbsCases are the others, not run on the RTL cards in slots.
 func notRTLVerbsCases() (l []string) {
 	for _, c := range verbsCases {
 		if !slices.Contains(rtlVerbsCases, c) {

@@ -75,6 +75,7 @@
     X(m_ci_valid, 1) \
     X(m_ci_qp, 10) \
     X(m_ci_value, 32) \
+    X(m_ci_err, 1) \
     X(m_err_valid, 1) \
     X(m_err_qp, 10) \
     X(m_err_kind, 3) \

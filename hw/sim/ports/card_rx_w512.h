@@ -24,6 +24,9 @@
     X(s_db_value, 32) \
     X(m_ulp_tready, 1) \
     X(m_ci_ready, 1) \
+    X(s_dec_valid, 1) \
+    X(s_dec_dest, 2) \
+    X(s_dec_dead, 1) \
     X(m_err_ready, 1) \
     X(s_fl_valid, 1) \
     X(s_fl_qp, 10) \
@@ -85,6 +88,11 @@
     X(m_ci_valid, 1) \
     X(m_ci_qp, 10) \
     X(m_ci_value, 32) \
+    X(m_ci_err, 1) \
+    X(m_kill_valid, 1) \
+    X(m_kill_qp, 32) \
+    X(m_clear_valid, 1) \
+    X(m_clear_qp, 32) \
     X(m_err_valid, 1) \
     X(m_err_qp, 10) \
     X(m_err_kind, 3) \

@@ -32,6 +32,7 @@
     X(s_rx_valid, 1) \
     X(s_rx_qpn, 10) \
     X(s_rx_rxs_ci, 32) \
+    X(s_rx_err, 1) \
     X(s_rc_valid, 1) \
     X(s_rc_qpn, 16) \
     X(s_rc_rq_ci, 16) \

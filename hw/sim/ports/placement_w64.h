@@ -23,6 +23,11 @@
     X(m_host_tready, 1) \
     X(m_term_ready, 1) \
     X(m_done_ready, 1) \
+    X(cfg_drop_after_fail, 1) \
+    X(s_kill_valid, 1) \
+    X(s_kill_qp, 32) \
+    X(s_clear_valid, 1) \
+    X(s_clear_qp, 32) \
     X(s_rxk_valid, 1) \
     X(s_rxk_stag, 32) \
     X(s_rxk_pd, 32) \
@@ -74,6 +79,9 @@
     X(m_done_to, 64) \
     X(m_done_len, 16) \
     X(busy, 1) \
+    X(m_dec_valid, 1) \
+    X(m_dec_dest, 2) \
+    X(m_dec_dead, 1) \
     X(s_rxk_ready, 1) \
     X(m_rxk_valid, 1) \
     X(m_rxk_fault, 3) \
