@@ -64,6 +64,10 @@ type PlacementCmd struct {
 	DropAfterFail bool
 }
 
+// placementRdQPBits is the width of the connection numbers whose Reads
+// outstanding the engine counts (hw/gen's).
+const placementRdQPBits = 10
+
 // PlacementFailSlots is how many failed connections the engine remembers:
 // their later segments are dropped silently until the host clears them.
 const PlacementFailSlots = 8
@@ -90,6 +94,13 @@ type PlacementIn struct {
 	Kill, Clear   bool
 	KillQP        uint32
 	ClearQP       uint32
+	// ReadCheck refuses a Read Response with no Read outstanding on its
+	// connection; RdIssue reports a Read Request sent on RdIssueQP (below
+	// 1024), RdIssueCount its Read Requests so far plus one.
+	ReadCheck    bool
+	RdIssue      bool
+	RdIssueQP    uint32
+	RdIssueCount uint16
 }
 
 // PlacementOut is one cycle of outputs of placement_w<W>. Data of a channel
@@ -234,7 +245,17 @@ type Placement struct {
 	// An outside failure that met a recorded one waits a cycle.
 	killPend   bool
 	killPendQP uint32
-	outData    []byte // what the output register shows (Step's result aliases it)
+	// Reads outstanding per connection: Read Requests sent and Read
+	// Responses with L=1 placed, each plus one; a clear waiting for its
+	// memory's write port; the counts read for the segment in stage 1.
+	rdIssued, rdDone [1 << placementRdQPBits]uint16
+	clrIss, clrDone  bool
+	clrQ             uint32
+	s1Iss, s1Done    uint16
+	s1DoneFwd        bool
+	s1DoneFwdV       uint16
+	readCheck        bool
+	outData          []byte // what the output register shows (Step's result aliases it)
 }
 
 // NewPlacement models the block of the given data width (bits) and table sizes.
@@ -289,6 +310,7 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 	}
 	var dec plCtx
 	failed := false
+	m.readCheck = in.ReadCheck
 	if advUp && m.s1.v && m.s1.sop {
 		failed = dropOn && (m.connFailed(m.s1.qp) || kv && kq == m.s1.qp)
 		dec = m.decide()
@@ -297,6 +319,12 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 		}
 		out.DecValid, out.DecDest, out.DecDead = true, dec.dest, failed
 	}
+	doneCnt := m.s1Done
+	if m.s1DoneFwd {
+		doneCnt = m.s1DoneFwdV
+	}
+	rdWr := out.DecValid && dec.done // a Read Response with L=1 passes
+	wrQP := m.s1.qp % (1 << placementRdQPBits)
 	if in.Reset {
 		m.reset()
 		return out
@@ -386,6 +414,11 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 			record = !failed && dec.dest == PlaceTerm && dropOn
 		}
 		m.s2.copyFrom(&m.s1)
+		if s0move {
+			q := m.s0.qp % (1 << placementRdQPBits)
+			m.s1Iss, m.s1Done = m.rdIssued[q], m.rdDone[q]
+			m.s1DoneFwd, m.s1DoneFwdV = rdWr && m.s1.qp%(1<<placementRdQPBits) == q, doneCnt+1
+		}
 		if s0move && m.s0.sop {
 			idx := uint32(m.s0.data[2])<<16 | uint32(m.s0.data[3])<<8 | uint32(m.s0.data[4])
 			m.s1IdxOK = idx < uint32(m.depth)
@@ -400,6 +433,28 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 	}
 
 	killRec := kv && !m.connFailed(kq) && !record // the slots as this cycle found them
+	// The Read counts: a clear waits while its memory is written otherwise.
+	clrAddr := in.ClearQP % (1 << placementRdQPBits)
+	if m.clrIss || m.clrDone {
+		clrAddr = m.clrQ
+	}
+	issClr, doneClr := (in.Clear || m.clrIss) && !in.RdIssue, (in.Clear || m.clrDone) && !rdWr
+	m.clrIss, m.clrDone = (in.Clear || m.clrIss) && in.RdIssue, (in.Clear || m.clrDone) && rdWr
+	if in.Clear {
+		m.clrQ = in.ClearQP % (1 << placementRdQPBits)
+	}
+	switch {
+	case in.RdIssue:
+		m.rdIssued[in.RdIssueQP%(1<<placementRdQPBits)] = in.RdIssueCount
+	case issClr:
+		m.rdIssued[clrAddr] = 1
+	}
+	switch {
+	case rdWr:
+		m.rdDone[wrQP] = doneCnt + 1
+	case doneClr:
+		m.rdDone[clrAddr] = 1
+	}
 	// Table updates take effect after this cycle's reads.
 	switch c := in.Cmd; c.Kind {
 	case CmdCommit:
@@ -452,6 +507,7 @@ func (m *Placement) reset() {
 	m.inSop, m.inBidx = true, 0
 	m.s0.v, m.s1.v, m.s2.v, m.s3v, m.flush = false, false, false, false, false
 	m.failValid, m.failPtr, m.dropOn, m.killPend = [PlacementFailSlots]bool{}, 0, false, false
+	m.clrIss, m.clrDone = false, false
 }
 
 func (m *Placement) connFailed(qp uint32) bool {
@@ -574,6 +630,15 @@ func (m *Placement) decide() plCtx {
 	if !tagged {
 		ctx.dest = PlaceHost
 		return ctx
+	}
+	if m.readCheck && op == rdmap.OpReadResponse {
+		done := m.s1Done
+		if m.s1DoneFwd {
+			done = m.s1DoneFwdV
+		}
+		if m.s1Iss == done {
+			return fail(rdmap.DDPLocalCatastrophic, op) // no Read outstanding (CheckReadResponse)
+		}
 	}
 	h := seg.Tagged()
 	use := mem.UseRemoteWrite

@@ -436,6 +436,10 @@ func CardTop(width int) (*Module, error) {
 	wrBack(rxIn, CardWrMasterPl)
 	t.place("rx", rx, rxIn)
 	plIn["cfg_drop_after_fail"] = C(1, 1)
+	plIn["cfg_read_check"] = C(1, 1)
+	for _, n := range []string{"valid", "qp", "count"} {
+		plIn["s_rd_issue_"+n] = o("tx", "m_rd_issue_"+n)
+	}
 	t.place("pl", pl, plIn)
 
 	// card_stat: status records; card_tx's CQEs pass through it.

@@ -178,6 +178,9 @@ func CardTx(width int) (*Module, error) {
 	evType := m.Output("m_ev_type", 8, "EQE_TYPE: TERM_SENT or TERM_RECV")
 	evQPN := m.Output("m_ev_qpn", QB, "OBJ: the QP")
 	evCause := m.Output("m_ev_cause", 16, "TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0)")
+	rissV := m.Output("m_rd_issue_valid", 1, "an RDMA Read Request went out: placement counts the QP's Reads outstanding (placement s_rd_issue)")
+	rissQP := m.Output("m_rd_issue_qp", QB, "")
+	rissN := m.Output("m_rd_issue_count", 16, "the QP's Read Requests so far, plus one (its next Read Request MSN)")
 	rdoValid := m.Output("m_rreq_done_valid", 1, "a Read Request is answered (its last Read Response segment is on the ring) or dropped (its QP is in error): card_rx's IRD entry is free")
 	rdoReady := m.Input("m_rreq_done_ready", 1, "")
 	rdoQPN := m.Output("m_rreq_done_qpn", QB, "")
@@ -1023,6 +1026,10 @@ func CardTx(width int) (*Module, error) {
 	// --- write-back, requeue, state machine ---
 	isSend := m.WireOf("op_is_send", Not(Or(opWrite, opRead, retFl, prot, tm)), "a Send that was sent takes an MSN")
 	started := m.WireOf("read_started", And(opRead, Not(retFl)), "a Read Request went out")
+	rissGo := m.WireOf("rd_issue_go", And(sWB, started), "")
+	m.Assign(rissV, rissGo)
+	m.Assign(rissQP, gate(rissGo, cur))
+	m.Assign(rissN, gate(rissGo, Add(Bits(cRMSN, 15, 0), C(16, 1))))
 	// A flush moves the first block not started along with SQ_CI once it
 	// has passed the WQEs that were started.
 	newNext := m.WireOf("new_sq_next", Sel(And(fl, Eq(cSQCI, cNext)), newSQCI, Sel(Or(retFl, protLate), cNext, Add(cNext, zext(bbs, 16)))), "")

@@ -36,6 +36,7 @@ const (
 // (§3.7). Written here from the spec, not from golden/rdmap: the
 // co-simulation checks them against the golden model.
 const (
+	causeDDPLocalCatastrophic = 0x1000
 	causeDDPInvalidSTag       = 0x1100
 	causeDDPBaseBounds        = 0x1101
 	causeDDPNotAssociated     = 0x1102
@@ -56,6 +57,10 @@ const (
 	// DDP header (a tagged one is its first 14 bytes).
 	PlacementHdrBytes = untaggedHdr
 )
+
+// placementRdQPBits is the width of the connection numbers whose Reads
+// outstanding placement counts (the card's QPs).
+const placementRdQPBits = 10
 
 // PlacementLatency is the number of cycles from the cycle a beat is accepted
 // in to the first cycle its output (if any) shows, when nothing stalls and
@@ -147,6 +152,10 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	decV := m.Output("m_dec_valid", 1, "a segment's first beat is decided (one pulse per segment, in order; no ready)")
 	decDest := m.Output("m_dec_dest", 2, fmt.Sprintf("where it goes: %d DMA, %d dropped (zero-length tagged, or its connection failed), %d Terminate, %d m_host", PlaceDMA, PlaceDrop, PlaceTerm, PlaceHost))
 	decDead := m.Output("m_dec_dead", 1, "it was dropped because its connection had failed")
+	rdChk := m.Input("cfg_read_check", 1, "1: a Read Response is checked against the Reads outstanding on its connection (s_rd_issue; the card ties it high)")
+	rdIssV := m.Input("s_rd_issue_valid", 1, fmt.Sprintf("an RDMA Read Request went out on a connection (below %d; card_tx): taken every cycle", 1<<placementRdQPBits))
+	rdIssQP := m.Input("s_rd_issue_qp", placementRdQPBits, "")
+	rdIssN := m.Input("s_rd_issue_count", 16, "the connection's Read Requests so far, plus one (its next Read Request MSN)")
 
 	var unused []Expr
 	one, zero := C(1, 1), C(1, 0)
@@ -326,6 +335,36 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 		Or(And(qnIs(0), Or(opIs(3), opIs(4), opIs(5), opIs(6))), And(qnIs(1), opIs(1)), And(qnIs(2), opIs(7))))
 	opErr := m.WireOf("e_opcode", And(Not(verr), Not(qnErr), Not(fits)), "opcode reserved or not fitting T/QN")
 
+	// Reads outstanding per connection (the card's, cfg_read_check): the
+	// Read Requests card_tx sent (s_rd_issue, their count plus one) less
+	// the Read Responses with L=1 placed, plus one; both read with the
+	// STag table. A Read Response with none outstanding is refused (the
+	// model's CheckReadResponse) before its STag is looked at.
+	RQ := placementRdQPBits
+	rdCWr := m.Wire("rd_done_wr", 1, "a Read Response with L=1 passes: its connection's count moves")
+	rdCWrQP := m.Wire("rd_done_wr_qp", RQ, "")
+	rdCWrV := m.Wire("rd_done_wr_v", 16, "")
+	clrIss := m.RegDecl("rd_clr_iss", 1, "a cleared connection's Read Request count waits for a free write")
+	clrDone := m.RegDecl("rd_clr_done", 1, "... and its Read Response count")
+	clrQ := m.RegDecl("rd_clr_qp", RQ, "")
+	issWrClr := m.WireOf("rd_iss_wr_clr", And(Or(clrV, clrIss), Not(rdIssV)), "")
+	doneWrClr := m.WireOf("rd_done_wr_clr", And(Or(clrV, clrDone), Not(rdCWr)), "")
+	clrAddr := m.WireOf("rd_clr_addr", Sel(Or(clrIss, clrDone), clrQ, Bits(clrQP, RQ-1, 0)), "")
+	m.Drive(clrQ, nil, Bits(clrQP, RQ-1, 0), clrV)
+	m.Drive(clrIss, big.NewInt(0), And(Or(clrV, clrIss), rdIssV), nil)
+	m.Drive(clrDone, big.NewInt(0), And(Or(clrV, clrDone), rdCWr), nil)
+	live := m.WireOf("rd_live", Not(m.Port("rst")), "no count moves in reset")
+	issRd := m.Mem("rd_issued", 16, 1<<RQ, And(live, Or(rdIssV, issWrClr)), Sel(rdIssV, rdIssQP, clrAddr), Sel(rdIssV, rdIssN, C(16, 1)),
+		rdEn, Bits(s0qp, RQ-1, 0), "per connection: Read Requests sent, plus one")
+	doneRd := m.Mem("rd_done", 16, 1<<RQ, And(live, Or(rdCWr, doneWrClr)), Sel(rdCWr, rdCWrQP, clrAddr), Sel(rdCWr, rdCWrV, C(16, 1)),
+		rdEn, Bits(s0qp, RQ-1, 0), "per connection: Read Responses with L=1 placed, plus one")
+	// A count written in the cycle it was read for the next segment.
+	doneFwd := m.Reg("s1_rd_done_fwd", 1, nil, And(rdCWr, Eq(rdCWrQP, Bits(s0qp, RQ-1, 0))), rdEn, "the segment's Read Response count was read as it was written")
+	doneFwdV := m.Reg("s1_rd_done_fwd_v", 16, nil, rdCWrV, rdEn, "")
+	doneCnt := m.WireOf("rd_done_cnt", Sel(doneFwd, doneFwdV, doneRd), "")
+	unasked := m.WireOf("e_unasked", And(rdChk, Not(verr), Not(qnErr), Not(opErr), tagged, opIs(2), Eq(issRd, doneCnt)), "a Read Response with no Read outstanding")
+	unused = append(unused, Bits(s0qp, 31, RQ))
+
 	ef := stagEntryOf(entry, PW)
 	eKey := m.WireOf("e_key", Bits(tagRd, 7, 0), "")
 	eAcc := m.WireOf("e_access", ef.acc, "")
@@ -348,13 +387,13 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	cBounds := m.WireOf("c_bounds", ef.outside(to, end), "outside [BASE, BASE+LEN)")
 	memErr := m.WireOf("e_stag", And(Not(verr), Not(qnErr), Not(opErr), tagged, Not(payZero),
 		Or(cInv, cAssoc, cRights, cWrap, cBounds)), "the STag check fails")
-	fail := m.WireOf("e_fail", Or(verr, qnErr, opErr, memErr), "the segment fails")
+	fail := m.WireOf("e_fail", Or(verr, qnErr, opErr, unasked, memErr), "the segment fails")
 	cc := func(v uint64) Expr { return C(16, v) }
 	cause := m.WireOf("e_cause", Sel(verr, Sel(Or(short, Ne(Bits(h0, 1, 0), expVer)), Sel(tagged, cc(causeDDPTaggedVersion), cc(causeDDPUntaggedVersion)), cc(causeRDMAPInvalidVersion)),
-		Sel(qnErr, cc(causeDDPInvalidQN), Sel(opErr, cc(causeRDMAPUnexpectedOpcod),
+		Sel(qnErr, cc(causeDDPInvalidQN), Sel(opErr, cc(causeRDMAPUnexpectedOpcod), Sel(unasked, cc(causeDDPLocalCatastrophic),
 			Sel(cInv, cc(causeDDPInvalidSTag), Sel(cAssoc, cc(causeDDPNotAssociated), Sel(cRights, cc(causeDDPInvalidSTag),
-				Sel(cWrap, cc(causeDDPTOWrap), cc(causeDDPBaseBounds)))))))), "Terminate cause when the segment fails")
-	md := m.WireOf("e_md", Or(qnErr, memErr), "the Terminate copies the segment length and DDP header")
+				Sel(cWrap, cc(causeDDPTOWrap), cc(causeDDPBaseBounds))))))))), "Terminate cause when the segment fails")
+	md := m.WireOf("e_md", Or(qnErr, And(memErr, Not(unasked))), "the Terminate copies the segment length and DDP header")
 
 	// Connections with a failed segment: every later segment of theirs is
 	// dropped silently (RFC 5041 §7.1) until the host clears them. A small
@@ -422,6 +461,9 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	s2cause := m.Reg("s2_cause", 16, nil, cause, ctxEn, "")
 	s2md := m.Reg("s2_md", 1, nil, md, ctxEn, "")
 	done := And(tagged, opIs(2), Bit(h0, 6), Not(fail), Not(failedConn))
+	m.Assign(rdCWr, And(ctxEn, done))
+	m.Assign(rdCWrQP, Bits(s1qp, RQ-1, 0))
+	m.Assign(rdCWrV, Add(doneCnt, C(16, 1)))
 	s2done := m.Reg("s2_done", 1, nil, done, ctxEn, "a Read Response with L=1: report it once placed")
 	s2rot := m.Reg("s2_rot", LB, nil, rot, ctxEn, "")
 	s2lo := m.Reg("s2_lomask", L, nil, loMask, ctxEn, "")

@@ -155,6 +155,10 @@ entity card_rx_tb_w64 is
         m_done_to : out std_logic_vector(63 downto 0);
         m_done_len : out std_logic_vector(15 downto 0);
         busy : out std_logic;
+        cfg_read_check : in  std_logic;
+        s_rd_issue_valid : in  std_logic;
+        s_rd_issue_qp : in  std_logic_vector(9 downto 0);
+        s_rd_issue_count : in  std_logic_vector(15 downto 0);
         s_chk_valid : in  std_logic;
         s_chk_ready : out std_logic;
         s_chk_stag : in  std_logic_vector(31 downto 0);
@@ -630,6 +634,10 @@ begin
             m_dec_valid => x_s_dec_valid,
             m_dec_dest => x_s_dec_dest,
             m_dec_dead => x_s_dec_dead,
+            cfg_read_check => cfg_read_check,
+            s_rd_issue_valid => s_rd_issue_valid,
+            s_rd_issue_qp => s_rd_issue_qp,
+            s_rd_issue_count => s_rd_issue_count,
             s_rxk_valid => x_m_rxk_valid,
             s_rxk_ready => x_m_rxk_ready,
             s_rxk_stag => x_m_rxk_stag,

@@ -71,6 +71,9 @@ entity card_tx_tb_w512 is
         m_ev_type : out std_logic_vector(7 downto 0);
         m_ev_qpn : out std_logic_vector(9 downto 0);
         m_ev_cause : out std_logic_vector(15 downto 0);
+        m_rd_issue_valid : out std_logic;
+        m_rd_issue_qp : out std_logic_vector(9 downto 0);
+        m_rd_issue_count : out std_logic_vector(15 downto 0);
         m_rreq_done_valid : out std_logic;
         m_rreq_done_ready : in  std_logic;
         m_rreq_done_qpn : out std_logic_vector(9 downto 0);
@@ -172,6 +175,10 @@ entity card_tx_tb_w512 is
         m_dec_valid : out std_logic;
         m_dec_dest : out std_logic_vector(1 downto 0);
         m_dec_dead : out std_logic;
+        cfg_read_check : in  std_logic;
+        s_rd_issue_valid : in  std_logic;
+        s_rd_issue_qp : in  std_logic_vector(9 downto 0);
+        s_rd_issue_count : in  std_logic_vector(15 downto 0);
         s_rxk_valid : in  std_logic;
         s_rxk_ready : out std_logic;
         s_rxk_stag : in  std_logic_vector(31 downto 0);
@@ -215,6 +222,9 @@ architecture rtl of card_tx_tb_w512 is
     signal tx_m_ev_type : std_logic_vector(7 downto 0);
     signal tx_m_ev_qpn : std_logic_vector(9 downto 0);
     signal tx_m_ev_cause : std_logic_vector(15 downto 0);
+    signal tx_m_rd_issue_valid : std_logic;
+    signal tx_m_rd_issue_qp : std_logic_vector(9 downto 0);
+    signal tx_m_rd_issue_count : std_logic_vector(15 downto 0);
     signal tx_m_rreq_done_valid : std_logic;
     signal tx_m_rreq_done_qpn : std_logic_vector(9 downto 0);
     signal tx_m_cpl_valid : std_logic;
@@ -299,6 +309,9 @@ begin
     m_ev_type <= tx_m_ev_type;
     m_ev_qpn <= tx_m_ev_qpn;
     m_ev_cause <= tx_m_ev_cause;
+    m_rd_issue_valid <= tx_m_rd_issue_valid;
+    m_rd_issue_qp <= tx_m_rd_issue_qp;
+    m_rd_issue_count <= tx_m_rd_issue_count;
     m_rreq_done_valid <= tx_m_rreq_done_valid;
     m_rreq_done_qpn <= tx_m_rreq_done_qpn;
     m_cpl_valid <= tx_m_cpl_valid;
@@ -431,6 +444,9 @@ begin
             m_ev_type => tx_m_ev_type,
             m_ev_qpn => tx_m_ev_qpn,
             m_ev_cause => tx_m_ev_cause,
+            m_rd_issue_valid => tx_m_rd_issue_valid,
+            m_rd_issue_qp => tx_m_rd_issue_qp,
+            m_rd_issue_count => tx_m_rd_issue_count,
             m_rreq_done_valid => tx_m_rreq_done_valid,
             m_rreq_done_ready => m_rreq_done_ready,
             m_rreq_done_qpn => tx_m_rreq_done_qpn,
@@ -553,6 +569,10 @@ begin
             m_dec_valid => pl_m_dec_valid,
             m_dec_dest => pl_m_dec_dest,
             m_dec_dead => pl_m_dec_dead,
+            cfg_read_check => cfg_read_check,
+            s_rd_issue_valid => s_rd_issue_valid,
+            s_rd_issue_qp => s_rd_issue_qp,
+            s_rd_issue_count => s_rd_issue_count,
             s_rxk_valid => s_rxk_valid,
             s_rxk_ready => pl_s_rxk_ready,
             s_rxk_stag => s_rxk_stag,

@@ -69,6 +69,9 @@ module card_tx_tb_w64 (
     output wire [7:0]     m_ev_type,
     output wire [9:0]     m_ev_qpn,
     output wire [15:0]    m_ev_cause,
+    output wire           m_rd_issue_valid,
+    output wire [9:0]     m_rd_issue_qp,
+    output wire [15:0]    m_rd_issue_count,
     output wire           m_rreq_done_valid,
     input  wire           m_rreq_done_ready,
     output wire [9:0]     m_rreq_done_qpn,
@@ -170,6 +173,10 @@ module card_tx_tb_w64 (
     output wire           m_dec_valid,
     output wire [1:0]     m_dec_dest,
     output wire           m_dec_dead,
+    input  wire           cfg_read_check,
+    input  wire           s_rd_issue_valid,
+    input  wire [9:0]     s_rd_issue_qp,
+    input  wire [15:0]    s_rd_issue_count,
     input  wire           s_rxk_valid,
     output wire           s_rxk_ready,
     input  wire [31:0]    s_rxk_stag,
@@ -211,6 +218,9 @@ module card_tx_tb_w64 (
     wire [7:0]     tx_m_ev_type;
     wire [9:0]     tx_m_ev_qpn;
     wire [15:0]    tx_m_ev_cause;
+    wire           tx_m_rd_issue_valid;
+    wire [9:0]     tx_m_rd_issue_qp;
+    wire [15:0]    tx_m_rd_issue_count;
     wire           tx_m_rreq_done_valid;
     wire [9:0]     tx_m_rreq_done_qpn;
     wire           tx_m_cpl_valid;
@@ -295,6 +305,9 @@ module card_tx_tb_w64 (
     assign m_ev_type = tx_m_ev_type;
     assign m_ev_qpn = tx_m_ev_qpn;
     assign m_ev_cause = tx_m_ev_cause;
+    assign m_rd_issue_valid = tx_m_rd_issue_valid;
+    assign m_rd_issue_qp = tx_m_rd_issue_qp;
+    assign m_rd_issue_count = tx_m_rd_issue_count;
     assign m_rreq_done_valid = tx_m_rreq_done_valid;
     assign m_rreq_done_qpn = tx_m_rreq_done_qpn;
     assign m_cpl_valid = tx_m_cpl_valid;
@@ -426,6 +439,9 @@ module card_tx_tb_w64 (
         .m_ev_type(tx_m_ev_type),
         .m_ev_qpn(tx_m_ev_qpn),
         .m_ev_cause(tx_m_ev_cause),
+        .m_rd_issue_valid(tx_m_rd_issue_valid),
+        .m_rd_issue_qp(tx_m_rd_issue_qp),
+        .m_rd_issue_count(tx_m_rd_issue_count),
         .m_rreq_done_valid(tx_m_rreq_done_valid),
         .m_rreq_done_ready(m_rreq_done_ready),
         .m_rreq_done_qpn(tx_m_rreq_done_qpn),
@@ -547,6 +563,10 @@ module card_tx_tb_w64 (
         .m_dec_valid(pl_m_dec_valid),
         .m_dec_dest(pl_m_dec_dest),
         .m_dec_dead(pl_m_dec_dead),
+        .cfg_read_check(cfg_read_check),
+        .s_rd_issue_valid(s_rd_issue_valid),
+        .s_rd_issue_qp(s_rd_issue_qp),
+        .s_rd_issue_count(s_rd_issue_count),
         .s_rxk_valid(s_rxk_valid),
         .s_rxk_ready(pl_s_rxk_ready),
         .s_rxk_stag(s_rxk_stag),

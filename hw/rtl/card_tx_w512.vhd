@@ -120,6 +120,9 @@ entity card_tx_w512 is
         m_ev_type : out std_logic_vector(7 downto 0); -- EQE_TYPE: TERM_SENT or TERM_RECV
         m_ev_qpn : out std_logic_vector(9 downto 0); -- OBJ: the QP
         m_ev_cause : out std_logic_vector(15 downto 0); -- TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0)
+        m_rd_issue_valid : out std_logic;    -- an RDMA Read Request went out: placement counts the QP's Reads outstanding (placement s_rd_issue)
+        m_rd_issue_qp : out std_logic_vector(9 downto 0);
+        m_rd_issue_count : out std_logic_vector(15 downto 0); -- the QP's Read Requests so far, plus one (its next Read Request MSN)
         m_rreq_done_valid : out std_logic;   -- a Read Request is answered (its last Read Response segment is on the ring) or dropped (its QP is in error): card_rx's IRD entry is free
         m_rreq_done_ready : in  std_logic;
         m_rreq_done_qpn : out std_logic_vector(9 downto 0);
@@ -1034,6 +1037,7 @@ architecture rtl of card_tx_w512 is
     signal dma_err_q : std_logic := '0';
     signal op_is_send : std_logic;           -- a Send that was sent takes an MSN
     signal read_started : std_logic;         -- a Read Request went out
+    signal rd_issue_go : std_logic;
     signal new_sq_next : std_logic_vector(15 downto 0);
     signal new_walk : std_logic;
     signal new_orq : std_logic_vector(4 downto 0); -- flushed Reads are outstanding no more
@@ -7919,6 +7923,10 @@ begin
     stat_dma_err <= dma_err_q;
     op_is_send <= not ((((op_write or op_read) or ret_or_flush) or prot) or term_mode);
     read_started <= op_read and (not ret_or_flush);
+    rd_issue_go <= in_state11 and read_started;
+    m_rd_issue_valid <= rd_issue_go;
+    m_rd_issue_qp <= cur_qp and std_logic_vector'(9 downto 0 => rd_issue_go);
+    m_rd_issue_count <= std_logic_vector(unsigned(cur_rmsn(15 downto 0)) + unsigned'(x"0001")) and std_logic_vector'(15 downto 0 => rd_issue_go);
     new_sq_next <= mux(flush_mode and b2l(cur_sq_ci = cur_sq_next), new_sq_ci, mux(ret_or_flush or prot_late, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(std_logic_vector'(x"000" & h_bbs)))));
     new_walk <= mux(flush_mode, '0', mux(ret_mode or walk_mode, b2l(new_sq_ci /= cur_sq_next) and (not (walk_mode and op_read)), cur_walk));
     new_orq <= mux(flush_mode, "00000", mux(ret_mode, std_logic_vector(unsigned(cur_orq) - unsigned'("00001")), mux(read_started, std_logic_vector(unsigned(cur_orq) + unsigned'("00001")), cur_orq)));

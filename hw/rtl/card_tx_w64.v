@@ -118,6 +118,9 @@ module card_tx_w64 (
     output wire [7:0]     m_ev_type,         // EQE_TYPE: TERM_SENT or TERM_RECV
     output wire [9:0]     m_ev_qpn,          // OBJ: the QP
     output wire [15:0]    m_ev_cause,        // TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0)
+    output wire           m_rd_issue_valid,  // an RDMA Read Request went out: placement counts the QP's Reads outstanding (placement s_rd_issue)
+    output wire [9:0]     m_rd_issue_qp,
+    output wire [15:0]    m_rd_issue_count,  // the QP's Read Requests so far, plus one (its next Read Request MSN)
     output wire           m_rreq_done_valid, // a Read Request is answered (its last Read Response segment is on the ring) or dropped (its QP is in error): card_rx's IRD entry is free
     input  wire           m_rreq_done_ready,
     output wire [9:0]     m_rreq_done_qpn,
@@ -996,6 +999,7 @@ module card_tx_w64 (
     reg            dma_err_q;
     wire           op_is_send;               // a Send that was sent takes an MSN
     wire           read_started;             // a Read Request went out
+    wire           rd_issue_go;
     wire [15:0]    new_sq_next;
     wire           new_walk;
     wire [4:0]     new_orq;                  // flushed Reads are outstanding no more
@@ -7788,6 +7792,10 @@ module card_tx_w64 (
     assign stat_dma_err = dma_err_q;
     assign op_is_send = ~((((op_write | op_read) | ret_or_flush) | prot) | term_mode);
     assign read_started = op_read & ~ret_or_flush;
+    assign rd_issue_go = in_state11 & read_started;
+    assign m_rd_issue_valid = rd_issue_go;
+    assign m_rd_issue_qp = cur_qp & {10{rd_issue_go}};
+    assign m_rd_issue_count = (cur_rmsn[15:0] + 16'h0001) & {16{rd_issue_go}};
     assign new_sq_next = (flush_mode & (cur_sq_ci == cur_sq_next)) ? new_sq_ci : ((ret_or_flush | prot_late) ? cur_sq_next : (cur_sq_next + {12'h000, h_bbs}));
     assign new_walk = flush_mode ? 1'h0 : ((ret_mode | walk_mode) ? ((new_sq_ci != cur_sq_next) & ~(walk_mode & op_read)) : cur_walk);
     assign new_orq = flush_mode ? 5'h00 : (ret_mode ? (cur_orq - 5'h01) : (read_started ? (cur_orq + 5'h01) : cur_orq));

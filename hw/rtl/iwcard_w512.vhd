@@ -208,6 +208,9 @@ architecture rtl of iwcard_w512 is
     signal tx_m_ev_type : std_logic_vector(7 downto 0);
     signal tx_m_ev_qpn : std_logic_vector(9 downto 0);
     signal tx_m_ev_cause : std_logic_vector(15 downto 0);
+    signal tx_m_rd_issue_valid : std_logic;
+    signal tx_m_rd_issue_qp : std_logic_vector(9 downto 0);
+    signal tx_m_rd_issue_count : std_logic_vector(15 downto 0);
     signal tx_m_rreq_done_valid : std_logic;
     signal tx_m_rreq_done_qpn : std_logic_vector(9 downto 0);
     signal tx_m_cpl_valid : std_logic;
@@ -888,6 +891,9 @@ begin
             m_ev_type => tx_m_ev_type,
             m_ev_qpn => tx_m_ev_qpn,
             m_ev_cause => tx_m_ev_cause,
+            m_rd_issue_valid => tx_m_rd_issue_valid,
+            m_rd_issue_qp => tx_m_rd_issue_qp,
+            m_rd_issue_count => tx_m_rd_issue_count,
             m_rreq_done_valid => tx_m_rreq_done_valid,
             m_rreq_done_ready => rx_s_rreq_done_ready,
             m_rreq_done_qpn => tx_m_rreq_done_qpn,
@@ -1171,6 +1177,10 @@ begin
             m_dec_valid => pl_m_dec_valid,
             m_dec_dest => pl_m_dec_dest,
             m_dec_dead => pl_m_dec_dead,
+            cfg_read_check => '1',
+            s_rd_issue_valid => tx_m_rd_issue_valid,
+            s_rd_issue_qp => tx_m_rd_issue_qp,
+            s_rd_issue_count => tx_m_rd_issue_count,
             s_rxk_valid => rx_m_rxk_valid,
             s_rxk_ready => pl_s_rxk_ready,
             s_rxk_stag => rx_m_rxk_stag,

@@ -177,6 +177,9 @@ module iwcard_w64 (
     wire [7:0]     tx_m_ev_type;
     wire [9:0]     tx_m_ev_qpn;
     wire [15:0]    tx_m_ev_cause;
+    wire           tx_m_rd_issue_valid;
+    wire [9:0]     tx_m_rd_issue_qp;
+    wire [15:0]    tx_m_rd_issue_count;
     wire           tx_m_rreq_done_valid;
     wire [9:0]     tx_m_rreq_done_qpn;
     wire           tx_m_cpl_valid;
@@ -825,6 +828,9 @@ module iwcard_w64 (
         .m_ev_type(tx_m_ev_type),
         .m_ev_qpn(tx_m_ev_qpn),
         .m_ev_cause(tx_m_ev_cause),
+        .m_rd_issue_valid(tx_m_rd_issue_valid),
+        .m_rd_issue_qp(tx_m_rd_issue_qp),
+        .m_rd_issue_count(tx_m_rd_issue_count),
         .m_rreq_done_valid(tx_m_rreq_done_valid),
         .m_rreq_done_ready(rx_s_rreq_done_ready),
         .m_rreq_done_qpn(tx_m_rreq_done_qpn),
@@ -1106,6 +1112,10 @@ module iwcard_w64 (
         .m_dec_valid(pl_m_dec_valid),
         .m_dec_dest(pl_m_dec_dest),
         .m_dec_dead(pl_m_dec_dead),
+        .cfg_read_check(1'h1),
+        .s_rd_issue_valid(tx_m_rd_issue_valid),
+        .s_rd_issue_qp(tx_m_rd_issue_qp),
+        .s_rd_issue_count(tx_m_rd_issue_count),
         .s_rxk_valid(rx_m_rxk_valid),
         .s_rxk_ready(pl_s_rxk_ready),
         .s_rxk_stag(rx_m_rxk_stag),

@@ -116,6 +116,10 @@ module placement_w64 (
     output wire           m_dec_valid,       // a segment's first beat is decided (one pulse per segment, in order; no ready)
     output wire [1:0]     m_dec_dest,        // where it goes: 1 DMA, 0 dropped (zero-length tagged, or its connection failed), 3 Terminate, 2 m_host
     output wire           m_dec_dead,        // it was dropped because its connection had failed
+    input  wire           cfg_read_check,    // 1: a Read Response is checked against the Reads outstanding on its connection (s_rd_issue; the card ties it high)
+    input  wire           s_rd_issue_valid,  // an RDMA Read Request went out on a connection (below 1024; card_tx): taken every cycle
+    input  wire [9:0]     s_rd_issue_qp,
+    input  wire [15:0]    s_rd_issue_count,  // the connection's Read Requests so far, plus one (its next Read Request MSN)
     input  wire           s_rxk_valid,       // an STag check request (an engine's lkey check, a Send with Invalidate's STag)
     output wire           s_rxk_ready,       // init_done: a request is taken every cycle
     input  wire [31:0]    s_rxk_stag,        // the STag (index 31:8, key 7:0)
@@ -278,6 +282,22 @@ module placement_w64 (
     wire [31:0]    h_qn;                     // QN (untagged)
     wire           e_qn;                     // untagged QN above 2
     wire           e_opcode;                 // opcode reserved or not fitting T/QN
+    wire           rd_done_wr;               // a Read Response with L=1 passes: its connection's count moves
+    wire [9:0]     rd_done_wr_qp;
+    wire [15:0]    rd_done_wr_v;
+    reg            rd_clr_iss;               // a cleared connection's Read Request count waits for a free write
+    reg            rd_clr_done;              // ... and its Read Response count
+    reg  [9:0]     rd_clr_qp;
+    wire           rd_iss_wr_clr;
+    wire           rd_done_wr_clr;
+    wire [9:0]     rd_clr_addr;
+    wire           rd_live;                  // no count moves in reset
+    reg  [15:0]    rd_issued_rd;             // read data of rd_issued
+    reg  [15:0]    rd_done_rd;               // read data of rd_done
+    reg            s1_rd_done_fwd;           // the segment's Read Response count was read as it was written
+    reg  [15:0]    s1_rd_done_fwd_v;
+    wire [15:0]    rd_done_cnt;
+    wire           e_unasked;                // a Read Response with no Read outstanding
     wire [7:0]     e_key;
     wire [3:0]     e_access;
     wire [31:0]    e_pd;
@@ -413,6 +433,8 @@ module placement_w64 (
     reg  [273:0] rxk_table [0:4095];         // copy of stag_table for the check port
     reg  [8:0] rxk_tag [0:4095];             // copy of stag_tag for the check port
     reg  [51:0] rxk_page_list [0:4095];      // copy of page_list for the check port
+    reg  [15:0] rd_issued [0:1023];          // per connection: Read Requests sent, plus one
+    reg  [15:0] rd_done [0:1023];            // per connection: Read Responses with L=1 placed, plus one
 
     assign init_done = init_done_r;
     assign advance = ~s3_valid | ((((((s3_dest == 2'h1) & (~|s3_strb | m_dma_ready)) | ((s3_dest == 2'h2) & m_host_tready)) | ((s3_dest == 2'h3) & m_term_ready)) | (s3_dest == 2'h0)) & (~s3_done | m_done_ready));
@@ -498,6 +520,12 @@ module placement_w64 (
     assign h_qn = {s1_data[55:48], s1_data[63:56], s0_data[7:0] & {8{~s1_last}}, s0_data[15:8] & {8{~s1_last}}};
     assign e_qn = (~e_version & ~h_tagged) & (|h_qn[31:2] | (h_qn[1:0] == 2'h3));
     assign e_opcode = (~e_version & ~e_qn) & ~(h_tagged ? ((h_opcode == 4'h0) | (h_opcode == 4'h2)) : ((((h_qn == 32'h00000000) & ((((h_opcode == 4'h3) | (h_opcode == 4'h4)) | (h_opcode == 4'h5)) | (h_opcode == 4'h6))) | ((h_qn == 32'h00000001) & (h_opcode == 4'h1))) | ((h_qn == 32'h00000002) & (h_opcode == 4'h7))));
+    assign rd_iss_wr_clr = (s_clear_valid | rd_clr_iss) & ~s_rd_issue_valid;
+    assign rd_done_wr_clr = (s_clear_valid | rd_clr_done) & ~rd_done_wr;
+    assign rd_clr_addr = (rd_clr_iss | rd_clr_done) ? rd_clr_qp : s_clear_qp[9:0];
+    assign rd_live = ~rst;
+    assign rd_done_cnt = s1_rd_done_fwd ? s1_rd_done_fwd_v : rd_done_rd;
+    assign e_unasked = (((((cfg_read_check & ~e_version) & ~e_qn) & ~e_opcode) & h_tagged) & (h_opcode == 4'h2)) & (rd_issued_rd == rd_done_cnt);
     assign e_key = stag_tag_rd[7:0];
     assign e_access = stag_table_rd[3:0];
     assign e_pd = stag_table_rd[36:5];
@@ -525,9 +553,9 @@ module placement_w64 (
     assign c_wrap = h_end < h_to;
     assign c_bounds = ((h_to < e_base) | (e_end < h_end)) | stag_table_rd[197];
     assign e_stag = ((((~e_version & ~e_qn) & ~e_opcode) & h_tagged) & ~h_payzero) & ((((c_invalid | c_assoc) | c_rights) | c_wrap) | c_bounds);
-    assign e_fail = ((e_version | e_qn) | e_opcode) | e_stag;
-    assign e_cause = e_version ? ((e_short | (h_ddp_ctl[1:0] != {1'h0, s1_rev})) ? (h_tagged ? 16'h1104 : 16'h1206) : 16'h0205) : (e_qn ? 16'h1201 : (e_opcode ? 16'h0206 : (c_invalid ? 16'h1100 : (c_assoc ? 16'h1102 : (c_rights ? 16'h1100 : (c_wrap ? 16'h1103 : 16'h1101))))));
-    assign e_md = e_qn | e_stag;
+    assign e_fail = (((e_version | e_qn) | e_opcode) | e_unasked) | e_stag;
+    assign e_cause = e_version ? ((e_short | (h_ddp_ctl[1:0] != {1'h0, s1_rev})) ? (h_tagged ? 16'h1104 : 16'h1206) : 16'h0205) : (e_qn ? 16'h1201 : (e_opcode ? 16'h0206 : (e_unasked ? 16'h1000 : (c_invalid ? 16'h1100 : (c_assoc ? 16'h1102 : (c_rights ? 16'h1100 : (c_wrap ? 16'h1103 : 16'h1101)))))));
+    assign e_md = e_qn | (e_stag & ~e_unasked);
     assign conn_clear = reg_wr_valid & (reg_wr_addr == 8'h50);
     assign drop_on = ctrl_drop | cfg_drop_after_fail;
     assign kill_v = kill_pend | s_kill_valid;
@@ -588,6 +616,9 @@ module placement_w64 (
     assign m_dec_valid = s2_ctx_load;
     assign m_dec_dest = e_dest & {2{s2_ctx_load}};
     assign m_dec_dead = s2_ctx_load & conn_failed;
+    assign rd_done_wr = s2_ctx_load & ((((h_tagged & (h_opcode == 4'h2)) & h_ddp_ctl[6]) & ~e_fail) & ~conn_failed);
+    assign rd_done_wr_qp = s1_qp[9:0];
+    assign rd_done_wr_v = rd_done_cnt + 16'h0001;
     assign r_data_0 = s2_rot[0] ? {s2_data[55:0], s2_data[63:56]} : s2_data;
     assign r_data_1 = s2_rot[1] ? {r_data_0[47:0], r_data_0[63:48]} : r_data_0;
     assign r_data_2 = s2_rot[2] ? {r_data_1[31:0], r_data_1[63:32]} : r_data_1;
@@ -680,6 +711,7 @@ module placement_w64 (
         reg_wr_data[31:24],
         h_ddp_ctl[6:2],
         h_rdmap_ctl[5:4],
+        s0_qp[31:10],
         e_access[1],
         e_access[3]
     };
@@ -1155,6 +1187,40 @@ module placement_w64 (
     always @(posedge clk) begin
         if (advance_up) begin
             s1_rev <= s0_rev;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (s_clear_valid) begin
+            rd_clr_qp <= s_clear_qp[9:0];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rd_clr_iss <= 1'h0;
+        end else begin
+            rd_clr_iss <= (s_clear_valid | rd_clr_iss) & s_rd_issue_valid;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rd_clr_done <= 1'h0;
+        end else begin
+            rd_clr_done <= (s_clear_valid | rd_clr_done) & rd_done_wr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (table_rd) begin
+            s1_rd_done_fwd <= rd_done_wr & (rd_done_wr_qp == s0_qp[9:0]);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (table_rd) begin
+            s1_rd_done_fwd_v <= rd_done_wr_v;
         end
     end
 
@@ -1676,6 +1742,26 @@ module placement_w64 (
         end
         if (rxk1_v) begin
             rxk_page_list_rd <= rxk_page_list[rxk_pbl_addr];
+        end
+    end
+
+    // rd_issued: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (rd_live & (s_rd_issue_valid | rd_iss_wr_clr)) begin
+            rd_issued[s_rd_issue_valid ? s_rd_issue_qp : rd_clr_addr] <= s_rd_issue_valid ? s_rd_issue_count : 16'h0001;
+        end
+        if (table_rd) begin
+            rd_issued_rd <= rd_issued[s0_qp[9:0]];
+        end
+    end
+
+    // rd_done: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (rd_live & (rd_done_wr | rd_done_wr_clr)) begin
+            rd_done[rd_done_wr ? rd_done_wr_qp : rd_clr_addr] <= rd_done_wr ? rd_done_wr_v : 16'h0001;
+        end
+        if (table_rd) begin
+            rd_done_rd <= rd_done[s0_qp[9:0]];
         end
     end
 

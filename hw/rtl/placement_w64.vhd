@@ -118,6 +118,10 @@ entity placement_w64 is
         m_dec_valid : out std_logic;         -- a segment's first beat is decided (one pulse per segment, in order; no ready)
         m_dec_dest : out std_logic_vector(1 downto 0); -- where it goes: 1 DMA, 0 dropped (zero-length tagged, or its connection failed), 3 Terminate, 2 m_host
         m_dec_dead : out std_logic;          -- it was dropped because its connection had failed
+        cfg_read_check : in  std_logic;      -- 1: a Read Response is checked against the Reads outstanding on its connection (s_rd_issue; the card ties it high)
+        s_rd_issue_valid : in  std_logic;    -- an RDMA Read Request went out on a connection (below 1024; card_tx): taken every cycle
+        s_rd_issue_qp : in  std_logic_vector(9 downto 0);
+        s_rd_issue_count : in  std_logic_vector(15 downto 0); -- the connection's Read Requests so far, plus one (its next Read Request MSN)
         s_rxk_valid : in  std_logic;         -- an STag check request (an engine's lkey check, a Send with Invalidate's STag)
         s_rxk_ready : out std_logic;         -- init_done: a request is taken every cycle
         s_rxk_stag : in  std_logic_vector(31 downto 0); -- the STag (index 31:8, key 7:0)
@@ -309,6 +313,22 @@ architecture rtl of placement_w64 is
     signal h_qn : std_logic_vector(31 downto 0); -- QN (untagged)
     signal e_qn : std_logic;                 -- untagged QN above 2
     signal e_opcode : std_logic;             -- opcode reserved or not fitting T/QN
+    signal rd_done_wr : std_logic;           -- a Read Response with L=1 passes: its connection's count moves
+    signal rd_done_wr_qp : std_logic_vector(9 downto 0);
+    signal rd_done_wr_v : std_logic_vector(15 downto 0);
+    signal rd_clr_iss : std_logic := '0';    -- a cleared connection's Read Request count waits for a free write
+    signal rd_clr_done : std_logic := '0';   -- ... and its Read Response count
+    signal rd_clr_qp : std_logic_vector(9 downto 0);
+    signal rd_iss_wr_clr : std_logic;
+    signal rd_done_wr_clr : std_logic;
+    signal rd_clr_addr : std_logic_vector(9 downto 0);
+    signal rd_live : std_logic;              -- no count moves in reset
+    signal rd_issued_rd : std_logic_vector(15 downto 0); -- read data of rd_issued
+    signal rd_done_rd : std_logic_vector(15 downto 0); -- read data of rd_done
+    signal s1_rd_done_fwd : std_logic;       -- the segment's Read Response count was read as it was written
+    signal s1_rd_done_fwd_v : std_logic_vector(15 downto 0);
+    signal rd_done_cnt : std_logic_vector(15 downto 0);
+    signal e_unasked : std_logic;            -- a Read Response with no Read outstanding
     signal e_key : std_logic_vector(7 downto 0);
     signal e_access : std_logic_vector(3 downto 0);
     signal e_pd : std_logic_vector(31 downto 0);
@@ -453,6 +473,10 @@ architecture rtl of placement_w64 is
     signal rxk_tag : rxk_tag_t;              -- copy of stag_tag for the check port
     type rxk_page_list_t is array (0 to 4095) of std_logic_vector(51 downto 0);
     signal rxk_page_list : rxk_page_list_t;  -- copy of page_list for the check port
+    type rd_issued_t is array (0 to 1023) of std_logic_vector(15 downto 0);
+    signal rd_issued : rd_issued_t;          -- per connection: Read Requests sent, plus one
+    type rd_done_t is array (0 to 1023) of std_logic_vector(15 downto 0);
+    signal rd_done : rd_done_t;              -- per connection: Read Responses with L=1 placed, plus one
 begin
     init_done <= init_done_r;
     advance <= (not s3_valid) or (((((b2l(s3_dest = "01") and ((not (or s3_strb)) or m_dma_ready)) or (b2l(s3_dest = "10") and m_host_tready)) or (b2l(s3_dest = "11") and m_term_ready)) or b2l(s3_dest = "00")) and ((not s3_done) or m_done_ready));
@@ -546,6 +570,12 @@ begin
     );
     e_qn <= ((not e_version) and (not h_tagged)) and ((or h_qn(31 downto 2)) or b2l(h_qn(1 downto 0) = "11"));
     e_opcode <= ((not e_version) and (not e_qn)) and (not mux(h_tagged, b2l(h_opcode = x"0") or b2l(h_opcode = x"2"), ((b2l(h_qn = x"00000000") and (((b2l(h_opcode = x"3") or b2l(h_opcode = x"4")) or b2l(h_opcode = x"5")) or b2l(h_opcode = x"6"))) or (b2l(h_qn = x"00000001") and b2l(h_opcode = x"1"))) or (b2l(h_qn = x"00000002") and b2l(h_opcode = x"7"))));
+    rd_iss_wr_clr <= (s_clear_valid or rd_clr_iss) and (not s_rd_issue_valid);
+    rd_done_wr_clr <= (s_clear_valid or rd_clr_done) and (not rd_done_wr);
+    rd_clr_addr <= mux(rd_clr_iss or rd_clr_done, rd_clr_qp, s_clear_qp(9 downto 0));
+    rd_live <= not rst;
+    rd_done_cnt <= mux(s1_rd_done_fwd, s1_rd_done_fwd_v, rd_done_rd);
+    e_unasked <= (((((cfg_read_check and (not e_version)) and (not e_qn)) and (not e_opcode)) and h_tagged) and b2l(h_opcode = x"2")) and b2l(rd_issued_rd = rd_done_cnt);
     e_key <= stag_tag_rd(7 downto 0);
     e_access <= stag_table_rd(3 downto 0);
     e_pd <= stag_table_rd(36 downto 5);
@@ -573,9 +603,9 @@ begin
     c_wrap <= b2l(unsigned(h_end) < unsigned(h_to));
     c_bounds <= (b2l(unsigned(h_to) < unsigned(e_base)) or b2l(unsigned(e_end) < unsigned(h_end))) or stag_table_rd(197);
     e_stag <= (((((not e_version) and (not e_qn)) and (not e_opcode)) and h_tagged) and (not h_payzero)) and ((((c_invalid or c_assoc) or c_rights) or c_wrap) or c_bounds);
-    e_fail <= ((e_version or e_qn) or e_opcode) or e_stag;
-    e_cause <= mux(e_version, mux(e_short or b2l(h_ddp_ctl(1 downto 0) /= std_logic_vector'('0' & s1_rev)), mux(h_tagged, x"1104", x"1206"), x"0205"), mux(e_qn, x"1201", mux(e_opcode, x"0206", mux(c_invalid, x"1100", mux(c_assoc, x"1102", mux(c_rights, x"1100", mux(c_wrap, x"1103", x"1101")))))));
-    e_md <= e_qn or e_stag;
+    e_fail <= (((e_version or e_qn) or e_opcode) or e_unasked) or e_stag;
+    e_cause <= mux(e_version, mux(e_short or b2l(h_ddp_ctl(1 downto 0) /= std_logic_vector'('0' & s1_rev)), mux(h_tagged, x"1104", x"1206"), x"0205"), mux(e_qn, x"1201", mux(e_opcode, x"0206", mux(e_unasked, x"1000", mux(c_invalid, x"1100", mux(c_assoc, x"1102", mux(c_rights, x"1100", mux(c_wrap, x"1103", x"1101"))))))));
+    e_md <= e_qn or (e_stag and (not e_unasked));
     conn_clear <= reg_wr_valid and b2l(reg_wr_addr = x"50");
     drop_on <= ctrl_drop or cfg_drop_after_fail;
     kill_v <= kill_pend or s_kill_valid;
@@ -636,6 +666,9 @@ begin
     m_dec_valid <= s2_ctx_load;
     m_dec_dest <= e_dest and std_logic_vector'(1 downto 0 => s2_ctx_load);
     m_dec_dead <= s2_ctx_load and conn_failed;
+    rd_done_wr <= s2_ctx_load and ((((h_tagged and b2l(h_opcode = x"2")) and h_ddp_ctl(6)) and (not e_fail)) and (not conn_failed));
+    rd_done_wr_qp <= s1_qp(9 downto 0);
+    rd_done_wr_v <= std_logic_vector(unsigned(rd_done_cnt) + unsigned'(x"0001"));
     r_data_0 <= mux(s2_rot(0), std_logic_vector'(s2_data(55 downto 0) & s2_data(63 downto 56)), s2_data);
     r_data_1 <= mux(s2_rot(1), std_logic_vector'(r_data_0(47 downto 0) & r_data_0(63 downto 48)), r_data_0);
     r_data_2 <= mux(s2_rot(2), std_logic_vector'(r_data_1(31 downto 0) & r_data_1(63 downto 32)), r_data_1);
@@ -748,6 +781,7 @@ begin
         reg_wr_data(31 downto 24) &
         h_ddp_ctl(6 downto 2) &
         h_rdmap_ctl(5 downto 4) &
+        s0_qp(31 downto 10) &
         e_access(1) &
         e_access(3)
     );
@@ -1435,6 +1469,55 @@ begin
         if rising_edge(clk) then
             if advance_up = '1' then
                 s1_rev <= s0_rev;
+            end if;
+        end if;
+    end process;
+
+    rd_clr_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if s_clear_valid = '1' then
+                rd_clr_qp <= s_clear_qp(9 downto 0);
+            end if;
+        end if;
+    end process;
+
+    rd_clr_iss_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rd_clr_iss <= '0';
+            else
+                rd_clr_iss <= (s_clear_valid or rd_clr_iss) and s_rd_issue_valid;
+            end if;
+        end if;
+    end process;
+
+    rd_clr_done_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rd_clr_done <= '0';
+            else
+                rd_clr_done <= (s_clear_valid or rd_clr_done) and rd_done_wr;
+            end if;
+        end if;
+    end process;
+
+    s1_rd_done_fwd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if table_rd = '1' then
+                s1_rd_done_fwd <= rd_done_wr and b2l(rd_done_wr_qp = s0_qp(9 downto 0));
+            end if;
+        end if;
+    end process;
+
+    s1_rd_done_fwd_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if table_rd = '1' then
+                s1_rd_done_fwd_v <= rd_done_wr_v;
             end if;
         end if;
     end process;
@@ -2160,6 +2243,32 @@ begin
             end if;
             if rxk1_v = '1' then
                 rxk_page_list_rd <= rxk_page_list(to_integer(unsigned(rxk_pbl_addr)));
+            end if;
+        end if;
+    end process;
+
+    -- rd_issued: synchronous write, synchronous read (block RAM)
+    rd_issued_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (rd_live and (s_rd_issue_valid or rd_iss_wr_clr)) = '1' then
+                rd_issued(to_integer(unsigned(mux(s_rd_issue_valid, s_rd_issue_qp, rd_clr_addr)))) <= mux(s_rd_issue_valid, s_rd_issue_count, x"0001");
+            end if;
+            if table_rd = '1' then
+                rd_issued_rd <= rd_issued(to_integer(unsigned(s0_qp(9 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- rd_done: synchronous write, synchronous read (block RAM)
+    rd_done_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (rd_live and (rd_done_wr or rd_done_wr_clr)) = '1' then
+                rd_done(to_integer(unsigned(mux(rd_done_wr, rd_done_wr_qp, rd_clr_addr)))) <= mux(rd_done_wr, rd_done_wr_v, x"0001");
+            end if;
+            if table_rd = '1' then
+                rd_done_rd <= rd_done(to_integer(unsigned(s0_qp(9 downto 0))));
             end if;
         end if;
     end process;

@@ -18,7 +18,7 @@ import (
 // wcBadSegments are the receive errors TestCardCosimTerminate has the
 // peer send, one per QP: each is refused by card_rx's checks and answered
 // with a Terminate (RFC 5040 §5.4, the headers its cause asks for); the
-// tagged ones by placement's; the last three are MPA errors of mpa_rx
+// tagged ones by placement's; rows 6-8 are MPA errors of mpa_rx
 // (card_rx's m_err: Layer LLP, no header copied, RXS_CI past the FPDU).
 var wcBadSegments = []struct {
 	name  string
@@ -28,11 +28,12 @@ var wcBadSegments = []struct {
 	{"Read Request out of MSN range", rdmap.DDPInvalidMSNRange},
 	{"Read Request of a source with a wrong key", 0}, // the STag table's verdict (R: its RDMAP header is copied)
 	{"Read Request with MO 4", rdmap.DDPInvalidMO},
-	{"RDMA Write to an STag with a wrong key", 0},     // placement's verdict: a DDP tagged buffer error
-	{"RDMA Write past its region's end", 0},           // placement's: base and bounds
-	{"Send with a bad CRC", rdmap.MPACRC},             // its QP checks CRCs (wcMPAShape)
-	{"RDMA Write with a bad marker", rdmap.MPAMarker}, // its QP has markers
-	{"FPDU with ULPDU_Length 0", rdmap.MPAMarker},     // a length error: code 3 too
+	{"RDMA Write to an STag with a wrong key", 0},                          // placement's verdict: a DDP tagged buffer error
+	{"RDMA Write past its region's end", 0},                                // placement's: base and bounds
+	{"Send with a bad CRC", rdmap.MPACRC},                                  // its QP checks CRCs (wcMPAShape)
+	{"RDMA Write with a bad marker", rdmap.MPAMarker},                      // its QP has markers
+	{"FPDU with ULPDU_Length 0", rdmap.MPAMarker},                          // a length error: code 3 too
+	{"Read Response with no Read outstanding", rdmap.DDPLocalCatastrophic}, // placement's Read count
 }
 
 // wcMPAShape gives the MPA error rows' QPs what their error needs: CRCs
@@ -60,6 +61,10 @@ func (b *wcBench) peerBad(q *wcQP, k int) {
 	case 6, 7, 8:
 		b.peerSend(q, b.badFPDU(q, k))
 		return
+	case 9:
+		ulp = ddp.TaggedFields{Last: true, Version: ddp.Version1, RsvdULP: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpReadResponse)),
+			STag: uint32(q.stag), TO: wcRegion + uint64(q.n)<<16}.Append(nil)
+		ulp = append(ulp, "nobody asked..."...)
 	case 4, 5:
 		stag, to := uint32(q.stag)^0x5a00, wcRegion+uint64(q.n)<<16
 		if k == 5 {

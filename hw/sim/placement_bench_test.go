@@ -71,13 +71,15 @@ func (s *plShadow) footprint(pageList []uint64, fn func(lo, hi uint64)) {
 // rebuilds the footprint of the valid entries and checks every DMA write
 // against it.
 type plDriver struct {
-	p     plPorts
-	cfg   gen.PlacementConfig
-	mode  plMode
-	rng   Rand
-	pool  Pool
-	src   *AXISSource
-	cycle uint64
+	p plPorts
+	// rdIssued is the Read Request count the bench last reported.
+	rdIssued uint16
+	cfg      gen.PlacementConfig
+	mode     plMode
+	rng      Rand
+	pool     Pool
+	src      *AXISSource
+	cycle    uint64
 
 	phase     int // 0 reset, 1 wait init, 2 program, 3 traffic, 4 drain
 	resetLeft int
@@ -487,6 +489,8 @@ func (d *plDriver) Next(in []uint32) {
 	p.drop.Set(in, 0)
 	p.killV.Set(in, 0)
 	p.clrV.Set(in, 0)
+	p.rdChk.Set(in, 0)
+	p.rdIssV.Set(in, 0)
 	for i, rp := range []Port{p.dmaReady, p.hostReady, p.termReady, p.dReady} {
 		p := d.readyP[i]
 		if d.phase != 3 {
@@ -550,6 +554,15 @@ func (d *plDriver) Next(in []uint32) {
 			p.killQP.Set(in, uint64(d.cur.qp))
 			p.clrV.Set(in, b2u(rng.Chance(1)))
 			p.clrQP.Set(in, uint64(d.cur.qp))
+			// The Read check in alternate stretches, Read Requests sent
+			// on the traffic's connection now and then.
+			p.rdChk.Set(in, b2u(d.cycle>>14&1 == 1))
+			if rng.Chance(4) {
+				d.rdIssued++
+				p.rdIssV.Set(in, 1)
+				p.rdIssQP.Set(in, uint64(d.cur.qp))
+				p.rdIssN.Set(in, uint64(d.rdIssued))
+			}
 		}
 		d.src.Drive(in)
 		p.uLen.Set(in, uint64(d.cur.len))

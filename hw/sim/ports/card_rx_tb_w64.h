@@ -58,6 +58,10 @@
     X(reg_wr_data, 32) \
     X(m_term_ready, 1) \
     X(m_done_ready, 1) \
+    X(cfg_read_check, 1) \
+    X(s_rd_issue_valid, 1) \
+    X(s_rd_issue_qp, 10) \
+    X(s_rd_issue_count, 16) \
     X(s_chk_valid, 1) \
     X(s_chk_stag, 32) \
     X(s_chk_pd, 32) \

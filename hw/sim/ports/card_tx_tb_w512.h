@@ -85,6 +85,10 @@
     X(s_kill_qp, 32) \
     X(s_clear_valid, 1) \
     X(s_clear_qp, 32) \
+    X(cfg_read_check, 1) \
+    X(s_rd_issue_valid, 1) \
+    X(s_rd_issue_qp, 10) \
+    X(s_rd_issue_count, 16) \
     X(s_rxk_valid, 1) \
     X(s_rxk_stag, 32) \
     X(s_rxk_pd, 32) \
@@ -107,6 +111,9 @@
     X(m_ev_type, 8) \
     X(m_ev_qpn, 10) \
     X(m_ev_cause, 16) \
+    X(m_rd_issue_valid, 1) \
+    X(m_rd_issue_qp, 10) \
+    X(m_rd_issue_count, 16) \
     X(m_rreq_done_valid, 1) \
     X(m_rreq_done_qpn, 10) \
     X(m_cpl_valid, 1) \

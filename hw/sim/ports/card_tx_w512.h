@@ -84,6 +84,9 @@
     X(m_ev_type, 8) \
     X(m_ev_qpn, 10) \
     X(m_ev_cause, 16) \
+    X(m_rd_issue_valid, 1) \
+    X(m_rd_issue_qp, 10) \
+    X(m_rd_issue_count, 16) \
     X(m_rreq_done_valid, 1) \
     X(m_rreq_done_qpn, 10) \
     X(m_cpl_valid, 1) \

@@ -28,6 +28,10 @@
     X(s_kill_qp, 32) \
     X(s_clear_valid, 1) \
     X(s_clear_qp, 32) \
+    X(cfg_read_check, 1) \
+    X(s_rd_issue_valid, 1) \
+    X(s_rd_issue_qp, 10) \
+    X(s_rd_issue_count, 16) \
     X(s_rxk_valid, 1) \
     X(s_rxk_stag, 32) \
     X(s_rxk_pd, 32) \
