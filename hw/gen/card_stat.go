@@ -23,6 +23,14 @@ const (
 	cardStatEvQPError   = 8 // QP_ERROR (INFO QP_ERR_HOST)
 )
 
+// QP_ERR values of card_stat's QP_ERROR events (TestCardTxCodes ties them
+// to cardspec).
+const (
+	cardStatErrHost    = 1 // QP_CMD ERROR
+	cardStatErrLLPLost = 2 // STREAM.RX_LOST
+	cardStatErrBadDB   = 6 // an RXS_PI doorbell past the ring's size
+)
+
 // CardStat builds card_stat_w<width>: the writer of the QP status records
 // (docs/card.md QPSTAT) and of the stream events TX_DATA and RX_SPACE,
 // between the engines and card_cq.
@@ -48,6 +56,7 @@ func CardStat(width int) (*Module, error) {
 	cmdReady := m.Output("qp_cmd_ready", 1, "")
 	cmdOp := m.Input("qp_cmd_op", 4, "QP_OP: CREATE (1), CLOSE (2), ERROR (3), DESTROY (4)")
 	cmdQPN := m.Input("qp_num_qpn", 16, "")
+	cmdBadDB := m.Input("qp_cmd_bad_db", 1, "the ERROR is card_rx's for an RXS_PI doorbell past the ring's size: its QP_ERROR says BAD_DOORBELL")
 	baseLo := m.Input("qpstat_base_lo", 32, "QPSTAT_BASE (32-byte aligned)")
 	baseHi := m.Input("qpstat_base_hi", 32, "")
 	dbValid := m.Input("s_db_valid", 1, "doorbell (card_regs m_db, forked by the top): SQ_PI, TXS_CI, RXS_PI, STREAM and PUSH act, other kinds are taken without effect")
@@ -174,6 +183,7 @@ func CardStat(width int) (*Module, error) {
 	unused = append(unused, Bits(base, 4, 0))
 	opV1 := m.Reg("op_v1", 32, nil, Sel(takeDb, dbValue, Sel(takeTx, txPI, rxCI)), take, "TXS_PI, RXS_CI or the doorbell's value")
 	opSQCI := m.Reg("op_sq_ci", 16, nil, Sel(takeTx, txSQCI, rcRQCI), take, "SQ_CI or RQ_CI")
+	opBadDB := m.Reg("op_bad_db", 1, nil, And(takeCmd, cmdBadDB), take, "the ERROR is a bad doorbell's")
 	opTerm := m.Reg("op_term", 1, nil, Or(And(takeTx, txTerm), And(takeRx, rxErr)), take, "the transmit record is a Terminate's, or the RXS_CI record a failed FPDU's")
 	// The completion: {has one, Terminate cause, invalidated, solicited,
 	// inv_stag, cq, qpn, wr_id, opcode, status, byte_len}.
@@ -261,8 +271,8 @@ func CardStat(width int) (*Module, error) {
 	m.Assign(wrData, Cat(newEnded, newFin, newRXSPI, newSQPI, newRQ, newTXC, And(armRX, Not(rxSpent)), And(armTX, Not(txSpent)), newTCI, newSt, newSQ, newCI, newPI))
 	writes := m.WireOf("op_writes", Or(isK(kCreate), isK(kTx), isK(kRx), isK(kRc), toErr, And(isK(kClose), closing)), "the update writes the status record")
 	ev := m.WireOf("op_ev", Or(evTX, evRX, toErr, closed, streamEnd), "the update gives an event")
-	evCode := m.WireOf("op_ev_code", Sel(lost, C(3, 5), Sel(toErr, C(3, 2), Sel(closed, C(3, 3), Sel(streamEnd, C(3, 4), Sel(evRX, C(3, 1), C(3, 0)))))),
-		"0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST")
+	evCode := m.WireOf("op_ev_code", Sel(lost, C(3, 5), Sel(toErr, Sel(opBadDB, C(3, 6), C(3, 2)), Sel(closed, C(3, 3), Sel(streamEnd, C(3, 4), Sel(evRX, C(3, 1), C(3, 0)))))),
+		"0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST, 6 QP_ERROR BAD_DOORBELL")
 	rec := m.Reg("rec", 128, nil, Cat(C(23, 0), Bit(wrData, 118), C(4, 0), Bits(wrData, 83, 80), Bits(wrData, 134, 119), Bits(wrData, 79, 0)), sCalc,
 		"the record's first 16 bytes (the rest is zero): TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED")
 	calcWrites := m.WireOf("calc_writes", And(sCalc, writes), "")
@@ -364,9 +374,9 @@ func CardStat(width int) (*Module, error) {
 	m.Assign(endLost, And(endV, Eq(hCode, C(3, 5))))
 	m.Assign(evQPN, Bits(head, cplW+QB-1, cplW))
 	m.Assign(evType, muxTree(selBits(hCode, 0, 3), []Expr{C(8, cardStatEvTXData), C(8, cardStatEvRXSpace), C(8, cardStatEvQPError), C(8, cardStatEvQPClosed),
-		C(8, cardStatEvStreamEnd), C(8, cardStatEvQPError), C(8, 0), C(8, 0)}))
-	// QP_ERROR: INFO QP_ERR_HOST (1) or QP_ERR_LLP_LOST (2).
-	m.Assign(evInfo, Sel(Eq(hCode, C(3, 2)), C(32, 1), Sel(Eq(hCode, C(3, 5)), C(32, 2), C(32, 0))))
+		C(8, cardStatEvStreamEnd), C(8, cardStatEvQPError), C(8, cardStatEvQPError), C(8, 0)}))
+	// QP_ERROR: INFO QP_ERR_HOST, LLP_LOST or BAD_DOORBELL.
+	m.Assign(evInfo, Sel(Eq(hCode, C(3, 2)), C(32, cardStatErrHost), Sel(Eq(hCode, C(3, 5)), C(32, cardStatErrLLPLost), Sel(Eq(hCode, C(3, 6)), C(32, cardStatErrBadDB), C(32, 0)))))
 	m.Assign(fault, And(doneV, doneErr))
 
 	exposeInstance(m, "dw", dma, map[string]Expr{"clk": clk, "rst": rst,

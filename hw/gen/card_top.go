@@ -221,7 +221,7 @@ func CardTop(width int) (*Module, error) {
 		fmt.Sprintf("RESET (the command) holds every engine, the muxes and placement in reset for %d cycles; card_cq and placement then clear their tables (STATUS.INIT_DONE low until both are done). card_regs keeps its staging registers. A RESET with DMA in flight is not supported: the host must quiesce the card first.", CardResetCycles),
 		"card_stat writes the QP status records (QP commands, card_tx's records, card_rx's RXS_CI) and the events TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END and QP_ERROR (HOST, LLP_LOST) to card_cq's first event port (it takes the SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM doorbells too), each CQE and event after the status writes before it.",
 		"card_rx's untagged receive errors (m_rxterm), placement's (m_term: tagged checks, header checks) and mpa_rx's CRC, marker and length errors (card_rx's m_err: Layer LLP, EType MPA, mpa_rx's code) go one at a time, in that priority, to card_tx's Terminate sender (s_term), whose TERM_SENT events go to card_cq's second event port and whose Terminate record (m_cpl_term) makes card_stat write STATE ERROR with TX_CLOSED; placement's and m_err's wait until card_rx's Send engine holds no segment (m_err's until placement is empty too), and their QP then joins card_rx's RQ flush queue (s_fl).",
-		"Not wired yet, because no engine produces or consumes them (docs/card-rtl.md): the engines' other events, card_rx's bad RXS_PI doorbell (m_err kind 7: taken and dropped, no QP_ERROR BAD_DOORBELL), card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero).")
+		"Not wired yet, because no engine produces or consumes them (docs/card-rtl.md): the engines' other events, card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero). card_rx's bad RXS_PI doorbell (m_err kind 7) goes to the engines as an ERROR command (the QP command fork, while card_regs offers none) whose QP_ERROR says BAD_DOORBELL, with no Terminate.")
 	clk := m.Clock()
 	rst := m.ResetPort()
 	t := newTopWiring(m)
@@ -272,9 +272,20 @@ func CardTop(width int) (*Module, error) {
 	m.Assign(m.Output("irq_valid", 1, "an interrupt (MSI-X)"), o("cq", "irq_valid"))
 	m.Assign(m.Output("irq_vector", 8, ""), o("cq", "irq_vector"))
 
-	// QP command to both engines.
-	qpV, qpReady := forkRecord(m, "qpcmd", o("regs", "qp_cmd_valid"), []Expr{C(1, 1), C(1, 1), C(1, 1)},
+	// QP command to the engines: card_regs', or the ERROR of a QP whose
+	// RXS_PI doorbell moved past its ring's size (card_rx's m_err of kind
+	// bad doorbell: the model's toError BAD_DOORBELL, no Terminate), given
+	// while card_regs offers none and kept until every engine has it.
+	regsCmd := o("regs", "qp_cmd_valid")
+	bdV := m.WireOf("qpcmd_bd_offer", And(o("rx", "m_err_valid"), Eq(o("rx", "m_err_kind"), C(3, CardRxErrBadDoorbell))), "a bad RXS_PI doorbell's QP waits to go to error")
+	bdSelQ := m.RegDecl("qpcmd_bd_sel", 1, "the command in the fork is a bad doorbell's ERROR")
+	bdSel := m.WireOf("qpcmd_bd", Or(bdSelQ, And(bdV, Not(regsCmd))), "")
+	cmdOp := m.WireOf("qpcmd_op", Sel(bdSel, C(4, 3), o("regs", "qp_cmd_op")), "QP_OP ERROR for a bad doorbell")
+	cmdQPN := m.WireOf("qpcmd_qpn", Sel(bdSel, zext(o("rx", "m_err_qp"), 16), o("regs", "qp_num_qpn")), "")
+	qpV, qpReady := forkRecord(m, "qpcmd", Or(regsCmd, bdSel), []Expr{C(1, 1), C(1, 1), C(1, 1)},
 		[]Expr{o("tx", "s_qp_ready"), o("rx", "qp_cmd_ready"), o("st", "qp_cmd_ready")})
+	m.Drive(bdSelQ, big.NewInt(0), And(bdSel, Not(qpReady)), nil)
+	bdTaken := m.WireOf("qpcmd_bd_taken", And(bdSel, qpReady), "every engine has the bad doorbell's ERROR: m_err is taken")
 
 	// Doorbells by kind.
 	dk := o("regs", "m_db_kind")
@@ -303,13 +314,13 @@ func CardTop(width int) (*Module, error) {
 	regIn["dma_fault_info_count"] = C(8, 0)
 	regIn["eq_db_ready"] = o("cq", "eq_db_ready")
 	regIn["cq_cmd_ready"] = o("cq", "cq_cmd_ready")
-	regIn["qp_cmd_ready"] = qpReady
+	regIn["qp_cmd_ready"] = And(qpReady, Not(bdSel))
 	regIn["m_db_ready"] = Or(dbReady, dbOther)
 	t.place("regs", regs, regIn)
 
 	// card_tx.
 	txIn := map[string]Expr{"clk": clk, "rst": erst,
-		"s_qp_valid": qpV[0], "s_qp_op": o("regs", "qp_cmd_op"), "s_qp_num": Bits(o("regs", "qp_num_qpn"), 9, 0),
+		"s_qp_valid": qpV[0], "s_qp_op": cmdOp, "s_qp_num": Bits(cmdQPN, 9, 0),
 		"s_qp_sq_base": Cat(o("regs", "qp_sq_base_hi"), o("regs", "qp_sq_base_lo")), "s_qp_sq_log": o("regs", "qp_sizes_sq_log"),
 		"s_qp_txs_base": Cat(o("regs", "qp_txs_base_hi"), o("regs", "qp_txs_base_lo")), "s_qp_txs_log": o("regs", "qp_sizes_txs_log"),
 		"s_qp_mulpdu": o("regs", "qp_mpa_mulpdu"), "s_qp_markers": o("regs", "qp_mpa_markers_tx"), "s_qp_crc": o("regs", "qp_mpa_crc"),
@@ -335,11 +346,11 @@ func CardTop(width int) (*Module, error) {
 	// segments before them are done first, as in the card model; their
 	// QP then joins card_rx's flush queue (s_fl, one at a time). TERM_SENT
 	// to card_cq's second event port. m_err's bad-doorbell kind (the
-	// model's QP_ERROR BAD_DOORBELL, with no Terminate) is taken and
-	// dropped: not built.
+	// model's QP_ERROR BAD_DOORBELL, with no Terminate) is not a
+	// Terminate: it goes to the engines as an ERROR command (above).
 	rxTV, plTV := o("rx", "m_rxterm_valid"), o("pl", "m_term_valid")
 	errKind := o("rx", "m_err_kind")
-	errBadDB := m.WireOf("term_err_baddb", And(o("rx", "m_err_valid"), Eq(errKind, C(3, CardRxErrBadDoorbell))), "a bad RXS_PI doorbell: dropped")
+	errBadDB := m.WireOf("term_err_baddb", And(o("rx", "m_err_valid"), Eq(errKind, C(3, CardRxErrBadDoorbell))), "a bad RXS_PI doorbell: no Terminate (its ERROR goes through the QP command fork)")
 	flOK := And(o("rx", "snd_idle"), o("rx", "s_fl_ready"))
 	errTV := And(o("rx", "m_err_valid"), Not(errBadDB), Not(o("pl", "busy")), flOK)
 	tmG := heldPriority(m, "term", []Expr{rxTV, And(plTV, flOK), errTV}, o("tx", "s_term_ready"))
@@ -397,12 +408,12 @@ func CardTop(width int) (*Module, error) {
 
 	// card_rx, placement, place_axi (as card_rx_tb).
 	rxIn := map[string]Expr{"clk": clk, "rst": erst,
-		"qp_cmd_valid": qpV[1], "qp_cmd_op": o("regs", "qp_cmd_op"), "qp_num_qpn": o("regs", "qp_num_qpn"),
+		"qp_cmd_valid": qpV[1], "qp_cmd_op": cmdOp, "qp_num_qpn": cmdQPN,
 		"qp_pd_pd": o("regs", "qp_pd_pd"), "qp_rxs_base_lo": o("regs", "qp_rxs_base_lo"), "qp_rxs_base_hi": o("regs", "qp_rxs_base_hi"),
 		"qp_sizes_rxs_log": o("regs", "qp_sizes_rxs_log"), "qp_mpa_markers_rx": o("regs", "qp_mpa_markers_rx"),
 		"qp_mpa_crc": o("regs", "qp_mpa_crc"), "qp_mpa_rev0": o("regs", "qp_mpa_rev0"),
 		"s_db_valid": dbV[1], "s_db_kind": dk, "s_db_index": o("regs", "m_db_index"), "s_db_value": o("regs", "m_db_value"),
-		"m_ulp_tready": o("pl", "s_axis_tready"), "m_ci_ready": o("st", "s_rx_ready"), "m_err_ready": Or(errBadDB, And(tmErr, o("tx", "s_term_ready"))),
+		"m_ulp_tready": o("pl", "s_axis_tready"), "m_ci_ready": o("st", "s_rx_ready"), "m_err_ready": Or(bdTaken, And(tmErr, o("tx", "s_term_ready"))),
 		"s_fl_valid": And(tmTake, Or(tmPl, tmErr)), "s_fl_qp": Sel(tmPl, Bits(o("pl", "m_term_qp"), 9, 0), o("rx", "m_err_qp")),
 		"qp_rq_base_lo": o("regs", "qp_rq_base_lo"), "qp_rq_base_hi": o("regs", "qp_rq_base_hi"),
 		"qp_sizes_rq_log": o("regs", "qp_sizes_rq_log"), "qp_cqs_recv_cq": o("regs", "qp_cqs_recv_cq"),
@@ -444,7 +455,7 @@ func CardTop(width int) (*Module, error) {
 
 	// card_stat: status records; card_tx's CQEs pass through it.
 	stIn := map[string]Expr{"clk": clk, "rst": erst,
-		"qp_cmd_valid": qpV[2], "qp_cmd_op": o("regs", "qp_cmd_op"), "qp_num_qpn": o("regs", "qp_num_qpn"),
+		"qp_cmd_valid": qpV[2], "qp_cmd_op": cmdOp, "qp_num_qpn": cmdQPN, "qp_cmd_bad_db": bdSel,
 		"qpstat_base_lo": o("regs", "qpstat_base_lo"), "qpstat_base_hi": o("regs", "qpstat_base_hi"),
 		"s_tx_valid": o("tx", "m_cpl_valid"), "s_tx_qpn": o("tx", "m_cpl_qpn"), "s_tx_sq_ci": o("tx", "m_cpl_sq_ci"),
 		"s_tx_txs_pi": o("tx", "m_cpl_txs_pi"), "s_tx_cqe": o("tx", "m_cpl_cqe"), "s_tx_cq": o("tx", "m_cpl_cq"),

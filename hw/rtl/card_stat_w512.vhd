@@ -60,6 +60,7 @@ entity card_stat_w512 is
         qp_cmd_ready : out std_logic;
         qp_cmd_op : in  std_logic_vector(3 downto 0); -- QP_OP: CREATE (1), CLOSE (2), ERROR (3), DESTROY (4)
         qp_num_qpn : in  std_logic_vector(15 downto 0);
+        qp_cmd_bad_db : in  std_logic;       -- the ERROR is card_rx's for an RXS_PI doorbell past the ring's size: its QP_ERROR says BAD_DOORBELL
         qpstat_base_lo : in  std_logic_vector(31 downto 0); -- QPSTAT_BASE (32-byte aligned)
         qpstat_base_hi : in  std_logic_vector(31 downto 0);
         s_db_valid : in  std_logic;          -- doorbell (card_regs m_db, forked by the top): SQ_PI, TXS_CI, RXS_PI, STREAM and PUSH act, other kinds are taken without effect
@@ -195,6 +196,7 @@ architecture rtl of card_stat_w512 is
     signal base : std_logic_vector(63 downto 0);
     signal op_v1 : std_logic_vector(31 downto 0); -- TXS_PI, RXS_CI or the doorbell's value
     signal op_sq_ci : std_logic_vector(15 downto 0); -- SQ_CI or RQ_CI
+    signal op_bad_db : std_logic;            -- the ERROR is a bad doorbell's
     signal op_term : std_logic;              -- the transmit record is a Terminate's, or the RXS_CI record a failed FPDU's
     signal op_cpl : std_logic_vector(182 downto 0); -- the completion to pass on, the top bit: has one
     signal data_done : std_logic;            -- dma_wr took the last beat
@@ -243,7 +245,7 @@ architecture rtl of card_stat_w512 is
     signal op_closed : std_logic;            -- the QP's posted send work is done: CLOSED
     signal op_writes : std_logic;            -- the update writes the status record
     signal op_ev : std_logic;                -- the update gives an event
-    signal op_ev_code : std_logic_vector(2 downto 0); -- 0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST
+    signal op_ev_code : std_logic_vector(2 downto 0); -- 0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST, 6 QP_ERROR BAD_DOORBELL
     signal rec : std_logic_vector(127 downto 0); -- the record's first 16 bytes (the rest is zero): TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED
     signal calc_writes : std_logic;
     signal beat : std_logic := '0';          -- next beat of the record
@@ -376,7 +378,7 @@ begin
     );
     op_writes <= ((((op_k(0) or op_k(1)) or op_k(2)) or op_k(7)) or op_to_error) or (op_k(8) and op_closing);
     op_ev <= (((ev_tx_data or ev_rx_space) or op_to_error) or op_closed) or op_stream_end;
-    op_ev_code <= mux(op_lost, "101", mux(op_to_error, "010", mux(op_closed, "011", mux(op_stream_end, "100", mux(ev_rx_space, "001", "000")))));
+    op_ev_code <= mux(op_lost, "101", mux(op_to_error, mux(op_bad_db, "110", "010"), mux(op_closed, "011", mux(op_stream_end, "100", mux(ev_rx_space, "001", "000")))));
     calc_writes <= st_calc and op_writes;
     dw_s_valid <= st_data;
     dw_s_take <= dw_s_valid and dw_s_ready;
@@ -421,8 +423,8 @@ begin
     m_end_qpn <= pend_head(192 downto 183) and std_logic_vector'(9 downto 0 => end_v);
     m_end_lost <= end_v and b2l(head_ev_code = "101");
     m_ev_qpn <= pend_head(192 downto 183);
-    m_ev_type <= mux(head_ev_code(2), mux(head_ev_code(1), mux(head_ev_code(0), x"00", x"00"), mux(head_ev_code(0), x"08", x"05")), mux(head_ev_code(1), mux(head_ev_code(0), x"04", x"08"), mux(head_ev_code(0), x"03", x"02")));
-    m_ev_info <= mux(b2l(head_ev_code = "010"), x"00000001", mux(b2l(head_ev_code = "101"), x"00000002", x"00000000"));
+    m_ev_type <= mux(head_ev_code(2), mux(head_ev_code(1), mux(head_ev_code(0), x"00", x"08"), mux(head_ev_code(0), x"08", x"05")), mux(head_ev_code(1), mux(head_ev_code(0), x"04", x"08"), mux(head_ev_code(0), x"03", x"02")));
+    m_ev_info <= mux(b2l(head_ev_code = "010"), x"00000001", mux(b2l(head_ev_code = "101"), x"00000002", mux(b2l(head_ev_code = "110"), x"00000006", x"00000000")));
     m_fault <= dw_done_valid and dw_done_err;
     m_axi_awid <= dw_m_axi_awid;
     m_axi_awaddr <= dw_m_axi_awaddr;
@@ -497,6 +499,15 @@ begin
         if rising_edge(clk) then
             if take = '1' then
                 op_sq_ci <= mux(take_tx, s_tx_sq_ci, s_rc_rq_ci);
+            end if;
+        end if;
+    end process;
+
+    op_bad_db_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if take = '1' then
+                op_bad_db <= take_cmd and qp_cmd_bad_db;
             end if;
         end if;
     end process;

@@ -58,6 +58,7 @@ module card_stat_w64 (
     output wire           qp_cmd_ready,
     input  wire [3:0]     qp_cmd_op,         // QP_OP: CREATE (1), CLOSE (2), ERROR (3), DESTROY (4)
     input  wire [15:0]    qp_num_qpn,
+    input  wire           qp_cmd_bad_db,     // the ERROR is card_rx's for an RXS_PI doorbell past the ring's size: its QP_ERROR says BAD_DOORBELL
     input  wire [31:0]    qpstat_base_lo,    // QPSTAT_BASE (32-byte aligned)
     input  wire [31:0]    qpstat_base_hi,
     input  wire           s_db_valid,        // doorbell (card_regs m_db, forked by the top): SQ_PI, TXS_CI, RXS_PI, STREAM and PUSH act, other kinds are taken without effect
@@ -164,6 +165,7 @@ module card_stat_w64 (
     wire [63:0]    base;
     reg  [31:0]    op_v1;                    // TXS_PI, RXS_CI or the doorbell's value
     reg  [15:0]    op_sq_ci;                 // SQ_CI or RQ_CI
+    reg            op_bad_db;                // the ERROR is a bad doorbell's
     reg            op_term;                  // the transmit record is a Terminate's, or the RXS_CI record a failed FPDU's
     reg  [182:0]   op_cpl;                   // the completion to pass on, the top bit: has one
     wire           data_done;                // dma_wr took the last beat
@@ -212,7 +214,7 @@ module card_stat_w64 (
     wire           op_closed;                // the QP's posted send work is done: CLOSED
     wire           op_writes;                // the update writes the status record
     wire           op_ev;                    // the update gives an event
-    wire [2:0]     op_ev_code;               // 0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST
+    wire [2:0]     op_ev_code;               // 0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST, 6 QP_ERROR BAD_DOORBELL
     reg  [127:0]   rec;                      // the record's first 16 bytes (the rest is zero): TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED
     wire           calc_writes;
     reg  [1:0]     beat;                     // next beat of the record
@@ -344,7 +346,7 @@ module card_stat_w64 (
     };
     assign op_writes = ((((op_k[0] | op_k[1]) | op_k[2]) | op_k[7]) | op_to_error) | (op_k[8] & op_closing);
     assign op_ev = (((ev_tx_data | ev_rx_space) | op_to_error) | op_closed) | op_stream_end;
-    assign op_ev_code = op_lost ? 3'h5 : (op_to_error ? 3'h2 : (op_closed ? 3'h3 : (op_stream_end ? 3'h4 : (ev_rx_space ? 3'h1 : 3'h0))));
+    assign op_ev_code = op_lost ? 3'h5 : (op_to_error ? (op_bad_db ? 3'h6 : 3'h2) : (op_closed ? 3'h3 : (op_stream_end ? 3'h4 : (ev_rx_space ? 3'h1 : 3'h0))));
     assign calc_writes = st_calc & op_writes;
     assign dw_s_valid = st_data;
     assign dw_s_take = dw_s_valid & dw_s_ready;
@@ -386,8 +388,8 @@ module card_stat_w64 (
     assign m_end_qpn = pend_head[192:183] & {10{end_v}};
     assign m_end_lost = end_v & (head_ev_code == 3'h5);
     assign m_ev_qpn = pend_head[192:183];
-    assign m_ev_type = head_ev_code[2] ? (head_ev_code[1] ? (head_ev_code[0] ? 8'h00 : 8'h00) : (head_ev_code[0] ? 8'h08 : 8'h05)) : (head_ev_code[1] ? (head_ev_code[0] ? 8'h04 : 8'h08) : (head_ev_code[0] ? 8'h03 : 8'h02));
-    assign m_ev_info = (head_ev_code == 3'h2) ? 32'h00000001 : ((head_ev_code == 3'h5) ? 32'h00000002 : 32'h00000000);
+    assign m_ev_type = head_ev_code[2] ? (head_ev_code[1] ? (head_ev_code[0] ? 8'h00 : 8'h08) : (head_ev_code[0] ? 8'h08 : 8'h05)) : (head_ev_code[1] ? (head_ev_code[0] ? 8'h04 : 8'h08) : (head_ev_code[0] ? 8'h03 : 8'h02));
+    assign m_ev_info = (head_ev_code == 3'h2) ? 32'h00000001 : ((head_ev_code == 3'h5) ? 32'h00000002 : ((head_ev_code == 3'h6) ? 32'h00000006 : 32'h00000000));
     assign m_fault = dw_done_valid & dw_done_err;
     assign m_axi_awid = dw_m_axi_awid;
     assign m_axi_awaddr = dw_m_axi_awaddr;
@@ -439,6 +441,12 @@ module card_stat_w64 (
     always @(posedge clk) begin
         if (take) begin
             op_sq_ci <= take_tx ? s_tx_sq_ci : s_rc_rq_ci;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (take) begin
+            op_bad_db <= take_cmd & qp_cmd_bad_db;
         end
     end
 

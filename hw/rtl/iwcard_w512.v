@@ -41,9 +41,11 @@
 // empty too), and their QP then joins card_rx's RQ flush queue (s_fl).
 //
 // Not wired yet, because no engine produces or consumes them
-// (docs/card-rtl.md): the engines' other events, card_rx's bad RXS_PI doorbell
-// (m_err kind 7: taken and dropped, no QP_ERROR BAD_DOORBELL), card_cq's
-// overrun record (taken and dropped), DMA_FAULT_* (read as zero).
+// (docs/card-rtl.md): the engines' other events, card_cq's overrun record
+// (taken and dropped), DMA_FAULT_* (read as zero). card_rx's bad RXS_PI
+// doorbell (m_err kind 7) goes to the engines as an ERROR command (the QP
+// command fork, while card_regs offers none) whose QP_ERROR says BAD_DOORBELL,
+// with no Terminate.
 //
 // Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -486,6 +488,11 @@ module iwcard_w512 (
     wire           wrm_m_axi_bready;
     reg  [4:0]     eng_reset_cnt;            // cycles of engine reset left
     wire           eng_rst;                  // the engines' reset
+    wire           qpcmd_bd_offer;           // a bad RXS_PI doorbell's QP waits to go to error
+    reg            qpcmd_bd_sel;             // the command in the fork is a bad doorbell's ERROR
+    wire           qpcmd_bd;
+    wire [3:0]     qpcmd_op;                 // QP_OP ERROR for a bad doorbell
+    wire [15:0]    qpcmd_qpn;
     reg            qpcmd_done0;              // this target already took the record
     reg            qpcmd_done1;              // this target already took the record
     reg            qpcmd_done2;              // this target already took the record
@@ -493,6 +500,7 @@ module iwcard_w512 (
     wire           qpcmd_valid1;
     wire           qpcmd_valid2;
     wire           qpcmd_ready;              // every selected target has the record
+    wire           qpcmd_bd_taken;           // every engine has the bad doorbell's ERROR: m_err is taken
     reg            db_done0;                 // this target already took the record
     reg            db_done1;                 // this target already took the record
     reg            db_done2;                 // this target already took the record
@@ -504,7 +512,7 @@ module iwcard_w512 (
     wire           db_ready;                 // every selected target has the record
     wire           db_other;                 // a kind no engine serves (none today): taken
     wire           init_done;                // STATUS.INIT_DONE
-    wire           term_err_baddb;           // a bad RXS_PI doorbell: dropped
+    wire           term_err_baddb;           // a bad RXS_PI doorbell: no Terminate (its ERROR goes through the QP command fork)
     reg            term_hold;                // a granted record waits for its ready
     reg  [2:0]     term_held;                // its grant (bit i: request i)
     wire           term_g0;
@@ -544,10 +552,15 @@ module iwcard_w512 (
     assign m_axi_bready = wrm_m_axi_bready;
     assign irq_valid = cq_irq_valid;
     assign irq_vector = cq_irq_vector;
-    assign qpcmd_valid0 = (regs_qp_cmd_valid & 1'h1) & ~qpcmd_done0;
-    assign qpcmd_valid1 = (regs_qp_cmd_valid & 1'h1) & ~qpcmd_done1;
-    assign qpcmd_valid2 = (regs_qp_cmd_valid & 1'h1) & ~qpcmd_done2;
-    assign qpcmd_ready = regs_qp_cmd_valid & ((((~1'h1 | qpcmd_done0) | tx_s_qp_ready) & ((~1'h1 | qpcmd_done1) | rx_qp_cmd_ready)) & ((~1'h1 | qpcmd_done2) | st_qp_cmd_ready));
+    assign qpcmd_bd_offer = rx_m_err_valid & (rx_m_err_kind == 3'h7);
+    assign qpcmd_bd = qpcmd_bd_sel | (qpcmd_bd_offer & ~regs_qp_cmd_valid);
+    assign qpcmd_op = qpcmd_bd ? 4'h3 : regs_qp_cmd_op;
+    assign qpcmd_qpn = qpcmd_bd ? {6'h00, rx_m_err_qp} : regs_qp_num_qpn;
+    assign qpcmd_valid0 = ((regs_qp_cmd_valid | qpcmd_bd) & 1'h1) & ~qpcmd_done0;
+    assign qpcmd_valid1 = ((regs_qp_cmd_valid | qpcmd_bd) & 1'h1) & ~qpcmd_done1;
+    assign qpcmd_valid2 = ((regs_qp_cmd_valid | qpcmd_bd) & 1'h1) & ~qpcmd_done2;
+    assign qpcmd_ready = (regs_qp_cmd_valid | qpcmd_bd) & ((((~1'h1 | qpcmd_done0) | tx_s_qp_ready) & ((~1'h1 | qpcmd_done1) | rx_qp_cmd_ready)) & ((~1'h1 | qpcmd_done2) | st_qp_cmd_ready));
+    assign qpcmd_bd_taken = qpcmd_bd & qpcmd_ready;
     assign db_valid0 = (regs_m_db_valid & ((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5))) & ~db_done0;
     assign db_valid1 = (regs_m_db_valid & (((1'h0 | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h5))) & ~db_done1;
     assign db_valid2 = (regs_m_db_valid & (1'h0 | (regs_m_db_kind == 3'h0))) & ~db_done2;
@@ -630,6 +643,14 @@ module iwcard_w512 (
             qpcmd_done2 <= 1'h0;
         end else begin
             qpcmd_done2 <= ~qpcmd_ready & (qpcmd_done2 | (qpcmd_valid2 & st_qp_cmd_ready));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            qpcmd_bd_sel <= 1'h0;
+        end else begin
+            qpcmd_bd_sel <= qpcmd_bd & ~qpcmd_ready;
         end
     end
 
@@ -756,7 +777,7 @@ module iwcard_w512 (
         .qp_mpa_rev0(regs_qp_mpa_rev0),
         .qp_rd_ord(regs_qp_rd_ord),
         .qp_rd_ird(regs_qp_rd_ird),
-        .qp_cmd_ready(qpcmd_ready),
+        .qp_cmd_ready(qpcmd_ready & ~qpcmd_bd),
         .qp_cmd_valid(regs_qp_cmd_valid),
         .qp_cmd_op(regs_qp_cmd_op),
         .reg_wr_valid(regs_reg_wr_valid),
@@ -776,8 +797,8 @@ module iwcard_w512 (
         .rst(eng_rst),
         .s_qp_valid(qpcmd_valid0),
         .s_qp_ready(tx_s_qp_ready),
-        .s_qp_op(regs_qp_cmd_op),
-        .s_qp_num(regs_qp_num_qpn[9:0]),
+        .s_qp_op(qpcmd_op),
+        .s_qp_num(qpcmd_qpn[9:0]),
         .s_qp_sq_base({regs_qp_sq_base_hi, regs_qp_sq_base_lo}),
         .s_qp_sq_log(regs_qp_sizes_sq_log),
         .s_qp_txs_base({regs_qp_txs_base_hi, regs_qp_txs_base_lo}),
@@ -901,8 +922,8 @@ module iwcard_w512 (
         .rst(eng_rst),
         .qp_cmd_valid(qpcmd_valid1),
         .qp_cmd_ready(rx_qp_cmd_ready),
-        .qp_cmd_op(regs_qp_cmd_op),
-        .qp_num_qpn(regs_qp_num_qpn),
+        .qp_cmd_op(qpcmd_op),
+        .qp_num_qpn(qpcmd_qpn),
         .qp_pd_pd(regs_qp_pd_pd),
         .qp_rxs_base_lo(regs_qp_rxs_base_lo),
         .qp_rxs_base_hi(regs_qp_rxs_base_hi),
@@ -937,7 +958,7 @@ module iwcard_w512 (
         .m_clear_valid(rx_m_clear_valid),
         .m_clear_qp(rx_m_clear_qp),
         .m_err_valid(rx_m_err_valid),
-        .m_err_ready(term_err_baddb | (term_g2 & tx_s_term_ready)),
+        .m_err_ready(qpcmd_bd_taken | (term_g2 & tx_s_term_ready)),
         .m_err_qp(rx_m_err_qp),
         .m_err_kind(rx_m_err_kind),
         .m_err_code(rx_m_err_code),
@@ -1152,8 +1173,9 @@ module iwcard_w512 (
         .rst(eng_rst),
         .qp_cmd_valid(qpcmd_valid2),
         .qp_cmd_ready(st_qp_cmd_ready),
-        .qp_cmd_op(regs_qp_cmd_op),
-        .qp_num_qpn(regs_qp_num_qpn),
+        .qp_cmd_op(qpcmd_op),
+        .qp_num_qpn(qpcmd_qpn),
+        .qp_cmd_bad_db(qpcmd_bd),
         .qpstat_base_lo(regs_qpstat_base_lo),
         .qpstat_base_hi(regs_qpstat_base_hi),
         .s_db_valid(db_valid3),

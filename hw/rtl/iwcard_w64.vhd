@@ -41,9 +41,11 @@
 -- empty too), and their QP then joins card_rx's RQ flush queue (s_fl).
 --
 -- Not wired yet, because no engine produces or consumes them
--- (docs/card-rtl.md): the engines' other events, card_rx's bad RXS_PI doorbell
--- (m_err kind 7: taken and dropped, no QP_ERROR BAD_DOORBELL), card_cq's
--- overrun record (taken and dropped), DMA_FAULT_* (read as zero).
+-- (docs/card-rtl.md): the engines' other events, card_cq's overrun record
+-- (taken and dropped), DMA_FAULT_* (read as zero). card_rx's bad RXS_PI
+-- doorbell (m_err kind 7) goes to the engines as an ERROR command (the QP
+-- command fork, while card_regs offers none) whose QP_ERROR says BAD_DOORBELL,
+-- with no Terminate.
 --
 -- Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -517,6 +519,11 @@ architecture rtl of iwcard_w64 is
     signal wrm_m_axi_bready : std_logic;
     signal eng_reset_cnt : std_logic_vector(4 downto 0) := "10000"; -- cycles of engine reset left
     signal eng_rst : std_logic;              -- the engines' reset
+    signal qpcmd_bd_offer : std_logic;       -- a bad RXS_PI doorbell's QP waits to go to error
+    signal qpcmd_bd_sel : std_logic := '0';  -- the command in the fork is a bad doorbell's ERROR
+    signal qpcmd_bd : std_logic;
+    signal qpcmd_op : std_logic_vector(3 downto 0); -- QP_OP ERROR for a bad doorbell
+    signal qpcmd_qpn : std_logic_vector(15 downto 0);
     signal qpcmd_done0 : std_logic := '0';   -- this target already took the record
     signal qpcmd_done1 : std_logic := '0';   -- this target already took the record
     signal qpcmd_done2 : std_logic := '0';   -- this target already took the record
@@ -524,6 +531,7 @@ architecture rtl of iwcard_w64 is
     signal qpcmd_valid1 : std_logic;
     signal qpcmd_valid2 : std_logic;
     signal qpcmd_ready : std_logic;          -- every selected target has the record
+    signal qpcmd_bd_taken : std_logic;       -- every engine has the bad doorbell's ERROR: m_err is taken
     signal db_done0 : std_logic := '0';      -- this target already took the record
     signal db_done1 : std_logic := '0';      -- this target already took the record
     signal db_done2 : std_logic := '0';      -- this target already took the record
@@ -535,7 +543,7 @@ architecture rtl of iwcard_w64 is
     signal db_ready : std_logic;             -- every selected target has the record
     signal db_other : std_logic;             -- a kind no engine serves (none today): taken
     signal init_done : std_logic;            -- STATUS.INIT_DONE
-    signal term_err_baddb : std_logic;       -- a bad RXS_PI doorbell: dropped
+    signal term_err_baddb : std_logic;       -- a bad RXS_PI doorbell: no Terminate (its ERROR goes through the QP command fork)
     signal term_hold : std_logic := '0';     -- a granted record waits for its ready
     signal term_held : std_logic_vector(2 downto 0) := "000"; -- its grant (bit i: request i)
     signal term_g0 : std_logic;
@@ -575,10 +583,15 @@ begin
     m_axi_bready <= wrm_m_axi_bready;
     irq_valid <= cq_irq_valid;
     irq_vector <= cq_irq_vector;
-    qpcmd_valid0 <= (regs_qp_cmd_valid and '1') and (not qpcmd_done0);
-    qpcmd_valid1 <= (regs_qp_cmd_valid and '1') and (not qpcmd_done1);
-    qpcmd_valid2 <= (regs_qp_cmd_valid and '1') and (not qpcmd_done2);
-    qpcmd_ready <= regs_qp_cmd_valid and (((((not '1') or qpcmd_done0) or tx_s_qp_ready) and (((not '1') or qpcmd_done1) or rx_qp_cmd_ready)) and (((not '1') or qpcmd_done2) or st_qp_cmd_ready));
+    qpcmd_bd_offer <= rx_m_err_valid and b2l(rx_m_err_kind = "111");
+    qpcmd_bd <= qpcmd_bd_sel or (qpcmd_bd_offer and (not regs_qp_cmd_valid));
+    qpcmd_op <= mux(qpcmd_bd, x"3", regs_qp_cmd_op);
+    qpcmd_qpn <= mux(qpcmd_bd, std_logic_vector'("000000" & rx_m_err_qp), regs_qp_num_qpn);
+    qpcmd_valid0 <= ((regs_qp_cmd_valid or qpcmd_bd) and '1') and (not qpcmd_done0);
+    qpcmd_valid1 <= ((regs_qp_cmd_valid or qpcmd_bd) and '1') and (not qpcmd_done1);
+    qpcmd_valid2 <= ((regs_qp_cmd_valid or qpcmd_bd) and '1') and (not qpcmd_done2);
+    qpcmd_ready <= (regs_qp_cmd_valid or qpcmd_bd) and (((((not '1') or qpcmd_done0) or tx_s_qp_ready) and (((not '1') or qpcmd_done1) or rx_qp_cmd_ready)) and (((not '1') or qpcmd_done2) or st_qp_cmd_ready));
+    qpcmd_bd_taken <= qpcmd_bd and qpcmd_ready;
     db_valid0 <= (regs_m_db_valid and (((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101"))) and (not db_done0);
     db_valid1 <= (regs_m_db_valid and ((('0' or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "101"))) and (not db_done1);
     db_valid2 <= (regs_m_db_valid and ('0' or b2l(regs_m_db_kind = "000"))) and (not db_done2);
@@ -672,6 +685,17 @@ begin
                 qpcmd_done2 <= '0';
             else
                 qpcmd_done2 <= (not qpcmd_ready) and (qpcmd_done2 or (qpcmd_valid2 and st_qp_cmd_ready));
+            end if;
+        end if;
+    end process;
+
+    qpcmd_bd_sel_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                qpcmd_bd_sel <= '0';
+            else
+                qpcmd_bd_sel <= qpcmd_bd and (not qpcmd_ready);
             end if;
         end if;
     end process;
@@ -818,7 +842,7 @@ begin
             qp_mpa_rev0 => regs_qp_mpa_rev0,
             qp_rd_ord => regs_qp_rd_ord,
             qp_rd_ird => regs_qp_rd_ird,
-            qp_cmd_ready => qpcmd_ready,
+            qp_cmd_ready => qpcmd_ready and (not qpcmd_bd),
             qp_cmd_valid => regs_qp_cmd_valid,
             qp_cmd_op => regs_qp_cmd_op,
             reg_wr_valid => regs_reg_wr_valid,
@@ -839,8 +863,8 @@ begin
             rst => eng_rst,
             s_qp_valid => qpcmd_valid0,
             s_qp_ready => tx_s_qp_ready,
-            s_qp_op => regs_qp_cmd_op,
-            s_qp_num => regs_qp_num_qpn(9 downto 0),
+            s_qp_op => qpcmd_op,
+            s_qp_num => qpcmd_qpn(9 downto 0),
             s_qp_sq_base => std_logic_vector'(regs_qp_sq_base_hi & regs_qp_sq_base_lo),
             s_qp_sq_log => regs_qp_sizes_sq_log,
             s_qp_txs_base => std_logic_vector'(regs_qp_txs_base_hi & regs_qp_txs_base_lo),
@@ -965,8 +989,8 @@ begin
             rst => eng_rst,
             qp_cmd_valid => qpcmd_valid1,
             qp_cmd_ready => rx_qp_cmd_ready,
-            qp_cmd_op => regs_qp_cmd_op,
-            qp_num_qpn => regs_qp_num_qpn,
+            qp_cmd_op => qpcmd_op,
+            qp_num_qpn => qpcmd_qpn,
             qp_pd_pd => regs_qp_pd_pd,
             qp_rxs_base_lo => regs_qp_rxs_base_lo,
             qp_rxs_base_hi => regs_qp_rxs_base_hi,
@@ -1001,7 +1025,7 @@ begin
             m_clear_valid => rx_m_clear_valid,
             m_clear_qp => rx_m_clear_qp,
             m_err_valid => rx_m_err_valid,
-            m_err_ready => term_err_baddb or (term_g2 and tx_s_term_ready),
+            m_err_ready => qpcmd_bd_taken or (term_g2 and tx_s_term_ready),
             m_err_qp => rx_m_err_qp,
             m_err_kind => rx_m_err_kind,
             m_err_code => rx_m_err_code,
@@ -1218,8 +1242,9 @@ begin
             rst => eng_rst,
             qp_cmd_valid => qpcmd_valid2,
             qp_cmd_ready => st_qp_cmd_ready,
-            qp_cmd_op => regs_qp_cmd_op,
-            qp_num_qpn => regs_qp_num_qpn,
+            qp_cmd_op => qpcmd_op,
+            qp_num_qpn => qpcmd_qpn,
+            qp_cmd_bad_db => qpcmd_bd,
             qpstat_base_lo => regs_qpstat_base_lo,
             qpstat_base_hi => regs_qpstat_base_hi,
             s_db_valid => db_valid3,

@@ -336,3 +336,45 @@ func TestCardCosimTermRecv(t *testing.T) {
 		})
 	}
 }
+
+// TestCardCosimBadDoorbell runs the whole-card workload, then gives each
+// QP an RXS_PI doorbell more than its ring's size past what the card has
+// consumed: the RTL card must do as the card model does (toError
+// BAD_DOORBELL): QP_ERROR with INFO BAD_DOORBELL and no Terminate, the QP
+// in ERROR with TX_CLOSED, its ring read no more, and every WQE posted
+// after it flushed.
+func TestCardCosimBadDoorbell(t *testing.T) {
+	for _, w := range gen.CardTopWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			b := newWCBench(t, w, seed, wcTiming, 3)
+			for round := 0; round < 4; round++ {
+				b.round(round)
+			}
+			tx := map[uint32]int{}
+			for _, q := range b.qps {
+				tx[q.n] = len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil))
+				v := q.rxWritten + uint32(1)<<q.rxsLog + 4
+				require.NoError(t, b.model.Write32(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBRXSPI, v))
+				require.NoError(t, b.rtl.RegWrite(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBRXSPI, v))
+				require.NoError(t, b.rtl.Step(b.rng.IntN(400)))
+			}
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.postAfterError()
+			errs := map[uint32]uint32{}
+			for _, e := range b.rWrite[wcKey{"eqe", 0}] {
+				if ev := cs.EQE(e); ev.Type() == cs.EQETypeQPError {
+					errs[ev.Obj()] = ev.Info()
+				}
+			}
+			for _, q := range b.qps {
+				st := b.rtlStat(q.n)
+				require.Equal(t, cs.QPStateError, st.State(), "seed %d QP %d: state", seed, q.n)
+				require.True(t, st.TXClosed(), "seed %d QP %d: TX_CLOSED", seed, q.n)
+				require.EqualValues(t, cs.QPErrBadDoorbell, errs[q.n], "seed %d QP %d: QP_ERROR's INFO", seed, q.n)
+				require.Equal(t, tx[q.n], len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil)), "seed %d QP %d: a Terminate was sent", seed, q.n)
+			}
+		})
+	}
+}
