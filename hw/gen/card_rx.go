@@ -109,6 +109,10 @@ func CardRx(width int) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
+	dbStreamK, err := CardDBKind("QP_DB", "STREAM")
+	if err != nil {
+		return nil, err
+	}
 	m := NewModule(fmt.Sprintf("card_rx_w%d", W), "RFC 5044 §6-§7 (FPDU framing, markers), docs/card.md (receive stream ring, RXS_PI), docs/card-rtl.md",
 		fmt.Sprintf("The card's receive engine, %d-bit data path: per-QP receive contexts for %d QPs in block RAM (written by QP_CMD CREATE from the staged context), RXS_PI doorbells, and the receive stream ring reader. The reader serves one QP at a time: it reads the QP's ring through a dma_rd (requests of at most %d bytes, beat aligned, %d in flight), finds each FPDU's end from its ULPDU_Length and the stream offset (markers included, as golden/mpa.FPDUWireLen) and hands mpa_rx only whole FPDUs: an FPDU whose end lies past RXS_PI stays in the ring until a doorbell brings the rest. mpa_rx is reset with the QP's context (stream offset = RXS_CI, markers, CRC, rev 0) at the start of each QP's turn, and a turn ends only once mpa_rx has delivered every ULPDU it was given, so no state of one QP is left in it when the next QP's FPDUs come.", W, 1<<QB, cardRxChunk, cardRxReqLimit),
 		"A turn ends when the next FPDU is not whole in the ring and another QP waits (the QP's RXS_CI and the octets it needs are stored, and it is not served again before a doorbell gives it that many), or when mpa_rx or the ring doorbell reports an error (m_err; the QP is failed and served no more). With no other QP waiting, the reader waits in the turn for the QP's next doorbell.",
@@ -465,7 +469,19 @@ func CardRx(width int) (*Module, error) {
 	repErr := m.WireOf("ci_rep_err", Sel(decPop, Eq(decDest, C(2, PlaceTerm)), sndResErr), "it failed")
 	tdead := m.RegDecl("turn_dead", 1, "a segment of the turn failed, or was dropped as its QP had: the turn ends and the QP is served no more")
 	deadNow := m.WireOf("turn_dead_set", And(Or(in(sRun), in(sDrain)), pqPop, Or(And(decPop, decDead), repErr)), "")
-	m.Drive(tdead, big.NewInt(0), Sel(goRun, C(1, 0), Or(tdead, deadNow)), nil)
+	// The host puts a QP in error (QP_CMD ERROR, STREAM.RX_LOST): the
+	// model reads its ring no more. Its bit here keeps the reader away;
+	// if it is the QP being served, its turn ends now; placement drops
+	// its segments on the way (m_kill).
+	hostLost := m.WireOf("host_lost", And(dbTake, Eq(dbKind, C(3, dbStreamK)), Bit(dbValue, cardStreamRXLost)), "STREAM.RX_LOST")
+	hostFail := m.WireOf("host_fail", Or(cmdErr, hostLost), "the host puts a QP in error")
+	hostFailQP := m.WireOf("host_fail_qp", Sel(cmdErr, Bits(cQPN, QB-1, 0), dbIndex), "")
+	deadRd := m.Mem("rx_dead", 2, 1<<QB, Or(create, hostFail), Sel(create, Bits(cQPN, QB-1, 0), hostFailQP), Cat(C(1, 0), Not(create)), nil, aq,
+		"bit 0 per QP: put in error by the host: its ring is read no more")
+	unused = append(unused, Bit(deadRd, 1))
+	hostKill := m.WireOf("host_kill", And(hostFail, Eq(hostFailQP, aq), Not(in(sIdle))), "the QP being served is put in error")
+	hostKillPre := m.WireOf("host_kill_pre", And(hostKill, Or(in(sRead), in(sLoad), in(sCheck))), "... before its turn starts: it is failed")
+	m.Drive(tdead, big.NewInt(0), Sel(goRun, hostKill, Or(tdead, deadNow, hostKill)), nil)
 
 	// RXS_CI reports: after each judged segment, and past the FPDU of an
 	// MPA error (errCI, once every segment before it is judged).
@@ -490,14 +506,14 @@ func CardRx(width int) (*Module, error) {
 	others := m.WireOf("blk_others", RedOr(fCnt), "another QP waits")
 	mErr := m.WireOf("eng_mpa_err", And(Or(in(sRun), in(sDrain)), meV), "")
 	yield := m.WireOf("eng_yield", And(blocked, others, Not(stopping)), "")
-	m.Drive(stopping, big.NewInt(0), Sel(goRun, C(1, 0), Or(stopping, yield, mErr, deadNow)), nil)
+	m.Drive(stopping, big.NewInt(0), Sel(goRun, hostKill, Or(stopping, yield, mErr, deadNow, hostKill)), nil)
 	needPE := m.WireOf("need_pe", Sub(pe, lim), "")
 	m.Drive(need, nil, Sel(ld, Bits(stRd, 17, 1), Sel(pv, Bits(needPE, 16, 0), hs)), Or(ld, yield))
 	unused = append(unused, Bits(needPE, 31, 17))
 	errHit := m.RegDecl("err_hit", 1, "the turn ended on an mpa_rx error")
 	m.Drive(errHit, big.NewInt(0), Sel(goRun, C(1, 0), Or(errHit, mErr)), nil)
 	drained := m.WireOf("eng_drained", And(Eq(reqOut, C(5, 0)), Not(rdValid), Sel(errHit, Eq(outOff, meO), Eq(outOff, lim)), Not(ciV), Not(mValid), Eq(pq.Count, C(pqCW, 0)), Not(inUlp)), "nothing in flight, every ULPDU out and judged")
-	m.Drive(failQ, nil, Sel(ld, Bit(stRd, 0), C(1, 1)), Or(ld, And(in(sDrain), drained, Or(errHit, tdead, deadNow)), chkBad))
+	m.Drive(failQ, nil, Sel(And(ld, Not(hostKill)), Or(Bit(stRd, 0), Bit(deadRd, 0)), C(1, 1)), Or(ld, And(in(sDrain), drained, Or(errHit, tdead, deadNow)), chkBad, hostKillPre))
 
 	// Errors.
 	eV := m.RegDecl("err_v", 1, "")
@@ -538,13 +554,25 @@ func CardRx(width int) (*Module, error) {
 	m.Drive(flPend, big.NewInt(0), Or(flValid, And(flPend, Not(flGo))), nil)
 	flPendQP := m.Reg("fl_ext_qp", QB, nil, flQP, And(flValid, Not(flPend)), "")
 	sndIdle := m.Wire("snd_idle_w", 1, "")
+	sndKill := m.Wire("snd_kill", 1, "the Send engine failed a segment")
+	sndKillQP := m.Wire("snd_kill_qp", 32, "")
 	m.Assign(sIdleOut, sndIdle)
 	su, err := cardRxSend(m, W, rxSendIn{create: create, errCmd: cmdErr, flRoom: flRoom, cQPN: cQPN, cPD: cPD, dbTake: dbTake, dbKind: dbKind, dbIndex: dbIndex, dbValue: dbValue,
-		flExtV: flPend, flExtQP: flPendQP, flExtGo: flGo, sndIdle: sndIdle, res: sndRes, resErr: sndResErr, kill: killValid, killQP: killQP})
+		flExtV: flPend, flExtQP: flPendQP, flExtGo: flGo, sndIdle: sndIdle, res: sndRes, resErr: sndResErr, kill: sndKill, killQP: sndKillQP})
 	if err != nil {
 		return nil, err
 	}
 	unused = append(unused, su...)
+	// Kills to placement: the Send engine's, and the host's (which waits a
+	// cycle when both come at once).
+	hkPend := m.RegDecl("kill_host_pend", 1, "a host failure's kill waits for the Send engine's")
+	hkPendQP := m.RegDecl("kill_host_pend_qp", QB, "")
+	hkV := m.WireOf("kill_host_v", Or(hostFail, hkPend), "")
+	hkQP := m.WireOf("kill_host_qp", Sel(hkPend, hkPendQP, hostFailQP), "")
+	m.Drive(hkPend, big.NewInt(0), And(sndKill, hkV), nil)
+	m.Drive(hkPendQP, nil, hkQP, And(sndKill, hkV))
+	m.Assign(killValid, Or(sndKill, hkV))
+	m.Assign(killQP, Sel(sndKill, sndKillQP, gate(hkV, zext(hkQP, 32))))
 	m.Assign(clrValid, create)
 	m.Assign(clrQP, gate(create, zext(Bits(cQPN, QB-1, 0), 32)))
 	m.WireOf("unused_bits", RedOr(Cat(unused...)), "bits no logic reads (keeps lint quiet on purpose)")

@@ -382,6 +382,12 @@ module card_rx_w512 (
     wire           ci_rep_err;               // it failed
     reg            turn_dead;                // a segment of the turn failed, or was dropped as its QP had: the turn ends and the QP is served no more
     wire           turn_dead_set;
+    wire           host_lost;                // STREAM.RX_LOST
+    wire           host_fail;                // the host puts a QP in error
+    wire [9:0]     host_fail_qp;
+    reg  [1:0]     rx_dead_rd;               // read data of rx_dead
+    wire           host_kill;                // the QP being served is put in error
+    wire           host_kill_pre;            // ... before its turn starts: it is failed
     reg            ci_v;
     reg  [31:0]    ci_val;
     reg            ci_err_q;
@@ -408,6 +414,8 @@ module card_rx_w512 (
     wire           fl_ext_go;                // it joins this cycle
     reg  [9:0]     fl_ext_qp;
     wire           snd_idle_w;
+    wire           snd_kill;                 // the Send engine failed a segment
+    wire [31:0]    snd_kill_qp;
     reg  [4:0]     snd_state;                // Send engine state
     wire [4:0]     snd_next;
     reg  [12:0]    snd_beat;                 // index of the next s_host beat in its ULPDU
@@ -650,6 +658,10 @@ module card_rx_w512 (
     wire           fl_rxterm_push;           // m_rxterm's QP joins the flush queue
     wire           snd_len_err_set;
     reg            snd_seg_end;              // the segment's last beat is taken
+    reg            kill_host_pend;           // a host failure's kill waits for the Send engine's
+    reg  [9:0]     kill_host_pend_qp;
+    wire           kill_host_v;
+    wire [9:0]     kill_host_qp;
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
     reg  [1:0] queued [0:1023];              // bit 0 per QP: on the work FIFO
     reg  [9:0] fifo [0:1023];                // QPs with doorbells to serve
@@ -657,6 +669,7 @@ module card_rx_w512 (
     reg  [31:0] rxs_pi [0:1023];             // RXS_PI per QP
     reg  [49:0] rxs_st [0:1023];             // RXS_CI, octets needed, failed
     reg  [31:0] ends [0:63];                 // the end (stream offset) of each FPDU taken whole whose ULPDU is not delivered yet
+    reg  [1:0] rx_dead [0:1023];             // bit 0 per QP: put in error by the host: its ring is read no more
     reg  [1:0] rq_err_db [0:1023];           // bit 0 per QP: in error (the doorbell path's copy)
     reg  [104:0] rq_ctx [0:1023];            // RQ base (63:6), log2 blocks, receive CQ, PD
     reg  [15:0] rq_pi [0:1023];              // RQ_PI per QP
@@ -899,6 +912,11 @@ module card_rx_w512 (
     assign ci_rep = pq_pop & ~(dec_pop & s_dec_dead);
     assign ci_rep_err = dec_pop ? (s_dec_dest == 2'h3) : snd_res_err;
     assign turn_dead_set = (((eng_state == 4'h6) | (eng_state == 4'h7)) & pq_pop) & ((dec_pop & s_dec_dead) | ci_rep_err);
+    assign host_lost = (db_take & (s_db_kind == 3'h5)) & s_db_value[1];
+    assign host_fail = cmd_error | host_lost;
+    assign host_fail_qp = cmd_error ? qp_num_qpn[9:0] : s_db_index;
+    assign host_kill = (host_fail & (host_fail_qp == act_qp)) & ~(eng_state == 4'h0);
+    assign host_kill_pre = host_kill & (((eng_state == 4'h3) | (eng_state == 4'h4)) | (eng_state == 4'h5));
     assign ci_new = ci_rep | ci_err;
     assign m_ci_valid = ci_v;
     assign m_ci_qp = act_qp & {10{ci_v}};
@@ -1173,9 +1191,13 @@ module card_rx_w512 (
     assign snd_pop = (1'h0 | ((snd_state == 5'h09) & w_beat_done)) | ((((snd_state == 5'h10) | (snd_state == 5'h0f)) | (snd_state == 5'h12)) & ~snd_seg_end);
     assign snd_res = (((snd_state == 5'h0f) & (snd_seg_end | s_host_tvalid)) | (snd_state == 5'h11)) | ((snd_state == 5'h17) & rr_store_ok);
     assign snd_res_err = snd_state == 5'h11;
-    assign m_kill_valid = snd_state == 5'h11;
-    assign m_kill_qp = {22'h000000, snd_qp} & {32{(snd_state == 5'h11)}};
+    assign snd_kill = snd_state == 5'h11;
+    assign snd_kill_qp = {22'h000000, snd_qp} & {32{(snd_state == 5'h11)}};
     assign snd_next = (snd_state == 5'h00) ? ((fl_pop | snd_hdr_done) ? 5'h01 : 5'h00) : ((snd_state == 5'h01) ? 5'h02 : ((snd_state == 5'h02) ? 5'h03 : ((snd_state == 5'h03) ? (fl ? (~snd_posted ? 5'h00 : (f_start ? 5'h04 : 5'h0e)) : (snd_failed ? 5'h10 : ((snd_is_rreq | snd_is_term) ? 5'h12 : (f_start ? 5'h04 : 5'h05)))) : ((snd_state == 5'h04) ? (f_done ? (fl ? (f_err ? 5'h18 : 5'h0e) : 5'h05) : 5'h04) : ((snd_state == 5'h05) ? ((snd_cause != 16'h0000) ? 5'h10 : ((snd_n == 16'h0000) ? 5'h0a : 5'h06)) : ((snd_state == 5'h06) ? 5'h07 : ((snd_state == 5'h07) ? (w_skip ? 5'h06 : (m_rxk_ready ? 5'h08 : 5'h07)) : ((snd_state == 5'h08) ? (w_fault ? 5'h10 : (w_wr_start ? 5'h09 : (w_chk_adv ? 5'h06 : 5'h08))) : ((snd_state == 5'h09) ? ((w_emit & (w_piece == {9'h000, w_nb})) ? ((w_rem == {9'h000, w_nb}) ? 5'h0a : 5'h06) : 5'h09) : ((snd_state == 5'h0a) ? ((snd_lflag & snd_is_inv) ? 5'h0b : (snd_lflag ? 5'h0e : 5'h0f)) : ((snd_state == 5'h0b) ? (m_rxk_ready ? 5'h0c : 5'h0b) : ((snd_state == 5'h0c) ? (w_inv_fault ? 5'h10 : (w_inv_answer ? 5'h0d : 5'h0c)) : ((snd_state == 5'h0d) ? (m_inv_ready ? 5'h0e : 5'h0d) : ((snd_state == 5'h0e) ? ((m_cpl_ready & pw_idle) ? (fl ? 5'h18 : 5'h0f) : 5'h0e) : ((snd_state == 5'h18) ? 5'h03 : ((snd_state == 5'h0f) ? ((snd_seg_end | s_host_tvalid) ? 5'h00 : 5'h0f) : ((snd_state == 5'h10) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h11 : 5'h10) : ((snd_state == 5'h11) ? 5'h00 : ((snd_state == 5'h12) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h13 : 5'h12) : ((snd_state == 5'h13) ? ((rr_bad | tm_recv) ? 5'h10 : (rr_size_zero ? 5'h16 : 5'h14)) : ((snd_state == 5'h14) ? (m_rxk_ready ? 5'h15 : 5'h14) : ((snd_state == 5'h15) ? (rr_fault ? 5'h10 : (rr_answer ? 5'h16 : 5'h15)) : ((snd_state == 5'h16) ? (m_rreq_ready ? 5'h17 : 5'h16) : ((snd_state == 5'h17) ? (rr_store_ok ? 5'h00 : 5'h17) : 5'h00))))))))))))))))))))))));
+    assign kill_host_v = host_fail | kill_host_pend;
+    assign kill_host_qp = kill_host_pend ? kill_host_pend_qp : host_fail_qp;
+    assign m_kill_valid = snd_kill | kill_host_v;
+    assign m_kill_qp = snd_kill ? snd_kill_qp : ({22'h000000, kill_host_qp} & {32{kill_host_v}});
     assign m_clear_valid = cmd_create;
     assign m_clear_qp = {22'h000000, qp_num_qpn[9:0]} & {32{cmd_create}};
     assign unused_bits = |{
@@ -1190,6 +1212,7 @@ module card_rx_w512 (
         hdr_lane[1:0],
         mpa_eos,
         out_wire_ok,
+        rx_dead_rd[1],
         need_pe[31:17],
         m_axi_rq_rid,
         m_axi_rq_rlast,
@@ -1437,7 +1460,7 @@ module card_rx_w512 (
         if (rst) begin
             turn_dead <= 1'h0;
         end else begin
-            turn_dead <= chk_go ? 1'h0 : (turn_dead | turn_dead_set);
+            turn_dead <= chk_go ? host_kill : ((turn_dead | turn_dead_set) | host_kill);
         end
     end
 
@@ -1467,7 +1490,7 @@ module card_rx_w512 (
         if (rst) begin
             stopping <= 1'h0;
         end else begin
-            stopping <= chk_go ? 1'h0 : (((stopping | eng_yield) | eng_mpa_err) | turn_dead_set);
+            stopping <= chk_go ? host_kill : ((((stopping | eng_yield) | eng_mpa_err) | turn_dead_set) | host_kill);
         end
     end
 
@@ -1486,8 +1509,8 @@ module card_rx_w512 (
     end
 
     always @(posedge clk) begin
-        if (((eng_state == 4'h4) | (((eng_state == 4'h7) & eng_drained) & ((err_hit | turn_dead) | turn_dead_set))) | chk_fail) begin
-            failq <= (eng_state == 4'h4) ? rxs_st_rd[0] : 1'h1;
+        if ((((eng_state == 4'h4) | (((eng_state == 4'h7) & eng_drained) & ((err_hit | turn_dead) | turn_dead_set))) | chk_fail) | host_kill_pre) begin
+            failq <= ((eng_state == 4'h4) & ~host_kill) ? (rxs_st_rd[0] | rx_dead_rd[0]) : 1'h1;
         end
     end
 
@@ -2141,6 +2164,20 @@ module card_rx_w512 (
         end
     end
 
+    always @(posedge clk) begin
+        if (rst) begin
+            kill_host_pend <= 1'h0;
+        end else begin
+            kill_host_pend <= snd_kill & kill_host_v;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (snd_kill & kill_host_v) begin
+            kill_host_pend_qp <= kill_host_qp;
+        end
+    end
+
     // queued: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if ((cmd_create | (eng_state == 4'h1)) | fifo_push) begin
@@ -2195,6 +2232,14 @@ module card_rx_w512 (
             ends[ends_acc[5:0]] <= hdr_bad ? (hdr_e - 32'h00000002) : hdr_e;
         end
         ends_rd <= ends[ends_del[5:0]];
+    end
+
+    // rx_dead: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (cmd_create | host_fail) begin
+            rx_dead[cmd_create ? qp_num_qpn[9:0] : host_fail_qp] <= {1'h0, ~cmd_create};
+        end
+        rx_dead_rd <= rx_dead[act_qp];
     end
 
     // rq_err_db: synchronous write, synchronous read (block RAM)

@@ -410,6 +410,12 @@ architecture rtl of card_rx_w64 is
     signal ci_rep_err : std_logic;           -- it failed
     signal turn_dead : std_logic := '0';     -- a segment of the turn failed, or was dropped as its QP had: the turn ends and the QP is served no more
     signal turn_dead_set : std_logic;
+    signal host_lost : std_logic;            -- STREAM.RX_LOST
+    signal host_fail : std_logic;            -- the host puts a QP in error
+    signal host_fail_qp : std_logic_vector(9 downto 0);
+    signal rx_dead_rd : std_logic_vector(1 downto 0); -- read data of rx_dead
+    signal host_kill : std_logic;            -- the QP being served is put in error
+    signal host_kill_pre : std_logic;        -- ... before its turn starts: it is failed
     signal ci_v : std_logic := '0';
     signal ci_val : std_logic_vector(31 downto 0);
     signal ci_err_q : std_logic := '0';
@@ -436,6 +442,8 @@ architecture rtl of card_rx_w64 is
     signal fl_ext_go : std_logic;            -- it joins this cycle
     signal fl_ext_qp : std_logic_vector(9 downto 0);
     signal snd_idle_w : std_logic;
+    signal snd_kill : std_logic;             -- the Send engine failed a segment
+    signal snd_kill_qp : std_logic_vector(31 downto 0);
     signal snd_state : std_logic_vector(4 downto 0) := "00000"; -- Send engine state
     signal snd_next : std_logic_vector(4 downto 0);
     signal snd_beat : std_logic_vector(12 downto 0) := "0000000000000"; -- index of the next s_host beat in its ULPDU
@@ -672,6 +680,10 @@ architecture rtl of card_rx_w64 is
     signal fl_rxterm_push : std_logic;       -- m_rxterm's QP joins the flush queue
     signal snd_len_err_set : std_logic;
     signal snd_seg_end : std_logic := '0';   -- the segment's last beat is taken
+    signal kill_host_pend : std_logic := '0'; -- a host failure's kill waits for the Send engine's
+    signal kill_host_pend_qp : std_logic_vector(9 downto 0);
+    signal kill_host_v : std_logic;
+    signal kill_host_qp : std_logic_vector(9 downto 0);
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
     type queued_t is array (0 to 1023) of std_logic_vector(1 downto 0);
     signal queued : queued_t;                -- bit 0 per QP: on the work FIFO
@@ -685,6 +697,8 @@ architecture rtl of card_rx_w64 is
     signal rxs_st : rxs_st_t;                -- RXS_CI, octets needed, failed
     type ends_t is array (0 to 63) of std_logic_vector(31 downto 0);
     signal ends : ends_t;                    -- the end (stream offset) of each FPDU taken whole whose ULPDU is not delivered yet
+    type rx_dead_t is array (0 to 1023) of std_logic_vector(1 downto 0);
+    signal rx_dead : rx_dead_t;              -- bit 0 per QP: put in error by the host: its ring is read no more
     type rq_err_db_t is array (0 to 1023) of std_logic_vector(1 downto 0);
     signal rq_err_db : rq_err_db_t;          -- bit 0 per QP: in error (the doorbell path's copy)
     type rq_ctx_t is array (0 to 1023) of std_logic_vector(104 downto 0);
@@ -874,6 +888,11 @@ begin
     ci_rep <= pq_pop and (not (dec_pop and s_dec_dead));
     ci_rep_err <= mux(dec_pop, b2l(s_dec_dest = "11"), snd_res_err);
     turn_dead_set <= ((b2l(eng_state = x"6") or b2l(eng_state = x"7")) and pq_pop) and ((dec_pop and s_dec_dead) or ci_rep_err);
+    host_lost <= (db_take and b2l(s_db_kind = "101")) and s_db_value(1);
+    host_fail <= cmd_error or host_lost;
+    host_fail_qp <= mux(cmd_error, qp_num_qpn(9 downto 0), s_db_index);
+    host_kill <= (host_fail and b2l(host_fail_qp = act_qp)) and (not b2l(eng_state = x"0"));
+    host_kill_pre <= host_kill and ((b2l(eng_state = x"3") or b2l(eng_state = x"4")) or b2l(eng_state = x"5"));
     ci_new <= ci_rep or ci_err;
     m_ci_valid <= ci_v;
     m_ci_qp <= act_qp and std_logic_vector'(9 downto 0 => ci_v);
@@ -1191,9 +1210,13 @@ begin
     snd_pop <= (((b2l(snd_state = "00000") and s_host_tvalid) and b2l(unsigned(snd_beat) < unsigned'("0000000000010"))) or (b2l(snd_state = "01001") and w_beat_done)) or (((b2l(snd_state = "10000") or b2l(snd_state = "01111")) or b2l(snd_state = "10010")) and (not snd_seg_end));
     snd_res <= ((b2l(snd_state = "01111") and (snd_seg_end or s_host_tvalid)) or b2l(snd_state = "10001")) or (b2l(snd_state = "10111") and rr_store_ok);
     snd_res_err <= b2l(snd_state = "10001");
-    m_kill_valid <= b2l(snd_state = "10001");
-    m_kill_qp <= std_logic_vector'("0000000000000000000000" & snd_qp) and std_logic_vector'(31 downto 0 => b2l(snd_state = "10001"));
+    snd_kill <= b2l(snd_state = "10001");
+    snd_kill_qp <= std_logic_vector'("0000000000000000000000" & snd_qp) and std_logic_vector'(31 downto 0 => b2l(snd_state = "10001"));
     snd_next <= mux(b2l(snd_state = "00000"), mux(fl_pop or snd_hdr_done, "00001", "00000"), mux(b2l(snd_state = "00001"), "00010", mux(b2l(snd_state = "00010"), "00011", mux(b2l(snd_state = "00011"), mux(fl, mux(not snd_posted, "00000", mux(f_start, "00100", "01110")), mux(snd_failed, "10000", mux(snd_is_rreq or snd_is_term, "10010", mux(f_start, "00100", "00101")))), mux(b2l(snd_state = "00100"), mux(f_done, mux(fl, mux(f_err, "11000", "01110"), "00101"), "00100"), mux(b2l(snd_state = "00101"), mux(b2l(snd_cause /= x"0000"), "10000", mux(b2l(snd_n = x"0000"), "01010", "00110")), mux(b2l(snd_state = "00110"), "00111", mux(b2l(snd_state = "00111"), mux(w_skip, "00110", mux(m_rxk_ready, "01000", "00111")), mux(b2l(snd_state = "01000"), mux(w_fault, "10000", mux(w_wr_start, "01001", mux(w_chk_adv, "00110", "01000"))), mux(b2l(snd_state = "01001"), mux(w_emit and b2l(w_piece = std_logic_vector'(x"000" & w_nb)), mux(b2l(w_rem = std_logic_vector'(x"000" & w_nb)), "01010", "00110"), "01001"), mux(b2l(snd_state = "01010"), mux(snd_lflag and snd_is_inv, "01011", mux(snd_lflag, "01110", "01111")), mux(b2l(snd_state = "01011"), mux(m_rxk_ready, "01100", "01011"), mux(b2l(snd_state = "01100"), mux(w_inv_fault, "10000", mux(w_inv_answer, "01101", "01100")), mux(b2l(snd_state = "01101"), mux(m_inv_ready, "01110", "01101"), mux(b2l(snd_state = "01110"), mux(m_cpl_ready and pw_idle, mux(fl, "11000", "01111"), "01110"), mux(b2l(snd_state = "11000"), "00011", mux(b2l(snd_state = "01111"), mux(snd_seg_end or s_host_tvalid, "00000", "01111"), mux(b2l(snd_state = "10000"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10001", "10000"), mux(b2l(snd_state = "10001"), "00000", mux(b2l(snd_state = "10010"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10011", "10010"), mux(b2l(snd_state = "10011"), mux(rr_bad or tm_recv, "10000", mux(rr_size_zero, "10110", "10100")), mux(b2l(snd_state = "10100"), mux(m_rxk_ready, "10101", "10100"), mux(b2l(snd_state = "10101"), mux(rr_fault, "10000", mux(rr_answer, "10110", "10101")), mux(b2l(snd_state = "10110"), mux(m_rreq_ready, "10111", "10110"), mux(b2l(snd_state = "10111"), mux(rr_store_ok, "00000", "10111"), "00000")))))))))))))))))))))))));
+    kill_host_v <= host_fail or kill_host_pend;
+    kill_host_qp <= mux(kill_host_pend, kill_host_pend_qp, host_fail_qp);
+    m_kill_valid <= snd_kill or kill_host_v;
+    m_kill_qp <= mux(snd_kill, snd_kill_qp, std_logic_vector'("0000000000000000000000" & kill_host_qp) and std_logic_vector'(31 downto 0 => kill_host_v));
     m_clear_valid <= cmd_create;
     m_clear_qp <= std_logic_vector'("0000000000000000000000" & qp_num_qpn(9 downto 0)) and std_logic_vector'(31 downto 0 => cmd_create);
     unused_bits <= or std_logic_vector'(
@@ -1208,6 +1231,7 @@ begin
         hdr_lane(1 downto 0) &
         mpa_eos &
         out_wire_ok &
+        rx_dead_rd(1) &
         need_pe(31 downto 17) &
         m_axi_rq_rid &
         m_axi_rq_rlast &
@@ -1559,7 +1583,7 @@ begin
             if rst = '1' then
                 turn_dead <= '0';
             else
-                turn_dead <= mux(chk_go, '0', turn_dead or turn_dead_set);
+                turn_dead <= mux(chk_go, host_kill, (turn_dead or turn_dead_set) or host_kill);
             end if;
         end if;
     end process;
@@ -1601,7 +1625,7 @@ begin
             if rst = '1' then
                 stopping <= '0';
             else
-                stopping <= mux(chk_go, '0', ((stopping or eng_yield) or eng_mpa_err) or turn_dead_set);
+                stopping <= mux(chk_go, host_kill, (((stopping or eng_yield) or eng_mpa_err) or turn_dead_set) or host_kill);
             end if;
         end if;
     end process;
@@ -1629,8 +1653,8 @@ begin
     failq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if ((b2l(eng_state = x"4") or ((b2l(eng_state = x"7") and eng_drained) and ((err_hit or turn_dead) or turn_dead_set))) or chk_fail) = '1' then
-                failq <= mux(b2l(eng_state = x"4"), rxs_st_rd(0), '1');
+            if (((b2l(eng_state = x"4") or ((b2l(eng_state = x"7") and eng_drained) and ((err_hit or turn_dead) or turn_dead_set))) or chk_fail) or host_kill_pre) = '1' then
+                failq <= mux(b2l(eng_state = x"4") and (not host_kill), rxs_st_rd(0) or rx_dead_rd(0), '1');
             end if;
         end if;
     end process;
@@ -2481,6 +2505,26 @@ begin
         end if;
     end process;
 
+    kill_host_pend_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                kill_host_pend <= '0';
+            else
+                kill_host_pend <= snd_kill and kill_host_v;
+            end if;
+        end if;
+    end process;
+
+    kill_host_pend_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (snd_kill and kill_host_v) = '1' then
+                kill_host_pend_qp <= kill_host_qp;
+            end if;
+        end if;
+    end process;
+
     -- queued: synchronous write, synchronous read (block RAM)
     queued_ram : process (clk)
     begin
@@ -2552,6 +2596,17 @@ begin
                 ends(to_integer(unsigned(ends_acc(5 downto 0)))) <= mux(hdr_bad, std_logic_vector(unsigned(hdr_e) - unsigned'(x"00000002")), hdr_e);
             end if;
             ends_rd <= ends(to_integer(unsigned(ends_del(5 downto 0))));
+        end if;
+    end process;
+
+    -- rx_dead: synchronous write, synchronous read (block RAM)
+    rx_dead_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (cmd_create or host_fail) = '1' then
+                rx_dead(to_integer(unsigned(mux(cmd_create, qp_num_qpn(9 downto 0), host_fail_qp)))) <= std_logic_vector'('0' & (not cmd_create));
+            end if;
+            rx_dead_rd <= rx_dead(to_integer(unsigned(act_qp)));
         end if;
     end process;
 

@@ -378,3 +378,33 @@ func TestCardCosimBadDoorbell(t *testing.T) {
 		})
 	}
 }
+
+// TestCardCosimAfterError runs the whole-card workload, puts each QP in
+// error with QP_CMD ERROR, then has the peer send it RDMA Writes: the card
+// model reads a QP's receive ring no more once it is in error, so nothing
+// may be placed and RXS_CI must not move, on the RTL card as on the model.
+func TestCardCosimAfterError(t *testing.T) {
+	for _, w := range gen.CardTopWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			b := newWCBench(t, w, seed, wcTiming, 3)
+			for round := 0; round < 4; round++ {
+				b.round(round)
+			}
+			ci := map[uint32]uint32{}
+			for _, q := range b.qps {
+				b.qpCmd(q, cs.QPOpError, cs.QPStateError)
+				ci[q.n] = b.rtlStat(q.n).RXSCI()
+			}
+			for _, q := range b.qps {
+				b.peerWrites(q)
+			}
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.compare()
+			for _, q := range b.qps {
+				require.Equal(t, ci[q.n], b.rtlStat(q.n).RXSCI(), "seed %d QP %d: RXS_CI moved after ERROR", seed, q.n)
+			}
+		})
+	}
+}
