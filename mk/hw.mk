@@ -76,9 +76,14 @@ $(HW_SIM)/trace/lib%.so: hw/rtl/%.v hw/sim/ports/%.h hw/sim/cxx/block.cpp $(HW_R
 # on a loaded machine the Verilator builds take many minutes, which must
 # not count against a go test -timeout (hw/sim would build them on first
 # use otherwise, and does for a test run by hand).
+# They build one per core (a sub-make with -j, whatever the caller's -j):
+# on a fresh clone that halves the wait of make test on 2 cores.
 HW_SIM_LIBS := $(patsubst hw/sim/ports/%.h,$(HW_SIM)/lib%.so,$(wildcard hw/sim/ports/*.h))
-.PHONY: hw-sim-libs
-hw-sim-libs: $(HW_SIM_LIBS)
+.PHONY: hw-sim-libs hw-sim-libs-each
+hw-sim-libs:
+	@$(MAKE) --no-print-directory -j$$(nproc) hw-sim-libs-each
+hw-sim-libs-each: $(HW_SIM_LIBS)
+	@:
 
 .PHONY: test-cosim
 # Verilator co-simulation of every block against its golden/cycle model.
