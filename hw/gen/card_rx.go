@@ -156,7 +156,7 @@ func CardRx(width int) (*Module, error) {
 	decValid := m.Input("s_dec_valid", 1, "placement's decision of a segment (m_dec): its RXS_CI is reported then, or, for an untagged one, once the Send engine is done with it")
 	decDest := m.Input("s_dec_dest", 2, "")
 	decDead := m.Input("s_dec_dead", 1, "")
-	killValid := m.Output("m_kill_valid", 1, "the Send engine failed a segment: placement drops the QP's later segments (placement s_kill)")
+	killValid := m.Output("m_kill_valid", 1, "the Send engine failed a segment, or the host put the QP in error: placement drops the QP's later segments (placement s_kill)")
 	killQP := m.Output("m_kill_qp", 32, "")
 	clrValid := m.Output("m_clear_valid", 1, "QP_CMD CREATE: placement forgets the QP's failure (placement s_clear)")
 	clrQP := m.Output("m_clear_qp", 32, "")

@@ -78,7 +78,7 @@ module card_rx_w512 (
     input  wire           s_dec_valid,       // placement's decision of a segment (m_dec): its RXS_CI is reported then, or, for an untagged one, once the Send engine is done with it
     input  wire [1:0]     s_dec_dest,
     input  wire           s_dec_dead,
-    output wire           m_kill_valid,      // the Send engine failed a segment: placement drops the QP's later segments (placement s_kill)
+    output wire           m_kill_valid,      // the Send engine failed a segment, or the host put the QP in error: placement drops the QP's later segments (placement s_kill)
     output wire [31:0]    m_kill_qp,
     output wire           m_clear_valid,     // QP_CMD CREATE: placement forgets the QP's failure (placement s_clear)
     output wire [31:0]    m_clear_qp,

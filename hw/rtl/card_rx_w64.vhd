@@ -80,7 +80,7 @@ entity card_rx_w64 is
         s_dec_valid : in  std_logic;         -- placement's decision of a segment (m_dec): its RXS_CI is reported then, or, for an untagged one, once the Send engine is done with it
         s_dec_dest : in  std_logic_vector(1 downto 0);
         s_dec_dead : in  std_logic;
-        m_kill_valid : out std_logic;        -- the Send engine failed a segment: placement drops the QP's later segments (placement s_kill)
+        m_kill_valid : out std_logic;        -- the Send engine failed a segment, or the host put the QP in error: placement drops the QP's later segments (placement s_kill)
         m_kill_qp : out std_logic_vector(31 downto 0);
         m_clear_valid : out std_logic;       -- QP_CMD CREATE: placement forgets the QP's failure (placement s_clear)
         m_clear_qp : out std_logic_vector(31 downto 0);

@@ -12,21 +12,25 @@
 -- QP in RTS, CLOSING or CLOSED goes to ERROR with TX_CLOSED, and a QP_ERROR
 -- event with INFO HOST), DESTROY (a QP in CLOSED or ERROR goes back to RESET,
 -- nothing written), card_tx's records (s_tx: SQ_CI and TXS_PI after each WQE),
--- card_rx's RXS_CI records (s_rx), card_rx's receive completions (s_rc: RQ_CI,
--- and the CQE passed on) and the doorbells SQ_PI and PUSH (SQ_PI, for CLOSE),
--- TXS_CI, RXS_PI and STREAM (s_db: ARM_TX, ARM_RX, RX_FIN; RX_LOST puts a live
--- QP in ERROR with TX_CLOSED and a QP_ERROR event with INFO LLP_LOST). Each
--- record update writes the QP's whole 32-byte record at QPSTAT_BASE + 32 x QPN
--- with one DMA write through a dma_wr.
+-- card_rx's RXS_CI records (s_rx; with s_rx_err, the record of a failed FPDU,
+-- a live QP goes to ERROR with no event and no TX_CLOSED, which card_tx's
+-- Terminate record adds), card_rx's receive completions (s_rc: RQ_CI, and the
+-- CQE passed on) and the doorbells SQ_PI and PUSH (SQ_PI, for CLOSE), TXS_CI,
+-- RXS_PI and STREAM (s_db: ARM_TX, ARM_RX, RX_FIN; RX_LOST puts a live QP in
+-- ERROR with TX_CLOSED and a QP_ERROR event with INFO LLP_LOST). Each record
+-- update writes the QP's whole 32-byte record at QPSTAT_BASE + 32 x QPN with
+-- one DMA write through a dma_wr.
 --
 -- Events, as the card model gives them: TX_DATA once ARM_TX is set and TXS_PI
 -- differs from TXS_CI (checked at each transmit record, TXS_CI doorbell and
 -- STREAM doorbell; the arm is then spent); RX_SPACE at the first RXS_CI record
--- after ARM_RX (spent); QP_ERROR with ERROR's or RX_LOST's record; QP_CLOSED
--- with CLOSED's record; STREAM_END once RX_FIN is set and RXS_CI reaches
--- RXS_PI (card_rx reports RXS_CI at FPDU boundaries) in a QP not in error. One
--- event per update: QP_ERROR, QP_CLOSED or STREAM_END go first and a TX_DATA
--- or RX_SPACE of the same update keeps its arm for the next.
+-- after ARM_RX (spent); QP_ERROR with ERROR's (INFO HOST, or BAD_DOORBELL when
+-- qp_cmd_bad_db says the ERROR is card_rx's bad RXS_PI doorbell) or RX_LOST's
+-- record; QP_CLOSED with CLOSED's record; STREAM_END once RX_FIN is set and
+-- RXS_CI reaches RXS_PI (card_rx reports RXS_CI at FPDU boundaries) in a QP
+-- not in error. One event per update: QP_ERROR, QP_CLOSED or STREAM_END go
+-- first and a TX_DATA or RX_SPACE of the same update keeps its arm for the
+-- next.
 --
 -- Ordering: a completion (s_tx_cqe) or event is passed on (m_cpl to card_cq's
 -- completion port, m_ev to its event port) only once every status write taken
