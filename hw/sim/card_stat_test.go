@@ -102,7 +102,9 @@ func (r *statRef) txData(n uint32, q *statQP) {
 	}
 }
 
-func (r *statRef) command(n uint32, op cs.QPOp) {
+// command is qpCommand's; an ERROR that is card_rx's bad doorbell
+// (badDB) is toError BAD_DOORBELL.
+func (r *statRef) command(n uint32, op cs.QPOp, badDB bool) {
 	q := r.qps[n]
 	switch op {
 	case cs.QPOpCreate:
@@ -110,7 +112,11 @@ func (r *statRef) command(n uint32, op cs.QPOp) {
 		r.qps[n] = q
 		r.write(n, q)
 	case cs.QPOpError:
-		r.toError(n, q, cs.QPErrHost)
+		why := cs.QPErrHost
+		if badDB {
+			why = cs.QPErrBadDoorbell
+		}
+		r.toError(n, q, why)
 	case cs.QPOpClose:
 		if q == nil || q.state != cs.QPStateRts {
 			return
@@ -196,9 +202,15 @@ func (r *statRef) rc(n uint32, rq uint16, cpl [9]uint64) {
 	r.cpls = append(r.cpls, statOut{f: cpl, after: len(r.writes)})
 }
 
-func (r *statRef) rx(n uint32, ci uint32) {
+// rx is consume's: RXS_CI moved; past a failed FPDU (failed), a live QP
+// is in error already (the model's reject, before consume), with no event
+// and its transmit stream still open.
+func (r *statRef) rx(n uint32, ci uint32, failed bool) {
 	q := r.qps[n]
 	q.ci = ci
+	if failed && (q.state == cs.QPStateRts || q.state == cs.QPStateClosing || q.state == cs.QPStateClosed) {
+		q.state = cs.QPStateError
+	}
 	r.write(n, q)
 	if r.streamEnd(n, q) {
 		return
@@ -214,7 +226,7 @@ type cardStatPorts struct {
 	cmdV, cmdR, cmdOp, cmdQPN, baseLo, baseHi              Port
 	dbV, dbR, dbKind, dbIdx, dbVal                         Port
 	txV, txR, txQPN, txSQ, txPI, txCQE, txCQ, txWR, txOpc  Port
-	txSt, txLen, rxV, rxR, rxQPN, rxCI                     Port
+	txSt, txLen, rxV, rxR, rxQPN, rxCI, rxErr, cmdBadDB    Port
 	rcV, rcR, rcQPN, rcRQ, rcCQ, rcWR, rcOpc, rcSt, rcLen  Port
 	rcInv, rcSol, rcInvd, cplInv, cplSol, cplInvd          Port
 	cplV, cplR, cplCQ, cplQPN, cplWR, cplOpc, cplSt, cplLn Port
@@ -250,6 +262,7 @@ type cardStatDriver struct {
 	Err                 error
 	Writes, Cpls, Evs   int
 	EvTypes             map[cs.EQEType]int
+	BadDB, RxFailed     int // QP_ERROR BAD_DOORBELL events; RXS_CI records past a failed FPDU
 	statW               []statWrite
 	cplReadyP, evReadyP int
 }
@@ -277,7 +290,7 @@ func newCardStatDriver(l Layout, seed uint64, stop uint64) (*cardStatDriver, err
 		dbV: s.in("s_db_valid"), dbR: s.out("s_db_ready"), dbKind: s.in("s_db_kind"), dbIdx: s.in("s_db_index"), dbVal: s.in("s_db_value"),
 		txV: s.in("s_tx_valid"), txR: s.out("s_tx_ready"), txQPN: s.in("s_tx_qpn"), txSQ: s.in("s_tx_sq_ci"), txPI: s.in("s_tx_txs_pi"),
 		txCQE: s.in("s_tx_cqe"), txCQ: s.in("s_tx_cq"), txWR: s.in("s_tx_wr_id"), txOpc: s.in("s_tx_opcode"), txSt: s.in("s_tx_status"),
-		txLen: s.in("s_tx_byte_len"), rxV: s.in("s_rx_valid"), rxR: s.out("s_rx_ready"), rxQPN: s.in("s_rx_qpn"), rxCI: s.in("s_rx_rxs_ci"),
+		txLen: s.in("s_tx_byte_len"), rxV: s.in("s_rx_valid"), rxR: s.out("s_rx_ready"), rxQPN: s.in("s_rx_qpn"), rxCI: s.in("s_rx_rxs_ci"), rxErr: s.in("s_rx_err"), cmdBadDB: s.in("qp_cmd_bad_db"),
 		cplV: s.out("m_cpl_valid"), cplR: s.in("m_cpl_ready"), cplCQ: s.out("m_cpl_cq"), cplQPN: s.out("m_cpl_qpn"), cplWR: s.out("m_cpl_wr_id"),
 		cplOpc: s.out("m_cpl_opcode"), cplSt: s.out("m_cpl_status"), cplLn: s.out("m_cpl_byte_len"),
 		cplInv: s.out("m_cpl_inv_stag"), cplSol: s.out("m_cpl_solicited"), cplInvd: s.out("m_cpl_invalidated"),
@@ -337,7 +350,9 @@ func (d *cardStatDriver) offer() {
 		if !d.live(n) {
 			op = cs.QPOpCreate
 		}
-		d.cmd = []uint64{uint64(op), uint64(n) | uint64(r.IntN(2))<<12} // junk above the QP number's 10 bits
+		// Junk above the QP number's 10 bits; now and then an ERROR is
+		// card_rx's bad doorbell.
+		d.cmd = []uint64{uint64(op), uint64(n) | uint64(r.IntN(2))<<12, b2u(op == cs.QPOpError && r.Chance(64))}
 	}
 	if d.db == nil && r.Chance(60) {
 		if n := d.pick(); d.live(n) {
@@ -386,7 +401,7 @@ func (d *cardStatDriver) offer() {
 	if d.rx == nil && r.Chance(40) {
 		if n := d.pick(); d.live(n) {
 			d.cis[n] += uint32(1 + r.IntN(5000))
-			d.rx = []uint64{uint64(n), uint64(d.cis[n])}
+			d.rx = []uint64{uint64(n), uint64(d.cis[n]), b2u(r.Chance(3))} // now and then past a failed FPDU
 		}
 	}
 }
@@ -410,10 +425,10 @@ func (d *cardStatDriver) Next(in []uint32) {
 			}
 		}
 	}
-	set(p.cmdV, d.cmd, p.cmdOp, p.cmdQPN)
+	set(p.cmdV, d.cmd, p.cmdOp, p.cmdQPN, p.cmdBadDB)
 	set(p.dbV, d.db, p.dbKind, p.dbIdx, p.dbVal)
 	set(p.txV, d.tx, p.txQPN, p.txSQ, p.txPI, p.txCQE, p.txCQ, p.txWR, p.txOpc, p.txSt, p.txLen)
-	set(p.rxV, d.rx, p.rxQPN, p.rxCI)
+	set(p.rxV, d.rx, p.rxQPN, p.rxCI, p.rxErr)
 	set(p.rcV, d.rc, p.rcQPN, p.rcRQ, p.rcCQ, p.rcWR, p.rcOpc, p.rcSt, p.rcLen, p.rcInv, p.rcSol, p.rcInvd)
 	if d.cycle%5000 == 0 {
 		d.cplReadyP, d.evReadyP = []int{256, 128, 20}[d.rng.IntN(3)], []int{256, 128, 20}[d.rng.IntN(3)]
@@ -436,7 +451,7 @@ func (d *cardStatDriver) Observe(in, out []uint32) {
 	// The RTL takes one record a cycle; the reference gets them in the
 	// order the RTL took them.
 	if p.cmdV.Get(in) != 0 && p.cmdR.Get(out) != 0 {
-		d.ref.command(uint32(d.cmd[1]&0x3ff), cs.QPOp(d.cmd[0]))
+		d.ref.command(uint32(d.cmd[1]&0x3ff), cs.QPOp(d.cmd[0]), d.cmd[2] != 0)
 		d.cmd = nil
 		took++
 	}
@@ -463,7 +478,8 @@ func (d *cardStatDriver) Observe(in, out []uint32) {
 		took++
 	}
 	if p.rxV.Get(in) != 0 && p.rxR.Get(out) != 0 {
-		d.ref.rx(uint32(d.rx[0]), uint32(d.rx[1]))
+		d.ref.rx(uint32(d.rx[0]), uint32(d.rx[1]), d.rx[2] != 0)
+		d.RxFailed += int(d.rx[2])
 		d.rx = nil
 		took++
 	}
@@ -509,6 +525,9 @@ func (d *cardStatDriver) Observe(in, out []uint32) {
 		check("event", got, d.ref.evs, &d.evGot)
 		d.Evs++
 		d.EvTypes[cs.EQEType(got[0])]++
+		if cs.EQEType(got[0]) == cs.EQETypeQPError && got[2] == uint64(cs.QPErrBadDoorbell) {
+			d.BadDB++
+		}
 	}
 	if p.endV.Get(out) != 0 && p.endR.Get(in) != 0 {
 		check("stream-end record", [9]uint64{p.endQPN.Get(out), p.endLost.Get(out)}, d.ref.ends, &d.endGot)
@@ -549,8 +568,10 @@ func TestCardStatCosim(t *testing.T) {
 			for _, e := range []cs.EQEType{cs.EQETypeTXData, cs.EQETypeRXSpace, cs.EQETypeQPError, cs.EQETypeQPClosed, cs.EQETypeStreamEnd} {
 				assert.Greater(t, drv.EvTypes[e], n/40, "%v events", e)
 			}
-			t.Logf("%s: %d cycles, %.2f M cycles/s; %d status writes, %d completions, events %v",
-				m.Name, st.Cycles, st.CyclesPerSecond()/1e6, drv.Writes, drv.Cpls, drv.EvTypes)
+			assert.Positive(t, drv.BadDB, "QP_ERROR BAD_DOORBELL events")
+			assert.Positive(t, drv.RxFailed, "RXS_CI records past a failed FPDU")
+			t.Logf("%s: %d cycles, %.2f M cycles/s; %d status writes, %d completions, events %v (%d BAD_DOORBELL), %d records past a failed FPDU",
+				m.Name, st.Cycles, st.CyclesPerSecond()/1e6, drv.Writes, drv.Cpls, drv.EvTypes, drv.BadDB, drv.RxFailed)
 		})
 	}
 }
