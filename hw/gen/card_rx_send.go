@@ -206,7 +206,9 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Drive(hdr, nil, Cat(hb...), nil)
 	hbyte := func(k int) Expr { return Bits(hdr, 8*k+7, 8*k) }
 	be32 := func(k int) Expr { return Cat(hbyte(k), hbyte(k+1), hbyte(k+2), hbyte(k+3)) }
-	hdrDone := m.WireOf("snd_hdr_done", And(in(sIdle), Not(flPop), hValid, Eq(bi, C(13, uint64(HB)))), "the header is whole: serve the segment")
+	eV := m.RegDecl("rxterm_v", 1, "an error record (m_rxterm) waits to be taken")
+	hdrDone := m.WireOf("snd_hdr_done", And(in(sIdle), Not(flPop), Not(eV), hValid, Eq(bi, C(13, uint64(HB)))),
+		"the header is whole: serve the segment (once the last error record is taken: a segment that fails must not overwrite it)")
 	m.Drive(fl, big.NewInt(0), flPop, Or(flPop, hdrDone))
 	sqp := m.Reg("snd_qp", QB, nil, Sel(flPop, fq.Fields[0][0], Bits(hQP, QB-1, 0)), Or(hdrDone, flPop), "the segment's QP, or the QP whose RQ is flushed")
 	slen := m.Reg("snd_len", 16, nil, hLen, hdrDone, "the segment's ULPDU length")
@@ -548,7 +550,6 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Assign(iValid, in(sInv))
 	m.Assign(iIndex, gate(in(sInv), Bits(invSTag, 31, 8)))
 	// Error record.
-	eV := m.RegDecl("rxterm_v", 1, "")
 	eCause := m.RegDecl("rxterm_cause", 16, "")
 	eSet := m.WireOf("rxterm_set", Or(And(in(sChk), Ne(bad, C(16, 0)), Not(failed)), fault, invFault, rrBad, rrFault, tmIn), "an untagged segment failed")
 	// The record is offered while no earlier record's QP waits to join

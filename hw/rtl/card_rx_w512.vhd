@@ -478,7 +478,8 @@ architecture rtl of card_rx_w512 is
     signal snd_hdr : std_logic_vector(143 downto 0); -- the segment's DDP/RDMAP header, byte 0 in bits 7:0
     signal snd_pop : std_logic;              -- an s_host beat is taken
     signal snd_hdr_cap : std_logic;          -- a header beat is seen
-    signal snd_hdr_done : std_logic;         -- the header is whole: serve the segment
+    signal rxterm_v : std_logic := '0';      -- an error record (m_rxterm) waits to be taken
+    signal snd_hdr_done : std_logic;         -- the header is whole: serve the segment (once the last error record is taken: a segment that fails must not overwrite it)
     signal snd_qp : std_logic_vector(9 downto 0); -- the segment's QP, or the QP whose RQ is flushed
     signal snd_len : std_logic_vector(15 downto 0); -- the segment's ULPDU length
     signal snd_op : std_logic_vector(3 downto 0); -- RDMAP opcode
@@ -674,7 +675,6 @@ architecture rtl of card_rx_w512 is
     signal snd_cpl_v : std_logic;            -- the completion waits for its payload's write responses
     signal snd_cpl_msg : std_logic;          -- a message's completion (not a flush)
     signal fl_ci : std_logic_vector(15 downto 0); -- RQ_CI past the flushed WQE
-    signal rxterm_v : std_logic := '0';
     signal rxterm_cause : std_logic_vector(15 downto 0);
     signal rxterm_set : std_logic;           -- an untagged segment failed
     signal rxterm_fl_pend : std_logic := '0'; -- a taken record's QP waits to join the flush queue
@@ -1012,7 +1012,7 @@ begin
     fl_pop <= (b2l(snd_state = "00000") and (or flq_count)) and b2l(snd_beat = "0000000000000");
     s_host_tready <= snd_pop;
     snd_hdr_cap <= ((s_host_tvalid and b2l(snd_state = "00000")) and (not fl_pop)) and (not b2l(unsigned'("0000000000000") < unsigned(snd_beat)));
-    snd_hdr_done <= ((b2l(snd_state = "00000") and (not fl_pop)) and s_host_tvalid) and b2l(snd_beat = "0000000000000");
+    snd_hdr_done <= (((b2l(snd_state = "00000") and (not fl_pop)) and (not rxterm_v)) and s_host_tvalid) and b2l(snd_beat = "0000000000000");
     snd_op <= snd_hdr(11 downto 8);
     snd_lflag <= snd_hdr(6);
     snd_qn <= std_logic_vector'(

@@ -444,7 +444,8 @@ module card_rx_w64 (
     reg  [143:0]   snd_hdr;                  // the segment's DDP/RDMAP header, byte 0 in bits 7:0
     wire           snd_pop;                  // an s_host beat is taken
     wire           snd_hdr_cap;              // a header beat is seen
-    wire           snd_hdr_done;             // the header is whole: serve the segment
+    reg            rxterm_v;                 // an error record (m_rxterm) waits to be taken
+    wire           snd_hdr_done;             // the header is whole: serve the segment (once the last error record is taken: a segment that fails must not overwrite it)
     reg  [9:0]     snd_qp;                   // the segment's QP, or the QP whose RQ is flushed
     reg  [15:0]    snd_len;                  // the segment's ULPDU length
     wire [3:0]     snd_op;                   // RDMAP opcode
@@ -634,7 +635,6 @@ module card_rx_w64 (
     wire           snd_cpl_v;                // the completion waits for its payload's write responses
     wire           snd_cpl_msg;              // a message's completion (not a flush)
     wire [15:0]    fl_ci;                    // RQ_CI past the flushed WQE
-    reg            rxterm_v;
     reg  [15:0]    rxterm_cause;
     wire           rxterm_set;               // an untagged segment failed
     reg            rxterm_fl_pend;           // a taken record's QP waits to join the flush queue
@@ -888,7 +888,7 @@ module card_rx_w64 (
     assign fl_pop = ((snd_state == 5'h00) & |flq_count) & (snd_beat == 13'h0000);
     assign s_host_tready = snd_pop;
     assign snd_hdr_cap = ((s_host_tvalid & (snd_state == 5'h00)) & ~fl_pop) & ~(13'h0002 < snd_beat);
-    assign snd_hdr_done = (((snd_state == 5'h00) & ~fl_pop) & s_host_tvalid) & (snd_beat == 13'h0002);
+    assign snd_hdr_done = ((((snd_state == 5'h00) & ~fl_pop) & ~rxterm_v) & s_host_tvalid) & (snd_beat == 13'h0002);
     assign snd_op = snd_hdr[11:8];
     assign snd_lflag = snd_hdr[6];
     assign snd_qn = {snd_hdr[55:48], snd_hdr[63:56], snd_hdr[71:64], snd_hdr[79:72]};

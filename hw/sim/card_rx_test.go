@@ -394,6 +394,10 @@ func rdmaWrites(r Rand, q *rxQP, total int) {
 		if r.Chance(64) {
 			n = 1 + r.IntN(64)
 		}
+		// An FPDU the ring cannot hold whole is never taken (the model
+		// ends the QP): the largest leaves room for the headers, CRC,
+		// pad and markers in the smallest ring.
+		n = min(n, 1<<q.rxsLog-128)
 		rdmaWrite(r, q, n, n)
 	}
 }
@@ -586,7 +590,18 @@ func (c *rxCosim) finish(limit uint64) {
 // the receives its Sends need first), QPs in random order with random
 // pauses, then finishes (limit: the watchdog's cycles).
 func (c *rxCosim) drive(limit uint64) {
+	// The watchdog: feeding waits on RXS_CI when a ring is full, so the
+	// RTL must move some QP's RXS_CI within limit cycles.
+	moved, lastCI := c.cycle, uint64(0)
 	for busy := true; busy; {
+		var ci uint64
+		for _, q := range c.qps {
+			ci += uint64(q.rtlCI)
+		}
+		if ci != lastCI {
+			moved, lastCI = c.cycle, ci
+		}
+		require.Less(c.t, c.cycle-moved, limit, "watchdog: the RTL stopped consuming while the rings were being fed: %s", c.progress())
 		busy = false
 		for _, i := range c.rng.Perm(len(c.qps)) {
 			q := c.qps[i]

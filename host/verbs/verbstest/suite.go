@@ -21,6 +21,7 @@ import (
 
 	"github.com/openiwarp/openiwarp/golden/iwarp"
 	"github.com/openiwarp/openiwarp/golden/mpa"
+	"github.com/openiwarp/openiwarp/golden/rdmap"
 	"github.com/openiwarp/openiwarp/host/verbs"
 	"github.com/openiwarp/openiwarp/internal/testwatch"
 )
@@ -666,7 +667,21 @@ func (s *suite) remoteAccess(t *testing.T) {
 				break
 			}
 		}
-		require.True(t, sawRemote, "no completion reported the remote access error")
+		if !sawRemote {
+			// The Write had completed (it is unsignaled) and the Read had
+			// not started when the peer's Terminate came: both are flushed
+			// (the Terminate blames the oldest WR started and not done),
+			// and the error reaches the user as the QP's.
+			select {
+			case <-a.QP.Done():
+			case <-ctx.Done():
+				t.Fatal("no completion reported the remote access error, and the QP did not end")
+			}
+			var ie *iwarp.Error
+			require.ErrorAs(t, a.QP.Err(), &ie, "no completion reported the remote access error")
+			require.True(t, ie.Remote, "the QP's error is the peer's Terminate: %v", ie)
+			require.Equal(t, rdmap.TypeDDPTaggedBuffer, ie.Cause.Type(), "the peer's Terminate: %v", ie)
+		}
 		require.Equal(t, make([]byte, 64), small, "no byte of a failed Write lands")
 		ev := waitEvent(t, ctx, b.Ctx)
 		require.Equal(t, "QP fatal", ev.Type.String())
