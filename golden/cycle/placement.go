@@ -242,9 +242,6 @@ type Placement struct {
 	failValid [PlacementFailSlots]bool
 	failPtr   int
 	dropOn    bool
-	// An outside failure that met a recorded one waits a cycle.
-	killPend   bool
-	killPendQP uint32
 	// Reads outstanding per connection: Read Requests sent and Read
 	// Responses with L=1 placed, each plus one; a clear waiting for its
 	// memory's write port; the counts read for the segment in stage 1.
@@ -254,7 +251,6 @@ type Placement struct {
 	s1Iss, s1Done    uint16
 	s1DoneFwd        bool
 	s1DoneFwdV       uint16
-	readCheck        bool
 	outData          []byte // what the output register shows (Step's result aliases it)
 }
 
@@ -304,25 +300,17 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 	out := m.outputs(&in)
 	out.SReady = advUp && m.initDone
 	dropOn := m.dropOn || in.DropAfterFail
-	kv, kq := in.Kill || m.killPend, in.KillQP
-	if m.killPend {
-		kq = m.killPendQP
-	}
 	var dec plCtx
 	failed := false
-	m.readCheck = in.ReadCheck
 	if advUp && m.s1.v && m.s1.sop {
-		failed = dropOn && (m.connFailed(m.s1.qp) || kv && kq == m.s1.qp)
-		dec = m.decide()
+		failed = dropOn && (m.connFailed(m.s1.qp) || in.Kill && in.KillQP == m.s1.qp)
+		dec = m.decide(in.ReadCheck)
 		if failed {
 			dec.dest, dec.done = PlaceDrop, false // silently: RFC 5041 §7.1
 		}
 		out.DecValid, out.DecDest, out.DecDead = true, dec.dest, failed
 	}
-	doneCnt := m.s1Done
-	if m.s1DoneFwd {
-		doneCnt = m.s1DoneFwdV
-	}
+	doneCnt := m.s1DoneCount()
 	rdWr := out.DecValid && dec.done // a Read Response with L=1 passes
 	wrQP := m.s1.qp % (1 << placementRdQPBits)
 	if in.Reset {
@@ -432,7 +420,7 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 		m.s0.v = fire || m.s0.v && !s0move
 	}
 
-	killRec := kv && !m.connFailed(kq) && !record // the slots as this cycle found them
+	killRec := in.Kill && !m.connFailed(in.KillQP) // the slots as this cycle found them
 	// The Read counts: a clear waits while its memory is written otherwise.
 	clrAddr := in.ClearQP % (1 << placementRdQPBits)
 	if m.clrIss || m.clrDone {
@@ -476,7 +464,6 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 			}
 		}
 	}
-	m.killPend, m.killPendQP = kv && record, kq
 	if in.Clear {
 		for k := range m.failQP {
 			if m.failQP[k] == in.ClearQP {
@@ -484,12 +471,14 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 			}
 		}
 	}
-	switch { // after the clears: a failure recorded in the same cycle keeps its slot
-	case record:
+	// After the clears: a failure recorded in the same cycle keeps its
+	// slot; an outside one takes the next.
+	if record {
 		m.failQP[m.failPtr], m.failValid[m.failPtr] = recordQP, true
 		m.failPtr = (m.failPtr + 1) % PlacementFailSlots
-	case killRec:
-		m.failQP[m.failPtr], m.failValid[m.failPtr] = kq, true
+	}
+	if killRec {
+		m.failQP[m.failPtr], m.failValid[m.failPtr] = in.KillQP, true
 		m.failPtr = (m.failPtr + 1) % PlacementFailSlots
 	}
 	if !m.initDone {
@@ -506,7 +495,7 @@ func (m *Placement) reset() {
 	m.initCnt, m.initDone = 0, false
 	m.inSop, m.inBidx = true, 0
 	m.s0.v, m.s1.v, m.s2.v, m.s3v, m.flush = false, false, false, false, false
-	m.failValid, m.failPtr, m.dropOn, m.killPend = [PlacementFailSlots]bool{}, 0, false, false
+	m.failValid, m.failPtr, m.dropOn = [PlacementFailSlots]bool{}, 0, false
 	m.clrIss, m.clrDone = false, false
 }
 
@@ -572,10 +561,20 @@ func (m *Placement) block(dst []byte, prev, cur *plBeat, rot int) uint64 {
 	return strb
 }
 
+// s1DoneCount is the Read Response count of the segment in stage 1: as
+// read, or as written in the cycle it was read.
+func (m *Placement) s1DoneCount() uint16 {
+	if m.s1DoneFwd {
+		return m.s1DoneFwdV
+	}
+	return m.s1Done
+}
+
 // decide takes the decision for the segment whose first beat is in stage 1:
 // the golden receive checks on its header (bytes 0-13: the first beat and,
-// at narrow widths, the second, waiting in stage 0) and its table entry.
-func (m *Placement) decide() plCtx {
+// at narrow widths, the second, waiting in stage 0) and its table entry;
+// with readCheck, a Read Response's Reads outstanding first.
+func (m *Placement) decide(readCheck bool) plCtx {
 	l := m.lanes
 	n := int(m.s1.len)
 	u := m.ulpdu[:n]
@@ -631,12 +630,8 @@ func (m *Placement) decide() plCtx {
 		ctx.dest = PlaceHost
 		return ctx
 	}
-	if m.readCheck && op == rdmap.OpReadResponse {
-		done := m.s1Done
-		if m.s1DoneFwd {
-			done = m.s1DoneFwdV
-		}
-		if m.s1Iss == done {
+	if readCheck && op == rdmap.OpReadResponse {
+		if m.s1Iss == m.s1DoneCount() {
 			return fail(rdmap.DDPLocalCatastrophic, op) // no Read outstanding (CheckReadResponse)
 		}
 	}

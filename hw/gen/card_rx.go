@@ -197,12 +197,13 @@ func CardRx(width int) (*Module, error) {
 	bGo := m.WireOf("db_b_go", And(dbB, Not(bStall)), "")
 	endWr := m.WireOf("eng_end_wr", in(sEnd), "the engine stores a QP's stream state")
 	flRoom := m.Wire("fl_room", 1, "the Send engine's flush queue can take a QP (cardRxSend)")
-	cmdTake := m.WireOf("cmd_take", And(cmdValid, Not(dbB), Not(in(sPop)), Not(endWr), flRoom), "")
+	hkPend := m.RegDecl("kill_host_pend", 1, "a host failure's kill waits for the Send engine's (no command or doorbell is taken meanwhile)")
+	cmdTake := m.WireOf("cmd_take", And(cmdValid, Not(dbB), Not(in(sPop)), Not(endWr), flRoom, Not(hkPend)), "")
 	m.Assign(cmdReady, cmdTake)
 	create := m.WireOf("cmd_create", And(cmdTake, Eq(cmdOp, C(4, 1))), "")
 	cmdErr := m.WireOf("cmd_error", And(cmdTake, Eq(cmdOp, C(4, 3))), "QP_CMD ERROR: the RQ is flushed")
-	m.Assign(dbReady, And(Not(dbB), Not(cmdValid), flRoom))
-	dbTake := m.WireOf("db_take", And(dbValid, Not(dbB), Not(cmdValid), flRoom), "")
+	m.Assign(dbReady, And(Not(dbB), Not(cmdValid), flRoom, Not(hkPend)))
+	dbTake := m.WireOf("db_take", And(dbValid, Not(dbB), Not(cmdValid), flRoom, Not(hkPend)), "")
 	dbPI := m.WireOf("db_is_pi", And(dbTake, Eq(dbKind, C(3, dbRXSPI))), "")
 	m.Drive(dbB, big.NewInt(0), Or(dbPI, And(dbB, bStall)), nil)
 	m.Drive(dbQP, nil, dbIndex, dbPI)
@@ -564,8 +565,7 @@ func CardRx(width int) (*Module, error) {
 	}
 	unused = append(unused, su...)
 	// Kills to placement: the Send engine's, and the host's (which waits a
-	// cycle when both come at once).
-	hkPend := m.RegDecl("kill_host_pend", 1, "a host failure's kill waits for the Send engine's")
+	// cycle when both come at once, no other host failure taken then).
 	hkPendQP := m.RegDecl("kill_host_pend_qp", QB, "")
 	hkV := m.WireOf("kill_host_v", Or(hostFail, hkPend), "")
 	hkQP := m.WireOf("kill_host_qp", Sel(hkPend, hkPendQP, hostFailQP), "")

@@ -349,10 +349,8 @@ func CardTop(width int) (*Module, error) {
 	// model's QP_ERROR BAD_DOORBELL, with no Terminate) is not a
 	// Terminate: it goes to the engines as an ERROR command (above).
 	rxTV, plTV := o("rx", "m_rxterm_valid"), o("pl", "m_term_valid")
-	errKind := o("rx", "m_err_kind")
-	errBadDB := m.WireOf("term_err_baddb", And(o("rx", "m_err_valid"), Eq(errKind, C(3, CardRxErrBadDoorbell))), "a bad RXS_PI doorbell: no Terminate (its ERROR goes through the QP command fork)")
 	flOK := And(o("rx", "snd_idle"), o("rx", "s_fl_ready"))
-	errTV := And(o("rx", "m_err_valid"), Not(errBadDB), Not(o("pl", "busy")), flOK)
+	errTV := And(o("rx", "m_err_valid"), Not(bdV), Not(o("pl", "busy")), flOK)
 	tmG := heldPriority(m, "term", []Expr{rxTV, And(plTV, flOK), errTV}, o("tx", "s_term_ready"))
 	tmPl, tmErr := tmG[1], tmG[2]
 	tmV := m.WireOf("term_valid", RedOrParts(toExprs(tmG)), "")

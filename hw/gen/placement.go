@@ -145,7 +145,7 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	// The card's ports (the standalone block leaves them idle): failures
 	// found outside, a QP created anew, and each segment's decision.
 	cfgDrop := m.Input("cfg_drop_after_fail", 1, "1: drop after a failure as CTRL.DROP_AFTER_FAIL does, whatever CTRL says (the card ties it high)")
-	killV := m.Input("s_kill_valid", 1, "a connection failed outside placement (card_rx's Send engine): its later segments are dropped as after a failure of placement's own; taken every cycle")
+	killV := m.Input("s_kill_valid", 1, "a connection failed outside placement (card_rx): its later segments are dropped as after a failure of placement's own; one taken every cycle")
 	killQP := m.Input("s_kill_qp", 32, "")
 	clrV := m.Input("s_clear_valid", 1, "a connection starts anew (QP_CMD CREATE): its failure is forgotten, as CONN_CLEAR does; taken every cycle")
 	clrQP := m.Input("s_clear_qp", 32, "")
@@ -406,31 +406,25 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	fsPtr := m.RegDecl("fail_ptr", log2(PlacementFailSlots), "slot the next failure takes")
 	var inFail, inKill []Expr
 	record := m.Wire("fail_record", 1, "a first segment failure of its connection is recorded this cycle")
-	killRec := m.Wire("kill_record", 1, "an outside failure is recorded this cycle")
-	// An outside failure meeting placement's own in the same cycle waits
-	// one cycle (the card sends one only while no first beat is decided).
-	killPend := m.RegDecl("kill_pend", 1, "an outside failure waits a cycle")
-	killPendQP := m.RegDecl("kill_pend_qp", 32, "")
-	kv := m.WireOf("kill_v", Or(killPend, killV), "an outside failure to record")
-	kq := m.WireOf("kill_q", Sel(killPend, killPendQP, killQP), "its connection")
-	for k := 0; k < PlacementFailSlots; k++ {
-		at := Eq(fsPtr, C(fsPtr.W, uint64(k)))
-		take := m.WireOf(fmt.Sprintf("fail_take%d", k), And(record, at), "")
-		ktake := m.WireOf(fmt.Sprintf("kill_take%d", k), And(killRec, at), "")
-		fq := m.Reg(fmt.Sprintf("fail_qp%d", k), 32, nil, Sel(take, s1qp, kq), Or(take, ktake), "")
+	killRec := m.Wire("kill_record", 1, "an outside failure is recorded this cycle (in the slot after record's when both are)")
+	N := PlacementFailSlots
+	for k := 0; k < N; k++ {
+		at := func(j int) Expr { return Eq(fsPtr, C(fsPtr.W, uint64((j+N)%N))) }
+		take := m.WireOf(fmt.Sprintf("fail_take%d", k), And(record, at(k)), "")
+		ktake := m.WireOf(fmt.Sprintf("kill_take%d", k), And(killRec, Sel(record, at(k-1), at(k))), "")
+		fq := m.Reg(fmt.Sprintf("fail_qp%d", k), 32, nil, Sel(take, s1qp, killQP), Or(take, ktake), "")
 		fv := m.RegDecl(fmt.Sprintf("fail_valid%d", k), 1, "")
 		m.Drive(fv, big.NewInt(0), Or(take, ktake, And(fv, Not(And(clearQP, Eq(fq, regData))), Not(And(clrV, Eq(fq, clrQP))))), nil)
 		inFail = append(inFail, And(fv, Eq(fq, s1qp)))
-		inKill = append(inKill, And(fv, Eq(fq, kq)))
+		inKill = append(inKill, And(fv, Eq(fq, killQP)))
 	}
-	// The same cycle's outside failure of the segment's connection counts.
-	killNow := m.WireOf("kill_now", And(kv, Eq(kq, s1qp)), "")
+	// The same cycle's outside failure of the segment's connection counts
+	// (and then the segment records none of its own).
+	killNow := m.WireOf("kill_now", And(killV, Eq(killQP, s1qp)), "")
 	failedConn := m.WireOf("conn_failed", And(dropOn, Or(RedOr(Cat(inFail...)), killNow)), "the segment's connection already failed")
 	m.Assign(record, And(advUp, s1.v, s1.sop, fail, dropOn, Not(failedConn)))
-	m.Assign(killRec, And(kv, Not(RedOr(Cat(inKill...))), Not(record)))
-	m.Drive(killPend, big.NewInt(0), And(kv, record), nil)
-	m.Drive(killPendQP, nil, kq, And(kv, record))
-	m.Drive(fsPtr, big.NewInt(0), Add(fsPtr, C(fsPtr.W, 1)), Or(record, killRec))
+	m.Assign(killRec, And(killV, Not(RedOr(Cat(inKill...)))))
+	m.Drive(fsPtr, big.NewInt(0), Add(Add(fsPtr, zext(record, fsPtr.W)), zext(killRec, fsPtr.W)), nil)
 	dst := m.WireOf("e_dest", Sel(failedConn, C(2, PlaceDrop), Sel(fail, C(2, PlaceTerm), Sel(tagged, Sel(payZero, C(2, PlaceDrop), C(2, PlaceDMA)), C(2, PlaceHost)))), "")
 	vm := m.WireOf("t_vm", Add(to, eDelta), "translated offset of the segment's byte 0 (contiguous: its host address)")
 	rot := m.WireOf("t_rot", Bits(vm, LB-1, 0), "lane rotation from input to host blocks")

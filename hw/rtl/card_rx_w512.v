@@ -210,6 +210,7 @@ module card_rx_w512 (
     wire           db_b_go;
     wire           eng_end_wr;               // the engine stores a QP's stream state
     wire           fl_room;                  // the Send engine's flush queue can take a QP (cardRxSend)
+    reg            kill_host_pend;           // a host failure's kill waits for the Send engine's (no command or doorbell is taken meanwhile)
     wire           cmd_take;
     wire           cmd_create;
     wire           cmd_error;                // QP_CMD ERROR: the RQ is flushed
@@ -658,7 +659,6 @@ module card_rx_w512 (
     wire           fl_rxterm_push;           // m_rxterm's QP joins the flush queue
     wire           snd_len_err_set;
     reg            snd_seg_end;              // the segment's last beat is taken
-    reg            kill_host_pend;           // a host failure's kill waits for the Send engine's
     reg  [9:0]     kill_host_pend_qp;
     wire           kill_host_v;
     wire [9:0]     kill_host_qp;
@@ -686,12 +686,12 @@ module card_rx_w512 (
     assign db_b_stall = ((eng_state == 4'h1) | (eng_state == 4'h3)) | (eng_state == 4'h4);
     assign db_b_go = db_b & ~db_b_stall;
     assign eng_end_wr = eng_state == 4'h8;
-    assign cmd_take = (((qp_cmd_valid & ~db_b) & ~(eng_state == 4'h1)) & ~eng_end_wr) & fl_room;
+    assign cmd_take = ((((qp_cmd_valid & ~db_b) & ~(eng_state == 4'h1)) & ~eng_end_wr) & fl_room) & ~kill_host_pend;
     assign qp_cmd_ready = cmd_take;
     assign cmd_create = cmd_take & (qp_cmd_op == 4'h1);
     assign cmd_error = cmd_take & (qp_cmd_op == 4'h3);
-    assign s_db_ready = (~db_b & ~qp_cmd_valid) & fl_room;
-    assign db_take = ((s_db_valid & ~db_b) & ~qp_cmd_valid) & fl_room;
+    assign s_db_ready = ((~db_b & ~qp_cmd_valid) & fl_room) & ~kill_host_pend;
+    assign db_take = (((s_db_valid & ~db_b) & ~qp_cmd_valid) & fl_room) & ~kill_host_pend;
     assign db_is_pi = db_take & (s_db_kind == 3'h4);
     assign fifo_count = fifo_tail - fifo_head;
     assign eng_pop = ((eng_state == 4'h0) & fifo_nonempty_q) & ~m_err_valid;

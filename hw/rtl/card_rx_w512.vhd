@@ -241,6 +241,7 @@ architecture rtl of card_rx_w512 is
     signal db_b_go : std_logic;
     signal eng_end_wr : std_logic;           -- the engine stores a QP's stream state
     signal fl_room : std_logic;              -- the Send engine's flush queue can take a QP (cardRxSend)
+    signal kill_host_pend : std_logic := '0'; -- a host failure's kill waits for the Send engine's (no command or doorbell is taken meanwhile)
     signal cmd_take : std_logic;
     signal cmd_create : std_logic;
     signal cmd_error : std_logic;            -- QP_CMD ERROR: the RQ is flushed
@@ -689,7 +690,6 @@ architecture rtl of card_rx_w512 is
     signal fl_rxterm_push : std_logic;       -- m_rxterm's QP joins the flush queue
     signal snd_len_err_set : std_logic;
     signal snd_seg_end : std_logic := '0';   -- the segment's last beat is taken
-    signal kill_host_pend : std_logic := '0'; -- a host failure's kill waits for the Send engine's
     signal kill_host_pend_qp : std_logic_vector(9 downto 0);
     signal kill_host_v : std_logic;
     signal kill_host_qp : std_logic_vector(9 downto 0);
@@ -736,12 +736,12 @@ begin
     db_b_stall <= (b2l(eng_state = x"1") or b2l(eng_state = x"3")) or b2l(eng_state = x"4");
     db_b_go <= db_b and (not db_b_stall);
     eng_end_wr <= b2l(eng_state = x"8");
-    cmd_take <= (((qp_cmd_valid and (not db_b)) and (not b2l(eng_state = x"1"))) and (not eng_end_wr)) and fl_room;
+    cmd_take <= ((((qp_cmd_valid and (not db_b)) and (not b2l(eng_state = x"1"))) and (not eng_end_wr)) and fl_room) and (not kill_host_pend);
     qp_cmd_ready <= cmd_take;
     cmd_create <= cmd_take and b2l(qp_cmd_op = x"1");
     cmd_error <= cmd_take and b2l(qp_cmd_op = x"3");
-    s_db_ready <= ((not db_b) and (not qp_cmd_valid)) and fl_room;
-    db_take <= ((s_db_valid and (not db_b)) and (not qp_cmd_valid)) and fl_room;
+    s_db_ready <= (((not db_b) and (not qp_cmd_valid)) and fl_room) and (not kill_host_pend);
+    db_take <= (((s_db_valid and (not db_b)) and (not qp_cmd_valid)) and fl_room) and (not kill_host_pend);
     db_is_pi <= db_take and b2l(s_db_kind = "100");
     fifo_count <= std_logic_vector(unsigned(fifo_tail) - unsigned(fifo_head));
     eng_pop <= (b2l(eng_state = x"0") and fifo_nonempty_q) and (not m_err_valid);

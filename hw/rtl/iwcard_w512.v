@@ -512,7 +512,6 @@ module iwcard_w512 (
     wire           db_ready;                 // every selected target has the record
     wire           db_other;                 // a kind no engine serves (none today): taken
     wire           init_done;                // STATUS.INIT_DONE
-    wire           term_err_baddb;           // a bad RXS_PI doorbell: no Terminate (its ERROR goes through the QP command fork)
     reg            term_hold;                // a granted record waits for its ready
     reg  [2:0]     term_held;                // its grant (bit i: request i)
     wire           term_g0;
@@ -568,10 +567,9 @@ module iwcard_w512 (
     assign db_ready = regs_m_db_valid & (((((~((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5)) | db_done0) | tx_s_db_ready) & ((~(((1'h0 | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h5)) | db_done1) | rx_s_db_ready)) & ((~(1'h0 | (regs_m_db_kind == 3'h0)) | db_done2) | cq_s_cqdb_ready)) & ((~(((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h5)) | db_done3) | st_s_db_ready));
     assign db_other = regs_m_db_valid & ~(((((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5)) | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h0));
     assign init_done = (cq_init_done & pl_init_done) & ~eng_rst;
-    assign term_err_baddb = rx_m_err_valid & (rx_m_err_kind == 3'h7);
     assign term_g0 = term_hold ? term_held[0] : rx_m_rxterm_valid;
     assign term_g1 = term_hold ? term_held[1] : ((pl_m_term_valid & (rx_snd_idle & rx_s_fl_ready)) & ~rx_m_rxterm_valid);
-    assign term_g2 = term_hold ? term_held[2] : ((((rx_m_err_valid & ~term_err_baddb) & ~pl_busy) & (rx_snd_idle & rx_s_fl_ready)) & ~(rx_m_rxterm_valid | (pl_m_term_valid & (rx_snd_idle & rx_s_fl_ready))));
+    assign term_g2 = term_hold ? term_held[2] : ((((rx_m_err_valid & ~qpcmd_bd_offer) & ~pl_busy) & (rx_snd_idle & rx_s_fl_ready)) & ~(rx_m_rxterm_valid | (pl_m_term_valid & (rx_snd_idle & rx_s_fl_ready))));
     assign term_valid = (term_g0 | term_g1) | term_g2;
     assign term_take = term_valid & tx_s_term_ready;
     assign end_go = ~pl_busy;

@@ -543,7 +543,6 @@ architecture rtl of iwcard_w512 is
     signal db_ready : std_logic;             -- every selected target has the record
     signal db_other : std_logic;             -- a kind no engine serves (none today): taken
     signal init_done : std_logic;            -- STATUS.INIT_DONE
-    signal term_err_baddb : std_logic;       -- a bad RXS_PI doorbell: no Terminate (its ERROR goes through the QP command fork)
     signal term_hold : std_logic := '0';     -- a granted record waits for its ready
     signal term_held : std_logic_vector(2 downto 0) := "000"; -- its grant (bit i: request i)
     signal term_g0 : std_logic;
@@ -599,10 +598,9 @@ begin
     db_ready <= regs_m_db_valid and ((((((not (((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101"))) or db_done0) or tx_s_db_ready) and (((not ((('0' or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "101"))) or db_done1) or rx_s_db_ready)) and (((not ('0' or b2l(regs_m_db_kind = "000"))) or db_done2) or cq_s_cqdb_ready)) and (((not ((((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "101"))) or db_done3) or st_s_db_ready));
     db_other <= regs_m_db_valid and (not ((((((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101")) or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "000")));
     init_done <= (cq_init_done and pl_init_done) and (not eng_rst);
-    term_err_baddb <= rx_m_err_valid and b2l(rx_m_err_kind = "111");
     term_g0 <= mux(term_hold, term_held(0), rx_m_rxterm_valid);
     term_g1 <= mux(term_hold, term_held(1), (pl_m_term_valid and (rx_snd_idle and rx_s_fl_ready)) and (not rx_m_rxterm_valid));
-    term_g2 <= mux(term_hold, term_held(2), (((rx_m_err_valid and (not term_err_baddb)) and (not pl_busy)) and (rx_snd_idle and rx_s_fl_ready)) and (not (rx_m_rxterm_valid or (pl_m_term_valid and (rx_snd_idle and rx_s_fl_ready)))));
+    term_g2 <= mux(term_hold, term_held(2), (((rx_m_err_valid and (not qpcmd_bd_offer)) and (not pl_busy)) and (rx_snd_idle and rx_s_fl_ready)) and (not (rx_m_rxterm_valid or (pl_m_term_valid and (rx_snd_idle and rx_s_fl_ready)))));
     term_valid <= (term_g0 or term_g1) or term_g2;
     term_take <= term_valid and tx_s_term_ready;
     end_go <= not pl_busy;

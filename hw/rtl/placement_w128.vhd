@@ -110,7 +110,7 @@ entity placement_w128 is
         m_done_len : out std_logic_vector(15 downto 0); -- its ULPDU length
         busy : out std_logic;                -- a ULPDU beat taken is still inside (stage registers, output register, a last block to write): low means every m_done of the ULPDUs taken so far has been taken
         cfg_drop_after_fail : in  std_logic; -- 1: drop after a failure as CTRL.DROP_AFTER_FAIL does, whatever CTRL says (the card ties it high)
-        s_kill_valid : in  std_logic;        -- a connection failed outside placement (card_rx's Send engine): its later segments are dropped as after a failure of placement's own; taken every cycle
+        s_kill_valid : in  std_logic;        -- a connection failed outside placement (card_rx): its later segments are dropped as after a failure of placement's own; one taken every cycle
         s_kill_qp : in  std_logic_vector(31 downto 0);
         s_clear_valid : in  std_logic;       -- a connection starts anew (QP_CMD CREATE): its failure is forgotten, as CONN_CLEAR does; taken every cycle
         s_clear_qp : in  std_logic_vector(31 downto 0);
@@ -354,11 +354,7 @@ architecture rtl of placement_w128 is
     signal drop_on : std_logic;
     signal fail_ptr : std_logic_vector(2 downto 0) := "000"; -- slot the next failure takes
     signal fail_record : std_logic;          -- a first segment failure of its connection is recorded this cycle
-    signal kill_record : std_logic;          -- an outside failure is recorded this cycle
-    signal kill_pend : std_logic := '0';     -- an outside failure waits a cycle
-    signal kill_pend_qp : std_logic_vector(31 downto 0);
-    signal kill_v : std_logic;               -- an outside failure to record
-    signal kill_q : std_logic_vector(31 downto 0); -- its connection
+    signal kill_record : std_logic;          -- an outside failure is recorded this cycle (in the slot after record's when both are)
     signal fail_take0 : std_logic;
     signal kill_take0 : std_logic;
     signal fail_qp0 : std_logic_vector(31 downto 0);
@@ -633,25 +629,23 @@ begin
     e_md <= e_qn or (e_stag and (not e_unasked));
     conn_clear <= reg_wr_valid and b2l(reg_wr_addr = x"50");
     drop_on <= ctrl_drop or cfg_drop_after_fail;
-    kill_v <= kill_pend or s_kill_valid;
-    kill_q <= mux(kill_pend, kill_pend_qp, s_kill_qp);
     fail_take0 <= fail_record and b2l(fail_ptr = "000");
-    kill_take0 <= kill_record and b2l(fail_ptr = "000");
+    kill_take0 <= kill_record and mux(fail_record, b2l(fail_ptr = "111"), b2l(fail_ptr = "000"));
     fail_take1 <= fail_record and b2l(fail_ptr = "001");
-    kill_take1 <= kill_record and b2l(fail_ptr = "001");
+    kill_take1 <= kill_record and mux(fail_record, b2l(fail_ptr = "000"), b2l(fail_ptr = "001"));
     fail_take2 <= fail_record and b2l(fail_ptr = "010");
-    kill_take2 <= kill_record and b2l(fail_ptr = "010");
+    kill_take2 <= kill_record and mux(fail_record, b2l(fail_ptr = "001"), b2l(fail_ptr = "010"));
     fail_take3 <= fail_record and b2l(fail_ptr = "011");
-    kill_take3 <= kill_record and b2l(fail_ptr = "011");
+    kill_take3 <= kill_record and mux(fail_record, b2l(fail_ptr = "010"), b2l(fail_ptr = "011"));
     fail_take4 <= fail_record and b2l(fail_ptr = "100");
-    kill_take4 <= kill_record and b2l(fail_ptr = "100");
+    kill_take4 <= kill_record and mux(fail_record, b2l(fail_ptr = "011"), b2l(fail_ptr = "100"));
     fail_take5 <= fail_record and b2l(fail_ptr = "101");
-    kill_take5 <= kill_record and b2l(fail_ptr = "101");
+    kill_take5 <= kill_record and mux(fail_record, b2l(fail_ptr = "100"), b2l(fail_ptr = "101"));
     fail_take6 <= fail_record and b2l(fail_ptr = "110");
-    kill_take6 <= kill_record and b2l(fail_ptr = "110");
+    kill_take6 <= kill_record and mux(fail_record, b2l(fail_ptr = "101"), b2l(fail_ptr = "110"));
     fail_take7 <= fail_record and b2l(fail_ptr = "111");
-    kill_take7 <= kill_record and b2l(fail_ptr = "111");
-    kill_now <= kill_v and b2l(kill_q = s1_qp);
+    kill_take7 <= kill_record and mux(fail_record, b2l(fail_ptr = "110"), b2l(fail_ptr = "111"));
+    kill_now <= s_kill_valid and b2l(s_kill_qp = s1_qp);
     conn_failed <= drop_on and ((or std_logic_vector'(
         (fail_valid0 and b2l(fail_qp0 = s1_qp)) &
         (fail_valid1 and b2l(fail_qp1 = s1_qp)) &
@@ -663,16 +657,16 @@ begin
         (fail_valid7 and b2l(fail_qp7 = s1_qp))
     )) or kill_now);
     fail_record <= ((((advance_up and s1_valid) and s1_sop) and e_fail) and drop_on) and (not conn_failed);
-    kill_record <= (kill_v and (not (or std_logic_vector'(
-        (fail_valid0 and b2l(fail_qp0 = kill_q)) &
-        (fail_valid1 and b2l(fail_qp1 = kill_q)) &
-        (fail_valid2 and b2l(fail_qp2 = kill_q)) &
-        (fail_valid3 and b2l(fail_qp3 = kill_q)) &
-        (fail_valid4 and b2l(fail_qp4 = kill_q)) &
-        (fail_valid5 and b2l(fail_qp5 = kill_q)) &
-        (fail_valid6 and b2l(fail_qp6 = kill_q)) &
-        (fail_valid7 and b2l(fail_qp7 = kill_q))
-    )))) and (not fail_record);
+    kill_record <= s_kill_valid and (not (or std_logic_vector'(
+        (fail_valid0 and b2l(fail_qp0 = s_kill_qp)) &
+        (fail_valid1 and b2l(fail_qp1 = s_kill_qp)) &
+        (fail_valid2 and b2l(fail_qp2 = s_kill_qp)) &
+        (fail_valid3 and b2l(fail_qp3 = s_kill_qp)) &
+        (fail_valid4 and b2l(fail_qp4 = s_kill_qp)) &
+        (fail_valid5 and b2l(fail_qp5 = s_kill_qp)) &
+        (fail_valid6 and b2l(fail_qp6 = s_kill_qp)) &
+        (fail_valid7 and b2l(fail_qp7 = s_kill_qp))
+    )));
     e_dest <= mux(conn_failed, "00", mux(e_fail, "11", mux(h_tagged, mux(h_payzero, "00", "01"), "10")));
     t_vm <= std_logic_vector(unsigned(h_to) + unsigned(e_delta));
     t_rot <= t_vm(3 downto 0);
@@ -1596,7 +1590,7 @@ begin
     begin
         if rising_edge(clk) then
             if (fail_take0 or kill_take0) = '1' then
-                fail_qp0 <= mux(fail_take0, s1_qp, kill_q);
+                fail_qp0 <= mux(fail_take0, s1_qp, s_kill_qp);
             end if;
         end if;
     end process;
@@ -1616,7 +1610,7 @@ begin
     begin
         if rising_edge(clk) then
             if (fail_take1 or kill_take1) = '1' then
-                fail_qp1 <= mux(fail_take1, s1_qp, kill_q);
+                fail_qp1 <= mux(fail_take1, s1_qp, s_kill_qp);
             end if;
         end if;
     end process;
@@ -1636,7 +1630,7 @@ begin
     begin
         if rising_edge(clk) then
             if (fail_take2 or kill_take2) = '1' then
-                fail_qp2 <= mux(fail_take2, s1_qp, kill_q);
+                fail_qp2 <= mux(fail_take2, s1_qp, s_kill_qp);
             end if;
         end if;
     end process;
@@ -1656,7 +1650,7 @@ begin
     begin
         if rising_edge(clk) then
             if (fail_take3 or kill_take3) = '1' then
-                fail_qp3 <= mux(fail_take3, s1_qp, kill_q);
+                fail_qp3 <= mux(fail_take3, s1_qp, s_kill_qp);
             end if;
         end if;
     end process;
@@ -1676,7 +1670,7 @@ begin
     begin
         if rising_edge(clk) then
             if (fail_take4 or kill_take4) = '1' then
-                fail_qp4 <= mux(fail_take4, s1_qp, kill_q);
+                fail_qp4 <= mux(fail_take4, s1_qp, s_kill_qp);
             end if;
         end if;
     end process;
@@ -1696,7 +1690,7 @@ begin
     begin
         if rising_edge(clk) then
             if (fail_take5 or kill_take5) = '1' then
-                fail_qp5 <= mux(fail_take5, s1_qp, kill_q);
+                fail_qp5 <= mux(fail_take5, s1_qp, s_kill_qp);
             end if;
         end if;
     end process;
@@ -1716,7 +1710,7 @@ begin
     begin
         if rising_edge(clk) then
             if (fail_take6 or kill_take6) = '1' then
-                fail_qp6 <= mux(fail_take6, s1_qp, kill_q);
+                fail_qp6 <= mux(fail_take6, s1_qp, s_kill_qp);
             end if;
         end if;
     end process;
@@ -1736,7 +1730,7 @@ begin
     begin
         if rising_edge(clk) then
             if (fail_take7 or kill_take7) = '1' then
-                fail_qp7 <= mux(fail_take7, s1_qp, kill_q);
+                fail_qp7 <= mux(fail_take7, s1_qp, s_kill_qp);
             end if;
         end if;
     end process;
@@ -1752,33 +1746,13 @@ begin
         end if;
     end process;
 
-    kill_pend_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if rst = '1' then
-                kill_pend <= '0';
-            else
-                kill_pend <= kill_v and fail_record;
-            end if;
-        end if;
-    end process;
-
-    kill_pend_qp_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if (kill_v and fail_record) = '1' then
-                kill_pend_qp <= kill_q;
-            end if;
-        end if;
-    end process;
-
     fail_ptr_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
                 fail_ptr <= "000";
-            elsif (fail_record or kill_record) = '1' then
-                fail_ptr <= std_logic_vector(unsigned(fail_ptr) + unsigned'("001"));
+            else
+                fail_ptr <= std_logic_vector(unsigned(std_logic_vector(unsigned(fail_ptr) + unsigned(std_logic_vector'("00" & fail_record)))) + unsigned(std_logic_vector'("00" & kill_record)));
             end if;
         end if;
     end process;

@@ -109,7 +109,7 @@ module placement_w64 (
     output wire [15:0]    m_done_len,        // its ULPDU length
     output wire           busy,              // a ULPDU beat taken is still inside (stage registers, output register, a last block to write): low means every m_done of the ULPDUs taken so far has been taken
     input  wire           cfg_drop_after_fail, // 1: drop after a failure as CTRL.DROP_AFTER_FAIL does, whatever CTRL says (the card ties it high)
-    input  wire           s_kill_valid,      // a connection failed outside placement (card_rx's Send engine): its later segments are dropped as after a failure of placement's own; taken every cycle
+    input  wire           s_kill_valid,      // a connection failed outside placement (card_rx): its later segments are dropped as after a failure of placement's own; one taken every cycle
     input  wire [31:0]    s_kill_qp,
     input  wire           s_clear_valid,     // a connection starts anew (QP_CMD CREATE): its failure is forgotten, as CONN_CLEAR does; taken every cycle
     input  wire [31:0]    s_clear_qp,
@@ -324,11 +324,7 @@ module placement_w64 (
     wire           drop_on;
     reg  [2:0]     fail_ptr;                 // slot the next failure takes
     wire           fail_record;              // a first segment failure of its connection is recorded this cycle
-    wire           kill_record;              // an outside failure is recorded this cycle
-    reg            kill_pend;                // an outside failure waits a cycle
-    reg  [31:0]    kill_pend_qp;
-    wire           kill_v;                   // an outside failure to record
-    wire [31:0]    kill_q;                   // its connection
+    wire           kill_record;              // an outside failure is recorded this cycle (in the slot after record's when both are)
     wire           fail_take0;
     wire           kill_take0;
     reg  [31:0]    fail_qp0;
@@ -558,25 +554,23 @@ module placement_w64 (
     assign e_md = e_qn | (e_stag & ~e_unasked);
     assign conn_clear = reg_wr_valid & (reg_wr_addr == 8'h50);
     assign drop_on = ctrl_drop | cfg_drop_after_fail;
-    assign kill_v = kill_pend | s_kill_valid;
-    assign kill_q = kill_pend ? kill_pend_qp : s_kill_qp;
     assign fail_take0 = fail_record & (fail_ptr == 3'h0);
-    assign kill_take0 = kill_record & (fail_ptr == 3'h0);
+    assign kill_take0 = kill_record & (fail_record ? (fail_ptr == 3'h7) : (fail_ptr == 3'h0));
     assign fail_take1 = fail_record & (fail_ptr == 3'h1);
-    assign kill_take1 = kill_record & (fail_ptr == 3'h1);
+    assign kill_take1 = kill_record & (fail_record ? (fail_ptr == 3'h0) : (fail_ptr == 3'h1));
     assign fail_take2 = fail_record & (fail_ptr == 3'h2);
-    assign kill_take2 = kill_record & (fail_ptr == 3'h2);
+    assign kill_take2 = kill_record & (fail_record ? (fail_ptr == 3'h1) : (fail_ptr == 3'h2));
     assign fail_take3 = fail_record & (fail_ptr == 3'h3);
-    assign kill_take3 = kill_record & (fail_ptr == 3'h3);
+    assign kill_take3 = kill_record & (fail_record ? (fail_ptr == 3'h2) : (fail_ptr == 3'h3));
     assign fail_take4 = fail_record & (fail_ptr == 3'h4);
-    assign kill_take4 = kill_record & (fail_ptr == 3'h4);
+    assign kill_take4 = kill_record & (fail_record ? (fail_ptr == 3'h3) : (fail_ptr == 3'h4));
     assign fail_take5 = fail_record & (fail_ptr == 3'h5);
-    assign kill_take5 = kill_record & (fail_ptr == 3'h5);
+    assign kill_take5 = kill_record & (fail_record ? (fail_ptr == 3'h4) : (fail_ptr == 3'h5));
     assign fail_take6 = fail_record & (fail_ptr == 3'h6);
-    assign kill_take6 = kill_record & (fail_ptr == 3'h6);
+    assign kill_take6 = kill_record & (fail_record ? (fail_ptr == 3'h5) : (fail_ptr == 3'h6));
     assign fail_take7 = fail_record & (fail_ptr == 3'h7);
-    assign kill_take7 = kill_record & (fail_ptr == 3'h7);
-    assign kill_now = kill_v & (kill_q == s1_qp);
+    assign kill_take7 = kill_record & (fail_record ? (fail_ptr == 3'h6) : (fail_ptr == 3'h7));
+    assign kill_now = s_kill_valid & (s_kill_qp == s1_qp);
     assign conn_failed = drop_on & (|{
         fail_valid0 & (fail_qp0 == s1_qp),
         fail_valid1 & (fail_qp1 == s1_qp),
@@ -588,16 +582,16 @@ module placement_w64 (
         fail_valid7 & (fail_qp7 == s1_qp)
     } | kill_now);
     assign fail_record = ((((advance_up & s1_valid) & s1_sop) & e_fail) & drop_on) & ~conn_failed;
-    assign kill_record = (kill_v & ~|{
-        fail_valid0 & (fail_qp0 == kill_q),
-        fail_valid1 & (fail_qp1 == kill_q),
-        fail_valid2 & (fail_qp2 == kill_q),
-        fail_valid3 & (fail_qp3 == kill_q),
-        fail_valid4 & (fail_qp4 == kill_q),
-        fail_valid5 & (fail_qp5 == kill_q),
-        fail_valid6 & (fail_qp6 == kill_q),
-        fail_valid7 & (fail_qp7 == kill_q)
-    }) & ~fail_record;
+    assign kill_record = s_kill_valid & ~|{
+        fail_valid0 & (fail_qp0 == s_kill_qp),
+        fail_valid1 & (fail_qp1 == s_kill_qp),
+        fail_valid2 & (fail_qp2 == s_kill_qp),
+        fail_valid3 & (fail_qp3 == s_kill_qp),
+        fail_valid4 & (fail_qp4 == s_kill_qp),
+        fail_valid5 & (fail_qp5 == s_kill_qp),
+        fail_valid6 & (fail_qp6 == s_kill_qp),
+        fail_valid7 & (fail_qp7 == s_kill_qp)
+    };
     assign e_dest = conn_failed ? 2'h0 : (e_fail ? 2'h3 : (h_tagged ? (h_payzero ? 2'h0 : 2'h1) : 2'h2));
     assign t_vm = h_to + e_delta;
     assign t_rot = t_vm[2:0];
@@ -1234,7 +1228,7 @@ module placement_w64 (
 
     always @(posedge clk) begin
         if (fail_take0 | kill_take0) begin
-            fail_qp0 <= fail_take0 ? s1_qp : kill_q;
+            fail_qp0 <= fail_take0 ? s1_qp : s_kill_qp;
         end
     end
 
@@ -1248,7 +1242,7 @@ module placement_w64 (
 
     always @(posedge clk) begin
         if (fail_take1 | kill_take1) begin
-            fail_qp1 <= fail_take1 ? s1_qp : kill_q;
+            fail_qp1 <= fail_take1 ? s1_qp : s_kill_qp;
         end
     end
 
@@ -1262,7 +1256,7 @@ module placement_w64 (
 
     always @(posedge clk) begin
         if (fail_take2 | kill_take2) begin
-            fail_qp2 <= fail_take2 ? s1_qp : kill_q;
+            fail_qp2 <= fail_take2 ? s1_qp : s_kill_qp;
         end
     end
 
@@ -1276,7 +1270,7 @@ module placement_w64 (
 
     always @(posedge clk) begin
         if (fail_take3 | kill_take3) begin
-            fail_qp3 <= fail_take3 ? s1_qp : kill_q;
+            fail_qp3 <= fail_take3 ? s1_qp : s_kill_qp;
         end
     end
 
@@ -1290,7 +1284,7 @@ module placement_w64 (
 
     always @(posedge clk) begin
         if (fail_take4 | kill_take4) begin
-            fail_qp4 <= fail_take4 ? s1_qp : kill_q;
+            fail_qp4 <= fail_take4 ? s1_qp : s_kill_qp;
         end
     end
 
@@ -1304,7 +1298,7 @@ module placement_w64 (
 
     always @(posedge clk) begin
         if (fail_take5 | kill_take5) begin
-            fail_qp5 <= fail_take5 ? s1_qp : kill_q;
+            fail_qp5 <= fail_take5 ? s1_qp : s_kill_qp;
         end
     end
 
@@ -1318,7 +1312,7 @@ module placement_w64 (
 
     always @(posedge clk) begin
         if (fail_take6 | kill_take6) begin
-            fail_qp6 <= fail_take6 ? s1_qp : kill_q;
+            fail_qp6 <= fail_take6 ? s1_qp : s_kill_qp;
         end
     end
 
@@ -1332,7 +1326,7 @@ module placement_w64 (
 
     always @(posedge clk) begin
         if (fail_take7 | kill_take7) begin
-            fail_qp7 <= fail_take7 ? s1_qp : kill_q;
+            fail_qp7 <= fail_take7 ? s1_qp : s_kill_qp;
         end
     end
 
@@ -1346,23 +1340,9 @@ module placement_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
-            kill_pend <= 1'h0;
-        end else begin
-            kill_pend <= kill_v & fail_record;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (kill_v & fail_record) begin
-            kill_pend_qp <= kill_q;
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
             fail_ptr <= 3'h0;
-        end else if (fail_record | kill_record) begin
-            fail_ptr <= fail_ptr + 3'h1;
+        end else begin
+            fail_ptr <= (fail_ptr + {2'h0, fail_record}) + {2'h0, kill_record};
         end
     end
 
