@@ -28,7 +28,10 @@ func (c *Card) eventLoop(ctx context.Context) {
 			}
 			return
 		}
-		if err := c.phys.WaitInterrupt(ctx, 0); err != nil {
+		// A wait may return an interrupt that was already pending
+		// without looking at ctx: a card that raises one at every arm
+		// (a fatal card's EQ) must not keep Close waiting.
+		if err := c.phys.WaitInterrupt(ctx, 0); err != nil || ctx.Err() != nil {
 			return // closing
 		}
 	}
