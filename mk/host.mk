@@ -7,8 +7,8 @@
 
 .PHONY: test-host-sim test-host-sim-suite test-load bench-host-sim bench-host demo-host
 
-# The verbs suite's cases the all-RTL card serves: all 17.
-SIM_SUITE_SERVED := Write|Read|Send|SendWithInvalidate|SolicitedEvent|ScatterGather|PostCopiesWR|Unsignaled|Inline|ReadFence|MPAOptions|PrivateDataAndReject|ManyQPs|RemoteAccessError|FlushOnDisconnect|BadUse|TerminateBeforeFIN
+# The verbs suite's cases the all-RTL card serves: all 18.
+SIM_SUITE_SERVED := Write|Read|Send|SendWithInvalidate|SolicitedEvent|ScatterGather|PostCopiesWR|Unsignaled|Inline|ReadFence|MPAOptions|PrivateDataAndReject|ManyQPs|RemoteAccessError|FlushOnDisconnect|BadUse|TerminateBeforeFIN|MemoryWindows
 
 # The sim card (the driver over the Verilated iwcard, every DMA write
 # checked against the card model): each operation at 64 and 512 bits is

@@ -27,6 +27,8 @@ func TestCardTxCodes(t *testing.T) {
 	require.EqualValues(t, cs.WCStatusFatalErr, cardTxStatFatal)
 	require.EqualValues(t, cs.WCStatusWRFlushErr, cardTxStatFlush)
 	require.EqualValues(t, cs.WCStatusLocProtErr, cardTxStatProt)
+	require.EqualValues(t, cs.WCStatusMWBindErr, cardTxStatMWBind)
+	require.EqualValues(t, cs.WCOpcodeBindMW, 5) // card_tx tells a bind's completion by its WC_OPCODE
 	require.EqualValues(t, cs.WCStatusLocLenErr, cardRxStatLocLen)
 	require.EqualValues(t, cs.EQETypeTermSent, cardTxEvTermSent)
 	require.EqualValues(t, cs.EQETypeTermRecv, cardTxEvTermRecv)

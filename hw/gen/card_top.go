@@ -383,6 +383,10 @@ func CardTop(width int) (*Module, error) {
 	for _, f := range []string{"valid", "tag", "fault", "addr", "run"} {
 		txIn["s_chk_"+f] = o("pl", "m_chk_"+f)
 	}
+	// Local Invalidate and bind through placement's mop port.
+	txIn["m_mop_ready"] = o("pl", "s_mop_ready")
+	txIn["s_mop_valid"] = o("pl", "m_mop_valid")
+	txIn["s_mop_ok"] = o("pl", "m_mop_ok")
 	// rdBack and wrBack connect an engine's read (write) master, ports
 	// named pre+"arready"..., to its slot of axi_rd_mux (axi_wr_mux). The
 	// engines' write IDs are 4 bits: the top 2 of the slot's bid go unread.
@@ -430,6 +434,9 @@ func CardTop(width int) (*Module, error) {
 		"s_chk_valid": o("tx", "m_chk_valid"), "s_chk_stag": o("tx", "m_chk_stag"), "s_chk_pd": o("tx", "m_chk_pd"),
 		"s_chk_qp": o("tx", "m_chk_qp"), "s_chk_need": o("tx", "m_chk_need"), "s_chk_to": o("tx", "m_chk_to"),
 		"s_chk_len": o("tx", "m_chk_len"), "s_chk_tag": o("tx", "m_chk_tag"), "m_chk_ready": o("tx", "s_chk_ready"),
+	}
+	for _, f := range []string{"valid", "bind", "stag", "pd", "qp", "mr", "addr", "len", "access", "type2"} {
+		plIn["s_mop_"+f] = o("tx", "m_mop_"+f)
 	}
 	// Untagged segments, STag checks, invalidations and placement's DMA
 	// blocks between card_rx and placement (card_rx writes them).

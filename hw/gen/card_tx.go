@@ -53,6 +53,7 @@ const (
 	txRsp    // a Read Request record is read from the pool
 	txRspLd  // ... its Read Response set up as a one-SGE RDMA Write (SGE word 0)
 	txRspSge // 64 bits: SGE word 1
+	txMop    // a Local Invalidate or bind goes through placement's mop port
 )
 
 // markerDiv finds m and s with floor(y*m / 2^s) = floor(y/127) for every
@@ -113,7 +114,7 @@ func CardTx(width int) (*Module, error) {
 	m := NewModule(fmt.Sprintf("card_tx_w%d", W),
 		"RFC 5040 §4.4, §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write, RDMA Read Request; ORD; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)",
 		fmt.Sprintf("The card's transmit engine, %d-bit data path (docs/card-rtl.md): per-QP transmit context in block RAM (%d QPs) written by the QP command; SQ_PI, TXS_CI and push doorbells; a round-robin scheduler over QPs with posted work (a FIFO of QP numbers in block RAM and one queued bit per QP: a QP is in it at most once, so it never overflows, and a QP sends one WQE per turn); WQE fetch by DMA (dma_rd: the first basic block, then the others in one read, two where they wrap the ring) or from a pushed block (%d held, matched by QP and SQ index) without a DMA read; WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's stream offset; each FPDU's wire length is computed here as it enters mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo the ring size, in two writes where it wraps, the second realigned to lane 0); one record per WQE in posting order once its last ring write has its write response.", W, CardTxQPs, CardTxPushSlots),
-		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). A fenced WQE waits while Reads are outstanding, a Read while ORD are; any other WQE starts behind outstanding Reads, and its completion waits for them: when a Read completes, the engine walks the SQ from SQ_CI, completing (first block read again; an SGL's lengths summed by a check pass over its blocks) every WQE sent behind it up to the next outstanding Read or the first WQE not started, so completions stay in posting order with no per-QP completion memory. Any other WQE (SGEs to gather, Local Invalidate, bind, a malformed header) or a DMA error response stops its QP before anything of that WQE is sent: the QP is not scheduled until its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken without effect. A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it.", CardTxRingGuard, cardTxMaxInline),
+		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). A fenced WQE waits while Reads are outstanding, a Read while ORD are; any other WQE starts behind outstanding Reads, and its completion waits for them: when a Read completes, the engine walks the SQ from SQ_CI, completing (first block read again; an SGL's lengths summed by a check pass over its blocks) every WQE sent behind it up to the next outstanding Read or the first WQE not started, so completions stay in posting order with no per-QP completion memory. Local Invalidate and BIND_MW WQEs (not inline) go to placement's mop port (m_mop) when they start and send nothing: the STag is invalidated, or the window's entry written, before the next WQE starts; one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails the QP as a failed lkey check does. Any other WQE (SGEs to gather at a width that does not serve them, a malformed header) or a DMA error response stops its QP before anything of that WQE is sent: the QP is not scheduled until its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken without effect. A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it.", CardTxRingGuard, cardTxMaxInline),
 		"Records out (m_cpl_*): one per WQE in posting order once its ring bytes are written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's new SQ_CI and TXS_PI for its status record either way. An RDMA Read gives two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI does not), and its completion when its Read done is taken (SQ_CI moves past it); so does a WQE sent behind an outstanding Read (its completion comes from the walk).",
 	)
 	clk := m.Clock()
@@ -219,6 +220,21 @@ func CardTx(width int) (*Module, error) {
 	ckAddr := m.Input("s_chk_addr", 64, "host address of the piece")
 	ckRun := m.Input("s_chk_run", 32, "bytes contiguous from there")
 
+	// Local Invalidate and bind through placement's mop port (s_mop_* there).
+	mopV := m.Output("m_mop_valid", 1, "a Local Invalidate or bind for placement's s_mop port")
+	mopR := m.Input("m_mop_ready", 1, "placement's s_mop_ready")
+	mopBind := m.Output("m_mop_bind", 1, "1: bind (BIND_MW), 0: Local Invalidate")
+	mopSTag := m.Output("m_mop_stag", 32, "INV_STAG: the STag invalidated, or the window's new STag")
+	mopPD := m.Output("m_mop_pd", 32, "the QP's PD")
+	mopQP := m.Output("m_mop_qp", 32, "the QP number")
+	mopMR := m.Output("m_mop_mr", 32, "BIND.MR_STAG")
+	mopAddr := m.Output("m_mop_addr", 64, "BIND.ADDR")
+	mopLen := m.Output("m_mop_len", 64, "BIND.LENGTH")
+	mopAcc := m.Output("m_mop_access", 4, "BIND.ACCESS")
+	mopT2 := m.Output("m_mop_type2", 1, "BIND.TYPE2")
+	mopDone := m.Input("s_mop_valid", 1, "placement's m_mop_valid: the operation is done")
+	mopOK := m.Input("s_mop_ok", 1, "placement's m_mop_ok")
+
 	// AXI4 master ports: read channels of dma_rd, write channels of dma_wr.
 	axi := map[string]*Signal{}
 	for _, sub := range []*Module{drd, dwr} {
@@ -234,15 +250,16 @@ func CardTx(width int) (*Module, error) {
 	}
 	var unused []Expr
 
-	st := m.RegDecl("eng_state", 4, "engine state")
+	st := m.RegDecl("eng_state", 5, "engine state")
 	stIs := func(s int) *Signal {
-		return m.WireOf(fmt.Sprintf("in_state%d", s), Eq(st, C(4, uint64(s))), "")
+		return m.WireOf(fmt.Sprintf("in_state%d", s), Eq(st, C(5, uint64(s))), "")
 	}
 	sIdle, sPop, sCtx, sDecide := stIs(txIdle), stIs(txPop), stIs(txCtx), stIs(txDecide)
 	sFirst, sHdr, sFetch, sRest := stIs(txFirst), stIs(txHdr), stIs(txFetch), stIs(txRest)
 	sFlush, sFeed, sDrain, sWB := stIs(txFlush), stIs(txFeed), stIs(txDrain), stIs(txWB)
 	sChk := stIs(txChk)
 	sRsp, sRspLd, sRspSge := stIs(txRsp), stIs(txRspLd), stIs(txRspSge)
+	sMop := stIs(txMop)
 
 	// --- QP commands ---
 	dbv := m.RegDecl("db_v", 1, "a doorbell is being served")
@@ -653,6 +670,15 @@ func CardTx(width int) (*Module, error) {
 	wErr := m.RegDecl("wqe_rd_err", 1, "a read of the WQE got an error response")
 	m.Drive(wErr, big.NewInt(0), And(Not(goAny), Or(wErr, And(fromDMA, rdValid, rdErr))), nil)
 	sge := captureSGE(m, bValid, wj, bData, W)
+	// A bind's record (BIND) follows the header where an SGL would: ADDR
+	// and LENGTH are where a first SGE's ADDR and LENGTH/LKEY are;
+	// MR_STAG, ACCESS and TYPE2 are the next 8 bytes (48..55).
+	var bindW *Signal
+	if W >= 512 {
+		bindW = m.Reg("bind_w2", 64, nil, Bits(bData, 447, 384), And(bValid, Eq(wj, C(NBW, 0))), "the WQE's bytes 48..55")
+	} else {
+		bindW = m.Reg("bind_w2", 64, nil, Bits(bData, 63, 0), And(bValid, Eq(wj, C(NBW, 6))), "the WQE's bytes 48..55")
+	}
 	sgeOne := m.WireOf("sge_one", Eq(hNSGE, C(5, 1)), "the WQE has one SGE")
 	sgeAddr := m.WireOf("sge_addr", gate(sgeOne, Bits(sge, 63, 0)), "")
 	sgeLen := m.WireOf("sge_len", gate(sgeOne, Bits(sge, 95, 64)), "")
@@ -703,7 +729,10 @@ func CardTx(width int) (*Module, error) {
 		gatherOK = C(1, 0) // not verified at this width yet: an SGL stops the QP
 		unused = append(unused, sglOK)
 	}
-	served := m.WireOf("wqe_served", And(Or(And(opServed, Sel(hInline, lenOK, gatherOK)), readOK), bbsOK, Not(wErr)), "this increment serves the WQE")
+	// Local Invalidate and bind (not inline) go through placement's mop
+	// port and send nothing.
+	opMop := m.WireOf("op_mop", And(Or(Eq(hOpcode, C(8, 4)), Eq(hOpcode, C(8, 5))), Not(hInline)), "a Local Invalidate or bind")
+	served := m.WireOf("wqe_served", And(Or(And(opServed, Sel(hInline, lenOK, gatherOK)), readOK, opMop), bbsOK, Not(wErr)), "this increment serves the WQE")
 	// Payload words come from the WQE buffer (inline bytes, a Read
 	// Request's header), else from the gather.
 	fromBuf := m.WireOf("pay_from_buf", Or(hInline, opRead, tm), "")
@@ -717,7 +746,7 @@ func CardTx(width int) (*Module, error) {
 	// sent (SUCCESS, its BYTE_LEN: the SGE lengths are summed by the
 	// gather's check pass when it has no inline payload).
 	sentDone := m.WireOf("sent_done", And(Or(wk, fl), Not(opRead), Ne(cSQCI, cNext)), "the WQE at SQ_CI was sent")
-	sentFull := m.WireOf("sent_full", And(sentDone, Not(hInline)), "... with SGEs: its other blocks are read and its SGE lengths summed")
+	sentFull := m.WireOf("sent_full", And(sentDone, Not(hInline), Not(opMop)), "... with SGEs: its other blocks are read and its SGE lengths summed")
 	var totalB Expr
 	if beatsPerBB == 1 {
 		totalB = zext(bbs, NBW)
@@ -963,12 +992,15 @@ func CardTx(width int) (*Module, error) {
 	bbsF := m.WireOf("flush_bbs", Sel(And(RedOr(bbs), Not(Lt(C(4, 8), bbs)), Not(Lt(availF, zext(bbs, 16))), Not(Lt(sqSize17, zext(bbs, 17)))),
 		zext(bbs, 16), availF), "blocks of the WQE flushed")
 	newSQCI := m.WireOf("new_sq_ci", Sel(And(fl, Not(sentDone)), Add(cSQCI, bbsF), Sel(retires, Add(cSQCI, zext(bbs, 16)), cSQCI)), "")
-	wcOp := Sel(fl, wcOpcode(hOpcode), Sel(opRead, C(3, 2), Cat(C(2, 0), opWrite))) // WC_OPCODE
+	wcOp := wcOpcode(hOpcode) // WC_OPCODE
 	// A WQE whose lkey check failed completes with LOC_PROT_ERR (always,
 	// signaled or not; BYTE_LEN 0) with no ring writes to wait for, and
 	// puts its QP in error: the WQEs after it are flushed (the model's
 	// localError).
-	prot := m.WireOf("prot", And(ga.fault, Not(retFl), Not(rsp), Not(tm)), "the WQE failed its lkey check")
+	// A Local Invalidate or bind the mop port refused does the same, with
+	// LOC_PROT_ERR or MW_BIND_ERR (the model's localError).
+	mopFail := m.RegDecl("mop_fail", 1, "the WQE's memory operation was refused")
+	prot := m.WireOf("prot", And(Or(ga.fault, mopFail), Not(retFl), Not(rsp), Not(tm)), "the WQE failed its lkey check or memory operation")
 	// Behind an outstanding Read it gives no record: the QP's flush
 	// completes it with WR_FLUSH_ERR (the card model: LOC_PROT_ERR after
 	// the Reads' flushes; not matched yet).
@@ -984,8 +1016,8 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(protErr, And(sWB, Or(prot, rspFault)))
 	m.Assign(protTerm, And(sWB, prot))
 	cq := ShiftQueue(m, "cq", CardTxCplDepth, cplF, cplW, And(sWB, Not(noRec)),
-		[]Expr{Or(flushErr, prot, rfl, And(hSignaled, retires)), cCQ, cur, hWRID, wcOp, Sel(Or(flushErr, prot, rfl), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, fOff,
-			Or(retFl, prot, And(rsp, Or(rspDrop, rspFault)), And(tm, tRecv)), Or(flushErr, rfl), prot, rsp, tm, blameCause}, cqPop)
+		[]Expr{Or(flushErr, prot, rfl, And(hSignaled, retires)), cCQ, cur, hWRID, wcOp, Sel(Or(flushErr, prot, rfl, opMop), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, fOff,
+			Or(retFl, prot, opMop, And(rsp, Or(rspDrop, rspFault)), And(tm, tRecv)), Or(flushErr, rfl), prot, rsp, tm, blameCause}, cqPop)
 	ccw := cq.Count.W
 	m.Assign(cplRoom, Lt(cq.Count, C(ccw, CardTxCplDepth)))
 	dn := m.RegDecl("cpl_written", 4, "WQEs whose ring writes are done, not yet out")
@@ -1013,8 +1045,8 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(cplWRID, m.Reg("cpl_wr_id_q", 64, big.NewInt(0), h[3], cOut, ""))
 	m.Assign(cplOp, m.Reg("cpl_op_q", 8, big.NewInt(0), zext(h[4], 8), cOut, ""))
 	hBlame := m.WireOf("cpl_blamed", RedOr(h[13]), "the peer's Terminate blames the WQE")
-	m.Assign(cplStatus, m.Reg("cpl_status_q", 8, big.NewInt(0), Sel(hBlame, remoteStatus(h[13]), Sel(h[9], C(8, uint64(cardTxStatFlush)), Sel(h[10], C(8, cardTxStatProt), C(8, 0)))), cOut,
-		"the blaming Terminate's status, WR_FLUSH_ERR, LOC_PROT_ERR or SUCCESS"))
+	m.Assign(cplStatus, m.Reg("cpl_status_q", 8, big.NewInt(0), Sel(hBlame, remoteStatus(h[13]), Sel(h[9], C(8, uint64(cardTxStatFlush)), Sel(h[10], Sel(Eq(h[4], C(3, 5)), C(8, cardTxStatMWBind), C(8, cardTxStatProt)), C(8, 0)))), cOut,
+		"the blaming Terminate's status, WR_FLUSH_ERR, LOC_PROT_ERR (MW_BIND_ERR for a bind) or SUCCESS"))
 	m.Assign(cplTermCause, m.Reg("cpl_term_cause_q", 16, big.NewInt(0), h[13], cOut, ""))
 	m.Assign(cplLen, m.Reg("cpl_len_q", 32, big.NewInt(0), h[5], cOut, ""))
 	m.Assign(cplSQCI, m.Reg("cpl_sq_ci_q", 16, big.NewInt(0), h[6], cOut, ""))
@@ -1024,7 +1056,7 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(dmaErrOut, m.Reg("dma_err_q", 1, big.NewInt(0), C(1, 1), dmaErr, ""))
 
 	// --- write-back, requeue, state machine ---
-	isSend := m.WireOf("op_is_send", Not(Or(opWrite, opRead, retFl, prot, tm)), "a Send that was sent takes an MSN")
+	isSend := m.WireOf("op_is_send", Not(Or(opWrite, opRead, opMop, retFl, prot, tm)), "a Send that was sent takes an MSN")
 	started := m.WireOf("read_started", And(opRead, Not(retFl)), "a Read Request went out")
 	rissGo := m.WireOf("rd_issue_go", And(sWB, started), "")
 	m.Assign(rissV, rissGo)
@@ -1045,28 +1077,46 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(requeue, And(sWB, more, Not(isQueued("qeng", cur))))
 	// Once the WQE is in the buffer: its payload words to ddp_tx, or the
 	// SGEs checked first (at 512 bits after the buffer's last half word).
-	var feedNext Expr = Sel(fromBuf, C(4, txFeed), C(4, txChk))
+	var feedNext Expr = Sel(fromBuf, C(5, txFeed), C(5, txChk))
 	if L == 64 {
-		feedNext = C(4, txFlush)
+		feedNext = C(5, txFlush)
 	}
-	next := Sel(sIdle, Sel(pop, C(4, txPop), C(4, txIdle)),
-		Sel(sPop, C(4, txCtx),
-			Sel(sCtx, C(4, txDecide),
-				Sel(sDecide, Sel(doTerm, Sel(tRecv, C(4, txWB), C(4, txFeed)), Sel(doRsp, C(4, txRsp), Sel(goAny, C(4, txFirst), Sel(evWait, C(4, txDecide), C(4, txIdle))))),
-					Sel(sFirst, Sel(firstDone, C(4, txHdr), C(4, txFirst)),
-						Sel(sHdr, Sel(Or(halt, waitRd), C(4, txIdle), Sel(And(retFl, Not(sentFull)), C(4, txWB), Sel(oneBB, feedNext, C(4, txFetch)))),
-							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(4, txRest), C(4, txFetch)),
-								Sel(sRest, Sel(restDone, Sel(halt, C(4, txIdle), feedNext), C(4, txRest)),
-									Sel(sFlush, Sel(fromBuf, C(4, txFeed), C(4, txChk)),
-										Sel(sFeed, Sel(feedEnd, C(4, txDrain), C(4, txFeed)),
-											Sel(sDrain, Sel(msgDone, C(4, txWB), C(4, txDrain)),
-												Sel(sChk, Sel(ga.chkDone, Sel(Or(ga.fault, retFl), C(4, txWB), C(4, txFeed)), C(4, txChk)),
-													C(4, txIdle)))))))))))))
-	rspNext := C(4, txChk)
+	feedNext = Sel(And(opMop, Not(retFl)), C(5, txMop), feedNext)
+	// txMop: the operation is offered until taken, then awaited.
+	mopSent := m.RegDecl("mop_sent", 1, "placement took the operation")
+	m.Drive(mopSent, big.NewInt(0), And(sMop, Or(mopSent, mopR)), nil)
+	mv := m.WireOf("mop_offer", And(sMop, Not(mopSent)), "")
+	m.Assign(mopV, mv)
+	m.Assign(mopBind, gate(mv, Eq(hOpcode, C(8, 5))))
+	m.Assign(mopSTag, gate(mv, hInv))
+	m.Assign(mopPD, gate(mv, cPD))
+	m.Assign(mopQP, gate(mv, zext(cur, 32)))
+	m.Assign(mopMR, gate(mv, Bits(bindW, 31, 0)))
+	m.Assign(mopAddr, gate(mv, Bits(sge, 63, 0)))
+	m.Assign(mopLen, gate(mv, Bits(sge, 127, 64)))
+	m.Assign(mopAcc, gate(mv, Bits(bindW, 35, 32)))
+	m.Assign(mopT2, gate(mv, Bit(bindW, 40)))
+	unused = append(unused, Bits(bindW, 39, 36), Bits(bindW, 63, 41))
+	m.Drive(mopFail, big.NewInt(0), Sel(goAny, C(1, 0), Not(mopOK)), Or(goAny, And(sMop, mopDone)))
+	next := Sel(sIdle, Sel(pop, C(5, txPop), C(5, txIdle)),
+		Sel(sPop, C(5, txCtx),
+			Sel(sCtx, C(5, txDecide),
+				Sel(sDecide, Sel(doTerm, Sel(tRecv, C(5, txWB), C(5, txFeed)), Sel(doRsp, C(5, txRsp), Sel(goAny, C(5, txFirst), Sel(evWait, C(5, txDecide), C(5, txIdle))))),
+					Sel(sFirst, Sel(firstDone, C(5, txHdr), C(5, txFirst)),
+						Sel(sHdr, Sel(Or(halt, waitRd), C(5, txIdle), Sel(And(retFl, Not(sentFull)), C(5, txWB), Sel(oneBB, feedNext, C(5, txFetch)))),
+							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(5, txRest), C(5, txFetch)),
+								Sel(sRest, Sel(restDone, Sel(halt, C(5, txIdle), feedNext), C(5, txRest)),
+									Sel(sFlush, Sel(fromBuf, C(5, txFeed), C(5, txChk)),
+										Sel(sFeed, Sel(feedEnd, C(5, txDrain), C(5, txFeed)),
+											Sel(sDrain, Sel(msgDone, C(5, txWB), C(5, txDrain)),
+												Sel(sChk, Sel(ga.chkDone, Sel(Or(ga.fault, retFl), C(5, txWB), C(5, txFeed)), C(5, txChk)),
+													C(5, txIdle)))))))))))))
+	rspNext := C(5, txChk)
 	if W == 64 {
-		rspNext = C(4, txRspSge)
+		rspNext = C(5, txRspSge)
 	}
-	next = Sel(sRsp, C(4, txRspLd), Sel(sRspLd, Sel(rspDrop, C(4, txWB), rspNext), Sel(sRspSge, C(4, txChk), next)))
+	next = Sel(sRsp, C(5, txRspLd), Sel(sRspLd, Sel(rspDrop, C(5, txWB), rspNext), Sel(sRspSge, C(5, txChk), next)))
+	next = Sel(sMop, Sel(mopDone, C(5, txWB), C(5, txMop)), next)
 	m.Drive(st, big.NewInt(txIdle), next, nil)
 
 	// --- instances ---

@@ -254,7 +254,7 @@ func CardTxBench(width int) (*Module, error) {
 		return nil, err
 	}
 	m := NewModule(fmt.Sprintf("card_tx_tb_w%d", width), "docs/card-rtl.md",
-		"Co-simulation wrapper of the transmit engine: card_tx's lkey checks go to placement's check port (the STag table, programmed through placement's register port), as in the card's top. Not part of the card itself.")
+		"Co-simulation wrapper of the transmit engine: card_tx's lkey checks go to placement's check port and its Local Invalidates and binds to placement's mop port (the STag table, programmed through placement's register port), as in the card's top. Not part of the card itself.")
 	clk := m.Clock()
 	rst := m.ResetPort()
 	w := func(n string, b int) *Signal { return m.Wire(n, b, "") }
@@ -271,6 +271,22 @@ func CardTxBench(width int) (*Module, error) {
 	for k, s := range rsp {
 		txc["s_chk_"+k] = s
 		plc["m_chk_"+k] = s
+	}
+	// Local Invalidate and bind: card_tx's mop port to placement's.
+	for _, f := range []struct {
+		n string
+		w int
+	}{{"valid", 1}, {"bind", 1}, {"stag", 32}, {"pd", 32}, {"qp", 32}, {"mr", 32}, {"addr", 64}, {"len", 64}, {"access", 4}, {"type2", 1}} {
+		s := w("mop_"+f.n, f.w)
+		txc["m_mop_"+f.n] = s
+		plc["s_mop_"+f.n] = s
+	}
+	mr := w("mop_ready", 1)
+	txc["m_mop_ready"], plc["s_mop_ready"] = mr, mr
+	for _, f := range []string{"valid", "ok"} {
+		s := w("mop_done_"+f, 1)
+		txc["s_mop_"+f] = s
+		plc["m_mop_"+f] = s
 	}
 	exposeInstance(m, "tx", tx, txc)
 	exposeInstance(m, "pl", pl, plc)

@@ -22,6 +22,7 @@ const (
 	cardTxStatRemAccess = 4 // REM_ACCESS_ERR: a peer's Terminate blames the WQE
 	cardTxStatRemOp     = 5 // REM_OP_ERR: ditto
 	cardTxStatFatal     = 7 // FATAL_ERR: ditto
+	cardTxStatMWBind    = 9 // MW_BIND_ERR: a bind refused
 )
 
 // remoteStatus is the completion status of the WQE a peer's Terminate of

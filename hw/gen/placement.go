@@ -269,32 +269,43 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	inval := m.WireOf("invalidate", And(hit("STAG_INVALIDATE"), initDoneR, Not(RedOr(Bits(regData, invIdx.Lo+invIdx.Width-1, IW)))), "clear one valid bit")
 	unused = append(unused, Bits(regData, 31, invIdx.Lo+invIdx.Width))
 
-	// Table word, least significant field first: access, paged, pd, qp, base, end, end wraps, delta, pbl.
+	// Table word, least significant field first: access, paged, pd, qp, base, end, end wraps, delta, pbl, window.
 	// The sums a lookup needs are made at commit time, off the lookup path:
 	// END = BASE + LEN (and whether it wraps) and DELTA = ADDR - BASE - 14,
-	// so that a segment's byte 0 translates to TO + DELTA.
+	// so that a segment's byte 0 translates to TO + DELTA. A commit writes
+	// a region (window bit 0); card_tx's bind (the mop port) writes windows.
 	stBaseW := m.WireOf("st_base", stBase, "")
 	stEnd := m.WireOf("st_end", Add(stBaseW, stLen), "BASE + LEN")
 	stDelta := Sub(Sub(stAddr, stBaseW), C(64, taggedHdr))
-	entryData := Cat(Bits(stPBLFull, PW-1, 0), stDelta, Lt(stEnd, stBaseW), stEnd, stBaseW, stQP, stPD, stPaged, stAccess)
+	entryData := Cat(C(1, 0), Bits(stPBLFull, PW-1, 0), stDelta, Lt(stEnd, stBaseW), stEnd, stBaseW, stQP, stPD, stPaged, stAccess)
 	entryW := entryData.Width()
-	entry := m.Mem("stag_table", entryW, cfg.TableDepth, commit, Bits(stIndex, IW-1, 0), entryData,
-		rdEn, Bits(idx, IW-1, 0), "STag table: rights, mode, PD, QP, base, end, end wraps, address delta, page-list slot")
-	// The valid bits are written by the register commands, the reset sweep
-	// and card_rx's invalidations (the receive key-check port's s_inv).
-	rxk := placementRxKeyPort(m, IW, PW, initDoneR, Or(hit("STAG_COMMIT"), hit("STAG_INVALIDATE")))
-	tagEn := m.WireOf("tag_wr", Or(commit, inval, Not(initDoneR), rxk.inv), "a valid bit and key are written")
-	tagAddr := m.WireOf("tag_wr_addr", Sel(Not(initDoneR), initCnt, Sel(commit, Bits(stIndex, IW-1, 0), Sel(inval, Bits(regData, IW-1, 0), rxk.invIdx))), "")
-	tagData := m.WireOf("tag_wr_data", Cat(And(commit, stValid, initDoneR), gate(commit, stKey)), "")
+	// Table writes: the commit, the reset sweep (every word zeroed, so that
+	// a bind finds the card model's zero entry at an index never written)
+	// and the mop port's bind; valid bits and keys: the commit, the
+	// register invalidation, the sweep, the mop port (bind, Local
+	// Invalidate) and card_rx's invalidations (the receive key-check port's
+	// s_inv), which yield to the others.
+	mop := newMopWires(m, IW, entryW)
+	regCmd := m.WireOf("reg_table_cmd", Or(hit("STAG_COMMIT"), hit("STAG_INVALIDATE")), "a register command writes the table this cycle")
+	entEn := m.WireOf("ent_wr", Or(commit, Not(initDoneR), mop.entWr), "a table word is written")
+	entAddr := m.WireOf("ent_wr_addr", Sel(Not(initDoneR), initCnt, Sel(commit, Bits(stIndex, IW-1, 0), mop.idx)), "")
+	entData := m.WireOf("ent_wr_data", Sel(commit, entryData, gate(initDoneR, mop.ent)), "")
+	entry := m.Mem("stag_table", entryW, cfg.TableDepth, entEn, entAddr, entData,
+		rdEn, Bits(idx, IW-1, 0), "STag table: rights, mode, PD, QP, base, end, end wraps, address delta, page-list slot, window")
+	rxk := placementRxKeyPort(m, IW, PW, initDoneR, Or(regCmd, mop.tagWr))
+	tagEn := m.WireOf("tag_wr", Or(commit, inval, Not(initDoneR), rxk.inv, mop.tagWr), "a valid bit and key are written")
+	tagAddr := m.WireOf("tag_wr_addr", Sel(Not(initDoneR), initCnt, Sel(commit, Bits(stIndex, IW-1, 0), Sel(inval, Bits(regData, IW-1, 0), Sel(mop.tagWr, mop.idx, rxk.invIdx)))), "")
+	tagData := m.WireOf("tag_wr_data", Sel(mop.tagWr, mop.tag, Cat(And(commit, stValid, initDoneR), gate(commit, stKey))), "")
 	tagRd := m.Mem("stag_tag", 9, cfg.TableDepth, tagEn, tagAddr, tagData, rdEn, Bits(idx, IW-1, 0), "valid bit and key of each entry (valid cleared by the reset sweep and by invalidation)")
 	pblRdAddr := m.Wire("pbl_rd_addr", PW, "page-list slot of the block entering the output register")
 	pblRd := m.Mem("page_list", 64-PageShift, cfg.PBLDepth, hit("PBL_COMMIT"), Bits(pblIndex, PW-1, 0),
 		Cat(pblHi, pblLo), adv, pblRdAddr, "page list: host page addresses, bits 63:12")
 	placementCheckPort(m, chkTable{iw: IW, pw: PW, depth: cfg.TableDepth, pblDepth: cfg.PBLDepth, entryW: entryW,
-		entEn: commit, entAddr: Bits(stIndex, IW-1, 0), entData: entryData,
+		entEn: entEn, entAddr: entAddr, entData: entData,
 		tagEn: tagEn, tagAddr: tagAddr, tagData: tagData,
-		pblEn: hit("PBL_COMMIT"), pblAddr: Bits(pblIndex, PW-1, 0), pblData: Cat(pblHi, pblLo), initDone: initDoneR})
-	rxk.tables(commit, Bits(stIndex, IW-1, 0), entryData, tagEn, tagAddr, tagData, hit("PBL_COMMIT"), Bits(pblIndex, PW-1, 0), Cat(pblHi, pblLo))
+		pblEn: hit("PBL_COMMIT"), pblAddr: Bits(pblIndex, PW-1, 0), pblData: Cat(pblHi, pblLo), initDone: initDoneR,
+		mop: mop, regCmd: regCmd})
+	rxk.tables(entEn, entAddr, entData, tagEn, tagAddr, tagData, hit("PBL_COMMIT"), Bits(pblIndex, PW-1, 0), Cat(pblHi, pblLo))
 
 	// Stage 1: decision.
 	s1 := beat{}
@@ -375,7 +386,7 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	ef.delta = m.WireOf("e_delta", ef.delta, "")
 	ef.pbl = m.WireOf("e_pbl", ef.pbl, "")
 	ePaged, eDelta, ePBL := ef.paged, ef.delta, ef.pbl
-	unused = append(unused, Bit(eAcc, 1), Bit(eAcc, 3))
+	unused = append(unused, Bit(eAcc, 1), Bit(eAcc, 3), ef.mw) // windows serve remote uses as regions do
 	to := m.WireOf("h_to", Cat(hb[6], hb[7], hb[8], hb[9], hb[10], hb[11], hb[12], hb[13]), "tagged offset")
 	payLen := m.WireOf("h_paylen", Sub(s1len, C(16, taggedHdr)), "tagged payload length")
 	payZero := m.WireOf("h_payzero", Eq(payLen, C(16, 0)), "")
@@ -601,9 +612,10 @@ func rotateLanes(m *Module, name string, x *Signal, amt *Signal, laneBits int) *
 // copies), as Placement writes it, least significant field first: access
 // rights 3:0, paged 4, PD 36:5, QP 68:37, BASE 132:69, END = BASE + LEN
 // 196:133, END wraps 197, DELTA = ADDR - BASE - 14 261:198, page-list slot
-// from 262. Every reader decodes it here.
+// from 262, then the window bit (a bind wrote it: remote access only).
+// Every reader decodes it here.
 type stagEntry struct {
-	acc, paged, pd, qp, base, end, wrap, delta, pbl Expr
+	acc, paged, pd, qp, base, end, wrap, delta, pbl, mw Expr
 }
 
 // stagEntryOf splits the table word e (pw page-list slot bits) into its
@@ -612,7 +624,7 @@ func stagEntryOf(e *Signal, pw int) stagEntry {
 	return stagEntry{
 		acc: Bits(e, 3, 0), paged: Bit(e, 4), pd: Bits(e, 36, 5), qp: Bits(e, 68, 37),
 		base: Bits(e, 132, 69), end: Bits(e, 196, 133), wrap: Bit(e, 197), delta: Bits(e, 261, 198),
-		pbl: Bits(e, 262+pw-1, 262),
+		pbl: Bits(e, 262+pw-1, 262), mw: Bit(e, 262+pw),
 	}
 }
 

@@ -28,6 +28,8 @@ type chkTable struct {
 	tagEn, tagAddr, tagData Expr
 	pblEn, pblAddr, pblData Expr
 	initDone                Expr
+	mop                     *mopWires // the mop port's table writes (placementMopPort drives them)
+	regCmd                  Expr      // a register command writes the table this cycle
 }
 
 // placementCheckPort adds the lkey/STag check port to placement: a request
@@ -59,15 +61,20 @@ func placementCheckPort(m *Module, t chkTable) {
 	oRun := m.Output("m_chk_run", 32, "OK: bytes from TO that are contiguous in host memory (the length, or to the end of TO's 4 KiB page for a paged region); the caller asks again at TO + run for the rest")
 
 	c2v := m.RegDecl("chk_c2_v", 1, "stage 2 holds a verdict")
+	c1v := m.RegDecl("chk_c1_v", 1, "stage 1 holds a request")
 	adv := m.WireOf("chk_adv", Or(Not(c2v), oReady), "the check pipeline moves")
-	take := m.WireOf("chk_take", And(valid, adv, t.initDone), "a request is accepted")
-	m.Assign(ready, And(adv, t.initDone))
+	// The mop port borrows the copies' read port while the pipeline is empty.
+	mp := placementMopPort(m, t, Or(c1v, c2v))
+	take := m.WireOf("chk_take", And(valid, adv, t.initDone, Not(mp.busy)), "a request is accepted")
+	m.Assign(ready, And(adv, t.initDone, Not(mp.busy)))
 	idx := m.WireOf("chk_index", Bits(stag, 31, 8), "STag index")
-	ent := m.Mem("stag_table_chk", t.entryW, t.depth, t.entEn, t.entAddr, t.entData, take, Bits(idx, t.iw-1, 0), "copy of stag_table for the check port")
-	tg := m.Mem("stag_tag_chk", 9, t.depth, t.tagEn, t.tagAddr, t.tagData, take, Bits(idx, t.iw-1, 0), "copy of stag_tag for the check port")
+	rdEn := m.WireOf("chk_rd", Or(take, mp.rd), "the copies are read")
+	rdAddr := m.WireOf("chk_rd_index", Sel(mp.rd, mp.rdIdx, Bits(idx, t.iw-1, 0)), "")
+	ent := m.Mem("stag_table_chk", t.entryW, t.depth, t.entEn, t.entAddr, t.entData, rdEn, rdAddr, "copy of stag_table for the check port")
+	tg := m.Mem("stag_tag_chk", 9, t.depth, t.tagEn, t.tagAddr, t.tagData, rdEn, rdAddr, "copy of stag_tag for the check port")
+	mp.entries(ent, tg)
 
 	// Stage 1: the request with its entry.
-	c1v := m.RegDecl("chk_c1_v", 1, "stage 1 holds a request")
 	m.Drive(c1v, big.NewInt(0), take, adv)
 	r := func(name string, w int, d Expr) *Signal { return m.Reg("chk_c1_"+name, w, nil, d, take, "") }
 	kIdxOK := r("index_ok", 1, Not(RedOr(Bits(idx, 23, t.iw))))
@@ -76,7 +83,7 @@ func placementCheckPort(m *Module, t chkTable) {
 	ef := stagEntryOf(ent, t.pw)
 	eAcc, ePaged, ePBL := ef.acc, ef.paged, ef.pbl
 	end := m.WireOf("chk_end", Add(kTO, zext(kLen, 64)), "TO + length")
-	fInv := keyBad(kIdxOK, tg, kKey)
+	fInv := Or(keyBad(kIdxOK, tg, kKey), And(ef.mw, Eq(And(kNeed, C(4, AccessRemoteRead|AccessRemoteWrite)), C(4, 0)))) // a window serves no local use
 	fAssoc := ef.foreign(kPD, kQP)
 	fRights := Ne(And(eAcc, kNeed), kNeed)
 	fWrap := Lt(end, kTO)

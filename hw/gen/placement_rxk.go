@@ -83,7 +83,7 @@ func (c *rxkPort) tables(commit, commitIdx, entryData, tagWr, tagAddr, tagData, 
 	uIs := func(u uint64) Expr { return Eq(use, C(3, u)) }
 	end := m.WireOf("rxk1_end", Add(to, zext(ln, 64)), "TO + length")
 	zeroOK := And(Eq(ln, C(32, 0)), Or(uIs(RxkUseRemoteWrite), uIs(RxkUseReadResponse), uIs(RxkUseRemoteRead)))
-	invalid := keyBad(idxOK, tg, Bits(stag, 7, 0))
+	invalid := Or(keyBad(idxOK, tg, Bits(stag, 7, 0)), And(ef.mw, Or(uIs(RxkUseLocalRead), uIs(RxkUseLocalWrite)))) // windows are for remote access only
 	assoc := Sel(uIs(RxkUseInvalidate), Or(Ne(ePD, pd), Eq(eQP, C(32, 0)), Ne(eQP, qp)), ef.foreign(pd, qp))
 	need := Sel(uIs(RxkUseRemoteWrite), Bit(acc, 2), Sel(uIs(RxkUseRemoteRead), Bit(acc, 1),
 		Sel(Or(uIs(RxkUseReadResponse), uIs(RxkUseLocalWrite)), Bit(acc, 0), C(1, 1))))

@@ -172,6 +172,19 @@ module card_rx_tb_w512 (
     output wire [2:0]     m_chk_fault,
     output wire [63:0]    m_chk_addr,
     output wire [31:0]    m_chk_run,
+    input  wire           s_mop_valid,
+    output wire           s_mop_ready,
+    input  wire           s_mop_bind,
+    input  wire [31:0]    s_mop_stag,
+    input  wire [31:0]    s_mop_pd,
+    input  wire [31:0]    s_mop_qp,
+    input  wire [31:0]    s_mop_mr,
+    input  wire [63:0]    s_mop_addr,
+    input  wire [63:0]    s_mop_len,
+    input  wire [3:0]     s_mop_access,
+    input  wire           s_mop_type2,
+    output wire           m_mop_valid,
+    output wire           m_mop_ok,
     output wire           mon_ulp_beat,      // a ULPDU beat passes from card_rx to placement (for measurements)
     output wire           mon_ulp_last,      // ... and it is a ULPDU's last
     output wire           mon_inv,           // card_rx invalidates an STag in placement's table (for the comparison)
@@ -313,6 +326,9 @@ module card_rx_tb_w512 (
     wire [2:0]     pl_m_chk_fault;
     wire [63:0]    pl_m_chk_addr;
     wire [31:0]    pl_m_chk_run;
+    wire           pl_s_mop_ready;
+    wire           pl_m_mop_valid;
+    wire           pl_m_mop_ok;
 
     assign qp_cmd_ready = rx_qp_cmd_ready;
     assign s_db_ready = rx_s_db_ready;
@@ -407,6 +423,9 @@ module card_rx_tb_w512 (
     assign m_chk_fault = pl_m_chk_fault;
     assign m_chk_addr = pl_m_chk_addr;
     assign m_chk_run = pl_m_chk_run;
+    assign s_mop_ready = pl_s_mop_ready;
+    assign m_mop_valid = pl_m_mop_valid;
+    assign m_mop_ok = pl_m_mop_ok;
     assign mon_ulp_beat = ulp_tvalid & ulp_tready;
     assign mon_ulp_last = (ulp_tvalid & ulp_tready) & ulp_tlast;
     assign mon_inv = x_m_inv_valid & x_m_inv_ready;
@@ -660,7 +679,20 @@ module card_rx_tb_w512 (
         .m_chk_tag(pl_m_chk_tag),
         .m_chk_fault(pl_m_chk_fault),
         .m_chk_addr(pl_m_chk_addr),
-        .m_chk_run(pl_m_chk_run)
+        .m_chk_run(pl_m_chk_run),
+        .s_mop_valid(s_mop_valid),
+        .s_mop_ready(pl_s_mop_ready),
+        .s_mop_bind(s_mop_bind),
+        .s_mop_stag(s_mop_stag),
+        .s_mop_pd(s_mop_pd),
+        .s_mop_qp(s_mop_qp),
+        .s_mop_mr(s_mop_mr),
+        .s_mop_addr(s_mop_addr),
+        .s_mop_len(s_mop_len),
+        .s_mop_access(s_mop_access),
+        .s_mop_type2(s_mop_type2),
+        .m_mop_valid(pl_m_mop_valid),
+        .m_mop_ok(pl_m_mop_ok)
     );
 
 endmodule

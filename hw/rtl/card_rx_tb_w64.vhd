@@ -174,6 +174,19 @@ entity card_rx_tb_w64 is
         m_chk_fault : out std_logic_vector(2 downto 0);
         m_chk_addr : out std_logic_vector(63 downto 0);
         m_chk_run : out std_logic_vector(31 downto 0);
+        s_mop_valid : in  std_logic;
+        s_mop_ready : out std_logic;
+        s_mop_bind : in  std_logic;
+        s_mop_stag : in  std_logic_vector(31 downto 0);
+        s_mop_pd : in  std_logic_vector(31 downto 0);
+        s_mop_qp : in  std_logic_vector(31 downto 0);
+        s_mop_mr : in  std_logic_vector(31 downto 0);
+        s_mop_addr : in  std_logic_vector(63 downto 0);
+        s_mop_len : in  std_logic_vector(63 downto 0);
+        s_mop_access : in  std_logic_vector(3 downto 0);
+        s_mop_type2 : in  std_logic;
+        m_mop_valid : out std_logic;
+        m_mop_ok : out std_logic;
         mon_ulp_beat : out std_logic;        -- a ULPDU beat passes from card_rx to placement (for measurements)
         mon_ulp_last : out std_logic;        -- ... and it is a ULPDU's last
         mon_inv : out std_logic;             -- card_rx invalidates an STag in placement's table (for the comparison)
@@ -317,6 +330,9 @@ architecture rtl of card_rx_tb_w64 is
     signal pl_m_chk_fault : std_logic_vector(2 downto 0);
     signal pl_m_chk_addr : std_logic_vector(63 downto 0);
     signal pl_m_chk_run : std_logic_vector(31 downto 0);
+    signal pl_s_mop_ready : std_logic;
+    signal pl_m_mop_valid : std_logic;
+    signal pl_m_mop_ok : std_logic;
 begin
     qp_cmd_ready <= rx_qp_cmd_ready;
     s_db_ready <= rx_s_db_ready;
@@ -411,6 +427,9 @@ begin
     m_chk_fault <= pl_m_chk_fault;
     m_chk_addr <= pl_m_chk_addr;
     m_chk_run <= pl_m_chk_run;
+    s_mop_ready <= pl_s_mop_ready;
+    m_mop_valid <= pl_m_mop_valid;
+    m_mop_ok <= pl_m_mop_ok;
     mon_ulp_beat <= ulp_tvalid and ulp_tready;
     mon_ulp_last <= (ulp_tvalid and ulp_tready) and ulp_tlast;
     mon_inv <= x_m_inv_valid and x_m_inv_ready;
@@ -666,6 +685,19 @@ begin
             m_chk_tag => pl_m_chk_tag,
             m_chk_fault => pl_m_chk_fault,
             m_chk_addr => pl_m_chk_addr,
-            m_chk_run => pl_m_chk_run
+            m_chk_run => pl_m_chk_run,
+            s_mop_valid => s_mop_valid,
+            s_mop_ready => pl_s_mop_ready,
+            s_mop_bind => s_mop_bind,
+            s_mop_stag => s_mop_stag,
+            s_mop_pd => s_mop_pd,
+            s_mop_qp => s_mop_qp,
+            s_mop_mr => s_mop_mr,
+            s_mop_addr => s_mop_addr,
+            s_mop_len => s_mop_len,
+            s_mop_access => s_mop_access,
+            s_mop_type2 => s_mop_type2,
+            m_mop_valid => pl_m_mop_valid,
+            m_mop_ok => pl_m_mop_ok
         );
 end architecture rtl;

@@ -4,8 +4,9 @@
 -- card_tx_tb_w64
 --
 -- Co-simulation wrapper of the transmit engine: card_tx's lkey checks go to
--- placement's check port (the STag table, programmed through placement's
--- register port), as in the card's top. Not part of the card itself.
+-- placement's check port and its Local Invalidates and binds to placement's
+-- mop port (the STag table, programmed through placement's register port), as
+-- in the card's top. Not part of the card itself.
 --
 -- Implements: docs/card-rtl.md
 
@@ -212,6 +213,19 @@ architecture rtl of card_tx_tb_w64 is
     signal chk_fault : std_logic_vector(2 downto 0);
     signal chk_addr : std_logic_vector(63 downto 0);
     signal chk_run : std_logic_vector(31 downto 0);
+    signal mop_valid : std_logic;
+    signal mop_bind : std_logic;
+    signal mop_stag : std_logic_vector(31 downto 0);
+    signal mop_pd : std_logic_vector(31 downto 0);
+    signal mop_qp : std_logic_vector(31 downto 0);
+    signal mop_mr : std_logic_vector(31 downto 0);
+    signal mop_addr : std_logic_vector(63 downto 0);
+    signal mop_len : std_logic_vector(63 downto 0);
+    signal mop_access : std_logic_vector(3 downto 0);
+    signal mop_type2 : std_logic;
+    signal mop_ready : std_logic;
+    signal mop_done_valid : std_logic;
+    signal mop_done_ok : std_logic;
     signal tx_s_qp_ready : std_logic;
     signal tx_s_db_ready : std_logic;
     signal tx_s_rdone_ready : std_logic;
@@ -481,6 +495,19 @@ begin
             s_chk_fault => chk_fault,
             s_chk_addr => chk_addr,
             s_chk_run => chk_run,
+            m_mop_valid => mop_valid,
+            m_mop_ready => mop_ready,
+            m_mop_bind => mop_bind,
+            m_mop_stag => mop_stag,
+            m_mop_pd => mop_pd,
+            m_mop_qp => mop_qp,
+            m_mop_mr => mop_mr,
+            m_mop_addr => mop_addr,
+            m_mop_len => mop_len,
+            m_mop_access => mop_access,
+            m_mop_type2 => mop_type2,
+            s_mop_valid => mop_done_valid,
+            s_mop_ok => mop_done_ok,
             m_axi_arid => tx_m_axi_arid,
             m_axi_araddr => tx_m_axi_araddr,
             m_axi_arlen => tx_m_axi_arlen,
@@ -601,6 +628,19 @@ begin
             m_chk_tag => chk_rsp_tag,
             m_chk_fault => chk_fault,
             m_chk_addr => chk_addr,
-            m_chk_run => chk_run
+            m_chk_run => chk_run,
+            s_mop_valid => mop_valid,
+            s_mop_ready => mop_ready,
+            s_mop_bind => mop_bind,
+            s_mop_stag => mop_stag,
+            s_mop_pd => mop_pd,
+            s_mop_qp => mop_qp,
+            s_mop_mr => mop_mr,
+            s_mop_addr => mop_addr,
+            s_mop_len => mop_len,
+            s_mop_access => mop_access,
+            s_mop_type2 => mop_type2,
+            m_mop_valid => mop_done_valid,
+            m_mop_ok => mop_done_ok
         );
 end architecture rtl;

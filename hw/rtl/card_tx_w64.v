@@ -31,17 +31,21 @@
 // completing (first block read again; an SGL's lengths summed by a check pass
 // over its blocks) every WQE sent behind it up to the next outstanding Read or
 // the first WQE not started, so completions stay in posting order with no
-// per-QP completion memory. Any other WQE (SGEs to gather, Local Invalidate,
-// bind, a malformed header) or a DMA error response stops its QP before
-// anything of that WQE is sent: the QP is not scheduled until its next
-// doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it.
-// QP commands: CREATE takes the staged context; ERROR puts a live QP in error
-// (taken one cycle after it is offered: the QP's state is read first; a QP
-// that does not exist is left alone), after which every WQE posted and not
-// completed, the ones posted later included, completes in posting order with
-// WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode,
-// WR_ID and BBS; a bad BBS takes every block posted, as the card model does)
-// and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken
+// per-QP completion memory. Local Invalidate and BIND_MW WQEs (not inline) go
+// to placement's mop port (m_mop) when they start and send nothing: the STag
+// is invalidated, or the window's entry written, before the next WQE starts;
+// one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails
+// the QP as a failed lkey check does. Any other WQE (SGEs to gather at a width
+// that does not serve them, a malformed header) or a DMA error response stops
+// its QP before anything of that WQE is sent: the QP is not scheduled until
+// its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn
+// report it. QP commands: CREATE takes the staged context; ERROR puts a live
+// QP in error (taken one cycle after it is offered: the QP's state is read
+// first; a QP that does not exist is left alone), after which every WQE posted
+// and not completed, the ones posted later included, completes in posting
+// order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its
+// opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model
+// does) and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken
 // without effect. A WQE starts only when its TX ring has 1024 bytes free (more
 // than the FPDUs of 480 inline bytes take at any MULPDU); otherwise the QP
 // waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and
@@ -155,6 +159,19 @@ module card_tx_w64 (
     input  wire [2:0]     s_chk_fault,       // 0 OK, else the mem.Fault
     input  wire [63:0]    s_chk_addr,        // host address of the piece
     input  wire [31:0]    s_chk_run,         // bytes contiguous from there
+    output wire           m_mop_valid,       // a Local Invalidate or bind for placement's s_mop port
+    input  wire           m_mop_ready,       // placement's s_mop_ready
+    output wire           m_mop_bind,        // 1: bind (BIND_MW), 0: Local Invalidate
+    output wire [31:0]    m_mop_stag,        // INV_STAG: the STag invalidated, or the window's new STag
+    output wire [31:0]    m_mop_pd,          // the QP's PD
+    output wire [31:0]    m_mop_qp,          // the QP number
+    output wire [31:0]    m_mop_mr,          // BIND.MR_STAG
+    output wire [63:0]    m_mop_addr,        // BIND.ADDR
+    output wire [63:0]    m_mop_len,         // BIND.LENGTH
+    output wire [3:0]     m_mop_access,      // BIND.ACCESS
+    output wire           m_mop_type2,       // BIND.TYPE2
+    input  wire           s_mop_valid,       // placement's m_mop_valid: the operation is done
+    input  wire           s_mop_ok,          // placement's m_mop_ok
     output wire [5:0]     m_axi_arid,
     output wire [63:0]    m_axi_araddr,      // beat aligned
     output wire [7:0]     m_axi_arlen,       // beats minus one
@@ -186,7 +203,7 @@ module card_tx_w64 (
     output wire           m_axi_bready
 );
 
-    reg  [3:0]     eng_state;                // engine state
+    reg  [4:0]     eng_state;                // engine state
     wire           in_state0;
     wire           in_state1;
     wire           in_state2;
@@ -203,6 +220,7 @@ module card_tx_w64 (
     wire           in_state13;
     wire           in_state14;
     wire           in_state15;
+    wire           in_state16;
     reg            db_v;                     // a doorbell is being served
     reg            lost_sel;                 // the lost record is the command whose state was read
     reg            term_sel;                 // the Terminate record is the command whose state was read
@@ -565,6 +583,7 @@ module card_tx_w64 (
     reg  [63:0]    sge0_lo;                  // the first SGE's ADDR
     reg  [63:0]    sge0_hi;                  // its LENGTH and LKEY
     wire [127:0]   sge0;                     // the WQE's first SGE
+    reg  [63:0]    bind_w2;                  // the WQE's bytes 48..55
     wire           sge_one;                  // the WQE has one SGE
     wire [63:0]    sge_addr;
     wire [31:0]    sge_len;
@@ -584,6 +603,7 @@ module card_tx_w64 (
     wire           op_read;
     wire           read_ok;                  // an RDMA Read with at most one SGE (the sink)
     wire           sgl_ok;                   // NSGE <= 30 and its SGEs fit the blocks
+    wire           op_mop;                   // a Local Invalidate or bind
     wire           wqe_served;               // this increment serves the WQE
     wire           pay_from_buf;
     wire           wait_read;                // the WQE waits for outstanding Reads
@@ -848,7 +868,8 @@ module card_tx_w64 (
     wire [15:0]    flush_avail;              // blocks posted from SQ_CI on
     wire [15:0]    flush_bbs;                // blocks of the WQE flushed
     wire [15:0]    new_sq_ci;
-    wire           prot;                     // the WQE failed its lkey check
+    reg            mop_fail;                 // the WQE's memory operation was refused
+    wire           prot;                     // the WQE failed its lkey check or memory operation
     wire           prot_late;
     wire           flush_err;                // the WQE completes with WR_FLUSH_ERR
     wire [15:0]    blame_cause;              // the peer's Terminate's cause, for the WQE it blames
@@ -990,7 +1011,7 @@ module card_tx_w64 (
     reg  [63:0]    cpl_wr_id_q;
     reg  [7:0]     cpl_op_q;
     wire           cpl_blamed;               // the peer's Terminate blames the WQE
-    reg  [7:0]     cpl_status_q;             // the blaming Terminate's status, WR_FLUSH_ERR, LOC_PROT_ERR or SUCCESS
+    reg  [7:0]     cpl_status_q;             // the blaming Terminate's status, WR_FLUSH_ERR, LOC_PROT_ERR (MW_BIND_ERR for a bind) or SUCCESS
     reg  [15:0]    cpl_term_cause_q;
     reg  [31:0]    cpl_len_q;
     reg  [15:0]    cpl_sq_ci_q;
@@ -1009,6 +1030,8 @@ module card_tx_w64 (
     wire           more_work;
     wire [9:0]     qeng_qp;
     wire [1023:0]  qeng_1h;
+    reg            mop_sent;                 // placement took the operation
+    wire           mop_offer;
     wire [5:0]     w_m_axi_arid;
     wire [63:0]    w_m_axi_araddr;
     wire [7:0]     w_m_axi_arlen;
@@ -1041,22 +1064,23 @@ module card_tx_w64 (
     reg  [63:0] g_sge_b0 [0:31];             // SGE store: word 0 of each SGE
     reg  [63:0] g_sge_b1 [0:31];             // SGE store: word 1 of each SGE
 
-    assign in_state0 = eng_state == 4'h0;
-    assign in_state1 = eng_state == 4'h1;
-    assign in_state2 = eng_state == 4'h2;
-    assign in_state3 = eng_state == 4'h3;
-    assign in_state4 = eng_state == 4'h4;
-    assign in_state5 = eng_state == 4'h5;
-    assign in_state6 = eng_state == 4'h6;
-    assign in_state7 = eng_state == 4'h7;
-    assign in_state8 = eng_state == 4'h8;
-    assign in_state9 = eng_state == 4'h9;
-    assign in_state10 = eng_state == 4'ha;
-    assign in_state11 = eng_state == 4'hb;
-    assign in_state12 = eng_state == 4'hc;
-    assign in_state13 = eng_state == 4'hd;
-    assign in_state14 = eng_state == 4'he;
-    assign in_state15 = eng_state == 4'hf;
+    assign in_state0 = eng_state == 5'h00;
+    assign in_state1 = eng_state == 5'h01;
+    assign in_state2 = eng_state == 5'h02;
+    assign in_state3 = eng_state == 5'h03;
+    assign in_state4 = eng_state == 5'h04;
+    assign in_state5 = eng_state == 5'h05;
+    assign in_state6 = eng_state == 5'h06;
+    assign in_state7 = eng_state == 5'h07;
+    assign in_state8 = eng_state == 5'h08;
+    assign in_state9 = eng_state == 5'h09;
+    assign in_state10 = eng_state == 5'h0a;
+    assign in_state11 = eng_state == 5'h0b;
+    assign in_state12 = eng_state == 5'h0c;
+    assign in_state13 = eng_state == 5'h0d;
+    assign in_state14 = eng_state == 5'h0e;
+    assign in_state15 = eng_state == 5'h0f;
+    assign in_state16 = eng_state == 5'h10;
     assign cmd_lost_offer = (s_end_valid & s_end_lost) & ~s_qp_valid;
     assign cmd_sel_lost = lost_sel | (cmd_lost_offer & ~term_sel);
     assign cmd_sel_term = term_sel | ((((s_term_valid & ~s_qp_valid) & ~(s_end_valid & s_end_lost)) & ~lost_sel) & ~term_ev_v);
@@ -7548,11 +7572,12 @@ module card_tx_w64 (
     assign op_read = h_opcode == 8'h03;
     assign read_ok = (op_read & ~h_inline) & ~(5'h01 < h_nsge);
     assign sgl_ok = ~(5'h1e < h_nsge) & ~(inline_room < {8'h00, h_nsge, 4'h0});
-    assign wqe_served = (((op_served & (h_inline ? inline_len_ok : sgl_ok)) | read_ok) & bbs_ok) & ~wqe_rd_err;
+    assign op_mop = ((h_opcode == 8'h04) | (h_opcode == 8'h05)) & ~h_inline;
+    assign wqe_served = ((((op_served & (h_inline ? inline_len_ok : sgl_ok)) | read_ok) | op_mop) & bbs_ok) & ~wqe_rd_err;
     assign pay_from_buf = (h_inline | op_read) | term_mode;
     assign wait_read = ((in_state5 & ~ret_or_flush) & wqe_served) & ((h_fence & (cur_orq != 5'h00)) | (op_read & ~ord_room));
     assign sent_done = ((walk_mode | flush_mode) & ~op_read) & (cur_sq_ci != cur_sq_next);
-    assign sent_full = sent_done & ~h_inline;
+    assign sent_full = (sent_done & ~h_inline) & ~op_mop;
     assign wqe_beats = {h_bbs, 3'h0};
     assign rest_done = (in_state7 & wb_valid) & (wb_beat == (wqe_beats - 7'h01));
     assign halt = (((in_state5 & ~ret_or_flush) & ~wqe_served) | ((in_state5 & ret_or_flush) & wqe_rd_err)) | (rest_done & (wqe_rd_err | rd_terr));
@@ -7750,7 +7775,7 @@ module card_tx_w64 (
     assign flush_avail = cur_sq_pi - cur_sq_ci;
     assign flush_bbs = (((|h_bbs & ~(4'h8 < h_bbs)) & ~(flush_avail < {12'h000, h_bbs})) & ~(({1'h0, sq_mask} + 17'h00001) < {13'h0000, h_bbs})) ? {12'h000, h_bbs} : flush_avail;
     assign new_sq_ci = (flush_mode & ~sent_done) ? (cur_sq_ci + flush_bbs) : (wqe_retires ? (cur_sq_ci + {12'h000, h_bbs}) : cur_sq_ci);
-    assign prot = ((ck_fault & ~ret_or_flush) & ~rsp_mode) & ~term_mode;
+    assign prot = (((ck_fault | mop_fail) & ~ret_or_flush) & ~rsp_mode) & ~term_mode;
     assign prot_late = prot & ((cur_orq != 5'h00) | cur_walk);
     assign flush_err = flush_mode & ~sent_done;
     assign term_blame_used = ((in_state11 & flush_err) & term_blame_cur) & (cur_sq_ci != cur_sq_next);
@@ -7790,7 +7815,7 @@ module card_tx_w64 (
     assign m_cpl_txs_pi = cpl_txs_pi_q;
     assign m_cpl_term = cpl_term_q;
     assign stat_dma_err = dma_err_q;
-    assign op_is_send = ~((((op_write | op_read) | ret_or_flush) | prot) | term_mode);
+    assign op_is_send = ~(((((op_write | op_read) | op_mop) | ret_or_flush) | prot) | term_mode);
     assign read_started = op_read & ~ret_or_flush;
     assign rd_issue_go = in_state11 & read_started;
     assign m_rd_issue_valid = rd_issue_go;
@@ -8844,6 +8869,17 @@ module card_tx_w64 (
         qeng_qp == 10'h000
     };
     assign eng_requeue = (in_state11 & more_work) & ~|(queued & qeng_1h);
+    assign mop_offer = in_state16 & ~mop_sent;
+    assign m_mop_valid = mop_offer;
+    assign m_mop_bind = (h_opcode == 8'h05) & mop_offer;
+    assign m_mop_stag = h_inv_stag & {32{mop_offer}};
+    assign m_mop_pd = cur_pd & {32{mop_offer}};
+    assign m_mop_qp = {22'h000000, cur_qp} & {32{mop_offer}};
+    assign m_mop_mr = bind_w2[31:0] & {32{mop_offer}};
+    assign m_mop_addr = sge0[63:0] & {64{mop_offer}};
+    assign m_mop_len = sge0[127:64] & {64{mop_offer}};
+    assign m_mop_access = bind_w2[35:32] & {4{mop_offer}};
+    assign m_mop_type2 = bind_w2[40] & mop_offer;
     assign m_axi_arid = w_m_axi_arid;
     assign m_axi_araddr = w_m_axi_araddr;
     assign m_axi_arlen = w_m_axi_arlen;
@@ -8902,7 +8938,9 @@ module card_tx_w64 (
         rw_len_p[2:0],
         rw_len2_p[2:0],
         rw_window[127:120],
-        wr_done_tag[7:1]
+        wr_done_tag[7:1],
+        bind_w2[39:36],
+        bind_w2[63:41]
     };
 
     always @(posedge clk) begin
@@ -9781,6 +9819,12 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
+        if (wb_valid & (wb_beat == 7'h06)) begin
+            bind_w2 <= wb_data;
+        end
+    end
+
+    always @(posedge clk) begin
         wqe_hdr <= in_state14 ? rsp_hdr : (term_go ? 256'h00000000000000000000000000000000000000000000000000000000000000ff : {
             hdr_w3 ? wb_data : wqe_hdr[255:192],
             hdr_w2 ? wb_data : wqe_hdr[191:128],
@@ -10332,11 +10376,11 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq0_op <= cq0_push ? (flush_mode ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : (op_read ? 3'h2 : {2'h0, op_write})) : ((cq_pop == 4'h1) ? cq1_op : ((cq_pop == 4'h2) ? cq2_op : ((cq_pop == 4'h3) ? cq3_op : ((cq_pop == 4'h4) ? cq4_op : ((cq_pop == 4'h5) ? cq5_op : ((cq_pop == 4'h6) ? cq6_op : ((cq_pop == 4'h7) ? cq7_op : cq0_op)))))));
+        cq0_op <= cq0_push ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : ((cq_pop == 4'h1) ? cq1_op : ((cq_pop == 4'h2) ? cq2_op : ((cq_pop == 4'h3) ? cq3_op : ((cq_pop == 4'h4) ? cq4_op : ((cq_pop == 4'h5) ? cq5_op : ((cq_pop == 4'h6) ? cq6_op : ((cq_pop == 4'h7) ? cq7_op : cq0_op)))))));
     end
 
     always @(posedge clk) begin
-        cq0_len <= cq0_push ? (((flush_err | prot) | ret_flush_mode) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq1_len : ((cq_pop == 4'h2) ? cq2_len : ((cq_pop == 4'h3) ? cq3_len : ((cq_pop == 4'h4) ? cq4_len : ((cq_pop == 4'h5) ? cq5_len : ((cq_pop == 4'h6) ? cq6_len : ((cq_pop == 4'h7) ? cq7_len : cq0_len)))))));
+        cq0_len <= cq0_push ? ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq1_len : ((cq_pop == 4'h2) ? cq2_len : ((cq_pop == 4'h3) ? cq3_len : ((cq_pop == 4'h4) ? cq4_len : ((cq_pop == 4'h5) ? cq5_len : ((cq_pop == 4'h6) ? cq6_len : ((cq_pop == 4'h7) ? cq7_len : cq0_len)))))));
     end
 
     always @(posedge clk) begin
@@ -10348,7 +10392,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq0_noring <= cq0_push ? (((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq1_noring : ((cq_pop == 4'h2) ? cq2_noring : ((cq_pop == 4'h3) ? cq3_noring : ((cq_pop == 4'h4) ? cq4_noring : ((cq_pop == 4'h5) ? cq5_noring : ((cq_pop == 4'h6) ? cq6_noring : ((cq_pop == 4'h7) ? cq7_noring : cq0_noring)))))));
+        cq0_noring <= cq0_push ? ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq1_noring : ((cq_pop == 4'h2) ? cq2_noring : ((cq_pop == 4'h3) ? cq3_noring : ((cq_pop == 4'h4) ? cq4_noring : ((cq_pop == 4'h5) ? cq5_noring : ((cq_pop == 4'h6) ? cq6_noring : ((cq_pop == 4'h7) ? cq7_noring : cq0_noring)))))));
     end
 
     always @(posedge clk) begin
@@ -10388,11 +10432,11 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq1_op <= cq1_push ? (flush_mode ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : (op_read ? 3'h2 : {2'h0, op_write})) : ((cq_pop == 4'h1) ? cq2_op : ((cq_pop == 4'h2) ? cq3_op : ((cq_pop == 4'h3) ? cq4_op : ((cq_pop == 4'h4) ? cq5_op : ((cq_pop == 4'h5) ? cq6_op : ((cq_pop == 4'h6) ? cq7_op : cq1_op))))));
+        cq1_op <= cq1_push ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : ((cq_pop == 4'h1) ? cq2_op : ((cq_pop == 4'h2) ? cq3_op : ((cq_pop == 4'h3) ? cq4_op : ((cq_pop == 4'h4) ? cq5_op : ((cq_pop == 4'h5) ? cq6_op : ((cq_pop == 4'h6) ? cq7_op : cq1_op))))));
     end
 
     always @(posedge clk) begin
-        cq1_len <= cq1_push ? (((flush_err | prot) | ret_flush_mode) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq2_len : ((cq_pop == 4'h2) ? cq3_len : ((cq_pop == 4'h3) ? cq4_len : ((cq_pop == 4'h4) ? cq5_len : ((cq_pop == 4'h5) ? cq6_len : ((cq_pop == 4'h6) ? cq7_len : cq1_len))))));
+        cq1_len <= cq1_push ? ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq2_len : ((cq_pop == 4'h2) ? cq3_len : ((cq_pop == 4'h3) ? cq4_len : ((cq_pop == 4'h4) ? cq5_len : ((cq_pop == 4'h5) ? cq6_len : ((cq_pop == 4'h6) ? cq7_len : cq1_len))))));
     end
 
     always @(posedge clk) begin
@@ -10404,7 +10448,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq1_noring <= cq1_push ? (((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq2_noring : ((cq_pop == 4'h2) ? cq3_noring : ((cq_pop == 4'h3) ? cq4_noring : ((cq_pop == 4'h4) ? cq5_noring : ((cq_pop == 4'h5) ? cq6_noring : ((cq_pop == 4'h6) ? cq7_noring : cq1_noring))))));
+        cq1_noring <= cq1_push ? ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq2_noring : ((cq_pop == 4'h2) ? cq3_noring : ((cq_pop == 4'h3) ? cq4_noring : ((cq_pop == 4'h4) ? cq5_noring : ((cq_pop == 4'h5) ? cq6_noring : ((cq_pop == 4'h6) ? cq7_noring : cq1_noring))))));
     end
 
     always @(posedge clk) begin
@@ -10444,11 +10488,11 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq2_op <= cq2_push ? (flush_mode ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : (op_read ? 3'h2 : {2'h0, op_write})) : ((cq_pop == 4'h1) ? cq3_op : ((cq_pop == 4'h2) ? cq4_op : ((cq_pop == 4'h3) ? cq5_op : ((cq_pop == 4'h4) ? cq6_op : ((cq_pop == 4'h5) ? cq7_op : cq2_op)))));
+        cq2_op <= cq2_push ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : ((cq_pop == 4'h1) ? cq3_op : ((cq_pop == 4'h2) ? cq4_op : ((cq_pop == 4'h3) ? cq5_op : ((cq_pop == 4'h4) ? cq6_op : ((cq_pop == 4'h5) ? cq7_op : cq2_op)))));
     end
 
     always @(posedge clk) begin
-        cq2_len <= cq2_push ? (((flush_err | prot) | ret_flush_mode) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq3_len : ((cq_pop == 4'h2) ? cq4_len : ((cq_pop == 4'h3) ? cq5_len : ((cq_pop == 4'h4) ? cq6_len : ((cq_pop == 4'h5) ? cq7_len : cq2_len)))));
+        cq2_len <= cq2_push ? ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq3_len : ((cq_pop == 4'h2) ? cq4_len : ((cq_pop == 4'h3) ? cq5_len : ((cq_pop == 4'h4) ? cq6_len : ((cq_pop == 4'h5) ? cq7_len : cq2_len)))));
     end
 
     always @(posedge clk) begin
@@ -10460,7 +10504,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq2_noring <= cq2_push ? (((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq3_noring : ((cq_pop == 4'h2) ? cq4_noring : ((cq_pop == 4'h3) ? cq5_noring : ((cq_pop == 4'h4) ? cq6_noring : ((cq_pop == 4'h5) ? cq7_noring : cq2_noring)))));
+        cq2_noring <= cq2_push ? ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq3_noring : ((cq_pop == 4'h2) ? cq4_noring : ((cq_pop == 4'h3) ? cq5_noring : ((cq_pop == 4'h4) ? cq6_noring : ((cq_pop == 4'h5) ? cq7_noring : cq2_noring)))));
     end
 
     always @(posedge clk) begin
@@ -10500,11 +10544,11 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq3_op <= cq3_push ? (flush_mode ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : (op_read ? 3'h2 : {2'h0, op_write})) : ((cq_pop == 4'h1) ? cq4_op : ((cq_pop == 4'h2) ? cq5_op : ((cq_pop == 4'h3) ? cq6_op : ((cq_pop == 4'h4) ? cq7_op : cq3_op))));
+        cq3_op <= cq3_push ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : ((cq_pop == 4'h1) ? cq4_op : ((cq_pop == 4'h2) ? cq5_op : ((cq_pop == 4'h3) ? cq6_op : ((cq_pop == 4'h4) ? cq7_op : cq3_op))));
     end
 
     always @(posedge clk) begin
-        cq3_len <= cq3_push ? (((flush_err | prot) | ret_flush_mode) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq4_len : ((cq_pop == 4'h2) ? cq5_len : ((cq_pop == 4'h3) ? cq6_len : ((cq_pop == 4'h4) ? cq7_len : cq3_len))));
+        cq3_len <= cq3_push ? ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq4_len : ((cq_pop == 4'h2) ? cq5_len : ((cq_pop == 4'h3) ? cq6_len : ((cq_pop == 4'h4) ? cq7_len : cq3_len))));
     end
 
     always @(posedge clk) begin
@@ -10516,7 +10560,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq3_noring <= cq3_push ? (((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq4_noring : ((cq_pop == 4'h2) ? cq5_noring : ((cq_pop == 4'h3) ? cq6_noring : ((cq_pop == 4'h4) ? cq7_noring : cq3_noring))));
+        cq3_noring <= cq3_push ? ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq4_noring : ((cq_pop == 4'h2) ? cq5_noring : ((cq_pop == 4'h3) ? cq6_noring : ((cq_pop == 4'h4) ? cq7_noring : cq3_noring))));
     end
 
     always @(posedge clk) begin
@@ -10556,11 +10600,11 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq4_op <= cq4_push ? (flush_mode ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : (op_read ? 3'h2 : {2'h0, op_write})) : ((cq_pop == 4'h1) ? cq5_op : ((cq_pop == 4'h2) ? cq6_op : ((cq_pop == 4'h3) ? cq7_op : cq4_op)));
+        cq4_op <= cq4_push ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : ((cq_pop == 4'h1) ? cq5_op : ((cq_pop == 4'h2) ? cq6_op : ((cq_pop == 4'h3) ? cq7_op : cq4_op)));
     end
 
     always @(posedge clk) begin
-        cq4_len <= cq4_push ? (((flush_err | prot) | ret_flush_mode) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq5_len : ((cq_pop == 4'h2) ? cq6_len : ((cq_pop == 4'h3) ? cq7_len : cq4_len)));
+        cq4_len <= cq4_push ? ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq5_len : ((cq_pop == 4'h2) ? cq6_len : ((cq_pop == 4'h3) ? cq7_len : cq4_len)));
     end
 
     always @(posedge clk) begin
@@ -10572,7 +10616,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq4_noring <= cq4_push ? (((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq5_noring : ((cq_pop == 4'h2) ? cq6_noring : ((cq_pop == 4'h3) ? cq7_noring : cq4_noring)));
+        cq4_noring <= cq4_push ? ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq5_noring : ((cq_pop == 4'h2) ? cq6_noring : ((cq_pop == 4'h3) ? cq7_noring : cq4_noring)));
     end
 
     always @(posedge clk) begin
@@ -10612,11 +10656,11 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq5_op <= cq5_push ? (flush_mode ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : (op_read ? 3'h2 : {2'h0, op_write})) : ((cq_pop == 4'h1) ? cq6_op : ((cq_pop == 4'h2) ? cq7_op : cq5_op));
+        cq5_op <= cq5_push ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : ((cq_pop == 4'h1) ? cq6_op : ((cq_pop == 4'h2) ? cq7_op : cq5_op));
     end
 
     always @(posedge clk) begin
-        cq5_len <= cq5_push ? (((flush_err | prot) | ret_flush_mode) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq6_len : ((cq_pop == 4'h2) ? cq7_len : cq5_len));
+        cq5_len <= cq5_push ? ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq6_len : ((cq_pop == 4'h2) ? cq7_len : cq5_len));
     end
 
     always @(posedge clk) begin
@@ -10628,7 +10672,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq5_noring <= cq5_push ? (((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq6_noring : ((cq_pop == 4'h2) ? cq7_noring : cq5_noring));
+        cq5_noring <= cq5_push ? ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq6_noring : ((cq_pop == 4'h2) ? cq7_noring : cq5_noring));
     end
 
     always @(posedge clk) begin
@@ -10668,11 +10712,11 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq6_op <= cq6_push ? (flush_mode ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : (op_read ? 3'h2 : {2'h0, op_write})) : ((cq_pop == 4'h1) ? cq7_op : cq6_op);
+        cq6_op <= cq6_push ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : ((cq_pop == 4'h1) ? cq7_op : cq6_op);
     end
 
     always @(posedge clk) begin
-        cq6_len <= cq6_push ? (((flush_err | prot) | ret_flush_mode) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq7_len : cq6_len);
+        cq6_len <= cq6_push ? ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq7_len : cq6_len);
     end
 
     always @(posedge clk) begin
@@ -10684,7 +10728,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq6_noring <= cq6_push ? (((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq7_noring : cq6_noring);
+        cq6_noring <= cq6_push ? ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq7_noring : cq6_noring);
     end
 
     always @(posedge clk) begin
@@ -10724,11 +10768,11 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq7_op <= cq7_push ? (flush_mode ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : (op_read ? 3'h2 : {2'h0, op_write})) : cq7_op;
+        cq7_op <= cq7_push ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : cq7_op;
     end
 
     always @(posedge clk) begin
-        cq7_len <= cq7_push ? (((flush_err | prot) | ret_flush_mode) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : cq7_len;
+        cq7_len <= cq7_push ? ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : cq7_len;
     end
 
     always @(posedge clk) begin
@@ -10740,7 +10784,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        cq7_noring <= cq7_push ? (((ret_or_flush | prot) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : cq7_noring;
+        cq7_noring <= cq7_push ? ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : cq7_noring;
     end
 
     always @(posedge clk) begin
@@ -10839,7 +10883,7 @@ module card_tx_w64 (
         if (rst) begin
             cpl_status_q <= 8'h00;
         end else if (cpl_load) begin
-            cpl_status_q <= cpl_blamed ? (((cq0_blame[15:8] == 8'h01) | (cq0_blame[15:8] == 8'h11)) ? 8'h04 : (((cq0_blame[15:8] == 8'h02) | (cq0_blame[15:8] == 8'h12)) ? 8'h05 : 8'h07)) : (cq0_flush ? 8'h03 : (cq0_prot ? 8'h02 : 8'h00));
+            cpl_status_q <= cpl_blamed ? (((cq0_blame[15:8] == 8'h01) | (cq0_blame[15:8] == 8'h11)) ? 8'h04 : (((cq0_blame[15:8] == 8'h02) | (cq0_blame[15:8] == 8'h12)) ? 8'h05 : 8'h07)) : (cq0_flush ? 8'h03 : (cq0_prot ? ((cq0_op == 3'h5) ? 8'h09 : 8'h02) : 8'h00));
         end
     end
 
@@ -10899,9 +10943,25 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
-            eng_state <= 4'h0;
+            mop_sent <= 1'h0;
         end else begin
-            eng_state <= in_state13 ? 4'he : (in_state14 ? (rsp_drop ? 4'hb : 4'hf) : (in_state15 ? 4'hc : (in_state0 ? (sched_pop ? 4'h1 : 4'h0) : (in_state1 ? 4'h2 : (in_state2 ? 4'h3 : (in_state3 ? (term_go ? (cur_term_recv ? 4'hb : 4'h9) : (rsp_go ? 4'hd : (fetch_go ? 4'h4 : (wqe_ev_wait ? 4'h3 : 4'h0)))) : (in_state4 ? (first_done ? 4'h5 : 4'h4) : (in_state5 ? ((halt | wait_read) ? 4'h0 : ((ret_or_flush & ~sent_full) ? 4'hb : (one_bb ? (pay_from_buf ? 4'h9 : 4'hc) : 4'h6))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 4'h7 : 4'h6) : (in_state7 ? (rest_done ? (halt ? 4'h0 : (pay_from_buf ? 4'h9 : 4'hc)) : 4'h7) : (in_state8 ? (pay_from_buf ? 4'h9 : 4'hc) : (in_state9 ? (feed_end ? 4'ha : 4'h9) : (in_state10 ? (msg_done ? 4'hb : 4'ha) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 4'hb : 4'h9) : 4'hc) : 4'h0))))))))))))));
+            mop_sent <= in_state16 & (mop_sent | m_mop_ready);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            mop_fail <= 1'h0;
+        end else if (fetch_go | (in_state16 & s_mop_valid)) begin
+            mop_fail <= fetch_go ? 1'h0 : ~s_mop_ok;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            eng_state <= 5'h00;
+        end else begin
+            eng_state <= in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0f) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? 5'h0b : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? ((halt | wait_read) ? 5'h00 : ((ret_or_flush & ~sent_full) ? 5'h0b : (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c)) : 5'h06))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (halt ? 5'h00 : ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c))) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (msg_done ? 5'h0b : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : 5'h09) : 5'h0c) : 5'h00)))))))))))))));
         end
     end
 

@@ -31,17 +31,21 @@
 -- completing (first block read again; an SGL's lengths summed by a check pass
 -- over its blocks) every WQE sent behind it up to the next outstanding Read or
 -- the first WQE not started, so completions stay in posting order with no
--- per-QP completion memory. Any other WQE (SGEs to gather, Local Invalidate,
--- bind, a malformed header) or a DMA error response stops its QP before
--- anything of that WQE is sent: the QP is not scheduled until its next
--- doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it.
--- QP commands: CREATE takes the staged context; ERROR puts a live QP in error
--- (taken one cycle after it is offered: the QP's state is read first; a QP
--- that does not exist is left alone), after which every WQE posted and not
--- completed, the ones posted later included, completes in posting order with
--- WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode,
--- WR_ID and BBS; a bad BBS takes every block posted, as the card model does)
--- and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken
+-- per-QP completion memory. Local Invalidate and BIND_MW WQEs (not inline) go
+-- to placement's mop port (m_mop) when they start and send nothing: the STag
+-- is invalidated, or the window's entry written, before the next WQE starts;
+-- one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails
+-- the QP as a failed lkey check does. Any other WQE (SGEs to gather at a width
+-- that does not serve them, a malformed header) or a DMA error response stops
+-- its QP before anything of that WQE is sent: the QP is not scheduled until
+-- its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn
+-- report it. QP commands: CREATE takes the staged context; ERROR puts a live
+-- QP in error (taken one cycle after it is offered: the QP's state is read
+-- first; a QP that does not exist is left alone), after which every WQE posted
+-- and not completed, the ones posted later included, completes in posting
+-- order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its
+-- opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model
+-- does) and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken
 -- without effect. A WQE starts only when its TX ring has 1024 bytes free (more
 -- than the FPDUs of 480 inline bytes take at any MULPDU); otherwise the QP
 -- waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and
@@ -157,6 +161,19 @@ entity card_tx_w64 is
         s_chk_fault : in  std_logic_vector(2 downto 0); -- 0 OK, else the mem.Fault
         s_chk_addr : in  std_logic_vector(63 downto 0); -- host address of the piece
         s_chk_run : in  std_logic_vector(31 downto 0); -- bytes contiguous from there
+        m_mop_valid : out std_logic;         -- a Local Invalidate or bind for placement's s_mop port
+        m_mop_ready : in  std_logic;         -- placement's s_mop_ready
+        m_mop_bind : out std_logic;          -- 1: bind (BIND_MW), 0: Local Invalidate
+        m_mop_stag : out std_logic_vector(31 downto 0); -- INV_STAG: the STag invalidated, or the window's new STag
+        m_mop_pd : out std_logic_vector(31 downto 0); -- the QP's PD
+        m_mop_qp : out std_logic_vector(31 downto 0); -- the QP number
+        m_mop_mr : out std_logic_vector(31 downto 0); -- BIND.MR_STAG
+        m_mop_addr : out std_logic_vector(63 downto 0); -- BIND.ADDR
+        m_mop_len : out std_logic_vector(63 downto 0); -- BIND.LENGTH
+        m_mop_access : out std_logic_vector(3 downto 0); -- BIND.ACCESS
+        m_mop_type2 : out std_logic;         -- BIND.TYPE2
+        s_mop_valid : in  std_logic;         -- placement's m_mop_valid: the operation is done
+        s_mop_ok : in  std_logic;            -- placement's m_mop_ok
         m_axi_arid : out std_logic_vector(5 downto 0);
         m_axi_araddr : out std_logic_vector(63 downto 0); -- beat aligned
         m_axi_arlen : out std_logic_vector(7 downto 0); -- beats minus one
@@ -217,7 +234,7 @@ architecture rtl of card_tx_w64 is
         return f;
     end function;
 
-    signal eng_state : std_logic_vector(3 downto 0) := x"0"; -- engine state
+    signal eng_state : std_logic_vector(4 downto 0) := "00000"; -- engine state
     signal in_state0 : std_logic;
     signal in_state1 : std_logic;
     signal in_state2 : std_logic;
@@ -234,6 +251,7 @@ architecture rtl of card_tx_w64 is
     signal in_state13 : std_logic;
     signal in_state14 : std_logic;
     signal in_state15 : std_logic;
+    signal in_state16 : std_logic;
     signal db_v : std_logic := '0';          -- a doorbell is being served
     signal lost_sel : std_logic := '0';      -- the lost record is the command whose state was read
     signal term_sel : std_logic := '0';      -- the Terminate record is the command whose state was read
@@ -596,6 +614,7 @@ architecture rtl of card_tx_w64 is
     signal sge0_lo : std_logic_vector(63 downto 0); -- the first SGE's ADDR
     signal sge0_hi : std_logic_vector(63 downto 0); -- its LENGTH and LKEY
     signal sge0 : std_logic_vector(127 downto 0); -- the WQE's first SGE
+    signal bind_w2 : std_logic_vector(63 downto 0); -- the WQE's bytes 48..55
     signal sge_one : std_logic;              -- the WQE has one SGE
     signal sge_addr : std_logic_vector(63 downto 0);
     signal sge_len : std_logic_vector(31 downto 0);
@@ -615,6 +634,7 @@ architecture rtl of card_tx_w64 is
     signal op_read : std_logic;
     signal read_ok : std_logic;              -- an RDMA Read with at most one SGE (the sink)
     signal sgl_ok : std_logic;               -- NSGE <= 30 and its SGEs fit the blocks
+    signal op_mop : std_logic;               -- a Local Invalidate or bind
     signal wqe_served : std_logic;           -- this increment serves the WQE
     signal pay_from_buf : std_logic;
     signal wait_read : std_logic;            -- the WQE waits for outstanding Reads
@@ -879,7 +899,8 @@ architecture rtl of card_tx_w64 is
     signal flush_avail : std_logic_vector(15 downto 0); -- blocks posted from SQ_CI on
     signal flush_bbs : std_logic_vector(15 downto 0); -- blocks of the WQE flushed
     signal new_sq_ci : std_logic_vector(15 downto 0);
-    signal prot : std_logic;                 -- the WQE failed its lkey check
+    signal mop_fail : std_logic := '0';      -- the WQE's memory operation was refused
+    signal prot : std_logic;                 -- the WQE failed its lkey check or memory operation
     signal prot_late : std_logic;
     signal flush_err : std_logic;            -- the WQE completes with WR_FLUSH_ERR
     signal blame_cause : std_logic_vector(15 downto 0); -- the peer's Terminate's cause, for the WQE it blames
@@ -1021,7 +1042,7 @@ architecture rtl of card_tx_w64 is
     signal cpl_wr_id_q : std_logic_vector(63 downto 0) := x"0000000000000000";
     signal cpl_op_q : std_logic_vector(7 downto 0) := x"00";
     signal cpl_blamed : std_logic;           -- the peer's Terminate blames the WQE
-    signal cpl_status_q : std_logic_vector(7 downto 0) := x"00"; -- the blaming Terminate's status, WR_FLUSH_ERR, LOC_PROT_ERR or SUCCESS
+    signal cpl_status_q : std_logic_vector(7 downto 0) := x"00"; -- the blaming Terminate's status, WR_FLUSH_ERR, LOC_PROT_ERR (MW_BIND_ERR for a bind) or SUCCESS
     signal cpl_term_cause_q : std_logic_vector(15 downto 0) := x"0000";
     signal cpl_len_q : std_logic_vector(31 downto 0) := x"00000000";
     signal cpl_sq_ci_q : std_logic_vector(15 downto 0) := x"0000";
@@ -1040,6 +1061,8 @@ architecture rtl of card_tx_w64 is
     signal more_work : std_logic;
     signal qeng_qp : std_logic_vector(9 downto 0);
     signal qeng_1h : std_logic_vector(1023 downto 0);
+    signal mop_sent : std_logic := '0';      -- placement took the operation
+    signal mop_offer : std_logic;
     signal w_m_axi_arid : std_logic_vector(5 downto 0);
     signal w_m_axi_araddr : std_logic_vector(63 downto 0);
     signal w_m_axi_arlen : std_logic_vector(7 downto 0);
@@ -1084,22 +1107,23 @@ architecture rtl of card_tx_w64 is
     type g_sge_b1_t is array (0 to 31) of std_logic_vector(63 downto 0);
     signal g_sge_b1 : g_sge_b1_t;            -- SGE store: word 1 of each SGE
 begin
-    in_state0 <= b2l(eng_state = x"0");
-    in_state1 <= b2l(eng_state = x"1");
-    in_state2 <= b2l(eng_state = x"2");
-    in_state3 <= b2l(eng_state = x"3");
-    in_state4 <= b2l(eng_state = x"4");
-    in_state5 <= b2l(eng_state = x"5");
-    in_state6 <= b2l(eng_state = x"6");
-    in_state7 <= b2l(eng_state = x"7");
-    in_state8 <= b2l(eng_state = x"8");
-    in_state9 <= b2l(eng_state = x"9");
-    in_state10 <= b2l(eng_state = x"a");
-    in_state11 <= b2l(eng_state = x"b");
-    in_state12 <= b2l(eng_state = x"c");
-    in_state13 <= b2l(eng_state = x"d");
-    in_state14 <= b2l(eng_state = x"e");
-    in_state15 <= b2l(eng_state = x"f");
+    in_state0 <= b2l(eng_state = "00000");
+    in_state1 <= b2l(eng_state = "00001");
+    in_state2 <= b2l(eng_state = "00010");
+    in_state3 <= b2l(eng_state = "00011");
+    in_state4 <= b2l(eng_state = "00100");
+    in_state5 <= b2l(eng_state = "00101");
+    in_state6 <= b2l(eng_state = "00110");
+    in_state7 <= b2l(eng_state = "00111");
+    in_state8 <= b2l(eng_state = "01000");
+    in_state9 <= b2l(eng_state = "01001");
+    in_state10 <= b2l(eng_state = "01010");
+    in_state11 <= b2l(eng_state = "01011");
+    in_state12 <= b2l(eng_state = "01100");
+    in_state13 <= b2l(eng_state = "01101");
+    in_state14 <= b2l(eng_state = "01110");
+    in_state15 <= b2l(eng_state = "01111");
+    in_state16 <= b2l(eng_state = "10000");
     cmd_lost_offer <= (s_end_valid and s_end_lost) and (not s_qp_valid);
     cmd_sel_lost <= lost_sel or (cmd_lost_offer and (not term_sel));
     cmd_sel_term <= term_sel or ((((s_term_valid and (not s_qp_valid)) and (not (s_end_valid and s_end_lost))) and (not lost_sel)) and (not term_ev_v));
@@ -7591,11 +7615,12 @@ begin
     op_read <= b2l(h_opcode = x"03");
     read_ok <= (op_read and (not h_inline)) and (not b2l(unsigned'("00001") < unsigned(h_nsge)));
     sgl_ok <= (not b2l(unsigned'("11110") < unsigned(h_nsge))) and (not b2l(unsigned(inline_room) < unsigned(std_logic_vector'(x"00" & h_nsge & x"0"))));
-    wqe_served <= (((op_served and mux(h_inline, inline_len_ok, sgl_ok)) or read_ok) and bbs_ok) and (not wqe_rd_err);
+    op_mop <= (b2l(h_opcode = x"04") or b2l(h_opcode = x"05")) and (not h_inline);
+    wqe_served <= ((((op_served and mux(h_inline, inline_len_ok, sgl_ok)) or read_ok) or op_mop) and bbs_ok) and (not wqe_rd_err);
     pay_from_buf <= (h_inline or op_read) or term_mode;
     wait_read <= ((in_state5 and (not ret_or_flush)) and wqe_served) and ((h_fence and b2l(cur_orq /= "00000")) or (op_read and (not ord_room)));
     sent_done <= ((walk_mode or flush_mode) and (not op_read)) and b2l(cur_sq_ci /= cur_sq_next);
-    sent_full <= sent_done and (not h_inline);
+    sent_full <= (sent_done and (not h_inline)) and (not op_mop);
     wqe_beats <= std_logic_vector'(h_bbs & "000");
     rest_done <= (in_state7 and wb_valid) and b2l(wb_beat = std_logic_vector(unsigned(wqe_beats) - unsigned'("0000001")));
     halt <= (((in_state5 and (not ret_or_flush)) and (not wqe_served)) or ((in_state5 and ret_or_flush) and wqe_rd_err)) or (rest_done and (wqe_rd_err or rd_terr));
@@ -7800,7 +7825,7 @@ begin
     flush_avail <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_ci));
     flush_bbs <= mux((((or h_bbs) and (not b2l(unsigned'(x"8") < unsigned(h_bbs)))) and (not b2l(unsigned(flush_avail) < unsigned(std_logic_vector'(x"000" & h_bbs))))) and (not b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & sq_mask)) + unsigned'("00000000000000001"))) < unsigned(std_logic_vector'("0000000000000" & h_bbs)))), std_logic_vector'(x"000" & h_bbs), flush_avail);
     new_sq_ci <= mux(flush_mode and (not sent_done), std_logic_vector(unsigned(cur_sq_ci) + unsigned(flush_bbs)), mux(wqe_retires, std_logic_vector(unsigned(cur_sq_ci) + unsigned(std_logic_vector'(x"000" & h_bbs))), cur_sq_ci));
-    prot <= ((ck_fault and (not ret_or_flush)) and (not rsp_mode)) and (not term_mode);
+    prot <= (((ck_fault or mop_fail) and (not ret_or_flush)) and (not rsp_mode)) and (not term_mode);
     prot_late <= prot and (b2l(cur_orq /= "00000") or cur_walk);
     flush_err <= flush_mode and (not sent_done);
     term_blame_used <= ((in_state11 and flush_err) and term_blame_cur) and b2l(cur_sq_ci /= cur_sq_next);
@@ -7840,7 +7865,7 @@ begin
     m_cpl_txs_pi <= cpl_txs_pi_q;
     m_cpl_term <= cpl_term_q;
     stat_dma_err <= dma_err_q;
-    op_is_send <= not ((((op_write or op_read) or ret_or_flush) or prot) or term_mode);
+    op_is_send <= not (((((op_write or op_read) or op_mop) or ret_or_flush) or prot) or term_mode);
     read_started <= op_read and (not ret_or_flush);
     rd_issue_go <= in_state11 and read_started;
     m_rd_issue_valid <= rd_issue_go;
@@ -8894,6 +8919,17 @@ begin
         b2l(qeng_qp = "0000000000")
     );
     eng_requeue <= (in_state11 and more_work) and (not (or (queued and qeng_1h)));
+    mop_offer <= in_state16 and (not mop_sent);
+    m_mop_valid <= mop_offer;
+    m_mop_bind <= b2l(h_opcode = x"05") and mop_offer;
+    m_mop_stag <= h_inv_stag and std_logic_vector'(31 downto 0 => mop_offer);
+    m_mop_pd <= cur_pd and std_logic_vector'(31 downto 0 => mop_offer);
+    m_mop_qp <= std_logic_vector'("0000000000000000000000" & cur_qp) and std_logic_vector'(31 downto 0 => mop_offer);
+    m_mop_mr <= bind_w2(31 downto 0) and std_logic_vector'(31 downto 0 => mop_offer);
+    m_mop_addr <= sge0(63 downto 0) and std_logic_vector'(63 downto 0 => mop_offer);
+    m_mop_len <= sge0(127 downto 64) and std_logic_vector'(63 downto 0 => mop_offer);
+    m_mop_access <= bind_w2(35 downto 32) and std_logic_vector'(3 downto 0 => mop_offer);
+    m_mop_type2 <= bind_w2(40) and mop_offer;
     m_axi_arid <= w_m_axi_arid;
     m_axi_araddr <= w_m_axi_araddr;
     m_axi_arlen <= w_m_axi_arlen;
@@ -8952,7 +8988,9 @@ begin
         rw_len_p(2 downto 0) &
         rw_len2_p(2 downto 0) &
         rw_window(127 downto 120) &
-        wr_done_tag(7 downto 1)
+        wr_done_tag(7 downto 1) &
+        bind_w2(39 downto 36) &
+        bind_w2(63 downto 41)
     );
 
     cmd_rd_reg : process (clk)
@@ -10232,6 +10270,15 @@ begin
         end if;
     end process;
 
+    bind_w2_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (wb_valid and b2l(wb_beat = "0000110")) = '1' then
+                bind_w2 <= wb_data;
+            end if;
+        end if;
+    end process;
+
     wqe_hdr_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -11089,14 +11136,14 @@ begin
     cq0_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_op <= mux(cq0_push, mux(flush_mode, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(op_read, "010", std_logic_vector'("00" & op_write))), mux(b2l(cq_pop = x"1"), cq1_op, mux(b2l(cq_pop = x"2"), cq2_op, mux(b2l(cq_pop = x"3"), cq3_op, mux(b2l(cq_pop = x"4"), cq4_op, mux(b2l(cq_pop = x"5"), cq5_op, mux(b2l(cq_pop = x"6"), cq6_op, mux(b2l(cq_pop = x"7"), cq7_op, cq0_op))))))));
+            cq0_op <= mux(cq0_push, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(b2l(cq_pop = x"1"), cq1_op, mux(b2l(cq_pop = x"2"), cq2_op, mux(b2l(cq_pop = x"3"), cq3_op, mux(b2l(cq_pop = x"4"), cq4_op, mux(b2l(cq_pop = x"5"), cq5_op, mux(b2l(cq_pop = x"6"), cq6_op, mux(b2l(cq_pop = x"7"), cq7_op, cq0_op))))))));
         end if;
     end process;
 
     cq0_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_len <= mux(cq0_push, mux((flush_err or prot) or ret_flush_mode, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq1_len, mux(b2l(cq_pop = x"2"), cq2_len, mux(b2l(cq_pop = x"3"), cq3_len, mux(b2l(cq_pop = x"4"), cq4_len, mux(b2l(cq_pop = x"5"), cq5_len, mux(b2l(cq_pop = x"6"), cq6_len, mux(b2l(cq_pop = x"7"), cq7_len, cq0_len))))))));
+            cq0_len <= mux(cq0_push, mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq1_len, mux(b2l(cq_pop = x"2"), cq2_len, mux(b2l(cq_pop = x"3"), cq3_len, mux(b2l(cq_pop = x"4"), cq4_len, mux(b2l(cq_pop = x"5"), cq5_len, mux(b2l(cq_pop = x"6"), cq6_len, mux(b2l(cq_pop = x"7"), cq7_len, cq0_len))))))));
         end if;
     end process;
 
@@ -11117,7 +11164,7 @@ begin
     cq0_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_noring <= mux(cq0_push, ((ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq1_noring, mux(b2l(cq_pop = x"2"), cq2_noring, mux(b2l(cq_pop = x"3"), cq3_noring, mux(b2l(cq_pop = x"4"), cq4_noring, mux(b2l(cq_pop = x"5"), cq5_noring, mux(b2l(cq_pop = x"6"), cq6_noring, mux(b2l(cq_pop = x"7"), cq7_noring, cq0_noring))))))));
+            cq0_noring <= mux(cq0_push, (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq1_noring, mux(b2l(cq_pop = x"2"), cq2_noring, mux(b2l(cq_pop = x"3"), cq3_noring, mux(b2l(cq_pop = x"4"), cq4_noring, mux(b2l(cq_pop = x"5"), cq5_noring, mux(b2l(cq_pop = x"6"), cq6_noring, mux(b2l(cq_pop = x"7"), cq7_noring, cq0_noring))))))));
         end if;
     end process;
 
@@ -11187,14 +11234,14 @@ begin
     cq1_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_op <= mux(cq1_push, mux(flush_mode, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(op_read, "010", std_logic_vector'("00" & op_write))), mux(b2l(cq_pop = x"1"), cq2_op, mux(b2l(cq_pop = x"2"), cq3_op, mux(b2l(cq_pop = x"3"), cq4_op, mux(b2l(cq_pop = x"4"), cq5_op, mux(b2l(cq_pop = x"5"), cq6_op, mux(b2l(cq_pop = x"6"), cq7_op, cq1_op)))))));
+            cq1_op <= mux(cq1_push, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(b2l(cq_pop = x"1"), cq2_op, mux(b2l(cq_pop = x"2"), cq3_op, mux(b2l(cq_pop = x"3"), cq4_op, mux(b2l(cq_pop = x"4"), cq5_op, mux(b2l(cq_pop = x"5"), cq6_op, mux(b2l(cq_pop = x"6"), cq7_op, cq1_op)))))));
         end if;
     end process;
 
     cq1_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_len <= mux(cq1_push, mux((flush_err or prot) or ret_flush_mode, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq2_len, mux(b2l(cq_pop = x"2"), cq3_len, mux(b2l(cq_pop = x"3"), cq4_len, mux(b2l(cq_pop = x"4"), cq5_len, mux(b2l(cq_pop = x"5"), cq6_len, mux(b2l(cq_pop = x"6"), cq7_len, cq1_len)))))));
+            cq1_len <= mux(cq1_push, mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq2_len, mux(b2l(cq_pop = x"2"), cq3_len, mux(b2l(cq_pop = x"3"), cq4_len, mux(b2l(cq_pop = x"4"), cq5_len, mux(b2l(cq_pop = x"5"), cq6_len, mux(b2l(cq_pop = x"6"), cq7_len, cq1_len)))))));
         end if;
     end process;
 
@@ -11215,7 +11262,7 @@ begin
     cq1_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_noring <= mux(cq1_push, ((ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq2_noring, mux(b2l(cq_pop = x"2"), cq3_noring, mux(b2l(cq_pop = x"3"), cq4_noring, mux(b2l(cq_pop = x"4"), cq5_noring, mux(b2l(cq_pop = x"5"), cq6_noring, mux(b2l(cq_pop = x"6"), cq7_noring, cq1_noring)))))));
+            cq1_noring <= mux(cq1_push, (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq2_noring, mux(b2l(cq_pop = x"2"), cq3_noring, mux(b2l(cq_pop = x"3"), cq4_noring, mux(b2l(cq_pop = x"4"), cq5_noring, mux(b2l(cq_pop = x"5"), cq6_noring, mux(b2l(cq_pop = x"6"), cq7_noring, cq1_noring)))))));
         end if;
     end process;
 
@@ -11285,14 +11332,14 @@ begin
     cq2_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_op <= mux(cq2_push, mux(flush_mode, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(op_read, "010", std_logic_vector'("00" & op_write))), mux(b2l(cq_pop = x"1"), cq3_op, mux(b2l(cq_pop = x"2"), cq4_op, mux(b2l(cq_pop = x"3"), cq5_op, mux(b2l(cq_pop = x"4"), cq6_op, mux(b2l(cq_pop = x"5"), cq7_op, cq2_op))))));
+            cq2_op <= mux(cq2_push, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(b2l(cq_pop = x"1"), cq3_op, mux(b2l(cq_pop = x"2"), cq4_op, mux(b2l(cq_pop = x"3"), cq5_op, mux(b2l(cq_pop = x"4"), cq6_op, mux(b2l(cq_pop = x"5"), cq7_op, cq2_op))))));
         end if;
     end process;
 
     cq2_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_len <= mux(cq2_push, mux((flush_err or prot) or ret_flush_mode, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq3_len, mux(b2l(cq_pop = x"2"), cq4_len, mux(b2l(cq_pop = x"3"), cq5_len, mux(b2l(cq_pop = x"4"), cq6_len, mux(b2l(cq_pop = x"5"), cq7_len, cq2_len))))));
+            cq2_len <= mux(cq2_push, mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq3_len, mux(b2l(cq_pop = x"2"), cq4_len, mux(b2l(cq_pop = x"3"), cq5_len, mux(b2l(cq_pop = x"4"), cq6_len, mux(b2l(cq_pop = x"5"), cq7_len, cq2_len))))));
         end if;
     end process;
 
@@ -11313,7 +11360,7 @@ begin
     cq2_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_noring <= mux(cq2_push, ((ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq3_noring, mux(b2l(cq_pop = x"2"), cq4_noring, mux(b2l(cq_pop = x"3"), cq5_noring, mux(b2l(cq_pop = x"4"), cq6_noring, mux(b2l(cq_pop = x"5"), cq7_noring, cq2_noring))))));
+            cq2_noring <= mux(cq2_push, (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq3_noring, mux(b2l(cq_pop = x"2"), cq4_noring, mux(b2l(cq_pop = x"3"), cq5_noring, mux(b2l(cq_pop = x"4"), cq6_noring, mux(b2l(cq_pop = x"5"), cq7_noring, cq2_noring))))));
         end if;
     end process;
 
@@ -11383,14 +11430,14 @@ begin
     cq3_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_op <= mux(cq3_push, mux(flush_mode, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(op_read, "010", std_logic_vector'("00" & op_write))), mux(b2l(cq_pop = x"1"), cq4_op, mux(b2l(cq_pop = x"2"), cq5_op, mux(b2l(cq_pop = x"3"), cq6_op, mux(b2l(cq_pop = x"4"), cq7_op, cq3_op)))));
+            cq3_op <= mux(cq3_push, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(b2l(cq_pop = x"1"), cq4_op, mux(b2l(cq_pop = x"2"), cq5_op, mux(b2l(cq_pop = x"3"), cq6_op, mux(b2l(cq_pop = x"4"), cq7_op, cq3_op)))));
         end if;
     end process;
 
     cq3_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_len <= mux(cq3_push, mux((flush_err or prot) or ret_flush_mode, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq4_len, mux(b2l(cq_pop = x"2"), cq5_len, mux(b2l(cq_pop = x"3"), cq6_len, mux(b2l(cq_pop = x"4"), cq7_len, cq3_len)))));
+            cq3_len <= mux(cq3_push, mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq4_len, mux(b2l(cq_pop = x"2"), cq5_len, mux(b2l(cq_pop = x"3"), cq6_len, mux(b2l(cq_pop = x"4"), cq7_len, cq3_len)))));
         end if;
     end process;
 
@@ -11411,7 +11458,7 @@ begin
     cq3_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_noring <= mux(cq3_push, ((ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq4_noring, mux(b2l(cq_pop = x"2"), cq5_noring, mux(b2l(cq_pop = x"3"), cq6_noring, mux(b2l(cq_pop = x"4"), cq7_noring, cq3_noring)))));
+            cq3_noring <= mux(cq3_push, (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq4_noring, mux(b2l(cq_pop = x"2"), cq5_noring, mux(b2l(cq_pop = x"3"), cq6_noring, mux(b2l(cq_pop = x"4"), cq7_noring, cq3_noring)))));
         end if;
     end process;
 
@@ -11481,14 +11528,14 @@ begin
     cq4_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_op <= mux(cq4_push, mux(flush_mode, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(op_read, "010", std_logic_vector'("00" & op_write))), mux(b2l(cq_pop = x"1"), cq5_op, mux(b2l(cq_pop = x"2"), cq6_op, mux(b2l(cq_pop = x"3"), cq7_op, cq4_op))));
+            cq4_op <= mux(cq4_push, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(b2l(cq_pop = x"1"), cq5_op, mux(b2l(cq_pop = x"2"), cq6_op, mux(b2l(cq_pop = x"3"), cq7_op, cq4_op))));
         end if;
     end process;
 
     cq4_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_len <= mux(cq4_push, mux((flush_err or prot) or ret_flush_mode, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq5_len, mux(b2l(cq_pop = x"2"), cq6_len, mux(b2l(cq_pop = x"3"), cq7_len, cq4_len))));
+            cq4_len <= mux(cq4_push, mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq5_len, mux(b2l(cq_pop = x"2"), cq6_len, mux(b2l(cq_pop = x"3"), cq7_len, cq4_len))));
         end if;
     end process;
 
@@ -11509,7 +11556,7 @@ begin
     cq4_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_noring <= mux(cq4_push, ((ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq5_noring, mux(b2l(cq_pop = x"2"), cq6_noring, mux(b2l(cq_pop = x"3"), cq7_noring, cq4_noring))));
+            cq4_noring <= mux(cq4_push, (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq5_noring, mux(b2l(cq_pop = x"2"), cq6_noring, mux(b2l(cq_pop = x"3"), cq7_noring, cq4_noring))));
         end if;
     end process;
 
@@ -11579,14 +11626,14 @@ begin
     cq5_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_op <= mux(cq5_push, mux(flush_mode, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(op_read, "010", std_logic_vector'("00" & op_write))), mux(b2l(cq_pop = x"1"), cq6_op, mux(b2l(cq_pop = x"2"), cq7_op, cq5_op)));
+            cq5_op <= mux(cq5_push, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(b2l(cq_pop = x"1"), cq6_op, mux(b2l(cq_pop = x"2"), cq7_op, cq5_op)));
         end if;
     end process;
 
     cq5_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_len <= mux(cq5_push, mux((flush_err or prot) or ret_flush_mode, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq6_len, mux(b2l(cq_pop = x"2"), cq7_len, cq5_len)));
+            cq5_len <= mux(cq5_push, mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq6_len, mux(b2l(cq_pop = x"2"), cq7_len, cq5_len)));
         end if;
     end process;
 
@@ -11607,7 +11654,7 @@ begin
     cq5_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_noring <= mux(cq5_push, ((ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq6_noring, mux(b2l(cq_pop = x"2"), cq7_noring, cq5_noring)));
+            cq5_noring <= mux(cq5_push, (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq6_noring, mux(b2l(cq_pop = x"2"), cq7_noring, cq5_noring)));
         end if;
     end process;
 
@@ -11677,14 +11724,14 @@ begin
     cq6_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_op <= mux(cq6_push, mux(flush_mode, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(op_read, "010", std_logic_vector'("00" & op_write))), mux(b2l(cq_pop = x"1"), cq7_op, cq6_op));
+            cq6_op <= mux(cq6_push, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(b2l(cq_pop = x"1"), cq7_op, cq6_op));
         end if;
     end process;
 
     cq6_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_len <= mux(cq6_push, mux((flush_err or prot) or ret_flush_mode, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq7_len, cq6_len));
+            cq6_len <= mux(cq6_push, mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq7_len, cq6_len));
         end if;
     end process;
 
@@ -11705,7 +11752,7 @@ begin
     cq6_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_noring <= mux(cq6_push, ((ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq7_noring, cq6_noring));
+            cq6_noring <= mux(cq6_push, (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq7_noring, cq6_noring));
         end if;
     end process;
 
@@ -11775,14 +11822,14 @@ begin
     cq7_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_op <= mux(cq7_push, mux(flush_mode, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(op_read, "010", std_logic_vector'("00" & op_write))), cq7_op);
+            cq7_op <= mux(cq7_push, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), cq7_op);
         end if;
     end process;
 
     cq7_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_len <= mux(cq7_push, mux((flush_err or prot) or ret_flush_mode, x"00000000", mux(ret_mode, sge_len, msg_len)), cq7_len);
+            cq7_len <= mux(cq7_push, mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len)), cq7_len);
         end if;
     end process;
 
@@ -11803,7 +11850,7 @@ begin
     cq7_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_noring <= mux(cq7_push, ((ret_or_flush or prot) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), cq7_noring);
+            cq7_noring <= mux(cq7_push, (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), cq7_noring);
         end if;
     end process;
 
@@ -11947,7 +11994,7 @@ begin
             if rst = '1' then
                 cpl_status_q <= x"00";
             elsif cpl_load = '1' then
-                cpl_status_q <= mux(cpl_blamed, mux(b2l(cq0_blame(15 downto 8) = x"01") or b2l(cq0_blame(15 downto 8) = x"11"), x"04", mux(b2l(cq0_blame(15 downto 8) = x"02") or b2l(cq0_blame(15 downto 8) = x"12"), x"05", x"07")), mux(cq0_flush, x"03", mux(cq0_prot, x"02", x"00")));
+                cpl_status_q <= mux(cpl_blamed, mux(b2l(cq0_blame(15 downto 8) = x"01") or b2l(cq0_blame(15 downto 8) = x"11"), x"04", mux(b2l(cq0_blame(15 downto 8) = x"02") or b2l(cq0_blame(15 downto 8) = x"12"), x"05", x"07")), mux(cq0_flush, x"03", mux(cq0_prot, mux(b2l(cq0_op = "101"), x"09", x"02"), x"00")));
             end if;
         end if;
     end process;
@@ -12027,13 +12074,35 @@ begin
         end if;
     end process;
 
+    mop_sent_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                mop_sent <= '0';
+            else
+                mop_sent <= in_state16 and (mop_sent or m_mop_ready);
+            end if;
+        end if;
+    end process;
+
+    mop_fail_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                mop_fail <= '0';
+            elsif (fetch_go or (in_state16 and s_mop_valid)) = '1' then
+                mop_fail <= mux(fetch_go, '0', not s_mop_ok);
+            end if;
+        end if;
+    end process;
+
     eng_state_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                eng_state <= x"0";
+                eng_state <= "00000";
             else
-                eng_state <= mux(in_state13, x"e", mux(in_state14, mux(rsp_drop, x"b", x"f"), mux(in_state15, x"c", mux(in_state0, mux(sched_pop, x"1", x"0"), mux(in_state1, x"2", mux(in_state2, x"3", mux(in_state3, mux(term_go, mux(cur_term_recv, x"b", x"9"), mux(rsp_go, x"d", mux(fetch_go, x"4", mux(wqe_ev_wait, x"3", x"0")))), mux(in_state4, mux(first_done, x"5", x"4"), mux(in_state5, mux(halt or wait_read, x"0", mux(ret_or_flush and (not sent_full), x"b", mux(one_bb, mux(pay_from_buf, x"9", x"c"), x"6"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), x"7", x"6"), mux(in_state7, mux(rest_done, mux(halt, x"0", mux(pay_from_buf, x"9", x"c")), x"7"), mux(in_state8, mux(pay_from_buf, x"9", x"c"), mux(in_state9, mux(feed_end, x"a", x"9"), mux(in_state10, mux(msg_done, x"b", x"a"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, x"b", x"9"), x"c"), x"0")))))))))))))));
+                eng_state <= mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01111"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, "01011", "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(halt or wait_read, "00000", mux(ret_or_flush and (not sent_full), "01011", mux(one_bb, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")), "00110"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(halt, "00000", mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100"))), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(msg_done, "01011", "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", "01001"), "01100"), "00000"))))))))))))))));
             end if;
         end if;
     end process;

@@ -239,6 +239,16 @@ architecture rtl of iwcard_w512 is
     signal tx_m_chk_len : std_logic_vector(31 downto 0);
     signal tx_m_chk_tag : std_logic_vector(7 downto 0);
     signal tx_s_chk_ready : std_logic;
+    signal tx_m_mop_valid : std_logic;
+    signal tx_m_mop_bind : std_logic;
+    signal tx_m_mop_stag : std_logic_vector(31 downto 0);
+    signal tx_m_mop_pd : std_logic_vector(31 downto 0);
+    signal tx_m_mop_qp : std_logic_vector(31 downto 0);
+    signal tx_m_mop_mr : std_logic_vector(31 downto 0);
+    signal tx_m_mop_addr : std_logic_vector(63 downto 0);
+    signal tx_m_mop_len : std_logic_vector(63 downto 0);
+    signal tx_m_mop_access : std_logic_vector(3 downto 0);
+    signal tx_m_mop_type2 : std_logic;
     signal tx_m_axi_arid : std_logic_vector(5 downto 0);
     signal tx_m_axi_araddr : std_logic_vector(63 downto 0);
     signal tx_m_axi_arlen : std_logic_vector(7 downto 0);
@@ -392,6 +402,9 @@ architecture rtl of iwcard_w512 is
     signal pl_m_chk_fault : std_logic_vector(2 downto 0);
     signal pl_m_chk_addr : std_logic_vector(63 downto 0);
     signal pl_m_chk_run : std_logic_vector(31 downto 0);
+    signal pl_s_mop_ready : std_logic;
+    signal pl_m_mop_valid : std_logic;
+    signal pl_m_mop_ok : std_logic;
     signal cq_s_cpl0_ready : std_logic;
     signal cq_s_ev0_ready : std_logic;
     signal cq_s_cpl1_ready : std_logic;
@@ -950,6 +963,19 @@ begin
             s_chk_fault => pl_m_chk_fault,
             s_chk_addr => pl_m_chk_addr,
             s_chk_run => pl_m_chk_run,
+            m_mop_valid => tx_m_mop_valid,
+            m_mop_ready => pl_s_mop_ready,
+            m_mop_bind => tx_m_mop_bind,
+            m_mop_stag => tx_m_mop_stag,
+            m_mop_pd => tx_m_mop_pd,
+            m_mop_qp => tx_m_mop_qp,
+            m_mop_mr => tx_m_mop_mr,
+            m_mop_addr => tx_m_mop_addr,
+            m_mop_len => tx_m_mop_len,
+            m_mop_access => tx_m_mop_access,
+            m_mop_type2 => tx_m_mop_type2,
+            s_mop_valid => pl_m_mop_valid,
+            s_mop_ok => pl_m_mop_ok,
             m_axi_arid => tx_m_axi_arid,
             m_axi_araddr => tx_m_axi_araddr,
             m_axi_arlen => tx_m_axi_arlen,
@@ -1231,7 +1257,20 @@ begin
             m_chk_tag => pl_m_chk_tag,
             m_chk_fault => pl_m_chk_fault,
             m_chk_addr => pl_m_chk_addr,
-            m_chk_run => pl_m_chk_run
+            m_chk_run => pl_m_chk_run,
+            s_mop_valid => tx_m_mop_valid,
+            s_mop_ready => pl_s_mop_ready,
+            s_mop_bind => tx_m_mop_bind,
+            s_mop_stag => tx_m_mop_stag,
+            s_mop_pd => tx_m_mop_pd,
+            s_mop_qp => tx_m_mop_qp,
+            s_mop_mr => tx_m_mop_mr,
+            s_mop_addr => tx_m_mop_addr,
+            s_mop_len => tx_m_mop_len,
+            s_mop_access => tx_m_mop_access,
+            s_mop_type2 => tx_m_mop_type2,
+            m_mop_valid => pl_m_mop_valid,
+            m_mop_ok => pl_m_mop_ok
         );
 
     st : entity work.card_stat_w512

@@ -208,6 +208,16 @@ module iwcard_w64 (
     wire [31:0]    tx_m_chk_len;
     wire [7:0]     tx_m_chk_tag;
     wire           tx_s_chk_ready;
+    wire           tx_m_mop_valid;
+    wire           tx_m_mop_bind;
+    wire [31:0]    tx_m_mop_stag;
+    wire [31:0]    tx_m_mop_pd;
+    wire [31:0]    tx_m_mop_qp;
+    wire [31:0]    tx_m_mop_mr;
+    wire [63:0]    tx_m_mop_addr;
+    wire [63:0]    tx_m_mop_len;
+    wire [3:0]     tx_m_mop_access;
+    wire           tx_m_mop_type2;
     wire [5:0]     tx_m_axi_arid;
     wire [63:0]    tx_m_axi_araddr;
     wire [7:0]     tx_m_axi_arlen;
@@ -361,6 +371,9 @@ module iwcard_w64 (
     wire [2:0]     pl_m_chk_fault;
     wire [63:0]    pl_m_chk_addr;
     wire [31:0]    pl_m_chk_run;
+    wire           pl_s_mop_ready;
+    wire           pl_m_mop_valid;
+    wire           pl_m_mop_ok;
     wire           cq_s_cpl0_ready;
     wire           cq_s_ev0_ready;
     wire           cq_s_cpl1_ready;
@@ -884,6 +897,19 @@ module iwcard_w64 (
         .s_chk_fault(pl_m_chk_fault),
         .s_chk_addr(pl_m_chk_addr),
         .s_chk_run(pl_m_chk_run),
+        .m_mop_valid(tx_m_mop_valid),
+        .m_mop_ready(pl_s_mop_ready),
+        .m_mop_bind(tx_m_mop_bind),
+        .m_mop_stag(tx_m_mop_stag),
+        .m_mop_pd(tx_m_mop_pd),
+        .m_mop_qp(tx_m_mop_qp),
+        .m_mop_mr(tx_m_mop_mr),
+        .m_mop_addr(tx_m_mop_addr),
+        .m_mop_len(tx_m_mop_len),
+        .m_mop_access(tx_m_mop_access),
+        .m_mop_type2(tx_m_mop_type2),
+        .s_mop_valid(pl_m_mop_valid),
+        .s_mop_ok(pl_m_mop_ok),
         .m_axi_arid(tx_m_axi_arid),
         .m_axi_araddr(tx_m_axi_araddr),
         .m_axi_arlen(tx_m_axi_arlen),
@@ -1163,7 +1189,20 @@ module iwcard_w64 (
         .m_chk_tag(pl_m_chk_tag),
         .m_chk_fault(pl_m_chk_fault),
         .m_chk_addr(pl_m_chk_addr),
-        .m_chk_run(pl_m_chk_run)
+        .m_chk_run(pl_m_chk_run),
+        .s_mop_valid(tx_m_mop_valid),
+        .s_mop_ready(pl_s_mop_ready),
+        .s_mop_bind(tx_m_mop_bind),
+        .s_mop_stag(tx_m_mop_stag),
+        .s_mop_pd(tx_m_mop_pd),
+        .s_mop_qp(tx_m_mop_qp),
+        .s_mop_mr(tx_m_mop_mr),
+        .s_mop_addr(tx_m_mop_addr),
+        .s_mop_len(tx_m_mop_len),
+        .s_mop_access(tx_m_mop_access),
+        .s_mop_type2(tx_m_mop_type2),
+        .m_mop_valid(pl_m_mop_valid),
+        .m_mop_ok(pl_m_mop_ok)
     );
 
     card_stat_w64 st (

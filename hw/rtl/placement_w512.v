@@ -147,7 +147,20 @@ module placement_w512 (
     output wire [7:0]     m_chk_tag,         // the request's tag
     output wire [2:0]     m_chk_fault,       // 0 OK; 1 invalid STag, 2 not associated, 3 access rights, 4 TO wraps, 5 base and bounds (golden/iwarp/mem.Fault)
     output wire [63:0]    m_chk_addr,        // OK: host address of TO
-    output wire [31:0]    m_chk_run          // OK: bytes from TO that are contiguous in host memory (the length, or to the end of TO's 4 KiB page for a paged region); the caller asks again at TO + run for the rest
+    output wire [31:0]    m_chk_run,         // OK: bytes from TO that are contiguous in host memory (the length, or to the end of TO's 4 KiB page for a paged region); the caller asks again at TO + run for the rest
+    input  wire           s_mop_valid,       // a memory operation of card_tx (a Local Invalidate or bind WQE)
+    output wire           s_mop_ready,       // taken while no operation is under way and the check port's pipeline is empty
+    input  wire           s_mop_bind,        // 0: Local Invalidate of s_mop_stag; 1: bind the window s_mop_stag (its new STag) to the range of region s_mop_mr
+    input  wire [31:0]    s_mop_stag,        // the STag invalidated, or the window's new STag (index 31:8, key 7:0)
+    input  wire [31:0]    s_mop_pd,          // the QP's protection domain
+    input  wire [31:0]    s_mop_qp,          // the QP (a type 2 window is bound to it)
+    input  wire [31:0]    s_mop_mr,          // bind: the region's STag
+    input  wire [63:0]    s_mop_addr,        // bind: the window's first tagged offset
+    input  wire [63:0]    s_mop_len,         // bind: the window's length
+    input  wire [3:0]     s_mop_access,      // bind: the window's rights (remote read, remote write)
+    input  wire           s_mop_type2,       // bind: a type 2 window
+    output wire           m_mop_valid,       // the operation is done (one pulse; no ready): its table write, if any, is in
+    output wire           m_mop_ok           // it succeeded (0: Local Invalidate of an STag that is not a valid one of the PD; a bind the rules refuse)
 );
 
     reg  [11:0]    init_cnt;                 // entry the reset sweep clears this cycle
@@ -204,7 +217,16 @@ module placement_w512 (
     wire           invalidate;               // clear one valid bit
     wire [63:0]    st_base;
     wire [63:0]    st_end;                   // BASE + LEN
-    reg  [273:0]   stag_table_rd;            // read data of stag_table
+    wire           mop_ent_wr;               // a bind writes its window's table word
+    wire           mop_tag_wr;               // a bind or Local Invalidate writes a valid bit and key
+    wire [11:0]    mop_wr_index;
+    wire [274:0]   mop_wr_entry;
+    wire [8:0]     mop_wr_tag;
+    wire           reg_table_cmd;            // a register command writes the table this cycle
+    wire           ent_wr;                   // a table word is written
+    wire [11:0]    ent_wr_addr;
+    wire [274:0]   ent_wr_data;
+    reg  [274:0]   stag_table_rd;            // read data of stag_table
     wire [11:0]    rxk_inv_index;
     wire           rxk_inv;                  // an engine's invalidation is written
     wire           rxk_take;                 // a check request is taken
@@ -216,12 +238,36 @@ module placement_w512 (
     wire [11:0]    pbl_rd_addr;              // page-list slot of the block entering the output register
     reg  [51:0]    page_list_rd;             // read data of page_list
     reg            chk_c2_v;                 // stage 2 holds a verdict
+    reg            chk_c1_v;                 // stage 1 holds a request
     wire           chk_adv;                  // the check pipeline moves
+    reg  [1:0]     mop_state;                // 0 idle, 1 first entry read, 2 window entry read, 3 write
+    wire           mop_take;                 // an operation is accepted
+    reg            mop_bind;
+    reg  [31:0]    mop_stag;
+    reg  [31:0]    mop_pd;
+    reg  [31:0]    mop_qp;
+    reg  [31:0]    mop_mr;
+    reg  [63:0]    mop_addr;
+    reg  [3:0]     mop_access;
+    reg            mop_type2;
+    reg  [63:0]    mop_end;
+    reg            mop_wraps;
+    wire           mop_busy;                 // the check port's read port is the mop port's
+    wire           mop_rd;
+    wire [11:0]    mop_rd_index;
     wire           chk_take;                 // a request is accepted
     wire [23:0]    chk_index;                // STag index
-    reg  [273:0]   stag_table_chk_rd;        // read data of stag_table_chk
+    wire           chk_rd;                   // the copies are read
+    wire [11:0]    chk_rd_index;
+    reg  [274:0]   stag_table_chk_rd;        // read data of stag_table_chk
     reg  [8:0]     stag_tag_chk_rd;          // read data of stag_tag_chk
-    reg            chk_c1_v;                 // stage 1 holds a request
+    reg            mop_ok;                   // the verdict so far
+    reg  [63:0]    mop_delta;                // the region's DELTA
+    reg  [11:0]    mop_pbl;                  // the region's first page-list slot
+    reg            mop_paged;                // the region is paged
+    wire           mop_write_free;           // the operation ends this cycle
+    wire           mop_write;                // its table write
+    wire           mop_unused;               // the region's index was read as the operation was taken (keeps lint quiet on purpose)
     reg            chk_c1_index_ok;
     reg  [7:0]     chk_c1_key;
     reg  [31:0]    chk_c1_pd;
@@ -241,7 +287,7 @@ module placement_w512 (
     reg  [63:0]    chk_c2_vm;
     reg  [31:0]    chk_c2_run;
     wire           chk_ok;
-    reg  [273:0]   rxk_table_rd;             // read data of rxk_table
+    reg  [274:0]   rxk_table_rd;             // read data of rxk_table
     reg  [8:0]     rxk_tag_rd;               // read data of rxk_tag
     reg            rxk1_v;
     reg  [31:0]    rxk1_stag;
@@ -425,13 +471,13 @@ module placement_w512 (
     wire           term_v;
     wire           host_end;
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
-    reg  [273:0] stag_table [0:4095];        // STag table: rights, mode, PD, QP, base, end, end wraps, address delta, page-list slot
+    reg  [274:0] stag_table [0:4095];        // STag table: rights, mode, PD, QP, base, end, end wraps, address delta, page-list slot, window
     reg  [8:0] stag_tag [0:4095];            // valid bit and key of each entry (valid cleared by the reset sweep and by invalidation)
     reg  [51:0] page_list [0:4095];          // page list: host page addresses, bits 63:12
-    reg  [273:0] stag_table_chk [0:4095];    // copy of stag_table for the check port
+    reg  [274:0] stag_table_chk [0:4095];    // copy of stag_table for the check port
     reg  [8:0] stag_tag_chk [0:4095];        // copy of stag_tag for the check port
     reg  [51:0] page_list_chk [0:4095];      // copy of page_list for the check port
-    reg  [273:0] rxk_table [0:4095];         // copy of stag_table for the check port
+    reg  [274:0] rxk_table [0:4095];         // copy of stag_table for the check port
     reg  [8:0] rxk_tag [0:4095];             // copy of stag_tag for the check port
     reg  [51:0] rxk_page_list [0:4095];      // copy of page_list for the check port
     reg  [15:0] rd_issued [0:1023];          // per connection: Read Requests sent, plus one
@@ -648,21 +694,64 @@ module placement_w512 (
     assign invalidate = ((reg_wr_valid & (reg_wr_addr == 8'h30)) & init_done_r) & ~|reg_wr_data[23:12];
     assign st_base = {stag_base_hi, stag_base_lo};
     assign st_end = st_base + {stag_len_hi, stag_len_lo};
+    assign reg_table_cmd = (reg_wr_valid & (reg_wr_addr == 8'h2c)) | (reg_wr_valid & (reg_wr_addr == 8'h30));
+    assign ent_wr = (commit | ~init_done_r) | mop_ent_wr;
+    assign ent_wr_addr = ~init_done_r ? init_cnt : (commit ? st_index[11:0] : mop_wr_index);
+    assign ent_wr_data = commit ? {
+        1'h0,
+        st_pbl[11:0],
+        ({stag_addr_hi, stag_addr_lo} - st_base) - 64'h000000000000000e,
+        st_end < st_base,
+        st_end,
+        st_base,
+        st_qp,
+        st_pd,
+        st_paged,
+        st_access
+    } : (mop_wr_entry & {275{init_done_r}});
     assign rxk_inv_index = s_inv_index[11:0];
     assign s_rxk_ready = init_done_r;
     assign rxk_take = s_rxk_valid & init_done_r;
     assign rxk_index = s_rxk_stag[19:8];
-    assign s_inv_ready = ~((reg_wr_valid & (reg_wr_addr == 8'h2c)) | (reg_wr_valid & (reg_wr_addr == 8'h30))) & init_done_r;
+    assign s_inv_ready = ~(reg_table_cmd | mop_tag_wr) & init_done_r;
     assign rxk_inv = (s_inv_valid & s_inv_ready) & ~|s_inv_index[23:12];
-    assign tag_wr = ((commit | invalidate) | ~init_done_r) | rxk_inv;
-    assign tag_wr_addr = ~init_done_r ? init_cnt : (commit ? st_index[11:0] : (invalidate ? reg_wr_data[11:0] : rxk_inv_index));
-    assign tag_wr_data = {(commit & st_valid) & init_done_r, st_key & {8{commit}}};
+    assign tag_wr = (((commit | invalidate) | ~init_done_r) | rxk_inv) | mop_tag_wr;
+    assign tag_wr_addr = ~init_done_r ? init_cnt : (commit ? st_index[11:0] : (invalidate ? reg_wr_data[11:0] : (mop_tag_wr ? mop_wr_index : rxk_inv_index)));
+    assign tag_wr_data = mop_tag_wr ? mop_wr_tag : {(commit & st_valid) & init_done_r, st_key & {8{commit}}};
     assign chk_adv = ~chk_c2_v | m_chk_ready;
-    assign chk_take = (s_chk_valid & chk_adv) & init_done_r;
-    assign s_chk_ready = chk_adv & init_done_r;
+    assign mop_take = ((s_mop_valid & (mop_state == 2'h0)) & init_done_r) & ~(chk_c1_v | chk_c2_v);
+    assign s_mop_ready = mop_take;
+    assign mop_busy = mop_take | ~(mop_state == 2'h0);
+    assign mop_rd = mop_take | ((mop_state == 2'h1) & mop_bind);
+    assign mop_rd_index = mop_take ? (s_mop_bind ? s_mop_mr[19:8] : s_mop_stag[19:8]) : mop_stag[19:8];
+    assign chk_take = ((s_chk_valid & chk_adv) & init_done_r) & ~mop_busy;
+    assign s_chk_ready = (chk_adv & init_done_r) & ~mop_busy;
     assign chk_index = s_chk_stag[31:8];
+    assign chk_rd = chk_take | mop_rd;
+    assign chk_rd_index = mop_rd ? mop_rd_index : chk_index[11:0];
+    assign mop_write_free = (mop_state == 2'h3) & ~reg_table_cmd;
+    assign mop_write = mop_write_free & mop_ok;
+    assign mop_ent_wr = mop_write & mop_bind;
+    assign mop_tag_wr = mop_write;
+    assign mop_wr_index = mop_stag[19:8];
+    assign mop_wr_entry = {
+        1'h1,
+        mop_pbl,
+        mop_delta,
+        1'h0,
+        mop_end,
+        mop_addr,
+        mop_type2 ? mop_qp : 32'h00000000,
+        mop_pd,
+        mop_paged,
+        mop_access
+    };
+    assign mop_wr_tag = {mop_bind, mop_stag[7:0] & {8{mop_bind}}};
+    assign mop_unused = |mop_mr[19:8];
+    assign m_mop_valid = mop_write_free;
+    assign m_mop_ok = mop_write_free & mop_ok;
     assign chk_end = chk_c1_to + {32'h00000000, chk_c1_len};
-    assign chk_fault = ((~chk_c1_index_ok | ~stag_tag_chk_rd[8]) | (stag_tag_chk_rd[7:0] != chk_c1_key)) ? 3'h1 : (((stag_table_chk_rd[36:5] != chk_c1_pd) | ((stag_table_chk_rd[68:37] != 32'h00000000) & (stag_table_chk_rd[68:37] != chk_c1_qp))) ? 3'h2 : (((stag_table_chk_rd[3:0] & chk_c1_need) != chk_c1_need) ? 3'h3 : ((chk_end < chk_c1_to) ? 3'h4 : ((((chk_c1_to < stag_table_chk_rd[132:69]) | (stag_table_chk_rd[196:133] < chk_end)) | stag_table_chk_rd[197]) ? 3'h5 : 3'h0))));
+    assign chk_fault = (((~chk_c1_index_ok | ~stag_tag_chk_rd[8]) | (stag_tag_chk_rd[7:0] != chk_c1_key)) | (stag_table_chk_rd[274] & ((chk_c1_need & 4'h6) == 4'h0))) ? 3'h1 : (((stag_table_chk_rd[36:5] != chk_c1_pd) | ((stag_table_chk_rd[68:37] != 32'h00000000) & (stag_table_chk_rd[68:37] != chk_c1_qp))) ? 3'h2 : (((stag_table_chk_rd[3:0] & chk_c1_need) != chk_c1_need) ? 3'h3 : ((chk_end < chk_c1_to) ? 3'h4 : ((((chk_c1_to < stag_table_chk_rd[132:69]) | (stag_table_chk_rd[196:133] < chk_end)) | stag_table_chk_rd[197]) ? 3'h5 : 3'h0))));
     assign chk_vm = (chk_c1_to + stag_table_chk_rd[261:198]) + 64'h000000000000000e;
     assign chk_to_page = 13'h1000 - {1'h0, chk_vm[11:0]};
     assign m_chk_valid = chk_c2_v;
@@ -673,7 +762,7 @@ module placement_w512 (
     assign m_chk_run = (chk_c2_run & {32{chk_c2_v}}) & {32{chk_ok}};
     assign rxk1_access = rxk_table_rd[3:0];
     assign rxk1_end = rxk1_to + {32'h00000000, rxk1_len};
-    assign rxk1_fault = ((rxk1_len == 32'h00000000) & (((rxk1_use == 3'h0) | (rxk1_use == 3'h1)) | (rxk1_use == 3'h2))) ? 3'h0 : (((~~|rxk1_stag[31:20] | ~rxk_tag_rd[8]) | (rxk_tag_rd[7:0] != rxk1_stag[7:0])) ? 3'h1 : (((rxk1_use == 3'h5) ? (((rxk_table_rd[36:5] != rxk1_pd) | (rxk_table_rd[68:37] == 32'h00000000)) | (rxk_table_rd[68:37] != rxk1_qp)) : ((rxk_table_rd[36:5] != rxk1_pd) | ((rxk_table_rd[68:37] != 32'h00000000) & (rxk_table_rd[68:37] != rxk1_qp)))) ? 3'h2 : ((rxk1_use == 3'h5) ? 3'h0 : (~((rxk1_use == 3'h0) ? rxk1_access[2] : ((rxk1_use == 3'h2) ? rxk1_access[1] : (((rxk1_use == 3'h1) | (rxk1_use == 3'h4)) ? rxk1_access[0] : 1'h1))) ? 3'h3 : ((rxk1_end < rxk1_to) ? 3'h4 : ((((rxk1_to < rxk_table_rd[132:69]) | (rxk_table_rd[196:133] < rxk1_end)) | rxk_table_rd[197]) ? 3'h5 : 3'h0))))));
+    assign rxk1_fault = ((rxk1_len == 32'h00000000) & (((rxk1_use == 3'h0) | (rxk1_use == 3'h1)) | (rxk1_use == 3'h2))) ? 3'h0 : ((((~~|rxk1_stag[31:20] | ~rxk_tag_rd[8]) | (rxk_tag_rd[7:0] != rxk1_stag[7:0])) | (rxk_table_rd[274] & ((rxk1_use == 3'h3) | (rxk1_use == 3'h4)))) ? 3'h1 : (((rxk1_use == 3'h5) ? (((rxk_table_rd[36:5] != rxk1_pd) | (rxk_table_rd[68:37] == 32'h00000000)) | (rxk_table_rd[68:37] != rxk1_qp)) : ((rxk_table_rd[36:5] != rxk1_pd) | ((rxk_table_rd[68:37] != 32'h00000000) & (rxk_table_rd[68:37] != rxk1_qp)))) ? 3'h2 : ((rxk1_use == 3'h5) ? 3'h0 : (~((rxk1_use == 3'h0) ? rxk1_access[2] : ((rxk1_use == 3'h2) ? rxk1_access[1] : (((rxk1_use == 3'h1) | (rxk1_use == 3'h4)) ? rxk1_access[0] : 1'h1))) ? 3'h3 : ((rxk1_end < rxk1_to) ? 3'h4 : ((((rxk1_to < rxk_table_rd[132:69]) | (rxk_table_rd[196:133] < rxk1_end)) | rxk_table_rd[197]) ? 3'h5 : 3'h0))))));
     assign rxk1_vaddr = (rxk1_to + rxk_table_rd[261:198]) + 64'h000000000000000e;
     assign rxk_pbl_addr = rxk_table_rd[273:262] + rxk1_vaddr[23:12];
     assign m_rxk_valid = rxk2_v;
@@ -1110,7 +1199,8 @@ module placement_w512 (
         h_rdmap_ctl[5:4],
         s0_qp[31:10],
         e_access[1],
-        e_access[3]
+        e_access[3],
+        stag_table_rd[274]
     };
 
     always @(posedge clk) begin
@@ -1358,6 +1448,98 @@ module placement_w512 (
             pbl_addr_hi <= 32'h00000000;
         end else if (reg_wr_valid & (reg_wr_addr == 8'h48)) begin
             pbl_addr_hi <= reg_wr_data;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (mop_take) begin
+            mop_bind <= s_mop_bind;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (mop_take) begin
+            mop_stag <= s_mop_stag;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (mop_take) begin
+            mop_pd <= s_mop_pd;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (mop_take) begin
+            mop_qp <= s_mop_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (mop_take) begin
+            mop_mr <= s_mop_mr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (mop_take) begin
+            mop_addr <= s_mop_addr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (mop_take) begin
+            mop_access <= s_mop_access;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (mop_take) begin
+            mop_type2 <= s_mop_type2;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (mop_take) begin
+            mop_end <= s_mop_addr + s_mop_len;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (mop_take) begin
+            mop_wraps <= (s_mop_addr + s_mop_len) < s_mop_addr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (mop_state == 2'h1) begin
+            mop_delta <= stag_table_chk_rd[261:198];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (mop_state == 2'h1) begin
+            mop_pbl <= stag_table_chk_rd[273:262];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (mop_state == 2'h1) begin
+            mop_paged <= stag_table_chk_rd[4];
+        end
+    end
+
+    always @(posedge clk) begin
+        if ((mop_state == 2'h1) | (mop_state == 2'h2)) begin
+            mop_ok <= (mop_state == 2'h1) ? (mop_bind ? ((((((((~((~~|mop_mr[31:20] | ~stag_tag_chk_rd[8]) | (stag_tag_chk_rd[7:0] != mop_mr[7:0])) & ~stag_table_chk_rd[274]) & (stag_table_chk_rd[36:5] == mop_pd)) & ((stag_table_chk_rd[3:0] & 4'h8) != 4'h0)) & ((mop_access & ~4'h6) == 4'h0)) & ((mop_access & ~stag_table_chk_rd[3:0]) == 4'h0)) & ~(mop_addr < stag_table_chk_rd[132:69])) & ~mop_wraps) & ~(stag_table_chk_rd[196:133] < mop_end)) : (~((~~|mop_stag[31:20] | ~stag_tag_chk_rd[8]) | (stag_tag_chk_rd[7:0] != mop_stag[7:0])) & (stag_table_chk_rd[36:5] == mop_pd))) : (mop_ok & ((~|mop_stag[31:20] & ~(stag_tag_chk_rd[8] & ~stag_table_chk_rd[274])) & ~(stag_table_chk_rd[274] & (stag_table_chk_rd[36:5] != mop_pd))));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            mop_state <= 2'h0;
+        end else begin
+            mop_state <= (mop_state == 2'h0) ? (mop_take ? 2'h1 : 2'h0) : ((mop_state == 2'h1) ? (mop_bind ? 2'h2 : 2'h3) : ((mop_state == 2'h2) ? 2'h3 : (mop_write_free ? 2'h0 : 2'h3)));
         end
     end
 
@@ -2010,18 +2192,8 @@ module placement_w512 (
 
     // stag_table: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if (commit) begin
-            stag_table[st_index[11:0]] <= {
-        st_pbl[11:0],
-        ({stag_addr_hi, stag_addr_lo} - st_base) - 64'h000000000000000e,
-        st_end < st_base,
-        st_end,
-        st_base,
-        st_qp,
-        st_pd,
-        st_paged,
-        st_access
-    };
+        if (ent_wr) begin
+            stag_table[ent_wr_addr] <= ent_wr_data;
         end
         if (table_rd) begin
             stag_table_rd <= stag_table[s0_stag_index[11:0]];
@@ -2050,21 +2222,11 @@ module placement_w512 (
 
     // stag_table_chk: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if (commit) begin
-            stag_table_chk[st_index[11:0]] <= {
-        st_pbl[11:0],
-        ({stag_addr_hi, stag_addr_lo} - st_base) - 64'h000000000000000e,
-        st_end < st_base,
-        st_end,
-        st_base,
-        st_qp,
-        st_pd,
-        st_paged,
-        st_access
-    };
+        if (ent_wr) begin
+            stag_table_chk[ent_wr_addr] <= ent_wr_data;
         end
-        if (chk_take) begin
-            stag_table_chk_rd <= stag_table_chk[chk_index[11:0]];
+        if (chk_rd) begin
+            stag_table_chk_rd <= stag_table_chk[chk_rd_index];
         end
     end
 
@@ -2073,8 +2235,8 @@ module placement_w512 (
         if (tag_wr) begin
             stag_tag_chk[tag_wr_addr] <= tag_wr_data;
         end
-        if (chk_take) begin
-            stag_tag_chk_rd <= stag_tag_chk[chk_index[11:0]];
+        if (chk_rd) begin
+            stag_tag_chk_rd <= stag_tag_chk[chk_rd_index];
         end
     end
 
@@ -2090,18 +2252,8 @@ module placement_w512 (
 
     // rxk_table: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if (commit) begin
-            rxk_table[st_index[11:0]] <= {
-        st_pbl[11:0],
-        ({stag_addr_hi, stag_addr_lo} - st_base) - 64'h000000000000000e,
-        st_end < st_base,
-        st_end,
-        st_base,
-        st_qp,
-        st_pd,
-        st_paged,
-        st_access
-    };
+        if (ent_wr) begin
+            rxk_table[ent_wr_addr] <= ent_wr_data;
         end
         if (rxk_take) begin
             rxk_table_rd <= rxk_table[rxk_index];

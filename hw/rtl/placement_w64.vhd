@@ -150,7 +150,20 @@ entity placement_w64 is
         m_chk_tag : out std_logic_vector(7 downto 0); -- the request's tag
         m_chk_fault : out std_logic_vector(2 downto 0); -- 0 OK; 1 invalid STag, 2 not associated, 3 access rights, 4 TO wraps, 5 base and bounds (golden/iwarp/mem.Fault)
         m_chk_addr : out std_logic_vector(63 downto 0); -- OK: host address of TO
-        m_chk_run : out std_logic_vector(31 downto 0) -- OK: bytes from TO that are contiguous in host memory (the length, or to the end of TO's 4 KiB page for a paged region); the caller asks again at TO + run for the rest
+        m_chk_run : out std_logic_vector(31 downto 0); -- OK: bytes from TO that are contiguous in host memory (the length, or to the end of TO's 4 KiB page for a paged region); the caller asks again at TO + run for the rest
+        s_mop_valid : in  std_logic;         -- a memory operation of card_tx (a Local Invalidate or bind WQE)
+        s_mop_ready : out std_logic;         -- taken while no operation is under way and the check port's pipeline is empty
+        s_mop_bind : in  std_logic;          -- 0: Local Invalidate of s_mop_stag; 1: bind the window s_mop_stag (its new STag) to the range of region s_mop_mr
+        s_mop_stag : in  std_logic_vector(31 downto 0); -- the STag invalidated, or the window's new STag (index 31:8, key 7:0)
+        s_mop_pd : in  std_logic_vector(31 downto 0); -- the QP's protection domain
+        s_mop_qp : in  std_logic_vector(31 downto 0); -- the QP (a type 2 window is bound to it)
+        s_mop_mr : in  std_logic_vector(31 downto 0); -- bind: the region's STag
+        s_mop_addr : in  std_logic_vector(63 downto 0); -- bind: the window's first tagged offset
+        s_mop_len : in  std_logic_vector(63 downto 0); -- bind: the window's length
+        s_mop_access : in  std_logic_vector(3 downto 0); -- bind: the window's rights (remote read, remote write)
+        s_mop_type2 : in  std_logic;         -- bind: a type 2 window
+        m_mop_valid : out std_logic;         -- the operation is done (one pulse; no ready): its table write, if any, is in
+        m_mop_ok : out std_logic             -- it succeeded (0: Local Invalidate of an STag that is not a valid one of the PD; a bind the rules refuse)
     );
 end entity placement_w64;
 
@@ -236,7 +249,16 @@ architecture rtl of placement_w64 is
     signal invalidate : std_logic;           -- clear one valid bit
     signal st_base : std_logic_vector(63 downto 0);
     signal st_end : std_logic_vector(63 downto 0); -- BASE + LEN
-    signal stag_table_rd : std_logic_vector(273 downto 0); -- read data of stag_table
+    signal mop_ent_wr : std_logic;           -- a bind writes its window's table word
+    signal mop_tag_wr : std_logic;           -- a bind or Local Invalidate writes a valid bit and key
+    signal mop_wr_index : std_logic_vector(11 downto 0);
+    signal mop_wr_entry : std_logic_vector(274 downto 0);
+    signal mop_wr_tag : std_logic_vector(8 downto 0);
+    signal reg_table_cmd : std_logic;        -- a register command writes the table this cycle
+    signal ent_wr : std_logic;               -- a table word is written
+    signal ent_wr_addr : std_logic_vector(11 downto 0);
+    signal ent_wr_data : std_logic_vector(274 downto 0);
+    signal stag_table_rd : std_logic_vector(274 downto 0); -- read data of stag_table
     signal rxk_inv_index : std_logic_vector(11 downto 0);
     signal rxk_inv : std_logic;              -- an engine's invalidation is written
     signal rxk_take : std_logic;             -- a check request is taken
@@ -248,12 +270,36 @@ architecture rtl of placement_w64 is
     signal pbl_rd_addr : std_logic_vector(11 downto 0); -- page-list slot of the block entering the output register
     signal page_list_rd : std_logic_vector(51 downto 0); -- read data of page_list
     signal chk_c2_v : std_logic := '0';      -- stage 2 holds a verdict
+    signal chk_c1_v : std_logic := '0';      -- stage 1 holds a request
     signal chk_adv : std_logic;              -- the check pipeline moves
+    signal mop_state : std_logic_vector(1 downto 0) := "00"; -- 0 idle, 1 first entry read, 2 window entry read, 3 write
+    signal mop_take : std_logic;             -- an operation is accepted
+    signal mop_bind : std_logic;
+    signal mop_stag : std_logic_vector(31 downto 0);
+    signal mop_pd : std_logic_vector(31 downto 0);
+    signal mop_qp : std_logic_vector(31 downto 0);
+    signal mop_mr : std_logic_vector(31 downto 0);
+    signal mop_addr : std_logic_vector(63 downto 0);
+    signal mop_access : std_logic_vector(3 downto 0);
+    signal mop_type2 : std_logic;
+    signal mop_end : std_logic_vector(63 downto 0);
+    signal mop_wraps : std_logic;
+    signal mop_busy : std_logic;             -- the check port's read port is the mop port's
+    signal mop_rd : std_logic;
+    signal mop_rd_index : std_logic_vector(11 downto 0);
     signal chk_take : std_logic;             -- a request is accepted
     signal chk_index : std_logic_vector(23 downto 0); -- STag index
-    signal stag_table_chk_rd : std_logic_vector(273 downto 0); -- read data of stag_table_chk
+    signal chk_rd : std_logic;               -- the copies are read
+    signal chk_rd_index : std_logic_vector(11 downto 0);
+    signal stag_table_chk_rd : std_logic_vector(274 downto 0); -- read data of stag_table_chk
     signal stag_tag_chk_rd : std_logic_vector(8 downto 0); -- read data of stag_tag_chk
-    signal chk_c1_v : std_logic := '0';      -- stage 1 holds a request
+    signal mop_ok : std_logic;               -- the verdict so far
+    signal mop_delta : std_logic_vector(63 downto 0); -- the region's DELTA
+    signal mop_pbl : std_logic_vector(11 downto 0); -- the region's first page-list slot
+    signal mop_paged : std_logic;            -- the region is paged
+    signal mop_write_free : std_logic;       -- the operation ends this cycle
+    signal mop_write : std_logic;            -- its table write
+    signal mop_unused : std_logic;           -- the region's index was read as the operation was taken (keeps lint quiet on purpose)
     signal chk_c1_index_ok : std_logic;
     signal chk_c1_key : std_logic_vector(7 downto 0);
     signal chk_c1_pd : std_logic_vector(31 downto 0);
@@ -273,7 +319,7 @@ architecture rtl of placement_w64 is
     signal chk_c2_vm : std_logic_vector(63 downto 0);
     signal chk_c2_run : std_logic_vector(31 downto 0);
     signal chk_ok : std_logic;
-    signal rxk_table_rd : std_logic_vector(273 downto 0); -- read data of rxk_table
+    signal rxk_table_rd : std_logic_vector(274 downto 0); -- read data of rxk_table
     signal rxk_tag_rd : std_logic_vector(8 downto 0); -- read data of rxk_tag
     signal rxk1_v : std_logic := '0';
     signal rxk1_stag : std_logic_vector(31 downto 0);
@@ -451,19 +497,19 @@ architecture rtl of placement_w64 is
     signal term_v : std_logic;
     signal host_end : std_logic;
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
-    type stag_table_t is array (0 to 4095) of std_logic_vector(273 downto 0);
-    signal stag_table : stag_table_t;        -- STag table: rights, mode, PD, QP, base, end, end wraps, address delta, page-list slot
+    type stag_table_t is array (0 to 4095) of std_logic_vector(274 downto 0);
+    signal stag_table : stag_table_t;        -- STag table: rights, mode, PD, QP, base, end, end wraps, address delta, page-list slot, window
     type stag_tag_t is array (0 to 4095) of std_logic_vector(8 downto 0);
     signal stag_tag : stag_tag_t;            -- valid bit and key of each entry (valid cleared by the reset sweep and by invalidation)
     type page_list_t is array (0 to 4095) of std_logic_vector(51 downto 0);
     signal page_list : page_list_t;          -- page list: host page addresses, bits 63:12
-    type stag_table_chk_t is array (0 to 4095) of std_logic_vector(273 downto 0);
+    type stag_table_chk_t is array (0 to 4095) of std_logic_vector(274 downto 0);
     signal stag_table_chk : stag_table_chk_t; -- copy of stag_table for the check port
     type stag_tag_chk_t is array (0 to 4095) of std_logic_vector(8 downto 0);
     signal stag_tag_chk : stag_tag_chk_t;    -- copy of stag_tag for the check port
     type page_list_chk_t is array (0 to 4095) of std_logic_vector(51 downto 0);
     signal page_list_chk : page_list_chk_t;  -- copy of page_list for the check port
-    type rxk_table_t is array (0 to 4095) of std_logic_vector(273 downto 0);
+    type rxk_table_t is array (0 to 4095) of std_logic_vector(274 downto 0);
     signal rxk_table : rxk_table_t;          -- copy of stag_table for the check port
     type rxk_tag_t is array (0 to 4095) of std_logic_vector(8 downto 0);
     signal rxk_tag : rxk_tag_t;              -- copy of stag_tag for the check port
@@ -517,24 +563,67 @@ begin
     invalidate <= ((reg_wr_valid and b2l(reg_wr_addr = x"30")) and init_done_r) and (not (or reg_wr_data(23 downto 12)));
     st_base <= std_logic_vector'(stag_base_hi & stag_base_lo);
     st_end <= std_logic_vector(unsigned(st_base) + unsigned(std_logic_vector'(stag_len_hi & stag_len_lo)));
+    reg_table_cmd <= (reg_wr_valid and b2l(reg_wr_addr = x"2c")) or (reg_wr_valid and b2l(reg_wr_addr = x"30"));
+    ent_wr <= (commit or (not init_done_r)) or mop_ent_wr;
+    ent_wr_addr <= mux(not init_done_r, init_cnt, mux(commit, st_index(11 downto 0), mop_wr_index));
+    ent_wr_data <= mux(commit, std_logic_vector'(
+        '0' &
+        st_pbl(11 downto 0) &
+        std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'(stag_addr_hi & stag_addr_lo)) - unsigned(st_base))) - unsigned'(x"000000000000000e")) &
+        b2l(unsigned(st_end) < unsigned(st_base)) &
+        st_end &
+        st_base &
+        st_qp &
+        st_pd &
+        st_paged &
+        st_access
+    ), mop_wr_entry and std_logic_vector'(274 downto 0 => init_done_r));
     rxk_inv_index <= s_inv_index(11 downto 0);
     s_rxk_ready <= init_done_r;
     rxk_take <= s_rxk_valid and init_done_r;
     rxk_index <= s_rxk_stag(19 downto 8);
-    s_inv_ready <= (not ((reg_wr_valid and b2l(reg_wr_addr = x"2c")) or (reg_wr_valid and b2l(reg_wr_addr = x"30")))) and init_done_r;
+    s_inv_ready <= (not (reg_table_cmd or mop_tag_wr)) and init_done_r;
     rxk_inv <= (s_inv_valid and s_inv_ready) and (not (or s_inv_index(23 downto 12)));
-    tag_wr <= ((commit or invalidate) or (not init_done_r)) or rxk_inv;
-    tag_wr_addr <= mux(not init_done_r, init_cnt, mux(commit, st_index(11 downto 0), mux(invalidate, reg_wr_data(11 downto 0), rxk_inv_index)));
-    tag_wr_data <= std_logic_vector'(
+    tag_wr <= (((commit or invalidate) or (not init_done_r)) or rxk_inv) or mop_tag_wr;
+    tag_wr_addr <= mux(not init_done_r, init_cnt, mux(commit, st_index(11 downto 0), mux(invalidate, reg_wr_data(11 downto 0), mux(mop_tag_wr, mop_wr_index, rxk_inv_index))));
+    tag_wr_data <= mux(mop_tag_wr, mop_wr_tag, std_logic_vector'(
         ((commit and st_valid) and init_done_r) &
         (st_key and std_logic_vector'(7 downto 0 => commit))
-    );
+    ));
     chk_adv <= (not chk_c2_v) or m_chk_ready;
-    chk_take <= (s_chk_valid and chk_adv) and init_done_r;
-    s_chk_ready <= chk_adv and init_done_r;
+    mop_take <= ((s_mop_valid and b2l(mop_state = "00")) and init_done_r) and (not (chk_c1_v or chk_c2_v));
+    s_mop_ready <= mop_take;
+    mop_busy <= mop_take or (not b2l(mop_state = "00"));
+    mop_rd <= mop_take or (b2l(mop_state = "01") and mop_bind);
+    mop_rd_index <= mux(mop_take, mux(s_mop_bind, s_mop_mr(19 downto 8), s_mop_stag(19 downto 8)), mop_stag(19 downto 8));
+    chk_take <= ((s_chk_valid and chk_adv) and init_done_r) and (not mop_busy);
+    s_chk_ready <= (chk_adv and init_done_r) and (not mop_busy);
     chk_index <= s_chk_stag(31 downto 8);
+    chk_rd <= chk_take or mop_rd;
+    chk_rd_index <= mux(mop_rd, mop_rd_index, chk_index(11 downto 0));
+    mop_write_free <= b2l(mop_state = "11") and (not reg_table_cmd);
+    mop_write <= mop_write_free and mop_ok;
+    mop_ent_wr <= mop_write and mop_bind;
+    mop_tag_wr <= mop_write;
+    mop_wr_index <= mop_stag(19 downto 8);
+    mop_wr_entry <= std_logic_vector'(
+        '1' &
+        mop_pbl &
+        mop_delta &
+        '0' &
+        mop_end &
+        mop_addr &
+        mux(mop_type2, mop_qp, x"00000000") &
+        mop_pd &
+        mop_paged &
+        mop_access
+    );
+    mop_wr_tag <= std_logic_vector'(mop_bind & (mop_stag(7 downto 0) and std_logic_vector'(7 downto 0 => mop_bind)));
+    mop_unused <= or mop_mr(19 downto 8);
+    m_mop_valid <= mop_write_free;
+    m_mop_ok <= mop_write_free and mop_ok;
     chk_end <= std_logic_vector(unsigned(chk_c1_to) + unsigned(std_logic_vector'(x"00000000" & chk_c1_len)));
-    chk_fault <= mux(((not chk_c1_index_ok) or (not stag_tag_chk_rd(8))) or b2l(stag_tag_chk_rd(7 downto 0) /= chk_c1_key), "001", mux(b2l(stag_table_chk_rd(36 downto 5) /= chk_c1_pd) or (b2l(stag_table_chk_rd(68 downto 37) /= x"00000000") and b2l(stag_table_chk_rd(68 downto 37) /= chk_c1_qp)), "010", mux(b2l((stag_table_chk_rd(3 downto 0) and chk_c1_need) /= chk_c1_need), "011", mux(b2l(unsigned(chk_end) < unsigned(chk_c1_to)), "100", mux((b2l(unsigned(chk_c1_to) < unsigned(stag_table_chk_rd(132 downto 69))) or b2l(unsigned(stag_table_chk_rd(196 downto 133)) < unsigned(chk_end))) or stag_table_chk_rd(197), "101", "000")))));
+    chk_fault <= mux((((not chk_c1_index_ok) or (not stag_tag_chk_rd(8))) or b2l(stag_tag_chk_rd(7 downto 0) /= chk_c1_key)) or (stag_table_chk_rd(274) and b2l((chk_c1_need and x"6") = x"0")), "001", mux(b2l(stag_table_chk_rd(36 downto 5) /= chk_c1_pd) or (b2l(stag_table_chk_rd(68 downto 37) /= x"00000000") and b2l(stag_table_chk_rd(68 downto 37) /= chk_c1_qp)), "010", mux(b2l((stag_table_chk_rd(3 downto 0) and chk_c1_need) /= chk_c1_need), "011", mux(b2l(unsigned(chk_end) < unsigned(chk_c1_to)), "100", mux((b2l(unsigned(chk_c1_to) < unsigned(stag_table_chk_rd(132 downto 69))) or b2l(unsigned(stag_table_chk_rd(196 downto 133)) < unsigned(chk_end))) or stag_table_chk_rd(197), "101", "000")))));
     chk_vm <= std_logic_vector(unsigned(std_logic_vector(unsigned(chk_c1_to) + unsigned(stag_table_chk_rd(261 downto 198)))) + unsigned'(x"000000000000000e"));
     chk_to_page <= std_logic_vector(unsigned'("1000000000000") - unsigned(std_logic_vector'('0' & chk_vm(11 downto 0))));
     m_chk_valid <= chk_c2_v;
@@ -545,7 +634,7 @@ begin
     m_chk_run <= (chk_c2_run and std_logic_vector'(31 downto 0 => chk_c2_v)) and std_logic_vector'(31 downto 0 => chk_ok);
     rxk1_access <= rxk_table_rd(3 downto 0);
     rxk1_end <= std_logic_vector(unsigned(rxk1_to) + unsigned(std_logic_vector'(x"00000000" & rxk1_len)));
-    rxk1_fault <= mux(b2l(rxk1_len = x"00000000") and ((b2l(rxk1_use = "000") or b2l(rxk1_use = "001")) or b2l(rxk1_use = "010")), "000", mux(((not (not (or rxk1_stag(31 downto 20)))) or (not rxk_tag_rd(8))) or b2l(rxk_tag_rd(7 downto 0) /= rxk1_stag(7 downto 0)), "001", mux(mux(b2l(rxk1_use = "101"), (b2l(rxk_table_rd(36 downto 5) /= rxk1_pd) or b2l(rxk_table_rd(68 downto 37) = x"00000000")) or b2l(rxk_table_rd(68 downto 37) /= rxk1_qp), b2l(rxk_table_rd(36 downto 5) /= rxk1_pd) or (b2l(rxk_table_rd(68 downto 37) /= x"00000000") and b2l(rxk_table_rd(68 downto 37) /= rxk1_qp))), "010", mux(b2l(rxk1_use = "101"), "000", mux(not mux(b2l(rxk1_use = "000"), rxk1_access(2), mux(b2l(rxk1_use = "010"), rxk1_access(1), mux(b2l(rxk1_use = "001") or b2l(rxk1_use = "100"), rxk1_access(0), '1'))), "011", mux(b2l(unsigned(rxk1_end) < unsigned(rxk1_to)), "100", mux((b2l(unsigned(rxk1_to) < unsigned(rxk_table_rd(132 downto 69))) or b2l(unsigned(rxk_table_rd(196 downto 133)) < unsigned(rxk1_end))) or rxk_table_rd(197), "101", "000")))))));
+    rxk1_fault <= mux(b2l(rxk1_len = x"00000000") and ((b2l(rxk1_use = "000") or b2l(rxk1_use = "001")) or b2l(rxk1_use = "010")), "000", mux((((not (not (or rxk1_stag(31 downto 20)))) or (not rxk_tag_rd(8))) or b2l(rxk_tag_rd(7 downto 0) /= rxk1_stag(7 downto 0))) or (rxk_table_rd(274) and (b2l(rxk1_use = "011") or b2l(rxk1_use = "100"))), "001", mux(mux(b2l(rxk1_use = "101"), (b2l(rxk_table_rd(36 downto 5) /= rxk1_pd) or b2l(rxk_table_rd(68 downto 37) = x"00000000")) or b2l(rxk_table_rd(68 downto 37) /= rxk1_qp), b2l(rxk_table_rd(36 downto 5) /= rxk1_pd) or (b2l(rxk_table_rd(68 downto 37) /= x"00000000") and b2l(rxk_table_rd(68 downto 37) /= rxk1_qp))), "010", mux(b2l(rxk1_use = "101"), "000", mux(not mux(b2l(rxk1_use = "000"), rxk1_access(2), mux(b2l(rxk1_use = "010"), rxk1_access(1), mux(b2l(rxk1_use = "001") or b2l(rxk1_use = "100"), rxk1_access(0), '1'))), "011", mux(b2l(unsigned(rxk1_end) < unsigned(rxk1_to)), "100", mux((b2l(unsigned(rxk1_to) < unsigned(rxk_table_rd(132 downto 69))) or b2l(unsigned(rxk_table_rd(196 downto 133)) < unsigned(rxk1_end))) or rxk_table_rd(197), "101", "000")))))));
     rxk1_vaddr <= std_logic_vector(unsigned(std_logic_vector(unsigned(rxk1_to) + unsigned(rxk_table_rd(261 downto 198)))) + unsigned'(x"000000000000000e"));
     rxk_pbl_addr <= std_logic_vector(unsigned(rxk_table_rd(273 downto 262)) + unsigned(rxk1_vaddr(23 downto 12)));
     m_rxk_valid <= rxk2_v;
@@ -777,7 +866,8 @@ begin
         h_rdmap_ctl(5 downto 4) &
         s0_qp(31 downto 10) &
         e_access(1) &
-        e_access(3)
+        e_access(3) &
+        stag_table_rd(274)
     );
 
     init_cnt_reg : process (clk)
@@ -1126,6 +1216,143 @@ begin
                 pbl_addr_hi <= x"00000000";
             elsif (reg_wr_valid and b2l(reg_wr_addr = x"48")) = '1' then
                 pbl_addr_hi <= reg_wr_data;
+            end if;
+        end if;
+    end process;
+
+    mop_bind_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if mop_take = '1' then
+                mop_bind <= s_mop_bind;
+            end if;
+        end if;
+    end process;
+
+    mop_stag_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if mop_take = '1' then
+                mop_stag <= s_mop_stag;
+            end if;
+        end if;
+    end process;
+
+    mop_pd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if mop_take = '1' then
+                mop_pd <= s_mop_pd;
+            end if;
+        end if;
+    end process;
+
+    mop_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if mop_take = '1' then
+                mop_qp <= s_mop_qp;
+            end if;
+        end if;
+    end process;
+
+    mop_mr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if mop_take = '1' then
+                mop_mr <= s_mop_mr;
+            end if;
+        end if;
+    end process;
+
+    mop_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if mop_take = '1' then
+                mop_addr <= s_mop_addr;
+            end if;
+        end if;
+    end process;
+
+    mop_access_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if mop_take = '1' then
+                mop_access <= s_mop_access;
+            end if;
+        end if;
+    end process;
+
+    mop_type2_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if mop_take = '1' then
+                mop_type2 <= s_mop_type2;
+            end if;
+        end if;
+    end process;
+
+    mop_end_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if mop_take = '1' then
+                mop_end <= std_logic_vector(unsigned(s_mop_addr) + unsigned(s_mop_len));
+            end if;
+        end if;
+    end process;
+
+    mop_wraps_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if mop_take = '1' then
+                mop_wraps <= b2l(unsigned(std_logic_vector(unsigned(s_mop_addr) + unsigned(s_mop_len))) < unsigned(s_mop_addr));
+            end if;
+        end if;
+    end process;
+
+    mop_delta_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b2l(mop_state = "01") = '1' then
+                mop_delta <= stag_table_chk_rd(261 downto 198);
+            end if;
+        end if;
+    end process;
+
+    mop_pbl_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b2l(mop_state = "01") = '1' then
+                mop_pbl <= stag_table_chk_rd(273 downto 262);
+            end if;
+        end if;
+    end process;
+
+    mop_paged_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b2l(mop_state = "01") = '1' then
+                mop_paged <= stag_table_chk_rd(4);
+            end if;
+        end if;
+    end process;
+
+    mop_ok_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (b2l(mop_state = "01") or b2l(mop_state = "10")) = '1' then
+                mop_ok <= mux(b2l(mop_state = "01"), mux(mop_bind, ((((((((not (((not (not (or mop_mr(31 downto 20)))) or (not stag_tag_chk_rd(8))) or b2l(stag_tag_chk_rd(7 downto 0) /= mop_mr(7 downto 0)))) and (not stag_table_chk_rd(274))) and b2l(stag_table_chk_rd(36 downto 5) = mop_pd)) and b2l((stag_table_chk_rd(3 downto 0) and x"8") /= x"0")) and b2l((mop_access and (not x"6")) = x"0")) and b2l((mop_access and (not stag_table_chk_rd(3 downto 0))) = x"0")) and (not b2l(unsigned(mop_addr) < unsigned(stag_table_chk_rd(132 downto 69))))) and (not mop_wraps)) and (not b2l(unsigned(stag_table_chk_rd(196 downto 133)) < unsigned(mop_end))), (not (((not (not (or mop_stag(31 downto 20)))) or (not stag_tag_chk_rd(8))) or b2l(stag_tag_chk_rd(7 downto 0) /= mop_stag(7 downto 0)))) and b2l(stag_table_chk_rd(36 downto 5) = mop_pd)), mop_ok and (((not (or mop_stag(31 downto 20))) and (not (stag_tag_chk_rd(8) and (not stag_table_chk_rd(274))))) and (not (stag_table_chk_rd(274) and b2l(stag_table_chk_rd(36 downto 5) /= mop_pd)))));
+            end if;
+        end if;
+    end process;
+
+    mop_state_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                mop_state <= "00";
+            else
+                mop_state <= mux(b2l(mop_state = "00"), mux(mop_take, "01", "00"), mux(b2l(mop_state = "01"), mux(mop_bind, "10", "11"), mux(b2l(mop_state = "10"), "11", mux(mop_write_free, "00", "11"))));
             end if;
         end if;
     end process;
@@ -2078,18 +2305,8 @@ begin
     stag_table_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if commit = '1' then
-                stag_table(to_integer(unsigned(st_index(11 downto 0)))) <= std_logic_vector'(
-        st_pbl(11 downto 0) &
-        std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'(stag_addr_hi & stag_addr_lo)) - unsigned(st_base))) - unsigned'(x"000000000000000e")) &
-        b2l(unsigned(st_end) < unsigned(st_base)) &
-        st_end &
-        st_base &
-        st_qp &
-        st_pd &
-        st_paged &
-        st_access
-    );
+            if ent_wr = '1' then
+                stag_table(to_integer(unsigned(ent_wr_addr))) <= ent_wr_data;
             end if;
             if table_rd = '1' then
                 stag_table_rd <= stag_table(to_integer(unsigned(s0_stag_index(11 downto 0))));
@@ -2127,21 +2344,11 @@ begin
     stag_table_chk_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if commit = '1' then
-                stag_table_chk(to_integer(unsigned(st_index(11 downto 0)))) <= std_logic_vector'(
-        st_pbl(11 downto 0) &
-        std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'(stag_addr_hi & stag_addr_lo)) - unsigned(st_base))) - unsigned'(x"000000000000000e")) &
-        b2l(unsigned(st_end) < unsigned(st_base)) &
-        st_end &
-        st_base &
-        st_qp &
-        st_pd &
-        st_paged &
-        st_access
-    );
+            if ent_wr = '1' then
+                stag_table_chk(to_integer(unsigned(ent_wr_addr))) <= ent_wr_data;
             end if;
-            if chk_take = '1' then
-                stag_table_chk_rd <= stag_table_chk(to_integer(unsigned(chk_index(11 downto 0))));
+            if chk_rd = '1' then
+                stag_table_chk_rd <= stag_table_chk(to_integer(unsigned(chk_rd_index)));
             end if;
         end if;
     end process;
@@ -2153,8 +2360,8 @@ begin
             if tag_wr = '1' then
                 stag_tag_chk(to_integer(unsigned(tag_wr_addr))) <= tag_wr_data;
             end if;
-            if chk_take = '1' then
-                stag_tag_chk_rd <= stag_tag_chk(to_integer(unsigned(chk_index(11 downto 0))));
+            if chk_rd = '1' then
+                stag_tag_chk_rd <= stag_tag_chk(to_integer(unsigned(chk_rd_index)));
             end if;
         end if;
     end process;
@@ -2176,18 +2383,8 @@ begin
     rxk_table_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if commit = '1' then
-                rxk_table(to_integer(unsigned(st_index(11 downto 0)))) <= std_logic_vector'(
-        st_pbl(11 downto 0) &
-        std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'(stag_addr_hi & stag_addr_lo)) - unsigned(st_base))) - unsigned'(x"000000000000000e")) &
-        b2l(unsigned(st_end) < unsigned(st_base)) &
-        st_end &
-        st_base &
-        st_qp &
-        st_pd &
-        st_paged &
-        st_access
-    );
+            if ent_wr = '1' then
+                rxk_table(to_integer(unsigned(ent_wr_addr))) <= ent_wr_data;
             end if;
             if rxk_take = '1' then
                 rxk_table_rd <= rxk_table(to_integer(unsigned(rxk_index)));

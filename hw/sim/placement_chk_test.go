@@ -129,7 +129,10 @@ func TestPlacementCheckPort(t *testing.T) {
 				register()
 			}
 			newReq := func(tag uint8) *chkReq {
-				r := &chkReq{stag: uint32(rng.IntN(nIdx))<<8 | uint32(rng.IntN(4)), pd: uint32(1 + rng.IntN(3)), qp: uint32(1 + rng.IntN(3)), tag: tag}
+				r := &chkReq{stag: uint32(rng.IntN(nIdx+8))<<8 | uint32(rng.IntN(4)), pd: uint32(1 + rng.IntN(3)), qp: uint32(1 + rng.IntN(3)), tag: tag}
+				if e, _, ok := img.Lookup(r.stag >> 8); ok && e.Kind != mem.KindMR && rng.Chance(128) {
+					r.stag, r.pd, r.qp = r.stag&^0xff|uint32(e.Key), e.PD, max(e.QP, r.qp) // a window, mostly usable
+				}
 				if rng.Chance(8) {
 					r.stag = rng.Uint32() // mostly past the table
 				}
@@ -161,6 +164,10 @@ func TestPlacementCheckPort(t *testing.T) {
 
 			var pending []*chkReq // accepted, verdict not yet seen
 			var next *chkReq
+			var mop *mopReq // offered to s_mop, or taken and not yet answered
+			mopTaken := false
+			mops := map[string]int{}
+			windowUse := map[bool]int{} // requests at a valid window's key: remote, local
 			checked, faults := 0, map[uint64]int{}
 			const total = 6000
 			tag := uint8(0)
@@ -173,18 +180,28 @@ func TestPlacementCheckPort(t *testing.T) {
 						register()
 					}
 				}
-				// Register write this cycle: seen by requests accepted from the next one.
-				if len(writes) > 0 && rng.Chance(160) {
+				// Register write this cycle: seen by requests accepted from
+				// the next one. None while a memory operation is under way:
+				// one to the entries it reads would race with it (the
+				// card's driver never does that).
+				if len(writes) > 0 && mop == nil && rng.Chance(160) {
 					port("reg_wr_valid").Set(in, 1)
 					port("reg_wr_addr").Set(in, uint64(writes[0].Off))
 					port("reg_wr_data").Set(in, uint64(writes[0].Val))
 				} else {
 					port("reg_wr_valid").Set(in, 0)
 				}
-				if next == nil && rng.Chance(200) {
-					next = newReq(tag)
-					tag++
+				// A memory operation now and then in place of a request: the
+				// port takes it once the requests before it have their verdicts.
+				if next == nil && mop == nil && rng.Chance(200) {
+					if rng.Chance(40) {
+						mop, mopTaken = newMop(rng, img, nIdx), false
+					} else {
+						next = newReq(tag)
+						tag++
+					}
 				}
+				mopOffer(port, in, mop, mopTaken)
 				if next != nil {
 					port("s_chk_valid").Set(in, 1)
 					port("s_chk_stag").Set(in, uint64(next.stag))
@@ -201,6 +218,20 @@ func TestPlacementCheckPort(t *testing.T) {
 				port("m_chk_ready").Set(in, b2u(ready))
 				step() // out: what the block showed during this cycle
 				accepted := next != nil && port("s_chk_ready").Get(out) == 1
+				if mop != nil && !mopTaken && port("s_mop_ready").Get(out) == 1 {
+					mopTaken = true
+					mop.expect(img)
+				}
+				if port("m_mop_valid").Get(out) == 1 {
+					require.True(t, mopTaken, "seed %d: cycle %d: a memory operation's answer nobody asked for", seed, cycle)
+					require.Equal(t, mop.ok, port("m_mop_ok").Get(out) == 1, "seed %d: cycle %d: memory operation %+v", seed, cycle, *mop)
+					mop.apply(img)
+					mops[mop.String()]++
+					if mop.ok && !mop.bind {
+						register() // keep the table's regions alive
+					}
+					mop = nil
+				}
 				if port("m_chk_valid").Get(out) == 1 && ready {
 					require.NotEmpty(t, pending, "seed %d: a verdict nobody asked for", seed)
 					r := pending[0]
@@ -212,6 +243,9 @@ func TestPlacementCheckPort(t *testing.T) {
 					faults[r.fault]++
 				}
 				if accepted {
+					if e, _, ok := img.Lookup(next.stag >> 8); ok && e.Kind != mem.KindMR && e.Valid && e.Key == mem.STag(next.stag).Key() {
+						windowUse[next.need&(mem.RemoteRead|mem.RemoteWrite) != 0]++
+					}
 					chkExpect(img, next)
 					pending = append(pending, next)
 					next = nil
@@ -224,7 +258,13 @@ func TestPlacementCheckPort(t *testing.T) {
 			for f := uint64(0); f <= 5; f++ {
 				require.Positive(t, faults[f], "seed %d: no verdict %d (%s) was exercised", seed, f, mem.Fault(f))
 			}
-			t.Logf("seed %d: %d verdicts checked, by fault %v", seed, checked, faults)
+			for _, k := range []string{"invalidate ok", "invalidate refused", "bind ok", "bind refused"} {
+				require.Positive(t, mops[k], "seed %d: no %s was exercised (%v)", seed, k, mops)
+			}
+			require.Positive(t, windowUse[true], "seed %d: no remote request through a window", seed)
+			require.Positive(t, windowUse[false], "seed %d: no local request through a window", seed)
+			t.Logf("seed %d: %d verdicts checked, by fault %v; memory operations %v; requests through windows (remote, local) %d, %d",
+				seed, checked, faults, mops, windowUse[true], windowUse[false])
 		})
 	}
 }

@@ -223,6 +223,9 @@ func (q *QP) memoryWR(s *sqEntry) {
 	s.done = true
 	if err != nil {
 		s.status = WCLocProtErr
+		if wr.Opcode == WRBindMW {
+			s.status = WCMWBindErr // IBV_WC_MW_BIND_ERR, as the card reports it
+		}
 		q.complete()
 		q.Fail(&Error{Cause: rdmap.RDMAPLocalCatastrophic, Msg: fmt.Sprintf("WR %d (%v)", wr.ID, wr.Opcode), Err: err},
 			&rdmap.Terminate{Cause: rdmap.RDMAPLocalCatastrophic})

@@ -248,6 +248,22 @@ func TestMemoryWRs(t *testing.T) {
 	assert.Equal(t, rdmap.RDMAPLocalCatastrophic, sent(t, v)[len(v.wire)-1].Terminate.Cause)
 }
 
+// TestBindRefused: a bind the region does not allow completes with
+// MW_BIND_ERR (IBV_WC_MW_BIND_ERR, as the card reports it) and fails the
+// stream.
+func TestBindRefused(t *testing.T) {
+	v := newNode(t, nil)
+	mr := v.reg(t, make([]byte, 64), 0, all) // no bind right
+	mw, err := v.pd.AllocMW(mem.KindMW2)
+	require.NoError(t, err)
+	require.NoError(t, v.q.PostSend(qp.SendWR{ID: 1, Opcode: qp.WRBindMW, Bind: &qp.MWBind{MW: mw, MR: mr, Addr: 0, Length: 16, Access: mem.RemoteWrite}}))
+	v.run()
+	require.Len(t, v.cq.send, 1)
+	assert.Equal(t, qp.WCMWBindErr, v.cq.send[0].Status)
+	assert.Equal(t, qp.WCBindMW, v.cq.send[0].Opcode)
+	assert.Equal(t, rdmap.RDMAPLocalCatastrophic, sent(t, v)[len(v.wire)-1].Terminate.Cause)
+}
+
 // TestNew refuses configurations a QP cannot run with.
 func TestNew(t *testing.T) {
 	tab := mem.NewTable()

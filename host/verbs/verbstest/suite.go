@@ -63,6 +63,7 @@ func Run(t *testing.T, device string, o Options) {
 		{"MPAOptions", s.mpaOptions}, {"PrivateDataAndReject", s.reject},
 		{"ManyQPs", s.manyQPs}, {"RemoteAccessError", s.remoteAccess},
 		{"FlushOnDisconnect", s.flush}, {"BadUse", s.badUse}, {"TerminateBeforeFIN", s.terminateBeforeFIN},
+		{"MemoryWindows", s.memoryWRs},
 	} {
 		if !t.Run(c.name, c.fn) {
 			t.Logf("seed %d", o.Seed)

@@ -60,6 +60,9 @@
     X(s_chk_fault, 3) \
     X(s_chk_addr, 64) \
     X(s_chk_run, 32) \
+    X(m_mop_ready, 1) \
+    X(s_mop_valid, 1) \
+    X(s_mop_ok, 1) \
     X(m_axi_arready, 1) \
     X(m_axi_rid, 6) \
     X(m_axi_rdata, 64) \
@@ -113,6 +116,16 @@
     X(m_chk_len, 32) \
     X(m_chk_tag, 8) \
     X(s_chk_ready, 1) \
+    X(m_mop_valid, 1) \
+    X(m_mop_bind, 1) \
+    X(m_mop_stag, 32) \
+    X(m_mop_pd, 32) \
+    X(m_mop_qp, 32) \
+    X(m_mop_mr, 32) \
+    X(m_mop_addr, 64) \
+    X(m_mop_len, 64) \
+    X(m_mop_access, 4) \
+    X(m_mop_type2, 1) \
     X(m_axi_arid, 6) \
     X(m_axi_araddr, 64) \
     X(m_axi_arlen, 8) \

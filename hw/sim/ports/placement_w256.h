@@ -50,6 +50,16 @@
     X(s_chk_len, 32) \
     X(s_chk_tag, 8) \
     X(m_chk_ready, 1) \
+    X(s_mop_valid, 1) \
+    X(s_mop_bind, 1) \
+    X(s_mop_stag, 32) \
+    X(s_mop_pd, 32) \
+    X(s_mop_qp, 32) \
+    X(s_mop_mr, 32) \
+    X(s_mop_addr, 64) \
+    X(s_mop_len, 64) \
+    X(s_mop_access, 4) \
+    X(s_mop_type2, 1) \
     /* end */
 
 #define IW_SIM_OUTPUTS(X) \
@@ -97,5 +107,8 @@
     X(m_chk_fault, 3) \
     X(m_chk_addr, 64) \
     X(m_chk_run, 32) \
+    X(s_mop_ready, 1) \
+    X(m_mop_valid, 1) \
+    X(m_mop_ok, 1) \
     /* end */
 
