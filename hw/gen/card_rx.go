@@ -19,6 +19,8 @@ const (
 // Error kinds on card_rx's m_err record: mpa_rx's (1 CRC, 2 marker,
 // 3 length) and the engine's own.
 const (
+	CardRxErrTooLarge    = 5 // an FPDU longer than the ring: it can never be taken whole
+	CardRxErrStreamCut   = 6 // the peer's stream ended (RX_FIN) inside an FPDU
 	CardRxErrBadDoorbell = 7 // RXS_PI moved more than the ring's size past RXS_CI
 )
 
@@ -163,9 +165,9 @@ func CardRx(width int) (*Module, error) {
 	eValid := m.Output("m_err_valid", 1, "the QP's receive stream failed")
 	eReady := m.Input("m_err_ready", 1, "")
 	eQP := m.Output("m_err_qp", QB, "")
-	eKind := m.Output("m_err_kind", 3, fmt.Sprintf("1 CRC, 2 marker, 3 length (mpa_rx), %d RXS_PI past the ring's size", CardRxErrBadDoorbell))
+	eKind := m.Output("m_err_kind", 3, fmt.Sprintf("1 CRC, 2 marker, 3 length (mpa_rx), %d an FPDU longer than the ring, %d the stream ended (RX_FIN) inside an FPDU, %d RXS_PI past the ring's size", CardRxErrTooLarge, CardRxErrStreamCut, CardRxErrBadDoorbell))
 	eCode := m.Output("m_err_code", 3, "mpa_rx's RFC 5044 §8 code (0 for the engine's own)")
-	eOff := m.Output("m_err_offset", 32, "stream offset of the failing FPDU (RXS_CI for a bad doorbell)")
+	eOff := m.Output("m_err_offset", 32, "stream offset of the failing FPDU (RXS_CI for the engine's own)")
 	sIdleOut := m.Output("snd_idle", 1, "the Send engine holds no untagged segment (none in progress, no s_host beat waiting): the card top offers m_err and placement's m_term to card_tx only then, behind the segments before them")
 	flValid := m.Input("s_fl_valid", 1, "card_tx took the Terminate record of placement's m_term or of m_err for this QP: its RQ is flushed (WR_FLUSH_ERR) as for m_rxterm's")
 	flReady := m.Output("s_fl_ready", 1, "no such QP waits to join the flush queue")
@@ -205,9 +207,15 @@ func CardRx(width int) (*Module, error) {
 	m.Assign(dbReady, And(Not(dbB), Not(cmdValid), flRoom, Not(hkPend)))
 	dbTake := m.WireOf("db_take", And(dbValid, Not(dbB), Not(cmdValid), flRoom, Not(hkPend)), "")
 	dbPI := m.WireOf("db_is_pi", And(dbTake, Eq(dbKind, C(3, dbRXSPI))), "")
-	m.Drive(dbB, big.NewInt(0), Or(dbPI, And(dbB, bStall)), nil)
-	m.Drive(dbQP, nil, dbIndex, dbPI)
-	m.Drive(dbVal, nil, dbValue, dbPI)
+	// STREAM.RX_FIN goes the same way without moving RXS_PI: the QP is
+	// looked at again, and an FPDU cut by the end of the stream is found.
+	dbFin := m.WireOf("db_is_fin", And(dbTake, Eq(dbKind, C(3, dbStreamK)), Bit(dbValue, cardStreamRXFin)), "STREAM.RX_FIN")
+	dbIn := m.WireOf("db_in", Or(dbPI, dbFin), "")
+	dbFinQ := m.RegDecl("db_fin", 1, "the doorbell in its second cycle is RX_FIN")
+	m.Drive(dbB, big.NewInt(0), Or(dbIn, And(dbB, bStall)), nil)
+	m.Drive(dbQP, nil, dbIndex, dbIn)
+	m.Drive(dbVal, nil, dbValue, dbIn)
+	m.Drive(dbFinQ, nil, dbFin, dbIn)
 
 	// QP work FIFO (each QP at most once: its queued bit).
 	fHead := m.RegDecl("fifo_head", QB+1, "")
@@ -221,6 +229,9 @@ func CardRx(width int) (*Module, error) {
 	qRd := m.Mem("queued", 2, 1<<QB, Or(create, in(sPop), push), Sel(create, Bits(cQPN, QB-1, 0), Sel(in(sPop), aq, dbQP)),
 		Cat(C(1, 0), push), nil, Sel(dbPI, dbIndex, dbQP), "bit 0 per QP: on the work FIFO")
 	m.Assign(push, And(bGo, Not(Bit(qRd, 0))))
+	finRd := m.Mem("rx_fin", 2, 1<<QB, Or(create, And(bGo, dbFinQ)), Sel(create, Bits(cQPN, QB-1, 0), dbQP), Cat(C(1, 0), Not(create)), nil, aq,
+		"bit 0 per QP: the peer's stream ended (RX_FIN)")
+	unused = append(unused, Bit(finRd, 1))
 	unused = append(unused, Bit(qRd, 1))
 	fRd := m.Mem("fifo", QB, 1<<QB, push, Bits(fTail, QB-1, 0), dbQP, nil, Bits(fHead, QB-1, 0), "QPs with doorbells to serve")
 	m.Drive(fTail, big.NewInt(0), Add(fTail, zext(push, QB+1)), nil)
@@ -231,7 +242,7 @@ func CardRx(width int) (*Module, error) {
 	ctxW := 52 + 5 + 3 + 32
 	ctxRd := m.Mem("ctx", ctxW, 1<<QB, create, Bits(cQPN, QB-1, 0),
 		Cat(Bits(cBaseHi, 31, 0), Bits(cBaseLo, 31, 12), cLog, cMk, cCRC, cRev0, cPD), nil, aq, "RXS base (bits 63:12), log size, markers, CRC, rev 0, PD")
-	piRd := m.Mem("rxs_pi", 32, 1<<QB, Or(create, bGo), Sel(create, Bits(cQPN, QB-1, 0), dbQP), Sel(create, C(32, 0), dbVal), nil, aq, "RXS_PI per QP")
+	piRd := m.Mem("rxs_pi", 32, 1<<QB, Or(create, And(bGo, Not(dbFinQ))), Sel(create, Bits(cQPN, QB-1, 0), dbQP), Sel(create, C(32, 0), dbVal), nil, aq, "RXS_PI per QP")
 	lim := m.RegDecl("lim", 32, "end of the FPDUs taken whole (the next FPDU's start)")
 	need := m.RegDecl("need", 17, "octets the next FPDU needs in the ring")
 	failQ := m.RegDecl("failq", 1, "the QP's stream failed")
@@ -252,7 +263,9 @@ func CardRx(width int) (*Module, error) {
 	m.Drive(cPDQ, nil, Bits(ctxRd, 31, 0), ld)
 	aPI := m.RegDecl("a_pi", 32, "RXS_PI of the QP served")
 	fwdPI := m.WireOf("db_fwd", And(bGo, Eq(dbQP, aq), Or(in(sCheck), in(sRun))), "a doorbell of the QP being served")
-	m.Drive(aPI, nil, Sel(ld, piRd, dbVal), Or(ld, fwdPI))
+	m.Drive(aPI, nil, Sel(ld, piRd, dbVal), Or(ld, And(fwdPI, Not(dbFinQ))))
+	aFin := m.RegDecl("a_fin", 1, "the served QP's stream ended (RX_FIN)")
+	m.Drive(aFin, nil, Sel(ld, Bit(finRd, 0), C(1, 1)), Or(ld, And(fwdPI, dbFinQ)))
 
 	// Ring size.
 	var maskBits []Expr
@@ -268,6 +281,9 @@ func CardRx(width int) (*Module, error) {
 	enough := m.WireOf("chk_enough", And(RedOr(avail), Not(Lt(avail, zext(need, 32)))), "")
 	goRun := m.WireOf("chk_go", And(in(sCheck), Not(failQ), Not(badDB), enough), "a turn starts: mpa_rx is reset with the QP's context")
 	chkBad := m.WireOf("chk_fail", And(in(sCheck), Not(failQ), badDB), "")
+	// The stream ended with octets in the ring that the next FPDU needs
+	// more than: it is cut (the model's cut, QP_ERROR STREAM_CUT).
+	chkCut := m.WireOf("chk_cut", And(in(sCheck), Not(failQ), Not(badDB), Not(enough), RedOr(avail), aFin), "")
 
 	// Reader.
 	iss := m.RegDecl("iss", 32, "stream offset up to which reads are issued")
@@ -507,14 +523,24 @@ func CardRx(width int) (*Module, error) {
 	others := m.WireOf("blk_others", RedOr(fCnt), "another QP waits")
 	mErr := m.WireOf("eng_mpa_err", And(Or(in(sRun), in(sDrain)), meV), "")
 	yield := m.WireOf("eng_yield", And(blocked, others, Not(stopping)), "")
-	m.Drive(stopping, big.NewInt(0), Sel(goRun, hostKill, Or(stopping, yield, mErr, deadNow, hostKill)), nil)
+	// The next FPDU can never be taken whole: it is longer than the ring
+	// (the model's Local Catastrophic Terminate), or the peer's stream
+	// ended before its last octet (STREAM_CUT). Either ends the turn; the
+	// error is reported once the FPDUs before it are judged.
+	bigNow := m.WireOf("eng_too_large", And(blocked, pv, Lt(zext(rsize, 32), Sub(pe, lim)), Not(stopping)), "")
+	cutNow := m.WireOf("eng_cut", And(blocked, aFin, Ne(aPI, lim), Not(bigNow), Not(stopping)), "octets of an FPDU are in the ring, and no more will come")
+	bigHit := m.RegDecl("big_hit", 1, "the turn ended on an FPDU longer than the ring")
+	cutHit := m.RegDecl("cut_hit", 1, "the turn ended on an FPDU cut by the end of the stream")
+	m.Drive(bigHit, big.NewInt(0), Sel(goRun, C(1, 0), Or(bigHit, bigNow)), nil)
+	m.Drive(cutHit, big.NewInt(0), Sel(goRun, C(1, 0), Or(cutHit, cutNow)), nil)
+	m.Drive(stopping, big.NewInt(0), Sel(goRun, hostKill, Or(stopping, yield, mErr, deadNow, hostKill, bigNow, cutNow)), nil)
 	needPE := m.WireOf("need_pe", Sub(pe, lim), "")
 	m.Drive(need, nil, Sel(ld, Bits(stRd, 17, 1), Sel(pv, Bits(needPE, 16, 0), hs)), Or(ld, yield))
 	unused = append(unused, Bits(needPE, 31, 17))
 	errHit := m.RegDecl("err_hit", 1, "the turn ended on an mpa_rx error")
 	m.Drive(errHit, big.NewInt(0), Sel(goRun, C(1, 0), Or(errHit, mErr)), nil)
 	drained := m.WireOf("eng_drained", And(Eq(reqOut, C(5, 0)), Not(rdValid), Sel(errHit, Eq(outOff, meO), Eq(outOff, lim)), Not(ciV), Not(mValid), Eq(pq.Count, C(pqCW, 0)), Not(inUlp)), "nothing in flight, every ULPDU out and judged")
-	m.Drive(failQ, nil, Sel(And(ld, Not(hostKill)), Or(Bit(stRd, 0), Bit(deadRd, 0)), C(1, 1)), Or(ld, And(in(sDrain), drained, Or(errHit, tdead, deadNow)), chkBad, hostKillPre))
+	m.Drive(failQ, nil, Sel(And(ld, Not(hostKill)), Or(Bit(stRd, 0), Bit(deadRd, 0)), C(1, 1)), Or(ld, And(in(sDrain), drained, Or(errHit, tdead, deadNow, bigHit, cutHit)), chkBad, chkCut, hostKillPre))
 
 	// Errors.
 	eV := m.RegDecl("err_v", 1, "")
@@ -523,13 +549,20 @@ func CardRx(width int) (*Module, error) {
 	eC := m.RegDecl("err_code", 3, "")
 	eO := m.RegDecl("err_off", 32, "")
 	mpaFail := m.WireOf("eng_mpa_fail", And(in(sDrain), drained, errHit, Not(tdead), Not(deadNow)), "the turn ends on an MPA error of a QP not failed before it")
-	eSet := m.WireOf("err_set", Or(mpaFail, chkBad), "")
+	ownFail := m.WireOf("eng_own_fail", And(in(sDrain), drained, Not(errHit), Or(bigHit, cutHit), Not(tdead), Not(deadNow)), "... on an FPDU too large or cut")
+	bigFail := m.WireOf("eng_big_fail", And(ownFail, bigHit), "")
+	own := m.WireOf("err_own", Or(chkBad, chkCut, ownFail), "the engine's own error: RXS_CI stays at the FPDU")
+	eSet := m.WireOf("err_set", Or(mpaFail, own), "")
+	// An MPA error's RXS_CI moves past its FPDU (with card_stat's RX_SPACE
+	// and first ERROR record); an FPDU too large leaves it where it is and
+	// reports none, as the model's Terminate does: card_tx's Terminate
+	// record puts the status in ERROR.
 	m.Assign(errCI, mpaFail)
 	m.Drive(eV, big.NewInt(0), Or(eSet, And(eV, Not(eReady))), nil)
 	m.Drive(eQ, nil, aq, eSet)
-	m.Drive(eK, nil, Sel(chkBad, C(3, CardRxErrBadDoorbell), meK), eSet)
-	m.Drive(eC, nil, Sel(chkBad, C(3, 0), meC), eSet)
-	m.Drive(eO, nil, Sel(chkBad, lim, meO), eSet)
+	m.Drive(eK, nil, Sel(chkBad, C(3, CardRxErrBadDoorbell), Sel(Or(chkCut, And(ownFail, Not(bigHit))), C(3, CardRxErrStreamCut), Sel(bigFail, C(3, CardRxErrTooLarge), meK))), eSet)
+	m.Drive(eC, nil, Sel(own, C(3, 0), meC), eSet)
+	m.Drive(eO, nil, Sel(own, lim, meO), eSet)
 	m.Assign(eValid, eV)
 	m.Assign(eQP, gate(eV, eQ))
 	m.Assign(eKind, gate(eV, eK))
@@ -542,7 +575,7 @@ func CardRx(width int) (*Module, error) {
 			Sel(in(sWait), C(4, sRead),
 				Sel(in(sRead), C(4, sLoad),
 					Sel(in(sLoad), C(4, sCheck),
-						Sel(in(sCheck), Sel(goRun, C(4, sRun), Sel(chkBad, C(4, sEnd), C(4, sIdle))),
+						Sel(in(sCheck), Sel(goRun, C(4, sRun), Sel(Or(chkBad, chkCut), C(4, sEnd), C(4, sIdle))),
 							Sel(in(sRun), Sel(stopping, C(4, sDrain), C(4, sRun)),
 								Sel(in(sDrain), Sel(drained, C(4, sEnd), C(4, sDrain)),
 									C(4, sIdle)))))))))

@@ -21,6 +21,10 @@ const (
 // lost (RX_LOST, docs/card.md).
 const cardStreamRXLost = 1
 
+// cardStreamRXFin is the bit of QP_DB STREAM that reports the peer's end
+// of stream (the FIN after the last byte of RXS_PI).
+const cardStreamRXFin = 0
+
 // rxSendIn is what the Send engine takes from the rest of card_rx.
 type rxSendIn struct {
 	create  Expr    // QP_CMD CREATE taken this cycle

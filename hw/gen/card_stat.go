@@ -26,9 +26,10 @@ const (
 // QP_ERR values of card_stat's QP_ERROR events (TestCardTxCodes ties them
 // to cardspec).
 const (
-	cardStatErrHost    = 1 // QP_CMD ERROR
-	cardStatErrLLPLost = 2 // STREAM.RX_LOST
-	cardStatErrBadDB   = 6 // an RXS_PI doorbell past the ring's size
+	cardStatErrHost      = 1 // QP_CMD ERROR
+	cardStatErrLLPLost   = 2 // STREAM.RX_LOST
+	cardStatErrBadDB     = 6 // an RXS_PI doorbell past the ring's size
+	cardStatErrStreamCut = 3 // the peer's stream ended inside an FPDU
 )
 
 // CardStat builds card_stat_w<width>: the writer of the QP status records
@@ -47,9 +48,9 @@ func CardStat(width int) (*Module, error) {
 	QB := cardStatQPBits
 	m := NewModule(fmt.Sprintf("card_stat_w%d", W), "docs/card.md (QPSTAT, QPSTAT_BASE, QP_DB.STREAM, EQE_TYPE), docs/card-model.md (WriteStatus; host/driver/cardmodel qp.go step, stream, rx.go consume)",
 		fmt.Sprintf("The QP status records and the QP's stream and state events, %d-bit DMA: per QP the values the driver reads from its status record (TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED) and what the stream events need (TXS_CI, ARM_TX, ARM_RX); %d bits of block RAM for %d QPs. Updated by QP_CMD CREATE (all zero, state RTS), CLOSE (a QP in RTS: CLOSING until SQ_CI reaches SQ_PI, then CLOSED with TX_CLOSED and a QP_CLOSED event), ERROR (a QP in RTS, CLOSING or CLOSED goes to ERROR with TX_CLOSED, and a QP_ERROR event with INFO HOST), DESTROY (a QP in CLOSED or ERROR goes back to RESET, nothing written), card_tx's records (s_tx: SQ_CI and TXS_PI after each WQE), card_rx's RXS_CI records (s_rx; with s_rx_err, the record of a failed FPDU, a live QP goes to ERROR with no event and no TX_CLOSED, which card_tx's Terminate record adds), card_rx's receive completions (s_rc: RQ_CI, and the CQE passed on) and the doorbells SQ_PI and PUSH (SQ_PI, for CLOSE), TXS_CI, RXS_PI and STREAM (s_db: ARM_TX, ARM_RX, RX_FIN; RX_LOST puts a live QP in ERROR with TX_CLOSED and a QP_ERROR event with INFO LLP_LOST). Each record update writes the QP's whole 32-byte record at QPSTAT_BASE + 32 x QPN with one DMA write through a dma_wr.", W, cardStatCtx, 1<<QB),
-		"Events, as the card model gives them: TX_DATA once ARM_TX is set and TXS_PI differs from TXS_CI (checked at each transmit record, TXS_CI doorbell and STREAM doorbell; the arm is then spent); RX_SPACE at the first RXS_CI record after ARM_RX (spent); QP_ERROR with ERROR's (INFO HOST, or BAD_DOORBELL when qp_cmd_bad_db says the ERROR is card_rx's bad RXS_PI doorbell) or RX_LOST's record; QP_CLOSED with CLOSED's record; STREAM_END once RX_FIN is set and RXS_CI reaches RXS_PI (card_rx reports RXS_CI at FPDU boundaries) in a QP not in error. One event per update: QP_ERROR, QP_CLOSED or STREAM_END go first and a TX_DATA or RX_SPACE of the same update keeps its arm for the next.",
+		"Events, as the card model gives them: TX_DATA once ARM_TX is set and TXS_PI differs from TXS_CI (checked at each transmit record, TXS_CI doorbell and STREAM doorbell; the arm is then spent); RX_SPACE at the first RXS_CI record after ARM_RX (spent); QP_ERROR with ERROR's (INFO HOST, BAD_DOORBELL when qp_cmd_bad_db says the ERROR is card_rx's bad RXS_PI doorbell, STREAM_CUT when qp_cmd_cut says it is card_rx's cut stream) or RX_LOST's record; QP_CLOSED with CLOSED's record; STREAM_END once RX_FIN is set and RXS_CI reaches RXS_PI (card_rx reports RXS_CI at FPDU boundaries) in a QP not in error. One event per update: QP_ERROR, QP_CLOSED or STREAM_END go first and a TX_DATA or RX_SPACE of the same update keeps its arm for the next.",
 		fmt.Sprintf("Ordering: a completion (s_tx_cqe) or event is passed on (m_cpl to card_cq's completion port, m_ev to its event port) only once every status write taken before it has its write response, so the driver never sees a CQE or an event before the status record that publishes its indices (the card model writes the record first). Up to %d entries (status writes and events without a write) wait in order; the writes of one QP go out in the order of their updates (dma_wr keeps order), so the latest values win.", cardStatPend),
-		"Updates are serial (a context read, its write-back and, for a record, the DMA request and the 32 bytes), QP commands first, then doorbells, then transmit and receive-side records alternately (RXS_CI records and receive completions alternately among the latter). With a STREAM_END or a QP_ERROR LLP_LOST event goes a record to card_tx (m_end, released with the event, after the status writes before it): card_tx flushes the QP's outstanding Reads, or puts the QP in error and flushes its WQEs (RX_LOST), as the card model does. Not yet: STREAM_CUT (a partial FPDU left at RX_FIN: card_rx's), coalescing of updates.")
+		"Updates are serial (a context read, its write-back and, for a record, the DMA request and the 32 bytes), QP commands first, then doorbells, then transmit and receive-side records alternately (RXS_CI records and receive completions alternately among the latter). With a STREAM_END or a QP_ERROR LLP_LOST event goes a record to card_tx (m_end, released with the event, after the status writes before it): card_tx flushes the QP's outstanding Reads, or puts the QP in error and flushes its WQEs (RX_LOST), as the card model does. Not yet: coalescing of updates.")
 	clk := m.Clock()
 	rst := m.ResetPort()
 	cmdValid := m.Input("qp_cmd_valid", 1, "QP command (card_regs, forked by the top)")
@@ -57,6 +58,7 @@ func CardStat(width int) (*Module, error) {
 	cmdOp := m.Input("qp_cmd_op", 4, "QP_OP: CREATE (1), CLOSE (2), ERROR (3), DESTROY (4)")
 	cmdQPN := m.Input("qp_num_qpn", 16, "")
 	cmdBadDB := m.Input("qp_cmd_bad_db", 1, "the ERROR is card_rx's for an RXS_PI doorbell past the ring's size: its QP_ERROR says BAD_DOORBELL")
+	cmdCut := m.Input("qp_cmd_cut", 1, "the ERROR is card_rx's for a stream that ended inside an FPDU: its QP_ERROR says STREAM_CUT")
 	baseLo := m.Input("qpstat_base_lo", 32, "QPSTAT_BASE (32-byte aligned)")
 	baseHi := m.Input("qpstat_base_hi", 32, "")
 	dbValid := m.Input("s_db_valid", 1, "doorbell (card_regs m_db, forked by the top): SQ_PI, TXS_CI, RXS_PI, STREAM and PUSH act, other kinds are taken without effect")
@@ -184,6 +186,7 @@ func CardStat(width int) (*Module, error) {
 	opV1 := m.Reg("op_v1", 32, nil, Sel(takeDb, dbValue, Sel(takeTx, txPI, rxCI)), take, "TXS_PI, RXS_CI or the doorbell's value")
 	opSQCI := m.Reg("op_sq_ci", 16, nil, Sel(takeTx, txSQCI, rcRQCI), take, "SQ_CI or RQ_CI")
 	opBadDB := m.Reg("op_bad_db", 1, nil, And(takeCmd, cmdBadDB), take, "the ERROR is a bad doorbell's")
+	opCut := m.Reg("op_cut", 1, nil, And(takeCmd, cmdCut), take, "the ERROR is a cut stream's")
 	opTerm := m.Reg("op_term", 1, nil, Or(And(takeTx, txTerm), And(takeRx, rxErr)), take, "the transmit record is a Terminate's, or the RXS_CI record a failed FPDU's")
 	// The completion: {has one, Terminate cause, invalidated, solicited,
 	// inv_stag, cq, qpn, wr_id, opcode, status, byte_len}.
@@ -271,8 +274,8 @@ func CardStat(width int) (*Module, error) {
 	m.Assign(wrData, Cat(newEnded, newFin, newRXSPI, newSQPI, newRQ, newTXC, And(armRX, Not(rxSpent)), And(armTX, Not(txSpent)), newTCI, newSt, newSQ, newCI, newPI))
 	writes := m.WireOf("op_writes", Or(isK(kCreate), isK(kTx), isK(kRx), isK(kRc), toErr, And(isK(kClose), closing)), "the update writes the status record")
 	ev := m.WireOf("op_ev", Or(evTX, evRX, toErr, closed, streamEnd), "the update gives an event")
-	evCode := m.WireOf("op_ev_code", Sel(lost, C(3, 5), Sel(toErr, Sel(opBadDB, C(3, 6), C(3, 2)), Sel(closed, C(3, 3), Sel(streamEnd, C(3, 4), Sel(evRX, C(3, 1), C(3, 0)))))),
-		"0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST, 6 QP_ERROR BAD_DOORBELL")
+	evCode := m.WireOf("op_ev_code", Sel(lost, C(3, 5), Sel(toErr, Sel(opBadDB, C(3, 6), Sel(opCut, C(3, 7), C(3, 2))), Sel(closed, C(3, 3), Sel(streamEnd, C(3, 4), Sel(evRX, C(3, 1), C(3, 0)))))),
+		"0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST, 6 QP_ERROR BAD_DOORBELL, 7 QP_ERROR STREAM_CUT")
 	rec := m.Reg("rec", 128, nil, Cat(C(23, 0), Bit(wrData, 118), C(4, 0), Bits(wrData, 83, 80), Bits(wrData, 134, 119), Bits(wrData, 79, 0)), sCalc,
 		"the record's first 16 bytes (the rest is zero): TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED")
 	calcWrites := m.WireOf("calc_writes", And(sCalc, writes), "")
@@ -374,9 +377,10 @@ func CardStat(width int) (*Module, error) {
 	m.Assign(endLost, And(endV, Eq(hCode, C(3, 5))))
 	m.Assign(evQPN, Bits(head, cplW+QB-1, cplW))
 	m.Assign(evType, muxTree(selBits(hCode, 0, 3), []Expr{C(8, cardStatEvTXData), C(8, cardStatEvRXSpace), C(8, cardStatEvQPError), C(8, cardStatEvQPClosed),
-		C(8, cardStatEvStreamEnd), C(8, cardStatEvQPError), C(8, cardStatEvQPError), C(8, 0)}))
-	// QP_ERROR: INFO QP_ERR_HOST, LLP_LOST or BAD_DOORBELL.
-	m.Assign(evInfo, Sel(Eq(hCode, C(3, 2)), C(32, cardStatErrHost), Sel(Eq(hCode, C(3, 5)), C(32, cardStatErrLLPLost), Sel(Eq(hCode, C(3, 6)), C(32, cardStatErrBadDB), C(32, 0)))))
+		C(8, cardStatEvStreamEnd), C(8, cardStatEvQPError), C(8, cardStatEvQPError), C(8, cardStatEvQPError)}))
+	// QP_ERROR: INFO QP_ERR_HOST, LLP_LOST, BAD_DOORBELL or STREAM_CUT.
+	m.Assign(evInfo, Sel(Eq(hCode, C(3, 2)), C(32, cardStatErrHost), Sel(Eq(hCode, C(3, 5)), C(32, cardStatErrLLPLost),
+		Sel(Eq(hCode, C(3, 6)), C(32, cardStatErrBadDB), Sel(Eq(hCode, C(3, 7)), C(32, cardStatErrStreamCut), C(32, 0))))))
 	m.Assign(fault, And(doneV, doneErr))
 
 	exposeInstance(m, "dw", dma, map[string]Expr{"clk": clk, "rst": rst,

@@ -220,8 +220,8 @@ func CardTop(width int) (*Module, error) {
 		"Inside: card_regs fans the QP command out to card_tx and card_rx (each takes it in its own cycle; card_regs sees ready once both have), doorbells by kind (SQ_PI, TXS_CI, PUSH to card_tx; RXS_PI, RQ_PI to card_rx; STREAM to both; SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM to card_stat too; CQ_DB to card_cq), CQ_CMD and the EQ registers to card_cq, the placement window to placement. card_rx's ULPDUs go to placement, whose untagged segments, STag checks and DMA blocks come back to card_rx (card_rx writes placement's blocks and its Sends' through its own place_axi); card_rx's receive completions go through card_stat (RQ_CI first) to card_cq. card_tx's records go to card_stat (every record's status fields are for the QP status record; signaled ones carry a CQE it passes on to card_cq).",
 		fmt.Sprintf("RESET (the command) holds every engine, the muxes and placement in reset for %d cycles; card_cq and placement then clear their tables (STATUS.INIT_DONE low until both are done). card_regs keeps its staging registers. A RESET with DMA in flight is not supported: the host must quiesce the card first.", CardResetCycles),
 		"card_stat writes the QP status records (QP commands, card_tx's records, card_rx's RXS_CI) and the events TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END and QP_ERROR (HOST, LLP_LOST) to card_cq's first event port (it takes the SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM doorbells too), each CQE and event after the status writes before it.",
-		"card_rx's untagged receive errors (m_rxterm), placement's (m_term: tagged checks, header checks) and mpa_rx's CRC, marker and length errors (card_rx's m_err: Layer LLP, EType MPA, mpa_rx's code) go one at a time, in that priority, to card_tx's Terminate sender (s_term), whose TERM_SENT events go to card_cq's second event port and whose Terminate record (m_cpl_term) makes card_stat write STATE ERROR with TX_CLOSED; placement's and m_err's wait until card_rx's Send engine holds no segment (m_err's until placement is empty too), and their QP then joins card_rx's RQ flush queue (s_fl).",
-		"Not wired yet, because no engine produces or consumes them (docs/card-rtl.md): the engines' other events, card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero). card_rx's bad RXS_PI doorbell (m_err kind 7) goes to the engines as an ERROR command (the QP command fork, while card_regs offers none) whose QP_ERROR says BAD_DOORBELL, with no Terminate.")
+		"card_rx's untagged receive errors (m_rxterm), placement's (m_term: tagged checks, header checks) and mpa_rx's CRC, marker and length errors (card_rx's m_err: Layer LLP, EType MPA, mpa_rx's code; an FPDU longer than its ring: RDMAP Local Catastrophic) go one at a time, in that priority, to card_tx's Terminate sender (s_term), whose TERM_SENT events go to card_cq's second event port and whose Terminate record (m_cpl_term) makes card_stat write STATE ERROR with TX_CLOSED; placement's and m_err's wait until card_rx's Send engine holds no segment (m_err's until placement is empty too), and their QP then joins card_rx's RQ flush queue (s_fl).",
+		"Not wired yet, because no engine produces or consumes them (docs/card-rtl.md): the engines' other events, card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero). card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream (kind 6) go to the engines as an ERROR command (the QP command fork, while card_regs offers none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an FPDU longer than its ring (kind 5) has card_tx send an RDMAP Local Catastrophic Terminate. card_tx's Local Invalidate and bind go to placement's mop port.")
 	clk := m.Clock()
 	rst := m.ResetPort()
 	t := newTopWiring(m)
@@ -277,7 +277,10 @@ func CardTop(width int) (*Module, error) {
 	// bad doorbell: the model's toError BAD_DOORBELL, no Terminate), given
 	// while card_regs offers none and kept until every engine has it.
 	regsCmd := o("regs", "qp_cmd_valid")
-	bdV := m.WireOf("qpcmd_bd_offer", And(o("rx", "m_err_valid"), Eq(o("rx", "m_err_kind"), C(3, CardRxErrBadDoorbell))), "a bad RXS_PI doorbell's QP waits to go to error")
+	// card_rx's cut stream (STREAM_CUT) goes the same way.
+	errKind := o("rx", "m_err_kind")
+	bdV := m.WireOf("qpcmd_bd_offer", And(o("rx", "m_err_valid"), Or(Eq(errKind, C(3, CardRxErrBadDoorbell)), Eq(errKind, C(3, CardRxErrStreamCut)))),
+		"a bad RXS_PI doorbell's or cut stream's QP waits to go to error")
 	bdSelQ := m.RegDecl("qpcmd_bd_sel", 1, "the command in the fork is a bad doorbell's ERROR")
 	bdSel := m.WireOf("qpcmd_bd", Or(bdSelQ, And(bdV, Not(regsCmd))), "")
 	cmdOp := m.WireOf("qpcmd_op", Sel(bdSel, C(4, 3), o("regs", "qp_cmd_op")), "QP_OP ERROR for a bad doorbell")
@@ -359,8 +362,10 @@ func CardTop(width int) (*Module, error) {
 	txIn["s_term_valid"] = tmV
 	txIn["s_term_qpn"] = pick(o("rx", "m_rxterm_qp"), Bits(o("pl", "m_term_qp"), 9, 0), o("rx", "m_err_qp"))
 	// An MPA error's cause: Layer LLP, EType MPA, mpa_rx's code (2 CRC,
-	// 3 marker or length); no header is copied.
-	txIn["s_term_cause"] = pick(o("rx", "m_rxterm_cause"), o("pl", "m_term_cause"), Cat(C(13, 0x2000>>3), o("rx", "m_err_code")))
+	// 3 marker or length); an FPDU longer than the ring: RDMAP Local
+	// Catastrophic (the model's); no header is copied.
+	txIn["s_term_cause"] = pick(o("rx", "m_rxterm_cause"), o("pl", "m_term_cause"),
+		Sel(Eq(errKind, C(3, CardRxErrTooLarge)), C(16, causeRDMAPLocalCatastrophic), Cat(C(13, 0x2000>>3), o("rx", "m_err_code"))))
 	for _, f := range []string{"hdr", "seglen"} {
 		txIn["s_term_"+f] = pick(o("rx", "m_rxterm_"+f), o("pl", "m_term_"+f), C(tx.Port("s_term_"+f).W, 0))
 	}
@@ -460,7 +465,7 @@ func CardTop(width int) (*Module, error) {
 
 	// card_stat: status records; card_tx's CQEs pass through it.
 	stIn := map[string]Expr{"clk": clk, "rst": erst,
-		"qp_cmd_valid": qpV[2], "qp_cmd_op": cmdOp, "qp_num_qpn": cmdQPN, "qp_cmd_bad_db": bdSel,
+		"qp_cmd_valid": qpV[2], "qp_cmd_op": cmdOp, "qp_num_qpn": cmdQPN, "qp_cmd_bad_db": And(bdSel, Eq(errKind, C(3, CardRxErrBadDoorbell))), "qp_cmd_cut": And(bdSel, Eq(errKind, C(3, CardRxErrStreamCut))),
 		"qpstat_base_lo": o("regs", "qpstat_base_lo"), "qpstat_base_hi": o("regs", "qpstat_base_hi"),
 		"s_tx_valid": o("tx", "m_cpl_valid"), "s_tx_qpn": o("tx", "m_cpl_qpn"), "s_tx_sq_ci": o("tx", "m_cpl_sq_ci"),
 		"s_tx_txs_pi": o("tx", "m_cpl_txs_pi"), "s_tx_cqe": o("tx", "m_cpl_cqe"), "s_tx_cq": o("tx", "m_cpl_cq"),

@@ -165,7 +165,7 @@ func CardTx(width int) (*Module, error) {
 	rrSize := m.Input("s_rreq_size", 32, "bytes to read")
 	rrSrcSTag := m.Input("s_rreq_src_stag", 32, "Data Source STag (checked again, remote read, before each piece is read)")
 	rrSrcTO := m.Input("s_rreq_src_to", 64, "Data Source TO")
-	rrDDP := m.Input("s_rreq_hdr", 8*untaggedHdr, "the Read Request's DDP header (kept for the Terminate of a revoked source; no Terminate is sent yet)")
+	rrDDP := m.Input("s_rreq_hdr", 8*untaggedHdr, "the Read Request's DDP header (kept for the Terminate of a source revoked before the response is sent)")
 	tmValid := m.Input("s_term_valid", 1, "a receive-side error (card_rx m_rxterm): the QP goes to error (as QP_CMD ERROR, taken when no command of card_regs or lost record is offered and the event slot is free), TERM_SENT is raised, and its Terminate is sent at the QP's next turn")
 	tmReady := m.Output("s_term_ready", 1, "")
 	tmQPN := m.Input("s_term_qpn", QB, "")
@@ -303,16 +303,21 @@ func CardTx(width int) (*Module, error) {
 	// no record is taken while the engine is busy, so the event slot is
 	// free when it fails.
 	termNew := m.WireOf("term_new", And(selT, cmdGo, qpSt.toErr), "a Terminate record puts its QP in error")
-	protTerm := m.Wire("prot_term", 1, "the engine's WQE failed its lkey check: a Local Catastrophic Terminate")
+	// A Read Response whose source fails its remote-read check (revoked
+	// since card_rx checked it) does the same with the model's
+	// ReadSourceRevoked Terminate.
+	protTerm := m.Wire("prot_term", 1, "the engine's WQE failed its lkey check or memory operation (a Local Catastrophic Terminate), or a Read Response its source check (the revoked source's Terminate)")
+	const termRecW = 1 + 16 + 16 + 8*untaggedHdr + 8*cardTxReadReqBytes
+	engCause := m.Wire("eng_term_cause", 16, "the engine's Terminate's cause")
+	engRec := m.Wire("eng_term_rec", termRecW, "... and its record")
 	evSet := m.WireOf("term_ev_set", Or(termNew, protTerm), "")
 	m.Drive(evV, big.NewInt(0), Or(evSet, And(evV, Not(evReady))), nil)
 	m.Assign(evValid, evV)
 	m.Assign(evQPN, m.Reg("term_ev_qpn", QB, big.NewInt(0), Sel(protTerm, cur, tmQPN), evSet, ""))
-	m.Assign(evCause, m.Reg("term_ev_cause", 16, big.NewInt(0), Sel(protTerm, C(16, causeRDMAPLocalCatastrophic), tmCause), evSet, ""))
+	m.Assign(evCause, m.Reg("term_ev_cause", 16, big.NewInt(0), Sel(protTerm, engCause, tmCause), evSet, ""))
 	m.Assign(evType, m.Reg("term_ev_type", 8, big.NewInt(cardTxEvTermSent), Sel(And(termNew, tmRecv), C(8, cardTxEvTermRecv), C(8, cardTxEvTermSent)), evSet, ""))
-	const termRecW = 1 + 16 + 16 + 8*untaggedHdr + 8*cardTxReadReqBytes
 	termRd := m.Mem("term", termRecW, CardTxQPs, evSet, Sel(protTerm, cur, qpNum),
-		Sel(protTerm, C(termRecW, causeRDMAPLocalCatastrophic), Cat(tmRecv, tmRDMA, tmHdr, tmSegLen, tmCause)), nil, ctxRdAddr,
+		Sel(protTerm, engRec, Cat(tmRecv, tmRDMA, tmHdr, tmSegLen, tmCause)), nil, ctxRdAddr,
 		"the Terminate each QP has to send, or received: {received, RDMAP header, DDP header, segment length, cause}")
 
 	// Static context, written by CREATE.
@@ -409,7 +414,7 @@ func CardTx(width int) (*Module, error) {
 	pd := pool.data
 	rsSinkSTag, rsSinkTO := Bits(pd, 31, 0), Bits(pd, 95, 32)
 	rsSize, rsSrcSTag, rsSrcTO := Bits(pd, 127, 96), Bits(pd, 159, 128), Bits(pd, 223, 160)
-	unused = append(unused, Bits(pd, rreqRecW-1, 224), pool.have) // the header is for the Terminate of a revoked source (not sent yet)
+	unused = append(unused, pool.have)
 	// A Read Response goes through the engine as a one-SGE RDMA Write WQE
 	// (BBS 0, unsignaled): STag and TO the sink's, the SGE the source.
 	rspHdr := m.WireOf("rsp_hdr", Cat(C(32, 0), rsSinkSTag, rsSinkTO, C(64, 0), C(32, 0), C(3, 0), C(5, 1), C(16, 0), C(8, 2)),
@@ -583,10 +588,13 @@ func CardTx(width int) (*Module, error) {
 	// A QP put in error by a Terminate record sends its Terminate first
 	// (the model's errorStep), then drops and flushes.
 	doTerm := m.WireOf("term_go", And(sDecide, inErr, termPendCur), "send the QP's Terminate")
-	doRsp := m.WireOf("rsp_go", And(sDecide, rrPend, Not(doTerm), Or(inErr, And(live, Not(doRet), Not(doWalk), room))), "answer (drop) the QP's oldest Read Request")
+	rspReady := m.WireOf("rsp_ready", And(sDecide, rrPend, Not(doTerm), Or(inErr, And(live, Not(doRet), Not(doWalk), room))), "the QP's oldest Read Request can be answered (dropped)")
+	// A live QP's Read Response waits for the event slot as a WQE does:
+	// its source check may fail (TERM_SENT).
+	doRsp := m.WireOf("rsp_go", And(rspReady, Or(inErr, Not(evV))), "answer (drop) the QP's oldest Read Request")
 	wqeReady := m.WireOf("wqe_ready", And(sDecide, live, Not(doRet), Not(doWalk), Not(rrPend), hasWork, room), "a WQE can start")
 	goWQE := m.WireOf("wqe_go", And(wqeReady, Not(evV)), "a WQE starts (no TERM_SENT waits: its lkey check may fail)")
-	evWait := m.WireOf("wqe_ev_wait", And(wqeReady, evV), "the WQE waits in decide for the event slot (card_cq takes it)")
+	evWait := m.WireOf("wqe_ev_wait", And(Or(wqeReady, And(rspReady, live)), evV), "the WQE or Read Response waits in decide for the event slot (card_cq takes it)")
 	goAny := m.WireOf("fetch_go", Or(goWQE, doRet, doWalk, doFlush, doRsp, doTerm), "a WQE's first block is fetched, or a Read Response or Terminate starts")
 	goMsg := m.WireOf("msg_go", Or(goWQE, doRsp, doTerm), "a message starts")
 	tm := m.Reg("term_mode", 1, big.NewInt(0), doTerm, goAny, "the engine sends its QP's Terminate (a stand-in header: no WQE)")
@@ -1009,12 +1017,28 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(blameUsed, And(sWB, flushErr, blameCur, Ne(cSQCI, cNext)))
 	blameCause := m.WireOf("blame_cause", gate(blameUsed, tCause), "the peer's Terminate's cause, for the WQE it blames")
 	noRec := m.WireOf("no_record", Or(And(wk, opRead), protLate), "the write-back gives no record (the walk reached an outstanding Read)")
-	// A Read Response whose source fails its check puts the QP in error
-	// with no completion of its own (the card model's ReadSourceRevoked
-	// Terminate is not sent yet) and gives its IRD entry back.
+	// A Read Response whose source fails its check (it passed card_rx's
+	// check when the Read Request came: the source was revoked since)
+	// puts the QP in error with no completion of its own, sends the card
+	// model's ReadSourceRevoked Terminate (RDMAP remote protection error
+	// of the verdict, M, D and R: the Read Request's DDP and RDMAP
+	// headers; nothing of the response was sent, as every piece is checked
+	// before the first byte) and gives its IRD entry back.
 	rspFault := m.WireOf("rsp_fault", And(ga.fault, rsp, Not(tm)), "a Read Response's source failed its remote-read check")
 	m.Assign(protErr, And(sWB, Or(prot, rspFault)))
-	m.Assign(protTerm, And(sWB, prot))
+	m.Assign(protTerm, And(sWB, Or(prot, rspFault)))
+	revCause := m.WireOf("rev_cause", readSourceCause(ga.faultCode), "mem.Fault.Cause(UseRemoteRead)")
+	rsSinkSTagW := m.WireOf("rev_sink_stag", rsSinkSTag, "")
+	rsSinkTOW := m.WireOf("rev_sink_to", rsSinkTO, "")
+	rsSizeW := m.WireOf("rev_size", rsSize, "")
+	rsSrcSTagW := m.WireOf("rev_src_stag", rsSrcSTag, "")
+	rsSrcTOW := m.WireOf("rev_src_to", rsSrcTO, "")
+	revRR32 := m.WireOf("rev_rr32", readRequestHeader(rsSinkSTagW, rsSinkTOW, rsSizeW, rsSrcSTagW, rsSrcTOW), "the Read Request's RDMAP header, byte 0 in bits 7:0 (zero past its 28 octets)")
+	revRR := Bits(revRR32, 8*cardTxReadReqBytes-1, 0)
+	unused = append(unused, Bits(revRR32, 255, 8*cardTxReadReqBytes))
+	revRec := Cat(C(1, 0), revRR, Bits(pd, rreqRecW-1, 224), C(16, untaggedHdr+cardTxReadReqBytes), revCause)
+	m.Assign(engCause, Sel(rspFault, revCause, C(16, causeRDMAPLocalCatastrophic)))
+	m.Assign(engRec, Sel(rspFault, revRec, C(termRecW, causeRDMAPLocalCatastrophic)))
 	cq := ShiftQueue(m, "cq", CardTxCplDepth, cplF, cplW, And(sWB, Not(noRec)),
 		[]Expr{Or(flushErr, prot, rfl, And(hSignaled, retires)), cCQ, cur, hWRID, wcOp, Sel(Or(flushErr, prot, rfl, opMop), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, fOff,
 			Or(retFl, prot, opMop, And(rsp, Or(rspDrop, rspFault)), And(tm, tRecv)), Or(flushErr, rfl), prot, rsp, tm, blameCause}, cqPop)

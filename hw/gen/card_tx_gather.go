@@ -42,6 +42,7 @@ type txGatherIn struct {
 // txGather is what the gather gives card_tx.
 type txGather struct {
 	chkDone, fault   *Signal // every SGE checked (fault: one failed)
+	faultCode        *Signal // the first failed verdict (mem.Fault)
 	total            *Signal // the message's bytes (sum of the SGE lengths)
 	chkV             Expr    // a request to placement's check port
 	chkSTag, chkTO   Expr
@@ -144,6 +145,9 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	ckV := m.WireOf("ck_verdict", And(g.chkPhase, g.chkValid), "a verdict of the check phase")
 	m.Drive(got, big.NewInt(0), Sel(g.start, C(6, 0), incr(got)), Or(g.start, ckV))
 	m.Drive(fault, big.NewInt(0), And(Not(g.start), Or(fault, And(ckV, RedOr(g.chkFault)))), nil)
+	fcode := m.RegDecl("ck_fault_code", 3, "the first failed verdict")
+	m.Drive(fcode, big.NewInt(0), Sel(g.start, C(3, 0), g.chkFault), Or(g.start, And(ckV, RedOr(g.chkFault), Not(fault))))
+	out.faultCode = fcode
 	m.Drive(total, nil, Sel(g.start, C(32, 0), Add(total, sLen)), Or(g.start, ckGo))
 	out.chkDone = m.WireOf("ck_done", And(g.chkPhase, Not(cph), Not(ckMore), Eq(got, sent)), "every SGE is checked")
 	out.fault, out.total = fault, total

@@ -85,9 +85,9 @@ module card_rx_w512 (
     output wire           m_err_valid,       // the QP's receive stream failed
     input  wire           m_err_ready,
     output wire [9:0]     m_err_qp,
-    output wire [2:0]     m_err_kind,        // 1 CRC, 2 marker, 3 length (mpa_rx), 7 RXS_PI past the ring's size
+    output wire [2:0]     m_err_kind,        // 1 CRC, 2 marker, 3 length (mpa_rx), 5 an FPDU longer than the ring, 6 the stream ended (RX_FIN) inside an FPDU, 7 RXS_PI past the ring's size
     output wire [2:0]     m_err_code,        // mpa_rx's RFC 5044 §8 code (0 for the engine's own)
-    output wire [31:0]    m_err_offset,      // stream offset of the failing FPDU (RXS_CI for a bad doorbell)
+    output wire [31:0]    m_err_offset,      // stream offset of the failing FPDU (RXS_CI for the engine's own)
     output wire           snd_idle,          // the Send engine holds no untagged segment (none in progress, no s_host beat waiting): the card top offers m_err and placement's m_term to card_tx only then, behind the segments before them
     input  wire           s_fl_valid,        // card_tx took the Terminate record of placement's m_term or of m_err for this QP: its RQ is flushed (WR_FLUSH_ERR) as for m_rxterm's
     output wire           s_fl_ready,        // no such QP waits to join the flush queue
@@ -216,6 +216,9 @@ module card_rx_w512 (
     wire           cmd_error;                // QP_CMD ERROR: the RQ is flushed
     wire           db_take;
     wire           db_is_pi;
+    wire           db_is_fin;                // STREAM.RX_FIN
+    wire           db_in;
+    reg            db_fin;                   // the doorbell in its second cycle is RX_FIN
     reg  [10:0]    fifo_head;
     reg  [10:0]    fifo_tail;
     wire [10:0]    fifo_count;
@@ -224,6 +227,7 @@ module card_rx_w512 (
     wire           eng_pop;
     wire           fifo_push;                // a QP goes on the work FIFO
     reg  [1:0]     queued_rd;                // read data of queued
+    reg  [1:0]     rx_fin_rd;                // read data of rx_fin
     reg  [9:0]     fifo_rd;                  // read data of fifo
     reg  [91:0]    ctx_rd;                   // read data of ctx
     reg  [31:0]    rxs_pi_rd;                // read data of rxs_pi
@@ -239,6 +243,7 @@ module card_rx_w512 (
     reg  [31:0]    c_pd;
     reg  [31:0]    a_pi;                     // RXS_PI of the QP served
     wire           db_fwd;                   // a doorbell of the QP being served
+    reg            a_fin;                    // the served QP's stream ended (RX_FIN)
     wire [24:0]    ring_mask;                // ring size - 1
     wire [25:0]    ring_size;
     wire [31:0]    chk_avail;
@@ -246,6 +251,7 @@ module card_rx_w512 (
     wire           chk_enough;
     wire           chk_go;                   // a turn starts: mpa_rx is reset with the QP's context
     wire           chk_fail;
+    wire           chk_cut;
     reg  [31:0]    iss;                      // stream offset up to which reads are issued
     reg            stopping;                 // the turn ends: no more reads, in-flight bytes dropped
     reg  [4:0]     req_out;                  // ring read requests in flight
@@ -401,6 +407,10 @@ module card_rx_w512 (
     wire           blk_others;               // another QP waits
     wire           eng_mpa_err;
     wire           eng_yield;
+    wire           eng_too_large;
+    wire           eng_cut;                  // octets of an FPDU are in the ring, and no more will come
+    reg            big_hit;                  // the turn ended on an FPDU longer than the ring
+    reg            cut_hit;                  // the turn ended on an FPDU cut by the end of the stream
     wire [31:0]    need_pe;
     reg            err_hit;                  // the turn ended on an mpa_rx error
     wire           eng_drained;              // nothing in flight, every ULPDU out and judged
@@ -410,6 +420,9 @@ module card_rx_w512 (
     reg  [2:0]     err_code;
     reg  [31:0]    err_off;
     wire           eng_mpa_fail;             // the turn ends on an MPA error of a QP not failed before it
+    wire           eng_own_fail;             // ... on an FPDU too large or cut
+    wire           eng_big_fail;
+    wire           err_own;                  // the engine's own error: RXS_CI stays at the FPDU
     wire           err_set;
     reg            fl_ext_v;                 // a QP of s_fl waits to join the flush queue
     wire           fl_ext_go;                // it joins this cycle
@@ -664,6 +677,7 @@ module card_rx_w512 (
     wire [9:0]     kill_host_qp;
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
     reg  [1:0] queued [0:1023];              // bit 0 per QP: on the work FIFO
+    reg  [1:0] rx_fin [0:1023];              // bit 0 per QP: the peer's stream ended (RX_FIN)
     reg  [9:0] fifo [0:1023];                // QPs with doorbells to serve
     reg  [91:0] ctx [0:1023];                // RXS base (bits 63:12), log size, markers, CRC, rev 0, PD
     reg  [31:0] rxs_pi [0:1023];             // RXS_PI per QP
@@ -693,6 +707,8 @@ module card_rx_w512 (
     assign s_db_ready = ((~db_b & ~qp_cmd_valid) & fl_room) & ~kill_host_pend;
     assign db_take = (((s_db_valid & ~db_b) & ~qp_cmd_valid) & fl_room) & ~kill_host_pend;
     assign db_is_pi = db_take & (s_db_kind == 3'h4);
+    assign db_is_fin = (db_take & (s_db_kind == 3'h5)) & s_db_value[0];
+    assign db_in = db_is_pi | db_is_fin;
     assign fifo_count = fifo_tail - fifo_head;
     assign eng_pop = ((eng_state == 4'h0) & fifo_nonempty_q) & ~m_err_valid;
     assign fifo_push = db_b_go & ~queued_rd[0];
@@ -730,6 +746,7 @@ module card_rx_w512 (
     assign chk_enough = |chk_avail & ~(chk_avail < {15'h0000, need});
     assign chk_go = (((eng_state == 4'h5) & ~failq) & ~chk_bad) & chk_enough;
     assign chk_fail = ((eng_state == 4'h5) & ~failq) & chk_bad;
+    assign chk_cut = (((((eng_state == 4'h5) & ~failq) & ~chk_bad) & ~chk_enough) & |chk_avail) & a_fin;
     assign rd_start = {iss[31:6], 6'h00};
     assign rd_left = a_pi - rd_start;
     assign rd_to_end = {6'h00, ring_size} - {7'h00, rd_start[24:0] & ring_mask};
@@ -929,10 +946,15 @@ module card_rx_w512 (
     assign blk_others = |fifo_count;
     assign eng_mpa_err = ((eng_state == 4'h6) | (eng_state == 4'h7)) & mpa_err_v;
     assign eng_yield = (blk & blk_others) & ~stopping;
+    assign eng_too_large = ((blk & hdr_v) & ({6'h00, ring_size} < (hdr_e - lim))) & ~stopping;
+    assign eng_cut = (((blk & a_fin) & (a_pi != lim)) & ~eng_too_large) & ~stopping;
     assign need_pe = hdr_e - lim;
     assign eng_drained = ((((((req_out == 5'h00) & ~rd_tvalid) & (err_hit ? (out_off == mpa_err_off) : (out_off == lim))) & ~ci_v) & ~mpa_tvalid) & (pq_count == 3'h0)) & ~ulp_mid;
     assign eng_mpa_fail = ((((eng_state == 4'h7) & eng_drained) & err_hit) & ~turn_dead) & ~turn_dead_set;
-    assign err_set = eng_mpa_fail | chk_fail;
+    assign eng_own_fail = (((((eng_state == 4'h7) & eng_drained) & ~err_hit) & (big_hit | cut_hit)) & ~turn_dead) & ~turn_dead_set;
+    assign eng_big_fail = eng_own_fail & big_hit;
+    assign err_own = (chk_fail | chk_cut) | eng_own_fail;
+    assign err_set = eng_mpa_fail | err_own;
     assign ci_err = eng_mpa_fail;
     assign m_err_valid = err_v;
     assign m_err_qp = err_qp & {10{err_v}};
@@ -1203,6 +1225,7 @@ module card_rx_w512 (
     assign unused_bits = |{
         qp_num_qpn[15:10],
         qp_rxs_base_lo[11:0],
+        rx_fin_rd[1],
         queued_rd[1],
         rd_ttag,
         rd_len_m1[31:16],
@@ -1244,19 +1267,25 @@ module card_rx_w512 (
         if (rst) begin
             db_b <= 1'h0;
         end else begin
-            db_b <= db_is_pi | (db_b & db_b_stall);
+            db_b <= db_in | (db_b & db_b_stall);
         end
     end
 
     always @(posedge clk) begin
-        if (db_is_pi) begin
+        if (db_in) begin
             db_qp <= s_db_index;
         end
     end
 
     always @(posedge clk) begin
-        if (db_is_pi) begin
+        if (db_in) begin
             db_val <= s_db_value;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (db_in) begin
+            db_fin <= db_is_fin;
         end
     end
 
@@ -1329,8 +1358,14 @@ module card_rx_w512 (
     end
 
     always @(posedge clk) begin
-        if ((eng_state == 4'h4) | db_fwd) begin
+        if ((eng_state == 4'h4) | (db_fwd & ~db_fin)) begin
             a_pi <= (eng_state == 4'h4) ? rxs_pi_rd : db_val;
+        end
+    end
+
+    always @(posedge clk) begin
+        if ((eng_state == 4'h4) | (db_fwd & db_fin)) begin
+            a_fin <= (eng_state == 4'h4) ? rx_fin_rd[0] : 1'h1;
         end
     end
 
@@ -1488,9 +1523,25 @@ module card_rx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            big_hit <= 1'h0;
+        end else begin
+            big_hit <= chk_go ? 1'h0 : (big_hit | eng_too_large);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            cut_hit <= 1'h0;
+        end else begin
+            cut_hit <= chk_go ? 1'h0 : (cut_hit | eng_cut);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             stopping <= 1'h0;
         end else begin
-            stopping <= chk_go ? host_kill : ((((stopping | eng_yield) | eng_mpa_err) | turn_dead_set) | host_kill);
+            stopping <= chk_go ? host_kill : ((((((stopping | eng_yield) | eng_mpa_err) | turn_dead_set) | host_kill) | eng_too_large) | eng_cut);
         end
     end
 
@@ -1509,7 +1560,7 @@ module card_rx_w512 (
     end
 
     always @(posedge clk) begin
-        if ((((eng_state == 4'h4) | (((eng_state == 4'h7) & eng_drained) & ((err_hit | turn_dead) | turn_dead_set))) | chk_fail) | host_kill_pre) begin
+        if (((((eng_state == 4'h4) | (((eng_state == 4'h7) & eng_drained) & ((((err_hit | turn_dead) | turn_dead_set) | big_hit) | cut_hit))) | chk_fail) | chk_cut) | host_kill_pre) begin
             failq <= ((eng_state == 4'h4) & ~host_kill) ? (rxs_st_rd[0] | rx_dead_rd[0]) : 1'h1;
         end
     end
@@ -1530,19 +1581,19 @@ module card_rx_w512 (
 
     always @(posedge clk) begin
         if (err_set) begin
-            err_kind <= chk_fail ? 3'h7 : mpa_err_kind;
+            err_kind <= chk_fail ? 3'h7 : ((chk_cut | (eng_own_fail & ~big_hit)) ? 3'h6 : (eng_big_fail ? 3'h5 : mpa_err_kind));
         end
     end
 
     always @(posedge clk) begin
         if (err_set) begin
-            err_code <= chk_fail ? 3'h0 : mpa_err_code;
+            err_code <= err_own ? 3'h0 : mpa_err_code;
         end
     end
 
     always @(posedge clk) begin
         if (err_set) begin
-            err_off <= chk_fail ? lim : mpa_err_off;
+            err_off <= err_own ? lim : mpa_err_off;
         end
     end
 
@@ -1550,7 +1601,7 @@ module card_rx_w512 (
         if (rst) begin
             eng_state <= 4'h0;
         end else begin
-            eng_state <= (eng_state == 4'h0) ? (eng_pop ? 4'h1 : 4'h0) : ((eng_state == 4'h1) ? 4'h2 : ((eng_state == 4'h2) ? 4'h3 : ((eng_state == 4'h3) ? 4'h4 : ((eng_state == 4'h4) ? 4'h5 : ((eng_state == 4'h5) ? (chk_go ? 4'h6 : (chk_fail ? 4'h8 : 4'h0)) : ((eng_state == 4'h6) ? (stopping ? 4'h7 : 4'h6) : ((eng_state == 4'h7) ? (eng_drained ? 4'h8 : 4'h7) : 4'h0)))))));
+            eng_state <= (eng_state == 4'h0) ? (eng_pop ? 4'h1 : 4'h0) : ((eng_state == 4'h1) ? 4'h2 : ((eng_state == 4'h2) ? 4'h3 : ((eng_state == 4'h3) ? 4'h4 : ((eng_state == 4'h4) ? 4'h5 : ((eng_state == 4'h5) ? (chk_go ? 4'h6 : ((chk_fail | chk_cut) ? 4'h8 : 4'h0)) : ((eng_state == 4'h6) ? (stopping ? 4'h7 : 4'h6) : ((eng_state == 4'h7) ? (eng_drained ? 4'h8 : 4'h7) : 4'h0)))))));
         end
     end
 
@@ -2186,6 +2237,14 @@ module card_rx_w512 (
         queued_rd <= queued[db_is_pi ? s_db_index : db_qp];
     end
 
+    // rx_fin: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (cmd_create | (db_b_go & db_fin)) begin
+            rx_fin[cmd_create ? qp_num_qpn[9:0] : db_qp] <= {1'h0, ~cmd_create};
+        end
+        rx_fin_rd <= rx_fin[act_qp];
+    end
+
     // fifo: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (fifo_push) begin
@@ -2212,7 +2271,7 @@ module card_rx_w512 (
 
     // rxs_pi: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if (cmd_create | db_b_go) begin
+        if (cmd_create | (db_b_go & ~db_fin)) begin
             rxs_pi[cmd_create ? qp_num_qpn[9:0] : db_qp] <= cmd_create ? 32'h00000000 : db_val;
         end
         rxs_pi_rd <= rxs_pi[act_qp];

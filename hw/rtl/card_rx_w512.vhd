@@ -87,9 +87,9 @@ entity card_rx_w512 is
         m_err_valid : out std_logic;         -- the QP's receive stream failed
         m_err_ready : in  std_logic;
         m_err_qp : out std_logic_vector(9 downto 0);
-        m_err_kind : out std_logic_vector(2 downto 0); -- 1 CRC, 2 marker, 3 length (mpa_rx), 7 RXS_PI past the ring's size
+        m_err_kind : out std_logic_vector(2 downto 0); -- 1 CRC, 2 marker, 3 length (mpa_rx), 5 an FPDU longer than the ring, 6 the stream ended (RX_FIN) inside an FPDU, 7 RXS_PI past the ring's size
         m_err_code : out std_logic_vector(2 downto 0); -- mpa_rx's RFC 5044 §8 code (0 for the engine's own)
-        m_err_offset : out std_logic_vector(31 downto 0); -- stream offset of the failing FPDU (RXS_CI for a bad doorbell)
+        m_err_offset : out std_logic_vector(31 downto 0); -- stream offset of the failing FPDU (RXS_CI for the engine's own)
         snd_idle : out std_logic;            -- the Send engine holds no untagged segment (none in progress, no s_host beat waiting): the card top offers m_err and placement's m_term to card_tx only then, behind the segments before them
         s_fl_valid : in  std_logic;          -- card_tx took the Terminate record of placement's m_term or of m_err for this QP: its RQ is flushed (WR_FLUSH_ERR) as for m_rxterm's
         s_fl_ready : out std_logic;          -- no such QP waits to join the flush queue
@@ -247,6 +247,9 @@ architecture rtl of card_rx_w512 is
     signal cmd_error : std_logic;            -- QP_CMD ERROR: the RQ is flushed
     signal db_take : std_logic;
     signal db_is_pi : std_logic;
+    signal db_is_fin : std_logic;            -- STREAM.RX_FIN
+    signal db_in : std_logic;
+    signal db_fin : std_logic;               -- the doorbell in its second cycle is RX_FIN
     signal fifo_head : std_logic_vector(10 downto 0) := "00000000000";
     signal fifo_tail : std_logic_vector(10 downto 0) := "00000000000";
     signal fifo_count : std_logic_vector(10 downto 0);
@@ -255,6 +258,7 @@ architecture rtl of card_rx_w512 is
     signal eng_pop : std_logic;
     signal fifo_push : std_logic;            -- a QP goes on the work FIFO
     signal queued_rd : std_logic_vector(1 downto 0); -- read data of queued
+    signal rx_fin_rd : std_logic_vector(1 downto 0); -- read data of rx_fin
     signal fifo_rd : std_logic_vector(9 downto 0); -- read data of fifo
     signal ctx_rd : std_logic_vector(91 downto 0); -- read data of ctx
     signal rxs_pi_rd : std_logic_vector(31 downto 0); -- read data of rxs_pi
@@ -270,6 +274,7 @@ architecture rtl of card_rx_w512 is
     signal c_pd : std_logic_vector(31 downto 0);
     signal a_pi : std_logic_vector(31 downto 0); -- RXS_PI of the QP served
     signal db_fwd : std_logic;               -- a doorbell of the QP being served
+    signal a_fin : std_logic;                -- the served QP's stream ended (RX_FIN)
     signal ring_mask : std_logic_vector(24 downto 0); -- ring size - 1
     signal ring_size : std_logic_vector(25 downto 0);
     signal chk_avail : std_logic_vector(31 downto 0);
@@ -277,6 +282,7 @@ architecture rtl of card_rx_w512 is
     signal chk_enough : std_logic;
     signal chk_go : std_logic;               -- a turn starts: mpa_rx is reset with the QP's context
     signal chk_fail : std_logic;
+    signal chk_cut : std_logic;
     signal iss : std_logic_vector(31 downto 0); -- stream offset up to which reads are issued
     signal stopping : std_logic := '0';      -- the turn ends: no more reads, in-flight bytes dropped
     signal req_out : std_logic_vector(4 downto 0) := "00000"; -- ring read requests in flight
@@ -432,6 +438,10 @@ architecture rtl of card_rx_w512 is
     signal blk_others : std_logic;           -- another QP waits
     signal eng_mpa_err : std_logic;
     signal eng_yield : std_logic;
+    signal eng_too_large : std_logic;
+    signal eng_cut : std_logic;              -- octets of an FPDU are in the ring, and no more will come
+    signal big_hit : std_logic := '0';       -- the turn ended on an FPDU longer than the ring
+    signal cut_hit : std_logic := '0';       -- the turn ended on an FPDU cut by the end of the stream
     signal need_pe : std_logic_vector(31 downto 0);
     signal err_hit : std_logic := '0';       -- the turn ended on an mpa_rx error
     signal eng_drained : std_logic;          -- nothing in flight, every ULPDU out and judged
@@ -441,6 +451,9 @@ architecture rtl of card_rx_w512 is
     signal err_code : std_logic_vector(2 downto 0);
     signal err_off : std_logic_vector(31 downto 0);
     signal eng_mpa_fail : std_logic;         -- the turn ends on an MPA error of a QP not failed before it
+    signal eng_own_fail : std_logic;         -- ... on an FPDU too large or cut
+    signal eng_big_fail : std_logic;
+    signal err_own : std_logic;              -- the engine's own error: RXS_CI stays at the FPDU
     signal err_set : std_logic;
     signal fl_ext_v : std_logic := '0';      -- a QP of s_fl waits to join the flush queue
     signal fl_ext_go : std_logic;            -- it joins this cycle
@@ -696,6 +709,8 @@ architecture rtl of card_rx_w512 is
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
     type queued_t is array (0 to 1023) of std_logic_vector(1 downto 0);
     signal queued : queued_t;                -- bit 0 per QP: on the work FIFO
+    type rx_fin_t is array (0 to 1023) of std_logic_vector(1 downto 0);
+    signal rx_fin : rx_fin_t;                -- bit 0 per QP: the peer's stream ended (RX_FIN)
     type fifo_t is array (0 to 1023) of std_logic_vector(9 downto 0);
     signal fifo : fifo_t;                    -- QPs with doorbells to serve
     type ctx_t is array (0 to 1023) of std_logic_vector(91 downto 0);
@@ -743,6 +758,8 @@ begin
     s_db_ready <= (((not db_b) and (not qp_cmd_valid)) and fl_room) and (not kill_host_pend);
     db_take <= (((s_db_valid and (not db_b)) and (not qp_cmd_valid)) and fl_room) and (not kill_host_pend);
     db_is_pi <= db_take and b2l(s_db_kind = "100");
+    db_is_fin <= (db_take and b2l(s_db_kind = "101")) and s_db_value(0);
+    db_in <= db_is_pi or db_is_fin;
     fifo_count <= std_logic_vector(unsigned(fifo_tail) - unsigned(fifo_head));
     eng_pop <= (b2l(eng_state = x"0") and fifo_nonempty_q) and (not m_err_valid);
     fifo_push <= db_b_go and (not queued_rd(0));
@@ -780,6 +797,7 @@ begin
     chk_enough <= (or chk_avail) and (not b2l(unsigned(chk_avail) < unsigned(std_logic_vector'("000000000000000" & need))));
     chk_go <= ((b2l(eng_state = x"5") and (not failq)) and (not chk_bad)) and chk_enough;
     chk_fail <= (b2l(eng_state = x"5") and (not failq)) and chk_bad;
+    chk_cut <= ((((b2l(eng_state = x"5") and (not failq)) and (not chk_bad)) and (not chk_enough)) and (or chk_avail)) and a_fin;
     rd_start <= std_logic_vector'(iss(31 downto 6) & "000000");
     rd_left <= std_logic_vector(unsigned(a_pi) - unsigned(rd_start));
     rd_to_end <= std_logic_vector(unsigned(std_logic_vector'("000000" & ring_size)) - unsigned(std_logic_vector'("0000000" & (rd_start(24 downto 0) and ring_mask))));
@@ -982,10 +1000,15 @@ begin
     blk_others <= or fifo_count;
     eng_mpa_err <= (b2l(eng_state = x"6") or b2l(eng_state = x"7")) and mpa_err_v;
     eng_yield <= (blk and blk_others) and (not stopping);
+    eng_too_large <= ((blk and hdr_v) and b2l(unsigned(std_logic_vector'("000000" & ring_size)) < unsigned(std_logic_vector(unsigned(hdr_e) - unsigned(lim))))) and (not stopping);
+    eng_cut <= (((blk and a_fin) and b2l(a_pi /= lim)) and (not eng_too_large)) and (not stopping);
     need_pe <= std_logic_vector(unsigned(hdr_e) - unsigned(lim));
     eng_drained <= (((((b2l(req_out = "00000") and (not rd_tvalid)) and mux(err_hit, b2l(out_off = mpa_err_off), b2l(out_off = lim))) and (not ci_v)) and (not mpa_tvalid)) and b2l(pq_count = "000")) and (not ulp_mid);
     eng_mpa_fail <= (((b2l(eng_state = x"7") and eng_drained) and err_hit) and (not turn_dead)) and (not turn_dead_set);
-    err_set <= eng_mpa_fail or chk_fail;
+    eng_own_fail <= ((((b2l(eng_state = x"7") and eng_drained) and (not err_hit)) and (big_hit or cut_hit)) and (not turn_dead)) and (not turn_dead_set);
+    eng_big_fail <= eng_own_fail and big_hit;
+    err_own <= (chk_fail or chk_cut) or eng_own_fail;
+    err_set <= eng_mpa_fail or err_own;
     ci_err <= eng_mpa_fail;
     m_err_valid <= err_v;
     m_err_qp <= err_qp and std_logic_vector'(9 downto 0 => err_v);
@@ -1302,6 +1325,7 @@ begin
     unused_bits <= or std_logic_vector'(
         qp_num_qpn(15 downto 10) &
         qp_rxs_base_lo(11 downto 0) &
+        rx_fin_rd(1) &
         queued_rd(1) &
         rd_ttag &
         rd_len_m1(31 downto 16) &
@@ -1345,7 +1369,7 @@ begin
             if rst = '1' then
                 db_b <= '0';
             else
-                db_b <= db_is_pi or (db_b and db_b_stall);
+                db_b <= db_in or (db_b and db_b_stall);
             end if;
         end if;
     end process;
@@ -1353,7 +1377,7 @@ begin
     db_qp_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if db_is_pi = '1' then
+            if db_in = '1' then
                 db_qp <= s_db_index;
             end if;
         end if;
@@ -1362,8 +1386,17 @@ begin
     db_val_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if db_is_pi = '1' then
+            if db_in = '1' then
                 db_val <= s_db_value;
+            end if;
+        end if;
+    end process;
+
+    db_fin_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if db_in = '1' then
+                db_fin <= db_is_fin;
             end if;
         end if;
     end process;
@@ -1469,8 +1502,17 @@ begin
     a_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (b2l(eng_state = x"4") or db_fwd) = '1' then
+            if (b2l(eng_state = x"4") or (db_fwd and (not db_fin))) = '1' then
                 a_pi <= mux(b2l(eng_state = x"4"), rxs_pi_rd, db_val);
+            end if;
+        end if;
+    end process;
+
+    a_fin_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (b2l(eng_state = x"4") or (db_fwd and db_fin)) = '1' then
+                a_fin <= mux(b2l(eng_state = x"4"), rx_fin_rd(0), '1');
             end if;
         end if;
     end process;
@@ -1699,13 +1741,35 @@ begin
         end if;
     end process;
 
+    big_hit_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                big_hit <= '0';
+            else
+                big_hit <= mux(chk_go, '0', big_hit or eng_too_large);
+            end if;
+        end if;
+    end process;
+
+    cut_hit_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                cut_hit <= '0';
+            else
+                cut_hit <= mux(chk_go, '0', cut_hit or eng_cut);
+            end if;
+        end if;
+    end process;
+
     stopping_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
                 stopping <= '0';
             else
-                stopping <= mux(chk_go, host_kill, (((stopping or eng_yield) or eng_mpa_err) or turn_dead_set) or host_kill);
+                stopping <= mux(chk_go, host_kill, (((((stopping or eng_yield) or eng_mpa_err) or turn_dead_set) or host_kill) or eng_too_large) or eng_cut);
             end if;
         end if;
     end process;
@@ -1733,7 +1797,7 @@ begin
     failq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if (((b2l(eng_state = x"4") or ((b2l(eng_state = x"7") and eng_drained) and ((err_hit or turn_dead) or turn_dead_set))) or chk_fail) or host_kill_pre) = '1' then
+            if ((((b2l(eng_state = x"4") or ((b2l(eng_state = x"7") and eng_drained) and ((((err_hit or turn_dead) or turn_dead_set) or big_hit) or cut_hit))) or chk_fail) or chk_cut) or host_kill_pre) = '1' then
                 failq <= mux(b2l(eng_state = x"4") and (not host_kill), rxs_st_rd(0) or rx_dead_rd(0), '1');
             end if;
         end if;
@@ -1763,7 +1827,7 @@ begin
     begin
         if rising_edge(clk) then
             if err_set = '1' then
-                err_kind <= mux(chk_fail, "111", mpa_err_kind);
+                err_kind <= mux(chk_fail, "111", mux(chk_cut or (eng_own_fail and (not big_hit)), "110", mux(eng_big_fail, "101", mpa_err_kind)));
             end if;
         end if;
     end process;
@@ -1772,7 +1836,7 @@ begin
     begin
         if rising_edge(clk) then
             if err_set = '1' then
-                err_code <= mux(chk_fail, "000", mpa_err_code);
+                err_code <= mux(err_own, "000", mpa_err_code);
             end if;
         end if;
     end process;
@@ -1781,7 +1845,7 @@ begin
     begin
         if rising_edge(clk) then
             if err_set = '1' then
-                err_off <= mux(chk_fail, lim, mpa_err_off);
+                err_off <= mux(err_own, lim, mpa_err_off);
             end if;
         end if;
     end process;
@@ -1792,7 +1856,7 @@ begin
             if rst = '1' then
                 eng_state <= x"0";
             else
-                eng_state <= mux(b2l(eng_state = x"0"), mux(eng_pop, x"1", x"0"), mux(b2l(eng_state = x"1"), x"2", mux(b2l(eng_state = x"2"), x"3", mux(b2l(eng_state = x"3"), x"4", mux(b2l(eng_state = x"4"), x"5", mux(b2l(eng_state = x"5"), mux(chk_go, x"6", mux(chk_fail, x"8", x"0")), mux(b2l(eng_state = x"6"), mux(stopping, x"7", x"6"), mux(b2l(eng_state = x"7"), mux(eng_drained, x"8", x"7"), x"0"))))))));
+                eng_state <= mux(b2l(eng_state = x"0"), mux(eng_pop, x"1", x"0"), mux(b2l(eng_state = x"1"), x"2", mux(b2l(eng_state = x"2"), x"3", mux(b2l(eng_state = x"3"), x"4", mux(b2l(eng_state = x"4"), x"5", mux(b2l(eng_state = x"5"), mux(chk_go, x"6", mux(chk_fail or chk_cut, x"8", x"0")), mux(b2l(eng_state = x"6"), mux(stopping, x"7", x"6"), mux(b2l(eng_state = x"7"), mux(eng_drained, x"8", x"7"), x"0"))))))));
             end if;
         end if;
     end process;
@@ -2672,6 +2736,17 @@ begin
         end if;
     end process;
 
+    -- rx_fin: synchronous write, synchronous read (block RAM)
+    rx_fin_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (cmd_create or (db_b_go and db_fin)) = '1' then
+                rx_fin(to_integer(unsigned(mux(cmd_create, qp_num_qpn(9 downto 0), db_qp)))) <= std_logic_vector'('0' & (not cmd_create));
+            end if;
+            rx_fin_rd <= rx_fin(to_integer(unsigned(act_qp)));
+        end if;
+    end process;
+
     -- fifo: synchronous write, synchronous read (block RAM)
     fifo_ram : process (clk)
     begin
@@ -2706,7 +2781,7 @@ begin
     rxs_pi_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if (cmd_create or db_b_go) = '1' then
+            if (cmd_create or (db_b_go and (not db_fin))) = '1' then
                 rxs_pi(to_integer(unsigned(mux(cmd_create, qp_num_qpn(9 downto 0), db_qp)))) <= mux(cmd_create, x"00000000", db_val);
             end if;
             rxs_pi_rd <= rxs_pi(to_integer(unsigned(act_qp)));

@@ -24,13 +24,13 @@
 // Events, as the card model gives them: TX_DATA once ARM_TX is set and TXS_PI
 // differs from TXS_CI (checked at each transmit record, TXS_CI doorbell and
 // STREAM doorbell; the arm is then spent); RX_SPACE at the first RXS_CI record
-// after ARM_RX (spent); QP_ERROR with ERROR's (INFO HOST, or BAD_DOORBELL when
-// qp_cmd_bad_db says the ERROR is card_rx's bad RXS_PI doorbell) or RX_LOST's
-// record; QP_CLOSED with CLOSED's record; STREAM_END once RX_FIN is set and
-// RXS_CI reaches RXS_PI (card_rx reports RXS_CI at FPDU boundaries) in a QP
-// not in error. One event per update: QP_ERROR, QP_CLOSED or STREAM_END go
-// first and a TX_DATA or RX_SPACE of the same update keeps its arm for the
-// next.
+// after ARM_RX (spent); QP_ERROR with ERROR's (INFO HOST, BAD_DOORBELL when
+// qp_cmd_bad_db says the ERROR is card_rx's bad RXS_PI doorbell, STREAM_CUT
+// when qp_cmd_cut says it is card_rx's cut stream) or RX_LOST's record;
+// QP_CLOSED with CLOSED's record; STREAM_END once RX_FIN is set and RXS_CI
+// reaches RXS_PI (card_rx reports RXS_CI at FPDU boundaries) in a QP not in
+// error. One event per update: QP_ERROR, QP_CLOSED or STREAM_END go first and
+// a TX_DATA or RX_SPACE of the same update keeps its arm for the next.
 //
 // Ordering: a completion (s_tx_cqe) or event is passed on (m_cpl to card_cq's
 // completion port, m_ev to its event port) only once every status write taken
@@ -47,8 +47,7 @@
 // LLP_LOST event goes a record to card_tx (m_end, released with the event,
 // after the status writes before it): card_tx flushes the QP's outstanding
 // Reads, or puts the QP in error and flushes its WQEs (RX_LOST), as the card
-// model does. Not yet: STREAM_CUT (a partial FPDU left at RX_FIN: card_rx's),
-// coalescing of updates.
+// model does. Not yet: coalescing of updates.
 //
 // Implements: docs/card.md (QPSTAT, QPSTAT_BASE, QP_DB.STREAM, EQE_TYPE), docs/card-model.md (WriteStatus; host/driver/cardmodel qp.go step, stream, rx.go consume)
 
@@ -63,6 +62,7 @@ module card_stat_w64 (
     input  wire [3:0]     qp_cmd_op,         // QP_OP: CREATE (1), CLOSE (2), ERROR (3), DESTROY (4)
     input  wire [15:0]    qp_num_qpn,
     input  wire           qp_cmd_bad_db,     // the ERROR is card_rx's for an RXS_PI doorbell past the ring's size: its QP_ERROR says BAD_DOORBELL
+    input  wire           qp_cmd_cut,        // the ERROR is card_rx's for a stream that ended inside an FPDU: its QP_ERROR says STREAM_CUT
     input  wire [31:0]    qpstat_base_lo,    // QPSTAT_BASE (32-byte aligned)
     input  wire [31:0]    qpstat_base_hi,
     input  wire           s_db_valid,        // doorbell (card_regs m_db, forked by the top): SQ_PI, TXS_CI, RXS_PI, STREAM and PUSH act, other kinds are taken without effect
@@ -170,6 +170,7 @@ module card_stat_w64 (
     reg  [31:0]    op_v1;                    // TXS_PI, RXS_CI or the doorbell's value
     reg  [15:0]    op_sq_ci;                 // SQ_CI or RQ_CI
     reg            op_bad_db;                // the ERROR is a bad doorbell's
+    reg            op_cut;                   // the ERROR is a cut stream's
     reg            op_term;                  // the transmit record is a Terminate's, or the RXS_CI record a failed FPDU's
     reg  [182:0]   op_cpl;                   // the completion to pass on, the top bit: has one
     wire           data_done;                // dma_wr took the last beat
@@ -218,7 +219,7 @@ module card_stat_w64 (
     wire           op_closed;                // the QP's posted send work is done: CLOSED
     wire           op_writes;                // the update writes the status record
     wire           op_ev;                    // the update gives an event
-    wire [2:0]     op_ev_code;               // 0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST, 6 QP_ERROR BAD_DOORBELL
+    wire [2:0]     op_ev_code;               // 0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST, 6 QP_ERROR BAD_DOORBELL, 7 QP_ERROR STREAM_CUT
     reg  [127:0]   rec;                      // the record's first 16 bytes (the rest is zero): TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED
     wire           calc_writes;
     reg  [1:0]     beat;                     // next beat of the record
@@ -350,7 +351,7 @@ module card_stat_w64 (
     };
     assign op_writes = ((((op_k[0] | op_k[1]) | op_k[2]) | op_k[7]) | op_to_error) | (op_k[8] & op_closing);
     assign op_ev = (((ev_tx_data | ev_rx_space) | op_to_error) | op_closed) | op_stream_end;
-    assign op_ev_code = op_lost ? 3'h5 : (op_to_error ? (op_bad_db ? 3'h6 : 3'h2) : (op_closed ? 3'h3 : (op_stream_end ? 3'h4 : (ev_rx_space ? 3'h1 : 3'h0))));
+    assign op_ev_code = op_lost ? 3'h5 : (op_to_error ? (op_bad_db ? 3'h6 : (op_cut ? 3'h7 : 3'h2)) : (op_closed ? 3'h3 : (op_stream_end ? 3'h4 : (ev_rx_space ? 3'h1 : 3'h0))));
     assign calc_writes = st_calc & op_writes;
     assign dw_s_valid = st_data;
     assign dw_s_take = dw_s_valid & dw_s_ready;
@@ -392,8 +393,8 @@ module card_stat_w64 (
     assign m_end_qpn = pend_head[192:183] & {10{end_v}};
     assign m_end_lost = end_v & (head_ev_code == 3'h5);
     assign m_ev_qpn = pend_head[192:183];
-    assign m_ev_type = head_ev_code[2] ? (head_ev_code[1] ? (head_ev_code[0] ? 8'h00 : 8'h08) : (head_ev_code[0] ? 8'h08 : 8'h05)) : (head_ev_code[1] ? (head_ev_code[0] ? 8'h04 : 8'h08) : (head_ev_code[0] ? 8'h03 : 8'h02));
-    assign m_ev_info = (head_ev_code == 3'h2) ? 32'h00000001 : ((head_ev_code == 3'h5) ? 32'h00000002 : ((head_ev_code == 3'h6) ? 32'h00000006 : 32'h00000000));
+    assign m_ev_type = head_ev_code[2] ? (head_ev_code[1] ? (head_ev_code[0] ? 8'h08 : 8'h08) : (head_ev_code[0] ? 8'h08 : 8'h05)) : (head_ev_code[1] ? (head_ev_code[0] ? 8'h04 : 8'h08) : (head_ev_code[0] ? 8'h03 : 8'h02));
+    assign m_ev_info = (head_ev_code == 3'h2) ? 32'h00000001 : ((head_ev_code == 3'h5) ? 32'h00000002 : ((head_ev_code == 3'h6) ? 32'h00000006 : ((head_ev_code == 3'h7) ? 32'h00000003 : 32'h00000000)));
     assign m_fault = dw_done_valid & dw_done_err;
     assign m_axi_awid = dw_m_axi_awid;
     assign m_axi_awaddr = dw_m_axi_awaddr;
@@ -451,6 +452,12 @@ module card_stat_w64 (
     always @(posedge clk) begin
         if (take) begin
             op_bad_db <= take_cmd & qp_cmd_bad_db;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (take) begin
+            op_cut <= take_cmd & qp_cmd_cut;
         end
     end
 

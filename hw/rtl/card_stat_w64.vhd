@@ -24,13 +24,13 @@
 -- Events, as the card model gives them: TX_DATA once ARM_TX is set and TXS_PI
 -- differs from TXS_CI (checked at each transmit record, TXS_CI doorbell and
 -- STREAM doorbell; the arm is then spent); RX_SPACE at the first RXS_CI record
--- after ARM_RX (spent); QP_ERROR with ERROR's (INFO HOST, or BAD_DOORBELL when
--- qp_cmd_bad_db says the ERROR is card_rx's bad RXS_PI doorbell) or RX_LOST's
--- record; QP_CLOSED with CLOSED's record; STREAM_END once RX_FIN is set and
--- RXS_CI reaches RXS_PI (card_rx reports RXS_CI at FPDU boundaries) in a QP
--- not in error. One event per update: QP_ERROR, QP_CLOSED or STREAM_END go
--- first and a TX_DATA or RX_SPACE of the same update keeps its arm for the
--- next.
+-- after ARM_RX (spent); QP_ERROR with ERROR's (INFO HOST, BAD_DOORBELL when
+-- qp_cmd_bad_db says the ERROR is card_rx's bad RXS_PI doorbell, STREAM_CUT
+-- when qp_cmd_cut says it is card_rx's cut stream) or RX_LOST's record;
+-- QP_CLOSED with CLOSED's record; STREAM_END once RX_FIN is set and RXS_CI
+-- reaches RXS_PI (card_rx reports RXS_CI at FPDU boundaries) in a QP not in
+-- error. One event per update: QP_ERROR, QP_CLOSED or STREAM_END go first and
+-- a TX_DATA or RX_SPACE of the same update keeps its arm for the next.
 --
 -- Ordering: a completion (s_tx_cqe) or event is passed on (m_cpl to card_cq's
 -- completion port, m_ev to its event port) only once every status write taken
@@ -47,8 +47,7 @@
 -- LLP_LOST event goes a record to card_tx (m_end, released with the event,
 -- after the status writes before it): card_tx flushes the QP's outstanding
 -- Reads, or puts the QP in error and flushes its WQEs (RX_LOST), as the card
--- model does. Not yet: STREAM_CUT (a partial FPDU left at RX_FIN: card_rx's),
--- coalescing of updates.
+-- model does. Not yet: coalescing of updates.
 --
 -- Implements: docs/card.md (QPSTAT, QPSTAT_BASE, QP_DB.STREAM, EQE_TYPE), docs/card-model.md (WriteStatus; host/driver/cardmodel qp.go step, stream, rx.go consume)
 
@@ -65,6 +64,7 @@ entity card_stat_w64 is
         qp_cmd_op : in  std_logic_vector(3 downto 0); -- QP_OP: CREATE (1), CLOSE (2), ERROR (3), DESTROY (4)
         qp_num_qpn : in  std_logic_vector(15 downto 0);
         qp_cmd_bad_db : in  std_logic;       -- the ERROR is card_rx's for an RXS_PI doorbell past the ring's size: its QP_ERROR says BAD_DOORBELL
+        qp_cmd_cut : in  std_logic;          -- the ERROR is card_rx's for a stream that ended inside an FPDU: its QP_ERROR says STREAM_CUT
         qpstat_base_lo : in  std_logic_vector(31 downto 0); -- QPSTAT_BASE (32-byte aligned)
         qpstat_base_hi : in  std_logic_vector(31 downto 0);
         s_db_valid : in  std_logic;          -- doorbell (card_regs m_db, forked by the top): SQ_PI, TXS_CI, RXS_PI, STREAM and PUSH act, other kinds are taken without effect
@@ -201,6 +201,7 @@ architecture rtl of card_stat_w64 is
     signal op_v1 : std_logic_vector(31 downto 0); -- TXS_PI, RXS_CI or the doorbell's value
     signal op_sq_ci : std_logic_vector(15 downto 0); -- SQ_CI or RQ_CI
     signal op_bad_db : std_logic;            -- the ERROR is a bad doorbell's
+    signal op_cut : std_logic;               -- the ERROR is a cut stream's
     signal op_term : std_logic;              -- the transmit record is a Terminate's, or the RXS_CI record a failed FPDU's
     signal op_cpl : std_logic_vector(182 downto 0); -- the completion to pass on, the top bit: has one
     signal data_done : std_logic;            -- dma_wr took the last beat
@@ -249,7 +250,7 @@ architecture rtl of card_stat_w64 is
     signal op_closed : std_logic;            -- the QP's posted send work is done: CLOSED
     signal op_writes : std_logic;            -- the update writes the status record
     signal op_ev : std_logic;                -- the update gives an event
-    signal op_ev_code : std_logic_vector(2 downto 0); -- 0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST, 6 QP_ERROR BAD_DOORBELL
+    signal op_ev_code : std_logic_vector(2 downto 0); -- 0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST, 6 QP_ERROR BAD_DOORBELL, 7 QP_ERROR STREAM_CUT
     signal rec : std_logic_vector(127 downto 0); -- the record's first 16 bytes (the rest is zero): TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED
     signal calc_writes : std_logic;
     signal beat : std_logic_vector(1 downto 0) := "00"; -- next beat of the record
@@ -382,7 +383,7 @@ begin
     );
     op_writes <= ((((op_k(0) or op_k(1)) or op_k(2)) or op_k(7)) or op_to_error) or (op_k(8) and op_closing);
     op_ev <= (((ev_tx_data or ev_rx_space) or op_to_error) or op_closed) or op_stream_end;
-    op_ev_code <= mux(op_lost, "101", mux(op_to_error, mux(op_bad_db, "110", "010"), mux(op_closed, "011", mux(op_stream_end, "100", mux(ev_rx_space, "001", "000")))));
+    op_ev_code <= mux(op_lost, "101", mux(op_to_error, mux(op_bad_db, "110", mux(op_cut, "111", "010")), mux(op_closed, "011", mux(op_stream_end, "100", mux(ev_rx_space, "001", "000")))));
     calc_writes <= st_calc and op_writes;
     dw_s_valid <= st_data;
     dw_s_take <= dw_s_valid and dw_s_ready;
@@ -424,8 +425,8 @@ begin
     m_end_qpn <= pend_head(192 downto 183) and std_logic_vector'(9 downto 0 => end_v);
     m_end_lost <= end_v and b2l(head_ev_code = "101");
     m_ev_qpn <= pend_head(192 downto 183);
-    m_ev_type <= mux(head_ev_code(2), mux(head_ev_code(1), mux(head_ev_code(0), x"00", x"08"), mux(head_ev_code(0), x"08", x"05")), mux(head_ev_code(1), mux(head_ev_code(0), x"04", x"08"), mux(head_ev_code(0), x"03", x"02")));
-    m_ev_info <= mux(b2l(head_ev_code = "010"), x"00000001", mux(b2l(head_ev_code = "101"), x"00000002", mux(b2l(head_ev_code = "110"), x"00000006", x"00000000")));
+    m_ev_type <= mux(head_ev_code(2), mux(head_ev_code(1), mux(head_ev_code(0), x"08", x"08"), mux(head_ev_code(0), x"08", x"05")), mux(head_ev_code(1), mux(head_ev_code(0), x"04", x"08"), mux(head_ev_code(0), x"03", x"02")));
+    m_ev_info <= mux(b2l(head_ev_code = "010"), x"00000001", mux(b2l(head_ev_code = "101"), x"00000002", mux(b2l(head_ev_code = "110"), x"00000006", mux(b2l(head_ev_code = "111"), x"00000003", x"00000000"))));
     m_fault <= dw_done_valid and dw_done_err;
     m_axi_awid <= dw_m_axi_awid;
     m_axi_awaddr <= dw_m_axi_awaddr;
@@ -508,6 +509,15 @@ begin
         if rising_edge(clk) then
             if take = '1' then
                 op_bad_db <= take_cmd and qp_cmd_bad_db;
+            end if;
+        end if;
+    end process;
+
+    op_cut_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if take = '1' then
+                op_cut <= take_cmd and qp_cmd_cut;
             end if;
         end if;
     end process;

@@ -108,7 +108,7 @@ module card_tx_w512 (
     input  wire [31:0]    s_rreq_size,       // bytes to read
     input  wire [31:0]    s_rreq_src_stag,   // Data Source STag (checked again, remote read, before each piece is read)
     input  wire [63:0]    s_rreq_src_to,     // Data Source TO
-    input  wire [143:0]   s_rreq_hdr,        // the Read Request's DDP header (kept for the Terminate of a revoked source; no Terminate is sent yet)
+    input  wire [143:0]   s_rreq_hdr,        // the Read Request's DDP header (kept for the Terminate of a source revoked before the response is sent)
     input  wire           s_term_valid,      // a receive-side error (card_rx m_rxterm): the QP goes to error (as QP_CMD ERROR, taken when no command of card_regs or lost record is offered and the event slot is free), TERM_SENT is raised, and its Terminate is sent at the QP's next turn
     output wire           s_term_ready,
     input  wire [9:0]     s_term_qpn,
@@ -246,7 +246,9 @@ module card_tx_w512 (
     reg  [1:0]     qp_state_e_rd;            // read data of qp_state_e
     wire           qp_to_error;              // ERROR on a live QP
     wire           term_new;                 // a Terminate record puts its QP in error
-    wire           prot_term;                // the engine's WQE failed its lkey check: a Local Catastrophic Terminate
+    wire           prot_term;                // the engine's WQE failed its lkey check or memory operation (a Local Catastrophic Terminate), or a Read Response its source check (the revoked source's Terminate)
+    wire [15:0]    eng_term_cause;           // the engine's Terminate's cause
+    wire [400:0]   eng_term_rec;             // ... and its record
     wire           term_ev_set;
     reg  [9:0]     term_ev_qpn;
     reg  [15:0]    term_ev_cause;
@@ -516,10 +518,11 @@ module card_tx_w512 (
     wire           push3_hit;
     wire           push_hit;                 // the WQE's first block was pushed
     wire           term_go;                  // send the QP's Terminate
+    wire           rsp_ready;                // the QP's oldest Read Request can be answered (dropped)
     wire           rsp_go;                   // answer (drop) the QP's oldest Read Request
     wire           wqe_ready;                // a WQE can start
     wire           wqe_go;                   // a WQE starts (no TERM_SENT waits: its lkey check may fail)
-    wire           wqe_ev_wait;              // the WQE waits in decide for the event slot (card_cq takes it)
+    wire           wqe_ev_wait;              // the WQE or Read Response waits in decide for the event slot (card_cq takes it)
     wire           fetch_go;                 // a WQE's first block is fetched, or a Read Response or Terminate starts
     wire           msg_go;                   // a message starts
     reg            term_mode;                // the engine sends its QP's Terminate (a stand-in header: no WQE)
@@ -672,6 +675,7 @@ module card_tx_w512 (
     wire           ck_go;
     wire           ck_next;
     wire           ck_verdict;               // a verdict of the check phase
+    reg  [2:0]     ck_fault_code;            // the first failed verdict
     wire           ck_done;                  // every SGE is checked
     reg  [5:0]     g_i;                      // SGE being gathered
     reg  [31:0]    g_off;                    // bytes of it requested
@@ -882,6 +886,13 @@ module card_tx_w512 (
     wire [15:0]    blame_cause;              // the peer's Terminate's cause, for the WQE it blames
     wire           no_record;                // the write-back gives no record (the walk reached an outstanding Read)
     wire           rsp_fault;                // a Read Response's source failed its remote-read check
+    wire [15:0]    rev_cause;                // mem.Fault.Cause(UseRemoteRead)
+    wire [31:0]    rev_sink_stag;
+    wire [63:0]    rev_sink_to;
+    wire [31:0]    rev_size;
+    wire [31:0]    rev_src_stag;
+    wire [63:0]    rev_src_to;
+    wire [255:0]   rev_rr32;                 // the Read Request's RDMAP header, byte 0 in bits 7:0 (zero past its 28 octets)
     reg  [3:0]     cq_count;                 // entries held in cq
     reg            cq0_cqe;
     reg  [9:0]     cq0_cq;
@@ -7450,10 +7461,11 @@ module card_tx_w512 (
     assign push3_hit = (push3_v & (push3_qp == cur_qp)) & (push3_idx == cur_sq_next);
     assign push_hit = |{push0_hit, push1_hit, push2_hit, push3_hit};
     assign term_go = (in_state3 & cur_error) & term_pend_cur;
-    assign rsp_go = ((in_state3 & rreq_pending) & ~term_go) & (cur_error | (((cur_live & ~ret_go) & ~walk_go) & ring_room_ok));
+    assign rsp_ready = ((in_state3 & rreq_pending) & ~term_go) & (cur_error | (((cur_live & ~ret_go) & ~walk_go) & ring_room_ok));
+    assign rsp_go = rsp_ready & (cur_error | ~term_ev_v);
     assign wqe_ready = (((((in_state3 & cur_live) & ~ret_go) & ~walk_go) & ~rreq_pending) & has_work) & ring_room_ok;
     assign wqe_go = wqe_ready & ~term_ev_v;
-    assign wqe_ev_wait = wqe_ready & term_ev_v;
+    assign wqe_ev_wait = (wqe_ready | (rsp_ready & cur_live)) & term_ev_v;
     assign fetch_go = ((((wqe_go | ret_go) | walk_go) | flush_go) | rsp_go) | term_go;
     assign msg_go = (wqe_go | rsp_go) | term_go;
     assign term_sent = in_state11 & term_mode;
@@ -7864,7 +7876,46 @@ module card_tx_w512 (
     assign no_record = (walk_mode & op_read) | prot_late;
     assign rsp_fault = (ck_fault & rsp_mode) & ~term_mode;
     assign prot_err = in_state11 & (prot | rsp_fault);
-    assign prot_term = in_state11 & prot;
+    assign prot_term = in_state11 & (prot | rsp_fault);
+    assign rev_cause = (ck_fault_code == 3'h1) ? 16'h0100 : ((ck_fault_code == 3'h2) ? 16'h0103 : ((ck_fault_code == 3'h3) ? 16'h0102 : ((ck_fault_code == 3'h4) ? 16'h0104 : 16'h0101)));
+    assign rev_sink_stag = rrp_data_rd[31:0];
+    assign rev_sink_to = rrp_data_rd[95:32];
+    assign rev_size = rrp_data_rd[127:96];
+    assign rev_src_stag = rrp_data_rd[159:128];
+    assign rev_src_to = rrp_data_rd[223:160];
+    assign rev_rr32 = {
+        32'h00000000,
+        rev_src_to[7:0],
+        rev_src_to[15:8],
+        rev_src_to[23:16],
+        rev_src_to[31:24],
+        rev_src_to[39:32],
+        rev_src_to[47:40],
+        rev_src_to[55:48],
+        rev_src_to[63:56],
+        rev_src_stag[7:0],
+        rev_src_stag[15:8],
+        rev_src_stag[23:16],
+        rev_src_stag[31:24],
+        rev_size[7:0],
+        rev_size[15:8],
+        rev_size[23:16],
+        rev_size[31:24],
+        rev_sink_to[7:0],
+        rev_sink_to[15:8],
+        rev_sink_to[23:16],
+        rev_sink_to[31:24],
+        rev_sink_to[39:32],
+        rev_sink_to[47:40],
+        rev_sink_to[55:48],
+        rev_sink_to[63:56],
+        rev_sink_stag[7:0],
+        rev_sink_stag[15:8],
+        rev_sink_stag[23:16],
+        rev_sink_stag[31:24]
+    };
+    assign eng_term_cause = rsp_fault ? rev_cause : 16'h00ff;
+    assign eng_term_rec = rsp_fault ? {1'h0, rev_rr32[223:0], rrp_data_rd[367:224], 16'h002e, rev_cause} : 401'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ff;
     assign cq_wpos = cq_count - cq_pop;
     assign cq0_push = (in_state11 & ~no_record) & (cq_wpos == 4'h0);
     assign cq1_push = (in_state11 & ~no_record) & (cq_wpos == 4'h1);
@@ -8982,7 +9033,6 @@ module card_tx_w512 (
     assign unused_bits = |{
         s_qp_sq_base[5:0],
         s_qp_txs_base[11:0],
-        rrp_data_rd[367:224],
         rrp_have,
         s_rdone_stag,
         s_rdone_to,
@@ -9020,6 +9070,7 @@ module card_tx_w512 (
         rw_len_p[5:0],
         rw_len2_p[5:0],
         rw_window[1023:1016],
+        rev_rr32[255:224],
         wr_done_tag[7:1],
         bind_w2[39:36],
         bind_w2[63:41]
@@ -9069,7 +9120,7 @@ module card_tx_w512 (
         if (rst) begin
             term_ev_cause <= 16'h0000;
         end else if (term_ev_set) begin
-            term_ev_cause <= prot_term ? 16'h00ff : s_term_cause;
+            term_ev_cause <= prot_term ? eng_term_cause : s_term_cause;
         end
     end
 
@@ -10041,6 +10092,14 @@ module card_tx_w512 (
             ck_fault <= 1'h0;
         end else begin
             ck_fault <= ~fetch_go & (ck_fault | (ck_verdict & |s_chk_fault));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ck_fault_code <= 3'h0;
+        end else if (fetch_go | ((ck_verdict & |s_chk_fault) & ~ck_fault)) begin
+            ck_fault_code <= fetch_go ? 3'h0 : s_chk_fault;
         end
     end
 
@@ -11069,7 +11128,7 @@ module card_tx_w512 (
     // term: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (term_ev_set) begin
-            term[prot_term ? cur_qp : cmd_num] <= prot_term ? 401'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ff : {s_term_recv, s_term_rdma, s_term_hdr, s_term_seglen, s_term_cause};
+            term[prot_term ? cur_qp : cmd_num] <= prot_term ? eng_term_rec : {s_term_recv, s_term_rdma, s_term_hdr, s_term_seglen, s_term_cause};
         end
         term_rd <= term[ctx_rd_addr];
     end

@@ -110,7 +110,7 @@ entity card_tx_w64 is
         s_rreq_size : in  std_logic_vector(31 downto 0); -- bytes to read
         s_rreq_src_stag : in  std_logic_vector(31 downto 0); -- Data Source STag (checked again, remote read, before each piece is read)
         s_rreq_src_to : in  std_logic_vector(63 downto 0); -- Data Source TO
-        s_rreq_hdr : in  std_logic_vector(143 downto 0); -- the Read Request's DDP header (kept for the Terminate of a revoked source; no Terminate is sent yet)
+        s_rreq_hdr : in  std_logic_vector(143 downto 0); -- the Read Request's DDP header (kept for the Terminate of a source revoked before the response is sent)
         s_term_valid : in  std_logic;        -- a receive-side error (card_rx m_rxterm): the QP goes to error (as QP_CMD ERROR, taken when no command of card_regs or lost record is offered and the event slot is free), TERM_SENT is raised, and its Terminate is sent at the QP's next turn
         s_term_ready : out std_logic;
         s_term_qpn : in  std_logic_vector(9 downto 0);
@@ -277,7 +277,9 @@ architecture rtl of card_tx_w64 is
     signal qp_state_e_rd : std_logic_vector(1 downto 0); -- read data of qp_state_e
     signal qp_to_error : std_logic;          -- ERROR on a live QP
     signal term_new : std_logic;             -- a Terminate record puts its QP in error
-    signal prot_term : std_logic;            -- the engine's WQE failed its lkey check: a Local Catastrophic Terminate
+    signal prot_term : std_logic;            -- the engine's WQE failed its lkey check or memory operation (a Local Catastrophic Terminate), or a Read Response its source check (the revoked source's Terminate)
+    signal eng_term_cause : std_logic_vector(15 downto 0); -- the engine's Terminate's cause
+    signal eng_term_rec : std_logic_vector(400 downto 0); -- ... and its record
     signal term_ev_set : std_logic;
     signal term_ev_qpn : std_logic_vector(9 downto 0) := "0000000000";
     signal term_ev_cause : std_logic_vector(15 downto 0) := x"0000";
@@ -547,10 +549,11 @@ architecture rtl of card_tx_w64 is
     signal push3_hit : std_logic;
     signal push_hit : std_logic;             -- the WQE's first block was pushed
     signal term_go : std_logic;              -- send the QP's Terminate
+    signal rsp_ready : std_logic;            -- the QP's oldest Read Request can be answered (dropped)
     signal rsp_go : std_logic;               -- answer (drop) the QP's oldest Read Request
     signal wqe_ready : std_logic;            -- a WQE can start
     signal wqe_go : std_logic;               -- a WQE starts (no TERM_SENT waits: its lkey check may fail)
-    signal wqe_ev_wait : std_logic;          -- the WQE waits in decide for the event slot (card_cq takes it)
+    signal wqe_ev_wait : std_logic;          -- the WQE or Read Response waits in decide for the event slot (card_cq takes it)
     signal fetch_go : std_logic;             -- a WQE's first block is fetched, or a Read Response or Terminate starts
     signal msg_go : std_logic;               -- a message starts
     signal term_mode : std_logic := '0';     -- the engine sends its QP's Terminate (a stand-in header: no WQE)
@@ -702,6 +705,7 @@ architecture rtl of card_tx_w64 is
     signal ck_go : std_logic;
     signal ck_next : std_logic;
     signal ck_verdict : std_logic;           -- a verdict of the check phase
+    signal ck_fault_code : std_logic_vector(2 downto 0) := "000"; -- the first failed verdict
     signal ck_done : std_logic;              -- every SGE is checked
     signal g_i : std_logic_vector(5 downto 0) := "000000"; -- SGE being gathered
     signal g_off : std_logic_vector(31 downto 0); -- bytes of it requested
@@ -906,6 +910,13 @@ architecture rtl of card_tx_w64 is
     signal blame_cause : std_logic_vector(15 downto 0); -- the peer's Terminate's cause, for the WQE it blames
     signal no_record : std_logic;            -- the write-back gives no record (the walk reached an outstanding Read)
     signal rsp_fault : std_logic;            -- a Read Response's source failed its remote-read check
+    signal rev_cause : std_logic_vector(15 downto 0); -- mem.Fault.Cause(UseRemoteRead)
+    signal rev_sink_stag : std_logic_vector(31 downto 0);
+    signal rev_sink_to : std_logic_vector(63 downto 0);
+    signal rev_size : std_logic_vector(31 downto 0);
+    signal rev_src_stag : std_logic_vector(31 downto 0);
+    signal rev_src_to : std_logic_vector(63 downto 0);
+    signal rev_rr32 : std_logic_vector(255 downto 0); -- the Read Request's RDMAP header, byte 0 in bits 7:0 (zero past its 28 octets)
     signal cq_count : std_logic_vector(3 downto 0) := x"0"; -- entries held in cq
     signal cq0_cqe : std_logic;
     signal cq0_cq : std_logic_vector(9 downto 0);
@@ -7484,10 +7495,11 @@ begin
     push3_hit <= (push3_v and b2l(push3_qp = cur_qp)) and b2l(push3_idx = cur_sq_next);
     push_hit <= or std_logic_vector'(push0_hit & push1_hit & push2_hit & push3_hit);
     term_go <= (in_state3 and cur_error) and term_pend_cur;
-    rsp_go <= ((in_state3 and rreq_pending) and (not term_go)) and (cur_error or (((cur_live and (not ret_go)) and (not walk_go)) and ring_room_ok));
+    rsp_ready <= ((in_state3 and rreq_pending) and (not term_go)) and (cur_error or (((cur_live and (not ret_go)) and (not walk_go)) and ring_room_ok));
+    rsp_go <= rsp_ready and (cur_error or (not term_ev_v));
     wqe_ready <= (((((in_state3 and cur_live) and (not ret_go)) and (not walk_go)) and (not rreq_pending)) and has_work) and ring_room_ok;
     wqe_go <= wqe_ready and (not term_ev_v);
-    wqe_ev_wait <= wqe_ready and term_ev_v;
+    wqe_ev_wait <= (wqe_ready or (rsp_ready and cur_live)) and term_ev_v;
     fetch_go <= ((((wqe_go or ret_go) or walk_go) or flush_go) or rsp_go) or term_go;
     msg_go <= (wqe_go or rsp_go) or term_go;
     term_sent <= in_state11 and term_mode;
@@ -7833,7 +7845,46 @@ begin
     no_record <= (walk_mode and op_read) or prot_late;
     rsp_fault <= (ck_fault and rsp_mode) and (not term_mode);
     prot_err <= in_state11 and (prot or rsp_fault);
-    prot_term <= in_state11 and prot;
+    prot_term <= in_state11 and (prot or rsp_fault);
+    rev_cause <= mux(b2l(ck_fault_code = "001"), x"0100", mux(b2l(ck_fault_code = "010"), x"0103", mux(b2l(ck_fault_code = "011"), x"0102", mux(b2l(ck_fault_code = "100"), x"0104", x"0101"))));
+    rev_sink_stag <= rrp_data_rd(31 downto 0);
+    rev_sink_to <= rrp_data_rd(95 downto 32);
+    rev_size <= rrp_data_rd(127 downto 96);
+    rev_src_stag <= rrp_data_rd(159 downto 128);
+    rev_src_to <= rrp_data_rd(223 downto 160);
+    rev_rr32 <= std_logic_vector'(
+        x"00000000" &
+        rev_src_to(7 downto 0) &
+        rev_src_to(15 downto 8) &
+        rev_src_to(23 downto 16) &
+        rev_src_to(31 downto 24) &
+        rev_src_to(39 downto 32) &
+        rev_src_to(47 downto 40) &
+        rev_src_to(55 downto 48) &
+        rev_src_to(63 downto 56) &
+        rev_src_stag(7 downto 0) &
+        rev_src_stag(15 downto 8) &
+        rev_src_stag(23 downto 16) &
+        rev_src_stag(31 downto 24) &
+        rev_size(7 downto 0) &
+        rev_size(15 downto 8) &
+        rev_size(23 downto 16) &
+        rev_size(31 downto 24) &
+        rev_sink_to(7 downto 0) &
+        rev_sink_to(15 downto 8) &
+        rev_sink_to(23 downto 16) &
+        rev_sink_to(31 downto 24) &
+        rev_sink_to(39 downto 32) &
+        rev_sink_to(47 downto 40) &
+        rev_sink_to(55 downto 48) &
+        rev_sink_to(63 downto 56) &
+        rev_sink_stag(7 downto 0) &
+        rev_sink_stag(15 downto 8) &
+        rev_sink_stag(23 downto 16) &
+        rev_sink_stag(31 downto 24)
+    );
+    eng_term_cause <= mux(rsp_fault, rev_cause, x"00ff");
+    eng_term_rec <= mux(rsp_fault, std_logic_vector'('0' & rev_rr32(223 downto 0) & rrp_data_rd(367 downto 224) & x"002e" & rev_cause), "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000011111111");
     cq_wpos <= std_logic_vector(unsigned(cq_count) - unsigned(cq_pop));
     cq0_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"0");
     cq1_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"1");
@@ -8951,7 +9002,6 @@ begin
     unused_bits <= or std_logic_vector'(
         s_qp_sq_base(5 downto 0) &
         s_qp_txs_base(11 downto 0) &
-        rrp_data_rd(367 downto 224) &
         rrp_have &
         s_rdone_stag &
         s_rdone_to &
@@ -8988,6 +9038,7 @@ begin
         rw_len_p(2 downto 0) &
         rw_len2_p(2 downto 0) &
         rw_window(127 downto 120) &
+        rev_rr32(255 downto 224) &
         wr_done_tag(7 downto 1) &
         bind_w2(39 downto 36) &
         bind_w2(63 downto 41)
@@ -9054,7 +9105,7 @@ begin
             if rst = '1' then
                 term_ev_cause <= x"0000";
             elsif term_ev_set = '1' then
-                term_ev_cause <= mux(prot_term, x"00ff", s_term_cause);
+                term_ev_cause <= mux(prot_term, eng_term_cause, s_term_cause);
             end if;
         end if;
     end process;
@@ -10473,6 +10524,17 @@ begin
                 ck_fault <= '0';
             else
                 ck_fault <= (not fetch_go) and (ck_fault or (ck_verdict and (or s_chk_fault)));
+            end if;
+        end if;
+    end process;
+
+    ck_fault_code_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ck_fault_code <= "000";
+            elsif (fetch_go or ((ck_verdict and (or s_chk_fault)) and (not ck_fault))) = '1' then
+                ck_fault_code <= mux(fetch_go, "000", s_chk_fault);
             end if;
         end if;
     end process;
@@ -12134,7 +12196,7 @@ begin
     begin
         if rising_edge(clk) then
             if term_ev_set = '1' then
-                term(to_integer(unsigned(mux(prot_term, cur_qp, cmd_num)))) <= mux(prot_term, "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000011111111", std_logic_vector'(s_term_recv & s_term_rdma & s_term_hdr & s_term_seglen & s_term_cause));
+                term(to_integer(unsigned(mux(prot_term, cur_qp, cmd_num)))) <= mux(prot_term, eng_term_rec, std_logic_vector'(s_term_recv & s_term_rdma & s_term_hdr & s_term_seglen & s_term_cause));
             end if;
             term_rd <= term(to_integer(unsigned(ctx_rd_addr)));
         end if;

@@ -33,19 +33,22 @@
 //
 // card_rx's untagged receive errors (m_rxterm), placement's (m_term: tagged
 // checks, header checks) and mpa_rx's CRC, marker and length errors (card_rx's
-// m_err: Layer LLP, EType MPA, mpa_rx's code) go one at a time, in that
-// priority, to card_tx's Terminate sender (s_term), whose TERM_SENT events go
-// to card_cq's second event port and whose Terminate record (m_cpl_term) makes
-// card_stat write STATE ERROR with TX_CLOSED; placement's and m_err's wait
-// until card_rx's Send engine holds no segment (m_err's until placement is
-// empty too), and their QP then joins card_rx's RQ flush queue (s_fl).
+// m_err: Layer LLP, EType MPA, mpa_rx's code; an FPDU longer than its ring:
+// RDMAP Local Catastrophic) go one at a time, in that priority, to card_tx's
+// Terminate sender (s_term), whose TERM_SENT events go to card_cq's second
+// event port and whose Terminate record (m_cpl_term) makes card_stat write
+// STATE ERROR with TX_CLOSED; placement's and m_err's wait until card_rx's
+// Send engine holds no segment (m_err's until placement is empty too), and
+// their QP then joins card_rx's RQ flush queue (s_fl).
 //
 // Not wired yet, because no engine produces or consumes them
 // (docs/card-rtl.md): the engines' other events, card_cq's overrun record
 // (taken and dropped), DMA_FAULT_* (read as zero). card_rx's bad RXS_PI
-// doorbell (m_err kind 7) goes to the engines as an ERROR command (the QP
-// command fork, while card_regs offers none) whose QP_ERROR says BAD_DOORBELL,
-// with no Terminate.
+// doorbell (m_err kind 7) and cut stream (kind 6) go to the engines as an
+// ERROR command (the QP command fork, while card_regs offers none) whose
+// QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an FPDU longer
+// than its ring (kind 5) has card_tx send an RDMAP Local Catastrophic
+// Terminate. card_tx's Local Invalidate and bind go to placement's mop port.
 //
 // Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -501,7 +504,7 @@ module iwcard_w64 (
     wire           wrm_m_axi_bready;
     reg  [4:0]     eng_reset_cnt;            // cycles of engine reset left
     wire           eng_rst;                  // the engines' reset
-    wire           qpcmd_bd_offer;           // a bad RXS_PI doorbell's QP waits to go to error
+    wire           qpcmd_bd_offer;           // a bad RXS_PI doorbell's or cut stream's QP waits to go to error
     reg            qpcmd_bd_sel;             // the command in the fork is a bad doorbell's ERROR
     wire           qpcmd_bd;
     wire [3:0]     qpcmd_op;                 // QP_OP ERROR for a bad doorbell
@@ -564,7 +567,7 @@ module iwcard_w64 (
     assign m_axi_bready = wrm_m_axi_bready;
     assign irq_valid = cq_irq_valid;
     assign irq_vector = cq_irq_vector;
-    assign qpcmd_bd_offer = rx_m_err_valid & (rx_m_err_kind == 3'h7);
+    assign qpcmd_bd_offer = rx_m_err_valid & ((rx_m_err_kind == 3'h7) | (rx_m_err_kind == 3'h6));
     assign qpcmd_bd = qpcmd_bd_sel | (qpcmd_bd_offer & ~regs_qp_cmd_valid);
     assign qpcmd_op = qpcmd_bd ? 4'h3 : regs_qp_cmd_op;
     assign qpcmd_qpn = qpcmd_bd ? {6'h00, rx_m_err_qp} : regs_qp_num_qpn;
@@ -850,7 +853,7 @@ module iwcard_w64 (
         .s_term_valid(term_valid),
         .s_term_ready(tx_s_term_ready),
         .s_term_qpn(term_g1 ? pl_m_term_qp[9:0] : (term_g2 ? rx_m_err_qp : rx_m_rxterm_qp)),
-        .s_term_cause(term_g1 ? pl_m_term_cause : (term_g2 ? {13'h0400, rx_m_err_code} : rx_m_rxterm_cause)),
+        .s_term_cause(term_g1 ? pl_m_term_cause : (term_g2 ? ((rx_m_err_kind == 3'h5) ? 16'h00ff : {13'h0400, rx_m_err_code}) : rx_m_rxterm_cause)),
         .s_term_hdr(term_g1 ? pl_m_term_hdr : (term_g2 ? 144'h000000000000000000000000000000000000 : rx_m_rxterm_hdr)),
         .s_term_seglen(term_g1 ? pl_m_term_seglen : (term_g2 ? 16'h0000 : rx_m_rxterm_seglen)),
         .s_term_rdma(rx_m_rxterm_rdma & {224{term_g0}}),
@@ -1212,7 +1215,8 @@ module iwcard_w64 (
         .qp_cmd_ready(st_qp_cmd_ready),
         .qp_cmd_op(qpcmd_op),
         .qp_num_qpn(qpcmd_qpn),
-        .qp_cmd_bad_db(qpcmd_bd),
+        .qp_cmd_bad_db(qpcmd_bd & (rx_m_err_kind == 3'h7)),
+        .qp_cmd_cut(qpcmd_bd & (rx_m_err_kind == 3'h6)),
         .qpstat_base_lo(regs_qpstat_base_lo),
         .qpstat_base_hi(regs_qpstat_base_hi),
         .s_db_valid(db_valid3),

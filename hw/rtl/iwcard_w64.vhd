@@ -33,19 +33,22 @@
 --
 -- card_rx's untagged receive errors (m_rxterm), placement's (m_term: tagged
 -- checks, header checks) and mpa_rx's CRC, marker and length errors (card_rx's
--- m_err: Layer LLP, EType MPA, mpa_rx's code) go one at a time, in that
--- priority, to card_tx's Terminate sender (s_term), whose TERM_SENT events go
--- to card_cq's second event port and whose Terminate record (m_cpl_term) makes
--- card_stat write STATE ERROR with TX_CLOSED; placement's and m_err's wait
--- until card_rx's Send engine holds no segment (m_err's until placement is
--- empty too), and their QP then joins card_rx's RQ flush queue (s_fl).
+-- m_err: Layer LLP, EType MPA, mpa_rx's code; an FPDU longer than its ring:
+-- RDMAP Local Catastrophic) go one at a time, in that priority, to card_tx's
+-- Terminate sender (s_term), whose TERM_SENT events go to card_cq's second
+-- event port and whose Terminate record (m_cpl_term) makes card_stat write
+-- STATE ERROR with TX_CLOSED; placement's and m_err's wait until card_rx's
+-- Send engine holds no segment (m_err's until placement is empty too), and
+-- their QP then joins card_rx's RQ flush queue (s_fl).
 --
 -- Not wired yet, because no engine produces or consumes them
 -- (docs/card-rtl.md): the engines' other events, card_cq's overrun record
 -- (taken and dropped), DMA_FAULT_* (read as zero). card_rx's bad RXS_PI
--- doorbell (m_err kind 7) goes to the engines as an ERROR command (the QP
--- command fork, while card_regs offers none) whose QP_ERROR says BAD_DOORBELL,
--- with no Terminate.
+-- doorbell (m_err kind 7) and cut stream (kind 6) go to the engines as an
+-- ERROR command (the QP command fork, while card_regs offers none) whose
+-- QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an FPDU longer
+-- than its ring (kind 5) has card_tx send an RDMAP Local Catastrophic
+-- Terminate. card_tx's Local Invalidate and bind go to placement's mop port.
 --
 -- Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -532,7 +535,7 @@ architecture rtl of iwcard_w64 is
     signal wrm_m_axi_bready : std_logic;
     signal eng_reset_cnt : std_logic_vector(4 downto 0) := "10000"; -- cycles of engine reset left
     signal eng_rst : std_logic;              -- the engines' reset
-    signal qpcmd_bd_offer : std_logic;       -- a bad RXS_PI doorbell's QP waits to go to error
+    signal qpcmd_bd_offer : std_logic;       -- a bad RXS_PI doorbell's or cut stream's QP waits to go to error
     signal qpcmd_bd_sel : std_logic := '0';  -- the command in the fork is a bad doorbell's ERROR
     signal qpcmd_bd : std_logic;
     signal qpcmd_op : std_logic_vector(3 downto 0); -- QP_OP ERROR for a bad doorbell
@@ -595,7 +598,7 @@ begin
     m_axi_bready <= wrm_m_axi_bready;
     irq_valid <= cq_irq_valid;
     irq_vector <= cq_irq_vector;
-    qpcmd_bd_offer <= rx_m_err_valid and b2l(rx_m_err_kind = "111");
+    qpcmd_bd_offer <= rx_m_err_valid and (b2l(rx_m_err_kind = "111") or b2l(rx_m_err_kind = "110"));
     qpcmd_bd <= qpcmd_bd_sel or (qpcmd_bd_offer and (not regs_qp_cmd_valid));
     qpcmd_op <= mux(qpcmd_bd, x"3", regs_qp_cmd_op);
     qpcmd_qpn <= mux(qpcmd_bd, std_logic_vector'("000000" & rx_m_err_qp), regs_qp_num_qpn);
@@ -916,7 +919,7 @@ begin
             s_term_valid => term_valid,
             s_term_ready => tx_s_term_ready,
             s_term_qpn => mux(term_g1, pl_m_term_qp(9 downto 0), mux(term_g2, rx_m_err_qp, rx_m_rxterm_qp)),
-            s_term_cause => mux(term_g1, pl_m_term_cause, mux(term_g2, std_logic_vector'("0010000000000" & rx_m_err_code), rx_m_rxterm_cause)),
+            s_term_cause => mux(term_g1, pl_m_term_cause, mux(term_g2, mux(b2l(rx_m_err_kind = "101"), x"00ff", std_logic_vector'("0010000000000" & rx_m_err_code)), rx_m_rxterm_cause)),
             s_term_hdr => mux(term_g1, pl_m_term_hdr, mux(term_g2, x"000000000000000000000000000000000000", rx_m_rxterm_hdr)),
             s_term_seglen => mux(term_g1, pl_m_term_seglen, mux(term_g2, x"0000", rx_m_rxterm_seglen)),
             s_term_rdma => rx_m_rxterm_rdma and std_logic_vector'(223 downto 0 => term_g0),
@@ -1281,7 +1284,8 @@ begin
             qp_cmd_ready => st_qp_cmd_ready,
             qp_cmd_op => qpcmd_op,
             qp_num_qpn => qpcmd_qpn,
-            qp_cmd_bad_db => qpcmd_bd,
+            qp_cmd_bad_db => qpcmd_bd and b2l(rx_m_err_kind = "111"),
+            qp_cmd_cut => qpcmd_bd and b2l(rx_m_err_kind = "110"),
             qpstat_base_lo => regs_qpstat_base_lo,
             qpstat_base_hi => regs_qpstat_base_hi,
             s_db_valid => db_valid3,

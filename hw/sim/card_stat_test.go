@@ -102,9 +102,9 @@ func (r *statRef) txData(n uint32, q *statQP) {
 	}
 }
 
-// command is qpCommand's; an ERROR that is card_rx's bad doorbell
-// (badDB) is toError BAD_DOORBELL.
-func (r *statRef) command(n uint32, op cs.QPOp, badDB bool) {
+// command is qpCommand's; an ERROR that is card_rx's (why: its bad
+// doorbell, its cut stream) is toError BAD_DOORBELL or STREAM_CUT.
+func (r *statRef) command(n uint32, op cs.QPOp, why cs.QPErr) {
 	q := r.qps[n]
 	switch op {
 	case cs.QPOpCreate:
@@ -112,9 +112,8 @@ func (r *statRef) command(n uint32, op cs.QPOp, badDB bool) {
 		r.qps[n] = q
 		r.write(n, q)
 	case cs.QPOpError:
-		why := cs.QPErrHost
-		if badDB {
-			why = cs.QPErrBadDoorbell
+		if why == 0 {
+			why = cs.QPErrHost
 		}
 		r.toError(n, q, why)
 	case cs.QPOpClose:
@@ -222,16 +221,16 @@ func (r *statRef) rx(n uint32, ci uint32, failed bool) {
 }
 
 type cardStatPorts struct {
-	rst                                                    Port
-	cmdV, cmdR, cmdOp, cmdQPN, baseLo, baseHi              Port
-	dbV, dbR, dbKind, dbIdx, dbVal                         Port
-	txV, txR, txQPN, txSQ, txPI, txCQE, txCQ, txWR, txOpc  Port
-	txSt, txLen, rxV, rxR, rxQPN, rxCI, rxErr, cmdBadDB    Port
-	rcV, rcR, rcQPN, rcRQ, rcCQ, rcWR, rcOpc, rcSt, rcLen  Port
-	rcInv, rcSol, rcInvd, cplInv, cplSol, cplInvd          Port
-	cplV, cplR, cplCQ, cplQPN, cplWR, cplOpc, cplSt, cplLn Port
-	evV, evR, evT, evQPN, evInfo, fault, bValid, bReady    Port
-	endV, endR, endQPN, endLost                            Port
+	rst                                                         Port
+	cmdV, cmdR, cmdOp, cmdQPN, baseLo, baseHi                   Port
+	dbV, dbR, dbKind, dbIdx, dbVal                              Port
+	txV, txR, txQPN, txSQ, txPI, txCQE, txCQ, txWR, txOpc       Port
+	txSt, txLen, rxV, rxR, rxQPN, rxCI, rxErr, cmdBadDB, cmdCut Port
+	rcV, rcR, rcQPN, rcRQ, rcCQ, rcWR, rcOpc, rcSt, rcLen       Port
+	rcInv, rcSol, rcInvd, cplInv, cplSol, cplInvd               Port
+	cplV, cplR, cplCQ, cplQPN, cplWR, cplOpc, cplSt, cplLn      Port
+	evV, evR, evT, evQPN, evInfo, fault, bValid, bReady         Port
+	endV, endR, endQPN, endLost                                 Port
 }
 
 // cardStatDriver drives card_stat with random QP commands, TXS_CI and
@@ -250,21 +249,21 @@ type cardStatDriver struct {
 	base  uint64
 	qpns  []uint32
 
-	cmd, db, tx, rx, rc []uint64 // the record offered, nil when none
-	rqs                 map[uint32]uint16
-	pis                 map[uint32]uint32
-	sqs                 map[uint32]uint16
-	cis                 map[uint32]uint32
-	wrote, bResp        int
-	cplGot, evGot       int
-	endGot              int
-	stop                uint64 // no new operations from this cycle on
-	Err                 error
-	Writes, Cpls, Evs   int
-	EvTypes             map[cs.EQEType]int
-	BadDB, RxFailed     int // QP_ERROR BAD_DOORBELL events; RXS_CI records past a failed FPDU
-	statW               []statWrite
-	cplReadyP, evReadyP int
+	cmd, db, tx, rx, rc  []uint64 // the record offered, nil when none
+	rqs                  map[uint32]uint16
+	pis                  map[uint32]uint32
+	sqs                  map[uint32]uint16
+	cis                  map[uint32]uint32
+	wrote, bResp         int
+	cplGot, evGot        int
+	endGot               int
+	stop                 uint64 // no new operations from this cycle on
+	Err                  error
+	Writes, Cpls, Evs    int
+	EvTypes              map[cs.EQEType]int
+	BadDB, Cut, RxFailed int // QP_ERROR BAD_DOORBELL and STREAM_CUT events; RXS_CI records past a failed FPDU
+	statW                []statWrite
+	cplReadyP, evReadyP  int
 }
 
 // statMem records card_stat's writes.
@@ -290,7 +289,7 @@ func newCardStatDriver(l Layout, seed uint64, stop uint64) (*cardStatDriver, err
 		dbV: s.in("s_db_valid"), dbR: s.out("s_db_ready"), dbKind: s.in("s_db_kind"), dbIdx: s.in("s_db_index"), dbVal: s.in("s_db_value"),
 		txV: s.in("s_tx_valid"), txR: s.out("s_tx_ready"), txQPN: s.in("s_tx_qpn"), txSQ: s.in("s_tx_sq_ci"), txPI: s.in("s_tx_txs_pi"),
 		txCQE: s.in("s_tx_cqe"), txCQ: s.in("s_tx_cq"), txWR: s.in("s_tx_wr_id"), txOpc: s.in("s_tx_opcode"), txSt: s.in("s_tx_status"),
-		txLen: s.in("s_tx_byte_len"), rxV: s.in("s_rx_valid"), rxR: s.out("s_rx_ready"), rxQPN: s.in("s_rx_qpn"), rxCI: s.in("s_rx_rxs_ci"), rxErr: s.in("s_rx_err"), cmdBadDB: s.in("qp_cmd_bad_db"),
+		txLen: s.in("s_tx_byte_len"), rxV: s.in("s_rx_valid"), rxR: s.out("s_rx_ready"), rxQPN: s.in("s_rx_qpn"), rxCI: s.in("s_rx_rxs_ci"), rxErr: s.in("s_rx_err"), cmdBadDB: s.in("qp_cmd_bad_db"), cmdCut: s.in("qp_cmd_cut"),
 		cplV: s.out("m_cpl_valid"), cplR: s.in("m_cpl_ready"), cplCQ: s.out("m_cpl_cq"), cplQPN: s.out("m_cpl_qpn"), cplWR: s.out("m_cpl_wr_id"),
 		cplOpc: s.out("m_cpl_opcode"), cplSt: s.out("m_cpl_status"), cplLn: s.out("m_cpl_byte_len"),
 		cplInv: s.out("m_cpl_inv_stag"), cplSol: s.out("m_cpl_solicited"), cplInvd: s.out("m_cpl_invalidated"),
@@ -351,8 +350,10 @@ func (d *cardStatDriver) offer() {
 			op = cs.QPOpCreate
 		}
 		// Junk above the QP number's 10 bits; now and then an ERROR is
-		// card_rx's bad doorbell.
-		d.cmd = []uint64{uint64(op), uint64(n) | uint64(r.IntN(2))<<12, b2u(op == cs.QPOpError && r.Chance(64))}
+		// card_rx's bad doorbell or cut stream.
+		own := op == cs.QPOpError && r.Chance(128)
+		bad := own && r.Chance(128)
+		d.cmd = []uint64{uint64(op), uint64(n) | uint64(r.IntN(2))<<12, b2u(bad), b2u(own && !bad)}
 	}
 	if d.db == nil && r.Chance(60) {
 		if n := d.pick(); d.live(n) {
@@ -425,7 +426,7 @@ func (d *cardStatDriver) Next(in []uint32) {
 			}
 		}
 	}
-	set(p.cmdV, d.cmd, p.cmdOp, p.cmdQPN, p.cmdBadDB)
+	set(p.cmdV, d.cmd, p.cmdOp, p.cmdQPN, p.cmdBadDB, p.cmdCut)
 	set(p.dbV, d.db, p.dbKind, p.dbIdx, p.dbVal)
 	set(p.txV, d.tx, p.txQPN, p.txSQ, p.txPI, p.txCQE, p.txCQ, p.txWR, p.txOpc, p.txSt, p.txLen)
 	set(p.rxV, d.rx, p.rxQPN, p.rxCI, p.rxErr)
@@ -451,7 +452,13 @@ func (d *cardStatDriver) Observe(in, out []uint32) {
 	// The RTL takes one record a cycle; the reference gets them in the
 	// order the RTL took them.
 	if p.cmdV.Get(in) != 0 && p.cmdR.Get(out) != 0 {
-		d.ref.command(uint32(d.cmd[1]&0x3ff), cs.QPOp(d.cmd[0]), d.cmd[2] != 0)
+		why := cs.QPErr(0)
+		if d.cmd[2] != 0 {
+			why = cs.QPErrBadDoorbell
+		} else if d.cmd[3] != 0 {
+			why = cs.QPErrStreamCut
+		}
+		d.ref.command(uint32(d.cmd[1]&0x3ff), cs.QPOp(d.cmd[0]), why)
 		d.cmd = nil
 		took++
 	}
@@ -528,6 +535,9 @@ func (d *cardStatDriver) Observe(in, out []uint32) {
 		if cs.EQEType(got[0]) == cs.EQETypeQPError && got[2] == uint64(cs.QPErrBadDoorbell) {
 			d.BadDB++
 		}
+		if cs.EQEType(got[0]) == cs.EQETypeQPError && got[2] == uint64(cs.QPErrStreamCut) {
+			d.Cut++
+		}
 	}
 	if p.endV.Get(out) != 0 && p.endR.Get(in) != 0 {
 		check("stream-end record", [9]uint64{p.endQPN.Get(out), p.endLost.Get(out)}, d.ref.ends, &d.endGot)
@@ -569,9 +579,11 @@ func TestCardStatCosim(t *testing.T) {
 				assert.Greater(t, drv.EvTypes[e], n/40, "%v events", e)
 			}
 			assert.Positive(t, drv.BadDB, "QP_ERROR BAD_DOORBELL events")
+			assert.Positive(t, drv.Cut, "QP_ERROR STREAM_CUT events")
 			assert.Positive(t, drv.RxFailed, "RXS_CI records past a failed FPDU")
 			t.Logf("%s: %d cycles, %.2f M cycles/s; %d status writes, %d completions, events %v (%d BAD_DOORBELL), %d records past a failed FPDU",
 				m.Name, st.Cycles, st.CyclesPerSecond()/1e6, drv.Writes, drv.Cpls, drv.EvTypes, drv.BadDB, drv.RxFailed)
+			t.Logf("%d QP_ERROR STREAM_CUT events", drv.Cut)
 		})
 	}
 }

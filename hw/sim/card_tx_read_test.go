@@ -254,6 +254,14 @@ func (b *ctxBench) peerReadRequest(q *ctxQP, src ctxMR, maxLen int) {
 	n = min(n, int(src.length))
 	rr := rdmap.ReadRequestFields{SinkSTag: r.Uint32(), SinkTO: r.Uint64(), Size: uint32(n), SrcSTag: uint32(src.stag),
 		SrcTO: src.base + uint64(r.IntN(int(src.length)-n+1))}
+	b.sendReadRequest(q, rr)
+}
+
+// sendReadRequest sends q the peer's Read Request rr: into the model's
+// receive ring (its RXS_PI doorbell; the model checks it as card_rx
+// would) and as card_rx's record to the RTL's responder (which checks the
+// source again before it reads it).
+func (b *ctxBench) sendReadRequest(q *ctxQP, rr rdmap.ReadRequestFields) {
 	dv, rv := ddp.Version1, rdmap.Version1
 	if q.cfg.Rev0 {
 		dv, rv = ddp.VersionRDMAC, 0
@@ -435,4 +443,77 @@ func TestCardTxReadOverlap(t *testing.T) {
 			t.Logf("seed %d: %d records, %d QPs put in error, %d cycles", seed, len(b.rtl.Records), errs, b.rtl.Cycles)
 		})
 	}
+}
+
+// A Read Request whose source fails the remote-read check when the
+// response is to be sent (its STag with a wrong key, a region without
+// the remote read right, a range past its end, a region invalidated
+// after it was registered): card_rx passed it on (here the record goes
+// to card_tx directly, as if the source were revoked after card_rx's
+// check), the model refuses it as it comes. Both must end the QP the
+// same way: the RDMAP remote protection Terminate with the Read
+// Request's headers (RFC 5040 §4.8 with nothing sent: the model's
+// ReadSourceRevoked), after the QP's earlier FPDUs, no byte of the
+// response, the WQEs posted behind flushed, the IRD entry given back.
+func TestCardTxRevokedSource(t *testing.T) {
+	for _, w := range gen.CardTxWidths {
+		for _, bad := range []string{"wrong key", "no remote read", "past the region", "invalidated"} {
+			t.Run(fmt.Sprintf("%d/%s", w, bad), func(t *testing.T) {
+				seed := seedFor(t.Name())
+				b := newGatherBench(t, w, seed, 3)
+				b.errOK = true
+				q, good := b.qps[0], b.qps[1:]
+				b.post(q, cs.MaxInline)
+				b.ring(q)
+				b.runModel()
+				b.runRTL(1_000_000)
+				before := b.rtl.RingBytes[q.cfg.Num]
+				src := b.register(310, 1<<13, false, mem.Entry{PD: 1, Access: mem.RemoteRead})
+				rr := rdmap.ReadRequestFields{SinkSTag: 0x4242_0001, SinkTO: 0x1000, Size: 512, SrcSTag: uint32(src.stag), SrcTO: src.base + 64}
+				switch bad {
+				case "wrong key":
+					rr.SrcSTag ^= 1
+				case "no remote read":
+					o := b.register(311, 1<<13, false, mem.Entry{PD: 1, Access: mem.LocalWrite})
+					rr.SrcSTag, rr.SrcTO = uint32(o.stag), o.base
+				case "past the region":
+					rr.SrcTO = src.base + src.length - 100
+				case "invalidated":
+					o := b.register(312, 1<<13, true, mem.Entry{PD: 1, Access: mem.RemoteRead})
+					b.w32(cs.PlacementWindow+pr.StagInvalidate, 312)
+					b.rtl.RegWrite(pr.StagInvalidate, 312)
+					rr.SrcSTag, rr.SrcTO = uint32(o.stag), o.base
+				}
+				b.sendReadRequest(q, rr)
+				// The Read Request first: a WQE posted as it comes may go
+				// either side of it (the model takes it first).
+				b.runModel()
+				b.runRTL(1_000_000)
+				for k := 1 + b.rng.IntN(2); k > 0 && int(uint16(1)<<q.cfg.SQLog)-int(q.pi-q.rtlSQCI) >= cs.MaxWQEBBs; k-- {
+					b.post(q, cs.MaxInline) // flushed
+				}
+				b.ring(q)
+				for _, g := range good {
+					b.peerReadRequest(g, src, 1500)
+					b.post(g, cs.MaxInline)
+					b.ring(g)
+				}
+				b.runModel()
+				b.runRTL(1_000_000)
+				halt, hq, _ := b.rtl.Halted()
+				require.False(t, halt, "seed %d: QP %d halted", seed, hq)
+				rtl := b.rtlRing()[q.cfg.Num]
+				require.Equal(t, b.mRing[q.cfg.Num], rtl, "seed %d: the stream with the Terminate", seed)
+				require.Greater(t, len(rtl), int(before), "seed %d: no Terminate", seed)
+				require.Equal(t, sortedCopy(b.rreqs), sortedCopy(b.rtl.RReqDone), "seed %d: one m_rreq_done per Read Request", seed)
+				b.compare()
+			})
+		}
+	}
+}
+
+func sortedCopy(s []uint32) []uint32 {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
 }

@@ -408,3 +408,112 @@ func TestCardCosimAfterError(t *testing.T) {
 		})
 	}
 }
+
+// peerPart puts the first n octets of stream on q's receive ring and
+// rings RXS_PI past them: the rest never comes.
+func (b *wcBench) peerPart(q *wcQP, stream []byte, n int) {
+	ring := uint32(1) << q.rxsLog
+	base := wcRXS + uint64(q.n)<<16
+	for i := 0; i < n; {
+		off := (q.rxWritten + uint32(i)) & (ring - 1)
+		k := min(n-i, int(ring-off))
+		b.put(base+uint64(off), stream[i:i+k])
+		i += k
+	}
+	q.rxWritten += uint32(n)
+	b.w32(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBRXSPI, q.rxWritten)
+	require.NoError(b.t, b.rtl.Step(b.rng.IntN(400)))
+}
+
+// TestCardCosimStreamCut runs the whole-card workload, then has the peer
+// leave each QP an FPDU that can never be taken whole: cut by the end of
+// its stream (RX_FIN) inside the FPDU, inside its ULPDU_Length, or after
+// a whole FPDU; or longer than the receive ring. The RTL card must answer
+// as the card model does: QP_ERROR STREAM_CUT with no Terminate for a cut
+// stream, a Local Catastrophic Terminate (TERM_SENT) for the FPDU too
+// large; the FPDUs before it placed, the QP in ERROR, what is posted
+// after it flushed.
+func TestCardCosimStreamCut(t *testing.T) {
+	rows := []string{"FIN inside an FPDU", "FIN inside the ULPDU_Length", "FIN after a whole FPDU and part of one", "FPDU longer than the ring"}
+	for _, w := range gen.CardTopWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			// One QP more: its stream ends after whole FPDUs only, while
+			// the reader waits on it for more (STREAM_END, not a cut).
+			b := newWCBench(t, w, seed, wcTiming, len(rows)+1)
+			for round := 0; round < 4; round++ {
+				b.round(round)
+			}
+			tx := map[uint32]int{}
+			send := func(q *wcQP, n int) []byte {
+				ulp := ddp.UntaggedFields{Last: true, Version: ddp.Version1, RsvdULP0: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpSend)),
+					QN: rdmap.QNSend, MSN: 1}.Append(nil)
+				fp, err := q.peer.AppendFPDU(nil, append(ulp, make([]byte, n)...))
+				require.NoError(t, err)
+				return fp
+			}
+			last := b.qps[len(rows)]
+			for i, q := range b.qps[:len(rows)] {
+				tx[q.n] = len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil))
+				switch i {
+				case 0:
+					fp := send(q, 100)
+					b.peerPart(q, fp, 3+b.rng.IntN(len(fp)-4))
+				case 1:
+					b.peerPart(q, send(q, 100), 1)
+				case 2:
+					wr := ddp.TaggedFields{Last: true, Version: ddp.Version1, RsvdULP: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpWrite)),
+						STag: uint32(q.stag), TO: wcRegion + uint64(q.n)<<16}.Append(nil)
+					fp, err := q.peer.AppendFPDU(nil, append(wr, "a whole Write before the cut"...))
+					require.NoError(t, err)
+					b.peerSend(q, fp)
+					fp = send(q, 300)
+					b.peerPart(q, fp, len(fp)-1)
+				case 3:
+					b.peerPart(q, send(q, 20000), 200)
+				}
+				if i < 3 {
+					b.w32(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBStream, 1<<cs.QPDBStreamRXFinShift)
+				}
+			}
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.peerWrites(last)
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.w32(cs.QPDBBase+last.n*cs.QPDBStride+cs.QPDBStream, 1<<cs.QPDBStreamRXFinShift)
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.compare()
+			ended := false
+			for _, e := range b.rWrite[wcKey{"eqe", 0}] {
+				if ev := cs.EQE(e); ev.Type() == cs.EQETypeStreamEnd && ev.Obj() == last.n {
+					ended = true
+				}
+			}
+			require.True(t, ended, "seed %d QP %d: no STREAM_END after whole FPDUs and RX_FIN", seed, last.n)
+			require.NotEqual(t, cs.QPStateError, b.rtlStat(last.n).State(), "seed %d QP %d: in error after whole FPDUs and RX_FIN", seed, last.n)
+			b.qps = b.qps[:len(rows)]
+			b.postAfterError()
+			errs := map[uint32]uint32{}
+			for _, e := range b.rWrite[wcKey{"eqe", 0}] {
+				if ev := cs.EQE(e); ev.Type() == cs.EQETypeQPError {
+					errs[ev.Obj()] = ev.Info()
+				}
+			}
+			terms := b.termEvents(cs.EQETypeTermSent)
+			for i, q := range b.qps {
+				st := b.rtlStat(q.n)
+				require.Equal(t, cs.QPStateError, st.State(), "seed %d QP %d (%s): state", seed, q.n, rows[i])
+				sent := len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil)) - tx[q.n]
+				if i < 3 {
+					require.EqualValues(t, cs.QPErrStreamCut, errs[q.n], "seed %d QP %d (%s): QP_ERROR's INFO", seed, q.n, rows[i])
+					require.Zero(t, sent, "seed %d QP %d (%s): a Terminate was sent", seed, q.n, rows[i])
+					continue
+				}
+				require.Equal(t, rdmap.RDMAPLocalCatastrophic, terms[q.n], "seed %d QP %d (%s): TERM_SENT", seed, q.n, rows[i])
+				require.Positive(t, sent, "seed %d QP %d (%s): no Terminate", seed, q.n, rows[i])
+			}
+		})
+	}
+}

@@ -618,6 +618,19 @@ func (b *wcBench) runRTL(watchdog uint64) {
 			for _, q := range b.qps {
 				st = append(st, fmt.Sprintf("QP %d: RTL status %x, model %x", q.n, []byte(b.rtlStat(q.n)), []byte(b.modelStat(q.n))))
 			}
+			for _, k := range []string{"cqe", "eqe"} {
+				for n := uint32(0); n <= wcNCQ; n++ {
+					if r, m := len(b.rWrite[wcKey{k, n}]), len(b.mWrite[wcKey{k, n}]); r != m {
+						st = append(st, fmt.Sprintf("%s %d: the RTL wrote %d, the model %d", k, n, r, m))
+						for j, l := range [][][]byte{b.rWrite[wcKey{k, n}], b.mWrite[wcKey{k, n}]} {
+							for i := max(0, len(l)-6); i < len(l); i++ {
+								st = append(st, fmt.Sprintf("  %s %s %d: %x", []string{"RTL", "model"}[j], k, i, l[i]))
+							}
+						}
+					}
+				}
+			}
+			st = append(st, fmt.Sprintf("%d DMA outstanding", b.rtl.Outstanding()))
 			b.t.Fatalf("seed %d: the RTL card did not catch up with the model in %d cycles:\n%s", b.seed, watchdog, strings.Join(st, "\n"))
 		}
 	}

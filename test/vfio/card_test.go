@@ -228,6 +228,6 @@ func TestCardInSlot(t *testing.T) {
 // model cards and the RTL cards alike.
 var verbsCases = []string{"Write", "Read", "Send", "SendWithInvalidate", "SolicitedEvent", "ScatterGather", "PostCopiesWR",
 	"Unsignaled", "Inline", "ReadFence", "MPAOptions", "PrivateDataAndReject", "ManyQPs", "RemoteAccessError",
-	"FlushOnDisconnect", "BadUse", "TerminateBeforeFIN"}
+	"FlushOnDisconnect", "BadUse", "TerminateBeforeFIN", "MemoryWindows"}
 
 var figure = regexp.MustCompile(`(?m)^FIGURE (\S+) (\S+)$`)

@@ -12,6 +12,7 @@
     X(qp_cmd_op, 4) \
     X(qp_num_qpn, 16) \
     X(qp_cmd_bad_db, 1) \
+    X(qp_cmd_cut, 1) \
     X(qpstat_base_lo, 32) \
     X(qpstat_base_hi, 32) \
     X(s_db_valid, 1) \
