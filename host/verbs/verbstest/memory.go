@@ -80,6 +80,11 @@ func (s *suite) memoryWRs(t *testing.T) {
 		wc := Expect(t, ctx, b.CQ, 1, status)
 		require.Equal(t, map[verbs.WROpcode]verbs.WCOpcode{verbs.WRBindMW: verbs.WCBindMW, verbs.WRLocalInv: verbs.WCLocalInv}[w.Opcode], wc.Opcode)
 		Expect(t, ctx, b.CQ, 2, verbs.WCWRFlushErr)
+		<-b.QP.Done()
+		var be *iwarp.Error
+		require.ErrorAs(t, b.QP.Err(), &be)
+		require.False(t, be.Remote, "b's own error: %v", be)
+		require.Equal(t, rdmap.RDMAPLocalCatastrophic, be.Cause)
 		<-a.QP.Done()
 		var ie *iwarp.Error
 		require.ErrorAs(t, a.QP.Err(), &ie)
