@@ -28,6 +28,7 @@ func TestCardTxCodes(t *testing.T) {
 	require.EqualValues(t, cs.WCStatusWRFlushErr, cardTxStatFlush)
 	require.EqualValues(t, cs.WCStatusLocProtErr, cardTxStatProt)
 	require.EqualValues(t, cs.WCStatusMWBindErr, cardTxStatMWBind)
+	require.EqualValues(t, cs.WCStatusLocQPOpErr, cardTxStatQPOp)
 	require.EqualValues(t, cs.WCOpcodeBindMW, 5) // card_tx tells a bind's completion by its WC_OPCODE
 	require.EqualValues(t, cs.WCStatusLocLenErr, cardRxStatLocLen)
 	require.EqualValues(t, cs.EQETypeTermSent, cardTxEvTermSent)

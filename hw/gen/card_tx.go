@@ -114,7 +114,7 @@ func CardTx(width int) (*Module, error) {
 	m := NewModule(fmt.Sprintf("card_tx_w%d", W),
 		"RFC 5040 §4.4, §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write, RDMA Read Request; ORD; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)",
 		fmt.Sprintf("The card's transmit engine, %d-bit data path (docs/card-rtl.md): per-QP transmit context in block RAM (%d QPs) written by the QP command; SQ_PI, TXS_CI and push doorbells; a round-robin scheduler over QPs with posted work (a FIFO of QP numbers in block RAM and one queued bit per QP: a QP is in it at most once, so it never overflows, and a QP sends one WQE per turn); WQE fetch by DMA (dma_rd: the first basic block, then the others in one read, two where they wrap the ring) or from a pushed block (%d held, matched by QP and SQ index) without a DMA read; WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's stream offset; each FPDU's wire length is computed here as it enters mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo the ring size, in two writes where it wraps, the second realigned to lane 0); one record per WQE in posting order once its last ring write has its write response.", W, CardTxQPs, CardTxPushSlots),
-		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). A fenced WQE waits while Reads are outstanding, a Read while ORD are; any other WQE starts behind outstanding Reads, and its completion waits for them: when a Read completes, the engine walks the SQ from SQ_CI, completing (first block read again; an SGL's lengths summed by a check pass over its blocks) every WQE sent behind it up to the next outstanding Read or the first WQE not started, so completions stay in posting order with no per-QP completion memory. Local Invalidate and BIND_MW WQEs (not inline) go to placement's mop port (m_mop) when they start and send nothing: the STag is invalidated, or the window's entry written, before the next WQE starts; one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails the QP as a failed lkey check does. Any other WQE (SGEs to gather at a width that does not serve them, a malformed header) or a DMA error response stops its QP before anything of that WQE is sent: the QP is not scheduled until its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken without effect. A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it.", CardTxRingGuard, cardTxMaxInline),
+		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). A fenced WQE waits while Reads are outstanding, a Read while ORD are; any other WQE starts behind outstanding Reads, and its completion waits for them: when a Read completes, the engine walks the SQ from SQ_CI, completing (first block read again; an SGL's lengths summed by a check pass over its blocks) every WQE sent behind it up to the next outstanding Read or the first WQE not started, so completions stay in posting order with no per-QP completion memory. Local Invalidate and BIND_MW WQEs (not inline) go to placement's mop port (m_mop) when they start and send nothing: the STag is invalidated, or the window's entry written, before the next WQE starts; one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails the QP as a failed lkey check does. A malformed WQE (an opcode the SQ does not take, an inline length or SGL its blocks cannot hold, a bad BBS) completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic Terminate, as the card model does. A DMA error response to a WQE read stops its QP before anything of that WQE is sent: the QP is not scheduled until its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken without effect. A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it.", CardTxRingGuard, cardTxMaxInline),
 		"Records out (m_cpl_*): one per WQE in posting order once its ring bytes are written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's new SQ_CI and TXS_PI for its status record either way. An RDMA Read gives two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI does not), and its completion when its Read done is taken (SQ_CI moves past it); so does a WQE sent behind an outstanding Read (its completion comes from the walk).",
 	)
 	clk := m.Clock()
@@ -199,7 +199,7 @@ func CardTx(width int) (*Module, error) {
 	cplTXSPI := m.Output("m_cpl_txs_pi", 32, "the QP's TXS_PI after this WQE's FPDUs (status record)")
 	cplTerm := m.Output("m_cpl_term", 1, "the record is a Terminate's (no CQE): the QP is in ERROR and its transmit stream closed")
 	cplTermCause := m.Output("m_cpl_term_cause", 16, "CQE TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0")
-	haltOut := m.Output("stat_halt", 1, "sticky: a WQE this increment does not serve, or a DMA read error, stopped a QP")
+	haltOut := m.Output("stat_halt", 1, "sticky: a DMA read error of a WQE stopped a QP")
 	haltQPN := m.Output("stat_halt_qpn", QB, "the last QP stopped so")
 	dmaErrOut := m.Output("stat_dma_err", 1, "sticky: a DMA of card_tx got an error response")
 
@@ -763,7 +763,16 @@ func CardTx(width int) (*Module, error) {
 	}
 	totalBW := m.WireOf("wqe_beats", totalB, "beats of the whole WQE")
 	restDone := m.WireOf("rest_done", And(sRest, bValid, Eq(wj, Sub(totalBW, C(NBW, 1)))), "the WQE's last beat")
-	halt := m.WireOf("halt", Or(And(sHdr, Not(retFl), Not(served)), And(sHdr, retFl, wErr), And(restDone, Or(wErr, rdErr))), "the QP stops at this WQE")
+	halt := m.WireOf("halt", Or(And(sHdr, wErr), And(restDone, Or(wErr, rdErr))), "a read of the WQE got an error response: the QP stops at this WQE")
+	// A malformed WQE (an opcode the SQ does not take, an inline length
+	// or SGL its blocks cannot hold, a Read with more than one SGE, a bad
+	// BBS) completes with LOC_QP_OP_ERR and fails the QP as a failed lkey
+	// check does (the card model's localError); a bad BBS takes every
+	// block posted with it, as the model's readWQE does.
+	malNow := m.WireOf("wqe_malformed", And(sHdr, Not(retFl), Not(served), Not(wErr)), "")
+	malR := m.RegDecl("wqe_mal", 1, "the WQE is malformed")
+	m.Drive(malR, big.NewInt(0), Not(goAny), Or(goAny, malNow))
+	malBB := m.Reg("wqe_mal_bbs", 16, nil, Sel(bbsOK, zext(bbs, 16), avail), malNow, "blocks the malformed WQE takes")
 	m.Assign(haltOut, m.Reg("halt_q", 1, big.NewInt(0), C(1, 1), halt, ""))
 	m.Assign(haltQPN, m.Reg("halt_qpn_q", QB, big.NewInt(0), cur, halt, ""))
 	oneBB := m.WireOf("one_bb", Eq(bbs, C(4, 1)), "")
@@ -987,19 +996,22 @@ func CardTx(width int) (*Module, error) {
 	doneTag := m.Wire("wr_done_tag", wrCfg.TagBits, "")
 	doneErr := m.Wire("wr_done_err", 1, "")
 	cqPop := m.Wire("cq_pop", addrWidth(CardTxCplDepth+1), "")
-	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi", "noring", "flush", "prot", "rrd", "term", "blame"}
-	cplW := []int{1, QB, QB, 64, 3, 32, 16, 32, 1, 1, 1, 1, 1, 16}
+	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi", "noring", "flush", "prot", "rrd", "term", "blame", "mal"}
+	cplW := []int{1, QB, QB, 64, 3, 32, 16, 32, 1, 1, 1, 1, 1, 16, 1}
 	// A WQE retires (SQ_CI moves past it) when it is sent, unless it is a
 	// Read: that retires when its Read done is taken (ret_mode).
 	// A WQE sent while a Read is outstanding (or a walk is pending) does
 	// not: its record moves TXS_PI only, and the walk completes it.
-	retires := m.WireOf("wqe_retires", Or(ret, sentDone, And(Not(retFl), Not(opRead), Eq(cOrq, C(5, 0)), Not(cWk))), "")
+	// A malformed Read sends no Read Request: it completes as it fails.
+	readSent := m.WireOf("read_sent", And(opRead, Not(malR)), "the WQE is a Read whose Read Request went (or goes) out")
+	retires := m.WireOf("wqe_retires", Or(ret, sentDone, And(Not(retFl), Not(readSent), Eq(cOrq, C(5, 0)), Not(cWk))), "")
 	// A flushed WQE with a bad BBS takes every block posted with it (the
 	// model's rule: its length hides where the next WQE starts).
 	availF := m.WireOf("flush_avail", Sub(cPI, cSQCI), "blocks posted from SQ_CI on")
 	bbsF := m.WireOf("flush_bbs", Sel(And(RedOr(bbs), Not(Lt(C(4, 8), bbs)), Not(Lt(availF, zext(bbs, 16))), Not(Lt(sqSize17, zext(bbs, 17)))),
 		zext(bbs, 16), availF), "blocks of the WQE flushed")
-	newSQCI := m.WireOf("new_sq_ci", Sel(And(fl, Not(sentDone)), Add(cSQCI, bbsF), Sel(retires, Add(cSQCI, zext(bbs, 16)), cSQCI)), "")
+	bbsAdv := m.WireOf("wqe_blocks", Sel(malR, malBB, zext(bbs, 16)), "blocks the WQE takes")
+	newSQCI := m.WireOf("new_sq_ci", Sel(And(fl, Not(sentDone)), Add(cSQCI, bbsF), Sel(retires, Add(cSQCI, bbsAdv), cSQCI)), "")
 	wcOp := wcOpcode(hOpcode) // WC_OPCODE
 	// A WQE whose lkey check failed completes with LOC_PROT_ERR (always,
 	// signaled or not; BYTE_LEN 0) with no ring writes to wait for, and
@@ -1008,7 +1020,7 @@ func CardTx(width int) (*Module, error) {
 	// A Local Invalidate or bind the mop port refused does the same, with
 	// LOC_PROT_ERR or MW_BIND_ERR (the model's localError).
 	mopFail := m.RegDecl("mop_fail", 1, "the WQE's memory operation was refused")
-	prot := m.WireOf("prot", And(Or(ga.fault, mopFail), Not(retFl), Not(rsp), Not(tm)), "the WQE failed its lkey check or memory operation")
+	prot := m.WireOf("prot", And(Or(ga.fault, mopFail, malR), Not(retFl), Not(rsp), Not(tm)), "the WQE failed its lkey check or memory operation, or is malformed")
 	// Behind an outstanding Read it gives no record: the QP's flush
 	// completes it with WR_FLUSH_ERR (the card model: LOC_PROT_ERR after
 	// the Reads' flushes; not matched yet).
@@ -1041,7 +1053,7 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(engRec, Sel(rspFault, revRec, C(termRecW, causeRDMAPLocalCatastrophic)))
 	cq := ShiftQueue(m, "cq", CardTxCplDepth, cplF, cplW, And(sWB, Not(noRec)),
 		[]Expr{Or(flushErr, prot, rfl, And(hSignaled, retires)), cCQ, cur, hWRID, wcOp, Sel(Or(flushErr, prot, rfl, opMop), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, fOff,
-			Or(retFl, prot, opMop, And(rsp, Or(rspDrop, rspFault)), And(tm, tRecv)), Or(flushErr, rfl), prot, rsp, tm, blameCause}, cqPop)
+			Or(retFl, prot, opMop, And(rsp, Or(rspDrop, rspFault)), And(tm, tRecv)), Or(flushErr, rfl), prot, rsp, tm, blameCause, malR}, cqPop)
 	ccw := cq.Count.W
 	m.Assign(cplRoom, Lt(cq.Count, C(ccw, CardTxCplDepth)))
 	dn := m.RegDecl("cpl_written", 4, "WQEs whose ring writes are done, not yet out")
@@ -1069,8 +1081,8 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(cplWRID, m.Reg("cpl_wr_id_q", 64, big.NewInt(0), h[3], cOut, ""))
 	m.Assign(cplOp, m.Reg("cpl_op_q", 8, big.NewInt(0), zext(h[4], 8), cOut, ""))
 	hBlame := m.WireOf("cpl_blamed", RedOr(h[13]), "the peer's Terminate blames the WQE")
-	m.Assign(cplStatus, m.Reg("cpl_status_q", 8, big.NewInt(0), Sel(hBlame, remoteStatus(h[13]), Sel(h[9], C(8, uint64(cardTxStatFlush)), Sel(h[10], Sel(Eq(h[4], C(3, 5)), C(8, cardTxStatMWBind), C(8, cardTxStatProt)), C(8, 0)))), cOut,
-		"the blaming Terminate's status, WR_FLUSH_ERR, LOC_PROT_ERR (MW_BIND_ERR for a bind) or SUCCESS"))
+	m.Assign(cplStatus, m.Reg("cpl_status_q", 8, big.NewInt(0), Sel(hBlame, remoteStatus(h[13]), Sel(h[9], C(8, uint64(cardTxStatFlush)), Sel(h[14], C(8, cardTxStatQPOp), Sel(h[10], Sel(Eq(h[4], C(3, 5)), C(8, cardTxStatMWBind), C(8, cardTxStatProt)), C(8, 0))))), cOut,
+		"the blaming Terminate's status, WR_FLUSH_ERR, LOC_QP_OP_ERR, LOC_PROT_ERR (MW_BIND_ERR for a bind) or SUCCESS"))
 	m.Assign(cplTermCause, m.Reg("cpl_term_cause_q", 16, big.NewInt(0), h[13], cOut, ""))
 	m.Assign(cplLen, m.Reg("cpl_len_q", 32, big.NewInt(0), h[5], cOut, ""))
 	m.Assign(cplSQCI, m.Reg("cpl_sq_ci_q", 16, big.NewInt(0), h[6], cOut, ""))
@@ -1081,14 +1093,14 @@ func CardTx(width int) (*Module, error) {
 
 	// --- write-back, requeue, state machine ---
 	isSend := m.WireOf("op_is_send", Not(Or(opWrite, opRead, opMop, retFl, prot, tm)), "a Send that was sent takes an MSN")
-	started := m.WireOf("read_started", And(opRead, Not(retFl)), "a Read Request went out")
+	started := m.WireOf("read_started", And(readSent, Not(retFl)), "a Read Request went out")
 	rissGo := m.WireOf("rd_issue_go", And(sWB, started), "")
 	m.Assign(rissV, rissGo)
 	m.Assign(rissQP, gate(rissGo, cur))
 	m.Assign(rissN, gate(rissGo, Add(Bits(cRMSN, 15, 0), C(16, 1))))
 	// A flush moves the first block not started along with SQ_CI once it
 	// has passed the WQEs that were started.
-	newNext := m.WireOf("new_sq_next", Sel(And(fl, Eq(cSQCI, cNext)), newSQCI, Sel(Or(retFl, protLate), cNext, Add(cNext, zext(bbs, 16)))), "")
+	newNext := m.WireOf("new_sq_next", Sel(And(fl, Eq(cSQCI, cNext)), newSQCI, Sel(Or(retFl, protLate), cNext, Add(cNext, bbsAdv))), "")
 	newWk := m.WireOf("new_walk", Sel(fl, C(1, 0), Sel(Or(ret, wk), And(Ne(newSQCI, cNext), Not(And(wk, opRead))), cWk)), "")
 	newOrq := m.WireOf("new_orq", Sel(fl, C(5, 0), Sel(ret, Sub(cOrq, C(5, 1)), Sel(started, incr(cOrq), cOrq))), "flushed Reads are outstanding no more")
 	newRUsed := m.WireOf("new_rdone_used", Sel(fl, cRC, Sel(And(ret, Not(rfl)), incr(cRUsed), cRUsed)), "a Read flushed by the stream end takes no Read done")
@@ -1127,7 +1139,7 @@ func CardTx(width int) (*Module, error) {
 			Sel(sCtx, C(5, txDecide),
 				Sel(sDecide, Sel(doTerm, Sel(tRecv, C(5, txWB), C(5, txFeed)), Sel(doRsp, C(5, txRsp), Sel(goAny, C(5, txFirst), Sel(evWait, C(5, txDecide), C(5, txIdle))))),
 					Sel(sFirst, Sel(firstDone, C(5, txHdr), C(5, txFirst)),
-						Sel(sHdr, Sel(Or(halt, waitRd), C(5, txIdle), Sel(And(retFl, Not(sentFull)), C(5, txWB), Sel(oneBB, feedNext, C(5, txFetch)))),
+						Sel(sHdr, Sel(Or(halt, waitRd), C(5, txIdle), Sel(Or(malNow, And(retFl, Not(sentFull))), C(5, txWB), Sel(oneBB, feedNext, C(5, txFetch)))),
 							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(5, txRest), C(5, txFetch)),
 								Sel(sRest, Sel(restDone, Sel(halt, C(5, txIdle), feedNext), C(5, txRest)),
 									Sel(sFlush, Sel(fromBuf, C(5, txFeed), C(5, txChk)),

@@ -23,6 +23,7 @@ const (
 	cardTxStatRemOp     = 5 // REM_OP_ERR: ditto
 	cardTxStatFatal     = 7 // FATAL_ERR: ditto
 	cardTxStatMWBind    = 9 // MW_BIND_ERR: a bind refused
+	cardTxStatQPOp      = 8 // LOC_QP_OP_ERR: a malformed WQE
 )
 
 // remoteStatus is the completion status of the WQE a peer's Terminate of

@@ -35,8 +35,10 @@
 -- to placement's mop port (m_mop) when they start and send nothing: the STag
 -- is invalidated, or the window's entry written, before the next WQE starts;
 -- one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails
--- the QP as a failed lkey check does. Any other WQE (SGEs to gather at a width
--- that does not serve them, a malformed header) or a DMA error response stops
+-- the QP as a failed lkey check does. A malformed WQE (an opcode the SQ does
+-- not take, an inline length or SGL its blocks cannot hold, a bad BBS)
+-- completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic
+-- Terminate, as the card model does. A DMA error response to a WQE read stops
 -- its QP before anything of that WQE is sent: the QP is not scheduled until
 -- its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn
 -- report it. QP commands: CREATE takes the staged context; ERROR puts a live
@@ -143,7 +145,7 @@ entity card_tx_w512 is
         m_cpl_txs_pi : out std_logic_vector(31 downto 0); -- the QP's TXS_PI after this WQE's FPDUs (status record)
         m_cpl_term : out std_logic;          -- the record is a Terminate's (no CQE): the QP is in ERROR and its transmit stream closed
         m_cpl_term_cause : out std_logic_vector(15 downto 0); -- CQE TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0
-        stat_halt : out std_logic;           -- sticky: a WQE this increment does not serve, or a DMA read error, stopped a QP
+        stat_halt : out std_logic;           -- sticky: a DMA read error of a WQE stopped a QP
         stat_halt_qpn : out std_logic_vector(9 downto 0); -- the last QP stopped so
         stat_dma_err : out std_logic;        -- sticky: a DMA of card_tx got an error response
         m_chk_valid : out std_logic;         -- an lkey check or lookup for placement's s_chk port
@@ -640,7 +642,10 @@ architecture rtl of card_tx_w512 is
     signal sent_full : std_logic;            -- ... with SGEs: its other blocks are read and its SGE lengths summed
     signal wqe_beats : std_logic_vector(6 downto 0); -- beats of the whole WQE
     signal rest_done : std_logic;            -- the WQE's last beat
-    signal halt : std_logic;                 -- the QP stops at this WQE
+    signal halt : std_logic;                 -- a read of the WQE got an error response: the QP stops at this WQE
+    signal wqe_malformed : std_logic;
+    signal wqe_mal : std_logic := '0';       -- the WQE is malformed
+    signal wqe_mal_bbs : std_logic_vector(15 downto 0); -- blocks the malformed WQE takes
     signal halt_q : std_logic := '0';
     signal halt_qpn_q : std_logic_vector(9 downto 0) := "0000000000";
     signal one_bb : std_logic;
@@ -906,12 +911,14 @@ architecture rtl of card_tx_w512 is
     signal wr_done_tag : std_logic_vector(7 downto 0);
     signal wr_done_err : std_logic;
     signal cq_pop : std_logic_vector(3 downto 0);
+    signal read_sent : std_logic;            -- the WQE is a Read whose Read Request went (or goes) out
     signal wqe_retires : std_logic;
     signal flush_avail : std_logic_vector(15 downto 0); -- blocks posted from SQ_CI on
     signal flush_bbs : std_logic_vector(15 downto 0); -- blocks of the WQE flushed
+    signal wqe_blocks : std_logic_vector(15 downto 0); -- blocks the WQE takes
     signal new_sq_ci : std_logic_vector(15 downto 0);
     signal mop_fail : std_logic := '0';      -- the WQE's memory operation was refused
-    signal prot : std_logic;                 -- the WQE failed its lkey check or memory operation
+    signal prot : std_logic;                 -- the WQE failed its lkey check or memory operation, or is malformed
     signal prot_late : std_logic;
     signal flush_err : std_logic;            -- the WQE completes with WR_FLUSH_ERR
     signal blame_cause : std_logic_vector(15 downto 0); -- the peer's Terminate's cause, for the WQE it blames
@@ -939,6 +946,7 @@ architecture rtl of card_tx_w512 is
     signal cq0_rrd : std_logic;
     signal cq0_term : std_logic;
     signal cq0_blame : std_logic_vector(15 downto 0);
+    signal cq0_mal : std_logic;
     signal cq1_cqe : std_logic;
     signal cq1_cq : std_logic_vector(9 downto 0);
     signal cq1_qpn : std_logic_vector(9 downto 0);
@@ -953,6 +961,7 @@ architecture rtl of card_tx_w512 is
     signal cq1_rrd : std_logic;
     signal cq1_term : std_logic;
     signal cq1_blame : std_logic_vector(15 downto 0);
+    signal cq1_mal : std_logic;
     signal cq2_cqe : std_logic;
     signal cq2_cq : std_logic_vector(9 downto 0);
     signal cq2_qpn : std_logic_vector(9 downto 0);
@@ -967,6 +976,7 @@ architecture rtl of card_tx_w512 is
     signal cq2_rrd : std_logic;
     signal cq2_term : std_logic;
     signal cq2_blame : std_logic_vector(15 downto 0);
+    signal cq2_mal : std_logic;
     signal cq3_cqe : std_logic;
     signal cq3_cq : std_logic_vector(9 downto 0);
     signal cq3_qpn : std_logic_vector(9 downto 0);
@@ -981,6 +991,7 @@ architecture rtl of card_tx_w512 is
     signal cq3_rrd : std_logic;
     signal cq3_term : std_logic;
     signal cq3_blame : std_logic_vector(15 downto 0);
+    signal cq3_mal : std_logic;
     signal cq4_cqe : std_logic;
     signal cq4_cq : std_logic_vector(9 downto 0);
     signal cq4_qpn : std_logic_vector(9 downto 0);
@@ -995,6 +1006,7 @@ architecture rtl of card_tx_w512 is
     signal cq4_rrd : std_logic;
     signal cq4_term : std_logic;
     signal cq4_blame : std_logic_vector(15 downto 0);
+    signal cq4_mal : std_logic;
     signal cq5_cqe : std_logic;
     signal cq5_cq : std_logic_vector(9 downto 0);
     signal cq5_qpn : std_logic_vector(9 downto 0);
@@ -1009,6 +1021,7 @@ architecture rtl of card_tx_w512 is
     signal cq5_rrd : std_logic;
     signal cq5_term : std_logic;
     signal cq5_blame : std_logic_vector(15 downto 0);
+    signal cq5_mal : std_logic;
     signal cq6_cqe : std_logic;
     signal cq6_cq : std_logic_vector(9 downto 0);
     signal cq6_qpn : std_logic_vector(9 downto 0);
@@ -1023,6 +1036,7 @@ architecture rtl of card_tx_w512 is
     signal cq6_rrd : std_logic;
     signal cq6_term : std_logic;
     signal cq6_blame : std_logic_vector(15 downto 0);
+    signal cq6_mal : std_logic;
     signal cq7_cqe : std_logic;
     signal cq7_cq : std_logic_vector(9 downto 0);
     signal cq7_qpn : std_logic_vector(9 downto 0);
@@ -1037,6 +1051,7 @@ architecture rtl of card_tx_w512 is
     signal cq7_rrd : std_logic;
     signal cq7_term : std_logic;
     signal cq7_blame : std_logic_vector(15 downto 0);
+    signal cq7_mal : std_logic;
     signal cq_wpos : std_logic_vector(3 downto 0); -- where a pushed entry goes
     signal cq0_push : std_logic;
     signal cq1_push : std_logic;
@@ -1060,7 +1075,7 @@ architecture rtl of card_tx_w512 is
     signal cpl_wr_id_q : std_logic_vector(63 downto 0) := x"0000000000000000";
     signal cpl_op_q : std_logic_vector(7 downto 0) := x"00";
     signal cpl_blamed : std_logic;           -- the peer's Terminate blames the WQE
-    signal cpl_status_q : std_logic_vector(7 downto 0) := x"00"; -- the blaming Terminate's status, WR_FLUSH_ERR, LOC_PROT_ERR (MW_BIND_ERR for a bind) or SUCCESS
+    signal cpl_status_q : std_logic_vector(7 downto 0) := x"00"; -- the blaming Terminate's status, WR_FLUSH_ERR, LOC_QP_OP_ERR, LOC_PROT_ERR (MW_BIND_ERR for a bind) or SUCCESS
     signal cpl_term_cause_q : std_logic_vector(15 downto 0) := x"0000";
     signal cpl_len_q : std_logic_vector(31 downto 0) := x"00000000";
     signal cpl_sq_ci_q : std_logic_vector(15 downto 0) := x"0000";
@@ -7641,7 +7656,8 @@ begin
     sent_full <= (sent_done and (not h_inline)) and (not op_mop);
     wqe_beats <= std_logic_vector'("000" & h_bbs);
     rest_done <= (in_state7 and wb_valid) and b2l(wb_beat = std_logic_vector(unsigned(wqe_beats) - unsigned'("0000001")));
-    halt <= (((in_state5 and (not ret_or_flush)) and (not wqe_served)) or ((in_state5 and ret_or_flush) and wqe_rd_err)) or (rest_done and (wqe_rd_err or rd_terr));
+    halt <= (in_state5 and wqe_rd_err) or (rest_done and (wqe_rd_err or rd_terr));
+    wqe_malformed <= ((in_state5 and (not ret_or_flush)) and (not wqe_served)) and (not wqe_rd_err);
     stat_halt <= halt_q;
     stat_halt_qpn <= halt_qpn_q;
     one_bb <= b2l(h_bbs = x"1");
@@ -7914,11 +7930,13 @@ begin
     rw_merge_end <= (rw_merge and rw_go) and b2l(std_logic_vector(unsigned(rw_out2) + unsigned'("00000000000000001")) = rw_n2);
     rw_fpdu_end <= rw_pass_end or rw_merge_end;
     qd_pop <= std_logic_vector'("00" & rw_fpdu_end);
-    wqe_retires <= (ret_mode or sent_done) or ((((not ret_or_flush) and (not op_read)) and b2l(cur_orq = "00000")) and (not cur_walk));
+    read_sent <= op_read and (not wqe_mal);
+    wqe_retires <= (ret_mode or sent_done) or ((((not ret_or_flush) and (not read_sent)) and b2l(cur_orq = "00000")) and (not cur_walk));
     flush_avail <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_ci));
     flush_bbs <= mux((((or h_bbs) and (not b2l(unsigned'(x"8") < unsigned(h_bbs)))) and (not b2l(unsigned(flush_avail) < unsigned(std_logic_vector'(x"000" & h_bbs))))) and (not b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & sq_mask)) + unsigned'("00000000000000001"))) < unsigned(std_logic_vector'("0000000000000" & h_bbs)))), std_logic_vector'(x"000" & h_bbs), flush_avail);
-    new_sq_ci <= mux(flush_mode and (not sent_done), std_logic_vector(unsigned(cur_sq_ci) + unsigned(flush_bbs)), mux(wqe_retires, std_logic_vector(unsigned(cur_sq_ci) + unsigned(std_logic_vector'(x"000" & h_bbs))), cur_sq_ci));
-    prot <= (((ck_fault or mop_fail) and (not ret_or_flush)) and (not rsp_mode)) and (not term_mode);
+    wqe_blocks <= mux(wqe_mal, wqe_mal_bbs, std_logic_vector'(x"000" & h_bbs));
+    new_sq_ci <= mux(flush_mode and (not sent_done), std_logic_vector(unsigned(cur_sq_ci) + unsigned(flush_bbs)), mux(wqe_retires, std_logic_vector(unsigned(cur_sq_ci) + unsigned(wqe_blocks)), cur_sq_ci));
+    prot <= ((((ck_fault or mop_fail) or wqe_mal) and (not ret_or_flush)) and (not rsp_mode)) and (not term_mode);
     prot_late <= prot and (b2l(cur_orq /= "00000") or cur_walk);
     flush_err <= flush_mode and (not sent_done);
     term_blame_used <= ((in_state11 and flush_err) and term_blame_cur) and b2l(cur_sq_ci /= cur_sq_next);
@@ -7998,12 +8016,12 @@ begin
     m_cpl_term <= cpl_term_q;
     stat_dma_err <= dma_err_q;
     op_is_send <= not (((((op_write or op_read) or op_mop) or ret_or_flush) or prot) or term_mode);
-    read_started <= op_read and (not ret_or_flush);
+    read_started <= read_sent and (not ret_or_flush);
     rd_issue_go <= in_state11 and read_started;
     m_rd_issue_valid <= rd_issue_go;
     m_rd_issue_qp <= cur_qp and std_logic_vector'(9 downto 0 => rd_issue_go);
     m_rd_issue_count <= std_logic_vector(unsigned(cur_rmsn(15 downto 0)) + unsigned'(x"0001")) and std_logic_vector'(15 downto 0 => rd_issue_go);
-    new_sq_next <= mux(flush_mode and b2l(cur_sq_ci = cur_sq_next), new_sq_ci, mux(ret_or_flush or prot_late, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(std_logic_vector'(x"000" & h_bbs)))));
+    new_sq_next <= mux(flush_mode and b2l(cur_sq_ci = cur_sq_next), new_sq_ci, mux(ret_or_flush or prot_late, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(wqe_blocks))));
     new_walk <= mux(flush_mode, '0', mux(ret_mode or walk_mode, b2l(new_sq_ci /= cur_sq_next) and (not (walk_mode and op_read)), cur_walk));
     new_orq <= mux(flush_mode, "00000", mux(ret_mode, std_logic_vector(unsigned(cur_orq) - unsigned'("00001")), mux(read_started, std_logic_vector(unsigned(cur_orq) + unsigned'("00001")), cur_orq)));
     new_rdone_used <= mux(flush_mode, cur_rdone, mux(ret_mode and (not ret_flush_mode), std_logic_vector(unsigned(cur_rdone_used) + unsigned'("00001")), cur_rdone_used));
@@ -10421,6 +10439,26 @@ begin
         end if;
     end process;
 
+    wqe_mal_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                wqe_mal <= '0';
+            elsif (fetch_go or wqe_malformed) = '1' then
+                wqe_mal <= not fetch_go;
+            end if;
+        end if;
+    end process;
+
+    wqe_mal_bbs_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if wqe_malformed = '1' then
+                wqe_mal_bbs <= mux(bbs_ok, std_logic_vector'(x"000" & h_bbs), avail);
+            end if;
+        end if;
+    end process;
+
     halt_q_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -11353,6 +11391,13 @@ begin
         end if;
     end process;
 
+    cq0_mal_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq0_mal <= mux(cq0_push, wqe_mal, mux(b2l(cq_pop = x"1"), cq1_mal, mux(b2l(cq_pop = x"2"), cq2_mal, mux(b2l(cq_pop = x"3"), cq3_mal, mux(b2l(cq_pop = x"4"), cq4_mal, mux(b2l(cq_pop = x"5"), cq5_mal, mux(b2l(cq_pop = x"6"), cq6_mal, mux(b2l(cq_pop = x"7"), cq7_mal, cq0_mal))))))));
+        end if;
+    end process;
+
     cq1_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -11448,6 +11493,13 @@ begin
     begin
         if rising_edge(clk) then
             cq1_blame <= mux(cq1_push, blame_cause, mux(b2l(cq_pop = x"1"), cq2_blame, mux(b2l(cq_pop = x"2"), cq3_blame, mux(b2l(cq_pop = x"3"), cq4_blame, mux(b2l(cq_pop = x"4"), cq5_blame, mux(b2l(cq_pop = x"5"), cq6_blame, mux(b2l(cq_pop = x"6"), cq7_blame, cq1_blame)))))));
+        end if;
+    end process;
+
+    cq1_mal_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq1_mal <= mux(cq1_push, wqe_mal, mux(b2l(cq_pop = x"1"), cq2_mal, mux(b2l(cq_pop = x"2"), cq3_mal, mux(b2l(cq_pop = x"3"), cq4_mal, mux(b2l(cq_pop = x"4"), cq5_mal, mux(b2l(cq_pop = x"5"), cq6_mal, mux(b2l(cq_pop = x"6"), cq7_mal, cq1_mal)))))));
         end if;
     end process;
 
@@ -11549,6 +11601,13 @@ begin
         end if;
     end process;
 
+    cq2_mal_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq2_mal <= mux(cq2_push, wqe_mal, mux(b2l(cq_pop = x"1"), cq3_mal, mux(b2l(cq_pop = x"2"), cq4_mal, mux(b2l(cq_pop = x"3"), cq5_mal, mux(b2l(cq_pop = x"4"), cq6_mal, mux(b2l(cq_pop = x"5"), cq7_mal, cq2_mal))))));
+        end if;
+    end process;
+
     cq3_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -11644,6 +11703,13 @@ begin
     begin
         if rising_edge(clk) then
             cq3_blame <= mux(cq3_push, blame_cause, mux(b2l(cq_pop = x"1"), cq4_blame, mux(b2l(cq_pop = x"2"), cq5_blame, mux(b2l(cq_pop = x"3"), cq6_blame, mux(b2l(cq_pop = x"4"), cq7_blame, cq3_blame)))));
+        end if;
+    end process;
+
+    cq3_mal_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq3_mal <= mux(cq3_push, wqe_mal, mux(b2l(cq_pop = x"1"), cq4_mal, mux(b2l(cq_pop = x"2"), cq5_mal, mux(b2l(cq_pop = x"3"), cq6_mal, mux(b2l(cq_pop = x"4"), cq7_mal, cq3_mal)))));
         end if;
     end process;
 
@@ -11745,6 +11811,13 @@ begin
         end if;
     end process;
 
+    cq4_mal_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq4_mal <= mux(cq4_push, wqe_mal, mux(b2l(cq_pop = x"1"), cq5_mal, mux(b2l(cq_pop = x"2"), cq6_mal, mux(b2l(cq_pop = x"3"), cq7_mal, cq4_mal))));
+        end if;
+    end process;
+
     cq5_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -11840,6 +11913,13 @@ begin
     begin
         if rising_edge(clk) then
             cq5_blame <= mux(cq5_push, blame_cause, mux(b2l(cq_pop = x"1"), cq6_blame, mux(b2l(cq_pop = x"2"), cq7_blame, cq5_blame)));
+        end if;
+    end process;
+
+    cq5_mal_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq5_mal <= mux(cq5_push, wqe_mal, mux(b2l(cq_pop = x"1"), cq6_mal, mux(b2l(cq_pop = x"2"), cq7_mal, cq5_mal)));
         end if;
     end process;
 
@@ -11941,6 +12021,13 @@ begin
         end if;
     end process;
 
+    cq6_mal_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq6_mal <= mux(cq6_push, wqe_mal, mux(b2l(cq_pop = x"1"), cq7_mal, cq6_mal));
+        end if;
+    end process;
+
     cq7_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -12036,6 +12123,13 @@ begin
     begin
         if rising_edge(clk) then
             cq7_blame <= mux(cq7_push, blame_cause, cq7_blame);
+        end if;
+    end process;
+
+    cq7_mal_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq7_mal <= mux(cq7_push, wqe_mal, cq7_mal);
         end if;
     end process;
 
@@ -12144,7 +12238,7 @@ begin
             if rst = '1' then
                 cpl_status_q <= x"00";
             elsif cpl_load = '1' then
-                cpl_status_q <= mux(cpl_blamed, mux(b2l(cq0_blame(15 downto 8) = x"01") or b2l(cq0_blame(15 downto 8) = x"11"), x"04", mux(b2l(cq0_blame(15 downto 8) = x"02") or b2l(cq0_blame(15 downto 8) = x"12"), x"05", x"07")), mux(cq0_flush, x"03", mux(cq0_prot, mux(b2l(cq0_op = "101"), x"09", x"02"), x"00")));
+                cpl_status_q <= mux(cpl_blamed, mux(b2l(cq0_blame(15 downto 8) = x"01") or b2l(cq0_blame(15 downto 8) = x"11"), x"04", mux(b2l(cq0_blame(15 downto 8) = x"02") or b2l(cq0_blame(15 downto 8) = x"12"), x"05", x"07")), mux(cq0_flush, x"03", mux(cq0_mal, x"08", mux(cq0_prot, mux(b2l(cq0_op = "101"), x"09", x"02"), x"00"))));
             end if;
         end if;
     end process;
@@ -12252,7 +12346,7 @@ begin
             if rst = '1' then
                 eng_state <= "00000";
             else
-                eng_state <= mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01100"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, "01011", "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(halt or wait_read, "00000", mux(ret_or_flush and (not sent_full), "01011", mux(one_bb, mux(op_mop and (not ret_or_flush), "10000", "01000"), "00110"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(halt, "00000", mux(op_mop and (not ret_or_flush), "10000", "01000")), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(msg_done, "01011", "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", "01001"), "01100"), "00000"))))))))))))))));
+                eng_state <= mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01100"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, "01011", "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(halt or wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb, mux(op_mop and (not ret_or_flush), "10000", "01000"), "00110"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(halt, "00000", mux(op_mop and (not ret_or_flush), "10000", "01000")), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(msg_done, "01011", "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", "01001"), "01100"), "00000"))))))))))))))));
             end if;
         end if;
     end process;

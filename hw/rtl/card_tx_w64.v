@@ -35,8 +35,10 @@
 // to placement's mop port (m_mop) when they start and send nothing: the STag
 // is invalidated, or the window's entry written, before the next WQE starts;
 // one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails
-// the QP as a failed lkey check does. Any other WQE (SGEs to gather at a width
-// that does not serve them, a malformed header) or a DMA error response stops
+// the QP as a failed lkey check does. A malformed WQE (an opcode the SQ does
+// not take, an inline length or SGL its blocks cannot hold, a bad BBS)
+// completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic
+// Terminate, as the card model does. A DMA error response to a WQE read stops
 // its QP before anything of that WQE is sent: the QP is not scheduled until
 // its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn
 // report it. QP commands: CREATE takes the staged context; ERROR puts a live
@@ -141,7 +143,7 @@ module card_tx_w64 (
     output wire [31:0]    m_cpl_txs_pi,      // the QP's TXS_PI after this WQE's FPDUs (status record)
     output wire           m_cpl_term,        // the record is a Terminate's (no CQE): the QP is in ERROR and its transmit stream closed
     output wire [15:0]    m_cpl_term_cause,  // CQE TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0
-    output wire           stat_halt,         // sticky: a WQE this increment does not serve, or a DMA read error, stopped a QP
+    output wire           stat_halt,         // sticky: a DMA read error of a WQE stopped a QP
     output wire [9:0]     stat_halt_qpn,     // the last QP stopped so
     output wire           stat_dma_err,      // sticky: a DMA of card_tx got an error response
     output wire           m_chk_valid,       // an lkey check or lookup for placement's s_chk port
@@ -614,7 +616,10 @@ module card_tx_w64 (
     wire           sent_full;                // ... with SGEs: its other blocks are read and its SGE lengths summed
     wire [6:0]     wqe_beats;                // beats of the whole WQE
     wire           rest_done;                // the WQE's last beat
-    wire           halt;                     // the QP stops at this WQE
+    wire           halt;                     // a read of the WQE got an error response: the QP stops at this WQE
+    wire           wqe_malformed;
+    reg            wqe_mal;                  // the WQE is malformed
+    reg  [15:0]    wqe_mal_bbs;              // blocks the malformed WQE takes
     reg            halt_q;
     reg  [9:0]     halt_qpn_q;
     wire           one_bb;
@@ -868,12 +873,14 @@ module card_tx_w64 (
     wire [7:0]     wr_done_tag;
     wire           wr_done_err;
     wire [3:0]     cq_pop;
+    wire           read_sent;                // the WQE is a Read whose Read Request went (or goes) out
     wire           wqe_retires;
     wire [15:0]    flush_avail;              // blocks posted from SQ_CI on
     wire [15:0]    flush_bbs;                // blocks of the WQE flushed
+    wire [15:0]    wqe_blocks;               // blocks the WQE takes
     wire [15:0]    new_sq_ci;
     reg            mop_fail;                 // the WQE's memory operation was refused
-    wire           prot;                     // the WQE failed its lkey check or memory operation
+    wire           prot;                     // the WQE failed its lkey check or memory operation, or is malformed
     wire           prot_late;
     wire           flush_err;                // the WQE completes with WR_FLUSH_ERR
     wire [15:0]    blame_cause;              // the peer's Terminate's cause, for the WQE it blames
@@ -901,6 +908,7 @@ module card_tx_w64 (
     reg            cq0_rrd;
     reg            cq0_term;
     reg  [15:0]    cq0_blame;
+    reg            cq0_mal;
     reg            cq1_cqe;
     reg  [9:0]     cq1_cq;
     reg  [9:0]     cq1_qpn;
@@ -915,6 +923,7 @@ module card_tx_w64 (
     reg            cq1_rrd;
     reg            cq1_term;
     reg  [15:0]    cq1_blame;
+    reg            cq1_mal;
     reg            cq2_cqe;
     reg  [9:0]     cq2_cq;
     reg  [9:0]     cq2_qpn;
@@ -929,6 +938,7 @@ module card_tx_w64 (
     reg            cq2_rrd;
     reg            cq2_term;
     reg  [15:0]    cq2_blame;
+    reg            cq2_mal;
     reg            cq3_cqe;
     reg  [9:0]     cq3_cq;
     reg  [9:0]     cq3_qpn;
@@ -943,6 +953,7 @@ module card_tx_w64 (
     reg            cq3_rrd;
     reg            cq3_term;
     reg  [15:0]    cq3_blame;
+    reg            cq3_mal;
     reg            cq4_cqe;
     reg  [9:0]     cq4_cq;
     reg  [9:0]     cq4_qpn;
@@ -957,6 +968,7 @@ module card_tx_w64 (
     reg            cq4_rrd;
     reg            cq4_term;
     reg  [15:0]    cq4_blame;
+    reg            cq4_mal;
     reg            cq5_cqe;
     reg  [9:0]     cq5_cq;
     reg  [9:0]     cq5_qpn;
@@ -971,6 +983,7 @@ module card_tx_w64 (
     reg            cq5_rrd;
     reg            cq5_term;
     reg  [15:0]    cq5_blame;
+    reg            cq5_mal;
     reg            cq6_cqe;
     reg  [9:0]     cq6_cq;
     reg  [9:0]     cq6_qpn;
@@ -985,6 +998,7 @@ module card_tx_w64 (
     reg            cq6_rrd;
     reg            cq6_term;
     reg  [15:0]    cq6_blame;
+    reg            cq6_mal;
     reg            cq7_cqe;
     reg  [9:0]     cq7_cq;
     reg  [9:0]     cq7_qpn;
@@ -999,6 +1013,7 @@ module card_tx_w64 (
     reg            cq7_rrd;
     reg            cq7_term;
     reg  [15:0]    cq7_blame;
+    reg            cq7_mal;
     wire [3:0]     cq_wpos;                  // where a pushed entry goes
     wire           cq0_push;
     wire           cq1_push;
@@ -1022,7 +1037,7 @@ module card_tx_w64 (
     reg  [63:0]    cpl_wr_id_q;
     reg  [7:0]     cpl_op_q;
     wire           cpl_blamed;               // the peer's Terminate blames the WQE
-    reg  [7:0]     cpl_status_q;             // the blaming Terminate's status, WR_FLUSH_ERR, LOC_PROT_ERR (MW_BIND_ERR for a bind) or SUCCESS
+    reg  [7:0]     cpl_status_q;             // the blaming Terminate's status, WR_FLUSH_ERR, LOC_QP_OP_ERR, LOC_PROT_ERR (MW_BIND_ERR for a bind) or SUCCESS
     reg  [15:0]    cpl_term_cause_q;
     reg  [31:0]    cpl_len_q;
     reg  [15:0]    cpl_sq_ci_q;
@@ -7592,7 +7607,8 @@ module card_tx_w64 (
     assign sent_full = (sent_done & ~h_inline) & ~op_mop;
     assign wqe_beats = {h_bbs, 3'h0};
     assign rest_done = (in_state7 & wb_valid) & (wb_beat == (wqe_beats - 7'h01));
-    assign halt = (((in_state5 & ~ret_or_flush) & ~wqe_served) | ((in_state5 & ret_or_flush) & wqe_rd_err)) | (rest_done & (wqe_rd_err | rd_terr));
+    assign halt = (in_state5 & wqe_rd_err) | (rest_done & (wqe_rd_err | rd_terr));
+    assign wqe_malformed = ((in_state5 & ~ret_or_flush) & ~wqe_served) & ~wqe_rd_err;
     assign stat_halt = halt_q;
     assign stat_halt_qpn = halt_qpn_q;
     assign one_bb = h_bbs == 4'h1;
@@ -7783,11 +7799,13 @@ module card_tx_w64 (
     assign rw_merge_end = (rw_merge & rw_go) & ((rw_out2 + 17'h00001) == rw_n2);
     assign rw_fpdu_end = rw_pass_end | rw_merge_end;
     assign qd_pop = {2'h0, rw_fpdu_end};
-    assign wqe_retires = (ret_mode | sent_done) | (((~ret_or_flush & ~op_read) & (cur_orq == 5'h00)) & ~cur_walk);
+    assign read_sent = op_read & ~wqe_mal;
+    assign wqe_retires = (ret_mode | sent_done) | (((~ret_or_flush & ~read_sent) & (cur_orq == 5'h00)) & ~cur_walk);
     assign flush_avail = cur_sq_pi - cur_sq_ci;
     assign flush_bbs = (((|h_bbs & ~(4'h8 < h_bbs)) & ~(flush_avail < {12'h000, h_bbs})) & ~(({1'h0, sq_mask} + 17'h00001) < {13'h0000, h_bbs})) ? {12'h000, h_bbs} : flush_avail;
-    assign new_sq_ci = (flush_mode & ~sent_done) ? (cur_sq_ci + flush_bbs) : (wqe_retires ? (cur_sq_ci + {12'h000, h_bbs}) : cur_sq_ci);
-    assign prot = (((ck_fault | mop_fail) & ~ret_or_flush) & ~rsp_mode) & ~term_mode;
+    assign wqe_blocks = wqe_mal ? wqe_mal_bbs : {12'h000, h_bbs};
+    assign new_sq_ci = (flush_mode & ~sent_done) ? (cur_sq_ci + flush_bbs) : (wqe_retires ? (cur_sq_ci + wqe_blocks) : cur_sq_ci);
+    assign prot = ((((ck_fault | mop_fail) | wqe_mal) & ~ret_or_flush) & ~rsp_mode) & ~term_mode;
     assign prot_late = prot & ((cur_orq != 5'h00) | cur_walk);
     assign flush_err = flush_mode & ~sent_done;
     assign term_blame_used = ((in_state11 & flush_err) & term_blame_cur) & (cur_sq_ci != cur_sq_next);
@@ -7867,12 +7885,12 @@ module card_tx_w64 (
     assign m_cpl_term = cpl_term_q;
     assign stat_dma_err = dma_err_q;
     assign op_is_send = ~(((((op_write | op_read) | op_mop) | ret_or_flush) | prot) | term_mode);
-    assign read_started = op_read & ~ret_or_flush;
+    assign read_started = read_sent & ~ret_or_flush;
     assign rd_issue_go = in_state11 & read_started;
     assign m_rd_issue_valid = rd_issue_go;
     assign m_rd_issue_qp = cur_qp & {10{rd_issue_go}};
     assign m_rd_issue_count = (cur_rmsn[15:0] + 16'h0001) & {16{rd_issue_go}};
-    assign new_sq_next = (flush_mode & (cur_sq_ci == cur_sq_next)) ? new_sq_ci : ((ret_or_flush | prot_late) ? cur_sq_next : (cur_sq_next + {12'h000, h_bbs}));
+    assign new_sq_next = (flush_mode & (cur_sq_ci == cur_sq_next)) ? new_sq_ci : ((ret_or_flush | prot_late) ? cur_sq_next : (cur_sq_next + wqe_blocks));
     assign new_walk = flush_mode ? 1'h0 : ((ret_mode | walk_mode) ? ((new_sq_ci != cur_sq_next) & ~(walk_mode & op_read)) : cur_walk);
     assign new_orq = flush_mode ? 5'h00 : (ret_mode ? (cur_orq - 5'h01) : (read_started ? (cur_orq + 5'h01) : cur_orq));
     assign new_rdone_used = flush_mode ? cur_rdone : ((ret_mode & ~ret_flush_mode) ? (cur_rdone_used + 5'h01) : cur_rdone_used);
@@ -9886,6 +9904,20 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
+            wqe_mal <= 1'h0;
+        end else if (fetch_go | wqe_malformed) begin
+            wqe_mal <= ~fetch_go;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (wqe_malformed) begin
+            wqe_mal_bbs <= bbs_ok ? {12'h000, h_bbs} : avail;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             halt_q <= 1'h0;
         end else if (halt) begin
             halt_q <= 1'h1;
@@ -10475,6 +10507,10 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
+        cq0_mal <= cq0_push ? wqe_mal : ((cq_pop == 4'h1) ? cq1_mal : ((cq_pop == 4'h2) ? cq2_mal : ((cq_pop == 4'h3) ? cq3_mal : ((cq_pop == 4'h4) ? cq4_mal : ((cq_pop == 4'h5) ? cq5_mal : ((cq_pop == 4'h6) ? cq6_mal : ((cq_pop == 4'h7) ? cq7_mal : cq0_mal)))))));
+    end
+
+    always @(posedge clk) begin
         cq1_cqe <= cq1_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
     end
 
@@ -10528,6 +10564,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq1_blame <= cq1_push ? blame_cause : ((cq_pop == 4'h1) ? cq2_blame : ((cq_pop == 4'h2) ? cq3_blame : ((cq_pop == 4'h3) ? cq4_blame : ((cq_pop == 4'h4) ? cq5_blame : ((cq_pop == 4'h5) ? cq6_blame : ((cq_pop == 4'h6) ? cq7_blame : cq1_blame))))));
+    end
+
+    always @(posedge clk) begin
+        cq1_mal <= cq1_push ? wqe_mal : ((cq_pop == 4'h1) ? cq2_mal : ((cq_pop == 4'h2) ? cq3_mal : ((cq_pop == 4'h3) ? cq4_mal : ((cq_pop == 4'h4) ? cq5_mal : ((cq_pop == 4'h5) ? cq6_mal : ((cq_pop == 4'h6) ? cq7_mal : cq1_mal))))));
     end
 
     always @(posedge clk) begin
@@ -10587,6 +10627,10 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
+        cq2_mal <= cq2_push ? wqe_mal : ((cq_pop == 4'h1) ? cq3_mal : ((cq_pop == 4'h2) ? cq4_mal : ((cq_pop == 4'h3) ? cq5_mal : ((cq_pop == 4'h4) ? cq6_mal : ((cq_pop == 4'h5) ? cq7_mal : cq2_mal)))));
+    end
+
+    always @(posedge clk) begin
         cq3_cqe <= cq3_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
     end
 
@@ -10640,6 +10684,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq3_blame <= cq3_push ? blame_cause : ((cq_pop == 4'h1) ? cq4_blame : ((cq_pop == 4'h2) ? cq5_blame : ((cq_pop == 4'h3) ? cq6_blame : ((cq_pop == 4'h4) ? cq7_blame : cq3_blame))));
+    end
+
+    always @(posedge clk) begin
+        cq3_mal <= cq3_push ? wqe_mal : ((cq_pop == 4'h1) ? cq4_mal : ((cq_pop == 4'h2) ? cq5_mal : ((cq_pop == 4'h3) ? cq6_mal : ((cq_pop == 4'h4) ? cq7_mal : cq3_mal))));
     end
 
     always @(posedge clk) begin
@@ -10699,6 +10747,10 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
+        cq4_mal <= cq4_push ? wqe_mal : ((cq_pop == 4'h1) ? cq5_mal : ((cq_pop == 4'h2) ? cq6_mal : ((cq_pop == 4'h3) ? cq7_mal : cq4_mal)));
+    end
+
+    always @(posedge clk) begin
         cq5_cqe <= cq5_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
     end
 
@@ -10752,6 +10804,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq5_blame <= cq5_push ? blame_cause : ((cq_pop == 4'h1) ? cq6_blame : ((cq_pop == 4'h2) ? cq7_blame : cq5_blame));
+    end
+
+    always @(posedge clk) begin
+        cq5_mal <= cq5_push ? wqe_mal : ((cq_pop == 4'h1) ? cq6_mal : ((cq_pop == 4'h2) ? cq7_mal : cq5_mal));
     end
 
     always @(posedge clk) begin
@@ -10811,6 +10867,10 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
+        cq6_mal <= cq6_push ? wqe_mal : ((cq_pop == 4'h1) ? cq7_mal : cq6_mal);
+    end
+
+    always @(posedge clk) begin
         cq7_cqe <= cq7_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : cq7_cqe;
     end
 
@@ -10864,6 +10924,10 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         cq7_blame <= cq7_push ? blame_cause : cq7_blame;
+    end
+
+    always @(posedge clk) begin
+        cq7_mal <= cq7_push ? wqe_mal : cq7_mal;
     end
 
     always @(posedge clk) begin
@@ -10942,7 +11006,7 @@ module card_tx_w64 (
         if (rst) begin
             cpl_status_q <= 8'h00;
         end else if (cpl_load) begin
-            cpl_status_q <= cpl_blamed ? (((cq0_blame[15:8] == 8'h01) | (cq0_blame[15:8] == 8'h11)) ? 8'h04 : (((cq0_blame[15:8] == 8'h02) | (cq0_blame[15:8] == 8'h12)) ? 8'h05 : 8'h07)) : (cq0_flush ? 8'h03 : (cq0_prot ? ((cq0_op == 3'h5) ? 8'h09 : 8'h02) : 8'h00));
+            cpl_status_q <= cpl_blamed ? (((cq0_blame[15:8] == 8'h01) | (cq0_blame[15:8] == 8'h11)) ? 8'h04 : (((cq0_blame[15:8] == 8'h02) | (cq0_blame[15:8] == 8'h12)) ? 8'h05 : 8'h07)) : (cq0_flush ? 8'h03 : (cq0_mal ? 8'h08 : (cq0_prot ? ((cq0_op == 3'h5) ? 8'h09 : 8'h02) : 8'h00)));
         end
     end
 
@@ -11020,7 +11084,7 @@ module card_tx_w64 (
         if (rst) begin
             eng_state <= 5'h00;
         end else begin
-            eng_state <= in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0f) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? 5'h0b : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? ((halt | wait_read) ? 5'h00 : ((ret_or_flush & ~sent_full) ? 5'h0b : (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c)) : 5'h06))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (halt ? 5'h00 : ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c))) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (msg_done ? 5'h0b : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : 5'h09) : 5'h0c) : 5'h00)))))))))))))));
+            eng_state <= in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0f) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? 5'h0b : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? ((halt | wait_read) ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c)) : 5'h06))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (halt ? 5'h00 : ((op_mop & ~ret_or_flush) ? 5'h10 : (pay_from_buf ? 5'h09 : 5'h0c))) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (msg_done ? 5'h0b : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : 5'h09) : 5'h0c) : 5'h00)))))))))))))));
         end
     end
 

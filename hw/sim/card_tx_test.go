@@ -454,56 +454,74 @@ func TestCardTx(t *testing.T) {
 	}
 }
 
-// A WQE this increment does not serve (an RDMA Read, a malformed header:
-// here a reserved opcode) stops its QP before any byte of it is written, and
-// the other QPs go on: their bytes and completions stay the model's.
-func TestCardTxHalts(t *testing.T) {
+// Malformed WQEs, one per QP after a good Send (an opcode the SQ does not
+// take, RECV on the SQ, an inline length its blocks cannot hold, more
+// SGEs than the card takes, an RDMA Read with two SGEs, BBS 0, a BBS past
+// what was posted): each completes with LOC_QP_OP_ERR as the model's
+// does, signaled or not, no byte of it reaches the ring, its QP goes to
+// error with a Local Catastrophic Terminate after the bytes before it,
+// and what is posted behind it is flushed (a bad BBS takes every block
+// posted with it); every stream, CQE and SQ_CI must be the model's.
+func TestCardTxMalformed(t *testing.T) {
+	rows := []struct {
+		name string
+		set  func(h cs.WQE)
+		bbs  int // blocks posted
+	}{
+		{"reserved opcode", func(h cs.WQE) { h.SetOpcode(7); h.SetBBS(1) }, 1},
+		{"RECV on the SQ", func(h cs.WQE) { h.SetOpcode(cs.WQEOpcodeRecv); h.SetBBS(1) }, 1},
+		{"inline past its blocks", func(h cs.WQE) { h.SetOpcode(cs.WQEOpcodeSend); h.SetInline(true); h.SetInlineLen(33); h.SetBBS(1) }, 1},
+		{"31 SGEs", func(h cs.WQE) { h.SetOpcode(cs.WQEOpcodeSend); h.SetNSGE(31); h.SetBBS(8) }, 8},
+		{"Read with two SGEs", func(h cs.WQE) { h.SetOpcode(cs.WQEOpcodeRDMARead); h.SetNSGE(2); h.SetBBS(1) }, 1},
+		{"BBS 0", func(h cs.WQE) { h.SetOpcode(cs.WQEOpcodeSend); h.SetBBS(0) }, 2},
+		{"BBS past what was posted", func(h cs.WQE) { h.SetOpcode(cs.WQEOpcodeSend); h.SetBBS(3) }, 2},
+	}
 	for _, w := range gen.CardTxWidths {
 		t.Run(fmt.Sprint(w), func(t *testing.T) {
 			seed := seedFor(t.Name())
-			b := newCtxBench(t, w, seed, CardTxTiming{ReadLatency: 1, ReadJitter: 100, Random: true}, 3,
-				func(r Rand) uint32 { return uint32(128 + r.IntN(512)) })
-			bad, good := b.qps[0], b.qps[1:]
-			for _, q := range good {
-				for k := 0; k < 3; k++ {
-					b.post(q, 200)
+			b := newGatherBench(t, w, seed, len(rows)+1)
+			b.errOK = true
+			good := b.qps[len(rows)]
+			for _, q := range b.qps {
+				b.post(q, 200)
+				b.ring(q)
+			}
+			b.runModel()
+			b.runRTL(1_000_000)
+			for i, row := range rows {
+				q := b.qps[i]
+				wqe := make([]byte, row.bbs*cs.BB)
+				h := cs.WQE(wqe)
+				row.set(h)
+				h.SetWRID(0xbad0 + uint64(i))
+				h.SetSignaled(b.rng.Chance(128))
+				b.putSQ(q, wqe)
+				q.pi += uint16(row.bbs)
+				q.pending = true
+				// Work posted behind it is flushed (none behind a BBS past
+				// what was posted: its blocks would make that BBS good).
+				if i != len(rows)-1 && b.rng.Chance(128) && int(uint16(1)<<q.cfg.SQLog)-int(q.pi-q.rtlSQCI) >= cs.MaxWQEBBs {
+					b.post(q, 100)
 				}
 				b.ring(q)
 			}
+			b.post(good, 300)
+			b.ring(good)
 			b.runModel()
 			b.runRTL(1_000_000)
-			// The bad QP: one good Send, then a WQE with a reserved opcode.
-			b.post(bad, 40)
-			b.ring(bad)
-			b.runModel()
-			b.runRTL(1_000_000)
-			before := len(b.rtl.Writes)
-			blk := make([]byte, cs.BB)
-			h := cs.WQE(blk)
-			h.SetOpcode(7)
-			h.SetSignaled(true)
-			h.SetBBS(1)
-			b.rtl.Mem.Write(bad.cfg.SQBase+uint64(bad.pi&(1<<bad.cfg.SQLog-1))*cs.BB, blk)
-			bad.pi++
-			b.rtl.Doorbell(CardTxDoorbell{Kind: 1, QPN: bad.cfg.Num, Value: uint32(bad.pi)})
-			for _, q := range good {
-				b.post(q, 300)
-				b.ring(q)
+			halt, hq, _ := b.rtl.Halted()
+			require.False(t, halt, "seed %d: QP %d halted", seed, hq)
+			for i, row := range rows {
+				q := b.qps[i]
+				var got *CardTxRecord
+				for k := range b.rtl.Records {
+					if r := &b.rtl.Records[k]; r.QPN == q.cfg.Num && r.CQE && r.WRID == 0xbad0+uint64(i) {
+						got = r
+					}
+				}
+				require.NotNil(t, got, "seed %d QP %d (%s): no CQE", seed, q.cfg.Num, row.name)
+				require.EqualValues(t, cs.WCStatusLocQPOpErr, got.Status, "seed %d QP %d (%s): status", seed, q.cfg.Num, row.name)
 			}
-			b.runModel()
-			for k := 0; k < 200_000; k++ {
-				require.NoError(t, b.rtl.Step())
-			}
-			halt, hq, dmaErr := b.rtl.Halted()
-			require.True(t, halt, "seed %d: stat_halt", seed)
-			require.Equal(t, bad.cfg.Num, hq, "seed %d: stat_halt_qpn", seed)
-			require.False(t, dmaErr, "seed %d", seed)
-			for _, wr := range b.rtl.Writes[before:] {
-				require.False(t, wr.Addr >= bad.cfg.TXSBase && wr.Addr < bad.cfg.TXSBase+1<<bad.cfg.TXSLog,
-					"seed %d: a byte of the halted WQE was written at %#x", seed, wr.Addr)
-			}
-			b.qps = good
-			b.runRTL(1_000_000)
 			b.compare()
 		})
 	}
