@@ -2,10 +2,11 @@ package gen
 
 import "math/big"
 
-// PlacementMopLatency is the number of cycles from a memory operation's
-// acceptance on s_mop to its m_mop_valid pulse, when no register command
-// writes the table in its last cycle (each one that does adds a cycle):
-// a Local Invalidate reads one entry, a bind two.
+// PlacementMopInvLatency and PlacementMopBindLatency are the numbers of
+// cycles from a memory operation's acceptance on s_mop to its m_mop_valid
+// pulse, when no register command writes the table in its last cycle
+// (each one that does adds a cycle): a Local Invalidate reads one entry,
+// a bind two.
 const (
 	PlacementMopInvLatency  = 2
 	PlacementMopBindLatency = 3

@@ -165,7 +165,7 @@ func TestPlacementCheckPort(t *testing.T) {
 			var pending []*chkReq // accepted, verdict not yet seen
 			var next *chkReq
 			var mop *mopReq // offered to s_mop, or taken and not yet answered
-			mopTaken := false
+			mopTaken, mopAt := false, 0
 			mops := map[string]int{}
 			windowUse := map[bool]int{} // requests at a valid window's key: remote, local
 			checked, faults := 0, map[uint64]int{}
@@ -219,11 +219,14 @@ func TestPlacementCheckPort(t *testing.T) {
 				step() // out: what the block showed during this cycle
 				accepted := next != nil && port("s_chk_ready").Get(out) == 1
 				if mop != nil && !mopTaken && port("s_mop_ready").Get(out) == 1 {
-					mopTaken = true
+					mopTaken, mopAt = true, cycle
 					mop.expect(img)
 				}
 				if port("m_mop_valid").Get(out) == 1 {
 					require.True(t, mopTaken, "seed %d: cycle %d: a memory operation's answer nobody asked for", seed, cycle)
+					// No register write while it is under way: the documented latency.
+					lat := map[bool]int{false: gen.PlacementMopInvLatency, true: gen.PlacementMopBindLatency}[mop.bind]
+					require.Equal(t, lat, cycle-mopAt, "seed %d: cycle %d: latency of memory operation %+v", seed, cycle, *mop)
 					require.Equal(t, mop.ok, port("m_mop_ok").Get(out) == 1, "seed %d: cycle %d: memory operation %+v", seed, cycle, *mop)
 					mop.apply(img)
 					mops[mop.String()]++
