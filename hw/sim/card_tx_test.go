@@ -310,7 +310,9 @@ func (b *ctxBench) runRTLUntil(watchdog uint64, until func() bool) {
 	for {
 		done := !b.rtl.Pending() && len(b.rtl.RReqDone) == len(b.rreqs) && !b.rtl.RecordOut()
 		for _, q := range b.qps {
-			if q.rtlSQCI != q.pi {
+			// Every WQE taken, and every ring byte written reported by a
+			// record (a Terminate's record follows its write's response).
+			if q.rtlSQCI != q.pi || uint64(q.rtlCI) != b.rtl.RingBytes[q.cfg.Num] {
 				done = false
 			}
 		}
