@@ -440,8 +440,9 @@ func CardTop(width int) (*Module, error) {
 		"s_chk_qp": o("tx", "m_chk_qp"), "s_chk_need": o("tx", "m_chk_need"), "s_chk_to": o("tx", "m_chk_to"),
 		"s_chk_len": o("tx", "m_chk_len"), "s_chk_tag": o("tx", "m_chk_tag"), "m_chk_ready": o("tx", "s_chk_ready"),
 	}
-	for _, f := range []string{"valid", "bind", "stag", "pd", "qp", "mr", "addr", "len", "access", "type2"} {
-		plIn["s_mop_"+f] = o("tx", "m_mop_"+f)
+	plIn["s_mop_valid"] = o("tx", "m_mop_valid")
+	for _, f := range mopReqFields {
+		plIn["s_mop_"+f.name] = o("tx", "m_mop_"+f.name)
 	}
 	// Untagged segments, STag checks, invalidations and placement's DMA
 	// blocks between card_rx and placement (card_rx writes them).

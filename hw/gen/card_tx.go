@@ -726,7 +726,12 @@ func CardTx(width int) (*Module, error) {
 	opWrite := m.WireOf("op_write", Eq(hOpcode, C(8, 2)), "")
 	opServed := m.WireOf("op_served", Or(Eq(hOpcode, C(8, 0)), opSendInv, opWrite), "")
 	sqSize17 := Add(Cat(C(1, 0), sqMask), C(17, 1))
-	bbsOK := m.WireOf("bbs_ok", And(RedOr(bbs), Not(Lt(C(4, 8), bbs)), Not(Lt(avail, zext(bbs, 16))), Not(Lt(sqSize17, zext(bbs, 17)))), "")
+	// bbsFits is the card model's BBS rule for a WQE with av blocks posted
+	// from it on: 1 to 8, within what was posted and the ring's size.
+	bbsFits := func(av Expr) Expr {
+		return And(RedOr(bbs), Not(Lt(C(4, 8), bbs)), Not(Lt(av, zext(bbs, 16))), Not(Lt(sqSize17, zext(bbs, 17))))
+	}
+	bbsOK := m.WireOf("bbs_ok", bbsFits(avail), "")
 	roomBytes := m.WireOf("inline_room", Sub(Cat(C(7, 0), bbs, C(6, 0)), C(17, cardTxHdrBytes)), "bbs*64 - 32")
 	lenOK := m.WireOf("inline_len_ok", And(Not(Lt(C(16, cardTxMaxInline), hLen)), Not(Lt(roomBytes, Cat(C(1, 0), hLen)))), "")
 	opRead := m.WireOf("op_read", Eq(hOpcode, C(8, 3)), "")
@@ -1008,8 +1013,7 @@ func CardTx(width int) (*Module, error) {
 	// A flushed WQE with a bad BBS takes every block posted with it (the
 	// model's rule: its length hides where the next WQE starts).
 	availF := m.WireOf("flush_avail", Sub(cPI, cSQCI), "blocks posted from SQ_CI on")
-	bbsF := m.WireOf("flush_bbs", Sel(And(RedOr(bbs), Not(Lt(C(4, 8), bbs)), Not(Lt(availF, zext(bbs, 16))), Not(Lt(sqSize17, zext(bbs, 17)))),
-		zext(bbs, 16), availF), "blocks of the WQE flushed")
+	bbsF := m.WireOf("flush_bbs", Sel(bbsFits(availF), zext(bbs, 16), availF), "blocks of the WQE flushed")
 	bbsAdv := m.WireOf("wqe_blocks", Sel(malR, malBB, zext(bbs, 16)), "blocks the WQE takes")
 	newSQCI := m.WireOf("new_sq_ci", Sel(And(fl, Not(sentDone)), Add(cSQCI, bbsF), Sel(retires, Add(cSQCI, bbsAdv), cSQCI)), "")
 	wcOp := wcOpcode(hOpcode) // WC_OPCODE

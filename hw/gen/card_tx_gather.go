@@ -277,13 +277,12 @@ func CardTxBench(width int) (*Module, error) {
 		plc["m_chk_"+k] = s
 	}
 	// Local Invalidate and bind: card_tx's mop port to placement's.
-	for _, f := range []struct {
-		n string
-		w int
-	}{{"valid", 1}, {"bind", 1}, {"stag", 32}, {"pd", 32}, {"qp", 32}, {"mr", 32}, {"addr", 64}, {"len", 64}, {"access", 4}, {"type2", 1}} {
-		s := w("mop_"+f.n, f.w)
-		txc["m_mop_"+f.n] = s
-		plc["s_mop_"+f.n] = s
+	mv := w("mop_valid", 1)
+	txc["m_mop_valid"], plc["s_mop_valid"] = mv, mv
+	for _, f := range mopReqFields {
+		s := w("mop_"+f.name, f.w)
+		txc["m_mop_"+f.name] = s
+		plc["s_mop_"+f.name] = s
 	}
 	mr := w("mop_ready", 1)
 	txc["m_mop_ready"], plc["s_mop_ready"] = mr, mr

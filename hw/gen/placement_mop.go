@@ -12,6 +12,24 @@ const (
 	PlacementMopBindLatency = 3
 )
 
+// mopReqFields are the request fields of placement's mop port (s_mop_*,
+// after valid), which card_tx drives as m_mop_*: name, width, meaning.
+var mopReqFields = []struct {
+	name string
+	w    int
+	doc  string
+}{
+	{"bind", 1, "0: Local Invalidate of s_mop_stag; 1: bind the window s_mop_stag (its new STag) to the range of region s_mop_mr"},
+	{"stag", 32, "the STag invalidated, or the window's new STag (index 31:8, key 7:0)"},
+	{"pd", 32, "the QP's protection domain"},
+	{"qp", 32, "the QP (a type 2 window is bound to it)"},
+	{"mr", 32, "bind: the region's STag"},
+	{"addr", 64, "bind: the window's first tagged offset"},
+	{"len", 64, "bind: the window's length"},
+	{"access", 4, "bind: the window's rights (remote read, remote write)"},
+	{"type2", 1, "bind: a type 2 window"},
+}
+
 // mopWires are the mop port's writes into the STag table, declared before
 // the table's write muxes are built and driven by placementMopPort.
 type mopWires struct {
@@ -46,7 +64,7 @@ type mopPort struct {
 	mr, addr *Signal
 	end, acc *Signal
 	type2    *Signal
-	lenV     *Signal
+	wraps    *Signal // ADDR + LEN wraps 2^64
 }
 
 const (
@@ -66,15 +84,12 @@ const (
 func placementMopPort(m *Module, t chkTable, pipeBusy Expr) *mopPort {
 	valid := m.Input("s_mop_valid", 1, "a memory operation of card_tx (a Local Invalidate or bind WQE)")
 	ready := m.Output("s_mop_ready", 1, "taken while no operation is under way and the check port's pipeline is empty")
-	bind := m.Input("s_mop_bind", 1, "0: Local Invalidate of s_mop_stag; 1: bind the window s_mop_stag (its new STag) to the range of region s_mop_mr")
-	stag := m.Input("s_mop_stag", 32, "the STag invalidated, or the window's new STag (index 31:8, key 7:0)")
-	pd := m.Input("s_mop_pd", 32, "the QP's protection domain")
-	qp := m.Input("s_mop_qp", 32, "the QP (a type 2 window is bound to it)")
-	mr := m.Input("s_mop_mr", 32, "bind: the region's STag")
-	addr := m.Input("s_mop_addr", 64, "bind: the window's first tagged offset")
-	ln := m.Input("s_mop_len", 64, "bind: the window's length")
-	acc := m.Input("s_mop_access", 4, "bind: the window's rights (remote read, remote write)")
-	type2 := m.Input("s_mop_type2", 1, "bind: a type 2 window")
+	in := map[string]*Signal{}
+	for _, f := range mopReqFields {
+		in[f.name] = m.Input("s_mop_"+f.name, f.w, f.doc)
+	}
+	bind, stag, pd, qp, mr := in["bind"], in["stag"], in["pd"], in["qp"], in["mr"]
+	addr, ln, acc, type2 := in["addr"], in["len"], in["access"], in["type2"]
 	m.Output("m_mop_valid", 1, "the operation is done (one pulse; no ready): its table write, if any, is in")
 	m.Output("m_mop_ok", 1, "it succeeded (0: Local Invalidate of an STag that is not a valid one of the PD; a bind the rules refuse)")
 
@@ -88,7 +103,7 @@ func placementMopPort(m *Module, t chkTable, pipeBusy Expr) *mopPort {
 	p.bind, p.stag, p.pd, p.qp = r("bind", 1, bind), r("stag", 32, stag), r("pd", 32, pd), r("qp", 32, qp)
 	p.mr, p.addr, p.acc, p.type2 = r("mr", 32, mr), r("addr", 64, addr), r("access", 4, acc), r("type2", 1, type2)
 	p.end = r("end", 64, Add(addr, ln))
-	p.lenV = r("wraps", 1, Lt(Add(addr, ln), addr))
+	p.wraps = r("wraps", 1, Lt(Add(addr, ln), addr))
 	p.busy = m.WireOf("mop_busy", Or(take, Not(p.stIs(mopIdle))), "the check port's read port is the mop port's")
 	// Reads: the region (bind) or the target as the operation is taken,
 	// the window in the cycle after.
@@ -112,7 +127,7 @@ func (p *mopPort) entries(ent, tg *Signal) {
 	invOK := And(Not(keyBad(idxOK(p.stag), tg, Bits(p.stag, 7, 0))), Eq(ef.pd, p.pd))
 	mrOK := And(Not(keyBad(idxOK(p.mr), tg, Bits(p.mr, 7, 0))), Not(ef.mw), Eq(ef.pd, p.pd),
 		Ne(And(ef.acc, C(4, AccessBind)), C(4, 0)), Eq(And(p.acc, Not(remote)), C(4, 0)), Eq(And(p.acc, Not(ef.acc)), C(4, 0)),
-		Not(Lt(p.addr, ef.base)), Not(p.lenV), Not(Lt(ef.end, p.end)))
+		Not(Lt(p.addr, ef.base)), Not(p.wraps), Not(Lt(ef.end, p.end)))
 	inFirst := p.stIs(mopFirst)
 	ok := m.RegDecl("mop_ok", 1, "the verdict so far")
 	// The window's word takes the region's translation as it is: DELTA

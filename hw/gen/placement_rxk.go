@@ -63,11 +63,11 @@ func placementRxKeyPort(m *Module, iw, pw int, initDone *Signal, regWr Expr) *rx
 
 // tables builds the copies of the table, valid bits and page list (written
 // exactly as the originals) and the check logic.
-func (c *rxkPort) tables(commit, commitIdx, entryData, tagWr, tagAddr, tagData, pblWr, pblIdx, pblData Expr) {
+func (c *rxkPort) tables(entWr, entAddr, entData, tagWr, tagAddr, tagData, pblWr, pblIdx, pblData Expr) {
 	m := c.m
 	IW, PW := c.iw, c.pw
-	entryW := entryData.Width()
-	e := m.Mem("rxk_table", entryW, 1<<IW, commit, commitIdx, entryData, c.rdEn, Bits(c.idx, IW-1, 0), "copy of stag_table for the check port")
+	entryW := entData.Width()
+	e := m.Mem("rxk_table", entryW, 1<<IW, entWr, entAddr, entData, c.rdEn, Bits(c.idx, IW-1, 0), "copy of stag_table for the check port")
 	tg := m.Mem("rxk_tag", 9, 1<<IW, tagWr, tagAddr, tagData, c.rdEn, Bits(c.idx, IW-1, 0), "copy of stag_tag for the check port")
 
 	// Stage 1: the request beside the entry it read.

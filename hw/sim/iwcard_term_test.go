@@ -412,14 +412,7 @@ func TestCardCosimAfterError(t *testing.T) {
 // peerPart puts the first n octets of stream on q's receive ring and
 // rings RXS_PI past them: the rest never comes.
 func (b *wcBench) peerPart(q *wcQP, stream []byte, n int) {
-	ring := uint32(1) << q.rxsLog
-	base := wcRXS + uint64(q.n)<<16
-	for i := 0; i < n; {
-		off := (q.rxWritten + uint32(i)) & (ring - 1)
-		k := min(n-i, int(ring-off))
-		b.put(base+uint64(off), stream[i:i+k])
-		i += k
-	}
+	b.putRX(q, stream[:n])
 	q.rxWritten += uint32(n)
 	b.w32(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBRXSPI, q.rxWritten)
 	require.NoError(b.t, b.rtl.Step(b.rng.IntN(400)))

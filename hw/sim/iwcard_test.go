@@ -533,14 +533,7 @@ func (b *wcBench) peerReads(q *wcQP) {
 // not longer than the ring.
 func (b *wcBench) peerSend(q *wcQP, stream []byte) {
 	r := b.rng
-	ring := uint32(1) << q.rxsLog
-	base := wcRXS + uint64(q.n)<<16
-	for i := 0; i < len(stream); {
-		off := (q.rxWritten + uint32(i)) & (ring - 1)
-		k := min(len(stream)-i, int(ring-off))
-		b.put(base+uint64(off), stream[i:i+k])
-		i += k
-	}
+	b.putRX(q, stream)
 	cuts := []int{len(stream)}
 	if len(stream) > 2 && r.Chance(128) {
 		cuts = []int{1 + r.IntN(len(stream)-1), len(stream)}
@@ -552,6 +545,19 @@ func (b *wcBench) peerSend(q *wcQP, stream []byte) {
 		require.NoError(b.t, b.rtl.Step(r.IntN(400)))
 	}
 	q.rxWritten += uint32(len(stream))
+}
+
+// putRX writes stream into q's receive ring from RXS_PI on, wrapping
+// at its end (RXS_PI itself is the caller's to move).
+func (b *wcBench) putRX(q *wcQP, stream []byte) {
+	ring := uint32(1) << q.rxsLog
+	base := wcRXS + uint64(q.n)<<16
+	for i := 0; i < len(stream); {
+		off := (q.rxWritten + uint32(i)) & (ring - 1)
+		k := min(len(stream)-i, int(ring-off))
+		b.put(base+uint64(off), stream[i:i+k])
+		i += k
+	}
 }
 
 // runModel runs the model to idle, the host giving every transmit stream
