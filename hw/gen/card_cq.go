@@ -19,6 +19,14 @@ type CardCQConfig struct {
 // card_rx) each with a completion and an event port.
 func CardCQDefault(width int) CardCQConfig { return CardCQConfig{Width: width, Sources: 2} }
 
+// CardCQTight is how many free entries make a CQ tight (card_cq's
+// cq_tight): more than the completions the engines, card_stat and card_cq
+// hold between a WQE's start and its completion's verdict (card_tx 9,
+// card_stat 9, card_cq 3, card_rx's in flight), so that on a CQ that is
+// not tight a completion can overrun only after the WQE behind it has
+// been held (card_tx).
+const CardCQTight = 32
+
 // Card queue constants (docs/card.md).
 const (
 	cardCQs      = 1024 // CQ numbers
@@ -146,6 +154,8 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	fatalO := m.Output("fatal", 1, "an EQE's DMA write got an error response: the card is stopped (STATUS.FATAL)")
 	lostO := m.Output("events_lost", 32, "events lost because the EQ was disabled or full")
 	initDone := m.Output("init_done", 1, "the CQ contexts are cleared after reset")
+	tightO := m.Output("cq_tight", cardCQs, fmt.Sprintf("bit n: CQ n exists with at most %d entries free (card_tx holds a WQE on such a CQ until the completions before it are resolved)", CardCQTight))
+	cplBusyO := m.Output("cpl_busy", 1, "a completion record taken is not yet written or lost")
 
 	// Initialisation sweep of the context RAM.
 	initCnt := m.RegDecl("init_cnt", 11, "CQ contexts cleared so far")
@@ -457,6 +467,23 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	m.Assign(memWe, Or(initAct, ctxWe))
 	m.Assign(memWa, Sel(initAct, Bits(initCnt, 9, 0), dCQ))
 	m.Assign(memWd, gate(Not(initAct), newCtx))
+
+	// Tightness, from each context written: used + CardCQTight reaches
+	// the ring's size (the bits at and above log2 size).
+	nw := fields("nw", memWd)
+	nwUsed := SubBits(m, "nw_used", nw.pi, nw.ci)
+	nwMask := ringMask("nw_mask", nw.log, cardIdxBits+1)
+	nwTight := m.WireOf("nw_tight", And(nw.valid, RedOr(And(Add(zext(nwUsed, cardIdxBits+1), C(cardIdxBits+1, CardCQTight)), Not(nwMask)))), "the context written leaves its CQ tight")
+	tight := m.RegDecl("tight", cardCQs, "cq_tight")
+	hot := make([]Expr, cardCQs)
+	for i := range hot {
+		hot[cardCQs-1-i] = Eq(memWa, C(10, uint64(i)))
+	}
+	hotW := m.WireOf("tight_hot", And(Cat(hot...), Rep(memWe, cardCQs)), "the CQ whose context is written")
+	m.Drive(tight, big.NewInt(0), Or(And(tight, Not(hotW)), And(hotW, Rep(nwTight, cardCQs))), nil)
+	m.Assign(tightO, tight)
+	m.Assign(cplBusyO, Or(And(bV, isK(bKind, cqkCpl)), And(cV, isK(cKind, cqkCpl)), And(dV, isK(dKind, cqkCpl))))
+	unused = append(unused, nw.base, nw.spi, nw.arm, nw.sol, nw.ov)
 
 	// EQ configuration, doorbell (its new count registered in D's first
 	// cycle: only D changes the EQ) and event.

@@ -30,6 +30,7 @@ const (
 	cardStatErrLLPLost   = 2 // STREAM.RX_LOST
 	cardStatErrBadDB     = 6 // an RXS_PI doorbell past the ring's size
 	cardStatErrStreamCut = 3 // the peer's stream ended inside an FPDU
+	cardStatErrCQOverrun = 5 // a CQ of the QP overran (card_tx's QP_ERROR: cqSweep)
 )
 
 // CardStat builds card_stat_w<width>: the writer of the QP status records
@@ -120,6 +121,7 @@ func CardStat(width int) (*Module, error) {
 	endQPN := m.Output("m_end_qpn", QB, "the QP")
 	endLost := m.Output("m_end_lost", 1, "RX_LOST (else the stream ended)")
 	fault := m.Output("m_fault", 1, "a status write got an error response (pulse)")
+	busyO := m.Output("busy", 1, "an update is served or an entry (a status write, a completion, an event) waits: a completion taken may not have reached card_cq")
 	var unused []Expr
 
 	// The update's steps, one flag each (none: idle): read (the context
@@ -131,6 +133,7 @@ func CardStat(width int) (*Module, error) {
 	idle := m.WireOf("st_idle", Not(Or(sRead, sCalc, sBeat)), "")
 	PB := log2(cardStatPend)
 	pendCnt := m.RegDecl("pend_count", PB+1, "entries waiting (status writes and events)")
+	m.Assign(busyO, Or(Not(idle), RedOr(pendCnt)))
 	room := m.WireOf("pend_room", Lt(pendCnt, C(PB+1, cardStatPend)), "")
 	turn := m.RegDecl("rr_rx", 1, "the receive side goes first next time")
 	free := m.WireOf("free", And(idle, room), "an update can be taken")

@@ -221,7 +221,7 @@ func CardTop(width int) (*Module, error) {
 		fmt.Sprintf("RESET (the command) holds every engine, the muxes and placement in reset for %d cycles; card_cq and placement then clear their tables (STATUS.INIT_DONE low until both are done). card_regs keeps its staging registers. A RESET with DMA in flight is not supported: the host must quiesce the card first.", CardResetCycles),
 		"card_stat writes the QP status records (QP commands, card_tx's records, card_rx's RXS_CI) and the events TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END and QP_ERROR (HOST, LLP_LOST) to card_cq's first event port (it takes the SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM doorbells too), each CQE and event after the status writes before it.",
 		"card_rx's untagged receive errors (m_rxterm), placement's (m_term: tagged checks, header checks) and mpa_rx's CRC, marker and length errors (card_rx's m_err: Layer LLP, EType MPA, mpa_rx's code; an FPDU longer than its ring: RDMAP Local Catastrophic) go one at a time, in that priority, to card_tx's Terminate sender (s_term), whose TERM_SENT events go to card_cq's second event port and whose Terminate record (m_cpl_term) makes card_stat write STATE ERROR with TX_CLOSED; placement's and m_err's wait until card_rx's Send engine holds no segment (m_err's until placement is empty too), and their QP then joins card_rx's RQ flush queue (s_fl).",
-		"Not wired yet, because no engine produces or consumes them (docs/card-rtl.md): the engines' other events, card_cq's overrun record (taken and dropped), DMA_FAULT_* (read as zero). card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream (kind 6) go to the engines as an ERROR command (the QP command fork, while card_regs offers none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an FPDU longer than its ring (kind 5) has card_tx send an RDMAP Local Catastrophic Terminate. card_tx's Local Invalidate and bind go to placement's mop port.")
+		"Not wired yet, because no engine produces or consumes them (docs/card-rtl.md): the engines' other events, DMA_FAULT_* (read as zero). card_cq's overrun record puts the QPs on that CQ in error (cqSweep). card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream (kind 6) go to the engines as an ERROR command (the QP command fork, while card_regs offers none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an FPDU longer than its ring (kind 5) has card_tx send an RDMAP Local Catastrophic Terminate. card_tx's Local Invalidate and bind go to placement's mop port.")
 	clk := m.Clock()
 	rst := m.ResetPort()
 	t := newTopWiring(m)
@@ -354,23 +354,36 @@ func CardTop(width int) (*Module, error) {
 	rxTV, plTV := o("rx", "m_rxterm_valid"), o("pl", "m_term_valid")
 	flOK := And(o("rx", "snd_idle"), o("rx", "s_fl_ready"))
 	errTV := And(o("rx", "m_err_valid"), Not(bdV), Not(o("pl", "busy")), flOK)
-	tmG := heldPriority(m, "term", []Expr{rxTV, And(plTV, flOK), errTV}, o("tx", "s_term_ready"))
-	tmPl, tmErr := tmG[1], tmG[2]
+	// Last, the QPs of a CQ that overran (cqSweep): QP_ERROR CQ_OVERRUN
+	// and a Local Catastrophic Terminate, their RQ flushed too.
+	swTaken := m.Wire("sweep_taken", 1, "card_tx took the sweep's record")
+	sw := newCQSweep(m, o("cq", "m_overrun_valid"), o("cq", "m_overrun_cq"),
+		And(regsCmd, Not(bdSel), qpReady), cmdOp, cmdQPN, o("regs", "qp_cqs_send_cq"), o("regs", "qp_cqs_recv_cq"), swTaken)
+	tmG := heldPriority(m, "term", []Expr{rxTV, And(plTV, flOK), errTV, And(sw.offer, flOK)}, o("tx", "s_term_ready"))
+	tmPl, tmErr, tmSw := tmG[1], tmG[2], tmG[3]
 	tmV := m.WireOf("term_valid", RedOrParts(toExprs(tmG)), "")
 	tmTake := m.WireOf("term_take", And(tmV, o("tx", "s_term_ready")), "card_tx takes the record")
-	pick := func(rx, pl, mpa Expr) Expr { return Sel(tmPl, pl, Sel(tmErr, mpa, rx)) }
+	m.Assign(swTaken, And(tmTake, tmSw))
+	pick := func(rx, pl, mpa, sweep Expr) Expr { return Sel(tmPl, pl, Sel(tmErr, mpa, Sel(tmSw, sweep, rx))) }
 	txIn["s_term_valid"] = tmV
-	txIn["s_term_qpn"] = pick(o("rx", "m_rxterm_qp"), Bits(o("pl", "m_term_qp"), 9, 0), o("rx", "m_err_qp"))
+	txIn["s_term_qpn"] = pick(o("rx", "m_rxterm_qp"), Bits(o("pl", "m_term_qp"), 9, 0), o("rx", "m_err_qp"), sw.qpn)
 	// An MPA error's cause: Layer LLP, EType MPA, mpa_rx's code (2 CRC,
-	// 3 marker or length); an FPDU longer than the ring: RDMAP Local
-	// Catastrophic (the model's); no header is copied.
+	// 3 marker or length); an FPDU longer than the ring and a CQ overrun:
+	// RDMAP Local Catastrophic (the model's); no header is copied.
 	txIn["s_term_cause"] = pick(o("rx", "m_rxterm_cause"), o("pl", "m_term_cause"),
-		Sel(Eq(errKind, C(3, CardRxErrTooLarge)), C(16, causeRDMAPLocalCatastrophic), Cat(C(13, 0x2000>>3), o("rx", "m_err_code"))))
+		Sel(Eq(errKind, C(3, CardRxErrTooLarge)), C(16, causeRDMAPLocalCatastrophic), Cat(C(13, 0x2000>>3), o("rx", "m_err_code"))),
+		C(16, causeRDMAPLocalCatastrophic))
 	for _, f := range []string{"hdr", "seglen"} {
-		txIn["s_term_"+f] = pick(o("rx", "m_rxterm_"+f), o("pl", "m_term_"+f), C(tx.Port("s_term_"+f).W, 0))
+		z := C(tx.Port("s_term_"+f).W, 0)
+		txIn["s_term_"+f] = pick(o("rx", "m_rxterm_"+f), o("pl", "m_term_"+f), z, z)
 	}
 	txIn["s_term_rdma"] = gate(tmG[0], o("rx", "m_rxterm_rdma"))
 	txIn["s_term_recv"] = And(tmG[0], o("rx", "m_rxterm_recv"))
+	txIn["s_term_reason"] = Sel(tmSw, C(8, cardStatErrCQOverrun), C(8, 0))
+	// A WQE on a tight CQ waits while a completion is between card_tx
+	// and card_cq's verdict, or an overrun is served (card_tx).
+	txIn["cq_tight"] = o("cq", "cq_tight")
+	txIn["cpl_hold"] = m.WireOf("cpl_hold", Or(o("st", "busy"), o("cq", "cpl_busy"), o("cq", "m_overrun_valid"), sw.busy), "a completion has no verdict yet, or an overrun's QPs are not all in error")
 	txIn["m_ev_ready"] = o("cq", "s_ev1_ready")
 	// The peer's stream ended or was lost (card_stat's record), once
 	// placement holds no ULPDU any more: its Read dones of that stream
@@ -421,7 +434,7 @@ func CardTop(width int) (*Module, error) {
 		"qp_mpa_crc": o("regs", "qp_mpa_crc"), "qp_mpa_rev0": o("regs", "qp_mpa_rev0"),
 		"s_db_valid": dbV[1], "s_db_kind": dk, "s_db_index": o("regs", "m_db_index"), "s_db_value": o("regs", "m_db_value"),
 		"m_ulp_tready": o("pl", "s_axis_tready"), "m_ci_ready": o("st", "s_rx_ready"), "m_err_ready": Or(bdTaken, And(tmErr, o("tx", "s_term_ready"))),
-		"s_fl_valid": And(tmTake, Or(tmPl, tmErr)), "s_fl_qp": Sel(tmPl, Bits(o("pl", "m_term_qp"), 9, 0), o("rx", "m_err_qp")),
+		"s_fl_valid": And(tmTake, Or(tmPl, tmErr, tmSw)), "s_fl_qp": Sel(tmPl, Bits(o("pl", "m_term_qp"), 9, 0), Sel(tmSw, sw.qpn, o("rx", "m_err_qp"))),
 		"qp_rq_base_lo": o("regs", "qp_rq_base_lo"), "qp_rq_base_hi": o("regs", "qp_rq_base_hi"),
 		"qp_sizes_rq_log": o("regs", "qp_sizes_rq_log"), "qp_cqs_recv_cq": o("regs", "qp_cqs_recv_cq"),
 		"m_cpl_ready": o("st", "s_rc_ready"), "m_rxterm_ready": And(tmG[0], o("tx", "s_term_ready")),
@@ -494,14 +507,14 @@ func CardTop(width int) (*Module, error) {
 		"s_cpl0_status": o("st", "m_cpl_status"), "s_cpl0_inv_stag": o("st", "m_cpl_inv_stag"),
 		"s_cpl0_solicited": o("st", "m_cpl_solicited"), "s_cpl0_invalidated": o("st", "m_cpl_invalidated"),
 		"s_cqdb_valid": dbV[2], "s_cqdb_index": o("regs", "m_db_index"), "s_cqdb_value": o("regs", "m_db_value"),
-		"irq_ready": irqReady, "m_overrun_ready": C(1, 1),
+		"irq_ready": irqReady, "m_overrun_ready": sw.ready,
 		// card_stat's events (TX_DATA, RX_SPACE, QP_ERROR), after the
 		// status writes before them.
 		"s_ev0_valid": o("st", "m_ev_valid"), "s_ev0_type": o("st", "m_ev_type"), "s_ev0_obj": zext(o("st", "m_ev_qpn"), 32),
 		"s_ev0_info": o("st", "m_ev_info"), "s_ev0_term_layer": C(4, 0), "s_ev0_term_type": C(4, 0), "s_ev0_term_code": C(8, 0),
-		// card_tx's TERM_SENT and TERM_RECV events.
+		// card_tx's TERM_SENT, TERM_RECV and QP_ERROR CQ_OVERRUN events.
 		"s_ev1_valid": o("tx", "m_ev_valid"), "s_ev1_type": o("tx", "m_ev_type"), "s_ev1_obj": zext(o("tx", "m_ev_qpn"), 32),
-		"s_ev1_info": C(32, 0), "s_ev1_term_layer": Bits(o("tx", "m_ev_cause"), 15, 12), "s_ev1_term_type": Bits(o("tx", "m_ev_cause"), 11, 8),
+		"s_ev1_info": zext(o("tx", "m_ev_info"), 32), "s_ev1_term_layer": Bits(o("tx", "m_ev_cause"), 15, 12), "s_ev1_term_type": Bits(o("tx", "m_ev_cause"), 11, 8),
 		"s_ev1_term_code": Bits(o("tx", "m_ev_cause"), 7, 0),
 	}
 	// The second completion port (every completion comes through

@@ -174,11 +174,13 @@ func CardTx(width int) (*Module, error) {
 	tmSegLen := m.Input("s_term_seglen", 16, "the offending segment's length")
 	tmRDMA := m.Input("s_term_rdma", 8*cardTxReadReqBytes, "a Read Request's RDMAP header, byte 0 in bits 7:0 (copied when the cause asks for it)")
 	tmRecv := m.Input("s_term_recv", 1, "the record is a Terminate the peer sent (card_rx m_rxterm_recv; cause: its own): TERM_RECV, no Terminate is sent, and the oldest WQE started and not done completes with the cause's status")
-	evValid := m.Output("m_ev_valid", 1, "TERM_SENT or TERM_RECV (card_cq's second event port): a record of s_term put its QP in error")
+	tmReason := m.Input("s_term_reason", 8, "QP_ERR, not 0 for a local failure of the QP (a CQ overrun): its event is QP_ERROR with this INFO instead of TERM_SENT (the model's toError), and its Terminate (s_term_cause) is sent as for any record")
+	evValid := m.Output("m_ev_valid", 1, "TERM_SENT, TERM_RECV or QP_ERROR (card_cq's second event port): a record of s_term put its QP in error")
 	evReady := m.Input("m_ev_ready", 1, "")
-	evType := m.Output("m_ev_type", 8, "EQE_TYPE: TERM_SENT or TERM_RECV")
+	evType := m.Output("m_ev_type", 8, "EQE_TYPE: TERM_SENT, TERM_RECV or QP_ERROR")
 	evQPN := m.Output("m_ev_qpn", QB, "OBJ: the QP")
-	evCause := m.Output("m_ev_cause", 16, "TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0)")
+	evCause := m.Output("m_ev_cause", 16, "TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0); 0 for QP_ERROR")
+	evInfo := m.Output("m_ev_info", 8, "INFO: QP_ERROR's QP_ERR (s_term_reason), else 0")
 	rissV := m.Output("m_rd_issue_valid", 1, "an RDMA Read Request went out: placement counts the QP's Reads outstanding (placement s_rd_issue)")
 	rissQP := m.Output("m_rd_issue_qp", QB, "")
 	rissN := m.Output("m_rd_issue_count", 16, "the QP's Read Requests so far, plus one (its next Read Request MSN)")
@@ -199,6 +201,8 @@ func CardTx(width int) (*Module, error) {
 	cplTXSPI := m.Output("m_cpl_txs_pi", 32, "the QP's TXS_PI after this WQE's FPDUs (status record)")
 	cplTerm := m.Output("m_cpl_term", 1, "the record is a Terminate's (no CQE): the QP is in ERROR and its transmit stream closed")
 	cplTermCause := m.Output("m_cpl_term_cause", 16, "CQE TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0")
+	cqTight := m.Input("cq_tight", CardTxQPs, "card_cq's cq_tight: bit n, CQ n has few entries free")
+	cplHold := m.Input("cpl_hold", 1, "a completion is on its way to card_cq (card_stat, card_cq) or a CQ overrun is being served: a WQE on a tight CQ waits")
 	haltOut := m.Output("stat_halt", 1, "sticky: a DMA read error of a WQE stopped a QP")
 	haltQPN := m.Output("stat_halt_qpn", QB, "the last QP stopped so")
 	dmaErrOut := m.Output("stat_dma_err", 1, "sticky: a DMA of card_tx got an error response")
@@ -314,8 +318,11 @@ func CardTx(width int) (*Module, error) {
 	m.Drive(evV, big.NewInt(0), Or(evSet, And(evV, Not(evReady))), nil)
 	m.Assign(evValid, evV)
 	m.Assign(evQPN, m.Reg("term_ev_qpn", QB, big.NewInt(0), Sel(protTerm, cur, tmQPN), evSet, ""))
-	m.Assign(evCause, m.Reg("term_ev_cause", 16, big.NewInt(0), Sel(protTerm, engCause, tmCause), evSet, ""))
-	m.Assign(evType, m.Reg("term_ev_type", 8, big.NewInt(cardTxEvTermSent), Sel(And(termNew, tmRecv), C(8, cardTxEvTermRecv), C(8, cardTxEvTermSent)), evSet, ""))
+	local := m.WireOf("term_local", And(termNew, RedOr(tmReason)), "the record is a local failure's: QP_ERROR, not TERM_SENT")
+	m.Assign(evCause, m.Reg("term_ev_cause", 16, big.NewInt(0), Sel(protTerm, engCause, Sel(local, C(16, 0), tmCause)), evSet, ""))
+	m.Assign(evInfo, m.Reg("term_ev_info", 8, big.NewInt(0), Sel(local, tmReason, C(8, 0)), evSet, ""))
+	m.Assign(evType, m.Reg("term_ev_type", 8, big.NewInt(cardTxEvTermSent), Sel(And(termNew, tmRecv), C(8, cardTxEvTermRecv),
+		Sel(local, C(8, cardStatEvQPError), C(8, cardTxEvTermSent))), evSet, ""))
 	termRd := m.Mem("term", termRecW, CardTxQPs, evSet, Sel(protTerm, cur, qpNum),
 		Sel(protTerm, engRec, Cat(tmRecv, tmRDMA, tmHdr, tmSegLen, tmCause)), nil, ctxRdAddr,
 		"the Terminate each QP has to send, or received: {received, RDMAP header, DDP header, segment length, cause}")
@@ -593,7 +600,16 @@ func CardTx(width int) (*Module, error) {
 	// its source check may fail (TERM_SENT).
 	doRsp := m.WireOf("rsp_go", And(rspReady, Or(inErr, Not(evV))), "answer (drop) the QP's oldest Read Request")
 	wqeReady := m.WireOf("wqe_ready", And(sDecide, live, Not(doRet), Not(doWalk), Not(rrPend), hasWork, room), "a WQE can start")
-	goWQE := m.WireOf("wqe_go", And(wqeReady, Not(evV)), "a WQE starts (no TERM_SENT waits: its lkey check may fail)")
+	// A WQE on a tight CQ (card_cq's cq_tight) starts only once every
+	// completion before it has its verdict (written, or lost to an
+	// overrun whose QPs are then in error), as in the card model, which
+	// completes a WQE before it starts the next: the WQE behind one whose
+	// completion overran is flushed, never sent. Until then the QP goes
+	// back to the scheduler.
+	tightCur := m.WireOf("cq_tight_cur", RedOr(And(cqTight, dec("qtight", cCQ))), "the QP's send CQ is tight")
+	cplOut := m.Wire("cpl_unresolved", 1, "a completion has no verdict yet")
+	gateHold := m.WireOf("wqe_cq_hold", And(wqeReady, Not(evV), tightCur, cplOut), "the WQE waits for the completions before it: its QP is put back")
+	goWQE := m.WireOf("wqe_go", And(wqeReady, Not(evV), Not(gateHold)), "a WQE starts (no TERM_SENT waits: its lkey check may fail)")
 	evWait := m.WireOf("wqe_ev_wait", And(Or(wqeReady, And(rspReady, live)), evV), "the WQE or Read Response waits in decide for the event slot (card_cq takes it)")
 	goAny := m.WireOf("fetch_go", Or(goWQE, doRet, doWalk, doFlush, doRsp, doTerm), "a WQE's first block is fetched, or a Read Response or Terminate starts")
 	goMsg := m.WireOf("msg_go", Or(goWQE, doRsp, doTerm), "a message starts")
@@ -1063,6 +1079,7 @@ func CardTx(width int) (*Module, error) {
 	dn := m.RegDecl("cpl_written", 4, "WQEs whose ring writes are done, not yet out")
 	oV := m.RegDecl("cpl_v", 1, "")
 	oFree := m.WireOf("cpl_free", Or(Not(oV), cplReady), "")
+	m.Assign(cplOut, Or(cplHold, RedOr(cq.Count), oV))
 	doneLast := m.WireOf("wr_done_last", And(doneV, Bit(doneTag, 0)), "")
 	unused = append(unused, Bits(doneTag, wrCfg.TagBits-1, 1))
 	h := cq.Fields[0]
@@ -1114,7 +1131,7 @@ func CardTx(width int) (*Module, error) {
 	m.Drive(cMSN, nil, Bits(engRd, 79, 48), sCtx)
 	more := m.WireOf("more_work", Or(Ne(cRR, newRRUsed), prot, Sel(Or(fl, prot, rspFault, inErr), Ne(newSQCI, cPI),
 		Or(Ne(newNext, cPI), And(Ne(newOrq, C(5, 0)), Or(Ne(cRC, newRUsed), Ne(newEndFl, C(5, 0)))), And(newWk, Ne(newSQCI, newNext))))), "")
-	m.Assign(requeue, And(sWB, more, Not(isQueued("qeng", cur))))
+	m.Assign(requeue, And(Or(And(sWB, more), gateHold), Not(isQueued("qeng", cur))))
 	// Once the WQE is in the buffer: its payload words to ddp_tx, or the
 	// SGEs checked first (at 512 bits after the buffer's last half word).
 	var feedNext Expr = Sel(fromBuf, C(5, txFeed), C(5, txChk))

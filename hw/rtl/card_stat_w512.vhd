@@ -126,6 +126,7 @@ entity card_stat_w512 is
         m_end_qpn : out std_logic_vector(9 downto 0); -- the QP
         m_end_lost : out std_logic;          -- RX_LOST (else the stream ended)
         m_fault : out std_logic;             -- a status write got an error response (pulse)
+        busy : out std_logic;                -- an update is served or an entry (a status write, a completion, an event) waits: a completion taken may not have reached card_cq
         m_axi_awid : out std_logic_vector(3 downto 0);
         m_axi_awaddr : out std_logic_vector(63 downto 0);
         m_axi_awlen : out std_logic_vector(7 downto 0);
@@ -311,6 +312,7 @@ architecture rtl of card_stat_w512 is
     signal ctx : ctx_t;                      -- per QP status and stream-event values (read data held until the next update)
 begin
     st_idle <= not ((st_read or st_calc) or st_data);
+    busy <= (not st_idle) or (or pend_count);
     pend_room <= b2l(unsigned(pend_count) < unsigned'(x"8"));
     free <= st_idle and pend_room;
     take_cmd <= free and qp_cmd_valid;

@@ -124,6 +124,7 @@ module card_stat_w64 (
     output wire [9:0]     m_end_qpn,         // the QP
     output wire           m_end_lost,        // RX_LOST (else the stream ended)
     output wire           m_fault,           // a status write got an error response (pulse)
+    output wire           busy,              // an update is served or an entry (a status write, a completion, an event) waits: a completion taken may not have reached card_cq
     output wire [3:0]     m_axi_awid,
     output wire [63:0]    m_axi_awaddr,
     output wire [7:0]     m_axi_awlen,
@@ -279,6 +280,7 @@ module card_stat_w64 (
     reg  [184:0] ctx [0:1023];               // per QP status and stream-event values (read data held until the next update)
 
     assign st_idle = ~((st_read | st_calc) | st_data);
+    assign busy = ~st_idle | |pend_count;
     assign pend_room = pend_count < 4'h8;
     assign free = st_idle & pend_room;
     assign take_cmd = free & qp_cmd_valid;

@@ -65,11 +65,13 @@ module card_tx_tb_w512 (
     input  wire [15:0]    s_term_seglen,
     input  wire [223:0]   s_term_rdma,
     input  wire           s_term_recv,
+    input  wire [7:0]     s_term_reason,
     output wire           m_ev_valid,
     input  wire           m_ev_ready,
     output wire [7:0]     m_ev_type,
     output wire [9:0]     m_ev_qpn,
     output wire [15:0]    m_ev_cause,
+    output wire [7:0]     m_ev_info,
     output wire           m_rd_issue_valid,
     output wire [9:0]     m_rd_issue_qp,
     output wire [15:0]    m_rd_issue_count,
@@ -89,6 +91,8 @@ module card_tx_tb_w512 (
     output wire [31:0]    m_cpl_txs_pi,
     output wire           m_cpl_term,
     output wire [15:0]    m_cpl_term_cause,
+    input  wire [1023:0]  cq_tight,
+    input  wire           cpl_hold,
     output wire           stat_halt,
     output wire [9:0]     stat_halt_qpn,
     output wire           stat_dma_err,
@@ -232,6 +236,7 @@ module card_tx_tb_w512 (
     wire [7:0]     tx_m_ev_type;
     wire [9:0]     tx_m_ev_qpn;
     wire [15:0]    tx_m_ev_cause;
+    wire [7:0]     tx_m_ev_info;
     wire           tx_m_rd_issue_valid;
     wire [9:0]     tx_m_rd_issue_qp;
     wire [15:0]    tx_m_rd_issue_count;
@@ -319,6 +324,7 @@ module card_tx_tb_w512 (
     assign m_ev_type = tx_m_ev_type;
     assign m_ev_qpn = tx_m_ev_qpn;
     assign m_ev_cause = tx_m_ev_cause;
+    assign m_ev_info = tx_m_ev_info;
     assign m_rd_issue_valid = tx_m_rd_issue_valid;
     assign m_rd_issue_qp = tx_m_rd_issue_qp;
     assign m_rd_issue_count = tx_m_rd_issue_count;
@@ -448,11 +454,13 @@ module card_tx_tb_w512 (
         .s_term_seglen(s_term_seglen),
         .s_term_rdma(s_term_rdma),
         .s_term_recv(s_term_recv),
+        .s_term_reason(s_term_reason),
         .m_ev_valid(tx_m_ev_valid),
         .m_ev_ready(m_ev_ready),
         .m_ev_type(tx_m_ev_type),
         .m_ev_qpn(tx_m_ev_qpn),
         .m_ev_cause(tx_m_ev_cause),
+        .m_ev_info(tx_m_ev_info),
         .m_rd_issue_valid(tx_m_rd_issue_valid),
         .m_rd_issue_qp(tx_m_rd_issue_qp),
         .m_rd_issue_count(tx_m_rd_issue_count),
@@ -472,6 +480,8 @@ module card_tx_tb_w512 (
         .m_cpl_txs_pi(tx_m_cpl_txs_pi),
         .m_cpl_term(tx_m_cpl_term),
         .m_cpl_term_cause(tx_m_cpl_term_cause),
+        .cq_tight(cq_tight),
+        .cpl_hold(cpl_hold),
         .stat_halt(tx_stat_halt),
         .stat_halt_qpn(tx_stat_halt_qpn),
         .stat_dma_err(tx_stat_dma_err),

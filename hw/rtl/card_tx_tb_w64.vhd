@@ -67,11 +67,13 @@ entity card_tx_tb_w64 is
         s_term_seglen : in  std_logic_vector(15 downto 0);
         s_term_rdma : in  std_logic_vector(223 downto 0);
         s_term_recv : in  std_logic;
+        s_term_reason : in  std_logic_vector(7 downto 0);
         m_ev_valid : out std_logic;
         m_ev_ready : in  std_logic;
         m_ev_type : out std_logic_vector(7 downto 0);
         m_ev_qpn : out std_logic_vector(9 downto 0);
         m_ev_cause : out std_logic_vector(15 downto 0);
+        m_ev_info : out std_logic_vector(7 downto 0);
         m_rd_issue_valid : out std_logic;
         m_rd_issue_qp : out std_logic_vector(9 downto 0);
         m_rd_issue_count : out std_logic_vector(15 downto 0);
@@ -91,6 +93,8 @@ entity card_tx_tb_w64 is
         m_cpl_txs_pi : out std_logic_vector(31 downto 0);
         m_cpl_term : out std_logic;
         m_cpl_term_cause : out std_logic_vector(15 downto 0);
+        cq_tight : in  std_logic_vector(1023 downto 0);
+        cpl_hold : in  std_logic;
         stat_halt : out std_logic;
         stat_halt_qpn : out std_logic_vector(9 downto 0);
         stat_dma_err : out std_logic;
@@ -236,6 +240,7 @@ architecture rtl of card_tx_tb_w64 is
     signal tx_m_ev_type : std_logic_vector(7 downto 0);
     signal tx_m_ev_qpn : std_logic_vector(9 downto 0);
     signal tx_m_ev_cause : std_logic_vector(15 downto 0);
+    signal tx_m_ev_info : std_logic_vector(7 downto 0);
     signal tx_m_rd_issue_valid : std_logic;
     signal tx_m_rd_issue_qp : std_logic_vector(9 downto 0);
     signal tx_m_rd_issue_count : std_logic_vector(15 downto 0);
@@ -323,6 +328,7 @@ begin
     m_ev_type <= tx_m_ev_type;
     m_ev_qpn <= tx_m_ev_qpn;
     m_ev_cause <= tx_m_ev_cause;
+    m_ev_info <= tx_m_ev_info;
     m_rd_issue_valid <= tx_m_rd_issue_valid;
     m_rd_issue_qp <= tx_m_rd_issue_qp;
     m_rd_issue_count <= tx_m_rd_issue_count;
@@ -453,11 +459,13 @@ begin
             s_term_seglen => s_term_seglen,
             s_term_rdma => s_term_rdma,
             s_term_recv => s_term_recv,
+            s_term_reason => s_term_reason,
             m_ev_valid => tx_m_ev_valid,
             m_ev_ready => m_ev_ready,
             m_ev_type => tx_m_ev_type,
             m_ev_qpn => tx_m_ev_qpn,
             m_ev_cause => tx_m_ev_cause,
+            m_ev_info => tx_m_ev_info,
             m_rd_issue_valid => tx_m_rd_issue_valid,
             m_rd_issue_qp => tx_m_rd_issue_qp,
             m_rd_issue_count => tx_m_rd_issue_count,
@@ -477,6 +485,8 @@ begin
             m_cpl_txs_pi => tx_m_cpl_txs_pi,
             m_cpl_term => tx_m_cpl_term,
             m_cpl_term_cause => tx_m_cpl_term_cause,
+            cq_tight => cq_tight,
+            cpl_hold => cpl_hold,
             stat_halt => tx_stat_halt,
             stat_halt_qpn => tx_stat_halt_qpn,
             stat_dma_err => tx_stat_dma_err,

@@ -42,13 +42,14 @@
 // their QP then joins card_rx's RQ flush queue (s_fl).
 //
 // Not wired yet, because no engine produces or consumes them
-// (docs/card-rtl.md): the engines' other events, card_cq's overrun record
-// (taken and dropped), DMA_FAULT_* (read as zero). card_rx's bad RXS_PI
-// doorbell (m_err kind 7) and cut stream (kind 6) go to the engines as an
-// ERROR command (the QP command fork, while card_regs offers none) whose
-// QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an FPDU longer
-// than its ring (kind 5) has card_tx send an RDMAP Local Catastrophic
-// Terminate. card_tx's Local Invalidate and bind go to placement's mop port.
+// (docs/card-rtl.md): the engines' other events, DMA_FAULT_* (read as zero).
+// card_cq's overrun record puts the QPs on that CQ in error (cqSweep).
+// card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream (kind 6) go to
+// the engines as an ERROR command (the QP command fork, while card_regs offers
+// none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an
+// FPDU longer than its ring (kind 5) has card_tx send an RDMAP Local
+// Catastrophic Terminate. card_tx's Local Invalidate and bind go to
+// placement's mop port.
 //
 // Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -182,6 +183,7 @@ module iwcard_w512 (
     wire [7:0]     tx_m_ev_type;
     wire [9:0]     tx_m_ev_qpn;
     wire [15:0]    tx_m_ev_cause;
+    wire [7:0]     tx_m_ev_info;
     wire           tx_m_rd_issue_valid;
     wire [9:0]     tx_m_rd_issue_qp;
     wire [15:0]    tx_m_rd_issue_count;
@@ -392,6 +394,8 @@ module iwcard_w512 (
     wire           cq_fatal;
     wire [31:0]    cq_events_lost;
     wire           cq_init_done;
+    wire [1023:0]  cq_cq_tight;
+    wire           cq_cpl_busy;
     wire [3:0]     cq_m_axi_awid;
     wire [63:0]    cq_m_axi_awaddr;
     wire [7:0]     cq_m_axi_awlen;
@@ -429,6 +433,7 @@ module iwcard_w512 (
     wire [9:0]     st_m_end_qpn;
     wire           st_m_end_lost;
     wire           st_m_fault;
+    wire           st_busy;
     wire [3:0]     st_m_axi_awid;
     wire [63:0]    st_m_axi_awaddr;
     wire [7:0]     st_m_axi_awlen;
@@ -528,15 +533,30 @@ module iwcard_w512 (
     wire           db_ready;                 // every selected target has the record
     wire           db_other;                 // a kind no engine serves (none today): taken
     wire           init_done;                // STATUS.INIT_DONE
+    wire           sweep_taken;              // card_tx took the sweep's record
+    reg            sweep_busy;               // a CQ overran: its QPs are being put in error
+    reg  [9:0]     sweep_cq;                 // the CQ that overran
+    reg  [9:0]     sweep_idx;                // the QP whose entry is read
+    reg            sweep_chk;                // the entry of sweep_idx is on the table's read port
+    reg            sweep_hit;                // sweep_idx is on the CQ: its record is offered
+    wire           sweep_start;
+    wire           sweep_tab_wr;             // CREATE records a QP's CQs, DESTROY forgets them
+    reg  [20:0]    sweep_tab_rd;             // read data of sweep_tab
+    wire           sweep_match;
+    wire           sweep_last;
+    wire           sweep_next;               // sweep_idx is done
     reg            term_hold;                // a granted record waits for its ready
-    reg  [2:0]     term_held;                // its grant (bit i: request i)
+    reg  [3:0]     term_held;                // its grant (bit i: request i)
     wire           term_g0;
     wire           term_g1;
     wire           term_g2;
+    wire           term_g3;
     wire           term_valid;
     wire           term_take;                // card_tx takes the record
+    wire           cpl_hold;                 // a completion has no verdict yet, or an overrun's QPs are not all in error
     wire           end_go;                   // placement is empty: a stream-end record may pass
     wire           unused_outputs;           // block outputs the card does not use yet (docs/card-rtl.md), kept for lint
+    reg  [20:0] sweep_tab [0:1023];          // per QP {live, send CQ, receive CQ}
 
     assign eng_rst = rst | |eng_reset_cnt;
     assign s_axil_awready = regs_s_axil_awready;
@@ -583,11 +603,19 @@ module iwcard_w512 (
     assign db_ready = regs_m_db_valid & (((((~((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5)) | db_done0) | tx_s_db_ready) & ((~(((1'h0 | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h5)) | db_done1) | rx_s_db_ready)) & ((~(1'h0 | (regs_m_db_kind == 3'h0)) | db_done2) | cq_s_cqdb_ready)) & ((~(((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h5)) | db_done3) | st_s_db_ready));
     assign db_other = regs_m_db_valid & ~(((((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5)) | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h0));
     assign init_done = (cq_init_done & pl_init_done) & ~eng_rst;
+    assign sweep_start = cq_m_overrun_valid & ~sweep_busy;
+    assign sweep_tab_wr = ((regs_qp_cmd_valid & ~qpcmd_bd) & qpcmd_ready) & ((qpcmd_op == 4'h1) | (qpcmd_op == 4'h4));
+    assign sweep_match = (sweep_chk & sweep_tab_rd[20]) & ((sweep_tab_rd[19:10] == sweep_cq) | (sweep_tab_rd[9:0] == sweep_cq));
+    assign sweep_last = sweep_idx == 10'h3ff;
+    assign sweep_next = (sweep_chk & ~sweep_match) | (sweep_hit & sweep_taken);
     assign term_g0 = term_hold ? term_held[0] : rx_m_rxterm_valid;
     assign term_g1 = term_hold ? term_held[1] : ((pl_m_term_valid & (rx_snd_idle & rx_s_fl_ready)) & ~rx_m_rxterm_valid);
     assign term_g2 = term_hold ? term_held[2] : ((((rx_m_err_valid & ~qpcmd_bd_offer) & ~pl_busy) & (rx_snd_idle & rx_s_fl_ready)) & ~(rx_m_rxterm_valid | (pl_m_term_valid & (rx_snd_idle & rx_s_fl_ready))));
-    assign term_valid = (term_g0 | term_g1) | term_g2;
+    assign term_g3 = term_hold ? term_held[3] : ((sweep_hit & (rx_snd_idle & rx_s_fl_ready)) & ~((rx_m_rxterm_valid | (pl_m_term_valid & (rx_snd_idle & rx_s_fl_ready))) | (((rx_m_err_valid & ~qpcmd_bd_offer) & ~pl_busy) & (rx_snd_idle & rx_s_fl_ready))));
+    assign term_valid = ((term_g0 | term_g1) | term_g2) | term_g3;
     assign term_take = term_valid & tx_s_term_ready;
+    assign sweep_taken = term_take & term_g3;
+    assign cpl_hold = ((st_busy | cq_cpl_busy) | cq_m_overrun_valid) | sweep_busy;
     assign end_go = ~pl_busy;
     assign unused_outputs = |{
         regs_qp_cqs_send_cq[15:10],
@@ -601,8 +629,6 @@ module iwcard_w512 (
         wrm_s3_axi_bid[5:4],
         cq_events_lost,
         cq_m_fault,
-        cq_m_overrun_cq,
-        cq_m_overrun_valid,
         cq_s_cpl1_ready,
         pl_m_host_inv_stag,
         pl_m_host_last,
@@ -702,18 +728,66 @@ module iwcard_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            term_hold <= 1'h0;
+            sweep_busy <= 1'h0;
         end else begin
-            term_hold <= ((term_g0 | term_g1) | term_g2) & ~tx_s_term_ready;
+            sweep_busy <= sweep_start | (sweep_busy & ~(sweep_next & sweep_last));
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
-            term_held <= 3'h0;
-        end else begin
-            term_held <= {term_g2, term_g1, term_g0};
+            sweep_cq <= 10'h000;
+        end else if (sweep_start) begin
+            sweep_cq <= cq_m_overrun_cq;
         end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            sweep_idx <= 10'h000;
+        end else if (sweep_start | sweep_next) begin
+            sweep_idx <= sweep_start ? 10'h000 : (sweep_idx + 10'h001);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            sweep_chk <= 1'h0;
+        end else begin
+            sweep_chk <= ((sweep_busy & ~sweep_chk) & ~sweep_hit) & ~(sweep_next & sweep_last);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            sweep_hit <= 1'h0;
+        end else begin
+            sweep_hit <= sweep_match | (sweep_hit & ~sweep_taken);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            term_hold <= 1'h0;
+        end else begin
+            term_hold <= (((term_g0 | term_g1) | term_g2) | term_g3) & ~tx_s_term_ready;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            term_held <= 4'h0;
+        end else begin
+            term_held <= {term_g3, term_g2, term_g1, term_g0};
+        end
+    end
+
+    // sweep_tab: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (sweep_tab_wr) begin
+            sweep_tab[qpcmd_qpn[9:0]] <= {qpcmd_op == 4'h1, regs_qp_cqs_send_cq[9:0], regs_qp_cqs_recv_cq[9:0]};
+        end
+        sweep_tab_rd <= sweep_tab[sweep_idx];
     end
 
     card_regs_w512 regs (
@@ -852,17 +926,19 @@ module iwcard_w512 (
         .s_rreq_hdr(rx_m_rreq_hdr),
         .s_term_valid(term_valid),
         .s_term_ready(tx_s_term_ready),
-        .s_term_qpn(term_g1 ? pl_m_term_qp[9:0] : (term_g2 ? rx_m_err_qp : rx_m_rxterm_qp)),
-        .s_term_cause(term_g1 ? pl_m_term_cause : (term_g2 ? ((rx_m_err_kind == 3'h5) ? 16'h00ff : {13'h0400, rx_m_err_code}) : rx_m_rxterm_cause)),
-        .s_term_hdr(term_g1 ? pl_m_term_hdr : (term_g2 ? 144'h000000000000000000000000000000000000 : rx_m_rxterm_hdr)),
-        .s_term_seglen(term_g1 ? pl_m_term_seglen : (term_g2 ? 16'h0000 : rx_m_rxterm_seglen)),
+        .s_term_qpn(term_g1 ? pl_m_term_qp[9:0] : (term_g2 ? rx_m_err_qp : (term_g3 ? sweep_idx : rx_m_rxterm_qp))),
+        .s_term_cause(term_g1 ? pl_m_term_cause : (term_g2 ? ((rx_m_err_kind == 3'h5) ? 16'h00ff : {13'h0400, rx_m_err_code}) : (term_g3 ? 16'h00ff : rx_m_rxterm_cause))),
+        .s_term_hdr(term_g1 ? pl_m_term_hdr : (term_g2 ? 144'h000000000000000000000000000000000000 : (term_g3 ? 144'h000000000000000000000000000000000000 : rx_m_rxterm_hdr))),
+        .s_term_seglen(term_g1 ? pl_m_term_seglen : (term_g2 ? 16'h0000 : (term_g3 ? 16'h0000 : rx_m_rxterm_seglen))),
         .s_term_rdma(rx_m_rxterm_rdma & {224{term_g0}}),
         .s_term_recv(term_g0 & rx_m_rxterm_recv),
+        .s_term_reason(term_g3 ? 8'h05 : 8'h00),
         .m_ev_valid(tx_m_ev_valid),
         .m_ev_ready(cq_s_ev1_ready),
         .m_ev_type(tx_m_ev_type),
         .m_ev_qpn(tx_m_ev_qpn),
         .m_ev_cause(tx_m_ev_cause),
+        .m_ev_info(tx_m_ev_info),
         .m_rd_issue_valid(tx_m_rd_issue_valid),
         .m_rd_issue_qp(tx_m_rd_issue_qp),
         .m_rd_issue_count(tx_m_rd_issue_count),
@@ -882,6 +958,8 @@ module iwcard_w512 (
         .m_cpl_txs_pi(tx_m_cpl_txs_pi),
         .m_cpl_term(tx_m_cpl_term),
         .m_cpl_term_cause(tx_m_cpl_term_cause),
+        .cq_tight(cq_cq_tight),
+        .cpl_hold(cpl_hold),
         .stat_halt(tx_stat_halt),
         .stat_halt_qpn(tx_stat_halt_qpn),
         .stat_dma_err(tx_stat_dma_err),
@@ -991,9 +1069,9 @@ module iwcard_w512 (
         .m_err_code(rx_m_err_code),
         .m_err_offset(rx_m_err_offset),
         .snd_idle(rx_snd_idle),
-        .s_fl_valid(term_take & (term_g1 | term_g2)),
+        .s_fl_valid(term_take & ((term_g1 | term_g2) | term_g3)),
         .s_fl_ready(rx_s_fl_ready),
-        .s_fl_qp(term_g1 ? pl_m_term_qp[9:0] : rx_m_err_qp),
+        .s_fl_qp(term_g1 ? pl_m_term_qp[9:0] : (term_g3 ? sweep_idx : rx_m_err_qp)),
         .m_axi_arid(rx_m_axi_arid),
         .m_axi_araddr(rx_m_axi_araddr),
         .m_axi_arlen(rx_m_axi_arlen),
@@ -1278,6 +1356,7 @@ module iwcard_w512 (
         .m_end_qpn(st_m_end_qpn),
         .m_end_lost(st_m_end_lost),
         .m_fault(st_m_fault),
+        .busy(st_busy),
         .m_axi_awid(st_m_axi_awid),
         .m_axi_awaddr(st_m_axi_awaddr),
         .m_axi_awlen(st_m_axi_awlen),
@@ -1339,7 +1418,7 @@ module iwcard_w512 (
         .s_ev1_ready(cq_s_ev1_ready),
         .s_ev1_type(tx_m_ev_type),
         .s_ev1_obj({22'h000000, tx_m_ev_qpn}),
-        .s_ev1_info(32'h00000000),
+        .s_ev1_info({24'h000000, tx_m_ev_info}),
         .s_ev1_term_layer(tx_m_ev_cause[15:12]),
         .s_ev1_term_type(tx_m_ev_cause[11:8]),
         .s_ev1_term_code(tx_m_ev_cause[7:0]),
@@ -1369,12 +1448,14 @@ module iwcard_w512 (
         .irq_ready(irq_ready),
         .irq_vector(cq_irq_vector),
         .m_overrun_valid(cq_m_overrun_valid),
-        .m_overrun_ready(1'h1),
+        .m_overrun_ready(~sweep_busy),
         .m_overrun_cq(cq_m_overrun_cq),
         .m_fault(cq_m_fault),
         .fatal(cq_fatal),
         .events_lost(cq_events_lost),
         .init_done(cq_init_done),
+        .cq_tight(cq_cq_tight),
+        .cpl_busy(cq_cpl_busy),
         .m_axi_awid(cq_m_axi_awid),
         .m_axi_awaddr(cq_m_axi_awaddr),
         .m_axi_awlen(cq_m_axi_awlen),

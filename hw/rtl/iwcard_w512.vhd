@@ -42,13 +42,14 @@
 -- their QP then joins card_rx's RQ flush queue (s_fl).
 --
 -- Not wired yet, because no engine produces or consumes them
--- (docs/card-rtl.md): the engines' other events, card_cq's overrun record
--- (taken and dropped), DMA_FAULT_* (read as zero). card_rx's bad RXS_PI
--- doorbell (m_err kind 7) and cut stream (kind 6) go to the engines as an
--- ERROR command (the QP command fork, while card_regs offers none) whose
--- QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an FPDU longer
--- than its ring (kind 5) has card_tx send an RDMAP Local Catastrophic
--- Terminate. card_tx's Local Invalidate and bind go to placement's mop port.
+-- (docs/card-rtl.md): the engines' other events, DMA_FAULT_* (read as zero).
+-- card_cq's overrun record puts the QPs on that CQ in error (cqSweep).
+-- card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream (kind 6) go to
+-- the engines as an ERROR command (the QP command fork, while card_regs offers
+-- none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an
+-- FPDU longer than its ring (kind 5) has card_tx send an RDMAP Local
+-- Catastrophic Terminate. card_tx's Local Invalidate and bind go to
+-- placement's mop port.
 --
 -- Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -213,6 +214,7 @@ architecture rtl of iwcard_w512 is
     signal tx_m_ev_type : std_logic_vector(7 downto 0);
     signal tx_m_ev_qpn : std_logic_vector(9 downto 0);
     signal tx_m_ev_cause : std_logic_vector(15 downto 0);
+    signal tx_m_ev_info : std_logic_vector(7 downto 0);
     signal tx_m_rd_issue_valid : std_logic;
     signal tx_m_rd_issue_qp : std_logic_vector(9 downto 0);
     signal tx_m_rd_issue_count : std_logic_vector(15 downto 0);
@@ -423,6 +425,8 @@ architecture rtl of iwcard_w512 is
     signal cq_fatal : std_logic;
     signal cq_events_lost : std_logic_vector(31 downto 0);
     signal cq_init_done : std_logic;
+    signal cq_cq_tight : std_logic_vector(1023 downto 0);
+    signal cq_cpl_busy : std_logic;
     signal cq_m_axi_awid : std_logic_vector(3 downto 0);
     signal cq_m_axi_awaddr : std_logic_vector(63 downto 0);
     signal cq_m_axi_awlen : std_logic_vector(7 downto 0);
@@ -460,6 +464,7 @@ architecture rtl of iwcard_w512 is
     signal st_m_end_qpn : std_logic_vector(9 downto 0);
     signal st_m_end_lost : std_logic;
     signal st_m_fault : std_logic;
+    signal st_busy : std_logic;
     signal st_m_axi_awid : std_logic_vector(3 downto 0);
     signal st_m_axi_awaddr : std_logic_vector(63 downto 0);
     signal st_m_axi_awlen : std_logic_vector(7 downto 0);
@@ -559,15 +564,31 @@ architecture rtl of iwcard_w512 is
     signal db_ready : std_logic;             -- every selected target has the record
     signal db_other : std_logic;             -- a kind no engine serves (none today): taken
     signal init_done : std_logic;            -- STATUS.INIT_DONE
+    signal sweep_taken : std_logic;          -- card_tx took the sweep's record
+    signal sweep_busy : std_logic := '0';    -- a CQ overran: its QPs are being put in error
+    signal sweep_cq : std_logic_vector(9 downto 0) := "0000000000"; -- the CQ that overran
+    signal sweep_idx : std_logic_vector(9 downto 0) := "0000000000"; -- the QP whose entry is read
+    signal sweep_chk : std_logic := '0';     -- the entry of sweep_idx is on the table's read port
+    signal sweep_hit : std_logic := '0';     -- sweep_idx is on the CQ: its record is offered
+    signal sweep_start : std_logic;
+    signal sweep_tab_wr : std_logic;         -- CREATE records a QP's CQs, DESTROY forgets them
+    signal sweep_tab_rd : std_logic_vector(20 downto 0); -- read data of sweep_tab
+    signal sweep_match : std_logic;
+    signal sweep_last : std_logic;
+    signal sweep_next : std_logic;           -- sweep_idx is done
     signal term_hold : std_logic := '0';     -- a granted record waits for its ready
-    signal term_held : std_logic_vector(2 downto 0) := "000"; -- its grant (bit i: request i)
+    signal term_held : std_logic_vector(3 downto 0) := x"0"; -- its grant (bit i: request i)
     signal term_g0 : std_logic;
     signal term_g1 : std_logic;
     signal term_g2 : std_logic;
+    signal term_g3 : std_logic;
     signal term_valid : std_logic;
     signal term_take : std_logic;            -- card_tx takes the record
+    signal cpl_hold : std_logic;             -- a completion has no verdict yet, or an overrun's QPs are not all in error
     signal end_go : std_logic;               -- placement is empty: a stream-end record may pass
     signal unused_outputs : std_logic;       -- block outputs the card does not use yet (docs/card-rtl.md), kept for lint
+    type sweep_tab_t is array (0 to 1023) of std_logic_vector(20 downto 0);
+    signal sweep_tab : sweep_tab_t;          -- per QP {live, send CQ, receive CQ}
 begin
     eng_rst <= rst or (or eng_reset_cnt);
     s_axil_awready <= regs_s_axil_awready;
@@ -614,11 +635,19 @@ begin
     db_ready <= regs_m_db_valid and ((((((not (((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101"))) or db_done0) or tx_s_db_ready) and (((not ((('0' or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "101"))) or db_done1) or rx_s_db_ready)) and (((not ('0' or b2l(regs_m_db_kind = "000"))) or db_done2) or cq_s_cqdb_ready)) and (((not ((((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "101"))) or db_done3) or st_s_db_ready));
     db_other <= regs_m_db_valid and (not ((((((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101")) or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "000")));
     init_done <= (cq_init_done and pl_init_done) and (not eng_rst);
+    sweep_start <= cq_m_overrun_valid and (not sweep_busy);
+    sweep_tab_wr <= ((regs_qp_cmd_valid and (not qpcmd_bd)) and qpcmd_ready) and (b2l(qpcmd_op = x"1") or b2l(qpcmd_op = x"4"));
+    sweep_match <= (sweep_chk and sweep_tab_rd(20)) and (b2l(sweep_tab_rd(19 downto 10) = sweep_cq) or b2l(sweep_tab_rd(9 downto 0) = sweep_cq));
+    sweep_last <= b2l(sweep_idx = "1111111111");
+    sweep_next <= (sweep_chk and (not sweep_match)) or (sweep_hit and sweep_taken);
     term_g0 <= mux(term_hold, term_held(0), rx_m_rxterm_valid);
     term_g1 <= mux(term_hold, term_held(1), (pl_m_term_valid and (rx_snd_idle and rx_s_fl_ready)) and (not rx_m_rxterm_valid));
     term_g2 <= mux(term_hold, term_held(2), (((rx_m_err_valid and (not qpcmd_bd_offer)) and (not pl_busy)) and (rx_snd_idle and rx_s_fl_ready)) and (not (rx_m_rxterm_valid or (pl_m_term_valid and (rx_snd_idle and rx_s_fl_ready)))));
-    term_valid <= (term_g0 or term_g1) or term_g2;
+    term_g3 <= mux(term_hold, term_held(3), (sweep_hit and (rx_snd_idle and rx_s_fl_ready)) and (not ((rx_m_rxterm_valid or (pl_m_term_valid and (rx_snd_idle and rx_s_fl_ready))) or (((rx_m_err_valid and (not qpcmd_bd_offer)) and (not pl_busy)) and (rx_snd_idle and rx_s_fl_ready)))));
+    term_valid <= ((term_g0 or term_g1) or term_g2) or term_g3;
     term_take <= term_valid and tx_s_term_ready;
+    sweep_taken <= term_take and term_g3;
+    cpl_hold <= ((st_busy or cq_cpl_busy) or cq_m_overrun_valid) or sweep_busy;
     end_go <= not pl_busy;
     unused_outputs <= or std_logic_vector'(
         regs_qp_cqs_send_cq(15 downto 10) &
@@ -632,8 +661,6 @@ begin
         wrm_s3_axi_bid(5 downto 4) &
         cq_events_lost &
         cq_m_fault &
-        cq_m_overrun_cq &
-        cq_m_overrun_valid &
         cq_s_cpl1_ready &
         pl_m_host_inv_stag &
         pl_m_host_last &
@@ -758,13 +785,68 @@ begin
         end if;
     end process;
 
+    sweep_busy_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                sweep_busy <= '0';
+            else
+                sweep_busy <= sweep_start or (sweep_busy and (not (sweep_next and sweep_last)));
+            end if;
+        end if;
+    end process;
+
+    sweep_cq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                sweep_cq <= "0000000000";
+            elsif sweep_start = '1' then
+                sweep_cq <= cq_m_overrun_cq;
+            end if;
+        end if;
+    end process;
+
+    sweep_idx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                sweep_idx <= "0000000000";
+            elsif (sweep_start or sweep_next) = '1' then
+                sweep_idx <= mux(sweep_start, "0000000000", std_logic_vector(unsigned(sweep_idx) + unsigned'("0000000001")));
+            end if;
+        end if;
+    end process;
+
+    sweep_chk_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                sweep_chk <= '0';
+            else
+                sweep_chk <= ((sweep_busy and (not sweep_chk)) and (not sweep_hit)) and (not (sweep_next and sweep_last));
+            end if;
+        end if;
+    end process;
+
+    sweep_hit_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                sweep_hit <= '0';
+            else
+                sweep_hit <= sweep_match or (sweep_hit and (not sweep_taken));
+            end if;
+        end if;
+    end process;
+
     term_hold_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
                 term_hold <= '0';
             else
-                term_hold <= ((term_g0 or term_g1) or term_g2) and (not tx_s_term_ready);
+                term_hold <= (((term_g0 or term_g1) or term_g2) or term_g3) and (not tx_s_term_ready);
             end if;
         end if;
     end process;
@@ -773,10 +855,25 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                term_held <= "000";
+                term_held <= x"0";
             else
-                term_held <= std_logic_vector'(term_g2 & term_g1 & term_g0);
+                term_held <= std_logic_vector'(term_g3 & term_g2 & term_g1 & term_g0);
             end if;
+        end if;
+    end process;
+
+    -- sweep_tab: synchronous write, synchronous read (block RAM)
+    sweep_tab_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if sweep_tab_wr = '1' then
+                sweep_tab(to_integer(unsigned(qpcmd_qpn(9 downto 0)))) <= std_logic_vector'(
+        b2l(qpcmd_op = x"1") &
+        regs_qp_cqs_send_cq(9 downto 0) &
+        regs_qp_cqs_recv_cq(9 downto 0)
+    );
+            end if;
+            sweep_tab_rd <= sweep_tab(to_integer(unsigned(sweep_idx)));
         end if;
     end process;
 
@@ -918,17 +1015,19 @@ begin
             s_rreq_hdr => rx_m_rreq_hdr,
             s_term_valid => term_valid,
             s_term_ready => tx_s_term_ready,
-            s_term_qpn => mux(term_g1, pl_m_term_qp(9 downto 0), mux(term_g2, rx_m_err_qp, rx_m_rxterm_qp)),
-            s_term_cause => mux(term_g1, pl_m_term_cause, mux(term_g2, mux(b2l(rx_m_err_kind = "101"), x"00ff", std_logic_vector'("0010000000000" & rx_m_err_code)), rx_m_rxterm_cause)),
-            s_term_hdr => mux(term_g1, pl_m_term_hdr, mux(term_g2, x"000000000000000000000000000000000000", rx_m_rxterm_hdr)),
-            s_term_seglen => mux(term_g1, pl_m_term_seglen, mux(term_g2, x"0000", rx_m_rxterm_seglen)),
+            s_term_qpn => mux(term_g1, pl_m_term_qp(9 downto 0), mux(term_g2, rx_m_err_qp, mux(term_g3, sweep_idx, rx_m_rxterm_qp))),
+            s_term_cause => mux(term_g1, pl_m_term_cause, mux(term_g2, mux(b2l(rx_m_err_kind = "101"), x"00ff", std_logic_vector'("0010000000000" & rx_m_err_code)), mux(term_g3, x"00ff", rx_m_rxterm_cause))),
+            s_term_hdr => mux(term_g1, pl_m_term_hdr, mux(term_g2, x"000000000000000000000000000000000000", mux(term_g3, x"000000000000000000000000000000000000", rx_m_rxterm_hdr))),
+            s_term_seglen => mux(term_g1, pl_m_term_seglen, mux(term_g2, x"0000", mux(term_g3, x"0000", rx_m_rxterm_seglen))),
             s_term_rdma => rx_m_rxterm_rdma and std_logic_vector'(223 downto 0 => term_g0),
             s_term_recv => term_g0 and rx_m_rxterm_recv,
+            s_term_reason => mux(term_g3, x"05", x"00"),
             m_ev_valid => tx_m_ev_valid,
             m_ev_ready => cq_s_ev1_ready,
             m_ev_type => tx_m_ev_type,
             m_ev_qpn => tx_m_ev_qpn,
             m_ev_cause => tx_m_ev_cause,
+            m_ev_info => tx_m_ev_info,
             m_rd_issue_valid => tx_m_rd_issue_valid,
             m_rd_issue_qp => tx_m_rd_issue_qp,
             m_rd_issue_count => tx_m_rd_issue_count,
@@ -948,6 +1047,8 @@ begin
             m_cpl_txs_pi => tx_m_cpl_txs_pi,
             m_cpl_term => tx_m_cpl_term,
             m_cpl_term_cause => tx_m_cpl_term_cause,
+            cq_tight => cq_cq_tight,
+            cpl_hold => cpl_hold,
             stat_halt => tx_stat_halt,
             stat_halt_qpn => tx_stat_halt_qpn,
             stat_dma_err => tx_stat_dma_err,
@@ -1058,9 +1159,9 @@ begin
             m_err_code => rx_m_err_code,
             m_err_offset => rx_m_err_offset,
             snd_idle => rx_snd_idle,
-            s_fl_valid => term_take and (term_g1 or term_g2),
+            s_fl_valid => term_take and ((term_g1 or term_g2) or term_g3),
             s_fl_ready => rx_s_fl_ready,
-            s_fl_qp => mux(term_g1, pl_m_term_qp(9 downto 0), rx_m_err_qp),
+            s_fl_qp => mux(term_g1, pl_m_term_qp(9 downto 0), mux(term_g3, sweep_idx, rx_m_err_qp)),
             m_axi_arid => rx_m_axi_arid,
             m_axi_araddr => rx_m_axi_araddr,
             m_axi_arlen => rx_m_axi_arlen,
@@ -1347,6 +1448,7 @@ begin
             m_end_qpn => st_m_end_qpn,
             m_end_lost => st_m_end_lost,
             m_fault => st_m_fault,
+            busy => st_busy,
             m_axi_awid => st_m_axi_awid,
             m_axi_awaddr => st_m_axi_awaddr,
             m_axi_awlen => st_m_axi_awlen,
@@ -1409,7 +1511,7 @@ begin
             s_ev1_ready => cq_s_ev1_ready,
             s_ev1_type => tx_m_ev_type,
             s_ev1_obj => std_logic_vector'("0000000000000000000000" & tx_m_ev_qpn),
-            s_ev1_info => x"00000000",
+            s_ev1_info => std_logic_vector'(x"000000" & tx_m_ev_info),
             s_ev1_term_layer => tx_m_ev_cause(15 downto 12),
             s_ev1_term_type => tx_m_ev_cause(11 downto 8),
             s_ev1_term_code => tx_m_ev_cause(7 downto 0),
@@ -1439,12 +1541,14 @@ begin
             irq_ready => irq_ready,
             irq_vector => cq_irq_vector,
             m_overrun_valid => cq_m_overrun_valid,
-            m_overrun_ready => '1',
+            m_overrun_ready => not sweep_busy,
             m_overrun_cq => cq_m_overrun_cq,
             m_fault => cq_m_fault,
             fatal => cq_fatal,
             events_lost => cq_events_lost,
             init_done => cq_init_done,
+            cq_tight => cq_cq_tight,
+            cpl_busy => cq_cpl_busy,
             m_axi_awid => cq_m_axi_awid,
             m_axi_awaddr => cq_m_axi_awaddr,
             m_axi_awlen => cq_m_axi_awlen,

@@ -7,6 +7,7 @@ import (
 	"github.com/openiwarp/openiwarp/golden/rdmap"
 	"github.com/openiwarp/openiwarp/host/driver/cardmodel"
 	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
+	"github.com/openiwarp/openiwarp/hw/gen"
 )
 
 type cqCplPorts struct {
@@ -26,6 +27,7 @@ type cardCQPorts struct {
 	eqdbValid, eqdbReady, eqdbCI, eqdbArm, irqMod         Port
 	irqValid, irqReady, irqVec                            Port
 	ovValid, ovReady, ovCQ, fault, fatal, lost, initDone  Port
+	tight, cplBusy                                        Port
 	awAddr, awLen, awSize, awBurst, awValid, awReady      Port
 	wData, wStrb, wLast, wValid, wReady                   Port
 	bID, bResp, bValid, bReady                            Port
@@ -54,6 +56,7 @@ func lookupCardCQPorts(l Layout, sources int) (cardCQPorts, error) {
 	p.irqMod, p.irqValid, p.irqReady, p.irqVec = s.in("irq_moderation_cycles"), s.out("irq_valid"), s.in("irq_ready"), s.out("irq_vector")
 	p.ovValid, p.ovReady, p.ovCQ = s.out("m_overrun_valid"), s.in("m_overrun_ready"), s.out("m_overrun_cq")
 	p.fault, p.fatal, p.lost, p.initDone = s.out("m_fault"), s.out("fatal"), s.out("events_lost"), s.out("init_done")
+	p.tight, p.cplBusy = s.out("cq_tight"), s.out("cpl_busy")
 	p.awAddr, p.awLen, p.awSize, p.awBurst = s.out("m_axi_awaddr"), s.out("m_axi_awlen"), s.out("m_axi_awsize"), s.out("m_axi_awburst")
 	p.awValid, p.awReady = s.out("m_axi_awvalid"), s.in("m_axi_awready")
 	p.wData, p.wStrb, p.wLast, p.wValid, p.wReady = s.out("m_axi_wdata"), s.out("m_axi_wstrb"), s.out("m_axi_wlast"), s.out("m_axi_wvalid"), s.in("m_axi_wready")
@@ -526,11 +529,14 @@ func (d *CardCQDriver) Observe(in, out []uint32) {
 			d.fail("interrupts %d cycles apart, IRQ_MODERATION %d", d.cycle-d.lastIRQAt, d.lastMod)
 		}
 		d.lastIRQAt, d.lastMod = d.cycle, d.irqMod
-		// The RTL takes EQ_CFG a few cycles after the reference.
-		d.vectors = map[int]bool{d.curVec: true, d.prevVec: true}
+		// The RTL takes EQ_CFG a few cycles after the reference, and an
+		// interrupt held by IRQ_MODERATION or irq_ready keeps the vector
+		// it was raised with: any vector configured since the last one.
+		d.vectors[d.curVec], d.vectors[d.prevVec] = true, true
 		if !d.vectors[int(p.irqVec.Get(out))] {
 			d.fail("interrupt vector %d, want one of %v", p.irqVec.Get(out), d.vectors)
 		}
+		d.vectors = map[int]bool{d.curVec: true, d.prevVec: true}
 	}
 	if p.fault.Get(out) != 0 || p.fatal.Get(out) != 0 {
 		d.fail("a DMA fault with no error response")
@@ -569,6 +575,18 @@ func (d *CardCQDriver) quietCheck(out []uint32) {
 	}
 	if len(d.refOv) != 0 {
 		d.fail("overrun records %v not given", d.refOv)
+	}
+	if d.p.cplBusy.Get(out) != 0 {
+		d.fail("cpl_busy while idle")
+	}
+	// cq_tight: every CQ with at most gen.CardCQTight entries free.
+	tight := make([]byte, cs.MaxCQ/8)
+	d.p.tight.Bytes(out, tight)
+	for n := uint32(0); n < cs.MaxCQ; n++ {
+		free, ok := d.ref.CQFree(n)
+		if want, got := ok && free <= gen.CardCQTight, tight[n/8]>>(n%8)&1 != 0; got != want {
+			d.fail("cq_tight of CQ %d is %v, the reference has %d entries free (exists: %v)", n, got, free, ok)
+		}
 	}
 	d.Lost = d.ref.EventsLost()
 	d.irqSince, d.rtlSince = false, false

@@ -510,3 +510,85 @@ func TestCardCosimStreamCut(t *testing.T) {
 		})
 	}
 }
+
+// TestCardCosimCQOverrun gives two QPs a CQ of 4 entries and a third QP
+// the other CQ, then posts five to eight signaled WQEs on the first QP:
+// the fifth completion finds the CQ full. The RTL card must do as the
+// card model does: CQ_OVERRUN for the CQ, every QP on it (the idle one
+// too) in ERROR with QP_ERROR CQ_OVERRUN and an RDMAP Local Catastrophic
+// Terminate on its transmit stream right behind the fifth WQE's FPDUs
+// (the WQEs behind it flushed, never sent); the QP on the other CQ
+// untouched.
+// Completions on the full CQ are then lost (WQEs posted after it are
+// flushed with nothing written), and once the host frees entries the
+// flushed ones complete again.
+func TestCardCosimCQOverrun(t *testing.T) {
+	for _, w := range gen.CardTopWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			const cqLog = 2
+			b := newWCBenchCQ(t, w, seed, wcTiming, 3, cqLog, func(i int, q *wcQP) {
+				q.sendCQ = 1 + uint32(i/2)
+				q.sqLog = 5 // room for the five WQEs
+			})
+			full, idle, other := b.qps[0], b.qps[1], b.qps[2]
+			// The fifth overruns; the ones behind it must be flushed, not
+			// sent (card_tx holds a WQE on a tight CQ until the completions
+			// before it have their verdict).
+			for range 1<<cqLog + 1 + b.rng.IntN(4) {
+				b.postWQE(full, randomInlineWQE(b.rng, wqeMix{maxLen: 100, signaled: 256}))
+			}
+			b.ring(full)
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.compare()
+			errs := map[uint32]uint32{}
+			overruns := map[uint32]int{}
+			for _, e := range b.rWrite[wcKey{"eqe", 0}] {
+				switch ev := cs.EQE(e); ev.Type() {
+				case cs.EQETypeQPError:
+					errs[ev.Obj()] = ev.Info()
+					require.Zero(t, ev.TermLayer()|ev.TermType()|ev.TermCode(), "seed %d QP %d: QP_ERROR carries a Terminate cause", seed, ev.Obj())
+				case cs.EQETypeCQOverrun:
+					overruns[ev.Obj()]++
+				}
+			}
+			require.Equal(t, map[uint32]int{1: 1}, overruns, "seed %d: CQ_OVERRUN events by CQ", seed)
+			for _, q := range []*wcQP{full, idle} {
+				st := b.rtlStat(q.n)
+				require.Equal(t, cs.QPStateError, st.State(), "seed %d QP %d: state", seed, q.n)
+				require.True(t, st.TXClosed(), "seed %d QP %d: TX_CLOSED", seed, q.n)
+				require.EqualValues(t, cs.QPErrCQOverrun, errs[q.n], "seed %d QP %d: QP_ERROR's INFO", seed, q.n)
+				var last rdmap.Message
+				d := mpa.NewDeframer(mpa.DeframerConfig{Markers: q.markersTX, CRC: q.crc})
+				require.NoError(t, d.Feed(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil), func(u mpa.ULPDU) (err error) {
+					last, err = rdmap.Parse(bytes.Clone(u.Data))
+					return err
+				}), "seed %d QP %d: the transmit stream", seed, q.n)
+				require.NotNil(t, last.Terminate, "seed %d QP %d: the last FPDU is not a Terminate", seed, q.n)
+				require.Equal(t, rdmap.RDMAPLocalCatastrophic, last.Terminate.Cause, "seed %d QP %d: Terminate cause", seed, q.n)
+			}
+			require.Equal(t, cs.QPStateRts, b.rtlStat(other.n).State(), "seed %d QP %d (other CQ): state", seed, other.n)
+			require.NotContains(t, errs, other.n, "seed %d QP %d (other CQ): QP_ERROR", seed, other.n)
+			// Posted now: flushed, their completions lost on the full CQ.
+			before := len(b.rWrite[wcKey{"cqe", 1}])
+			b.postAfterError()
+			require.Len(t, b.rWrite[wcKey{"cqe", 1}], before, "seed %d: CQEs written on the full CQ", seed)
+			// The host frees every entry: the next flushes are written (at
+			// most the CQ's size, from one QP: which QP's flush would find
+			// the CQ full again is a matter of timing).
+			b.w32(cs.CQDBBase+1*cs.CQDBStride+cs.CQDBCI, uint32(before))
+			for range 1 + b.rng.IntN(1<<cqLog) {
+				b.post(full)
+			}
+			b.ring(full)
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.compare()
+			require.Greater(t, len(b.rWrite[wcKey{"cqe", 1}]), before, "seed %d: no flush completion once the CQ has room", seed)
+			for _, e := range b.rWrite[wcKey{"cqe", 1}][before:] {
+				require.Equal(t, cs.WCStatusWRFlushErr, cs.CQE(e).Status(), "seed %d: a completion after the overrun", seed)
+			}
+		})
+	}
+}

@@ -226,6 +226,11 @@ func (b *wcBench) modelStat(n uint32) cs.QPStat {
 // newWCBench opens both cards alike and creates nqp QPs of random shapes;
 // shape, if given, adjusts QP i's before it is created.
 func newWCBench(t testing.TB, w int, seed uint64, cfg CardConfig, nqp int, shape ...func(i int, q *wcQP)) *wcBench {
+	return newWCBenchCQ(t, w, seed, cfg, nqp, wcCQLog, shape...)
+}
+
+// newWCBenchCQ is newWCBench with CQs of 2^cqLog entries.
+func newWCBenchCQ(t testing.TB, w int, seed uint64, cfg CardConfig, nqp int, cqLog uint32, shape ...func(i int, q *wcQP)) *wcBench {
 	b := &wcBench{t: t, w: w, seed: seed, rng: NewRand(seed), mh: modelHost{HostMem{}}, win: map[uint64][]byte{},
 		mWrite: map[wcKey][][]byte{}, rWrite: map[wcKey][][]byte{}, mAddr: map[wcKey][]uint64{}, rAddr: map[wcKey][]uint64{},
 		mPlace: map[uint32][]placed{}, rPlace: map[uint32][]placed{}, ws: &Windows{}}
@@ -266,11 +271,11 @@ func newWCBench(t testing.TB, w int, seed uint64, cfg CardConfig, nqp int, shape
 	b.w32(cs.QpstatBaseHi, 0)
 	b.w32(cs.IRQModeration, uint32(b.rng.IntN(64)))
 	for n := uint32(1); n <= wcNCQ; n++ {
-		b.alloc(wcCQ+uint64(n)<<16, 32<<wcCQLog)
+		b.alloc(wcCQ+uint64(n)<<16, 32<<cqLog)
 		b.w32(cs.CQNum, n)
 		b.w32(cs.CQBaseLo, uint32(wcCQ+uint64(n)<<16))
 		b.w32(cs.CQBaseHi, 0)
-		b.w32(cs.CQCfg, wcCQLog)
+		b.w32(cs.CQCfg, cqLog)
 		b.w32(cs.CQCmd, uint32(cs.CQOpCreate))
 	}
 	r := b.rng
@@ -422,11 +427,17 @@ func (b *wcBench) sglWQE(q *wcQP) []byte {
 // inline or, one in three, gathered from an SGL) into q's SQ and rings
 // its doorbell now, later, or as a push.
 func (b *wcBench) post(q *wcQP) {
-	r := b.rng
-	wqe := randomInlineWQE(r, wqeMix{maxLen: cs.MaxInline, signaled: 170})
-	if gen.CardTxGathers(b.w) && r.Chance(85) {
+	wqe := randomInlineWQE(b.rng, wqeMix{maxLen: cs.MaxInline, signaled: 170})
+	if gen.CardTxGathers(b.w) && b.rng.Chance(85) {
 		wqe = b.sglWQE(q)
 	}
+	b.postWQE(q, wqe)
+}
+
+// postWQE writes wqe into q's SQ and rings its doorbell now, later, or
+// as a push.
+func (b *wcBench) postWQE(q *wcQP, wqe []byte) {
+	r := b.rng
 	bbs := len(wqe) / cs.BB
 	size := uint16(1) << q.sqLog
 	for i := 0; i < bbs; i++ {

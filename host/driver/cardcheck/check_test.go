@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/openiwarp/openiwarp/host/driver/cardmodel"
+	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
 	"github.com/openiwarp/openiwarp/host/driver/simhost"
 )
 
@@ -56,4 +57,45 @@ func TestCheckerDataPieces(t *testing.T) {
 	require.ErrorIs(t, reported[0], ErrMismatch)
 	c.idle()
 	require.True(t, c.quiet())
+}
+
+// A CQ overrun puts its QPs in error; their flushes complete when they
+// reach the CQ. The model, ahead of the RTL, loses them on the full CQ;
+// the RTL may find entries freed by then: such a WR_FLUSH_ERR completion
+// is accepted (Loose), and only on a CQ whose overrun the model reported.
+func TestCheckerFlushAfterOverrun(t *testing.T) {
+	mem := simhost.New()
+	buf := make([]byte, 2*4*cs.CQESize+cs.EQESize)
+	m, err := mem.Map(buf)
+	require.NoError(t, err)
+	c := newChecker(func(a uint64, n int) error { _, err := mem.Lookup(a, n); return err })
+	var reported []error
+	c.fail = func(_ uint32, err error) { reported = append(reported, err) }
+	for n, base := range []uint64{m.IOVA, m.IOVA + 4*cs.CQESize} {
+		c.snoop(cs.CQNum, uint32(n+1))
+		c.snoop(cs.CQBaseLo, uint32(base))
+		c.snoop(cs.CQBaseHi, uint32(base>>32))
+		c.snoop(cs.CQCfg, 2)
+		c.snoop(cs.CQCmd, uint32(cs.CQOpCreate))
+	}
+	cqe := func(qpn uint16, st cs.WCStatus) []byte {
+		b := make([]byte, cs.CQESize)
+		cs.CQE(b).SetQPN(qpn)
+		cs.CQE(b).SetStatus(st)
+		cs.CQE(b).SetWRID(7)
+		b[cs.CQESize-1] |= 0x80 // owner bit of the first pass
+		return b
+	}
+	var ev [cs.EQESize]byte
+	cs.EQE(ev[:]).SetType(cs.EQETypeCQOverrun)
+	cs.EQE(ev[:]).SetObj(1)
+	c.expect(cardmodel.DMAWrite{Kind: cardmodel.WriteEQE, Addr: m.IOVA + 8*cs.CQESize, Data: ev[:]})
+	require.NotNil(t, c.write(m.IOVA, cqe(5, cs.WCStatusWRFlushErr)), "a flush on the CQ that overran")
+	require.Empty(t, reported)
+	require.EqualValues(t, 1, c.counts.Loose)
+	c.write(m.IOVA+cs.CQESize, cqe(5, cs.WCStatusSuccess))
+	require.Len(t, reported, 1, "a success the model did not write, on the CQ that overran")
+	c.write(m.IOVA+4*cs.CQESize, cqe(6, cs.WCStatusWRFlushErr))
+	require.Len(t, reported, 2, "a flush on a CQ that did not overrun")
+	require.ErrorIs(t, reported[1], ErrMismatch)
 }

@@ -369,6 +369,19 @@ func (s *Queues) Interrupt() (vector int, ok bool) {
 	return s.q.eq.vector, true
 }
 
+// CQFree is the number of entries CQ n has free, and whether it exists.
+func (s *Queues) CQFree(n uint32) (uint32, bool) {
+	if n >= cs.MaxCQ || s.q.cqs[n] == nil {
+		return 0, false
+	}
+	cq := s.q.cqs[n]
+	size, used := uint32(1)<<cq.logSize, (cq.pi-cq.ci)&cs.CQDBCICIMask
+	if used >= size { // full, or a CI past PI: the CQ takes nothing
+		return 0, true
+	}
+	return size - used, true
+}
+
 // EventsLost is the number of events dropped because the EQ was disabled
 // or full.
 func (s *Queues) EventsLost() uint64 { return s.q.eqLost }

@@ -92,6 +92,8 @@
     X(fatal, 1) \
     X(events_lost, 32) \
     X(init_done, 1) \
+    X(cq_tight, 1024) \
+    X(cpl_busy, 1) \
     X(m_axi_awid, 4) \
     X(m_axi_awaddr, 64) \
     X(m_axi_awlen, 8) \

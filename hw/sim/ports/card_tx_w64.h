@@ -51,9 +51,12 @@
     X(s_term_seglen, 16) \
     X(s_term_rdma, 224) \
     X(s_term_recv, 1) \
+    X(s_term_reason, 8) \
     X(m_ev_ready, 1) \
     X(m_rreq_done_ready, 1) \
     X(m_cpl_ready, 1) \
+    X(cq_tight, 1024) \
+    X(cpl_hold, 1) \
     X(m_chk_ready, 1) \
     X(s_chk_valid, 1) \
     X(s_chk_tag, 8) \
@@ -87,6 +90,7 @@
     X(m_ev_type, 8) \
     X(m_ev_qpn, 10) \
     X(m_ev_cause, 16) \
+    X(m_ev_info, 8) \
     X(m_rd_issue_valid, 1) \
     X(m_rd_issue_qp, 10) \
     X(m_rd_issue_count, 16) \
