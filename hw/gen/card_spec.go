@@ -126,7 +126,7 @@ func CardRegMap() *RegMap {
 				Fields: []RegField{f("MULPDU", 0, 16, "largest ULPDU the QP sends (DDP segment, 128..64768)"), f("MARKERS_TX", 16, 1, "insert markers"), f("MARKERS_RX", 17, 1, "expect markers"), f("CRC", 18, 1, "CRC32c on (both directions)"), f("REV0", 19, 1, "the peer speaks MPA revision 0 (draft-01 markers, RDMA Consortium DDP/RDMAP versions)")}},
 			{Name: "QP_RD", Offset: 0x0234, Doc: "RDMA Read limits.",
 				Fields: []RegField{f("ORD", 0, 8, "RDMA Reads outstanding to the peer (1..MAX_RD)"), f("IRD", 8, 8, "RDMA Reads the peer may have outstanding (1..MAX_RD)")}},
-			{Name: "QP_CMD", Offset: 0x0238, Command: true, Doc: "Acts on QP QP_NUM: CREATE takes the staged context (indices from zero, state RTS); CLOSE finishes the posted work, then closes the transmit stream (state CLOSED); ERROR stops the QP, flushes its work and ends its stream without a Terminate; DESTROY frees the QP number once the QP is CLOSED or in ERROR.",
+			{Name: "QP_CMD", Offset: 0x0238, Command: true, Doc: "Acts on QP QP_NUM: CREATE takes the staged context (indices from zero, state RTS); CLOSE finishes the posted work, then closes the transmit stream (state CLOSED; on a QP already CLOSING, CLOSED or in ERROR it does nothing, as the card may have put the QP in error meanwhile); ERROR stops the QP, flushes its work and ends its stream without a Terminate; DESTROY frees the QP number once the QP is CLOSED or in ERROR.",
 				Fields: []RegField{f("OP", 0, 4, "QP_OP value")}},
 		},
 		Windows: []RegWindow{{Name: "PLACEMENT", Base: CardPlacementBase, Map: PlacementRegMap(),

@@ -124,7 +124,7 @@ module card_regs_w64 (
     output wire [7:0]     qp_rd_ord,         // RDMA Reads outstanding to the peer (1..MAX_RD)
     output wire [7:0]     qp_rd_ird,         // RDMA Reads the peer may have outstanding (1..MAX_RD)
     input  wire           qp_cmd_ready,      // the command is taken
-    output wire           qp_cmd_valid,      // command: Acts on QP QP_NUM: CREATE takes the staged context (indices from zero, state RTS); CLOSE finishes the posted work, then closes the transmit stream (state CLOSED); ERROR stops the QP, flushes its work and ends its stream without a Terminate; DESTROY frees the QP number once the QP is CLOSED or in ERROR.
+    output wire           qp_cmd_valid,      // command: Acts on QP QP_NUM: CREATE takes the staged context (indices from zero, state RTS); CLOSE finishes the posted work, then closes the transmit stream (state CLOSED; on a QP already CLOSING, CLOSED or in ERROR it does nothing, as the card may have put the QP in error meanwhile); ERROR stops the QP, flushes its work and ends its stream without a Terminate; DESTROY frees the QP number once the QP is CLOSED or in ERROR.
     output wire [3:0]     qp_cmd_op,         // QP_OP value
     output wire           reg_wr_valid,      // placement register write (the PLACEMENT window)
     output wire [7:0]     reg_wr_addr,       // its byte address inside the window

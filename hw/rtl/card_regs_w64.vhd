@@ -126,7 +126,7 @@ entity card_regs_w64 is
         qp_rd_ord : out std_logic_vector(7 downto 0); -- RDMA Reads outstanding to the peer (1..MAX_RD)
         qp_rd_ird : out std_logic_vector(7 downto 0); -- RDMA Reads the peer may have outstanding (1..MAX_RD)
         qp_cmd_ready : in  std_logic;        -- the command is taken
-        qp_cmd_valid : out std_logic;        -- command: Acts on QP QP_NUM: CREATE takes the staged context (indices from zero, state RTS); CLOSE finishes the posted work, then closes the transmit stream (state CLOSED); ERROR stops the QP, flushes its work and ends its stream without a Terminate; DESTROY frees the QP number once the QP is CLOSED or in ERROR.
+        qp_cmd_valid : out std_logic;        -- command: Acts on QP QP_NUM: CREATE takes the staged context (indices from zero, state RTS); CLOSE finishes the posted work, then closes the transmit stream (state CLOSED; on a QP already CLOSING, CLOSED or in ERROR it does nothing, as the card may have put the QP in error meanwhile); ERROR stops the QP, flushes its work and ends its stream without a Terminate; DESTROY frees the QP number once the QP is CLOSED or in ERROR.
         qp_cmd_op : out std_logic_vector(3 downto 0); -- QP_OP value
         reg_wr_valid : out std_logic;        -- placement register write (the PLACEMENT window)
         reg_wr_addr : out std_logic_vector(7 downto 0); -- its byte address inside the window

@@ -157,7 +157,7 @@ package regmap_card_pkg is
     constant CARD_QP_RD_ORD_W : natural := 8;
     constant CARD_QP_RD_IRD_LSB : natural := 8;
     constant CARD_QP_RD_IRD_W : natural := 8;
-    constant CARD_QP_CMD : std_logic_vector(17 downto 0) := "000000001000111000"; -- Acts on QP QP_NUM: CREATE takes the staged context (indices from zero, state RTS); CLOSE finishes the posted work, then closes the transmit stream (state CLOSED); ERROR stops the QP, flushes its work and ends its stream without a Terminate; DESTROY frees the QP number once the QP is CLOSED or in ERROR.
+    constant CARD_QP_CMD : std_logic_vector(17 downto 0) := "000000001000111000"; -- Acts on QP QP_NUM: CREATE takes the staged context (indices from zero, state RTS); CLOSE finishes the posted work, then closes the transmit stream (state CLOSED; on a QP already CLOSING, CLOSED or in ERROR it does nothing, as the card may have put the QP in error meanwhile); ERROR stops the QP, flushes its work and ends its stream without a Terminate; DESTROY frees the QP number once the QP is CLOSED or in ERROR.
     constant CARD_QP_CMD_OP_LSB : natural := 0;
     constant CARD_QP_CMD_OP_W : natural := 4;
     constant CARD_PLACEMENT_WINDOW : std_logic_vector(17 downto 0) := "000000000100000000"; -- The placement engine's STag table and page list (docs/regmap.md), shared by the receive path (remote access) and the transmit path (the lkey checks of gathers and Read Response sinks).

@@ -187,7 +187,11 @@ func (c *Card) qpCommand(off uint32, op cs.QPOp) error {
 		switch q.state {
 		case cs.QPStateRts:
 			q.state, q.dirty = cs.QPStateClosing, true
-		case cs.QPStateClosing, cs.QPStateClosed:
+		case cs.QPStateClosing, cs.QPStateClosed, cs.QPStateError:
+			// Without effect. ERROR too: the card puts a QP in error on
+			// its own (a Terminate, a lost stream) at any time, so a
+			// driver cannot know the state its CLOSE will find; as ERROR
+			// on a QP in error, it is not refused.
 		default:
 			return refuse(off, "QP %d is in state %v", q.n, q.state)
 		}

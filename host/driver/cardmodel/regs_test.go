@@ -167,6 +167,16 @@ func TestCommandsRefused(t *testing.T) {
 	}
 	d.w(cs.QPCmd, uint32(cs.QPOpError))
 	d.c.Run()
+	// CLOSE and ERROR of a QP in error are taken without effect: the
+	// card may have put it there on its own before the driver's command.
+	for _, op := range []cs.QPOp{cs.QPOpClose, cs.QPOpError} {
+		if err := d.c.Write32(cs.QPCmd, uint32(op)); err != nil {
+			t.Errorf("%v of a QP in ERROR: %v", op, err)
+		}
+		if st := d.c.qps[5].state; st != cs.QPStateError {
+			t.Errorf("%v of a QP in ERROR left it %v", op, st)
+		}
+	}
 	d.w(cs.QPCmd, uint32(cs.QPOpDestroy))
 	d.w(cs.CQCmd, uint32(cs.CQOpDestroy))
 	d.w(cs.CQNum, 3)

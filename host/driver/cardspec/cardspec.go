@@ -95,7 +95,7 @@ const (
 	QPCqs           = 0x022c  // Completion queues of the QP.
 	QPMPA           = 0x0230  // What MPA startup negotiated for the stream.
 	QPRD            = 0x0234  // RDMA Read limits.
-	QPCmd           = 0x0238  // Acts on QP QP_NUM: CREATE takes the staged context (indices from zero, state RTS); CLOSE finishes the posted work, then closes the transmit stream (state CLOSED); ERROR stops the QP, flushes its work and ends its stream without a Terminate; DESTROY frees the QP number once the QP is CLOSED or in ERROR.
+	QPCmd           = 0x0238  // Acts on QP QP_NUM: CREATE takes the staged context (indices from zero, state RTS); CLOSE finishes the posted work, then closes the transmit stream (state CLOSED; on a QP already CLOSING, CLOSED or in ERROR it does nothing, as the card may have put the QP in error meanwhile); ERROR stops the QP, flushes its work and ends its stream without a Terminate; DESTROY frees the QP number once the QP is CLOSED or in ERROR.
 	PlacementWindow = 0x0100  // The placement engine's STag table and page list (docs/regmap.md), shared by the receive path (remote access) and the transmit path (the lkey checks of gathers and Read Response sinks).
 	CQDBBase        = 0x10000 // CQ doorbell of CQ number n at CQ_DB + 8n.
 	CQDBStride      = 0x8
