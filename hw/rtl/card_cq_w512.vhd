@@ -24,7 +24,10 @@
 -- on an armed EQ disarms it and raises the interrupt, as does arming an EQ
 -- that holds unconsumed entries. Refused commands and configurations (a CQ
 -- that exists, a size over 2^16, a base not aligned to the ring) change
--- nothing.
+-- nothing. cq_tight says, per CQ, that it has at most 32 entries free (set
+-- from each context written), and cpl_busy that a completion taken has no
+-- verdict yet: card_tx holds a WQE on a tight CQ until the completions before
+-- it are written or lost.
 --
 -- Operations are serial, in the order they are taken: one per cycle at most,
 -- the EQ configuration first, then CQ commands, EQ doorbells (card_regs takes

@@ -47,7 +47,8 @@
 // LLP_LOST event goes a record to card_tx (m_end, released with the event,
 // after the status writes before it): card_tx flushes the QP's outstanding
 // Reads, or puts the QP in error and flushes its WQEs (RX_LOST), as the card
-// model does. Not yet: coalescing of updates.
+// model does. busy says an update is served or an entry waits (card_tx's hold
+// on tight CQs). Not yet: coalescing of updates.
 //
 // Implements: docs/card.md (QPSTAT, QPSTAT_BASE, QP_DB.STREAM, EQE_TYPE), docs/card-model.md (WriteStatus; host/driver/cardmodel qp.go step, stream, rx.go consume)
 

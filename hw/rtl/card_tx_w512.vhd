@@ -52,7 +52,12 @@
 -- than the FPDUs of 480 inline bytes take at any MULPDU); otherwise the QP
 -- waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and
 -- segmented at a time; framing, ring writes and completions of earlier WQEs
--- overlap it.
+-- overlap it, except on a tight CQ (cq_tight): there a WQE starts only once
+-- every completion before it has its verdict (cpl_hold low, its own completion
+-- queue empty), so that the WQE behind one whose completion overran is
+-- flushed, never sent, as in the card model; its QP goes back to the scheduler
+-- meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ
+-- that overran) raises QP_ERROR with that INFO instead of TERM_SENT.
 --
 -- Records out (m_cpl_*): one per WQE in posting order once its ring bytes are
 -- written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's
