@@ -1041,3 +1041,54 @@ func BenchmarkCardLatency(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCardTightCQ measures what card_tx's hold on a tight CQ (at
+// most gen.CardCQTight entries free) costs: the RTL cycles per WQE of
+// bursts of 16 signaled 64-byte inline Sends on one QP, its CQ of 16
+// entries (always tight) or of 1024 (never, the host consuming every
+// burst's CQEs), reads answered after 250 cycles and write responses
+// after 20.
+func BenchmarkCardTightCQ(b *testing.B) {
+	const burst = 16
+	for _, w := range gen.CardTopWidths {
+		for _, cqLog := range []uint32{4, 10} {
+			b.Run(fmt.Sprintf("%d/cq%d", w, 1<<cqLog), func(b *testing.B) {
+				wb := newWCBenchCQ(b, w, 1, CardConfig{Timing: AXITiming{ReadLatency: 250, WriteLatency: 20}}, 1, cqLog,
+					func(_ int, q *wcQP) { q.sqLog, q.txsLog, q.sendCQ = 6, 13, 1 })
+				q := wb.qps[0]
+				cqes := 0
+				wb.onRTLWrite = func(k wcKey) {
+					if k.kind == "cqe" {
+						cqes++
+					}
+				}
+				db := cs.QPDBBase + q.n*cs.QPDBStride
+				var cycles uint64
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					for k := 0; k < burst; k++ {
+						wqe := make([]byte, cs.BB)
+						h := cs.WQE(wqe)
+						h.SetOpcode(cs.WQEOpcodeSend)
+						h.SetSignaled(true)
+						h.SetInline(true)
+						h.SetBBS(1)
+						h.SetInlineLen(cs.PushInline)
+						h.SetWRID(uint64(k))
+						wb.put(wcSQ+uint64(q.n)<<16+uint64(q.pi&(1<<q.sqLog-1))*cs.BB, wqe)
+						q.pi++
+					}
+					start, want := wb.rtl.Cycles(), cqes+burst
+					require.NoError(b, wb.rtl.RegWrite(db+cs.QPDBSQPI, uint32(q.pi)))
+					require.NoError(b, wb.rtl.RunUntil(func() bool { return cqes == want }, 1_000_000))
+					cycles += wb.rtl.Cycles() - start
+					require.NoError(b, wb.rtl.RunUntil(func() bool { return wb.rtl.Outstanding() == 0 }, 100_000))
+					require.NoError(b, wb.rtl.RegWrite(cs.CQDBBase+1*cs.CQDBStride+cs.CQDBCI, uint32(cqes)))
+					require.NoError(b, wb.rtl.RegWrite(db+cs.QPDBTXSCI, wb.rtlStat(q.n).TXSPI()))
+					require.NoError(b, wb.rtl.Step(50))
+				}
+				b.ReportMetric(float64(cycles)/float64(b.N*burst), "cycles/WQE")
+			})
+		}
+	}
+}
