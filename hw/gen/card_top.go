@@ -277,18 +277,23 @@ func CardTop(width int) (*Module, error) {
 	// bad doorbell: the model's toError BAD_DOORBELL, no Terminate), given
 	// while card_regs offers none and kept until every engine has it.
 	regsCmd := o("regs", "qp_cmd_valid")
-	// card_rx's cut stream (STREAM_CUT) goes the same way.
+	// card_rx's cut stream (STREAM_CUT) goes the same way, and card_tx's
+	// bad SQ_PI (m_baddb: BAD_DOORBELL), after card_rx's.
 	errKind := o("rx", "m_err_kind")
 	bdV := m.WireOf("qpcmd_bd_offer", And(o("rx", "m_err_valid"), Or(Eq(errKind, C(3, CardRxErrBadDoorbell)), Eq(errKind, C(3, CardRxErrStreamCut)))),
 		"a bad RXS_PI doorbell's or cut stream's QP waits to go to error")
+	txBdV := o("tx", "m_baddb_valid")
 	bdSelQ := m.RegDecl("qpcmd_bd_sel", 1, "the command in the fork is a bad doorbell's ERROR")
-	bdSel := m.WireOf("qpcmd_bd", Or(bdSelQ, And(bdV, Not(regsCmd))), "")
+	bdTxQ := m.RegDecl("qpcmd_bd_tx", 1, "... card_tx's")
+	bdSel := m.WireOf("qpcmd_bd", Or(bdSelQ, And(Or(bdV, txBdV), Not(regsCmd))), "")
+	bdTx := m.WireOf("qpcmd_bd_is_tx", Sel(bdSelQ, bdTxQ, Not(bdV)), "the bad doorbell is card_tx's SQ_PI")
 	cmdOp := m.WireOf("qpcmd_op", Sel(bdSel, C(4, 3), o("regs", "qp_cmd_op")), "QP_OP ERROR for a bad doorbell")
-	cmdQPN := m.WireOf("qpcmd_qpn", Sel(bdSel, zext(o("rx", "m_err_qp"), 16), o("regs", "qp_num_qpn")), "")
+	cmdQPN := m.WireOf("qpcmd_qpn", Sel(bdSel, Sel(bdTx, zext(o("tx", "m_baddb_qpn"), 16), zext(o("rx", "m_err_qp"), 16)), o("regs", "qp_num_qpn")), "")
 	qpV, qpReady := forkRecord(m, "qpcmd", Or(regsCmd, bdSel), []Expr{C(1, 1), C(1, 1), C(1, 1)},
 		[]Expr{o("tx", "s_qp_ready"), o("rx", "qp_cmd_ready"), o("st", "qp_cmd_ready")})
 	m.Drive(bdSelQ, big.NewInt(0), And(bdSel, Not(qpReady)), nil)
-	bdTaken := m.WireOf("qpcmd_bd_taken", And(bdSel, qpReady), "every engine has the bad doorbell's ERROR: m_err is taken")
+	m.Drive(bdTxQ, big.NewInt(0), bdTx, nil)
+	bdTaken := m.WireOf("qpcmd_bd_taken", And(bdSel, qpReady, Not(bdTx)), "every engine has card_rx's bad doorbell's ERROR: m_err is taken")
 
 	// Doorbells by kind.
 	dk := o("regs", "m_db_kind")
@@ -383,6 +388,7 @@ func CardTop(width int) (*Module, error) {
 	// A WQE on a tight CQ waits while a completion is between card_tx
 	// and card_cq's verdict, or an overrun is served (card_tx).
 	txIn["cq_tight"] = o("cq", "cq_tight")
+	txIn["m_baddb_ready"] = m.WireOf("qpcmd_bd_tx_taken", And(bdSel, qpReady, bdTx), "every engine has card_tx's bad SQ_PI's ERROR")
 	txIn["cpl_hold"] = m.WireOf("cpl_hold", Or(o("st", "busy"), o("cq", "cpl_busy"), o("cq", "m_overrun_valid"), sw.busy), "a completion has no verdict yet, or an overrun's QPs are not all in error")
 	txIn["m_ev_ready"] = o("cq", "s_ev1_ready")
 	// The peer's stream ended or was lost (card_stat's record), once
@@ -479,7 +485,7 @@ func CardTop(width int) (*Module, error) {
 
 	// card_stat: status records; card_tx's CQEs pass through it.
 	stIn := map[string]Expr{"clk": clk, "rst": erst,
-		"qp_cmd_valid": qpV[2], "qp_cmd_op": cmdOp, "qp_num_qpn": cmdQPN, "qp_cmd_bad_db": And(bdSel, Eq(errKind, C(3, CardRxErrBadDoorbell))), "qp_cmd_cut": And(bdSel, Eq(errKind, C(3, CardRxErrStreamCut))),
+		"qp_cmd_valid": qpV[2], "qp_cmd_op": cmdOp, "qp_num_qpn": cmdQPN, "qp_cmd_bad_db": And(bdSel, Or(bdTx, Eq(errKind, C(3, CardRxErrBadDoorbell)))), "qp_cmd_cut": And(bdSel, Not(bdTx), Eq(errKind, C(3, CardRxErrStreamCut))),
 		"qpstat_base_lo": o("regs", "qpstat_base_lo"), "qpstat_base_hi": o("regs", "qpstat_base_hi"),
 		"s_tx_valid": o("tx", "m_cpl_valid"), "s_tx_qpn": o("tx", "m_cpl_qpn"), "s_tx_sq_ci": o("tx", "m_cpl_sq_ci"),
 		"s_tx_txs_pi": o("tx", "m_cpl_txs_pi"), "s_tx_cqe": o("tx", "m_cpl_cqe"), "s_tx_cq": o("tx", "m_cpl_cq"),

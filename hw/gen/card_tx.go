@@ -201,6 +201,9 @@ func CardTx(width int) (*Module, error) {
 	cplTXSPI := m.Output("m_cpl_txs_pi", 32, "the QP's TXS_PI after this WQE's FPDUs (status record)")
 	cplTerm := m.Output("m_cpl_term", 1, "the record is a Terminate's (no CQE): the QP is in ERROR and its transmit stream closed")
 	cplTermCause := m.Output("m_cpl_term_cause", 16, "CQE TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0")
+	bdbValid := m.Output("m_baddb_valid", 1, "an SQ_PI doorbell (or a push) moved SQ_PI more than the SQ's size past SQ_CI, or behind the blocks the engine has taken: the QP goes to error with QP_ERROR BAD_DOORBELL (the top's QP command fork), SQ_PI unchanged; doorbells wait until it is taken")
+	bdbReady := m.Input("m_baddb_ready", 1, "")
+	bdbQPN := m.Output("m_baddb_qpn", QB, "")
 	cqTight := m.Input("cq_tight", CardTxQPs, "card_cq's cq_tight: bit n, CQ n has few entries free")
 	cplHold := m.Input("cpl_hold", 1, "a completion is on its way to card_cq (card_stat, card_cq) or a CQ overrun is being served: a WQE on a tight CQ waits")
 	haltOut := m.Output("stat_halt", 1, "sticky: a DMA read error of a WQE stopped a QP")
@@ -267,6 +270,7 @@ func CardTx(width int) (*Module, error) {
 
 	// --- QP commands ---
 	dbv := m.RegDecl("db_v", 1, "a doorbell is being served")
+	bdbV := m.RegDecl("baddb_v", 1, "a bad SQ_PI's QP waits to go to error")
 	// RX_LOST (card_stat's m_end with lost) is served as an ERROR command
 	// of the QP when no command of card_regs is offered; once its state
 	// read has started it keeps the command port until it is taken.
@@ -343,6 +347,13 @@ func CardTx(width int) (*Module, error) {
 	dbRdAddr := m.Wire("dbs_rd_addr", QB, "")
 	dbsA := m.Mem("dbs_a", 59, CardTxQPs, dbWrEn, dbWrAddr, dbWrData, nil, dbRdAddr, "doorbell state, read by the doorbell path")
 	dbsE := m.Mem("dbs_e", 59, CardTxQPs, dbWrEn, dbWrAddr, dbWrData, nil, ctxRdAddr, "doorbell state, read by the engine")
+	// What the doorbell path checks an SQ_PI against (the card model's
+	// ringMoved): SQ_CI and the next block to start, copied from the
+	// engine's write-back, and the SQ's size, from CREATE.
+	sqWB := m.Wire("sq_wb_data", 32, "{next block to start, SQ_CI} as the engine writes them back")
+	sqDB := m.Mem("sq_db", 32, CardTxQPs, Or(create, sWB), Sel(create, qpNum, cur), Sel(create, C(32, 0), sqWB), nil, dbRdAddr,
+		"{next block to start, SQ_CI}, read by the doorbell path")
+	sqLogDB := m.Mem("sq_log_db", 5, CardTxQPs, create, qpNum, qpSQLog, nil, dbRdAddr, "the SQ's log2 size, read by the doorbell path")
 
 	// Engine state {Read dones used, Reads outstanding, next WQE, Read
 	// Request MSN, Send MSN, TXS_PI, SQ_CI}: written by the engine and CREATE.
@@ -408,14 +419,14 @@ func CardTx(width int) (*Module, error) {
 	rrFree := m.Wire("rrp_room", 1, "the Read Request pool has a free slot")
 	rrCan := m.WireOf("rreq_can", And(rrValid, rrFree), "a Read Request record can be taken")
 	endCan := m.WireOf("end_can", And(endValid, Not(endLost)), "a stream-end record (not lost) is offered")
-	m.Assign(dbReady, And(Not(dbv), Not(qpValid), Not(rdnValid), Not(endCan), Not(rrCan)))
+	m.Assign(dbReady, And(Not(dbv), Not(qpValid), Not(rdnValid), Not(endCan), Not(rrCan), Not(bdbV)))
 	m.Assign(rdnReady, And(Not(dbv), Not(qpValid)))
 	m.Assign(rrReady, And(Not(dbv), Not(qpValid), Not(rdnValid), Not(endCan), rrFree))
 	rdTake := m.WireOf("rdone_take", And(rdnValid, Not(dbv), Not(qpValid)), "a Read done is taken (before a doorbell)")
 	endTake := m.WireOf("end_take", And(endCan, Not(dbv), Not(qpValid), Not(rdnValid)), "a stream-end record is taken (after a Read done)")
 	m.Assign(endReady, Or(endTake, And(selL, cmdGo)))
 	rrTake := m.WireOf("rreq_take", And(rrCan, Not(dbv), Not(qpValid), Not(rdnValid), Not(endCan)), "a Read Request record is taken (after a Read done, before a doorbell)")
-	dbTake := m.WireOf("db_take", And(dbValid, Not(dbv), Not(qpValid), Not(rdnValid), Not(endCan), Not(rrCan)), "")
+	dbTake := m.WireOf("db_take", And(dbValid, Not(dbv), Not(qpValid), Not(rdnValid), Not(endCan), Not(rrCan), Not(bdbV)), "")
 	pool := newRReqPool(m, rrTake, rrQPN, Cat(rrDDP, rrSrcTO, rrSrcSTag, rrSize, rrSinkTO, rrSinkSTag), sRsp, cur, sRspLd)
 	m.Assign(rrFree, pool.canTake)
 	pd := pool.data
@@ -447,7 +458,13 @@ func CardTx(width int) (*Module, error) {
 	oldRR := m.WireOf("db_old_rr", Bits(dbsA, 57, 53), "")
 	newRR := m.WireOf("db_new_rr", Sel(dRR, incr(oldRR), oldRR), "Read Request records received (modulo 32)")
 	newEnd := m.WireOf("db_new_end", Or(Bit(dbsA, 58), dEnd), "the peer's stream ended (sticky until CREATE)")
-	newPI := m.WireOf("db_new_pi", Sel(isPush, incr(oldPI), Sel(isSQ, Bits(dVal, 15, 0), oldPI)), "")
+	askPI := m.WireOf("db_ask_pi", Sel(isPush, incr(oldPI), Sel(isSQ, Bits(dVal, 15, 0), oldPI)), "the SQ_PI the doorbell asks for")
+	dbCI := m.WireOf("db_sq_ci", Bits(sqDB, 15, 0), "")
+	posted := m.WireOf("db_posted", Sub(askPI, dbCI), "blocks from SQ_CI to the asked SQ_PI")
+	over := m.WireOf("db_over", And(RedOr(posted), RedOr(And(Sub(posted, C(16, 1)), Not(thermo(sqLogDB, 16))))), "more than the SQ's size")
+	behind := m.WireOf("db_behind", Lt(posted, Sub(Bits(sqDB, 31, 16), dbCI)), "behind the blocks the engine has taken")
+	badDB := m.WireOf("db_bad", And(Or(isSQ, isPush), Or(over, behind)), "a bad SQ_PI: the QP goes to error, SQ_PI stays")
+	newPI := m.WireOf("db_new_pi", Sel(badDB, oldPI, askPI), "")
 	newCI := m.WireOf("db_new_ci", Sel(isTXS, dVal, oldCI), "")
 	requeue := m.Wire("eng_requeue", 1, "the engine puts its QP back in the FIFO")
 	dbFire := m.WireOf("db_fire", And(dbv, Not(requeue)), "the doorbell takes effect")
@@ -460,7 +477,10 @@ func CardTx(width int) (*Module, error) {
 	errEnq := m.WireOf("err_enqueue", And(qpSt.toErr, Not(isQueued("qerr", qpNum))), "a QP put in error flushes its posted work")
 	m.Assign(fPush, Or(requeue, dbEnq, errEnq))
 	m.Assign(fPushQP, Sel(requeue, cur, Sel(dbv, dQP, qpNum)))
-	pushNew := m.WireOf("push_new", And(dbFire, isPush, dPushOK), "a pushed block is kept")
+	pushNew := m.WireOf("push_new", And(dbFire, isPush, dPushOK, Not(badDB)), "a pushed block is kept")
+	m.Drive(bdbV, big.NewInt(0), Or(And(dbFire, badDB), And(bdbV, Not(bdbReady))), nil)
+	m.Assign(bdbValid, bdbV)
+	m.Assign(bdbQPN, m.Reg("baddb_qpn", QB, big.NewInt(0), dQP, And(dbFire, badDB), ""))
 
 	// --- the engine's copy of its QP's context ---
 	cSQBase := m.RegDecl("cur_sq_base", 58, "")
@@ -1128,6 +1148,7 @@ func CardTx(width int) (*Module, error) {
 	newEndFl := m.WireOf("new_end_flush", Sel(fl, C(5, 0), Sel(rfl, Sub(cEndFl, C(5, 1)), cEndFl)), "")
 	newRRUsed := m.WireOf("new_rreq_used", Sel(rsp, incr(cRRUsed), cRRUsed), "")
 	m.Assign(engWBData, Cat(cEndSeen, newEndFl, newWk, newRRUsed, newRUsed, newOrq, newNext, Add(cRMSN, zext(started, 32)), Add(cMSN, zext(isSend, 32)), fOff, newSQCI))
+	m.Assign(sqWB, Cat(newNext, newSQCI))
 	m.Drive(cMSN, nil, Bits(engRd, 79, 48), sCtx)
 	more := m.WireOf("more_work", Or(Ne(cRR, newRRUsed), prot, Sel(Or(fl, prot, rspFault, inErr), Ne(newSQCI, cPI),
 		Or(Ne(newNext, cPI), And(Ne(newOrq, C(5, 0)), Or(Ne(cRC, newRUsed), Ne(newEndFl, C(5, 0)))), And(newWk, Ne(newSQCI, newNext))))), "")

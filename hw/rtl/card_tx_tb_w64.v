@@ -91,6 +91,9 @@ module card_tx_tb_w64 (
     output wire [31:0]    m_cpl_txs_pi,
     output wire           m_cpl_term,
     output wire [15:0]    m_cpl_term_cause,
+    output wire           m_baddb_valid,
+    input  wire           m_baddb_ready,
+    output wire [9:0]     m_baddb_qpn,
     input  wire [1023:0]  cq_tight,
     input  wire           cpl_hold,
     output wire           stat_halt,
@@ -254,6 +257,8 @@ module card_tx_tb_w64 (
     wire [31:0]    tx_m_cpl_txs_pi;
     wire           tx_m_cpl_term;
     wire [15:0]    tx_m_cpl_term_cause;
+    wire           tx_m_baddb_valid;
+    wire [9:0]     tx_m_baddb_qpn;
     wire           tx_stat_halt;
     wire [9:0]     tx_stat_halt_qpn;
     wire           tx_stat_dma_err;
@@ -342,6 +347,8 @@ module card_tx_tb_w64 (
     assign m_cpl_txs_pi = tx_m_cpl_txs_pi;
     assign m_cpl_term = tx_m_cpl_term;
     assign m_cpl_term_cause = tx_m_cpl_term_cause;
+    assign m_baddb_valid = tx_m_baddb_valid;
+    assign m_baddb_qpn = tx_m_baddb_qpn;
     assign stat_halt = tx_stat_halt;
     assign stat_halt_qpn = tx_stat_halt_qpn;
     assign stat_dma_err = tx_stat_dma_err;
@@ -480,6 +487,9 @@ module card_tx_tb_w64 (
         .m_cpl_txs_pi(tx_m_cpl_txs_pi),
         .m_cpl_term(tx_m_cpl_term),
         .m_cpl_term_cause(tx_m_cpl_term_cause),
+        .m_baddb_valid(tx_m_baddb_valid),
+        .m_baddb_ready(m_baddb_ready),
+        .m_baddb_qpn(tx_m_baddb_qpn),
         .cq_tight(cq_tight),
         .cpl_hold(cpl_hold),
         .stat_halt(tx_stat_halt),

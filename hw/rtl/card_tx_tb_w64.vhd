@@ -93,6 +93,9 @@ entity card_tx_tb_w64 is
         m_cpl_txs_pi : out std_logic_vector(31 downto 0);
         m_cpl_term : out std_logic;
         m_cpl_term_cause : out std_logic_vector(15 downto 0);
+        m_baddb_valid : out std_logic;
+        m_baddb_ready : in  std_logic;
+        m_baddb_qpn : out std_logic_vector(9 downto 0);
         cq_tight : in  std_logic_vector(1023 downto 0);
         cpl_hold : in  std_logic;
         stat_halt : out std_logic;
@@ -258,6 +261,8 @@ architecture rtl of card_tx_tb_w64 is
     signal tx_m_cpl_txs_pi : std_logic_vector(31 downto 0);
     signal tx_m_cpl_term : std_logic;
     signal tx_m_cpl_term_cause : std_logic_vector(15 downto 0);
+    signal tx_m_baddb_valid : std_logic;
+    signal tx_m_baddb_qpn : std_logic_vector(9 downto 0);
     signal tx_stat_halt : std_logic;
     signal tx_stat_halt_qpn : std_logic_vector(9 downto 0);
     signal tx_stat_dma_err : std_logic;
@@ -346,6 +351,8 @@ begin
     m_cpl_txs_pi <= tx_m_cpl_txs_pi;
     m_cpl_term <= tx_m_cpl_term;
     m_cpl_term_cause <= tx_m_cpl_term_cause;
+    m_baddb_valid <= tx_m_baddb_valid;
+    m_baddb_qpn <= tx_m_baddb_qpn;
     stat_halt <= tx_stat_halt;
     stat_halt_qpn <= tx_stat_halt_qpn;
     stat_dma_err <= tx_stat_dma_err;
@@ -485,6 +492,9 @@ begin
             m_cpl_txs_pi => tx_m_cpl_txs_pi,
             m_cpl_term => tx_m_cpl_term,
             m_cpl_term_cause => tx_m_cpl_term_cause,
+            m_baddb_valid => tx_m_baddb_valid,
+            m_baddb_ready => m_baddb_ready,
+            m_baddb_qpn => tx_m_baddb_qpn,
             cq_tight => cq_tight,
             cpl_hold => cpl_hold,
             stat_halt => tx_stat_halt,

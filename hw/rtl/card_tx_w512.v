@@ -150,6 +150,9 @@ module card_tx_w512 (
     output wire [31:0]    m_cpl_txs_pi,      // the QP's TXS_PI after this WQE's FPDUs (status record)
     output wire           m_cpl_term,        // the record is a Terminate's (no CQE): the QP is in ERROR and its transmit stream closed
     output wire [15:0]    m_cpl_term_cause,  // CQE TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0
+    output wire           m_baddb_valid,     // an SQ_PI doorbell (or a push) moved SQ_PI more than the SQ's size past SQ_CI, or behind the blocks the engine has taken: the QP goes to error with QP_ERROR BAD_DOORBELL (the top's QP command fork), SQ_PI unchanged; doorbells wait until it is taken
+    input  wire           m_baddb_ready,
+    output wire [9:0]     m_baddb_qpn,
     input  wire [1023:0]  cq_tight,          // card_cq's cq_tight: bit n, CQ n has few entries free
     input  wire           cpl_hold,          // a completion is on its way to card_cq (card_stat, card_cq) or a CQ overrun is being served: a WQE on a tight CQ waits
     output wire           stat_halt,         // sticky: a DMA read error of a WQE stopped a QP
@@ -233,6 +236,7 @@ module card_tx_w512 (
     wire           in_state15;
     wire           in_state16;
     reg            db_v;                     // a doorbell is being served
+    reg            baddb_v;                  // a bad SQ_PI's QP waits to go to error
     reg            lost_sel;                 // the lost record is the command whose state was read
     reg            term_sel;                 // the Terminate record is the command whose state was read
     reg            term_ev_v;                // a TERM_SENT event waits to be taken
@@ -274,6 +278,9 @@ module card_tx_w512 (
     wire [9:0]     dbs_rd_addr;
     reg  [58:0]    dbs_a_rd;                 // read data of dbs_a
     reg  [58:0]    dbs_e_rd;                 // read data of dbs_e
+    wire [31:0]    sq_wb_data;               // {next block to start, SQ_CI} as the engine writes them back
+    reg  [31:0]    sq_db_rd;                 // read data of sq_db
+    reg  [4:0]     sq_log_db_rd;             // read data of sq_log_db
     wire [149:0]   eng_wb_data;              // {end_seen, end_flush, walk, rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}
     reg  [149:0]   eng_rd;                   // read data of eng
     reg  [10:0]    sched_head;
@@ -445,6 +452,12 @@ module card_tx_w512 (
     wire [4:0]     db_old_rr;
     wire [4:0]     db_new_rr;                // Read Request records received (modulo 32)
     wire           db_new_end;               // the peer's stream ended (sticky until CREATE)
+    wire [15:0]    db_ask_pi;                // the SQ_PI the doorbell asks for
+    wire [15:0]    db_sq_ci;
+    wire [15:0]    db_posted;                // blocks from SQ_CI to the asked SQ_PI
+    wire           db_over;                  // more than the SQ's size
+    wire           db_behind;                // behind the blocks the engine has taken
+    wire           db_bad;                   // a bad SQ_PI: the QP goes to error, SQ_PI stays
     wire [15:0]    db_new_pi;
     wire [31:0]    db_new_ci;
     wire           eng_requeue;              // the engine puts its QP back in the FIFO
@@ -457,6 +470,7 @@ module card_tx_w512 (
     wire [1023:0]  qerr_1h;
     wire           err_enqueue;              // a QP put in error flushes its posted work
     wire           push_new;                 // a pushed block is kept
+    reg  [9:0]     baddb_qpn;
     reg  [57:0]    cur_sq_base;
     reg  [4:0]     cur_sq_log;
     reg  [51:0]    cur_txs_base;
@@ -1106,6 +1120,8 @@ module card_tx_w512 (
     reg  [185:0] ctx [0:1023];               // static TX context per QP: SQ base and log, TXS base and log, MULPDU, markers, CRC, rev0, send CQ, ORD, PD
     reg  [58:0] dbs_a [0:1023];              // doorbell state, read by the doorbell path
     reg  [58:0] dbs_e [0:1023];              // doorbell state, read by the engine
+    reg  [31:0] sq_db [0:1023];              // {next block to start, SQ_CI}, read by the doorbell path
+    reg  [4:0] sq_log_db [0:1023];           // the SQ's log2 size, read by the doorbell path
     reg  [149:0] eng [0:1023];               // engine state per QP: the stream end taken and the Reads it flushes still to complete, walk (the WQE at SQ_CI may be done: sent behind a Read that has completed), Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI
     reg  [9:0] sched [0:1023];               // QPs with work, in turn
     reg  [367:0] rrp_data [0:15];            // Read Request records
@@ -5271,14 +5287,14 @@ module card_tx_w512 (
     assign ctx_rd_addr = sched_rd;
     assign rreq_can = s_rreq_valid & rrp_room;
     assign end_can = s_end_valid & ~s_end_lost;
-    assign s_db_ready = (((~db_v & ~cmd_valid) & ~s_rdone_valid) & ~end_can) & ~rreq_can;
+    assign s_db_ready = ((((~db_v & ~cmd_valid) & ~s_rdone_valid) & ~end_can) & ~rreq_can) & ~baddb_v;
     assign s_rdone_ready = ~db_v & ~cmd_valid;
     assign s_rreq_ready = (((~db_v & ~cmd_valid) & ~s_rdone_valid) & ~end_can) & rrp_room;
     assign rdone_take = (s_rdone_valid & ~db_v) & ~cmd_valid;
     assign end_take = ((end_can & ~db_v) & ~cmd_valid) & ~s_rdone_valid;
     assign s_end_ready = end_take | (cmd_sel_lost & cmd_go);
     assign rreq_take = (((rreq_can & ~db_v) & ~cmd_valid) & ~s_rdone_valid) & ~end_can;
-    assign db_take = ((((s_db_valid & ~db_v) & ~cmd_valid) & ~s_rdone_valid) & ~end_can) & ~rreq_can;
+    assign db_take = (((((s_db_valid & ~db_v) & ~cmd_valid) & ~s_rdone_valid) & ~end_can) & ~rreq_can) & ~baddb_v;
     assign rrp_free_idx = ~rrp0_v ? 4'h0 : (~rrp1_v ? 4'h1 : (~rrp2_v ? 4'h2 : (~rrp3_v ? 4'h3 : (~rrp4_v ? 4'h4 : (~rrp5_v ? 4'h5 : (~rrp6_v ? 4'h6 : (~rrp7_v ? 4'h7 : (~rrp8_v ? 4'h8 : (~rrp9_v ? 4'h9 : (~rrp10_v ? 4'ha : (~rrp11_v ? 4'hb : (~rrp12_v ? 4'hc : (~rrp13_v ? 4'hd : (~rrp14_v ? 4'he : (~rrp15_v ? 4'hf : 4'h0)))))))))))))));
     assign rrp_can_take = (((((((((((((((1'h0 | ~rrp15_v) | ~rrp14_v) | ~rrp13_v) | ~rrp12_v) | ~rrp11_v) | ~rrp10_v) | ~rrp9_v) | ~rrp8_v) | ~rrp7_v) | ~rrp6_v) | ~rrp5_v) | ~rrp4_v) | ~rrp3_v) | ~rrp2_v) | ~rrp1_v) | ~rrp0_v;
     assign rrp0_match = rrp0_v & (rrp0_qp == cur_qp);
@@ -5390,7 +5406,30 @@ module card_tx_w512 (
     assign db_old_rr = dbs_a_rd[57:53];
     assign db_new_rr = db_rreq_q ? (db_old_rr + 5'h01) : db_old_rr;
     assign db_new_end = dbs_a_rd[58] | db_end_q;
-    assign db_new_pi = db_is_push ? (db_old_pi + 16'h0001) : (db_is_sq ? db_value_q[15:0] : db_old_pi);
+    assign db_ask_pi = db_is_push ? (db_old_pi + 16'h0001) : (db_is_sq ? db_value_q[15:0] : db_old_pi);
+    assign db_sq_ci = sq_db_rd[15:0];
+    assign db_posted = db_ask_pi - db_sq_ci;
+    assign db_over = |db_posted & |((db_posted - 16'h0001) & ~{
+        5'h0f < sq_log_db_rd,
+        5'h0e < sq_log_db_rd,
+        5'h0d < sq_log_db_rd,
+        5'h0c < sq_log_db_rd,
+        5'h0b < sq_log_db_rd,
+        5'h0a < sq_log_db_rd,
+        5'h09 < sq_log_db_rd,
+        5'h08 < sq_log_db_rd,
+        5'h07 < sq_log_db_rd,
+        5'h06 < sq_log_db_rd,
+        5'h05 < sq_log_db_rd,
+        5'h04 < sq_log_db_rd,
+        5'h03 < sq_log_db_rd,
+        5'h02 < sq_log_db_rd,
+        5'h01 < sq_log_db_rd,
+        5'h00 < sq_log_db_rd
+    });
+    assign db_behind = db_posted < (sq_db_rd[31:16] - db_sq_ci);
+    assign db_bad = (db_is_sq | db_is_push) & (db_over | db_behind);
+    assign db_new_pi = db_bad ? db_old_pi : db_ask_pi;
     assign db_new_ci = db_is_txs ? db_value_q : db_old_ci;
     assign db_fire = db_v & ~eng_requeue;
     assign db_acts = ((((db_is_sq | db_is_txs) | db_is_push) | db_is_rdone) | db_rreq_q) | db_end_q;
@@ -7455,7 +7494,9 @@ module card_tx_w512 (
     assign err_enqueue = qp_to_error & ~|(queued & qerr_1h);
     assign sched_push = (eng_requeue | db_enqueue) | err_enqueue;
     assign sched_push_qp = eng_requeue ? cur_qp : (db_v ? db_qp : cmd_num);
-    assign push_new = (db_fire & db_is_push) & db_push_ok_q;
+    assign push_new = ((db_fire & db_is_push) & db_push_ok_q) & ~db_bad;
+    assign m_baddb_valid = baddb_v;
+    assign m_baddb_qpn = baddb_qpn;
     assign ld_txs_log = ctx_rd[70:66];
     assign db_hit_cur = (((db_fire & db_acts) & (db_qp == cur_qp)) & ~in_state0) & ~in_state1;
     assign dbw_last_hit = dbw_last_v & (dbw_last_qp == cur_qp);
@@ -9038,6 +9079,7 @@ module card_tx_w512 (
         f_off,
         new_sq_ci
     };
+    assign sq_wb_data = {new_sq_next, new_sq_ci};
     assign more_work = ((cur_rreq != new_rreq_used) | prot) | ((((flush_mode | prot) | rsp_fault) | cur_error) ? (new_sq_ci != cur_sq_pi) : (((new_sq_next != cur_sq_pi) | ((new_orq != 5'h00) & ((cur_rdone != new_rdone_used) | (new_end_flush != 5'h00)))) | (new_walk & (new_sq_ci != new_sq_next))));
     assign qeng_qp = cur_qp;
     assign qeng_1h = {
@@ -10593,6 +10635,22 @@ module card_tx_w512 (
             db_v <= 1'h0;
         end else begin
             db_v <= (((db_take | rdone_take) | rreq_take) | end_take) | (db_v & ~db_fire);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            baddb_v <= 1'h0;
+        end else begin
+            baddb_v <= (db_fire & db_bad) | (baddb_v & ~m_baddb_ready);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            baddb_qpn <= 10'h000;
+        end else if (db_fire & db_bad) begin
+            baddb_qpn <= db_qp;
         end
     end
 
@@ -12287,6 +12345,22 @@ module card_tx_w512 (
             dbs_e[dbs_wr_addr] <= dbs_wr_data;
         end
         dbs_e_rd <= dbs_e[ctx_rd_addr];
+    end
+
+    // sq_db: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (cmd_create | in_state11) begin
+            sq_db[cmd_create ? cmd_num : cur_qp] <= cmd_create ? 32'h00000000 : sq_wb_data;
+        end
+        sq_db_rd <= sq_db[dbs_rd_addr];
+    end
+
+    // sq_log_db: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (cmd_create) begin
+            sq_log_db[cmd_num] <= s_qp_sq_log;
+        end
+        sq_log_db_rd <= sq_log_db[dbs_rd_addr];
     end
 
     // eng: synchronous write, synchronous read (block RAM)

@@ -152,6 +152,9 @@ entity card_tx_w64 is
         m_cpl_txs_pi : out std_logic_vector(31 downto 0); -- the QP's TXS_PI after this WQE's FPDUs (status record)
         m_cpl_term : out std_logic;          -- the record is a Terminate's (no CQE): the QP is in ERROR and its transmit stream closed
         m_cpl_term_cause : out std_logic_vector(15 downto 0); -- CQE TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0
+        m_baddb_valid : out std_logic;       -- an SQ_PI doorbell (or a push) moved SQ_PI more than the SQ's size past SQ_CI, or behind the blocks the engine has taken: the QP goes to error with QP_ERROR BAD_DOORBELL (the top's QP command fork), SQ_PI unchanged; doorbells wait until it is taken
+        m_baddb_ready : in  std_logic;
+        m_baddb_qpn : out std_logic_vector(9 downto 0);
         cq_tight : in  std_logic_vector(1023 downto 0); -- card_cq's cq_tight: bit n, CQ n has few entries free
         cpl_hold : in  std_logic;            -- a completion is on its way to card_cq (card_stat, card_cq) or a CQ overrun is being served: a WQE on a tight CQ waits
         stat_halt : out std_logic;           -- sticky: a DMA read error of a WQE stopped a QP
@@ -264,6 +267,7 @@ architecture rtl of card_tx_w64 is
     signal in_state15 : std_logic;
     signal in_state16 : std_logic;
     signal db_v : std_logic := '0';          -- a doorbell is being served
+    signal baddb_v : std_logic := '0';       -- a bad SQ_PI's QP waits to go to error
     signal lost_sel : std_logic := '0';      -- the lost record is the command whose state was read
     signal term_sel : std_logic := '0';      -- the Terminate record is the command whose state was read
     signal term_ev_v : std_logic := '0';     -- a TERM_SENT event waits to be taken
@@ -305,6 +309,9 @@ architecture rtl of card_tx_w64 is
     signal dbs_rd_addr : std_logic_vector(9 downto 0);
     signal dbs_a_rd : std_logic_vector(58 downto 0); -- read data of dbs_a
     signal dbs_e_rd : std_logic_vector(58 downto 0); -- read data of dbs_e
+    signal sq_wb_data : std_logic_vector(31 downto 0); -- {next block to start, SQ_CI} as the engine writes them back
+    signal sq_db_rd : std_logic_vector(31 downto 0); -- read data of sq_db
+    signal sq_log_db_rd : std_logic_vector(4 downto 0); -- read data of sq_log_db
     signal eng_wb_data : std_logic_vector(149 downto 0); -- {end_seen, end_flush, walk, rreq_used, rdone_used, orq, sq_next, read msn, msn, txs_pi, sq_ci}
     signal eng_rd : std_logic_vector(149 downto 0); -- read data of eng
     signal sched_head : std_logic_vector(10 downto 0) := "00000000000";
@@ -476,6 +483,12 @@ architecture rtl of card_tx_w64 is
     signal db_old_rr : std_logic_vector(4 downto 0);
     signal db_new_rr : std_logic_vector(4 downto 0); -- Read Request records received (modulo 32)
     signal db_new_end : std_logic;           -- the peer's stream ended (sticky until CREATE)
+    signal db_ask_pi : std_logic_vector(15 downto 0); -- the SQ_PI the doorbell asks for
+    signal db_sq_ci : std_logic_vector(15 downto 0);
+    signal db_posted : std_logic_vector(15 downto 0); -- blocks from SQ_CI to the asked SQ_PI
+    signal db_over : std_logic;              -- more than the SQ's size
+    signal db_behind : std_logic;            -- behind the blocks the engine has taken
+    signal db_bad : std_logic;               -- a bad SQ_PI: the QP goes to error, SQ_PI stays
     signal db_new_pi : std_logic_vector(15 downto 0);
     signal db_new_ci : std_logic_vector(31 downto 0);
     signal eng_requeue : std_logic;          -- the engine puts its QP back in the FIFO
@@ -488,6 +501,7 @@ architecture rtl of card_tx_w64 is
     signal qerr_1h : std_logic_vector(1023 downto 0);
     signal err_enqueue : std_logic;          -- a QP put in error flushes its posted work
     signal push_new : std_logic;             -- a pushed block is kept
+    signal baddb_qpn : std_logic_vector(9 downto 0) := "0000000000";
     signal cur_sq_base : std_logic_vector(57 downto 0);
     signal cur_sq_log : std_logic_vector(4 downto 0);
     signal cur_txs_base : std_logic_vector(51 downto 0);
@@ -1136,6 +1150,10 @@ architecture rtl of card_tx_w64 is
     signal dbs_a : dbs_a_t;                  -- doorbell state, read by the doorbell path
     type dbs_e_t is array (0 to 1023) of std_logic_vector(58 downto 0);
     signal dbs_e : dbs_e_t;                  -- doorbell state, read by the engine
+    type sq_db_t is array (0 to 1023) of std_logic_vector(31 downto 0);
+    signal sq_db : sq_db_t;                  -- {next block to start, SQ_CI}, read by the doorbell path
+    type sq_log_db_t is array (0 to 1023) of std_logic_vector(4 downto 0);
+    signal sq_log_db : sq_log_db_t;          -- the SQ's log2 size, read by the doorbell path
     type eng_t is array (0 to 1023) of std_logic_vector(149 downto 0);
     signal eng : eng_t;                      -- engine state per QP: the stream end taken and the Reads it flushes still to complete, walk (the WQE at SQ_CI may be done: sent behind a Read that has completed), Read Request records answered, Read dones taken, RDMA Reads outstanding (ORQ), next SQ block to start, next Read Request MSN, next Send MSN, TXS_PI (the stream offset), SQ_CI
     type sched_t is array (0 to 1023) of std_logic_vector(9 downto 0);
@@ -5305,14 +5323,14 @@ begin
     ctx_rd_addr <= sched_rd;
     rreq_can <= s_rreq_valid and rrp_room;
     end_can <= s_end_valid and (not s_end_lost);
-    s_db_ready <= ((((not db_v) and (not cmd_valid)) and (not s_rdone_valid)) and (not end_can)) and (not rreq_can);
+    s_db_ready <= (((((not db_v) and (not cmd_valid)) and (not s_rdone_valid)) and (not end_can)) and (not rreq_can)) and (not baddb_v);
     s_rdone_ready <= (not db_v) and (not cmd_valid);
     s_rreq_ready <= ((((not db_v) and (not cmd_valid)) and (not s_rdone_valid)) and (not end_can)) and rrp_room;
     rdone_take <= (s_rdone_valid and (not db_v)) and (not cmd_valid);
     end_take <= ((end_can and (not db_v)) and (not cmd_valid)) and (not s_rdone_valid);
     s_end_ready <= end_take or (cmd_sel_lost and cmd_go);
     rreq_take <= (((rreq_can and (not db_v)) and (not cmd_valid)) and (not s_rdone_valid)) and (not end_can);
-    db_take <= ((((s_db_valid and (not db_v)) and (not cmd_valid)) and (not s_rdone_valid)) and (not end_can)) and (not rreq_can);
+    db_take <= (((((s_db_valid and (not db_v)) and (not cmd_valid)) and (not s_rdone_valid)) and (not end_can)) and (not rreq_can)) and (not baddb_v);
     rrp_free_idx <= mux(not rrp0_v, x"0", mux(not rrp1_v, x"1", mux(not rrp2_v, x"2", mux(not rrp3_v, x"3", mux(not rrp4_v, x"4", mux(not rrp5_v, x"5", mux(not rrp6_v, x"6", mux(not rrp7_v, x"7", mux(not rrp8_v, x"8", mux(not rrp9_v, x"9", mux(not rrp10_v, x"a", mux(not rrp11_v, x"b", mux(not rrp12_v, x"c", mux(not rrp13_v, x"d", mux(not rrp14_v, x"e", mux(not rrp15_v, x"f", x"0"))))))))))))))));
     rrp_can_take <= ((((((((((((((('0' or (not rrp15_v)) or (not rrp14_v)) or (not rrp13_v)) or (not rrp12_v)) or (not rrp11_v)) or (not rrp10_v)) or (not rrp9_v)) or (not rrp8_v)) or (not rrp7_v)) or (not rrp6_v)) or (not rrp5_v)) or (not rrp4_v)) or (not rrp3_v)) or (not rrp2_v)) or (not rrp1_v)) or (not rrp0_v);
     rrp0_match <= rrp0_v and b2l(rrp0_qp = cur_qp);
@@ -5424,7 +5442,30 @@ begin
     db_old_rr <= dbs_a_rd(57 downto 53);
     db_new_rr <= mux(db_rreq_q, std_logic_vector(unsigned(db_old_rr) + unsigned'("00001")), db_old_rr);
     db_new_end <= dbs_a_rd(58) or db_end_q;
-    db_new_pi <= mux(db_is_push, std_logic_vector(unsigned(db_old_pi) + unsigned'(x"0001")), mux(db_is_sq, db_value_q(15 downto 0), db_old_pi));
+    db_ask_pi <= mux(db_is_push, std_logic_vector(unsigned(db_old_pi) + unsigned'(x"0001")), mux(db_is_sq, db_value_q(15 downto 0), db_old_pi));
+    db_sq_ci <= sq_db_rd(15 downto 0);
+    db_posted <= std_logic_vector(unsigned(db_ask_pi) - unsigned(db_sq_ci));
+    db_over <= (or db_posted) and (or (std_logic_vector(unsigned(db_posted) - unsigned'(x"0001")) and (not std_logic_vector'(
+        b2l(unsigned'("01111") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01110") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01101") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01100") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01011") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01010") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01001") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("01000") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00111") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00110") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00101") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00100") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00011") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00010") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00001") < unsigned(sq_log_db_rd)) &
+        b2l(unsigned'("00000") < unsigned(sq_log_db_rd))
+    ))));
+    db_behind <= b2l(unsigned(db_posted) < unsigned(std_logic_vector(unsigned(sq_db_rd(31 downto 16)) - unsigned(db_sq_ci))));
+    db_bad <= (db_is_sq or db_is_push) and (db_over or db_behind);
+    db_new_pi <= mux(db_bad, db_old_pi, db_ask_pi);
     db_new_ci <= mux(db_is_txs, db_value_q, db_old_ci);
     db_fire <= db_v and (not eng_requeue);
     db_acts <= ((((db_is_sq or db_is_txs) or db_is_push) or db_is_rdone) or db_rreq_q) or db_end_q;
@@ -7489,7 +7530,9 @@ begin
     err_enqueue <= qp_to_error and (not (or (queued and qerr_1h)));
     sched_push <= (eng_requeue or db_enqueue) or err_enqueue;
     sched_push_qp <= mux(eng_requeue, cur_qp, mux(db_v, db_qp, cmd_num));
-    push_new <= (db_fire and db_is_push) and db_push_ok_q;
+    push_new <= ((db_fire and db_is_push) and db_push_ok_q) and (not db_bad);
+    m_baddb_valid <= baddb_v;
+    m_baddb_qpn <= baddb_qpn;
     ld_txs_log <= ctx_rd(70 downto 66);
     db_hit_cur <= (((db_fire and db_acts) and b2l(db_qp = cur_qp)) and (not in_state0)) and (not in_state1);
     dbw_last_hit <= dbw_last_v and b2l(dbw_last_qp = cur_qp);
@@ -9007,6 +9050,7 @@ begin
         f_off &
         new_sq_ci
     );
+    sq_wb_data <= std_logic_vector'(new_sq_next & new_sq_ci);
     more_work <= (b2l(cur_rreq /= new_rreq_used) or prot) or mux(((flush_mode or prot) or rsp_fault) or cur_error, b2l(new_sq_ci /= cur_sq_pi), (b2l(new_sq_next /= cur_sq_pi) or (b2l(new_orq /= "00000") and (b2l(cur_rdone /= new_rdone_used) or b2l(new_end_flush /= "00000")))) or (new_walk and b2l(new_sq_ci /= new_sq_next)));
     qeng_qp <= cur_qp;
     qeng_1h <= std_logic_vector'(
@@ -10773,6 +10817,28 @@ begin
                 db_v <= '0';
             else
                 db_v <= (((db_take or rdone_take) or rreq_take) or end_take) or (db_v and (not db_fire));
+            end if;
+        end if;
+    end process;
+
+    baddb_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                baddb_v <= '0';
+            else
+                baddb_v <= (db_fire and db_bad) or (baddb_v and (not m_baddb_ready));
+            end if;
+        end if;
+    end process;
+
+    baddb_qpn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                baddb_qpn <= "0000000000";
+            elsif (db_fire and db_bad) = '1' then
+                baddb_qpn <= db_qp;
             end if;
         end if;
     end process;
@@ -13397,6 +13463,28 @@ begin
                 dbs_e(to_integer(unsigned(dbs_wr_addr))) <= dbs_wr_data;
             end if;
             dbs_e_rd <= dbs_e(to_integer(unsigned(ctx_rd_addr)));
+        end if;
+    end process;
+
+    -- sq_db: synchronous write, synchronous read (block RAM)
+    sq_db_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (cmd_create or in_state11) = '1' then
+                sq_db(to_integer(unsigned(mux(cmd_create, cmd_num, cur_qp)))) <= mux(cmd_create, x"00000000", sq_wb_data);
+            end if;
+            sq_db_rd <= sq_db(to_integer(unsigned(dbs_rd_addr)));
+        end if;
+    end process;
+
+    -- sq_log_db: synchronous write, synchronous read (block RAM)
+    sq_log_db_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if cmd_create = '1' then
+                sq_log_db(to_integer(unsigned(cmd_num))) <= s_qp_sq_log;
+            end if;
+            sq_log_db_rd <= sq_log_db(to_integer(unsigned(dbs_rd_addr)));
         end if;
     end process;
 

@@ -201,6 +201,8 @@ module iwcard_w512 (
     wire [31:0]    tx_m_cpl_txs_pi;
     wire           tx_m_cpl_term;
     wire [15:0]    tx_m_cpl_term_cause;
+    wire           tx_m_baddb_valid;
+    wire [9:0]     tx_m_baddb_qpn;
     wire           tx_stat_halt;
     wire [9:0]     tx_stat_halt_qpn;
     wire           tx_stat_dma_err;
@@ -511,7 +513,9 @@ module iwcard_w512 (
     wire           eng_rst;                  // the engines' reset
     wire           qpcmd_bd_offer;           // a bad RXS_PI doorbell's or cut stream's QP waits to go to error
     reg            qpcmd_bd_sel;             // the command in the fork is a bad doorbell's ERROR
+    reg            qpcmd_bd_tx;              // ... card_tx's
     wire           qpcmd_bd;
+    wire           qpcmd_bd_is_tx;           // the bad doorbell is card_tx's SQ_PI
     wire [3:0]     qpcmd_op;                 // QP_OP ERROR for a bad doorbell
     wire [15:0]    qpcmd_qpn;
     reg            qpcmd_done0;              // this target already took the record
@@ -521,7 +525,7 @@ module iwcard_w512 (
     wire           qpcmd_valid1;
     wire           qpcmd_valid2;
     wire           qpcmd_ready;              // every selected target has the record
-    wire           qpcmd_bd_taken;           // every engine has the bad doorbell's ERROR: m_err is taken
+    wire           qpcmd_bd_taken;           // every engine has card_rx's bad doorbell's ERROR: m_err is taken
     reg            db_done0;                 // this target already took the record
     reg            db_done1;                 // this target already took the record
     reg            db_done2;                 // this target already took the record
@@ -553,6 +557,7 @@ module iwcard_w512 (
     wire           term_g3;
     wire           term_valid;
     wire           term_take;                // card_tx takes the record
+    wire           qpcmd_bd_tx_taken;        // every engine has card_tx's bad SQ_PI's ERROR
     wire           cpl_hold;                 // a completion has no verdict yet, or an overrun's QPs are not all in error
     wire           end_go;                   // placement is empty: a stream-end record may pass
     wire           unused_outputs;           // block outputs the card does not use yet (docs/card-rtl.md), kept for lint
@@ -588,14 +593,15 @@ module iwcard_w512 (
     assign irq_valid = cq_irq_valid;
     assign irq_vector = cq_irq_vector;
     assign qpcmd_bd_offer = rx_m_err_valid & ((rx_m_err_kind == 3'h7) | (rx_m_err_kind == 3'h6));
-    assign qpcmd_bd = qpcmd_bd_sel | (qpcmd_bd_offer & ~regs_qp_cmd_valid);
+    assign qpcmd_bd = qpcmd_bd_sel | ((qpcmd_bd_offer | tx_m_baddb_valid) & ~regs_qp_cmd_valid);
+    assign qpcmd_bd_is_tx = qpcmd_bd_sel ? qpcmd_bd_tx : ~qpcmd_bd_offer;
     assign qpcmd_op = qpcmd_bd ? 4'h3 : regs_qp_cmd_op;
-    assign qpcmd_qpn = qpcmd_bd ? {6'h00, rx_m_err_qp} : regs_qp_num_qpn;
+    assign qpcmd_qpn = qpcmd_bd ? (qpcmd_bd_is_tx ? {6'h00, tx_m_baddb_qpn} : {6'h00, rx_m_err_qp}) : regs_qp_num_qpn;
     assign qpcmd_valid0 = ((regs_qp_cmd_valid | qpcmd_bd) & 1'h1) & ~qpcmd_done0;
     assign qpcmd_valid1 = ((regs_qp_cmd_valid | qpcmd_bd) & 1'h1) & ~qpcmd_done1;
     assign qpcmd_valid2 = ((regs_qp_cmd_valid | qpcmd_bd) & 1'h1) & ~qpcmd_done2;
     assign qpcmd_ready = (regs_qp_cmd_valid | qpcmd_bd) & ((((~1'h1 | qpcmd_done0) | tx_s_qp_ready) & ((~1'h1 | qpcmd_done1) | rx_qp_cmd_ready)) & ((~1'h1 | qpcmd_done2) | st_qp_cmd_ready));
-    assign qpcmd_bd_taken = qpcmd_bd & qpcmd_ready;
+    assign qpcmd_bd_taken = (qpcmd_bd & qpcmd_ready) & ~qpcmd_bd_is_tx;
     assign db_valid0 = (regs_m_db_valid & ((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5))) & ~db_done0;
     assign db_valid1 = (regs_m_db_valid & (((1'h0 | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h5))) & ~db_done1;
     assign db_valid2 = (regs_m_db_valid & (1'h0 | (regs_m_db_kind == 3'h0))) & ~db_done2;
@@ -615,6 +621,7 @@ module iwcard_w512 (
     assign term_valid = ((term_g0 | term_g1) | term_g2) | term_g3;
     assign term_take = term_valid & tx_s_term_ready;
     assign sweep_taken = term_take & term_g3;
+    assign qpcmd_bd_tx_taken = (qpcmd_bd & qpcmd_ready) & qpcmd_bd_is_tx;
     assign cpl_hold = ((st_busy | cq_cpl_busy) | cq_m_overrun_valid) | sweep_busy;
     assign end_go = ~pl_busy;
     assign unused_outputs = |{
@@ -691,6 +698,14 @@ module iwcard_w512 (
             qpcmd_bd_sel <= 1'h0;
         end else begin
             qpcmd_bd_sel <= qpcmd_bd & ~qpcmd_ready;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            qpcmd_bd_tx <= 1'h0;
+        end else begin
+            qpcmd_bd_tx <= qpcmd_bd_is_tx;
         end
     end
 
@@ -958,6 +973,9 @@ module iwcard_w512 (
         .m_cpl_txs_pi(tx_m_cpl_txs_pi),
         .m_cpl_term(tx_m_cpl_term),
         .m_cpl_term_cause(tx_m_cpl_term_cause),
+        .m_baddb_valid(tx_m_baddb_valid),
+        .m_baddb_ready(qpcmd_bd_tx_taken),
+        .m_baddb_qpn(tx_m_baddb_qpn),
         .cq_tight(cq_cq_tight),
         .cpl_hold(cpl_hold),
         .stat_halt(tx_stat_halt),
@@ -1293,8 +1311,8 @@ module iwcard_w512 (
         .qp_cmd_ready(st_qp_cmd_ready),
         .qp_cmd_op(qpcmd_op),
         .qp_num_qpn(qpcmd_qpn),
-        .qp_cmd_bad_db(qpcmd_bd & (rx_m_err_kind == 3'h7)),
-        .qp_cmd_cut(qpcmd_bd & (rx_m_err_kind == 3'h6)),
+        .qp_cmd_bad_db(qpcmd_bd & (qpcmd_bd_is_tx | (rx_m_err_kind == 3'h7))),
+        .qp_cmd_cut((qpcmd_bd & ~qpcmd_bd_is_tx) & (rx_m_err_kind == 3'h6)),
         .qpstat_base_lo(regs_qpstat_base_lo),
         .qpstat_base_hi(regs_qpstat_base_hi),
         .s_db_valid(db_valid3),

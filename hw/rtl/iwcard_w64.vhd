@@ -232,6 +232,8 @@ architecture rtl of iwcard_w64 is
     signal tx_m_cpl_txs_pi : std_logic_vector(31 downto 0);
     signal tx_m_cpl_term : std_logic;
     signal tx_m_cpl_term_cause : std_logic_vector(15 downto 0);
+    signal tx_m_baddb_valid : std_logic;
+    signal tx_m_baddb_qpn : std_logic_vector(9 downto 0);
     signal tx_stat_halt : std_logic;
     signal tx_stat_halt_qpn : std_logic_vector(9 downto 0);
     signal tx_stat_dma_err : std_logic;
@@ -542,7 +544,9 @@ architecture rtl of iwcard_w64 is
     signal eng_rst : std_logic;              -- the engines' reset
     signal qpcmd_bd_offer : std_logic;       -- a bad RXS_PI doorbell's or cut stream's QP waits to go to error
     signal qpcmd_bd_sel : std_logic := '0';  -- the command in the fork is a bad doorbell's ERROR
+    signal qpcmd_bd_tx : std_logic := '0';   -- ... card_tx's
     signal qpcmd_bd : std_logic;
+    signal qpcmd_bd_is_tx : std_logic;       -- the bad doorbell is card_tx's SQ_PI
     signal qpcmd_op : std_logic_vector(3 downto 0); -- QP_OP ERROR for a bad doorbell
     signal qpcmd_qpn : std_logic_vector(15 downto 0);
     signal qpcmd_done0 : std_logic := '0';   -- this target already took the record
@@ -552,7 +556,7 @@ architecture rtl of iwcard_w64 is
     signal qpcmd_valid1 : std_logic;
     signal qpcmd_valid2 : std_logic;
     signal qpcmd_ready : std_logic;          -- every selected target has the record
-    signal qpcmd_bd_taken : std_logic;       -- every engine has the bad doorbell's ERROR: m_err is taken
+    signal qpcmd_bd_taken : std_logic;       -- every engine has card_rx's bad doorbell's ERROR: m_err is taken
     signal db_done0 : std_logic := '0';      -- this target already took the record
     signal db_done1 : std_logic := '0';      -- this target already took the record
     signal db_done2 : std_logic := '0';      -- this target already took the record
@@ -584,6 +588,7 @@ architecture rtl of iwcard_w64 is
     signal term_g3 : std_logic;
     signal term_valid : std_logic;
     signal term_take : std_logic;            -- card_tx takes the record
+    signal qpcmd_bd_tx_taken : std_logic;    -- every engine has card_tx's bad SQ_PI's ERROR
     signal cpl_hold : std_logic;             -- a completion has no verdict yet, or an overrun's QPs are not all in error
     signal end_go : std_logic;               -- placement is empty: a stream-end record may pass
     signal unused_outputs : std_logic;       -- block outputs the card does not use yet (docs/card-rtl.md), kept for lint
@@ -620,14 +625,15 @@ begin
     irq_valid <= cq_irq_valid;
     irq_vector <= cq_irq_vector;
     qpcmd_bd_offer <= rx_m_err_valid and (b2l(rx_m_err_kind = "111") or b2l(rx_m_err_kind = "110"));
-    qpcmd_bd <= qpcmd_bd_sel or (qpcmd_bd_offer and (not regs_qp_cmd_valid));
+    qpcmd_bd <= qpcmd_bd_sel or ((qpcmd_bd_offer or tx_m_baddb_valid) and (not regs_qp_cmd_valid));
+    qpcmd_bd_is_tx <= mux(qpcmd_bd_sel, qpcmd_bd_tx, not qpcmd_bd_offer);
     qpcmd_op <= mux(qpcmd_bd, x"3", regs_qp_cmd_op);
-    qpcmd_qpn <= mux(qpcmd_bd, std_logic_vector'("000000" & rx_m_err_qp), regs_qp_num_qpn);
+    qpcmd_qpn <= mux(qpcmd_bd, mux(qpcmd_bd_is_tx, std_logic_vector'("000000" & tx_m_baddb_qpn), std_logic_vector'("000000" & rx_m_err_qp)), regs_qp_num_qpn);
     qpcmd_valid0 <= ((regs_qp_cmd_valid or qpcmd_bd) and '1') and (not qpcmd_done0);
     qpcmd_valid1 <= ((regs_qp_cmd_valid or qpcmd_bd) and '1') and (not qpcmd_done1);
     qpcmd_valid2 <= ((regs_qp_cmd_valid or qpcmd_bd) and '1') and (not qpcmd_done2);
     qpcmd_ready <= (regs_qp_cmd_valid or qpcmd_bd) and (((((not '1') or qpcmd_done0) or tx_s_qp_ready) and (((not '1') or qpcmd_done1) or rx_qp_cmd_ready)) and (((not '1') or qpcmd_done2) or st_qp_cmd_ready));
-    qpcmd_bd_taken <= qpcmd_bd and qpcmd_ready;
+    qpcmd_bd_taken <= (qpcmd_bd and qpcmd_ready) and (not qpcmd_bd_is_tx);
     db_valid0 <= (regs_m_db_valid and (((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101"))) and (not db_done0);
     db_valid1 <= (regs_m_db_valid and ((('0' or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "101"))) and (not db_done1);
     db_valid2 <= (regs_m_db_valid and ('0' or b2l(regs_m_db_kind = "000"))) and (not db_done2);
@@ -647,6 +653,7 @@ begin
     term_valid <= ((term_g0 or term_g1) or term_g2) or term_g3;
     term_take <= term_valid and tx_s_term_ready;
     sweep_taken <= term_take and term_g3;
+    qpcmd_bd_tx_taken <= (qpcmd_bd and qpcmd_ready) and qpcmd_bd_is_tx;
     cpl_hold <= ((st_busy or cq_cpl_busy) or cq_m_overrun_valid) or sweep_busy;
     end_go <= not pl_busy;
     unused_outputs <= or std_logic_vector'(
@@ -737,6 +744,17 @@ begin
                 qpcmd_bd_sel <= '0';
             else
                 qpcmd_bd_sel <= qpcmd_bd and (not qpcmd_ready);
+            end if;
+        end if;
+    end process;
+
+    qpcmd_bd_tx_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                qpcmd_bd_tx <= '0';
+            else
+                qpcmd_bd_tx <= qpcmd_bd_is_tx;
             end if;
         end if;
     end process;
@@ -1047,6 +1065,9 @@ begin
             m_cpl_txs_pi => tx_m_cpl_txs_pi,
             m_cpl_term => tx_m_cpl_term,
             m_cpl_term_cause => tx_m_cpl_term_cause,
+            m_baddb_valid => tx_m_baddb_valid,
+            m_baddb_ready => qpcmd_bd_tx_taken,
+            m_baddb_qpn => tx_m_baddb_qpn,
             cq_tight => cq_cq_tight,
             cpl_hold => cpl_hold,
             stat_halt => tx_stat_halt,
@@ -1385,8 +1406,8 @@ begin
             qp_cmd_ready => st_qp_cmd_ready,
             qp_cmd_op => qpcmd_op,
             qp_num_qpn => qpcmd_qpn,
-            qp_cmd_bad_db => qpcmd_bd and b2l(rx_m_err_kind = "111"),
-            qp_cmd_cut => qpcmd_bd and b2l(rx_m_err_kind = "110"),
+            qp_cmd_bad_db => qpcmd_bd and (qpcmd_bd_is_tx or b2l(rx_m_err_kind = "111")),
+            qp_cmd_cut => (qpcmd_bd and (not qpcmd_bd_is_tx)) and b2l(rx_m_err_kind = "110"),
             qpstat_base_lo => regs_qpstat_base_lo,
             qpstat_base_hi => regs_qpstat_base_hi,
             s_db_valid => db_valid3,

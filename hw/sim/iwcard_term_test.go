@@ -379,6 +379,54 @@ func TestCardCosimBadDoorbell(t *testing.T) {
 	}
 }
 
+// TestCardCosimBadSQDoorbell runs the whole-card workload, then gives each
+// QP an SQ_PI doorbell the card model's ringMoved refuses: more than the
+// SQ's size past SQ_CI, or behind SQ_CI (a producer index that went
+// back). The RTL card must do as the model does: QP_ERROR BAD_DOORBELL,
+// no Terminate, the QP in ERROR with TX_CLOSED, SQ_PI left where it was
+// (nothing of the bad range is read or flushed), and what is posted after
+// it flushed.
+func TestCardCosimBadSQDoorbell(t *testing.T) {
+	for _, w := range gen.CardTopWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			b := newWCBench(t, w, seed, wcTiming, 2)
+			for round := 0; round < 4; round++ {
+				b.round(round)
+			}
+			tx := map[uint32]int{}
+			for i, q := range b.qps {
+				tx[q.n] = len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil))
+				v := uint32(q.pi + uint16(1)<<q.sqLog + 1) // past the ring
+				if i == 1 {
+					v = uint32(q.pi - 1) // went back
+				}
+				require.NoError(t, b.model.Write32(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBSQPI, v&0xffff))
+				require.NoError(t, b.rtl.RegWrite(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBSQPI, v&0xffff))
+				require.NoError(t, b.rtl.Step(b.rng.IntN(400)))
+			}
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.compare()
+			errs := map[uint32]uint32{}
+			for _, e := range b.rWrite[wcKey{"eqe", 0}] {
+				if ev := cs.EQE(e); ev.Type() == cs.EQETypeQPError {
+					errs[ev.Obj()] = ev.Info()
+				}
+			}
+			for _, q := range b.qps {
+				st := b.rtlStat(q.n)
+				require.Equal(t, cs.QPStateError, st.State(), "seed %d QP %d: state", seed, q.n)
+				require.True(t, st.TXClosed(), "seed %d QP %d: TX_CLOSED", seed, q.n)
+				require.EqualValues(t, cs.QPErrBadDoorbell, errs[q.n], "seed %d QP %d: QP_ERROR's INFO", seed, q.n)
+				require.Equal(t, tx[q.n], len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil)), "seed %d QP %d: a Terminate was sent", seed, q.n)
+				require.Equal(t, q.pi, st.SQCI(), "seed %d QP %d: SQ_CI moved into the bad range", seed, q.n)
+			}
+			b.postAfterError()
+		})
+	}
+}
+
 // TestCardCosimAfterError runs the whole-card workload, puts each QP in
 // error with QP_CMD ERROR, then has the peer send it RDMA Writes: the card
 // model reads a QP's receive ring no more once it is in error, so nothing

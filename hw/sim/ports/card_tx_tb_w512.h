@@ -55,6 +55,7 @@
     X(m_ev_ready, 1) \
     X(m_rreq_done_ready, 1) \
     X(m_cpl_ready, 1) \
+    X(m_baddb_ready, 1) \
     X(cq_tight, 1024) \
     X(cpl_hold, 1) \
     X(m_axi_arready, 1) \
@@ -132,6 +133,8 @@
     X(m_cpl_txs_pi, 32) \
     X(m_cpl_term, 1) \
     X(m_cpl_term_cause, 16) \
+    X(m_baddb_valid, 1) \
+    X(m_baddb_qpn, 10) \
     X(stat_halt, 1) \
     X(stat_halt_qpn, 10) \
     X(stat_dma_err, 1) \
