@@ -201,7 +201,7 @@ func CardTx(width int) (*Module, error) {
 	cplTXSPI := m.Output("m_cpl_txs_pi", 32, "the QP's TXS_PI after this WQE's FPDUs (status record)")
 	cplTerm := m.Output("m_cpl_term", 1, "the record is a Terminate's (no CQE): the QP is in ERROR and its transmit stream closed")
 	cplTermCause := m.Output("m_cpl_term_cause", 16, "CQE TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0")
-	bdbValid := m.Output("m_baddb_valid", 1, "an SQ_PI doorbell (or a push) moved SQ_PI more than the SQ's size past SQ_CI, or behind the blocks the engine has taken: the QP goes to error with QP_ERROR BAD_DOORBELL (the top's QP command fork), SQ_PI unchanged; doorbells wait until it is taken")
+	bdbValid := m.Output("m_baddb_valid", 1, "an SQ_PI doorbell (or a push) moved SQ_PI more than the SQ's size past SQ_CI, or behind the blocks the engine has taken (SQ_PI unchanged), or the engine found TXS_CI past TXS_PI when the QP had bytes to send: the QP goes to error with QP_ERROR BAD_DOORBELL (the top's QP command fork); doorbells wait until it is taken")
 	bdbReady := m.Input("m_baddb_ready", 1, "")
 	bdbQPN := m.Output("m_baddb_qpn", QB, "")
 	cqTight := m.Input("cq_tight", CardTxQPs, "card_cq's cq_tight: bit n, CQ n has few entries free")
@@ -478,9 +478,12 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(fPush, Or(requeue, dbEnq, errEnq))
 	m.Assign(fPushQP, Sel(requeue, cur, Sel(dbv, dQP, qpNum)))
 	pushNew := m.WireOf("push_new", And(dbFire, isPush, dPushOK, Not(badDB)), "a pushed block is kept")
-	m.Drive(bdbV, big.NewInt(0), Or(And(dbFire, badDB), And(bdbV, Not(bdbReady))), nil)
+	bdbSet := m.Wire("baddb_set", 1, "a bad doorbell is found: the doorbell path's SQ_PI or the engine's TXS_CI")
+	m.Drive(bdbV, big.NewInt(0), Or(bdbSet, And(bdbV, Not(bdbReady))), nil)
 	m.Assign(bdbValid, bdbV)
-	m.Assign(bdbQPN, m.Reg("baddb_qpn", QB, big.NewInt(0), dQP, And(dbFire, badDB), ""))
+	bdbEng := m.Wire("baddb_eng", 1, "the engine found its QP's TXS_CI bad")
+	m.Assign(bdbSet, Or(And(dbFire, badDB), bdbEng))
+	m.Assign(bdbQPN, m.Reg("baddb_qpn", QB, big.NewInt(0), Sel(bdbEng, cur, dQP), bdbSet, ""))
 
 	// --- the engine's copy of its QP's context ---
 	cSQBase := m.RegDecl("cur_sq_base", 58, "")
@@ -630,6 +633,12 @@ func CardTx(width int) (*Module, error) {
 	cplOut := m.Wire("cpl_unresolved", 1, "a completion has no verdict yet")
 	gateHold := m.WireOf("wqe_cq_hold", And(wqeReady, Not(evV), tightCur, cplOut), "the WQE waits for the completions before it: its QP is put back")
 	goWQE := m.WireOf("wqe_go", And(wqeReady, Not(evV), Not(gateHold)), "a WQE starts (no TERM_SENT waits: its lkey check may fail)")
+	// TXS_CI past TXS_PI (the ring would hold more than its size): the
+	// card model's drain refuses it when the QP next has bytes to write,
+	// BAD_DOORBELL, as a bad SQ_PI (m_baddb); the QP goes back to the
+	// scheduler while one is offered.
+	txsBad := m.WireOf("txs_ci_bad", And(sDecide, live, Not(doRet), Not(doWalk), Or(hasWork, rrPend), Lt(size32, used)), "TXS_CI ran past TXS_PI and the QP has bytes to send")
+	txsBadGo := m.WireOf("txs_ci_bad_go", And(txsBad, Not(bdbV), Not(And(dbv, badDB))), "... reported now (the doorbell path has none)")
 	evWait := m.WireOf("wqe_ev_wait", And(Or(wqeReady, And(rspReady, live)), evV), "the WQE or Read Response waits in decide for the event slot (card_cq takes it)")
 	goAny := m.WireOf("fetch_go", Or(goWQE, doRet, doWalk, doFlush, doRsp, doTerm), "a WQE's first block is fetched, or a Read Response or Terminate starts")
 	goMsg := m.WireOf("msg_go", Or(goWQE, doRsp, doTerm), "a message starts")
@@ -1152,7 +1161,8 @@ func CardTx(width int) (*Module, error) {
 	m.Drive(cMSN, nil, Bits(engRd, 79, 48), sCtx)
 	more := m.WireOf("more_work", Or(Ne(cRR, newRRUsed), prot, Sel(Or(fl, prot, rspFault, inErr), Ne(newSQCI, cPI),
 		Or(Ne(newNext, cPI), And(Ne(newOrq, C(5, 0)), Or(Ne(cRC, newRUsed), Ne(newEndFl, C(5, 0)))), And(newWk, Ne(newSQCI, newNext))))), "")
-	m.Assign(requeue, And(Or(And(sWB, more), gateHold), Not(isQueued("qeng", cur))))
+	m.Assign(bdbEng, txsBadGo)
+	m.Assign(requeue, And(Or(And(sWB, more), gateHold, And(txsBad, Not(txsBadGo))), Not(isQueued("qeng", cur))))
 	// Once the WQE is in the buffer: its payload words to ddp_tx, or the
 	// SGEs checked first (at 512 bits after the buffer's last half word).
 	var feedNext Expr = Sel(fromBuf, C(5, txFeed), C(5, txChk))

@@ -150,7 +150,7 @@ module card_tx_w512 (
     output wire [31:0]    m_cpl_txs_pi,      // the QP's TXS_PI after this WQE's FPDUs (status record)
     output wire           m_cpl_term,        // the record is a Terminate's (no CQE): the QP is in ERROR and its transmit stream closed
     output wire [15:0]    m_cpl_term_cause,  // CQE TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0
-    output wire           m_baddb_valid,     // an SQ_PI doorbell (or a push) moved SQ_PI more than the SQ's size past SQ_CI, or behind the blocks the engine has taken: the QP goes to error with QP_ERROR BAD_DOORBELL (the top's QP command fork), SQ_PI unchanged; doorbells wait until it is taken
+    output wire           m_baddb_valid,     // an SQ_PI doorbell (or a push) moved SQ_PI more than the SQ's size past SQ_CI, or behind the blocks the engine has taken (SQ_PI unchanged), or the engine found TXS_CI past TXS_PI when the QP had bytes to send: the QP goes to error with QP_ERROR BAD_DOORBELL (the top's QP command fork); doorbells wait until it is taken
     input  wire           m_baddb_ready,
     output wire [9:0]     m_baddb_qpn,
     input  wire [1023:0]  cq_tight,          // card_cq's cq_tight: bit n, CQ n has few entries free
@@ -470,6 +470,8 @@ module card_tx_w512 (
     wire [1023:0]  qerr_1h;
     wire           err_enqueue;              // a QP put in error flushes its posted work
     wire           push_new;                 // a pushed block is kept
+    wire           baddb_set;                // a bad doorbell is found: the doorbell path's SQ_PI or the engine's TXS_CI
+    wire           baddb_eng;                // the engine found its QP's TXS_CI bad
     reg  [9:0]     baddb_qpn;
     reg  [57:0]    cur_sq_base;
     reg  [4:0]     cur_sq_log;
@@ -554,6 +556,8 @@ module card_tx_w512 (
     wire           cpl_unresolved;           // a completion has no verdict yet
     wire           wqe_cq_hold;              // the WQE waits for the completions before it: its QP is put back
     wire           wqe_go;                   // a WQE starts (no TERM_SENT waits: its lkey check may fail)
+    wire           txs_ci_bad;               // TXS_CI ran past TXS_PI and the QP has bytes to send
+    wire           txs_ci_bad_go;            // ... reported now (the doorbell path has none)
     wire           wqe_ev_wait;              // the WQE or Read Response waits in decide for the event slot (card_cq takes it)
     wire           fetch_go;                 // a WQE's first block is fetched, or a Read Response or Terminate starts
     wire           msg_go;                   // a message starts
@@ -7496,6 +7500,7 @@ module card_tx_w512 (
     assign sched_push_qp = eng_requeue ? cur_qp : (db_v ? db_qp : cmd_num);
     assign push_new = ((db_fire & db_is_push) & db_push_ok_q) & ~db_bad;
     assign m_baddb_valid = baddb_v;
+    assign baddb_set = (db_fire & db_bad) | baddb_eng;
     assign m_baddb_qpn = baddb_qpn;
     assign ld_txs_log = ctx_rd[70:66];
     assign db_hit_cur = (((db_fire & db_acts) & (db_qp == cur_qp)) & ~in_state0) & ~in_state1;
@@ -8568,6 +8573,8 @@ module card_tx_w512 (
     assign cq_tight_cur = |(cq_tight & qtight_1h);
     assign wqe_cq_hold = ((wqe_ready & ~term_ev_v) & cq_tight_cur) & cpl_unresolved;
     assign wqe_go = (wqe_ready & ~term_ev_v) & ~wqe_cq_hold;
+    assign txs_ci_bad = ((((in_state3 & cur_live) & ~ret_go) & ~walk_go) & (has_work | rreq_pending)) & (ring_size < ring_used);
+    assign txs_ci_bad_go = (txs_ci_bad & ~baddb_v) & ~(db_v & db_bad);
     assign wqe_ev_wait = (wqe_ready | (rsp_ready & cur_live)) & term_ev_v;
     assign fetch_go = ((((wqe_go | ret_go) | walk_go) | flush_go) | rsp_go) | term_go;
     assign msg_go = (wqe_go | rsp_go) | term_go;
@@ -9081,6 +9088,7 @@ module card_tx_w512 (
     };
     assign sq_wb_data = {new_sq_next, new_sq_ci};
     assign more_work = ((cur_rreq != new_rreq_used) | prot) | ((((flush_mode | prot) | rsp_fault) | cur_error) ? (new_sq_ci != cur_sq_pi) : (((new_sq_next != cur_sq_pi) | ((new_orq != 5'h00) & ((cur_rdone != new_rdone_used) | (new_end_flush != 5'h00)))) | (new_walk & (new_sq_ci != new_sq_next))));
+    assign baddb_eng = txs_ci_bad_go;
     assign qeng_qp = cur_qp;
     assign qeng_1h = {
         qeng_qp == 10'h3ff,
@@ -10108,7 +10116,7 @@ module card_tx_w512 (
         qeng_qp == 10'h001,
         qeng_qp == 10'h000
     };
-    assign eng_requeue = ((in_state11 & more_work) | wqe_cq_hold) & ~|(queued & qeng_1h);
+    assign eng_requeue = (((in_state11 & more_work) | wqe_cq_hold) | (txs_ci_bad & ~txs_ci_bad_go)) & ~|(queued & qeng_1h);
     assign mop_offer = in_state16 & ~mop_sent;
     assign m_mop_valid = mop_offer;
     assign m_mop_bind = (h_opcode == 8'h05) & mop_offer;
@@ -10642,15 +10650,15 @@ module card_tx_w512 (
         if (rst) begin
             baddb_v <= 1'h0;
         end else begin
-            baddb_v <= (db_fire & db_bad) | (baddb_v & ~m_baddb_ready);
+            baddb_v <= baddb_set | (baddb_v & ~m_baddb_ready);
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
             baddb_qpn <= 10'h000;
-        end else if (db_fire & db_bad) begin
-            baddb_qpn <= db_qp;
+        end else if (baddb_set) begin
+            baddb_qpn <= baddb_eng ? cur_qp : db_qp;
         end
     end
 

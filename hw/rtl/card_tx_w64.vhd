@@ -152,7 +152,7 @@ entity card_tx_w64 is
         m_cpl_txs_pi : out std_logic_vector(31 downto 0); -- the QP's TXS_PI after this WQE's FPDUs (status record)
         m_cpl_term : out std_logic;          -- the record is a Terminate's (no CQE): the QP is in ERROR and its transmit stream closed
         m_cpl_term_cause : out std_logic_vector(15 downto 0); -- CQE TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0): the peer's Terminate that blames the WQE, else 0
-        m_baddb_valid : out std_logic;       -- an SQ_PI doorbell (or a push) moved SQ_PI more than the SQ's size past SQ_CI, or behind the blocks the engine has taken: the QP goes to error with QP_ERROR BAD_DOORBELL (the top's QP command fork), SQ_PI unchanged; doorbells wait until it is taken
+        m_baddb_valid : out std_logic;       -- an SQ_PI doorbell (or a push) moved SQ_PI more than the SQ's size past SQ_CI, or behind the blocks the engine has taken (SQ_PI unchanged), or the engine found TXS_CI past TXS_PI when the QP had bytes to send: the QP goes to error with QP_ERROR BAD_DOORBELL (the top's QP command fork); doorbells wait until it is taken
         m_baddb_ready : in  std_logic;
         m_baddb_qpn : out std_logic_vector(9 downto 0);
         cq_tight : in  std_logic_vector(1023 downto 0); -- card_cq's cq_tight: bit n, CQ n has few entries free
@@ -501,6 +501,8 @@ architecture rtl of card_tx_w64 is
     signal qerr_1h : std_logic_vector(1023 downto 0);
     signal err_enqueue : std_logic;          -- a QP put in error flushes its posted work
     signal push_new : std_logic;             -- a pushed block is kept
+    signal baddb_set : std_logic;            -- a bad doorbell is found: the doorbell path's SQ_PI or the engine's TXS_CI
+    signal baddb_eng : std_logic;            -- the engine found its QP's TXS_CI bad
     signal baddb_qpn : std_logic_vector(9 downto 0) := "0000000000";
     signal cur_sq_base : std_logic_vector(57 downto 0);
     signal cur_sq_log : std_logic_vector(4 downto 0);
@@ -585,6 +587,8 @@ architecture rtl of card_tx_w64 is
     signal cpl_unresolved : std_logic;       -- a completion has no verdict yet
     signal wqe_cq_hold : std_logic;          -- the WQE waits for the completions before it: its QP is put back
     signal wqe_go : std_logic;               -- a WQE starts (no TERM_SENT waits: its lkey check may fail)
+    signal txs_ci_bad : std_logic;           -- TXS_CI ran past TXS_PI and the QP has bytes to send
+    signal txs_ci_bad_go : std_logic;        -- ... reported now (the doorbell path has none)
     signal wqe_ev_wait : std_logic;          -- the WQE or Read Response waits in decide for the event slot (card_cq takes it)
     signal fetch_go : std_logic;             -- a WQE's first block is fetched, or a Read Response or Terminate starts
     signal msg_go : std_logic;               -- a message starts
@@ -7532,6 +7536,7 @@ begin
     sched_push_qp <= mux(eng_requeue, cur_qp, mux(db_v, db_qp, cmd_num));
     push_new <= ((db_fire and db_is_push) and db_push_ok_q) and (not db_bad);
     m_baddb_valid <= baddb_v;
+    baddb_set <= (db_fire and db_bad) or baddb_eng;
     m_baddb_qpn <= baddb_qpn;
     ld_txs_log <= ctx_rd(70 downto 66);
     db_hit_cur <= (((db_fire and db_acts) and b2l(db_qp = cur_qp)) and (not in_state0)) and (not in_state1);
@@ -8604,6 +8609,8 @@ begin
     cq_tight_cur <= or (cq_tight and qtight_1h);
     wqe_cq_hold <= ((wqe_ready and (not term_ev_v)) and cq_tight_cur) and cpl_unresolved;
     wqe_go <= (wqe_ready and (not term_ev_v)) and (not wqe_cq_hold);
+    txs_ci_bad <= ((((in_state3 and cur_live) and (not ret_go)) and (not walk_go)) and (has_work or rreq_pending)) and b2l(unsigned(ring_size) < unsigned(ring_used));
+    txs_ci_bad_go <= (txs_ci_bad and (not baddb_v)) and (not (db_v and db_bad));
     wqe_ev_wait <= (wqe_ready or (rsp_ready and cur_live)) and term_ev_v;
     fetch_go <= ((((wqe_go or ret_go) or walk_go) or flush_go) or rsp_go) or term_go;
     msg_go <= (wqe_go or rsp_go) or term_go;
@@ -9052,6 +9059,7 @@ begin
     );
     sq_wb_data <= std_logic_vector'(new_sq_next & new_sq_ci);
     more_work <= (b2l(cur_rreq /= new_rreq_used) or prot) or mux(((flush_mode or prot) or rsp_fault) or cur_error, b2l(new_sq_ci /= cur_sq_pi), (b2l(new_sq_next /= cur_sq_pi) or (b2l(new_orq /= "00000") and (b2l(cur_rdone /= new_rdone_used) or b2l(new_end_flush /= "00000")))) or (new_walk and b2l(new_sq_ci /= new_sq_next)));
+    baddb_eng <= txs_ci_bad_go;
     qeng_qp <= cur_qp;
     qeng_1h <= std_logic_vector'(
         b2l(qeng_qp = "1111111111") &
@@ -10079,7 +10087,7 @@ begin
         b2l(qeng_qp = "0000000001") &
         b2l(qeng_qp = "0000000000")
     );
-    eng_requeue <= ((in_state11 and more_work) or wqe_cq_hold) and (not (or (queued and qeng_1h)));
+    eng_requeue <= (((in_state11 and more_work) or wqe_cq_hold) or (txs_ci_bad and (not txs_ci_bad_go))) and (not (or (queued and qeng_1h)));
     mop_offer <= in_state16 and (not mop_sent);
     m_mop_valid <= mop_offer;
     m_mop_bind <= b2l(h_opcode = x"05") and mop_offer;
@@ -10827,7 +10835,7 @@ begin
             if rst = '1' then
                 baddb_v <= '0';
             else
-                baddb_v <= (db_fire and db_bad) or (baddb_v and (not m_baddb_ready));
+                baddb_v <= baddb_set or (baddb_v and (not m_baddb_ready));
             end if;
         end if;
     end process;
@@ -10837,8 +10845,8 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 baddb_qpn <= "0000000000";
-            elsif (db_fire and db_bad) = '1' then
-                baddb_qpn <= db_qp;
+            elsif baddb_set = '1' then
+                baddb_qpn <= mux(baddb_eng, cur_qp, db_qp);
             end if;
         end if;
     end process;
