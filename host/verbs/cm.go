@@ -255,23 +255,28 @@ func (l *Listener) handshake(conn net.Conn) {
 			}
 		}}
 	p, err := mpa.Respond(ctx, conn, cfg)
-	defer func() { <-l.startups }() // this startup is done, whichever way, once reported
+	outcome := func(s *ListenerStats) { s.Connected++ }
 	if err != nil {
 		conn.Close() // a rejection leaves TCP open (RFC 5044 §7.1.2 r2): the Reply is out, close it now
 		var me *mpa.Error
 		switch {
 		case l.ctx.Err() == nil && errors.As(err, &me) && me.Kind == mpa.KindTimeout:
-			l.count(func(s *ListenerStats) { s.TimedOut++ })
+			outcome = func(s *ListenerStats) { s.TimedOut++ }
 		default:
-			l.count(func(s *ListenerStats) { s.Failed++ })
+			outcome = func(s *ListenerStats) { s.Failed++ }
 		}
 		if errors.Is(err, mpa.ErrRejected) {
 			err = fmt.Errorf("%w: %w", ErrRejected, err) // by the application
 		}
 		l.startupError(conn.RemoteAddr(), err)
-	} else {
-		l.count(func(s *ListenerStats) { s.Connected++ })
 	}
+	// The startup ends once reported: it is counted and leaves InStartup
+	// in one step, so that Stats never shows it both counted and still
+	// in its startup.
+	l.count(func(s *ListenerStats) {
+		outcome(s)
+		<-l.startups
+	})
 	req.result <- handshakeResult{p, err}
 }
 
