@@ -961,6 +961,19 @@ func (b *wcBench) mutations() {
 	try("a status record", func() { st[8]-- }, func() { st[8]++ })
 }
 
+// inlineSend is a one-block signaled inline Send WQE of n (zero) bytes.
+func inlineSend(wrID uint64, n int) []byte {
+	wqe := make([]byte, cs.BB)
+	h := cs.WQE(wqe)
+	h.SetOpcode(cs.WQEOpcodeSend)
+	h.SetSignaled(true)
+	h.SetInline(true)
+	h.SetBBS(1)
+	h.SetInlineLen(uint16(n))
+	h.SetWRID(wrID)
+	return wqe
+}
+
 // TestCardFault: a DMA outside the mapped windows is refused by the
 // simulated IOMMU and reported, and the card goes on serving the others:
 // a signaled WQE whose CQ was unmapped gets its CQE write refused.
@@ -970,13 +983,7 @@ func TestCardFault(t *testing.T) {
 	q := b.qps[0]
 	cq := wcCQ + uint64(q.sendCQ)<<16
 	require.NoError(t, b.ws.Unmap(cq))
-	wqe := make([]byte, cs.BB)
-	h := cs.WQE(wqe)
-	h.SetOpcode(cs.WQEOpcodeSend)
-	h.SetSignaled(true)
-	h.SetInline(true)
-	h.SetBBS(1)
-	h.SetInlineLen(8)
+	wqe := inlineSend(0, 8)
 	b.put(wcSQ+uint64(q.n)<<16+uint64(q.pi&(1<<q.sqLog-1))*cs.BB, wqe)
 	q.pi++
 	require.NoError(t, b.rtl.RegWrite(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBSQPI, uint32(q.pi)))
@@ -1013,14 +1020,7 @@ func BenchmarkCardLatency(b *testing.B) {
 			db := cs.QPDBBase + q.n*cs.QPDBStride
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				wqe := make([]byte, cs.BB)
-				h := cs.WQE(wqe)
-				h.SetOpcode(cs.WQEOpcodeSend)
-				h.SetSignaled(true)
-				h.SetInline(true)
-				h.SetBBS(1)
-				h.SetInlineLen(cs.PushInline)
-				h.SetWRID(uint64(i))
+				wqe := inlineSend(uint64(i), cs.PushInline)
 				wb.put(wcSQ+uint64(q.n)<<16+uint64(q.pi&(1<<q.sqLog-1))*cs.BB, wqe)
 				for k := 0; k < 16; k++ {
 					require.NoError(b, wb.rtl.RegWrite(db+cs.QPDBPush+uint32(4*k), binary.LittleEndian.Uint32(wqe[4*k:])))
@@ -1067,14 +1067,7 @@ func BenchmarkCardTightCQ(b *testing.B) {
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					for k := 0; k < burst; k++ {
-						wqe := make([]byte, cs.BB)
-						h := cs.WQE(wqe)
-						h.SetOpcode(cs.WQEOpcodeSend)
-						h.SetSignaled(true)
-						h.SetInline(true)
-						h.SetBBS(1)
-						h.SetInlineLen(cs.PushInline)
-						h.SetWRID(uint64(k))
+						wqe := inlineSend(uint64(k), cs.PushInline)
 						wb.put(wcSQ+uint64(q.n)<<16+uint64(q.pi&(1<<q.sqLog-1))*cs.BB, wqe)
 						q.pi++
 					}
