@@ -475,11 +475,7 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	nwMask := ringMask("nw_mask", nw.log, cardIdxBits+1)
 	nwTight := m.WireOf("nw_tight", And(nw.valid, RedOr(And(Add(zext(nwUsed, cardIdxBits+1), C(cardIdxBits+1, CardCQTight)), Not(nwMask)))), "the context written leaves its CQ tight")
 	tight := m.RegDecl("tight", cardCQs, "cq_tight")
-	hot := make([]Expr, cardCQs)
-	for i := range hot {
-		hot[cardCQs-1-i] = Eq(memWa, C(10, uint64(i)))
-	}
-	hotW := m.WireOf("tight_hot", And(Cat(hot...), Rep(memWe, cardCQs)), "the CQ whose context is written")
+	hotW := m.WireOf("tight_hot", And(oneHot(m, "tight_wr", memWa, cardCQs), Rep(memWe, cardCQs)), "the CQ whose context is written")
 	m.Drive(tight, big.NewInt(0), Or(And(tight, Not(hotW)), And(hotW, Rep(nwTight, cardCQs))), nil)
 	m.Assign(tightO, tight)
 	m.Assign(cplBusyO, Or(And(bV, isK(bKind, cqkCpl)), And(cV, isK(cKind, cqkCpl)), And(dV, isK(dKind, cqkCpl))))

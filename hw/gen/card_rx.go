@@ -172,6 +172,9 @@ func CardRx(width int) (*Module, error) {
 	flValid := m.Input("s_fl_valid", 1, "card_tx took the Terminate record of placement's m_term or of m_err for this QP: its RQ is flushed (WR_FLUSH_ERR) as for m_rxterm's")
 	flReady := m.Output("s_fl_ready", 1, "no such QP waits to join the flush queue")
 	flQP := m.Input("s_fl_qp", QB, "")
+	failValid := m.Input("s_fail_valid", 1, "card_tx put the QP in error (its Terminate record: its own failures, the top's CQ sweep, and the receive errors above again): as QP_CMD ERROR here, the ring is read no more, placement drops the QP's segments and its RQ is flushed (the card model's errorStep)")
+	failReady := m.Output("s_fail_ready", 1, "")
+	failQP := m.Input("s_fail_qp", QB, "")
 
 	var unused []Expr
 	unused = append(unused, Bits(cQPN, 15, QB), Bits(cBaseLo, 11, 0))
@@ -200,12 +203,20 @@ func CardRx(width int) (*Module, error) {
 	endWr := m.WireOf("eng_end_wr", in(sEnd), "the engine stores a QP's stream state")
 	flRoom := m.Wire("fl_room", 1, "the Send engine's flush queue can take a QP (cardRxSend)")
 	hkPend := m.RegDecl("kill_host_pend", 1, "a host failure's kill waits for the Send engine's (no command or doorbell is taken meanwhile)")
-	cmdTake := m.WireOf("cmd_take", And(cmdValid, Not(dbB), Not(in(sPop)), Not(endWr), flRoom, Not(hkPend)), "")
+	canTake := m.WireOf("cmd_can_take", And(Not(dbB), Not(in(sPop)), Not(endWr), flRoom, Not(hkPend)), "a command or a card failure may be taken")
+	cmdTake := m.WireOf("cmd_take", And(cmdValid, canTake), "")
 	m.Assign(cmdReady, cmdTake)
+	// A card failure (s_fail) is taken as an ERROR command, after a host
+	// command and before a doorbell.
+	failTake := m.WireOf("fail_take", And(failValid, Not(cmdValid), canTake), "")
+	m.Assign(failReady, failTake)
 	create := m.WireOf("cmd_create", And(cmdTake, Eq(cmdOp, C(4, 1))), "")
-	cmdErr := m.WireOf("cmd_error", And(cmdTake, Eq(cmdOp, C(4, 3))), "QP_CMD ERROR: the RQ is flushed")
-	m.Assign(dbReady, And(Not(dbB), Not(cmdValid), flRoom, Not(hkPend)))
-	dbTake := m.WireOf("db_take", And(dbValid, Not(dbB), Not(cmdValid), flRoom, Not(hkPend)), "")
+	cmdErr := m.WireOf("cmd_error", Or(And(cmdTake, Eq(cmdOp, C(4, 3))), failTake), "QP_CMD ERROR or a card failure: the RQ is flushed")
+	errQPN := m.WireOf("cmd_qpn", Sel(failTake, zext(failQP, 16), cQPN), "the command's QP, or the failed one")
+	unused = append(unused, Bits(errQPN, 15, QB))
+	dbHold := m.Wire("db_hold", 1, "a bad RQ_PI doorbell waits on m_baddb (cardRxSend): no doorbell is taken")
+	m.Assign(dbReady, And(Not(dbB), Not(cmdValid), Not(failValid), flRoom, Not(hkPend), Not(dbHold)))
+	dbTake := m.WireOf("db_take", And(dbValid, Not(dbB), Not(cmdValid), Not(failValid), flRoom, Not(hkPend), Not(dbHold)), "")
 	dbPI := m.WireOf("db_is_pi", And(dbTake, Eq(dbKind, C(3, dbRXSPI))), "")
 	// STREAM.RX_FIN goes the same way without moving RXS_PI: the QP is
 	// looked at again, and an FPDU cut by the end of the stream is found.
@@ -492,7 +503,7 @@ func CardRx(width int) (*Module, error) {
 	// its segments on the way (m_kill).
 	hostLost := m.WireOf("host_lost", And(dbTake, Eq(dbKind, C(3, dbStreamK)), Bit(dbValue, cardStreamRXLost)), "STREAM.RX_LOST")
 	hostFail := m.WireOf("host_fail", Or(cmdErr, hostLost), "the host puts a QP in error")
-	hostFailQP := m.WireOf("host_fail_qp", Sel(cmdErr, Bits(cQPN, QB-1, 0), dbIndex), "")
+	hostFailQP := m.WireOf("host_fail_qp", Sel(cmdErr, Bits(errQPN, QB-1, 0), dbIndex), "")
 	deadRd := m.Mem("rx_dead", 2, 1<<QB, Or(create, hostFail), Sel(create, Bits(cQPN, QB-1, 0), hostFailQP), Cat(C(1, 0), Not(create)), nil, aq,
 		"bit 0 per QP: put in error by the host: its ring is read no more")
 	unused = append(unused, Bit(deadRd, 1))
@@ -591,7 +602,7 @@ func CardRx(width int) (*Module, error) {
 	sndKill := m.Wire("snd_kill", 1, "the Send engine failed a segment")
 	sndKillQP := m.Wire("snd_kill_qp", 32, "")
 	m.Assign(sIdleOut, sndIdle)
-	su, err := cardRxSend(m, W, rxSendIn{create: create, errCmd: cmdErr, flRoom: flRoom, cQPN: cQPN, cPD: cPD, dbTake: dbTake, dbKind: dbKind, dbIndex: dbIndex, dbValue: dbValue,
+	su, err := cardRxSend(m, W, rxSendIn{create: create, errCmd: cmdErr, flRoom: flRoom, cQPN: errQPN, cPD: cPD, dbTake: dbTake, dbKind: dbKind, dbIndex: dbIndex, dbValue: dbValue, dbHold: dbHold,
 		flExtV: flPend, flExtQP: flPendQP, flExtGo: flGo, sndIdle: sndIdle, res: sndRes, resErr: sndResErr, kill: sndKill, killQP: sndKillQP})
 	if err != nil {
 		return nil, err

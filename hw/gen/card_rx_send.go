@@ -36,6 +36,7 @@ type rxSendIn struct {
 	dbKind  *Signal
 	dbIndex *Signal
 	dbValue *Signal
+	dbHold  *Signal // driven here: a bad RQ_PI doorbell waits on m_baddb, no doorbell may be taken
 	// A QP whose Terminate record of placement (m_term) or of an MPA
 	// error (m_err) card_tx took: its RQ is flushed as for m_rxterm's.
 	flExtV  Expr    // a QP waits to join the flush queue
@@ -183,7 +184,10 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	errDB := m.Mem("rq_err_db", 2, 1<<QB, errWr, errAddr, errData, rqDB, Bits(x.dbIndex, QB-1, 0), "bit 0 per QP: in error (the doorbell path's copy)")
 	rqDBq := m.Reg("fl_dbq", 1, big.NewInt(0), rqDB, nil, "an RQ_PI doorbell's error bit is being read")
 	rqDBqp := m.Reg("fl_dbq_qp", QB, nil, Bits(x.dbIndex, QB-1, 0), rqDB, "")
-	pushDB := m.WireOf("fl_push_db", And(rqDBq, Bit(errDB, 0)), "an RQ_PI doorbell of a QP in error: flush what it posts")
+	rqDBpi := m.Reg("rq_dbq_pi", 16, nil, Bits(x.dbValue, 15, 0), rqDB, "the RQ_PI it asks for")
+	rqBad := m.Wire("rq_db_bad", 1, "the RQ_PI doorbell being decided is bad: RQ_PI stays, the QP goes to error")
+	rqOK := m.WireOf("rq_db_ok", And(rqDBq, Not(rqBad)), "an RQ_PI doorbell takes effect (RQ_PI is written)")
+	pushDB := m.WireOf("fl_push_db", And(rqOK, Bit(errDB, 0)), "an RQ_PI doorbell of a QP in error: flush what it posts")
 	const flDepth = 4
 	flPush := m.WireOf("fl_push", Or(failNow, pushDB), "")
 	flPop := m.Wire("fl_pop", 1, "the engine takes the head of the flush queue")
@@ -232,8 +236,11 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	ctxW := 58 + 5 + 10 + 32
 	ctx := m.Mem("rq_ctx", ctxW, 1<<QB, x.create, Bits(x.cQPN, QB-1, 0),
 		Cat(rqHi, Bits(rqLo, 31, 6), rqLog, Bits(rcq, 9, 0), x.cPD), rdEn, sqp, "RQ base (63:6), log2 blocks, receive CQ, PD")
-	piRd := m.Mem("rq_pi", 16, 1<<QB, Or(x.create, rqDB), Sel(x.create, Bits(x.cQPN, QB-1, 0), Bits(x.dbIndex, QB-1, 0)),
-		Sel(x.create, C(16, 0), Bits(x.dbValue, 15, 0)), rdEn, sqp, "RQ_PI per QP")
+	// An RQ_PI doorbell is decided in the cycle after it is taken (no
+	// command or doorbell is taken in that cycle: x.flRoom), and written
+	// then unless it is bad.
+	piRd := m.Mem("rq_pi", 16, 1<<QB, Or(x.create, rqOK), Sel(x.create, Bits(x.cQPN, QB-1, 0), rqDBqp),
+		Sel(x.create, C(16, 0), rqDBpi), rdEn, sqp, "RQ_PI per QP")
 	unused = append(unused, Bits(x.dbValue, 31, 16))
 	sstW := 32 + 32 + 5 + 32 + 16 + 1 + 1
 	stWr := m.Wire("snd_st_wr", 1, "the engine stores the QP's receive state")
@@ -248,10 +255,10 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	cq := m.Reg("snd_cq", 10, nil, Bits(ctx, 41, 32), ld, "")
 	pd := m.Reg("snd_pd", 32, nil, Bits(ctx, 31, 0), ld, "")
 	pi := m.RegDecl("snd_pi", 16, "RQ_PI")
-	dbHere := m.WireOf("snd_db_here", And(rqDB, Eq(Bits(x.dbIndex, QB-1, 0), sqp)), "an RQ_PI doorbell of the QP served")
+	dbHere := m.WireOf("snd_db_here", And(rqOK, Eq(rqDBqp, sqp)), "an RQ_PI doorbell of the QP served is written")
 	dbLate := m.Reg("snd_db_late", 1, big.NewInt(0), And(dbHere, rdEn), nil, "it came while the context was read: the RAM's word is stale")
-	dbLateV := m.Reg("snd_db_late_v", 16, nil, Bits(x.dbValue, 15, 0), And(dbHere, rdEn), "")
-	m.Drive(pi, nil, Sel(dbHere, Bits(x.dbValue, 15, 0), Sel(dbLate, dbLateV, piRd)), Or(ld, And(dbHere, Not(in(sIdle)), Not(rdEn))))
+	dbLateV := m.Reg("snd_db_late_v", 16, nil, rqDBpi, And(dbHere, rdEn), "")
+	m.Drive(pi, nil, Sel(dbHere, rqDBpi, Sel(dbLate, dbLateV, piRd)), Or(ld, And(dbHere, Not(in(sIdle)), Not(rdEn))))
 	msn := m.RegDecl("snd_msn", 32, "MSN expected")
 	got := m.RegDecl("snd_got", 32, "bytes placed in the head WQE")
 	curI := m.RegDecl("snd_cur_i", 5, "SGE cursor: index")
@@ -597,6 +604,34 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	lenSet := m.WireOf("snd_len_err_set", And(in(sChk), Eq(bad, e(causeDDPMessageTooLong)), Not(failed)), "")
 	m.Drive(lenErr, nil, Sel(ld, Bit(stRd, 1), Not(in(sFlSt))), Or(ld, lenSet, in(sFlSt)))
 	m.Assign(stWr, Or(in(sStore), in(sDropSt), in(sFlSt)))
+
+	// What an RQ_PI doorbell is checked against (the card model's
+	// ringMoved): the new RQ_PI may not be more than the RQ's size past
+	// RQ_CI, nor behind the blocks the engine has taken (the head WQE of a
+	// message in progress). RQ_CI and those blocks are copied from the
+	// engine's stores (a store in the doorbell's cycle is passed on
+	// directly: the RAM reads first), the size from CREATE. A QP whose
+	// receive failed stores no taken blocks: an RQ_PI moved back into its
+	// head WQE is taken there, where the model refuses it.
+	cfData := m.WireOf("rq_db_cf_data", Sel(in(sStore), Cat(Add(ci, zext(bbs, 16)), Sel(lflag, Add(ci, zext(bbs, 16)), ci)),
+		Sel(in(sFlSt), Cat(ciFl, ciFl), Cat(ci, ci))), "{blocks taken up to, RQ_CI} as the engine stores them")
+	cfDB := m.Mem("rq_db_cf", 32, 1<<QB, Or(x.create, stWr), Sel(x.create, Bits(x.cQPN, QB-1, 0), sqp), Sel(x.create, C(32, 0), cfData),
+		rqDB, Bits(x.dbIndex, QB-1, 0), "{blocks taken up to, RQ_CI}, read by the doorbell path")
+	logDB := m.Mem("rq_db_log", 5, 1<<QB, x.create, Bits(x.cQPN, QB-1, 0), rqLog, rqDB, Bits(x.dbIndex, QB-1, 0), "the RQ's log2 size, read by the doorbell path")
+	cfByp := m.Reg("rq_db_byp", 1, big.NewInt(0), And(rqDB, stWr, Eq(sqp, Bits(x.dbIndex, QB-1, 0))), nil, "the engine stored the doorbell's QP in its cycle")
+	cfBypV := m.Reg("rq_db_byp_v", 32, nil, cfData, rqDB, "")
+	cf := m.WireOf("rq_db_cf_now", Sel(cfByp, cfBypV, cfDB), "")
+	dbCI := Bits(cf, 15, 0)
+	dbPosted := m.WireOf("rq_db_posted", Sub(rqDBpi, dbCI), "blocks from RQ_CI to the asked RQ_PI")
+	over := m.WireOf("rq_db_over", And(RedOr(dbPosted), RedOr(And(Sub(dbPosted, C(16, 1)), Not(thermo(logDB, 16))))), "more than the RQ's size")
+	behind := m.WireOf("rq_db_behind", Lt(dbPosted, Sub(Bits(cf, 31, 16), dbCI)), "behind the blocks the engine has taken")
+	m.Assign(rqBad, And(rqDBq, Or(over, behind)))
+	bdbV := m.RegDecl("baddb_v", 1, "a bad RQ_PI's QP waits to go to error")
+	bdbReady := m.Input("m_baddb_ready", 1, "")
+	m.Drive(bdbV, big.NewInt(0), Or(rqBad, And(bdbV, Not(bdbReady))), nil)
+	m.Assign(m.Output("m_baddb_valid", 1, "an RQ_PI doorbell moved RQ_PI more than the RQ's size past RQ_CI, or behind the blocks the engine has taken (RQ_PI unchanged): the QP goes to error with QP_ERROR BAD_DOORBELL (the top's QP command fork); doorbells wait until it is taken"), bdbV)
+	m.Assign(m.Output("m_baddb_qpn", QB, ""), gate(bdbV, m.Reg("baddb_qpn", QB, big.NewInt(0), rqDBqp, rqBad, "")))
+	m.Assign(x.dbHold, bdbV)
 	z := func(w int, x Expr) Expr { return Sel(lflag, C(w, 0), x) }
 	m.Assign(stData, Sel(in(sStore),
 		Cat(Sel(lflag, Add(msn, C(32, 1)), msn), z(32, gotN), z(5, wI), z(32, wOff), Sel(lflag, Add(ci, zext(bbs, 16)), ci), lenErr, failed),

@@ -277,23 +277,26 @@ func CardTop(width int) (*Module, error) {
 	// bad doorbell: the model's toError BAD_DOORBELL, no Terminate), given
 	// while card_regs offers none and kept until every engine has it.
 	regsCmd := o("regs", "qp_cmd_valid")
-	// card_rx's cut stream (STREAM_CUT) goes the same way, and card_tx's
-	// bad SQ_PI (m_baddb: BAD_DOORBELL), after card_rx's.
+	// card_rx's cut stream (STREAM_CUT) goes the same way, then card_tx's
+	// bad SQ_PI and card_rx's bad RQ_PI (m_baddb: BAD_DOORBELL).
 	errKind := o("rx", "m_err_kind")
 	bdV := m.WireOf("qpcmd_bd_offer", And(o("rx", "m_err_valid"), Or(Eq(errKind, C(3, CardRxErrBadDoorbell)), Eq(errKind, C(3, CardRxErrStreamCut)))),
 		"a bad RXS_PI doorbell's or cut stream's QP waits to go to error")
 	txBdV := o("tx", "m_baddb_valid")
+	rqBdV := o("rx", "m_baddb_valid")
+	const bdErr, bdTxSQ, bdRxRQ = 0, 1, 2 // the bad doorbell's source
 	bdSelQ := m.RegDecl("qpcmd_bd_sel", 1, "the command in the fork is a bad doorbell's ERROR")
-	bdTxQ := m.RegDecl("qpcmd_bd_tx", 1, "... card_tx's")
-	bdSel := m.WireOf("qpcmd_bd", Or(bdSelQ, And(Or(bdV, txBdV), Not(regsCmd))), "")
-	bdTx := m.WireOf("qpcmd_bd_is_tx", Sel(bdSelQ, bdTxQ, Not(bdV)), "the bad doorbell is card_tx's SQ_PI")
+	bdSrcQ := m.RegDecl("qpcmd_bd_src", 2, "... whose: card_rx's m_err (0), card_tx's m_baddb (1), card_rx's m_baddb (2)")
+	bdSel := m.WireOf("qpcmd_bd", Or(bdSelQ, And(Or(bdV, txBdV, rqBdV), Not(regsCmd))), "")
+	bdSrc := m.WireOf("qpcmd_bd_src_now", Sel(bdSelQ, bdSrcQ, Sel(bdV, C(2, bdErr), Sel(txBdV, C(2, bdTxSQ), C(2, bdRxRQ)))), "")
+	bdIs := func(k uint64) Expr { return Eq(bdSrc, C(2, k)) }
 	cmdOp := m.WireOf("qpcmd_op", Sel(bdSel, C(4, 3), o("regs", "qp_cmd_op")), "QP_OP ERROR for a bad doorbell")
-	cmdQPN := m.WireOf("qpcmd_qpn", Sel(bdSel, Sel(bdTx, zext(o("tx", "m_baddb_qpn"), 16), zext(o("rx", "m_err_qp"), 16)), o("regs", "qp_num_qpn")), "")
+	cmdQPN := m.WireOf("qpcmd_qpn", Sel(bdSel, Sel(bdIs(bdTxSQ), zext(o("tx", "m_baddb_qpn"), 16), Sel(bdIs(bdRxRQ), zext(o("rx", "m_baddb_qpn"), 16), zext(o("rx", "m_err_qp"), 16))), o("regs", "qp_num_qpn")), "")
 	qpV, qpReady := forkRecord(m, "qpcmd", Or(regsCmd, bdSel), []Expr{C(1, 1), C(1, 1), C(1, 1)},
 		[]Expr{o("tx", "s_qp_ready"), o("rx", "qp_cmd_ready"), o("st", "qp_cmd_ready")})
 	m.Drive(bdSelQ, big.NewInt(0), And(bdSel, Not(qpReady)), nil)
-	m.Drive(bdTxQ, big.NewInt(0), bdTx, nil)
-	bdTaken := m.WireOf("qpcmd_bd_taken", And(bdSel, qpReady, Not(bdTx)), "every engine has card_rx's bad doorbell's ERROR: m_err is taken")
+	m.Drive(bdSrcQ, big.NewInt(0), bdSrc, nil)
+	bdTaken := m.WireOf("qpcmd_bd_taken", And(bdSel, qpReady, bdIs(bdErr)), "every engine has card_rx's bad doorbell's ERROR: m_err is taken")
 
 	// Doorbells by kind.
 	dk := o("regs", "m_db_kind")
@@ -360,11 +363,12 @@ func CardTop(width int) (*Module, error) {
 	flOK := And(o("rx", "snd_idle"), o("rx", "s_fl_ready"))
 	errTV := And(o("rx", "m_err_valid"), Not(bdV), Not(o("pl", "busy")), flOK)
 	// Last, the QPs of a CQ that overran (cqSweep): QP_ERROR CQ_OVERRUN
-	// and a Local Catastrophic Terminate, their RQ flushed too.
+	// and a Local Catastrophic Terminate; card_rx learns of them from
+	// card_tx's Terminate record (s_fail, below), as of card_tx's own.
 	swTaken := m.Wire("sweep_taken", 1, "card_tx took the sweep's record")
 	sw := newCQSweep(m, o("cq", "m_overrun_valid"), o("cq", "m_overrun_cq"),
 		And(regsCmd, Not(bdSel), qpReady), cmdOp, cmdQPN, o("regs", "qp_cqs_send_cq"), o("regs", "qp_cqs_recv_cq"), swTaken)
-	tmG := heldPriority(m, "term", []Expr{rxTV, And(plTV, flOK), errTV, And(sw.offer, flOK)}, o("tx", "s_term_ready"))
+	tmG := heldPriority(m, "term", []Expr{rxTV, And(plTV, flOK), errTV, sw.offer}, o("tx", "s_term_ready"))
 	tmPl, tmErr, tmSw := tmG[1], tmG[2], tmG[3]
 	tmV := m.WireOf("term_valid", RedOrParts(toExprs(tmG)), "")
 	tmTake := m.WireOf("term_take", And(tmV, o("tx", "s_term_ready")), "card_tx takes the record")
@@ -388,7 +392,7 @@ func CardTop(width int) (*Module, error) {
 	// A WQE on a tight CQ waits while a completion is between card_tx
 	// and card_cq's verdict, or an overrun is served (card_tx).
 	txIn["cq_tight"] = o("cq", "cq_tight")
-	txIn["m_baddb_ready"] = m.WireOf("qpcmd_bd_tx_taken", And(bdSel, qpReady, bdTx), "every engine has card_tx's bad SQ_PI's ERROR")
+	txIn["m_baddb_ready"] = m.WireOf("qpcmd_bd_tx_taken", And(bdSel, qpReady, bdIs(bdTxSQ)), "every engine has card_tx's bad SQ_PI's ERROR")
 	txIn["cpl_hold"] = m.WireOf("cpl_hold", Or(o("st", "busy"), o("cq", "cpl_busy"), o("cq", "m_overrun_valid"), sw.busy), "a completion has no verdict yet, or an overrun's QPs are not all in error")
 	txIn["m_ev_ready"] = o("cq", "s_ev1_ready")
 	// The peer's stream ended or was lost (card_stat's record), once
@@ -399,8 +403,13 @@ func CardTop(width int) (*Module, error) {
 	txIn["s_end_valid"] = And(o("st", "m_end_valid"), endGo)
 	txIn["s_end_qpn"] = o("st", "m_end_qpn")
 	txIn["s_end_lost"] = o("st", "m_end_lost")
-	// Records (status fields and, when signaled, a CQE) to card_stat.
-	txIn["m_cpl_ready"] = o("st", "s_tx_ready")
+	// Records (status fields and, when signaled, a CQE) to card_stat; a
+	// Terminate record (the QP in error, whatever the cause) to card_rx
+	// too, which then treats the QP as the host's ERROR command has it
+	// (the card model's errorStep: the ring read no more, the RQ flushed).
+	txRecV, txRecUp := forkRecord(m, "txrec", o("tx", "m_cpl_valid"), []Expr{C(1, 1), o("tx", "m_cpl_term")},
+		[]Expr{o("st", "s_tx_ready"), o("rx", "s_fail_ready")})
+	txIn["m_cpl_ready"] = txRecUp
 	// lkey checks through placement's check port.
 	txIn["s_qp_pd"] = o("regs", "qp_pd_pd")
 	txIn["m_chk_ready"] = o("pl", "s_chk_ready")
@@ -440,7 +449,9 @@ func CardTop(width int) (*Module, error) {
 		"qp_mpa_crc": o("regs", "qp_mpa_crc"), "qp_mpa_rev0": o("regs", "qp_mpa_rev0"),
 		"s_db_valid": dbV[1], "s_db_kind": dk, "s_db_index": o("regs", "m_db_index"), "s_db_value": o("regs", "m_db_value"),
 		"m_ulp_tready": o("pl", "s_axis_tready"), "m_ci_ready": o("st", "s_rx_ready"), "m_err_ready": Or(bdTaken, And(tmErr, o("tx", "s_term_ready"))),
-		"s_fl_valid": And(tmTake, Or(tmPl, tmErr, tmSw)), "s_fl_qp": Sel(tmPl, Bits(o("pl", "m_term_qp"), 9, 0), Sel(tmSw, sw.qpn, o("rx", "m_err_qp"))),
+		"m_baddb_ready": m.WireOf("qpcmd_bd_rq_taken", And(bdSel, qpReady, bdIs(bdRxRQ)), "every engine has card_rx's bad RQ_PI's ERROR"),
+		"s_fl_valid":    And(tmTake, Or(tmPl, tmErr)), "s_fl_qp": Sel(tmPl, Bits(o("pl", "m_term_qp"), 9, 0), o("rx", "m_err_qp")),
+		"s_fail_valid": txRecV[1], "s_fail_qp": o("tx", "m_cpl_qpn"),
 		"qp_rq_base_lo": o("regs", "qp_rq_base_lo"), "qp_rq_base_hi": o("regs", "qp_rq_base_hi"),
 		"qp_sizes_rq_log": o("regs", "qp_sizes_rq_log"), "qp_cqs_recv_cq": o("regs", "qp_cqs_recv_cq"),
 		"m_cpl_ready": o("st", "s_rc_ready"), "m_rxterm_ready": And(tmG[0], o("tx", "s_term_ready")),
@@ -485,9 +496,9 @@ func CardTop(width int) (*Module, error) {
 
 	// card_stat: status records; card_tx's CQEs pass through it.
 	stIn := map[string]Expr{"clk": clk, "rst": erst,
-		"qp_cmd_valid": qpV[2], "qp_cmd_op": cmdOp, "qp_num_qpn": cmdQPN, "qp_cmd_bad_db": And(bdSel, Or(bdTx, Eq(errKind, C(3, CardRxErrBadDoorbell)))), "qp_cmd_cut": And(bdSel, Not(bdTx), Eq(errKind, C(3, CardRxErrStreamCut))),
+		"qp_cmd_valid": qpV[2], "qp_cmd_op": cmdOp, "qp_num_qpn": cmdQPN, "qp_cmd_bad_db": And(bdSel, Or(Not(bdIs(bdErr)), Eq(errKind, C(3, CardRxErrBadDoorbell)))), "qp_cmd_cut": And(bdSel, bdIs(bdErr), Eq(errKind, C(3, CardRxErrStreamCut))),
 		"qpstat_base_lo": o("regs", "qpstat_base_lo"), "qpstat_base_hi": o("regs", "qpstat_base_hi"),
-		"s_tx_valid": o("tx", "m_cpl_valid"), "s_tx_qpn": o("tx", "m_cpl_qpn"), "s_tx_sq_ci": o("tx", "m_cpl_sq_ci"),
+		"s_tx_valid": txRecV[0], "s_tx_qpn": o("tx", "m_cpl_qpn"), "s_tx_sq_ci": o("tx", "m_cpl_sq_ci"),
 		"s_tx_txs_pi": o("tx", "m_cpl_txs_pi"), "s_tx_cqe": o("tx", "m_cpl_cqe"), "s_tx_cq": o("tx", "m_cpl_cq"),
 		"s_tx_wr_id": o("tx", "m_cpl_wr_id"), "s_tx_opcode": o("tx", "m_cpl_opcode"), "s_tx_status": o("tx", "m_cpl_status"),
 		"s_tx_byte_len": o("tx", "m_cpl_byte_len"), "s_tx_term": o("tx", "m_cpl_term"), "s_tx_term_cause": o("tx", "m_cpl_term_cause"),

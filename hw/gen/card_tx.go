@@ -376,14 +376,7 @@ func CardTx(width int) (*Module, error) {
 	m.Drive(fHead, big.NewInt(0), incr(fHead), pop)
 	m.Drive(fTail, big.NewInt(0), incr(fTail), fPush)
 	queued := m.RegDecl("queued", CardTxQPs, "the QP is in the scheduler FIFO")
-	dec := func(name string, q Expr) *Signal {
-		qs := m.WireOf(name+"_qp", q, "")
-		parts := make([]Expr, CardTxQPs)
-		for i := 0; i < CardTxQPs; i++ {
-			parts[CardTxQPs-1-i] = Eq(qs, C(QB, uint64(i)))
-		}
-		return m.WireOf(name+"_1h", Cat(parts...), "")
-	}
+	dec := func(name string, q Expr) *Signal { return oneHot(m, name, q, CardTxQPs) }
 	clr1h := dec("qclr", popped)
 	set1h := dec("qset", fPushQP)
 	m.Drive(queued, big.NewInt(0), Or(And(queued, Not(And(clr1h, Rep(sPop, CardTxQPs)))), And(set1h, Rep(fPush, CardTxQPs))), nil)

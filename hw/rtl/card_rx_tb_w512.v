@@ -47,6 +47,9 @@ module card_rx_tb_w512 (
     input  wire           s_fl_valid,
     output wire           s_fl_ready,
     input  wire [9:0]     s_fl_qp,
+    input  wire           s_fail_valid,
+    output wire           s_fail_ready,
+    input  wire [9:0]     s_fail_qp,
     output wire [5:0]     m_axi_arid,
     output wire [63:0]    m_axi_araddr,
     output wire [7:0]     m_axi_arlen,
@@ -129,6 +132,9 @@ module card_rx_tb_w512 (
     input  wire [1:0]     m_axi_bresp,
     input  wire           m_axi_bvalid,
     output wire           m_axi_bready,
+    input  wire           m_baddb_ready,
+    output wire           m_baddb_valid,
+    output wire [9:0]     m_baddb_qpn,
     input  wire           reg_wr_valid,
     input  wire [7:0]     reg_wr_addr,
     input  wire [31:0]    reg_wr_data,
@@ -246,6 +252,7 @@ module card_rx_tb_w512 (
     wire [31:0]    rx_m_err_offset;
     wire           rx_snd_idle;
     wire           rx_s_fl_ready;
+    wire           rx_s_fail_ready;
     wire [5:0]     rx_m_axi_arid;
     wire [63:0]    rx_m_axi_araddr;
     wire [7:0]     rx_m_axi_arlen;
@@ -301,6 +308,8 @@ module card_rx_tb_w512 (
     wire           rx_m_axi_wlast;
     wire           rx_m_axi_wvalid;
     wire           rx_m_axi_bready;
+    wire           rx_m_baddb_valid;
+    wire [9:0]     rx_m_baddb_qpn;
     wire           pl_init_done;
     wire [3:0]     pl_m_host_opcode;
     wire           pl_m_host_last;
@@ -343,6 +352,7 @@ module card_rx_tb_w512 (
     assign m_err_offset = rx_m_err_offset;
     assign snd_idle = rx_snd_idle;
     assign s_fl_ready = rx_s_fl_ready;
+    assign s_fail_ready = rx_s_fail_ready;
     assign m_axi_arid = rx_m_axi_arid;
     assign m_axi_araddr = rx_m_axi_araddr;
     assign m_axi_arlen = rx_m_axi_arlen;
@@ -398,6 +408,8 @@ module card_rx_tb_w512 (
     assign m_axi_wlast = rx_m_axi_wlast;
     assign m_axi_wvalid = rx_m_axi_wvalid;
     assign m_axi_bready = rx_m_axi_bready;
+    assign m_baddb_valid = rx_m_baddb_valid;
+    assign m_baddb_qpn = rx_m_baddb_qpn;
     assign init_done = pl_init_done;
     assign m_host_opcode = pl_m_host_opcode;
     assign m_host_last = pl_m_host_last;
@@ -481,6 +493,9 @@ module card_rx_tb_w512 (
         .s_fl_valid(s_fl_valid),
         .s_fl_ready(rx_s_fl_ready),
         .s_fl_qp(s_fl_qp),
+        .s_fail_valid(s_fail_valid),
+        .s_fail_ready(rx_s_fail_ready),
+        .s_fail_qp(s_fail_qp),
         .m_axi_arid(rx_m_axi_arid),
         .m_axi_araddr(rx_m_axi_araddr),
         .m_axi_arlen(rx_m_axi_arlen),
@@ -588,7 +603,10 @@ module card_rx_tb_w512 (
         .m_axi_bid(m_axi_bid),
         .m_axi_bresp(m_axi_bresp),
         .m_axi_bvalid(m_axi_bvalid),
-        .m_axi_bready(rx_m_axi_bready)
+        .m_axi_bready(rx_m_axi_bready),
+        .m_baddb_ready(m_baddb_ready),
+        .m_baddb_valid(rx_m_baddb_valid),
+        .m_baddb_qpn(rx_m_baddb_qpn)
     );
 
     placement_w512 pl (

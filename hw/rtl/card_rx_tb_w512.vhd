@@ -49,6 +49,9 @@ entity card_rx_tb_w512 is
         s_fl_valid : in  std_logic;
         s_fl_ready : out std_logic;
         s_fl_qp : in  std_logic_vector(9 downto 0);
+        s_fail_valid : in  std_logic;
+        s_fail_ready : out std_logic;
+        s_fail_qp : in  std_logic_vector(9 downto 0);
         m_axi_arid : out std_logic_vector(5 downto 0);
         m_axi_araddr : out std_logic_vector(63 downto 0);
         m_axi_arlen : out std_logic_vector(7 downto 0);
@@ -131,6 +134,9 @@ entity card_rx_tb_w512 is
         m_axi_bresp : in  std_logic_vector(1 downto 0);
         m_axi_bvalid : in  std_logic;
         m_axi_bready : out std_logic;
+        m_baddb_ready : in  std_logic;
+        m_baddb_valid : out std_logic;
+        m_baddb_qpn : out std_logic_vector(9 downto 0);
         reg_wr_valid : in  std_logic;
         reg_wr_addr : in  std_logic_vector(7 downto 0);
         reg_wr_data : in  std_logic_vector(31 downto 0);
@@ -250,6 +256,7 @@ architecture rtl of card_rx_tb_w512 is
     signal rx_m_err_offset : std_logic_vector(31 downto 0);
     signal rx_snd_idle : std_logic;
     signal rx_s_fl_ready : std_logic;
+    signal rx_s_fail_ready : std_logic;
     signal rx_m_axi_arid : std_logic_vector(5 downto 0);
     signal rx_m_axi_araddr : std_logic_vector(63 downto 0);
     signal rx_m_axi_arlen : std_logic_vector(7 downto 0);
@@ -305,6 +312,8 @@ architecture rtl of card_rx_tb_w512 is
     signal rx_m_axi_wlast : std_logic;
     signal rx_m_axi_wvalid : std_logic;
     signal rx_m_axi_bready : std_logic;
+    signal rx_m_baddb_valid : std_logic;
+    signal rx_m_baddb_qpn : std_logic_vector(9 downto 0);
     signal pl_init_done : std_logic;
     signal pl_m_host_opcode : std_logic_vector(3 downto 0);
     signal pl_m_host_last : std_logic;
@@ -347,6 +356,7 @@ begin
     m_err_offset <= rx_m_err_offset;
     snd_idle <= rx_snd_idle;
     s_fl_ready <= rx_s_fl_ready;
+    s_fail_ready <= rx_s_fail_ready;
     m_axi_arid <= rx_m_axi_arid;
     m_axi_araddr <= rx_m_axi_araddr;
     m_axi_arlen <= rx_m_axi_arlen;
@@ -402,6 +412,8 @@ begin
     m_axi_wlast <= rx_m_axi_wlast;
     m_axi_wvalid <= rx_m_axi_wvalid;
     m_axi_bready <= rx_m_axi_bready;
+    m_baddb_valid <= rx_m_baddb_valid;
+    m_baddb_qpn <= rx_m_baddb_qpn;
     init_done <= pl_init_done;
     m_host_opcode <= pl_m_host_opcode;
     m_host_last <= pl_m_host_last;
@@ -486,6 +498,9 @@ begin
             s_fl_valid => s_fl_valid,
             s_fl_ready => rx_s_fl_ready,
             s_fl_qp => s_fl_qp,
+            s_fail_valid => s_fail_valid,
+            s_fail_ready => rx_s_fail_ready,
+            s_fail_qp => s_fail_qp,
             m_axi_arid => rx_m_axi_arid,
             m_axi_araddr => rx_m_axi_araddr,
             m_axi_arlen => rx_m_axi_arlen,
@@ -593,7 +608,10 @@ begin
             m_axi_bid => m_axi_bid,
             m_axi_bresp => m_axi_bresp,
             m_axi_bvalid => m_axi_bvalid,
-            m_axi_bready => rx_m_axi_bready
+            m_axi_bready => rx_m_axi_bready,
+            m_baddb_ready => m_baddb_ready,
+            m_baddb_valid => rx_m_baddb_valid,
+            m_baddb_qpn => rx_m_baddb_qpn
         );
 
     pl : entity work.placement_w512

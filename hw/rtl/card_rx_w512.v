@@ -92,6 +92,9 @@ module card_rx_w512 (
     input  wire           s_fl_valid,        // card_tx took the Terminate record of placement's m_term or of m_err for this QP: its RQ is flushed (WR_FLUSH_ERR) as for m_rxterm's
     output wire           s_fl_ready,        // no such QP waits to join the flush queue
     input  wire [9:0]     s_fl_qp,
+    input  wire           s_fail_valid,      // card_tx put the QP in error (its Terminate record: its own failures, the top's CQ sweep, and the receive errors above again): as QP_CMD ERROR here, the ring is read no more, placement drops the QP's segments and its RQ is flushed (the card model's errorStep)
+    output wire           s_fail_ready,
+    input  wire [9:0]     s_fail_qp,
     output wire [5:0]     m_axi_arid,
     output wire [63:0]    m_axi_araddr,
     output wire [7:0]     m_axi_arlen,
@@ -199,7 +202,10 @@ module card_rx_w512 (
     input  wire [3:0]     m_axi_bid,         // the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
     input  wire [1:0]     m_axi_bresp,       // the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
     input  wire           m_axi_bvalid,      // the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
-    output wire           m_axi_bready
+    output wire           m_axi_bready,
+    input  wire           m_baddb_ready,
+    output wire           m_baddb_valid,     // an RQ_PI doorbell moved RQ_PI more than the RQ's size past RQ_CI, or behind the blocks the engine has taken (RQ_PI unchanged): the QP goes to error with QP_ERROR BAD_DOORBELL (the top's QP command fork); doorbells wait until it is taken
+    output wire [9:0]     m_baddb_qpn
 );
 
     reg  [3:0]     eng_state;                // receive engine state
@@ -211,9 +217,13 @@ module card_rx_w512 (
     wire           eng_end_wr;               // the engine stores a QP's stream state
     wire           fl_room;                  // the Send engine's flush queue can take a QP (cardRxSend)
     reg            kill_host_pend;           // a host failure's kill waits for the Send engine's (no command or doorbell is taken meanwhile)
+    wire           cmd_can_take;             // a command or a card failure may be taken
     wire           cmd_take;
+    wire           fail_take;
     wire           cmd_create;
-    wire           cmd_error;                // QP_CMD ERROR: the RQ is flushed
+    wire           cmd_error;                // QP_CMD ERROR or a card failure: the RQ is flushed
+    wire [15:0]    cmd_qpn;                  // the command's QP, or the failed one
+    wire           db_hold;                  // a bad RQ_PI doorbell waits on m_baddb (cardRxSend): no doorbell is taken
     wire           db_take;
     wire           db_is_pi;
     wire           db_is_fin;                // STREAM.RX_FIN
@@ -443,6 +453,9 @@ module card_rx_w512 (
     reg  [1:0]     rq_err_db_rd;             // read data of rq_err_db
     reg            fl_dbq;                   // an RQ_PI doorbell's error bit is being read
     reg  [9:0]     fl_dbq_qp;
+    reg  [15:0]    rq_dbq_pi;                // the RQ_PI it asks for
+    wire           rq_db_bad;                // the RQ_PI doorbell being decided is bad: RQ_PI stays, the QP goes to error
+    wire           rq_db_ok;                 // an RQ_PI doorbell takes effect (RQ_PI is written)
     wire           fl_push_db;               // an RQ_PI doorbell of a QP in error: flush what it posts
     wire           fl_push;
     wire           fl_pop;                   // the engine takes the head of the flush queue
@@ -485,7 +498,7 @@ module card_rx_w512 (
     reg  [9:0]     snd_cq;
     reg  [31:0]    snd_pd;
     reg  [15:0]    snd_pi;                   // RQ_PI
-    wire           snd_db_here;              // an RQ_PI doorbell of the QP served
+    wire           snd_db_here;              // an RQ_PI doorbell of the QP served is written
     reg            snd_db_late;              // it came while the context was read: the RAM's word is stale
     reg  [15:0]    snd_db_late_v;
     reg  [31:0]    snd_msn;                  // MSN expected
@@ -671,6 +684,17 @@ module card_rx_w512 (
     reg  [9:0]     rxterm_fl_qp;
     wire           fl_rxterm_push;           // m_rxterm's QP joins the flush queue
     wire           snd_len_err_set;
+    wire [31:0]    rq_db_cf_data;            // {blocks taken up to, RQ_CI} as the engine stores them
+    reg  [31:0]    rq_db_cf_rd;              // read data of rq_db_cf
+    reg  [4:0]     rq_db_log_rd;             // read data of rq_db_log
+    reg            rq_db_byp;                // the engine stored the doorbell's QP in its cycle
+    reg  [31:0]    rq_db_byp_v;
+    wire [31:0]    rq_db_cf_now;
+    wire [15:0]    rq_db_posted;             // blocks from RQ_CI to the asked RQ_PI
+    wire           rq_db_over;               // more than the RQ's size
+    wire           rq_db_behind;             // behind the blocks the engine has taken
+    reg            baddb_v;                  // a bad RQ_PI's QP waits to go to error
+    reg  [9:0]     baddb_qpn;
     reg            snd_seg_end;              // the segment's last beat is taken
     reg  [9:0]     kill_host_pend_qp;
     wire           kill_host_v;
@@ -696,16 +720,22 @@ module card_rx_w512 (
     reg  [36:0] rr_st [0:1023];              // per QP: IRD, next Read Request MSN
     reg  [4:0] rr_done_d [0:1023];           // IRD entries given back, read by the done path
     reg  [4:0] rr_done_e [0:1023];           // IRD entries given back, read by the engine
+    reg  [31:0] rq_db_cf [0:1023];           // {blocks taken up to, RQ_CI}, read by the doorbell path
+    reg  [4:0] rq_db_log [0:1023];           // the RQ's log2 size, read by the doorbell path
 
     assign db_b_stall = ((eng_state == 4'h1) | (eng_state == 4'h3)) | (eng_state == 4'h4);
     assign db_b_go = db_b & ~db_b_stall;
     assign eng_end_wr = eng_state == 4'h8;
-    assign cmd_take = ((((qp_cmd_valid & ~db_b) & ~(eng_state == 4'h1)) & ~eng_end_wr) & fl_room) & ~kill_host_pend;
+    assign cmd_can_take = (((~db_b & ~(eng_state == 4'h1)) & ~eng_end_wr) & fl_room) & ~kill_host_pend;
+    assign cmd_take = qp_cmd_valid & cmd_can_take;
     assign qp_cmd_ready = cmd_take;
+    assign fail_take = (s_fail_valid & ~qp_cmd_valid) & cmd_can_take;
+    assign s_fail_ready = fail_take;
     assign cmd_create = cmd_take & (qp_cmd_op == 4'h1);
-    assign cmd_error = cmd_take & (qp_cmd_op == 4'h3);
-    assign s_db_ready = ((~db_b & ~qp_cmd_valid) & fl_room) & ~kill_host_pend;
-    assign db_take = (((s_db_valid & ~db_b) & ~qp_cmd_valid) & fl_room) & ~kill_host_pend;
+    assign cmd_error = (cmd_take & (qp_cmd_op == 4'h3)) | fail_take;
+    assign cmd_qpn = fail_take ? {6'h00, s_fail_qp} : qp_num_qpn;
+    assign s_db_ready = ((((~db_b & ~qp_cmd_valid) & ~s_fail_valid) & fl_room) & ~kill_host_pend) & ~db_hold;
+    assign db_take = (((((s_db_valid & ~db_b) & ~qp_cmd_valid) & ~s_fail_valid) & fl_room) & ~kill_host_pend) & ~db_hold;
     assign db_is_pi = db_take & (s_db_kind == 3'h4);
     assign db_is_fin = (db_take & (s_db_kind == 3'h5)) & s_db_value[0];
     assign db_in = db_is_pi | db_is_fin;
@@ -931,7 +961,7 @@ module card_rx_w512 (
     assign turn_dead_set = (((eng_state == 4'h6) | (eng_state == 4'h7)) & pq_pop) & ((dec_pop & s_dec_dead) | ci_rep_err);
     assign host_lost = (db_take & (s_db_kind == 3'h5)) & s_db_value[1];
     assign host_fail = cmd_error | host_lost;
-    assign host_fail_qp = cmd_error ? qp_num_qpn[9:0] : s_db_index;
+    assign host_fail_qp = cmd_error ? cmd_qpn[9:0] : s_db_index;
     assign host_kill = (host_fail & (host_fail_qp == act_qp)) & ~(eng_state == 4'h0);
     assign host_kill_pre = host_kill & (((eng_state == 4'h3) | (eng_state == 4'h4)) | (eng_state == 4'h5));
     assign ci_new = ci_rep | ci_err;
@@ -967,9 +997,10 @@ module card_rx_w512 (
     assign fl_lost = (db_take & (s_db_kind == 3'h5)) & s_db_value[1];
     assign fl_fail_host = cmd_error | fl_lost;
     assign fl_fail = fl_fail_host | fl_term_push;
-    assign fl_fail_qp = cmd_error ? qp_num_qpn[9:0] : (fl_lost ? s_db_index : fl_term_qp);
+    assign fl_fail_qp = cmd_error ? cmd_qpn[9:0] : (fl_lost ? s_db_index : fl_term_qp);
     assign snd_db_rqpi = db_take & (s_db_kind == 3'h2);
-    assign fl_push_db = fl_dbq & rq_err_db_rd[0];
+    assign rq_db_ok = fl_dbq & ~rq_db_bad;
+    assign fl_push_db = rq_db_ok & rq_err_db_rd[0];
     assign fl_push = fl_fail | fl_push_db;
     assign flq_wpos = flq_count - {2'h0, fl_pop};
     assign flq0_push = fl_push & (flq_wpos == 3'h0);
@@ -991,7 +1022,7 @@ module card_rx_w512 (
     assign snd_n = snd_len - 16'h0012;
     assign snd_is_rreq = snd_qn == 32'h00000001;
     assign snd_is_term = snd_qn == 32'h00000002;
-    assign snd_db_here = snd_db_rqpi & (s_db_index == snd_qp);
+    assign snd_db_here = rq_db_ok & (fl_dbq_qp == snd_qp);
     assign wqe_hit = (wqe_v & (wqe_qp == snd_qp)) & (wqe_ci == snd_ci);
     assign snd_posted = snd_ci != snd_pi;
     assign snd_rq_szm = {
@@ -1201,6 +1232,32 @@ module card_rx_w512 (
     assign snd_idle_w = ((snd_state == 5'h00) & (snd_beat == 13'h0000)) & ~s_host_tvalid;
     assign snd_len_err_set = ((snd_state == 5'h05) & (snd_cause == 16'h1205)) & ~snd_failed;
     assign snd_st_wr = ((snd_state == 5'h0f) | (snd_state == 5'h11)) | (snd_state == 5'h18);
+    assign rq_db_cf_data = (snd_state == 5'h0f) ? {snd_ci + {12'h000, wqe_bbs}, snd_lflag ? (snd_ci + {12'h000, wqe_bbs}) : snd_ci} : ((snd_state == 5'h18) ? {fl_ci, fl_ci} : {snd_ci, snd_ci});
+    assign rq_db_cf_now = rq_db_byp ? rq_db_byp_v : rq_db_cf_rd;
+    assign rq_db_posted = rq_dbq_pi - rq_db_cf_now[15:0];
+    assign rq_db_over = |rq_db_posted & |((rq_db_posted - 16'h0001) & ~{
+        5'h0f < rq_db_log_rd,
+        5'h0e < rq_db_log_rd,
+        5'h0d < rq_db_log_rd,
+        5'h0c < rq_db_log_rd,
+        5'h0b < rq_db_log_rd,
+        5'h0a < rq_db_log_rd,
+        5'h09 < rq_db_log_rd,
+        5'h08 < rq_db_log_rd,
+        5'h07 < rq_db_log_rd,
+        5'h06 < rq_db_log_rd,
+        5'h05 < rq_db_log_rd,
+        5'h04 < rq_db_log_rd,
+        5'h03 < rq_db_log_rd,
+        5'h02 < rq_db_log_rd,
+        5'h01 < rq_db_log_rd,
+        5'h00 < rq_db_log_rd
+    });
+    assign rq_db_behind = rq_db_posted < (rq_db_cf_now[31:16] - rq_db_cf_now[15:0]);
+    assign rq_db_bad = fl_dbq & (rq_db_over | rq_db_behind);
+    assign m_baddb_valid = baddb_v;
+    assign m_baddb_qpn = baddb_qpn & {10{baddb_v}};
+    assign db_hold = baddb_v;
     assign snd_st_data = (snd_state == 5'h0f) ? {
         snd_lflag ? (snd_msn + 32'h00000001) : snd_msn,
         snd_lflag ? 32'h00000000 : snd_got_n,
@@ -1225,6 +1282,7 @@ module card_rx_w512 (
     assign unused_bits = |{
         qp_num_qpn[15:10],
         qp_rxs_base_lo[11:0],
+        cmd_qpn[15:10],
         rx_fin_rd[1],
         queued_rd[1],
         rd_ttag,
@@ -1642,6 +1700,12 @@ module card_rx_w512 (
     end
 
     always @(posedge clk) begin
+        if (snd_db_rqpi) begin
+            rq_dbq_pi <= s_db_value[15:0];
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             flq_count <= 3'h0;
         end else begin
@@ -1750,13 +1814,13 @@ module card_rx_w512 (
 
     always @(posedge clk) begin
         if (snd_db_here & (snd_state == 5'h01)) begin
-            snd_db_late_v <= s_db_value[15:0];
+            snd_db_late_v <= rq_dbq_pi;
         end
     end
 
     always @(posedge clk) begin
         if ((snd_state == 5'h02) | ((snd_db_here & ~(snd_state == 5'h00)) & ~(snd_state == 5'h01))) begin
-            snd_pi <= snd_db_here ? s_db_value[15:0] : (snd_db_late ? snd_db_late_v : rq_pi_rd);
+            snd_pi <= snd_db_here ? rq_dbq_pi : (snd_db_late ? snd_db_late_v : rq_pi_rd);
         end
     end
 
@@ -2209,6 +2273,36 @@ module card_rx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            rq_db_byp <= 1'h0;
+        end else begin
+            rq_db_byp <= (snd_db_rqpi & snd_st_wr) & (snd_qp == s_db_index);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (snd_db_rqpi) begin
+            rq_db_byp_v <= rq_db_cf_data;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            baddb_v <= 1'h0;
+        end else begin
+            baddb_v <= rq_db_bad | (baddb_v & ~m_baddb_ready);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            baddb_qpn <= 10'h000;
+        end else if (rq_db_bad) begin
+            baddb_qpn <= fl_dbq_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             snd_seg_end <= 1'h0;
         end else begin
             snd_seg_end <= snd_hdr_done ? 1'h0 : (snd_seg_end | ((snd_pop & s_host_tvalid) & s_host_tlast));
@@ -2304,7 +2398,7 @@ module card_rx_w512 (
     // rq_err_db: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (cmd_create | fl_fail) begin
-            rq_err_db[cmd_create ? qp_num_qpn[9:0] : fl_fail_qp] <= {1'h0, ~cmd_create};
+            rq_err_db[cmd_create ? cmd_qpn[9:0] : fl_fail_qp] <= {1'h0, ~cmd_create};
         end
         if (snd_db_rqpi) begin
             rq_err_db_rd <= rq_err_db[s_db_index];
@@ -2314,7 +2408,7 @@ module card_rx_w512 (
     // rq_ctx: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (cmd_create) begin
-            rq_ctx[qp_num_qpn[9:0]] <= {qp_rq_base_hi, qp_rq_base_lo[31:6], qp_sizes_rq_log, qp_cqs_recv_cq[9:0], qp_pd_pd};
+            rq_ctx[cmd_qpn[9:0]] <= {qp_rq_base_hi, qp_rq_base_lo[31:6], qp_sizes_rq_log, qp_cqs_recv_cq[9:0], qp_pd_pd};
         end
         if (snd_state == 5'h01) begin
             rq_ctx_rd <= rq_ctx[snd_qp];
@@ -2323,8 +2417,8 @@ module card_rx_w512 (
 
     // rq_pi: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
-        if (cmd_create | snd_db_rqpi) begin
-            rq_pi[cmd_create ? qp_num_qpn[9:0] : s_db_index] <= cmd_create ? 16'h0000 : s_db_value[15:0];
+        if (cmd_create | rq_db_ok) begin
+            rq_pi[cmd_create ? cmd_qpn[9:0] : fl_dbq_qp] <= cmd_create ? 16'h0000 : rq_dbq_pi;
         end
         if (snd_state == 5'h01) begin
             rq_pi_rd <= rq_pi[snd_qp];
@@ -2334,7 +2428,7 @@ module card_rx_w512 (
     // rq_st: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (cmd_create | snd_st_wr) begin
-            rq_st[cmd_create ? qp_num_qpn[9:0] : snd_qp] <= cmd_create ? {32'h00000001, 87'h0000000000000000000000} : snd_st_data;
+            rq_st[cmd_create ? cmd_qpn[9:0] : snd_qp] <= cmd_create ? {32'h00000001, 87'h0000000000000000000000} : snd_st_data;
         end
         if (snd_state == 5'h01) begin
             rq_st_rd <= rq_st[snd_qp];
@@ -2344,7 +2438,7 @@ module card_rx_w512 (
     // rq_err: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (cmd_create | fl_fail) begin
-            rq_err[cmd_create ? qp_num_qpn[9:0] : fl_fail_qp] <= {1'h0, ~cmd_create};
+            rq_err[cmd_create ? cmd_qpn[9:0] : fl_fail_qp] <= {1'h0, ~cmd_create};
         end
         if (snd_state == 5'h01) begin
             rq_err_rd <= rq_err[snd_qp];
@@ -2394,7 +2488,7 @@ module card_rx_w512 (
     // rr_st: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (cmd_create | rr_store_ok) begin
-            rr_st[cmd_create ? qp_num_qpn[9:0] : snd_qp] <= cmd_create ? {qp_rd_ird[4:0], 32'h00000001} : {rr_ird, rr_msn + 32'h00000001};
+            rr_st[cmd_create ? cmd_qpn[9:0] : snd_qp] <= cmd_create ? {qp_rd_ird[4:0], 32'h00000001} : {rr_ird, rr_msn + 32'h00000001};
         end
         if (snd_state == 5'h01) begin
             rr_st_rd <= rr_st[snd_qp];
@@ -2404,7 +2498,7 @@ module card_rx_w512 (
     // rr_done_d: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (cmd_create | rr_done_wr) begin
-            rr_done_d[cmd_create ? qp_num_qpn[9:0] : rr_done_qp] <= rr_done_wd;
+            rr_done_d[cmd_create ? cmd_qpn[9:0] : rr_done_qp] <= rr_done_wd;
         end
         rr_done_d_rd <= rr_done_d[rr_done_b ? rr_done_qp : s_rreq_done_qpn];
     end
@@ -2412,10 +2506,30 @@ module card_rx_w512 (
     // rr_done_e: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (cmd_create | rr_done_wr) begin
-            rr_done_e[cmd_create ? qp_num_qpn[9:0] : rr_done_qp] <= rr_done_wd;
+            rr_done_e[cmd_create ? cmd_qpn[9:0] : rr_done_qp] <= rr_done_wd;
         end
         if (snd_state == 5'h01) begin
             rr_done_e_rd <= rr_done_e[snd_qp];
+        end
+    end
+
+    // rq_db_cf: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (cmd_create | snd_st_wr) begin
+            rq_db_cf[cmd_create ? cmd_qpn[9:0] : snd_qp] <= cmd_create ? 32'h00000000 : rq_db_cf_data;
+        end
+        if (snd_db_rqpi) begin
+            rq_db_cf_rd <= rq_db_cf[s_db_index];
+        end
+    end
+
+    // rq_db_log: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (cmd_create) begin
+            rq_db_log[cmd_qpn[9:0]] <= qp_sizes_rq_log;
+        end
+        if (snd_db_rqpi) begin
+            rq_db_log_rd <= rq_db_log[s_db_index];
         end
     end
 

@@ -94,6 +94,9 @@ entity card_rx_w64 is
         s_fl_valid : in  std_logic;          -- card_tx took the Terminate record of placement's m_term or of m_err for this QP: its RQ is flushed (WR_FLUSH_ERR) as for m_rxterm's
         s_fl_ready : out std_logic;          -- no such QP waits to join the flush queue
         s_fl_qp : in  std_logic_vector(9 downto 0);
+        s_fail_valid : in  std_logic;        -- card_tx put the QP in error (its Terminate record: its own failures, the top's CQ sweep, and the receive errors above again): as QP_CMD ERROR here, the ring is read no more, placement drops the QP's segments and its RQ is flushed (the card model's errorStep)
+        s_fail_ready : out std_logic;
+        s_fail_qp : in  std_logic_vector(9 downto 0);
         m_axi_arid : out std_logic_vector(5 downto 0);
         m_axi_araddr : out std_logic_vector(63 downto 0);
         m_axi_arlen : out std_logic_vector(7 downto 0);
@@ -201,7 +204,10 @@ entity card_rx_w64 is
         m_axi_bid : in  std_logic_vector(3 downto 0); -- the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
         m_axi_bresp : in  std_logic_vector(1 downto 0); -- the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
         m_axi_bvalid : in  std_logic;        -- the receive side's payload writes (placement's and the Sends'): AXI4 write channels, one-beat bursts, ID 0
-        m_axi_bready : out std_logic
+        m_axi_bready : out std_logic;
+        m_baddb_ready : in  std_logic;
+        m_baddb_valid : out std_logic;       -- an RQ_PI doorbell moved RQ_PI more than the RQ's size past RQ_CI, or behind the blocks the engine has taken (RQ_PI unchanged): the QP goes to error with QP_ERROR BAD_DOORBELL (the top's QP command fork); doorbells wait until it is taken
+        m_baddb_qpn : out std_logic_vector(9 downto 0)
     );
 end entity card_rx_w64;
 
@@ -242,9 +248,13 @@ architecture rtl of card_rx_w64 is
     signal eng_end_wr : std_logic;           -- the engine stores a QP's stream state
     signal fl_room : std_logic;              -- the Send engine's flush queue can take a QP (cardRxSend)
     signal kill_host_pend : std_logic := '0'; -- a host failure's kill waits for the Send engine's (no command or doorbell is taken meanwhile)
+    signal cmd_can_take : std_logic;         -- a command or a card failure may be taken
     signal cmd_take : std_logic;
+    signal fail_take : std_logic;
     signal cmd_create : std_logic;
-    signal cmd_error : std_logic;            -- QP_CMD ERROR: the RQ is flushed
+    signal cmd_error : std_logic;            -- QP_CMD ERROR or a card failure: the RQ is flushed
+    signal cmd_qpn : std_logic_vector(15 downto 0); -- the command's QP, or the failed one
+    signal db_hold : std_logic;              -- a bad RQ_PI doorbell waits on m_baddb (cardRxSend): no doorbell is taken
     signal db_take : std_logic;
     signal db_is_pi : std_logic;
     signal db_is_fin : std_logic;            -- STREAM.RX_FIN
@@ -471,6 +481,9 @@ architecture rtl of card_rx_w64 is
     signal rq_err_db_rd : std_logic_vector(1 downto 0); -- read data of rq_err_db
     signal fl_dbq : std_logic := '0';        -- an RQ_PI doorbell's error bit is being read
     signal fl_dbq_qp : std_logic_vector(9 downto 0);
+    signal rq_dbq_pi : std_logic_vector(15 downto 0); -- the RQ_PI it asks for
+    signal rq_db_bad : std_logic;            -- the RQ_PI doorbell being decided is bad: RQ_PI stays, the QP goes to error
+    signal rq_db_ok : std_logic;             -- an RQ_PI doorbell takes effect (RQ_PI is written)
     signal fl_push_db : std_logic;           -- an RQ_PI doorbell of a QP in error: flush what it posts
     signal fl_push : std_logic;
     signal fl_pop : std_logic;               -- the engine takes the head of the flush queue
@@ -513,7 +526,7 @@ architecture rtl of card_rx_w64 is
     signal snd_cq : std_logic_vector(9 downto 0);
     signal snd_pd : std_logic_vector(31 downto 0);
     signal snd_pi : std_logic_vector(15 downto 0); -- RQ_PI
-    signal snd_db_here : std_logic;          -- an RQ_PI doorbell of the QP served
+    signal snd_db_here : std_logic;          -- an RQ_PI doorbell of the QP served is written
     signal snd_db_late : std_logic := '0';   -- it came while the context was read: the RAM's word is stale
     signal snd_db_late_v : std_logic_vector(15 downto 0);
     signal snd_msn : std_logic_vector(31 downto 0); -- MSN expected
@@ -693,6 +706,17 @@ architecture rtl of card_rx_w64 is
     signal rxterm_fl_qp : std_logic_vector(9 downto 0);
     signal fl_rxterm_push : std_logic;       -- m_rxterm's QP joins the flush queue
     signal snd_len_err_set : std_logic;
+    signal rq_db_cf_data : std_logic_vector(31 downto 0); -- {blocks taken up to, RQ_CI} as the engine stores them
+    signal rq_db_cf_rd : std_logic_vector(31 downto 0); -- read data of rq_db_cf
+    signal rq_db_log_rd : std_logic_vector(4 downto 0); -- read data of rq_db_log
+    signal rq_db_byp : std_logic := '0';     -- the engine stored the doorbell's QP in its cycle
+    signal rq_db_byp_v : std_logic_vector(31 downto 0);
+    signal rq_db_cf_now : std_logic_vector(31 downto 0);
+    signal rq_db_posted : std_logic_vector(15 downto 0); -- blocks from RQ_CI to the asked RQ_PI
+    signal rq_db_over : std_logic;           -- more than the RQ's size
+    signal rq_db_behind : std_logic;         -- behind the blocks the engine has taken
+    signal baddb_v : std_logic := '0';       -- a bad RQ_PI's QP waits to go to error
+    signal baddb_qpn : std_logic_vector(9 downto 0) := "0000000000";
     signal snd_seg_end : std_logic := '0';   -- the segment's last beat is taken
     signal kill_host_pend_qp : std_logic_vector(9 downto 0);
     signal kill_host_v : std_logic;
@@ -732,16 +756,24 @@ architecture rtl of card_rx_w64 is
     signal rr_done_d : rr_done_d_t;          -- IRD entries given back, read by the done path
     type rr_done_e_t is array (0 to 1023) of std_logic_vector(4 downto 0);
     signal rr_done_e : rr_done_e_t;          -- IRD entries given back, read by the engine
+    type rq_db_cf_t is array (0 to 1023) of std_logic_vector(31 downto 0);
+    signal rq_db_cf : rq_db_cf_t;            -- {blocks taken up to, RQ_CI}, read by the doorbell path
+    type rq_db_log_t is array (0 to 1023) of std_logic_vector(4 downto 0);
+    signal rq_db_log : rq_db_log_t;          -- the RQ's log2 size, read by the doorbell path
 begin
     db_b_stall <= (b2l(eng_state = x"1") or b2l(eng_state = x"3")) or b2l(eng_state = x"4");
     db_b_go <= db_b and (not db_b_stall);
     eng_end_wr <= b2l(eng_state = x"8");
-    cmd_take <= ((((qp_cmd_valid and (not db_b)) and (not b2l(eng_state = x"1"))) and (not eng_end_wr)) and fl_room) and (not kill_host_pend);
+    cmd_can_take <= ((((not db_b) and (not b2l(eng_state = x"1"))) and (not eng_end_wr)) and fl_room) and (not kill_host_pend);
+    cmd_take <= qp_cmd_valid and cmd_can_take;
     qp_cmd_ready <= cmd_take;
+    fail_take <= (s_fail_valid and (not qp_cmd_valid)) and cmd_can_take;
+    s_fail_ready <= fail_take;
     cmd_create <= cmd_take and b2l(qp_cmd_op = x"1");
-    cmd_error <= cmd_take and b2l(qp_cmd_op = x"3");
-    s_db_ready <= (((not db_b) and (not qp_cmd_valid)) and fl_room) and (not kill_host_pend);
-    db_take <= (((s_db_valid and (not db_b)) and (not qp_cmd_valid)) and fl_room) and (not kill_host_pend);
+    cmd_error <= (cmd_take and b2l(qp_cmd_op = x"3")) or fail_take;
+    cmd_qpn <= mux(fail_take, std_logic_vector'("000000" & s_fail_qp), qp_num_qpn);
+    s_db_ready <= (((((not db_b) and (not qp_cmd_valid)) and (not s_fail_valid)) and fl_room) and (not kill_host_pend)) and (not db_hold);
+    db_take <= (((((s_db_valid and (not db_b)) and (not qp_cmd_valid)) and (not s_fail_valid)) and fl_room) and (not kill_host_pend)) and (not db_hold);
     db_is_pi <= db_take and b2l(s_db_kind = "100");
     db_is_fin <= (db_take and b2l(s_db_kind = "101")) and s_db_value(0);
     db_in <= db_is_pi or db_is_fin;
@@ -908,7 +940,7 @@ begin
     turn_dead_set <= ((b2l(eng_state = x"6") or b2l(eng_state = x"7")) and pq_pop) and ((dec_pop and s_dec_dead) or ci_rep_err);
     host_lost <= (db_take and b2l(s_db_kind = "101")) and s_db_value(1);
     host_fail <= cmd_error or host_lost;
-    host_fail_qp <= mux(cmd_error, qp_num_qpn(9 downto 0), s_db_index);
+    host_fail_qp <= mux(cmd_error, cmd_qpn(9 downto 0), s_db_index);
     host_kill <= (host_fail and b2l(host_fail_qp = act_qp)) and (not b2l(eng_state = x"0"));
     host_kill_pre <= host_kill and ((b2l(eng_state = x"3") or b2l(eng_state = x"4")) or b2l(eng_state = x"5"));
     ci_new <= ci_rep or ci_err;
@@ -944,9 +976,10 @@ begin
     fl_lost <= (db_take and b2l(s_db_kind = "101")) and s_db_value(1);
     fl_fail_host <= cmd_error or fl_lost;
     fl_fail <= fl_fail_host or fl_term_push;
-    fl_fail_qp <= mux(cmd_error, qp_num_qpn(9 downto 0), mux(fl_lost, s_db_index, fl_term_qp));
+    fl_fail_qp <= mux(cmd_error, cmd_qpn(9 downto 0), mux(fl_lost, s_db_index, fl_term_qp));
     snd_db_rqpi <= db_take and b2l(s_db_kind = "010");
-    fl_push_db <= fl_dbq and rq_err_db_rd(0);
+    rq_db_ok <= fl_dbq and (not rq_db_bad);
+    fl_push_db <= rq_db_ok and rq_err_db_rd(0);
     fl_push <= fl_fail or fl_push_db;
     flq_wpos <= std_logic_vector(unsigned(flq_count) - unsigned(std_logic_vector'("00" & fl_pop)));
     flq0_push <= fl_push and b2l(flq_wpos = "000");
@@ -988,7 +1021,7 @@ begin
     snd_n <= std_logic_vector(unsigned(snd_len) - unsigned'(x"0012"));
     snd_is_rreq <= b2l(snd_qn = x"00000001");
     snd_is_term <= b2l(snd_qn = x"00000002");
-    snd_db_here <= snd_db_rqpi and b2l(s_db_index = snd_qp);
+    snd_db_here <= rq_db_ok and b2l(fl_dbq_qp = snd_qp);
     wqe_hit <= (wqe_v and b2l(wqe_qp = snd_qp)) and b2l(wqe_ci = snd_ci);
     snd_posted <= b2l(snd_ci /= snd_pi);
     snd_rq_szm <= std_logic_vector'(
@@ -1215,6 +1248,35 @@ begin
     snd_idle_w <= (b2l(snd_state = "00000") and b2l(snd_beat = "0000000000000")) and (not s_host_tvalid);
     snd_len_err_set <= (b2l(snd_state = "00101") and b2l(snd_cause = x"1205")) and (not snd_failed);
     snd_st_wr <= (b2l(snd_state = "01111") or b2l(snd_state = "10001")) or b2l(snd_state = "11000");
+    rq_db_cf_data <= mux(b2l(snd_state = "01111"), std_logic_vector'(
+        std_logic_vector(unsigned(snd_ci) + unsigned(std_logic_vector'(x"000" & wqe_bbs))) &
+        mux(snd_lflag, std_logic_vector(unsigned(snd_ci) + unsigned(std_logic_vector'(x"000" & wqe_bbs))), snd_ci)
+    ), mux(b2l(snd_state = "11000"), std_logic_vector'(fl_ci & fl_ci), std_logic_vector'(snd_ci & snd_ci)));
+    rq_db_cf_now <= mux(rq_db_byp, rq_db_byp_v, rq_db_cf_rd);
+    rq_db_posted <= std_logic_vector(unsigned(rq_dbq_pi) - unsigned(rq_db_cf_now(15 downto 0)));
+    rq_db_over <= (or rq_db_posted) and (or (std_logic_vector(unsigned(rq_db_posted) - unsigned'(x"0001")) and (not std_logic_vector'(
+        b2l(unsigned'("01111") < unsigned(rq_db_log_rd)) &
+        b2l(unsigned'("01110") < unsigned(rq_db_log_rd)) &
+        b2l(unsigned'("01101") < unsigned(rq_db_log_rd)) &
+        b2l(unsigned'("01100") < unsigned(rq_db_log_rd)) &
+        b2l(unsigned'("01011") < unsigned(rq_db_log_rd)) &
+        b2l(unsigned'("01010") < unsigned(rq_db_log_rd)) &
+        b2l(unsigned'("01001") < unsigned(rq_db_log_rd)) &
+        b2l(unsigned'("01000") < unsigned(rq_db_log_rd)) &
+        b2l(unsigned'("00111") < unsigned(rq_db_log_rd)) &
+        b2l(unsigned'("00110") < unsigned(rq_db_log_rd)) &
+        b2l(unsigned'("00101") < unsigned(rq_db_log_rd)) &
+        b2l(unsigned'("00100") < unsigned(rq_db_log_rd)) &
+        b2l(unsigned'("00011") < unsigned(rq_db_log_rd)) &
+        b2l(unsigned'("00010") < unsigned(rq_db_log_rd)) &
+        b2l(unsigned'("00001") < unsigned(rq_db_log_rd)) &
+        b2l(unsigned'("00000") < unsigned(rq_db_log_rd))
+    ))));
+    rq_db_behind <= b2l(unsigned(rq_db_posted) < unsigned(std_logic_vector(unsigned(rq_db_cf_now(31 downto 16)) - unsigned(rq_db_cf_now(15 downto 0)))));
+    rq_db_bad <= fl_dbq and (rq_db_over or rq_db_behind);
+    m_baddb_valid <= baddb_v;
+    m_baddb_qpn <= baddb_qpn and std_logic_vector'(9 downto 0 => baddb_v);
+    db_hold <= baddb_v;
     snd_st_data <= mux(b2l(snd_state = "01111"), std_logic_vector'(
         mux(snd_lflag, std_logic_vector(unsigned(snd_msn) + unsigned'(x"00000001")), snd_msn) &
         mux(snd_lflag, x"00000000", snd_got_n) &
@@ -1245,6 +1307,7 @@ begin
     unused_bits <= or std_logic_vector'(
         qp_num_qpn(15 downto 10) &
         qp_rxs_base_lo(11 downto 0) &
+        cmd_qpn(15 downto 10) &
         rx_fin_rd(1) &
         queued_rd(1) &
         rd_ttag &
@@ -1832,6 +1895,15 @@ begin
         end if;
     end process;
 
+    rq_dbq_pi_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if snd_db_rqpi = '1' then
+                rq_dbq_pi <= s_db_value(15 downto 0);
+            end if;
+        end if;
+    end process;
+
     flq_count_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -1988,7 +2060,7 @@ begin
     begin
         if rising_edge(clk) then
             if (snd_db_here and b2l(snd_state = "00001")) = '1' then
-                snd_db_late_v <= s_db_value(15 downto 0);
+                snd_db_late_v <= rq_dbq_pi;
             end if;
         end if;
     end process;
@@ -1997,7 +2069,7 @@ begin
     begin
         if rising_edge(clk) then
             if (b2l(snd_state = "00010") or ((snd_db_here and (not b2l(snd_state = "00000"))) and (not b2l(snd_state = "00001")))) = '1' then
-                snd_pi <= mux(snd_db_here, s_db_value(15 downto 0), mux(snd_db_late, snd_db_late_v, rq_pi_rd));
+                snd_pi <= mux(snd_db_here, rq_dbq_pi, mux(snd_db_late, snd_db_late_v, rq_pi_rd));
             end if;
         end if;
     end process;
@@ -2558,6 +2630,48 @@ begin
         end if;
     end process;
 
+    rq_db_byp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                rq_db_byp <= '0';
+            else
+                rq_db_byp <= (snd_db_rqpi and snd_st_wr) and b2l(snd_qp = s_db_index);
+            end if;
+        end if;
+    end process;
+
+    rq_db_byp_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if snd_db_rqpi = '1' then
+                rq_db_byp_v <= rq_db_cf_data;
+            end if;
+        end if;
+    end process;
+
+    baddb_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                baddb_v <= '0';
+            else
+                baddb_v <= rq_db_bad or (baddb_v and (not m_baddb_ready));
+            end if;
+        end if;
+    end process;
+
+    baddb_qpn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                baddb_qpn <= "0000000000";
+            elsif rq_db_bad = '1' then
+                baddb_qpn <= fl_dbq_qp;
+            end if;
+        end if;
+    end process;
+
     snd_seg_end_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -2690,7 +2804,7 @@ begin
     begin
         if rising_edge(clk) then
             if (cmd_create or fl_fail) = '1' then
-                rq_err_db(to_integer(unsigned(mux(cmd_create, qp_num_qpn(9 downto 0), fl_fail_qp)))) <= std_logic_vector'('0' & (not cmd_create));
+                rq_err_db(to_integer(unsigned(mux(cmd_create, cmd_qpn(9 downto 0), fl_fail_qp)))) <= std_logic_vector'('0' & (not cmd_create));
             end if;
             if snd_db_rqpi = '1' then
                 rq_err_db_rd <= rq_err_db(to_integer(unsigned(s_db_index)));
@@ -2703,7 +2817,7 @@ begin
     begin
         if rising_edge(clk) then
             if cmd_create = '1' then
-                rq_ctx(to_integer(unsigned(qp_num_qpn(9 downto 0)))) <= std_logic_vector'(
+                rq_ctx(to_integer(unsigned(cmd_qpn(9 downto 0)))) <= std_logic_vector'(
         qp_rq_base_hi &
         qp_rq_base_lo(31 downto 6) &
         qp_sizes_rq_log &
@@ -2721,8 +2835,8 @@ begin
     rq_pi_ram : process (clk)
     begin
         if rising_edge(clk) then
-            if (cmd_create or snd_db_rqpi) = '1' then
-                rq_pi(to_integer(unsigned(mux(cmd_create, qp_num_qpn(9 downto 0), s_db_index)))) <= mux(cmd_create, x"0000", s_db_value(15 downto 0));
+            if (cmd_create or rq_db_ok) = '1' then
+                rq_pi(to_integer(unsigned(mux(cmd_create, cmd_qpn(9 downto 0), fl_dbq_qp)))) <= mux(cmd_create, x"0000", rq_dbq_pi);
             end if;
             if b2l(snd_state = "00001") = '1' then
                 rq_pi_rd <= rq_pi(to_integer(unsigned(snd_qp)));
@@ -2735,7 +2849,7 @@ begin
     begin
         if rising_edge(clk) then
             if (cmd_create or snd_st_wr) = '1' then
-                rq_st(to_integer(unsigned(mux(cmd_create, qp_num_qpn(9 downto 0), snd_qp)))) <= mux(cmd_create, std_logic_vector'(
+                rq_st(to_integer(unsigned(mux(cmd_create, cmd_qpn(9 downto 0), snd_qp)))) <= mux(cmd_create, std_logic_vector'(
         x"00000001" &
         "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
     ), snd_st_data);
@@ -2751,7 +2865,7 @@ begin
     begin
         if rising_edge(clk) then
             if (cmd_create or fl_fail) = '1' then
-                rq_err(to_integer(unsigned(mux(cmd_create, qp_num_qpn(9 downto 0), fl_fail_qp)))) <= std_logic_vector'('0' & (not cmd_create));
+                rq_err(to_integer(unsigned(mux(cmd_create, cmd_qpn(9 downto 0), fl_fail_qp)))) <= std_logic_vector'('0' & (not cmd_create));
             end if;
             if b2l(snd_state = "00001") = '1' then
                 rq_err_rd <= rq_err(to_integer(unsigned(snd_qp)));
@@ -2777,7 +2891,7 @@ begin
     begin
         if rising_edge(clk) then
             if (cmd_create or rr_store_ok) = '1' then
-                rr_st(to_integer(unsigned(mux(cmd_create, qp_num_qpn(9 downto 0), snd_qp)))) <= mux(cmd_create, std_logic_vector'(qp_rd_ird(4 downto 0) & x"00000001"), std_logic_vector'(rr_ird & std_logic_vector(unsigned(rr_msn) + unsigned'(x"00000001"))));
+                rr_st(to_integer(unsigned(mux(cmd_create, cmd_qpn(9 downto 0), snd_qp)))) <= mux(cmd_create, std_logic_vector'(qp_rd_ird(4 downto 0) & x"00000001"), std_logic_vector'(rr_ird & std_logic_vector(unsigned(rr_msn) + unsigned'(x"00000001"))));
             end if;
             if b2l(snd_state = "00001") = '1' then
                 rr_st_rd <= rr_st(to_integer(unsigned(snd_qp)));
@@ -2790,7 +2904,7 @@ begin
     begin
         if rising_edge(clk) then
             if (cmd_create or rr_done_wr) = '1' then
-                rr_done_d(to_integer(unsigned(mux(cmd_create, qp_num_qpn(9 downto 0), rr_done_qp)))) <= rr_done_wd;
+                rr_done_d(to_integer(unsigned(mux(cmd_create, cmd_qpn(9 downto 0), rr_done_qp)))) <= rr_done_wd;
             end if;
             rr_done_d_rd <= rr_done_d(to_integer(unsigned(mux(rr_done_b, rr_done_qp, s_rreq_done_qpn))));
         end if;
@@ -2801,10 +2915,36 @@ begin
     begin
         if rising_edge(clk) then
             if (cmd_create or rr_done_wr) = '1' then
-                rr_done_e(to_integer(unsigned(mux(cmd_create, qp_num_qpn(9 downto 0), rr_done_qp)))) <= rr_done_wd;
+                rr_done_e(to_integer(unsigned(mux(cmd_create, cmd_qpn(9 downto 0), rr_done_qp)))) <= rr_done_wd;
             end if;
             if b2l(snd_state = "00001") = '1' then
                 rr_done_e_rd <= rr_done_e(to_integer(unsigned(snd_qp)));
+            end if;
+        end if;
+    end process;
+
+    -- rq_db_cf: synchronous write, synchronous read (block RAM)
+    rq_db_cf_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (cmd_create or snd_st_wr) = '1' then
+                rq_db_cf(to_integer(unsigned(mux(cmd_create, cmd_qpn(9 downto 0), snd_qp)))) <= mux(cmd_create, x"00000000", rq_db_cf_data);
+            end if;
+            if snd_db_rqpi = '1' then
+                rq_db_cf_rd <= rq_db_cf(to_integer(unsigned(s_db_index)));
+            end if;
+        end if;
+    end process;
+
+    -- rq_db_log: synchronous write, synchronous read (block RAM)
+    rq_db_log_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if cmd_create = '1' then
+                rq_db_log(to_integer(unsigned(cmd_qpn(9 downto 0)))) <= qp_sizes_rq_log;
+            end if;
+            if snd_db_rqpi = '1' then
+                rq_db_log_rd <= rq_db_log(to_integer(unsigned(s_db_index)));
             end if;
         end if;
     end process;

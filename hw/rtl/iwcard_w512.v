@@ -268,6 +268,7 @@ module iwcard_w512 (
     wire [31:0]    rx_m_err_offset;
     wire           rx_snd_idle;
     wire           rx_s_fl_ready;
+    wire           rx_s_fail_ready;
     wire [5:0]     rx_m_axi_arid;
     wire [63:0]    rx_m_axi_araddr;
     wire [7:0]     rx_m_axi_arlen;
@@ -334,6 +335,8 @@ module iwcard_w512 (
     wire           rx_m_axi_wlast;
     wire           rx_m_axi_wvalid;
     wire           rx_m_axi_bready;
+    wire           rx_m_baddb_valid;
+    wire [9:0]     rx_m_baddb_qpn;
     wire           pl_s_axis_tready;
     wire           pl_init_done;
     wire [63:0]    pl_m_dma_addr;
@@ -513,9 +516,9 @@ module iwcard_w512 (
     wire           eng_rst;                  // the engines' reset
     wire           qpcmd_bd_offer;           // a bad RXS_PI doorbell's or cut stream's QP waits to go to error
     reg            qpcmd_bd_sel;             // the command in the fork is a bad doorbell's ERROR
-    reg            qpcmd_bd_tx;              // ... card_tx's
+    reg  [1:0]     qpcmd_bd_src;             // ... whose: card_rx's m_err (0), card_tx's m_baddb (1), card_rx's m_baddb (2)
     wire           qpcmd_bd;
-    wire           qpcmd_bd_is_tx;           // the bad doorbell is card_tx's SQ_PI
+    wire [1:0]     qpcmd_bd_src_now;
     wire [3:0]     qpcmd_op;                 // QP_OP ERROR for a bad doorbell
     wire [15:0]    qpcmd_qpn;
     reg            qpcmd_done0;              // this target already took the record
@@ -560,6 +563,12 @@ module iwcard_w512 (
     wire           qpcmd_bd_tx_taken;        // every engine has card_tx's bad SQ_PI's ERROR
     wire           cpl_hold;                 // a completion has no verdict yet, or an overrun's QPs are not all in error
     wire           end_go;                   // placement is empty: a stream-end record may pass
+    reg            txrec_done0;              // this target already took the record
+    reg            txrec_done1;              // this target already took the record
+    wire           txrec_valid0;
+    wire           txrec_valid1;
+    wire           txrec_ready;              // every selected target has the record
+    wire           qpcmd_bd_rq_taken;        // every engine has card_rx's bad RQ_PI's ERROR
     wire           unused_outputs;           // block outputs the card does not use yet (docs/card-rtl.md), kept for lint
     reg  [20:0] sweep_tab [0:1023];          // per QP {live, send CQ, receive CQ}
 
@@ -593,15 +602,15 @@ module iwcard_w512 (
     assign irq_valid = cq_irq_valid;
     assign irq_vector = cq_irq_vector;
     assign qpcmd_bd_offer = rx_m_err_valid & ((rx_m_err_kind == 3'h7) | (rx_m_err_kind == 3'h6));
-    assign qpcmd_bd = qpcmd_bd_sel | ((qpcmd_bd_offer | tx_m_baddb_valid) & ~regs_qp_cmd_valid);
-    assign qpcmd_bd_is_tx = qpcmd_bd_sel ? qpcmd_bd_tx : ~qpcmd_bd_offer;
+    assign qpcmd_bd = qpcmd_bd_sel | (((qpcmd_bd_offer | tx_m_baddb_valid) | rx_m_baddb_valid) & ~regs_qp_cmd_valid);
+    assign qpcmd_bd_src_now = qpcmd_bd_sel ? qpcmd_bd_src : (qpcmd_bd_offer ? 2'h0 : (tx_m_baddb_valid ? 2'h1 : 2'h2));
     assign qpcmd_op = qpcmd_bd ? 4'h3 : regs_qp_cmd_op;
-    assign qpcmd_qpn = qpcmd_bd ? (qpcmd_bd_is_tx ? {6'h00, tx_m_baddb_qpn} : {6'h00, rx_m_err_qp}) : regs_qp_num_qpn;
+    assign qpcmd_qpn = qpcmd_bd ? ((qpcmd_bd_src_now == 2'h1) ? {6'h00, tx_m_baddb_qpn} : ((qpcmd_bd_src_now == 2'h2) ? {6'h00, rx_m_baddb_qpn} : {6'h00, rx_m_err_qp})) : regs_qp_num_qpn;
     assign qpcmd_valid0 = ((regs_qp_cmd_valid | qpcmd_bd) & 1'h1) & ~qpcmd_done0;
     assign qpcmd_valid1 = ((regs_qp_cmd_valid | qpcmd_bd) & 1'h1) & ~qpcmd_done1;
     assign qpcmd_valid2 = ((regs_qp_cmd_valid | qpcmd_bd) & 1'h1) & ~qpcmd_done2;
     assign qpcmd_ready = (regs_qp_cmd_valid | qpcmd_bd) & ((((~1'h1 | qpcmd_done0) | tx_s_qp_ready) & ((~1'h1 | qpcmd_done1) | rx_qp_cmd_ready)) & ((~1'h1 | qpcmd_done2) | st_qp_cmd_ready));
-    assign qpcmd_bd_taken = (qpcmd_bd & qpcmd_ready) & ~qpcmd_bd_is_tx;
+    assign qpcmd_bd_taken = (qpcmd_bd & qpcmd_ready) & (qpcmd_bd_src_now == 2'h0);
     assign db_valid0 = (regs_m_db_valid & ((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5))) & ~db_done0;
     assign db_valid1 = (regs_m_db_valid & (((1'h0 | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h5))) & ~db_done1;
     assign db_valid2 = (regs_m_db_valid & (1'h0 | (regs_m_db_kind == 3'h0))) & ~db_done2;
@@ -617,13 +626,17 @@ module iwcard_w512 (
     assign term_g0 = term_hold ? term_held[0] : rx_m_rxterm_valid;
     assign term_g1 = term_hold ? term_held[1] : ((pl_m_term_valid & (rx_snd_idle & rx_s_fl_ready)) & ~rx_m_rxterm_valid);
     assign term_g2 = term_hold ? term_held[2] : ((((rx_m_err_valid & ~qpcmd_bd_offer) & ~pl_busy) & (rx_snd_idle & rx_s_fl_ready)) & ~(rx_m_rxterm_valid | (pl_m_term_valid & (rx_snd_idle & rx_s_fl_ready))));
-    assign term_g3 = term_hold ? term_held[3] : ((sweep_hit & (rx_snd_idle & rx_s_fl_ready)) & ~((rx_m_rxterm_valid | (pl_m_term_valid & (rx_snd_idle & rx_s_fl_ready))) | (((rx_m_err_valid & ~qpcmd_bd_offer) & ~pl_busy) & (rx_snd_idle & rx_s_fl_ready))));
+    assign term_g3 = term_hold ? term_held[3] : (sweep_hit & ~((rx_m_rxterm_valid | (pl_m_term_valid & (rx_snd_idle & rx_s_fl_ready))) | (((rx_m_err_valid & ~qpcmd_bd_offer) & ~pl_busy) & (rx_snd_idle & rx_s_fl_ready))));
     assign term_valid = ((term_g0 | term_g1) | term_g2) | term_g3;
     assign term_take = term_valid & tx_s_term_ready;
     assign sweep_taken = term_take & term_g3;
-    assign qpcmd_bd_tx_taken = (qpcmd_bd & qpcmd_ready) & qpcmd_bd_is_tx;
+    assign qpcmd_bd_tx_taken = (qpcmd_bd & qpcmd_ready) & (qpcmd_bd_src_now == 2'h1);
     assign cpl_hold = ((st_busy | cq_cpl_busy) | cq_m_overrun_valid) | sweep_busy;
     assign end_go = ~pl_busy;
+    assign txrec_valid0 = (tx_m_cpl_valid & 1'h1) & ~txrec_done0;
+    assign txrec_valid1 = (tx_m_cpl_valid & tx_m_cpl_term) & ~txrec_done1;
+    assign txrec_ready = tx_m_cpl_valid & (((~1'h1 | txrec_done0) | st_s_tx_ready) & ((~tx_m_cpl_term | txrec_done1) | rx_s_fail_ready));
+    assign qpcmd_bd_rq_taken = (qpcmd_bd & qpcmd_ready) & (qpcmd_bd_src_now == 2'h2);
     assign unused_outputs = |{
         regs_qp_cqs_send_cq[15:10],
         regs_qp_rd_ord[7:5],
@@ -703,9 +716,9 @@ module iwcard_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            qpcmd_bd_tx <= 1'h0;
+            qpcmd_bd_src <= 2'h0;
         end else begin
-            qpcmd_bd_tx <= qpcmd_bd_is_tx;
+            qpcmd_bd_src <= qpcmd_bd_src_now;
         end
     end
 
@@ -794,6 +807,22 @@ module iwcard_w512 (
             term_held <= 4'h0;
         end else begin
             term_held <= {term_g3, term_g2, term_g1, term_g0};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            txrec_done0 <= 1'h0;
+        end else begin
+            txrec_done0 <= ~txrec_ready & (txrec_done0 | (txrec_valid0 & st_s_tx_ready));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            txrec_done1 <= 1'h0;
+        end else begin
+            txrec_done1 <= ~txrec_ready & (txrec_done1 | (txrec_valid1 & rx_s_fail_ready));
         end
     end
 
@@ -961,7 +990,7 @@ module iwcard_w512 (
         .m_rreq_done_ready(rx_s_rreq_done_ready),
         .m_rreq_done_qpn(tx_m_rreq_done_qpn),
         .m_cpl_valid(tx_m_cpl_valid),
-        .m_cpl_ready(st_s_tx_ready),
+        .m_cpl_ready(txrec_ready),
         .m_cpl_cqe(tx_m_cpl_cqe),
         .m_cpl_cq(tx_m_cpl_cq),
         .m_cpl_qpn(tx_m_cpl_qpn),
@@ -1087,9 +1116,12 @@ module iwcard_w512 (
         .m_err_code(rx_m_err_code),
         .m_err_offset(rx_m_err_offset),
         .snd_idle(rx_snd_idle),
-        .s_fl_valid(term_take & ((term_g1 | term_g2) | term_g3)),
+        .s_fl_valid(term_take & (term_g1 | term_g2)),
         .s_fl_ready(rx_s_fl_ready),
-        .s_fl_qp(term_g1 ? pl_m_term_qp[9:0] : (term_g3 ? sweep_idx : rx_m_err_qp)),
+        .s_fl_qp(term_g1 ? pl_m_term_qp[9:0] : rx_m_err_qp),
+        .s_fail_valid(txrec_valid1),
+        .s_fail_ready(rx_s_fail_ready),
+        .s_fail_qp(tx_m_cpl_qpn),
         .m_axi_arid(rx_m_axi_arid),
         .m_axi_araddr(rx_m_axi_araddr),
         .m_axi_arlen(rx_m_axi_arlen),
@@ -1197,7 +1229,10 @@ module iwcard_w512 (
         .m_axi_bid(wrm_s1_axi_bid[3:0]),
         .m_axi_bresp(wrm_s1_axi_bresp),
         .m_axi_bvalid(wrm_s1_axi_bvalid),
-        .m_axi_bready(rx_m_axi_bready)
+        .m_axi_bready(rx_m_axi_bready),
+        .m_baddb_ready(qpcmd_bd_rq_taken),
+        .m_baddb_valid(rx_m_baddb_valid),
+        .m_baddb_qpn(rx_m_baddb_qpn)
     );
 
     placement_w512 pl (
@@ -1311,8 +1346,8 @@ module iwcard_w512 (
         .qp_cmd_ready(st_qp_cmd_ready),
         .qp_cmd_op(qpcmd_op),
         .qp_num_qpn(qpcmd_qpn),
-        .qp_cmd_bad_db(qpcmd_bd & (qpcmd_bd_is_tx | (rx_m_err_kind == 3'h7))),
-        .qp_cmd_cut((qpcmd_bd & ~qpcmd_bd_is_tx) & (rx_m_err_kind == 3'h6)),
+        .qp_cmd_bad_db(qpcmd_bd & (~(qpcmd_bd_src_now == 2'h0) | (rx_m_err_kind == 3'h7))),
+        .qp_cmd_cut((qpcmd_bd & (qpcmd_bd_src_now == 2'h0)) & (rx_m_err_kind == 3'h6)),
         .qpstat_base_lo(regs_qpstat_base_lo),
         .qpstat_base_hi(regs_qpstat_base_hi),
         .s_db_valid(db_valid3),
@@ -1320,7 +1355,7 @@ module iwcard_w512 (
         .s_db_kind(regs_m_db_kind),
         .s_db_index(regs_m_db_index),
         .s_db_value(regs_m_db_value),
-        .s_tx_valid(tx_m_cpl_valid),
+        .s_tx_valid(txrec_valid0),
         .s_tx_ready(st_s_tx_ready),
         .s_tx_qpn(tx_m_cpl_qpn),
         .s_tx_sq_ci(tx_m_cpl_sq_ci),

@@ -299,6 +299,7 @@ architecture rtl of iwcard_w512 is
     signal rx_m_err_offset : std_logic_vector(31 downto 0);
     signal rx_snd_idle : std_logic;
     signal rx_s_fl_ready : std_logic;
+    signal rx_s_fail_ready : std_logic;
     signal rx_m_axi_arid : std_logic_vector(5 downto 0);
     signal rx_m_axi_araddr : std_logic_vector(63 downto 0);
     signal rx_m_axi_arlen : std_logic_vector(7 downto 0);
@@ -365,6 +366,8 @@ architecture rtl of iwcard_w512 is
     signal rx_m_axi_wlast : std_logic;
     signal rx_m_axi_wvalid : std_logic;
     signal rx_m_axi_bready : std_logic;
+    signal rx_m_baddb_valid : std_logic;
+    signal rx_m_baddb_qpn : std_logic_vector(9 downto 0);
     signal pl_s_axis_tready : std_logic;
     signal pl_init_done : std_logic;
     signal pl_m_dma_addr : std_logic_vector(63 downto 0);
@@ -544,9 +547,9 @@ architecture rtl of iwcard_w512 is
     signal eng_rst : std_logic;              -- the engines' reset
     signal qpcmd_bd_offer : std_logic;       -- a bad RXS_PI doorbell's or cut stream's QP waits to go to error
     signal qpcmd_bd_sel : std_logic := '0';  -- the command in the fork is a bad doorbell's ERROR
-    signal qpcmd_bd_tx : std_logic := '0';   -- ... card_tx's
+    signal qpcmd_bd_src : std_logic_vector(1 downto 0) := "00"; -- ... whose: card_rx's m_err (0), card_tx's m_baddb (1), card_rx's m_baddb (2)
     signal qpcmd_bd : std_logic;
-    signal qpcmd_bd_is_tx : std_logic;       -- the bad doorbell is card_tx's SQ_PI
+    signal qpcmd_bd_src_now : std_logic_vector(1 downto 0);
     signal qpcmd_op : std_logic_vector(3 downto 0); -- QP_OP ERROR for a bad doorbell
     signal qpcmd_qpn : std_logic_vector(15 downto 0);
     signal qpcmd_done0 : std_logic := '0';   -- this target already took the record
@@ -591,6 +594,12 @@ architecture rtl of iwcard_w512 is
     signal qpcmd_bd_tx_taken : std_logic;    -- every engine has card_tx's bad SQ_PI's ERROR
     signal cpl_hold : std_logic;             -- a completion has no verdict yet, or an overrun's QPs are not all in error
     signal end_go : std_logic;               -- placement is empty: a stream-end record may pass
+    signal txrec_done0 : std_logic := '0';   -- this target already took the record
+    signal txrec_done1 : std_logic := '0';   -- this target already took the record
+    signal txrec_valid0 : std_logic;
+    signal txrec_valid1 : std_logic;
+    signal txrec_ready : std_logic;          -- every selected target has the record
+    signal qpcmd_bd_rq_taken : std_logic;    -- every engine has card_rx's bad RQ_PI's ERROR
     signal unused_outputs : std_logic;       -- block outputs the card does not use yet (docs/card-rtl.md), kept for lint
     type sweep_tab_t is array (0 to 1023) of std_logic_vector(20 downto 0);
     signal sweep_tab : sweep_tab_t;          -- per QP {live, send CQ, receive CQ}
@@ -625,15 +634,15 @@ begin
     irq_valid <= cq_irq_valid;
     irq_vector <= cq_irq_vector;
     qpcmd_bd_offer <= rx_m_err_valid and (b2l(rx_m_err_kind = "111") or b2l(rx_m_err_kind = "110"));
-    qpcmd_bd <= qpcmd_bd_sel or ((qpcmd_bd_offer or tx_m_baddb_valid) and (not regs_qp_cmd_valid));
-    qpcmd_bd_is_tx <= mux(qpcmd_bd_sel, qpcmd_bd_tx, not qpcmd_bd_offer);
+    qpcmd_bd <= qpcmd_bd_sel or (((qpcmd_bd_offer or tx_m_baddb_valid) or rx_m_baddb_valid) and (not regs_qp_cmd_valid));
+    qpcmd_bd_src_now <= mux(qpcmd_bd_sel, qpcmd_bd_src, mux(qpcmd_bd_offer, "00", mux(tx_m_baddb_valid, "01", "10")));
     qpcmd_op <= mux(qpcmd_bd, x"3", regs_qp_cmd_op);
-    qpcmd_qpn <= mux(qpcmd_bd, mux(qpcmd_bd_is_tx, std_logic_vector'("000000" & tx_m_baddb_qpn), std_logic_vector'("000000" & rx_m_err_qp)), regs_qp_num_qpn);
+    qpcmd_qpn <= mux(qpcmd_bd, mux(b2l(qpcmd_bd_src_now = "01"), std_logic_vector'("000000" & tx_m_baddb_qpn), mux(b2l(qpcmd_bd_src_now = "10"), std_logic_vector'("000000" & rx_m_baddb_qpn), std_logic_vector'("000000" & rx_m_err_qp))), regs_qp_num_qpn);
     qpcmd_valid0 <= ((regs_qp_cmd_valid or qpcmd_bd) and '1') and (not qpcmd_done0);
     qpcmd_valid1 <= ((regs_qp_cmd_valid or qpcmd_bd) and '1') and (not qpcmd_done1);
     qpcmd_valid2 <= ((regs_qp_cmd_valid or qpcmd_bd) and '1') and (not qpcmd_done2);
     qpcmd_ready <= (regs_qp_cmd_valid or qpcmd_bd) and (((((not '1') or qpcmd_done0) or tx_s_qp_ready) and (((not '1') or qpcmd_done1) or rx_qp_cmd_ready)) and (((not '1') or qpcmd_done2) or st_qp_cmd_ready));
-    qpcmd_bd_taken <= (qpcmd_bd and qpcmd_ready) and (not qpcmd_bd_is_tx);
+    qpcmd_bd_taken <= (qpcmd_bd and qpcmd_ready) and b2l(qpcmd_bd_src_now = "00");
     db_valid0 <= (regs_m_db_valid and (((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101"))) and (not db_done0);
     db_valid1 <= (regs_m_db_valid and ((('0' or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "101"))) and (not db_done1);
     db_valid2 <= (regs_m_db_valid and ('0' or b2l(regs_m_db_kind = "000"))) and (not db_done2);
@@ -649,13 +658,17 @@ begin
     term_g0 <= mux(term_hold, term_held(0), rx_m_rxterm_valid);
     term_g1 <= mux(term_hold, term_held(1), (pl_m_term_valid and (rx_snd_idle and rx_s_fl_ready)) and (not rx_m_rxterm_valid));
     term_g2 <= mux(term_hold, term_held(2), (((rx_m_err_valid and (not qpcmd_bd_offer)) and (not pl_busy)) and (rx_snd_idle and rx_s_fl_ready)) and (not (rx_m_rxterm_valid or (pl_m_term_valid and (rx_snd_idle and rx_s_fl_ready)))));
-    term_g3 <= mux(term_hold, term_held(3), (sweep_hit and (rx_snd_idle and rx_s_fl_ready)) and (not ((rx_m_rxterm_valid or (pl_m_term_valid and (rx_snd_idle and rx_s_fl_ready))) or (((rx_m_err_valid and (not qpcmd_bd_offer)) and (not pl_busy)) and (rx_snd_idle and rx_s_fl_ready)))));
+    term_g3 <= mux(term_hold, term_held(3), sweep_hit and (not ((rx_m_rxterm_valid or (pl_m_term_valid and (rx_snd_idle and rx_s_fl_ready))) or (((rx_m_err_valid and (not qpcmd_bd_offer)) and (not pl_busy)) and (rx_snd_idle and rx_s_fl_ready)))));
     term_valid <= ((term_g0 or term_g1) or term_g2) or term_g3;
     term_take <= term_valid and tx_s_term_ready;
     sweep_taken <= term_take and term_g3;
-    qpcmd_bd_tx_taken <= (qpcmd_bd and qpcmd_ready) and qpcmd_bd_is_tx;
+    qpcmd_bd_tx_taken <= (qpcmd_bd and qpcmd_ready) and b2l(qpcmd_bd_src_now = "01");
     cpl_hold <= ((st_busy or cq_cpl_busy) or cq_m_overrun_valid) or sweep_busy;
     end_go <= not pl_busy;
+    txrec_valid0 <= (tx_m_cpl_valid and '1') and (not txrec_done0);
+    txrec_valid1 <= (tx_m_cpl_valid and tx_m_cpl_term) and (not txrec_done1);
+    txrec_ready <= tx_m_cpl_valid and ((((not '1') or txrec_done0) or st_s_tx_ready) and (((not tx_m_cpl_term) or txrec_done1) or rx_s_fail_ready));
+    qpcmd_bd_rq_taken <= (qpcmd_bd and qpcmd_ready) and b2l(qpcmd_bd_src_now = "10");
     unused_outputs <= or std_logic_vector'(
         regs_qp_cqs_send_cq(15 downto 10) &
         regs_qp_rd_ord(7 downto 5) &
@@ -748,13 +761,13 @@ begin
         end if;
     end process;
 
-    qpcmd_bd_tx_reg : process (clk)
+    qpcmd_bd_src_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                qpcmd_bd_tx <= '0';
+                qpcmd_bd_src <= "00";
             else
-                qpcmd_bd_tx <= qpcmd_bd_is_tx;
+                qpcmd_bd_src <= qpcmd_bd_src_now;
             end if;
         end if;
     end process;
@@ -876,6 +889,28 @@ begin
                 term_held <= x"0";
             else
                 term_held <= std_logic_vector'(term_g3 & term_g2 & term_g1 & term_g0);
+            end if;
+        end if;
+    end process;
+
+    txrec_done0_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                txrec_done0 <= '0';
+            else
+                txrec_done0 <= (not txrec_ready) and (txrec_done0 or (txrec_valid0 and st_s_tx_ready));
+            end if;
+        end if;
+    end process;
+
+    txrec_done1_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                txrec_done1 <= '0';
+            else
+                txrec_done1 <= (not txrec_ready) and (txrec_done1 or (txrec_valid1 and rx_s_fail_ready));
             end if;
         end if;
     end process;
@@ -1053,7 +1088,7 @@ begin
             m_rreq_done_ready => rx_s_rreq_done_ready,
             m_rreq_done_qpn => tx_m_rreq_done_qpn,
             m_cpl_valid => tx_m_cpl_valid,
-            m_cpl_ready => st_s_tx_ready,
+            m_cpl_ready => txrec_ready,
             m_cpl_cqe => tx_m_cpl_cqe,
             m_cpl_cq => tx_m_cpl_cq,
             m_cpl_qpn => tx_m_cpl_qpn,
@@ -1180,9 +1215,12 @@ begin
             m_err_code => rx_m_err_code,
             m_err_offset => rx_m_err_offset,
             snd_idle => rx_snd_idle,
-            s_fl_valid => term_take and ((term_g1 or term_g2) or term_g3),
+            s_fl_valid => term_take and (term_g1 or term_g2),
             s_fl_ready => rx_s_fl_ready,
-            s_fl_qp => mux(term_g1, pl_m_term_qp(9 downto 0), mux(term_g3, sweep_idx, rx_m_err_qp)),
+            s_fl_qp => mux(term_g1, pl_m_term_qp(9 downto 0), rx_m_err_qp),
+            s_fail_valid => txrec_valid1,
+            s_fail_ready => rx_s_fail_ready,
+            s_fail_qp => tx_m_cpl_qpn,
             m_axi_arid => rx_m_axi_arid,
             m_axi_araddr => rx_m_axi_araddr,
             m_axi_arlen => rx_m_axi_arlen,
@@ -1290,7 +1328,10 @@ begin
             m_axi_bid => wrm_s1_axi_bid(3 downto 0),
             m_axi_bresp => wrm_s1_axi_bresp,
             m_axi_bvalid => wrm_s1_axi_bvalid,
-            m_axi_bready => rx_m_axi_bready
+            m_axi_bready => rx_m_axi_bready,
+            m_baddb_ready => qpcmd_bd_rq_taken,
+            m_baddb_valid => rx_m_baddb_valid,
+            m_baddb_qpn => rx_m_baddb_qpn
         );
 
     pl : entity work.placement_w512
@@ -1406,8 +1447,8 @@ begin
             qp_cmd_ready => st_qp_cmd_ready,
             qp_cmd_op => qpcmd_op,
             qp_num_qpn => qpcmd_qpn,
-            qp_cmd_bad_db => qpcmd_bd and (qpcmd_bd_is_tx or b2l(rx_m_err_kind = "111")),
-            qp_cmd_cut => (qpcmd_bd and (not qpcmd_bd_is_tx)) and b2l(rx_m_err_kind = "110"),
+            qp_cmd_bad_db => qpcmd_bd and ((not b2l(qpcmd_bd_src_now = "00")) or b2l(rx_m_err_kind = "111")),
+            qp_cmd_cut => (qpcmd_bd and b2l(qpcmd_bd_src_now = "00")) and b2l(rx_m_err_kind = "110"),
             qpstat_base_lo => regs_qpstat_base_lo,
             qpstat_base_hi => regs_qpstat_base_hi,
             s_db_valid => db_valid3,
@@ -1415,7 +1456,7 @@ begin
             s_db_kind => regs_m_db_kind,
             s_db_index => regs_m_db_index,
             s_db_value => regs_m_db_value,
-            s_tx_valid => tx_m_cpl_valid,
+            s_tx_valid => txrec_valid0,
             s_tx_ready => st_s_tx_ready,
             s_tx_qpn => tx_m_cpl_qpn,
             s_tx_sq_ci => tx_m_cpl_sq_ci,

@@ -440,6 +440,54 @@ func TestCardCosimBadSQDoorbell(t *testing.T) {
 	}
 }
 
+// TestCardCosimBadRQDoorbell rings bad RQ_PI doorbells after the
+// whole-card workload: one more than the RQ's 16 blocks past RQ_CI, and
+// one behind it. card_rx leaves RQ_PI alone and the QP goes to error with
+// QP_ERROR BAD_DOORBELL and no Terminate, as in the card model (ringMoved);
+// the third QP is left alone and keeps working.
+func TestCardCosimBadRQDoorbell(t *testing.T) {
+	for _, w := range gen.CardTopWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			b := newWCBench(t, w, seed, wcTiming, 3)
+			for round := 0; round < 3; round++ {
+				b.round(round)
+			}
+			tx := map[uint32]int{}
+			bad := b.qps[:2]
+			for i, q := range bad {
+				tx[q.n] = len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil))
+				v := uint32(17) // the bench's RQs have 16 blocks
+				if i == 1 {
+					v = 0xffff // behind RQ_CI 0
+				}
+				db := cs.QPDBBase + q.n*cs.QPDBStride + cs.QPDBRQPI
+				require.NoError(t, b.model.Write32(db, v))
+				require.NoError(t, b.rtl.RegWrite(db, v))
+				require.NoError(t, b.rtl.Step(b.rng.IntN(400)))
+			}
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.compare()
+			errs := map[uint32]uint32{}
+			for _, e := range b.rWrite[wcKey{"eqe", 0}] {
+				if ev := cs.EQE(e); ev.Type() == cs.EQETypeQPError {
+					errs[ev.Obj()] = ev.Info()
+				}
+			}
+			for _, q := range bad {
+				st := b.rtlStat(q.n)
+				require.Equal(t, cs.QPStateError, st.State(), "seed %d QP %d: state", seed, q.n)
+				require.EqualValues(t, cs.QPErrBadDoorbell, errs[q.n], "seed %d QP %d: QP_ERROR's INFO", seed, q.n)
+				require.Zero(t, st.RQCI(), "seed %d QP %d: RQ_CI", seed, q.n)
+				require.Equal(t, tx[q.n], len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil)), "seed %d QP %d: a Terminate was sent", seed, q.n)
+			}
+			require.NotEqual(t, cs.QPStateError, b.rtlStat(b.qps[2].n).State(), "seed %d: the third QP went to error", seed)
+			b.postAfterError()
+		})
+	}
+}
+
 // TestCardCosimAfterError runs the whole-card workload, puts each QP in
 // error with QP_CMD ERROR, then has the peer send it RDMA Writes: the card
 // model reads a QP's receive ring no more once it is in error, so nothing
@@ -631,6 +679,20 @@ func TestCardCosimCQOverrun(t *testing.T) {
 			}
 			require.Equal(t, cs.QPStateRts, b.rtlStat(other.n).State(), "seed %d QP %d (other CQ): state", seed, other.n)
 			require.NotContains(t, errs, other.n, "seed %d QP %d (other CQ): QP_ERROR", seed, other.n)
+			// The peer goes on writing to the QPs in error: the card reads
+			// their receive rings no more, so nothing is placed and RXS_CI
+			// stays (the card model's errorStep).
+			ci := map[uint32]uint32{}
+			for _, q := range []*wcQP{full, idle} {
+				ci[q.n] = b.rtlStat(q.n).RXSCI()
+				b.peerWrites(q)
+			}
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.compare()
+			for _, q := range []*wcQP{full, idle} {
+				require.Equal(t, ci[q.n], b.rtlStat(q.n).RXSCI(), "seed %d QP %d: RXS_CI moved after the overrun", seed, q.n)
+			}
 			// Posted now: flushed, their completions lost on the full CQ.
 			before := len(b.rWrite[wcKey{"cqe", 1}])
 			b.postAfterError()

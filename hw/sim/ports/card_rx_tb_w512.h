@@ -26,6 +26,8 @@
     X(m_err_ready, 1) \
     X(s_fl_valid, 1) \
     X(s_fl_qp, 10) \
+    X(s_fail_valid, 1) \
+    X(s_fail_qp, 10) \
     X(m_axi_arready, 1) \
     X(m_axi_rid, 6) \
     X(m_axi_rdata, 512) \
@@ -53,6 +55,7 @@
     X(m_axi_bid, 4) \
     X(m_axi_bresp, 2) \
     X(m_axi_bvalid, 1) \
+    X(m_baddb_ready, 1) \
     X(reg_wr_valid, 1) \
     X(reg_wr_addr, 8) \
     X(reg_wr_data, 32) \
@@ -97,6 +100,7 @@
     X(m_err_offset, 32) \
     X(snd_idle, 1) \
     X(s_fl_ready, 1) \
+    X(s_fail_ready, 1) \
     X(m_axi_arid, 6) \
     X(m_axi_araddr, 64) \
     X(m_axi_arlen, 8) \
@@ -152,6 +156,8 @@
     X(m_axi_wlast, 1) \
     X(m_axi_wvalid, 1) \
     X(m_axi_bready, 1) \
+    X(m_baddb_valid, 1) \
+    X(m_baddb_qpn, 10) \
     X(init_done, 1) \
     X(m_host_opcode, 4) \
     X(m_host_last, 1) \

@@ -30,6 +30,8 @@
     X(m_err_ready, 1) \
     X(s_fl_valid, 1) \
     X(s_fl_qp, 10) \
+    X(s_fail_valid, 1) \
+    X(s_fail_qp, 10) \
     X(m_axi_arready, 1) \
     X(m_axi_rid, 6) \
     X(m_axi_rdata, 512) \
@@ -72,6 +74,7 @@
     X(m_axi_bid, 4) \
     X(m_axi_bresp, 2) \
     X(m_axi_bvalid, 1) \
+    X(m_baddb_ready, 1) \
     /* end */
 
 #define IW_SIM_OUTPUTS(X) \
@@ -100,6 +103,7 @@
     X(m_err_offset, 32) \
     X(snd_idle, 1) \
     X(s_fl_ready, 1) \
+    X(s_fail_ready, 1) \
     X(m_axi_arid, 6) \
     X(m_axi_araddr, 64) \
     X(m_axi_arlen, 8) \
@@ -166,5 +170,7 @@
     X(m_axi_wlast, 1) \
     X(m_axi_wvalid, 1) \
     X(m_axi_bready, 1) \
+    X(m_baddb_valid, 1) \
+    X(m_baddb_qpn, 10) \
     /* end */
 
