@@ -71,8 +71,8 @@ type CardRegsIn struct {
 	RReady  bool
 
 	// Status inputs, packed as their registers read: STATUS,
-	// DMA_FAULT_ADDR_LO, DMA_FAULT_ADDR_HI, DMA_FAULT_INFO.
-	Status, FaultAddrLo, FaultAddrHi, FaultInfo uint32
+	// DMA_FAULT_ADDR_LO, DMA_FAULT_ADDR_HI, DMA_FAULT_INFO, CMD_STATUS.
+	Status, FaultAddrLo, FaultAddrHi, FaultInfo, CmdStatus uint32
 
 	CmdReady [4]bool // per CardCommands
 	DBReady  bool    // m_db_ready
@@ -271,6 +271,9 @@ func (m *CardRegs) read(addr uint32, in *CardRegsIn) uint32 {
 	case cs.DMAFaultInfo:
 		return in.FaultInfo & (fm(cs.DMAFaultInfoQPNShift, cs.DMAFaultInfoQPNMask) | fm(cs.DMAFaultInfoRespShift, cs.DMAFaultInfoRespMask) |
 			fm(cs.DMAFaultInfoWriteShift, cs.DMAFaultInfoWriteMask) | fm(cs.DMAFaultInfoCountShift, cs.DMAFaultInfoCountMask))
+	case cs.CmdStatus:
+		return in.CmdStatus & (fm(cs.CmdStatusSeqShift, cs.CmdStatusSeqMask) | fm(cs.CmdStatusRefusedShift, cs.CmdStatusRefusedMask) |
+			fm(cs.CmdStatusWhyShift, cs.CmdStatusWhyMask))
 	}
 	return m.Staged(a) // zero for everything write-only or unmapped
 }

@@ -129,6 +129,11 @@ func Blocks() ([]*Module, error) {
 		}
 		mods = append(mods, rd, wr)
 	}
+	cmd, err := CardCmd()
+	if err != nil {
+		return nil, err
+	}
+	mods = append(mods, cmd)
 	for _, w := range CardTopWidths {
 		st, err := CardStat(w)
 		if err != nil {

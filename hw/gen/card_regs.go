@@ -84,18 +84,21 @@ func packFields(fs []*RegField, vals []Expr) Expr {
 }
 
 // CardDBKind returns the DB_KIND value of register reg of doorbell array arr.
-func CardDBKind(arr, reg string) (uint64, error) {
+func CardDBKind(arr, reg string) (uint64, error) { return cardEnum("DB_KIND", arr+"_"+reg) }
+
+// cardEnum returns the value called name of the card enum called enum.
+func cardEnum(enum, name string) (uint64, error) {
 	for _, e := range CardEnums() {
-		if e.Name != "DB_KIND" {
+		if e.Name != enum {
 			continue
 		}
 		for _, v := range e.Values {
-			if v.Name == arr+"_"+reg {
+			if v.Name == name {
 				return v.Value, nil
 			}
 		}
 	}
-	return 0, fmt.Errorf("%w: card: no DB_KIND value %s_%s", ErrInvalid, arr, reg)
+	return 0, fmt.Errorf("%w: card: no %s value %s", ErrInvalid, enum, name)
 }
 
 // CardPushReg is the register of the QP_DB array whose window of CardBB
@@ -116,7 +119,7 @@ func CardRegs(width int) (*Module, error) {
 	A := rm.AddrBits
 	m := NewModule(fmt.Sprintf("card_regs_w%d", width), "AMBA AXI4-Lite slave; docs/card.md (BAR0)",
 		"BAR0 register slave of the card, decoded from the register map of hw/gen/card_spec.go (docs/card.md): 32-bit AXI4-Lite, 18-bit byte addresses. One write and one read can be accepted per cycle; each is answered in the next cycle (bvalid, rvalid), and the answer stays until taken. awready and wready rise together, only while both awvalid and wvalid are high and the write can be taken: the B channel is free (bvalid low or bready high), no command is waiting for its ready, and a doorbell or push write finds room (the doorbell FIFO is not full; no pushed block is still waiting in it). arready is high while the R channel is free (rvalid low or rready high).",
-		"Reads: read-only registers show the spec's constants (ID, VERSION, CAPS_*) or the status inputs (STATUS, DMA_FAULT_*) sampled in the cycle the read is accepted; staging registers read back their field bits (other bits 0). Command registers, doorbells, the push window and the placement window are write only and read 0, as do unmapped addresses; every read answers OKAY (a PCIe completer abort for a stray read is harder on a host than a zero).",
+		"Reads: read-only registers show the spec's constants (ID, VERSION, CAPS_*) or the status inputs (STATUS, DMA_FAULT_*, CMD_STATUS) sampled in the cycle the read is accepted; staging registers read back their field bits (other bits 0). Command registers, doorbells, the push window and the placement window are write only and read 0, as do unmapped addresses; every read answers OKAY (a PCIe completer abort for a stray read is harder on a host than a zero).",
 		"Writes: staging registers honour wstrb byte by byte and drive their fields as outputs (<register>_<field>). A command register written with all four strobes raises <register>_valid with its fields until <register>_ready (no further write is taken meanwhile, so the staged context stays put). A placement window write with all strobes is forwarded the next cycle on reg_wr_valid/addr/data. A doorbell write with all strobes enters the doorbell FIFO, which drives m_db (kind from DB_KIND, index = CQ or QP number, the written value). Partial writes to a command, a doorbell, the push window or the placement window are dropped and answered SLVERR (they are whole 32-bit words by definition); writes to read-only or unmapped addresses are ignored and answered OKAY.",
 		fmt.Sprintf("Push: one push at a time. Word 0 (offset 0x40) of any QP's push window starts a push owned by that QP; word k is kept if the previous word of the same push was k-1 of the same QP; the last word (0x7C) posts a QP_DB_PUSH doorbell whose m_db_push_ok says whether all %d words came in order from that QP (m_db_push_data then holds the block, word 0 in bits 31:0); otherwise the consumer reads the block from the SQ. The doorbell is never lost. Push writes wait while a pushed doorbell is still in the FIFO.", CardBB/4),
 		"Outputs that belong to a valid (command fields, m_db_*, reg_wr_addr/data, rdata, bresp) read zero while it is low.",

@@ -13,7 +13,7 @@ import "fmt"
 const (
 	CardVendorID   = 0x10EE // the PCIe hard block's vendor, as an XDMA bridge presents the card
 	CardDeviceID   = 0x1E1A
-	CardVersion    = 0x0001_0000 // major 1, minor 0
+	CardVersion    = 0x0001_0001 // major 1, minor 1 (CMD_STATUS)
 	CardAddrBits   = 18          // BAR0 is 256 KiB
 	CardMaxQP      = 1024        // QP numbers 1..1023 (0 means "any QP" in the STag table)
 	CardMaxCQ      = 1024        // CQ numbers 0..1023
@@ -88,6 +88,8 @@ func CardRegMap() *RegMap {
 			ro("DMA_FAULT_ADDR_HI", 0x0054, "Address of the last DMA that got an error response, bits 63:32 (read only)."),
 			{Name: "DMA_FAULT_INFO", ReadOnly: true, Offset: 0x0058, Doc: "What the last faulted DMA was (read only).",
 				Fields: []RegField{f("QPN", 0, 16, "QP it served, 0 for the card's own queues"), f("RESP", 16, 2, "AXI response (2 SLVERR, 3 DECERR)"), f("WRITE", 18, 1, "1: a write"), f("COUNT", 24, 8, "faults seen, saturating")}},
+			{Name: "CMD_STATUS", ReadOnly: true, Offset: 0x005C, Doc: "Verdict of the commands (read only). A write to QP_CMD, CQ_CMD or EQ_CFG reaches a board as a posted PCIe write, whose AXI response never gets back to the driver, so the card records each command's verdict here. SEQ counts the commands decided since reset (RESET sets the register to 0): a driver that counts its own commands reads CMD_STATUS until SEQ reaches its count, and REFUSED and WHY are then its last command's. A refused command changes nothing.",
+				Fields: []RegField{f("SEQ", 0, 16, "commands decided (QP_CMD and CQ_CMD writes of whole words, EQ_CFG writes), modulo 2^16"), f("REFUSED", 16, 1, "the last command was refused"), f("WHY", 24, 8, "why (CMD_WHY), 0 when taken")}},
 			lo("EQ_BASE_LO", 0x0080, "EQ ring address, bits 31:0 (16-byte entries, aligned to the ring size)."),
 			lo("EQ_BASE_HI", 0x0084, "EQ ring address, bits 63:32."),
 			{Name: "EQ_CFG", Offset: 0x0088, Strobe: true, Doc: "EQ size and interrupt vector; writing it with ENABLE resets the EQ's producer index.",
@@ -208,6 +210,20 @@ func CardEnums() []*Enum {
 			v("DMA", 4, "a DMA of the QP faulted"),
 			v("CQ_OVERRUN", 5, "a CQ of the QP overran"),
 			v("BAD_DOORBELL", 6, "a producer index moved past the ring's size"),
+		}},
+		{Name: "CMD_WHY", Width: 8, Doc: "Why a command was refused (CMD_STATUS.WHY), checked in this order: QP_CMD number, operation, existence, then CREATE's context (ring sizes, alignment, CQs, MULPDU, ORD and IRD) or the state; CQ_CMD number, existence, size, alignment, users; EQ_CFG (with ENABLE) size, alignment.", Values: []EnumValue{
+			v("OK", 0, "taken"),
+			v("BAD_NUMBER", 1, "QP number 0 or not below MAX_QP, CQ number not below MAX_CQ"),
+			v("BAD_OP", 2, "an OP value the command does not know"),
+			v("EXISTS", 3, "CREATE of a QP or CQ that exists"),
+			v("NO_OBJECT", 4, "the QP or CQ does not exist"),
+			v("BAD_STATE", 5, "DESTROY of a QP that is not CLOSED or in ERROR"),
+			v("BAD_SIZE", 6, "a ring or queue size out of range"),
+			v("BAD_ALIGN", 7, "a ring or queue base not aligned to its size"),
+			v("NO_CQ", 8, "CREATE of a QP whose send or receive CQ does not exist"),
+			v("BAD_MULPDU", 9, "MULPDU out of range"),
+			v("BAD_RD", 10, "ORD or IRD out of range"),
+			v("CQ_BUSY", 11, "DESTROY of a CQ that QPs still use"),
 		}},
 		{Name: "QP_STATE", Width: 4, Doc: "QP state (QP status record STATE).", Values: []EnumValue{
 			v("RESET", 0, "not created"), v("RTS", 1, "running"), v("CLOSING", 2, "CLOSE asked, work still outstanding"),

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/openiwarp/openiwarp/golden/mpa"
 )
 
 func TestCardSpecValid(t *testing.T) {
@@ -35,6 +37,9 @@ func TestCardSpecValid(t *testing.T) {
 		}
 	}
 	assert.Equal(t, CardMaxSGE, (CardMaxWQEBBs*CardBB-CardWQEHdr)/CardSGE)
+	// card_cmd's MULPDU range is the golden library's.
+	assert.Equal(t, mpa.MinMULPDU, cardMinMULPDU)
+	assert.Equal(t, mpa.MaxULPDULength, MPARxMaxULPDU)
 }
 
 func TestLayoutValidate(t *testing.T) {

@@ -282,6 +282,9 @@ func CardStat(width int) (*Module, error) {
 	rec := m.Reg("rec", 128, nil, Cat(C(23, 0), Bit(wrData, 118), C(4, 0), Bits(wrData, 83, 80), Bits(wrData, 134, 119), Bits(wrData, 79, 0)), sCalc,
 		"the record's first 16 bytes (the rest is zero): TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED")
 	calcWrites := m.WireOf("calc_writes", And(sCalc, writes), "")
+	m.Assign(m.Output("m_done_valid", 1, "pulse: the QP reached CLOSED or ERROR (card_cmd's QP classes: DESTROY is taken from here on)"),
+		And(sCalc, Or(closed, toErr, termErr, rxFail)))
+	m.Assign(m.Output("m_done_qpn", QB, ""), gate(sCalc, opQPN))
 	m.Drive(sRead, big.NewInt(0), doCtx, nil)
 	m.Drive(sCalc, big.NewInt(0), sRead, nil)
 	m.Drive(sBeat, big.NewInt(0), Or(calcWrites, And(sBeat, Not(dataDone))), nil)

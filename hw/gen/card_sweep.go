@@ -6,9 +6,8 @@ import "math/big"
 // m_overrun): as in the card model's complete, every QP whose send or
 // receive CQ overran goes to error with QP_ERROR CQ_OVERRUN and an RDMAP
 // Local Catastrophic Terminate. The top keeps each QP's two CQ numbers
-// (written when CREATE reaches the engines; DESTROY clears the entry,
-// even a DESTROY of a live QP that the model refuses: the card does not
-// validate commands yet, hw/README.md),
+// (written when CREATE reaches the engines; DESTROY, which card_cmd
+// hands on only for a QP in CLOSED or ERROR, clears the entry),
 // walks that table from QP 0 and offers one record per QP found, which
 // goes to card_tx's Terminate port like a receive error's (card_tx drops
 // it for a QP already in error). Two cycles per QP, about 2,000 per

@@ -194,6 +194,10 @@ func CardTop(width int) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
+	cmd, err := CardCmd()
+	if err != nil {
+		return nil, err
+	}
 	rdm, err := AXIRdMux(AXIMuxDefault(W))
 	if err != nil {
 		return nil, err
@@ -217,7 +221,7 @@ func CardTop(width int) (*Module, error) {
 
 	m := NewModule(fmt.Sprintf("iwcard_w%d", W), "docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)",
 		fmt.Sprintf("The openiwarp card, %d-bit data path: BAR0 (AXI4-Lite slave s_axil, card_regs), one AXI4 DMA master m_axi (axi_rd_mux and axi_wr_mux merging the engines' masters; the top bits of an ID name the engine) and an interrupt (irq_valid/irq_ready/irq_vector, card_cq).", W),
-		"Inside: card_regs fans the QP command out to card_tx and card_rx (each takes it in its own cycle; card_regs sees ready once both have), doorbells by kind (SQ_PI, TXS_CI, PUSH to card_tx; RXS_PI, RQ_PI to card_rx; STREAM to both; SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM to card_stat too; CQ_DB to card_cq), CQ_CMD and the EQ registers to card_cq, the placement window to placement. card_rx's ULPDUs go to placement, whose untagged segments, STag checks and DMA blocks come back to card_rx (card_rx writes placement's blocks and its Sends' through its own place_axi); card_rx's receive completions go through card_stat (RQ_CI first) to card_cq. card_tx's records go to card_stat (every record's status fields are for the QP status record; signaled ones carry a CQE it passes on to card_cq).",
+		"Inside: card_cmd decides card_regs' QP and CQ commands (CMD_STATUS) and passes on the ones it takes; the QP command goes out to card_tx, card_rx and card_stat (each takes it in its own cycle; card_cmd sees ready once all have), the CQ command to card_cq; doorbells by kind (SQ_PI, TXS_CI, PUSH to card_tx; RXS_PI, RQ_PI to card_rx; STREAM to both; SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM to card_stat too; CQ_DB to card_cq), the EQ registers to card_cq, the placement window to placement. card_rx's ULPDUs go to placement, whose untagged segments, STag checks and DMA blocks come back to card_rx (card_rx writes placement's blocks and its Sends' through its own place_axi); card_rx's receive completions go through card_stat (RQ_CI first) to card_cq. card_tx's records go to card_stat (every record's status fields are for the QP status record; signaled ones carry a CQE it passes on to card_cq).",
 		fmt.Sprintf("RESET (the command) holds every engine, the muxes and placement in reset for %d cycles; card_cq and placement then clear their tables (STATUS.INIT_DONE low until both are done). card_regs keeps its staging registers. A RESET with DMA in flight is not supported: the host must quiesce the card first.", CardResetCycles),
 		"card_stat writes the QP status records (QP commands, card_tx's records, card_rx's RXS_CI) and the events TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END and QP_ERROR (HOST, LLP_LOST) to card_cq's first event port (it takes the SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM doorbells too), each CQE and event after the status writes before it.",
 		"card_rx's untagged receive errors (m_rxterm), placement's (m_term: tagged checks, header checks) and mpa_rx's CRC, marker and length errors (card_rx's m_err: Layer LLP, EType MPA, mpa_rx's code; an FPDU longer than its ring: RDMAP Local Catastrophic) go one at a time, in that priority, to card_tx's Terminate sender (s_term), whose TERM_SENT events go to card_cq's second event port and whose Terminate record (m_cpl_term) makes card_stat write STATE ERROR with TX_CLOSED; placement's and m_err's wait until card_rx's Send engine holds no segment (m_err's until placement is empty too), and their QP then joins card_rx's RQ flush queue (s_fl).",
@@ -228,7 +232,7 @@ func CardTop(width int) (*Module, error) {
 	for _, x := range []struct {
 		n  string
 		of *Module
-	}{{"regs", regs}, {"tx", tx}, {"rx", rx}, {"pl", pl}, {"cq", cq}, {"st", stat}, {"rdm", rdm}, {"wrm", wrm}} {
+	}{{"regs", regs}, {"tx", tx}, {"rx", rx}, {"pl", pl}, {"cq", cq}, {"st", stat}, {"cmd", cmd}, {"rdm", rdm}, {"wrm", wrm}} {
 		t.declare(x.n, x.of)
 	}
 	o := t.o
@@ -276,7 +280,7 @@ func CardTop(width int) (*Module, error) {
 	// RXS_PI doorbell moved past its ring's size (card_rx's m_err of kind
 	// bad doorbell: the model's toError BAD_DOORBELL, no Terminate), given
 	// while card_regs offers none and kept until every engine has it.
-	regsCmd := o("regs", "qp_cmd_valid")
+	regsCmd := o("cmd", "m_qp_valid") // card_regs' command, once card_cmd took it
 	// card_rx's cut stream (STREAM_CUT) goes the same way, then card_tx's
 	// bad SQ_PI and card_rx's bad RQ_PI (m_baddb: BAD_DOORBELL).
 	errKind := o("rx", "m_err_kind")
@@ -313,7 +317,7 @@ func CardTop(width int) (*Module, error) {
 	dbOther := m.WireOf("db_other", And(o("regs", "m_db_valid"), Not(isK(kSQ, kTXS, kPush, kStream, kRXS, kRQ, kCQ))), "a kind no engine serves (none today): taken")
 
 	// card_regs.
-	initDone := m.WireOf("init_done", And(o("cq", "init_done"), o("pl", "init_done"), Not(erst)), "STATUS.INIT_DONE")
+	initDone := m.WireOf("init_done", And(o("cq", "init_done"), o("pl", "init_done"), o("cmd", "init_done"), Not(erst)), "STATUS.INIT_DONE")
 	regIn["status_init_done"] = initDone
 	regIn["status_fatal"] = o("cq", "fatal")
 	regIn["reset_ready"] = C(1, 1)
@@ -324,8 +328,19 @@ func CardTop(width int) (*Module, error) {
 	regIn["dma_fault_info_write"] = C(1, 0)
 	regIn["dma_fault_info_count"] = C(8, 0)
 	regIn["eq_db_ready"] = o("cq", "eq_db_ready")
-	regIn["cq_cmd_ready"] = o("cq", "cq_cmd_ready")
-	regIn["qp_cmd_ready"] = And(qpReady, Not(bdSel))
+	// card_cmd decides card_regs' QP and CQ commands, hands on those it
+	// takes and keeps CMD_STATUS.
+	cmdIn := map[string]Expr{"clk": clk, "rst": erst, "m_qp_ready": And(qpReady, Not(bdSel)), "m_cq_ready": o("cq", "cq_cmd_ready"),
+		"s_done_valid": o("st", "m_done_valid"), "s_done_qpn": o("st", "m_done_qpn")}
+	for _, p := range cmd.Ports {
+		if _, ok := cmdIn[p.Name]; !ok && p.Dir == In {
+			cmdIn[p.Name] = o("regs", p.Name)
+		}
+	}
+	t.place("cmd", cmd, cmdIn)
+	for _, p := range []string{"qp_cmd_ready", "cq_cmd_ready", "cmd_status_seq", "cmd_status_refused", "cmd_status_why"} {
+		regIn[p] = o("cmd", p)
+	}
 	regIn["m_db_ready"] = Or(dbReady, dbOther)
 	t.place("regs", regs, regIn)
 
@@ -448,10 +463,8 @@ func CardTop(width int) (*Module, error) {
 		"qp_sizes_rxs_log": o("regs", "qp_sizes_rxs_log"), "qp_mpa_markers_rx": o("regs", "qp_mpa_markers_rx"),
 		"qp_mpa_crc": o("regs", "qp_mpa_crc"), "qp_mpa_rev0": o("regs", "qp_mpa_rev0"),
 		"s_db_valid": dbV[1], "s_db_kind": dk, "s_db_index": o("regs", "m_db_index"), "s_db_value": o("regs", "m_db_value"),
-		"m_ulp_tready": o("pl", "s_axis_tready"), "m_ci_ready": o("st", "s_rx_ready"), "m_err_ready": Or(bdTaken, And(tmErr, o("tx", "s_term_ready"))),
-		"m_baddb_ready": m.WireOf("qpcmd_bd_rq_taken", And(bdSel, qpReady, bdIs(bdRxRQ)), "every engine has card_rx's bad RQ_PI's ERROR"),
-		"s_fl_valid":    And(tmTake, Or(tmPl, tmErr)), "s_fl_qp": Sel(tmPl, Bits(o("pl", "m_term_qp"), 9, 0), o("rx", "m_err_qp")),
-		"s_fail_valid": txRecV[1], "s_fail_qp": o("tx", "m_cpl_qpn"),
+		"m_ulp_tready": o("pl", "s_axis_tready"), "m_ci_ready": o("st", "s_rx_ready"), "m_err_ready": Or(bdTaken, And(tmErr, o("tx", "s_term_ready"))), "m_baddb_ready": m.WireOf("qpcmd_bd_rq_taken", And(bdSel, qpReady, bdIs(bdRxRQ)), "every engine has card_rx's bad RQ_PI's ERROR"),
+		"s_fl_valid": And(tmTake, Or(tmPl, tmErr)), "s_fl_qp": Sel(tmPl, Bits(o("pl", "m_term_qp"), 9, 0), o("rx", "m_err_qp")), "s_fail_valid": txRecV[1], "s_fail_qp": o("tx", "m_cpl_qpn"),
 		"qp_rq_base_lo": o("regs", "qp_rq_base_lo"), "qp_rq_base_hi": o("regs", "qp_rq_base_hi"),
 		"qp_sizes_rq_log": o("regs", "qp_sizes_rq_log"), "qp_cqs_recv_cq": o("regs", "qp_cqs_recv_cq"),
 		"m_cpl_ready": o("st", "s_rc_ready"), "m_rxterm_ready": And(tmG[0], o("tx", "s_term_ready")),
@@ -544,7 +557,8 @@ func CardTop(width int) (*Module, error) {
 			cqIn[p.Name] = C(p.W, 0)
 		}
 	}
-	for _, p := range []string{"cq_cmd_valid", "cq_cmd_op", "cq_num_cqn", "cq_base_lo", "cq_base_hi", "cq_cfg_log_size",
+	cqIn["cq_cmd_valid"] = o("cmd", "m_cq_valid")
+	for _, p := range []string{"cq_cmd_op", "cq_num_cqn", "cq_base_lo", "cq_base_hi", "cq_cfg_log_size",
 		"eq_base_lo", "eq_base_hi", "eq_cfg_log_size", "eq_cfg_vector", "eq_cfg_enable", "eq_cfg_wr_pulse",
 		"eq_db_valid", "eq_db_ci", "eq_db_arm", "irq_moderation_cycles"} {
 		cqIn[p] = o("regs", p)

@@ -126,6 +126,8 @@ module card_stat_w64 (
     output wire           m_end_lost,        // RX_LOST (else the stream ended)
     output wire           m_fault,           // a status write got an error response (pulse)
     output wire           busy,              // an update is served or an entry (a status write, a completion, an event) waits: a completion taken may not have reached card_cq
+    output wire           m_done_valid,      // pulse: the QP reached CLOSED or ERROR (card_cmd's QP classes: DESTROY is taken from here on)
+    output wire [9:0]     m_done_qpn,
     output wire [3:0]     m_axi_awid,
     output wire [63:0]    m_axi_awaddr,
     output wire [7:0]     m_axi_awlen,
@@ -356,6 +358,8 @@ module card_stat_w64 (
     assign op_ev = (((ev_tx_data | ev_rx_space) | op_to_error) | op_closed) | op_stream_end;
     assign op_ev_code = op_lost ? 3'h5 : (op_to_error ? (op_bad_db ? 3'h6 : (op_cut ? 3'h7 : 3'h2)) : (op_closed ? 3'h3 : (op_stream_end ? 3'h4 : (ev_rx_space ? 3'h1 : 3'h0))));
     assign calc_writes = st_calc & op_writes;
+    assign m_done_valid = st_calc & (((op_closed | op_to_error) | op_term_error) | op_rx_error);
+    assign m_done_qpn = op_qpn & {10{st_calc}};
     assign dw_s_valid = st_data;
     assign dw_s_take = dw_s_valid & dw_s_ready;
     assign beat_last = beat == 2'h3;

@@ -128,6 +128,8 @@ entity card_stat_w64 is
         m_end_lost : out std_logic;          -- RX_LOST (else the stream ended)
         m_fault : out std_logic;             -- a status write got an error response (pulse)
         busy : out std_logic;                -- an update is served or an entry (a status write, a completion, an event) waits: a completion taken may not have reached card_cq
+        m_done_valid : out std_logic;        -- pulse: the QP reached CLOSED or ERROR (card_cmd's QP classes: DESTROY is taken from here on)
+        m_done_qpn : out std_logic_vector(9 downto 0);
         m_axi_awid : out std_logic_vector(3 downto 0);
         m_axi_awaddr : out std_logic_vector(63 downto 0);
         m_axi_awlen : out std_logic_vector(7 downto 0);
@@ -388,6 +390,8 @@ begin
     op_ev <= (((ev_tx_data or ev_rx_space) or op_to_error) or op_closed) or op_stream_end;
     op_ev_code <= mux(op_lost, "101", mux(op_to_error, mux(op_bad_db, "110", mux(op_cut, "111", "010")), mux(op_closed, "011", mux(op_stream_end, "100", mux(ev_rx_space, "001", "000")))));
     calc_writes <= st_calc and op_writes;
+    m_done_valid <= st_calc and (((op_closed or op_to_error) or op_term_error) or op_rx_error);
+    m_done_qpn <= op_qpn and std_logic_vector'(9 downto 0 => st_calc);
     dw_s_valid <= st_data;
     dw_s_take <= dw_s_valid and dw_s_ready;
     beat_last <= b2l(beat = "11");

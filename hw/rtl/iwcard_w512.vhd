@@ -8,17 +8,19 @@
 -- engines' masters; the top bits of an ID name the engine) and an interrupt
 -- (irq_valid/irq_ready/irq_vector, card_cq).
 --
--- Inside: card_regs fans the QP command out to card_tx and card_rx (each takes
--- it in its own cycle; card_regs sees ready once both have), doorbells by kind
--- (SQ_PI, TXS_CI, PUSH to card_tx; RXS_PI, RQ_PI to card_rx; STREAM to both;
--- SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM to card_stat too; CQ_DB to card_cq),
--- CQ_CMD and the EQ registers to card_cq, the placement window to placement.
--- card_rx's ULPDUs go to placement, whose untagged segments, STag checks and
--- DMA blocks come back to card_rx (card_rx writes placement's blocks and its
--- Sends' through its own place_axi); card_rx's receive completions go through
--- card_stat (RQ_CI first) to card_cq. card_tx's records go to card_stat (every
--- record's status fields are for the QP status record; signaled ones carry a
--- CQE it passes on to card_cq).
+-- Inside: card_cmd decides card_regs' QP and CQ commands (CMD_STATUS) and
+-- passes on the ones it takes; the QP command goes out to card_tx, card_rx and
+-- card_stat (each takes it in its own cycle; card_cmd sees ready once all
+-- have), the CQ command to card_cq; doorbells by kind (SQ_PI, TXS_CI, PUSH to
+-- card_tx; RXS_PI, RQ_PI to card_rx; STREAM to both; SQ_PI, PUSH, TXS_CI,
+-- RXS_PI and STREAM to card_stat too; CQ_DB to card_cq), the EQ registers to
+-- card_cq, the placement window to placement. card_rx's ULPDUs go to
+-- placement, whose untagged segments, STag checks and DMA blocks come back to
+-- card_rx (card_rx writes placement's blocks and its Sends' through its own
+-- place_axi); card_rx's receive completions go through card_stat (RQ_CI first)
+-- to card_cq. card_tx's records go to card_stat (every record's status fields
+-- are for the QP status record; signaled ones carry a CQE it passes on to
+-- card_cq).
 --
 -- RESET (the command) holds every engine, the muxes and placement in reset for
 -- 16 cycles; card_cq and placement then clear their tables (STATUS.INIT_DONE
@@ -470,6 +472,8 @@ architecture rtl of iwcard_w512 is
     signal st_m_end_lost : std_logic;
     signal st_m_fault : std_logic;
     signal st_busy : std_logic;
+    signal st_m_done_valid : std_logic;
+    signal st_m_done_qpn : std_logic_vector(9 downto 0);
     signal st_m_axi_awid : std_logic_vector(3 downto 0);
     signal st_m_axi_awaddr : std_logic_vector(63 downto 0);
     signal st_m_axi_awlen : std_logic_vector(7 downto 0);
@@ -481,6 +485,14 @@ architecture rtl of iwcard_w512 is
     signal st_m_axi_wlast : std_logic;
     signal st_m_axi_wvalid : std_logic;
     signal st_m_axi_bready : std_logic;
+    signal cmd_qp_cmd_ready : std_logic;
+    signal cmd_m_qp_valid : std_logic;
+    signal cmd_cq_cmd_ready : std_logic;
+    signal cmd_m_cq_valid : std_logic;
+    signal cmd_cmd_status_seq : std_logic_vector(15 downto 0);
+    signal cmd_cmd_status_refused : std_logic;
+    signal cmd_cmd_status_why : std_logic_vector(7 downto 0);
+    signal cmd_init_done : std_logic;
     signal rdm_s0_axi_arready : std_logic;
     signal rdm_s0_axi_rid : std_logic_vector(5 downto 0);
     signal rdm_s0_axi_rdata : std_logic_vector(511 downto 0);
@@ -634,14 +646,14 @@ begin
     irq_valid <= cq_irq_valid;
     irq_vector <= cq_irq_vector;
     qpcmd_bd_offer <= rx_m_err_valid and (b2l(rx_m_err_kind = "111") or b2l(rx_m_err_kind = "110"));
-    qpcmd_bd <= qpcmd_bd_sel or (((qpcmd_bd_offer or tx_m_baddb_valid) or rx_m_baddb_valid) and (not regs_qp_cmd_valid));
+    qpcmd_bd <= qpcmd_bd_sel or (((qpcmd_bd_offer or tx_m_baddb_valid) or rx_m_baddb_valid) and (not cmd_m_qp_valid));
     qpcmd_bd_src_now <= mux(qpcmd_bd_sel, qpcmd_bd_src, mux(qpcmd_bd_offer, "00", mux(tx_m_baddb_valid, "01", "10")));
     qpcmd_op <= mux(qpcmd_bd, x"3", regs_qp_cmd_op);
     qpcmd_qpn <= mux(qpcmd_bd, mux(b2l(qpcmd_bd_src_now = "01"), std_logic_vector'("000000" & tx_m_baddb_qpn), mux(b2l(qpcmd_bd_src_now = "10"), std_logic_vector'("000000" & rx_m_baddb_qpn), std_logic_vector'("000000" & rx_m_err_qp))), regs_qp_num_qpn);
-    qpcmd_valid0 <= ((regs_qp_cmd_valid or qpcmd_bd) and '1') and (not qpcmd_done0);
-    qpcmd_valid1 <= ((regs_qp_cmd_valid or qpcmd_bd) and '1') and (not qpcmd_done1);
-    qpcmd_valid2 <= ((regs_qp_cmd_valid or qpcmd_bd) and '1') and (not qpcmd_done2);
-    qpcmd_ready <= (regs_qp_cmd_valid or qpcmd_bd) and (((((not '1') or qpcmd_done0) or tx_s_qp_ready) and (((not '1') or qpcmd_done1) or rx_qp_cmd_ready)) and (((not '1') or qpcmd_done2) or st_qp_cmd_ready));
+    qpcmd_valid0 <= ((cmd_m_qp_valid or qpcmd_bd) and '1') and (not qpcmd_done0);
+    qpcmd_valid1 <= ((cmd_m_qp_valid or qpcmd_bd) and '1') and (not qpcmd_done1);
+    qpcmd_valid2 <= ((cmd_m_qp_valid or qpcmd_bd) and '1') and (not qpcmd_done2);
+    qpcmd_ready <= (cmd_m_qp_valid or qpcmd_bd) and (((((not '1') or qpcmd_done0) or tx_s_qp_ready) and (((not '1') or qpcmd_done1) or rx_qp_cmd_ready)) and (((not '1') or qpcmd_done2) or st_qp_cmd_ready));
     qpcmd_bd_taken <= (qpcmd_bd and qpcmd_ready) and b2l(qpcmd_bd_src_now = "00");
     db_valid0 <= (regs_m_db_valid and (((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101"))) and (not db_done0);
     db_valid1 <= (regs_m_db_valid and ((('0' or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "101"))) and (not db_done1);
@@ -649,9 +661,9 @@ begin
     db_valid3 <= (regs_m_db_valid and ((((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "101"))) and (not db_done3);
     db_ready <= regs_m_db_valid and ((((((not (((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101"))) or db_done0) or tx_s_db_ready) and (((not ((('0' or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "101"))) or db_done1) or rx_s_db_ready)) and (((not ('0' or b2l(regs_m_db_kind = "000"))) or db_done2) or cq_s_cqdb_ready)) and (((not ((((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "101"))) or db_done3) or st_s_db_ready));
     db_other <= regs_m_db_valid and (not ((((((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101")) or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "000")));
-    init_done <= (cq_init_done and pl_init_done) and (not eng_rst);
+    init_done <= ((cq_init_done and pl_init_done) and cmd_init_done) and (not eng_rst);
     sweep_start <= cq_m_overrun_valid and (not sweep_busy);
-    sweep_tab_wr <= ((regs_qp_cmd_valid and (not qpcmd_bd)) and qpcmd_ready) and (b2l(qpcmd_op = x"1") or b2l(qpcmd_op = x"4"));
+    sweep_tab_wr <= ((cmd_m_qp_valid and (not qpcmd_bd)) and qpcmd_ready) and (b2l(qpcmd_op = x"1") or b2l(qpcmd_op = x"4"));
     sweep_match <= (sweep_chk and sweep_tab_rd(20)) and (b2l(sweep_tab_rd(19 downto 10) = sweep_cq) or b2l(sweep_tab_rd(9 downto 0) = sweep_cq));
     sweep_last <= b2l(sweep_idx = "1111111111");
     sweep_next <= (sweep_chk and (not sweep_match)) or (sweep_hit and sweep_taken);
@@ -930,6 +942,55 @@ begin
         end if;
     end process;
 
+    cmd : entity work.card_cmd
+        port map (
+            clk => clk,
+            rst => eng_rst,
+            qp_cmd_valid => regs_qp_cmd_valid,
+            qp_cmd_ready => cmd_qp_cmd_ready,
+            qp_cmd_op => regs_qp_cmd_op,
+            qp_num_qpn => regs_qp_num_qpn,
+            qp_sq_base_hi => regs_qp_sq_base_hi,
+            qp_sq_base_lo => regs_qp_sq_base_lo,
+            qp_rq_base_hi => regs_qp_rq_base_hi,
+            qp_rq_base_lo => regs_qp_rq_base_lo,
+            qp_txs_base_hi => regs_qp_txs_base_hi,
+            qp_txs_base_lo => regs_qp_txs_base_lo,
+            qp_rxs_base_hi => regs_qp_rxs_base_hi,
+            qp_rxs_base_lo => regs_qp_rxs_base_lo,
+            qp_sizes_sq_log => regs_qp_sizes_sq_log,
+            qp_sizes_rq_log => regs_qp_sizes_rq_log,
+            qp_sizes_txs_log => regs_qp_sizes_txs_log,
+            qp_sizes_rxs_log => regs_qp_sizes_rxs_log,
+            qp_cqs_send_cq => regs_qp_cqs_send_cq,
+            qp_cqs_recv_cq => regs_qp_cqs_recv_cq,
+            qp_mpa_mulpdu => regs_qp_mpa_mulpdu,
+            qp_rd_ord => regs_qp_rd_ord,
+            qp_rd_ird => regs_qp_rd_ird,
+            m_qp_valid => cmd_m_qp_valid,
+            m_qp_ready => qpcmd_ready and (not qpcmd_bd),
+            cq_cmd_valid => regs_cq_cmd_valid,
+            cq_cmd_ready => cmd_cq_cmd_ready,
+            cq_cmd_op => regs_cq_cmd_op,
+            cq_num_cqn => regs_cq_num_cqn,
+            cq_base_hi => regs_cq_base_hi,
+            cq_base_lo => regs_cq_base_lo,
+            cq_cfg_log_size => regs_cq_cfg_log_size,
+            m_cq_valid => cmd_m_cq_valid,
+            m_cq_ready => cq_cq_cmd_ready,
+            eq_cfg_wr_pulse => regs_eq_cfg_wr_pulse,
+            eq_cfg_enable => regs_eq_cfg_enable,
+            eq_cfg_log_size => regs_eq_cfg_log_size,
+            eq_base_hi => regs_eq_base_hi,
+            eq_base_lo => regs_eq_base_lo,
+            s_done_valid => st_m_done_valid,
+            s_done_qpn => st_m_done_qpn,
+            cmd_status_seq => cmd_cmd_status_seq,
+            cmd_status_refused => cmd_cmd_status_refused,
+            cmd_status_why => cmd_cmd_status_why,
+            init_done => cmd_init_done
+        );
+
     regs : entity work.card_regs_w512
         port map (
             clk => clk,
@@ -963,6 +1024,9 @@ begin
             dma_fault_info_resp => "00",
             dma_fault_info_write => '0',
             dma_fault_info_count => x"00",
+            cmd_status_seq => cmd_cmd_status_seq,
+            cmd_status_refused => cmd_cmd_status_refused,
+            cmd_status_why => cmd_cmd_status_why,
             eq_base_lo => regs_eq_base_lo,
             eq_base_hi => regs_eq_base_hi,
             eq_cfg_wr_pulse => regs_eq_cfg_wr_pulse,
@@ -980,7 +1044,7 @@ begin
             cq_base_lo => regs_cq_base_lo,
             cq_base_hi => regs_cq_base_hi,
             cq_cfg_log_size => regs_cq_cfg_log_size,
-            cq_cmd_ready => cq_cq_cmd_ready,
+            cq_cmd_ready => cmd_cq_cmd_ready,
             cq_cmd_valid => regs_cq_cmd_valid,
             cq_cmd_op => regs_cq_cmd_op,
             qp_num_qpn => regs_qp_num_qpn,
@@ -1006,7 +1070,7 @@ begin
             qp_mpa_rev0 => regs_qp_mpa_rev0,
             qp_rd_ord => regs_qp_rd_ord,
             qp_rd_ird => regs_qp_rd_ird,
-            qp_cmd_ready => qpcmd_ready and (not qpcmd_bd),
+            qp_cmd_ready => cmd_qp_cmd_ready,
             qp_cmd_valid => regs_qp_cmd_valid,
             qp_cmd_op => regs_qp_cmd_op,
             reg_wr_valid => regs_reg_wr_valid,
@@ -1511,6 +1575,8 @@ begin
             m_end_lost => st_m_end_lost,
             m_fault => st_m_fault,
             busy => st_busy,
+            m_done_valid => st_m_done_valid,
+            m_done_qpn => st_m_done_qpn,
             m_axi_awid => st_m_axi_awid,
             m_axi_awaddr => st_m_axi_awaddr,
             m_axi_awlen => st_m_axi_awlen,
@@ -1581,7 +1647,7 @@ begin
             s_cqdb_ready => cq_s_cqdb_ready,
             s_cqdb_index => regs_m_db_index,
             s_cqdb_value => regs_m_db_value,
-            cq_cmd_valid => regs_cq_cmd_valid,
+            cq_cmd_valid => cmd_m_cq_valid,
             cq_cmd_ready => cq_cq_cmd_ready,
             cq_cmd_op => regs_cq_cmd_op,
             cq_num_cqn => regs_cq_num_cqn,

@@ -8,17 +8,19 @@
 // engines' masters; the top bits of an ID name the engine) and an interrupt
 // (irq_valid/irq_ready/irq_vector, card_cq).
 //
-// Inside: card_regs fans the QP command out to card_tx and card_rx (each takes
-// it in its own cycle; card_regs sees ready once both have), doorbells by kind
-// (SQ_PI, TXS_CI, PUSH to card_tx; RXS_PI, RQ_PI to card_rx; STREAM to both;
-// SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM to card_stat too; CQ_DB to card_cq),
-// CQ_CMD and the EQ registers to card_cq, the placement window to placement.
-// card_rx's ULPDUs go to placement, whose untagged segments, STag checks and
-// DMA blocks come back to card_rx (card_rx writes placement's blocks and its
-// Sends' through its own place_axi); card_rx's receive completions go through
-// card_stat (RQ_CI first) to card_cq. card_tx's records go to card_stat (every
-// record's status fields are for the QP status record; signaled ones carry a
-// CQE it passes on to card_cq).
+// Inside: card_cmd decides card_regs' QP and CQ commands (CMD_STATUS) and
+// passes on the ones it takes; the QP command goes out to card_tx, card_rx and
+// card_stat (each takes it in its own cycle; card_cmd sees ready once all
+// have), the CQ command to card_cq; doorbells by kind (SQ_PI, TXS_CI, PUSH to
+// card_tx; RXS_PI, RQ_PI to card_rx; STREAM to both; SQ_PI, PUSH, TXS_CI,
+// RXS_PI and STREAM to card_stat too; CQ_DB to card_cq), the EQ registers to
+// card_cq, the placement window to placement. card_rx's ULPDUs go to
+// placement, whose untagged segments, STag checks and DMA blocks come back to
+// card_rx (card_rx writes placement's blocks and its Sends' through its own
+// place_axi); card_rx's receive completions go through card_stat (RQ_CI first)
+// to card_cq. card_tx's records go to card_stat (every record's status fields
+// are for the QP status record; signaled ones carry a CQE it passes on to
+// card_cq).
 //
 // RESET (the command) holds every engine, the muxes and placement in reset for
 // 16 cycles; card_cq and placement then clear their tables (STATUS.INIT_DONE
@@ -439,6 +441,8 @@ module iwcard_w64 (
     wire           st_m_end_lost;
     wire           st_m_fault;
     wire           st_busy;
+    wire           st_m_done_valid;
+    wire [9:0]     st_m_done_qpn;
     wire [3:0]     st_m_axi_awid;
     wire [63:0]    st_m_axi_awaddr;
     wire [7:0]     st_m_axi_awlen;
@@ -450,6 +454,14 @@ module iwcard_w64 (
     wire           st_m_axi_wlast;
     wire           st_m_axi_wvalid;
     wire           st_m_axi_bready;
+    wire           cmd_qp_cmd_ready;
+    wire           cmd_m_qp_valid;
+    wire           cmd_cq_cmd_ready;
+    wire           cmd_m_cq_valid;
+    wire [15:0]    cmd_cmd_status_seq;
+    wire           cmd_cmd_status_refused;
+    wire [7:0]     cmd_cmd_status_why;
+    wire           cmd_init_done;
     wire           rdm_s0_axi_arready;
     wire [5:0]     rdm_s0_axi_rid;
     wire [63:0]    rdm_s0_axi_rdata;
@@ -602,14 +614,14 @@ module iwcard_w64 (
     assign irq_valid = cq_irq_valid;
     assign irq_vector = cq_irq_vector;
     assign qpcmd_bd_offer = rx_m_err_valid & ((rx_m_err_kind == 3'h7) | (rx_m_err_kind == 3'h6));
-    assign qpcmd_bd = qpcmd_bd_sel | (((qpcmd_bd_offer | tx_m_baddb_valid) | rx_m_baddb_valid) & ~regs_qp_cmd_valid);
+    assign qpcmd_bd = qpcmd_bd_sel | (((qpcmd_bd_offer | tx_m_baddb_valid) | rx_m_baddb_valid) & ~cmd_m_qp_valid);
     assign qpcmd_bd_src_now = qpcmd_bd_sel ? qpcmd_bd_src : (qpcmd_bd_offer ? 2'h0 : (tx_m_baddb_valid ? 2'h1 : 2'h2));
     assign qpcmd_op = qpcmd_bd ? 4'h3 : regs_qp_cmd_op;
     assign qpcmd_qpn = qpcmd_bd ? ((qpcmd_bd_src_now == 2'h1) ? {6'h00, tx_m_baddb_qpn} : ((qpcmd_bd_src_now == 2'h2) ? {6'h00, rx_m_baddb_qpn} : {6'h00, rx_m_err_qp})) : regs_qp_num_qpn;
-    assign qpcmd_valid0 = ((regs_qp_cmd_valid | qpcmd_bd) & 1'h1) & ~qpcmd_done0;
-    assign qpcmd_valid1 = ((regs_qp_cmd_valid | qpcmd_bd) & 1'h1) & ~qpcmd_done1;
-    assign qpcmd_valid2 = ((regs_qp_cmd_valid | qpcmd_bd) & 1'h1) & ~qpcmd_done2;
-    assign qpcmd_ready = (regs_qp_cmd_valid | qpcmd_bd) & ((((~1'h1 | qpcmd_done0) | tx_s_qp_ready) & ((~1'h1 | qpcmd_done1) | rx_qp_cmd_ready)) & ((~1'h1 | qpcmd_done2) | st_qp_cmd_ready));
+    assign qpcmd_valid0 = ((cmd_m_qp_valid | qpcmd_bd) & 1'h1) & ~qpcmd_done0;
+    assign qpcmd_valid1 = ((cmd_m_qp_valid | qpcmd_bd) & 1'h1) & ~qpcmd_done1;
+    assign qpcmd_valid2 = ((cmd_m_qp_valid | qpcmd_bd) & 1'h1) & ~qpcmd_done2;
+    assign qpcmd_ready = (cmd_m_qp_valid | qpcmd_bd) & ((((~1'h1 | qpcmd_done0) | tx_s_qp_ready) & ((~1'h1 | qpcmd_done1) | rx_qp_cmd_ready)) & ((~1'h1 | qpcmd_done2) | st_qp_cmd_ready));
     assign qpcmd_bd_taken = (qpcmd_bd & qpcmd_ready) & (qpcmd_bd_src_now == 2'h0);
     assign db_valid0 = (regs_m_db_valid & ((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5))) & ~db_done0;
     assign db_valid1 = (regs_m_db_valid & (((1'h0 | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h5))) & ~db_done1;
@@ -617,9 +629,9 @@ module iwcard_w64 (
     assign db_valid3 = (regs_m_db_valid & (((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h5))) & ~db_done3;
     assign db_ready = regs_m_db_valid & (((((~((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5)) | db_done0) | tx_s_db_ready) & ((~(((1'h0 | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h5)) | db_done1) | rx_s_db_ready)) & ((~(1'h0 | (regs_m_db_kind == 3'h0)) | db_done2) | cq_s_cqdb_ready)) & ((~(((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h5)) | db_done3) | st_s_db_ready));
     assign db_other = regs_m_db_valid & ~(((((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5)) | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h0));
-    assign init_done = (cq_init_done & pl_init_done) & ~eng_rst;
+    assign init_done = ((cq_init_done & pl_init_done) & cmd_init_done) & ~eng_rst;
     assign sweep_start = cq_m_overrun_valid & ~sweep_busy;
-    assign sweep_tab_wr = ((regs_qp_cmd_valid & ~qpcmd_bd) & qpcmd_ready) & ((qpcmd_op == 4'h1) | (qpcmd_op == 4'h4));
+    assign sweep_tab_wr = ((cmd_m_qp_valid & ~qpcmd_bd) & qpcmd_ready) & ((qpcmd_op == 4'h1) | (qpcmd_op == 4'h4));
     assign sweep_match = (sweep_chk & sweep_tab_rd[20]) & ((sweep_tab_rd[19:10] == sweep_cq) | (sweep_tab_rd[9:0] == sweep_cq));
     assign sweep_last = sweep_idx == 10'h3ff;
     assign sweep_next = (sweep_chk & ~sweep_match) | (sweep_hit & sweep_taken);
@@ -834,6 +846,54 @@ module iwcard_w64 (
         sweep_tab_rd <= sweep_tab[sweep_idx];
     end
 
+    card_cmd cmd (
+        .clk(clk),
+        .rst(eng_rst),
+        .qp_cmd_valid(regs_qp_cmd_valid),
+        .qp_cmd_ready(cmd_qp_cmd_ready),
+        .qp_cmd_op(regs_qp_cmd_op),
+        .qp_num_qpn(regs_qp_num_qpn),
+        .qp_sq_base_hi(regs_qp_sq_base_hi),
+        .qp_sq_base_lo(regs_qp_sq_base_lo),
+        .qp_rq_base_hi(regs_qp_rq_base_hi),
+        .qp_rq_base_lo(regs_qp_rq_base_lo),
+        .qp_txs_base_hi(regs_qp_txs_base_hi),
+        .qp_txs_base_lo(regs_qp_txs_base_lo),
+        .qp_rxs_base_hi(regs_qp_rxs_base_hi),
+        .qp_rxs_base_lo(regs_qp_rxs_base_lo),
+        .qp_sizes_sq_log(regs_qp_sizes_sq_log),
+        .qp_sizes_rq_log(regs_qp_sizes_rq_log),
+        .qp_sizes_txs_log(regs_qp_sizes_txs_log),
+        .qp_sizes_rxs_log(regs_qp_sizes_rxs_log),
+        .qp_cqs_send_cq(regs_qp_cqs_send_cq),
+        .qp_cqs_recv_cq(regs_qp_cqs_recv_cq),
+        .qp_mpa_mulpdu(regs_qp_mpa_mulpdu),
+        .qp_rd_ord(regs_qp_rd_ord),
+        .qp_rd_ird(regs_qp_rd_ird),
+        .m_qp_valid(cmd_m_qp_valid),
+        .m_qp_ready(qpcmd_ready & ~qpcmd_bd),
+        .cq_cmd_valid(regs_cq_cmd_valid),
+        .cq_cmd_ready(cmd_cq_cmd_ready),
+        .cq_cmd_op(regs_cq_cmd_op),
+        .cq_num_cqn(regs_cq_num_cqn),
+        .cq_base_hi(regs_cq_base_hi),
+        .cq_base_lo(regs_cq_base_lo),
+        .cq_cfg_log_size(regs_cq_cfg_log_size),
+        .m_cq_valid(cmd_m_cq_valid),
+        .m_cq_ready(cq_cq_cmd_ready),
+        .eq_cfg_wr_pulse(regs_eq_cfg_wr_pulse),
+        .eq_cfg_enable(regs_eq_cfg_enable),
+        .eq_cfg_log_size(regs_eq_cfg_log_size),
+        .eq_base_hi(regs_eq_base_hi),
+        .eq_base_lo(regs_eq_base_lo),
+        .s_done_valid(st_m_done_valid),
+        .s_done_qpn(st_m_done_qpn),
+        .cmd_status_seq(cmd_cmd_status_seq),
+        .cmd_status_refused(cmd_cmd_status_refused),
+        .cmd_status_why(cmd_cmd_status_why),
+        .init_done(cmd_init_done)
+    );
+
     card_regs_w64 regs (
         .clk(clk),
         .rst(rst),
@@ -866,6 +926,9 @@ module iwcard_w64 (
         .dma_fault_info_resp(2'h0),
         .dma_fault_info_write(1'h0),
         .dma_fault_info_count(8'h00),
+        .cmd_status_seq(cmd_cmd_status_seq),
+        .cmd_status_refused(cmd_cmd_status_refused),
+        .cmd_status_why(cmd_cmd_status_why),
         .eq_base_lo(regs_eq_base_lo),
         .eq_base_hi(regs_eq_base_hi),
         .eq_cfg_wr_pulse(regs_eq_cfg_wr_pulse),
@@ -883,7 +946,7 @@ module iwcard_w64 (
         .cq_base_lo(regs_cq_base_lo),
         .cq_base_hi(regs_cq_base_hi),
         .cq_cfg_log_size(regs_cq_cfg_log_size),
-        .cq_cmd_ready(cq_cq_cmd_ready),
+        .cq_cmd_ready(cmd_cq_cmd_ready),
         .cq_cmd_valid(regs_cq_cmd_valid),
         .cq_cmd_op(regs_cq_cmd_op),
         .qp_num_qpn(regs_qp_num_qpn),
@@ -909,7 +972,7 @@ module iwcard_w64 (
         .qp_mpa_rev0(regs_qp_mpa_rev0),
         .qp_rd_ord(regs_qp_rd_ord),
         .qp_rd_ird(regs_qp_rd_ird),
-        .qp_cmd_ready(qpcmd_ready & ~qpcmd_bd),
+        .qp_cmd_ready(cmd_qp_cmd_ready),
         .qp_cmd_valid(regs_qp_cmd_valid),
         .qp_cmd_op(regs_qp_cmd_op),
         .reg_wr_valid(regs_reg_wr_valid),
@@ -1410,6 +1473,8 @@ module iwcard_w64 (
         .m_end_lost(st_m_end_lost),
         .m_fault(st_m_fault),
         .busy(st_busy),
+        .m_done_valid(st_m_done_valid),
+        .m_done_qpn(st_m_done_qpn),
         .m_axi_awid(st_m_axi_awid),
         .m_axi_awaddr(st_m_axi_awaddr),
         .m_axi_awlen(st_m_axi_awlen),
@@ -1479,7 +1544,7 @@ module iwcard_w64 (
         .s_cqdb_ready(cq_s_cqdb_ready),
         .s_cqdb_index(regs_m_db_index),
         .s_cqdb_value(regs_m_db_value),
-        .cq_cmd_valid(regs_cq_cmd_valid),
+        .cq_cmd_valid(cmd_m_cq_valid),
         .cq_cmd_ready(cq_cq_cmd_ready),
         .cq_cmd_op(regs_cq_cmd_op),
         .cq_num_cqn(regs_cq_num_cqn),

@@ -9,7 +9,7 @@ use ieee.std_logic_1164.all;
 package regmap_card_pkg is
     constant CARD_VENDOR_ID : natural := 4334; -- PCI vendor ID
     constant CARD_DEVICE_ID : natural := 7706; -- PCI device ID
-    constant CARD_INTERFACE_VERSION : natural := 65536; -- host interface version (major << 16 | minor)
+    constant CARD_INTERFACE_VERSION : natural := 65537; -- host interface version (major << 16 | minor)
     constant CARD_ADDR_BITS : natural := 18; -- BAR0 address bits
     constant CARD_MAX_QP : natural := 1024; -- QP numbers (1..MaxQP-1 are usable)
     constant CARD_MAX_CQ : natural := 1024; -- CQ numbers
@@ -83,6 +83,13 @@ package regmap_card_pkg is
     constant CARD_DMA_FAULT_INFO_WRITE_W : natural := 1;
     constant CARD_DMA_FAULT_INFO_COUNT_LSB : natural := 24;
     constant CARD_DMA_FAULT_INFO_COUNT_W : natural := 8;
+    constant CARD_CMD_STATUS : std_logic_vector(17 downto 0) := "000000000001011100"; -- Verdict of the commands (read only).
+    constant CARD_CMD_STATUS_SEQ_LSB : natural := 0;
+    constant CARD_CMD_STATUS_SEQ_W : natural := 16;
+    constant CARD_CMD_STATUS_REFUSED_LSB : natural := 16;
+    constant CARD_CMD_STATUS_REFUSED_W : natural := 1;
+    constant CARD_CMD_STATUS_WHY_LSB : natural := 24;
+    constant CARD_CMD_STATUS_WHY_W : natural := 8;
     constant CARD_EQ_BASE_LO : std_logic_vector(17 downto 0) := "000000000010000000"; -- EQ ring address, bits 31:0 (16-byte entries, aligned to the ring size).
     constant CARD_EQ_BASE_HI : std_logic_vector(17 downto 0) := "000000000010000100"; -- EQ ring address, bits 63:32.
     constant CARD_EQ_CFG : std_logic_vector(17 downto 0) := "000000000010001000"; -- EQ size and interrupt vector; writing it with ENABLE resets the EQ's producer index.
@@ -236,6 +243,18 @@ package regmap_card_pkg is
     constant QP_ERR_DMA : std_logic_vector(7 downto 0) := x"04"; -- a DMA of the QP faulted
     constant QP_ERR_CQ_OVERRUN : std_logic_vector(7 downto 0) := x"05"; -- a CQ of the QP overran
     constant QP_ERR_BAD_DOORBELL : std_logic_vector(7 downto 0) := x"06"; -- a producer index moved past the ring's size
+    constant CMD_WHY_OK : std_logic_vector(7 downto 0) := x"00"; -- taken
+    constant CMD_WHY_BAD_NUMBER : std_logic_vector(7 downto 0) := x"01"; -- QP number 0 or not below MAX_QP, CQ number not below MAX_CQ
+    constant CMD_WHY_BAD_OP : std_logic_vector(7 downto 0) := x"02"; -- an OP value the command does not know
+    constant CMD_WHY_EXISTS : std_logic_vector(7 downto 0) := x"03"; -- CREATE of a QP or CQ that exists
+    constant CMD_WHY_NO_OBJECT : std_logic_vector(7 downto 0) := x"04"; -- the QP or CQ does not exist
+    constant CMD_WHY_BAD_STATE : std_logic_vector(7 downto 0) := x"05"; -- DESTROY of a QP that is not CLOSED or in ERROR
+    constant CMD_WHY_BAD_SIZE : std_logic_vector(7 downto 0) := x"06"; -- a ring or queue size out of range
+    constant CMD_WHY_BAD_ALIGN : std_logic_vector(7 downto 0) := x"07"; -- a ring or queue base not aligned to its size
+    constant CMD_WHY_NO_CQ : std_logic_vector(7 downto 0) := x"08"; -- CREATE of a QP whose send or receive CQ does not exist
+    constant CMD_WHY_BAD_MULPDU : std_logic_vector(7 downto 0) := x"09"; -- MULPDU out of range
+    constant CMD_WHY_BAD_RD : std_logic_vector(7 downto 0) := x"0a"; -- ORD or IRD out of range
+    constant CMD_WHY_CQ_BUSY : std_logic_vector(7 downto 0) := x"0b"; -- DESTROY of a CQ that QPs still use
     constant QP_STATE_RESET : std_logic_vector(3 downto 0) := x"0"; -- not created
     constant QP_STATE_RTS : std_logic_vector(3 downto 0) := x"1"; -- running
     constant QP_STATE_CLOSING : std_logic_vector(3 downto 0) := x"2"; -- CLOSE asked, work still outstanding

@@ -178,6 +178,8 @@ func (a *cardRegsModel) Step(in, out []uint32) {
 			x.FaultAddrHi |= v
 		case cs.DMAFaultInfo:
 			x.FaultInfo |= v
+		case cs.CmdStatus:
+			x.CmdStatus |= v
 		}
 	}
 	for i := range p.cmdReady {

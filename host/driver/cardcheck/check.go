@@ -217,8 +217,13 @@ func (c *checker) forget(qpn uint32) {
 	delete(c.stats, qpn)
 }
 
-// snoop follows a register write to learn where the rings are.
-func (c *checker) snoop(off, v uint32) {
+// snoop follows a register write to learn where the rings are; a command
+// the model refused changes none.
+func (c *checker) snoop(off, v uint32, refused bool) {
+	if refused {
+		c.stage[off] = v
+		return
+	}
 	switch off {
 	case cs.Reset:
 		if v&1 != 0 {

@@ -72,11 +72,11 @@ func TestCheckerFlushAfterOverrun(t *testing.T) {
 	var reported []error
 	c.fail = func(_ uint32, err error) { reported = append(reported, err) }
 	for n, base := range []uint64{m.IOVA, m.IOVA + 4*cs.CQESize} {
-		c.snoop(cs.CQNum, uint32(n+1))
-		c.snoop(cs.CQBaseLo, uint32(base))
-		c.snoop(cs.CQBaseHi, uint32(base>>32))
-		c.snoop(cs.CQCfg, 2)
-		c.snoop(cs.CQCmd, uint32(cs.CQOpCreate))
+		c.snoop(cs.CQNum, uint32(n+1), false)
+		c.snoop(cs.CQBaseLo, uint32(base), false)
+		c.snoop(cs.CQBaseHi, uint32(base>>32), false)
+		c.snoop(cs.CQCfg, 2, false)
+		c.snoop(cs.CQCmd, uint32(cs.CQOpCreate), false)
 	}
 	cqe := func(qpn uint16, st cs.WCStatus) []byte {
 		b := make([]byte, cs.CQESize)

@@ -154,7 +154,30 @@ func (p *Pair) Read32(off uint32) (uint32, error) {
 	}
 	p.simFailed(err)
 	p.quiet = 0
+	if off == cs.CmdStatus && err == nil {
+		p.cmdStatus(v)
+	}
 	return v, err
+}
+
+// cmdStatus compares the RTL's CMD_STATUS with the model's: the RTL may
+// not have decided the model's last commands yet (its SEQ behind), but a
+// verdict it has given must be the model's.
+func (p *Pair) cmdStatus(v uint32) {
+	mv, err := p.model.Read32(cs.CmdStatus)
+	if err != nil {
+		return
+	}
+	seq := func(x uint32) uint16 { return uint16(x >> cs.CmdStatusSeqShift & cs.CmdStatusSeqMask) }
+	switch behind := seq(mv) - seq(v); {
+	case behind == 0 && v != mv:
+		p.chk.mismatch(&MismatchError{Kind: "register", Addr: cs.CmdStatus,
+			What: fmt.Sprintf("CMD_STATUS %#x: the model's is %#x (WHY %v, the RTL's %v)", v, mv,
+				cs.CmdWhy(mv>>cs.CmdStatusWhyShift&cs.CmdStatusWhyMask), cs.CmdWhy(v>>cs.CmdStatusWhyShift&cs.CmdStatusWhyMask))})
+	case behind > 1<<15:
+		p.chk.mismatch(&MismatchError{Kind: "register", Addr: cs.CmdStatus,
+			What: fmt.Sprintf("CMD_STATUS %#x: the RTL decided more commands (SEQ %d) than were written (%d)", v, seq(v), seq(mv))})
+	}
 }
 
 // Write32 writes a register of the model, which runs to idle, and then
@@ -177,14 +200,16 @@ func (p *Pair) Write32(off, v uint32) error {
 		mv = v&^cs.EQDBCIMask | p.chk.modelEQ&cs.EQDBCIMask
 	}
 	merr := p.model.Write32(off, mv)
-	p.chk.snoop(off, v)
+	p.chk.snoop(off, v, errors.Is(merr, cardmodel.ErrRefused))
 	p.model.Run()
 	err := p.dev.Write32(off, v)
 	p.quiet = 0
 	if p.simFailed(err) {
 		return err
 	}
-	if refused := errors.Is(merr, cardmodel.ErrRefused); refused != (err != nil) {
+	// The RTL answers every whole-word write OKAY (a refused command
+	// too: its verdict is in CMD_STATUS, which Read32 compares).
+	if err != nil {
 		qpn := uint32(0)
 		if off == cs.QPCmd {
 			qpn = p.chk.stage[cs.QPNum] & cs.QPNumQPNMask

@@ -113,8 +113,9 @@ var (
 type RegError struct {
 	Off   uint32
 	Write bool
-	Err   error  // one of the Err* sentinels
-	Why   string // detail, for ErrRefused
+	Err   error           // one of the Err* sentinels
+	Why   string          // detail, for ErrRefused
+	Code  cardspec.CmdWhy // CMD_STATUS.WHY, for ErrRefused
 }
 
 func (e *RegError) Error() string {
@@ -130,8 +131,8 @@ func (e *RegError) Error() string {
 
 func (e *RegError) Unwrap() error { return e.Err }
 
-func refuse(off uint32, format string, args ...any) error {
-	return &RegError{Off: off, Write: true, Err: ErrRefused, Why: fmt.Sprintf(format, args...)}
+func refuse(off uint32, code cardspec.CmdWhy, format string, args ...any) error {
+	return &RegError{Off: off, Write: true, Err: ErrRefused, Code: code, Why: fmt.Sprintf(format, args...)}
 }
 
 // Card is one card model. It is not safe for concurrent use: the caller
@@ -146,6 +147,9 @@ type Card struct {
 
 	faultAddr uint64
 	faultInfo uint32
+
+	cmdSeq uint16          // CMD_STATUS.SEQ: commands decided
+	cmdWhy cardspec.CmdWhy // CMD_STATUS.WHY of the last one
 
 	irqMod     uint32
 	qpstatBase uint64

@@ -156,13 +156,13 @@ func (c *sgCursor) next(sgl []sge, n uint64, fn func(s sge, off, k uint32) bool)
 func (c *Card) qpCommand(off uint32, op cs.QPOp) error {
 	s := &c.qpStage
 	if s.num == 0 || s.num >= cs.MaxQP {
-		return refuse(off, "QP number %d (1..%d)", s.num, cs.MaxQP-1)
+		return refuse(off, cs.CmdWhyBadNumber, "QP number %d (1..%d)", s.num, cs.MaxQP-1)
 	}
 	q := c.qps[s.num]
 	switch op {
 	case cs.QPOpCreate:
 		if q != nil {
-			return refuse(off, "QP %d exists (state %v)", s.num, q.state)
+			return refuse(off, cs.CmdWhyExists, "QP %d exists (state %v)", s.num, q.state)
 		}
 		q, err := c.newQP(off)
 		if err != nil {
@@ -176,10 +176,10 @@ func (c *Card) qpCommand(off uint32, op cs.QPOp) error {
 		return nil
 	case cs.QPOpClose, cs.QPOpError, cs.QPOpDestroy:
 	default:
-		return refuse(off, "QP_CMD operation %d", op)
+		return refuse(off, cs.CmdWhyBadOp, "QP_CMD operation %d", op)
 	}
 	if q == nil {
-		return refuse(off, "QP %d does not exist", s.num)
+		return refuse(off, cs.CmdWhyNoObject, "QP %d does not exist", s.num)
 	}
 	c.wake(q)
 	switch op {
@@ -193,13 +193,13 @@ func (c *Card) qpCommand(off uint32, op cs.QPOp) error {
 			// driver cannot know the state its CLOSE will find; as ERROR
 			// on a QP in error, it is not refused.
 		default:
-			return refuse(off, "QP %d is in state %v", q.n, q.state)
+			return refuse(off, cs.CmdWhyBadState, "QP %d is in state %v", q.n, q.state)
 		}
 	case cs.QPOpError:
 		q.toError(cs.QPErrHost, nil)
 	case cs.QPOpDestroy:
 		if q.state != cs.QPStateClosed && q.state != cs.QPStateError {
-			return refuse(off, "QP %d is in state %v (DESTROY needs CLOSED or ERROR)", q.n, q.state)
+			return refuse(off, cs.CmdWhyBadState, "QP %d is in state %v (DESTROY needs CLOSED or ERROR)", q.n, q.state)
 		}
 		c.qps[q.n] = nil
 		c.cqs[q.sendCQ].users--
@@ -222,33 +222,33 @@ func (c *Card) newQP(off uint32) (*qp, error) {
 	txsLog := field(s.sizes, cs.QPSizesTXSLogShift, cs.QPSizesTXSLogMask)
 	rxsLog := field(s.sizes, cs.QPSizesRXSLogShift, cs.QPSizesRXSLogMask)
 	if sqLog > cs.MaxQueueLog || rqLog > cs.MaxQueueLog {
-		return nil, refuse(off, "SQ of 2^%d or RQ of 2^%d blocks (at most 2^%d)", sqLog, rqLog, cs.MaxQueueLog)
+		return nil, refuse(off, cs.CmdWhyBadSize, "SQ of 2^%d or RQ of 2^%d blocks (at most 2^%d)", sqLog, rqLog, cs.MaxQueueLog)
 	}
 	for _, l := range []uint32{txsLog, rxsLog} {
 		if l < cs.MinRingLog || l > cs.MaxRingLog {
-			return nil, refuse(off, "stream ring of 2^%d bytes (2^%d..2^%d)", l, cs.MinRingLog, cs.MaxRingLog)
+			return nil, refuse(off, cs.CmdWhyBadSize, "stream ring of 2^%d bytes (2^%d..2^%d)", l, cs.MinRingLog, cs.MaxRingLog)
 		}
 	}
 	for i, sz := range []uint64{cs.BB << sqLog, cs.BB << rqLog, 1 << txsLog, 1 << rxsLog} {
 		if s.base[i]%sz != 0 {
-			return nil, refuse(off, "%s base %#x not aligned to its %d bytes", [...]string{"SQ", "RQ", "TXS", "RXS"}[i], s.base[i], sz)
+			return nil, refuse(off, cs.CmdWhyBadAlign, "%s base %#x not aligned to its %d bytes", [...]string{"SQ", "RQ", "TXS", "RXS"}[i], s.base[i], sz)
 		}
 	}
 	scq := field(s.cqs, cs.QPCqsSendCQShift, cs.QPCqsSendCQMask)
 	rcq := field(s.cqs, cs.QPCqsRecvCQShift, cs.QPCqsRecvCQMask)
 	for _, n := range []uint32{scq, rcq} {
 		if n >= cs.MaxCQ || c.cqs[n] == nil {
-			return nil, refuse(off, "CQ %d does not exist", n)
+			return nil, refuse(off, cs.CmdWhyNoCQ, "CQ %d does not exist", n)
 		}
 	}
 	mulpdu := int(field(s.mpa, cs.QPMPAMulpduShift, cs.QPMPAMulpduMask))
 	if mulpdu < mpa.MinMULPDU || mulpdu > mpa.MaxULPDULength {
-		return nil, refuse(off, "MULPDU %d (%d..%d)", mulpdu, mpa.MinMULPDU, mpa.MaxULPDULength)
+		return nil, refuse(off, cs.CmdWhyBadMulpdu, "MULPDU %d (%d..%d)", mulpdu, mpa.MinMULPDU, mpa.MaxULPDULength)
 	}
 	ord := int(field(s.rd, cs.QPRDORDShift, cs.QPRDORDMask))
 	ird := int(field(s.rd, cs.QPRDIRDShift, cs.QPRDIRDMask))
 	if ord < 1 || ord > cs.MaxRd || ird < 1 || ird > cs.MaxRd {
-		return nil, refuse(off, "ORD %d, IRD %d (1..%d)", ord, ird, cs.MaxRd)
+		return nil, refuse(off, cs.CmdWhyBadRD, "ORD %d, IRD %d (1..%d)", ord, ird, cs.MaxRd)
 	}
 	rev0 := s.mpa>>cs.QPMPARev0Shift&1 != 0
 	crc := s.mpa>>cs.QPMPACRCShift&1 != 0

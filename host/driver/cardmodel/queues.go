@@ -48,10 +48,10 @@ func (c *queues) eqConfig(off, v uint32) error {
 	en := v>>cs.EQCfgEnableShift&1 != 0
 	if en {
 		if log > cs.MaxQueueLog {
-			return refuse(off, "EQ of 2^%d entries (at most 2^%d)", log, cs.MaxQueueLog)
+			return refuse(off, cs.CmdWhyBadSize, "EQ of 2^%d entries (at most 2^%d)", log, cs.MaxQueueLog)
 		}
 		if size := uint64(cs.EQESize) << log; c.eq.stageBase%size != 0 {
-			return refuse(off, "EQ base %#x not aligned to its %d bytes", c.eq.stageBase, size)
+			return refuse(off, cs.CmdWhyBadAlign, "EQ base %#x not aligned to its %d bytes", c.eq.stageBase, size)
 		}
 	}
 	e := &c.eq
@@ -131,31 +131,31 @@ type cq struct {
 func (c *queues) cqCommand(off uint32, op cs.CQOp) error {
 	s := &c.cqStage
 	if s.num >= cs.MaxCQ {
-		return refuse(off, "CQ number %d (at most %d)", s.num, cs.MaxCQ-1)
+		return refuse(off, cs.CmdWhyBadNumber, "CQ number %d (at most %d)", s.num, cs.MaxCQ-1)
 	}
 	switch op {
 	case cs.CQOpCreate:
 		if c.cqs[s.num] != nil {
-			return refuse(off, "CQ %d exists", s.num)
+			return refuse(off, cs.CmdWhyExists, "CQ %d exists", s.num)
 		}
 		if s.logSize > cs.MaxQueueLog {
-			return refuse(off, "CQ of 2^%d entries (at most 2^%d)", s.logSize, cs.MaxQueueLog)
+			return refuse(off, cs.CmdWhyBadSize, "CQ of 2^%d entries (at most 2^%d)", s.logSize, cs.MaxQueueLog)
 		}
 		if size := uint64(cs.CQESize) << s.logSize; s.base%size != 0 {
-			return refuse(off, "CQ base %#x not aligned to its %d bytes", s.base, size)
+			return refuse(off, cs.CmdWhyBadAlign, "CQ base %#x not aligned to its %d bytes", s.base, size)
 		}
 		c.cqs[s.num] = &cq{n: s.num, base: s.base, logSize: s.logSize}
 	case cs.CQOpDestroy:
 		q := c.cqs[s.num]
 		if q == nil {
-			return refuse(off, "CQ %d does not exist", s.num)
+			return refuse(off, cs.CmdWhyNoObject, "CQ %d does not exist", s.num)
 		}
 		if q.users > 0 {
-			return refuse(off, "CQ %d is used by %d QPs", s.num, q.users)
+			return refuse(off, cs.CmdWhyCQBusy, "CQ %d is used by %d QPs", s.num, q.users)
 		}
 		c.cqs[s.num] = nil
 	default:
-		return refuse(off, "CQ_CMD operation %d", op)
+		return refuse(off, cs.CmdWhyBadOp, "CQ_CMD operation %d", op)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package cardmodel
 
 import (
+	"errors"
 	"math/bits"
 
 	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
@@ -67,6 +68,8 @@ func (c *Card) Read32(off uint32) (uint32, error) {
 		return b2u(c.enable), nil
 	case cs.Status:
 		return 1 | b2u(c.fatal)<<1, nil
+	case cs.CmdStatus:
+		return uint32(c.cmdSeq) | b2u(c.cmdWhy != cs.CmdWhyOk)<<cs.CmdStatusRefusedShift | uint32(c.cmdWhy)<<cs.CmdStatusWhyShift, nil
 	case cs.Reset, cs.EQDB, cs.CQCmd, cs.QPCmd:
 		return 0, nil
 	case cs.DMAFaultAddrLo:
@@ -153,7 +156,7 @@ func (c *Card) Write32(off, v uint32) error {
 	s, q := &c.cqStage, &c.qpStage
 	switch off {
 	case cs.ID, cs.Version, cs.CapsDatapath, cs.CapsObjects, cs.CapsInline, cs.CapsRing, cs.Status,
-		cs.DMAFaultAddrLo, cs.DMAFaultAddrHi, cs.DMAFaultInfo:
+		cs.DMAFaultAddrLo, cs.DMAFaultAddrHi, cs.DMAFaultInfo, cs.CmdStatus:
 		return &RegError{Off: off, Write: true, Err: ErrReadOnly}
 	case cs.Scratch:
 		c.scratch = v
@@ -166,7 +169,7 @@ func (c *Card) Write32(off, v uint32) error {
 	case cs.EQBaseHi:
 		hi32(&c.eq.stageBase, v)
 	case cs.EQCfg:
-		return c.eqConfig(off, v)
+		return c.decided(c.eqConfig(off, v))
 	case cs.EQDB:
 		c.eqDoorbell(v)
 	case cs.IRQModeration:
@@ -184,7 +187,7 @@ func (c *Card) Write32(off, v uint32) error {
 	case cs.CQCfg:
 		s.logSize = v & cs.CQCfgLogSizeMask
 	case cs.CQCmd:
-		return c.cqCommand(off, cs.CQOp(v&cs.CQCmdOpMask))
+		return c.decided(c.cqCommand(off, cs.CQOp(v&cs.CQCmdOpMask)))
 	case cs.QPNum:
 		q.num = v & cs.QPNumQPNMask
 	case cs.QPPD:
@@ -202,7 +205,7 @@ func (c *Card) Write32(off, v uint32) error {
 	case cs.QPRD:
 		q.rd = v
 	case cs.QPCmd:
-		return c.qpCommand(off, cs.QPOp(v&cs.QPCmdOpMask))
+		return c.decided(c.qpCommand(off, cs.QPOp(v&cs.QPCmdOpMask)))
 	default:
 		return &RegError{Off: off, Write: true, Err: ErrOutOfRange}
 	}
@@ -282,4 +285,18 @@ func (c *Card) pushWord(q *qp, n uint32, i int, v uint32) {
 		return
 	}
 	q.pushBlock(&p.w)
+}
+
+// decided records a command's verdict in CMD_STATUS: err is the command's
+// answer (a *RegError with ErrRefused, or nil). A refused command is
+// still answered with the error here, for the model's callers; on a
+// board the write is posted and the driver reads CMD_STATUS.
+func (c *Card) decided(err error) error {
+	c.cmdSeq++
+	c.cmdWhy = cs.CmdWhyOk
+	var re *RegError
+	if errors.As(err, &re) && re.Err == ErrRefused {
+		c.cmdWhy = re.Code
+	}
+	return err
 }

@@ -130,41 +130,73 @@ func TestCommandsRefused(t *testing.T) {
 		d.w(cs.QPMPA, 1024)
 		d.w(cs.QPRD, 1|1<<8)
 	}
+	// CMD_STATUS counts every command and says why the last was refused.
+	seq := func() uint16 {
+		v, err := d.c.Read32(cs.CmdStatus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return uint16(v)
+	}
+	last := seq()
+	status := func(name string, want cs.CmdWhy) {
+		t.Helper()
+		v, _ := d.c.Read32(cs.CmdStatus)
+		if uint16(v) != last+1 {
+			t.Errorf("%s: CMD_STATUS.SEQ %d, want %d", name, uint16(v), last+1)
+		}
+		last = uint16(v)
+		why := cs.CmdWhy(v >> cs.CmdStatusWhyShift & cs.CmdStatusWhyMask)
+		if why != want || v>>cs.CmdStatusRefusedShift&1 != b2u(want != cs.CmdWhyOk) {
+			t.Errorf("%s: CMD_STATUS %#x (WHY %v), want WHY %v", name, v, why, want)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		bad  func()
+		why  cs.CmdWhy
 	}{
-		{"SQ too deep", func() { d.w(cs.QPSizes, 17|4<<8|12<<16|12<<24) }},
-		{"ring too small", func() { d.w(cs.QPSizes, 4|4<<8|11<<16|12<<24) }},
-		{"ring too large", func() { d.w(cs.QPSizes, 4|4<<8|12<<16|25<<24) }},
-		{"misaligned SQ", func() { d.w(cs.QPSQBaseLo, 64) }},
-		{"misaligned RXS", func() { d.w(cs.QPRXSBaseLo, 2048) }},
-		{"no such CQ", func() { d.w(cs.QPCqs, c.n|7<<16) }},
-		{"MULPDU too small", func() { d.w(cs.QPMPA, 100) }},
-		{"MULPDU too large", func() { d.w(cs.QPMPA, 65000) }},
-		{"ORD 0", func() { d.w(cs.QPRD, 1<<8) }},
-		{"IRD 17", func() { d.w(cs.QPRD, 1|17<<8) }},
+		{"SQ too deep", func() { d.w(cs.QPSizes, 17|4<<8|12<<16|12<<24) }, cs.CmdWhyBadSize},
+		{"ring too small", func() { d.w(cs.QPSizes, 4|4<<8|11<<16|12<<24) }, cs.CmdWhyBadSize},
+		{"ring too large", func() { d.w(cs.QPSizes, 4|4<<8|12<<16|25<<24) }, cs.CmdWhyBadSize},
+		{"misaligned SQ", func() { d.w(cs.QPSQBaseLo, 64) }, cs.CmdWhyBadAlign},
+		{"misaligned RXS", func() { d.w(cs.QPRXSBaseLo, 2048) }, cs.CmdWhyBadAlign},
+		{"no such CQ", func() { d.w(cs.QPCqs, c.n|7<<16) }, cs.CmdWhyNoCQ},
+		{"MULPDU too small", func() { d.w(cs.QPMPA, 100) }, cs.CmdWhyBadMulpdu},
+		{"MULPDU too large", func() { d.w(cs.QPMPA, 65000) }, cs.CmdWhyBadMulpdu},
+		{"ORD 0", func() { d.w(cs.QPRD, 1<<8) }, cs.CmdWhyBadRD},
+		{"IRD 17", func() { d.w(cs.QPRD, 1|17<<8) }, cs.CmdWhyBadRD},
+		{"QP 0", func() { d.w(cs.QPNum, 0) }, cs.CmdWhyBadNumber},
 	} {
 		good()
 		tc.bad()
 		if err := d.c.Write32(cs.QPCmd, uint32(cs.QPOpCreate)); !errors.Is(err, ErrRefused) {
 			t.Errorf("%s: CREATE gave %v", tc.name, err)
 		}
+		status(tc.name, tc.why)
 		if d.c.qps[5] != nil {
 			t.Fatalf("%s: the QP was created", tc.name)
 		}
 	}
 	good()
 	d.w(cs.QPCmd, uint32(cs.QPOpCreate))
+	status("CREATE", cs.CmdWhyOk)
 	if err := d.c.Write32(cs.QPCmd, uint32(cs.QPOpCreate)); !errors.Is(err, ErrRefused) {
 		t.Errorf("CREATE of an existing QP: %v", err)
 	}
+	status("CREATE of an existing QP", cs.CmdWhyExists)
 	if err := d.c.Write32(cs.QPCmd, uint32(cs.QPOpDestroy)); !errors.Is(err, ErrRefused) {
 		t.Errorf("DESTROY of a running QP: %v", err)
 	}
+	status("DESTROY of a running QP", cs.CmdWhyBadState)
+	if err := d.c.Write32(cs.QPCmd, 9); !errors.Is(err, ErrRefused) {
+		t.Errorf("QP_CMD 9: %v", err)
+	}
+	status("QP_CMD 9", cs.CmdWhyBadOp)
 	if err := d.c.Write32(cs.CQCmd, uint32(cs.CQOpDestroy)); !errors.Is(err, ErrRefused) {
 		t.Errorf("DESTROY of a CQ in use: %v", err)
 	}
+	status("DESTROY of a CQ in use", cs.CmdWhyCQBusy)
 	d.w(cs.QPCmd, uint32(cs.QPOpError))
 	d.c.Run()
 	// CLOSE and ERROR of a QP in error are taken without effect: the
@@ -187,5 +219,16 @@ func TestCommandsRefused(t *testing.T) {
 	}
 	if err := d.c.Write32(cs.EQCfg, 17|1<<31); !errors.Is(err, ErrRefused) {
 		t.Errorf("EQ of 2^17 entries: %v", err)
+	}
+	v, _ := d.c.Read32(cs.CmdStatus)
+	if cs.CmdWhy(v>>cs.CmdStatusWhyShift) != cs.CmdWhyBadSize {
+		t.Errorf("EQ of 2^17 entries: CMD_STATUS %#x", v)
+	}
+	d.w(cs.Reset, 1)
+	if v, _ := d.c.Read32(cs.CmdStatus); v != 0 {
+		t.Errorf("CMD_STATUS after RESET: %#x", v)
+	}
+	if err := d.c.Write32(cs.CmdStatus, 1); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("a write to CMD_STATUS: %v", err)
 	}
 }

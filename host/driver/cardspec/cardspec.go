@@ -37,7 +37,7 @@ import "encoding/binary"
 const (
 	VendorID         = 0x10ee  // PCI vendor ID
 	DeviceID         = 0x1e1a  // PCI device ID
-	InterfaceVersion = 0x10000 // host interface version (major << 16 | minor)
+	InterfaceVersion = 0x10001 // host interface version (major << 16 | minor)
 	AddrBits         = 0x12    // BAR0 address bits
 	MaxQP            = 0x400   // QP numbers (1..MaxQP-1 are usable)
 	MaxCQ            = 0x400   // CQ numbers
@@ -69,6 +69,7 @@ const (
 	DMAFaultAddrLo  = 0x0050  // Address of the last DMA that got an error response, bits 31:0 (read only).
 	DMAFaultAddrHi  = 0x0054  // Address of the last DMA that got an error response, bits 63:32 (read only).
 	DMAFaultInfo    = 0x0058  // What the last faulted DMA was (read only).
+	CmdStatus       = 0x005c  // Verdict of the commands (read only).
 	EQBaseLo        = 0x0080  // EQ ring address, bits 31:0 (16-byte entries, aligned to the ring size).
 	EQBaseHi        = 0x0084  // EQ ring address, bits 63:32.
 	EQCfg           = 0x0088  // EQ size and interrupt vector; writing it with ENABLE resets the EQ's producer index.
@@ -190,6 +191,16 @@ const (
 	DMAFaultInfoWriteMask  = 0x1
 	DMAFaultInfoCountShift = 24 // faults seen, saturating
 	DMAFaultInfoCountMask  = 0xff
+)
+
+// Fields of CmdStatus.
+const (
+	CmdStatusSeqShift     = 0 // commands decided (QP_CMD and CQ_CMD writes of whole words, EQ_CFG writes), modulo 2^16
+	CmdStatusSeqMask      = 0xffff
+	CmdStatusRefusedShift = 16 // the last command was refused
+	CmdStatusRefusedMask  = 0x1
+	CmdStatusWhyShift     = 24 // why (CMD_WHY), 0 when taken
+	CmdStatusWhyMask      = 0xff
 )
 
 // Fields of EQCfg.
@@ -536,6 +547,55 @@ func (v QPErr) String() string {
 		return "BAD_DOORBELL"
 	}
 	return "QP_ERR(" + itoa(uint64(v)) + ")"
+}
+
+// CmdWhy: Why a command was refused (CMD_STATUS.WHY), checked in this order: QP_CMD number, operation, existence, then CREATE's context (ring sizes, alignment, CQs, MULPDU, ORD and IRD) or the state; CQ_CMD number, existence, size, alignment, users; EQ_CFG (with ENABLE) size, alignment.
+type CmdWhy uint8
+
+// CmdWhy values.
+const (
+	CmdWhyOk        CmdWhy = 0  // taken
+	CmdWhyBadNumber CmdWhy = 1  // QP number 0 or not below MAX_QP, CQ number not below MAX_CQ
+	CmdWhyBadOp     CmdWhy = 2  // an OP value the command does not know
+	CmdWhyExists    CmdWhy = 3  // CREATE of a QP or CQ that exists
+	CmdWhyNoObject  CmdWhy = 4  // the QP or CQ does not exist
+	CmdWhyBadState  CmdWhy = 5  // DESTROY of a QP that is not CLOSED or in ERROR
+	CmdWhyBadSize   CmdWhy = 6  // a ring or queue size out of range
+	CmdWhyBadAlign  CmdWhy = 7  // a ring or queue base not aligned to its size
+	CmdWhyNoCQ      CmdWhy = 8  // CREATE of a QP whose send or receive CQ does not exist
+	CmdWhyBadMulpdu CmdWhy = 9  // MULPDU out of range
+	CmdWhyBadRD     CmdWhy = 10 // ORD or IRD out of range
+	CmdWhyCQBusy    CmdWhy = 11 // DESTROY of a CQ that QPs still use
+)
+
+func (v CmdWhy) String() string {
+	switch v {
+	case CmdWhyOk:
+		return "OK"
+	case CmdWhyBadNumber:
+		return "BAD_NUMBER"
+	case CmdWhyBadOp:
+		return "BAD_OP"
+	case CmdWhyExists:
+		return "EXISTS"
+	case CmdWhyNoObject:
+		return "NO_OBJECT"
+	case CmdWhyBadState:
+		return "BAD_STATE"
+	case CmdWhyBadSize:
+		return "BAD_SIZE"
+	case CmdWhyBadAlign:
+		return "BAD_ALIGN"
+	case CmdWhyNoCQ:
+		return "NO_CQ"
+	case CmdWhyBadMulpdu:
+		return "BAD_MULPDU"
+	case CmdWhyBadRD:
+		return "BAD_RD"
+	case CmdWhyCQBusy:
+		return "CQ_BUSY"
+	}
+	return "CMD_WHY(" + itoa(uint64(v)) + ")"
 }
 
 // QPState: QP state (QP status record STATE).

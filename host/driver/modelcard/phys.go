@@ -21,6 +21,7 @@
 package modelcard
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -214,7 +215,9 @@ func (b *bar) Write32(off, v uint32) error {
 	if busy {
 		(*Phys)(b).wake()
 	}
-	if err != nil {
+	// A refused command is answered as a board answers it: the write is
+	// posted, its verdict is in CMD_STATUS.
+	if err != nil && !errors.Is(err, cardmodel.ErrRefused) {
 		return fmt.Errorf("%w: %w", driver.ErrInvalid, err)
 	}
 	return nil

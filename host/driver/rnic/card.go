@@ -92,7 +92,8 @@ type Card struct {
 	tab  *mem.Table          // the host mirror of the card's STag table
 	prog *stagtab.Programmer // writes the card's table
 
-	cmdMu sync.Mutex // the staging registers of CQ_CMD and QP_CMD
+	cmdMu  sync.Mutex // the staging registers of CQ_CMD and QP_CMD, cmdSeq
+	cmdSeq uint16     // commands written since RESET (CMD_STATUS.SEQ once decided)
 
 	eqMu   sync.Mutex // the event queue's consumer: eqCI, dispatch
 	eq     ring
@@ -237,7 +238,9 @@ func (c *Card) identify() error {
 	if id != cs.DeviceID<<cs.IDDeviceShift|cs.VendorID {
 		return &IdentError{ID: id, Version: ver, Kind: ErrNotCard}
 	}
-	if ver>>cs.VersionMajorShift != cs.InterfaceVersion>>cs.VersionMajorShift {
+	// A later minor version only adds; an earlier one lacks what this
+	// driver uses (minor 1: CMD_STATUS, the commands' verdicts).
+	if ver>>cs.VersionMajorShift != cs.InterfaceVersion>>cs.VersionMajorShift || ver&cs.VersionMinorMask < cs.InterfaceVersion&cs.VersionMinorMask {
 		return &IdentError{ID: id, Version: ver, Kind: ErrVersion}
 	}
 	var r [4]uint32
@@ -284,6 +287,9 @@ func (c *Card) initDone() (bool, error) {
 
 // reset resets the card and waits for INIT_DONE within the watchdog.
 func (c *Card) reset() error {
+	c.cmdMu.Lock()
+	c.cmdSeq = 0 // RESET clears CMD_STATUS
+	c.cmdMu.Unlock()
 	if err := c.write(cs.Reset, 1); err != nil {
 		return err
 	}
@@ -363,9 +369,12 @@ func (c *Card) setup() error {
 		{cs.IRQModeration, 0, false},
 		{cs.QpstatBaseLo, c.qpstat.iova, true},
 	} {
-		if w.two {
+		switch {
+		case w.two:
 			err = c.write64(w.off, w.v)
-		} else {
+		case w.off == cs.EQCfg:
+			err = c.cmd([][2]uint32{{w.off, uint32(w.v)}})
+		default:
 			err = c.write(w.off, uint32(w.v))
 		}
 		if err != nil {
@@ -543,7 +552,32 @@ func (c *Card) cmd(regs [][2]uint32) error {
 			return err
 		}
 	}
-	return nil
+	return c.verdictLocked(regs)
+}
+
+// verdictLocked waits for the verdict of the command written last in
+// regs (a QP_CMD, CQ_CMD or EQ_CFG write): the card counts the commands it
+// decides in CMD_STATUS.SEQ (a posted write is never answered), so the
+// driver reads it until it reaches its own count. Called with cmdMu held.
+func (c *Card) verdictLocked(regs [][2]uint32) error {
+	c.cmdSeq++
+	var st uint32
+	err := c.poll(c.opt.Watchdog, fmt.Sprintf("CMD_STATUS.SEQ %d (a command's verdict)", c.cmdSeq), func() (bool, error) {
+		var err error
+		st, err = c.read(cs.CmdStatus)
+		return uint16(st>>cs.CmdStatusSeqShift&cs.CmdStatusSeqMask) == c.cmdSeq, err
+	})
+	if err != nil || st>>cs.CmdStatusRefusedShift&cs.CmdStatusRefusedMask == 0 {
+		return err
+	}
+	last := regs[len(regs)-1]
+	e := &CommandError{Reg: last[0], Val: last[1], Why: cs.CmdWhy(st >> cs.CmdStatusWhyShift & cs.CmdStatusWhyMask)}
+	for _, w := range regs {
+		if w[0] == cs.QPNum && e.Reg == cs.QPCmd || w[0] == cs.CQNum && e.Reg == cs.CQCmd {
+			e.Obj = w[1]
+		}
+	}
+	return e
 }
 
 // qpCmd acts on QP qpn.

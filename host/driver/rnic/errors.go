@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/openiwarp/openiwarp/host/driver"
 	"github.com/openiwarp/openiwarp/host/driver/cardspec"
 )
 
@@ -29,7 +30,39 @@ var (
 	ErrDMAFault = errors.New("rnic: DMA fault")
 	// ErrCardFatal: the card reported STATUS.FATAL and stopped.
 	ErrCardFatal = errors.New("rnic: card stopped (STATUS.FATAL)")
+	// ErrRefused: the card refused a command (see *CommandError).
+	ErrRefused = errors.New("rnic: command refused by the card")
 )
+
+// CommandError is a command the card refused, as its CMD_STATUS register
+// said: the write itself is posted and cannot fail on a board.
+type CommandError struct {
+	Reg uint32          // QP_CMD, CQ_CMD or EQ_CFG
+	Obj uint32          // the QP or CQ number staged (0 for EQ_CFG)
+	Val uint32          // the value written (its OP)
+	Why cardspec.CmdWhy // CMD_STATUS.WHY
+}
+
+func (e *CommandError) Error() string {
+	var what string
+	switch e.Reg {
+	case cardspec.QPCmd:
+		what = fmt.Sprintf("QP_CMD %v of QP %d", cardspec.QPOp(e.Val&cardspec.QPCmdOpMask), e.Obj)
+	case cardspec.CQCmd:
+		what = fmt.Sprintf("CQ_CMD %v of CQ %d", cardspec.CQOp(e.Val&cardspec.CQCmdOpMask), e.Obj)
+	case cardspec.EQCfg:
+		what = fmt.Sprintf("EQ_CFG %#x", e.Val)
+	default:
+		what = fmt.Sprintf("the command at %#x", e.Reg)
+	}
+	return fmt.Sprintf("rnic: the card refused %s: %v", what, e.Why)
+}
+
+// Is makes errors.Is(err, ErrRefused) and errors.Is(err, driver.ErrInvalid)
+// true: a refused command is a request the card found invalid.
+func (e *CommandError) Is(target error) bool {
+	return target == ErrRefused || target == driver.ErrInvalid
+}
 
 // IdentError is a card whose identification registers this driver refuses.
 type IdentError struct {
@@ -39,9 +72,9 @@ type IdentError struct {
 
 func (e *IdentError) Error() string {
 	if e.Kind == ErrVersion {
-		return fmt.Sprintf("rnic: card host interface version %d.%d, this driver knows major %d",
+		return fmt.Sprintf("rnic: card host interface version %d.%d, this driver needs %d.%d or a later minor version",
 			e.Version>>cardspec.VersionMajorShift&cardspec.VersionMajorMask, e.Version&cardspec.VersionMinorMask,
-			cardspec.InterfaceVersion>>cardspec.VersionMajorShift)
+			cardspec.InterfaceVersion>>cardspec.VersionMajorShift, cardspec.InterfaceVersion&cardspec.VersionMinorMask)
 	}
 	return fmt.Sprintf("rnic: ID register %#08x is vendor %#04x device %#04x, not the openiwarp card (%#04x:%#04x)",
 		e.ID, e.ID&cardspec.IDVendorMask, e.ID>>cardspec.IDDeviceShift, cardspec.VendorID, cardspec.DeviceID)

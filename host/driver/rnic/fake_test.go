@@ -33,6 +33,10 @@ type fakePhys struct {
 	eqPI     uint32
 	cqPI     map[uint32]uint32
 	onWrite  func(off, v uint32)
+	cmdSeq   uint16    // CMD_STATUS.SEQ: every QP_CMD, CQ_CMD and EQ_CFG is decided at once
+	cmdWhy   cs.CmdWhy // CMD_STATUS.WHY of the last
+	refuse   cs.CmdWhy // the verdict of the next command (then OK again)
+	mute     bool      // commands are never decided (CMD_STATUS.SEQ stays)
 }
 
 type regWrite struct{ off, v uint32 }
@@ -146,6 +150,12 @@ func (r fakeRegs) Read32(off uint32) (uint32, error) {
 		return 0, nil
 	case cs.DMAFaultAddrLo, cs.DMAFaultAddrHi, cs.DMAFaultInfo:
 		return f.fault[(off-cs.DMAFaultAddrLo)/4], nil
+	case cs.CmdStatus:
+		v := uint32(f.cmdSeq) | uint32(f.cmdWhy)<<cs.CmdStatusWhyShift
+		if f.cmdWhy != cs.CmdWhyOk {
+			v |= 1 << cs.CmdStatusRefusedShift
+		}
+		return v, nil
 	}
 	return f.last[off], nil
 }
@@ -163,6 +173,21 @@ func (r fakeRegs) Write32(off, v uint32) error {
 	f.mu.Lock()
 	f.last[off] = v
 	f.log = append(f.log, regWrite{off, v})
+	switch off {
+	case cs.Reset:
+		f.cmdSeq, f.cmdWhy = 0, cs.CmdWhyOk
+	case cs.QPCmd, cs.CQCmd, cs.EQCfg:
+		if f.mute {
+			f.mu.Unlock()
+			return nil
+		}
+		f.cmdSeq++
+		f.cmdWhy, f.refuse = f.refuse, cs.CmdWhyOk
+		if f.cmdWhy != cs.CmdWhyOk {
+			f.mu.Unlock()
+			return nil // refused: nothing changes
+		}
+	}
 	switch off {
 	case cs.CQCmd:
 		if v == uint32(cs.CQOpCreate) {

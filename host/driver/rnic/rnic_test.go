@@ -113,6 +113,7 @@ func TestIdentify(t *testing.T) {
 		{"all-ones", 0xffffffff, 0xffffffff, ErrNotCard},
 		{"major-2", cs.DeviceID<<16 | cs.VendorID, 2 << 16, ErrVersion},
 		{"major-0", cs.DeviceID<<16 | cs.VendorID, 0x0007, ErrVersion},
+		{"older-minor", cs.DeviceID<<16 | cs.VendorID, cs.InterfaceVersion - 1, ErrVersion},
 		{"newer-minor", cs.DeviceID<<16 | cs.VendorID, cs.InterfaceVersion + 3, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -742,4 +743,56 @@ func TestAnnouncedCompletions(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("an announcement made with the CQ's lock held blocked")
 	}
+}
+
+// TestCommandRefused has the card refuse a CQ_CMD and a QP_CMD through
+// CMD_STATUS (a BAR write is posted: the write itself succeeds): the
+// driver's call fails with a *CommandError naming the command and why,
+// which ErrRefused and driver.ErrInvalid match, and the next command is
+// taken. A card that never decides a command trips the watchdog.
+func TestCommandRefused(t *testing.T) {
+	f, c := openFake(t, Options{})
+	refuse := func(why cs.CmdWhy) {
+		f.mu.Lock()
+		f.refuse = why
+		f.mu.Unlock()
+	}
+	refuse(cs.CmdWhyBadSize)
+	_, err := c.CreateCQ(16)
+	require.ErrorIs(t, err, ErrRefused)
+	require.ErrorIs(t, err, driver.ErrInvalid)
+	var ce *CommandError
+	require.ErrorAs(t, err, &ce)
+	require.EqualValues(t, cs.CQCmd, ce.Reg)
+	require.Equal(t, cs.CmdWhyBadSize, ce.Why)
+	require.Contains(t, err.Error(), "CQ_CMD CREATE of CQ")
+	require.Contains(t, err.Error(), "BAD_SIZE")
+	cq, err := c.CreateCQ(16)
+	require.NoError(t, err)
+
+	pd, err := c.AllocPD()
+	require.NoError(t, err)
+	cfg := driver.QPConfig{PD: pd, SendCQ: cq, RecvCQ: cq}
+	conn, _ := tcpPair(t)
+	refuse(cs.CmdWhyNoCQ)
+	_, err = c.Attach(conn, mpa.Params{Rev: mpa.Rev1, CRC: true}, cfg)
+	require.ErrorAs(t, err, &ce)
+	require.EqualValues(t, cs.QPCmd, ce.Reg)
+	require.Equal(t, cs.CmdWhyNoCQ, ce.Why)
+	require.Contains(t, err.Error(), "QP_CMD CREATE of QP")
+	conn, _ = tcpPair(t)
+	_, err = c.Attach(conn, mpa.Params{Rev: mpa.Rev1, CRC: true}, cfg)
+	require.NoError(t, err, "the QP after a refused one")
+
+	f2, c2 := openFake(t, Options{Watchdog: 100 * time.Millisecond})
+	f2.mu.Lock()
+	f2.mute = true
+	f2.mu.Unlock()
+	_, err = c2.CreateCQ(16)
+	require.ErrorIs(t, err, ErrStuck)
+	require.Contains(t, err.Error(), "CMD_STATUS.SEQ")
+	f2.mu.Lock()
+	f2.mute = false
+	f2.cmdSeq = c2.cmdSeq // the card decides it late: the driver's count goes on
+	f2.mu.Unlock()
 }

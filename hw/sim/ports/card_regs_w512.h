@@ -26,6 +26,9 @@
     X(dma_fault_info_resp, 2) \
     X(dma_fault_info_write, 1) \
     X(dma_fault_info_count, 8) \
+    X(cmd_status_seq, 16) \
+    X(cmd_status_refused, 1) \
+    X(cmd_status_why, 8) \
     X(eq_db_ready, 1) \
     X(cq_cmd_ready, 1) \
     X(qp_cmd_ready, 1) \

@@ -84,6 +84,8 @@
     X(m_end_lost, 1) \
     X(m_fault, 1) \
     X(busy, 1) \
+    X(m_done_valid, 1) \
+    X(m_done_qpn, 10) \
     X(m_axi_awid, 4) \
     X(m_axi_awaddr, 64) \
     X(m_axi_awlen, 8) \
