@@ -329,6 +329,7 @@ func (c *rxCosim) oneSGE(q *rxQP, n, seg int) {
 		var err error
 		q.stream, err = q.framer.AppendFPDU(q.stream, ulp)
 		require.NoError(c.t, err)
+		s.fpduEnds = append(s.fpduEnds, uint32(len(q.stream)))
 		if off+k == n {
 			break
 		}
@@ -521,6 +522,53 @@ func TestCardRxFlush(t *testing.T) {
 				require.Equal(t, []uint64{0x1205}, c.terms, "seed %d: m_rxterm causes (DDP Message Too Long)", seed+uint64(round))
 				t.Logf("round %d: %d receives flushed, %d cycles", round, flushed, c.cycle)
 			}
+		})
+	}
+}
+
+// TestCardRxBadRQDoorbell rings RQ_PI doorbells that the card model's
+// ringMoved refuses, at a point where the Send engine has taken the head
+// WQE of a message in progress (its first FPDU placed, the rest not yet
+// in the ring): one behind those taken blocks, one more than the RQ's
+// size past RQ_CI. card_rx reports each on m_baddb and leaves RQ_PI where
+// it was, so the QP's flush (the ERROR the top then gives) completes the
+// WQE that was taken, as the model does; a good doorbell after them is
+// not reported.
+func TestCardRxBadRQDoorbell(t *testing.T) {
+	for _, w := range gen.CardRxWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			t.Logf("seed %d", seed)
+			c := newRxCosim(t, w, seed, 1, nil)
+			c.allowBadDB = true
+			q := c.qps[0]
+			c.oneSGE(q, 3000, 1000)
+			q.stop = q.snd.fpduEnds[0]
+			c.postRecv(q)
+			for c.feed(q, 3000) {
+				c.settle(2_000_000)
+			}
+			c.settle(2_000_000)
+			require.NotEmpty(t, q.snd.got, "seed %d: the first FPDU was not placed", seed)
+			require.Empty(t, q.snd.cplGot, "seed %d: the message completed", seed)
+			db := cs.QPDBBase + q.n*cs.QPDBStride + cs.QPDBRQPI
+			for _, pi := range []uint32{0, 2 + 1<<q.snd.rqLog, 1} {
+				c.modelW(db, pi)
+				c.model.Run()
+				c.qpDoorbellRTL("RQ_PI", q.n, pi)
+				for range 50 {
+					c.step()
+				}
+			}
+			require.Equal(t, []uint32{q.n, q.n}, c.badDB, "seed %d: the bad RQ_PI doorbells reported", seed)
+			c.modelW(cs.QPNum, q.n)
+			c.modelW(cs.QPCmd, uint32(cs.QPOpError))
+			c.model.Run()
+			c.qpErrorRTL(q.n)
+			c.settle(2_000_000)
+			require.Equal(t, q.snd.cplWant, q.snd.cplGot, "seed %d: receive completions", seed)
+			require.Len(t, q.snd.cplGot, 1, "seed %d: the taken WQE's flush", seed)
+			require.Equal(t, uint8(cs.WCStatusWRFlushErr), q.snd.cplGot[0].stat, "seed %d: its status", seed)
 		})
 	}
 }
