@@ -786,6 +786,15 @@ func (s *suite) badUse(t *testing.T) {
 					RemoteAddr: b.MR.Addr(), RKey: b.MR.RKey()})
 			}
 		})
+		// Nothing is taken from the CQ before the overrun: a host that
+		// takes each completion as it comes (and gives its entry back)
+		// keeps a card that runs beside it, the RTL card in a guest,
+		// from ever filling the CQ. The overrun ends the QP.
+		select {
+		case <-a.QP.Done():
+		case <-ctx.Done():
+			t.Fatalf("the QP did not end: 4 signaled WRs left unpolled on a CQ of 2 did not overrun it")
+		}
 		var werr error
 		for werr == nil {
 			_, werr = small.Wait(ctx)
