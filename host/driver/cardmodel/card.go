@@ -105,7 +105,8 @@ var (
 	ErrOutOfRange = errors.New("cardmodel: BAR0 offset outside the register map")
 	ErrReadOnly   = errors.New("cardmodel: register is read only")
 	// ErrRefused: a command the card does not carry out (a bad context,
-	// an object in the wrong state). On the bus it is a SLVERR response.
+	// an object in the wrong state). On the bus the write is answered
+	// OKAY; CMD_STATUS holds the verdict (RegError.Code).
 	ErrRefused = errors.New("cardmodel: command refused")
 )
 
