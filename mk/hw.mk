@@ -45,6 +45,7 @@ HW_VERILATE_SO = set -e; d=$$(mktemp -d $(HW_SIM)/obj/$*.XXXXXX); \
 	g++ $(HW_SIM_CXXFLAGS) $(2) -shared -I$$d -include V$*.h -include hw/sim/ports/$*.h \
 	  -o $$d.so hw/sim/cxx/block.cpp $$d/V$*__ALL.a $(3) -lpthread; \
 	sed -n 's|^[^:]*:|$@:|p' $$d/V$*__ver.d > $@.d; \
+	grep -o 'hw/rtl/[^ ]*\.v' $$d/V$*__ver.d | sort -u | sed 's|$$|:|' >> $@.d; \
 	mv -f $$d.so $@; rm -rf $$d $$d.log
 
 # Verilator's runtime, compiled once for all blocks (and once more with VCD support).
@@ -61,7 +62,9 @@ HW_RT_TRACE_OBJS := $(HW_VL_RT:%=$(HW_SIM)/trace/rt/%.o) $(HW_SIM)/trace/rt/veri
 # library would look stale and be rebuilt on the next run.
 .SECONDARY: $(HW_RT_OBJS) $(HW_RT_TRACE_OBJS)
 # Each library also depends on the RTL of the blocks it instantiates (card_tx
-# on ddp_tx, mpa_tx, dma_rd...): Verilator's dependency list, kept beside it.
+# on ddp_tx, mpa_tx, dma_rd...): Verilator's dependency list, kept beside it,
+# with an empty rule per RTL file (as gcc -MP writes) so that a file the
+# generator no longer writes makes its users stale, not the build fail.
 -include $(wildcard $(HW_SIM)/lib*.so.d $(HW_SIM)/trace/lib*.so.d)
 
 $(HW_SIM)/lib%.so: hw/rtl/%.v hw/sim/ports/%.h hw/sim/cxx/block.cpp $(HW_RT_OBJS) | $(HW_SIM)/obj
@@ -106,7 +109,7 @@ BENCH_TARGETS += bench-cosim
 
 .PHONY: synth
 # yosys (synth_xilinx, synth_ice40) resource and logic-depth table of every
-# block at 64 and 512 bits, and nextpnr-ice40 Fmax of each one that fits an
+# block at 64 and 512 bits (card_cmd has no data path: one row), and nextpnr-ice40 Fmax of each one that fits an
 # HX8K, written into hw/README.md. Rows are cached in build/hw/synth under a
 # hash of the RTL and the flow: a rerun measures only the blocks that changed. The whole
 # table takes about an hour on an idle machine (synth_xilinx of the 512-bit
@@ -115,7 +118,7 @@ SYNTH_BLOCKS := crc32c mpa_tx mpa_rx ddp_tx placement dma_rd dma_wr card_regs ca
 hw_comma := ,
 hw_empty :=
 hw_space := $(hw_empty) $(hw_empty)
-SYNTH_MODULES := $(subst $(hw_space),$(hw_comma),$(strip $(foreach b,$(SYNTH_BLOCKS),$(b)_w64 $(b)_w512)))
+SYNTH_MODULES := $(subst $(hw_space),$(hw_comma),$(strip $(foreach b,$(SYNTH_BLOCKS),$(b)_w64 $(b)_w512) card_cmd))
 synth:
 	$(GO) run ./fpga/synth -modules $(SYNTH_MODULES) -pnr auto
 

@@ -36,7 +36,8 @@ func CardCmd() (*Module, error) {
 
 	m := NewModule("card_cmd", "docs/card.md (CMD_STATUS, CMD_WHY, QP_CMD, CQ_CMD, EQ_CFG), host/driver/cardmodel (qpCommand, newQP, cqCommand, eqConfig)",
 		fmt.Sprintf("The card's command checker: it takes card_regs' QP_CMD and CQ_CMD (with their staged contexts) one at a time, decides each as the card model does (the checks and their order of CMD_WHY), hands a taken one on (m_qp to the top's QP command fork, m_cq to card_cq) and answers card_regs only once it is taken or refused, so a refused command changes nothing. EQ_CFG writes (eq_cfg_wr_pulse) are decided in their cycle (card_cq refuses the same ones). Every verdict moves CMD_STATUS: SEQ + 1, REFUSED, WHY. It keeps per QP its class (none, active: RTS or CLOSING, done: CLOSED or ERROR; card_stat's s_done reports the QPs that reach CLOSED or ERROR) and its two CQs, and per CQ whether it exists and how many QPs use it, in block RAM (%d bits), cleared after reset (init_done low meanwhile: %d cycles).", (2+2*CB)*(1<<QB)+(1+UB)*(1<<CB), 1<<QB),
-		"A command takes 3 to 9 cycles: reads, the verdict, the hand-on, then the table updates (CREATE marks the QP active and adds it to its CQs' users, DESTROY marks it none and takes it off); card_regs takes no other write until it is answered, and the checker no other command until its updates are done.")
+		"A command takes 3 to 9 cycles: reads, the verdict, the hand-on, then the table updates (CREATE marks the QP active and adds it to its CQs' users, DESTROY marks it none and takes it off); card_regs takes no other write until it is answered, and the checker no other command until its updates are done.",
+		"On a stopped card (stopped: STATUS.FATAL) commands are still decided, so that a driver ending its objects is answered, but none is handed on (the engines may wait for DMA that will not come); a taken ERROR marks an active QP done itself, as the card model's QP goes to ERROR at once.")
 	m.Clock()
 	rst := m.ResetPort()
 
@@ -73,6 +74,7 @@ func CardCmd() (*Module, error) {
 	eqBase := base("eq_base")
 	doneV := m.Input("s_done_valid", 1, "card_stat: the QP reached CLOSED or ERROR")
 	doneQP := m.Input("s_done_qpn", QB, "")
+	stopped := m.Input("stopped", 1, "the card is stopped (STATUS.FATAL): commands are decided, and reach no engine")
 	seqO := m.Output("cmd_status_seq", 16, "CMD_STATUS.SEQ")
 	refO := m.Output("cmd_status_refused", 1, "CMD_STATUS.REFUSED")
 	whyO := m.Output("cmd_status_why", 8, "CMD_STATUS.WHY")
@@ -211,10 +213,13 @@ func CardCmd() (*Module, error) {
 	// Hand-on and answer.
 	qFwd := in(sQFwd)
 	cFwd := in(sCFwd)
-	m.Assign(fwdQPV, And(qFwd, Not(refused)))
-	m.Assign(fwdCQV, And(cFwd, Not(refused)))
-	qDone := m.WireOf("q_done", And(qFwd, Or(refused, fwdQPReady)), "the QP command is answered")
-	cDone := m.WireOf("c_done", And(cFwd, Or(refused, fwdCQReady)), "the CQ command is answered")
+	// A stopped card still decides commands, so that a driver can end its
+	// objects and be answered, but hands none on: its engines may wait for
+	// DMA that will not come.
+	m.Assign(fwdQPV, And(qFwd, Not(refused), Not(stopped)))
+	m.Assign(fwdCQV, And(cFwd, Not(refused), Not(stopped)))
+	qDone := m.WireOf("q_done", And(qFwd, Or(refused, stopped, fwdQPReady)), "the QP command is answered")
+	cDone := m.WireOf("c_done", And(cFwd, Or(refused, stopped, fwdCQReady)), "the CQ command is answered")
 	m.Assign(qpReady, qDone)
 	m.Assign(cqReady, cDone)
 
@@ -235,10 +240,14 @@ func CardCmd() (*Module, error) {
 	// for a cycle without s_done, which has the port), then the users of
 	// the send CQ and of the receive CQ, each read and written back.
 	creating := Eq(opQ, C(4, op["QP_OP_CREATE"]))
+	// On a stopped card an ERROR taken is not handed on, so card_stat
+	// never reports the QP done: the class goes to done here, as the
+	// card model's QP goes to ERROR at once.
+	stopErr := m.Reg("q_stop_err", 1, nil, And(stopped, isOp(qpOp, "QP_OP_ERROR")), qFwd, "the ERROR being answered is a stopped card's")
 	qSet := m.WireOf("q_set", And(in(sQSet), Not(doneV)), "the class is written this cycle")
 	m.Assign(clsWr, Or(in(sClr), doneV, qSet))
 	m.Assign(clsWa, Sel(in(sClr), clr, Sel(doneV, doneQP, qQ)))
-	m.Assign(clsWd, Sel(Or(in(sClr), And(qSet, Not(creating))), C(2, clsNone), Sel(doneV, C(2, clsDone), C(2, clsActive))))
+	m.Assign(clsWd, Sel(Or(in(sClr), And(qSet, Not(creating), Not(stopErr))), C(2, clsNone), Sel(Or(doneV, stopErr), C(2, clsDone), C(2, clsActive))))
 	m.Assign(qcqWr, And(qSet, creating))
 	m.Assign(qcqA, qQ)
 	m.Assign(qcqD, Cat(scqQ, rcqQ))
@@ -259,8 +268,8 @@ func CardCmd() (*Module, error) {
 		in(sQRd), C(SW, sQRd2),
 		in(sQRd2), C(SW, sQDec),
 		in(sQDec), C(SW, sQFwd),
-		in(sQFwd), Sel(qTaken, Sel(Or(isCreate, isDestroy), C(SW, sQSet), C(SW, sIdle)), Sel(qDone, C(SW, sIdle), C(SW, sQFwd))),
-		in(sQSet), Sel(qSet, C(SW, sURd), C(SW, sQSet)),
+		in(sQFwd), Sel(qTaken, Sel(Or(isCreate, isDestroy, And(stopped, isOp(qpOp, "QP_OP_ERROR"))), C(SW, sQSet), C(SW, sIdle)), Sel(qDone, C(SW, sIdle), C(SW, sQFwd))),
+		in(sQSet), Sel(qSet, Sel(stopErr, C(SW, sIdle), C(SW, sURd)), C(SW, sQSet)),
 		in(sURd), C(SW, sUWr),
 		in(sUWr), Sel(second, C(SW, sIdle), C(SW, sURd)),
 		in(sCRd), C(SW, sCDec),

@@ -39,14 +39,18 @@ const (
 	// cardCQBursts is how many writes await their response in card_cq's
 	// dma_wr: 128 keep 0.5 writes a cycle going at a 250-cycle write
 	// response latency.
-	cardCQBursts  = 128
-	cqOpCreate    = 1
-	cqOpDestroy   = 2
-	eqeCQNotify   = 1
-	eqeCQOverrun  = 9
-	eqeTermSent   = 6
-	eqeTermRecv   = 7
-	cardCQKindBit = 3
+	cardCQBursts = 128
+	// cardCQFaultLog: log2 of the writes card_cq numbers for its fault
+	// reports, more than can await a response (cardCQBursts bursts and
+	// dma_wr's queue of requests).
+	cardCQFaultLog = 8
+	cqOpCreate     = 1
+	cqOpDestroy    = 2
+	eqeCQNotify    = 1
+	eqeCQOverrun   = 9
+	eqeTermSent    = 6
+	eqeTermRecv    = 7
+	cardCQKindBit  = 3
 )
 
 // card_cq operations (stage B's kind).
@@ -69,6 +73,7 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	}
 	dcfg := DMAWrDefault(W)
 	dcfg.Bursts = cardCQBursts
+	dcfg.TagBits = cardCQFaultLog + 1 // {write number, is an EQE}
 	dma, err := DMAWr(dcfg)
 	if err != nil {
 		return nil, err
@@ -77,7 +82,7 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	m := NewModule(fmt.Sprintf("card_cq_w%d", W), "docs/card.md (CQE, EQE, CQ_DB, EQ_CFG, EQ_DB, IRQ_MODERATION, CQ_CMD); host/driver/cardmodel queues.go",
 		fmt.Sprintf("The card's completion and event queues: the one writer of CQEs and EQEs. It takes completion records (s_cpl<i>_*) and event records (s_ev<i>_*) from %d engines, CQ commands (cq_cmd_* with the staged CQ_NUM, CQ_BASE, CQ_CFG of card_regs), CQ doorbells (s_cqdb_*: card_regs' m_db of kind CQ_DB_CI), the EQ's configuration (eq_base_*, eq_cfg_*, taken when eq_cfg_wr_pulse says EQ_CFG was written) and doorbell (eq_db_*), and writes each CQE (32 bytes) and EQE (16 bytes) with one DMA write through a dma_wr instance (m_axi_*). It behaves as host/driver/cardmodel's queues do, operation by operation: the owner bit is the last bit written and is 1 on the card's first pass over a ring; a completion on a full CQ is lost, reported once by a CQ_OVERRUN event and on m_overrun (the engines put the QPs on that CQ in error), and the CQ's overrun clears once a doorbell frees an entry; a completion on an armed CQ (for a solicited-only arming: a solicited or error one) writes a CQ_NOTIFY event after its CQE and disarms the CQ; an arming doorbell that finds a completion past its CI (for a solicited-only arming: a solicited or error one, tracked by the PI past the last such CQE) writes the CQ_NOTIFY at once instead of arming, so that an arm racing a CQE still on its way to memory is not lost; an event on a disabled or full EQ is lost (events_lost); an event on an armed EQ disarms it and raises the interrupt, as does arming an EQ that holds unconsumed entries. Refused commands and configurations (a CQ that exists, a size over 2^%d, a base not aligned to the ring) change nothing. cq_tight says, per CQ, that it has at most %d entries free (set from each context written), and cpl_busy that a completion taken has no verdict yet: card_tx holds a WQE on a tight CQ until the completions before it are written or lost.", NS, cardQueueLog, CardCQTight),
 		"Operations are serial, in the order they are taken: one per cycle at most, the EQ configuration first, then CQ commands, EQ doorbells (card_regs takes no register write while one waits), then round robin the CQ doorbells and the engines' completion and event ports. An operation is read from the CQ context RAM (1024 entries, block RAM, written back with a one-entry bypass) in the cycle after it is taken, and its records enter a 4-entry queue in front of dma_wr (a completion with a CQ_NOTIFY takes two cycles). The CQ context RAM is cleared for 1024 cycles after reset (init_done low, nothing taken).",
-		fmt.Sprintf("Interrupt: irq_valid/irq_vector (held until irq_ready) rise once the EQE that raised the interrupt has its write response (for an arming doorbell: every EQE written so far), and at least IRQ_MODERATION cycles after the previous irq_valid was taken; interrupts due meanwhile make one. An EQE whose write gets an error response stops the card (fatal: later operations write nothing); a CQE's error response pulses m_fault (the QP's engine reports it). Every DMA write is %d or %d bytes in one INCR burst (no 4 KiB crossing: entries are aligned).", cardCQEBytes, cardEQEBytes),
+		fmt.Sprintf("Interrupt: irq_valid/irq_vector (held until irq_ready) rise once the EQE that raised the interrupt has its write response (for an arming doorbell: every EQE written so far), and at least IRQ_MODERATION cycles after the previous irq_valid was taken; interrupts due meanwhile make one. An EQE whose write gets an error response stops the card (fatal: later operations write nothing), as does an event record with s_ev<i>_stop (card_stat's DMA_FAULT of a status write) once it is written (or lost). Every write whose response is an error is named on m_fault_* (its address, and for a CQE its QP) for DMA_FAULT_*: a RAM of %d entries keeps each write's address and QP until its response; a CQE's fault does nothing else yet (docs/card-rtl.md). Every DMA write is %d or %d bytes in one INCR burst (no 4 KiB crossing: entries are aligned).", 1<<cardCQFaultLog, cardCQEBytes, cardEQEBytes),
 	)
 	m.Clock()
 	rst := m.ResetPort()
@@ -88,7 +93,7 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	type cplPort struct {
 		valid, ready, cq, qpn, wrid, blen, opc, status, inv, sol, invd, tl, tt, tc *Signal
 	}
-	type evPort struct{ valid, ready, typ, obj, info, tl, tt, tc *Signal }
+	type evPort struct{ valid, ready, typ, obj, info, tl, tt, tc, stop *Signal }
 	var cpls []cplPort
 	var evs []evPort
 	for i := 0; i < NS; i++ {
@@ -120,6 +125,7 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 			tl:    m.Input(p+"term_layer", 4, "TERM_SENT, TERM_RECV: the Terminate's layer"),
 			tt:    m.Input(p+"term_type", 4, "its error type"),
 			tc:    m.Input(p+"term_code", 8, "its error code"),
+			stop:  m.Input(p+"stop", 1, "the card stops once this event is written or lost (a status write's DMA_FAULT)"),
 		})
 	}
 	cqdbV := m.Input("s_cqdb_valid", 1, "a CQ doorbell (card_regs m_db of kind CQ_DB_CI)")
@@ -150,8 +156,11 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	ovV := m.Output("m_overrun_valid", 1, "a CQ overran: the engines put every QP on m_overrun_cq in error")
 	ovR := m.Input("m_overrun_ready", 1, "")
 	ovCQ := m.Output("m_overrun_cq", 10, "")
-	faultO := m.Output("m_fault", 1, "pulse: a CQE's DMA write got an error response")
-	fatalO := m.Output("fatal", 1, "an EQE's DMA write got an error response: the card is stopped (STATUS.FATAL)")
+	faultV := m.Output("m_fault_valid", 1, "pulse: a CQE's or EQE's DMA write got an error response")
+	faultA := m.Output("m_fault_addr", 64, "its address")
+	faultQPN := m.Output("m_fault_qpn", 16, "a CQE's QP (0 for an EQE)")
+	faultEQE := m.Output("m_fault_eqe", 1, "it was an EQE's (the card stops)")
+	fatalO := m.Output("fatal", 1, "an EQE's DMA write got an error response, or a stopping event was written: the card is stopped (STATUS.FATAL)")
 	lostO := m.Output("events_lost", 32, "events lost because the EQ was disabled or full")
 	initDone := m.Output("init_done", 1, "the CQ contexts are cleared after reset")
 	tightO := m.Output("cq_tight", cardCQs, fmt.Sprintf("bit n: CQ n exists with at most %d entries free (card_tx holds a WQE on such a CQ until the completions before it are resolved)", CardCQTight))
@@ -233,7 +242,7 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 		opcP = append(opcP, [2]Expr{gc, c.opc}, [2]Expr{ge, e.typ})
 		stP = append(stP, [2]Expr{gc, c.status})
 		invP = append(invP, [2]Expr{gc, c.inv}, [2]Expr{ge, e.obj})
-		flP = append(flP, [2]Expr{gc, Cat(c.invd, c.sol)})
+		flP = append(flP, [2]Expr{gc, Cat(c.invd, c.sol)}, [2]Expr{ge, Cat(zero, e.stop)})
 		termP = append(termP, [2]Expr{gc, Cat(c.tc, c.tt, c.tl)}, [2]Expr{ge, Cat(e.tc, e.tt, e.tl)})
 	}
 	aCQ := m.WireOf("a_cq", pick(cqP...), "the CQ the operation reads")
@@ -246,7 +255,7 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	bOpc := m.Reg("b_opc", 8, big.NewInt(0), pick(opcP...), aTake, "completion: OPCODE; event: TYPE; EQ_CFG: vector")
 	bSt := m.Reg("b_status", 8, big.NewInt(0), pick(stP...), aTake, "completion: STATUS; CQ_CMD: op")
 	bInv := m.Reg("b_inv", 32, big.NewInt(0), pick(invP...), aTake, "completion: INV_STAG; event: OBJ")
-	bFl := m.Reg("b_flags", 2, big.NewInt(0), pick(flP...), aTake, "completion: invalidated, solicited; EQ_CFG: enable; CQ_CMD: CQ_NUM too large")
+	bFl := m.Reg("b_flags", 2, big.NewInt(0), pick(flP...), aTake, "completion: invalidated, solicited; event: stop; EQ_CFG: enable; CQ_CMD: CQ_NUM too large")
 	bTerm := m.Reg("b_term", 16, big.NewInt(0), pick(termP...), aTake, "code, type, layer; CQ_CMD, EQ_CFG: log2 size")
 	isK := func(kind *Signal, k int) Expr { return Eq(kind, C(3, uint64(k))) }
 	var aCtxOp []Expr
@@ -520,11 +529,13 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	m.Assign(reqV, And(Not(Bit(sent, 1)), candOK))
 	candRec := m.WireOf("rq_cand", Sel(cand1, recAt(1), recAt(0)), "")
 	candEQE := m.WireOf("rq_cand_eqe", Bit(candRec, 0), "")
-	unused = append(unused, Bits(candRec, 256, 1))
+	unused = append(unused, Bits(candRec, 256, 113), Bits(candRec, 96, 1))
 	reqAddr := m.WireOf("dw_req_addr", Cat(Bits(candRec, RQW-1, 257), C(4, 0)), "")
 	reqLen := m.WireOf("dw_req_len", Sel(candEQE, C(16, cardEQEBytes-1), C(16, cardCQEBytes-1)), "")
-	reqTag := m.WireOf("dw_req_tag", zext(candEQE, tagW), "bit 0: an EQE")
+	wrNum := m.RegDecl("wr_num", cardCQFaultLog, "the number of the next write, for its fault report")
+	reqTag := m.WireOf("dw_req_tag", Cat(wrNum, candEQE), "the write's number, and bit 0: an EQE")
 	reqTake := m.WireOf("rq_req_take", And(reqV, reqR), "")
+	m.Drive(wrNum, big.NewInt(0), Add(wrNum, C(cardCQFaultLog, 1)), reqTake)
 	head := recAt(0)
 	headEQE := m.WireOf("rq_head_eqe", Bit(head, 0), "")
 	cqeBeats, eqeBeats := max(1, cardCQEBytes/L), max(1, cardEQEBytes/L)
@@ -560,10 +571,20 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	m.Drive(eqIssued, big.NewInt(0), Add(eqIssued, C(cardIRQSeq, 1)), evGo)
 	doneEQE := m.WireOf("done_eqe", And(doneV, Bit(doneTag, 0)), "")
 	m.Drive(eqDone, big.NewInt(0), Add(eqDone, C(cardIRQSeq, 1)), doneEQE)
-	m.Drive(fatal, big.NewInt(0), Or(fatal, And(doneEQE, doneErr)), nil)
+	stopNow := m.WireOf("ev_stop", And(bGo, kEv, Bit(dFl, 0)), "a stopping event is written or lost")
+	m.Drive(fatal, big.NewInt(0), Or(fatal, And(doneEQE, doneErr), stopNow), nil)
 	m.Assign(fatalO, fatal)
-	m.Assign(faultO, And(doneV, Not(Bit(doneTag, 0)), doneErr))
-	unused = append(unused, Bits(doneTag, tagW-1, 1))
+	// Fault reports: each write's address and QP, kept by its number
+	// until its response; read the cycle a faulted response comes.
+	fltW := 60 + 16
+	fltRd := m.Mem("flt", fltW, 1<<cardCQFaultLog, reqTake, wrNum,
+		Cat(Bits(candRec, RQW-1, 257), gate(Not(candEQE), Bits(candRec, 1+111, 1+96))), nil, Bits(doneTag, tagW-1, 1), "per write in flight: address bits 63:4 and a CQE's QP")
+	fltV := m.Reg("flt_v", 1, big.NewInt(0), And(doneV, doneErr), nil, "a faulted write's entry is read")
+	fltEQE := m.Reg("flt_eqe", 1, big.NewInt(0), Bit(doneTag, 0), nil, "")
+	m.Assign(faultV, fltV)
+	m.Assign(faultA, gate(fltV, Cat(Bits(fltRd, fltW-1, 16), C(4, 0))))
+	m.Assign(faultQPN, gate(fltV, Bits(fltRd, 15, 0)))
+	m.Assign(faultEQE, And(fltV, fltEQE))
 
 	// Interrupt.
 	irqPend := m.RegDecl("irq_pend", 1, "an interrupt is due")

@@ -34,6 +34,7 @@ func TestCardTxCodes(t *testing.T) {
 	require.EqualValues(t, cs.EQETypeTermSent, cardTxEvTermSent)
 	require.EqualValues(t, cs.EQETypeTermRecv, cardTxEvTermRecv)
 	require.EqualValues(t, cs.EQETypeQPError, cardStatEvQPError)
+	require.EqualValues(t, cs.EQETypeDMAFault, cardStatEvDMAFault)
 	require.EqualValues(t, cs.QPErrHost, cardStatErrHost)
 	require.EqualValues(t, cs.QPErrLLPLost, cardStatErrLLPLost)
 	require.EqualValues(t, cs.QPErrBadDoorbell, cardStatErrBadDB)

@@ -16,11 +16,12 @@ const (
 // Events card_stat writes (EQE_TYPE values, docs/card.md), and its code for
 // each in a pending entry.
 const (
-	cardStatEvTXData    = 2 // TX_DATA
-	cardStatEvRXSpace   = 3 // RX_SPACE
-	cardStatEvQPClosed  = 4 // QP_CLOSED
-	cardStatEvStreamEnd = 5 // STREAM_END
-	cardStatEvQPError   = 8 // QP_ERROR (INFO QP_ERR_HOST)
+	cardStatEvTXData    = 2  // TX_DATA
+	cardStatEvRXSpace   = 3  // RX_SPACE
+	cardStatEvQPClosed  = 4  // QP_CLOSED
+	cardStatEvStreamEnd = 5  // STREAM_END
+	cardStatEvQPError   = 8  // QP_ERROR (INFO QP_ERR_HOST)
+	cardStatEvDMAFault  = 10 // DMA_FAULT (OBJ 0: a status record; the card stops)
 )
 
 // QP_ERR values of card_stat's QP_ERROR events (TestCardTxCodes ties them
@@ -51,7 +52,8 @@ func CardStat(width int) (*Module, error) {
 		fmt.Sprintf("The QP status records and the QP's stream and state events, %d-bit DMA: per QP the values the driver reads from its status record (TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED) and what the stream events need (TXS_CI, ARM_TX, ARM_RX); %d bits of block RAM for %d QPs. Updated by QP_CMD CREATE (all zero, state RTS), CLOSE (a QP in RTS: CLOSING until SQ_CI reaches SQ_PI, then CLOSED with TX_CLOSED and a QP_CLOSED event), ERROR (a QP in RTS, CLOSING or CLOSED goes to ERROR with TX_CLOSED, and a QP_ERROR event with INFO HOST), DESTROY (a QP in CLOSED or ERROR goes back to RESET, nothing written), card_tx's records (s_tx: SQ_CI and TXS_PI after each WQE), card_rx's RXS_CI records (s_rx; with s_rx_err, the record of a failed FPDU, a live QP goes to ERROR with no event and no TX_CLOSED, which card_tx's Terminate record adds), card_rx's receive completions (s_rc: RQ_CI, and the CQE passed on) and the doorbells SQ_PI and PUSH (SQ_PI, for CLOSE), TXS_CI, RXS_PI and STREAM (s_db: ARM_TX, ARM_RX, RX_FIN; RX_LOST puts a live QP in ERROR with TX_CLOSED and a QP_ERROR event with INFO LLP_LOST). Each record update writes the QP's whole 32-byte record at QPSTAT_BASE + 32 x QPN with one DMA write through a dma_wr.", W, cardStatCtx, 1<<QB),
 		"Events, as the card model gives them: TX_DATA once ARM_TX is set and TXS_PI differs from TXS_CI (checked at each transmit record, TXS_CI doorbell and STREAM doorbell; the arm is then spent); RX_SPACE at the first RXS_CI record after ARM_RX (spent); QP_ERROR with ERROR's (INFO HOST, BAD_DOORBELL when qp_cmd_bad_db says the ERROR is card_rx's bad RXS_PI doorbell, STREAM_CUT when qp_cmd_cut says it is card_rx's cut stream) or RX_LOST's record; QP_CLOSED with CLOSED's record; STREAM_END once RX_FIN is set and RXS_CI reaches RXS_PI (card_rx reports RXS_CI at FPDU boundaries) in a QP not in error. One event per update: QP_ERROR, QP_CLOSED or STREAM_END go first and a TX_DATA or RX_SPACE of the same update keeps its arm for the next.",
 		fmt.Sprintf("Ordering: a completion (s_tx_cqe) or event is passed on (m_cpl to card_cq's completion port, m_ev to its event port) only once every status write taken before it has its write response, so the driver never sees a CQE or an event before the status record that publishes its indices (the card model writes the record first). Up to %d entries (status writes and events without a write) wait in order; the writes of one QP go out in the order of their updates (dma_wr keeps order), so the latest values win.", cardStatPend),
-		"Updates are serial (a context read, its write-back and, for a record, the DMA request and the 32 bytes), QP commands first, then doorbells, then transmit and receive-side records alternately (RXS_CI records and receive completions alternately among the latter). With a STREAM_END or a QP_ERROR LLP_LOST event goes a record to card_tx (m_end, released with the event, after the status writes before it): card_tx flushes the QP's outstanding Reads, or puts the QP in error and flushes its WQEs (RX_LOST), as the card model does. busy says an update is served or an entry waits (card_tx's hold on tight CQs). Not yet: coalescing of updates.")
+		"Updates are serial (a context read, its write-back and, for a record, the DMA request and the 32 bytes), QP commands first, then doorbells, then transmit and receive-side records alternately (RXS_CI records and receive completions alternately among the latter). With a STREAM_END or a QP_ERROR LLP_LOST event goes a record to card_tx (m_end, released with the event, after the status writes before it): card_tx flushes the QP's outstanding Reads, or puts the QP in error and flushes its WQEs (RX_LOST), as the card model does. busy says an update is served or an entry waits (card_tx's hold on tight CQs). Not yet: coalescing of updates.",
+		"A status write whose response is an error (the host's IOMMU refused it) stops the card, as the card model's writeStatus does: when its entry reaches the head, its completion, event and stream-end record are not passed on; instead a DMA_FAULT event (OBJ 0, INFO the record's address bits 31:0) goes to m_ev with m_ev_stop (card_cq stops the card once it has written it), m_fault_* names the write (the QP and the record's address, for DMA_FAULT_*), and fatal rises. From then on updates are still taken (QP commands and doorbells must not stall), but nothing more is written or passed on.")
 	clk := m.Clock()
 	rst := m.ResetPort()
 	cmdValid := m.Input("qp_cmd_valid", 1, "QP command (card_regs, forked by the top)")
@@ -115,12 +117,16 @@ func CardStat(width int) (*Module, error) {
 	evReady := m.Input("m_ev_ready", 1, "")
 	evType := m.Output("m_ev_type", 8, "EQE_TYPE: TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END or QP_ERROR")
 	evQPN := m.Output("m_ev_qpn", QB, "OBJ: the QP")
-	evInfo := m.Output("m_ev_info", 32, "INFO: QP_ERR_HOST or QP_ERR_LLP_LOST for QP_ERROR, else 0")
+	evInfo := m.Output("m_ev_info", 32, "INFO: QP_ERR_HOST or QP_ERR_LLP_LOST for QP_ERROR, a DMA_FAULT's address bits 31:0, else 0")
+	evStop := m.Output("m_ev_stop", 1, "the event is the DMA_FAULT of a status write: the card stops once it is written")
 	endValid := m.Output("m_end_valid", 1, "the peer's stream of a QP ended (with its STREAM_END event) or was lost (with QP_ERROR LLP_LOST): card_tx's s_end")
 	endReady := m.Input("m_end_ready", 1, "")
 	endQPN := m.Output("m_end_qpn", QB, "the QP")
 	endLost := m.Output("m_end_lost", 1, "RX_LOST (else the stream ended)")
-	fault := m.Output("m_fault", 1, "a status write got an error response (pulse)")
+	faultV := m.Output("m_fault_valid", 1, "pulse: a status write got an error response (its DMA_FAULT event is taken this cycle)")
+	faultQPN := m.Output("m_fault_qpn", QB, "the QP whose record it was")
+	faultAddr := m.Output("m_fault_addr", 64, "the record's address")
+	fatalO := m.Output("fatal", 1, "a status write got an error response: nothing more is written or passed on")
 	busyO := m.Output("busy", 1, "an update is served or an entry (a status write, a completion, an event) waits: a completion taken may not have reached card_cq")
 	var unused []Expr
 
@@ -136,7 +142,8 @@ func CardStat(width int) (*Module, error) {
 	m.Assign(busyO, Or(Not(idle), RedOr(pendCnt)))
 	room := m.WireOf("pend_room", Lt(pendCnt, C(PB+1, cardStatPend)), "")
 	turn := m.RegDecl("rr_rx", 1, "the receive side goes first next time")
-	free := m.WireOf("free", And(idle, room), "an update can be taken")
+	fatal := m.RegDecl("fatal_q", 1, "a status write faulted (its DMA_FAULT event is taken): nothing more is written or passed on")
+	free := m.WireOf("free", And(idle, Or(room, fatal)), "an update can be taken")
 	takeCmd := m.WireOf("take_cmd", And(free, cmdValid), "")
 	takeDb := m.WireOf("take_db", And(free, Not(cmdValid), dbValid), "")
 	other := m.WireOf("free_rec", And(free, Not(cmdValid), Not(dbValid)), "")
@@ -281,7 +288,7 @@ func CardStat(width int) (*Module, error) {
 		"0 TX_DATA, 1 RX_SPACE, 2 QP_ERROR HOST, 3 QP_CLOSED, 4 STREAM_END, 5 QP_ERROR LLP_LOST, 6 QP_ERROR BAD_DOORBELL, 7 QP_ERROR STREAM_CUT")
 	rec := m.Reg("rec", 128, nil, Cat(C(23, 0), Bit(wrData, 118), C(4, 0), Bits(wrData, 83, 80), Bits(wrData, 134, 119), Bits(wrData, 79, 0)), sCalc,
 		"the record's first 16 bytes (the rest is zero): TXS_PI, RXS_CI, SQ_CI, RQ_CI, STATE, TX_CLOSED")
-	calcWrites := m.WireOf("calc_writes", And(sCalc, writes), "")
+	calcWrites := m.WireOf("calc_writes", And(sCalc, writes, Not(fatal)), "")
 	m.Assign(m.Output("m_done_valid", 1, "pulse: the QP reached CLOSED or ERROR (card_cmd's QP classes: DESTROY is taken from here on)"),
 		And(sCalc, Or(closed, toErr, termErr, rxFail)))
 	m.Assign(m.Output("m_done_qpn", QB, ""), gate(sCalc, opQPN))
@@ -331,7 +338,7 @@ func CardStat(width int) (*Module, error) {
 	doneTag := m.Wire("dw_done_tag", dcfg.TagBits, "")
 	doneErr := m.Wire("dw_done_err", 1, "")
 	unused = append(unused, doneTag)
-	push := m.WireOf("pend_push", And(sCalc, Or(writes, ev)), "")
+	push := m.WireOf("pend_push", And(sCalc, Or(writes, ev), Not(fatal)), "")
 	entW := 1 + 4 + QB + cplW
 	ent := Cat(writes, ev, evCode, opQPN, gate(writes, opCpl))
 	wp := m.RegDecl("pend_wp", PB, "")
@@ -347,24 +354,46 @@ func CardStat(width int) (*Module, error) {
 	hEv := m.WireOf("head_ev", Bit(head, entW-2), "the head releases an event")
 	hCpl := m.WireOf("head_cpl", Bit(head, cplW-1), "the head releases a completion")
 	doneCnt := m.RegDecl("done_count", PB+1, "write responses the entries have not claimed")
-	ready := m.WireOf("head_ready", And(has, Or(Not(hWr), RedOr(doneCnt))), "the head's write (if any) has its response")
+	// done_errs bit i: the i-th unclaimed write response was an error.
+	doneErrs := m.RegDecl("done_errs", cardStatPend, "which unclaimed write responses were errors, oldest in bit 0")
+	anyDone := m.WireOf("done_any", RedOr(doneCnt), "")
+	ready := m.WireOf("head_ready", And(has, Or(Not(hWr), anyDone)), "the head's write (if any) has its response")
+	headBad := m.WireOf("head_faulted", And(ready, hWr, Bit(doneErrs, 0), Not(fatal)), "the head's status write got an error response: the card stops")
+	good := m.WireOf("head_good", And(ready, Not(headBad), Not(fatal)), "the head may release what it carries")
 	hCode := m.WireOf("head_ev_code", Bits(head, entW-3, entW-5), "")
 	hEnd := m.WireOf("head_end", And(hEv, Or(Eq(hCode, C(3, 4)), Eq(hCode, C(3, 5)))), "the head's event is STREAM_END or QP_ERROR LLP_LOST: card_tx gets a record too")
 	endDone := m.RegDecl("end_taken", 1, "the head's stream-end record is taken")
-	endV := m.WireOf("end_v", And(ready, hEnd, Not(endDone)), "")
+	endV := m.WireOf("end_v", And(good, hEnd, Not(endDone)), "")
 	endOK := m.WireOf("end_ok", Or(Not(hEnd), endDone, endReady), "")
 	cplDone := m.RegDecl("cpl_taken", 1, "the head's completion is taken")
 	evDone := m.RegDecl("ev_taken", 1, "the head's event is taken")
-	cplV := m.WireOf("cpl_v", And(ready, hCpl, Not(cplDone)), "")
-	evV := m.WireOf("ev_v", And(ready, hEv, Not(evDone)), "")
+	cplV := m.WireOf("cpl_v", And(good, hCpl, Not(cplDone)), "")
+	evV := m.WireOf("ev_v", Or(And(good, hEv, Not(evDone)), headBad), "its event, or the DMA_FAULT of its write")
 	cplOK := m.WireOf("cpl_ok", Or(Not(hCpl), cplDone, cplReady), "")
 	evOK := m.WireOf("ev_ok", Or(Not(hEv), evDone, evReady), "")
-	pop := m.WireOf("pend_pop", And(ready, cplOK, evOK, endOK), "")
+	pop := m.WireOf("pend_pop", And(good, cplOK, evOK, endOK), "")
 	m.Drive(endDone, big.NewInt(0), And(Not(pop), Or(endDone, And(endV, endReady))), nil)
 	m.Drive(cplDone, big.NewInt(0), And(Not(pop), Or(cplDone, And(cplV, cplReady))), nil)
 	m.Drive(evDone, big.NewInt(0), And(Not(pop), Or(evDone, And(evV, evReady))), nil)
 	claim := m.WireOf("done_claim", And(pop, hWr), "the head's write response is claimed")
 	m.Drive(doneCnt, big.NewInt(0), Sel(doneV, Sel(claim, doneCnt, Add(doneCnt, C(PB+1, 1))), Sel(claim, Sub(doneCnt, C(PB+1, 1)), doneCnt)), nil)
+	errPos := m.WireOf("done_err_pos", Sel(claim, Sub(doneCnt, C(PB+1, 1)), doneCnt), "where a response arriving now goes, after the claim's shift")
+	shifted := m.WireOf("done_errs_shift", Sel(claim, Cat(C(1, 0), Bits(doneErrs, cardStatPend-1, 1)), doneErrs), "")
+	var errBits []Expr
+	for i := cardStatPend - 1; i >= 0; i-- {
+		errBits = append(errBits, Sel(And(doneV, Eq(errPos, C(PB+1, uint64(i)))), doneErr, Bit(shifted, i)))
+	}
+	m.Drive(doneErrs, big.NewInt(0), Cat(errBits...), nil)
+	faultTaken := m.WireOf("fault_taken", And(headBad, evReady), "the DMA_FAULT event is taken: the card stops")
+	m.Drive(fatal, big.NewInt(0), Or(fatal, faultTaken), nil)
+	m.Assign(fatalO, fatal)
+	hQPN := m.WireOf("head_qpn", Bits(head, cplW+QB-1, cplW), "")
+	hOff := m.WireOf("head_qp_off", Add(zext(Bits(base, 14, 5), QB+1), zext(hQPN, QB+1)), "QPSTAT_BASE bits 14:5 plus the head's QPN, with its carry")
+	hAddr := m.WireOf("head_addr", Cat(Sel(Bit(hOff, QB), IncBits(base, 63, 15), Bits(base, 63, 15)), Bits(hOff, QB-1, 0), C(5, 0)), "the head's record address")
+	m.Assign(faultV, faultTaken)
+	m.Assign(faultQPN, gate(faultTaken, hQPN))
+	m.Assign(faultAddr, gate(faultTaken, hAddr))
+	m.Assign(evStop, headBad)
 	m.Drive(wp, big.NewInt(0), Add(wp, C(PB, 1)), push)
 	m.Drive(rp, big.NewInt(0), Add(rp, C(PB, 1)), pop)
 	m.Drive(pendCnt, big.NewInt(0), Sub(Add(pendCnt, zext(push, PB+1)), zext(pop, PB+1)), nil)
@@ -379,15 +408,15 @@ func CardStat(width int) (*Module, error) {
 		off += f.w
 	}
 	m.Assign(endValid, endV)
-	m.Assign(endQPN, gate(endV, Bits(head, cplW+QB-1, cplW)))
+	m.Assign(endQPN, gate(endV, hQPN))
 	m.Assign(endLost, And(endV, Eq(hCode, C(3, 5))))
-	m.Assign(evQPN, Bits(head, cplW+QB-1, cplW))
-	m.Assign(evType, muxTree(selBits(hCode, 0, 3), []Expr{C(8, cardStatEvTXData), C(8, cardStatEvRXSpace), C(8, cardStatEvQPError), C(8, cardStatEvQPClosed),
-		C(8, cardStatEvStreamEnd), C(8, cardStatEvQPError), C(8, cardStatEvQPError), C(8, cardStatEvQPError)}))
-	// QP_ERROR: INFO QP_ERR_HOST, LLP_LOST, BAD_DOORBELL or STREAM_CUT.
-	m.Assign(evInfo, Sel(Eq(hCode, C(3, 2)), C(32, cardStatErrHost), Sel(Eq(hCode, C(3, 5)), C(32, cardStatErrLLPLost),
-		Sel(Eq(hCode, C(3, 6)), C(32, cardStatErrBadDB), Sel(Eq(hCode, C(3, 7)), C(32, cardStatErrStreamCut), C(32, 0))))))
-	m.Assign(fault, And(doneV, doneErr))
+	m.Assign(evQPN, gate(Not(headBad), hQPN))
+	m.Assign(evType, Sel(headBad, C(8, cardStatEvDMAFault), muxTree(selBits(hCode, 0, 3), []Expr{C(8, cardStatEvTXData), C(8, cardStatEvRXSpace), C(8, cardStatEvQPError), C(8, cardStatEvQPClosed),
+		C(8, cardStatEvStreamEnd), C(8, cardStatEvQPError), C(8, cardStatEvQPError), C(8, cardStatEvQPError)})))
+	// QP_ERROR: INFO QP_ERR_HOST, LLP_LOST, BAD_DOORBELL or STREAM_CUT;
+	// DMA_FAULT: the record's address bits 31:0.
+	m.Assign(evInfo, Sel(headBad, Bits(hAddr, 31, 0), Sel(Eq(hCode, C(3, 2)), C(32, cardStatErrHost), Sel(Eq(hCode, C(3, 5)), C(32, cardStatErrLLPLost),
+		Sel(Eq(hCode, C(3, 6)), C(32, cardStatErrBadDB), Sel(Eq(hCode, C(3, 7)), C(32, cardStatErrStreamCut), C(32, 0)))))))
 
 	exposeInstance(m, "dw", dma, map[string]Expr{"clk": clk, "rst": rst,
 		"s_req_valid": reqV, "s_req_ready": reqR, "s_req_addr": reqAddr, "s_req_len": C(16, cardStatBytes-1), "s_req_tag": C(dcfg.TagBits, 0),

@@ -21,6 +21,11 @@
 // until it is answered, and the checker no other command until its updates are
 // done.
 //
+// On a stopped card (stopped: STATUS.FATAL) commands are still decided, so
+// that a driver ending its objects is answered, but none is handed on (the
+// engines may wait for DMA that will not come); a taken ERROR marks an active
+// QP done itself, as the card model's QP goes to ERROR at once.
+//
 // Implements: docs/card.md (CMD_STATUS, CMD_WHY, QP_CMD, CQ_CMD, EQ_CFG), host/driver/cardmodel (qpCommand, newQP, cqCommand, eqConfig)
 
 `resetall
@@ -68,6 +73,7 @@ module card_cmd (
     input  wire [31:0]    eq_base_lo,
     input  wire           s_done_valid,      // card_stat: the QP reached CLOSED or ERROR
     input  wire [9:0]     s_done_qpn,
+    input  wire           stopped,           // the card is stopped (STATUS.FATAL): commands are decided, and reach no engine
     output wire [15:0]    cmd_status_seq,    // CMD_STATUS.SEQ
     output wire           cmd_status_refused, // CMD_STATUS.REFUSED
     output wire [7:0]     cmd_status_why,    // CMD_STATUS.WHY
@@ -141,6 +147,7 @@ module card_cmd (
     reg  [15:0]    seq;                      // CMD_STATUS.SEQ
     wire [7:0]     why_now;
     reg  [7:0]     why_q;                    // CMD_STATUS.WHY
+    reg            q_stop_err;               // the ERROR being answered is a stopped card's
     wire           q_set;                    // the class is written this cycle
     reg            u_second;                 // the receive CQ's users are being updated
     wire [19:0]    u_cqs;                    // the CQs whose users change
@@ -384,10 +391,10 @@ module card_cmd (
     });
     assign e_why = ~eq_cfg_enable ? 8'h00 : ((5'h10 < eq_cfg_log_size) ? 8'h06 : (~e_aligned ? 8'h07 : 8'h00));
     assign refused = |verdict;
-    assign m_qp_valid = (state == 4'h5) & ~refused;
-    assign m_cq_valid = (state == 4'hb) & ~refused;
-    assign q_done = (state == 4'h5) & (refused | m_qp_ready);
-    assign c_done = (state == 4'hb) & (refused | m_cq_ready);
+    assign m_qp_valid = ((state == 4'h5) & ~refused) & ~stopped;
+    assign m_cq_valid = ((state == 4'hb) & ~refused) & ~stopped;
+    assign q_done = (state == 4'h5) & ((refused | stopped) | m_qp_ready);
+    assign c_done = (state == 4'hb) & ((refused | stopped) | m_cq_ready);
     assign qp_cmd_ready = q_done;
     assign cq_cmd_ready = c_done;
     assign verdict_now = (q_done | c_done) | eq_cfg_wr_q;
@@ -398,7 +405,7 @@ module card_cmd (
     assign q_set = (state == 4'h6) & ~s_done_valid;
     assign cls_wr = ((state == 4'h0) | s_done_valid) | q_set;
     assign cls_wa = (state == 4'h0) ? clr_idx : (s_done_valid ? s_done_qpn : qpn_q);
-    assign cls_wd = ((state == 4'h0) | (q_set & ~(op_q == 4'h1))) ? 2'h0 : (s_done_valid ? 2'h2 : 2'h1);
+    assign cls_wd = ((state == 4'h0) | ((q_set & ~(op_q == 4'h1)) & ~q_stop_err)) ? 2'h0 : ((s_done_valid | q_stop_err) ? 2'h2 : 2'h1);
     assign qcq_wr = q_set & (op_q == 4'h1);
     assign qcq_wa = qpn_q;
     assign qcq_wd = {scq_q, rcq_q};
@@ -411,7 +418,7 @@ module card_cmd (
     assign cqx_wa = (state == 4'h0) ? clr_idx : ((state == 4'h8) ? u_cq : cqn_q);
     assign cqx_wd = (state == 4'h0) ? 13'h0000 : ((state == 4'h8) ? {cq_users_rd[12], u_new} : {op_q == 4'h1, 12'h000});
     assign q_taken = q_done & ~refused;
-    assign state_next = (state == 4'h0) ? (clr_last ? 4'h1 : 4'h0) : ((state == 4'h1) ? (take_qp ? 4'h2 : (take_cq ? 4'h9 : 4'h1)) : ((state == 4'h2) ? 4'h3 : ((state == 4'h3) ? 4'h4 : ((state == 4'h4) ? 4'h5 : ((state == 4'h5) ? (q_taken ? (((qp_cmd_op == 4'h1) | (qp_cmd_op == 4'h4)) ? 4'h6 : 4'h1) : (q_done ? 4'h1 : 4'h5)) : ((state == 4'h6) ? (q_set ? 4'h7 : 4'h6) : ((state == 4'h7) ? 4'h8 : ((state == 4'h8) ? (u_second ? 4'h1 : 4'h7) : ((state == 4'h9) ? 4'ha : ((state == 4'ha) ? 4'hb : ((state == 4'hb) ? ((c_done & ~refused) ? 4'hc : (c_done ? 4'h1 : 4'hb)) : 4'h1)))))))))));
+    assign state_next = (state == 4'h0) ? (clr_last ? 4'h1 : 4'h0) : ((state == 4'h1) ? (take_qp ? 4'h2 : (take_cq ? 4'h9 : 4'h1)) : ((state == 4'h2) ? 4'h3 : ((state == 4'h3) ? 4'h4 : ((state == 4'h4) ? 4'h5 : ((state == 4'h5) ? (q_taken ? ((((qp_cmd_op == 4'h1) | (qp_cmd_op == 4'h4)) | (stopped & (qp_cmd_op == 4'h3))) ? 4'h6 : 4'h1) : (q_done ? 4'h1 : 4'h5)) : ((state == 4'h6) ? (q_set ? (q_stop_err ? 4'h1 : 4'h7) : 4'h6) : ((state == 4'h7) ? 4'h8 : ((state == 4'h8) ? (u_second ? 4'h1 : 4'h7) : ((state == 4'h9) ? 4'ha : ((state == 4'ha) ? 4'hb : ((state == 4'hb) ? ((c_done & ~refused) ? 4'hc : (c_done ? 4'h1 : 4'hb)) : 4'h1)))))))))));
     assign unused_bits = |{
         rst,
         qp_num_qpn[15:10],
@@ -539,6 +546,12 @@ module card_cmd (
             why_q <= 8'h00;
         end else if (verdict_now) begin
             why_q <= why_now;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (state == 4'h5) begin
+            q_stop_err <= stopped & (qp_cmd_op == 4'h3);
         end
     end
 

@@ -21,6 +21,11 @@
 -- until it is answered, and the checker no other command until its updates are
 -- done.
 --
+-- On a stopped card (stopped: STATUS.FATAL) commands are still decided, so
+-- that a driver ending its objects is answered, but none is handed on (the
+-- engines may wait for DMA that will not come); a taken ERROR marks an active
+-- QP done itself, as the card model's QP goes to ERROR at once.
+--
 -- Implements: docs/card.md (CMD_STATUS, CMD_WHY, QP_CMD, CQ_CMD, EQ_CFG), host/driver/cardmodel (qpCommand, newQP, cqCommand, eqConfig)
 
 library ieee;
@@ -70,6 +75,7 @@ entity card_cmd is
         eq_base_lo : in  std_logic_vector(31 downto 0);
         s_done_valid : in  std_logic;        -- card_stat: the QP reached CLOSED or ERROR
         s_done_qpn : in  std_logic_vector(9 downto 0);
+        stopped : in  std_logic;             -- the card is stopped (STATUS.FATAL): commands are decided, and reach no engine
         cmd_status_seq : out std_logic_vector(15 downto 0); -- CMD_STATUS.SEQ
         cmd_status_refused : out std_logic;  -- CMD_STATUS.REFUSED
         cmd_status_why : out std_logic_vector(7 downto 0); -- CMD_STATUS.WHY
@@ -163,6 +169,7 @@ architecture rtl of card_cmd is
     signal seq : std_logic_vector(15 downto 0) := x"0000"; -- CMD_STATUS.SEQ
     signal why_now : std_logic_vector(7 downto 0);
     signal why_q : std_logic_vector(7 downto 0) := x"00"; -- CMD_STATUS.WHY
+    signal q_stop_err : std_logic;           -- the ERROR being answered is a stopped card's
     signal q_set : std_logic;                -- the class is written this cycle
     signal u_second : std_logic := '0';      -- the receive CQ's users are being updated
     signal u_cqs : std_logic_vector(19 downto 0); -- the CQs whose users change
@@ -409,10 +416,10 @@ begin
     )));
     e_why <= mux(not eq_cfg_enable, x"00", mux(b2l(unsigned'("10000") < unsigned(eq_cfg_log_size)), x"06", mux(not e_aligned, x"07", x"00")));
     refused <= or verdict;
-    m_qp_valid <= b2l(state = x"5") and (not refused);
-    m_cq_valid <= b2l(state = x"b") and (not refused);
-    q_done <= b2l(state = x"5") and (refused or m_qp_ready);
-    c_done <= b2l(state = x"b") and (refused or m_cq_ready);
+    m_qp_valid <= (b2l(state = x"5") and (not refused)) and (not stopped);
+    m_cq_valid <= (b2l(state = x"b") and (not refused)) and (not stopped);
+    q_done <= b2l(state = x"5") and ((refused or stopped) or m_qp_ready);
+    c_done <= b2l(state = x"b") and ((refused or stopped) or m_cq_ready);
     qp_cmd_ready <= q_done;
     cq_cmd_ready <= c_done;
     verdict_now <= (q_done or c_done) or eq_cfg_wr_q;
@@ -423,7 +430,7 @@ begin
     q_set <= b2l(state = x"6") and (not s_done_valid);
     cls_wr <= (b2l(state = x"0") or s_done_valid) or q_set;
     cls_wa <= mux(b2l(state = x"0"), clr_idx, mux(s_done_valid, s_done_qpn, qpn_q));
-    cls_wd <= mux(b2l(state = x"0") or (q_set and (not b2l(op_q = x"1"))), "00", mux(s_done_valid, "10", "01"));
+    cls_wd <= mux(b2l(state = x"0") or ((q_set and (not b2l(op_q = x"1"))) and (not q_stop_err)), "00", mux(s_done_valid or q_stop_err, "10", "01"));
     qcq_wr <= q_set and b2l(op_q = x"1");
     qcq_wa <= qpn_q;
     qcq_wd <= std_logic_vector'(scq_q & rcq_q);
@@ -436,7 +443,7 @@ begin
     cqx_wa <= mux(b2l(state = x"0"), clr_idx, mux(b2l(state = x"8"), u_cq, cqn_q));
     cqx_wd <= mux(b2l(state = x"0"), "0000000000000", mux(b2l(state = x"8"), std_logic_vector'(cq_users_rd(12) & u_new), std_logic_vector'(b2l(op_q = x"1") & x"000")));
     q_taken <= q_done and (not refused);
-    state_next <= mux(b2l(state = x"0"), mux(clr_last, x"1", x"0"), mux(b2l(state = x"1"), mux(take_qp, x"2", mux(take_cq, x"9", x"1")), mux(b2l(state = x"2"), x"3", mux(b2l(state = x"3"), x"4", mux(b2l(state = x"4"), x"5", mux(b2l(state = x"5"), mux(q_taken, mux(b2l(qp_cmd_op = x"1") or b2l(qp_cmd_op = x"4"), x"6", x"1"), mux(q_done, x"1", x"5")), mux(b2l(state = x"6"), mux(q_set, x"7", x"6"), mux(b2l(state = x"7"), x"8", mux(b2l(state = x"8"), mux(u_second, x"1", x"7"), mux(b2l(state = x"9"), x"a", mux(b2l(state = x"a"), x"b", mux(b2l(state = x"b"), mux(c_done and (not refused), x"c", mux(c_done, x"1", x"b")), x"1"))))))))))));
+    state_next <= mux(b2l(state = x"0"), mux(clr_last, x"1", x"0"), mux(b2l(state = x"1"), mux(take_qp, x"2", mux(take_cq, x"9", x"1")), mux(b2l(state = x"2"), x"3", mux(b2l(state = x"3"), x"4", mux(b2l(state = x"4"), x"5", mux(b2l(state = x"5"), mux(q_taken, mux((b2l(qp_cmd_op = x"1") or b2l(qp_cmd_op = x"4")) or (stopped and b2l(qp_cmd_op = x"3")), x"6", x"1"), mux(q_done, x"1", x"5")), mux(b2l(state = x"6"), mux(q_set, mux(q_stop_err, x"1", x"7"), x"6"), mux(b2l(state = x"7"), x"8", mux(b2l(state = x"8"), mux(u_second, x"1", x"7"), mux(b2l(state = x"9"), x"a", mux(b2l(state = x"a"), x"b", mux(b2l(state = x"b"), mux(c_done and (not refused), x"c", mux(c_done, x"1", x"b")), x"1"))))))))))));
     unused_bits <= or std_logic_vector'(
         rst &
         qp_num_qpn(15 downto 10) &
@@ -614,6 +621,15 @@ begin
                 why_q <= x"00";
             elsif verdict_now = '1' then
                 why_q <= why_now;
+            end if;
+        end if;
+    end process;
+
+    q_stop_err_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if b2l(state = x"5") = '1' then
+                q_stop_err <= stopped and b2l(qp_cmd_op = x"3");
             end if;
         end if;
     end process;

@@ -44,9 +44,13 @@
 // every EQE written so far), and at least IRQ_MODERATION cycles after the
 // previous irq_valid was taken; interrupts due meanwhile make one. An EQE
 // whose write gets an error response stops the card (fatal: later operations
-// write nothing); a CQE's error response pulses m_fault (the QP's engine
-// reports it). Every DMA write is 32 or 16 bytes in one INCR burst (no 4 KiB
-// crossing: entries are aligned).
+// write nothing), as does an event record with s_ev<i>_stop (card_stat's
+// DMA_FAULT of a status write) once it is written (or lost). Every write whose
+// response is an error is named on m_fault_* (its address, and for a CQE its
+// QP) for DMA_FAULT_*: a RAM of 256 entries keeps each write's address and QP
+// until its response; a CQE's fault does nothing else yet (docs/card-rtl.md).
+// Every DMA write is 32 or 16 bytes in one INCR burst (no 4 KiB crossing:
+// entries are aligned).
 //
 // Implements: docs/card.md (CQE, EQE, CQ_DB, EQ_CFG, EQ_DB, IRQ_MODERATION, CQ_CMD); host/driver/cardmodel queues.go
 
@@ -78,6 +82,7 @@ module card_cq_w512 (
     input  wire [3:0]     s_ev0_term_layer,  // TERM_SENT, TERM_RECV: the Terminate's layer
     input  wire [3:0]     s_ev0_term_type,   // its error type
     input  wire [7:0]     s_ev0_term_code,   // its error code
+    input  wire           s_ev0_stop,        // the card stops once this event is written or lost (a status write's DMA_FAULT)
     input  wire           s_cpl1_valid,      // engine 1: a completion
     output wire           s_cpl1_ready,
     input  wire [9:0]     s_cpl1_cq,         // CQ number
@@ -100,6 +105,7 @@ module card_cq_w512 (
     input  wire [3:0]     s_ev1_term_layer,  // TERM_SENT, TERM_RECV: the Terminate's layer
     input  wire [3:0]     s_ev1_term_type,   // its error type
     input  wire [7:0]     s_ev1_term_code,   // its error code
+    input  wire           s_ev1_stop,        // the card stops once this event is written or lost (a status write's DMA_FAULT)
     input  wire           s_cqdb_valid,      // a CQ doorbell (card_regs m_db of kind CQ_DB_CI)
     output wire           s_cqdb_ready,
     input  wire [9:0]     s_cqdb_index,      // CQ number
@@ -128,8 +134,11 @@ module card_cq_w512 (
     output wire           m_overrun_valid,   // a CQ overran: the engines put every QP on m_overrun_cq in error
     input  wire           m_overrun_ready,
     output wire [9:0]     m_overrun_cq,
-    output wire           m_fault,           // pulse: a CQE's DMA write got an error response
-    output wire           fatal,             // an EQE's DMA write got an error response: the card is stopped (STATUS.FATAL)
+    output wire           m_fault_valid,     // pulse: a CQE's or EQE's DMA write got an error response
+    output wire [63:0]    m_fault_addr,      // its address
+    output wire [15:0]    m_fault_qpn,       // a CQE's QP (0 for an EQE)
+    output wire           m_fault_eqe,       // it was an EQE's (the card stops)
+    output wire           fatal,             // an EQE's DMA write got an error response, or a stopping event was written: the card is stopped (STATUS.FATAL)
     output wire [31:0]    events_lost,       // events lost because the EQ was disabled or full
     output wire           init_done,         // the CQ contexts are cleared after reset
     output wire [1023:0]  cq_tight,          // bit n: CQ n exists with at most 32 entries free (card_tx holds a WQE on such a CQ until the completions before it are resolved)
@@ -179,7 +188,7 @@ module card_cq_w512 (
     reg  [7:0]     b_opc;                    // completion: OPCODE; event: TYPE; EQ_CFG: vector
     reg  [7:0]     b_status;                 // completion: STATUS; CQ_CMD: op
     reg  [31:0]    b_inv;                    // completion: INV_STAG; event: OBJ
-    reg  [1:0]     b_flags;                  // completion: invalidated, solicited; EQ_CFG: enable; CQ_CMD: CQ_NUM too large
+    reg  [1:0]     b_flags;                  // completion: invalidated, solicited; event: stop; EQ_CFG: enable; CQ_CMD: CQ_NUM too large
     reg  [15:0]    b_term;                   // code, type, layer; CQ_CMD, EQ_CFG: log2 size
     reg            b_ctxop;                  // it reads and may write a CQ context
     wire           ctx_we;
@@ -403,7 +412,7 @@ module card_cq_w512 (
     wire           dw_s_valid;
     wire           dw_s_ready;
     wire           dw_done_valid;
-    wire [7:0]     dw_done_tag;
+    wire [8:0]     dw_done_tag;
     wire           dw_done_err;
     reg  [1:0]     rq_sent;                  // records at the head whose request dma_wr took
     wire           rq_cand1;                 // the second record's request is next
@@ -412,7 +421,8 @@ module card_cq_w512 (
     wire           rq_cand_eqe;
     wire [63:0]    dw_req_addr;
     wire [15:0]    dw_req_len;
-    wire [7:0]     dw_req_tag;               // bit 0: an EQE
+    reg  [7:0]     wr_num;                   // the number of the next write, for its fault report
+    wire [8:0]     dw_req_tag;               // the write's number, and bit 0: an EQE
     wire           rq_req_take;
     wire           rq_head_eqe;
     reg            rq_beat;                  // next beat of the head record
@@ -423,6 +433,10 @@ module card_cq_w512 (
     reg  [8:0]     eqe_issued;               // EQEs generated
     reg  [8:0]     eqe_done;                 // EQEs written (write response)
     wire           done_eqe;
+    wire           ev_stop;                  // a stopping event is written or lost
+    reg  [75:0]    flt_rd;                   // read data of flt
+    reg            flt_v;                    // a faulted write's entry is read
+    reg            flt_eqe;
     reg            irq_pend;                 // an interrupt is due
     reg  [8:0]     irq_wait;                 // it waits until eqe_done reaches this
     reg            irq_out;
@@ -446,6 +460,7 @@ module card_cq_w512 (
     wire           dw_bready;
     wire           unused_bits;              // bits no logic reads (keeps lint quiet on purpose)
     reg  [139:0] ctx [0:1023];               // CQ contexts
+    reg  [75:0] flt [0:255];                 // per write in flight: address bits 63:4 and a CQE's QP
 
     assign init_active = ~init_cnt[10];
     assign init_done = ~init_active;
@@ -1820,7 +1835,7 @@ module card_cq_w512 (
     assign rq_cand_eqe = rq_cand[0];
     assign dw_req_addr = {rq_cand[316:257], 4'h0};
     assign dw_req_len = rq_cand_eqe ? 16'h000f : 16'h001f;
-    assign dw_req_tag = {7'h00, rq_cand_eqe};
+    assign dw_req_tag = {wr_num, rq_cand_eqe};
     assign rq_req_take = dw_req_valid & dw_req_ready;
     assign rq_head_eqe = rq0_rec[0];
     assign dw_s_data = {256'h0000000000000000000000000000000000000000000000000000000000000000, rq0_rec[256:1]};
@@ -1830,8 +1845,12 @@ module card_cq_w512 (
     assign rq_pop_now = rq_s_take & rq_last_beat;
     assign rq_pop = {2'h0, rq_pop_now};
     assign done_eqe = dw_done_valid & dw_done_tag[0];
+    assign ev_stop = (b_go & k_ev) & d_flags[0];
     assign fatal = fatal_q;
-    assign m_fault = (dw_done_valid & ~dw_done_tag[0]) & dw_done_err;
+    assign m_fault_valid = flt_v;
+    assign m_fault_addr = {flt_rd[75:16], 4'h0} & {64{flt_v}};
+    assign m_fault_qpn = flt_rd[15:0] & {16{flt_v}};
+    assign m_fault_eqe = flt_v & flt_eqe;
     assign irq_gap = eqe_done - irq_wait;
     assign irq_reached = ~irq_gap[8];
     assign irq_fire = ((irq_pend & irq_reached) & ~irq_out) & ~|irq_mod_timer;
@@ -1866,9 +1885,9 @@ module card_cq_w512 (
         nw_arm,
         nw_sol,
         nw_ov,
-        rq_cand[256:1],
+        rq_cand[256:113],
+        rq_cand[96:1],
         rq_beat,
-        dw_done_tag[7:1],
         irq_gap[7:0]
     };
 
@@ -1964,7 +1983,7 @@ module card_cq_w512 (
         if (rst) begin
             b_flags <= 2'h0;
         end else if (a_take) begin
-            b_flags <= ((({1'h0, eq_cfg_enable} & {2{g_eqcfg}}) | ({|cq_num_cqn[15:10], 1'h0} & {2{g_cmd}})) | ({s_cpl0_invalidated, s_cpl0_solicited} & {2{g_rec1}})) | ({s_cpl1_invalidated, s_cpl1_solicited} & {2{g_rec3}});
+            b_flags <= ((((({1'h0, eq_cfg_enable} & {2{g_eqcfg}}) | ({|cq_num_cqn[15:10], 1'h0} & {2{g_cmd}})) | ({s_cpl0_invalidated, s_cpl0_solicited} & {2{g_rec1}})) | ({1'h0, s_ev0_stop} & {2{g_rec2}})) | ({s_cpl1_invalidated, s_cpl1_solicited} & {2{g_rec3}})) | ({1'h0, s_ev1_stop} & {2{g_rec4}});
         end
     end
 
@@ -2432,6 +2451,14 @@ module card_cq_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            wr_num <= 8'h00;
+        end else if (rq_req_take) begin
+            wr_num <= wr_num + 8'h01;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             rq_beat <= 1'h0;
         end else if (rq_s_take) begin
             rq_beat <= ~rq_pop_now & ~rq_beat;
@@ -2466,7 +2493,23 @@ module card_cq_w512 (
         if (rst) begin
             fatal_q <= 1'h0;
         end else begin
-            fatal_q <= fatal_q | (done_eqe & dw_done_err);
+            fatal_q <= (fatal_q | (done_eqe & dw_done_err)) | ev_stop;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            flt_v <= 1'h0;
+        end else begin
+            flt_v <= dw_done_valid & dw_done_err;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            flt_eqe <= 1'h0;
+        end else begin
+            flt_eqe <= dw_done_tag[0];
         end
     end
 
@@ -2518,7 +2561,15 @@ module card_cq_w512 (
         ctx_rd <= ctx[a_take ? a_cq : b_cq];
     end
 
-    dma_wr_w512_b128_i4_t8 dw (
+    // flt: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (rq_req_take) begin
+            flt[wr_num] <= {rq_cand[316:257], rq_cand[112:97] & {16{~rq_cand_eqe}}};
+        end
+        flt_rd <= flt[dw_done_tag[8:1]];
+    end
+
+    dma_wr_w512_b128_i4_t9 dw (
         .clk(clk),
         .rst(rst),
         .s_req_valid(dw_req_valid),

@@ -44,9 +44,13 @@
 -- every EQE written so far), and at least IRQ_MODERATION cycles after the
 -- previous irq_valid was taken; interrupts due meanwhile make one. An EQE
 -- whose write gets an error response stops the card (fatal: later operations
--- write nothing); a CQE's error response pulses m_fault (the QP's engine
--- reports it). Every DMA write is 32 or 16 bytes in one INCR burst (no 4 KiB
--- crossing: entries are aligned).
+-- write nothing), as does an event record with s_ev<i>_stop (card_stat's
+-- DMA_FAULT of a status write) once it is written (or lost). Every write whose
+-- response is an error is named on m_fault_* (its address, and for a CQE its
+-- QP) for DMA_FAULT_*: a RAM of 256 entries keeps each write's address and QP
+-- until its response; a CQE's fault does nothing else yet (docs/card-rtl.md).
+-- Every DMA write is 32 or 16 bytes in one INCR burst (no 4 KiB crossing:
+-- entries are aligned).
 --
 -- Implements: docs/card.md (CQE, EQE, CQ_DB, EQ_CFG, EQ_DB, IRQ_MODERATION, CQ_CMD); host/driver/cardmodel queues.go
 
@@ -80,6 +84,7 @@ entity card_cq_w512 is
         s_ev0_term_layer : in  std_logic_vector(3 downto 0); -- TERM_SENT, TERM_RECV: the Terminate's layer
         s_ev0_term_type : in  std_logic_vector(3 downto 0); -- its error type
         s_ev0_term_code : in  std_logic_vector(7 downto 0); -- its error code
+        s_ev0_stop : in  std_logic;          -- the card stops once this event is written or lost (a status write's DMA_FAULT)
         s_cpl1_valid : in  std_logic;        -- engine 1: a completion
         s_cpl1_ready : out std_logic;
         s_cpl1_cq : in  std_logic_vector(9 downto 0); -- CQ number
@@ -102,6 +107,7 @@ entity card_cq_w512 is
         s_ev1_term_layer : in  std_logic_vector(3 downto 0); -- TERM_SENT, TERM_RECV: the Terminate's layer
         s_ev1_term_type : in  std_logic_vector(3 downto 0); -- its error type
         s_ev1_term_code : in  std_logic_vector(7 downto 0); -- its error code
+        s_ev1_stop : in  std_logic;          -- the card stops once this event is written or lost (a status write's DMA_FAULT)
         s_cqdb_valid : in  std_logic;        -- a CQ doorbell (card_regs m_db of kind CQ_DB_CI)
         s_cqdb_ready : out std_logic;
         s_cqdb_index : in  std_logic_vector(9 downto 0); -- CQ number
@@ -130,8 +136,11 @@ entity card_cq_w512 is
         m_overrun_valid : out std_logic;     -- a CQ overran: the engines put every QP on m_overrun_cq in error
         m_overrun_ready : in  std_logic;
         m_overrun_cq : out std_logic_vector(9 downto 0);
-        m_fault : out std_logic;             -- pulse: a CQE's DMA write got an error response
-        fatal : out std_logic;               -- an EQE's DMA write got an error response: the card is stopped (STATUS.FATAL)
+        m_fault_valid : out std_logic;       -- pulse: a CQE's or EQE's DMA write got an error response
+        m_fault_addr : out std_logic_vector(63 downto 0); -- its address
+        m_fault_qpn : out std_logic_vector(15 downto 0); -- a CQE's QP (0 for an EQE)
+        m_fault_eqe : out std_logic;         -- it was an EQE's (the card stops)
+        fatal : out std_logic;               -- an EQE's DMA write got an error response, or a stopping event was written: the card is stopped (STATUS.FATAL)
         events_lost : out std_logic_vector(31 downto 0); -- events lost because the EQ was disabled or full
         init_done : out std_logic;           -- the CQ contexts are cleared after reset
         cq_tight : out std_logic_vector(1023 downto 0); -- bit n: CQ n exists with at most 32 entries free (card_tx holds a WQE on such a CQ until the completions before it are resolved)
@@ -210,7 +219,7 @@ architecture rtl of card_cq_w512 is
     signal b_opc : std_logic_vector(7 downto 0) := x"00"; -- completion: OPCODE; event: TYPE; EQ_CFG: vector
     signal b_status : std_logic_vector(7 downto 0) := x"00"; -- completion: STATUS; CQ_CMD: op
     signal b_inv : std_logic_vector(31 downto 0) := x"00000000"; -- completion: INV_STAG; event: OBJ
-    signal b_flags : std_logic_vector(1 downto 0) := "00"; -- completion: invalidated, solicited; EQ_CFG: enable; CQ_CMD: CQ_NUM too large
+    signal b_flags : std_logic_vector(1 downto 0) := "00"; -- completion: invalidated, solicited; event: stop; EQ_CFG: enable; CQ_CMD: CQ_NUM too large
     signal b_term : std_logic_vector(15 downto 0) := x"0000"; -- code, type, layer; CQ_CMD, EQ_CFG: log2 size
     signal b_ctxop : std_logic := '0';       -- it reads and may write a CQ context
     signal ctx_we : std_logic;
@@ -434,7 +443,7 @@ architecture rtl of card_cq_w512 is
     signal dw_s_valid : std_logic;
     signal dw_s_ready : std_logic;
     signal dw_done_valid : std_logic;
-    signal dw_done_tag : std_logic_vector(7 downto 0);
+    signal dw_done_tag : std_logic_vector(8 downto 0);
     signal dw_done_err : std_logic;
     signal rq_sent : std_logic_vector(1 downto 0) := "00"; -- records at the head whose request dma_wr took
     signal rq_cand1 : std_logic;             -- the second record's request is next
@@ -443,7 +452,8 @@ architecture rtl of card_cq_w512 is
     signal rq_cand_eqe : std_logic;
     signal dw_req_addr : std_logic_vector(63 downto 0);
     signal dw_req_len : std_logic_vector(15 downto 0);
-    signal dw_req_tag : std_logic_vector(7 downto 0); -- bit 0: an EQE
+    signal wr_num : std_logic_vector(7 downto 0) := x"00"; -- the number of the next write, for its fault report
+    signal dw_req_tag : std_logic_vector(8 downto 0); -- the write's number, and bit 0: an EQE
     signal rq_req_take : std_logic;
     signal rq_head_eqe : std_logic;
     signal rq_beat : std_logic := '0';       -- next beat of the head record
@@ -454,6 +464,10 @@ architecture rtl of card_cq_w512 is
     signal eqe_issued : std_logic_vector(8 downto 0) := "000000000"; -- EQEs generated
     signal eqe_done : std_logic_vector(8 downto 0) := "000000000"; -- EQEs written (write response)
     signal done_eqe : std_logic;
+    signal ev_stop : std_logic;              -- a stopping event is written or lost
+    signal flt_rd : std_logic_vector(75 downto 0); -- read data of flt
+    signal flt_v : std_logic := '0';         -- a faulted write's entry is read
+    signal flt_eqe : std_logic := '0';
     signal irq_pend : std_logic := '0';      -- an interrupt is due
     signal irq_wait : std_logic_vector(8 downto 0) := "000000000"; -- it waits until eqe_done reaches this
     signal irq_out : std_logic := '0';
@@ -478,6 +492,8 @@ architecture rtl of card_cq_w512 is
     signal unused_bits : std_logic;          -- bits no logic reads (keeps lint quiet on purpose)
     type ctx_t is array (0 to 1023) of std_logic_vector(139 downto 0);
     signal ctx : ctx_t;                      -- CQ contexts
+    type flt_t is array (0 to 255) of std_logic_vector(75 downto 0);
+    signal flt : flt_t;                      -- per write in flight: address bits 63:4 and a CQE's QP
 begin
     init_active <= not init_cnt(10);
     init_done <= not init_active;
@@ -1872,7 +1888,7 @@ begin
     rq_cand_eqe <= rq_cand(0);
     dw_req_addr <= std_logic_vector'(rq_cand(316 downto 257) & x"0");
     dw_req_len <= mux(rq_cand_eqe, x"000f", x"001f");
-    dw_req_tag <= std_logic_vector'("0000000" & rq_cand_eqe);
+    dw_req_tag <= std_logic_vector'(wr_num & rq_cand_eqe);
     rq_req_take <= dw_req_valid and dw_req_ready;
     rq_head_eqe <= rq0_rec(0);
     dw_s_data <= std_logic_vector'(
@@ -1885,8 +1901,12 @@ begin
     rq_pop_now <= rq_s_take and rq_last_beat;
     rq_pop <= std_logic_vector'("00" & rq_pop_now);
     done_eqe <= dw_done_valid and dw_done_tag(0);
+    ev_stop <= (b_go and k_ev) and d_flags(0);
     fatal <= fatal_q;
-    m_fault <= (dw_done_valid and (not dw_done_tag(0))) and dw_done_err;
+    m_fault_valid <= flt_v;
+    m_fault_addr <= std_logic_vector'(flt_rd(75 downto 16) & x"0") and std_logic_vector'(63 downto 0 => flt_v);
+    m_fault_qpn <= flt_rd(15 downto 0) and std_logic_vector'(15 downto 0 => flt_v);
+    m_fault_eqe <= flt_v and flt_eqe;
     irq_gap <= std_logic_vector(unsigned(eqe_done) - unsigned(irq_wait));
     irq_reached <= not irq_gap(8);
     irq_fire <= ((irq_pend and irq_reached) and (not irq_out)) and (not (or irq_mod_timer));
@@ -1921,9 +1941,9 @@ begin
         nw_arm &
         nw_sol &
         nw_ov &
-        rq_cand(256 downto 1) &
+        rq_cand(256 downto 113) &
+        rq_cand(96 downto 1) &
         rq_beat &
-        dw_done_tag(7 downto 1) &
         irq_gap(7 downto 0)
     );
 
@@ -2054,7 +2074,7 @@ begin
             if rst = '1' then
                 b_flags <= "00";
             elsif a_take = '1' then
-                b_flags <= (((std_logic_vector'('0' & eq_cfg_enable) and std_logic_vector'(1 downto 0 => g_eqcfg)) or (std_logic_vector'((or cq_num_cqn(15 downto 10)) & '0') and std_logic_vector'(1 downto 0 => g_cmd))) or (std_logic_vector'(s_cpl0_invalidated & s_cpl0_solicited) and std_logic_vector'(1 downto 0 => g_rec1))) or (std_logic_vector'(s_cpl1_invalidated & s_cpl1_solicited) and std_logic_vector'(1 downto 0 => g_rec3));
+                b_flags <= (((((std_logic_vector'('0' & eq_cfg_enable) and std_logic_vector'(1 downto 0 => g_eqcfg)) or (std_logic_vector'((or cq_num_cqn(15 downto 10)) & '0') and std_logic_vector'(1 downto 0 => g_cmd))) or (std_logic_vector'(s_cpl0_invalidated & s_cpl0_solicited) and std_logic_vector'(1 downto 0 => g_rec1))) or (std_logic_vector'('0' & s_ev0_stop) and std_logic_vector'(1 downto 0 => g_rec2))) or (std_logic_vector'(s_cpl1_invalidated & s_cpl1_solicited) and std_logic_vector'(1 downto 0 => g_rec3))) or (std_logic_vector'('0' & s_ev1_stop) and std_logic_vector'(1 downto 0 => g_rec4));
             end if;
         end if;
     end process;
@@ -2740,6 +2760,17 @@ begin
         end if;
     end process;
 
+    wr_num_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                wr_num <= x"00";
+            elsif rq_req_take = '1' then
+                wr_num <= std_logic_vector(unsigned(wr_num) + unsigned'(x"01"));
+            end if;
+        end if;
+    end process;
+
     rq_beat_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -2790,7 +2821,29 @@ begin
             if rst = '1' then
                 fatal_q <= '0';
             else
-                fatal_q <= fatal_q or (done_eqe and dw_done_err);
+                fatal_q <= (fatal_q or (done_eqe and dw_done_err)) or ev_stop;
+            end if;
+        end if;
+    end process;
+
+    flt_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                flt_v <= '0';
+            else
+                flt_v <= dw_done_valid and dw_done_err;
+            end if;
+        end if;
+    end process;
+
+    flt_eqe_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                flt_eqe <= '0';
+            else
+                flt_eqe <= dw_done_tag(0);
             end if;
         end if;
     end process;
@@ -2861,7 +2914,21 @@ begin
         end if;
     end process;
 
-    dw : entity work.dma_wr_w512_b128_i4_t8
+    -- flt: synchronous write, synchronous read (block RAM)
+    flt_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rq_req_take = '1' then
+                flt(to_integer(unsigned(wr_num))) <= std_logic_vector'(
+        rq_cand(316 downto 257) &
+        (rq_cand(112 downto 97) and std_logic_vector'(15 downto 0 => not rq_cand_eqe))
+    );
+            end if;
+            flt_rd <= flt(to_integer(unsigned(dw_done_tag(8 downto 1))));
+        end if;
+    end process;
+
+    dw : entity work.dma_wr_w512_b128_i4_t9
         port map (
             clk => clk,
             rst => rst,

@@ -50,6 +50,16 @@
 // model does. busy says an update is served or an entry waits (card_tx's hold
 // on tight CQs). Not yet: coalescing of updates.
 //
+// A status write whose response is an error (the host's IOMMU refused it)
+// stops the card, as the card model's writeStatus does: when its entry reaches
+// the head, its completion, event and stream-end record are not passed on;
+// instead a DMA_FAULT event (OBJ 0, INFO the record's address bits 31:0) goes
+// to m_ev with m_ev_stop (card_cq stops the card once it has written it),
+// m_fault_* names the write (the QP and the record's address, for
+// DMA_FAULT_*), and fatal rises. From then on updates are still taken (QP
+// commands and doorbells must not stall), but nothing more is written or
+// passed on.
+//
 // Implements: docs/card.md (QPSTAT, QPSTAT_BASE, QP_DB.STREAM, EQE_TYPE), docs/card-model.md (WriteStatus; host/driver/cardmodel qp.go step, stream, rx.go consume)
 
 `resetall
@@ -119,12 +129,16 @@ module card_stat_w512 (
     input  wire           m_ev_ready,
     output wire [7:0]     m_ev_type,         // EQE_TYPE: TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END or QP_ERROR
     output wire [9:0]     m_ev_qpn,          // OBJ: the QP
-    output wire [31:0]    m_ev_info,         // INFO: QP_ERR_HOST or QP_ERR_LLP_LOST for QP_ERROR, else 0
+    output wire [31:0]    m_ev_info,         // INFO: QP_ERR_HOST or QP_ERR_LLP_LOST for QP_ERROR, a DMA_FAULT's address bits 31:0, else 0
+    output wire           m_ev_stop,         // the event is the DMA_FAULT of a status write: the card stops once it is written
     output wire           m_end_valid,       // the peer's stream of a QP ended (with its STREAM_END event) or was lost (with QP_ERROR LLP_LOST): card_tx's s_end
     input  wire           m_end_ready,
     output wire [9:0]     m_end_qpn,         // the QP
     output wire           m_end_lost,        // RX_LOST (else the stream ended)
-    output wire           m_fault,           // a status write got an error response (pulse)
+    output wire           m_fault_valid,     // pulse: a status write got an error response (its DMA_FAULT event is taken this cycle)
+    output wire [9:0]     m_fault_qpn,       // the QP whose record it was
+    output wire [63:0]    m_fault_addr,      // the record's address
+    output wire           fatal,             // a status write got an error response: nothing more is written or passed on
     output wire           busy,              // an update is served or an entry (a status write, a completion, an event) waits: a completion taken may not have reached card_cq
     output wire           m_done_valid,      // pulse: the QP reached CLOSED or ERROR (card_cmd's QP classes: DESTROY is taken from here on)
     output wire [9:0]     m_done_qpn,
@@ -153,6 +167,7 @@ module card_stat_w512 (
     reg  [3:0]     pend_count;               // entries waiting (status writes and events)
     wire           pend_room;
     reg            rr_rx;                    // the receive side goes first next time
+    reg            fatal_q;                  // a status write faulted (its DMA_FAULT event is taken): nothing more is written or passed on
     wire           free;                     // an update can be taken
     wire           take_cmd;
     wire           take_db;
@@ -254,7 +269,11 @@ module card_stat_w512 (
     wire           head_ev;                  // the head releases an event
     wire           head_cpl;                 // the head releases a completion
     reg  [3:0]     done_count;               // write responses the entries have not claimed
+    reg  [7:0]     done_errs;                // which unclaimed write responses were errors, oldest in bit 0
+    wire           done_any;
     wire           head_ready;               // the head's write (if any) has its response
+    wire           head_faulted;             // the head's status write got an error response: the card stops
+    wire           head_good;                // the head may release what it carries
     wire [2:0]     head_ev_code;
     wire           head_end;                 // the head's event is STREAM_END or QP_ERROR LLP_LOST: card_tx gets a record too
     reg            end_taken;                // the head's stream-end record is taken
@@ -263,11 +282,17 @@ module card_stat_w512 (
     reg            cpl_taken;                // the head's completion is taken
     reg            ev_taken;                 // the head's event is taken
     wire           cpl_v;
-    wire           ev_v;
+    wire           ev_v;                     // its event, or the DMA_FAULT of its write
     wire           cpl_ok;
     wire           ev_ok;
     wire           pend_pop;
     wire           done_claim;               // the head's write response is claimed
+    wire [3:0]     done_err_pos;             // where a response arriving now goes, after the claim's shift
+    wire [7:0]     done_errs_shift;
+    wire           fault_taken;              // the DMA_FAULT event is taken: the card stops
+    wire [9:0]     head_qpn;
+    wire [10:0]    head_qp_off;              // QPSTAT_BASE bits 14:5 plus the head's QPN, with its carry
+    wire [63:0]    head_addr;                // the head's record address
     wire [3:0]     dw_m_axi_awid;
     wire [63:0]    dw_m_axi_awaddr;
     wire [7:0]     dw_m_axi_awlen;
@@ -285,7 +310,7 @@ module card_stat_w512 (
     assign st_idle = ~((st_read | st_calc) | st_data);
     assign busy = ~st_idle | |pend_count;
     assign pend_room = pend_count < 4'h8;
-    assign free = st_idle & pend_room;
+    assign free = st_idle & (pend_room | fatal_q);
     assign take_cmd = free & qp_cmd_valid;
     assign take_db = (free & ~qp_cmd_valid) & s_db_valid;
     assign free_rec = (free & ~qp_cmd_valid) & ~s_db_valid;
@@ -357,7 +382,7 @@ module card_stat_w512 (
     assign op_writes = ((((op_k[0] | op_k[1]) | op_k[2]) | op_k[7]) | op_to_error) | (op_k[8] & op_closing);
     assign op_ev = (((ev_tx_data | ev_rx_space) | op_to_error) | op_closed) | op_stream_end;
     assign op_ev_code = op_lost ? 3'h5 : (op_to_error ? (op_bad_db ? 3'h6 : (op_cut ? 3'h7 : 3'h2)) : (op_closed ? 3'h3 : (op_stream_end ? 3'h4 : (ev_rx_space ? 3'h1 : 3'h0))));
-    assign calc_writes = st_calc & op_writes;
+    assign calc_writes = (st_calc & op_writes) & ~fatal_q;
     assign m_done_valid = st_calc & (((op_closed | op_to_error) | op_term_error) | op_rx_error);
     assign m_done_qpn = op_qpn & {10{st_calc}};
     assign dw_s_valid = st_data;
@@ -368,23 +393,43 @@ module card_stat_w512 (
         384'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000,
         rec
     };
-    assign pend_push = st_calc & (op_writes | op_ev);
+    assign pend_push = (st_calc & (op_writes | op_ev)) & ~fatal_q;
     assign pend_head = pend_rp[2] ? (pend_rp[1] ? (pend_rp[0] ? pend7 : pend6) : (pend_rp[0] ? pend5 : pend4)) : (pend_rp[1] ? (pend_rp[0] ? pend3 : pend2) : (pend_rp[0] ? pend1 : pend0));
     assign pend_any = pend_count != 4'h0;
     assign head_write = pend_head[197];
     assign head_ev = pend_head[196];
     assign head_cpl = pend_head[182];
-    assign head_ready = pend_any & (~head_write | |done_count);
+    assign done_any = |done_count;
+    assign head_ready = pend_any & (~head_write | done_any);
+    assign head_faulted = ((head_ready & head_write) & done_errs[0]) & ~fatal_q;
+    assign head_good = (head_ready & ~head_faulted) & ~fatal_q;
     assign head_ev_code = pend_head[195:193];
     assign head_end = head_ev & ((head_ev_code == 3'h4) | (head_ev_code == 3'h5));
-    assign end_v = (head_ready & head_end) & ~end_taken;
+    assign end_v = (head_good & head_end) & ~end_taken;
     assign end_ok = (~head_end | end_taken) | m_end_ready;
-    assign cpl_v = (head_ready & head_cpl) & ~cpl_taken;
-    assign ev_v = (head_ready & head_ev) & ~ev_taken;
+    assign cpl_v = (head_good & head_cpl) & ~cpl_taken;
+    assign ev_v = ((head_good & head_ev) & ~ev_taken) | head_faulted;
     assign cpl_ok = (~head_cpl | cpl_taken) | m_cpl_ready;
     assign ev_ok = (~head_ev | ev_taken) | m_ev_ready;
-    assign pend_pop = ((head_ready & cpl_ok) & ev_ok) & end_ok;
+    assign pend_pop = ((head_good & cpl_ok) & ev_ok) & end_ok;
     assign done_claim = pend_pop & head_write;
+    assign done_err_pos = done_claim ? (done_count - 4'h1) : done_count;
+    assign done_errs_shift = done_claim ? {1'h0, done_errs[7:1]} : done_errs;
+    assign fault_taken = head_faulted & m_ev_ready;
+    assign fatal = fatal_q;
+    assign head_qpn = pend_head[192:183];
+    assign head_qp_off = {1'h0, base[14:5]} + {1'h0, head_qpn};
+    assign head_addr = {head_qp_off[10] ? {
+        (((&base[26:15] & &base[38:27]) & &base[50:39]) & &base[62:51]) ? ~base[63] : base[63],
+        ((&base[26:15] & &base[38:27]) & &base[50:39]) ? (base[62:51] + 12'h001) : base[62:51],
+        (&base[26:15] & &base[38:27]) ? (base[50:39] + 12'h001) : base[50:39],
+        &base[26:15] ? (base[38:27] + 12'h001) : base[38:27],
+        base[26:15] + 12'h001
+    } : base[63:15], head_qp_off[9:0], 5'h00};
+    assign m_fault_valid = fault_taken;
+    assign m_fault_qpn = head_qpn & {10{fault_taken}};
+    assign m_fault_addr = head_addr & {64{fault_taken}};
+    assign m_ev_stop = head_faulted;
     assign m_cpl_valid = cpl_v;
     assign m_ev_valid = ev_v;
     assign m_cpl_byte_len = pend_head[31:0];
@@ -400,12 +445,11 @@ module card_stat_w512 (
     assign m_cpl_term_type = pend_head[177:174];
     assign m_cpl_term_layer = pend_head[181:178];
     assign m_end_valid = end_v;
-    assign m_end_qpn = pend_head[192:183] & {10{end_v}};
+    assign m_end_qpn = head_qpn & {10{end_v}};
     assign m_end_lost = end_v & (head_ev_code == 3'h5);
-    assign m_ev_qpn = pend_head[192:183];
-    assign m_ev_type = head_ev_code[2] ? (head_ev_code[1] ? (head_ev_code[0] ? 8'h08 : 8'h08) : (head_ev_code[0] ? 8'h08 : 8'h05)) : (head_ev_code[1] ? (head_ev_code[0] ? 8'h04 : 8'h08) : (head_ev_code[0] ? 8'h03 : 8'h02));
-    assign m_ev_info = (head_ev_code == 3'h2) ? 32'h00000001 : ((head_ev_code == 3'h5) ? 32'h00000002 : ((head_ev_code == 3'h6) ? 32'h00000006 : ((head_ev_code == 3'h7) ? 32'h00000003 : 32'h00000000)));
-    assign m_fault = dw_done_valid & dw_done_err;
+    assign m_ev_qpn = head_qpn & {10{~head_faulted}};
+    assign m_ev_type = head_faulted ? 8'h0a : (head_ev_code[2] ? (head_ev_code[1] ? (head_ev_code[0] ? 8'h08 : 8'h08) : (head_ev_code[0] ? 8'h08 : 8'h05)) : (head_ev_code[1] ? (head_ev_code[0] ? 8'h04 : 8'h08) : (head_ev_code[0] ? 8'h03 : 8'h02)));
+    assign m_ev_info = head_faulted ? head_addr[31:0] : ((head_ev_code == 3'h2) ? 32'h00000001 : ((head_ev_code == 3'h5) ? 32'h00000002 : ((head_ev_code == 3'h6) ? 32'h00000006 : ((head_ev_code == 3'h7) ? 32'h00000003 : 32'h00000000))));
     assign m_axi_awid = dw_m_axi_awid;
     assign m_axi_awaddr = dw_m_axi_awaddr;
     assign m_axi_awlen = dw_m_axi_awlen;
@@ -689,6 +733,31 @@ module card_stat_w512 (
             done_count <= 4'h0;
         end else begin
             done_count <= dw_done_valid ? (done_claim ? done_count : (done_count + 4'h1)) : (done_claim ? (done_count - 4'h1) : done_count);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            done_errs <= 8'h00;
+        end else begin
+            done_errs <= {
+                (dw_done_valid & (done_err_pos == 4'h7)) ? dw_done_err : done_errs_shift[7],
+                (dw_done_valid & (done_err_pos == 4'h6)) ? dw_done_err : done_errs_shift[6],
+                (dw_done_valid & (done_err_pos == 4'h5)) ? dw_done_err : done_errs_shift[5],
+                (dw_done_valid & (done_err_pos == 4'h4)) ? dw_done_err : done_errs_shift[4],
+                (dw_done_valid & (done_err_pos == 4'h3)) ? dw_done_err : done_errs_shift[3],
+                (dw_done_valid & (done_err_pos == 4'h2)) ? dw_done_err : done_errs_shift[2],
+                (dw_done_valid & (done_err_pos == 4'h1)) ? dw_done_err : done_errs_shift[1],
+                (dw_done_valid & (done_err_pos == 4'h0)) ? dw_done_err : done_errs_shift[0]
+            };
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            fatal_q <= 1'h0;
+        end else begin
+            fatal_q <= fatal_q | fault_taken;
         end
     end
 

@@ -50,6 +50,16 @@
 -- model does. busy says an update is served or an entry waits (card_tx's hold
 -- on tight CQs). Not yet: coalescing of updates.
 --
+-- A status write whose response is an error (the host's IOMMU refused it)
+-- stops the card, as the card model's writeStatus does: when its entry reaches
+-- the head, its completion, event and stream-end record are not passed on;
+-- instead a DMA_FAULT event (OBJ 0, INFO the record's address bits 31:0) goes
+-- to m_ev with m_ev_stop (card_cq stops the card once it has written it),
+-- m_fault_* names the write (the QP and the record's address, for
+-- DMA_FAULT_*), and fatal rises. From then on updates are still taken (QP
+-- commands and doorbells must not stall), but nothing more is written or
+-- passed on.
+--
 -- Implements: docs/card.md (QPSTAT, QPSTAT_BASE, QP_DB.STREAM, EQE_TYPE), docs/card-model.md (WriteStatus; host/driver/cardmodel qp.go step, stream, rx.go consume)
 
 library ieee;
@@ -121,12 +131,16 @@ entity card_stat_w64 is
         m_ev_ready : in  std_logic;
         m_ev_type : out std_logic_vector(7 downto 0); -- EQE_TYPE: TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END or QP_ERROR
         m_ev_qpn : out std_logic_vector(9 downto 0); -- OBJ: the QP
-        m_ev_info : out std_logic_vector(31 downto 0); -- INFO: QP_ERR_HOST or QP_ERR_LLP_LOST for QP_ERROR, else 0
+        m_ev_info : out std_logic_vector(31 downto 0); -- INFO: QP_ERR_HOST or QP_ERR_LLP_LOST for QP_ERROR, a DMA_FAULT's address bits 31:0, else 0
+        m_ev_stop : out std_logic;           -- the event is the DMA_FAULT of a status write: the card stops once it is written
         m_end_valid : out std_logic;         -- the peer's stream of a QP ended (with its STREAM_END event) or was lost (with QP_ERROR LLP_LOST): card_tx's s_end
         m_end_ready : in  std_logic;
         m_end_qpn : out std_logic_vector(9 downto 0); -- the QP
         m_end_lost : out std_logic;          -- RX_LOST (else the stream ended)
-        m_fault : out std_logic;             -- a status write got an error response (pulse)
+        m_fault_valid : out std_logic;       -- pulse: a status write got an error response (its DMA_FAULT event is taken this cycle)
+        m_fault_qpn : out std_logic_vector(9 downto 0); -- the QP whose record it was
+        m_fault_addr : out std_logic_vector(63 downto 0); -- the record's address
+        fatal : out std_logic;               -- a status write got an error response: nothing more is written or passed on
         busy : out std_logic;                -- an update is served or an entry (a status write, a completion, an event) waits: a completion taken may not have reached card_cq
         m_done_valid : out std_logic;        -- pulse: the QP reached CLOSED or ERROR (card_cmd's QP classes: DESTROY is taken from here on)
         m_done_qpn : out std_logic_vector(9 downto 0);
@@ -184,6 +198,7 @@ architecture rtl of card_stat_w64 is
     signal pend_count : std_logic_vector(3 downto 0) := x"0"; -- entries waiting (status writes and events)
     signal pend_room : std_logic;
     signal rr_rx : std_logic := '0';         -- the receive side goes first next time
+    signal fatal_q : std_logic := '0';       -- a status write faulted (its DMA_FAULT event is taken): nothing more is written or passed on
     signal free : std_logic;                 -- an update can be taken
     signal take_cmd : std_logic;
     signal take_db : std_logic;
@@ -285,7 +300,11 @@ architecture rtl of card_stat_w64 is
     signal head_ev : std_logic;              -- the head releases an event
     signal head_cpl : std_logic;             -- the head releases a completion
     signal done_count : std_logic_vector(3 downto 0) := x"0"; -- write responses the entries have not claimed
+    signal done_errs : std_logic_vector(7 downto 0) := x"00"; -- which unclaimed write responses were errors, oldest in bit 0
+    signal done_any : std_logic;
     signal head_ready : std_logic;           -- the head's write (if any) has its response
+    signal head_faulted : std_logic;         -- the head's status write got an error response: the card stops
+    signal head_good : std_logic;            -- the head may release what it carries
     signal head_ev_code : std_logic_vector(2 downto 0);
     signal head_end : std_logic;             -- the head's event is STREAM_END or QP_ERROR LLP_LOST: card_tx gets a record too
     signal end_taken : std_logic := '0';     -- the head's stream-end record is taken
@@ -294,11 +313,17 @@ architecture rtl of card_stat_w64 is
     signal cpl_taken : std_logic := '0';     -- the head's completion is taken
     signal ev_taken : std_logic := '0';      -- the head's event is taken
     signal cpl_v : std_logic;
-    signal ev_v : std_logic;
+    signal ev_v : std_logic;                 -- its event, or the DMA_FAULT of its write
     signal cpl_ok : std_logic;
     signal ev_ok : std_logic;
     signal pend_pop : std_logic;
     signal done_claim : std_logic;           -- the head's write response is claimed
+    signal done_err_pos : std_logic_vector(3 downto 0); -- where a response arriving now goes, after the claim's shift
+    signal done_errs_shift : std_logic_vector(7 downto 0);
+    signal fault_taken : std_logic;          -- the DMA_FAULT event is taken: the card stops
+    signal head_qpn : std_logic_vector(9 downto 0);
+    signal head_qp_off : std_logic_vector(10 downto 0); -- QPSTAT_BASE bits 14:5 plus the head's QPN, with its carry
+    signal head_addr : std_logic_vector(63 downto 0); -- the head's record address
     signal dw_m_axi_awid : std_logic_vector(3 downto 0);
     signal dw_m_axi_awaddr : std_logic_vector(63 downto 0);
     signal dw_m_axi_awlen : std_logic_vector(7 downto 0);
@@ -317,7 +342,7 @@ begin
     st_idle <= not ((st_read or st_calc) or st_data);
     busy <= (not st_idle) or (or pend_count);
     pend_room <= b2l(unsigned(pend_count) < unsigned'(x"8"));
-    free <= st_idle and pend_room;
+    free <= st_idle and (pend_room or fatal_q);
     take_cmd <= free and qp_cmd_valid;
     take_db <= (free and (not qp_cmd_valid)) and s_db_valid;
     free_rec <= (free and (not qp_cmd_valid)) and (not s_db_valid);
@@ -389,7 +414,7 @@ begin
     op_writes <= ((((op_k(0) or op_k(1)) or op_k(2)) or op_k(7)) or op_to_error) or (op_k(8) and op_closing);
     op_ev <= (((ev_tx_data or ev_rx_space) or op_to_error) or op_closed) or op_stream_end;
     op_ev_code <= mux(op_lost, "101", mux(op_to_error, mux(op_bad_db, "110", mux(op_cut, "111", "010")), mux(op_closed, "011", mux(op_stream_end, "100", mux(ev_rx_space, "001", "000")))));
-    calc_writes <= st_calc and op_writes;
+    calc_writes <= (st_calc and op_writes) and (not fatal_q);
     m_done_valid <= st_calc and (((op_closed or op_to_error) or op_term_error) or op_rx_error);
     m_done_qpn <= op_qpn and std_logic_vector'(9 downto 0 => st_calc);
     dw_s_valid <= st_data;
@@ -397,23 +422,44 @@ begin
     beat_last <= b2l(beat = "11");
     data_done <= dw_s_take and beat_last;
     dw_s_data <= mux(beat(1), mux(beat(0), x"0000000000000000", x"0000000000000000"), mux(beat(0), rec(127 downto 64), rec(63 downto 0)));
-    pend_push <= st_calc and (op_writes or op_ev);
+    pend_push <= (st_calc and (op_writes or op_ev)) and (not fatal_q);
     pend_head <= mux(pend_rp(2), mux(pend_rp(1), mux(pend_rp(0), pend7, pend6), mux(pend_rp(0), pend5, pend4)), mux(pend_rp(1), mux(pend_rp(0), pend3, pend2), mux(pend_rp(0), pend1, pend0)));
     pend_any <= b2l(pend_count /= x"0");
     head_write <= pend_head(197);
     head_ev <= pend_head(196);
     head_cpl <= pend_head(182);
-    head_ready <= pend_any and ((not head_write) or (or done_count));
+    done_any <= or done_count;
+    head_ready <= pend_any and ((not head_write) or done_any);
+    head_faulted <= ((head_ready and head_write) and done_errs(0)) and (not fatal_q);
+    head_good <= (head_ready and (not head_faulted)) and (not fatal_q);
     head_ev_code <= pend_head(195 downto 193);
     head_end <= head_ev and (b2l(head_ev_code = "100") or b2l(head_ev_code = "101"));
-    end_v <= (head_ready and head_end) and (not end_taken);
+    end_v <= (head_good and head_end) and (not end_taken);
     end_ok <= ((not head_end) or end_taken) or m_end_ready;
-    cpl_v <= (head_ready and head_cpl) and (not cpl_taken);
-    ev_v <= (head_ready and head_ev) and (not ev_taken);
+    cpl_v <= (head_good and head_cpl) and (not cpl_taken);
+    ev_v <= ((head_good and head_ev) and (not ev_taken)) or head_faulted;
     cpl_ok <= ((not head_cpl) or cpl_taken) or m_cpl_ready;
     ev_ok <= ((not head_ev) or ev_taken) or m_ev_ready;
-    pend_pop <= ((head_ready and cpl_ok) and ev_ok) and end_ok;
+    pend_pop <= ((head_good and cpl_ok) and ev_ok) and end_ok;
     done_claim <= pend_pop and head_write;
+    done_err_pos <= mux(done_claim, std_logic_vector(unsigned(done_count) - unsigned'(x"1")), done_count);
+    done_errs_shift <= mux(done_claim, std_logic_vector'('0' & done_errs(7 downto 1)), done_errs);
+    fault_taken <= head_faulted and m_ev_ready;
+    fatal <= fatal_q;
+    head_qpn <= pend_head(192 downto 183);
+    head_qp_off <= std_logic_vector(unsigned(std_logic_vector'('0' & base(14 downto 5))) + unsigned(std_logic_vector'('0' & head_qpn)));
+    head_addr <= std_logic_vector'(mux(head_qp_off(10), std_logic_vector'(
+        mux((((and base(26 downto 15)) and (and base(38 downto 27))) and (and base(50 downto 39))) and (and base(62 downto 51)), not base(63), base(63)) &
+        mux(((and base(26 downto 15)) and (and base(38 downto 27))) and (and base(50 downto 39)),
+            std_logic_vector(unsigned(base(62 downto 51)) + unsigned'(x"001")), base(62 downto 51)) &
+        mux((and base(26 downto 15)) and (and base(38 downto 27)), std_logic_vector(unsigned(base(50 downto 39)) + unsigned'(x"001")), base(50 downto 39)) &
+        mux(and base(26 downto 15), std_logic_vector(unsigned(base(38 downto 27)) + unsigned'(x"001")), base(38 downto 27)) &
+        std_logic_vector(unsigned(base(26 downto 15)) + unsigned'(x"001"))
+    ), base(63 downto 15)) & head_qp_off(9 downto 0) & "00000");
+    m_fault_valid <= fault_taken;
+    m_fault_qpn <= head_qpn and std_logic_vector'(9 downto 0 => fault_taken);
+    m_fault_addr <= head_addr and std_logic_vector'(63 downto 0 => fault_taken);
+    m_ev_stop <= head_faulted;
     m_cpl_valid <= cpl_v;
     m_ev_valid <= ev_v;
     m_cpl_byte_len <= pend_head(31 downto 0);
@@ -429,12 +475,11 @@ begin
     m_cpl_term_type <= pend_head(177 downto 174);
     m_cpl_term_layer <= pend_head(181 downto 178);
     m_end_valid <= end_v;
-    m_end_qpn <= pend_head(192 downto 183) and std_logic_vector'(9 downto 0 => end_v);
+    m_end_qpn <= head_qpn and std_logic_vector'(9 downto 0 => end_v);
     m_end_lost <= end_v and b2l(head_ev_code = "101");
-    m_ev_qpn <= pend_head(192 downto 183);
-    m_ev_type <= mux(head_ev_code(2), mux(head_ev_code(1), mux(head_ev_code(0), x"08", x"08"), mux(head_ev_code(0), x"08", x"05")), mux(head_ev_code(1), mux(head_ev_code(0), x"04", x"08"), mux(head_ev_code(0), x"03", x"02")));
-    m_ev_info <= mux(b2l(head_ev_code = "010"), x"00000001", mux(b2l(head_ev_code = "101"), x"00000002", mux(b2l(head_ev_code = "110"), x"00000006", mux(b2l(head_ev_code = "111"), x"00000003", x"00000000"))));
-    m_fault <= dw_done_valid and dw_done_err;
+    m_ev_qpn <= head_qpn and std_logic_vector'(9 downto 0 => not head_faulted);
+    m_ev_type <= mux(head_faulted, x"0a", mux(head_ev_code(2), mux(head_ev_code(1), mux(head_ev_code(0), x"08", x"08"), mux(head_ev_code(0), x"08", x"05")), mux(head_ev_code(1), mux(head_ev_code(0), x"04", x"08"), mux(head_ev_code(0), x"03", x"02"))));
+    m_ev_info <= mux(head_faulted, head_addr(31 downto 0), mux(b2l(head_ev_code = "010"), x"00000001", mux(b2l(head_ev_code = "101"), x"00000002", mux(b2l(head_ev_code = "110"), x"00000006", mux(b2l(head_ev_code = "111"), x"00000003", x"00000000")))));
     m_axi_awid <= dw_m_axi_awid;
     m_axi_awaddr <= dw_m_axi_awaddr;
     m_axi_awlen <= dw_m_axi_awlen;
@@ -888,6 +933,37 @@ begin
                 done_count <= x"0";
             else
                 done_count <= mux(dw_done_valid, mux(done_claim, done_count, std_logic_vector(unsigned(done_count) + unsigned'(x"1"))), mux(done_claim, std_logic_vector(unsigned(done_count) - unsigned'(x"1")), done_count));
+            end if;
+        end if;
+    end process;
+
+    done_errs_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                done_errs <= x"00";
+            else
+                done_errs <= std_logic_vector'(
+                    mux(dw_done_valid and b2l(done_err_pos = x"7"), dw_done_err, done_errs_shift(7)) &
+                    mux(dw_done_valid and b2l(done_err_pos = x"6"), dw_done_err, done_errs_shift(6)) &
+                    mux(dw_done_valid and b2l(done_err_pos = x"5"), dw_done_err, done_errs_shift(5)) &
+                    mux(dw_done_valid and b2l(done_err_pos = x"4"), dw_done_err, done_errs_shift(4)) &
+                    mux(dw_done_valid and b2l(done_err_pos = x"3"), dw_done_err, done_errs_shift(3)) &
+                    mux(dw_done_valid and b2l(done_err_pos = x"2"), dw_done_err, done_errs_shift(2)) &
+                    mux(dw_done_valid and b2l(done_err_pos = x"1"), dw_done_err, done_errs_shift(1)) &
+                    mux(dw_done_valid and b2l(done_err_pos = x"0"), dw_done_err, done_errs_shift(0))
+                );
+            end if;
+        end if;
+    end process;
+
+    fatal_q_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                fatal_q <= '0';
+            else
+                fatal_q <= fatal_q or fault_taken;
             end if;
         end if;
     end process;

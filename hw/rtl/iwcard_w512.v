@@ -43,15 +43,20 @@
 // Send engine holds no segment (m_err's until placement is empty too), and
 // their QP then joins card_rx's RQ flush queue (s_fl).
 //
-// Not wired yet, because no engine produces or consumes them
-// (docs/card-rtl.md): the engines' other events, DMA_FAULT_* (read as zero).
-// card_cq's overrun record puts the QPs on that CQ in error (cqSweep).
-// card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream (kind 6) go to
-// the engines as an ERROR command (the QP command fork, while card_regs offers
-// none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an
-// FPDU longer than its ring (kind 5) has card_tx send an RDMAP Local
-// Catastrophic Terminate. card_tx's Local Invalidate and bind go to
-// placement's mop port.
+// DMA faults: DMA_FAULT_* name the last write that got an error response among
+// card_stat's status records and card_cq's CQEs and EQEs; a faulted status
+// record (card_stat's DMA_FAULT event, OBJ 0) or EQE stops the card
+// (STATUS.FATAL): no new AXI address goes out, bursts already started finish,
+// and DMA_FAULT_* keep the fault that stopped it. Not wired yet
+// (docs/card-rtl.md): the other engines' DMA faults (WQE, gather, source and
+// receive ring reads, transmit ring and placement writes), and what a faulted
+// CQE does to its QP. card_cq's overrun record puts the QPs on that CQ in
+// error (cqSweep). card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream
+// (kind 6) go to the engines as an ERROR command (the QP command fork, while
+// card_regs offers none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with
+// no Terminate; an FPDU longer than its ring (kind 5) has card_tx send an
+// RDMAP Local Catastrophic Terminate. card_tx's Local Invalidate and bind go
+// to placement's mop port.
 //
 // Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -397,7 +402,10 @@ module iwcard_w512 (
     wire [7:0]     cq_irq_vector;
     wire           cq_m_overrun_valid;
     wire [9:0]     cq_m_overrun_cq;
-    wire           cq_m_fault;
+    wire           cq_m_fault_valid;
+    wire [63:0]    cq_m_fault_addr;
+    wire [15:0]    cq_m_fault_qpn;
+    wire           cq_m_fault_eqe;
     wire           cq_fatal;
     wire [31:0]    cq_events_lost;
     wire           cq_init_done;
@@ -436,10 +444,14 @@ module iwcard_w512 (
     wire [7:0]     st_m_ev_type;
     wire [9:0]     st_m_ev_qpn;
     wire [31:0]    st_m_ev_info;
+    wire           st_m_ev_stop;
     wire           st_m_end_valid;
     wire [9:0]     st_m_end_qpn;
     wire           st_m_end_lost;
-    wire           st_m_fault;
+    wire           st_m_fault_valid;
+    wire [9:0]     st_m_fault_qpn;
+    wire [63:0]    st_m_fault_addr;
+    wire           st_fatal;
     wire           st_busy;
     wire           st_m_done_valid;
     wire [9:0]     st_m_done_qpn;
@@ -526,6 +538,12 @@ module iwcard_w512 (
     wire           wrm_m_axi_bready;
     reg  [4:0]     eng_reset_cnt;            // cycles of engine reset left
     wire           eng_rst;                  // the engines' reset
+    reg            stop_rd0;                 // the card is stopped: read master i starts no burst
+    reg            stop_wr0;                 // the card is stopped: write master i starts no burst
+    reg            stop_rd1;                 // the card is stopped: read master i starts no burst
+    reg            stop_wr1;                 // the card is stopped: write master i starts no burst
+    reg            stop_rd2;                 // the card is stopped: read master i starts no burst
+    reg            stop_wr3;                 // the card is stopped: write master i starts no burst
     wire           qpcmd_bd_offer;           // a bad RXS_PI doorbell's or cut stream's QP waits to go to error
     reg            qpcmd_bd_sel;             // the command in the fork is a bad doorbell's ERROR
     reg  [1:0]     qpcmd_bd_src;             // ... whose: card_rx's m_err (0), card_tx's m_baddb (1), card_rx's m_baddb (2)
@@ -552,6 +570,13 @@ module iwcard_w512 (
     wire           db_ready;                 // every selected target has the record
     wire           db_other;                 // a kind no engine serves (none today): taken
     wire           init_done;                // STATUS.INIT_DONE
+    reg            flt_frozen;               // a fault stopped the card: DMA_FAULT_* keep it
+    wire           flt_take_st;              // card_stat's fault is recorded (it wins a tie)
+    wire           flt_take_cq;              // card_cq's fault is recorded
+    wire           flt_take;
+    reg  [63:0]    flt_addr;                 // DMA_FAULT_ADDR
+    reg  [15:0]    flt_qpn;                  // DMA_FAULT_INFO.QPN
+    reg  [7:0]     flt_count;                // DMA_FAULT_INFO.COUNT (saturates)
     wire           sweep_taken;              // card_tx took the sweep's record
     reg            sweep_busy;               // a CQ overran: its QPs are being put in error
     reg  [9:0]     sweep_cq;                 // the CQ that overran
@@ -630,6 +655,9 @@ module iwcard_w512 (
     assign db_ready = regs_m_db_valid & (((((~((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5)) | db_done0) | tx_s_db_ready) & ((~(((1'h0 | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h5)) | db_done1) | rx_s_db_ready)) & ((~(1'h0 | (regs_m_db_kind == 3'h0)) | db_done2) | cq_s_cqdb_ready)) & ((~(((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h5)) | db_done3) | st_s_db_ready));
     assign db_other = regs_m_db_valid & ~(((((((1'h0 | (regs_m_db_kind == 3'h1)) | (regs_m_db_kind == 3'h3)) | (regs_m_db_kind == 3'h6)) | (regs_m_db_kind == 3'h5)) | (regs_m_db_kind == 3'h4)) | (regs_m_db_kind == 3'h2)) | (regs_m_db_kind == 3'h0));
     assign init_done = ((cq_init_done & pl_init_done) & cmd_init_done) & ~eng_rst;
+    assign flt_take_st = st_m_fault_valid & ~flt_frozen;
+    assign flt_take_cq = (cq_m_fault_valid & ~flt_frozen) & ~st_m_fault_valid;
+    assign flt_take = flt_take_st | flt_take_cq;
     assign sweep_start = cq_m_overrun_valid & ~sweep_busy;
     assign sweep_tab_wr = ((cmd_m_qp_valid & ~qpcmd_bd) & qpcmd_ready) & ((qpcmd_op == 4'h1) | (qpcmd_op == 4'h4));
     assign sweep_match = (sweep_chk & sweep_tab_rd[20]) & ((sweep_tab_rd[19:10] == sweep_cq) | (sweep_tab_rd[9:0] == sweep_cq));
@@ -660,7 +688,6 @@ module iwcard_w512 (
         wrm_s2_axi_bid[5:4],
         wrm_s3_axi_bid[5:4],
         cq_events_lost,
-        cq_m_fault,
         cq_s_cpl1_ready,
         pl_m_host_inv_stag,
         pl_m_host_last,
@@ -680,7 +707,7 @@ module iwcard_w512 (
         rx_m_cpl_term_layer,
         rx_m_cpl_term_type,
         rx_m_err_offset,
-        st_m_fault,
+        st_fatal,
         tx_stat_dma_err,
         tx_stat_halt,
         tx_stat_halt_qpn
@@ -768,6 +795,38 @@ module iwcard_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            flt_frozen <= 1'h0;
+        end else begin
+            flt_frozen <= (flt_frozen | flt_take_st) | (flt_take_cq & cq_m_fault_eqe);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            flt_addr <= 64'h0000000000000000;
+        end else if (flt_take) begin
+            flt_addr <= flt_take_st ? st_m_fault_addr : cq_m_fault_addr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            flt_qpn <= 16'h0000;
+        end else if (flt_take) begin
+            flt_qpn <= flt_take_st ? {6'h00, st_m_fault_qpn} : cq_m_fault_qpn;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            flt_count <= 8'h00;
+        end else if (flt_take & ~&flt_count) begin
+            flt_count <= flt_count + 8'h01;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             sweep_busy <= 1'h0;
         end else begin
             sweep_busy <= sweep_start | (sweep_busy & ~(sweep_next & sweep_last));
@@ -838,6 +897,54 @@ module iwcard_w512 (
         end
     end
 
+    always @(posedge clk) begin
+        if (rst) begin
+            stop_rd0 <= 1'h0;
+        end else begin
+            stop_rd0 <= stop_rd0 | (cq_fatal & (~tx_m_axi_arvalid | rdm_s0_axi_arready));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            stop_rd1 <= 1'h0;
+        end else begin
+            stop_rd1 <= stop_rd1 | (cq_fatal & (~rx_m_axi_arvalid | rdm_s1_axi_arready));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            stop_rd2 <= 1'h0;
+        end else begin
+            stop_rd2 <= stop_rd2 | (cq_fatal & (~rx_m_axi_rq_arvalid | rdm_s2_axi_arready));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            stop_wr0 <= 1'h0;
+        end else begin
+            stop_wr0 <= stop_wr0 | (cq_fatal & (~tx_m_axi_awvalid | wrm_s0_axi_awready));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            stop_wr1 <= 1'h0;
+        end else begin
+            stop_wr1 <= stop_wr1 | (cq_fatal & (~rx_m_axi_awvalid | wrm_s1_axi_awready));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            stop_wr3 <= 1'h0;
+        end else begin
+            stop_wr3 <= stop_wr3 | (cq_fatal & (~st_m_axi_awvalid | wrm_s3_axi_awready));
+        end
+    end
+
     // sweep_tab: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (sweep_tab_wr) begin
@@ -888,6 +995,7 @@ module iwcard_w512 (
         .eq_base_lo(regs_eq_base_lo),
         .s_done_valid(st_m_done_valid),
         .s_done_qpn(st_m_done_qpn),
+        .stopped(cq_fatal),
         .cmd_status_seq(cmd_cmd_status_seq),
         .cmd_status_refused(cmd_cmd_status_refused),
         .cmd_status_why(cmd_cmd_status_why),
@@ -920,12 +1028,12 @@ module iwcard_w512 (
         .status_fatal(cq_fatal),
         .reset_ready(1'h1),
         .reset_valid(regs_reset_valid),
-        .dma_fault_addr_lo(32'h00000000),
-        .dma_fault_addr_hi(32'h00000000),
-        .dma_fault_info_qpn(16'h0000),
-        .dma_fault_info_resp(2'h0),
-        .dma_fault_info_write(1'h0),
-        .dma_fault_info_count(8'h00),
+        .dma_fault_addr_lo(flt_addr[31:0]),
+        .dma_fault_addr_hi(flt_addr[63:32]),
+        .dma_fault_info_qpn(flt_qpn),
+        .dma_fault_info_resp({|flt_count, 1'h0}),
+        .dma_fault_info_write(|flt_count),
+        .dma_fault_info_count(flt_count),
         .cmd_status_seq(cmd_cmd_status_seq),
         .cmd_status_refused(cmd_cmd_status_refused),
         .cmd_status_why(cmd_cmd_status_why),
@@ -1107,7 +1215,7 @@ module iwcard_w512 (
         .m_axi_arsize(tx_m_axi_arsize),
         .m_axi_arburst(tx_m_axi_arburst),
         .m_axi_arvalid(tx_m_axi_arvalid),
-        .m_axi_arready(rdm_s0_axi_arready),
+        .m_axi_arready(rdm_s0_axi_arready & ~stop_rd0),
         .m_axi_rid(rdm_s0_axi_rid),
         .m_axi_rdata(rdm_s0_axi_rdata),
         .m_axi_rresp(rdm_s0_axi_rresp),
@@ -1120,7 +1228,7 @@ module iwcard_w512 (
         .m_axi_awsize(tx_m_axi_awsize),
         .m_axi_awburst(tx_m_axi_awburst),
         .m_axi_awvalid(tx_m_axi_awvalid),
-        .m_axi_awready(wrm_s0_axi_awready),
+        .m_axi_awready(wrm_s0_axi_awready & ~stop_wr0),
         .m_axi_wdata(tx_m_axi_wdata),
         .m_axi_wstrb(tx_m_axi_wstrb),
         .m_axi_wlast(tx_m_axi_wlast),
@@ -1191,7 +1299,7 @@ module iwcard_w512 (
         .m_axi_arsize(rx_m_axi_arsize),
         .m_axi_arburst(rx_m_axi_arburst),
         .m_axi_arvalid(rx_m_axi_arvalid),
-        .m_axi_arready(rdm_s1_axi_arready),
+        .m_axi_arready(rdm_s1_axi_arready & ~stop_rd1),
         .m_axi_rid(rdm_s1_axi_rid),
         .m_axi_rdata(rdm_s1_axi_rdata),
         .m_axi_rresp(rdm_s1_axi_rresp),
@@ -1252,7 +1360,7 @@ module iwcard_w512 (
         .m_axi_rq_arsize(rx_m_axi_rq_arsize),
         .m_axi_rq_arburst(rx_m_axi_rq_arburst),
         .m_axi_rq_arvalid(rx_m_axi_rq_arvalid),
-        .m_axi_rq_arready(rdm_s2_axi_arready),
+        .m_axi_rq_arready(rdm_s2_axi_arready & ~stop_rd2),
         .m_axi_rq_rid(rdm_s2_axi_rid),
         .m_axi_rq_rdata(rdm_s2_axi_rdata),
         .m_axi_rq_rresp(rdm_s2_axi_rresp),
@@ -1283,7 +1391,7 @@ module iwcard_w512 (
         .m_axi_awsize(rx_m_axi_awsize),
         .m_axi_awburst(rx_m_axi_awburst),
         .m_axi_awvalid(rx_m_axi_awvalid),
-        .m_axi_awready(wrm_s1_axi_awready),
+        .m_axi_awready(wrm_s1_axi_awready & ~stop_wr1),
         .m_axi_wdata(rx_m_axi_wdata),
         .m_axi_wstrb(rx_m_axi_wstrb),
         .m_axi_wlast(rx_m_axi_wlast),
@@ -1467,11 +1575,15 @@ module iwcard_w512 (
         .m_ev_type(st_m_ev_type),
         .m_ev_qpn(st_m_ev_qpn),
         .m_ev_info(st_m_ev_info),
+        .m_ev_stop(st_m_ev_stop),
         .m_end_valid(st_m_end_valid),
         .m_end_ready(tx_s_end_ready & end_go),
         .m_end_qpn(st_m_end_qpn),
         .m_end_lost(st_m_end_lost),
-        .m_fault(st_m_fault),
+        .m_fault_valid(st_m_fault_valid),
+        .m_fault_qpn(st_m_fault_qpn),
+        .m_fault_addr(st_m_fault_addr),
+        .fatal(st_fatal),
         .busy(st_busy),
         .m_done_valid(st_m_done_valid),
         .m_done_qpn(st_m_done_qpn),
@@ -1481,7 +1593,7 @@ module iwcard_w512 (
         .m_axi_awsize(st_m_axi_awsize),
         .m_axi_awburst(st_m_axi_awburst),
         .m_axi_awvalid(st_m_axi_awvalid),
-        .m_axi_awready(wrm_s3_axi_awready),
+        .m_axi_awready(wrm_s3_axi_awready & ~stop_wr3),
         .m_axi_wdata(st_m_axi_wdata),
         .m_axi_wstrb(st_m_axi_wstrb),
         .m_axi_wlast(st_m_axi_wlast),
@@ -1518,6 +1630,7 @@ module iwcard_w512 (
         .s_ev0_term_layer(4'h0),
         .s_ev0_term_type(4'h0),
         .s_ev0_term_code(8'h00),
+        .s_ev0_stop(st_m_ev_stop),
         .s_cpl1_valid(1'h0),
         .s_cpl1_ready(cq_s_cpl1_ready),
         .s_cpl1_cq(10'h000),
@@ -1540,6 +1653,7 @@ module iwcard_w512 (
         .s_ev1_term_layer(tx_m_ev_cause[15:12]),
         .s_ev1_term_type(tx_m_ev_cause[11:8]),
         .s_ev1_term_code(tx_m_ev_cause[7:0]),
+        .s_ev1_stop(1'h0),
         .s_cqdb_valid(db_valid2),
         .s_cqdb_ready(cq_s_cqdb_ready),
         .s_cqdb_index(regs_m_db_index),
@@ -1568,7 +1682,10 @@ module iwcard_w512 (
         .m_overrun_valid(cq_m_overrun_valid),
         .m_overrun_ready(~sweep_busy),
         .m_overrun_cq(cq_m_overrun_cq),
-        .m_fault(cq_m_fault),
+        .m_fault_valid(cq_m_fault_valid),
+        .m_fault_addr(cq_m_fault_addr),
+        .m_fault_qpn(cq_m_fault_qpn),
+        .m_fault_eqe(cq_m_fault_eqe),
         .fatal(cq_fatal),
         .events_lost(cq_events_lost),
         .init_done(cq_init_done),
@@ -1600,7 +1717,7 @@ module iwcard_w512 (
         .s0_axi_arlen(tx_m_axi_arlen),
         .s0_axi_arsize(tx_m_axi_arsize),
         .s0_axi_arburst(tx_m_axi_arburst),
-        .s0_axi_arvalid(tx_m_axi_arvalid),
+        .s0_axi_arvalid(tx_m_axi_arvalid & ~stop_rd0),
         .s0_axi_arready(rdm_s0_axi_arready),
         .s0_axi_rid(rdm_s0_axi_rid),
         .s0_axi_rdata(rdm_s0_axi_rdata),
@@ -1613,7 +1730,7 @@ module iwcard_w512 (
         .s1_axi_arlen(rx_m_axi_arlen),
         .s1_axi_arsize(rx_m_axi_arsize),
         .s1_axi_arburst(rx_m_axi_arburst),
-        .s1_axi_arvalid(rx_m_axi_arvalid),
+        .s1_axi_arvalid(rx_m_axi_arvalid & ~stop_rd1),
         .s1_axi_arready(rdm_s1_axi_arready),
         .s1_axi_rid(rdm_s1_axi_rid),
         .s1_axi_rdata(rdm_s1_axi_rdata),
@@ -1626,7 +1743,7 @@ module iwcard_w512 (
         .s2_axi_arlen(rx_m_axi_rq_arlen),
         .s2_axi_arsize(rx_m_axi_rq_arsize),
         .s2_axi_arburst(rx_m_axi_rq_arburst),
-        .s2_axi_arvalid(rx_m_axi_rq_arvalid),
+        .s2_axi_arvalid(rx_m_axi_rq_arvalid & ~stop_rd2),
         .s2_axi_arready(rdm_s2_axi_arready),
         .s2_axi_rid(rdm_s2_axi_rid),
         .s2_axi_rdata(rdm_s2_axi_rdata),
@@ -1670,7 +1787,7 @@ module iwcard_w512 (
         .s0_axi_awlen(tx_m_axi_awlen),
         .s0_axi_awsize(tx_m_axi_awsize),
         .s0_axi_awburst(tx_m_axi_awburst),
-        .s0_axi_awvalid(tx_m_axi_awvalid),
+        .s0_axi_awvalid(tx_m_axi_awvalid & ~stop_wr0),
         .s0_axi_awready(wrm_s0_axi_awready),
         .s0_axi_wdata(tx_m_axi_wdata),
         .s0_axi_wstrb(tx_m_axi_wstrb),
@@ -1686,7 +1803,7 @@ module iwcard_w512 (
         .s1_axi_awlen(rx_m_axi_awlen),
         .s1_axi_awsize(rx_m_axi_awsize),
         .s1_axi_awburst(rx_m_axi_awburst),
-        .s1_axi_awvalid(rx_m_axi_awvalid),
+        .s1_axi_awvalid(rx_m_axi_awvalid & ~stop_wr1),
         .s1_axi_awready(wrm_s1_axi_awready),
         .s1_axi_wdata(rx_m_axi_wdata),
         .s1_axi_wstrb(rx_m_axi_wstrb),
@@ -1718,7 +1835,7 @@ module iwcard_w512 (
         .s3_axi_awlen(st_m_axi_awlen),
         .s3_axi_awsize(st_m_axi_awsize),
         .s3_axi_awburst(st_m_axi_awburst),
-        .s3_axi_awvalid(st_m_axi_awvalid),
+        .s3_axi_awvalid(st_m_axi_awvalid & ~stop_wr3),
         .s3_axi_awready(wrm_s3_axi_awready),
         .s3_axi_wdata(st_m_axi_wdata),
         .s3_axi_wstrb(st_m_axi_wstrb),

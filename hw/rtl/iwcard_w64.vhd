@@ -43,15 +43,20 @@
 -- Send engine holds no segment (m_err's until placement is empty too), and
 -- their QP then joins card_rx's RQ flush queue (s_fl).
 --
--- Not wired yet, because no engine produces or consumes them
--- (docs/card-rtl.md): the engines' other events, DMA_FAULT_* (read as zero).
--- card_cq's overrun record puts the QPs on that CQ in error (cqSweep).
--- card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream (kind 6) go to
--- the engines as an ERROR command (the QP command fork, while card_regs offers
--- none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an
--- FPDU longer than its ring (kind 5) has card_tx send an RDMAP Local
--- Catastrophic Terminate. card_tx's Local Invalidate and bind go to
--- placement's mop port.
+-- DMA faults: DMA_FAULT_* name the last write that got an error response among
+-- card_stat's status records and card_cq's CQEs and EQEs; a faulted status
+-- record (card_stat's DMA_FAULT event, OBJ 0) or EQE stops the card
+-- (STATUS.FATAL): no new AXI address goes out, bursts already started finish,
+-- and DMA_FAULT_* keep the fault that stopped it. Not wired yet
+-- (docs/card-rtl.md): the other engines' DMA faults (WQE, gather, source and
+-- receive ring reads, transmit ring and placement writes), and what a faulted
+-- CQE does to its QP. card_cq's overrun record puts the QPs on that CQ in
+-- error (cqSweep). card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream
+-- (kind 6) go to the engines as an ERROR command (the QP command fork, while
+-- card_regs offers none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with
+-- no Terminate; an FPDU longer than its ring (kind 5) has card_tx send an
+-- RDMAP Local Catastrophic Terminate. card_tx's Local Invalidate and bind go
+-- to placement's mop port.
 --
 -- Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -428,7 +433,10 @@ architecture rtl of iwcard_w64 is
     signal cq_irq_vector : std_logic_vector(7 downto 0);
     signal cq_m_overrun_valid : std_logic;
     signal cq_m_overrun_cq : std_logic_vector(9 downto 0);
-    signal cq_m_fault : std_logic;
+    signal cq_m_fault_valid : std_logic;
+    signal cq_m_fault_addr : std_logic_vector(63 downto 0);
+    signal cq_m_fault_qpn : std_logic_vector(15 downto 0);
+    signal cq_m_fault_eqe : std_logic;
     signal cq_fatal : std_logic;
     signal cq_events_lost : std_logic_vector(31 downto 0);
     signal cq_init_done : std_logic;
@@ -467,10 +475,14 @@ architecture rtl of iwcard_w64 is
     signal st_m_ev_type : std_logic_vector(7 downto 0);
     signal st_m_ev_qpn : std_logic_vector(9 downto 0);
     signal st_m_ev_info : std_logic_vector(31 downto 0);
+    signal st_m_ev_stop : std_logic;
     signal st_m_end_valid : std_logic;
     signal st_m_end_qpn : std_logic_vector(9 downto 0);
     signal st_m_end_lost : std_logic;
-    signal st_m_fault : std_logic;
+    signal st_m_fault_valid : std_logic;
+    signal st_m_fault_qpn : std_logic_vector(9 downto 0);
+    signal st_m_fault_addr : std_logic_vector(63 downto 0);
+    signal st_fatal : std_logic;
     signal st_busy : std_logic;
     signal st_m_done_valid : std_logic;
     signal st_m_done_qpn : std_logic_vector(9 downto 0);
@@ -557,6 +569,12 @@ architecture rtl of iwcard_w64 is
     signal wrm_m_axi_bready : std_logic;
     signal eng_reset_cnt : std_logic_vector(4 downto 0) := "10000"; -- cycles of engine reset left
     signal eng_rst : std_logic;              -- the engines' reset
+    signal stop_rd0 : std_logic := '0';      -- the card is stopped: read master i starts no burst
+    signal stop_wr0 : std_logic := '0';      -- the card is stopped: write master i starts no burst
+    signal stop_rd1 : std_logic := '0';      -- the card is stopped: read master i starts no burst
+    signal stop_wr1 : std_logic := '0';      -- the card is stopped: write master i starts no burst
+    signal stop_rd2 : std_logic := '0';      -- the card is stopped: read master i starts no burst
+    signal stop_wr3 : std_logic := '0';      -- the card is stopped: write master i starts no burst
     signal qpcmd_bd_offer : std_logic;       -- a bad RXS_PI doorbell's or cut stream's QP waits to go to error
     signal qpcmd_bd_sel : std_logic := '0';  -- the command in the fork is a bad doorbell's ERROR
     signal qpcmd_bd_src : std_logic_vector(1 downto 0) := "00"; -- ... whose: card_rx's m_err (0), card_tx's m_baddb (1), card_rx's m_baddb (2)
@@ -583,6 +601,13 @@ architecture rtl of iwcard_w64 is
     signal db_ready : std_logic;             -- every selected target has the record
     signal db_other : std_logic;             -- a kind no engine serves (none today): taken
     signal init_done : std_logic;            -- STATUS.INIT_DONE
+    signal flt_frozen : std_logic := '0';    -- a fault stopped the card: DMA_FAULT_* keep it
+    signal flt_take_st : std_logic;          -- card_stat's fault is recorded (it wins a tie)
+    signal flt_take_cq : std_logic;          -- card_cq's fault is recorded
+    signal flt_take : std_logic;
+    signal flt_addr : std_logic_vector(63 downto 0) := x"0000000000000000"; -- DMA_FAULT_ADDR
+    signal flt_qpn : std_logic_vector(15 downto 0) := x"0000"; -- DMA_FAULT_INFO.QPN
+    signal flt_count : std_logic_vector(7 downto 0) := x"00"; -- DMA_FAULT_INFO.COUNT (saturates)
     signal sweep_taken : std_logic;          -- card_tx took the sweep's record
     signal sweep_busy : std_logic := '0';    -- a CQ overran: its QPs are being put in error
     signal sweep_cq : std_logic_vector(9 downto 0) := "0000000000"; -- the CQ that overran
@@ -662,6 +687,9 @@ begin
     db_ready <= regs_m_db_valid and ((((((not (((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101"))) or db_done0) or tx_s_db_ready) and (((not ((('0' or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "101"))) or db_done1) or rx_s_db_ready)) and (((not ('0' or b2l(regs_m_db_kind = "000"))) or db_done2) or cq_s_cqdb_ready)) and (((not ((((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "101"))) or db_done3) or st_s_db_ready));
     db_other <= regs_m_db_valid and (not ((((((('0' or b2l(regs_m_db_kind = "001")) or b2l(regs_m_db_kind = "011")) or b2l(regs_m_db_kind = "110")) or b2l(regs_m_db_kind = "101")) or b2l(regs_m_db_kind = "100")) or b2l(regs_m_db_kind = "010")) or b2l(regs_m_db_kind = "000")));
     init_done <= ((cq_init_done and pl_init_done) and cmd_init_done) and (not eng_rst);
+    flt_take_st <= st_m_fault_valid and (not flt_frozen);
+    flt_take_cq <= (cq_m_fault_valid and (not flt_frozen)) and (not st_m_fault_valid);
+    flt_take <= flt_take_st or flt_take_cq;
     sweep_start <= cq_m_overrun_valid and (not sweep_busy);
     sweep_tab_wr <= ((cmd_m_qp_valid and (not qpcmd_bd)) and qpcmd_ready) and (b2l(qpcmd_op = x"1") or b2l(qpcmd_op = x"4"));
     sweep_match <= (sweep_chk and sweep_tab_rd(20)) and (b2l(sweep_tab_rd(19 downto 10) = sweep_cq) or b2l(sweep_tab_rd(9 downto 0) = sweep_cq));
@@ -692,7 +720,6 @@ begin
         wrm_s2_axi_bid(5 downto 4) &
         wrm_s3_axi_bid(5 downto 4) &
         cq_events_lost &
-        cq_m_fault &
         cq_s_cpl1_ready &
         pl_m_host_inv_stag &
         pl_m_host_last &
@@ -712,7 +739,7 @@ begin
         rx_m_cpl_term_layer &
         rx_m_cpl_term_type &
         rx_m_err_offset &
-        st_m_fault &
+        st_fatal &
         tx_stat_dma_err &
         tx_stat_halt &
         tx_stat_halt_qpn
@@ -828,6 +855,50 @@ begin
         end if;
     end process;
 
+    flt_frozen_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                flt_frozen <= '0';
+            else
+                flt_frozen <= (flt_frozen or flt_take_st) or (flt_take_cq and cq_m_fault_eqe);
+            end if;
+        end if;
+    end process;
+
+    flt_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                flt_addr <= x"0000000000000000";
+            elsif flt_take = '1' then
+                flt_addr <= mux(flt_take_st, st_m_fault_addr, cq_m_fault_addr);
+            end if;
+        end if;
+    end process;
+
+    flt_qpn_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                flt_qpn <= x"0000";
+            elsif flt_take = '1' then
+                flt_qpn <= mux(flt_take_st, std_logic_vector'("000000" & st_m_fault_qpn), cq_m_fault_qpn);
+            end if;
+        end if;
+    end process;
+
+    flt_count_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                flt_count <= x"00";
+            elsif (flt_take and (not (and flt_count))) = '1' then
+                flt_count <= std_logic_vector(unsigned(flt_count) + unsigned'(x"01"));
+            end if;
+        end if;
+    end process;
+
     sweep_busy_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -927,6 +998,72 @@ begin
         end if;
     end process;
 
+    stop_rd0_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                stop_rd0 <= '0';
+            else
+                stop_rd0 <= stop_rd0 or (cq_fatal and ((not tx_m_axi_arvalid) or rdm_s0_axi_arready));
+            end if;
+        end if;
+    end process;
+
+    stop_rd1_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                stop_rd1 <= '0';
+            else
+                stop_rd1 <= stop_rd1 or (cq_fatal and ((not rx_m_axi_arvalid) or rdm_s1_axi_arready));
+            end if;
+        end if;
+    end process;
+
+    stop_rd2_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                stop_rd2 <= '0';
+            else
+                stop_rd2 <= stop_rd2 or (cq_fatal and ((not rx_m_axi_rq_arvalid) or rdm_s2_axi_arready));
+            end if;
+        end if;
+    end process;
+
+    stop_wr0_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                stop_wr0 <= '0';
+            else
+                stop_wr0 <= stop_wr0 or (cq_fatal and ((not tx_m_axi_awvalid) or wrm_s0_axi_awready));
+            end if;
+        end if;
+    end process;
+
+    stop_wr1_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                stop_wr1 <= '0';
+            else
+                stop_wr1 <= stop_wr1 or (cq_fatal and ((not rx_m_axi_awvalid) or wrm_s1_axi_awready));
+            end if;
+        end if;
+    end process;
+
+    stop_wr3_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                stop_wr3 <= '0';
+            else
+                stop_wr3 <= stop_wr3 or (cq_fatal and ((not st_m_axi_awvalid) or wrm_s3_axi_awready));
+            end if;
+        end if;
+    end process;
+
     -- sweep_tab: synchronous write, synchronous read (block RAM)
     sweep_tab_ram : process (clk)
     begin
@@ -985,6 +1122,7 @@ begin
             eq_base_lo => regs_eq_base_lo,
             s_done_valid => st_m_done_valid,
             s_done_qpn => st_m_done_qpn,
+            stopped => cq_fatal,
             cmd_status_seq => cmd_cmd_status_seq,
             cmd_status_refused => cmd_cmd_status_refused,
             cmd_status_why => cmd_cmd_status_why,
@@ -1018,12 +1156,12 @@ begin
             status_fatal => cq_fatal,
             reset_ready => '1',
             reset_valid => regs_reset_valid,
-            dma_fault_addr_lo => x"00000000",
-            dma_fault_addr_hi => x"00000000",
-            dma_fault_info_qpn => x"0000",
-            dma_fault_info_resp => "00",
-            dma_fault_info_write => '0',
-            dma_fault_info_count => x"00",
+            dma_fault_addr_lo => flt_addr(31 downto 0),
+            dma_fault_addr_hi => flt_addr(63 downto 32),
+            dma_fault_info_qpn => flt_qpn,
+            dma_fault_info_resp => std_logic_vector'((or flt_count) & '0'),
+            dma_fault_info_write => or flt_count,
+            dma_fault_info_count => flt_count,
             cmd_status_seq => cmd_cmd_status_seq,
             cmd_status_refused => cmd_cmd_status_refused,
             cmd_status_why => cmd_cmd_status_why,
@@ -1206,7 +1344,7 @@ begin
             m_axi_arsize => tx_m_axi_arsize,
             m_axi_arburst => tx_m_axi_arburst,
             m_axi_arvalid => tx_m_axi_arvalid,
-            m_axi_arready => rdm_s0_axi_arready,
+            m_axi_arready => rdm_s0_axi_arready and (not stop_rd0),
             m_axi_rid => rdm_s0_axi_rid,
             m_axi_rdata => rdm_s0_axi_rdata,
             m_axi_rresp => rdm_s0_axi_rresp,
@@ -1219,7 +1357,7 @@ begin
             m_axi_awsize => tx_m_axi_awsize,
             m_axi_awburst => tx_m_axi_awburst,
             m_axi_awvalid => tx_m_axi_awvalid,
-            m_axi_awready => wrm_s0_axi_awready,
+            m_axi_awready => wrm_s0_axi_awready and (not stop_wr0),
             m_axi_wdata => tx_m_axi_wdata,
             m_axi_wstrb => tx_m_axi_wstrb,
             m_axi_wlast => tx_m_axi_wlast,
@@ -1291,7 +1429,7 @@ begin
             m_axi_arsize => rx_m_axi_arsize,
             m_axi_arburst => rx_m_axi_arburst,
             m_axi_arvalid => rx_m_axi_arvalid,
-            m_axi_arready => rdm_s1_axi_arready,
+            m_axi_arready => rdm_s1_axi_arready and (not stop_rd1),
             m_axi_rid => rdm_s1_axi_rid,
             m_axi_rdata => rdm_s1_axi_rdata,
             m_axi_rresp => rdm_s1_axi_rresp,
@@ -1352,7 +1490,7 @@ begin
             m_axi_rq_arsize => rx_m_axi_rq_arsize,
             m_axi_rq_arburst => rx_m_axi_rq_arburst,
             m_axi_rq_arvalid => rx_m_axi_rq_arvalid,
-            m_axi_rq_arready => rdm_s2_axi_arready,
+            m_axi_rq_arready => rdm_s2_axi_arready and (not stop_rd2),
             m_axi_rq_rid => rdm_s2_axi_rid,
             m_axi_rq_rdata => rdm_s2_axi_rdata,
             m_axi_rq_rresp => rdm_s2_axi_rresp,
@@ -1383,7 +1521,7 @@ begin
             m_axi_awsize => rx_m_axi_awsize,
             m_axi_awburst => rx_m_axi_awburst,
             m_axi_awvalid => rx_m_axi_awvalid,
-            m_axi_awready => wrm_s1_axi_awready,
+            m_axi_awready => wrm_s1_axi_awready and (not stop_wr1),
             m_axi_wdata => rx_m_axi_wdata,
             m_axi_wstrb => rx_m_axi_wstrb,
             m_axi_wlast => rx_m_axi_wlast,
@@ -1569,11 +1707,15 @@ begin
             m_ev_type => st_m_ev_type,
             m_ev_qpn => st_m_ev_qpn,
             m_ev_info => st_m_ev_info,
+            m_ev_stop => st_m_ev_stop,
             m_end_valid => st_m_end_valid,
             m_end_ready => tx_s_end_ready and end_go,
             m_end_qpn => st_m_end_qpn,
             m_end_lost => st_m_end_lost,
-            m_fault => st_m_fault,
+            m_fault_valid => st_m_fault_valid,
+            m_fault_qpn => st_m_fault_qpn,
+            m_fault_addr => st_m_fault_addr,
+            fatal => st_fatal,
             busy => st_busy,
             m_done_valid => st_m_done_valid,
             m_done_qpn => st_m_done_qpn,
@@ -1583,7 +1725,7 @@ begin
             m_axi_awsize => st_m_axi_awsize,
             m_axi_awburst => st_m_axi_awburst,
             m_axi_awvalid => st_m_axi_awvalid,
-            m_axi_awready => wrm_s3_axi_awready,
+            m_axi_awready => wrm_s3_axi_awready and (not stop_wr3),
             m_axi_wdata => st_m_axi_wdata,
             m_axi_wstrb => st_m_axi_wstrb,
             m_axi_wlast => st_m_axi_wlast,
@@ -1621,6 +1763,7 @@ begin
             s_ev0_term_layer => x"0",
             s_ev0_term_type => x"0",
             s_ev0_term_code => x"00",
+            s_ev0_stop => st_m_ev_stop,
             s_cpl1_valid => '0',
             s_cpl1_ready => cq_s_cpl1_ready,
             s_cpl1_cq => "0000000000",
@@ -1643,6 +1786,7 @@ begin
             s_ev1_term_layer => tx_m_ev_cause(15 downto 12),
             s_ev1_term_type => tx_m_ev_cause(11 downto 8),
             s_ev1_term_code => tx_m_ev_cause(7 downto 0),
+            s_ev1_stop => '0',
             s_cqdb_valid => db_valid2,
             s_cqdb_ready => cq_s_cqdb_ready,
             s_cqdb_index => regs_m_db_index,
@@ -1671,7 +1815,10 @@ begin
             m_overrun_valid => cq_m_overrun_valid,
             m_overrun_ready => not sweep_busy,
             m_overrun_cq => cq_m_overrun_cq,
-            m_fault => cq_m_fault,
+            m_fault_valid => cq_m_fault_valid,
+            m_fault_addr => cq_m_fault_addr,
+            m_fault_qpn => cq_m_fault_qpn,
+            m_fault_eqe => cq_m_fault_eqe,
             fatal => cq_fatal,
             events_lost => cq_events_lost,
             init_done => cq_init_done,
@@ -1704,7 +1851,7 @@ begin
             s0_axi_arlen => tx_m_axi_arlen,
             s0_axi_arsize => tx_m_axi_arsize,
             s0_axi_arburst => tx_m_axi_arburst,
-            s0_axi_arvalid => tx_m_axi_arvalid,
+            s0_axi_arvalid => tx_m_axi_arvalid and (not stop_rd0),
             s0_axi_arready => rdm_s0_axi_arready,
             s0_axi_rid => rdm_s0_axi_rid,
             s0_axi_rdata => rdm_s0_axi_rdata,
@@ -1717,7 +1864,7 @@ begin
             s1_axi_arlen => rx_m_axi_arlen,
             s1_axi_arsize => rx_m_axi_arsize,
             s1_axi_arburst => rx_m_axi_arburst,
-            s1_axi_arvalid => rx_m_axi_arvalid,
+            s1_axi_arvalid => rx_m_axi_arvalid and (not stop_rd1),
             s1_axi_arready => rdm_s1_axi_arready,
             s1_axi_rid => rdm_s1_axi_rid,
             s1_axi_rdata => rdm_s1_axi_rdata,
@@ -1730,7 +1877,7 @@ begin
             s2_axi_arlen => rx_m_axi_rq_arlen,
             s2_axi_arsize => rx_m_axi_rq_arsize,
             s2_axi_arburst => rx_m_axi_rq_arburst,
-            s2_axi_arvalid => rx_m_axi_rq_arvalid,
+            s2_axi_arvalid => rx_m_axi_rq_arvalid and (not stop_rd2),
             s2_axi_arready => rdm_s2_axi_arready,
             s2_axi_rid => rdm_s2_axi_rid,
             s2_axi_rdata => rdm_s2_axi_rdata,
@@ -1775,7 +1922,7 @@ begin
             s0_axi_awlen => tx_m_axi_awlen,
             s0_axi_awsize => tx_m_axi_awsize,
             s0_axi_awburst => tx_m_axi_awburst,
-            s0_axi_awvalid => tx_m_axi_awvalid,
+            s0_axi_awvalid => tx_m_axi_awvalid and (not stop_wr0),
             s0_axi_awready => wrm_s0_axi_awready,
             s0_axi_wdata => tx_m_axi_wdata,
             s0_axi_wstrb => tx_m_axi_wstrb,
@@ -1791,7 +1938,7 @@ begin
             s1_axi_awlen => rx_m_axi_awlen,
             s1_axi_awsize => rx_m_axi_awsize,
             s1_axi_awburst => rx_m_axi_awburst,
-            s1_axi_awvalid => rx_m_axi_awvalid,
+            s1_axi_awvalid => rx_m_axi_awvalid and (not stop_wr1),
             s1_axi_awready => wrm_s1_axi_awready,
             s1_axi_wdata => rx_m_axi_wdata,
             s1_axi_wstrb => rx_m_axi_wstrb,
@@ -1823,7 +1970,7 @@ begin
             s3_axi_awlen => st_m_axi_awlen,
             s3_axi_awsize => st_m_axi_awsize,
             s3_axi_awburst => st_m_axi_awburst,
-            s3_axi_awvalid => st_m_axi_awvalid,
+            s3_axi_awvalid => st_m_axi_awvalid and (not stop_wr3),
             s3_axi_awready => wrm_s3_axi_awready,
             s3_axi_wdata => st_m_axi_wdata,
             s3_axi_wstrb => st_m_axi_wstrb,

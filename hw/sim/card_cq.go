@@ -55,7 +55,7 @@ func lookupCardCQPorts(l Layout, sources int) (cardCQPorts, error) {
 	p.eqdbValid, p.eqdbReady, p.eqdbCI, p.eqdbArm = s.in("eq_db_valid"), s.out("eq_db_ready"), s.in("eq_db_ci"), s.in("eq_db_arm")
 	p.irqMod, p.irqValid, p.irqReady, p.irqVec = s.in("irq_moderation_cycles"), s.out("irq_valid"), s.in("irq_ready"), s.out("irq_vector")
 	p.ovValid, p.ovReady, p.ovCQ = s.out("m_overrun_valid"), s.in("m_overrun_ready"), s.out("m_overrun_cq")
-	p.fault, p.fatal, p.lost, p.initDone = s.out("m_fault"), s.out("fatal"), s.out("events_lost"), s.out("init_done")
+	p.fault, p.fatal, p.lost, p.initDone = s.out("m_fault_valid"), s.out("fatal"), s.out("events_lost"), s.out("init_done")
 	p.tight, p.cplBusy = s.out("cq_tight"), s.out("cpl_busy")
 	p.awAddr, p.awLen, p.awSize, p.awBurst = s.out("m_axi_awaddr"), s.out("m_axi_awlen"), s.out("m_axi_awsize"), s.out("m_axi_awburst")
 	p.awValid, p.awReady = s.out("m_axi_awvalid"), s.in("m_axi_awready")

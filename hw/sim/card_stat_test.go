@@ -298,7 +298,7 @@ func newCardStatDriver(l Layout, seed uint64, stop uint64) (*cardStatDriver, err
 		rcInv: s.in("s_rc_inv_stag"), rcSol: s.in("s_rc_solicited"), rcInvd: s.in("s_rc_invalidated"),
 		evV: s.out("m_ev_valid"), evR: s.in("m_ev_ready"), evT: s.out("m_ev_type"), evQPN: s.out("m_ev_qpn"), evInfo: s.out("m_ev_info"),
 		endV: s.out("m_end_valid"), endR: s.in("m_end_ready"), endQPN: s.out("m_end_qpn"), endLost: s.out("m_end_lost"),
-		fault: s.out("m_fault"), bValid: s.in("m_axi_bvalid"), bReady: s.out("m_axi_bready")}
+		fault: s.out("m_fault_valid"), bValid: s.in("m_axi_bvalid"), bReady: s.out("m_axi_bready")}
 	if s.err != nil {
 		return nil, s.err
 	}

@@ -127,6 +127,9 @@ type wcBench struct {
 	rPlace map[uint32][]placed
 	faults []AXIFault
 	ws     *Windows
+	// refused are the host ranges [lo, hi) both hosts refuse (the RTL's
+	// window unmapped); faults there are expected, not failures.
+	refused [][2]uint64
 	// onRTLWrite, if set, sees the stream of each of the RTL's writes.
 	onRTLWrite func(wcKey)
 }
@@ -213,7 +216,7 @@ func (b *wcBench) w32(off, v uint32) {
 // rtlStat reads QP n's status record from the RTL's host memory.
 func (b *wcBench) rtlStat(n uint32) cs.QPStat {
 	p := make([]byte, cs.QPStatSize)
-	require.NoError(b.t, b.ws.ReadMem(wcStat+uint64(n)*cs.QPStatSize, p))
+	copy(p, b.win[wcStat][n*cs.QPStatSize:]) // the window's memory, even once unmapped (TestCardCosimFatal)
 	return cs.QPStat(p)
 }
 
@@ -247,7 +250,9 @@ func newWCBenchCQ(t testing.TB, w int, seed uint64, cfg CardConfig, nqp int, cqL
 	require.NoError(t, err)
 	t.Cleanup(b.rtl.Close)
 	b.model, err = cardmodel.New(cardmodel.Config{Width: w, Host: wcModelHost{b}, Observe: func(dw cardmodel.DMAWrite) {
-		b.record(false, dw.Addr, dw.Data)
+		if !b.isRefused(dw.Addr) {
+			b.record(false, dw.Addr, dw.Data)
+		}
 	}})
 	require.NoError(t, err)
 
@@ -306,8 +311,14 @@ func newWCBenchCQ(t testing.TB, w int, seed uint64, cfg CardConfig, nqp int, cqL
 // wcModelHost is the card model's host: memory plus interrupt counting.
 type wcModelHost struct{ b *wcBench }
 
-func (h wcModelHost) ReadMem(a uint64, p []byte) error  { h.b.mh.mem.Read(a, p); return nil }
-func (h wcModelHost) WriteMem(a uint64, p []byte) error { h.b.mh.mem.Write(a, p); return nil }
+func (h wcModelHost) ReadMem(a uint64, p []byte) error { h.b.mh.mem.Read(a, p); return nil }
+func (h wcModelHost) WriteMem(a uint64, p []byte) error {
+	if h.b.isRefused(a) {
+		return fmt.Errorf("%w: %#x (refused on purpose)", ErrUnmapped, a)
+	}
+	h.b.mh.mem.Write(a, p)
+	return nil
+}
 func (h wcModelHost) Interrupt(v int) {
 	require.Equal(h.b.t, wcVector, v)
 	h.b.mIRQ++
@@ -598,8 +609,10 @@ func (b *wcBench) runRTL(watchdog uint64) {
 	quiet := 0
 	for {
 		require.NoError(b.t, b.rtl.Step(64), "seed %d", b.seed)
-		if len(b.faults) > 0 {
-			b.t.Fatalf("seed %d: the card made a DMA the IOMMU refused: %+v", b.seed, b.faults[0])
+		for _, f := range b.faults {
+			if !b.isRefused(f.Addr) {
+				b.t.Fatalf("seed %d: the card made a DMA the IOMMU refused: %+v", b.seed, f)
+			}
 		}
 		done := true
 		for _, q := range b.qps {
@@ -715,7 +728,9 @@ func (b *wcBench) compare() {
 		return m
 	}
 	require.Equal(t, count(b.mWrite[k]), count(b.rWrite[k]), "seed %d: EQEs", seed)
-	require.Empty(t, b.faults, "seed %d: DMA faults", seed)
+	for _, f := range b.faults {
+		require.True(t, b.isRefused(f.Addr), "seed %d: DMA fault %+v", seed, f)
+	}
 }
 
 // arm arms a random CQ (the next completion writes CQ_NOTIFY) and the EQ
@@ -976,7 +991,10 @@ func inlineSend(wrID uint64, n int) []byte {
 
 // TestCardFault: a DMA outside the mapped windows is refused by the
 // simulated IOMMU and reported, and the card goes on serving the others:
-// a signaled WQE whose CQ was unmapped gets its CQE write refused.
+// a signaled WQE whose CQ was unmapped gets its CQE write refused, which
+// DMA_FAULT_ADDR and DMA_FAULT_INFO name (the CQE's address and QP, a
+// write, SLVERR, one fault). What the card model does next (the QP in
+// error) the RTL does not do yet (docs/card-rtl.md).
 func TestCardFault(t *testing.T) {
 	seed := seedFor(t.Name())
 	b := newWCBench(t, 64, seed, wcTiming, 2)
@@ -994,6 +1012,11 @@ func TestCardFault(t *testing.T) {
 	require.ErrorIs(t, f.Err, ErrUnmapped)
 	require.NoError(t, b.rtl.Step(2000))
 	require.EqualValues(t, 1, b.rtlStat(q.n).SQCI(), "seed %d: the WQE was still sent", seed)
+	r := faultRegs(t, b.rtl.RegRead)
+	require.Zero(t, r[0]>>cs.StatusFatalShift&1, "seed %d: a CQE's fault stopped the card", seed)
+	require.Equal(t, f.Addr, uint64(r[2])<<32|uint64(r[1]), "seed %d: DMA_FAULT_ADDR", seed)
+	info := uint32(q.n) | 2<<cs.DMAFaultInfoRespShift | 1<<cs.DMAFaultInfoWriteShift | 1<<cs.DMAFaultInfoCountShift
+	require.Equal(t, info, r[3], "seed %d: DMA_FAULT_INFO", seed)
 }
 
 // BenchmarkCardLatency measures, on an idle card, the cycles from a pushed

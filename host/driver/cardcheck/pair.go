@@ -154,10 +154,59 @@ func (p *Pair) Read32(off uint32) (uint32, error) {
 	}
 	p.simFailed(err)
 	p.quiet = 0
-	if off == cs.CmdStatus && err == nil {
-		p.cmdStatus(v)
+	if err == nil {
+		switch off {
+		case cs.CmdStatus:
+			p.cmdStatus(v)
+		case cs.Status, cs.DMAFaultAddrLo, cs.DMAFaultAddrHi, cs.DMAFaultInfo:
+			p.faultRegs(off, v)
+		}
 	}
 	return v, err
+}
+
+// faultRegs compares STATUS.FATAL and the DMA_FAULT_* registers with the
+// model's. The RTL learns of a fault a write response after the model: it
+// may not have stopped yet, or counted the fault yet; but a stop the
+// model did not make, or a fault of the same count named differently, is
+// a disagreement.
+func (p *Pair) faultRegs(off, v uint32) {
+	mv, err := p.model.Read32(off)
+	if err != nil {
+		return
+	}
+	if off == cs.Status {
+		if v>>cs.StatusFatalShift&1 != 0 && mv>>cs.StatusFatalShift&1 == 0 {
+			p.chk.mismatch(&MismatchError{Kind: "register", Addr: cs.Status, What: fmt.Sprintf("STATUS %#x: the RTL stopped (FATAL), the model did not (%#x)", v, mv)})
+		}
+		return
+	}
+	info, minfo := v, mv
+	if off != cs.DMAFaultInfo {
+		if info, err = p.dev.Read32(cs.DMAFaultInfo); err != nil {
+			return
+		}
+		if minfo, err = p.model.Read32(cs.DMAFaultInfo); err != nil {
+			return
+		}
+	}
+	count := func(x uint32) uint32 { return x >> cs.DMAFaultInfoCountShift & cs.DMAFaultInfoCountMask }
+	if count(info) == count(minfo) && v != mv {
+		p.chk.mismatch(&MismatchError{QPN: minfo & cs.DMAFaultInfoQPNMask, Kind: "register", Addr: uint64(off),
+			What: fmt.Sprintf("%s %#x after %d DMA faults: the model's is %#x", faultRegName[off], v, count(info), mv)})
+	}
+}
+
+var faultRegName = map[uint32]string{cs.DMAFaultAddrLo: "DMA_FAULT_ADDR_LO", cs.DMAFaultAddrHi: "DMA_FAULT_ADDR_HI", cs.DMAFaultInfo: "DMA_FAULT_INFO"}
+
+// modelRun runs the model to idle and notes whether it stopped.
+func (p *Pair) modelRun() {
+	p.model.Run()
+	if !p.chk.stopped {
+		if s, err := p.model.Read32(cs.Status); err == nil && s>>cs.StatusFatalShift&1 != 0 {
+			p.chk.stopped = true
+		}
+	}
 }
 
 // cmdStatus compares the RTL's CMD_STATUS with the model's: the RTL may
@@ -201,7 +250,7 @@ func (p *Pair) Write32(off, v uint32) error {
 	}
 	merr := p.model.Write32(off, mv)
 	p.chk.snoop(off, v, errors.Is(merr, cardmodel.ErrRefused))
-	p.model.Run()
+	p.modelRun()
 	err := p.dev.Write32(off, v)
 	p.quiet = 0
 	if p.simFailed(err) {

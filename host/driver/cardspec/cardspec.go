@@ -177,7 +177,7 @@ const (
 const (
 	StatusInitDoneShift = 0 // the context and STag tables are cleared after reset
 	StatusInitDoneMask  = 0x1
-	StatusFatalShift    = 1 // a DMA fault on the EQ or a status record stopped the card; see DMA_FAULT_*
+	StatusFatalShift    = 1 // a DMA fault on the EQ or a status record stopped the card (see DMA_FAULT_*): it writes and reads nothing more and hands no command to its engines (CMD_STATUS still gives verdicts) until RESET
 	StatusFatalMask     = 0x1
 )
 

@@ -199,7 +199,7 @@ func Open(phys driver.Phys, opt Options) (*Card, error) {
 func (c *Card) mismatch(qpn uint32, err error) {
 	go func() {
 		if qpn == 0 {
-			c.halt(err, true)
+			c.stopCard(err)
 			return
 		}
 		if q := c.qp(qpn); q != nil {
@@ -635,12 +635,10 @@ func (c *Card) Close() error {
 }
 
 // stopCard records that the card stopped (STATUS.FATAL, a fault on its own
-// queues, a watchdog): every QP ends with err and new objects fail.
-func (c *Card) stopCard(err error) { c.halt(err, false) }
-
-// halt is stopCard; with abandon, the QPs end without waiting for the
-// card (it was found wrong).
-func (c *Card) halt(err error, abandon bool) {
+// queues, a watchdog) or was found wrong (a checker's mismatch of the card
+// itself): every QP ends with err and new objects fail. Such a card writes
+// nothing more, or is not trusted to: no QP waits for its flush.
+func (c *Card) stopCard(err error) {
 	c.mu.Lock()
 	if c.fatal == nil {
 		c.fatal = err
@@ -648,11 +646,7 @@ func (c *Card) halt(err error, abandon bool) {
 	c.mu.Unlock()
 	for i := range c.qps {
 		if q := c.qps[i].Load(); q != nil {
-			if abandon {
-				q.abandon(err)
-			} else {
-				q.fail(err)
-			}
+			q.abandon(err)
 		}
 	}
 	for i := range c.cqs {

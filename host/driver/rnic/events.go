@@ -157,13 +157,17 @@ func (c *Card) dmaFault(obj uint32) {
 		Count: uint8(info >> cs.DMAFaultInfoCountShift)}
 	if obj != 0 {
 		err.QPN = obj
-	}
-	if err.QPN == 0 {
+	} else {
+		// OBJ 0: the card's own write (a QP's status record: INFO's QPN
+		// names the QP whose record it was), which stops the card.
 		c.post(driver.Event{Type: driver.EventQPFatal, Err: err})
 		if s, _ := c.regs.Read32(cs.Status); s>>cs.StatusFatalShift&1 != 0 {
 			c.stopCard(fmt.Errorf("%w: %w", ErrCardFatal, err))
+			return
 		}
-		return
+		if err.QPN == 0 {
+			return
+		}
 	}
 	if q := c.qp(err.QPN); q != nil {
 		q.fail(err)

@@ -22,6 +22,7 @@ type fakePhys struct {
 	id, ver  uint32
 	caps     [4]uint32
 	initDone bool
+	fatal    bool      // STATUS.FATAL
 	fault    [3]uint32 // DMA_FAULT_ADDR_LO, _HI, _INFO
 	last     map[uint32]uint32
 	log      []regWrite
@@ -144,10 +145,14 @@ func (r fakeRegs) Read32(off uint32) (uint32, error) {
 	case cs.CapsDatapath, cs.CapsObjects, cs.CapsInline, cs.CapsRing:
 		return f.caps[(off-cs.CapsDatapath)/4], nil
 	case cs.Status:
+		v := uint32(0)
 		if f.initDone {
-			return 1, nil
+			v |= 1 << cs.StatusInitDoneShift
 		}
-		return 0, nil
+		if f.fatal {
+			v |= 1 << cs.StatusFatalShift
+		}
+		return v, nil
 	case cs.DMAFaultAddrLo, cs.DMAFaultAddrHi, cs.DMAFaultInfo:
 		return f.fault[(off-cs.DMAFaultAddrLo)/4], nil
 	case cs.CmdStatus:

@@ -463,6 +463,26 @@ func TestDMAFault(t *testing.T) {
 	require.Equal(t, qpn, de.QPN)
 }
 
+// TestDMAFaultFatal: a DMA_FAULT with OBJ 0 is the card's own write (a
+// QP's status record, named in DMA_FAULT_INFO) that stopped it
+// (STATUS.FATAL): every QP ends with ErrCardFatal, which carries the
+// fault, not only the QP whose record it was.
+func TestDMAFaultFatal(t *testing.T) {
+	x := attach(t, driver.QPConfig{})
+	qpn := x.qp.QPN()
+	x.f.mu.Lock()
+	x.f.fault = [3]uint32{0x2000 + 32*qpn, 0, qpn | 2<<16 | 1<<18 | 1<<24}
+	x.f.fatal = true
+	x.f.mu.Unlock()
+	x.f.eqe(cs.EQETypeDMAFault, 0, 0x2000+32*qpn, nil)
+	<-x.qp.Done()
+	require.ErrorIs(t, x.qp.Err(), ErrCardFatal)
+	var de *DMAFaultError
+	require.ErrorAs(t, x.qp.Err(), &de)
+	require.Equal(t, uint64(0x2000+32*qpn), de.Addr)
+	require.Equal(t, qpn, de.QPN)
+}
+
 // watchedQP is a QP on a fake card whose watchdog bound is bound.
 func watchedQP(t *testing.T, bound time.Duration) (*fakePhys, *Card, *mem.PD, driver.QP) {
 	f := newFake(t)

@@ -13,8 +13,12 @@
 // until it has been quiet for Config.QuietCycles. The card's AXI4 master
 // reaches host memory through an IOMMU model (host/driver/simhost): DMA
 // memory and the buffers the driver mapped are reachable, anything else is
-// refused with an error response, which the card reports as a DMA fault
-// (rnic.DMAFaultError to the verbs user). Config.Timing sets the DMA
+// refused with an error response. The RTL reports a refused status record,
+// CQE or EQE write in DMA_FAULT_*, and a status record's or EQE's stops
+// it (STATUS.FATAL: rnic.ErrCardFatal with its rnic.DMAFaultError to the
+// verbs user); the QP-level faults the card model reports (a CQE's, the
+// engines' reads, ring and payload writes) it does not serve yet, and
+// the checker then ends the QP naming the event the RTL did not write. Config.Timing sets the DMA
 // latency, its jitter, reordering across AXI IDs and backpressure
 // (hw/sim.AXITiming). The card's interrupt wakes WaitInterrupt.
 //

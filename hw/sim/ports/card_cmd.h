@@ -43,6 +43,7 @@
     X(eq_base_lo, 32) \
     X(s_done_valid, 1) \
     X(s_done_qpn, 10) \
+    X(stopped, 1) \
     /* end */
 
 #define IW_SIM_OUTPUTS(X) \

@@ -28,6 +28,7 @@
     X(s_ev0_term_layer, 4) \
     X(s_ev0_term_type, 4) \
     X(s_ev0_term_code, 8) \
+    X(s_ev0_stop, 1) \
     X(s_cpl1_valid, 1) \
     X(s_cpl1_cq, 10) \
     X(s_cpl1_qpn, 16) \
@@ -48,6 +49,7 @@
     X(s_ev1_term_layer, 4) \
     X(s_ev1_term_type, 4) \
     X(s_ev1_term_code, 8) \
+    X(s_ev1_stop, 1) \
     X(s_cqdb_valid, 1) \
     X(s_cqdb_index, 10) \
     X(s_cqdb_value, 32) \
@@ -88,7 +90,10 @@
     X(irq_vector, 8) \
     X(m_overrun_valid, 1) \
     X(m_overrun_cq, 10) \
-    X(m_fault, 1) \
+    X(m_fault_valid, 1) \
+    X(m_fault_addr, 64) \
+    X(m_fault_qpn, 16) \
+    X(m_fault_eqe, 1) \
     X(fatal, 1) \
     X(events_lost, 32) \
     X(init_done, 1) \

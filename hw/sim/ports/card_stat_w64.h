@@ -79,10 +79,14 @@
     X(m_ev_type, 8) \
     X(m_ev_qpn, 10) \
     X(m_ev_info, 32) \
+    X(m_ev_stop, 1) \
     X(m_end_valid, 1) \
     X(m_end_qpn, 10) \
     X(m_end_lost, 1) \
-    X(m_fault, 1) \
+    X(m_fault_valid, 1) \
+    X(m_fault_qpn, 10) \
+    X(m_fault_addr, 64) \
+    X(fatal, 1) \
     X(busy, 1) \
     X(m_done_valid, 1) \
     X(m_done_qpn, 10) \
