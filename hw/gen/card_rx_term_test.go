@@ -40,6 +40,7 @@ func TestCardTxCodes(t *testing.T) {
 	require.EqualValues(t, cs.QPErrBadDoorbell, cardStatErrBadDB)
 	require.EqualValues(t, cs.QPErrStreamCut, cardStatErrStreamCut)
 	require.EqualValues(t, cs.QPErrCQOverrun, cardStatErrCQOverrun)
+	require.EqualValues(t, cs.QPErrDMA, cardTxErrDMA)
 	require.EqualValues(t, cs.QPDBStreamRXFinShift, cardStreamRXFin)
 	require.EqualValues(t, cs.QPDBStreamRXLostShift, cardStreamRXLost)
 }

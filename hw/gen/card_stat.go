@@ -32,6 +32,7 @@ const (
 	cardStatErrBadDB     = 6 // an RXS_PI doorbell past the ring's size
 	cardStatErrStreamCut = 3 // the peer's stream ended inside an FPDU
 	cardStatErrCQOverrun = 5 // a CQ of the QP overran (card_tx's QP_ERROR: cqSweep)
+	cardTxErrDMA         = 4 // a DMA of the QP faulted (card_tx's QP_ERROR after a WQE read's DMA_FAULT)
 )
 
 // CardStat builds card_stat_w<width>: the writer of the QP status records

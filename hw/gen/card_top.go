@@ -225,7 +225,7 @@ func CardTop(width int) (*Module, error) {
 		fmt.Sprintf("RESET (the command) holds every engine, the muxes and placement in reset for %d cycles; card_cq and placement then clear their tables (STATUS.INIT_DONE low until both are done). card_regs keeps its staging registers. A RESET with DMA in flight is not supported: the host must quiesce the card first.", CardResetCycles),
 		"card_stat writes the QP status records (QP commands, card_tx's records, card_rx's RXS_CI) and the events TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END and QP_ERROR (HOST, LLP_LOST) to card_cq's first event port (it takes the SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM doorbells too), each CQE and event after the status writes before it.",
 		"card_rx's untagged receive errors (m_rxterm), placement's (m_term: tagged checks, header checks) and mpa_rx's CRC, marker and length errors (card_rx's m_err: Layer LLP, EType MPA, mpa_rx's code; an FPDU longer than its ring: RDMAP Local Catastrophic) go one at a time, in that priority, to card_tx's Terminate sender (s_term), whose TERM_SENT events go to card_cq's second event port and whose Terminate record (m_cpl_term) makes card_stat write STATE ERROR with TX_CLOSED; placement's and m_err's wait until card_rx's Send engine holds no segment (m_err's until placement is empty too), and their QP then joins card_rx's RQ flush queue (s_fl).",
-		"DMA faults: DMA_FAULT_* name the last write that got an error response among card_stat's status records and card_cq's CQEs and EQEs; a faulted status record (card_stat's DMA_FAULT event, OBJ 0) or EQE stops the card (STATUS.FATAL): no new AXI address goes out, bursts already started finish, and DMA_FAULT_* keep the fault that stopped it. Not wired yet (docs/card-rtl.md): the other engines' DMA faults (WQE, gather, source and receive ring reads, transmit ring and placement writes), and what a faulted CQE does to its QP. card_cq's overrun record puts the QPs on that CQ in error (cqSweep). card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream (kind 6) go to the engines as an ERROR command (the QP command fork, while card_regs offers none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an FPDU longer than its ring (kind 5) has card_tx send an RDMAP Local Catastrophic Terminate. card_tx's Local Invalidate and bind go to placement's mop port.")
+		"DMA faults: DMA_FAULT_* name the last access that got an error response among card_stat's status records, card_cq's CQEs and EQEs and card_tx's WQE reads (card_tx's DMA_FAULT event, then QP_ERROR DMA); a faulted status record (card_stat's DMA_FAULT event, OBJ 0) or EQE stops the card (STATUS.FATAL): no new AXI address goes out, bursts already started finish, and DMA_FAULT_* keep the fault that stopped it. Not wired yet (docs/card-rtl.md): the other DMA faults (card_rx's WQE and receive ring reads, gather and source reads, transmit ring and placement writes), and what a faulted CQE does to its QP. card_cq's overrun record puts the QPs on that CQ in error (cqSweep). card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream (kind 6) go to the engines as an ERROR command (the QP command fork, while card_regs offers none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an FPDU longer than its ring (kind 5) has card_tx send an RDMAP Local Catastrophic Terminate. card_tx's Local Invalidate and bind go to placement's mop port.")
 	clk := m.Clock()
 	rst := m.ResetPort()
 	t := newTopWiring(m)
@@ -351,25 +351,29 @@ func CardTop(width int) (*Module, error) {
 	regIn["status_init_done"] = initDone
 	regIn["status_fatal"] = o("cq", "fatal")
 	regIn["reset_ready"] = C(1, 1)
-	// DMA_FAULT_*: the last faulted write (card_stat's status records,
-	// card_cq's CQEs and EQEs), until a fault stops the card (a status
-	// record's or an EQE's): from then on they keep that one, as the
-	// card model, which stops at it, does.
-	stF, cqF := o("st", "m_fault_valid"), o("cq", "m_fault_valid")
+	// DMA_FAULT_*: the last faulted access reported (card_stat's status
+	// records, card_cq's CQEs and EQEs, card_tx's WQE reads), until a
+	// fault stops the card (a status record's or an EQE's): from then on
+	// they keep that one, as the card model, which stops at it, does.
+	// Reports of one cycle are taken in that order (one a cycle: the
+	// others in the same cycle are counted only).
+	stF, cqF, txF := o("st", "m_fault_valid"), o("cq", "m_fault_valid"), o("tx", "m_fault_valid")
 	fltFrozen := m.RegDecl("flt_frozen", 1, "a fault stopped the card: DMA_FAULT_* keep it")
-	fltSt := m.WireOf("flt_take_st", And(stF, Not(fltFrozen)), "card_stat's fault is recorded (it wins a tie)")
+	fltSt := m.WireOf("flt_take_st", And(stF, Not(fltFrozen)), "card_stat's fault is recorded")
 	fltCQ := m.WireOf("flt_take_cq", And(cqF, Not(fltFrozen), Not(stF)), "card_cq's fault is recorded")
-	fltTake := m.WireOf("flt_take", Or(fltSt, fltCQ), "")
+	fltTx := m.WireOf("flt_take_tx", And(txF, Not(fltFrozen), Not(stF), Not(cqF)), "card_tx's fault is recorded")
+	fltTake := m.WireOf("flt_take", Or(fltSt, fltCQ, fltTx), "")
 	m.Drive(fltFrozen, big.NewInt(0), Or(fltFrozen, fltSt, And(fltCQ, o("cq", "m_fault_eqe"))), nil)
-	fltAddr := m.Reg("flt_addr", 64, big.NewInt(0), Sel(fltSt, o("st", "m_fault_addr"), o("cq", "m_fault_addr")), fltTake, "DMA_FAULT_ADDR")
-	fltQPN := m.Reg("flt_qpn", 16, big.NewInt(0), Sel(fltSt, zext(o("st", "m_fault_qpn"), 16), o("cq", "m_fault_qpn")), fltTake, "DMA_FAULT_INFO.QPN")
+	fltAddr := m.Reg("flt_addr", 64, big.NewInt(0), Sel(fltSt, o("st", "m_fault_addr"), Sel(fltCQ, o("cq", "m_fault_addr"), o("tx", "m_fault_addr"))), fltTake, "DMA_FAULT_ADDR")
+	fltQPN := m.Reg("flt_qpn", 16, big.NewInt(0), Sel(fltSt, zext(o("st", "m_fault_qpn"), 16), Sel(fltCQ, o("cq", "m_fault_qpn"), zext(o("tx", "m_fault_qpn"), 16))), fltTake, "DMA_FAULT_INFO.QPN")
+	fltWrite := m.Reg("flt_write", 1, big.NewInt(0), Not(fltTx), fltTake, "DMA_FAULT_INFO.WRITE: card_tx's are reads")
 	fltCnt := m.RegDecl("flt_count", 8, "DMA_FAULT_INFO.COUNT (saturates)")
 	m.Drive(fltCnt, big.NewInt(0), Add(fltCnt, C(8, 1)), And(fltTake, Not(RedAnd(fltCnt))))
 	regIn["dma_fault_addr_lo"] = Bits(fltAddr, 31, 0)
 	regIn["dma_fault_addr_hi"] = Bits(fltAddr, 63, 32)
 	regIn["dma_fault_info_qpn"] = fltQPN
-	regIn["dma_fault_info_resp"] = Cat(RedOr(fltCnt), C(1, 0)) // SLVERR: dma_wr reports an error, not which
-	regIn["dma_fault_info_write"] = RedOr(fltCnt)              // only writes are reported yet
+	regIn["dma_fault_info_resp"] = Cat(RedOr(fltCnt), C(1, 0)) // SLVERR: the engines hear of an error, not which
+	regIn["dma_fault_info_write"] = fltWrite
 	regIn["dma_fault_info_count"] = fltCnt
 	regIn["eq_db_ready"] = o("cq", "eq_db_ready")
 	// card_cmd decides card_regs' QP and CQ commands, hands on those it
@@ -591,7 +595,7 @@ func CardTop(width int) (*Module, error) {
 		"s_ev0_stop": o("st", "m_ev_stop"),
 		// card_tx's TERM_SENT, TERM_RECV and QP_ERROR CQ_OVERRUN events.
 		"s_ev1_valid": o("tx", "m_ev_valid"), "s_ev1_type": o("tx", "m_ev_type"), "s_ev1_obj": zext(o("tx", "m_ev_qpn"), 32),
-		"s_ev1_info": zext(o("tx", "m_ev_info"), 32), "s_ev1_term_layer": Bits(o("tx", "m_ev_cause"), 15, 12), "s_ev1_term_type": Bits(o("tx", "m_ev_cause"), 11, 8),
+		"s_ev1_info": o("tx", "m_ev_info"), "s_ev1_term_layer": Bits(o("tx", "m_ev_cause"), 15, 12), "s_ev1_term_type": Bits(o("tx", "m_ev_cause"), 11, 8),
 		"s_ev1_term_code": Bits(o("tx", "m_ev_cause"), 7, 0),
 	}
 	// The second completion port (every completion comes through

@@ -54,6 +54,7 @@ const (
 	txRspLd  // ... its Read Response set up as a one-SGE RDMA Write (SGE word 0)
 	txRspSge // 64 bits: SGE word 1
 	txMop    // a Local Invalidate or bind goes through placement's mop port
+	txFault  // a read of the WQE faulted: its DMA_FAULT event is taken before the QP's QP_ERROR DMA is raised
 )
 
 // markerDiv finds m and s with floor(y*m / 2^s) = floor(y/127) for every
@@ -114,7 +115,7 @@ func CardTx(width int) (*Module, error) {
 	m := NewModule(fmt.Sprintf("card_tx_w%d", W),
 		"RFC 5040 §4.4, §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write, RDMA Read Request; ORD; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)",
 		fmt.Sprintf("The card's transmit engine, %d-bit data path (docs/card-rtl.md): per-QP transmit context in block RAM (%d QPs) written by the QP command; SQ_PI, TXS_CI and push doorbells; a round-robin scheduler over QPs with posted work (a FIFO of QP numbers in block RAM and one queued bit per QP: a QP is in it at most once, so it never overflows, and a QP sends one WQE per turn); WQE fetch by DMA (dma_rd: the first basic block, then the others in one read, two where they wrap the ring) or from a pushed block (%d held, matched by QP and SQ index) without a DMA read; WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's stream offset; each FPDU's wire length is computed here as it enters mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo the ring size, in two writes where it wraps, the second realigned to lane 0); one record per WQE in posting order once its last ring write has its write response.", W, CardTxQPs, CardTxPushSlots),
-		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). A fenced WQE waits while Reads are outstanding, a Read while ORD are; any other WQE starts behind outstanding Reads, and its completion waits for them: when a Read completes, the engine walks the SQ from SQ_CI, completing (first block read again; an SGL's lengths summed by a check pass over its blocks) every WQE sent behind it up to the next outstanding Read or the first WQE not started, so completions stay in posting order with no per-QP completion memory. Local Invalidate and BIND_MW WQEs (not inline) go to placement's mop port (m_mop) when they start and send nothing: the STag is invalidated, or the window's entry written, before the next WQE starts; one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails the QP as a failed lkey check does. A malformed WQE (an opcode the SQ does not take, an inline length or SGL its blocks cannot hold, a bad BBS) completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic Terminate, as the card model does. A DMA error response to a WQE read stops its QP before anything of that WQE is sent: the QP is not scheduled until its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn report it. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken without effect. A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight): there a WQE starts only once every completion before it has its verdict (cpl_hold low, its own completion queue empty), so that the WQE behind one whose completion overran is flushed, never sent, as in the card model; its QP goes back to the scheduler meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with that INFO instead of TERM_SENT.", CardTxRingGuard, cardTxMaxInline),
+		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). A fenced WQE waits while Reads are outstanding, a Read while ORD are; any other WQE starts behind outstanding Reads, and its completion waits for them: when a Read completes, the engine walks the SQ from SQ_CI, completing (first block read again; an SGL's lengths summed by a check pass over its blocks) every WQE sent behind it up to the next outstanding Read or the first WQE not started, so completions stay in posting order with no per-QP completion memory. Local Invalidate and BIND_MW WQEs (not inline) go to placement's mop port (m_mop) when they start and send nothing: the STag is invalidated, or the window's entry written, before the next WQE starts; one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails the QP as a failed lkey check does. A malformed WQE (an opcode the SQ does not take, an inline length or SGL its blocks cannot hold, a bad BBS) completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic Terminate, as the card model does. A DMA error response to a WQE read (a new WQE's, before anything of it is sent) fails the QP as the card model's fetch does: a DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn report it too. A read error while a WQE is fetched again to complete or flush it still only stops the QP until its next doorbell. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken without effect. A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight): there a WQE starts only once every completion before it has its verdict (cpl_hold low, its own completion queue empty), so that the WQE behind one whose completion overran is flushed, never sent, as in the card model; its QP goes back to the scheduler meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with that INFO instead of TERM_SENT.", CardTxRingGuard, cardTxMaxInline),
 		"Records out (m_cpl_*): one per WQE in posting order once its ring bytes are written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's new SQ_CI and TXS_PI for its status record either way. An RDMA Read gives two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI does not), and its completion when its Read done is taken (SQ_CI moves past it); so does a WQE sent behind an outstanding Read (its completion comes from the walk).",
 	)
 	clk := m.Clock()
@@ -180,7 +181,10 @@ func CardTx(width int) (*Module, error) {
 	evType := m.Output("m_ev_type", 8, "EQE_TYPE: TERM_SENT, TERM_RECV or QP_ERROR")
 	evQPN := m.Output("m_ev_qpn", QB, "OBJ: the QP")
 	evCause := m.Output("m_ev_cause", 16, "TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0); 0 for QP_ERROR")
-	evInfo := m.Output("m_ev_info", 8, "INFO: QP_ERROR's QP_ERR (s_term_reason), else 0")
+	evInfo := m.Output("m_ev_info", 32, "INFO: QP_ERROR's QP_ERR (s_term_reason, or DMA), DMA_FAULT's address bits 31:0, else 0")
+	faultV := m.Output("m_fault_valid", 1, "pulse: a WQE read of the engine got an error response (its DMA_FAULT event is raised now)")
+	faultQPN := m.Output("m_fault_qpn", QB, "the QP")
+	faultAddr := m.Output("m_fault_addr", 64, "the faulted WQE block's address")
 	rissV := m.Output("m_rd_issue_valid", 1, "an RDMA Read Request went out: placement counts the QP's Reads outstanding (placement s_rd_issue)")
 	rissQP := m.Output("m_rd_issue_qp", QB, "")
 	rissN := m.Output("m_rd_issue_count", 16, "the QP's Read Requests so far, plus one (its next Read Request MSN)")
@@ -319,14 +323,26 @@ func CardTx(width int) (*Module, error) {
 	engCause := m.Wire("eng_term_cause", 16, "the engine's Terminate's cause")
 	engRec := m.Wire("eng_term_rec", termRecW, "... and its record")
 	evSet := m.WireOf("term_ev_set", Or(termNew, protTerm), "")
-	m.Drive(evV, big.NewInt(0), Or(evSet, And(evV, Not(evReady))), nil)
+	// A faulted WQE read raises DMA_FAULT first (wfEv, the slot is free:
+	// a WQE starts only while it is), and its QP_ERROR DMA once card_cq
+	// has taken that (txFault waits), as the card model's dmaFailed.
+	wfEv := m.Wire("wf_ev", 1, "a WQE read faulted: DMA_FAULT is raised")
+	wfR := m.RegDecl("wqe_fault", 1, "a read of the WQE faulted: the QP fails with QP_ERROR DMA")
+	wfAddr := m.RegDecl("wqe_fault_addr", 64, "the faulted block's address")
+	wfAddrNow := m.Wire("wqe_fault_addr_now", 64, "... with a fault on the WQE's last beat, this cycle's")
+	wfErr := m.WireOf("wf_qp_error", And(protTerm, wfR), "the faulted WQE's QP_ERROR DMA (not TERM_SENT)")
+	evLoad := m.WireOf("term_ev_load", Or(evSet, wfEv), "")
+	m.Drive(evV, big.NewInt(0), Or(evLoad, And(evV, Not(evReady))), nil)
 	m.Assign(evValid, evV)
-	m.Assign(evQPN, m.Reg("term_ev_qpn", QB, big.NewInt(0), Sel(protTerm, cur, tmQPN), evSet, ""))
+	m.Assign(evQPN, m.Reg("term_ev_qpn", QB, big.NewInt(0), Sel(Or(protTerm, wfEv), cur, tmQPN), evLoad, ""))
 	local := m.WireOf("term_local", And(termNew, RedOr(tmReason)), "the record is a local failure's: QP_ERROR, not TERM_SENT")
-	m.Assign(evCause, m.Reg("term_ev_cause", 16, big.NewInt(0), Sel(protTerm, engCause, Sel(local, C(16, 0), tmCause)), evSet, ""))
-	m.Assign(evInfo, m.Reg("term_ev_info", 8, big.NewInt(0), Sel(local, tmReason, C(8, 0)), evSet, ""))
-	m.Assign(evType, m.Reg("term_ev_type", 8, big.NewInt(cardTxEvTermSent), Sel(And(termNew, tmRecv), C(8, cardTxEvTermRecv),
-		Sel(local, C(8, cardStatEvQPError), C(8, cardTxEvTermSent))), evSet, ""))
+	m.Assign(evCause, m.Reg("term_ev_cause", 16, big.NewInt(0), Sel(Or(wfEv, wfErr), C(16, 0), Sel(protTerm, engCause, Sel(local, C(16, 0), tmCause))), evLoad, ""))
+	m.Assign(evInfo, m.Reg("term_ev_info", 32, big.NewInt(0), Sel(wfEv, Bits(wfAddrNow, 31, 0), Sel(wfErr, C(32, cardTxErrDMA), Sel(local, zext(tmReason, 32), C(32, 0)))), evLoad, ""))
+	m.Assign(evType, m.Reg("term_ev_type", 8, big.NewInt(cardTxEvTermSent), Sel(wfEv, C(8, cardStatEvDMAFault), Sel(And(termNew, tmRecv), C(8, cardTxEvTermRecv),
+		Sel(Or(local, wfErr), C(8, cardStatEvQPError), C(8, cardTxEvTermSent)))), evLoad, ""))
+	m.Assign(faultV, wfEv)
+	m.Assign(faultQPN, gate(wfEv, cur))
+	m.Assign(faultAddr, gate(wfEv, wfAddrNow))
 	termRd := m.Mem("term", termRecW, CardTxQPs, evSet, Sel(protTerm, cur, qpNum),
 		Sel(protTerm, engRec, Cat(tmRecv, tmRDMA, tmHdr, tmSegLen, tmCause)), nil, ctxRdAddr,
 		"the Terminate each QP has to send, or received: {received, RDMAP header, DDP header, segment length, cause}")
@@ -711,7 +727,15 @@ func CardTx(width int) (*Module, error) {
 	m.Drive(wj, big.NewInt(0), Sel(goAny, C(NBW, 0), incr(wj)), Or(goAny, bValid))
 	firstDone := m.WireOf("first_done", And(bValid, sFirst, Eq(wj, C(NBW, uint64(beatsPerBB-1)))), "the first block's last beat")
 	wErr := m.RegDecl("wqe_rd_err", 1, "a read of the WQE got an error response")
-	m.Drive(wErr, big.NewInt(0), And(Not(goAny), Or(wErr, And(fromDMA, rdValid, rdErr))), nil)
+	errBeat := m.WireOf("wqe_err_beat", And(fromDMA, rdValid, rdErr), "")
+	m.Drive(wErr, big.NewInt(0), And(Not(goAny), Or(wErr, errBeat)), nil)
+	// The first faulted beat's block: the WQE's first block plus the
+	// blocks before the beat.
+	errBlk := m.WireOf("wqe_err_blk", And(Add(cNext, zext(Bits(wj, NBW-1, log2(beatsPerBB)), 16)), sqMask), "")
+	errAddr := m.WireOf("wqe_err_addr", Add(Cat(cSQBase, C(6, 0)), Cat(C(42, 0), errBlk, C(6, 0))), "")
+	firstErr := m.WireOf("wqe_err_first", And(errBeat, Not(wErr)), "the WQE's first faulted beat")
+	m.Drive(wfAddr, nil, errAddr, firstErr)
+	m.Assign(wfAddrNow, Sel(firstErr, errAddr, wfAddr))
 	sge := captureSGE(m, bValid, wj, bData, W)
 	// A bind's record (BIND) follows the header where an SGL would: ADDR
 	// and LENGTH are where a first SGE's ADDR and LENGTH/LKEY are;
@@ -804,6 +828,13 @@ func CardTx(width int) (*Module, error) {
 	totalBW := m.WireOf("wqe_beats", totalB, "beats of the whole WQE")
 	restDone := m.WireOf("rest_done", And(sRest, bValid, Eq(wj, Sub(totalBW, C(NBW, 1)))), "the WQE's last beat")
 	halt := m.WireOf("halt", Or(And(sHdr, wErr), And(restDone, Or(wErr, rdErr))), "a read of the WQE got an error response: the QP stops at this WQE")
+	// A new WQE's read fault fails the QP (DMA_FAULT, then QP_ERROR DMA
+	// with its Terminate); what was posted from it on goes without
+	// completions (the card model's fetchSQ).
+	wfNow := m.WireOf("wf_now", And(halt, Not(retFl)), "a new WQE's read faulted")
+	m.Assign(wfEv, wfNow)
+	m.Drive(wfR, big.NewInt(0), Not(goAny), Or(goAny, wfNow))
+	wfBB := m.Reg("wqe_fault_bbs", 16, nil, avail, wfNow, "blocks posted from the faulted WQE on: dropped")
 	// A malformed WQE (an opcode the SQ does not take, an inline length
 	// or SGL its blocks cannot hold, a Read with more than one SGE, a bad
 	// BBS) completes with LOC_QP_OP_ERR and fails the QP as a failed lkey
@@ -1043,13 +1074,13 @@ func CardTx(width int) (*Module, error) {
 	// A WQE sent while a Read is outstanding (or a walk is pending) does
 	// not: its record moves TXS_PI only, and the walk completes it.
 	// A malformed Read sends no Read Request: it completes as it fails.
-	readSent := m.WireOf("read_sent", And(opRead, Not(malR)), "the WQE is a Read whose Read Request went (or goes) out")
+	readSent := m.WireOf("read_sent", And(opRead, Not(malR), Not(wfR)), "the WQE is a Read whose Read Request went (or goes) out")
 	retires := m.WireOf("wqe_retires", Or(ret, sentDone, And(Not(retFl), Not(readSent), Eq(cOrq, C(5, 0)), Not(cWk))), "")
 	// A flushed WQE with a bad BBS takes every block posted with it (the
 	// model's rule: its length hides where the next WQE starts).
 	availF := m.WireOf("flush_avail", Sub(cPI, cSQCI), "blocks posted from SQ_CI on")
 	bbsF := m.WireOf("flush_bbs", Sel(bbsFits(availF), zext(bbs, 16), availF), "blocks of the WQE flushed")
-	bbsAdv := m.WireOf("wqe_blocks", Sel(malR, malBB, zext(bbs, 16)), "blocks the WQE takes")
+	bbsAdv := m.WireOf("wqe_blocks", Sel(wfR, wfBB, Sel(malR, malBB, zext(bbs, 16))), "blocks the WQE takes")
 	newSQCI := m.WireOf("new_sq_ci", Sel(And(fl, Not(sentDone)), Add(cSQCI, bbsF), Sel(retires, Add(cSQCI, bbsAdv), cSQCI)), "")
 	wcOp := wcOpcode(hOpcode) // WC_OPCODE
 	// A WQE whose lkey check failed completes with LOC_PROT_ERR (always,
@@ -1059,7 +1090,7 @@ func CardTx(width int) (*Module, error) {
 	// A Local Invalidate or bind the mop port refused does the same, with
 	// LOC_PROT_ERR or MW_BIND_ERR (the model's localError).
 	mopFail := m.RegDecl("mop_fail", 1, "the WQE's memory operation was refused")
-	prot := m.WireOf("prot", And(Or(ga.fault, mopFail, malR), Not(retFl), Not(rsp), Not(tm)), "the WQE failed its lkey check or memory operation, or is malformed")
+	prot := m.WireOf("prot", And(Or(ga.fault, mopFail, malR, wfR), Not(retFl), Not(rsp), Not(tm)), "the WQE failed its lkey check or memory operation, is malformed, or could not be read")
 	// Behind an outstanding Read it gives no record: the QP's flush
 	// completes it with WR_FLUSH_ERR (the card model: LOC_PROT_ERR after
 	// the Reads' flushes; not matched yet).
@@ -1091,7 +1122,7 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(engCause, Sel(rspFault, revCause, C(16, causeRDMAPLocalCatastrophic)))
 	m.Assign(engRec, Sel(rspFault, revRec, C(termRecW, causeRDMAPLocalCatastrophic)))
 	cq := ShiftQueue(m, "cq", CardTxCplDepth, cplF, cplW, And(sWB, Not(noRec)),
-		[]Expr{Or(flushErr, prot, rfl, And(hSignaled, retires)), cCQ, cur, hWRID, wcOp, Sel(Or(flushErr, prot, rfl, opMop), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, fOff,
+		[]Expr{And(Or(flushErr, prot, rfl, And(hSignaled, retires)), Not(wfR)), cCQ, cur, hWRID, wcOp, Sel(Or(flushErr, prot, rfl, opMop), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, fOff,
 			Or(retFl, prot, opMop, And(rsp, Or(rspDrop, rspFault)), And(tm, tRecv)), Or(flushErr, rfl), prot, rsp, tm, blameCause, malR}, cqPop)
 	ccw := cq.Count.W
 	m.Assign(cplRoom, Lt(cq.Count, C(ccw, CardTxCplDepth)))
@@ -1181,9 +1212,9 @@ func CardTx(width int) (*Module, error) {
 			Sel(sCtx, C(5, txDecide),
 				Sel(sDecide, Sel(doTerm, Sel(tRecv, C(5, txWB), C(5, txFeed)), Sel(doRsp, C(5, txRsp), Sel(goAny, C(5, txFirst), Sel(evWait, C(5, txDecide), C(5, txIdle))))),
 					Sel(sFirst, Sel(firstDone, C(5, txHdr), C(5, txFirst)),
-						Sel(sHdr, Sel(Or(halt, waitRd), C(5, txIdle), Sel(Or(malNow, And(retFl, Not(sentFull))), C(5, txWB), Sel(oneBB, feedNext, C(5, txFetch)))),
+						Sel(sHdr, Sel(wfNow, C(5, txFault), Sel(Or(halt, waitRd), C(5, txIdle), Sel(Or(malNow, And(retFl, Not(sentFull))), C(5, txWB), Sel(oneBB, feedNext, C(5, txFetch))))),
 							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(5, txRest), C(5, txFetch)),
-								Sel(sRest, Sel(restDone, Sel(halt, C(5, txIdle), feedNext), C(5, txRest)),
+								Sel(sRest, Sel(restDone, Sel(wfNow, C(5, txFault), Sel(halt, C(5, txIdle), feedNext)), C(5, txRest)),
 									Sel(sFlush, Sel(fromBuf, C(5, txFeed), C(5, txChk)),
 										Sel(sFeed, Sel(feedEnd, C(5, txDrain), C(5, txFeed)),
 											Sel(sDrain, Sel(msgDone, C(5, txWB), C(5, txDrain)),
@@ -1195,6 +1226,7 @@ func CardTx(width int) (*Module, error) {
 	}
 	next = Sel(sRsp, C(5, txRspLd), Sel(sRspLd, Sel(rspDrop, C(5, txWB), rspNext), Sel(sRspSge, C(5, txChk), next)))
 	next = Sel(sMop, Sel(mopDone, C(5, txWB), C(5, txMop)), next)
+	next = Sel(stIs(txFault), Sel(evV, C(5, txFault), C(5, txWB)), next)
 	m.Drive(st, big.NewInt(txIdle), next, nil)
 
 	// --- instances ---

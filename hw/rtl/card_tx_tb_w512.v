@@ -71,7 +71,10 @@ module card_tx_tb_w512 (
     output wire [7:0]     m_ev_type,
     output wire [9:0]     m_ev_qpn,
     output wire [15:0]    m_ev_cause,
-    output wire [7:0]     m_ev_info,
+    output wire [31:0]    m_ev_info,
+    output wire           m_fault_valid,
+    output wire [9:0]     m_fault_qpn,
+    output wire [63:0]    m_fault_addr,
     output wire           m_rd_issue_valid,
     output wire [9:0]     m_rd_issue_qp,
     output wire [15:0]    m_rd_issue_count,
@@ -239,7 +242,10 @@ module card_tx_tb_w512 (
     wire [7:0]     tx_m_ev_type;
     wire [9:0]     tx_m_ev_qpn;
     wire [15:0]    tx_m_ev_cause;
-    wire [7:0]     tx_m_ev_info;
+    wire [31:0]    tx_m_ev_info;
+    wire           tx_m_fault_valid;
+    wire [9:0]     tx_m_fault_qpn;
+    wire [63:0]    tx_m_fault_addr;
     wire           tx_m_rd_issue_valid;
     wire [9:0]     tx_m_rd_issue_qp;
     wire [15:0]    tx_m_rd_issue_count;
@@ -330,6 +336,9 @@ module card_tx_tb_w512 (
     assign m_ev_qpn = tx_m_ev_qpn;
     assign m_ev_cause = tx_m_ev_cause;
     assign m_ev_info = tx_m_ev_info;
+    assign m_fault_valid = tx_m_fault_valid;
+    assign m_fault_qpn = tx_m_fault_qpn;
+    assign m_fault_addr = tx_m_fault_addr;
     assign m_rd_issue_valid = tx_m_rd_issue_valid;
     assign m_rd_issue_qp = tx_m_rd_issue_qp;
     assign m_rd_issue_count = tx_m_rd_issue_count;
@@ -468,6 +477,9 @@ module card_tx_tb_w512 (
         .m_ev_qpn(tx_m_ev_qpn),
         .m_ev_cause(tx_m_ev_cause),
         .m_ev_info(tx_m_ev_info),
+        .m_fault_valid(tx_m_fault_valid),
+        .m_fault_qpn(tx_m_fault_qpn),
+        .m_fault_addr(tx_m_fault_addr),
         .m_rd_issue_valid(tx_m_rd_issue_valid),
         .m_rd_issue_qp(tx_m_rd_issue_qp),
         .m_rd_issue_count(tx_m_rd_issue_count),

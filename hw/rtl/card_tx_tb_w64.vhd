@@ -73,7 +73,10 @@ entity card_tx_tb_w64 is
         m_ev_type : out std_logic_vector(7 downto 0);
         m_ev_qpn : out std_logic_vector(9 downto 0);
         m_ev_cause : out std_logic_vector(15 downto 0);
-        m_ev_info : out std_logic_vector(7 downto 0);
+        m_ev_info : out std_logic_vector(31 downto 0);
+        m_fault_valid : out std_logic;
+        m_fault_qpn : out std_logic_vector(9 downto 0);
+        m_fault_addr : out std_logic_vector(63 downto 0);
         m_rd_issue_valid : out std_logic;
         m_rd_issue_qp : out std_logic_vector(9 downto 0);
         m_rd_issue_count : out std_logic_vector(15 downto 0);
@@ -243,7 +246,10 @@ architecture rtl of card_tx_tb_w64 is
     signal tx_m_ev_type : std_logic_vector(7 downto 0);
     signal tx_m_ev_qpn : std_logic_vector(9 downto 0);
     signal tx_m_ev_cause : std_logic_vector(15 downto 0);
-    signal tx_m_ev_info : std_logic_vector(7 downto 0);
+    signal tx_m_ev_info : std_logic_vector(31 downto 0);
+    signal tx_m_fault_valid : std_logic;
+    signal tx_m_fault_qpn : std_logic_vector(9 downto 0);
+    signal tx_m_fault_addr : std_logic_vector(63 downto 0);
     signal tx_m_rd_issue_valid : std_logic;
     signal tx_m_rd_issue_qp : std_logic_vector(9 downto 0);
     signal tx_m_rd_issue_count : std_logic_vector(15 downto 0);
@@ -334,6 +340,9 @@ begin
     m_ev_qpn <= tx_m_ev_qpn;
     m_ev_cause <= tx_m_ev_cause;
     m_ev_info <= tx_m_ev_info;
+    m_fault_valid <= tx_m_fault_valid;
+    m_fault_qpn <= tx_m_fault_qpn;
+    m_fault_addr <= tx_m_fault_addr;
     m_rd_issue_valid <= tx_m_rd_issue_valid;
     m_rd_issue_qp <= tx_m_rd_issue_qp;
     m_rd_issue_count <= tx_m_rd_issue_count;
@@ -473,6 +482,9 @@ begin
             m_ev_qpn => tx_m_ev_qpn,
             m_ev_cause => tx_m_ev_cause,
             m_ev_info => tx_m_ev_info,
+            m_fault_valid => tx_m_fault_valid,
+            m_fault_qpn => tx_m_fault_qpn,
+            m_fault_addr => tx_m_fault_addr,
             m_rd_issue_valid => tx_m_rd_issue_valid,
             m_rd_issue_qp => tx_m_rd_issue_qp,
             m_rd_issue_count => tx_m_rd_issue_count,

@@ -38,24 +38,29 @@
 // the QP as a failed lkey check does. A malformed WQE (an opcode the SQ does
 // not take, an inline length or SGL its blocks cannot hold, a bad BBS)
 // completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic
-// Terminate, as the card model does. A DMA error response to a WQE read stops
-// its QP before anything of that WQE is sent: the QP is not scheduled until
-// its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn
-// report it. QP commands: CREATE takes the staged context; ERROR puts a live
-// QP in error (taken one cycle after it is offered: the QP's state is read
-// first; a QP that does not exist is left alone), after which every WQE posted
-// and not completed, the ones posted later included, completes in posting
-// order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its
-// opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model
-// does) and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken
-// without effect. A WQE starts only when its TX ring has 1024 bytes free (more
-// than the FPDUs of 480 inline bytes take at any MULPDU); otherwise the QP
-// waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and
-// segmented at a time; framing, ring writes and completions of earlier WQEs
-// overlap it, except on a tight CQ (cq_tight): there a WQE starts only once
-// every completion before it has its verdict (cpl_hold low, its own completion
-// queue empty), so that the WQE behind one whose completion overran is
-// flushed, never sent, as in the card model; its QP goes back to the scheduler
+// Terminate, as the card model does. A DMA error response to a WQE read (a new
+// WQE's, before anything of it is sent) fails the QP as the card model's fetch
+// does: a DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits
+// 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a
+// Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is
+// dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn
+// report it too. A read error while a WQE is fetched again to complete or
+// flush it still only stops the QP until its next doorbell. QP commands:
+// CREATE takes the staged context; ERROR puts a live QP in error (taken one
+// cycle after it is offered: the QP's state is read first; a QP that does not
+// exist is left alone), after which every WQE posted and not completed, the
+// ones posted later included, completes in posting order with WR_FLUSH_ERR
+// (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a
+// bad BBS takes every block posted, as the card model does) and nothing more
+// is sent; DESTROY frees a QP in error; CLOSE is taken without effect. A WQE
+// starts only when its TX ring has 1024 bytes free (more than the FPDUs of 480
+// inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI
+// doorbell, so no QP blocks another. One WQE is fetched and segmented at a
+// time; framing, ring writes and completions of earlier WQEs overlap it,
+// except on a tight CQ (cq_tight): there a WQE starts only once every
+// completion before it has its verdict (cpl_hold low, its own completion queue
+// empty), so that the WQE behind one whose completion overran is flushed,
+// never sent, as in the card model; its QP goes back to the scheduler
 // meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ
 // that overran) raises QP_ERROR with that INFO instead of TERM_SENT.
 //
@@ -130,7 +135,10 @@ module card_tx_w512 (
     output wire [7:0]     m_ev_type,         // EQE_TYPE: TERM_SENT, TERM_RECV or QP_ERROR
     output wire [9:0]     m_ev_qpn,          // OBJ: the QP
     output wire [15:0]    m_ev_cause,        // TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0); 0 for QP_ERROR
-    output wire [7:0]     m_ev_info,         // INFO: QP_ERROR's QP_ERR (s_term_reason), else 0
+    output wire [31:0]    m_ev_info,         // INFO: QP_ERROR's QP_ERR (s_term_reason, or DMA), DMA_FAULT's address bits 31:0, else 0
+    output wire           m_fault_valid,     // pulse: a WQE read of the engine got an error response (its DMA_FAULT event is raised now)
+    output wire [9:0]     m_fault_qpn,       // the QP
+    output wire [63:0]    m_fault_addr,      // the faulted WQE block's address
     output wire           m_rd_issue_valid,  // an RDMA Read Request went out: placement counts the QP's Reads outstanding (placement s_rd_issue)
     output wire [9:0]     m_rd_issue_qp,
     output wire [15:0]    m_rd_issue_count,  // the QP's Read Requests so far, plus one (its next Read Request MSN)
@@ -265,10 +273,16 @@ module card_tx_w512 (
     wire [15:0]    eng_term_cause;           // the engine's Terminate's cause
     wire [400:0]   eng_term_rec;             // ... and its record
     wire           term_ev_set;
+    wire           wf_ev;                    // a WQE read faulted: DMA_FAULT is raised
+    reg            wqe_fault;                // a read of the WQE faulted: the QP fails with QP_ERROR DMA
+    reg  [63:0]    wqe_fault_addr;           // the faulted block's address
+    wire [63:0]    wqe_fault_addr_now;       // ... with a fault on the WQE's last beat, this cycle's
+    wire           wf_qp_error;              // the faulted WQE's QP_ERROR DMA (not TERM_SENT)
+    wire           term_ev_load;
     reg  [9:0]     term_ev_qpn;
     wire           term_local;               // the record is a local failure's: QP_ERROR, not TERM_SENT
     reg  [15:0]    term_ev_cause;
-    reg  [7:0]     term_ev_info;
+    reg  [31:0]    term_ev_info;
     reg  [7:0]     term_ev_type;
     reg  [400:0]   term_rd;                  // read data of term
     reg  [185:0]   ctx_rd;                   // read data of ctx
@@ -619,6 +633,10 @@ module card_tx_w512 (
     wire [511:0]   wb_data;
     wire           first_done;               // the first block's last beat
     reg            wqe_rd_err;               // a read of the WQE got an error response
+    wire           wqe_err_beat;
+    wire [15:0]    wqe_err_blk;
+    wire [63:0]    wqe_err_addr;
+    wire           wqe_err_first;            // the WQE's first faulted beat
     reg  [127:0]   sge0;                     // the WQE's first SGE
     reg  [63:0]    bind_w2;                  // the WQE's bytes 48..55
     wire           sge_one;                  // the WQE has one SGE
@@ -646,6 +664,8 @@ module card_tx_w512 (
     wire [6:0]     wqe_beats;                // beats of the whole WQE
     wire           rest_done;                // the WQE's last beat
     wire           halt;                     // a read of the WQE got an error response: the QP stops at this WQE
+    wire           wf_now;                   // a new WQE's read faulted
+    reg  [15:0]    wqe_fault_bbs;            // blocks posted from the faulted WQE on: dropped
     wire           wqe_malformed;
     reg            wqe_mal;                  // the WQE is malformed
     reg  [15:0]    wqe_mal_bbs;              // blocks the malformed WQE takes
@@ -921,7 +941,7 @@ module card_tx_w512 (
     wire [15:0]    wqe_blocks;               // blocks the WQE takes
     wire [15:0]    new_sq_ci;
     reg            mop_fail;                 // the WQE's memory operation was refused
-    wire           prot;                     // the WQE failed its lkey check or memory operation, or is malformed
+    wire           prot;                     // the WQE failed its lkey check or memory operation, is malformed, or could not be read
     wire           prot_late;
     wire           flush_err;                // the WQE completes with WR_FLUSH_ERR
     wire [15:0]    blame_cause;              // the peer's Terminate's cause, for the WQE it blames
@@ -1099,6 +1119,7 @@ module card_tx_w512 (
     wire [1023:0]  qeng_1h;
     reg            mop_sent;                 // placement took the operation
     wire           mop_offer;
+    wire           in_state17;
     wire [5:0]     w_m_axi_arid;
     wire [63:0]    w_m_axi_araddr;
     wire [7:0]     w_m_axi_arlen;
@@ -1170,12 +1191,17 @@ module card_tx_w512 (
     assign qp_state_we = ((prot_err | (cmd_go & (cmd_op == 4'h1))) | qp_to_error) | ((cmd_go & (cmd_op == 4'h4)) & (qp_state_c_rd == 2'h2));
     assign term_new = (cmd_sel_term & cmd_go) & qp_to_error;
     assign term_ev_set = term_new | prot_term;
+    assign wf_qp_error = prot_term & wqe_fault;
+    assign term_ev_load = term_ev_set | wf_ev;
     assign m_ev_valid = term_ev_v;
     assign m_ev_qpn = term_ev_qpn;
     assign term_local = term_new & |s_term_reason;
     assign m_ev_cause = term_ev_cause;
     assign m_ev_info = term_ev_info;
     assign m_ev_type = term_ev_type;
+    assign m_fault_valid = wf_ev;
+    assign m_fault_qpn = cur_qp & {10{wf_ev}};
+    assign m_fault_addr = wqe_fault_addr_now & {64{wf_ev}};
     assign sched_empty = sched_head == sched_tail;
     assign sched_pop = ((in_state0 & ~sched_empty) & ~cmd_valid) & cpl_room;
     assign qclr_qp = sched_rd;
@@ -8683,6 +8709,11 @@ module card_tx_w512 (
     assign wb_valid = wb_from_push | (wb_from_dma & rd_tvalid);
     assign wb_data = wb_from_push ? push_blk : rd_tdata;
     assign first_done = (wb_valid & in_state4) & (wb_beat == 7'h00);
+    assign wqe_err_beat = (wb_from_dma & rd_tvalid) & rd_terr;
+    assign wqe_err_blk = (cur_sq_next + {9'h000, wb_beat}) & sq_mask;
+    assign wqe_err_addr = {cur_sq_base, 6'h00} + {42'h00000000000, wqe_err_blk, 6'h00};
+    assign wqe_err_first = wqe_err_beat & ~wqe_rd_err;
+    assign wqe_fault_addr_now = wqe_err_first ? wqe_err_addr : wqe_fault_addr;
     assign sge_one = h_nsge == 5'h01;
     assign sge_addr = sge0[63:0] & {64{sge_one}};
     assign sge_len = sge0[95:64] & {32{sge_one}};
@@ -8707,6 +8738,8 @@ module card_tx_w512 (
     assign wqe_beats = {3'h0, h_bbs};
     assign rest_done = (in_state7 & wb_valid) & (wb_beat == (wqe_beats - 7'h01));
     assign halt = (in_state5 & wqe_rd_err) | (rest_done & (wqe_rd_err | rd_terr));
+    assign wf_now = halt & ~ret_or_flush;
+    assign wf_ev = wf_now;
     assign wqe_malformed = ((in_state5 & ~ret_or_flush) & ~wqe_served) & ~wqe_rd_err;
     assign stat_halt = halt_q;
     assign stat_halt_qpn = halt_qpn_q;
@@ -8975,13 +9008,13 @@ module card_tx_w512 (
     assign rw_merge_end = (rw_merge & rw_go) & ((rw_out2 + 17'h00001) == rw_n2);
     assign rw_fpdu_end = rw_pass_end | rw_merge_end;
     assign qd_pop = {2'h0, rw_fpdu_end};
-    assign read_sent = op_read & ~wqe_mal;
+    assign read_sent = (op_read & ~wqe_mal) & ~wqe_fault;
     assign wqe_retires = (ret_mode | sent_done) | (((~ret_or_flush & ~read_sent) & (cur_orq == 5'h00)) & ~cur_walk);
     assign flush_avail = cur_sq_pi - cur_sq_ci;
     assign flush_bbs = (((|h_bbs & ~(4'h8 < h_bbs)) & ~(flush_avail < {12'h000, h_bbs})) & ~(({1'h0, sq_mask} + 17'h00001) < {13'h0000, h_bbs})) ? {12'h000, h_bbs} : flush_avail;
-    assign wqe_blocks = wqe_mal ? wqe_mal_bbs : {12'h000, h_bbs};
+    assign wqe_blocks = wqe_fault ? wqe_fault_bbs : (wqe_mal ? wqe_mal_bbs : {12'h000, h_bbs});
     assign new_sq_ci = (flush_mode & ~sent_done) ? (cur_sq_ci + flush_bbs) : (wqe_retires ? (cur_sq_ci + wqe_blocks) : cur_sq_ci);
-    assign prot = ((((ck_fault | mop_fail) | wqe_mal) & ~ret_or_flush) & ~rsp_mode) & ~term_mode;
+    assign prot = (((((ck_fault | mop_fail) | wqe_mal) | wqe_fault) & ~ret_or_flush) & ~rsp_mode) & ~term_mode;
     assign prot_late = prot & ((cur_orq != 5'h00) | cur_walk);
     assign flush_err = flush_mode & ~sent_done;
     assign term_blame_used = ((in_state11 & flush_err) & term_blame_cur) & (cur_sq_ci != cur_sq_next);
@@ -10128,6 +10161,7 @@ module card_tx_w512 (
     assign m_mop_len = sge0[127:64] & {64{mop_offer}};
     assign m_mop_access = bind_w2[35:32] & {4{mop_offer}};
     assign m_mop_type2 = bind_w2[40] & mop_offer;
+    assign in_state17 = eng_state == 5'h11;
     assign m_axi_arid = w_m_axi_arid;
     assign m_axi_araddr = w_m_axi_araddr;
     assign m_axi_arlen = w_m_axi_arlen;
@@ -10220,39 +10254,39 @@ module card_tx_w512 (
         if (rst) begin
             term_ev_v <= 1'h0;
         end else begin
-            term_ev_v <= term_ev_set | (term_ev_v & ~m_ev_ready);
+            term_ev_v <= term_ev_load | (term_ev_v & ~m_ev_ready);
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
             term_ev_qpn <= 10'h000;
-        end else if (term_ev_set) begin
-            term_ev_qpn <= prot_term ? cur_qp : s_term_qpn;
+        end else if (term_ev_load) begin
+            term_ev_qpn <= (prot_term | wf_ev) ? cur_qp : s_term_qpn;
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
             term_ev_cause <= 16'h0000;
-        end else if (term_ev_set) begin
-            term_ev_cause <= prot_term ? eng_term_cause : (term_local ? 16'h0000 : s_term_cause);
+        end else if (term_ev_load) begin
+            term_ev_cause <= (wf_ev | wf_qp_error) ? 16'h0000 : (prot_term ? eng_term_cause : (term_local ? 16'h0000 : s_term_cause));
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
-            term_ev_info <= 8'h00;
-        end else if (term_ev_set) begin
-            term_ev_info <= term_local ? s_term_reason : 8'h00;
+            term_ev_info <= 32'h00000000;
+        end else if (term_ev_load) begin
+            term_ev_info <= wf_ev ? wqe_fault_addr_now[31:0] : (wf_qp_error ? 32'h00000004 : (term_local ? {24'h000000, s_term_reason} : 32'h00000000));
         end
     end
 
     always @(posedge clk) begin
         if (rst) begin
             term_ev_type <= 8'h06;
-        end else if (term_ev_set) begin
-            term_ev_type <= (term_new & s_term_recv) ? 8'h07 : (term_local ? 8'h08 : 8'h06);
+        end else if (term_ev_load) begin
+            term_ev_type <= wf_ev ? 8'h0a : ((term_new & s_term_recv) ? 8'h07 : ((term_local | wf_qp_error) ? 8'h08 : 8'h06));
         end
     end
 
@@ -11075,7 +11109,13 @@ module card_tx_w512 (
         if (rst) begin
             wqe_rd_err <= 1'h0;
         end else begin
-            wqe_rd_err <= ~fetch_go & (wqe_rd_err | ((wb_from_dma & rd_tvalid) & rd_terr));
+            wqe_rd_err <= ~fetch_go & (wqe_rd_err | wqe_err_beat);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (wqe_err_first) begin
+            wqe_fault_addr <= wqe_err_addr;
         end
     end
 
@@ -11100,6 +11140,20 @@ module card_tx_w512 (
     always @(posedge clk) begin
         if ((in_state14 | term_go) | (wb_valid & (wb_beat == 7'h00))) begin
             wqe_hdr <= in_state14 ? rsp_hdr : (term_go ? 256'h00000000000000000000000000000000000000000000000000000000000000ff : wb_data[255:0]);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            wqe_fault <= 1'h0;
+        end else if (fetch_go | wf_now) begin
+            wqe_fault <= ~fetch_go;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (wf_now) begin
+            wqe_fault_bbs <= avail;
         end
     end
 
@@ -11658,7 +11712,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq0_cqe <= cq0_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq1_cqe : ((cq_pop == 4'h2) ? cq2_cqe : ((cq_pop == 4'h3) ? cq3_cqe : ((cq_pop == 4'h4) ? cq4_cqe : ((cq_pop == 4'h5) ? cq5_cqe : ((cq_pop == 4'h6) ? cq6_cqe : ((cq_pop == 4'h7) ? cq7_cqe : cq0_cqe)))))));
+        cq0_cqe <= cq0_push ? ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault) : ((cq_pop == 4'h1) ? cq1_cqe : ((cq_pop == 4'h2) ? cq2_cqe : ((cq_pop == 4'h3) ? cq3_cqe : ((cq_pop == 4'h4) ? cq4_cqe : ((cq_pop == 4'h5) ? cq5_cqe : ((cq_pop == 4'h6) ? cq6_cqe : ((cq_pop == 4'h7) ? cq7_cqe : cq0_cqe)))))));
     end
 
     always @(posedge clk) begin
@@ -11718,7 +11772,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq1_cqe <= cq1_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
+        cq1_cqe <= cq1_push ? ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
     end
 
     always @(posedge clk) begin
@@ -11778,7 +11832,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq2_cqe <= cq2_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq3_cqe : ((cq_pop == 4'h2) ? cq4_cqe : ((cq_pop == 4'h3) ? cq5_cqe : ((cq_pop == 4'h4) ? cq6_cqe : ((cq_pop == 4'h5) ? cq7_cqe : cq2_cqe)))));
+        cq2_cqe <= cq2_push ? ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault) : ((cq_pop == 4'h1) ? cq3_cqe : ((cq_pop == 4'h2) ? cq4_cqe : ((cq_pop == 4'h3) ? cq5_cqe : ((cq_pop == 4'h4) ? cq6_cqe : ((cq_pop == 4'h5) ? cq7_cqe : cq2_cqe)))));
     end
 
     always @(posedge clk) begin
@@ -11838,7 +11892,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq3_cqe <= cq3_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
+        cq3_cqe <= cq3_push ? ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
     end
 
     always @(posedge clk) begin
@@ -11898,7 +11952,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq4_cqe <= cq4_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq5_cqe : ((cq_pop == 4'h2) ? cq6_cqe : ((cq_pop == 4'h3) ? cq7_cqe : cq4_cqe)));
+        cq4_cqe <= cq4_push ? ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault) : ((cq_pop == 4'h1) ? cq5_cqe : ((cq_pop == 4'h2) ? cq6_cqe : ((cq_pop == 4'h3) ? cq7_cqe : cq4_cqe)));
     end
 
     always @(posedge clk) begin
@@ -11958,7 +12012,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq5_cqe <= cq5_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
+        cq5_cqe <= cq5_push ? ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
     end
 
     always @(posedge clk) begin
@@ -12018,7 +12072,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq6_cqe <= cq6_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : ((cq_pop == 4'h1) ? cq7_cqe : cq6_cqe);
+        cq6_cqe <= cq6_push ? ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault) : ((cq_pop == 4'h1) ? cq7_cqe : cq6_cqe);
     end
 
     always @(posedge clk) begin
@@ -12078,7 +12132,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq7_cqe <= cq7_push ? (((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) : cq7_cqe;
+        cq7_cqe <= cq7_push ? ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault) : cq7_cqe;
     end
 
     always @(posedge clk) begin
@@ -12291,7 +12345,7 @@ module card_tx_w512 (
         if (rst) begin
             eng_state <= 5'h00;
         end else begin
-            eng_state <= in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0c) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? 5'h0b : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? ((halt | wait_read) ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08) : 5'h06))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (halt ? 5'h00 : ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08)) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (msg_done ? 5'h0b : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : 5'h09) : 5'h0c) : 5'h00)))))))))))))));
+            eng_state <= in_state17 ? (term_ev_v ? 5'h11 : 5'h0b) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0c) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? 5'h0b : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (wf_now ? 5'h11 : ((halt | wait_read) ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08) : 5'h06)))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : (halt ? 5'h00 : ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08))) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (msg_done ? 5'h0b : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : 5'h09) : 5'h0c) : 5'h00))))))))))))))));
         end
     end
 

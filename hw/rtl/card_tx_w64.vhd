@@ -38,24 +38,29 @@
 -- the QP as a failed lkey check does. A malformed WQE (an opcode the SQ does
 -- not take, an inline length or SGL its blocks cannot hold, a bad BBS)
 -- completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic
--- Terminate, as the card model does. A DMA error response to a WQE read stops
--- its QP before anything of that WQE is sent: the QP is not scheduled until
--- its next doorbell (which finds the same WQE), and stat_halt/stat_halt_qpn
--- report it. QP commands: CREATE takes the staged context; ERROR puts a live
--- QP in error (taken one cycle after it is offered: the QP's state is read
--- first; a QP that does not exist is left alone), after which every WQE posted
--- and not completed, the ones posted later included, completes in posting
--- order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its
--- opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model
--- does) and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken
--- without effect. A WQE starts only when its TX ring has 1024 bytes free (more
--- than the FPDUs of 480 inline bytes take at any MULPDU); otherwise the QP
--- waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and
--- segmented at a time; framing, ring writes and completions of earlier WQEs
--- overlap it, except on a tight CQ (cq_tight): there a WQE starts only once
--- every completion before it has its verdict (cpl_hold low, its own completion
--- queue empty), so that the WQE behind one whose completion overran is
--- flushed, never sent, as in the card model; its QP goes back to the scheduler
+-- Terminate, as the card model does. A DMA error response to a WQE read (a new
+-- WQE's, before anything of it is sent) fails the QP as the card model's fetch
+-- does: a DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits
+-- 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a
+-- Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is
+-- dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn
+-- report it too. A read error while a WQE is fetched again to complete or
+-- flush it still only stops the QP until its next doorbell. QP commands:
+-- CREATE takes the staged context; ERROR puts a live QP in error (taken one
+-- cycle after it is offered: the QP's state is read first; a QP that does not
+-- exist is left alone), after which every WQE posted and not completed, the
+-- ones posted later included, completes in posting order with WR_FLUSH_ERR
+-- (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a
+-- bad BBS takes every block posted, as the card model does) and nothing more
+-- is sent; DESTROY frees a QP in error; CLOSE is taken without effect. A WQE
+-- starts only when its TX ring has 1024 bytes free (more than the FPDUs of 480
+-- inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI
+-- doorbell, so no QP blocks another. One WQE is fetched and segmented at a
+-- time; framing, ring writes and completions of earlier WQEs overlap it,
+-- except on a tight CQ (cq_tight): there a WQE starts only once every
+-- completion before it has its verdict (cpl_hold low, its own completion queue
+-- empty), so that the WQE behind one whose completion overran is flushed,
+-- never sent, as in the card model; its QP goes back to the scheduler
 -- meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ
 -- that overran) raises QP_ERROR with that INFO instead of TERM_SENT.
 --
@@ -132,7 +137,10 @@ entity card_tx_w64 is
         m_ev_type : out std_logic_vector(7 downto 0); -- EQE_TYPE: TERM_SENT, TERM_RECV or QP_ERROR
         m_ev_qpn : out std_logic_vector(9 downto 0); -- OBJ: the QP
         m_ev_cause : out std_logic_vector(15 downto 0); -- TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0); 0 for QP_ERROR
-        m_ev_info : out std_logic_vector(7 downto 0); -- INFO: QP_ERROR's QP_ERR (s_term_reason), else 0
+        m_ev_info : out std_logic_vector(31 downto 0); -- INFO: QP_ERROR's QP_ERR (s_term_reason, or DMA), DMA_FAULT's address bits 31:0, else 0
+        m_fault_valid : out std_logic;       -- pulse: a WQE read of the engine got an error response (its DMA_FAULT event is raised now)
+        m_fault_qpn : out std_logic_vector(9 downto 0); -- the QP
+        m_fault_addr : out std_logic_vector(63 downto 0); -- the faulted WQE block's address
         m_rd_issue_valid : out std_logic;    -- an RDMA Read Request went out: placement counts the QP's Reads outstanding (placement s_rd_issue)
         m_rd_issue_qp : out std_logic_vector(9 downto 0);
         m_rd_issue_count : out std_logic_vector(15 downto 0); -- the QP's Read Requests so far, plus one (its next Read Request MSN)
@@ -296,10 +304,16 @@ architecture rtl of card_tx_w64 is
     signal eng_term_cause : std_logic_vector(15 downto 0); -- the engine's Terminate's cause
     signal eng_term_rec : std_logic_vector(400 downto 0); -- ... and its record
     signal term_ev_set : std_logic;
+    signal wf_ev : std_logic;                -- a WQE read faulted: DMA_FAULT is raised
+    signal wqe_fault : std_logic := '0';     -- a read of the WQE faulted: the QP fails with QP_ERROR DMA
+    signal wqe_fault_addr : std_logic_vector(63 downto 0); -- the faulted block's address
+    signal wqe_fault_addr_now : std_logic_vector(63 downto 0); -- ... with a fault on the WQE's last beat, this cycle's
+    signal wf_qp_error : std_logic;          -- the faulted WQE's QP_ERROR DMA (not TERM_SENT)
+    signal term_ev_load : std_logic;
     signal term_ev_qpn : std_logic_vector(9 downto 0) := "0000000000";
     signal term_local : std_logic;           -- the record is a local failure's: QP_ERROR, not TERM_SENT
     signal term_ev_cause : std_logic_vector(15 downto 0) := x"0000";
-    signal term_ev_info : std_logic_vector(7 downto 0) := x"00";
+    signal term_ev_info : std_logic_vector(31 downto 0) := x"00000000";
     signal term_ev_type : std_logic_vector(7 downto 0) := x"06";
     signal term_rd : std_logic_vector(400 downto 0); -- read data of term
     signal ctx_rd : std_logic_vector(185 downto 0); -- read data of ctx
@@ -650,6 +664,10 @@ architecture rtl of card_tx_w64 is
     signal wb_data : std_logic_vector(63 downto 0);
     signal first_done : std_logic;           -- the first block's last beat
     signal wqe_rd_err : std_logic := '0';    -- a read of the WQE got an error response
+    signal wqe_err_beat : std_logic;
+    signal wqe_err_blk : std_logic_vector(15 downto 0);
+    signal wqe_err_addr : std_logic_vector(63 downto 0);
+    signal wqe_err_first : std_logic;        -- the WQE's first faulted beat
     signal sge0_lo : std_logic_vector(63 downto 0); -- the first SGE's ADDR
     signal sge0_hi : std_logic_vector(63 downto 0); -- its LENGTH and LKEY
     signal sge0 : std_logic_vector(127 downto 0); -- the WQE's first SGE
@@ -682,6 +700,8 @@ architecture rtl of card_tx_w64 is
     signal wqe_beats : std_logic_vector(6 downto 0); -- beats of the whole WQE
     signal rest_done : std_logic;            -- the WQE's last beat
     signal halt : std_logic;                 -- a read of the WQE got an error response: the QP stops at this WQE
+    signal wf_now : std_logic;               -- a new WQE's read faulted
+    signal wqe_fault_bbs : std_logic_vector(15 downto 0); -- blocks posted from the faulted WQE on: dropped
     signal wqe_malformed : std_logic;
     signal wqe_mal : std_logic := '0';       -- the WQE is malformed
     signal wqe_mal_bbs : std_logic_vector(15 downto 0); -- blocks the malformed WQE takes
@@ -945,7 +965,7 @@ architecture rtl of card_tx_w64 is
     signal wqe_blocks : std_logic_vector(15 downto 0); -- blocks the WQE takes
     signal new_sq_ci : std_logic_vector(15 downto 0);
     signal mop_fail : std_logic := '0';      -- the WQE's memory operation was refused
-    signal prot : std_logic;                 -- the WQE failed its lkey check or memory operation, or is malformed
+    signal prot : std_logic;                 -- the WQE failed its lkey check or memory operation, is malformed, or could not be read
     signal prot_late : std_logic;
     signal flush_err : std_logic;            -- the WQE completes with WR_FLUSH_ERR
     signal blame_cause : std_logic_vector(15 downto 0); -- the peer's Terminate's cause, for the WQE it blames
@@ -1123,6 +1143,7 @@ architecture rtl of card_tx_w64 is
     signal qeng_1h : std_logic_vector(1023 downto 0);
     signal mop_sent : std_logic := '0';      -- placement took the operation
     signal mop_offer : std_logic;
+    signal in_state17 : std_logic;
     signal w_m_axi_arid : std_logic_vector(5 downto 0);
     signal w_m_axi_araddr : std_logic_vector(63 downto 0);
     signal w_m_axi_arlen : std_logic_vector(7 downto 0);
@@ -1206,12 +1227,17 @@ begin
     qp_state_we <= ((prot_err or (cmd_go and b2l(cmd_op = x"1"))) or qp_to_error) or ((cmd_go and b2l(cmd_op = x"4")) and b2l(qp_state_c_rd = "10"));
     term_new <= (cmd_sel_term and cmd_go) and qp_to_error;
     term_ev_set <= term_new or prot_term;
+    wf_qp_error <= prot_term and wqe_fault;
+    term_ev_load <= term_ev_set or wf_ev;
     m_ev_valid <= term_ev_v;
     m_ev_qpn <= term_ev_qpn;
     term_local <= term_new and (or s_term_reason);
     m_ev_cause <= term_ev_cause;
     m_ev_info <= term_ev_info;
     m_ev_type <= term_ev_type;
+    m_fault_valid <= wf_ev;
+    m_fault_qpn <= cur_qp and std_logic_vector'(9 downto 0 => wf_ev);
+    m_fault_addr <= wqe_fault_addr_now and std_logic_vector'(63 downto 0 => wf_ev);
     sched_empty <= b2l(sched_head = sched_tail);
     sched_pop <= ((in_state0 and (not sched_empty)) and (not cmd_valid)) and cpl_room;
     qclr_qp <= sched_rd;
@@ -8719,6 +8745,11 @@ begin
     wb_valid <= wb_from_push or (wb_from_dma and rd_tvalid);
     wb_data <= mux(wb_from_push, mux(wb_beat(2), mux(wb_beat(1), mux(wb_beat(0), push_blk(511 downto 448), push_blk(447 downto 384)), mux(wb_beat(0), push_blk(383 downto 320), push_blk(319 downto 256))), mux(wb_beat(1), mux(wb_beat(0), push_blk(255 downto 192), push_blk(191 downto 128)), mux(wb_beat(0), push_blk(127 downto 64), push_blk(63 downto 0)))), rd_tdata);
     first_done <= (wb_valid and in_state4) and b2l(wb_beat = "0000111");
+    wqe_err_beat <= (wb_from_dma and rd_tvalid) and rd_terr;
+    wqe_err_blk <= std_logic_vector(unsigned(cur_sq_next) + unsigned(std_logic_vector'(x"000" & wb_beat(6 downto 3)))) and sq_mask;
+    wqe_err_addr <= std_logic_vector(unsigned(std_logic_vector'(cur_sq_base & "000000")) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000" & wqe_err_blk & "000000")));
+    wqe_err_first <= wqe_err_beat and (not wqe_rd_err);
+    wqe_fault_addr_now <= mux(wqe_err_first, wqe_err_addr, wqe_fault_addr);
     sge0 <= std_logic_vector'(sge0_hi & sge0_lo);
     sge_one <= b2l(h_nsge = "00001");
     sge_addr <= sge0(63 downto 0) and std_logic_vector'(63 downto 0 => sge_one);
@@ -8748,6 +8779,8 @@ begin
     wqe_beats <= std_logic_vector'(h_bbs & "000");
     rest_done <= (in_state7 and wb_valid) and b2l(wb_beat = std_logic_vector(unsigned(wqe_beats) - unsigned'("0000001")));
     halt <= (in_state5 and wqe_rd_err) or (rest_done and (wqe_rd_err or rd_terr));
+    wf_now <= halt and (not ret_or_flush);
+    wf_ev <= wf_now;
     wqe_malformed <= ((in_state5 and (not ret_or_flush)) and (not wqe_served)) and (not wqe_rd_err);
     stat_halt <= halt_q;
     stat_halt_qpn <= halt_qpn_q;
@@ -8946,13 +8979,13 @@ begin
     rw_merge_end <= (rw_merge and rw_go) and b2l(std_logic_vector(unsigned(rw_out2) + unsigned'("00000000000000001")) = rw_n2);
     rw_fpdu_end <= rw_pass_end or rw_merge_end;
     qd_pop <= std_logic_vector'("00" & rw_fpdu_end);
-    read_sent <= op_read and (not wqe_mal);
+    read_sent <= (op_read and (not wqe_mal)) and (not wqe_fault);
     wqe_retires <= (ret_mode or sent_done) or ((((not ret_or_flush) and (not read_sent)) and b2l(cur_orq = "00000")) and (not cur_walk));
     flush_avail <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_ci));
     flush_bbs <= mux((((or h_bbs) and (not b2l(unsigned'(x"8") < unsigned(h_bbs)))) and (not b2l(unsigned(flush_avail) < unsigned(std_logic_vector'(x"000" & h_bbs))))) and (not b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & sq_mask)) + unsigned'("00000000000000001"))) < unsigned(std_logic_vector'("0000000000000" & h_bbs)))), std_logic_vector'(x"000" & h_bbs), flush_avail);
-    wqe_blocks <= mux(wqe_mal, wqe_mal_bbs, std_logic_vector'(x"000" & h_bbs));
+    wqe_blocks <= mux(wqe_fault, wqe_fault_bbs, mux(wqe_mal, wqe_mal_bbs, std_logic_vector'(x"000" & h_bbs)));
     new_sq_ci <= mux(flush_mode and (not sent_done), std_logic_vector(unsigned(cur_sq_ci) + unsigned(flush_bbs)), mux(wqe_retires, std_logic_vector(unsigned(cur_sq_ci) + unsigned(wqe_blocks)), cur_sq_ci));
-    prot <= ((((ck_fault or mop_fail) or wqe_mal) and (not ret_or_flush)) and (not rsp_mode)) and (not term_mode);
+    prot <= (((((ck_fault or mop_fail) or wqe_mal) or wqe_fault) and (not ret_or_flush)) and (not rsp_mode)) and (not term_mode);
     prot_late <= prot and (b2l(cur_orq /= "00000") or cur_walk);
     flush_err <= flush_mode and (not sent_done);
     term_blame_used <= ((in_state11 and flush_err) and term_blame_cur) and b2l(cur_sq_ci /= cur_sq_next);
@@ -10099,6 +10132,7 @@ begin
     m_mop_len <= sge0(127 downto 64) and std_logic_vector'(63 downto 0 => mop_offer);
     m_mop_access <= bind_w2(35 downto 32) and std_logic_vector'(3 downto 0 => mop_offer);
     m_mop_type2 <= bind_w2(40) and mop_offer;
+    in_state17 <= b2l(eng_state = "10001");
     m_axi_arid <= w_m_axi_arid;
     m_axi_araddr <= w_m_axi_araddr;
     m_axi_arlen <= w_m_axi_arlen;
@@ -10201,7 +10235,7 @@ begin
             if rst = '1' then
                 term_ev_v <= '0';
             else
-                term_ev_v <= term_ev_set or (term_ev_v and (not m_ev_ready));
+                term_ev_v <= term_ev_load or (term_ev_v and (not m_ev_ready));
             end if;
         end if;
     end process;
@@ -10211,8 +10245,8 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 term_ev_qpn <= "0000000000";
-            elsif term_ev_set = '1' then
-                term_ev_qpn <= mux(prot_term, cur_qp, s_term_qpn);
+            elsif term_ev_load = '1' then
+                term_ev_qpn <= mux(prot_term or wf_ev, cur_qp, s_term_qpn);
             end if;
         end if;
     end process;
@@ -10222,8 +10256,8 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 term_ev_cause <= x"0000";
-            elsif term_ev_set = '1' then
-                term_ev_cause <= mux(prot_term, eng_term_cause, mux(term_local, x"0000", s_term_cause));
+            elsif term_ev_load = '1' then
+                term_ev_cause <= mux(wf_ev or wf_qp_error, x"0000", mux(prot_term, eng_term_cause, mux(term_local, x"0000", s_term_cause)));
             end if;
         end if;
     end process;
@@ -10232,9 +10266,9 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                term_ev_info <= x"00";
-            elsif term_ev_set = '1' then
-                term_ev_info <= mux(term_local, s_term_reason, x"00");
+                term_ev_info <= x"00000000";
+            elsif term_ev_load = '1' then
+                term_ev_info <= mux(wf_ev, wqe_fault_addr_now(31 downto 0), mux(wf_qp_error, x"00000004", mux(term_local, std_logic_vector'(x"000000" & s_term_reason), x"00000000")));
             end if;
         end if;
     end process;
@@ -10244,8 +10278,8 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 term_ev_type <= x"06";
-            elsif term_ev_set = '1' then
-                term_ev_type <= mux(term_new and s_term_recv, x"07", mux(term_local, x"08", x"06"));
+            elsif term_ev_load = '1' then
+                term_ev_type <= mux(wf_ev, x"0a", mux(term_new and s_term_recv, x"07", mux(term_local or wf_qp_error, x"08", x"06")));
             end if;
         end if;
     end process;
@@ -11449,7 +11483,16 @@ begin
             if rst = '1' then
                 wqe_rd_err <= '0';
             else
-                wqe_rd_err <= (not fetch_go) and (wqe_rd_err or ((wb_from_dma and rd_tvalid) and rd_terr));
+                wqe_rd_err <= (not fetch_go) and (wqe_rd_err or wqe_err_beat);
+            end if;
+        end if;
+    end process;
+
+    wqe_fault_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if wqe_err_first = '1' then
+                wqe_fault_addr <= wqe_err_addr;
             end if;
         end if;
     end process;
@@ -11490,6 +11533,26 @@ begin
                 mux(hdr_w1, wb_data, wqe_hdr(127 downto 64)) &
                 mux(hdr_w0, wb_data, wqe_hdr(63 downto 0))
             )));
+        end if;
+    end process;
+
+    wqe_fault_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                wqe_fault <= '0';
+            elsif (fetch_go or wf_now) = '1' then
+                wqe_fault <= not fetch_go;
+            end if;
+        end if;
+    end process;
+
+    wqe_fault_bbs_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if wf_now = '1' then
+                wqe_fault_bbs <= avail;
+            end if;
         end if;
     end process;
 
@@ -12341,7 +12404,7 @@ begin
     cq0_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_cqe <= mux(cq0_push, ((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq1_cqe, mux(b2l(cq_pop = x"2"), cq2_cqe, mux(b2l(cq_pop = x"3"), cq3_cqe, mux(b2l(cq_pop = x"4"), cq4_cqe, mux(b2l(cq_pop = x"5"), cq5_cqe, mux(b2l(cq_pop = x"6"), cq6_cqe, mux(b2l(cq_pop = x"7"), cq7_cqe, cq0_cqe))))))));
+            cq0_cqe <= mux(cq0_push, (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault), mux(b2l(cq_pop = x"1"), cq1_cqe, mux(b2l(cq_pop = x"2"), cq2_cqe, mux(b2l(cq_pop = x"3"), cq3_cqe, mux(b2l(cq_pop = x"4"), cq4_cqe, mux(b2l(cq_pop = x"5"), cq5_cqe, mux(b2l(cq_pop = x"6"), cq6_cqe, mux(b2l(cq_pop = x"7"), cq7_cqe, cq0_cqe))))))));
         end if;
     end process;
 
@@ -12446,7 +12509,7 @@ begin
     cq1_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_cqe <= mux(cq1_push, ((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq2_cqe, mux(b2l(cq_pop = x"2"), cq3_cqe, mux(b2l(cq_pop = x"3"), cq4_cqe, mux(b2l(cq_pop = x"4"), cq5_cqe, mux(b2l(cq_pop = x"5"), cq6_cqe, mux(b2l(cq_pop = x"6"), cq7_cqe, cq1_cqe)))))));
+            cq1_cqe <= mux(cq1_push, (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault), mux(b2l(cq_pop = x"1"), cq2_cqe, mux(b2l(cq_pop = x"2"), cq3_cqe, mux(b2l(cq_pop = x"3"), cq4_cqe, mux(b2l(cq_pop = x"4"), cq5_cqe, mux(b2l(cq_pop = x"5"), cq6_cqe, mux(b2l(cq_pop = x"6"), cq7_cqe, cq1_cqe)))))));
         end if;
     end process;
 
@@ -12551,7 +12614,7 @@ begin
     cq2_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_cqe <= mux(cq2_push, ((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq3_cqe, mux(b2l(cq_pop = x"2"), cq4_cqe, mux(b2l(cq_pop = x"3"), cq5_cqe, mux(b2l(cq_pop = x"4"), cq6_cqe, mux(b2l(cq_pop = x"5"), cq7_cqe, cq2_cqe))))));
+            cq2_cqe <= mux(cq2_push, (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault), mux(b2l(cq_pop = x"1"), cq3_cqe, mux(b2l(cq_pop = x"2"), cq4_cqe, mux(b2l(cq_pop = x"3"), cq5_cqe, mux(b2l(cq_pop = x"4"), cq6_cqe, mux(b2l(cq_pop = x"5"), cq7_cqe, cq2_cqe))))));
         end if;
     end process;
 
@@ -12656,7 +12719,7 @@ begin
     cq3_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_cqe <= mux(cq3_push, ((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq4_cqe, mux(b2l(cq_pop = x"2"), cq5_cqe, mux(b2l(cq_pop = x"3"), cq6_cqe, mux(b2l(cq_pop = x"4"), cq7_cqe, cq3_cqe)))));
+            cq3_cqe <= mux(cq3_push, (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault), mux(b2l(cq_pop = x"1"), cq4_cqe, mux(b2l(cq_pop = x"2"), cq5_cqe, mux(b2l(cq_pop = x"3"), cq6_cqe, mux(b2l(cq_pop = x"4"), cq7_cqe, cq3_cqe)))));
         end if;
     end process;
 
@@ -12761,7 +12824,7 @@ begin
     cq4_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_cqe <= mux(cq4_push, ((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq5_cqe, mux(b2l(cq_pop = x"2"), cq6_cqe, mux(b2l(cq_pop = x"3"), cq7_cqe, cq4_cqe))));
+            cq4_cqe <= mux(cq4_push, (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault), mux(b2l(cq_pop = x"1"), cq5_cqe, mux(b2l(cq_pop = x"2"), cq6_cqe, mux(b2l(cq_pop = x"3"), cq7_cqe, cq4_cqe))));
         end if;
     end process;
 
@@ -12866,7 +12929,7 @@ begin
     cq5_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_cqe <= mux(cq5_push, ((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq6_cqe, mux(b2l(cq_pop = x"2"), cq7_cqe, cq5_cqe)));
+            cq5_cqe <= mux(cq5_push, (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault), mux(b2l(cq_pop = x"1"), cq6_cqe, mux(b2l(cq_pop = x"2"), cq7_cqe, cq5_cqe)));
         end if;
     end process;
 
@@ -12971,7 +13034,7 @@ begin
     cq6_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_cqe <= mux(cq6_push, ((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires), mux(b2l(cq_pop = x"1"), cq7_cqe, cq6_cqe));
+            cq6_cqe <= mux(cq6_push, (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault), mux(b2l(cq_pop = x"1"), cq7_cqe, cq6_cqe));
         end if;
     end process;
 
@@ -13076,7 +13139,7 @@ begin
     cq7_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_cqe <= mux(cq7_push, ((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires), cq7_cqe);
+            cq7_cqe <= mux(cq7_push, (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault), cq7_cqe);
         end if;
     end process;
 
@@ -13391,7 +13454,7 @@ begin
             if rst = '1' then
                 eng_state <= "00000";
             else
-                eng_state <= mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01111"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, "01011", "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(halt or wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")), "00110"))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(halt, "00000", mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100"))), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(msg_done, "01011", "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", "01001"), "01100"), "00000"))))))))))))))));
+                eng_state <= mux(in_state17, mux(term_ev_v, "10001", "01011"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01111"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, "01011", "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(wf_now, "10001", mux(halt or wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")), "00110")))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(halt, "00000", mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")))), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(msg_done, "01011", "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", "01001"), "01100"), "00000")))))))))))))))));
             end if;
         end if;
     end process;

@@ -43,20 +43,21 @@
 // Send engine holds no segment (m_err's until placement is empty too), and
 // their QP then joins card_rx's RQ flush queue (s_fl).
 //
-// DMA faults: DMA_FAULT_* name the last write that got an error response among
-// card_stat's status records and card_cq's CQEs and EQEs; a faulted status
+// DMA faults: DMA_FAULT_* name the last access that got an error response
+// among card_stat's status records, card_cq's CQEs and EQEs and card_tx's WQE
+// reads (card_tx's DMA_FAULT event, then QP_ERROR DMA); a faulted status
 // record (card_stat's DMA_FAULT event, OBJ 0) or EQE stops the card
 // (STATUS.FATAL): no new AXI address goes out, bursts already started finish,
 // and DMA_FAULT_* keep the fault that stopped it. Not wired yet
-// (docs/card-rtl.md): the other engines' DMA faults (WQE, gather, source and
-// receive ring reads, transmit ring and placement writes), and what a faulted
-// CQE does to its QP. card_cq's overrun record puts the QPs on that CQ in
-// error (cqSweep). card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream
-// (kind 6) go to the engines as an ERROR command (the QP command fork, while
-// card_regs offers none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with
-// no Terminate; an FPDU longer than its ring (kind 5) has card_tx send an
-// RDMAP Local Catastrophic Terminate. card_tx's Local Invalidate and bind go
-// to placement's mop port.
+// (docs/card-rtl.md): the other DMA faults (card_rx's WQE and receive ring
+// reads, gather and source reads, transmit ring and placement writes), and
+// what a faulted CQE does to its QP. card_cq's overrun record puts the QPs on
+// that CQ in error (cqSweep). card_rx's bad RXS_PI doorbell (m_err kind 7) and
+// cut stream (kind 6) go to the engines as an ERROR command (the QP command
+// fork, while card_regs offers none) whose QP_ERROR says BAD_DOORBELL or
+// STREAM_CUT, with no Terminate; an FPDU longer than its ring (kind 5) has
+// card_tx send an RDMAP Local Catastrophic Terminate. card_tx's Local
+// Invalidate and bind go to placement's mop port.
 //
 // Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -190,7 +191,10 @@ module iwcard_w512 (
     wire [7:0]     tx_m_ev_type;
     wire [9:0]     tx_m_ev_qpn;
     wire [15:0]    tx_m_ev_cause;
-    wire [7:0]     tx_m_ev_info;
+    wire [31:0]    tx_m_ev_info;
+    wire           tx_m_fault_valid;
+    wire [9:0]     tx_m_fault_qpn;
+    wire [63:0]    tx_m_fault_addr;
     wire           tx_m_rd_issue_valid;
     wire [9:0]     tx_m_rd_issue_qp;
     wire [15:0]    tx_m_rd_issue_count;
@@ -571,11 +575,13 @@ module iwcard_w512 (
     wire           db_other;                 // a kind no engine serves (none today): taken
     wire           init_done;                // STATUS.INIT_DONE
     reg            flt_frozen;               // a fault stopped the card: DMA_FAULT_* keep it
-    wire           flt_take_st;              // card_stat's fault is recorded (it wins a tie)
+    wire           flt_take_st;              // card_stat's fault is recorded
     wire           flt_take_cq;              // card_cq's fault is recorded
+    wire           flt_take_tx;              // card_tx's fault is recorded
     wire           flt_take;
     reg  [63:0]    flt_addr;                 // DMA_FAULT_ADDR
     reg  [15:0]    flt_qpn;                  // DMA_FAULT_INFO.QPN
+    reg            flt_write;                // DMA_FAULT_INFO.WRITE: card_tx's are reads
     reg  [7:0]     flt_count;                // DMA_FAULT_INFO.COUNT (saturates)
     wire           sweep_taken;              // card_tx took the sweep's record
     reg            sweep_busy;               // a CQ overran: its QPs are being put in error
@@ -657,7 +663,8 @@ module iwcard_w512 (
     assign init_done = ((cq_init_done & pl_init_done) & cmd_init_done) & ~eng_rst;
     assign flt_take_st = st_m_fault_valid & ~flt_frozen;
     assign flt_take_cq = (cq_m_fault_valid & ~flt_frozen) & ~st_m_fault_valid;
-    assign flt_take = flt_take_st | flt_take_cq;
+    assign flt_take_tx = ((tx_m_fault_valid & ~flt_frozen) & ~st_m_fault_valid) & ~cq_m_fault_valid;
+    assign flt_take = (flt_take_st | flt_take_cq) | flt_take_tx;
     assign sweep_start = cq_m_overrun_valid & ~sweep_busy;
     assign sweep_tab_wr = ((cmd_m_qp_valid & ~qpcmd_bd) & qpcmd_ready) & ((qpcmd_op == 4'h1) | (qpcmd_op == 4'h4));
     assign sweep_match = (sweep_chk & sweep_tab_rd[20]) & ((sweep_tab_rd[19:10] == sweep_cq) | (sweep_tab_rd[9:0] == sweep_cq));
@@ -805,7 +812,7 @@ module iwcard_w512 (
         if (rst) begin
             flt_addr <= 64'h0000000000000000;
         end else if (flt_take) begin
-            flt_addr <= flt_take_st ? st_m_fault_addr : cq_m_fault_addr;
+            flt_addr <= flt_take_st ? st_m_fault_addr : (flt_take_cq ? cq_m_fault_addr : tx_m_fault_addr);
         end
     end
 
@@ -813,7 +820,15 @@ module iwcard_w512 (
         if (rst) begin
             flt_qpn <= 16'h0000;
         end else if (flt_take) begin
-            flt_qpn <= flt_take_st ? {6'h00, st_m_fault_qpn} : cq_m_fault_qpn;
+            flt_qpn <= flt_take_st ? {6'h00, st_m_fault_qpn} : (flt_take_cq ? cq_m_fault_qpn : {6'h00, tx_m_fault_qpn});
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            flt_write <= 1'h0;
+        end else if (flt_take) begin
+            flt_write <= ~flt_take_tx;
         end
     end
 
@@ -1032,7 +1047,7 @@ module iwcard_w512 (
         .dma_fault_addr_hi(flt_addr[63:32]),
         .dma_fault_info_qpn(flt_qpn),
         .dma_fault_info_resp({|flt_count, 1'h0}),
-        .dma_fault_info_write(|flt_count),
+        .dma_fault_info_write(flt_write),
         .dma_fault_info_count(flt_count),
         .cmd_status_seq(cmd_cmd_status_seq),
         .cmd_status_refused(cmd_cmd_status_refused),
@@ -1154,6 +1169,9 @@ module iwcard_w512 (
         .m_ev_qpn(tx_m_ev_qpn),
         .m_ev_cause(tx_m_ev_cause),
         .m_ev_info(tx_m_ev_info),
+        .m_fault_valid(tx_m_fault_valid),
+        .m_fault_qpn(tx_m_fault_qpn),
+        .m_fault_addr(tx_m_fault_addr),
         .m_rd_issue_valid(tx_m_rd_issue_valid),
         .m_rd_issue_qp(tx_m_rd_issue_qp),
         .m_rd_issue_count(tx_m_rd_issue_count),
@@ -1649,7 +1667,7 @@ module iwcard_w512 (
         .s_ev1_ready(cq_s_ev1_ready),
         .s_ev1_type(tx_m_ev_type),
         .s_ev1_obj({22'h000000, tx_m_ev_qpn}),
-        .s_ev1_info({24'h000000, tx_m_ev_info}),
+        .s_ev1_info(tx_m_ev_info),
         .s_ev1_term_layer(tx_m_ev_cause[15:12]),
         .s_ev1_term_type(tx_m_ev_cause[11:8]),
         .s_ev1_term_code(tx_m_ev_cause[7:0]),

@@ -43,20 +43,21 @@
 -- Send engine holds no segment (m_err's until placement is empty too), and
 -- their QP then joins card_rx's RQ flush queue (s_fl).
 --
--- DMA faults: DMA_FAULT_* name the last write that got an error response among
--- card_stat's status records and card_cq's CQEs and EQEs; a faulted status
+-- DMA faults: DMA_FAULT_* name the last access that got an error response
+-- among card_stat's status records, card_cq's CQEs and EQEs and card_tx's WQE
+-- reads (card_tx's DMA_FAULT event, then QP_ERROR DMA); a faulted status
 -- record (card_stat's DMA_FAULT event, OBJ 0) or EQE stops the card
 -- (STATUS.FATAL): no new AXI address goes out, bursts already started finish,
 -- and DMA_FAULT_* keep the fault that stopped it. Not wired yet
--- (docs/card-rtl.md): the other engines' DMA faults (WQE, gather, source and
--- receive ring reads, transmit ring and placement writes), and what a faulted
--- CQE does to its QP. card_cq's overrun record puts the QPs on that CQ in
--- error (cqSweep). card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream
--- (kind 6) go to the engines as an ERROR command (the QP command fork, while
--- card_regs offers none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with
--- no Terminate; an FPDU longer than its ring (kind 5) has card_tx send an
--- RDMAP Local Catastrophic Terminate. card_tx's Local Invalidate and bind go
--- to placement's mop port.
+-- (docs/card-rtl.md): the other DMA faults (card_rx's WQE and receive ring
+-- reads, gather and source reads, transmit ring and placement writes), and
+-- what a faulted CQE does to its QP. card_cq's overrun record puts the QPs on
+-- that CQ in error (cqSweep). card_rx's bad RXS_PI doorbell (m_err kind 7) and
+-- cut stream (kind 6) go to the engines as an ERROR command (the QP command
+-- fork, while card_regs offers none) whose QP_ERROR says BAD_DOORBELL or
+-- STREAM_CUT, with no Terminate; an FPDU longer than its ring (kind 5) has
+-- card_tx send an RDMAP Local Catastrophic Terminate. card_tx's Local
+-- Invalidate and bind go to placement's mop port.
 --
 -- Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -221,7 +222,10 @@ architecture rtl of iwcard_w64 is
     signal tx_m_ev_type : std_logic_vector(7 downto 0);
     signal tx_m_ev_qpn : std_logic_vector(9 downto 0);
     signal tx_m_ev_cause : std_logic_vector(15 downto 0);
-    signal tx_m_ev_info : std_logic_vector(7 downto 0);
+    signal tx_m_ev_info : std_logic_vector(31 downto 0);
+    signal tx_m_fault_valid : std_logic;
+    signal tx_m_fault_qpn : std_logic_vector(9 downto 0);
+    signal tx_m_fault_addr : std_logic_vector(63 downto 0);
     signal tx_m_rd_issue_valid : std_logic;
     signal tx_m_rd_issue_qp : std_logic_vector(9 downto 0);
     signal tx_m_rd_issue_count : std_logic_vector(15 downto 0);
@@ -602,11 +606,13 @@ architecture rtl of iwcard_w64 is
     signal db_other : std_logic;             -- a kind no engine serves (none today): taken
     signal init_done : std_logic;            -- STATUS.INIT_DONE
     signal flt_frozen : std_logic := '0';    -- a fault stopped the card: DMA_FAULT_* keep it
-    signal flt_take_st : std_logic;          -- card_stat's fault is recorded (it wins a tie)
+    signal flt_take_st : std_logic;          -- card_stat's fault is recorded
     signal flt_take_cq : std_logic;          -- card_cq's fault is recorded
+    signal flt_take_tx : std_logic;          -- card_tx's fault is recorded
     signal flt_take : std_logic;
     signal flt_addr : std_logic_vector(63 downto 0) := x"0000000000000000"; -- DMA_FAULT_ADDR
     signal flt_qpn : std_logic_vector(15 downto 0) := x"0000"; -- DMA_FAULT_INFO.QPN
+    signal flt_write : std_logic := '0';     -- DMA_FAULT_INFO.WRITE: card_tx's are reads
     signal flt_count : std_logic_vector(7 downto 0) := x"00"; -- DMA_FAULT_INFO.COUNT (saturates)
     signal sweep_taken : std_logic;          -- card_tx took the sweep's record
     signal sweep_busy : std_logic := '0';    -- a CQ overran: its QPs are being put in error
@@ -689,7 +695,8 @@ begin
     init_done <= ((cq_init_done and pl_init_done) and cmd_init_done) and (not eng_rst);
     flt_take_st <= st_m_fault_valid and (not flt_frozen);
     flt_take_cq <= (cq_m_fault_valid and (not flt_frozen)) and (not st_m_fault_valid);
-    flt_take <= flt_take_st or flt_take_cq;
+    flt_take_tx <= ((tx_m_fault_valid and (not flt_frozen)) and (not st_m_fault_valid)) and (not cq_m_fault_valid);
+    flt_take <= (flt_take_st or flt_take_cq) or flt_take_tx;
     sweep_start <= cq_m_overrun_valid and (not sweep_busy);
     sweep_tab_wr <= ((cmd_m_qp_valid and (not qpcmd_bd)) and qpcmd_ready) and (b2l(qpcmd_op = x"1") or b2l(qpcmd_op = x"4"));
     sweep_match <= (sweep_chk and sweep_tab_rd(20)) and (b2l(sweep_tab_rd(19 downto 10) = sweep_cq) or b2l(sweep_tab_rd(9 downto 0) = sweep_cq));
@@ -872,7 +879,7 @@ begin
             if rst = '1' then
                 flt_addr <= x"0000000000000000";
             elsif flt_take = '1' then
-                flt_addr <= mux(flt_take_st, st_m_fault_addr, cq_m_fault_addr);
+                flt_addr <= mux(flt_take_st, st_m_fault_addr, mux(flt_take_cq, cq_m_fault_addr, tx_m_fault_addr));
             end if;
         end if;
     end process;
@@ -883,7 +890,18 @@ begin
             if rst = '1' then
                 flt_qpn <= x"0000";
             elsif flt_take = '1' then
-                flt_qpn <= mux(flt_take_st, std_logic_vector'("000000" & st_m_fault_qpn), cq_m_fault_qpn);
+                flt_qpn <= mux(flt_take_st, std_logic_vector'("000000" & st_m_fault_qpn), mux(flt_take_cq, cq_m_fault_qpn, std_logic_vector'("000000" & tx_m_fault_qpn)));
+            end if;
+        end if;
+    end process;
+
+    flt_write_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                flt_write <= '0';
+            elsif flt_take = '1' then
+                flt_write <= not flt_take_tx;
             end if;
         end if;
     end process;
@@ -1160,7 +1178,7 @@ begin
             dma_fault_addr_hi => flt_addr(63 downto 32),
             dma_fault_info_qpn => flt_qpn,
             dma_fault_info_resp => std_logic_vector'((or flt_count) & '0'),
-            dma_fault_info_write => or flt_count,
+            dma_fault_info_write => flt_write,
             dma_fault_info_count => flt_count,
             cmd_status_seq => cmd_cmd_status_seq,
             cmd_status_refused => cmd_cmd_status_refused,
@@ -1283,6 +1301,9 @@ begin
             m_ev_qpn => tx_m_ev_qpn,
             m_ev_cause => tx_m_ev_cause,
             m_ev_info => tx_m_ev_info,
+            m_fault_valid => tx_m_fault_valid,
+            m_fault_qpn => tx_m_fault_qpn,
+            m_fault_addr => tx_m_fault_addr,
             m_rd_issue_valid => tx_m_rd_issue_valid,
             m_rd_issue_qp => tx_m_rd_issue_qp,
             m_rd_issue_count => tx_m_rd_issue_count,
@@ -1782,7 +1803,7 @@ begin
             s_ev1_ready => cq_s_ev1_ready,
             s_ev1_type => tx_m_ev_type,
             s_ev1_obj => std_logic_vector'("0000000000000000000000" & tx_m_ev_qpn),
-            s_ev1_info => std_logic_vector'(x"000000" & tx_m_ev_info),
+            s_ev1_info => tx_m_ev_info,
             s_ev1_term_layer => tx_m_ev_cause(15 downto 12),
             s_ev1_term_type => tx_m_ev_cause(11 downto 8),
             s_ev1_term_code => tx_m_ev_cause(7 downto 0),

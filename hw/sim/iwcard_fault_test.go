@@ -1,3 +1,5 @@
+//go:build cosim
+
 package sim
 
 import (
@@ -9,36 +11,6 @@ import (
 	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
 	"github.com/openiwarp/openiwarp/hw/gen"
 )
-
-// refuse makes both hosts refuse DMA to the window at iova from now on:
-// the RTL's is unmapped, the model's host answers an error there.
-func (b *wcBench) refuse(iova uint64) {
-	b.t.Helper()
-	m, ok := b.win[iova]
-	require.True(b.t, ok, "no window at %#x", iova)
-	require.NoError(b.t, b.ws.Unmap(iova))
-	b.refused = append(b.refused, [2]uint64{iova, iova + uint64(len(m))})
-}
-
-func (b *wcBench) isRefused(a uint64) bool {
-	for _, r := range b.refused {
-		if a >= r[0] && a < r[1] {
-			return true
-		}
-	}
-	return false
-}
-
-// faultRegs reads STATUS and the DMA_FAULT_* registers of one card.
-func faultRegs(t testing.TB, read func(uint32) (uint32, error)) [4]uint32 {
-	var r [4]uint32
-	for i, off := range []uint32{cs.Status, cs.DMAFaultAddrLo, cs.DMAFaultAddrHi, cs.DMAFaultInfo} {
-		v, err := read(off)
-		require.NoError(t, err)
-		r[i] = v
-	}
-	return r
-}
 
 // writes counts the DMA writes a card made (payload writes by byte).
 func writes(ws map[wcKey][][]byte) int {
@@ -131,4 +103,74 @@ func TestCardCosimFatal(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestCardCosimWQEFault: a send queue the host refuses to let the card
+// read fails its QP as it fails the card model's: after some traffic one
+// QP's SQ is unmapped and two WQEs are posted there (rung, not pushed, so
+// the card must read them). Both cards must raise DMA_FAULT (OBJ the QP,
+// INFO the first WQE's address) then QP_ERROR DMA, send a Local
+// Catastrophic Terminate, move SQ_CI past both WQEs without a completion,
+// and name the read in DMA_FAULT_*; the other QP goes on as before.
+func TestCardCosimWQEFault(t *testing.T) {
+	for _, w := range gen.CardTopWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			b := newWCBench(t, w, seed, wcTiming, 2)
+			for round := 0; round < 3; round++ {
+				b.round(round)
+			}
+			b.compare()
+			q, o := b.qps[0], b.qps[1]
+			sq := wcSQ + uint64(q.n)<<16
+			b.refuse(sq)
+			size := uint16(1) << q.sqLog
+			first := sq + uint64(q.pi&(size-1))*cs.BB
+			for i := 0; i < 2; i++ {
+				b.put(sq+uint64(q.pi&(size-1))*cs.BB, inlineSend(0xf0+uint64(i), 16))
+				q.pi++
+				q.posted++
+			}
+			b.w32(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBSQPI, uint32(q.pi))
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.compare()
+			ms, rs := faultRegs(t, b.model.Read32), faultRegs(t, b.rtl.RegRead)
+			require.Equal(t, ms, rs, "seed %d: STATUS, DMA_FAULT_ADDR_LO/HI, DMA_FAULT_INFO (RTL, model)", seed)
+			require.Equal(t, first, uint64(rs[2])<<32|uint64(rs[1]), "seed %d: DMA_FAULT_ADDR", seed)
+			require.Equal(t, q.n|2<<cs.DMAFaultInfoRespShift|1<<cs.DMAFaultInfoCountShift, rs[3], "seed %d: DMA_FAULT_INFO: the QP, SLVERR, a read, one fault", seed)
+			require.Zero(t, rs[0]>>cs.StatusFatalShift&1, "seed %d: the card stopped", seed)
+			st := b.rtlStat(q.n)
+			require.Equal(t, cs.QPStateError, st.State(), "seed %d: QP %d", seed, q.n)
+			require.Equal(t, q.pi, st.SQCI(), "seed %d: SQ_CI past the dropped WQEs", seed)
+			var evs []cs.EQEType
+			for _, e := range b.rWrite[wcKey{"eqe", 0}] {
+				if cs.EQE(e).Obj() == q.n {
+					evs = append(evs, cs.EQE(e).Type())
+					if cs.EQE(e).Type() == cs.EQETypeDMAFault {
+						require.Equal(t, uint32(first), cs.EQE(e).Info(), "seed %d: DMA_FAULT's INFO", seed)
+					}
+				}
+			}
+			require.Subset(t, evs, []cs.EQEType{cs.EQETypeDMAFault, cs.EQETypeQPError}, "seed %d: QP %d's events", seed, q.n)
+			require.Less(t, indexOf(evs, cs.EQETypeDMAFault), indexOf(evs, cs.EQETypeQPError), "seed %d: DMA_FAULT before QP_ERROR: %v", seed, evs)
+
+			// The other QP is untouched.
+			b.postWQE(o, inlineSend(0xfe, 24))
+			b.ring(o)
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.compare()
+			require.Equal(t, cs.QPStateRts, b.rtlStat(o.n).State(), "seed %d: QP %d", seed, o.n)
+		})
+	}
+}
+
+func indexOf[T comparable](s []T, v T) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return len(s)
 }

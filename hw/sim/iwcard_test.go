@@ -194,6 +194,36 @@ func (b *wcBench) alloc(iova uint64, n int) {
 	b.win[iova] = m
 }
 
+// refuse makes both hosts refuse DMA to the window at iova from now on:
+// the RTL's is unmapped, the model's host answers an error there.
+func (b *wcBench) refuse(iova uint64) {
+	b.t.Helper()
+	m, ok := b.win[iova]
+	require.True(b.t, ok, "no window at %#x", iova)
+	require.NoError(b.t, b.ws.Unmap(iova))
+	b.refused = append(b.refused, [2]uint64{iova, iova + uint64(len(m))})
+}
+
+func (b *wcBench) isRefused(a uint64) bool {
+	for _, r := range b.refused {
+		if a >= r[0] && a < r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// faultRegs reads STATUS and the DMA_FAULT_* registers of one card.
+func faultRegs(t testing.TB, read func(uint32) (uint32, error)) [4]uint32 {
+	var r [4]uint32
+	for i, off := range []uint32{cs.Status, cs.DMAFaultAddrLo, cs.DMAFaultAddrHi, cs.DMAFaultInfo} {
+		v, err := read(off)
+		require.NoError(t, err)
+		r[i] = v
+	}
+	return r
+}
+
 // put writes p at iova in both hosts' memory.
 func (b *wcBench) put(iova uint64, p []byte) {
 	b.mh.mem.Write(iova, p)
@@ -311,7 +341,13 @@ func newWCBenchCQ(t testing.TB, w int, seed uint64, cfg CardConfig, nqp int, cqL
 // wcModelHost is the card model's host: memory plus interrupt counting.
 type wcModelHost struct{ b *wcBench }
 
-func (h wcModelHost) ReadMem(a uint64, p []byte) error { h.b.mh.mem.Read(a, p); return nil }
+func (h wcModelHost) ReadMem(a uint64, p []byte) error {
+	if h.b.isRefused(a) {
+		return fmt.Errorf("%w: %#x (refused on purpose)", ErrUnmapped, a)
+	}
+	h.b.mh.mem.Read(a, p)
+	return nil
+}
 func (h wcModelHost) WriteMem(a uint64, p []byte) error {
 	if h.b.isRefused(a) {
 		return fmt.Errorf("%w: %#x (refused on purpose)", ErrUnmapped, a)

@@ -115,7 +115,10 @@
     X(m_ev_type, 8) \
     X(m_ev_qpn, 10) \
     X(m_ev_cause, 16) \
-    X(m_ev_info, 8) \
+    X(m_ev_info, 32) \
+    X(m_fault_valid, 1) \
+    X(m_fault_qpn, 10) \
+    X(m_fault_addr, 64) \
     X(m_rd_issue_valid, 1) \
     X(m_rd_issue_qp, 10) \
     X(m_rd_issue_count, 16) \
