@@ -119,7 +119,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	} else {
 		table(stdout, rows)
 		if t.Cycles > 0 {
-			fmt.Fprintf(stdout, "sim card: every byte of its rows moved by the Verilated iwcard (WQE fetch, payload, DDP and MPA framing, CRC32c, placement, CQEs, status records, events): %d RTL cycles, %d of its DMA writes checked against the card model (%d stream and payload bytes), %d mismatches. Not yet served by its RTL (the checker stops a QP there, naming the write the RTL left undone): DMA faults of CQEs, payload and receive ring accesses (a faulted status record or EQE stops the card, a faulted SQ read fails its QP, as in the model; docs/card-rtl.md).\n",
+			fmt.Fprintf(stdout, "sim card: every byte of its rows moved by the Verilated iwcard (WQE fetch, payload, DDP and MPA framing, CRC32c, placement, CQEs, status records, events): %d RTL cycles, %d of its DMA writes checked against the card model (%d stream and payload bytes), %d mismatches. Not yet served by its RTL (the checker stops a QP there, naming the write the RTL left undone): DMA faults of CQEs, payload and receive ring accesses (a faulted status record or EQE stops the card, a faulted SQ or RQ read fails its QP, as in the model; docs/card-rtl.md).\n",
 				t.Cycles, t.Checked, t.Bytes, t.Mismatches)
 		}
 	}

@@ -105,6 +105,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	cInv := m.Output("m_cpl_inv_stag", 32, "")
 	cSol := m.Output("m_cpl_solicited", 1, "")
 	cInvd := m.Output("m_cpl_invalidated", 1, "")
+	cSilent := m.Output("m_cpl_silent", 1, "no CQE: the record only moves RQ_CI (receive WQEs dropped after their read faulted)")
 	cTL := m.Output("m_cpl_term_layer", 4, "0: receive completions are not caused by a Terminate")
 	cTT := m.Output("m_cpl_term_type", 4, "")
 	cTC := m.Output("m_cpl_term_code", 8, "")
@@ -117,6 +118,8 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	tSegLen := m.Output("m_rxterm_seglen", 16, "the segment's length")
 	tRDMA := m.Output("m_rxterm_rdma", 8*cardTxReadReqBytes, "a Read Request's RDMAP header (byte 0 in bits 7:0; meaningful for a Read Request only)")
 	tRecv := m.Output("m_rxterm_recv", 1, "the record is a Terminate the peer sent (QN 2; cause: its own): card_tx raises TERM_RECV and sends none")
+	tFault := m.Output("m_rxterm_fault", 1, "the record is a receive WQE read's DMA fault (cause Local Catastrophic): card_tx raises DMA_FAULT, then QP_ERROR DMA instead of TERM_SENT")
+	tFaultAddr := m.Output("m_rxterm_fault_addr", 64, "the faulted block's address")
 	arID := m.Output("m_axi_rq_arid", 6, "RQ WQE reads: always 0 (one burst in flight)")
 	arAddr := m.Output("m_axi_rq_araddr", 64, "")
 	arLen := m.Output("m_axi_rq_arlen", 8, "one 64-byte basic block")
@@ -300,6 +303,8 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	rGo := m.WireOf("f_rbeat", And(rValid, in(sFetch)), "a WQE beat")
 	rErr := m.RegDecl("f_err", 1, "a WQE read got an error response")
 	m.Drive(rErr, big.NewInt(0), Sel(fStart, C(1, 0), Or(rErr, And(rGo, Bit(rResp, 1)))), nil)
+	// The first faulted block (one burst, one block, in flight at a time).
+	rErrAddr := m.Reg("f_err_addr", 64, nil, aAddrQ, And(rGo, Bit(rResp, 1), Not(rErr)), "the first faulted block's address")
 	unused = append(unused, Bit(rResp, 0))
 	blkEnd := m.WireOf("f_blk_end", And(rGo, Eq(fBeat, C(fBeat.W, uint64(BPB-1)))), "")
 	if BPB > 1 {
@@ -545,8 +550,9 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Assign(cWRID, gate(cplV, wrid))
 	nfl := m.WireOf("snd_cpl_msg", And(cplV, Not(fl)), "a message's completion (not a flush)")
 	// A flushed WQE: WR_FLUSH_ERR, length 0; RQ_CI past its blocks, or
-	// past every block posted when its BBS is bad or its read failed (no
-	// completion then), as the card model's fetchRQ does.
+	// past every block posted when its BBS is bad or its read failed (a
+	// record without a CQE then: m_cpl_silent), as the card model's
+	// fetchRQ does.
 	ciFl := m.WireOf("fl_ci", Sel(Or(rErr, Not(bbsOK)), pi, Add(ci, zext(bbs, 16))), "RQ_CI past the flushed WQE")
 	m.Assign(cLen, gate(nfl, gotN))
 	m.Assign(cOp, gate(cplV, C(8, 3)))
@@ -554,6 +560,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Assign(cInv, gate(And(nfl, isInv), invSTag))
 	m.Assign(cSol, And(nfl, isSE))
 	m.Assign(cInvd, And(nfl, isInv))
+	m.Assign(cSilent, And(cplV, fl, rErr))
 	m.Assign(cTL, C(4, 0))
 	m.Assign(cTT, C(4, 0))
 	m.Assign(cTC, C(8, 0))
@@ -581,6 +588,11 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 	m.Assign(tSegLen, gate(eV, eLen))
 	m.Assign(tRDMA, gate(eV, m.Reg("rxterm_rdmaq", 8*cardTxReadReqBytes, nil, rr.body, eSet, "")))
 	m.Assign(tRecv, And(eV, m.Reg("rxterm_recvq", 1, nil, tmIn, eSet, "")))
+	// A Send whose receive WQE could not be read (the model's fetchRQ):
+	// the record says so, and the RQ's flush drops what was posted.
+	eFlt := m.Reg("rxterm_faultq", 1, nil, And(in(sChk), posted, rErr, Not(failed)), eSet, "")
+	m.Assign(tFault, And(eV, eFlt))
+	m.Assign(tFaultAddr, gate(eV, m.Reg("rxterm_fault_addrq", 64, nil, rErrAddr, eSet, "")))
 	// Once the record is taken the QP is in error: its RQ is flushed (the
 	// model's errorStep) as QP_CMD ERROR flushes it, when no command or
 	// doorbell pushes the flush queue.
@@ -656,7 +668,7 @@ func cardRxSend(m *Module, W int, x rxSendIn) ([]Expr, error) {
 		{sRead, cur(sLoad)},
 		{sLoad, cur(sWQE)},
 		{sWQE, Sel(fl, nx(Not(posted), sIdle, nx(fStart, sFetch, cur(sCpl))), nx(failed, sDrop, nx(Or(isRR, isTm), sRRq, nx(fStart, sFetch, cur(sChk)))))},
-		{sFetch, Sel(fetched, Sel(fl, Sel(rErr, cur(sFlSt), cur(sCpl)), cur(sChk)), cur(sFetch))},
+		{sFetch, Sel(fetched, Sel(fl, cur(sCpl), cur(sChk)), cur(sFetch))},
 		{sChk, nx(Ne(bad, C(16, 0)), sDrop, nx(Eq(n, C(16, 0)), sFin, cur(sSGE)))},
 		{sSGE, cur(sLook)},
 		{sLook, nx(skip, sSGE, nx(kReady, sWait, cur(sLook)))},

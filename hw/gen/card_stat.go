@@ -100,6 +100,7 @@ func CardStat(width int) (*Module, error) {
 	rcInv := m.Input("s_rc_inv_stag", 32, "")
 	rcSol := m.Input("s_rc_solicited", 1, "")
 	rcInvd := m.Input("s_rc_invalidated", 1, "")
+	rcSilent := m.Input("s_rc_silent", 1, "no CQE: only RQ_CI moves (receive WQEs dropped after a faulted read, as the card model's fetchRQ)")
 	cplValid := m.Output("m_cpl_valid", 1, "a completion for card_cq, after its status write")
 	cplReady := m.Input("m_cpl_ready", 1, "")
 	cplCQ := m.Output("m_cpl_cq", QB, "")
@@ -204,7 +205,7 @@ func CardStat(width int) (*Module, error) {
 	cplW := QB + QB + 64 + 8 + 8 + 32 + 32 + 1 + 1 + 16 + 1
 	opCpl := m.Reg("op_cpl", cplW, nil, Sel(takeTx,
 		Cat(txCQE, txTermCause, C(34, 0), txCQ, txQPN, txWRID, txOpc, txStatus, txLen),
-		Cat(takeRc, C(16, 0), rcInvd, rcSol, rcInv, rcCQ, Bits(rcQPN, QB-1, 0), rcWRID, rcOpc, rcStatus, rcLen)), take, "the completion to pass on, the top bit: has one")
+		Cat(And(takeRc, Not(rcSilent)), C(16, 0), rcInvd, rcSol, rcInv, rcCQ, Bits(rcQPN, QB-1, 0), rcWRID, rcOpc, rcStatus, rcLen)), take, "the completion to pass on, the top bit: has one")
 	dataDone := m.Wire("data_done", 1, "dma_wr took the last beat")
 
 	// Context RAM: {RQ_CI 16, TX_CLOSED, ARM_RX, ARM_TX, TXS_CI 32, STATE 4,

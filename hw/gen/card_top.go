@@ -225,7 +225,7 @@ func CardTop(width int) (*Module, error) {
 		fmt.Sprintf("RESET (the command) holds every engine, the muxes and placement in reset for %d cycles; card_cq and placement then clear their tables (STATUS.INIT_DONE low until both are done). card_regs keeps its staging registers. A RESET with DMA in flight is not supported: the host must quiesce the card first.", CardResetCycles),
 		"card_stat writes the QP status records (QP commands, card_tx's records, card_rx's RXS_CI) and the events TX_DATA, RX_SPACE, QP_CLOSED, STREAM_END and QP_ERROR (HOST, LLP_LOST) to card_cq's first event port (it takes the SQ_PI, PUSH, TXS_CI, RXS_PI and STREAM doorbells too), each CQE and event after the status writes before it.",
 		"card_rx's untagged receive errors (m_rxterm), placement's (m_term: tagged checks, header checks) and mpa_rx's CRC, marker and length errors (card_rx's m_err: Layer LLP, EType MPA, mpa_rx's code; an FPDU longer than its ring: RDMAP Local Catastrophic) go one at a time, in that priority, to card_tx's Terminate sender (s_term), whose TERM_SENT events go to card_cq's second event port and whose Terminate record (m_cpl_term) makes card_stat write STATE ERROR with TX_CLOSED; placement's and m_err's wait until card_rx's Send engine holds no segment (m_err's until placement is empty too), and their QP then joins card_rx's RQ flush queue (s_fl).",
-		"DMA faults: DMA_FAULT_* name the last access that got an error response among card_stat's status records, card_cq's CQEs and EQEs and card_tx's WQE reads (card_tx's DMA_FAULT event, then QP_ERROR DMA); a faulted status record (card_stat's DMA_FAULT event, OBJ 0) or EQE stops the card (STATUS.FATAL): no new AXI address goes out, bursts already started finish, and DMA_FAULT_* keep the fault that stopped it. Not wired yet (docs/card-rtl.md): the other DMA faults (card_rx's WQE and receive ring reads, gather and source reads, transmit ring and placement writes), and what a faulted CQE does to its QP. card_cq's overrun record puts the QPs on that CQ in error (cqSweep). card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream (kind 6) go to the engines as an ERROR command (the QP command fork, while card_regs offers none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an FPDU longer than its ring (kind 5) has card_tx send an RDMAP Local Catastrophic Terminate. card_tx's Local Invalidate and bind go to placement's mop port.")
+		"DMA faults: DMA_FAULT_* name the last access that got an error response among card_stat's status records, card_cq's CQEs and EQEs and the WQE reads (card_tx's own, and card_rx's, whose Terminate record carries the fault to card_tx: its DMA_FAULT event, then QP_ERROR DMA); a faulted status record (card_stat's DMA_FAULT event, OBJ 0) or EQE stops the card (STATUS.FATAL): no new AXI address goes out, bursts already started finish, and DMA_FAULT_* keep the fault that stopped it. Not wired yet (docs/card-rtl.md): the other DMA faults (receive ring, gather and source reads, transmit ring and placement writes), and what a faulted CQE does to its QP. card_cq's overrun record puts the QPs on that CQ in error (cqSweep). card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream (kind 6) go to the engines as an ERROR command (the QP command fork, while card_regs offers none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an FPDU longer than its ring (kind 5) has card_tx send an RDMAP Local Catastrophic Terminate. card_tx's Local Invalidate and bind go to placement's mop port.")
 	clk := m.Clock()
 	rst := m.ResetPort()
 	t := newTopWiring(m)
@@ -451,7 +451,10 @@ func CardTop(width int) (*Module, error) {
 	}
 	txIn["s_term_rdma"] = gate(tmG[0], o("rx", "m_rxterm_rdma"))
 	txIn["s_term_recv"] = And(tmG[0], o("rx", "m_rxterm_recv"))
-	txIn["s_term_reason"] = Sel(tmSw, C(8, cardStatErrCQOverrun), C(8, 0))
+	rxFlt := m.WireOf("term_rx_fault", And(tmG[0], o("rx", "m_rxterm_fault")), "card_rx's record is a receive WQE read's DMA fault")
+	txIn["s_term_fault"] = rxFlt
+	txIn["s_term_fault_addr"] = gate(rxFlt, o("rx", "m_rxterm_fault_addr"))
+	txIn["s_term_reason"] = Sel(tmSw, C(8, cardStatErrCQOverrun), Sel(rxFlt, C(8, cardTxErrDMA), C(8, 0)))
 	// A WQE on a tight CQ waits while a completion is between card_tx
 	// and card_cq's verdict, or an overrun is served (card_tx).
 	txIn["cq_tight"] = o("cq", "cq_tight")
@@ -572,7 +575,7 @@ func CardTop(width int) (*Module, error) {
 		"s_rc_valid": o("rx", "m_cpl_valid"), "s_rc_qpn": o("rx", "m_cpl_qpn"), "s_rc_rq_ci": o("rx", "m_cpl_rq_ci"),
 		"s_rc_cq": o("rx", "m_cpl_cq"), "s_rc_wr_id": o("rx", "m_cpl_wr_id"), "s_rc_opcode": o("rx", "m_cpl_opcode"),
 		"s_rc_status": o("rx", "m_cpl_status"), "s_rc_byte_len": o("rx", "m_cpl_byte_len"), "s_rc_inv_stag": o("rx", "m_cpl_inv_stag"),
-		"s_rc_solicited": o("rx", "m_cpl_solicited"), "s_rc_invalidated": o("rx", "m_cpl_invalidated"),
+		"s_rc_solicited": o("rx", "m_cpl_solicited"), "s_rc_invalidated": o("rx", "m_cpl_invalidated"), "s_rc_silent": o("rx", "m_cpl_silent"),
 		// SQ_PI and PUSH (CLOSE waits for SQ_CI to reach SQ_PI), TXS_CI,
 		// RXS_PI and STREAM (the stream events).
 		"s_db_valid": dbV[3], "s_db_kind": dk, "s_db_index": o("regs", "m_db_index"), "s_db_value": o("regs", "m_db_value"),

@@ -80,6 +80,7 @@ entity card_rx_tb_w512 is
         m_cpl_inv_stag : out std_logic_vector(31 downto 0);
         m_cpl_solicited : out std_logic;
         m_cpl_invalidated : out std_logic;
+        m_cpl_silent : out std_logic;
         m_cpl_term_layer : out std_logic_vector(3 downto 0);
         m_cpl_term_type : out std_logic_vector(3 downto 0);
         m_cpl_term_code : out std_logic_vector(7 downto 0);
@@ -92,6 +93,8 @@ entity card_rx_tb_w512 is
         m_rxterm_seglen : out std_logic_vector(15 downto 0);
         m_rxterm_rdma : out std_logic_vector(223 downto 0);
         m_rxterm_recv : out std_logic;
+        m_rxterm_fault : out std_logic;
+        m_rxterm_fault_addr : out std_logic_vector(63 downto 0);
         m_axi_rq_arid : out std_logic_vector(5 downto 0);
         m_axi_rq_araddr : out std_logic_vector(63 downto 0);
         m_axi_rq_arlen : out std_logic_vector(7 downto 0);
@@ -274,6 +277,7 @@ architecture rtl of card_rx_tb_w512 is
     signal rx_m_cpl_inv_stag : std_logic_vector(31 downto 0);
     signal rx_m_cpl_solicited : std_logic;
     signal rx_m_cpl_invalidated : std_logic;
+    signal rx_m_cpl_silent : std_logic;
     signal rx_m_cpl_term_layer : std_logic_vector(3 downto 0);
     signal rx_m_cpl_term_type : std_logic_vector(3 downto 0);
     signal rx_m_cpl_term_code : std_logic_vector(7 downto 0);
@@ -285,6 +289,8 @@ architecture rtl of card_rx_tb_w512 is
     signal rx_m_rxterm_seglen : std_logic_vector(15 downto 0);
     signal rx_m_rxterm_rdma : std_logic_vector(223 downto 0);
     signal rx_m_rxterm_recv : std_logic;
+    signal rx_m_rxterm_fault : std_logic;
+    signal rx_m_rxterm_fault_addr : std_logic_vector(63 downto 0);
     signal rx_m_axi_rq_arid : std_logic_vector(5 downto 0);
     signal rx_m_axi_rq_araddr : std_logic_vector(63 downto 0);
     signal rx_m_axi_rq_arlen : std_logic_vector(7 downto 0);
@@ -374,6 +380,7 @@ begin
     m_cpl_inv_stag <= rx_m_cpl_inv_stag;
     m_cpl_solicited <= rx_m_cpl_solicited;
     m_cpl_invalidated <= rx_m_cpl_invalidated;
+    m_cpl_silent <= rx_m_cpl_silent;
     m_cpl_term_layer <= rx_m_cpl_term_layer;
     m_cpl_term_type <= rx_m_cpl_term_type;
     m_cpl_term_code <= rx_m_cpl_term_code;
@@ -385,6 +392,8 @@ begin
     m_rxterm_seglen <= rx_m_rxterm_seglen;
     m_rxterm_rdma <= rx_m_rxterm_rdma;
     m_rxterm_recv <= rx_m_rxterm_recv;
+    m_rxterm_fault <= rx_m_rxterm_fault;
+    m_rxterm_fault_addr <= rx_m_rxterm_fault_addr;
     m_axi_rq_arid <= rx_m_axi_rq_arid;
     m_axi_rq_araddr <= rx_m_axi_rq_araddr;
     m_axi_rq_arlen <= rx_m_axi_rq_arlen;
@@ -550,6 +559,7 @@ begin
             m_cpl_inv_stag => rx_m_cpl_inv_stag,
             m_cpl_solicited => rx_m_cpl_solicited,
             m_cpl_invalidated => rx_m_cpl_invalidated,
+            m_cpl_silent => rx_m_cpl_silent,
             m_cpl_term_layer => rx_m_cpl_term_layer,
             m_cpl_term_type => rx_m_cpl_term_type,
             m_cpl_term_code => rx_m_cpl_term_code,
@@ -562,6 +572,8 @@ begin
             m_rxterm_seglen => rx_m_rxterm_seglen,
             m_rxterm_rdma => rx_m_rxterm_rdma,
             m_rxterm_recv => rx_m_rxterm_recv,
+            m_rxterm_fault => rx_m_rxterm_fault,
+            m_rxterm_fault_addr => rx_m_rxterm_fault_addr,
             m_axi_rq_arid => rx_m_axi_rq_arid,
             m_axi_rq_araddr => rx_m_axi_rq_araddr,
             m_axi_rq_arlen => rx_m_axi_rq_arlen,

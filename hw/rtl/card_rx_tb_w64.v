@@ -78,6 +78,7 @@ module card_rx_tb_w64 (
     output wire [31:0]    m_cpl_inv_stag,
     output wire           m_cpl_solicited,
     output wire           m_cpl_invalidated,
+    output wire           m_cpl_silent,
     output wire [3:0]     m_cpl_term_layer,
     output wire [3:0]     m_cpl_term_type,
     output wire [7:0]     m_cpl_term_code,
@@ -90,6 +91,8 @@ module card_rx_tb_w64 (
     output wire [15:0]    m_rxterm_seglen,
     output wire [223:0]   m_rxterm_rdma,
     output wire           m_rxterm_recv,
+    output wire           m_rxterm_fault,
+    output wire [63:0]    m_rxterm_fault_addr,
     output wire [5:0]     m_axi_rq_arid,
     output wire [63:0]    m_axi_rq_araddr,
     output wire [7:0]     m_axi_rq_arlen,
@@ -270,6 +273,7 @@ module card_rx_tb_w64 (
     wire [31:0]    rx_m_cpl_inv_stag;
     wire           rx_m_cpl_solicited;
     wire           rx_m_cpl_invalidated;
+    wire           rx_m_cpl_silent;
     wire [3:0]     rx_m_cpl_term_layer;
     wire [3:0]     rx_m_cpl_term_type;
     wire [7:0]     rx_m_cpl_term_code;
@@ -281,6 +285,8 @@ module card_rx_tb_w64 (
     wire [15:0]    rx_m_rxterm_seglen;
     wire [223:0]   rx_m_rxterm_rdma;
     wire           rx_m_rxterm_recv;
+    wire           rx_m_rxterm_fault;
+    wire [63:0]    rx_m_rxterm_fault_addr;
     wire [5:0]     rx_m_axi_rq_arid;
     wire [63:0]    rx_m_axi_rq_araddr;
     wire [7:0]     rx_m_axi_rq_arlen;
@@ -370,6 +376,7 @@ module card_rx_tb_w64 (
     assign m_cpl_inv_stag = rx_m_cpl_inv_stag;
     assign m_cpl_solicited = rx_m_cpl_solicited;
     assign m_cpl_invalidated = rx_m_cpl_invalidated;
+    assign m_cpl_silent = rx_m_cpl_silent;
     assign m_cpl_term_layer = rx_m_cpl_term_layer;
     assign m_cpl_term_type = rx_m_cpl_term_type;
     assign m_cpl_term_code = rx_m_cpl_term_code;
@@ -381,6 +388,8 @@ module card_rx_tb_w64 (
     assign m_rxterm_seglen = rx_m_rxterm_seglen;
     assign m_rxterm_rdma = rx_m_rxterm_rdma;
     assign m_rxterm_recv = rx_m_rxterm_recv;
+    assign m_rxterm_fault = rx_m_rxterm_fault;
+    assign m_rxterm_fault_addr = rx_m_rxterm_fault_addr;
     assign m_axi_rq_arid = rx_m_axi_rq_arid;
     assign m_axi_rq_araddr = rx_m_axi_rq_araddr;
     assign m_axi_rq_arlen = rx_m_axi_rq_arlen;
@@ -545,6 +554,7 @@ module card_rx_tb_w64 (
         .m_cpl_inv_stag(rx_m_cpl_inv_stag),
         .m_cpl_solicited(rx_m_cpl_solicited),
         .m_cpl_invalidated(rx_m_cpl_invalidated),
+        .m_cpl_silent(rx_m_cpl_silent),
         .m_cpl_term_layer(rx_m_cpl_term_layer),
         .m_cpl_term_type(rx_m_cpl_term_type),
         .m_cpl_term_code(rx_m_cpl_term_code),
@@ -557,6 +567,8 @@ module card_rx_tb_w64 (
         .m_rxterm_seglen(rx_m_rxterm_seglen),
         .m_rxterm_rdma(rx_m_rxterm_rdma),
         .m_rxterm_recv(rx_m_rxterm_recv),
+        .m_rxterm_fault(rx_m_rxterm_fault),
+        .m_rxterm_fault_addr(rx_m_rxterm_fault_addr),
         .m_axi_rq_arid(rx_m_axi_rq_arid),
         .m_axi_rq_araddr(rx_m_axi_rq_araddr),
         .m_axi_rq_arlen(rx_m_axi_rq_arlen),

@@ -144,6 +144,7 @@ module card_rx_w512 (
     output wire [31:0]    m_cpl_inv_stag,
     output wire           m_cpl_solicited,
     output wire           m_cpl_invalidated,
+    output wire           m_cpl_silent,      // no CQE: the record only moves RQ_CI (receive WQEs dropped after their read faulted)
     output wire [3:0]     m_cpl_term_layer,  // 0: receive completions are not caused by a Terminate
     output wire [3:0]     m_cpl_term_type,
     output wire [7:0]     m_cpl_term_code,
@@ -156,6 +157,8 @@ module card_rx_w512 (
     output wire [15:0]    m_rxterm_seglen,   // the segment's length
     output wire [223:0]   m_rxterm_rdma,     // a Read Request's RDMAP header (byte 0 in bits 7:0; meaningful for a Read Request only)
     output wire           m_rxterm_recv,     // the record is a Terminate the peer sent (QN 2; cause: its own): card_tx raises TERM_RECV and sends none
+    output wire           m_rxterm_fault,    // the record is a receive WQE read's DMA fault (cause Local Catastrophic): card_tx raises DMA_FAULT, then QP_ERROR DMA instead of TERM_SENT
+    output wire [63:0]    m_rxterm_fault_addr, // the faulted block's address
     output wire [5:0]     m_axi_rq_arid,     // RQ WQE reads: always 0 (one burst in flight)
     output wire [63:0]    m_axi_rq_araddr,
     output wire [7:0]     m_axi_rq_arlen,    // one 64-byte basic block
@@ -526,6 +529,7 @@ module card_rx_w512 (
     reg  [63:0]    f_araddr;
     wire           f_rbeat;                  // a WQE beat
     reg            f_err;                    // a WQE read got an error response
+    reg  [63:0]    f_err_addr;               // the first faulted block's address
     wire           f_blk_end;
     wire [9:0]     f_bytepos;                // byte offset of the beat in the WQE
     reg  [31:0]    wqe_w0;                   // WQE bytes 0-3: opcode, flags, BBS, NSGE
@@ -681,6 +685,8 @@ module card_rx_w512 (
     reg  [15:0]    rxterm_lenq;
     reg  [223:0]   rxterm_rdmaq;
     reg            rxterm_recvq;
+    reg            rxterm_faultq;
+    reg  [63:0]    rxterm_fault_addrq;
     reg  [9:0]     rxterm_fl_qp;
     wire           fl_rxterm_push;           // m_rxterm's QP joins the flush queue
     wire           snd_len_err_set;
@@ -1209,6 +1215,7 @@ module card_rx_w512 (
     assign m_cpl_inv_stag = snd_inv_stag & {32{(snd_cpl_msg & snd_is_inv)}};
     assign m_cpl_solicited = snd_cpl_msg & snd_is_se;
     assign m_cpl_invalidated = snd_cpl_msg & snd_is_inv;
+    assign m_cpl_silent = (snd_cpl_v & fl) & f_err;
     assign m_cpl_term_layer = 4'h0;
     assign m_cpl_term_type = 4'h0;
     assign m_cpl_term_code = 8'h00;
@@ -1225,6 +1232,8 @@ module card_rx_w512 (
     assign m_rxterm_seglen = rxterm_lenq & {16{rxterm_v}};
     assign m_rxterm_rdma = rxterm_rdmaq & {224{rxterm_v}};
     assign m_rxterm_recv = rxterm_v & rxterm_recvq;
+    assign m_rxterm_fault = rxterm_v & rxterm_faultq;
+    assign m_rxterm_fault_addr = rxterm_fault_addrq & {64{rxterm_v}};
     assign fl_rxterm_push = rxterm_fl_pend & ~fl_term_busy;
     assign fl_ext_go = (fl_ext_v & ~rxterm_fl_pend) & ~fl_term_busy;
     assign fl_term_push = fl_rxterm_push | fl_ext_go;
@@ -1272,7 +1281,7 @@ module card_rx_w512 (
     assign snd_res_err = snd_state == 5'h11;
     assign snd_kill = snd_state == 5'h11;
     assign snd_kill_qp = {22'h000000, snd_qp} & {32{(snd_state == 5'h11)}};
-    assign snd_next = (snd_state == 5'h00) ? ((fl_pop | snd_hdr_done) ? 5'h01 : 5'h00) : ((snd_state == 5'h01) ? 5'h02 : ((snd_state == 5'h02) ? 5'h03 : ((snd_state == 5'h03) ? (fl ? (~snd_posted ? 5'h00 : (f_start ? 5'h04 : 5'h0e)) : (snd_failed ? 5'h10 : ((snd_is_rreq | snd_is_term) ? 5'h12 : (f_start ? 5'h04 : 5'h05)))) : ((snd_state == 5'h04) ? (f_done ? (fl ? (f_err ? 5'h18 : 5'h0e) : 5'h05) : 5'h04) : ((snd_state == 5'h05) ? ((snd_cause != 16'h0000) ? 5'h10 : ((snd_n == 16'h0000) ? 5'h0a : 5'h06)) : ((snd_state == 5'h06) ? 5'h07 : ((snd_state == 5'h07) ? (w_skip ? 5'h06 : (m_rxk_ready ? 5'h08 : 5'h07)) : ((snd_state == 5'h08) ? (w_fault ? 5'h10 : (w_wr_start ? 5'h09 : (w_chk_adv ? 5'h06 : 5'h08))) : ((snd_state == 5'h09) ? ((w_emit & (w_piece == {9'h000, w_nb})) ? ((w_rem == {9'h000, w_nb}) ? 5'h0a : 5'h06) : 5'h09) : ((snd_state == 5'h0a) ? ((snd_lflag & snd_is_inv) ? 5'h0b : (snd_lflag ? 5'h0e : 5'h0f)) : ((snd_state == 5'h0b) ? (m_rxk_ready ? 5'h0c : 5'h0b) : ((snd_state == 5'h0c) ? (w_inv_fault ? 5'h10 : (w_inv_answer ? 5'h0d : 5'h0c)) : ((snd_state == 5'h0d) ? (m_inv_ready ? 5'h0e : 5'h0d) : ((snd_state == 5'h0e) ? ((m_cpl_ready & pw_idle) ? (fl ? 5'h18 : 5'h0f) : 5'h0e) : ((snd_state == 5'h18) ? 5'h03 : ((snd_state == 5'h0f) ? ((snd_seg_end | s_host_tvalid) ? 5'h00 : 5'h0f) : ((snd_state == 5'h10) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h11 : 5'h10) : ((snd_state == 5'h11) ? 5'h00 : ((snd_state == 5'h12) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h13 : 5'h12) : ((snd_state == 5'h13) ? ((rr_bad | tm_recv) ? 5'h10 : (rr_size_zero ? 5'h16 : 5'h14)) : ((snd_state == 5'h14) ? (m_rxk_ready ? 5'h15 : 5'h14) : ((snd_state == 5'h15) ? (rr_fault ? 5'h10 : (rr_answer ? 5'h16 : 5'h15)) : ((snd_state == 5'h16) ? (m_rreq_ready ? 5'h17 : 5'h16) : ((snd_state == 5'h17) ? (rr_store_ok ? 5'h00 : 5'h17) : 5'h00))))))))))))))))))))))));
+    assign snd_next = (snd_state == 5'h00) ? ((fl_pop | snd_hdr_done) ? 5'h01 : 5'h00) : ((snd_state == 5'h01) ? 5'h02 : ((snd_state == 5'h02) ? 5'h03 : ((snd_state == 5'h03) ? (fl ? (~snd_posted ? 5'h00 : (f_start ? 5'h04 : 5'h0e)) : (snd_failed ? 5'h10 : ((snd_is_rreq | snd_is_term) ? 5'h12 : (f_start ? 5'h04 : 5'h05)))) : ((snd_state == 5'h04) ? (f_done ? (fl ? 5'h0e : 5'h05) : 5'h04) : ((snd_state == 5'h05) ? ((snd_cause != 16'h0000) ? 5'h10 : ((snd_n == 16'h0000) ? 5'h0a : 5'h06)) : ((snd_state == 5'h06) ? 5'h07 : ((snd_state == 5'h07) ? (w_skip ? 5'h06 : (m_rxk_ready ? 5'h08 : 5'h07)) : ((snd_state == 5'h08) ? (w_fault ? 5'h10 : (w_wr_start ? 5'h09 : (w_chk_adv ? 5'h06 : 5'h08))) : ((snd_state == 5'h09) ? ((w_emit & (w_piece == {9'h000, w_nb})) ? ((w_rem == {9'h000, w_nb}) ? 5'h0a : 5'h06) : 5'h09) : ((snd_state == 5'h0a) ? ((snd_lflag & snd_is_inv) ? 5'h0b : (snd_lflag ? 5'h0e : 5'h0f)) : ((snd_state == 5'h0b) ? (m_rxk_ready ? 5'h0c : 5'h0b) : ((snd_state == 5'h0c) ? (w_inv_fault ? 5'h10 : (w_inv_answer ? 5'h0d : 5'h0c)) : ((snd_state == 5'h0d) ? (m_inv_ready ? 5'h0e : 5'h0d) : ((snd_state == 5'h0e) ? ((m_cpl_ready & pw_idle) ? (fl ? 5'h18 : 5'h0f) : 5'h0e) : ((snd_state == 5'h18) ? 5'h03 : ((snd_state == 5'h0f) ? ((snd_seg_end | s_host_tvalid) ? 5'h00 : 5'h0f) : ((snd_state == 5'h10) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h11 : 5'h10) : ((snd_state == 5'h11) ? 5'h00 : ((snd_state == 5'h12) ? ((snd_seg_end | (s_host_tvalid & s_host_tlast)) ? 5'h13 : 5'h12) : ((snd_state == 5'h13) ? ((rr_bad | tm_recv) ? 5'h10 : (rr_size_zero ? 5'h16 : 5'h14)) : ((snd_state == 5'h14) ? (m_rxk_ready ? 5'h15 : 5'h14) : ((snd_state == 5'h15) ? (rr_fault ? 5'h10 : (rr_answer ? 5'h16 : 5'h15)) : ((snd_state == 5'h16) ? (m_rreq_ready ? 5'h17 : 5'h16) : ((snd_state == 5'h17) ? (rr_store_ok ? 5'h00 : 5'h17) : 5'h00))))))))))))))))))))))));
     assign kill_host_v = host_fail | kill_host_pend;
     assign kill_host_qp = kill_host_pend ? kill_host_pend_qp : host_fail_qp;
     assign m_kill_valid = snd_kill | kill_host_v;
@@ -1847,6 +1856,12 @@ module card_rx_w512 (
     end
 
     always @(posedge clk) begin
+        if ((f_rbeat & m_axi_rq_rresp[1]) & ~f_err) begin
+            f_err_addr <= f_araddr;
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             f_beat <= 1'h0;
         end else begin
@@ -2212,6 +2227,18 @@ module card_rx_w512 (
     always @(posedge clk) begin
         if (rxterm_set) begin
             rxterm_recvq <= tm_recv;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rxterm_set) begin
+            rxterm_faultq <= (((snd_state == 5'h05) & snd_posted) & f_err) & ~snd_failed;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rxterm_set) begin
+            rxterm_fault_addrq <= f_err_addr;
         end
     end
 

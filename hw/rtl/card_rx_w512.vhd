@@ -146,6 +146,7 @@ entity card_rx_w512 is
         m_cpl_inv_stag : out std_logic_vector(31 downto 0);
         m_cpl_solicited : out std_logic;
         m_cpl_invalidated : out std_logic;
+        m_cpl_silent : out std_logic;        -- no CQE: the record only moves RQ_CI (receive WQEs dropped after their read faulted)
         m_cpl_term_layer : out std_logic_vector(3 downto 0); -- 0: receive completions are not caused by a Terminate
         m_cpl_term_type : out std_logic_vector(3 downto 0);
         m_cpl_term_code : out std_logic_vector(7 downto 0);
@@ -158,6 +159,8 @@ entity card_rx_w512 is
         m_rxterm_seglen : out std_logic_vector(15 downto 0); -- the segment's length
         m_rxterm_rdma : out std_logic_vector(223 downto 0); -- a Read Request's RDMAP header (byte 0 in bits 7:0; meaningful for a Read Request only)
         m_rxterm_recv : out std_logic;       -- the record is a Terminate the peer sent (QN 2; cause: its own): card_tx raises TERM_RECV and sends none
+        m_rxterm_fault : out std_logic;      -- the record is a receive WQE read's DMA fault (cause Local Catastrophic): card_tx raises DMA_FAULT, then QP_ERROR DMA instead of TERM_SENT
+        m_rxterm_fault_addr : out std_logic_vector(63 downto 0); -- the faulted block's address
         m_axi_rq_arid : out std_logic_vector(5 downto 0); -- RQ WQE reads: always 0 (one burst in flight)
         m_axi_rq_araddr : out std_logic_vector(63 downto 0);
         m_axi_rq_arlen : out std_logic_vector(7 downto 0); -- one 64-byte basic block
@@ -557,6 +560,7 @@ architecture rtl of card_rx_w512 is
     signal f_araddr : std_logic_vector(63 downto 0);
     signal f_rbeat : std_logic;              -- a WQE beat
     signal f_err : std_logic := '0';         -- a WQE read got an error response
+    signal f_err_addr : std_logic_vector(63 downto 0); -- the first faulted block's address
     signal f_blk_end : std_logic;
     signal f_bytepos : std_logic_vector(9 downto 0); -- byte offset of the beat in the WQE
     signal wqe_w0 : std_logic_vector(31 downto 0); -- WQE bytes 0-3: opcode, flags, BBS, NSGE
@@ -712,6 +716,8 @@ architecture rtl of card_rx_w512 is
     signal rxterm_lenq : std_logic_vector(15 downto 0);
     signal rxterm_rdmaq : std_logic_vector(223 downto 0);
     signal rxterm_recvq : std_logic;
+    signal rxterm_faultq : std_logic;
+    signal rxterm_fault_addrq : std_logic_vector(63 downto 0);
     signal rxterm_fl_qp : std_logic_vector(9 downto 0);
     signal fl_rxterm_push : std_logic;       -- m_rxterm's QP joins the flush queue
     signal snd_len_err_set : std_logic;
@@ -1305,6 +1311,7 @@ begin
     m_cpl_inv_stag <= snd_inv_stag and std_logic_vector'(31 downto 0 => snd_cpl_msg and snd_is_inv);
     m_cpl_solicited <= snd_cpl_msg and snd_is_se;
     m_cpl_invalidated <= snd_cpl_msg and snd_is_inv;
+    m_cpl_silent <= (snd_cpl_v and fl) and f_err;
     m_cpl_term_layer <= x"0";
     m_cpl_term_type <= x"0";
     m_cpl_term_code <= x"00";
@@ -1321,6 +1328,8 @@ begin
     m_rxterm_seglen <= rxterm_lenq and std_logic_vector'(15 downto 0 => rxterm_v);
     m_rxterm_rdma <= rxterm_rdmaq and std_logic_vector'(223 downto 0 => rxterm_v);
     m_rxterm_recv <= rxterm_v and rxterm_recvq;
+    m_rxterm_fault <= rxterm_v and rxterm_faultq;
+    m_rxterm_fault_addr <= rxterm_fault_addrq and std_logic_vector'(63 downto 0 => rxterm_v);
     fl_rxterm_push <= rxterm_fl_pend and (not fl_term_busy);
     fl_ext_go <= (fl_ext_v and (not rxterm_fl_pend)) and (not fl_term_busy);
     fl_term_push <= fl_rxterm_push or fl_ext_go;
@@ -1377,7 +1386,7 @@ begin
     snd_res_err <= b2l(snd_state = "10001");
     snd_kill <= b2l(snd_state = "10001");
     snd_kill_qp <= std_logic_vector'("0000000000000000000000" & snd_qp) and std_logic_vector'(31 downto 0 => b2l(snd_state = "10001"));
-    snd_next <= mux(b2l(snd_state = "00000"), mux(fl_pop or snd_hdr_done, "00001", "00000"), mux(b2l(snd_state = "00001"), "00010", mux(b2l(snd_state = "00010"), "00011", mux(b2l(snd_state = "00011"), mux(fl, mux(not snd_posted, "00000", mux(f_start, "00100", "01110")), mux(snd_failed, "10000", mux(snd_is_rreq or snd_is_term, "10010", mux(f_start, "00100", "00101")))), mux(b2l(snd_state = "00100"), mux(f_done, mux(fl, mux(f_err, "11000", "01110"), "00101"), "00100"), mux(b2l(snd_state = "00101"), mux(b2l(snd_cause /= x"0000"), "10000", mux(b2l(snd_n = x"0000"), "01010", "00110")), mux(b2l(snd_state = "00110"), "00111", mux(b2l(snd_state = "00111"), mux(w_skip, "00110", mux(m_rxk_ready, "01000", "00111")), mux(b2l(snd_state = "01000"), mux(w_fault, "10000", mux(w_wr_start, "01001", mux(w_chk_adv, "00110", "01000"))), mux(b2l(snd_state = "01001"), mux(w_emit and b2l(w_piece = std_logic_vector'("000000000" & w_nb)), mux(b2l(w_rem = std_logic_vector'("000000000" & w_nb)), "01010", "00110"), "01001"), mux(b2l(snd_state = "01010"), mux(snd_lflag and snd_is_inv, "01011", mux(snd_lflag, "01110", "01111")), mux(b2l(snd_state = "01011"), mux(m_rxk_ready, "01100", "01011"), mux(b2l(snd_state = "01100"), mux(w_inv_fault, "10000", mux(w_inv_answer, "01101", "01100")), mux(b2l(snd_state = "01101"), mux(m_inv_ready, "01110", "01101"), mux(b2l(snd_state = "01110"), mux(m_cpl_ready and pw_idle, mux(fl, "11000", "01111"), "01110"), mux(b2l(snd_state = "11000"), "00011", mux(b2l(snd_state = "01111"), mux(snd_seg_end or s_host_tvalid, "00000", "01111"), mux(b2l(snd_state = "10000"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10001", "10000"), mux(b2l(snd_state = "10001"), "00000", mux(b2l(snd_state = "10010"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10011", "10010"), mux(b2l(snd_state = "10011"), mux(rr_bad or tm_recv, "10000", mux(rr_size_zero, "10110", "10100")), mux(b2l(snd_state = "10100"), mux(m_rxk_ready, "10101", "10100"), mux(b2l(snd_state = "10101"), mux(rr_fault, "10000", mux(rr_answer, "10110", "10101")), mux(b2l(snd_state = "10110"), mux(m_rreq_ready, "10111", "10110"), mux(b2l(snd_state = "10111"), mux(rr_store_ok, "00000", "10111"), "00000")))))))))))))))))))))))));
+    snd_next <= mux(b2l(snd_state = "00000"), mux(fl_pop or snd_hdr_done, "00001", "00000"), mux(b2l(snd_state = "00001"), "00010", mux(b2l(snd_state = "00010"), "00011", mux(b2l(snd_state = "00011"), mux(fl, mux(not snd_posted, "00000", mux(f_start, "00100", "01110")), mux(snd_failed, "10000", mux(snd_is_rreq or snd_is_term, "10010", mux(f_start, "00100", "00101")))), mux(b2l(snd_state = "00100"), mux(f_done, mux(fl, "01110", "00101"), "00100"), mux(b2l(snd_state = "00101"), mux(b2l(snd_cause /= x"0000"), "10000", mux(b2l(snd_n = x"0000"), "01010", "00110")), mux(b2l(snd_state = "00110"), "00111", mux(b2l(snd_state = "00111"), mux(w_skip, "00110", mux(m_rxk_ready, "01000", "00111")), mux(b2l(snd_state = "01000"), mux(w_fault, "10000", mux(w_wr_start, "01001", mux(w_chk_adv, "00110", "01000"))), mux(b2l(snd_state = "01001"), mux(w_emit and b2l(w_piece = std_logic_vector'("000000000" & w_nb)), mux(b2l(w_rem = std_logic_vector'("000000000" & w_nb)), "01010", "00110"), "01001"), mux(b2l(snd_state = "01010"), mux(snd_lflag and snd_is_inv, "01011", mux(snd_lflag, "01110", "01111")), mux(b2l(snd_state = "01011"), mux(m_rxk_ready, "01100", "01011"), mux(b2l(snd_state = "01100"), mux(w_inv_fault, "10000", mux(w_inv_answer, "01101", "01100")), mux(b2l(snd_state = "01101"), mux(m_inv_ready, "01110", "01101"), mux(b2l(snd_state = "01110"), mux(m_cpl_ready and pw_idle, mux(fl, "11000", "01111"), "01110"), mux(b2l(snd_state = "11000"), "00011", mux(b2l(snd_state = "01111"), mux(snd_seg_end or s_host_tvalid, "00000", "01111"), mux(b2l(snd_state = "10000"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10001", "10000"), mux(b2l(snd_state = "10001"), "00000", mux(b2l(snd_state = "10010"), mux(snd_seg_end or (s_host_tvalid and s_host_tlast), "10011", "10010"), mux(b2l(snd_state = "10011"), mux(rr_bad or tm_recv, "10000", mux(rr_size_zero, "10110", "10100")), mux(b2l(snd_state = "10100"), mux(m_rxk_ready, "10101", "10100"), mux(b2l(snd_state = "10101"), mux(rr_fault, "10000", mux(rr_answer, "10110", "10101")), mux(b2l(snd_state = "10110"), mux(m_rreq_ready, "10111", "10110"), mux(b2l(snd_state = "10111"), mux(rr_store_ok, "00000", "10111"), "00000")))))))))))))))))))))))));
     kill_host_v <= host_fail or kill_host_pend;
     kill_host_qp <= mux(kill_host_pend, kill_host_pend_qp, host_fail_qp);
     m_kill_valid <= snd_kill or kill_host_v;
@@ -2189,6 +2198,15 @@ begin
         end if;
     end process;
 
+    f_err_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((f_rbeat and m_axi_rq_rresp(1)) and (not f_err)) = '1' then
+                f_err_addr <= f_araddr;
+            end if;
+        end if;
+    end process;
+
     f_beat_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -2679,6 +2697,24 @@ begin
         if rising_edge(clk) then
             if rxterm_set = '1' then
                 rxterm_recvq <= tm_recv;
+            end if;
+        end if;
+    end process;
+
+    rxterm_faultq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rxterm_set = '1' then
+                rxterm_faultq <= ((b2l(snd_state = "00101") and snd_posted) and f_err) and (not snd_failed);
+            end if;
+        end if;
+    end process;
+
+    rxterm_fault_addrq_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rxterm_set = '1' then
+                rxterm_fault_addrq <= f_err_addr;
             end if;
         end if;
     end process;

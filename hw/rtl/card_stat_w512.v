@@ -111,6 +111,7 @@ module card_stat_w512 (
     input  wire [31:0]    s_rc_inv_stag,
     input  wire           s_rc_solicited,
     input  wire           s_rc_invalidated,
+    input  wire           s_rc_silent,       // no CQE: only RQ_CI moves (receive WQEs dropped after a faulted read, as the card model's fetchRQ)
     output wire           m_cpl_valid,       // a completion for card_cq, after its status write
     input  wire           m_cpl_ready,
     output wire [9:0]     m_cpl_cq,
@@ -534,7 +535,7 @@ module card_stat_w512 (
                 s_tx_status,
                 s_tx_byte_len
             } : {
-                take_rc,
+                take_rc & ~s_rc_silent,
                 16'h0000,
                 s_rc_invalidated,
                 s_rc_solicited,

@@ -113,6 +113,7 @@ entity card_stat_w512 is
         s_rc_inv_stag : in  std_logic_vector(31 downto 0);
         s_rc_solicited : in  std_logic;
         s_rc_invalidated : in  std_logic;
+        s_rc_silent : in  std_logic;         -- no CQE: only RQ_CI moves (receive WQEs dropped after a faulted read, as the card model's fetchRQ)
         m_cpl_valid : out std_logic;         -- a completion for card_cq, after its status write
         m_cpl_ready : in  std_logic;
         m_cpl_cq : out std_logic_vector(9 downto 0);
@@ -602,7 +603,7 @@ begin
                     s_tx_status &
                     s_tx_byte_len
                 ), std_logic_vector'(
-                    take_rc &
+                    (take_rc and (not s_rc_silent)) &
                     x"0000" &
                     s_rc_invalidated &
                     s_rc_solicited &

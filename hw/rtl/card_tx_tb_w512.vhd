@@ -67,6 +67,8 @@ entity card_tx_tb_w512 is
         s_term_seglen : in  std_logic_vector(15 downto 0);
         s_term_rdma : in  std_logic_vector(223 downto 0);
         s_term_recv : in  std_logic;
+        s_term_fault : in  std_logic;
+        s_term_fault_addr : in  std_logic_vector(63 downto 0);
         s_term_reason : in  std_logic_vector(7 downto 0);
         m_ev_valid : out std_logic;
         m_ev_ready : in  std_logic;
@@ -475,6 +477,8 @@ begin
             s_term_seglen => s_term_seglen,
             s_term_rdma => s_term_rdma,
             s_term_recv => s_term_recv,
+            s_term_fault => s_term_fault,
+            s_term_fault_addr => s_term_fault_addr,
             s_term_reason => s_term_reason,
             m_ev_valid => tx_m_ev_valid,
             m_ev_ready => m_ev_ready,

@@ -129,6 +129,8 @@ module card_tx_w512 (
     input  wire [15:0]    s_term_seglen,     // the offending segment's length
     input  wire [223:0]   s_term_rdma,       // a Read Request's RDMAP header, byte 0 in bits 7:0 (copied when the cause asks for it)
     input  wire           s_term_recv,       // the record is a Terminate the peer sent (card_rx m_rxterm_recv; cause: its own): TERM_RECV, no Terminate is sent, and the oldest WQE started and not done completes with the cause's status
+    input  wire           s_term_fault,      // the record is a DMA fault's (card_rx's receive WQE read): DMA_FAULT (OBJ the QP, INFO s_term_fault_addr's bits 31:0) is raised before the record is taken, and named on m_fault_*
+    input  wire [63:0]    s_term_fault_addr, // the faulted address
     input  wire [7:0]     s_term_reason,     // QP_ERR, not 0 for a local failure of the QP (a CQ overrun): its event is QP_ERROR with this INFO instead of TERM_SENT (the model's toError), and its Terminate (s_term_cause) is sent as for any record
     output wire           m_ev_valid,        // TERM_SENT, TERM_RECV or QP_ERROR (card_cq's second event port): a record of s_term put its QP in error
     input  wire           m_ev_ready,
@@ -136,7 +138,7 @@ module card_tx_w512 (
     output wire [9:0]     m_ev_qpn,          // OBJ: the QP
     output wire [15:0]    m_ev_cause,        // TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0); 0 for QP_ERROR
     output wire [31:0]    m_ev_info,         // INFO: QP_ERROR's QP_ERR (s_term_reason, or DMA), DMA_FAULT's address bits 31:0, else 0
-    output wire           m_fault_valid,     // pulse: a WQE read of the engine got an error response (its DMA_FAULT event is raised now)
+    output wire           m_fault_valid,     // pulse: a WQE read of the engine got an error response, or a DMA fault's record came (its DMA_FAULT event is raised now)
     output wire [9:0]     m_fault_qpn,       // the QP
     output wire [63:0]    m_fault_addr,      // the faulted WQE block's address
     output wire           m_rd_issue_valid,  // an RDMA Read Request went out: placement counts the QP's Reads outstanding (placement s_rd_issue)
@@ -250,6 +252,9 @@ module card_tx_w512 (
     reg            term_ev_v;                // a TERM_SENT event waits to be taken
     wire           cmd_lost_offer;
     wire           cmd_sel_lost;             // the command is the lost record's ERROR
+    reg            term_fault_raised;        // the offered record's DMA_FAULT is raised
+    wire           cmd_term_free;
+    wire           term_fault_go;            // the record's DMA_FAULT is raised now
     wire           cmd_sel_term;             // the command is the Terminate record's ERROR
     wire           cmd_valid;
     wire [3:0]     cmd_op;
@@ -1175,7 +1180,9 @@ module card_tx_w512 (
     assign in_state16 = eng_state == 5'h10;
     assign cmd_lost_offer = (s_end_valid & s_end_lost) & ~s_qp_valid;
     assign cmd_sel_lost = lost_sel | (cmd_lost_offer & ~term_sel);
-    assign cmd_sel_term = term_sel | ((((s_term_valid & ~s_qp_valid) & ~(s_end_valid & s_end_lost)) & ~lost_sel) & ~term_ev_v);
+    assign cmd_term_free = (((s_term_valid & ~s_qp_valid) & ~(s_end_valid & s_end_lost)) & ~lost_sel) & ~term_ev_v;
+    assign term_fault_go = (((cmd_term_free & s_term_fault) & ~term_fault_raised) & ~term_sel) & in_state0;
+    assign cmd_sel_term = term_sel | (cmd_term_free & (~s_term_fault | term_fault_raised));
     assign cmd_valid = (cmd_sel_lost | cmd_sel_term) | s_qp_valid;
     assign cmd_op = (cmd_sel_lost | cmd_sel_term) ? 4'h3 : s_qp_op;
     assign cmd_num = cmd_sel_lost ? s_end_qpn : (cmd_sel_term ? s_term_qpn : s_qp_num);
@@ -1192,16 +1199,16 @@ module card_tx_w512 (
     assign term_new = (cmd_sel_term & cmd_go) & qp_to_error;
     assign term_ev_set = term_new | prot_term;
     assign wf_qp_error = prot_term & wqe_fault;
-    assign term_ev_load = term_ev_set | wf_ev;
+    assign term_ev_load = (term_ev_set | wf_ev) | term_fault_go;
     assign m_ev_valid = term_ev_v;
     assign m_ev_qpn = term_ev_qpn;
     assign term_local = term_new & |s_term_reason;
     assign m_ev_cause = term_ev_cause;
     assign m_ev_info = term_ev_info;
     assign m_ev_type = term_ev_type;
-    assign m_fault_valid = wf_ev;
-    assign m_fault_qpn = cur_qp & {10{wf_ev}};
-    assign m_fault_addr = wqe_fault_addr_now & {64{wf_ev}};
+    assign m_fault_valid = wf_ev | term_fault_go;
+    assign m_fault_qpn = wf_ev ? cur_qp : (s_term_qpn & {10{term_fault_go}});
+    assign m_fault_addr = wf_ev ? wqe_fault_addr_now : (s_term_fault_addr & {64{term_fault_go}});
     assign sched_empty = sched_head == sched_tail;
     assign sched_pop = ((in_state0 & ~sched_empty) & ~cmd_valid) & cpl_room;
     assign qclr_qp = sched_rd;
@@ -10252,6 +10259,14 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            term_fault_raised <= 1'h0;
+        end else begin
+            term_fault_raised <= (term_fault_raised | term_fault_go) & ~(cmd_sel_term & cmd_go);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             term_ev_v <= 1'h0;
         end else begin
             term_ev_v <= term_ev_load | (term_ev_v & ~m_ev_ready);
@@ -10270,7 +10285,7 @@ module card_tx_w512 (
         if (rst) begin
             term_ev_cause <= 16'h0000;
         end else if (term_ev_load) begin
-            term_ev_cause <= (wf_ev | wf_qp_error) ? 16'h0000 : (prot_term ? eng_term_cause : (term_local ? 16'h0000 : s_term_cause));
+            term_ev_cause <= ((wf_ev | wf_qp_error) | term_fault_go) ? 16'h0000 : (prot_term ? eng_term_cause : (term_local ? 16'h0000 : s_term_cause));
         end
     end
 
@@ -10278,7 +10293,7 @@ module card_tx_w512 (
         if (rst) begin
             term_ev_info <= 32'h00000000;
         end else if (term_ev_load) begin
-            term_ev_info <= wf_ev ? wqe_fault_addr_now[31:0] : (wf_qp_error ? 32'h00000004 : (term_local ? {24'h000000, s_term_reason} : 32'h00000000));
+            term_ev_info <= wf_ev ? wqe_fault_addr_now[31:0] : (term_fault_go ? s_term_fault_addr[31:0] : (wf_qp_error ? 32'h00000004 : (term_local ? {24'h000000, s_term_reason} : 32'h00000000)));
         end
     end
 
@@ -10286,7 +10301,7 @@ module card_tx_w512 (
         if (rst) begin
             term_ev_type <= 8'h06;
         end else if (term_ev_load) begin
-            term_ev_type <= wf_ev ? 8'h0a : ((term_new & s_term_recv) ? 8'h07 : ((term_local | wf_qp_error) ? 8'h08 : 8'h06));
+            term_ev_type <= (wf_ev | term_fault_go) ? 8'h0a : ((term_new & s_term_recv) ? 8'h07 : ((term_local | wf_qp_error) ? 8'h08 : 8'h06));
         end
     end
 

@@ -131,6 +131,8 @@ entity card_tx_w64 is
         s_term_seglen : in  std_logic_vector(15 downto 0); -- the offending segment's length
         s_term_rdma : in  std_logic_vector(223 downto 0); -- a Read Request's RDMAP header, byte 0 in bits 7:0 (copied when the cause asks for it)
         s_term_recv : in  std_logic;         -- the record is a Terminate the peer sent (card_rx m_rxterm_recv; cause: its own): TERM_RECV, no Terminate is sent, and the oldest WQE started and not done completes with the cause's status
+        s_term_fault : in  std_logic;        -- the record is a DMA fault's (card_rx's receive WQE read): DMA_FAULT (OBJ the QP, INFO s_term_fault_addr's bits 31:0) is raised before the record is taken, and named on m_fault_*
+        s_term_fault_addr : in  std_logic_vector(63 downto 0); -- the faulted address
         s_term_reason : in  std_logic_vector(7 downto 0); -- QP_ERR, not 0 for a local failure of the QP (a CQ overrun): its event is QP_ERROR with this INFO instead of TERM_SENT (the model's toError), and its Terminate (s_term_cause) is sent as for any record
         m_ev_valid : out std_logic;          -- TERM_SENT, TERM_RECV or QP_ERROR (card_cq's second event port): a record of s_term put its QP in error
         m_ev_ready : in  std_logic;
@@ -138,7 +140,7 @@ entity card_tx_w64 is
         m_ev_qpn : out std_logic_vector(9 downto 0); -- OBJ: the QP
         m_ev_cause : out std_logic_vector(15 downto 0); -- TERM_LAYER (15:12), TERM_TYPE (11:8), TERM_CODE (7:0); 0 for QP_ERROR
         m_ev_info : out std_logic_vector(31 downto 0); -- INFO: QP_ERROR's QP_ERR (s_term_reason, or DMA), DMA_FAULT's address bits 31:0, else 0
-        m_fault_valid : out std_logic;       -- pulse: a WQE read of the engine got an error response (its DMA_FAULT event is raised now)
+        m_fault_valid : out std_logic;       -- pulse: a WQE read of the engine got an error response, or a DMA fault's record came (its DMA_FAULT event is raised now)
         m_fault_qpn : out std_logic_vector(9 downto 0); -- the QP
         m_fault_addr : out std_logic_vector(63 downto 0); -- the faulted WQE block's address
         m_rd_issue_valid : out std_logic;    -- an RDMA Read Request went out: placement counts the QP's Reads outstanding (placement s_rd_issue)
@@ -281,6 +283,9 @@ architecture rtl of card_tx_w64 is
     signal term_ev_v : std_logic := '0';     -- a TERM_SENT event waits to be taken
     signal cmd_lost_offer : std_logic;
     signal cmd_sel_lost : std_logic;         -- the command is the lost record's ERROR
+    signal term_fault_raised : std_logic := '0'; -- the offered record's DMA_FAULT is raised
+    signal cmd_term_free : std_logic;
+    signal term_fault_go : std_logic;        -- the record's DMA_FAULT is raised now
     signal cmd_sel_term : std_logic;         -- the command is the Terminate record's ERROR
     signal cmd_valid : std_logic;
     signal cmd_op : std_logic_vector(3 downto 0);
@@ -1211,7 +1216,9 @@ begin
     in_state16 <= b2l(eng_state = "10000");
     cmd_lost_offer <= (s_end_valid and s_end_lost) and (not s_qp_valid);
     cmd_sel_lost <= lost_sel or (cmd_lost_offer and (not term_sel));
-    cmd_sel_term <= term_sel or ((((s_term_valid and (not s_qp_valid)) and (not (s_end_valid and s_end_lost))) and (not lost_sel)) and (not term_ev_v));
+    cmd_term_free <= (((s_term_valid and (not s_qp_valid)) and (not (s_end_valid and s_end_lost))) and (not lost_sel)) and (not term_ev_v);
+    term_fault_go <= (((cmd_term_free and s_term_fault) and (not term_fault_raised)) and (not term_sel)) and in_state0;
+    cmd_sel_term <= term_sel or (cmd_term_free and ((not s_term_fault) or term_fault_raised));
     cmd_valid <= (cmd_sel_lost or cmd_sel_term) or s_qp_valid;
     cmd_op <= mux(cmd_sel_lost or cmd_sel_term, x"3", s_qp_op);
     cmd_num <= mux(cmd_sel_lost, s_end_qpn, mux(cmd_sel_term, s_term_qpn, s_qp_num));
@@ -1228,16 +1235,16 @@ begin
     term_new <= (cmd_sel_term and cmd_go) and qp_to_error;
     term_ev_set <= term_new or prot_term;
     wf_qp_error <= prot_term and wqe_fault;
-    term_ev_load <= term_ev_set or wf_ev;
+    term_ev_load <= (term_ev_set or wf_ev) or term_fault_go;
     m_ev_valid <= term_ev_v;
     m_ev_qpn <= term_ev_qpn;
     term_local <= term_new and (or s_term_reason);
     m_ev_cause <= term_ev_cause;
     m_ev_info <= term_ev_info;
     m_ev_type <= term_ev_type;
-    m_fault_valid <= wf_ev;
-    m_fault_qpn <= cur_qp and std_logic_vector'(9 downto 0 => wf_ev);
-    m_fault_addr <= wqe_fault_addr_now and std_logic_vector'(63 downto 0 => wf_ev);
+    m_fault_valid <= wf_ev or term_fault_go;
+    m_fault_qpn <= mux(wf_ev, cur_qp, s_term_qpn and std_logic_vector'(9 downto 0 => term_fault_go));
+    m_fault_addr <= mux(wf_ev, wqe_fault_addr_now, s_term_fault_addr and std_logic_vector'(63 downto 0 => term_fault_go));
     sched_empty <= b2l(sched_head = sched_tail);
     sched_pop <= ((in_state0 and (not sched_empty)) and (not cmd_valid)) and cpl_room;
     qclr_qp <= sched_rd;
@@ -10229,6 +10236,17 @@ begin
         end if;
     end process;
 
+    term_fault_raised_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                term_fault_raised <= '0';
+            else
+                term_fault_raised <= (term_fault_raised or term_fault_go) and (not (cmd_sel_term and cmd_go));
+            end if;
+        end if;
+    end process;
+
     term_ev_v_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -10257,7 +10275,7 @@ begin
             if rst = '1' then
                 term_ev_cause <= x"0000";
             elsif term_ev_load = '1' then
-                term_ev_cause <= mux(wf_ev or wf_qp_error, x"0000", mux(prot_term, eng_term_cause, mux(term_local, x"0000", s_term_cause)));
+                term_ev_cause <= mux((wf_ev or wf_qp_error) or term_fault_go, x"0000", mux(prot_term, eng_term_cause, mux(term_local, x"0000", s_term_cause)));
             end if;
         end if;
     end process;
@@ -10268,7 +10286,7 @@ begin
             if rst = '1' then
                 term_ev_info <= x"00000000";
             elsif term_ev_load = '1' then
-                term_ev_info <= mux(wf_ev, wqe_fault_addr_now(31 downto 0), mux(wf_qp_error, x"00000004", mux(term_local, std_logic_vector'(x"000000" & s_term_reason), x"00000000")));
+                term_ev_info <= mux(wf_ev, wqe_fault_addr_now(31 downto 0), mux(term_fault_go, s_term_fault_addr(31 downto 0), mux(wf_qp_error, x"00000004", mux(term_local, std_logic_vector'(x"000000" & s_term_reason), x"00000000"))));
             end if;
         end if;
     end process;
@@ -10279,7 +10297,7 @@ begin
             if rst = '1' then
                 term_ev_type <= x"06";
             elsif term_ev_load = '1' then
-                term_ev_type <= mux(wf_ev, x"0a", mux(term_new and s_term_recv, x"07", mux(term_local or wf_qp_error, x"08", x"06")));
+                term_ev_type <= mux(wf_ev or term_fault_go, x"0a", mux(term_new and s_term_recv, x"07", mux(term_local or wf_qp_error, x"08", x"06")));
             end if;
         end if;
     end process;

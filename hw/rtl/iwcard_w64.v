@@ -44,20 +44,20 @@
 // their QP then joins card_rx's RQ flush queue (s_fl).
 //
 // DMA faults: DMA_FAULT_* name the last access that got an error response
-// among card_stat's status records, card_cq's CQEs and EQEs and card_tx's WQE
-// reads (card_tx's DMA_FAULT event, then QP_ERROR DMA); a faulted status
-// record (card_stat's DMA_FAULT event, OBJ 0) or EQE stops the card
-// (STATUS.FATAL): no new AXI address goes out, bursts already started finish,
-// and DMA_FAULT_* keep the fault that stopped it. Not wired yet
-// (docs/card-rtl.md): the other DMA faults (card_rx's WQE and receive ring
-// reads, gather and source reads, transmit ring and placement writes), and
-// what a faulted CQE does to its QP. card_cq's overrun record puts the QPs on
-// that CQ in error (cqSweep). card_rx's bad RXS_PI doorbell (m_err kind 7) and
-// cut stream (kind 6) go to the engines as an ERROR command (the QP command
-// fork, while card_regs offers none) whose QP_ERROR says BAD_DOORBELL or
-// STREAM_CUT, with no Terminate; an FPDU longer than its ring (kind 5) has
-// card_tx send an RDMAP Local Catastrophic Terminate. card_tx's Local
-// Invalidate and bind go to placement's mop port.
+// among card_stat's status records, card_cq's CQEs and EQEs and the WQE reads
+// (card_tx's own, and card_rx's, whose Terminate record carries the fault to
+// card_tx: its DMA_FAULT event, then QP_ERROR DMA); a faulted status record
+// (card_stat's DMA_FAULT event, OBJ 0) or EQE stops the card (STATUS.FATAL):
+// no new AXI address goes out, bursts already started finish, and DMA_FAULT_*
+// keep the fault that stopped it. Not wired yet (docs/card-rtl.md): the other
+// DMA faults (receive ring, gather and source reads, transmit ring and
+// placement writes), and what a faulted CQE does to its QP. card_cq's overrun
+// record puts the QPs on that CQ in error (cqSweep). card_rx's bad RXS_PI
+// doorbell (m_err kind 7) and cut stream (kind 6) go to the engines as an
+// ERROR command (the QP command fork, while card_regs offers none) whose
+// QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an FPDU longer
+// than its ring (kind 5) has card_tx send an RDMAP Local Catastrophic
+// Terminate. card_tx's Local Invalidate and bind go to placement's mop port.
 //
 // Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -307,6 +307,7 @@ module iwcard_w64 (
     wire [31:0]    rx_m_cpl_inv_stag;
     wire           rx_m_cpl_solicited;
     wire           rx_m_cpl_invalidated;
+    wire           rx_m_cpl_silent;
     wire [3:0]     rx_m_cpl_term_layer;
     wire [3:0]     rx_m_cpl_term_type;
     wire [7:0]     rx_m_cpl_term_code;
@@ -318,6 +319,8 @@ module iwcard_w64 (
     wire [15:0]    rx_m_rxterm_seglen;
     wire [223:0]   rx_m_rxterm_rdma;
     wire           rx_m_rxterm_recv;
+    wire           rx_m_rxterm_fault;
+    wire [63:0]    rx_m_rxterm_fault_addr;
     wire [5:0]     rx_m_axi_rq_arid;
     wire [63:0]    rx_m_axi_rq_araddr;
     wire [7:0]     rx_m_axi_rq_arlen;
@@ -603,6 +606,7 @@ module iwcard_w64 (
     wire           term_g3;
     wire           term_valid;
     wire           term_take;                // card_tx takes the record
+    wire           term_rx_fault;            // card_rx's record is a receive WQE read's DMA fault
     wire           qpcmd_bd_tx_taken;        // every engine has card_tx's bad SQ_PI's ERROR
     wire           cpl_hold;                 // a completion has no verdict yet, or an overrun's QPs are not all in error
     wire           end_go;                   // placement is empty: a stream-end record may pass
@@ -677,6 +681,7 @@ module iwcard_w64 (
     assign term_valid = ((term_g0 | term_g1) | term_g2) | term_g3;
     assign term_take = term_valid & tx_s_term_ready;
     assign sweep_taken = term_take & term_g3;
+    assign term_rx_fault = term_g0 & rx_m_rxterm_fault;
     assign qpcmd_bd_tx_taken = (qpcmd_bd & qpcmd_ready) & (qpcmd_bd_src_now == 2'h1);
     assign cpl_hold = ((st_busy | cq_cpl_busy) | cq_m_overrun_valid) | sweep_busy;
     assign end_go = ~pl_busy;
@@ -1162,7 +1167,9 @@ module iwcard_w64 (
         .s_term_seglen(term_g1 ? pl_m_term_seglen : (term_g2 ? 16'h0000 : (term_g3 ? 16'h0000 : rx_m_rxterm_seglen))),
         .s_term_rdma(rx_m_rxterm_rdma & {224{term_g0}}),
         .s_term_recv(term_g0 & rx_m_rxterm_recv),
-        .s_term_reason(term_g3 ? 8'h05 : 8'h00),
+        .s_term_fault(term_rx_fault),
+        .s_term_fault_addr(rx_m_rxterm_fault_addr & {64{term_rx_fault}}),
+        .s_term_reason(term_g3 ? 8'h05 : (term_rx_fault ? 8'h04 : 8'h00)),
         .m_ev_valid(tx_m_ev_valid),
         .m_ev_ready(cq_s_ev1_ready),
         .m_ev_type(tx_m_ev_type),
@@ -1360,6 +1367,7 @@ module iwcard_w64 (
         .m_cpl_inv_stag(rx_m_cpl_inv_stag),
         .m_cpl_solicited(rx_m_cpl_solicited),
         .m_cpl_invalidated(rx_m_cpl_invalidated),
+        .m_cpl_silent(rx_m_cpl_silent),
         .m_cpl_term_layer(rx_m_cpl_term_layer),
         .m_cpl_term_type(rx_m_cpl_term_type),
         .m_cpl_term_code(rx_m_cpl_term_code),
@@ -1372,6 +1380,8 @@ module iwcard_w64 (
         .m_rxterm_seglen(rx_m_rxterm_seglen),
         .m_rxterm_rdma(rx_m_rxterm_rdma),
         .m_rxterm_recv(rx_m_rxterm_recv),
+        .m_rxterm_fault(rx_m_rxterm_fault),
+        .m_rxterm_fault_addr(rx_m_rxterm_fault_addr),
         .m_axi_rq_arid(rx_m_axi_rq_arid),
         .m_axi_rq_araddr(rx_m_axi_rq_araddr),
         .m_axi_rq_arlen(rx_m_axi_rq_arlen),
@@ -1574,6 +1584,7 @@ module iwcard_w64 (
         .s_rc_inv_stag(rx_m_cpl_inv_stag),
         .s_rc_solicited(rx_m_cpl_solicited),
         .s_rc_invalidated(rx_m_cpl_invalidated),
+        .s_rc_silent(rx_m_cpl_silent),
         .m_cpl_valid(st_m_cpl_valid),
         .m_cpl_ready(cq_s_cpl0_ready),
         .m_cpl_cq(st_m_cpl_cq),

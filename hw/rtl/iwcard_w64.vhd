@@ -44,20 +44,20 @@
 -- their QP then joins card_rx's RQ flush queue (s_fl).
 --
 -- DMA faults: DMA_FAULT_* name the last access that got an error response
--- among card_stat's status records, card_cq's CQEs and EQEs and card_tx's WQE
--- reads (card_tx's DMA_FAULT event, then QP_ERROR DMA); a faulted status
--- record (card_stat's DMA_FAULT event, OBJ 0) or EQE stops the card
--- (STATUS.FATAL): no new AXI address goes out, bursts already started finish,
--- and DMA_FAULT_* keep the fault that stopped it. Not wired yet
--- (docs/card-rtl.md): the other DMA faults (card_rx's WQE and receive ring
--- reads, gather and source reads, transmit ring and placement writes), and
--- what a faulted CQE does to its QP. card_cq's overrun record puts the QPs on
--- that CQ in error (cqSweep). card_rx's bad RXS_PI doorbell (m_err kind 7) and
--- cut stream (kind 6) go to the engines as an ERROR command (the QP command
--- fork, while card_regs offers none) whose QP_ERROR says BAD_DOORBELL or
--- STREAM_CUT, with no Terminate; an FPDU longer than its ring (kind 5) has
--- card_tx send an RDMAP Local Catastrophic Terminate. card_tx's Local
--- Invalidate and bind go to placement's mop port.
+-- among card_stat's status records, card_cq's CQEs and EQEs and the WQE reads
+-- (card_tx's own, and card_rx's, whose Terminate record carries the fault to
+-- card_tx: its DMA_FAULT event, then QP_ERROR DMA); a faulted status record
+-- (card_stat's DMA_FAULT event, OBJ 0) or EQE stops the card (STATUS.FATAL):
+-- no new AXI address goes out, bursts already started finish, and DMA_FAULT_*
+-- keep the fault that stopped it. Not wired yet (docs/card-rtl.md): the other
+-- DMA faults (receive ring, gather and source reads, transmit ring and
+-- placement writes), and what a faulted CQE does to its QP. card_cq's overrun
+-- record puts the QPs on that CQ in error (cqSweep). card_rx's bad RXS_PI
+-- doorbell (m_err kind 7) and cut stream (kind 6) go to the engines as an
+-- ERROR command (the QP command fork, while card_regs offers none) whose
+-- QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an FPDU longer
+-- than its ring (kind 5) has card_tx send an RDMAP Local Catastrophic
+-- Terminate. card_tx's Local Invalidate and bind go to placement's mop port.
 --
 -- Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 
@@ -338,6 +338,7 @@ architecture rtl of iwcard_w64 is
     signal rx_m_cpl_inv_stag : std_logic_vector(31 downto 0);
     signal rx_m_cpl_solicited : std_logic;
     signal rx_m_cpl_invalidated : std_logic;
+    signal rx_m_cpl_silent : std_logic;
     signal rx_m_cpl_term_layer : std_logic_vector(3 downto 0);
     signal rx_m_cpl_term_type : std_logic_vector(3 downto 0);
     signal rx_m_cpl_term_code : std_logic_vector(7 downto 0);
@@ -349,6 +350,8 @@ architecture rtl of iwcard_w64 is
     signal rx_m_rxterm_seglen : std_logic_vector(15 downto 0);
     signal rx_m_rxterm_rdma : std_logic_vector(223 downto 0);
     signal rx_m_rxterm_recv : std_logic;
+    signal rx_m_rxterm_fault : std_logic;
+    signal rx_m_rxterm_fault_addr : std_logic_vector(63 downto 0);
     signal rx_m_axi_rq_arid : std_logic_vector(5 downto 0);
     signal rx_m_axi_rq_araddr : std_logic_vector(63 downto 0);
     signal rx_m_axi_rq_arlen : std_logic_vector(7 downto 0);
@@ -634,6 +637,7 @@ architecture rtl of iwcard_w64 is
     signal term_g3 : std_logic;
     signal term_valid : std_logic;
     signal term_take : std_logic;            -- card_tx takes the record
+    signal term_rx_fault : std_logic;        -- card_rx's record is a receive WQE read's DMA fault
     signal qpcmd_bd_tx_taken : std_logic;    -- every engine has card_tx's bad SQ_PI's ERROR
     signal cpl_hold : std_logic;             -- a completion has no verdict yet, or an overrun's QPs are not all in error
     signal end_go : std_logic;               -- placement is empty: a stream-end record may pass
@@ -709,6 +713,7 @@ begin
     term_valid <= ((term_g0 or term_g1) or term_g2) or term_g3;
     term_take <= term_valid and tx_s_term_ready;
     sweep_taken <= term_take and term_g3;
+    term_rx_fault <= term_g0 and rx_m_rxterm_fault;
     qpcmd_bd_tx_taken <= (qpcmd_bd and qpcmd_ready) and b2l(qpcmd_bd_src_now = "01");
     cpl_hold <= ((st_busy or cq_cpl_busy) or cq_m_overrun_valid) or sweep_busy;
     end_go <= not pl_busy;
@@ -1294,7 +1299,9 @@ begin
             s_term_seglen => mux(term_g1, pl_m_term_seglen, mux(term_g2, x"0000", mux(term_g3, x"0000", rx_m_rxterm_seglen))),
             s_term_rdma => rx_m_rxterm_rdma and std_logic_vector'(223 downto 0 => term_g0),
             s_term_recv => term_g0 and rx_m_rxterm_recv,
-            s_term_reason => mux(term_g3, x"05", x"00"),
+            s_term_fault => term_rx_fault,
+            s_term_fault_addr => rx_m_rxterm_fault_addr and std_logic_vector'(63 downto 0 => term_rx_fault),
+            s_term_reason => mux(term_g3, x"05", mux(term_rx_fault, x"04", x"00")),
             m_ev_valid => tx_m_ev_valid,
             m_ev_ready => cq_s_ev1_ready,
             m_ev_type => tx_m_ev_type,
@@ -1493,6 +1500,7 @@ begin
             m_cpl_inv_stag => rx_m_cpl_inv_stag,
             m_cpl_solicited => rx_m_cpl_solicited,
             m_cpl_invalidated => rx_m_cpl_invalidated,
+            m_cpl_silent => rx_m_cpl_silent,
             m_cpl_term_layer => rx_m_cpl_term_layer,
             m_cpl_term_type => rx_m_cpl_term_type,
             m_cpl_term_code => rx_m_cpl_term_code,
@@ -1505,6 +1513,8 @@ begin
             m_rxterm_seglen => rx_m_rxterm_seglen,
             m_rxterm_rdma => rx_m_rxterm_rdma,
             m_rxterm_recv => rx_m_rxterm_recv,
+            m_rxterm_fault => rx_m_rxterm_fault,
+            m_rxterm_fault_addr => rx_m_rxterm_fault_addr,
             m_axi_rq_arid => rx_m_axi_rq_arid,
             m_axi_rq_araddr => rx_m_axi_rq_araddr,
             m_axi_rq_arlen => rx_m_axi_rq_arlen,
@@ -1709,6 +1719,7 @@ begin
             s_rc_inv_stag => rx_m_cpl_inv_stag,
             s_rc_solicited => rx_m_cpl_solicited,
             s_rc_invalidated => rx_m_cpl_invalidated,
+            s_rc_silent => rx_m_cpl_silent,
             m_cpl_valid => st_m_cpl_valid,
             m_cpl_ready => cq_s_cpl0_ready,
             m_cpl_cq => st_m_cpl_cq,

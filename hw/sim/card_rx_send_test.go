@@ -241,6 +241,7 @@ func (c *rxCosim) takeCompletion() {
 	k := rxCpl{cq: uint32(g("cq")), qpn: uint32(g("qpn")), wrID: g("wr_id"), byteLen: uint32(g("byte_len")), op: uint8(g("opcode")),
 		stat: uint8(g("status")), invSTag: uint32(g("inv_stag")), sol: g("solicited") == 1, invd: g("invalidated") == 1}
 	require.Zero(c.t, g("term_layer")|g("term_type")|g("term_code"), "a receive completion with Terminate fields")
+	require.Zero(c.t, g("silent"), "cycle %d: a record without a CQE (no WQE read faults here)", c.cycle)
 	q := c.byQP(k.qpn)
 	require.NotNil(c.t, q, "cycle %d: a completion of QP %d", c.cycle, k.qpn)
 	s := &q.snd

@@ -3,11 +3,14 @@
 package sim
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/openiwarp/openiwarp/golden/ddp"
+	"github.com/openiwarp/openiwarp/golden/rdmap"
 	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
 	"github.com/openiwarp/openiwarp/hw/gen"
 )
@@ -173,4 +176,60 @@ func indexOf[T comparable](s []T, v T) int {
 		}
 	}
 	return len(s)
+}
+
+// TestCardCosimRQFault: a receive queue the host refuses to let the card
+// read fails its QP as it fails the card model's: one QP posts two
+// receive WQEs in an RQ the host does not map, and the peer sends it a
+// Send. Both cards must raise DMA_FAULT (OBJ the QP, INFO the WQE's
+// address) then QP_ERROR DMA, send a Local Catastrophic Terminate, move
+// RQ_CI past both WQEs without a completion, and name the read in
+// DMA_FAULT_*; the other QP goes on as before.
+func TestCardCosimRQFault(t *testing.T) {
+	const rq = 0x7000_0000 // the bench's RQs, never mapped
+	for _, w := range gen.CardTopWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			b := newWCBench(t, w, seed, wcTiming, 2)
+			for round := 0; round < 3; round++ {
+				b.round(round)
+			}
+			b.compare()
+			q, o := b.qps[0], b.qps[1]
+			b.refused = append(b.refused, [2]uint64{rq, rq + 16*cs.BB})
+			tx := len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil))
+			b.w32(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBRQPI, 2)
+			ulp := ddp.UntaggedFields{Last: true, Version: ddp.Version1, RsvdULP0: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpSend)),
+				QN: rdmap.QNSend, MSN: 1}.Append(nil)
+			stream, err := q.peer.AppendFPDU(nil, append(ulp, "a Send with nowhere to go"...))
+			require.NoError(t, err)
+			b.peerSend(q, stream)
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.compare()
+			ms, rs := faultRegs(t, b.model.Read32), faultRegs(t, b.rtl.RegRead)
+			require.Equal(t, ms, rs, "seed %d: STATUS, DMA_FAULT_ADDR_LO/HI, DMA_FAULT_INFO (RTL, model)", seed)
+			require.EqualValues(t, rq, uint64(rs[2])<<32|uint64(rs[1]), "seed %d: DMA_FAULT_ADDR", seed)
+			require.Equal(t, q.n|2<<cs.DMAFaultInfoRespShift|1<<cs.DMAFaultInfoCountShift, rs[3], "seed %d: DMA_FAULT_INFO: the QP, SLVERR, a read, one fault", seed)
+			st := b.rtlStat(q.n)
+			require.Equal(t, cs.QPStateError, st.State(), "seed %d: QP %d", seed, q.n)
+			require.EqualValues(t, 2, st.RQCI(), "seed %d: RQ_CI past the dropped WQEs", seed)
+			require.Greater(t, len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil)), tx, "seed %d: no Terminate was sent", seed)
+			var evs []cs.EQEType
+			for _, e := range b.rWrite[wcKey{"eqe", 0}] {
+				if cs.EQE(e).Obj() == q.n {
+					evs = append(evs, cs.EQE(e).Type())
+				}
+			}
+			require.Less(t, indexOf(evs, cs.EQETypeDMAFault), indexOf(evs, cs.EQETypeQPError), "seed %d: DMA_FAULT before QP_ERROR: %v", seed, evs)
+			require.NotContains(t, evs, cs.EQETypeTermSent, "seed %d: %v", seed, evs)
+
+			b.postWQE(o, inlineSend(0xfe, 24))
+			b.ring(o)
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.compare()
+			require.Equal(t, cs.QPStateRts, b.rtlStat(o.n).State(), "seed %d: QP %d", seed, o.n)
+		})
+	}
 }

@@ -16,10 +16,10 @@
 // refused with an error response. The RTL reports a refused status record,
 // CQE or EQE write in DMA_FAULT_*, and a status record's or EQE's stops
 // it (STATUS.FATAL: rnic.ErrCardFatal with its rnic.DMAFaultError to the
-// verbs user), and a refused SQ read fails its QP (DMA_FAULT, QP_ERROR
-// DMA); the other QP-level faults the card model reports (a CQE's, the
-// receive side's reads, payload and ring accesses) it does not serve
-// yet, and the checker then ends the QP naming the event the RTL did not
+// verbs user), and a refused SQ or RQ read fails its QP (DMA_FAULT,
+// QP_ERROR DMA); the other QP-level faults the card model reports (a
+// CQE's, payload and ring accesses) it does not serve yet, and the
+// checker then ends the QP naming the event the RTL did not
 // write. Config.Timing sets the DMA latency, its jitter, reordering across
 // AXI IDs and backpressure (hw/sim.AXITiming). The card's interrupt wakes
 // WaitInterrupt.

@@ -131,6 +131,7 @@
     X(m_cpl_inv_stag, 32) \
     X(m_cpl_solicited, 1) \
     X(m_cpl_invalidated, 1) \
+    X(m_cpl_silent, 1) \
     X(m_cpl_term_layer, 4) \
     X(m_cpl_term_type, 4) \
     X(m_cpl_term_code, 8) \
@@ -142,6 +143,8 @@
     X(m_rxterm_seglen, 16) \
     X(m_rxterm_rdma, 224) \
     X(m_rxterm_recv, 1) \
+    X(m_rxterm_fault, 1) \
+    X(m_rxterm_fault_addr, 64) \
     X(m_axi_rq_arid, 6) \
     X(m_axi_rq_araddr, 64) \
     X(m_axi_rq_arlen, 8) \

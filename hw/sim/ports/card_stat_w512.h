@@ -46,6 +46,7 @@
     X(s_rc_inv_stag, 32) \
     X(s_rc_solicited, 1) \
     X(s_rc_invalidated, 1) \
+    X(s_rc_silent, 1) \
     X(m_cpl_ready, 1) \
     X(m_ev_ready, 1) \
     X(m_end_ready, 1) \

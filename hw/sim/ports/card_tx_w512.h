@@ -51,6 +51,8 @@
     X(s_term_seglen, 16) \
     X(s_term_rdma, 224) \
     X(s_term_recv, 1) \
+    X(s_term_fault, 1) \
+    X(s_term_fault_addr, 64) \
     X(s_term_reason, 8) \
     X(m_ev_ready, 1) \
     X(m_rreq_done_ready, 1) \
