@@ -55,13 +55,15 @@ func TestCardCosimFatal(t *testing.T) {
 				case "eqe":
 					// Arming a CQ with a completion past its CI writes
 					// CQ_NOTIFY at once: the one EQE of this step.
-					n, cqes := uint32(0), 0
-					for c := uint32(1); c <= wcNCQ; c++ {
-						if k := len(b.mWrite[wcKey{"cqe", c}]); k > cqes {
-							n, cqes = c, k
-						}
-					}
-					require.NotZero(t, cqes, "seed %d: no completion yet", seed)
+					// A signaled Send first, so that the CQ holds a
+					// completion whatever the rounds did.
+					b.postWQE(q, inlineSend(0xfc, 8))
+					b.ring(q)
+					b.runModel()
+					b.runRTL(3_000_000)
+					n := q.sendCQ
+					cqes := len(b.mWrite[wcKey{"cqe", n}])
+					require.NotZero(t, cqes, "seed %d: no completion on CQ %d", seed, n)
 					b.refuse(wcEQ)
 					wantAddr = wcEQ + uint64(len(b.mWrite[wcKey{"eqe", 0}])%(1<<wcEQLog))*cs.EQESize
 					b.w32(cs.CQDBBase+n*cs.CQDBStride+cs.CQDBCI, uint32(cqes-1)|1<<cs.CQDBCIArmShift)
