@@ -243,7 +243,8 @@ func CardCmd() (*Module, error) {
 	// On a stopped card an ERROR taken is not handed on, so card_stat
 	// never reports the QP done: the class goes to done here, as the
 	// card model's QP goes to ERROR at once.
-	stopErr := m.Reg("q_stop_err", 1, nil, And(stopped, isOp(qpOp, "QP_OP_ERROR")), qFwd, "the ERROR being answered is a stopped card's")
+	stopErrNow := m.WireOf("q_stop_err_now", And(stopped, isOp(qpOp, "QP_OP_ERROR")), "the QP command is an ERROR on a stopped card")
+	stopErr := m.Reg("q_stop_err", 1, nil, stopErrNow, qFwd, "the ERROR being answered is a stopped card's")
 	qSet := m.WireOf("q_set", And(in(sQSet), Not(doneV)), "the class is written this cycle")
 	m.Assign(clsWr, Or(in(sClr), doneV, qSet))
 	m.Assign(clsWa, Sel(in(sClr), clr, Sel(doneV, doneQP, qQ)))
@@ -268,7 +269,7 @@ func CardCmd() (*Module, error) {
 		in(sQRd), C(SW, sQRd2),
 		in(sQRd2), C(SW, sQDec),
 		in(sQDec), C(SW, sQFwd),
-		in(sQFwd), Sel(qTaken, Sel(Or(isCreate, isDestroy, And(stopped, isOp(qpOp, "QP_OP_ERROR"))), C(SW, sQSet), C(SW, sIdle)), Sel(qDone, C(SW, sIdle), C(SW, sQFwd))),
+		in(sQFwd), Sel(qTaken, Sel(Or(isCreate, isDestroy, stopErrNow), C(SW, sQSet), C(SW, sIdle)), Sel(qDone, C(SW, sIdle), C(SW, sQFwd))),
 		in(sQSet), Sel(qSet, Sel(stopErr, C(SW, sIdle), C(SW, sURd)), C(SW, sQSet)),
 		in(sURd), C(SW, sUWr),
 		in(sUWr), Sel(second, C(SW, sIdle), C(SW, sURd)),

@@ -245,9 +245,13 @@ func CardStat(width int) (*Module, error) {
 	pSt := m.Reg("p_state", 4, nil, Cat(Eq(oldSt, C(4, 4)), Eq(oldSt, C(4, 3)), Eq(oldSt, C(4, 2)), Eq(oldSt, C(4, 1))), sRead,
 		"STATE: ERROR, CLOSED, CLOSING, RTS (one-hot, none: RESET)")
 	inSt := func(q int) Expr { return Bit(pSt, q-1) } // QP_STATE q (1..4)
-	qpOff := m.WireOf("qp_off", Add(zext(Bits(base, 14, 5), QB+1), zext(opQPN, QB+1)), "QPSTAT_BASE bits 14:5 plus the QPN, with its carry")
-	reqAddr := m.Reg("dw_req_addr_q", 64, nil, Cat(Sel(Bit(qpOff, QB), IncBits(base, 63, 15), Bits(base, 63, 15)), Bits(qpOff, QB-1, 0), C(5, 0)), sRead,
-		"QPSTAT_BASE + 32 x QPN")
+	// recAddr is QP qpn's record address, QPSTAT_BASE + 32 x QPN: the
+	// QPN is added to base bits 14:5 only, with its carry into 63:15.
+	recAddr := func(name string, qpn Expr) Expr {
+		off := m.WireOf(name+"_off", Add(zext(Bits(base, 14, 5), QB+1), zext(qpn, QB+1)), "QPSTAT_BASE bits 14:5 plus the QPN, with its carry")
+		return Cat(Sel(Bit(off, QB), IncBits(base, 63, 15), Bits(base, 63, 15)), Bits(off, QB-1, 0), C(5, 0))
+	}
+	reqAddr := m.Reg("dw_req_addr_q", 64, nil, recAddr("qp", opQPN), sRead, "QPSTAT_BASE + 32 x QPN")
 	newSQPI := m.WireOf("new_sq_pi", Sel(isK(kCreate), C(16, 0), Sel(isK(kSQPI), Bits(opV1, 15, 0), Sel(isK(kPush), pSQPIInc, oldSQPI))), "SQ_PI: SQ_PI doorbells, a push posts one block more")
 	// QP_STATE: RESET 0, RTS 1, CLOSING 2, CLOSED 3, ERROR 4.
 	live := m.WireOf("op_live", Or(inSt(1), inSt(2), inSt(3)), "ERROR acts: the QP is in RTS, CLOSING or CLOSED")
@@ -390,8 +394,7 @@ func CardStat(width int) (*Module, error) {
 	m.Drive(fatal, big.NewInt(0), Or(fatal, faultTaken), nil)
 	m.Assign(fatalO, fatal)
 	hQPN := m.WireOf("head_qpn", Bits(head, cplW+QB-1, cplW), "")
-	hOff := m.WireOf("head_qp_off", Add(zext(Bits(base, 14, 5), QB+1), zext(hQPN, QB+1)), "QPSTAT_BASE bits 14:5 plus the head's QPN, with its carry")
-	hAddr := m.WireOf("head_addr", Cat(Sel(Bit(hOff, QB), IncBits(base, 63, 15), Bits(base, 63, 15)), Bits(hOff, QB-1, 0), C(5, 0)), "the head's record address")
+	hAddr := m.WireOf("head_addr", recAddr("head_qp", hQPN), "the head's record address")
 	m.Assign(faultV, faultTaken)
 	m.Assign(faultQPN, gate(faultTaken, hQPN))
 	m.Assign(faultAddr, gate(faultTaken, hAddr))

@@ -355,8 +355,9 @@ func CardTop(width int) (*Module, error) {
 	// records, card_cq's CQEs and EQEs, card_tx's WQE reads), until a
 	// fault stops the card (a status record's or an EQE's): from then on
 	// they keep that one, as the card model, which stops at it, does.
-	// Reports of one cycle are taken in that order (one a cycle: the
-	// others in the same cycle are counted only).
+	// One report is taken a cycle, in that order: another in the same
+	// cycle is not recorded (they come from different faults, rarely
+	// in one cycle).
 	stF, cqF, txF := o("st", "m_fault_valid"), o("cq", "m_fault_valid"), o("tx", "m_fault_valid")
 	fltFrozen := m.RegDecl("flt_frozen", 1, "a fault stopped the card: DMA_FAULT_* keep it")
 	fltSt := m.WireOf("flt_take_st", And(stF, Not(fltFrozen)), "card_stat's fault is recorded")

@@ -147,6 +147,7 @@ module card_cmd (
     reg  [15:0]    seq;                      // CMD_STATUS.SEQ
     wire [7:0]     why_now;
     reg  [7:0]     why_q;                    // CMD_STATUS.WHY
+    wire           q_stop_err_now;           // the QP command is an ERROR on a stopped card
     reg            q_stop_err;               // the ERROR being answered is a stopped card's
     wire           q_set;                    // the class is written this cycle
     reg            u_second;                 // the receive CQ's users are being updated
@@ -402,6 +403,7 @@ module card_cmd (
     assign cmd_status_seq = seq;
     assign cmd_status_why = why_q;
     assign cmd_status_refused = |why_q;
+    assign q_stop_err_now = stopped & (qp_cmd_op == 4'h3);
     assign q_set = (state == 4'h6) & ~s_done_valid;
     assign cls_wr = ((state == 4'h0) | s_done_valid) | q_set;
     assign cls_wa = (state == 4'h0) ? clr_idx : (s_done_valid ? s_done_qpn : qpn_q);
@@ -418,7 +420,7 @@ module card_cmd (
     assign cqx_wa = (state == 4'h0) ? clr_idx : ((state == 4'h8) ? u_cq : cqn_q);
     assign cqx_wd = (state == 4'h0) ? 13'h0000 : ((state == 4'h8) ? {cq_users_rd[12], u_new} : {op_q == 4'h1, 12'h000});
     assign q_taken = q_done & ~refused;
-    assign state_next = (state == 4'h0) ? (clr_last ? 4'h1 : 4'h0) : ((state == 4'h1) ? (take_qp ? 4'h2 : (take_cq ? 4'h9 : 4'h1)) : ((state == 4'h2) ? 4'h3 : ((state == 4'h3) ? 4'h4 : ((state == 4'h4) ? 4'h5 : ((state == 4'h5) ? (q_taken ? ((((qp_cmd_op == 4'h1) | (qp_cmd_op == 4'h4)) | (stopped & (qp_cmd_op == 4'h3))) ? 4'h6 : 4'h1) : (q_done ? 4'h1 : 4'h5)) : ((state == 4'h6) ? (q_set ? (q_stop_err ? 4'h1 : 4'h7) : 4'h6) : ((state == 4'h7) ? 4'h8 : ((state == 4'h8) ? (u_second ? 4'h1 : 4'h7) : ((state == 4'h9) ? 4'ha : ((state == 4'ha) ? 4'hb : ((state == 4'hb) ? ((c_done & ~refused) ? 4'hc : (c_done ? 4'h1 : 4'hb)) : 4'h1)))))))))));
+    assign state_next = (state == 4'h0) ? (clr_last ? 4'h1 : 4'h0) : ((state == 4'h1) ? (take_qp ? 4'h2 : (take_cq ? 4'h9 : 4'h1)) : ((state == 4'h2) ? 4'h3 : ((state == 4'h3) ? 4'h4 : ((state == 4'h4) ? 4'h5 : ((state == 4'h5) ? (q_taken ? ((((qp_cmd_op == 4'h1) | (qp_cmd_op == 4'h4)) | q_stop_err_now) ? 4'h6 : 4'h1) : (q_done ? 4'h1 : 4'h5)) : ((state == 4'h6) ? (q_set ? (q_stop_err ? 4'h1 : 4'h7) : 4'h6) : ((state == 4'h7) ? 4'h8 : ((state == 4'h8) ? (u_second ? 4'h1 : 4'h7) : ((state == 4'h9) ? 4'ha : ((state == 4'ha) ? 4'hb : ((state == 4'hb) ? ((c_done & ~refused) ? 4'hc : (c_done ? 4'h1 : 4'hb)) : 4'h1)))))))))));
     assign unused_bits = |{
         rst,
         qp_num_qpn[15:10],
@@ -551,7 +553,7 @@ module card_cmd (
 
     always @(posedge clk) begin
         if (state == 4'h5) begin
-            q_stop_err <= stopped & (qp_cmd_op == 4'h3);
+            q_stop_err <= q_stop_err_now;
         end
     end
 

@@ -169,6 +169,7 @@ architecture rtl of card_cmd is
     signal seq : std_logic_vector(15 downto 0) := x"0000"; -- CMD_STATUS.SEQ
     signal why_now : std_logic_vector(7 downto 0);
     signal why_q : std_logic_vector(7 downto 0) := x"00"; -- CMD_STATUS.WHY
+    signal q_stop_err_now : std_logic;       -- the QP command is an ERROR on a stopped card
     signal q_stop_err : std_logic;           -- the ERROR being answered is a stopped card's
     signal q_set : std_logic;                -- the class is written this cycle
     signal u_second : std_logic := '0';      -- the receive CQ's users are being updated
@@ -427,6 +428,7 @@ begin
     cmd_status_seq <= seq;
     cmd_status_why <= why_q;
     cmd_status_refused <= or why_q;
+    q_stop_err_now <= stopped and b2l(qp_cmd_op = x"3");
     q_set <= b2l(state = x"6") and (not s_done_valid);
     cls_wr <= (b2l(state = x"0") or s_done_valid) or q_set;
     cls_wa <= mux(b2l(state = x"0"), clr_idx, mux(s_done_valid, s_done_qpn, qpn_q));
@@ -443,7 +445,7 @@ begin
     cqx_wa <= mux(b2l(state = x"0"), clr_idx, mux(b2l(state = x"8"), u_cq, cqn_q));
     cqx_wd <= mux(b2l(state = x"0"), "0000000000000", mux(b2l(state = x"8"), std_logic_vector'(cq_users_rd(12) & u_new), std_logic_vector'(b2l(op_q = x"1") & x"000")));
     q_taken <= q_done and (not refused);
-    state_next <= mux(b2l(state = x"0"), mux(clr_last, x"1", x"0"), mux(b2l(state = x"1"), mux(take_qp, x"2", mux(take_cq, x"9", x"1")), mux(b2l(state = x"2"), x"3", mux(b2l(state = x"3"), x"4", mux(b2l(state = x"4"), x"5", mux(b2l(state = x"5"), mux(q_taken, mux((b2l(qp_cmd_op = x"1") or b2l(qp_cmd_op = x"4")) or (stopped and b2l(qp_cmd_op = x"3")), x"6", x"1"), mux(q_done, x"1", x"5")), mux(b2l(state = x"6"), mux(q_set, mux(q_stop_err, x"1", x"7"), x"6"), mux(b2l(state = x"7"), x"8", mux(b2l(state = x"8"), mux(u_second, x"1", x"7"), mux(b2l(state = x"9"), x"a", mux(b2l(state = x"a"), x"b", mux(b2l(state = x"b"), mux(c_done and (not refused), x"c", mux(c_done, x"1", x"b")), x"1"))))))))))));
+    state_next <= mux(b2l(state = x"0"), mux(clr_last, x"1", x"0"), mux(b2l(state = x"1"), mux(take_qp, x"2", mux(take_cq, x"9", x"1")), mux(b2l(state = x"2"), x"3", mux(b2l(state = x"3"), x"4", mux(b2l(state = x"4"), x"5", mux(b2l(state = x"5"), mux(q_taken, mux((b2l(qp_cmd_op = x"1") or b2l(qp_cmd_op = x"4")) or q_stop_err_now, x"6", x"1"), mux(q_done, x"1", x"5")), mux(b2l(state = x"6"), mux(q_set, mux(q_stop_err, x"1", x"7"), x"6"), mux(b2l(state = x"7"), x"8", mux(b2l(state = x"8"), mux(u_second, x"1", x"7"), mux(b2l(state = x"9"), x"a", mux(b2l(state = x"a"), x"b", mux(b2l(state = x"b"), mux(c_done and (not refused), x"c", mux(c_done, x"1", x"b")), x"1"))))))))))));
     unused_bits <= or std_logic_vector'(
         rst &
         qp_num_qpn(15 downto 10) &
@@ -629,7 +631,7 @@ begin
     begin
         if rising_edge(clk) then
             if b2l(state = x"5") = '1' then
-                q_stop_err <= stopped and b2l(qp_cmd_op = x"3");
+                q_stop_err <= q_stop_err_now;
             end if;
         end if;
     end process;

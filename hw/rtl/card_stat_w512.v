@@ -292,7 +292,7 @@ module card_stat_w512 (
     wire [7:0]     done_errs_shift;
     wire           fault_taken;              // the DMA_FAULT event is taken: the card stops
     wire [9:0]     head_qpn;
-    wire [10:0]    head_qp_off;              // QPSTAT_BASE bits 14:5 plus the head's QPN, with its carry
+    wire [10:0]    head_qp_off;              // QPSTAT_BASE bits 14:5 plus the QPN, with its carry
     wire [63:0]    head_addr;                // the head's record address
     wire [3:0]     dw_m_axi_awid;
     wire [63:0]    dw_m_axi_awaddr;

@@ -323,7 +323,7 @@ architecture rtl of card_stat_w64 is
     signal done_errs_shift : std_logic_vector(7 downto 0);
     signal fault_taken : std_logic;          -- the DMA_FAULT event is taken: the card stops
     signal head_qpn : std_logic_vector(9 downto 0);
-    signal head_qp_off : std_logic_vector(10 downto 0); -- QPSTAT_BASE bits 14:5 plus the head's QPN, with its carry
+    signal head_qp_off : std_logic_vector(10 downto 0); -- QPSTAT_BASE bits 14:5 plus the QPN, with its carry
     signal head_addr : std_logic_vector(63 downto 0); -- the head's record address
     signal dw_m_axi_awid : std_logic_vector(3 downto 0);
     signal dw_m_axi_awaddr : std_logic_vector(63 downto 0);

@@ -140,35 +140,47 @@ func TestCardCosimWQEFault(t *testing.T) {
 			b.runModel()
 			b.runRTL(3_000_000)
 			b.compare()
-			ms, rs := faultRegs(t, b.model.Read32), faultRegs(t, b.rtl.RegRead)
-			require.Equal(t, ms, rs, "seed %d: STATUS, DMA_FAULT_ADDR_LO/HI, DMA_FAULT_INFO (RTL, model)", seed)
-			require.Equal(t, first, uint64(rs[2])<<32|uint64(rs[1]), "seed %d: DMA_FAULT_ADDR", seed)
-			require.Equal(t, q.n|2<<cs.DMAFaultInfoRespShift|1<<cs.DMAFaultInfoCountShift, rs[3], "seed %d: DMA_FAULT_INFO: the QP, SLVERR, a read, one fault", seed)
-			require.Zero(t, rs[0]>>cs.StatusFatalShift&1, "seed %d: the card stopped", seed)
-			st := b.rtlStat(q.n)
-			require.Equal(t, cs.QPStateError, st.State(), "seed %d: QP %d", seed, q.n)
-			require.Equal(t, q.pi, st.SQCI(), "seed %d: SQ_CI past the dropped WQEs", seed)
-			var evs []cs.EQEType
-			for _, e := range b.rWrite[wcKey{"eqe", 0}] {
-				if cs.EQE(e).Obj() == q.n {
-					evs = append(evs, cs.EQE(e).Type())
-					if cs.EQE(e).Type() == cs.EQETypeDMAFault {
-						require.Equal(t, uint32(first), cs.EQE(e).Info(), "seed %d: DMA_FAULT's INFO", seed)
-					}
-				}
-			}
-			require.Subset(t, evs, []cs.EQEType{cs.EQETypeDMAFault, cs.EQETypeQPError}, "seed %d: QP %d's events", seed, q.n)
-			require.Less(t, indexOf(evs, cs.EQETypeDMAFault), indexOf(evs, cs.EQETypeQPError), "seed %d: DMA_FAULT before QP_ERROR: %v", seed, evs)
-
-			// The other QP is untouched.
-			b.postWQE(o, inlineSend(0xfe, 24))
-			b.ring(o)
-			b.runModel()
-			b.runRTL(3_000_000)
-			b.compare()
-			require.Equal(t, cs.QPStateRts, b.rtlStat(o.n).State(), "seed %d: QP %d", seed, o.n)
+			b.readFaulted(q, first)
+			require.Equal(t, q.pi, b.rtlStat(q.n).SQCI(), "seed %d: SQ_CI past the dropped WQEs", seed)
+			b.goesOn(o)
 		})
 	}
+}
+
+// readFaulted checks, after both cards ran into a refused read of QP q's
+// WQE at addr, that they agree on STATUS and DMA_FAULT_* (the read named,
+// the card not stopped), that q is in ERROR, and that its events include
+// DMA_FAULT (INFO addr) before QP_ERROR; it returns q's events.
+func (b *wcBench) readFaulted(q *wcQP, addr uint64) []cs.EQEType {
+	t, seed := b.t, b.seed
+	ms, rs := faultRegs(t, b.model.Read32), faultRegs(t, b.rtl.RegRead)
+	require.Equal(t, ms, rs, "seed %d: STATUS, DMA_FAULT_ADDR_LO/HI, DMA_FAULT_INFO (RTL, model)", seed)
+	require.Equal(t, addr, uint64(rs[2])<<32|uint64(rs[1]), "seed %d: DMA_FAULT_ADDR", seed)
+	require.Equal(t, q.n|2<<cs.DMAFaultInfoRespShift|1<<cs.DMAFaultInfoCountShift, rs[3], "seed %d: DMA_FAULT_INFO: the QP, SLVERR, a read, one fault", seed)
+	require.Zero(t, rs[0]>>cs.StatusFatalShift&1, "seed %d: the card stopped", seed)
+	require.Equal(t, cs.QPStateError, b.rtlStat(q.n).State(), "seed %d: QP %d", seed, q.n)
+	var evs []cs.EQEType
+	for _, e := range b.rWrite[wcKey{"eqe", 0}] {
+		if cs.EQE(e).Obj() == q.n {
+			evs = append(evs, cs.EQE(e).Type())
+			if cs.EQE(e).Type() == cs.EQETypeDMAFault {
+				require.Equal(t, uint32(addr), cs.EQE(e).Info(), "seed %d: DMA_FAULT's INFO", seed)
+			}
+		}
+	}
+	require.Subset(t, evs, []cs.EQEType{cs.EQETypeDMAFault, cs.EQETypeQPError}, "seed %d: QP %d's events", seed, q.n)
+	require.Less(t, indexOf(evs, cs.EQETypeDMAFault), indexOf(evs, cs.EQETypeQPError), "seed %d: DMA_FAULT before QP_ERROR: %v", seed, evs)
+	return evs
+}
+
+// goesOn checks that QP o, untouched by another QP's fault, still sends.
+func (b *wcBench) goesOn(o *wcQP) {
+	b.postWQE(o, inlineSend(0xfe, 24))
+	b.ring(o)
+	b.runModel()
+	b.runRTL(3_000_000)
+	b.compare()
+	require.Equal(b.t, cs.QPStateRts, b.rtlStat(o.n).State(), "seed %d: QP %d", b.seed, o.n)
 }
 
 func indexOf[T comparable](s []T, v T) int {
@@ -209,29 +221,11 @@ func TestCardCosimRQFault(t *testing.T) {
 			b.runModel()
 			b.runRTL(3_000_000)
 			b.compare()
-			ms, rs := faultRegs(t, b.model.Read32), faultRegs(t, b.rtl.RegRead)
-			require.Equal(t, ms, rs, "seed %d: STATUS, DMA_FAULT_ADDR_LO/HI, DMA_FAULT_INFO (RTL, model)", seed)
-			require.EqualValues(t, rq, uint64(rs[2])<<32|uint64(rs[1]), "seed %d: DMA_FAULT_ADDR", seed)
-			require.Equal(t, q.n|2<<cs.DMAFaultInfoRespShift|1<<cs.DMAFaultInfoCountShift, rs[3], "seed %d: DMA_FAULT_INFO: the QP, SLVERR, a read, one fault", seed)
-			st := b.rtlStat(q.n)
-			require.Equal(t, cs.QPStateError, st.State(), "seed %d: QP %d", seed, q.n)
-			require.EqualValues(t, 2, st.RQCI(), "seed %d: RQ_CI past the dropped WQEs", seed)
+			evs := b.readFaulted(q, rq)
+			require.EqualValues(t, 2, b.rtlStat(q.n).RQCI(), "seed %d: RQ_CI past the dropped WQEs", seed)
 			require.Greater(t, len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil)), tx, "seed %d: no Terminate was sent", seed)
-			var evs []cs.EQEType
-			for _, e := range b.rWrite[wcKey{"eqe", 0}] {
-				if cs.EQE(e).Obj() == q.n {
-					evs = append(evs, cs.EQE(e).Type())
-				}
-			}
-			require.Less(t, indexOf(evs, cs.EQETypeDMAFault), indexOf(evs, cs.EQETypeQPError), "seed %d: DMA_FAULT before QP_ERROR: %v", seed, evs)
 			require.NotContains(t, evs, cs.EQETypeTermSent, "seed %d: %v", seed, evs)
-
-			b.postWQE(o, inlineSend(0xfe, 24))
-			b.ring(o)
-			b.runModel()
-			b.runRTL(3_000_000)
-			b.compare()
-			require.Equal(t, cs.QPStateRts, b.rtlStat(o.n).State(), "seed %d: QP %d", seed, o.n)
+			b.goesOn(o)
 		})
 	}
 }

@@ -202,11 +202,7 @@ var faultRegName = map[uint32]string{cs.DMAFaultAddrLo: "DMA_FAULT_ADDR_LO", cs.
 // modelRun runs the model to idle and notes whether it stopped.
 func (p *Pair) modelRun() {
 	p.model.Run()
-	if !p.chk.stopped {
-		if s, err := p.model.Read32(cs.Status); err == nil && s>>cs.StatusFatalShift&1 != 0 {
-			p.chk.stopped = true
-		}
-	}
+	p.chk.stopped = p.chk.stopped || p.model.Fatal()
 }
 
 // cmdStatus compares the RTL's CMD_STATUS with the model's: the RTL may

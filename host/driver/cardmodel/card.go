@@ -197,6 +197,10 @@ func (c *Card) reset() {
 // disabled or full.
 func (c *Card) EventsLost() uint64 { return c.eqLost }
 
+// Fatal reports whether a DMA fault on the EQ or a status record stopped
+// the card (STATUS.FATAL).
+func (c *Card) Fatal() bool { return c.fatal }
+
 // Step does one unit of work (delivers a pending interrupt, or moves one
 // QP forward by one FPDU, one WQE step, one flushed completion or one
 // status record) and reports whether there was any.
