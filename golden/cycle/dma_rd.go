@@ -43,6 +43,7 @@ type DMARdOut struct {
 	OLast    bool
 	OTag     uint32
 	OErr     bool
+	OBErr    bool // a response beat of the request up to this beat's had an error
 }
 
 type dmaRdMeta struct {
@@ -69,6 +70,7 @@ type dmaRdBeat struct {
 	last bool
 	tag  uint32
 	err  bool
+	berr bool
 }
 
 // DMARd models dma_rd_w<W>: it splits requests into bursts (into a
@@ -186,12 +188,12 @@ func (m *DMARd) Step(in *DMARdIn, out *DMARdOut) {
 		out.ARID, out.ARAddr, out.ARLen, out.ARSize, out.ARBurst = m.arID, m.arAddr<<m.lb, m.arLen, uint8(m.lb), 1
 	}
 	out.OValid = len(m.queue) > 0
-	out.OData, out.OKeep, out.OLast, out.OTag, out.OErr = m.outData, 0, false, 0, false
+	out.OData, out.OKeep, out.OLast, out.OTag, out.OErr, out.OBErr = m.outData, 0, false, 0, false, false
 	clear(m.outData)
 	if out.OValid {
 		h := m.queue[0]
 		copy(m.outData, h.data)
-		out.OKeep, out.OLast, out.OTag, out.OErr = h.keep, h.last, h.tag, h.err
+		out.OKeep, out.OLast, out.OTag, out.OErr, out.OBErr = h.keep, h.last, h.tag, h.err, h.berr
 	}
 	if in.Reset {
 		m.reset()
@@ -240,7 +242,7 @@ func (m *DMARd) Step(in *DMARdIn, out *DMARdOut) {
 				keep = (uint64(1) << m.s1Lkb) - 1
 				clear(d[m.s1Lkb:])
 			}
-			beat = dmaRdBeat{data: d, keep: keep, last: m.s1Last, tag: m.s1Tag, err: m.s1Last && m.s1Err}
+			beat = dmaRdBeat{data: d, keep: keep, last: m.s1Last, tag: m.s1Tag, err: m.s1Last && m.s1Err, berr: m.s1Err}
 		}
 		if !m.s1Flush {
 			copy(m.prev, m.rot)

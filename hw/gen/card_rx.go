@@ -19,6 +19,7 @@ const (
 // Error kinds on card_rx's m_err record: mpa_rx's (1 CRC, 2 marker,
 // 3 length) and the engine's own.
 const (
+	CardRxErrDMA         = 4 // a read of the ring got an error response (m_err_addr: the address the card model names)
 	CardRxErrTooLarge    = 5 // an FPDU longer than the ring: it can never be taken whole
 	CardRxErrStreamCut   = 6 // the peer's stream ended (RX_FIN) inside an FPDU
 	CardRxErrBadDoorbell = 7 // RXS_PI moved more than the ring's size past RXS_CI
@@ -165,9 +166,10 @@ func CardRx(width int) (*Module, error) {
 	eValid := m.Output("m_err_valid", 1, "the QP's receive stream failed")
 	eReady := m.Input("m_err_ready", 1, "")
 	eQP := m.Output("m_err_qp", QB, "")
-	eKind := m.Output("m_err_kind", 3, fmt.Sprintf("1 CRC, 2 marker, 3 length (mpa_rx), %d an FPDU longer than the ring, %d the stream ended (RX_FIN) inside an FPDU, %d RXS_PI past the ring's size", CardRxErrTooLarge, CardRxErrStreamCut, CardRxErrBadDoorbell))
+	eKind := m.Output("m_err_kind", 3, fmt.Sprintf("1 CRC, 2 marker, 3 length (mpa_rx), %d a ring read of the FPDU got an error response, %d an FPDU longer than the ring, %d the stream ended (RX_FIN) inside an FPDU, %d RXS_PI past the ring's size", CardRxErrDMA, CardRxErrTooLarge, CardRxErrStreamCut, CardRxErrBadDoorbell))
 	eCode := m.Output("m_err_code", 3, "mpa_rx's RFC 5044 §8 code (0 for the engine's own)")
 	eOff := m.Output("m_err_offset", 32, "stream offset of the failing FPDU (RXS_CI for the engine's own)")
+	eAddr := m.Output("m_err_addr", 64, fmt.Sprintf("kind %d: the faulted address, as the card model's FPDU read names it (the FPDU's first octet, or the faulted page's if the FPDU starts before it)", CardRxErrDMA))
 	sIdleOut := m.Output("snd_idle", 1, "the Send engine holds no untagged segment (none in progress, no s_host beat waiting): the card top offers m_err and placement's m_term to card_tx only then, behind the segments before them")
 	flValid := m.Input("s_fl_valid", 1, "card_tx took the Terminate record of placement's m_term or of m_err for this QP: its RQ is flushed (WR_FLUSH_ERR) as for m_rxterm's")
 	flReady := m.Output("s_fl_ready", 1, "no such QP waits to join the flush queue")
@@ -320,6 +322,7 @@ func CardRx(width int) (*Module, error) {
 	rdLast := m.Wire("rd_tlast", 1, "")
 	rdTag := m.Wire("rd_ttag", 8, "")
 	rdErr := m.Wire("rd_terr", 1, "")
+	rdBErr := m.Wire("rd_tberr", 1, "the beat's data may not be the host's: a ring read got an error response")
 	rLenM1 := m.WireOf("rd_len_m1", Sub(rLen, C(32, 1)), "")
 	unused = append(unused, rdTag, Bits(rLenM1, 31, 16))
 	var rdConns []Conn
@@ -327,7 +330,7 @@ func CardRx(width int) (*Module, error) {
 		Conn{"s_req_valid", rWant}, Conn{"s_req_ready", rdReqReady}, Conn{"s_req_addr", rAddrFull},
 		Conn{"s_req_len", Bits(rLenM1, 15, 0)}, Conn{"s_req_tag", C(8, 0)},
 		Conn{"m_axis_tdata", rdData}, Conn{"m_axis_tkeep", rdKeep}, Conn{"m_axis_tvalid", rdValid}, Conn{"m_axis_tready", rdReady},
-		Conn{"m_axis_tlast", rdLast}, Conn{"m_axis_tuser_tag", rdTag}, Conn{"m_axis_tuser_err", rdErr})
+		Conn{"m_axis_tlast", rdLast}, Conn{"m_axis_tuser_tag", rdTag}, Conn{"m_axis_tuser_err", rdErr}, Conn{"m_axis_tuser_berr", rdBErr})
 	for _, p := range rd.Ports {
 		if len(p.Name) > 6 && p.Name[:6] == "m_axi_" {
 			var s *Signal
@@ -380,7 +383,7 @@ func CardRx(width int) (*Module, error) {
 	unused = append(unused, Bits(hLane, 1, 0))
 	hN := m.WireOf("hdr_n", muxTree(hsel, nC), "ULPDU_Length at lim")
 	hK := m.WireOf("hdr_k", muxTree(hsel, kC), "its octets are in the beat")
-	hdrOK := m.WireOf("hdr_ok", And(in(sRun), Not(stopping), Not(halt), Not(pv), rdValid, Lt(limRelH, C(32, uint64(L))), hK), "")
+	hdrOK := m.WireOf("hdr_ok", And(in(sRun), Not(stopping), Not(halt), Not(pv), rdValid, Not(rdBErr), Lt(limRelH, C(32, uint64(L))), hK), "")
 	wl, wok := wireLen(m, "hdr_wire", lim, cMkQ, hN)
 	// A bad ULPDU_Length: mpa_rx takes whole 4-octet groups, so its
 	// group goes whole (the error's RXS_CI is 2 octets short of it).
@@ -404,7 +407,7 @@ func CardRx(width int) (*Module, error) {
 
 	// Hand-off to mpa_rx.
 	mpaReady := m.Wire("mpa_in_ready", 1, "")
-	fwdOK := m.WireOf("cut_fwd", And(in(sRun), Not(stopping), rdValid, Lt(C(LB+1, 0), nOut)), "octets to hand on")
+	fwdOK := m.WireOf("cut_fwd", And(in(sRun), Not(stopping), rdValid, Not(rdBErr), Lt(C(LB+1, 0), nOut)), "octets to hand on (never a faulted beat's)")
 	fwdGo := m.WireOf("cut_fwd_go", And(fwdOK, mpaReady), "")
 	pNext := m.WireOf("cut_p_next", Sel(fwdGo, Add(P, zext(nOut, 32)), P), "")
 	consumed := m.WireOf("cut_consumed", Eq(Sub(pNext, B), zext(nvalid, 32)), "every lane of the beat is handed on")
@@ -532,6 +535,19 @@ func CardRx(width int) (*Module, error) {
 	atLim := m.WireOf("blk_at_lim", Eq(P, lim), "")
 	blocked := m.WireOf("blk", And(in(sRun), Not(halt), atLim, Or(And(pv, Not(whole)), And(Not(pv), Not(hdrComing)))), "the next FPDU is not whole in the ring")
 	others := m.WireOf("blk_others", RedOr(fCnt), "another QP waits")
+	// A ring read that got an error response: its first faulted beat
+	// reaches the head with every octet before it handed on, and none of
+	// it is. The card model reads each FPDU whole (its header span first)
+	// when it is whole in the ring: the fault is its once the beat holds
+	// an octet of an FPDU taken whole (P inside it) or the next FPDU's
+	// header; while that header is not in the ring the reader waits as
+	// for any partial FPDU (blocked), and the beat is read again later.
+	// The FPDUs before it are delivered and judged; the turn then ends on
+	// a DMA fault (CardRxErrDMA) with RXS_CI at the FPDU, as the model's
+	// dmaFailed leaves it.
+	fltNow := m.WireOf("eng_fault", And(in(sRun), Not(stopping), rdValid, rdBErr, Or(Not(atLim), hdrComing, pv)), "the head beat is a faulted read's, and the model reads it")
+	fltHit := m.RegDecl("flt_hit", 1, "the turn ended on a faulted ring read")
+	fltPos := m.Reg("flt_pos", 32, nil, P, fltNow, "the first octet not handed on (in the faulted beat)")
 	mErr := m.WireOf("eng_mpa_err", And(Or(in(sRun), in(sDrain)), meV), "")
 	yield := m.WireOf("eng_yield", And(blocked, others, Not(stopping)), "")
 	// The next FPDU can never be taken whole: it is longer than the ring
@@ -544,14 +560,21 @@ func CardRx(width int) (*Module, error) {
 	cutHit := m.RegDecl("cut_hit", 1, "the turn ended on an FPDU cut by the end of the stream")
 	m.Drive(bigHit, big.NewInt(0), Sel(goRun, C(1, 0), Or(bigHit, bigNow)), nil)
 	m.Drive(cutHit, big.NewInt(0), Sel(goRun, C(1, 0), Or(cutHit, cutNow)), nil)
-	m.Drive(stopping, big.NewInt(0), Sel(goRun, hostKill, Or(stopping, yield, mErr, deadNow, hostKill, bigNow, cutNow)), nil)
+	m.Drive(fltHit, big.NewInt(0), Sel(goRun, C(1, 0), Or(fltHit, fltNow)), nil)
+	m.Drive(stopping, big.NewInt(0), Sel(goRun, hostKill, Or(stopping, yield, mErr, deadNow, hostKill, bigNow, cutNow, fltNow)), nil)
 	needPE := m.WireOf("need_pe", Sub(pe, lim), "")
 	m.Drive(need, nil, Sel(ld, Bits(stRd, 17, 1), Sel(pv, Bits(needPE, 16, 0), hs)), Or(ld, yield))
 	unused = append(unused, Bits(needPE, 31, 17))
 	errHit := m.RegDecl("err_hit", 1, "the turn ended on an mpa_rx error")
 	m.Drive(errHit, big.NewInt(0), Sel(goRun, C(1, 0), Or(errHit, mErr)), nil)
-	drained := m.WireOf("eng_drained", And(Eq(reqOut, C(5, 0)), Not(rdValid), Sel(errHit, Eq(outOff, meO), Eq(outOff, lim)), Not(ciV), Not(mValid), Eq(pq.Count, C(pqCW, 0)), Not(inUlp)), "nothing in flight, every ULPDU out and judged")
-	m.Drive(failQ, nil, Sel(And(ld, Not(hostKill)), Or(Bit(stRd, 0), Bit(deadRd, 0)), C(1, 1)), Or(ld, And(in(sDrain), drained, Or(errHit, tdead, deadNow, bigHit, cutHit)), chkBad, chkCut, hostKillPre))
+	// After a fault, every FPDU before the faulted one is out once the
+	// next to deliver is the one not taken whole (at lim) or the one the
+	// faulted beat cuts (its end past flt_pos), which mpa_rx never
+	// completes. (ends is read a cycle late: right after a delivery it
+	// shows the delivered FPDU's end, which is not past flt_pos.)
+	fltOut := m.WireOf("flt_drained", Or(Eq(outOff, lim), And(Ne(accN, delN), Lt(Sub(fltPos, outOff), Sub(endRd, outOff)))), "every FPDU before the faulted one is delivered")
+	drained := m.WireOf("eng_drained", And(Eq(reqOut, C(5, 0)), Not(rdValid), Sel(errHit, Eq(outOff, meO), Sel(fltHit, fltOut, Eq(outOff, lim))), Not(ciV), Not(mValid), Eq(pq.Count, C(pqCW, 0)), Not(inUlp)), "nothing in flight, every ULPDU out and judged")
+	m.Drive(failQ, nil, Sel(And(ld, Not(hostKill)), Or(Bit(stRd, 0), Bit(deadRd, 0)), C(1, 1)), Or(ld, And(in(sDrain), drained, Or(errHit, tdead, deadNow, bigHit, cutHit, fltHit)), chkBad, chkCut, hostKillPre))
 
 	// Errors.
 	eV := m.RegDecl("err_v", 1, "")
@@ -560,8 +583,17 @@ func CardRx(width int) (*Module, error) {
 	eC := m.RegDecl("err_code", 3, "")
 	eO := m.RegDecl("err_off", 32, "")
 	mpaFail := m.WireOf("eng_mpa_fail", And(in(sDrain), drained, errHit, Not(tdead), Not(deadNow)), "the turn ends on an MPA error of a QP not failed before it")
-	ownFail := m.WireOf("eng_own_fail", And(in(sDrain), drained, Not(errHit), Or(bigHit, cutHit), Not(tdead), Not(deadNow)), "... on an FPDU too large or cut")
+	ownFail := m.WireOf("eng_own_fail", And(in(sDrain), drained, Not(errHit), Or(bigHit, cutHit, fltHit), Not(tdead), Not(deadNow)), "... on an FPDU too large or cut, or a faulted ring read")
 	bigFail := m.WireOf("eng_big_fail", And(ownFail, bigHit), "")
+	fltFail := m.WireOf("eng_flt_fail", And(ownFail, fltHit), "")
+	// The address the model's read of the FPDU names: its first octet
+	// (out_off, once drained), or the faulted page's when the FPDU
+	// starts in an earlier page.
+	fltPage := m.WireOf("flt_page", Cat(Bits(fltPos, 31, 12), C(12, 0)), "")
+	fltSame := m.WireOf("flt_same_page", Not(Lt(zext(Bits(fltPos, 11, 0), 32), Sub(fltPos, outOff))), "the FPDU starts in the faulted page")
+	fltAt := m.WireOf("flt_at", Sel(fltSame, outOff, fltPage), "")
+	fltAddr := m.WireOf("flt_addr", Or(Cat(cBase, C(12, 0)), zext(And(Bits(fltAt, 24, 0), rmask), 64)), "")
+	unused = append(unused, Bits(fltAt, 31, 25))
 	own := m.WireOf("err_own", Or(chkBad, chkCut, ownFail), "the engine's own error: RXS_CI stays at the FPDU")
 	eSet := m.WireOf("err_set", Or(mpaFail, own), "")
 	// An MPA error's RXS_CI moves past its FPDU (with card_stat's RX_SPACE
@@ -571,14 +603,16 @@ func CardRx(width int) (*Module, error) {
 	m.Assign(errCI, mpaFail)
 	m.Drive(eV, big.NewInt(0), Or(eSet, And(eV, Not(eReady))), nil)
 	m.Drive(eQ, nil, aq, eSet)
-	m.Drive(eK, nil, Sel(chkBad, C(3, CardRxErrBadDoorbell), Sel(Or(chkCut, And(ownFail, Not(bigHit))), C(3, CardRxErrStreamCut), Sel(bigFail, C(3, CardRxErrTooLarge), meK))), eSet)
+	m.Drive(eK, nil, Sel(chkBad, C(3, CardRxErrBadDoorbell), Sel(Or(chkCut, And(ownFail, cutHit)), C(3, CardRxErrStreamCut), Sel(bigFail, C(3, CardRxErrTooLarge), Sel(fltFail, C(3, CardRxErrDMA), meK)))), eSet)
 	m.Drive(eC, nil, Sel(own, C(3, 0), meC), eSet)
-	m.Drive(eO, nil, Sel(own, lim, meO), eSet)
+	m.Drive(eO, nil, Sel(own, Sel(fltFail, outOff, lim), meO), eSet)
+	eA := m.Reg("err_addr", 64, nil, fltAddr, eSet, "")
 	m.Assign(eValid, eV)
 	m.Assign(eQP, gate(eV, eQ))
 	m.Assign(eKind, gate(eV, eK))
 	m.Assign(eCode, gate(eV, eC))
 	m.Assign(eOff, gate(eV, eO))
+	m.Assign(eAddr, gate(And(eV, Eq(eK, C(3, CardRxErrDMA))), eA))
 
 	// State machine.
 	next := Sel(in(sIdle), Sel(popQP, C(4, sPop), C(4, sIdle)),

@@ -441,10 +441,12 @@ func CardTop(width int) (*Module, error) {
 	txIn["s_term_valid"] = tmV
 	txIn["s_term_qpn"] = pick(o("rx", "m_rxterm_qp"), Bits(o("pl", "m_term_qp"), 9, 0), o("rx", "m_err_qp"), sw.qpn)
 	// An MPA error's cause: Layer LLP, EType MPA, mpa_rx's code (2 CRC,
-	// 3 marker or length); an FPDU longer than the ring and a CQ overrun:
-	// RDMAP Local Catastrophic (the model's); no header is copied.
+	// 3 marker or length); an FPDU longer than the ring, a faulted ring
+	// read and a CQ overrun: RDMAP Local Catastrophic (the model's); no
+	// header is copied.
+	errDMA := m.WireOf("term_err_dma", Eq(errKind, C(3, CardRxErrDMA)), "card_rx's error is a faulted ring read")
 	txIn["s_term_cause"] = pick(o("rx", "m_rxterm_cause"), o("pl", "m_term_cause"),
-		Sel(Eq(errKind, C(3, CardRxErrTooLarge)), C(16, causeRDMAPLocalCatastrophic), Cat(C(13, 0x2000>>3), o("rx", "m_err_code"))),
+		Sel(Or(Eq(errKind, C(3, CardRxErrTooLarge)), errDMA), C(16, causeRDMAPLocalCatastrophic), Cat(C(13, 0x2000>>3), o("rx", "m_err_code"))),
 		C(16, causeRDMAPLocalCatastrophic))
 	for _, f := range []string{"hdr", "seglen"} {
 		z := C(tx.Port("s_term_"+f).W, 0)
@@ -453,9 +455,10 @@ func CardTop(width int) (*Module, error) {
 	txIn["s_term_rdma"] = gate(tmG[0], o("rx", "m_rxterm_rdma"))
 	txIn["s_term_recv"] = And(tmG[0], o("rx", "m_rxterm_recv"))
 	rxFlt := m.WireOf("term_rx_fault", And(tmG[0], o("rx", "m_rxterm_fault")), "card_rx's record is a receive WQE read's DMA fault")
-	txIn["s_term_fault"] = rxFlt
-	txIn["s_term_fault_addr"] = gate(rxFlt, o("rx", "m_rxterm_fault_addr"))
-	txIn["s_term_reason"] = Sel(tmSw, C(8, cardStatErrCQOverrun), Sel(rxFlt, C(8, cardTxErrDMA), C(8, 0)))
+	ringFlt := m.WireOf("term_ring_fault", And(tmErr, errDMA), "card_rx's error record is a receive ring read's DMA fault")
+	txIn["s_term_fault"] = Or(rxFlt, ringFlt)
+	txIn["s_term_fault_addr"] = Sel(ringFlt, o("rx", "m_err_addr"), gate(rxFlt, o("rx", "m_rxterm_fault_addr")))
+	txIn["s_term_reason"] = Sel(tmSw, C(8, cardStatErrCQOverrun), Sel(Or(rxFlt, ringFlt), C(8, cardTxErrDMA), C(8, 0)))
 	// A WQE on a tight CQ waits while a completion is between card_tx
 	// and card_cq's verdict, or an overrun is served (card_tx).
 	txIn["cq_tight"] = o("cq", "cq_tight")

@@ -1238,12 +1238,14 @@ func CardTx(width int) (*Module, error) {
 	m.Drive(st, big.NewInt(txIdle), next, nil)
 
 	// --- instances ---
+	rdBErr := m.Wire("rd_berr", 1, "not used yet: a WQE's error is the request's (tuser_err)")
+	unused = append(unused, rdBErr)
 	m.Instantiate("u_rd", drd, Conn{"clk", clk}, Conn{"rst", rst},
 		Conn{"s_req_valid", rdReqValid}, Conn{"s_req_ready", rdReqReady}, Conn{"s_req_addr", rdAddr},
 		Conn{"s_req_len", rdLen}, Conn{"s_req_tag", rdReqTag},
 		Conn{"m_axis_tdata", rdData}, Conn{"m_axis_tkeep", rdKeep}, Conn{"m_axis_tvalid", rdValid},
 		Conn{"m_axis_tready", Or(fromDMA, ga.rdTake)}, Conn{"m_axis_tlast", rdLast}, Conn{"m_axis_tuser_tag", rdTag},
-		Conn{"m_axis_tuser_err", rdErr})
+		Conn{"m_axis_tuser_err", rdErr}, Conn{"m_axis_tuser_berr", rdBErr})
 	m.Instantiate("u_ddp", ddp, Conn{"clk", clk}, Conn{"rst", rst},
 		Conn{"s_desc_valid", descV}, Conn{"s_desc_ready", descReady}, Conn{"s_desc_tagged", opWrite},
 		Conn{"s_desc_rdmap", Cat(rv, C(2, 0), opLo)}, Conn{"s_desc_dv", rv}, Conn{"s_desc_stag", dStag},

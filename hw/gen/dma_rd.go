@@ -118,7 +118,7 @@ func DMARd(cfg DMARdConfig) (*Module, error) {
 	m := NewModule(fmt.Sprintf("dma_rd_w%d", W), "AMBA AXI4 (read channels: INCR bursts, IDs, no 4 KiB crossing); AXI4-Stream",
 		fmt.Sprintf("DMA read engine, %d-bit data: each request (host address, length 1..65536 bytes, tag) becomes AXI4 INCR bursts of whole %d-byte beats (arsize %d) that never cross a 4 KiB boundary and are at most %d bytes; the request's bytes come out in order on m_axis from lane 0, whatever the address's alignment, with the tag on every beat.", W, d.L, d.LB, d.BB*d.L),
 		fmt.Sprintf("Reordering: every burst in flight has its own ID (up to %d, given in order and reused once the burst has been delivered), so responses of different bursts may come back in any order and interleaved; each burst's beats land in a %d-beat reorder buffer at the place reserved for it when it was issued, so m_axi_rready is always 1. A burst is issued once its ID and its room are free; the buffer drains in issue order.", d.N, d.R),
-		"Errors: a burst answered SLVERR or DECERR (rresp bit 1) marks its request: m_axis_tuser_err is 1 on the request's last beat; the beats still come out (their data is whatever the slave returned). rlast is not checked: a burst ends after arlen+1 beats of its ID.",
+		"Errors: a burst answered SLVERR or DECERR (rresp bit 1) marks its request: m_axis_tuser_err is 1 on the request's last beat; the beats still come out (their data is whatever the slave returned). m_axis_tuser_berr marks, on every beat, that a response beat of the request up to the one it comes from had an error (as far as they have arrived when it is read out): a consumer that must not use a byte the host refused (a stream ring read) stops at the first such beat, which is exact for a slave that answers every beat of a refused burst with the error, as a PCIe bridge answers a failed completion. rlast is not checked: a burst ends after arlen+1 beats of its ID.",
 		fmt.Sprintf("Timing: s_req_ready is high while no request is being split, or when the current one's last burst enters the two-entry burst queue this cycle (it depends on state only); the splitter puts one burst per cycle into the queue while it has room, and the queue's head is issued (ar* registered, held until arready) once its ID and its room are free: a request taken in cycle t has its first burst on ar* in t+3 at the earliest. An ID is reused from the cycle after the one following its burst's last read-out. A response beat taken in cycle t is written into the buffer in t+1, can be read out in t+2 and reaches m_axis in t+4 at the earliest. The read-out issues one beat per cycle while the %d-entry output queue has room for it and the beat in realignment; a request whose address is not aligned and whose last input beat holds no byte of its own last output beat costs one extra cycle. Reset clears everything: assert it only with the AXI slave reset too (no response outstanding).", DMARdOutQueue),
 		"Outputs that belong to a valid (ar*, m_axis_*) read zero while it is low.",
 	)
@@ -145,7 +145,7 @@ type dmaRdPorts struct {
 	reqValid, reqReady, reqAddr, reqLen, reqTag            *Signal
 	arID, arAddr, arLen, arSize, arBurst, arValid, arReady *Signal
 	rID, rData, rResp, rLast, rValid, rReady               *Signal
-	oData, oKeep, oValid, oReady, oLast, oTag, oErr        *Signal
+	oData, oKeep, oValid, oReady, oLast, oTag, oErr, oBErr *Signal
 }
 
 func dmaRdPortsOf(m *Module, d dmaRdDims) dmaRdPorts {
@@ -175,6 +175,7 @@ func dmaRdPortsOf(m *Module, d dmaRdDims) dmaRdPorts {
 	p.oLast = m.Output("m_axis_tlast", 1, "a request's last beat")
 	p.oTag = m.Output("m_axis_tuser_tag", d.T, "the request's tag, every beat")
 	p.oErr = m.Output("m_axis_tuser_err", 1, "on the last beat: a burst of the request got an error response")
+	p.oBErr = m.Output("m_axis_tuser_berr", 1, "on every beat: a response beat of the request up to this one's had an error (its data may not be the host's)")
 	return p
 }
 
@@ -454,8 +455,8 @@ func dmaRdRealign(m *Module, d dmaRdDims, p dmaRdPorts, ro dmaRdRead) {
 	data := m.WireOf("out_data", Sel(aligned, rot, Or(And(prev, lowE), cur)), "")
 	emit := m.WireOf("out_emit", And(s1.v, Or(s1.flush, aligned, Not(s1.first))), "an output beat is formed")
 	qPop := m.Wire("q_pop", 1, "")
-	q := ShiftQueue(m, "oq", DMARdOutQueue, []string{"data", "keep", "last", "tag", "err"}, []int{W, L, 1, d.T, 1},
-		emit, []Expr{And(data, expand(keep)), keep, s1.last, s1.tag, And(s1.last, s1.err)}, zext(qPop, addrWidth(DMARdOutQueue+1)))
+	q := ShiftQueue(m, "oq", DMARdOutQueue, []string{"data", "keep", "last", "tag", "err", "berr"}, []int{W, L, 1, d.T, 1, 1},
+		emit, []Expr{And(data, expand(keep)), keep, s1.last, s1.tag, And(s1.last, s1.err), s1.err}, zext(qPop, addrWidth(DMARdOutQueue+1)))
 	m.Assign(ro.qCount, q.Count)
 	ov := m.WireOf("out_v", RedOr(q.Count), "")
 	m.Assign(qPop, And(ov, p.oReady))
@@ -465,4 +466,5 @@ func dmaRdRealign(m *Module, d dmaRdDims, p dmaRdPorts, ro dmaRdRead) {
 	m.Assign(p.oLast, And(ov, q.Fields[0][2]))
 	m.Assign(p.oTag, gate(ov, q.Fields[0][3]))
 	m.Assign(p.oErr, And(ov, q.Fields[0][4]))
+	m.Assign(p.oBErr, And(ov, q.Fields[0][5]))
 }

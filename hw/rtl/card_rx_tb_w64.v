@@ -43,6 +43,7 @@ module card_rx_tb_w64 (
     output wire [2:0]     m_err_kind,
     output wire [2:0]     m_err_code,
     output wire [31:0]    m_err_offset,
+    output wire [63:0]    m_err_addr,
     output wire           snd_idle,
     input  wire           s_fl_valid,
     output wire           s_fl_ready,
@@ -253,6 +254,7 @@ module card_rx_tb_w64 (
     wire [2:0]     rx_m_err_kind;
     wire [2:0]     rx_m_err_code;
     wire [31:0]    rx_m_err_offset;
+    wire [63:0]    rx_m_err_addr;
     wire           rx_snd_idle;
     wire           rx_s_fl_ready;
     wire           rx_s_fail_ready;
@@ -356,6 +358,7 @@ module card_rx_tb_w64 (
     assign m_err_kind = rx_m_err_kind;
     assign m_err_code = rx_m_err_code;
     assign m_err_offset = rx_m_err_offset;
+    assign m_err_addr = rx_m_err_addr;
     assign snd_idle = rx_snd_idle;
     assign s_fl_ready = rx_s_fl_ready;
     assign s_fail_ready = rx_s_fail_ready;
@@ -498,6 +501,7 @@ module card_rx_tb_w64 (
         .m_err_kind(rx_m_err_kind),
         .m_err_code(rx_m_err_code),
         .m_err_offset(rx_m_err_offset),
+        .m_err_addr(rx_m_err_addr),
         .snd_idle(rx_snd_idle),
         .s_fl_valid(s_fl_valid),
         .s_fl_ready(rx_s_fl_ready),

@@ -45,6 +45,7 @@ entity card_rx_tb_w64 is
         m_err_kind : out std_logic_vector(2 downto 0);
         m_err_code : out std_logic_vector(2 downto 0);
         m_err_offset : out std_logic_vector(31 downto 0);
+        m_err_addr : out std_logic_vector(63 downto 0);
         snd_idle : out std_logic;
         s_fl_valid : in  std_logic;
         s_fl_ready : out std_logic;
@@ -257,6 +258,7 @@ architecture rtl of card_rx_tb_w64 is
     signal rx_m_err_kind : std_logic_vector(2 downto 0);
     signal rx_m_err_code : std_logic_vector(2 downto 0);
     signal rx_m_err_offset : std_logic_vector(31 downto 0);
+    signal rx_m_err_addr : std_logic_vector(63 downto 0);
     signal rx_snd_idle : std_logic;
     signal rx_s_fl_ready : std_logic;
     signal rx_s_fail_ready : std_logic;
@@ -360,6 +362,7 @@ begin
     m_err_kind <= rx_m_err_kind;
     m_err_code <= rx_m_err_code;
     m_err_offset <= rx_m_err_offset;
+    m_err_addr <= rx_m_err_addr;
     snd_idle <= rx_snd_idle;
     s_fl_ready <= rx_s_fl_ready;
     s_fail_ready <= rx_s_fail_ready;
@@ -503,6 +506,7 @@ begin
             m_err_kind => rx_m_err_kind,
             m_err_code => rx_m_err_code,
             m_err_offset => rx_m_err_offset,
+            m_err_addr => rx_m_err_addr,
             snd_idle => rx_snd_idle,
             s_fl_valid => s_fl_valid,
             s_fl_ready => rx_s_fl_ready,

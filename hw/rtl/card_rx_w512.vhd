@@ -87,9 +87,10 @@ entity card_rx_w512 is
         m_err_valid : out std_logic;         -- the QP's receive stream failed
         m_err_ready : in  std_logic;
         m_err_qp : out std_logic_vector(9 downto 0);
-        m_err_kind : out std_logic_vector(2 downto 0); -- 1 CRC, 2 marker, 3 length (mpa_rx), 5 an FPDU longer than the ring, 6 the stream ended (RX_FIN) inside an FPDU, 7 RXS_PI past the ring's size
+        m_err_kind : out std_logic_vector(2 downto 0); -- 1 CRC, 2 marker, 3 length (mpa_rx), 4 a ring read of the FPDU got an error response, 5 an FPDU longer than the ring, 6 the stream ended (RX_FIN) inside an FPDU, 7 RXS_PI past the ring's size
         m_err_code : out std_logic_vector(2 downto 0); -- mpa_rx's RFC 5044 §8 code (0 for the engine's own)
         m_err_offset : out std_logic_vector(31 downto 0); -- stream offset of the failing FPDU (RXS_CI for the engine's own)
+        m_err_addr : out std_logic_vector(63 downto 0); -- kind 4: the faulted address, as the card model's FPDU read names it (the FPDU's first octet, or the faulted page's if the FPDU starts before it)
         snd_idle : out std_logic;            -- the Send engine holds no untagged segment (none in progress, no s_host beat waiting): the card top offers m_err and placement's m_term to card_tx only then, behind the segments before them
         s_fl_valid : in  std_logic;          -- card_tx took the Terminate record of placement's m_term or of m_err for this QP: its RQ is flushed (WR_FLUSH_ERR) as for m_rxterm's
         s_fl_ready : out std_logic;          -- no such QP waits to join the flush queue
@@ -316,6 +317,7 @@ architecture rtl of card_rx_w512 is
     signal rd_tlast : std_logic;
     signal rd_ttag : std_logic_vector(7 downto 0);
     signal rd_terr : std_logic;
+    signal rd_tberr : std_logic;             -- the beat's data may not be the host's: a ring read got an error response
     signal rd_len_m1 : std_logic_vector(31 downto 0);
     signal rdx_arid : std_logic_vector(5 downto 0);
     signal rdx_araddr : std_logic_vector(63 downto 0);
@@ -365,7 +367,7 @@ architecture rtl of card_rx_w512 is
     signal ends_room : std_logic;
     signal ends_rd : std_logic_vector(31 downto 0); -- read data of ends
     signal mpa_in_ready : std_logic;
-    signal cut_fwd : std_logic;              -- octets to hand on
+    signal cut_fwd : std_logic;              -- octets to hand on (never a faulted beat's)
     signal cut_fwd_go : std_logic;
     signal cut_p_next : std_logic_vector(31 downto 0);
     signal cut_consumed : std_logic;         -- every lane of the beat is handed on
@@ -449,6 +451,9 @@ architecture rtl of card_rx_w512 is
     signal blk_at_lim : std_logic;
     signal blk : std_logic;                  -- the next FPDU is not whole in the ring
     signal blk_others : std_logic;           -- another QP waits
+    signal eng_fault : std_logic;            -- the head beat is a faulted read's, and the model reads it
+    signal flt_hit : std_logic := '0';       -- the turn ended on a faulted ring read
+    signal flt_pos : std_logic_vector(31 downto 0); -- the first octet not handed on (in the faulted beat)
     signal eng_mpa_err : std_logic;
     signal eng_yield : std_logic;
     signal eng_too_large : std_logic;
@@ -457,6 +462,7 @@ architecture rtl of card_rx_w512 is
     signal cut_hit : std_logic := '0';       -- the turn ended on an FPDU cut by the end of the stream
     signal need_pe : std_logic_vector(31 downto 0);
     signal err_hit : std_logic := '0';       -- the turn ended on an mpa_rx error
+    signal flt_drained : std_logic;          -- every FPDU before the faulted one is delivered
     signal eng_drained : std_logic;          -- nothing in flight, every ULPDU out and judged
     signal err_v : std_logic := '0';
     signal err_qp : std_logic_vector(9 downto 0);
@@ -464,10 +470,16 @@ architecture rtl of card_rx_w512 is
     signal err_code : std_logic_vector(2 downto 0);
     signal err_off : std_logic_vector(31 downto 0);
     signal eng_mpa_fail : std_logic;         -- the turn ends on an MPA error of a QP not failed before it
-    signal eng_own_fail : std_logic;         -- ... on an FPDU too large or cut
+    signal eng_own_fail : std_logic;         -- ... on an FPDU too large or cut, or a faulted ring read
     signal eng_big_fail : std_logic;
+    signal eng_flt_fail : std_logic;
+    signal flt_page : std_logic_vector(31 downto 0);
+    signal flt_same_page : std_logic;        -- the FPDU starts in the faulted page
+    signal flt_at : std_logic_vector(31 downto 0);
+    signal flt_addr : std_logic_vector(63 downto 0);
     signal err_own : std_logic;              -- the engine's own error: RXS_CI stays at the FPDU
     signal err_set : std_logic;
+    signal err_addr : std_logic_vector(63 downto 0);
     signal fl_ext_v : std_logic := '0';      -- a QP of s_fl waits to join the flush queue
     signal fl_ext_go : std_logic;            -- it joins this cycle
     signal fl_ext_qp : std_logic_vector(9 downto 0);
@@ -866,7 +878,7 @@ begin
     hdr_lane <= std_logic_vector(unsigned(hdr_lim_rel(5 downto 0)) + unsigned(mux(hdr_lead, "000100", "000000")));
     hdr_n <= mux(hdr_lane(5), mux(hdr_lane(4), mux(hdr_lane(3), mux(hdr_lane(2), std_logic_vector'(rd_tdata(487 downto 480) & rd_tdata(495 downto 488)), std_logic_vector'(rd_tdata(455 downto 448) & rd_tdata(463 downto 456))), mux(hdr_lane(2), std_logic_vector'(rd_tdata(423 downto 416) & rd_tdata(431 downto 424)), std_logic_vector'(rd_tdata(391 downto 384) & rd_tdata(399 downto 392)))), mux(hdr_lane(3), mux(hdr_lane(2), std_logic_vector'(rd_tdata(359 downto 352) & rd_tdata(367 downto 360)), std_logic_vector'(rd_tdata(327 downto 320) & rd_tdata(335 downto 328))), mux(hdr_lane(2), std_logic_vector'(rd_tdata(295 downto 288) & rd_tdata(303 downto 296)), std_logic_vector'(rd_tdata(263 downto 256) & rd_tdata(271 downto 264))))), mux(hdr_lane(4), mux(hdr_lane(3), mux(hdr_lane(2), std_logic_vector'(rd_tdata(231 downto 224) & rd_tdata(239 downto 232)), std_logic_vector'(rd_tdata(199 downto 192) & rd_tdata(207 downto 200))), mux(hdr_lane(2), std_logic_vector'(rd_tdata(167 downto 160) & rd_tdata(175 downto 168)), std_logic_vector'(rd_tdata(135 downto 128) & rd_tdata(143 downto 136)))), mux(hdr_lane(3), mux(hdr_lane(2), std_logic_vector'(rd_tdata(103 downto 96) & rd_tdata(111 downto 104)), std_logic_vector'(rd_tdata(71 downto 64) & rd_tdata(79 downto 72))), mux(hdr_lane(2), std_logic_vector'(rd_tdata(39 downto 32) & rd_tdata(47 downto 40)), std_logic_vector'(rd_tdata(7 downto 0) & rd_tdata(15 downto 8))))));
     hdr_k <= mux(hdr_lane(5), mux(hdr_lane(4), mux(hdr_lane(3), mux(hdr_lane(2), rd_tkeep(61), rd_tkeep(57)), mux(hdr_lane(2), rd_tkeep(53), rd_tkeep(49))), mux(hdr_lane(3), mux(hdr_lane(2), rd_tkeep(45), rd_tkeep(41)), mux(hdr_lane(2), rd_tkeep(37), rd_tkeep(33)))), mux(hdr_lane(4), mux(hdr_lane(3), mux(hdr_lane(2), rd_tkeep(29), rd_tkeep(25)), mux(hdr_lane(2), rd_tkeep(21), rd_tkeep(17))), mux(hdr_lane(3), mux(hdr_lane(2), rd_tkeep(13), rd_tkeep(9)), mux(hdr_lane(2), rd_tkeep(5), rd_tkeep(1)))));
-    hdr_ok <= (((((b2l(eng_state = x"6") and (not stopping)) and (not halt)) and (not hdr_v)) and rd_tvalid) and b2l(unsigned(hdr_lim_rel) < unsigned'(x"00000040"))) and hdr_k;
+    hdr_ok <= ((((((b2l(eng_state = x"6") and (not stopping)) and (not halt)) and (not hdr_v)) and rd_tvalid) and (not rd_tberr)) and b2l(unsigned(hdr_lim_rel) < unsigned'(x"00000040"))) and hdr_k;
     hdr_wire_b4 <= std_logic_vector(unsigned(std_logic_vector'("00" & hdr_n)) + unsigned'("000000000000000101"));
     hdr_wire_body <= std_logic_vector'(hdr_wire_b4(17 downto 2) & "00");
     hdr_wire_lead <= c_mk and b2l(lim(8 downto 0) = "000000000");
@@ -891,7 +903,7 @@ begin
     hdr_whole <= hdr_v and (not b2l(unsigned(std_logic_vector(unsigned(a_pi) - unsigned(lim))) < unsigned(std_logic_vector(unsigned(hdr_e) - unsigned(lim)))));
     ends_room <= b2l(unsigned(std_logic_vector(unsigned(ends_acc) - unsigned(ends_del))) < unsigned'("1000000"));
     hdr_accept <= (hdr_whole and (not stopping)) and ends_room;
-    cut_fwd <= ((b2l(eng_state = x"6") and (not stopping)) and rd_tvalid) and b2l(unsigned'("0000000") < unsigned(cut_n));
+    cut_fwd <= (((b2l(eng_state = x"6") and (not stopping)) and rd_tvalid) and (not rd_tberr)) and b2l(unsigned'("0000000") < unsigned(cut_n));
     cut_fwd_go <= cut_fwd and mpa_in_ready;
     cut_p_next <= mux(cut_fwd_go, std_logic_vector(unsigned(fwd_pos) + unsigned(std_logic_vector'("0000000000000000000000000" & cut_n))), fwd_pos);
     cut_consumed <= b2l(std_logic_vector(unsigned(cut_p_next) - unsigned(beat_base)) = std_logic_vector'("0000000000000000000000000" & cut_nvalid));
@@ -1036,15 +1048,22 @@ begin
     blk_at_lim <= b2l(fwd_pos = lim);
     blk <= ((b2l(eng_state = x"6") and (not halt)) and blk_at_lim) and ((hdr_v and (not hdr_whole)) or ((not hdr_v) and (not blk_hdr_coming)));
     blk_others <= or fifo_count;
+    eng_fault <= (((b2l(eng_state = x"6") and (not stopping)) and rd_tvalid) and rd_tberr) and (((not blk_at_lim) or blk_hdr_coming) or hdr_v);
     eng_mpa_err <= (b2l(eng_state = x"6") or b2l(eng_state = x"7")) and mpa_err_v;
     eng_yield <= (blk and blk_others) and (not stopping);
     eng_too_large <= ((blk and hdr_v) and b2l(unsigned(std_logic_vector'("000000" & ring_size)) < unsigned(std_logic_vector(unsigned(hdr_e) - unsigned(lim))))) and (not stopping);
     eng_cut <= (((blk and a_fin) and b2l(a_pi /= lim)) and (not eng_too_large)) and (not stopping);
     need_pe <= std_logic_vector(unsigned(hdr_e) - unsigned(lim));
-    eng_drained <= (((((b2l(req_out = "00000") and (not rd_tvalid)) and mux(err_hit, b2l(out_off = mpa_err_off), b2l(out_off = lim))) and (not ci_v)) and (not mpa_tvalid)) and b2l(pq_count = "000")) and (not ulp_mid);
+    flt_drained <= b2l(out_off = lim) or (b2l(ends_acc /= ends_del) and b2l(unsigned(std_logic_vector(unsigned(flt_pos) - unsigned(out_off))) < unsigned(std_logic_vector(unsigned(ends_rd) - unsigned(out_off)))));
+    eng_drained <= (((((b2l(req_out = "00000") and (not rd_tvalid)) and mux(err_hit, b2l(out_off = mpa_err_off), mux(flt_hit, flt_drained, b2l(out_off = lim)))) and (not ci_v)) and (not mpa_tvalid)) and b2l(pq_count = "000")) and (not ulp_mid);
     eng_mpa_fail <= (((b2l(eng_state = x"7") and eng_drained) and err_hit) and (not turn_dead)) and (not turn_dead_set);
-    eng_own_fail <= ((((b2l(eng_state = x"7") and eng_drained) and (not err_hit)) and (big_hit or cut_hit)) and (not turn_dead)) and (not turn_dead_set);
+    eng_own_fail <= ((((b2l(eng_state = x"7") and eng_drained) and (not err_hit)) and ((big_hit or cut_hit) or flt_hit)) and (not turn_dead)) and (not turn_dead_set);
     eng_big_fail <= eng_own_fail and big_hit;
+    eng_flt_fail <= eng_own_fail and flt_hit;
+    flt_page <= std_logic_vector'(flt_pos(31 downto 12) & x"000");
+    flt_same_page <= not b2l(unsigned(std_logic_vector'(x"00000" & flt_pos(11 downto 0))) < unsigned(std_logic_vector(unsigned(flt_pos) - unsigned(out_off))));
+    flt_at <= mux(flt_same_page, out_off, flt_page);
+    flt_addr <= std_logic_vector'(c_base & x"000") or std_logic_vector'("000000000000000000000000000000000000000" & (flt_at(24 downto 0) and ring_mask));
     err_own <= (chk_fail or chk_cut) or eng_own_fail;
     err_set <= eng_mpa_fail or err_own;
     ci_err <= eng_mpa_fail;
@@ -1053,6 +1072,7 @@ begin
     m_err_kind <= err_kind and std_logic_vector'(2 downto 0 => err_v);
     m_err_code <= err_code and std_logic_vector'(2 downto 0 => err_v);
     m_err_offset <= err_off and std_logic_vector'(31 downto 0 => err_v);
+    m_err_addr <= err_addr and std_logic_vector'(63 downto 0 => err_v and b2l(err_kind = "100"));
     s_fl_ready <= not fl_ext_v;
     snd_idle <= snd_idle_w;
     m_axi_rq_rready <= '1';
@@ -1409,6 +1429,7 @@ begin
         out_wire_ok &
         rx_dead_rd(1) &
         need_pe(31 downto 17) &
+        flt_at(31 downto 25) &
         m_axi_rq_rid &
         m_axi_rq_rlast &
         qp_rq_base_lo(5 downto 0) &
@@ -1813,6 +1834,15 @@ begin
         end if;
     end process;
 
+    flt_pos_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if eng_fault = '1' then
+                flt_pos <= fwd_pos;
+            end if;
+        end if;
+    end process;
+
     big_hit_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -1835,13 +1865,24 @@ begin
         end if;
     end process;
 
+    flt_hit_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                flt_hit <= '0';
+            else
+                flt_hit <= mux(chk_go, '0', flt_hit or eng_fault);
+            end if;
+        end if;
+    end process;
+
     stopping_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
                 stopping <= '0';
             else
-                stopping <= mux(chk_go, host_kill, (((((stopping or eng_yield) or eng_mpa_err) or turn_dead_set) or host_kill) or eng_too_large) or eng_cut);
+                stopping <= mux(chk_go, host_kill, ((((((stopping or eng_yield) or eng_mpa_err) or turn_dead_set) or host_kill) or eng_too_large) or eng_cut) or eng_fault);
             end if;
         end if;
     end process;
@@ -1869,7 +1910,7 @@ begin
     failq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if ((((b2l(eng_state = x"4") or ((b2l(eng_state = x"7") and eng_drained) and ((((err_hit or turn_dead) or turn_dead_set) or big_hit) or cut_hit))) or chk_fail) or chk_cut) or host_kill_pre) = '1' then
+            if ((((b2l(eng_state = x"4") or ((b2l(eng_state = x"7") and eng_drained) and (((((err_hit or turn_dead) or turn_dead_set) or big_hit) or cut_hit) or flt_hit))) or chk_fail) or chk_cut) or host_kill_pre) = '1' then
                 failq <= mux(b2l(eng_state = x"4") and (not host_kill), rxs_st_rd(0) or rx_dead_rd(0), '1');
             end if;
         end if;
@@ -1899,7 +1940,7 @@ begin
     begin
         if rising_edge(clk) then
             if err_set = '1' then
-                err_kind <= mux(chk_fail, "111", mux(chk_cut or (eng_own_fail and (not big_hit)), "110", mux(eng_big_fail, "101", mpa_err_kind)));
+                err_kind <= mux(chk_fail, "111", mux(chk_cut or (eng_own_fail and cut_hit), "110", mux(eng_big_fail, "101", mux(eng_flt_fail, "100", mpa_err_kind))));
             end if;
         end if;
     end process;
@@ -1917,7 +1958,16 @@ begin
     begin
         if rising_edge(clk) then
             if err_set = '1' then
-                err_off <= mux(err_own, lim, mpa_err_off);
+                err_off <= mux(err_own, mux(eng_flt_fail, out_off, lim), mpa_err_off);
+            end if;
+        end if;
+    end process;
+
+    err_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if err_set = '1' then
+                err_addr <= flt_addr;
             end if;
         end if;
     end process;
@@ -3176,6 +3226,7 @@ begin
             m_axis_tlast => rd_tlast,
             m_axis_tuser_tag => rd_ttag,
             m_axis_tuser_err => rd_terr,
+            m_axis_tuser_berr => rd_tberr,
             m_axi_arid => rdx_arid,
             m_axi_araddr => rdx_araddr,
             m_axi_arlen => rdx_arlen,

@@ -85,9 +85,10 @@ module card_rx_w64 (
     output wire           m_err_valid,       // the QP's receive stream failed
     input  wire           m_err_ready,
     output wire [9:0]     m_err_qp,
-    output wire [2:0]     m_err_kind,        // 1 CRC, 2 marker, 3 length (mpa_rx), 5 an FPDU longer than the ring, 6 the stream ended (RX_FIN) inside an FPDU, 7 RXS_PI past the ring's size
+    output wire [2:0]     m_err_kind,        // 1 CRC, 2 marker, 3 length (mpa_rx), 4 a ring read of the FPDU got an error response, 5 an FPDU longer than the ring, 6 the stream ended (RX_FIN) inside an FPDU, 7 RXS_PI past the ring's size
     output wire [2:0]     m_err_code,        // mpa_rx's RFC 5044 §8 code (0 for the engine's own)
     output wire [31:0]    m_err_offset,      // stream offset of the failing FPDU (RXS_CI for the engine's own)
+    output wire [63:0]    m_err_addr,        // kind 4: the faulted address, as the card model's FPDU read names it (the FPDU's first octet, or the faulted page's if the FPDU starts before it)
     output wire           snd_idle,          // the Send engine holds no untagged segment (none in progress, no s_host beat waiting): the card top offers m_err and placement's m_term to card_tx only then, behind the segments before them
     input  wire           s_fl_valid,        // card_tx took the Terminate record of placement's m_term or of m_err for this QP: its RQ is flushed (WR_FLUSH_ERR) as for m_rxterm's
     output wire           s_fl_ready,        // no such QP waits to join the flush queue
@@ -285,6 +286,7 @@ module card_rx_w64 (
     wire           rd_tlast;
     wire [7:0]     rd_ttag;
     wire           rd_terr;
+    wire           rd_tberr;                 // the beat's data may not be the host's: a ring read got an error response
     wire [31:0]    rd_len_m1;
     wire [5:0]     rdx_arid;
     wire [63:0]    rdx_araddr;
@@ -334,7 +336,7 @@ module card_rx_w64 (
     wire           ends_room;
     reg  [31:0]    ends_rd;                  // read data of ends
     wire           mpa_in_ready;
-    wire           cut_fwd;                  // octets to hand on
+    wire           cut_fwd;                  // octets to hand on (never a faulted beat's)
     wire           cut_fwd_go;
     wire [31:0]    cut_p_next;
     wire           cut_consumed;             // every lane of the beat is handed on
@@ -415,6 +417,9 @@ module card_rx_w64 (
     wire           blk_at_lim;
     wire           blk;                      // the next FPDU is not whole in the ring
     wire           blk_others;               // another QP waits
+    wire           eng_fault;                // the head beat is a faulted read's, and the model reads it
+    reg            flt_hit;                  // the turn ended on a faulted ring read
+    reg  [31:0]    flt_pos;                  // the first octet not handed on (in the faulted beat)
     wire           eng_mpa_err;
     wire           eng_yield;
     wire           eng_too_large;
@@ -423,6 +428,7 @@ module card_rx_w64 (
     reg            cut_hit;                  // the turn ended on an FPDU cut by the end of the stream
     wire [31:0]    need_pe;
     reg            err_hit;                  // the turn ended on an mpa_rx error
+    wire           flt_drained;              // every FPDU before the faulted one is delivered
     wire           eng_drained;              // nothing in flight, every ULPDU out and judged
     reg            err_v;
     reg  [9:0]     err_qp;
@@ -430,10 +436,16 @@ module card_rx_w64 (
     reg  [2:0]     err_code;
     reg  [31:0]    err_off;
     wire           eng_mpa_fail;             // the turn ends on an MPA error of a QP not failed before it
-    wire           eng_own_fail;             // ... on an FPDU too large or cut
+    wire           eng_own_fail;             // ... on an FPDU too large or cut, or a faulted ring read
     wire           eng_big_fail;
+    wire           eng_flt_fail;
+    wire [31:0]    flt_page;
+    wire           flt_same_page;            // the FPDU starts in the faulted page
+    wire [31:0]    flt_at;
+    wire [63:0]    flt_addr;
     wire           err_own;                  // the engine's own error: RXS_CI stays at the FPDU
     wire           err_set;
+    reg  [63:0]    err_addr;
     reg            fl_ext_v;                 // a QP of s_fl waits to join the flush queue
     wire           fl_ext_go;                // it joins this cycle
     reg  [9:0]     fl_ext_qp;
@@ -801,7 +813,7 @@ module card_rx_w64 (
     assign hdr_lane = hdr_lim_rel[2:0] + (hdr_lead ? 3'h4 : 3'h0);
     assign hdr_n = hdr_lane[2] ? {rd_tdata[39:32], rd_tdata[47:40]} : {rd_tdata[7:0], rd_tdata[15:8]};
     assign hdr_k = hdr_lane[2] ? rd_tkeep[5] : rd_tkeep[1];
-    assign hdr_ok = ((((((eng_state == 4'h6) & ~stopping) & ~halt) & ~hdr_v) & rd_tvalid) & (hdr_lim_rel < 32'h00000008)) & hdr_k;
+    assign hdr_ok = (((((((eng_state == 4'h6) & ~stopping) & ~halt) & ~hdr_v) & rd_tvalid) & ~rd_tberr) & (hdr_lim_rel < 32'h00000008)) & hdr_k;
     assign hdr_wire_b4 = {2'h0, hdr_n} + 18'h00005;
     assign hdr_wire_body = {hdr_wire_b4[17:2], 2'h0};
     assign hdr_wire_lead = c_mk & (lim[8:0] == 9'h000);
@@ -826,7 +838,7 @@ module card_rx_w64 (
     assign hdr_whole = hdr_v & ~((a_pi - lim) < (hdr_e - lim));
     assign ends_room = (ends_acc - ends_del) < 7'h40;
     assign hdr_accept = (hdr_whole & ~stopping) & ends_room;
-    assign cut_fwd = (((eng_state == 4'h6) & ~stopping) & rd_tvalid) & (4'h0 < cut_n);
+    assign cut_fwd = ((((eng_state == 4'h6) & ~stopping) & rd_tvalid) & ~rd_tberr) & (4'h0 < cut_n);
     assign cut_fwd_go = cut_fwd & mpa_in_ready;
     assign cut_p_next = cut_fwd_go ? (fwd_pos + {28'h0000000, cut_n}) : fwd_pos;
     assign cut_consumed = (cut_p_next - beat_base) == {28'h0000000, cut_nvalid};
@@ -909,15 +921,22 @@ module card_rx_w64 (
     assign blk_at_lim = fwd_pos == lim;
     assign blk = (((eng_state == 4'h6) & ~halt) & blk_at_lim) & ((hdr_v & ~hdr_whole) | (~hdr_v & ~blk_hdr_coming));
     assign blk_others = |fifo_count;
+    assign eng_fault = ((((eng_state == 4'h6) & ~stopping) & rd_tvalid) & rd_tberr) & ((~blk_at_lim | blk_hdr_coming) | hdr_v);
     assign eng_mpa_err = ((eng_state == 4'h6) | (eng_state == 4'h7)) & mpa_err_v;
     assign eng_yield = (blk & blk_others) & ~stopping;
     assign eng_too_large = ((blk & hdr_v) & ({6'h00, ring_size} < (hdr_e - lim))) & ~stopping;
     assign eng_cut = (((blk & a_fin) & (a_pi != lim)) & ~eng_too_large) & ~stopping;
     assign need_pe = hdr_e - lim;
-    assign eng_drained = ((((((req_out == 5'h00) & ~rd_tvalid) & (err_hit ? (out_off == mpa_err_off) : (out_off == lim))) & ~ci_v) & ~mpa_tvalid) & (pq_count == 3'h0)) & ~ulp_mid;
+    assign flt_drained = (out_off == lim) | ((ends_acc != ends_del) & ((flt_pos - out_off) < (ends_rd - out_off)));
+    assign eng_drained = ((((((req_out == 5'h00) & ~rd_tvalid) & (err_hit ? (out_off == mpa_err_off) : (flt_hit ? flt_drained : (out_off == lim)))) & ~ci_v) & ~mpa_tvalid) & (pq_count == 3'h0)) & ~ulp_mid;
     assign eng_mpa_fail = ((((eng_state == 4'h7) & eng_drained) & err_hit) & ~turn_dead) & ~turn_dead_set;
-    assign eng_own_fail = (((((eng_state == 4'h7) & eng_drained) & ~err_hit) & (big_hit | cut_hit)) & ~turn_dead) & ~turn_dead_set;
+    assign eng_own_fail = (((((eng_state == 4'h7) & eng_drained) & ~err_hit) & ((big_hit | cut_hit) | flt_hit)) & ~turn_dead) & ~turn_dead_set;
     assign eng_big_fail = eng_own_fail & big_hit;
+    assign eng_flt_fail = eng_own_fail & flt_hit;
+    assign flt_page = {flt_pos[31:12], 12'h000};
+    assign flt_same_page = ~({20'h00000, flt_pos[11:0]} < (flt_pos - out_off));
+    assign flt_at = flt_same_page ? out_off : flt_page;
+    assign flt_addr = {c_base, 12'h000} | {39'h0000000000, flt_at[24:0] & ring_mask};
     assign err_own = (chk_fail | chk_cut) | eng_own_fail;
     assign err_set = eng_mpa_fail | err_own;
     assign ci_err = eng_mpa_fail;
@@ -926,6 +945,7 @@ module card_rx_w64 (
     assign m_err_kind = err_kind & {3{err_v}};
     assign m_err_code = err_code & {3{err_v}};
     assign m_err_offset = err_off & {32{err_v}};
+    assign m_err_addr = err_addr & {64{(err_v & (err_kind == 3'h4))}};
     assign s_fl_ready = ~fl_ext_v;
     assign snd_idle = snd_idle_w;
     assign m_axi_rq_rready = 1'h1;
@@ -1230,6 +1250,7 @@ module card_rx_w64 (
         out_wire_ok,
         rx_dead_rd[1],
         need_pe[31:17],
+        flt_at[31:25],
         m_axi_rq_rid,
         m_axi_rq_rlast,
         qp_rq_base_lo[5:0],
@@ -1515,6 +1536,12 @@ module card_rx_w64 (
     end
 
     always @(posedge clk) begin
+        if (eng_fault) begin
+            flt_pos <= fwd_pos;
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             big_hit <= 1'h0;
         end else begin
@@ -1532,9 +1559,17 @@ module card_rx_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
+            flt_hit <= 1'h0;
+        end else begin
+            flt_hit <= chk_go ? 1'h0 : (flt_hit | eng_fault);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             stopping <= 1'h0;
         end else begin
-            stopping <= chk_go ? host_kill : ((((((stopping | eng_yield) | eng_mpa_err) | turn_dead_set) | host_kill) | eng_too_large) | eng_cut);
+            stopping <= chk_go ? host_kill : (((((((stopping | eng_yield) | eng_mpa_err) | turn_dead_set) | host_kill) | eng_too_large) | eng_cut) | eng_fault);
         end
     end
 
@@ -1553,7 +1588,7 @@ module card_rx_w64 (
     end
 
     always @(posedge clk) begin
-        if (((((eng_state == 4'h4) | (((eng_state == 4'h7) & eng_drained) & ((((err_hit | turn_dead) | turn_dead_set) | big_hit) | cut_hit))) | chk_fail) | chk_cut) | host_kill_pre) begin
+        if (((((eng_state == 4'h4) | (((eng_state == 4'h7) & eng_drained) & (((((err_hit | turn_dead) | turn_dead_set) | big_hit) | cut_hit) | flt_hit))) | chk_fail) | chk_cut) | host_kill_pre) begin
             failq <= ((eng_state == 4'h4) & ~host_kill) ? (rxs_st_rd[0] | rx_dead_rd[0]) : 1'h1;
         end
     end
@@ -1574,7 +1609,7 @@ module card_rx_w64 (
 
     always @(posedge clk) begin
         if (err_set) begin
-            err_kind <= chk_fail ? 3'h7 : ((chk_cut | (eng_own_fail & ~big_hit)) ? 3'h6 : (eng_big_fail ? 3'h5 : mpa_err_kind));
+            err_kind <= chk_fail ? 3'h7 : ((chk_cut | (eng_own_fail & cut_hit)) ? 3'h6 : (eng_big_fail ? 3'h5 : (eng_flt_fail ? 3'h4 : mpa_err_kind)));
         end
     end
 
@@ -1586,7 +1621,13 @@ module card_rx_w64 (
 
     always @(posedge clk) begin
         if (err_set) begin
-            err_off <= err_own ? lim : mpa_err_off;
+            err_off <= err_own ? (eng_flt_fail ? out_off : lim) : mpa_err_off;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (err_set) begin
+            err_addr <= flt_addr;
         end
     end
 
@@ -2415,6 +2456,7 @@ module card_rx_w64 (
         .m_axis_tlast(rd_tlast),
         .m_axis_tuser_tag(rd_ttag),
         .m_axis_tuser_err(rd_terr),
+        .m_axis_tuser_berr(rd_tberr),
         .m_axi_arid(rdx_arid),
         .m_axi_araddr(rdx_araddr),
         .m_axi_arlen(rdx_arlen),

@@ -1125,6 +1125,7 @@ module card_tx_w512 (
     reg            mop_sent;                 // placement took the operation
     wire           mop_offer;
     wire           in_state17;
+    wire           rd_berr;                  // not used yet: a WQE's error is the request's (tuser_err)
     wire [5:0]     w_m_axi_arid;
     wire [63:0]    w_m_axi_araddr;
     wire [7:0]     w_m_axi_arlen;
@@ -10230,7 +10231,8 @@ module card_tx_w512 (
         rev_rr32[255:224],
         wr_done_tag[7:1],
         bind_w2[39:36],
-        bind_w2[63:41]
+        bind_w2[63:41],
+        rd_berr
     };
 
     always @(posedge clk) begin
@@ -12529,6 +12531,7 @@ module card_tx_w512 (
         .m_axis_tlast(rd_tlast),
         .m_axis_tuser_tag(rd_ttag),
         .m_axis_tuser_err(rd_terr),
+        .m_axis_tuser_berr(rd_berr),
         .m_axi_arid(w_m_axi_arid),
         .m_axi_araddr(w_m_axi_araddr),
         .m_axi_arlen(w_m_axi_arlen),

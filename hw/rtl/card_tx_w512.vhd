@@ -1156,6 +1156,7 @@ architecture rtl of card_tx_w512 is
     signal mop_sent : std_logic := '0';      -- placement took the operation
     signal mop_offer : std_logic;
     signal in_state17 : std_logic;
+    signal rd_berr : std_logic;              -- not used yet: a WQE's error is the request's (tuser_err)
     signal w_m_axi_arid : std_logic_vector(5 downto 0);
     signal w_m_axi_araddr : std_logic_vector(63 downto 0);
     signal w_m_axi_arlen : std_logic_vector(7 downto 0);
@@ -10282,7 +10283,8 @@ begin
         rev_rr32(255 downto 224) &
         wr_done_tag(7 downto 1) &
         bind_w2(39 downto 36) &
-        bind_w2(63 downto 41)
+        bind_w2(63 downto 41) &
+        rd_berr
     );
 
     cmd_rd_reg : process (clk)
@@ -13791,6 +13793,7 @@ begin
             m_axis_tlast => rd_tlast,
             m_axis_tuser_tag => rd_ttag,
             m_axis_tuser_err => rd_terr,
+            m_axis_tuser_berr => rd_berr,
             m_axi_arid => w_m_axi_arid,
             m_axi_araddr => w_m_axi_araddr,
             m_axi_arlen => w_m_axi_arlen,

@@ -18,8 +18,13 @@
 --
 -- Errors: a burst answered SLVERR or DECERR (rresp bit 1) marks its request:
 -- m_axis_tuser_err is 1 on the request's last beat; the beats still come out
--- (their data is whatever the slave returned). rlast is not checked: a burst
--- ends after arlen+1 beats of its ID.
+-- (their data is whatever the slave returned). m_axis_tuser_berr marks, on
+-- every beat, that a response beat of the request up to the one it comes from
+-- had an error (as far as they have arrived when it is read out): a consumer
+-- that must not use a byte the host refused (a stream ring read) stops at the
+-- first such beat, which is exact for a slave that answers every beat of a
+-- refused burst with the error, as a PCIe bridge answers a failed completion.
+-- rlast is not checked: a burst ends after arlen+1 beats of its ID.
 --
 -- Timing: s_req_ready is high while no request is being split, or when the
 -- current one's last burst enters the two-entry burst queue this cycle (it
@@ -72,7 +77,8 @@ entity dma_rd_w128 is
         m_axis_tready : in  std_logic;
         m_axis_tlast : out std_logic;        -- a request's last beat
         m_axis_tuser_tag : out std_logic_vector(7 downto 0); -- the request's tag, every beat
-        m_axis_tuser_err : out std_logic     -- on the last beat: a burst of the request got an error response
+        m_axis_tuser_err : out std_logic;    -- on the last beat: a burst of the request got an error response
+        m_axis_tuser_berr : out std_logic    -- on every beat: a response beat of the request up to this one's had an error (its data may not be the host's)
     );
 end entity dma_rd_w128;
 
@@ -549,21 +555,25 @@ architecture rtl of dma_rd_w128 is
     signal oq0_last : std_logic;
     signal oq0_tag : std_logic_vector(7 downto 0);
     signal oq0_err : std_logic;
+    signal oq0_berr : std_logic;
     signal oq1_data : std_logic_vector(127 downto 0);
     signal oq1_keep : std_logic_vector(15 downto 0);
     signal oq1_last : std_logic;
     signal oq1_tag : std_logic_vector(7 downto 0);
     signal oq1_err : std_logic;
+    signal oq1_berr : std_logic;
     signal oq2_data : std_logic_vector(127 downto 0);
     signal oq2_keep : std_logic_vector(15 downto 0);
     signal oq2_last : std_logic;
     signal oq2_tag : std_logic_vector(7 downto 0);
     signal oq2_err : std_logic;
+    signal oq2_berr : std_logic;
     signal oq3_data : std_logic_vector(127 downto 0);
     signal oq3_keep : std_logic_vector(15 downto 0);
     signal oq3_last : std_logic;
     signal oq3_tag : std_logic_vector(7 downto 0);
     signal oq3_err : std_logic;
+    signal oq3_berr : std_logic;
     signal oq_wpos : std_logic_vector(2 downto 0); -- where a pushed entry goes
     signal oq0_push : std_logic;
     signal oq1_push : std_logic;
@@ -828,6 +838,7 @@ begin
     m_axis_tlast <= out_v and oq0_last;
     m_axis_tuser_tag <= oq0_tag and std_logic_vector'(7 downto 0 => out_v);
     m_axis_tuser_err <= out_v and oq0_err;
+    m_axis_tuser_berr <= out_v and oq0_berr;
     unused_bits <= or std_logic_vector'(m_axi_rlast & m_axi_rresp(0));
 
     req_v_reg : process (clk)
@@ -3481,6 +3492,13 @@ begin
         end if;
     end process;
 
+    oq0_berr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            oq0_berr <= mux(oq0_push, s1_err, mux(b2l(std_logic_vector'("00" & q_pop) = "001"), oq1_berr, mux(b2l(std_logic_vector'("00" & q_pop) = "010"), oq2_berr, mux(b2l(std_logic_vector'("00" & q_pop) = "011"), oq3_berr, oq0_berr))));
+        end if;
+    end process;
+
     oq1_data_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -3530,6 +3548,13 @@ begin
     begin
         if rising_edge(clk) then
             oq1_err <= mux(oq1_push, s1_last and s1_err, mux(b2l(std_logic_vector'("00" & q_pop) = "001"), oq2_err, mux(b2l(std_logic_vector'("00" & q_pop) = "010"), oq3_err, oq1_err)));
+        end if;
+    end process;
+
+    oq1_berr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            oq1_berr <= mux(oq1_push, s1_err, mux(b2l(std_logic_vector'("00" & q_pop) = "001"), oq2_berr, mux(b2l(std_logic_vector'("00" & q_pop) = "010"), oq3_berr, oq1_berr)));
         end if;
     end process;
 
@@ -3585,6 +3610,13 @@ begin
         end if;
     end process;
 
+    oq2_berr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            oq2_berr <= mux(oq2_push, s1_err, mux(b2l(std_logic_vector'("00" & q_pop) = "001"), oq3_berr, oq2_berr));
+        end if;
+    end process;
+
     oq3_data_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -3634,6 +3666,13 @@ begin
     begin
         if rising_edge(clk) then
             oq3_err <= mux(oq3_push, s1_last and s1_err, oq3_err);
+        end if;
+    end process;
+
+    oq3_berr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            oq3_berr <= mux(oq3_push, s1_err, oq3_berr);
         end if;
     end process;
 

@@ -18,8 +18,13 @@
 //
 // Errors: a burst answered SLVERR or DECERR (rresp bit 1) marks its request:
 // m_axis_tuser_err is 1 on the request's last beat; the beats still come out
-// (their data is whatever the slave returned). rlast is not checked: a burst
-// ends after arlen+1 beats of its ID.
+// (their data is whatever the slave returned). m_axis_tuser_berr marks, on
+// every beat, that a response beat of the request up to the one it comes from
+// had an error (as far as they have arrived when it is read out): a consumer
+// that must not use a byte the host refused (a stream ring read) stops at the
+// first such beat, which is exact for a slave that answers every beat of a
+// refused burst with the error, as a PCIe bridge answers a failed completion.
+// rlast is not checked: a burst ends after arlen+1 beats of its ID.
 //
 // Timing: s_req_ready is high while no request is being split, or when the
 // current one's last burst enters the two-entry burst queue this cycle (it
@@ -70,7 +75,8 @@ module dma_rd_w512 (
     input  wire           m_axis_tready,
     output wire           m_axis_tlast,      // a request's last beat
     output wire [7:0]     m_axis_tuser_tag,  // the request's tag, every beat
-    output wire           m_axis_tuser_err   // on the last beat: a burst of the request got an error response
+    output wire           m_axis_tuser_err,  // on the last beat: a burst of the request got an error response
+    output wire           m_axis_tuser_berr  // on every beat: a response beat of the request up to this one's had an error (its data may not be the host's)
 );
 
     reg            req_v;                    // a request is being split
@@ -520,21 +526,25 @@ module dma_rd_w512 (
     reg            oq0_last;
     reg  [7:0]     oq0_tag;
     reg            oq0_err;
+    reg            oq0_berr;
     reg  [511:0]   oq1_data;
     reg  [63:0]    oq1_keep;
     reg            oq1_last;
     reg  [7:0]     oq1_tag;
     reg            oq1_err;
+    reg            oq1_berr;
     reg  [511:0]   oq2_data;
     reg  [63:0]    oq2_keep;
     reg            oq2_last;
     reg  [7:0]     oq2_tag;
     reg            oq2_err;
+    reg            oq2_berr;
     reg  [511:0]   oq3_data;
     reg  [63:0]    oq3_keep;
     reg            oq3_last;
     reg  [7:0]     oq3_tag;
     reg            oq3_err;
+    reg            oq3_berr;
     wire [2:0]     oq_wpos;                  // where a pushed entry goes
     wire           oq0_push;
     wire           oq1_push;
@@ -944,6 +954,7 @@ module dma_rd_w512 (
     assign m_axis_tlast = out_v & oq0_last;
     assign m_axis_tuser_tag = oq0_tag & {8{out_v}};
     assign m_axis_tuser_err = out_v & oq0_err;
+    assign m_axis_tuser_berr = out_v & oq0_berr;
     assign unused_bits = |{m_axi_rlast, m_axi_rresp[0]};
 
     always @(posedge clk) begin
@@ -2860,6 +2871,10 @@ module dma_rd_w512 (
     end
 
     always @(posedge clk) begin
+        oq0_berr <= oq0_push ? s1_err : (({2'h0, q_pop} == 3'h1) ? oq1_berr : (({2'h0, q_pop} == 3'h2) ? oq2_berr : (({2'h0, q_pop} == 3'h3) ? oq3_berr : oq0_berr)));
+    end
+
+    always @(posedge clk) begin
         oq1_data <= oq1_push ? (out_data & {
             {8{out_keep[63]}},
             {8{out_keep[62]}},
@@ -2942,6 +2957,10 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         oq1_err <= oq1_push ? (s1_last & s1_err) : (({2'h0, q_pop} == 3'h1) ? oq2_err : (({2'h0, q_pop} == 3'h2) ? oq3_err : oq1_err));
+    end
+
+    always @(posedge clk) begin
+        oq1_berr <= oq1_push ? s1_err : (({2'h0, q_pop} == 3'h1) ? oq2_berr : (({2'h0, q_pop} == 3'h2) ? oq3_berr : oq1_berr));
     end
 
     always @(posedge clk) begin
@@ -3030,6 +3049,10 @@ module dma_rd_w512 (
     end
 
     always @(posedge clk) begin
+        oq2_berr <= oq2_push ? s1_err : (({2'h0, q_pop} == 3'h1) ? oq3_berr : oq2_berr);
+    end
+
+    always @(posedge clk) begin
         oq3_data <= oq3_push ? (out_data & {
             {8{out_keep[63]}},
             {8{out_keep[62]}},
@@ -3112,6 +3135,10 @@ module dma_rd_w512 (
 
     always @(posedge clk) begin
         oq3_err <= oq3_push ? (s1_last & s1_err) : oq3_err;
+    end
+
+    always @(posedge clk) begin
+        oq3_berr <= oq3_push ? s1_err : oq3_berr;
     end
 
     // rob: synchronous write, synchronous read (block RAM)

@@ -277,6 +277,7 @@ module iwcard_w512 (
     wire [2:0]     rx_m_err_kind;
     wire [2:0]     rx_m_err_code;
     wire [31:0]    rx_m_err_offset;
+    wire [63:0]    rx_m_err_addr;
     wire           rx_snd_idle;
     wire           rx_s_fl_ready;
     wire           rx_s_fail_ready;
@@ -606,7 +607,9 @@ module iwcard_w512 (
     wire           term_g3;
     wire           term_valid;
     wire           term_take;                // card_tx takes the record
+    wire           term_err_dma;             // card_rx's error is a faulted ring read
     wire           term_rx_fault;            // card_rx's record is a receive WQE read's DMA fault
+    wire           term_ring_fault;          // card_rx's error record is a receive ring read's DMA fault
     wire           qpcmd_bd_tx_taken;        // every engine has card_tx's bad SQ_PI's ERROR
     wire           cpl_hold;                 // a completion has no verdict yet, or an overrun's QPs are not all in error
     wire           end_go;                   // placement is empty: a stream-end record may pass
@@ -681,7 +684,9 @@ module iwcard_w512 (
     assign term_valid = ((term_g0 | term_g1) | term_g2) | term_g3;
     assign term_take = term_valid & tx_s_term_ready;
     assign sweep_taken = term_take & term_g3;
+    assign term_err_dma = rx_m_err_kind == 3'h4;
     assign term_rx_fault = term_g0 & rx_m_rxterm_fault;
+    assign term_ring_fault = term_g2 & term_err_dma;
     assign qpcmd_bd_tx_taken = (qpcmd_bd & qpcmd_ready) & (qpcmd_bd_src_now == 2'h1);
     assign cpl_hold = ((st_busy | cq_cpl_busy) | cq_m_overrun_valid) | sweep_busy;
     assign end_go = ~pl_busy;
@@ -1162,14 +1167,14 @@ module iwcard_w512 (
         .s_term_valid(term_valid),
         .s_term_ready(tx_s_term_ready),
         .s_term_qpn(term_g1 ? pl_m_term_qp[9:0] : (term_g2 ? rx_m_err_qp : (term_g3 ? sweep_idx : rx_m_rxterm_qp))),
-        .s_term_cause(term_g1 ? pl_m_term_cause : (term_g2 ? ((rx_m_err_kind == 3'h5) ? 16'h00ff : {13'h0400, rx_m_err_code}) : (term_g3 ? 16'h00ff : rx_m_rxterm_cause))),
+        .s_term_cause(term_g1 ? pl_m_term_cause : (term_g2 ? (((rx_m_err_kind == 3'h5) | term_err_dma) ? 16'h00ff : {13'h0400, rx_m_err_code}) : (term_g3 ? 16'h00ff : rx_m_rxterm_cause))),
         .s_term_hdr(term_g1 ? pl_m_term_hdr : (term_g2 ? 144'h000000000000000000000000000000000000 : (term_g3 ? 144'h000000000000000000000000000000000000 : rx_m_rxterm_hdr))),
         .s_term_seglen(term_g1 ? pl_m_term_seglen : (term_g2 ? 16'h0000 : (term_g3 ? 16'h0000 : rx_m_rxterm_seglen))),
         .s_term_rdma(rx_m_rxterm_rdma & {224{term_g0}}),
         .s_term_recv(term_g0 & rx_m_rxterm_recv),
-        .s_term_fault(term_rx_fault),
-        .s_term_fault_addr(rx_m_rxterm_fault_addr & {64{term_rx_fault}}),
-        .s_term_reason(term_g3 ? 8'h05 : (term_rx_fault ? 8'h04 : 8'h00)),
+        .s_term_fault(term_rx_fault | term_ring_fault),
+        .s_term_fault_addr(term_ring_fault ? rx_m_err_addr : (rx_m_rxterm_fault_addr & {64{term_rx_fault}})),
+        .s_term_reason(term_g3 ? 8'h05 : ((term_rx_fault | term_ring_fault) ? 8'h04 : 8'h00)),
         .m_ev_valid(tx_m_ev_valid),
         .m_ev_ready(cq_s_ev1_ready),
         .m_ev_type(tx_m_ev_type),
@@ -1311,6 +1316,7 @@ module iwcard_w512 (
         .m_err_kind(rx_m_err_kind),
         .m_err_code(rx_m_err_code),
         .m_err_offset(rx_m_err_offset),
+        .m_err_addr(rx_m_err_addr),
         .snd_idle(rx_snd_idle),
         .s_fl_valid(term_take & (term_g1 | term_g2)),
         .s_fl_ready(rx_s_fl_ready),

@@ -308,6 +308,7 @@ architecture rtl of iwcard_w64 is
     signal rx_m_err_kind : std_logic_vector(2 downto 0);
     signal rx_m_err_code : std_logic_vector(2 downto 0);
     signal rx_m_err_offset : std_logic_vector(31 downto 0);
+    signal rx_m_err_addr : std_logic_vector(63 downto 0);
     signal rx_snd_idle : std_logic;
     signal rx_s_fl_ready : std_logic;
     signal rx_s_fail_ready : std_logic;
@@ -637,7 +638,9 @@ architecture rtl of iwcard_w64 is
     signal term_g3 : std_logic;
     signal term_valid : std_logic;
     signal term_take : std_logic;            -- card_tx takes the record
+    signal term_err_dma : std_logic;         -- card_rx's error is a faulted ring read
     signal term_rx_fault : std_logic;        -- card_rx's record is a receive WQE read's DMA fault
+    signal term_ring_fault : std_logic;      -- card_rx's error record is a receive ring read's DMA fault
     signal qpcmd_bd_tx_taken : std_logic;    -- every engine has card_tx's bad SQ_PI's ERROR
     signal cpl_hold : std_logic;             -- a completion has no verdict yet, or an overrun's QPs are not all in error
     signal end_go : std_logic;               -- placement is empty: a stream-end record may pass
@@ -713,7 +716,9 @@ begin
     term_valid <= ((term_g0 or term_g1) or term_g2) or term_g3;
     term_take <= term_valid and tx_s_term_ready;
     sweep_taken <= term_take and term_g3;
+    term_err_dma <= b2l(rx_m_err_kind = "100");
     term_rx_fault <= term_g0 and rx_m_rxterm_fault;
+    term_ring_fault <= term_g2 and term_err_dma;
     qpcmd_bd_tx_taken <= (qpcmd_bd and qpcmd_ready) and b2l(qpcmd_bd_src_now = "01");
     cpl_hold <= ((st_busy or cq_cpl_busy) or cq_m_overrun_valid) or sweep_busy;
     end_go <= not pl_busy;
@@ -1294,14 +1299,14 @@ begin
             s_term_valid => term_valid,
             s_term_ready => tx_s_term_ready,
             s_term_qpn => mux(term_g1, pl_m_term_qp(9 downto 0), mux(term_g2, rx_m_err_qp, mux(term_g3, sweep_idx, rx_m_rxterm_qp))),
-            s_term_cause => mux(term_g1, pl_m_term_cause, mux(term_g2, mux(b2l(rx_m_err_kind = "101"), x"00ff", std_logic_vector'("0010000000000" & rx_m_err_code)), mux(term_g3, x"00ff", rx_m_rxterm_cause))),
+            s_term_cause => mux(term_g1, pl_m_term_cause, mux(term_g2, mux(b2l(rx_m_err_kind = "101") or term_err_dma, x"00ff", std_logic_vector'("0010000000000" & rx_m_err_code)), mux(term_g3, x"00ff", rx_m_rxterm_cause))),
             s_term_hdr => mux(term_g1, pl_m_term_hdr, mux(term_g2, x"000000000000000000000000000000000000", mux(term_g3, x"000000000000000000000000000000000000", rx_m_rxterm_hdr))),
             s_term_seglen => mux(term_g1, pl_m_term_seglen, mux(term_g2, x"0000", mux(term_g3, x"0000", rx_m_rxterm_seglen))),
             s_term_rdma => rx_m_rxterm_rdma and std_logic_vector'(223 downto 0 => term_g0),
             s_term_recv => term_g0 and rx_m_rxterm_recv,
-            s_term_fault => term_rx_fault,
-            s_term_fault_addr => rx_m_rxterm_fault_addr and std_logic_vector'(63 downto 0 => term_rx_fault),
-            s_term_reason => mux(term_g3, x"05", mux(term_rx_fault, x"04", x"00")),
+            s_term_fault => term_rx_fault or term_ring_fault,
+            s_term_fault_addr => mux(term_ring_fault, rx_m_err_addr, rx_m_rxterm_fault_addr and std_logic_vector'(63 downto 0 => term_rx_fault)),
+            s_term_reason => mux(term_g3, x"05", mux(term_rx_fault or term_ring_fault, x"04", x"00")),
             m_ev_valid => tx_m_ev_valid,
             m_ev_ready => cq_s_ev1_ready,
             m_ev_type => tx_m_ev_type,
@@ -1444,6 +1449,7 @@ begin
             m_err_kind => rx_m_err_kind,
             m_err_code => rx_m_err_code,
             m_err_offset => rx_m_err_offset,
+            m_err_addr => rx_m_err_addr,
             snd_idle => rx_snd_idle,
             s_fl_valid => term_take and (term_g1 or term_g2),
             s_fl_ready => rx_s_fl_ready,

@@ -43,7 +43,7 @@ type dmaRdPorts struct {
 	rst, reqValid, reqReady, reqAddr, reqLen, reqTag       Port
 	arID, arAddr, arLen, arSize, arBurst, arValid, arReady Port
 	rID, rData, rResp, rLast, rValid, rReady               Port
-	oData, oKeep, oValid, oReady, oLast, oTag, oErr        Port
+	oData, oKeep, oValid, oReady, oLast, oTag, oErr, oBErr Port
 	lanes                                                  int
 }
 
@@ -59,7 +59,7 @@ func lookupDMARdPorts(l Layout) (dmaRdPorts, error) {
 		"m_axi_arlen": &p.arLen, "m_axi_arsize": &p.arSize, "m_axi_arburst": &p.arBurst,
 		"m_axi_arvalid": &p.arValid, "m_axi_rready": &p.rReady, "m_axis_tdata": &p.oData,
 		"m_axis_tkeep": &p.oKeep, "m_axis_tvalid": &p.oValid, "m_axis_tlast": &p.oLast,
-		"m_axis_tuser_tag": &p.oTag, "m_axis_tuser_err": &p.oErr,
+		"m_axis_tuser_tag": &p.oTag, "m_axis_tuser_err": &p.oErr, "m_axis_tuser_berr": &p.oBErr,
 	})
 	p.lanes = p.rData.Width / 8
 	return p, err
@@ -120,6 +120,7 @@ func (a *dmaRdModel) Step(in, out []uint32) {
 	p.oLast.Set(out, b2u(o.OLast))
 	p.oTag.Set(out, uint64(o.OTag))
 	p.oErr.Set(out, b2u(o.OErr))
+	p.oBErr.Set(out, b2u(o.OBErr))
 }
 
 // hostByte is the simulated host memory: a fixed function of the address.
@@ -136,7 +137,8 @@ type dmaRdReq struct {
 	arBeats  int // beats of it not yet covered by bursts
 	nextBeat uint64
 	err      bool
-	got      int // bytes delivered
+	berr     bool // tuser_berr was seen
+	got      int  // bytes delivered
 }
 
 type dmaRdBurst struct {
@@ -373,6 +375,18 @@ func (d *dmaRdDriver) Observe(in, out []uint32) {
 		}
 		if (p.oErr.Get(out) != 0) != (last && q.err) {
 			d.fail("request tag %d: tuser_err %d, its bursts' error %v", q.tag, p.oErr.Get(out), q.err)
+		}
+		// tuser_berr: never without an error, never dropped once set
+		// within the request, set on its last beat when it had one.
+		switch berr := p.oBErr.Get(out) != 0; {
+		case berr && !q.err:
+			d.fail("request tag %d byte %d: tuser_berr with no error response", q.tag, q.got)
+		case q.berr && !berr:
+			d.fail("request tag %d byte %d: tuser_berr dropped", q.tag, q.got)
+		case last && q.err && !berr:
+			d.fail("request tag %d: tuser_berr low on the last beat of a request with an error", q.tag)
+		default:
+			q.berr = berr
 		}
 		if last {
 			d.outCursor++

@@ -229,3 +229,110 @@ func TestCardCosimRQFault(t *testing.T) {
 		})
 	}
 }
+
+// TestCardCosimRingFault: a receive stream ring the host refuses to let
+// the card read fails its QP as it fails the card model's. The peer sends
+// RDMA Writes into a ring that is refused whole ("ring": the first FPDU's
+// header cannot be read), or whose next page is refused ("page": the
+// FPDUs before that page are placed, the one that runs into it is not).
+// Both cards must place the same bytes, raise DMA_FAULT (OBJ the QP,
+// INFO the address the model's read of the FPDU names) then QP_ERROR DMA,
+// send a Local Catastrophic Terminate, leave RXS_CI at the faulted FPDU
+// and name the read in DMA_FAULT_*; the other QP goes on.
+func TestCardCosimRingFault(t *testing.T) {
+	for _, w := range gen.CardTopWidths {
+		for _, what := range []string{"ring", "page"} {
+			t.Run(fmt.Sprintf("%d/%s", w, what), func(t *testing.T) {
+				seed := seedFor(t.Name())
+				b := newWCBench(t, w, seed, wcTiming, 2, func(i int, q *wcQP) {
+					if i == 0 {
+						q.rxsLog = 13 // two pages
+					}
+				})
+				for round := 0; round < 3; round++ {
+					b.round(round)
+				}
+				b.compare()
+				q, o := b.qps[0], b.qps[1]
+				ring := uint32(1) << q.rxsLog
+				base := wcRXS + uint64(q.n)<<16
+				at := q.rxWritten & (ring - 1)
+				var stream []byte
+				lo, hi := base, base+uint64(ring) // the refused range
+				if what == "ring" {
+					b.refuse(base)
+					stream = b.peerWriteMsg(q, 1+b.rng.IntN(600))
+				} else {
+					page := (at/4096 + 1) * 4096 & (ring - 1)
+					lo, hi = base+uint64(page), base+uint64(page)+4096
+					b.refusePage(lo)
+					before := (page - at) & (ring - 1) // stream octets before the refused page
+					for uint32(len(stream)) <= before+64 {
+						stream = append(stream, b.peerWriteMsg(q, 1+b.rng.IntN(600))...)
+					}
+				}
+				tx := len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil))
+				ci := b.rtlStat(q.n).RXSCI()
+				b.peerSend(q, stream)
+				b.runModel()
+				b.runRTL(3_000_000)
+				b.compare()
+				ms := faultRegs(t, b.model.Read32)
+				addr := uint64(ms[2])<<32 | uint64(ms[1])
+				require.True(t, addr >= lo && addr < hi, "seed %d: the model's fault at %#x, outside the refused %#x..%#x", seed, addr, lo, hi)
+				if what == "ring" {
+					require.Equal(t, base+uint64(at), addr, "seed %d: the first FPDU's header is read first", seed)
+				}
+				b.readFaulted(q, addr)
+				st := b.rtlStat(q.n)
+				require.Less(t, st.RXSCI()-ci, uint32(len(stream)), "seed %d: RXS_CI past the faulted FPDU", seed)
+				t.Logf("%d of %d stream octets consumed before the fault at %#x (refused %#x..%#x)", st.RXSCI()-ci, len(stream), addr, lo, hi)
+				require.Greater(t, len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil)), tx, "seed %d: no Terminate was sent", seed)
+				b.goesOn(o)
+			})
+		}
+	}
+}
+
+// peerWriteMsg returns the peer's FPDUs of one RDMA Write of n random
+// bytes into q's region, in segments of random size.
+func (b *wcBench) peerWriteMsg(q *wcQP, n int) []byte {
+	r := b.rng
+	seg := 1 + r.IntN(n)
+	to := wcRegion + uint64(q.n)<<16 + uint64(r.IntN(wcRegLen-n+1))
+	var fp []byte
+	for off := 0; off < n; off += seg {
+		c := min(seg, n-off)
+		ulp := ddp.TaggedFields{Last: off+c == n, Version: ddp.Version1, RsvdULP: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpWrite)),
+			STag: uint32(q.stag), TO: to + uint64(off)}.Append(nil)
+		for i := 0; i < c; i++ {
+			ulp = append(ulp, byte(r.Uint32()))
+		}
+		var err error
+		fp, err = q.peer.AppendFPDU(fp, ulp)
+		require.NoError(b.t, err)
+	}
+	return fp
+}
+
+// refusePage makes both hosts refuse DMA to the 4 KiB page at iova from
+// now on: the RTL's window that holds it is mapped again around it.
+func (b *wcBench) refusePage(iova uint64) {
+	b.t.Helper()
+	for base, m := range b.win {
+		if iova < base || iova+4096 > base+uint64(len(m)) {
+			continue
+		}
+		require.NoError(b.t, b.ws.Unmap(base))
+		off := iova - base
+		if off > 0 {
+			require.NoError(b.t, b.ws.Map(base, m[:off]))
+		}
+		if end := off + 4096; end < uint64(len(m)) {
+			require.NoError(b.t, b.ws.Map(iova+4096, m[end:]))
+		}
+		b.refused = append(b.refused, [2]uint64{iova, iova + 4096})
+		return
+	}
+	b.t.Fatalf("seed %d: no window holds the page at %#x", b.seed, iova)
+}

@@ -98,6 +98,7 @@
     X(m_err_kind, 3) \
     X(m_err_code, 3) \
     X(m_err_offset, 32) \
+    X(m_err_addr, 64) \
     X(snd_idle, 1) \
     X(s_fl_ready, 1) \
     X(s_fail_ready, 1) \

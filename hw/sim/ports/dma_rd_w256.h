@@ -36,5 +36,6 @@
     X(m_axis_tlast, 1) \
     X(m_axis_tuser_tag, 8) \
     X(m_axis_tuser_err, 1) \
+    X(m_axis_tuser_berr, 1) \
     /* end */
 
