@@ -116,7 +116,7 @@ func CardTx(width int) (*Module, error) {
 		"RFC 5040 §4.4, §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write, RDMA Read Request; ORD; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)",
 		fmt.Sprintf("The card's transmit engine, %d-bit data path (docs/card-rtl.md): per-QP transmit context in block RAM (%d QPs) written by the QP command; SQ_PI, TXS_CI and push doorbells; a round-robin scheduler over QPs with posted work (a FIFO of QP numbers in block RAM and one queued bit per QP: a QP is in it at most once, so it never overflows, and a QP sends one WQE per turn); WQE fetch by DMA (dma_rd: the first basic block, then the others in one read, two where they wrap the ring) or from a pushed block (%d held, matched by QP and SQ index) without a DMA read; WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's stream offset; each FPDU's wire length is computed here as it enters mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo the ring size, in two writes where it wraps, the second realigned to lane 0); one record per WQE in posting order once its last ring write has its write response.", W, CardTxQPs, CardTxPushSlots),
 		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). A fenced WQE waits while Reads are outstanding, a Read while ORD are; any other WQE starts behind outstanding Reads, and its completion waits for them: when a Read completes, the engine walks the SQ from SQ_CI, completing (first block read again; an SGL's lengths summed by a check pass over its blocks) every WQE sent behind it up to the next outstanding Read or the first WQE not started, so completions stay in posting order with no per-QP completion memory. Local Invalidate and BIND_MW WQEs (not inline) go to placement's mop port (m_mop) when they start and send nothing: the STag is invalidated, or the window's entry written, before the next WQE starts; one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails the QP as a failed lkey check does. A malformed WQE (an opcode the SQ does not take, an inline length or SGL its blocks cannot hold, a bad BBS) completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic Terminate, as the card model does. A DMA error response to a WQE read (a new WQE's, before anything of it is sent) fails the QP as the card model's fetch does: a DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn report it too. A read error while a WQE is fetched again to complete or flush it still only stops the QP until its next doorbell. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken without effect. A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight): there a WQE starts only once every completion before it has its verdict (cpl_hold low, its own completion queue empty), so that the WQE behind one whose completion overran is flushed, never sent, as in the card model; its QP goes back to the scheduler meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with that INFO instead of TERM_SENT.", CardTxRingGuard, cardTxMaxInline),
-		"Records out (m_cpl_*): one per WQE in posting order once its ring bytes are written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's new SQ_CI and TXS_PI for its status record either way. An RDMA Read gives two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI does not), and its completion when its Read done is taken (SQ_CI moves past it); so does a WQE sent behind an outstanding Read (its completion comes from the walk).",
+		"Records out (m_cpl_*): one per WQE in posting order once its ring bytes are written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's new SQ_CI and TXS_PI for its status record either way. A message longer than a quarter of the ring also gives progress records (no CQE, SQ_CI unchanged, TXS_PI at the end of an FPDU that is not the message's last and whose end crosses a quarter of the ring), so the host drains the ring while the message is written. An RDMA Read gives two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI does not), and its completion when its Read done is taken (SQ_CI moves past it); so does a WQE sent behind an outstanding Read (its completion comes from the walk).",
 	)
 	clk := m.Clock()
 	rst := m.ResetPort()
@@ -950,7 +950,16 @@ func CardTx(width int) (*Module, error) {
 	hFirst := m.RegDecl("h_first", 1, "the next beat into mpa_tx opens an FPDU")
 	recRoom := m.Wire("rec_room", 1, "")
 	fits := m.Wire("ring_fits", 1, "the ring has room for the FPDU entering mpa_tx")
-	hGate := m.WireOf("h_gate", Or(Not(hFirst), And(recRoom, fits)), "")
+	// A message longer than the ring is published as it goes: an FPDU
+	// that is not the message's last and whose end crosses a quarter of
+	// the ring gets a record of its own (no CQE, SQ_CI unchanged, TXS_PI
+	// at its end) once its ring writes are done, so the host drains the
+	// ring while the message goes on. At most a quarter of the ring and
+	// one FPDU are then written and unpublished, so an FPDU of up to
+	// three quarters of the ring always finds room.
+	pubFP := m.Wire("pub_fpdu", 1, "the FPDU entering mpa_tx gets a progress record")
+	pubRoom := m.WireOf("pub_room", And(cplRoom, Not(sWB)), "the completion queue takes a progress record now")
+	hGate := m.WireOf("h_gate", Or(Not(hFirst), And(recRoom, fits, Or(Not(pubFP), pubRoom))), "")
 	hGo := m.WireOf("h_go", And(ddpValid, mpaReady, hGate), "a beat goes from ddp_tx to mpa_tx")
 	m.Drive(hFirst, big.NewInt(1), ddpLast, hGo)
 	newFPDU := m.WireOf("fpdu_new", And(hGo, hFirst), "")
@@ -998,6 +1007,10 @@ func CardTx(width int) (*Module, error) {
 	// A gathered message can be longer than the ring: each FPDU waits for
 	// room (TXS_CI doorbells); an inline WQE always has it (the start guard).
 	m.Assign(fits, Not(Lt(size32, Add(used, zext(wl, 32)))))
+	fEnd := m.WireOf("fpdu_end_off", Add(fOff, zext(wl, 32)), "the stream offset after the FPDU")
+	quarter := m.WireOf("ring_quarter_hi", Not(zext(Bits(cTXMask, 23, 2), 32)), "stream offset bits above a quarter of the ring")
+	m.Assign(pubFP, And(Not(ddpMsgLast), Ne(And(fOff, quarter), And(fEnd, quarter))))
+	pubGo := m.WireOf("pub_go", And(newFPDU, pubFP), "a progress record is queued")
 
 	// --- ring records: one per FPDU, for the request issuer and the data path ---
 	pos := m.WireOf("rec_pos", And(Bits(fOff, 23, 0), cTXMask), "the FPDU's place in the ring")
@@ -1009,7 +1022,7 @@ func CardTx(width int) (*Module, error) {
 	qdPop := m.Wire("qd_pop", addrWidth(cardTxRecDepth+1), "")
 	recF := []string{"base", "pos", "len", "split", "cut", "last"}
 	recW := []int{52, 24, 16, 1, 16, 1}
-	recD := []Expr{cTXBase, pos, Bits(wl, 15, 0), split, cut, ddpMsgLast}
+	recD := []Expr{cTXBase, pos, Bits(wl, 15, 0), split, cut, Or(ddpMsgLast, pubFP)}
 	qa := ShiftQueue(m, "qa", cardTxRecDepth, recF, recW, newFPDU, recD, qaPop)
 	qd := ShiftQueue(m, "qd", cardTxRecDepth, recF, recW, newFPDU, recD, qdPop)
 	rcw := qa.Count.W
@@ -1129,9 +1142,26 @@ func CardTx(width int) (*Module, error) {
 	revRec := Cat(C(1, 0), revRR, Bits(pd, rreqRecW-1, 224), C(16, untaggedHdr+cardTxReadReqBytes), revCause)
 	m.Assign(engCause, Sel(rspFault, revCause, C(16, causeRDMAPLocalCatastrophic)))
 	m.Assign(engRec, Sel(rspFault, revRec, C(termRecW, causeRDMAPLocalCatastrophic)))
-	cq := ShiftQueue(m, "cq", CardTxCplDepth, cplF, cplW, And(sWB, Not(noRec)),
-		[]Expr{And(Or(flushErr, prot, rfl, And(hSignaled, retires)), Not(wfR)), cCQ, cur, hWRID, wcOp, Sel(Or(flushErr, prot, rfl, opMop), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, fOff,
-			Or(retFl, prot, opMop, And(rsp, Or(rspDrop, rspFault)), And(tm, tRecv)), Or(flushErr, rfl), prot, rsp, tm, blameCause, malR}, cqPop)
+	// The WQE's record at its write-back, or a progress record (pubGo:
+	// only the QP, SQ_CI unchanged and TXS_PI; never in the same cycle).
+	wbRec := []Expr{And(Or(flushErr, prot, rfl, And(hSignaled, retires)), Not(wfR)), cCQ, cur, hWRID, wcOp, Sel(Or(flushErr, prot, rfl, opMop), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, fOff,
+		Or(retFl, prot, opMop, And(rsp, Or(rspDrop, rspFault)), And(tm, tRecv)), Or(flushErr, rfl), prot, rsp, tm, blameCause, malR}
+	recIn := make([]Expr, len(wbRec))
+	for i, e := range wbRec {
+		var pe Expr = C(cplW[i], 0)
+		switch cplF[i] {
+		case "cq":
+			pe = cCQ
+		case "qpn":
+			pe = cur
+		case "sq_ci":
+			pe = cSQCI
+		case "txs_pi":
+			pe = fEnd
+		}
+		recIn[i] = Sel(pubGo, pe, e)
+	}
+	cq := ShiftQueue(m, "cq", CardTxCplDepth, cplF, cplW, Or(And(sWB, Not(noRec)), pubGo), recIn, cqPop)
 	ccw := cq.Count.W
 	m.Assign(cplRoom, Lt(cq.Count, C(ccw, CardTxCplDepth)))
 	dn := m.RegDecl("cpl_written", 4, "WQEs whose ring writes are done, not yet out")

@@ -66,11 +66,14 @@
 --
 -- Records out (m_cpl_*): one per WQE in posting order once its ring bytes are
 -- written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's
--- new SQ_CI and TXS_PI for its status record either way. An RDMA Read gives
--- two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI
--- does not), and its completion when its Read done is taken (SQ_CI moves past
--- it); so does a WQE sent behind an outstanding Read (its completion comes
--- from the walk).
+-- new SQ_CI and TXS_PI for its status record either way. A message longer than
+-- a quarter of the ring also gives progress records (no CQE, SQ_CI unchanged,
+-- TXS_PI at the end of an FPDU that is not the message's last and whose end
+-- crosses a quarter of the ring), so the host drains the ring while the
+-- message is written. An RDMA Read gives two: one without a CQE when its Read
+-- Request is written (TXS_PI moves, SQ_CI does not), and its completion when
+-- its Read done is taken (SQ_CI moves past it); so does a WQE sent behind an
+-- outstanding Read (its completion comes from the walk).
 --
 -- Implements: RFC 5040 §4.4, §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write, RDMA Read Request; ORD; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)
 
@@ -839,6 +842,8 @@ architecture rtl of card_tx_w512 is
     signal h_first : std_logic := '1';       -- the next beat into mpa_tx opens an FPDU
     signal rec_room : std_logic;
     signal ring_fits : std_logic;            -- the ring has room for the FPDU entering mpa_tx
+    signal pub_fpdu : std_logic;             -- the FPDU entering mpa_tx gets a progress record
+    signal pub_room : std_logic;             -- the completion queue takes a progress record now
     signal h_gate : std_logic;
     signal h_go : std_logic;                 -- a beat goes from ddp_tx to mpa_tx
     signal fpdu_new : std_logic;
@@ -857,6 +862,9 @@ architecture rtl of card_tx_w512 is
     signal w_markers : std_logic_vector(7 downto 0); -- markers in the FPDU
     signal w_len : std_logic_vector(16 downto 0); -- the FPDU's octets on the wire
     signal w_len_sel : std_logic_vector(16 downto 0);
+    signal fpdu_end_off : std_logic_vector(31 downto 0); -- the stream offset after the FPDU
+    signal ring_quarter_hi : std_logic_vector(31 downto 0); -- stream offset bits above a quarter of the ring
+    signal pub_go : std_logic;               -- a progress record is queued
     signal rec_pos : std_logic_vector(23 downto 0); -- the FPDU's place in the ring
     signal rec_to_end : std_logic_vector(24 downto 0);
     signal rec_split : std_logic;            -- the FPDU wraps the ring
@@ -8998,7 +9006,8 @@ begin
     m_chk_tag <= x"00";
     s_chk_ready <= '1';
     feed_end <= (in_state9 and (desc_done or ddp_desc_go)) and ((pay_done or ddp_s_last_go) or no_payload);
-    h_gate <= (not h_first) or (rec_room and ring_fits);
+    pub_room <= cpl_room and (not in_state11);
+    h_gate <= (not h_first) or ((rec_room and ring_fits) and ((not pub_fpdu) or pub_room));
     h_go <= (ddp_m_tvalid and mpa_s_ready) and h_gate;
     fpdu_new <= h_go and h_first;
     w_n5 <= std_logic_vector(unsigned(std_logic_vector'('0' & ddp_m_tuser_len)) + unsigned'("00000000000000101"));
@@ -9016,6 +9025,10 @@ begin
     w_len <= std_logic_vector(unsigned(std_logic_vector(unsigned(w_body) + unsigned(std_logic_vector'("0000000" & w_markers & "00")))) + unsigned'("00000000000000100"));
     w_len_sel <= mux(cur_markers, w_len, std_logic_vector(unsigned(w_body) + unsigned'("00000000000000100")));
     ring_fits <= not b2l(unsigned(ring_size) < unsigned(std_logic_vector(unsigned(ring_used) + unsigned(std_logic_vector'("000000000000000" & w_len_sel)))));
+    fpdu_end_off <= std_logic_vector(unsigned(f_off) + unsigned(std_logic_vector'("000000000000000" & w_len_sel)));
+    ring_quarter_hi <= not std_logic_vector'("0000000000" & cur_txs_mask(23 downto 2));
+    pub_fpdu <= (not ddp_m_tuser_last) and b2l((f_off and ring_quarter_hi) /= (fpdu_end_off and ring_quarter_hi));
+    pub_go <= fpdu_new and pub_fpdu;
     rec_pos <= f_off(23 downto 0) and cur_txs_mask;
     rec_to_end <= std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & cur_txs_mask)) + unsigned'("0000000000000000000000001"))) - unsigned(std_logic_vector'('0' & rec_pos)));
     rec_split <= b2l(unsigned(rec_to_end) < unsigned(std_logic_vector'("000000000" & w_len_sel(15 downto 0))));
@@ -9123,14 +9136,14 @@ begin
     eng_term_cause <= mux(rsp_fault, rev_cause, x"00ff");
     eng_term_rec <= mux(rsp_fault, std_logic_vector'('0' & rev_rr32(223 downto 0) & rrp_data_rd(367 downto 224) & x"002e" & rev_cause), "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000011111111");
     cq_wpos <= std_logic_vector(unsigned(cq_count) - unsigned(cq_pop));
-    cq0_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"0");
-    cq1_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"1");
-    cq2_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"2");
-    cq3_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"3");
-    cq4_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"4");
-    cq5_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"5");
-    cq6_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"6");
-    cq7_push <= (in_state11 and (not no_record)) and b2l(cq_wpos = x"7");
+    cq0_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"0");
+    cq1_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"1");
+    cq2_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"2");
+    cq3_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"3");
+    cq4_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"4");
+    cq5_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"5");
+    cq6_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"6");
+    cq7_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"7");
     cpl_room <= b2l(unsigned(cq_count) < unsigned'(x"8"));
     cpl_free <= (not cpl_v) or m_cpl_ready;
     cpl_unresolved <= (cpl_hold or (or cq_count)) or cpl_v;
@@ -12136,7 +12149,7 @@ begin
     qa0_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qa0_last <= mux(qa0_push, ddp_m_tuser_last, mux(b2l(qa_pop = "001"), qa1_last, mux(b2l(qa_pop = "010"), qa2_last, mux(b2l(qa_pop = "011"), qa3_last, qa0_last))));
+            qa0_last <= mux(qa0_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qa_pop = "001"), qa1_last, mux(b2l(qa_pop = "010"), qa2_last, mux(b2l(qa_pop = "011"), qa3_last, qa0_last))));
         end if;
     end process;
 
@@ -12178,7 +12191,7 @@ begin
     qa1_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qa1_last <= mux(qa1_push, ddp_m_tuser_last, mux(b2l(qa_pop = "001"), qa2_last, mux(b2l(qa_pop = "010"), qa3_last, qa1_last)));
+            qa1_last <= mux(qa1_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qa_pop = "001"), qa2_last, mux(b2l(qa_pop = "010"), qa3_last, qa1_last)));
         end if;
     end process;
 
@@ -12220,7 +12233,7 @@ begin
     qa2_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qa2_last <= mux(qa2_push, ddp_m_tuser_last, mux(b2l(qa_pop = "001"), qa3_last, qa2_last));
+            qa2_last <= mux(qa2_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qa_pop = "001"), qa3_last, qa2_last));
         end if;
     end process;
 
@@ -12262,7 +12275,7 @@ begin
     qa3_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qa3_last <= mux(qa3_push, ddp_m_tuser_last, qa3_last);
+            qa3_last <= mux(qa3_push, ddp_m_tuser_last or pub_fpdu, qa3_last);
         end if;
     end process;
 
@@ -12315,7 +12328,7 @@ begin
     qd0_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qd0_last <= mux(qd0_push, ddp_m_tuser_last, mux(b2l(qd_pop = "001"), qd1_last, mux(b2l(qd_pop = "010"), qd2_last, mux(b2l(qd_pop = "011"), qd3_last, qd0_last))));
+            qd0_last <= mux(qd0_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qd_pop = "001"), qd1_last, mux(b2l(qd_pop = "010"), qd2_last, mux(b2l(qd_pop = "011"), qd3_last, qd0_last))));
         end if;
     end process;
 
@@ -12357,7 +12370,7 @@ begin
     qd1_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qd1_last <= mux(qd1_push, ddp_m_tuser_last, mux(b2l(qd_pop = "001"), qd2_last, mux(b2l(qd_pop = "010"), qd3_last, qd1_last)));
+            qd1_last <= mux(qd1_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qd_pop = "001"), qd2_last, mux(b2l(qd_pop = "010"), qd3_last, qd1_last)));
         end if;
     end process;
 
@@ -12399,7 +12412,7 @@ begin
     qd2_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qd2_last <= mux(qd2_push, ddp_m_tuser_last, mux(b2l(qd_pop = "001"), qd3_last, qd2_last));
+            qd2_last <= mux(qd2_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qd_pop = "001"), qd3_last, qd2_last));
         end if;
     end process;
 
@@ -12441,7 +12454,7 @@ begin
     qd3_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qd3_last <= mux(qd3_push, ddp_m_tuser_last, qd3_last);
+            qd3_last <= mux(qd3_push, ddp_m_tuser_last or pub_fpdu, qd3_last);
         end if;
     end process;
 
@@ -12504,7 +12517,7 @@ begin
             if rst = '1' then
                 cq_count <= x"0";
             else
-                cq_count <= std_logic_vector(unsigned(cq_wpos) + unsigned(std_logic_vector'("000" & (in_state11 and (not no_record)))));
+                cq_count <= std_logic_vector(unsigned(cq_wpos) + unsigned(std_logic_vector'("000" & ((in_state11 and (not no_record)) or pub_go))));
             end if;
         end if;
     end process;
@@ -12512,840 +12525,840 @@ begin
     cq0_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_cqe <= mux(cq0_push, (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault), mux(b2l(cq_pop = x"1"), cq1_cqe, mux(b2l(cq_pop = x"2"), cq2_cqe, mux(b2l(cq_pop = x"3"), cq3_cqe, mux(b2l(cq_pop = x"4"), cq4_cqe, mux(b2l(cq_pop = x"5"), cq5_cqe, mux(b2l(cq_pop = x"6"), cq6_cqe, mux(b2l(cq_pop = x"7"), cq7_cqe, cq0_cqe))))))));
+            cq0_cqe <= mux(cq0_push, mux(pub_go, '0', (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq1_cqe, mux(b2l(cq_pop = x"2"), cq2_cqe, mux(b2l(cq_pop = x"3"), cq3_cqe, mux(b2l(cq_pop = x"4"), cq4_cqe, mux(b2l(cq_pop = x"5"), cq5_cqe, mux(b2l(cq_pop = x"6"), cq6_cqe, mux(b2l(cq_pop = x"7"), cq7_cqe, cq0_cqe))))))));
         end if;
     end process;
 
     cq0_cq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_cq <= mux(cq0_push, cur_cq, mux(b2l(cq_pop = x"1"), cq1_cq, mux(b2l(cq_pop = x"2"), cq2_cq, mux(b2l(cq_pop = x"3"), cq3_cq, mux(b2l(cq_pop = x"4"), cq4_cq, mux(b2l(cq_pop = x"5"), cq5_cq, mux(b2l(cq_pop = x"6"), cq6_cq, mux(b2l(cq_pop = x"7"), cq7_cq, cq0_cq))))))));
+            cq0_cq <= mux(cq0_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = x"1"), cq1_cq, mux(b2l(cq_pop = x"2"), cq2_cq, mux(b2l(cq_pop = x"3"), cq3_cq, mux(b2l(cq_pop = x"4"), cq4_cq, mux(b2l(cq_pop = x"5"), cq5_cq, mux(b2l(cq_pop = x"6"), cq6_cq, mux(b2l(cq_pop = x"7"), cq7_cq, cq0_cq))))))));
         end if;
     end process;
 
     cq0_qpn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_qpn <= mux(cq0_push, cur_qp, mux(b2l(cq_pop = x"1"), cq1_qpn, mux(b2l(cq_pop = x"2"), cq2_qpn, mux(b2l(cq_pop = x"3"), cq3_qpn, mux(b2l(cq_pop = x"4"), cq4_qpn, mux(b2l(cq_pop = x"5"), cq5_qpn, mux(b2l(cq_pop = x"6"), cq6_qpn, mux(b2l(cq_pop = x"7"), cq7_qpn, cq0_qpn))))))));
+            cq0_qpn <= mux(cq0_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = x"1"), cq1_qpn, mux(b2l(cq_pop = x"2"), cq2_qpn, mux(b2l(cq_pop = x"3"), cq3_qpn, mux(b2l(cq_pop = x"4"), cq4_qpn, mux(b2l(cq_pop = x"5"), cq5_qpn, mux(b2l(cq_pop = x"6"), cq6_qpn, mux(b2l(cq_pop = x"7"), cq7_qpn, cq0_qpn))))))));
         end if;
     end process;
 
     cq0_wr_id_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_wr_id <= mux(cq0_push, h_wr_id, mux(b2l(cq_pop = x"1"), cq1_wr_id, mux(b2l(cq_pop = x"2"), cq2_wr_id, mux(b2l(cq_pop = x"3"), cq3_wr_id, mux(b2l(cq_pop = x"4"), cq4_wr_id, mux(b2l(cq_pop = x"5"), cq5_wr_id, mux(b2l(cq_pop = x"6"), cq6_wr_id, mux(b2l(cq_pop = x"7"), cq7_wr_id, cq0_wr_id))))))));
+            cq0_wr_id <= mux(cq0_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = x"1"), cq1_wr_id, mux(b2l(cq_pop = x"2"), cq2_wr_id, mux(b2l(cq_pop = x"3"), cq3_wr_id, mux(b2l(cq_pop = x"4"), cq4_wr_id, mux(b2l(cq_pop = x"5"), cq5_wr_id, mux(b2l(cq_pop = x"6"), cq6_wr_id, mux(b2l(cq_pop = x"7"), cq7_wr_id, cq0_wr_id))))))));
         end if;
     end process;
 
     cq0_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_op <= mux(cq0_push, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(b2l(cq_pop = x"1"), cq1_op, mux(b2l(cq_pop = x"2"), cq2_op, mux(b2l(cq_pop = x"3"), cq3_op, mux(b2l(cq_pop = x"4"), cq4_op, mux(b2l(cq_pop = x"5"), cq5_op, mux(b2l(cq_pop = x"6"), cq6_op, mux(b2l(cq_pop = x"7"), cq7_op, cq0_op))))))));
+            cq0_op <= mux(cq0_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = x"1"), cq1_op, mux(b2l(cq_pop = x"2"), cq2_op, mux(b2l(cq_pop = x"3"), cq3_op, mux(b2l(cq_pop = x"4"), cq4_op, mux(b2l(cq_pop = x"5"), cq5_op, mux(b2l(cq_pop = x"6"), cq6_op, mux(b2l(cq_pop = x"7"), cq7_op, cq0_op))))))));
         end if;
     end process;
 
     cq0_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_len <= mux(cq0_push, mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq1_len, mux(b2l(cq_pop = x"2"), cq2_len, mux(b2l(cq_pop = x"3"), cq3_len, mux(b2l(cq_pop = x"4"), cq4_len, mux(b2l(cq_pop = x"5"), cq5_len, mux(b2l(cq_pop = x"6"), cq6_len, mux(b2l(cq_pop = x"7"), cq7_len, cq0_len))))))));
+            cq0_len <= mux(cq0_push, mux(pub_go, x"00000000", mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq1_len, mux(b2l(cq_pop = x"2"), cq2_len, mux(b2l(cq_pop = x"3"), cq3_len, mux(b2l(cq_pop = x"4"), cq4_len, mux(b2l(cq_pop = x"5"), cq5_len, mux(b2l(cq_pop = x"6"), cq6_len, mux(b2l(cq_pop = x"7"), cq7_len, cq0_len))))))));
         end if;
     end process;
 
     cq0_sq_ci_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_sq_ci <= mux(cq0_push, new_sq_ci, mux(b2l(cq_pop = x"1"), cq1_sq_ci, mux(b2l(cq_pop = x"2"), cq2_sq_ci, mux(b2l(cq_pop = x"3"), cq3_sq_ci, mux(b2l(cq_pop = x"4"), cq4_sq_ci, mux(b2l(cq_pop = x"5"), cq5_sq_ci, mux(b2l(cq_pop = x"6"), cq6_sq_ci, mux(b2l(cq_pop = x"7"), cq7_sq_ci, cq0_sq_ci))))))));
+            cq0_sq_ci <= mux(cq0_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = x"1"), cq1_sq_ci, mux(b2l(cq_pop = x"2"), cq2_sq_ci, mux(b2l(cq_pop = x"3"), cq3_sq_ci, mux(b2l(cq_pop = x"4"), cq4_sq_ci, mux(b2l(cq_pop = x"5"), cq5_sq_ci, mux(b2l(cq_pop = x"6"), cq6_sq_ci, mux(b2l(cq_pop = x"7"), cq7_sq_ci, cq0_sq_ci))))))));
         end if;
     end process;
 
     cq0_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_txs_pi <= mux(cq0_push, f_off, mux(b2l(cq_pop = x"1"), cq1_txs_pi, mux(b2l(cq_pop = x"2"), cq2_txs_pi, mux(b2l(cq_pop = x"3"), cq3_txs_pi, mux(b2l(cq_pop = x"4"), cq4_txs_pi, mux(b2l(cq_pop = x"5"), cq5_txs_pi, mux(b2l(cq_pop = x"6"), cq6_txs_pi, mux(b2l(cq_pop = x"7"), cq7_txs_pi, cq0_txs_pi))))))));
+            cq0_txs_pi <= mux(cq0_push, mux(pub_go, fpdu_end_off, f_off), mux(b2l(cq_pop = x"1"), cq1_txs_pi, mux(b2l(cq_pop = x"2"), cq2_txs_pi, mux(b2l(cq_pop = x"3"), cq3_txs_pi, mux(b2l(cq_pop = x"4"), cq4_txs_pi, mux(b2l(cq_pop = x"5"), cq5_txs_pi, mux(b2l(cq_pop = x"6"), cq6_txs_pi, mux(b2l(cq_pop = x"7"), cq7_txs_pi, cq0_txs_pi))))))));
         end if;
     end process;
 
     cq0_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_noring <= mux(cq0_push, (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq1_noring, mux(b2l(cq_pop = x"2"), cq2_noring, mux(b2l(cq_pop = x"3"), cq3_noring, mux(b2l(cq_pop = x"4"), cq4_noring, mux(b2l(cq_pop = x"5"), cq5_noring, mux(b2l(cq_pop = x"6"), cq6_noring, mux(b2l(cq_pop = x"7"), cq7_noring, cq0_noring))))))));
+            cq0_noring <= mux(cq0_push, mux(pub_go, '0', (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)), mux(b2l(cq_pop = x"1"), cq1_noring, mux(b2l(cq_pop = x"2"), cq2_noring, mux(b2l(cq_pop = x"3"), cq3_noring, mux(b2l(cq_pop = x"4"), cq4_noring, mux(b2l(cq_pop = x"5"), cq5_noring, mux(b2l(cq_pop = x"6"), cq6_noring, mux(b2l(cq_pop = x"7"), cq7_noring, cq0_noring))))))));
         end if;
     end process;
 
     cq0_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_flush <= mux(cq0_push, flush_err or ret_flush_mode, mux(b2l(cq_pop = x"1"), cq1_flush, mux(b2l(cq_pop = x"2"), cq2_flush, mux(b2l(cq_pop = x"3"), cq3_flush, mux(b2l(cq_pop = x"4"), cq4_flush, mux(b2l(cq_pop = x"5"), cq5_flush, mux(b2l(cq_pop = x"6"), cq6_flush, mux(b2l(cq_pop = x"7"), cq7_flush, cq0_flush))))))));
+            cq0_flush <= mux(cq0_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = x"1"), cq1_flush, mux(b2l(cq_pop = x"2"), cq2_flush, mux(b2l(cq_pop = x"3"), cq3_flush, mux(b2l(cq_pop = x"4"), cq4_flush, mux(b2l(cq_pop = x"5"), cq5_flush, mux(b2l(cq_pop = x"6"), cq6_flush, mux(b2l(cq_pop = x"7"), cq7_flush, cq0_flush))))))));
         end if;
     end process;
 
     cq0_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_prot <= mux(cq0_push, prot, mux(b2l(cq_pop = x"1"), cq1_prot, mux(b2l(cq_pop = x"2"), cq2_prot, mux(b2l(cq_pop = x"3"), cq3_prot, mux(b2l(cq_pop = x"4"), cq4_prot, mux(b2l(cq_pop = x"5"), cq5_prot, mux(b2l(cq_pop = x"6"), cq6_prot, mux(b2l(cq_pop = x"7"), cq7_prot, cq0_prot))))))));
+            cq0_prot <= mux(cq0_push, mux(pub_go, '0', prot), mux(b2l(cq_pop = x"1"), cq1_prot, mux(b2l(cq_pop = x"2"), cq2_prot, mux(b2l(cq_pop = x"3"), cq3_prot, mux(b2l(cq_pop = x"4"), cq4_prot, mux(b2l(cq_pop = x"5"), cq5_prot, mux(b2l(cq_pop = x"6"), cq6_prot, mux(b2l(cq_pop = x"7"), cq7_prot, cq0_prot))))))));
         end if;
     end process;
 
     cq0_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_rrd <= mux(cq0_push, rsp_mode, mux(b2l(cq_pop = x"1"), cq1_rrd, mux(b2l(cq_pop = x"2"), cq2_rrd, mux(b2l(cq_pop = x"3"), cq3_rrd, mux(b2l(cq_pop = x"4"), cq4_rrd, mux(b2l(cq_pop = x"5"), cq5_rrd, mux(b2l(cq_pop = x"6"), cq6_rrd, mux(b2l(cq_pop = x"7"), cq7_rrd, cq0_rrd))))))));
+            cq0_rrd <= mux(cq0_push, mux(pub_go, '0', rsp_mode), mux(b2l(cq_pop = x"1"), cq1_rrd, mux(b2l(cq_pop = x"2"), cq2_rrd, mux(b2l(cq_pop = x"3"), cq3_rrd, mux(b2l(cq_pop = x"4"), cq4_rrd, mux(b2l(cq_pop = x"5"), cq5_rrd, mux(b2l(cq_pop = x"6"), cq6_rrd, mux(b2l(cq_pop = x"7"), cq7_rrd, cq0_rrd))))))));
         end if;
     end process;
 
     cq0_term_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_term <= mux(cq0_push, term_mode, mux(b2l(cq_pop = x"1"), cq1_term, mux(b2l(cq_pop = x"2"), cq2_term, mux(b2l(cq_pop = x"3"), cq3_term, mux(b2l(cq_pop = x"4"), cq4_term, mux(b2l(cq_pop = x"5"), cq5_term, mux(b2l(cq_pop = x"6"), cq6_term, mux(b2l(cq_pop = x"7"), cq7_term, cq0_term))))))));
+            cq0_term <= mux(cq0_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = x"1"), cq1_term, mux(b2l(cq_pop = x"2"), cq2_term, mux(b2l(cq_pop = x"3"), cq3_term, mux(b2l(cq_pop = x"4"), cq4_term, mux(b2l(cq_pop = x"5"), cq5_term, mux(b2l(cq_pop = x"6"), cq6_term, mux(b2l(cq_pop = x"7"), cq7_term, cq0_term))))))));
         end if;
     end process;
 
     cq0_blame_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_blame <= mux(cq0_push, blame_cause, mux(b2l(cq_pop = x"1"), cq1_blame, mux(b2l(cq_pop = x"2"), cq2_blame, mux(b2l(cq_pop = x"3"), cq3_blame, mux(b2l(cq_pop = x"4"), cq4_blame, mux(b2l(cq_pop = x"5"), cq5_blame, mux(b2l(cq_pop = x"6"), cq6_blame, mux(b2l(cq_pop = x"7"), cq7_blame, cq0_blame))))))));
+            cq0_blame <= mux(cq0_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = x"1"), cq1_blame, mux(b2l(cq_pop = x"2"), cq2_blame, mux(b2l(cq_pop = x"3"), cq3_blame, mux(b2l(cq_pop = x"4"), cq4_blame, mux(b2l(cq_pop = x"5"), cq5_blame, mux(b2l(cq_pop = x"6"), cq6_blame, mux(b2l(cq_pop = x"7"), cq7_blame, cq0_blame))))))));
         end if;
     end process;
 
     cq0_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_mal <= mux(cq0_push, wqe_mal, mux(b2l(cq_pop = x"1"), cq1_mal, mux(b2l(cq_pop = x"2"), cq2_mal, mux(b2l(cq_pop = x"3"), cq3_mal, mux(b2l(cq_pop = x"4"), cq4_mal, mux(b2l(cq_pop = x"5"), cq5_mal, mux(b2l(cq_pop = x"6"), cq6_mal, mux(b2l(cq_pop = x"7"), cq7_mal, cq0_mal))))))));
+            cq0_mal <= mux(cq0_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq1_mal, mux(b2l(cq_pop = x"2"), cq2_mal, mux(b2l(cq_pop = x"3"), cq3_mal, mux(b2l(cq_pop = x"4"), cq4_mal, mux(b2l(cq_pop = x"5"), cq5_mal, mux(b2l(cq_pop = x"6"), cq6_mal, mux(b2l(cq_pop = x"7"), cq7_mal, cq0_mal))))))));
         end if;
     end process;
 
     cq1_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_cqe <= mux(cq1_push, (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault), mux(b2l(cq_pop = x"1"), cq2_cqe, mux(b2l(cq_pop = x"2"), cq3_cqe, mux(b2l(cq_pop = x"3"), cq4_cqe, mux(b2l(cq_pop = x"4"), cq5_cqe, mux(b2l(cq_pop = x"5"), cq6_cqe, mux(b2l(cq_pop = x"6"), cq7_cqe, cq1_cqe)))))));
+            cq1_cqe <= mux(cq1_push, mux(pub_go, '0', (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq2_cqe, mux(b2l(cq_pop = x"2"), cq3_cqe, mux(b2l(cq_pop = x"3"), cq4_cqe, mux(b2l(cq_pop = x"4"), cq5_cqe, mux(b2l(cq_pop = x"5"), cq6_cqe, mux(b2l(cq_pop = x"6"), cq7_cqe, cq1_cqe)))))));
         end if;
     end process;
 
     cq1_cq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_cq <= mux(cq1_push, cur_cq, mux(b2l(cq_pop = x"1"), cq2_cq, mux(b2l(cq_pop = x"2"), cq3_cq, mux(b2l(cq_pop = x"3"), cq4_cq, mux(b2l(cq_pop = x"4"), cq5_cq, mux(b2l(cq_pop = x"5"), cq6_cq, mux(b2l(cq_pop = x"6"), cq7_cq, cq1_cq)))))));
+            cq1_cq <= mux(cq1_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = x"1"), cq2_cq, mux(b2l(cq_pop = x"2"), cq3_cq, mux(b2l(cq_pop = x"3"), cq4_cq, mux(b2l(cq_pop = x"4"), cq5_cq, mux(b2l(cq_pop = x"5"), cq6_cq, mux(b2l(cq_pop = x"6"), cq7_cq, cq1_cq)))))));
         end if;
     end process;
 
     cq1_qpn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_qpn <= mux(cq1_push, cur_qp, mux(b2l(cq_pop = x"1"), cq2_qpn, mux(b2l(cq_pop = x"2"), cq3_qpn, mux(b2l(cq_pop = x"3"), cq4_qpn, mux(b2l(cq_pop = x"4"), cq5_qpn, mux(b2l(cq_pop = x"5"), cq6_qpn, mux(b2l(cq_pop = x"6"), cq7_qpn, cq1_qpn)))))));
+            cq1_qpn <= mux(cq1_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = x"1"), cq2_qpn, mux(b2l(cq_pop = x"2"), cq3_qpn, mux(b2l(cq_pop = x"3"), cq4_qpn, mux(b2l(cq_pop = x"4"), cq5_qpn, mux(b2l(cq_pop = x"5"), cq6_qpn, mux(b2l(cq_pop = x"6"), cq7_qpn, cq1_qpn)))))));
         end if;
     end process;
 
     cq1_wr_id_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_wr_id <= mux(cq1_push, h_wr_id, mux(b2l(cq_pop = x"1"), cq2_wr_id, mux(b2l(cq_pop = x"2"), cq3_wr_id, mux(b2l(cq_pop = x"3"), cq4_wr_id, mux(b2l(cq_pop = x"4"), cq5_wr_id, mux(b2l(cq_pop = x"5"), cq6_wr_id, mux(b2l(cq_pop = x"6"), cq7_wr_id, cq1_wr_id)))))));
+            cq1_wr_id <= mux(cq1_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = x"1"), cq2_wr_id, mux(b2l(cq_pop = x"2"), cq3_wr_id, mux(b2l(cq_pop = x"3"), cq4_wr_id, mux(b2l(cq_pop = x"4"), cq5_wr_id, mux(b2l(cq_pop = x"5"), cq6_wr_id, mux(b2l(cq_pop = x"6"), cq7_wr_id, cq1_wr_id)))))));
         end if;
     end process;
 
     cq1_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_op <= mux(cq1_push, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(b2l(cq_pop = x"1"), cq2_op, mux(b2l(cq_pop = x"2"), cq3_op, mux(b2l(cq_pop = x"3"), cq4_op, mux(b2l(cq_pop = x"4"), cq5_op, mux(b2l(cq_pop = x"5"), cq6_op, mux(b2l(cq_pop = x"6"), cq7_op, cq1_op)))))));
+            cq1_op <= mux(cq1_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = x"1"), cq2_op, mux(b2l(cq_pop = x"2"), cq3_op, mux(b2l(cq_pop = x"3"), cq4_op, mux(b2l(cq_pop = x"4"), cq5_op, mux(b2l(cq_pop = x"5"), cq6_op, mux(b2l(cq_pop = x"6"), cq7_op, cq1_op)))))));
         end if;
     end process;
 
     cq1_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_len <= mux(cq1_push, mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq2_len, mux(b2l(cq_pop = x"2"), cq3_len, mux(b2l(cq_pop = x"3"), cq4_len, mux(b2l(cq_pop = x"4"), cq5_len, mux(b2l(cq_pop = x"5"), cq6_len, mux(b2l(cq_pop = x"6"), cq7_len, cq1_len)))))));
+            cq1_len <= mux(cq1_push, mux(pub_go, x"00000000", mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq2_len, mux(b2l(cq_pop = x"2"), cq3_len, mux(b2l(cq_pop = x"3"), cq4_len, mux(b2l(cq_pop = x"4"), cq5_len, mux(b2l(cq_pop = x"5"), cq6_len, mux(b2l(cq_pop = x"6"), cq7_len, cq1_len)))))));
         end if;
     end process;
 
     cq1_sq_ci_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_sq_ci <= mux(cq1_push, new_sq_ci, mux(b2l(cq_pop = x"1"), cq2_sq_ci, mux(b2l(cq_pop = x"2"), cq3_sq_ci, mux(b2l(cq_pop = x"3"), cq4_sq_ci, mux(b2l(cq_pop = x"4"), cq5_sq_ci, mux(b2l(cq_pop = x"5"), cq6_sq_ci, mux(b2l(cq_pop = x"6"), cq7_sq_ci, cq1_sq_ci)))))));
+            cq1_sq_ci <= mux(cq1_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = x"1"), cq2_sq_ci, mux(b2l(cq_pop = x"2"), cq3_sq_ci, mux(b2l(cq_pop = x"3"), cq4_sq_ci, mux(b2l(cq_pop = x"4"), cq5_sq_ci, mux(b2l(cq_pop = x"5"), cq6_sq_ci, mux(b2l(cq_pop = x"6"), cq7_sq_ci, cq1_sq_ci)))))));
         end if;
     end process;
 
     cq1_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_txs_pi <= mux(cq1_push, f_off, mux(b2l(cq_pop = x"1"), cq2_txs_pi, mux(b2l(cq_pop = x"2"), cq3_txs_pi, mux(b2l(cq_pop = x"3"), cq4_txs_pi, mux(b2l(cq_pop = x"4"), cq5_txs_pi, mux(b2l(cq_pop = x"5"), cq6_txs_pi, mux(b2l(cq_pop = x"6"), cq7_txs_pi, cq1_txs_pi)))))));
+            cq1_txs_pi <= mux(cq1_push, mux(pub_go, fpdu_end_off, f_off), mux(b2l(cq_pop = x"1"), cq2_txs_pi, mux(b2l(cq_pop = x"2"), cq3_txs_pi, mux(b2l(cq_pop = x"3"), cq4_txs_pi, mux(b2l(cq_pop = x"4"), cq5_txs_pi, mux(b2l(cq_pop = x"5"), cq6_txs_pi, mux(b2l(cq_pop = x"6"), cq7_txs_pi, cq1_txs_pi)))))));
         end if;
     end process;
 
     cq1_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_noring <= mux(cq1_push, (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq2_noring, mux(b2l(cq_pop = x"2"), cq3_noring, mux(b2l(cq_pop = x"3"), cq4_noring, mux(b2l(cq_pop = x"4"), cq5_noring, mux(b2l(cq_pop = x"5"), cq6_noring, mux(b2l(cq_pop = x"6"), cq7_noring, cq1_noring)))))));
+            cq1_noring <= mux(cq1_push, mux(pub_go, '0', (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)), mux(b2l(cq_pop = x"1"), cq2_noring, mux(b2l(cq_pop = x"2"), cq3_noring, mux(b2l(cq_pop = x"3"), cq4_noring, mux(b2l(cq_pop = x"4"), cq5_noring, mux(b2l(cq_pop = x"5"), cq6_noring, mux(b2l(cq_pop = x"6"), cq7_noring, cq1_noring)))))));
         end if;
     end process;
 
     cq1_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_flush <= mux(cq1_push, flush_err or ret_flush_mode, mux(b2l(cq_pop = x"1"), cq2_flush, mux(b2l(cq_pop = x"2"), cq3_flush, mux(b2l(cq_pop = x"3"), cq4_flush, mux(b2l(cq_pop = x"4"), cq5_flush, mux(b2l(cq_pop = x"5"), cq6_flush, mux(b2l(cq_pop = x"6"), cq7_flush, cq1_flush)))))));
+            cq1_flush <= mux(cq1_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = x"1"), cq2_flush, mux(b2l(cq_pop = x"2"), cq3_flush, mux(b2l(cq_pop = x"3"), cq4_flush, mux(b2l(cq_pop = x"4"), cq5_flush, mux(b2l(cq_pop = x"5"), cq6_flush, mux(b2l(cq_pop = x"6"), cq7_flush, cq1_flush)))))));
         end if;
     end process;
 
     cq1_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_prot <= mux(cq1_push, prot, mux(b2l(cq_pop = x"1"), cq2_prot, mux(b2l(cq_pop = x"2"), cq3_prot, mux(b2l(cq_pop = x"3"), cq4_prot, mux(b2l(cq_pop = x"4"), cq5_prot, mux(b2l(cq_pop = x"5"), cq6_prot, mux(b2l(cq_pop = x"6"), cq7_prot, cq1_prot)))))));
+            cq1_prot <= mux(cq1_push, mux(pub_go, '0', prot), mux(b2l(cq_pop = x"1"), cq2_prot, mux(b2l(cq_pop = x"2"), cq3_prot, mux(b2l(cq_pop = x"3"), cq4_prot, mux(b2l(cq_pop = x"4"), cq5_prot, mux(b2l(cq_pop = x"5"), cq6_prot, mux(b2l(cq_pop = x"6"), cq7_prot, cq1_prot)))))));
         end if;
     end process;
 
     cq1_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_rrd <= mux(cq1_push, rsp_mode, mux(b2l(cq_pop = x"1"), cq2_rrd, mux(b2l(cq_pop = x"2"), cq3_rrd, mux(b2l(cq_pop = x"3"), cq4_rrd, mux(b2l(cq_pop = x"4"), cq5_rrd, mux(b2l(cq_pop = x"5"), cq6_rrd, mux(b2l(cq_pop = x"6"), cq7_rrd, cq1_rrd)))))));
+            cq1_rrd <= mux(cq1_push, mux(pub_go, '0', rsp_mode), mux(b2l(cq_pop = x"1"), cq2_rrd, mux(b2l(cq_pop = x"2"), cq3_rrd, mux(b2l(cq_pop = x"3"), cq4_rrd, mux(b2l(cq_pop = x"4"), cq5_rrd, mux(b2l(cq_pop = x"5"), cq6_rrd, mux(b2l(cq_pop = x"6"), cq7_rrd, cq1_rrd)))))));
         end if;
     end process;
 
     cq1_term_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_term <= mux(cq1_push, term_mode, mux(b2l(cq_pop = x"1"), cq2_term, mux(b2l(cq_pop = x"2"), cq3_term, mux(b2l(cq_pop = x"3"), cq4_term, mux(b2l(cq_pop = x"4"), cq5_term, mux(b2l(cq_pop = x"5"), cq6_term, mux(b2l(cq_pop = x"6"), cq7_term, cq1_term)))))));
+            cq1_term <= mux(cq1_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = x"1"), cq2_term, mux(b2l(cq_pop = x"2"), cq3_term, mux(b2l(cq_pop = x"3"), cq4_term, mux(b2l(cq_pop = x"4"), cq5_term, mux(b2l(cq_pop = x"5"), cq6_term, mux(b2l(cq_pop = x"6"), cq7_term, cq1_term)))))));
         end if;
     end process;
 
     cq1_blame_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_blame <= mux(cq1_push, blame_cause, mux(b2l(cq_pop = x"1"), cq2_blame, mux(b2l(cq_pop = x"2"), cq3_blame, mux(b2l(cq_pop = x"3"), cq4_blame, mux(b2l(cq_pop = x"4"), cq5_blame, mux(b2l(cq_pop = x"5"), cq6_blame, mux(b2l(cq_pop = x"6"), cq7_blame, cq1_blame)))))));
+            cq1_blame <= mux(cq1_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = x"1"), cq2_blame, mux(b2l(cq_pop = x"2"), cq3_blame, mux(b2l(cq_pop = x"3"), cq4_blame, mux(b2l(cq_pop = x"4"), cq5_blame, mux(b2l(cq_pop = x"5"), cq6_blame, mux(b2l(cq_pop = x"6"), cq7_blame, cq1_blame)))))));
         end if;
     end process;
 
     cq1_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_mal <= mux(cq1_push, wqe_mal, mux(b2l(cq_pop = x"1"), cq2_mal, mux(b2l(cq_pop = x"2"), cq3_mal, mux(b2l(cq_pop = x"3"), cq4_mal, mux(b2l(cq_pop = x"4"), cq5_mal, mux(b2l(cq_pop = x"5"), cq6_mal, mux(b2l(cq_pop = x"6"), cq7_mal, cq1_mal)))))));
+            cq1_mal <= mux(cq1_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq2_mal, mux(b2l(cq_pop = x"2"), cq3_mal, mux(b2l(cq_pop = x"3"), cq4_mal, mux(b2l(cq_pop = x"4"), cq5_mal, mux(b2l(cq_pop = x"5"), cq6_mal, mux(b2l(cq_pop = x"6"), cq7_mal, cq1_mal)))))));
         end if;
     end process;
 
     cq2_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_cqe <= mux(cq2_push, (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault), mux(b2l(cq_pop = x"1"), cq3_cqe, mux(b2l(cq_pop = x"2"), cq4_cqe, mux(b2l(cq_pop = x"3"), cq5_cqe, mux(b2l(cq_pop = x"4"), cq6_cqe, mux(b2l(cq_pop = x"5"), cq7_cqe, cq2_cqe))))));
+            cq2_cqe <= mux(cq2_push, mux(pub_go, '0', (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq3_cqe, mux(b2l(cq_pop = x"2"), cq4_cqe, mux(b2l(cq_pop = x"3"), cq5_cqe, mux(b2l(cq_pop = x"4"), cq6_cqe, mux(b2l(cq_pop = x"5"), cq7_cqe, cq2_cqe))))));
         end if;
     end process;
 
     cq2_cq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_cq <= mux(cq2_push, cur_cq, mux(b2l(cq_pop = x"1"), cq3_cq, mux(b2l(cq_pop = x"2"), cq4_cq, mux(b2l(cq_pop = x"3"), cq5_cq, mux(b2l(cq_pop = x"4"), cq6_cq, mux(b2l(cq_pop = x"5"), cq7_cq, cq2_cq))))));
+            cq2_cq <= mux(cq2_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = x"1"), cq3_cq, mux(b2l(cq_pop = x"2"), cq4_cq, mux(b2l(cq_pop = x"3"), cq5_cq, mux(b2l(cq_pop = x"4"), cq6_cq, mux(b2l(cq_pop = x"5"), cq7_cq, cq2_cq))))));
         end if;
     end process;
 
     cq2_qpn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_qpn <= mux(cq2_push, cur_qp, mux(b2l(cq_pop = x"1"), cq3_qpn, mux(b2l(cq_pop = x"2"), cq4_qpn, mux(b2l(cq_pop = x"3"), cq5_qpn, mux(b2l(cq_pop = x"4"), cq6_qpn, mux(b2l(cq_pop = x"5"), cq7_qpn, cq2_qpn))))));
+            cq2_qpn <= mux(cq2_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = x"1"), cq3_qpn, mux(b2l(cq_pop = x"2"), cq4_qpn, mux(b2l(cq_pop = x"3"), cq5_qpn, mux(b2l(cq_pop = x"4"), cq6_qpn, mux(b2l(cq_pop = x"5"), cq7_qpn, cq2_qpn))))));
         end if;
     end process;
 
     cq2_wr_id_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_wr_id <= mux(cq2_push, h_wr_id, mux(b2l(cq_pop = x"1"), cq3_wr_id, mux(b2l(cq_pop = x"2"), cq4_wr_id, mux(b2l(cq_pop = x"3"), cq5_wr_id, mux(b2l(cq_pop = x"4"), cq6_wr_id, mux(b2l(cq_pop = x"5"), cq7_wr_id, cq2_wr_id))))));
+            cq2_wr_id <= mux(cq2_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = x"1"), cq3_wr_id, mux(b2l(cq_pop = x"2"), cq4_wr_id, mux(b2l(cq_pop = x"3"), cq5_wr_id, mux(b2l(cq_pop = x"4"), cq6_wr_id, mux(b2l(cq_pop = x"5"), cq7_wr_id, cq2_wr_id))))));
         end if;
     end process;
 
     cq2_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_op <= mux(cq2_push, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(b2l(cq_pop = x"1"), cq3_op, mux(b2l(cq_pop = x"2"), cq4_op, mux(b2l(cq_pop = x"3"), cq5_op, mux(b2l(cq_pop = x"4"), cq6_op, mux(b2l(cq_pop = x"5"), cq7_op, cq2_op))))));
+            cq2_op <= mux(cq2_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = x"1"), cq3_op, mux(b2l(cq_pop = x"2"), cq4_op, mux(b2l(cq_pop = x"3"), cq5_op, mux(b2l(cq_pop = x"4"), cq6_op, mux(b2l(cq_pop = x"5"), cq7_op, cq2_op))))));
         end if;
     end process;
 
     cq2_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_len <= mux(cq2_push, mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq3_len, mux(b2l(cq_pop = x"2"), cq4_len, mux(b2l(cq_pop = x"3"), cq5_len, mux(b2l(cq_pop = x"4"), cq6_len, mux(b2l(cq_pop = x"5"), cq7_len, cq2_len))))));
+            cq2_len <= mux(cq2_push, mux(pub_go, x"00000000", mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq3_len, mux(b2l(cq_pop = x"2"), cq4_len, mux(b2l(cq_pop = x"3"), cq5_len, mux(b2l(cq_pop = x"4"), cq6_len, mux(b2l(cq_pop = x"5"), cq7_len, cq2_len))))));
         end if;
     end process;
 
     cq2_sq_ci_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_sq_ci <= mux(cq2_push, new_sq_ci, mux(b2l(cq_pop = x"1"), cq3_sq_ci, mux(b2l(cq_pop = x"2"), cq4_sq_ci, mux(b2l(cq_pop = x"3"), cq5_sq_ci, mux(b2l(cq_pop = x"4"), cq6_sq_ci, mux(b2l(cq_pop = x"5"), cq7_sq_ci, cq2_sq_ci))))));
+            cq2_sq_ci <= mux(cq2_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = x"1"), cq3_sq_ci, mux(b2l(cq_pop = x"2"), cq4_sq_ci, mux(b2l(cq_pop = x"3"), cq5_sq_ci, mux(b2l(cq_pop = x"4"), cq6_sq_ci, mux(b2l(cq_pop = x"5"), cq7_sq_ci, cq2_sq_ci))))));
         end if;
     end process;
 
     cq2_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_txs_pi <= mux(cq2_push, f_off, mux(b2l(cq_pop = x"1"), cq3_txs_pi, mux(b2l(cq_pop = x"2"), cq4_txs_pi, mux(b2l(cq_pop = x"3"), cq5_txs_pi, mux(b2l(cq_pop = x"4"), cq6_txs_pi, mux(b2l(cq_pop = x"5"), cq7_txs_pi, cq2_txs_pi))))));
+            cq2_txs_pi <= mux(cq2_push, mux(pub_go, fpdu_end_off, f_off), mux(b2l(cq_pop = x"1"), cq3_txs_pi, mux(b2l(cq_pop = x"2"), cq4_txs_pi, mux(b2l(cq_pop = x"3"), cq5_txs_pi, mux(b2l(cq_pop = x"4"), cq6_txs_pi, mux(b2l(cq_pop = x"5"), cq7_txs_pi, cq2_txs_pi))))));
         end if;
     end process;
 
     cq2_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_noring <= mux(cq2_push, (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq3_noring, mux(b2l(cq_pop = x"2"), cq4_noring, mux(b2l(cq_pop = x"3"), cq5_noring, mux(b2l(cq_pop = x"4"), cq6_noring, mux(b2l(cq_pop = x"5"), cq7_noring, cq2_noring))))));
+            cq2_noring <= mux(cq2_push, mux(pub_go, '0', (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)), mux(b2l(cq_pop = x"1"), cq3_noring, mux(b2l(cq_pop = x"2"), cq4_noring, mux(b2l(cq_pop = x"3"), cq5_noring, mux(b2l(cq_pop = x"4"), cq6_noring, mux(b2l(cq_pop = x"5"), cq7_noring, cq2_noring))))));
         end if;
     end process;
 
     cq2_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_flush <= mux(cq2_push, flush_err or ret_flush_mode, mux(b2l(cq_pop = x"1"), cq3_flush, mux(b2l(cq_pop = x"2"), cq4_flush, mux(b2l(cq_pop = x"3"), cq5_flush, mux(b2l(cq_pop = x"4"), cq6_flush, mux(b2l(cq_pop = x"5"), cq7_flush, cq2_flush))))));
+            cq2_flush <= mux(cq2_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = x"1"), cq3_flush, mux(b2l(cq_pop = x"2"), cq4_flush, mux(b2l(cq_pop = x"3"), cq5_flush, mux(b2l(cq_pop = x"4"), cq6_flush, mux(b2l(cq_pop = x"5"), cq7_flush, cq2_flush))))));
         end if;
     end process;
 
     cq2_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_prot <= mux(cq2_push, prot, mux(b2l(cq_pop = x"1"), cq3_prot, mux(b2l(cq_pop = x"2"), cq4_prot, mux(b2l(cq_pop = x"3"), cq5_prot, mux(b2l(cq_pop = x"4"), cq6_prot, mux(b2l(cq_pop = x"5"), cq7_prot, cq2_prot))))));
+            cq2_prot <= mux(cq2_push, mux(pub_go, '0', prot), mux(b2l(cq_pop = x"1"), cq3_prot, mux(b2l(cq_pop = x"2"), cq4_prot, mux(b2l(cq_pop = x"3"), cq5_prot, mux(b2l(cq_pop = x"4"), cq6_prot, mux(b2l(cq_pop = x"5"), cq7_prot, cq2_prot))))));
         end if;
     end process;
 
     cq2_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_rrd <= mux(cq2_push, rsp_mode, mux(b2l(cq_pop = x"1"), cq3_rrd, mux(b2l(cq_pop = x"2"), cq4_rrd, mux(b2l(cq_pop = x"3"), cq5_rrd, mux(b2l(cq_pop = x"4"), cq6_rrd, mux(b2l(cq_pop = x"5"), cq7_rrd, cq2_rrd))))));
+            cq2_rrd <= mux(cq2_push, mux(pub_go, '0', rsp_mode), mux(b2l(cq_pop = x"1"), cq3_rrd, mux(b2l(cq_pop = x"2"), cq4_rrd, mux(b2l(cq_pop = x"3"), cq5_rrd, mux(b2l(cq_pop = x"4"), cq6_rrd, mux(b2l(cq_pop = x"5"), cq7_rrd, cq2_rrd))))));
         end if;
     end process;
 
     cq2_term_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_term <= mux(cq2_push, term_mode, mux(b2l(cq_pop = x"1"), cq3_term, mux(b2l(cq_pop = x"2"), cq4_term, mux(b2l(cq_pop = x"3"), cq5_term, mux(b2l(cq_pop = x"4"), cq6_term, mux(b2l(cq_pop = x"5"), cq7_term, cq2_term))))));
+            cq2_term <= mux(cq2_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = x"1"), cq3_term, mux(b2l(cq_pop = x"2"), cq4_term, mux(b2l(cq_pop = x"3"), cq5_term, mux(b2l(cq_pop = x"4"), cq6_term, mux(b2l(cq_pop = x"5"), cq7_term, cq2_term))))));
         end if;
     end process;
 
     cq2_blame_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_blame <= mux(cq2_push, blame_cause, mux(b2l(cq_pop = x"1"), cq3_blame, mux(b2l(cq_pop = x"2"), cq4_blame, mux(b2l(cq_pop = x"3"), cq5_blame, mux(b2l(cq_pop = x"4"), cq6_blame, mux(b2l(cq_pop = x"5"), cq7_blame, cq2_blame))))));
+            cq2_blame <= mux(cq2_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = x"1"), cq3_blame, mux(b2l(cq_pop = x"2"), cq4_blame, mux(b2l(cq_pop = x"3"), cq5_blame, mux(b2l(cq_pop = x"4"), cq6_blame, mux(b2l(cq_pop = x"5"), cq7_blame, cq2_blame))))));
         end if;
     end process;
 
     cq2_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_mal <= mux(cq2_push, wqe_mal, mux(b2l(cq_pop = x"1"), cq3_mal, mux(b2l(cq_pop = x"2"), cq4_mal, mux(b2l(cq_pop = x"3"), cq5_mal, mux(b2l(cq_pop = x"4"), cq6_mal, mux(b2l(cq_pop = x"5"), cq7_mal, cq2_mal))))));
+            cq2_mal <= mux(cq2_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq3_mal, mux(b2l(cq_pop = x"2"), cq4_mal, mux(b2l(cq_pop = x"3"), cq5_mal, mux(b2l(cq_pop = x"4"), cq6_mal, mux(b2l(cq_pop = x"5"), cq7_mal, cq2_mal))))));
         end if;
     end process;
 
     cq3_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_cqe <= mux(cq3_push, (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault), mux(b2l(cq_pop = x"1"), cq4_cqe, mux(b2l(cq_pop = x"2"), cq5_cqe, mux(b2l(cq_pop = x"3"), cq6_cqe, mux(b2l(cq_pop = x"4"), cq7_cqe, cq3_cqe)))));
+            cq3_cqe <= mux(cq3_push, mux(pub_go, '0', (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq4_cqe, mux(b2l(cq_pop = x"2"), cq5_cqe, mux(b2l(cq_pop = x"3"), cq6_cqe, mux(b2l(cq_pop = x"4"), cq7_cqe, cq3_cqe)))));
         end if;
     end process;
 
     cq3_cq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_cq <= mux(cq3_push, cur_cq, mux(b2l(cq_pop = x"1"), cq4_cq, mux(b2l(cq_pop = x"2"), cq5_cq, mux(b2l(cq_pop = x"3"), cq6_cq, mux(b2l(cq_pop = x"4"), cq7_cq, cq3_cq)))));
+            cq3_cq <= mux(cq3_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = x"1"), cq4_cq, mux(b2l(cq_pop = x"2"), cq5_cq, mux(b2l(cq_pop = x"3"), cq6_cq, mux(b2l(cq_pop = x"4"), cq7_cq, cq3_cq)))));
         end if;
     end process;
 
     cq3_qpn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_qpn <= mux(cq3_push, cur_qp, mux(b2l(cq_pop = x"1"), cq4_qpn, mux(b2l(cq_pop = x"2"), cq5_qpn, mux(b2l(cq_pop = x"3"), cq6_qpn, mux(b2l(cq_pop = x"4"), cq7_qpn, cq3_qpn)))));
+            cq3_qpn <= mux(cq3_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = x"1"), cq4_qpn, mux(b2l(cq_pop = x"2"), cq5_qpn, mux(b2l(cq_pop = x"3"), cq6_qpn, mux(b2l(cq_pop = x"4"), cq7_qpn, cq3_qpn)))));
         end if;
     end process;
 
     cq3_wr_id_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_wr_id <= mux(cq3_push, h_wr_id, mux(b2l(cq_pop = x"1"), cq4_wr_id, mux(b2l(cq_pop = x"2"), cq5_wr_id, mux(b2l(cq_pop = x"3"), cq6_wr_id, mux(b2l(cq_pop = x"4"), cq7_wr_id, cq3_wr_id)))));
+            cq3_wr_id <= mux(cq3_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = x"1"), cq4_wr_id, mux(b2l(cq_pop = x"2"), cq5_wr_id, mux(b2l(cq_pop = x"3"), cq6_wr_id, mux(b2l(cq_pop = x"4"), cq7_wr_id, cq3_wr_id)))));
         end if;
     end process;
 
     cq3_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_op <= mux(cq3_push, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(b2l(cq_pop = x"1"), cq4_op, mux(b2l(cq_pop = x"2"), cq5_op, mux(b2l(cq_pop = x"3"), cq6_op, mux(b2l(cq_pop = x"4"), cq7_op, cq3_op)))));
+            cq3_op <= mux(cq3_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = x"1"), cq4_op, mux(b2l(cq_pop = x"2"), cq5_op, mux(b2l(cq_pop = x"3"), cq6_op, mux(b2l(cq_pop = x"4"), cq7_op, cq3_op)))));
         end if;
     end process;
 
     cq3_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_len <= mux(cq3_push, mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq4_len, mux(b2l(cq_pop = x"2"), cq5_len, mux(b2l(cq_pop = x"3"), cq6_len, mux(b2l(cq_pop = x"4"), cq7_len, cq3_len)))));
+            cq3_len <= mux(cq3_push, mux(pub_go, x"00000000", mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq4_len, mux(b2l(cq_pop = x"2"), cq5_len, mux(b2l(cq_pop = x"3"), cq6_len, mux(b2l(cq_pop = x"4"), cq7_len, cq3_len)))));
         end if;
     end process;
 
     cq3_sq_ci_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_sq_ci <= mux(cq3_push, new_sq_ci, mux(b2l(cq_pop = x"1"), cq4_sq_ci, mux(b2l(cq_pop = x"2"), cq5_sq_ci, mux(b2l(cq_pop = x"3"), cq6_sq_ci, mux(b2l(cq_pop = x"4"), cq7_sq_ci, cq3_sq_ci)))));
+            cq3_sq_ci <= mux(cq3_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = x"1"), cq4_sq_ci, mux(b2l(cq_pop = x"2"), cq5_sq_ci, mux(b2l(cq_pop = x"3"), cq6_sq_ci, mux(b2l(cq_pop = x"4"), cq7_sq_ci, cq3_sq_ci)))));
         end if;
     end process;
 
     cq3_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_txs_pi <= mux(cq3_push, f_off, mux(b2l(cq_pop = x"1"), cq4_txs_pi, mux(b2l(cq_pop = x"2"), cq5_txs_pi, mux(b2l(cq_pop = x"3"), cq6_txs_pi, mux(b2l(cq_pop = x"4"), cq7_txs_pi, cq3_txs_pi)))));
+            cq3_txs_pi <= mux(cq3_push, mux(pub_go, fpdu_end_off, f_off), mux(b2l(cq_pop = x"1"), cq4_txs_pi, mux(b2l(cq_pop = x"2"), cq5_txs_pi, mux(b2l(cq_pop = x"3"), cq6_txs_pi, mux(b2l(cq_pop = x"4"), cq7_txs_pi, cq3_txs_pi)))));
         end if;
     end process;
 
     cq3_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_noring <= mux(cq3_push, (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq4_noring, mux(b2l(cq_pop = x"2"), cq5_noring, mux(b2l(cq_pop = x"3"), cq6_noring, mux(b2l(cq_pop = x"4"), cq7_noring, cq3_noring)))));
+            cq3_noring <= mux(cq3_push, mux(pub_go, '0', (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)), mux(b2l(cq_pop = x"1"), cq4_noring, mux(b2l(cq_pop = x"2"), cq5_noring, mux(b2l(cq_pop = x"3"), cq6_noring, mux(b2l(cq_pop = x"4"), cq7_noring, cq3_noring)))));
         end if;
     end process;
 
     cq3_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_flush <= mux(cq3_push, flush_err or ret_flush_mode, mux(b2l(cq_pop = x"1"), cq4_flush, mux(b2l(cq_pop = x"2"), cq5_flush, mux(b2l(cq_pop = x"3"), cq6_flush, mux(b2l(cq_pop = x"4"), cq7_flush, cq3_flush)))));
+            cq3_flush <= mux(cq3_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = x"1"), cq4_flush, mux(b2l(cq_pop = x"2"), cq5_flush, mux(b2l(cq_pop = x"3"), cq6_flush, mux(b2l(cq_pop = x"4"), cq7_flush, cq3_flush)))));
         end if;
     end process;
 
     cq3_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_prot <= mux(cq3_push, prot, mux(b2l(cq_pop = x"1"), cq4_prot, mux(b2l(cq_pop = x"2"), cq5_prot, mux(b2l(cq_pop = x"3"), cq6_prot, mux(b2l(cq_pop = x"4"), cq7_prot, cq3_prot)))));
+            cq3_prot <= mux(cq3_push, mux(pub_go, '0', prot), mux(b2l(cq_pop = x"1"), cq4_prot, mux(b2l(cq_pop = x"2"), cq5_prot, mux(b2l(cq_pop = x"3"), cq6_prot, mux(b2l(cq_pop = x"4"), cq7_prot, cq3_prot)))));
         end if;
     end process;
 
     cq3_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_rrd <= mux(cq3_push, rsp_mode, mux(b2l(cq_pop = x"1"), cq4_rrd, mux(b2l(cq_pop = x"2"), cq5_rrd, mux(b2l(cq_pop = x"3"), cq6_rrd, mux(b2l(cq_pop = x"4"), cq7_rrd, cq3_rrd)))));
+            cq3_rrd <= mux(cq3_push, mux(pub_go, '0', rsp_mode), mux(b2l(cq_pop = x"1"), cq4_rrd, mux(b2l(cq_pop = x"2"), cq5_rrd, mux(b2l(cq_pop = x"3"), cq6_rrd, mux(b2l(cq_pop = x"4"), cq7_rrd, cq3_rrd)))));
         end if;
     end process;
 
     cq3_term_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_term <= mux(cq3_push, term_mode, mux(b2l(cq_pop = x"1"), cq4_term, mux(b2l(cq_pop = x"2"), cq5_term, mux(b2l(cq_pop = x"3"), cq6_term, mux(b2l(cq_pop = x"4"), cq7_term, cq3_term)))));
+            cq3_term <= mux(cq3_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = x"1"), cq4_term, mux(b2l(cq_pop = x"2"), cq5_term, mux(b2l(cq_pop = x"3"), cq6_term, mux(b2l(cq_pop = x"4"), cq7_term, cq3_term)))));
         end if;
     end process;
 
     cq3_blame_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_blame <= mux(cq3_push, blame_cause, mux(b2l(cq_pop = x"1"), cq4_blame, mux(b2l(cq_pop = x"2"), cq5_blame, mux(b2l(cq_pop = x"3"), cq6_blame, mux(b2l(cq_pop = x"4"), cq7_blame, cq3_blame)))));
+            cq3_blame <= mux(cq3_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = x"1"), cq4_blame, mux(b2l(cq_pop = x"2"), cq5_blame, mux(b2l(cq_pop = x"3"), cq6_blame, mux(b2l(cq_pop = x"4"), cq7_blame, cq3_blame)))));
         end if;
     end process;
 
     cq3_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_mal <= mux(cq3_push, wqe_mal, mux(b2l(cq_pop = x"1"), cq4_mal, mux(b2l(cq_pop = x"2"), cq5_mal, mux(b2l(cq_pop = x"3"), cq6_mal, mux(b2l(cq_pop = x"4"), cq7_mal, cq3_mal)))));
+            cq3_mal <= mux(cq3_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq4_mal, mux(b2l(cq_pop = x"2"), cq5_mal, mux(b2l(cq_pop = x"3"), cq6_mal, mux(b2l(cq_pop = x"4"), cq7_mal, cq3_mal)))));
         end if;
     end process;
 
     cq4_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_cqe <= mux(cq4_push, (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault), mux(b2l(cq_pop = x"1"), cq5_cqe, mux(b2l(cq_pop = x"2"), cq6_cqe, mux(b2l(cq_pop = x"3"), cq7_cqe, cq4_cqe))));
+            cq4_cqe <= mux(cq4_push, mux(pub_go, '0', (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq5_cqe, mux(b2l(cq_pop = x"2"), cq6_cqe, mux(b2l(cq_pop = x"3"), cq7_cqe, cq4_cqe))));
         end if;
     end process;
 
     cq4_cq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_cq <= mux(cq4_push, cur_cq, mux(b2l(cq_pop = x"1"), cq5_cq, mux(b2l(cq_pop = x"2"), cq6_cq, mux(b2l(cq_pop = x"3"), cq7_cq, cq4_cq))));
+            cq4_cq <= mux(cq4_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = x"1"), cq5_cq, mux(b2l(cq_pop = x"2"), cq6_cq, mux(b2l(cq_pop = x"3"), cq7_cq, cq4_cq))));
         end if;
     end process;
 
     cq4_qpn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_qpn <= mux(cq4_push, cur_qp, mux(b2l(cq_pop = x"1"), cq5_qpn, mux(b2l(cq_pop = x"2"), cq6_qpn, mux(b2l(cq_pop = x"3"), cq7_qpn, cq4_qpn))));
+            cq4_qpn <= mux(cq4_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = x"1"), cq5_qpn, mux(b2l(cq_pop = x"2"), cq6_qpn, mux(b2l(cq_pop = x"3"), cq7_qpn, cq4_qpn))));
         end if;
     end process;
 
     cq4_wr_id_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_wr_id <= mux(cq4_push, h_wr_id, mux(b2l(cq_pop = x"1"), cq5_wr_id, mux(b2l(cq_pop = x"2"), cq6_wr_id, mux(b2l(cq_pop = x"3"), cq7_wr_id, cq4_wr_id))));
+            cq4_wr_id <= mux(cq4_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = x"1"), cq5_wr_id, mux(b2l(cq_pop = x"2"), cq6_wr_id, mux(b2l(cq_pop = x"3"), cq7_wr_id, cq4_wr_id))));
         end if;
     end process;
 
     cq4_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_op <= mux(cq4_push, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(b2l(cq_pop = x"1"), cq5_op, mux(b2l(cq_pop = x"2"), cq6_op, mux(b2l(cq_pop = x"3"), cq7_op, cq4_op))));
+            cq4_op <= mux(cq4_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = x"1"), cq5_op, mux(b2l(cq_pop = x"2"), cq6_op, mux(b2l(cq_pop = x"3"), cq7_op, cq4_op))));
         end if;
     end process;
 
     cq4_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_len <= mux(cq4_push, mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq5_len, mux(b2l(cq_pop = x"2"), cq6_len, mux(b2l(cq_pop = x"3"), cq7_len, cq4_len))));
+            cq4_len <= mux(cq4_push, mux(pub_go, x"00000000", mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq5_len, mux(b2l(cq_pop = x"2"), cq6_len, mux(b2l(cq_pop = x"3"), cq7_len, cq4_len))));
         end if;
     end process;
 
     cq4_sq_ci_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_sq_ci <= mux(cq4_push, new_sq_ci, mux(b2l(cq_pop = x"1"), cq5_sq_ci, mux(b2l(cq_pop = x"2"), cq6_sq_ci, mux(b2l(cq_pop = x"3"), cq7_sq_ci, cq4_sq_ci))));
+            cq4_sq_ci <= mux(cq4_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = x"1"), cq5_sq_ci, mux(b2l(cq_pop = x"2"), cq6_sq_ci, mux(b2l(cq_pop = x"3"), cq7_sq_ci, cq4_sq_ci))));
         end if;
     end process;
 
     cq4_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_txs_pi <= mux(cq4_push, f_off, mux(b2l(cq_pop = x"1"), cq5_txs_pi, mux(b2l(cq_pop = x"2"), cq6_txs_pi, mux(b2l(cq_pop = x"3"), cq7_txs_pi, cq4_txs_pi))));
+            cq4_txs_pi <= mux(cq4_push, mux(pub_go, fpdu_end_off, f_off), mux(b2l(cq_pop = x"1"), cq5_txs_pi, mux(b2l(cq_pop = x"2"), cq6_txs_pi, mux(b2l(cq_pop = x"3"), cq7_txs_pi, cq4_txs_pi))));
         end if;
     end process;
 
     cq4_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_noring <= mux(cq4_push, (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq5_noring, mux(b2l(cq_pop = x"2"), cq6_noring, mux(b2l(cq_pop = x"3"), cq7_noring, cq4_noring))));
+            cq4_noring <= mux(cq4_push, mux(pub_go, '0', (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)), mux(b2l(cq_pop = x"1"), cq5_noring, mux(b2l(cq_pop = x"2"), cq6_noring, mux(b2l(cq_pop = x"3"), cq7_noring, cq4_noring))));
         end if;
     end process;
 
     cq4_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_flush <= mux(cq4_push, flush_err or ret_flush_mode, mux(b2l(cq_pop = x"1"), cq5_flush, mux(b2l(cq_pop = x"2"), cq6_flush, mux(b2l(cq_pop = x"3"), cq7_flush, cq4_flush))));
+            cq4_flush <= mux(cq4_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = x"1"), cq5_flush, mux(b2l(cq_pop = x"2"), cq6_flush, mux(b2l(cq_pop = x"3"), cq7_flush, cq4_flush))));
         end if;
     end process;
 
     cq4_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_prot <= mux(cq4_push, prot, mux(b2l(cq_pop = x"1"), cq5_prot, mux(b2l(cq_pop = x"2"), cq6_prot, mux(b2l(cq_pop = x"3"), cq7_prot, cq4_prot))));
+            cq4_prot <= mux(cq4_push, mux(pub_go, '0', prot), mux(b2l(cq_pop = x"1"), cq5_prot, mux(b2l(cq_pop = x"2"), cq6_prot, mux(b2l(cq_pop = x"3"), cq7_prot, cq4_prot))));
         end if;
     end process;
 
     cq4_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_rrd <= mux(cq4_push, rsp_mode, mux(b2l(cq_pop = x"1"), cq5_rrd, mux(b2l(cq_pop = x"2"), cq6_rrd, mux(b2l(cq_pop = x"3"), cq7_rrd, cq4_rrd))));
+            cq4_rrd <= mux(cq4_push, mux(pub_go, '0', rsp_mode), mux(b2l(cq_pop = x"1"), cq5_rrd, mux(b2l(cq_pop = x"2"), cq6_rrd, mux(b2l(cq_pop = x"3"), cq7_rrd, cq4_rrd))));
         end if;
     end process;
 
     cq4_term_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_term <= mux(cq4_push, term_mode, mux(b2l(cq_pop = x"1"), cq5_term, mux(b2l(cq_pop = x"2"), cq6_term, mux(b2l(cq_pop = x"3"), cq7_term, cq4_term))));
+            cq4_term <= mux(cq4_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = x"1"), cq5_term, mux(b2l(cq_pop = x"2"), cq6_term, mux(b2l(cq_pop = x"3"), cq7_term, cq4_term))));
         end if;
     end process;
 
     cq4_blame_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_blame <= mux(cq4_push, blame_cause, mux(b2l(cq_pop = x"1"), cq5_blame, mux(b2l(cq_pop = x"2"), cq6_blame, mux(b2l(cq_pop = x"3"), cq7_blame, cq4_blame))));
+            cq4_blame <= mux(cq4_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = x"1"), cq5_blame, mux(b2l(cq_pop = x"2"), cq6_blame, mux(b2l(cq_pop = x"3"), cq7_blame, cq4_blame))));
         end if;
     end process;
 
     cq4_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_mal <= mux(cq4_push, wqe_mal, mux(b2l(cq_pop = x"1"), cq5_mal, mux(b2l(cq_pop = x"2"), cq6_mal, mux(b2l(cq_pop = x"3"), cq7_mal, cq4_mal))));
+            cq4_mal <= mux(cq4_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq5_mal, mux(b2l(cq_pop = x"2"), cq6_mal, mux(b2l(cq_pop = x"3"), cq7_mal, cq4_mal))));
         end if;
     end process;
 
     cq5_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_cqe <= mux(cq5_push, (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault), mux(b2l(cq_pop = x"1"), cq6_cqe, mux(b2l(cq_pop = x"2"), cq7_cqe, cq5_cqe)));
+            cq5_cqe <= mux(cq5_push, mux(pub_go, '0', (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq6_cqe, mux(b2l(cq_pop = x"2"), cq7_cqe, cq5_cqe)));
         end if;
     end process;
 
     cq5_cq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_cq <= mux(cq5_push, cur_cq, mux(b2l(cq_pop = x"1"), cq6_cq, mux(b2l(cq_pop = x"2"), cq7_cq, cq5_cq)));
+            cq5_cq <= mux(cq5_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = x"1"), cq6_cq, mux(b2l(cq_pop = x"2"), cq7_cq, cq5_cq)));
         end if;
     end process;
 
     cq5_qpn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_qpn <= mux(cq5_push, cur_qp, mux(b2l(cq_pop = x"1"), cq6_qpn, mux(b2l(cq_pop = x"2"), cq7_qpn, cq5_qpn)));
+            cq5_qpn <= mux(cq5_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = x"1"), cq6_qpn, mux(b2l(cq_pop = x"2"), cq7_qpn, cq5_qpn)));
         end if;
     end process;
 
     cq5_wr_id_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_wr_id <= mux(cq5_push, h_wr_id, mux(b2l(cq_pop = x"1"), cq6_wr_id, mux(b2l(cq_pop = x"2"), cq7_wr_id, cq5_wr_id)));
+            cq5_wr_id <= mux(cq5_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = x"1"), cq6_wr_id, mux(b2l(cq_pop = x"2"), cq7_wr_id, cq5_wr_id)));
         end if;
     end process;
 
     cq5_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_op <= mux(cq5_push, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(b2l(cq_pop = x"1"), cq6_op, mux(b2l(cq_pop = x"2"), cq7_op, cq5_op)));
+            cq5_op <= mux(cq5_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = x"1"), cq6_op, mux(b2l(cq_pop = x"2"), cq7_op, cq5_op)));
         end if;
     end process;
 
     cq5_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_len <= mux(cq5_push, mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq6_len, mux(b2l(cq_pop = x"2"), cq7_len, cq5_len)));
+            cq5_len <= mux(cq5_push, mux(pub_go, x"00000000", mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq6_len, mux(b2l(cq_pop = x"2"), cq7_len, cq5_len)));
         end if;
     end process;
 
     cq5_sq_ci_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_sq_ci <= mux(cq5_push, new_sq_ci, mux(b2l(cq_pop = x"1"), cq6_sq_ci, mux(b2l(cq_pop = x"2"), cq7_sq_ci, cq5_sq_ci)));
+            cq5_sq_ci <= mux(cq5_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = x"1"), cq6_sq_ci, mux(b2l(cq_pop = x"2"), cq7_sq_ci, cq5_sq_ci)));
         end if;
     end process;
 
     cq5_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_txs_pi <= mux(cq5_push, f_off, mux(b2l(cq_pop = x"1"), cq6_txs_pi, mux(b2l(cq_pop = x"2"), cq7_txs_pi, cq5_txs_pi)));
+            cq5_txs_pi <= mux(cq5_push, mux(pub_go, fpdu_end_off, f_off), mux(b2l(cq_pop = x"1"), cq6_txs_pi, mux(b2l(cq_pop = x"2"), cq7_txs_pi, cq5_txs_pi)));
         end if;
     end process;
 
     cq5_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_noring <= mux(cq5_push, (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq6_noring, mux(b2l(cq_pop = x"2"), cq7_noring, cq5_noring)));
+            cq5_noring <= mux(cq5_push, mux(pub_go, '0', (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)), mux(b2l(cq_pop = x"1"), cq6_noring, mux(b2l(cq_pop = x"2"), cq7_noring, cq5_noring)));
         end if;
     end process;
 
     cq5_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_flush <= mux(cq5_push, flush_err or ret_flush_mode, mux(b2l(cq_pop = x"1"), cq6_flush, mux(b2l(cq_pop = x"2"), cq7_flush, cq5_flush)));
+            cq5_flush <= mux(cq5_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = x"1"), cq6_flush, mux(b2l(cq_pop = x"2"), cq7_flush, cq5_flush)));
         end if;
     end process;
 
     cq5_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_prot <= mux(cq5_push, prot, mux(b2l(cq_pop = x"1"), cq6_prot, mux(b2l(cq_pop = x"2"), cq7_prot, cq5_prot)));
+            cq5_prot <= mux(cq5_push, mux(pub_go, '0', prot), mux(b2l(cq_pop = x"1"), cq6_prot, mux(b2l(cq_pop = x"2"), cq7_prot, cq5_prot)));
         end if;
     end process;
 
     cq5_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_rrd <= mux(cq5_push, rsp_mode, mux(b2l(cq_pop = x"1"), cq6_rrd, mux(b2l(cq_pop = x"2"), cq7_rrd, cq5_rrd)));
+            cq5_rrd <= mux(cq5_push, mux(pub_go, '0', rsp_mode), mux(b2l(cq_pop = x"1"), cq6_rrd, mux(b2l(cq_pop = x"2"), cq7_rrd, cq5_rrd)));
         end if;
     end process;
 
     cq5_term_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_term <= mux(cq5_push, term_mode, mux(b2l(cq_pop = x"1"), cq6_term, mux(b2l(cq_pop = x"2"), cq7_term, cq5_term)));
+            cq5_term <= mux(cq5_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = x"1"), cq6_term, mux(b2l(cq_pop = x"2"), cq7_term, cq5_term)));
         end if;
     end process;
 
     cq5_blame_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_blame <= mux(cq5_push, blame_cause, mux(b2l(cq_pop = x"1"), cq6_blame, mux(b2l(cq_pop = x"2"), cq7_blame, cq5_blame)));
+            cq5_blame <= mux(cq5_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = x"1"), cq6_blame, mux(b2l(cq_pop = x"2"), cq7_blame, cq5_blame)));
         end if;
     end process;
 
     cq5_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_mal <= mux(cq5_push, wqe_mal, mux(b2l(cq_pop = x"1"), cq6_mal, mux(b2l(cq_pop = x"2"), cq7_mal, cq5_mal)));
+            cq5_mal <= mux(cq5_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq6_mal, mux(b2l(cq_pop = x"2"), cq7_mal, cq5_mal)));
         end if;
     end process;
 
     cq6_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_cqe <= mux(cq6_push, (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault), mux(b2l(cq_pop = x"1"), cq7_cqe, cq6_cqe));
+            cq6_cqe <= mux(cq6_push, mux(pub_go, '0', (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), mux(b2l(cq_pop = x"1"), cq7_cqe, cq6_cqe));
         end if;
     end process;
 
     cq6_cq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_cq <= mux(cq6_push, cur_cq, mux(b2l(cq_pop = x"1"), cq7_cq, cq6_cq));
+            cq6_cq <= mux(cq6_push, mux(pub_go, cur_cq, cur_cq), mux(b2l(cq_pop = x"1"), cq7_cq, cq6_cq));
         end if;
     end process;
 
     cq6_qpn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_qpn <= mux(cq6_push, cur_qp, mux(b2l(cq_pop = x"1"), cq7_qpn, cq6_qpn));
+            cq6_qpn <= mux(cq6_push, mux(pub_go, cur_qp, cur_qp), mux(b2l(cq_pop = x"1"), cq7_qpn, cq6_qpn));
         end if;
     end process;
 
     cq6_wr_id_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_wr_id <= mux(cq6_push, h_wr_id, mux(b2l(cq_pop = x"1"), cq7_wr_id, cq6_wr_id));
+            cq6_wr_id <= mux(cq6_push, mux(pub_go, x"0000000000000000", h_wr_id), mux(b2l(cq_pop = x"1"), cq7_wr_id, cq6_wr_id));
         end if;
     end process;
 
     cq6_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_op <= mux(cq6_push, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), mux(b2l(cq_pop = x"1"), cq7_op, cq6_op));
+            cq6_op <= mux(cq6_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), mux(b2l(cq_pop = x"1"), cq7_op, cq6_op));
         end if;
     end process;
 
     cq6_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_len <= mux(cq6_push, mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len)), mux(b2l(cq_pop = x"1"), cq7_len, cq6_len));
+            cq6_len <= mux(cq6_push, mux(pub_go, x"00000000", mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), mux(b2l(cq_pop = x"1"), cq7_len, cq6_len));
         end if;
     end process;
 
     cq6_sq_ci_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_sq_ci <= mux(cq6_push, new_sq_ci, mux(b2l(cq_pop = x"1"), cq7_sq_ci, cq6_sq_ci));
+            cq6_sq_ci <= mux(cq6_push, mux(pub_go, cur_sq_ci, new_sq_ci), mux(b2l(cq_pop = x"1"), cq7_sq_ci, cq6_sq_ci));
         end if;
     end process;
 
     cq6_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_txs_pi <= mux(cq6_push, f_off, mux(b2l(cq_pop = x"1"), cq7_txs_pi, cq6_txs_pi));
+            cq6_txs_pi <= mux(cq6_push, mux(pub_go, fpdu_end_off, f_off), mux(b2l(cq_pop = x"1"), cq7_txs_pi, cq6_txs_pi));
         end if;
     end process;
 
     cq6_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_noring <= mux(cq6_push, (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), mux(b2l(cq_pop = x"1"), cq7_noring, cq6_noring));
+            cq6_noring <= mux(cq6_push, mux(pub_go, '0', (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)), mux(b2l(cq_pop = x"1"), cq7_noring, cq6_noring));
         end if;
     end process;
 
     cq6_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_flush <= mux(cq6_push, flush_err or ret_flush_mode, mux(b2l(cq_pop = x"1"), cq7_flush, cq6_flush));
+            cq6_flush <= mux(cq6_push, mux(pub_go, '0', flush_err or ret_flush_mode), mux(b2l(cq_pop = x"1"), cq7_flush, cq6_flush));
         end if;
     end process;
 
     cq6_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_prot <= mux(cq6_push, prot, mux(b2l(cq_pop = x"1"), cq7_prot, cq6_prot));
+            cq6_prot <= mux(cq6_push, mux(pub_go, '0', prot), mux(b2l(cq_pop = x"1"), cq7_prot, cq6_prot));
         end if;
     end process;
 
     cq6_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_rrd <= mux(cq6_push, rsp_mode, mux(b2l(cq_pop = x"1"), cq7_rrd, cq6_rrd));
+            cq6_rrd <= mux(cq6_push, mux(pub_go, '0', rsp_mode), mux(b2l(cq_pop = x"1"), cq7_rrd, cq6_rrd));
         end if;
     end process;
 
     cq6_term_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_term <= mux(cq6_push, term_mode, mux(b2l(cq_pop = x"1"), cq7_term, cq6_term));
+            cq6_term <= mux(cq6_push, mux(pub_go, '0', term_mode), mux(b2l(cq_pop = x"1"), cq7_term, cq6_term));
         end if;
     end process;
 
     cq6_blame_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_blame <= mux(cq6_push, blame_cause, mux(b2l(cq_pop = x"1"), cq7_blame, cq6_blame));
+            cq6_blame <= mux(cq6_push, mux(pub_go, x"0000", blame_cause), mux(b2l(cq_pop = x"1"), cq7_blame, cq6_blame));
         end if;
     end process;
 
     cq6_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_mal <= mux(cq6_push, wqe_mal, mux(b2l(cq_pop = x"1"), cq7_mal, cq6_mal));
+            cq6_mal <= mux(cq6_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq7_mal, cq6_mal));
         end if;
     end process;
 
     cq7_cqe_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_cqe <= mux(cq7_push, (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault), cq7_cqe);
+            cq7_cqe <= mux(cq7_push, mux(pub_go, '0', (((flush_err or prot) or ret_flush_mode) or (h_signaled and wqe_retires)) and (not wqe_fault)), cq7_cqe);
         end if;
     end process;
 
     cq7_cq_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_cq <= mux(cq7_push, cur_cq, cq7_cq);
+            cq7_cq <= mux(cq7_push, mux(pub_go, cur_cq, cur_cq), cq7_cq);
         end if;
     end process;
 
     cq7_qpn_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_qpn <= mux(cq7_push, cur_qp, cq7_qpn);
+            cq7_qpn <= mux(cq7_push, mux(pub_go, cur_qp, cur_qp), cq7_qpn);
         end if;
     end process;
 
     cq7_wr_id_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_wr_id <= mux(cq7_push, h_wr_id, cq7_wr_id);
+            cq7_wr_id <= mux(cq7_push, mux(pub_go, x"0000000000000000", h_wr_id), cq7_wr_id);
         end if;
     end process;
 
     cq7_op_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_op <= mux(cq7_push, mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000")))), cq7_op);
+            cq7_op <= mux(cq7_push, mux(pub_go, "000", mux(b2l(h_opcode = x"02"), "001", mux(b2l(h_opcode = x"03"), "010", mux(b2l(h_opcode = x"04"), "100", mux(b2l(h_opcode = x"05"), "101", "000"))))), cq7_op);
         end if;
     end process;
 
     cq7_len_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_len <= mux(cq7_push, mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len)), cq7_len);
+            cq7_len <= mux(cq7_push, mux(pub_go, x"00000000", mux(((flush_err or prot) or ret_flush_mode) or op_mop, x"00000000", mux(ret_mode, sge_len, msg_len))), cq7_len);
         end if;
     end process;
 
     cq7_sq_ci_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_sq_ci <= mux(cq7_push, new_sq_ci, cq7_sq_ci);
+            cq7_sq_ci <= mux(cq7_push, mux(pub_go, cur_sq_ci, new_sq_ci), cq7_sq_ci);
         end if;
     end process;
 
     cq7_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_txs_pi <= mux(cq7_push, f_off, cq7_txs_pi);
+            cq7_txs_pi <= mux(cq7_push, mux(pub_go, fpdu_end_off, f_off), cq7_txs_pi);
         end if;
     end process;
 
     cq7_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_noring <= mux(cq7_push, (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv), cq7_noring);
+            cq7_noring <= mux(cq7_push, mux(pub_go, '0', (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)), cq7_noring);
         end if;
     end process;
 
     cq7_flush_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_flush <= mux(cq7_push, flush_err or ret_flush_mode, cq7_flush);
+            cq7_flush <= mux(cq7_push, mux(pub_go, '0', flush_err or ret_flush_mode), cq7_flush);
         end if;
     end process;
 
     cq7_prot_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_prot <= mux(cq7_push, prot, cq7_prot);
+            cq7_prot <= mux(cq7_push, mux(pub_go, '0', prot), cq7_prot);
         end if;
     end process;
 
     cq7_rrd_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_rrd <= mux(cq7_push, rsp_mode, cq7_rrd);
+            cq7_rrd <= mux(cq7_push, mux(pub_go, '0', rsp_mode), cq7_rrd);
         end if;
     end process;
 
     cq7_term_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_term <= mux(cq7_push, term_mode, cq7_term);
+            cq7_term <= mux(cq7_push, mux(pub_go, '0', term_mode), cq7_term);
         end if;
     end process;
 
     cq7_blame_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_blame <= mux(cq7_push, blame_cause, cq7_blame);
+            cq7_blame <= mux(cq7_push, mux(pub_go, x"0000", blame_cause), cq7_blame);
         end if;
     end process;
 
     cq7_mal_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_mal <= mux(cq7_push, wqe_mal, cq7_mal);
+            cq7_mal <= mux(cq7_push, mux(pub_go, '0', wqe_mal), cq7_mal);
         end if;
     end process;
 

@@ -66,11 +66,14 @@
 //
 // Records out (m_cpl_*): one per WQE in posting order once its ring bytes are
 // written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's
-// new SQ_CI and TXS_PI for its status record either way. An RDMA Read gives
-// two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI
-// does not), and its completion when its Read done is taken (SQ_CI moves past
-// it); so does a WQE sent behind an outstanding Read (its completion comes
-// from the walk).
+// new SQ_CI and TXS_PI for its status record either way. A message longer than
+// a quarter of the ring also gives progress records (no CQE, SQ_CI unchanged,
+// TXS_PI at the end of an FPDU that is not the message's last and whose end
+// crosses a quarter of the ring), so the host drains the ring while the
+// message is written. An RDMA Read gives two: one without a CQE when its Read
+// Request is written (TXS_PI moves, SQ_CI does not), and its completion when
+// its Read done is taken (SQ_CI moves past it); so does a WQE sent behind an
+// outstanding Read (its completion comes from the walk).
 //
 // Implements: RFC 5040 §4.4, §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write, RDMA Read Request; ORD; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)
 
@@ -804,6 +807,8 @@ module card_tx_w64 (
     reg            h_first;                  // the next beat into mpa_tx opens an FPDU
     wire           rec_room;
     wire           ring_fits;                // the ring has room for the FPDU entering mpa_tx
+    wire           pub_fpdu;                 // the FPDU entering mpa_tx gets a progress record
+    wire           pub_room;                 // the completion queue takes a progress record now
     wire           h_gate;
     wire           h_go;                     // a beat goes from ddp_tx to mpa_tx
     wire           fpdu_new;
@@ -822,6 +827,9 @@ module card_tx_w64 (
     wire [7:0]     w_markers;                // markers in the FPDU
     wire [16:0]    w_len;                    // the FPDU's octets on the wire
     wire [16:0]    w_len_sel;
+    wire [31:0]    fpdu_end_off;             // the stream offset after the FPDU
+    wire [31:0]    ring_quarter_hi;          // stream offset bits above a quarter of the ring
+    wire           pub_go;                   // a progress record is queued
     wire [23:0]    rec_pos;                  // the FPDU's place in the ring
     wire [24:0]    rec_to_end;
     wire           rec_split;                // the FPDU wraps the ring
@@ -8872,7 +8880,8 @@ module card_tx_w64 (
     assign m_chk_tag = 8'h00;
     assign s_chk_ready = 1'h1;
     assign feed_end = (in_state9 & (desc_done | ddp_desc_go)) & ((pay_done | ddp_s_last_go) | no_payload);
-    assign h_gate = ~h_first | (rec_room & ring_fits);
+    assign pub_room = cpl_room & ~in_state11;
+    assign h_gate = ~h_first | ((rec_room & ring_fits) & (~pub_fpdu | pub_room));
     assign h_go = (ddp_m_tvalid & mpa_s_ready) & h_gate;
     assign fpdu_new = h_go & h_first;
     assign w_n5 = {1'h0, ddp_m_tuser_len} + 17'h00005;
@@ -8890,6 +8899,10 @@ module card_tx_w64 (
     assign w_len = (w_body + {7'h00, w_markers, 2'h0}) + 17'h00004;
     assign w_len_sel = cur_markers ? w_len : (w_body + 17'h00004);
     assign ring_fits = ~(ring_size < (ring_used + {15'h0000, w_len_sel}));
+    assign fpdu_end_off = f_off + {15'h0000, w_len_sel};
+    assign ring_quarter_hi = ~{10'h000, cur_txs_mask[23:2]};
+    assign pub_fpdu = ~ddp_m_tuser_last & ((f_off & ring_quarter_hi) != (fpdu_end_off & ring_quarter_hi));
+    assign pub_go = fpdu_new & pub_fpdu;
     assign rec_pos = f_off[23:0] & cur_txs_mask;
     assign rec_to_end = ({1'h0, cur_txs_mask} + 25'h0000001) - {1'h0, rec_pos};
     assign rec_split = rec_to_end < {9'h000, w_len_sel[15:0]};
@@ -8990,14 +9003,14 @@ module card_tx_w64 (
     assign eng_term_cause = rsp_fault ? rev_cause : 16'h00ff;
     assign eng_term_rec = rsp_fault ? {1'h0, rev_rr32[223:0], rrp_data_rd[367:224], 16'h002e, rev_cause} : 401'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ff;
     assign cq_wpos = cq_count - cq_pop;
-    assign cq0_push = (in_state11 & ~no_record) & (cq_wpos == 4'h0);
-    assign cq1_push = (in_state11 & ~no_record) & (cq_wpos == 4'h1);
-    assign cq2_push = (in_state11 & ~no_record) & (cq_wpos == 4'h2);
-    assign cq3_push = (in_state11 & ~no_record) & (cq_wpos == 4'h3);
-    assign cq4_push = (in_state11 & ~no_record) & (cq_wpos == 4'h4);
-    assign cq5_push = (in_state11 & ~no_record) & (cq_wpos == 4'h5);
-    assign cq6_push = (in_state11 & ~no_record) & (cq_wpos == 4'h6);
-    assign cq7_push = (in_state11 & ~no_record) & (cq_wpos == 4'h7);
+    assign cq0_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h0);
+    assign cq1_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h1);
+    assign cq2_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h2);
+    assign cq3_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h3);
+    assign cq4_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h4);
+    assign cq5_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h5);
+    assign cq6_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h6);
+    assign cq7_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h7);
     assign cpl_room = cq_count < 4'h8;
     assign cpl_free = ~cpl_v | m_cpl_ready;
     assign cpl_unresolved = (cpl_hold | |cq_count) | cpl_v;
@@ -11418,7 +11431,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        qa0_last <= qa0_push ? ddp_m_tuser_last : ((qa_pop == 3'h1) ? qa1_last : ((qa_pop == 3'h2) ? qa2_last : ((qa_pop == 3'h3) ? qa3_last : qa0_last)));
+        qa0_last <= qa0_push ? (ddp_m_tuser_last | pub_fpdu) : ((qa_pop == 3'h1) ? qa1_last : ((qa_pop == 3'h2) ? qa2_last : ((qa_pop == 3'h3) ? qa3_last : qa0_last)));
     end
 
     always @(posedge clk) begin
@@ -11442,7 +11455,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        qa1_last <= qa1_push ? ddp_m_tuser_last : ((qa_pop == 3'h1) ? qa2_last : ((qa_pop == 3'h2) ? qa3_last : qa1_last));
+        qa1_last <= qa1_push ? (ddp_m_tuser_last | pub_fpdu) : ((qa_pop == 3'h1) ? qa2_last : ((qa_pop == 3'h2) ? qa3_last : qa1_last));
     end
 
     always @(posedge clk) begin
@@ -11466,7 +11479,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        qa2_last <= qa2_push ? ddp_m_tuser_last : ((qa_pop == 3'h1) ? qa3_last : qa2_last);
+        qa2_last <= qa2_push ? (ddp_m_tuser_last | pub_fpdu) : ((qa_pop == 3'h1) ? qa3_last : qa2_last);
     end
 
     always @(posedge clk) begin
@@ -11490,7 +11503,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        qa3_last <= qa3_push ? ddp_m_tuser_last : qa3_last;
+        qa3_last <= qa3_push ? (ddp_m_tuser_last | pub_fpdu) : qa3_last;
     end
 
     always @(posedge clk) begin
@@ -11522,7 +11535,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        qd0_last <= qd0_push ? ddp_m_tuser_last : ((qd_pop == 3'h1) ? qd1_last : ((qd_pop == 3'h2) ? qd2_last : ((qd_pop == 3'h3) ? qd3_last : qd0_last)));
+        qd0_last <= qd0_push ? (ddp_m_tuser_last | pub_fpdu) : ((qd_pop == 3'h1) ? qd1_last : ((qd_pop == 3'h2) ? qd2_last : ((qd_pop == 3'h3) ? qd3_last : qd0_last)));
     end
 
     always @(posedge clk) begin
@@ -11546,7 +11559,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        qd1_last <= qd1_push ? ddp_m_tuser_last : ((qd_pop == 3'h1) ? qd2_last : ((qd_pop == 3'h2) ? qd3_last : qd1_last));
+        qd1_last <= qd1_push ? (ddp_m_tuser_last | pub_fpdu) : ((qd_pop == 3'h1) ? qd2_last : ((qd_pop == 3'h2) ? qd3_last : qd1_last));
     end
 
     always @(posedge clk) begin
@@ -11570,7 +11583,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        qd2_last <= qd2_push ? ddp_m_tuser_last : ((qd_pop == 3'h1) ? qd3_last : qd2_last);
+        qd2_last <= qd2_push ? (ddp_m_tuser_last | pub_fpdu) : ((qd_pop == 3'h1) ? qd3_last : qd2_last);
     end
 
     always @(posedge clk) begin
@@ -11594,7 +11607,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        qd3_last <= qd3_push ? ddp_m_tuser_last : qd3_last;
+        qd3_last <= qd3_push ? (ddp_m_tuser_last | pub_fpdu) : qd3_last;
     end
 
     always @(posedge clk) begin
@@ -11639,488 +11652,488 @@ module card_tx_w64 (
         if (rst) begin
             cq_count <= 4'h0;
         end else begin
-            cq_count <= cq_wpos + {3'h0, in_state11 & ~no_record};
+            cq_count <= cq_wpos + {3'h0, (in_state11 & ~no_record) | pub_go};
         end
     end
 
     always @(posedge clk) begin
-        cq0_cqe <= cq0_push ? ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault) : ((cq_pop == 4'h1) ? cq1_cqe : ((cq_pop == 4'h2) ? cq2_cqe : ((cq_pop == 4'h3) ? cq3_cqe : ((cq_pop == 4'h4) ? cq4_cqe : ((cq_pop == 4'h5) ? cq5_cqe : ((cq_pop == 4'h6) ? cq6_cqe : ((cq_pop == 4'h7) ? cq7_cqe : cq0_cqe)))))));
+        cq0_cqe <= cq0_push ? (pub_go ? 1'h0 : ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq1_cqe : ((cq_pop == 4'h2) ? cq2_cqe : ((cq_pop == 4'h3) ? cq3_cqe : ((cq_pop == 4'h4) ? cq4_cqe : ((cq_pop == 4'h5) ? cq5_cqe : ((cq_pop == 4'h6) ? cq6_cqe : ((cq_pop == 4'h7) ? cq7_cqe : cq0_cqe)))))));
     end
 
     always @(posedge clk) begin
-        cq0_cq <= cq0_push ? cur_cq : ((cq_pop == 4'h1) ? cq1_cq : ((cq_pop == 4'h2) ? cq2_cq : ((cq_pop == 4'h3) ? cq3_cq : ((cq_pop == 4'h4) ? cq4_cq : ((cq_pop == 4'h5) ? cq5_cq : ((cq_pop == 4'h6) ? cq6_cq : ((cq_pop == 4'h7) ? cq7_cq : cq0_cq)))))));
+        cq0_cq <= cq0_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 4'h1) ? cq1_cq : ((cq_pop == 4'h2) ? cq2_cq : ((cq_pop == 4'h3) ? cq3_cq : ((cq_pop == 4'h4) ? cq4_cq : ((cq_pop == 4'h5) ? cq5_cq : ((cq_pop == 4'h6) ? cq6_cq : ((cq_pop == 4'h7) ? cq7_cq : cq0_cq)))))));
     end
 
     always @(posedge clk) begin
-        cq0_qpn <= cq0_push ? cur_qp : ((cq_pop == 4'h1) ? cq1_qpn : ((cq_pop == 4'h2) ? cq2_qpn : ((cq_pop == 4'h3) ? cq3_qpn : ((cq_pop == 4'h4) ? cq4_qpn : ((cq_pop == 4'h5) ? cq5_qpn : ((cq_pop == 4'h6) ? cq6_qpn : ((cq_pop == 4'h7) ? cq7_qpn : cq0_qpn)))))));
+        cq0_qpn <= cq0_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 4'h1) ? cq1_qpn : ((cq_pop == 4'h2) ? cq2_qpn : ((cq_pop == 4'h3) ? cq3_qpn : ((cq_pop == 4'h4) ? cq4_qpn : ((cq_pop == 4'h5) ? cq5_qpn : ((cq_pop == 4'h6) ? cq6_qpn : ((cq_pop == 4'h7) ? cq7_qpn : cq0_qpn)))))));
     end
 
     always @(posedge clk) begin
-        cq0_wr_id <= cq0_push ? h_wr_id : ((cq_pop == 4'h1) ? cq1_wr_id : ((cq_pop == 4'h2) ? cq2_wr_id : ((cq_pop == 4'h3) ? cq3_wr_id : ((cq_pop == 4'h4) ? cq4_wr_id : ((cq_pop == 4'h5) ? cq5_wr_id : ((cq_pop == 4'h6) ? cq6_wr_id : ((cq_pop == 4'h7) ? cq7_wr_id : cq0_wr_id)))))));
+        cq0_wr_id <= cq0_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 4'h1) ? cq1_wr_id : ((cq_pop == 4'h2) ? cq2_wr_id : ((cq_pop == 4'h3) ? cq3_wr_id : ((cq_pop == 4'h4) ? cq4_wr_id : ((cq_pop == 4'h5) ? cq5_wr_id : ((cq_pop == 4'h6) ? cq6_wr_id : ((cq_pop == 4'h7) ? cq7_wr_id : cq0_wr_id)))))));
     end
 
     always @(posedge clk) begin
-        cq0_op <= cq0_push ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : ((cq_pop == 4'h1) ? cq1_op : ((cq_pop == 4'h2) ? cq2_op : ((cq_pop == 4'h3) ? cq3_op : ((cq_pop == 4'h4) ? cq4_op : ((cq_pop == 4'h5) ? cq5_op : ((cq_pop == 4'h6) ? cq6_op : ((cq_pop == 4'h7) ? cq7_op : cq0_op)))))));
+        cq0_op <= cq0_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 4'h1) ? cq1_op : ((cq_pop == 4'h2) ? cq2_op : ((cq_pop == 4'h3) ? cq3_op : ((cq_pop == 4'h4) ? cq4_op : ((cq_pop == 4'h5) ? cq5_op : ((cq_pop == 4'h6) ? cq6_op : ((cq_pop == 4'h7) ? cq7_op : cq0_op)))))));
     end
 
     always @(posedge clk) begin
-        cq0_len <= cq0_push ? ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq1_len : ((cq_pop == 4'h2) ? cq2_len : ((cq_pop == 4'h3) ? cq3_len : ((cq_pop == 4'h4) ? cq4_len : ((cq_pop == 4'h5) ? cq5_len : ((cq_pop == 4'h6) ? cq6_len : ((cq_pop == 4'h7) ? cq7_len : cq0_len)))))));
+        cq0_len <= cq0_push ? (pub_go ? 32'h00000000 : ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq1_len : ((cq_pop == 4'h2) ? cq2_len : ((cq_pop == 4'h3) ? cq3_len : ((cq_pop == 4'h4) ? cq4_len : ((cq_pop == 4'h5) ? cq5_len : ((cq_pop == 4'h6) ? cq6_len : ((cq_pop == 4'h7) ? cq7_len : cq0_len)))))));
     end
 
     always @(posedge clk) begin
-        cq0_sq_ci <= cq0_push ? new_sq_ci : ((cq_pop == 4'h1) ? cq1_sq_ci : ((cq_pop == 4'h2) ? cq2_sq_ci : ((cq_pop == 4'h3) ? cq3_sq_ci : ((cq_pop == 4'h4) ? cq4_sq_ci : ((cq_pop == 4'h5) ? cq5_sq_ci : ((cq_pop == 4'h6) ? cq6_sq_ci : ((cq_pop == 4'h7) ? cq7_sq_ci : cq0_sq_ci)))))));
+        cq0_sq_ci <= cq0_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 4'h1) ? cq1_sq_ci : ((cq_pop == 4'h2) ? cq2_sq_ci : ((cq_pop == 4'h3) ? cq3_sq_ci : ((cq_pop == 4'h4) ? cq4_sq_ci : ((cq_pop == 4'h5) ? cq5_sq_ci : ((cq_pop == 4'h6) ? cq6_sq_ci : ((cq_pop == 4'h7) ? cq7_sq_ci : cq0_sq_ci)))))));
     end
 
     always @(posedge clk) begin
-        cq0_txs_pi <= cq0_push ? f_off : ((cq_pop == 4'h1) ? cq1_txs_pi : ((cq_pop == 4'h2) ? cq2_txs_pi : ((cq_pop == 4'h3) ? cq3_txs_pi : ((cq_pop == 4'h4) ? cq4_txs_pi : ((cq_pop == 4'h5) ? cq5_txs_pi : ((cq_pop == 4'h6) ? cq6_txs_pi : ((cq_pop == 4'h7) ? cq7_txs_pi : cq0_txs_pi)))))));
+        cq0_txs_pi <= cq0_push ? (pub_go ? fpdu_end_off : f_off) : ((cq_pop == 4'h1) ? cq1_txs_pi : ((cq_pop == 4'h2) ? cq2_txs_pi : ((cq_pop == 4'h3) ? cq3_txs_pi : ((cq_pop == 4'h4) ? cq4_txs_pi : ((cq_pop == 4'h5) ? cq5_txs_pi : ((cq_pop == 4'h6) ? cq6_txs_pi : ((cq_pop == 4'h7) ? cq7_txs_pi : cq0_txs_pi)))))));
     end
 
     always @(posedge clk) begin
-        cq0_noring <= cq0_push ? ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq1_noring : ((cq_pop == 4'h2) ? cq2_noring : ((cq_pop == 4'h3) ? cq3_noring : ((cq_pop == 4'h4) ? cq4_noring : ((cq_pop == 4'h5) ? cq5_noring : ((cq_pop == 4'h6) ? cq6_noring : ((cq_pop == 4'h7) ? cq7_noring : cq0_noring)))))));
+        cq0_noring <= cq0_push ? (pub_go ? 1'h0 : ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv))) : ((cq_pop == 4'h1) ? cq1_noring : ((cq_pop == 4'h2) ? cq2_noring : ((cq_pop == 4'h3) ? cq3_noring : ((cq_pop == 4'h4) ? cq4_noring : ((cq_pop == 4'h5) ? cq5_noring : ((cq_pop == 4'h6) ? cq6_noring : ((cq_pop == 4'h7) ? cq7_noring : cq0_noring)))))));
     end
 
     always @(posedge clk) begin
-        cq0_flush <= cq0_push ? (flush_err | ret_flush_mode) : ((cq_pop == 4'h1) ? cq1_flush : ((cq_pop == 4'h2) ? cq2_flush : ((cq_pop == 4'h3) ? cq3_flush : ((cq_pop == 4'h4) ? cq4_flush : ((cq_pop == 4'h5) ? cq5_flush : ((cq_pop == 4'h6) ? cq6_flush : ((cq_pop == 4'h7) ? cq7_flush : cq0_flush)))))));
+        cq0_flush <= cq0_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 4'h1) ? cq1_flush : ((cq_pop == 4'h2) ? cq2_flush : ((cq_pop == 4'h3) ? cq3_flush : ((cq_pop == 4'h4) ? cq4_flush : ((cq_pop == 4'h5) ? cq5_flush : ((cq_pop == 4'h6) ? cq6_flush : ((cq_pop == 4'h7) ? cq7_flush : cq0_flush)))))));
     end
 
     always @(posedge clk) begin
-        cq0_prot <= cq0_push ? prot : ((cq_pop == 4'h1) ? cq1_prot : ((cq_pop == 4'h2) ? cq2_prot : ((cq_pop == 4'h3) ? cq3_prot : ((cq_pop == 4'h4) ? cq4_prot : ((cq_pop == 4'h5) ? cq5_prot : ((cq_pop == 4'h6) ? cq6_prot : ((cq_pop == 4'h7) ? cq7_prot : cq0_prot)))))));
+        cq0_prot <= cq0_push ? (pub_go ? 1'h0 : prot) : ((cq_pop == 4'h1) ? cq1_prot : ((cq_pop == 4'h2) ? cq2_prot : ((cq_pop == 4'h3) ? cq3_prot : ((cq_pop == 4'h4) ? cq4_prot : ((cq_pop == 4'h5) ? cq5_prot : ((cq_pop == 4'h6) ? cq6_prot : ((cq_pop == 4'h7) ? cq7_prot : cq0_prot)))))));
     end
 
     always @(posedge clk) begin
-        cq0_rrd <= cq0_push ? rsp_mode : ((cq_pop == 4'h1) ? cq1_rrd : ((cq_pop == 4'h2) ? cq2_rrd : ((cq_pop == 4'h3) ? cq3_rrd : ((cq_pop == 4'h4) ? cq4_rrd : ((cq_pop == 4'h5) ? cq5_rrd : ((cq_pop == 4'h6) ? cq6_rrd : ((cq_pop == 4'h7) ? cq7_rrd : cq0_rrd)))))));
+        cq0_rrd <= cq0_push ? (pub_go ? 1'h0 : rsp_mode) : ((cq_pop == 4'h1) ? cq1_rrd : ((cq_pop == 4'h2) ? cq2_rrd : ((cq_pop == 4'h3) ? cq3_rrd : ((cq_pop == 4'h4) ? cq4_rrd : ((cq_pop == 4'h5) ? cq5_rrd : ((cq_pop == 4'h6) ? cq6_rrd : ((cq_pop == 4'h7) ? cq7_rrd : cq0_rrd)))))));
     end
 
     always @(posedge clk) begin
-        cq0_term <= cq0_push ? term_mode : ((cq_pop == 4'h1) ? cq1_term : ((cq_pop == 4'h2) ? cq2_term : ((cq_pop == 4'h3) ? cq3_term : ((cq_pop == 4'h4) ? cq4_term : ((cq_pop == 4'h5) ? cq5_term : ((cq_pop == 4'h6) ? cq6_term : ((cq_pop == 4'h7) ? cq7_term : cq0_term)))))));
+        cq0_term <= cq0_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 4'h1) ? cq1_term : ((cq_pop == 4'h2) ? cq2_term : ((cq_pop == 4'h3) ? cq3_term : ((cq_pop == 4'h4) ? cq4_term : ((cq_pop == 4'h5) ? cq5_term : ((cq_pop == 4'h6) ? cq6_term : ((cq_pop == 4'h7) ? cq7_term : cq0_term)))))));
     end
 
     always @(posedge clk) begin
-        cq0_blame <= cq0_push ? blame_cause : ((cq_pop == 4'h1) ? cq1_blame : ((cq_pop == 4'h2) ? cq2_blame : ((cq_pop == 4'h3) ? cq3_blame : ((cq_pop == 4'h4) ? cq4_blame : ((cq_pop == 4'h5) ? cq5_blame : ((cq_pop == 4'h6) ? cq6_blame : ((cq_pop == 4'h7) ? cq7_blame : cq0_blame)))))));
+        cq0_blame <= cq0_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 4'h1) ? cq1_blame : ((cq_pop == 4'h2) ? cq2_blame : ((cq_pop == 4'h3) ? cq3_blame : ((cq_pop == 4'h4) ? cq4_blame : ((cq_pop == 4'h5) ? cq5_blame : ((cq_pop == 4'h6) ? cq6_blame : ((cq_pop == 4'h7) ? cq7_blame : cq0_blame)))))));
     end
 
     always @(posedge clk) begin
-        cq0_mal <= cq0_push ? wqe_mal : ((cq_pop == 4'h1) ? cq1_mal : ((cq_pop == 4'h2) ? cq2_mal : ((cq_pop == 4'h3) ? cq3_mal : ((cq_pop == 4'h4) ? cq4_mal : ((cq_pop == 4'h5) ? cq5_mal : ((cq_pop == 4'h6) ? cq6_mal : ((cq_pop == 4'h7) ? cq7_mal : cq0_mal)))))));
+        cq0_mal <= cq0_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq1_mal : ((cq_pop == 4'h2) ? cq2_mal : ((cq_pop == 4'h3) ? cq3_mal : ((cq_pop == 4'h4) ? cq4_mal : ((cq_pop == 4'h5) ? cq5_mal : ((cq_pop == 4'h6) ? cq6_mal : ((cq_pop == 4'h7) ? cq7_mal : cq0_mal)))))));
     end
 
     always @(posedge clk) begin
-        cq1_cqe <= cq1_push ? ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
+        cq1_cqe <= cq1_push ? (pub_go ? 1'h0 : ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq2_cqe : ((cq_pop == 4'h2) ? cq3_cqe : ((cq_pop == 4'h3) ? cq4_cqe : ((cq_pop == 4'h4) ? cq5_cqe : ((cq_pop == 4'h5) ? cq6_cqe : ((cq_pop == 4'h6) ? cq7_cqe : cq1_cqe))))));
     end
 
     always @(posedge clk) begin
-        cq1_cq <= cq1_push ? cur_cq : ((cq_pop == 4'h1) ? cq2_cq : ((cq_pop == 4'h2) ? cq3_cq : ((cq_pop == 4'h3) ? cq4_cq : ((cq_pop == 4'h4) ? cq5_cq : ((cq_pop == 4'h5) ? cq6_cq : ((cq_pop == 4'h6) ? cq7_cq : cq1_cq))))));
+        cq1_cq <= cq1_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 4'h1) ? cq2_cq : ((cq_pop == 4'h2) ? cq3_cq : ((cq_pop == 4'h3) ? cq4_cq : ((cq_pop == 4'h4) ? cq5_cq : ((cq_pop == 4'h5) ? cq6_cq : ((cq_pop == 4'h6) ? cq7_cq : cq1_cq))))));
     end
 
     always @(posedge clk) begin
-        cq1_qpn <= cq1_push ? cur_qp : ((cq_pop == 4'h1) ? cq2_qpn : ((cq_pop == 4'h2) ? cq3_qpn : ((cq_pop == 4'h3) ? cq4_qpn : ((cq_pop == 4'h4) ? cq5_qpn : ((cq_pop == 4'h5) ? cq6_qpn : ((cq_pop == 4'h6) ? cq7_qpn : cq1_qpn))))));
+        cq1_qpn <= cq1_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 4'h1) ? cq2_qpn : ((cq_pop == 4'h2) ? cq3_qpn : ((cq_pop == 4'h3) ? cq4_qpn : ((cq_pop == 4'h4) ? cq5_qpn : ((cq_pop == 4'h5) ? cq6_qpn : ((cq_pop == 4'h6) ? cq7_qpn : cq1_qpn))))));
     end
 
     always @(posedge clk) begin
-        cq1_wr_id <= cq1_push ? h_wr_id : ((cq_pop == 4'h1) ? cq2_wr_id : ((cq_pop == 4'h2) ? cq3_wr_id : ((cq_pop == 4'h3) ? cq4_wr_id : ((cq_pop == 4'h4) ? cq5_wr_id : ((cq_pop == 4'h5) ? cq6_wr_id : ((cq_pop == 4'h6) ? cq7_wr_id : cq1_wr_id))))));
+        cq1_wr_id <= cq1_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 4'h1) ? cq2_wr_id : ((cq_pop == 4'h2) ? cq3_wr_id : ((cq_pop == 4'h3) ? cq4_wr_id : ((cq_pop == 4'h4) ? cq5_wr_id : ((cq_pop == 4'h5) ? cq6_wr_id : ((cq_pop == 4'h6) ? cq7_wr_id : cq1_wr_id))))));
     end
 
     always @(posedge clk) begin
-        cq1_op <= cq1_push ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : ((cq_pop == 4'h1) ? cq2_op : ((cq_pop == 4'h2) ? cq3_op : ((cq_pop == 4'h3) ? cq4_op : ((cq_pop == 4'h4) ? cq5_op : ((cq_pop == 4'h5) ? cq6_op : ((cq_pop == 4'h6) ? cq7_op : cq1_op))))));
+        cq1_op <= cq1_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 4'h1) ? cq2_op : ((cq_pop == 4'h2) ? cq3_op : ((cq_pop == 4'h3) ? cq4_op : ((cq_pop == 4'h4) ? cq5_op : ((cq_pop == 4'h5) ? cq6_op : ((cq_pop == 4'h6) ? cq7_op : cq1_op))))));
     end
 
     always @(posedge clk) begin
-        cq1_len <= cq1_push ? ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq2_len : ((cq_pop == 4'h2) ? cq3_len : ((cq_pop == 4'h3) ? cq4_len : ((cq_pop == 4'h4) ? cq5_len : ((cq_pop == 4'h5) ? cq6_len : ((cq_pop == 4'h6) ? cq7_len : cq1_len))))));
+        cq1_len <= cq1_push ? (pub_go ? 32'h00000000 : ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq2_len : ((cq_pop == 4'h2) ? cq3_len : ((cq_pop == 4'h3) ? cq4_len : ((cq_pop == 4'h4) ? cq5_len : ((cq_pop == 4'h5) ? cq6_len : ((cq_pop == 4'h6) ? cq7_len : cq1_len))))));
     end
 
     always @(posedge clk) begin
-        cq1_sq_ci <= cq1_push ? new_sq_ci : ((cq_pop == 4'h1) ? cq2_sq_ci : ((cq_pop == 4'h2) ? cq3_sq_ci : ((cq_pop == 4'h3) ? cq4_sq_ci : ((cq_pop == 4'h4) ? cq5_sq_ci : ((cq_pop == 4'h5) ? cq6_sq_ci : ((cq_pop == 4'h6) ? cq7_sq_ci : cq1_sq_ci))))));
+        cq1_sq_ci <= cq1_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 4'h1) ? cq2_sq_ci : ((cq_pop == 4'h2) ? cq3_sq_ci : ((cq_pop == 4'h3) ? cq4_sq_ci : ((cq_pop == 4'h4) ? cq5_sq_ci : ((cq_pop == 4'h5) ? cq6_sq_ci : ((cq_pop == 4'h6) ? cq7_sq_ci : cq1_sq_ci))))));
     end
 
     always @(posedge clk) begin
-        cq1_txs_pi <= cq1_push ? f_off : ((cq_pop == 4'h1) ? cq2_txs_pi : ((cq_pop == 4'h2) ? cq3_txs_pi : ((cq_pop == 4'h3) ? cq4_txs_pi : ((cq_pop == 4'h4) ? cq5_txs_pi : ((cq_pop == 4'h5) ? cq6_txs_pi : ((cq_pop == 4'h6) ? cq7_txs_pi : cq1_txs_pi))))));
+        cq1_txs_pi <= cq1_push ? (pub_go ? fpdu_end_off : f_off) : ((cq_pop == 4'h1) ? cq2_txs_pi : ((cq_pop == 4'h2) ? cq3_txs_pi : ((cq_pop == 4'h3) ? cq4_txs_pi : ((cq_pop == 4'h4) ? cq5_txs_pi : ((cq_pop == 4'h5) ? cq6_txs_pi : ((cq_pop == 4'h6) ? cq7_txs_pi : cq1_txs_pi))))));
     end
 
     always @(posedge clk) begin
-        cq1_noring <= cq1_push ? ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq2_noring : ((cq_pop == 4'h2) ? cq3_noring : ((cq_pop == 4'h3) ? cq4_noring : ((cq_pop == 4'h4) ? cq5_noring : ((cq_pop == 4'h5) ? cq6_noring : ((cq_pop == 4'h6) ? cq7_noring : cq1_noring))))));
+        cq1_noring <= cq1_push ? (pub_go ? 1'h0 : ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv))) : ((cq_pop == 4'h1) ? cq2_noring : ((cq_pop == 4'h2) ? cq3_noring : ((cq_pop == 4'h3) ? cq4_noring : ((cq_pop == 4'h4) ? cq5_noring : ((cq_pop == 4'h5) ? cq6_noring : ((cq_pop == 4'h6) ? cq7_noring : cq1_noring))))));
     end
 
     always @(posedge clk) begin
-        cq1_flush <= cq1_push ? (flush_err | ret_flush_mode) : ((cq_pop == 4'h1) ? cq2_flush : ((cq_pop == 4'h2) ? cq3_flush : ((cq_pop == 4'h3) ? cq4_flush : ((cq_pop == 4'h4) ? cq5_flush : ((cq_pop == 4'h5) ? cq6_flush : ((cq_pop == 4'h6) ? cq7_flush : cq1_flush))))));
+        cq1_flush <= cq1_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 4'h1) ? cq2_flush : ((cq_pop == 4'h2) ? cq3_flush : ((cq_pop == 4'h3) ? cq4_flush : ((cq_pop == 4'h4) ? cq5_flush : ((cq_pop == 4'h5) ? cq6_flush : ((cq_pop == 4'h6) ? cq7_flush : cq1_flush))))));
     end
 
     always @(posedge clk) begin
-        cq1_prot <= cq1_push ? prot : ((cq_pop == 4'h1) ? cq2_prot : ((cq_pop == 4'h2) ? cq3_prot : ((cq_pop == 4'h3) ? cq4_prot : ((cq_pop == 4'h4) ? cq5_prot : ((cq_pop == 4'h5) ? cq6_prot : ((cq_pop == 4'h6) ? cq7_prot : cq1_prot))))));
+        cq1_prot <= cq1_push ? (pub_go ? 1'h0 : prot) : ((cq_pop == 4'h1) ? cq2_prot : ((cq_pop == 4'h2) ? cq3_prot : ((cq_pop == 4'h3) ? cq4_prot : ((cq_pop == 4'h4) ? cq5_prot : ((cq_pop == 4'h5) ? cq6_prot : ((cq_pop == 4'h6) ? cq7_prot : cq1_prot))))));
     end
 
     always @(posedge clk) begin
-        cq1_rrd <= cq1_push ? rsp_mode : ((cq_pop == 4'h1) ? cq2_rrd : ((cq_pop == 4'h2) ? cq3_rrd : ((cq_pop == 4'h3) ? cq4_rrd : ((cq_pop == 4'h4) ? cq5_rrd : ((cq_pop == 4'h5) ? cq6_rrd : ((cq_pop == 4'h6) ? cq7_rrd : cq1_rrd))))));
+        cq1_rrd <= cq1_push ? (pub_go ? 1'h0 : rsp_mode) : ((cq_pop == 4'h1) ? cq2_rrd : ((cq_pop == 4'h2) ? cq3_rrd : ((cq_pop == 4'h3) ? cq4_rrd : ((cq_pop == 4'h4) ? cq5_rrd : ((cq_pop == 4'h5) ? cq6_rrd : ((cq_pop == 4'h6) ? cq7_rrd : cq1_rrd))))));
     end
 
     always @(posedge clk) begin
-        cq1_term <= cq1_push ? term_mode : ((cq_pop == 4'h1) ? cq2_term : ((cq_pop == 4'h2) ? cq3_term : ((cq_pop == 4'h3) ? cq4_term : ((cq_pop == 4'h4) ? cq5_term : ((cq_pop == 4'h5) ? cq6_term : ((cq_pop == 4'h6) ? cq7_term : cq1_term))))));
+        cq1_term <= cq1_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 4'h1) ? cq2_term : ((cq_pop == 4'h2) ? cq3_term : ((cq_pop == 4'h3) ? cq4_term : ((cq_pop == 4'h4) ? cq5_term : ((cq_pop == 4'h5) ? cq6_term : ((cq_pop == 4'h6) ? cq7_term : cq1_term))))));
     end
 
     always @(posedge clk) begin
-        cq1_blame <= cq1_push ? blame_cause : ((cq_pop == 4'h1) ? cq2_blame : ((cq_pop == 4'h2) ? cq3_blame : ((cq_pop == 4'h3) ? cq4_blame : ((cq_pop == 4'h4) ? cq5_blame : ((cq_pop == 4'h5) ? cq6_blame : ((cq_pop == 4'h6) ? cq7_blame : cq1_blame))))));
+        cq1_blame <= cq1_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 4'h1) ? cq2_blame : ((cq_pop == 4'h2) ? cq3_blame : ((cq_pop == 4'h3) ? cq4_blame : ((cq_pop == 4'h4) ? cq5_blame : ((cq_pop == 4'h5) ? cq6_blame : ((cq_pop == 4'h6) ? cq7_blame : cq1_blame))))));
     end
 
     always @(posedge clk) begin
-        cq1_mal <= cq1_push ? wqe_mal : ((cq_pop == 4'h1) ? cq2_mal : ((cq_pop == 4'h2) ? cq3_mal : ((cq_pop == 4'h3) ? cq4_mal : ((cq_pop == 4'h4) ? cq5_mal : ((cq_pop == 4'h5) ? cq6_mal : ((cq_pop == 4'h6) ? cq7_mal : cq1_mal))))));
+        cq1_mal <= cq1_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq2_mal : ((cq_pop == 4'h2) ? cq3_mal : ((cq_pop == 4'h3) ? cq4_mal : ((cq_pop == 4'h4) ? cq5_mal : ((cq_pop == 4'h5) ? cq6_mal : ((cq_pop == 4'h6) ? cq7_mal : cq1_mal))))));
     end
 
     always @(posedge clk) begin
-        cq2_cqe <= cq2_push ? ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault) : ((cq_pop == 4'h1) ? cq3_cqe : ((cq_pop == 4'h2) ? cq4_cqe : ((cq_pop == 4'h3) ? cq5_cqe : ((cq_pop == 4'h4) ? cq6_cqe : ((cq_pop == 4'h5) ? cq7_cqe : cq2_cqe)))));
+        cq2_cqe <= cq2_push ? (pub_go ? 1'h0 : ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq3_cqe : ((cq_pop == 4'h2) ? cq4_cqe : ((cq_pop == 4'h3) ? cq5_cqe : ((cq_pop == 4'h4) ? cq6_cqe : ((cq_pop == 4'h5) ? cq7_cqe : cq2_cqe)))));
     end
 
     always @(posedge clk) begin
-        cq2_cq <= cq2_push ? cur_cq : ((cq_pop == 4'h1) ? cq3_cq : ((cq_pop == 4'h2) ? cq4_cq : ((cq_pop == 4'h3) ? cq5_cq : ((cq_pop == 4'h4) ? cq6_cq : ((cq_pop == 4'h5) ? cq7_cq : cq2_cq)))));
+        cq2_cq <= cq2_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 4'h1) ? cq3_cq : ((cq_pop == 4'h2) ? cq4_cq : ((cq_pop == 4'h3) ? cq5_cq : ((cq_pop == 4'h4) ? cq6_cq : ((cq_pop == 4'h5) ? cq7_cq : cq2_cq)))));
     end
 
     always @(posedge clk) begin
-        cq2_qpn <= cq2_push ? cur_qp : ((cq_pop == 4'h1) ? cq3_qpn : ((cq_pop == 4'h2) ? cq4_qpn : ((cq_pop == 4'h3) ? cq5_qpn : ((cq_pop == 4'h4) ? cq6_qpn : ((cq_pop == 4'h5) ? cq7_qpn : cq2_qpn)))));
+        cq2_qpn <= cq2_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 4'h1) ? cq3_qpn : ((cq_pop == 4'h2) ? cq4_qpn : ((cq_pop == 4'h3) ? cq5_qpn : ((cq_pop == 4'h4) ? cq6_qpn : ((cq_pop == 4'h5) ? cq7_qpn : cq2_qpn)))));
     end
 
     always @(posedge clk) begin
-        cq2_wr_id <= cq2_push ? h_wr_id : ((cq_pop == 4'h1) ? cq3_wr_id : ((cq_pop == 4'h2) ? cq4_wr_id : ((cq_pop == 4'h3) ? cq5_wr_id : ((cq_pop == 4'h4) ? cq6_wr_id : ((cq_pop == 4'h5) ? cq7_wr_id : cq2_wr_id)))));
+        cq2_wr_id <= cq2_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 4'h1) ? cq3_wr_id : ((cq_pop == 4'h2) ? cq4_wr_id : ((cq_pop == 4'h3) ? cq5_wr_id : ((cq_pop == 4'h4) ? cq6_wr_id : ((cq_pop == 4'h5) ? cq7_wr_id : cq2_wr_id)))));
     end
 
     always @(posedge clk) begin
-        cq2_op <= cq2_push ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : ((cq_pop == 4'h1) ? cq3_op : ((cq_pop == 4'h2) ? cq4_op : ((cq_pop == 4'h3) ? cq5_op : ((cq_pop == 4'h4) ? cq6_op : ((cq_pop == 4'h5) ? cq7_op : cq2_op)))));
+        cq2_op <= cq2_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 4'h1) ? cq3_op : ((cq_pop == 4'h2) ? cq4_op : ((cq_pop == 4'h3) ? cq5_op : ((cq_pop == 4'h4) ? cq6_op : ((cq_pop == 4'h5) ? cq7_op : cq2_op)))));
     end
 
     always @(posedge clk) begin
-        cq2_len <= cq2_push ? ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq3_len : ((cq_pop == 4'h2) ? cq4_len : ((cq_pop == 4'h3) ? cq5_len : ((cq_pop == 4'h4) ? cq6_len : ((cq_pop == 4'h5) ? cq7_len : cq2_len)))));
+        cq2_len <= cq2_push ? (pub_go ? 32'h00000000 : ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq3_len : ((cq_pop == 4'h2) ? cq4_len : ((cq_pop == 4'h3) ? cq5_len : ((cq_pop == 4'h4) ? cq6_len : ((cq_pop == 4'h5) ? cq7_len : cq2_len)))));
     end
 
     always @(posedge clk) begin
-        cq2_sq_ci <= cq2_push ? new_sq_ci : ((cq_pop == 4'h1) ? cq3_sq_ci : ((cq_pop == 4'h2) ? cq4_sq_ci : ((cq_pop == 4'h3) ? cq5_sq_ci : ((cq_pop == 4'h4) ? cq6_sq_ci : ((cq_pop == 4'h5) ? cq7_sq_ci : cq2_sq_ci)))));
+        cq2_sq_ci <= cq2_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 4'h1) ? cq3_sq_ci : ((cq_pop == 4'h2) ? cq4_sq_ci : ((cq_pop == 4'h3) ? cq5_sq_ci : ((cq_pop == 4'h4) ? cq6_sq_ci : ((cq_pop == 4'h5) ? cq7_sq_ci : cq2_sq_ci)))));
     end
 
     always @(posedge clk) begin
-        cq2_txs_pi <= cq2_push ? f_off : ((cq_pop == 4'h1) ? cq3_txs_pi : ((cq_pop == 4'h2) ? cq4_txs_pi : ((cq_pop == 4'h3) ? cq5_txs_pi : ((cq_pop == 4'h4) ? cq6_txs_pi : ((cq_pop == 4'h5) ? cq7_txs_pi : cq2_txs_pi)))));
+        cq2_txs_pi <= cq2_push ? (pub_go ? fpdu_end_off : f_off) : ((cq_pop == 4'h1) ? cq3_txs_pi : ((cq_pop == 4'h2) ? cq4_txs_pi : ((cq_pop == 4'h3) ? cq5_txs_pi : ((cq_pop == 4'h4) ? cq6_txs_pi : ((cq_pop == 4'h5) ? cq7_txs_pi : cq2_txs_pi)))));
     end
 
     always @(posedge clk) begin
-        cq2_noring <= cq2_push ? ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq3_noring : ((cq_pop == 4'h2) ? cq4_noring : ((cq_pop == 4'h3) ? cq5_noring : ((cq_pop == 4'h4) ? cq6_noring : ((cq_pop == 4'h5) ? cq7_noring : cq2_noring)))));
+        cq2_noring <= cq2_push ? (pub_go ? 1'h0 : ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv))) : ((cq_pop == 4'h1) ? cq3_noring : ((cq_pop == 4'h2) ? cq4_noring : ((cq_pop == 4'h3) ? cq5_noring : ((cq_pop == 4'h4) ? cq6_noring : ((cq_pop == 4'h5) ? cq7_noring : cq2_noring)))));
     end
 
     always @(posedge clk) begin
-        cq2_flush <= cq2_push ? (flush_err | ret_flush_mode) : ((cq_pop == 4'h1) ? cq3_flush : ((cq_pop == 4'h2) ? cq4_flush : ((cq_pop == 4'h3) ? cq5_flush : ((cq_pop == 4'h4) ? cq6_flush : ((cq_pop == 4'h5) ? cq7_flush : cq2_flush)))));
+        cq2_flush <= cq2_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 4'h1) ? cq3_flush : ((cq_pop == 4'h2) ? cq4_flush : ((cq_pop == 4'h3) ? cq5_flush : ((cq_pop == 4'h4) ? cq6_flush : ((cq_pop == 4'h5) ? cq7_flush : cq2_flush)))));
     end
 
     always @(posedge clk) begin
-        cq2_prot <= cq2_push ? prot : ((cq_pop == 4'h1) ? cq3_prot : ((cq_pop == 4'h2) ? cq4_prot : ((cq_pop == 4'h3) ? cq5_prot : ((cq_pop == 4'h4) ? cq6_prot : ((cq_pop == 4'h5) ? cq7_prot : cq2_prot)))));
+        cq2_prot <= cq2_push ? (pub_go ? 1'h0 : prot) : ((cq_pop == 4'h1) ? cq3_prot : ((cq_pop == 4'h2) ? cq4_prot : ((cq_pop == 4'h3) ? cq5_prot : ((cq_pop == 4'h4) ? cq6_prot : ((cq_pop == 4'h5) ? cq7_prot : cq2_prot)))));
     end
 
     always @(posedge clk) begin
-        cq2_rrd <= cq2_push ? rsp_mode : ((cq_pop == 4'h1) ? cq3_rrd : ((cq_pop == 4'h2) ? cq4_rrd : ((cq_pop == 4'h3) ? cq5_rrd : ((cq_pop == 4'h4) ? cq6_rrd : ((cq_pop == 4'h5) ? cq7_rrd : cq2_rrd)))));
+        cq2_rrd <= cq2_push ? (pub_go ? 1'h0 : rsp_mode) : ((cq_pop == 4'h1) ? cq3_rrd : ((cq_pop == 4'h2) ? cq4_rrd : ((cq_pop == 4'h3) ? cq5_rrd : ((cq_pop == 4'h4) ? cq6_rrd : ((cq_pop == 4'h5) ? cq7_rrd : cq2_rrd)))));
     end
 
     always @(posedge clk) begin
-        cq2_term <= cq2_push ? term_mode : ((cq_pop == 4'h1) ? cq3_term : ((cq_pop == 4'h2) ? cq4_term : ((cq_pop == 4'h3) ? cq5_term : ((cq_pop == 4'h4) ? cq6_term : ((cq_pop == 4'h5) ? cq7_term : cq2_term)))));
+        cq2_term <= cq2_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 4'h1) ? cq3_term : ((cq_pop == 4'h2) ? cq4_term : ((cq_pop == 4'h3) ? cq5_term : ((cq_pop == 4'h4) ? cq6_term : ((cq_pop == 4'h5) ? cq7_term : cq2_term)))));
     end
 
     always @(posedge clk) begin
-        cq2_blame <= cq2_push ? blame_cause : ((cq_pop == 4'h1) ? cq3_blame : ((cq_pop == 4'h2) ? cq4_blame : ((cq_pop == 4'h3) ? cq5_blame : ((cq_pop == 4'h4) ? cq6_blame : ((cq_pop == 4'h5) ? cq7_blame : cq2_blame)))));
+        cq2_blame <= cq2_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 4'h1) ? cq3_blame : ((cq_pop == 4'h2) ? cq4_blame : ((cq_pop == 4'h3) ? cq5_blame : ((cq_pop == 4'h4) ? cq6_blame : ((cq_pop == 4'h5) ? cq7_blame : cq2_blame)))));
     end
 
     always @(posedge clk) begin
-        cq2_mal <= cq2_push ? wqe_mal : ((cq_pop == 4'h1) ? cq3_mal : ((cq_pop == 4'h2) ? cq4_mal : ((cq_pop == 4'h3) ? cq5_mal : ((cq_pop == 4'h4) ? cq6_mal : ((cq_pop == 4'h5) ? cq7_mal : cq2_mal)))));
+        cq2_mal <= cq2_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq3_mal : ((cq_pop == 4'h2) ? cq4_mal : ((cq_pop == 4'h3) ? cq5_mal : ((cq_pop == 4'h4) ? cq6_mal : ((cq_pop == 4'h5) ? cq7_mal : cq2_mal)))));
     end
 
     always @(posedge clk) begin
-        cq3_cqe <= cq3_push ? ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
+        cq3_cqe <= cq3_push ? (pub_go ? 1'h0 : ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq4_cqe : ((cq_pop == 4'h2) ? cq5_cqe : ((cq_pop == 4'h3) ? cq6_cqe : ((cq_pop == 4'h4) ? cq7_cqe : cq3_cqe))));
     end
 
     always @(posedge clk) begin
-        cq3_cq <= cq3_push ? cur_cq : ((cq_pop == 4'h1) ? cq4_cq : ((cq_pop == 4'h2) ? cq5_cq : ((cq_pop == 4'h3) ? cq6_cq : ((cq_pop == 4'h4) ? cq7_cq : cq3_cq))));
+        cq3_cq <= cq3_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 4'h1) ? cq4_cq : ((cq_pop == 4'h2) ? cq5_cq : ((cq_pop == 4'h3) ? cq6_cq : ((cq_pop == 4'h4) ? cq7_cq : cq3_cq))));
     end
 
     always @(posedge clk) begin
-        cq3_qpn <= cq3_push ? cur_qp : ((cq_pop == 4'h1) ? cq4_qpn : ((cq_pop == 4'h2) ? cq5_qpn : ((cq_pop == 4'h3) ? cq6_qpn : ((cq_pop == 4'h4) ? cq7_qpn : cq3_qpn))));
+        cq3_qpn <= cq3_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 4'h1) ? cq4_qpn : ((cq_pop == 4'h2) ? cq5_qpn : ((cq_pop == 4'h3) ? cq6_qpn : ((cq_pop == 4'h4) ? cq7_qpn : cq3_qpn))));
     end
 
     always @(posedge clk) begin
-        cq3_wr_id <= cq3_push ? h_wr_id : ((cq_pop == 4'h1) ? cq4_wr_id : ((cq_pop == 4'h2) ? cq5_wr_id : ((cq_pop == 4'h3) ? cq6_wr_id : ((cq_pop == 4'h4) ? cq7_wr_id : cq3_wr_id))));
+        cq3_wr_id <= cq3_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 4'h1) ? cq4_wr_id : ((cq_pop == 4'h2) ? cq5_wr_id : ((cq_pop == 4'h3) ? cq6_wr_id : ((cq_pop == 4'h4) ? cq7_wr_id : cq3_wr_id))));
     end
 
     always @(posedge clk) begin
-        cq3_op <= cq3_push ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : ((cq_pop == 4'h1) ? cq4_op : ((cq_pop == 4'h2) ? cq5_op : ((cq_pop == 4'h3) ? cq6_op : ((cq_pop == 4'h4) ? cq7_op : cq3_op))));
+        cq3_op <= cq3_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 4'h1) ? cq4_op : ((cq_pop == 4'h2) ? cq5_op : ((cq_pop == 4'h3) ? cq6_op : ((cq_pop == 4'h4) ? cq7_op : cq3_op))));
     end
 
     always @(posedge clk) begin
-        cq3_len <= cq3_push ? ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq4_len : ((cq_pop == 4'h2) ? cq5_len : ((cq_pop == 4'h3) ? cq6_len : ((cq_pop == 4'h4) ? cq7_len : cq3_len))));
+        cq3_len <= cq3_push ? (pub_go ? 32'h00000000 : ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq4_len : ((cq_pop == 4'h2) ? cq5_len : ((cq_pop == 4'h3) ? cq6_len : ((cq_pop == 4'h4) ? cq7_len : cq3_len))));
     end
 
     always @(posedge clk) begin
-        cq3_sq_ci <= cq3_push ? new_sq_ci : ((cq_pop == 4'h1) ? cq4_sq_ci : ((cq_pop == 4'h2) ? cq5_sq_ci : ((cq_pop == 4'h3) ? cq6_sq_ci : ((cq_pop == 4'h4) ? cq7_sq_ci : cq3_sq_ci))));
+        cq3_sq_ci <= cq3_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 4'h1) ? cq4_sq_ci : ((cq_pop == 4'h2) ? cq5_sq_ci : ((cq_pop == 4'h3) ? cq6_sq_ci : ((cq_pop == 4'h4) ? cq7_sq_ci : cq3_sq_ci))));
     end
 
     always @(posedge clk) begin
-        cq3_txs_pi <= cq3_push ? f_off : ((cq_pop == 4'h1) ? cq4_txs_pi : ((cq_pop == 4'h2) ? cq5_txs_pi : ((cq_pop == 4'h3) ? cq6_txs_pi : ((cq_pop == 4'h4) ? cq7_txs_pi : cq3_txs_pi))));
+        cq3_txs_pi <= cq3_push ? (pub_go ? fpdu_end_off : f_off) : ((cq_pop == 4'h1) ? cq4_txs_pi : ((cq_pop == 4'h2) ? cq5_txs_pi : ((cq_pop == 4'h3) ? cq6_txs_pi : ((cq_pop == 4'h4) ? cq7_txs_pi : cq3_txs_pi))));
     end
 
     always @(posedge clk) begin
-        cq3_noring <= cq3_push ? ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq4_noring : ((cq_pop == 4'h2) ? cq5_noring : ((cq_pop == 4'h3) ? cq6_noring : ((cq_pop == 4'h4) ? cq7_noring : cq3_noring))));
+        cq3_noring <= cq3_push ? (pub_go ? 1'h0 : ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv))) : ((cq_pop == 4'h1) ? cq4_noring : ((cq_pop == 4'h2) ? cq5_noring : ((cq_pop == 4'h3) ? cq6_noring : ((cq_pop == 4'h4) ? cq7_noring : cq3_noring))));
     end
 
     always @(posedge clk) begin
-        cq3_flush <= cq3_push ? (flush_err | ret_flush_mode) : ((cq_pop == 4'h1) ? cq4_flush : ((cq_pop == 4'h2) ? cq5_flush : ((cq_pop == 4'h3) ? cq6_flush : ((cq_pop == 4'h4) ? cq7_flush : cq3_flush))));
+        cq3_flush <= cq3_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 4'h1) ? cq4_flush : ((cq_pop == 4'h2) ? cq5_flush : ((cq_pop == 4'h3) ? cq6_flush : ((cq_pop == 4'h4) ? cq7_flush : cq3_flush))));
     end
 
     always @(posedge clk) begin
-        cq3_prot <= cq3_push ? prot : ((cq_pop == 4'h1) ? cq4_prot : ((cq_pop == 4'h2) ? cq5_prot : ((cq_pop == 4'h3) ? cq6_prot : ((cq_pop == 4'h4) ? cq7_prot : cq3_prot))));
+        cq3_prot <= cq3_push ? (pub_go ? 1'h0 : prot) : ((cq_pop == 4'h1) ? cq4_prot : ((cq_pop == 4'h2) ? cq5_prot : ((cq_pop == 4'h3) ? cq6_prot : ((cq_pop == 4'h4) ? cq7_prot : cq3_prot))));
     end
 
     always @(posedge clk) begin
-        cq3_rrd <= cq3_push ? rsp_mode : ((cq_pop == 4'h1) ? cq4_rrd : ((cq_pop == 4'h2) ? cq5_rrd : ((cq_pop == 4'h3) ? cq6_rrd : ((cq_pop == 4'h4) ? cq7_rrd : cq3_rrd))));
+        cq3_rrd <= cq3_push ? (pub_go ? 1'h0 : rsp_mode) : ((cq_pop == 4'h1) ? cq4_rrd : ((cq_pop == 4'h2) ? cq5_rrd : ((cq_pop == 4'h3) ? cq6_rrd : ((cq_pop == 4'h4) ? cq7_rrd : cq3_rrd))));
     end
 
     always @(posedge clk) begin
-        cq3_term <= cq3_push ? term_mode : ((cq_pop == 4'h1) ? cq4_term : ((cq_pop == 4'h2) ? cq5_term : ((cq_pop == 4'h3) ? cq6_term : ((cq_pop == 4'h4) ? cq7_term : cq3_term))));
+        cq3_term <= cq3_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 4'h1) ? cq4_term : ((cq_pop == 4'h2) ? cq5_term : ((cq_pop == 4'h3) ? cq6_term : ((cq_pop == 4'h4) ? cq7_term : cq3_term))));
     end
 
     always @(posedge clk) begin
-        cq3_blame <= cq3_push ? blame_cause : ((cq_pop == 4'h1) ? cq4_blame : ((cq_pop == 4'h2) ? cq5_blame : ((cq_pop == 4'h3) ? cq6_blame : ((cq_pop == 4'h4) ? cq7_blame : cq3_blame))));
+        cq3_blame <= cq3_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 4'h1) ? cq4_blame : ((cq_pop == 4'h2) ? cq5_blame : ((cq_pop == 4'h3) ? cq6_blame : ((cq_pop == 4'h4) ? cq7_blame : cq3_blame))));
     end
 
     always @(posedge clk) begin
-        cq3_mal <= cq3_push ? wqe_mal : ((cq_pop == 4'h1) ? cq4_mal : ((cq_pop == 4'h2) ? cq5_mal : ((cq_pop == 4'h3) ? cq6_mal : ((cq_pop == 4'h4) ? cq7_mal : cq3_mal))));
+        cq3_mal <= cq3_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq4_mal : ((cq_pop == 4'h2) ? cq5_mal : ((cq_pop == 4'h3) ? cq6_mal : ((cq_pop == 4'h4) ? cq7_mal : cq3_mal))));
     end
 
     always @(posedge clk) begin
-        cq4_cqe <= cq4_push ? ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault) : ((cq_pop == 4'h1) ? cq5_cqe : ((cq_pop == 4'h2) ? cq6_cqe : ((cq_pop == 4'h3) ? cq7_cqe : cq4_cqe)));
+        cq4_cqe <= cq4_push ? (pub_go ? 1'h0 : ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq5_cqe : ((cq_pop == 4'h2) ? cq6_cqe : ((cq_pop == 4'h3) ? cq7_cqe : cq4_cqe)));
     end
 
     always @(posedge clk) begin
-        cq4_cq <= cq4_push ? cur_cq : ((cq_pop == 4'h1) ? cq5_cq : ((cq_pop == 4'h2) ? cq6_cq : ((cq_pop == 4'h3) ? cq7_cq : cq4_cq)));
+        cq4_cq <= cq4_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 4'h1) ? cq5_cq : ((cq_pop == 4'h2) ? cq6_cq : ((cq_pop == 4'h3) ? cq7_cq : cq4_cq)));
     end
 
     always @(posedge clk) begin
-        cq4_qpn <= cq4_push ? cur_qp : ((cq_pop == 4'h1) ? cq5_qpn : ((cq_pop == 4'h2) ? cq6_qpn : ((cq_pop == 4'h3) ? cq7_qpn : cq4_qpn)));
+        cq4_qpn <= cq4_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 4'h1) ? cq5_qpn : ((cq_pop == 4'h2) ? cq6_qpn : ((cq_pop == 4'h3) ? cq7_qpn : cq4_qpn)));
     end
 
     always @(posedge clk) begin
-        cq4_wr_id <= cq4_push ? h_wr_id : ((cq_pop == 4'h1) ? cq5_wr_id : ((cq_pop == 4'h2) ? cq6_wr_id : ((cq_pop == 4'h3) ? cq7_wr_id : cq4_wr_id)));
+        cq4_wr_id <= cq4_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 4'h1) ? cq5_wr_id : ((cq_pop == 4'h2) ? cq6_wr_id : ((cq_pop == 4'h3) ? cq7_wr_id : cq4_wr_id)));
     end
 
     always @(posedge clk) begin
-        cq4_op <= cq4_push ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : ((cq_pop == 4'h1) ? cq5_op : ((cq_pop == 4'h2) ? cq6_op : ((cq_pop == 4'h3) ? cq7_op : cq4_op)));
+        cq4_op <= cq4_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 4'h1) ? cq5_op : ((cq_pop == 4'h2) ? cq6_op : ((cq_pop == 4'h3) ? cq7_op : cq4_op)));
     end
 
     always @(posedge clk) begin
-        cq4_len <= cq4_push ? ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq5_len : ((cq_pop == 4'h2) ? cq6_len : ((cq_pop == 4'h3) ? cq7_len : cq4_len)));
+        cq4_len <= cq4_push ? (pub_go ? 32'h00000000 : ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq5_len : ((cq_pop == 4'h2) ? cq6_len : ((cq_pop == 4'h3) ? cq7_len : cq4_len)));
     end
 
     always @(posedge clk) begin
-        cq4_sq_ci <= cq4_push ? new_sq_ci : ((cq_pop == 4'h1) ? cq5_sq_ci : ((cq_pop == 4'h2) ? cq6_sq_ci : ((cq_pop == 4'h3) ? cq7_sq_ci : cq4_sq_ci)));
+        cq4_sq_ci <= cq4_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 4'h1) ? cq5_sq_ci : ((cq_pop == 4'h2) ? cq6_sq_ci : ((cq_pop == 4'h3) ? cq7_sq_ci : cq4_sq_ci)));
     end
 
     always @(posedge clk) begin
-        cq4_txs_pi <= cq4_push ? f_off : ((cq_pop == 4'h1) ? cq5_txs_pi : ((cq_pop == 4'h2) ? cq6_txs_pi : ((cq_pop == 4'h3) ? cq7_txs_pi : cq4_txs_pi)));
+        cq4_txs_pi <= cq4_push ? (pub_go ? fpdu_end_off : f_off) : ((cq_pop == 4'h1) ? cq5_txs_pi : ((cq_pop == 4'h2) ? cq6_txs_pi : ((cq_pop == 4'h3) ? cq7_txs_pi : cq4_txs_pi)));
     end
 
     always @(posedge clk) begin
-        cq4_noring <= cq4_push ? ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq5_noring : ((cq_pop == 4'h2) ? cq6_noring : ((cq_pop == 4'h3) ? cq7_noring : cq4_noring)));
+        cq4_noring <= cq4_push ? (pub_go ? 1'h0 : ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv))) : ((cq_pop == 4'h1) ? cq5_noring : ((cq_pop == 4'h2) ? cq6_noring : ((cq_pop == 4'h3) ? cq7_noring : cq4_noring)));
     end
 
     always @(posedge clk) begin
-        cq4_flush <= cq4_push ? (flush_err | ret_flush_mode) : ((cq_pop == 4'h1) ? cq5_flush : ((cq_pop == 4'h2) ? cq6_flush : ((cq_pop == 4'h3) ? cq7_flush : cq4_flush)));
+        cq4_flush <= cq4_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 4'h1) ? cq5_flush : ((cq_pop == 4'h2) ? cq6_flush : ((cq_pop == 4'h3) ? cq7_flush : cq4_flush)));
     end
 
     always @(posedge clk) begin
-        cq4_prot <= cq4_push ? prot : ((cq_pop == 4'h1) ? cq5_prot : ((cq_pop == 4'h2) ? cq6_prot : ((cq_pop == 4'h3) ? cq7_prot : cq4_prot)));
+        cq4_prot <= cq4_push ? (pub_go ? 1'h0 : prot) : ((cq_pop == 4'h1) ? cq5_prot : ((cq_pop == 4'h2) ? cq6_prot : ((cq_pop == 4'h3) ? cq7_prot : cq4_prot)));
     end
 
     always @(posedge clk) begin
-        cq4_rrd <= cq4_push ? rsp_mode : ((cq_pop == 4'h1) ? cq5_rrd : ((cq_pop == 4'h2) ? cq6_rrd : ((cq_pop == 4'h3) ? cq7_rrd : cq4_rrd)));
+        cq4_rrd <= cq4_push ? (pub_go ? 1'h0 : rsp_mode) : ((cq_pop == 4'h1) ? cq5_rrd : ((cq_pop == 4'h2) ? cq6_rrd : ((cq_pop == 4'h3) ? cq7_rrd : cq4_rrd)));
     end
 
     always @(posedge clk) begin
-        cq4_term <= cq4_push ? term_mode : ((cq_pop == 4'h1) ? cq5_term : ((cq_pop == 4'h2) ? cq6_term : ((cq_pop == 4'h3) ? cq7_term : cq4_term)));
+        cq4_term <= cq4_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 4'h1) ? cq5_term : ((cq_pop == 4'h2) ? cq6_term : ((cq_pop == 4'h3) ? cq7_term : cq4_term)));
     end
 
     always @(posedge clk) begin
-        cq4_blame <= cq4_push ? blame_cause : ((cq_pop == 4'h1) ? cq5_blame : ((cq_pop == 4'h2) ? cq6_blame : ((cq_pop == 4'h3) ? cq7_blame : cq4_blame)));
+        cq4_blame <= cq4_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 4'h1) ? cq5_blame : ((cq_pop == 4'h2) ? cq6_blame : ((cq_pop == 4'h3) ? cq7_blame : cq4_blame)));
     end
 
     always @(posedge clk) begin
-        cq4_mal <= cq4_push ? wqe_mal : ((cq_pop == 4'h1) ? cq5_mal : ((cq_pop == 4'h2) ? cq6_mal : ((cq_pop == 4'h3) ? cq7_mal : cq4_mal)));
+        cq4_mal <= cq4_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq5_mal : ((cq_pop == 4'h2) ? cq6_mal : ((cq_pop == 4'h3) ? cq7_mal : cq4_mal)));
     end
 
     always @(posedge clk) begin
-        cq5_cqe <= cq5_push ? ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
+        cq5_cqe <= cq5_push ? (pub_go ? 1'h0 : ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq6_cqe : ((cq_pop == 4'h2) ? cq7_cqe : cq5_cqe));
     end
 
     always @(posedge clk) begin
-        cq5_cq <= cq5_push ? cur_cq : ((cq_pop == 4'h1) ? cq6_cq : ((cq_pop == 4'h2) ? cq7_cq : cq5_cq));
+        cq5_cq <= cq5_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 4'h1) ? cq6_cq : ((cq_pop == 4'h2) ? cq7_cq : cq5_cq));
     end
 
     always @(posedge clk) begin
-        cq5_qpn <= cq5_push ? cur_qp : ((cq_pop == 4'h1) ? cq6_qpn : ((cq_pop == 4'h2) ? cq7_qpn : cq5_qpn));
+        cq5_qpn <= cq5_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 4'h1) ? cq6_qpn : ((cq_pop == 4'h2) ? cq7_qpn : cq5_qpn));
     end
 
     always @(posedge clk) begin
-        cq5_wr_id <= cq5_push ? h_wr_id : ((cq_pop == 4'h1) ? cq6_wr_id : ((cq_pop == 4'h2) ? cq7_wr_id : cq5_wr_id));
+        cq5_wr_id <= cq5_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 4'h1) ? cq6_wr_id : ((cq_pop == 4'h2) ? cq7_wr_id : cq5_wr_id));
     end
 
     always @(posedge clk) begin
-        cq5_op <= cq5_push ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : ((cq_pop == 4'h1) ? cq6_op : ((cq_pop == 4'h2) ? cq7_op : cq5_op));
+        cq5_op <= cq5_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 4'h1) ? cq6_op : ((cq_pop == 4'h2) ? cq7_op : cq5_op));
     end
 
     always @(posedge clk) begin
-        cq5_len <= cq5_push ? ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq6_len : ((cq_pop == 4'h2) ? cq7_len : cq5_len));
+        cq5_len <= cq5_push ? (pub_go ? 32'h00000000 : ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq6_len : ((cq_pop == 4'h2) ? cq7_len : cq5_len));
     end
 
     always @(posedge clk) begin
-        cq5_sq_ci <= cq5_push ? new_sq_ci : ((cq_pop == 4'h1) ? cq6_sq_ci : ((cq_pop == 4'h2) ? cq7_sq_ci : cq5_sq_ci));
+        cq5_sq_ci <= cq5_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 4'h1) ? cq6_sq_ci : ((cq_pop == 4'h2) ? cq7_sq_ci : cq5_sq_ci));
     end
 
     always @(posedge clk) begin
-        cq5_txs_pi <= cq5_push ? f_off : ((cq_pop == 4'h1) ? cq6_txs_pi : ((cq_pop == 4'h2) ? cq7_txs_pi : cq5_txs_pi));
+        cq5_txs_pi <= cq5_push ? (pub_go ? fpdu_end_off : f_off) : ((cq_pop == 4'h1) ? cq6_txs_pi : ((cq_pop == 4'h2) ? cq7_txs_pi : cq5_txs_pi));
     end
 
     always @(posedge clk) begin
-        cq5_noring <= cq5_push ? ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq6_noring : ((cq_pop == 4'h2) ? cq7_noring : cq5_noring));
+        cq5_noring <= cq5_push ? (pub_go ? 1'h0 : ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv))) : ((cq_pop == 4'h1) ? cq6_noring : ((cq_pop == 4'h2) ? cq7_noring : cq5_noring));
     end
 
     always @(posedge clk) begin
-        cq5_flush <= cq5_push ? (flush_err | ret_flush_mode) : ((cq_pop == 4'h1) ? cq6_flush : ((cq_pop == 4'h2) ? cq7_flush : cq5_flush));
+        cq5_flush <= cq5_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 4'h1) ? cq6_flush : ((cq_pop == 4'h2) ? cq7_flush : cq5_flush));
     end
 
     always @(posedge clk) begin
-        cq5_prot <= cq5_push ? prot : ((cq_pop == 4'h1) ? cq6_prot : ((cq_pop == 4'h2) ? cq7_prot : cq5_prot));
+        cq5_prot <= cq5_push ? (pub_go ? 1'h0 : prot) : ((cq_pop == 4'h1) ? cq6_prot : ((cq_pop == 4'h2) ? cq7_prot : cq5_prot));
     end
 
     always @(posedge clk) begin
-        cq5_rrd <= cq5_push ? rsp_mode : ((cq_pop == 4'h1) ? cq6_rrd : ((cq_pop == 4'h2) ? cq7_rrd : cq5_rrd));
+        cq5_rrd <= cq5_push ? (pub_go ? 1'h0 : rsp_mode) : ((cq_pop == 4'h1) ? cq6_rrd : ((cq_pop == 4'h2) ? cq7_rrd : cq5_rrd));
     end
 
     always @(posedge clk) begin
-        cq5_term <= cq5_push ? term_mode : ((cq_pop == 4'h1) ? cq6_term : ((cq_pop == 4'h2) ? cq7_term : cq5_term));
+        cq5_term <= cq5_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 4'h1) ? cq6_term : ((cq_pop == 4'h2) ? cq7_term : cq5_term));
     end
 
     always @(posedge clk) begin
-        cq5_blame <= cq5_push ? blame_cause : ((cq_pop == 4'h1) ? cq6_blame : ((cq_pop == 4'h2) ? cq7_blame : cq5_blame));
+        cq5_blame <= cq5_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 4'h1) ? cq6_blame : ((cq_pop == 4'h2) ? cq7_blame : cq5_blame));
     end
 
     always @(posedge clk) begin
-        cq5_mal <= cq5_push ? wqe_mal : ((cq_pop == 4'h1) ? cq6_mal : ((cq_pop == 4'h2) ? cq7_mal : cq5_mal));
+        cq5_mal <= cq5_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq6_mal : ((cq_pop == 4'h2) ? cq7_mal : cq5_mal));
     end
 
     always @(posedge clk) begin
-        cq6_cqe <= cq6_push ? ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault) : ((cq_pop == 4'h1) ? cq7_cqe : cq6_cqe);
+        cq6_cqe <= cq6_push ? (pub_go ? 1'h0 : ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : ((cq_pop == 4'h1) ? cq7_cqe : cq6_cqe);
     end
 
     always @(posedge clk) begin
-        cq6_cq <= cq6_push ? cur_cq : ((cq_pop == 4'h1) ? cq7_cq : cq6_cq);
+        cq6_cq <= cq6_push ? (pub_go ? cur_cq : cur_cq) : ((cq_pop == 4'h1) ? cq7_cq : cq6_cq);
     end
 
     always @(posedge clk) begin
-        cq6_qpn <= cq6_push ? cur_qp : ((cq_pop == 4'h1) ? cq7_qpn : cq6_qpn);
+        cq6_qpn <= cq6_push ? (pub_go ? cur_qp : cur_qp) : ((cq_pop == 4'h1) ? cq7_qpn : cq6_qpn);
     end
 
     always @(posedge clk) begin
-        cq6_wr_id <= cq6_push ? h_wr_id : ((cq_pop == 4'h1) ? cq7_wr_id : cq6_wr_id);
+        cq6_wr_id <= cq6_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : ((cq_pop == 4'h1) ? cq7_wr_id : cq6_wr_id);
     end
 
     always @(posedge clk) begin
-        cq6_op <= cq6_push ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : ((cq_pop == 4'h1) ? cq7_op : cq6_op);
+        cq6_op <= cq6_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : ((cq_pop == 4'h1) ? cq7_op : cq6_op);
     end
 
     always @(posedge clk) begin
-        cq6_len <= cq6_push ? ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : ((cq_pop == 4'h1) ? cq7_len : cq6_len);
+        cq6_len <= cq6_push ? (pub_go ? 32'h00000000 : ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : ((cq_pop == 4'h1) ? cq7_len : cq6_len);
     end
 
     always @(posedge clk) begin
-        cq6_sq_ci <= cq6_push ? new_sq_ci : ((cq_pop == 4'h1) ? cq7_sq_ci : cq6_sq_ci);
+        cq6_sq_ci <= cq6_push ? (pub_go ? cur_sq_ci : new_sq_ci) : ((cq_pop == 4'h1) ? cq7_sq_ci : cq6_sq_ci);
     end
 
     always @(posedge clk) begin
-        cq6_txs_pi <= cq6_push ? f_off : ((cq_pop == 4'h1) ? cq7_txs_pi : cq6_txs_pi);
+        cq6_txs_pi <= cq6_push ? (pub_go ? fpdu_end_off : f_off) : ((cq_pop == 4'h1) ? cq7_txs_pi : cq6_txs_pi);
     end
 
     always @(posedge clk) begin
-        cq6_noring <= cq6_push ? ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : ((cq_pop == 4'h1) ? cq7_noring : cq6_noring);
+        cq6_noring <= cq6_push ? (pub_go ? 1'h0 : ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv))) : ((cq_pop == 4'h1) ? cq7_noring : cq6_noring);
     end
 
     always @(posedge clk) begin
-        cq6_flush <= cq6_push ? (flush_err | ret_flush_mode) : ((cq_pop == 4'h1) ? cq7_flush : cq6_flush);
+        cq6_flush <= cq6_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : ((cq_pop == 4'h1) ? cq7_flush : cq6_flush);
     end
 
     always @(posedge clk) begin
-        cq6_prot <= cq6_push ? prot : ((cq_pop == 4'h1) ? cq7_prot : cq6_prot);
+        cq6_prot <= cq6_push ? (pub_go ? 1'h0 : prot) : ((cq_pop == 4'h1) ? cq7_prot : cq6_prot);
     end
 
     always @(posedge clk) begin
-        cq6_rrd <= cq6_push ? rsp_mode : ((cq_pop == 4'h1) ? cq7_rrd : cq6_rrd);
+        cq6_rrd <= cq6_push ? (pub_go ? 1'h0 : rsp_mode) : ((cq_pop == 4'h1) ? cq7_rrd : cq6_rrd);
     end
 
     always @(posedge clk) begin
-        cq6_term <= cq6_push ? term_mode : ((cq_pop == 4'h1) ? cq7_term : cq6_term);
+        cq6_term <= cq6_push ? (pub_go ? 1'h0 : term_mode) : ((cq_pop == 4'h1) ? cq7_term : cq6_term);
     end
 
     always @(posedge clk) begin
-        cq6_blame <= cq6_push ? blame_cause : ((cq_pop == 4'h1) ? cq7_blame : cq6_blame);
+        cq6_blame <= cq6_push ? (pub_go ? 16'h0000 : blame_cause) : ((cq_pop == 4'h1) ? cq7_blame : cq6_blame);
     end
 
     always @(posedge clk) begin
-        cq6_mal <= cq6_push ? wqe_mal : ((cq_pop == 4'h1) ? cq7_mal : cq6_mal);
+        cq6_mal <= cq6_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq7_mal : cq6_mal);
     end
 
     always @(posedge clk) begin
-        cq7_cqe <= cq7_push ? ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault) : cq7_cqe;
+        cq7_cqe <= cq7_push ? (pub_go ? 1'h0 : ((((flush_err | prot) | ret_flush_mode) | (h_signaled & wqe_retires)) & ~wqe_fault)) : cq7_cqe;
     end
 
     always @(posedge clk) begin
-        cq7_cq <= cq7_push ? cur_cq : cq7_cq;
+        cq7_cq <= cq7_push ? (pub_go ? cur_cq : cur_cq) : cq7_cq;
     end
 
     always @(posedge clk) begin
-        cq7_qpn <= cq7_push ? cur_qp : cq7_qpn;
+        cq7_qpn <= cq7_push ? (pub_go ? cur_qp : cur_qp) : cq7_qpn;
     end
 
     always @(posedge clk) begin
-        cq7_wr_id <= cq7_push ? h_wr_id : cq7_wr_id;
+        cq7_wr_id <= cq7_push ? (pub_go ? 64'h0000000000000000 : h_wr_id) : cq7_wr_id;
     end
 
     always @(posedge clk) begin
-        cq7_op <= cq7_push ? ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0)))) : cq7_op;
+        cq7_op <= cq7_push ? (pub_go ? 3'h0 : ((h_opcode == 8'h02) ? 3'h1 : ((h_opcode == 8'h03) ? 3'h2 : ((h_opcode == 8'h04) ? 3'h4 : ((h_opcode == 8'h05) ? 3'h5 : 3'h0))))) : cq7_op;
     end
 
     always @(posedge clk) begin
-        cq7_len <= cq7_push ? ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len)) : cq7_len;
+        cq7_len <= cq7_push ? (pub_go ? 32'h00000000 : ((((flush_err | prot) | ret_flush_mode) | op_mop) ? 32'h00000000 : (ret_mode ? sge_len : msg_len))) : cq7_len;
     end
 
     always @(posedge clk) begin
-        cq7_sq_ci <= cq7_push ? new_sq_ci : cq7_sq_ci;
+        cq7_sq_ci <= cq7_push ? (pub_go ? cur_sq_ci : new_sq_ci) : cq7_sq_ci;
     end
 
     always @(posedge clk) begin
-        cq7_txs_pi <= cq7_push ? f_off : cq7_txs_pi;
+        cq7_txs_pi <= cq7_push ? (pub_go ? fpdu_end_off : f_off) : cq7_txs_pi;
     end
 
     always @(posedge clk) begin
-        cq7_noring <= cq7_push ? ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) : cq7_noring;
+        cq7_noring <= cq7_push ? (pub_go ? 1'h0 : ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv))) : cq7_noring;
     end
 
     always @(posedge clk) begin
-        cq7_flush <= cq7_push ? (flush_err | ret_flush_mode) : cq7_flush;
+        cq7_flush <= cq7_push ? (pub_go ? 1'h0 : (flush_err | ret_flush_mode)) : cq7_flush;
     end
 
     always @(posedge clk) begin
-        cq7_prot <= cq7_push ? prot : cq7_prot;
+        cq7_prot <= cq7_push ? (pub_go ? 1'h0 : prot) : cq7_prot;
     end
 
     always @(posedge clk) begin
-        cq7_rrd <= cq7_push ? rsp_mode : cq7_rrd;
+        cq7_rrd <= cq7_push ? (pub_go ? 1'h0 : rsp_mode) : cq7_rrd;
     end
 
     always @(posedge clk) begin
-        cq7_term <= cq7_push ? term_mode : cq7_term;
+        cq7_term <= cq7_push ? (pub_go ? 1'h0 : term_mode) : cq7_term;
     end
 
     always @(posedge clk) begin
-        cq7_blame <= cq7_push ? blame_cause : cq7_blame;
+        cq7_blame <= cq7_push ? (pub_go ? 16'h0000 : blame_cause) : cq7_blame;
     end
 
     always @(posedge clk) begin
-        cq7_mal <= cq7_push ? wqe_mal : cq7_mal;
+        cq7_mal <= cq7_push ? (pub_go ? 1'h0 : wqe_mal) : cq7_mal;
     end
 
     always @(posedge clk) begin
