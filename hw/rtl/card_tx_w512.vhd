@@ -44,25 +44,29 @@
 -- 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a
 -- Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is
 -- dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn
--- report it too. A read error while a WQE is fetched again to complete or
--- flush it still only stops the QP until its next doorbell. QP commands:
--- CREATE takes the staged context; ERROR puts a live QP in error (taken one
--- cycle after it is offered: the QP's state is read first; a QP that does not
--- exist is left alone), after which every WQE posted and not completed, the
--- ones posted later included, completes in posting order with WR_FLUSH_ERR
--- (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a
--- bad BBS takes every block posted, as the card model does) and nothing more
--- is sent; DESTROY frees a QP in error; CLOSE is taken without effect. A WQE
--- starts only when its TX ring has 1024 bytes free (more than the FPDUs of 480
--- inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI
--- doorbell, so no QP blocks another. One WQE is fetched and segmented at a
--- time; framing, ring writes and completions of earlier WQEs overlap it,
--- except on a tight CQ (cq_tight): there a WQE starts only once every
--- completion before it has its verdict (cpl_hold low, its own completion queue
--- empty), so that the WQE behind one whose completion overran is flushed,
--- never sent, as in the card model; its QP goes back to the scheduler
--- meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ
--- that overran) raises QP_ERROR with that INFO instead of TERM_SENT.
+-- report it too. A read error of a WQE fetched to flush it (the QP in error)
+-- raises DMA_FAULT the same way and drops everything from SQ_CI to SQ_PI
+-- without completions, as the model's flush does (a flush waits for the event
+-- slot). A read error while a WQE is fetched again to complete it (a Read's,
+-- or one sent behind it) still only stops the QP until its next doorbell: the
+-- card model never reads a WQE twice. QP commands: CREATE takes the staged
+-- context; ERROR puts a live QP in error (taken one cycle after it is offered:
+-- the QP's state is read first; a QP that does not exist is left alone), after
+-- which every WQE posted and not completed, the ones posted later included,
+-- completes in posting order with WR_FLUSH_ERR (its first block read from the
+-- SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block
+-- posted, as the card model does) and nothing more is sent; DESTROY frees a QP
+-- in error; CLOSE is taken without effect. A WQE starts only when its TX ring
+-- has 1024 bytes free (more than the FPDUs of 480 inline bytes take at any
+-- MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks
+-- another. One WQE is fetched and segmented at a time; framing, ring writes
+-- and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight):
+-- there a WQE starts only once every completion before it has its verdict
+-- (cpl_hold low, its own completion queue empty), so that the WQE behind one
+-- whose completion overran is flushed, never sent, as in the card model; its
+-- QP goes back to the scheduler meanwhile. A record of s_term with
+-- s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with
+-- that INFO instead of TERM_SENT.
 --
 -- Records out (m_cpl_*): one per WQE in posting order once its ring bytes are
 -- written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's
@@ -703,8 +707,8 @@ architecture rtl of card_tx_w512 is
     signal wqe_beats : std_logic_vector(6 downto 0); -- beats of the whole WQE
     signal rest_done : std_logic;            -- the WQE's last beat
     signal halt : std_logic;                 -- a read of the WQE got an error response: the QP stops at this WQE
-    signal wf_now : std_logic;               -- a new WQE's read faulted
-    signal wqe_fault_bbs : std_logic_vector(15 downto 0); -- blocks posted from the faulted WQE on: dropped
+    signal wf_now : std_logic;               -- a new WQE's read, or a flushed one's, faulted
+    signal wqe_fault_bbs : std_logic_vector(15 downto 0); -- blocks posted from the faulted WQE on (from SQ_CI when flushing): dropped
     signal wqe_malformed : std_logic;
     signal wqe_mal : std_logic := '0';       -- the WQE is malformed
     signal wqe_mal_bbs : std_logic_vector(15 downto 0); -- blocks the malformed WQE takes
@@ -983,6 +987,7 @@ architecture rtl of card_tx_w512 is
     signal flush_avail : std_logic_vector(15 downto 0); -- blocks posted from SQ_CI on
     signal flush_bbs : std_logic_vector(15 downto 0); -- blocks of the WQE flushed
     signal wqe_blocks : std_logic_vector(15 downto 0); -- blocks the WQE takes
+    signal flush_fault : std_logic;          -- the WQE to flush could not be read: all posted is dropped
     signal new_sq_ci : std_logic_vector(15 downto 0);
     signal mop_fail : std_logic := '0';      -- the WQE's memory operation was refused
     signal prot : std_logic;                 -- the WQE failed its lkey check or memory operation, is malformed, or could not be read
@@ -7618,7 +7623,7 @@ begin
     ret_flush_go <= ((((in_state3 and cur_live) and (not walk_go)) and b2l(cur_orq /= "00000")) and b2l(rdone_pending = "00000")) and b2l(end_flush_now /= "00000");
     ret_go <= ret_done_go or ret_flush_go;
     rreq_pending <= b2l(cur_rreq /= cur_rreq_used);
-    flush_go <= (((in_state3 and cur_error) and (not term_pend_cur)) and (not rreq_pending)) and b2l(cur_sq_ci /= cur_sq_pi);
+    flush_go <= ((((in_state3 and cur_error) and (not term_pend_cur)) and (not rreq_pending)) and b2l(cur_sq_ci /= cur_sq_pi)) and (not term_ev_v);
     ord_room <= b2l(unsigned(cur_orq) < unsigned(cur_ord));
     ring_used <= std_logic_vector(unsigned(f_off) - unsigned(cur_txs_ci));
     ring_size <= std_logic_vector(unsigned(std_logic_vector'(x"00" & cur_txs_mask)) + unsigned'(x"00000001"));
@@ -8801,7 +8806,7 @@ begin
     wqe_beats <= std_logic_vector'("000" & h_bbs);
     rest_done <= (in_state7 and wb_valid) and b2l(wb_beat = std_logic_vector(unsigned(wqe_beats) - unsigned'("0000001")));
     halt <= (in_state5 and wqe_rd_err) or (rest_done and (wqe_rd_err or rd_terr));
-    wf_now <= halt and (not ret_or_flush);
+    wf_now <= halt and ((not ret_or_flush) or flush_mode);
     wf_ev <= wf_now;
     wqe_malformed <= ((in_state5 and (not ret_or_flush)) and (not wqe_served)) and (not wqe_rd_err);
     stat_halt <= halt_q;
@@ -9086,7 +9091,8 @@ begin
     flush_avail <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_ci));
     flush_bbs <= mux((((or h_bbs) and (not b2l(unsigned'(x"8") < unsigned(h_bbs)))) and (not b2l(unsigned(flush_avail) < unsigned(std_logic_vector'(x"000" & h_bbs))))) and (not b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & sq_mask)) + unsigned'("00000000000000001"))) < unsigned(std_logic_vector'("0000000000000" & h_bbs)))), std_logic_vector'(x"000" & h_bbs), flush_avail);
     wqe_blocks <= mux(wqe_fault, wqe_fault_bbs, mux(wqe_mal, wqe_mal_bbs, std_logic_vector'(x"000" & h_bbs)));
-    new_sq_ci <= mux(flush_mode and (not sent_done), std_logic_vector(unsigned(cur_sq_ci) + unsigned(flush_bbs)), mux(wqe_retires, std_logic_vector(unsigned(cur_sq_ci) + unsigned(wqe_blocks)), cur_sq_ci));
+    flush_fault <= flush_mode and wqe_fault;
+    new_sq_ci <= mux(flush_fault, std_logic_vector(unsigned(cur_sq_ci) + unsigned(wqe_fault_bbs)), mux(flush_mode and (not sent_done), std_logic_vector(unsigned(cur_sq_ci) + unsigned(flush_bbs)), mux(wqe_retires, std_logic_vector(unsigned(cur_sq_ci) + unsigned(wqe_blocks)), cur_sq_ci)));
     prot <= (((((ck_fault or mop_fail) or wqe_mal) or wqe_fault) and (not ret_or_flush)) and (not rsp_mode)) and (not term_mode);
     prot_late <= prot and (b2l(cur_orq /= "00000") or cur_walk);
     flush_err <= flush_mode and (not sent_done);
@@ -9173,7 +9179,7 @@ begin
     m_rd_issue_valid <= rd_issue_go;
     m_rd_issue_qp <= cur_qp and std_logic_vector'(9 downto 0 => rd_issue_go);
     m_rd_issue_count <= std_logic_vector(unsigned(cur_rmsn(15 downto 0)) + unsigned'(x"0001")) and std_logic_vector'(15 downto 0 => rd_issue_go);
-    new_sq_next <= mux(flush_mode and b2l(cur_sq_ci = cur_sq_next), new_sq_ci, mux(ret_or_flush or prot_late, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(wqe_blocks))));
+    new_sq_next <= mux(flush_mode and (b2l(cur_sq_ci = cur_sq_next) or wqe_fault), new_sq_ci, mux(ret_or_flush or prot_late, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(wqe_blocks))));
     new_walk <= mux(flush_mode, '0', mux(ret_mode or walk_mode, b2l(new_sq_ci /= cur_sq_next) and (not (walk_mode and op_read)), cur_walk));
     new_orq <= mux(flush_mode, "00000", mux(ret_mode, std_logic_vector(unsigned(cur_orq) - unsigned'("00001")), mux(read_started, std_logic_vector(unsigned(cur_orq) + unsigned'("00001")), cur_orq)));
     new_rdone_used <= mux(flush_mode, cur_rdone, mux(ret_mode and (not ret_flush_mode), std_logic_vector(unsigned(cur_rdone_used) + unsigned'("00001")), cur_rdone_used));
@@ -11663,7 +11669,7 @@ begin
     begin
         if rising_edge(clk) then
             if wf_now = '1' then
-                wqe_fault_bbs <= avail;
+                wqe_fault_bbs <= mux(flush_mode, std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_ci)), avail);
             end if;
         end if;
     end process;

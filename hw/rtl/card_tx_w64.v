@@ -44,25 +44,29 @@
 // 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a
 // Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is
 // dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn
-// report it too. A read error while a WQE is fetched again to complete or
-// flush it still only stops the QP until its next doorbell. QP commands:
-// CREATE takes the staged context; ERROR puts a live QP in error (taken one
-// cycle after it is offered: the QP's state is read first; a QP that does not
-// exist is left alone), after which every WQE posted and not completed, the
-// ones posted later included, completes in posting order with WR_FLUSH_ERR
-// (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a
-// bad BBS takes every block posted, as the card model does) and nothing more
-// is sent; DESTROY frees a QP in error; CLOSE is taken without effect. A WQE
-// starts only when its TX ring has 1024 bytes free (more than the FPDUs of 480
-// inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI
-// doorbell, so no QP blocks another. One WQE is fetched and segmented at a
-// time; framing, ring writes and completions of earlier WQEs overlap it,
-// except on a tight CQ (cq_tight): there a WQE starts only once every
-// completion before it has its verdict (cpl_hold low, its own completion queue
-// empty), so that the WQE behind one whose completion overran is flushed,
-// never sent, as in the card model; its QP goes back to the scheduler
-// meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ
-// that overran) raises QP_ERROR with that INFO instead of TERM_SENT.
+// report it too. A read error of a WQE fetched to flush it (the QP in error)
+// raises DMA_FAULT the same way and drops everything from SQ_CI to SQ_PI
+// without completions, as the model's flush does (a flush waits for the event
+// slot). A read error while a WQE is fetched again to complete it (a Read's,
+// or one sent behind it) still only stops the QP until its next doorbell: the
+// card model never reads a WQE twice. QP commands: CREATE takes the staged
+// context; ERROR puts a live QP in error (taken one cycle after it is offered:
+// the QP's state is read first; a QP that does not exist is left alone), after
+// which every WQE posted and not completed, the ones posted later included,
+// completes in posting order with WR_FLUSH_ERR (its first block read from the
+// SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block
+// posted, as the card model does) and nothing more is sent; DESTROY frees a QP
+// in error; CLOSE is taken without effect. A WQE starts only when its TX ring
+// has 1024 bytes free (more than the FPDUs of 480 inline bytes take at any
+// MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks
+// another. One WQE is fetched and segmented at a time; framing, ring writes
+// and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight):
+// there a WQE starts only once every completion before it has its verdict
+// (cpl_hold low, its own completion queue empty), so that the WQE behind one
+// whose completion overran is flushed, never sent, as in the card model; its
+// QP goes back to the scheduler meanwhile. A record of s_term with
+// s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with
+// that INFO instead of TERM_SENT.
 //
 // Records out (m_cpl_*): one per WQE in posting order once its ring bytes are
 // written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's
@@ -677,8 +681,8 @@ module card_tx_w64 (
     wire [6:0]     wqe_beats;                // beats of the whole WQE
     wire           rest_done;                // the WQE's last beat
     wire           halt;                     // a read of the WQE got an error response: the QP stops at this WQE
-    wire           wf_now;                   // a new WQE's read faulted
-    reg  [15:0]    wqe_fault_bbs;            // blocks posted from the faulted WQE on: dropped
+    wire           wf_now;                   // a new WQE's read, or a flushed one's, faulted
+    reg  [15:0]    wqe_fault_bbs;            // blocks posted from the faulted WQE on (from SQ_CI when flushing): dropped
     wire           wqe_malformed;
     reg            wqe_mal;                  // the WQE is malformed
     reg  [15:0]    wqe_mal_bbs;              // blocks the malformed WQE takes
@@ -945,6 +949,7 @@ module card_tx_w64 (
     wire [15:0]    flush_avail;              // blocks posted from SQ_CI on
     wire [15:0]    flush_bbs;                // blocks of the WQE flushed
     wire [15:0]    wqe_blocks;               // blocks the WQE takes
+    wire           flush_fault;              // the WQE to flush could not be read: all posted is dropped
     wire [15:0]    new_sq_ci;
     reg            mop_fail;                 // the WQE's memory operation was refused
     wire           prot;                     // the WQE failed its lkey check or memory operation, is malformed, or could not be read
@@ -7562,7 +7567,7 @@ module card_tx_w64 (
     assign ret_flush_go = ((((in_state3 & cur_live) & ~walk_go) & (cur_orq != 5'h00)) & (rdone_pending == 5'h00)) & (end_flush_now != 5'h00);
     assign ret_go = ret_done_go | ret_flush_go;
     assign rreq_pending = cur_rreq != cur_rreq_used;
-    assign flush_go = (((in_state3 & cur_error) & ~term_pend_cur) & ~rreq_pending) & (cur_sq_ci != cur_sq_pi);
+    assign flush_go = ((((in_state3 & cur_error) & ~term_pend_cur) & ~rreq_pending) & (cur_sq_ci != cur_sq_pi)) & ~term_ev_v;
     assign ord_room = cur_orq < cur_ord;
     assign ring_used = f_off - cur_txs_ci;
     assign ring_size = {8'h00, cur_txs_mask} + 32'h00000001;
@@ -8750,7 +8755,7 @@ module card_tx_w64 (
     assign wqe_beats = {h_bbs, 3'h0};
     assign rest_done = (in_state7 & wb_valid) & (wb_beat == (wqe_beats - 7'h01));
     assign halt = (in_state5 & wqe_rd_err) | (rest_done & (wqe_rd_err | rd_terr));
-    assign wf_now = halt & ~ret_or_flush;
+    assign wf_now = halt & (~ret_or_flush | flush_mode);
     assign wf_ev = wf_now;
     assign wqe_malformed = ((in_state5 & ~ret_or_flush) & ~wqe_served) & ~wqe_rd_err;
     assign stat_halt = halt_q;
@@ -8953,7 +8958,8 @@ module card_tx_w64 (
     assign flush_avail = cur_sq_pi - cur_sq_ci;
     assign flush_bbs = (((|h_bbs & ~(4'h8 < h_bbs)) & ~(flush_avail < {12'h000, h_bbs})) & ~(({1'h0, sq_mask} + 17'h00001) < {13'h0000, h_bbs})) ? {12'h000, h_bbs} : flush_avail;
     assign wqe_blocks = wqe_fault ? wqe_fault_bbs : (wqe_mal ? wqe_mal_bbs : {12'h000, h_bbs});
-    assign new_sq_ci = (flush_mode & ~sent_done) ? (cur_sq_ci + flush_bbs) : (wqe_retires ? (cur_sq_ci + wqe_blocks) : cur_sq_ci);
+    assign flush_fault = flush_mode & wqe_fault;
+    assign new_sq_ci = flush_fault ? (cur_sq_ci + wqe_fault_bbs) : ((flush_mode & ~sent_done) ? (cur_sq_ci + flush_bbs) : (wqe_retires ? (cur_sq_ci + wqe_blocks) : cur_sq_ci));
     assign prot = (((((ck_fault | mop_fail) | wqe_mal) | wqe_fault) & ~ret_or_flush) & ~rsp_mode) & ~term_mode;
     assign prot_late = prot & ((cur_orq != 5'h00) | cur_walk);
     assign flush_err = flush_mode & ~sent_done;
@@ -9040,7 +9046,7 @@ module card_tx_w64 (
     assign m_rd_issue_valid = rd_issue_go;
     assign m_rd_issue_qp = cur_qp & {10{rd_issue_go}};
     assign m_rd_issue_count = (cur_rmsn[15:0] + 16'h0001) & {16{rd_issue_go}};
-    assign new_sq_next = (flush_mode & (cur_sq_ci == cur_sq_next)) ? new_sq_ci : ((ret_or_flush | prot_late) ? cur_sq_next : (cur_sq_next + wqe_blocks));
+    assign new_sq_next = (flush_mode & ((cur_sq_ci == cur_sq_next) | wqe_fault)) ? new_sq_ci : ((ret_or_flush | prot_late) ? cur_sq_next : (cur_sq_next + wqe_blocks));
     assign new_walk = flush_mode ? 1'h0 : ((ret_mode | walk_mode) ? ((new_sq_ci != cur_sq_next) & ~(walk_mode & op_read)) : cur_walk);
     assign new_orq = flush_mode ? 5'h00 : (ret_mode ? (cur_orq - 5'h01) : (read_started ? (cur_orq + 5'h01) : cur_orq));
     assign new_rdone_used = flush_mode ? cur_rdone : ((ret_mode & ~ret_flush_mode) ? (cur_rdone_used + 5'h01) : cur_rdone_used);
@@ -11104,7 +11110,7 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (wf_now) begin
-            wqe_fault_bbs <= avail;
+            wqe_fault_bbs <= flush_mode ? (cur_sq_pi - cur_sq_ci) : avail;
         end
     end
 

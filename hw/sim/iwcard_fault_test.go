@@ -336,3 +336,57 @@ func (b *wcBench) refusePage(iova uint64) {
 	}
 	b.t.Fatalf("seed %d: no window holds the page at %#x", b.seed, iova)
 }
+
+// TestCardCosimFlushFault: a send queue the host stops letting the card
+// read once its QP is in error. The WQEs posted then are flushed as the
+// card model flushes them: both cards raise DMA_FAULT (OBJ the QP, INFO
+// the first block's address) at the first read, write no completion for
+// them, move SQ_CI to SQ_PI and name the read in DMA_FAULT_*; the card
+// does not stop and the other QP goes on. Before 28 Nov the RTL stopped
+// the QP at that WQE until its next doorbell.
+func TestCardCosimFlushFault(t *testing.T) {
+	for _, w := range gen.CardTopWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			b := newWCBench(t, w, seed, wcTiming, 2)
+			for round := 0; round < 3; round++ {
+				b.round(round)
+			}
+			b.compare()
+			q, o := b.qps[0], b.qps[1]
+			b.qpCmd(q, cs.QPOpError, cs.QPStateError)
+			b.compare()
+			before := writes(b.rWrite)
+			sq := wcSQ + uint64(q.n)<<16
+			b.refuse(sq)
+			size := uint16(1) << q.sqLog
+			first := sq + uint64(q.pi&(size-1))*cs.BB
+			for i := 0; i < 2; i++ {
+				b.put(sq+uint64(q.pi&(size-1))*cs.BB, inlineSend(0xf0+uint64(i), 16))
+				q.pi++
+				q.posted++
+			}
+			b.w32(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBSQPI, uint32(q.pi))
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.compare()
+			ms, rs := faultRegs(t, b.model.Read32), faultRegs(t, b.rtl.RegRead)
+			require.Equal(t, ms, rs, "seed %d: STATUS, DMA_FAULT_ADDR_LO/HI, DMA_FAULT_INFO (RTL, model)", seed)
+			require.Equal(t, first, uint64(rs[2])<<32|uint64(rs[1]), "seed %d: DMA_FAULT_ADDR", seed)
+			require.Equal(t, q.n|2<<cs.DMAFaultInfoRespShift|1<<cs.DMAFaultInfoCountShift, rs[3], "seed %d: DMA_FAULT_INFO: the QP, SLVERR, a read, one fault", seed)
+			require.Zero(t, rs[0]>>cs.StatusFatalShift&1, "seed %d: the card stopped", seed)
+			require.Equal(t, q.pi, b.rtlStat(q.n).SQCI(), "seed %d: SQ_CI past the dropped WQEs", seed)
+			var flt []uint32
+			for _, e := range b.rWrite[wcKey{"eqe", 0}] {
+				if cs.EQE(e).Obj() == q.n && cs.EQE(e).Type() == cs.EQETypeDMAFault {
+					flt = append(flt, cs.EQE(e).Info())
+				}
+			}
+			require.Equal(t, []uint32{uint32(first)}, flt, "seed %d: QP %d's DMA_FAULT events", seed, q.n)
+			// The DMA_FAULT event and the status record: no CQE.
+			require.Len(t, b.rWrite[wcKey{"cqe", q.sendCQ}], len(b.mWrite[wcKey{"cqe", q.sendCQ}]), "seed %d", seed)
+			t.Logf("%d writes after the doorbell (the event, status records)", writes(b.rWrite)-before)
+			b.goesOn(o)
+		})
+	}
+}
