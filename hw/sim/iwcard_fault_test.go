@@ -127,19 +127,7 @@ func TestCardCosimWQEFault(t *testing.T) {
 			}
 			b.compare()
 			q, o := b.qps[0], b.qps[1]
-			sq := wcSQ + uint64(q.n)<<16
-			b.refuse(sq)
-			size := uint16(1) << q.sqLog
-			first := sq + uint64(q.pi&(size-1))*cs.BB
-			for i := 0; i < 2; i++ {
-				b.put(sq+uint64(q.pi&(size-1))*cs.BB, inlineSend(0xf0+uint64(i), 16))
-				q.pi++
-				q.posted++
-			}
-			b.w32(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBSQPI, uint32(q.pi))
-			b.runModel()
-			b.runRTL(3_000_000)
-			b.compare()
+			first := b.postToRefusedSQ(q)
 			b.readFaulted(q, first)
 			require.Equal(t, q.pi, b.rtlStat(q.n).SQCI(), "seed %d: SQ_CI past the dropped WQEs", seed)
 			b.goesOn(o)
@@ -147,17 +135,45 @@ func TestCardCosimWQEFault(t *testing.T) {
 	}
 }
 
-// readFaulted checks, after both cards ran into a refused read of QP q's
-// WQE at addr, that they agree on STATUS and DMA_FAULT_* (the read named,
-// the card not stopped), that q is in ERROR, and that its events include
-// DMA_FAULT (INFO addr) before QP_ERROR; it returns q's events.
-func (b *wcBench) readFaulted(q *wcQP, addr uint64) []cs.EQEType {
+// postToRefusedSQ makes both hosts refuse QP q's SQ, posts two inline
+// Sends there and rings SQ_PI; both cards run, and agree. It returns the
+// first WQE's address.
+func (b *wcBench) postToRefusedSQ(q *wcQP) uint64 {
+	sq := wcSQ + uint64(q.n)<<16
+	b.refuse(sq)
+	size := uint16(1) << q.sqLog
+	first := sq + uint64(q.pi&(size-1))*cs.BB
+	for i := 0; i < 2; i++ {
+		b.put(sq+uint64(q.pi&(size-1))*cs.BB, inlineSend(0xf0+uint64(i), 16))
+		q.pi++
+		q.posted++
+	}
+	b.w32(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBSQPI, uint32(q.pi))
+	b.runModel()
+	b.runRTL(3_000_000)
+	b.compare()
+	return first
+}
+
+// faultNamed checks, after both cards ran into a refused read of QP q's
+// at addr, that they agree on STATUS and DMA_FAULT_*: the read named,
+// one fault, the card not stopped.
+func (b *wcBench) faultNamed(q *wcQP, addr uint64) {
 	t, seed := b.t, b.seed
 	ms, rs := faultRegs(t, b.model.Read32), faultRegs(t, b.rtl.RegRead)
 	require.Equal(t, ms, rs, "seed %d: STATUS, DMA_FAULT_ADDR_LO/HI, DMA_FAULT_INFO (RTL, model)", seed)
 	require.Equal(t, addr, uint64(rs[2])<<32|uint64(rs[1]), "seed %d: DMA_FAULT_ADDR", seed)
 	require.Equal(t, q.n|2<<cs.DMAFaultInfoRespShift|1<<cs.DMAFaultInfoCountShift, rs[3], "seed %d: DMA_FAULT_INFO: the QP, SLVERR, a read, one fault", seed)
 	require.Zero(t, rs[0]>>cs.StatusFatalShift&1, "seed %d: the card stopped", seed)
+}
+
+// readFaulted checks, after both cards ran into a refused read of QP q's
+// WQE at addr, that the read is named (faultNamed), that q is in ERROR,
+// and that its events include DMA_FAULT (INFO addr) before QP_ERROR; it
+// returns q's events.
+func (b *wcBench) readFaulted(q *wcQP, addr uint64) []cs.EQEType {
+	t, seed := b.t, b.seed
+	b.faultNamed(q, addr)
 	require.Equal(t, cs.QPStateError, b.rtlStat(q.n).State(), "seed %d: QP %d", seed, q.n)
 	var evs []cs.EQEType
 	for _, e := range b.rWrite[wcKey{"eqe", 0}] {
@@ -357,24 +373,8 @@ func TestCardCosimFlushFault(t *testing.T) {
 			b.qpCmd(q, cs.QPOpError, cs.QPStateError)
 			b.compare()
 			before := writes(b.rWrite)
-			sq := wcSQ + uint64(q.n)<<16
-			b.refuse(sq)
-			size := uint16(1) << q.sqLog
-			first := sq + uint64(q.pi&(size-1))*cs.BB
-			for i := 0; i < 2; i++ {
-				b.put(sq+uint64(q.pi&(size-1))*cs.BB, inlineSend(0xf0+uint64(i), 16))
-				q.pi++
-				q.posted++
-			}
-			b.w32(cs.QPDBBase+q.n*cs.QPDBStride+cs.QPDBSQPI, uint32(q.pi))
-			b.runModel()
-			b.runRTL(3_000_000)
-			b.compare()
-			ms, rs := faultRegs(t, b.model.Read32), faultRegs(t, b.rtl.RegRead)
-			require.Equal(t, ms, rs, "seed %d: STATUS, DMA_FAULT_ADDR_LO/HI, DMA_FAULT_INFO (RTL, model)", seed)
-			require.Equal(t, first, uint64(rs[2])<<32|uint64(rs[1]), "seed %d: DMA_FAULT_ADDR", seed)
-			require.Equal(t, q.n|2<<cs.DMAFaultInfoRespShift|1<<cs.DMAFaultInfoCountShift, rs[3], "seed %d: DMA_FAULT_INFO: the QP, SLVERR, a read, one fault", seed)
-			require.Zero(t, rs[0]>>cs.StatusFatalShift&1, "seed %d: the card stopped", seed)
+			first := b.postToRefusedSQ(q)
+			b.faultNamed(q, first)
 			require.Equal(t, q.pi, b.rtlStat(q.n).SQCI(), "seed %d: SQ_CI past the dropped WQEs", seed)
 			var flt []uint32
 			for _, e := range b.rWrite[wcKey{"eqe", 0}] {
