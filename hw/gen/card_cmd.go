@@ -160,7 +160,11 @@ func CardCmd() (*Module, error) {
 	alignBad := m.WireOf("q_align_bad", Not(And(aligned("q_sq", sqBase, sqLog, 6), aligned("q_rq", rqBase, rqLog, 6),
 		aligned("q_txs", txsBase, txsLog, 0), aligned("q_rxs", rxsBase, rxsLog, 0))), "a ring base not aligned to its size")
 	cqBad := m.WireOf("q_cq_bad", Or(gt(scq, CardMaxCQ-1), gt(rcq, CardMaxCQ-1), Not(Bit(cxS, UB)), Not(Bit(cxR, UB))), "the send or receive CQ does not exist")
-	mpaBad := m.WireOf("q_mulpdu_bad", Or(Lt(mulpdu, C(16, cardMinMULPDU)), gt(mulpdu, MPARxMaxULPDU)), "")
+	// An FPDU goes onto the transmit ring whole (card_tx): MULPDU at
+	// most half the ring, i.e. MULPDU - 1 below 2^(TXS log - 1).
+	halfMask := m.WireOf("q_txs_half_mask", thermo(m.WireOf("q_txs_half_log", Sub(zext(txsLog, 6), C(6, 1)), ""), 17), "the bits below half the transmit ring")
+	mulpduBig := m.WireOf("q_mulpdu_big", RedOr(And(Sub(zext(mulpdu, 17), C(17, 1)), Not(halfMask))), "MULPDU above half the transmit ring")
+	mpaBad := m.WireOf("q_mulpdu_bad", Or(Lt(mulpdu, C(16, cardMinMULPDU)), gt(mulpdu, MPARxMaxULPDU), mulpduBig), "")
 	rdBad := m.WireOf("q_rd_bad", Or(Eq(ord, C(8, 0)), gt(ord, CardMaxRd), Eq(ird, C(8, 0)), gt(ird, CardMaxRd)), "")
 	clsNow := m.WireOf("q_class", Sel(And(seenDone, Eq(clsQ, C(2, clsActive))), C(2, clsDone), clsQ), "")
 	isCreate, isDestroy := isOp(qpOp, "QP_OP_CREATE"), isOp(qpOp, "QP_OP_DESTROY")

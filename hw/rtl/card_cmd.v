@@ -128,6 +128,9 @@ module card_cmd (
     wire           q_rxs_aligned;
     wire           q_align_bad;              // a ring base not aligned to its size
     wire           q_cq_bad;                 // the send or receive CQ does not exist
+    wire [5:0]     q_txs_half_log;
+    wire [16:0]    q_txs_half_mask;          // the bits below half the transmit ring
+    wire           q_mulpdu_big;             // MULPDU above half the transmit ring
     wire           q_mulpdu_bad;
     wire           q_rd_bad;
     wire [1:0]     q_class;
@@ -315,7 +318,28 @@ module card_cmd (
     });
     assign q_align_bad = ~(((q_sq_aligned & q_rq_aligned) & q_txs_aligned) & q_rxs_aligned);
     assign q_cq_bad = (((16'h03ff < qp_cqs_send_cq) | (16'h03ff < qp_cqs_recv_cq)) | ~cqx_send[12]) | ~cqx_recv[12];
-    assign q_mulpdu_bad = (qp_mpa_mulpdu < 16'h0080) | (16'hfd00 < qp_mpa_mulpdu);
+    assign q_txs_half_log = {1'h0, qp_sizes_txs_log} - 6'h01;
+    assign q_txs_half_mask = {
+        6'h10 < q_txs_half_log,
+        6'h0f < q_txs_half_log,
+        6'h0e < q_txs_half_log,
+        6'h0d < q_txs_half_log,
+        6'h0c < q_txs_half_log,
+        6'h0b < q_txs_half_log,
+        6'h0a < q_txs_half_log,
+        6'h09 < q_txs_half_log,
+        6'h08 < q_txs_half_log,
+        6'h07 < q_txs_half_log,
+        6'h06 < q_txs_half_log,
+        6'h05 < q_txs_half_log,
+        6'h04 < q_txs_half_log,
+        6'h03 < q_txs_half_log,
+        6'h02 < q_txs_half_log,
+        6'h01 < q_txs_half_log,
+        6'h00 < q_txs_half_log
+    };
+    assign q_mulpdu_big = |(({1'h0, qp_mpa_mulpdu} - 17'h00001) & ~q_txs_half_mask);
+    assign q_mulpdu_bad = ((qp_mpa_mulpdu < 16'h0080) | (16'hfd00 < qp_mpa_mulpdu)) | q_mulpdu_big;
     assign q_rd_bad = (((qp_rd_ord == 8'h00) | (8'h10 < qp_rd_ord)) | (qp_rd_ird == 8'h00)) | (8'h10 < qp_rd_ird);
     assign q_class = (seen_done & (cls_q == 2'h1)) ? 2'h2 : cls_q;
     assign q_why = ((qp_num_qpn == 16'h0000) | (16'h03ff < qp_num_qpn)) ? 8'h01 : ((qp_cmd_op == 4'h1) ? ((q_class != 2'h0) ? 8'h03 : (q_size_bad ? 8'h06 : (q_align_bad ? 8'h07 : (q_cq_bad ? 8'h08 : (q_mulpdu_bad ? 8'h09 : (q_rd_bad ? 8'h0a : 8'h00)))))) : (~((((qp_cmd_op == 4'h1) | (qp_cmd_op == 4'h2)) | (qp_cmd_op == 4'h3)) | (qp_cmd_op == 4'h4)) ? 8'h02 : ((q_class == 2'h0) ? 8'h04 : (((qp_cmd_op == 4'h4) & (q_class == 2'h1)) ? 8'h05 : 8'h00))));

@@ -150,6 +150,9 @@ architecture rtl of card_cmd is
     signal q_rxs_aligned : std_logic;
     signal q_align_bad : std_logic;          -- a ring base not aligned to its size
     signal q_cq_bad : std_logic;             -- the send or receive CQ does not exist
+    signal q_txs_half_log : std_logic_vector(5 downto 0);
+    signal q_txs_half_mask : std_logic_vector(16 downto 0); -- the bits below half the transmit ring
+    signal q_mulpdu_big : std_logic;         -- MULPDU above half the transmit ring
     signal q_mulpdu_bad : std_logic;
     signal q_rd_bad : std_logic;
     signal q_class : std_logic_vector(1 downto 0);
@@ -340,7 +343,28 @@ begin
     )));
     q_align_bad <= not (((q_sq_aligned and q_rq_aligned) and q_txs_aligned) and q_rxs_aligned);
     q_cq_bad <= ((b2l(unsigned'(x"03ff") < unsigned(qp_cqs_send_cq)) or b2l(unsigned'(x"03ff") < unsigned(qp_cqs_recv_cq))) or (not cqx_send(12))) or (not cqx_recv(12));
-    q_mulpdu_bad <= b2l(unsigned(qp_mpa_mulpdu) < unsigned'(x"0080")) or b2l(unsigned'(x"fd00") < unsigned(qp_mpa_mulpdu));
+    q_txs_half_log <= std_logic_vector(unsigned(std_logic_vector'('0' & qp_sizes_txs_log)) - unsigned'("000001"));
+    q_txs_half_mask <= std_logic_vector'(
+        b2l(unsigned'("010000") < unsigned(q_txs_half_log)) &
+        b2l(unsigned'("001111") < unsigned(q_txs_half_log)) &
+        b2l(unsigned'("001110") < unsigned(q_txs_half_log)) &
+        b2l(unsigned'("001101") < unsigned(q_txs_half_log)) &
+        b2l(unsigned'("001100") < unsigned(q_txs_half_log)) &
+        b2l(unsigned'("001011") < unsigned(q_txs_half_log)) &
+        b2l(unsigned'("001010") < unsigned(q_txs_half_log)) &
+        b2l(unsigned'("001001") < unsigned(q_txs_half_log)) &
+        b2l(unsigned'("001000") < unsigned(q_txs_half_log)) &
+        b2l(unsigned'("000111") < unsigned(q_txs_half_log)) &
+        b2l(unsigned'("000110") < unsigned(q_txs_half_log)) &
+        b2l(unsigned'("000101") < unsigned(q_txs_half_log)) &
+        b2l(unsigned'("000100") < unsigned(q_txs_half_log)) &
+        b2l(unsigned'("000011") < unsigned(q_txs_half_log)) &
+        b2l(unsigned'("000010") < unsigned(q_txs_half_log)) &
+        b2l(unsigned'("000001") < unsigned(q_txs_half_log)) &
+        b2l(unsigned'("000000") < unsigned(q_txs_half_log))
+    );
+    q_mulpdu_big <= or (std_logic_vector(unsigned(std_logic_vector'('0' & qp_mpa_mulpdu)) - unsigned'("00000000000000001")) and (not q_txs_half_mask));
+    q_mulpdu_bad <= (b2l(unsigned(qp_mpa_mulpdu) < unsigned'(x"0080")) or b2l(unsigned'(x"fd00") < unsigned(qp_mpa_mulpdu))) or q_mulpdu_big;
     q_rd_bad <= ((b2l(qp_rd_ord = x"00") or b2l(unsigned'(x"10") < unsigned(qp_rd_ord))) or b2l(qp_rd_ird = x"00")) or b2l(unsigned'(x"10") < unsigned(qp_rd_ird));
     q_class <= mux(seen_done and b2l(cls_q = "01"), "10", cls_q);
     q_why <= mux(b2l(qp_num_qpn = x"0000") or b2l(unsigned'(x"03ff") < unsigned(qp_num_qpn)), x"01", mux(b2l(qp_cmd_op = x"1"), mux(b2l(q_class /= "00"), x"03", mux(q_size_bad, x"06", mux(q_align_bad, x"07", mux(q_cq_bad, x"08", mux(q_mulpdu_bad, x"09", mux(q_rd_bad, x"0a", x"00")))))), mux(not (((b2l(qp_cmd_op = x"1") or b2l(qp_cmd_op = x"2")) or b2l(qp_cmd_op = x"3")) or b2l(qp_cmd_op = x"4")), x"02", mux(b2l(q_class = "00"), x"04", mux(b2l(qp_cmd_op = x"4") and b2l(q_class = "01"), x"05", x"00")))));

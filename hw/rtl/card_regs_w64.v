@@ -120,7 +120,7 @@ module card_regs_w64 (
     output wire [4:0]     qp_sizes_rxs_log,  // receive stream ring bytes
     output wire [15:0]    qp_cqs_send_cq,    // CQ of send completions
     output wire [15:0]    qp_cqs_recv_cq,    // CQ of receive completions
-    output wire [15:0]    qp_mpa_mulpdu,     // largest ULPDU the QP sends (DDP segment, 128..64768)
+    output wire [15:0]    qp_mpa_mulpdu,     // largest ULPDU the QP sends (DDP segment, 128..64768, and at most half the transmit stream ring: an FPDU goes onto the ring whole)
     output wire           qp_mpa_markers_tx, // insert markers
     output wire           qp_mpa_markers_rx, // expect markers
     output wire           qp_mpa_crc,        // CRC32c on (both directions)

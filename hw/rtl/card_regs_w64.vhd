@@ -122,7 +122,7 @@ entity card_regs_w64 is
         qp_sizes_rxs_log : out std_logic_vector(4 downto 0); -- receive stream ring bytes
         qp_cqs_send_cq : out std_logic_vector(15 downto 0); -- CQ of send completions
         qp_cqs_recv_cq : out std_logic_vector(15 downto 0); -- CQ of receive completions
-        qp_mpa_mulpdu : out std_logic_vector(15 downto 0); -- largest ULPDU the QP sends (DDP segment, 128..64768)
+        qp_mpa_mulpdu : out std_logic_vector(15 downto 0); -- largest ULPDU the QP sends (DDP segment, 128..64768, and at most half the transmit stream ring: an FPDU goes onto the ring whole)
         qp_mpa_markers_tx : out std_logic;   -- insert markers
         qp_mpa_markers_rx : out std_logic;   -- expect markers
         qp_mpa_crc : out std_logic;          -- CRC32c on (both directions)

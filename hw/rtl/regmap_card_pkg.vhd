@@ -252,7 +252,7 @@ package regmap_card_pkg is
     constant CMD_WHY_BAD_SIZE : std_logic_vector(7 downto 0) := x"06"; -- a ring or queue size out of range
     constant CMD_WHY_BAD_ALIGN : std_logic_vector(7 downto 0) := x"07"; -- a ring or queue base not aligned to its size
     constant CMD_WHY_NO_CQ : std_logic_vector(7 downto 0) := x"08"; -- CREATE of a QP whose send or receive CQ does not exist
-    constant CMD_WHY_BAD_MULPDU : std_logic_vector(7 downto 0) := x"09"; -- MULPDU out of range
+    constant CMD_WHY_BAD_MULPDU : std_logic_vector(7 downto 0) := x"09"; -- MULPDU out of range, or above half the transmit stream ring
     constant CMD_WHY_BAD_RD : std_logic_vector(7 downto 0) := x"0a"; -- ORD or IRD out of range
     constant CMD_WHY_CQ_BUSY : std_logic_vector(7 downto 0) := x"0b"; -- DESTROY of a CQ that QPs still use
     constant QP_STATE_RESET : std_logic_vector(3 downto 0) := x"0"; -- not created

@@ -34,8 +34,9 @@ func TestPropertyTraffic(t *testing.T) {
 func propertyTraffic(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	markers, crc := rng.IntN(2) == 0, rng.IntN(2) == 0
-	o := qpOpts{mulpdu: 128 + rng.IntN(9000), markersTX: markers, markersRX: markers, crc: crc,
-		txsLog: uint32(12 + rng.IntN(6)), rxsLog: 17 + uint32(rng.IntN(2)), ord: 1 + rng.IntN(cs.MaxRd), ird: cs.MaxRd, sqLog: 10, rqLog: 10}
+	txsLog := uint32(12 + rng.IntN(6))
+	o := qpOpts{mulpdu: min(128+rng.IntN(9000), 1<<txsLog/2), markersTX: markers, markersRX: markers, crc: crc,
+		txsLog: txsLog, rxsLog: 17 + uint32(rng.IntN(2)), ord: 1 + rng.IntN(cs.MaxRd), ird: cs.MaxRd, sqLog: 10, rqLog: 10}
 	p := newPair(t, o, o)
 	h := p.h
 	const size = 1 << 20

@@ -245,6 +245,12 @@ func (c *Card) newQP(off uint32) (*qp, error) {
 	if mulpdu < mpa.MinMULPDU || mulpdu > mpa.MaxULPDULength {
 		return nil, refuse(off, cs.CmdWhyBadMulpdu, "MULPDU %d (%d..%d)", mulpdu, mpa.MinMULPDU, mpa.MaxULPDULength)
 	}
+	if mulpdu > 1<<txsLog/2 {
+		// An FPDU goes onto the transmit ring whole: one of half the
+		// ring always finds room once the host has sent what is
+		// published (a quarter of the ring at most is not).
+		return nil, refuse(off, cs.CmdWhyBadMulpdu, "MULPDU %d above half the %d-byte transmit ring", mulpdu, 1<<txsLog)
+	}
 	ord := int(field(s.rd, cs.QPRDORDShift, cs.QPRDORDMask))
 	ird := int(field(s.rd, cs.QPRDIRDShift, cs.QPRDIRDMask))
 	if ord < 1 || ord > cs.MaxRd || ird < 1 || ird > cs.MaxRd {
@@ -540,9 +546,10 @@ func (q *qp) txSpace() uint32 {
 	return q.txsSize - used
 }
 
-// drain writes as much of the FPDU in txBuf to the transmit ring as it
-// has room for: one DMA write per chunk (split at the ring's end and at
-// 4 KiB boundaries).
+// drain writes the FPDU in txBuf to the transmit ring once the ring has
+// room for all of it, as the card does (an FPDU goes onto the ring
+// whole, so TXS_PI never stops inside one): one DMA write per chunk
+// (split at the ring's end and at 4 KiB boundaries).
 func (q *qp) drain() bool {
 	if used := q.txsPI - q.txsCI; used > q.txsSize {
 		q.toError(cs.QPErrBadDoorbell, nil) // TXS_CI ran past TXS_PI
@@ -550,11 +557,11 @@ func (q *qp) drain() bool {
 		return true
 	}
 	work := false
+	if q.txSpace() < uint32(len(q.txBuf)-q.txOff) {
+		return false
+	}
 	for q.txOff < len(q.txBuf) {
 		space := q.txSpace()
-		if space == 0 {
-			break
-		}
 		pos := q.txsPI & (q.txsSize - 1)
 		k := min(uint32(len(q.txBuf)-q.txOff), space, q.txsSize-pos)
 		if err := q.c.dmaWrite(WriteStream, q.n, q.txsBase+uint64(pos), q.txBuf[q.txOff:q.txOff+int(k)]); err != nil {

@@ -164,6 +164,7 @@ func TestCommandsRefused(t *testing.T) {
 		{"no such CQ", func() { d.w(cs.QPCqs, c.n|7<<16) }, cs.CmdWhyNoCQ},
 		{"MULPDU too small", func() { d.w(cs.QPMPA, 100) }, cs.CmdWhyBadMulpdu},
 		{"MULPDU too large", func() { d.w(cs.QPMPA, 65000) }, cs.CmdWhyBadMulpdu},
+		{"MULPDU above half the TX ring", func() { d.w(cs.QPMPA, 2049) }, cs.CmdWhyBadMulpdu},
 		{"ORD 0", func() { d.w(cs.QPRD, 1<<8) }, cs.CmdWhyBadRD},
 		{"IRD 17", func() { d.w(cs.QPRD, 1|17<<8) }, cs.CmdWhyBadRD},
 		{"QP 0", func() { d.w(cs.QPNum, 0) }, cs.CmdWhyBadNumber},

@@ -273,7 +273,7 @@ const (
 
 // Fields of QPMPA.
 const (
-	QPMPAMulpduShift    = 0 // largest ULPDU the QP sends (DDP segment, 128..64768)
+	QPMPAMulpduShift    = 0 // largest ULPDU the QP sends (DDP segment, 128..64768, and at most half the transmit stream ring: an FPDU goes onto the ring whole)
 	QPMPAMulpduMask     = 0xffff
 	QPMPAMarkersTXShift = 16 // insert markers
 	QPMPAMarkersTXMask  = 0x1
@@ -563,7 +563,7 @@ const (
 	CmdWhyBadSize   CmdWhy = 6  // a ring or queue size out of range
 	CmdWhyBadAlign  CmdWhy = 7  // a ring or queue base not aligned to its size
 	CmdWhyNoCQ      CmdWhy = 8  // CREATE of a QP whose send or receive CQ does not exist
-	CmdWhyBadMulpdu CmdWhy = 9  // MULPDU out of range
+	CmdWhyBadMulpdu CmdWhy = 9  // MULPDU out of range, or above half the transmit stream ring
 	CmdWhyBadRD     CmdWhy = 10 // ORD or IRD out of range
 	CmdWhyCQBusy    CmdWhy = 11 // DESTROY of a CQ that QPs still use
 )

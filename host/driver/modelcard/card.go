@@ -3,7 +3,6 @@ package modelcard
 import (
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/openiwarp/openiwarp/host/driver"
 	"github.com/openiwarp/openiwarp/host/driver/rnic"
@@ -15,15 +14,11 @@ const Kind = "model"
 
 func init() {
 	driver.Register(Kind, func(name, arg string) (driver.Card, error) {
-		width := 0
-		if arg != "" {
-			w, err := strconv.Atoi(arg)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s card argument %q: a data path width in bits (64, 128, 256, 512)", driver.ErrInvalid, Kind, arg)
-			}
-			width = w
+		a, err := driver.ParseCardArg(Kind, arg, []int{64, 128, 256, 512})
+		if err != nil {
+			return nil, err
 		}
-		return Open(name, width, rnic.Options{})
+		return Open(name, a.Width, rnic.Options{StreamLog: a.RingLog})
 	})
 }
 

@@ -167,7 +167,11 @@ func (c *Card) Attach(conn net.Conn, p mpa.Params, cfg driver.QPConfig) (driver.
 	if mulpdu <= 0 {
 		mulpdu = mpa.MULPDU(emss(conn), p.TxMarkers)
 	}
-	mulpdu = min(max(mulpdu, mpa.MinMULPDU), mpa.MaxULPDULength)
+	// An FPDU goes onto the transmit ring whole: the card publishes the
+	// ring a quarter at a time while a message is written, so an FPDU of
+	// a quarter of the ring always finds room (docs/card.md, transmit
+	// stream ring). The default 1 MiB ring never limits it.
+	mulpdu = min(max(mulpdu, mpa.MinMULPDU), mpa.MaxULPDULength, 1<<c.opt.StreamLog/4)
 
 	c.mu.Lock()
 	if err := c.liveLocked(); err != nil {

@@ -3,7 +3,6 @@ package simcard
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/openiwarp/openiwarp/host/driver"
@@ -17,15 +16,14 @@ const DefaultWidth = 64
 
 func init() {
 	driver.Register(Kind, func(name, arg string) (driver.Card, error) {
-		width := DefaultWidth
-		if arg != "" {
-			w, err := strconv.Atoi(arg)
-			if err != nil || w != 64 && w != 512 {
-				return nil, fmt.Errorf("%w: %s card argument %q: the data path width in bits, 64 or 512", driver.ErrInvalid, Kind, arg)
-			}
-			width = w
+		a, err := driver.ParseCardArg(Kind, arg, []int{64, 512})
+		if err != nil {
+			return nil, err
 		}
-		return Open(name, Config{Width: width}, rnic.Options{})
+		if a.Width == 0 {
+			a.Width = DefaultWidth
+		}
+		return Open(name, Config{Width: a.Width}, rnic.Options{StreamLog: a.RingLog})
 	})
 }
 
