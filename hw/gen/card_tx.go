@@ -115,7 +115,7 @@ func CardTx(width int) (*Module, error) {
 	m := NewModule(fmt.Sprintf("card_tx_w%d", W),
 		"RFC 5040 §4.4, §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write, RDMA Read Request; ORD; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)",
 		fmt.Sprintf("The card's transmit engine, %d-bit data path (docs/card-rtl.md): per-QP transmit context in block RAM (%d QPs) written by the QP command; SQ_PI, TXS_CI and push doorbells; a round-robin scheduler over QPs with posted work (a FIFO of QP numbers in block RAM and one queued bit per QP: a QP is in it at most once, so it never overflows, and a QP sends one WQE per turn); WQE fetch by DMA (dma_rd: the first basic block, then the others in one read, two where they wrap the ring) or from a pushed block (%d held, matched by QP and SQ index) without a DMA read; WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's stream offset; each FPDU's wire length is computed here as it enters mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo the ring size, in two writes where it wraps, the second realigned to lane 0); one record per WQE in posting order once its last ring write has its write response.", W, CardTxQPs, CardTxPushSlots),
-		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). A fenced WQE waits while Reads are outstanding, a Read while ORD are; any other WQE starts behind outstanding Reads, and its completion waits for them: when a Read completes, the engine walks the SQ from SQ_CI, completing (first block read again; an SGL's lengths summed by a check pass over its blocks) every WQE sent behind it up to the next outstanding Read or the first WQE not started, so completions stay in posting order with no per-QP completion memory. Local Invalidate and BIND_MW WQEs (not inline) go to placement's mop port (m_mop) when they start and send nothing: the STag is invalidated, or the window's entry written, before the next WQE starts; one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails the QP as a failed lkey check does. A malformed WQE (an opcode the SQ does not take, an inline length or SGL its blocks cannot hold, a bad BBS) completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic Terminate, as the card model does. A DMA error response to a WQE read (a new WQE's, before anything of it is sent) fails the QP as the card model's fetch does: a DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn report it too. A read error of a WQE fetched to flush it (the QP in error) raises DMA_FAULT the same way and drops everything from SQ_CI to SQ_PI without completions, as the model's flush does (a flush waits for the event slot). A read error while a WQE is fetched again to complete it (a Read's, or one sent behind it) still only stops the QP until its next doorbell: the card model never reads a WQE twice. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken without effect. A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight): there a WQE starts only once every completion before it has its verdict (cpl_hold low, its own completion queue empty), so that the WQE behind one whose completion overran is flushed, never sent, as in the card model; its QP goes back to the scheduler meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with that INFO instead of TERM_SENT.", CardTxRingGuard, cardTxMaxInline),
+		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). A fenced WQE waits while Reads are outstanding, a Read while ORD are; any other WQE starts behind outstanding Reads, and its completion waits for them: when a Read completes, the engine walks the SQ from SQ_CI, completing (first block read again; an SGL's lengths summed by a check pass over its blocks) every WQE sent behind it up to the next outstanding Read or the first WQE not started, so completions stay in posting order with no per-QP completion memory. Local Invalidate and BIND_MW WQEs (not inline) go to placement's mop port (m_mop) when they start and send nothing: the STag is invalidated, or the window's entry written, before the next WQE starts; one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails the QP as a failed lkey check does. A malformed WQE (an opcode the SQ does not take, an inline length or SGL its blocks cannot hold, a bad BBS) completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic Terminate, as the card model does. A DMA error response to a WQE read (a new WQE's, before anything of it is sent) fails the QP as the card model's fetch does: a DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn report it too. A read error of a WQE fetched to flush it (the QP in error) raises DMA_FAULT the same way and drops everything from SQ_CI to SQ_PI without completions, as the model's flush does (a flush waits for the event slot). A read error of a WQE fetched again to complete it (a Read's, or one sent behind outstanding Reads; the card model keeps such WQEs and never reads one twice) fails the QP as a new WQE's does, and drops everything from SQ_CI to SQ_PI with its outstanding Reads; every fetch of a WQE at SQ_CI waits for the event slot. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent; DESTROY frees a QP in error; CLOSE is taken without effect. A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight): there a WQE starts only once every completion before it has its verdict (cpl_hold low, its own completion queue empty), so that the WQE behind one whose completion overran is flushed, never sent, as in the card model; its QP goes back to the scheduler meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with that INFO instead of TERM_SENT.", CardTxRingGuard, cardTxMaxInline),
 		"Records out (m_cpl_*): one per WQE in posting order once its ring bytes are written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's new SQ_CI and TXS_PI for its status record either way. A message longer than a quarter of the ring also gives progress records (no CQE, SQ_CI unchanged, TXS_PI at the end of an FPDU that is not the message's last and whose end crosses a quarter of the ring), so the host drains the ring while the message is written. An RDMA Read gives two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI does not), and its completion when its Read done is taken (SQ_CI moves past it); so does a WQE sent behind an outstanding Read (its completion comes from the walk).",
 	)
 	clk := m.Clock()
@@ -596,7 +596,7 @@ func CardTx(width int) (*Module, error) {
 	// completes the Read at SQ_CI (ret), then the walk (wk) completes every
 	// WQE at SQ_CI that was sent, up to the next outstanding Read or the
 	// first WQE not started (the card model's retire).
-	doWalk := m.WireOf("walk_go", And(sDecide, live, cWk, Ne(cSQCI, cNext)), "complete the WQE at SQ_CI if it was sent (stop at a Read)")
+	doWalk := m.WireOf("walk_go", And(sDecide, live, cWk, Ne(cSQCI, cNext), Not(evV)), "complete the WQE at SQ_CI if it was sent (stop at a Read)")
 	// The peer's stream ended: no Read Response can come any more, so the
 	// Reads outstanding then (less those whose Read done came before the
 	// end) complete with WR_FLUSH_ERR, oldest first, after the Read dones
@@ -609,8 +609,10 @@ func CardTx(width int) (*Module, error) {
 	flNow := m.WireOf("end_flush_now", Sel(endNew, Sel(Lt(cOrq, pend), C(5, 0), Sub(cOrq, pend)), cEndFl), "")
 	m.Drive(cEndSeen, nil, Sel(sCtx, Bit(engRd, 149), Or(cEndSeen, cEnd)), Or(sCtx, sDecide))
 	m.Drive(cEndFl, nil, Sel(sCtx, Bits(engRd, 148, 144), flNow), Or(sCtx, sDecide))
-	doRetOK := m.WireOf("ret_done_go", And(sDecide, live, Not(doWalk), Ne(cOrq, C(5, 0)), Ne(pend, C(5, 0))), "complete the oldest outstanding Read (its Read done came)")
-	doRfl := m.WireOf("ret_flush_go", And(sDecide, live, Not(doWalk), Ne(cOrq, C(5, 0)), Eq(pend, C(5, 0)), Ne(flNow, C(5, 0))), "flush the oldest outstanding Read (the stream ended)")
+	// Every fetch of a WQE at SQ_CI waits for the event slot: its read
+	// may fault, whose DMA_FAULT takes the slot at once.
+	doRetOK := m.WireOf("ret_done_go", And(sDecide, live, Not(doWalk), Ne(cOrq, C(5, 0)), Ne(pend, C(5, 0)), Not(evV)), "complete the oldest outstanding Read (its Read done came)")
+	doRfl := m.WireOf("ret_flush_go", And(sDecide, live, Not(doWalk), Ne(cOrq, C(5, 0)), Eq(pend, C(5, 0)), Ne(flNow, C(5, 0)), Not(evV)), "flush the oldest outstanding Read (the stream ended)")
 	doRet := m.WireOf("ret_go", Or(doRetOK, doRfl), "complete the oldest outstanding Read")
 	rrPend := m.WireOf("rreq_pending", Ne(cRR, cRRUsed), "Read Request records of the QP to answer (or, in error, to drop)")
 	// A flush waits for the event slot: the WQE's read may fault, whose
@@ -739,9 +741,9 @@ func CardTx(width int) (*Module, error) {
 	wErr := m.RegDecl("wqe_rd_err", 1, "a read of the WQE got an error response")
 	errBeat := m.WireOf("wqe_err_beat", And(fromDMA, rdValid, rdErr), "")
 	m.Drive(wErr, big.NewInt(0), And(Not(goAny), Or(wErr, errBeat)), nil)
-	// The first faulted beat's block: the WQE's first block plus the
-	// blocks before the beat.
-	errBlk := m.WireOf("wqe_err_blk", And(Add(cNext, zext(Bits(wj, NBW-1, log2(beatsPerBB)), 16)), sqMask), "")
+	// The first faulted beat's block: the WQE's first block (at SQ_CI
+	// for a WQE read again) plus the blocks before the beat.
+	errBlk := m.WireOf("wqe_err_blk", And(Add(Sel(retFl, cSQCI, cNext), zext(Bits(wj, NBW-1, log2(beatsPerBB)), 16)), sqMask), "")
 	errAddr := m.WireOf("wqe_err_addr", Add(Cat(cSQBase, C(6, 0)), Cat(C(42, 0), errBlk, C(6, 0))), "")
 	firstErr := m.WireOf("wqe_err_first", And(errBeat, Not(wErr)), "the WQE's first faulted beat")
 	m.Drive(wfAddr, nil, errAddr, firstErr)
@@ -840,13 +842,16 @@ func CardTx(width int) (*Module, error) {
 	halt := m.WireOf("halt", Or(And(sHdr, wErr), And(restDone, Or(wErr, rdErr))), "a read of the WQE got an error response: the QP stops at this WQE")
 	// A new WQE's read fault fails the QP (DMA_FAULT, then QP_ERROR DMA
 	// with its Terminate); what was posted from it on goes without
-	// completions (the card model's fetchSQ). So does a fault of a WQE
-	// read to flush it, the QP already in error: DMA_FAULT only, and
-	// everything from SQ_CI to SQ_PI is dropped without completions.
-	wfNow := m.WireOf("wf_now", And(halt, Or(Not(retFl), fl)), "a new WQE's read, or a flushed one's, faulted")
+	// completions (the card model's fetchSQ). A fault of a WQE read at
+	// SQ_CI does the same from SQ_CI: to flush it (the QP already in
+	// error: DMA_FAULT only), or to complete it (a Read's, or one sent
+	// behind Reads: the card reads it again where the model keeps it, so
+	// the model meets no such fault; the QP fails as for a new WQE, and
+	// its outstanding Reads are dropped with everything posted).
+	wfNow := m.WireOf("wf_now", halt, "a WQE's read faulted")
 	m.Assign(wfEv, wfNow)
 	m.Drive(wfR, big.NewInt(0), Not(goAny), Or(goAny, wfNow))
-	wfBB := m.Reg("wqe_fault_bbs", 16, nil, Sel(fl, Sub(cPI, cSQCI), avail), wfNow, "blocks posted from the faulted WQE on (from SQ_CI when flushing): dropped")
+	wfBB := m.Reg("wqe_fault_bbs", 16, nil, Sel(retFl, Sub(cPI, cSQCI), avail), wfNow, "blocks posted from the faulted WQE on (from SQ_CI when it was read again): dropped")
 	// A malformed WQE (an opcode the SQ does not take, an inline length
 	// or SGL its blocks cannot hold, a Read with more than one SGE, a bad
 	// BBS) completes with LOC_QP_OP_ERR and fails the QP as a failed lkey
@@ -1106,8 +1111,9 @@ func CardTx(width int) (*Module, error) {
 	availF := m.WireOf("flush_avail", Sub(cPI, cSQCI), "blocks posted from SQ_CI on")
 	bbsF := m.WireOf("flush_bbs", Sel(bbsFits(availF), zext(bbs, 16), availF), "blocks of the WQE flushed")
 	bbsAdv := m.WireOf("wqe_blocks", Sel(wfR, wfBB, Sel(malR, malBB, zext(bbs, 16))), "blocks the WQE takes")
-	flFault := m.WireOf("flush_fault", And(fl, wfR), "the WQE to flush could not be read: all posted is dropped")
-	newSQCI := m.WireOf("new_sq_ci", Sel(flFault, Add(cSQCI, wfBB), Sel(And(fl, Not(sentDone)), Add(cSQCI, bbsF), Sel(retires, Add(cSQCI, bbsAdv), cSQCI))), "")
+	dropAll := m.WireOf("wqe_fault_again", And(retFl, wfR), "the WQE at SQ_CI could not be read again: all posted is dropped")
+	retFault := m.WireOf("wqe_fault_live", And(dropAll, Or(ret, wk)), "... on a live QP: it fails with QP_ERROR DMA and a Terminate")
+	newSQCI := m.WireOf("new_sq_ci", Sel(dropAll, Add(cSQCI, wfBB), Sel(And(fl, Not(sentDone)), Add(cSQCI, bbsF), Sel(retires, Add(cSQCI, bbsAdv), cSQCI))), "")
 	wcOp := wcOpcode(hOpcode) // WC_OPCODE
 	// A WQE whose lkey check failed completes with LOC_PROT_ERR (always,
 	// signaled or not; BYTE_LEN 0) with no ring writes to wait for, and
@@ -1124,7 +1130,7 @@ func CardTx(width int) (*Module, error) {
 	flushErr := m.WireOf("flush_err", And(fl, Not(sentDone)), "the WQE completes with WR_FLUSH_ERR")
 	m.Assign(blameUsed, And(sWB, flushErr, blameCur, Ne(cSQCI, cNext)))
 	blameCause := m.WireOf("blame_cause", gate(blameUsed, tCause), "the peer's Terminate's cause, for the WQE it blames")
-	noRec := m.WireOf("no_record", Or(And(wk, opRead), protLate), "the write-back gives no record (the walk reached an outstanding Read)")
+	noRec := m.WireOf("no_record", And(Or(And(wk, opRead), protLate), Not(wfR)), "the write-back gives no record (the walk reached an outstanding Read)")
 	// A Read Response whose source fails its check (it passed card_rx's
 	// check when the Read Request came: the source was revoked since)
 	// puts the QP in error with no completion of its own, sends the card
@@ -1133,8 +1139,8 @@ func CardTx(width int) (*Module, error) {
 	// headers; nothing of the response was sent, as every piece is checked
 	// before the first byte) and gives its IRD entry back.
 	rspFault := m.WireOf("rsp_fault", And(ga.fault, rsp, Not(tm)), "a Read Response's source failed its remote-read check")
-	m.Assign(protErr, And(sWB, Or(prot, rspFault)))
-	m.Assign(protTerm, And(sWB, Or(prot, rspFault)))
+	m.Assign(protErr, And(sWB, Or(prot, rspFault, retFault)))
+	m.Assign(protTerm, And(sWB, Or(prot, rspFault, retFault)))
 	revCause := m.WireOf("rev_cause", readSourceCause(ga.faultCode), "mem.Fault.Cause(UseRemoteRead)")
 	rsSinkSTagW := m.WireOf("rev_sink_stag", rsSinkSTag, "")
 	rsSinkTOW := m.WireOf("rev_sink_to", rsSinkTO, "")
@@ -1214,16 +1220,16 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(rissN, gate(rissGo, Add(Bits(cRMSN, 15, 0), C(16, 1))))
 	// A flush moves the first block not started along with SQ_CI once it
 	// has passed the WQEs that were started.
-	newNext := m.WireOf("new_sq_next", Sel(And(fl, Or(Eq(cSQCI, cNext), wfR)), newSQCI, Sel(Or(retFl, protLate), cNext, Add(cNext, bbsAdv))), "")
-	newWk := m.WireOf("new_walk", Sel(fl, C(1, 0), Sel(Or(ret, wk), And(Ne(newSQCI, cNext), Not(And(wk, opRead))), cWk)), "")
-	newOrq := m.WireOf("new_orq", Sel(fl, C(5, 0), Sel(ret, Sub(cOrq, C(5, 1)), Sel(started, incr(cOrq), cOrq))), "flushed Reads are outstanding no more")
-	newRUsed := m.WireOf("new_rdone_used", Sel(fl, cRC, Sel(And(ret, Not(rfl)), incr(cRUsed), cRUsed)), "a Read flushed by the stream end takes no Read done")
-	newEndFl := m.WireOf("new_end_flush", Sel(fl, C(5, 0), Sel(rfl, Sub(cEndFl, C(5, 1)), cEndFl)), "")
+	newNext := m.WireOf("new_sq_next", Sel(Or(And(fl, Eq(cSQCI, cNext)), dropAll), newSQCI, Sel(Or(retFl, protLate), cNext, Add(cNext, bbsAdv))), "")
+	newWk := m.WireOf("new_walk", Sel(Or(fl, dropAll), C(1, 0), Sel(Or(ret, wk), And(Ne(newSQCI, cNext), Not(And(wk, opRead))), cWk)), "")
+	newOrq := m.WireOf("new_orq", Sel(Or(fl, dropAll), C(5, 0), Sel(ret, Sub(cOrq, C(5, 1)), Sel(started, incr(cOrq), cOrq))), "flushed Reads are outstanding no more")
+	newRUsed := m.WireOf("new_rdone_used", Sel(Or(fl, dropAll), cRC, Sel(And(ret, Not(rfl)), incr(cRUsed), cRUsed)), "a Read flushed by the stream end takes no Read done")
+	newEndFl := m.WireOf("new_end_flush", Sel(Or(fl, dropAll), C(5, 0), Sel(rfl, Sub(cEndFl, C(5, 1)), cEndFl)), "")
 	newRRUsed := m.WireOf("new_rreq_used", Sel(rsp, incr(cRRUsed), cRRUsed), "")
 	m.Assign(engWBData, Cat(cEndSeen, newEndFl, newWk, newRRUsed, newRUsed, newOrq, newNext, Add(cRMSN, zext(started, 32)), Add(cMSN, zext(isSend, 32)), fOff, newSQCI))
 	m.Assign(sqWB, Cat(newNext, newSQCI))
 	m.Drive(cMSN, nil, Bits(engRd, 79, 48), sCtx)
-	more := m.WireOf("more_work", Or(Ne(cRR, newRRUsed), prot, Sel(Or(fl, prot, rspFault, inErr), Ne(newSQCI, cPI),
+	more := m.WireOf("more_work", Or(Ne(cRR, newRRUsed), prot, retFault, Sel(Or(fl, prot, rspFault, retFault, inErr), Ne(newSQCI, cPI),
 		Or(Ne(newNext, cPI), And(Ne(newOrq, C(5, 0)), Or(Ne(cRC, newRUsed), Ne(newEndFl, C(5, 0)))), And(newWk, Ne(newSQCI, newNext))))), "")
 	m.Assign(bdbEng, txsBadGo)
 	m.Assign(requeue, And(Or(And(sWB, more), gateHold, And(txsBad, Not(txsBadGo))), Not(isQueued("qeng", cur))))

@@ -47,12 +47,14 @@
 -- report it too. A read error of a WQE fetched to flush it (the QP in error)
 -- raises DMA_FAULT the same way and drops everything from SQ_CI to SQ_PI
 -- without completions, as the model's flush does (a flush waits for the event
--- slot). A read error while a WQE is fetched again to complete it (a Read's,
--- or one sent behind it) still only stops the QP until its next doorbell: the
--- card model never reads a WQE twice. QP commands: CREATE takes the staged
--- context; ERROR puts a live QP in error (taken one cycle after it is offered:
--- the QP's state is read first; a QP that does not exist is left alone), after
--- which every WQE posted and not completed, the ones posted later included,
+-- slot). A read error of a WQE fetched again to complete it (a Read's, or one
+-- sent behind outstanding Reads; the card model keeps such WQEs and never
+-- reads one twice) fails the QP as a new WQE's does, and drops everything from
+-- SQ_CI to SQ_PI with its outstanding Reads; every fetch of a WQE at SQ_CI
+-- waits for the event slot. QP commands: CREATE takes the staged context;
+-- ERROR puts a live QP in error (taken one cycle after it is offered: the QP's
+-- state is read first; a QP that does not exist is left alone), after which
+-- every WQE posted and not completed, the ones posted later included,
 -- completes in posting order with WR_FLUSH_ERR (its first block read from the
 -- SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block
 -- posted, as the card model does) and nothing more is sent; DESTROY frees a QP
@@ -707,8 +709,8 @@ architecture rtl of card_tx_w512 is
     signal wqe_beats : std_logic_vector(6 downto 0); -- beats of the whole WQE
     signal rest_done : std_logic;            -- the WQE's last beat
     signal halt : std_logic;                 -- a read of the WQE got an error response: the QP stops at this WQE
-    signal wf_now : std_logic;               -- a new WQE's read, or a flushed one's, faulted
-    signal wqe_fault_bbs : std_logic_vector(15 downto 0); -- blocks posted from the faulted WQE on (from SQ_CI when flushing): dropped
+    signal wf_now : std_logic;               -- a WQE's read faulted
+    signal wqe_fault_bbs : std_logic_vector(15 downto 0); -- blocks posted from the faulted WQE on (from SQ_CI when it was read again): dropped
     signal wqe_malformed : std_logic;
     signal wqe_mal : std_logic := '0';       -- the WQE is malformed
     signal wqe_mal_bbs : std_logic_vector(15 downto 0); -- blocks the malformed WQE takes
@@ -987,7 +989,8 @@ architecture rtl of card_tx_w512 is
     signal flush_avail : std_logic_vector(15 downto 0); -- blocks posted from SQ_CI on
     signal flush_bbs : std_logic_vector(15 downto 0); -- blocks of the WQE flushed
     signal wqe_blocks : std_logic_vector(15 downto 0); -- blocks the WQE takes
-    signal flush_fault : std_logic;          -- the WQE to flush could not be read: all posted is dropped
+    signal wqe_fault_again : std_logic;      -- the WQE at SQ_CI could not be read again: all posted is dropped
+    signal wqe_fault_live : std_logic;       -- ... on a live QP: it fails with QP_ERROR DMA and a Terminate
     signal new_sq_ci : std_logic_vector(15 downto 0);
     signal mop_fail : std_logic := '0';      -- the WQE's memory operation was refused
     signal prot : std_logic;                 -- the WQE failed its lkey check or memory operation, is malformed, or could not be read
@@ -7616,11 +7619,11 @@ begin
     h_inv_stag <= wqe_hdr(255 downto 224);
     has_work <= b2l(cur_sq_next /= cur_sq_pi);
     rdone_pending <= std_logic_vector(unsigned(cur_rdone) - unsigned(cur_rdone_used));
-    walk_go <= ((in_state3 and cur_live) and cur_walk) and b2l(cur_sq_ci /= cur_sq_next);
+    walk_go <= (((in_state3 and cur_live) and cur_walk) and b2l(cur_sq_ci /= cur_sq_next)) and (not term_ev_v);
     end_new <= cur_end and (not cur_end_seen);
     end_flush_now <= mux(end_new, mux(b2l(unsigned(cur_orq) < unsigned(rdone_pending)), "00000", std_logic_vector(unsigned(cur_orq) - unsigned(rdone_pending))), cur_end_flush);
-    ret_done_go <= (((in_state3 and cur_live) and (not walk_go)) and b2l(cur_orq /= "00000")) and b2l(rdone_pending /= "00000");
-    ret_flush_go <= ((((in_state3 and cur_live) and (not walk_go)) and b2l(cur_orq /= "00000")) and b2l(rdone_pending = "00000")) and b2l(end_flush_now /= "00000");
+    ret_done_go <= ((((in_state3 and cur_live) and (not walk_go)) and b2l(cur_orq /= "00000")) and b2l(rdone_pending /= "00000")) and (not term_ev_v);
+    ret_flush_go <= (((((in_state3 and cur_live) and (not walk_go)) and b2l(cur_orq /= "00000")) and b2l(rdone_pending = "00000")) and b2l(end_flush_now /= "00000")) and (not term_ev_v);
     ret_go <= ret_done_go or ret_flush_go;
     rreq_pending <= b2l(cur_rreq /= cur_rreq_used);
     flush_go <= ((((in_state3 and cur_error) and (not term_pend_cur)) and (not rreq_pending)) and b2l(cur_sq_ci /= cur_sq_pi)) and (not term_ev_v);
@@ -8778,7 +8781,7 @@ begin
     wb_data <= mux(wb_from_push, push_blk, rd_tdata);
     first_done <= (wb_valid and in_state4) and b2l(wb_beat = "0000000");
     wqe_err_beat <= (wb_from_dma and rd_tvalid) and rd_terr;
-    wqe_err_blk <= std_logic_vector(unsigned(cur_sq_next) + unsigned(std_logic_vector'("000000000" & wb_beat))) and sq_mask;
+    wqe_err_blk <= std_logic_vector(unsigned(mux(ret_or_flush, cur_sq_ci, cur_sq_next)) + unsigned(std_logic_vector'("000000000" & wb_beat))) and sq_mask;
     wqe_err_addr <= std_logic_vector(unsigned(std_logic_vector'(cur_sq_base & "000000")) + unsigned(std_logic_vector'("000000000000000000000000000000000000000000" & wqe_err_blk & "000000")));
     wqe_err_first <= wqe_err_beat and (not wqe_rd_err);
     wqe_fault_addr_now <= mux(wqe_err_first, wqe_err_addr, wqe_fault_addr);
@@ -8806,7 +8809,7 @@ begin
     wqe_beats <= std_logic_vector'("000" & h_bbs);
     rest_done <= (in_state7 and wb_valid) and b2l(wb_beat = std_logic_vector(unsigned(wqe_beats) - unsigned'("0000001")));
     halt <= (in_state5 and wqe_rd_err) or (rest_done and (wqe_rd_err or rd_terr));
-    wf_now <= halt and ((not ret_or_flush) or flush_mode);
+    wf_now <= halt;
     wf_ev <= wf_now;
     wqe_malformed <= ((in_state5 and (not ret_or_flush)) and (not wqe_served)) and (not wqe_rd_err);
     stat_halt <= halt_q;
@@ -9091,17 +9094,18 @@ begin
     flush_avail <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_ci));
     flush_bbs <= mux((((or h_bbs) and (not b2l(unsigned'(x"8") < unsigned(h_bbs)))) and (not b2l(unsigned(flush_avail) < unsigned(std_logic_vector'(x"000" & h_bbs))))) and (not b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & sq_mask)) + unsigned'("00000000000000001"))) < unsigned(std_logic_vector'("0000000000000" & h_bbs)))), std_logic_vector'(x"000" & h_bbs), flush_avail);
     wqe_blocks <= mux(wqe_fault, wqe_fault_bbs, mux(wqe_mal, wqe_mal_bbs, std_logic_vector'(x"000" & h_bbs)));
-    flush_fault <= flush_mode and wqe_fault;
-    new_sq_ci <= mux(flush_fault, std_logic_vector(unsigned(cur_sq_ci) + unsigned(wqe_fault_bbs)), mux(flush_mode and (not sent_done), std_logic_vector(unsigned(cur_sq_ci) + unsigned(flush_bbs)), mux(wqe_retires, std_logic_vector(unsigned(cur_sq_ci) + unsigned(wqe_blocks)), cur_sq_ci)));
+    wqe_fault_again <= ret_or_flush and wqe_fault;
+    wqe_fault_live <= wqe_fault_again and (ret_mode or walk_mode);
+    new_sq_ci <= mux(wqe_fault_again, std_logic_vector(unsigned(cur_sq_ci) + unsigned(wqe_fault_bbs)), mux(flush_mode and (not sent_done), std_logic_vector(unsigned(cur_sq_ci) + unsigned(flush_bbs)), mux(wqe_retires, std_logic_vector(unsigned(cur_sq_ci) + unsigned(wqe_blocks)), cur_sq_ci)));
     prot <= (((((ck_fault or mop_fail) or wqe_mal) or wqe_fault) and (not ret_or_flush)) and (not rsp_mode)) and (not term_mode);
     prot_late <= prot and (b2l(cur_orq /= "00000") or cur_walk);
     flush_err <= flush_mode and (not sent_done);
     term_blame_used <= ((in_state11 and flush_err) and term_blame_cur) and b2l(cur_sq_ci /= cur_sq_next);
     blame_cause <= cur_term_cause and std_logic_vector'(15 downto 0 => term_blame_used);
-    no_record <= (walk_mode and op_read) or prot_late;
+    no_record <= ((walk_mode and op_read) or prot_late) and (not wqe_fault);
     rsp_fault <= (ck_fault and rsp_mode) and (not term_mode);
-    prot_err <= in_state11 and (prot or rsp_fault);
-    prot_term <= in_state11 and (prot or rsp_fault);
+    prot_err <= in_state11 and ((prot or rsp_fault) or wqe_fault_live);
+    prot_term <= in_state11 and ((prot or rsp_fault) or wqe_fault_live);
     rev_cause <= mux(b2l(ck_fault_code = "001"), x"0100", mux(b2l(ck_fault_code = "010"), x"0103", mux(b2l(ck_fault_code = "011"), x"0102", mux(b2l(ck_fault_code = "100"), x"0104", x"0101"))));
     rev_sink_stag <= rrp_data_rd(31 downto 0);
     rev_sink_to <= rrp_data_rd(95 downto 32);
@@ -9179,11 +9183,11 @@ begin
     m_rd_issue_valid <= rd_issue_go;
     m_rd_issue_qp <= cur_qp and std_logic_vector'(9 downto 0 => rd_issue_go);
     m_rd_issue_count <= std_logic_vector(unsigned(cur_rmsn(15 downto 0)) + unsigned'(x"0001")) and std_logic_vector'(15 downto 0 => rd_issue_go);
-    new_sq_next <= mux(flush_mode and (b2l(cur_sq_ci = cur_sq_next) or wqe_fault), new_sq_ci, mux(ret_or_flush or prot_late, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(wqe_blocks))));
-    new_walk <= mux(flush_mode, '0', mux(ret_mode or walk_mode, b2l(new_sq_ci /= cur_sq_next) and (not (walk_mode and op_read)), cur_walk));
-    new_orq <= mux(flush_mode, "00000", mux(ret_mode, std_logic_vector(unsigned(cur_orq) - unsigned'("00001")), mux(read_started, std_logic_vector(unsigned(cur_orq) + unsigned'("00001")), cur_orq)));
-    new_rdone_used <= mux(flush_mode, cur_rdone, mux(ret_mode and (not ret_flush_mode), std_logic_vector(unsigned(cur_rdone_used) + unsigned'("00001")), cur_rdone_used));
-    new_end_flush <= mux(flush_mode, "00000", mux(ret_flush_mode, std_logic_vector(unsigned(cur_end_flush) - unsigned'("00001")), cur_end_flush));
+    new_sq_next <= mux((flush_mode and b2l(cur_sq_ci = cur_sq_next)) or wqe_fault_again, new_sq_ci, mux(ret_or_flush or prot_late, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(wqe_blocks))));
+    new_walk <= mux(flush_mode or wqe_fault_again, '0', mux(ret_mode or walk_mode, b2l(new_sq_ci /= cur_sq_next) and (not (walk_mode and op_read)), cur_walk));
+    new_orq <= mux(flush_mode or wqe_fault_again, "00000", mux(ret_mode, std_logic_vector(unsigned(cur_orq) - unsigned'("00001")), mux(read_started, std_logic_vector(unsigned(cur_orq) + unsigned'("00001")), cur_orq)));
+    new_rdone_used <= mux(flush_mode or wqe_fault_again, cur_rdone, mux(ret_mode and (not ret_flush_mode), std_logic_vector(unsigned(cur_rdone_used) + unsigned'("00001")), cur_rdone_used));
+    new_end_flush <= mux(flush_mode or wqe_fault_again, "00000", mux(ret_flush_mode, std_logic_vector(unsigned(cur_end_flush) - unsigned'("00001")), cur_end_flush));
     new_rreq_used <= mux(rsp_mode, std_logic_vector(unsigned(cur_rreq_used) + unsigned'("00001")), cur_rreq_used);
     eng_wb_data <= std_logic_vector'(
         cur_end_seen &
@@ -9199,7 +9203,7 @@ begin
         new_sq_ci
     );
     sq_wb_data <= std_logic_vector'(new_sq_next & new_sq_ci);
-    more_work <= (b2l(cur_rreq /= new_rreq_used) or prot) or mux(((flush_mode or prot) or rsp_fault) or cur_error, b2l(new_sq_ci /= cur_sq_pi), (b2l(new_sq_next /= cur_sq_pi) or (b2l(new_orq /= "00000") and (b2l(cur_rdone /= new_rdone_used) or b2l(new_end_flush /= "00000")))) or (new_walk and b2l(new_sq_ci /= new_sq_next)));
+    more_work <= ((b2l(cur_rreq /= new_rreq_used) or prot) or wqe_fault_live) or mux((((flush_mode or prot) or rsp_fault) or wqe_fault_live) or cur_error, b2l(new_sq_ci /= cur_sq_pi), (b2l(new_sq_next /= cur_sq_pi) or (b2l(new_orq /= "00000") and (b2l(cur_rdone /= new_rdone_used) or b2l(new_end_flush /= "00000")))) or (new_walk and b2l(new_sq_ci /= new_sq_next)));
     baddb_eng <= txs_ci_bad_go;
     qeng_qp <= cur_qp;
     qeng_1h <= std_logic_vector'(
@@ -11669,7 +11673,7 @@ begin
     begin
         if rising_edge(clk) then
             if wf_now = '1' then
-                wqe_fault_bbs <= mux(flush_mode, std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_ci)), avail);
+                wqe_fault_bbs <= mux(ret_or_flush, std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_ci)), avail);
             end if;
         end if;
     end process;

@@ -47,12 +47,14 @@
 // report it too. A read error of a WQE fetched to flush it (the QP in error)
 // raises DMA_FAULT the same way and drops everything from SQ_CI to SQ_PI
 // without completions, as the model's flush does (a flush waits for the event
-// slot). A read error while a WQE is fetched again to complete it (a Read's,
-// or one sent behind it) still only stops the QP until its next doorbell: the
-// card model never reads a WQE twice. QP commands: CREATE takes the staged
-// context; ERROR puts a live QP in error (taken one cycle after it is offered:
-// the QP's state is read first; a QP that does not exist is left alone), after
-// which every WQE posted and not completed, the ones posted later included,
+// slot). A read error of a WQE fetched again to complete it (a Read's, or one
+// sent behind outstanding Reads; the card model keeps such WQEs and never
+// reads one twice) fails the QP as a new WQE's does, and drops everything from
+// SQ_CI to SQ_PI with its outstanding Reads; every fetch of a WQE at SQ_CI
+// waits for the event slot. QP commands: CREATE takes the staged context;
+// ERROR puts a live QP in error (taken one cycle after it is offered: the QP's
+// state is read first; a QP that does not exist is left alone), after which
+// every WQE posted and not completed, the ones posted later included,
 // completes in posting order with WR_FLUSH_ERR (its first block read from the
 // SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block
 // posted, as the card model does) and nothing more is sent; DESTROY frees a QP
@@ -681,8 +683,8 @@ module card_tx_w64 (
     wire [6:0]     wqe_beats;                // beats of the whole WQE
     wire           rest_done;                // the WQE's last beat
     wire           halt;                     // a read of the WQE got an error response: the QP stops at this WQE
-    wire           wf_now;                   // a new WQE's read, or a flushed one's, faulted
-    reg  [15:0]    wqe_fault_bbs;            // blocks posted from the faulted WQE on (from SQ_CI when flushing): dropped
+    wire           wf_now;                   // a WQE's read faulted
+    reg  [15:0]    wqe_fault_bbs;            // blocks posted from the faulted WQE on (from SQ_CI when it was read again): dropped
     wire           wqe_malformed;
     reg            wqe_mal;                  // the WQE is malformed
     reg  [15:0]    wqe_mal_bbs;              // blocks the malformed WQE takes
@@ -949,7 +951,8 @@ module card_tx_w64 (
     wire [15:0]    flush_avail;              // blocks posted from SQ_CI on
     wire [15:0]    flush_bbs;                // blocks of the WQE flushed
     wire [15:0]    wqe_blocks;               // blocks the WQE takes
-    wire           flush_fault;              // the WQE to flush could not be read: all posted is dropped
+    wire           wqe_fault_again;          // the WQE at SQ_CI could not be read again: all posted is dropped
+    wire           wqe_fault_live;           // ... on a live QP: it fails with QP_ERROR DMA and a Terminate
     wire [15:0]    new_sq_ci;
     reg            mop_fail;                 // the WQE's memory operation was refused
     wire           prot;                     // the WQE failed its lkey check or memory operation, is malformed, or could not be read
@@ -7560,11 +7563,11 @@ module card_tx_w64 (
     assign h_inv_stag = wqe_hdr[255:224];
     assign has_work = cur_sq_next != cur_sq_pi;
     assign rdone_pending = cur_rdone - cur_rdone_used;
-    assign walk_go = ((in_state3 & cur_live) & cur_walk) & (cur_sq_ci != cur_sq_next);
+    assign walk_go = (((in_state3 & cur_live) & cur_walk) & (cur_sq_ci != cur_sq_next)) & ~term_ev_v;
     assign end_new = cur_end & ~cur_end_seen;
     assign end_flush_now = end_new ? ((cur_orq < rdone_pending) ? 5'h00 : (cur_orq - rdone_pending)) : cur_end_flush;
-    assign ret_done_go = (((in_state3 & cur_live) & ~walk_go) & (cur_orq != 5'h00)) & (rdone_pending != 5'h00);
-    assign ret_flush_go = ((((in_state3 & cur_live) & ~walk_go) & (cur_orq != 5'h00)) & (rdone_pending == 5'h00)) & (end_flush_now != 5'h00);
+    assign ret_done_go = ((((in_state3 & cur_live) & ~walk_go) & (cur_orq != 5'h00)) & (rdone_pending != 5'h00)) & ~term_ev_v;
+    assign ret_flush_go = (((((in_state3 & cur_live) & ~walk_go) & (cur_orq != 5'h00)) & (rdone_pending == 5'h00)) & (end_flush_now != 5'h00)) & ~term_ev_v;
     assign ret_go = ret_done_go | ret_flush_go;
     assign rreq_pending = cur_rreq != cur_rreq_used;
     assign flush_go = ((((in_state3 & cur_error) & ~term_pend_cur) & ~rreq_pending) & (cur_sq_ci != cur_sq_pi)) & ~term_ev_v;
@@ -8722,7 +8725,7 @@ module card_tx_w64 (
     assign wb_data = wb_from_push ? (wb_beat[2] ? (wb_beat[1] ? (wb_beat[0] ? push_blk[511:448] : push_blk[447:384]) : (wb_beat[0] ? push_blk[383:320] : push_blk[319:256])) : (wb_beat[1] ? (wb_beat[0] ? push_blk[255:192] : push_blk[191:128]) : (wb_beat[0] ? push_blk[127:64] : push_blk[63:0]))) : rd_tdata;
     assign first_done = (wb_valid & in_state4) & (wb_beat == 7'h07);
     assign wqe_err_beat = (wb_from_dma & rd_tvalid) & rd_terr;
-    assign wqe_err_blk = (cur_sq_next + {12'h000, wb_beat[6:3]}) & sq_mask;
+    assign wqe_err_blk = ((ret_or_flush ? cur_sq_ci : cur_sq_next) + {12'h000, wb_beat[6:3]}) & sq_mask;
     assign wqe_err_addr = {cur_sq_base, 6'h00} + {42'h00000000000, wqe_err_blk, 6'h00};
     assign wqe_err_first = wqe_err_beat & ~wqe_rd_err;
     assign wqe_fault_addr_now = wqe_err_first ? wqe_err_addr : wqe_fault_addr;
@@ -8755,7 +8758,7 @@ module card_tx_w64 (
     assign wqe_beats = {h_bbs, 3'h0};
     assign rest_done = (in_state7 & wb_valid) & (wb_beat == (wqe_beats - 7'h01));
     assign halt = (in_state5 & wqe_rd_err) | (rest_done & (wqe_rd_err | rd_terr));
-    assign wf_now = halt & (~ret_or_flush | flush_mode);
+    assign wf_now = halt;
     assign wf_ev = wf_now;
     assign wqe_malformed = ((in_state5 & ~ret_or_flush) & ~wqe_served) & ~wqe_rd_err;
     assign stat_halt = halt_q;
@@ -8958,17 +8961,18 @@ module card_tx_w64 (
     assign flush_avail = cur_sq_pi - cur_sq_ci;
     assign flush_bbs = (((|h_bbs & ~(4'h8 < h_bbs)) & ~(flush_avail < {12'h000, h_bbs})) & ~(({1'h0, sq_mask} + 17'h00001) < {13'h0000, h_bbs})) ? {12'h000, h_bbs} : flush_avail;
     assign wqe_blocks = wqe_fault ? wqe_fault_bbs : (wqe_mal ? wqe_mal_bbs : {12'h000, h_bbs});
-    assign flush_fault = flush_mode & wqe_fault;
-    assign new_sq_ci = flush_fault ? (cur_sq_ci + wqe_fault_bbs) : ((flush_mode & ~sent_done) ? (cur_sq_ci + flush_bbs) : (wqe_retires ? (cur_sq_ci + wqe_blocks) : cur_sq_ci));
+    assign wqe_fault_again = ret_or_flush & wqe_fault;
+    assign wqe_fault_live = wqe_fault_again & (ret_mode | walk_mode);
+    assign new_sq_ci = wqe_fault_again ? (cur_sq_ci + wqe_fault_bbs) : ((flush_mode & ~sent_done) ? (cur_sq_ci + flush_bbs) : (wqe_retires ? (cur_sq_ci + wqe_blocks) : cur_sq_ci));
     assign prot = (((((ck_fault | mop_fail) | wqe_mal) | wqe_fault) & ~ret_or_flush) & ~rsp_mode) & ~term_mode;
     assign prot_late = prot & ((cur_orq != 5'h00) | cur_walk);
     assign flush_err = flush_mode & ~sent_done;
     assign term_blame_used = ((in_state11 & flush_err) & term_blame_cur) & (cur_sq_ci != cur_sq_next);
     assign blame_cause = cur_term_cause & {16{term_blame_used}};
-    assign no_record = (walk_mode & op_read) | prot_late;
+    assign no_record = ((walk_mode & op_read) | prot_late) & ~wqe_fault;
     assign rsp_fault = (ck_fault & rsp_mode) & ~term_mode;
-    assign prot_err = in_state11 & (prot | rsp_fault);
-    assign prot_term = in_state11 & (prot | rsp_fault);
+    assign prot_err = in_state11 & ((prot | rsp_fault) | wqe_fault_live);
+    assign prot_term = in_state11 & ((prot | rsp_fault) | wqe_fault_live);
     assign rev_cause = (ck_fault_code == 3'h1) ? 16'h0100 : ((ck_fault_code == 3'h2) ? 16'h0103 : ((ck_fault_code == 3'h3) ? 16'h0102 : ((ck_fault_code == 3'h4) ? 16'h0104 : 16'h0101)));
     assign rev_sink_stag = rrp_data_rd[31:0];
     assign rev_sink_to = rrp_data_rd[95:32];
@@ -9046,11 +9050,11 @@ module card_tx_w64 (
     assign m_rd_issue_valid = rd_issue_go;
     assign m_rd_issue_qp = cur_qp & {10{rd_issue_go}};
     assign m_rd_issue_count = (cur_rmsn[15:0] + 16'h0001) & {16{rd_issue_go}};
-    assign new_sq_next = (flush_mode & ((cur_sq_ci == cur_sq_next) | wqe_fault)) ? new_sq_ci : ((ret_or_flush | prot_late) ? cur_sq_next : (cur_sq_next + wqe_blocks));
-    assign new_walk = flush_mode ? 1'h0 : ((ret_mode | walk_mode) ? ((new_sq_ci != cur_sq_next) & ~(walk_mode & op_read)) : cur_walk);
-    assign new_orq = flush_mode ? 5'h00 : (ret_mode ? (cur_orq - 5'h01) : (read_started ? (cur_orq + 5'h01) : cur_orq));
-    assign new_rdone_used = flush_mode ? cur_rdone : ((ret_mode & ~ret_flush_mode) ? (cur_rdone_used + 5'h01) : cur_rdone_used);
-    assign new_end_flush = flush_mode ? 5'h00 : (ret_flush_mode ? (cur_end_flush - 5'h01) : cur_end_flush);
+    assign new_sq_next = ((flush_mode & (cur_sq_ci == cur_sq_next)) | wqe_fault_again) ? new_sq_ci : ((ret_or_flush | prot_late) ? cur_sq_next : (cur_sq_next + wqe_blocks));
+    assign new_walk = (flush_mode | wqe_fault_again) ? 1'h0 : ((ret_mode | walk_mode) ? ((new_sq_ci != cur_sq_next) & ~(walk_mode & op_read)) : cur_walk);
+    assign new_orq = (flush_mode | wqe_fault_again) ? 5'h00 : (ret_mode ? (cur_orq - 5'h01) : (read_started ? (cur_orq + 5'h01) : cur_orq));
+    assign new_rdone_used = (flush_mode | wqe_fault_again) ? cur_rdone : ((ret_mode & ~ret_flush_mode) ? (cur_rdone_used + 5'h01) : cur_rdone_used);
+    assign new_end_flush = (flush_mode | wqe_fault_again) ? 5'h00 : (ret_flush_mode ? (cur_end_flush - 5'h01) : cur_end_flush);
     assign new_rreq_used = rsp_mode ? (cur_rreq_used + 5'h01) : cur_rreq_used;
     assign eng_wb_data = {
         cur_end_seen,
@@ -9066,7 +9070,7 @@ module card_tx_w64 (
         new_sq_ci
     };
     assign sq_wb_data = {new_sq_next, new_sq_ci};
-    assign more_work = ((cur_rreq != new_rreq_used) | prot) | ((((flush_mode | prot) | rsp_fault) | cur_error) ? (new_sq_ci != cur_sq_pi) : (((new_sq_next != cur_sq_pi) | ((new_orq != 5'h00) & ((cur_rdone != new_rdone_used) | (new_end_flush != 5'h00)))) | (new_walk & (new_sq_ci != new_sq_next))));
+    assign more_work = (((cur_rreq != new_rreq_used) | prot) | wqe_fault_live) | (((((flush_mode | prot) | rsp_fault) | wqe_fault_live) | cur_error) ? (new_sq_ci != cur_sq_pi) : (((new_sq_next != cur_sq_pi) | ((new_orq != 5'h00) & ((cur_rdone != new_rdone_used) | (new_end_flush != 5'h00)))) | (new_walk & (new_sq_ci != new_sq_next))));
     assign baddb_eng = txs_ci_bad_go;
     assign qeng_qp = cur_qp;
     assign qeng_1h = {
@@ -11110,7 +11114,7 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (wf_now) begin
-            wqe_fault_bbs <= flush_mode ? (cur_sq_pi - cur_sq_ci) : avail;
+            wqe_fault_bbs <= ret_or_flush ? (cur_sq_pi - cur_sq_ci) : avail;
         end
     end
 

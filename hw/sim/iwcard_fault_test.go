@@ -390,3 +390,66 @@ func TestCardCosimFlushFault(t *testing.T) {
 		})
 	}
 }
+
+// TestCardRereadFault: a QP whose SQ the host stops letting the card read
+// while an RDMA Read is outstanding. When the Read Response comes, the RTL
+// reads the Read WQE again to complete it, and that read faults. (The
+// card model keeps the WQE and completes the Read, so the two are not
+// compared after the fault: this checks the RTL alone.) The RTL must fail
+// the QP as for a new WQE's faulted read: DMA_FAULT (OBJ the QP, INFO the
+// WQE's address) then QP_ERROR DMA, a Local Catastrophic Terminate on the
+// ring, SQ_CI at SQ_PI with no completion for the Read, DMA_FAULT_*
+// naming the read; the card does not stop. Before 28 Nov the QP stopped
+// at the WQE until its next doorbell.
+func TestCardRereadFault(t *testing.T) {
+	for _, w := range gen.CardTopWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			b := newWCBench(t, w, seed, wcTiming, 2)
+			for round := 0; round < 3; round++ {
+				b.round(round)
+			}
+			b.compare()
+			q := b.qps[0]
+			size := uint16(1) << q.sqLog
+			addr := wcSQ + uint64(q.n)<<16 + uint64(q.pi&(size-1))*cs.BB
+			b.postRead(q)
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.compare()
+			b.refuse(wcSQ + uint64(q.n)<<16)
+			evs0, cqes0 := len(b.rWrite[wcKey{"eqe", 0}]), len(b.rWrite[wcKey{"cqe", q.sendCQ}])
+			tx := len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil))
+			ulp := ddp.TaggedFields{Last: true, Version: ddp.Version1, RsvdULP: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpReadResponse)),
+				STag: uint32(q.stag), TO: wcRegion + uint64(q.n)<<16 + 128}.Append(nil)
+			stream, err := q.peer.AppendFPDU(nil, append(ulp, make([]byte, 64)...))
+			require.NoError(t, err)
+			b.peerSend(q, stream)
+			require.NoError(t, b.rtl.RunUntil(func() bool {
+				st := b.rtlStat(q.n)
+				return st.State() == cs.QPStateError && st.TXClosed() && st.SQCI() == q.pi && b.rtl.Outstanding() == 0
+			}, 3_000_000), "seed %d: QP %d: status %x", seed, q.n, []byte(b.rtlStat(q.n)))
+			require.NoError(t, b.rtl.Step(5000)) // events and the ring's last writes
+			rs := faultRegs(t, b.rtl.RegRead)
+			require.Equal(t, addr, uint64(rs[2])<<32|uint64(rs[1]), "seed %d: DMA_FAULT_ADDR", seed)
+			require.Equal(t, q.n|2<<cs.DMAFaultInfoRespShift|1<<cs.DMAFaultInfoCountShift, rs[3], "seed %d: DMA_FAULT_INFO: the QP, SLVERR, a read, one fault", seed)
+			require.Zero(t, rs[0]>>cs.StatusFatalShift&1, "seed %d: the card stopped", seed)
+			var evs []cs.EQE
+			for _, e := range b.rWrite[wcKey{"eqe", 0}][evs0:] {
+				if cs.EQE(e).Obj() == q.n {
+					evs = append(evs, cs.EQE(e))
+				}
+			}
+			require.Len(t, evs, 2, "seed %d: QP %d's events after the fault", seed, q.n)
+			require.Equal(t, cs.EQETypeDMAFault, evs[0].Type(), "seed %d", seed)
+			require.Equal(t, uint32(addr), evs[0].Info(), "seed %d: DMA_FAULT's INFO", seed)
+			require.Equal(t, cs.EQETypeQPError, evs[1].Type(), "seed %d", seed)
+			require.EqualValues(t, cs.QPErrDMA, evs[1].Info(), "seed %d: QP_ERROR's INFO", seed)
+			for _, e := range b.rWrite[wcKey{"cqe", q.sendCQ}][cqes0:] {
+				require.NotEqual(t, cs.WCOpcodeRDMARead, cs.CQE(e).Opcode(), "seed %d: the Read completed", seed)
+			}
+			require.Greater(t, len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil)), tx, "seed %d: no Terminate was sent", seed)
+			require.Equal(t, cs.QPStateRts, b.rtlStat(b.qps[1].n).State(), "seed %d: the other QP", seed)
+		})
+	}
+}
