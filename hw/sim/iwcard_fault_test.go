@@ -358,7 +358,7 @@ func (b *wcBench) refusePage(iova uint64) {
 // card model flushes them: both cards raise DMA_FAULT (OBJ the QP, INFO
 // the first block's address) at the first read, write no completion for
 // them, move SQ_CI to SQ_PI and name the read in DMA_FAULT_*; the card
-// does not stop and the other QP goes on. Before 28 Nov the RTL stopped
+// does not stop and the other QP goes on. Before 27 Nov the RTL stopped
 // the QP at that WQE until its next doorbell.
 func TestCardCosimFlushFault(t *testing.T) {
 	for _, w := range gen.CardTopWidths {
@@ -399,7 +399,7 @@ func TestCardCosimFlushFault(t *testing.T) {
 // the QP as for a new WQE's faulted read: DMA_FAULT (OBJ the QP, INFO the
 // WQE's address) then QP_ERROR DMA, a Local Catastrophic Terminate on the
 // ring, SQ_CI at SQ_PI with no completion for the Read, DMA_FAULT_*
-// naming the read; the card does not stop. Before 28 Nov the QP stopped
+// naming the read; the card does not stop. Before 27 Nov the QP stopped
 // at the WQE until its next doorbell.
 func TestCardRereadFault(t *testing.T) {
 	for _, w := range gen.CardTopWidths {

@@ -19,7 +19,7 @@ import (
 // out as the card model sends it, the host draining the ring while it is
 // written. QP 0 has a 4 KiB transmit ring; it sends gathered Writes and
 // Sends of 4 to 40 KiB and answers the peer's RDMA Reads of 4 to 48 KiB,
-// each up to ten times the ring. Before 28 Nov the RTL published TXS_PI
+// each up to ten times the ring. Before 27 Nov the RTL published TXS_PI
 // only at a message's end and stopped for good at the first FPDU that
 // found the ring full.
 func TestCardCosimLongMessage(t *testing.T) {

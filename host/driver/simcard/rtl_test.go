@@ -136,7 +136,7 @@ func TestSuiteSim(t *testing.T) {
 // the driver and the RTL whole. Two QPs of the sim card with 8 KiB rings
 // move an RDMA Write, a Send and an RDMA Read of 40 KiB each (five times
 // the ring; every DMA write checked against the card model), bytes
-// verified. Before 28 Nov the RTL published TXS_PI only at a message's
+// verified. Before 27 Nov the RTL published TXS_PI only at a message's
 // end, so such a message waited for ring space for ever.
 func TestRTLLongMessage(t *testing.T) {
 	for _, w := range []int{64, 512} {
