@@ -69,8 +69,7 @@ type dmaRdBeat struct {
 	keep uint64
 	last bool
 	tag  uint32
-	err  bool
-	berr bool
+	err  bool // the request's error so far (OBErr; OErr on the last beat)
 }
 
 // DMARd models dma_rd_w<W>: it splits requests into bursts (into a
@@ -193,7 +192,7 @@ func (m *DMARd) Step(in *DMARdIn, out *DMARdOut) {
 	if out.OValid {
 		h := m.queue[0]
 		copy(m.outData, h.data)
-		out.OKeep, out.OLast, out.OTag, out.OErr, out.OBErr = h.keep, h.last, h.tag, h.err, h.berr
+		out.OKeep, out.OLast, out.OTag, out.OErr, out.OBErr = h.keep, h.last, h.tag, h.last && h.err, h.err
 	}
 	if in.Reset {
 		m.reset()
@@ -242,7 +241,7 @@ func (m *DMARd) Step(in *DMARdIn, out *DMARdOut) {
 				keep = (uint64(1) << m.s1Lkb) - 1
 				clear(d[m.s1Lkb:])
 			}
-			beat = dmaRdBeat{data: d, keep: keep, last: m.s1Last, tag: m.s1Tag, err: m.s1Last && m.s1Err, berr: m.s1Err}
+			beat = dmaRdBeat{data: d, keep: keep, last: m.s1Last, tag: m.s1Tag, err: m.s1Err}
 		}
 		if !m.s1Flush {
 			copy(m.prev, m.rot)

@@ -3,6 +3,7 @@ package driver
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -28,7 +29,7 @@ func ParseCardArg(kind, arg string, widths []int) (CardArg, error) {
 		switch {
 		case !isOpt && i == 0:
 			w, err := strconv.Atoi(f)
-			if err != nil || !contains(widths, w) {
+			if err != nil || !slices.Contains(widths, w) {
 				return a, fmt.Errorf("%w: %s card argument %q: the data path width %q is not one of %v bits", ErrInvalid, kind, arg, f, widths)
 			}
 			a.Width = w
@@ -43,13 +44,4 @@ func ParseCardArg(kind, arg string, widths []int) (CardArg, error) {
 		}
 	}
 	return a, nil
-}
-
-func contains(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

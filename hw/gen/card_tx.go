@@ -212,8 +212,8 @@ func CardTx(width int) (*Module, error) {
 	bdbQPN := m.Output("m_baddb_qpn", QB, "")
 	cqTight := m.Input("cq_tight", CardTxQPs, "card_cq's cq_tight: bit n, CQ n has few entries free")
 	cplHold := m.Input("cpl_hold", 1, "a completion is on its way to card_cq (card_stat, card_cq) or a CQ overrun is being served: a WQE on a tight CQ waits")
-	haltOut := m.Output("stat_halt", 1, "sticky: a DMA read error of a WQE stopped a QP")
-	haltQPN := m.Output("stat_halt_qpn", QB, "the last QP stopped so")
+	haltOut := m.Output("stat_halt", 1, "sticky: a DMA read of a WQE got an error response")
+	haltQPN := m.Output("stat_halt_qpn", QB, "the QP of the last such read")
 	dmaErrOut := m.Output("stat_dma_err", 1, "sticky: a DMA of card_tx got an error response")
 
 	// lkey checks through placement's check port (s_chk_* there, m_chk_* here and back).
@@ -839,7 +839,7 @@ func CardTx(width int) (*Module, error) {
 	}
 	totalBW := m.WireOf("wqe_beats", totalB, "beats of the whole WQE")
 	restDone := m.WireOf("rest_done", And(sRest, bValid, Eq(wj, Sub(totalBW, C(NBW, 1)))), "the WQE's last beat")
-	halt := m.WireOf("halt", Or(And(sHdr, wErr), And(restDone, Or(wErr, rdErr))), "a read of the WQE got an error response: the QP stops at this WQE")
+	wfNow := m.WireOf("wf_now", Or(And(sHdr, wErr), And(restDone, Or(wErr, rdErr))), "a read of the WQE got an error response")
 	// A new WQE's read fault fails the QP (DMA_FAULT, then QP_ERROR DMA
 	// with its Terminate); what was posted from it on goes without
 	// completions (the card model's fetchSQ). A fault of a WQE read at
@@ -848,7 +848,6 @@ func CardTx(width int) (*Module, error) {
 	// behind Reads: the card reads it again where the model keeps it, so
 	// the model meets no such fault; the QP fails as for a new WQE, and
 	// its outstanding Reads are dropped with everything posted).
-	wfNow := m.WireOf("wf_now", halt, "a WQE's read faulted")
 	m.Assign(wfEv, wfNow)
 	m.Drive(wfR, big.NewInt(0), Not(goAny), Or(goAny, wfNow))
 	wfBB := m.Reg("wqe_fault_bbs", 16, nil, Sel(retFl, Sub(cPI, cSQCI), avail), wfNow, "blocks posted from the faulted WQE on (from SQ_CI when it was read again): dropped")
@@ -861,8 +860,8 @@ func CardTx(width int) (*Module, error) {
 	malR := m.RegDecl("wqe_mal", 1, "the WQE is malformed")
 	m.Drive(malR, big.NewInt(0), Not(goAny), Or(goAny, malNow))
 	malBB := m.Reg("wqe_mal_bbs", 16, nil, Sel(bbsOK, zext(bbs, 16), avail), malNow, "blocks the malformed WQE takes")
-	m.Assign(haltOut, m.Reg("halt_q", 1, big.NewInt(0), C(1, 1), halt, ""))
-	m.Assign(haltQPN, m.Reg("halt_qpn_q", QB, big.NewInt(0), cur, halt, ""))
+	m.Assign(haltOut, m.Reg("halt_q", 1, big.NewInt(0), C(1, 1), wfNow, ""))
+	m.Assign(haltQPN, m.Reg("halt_qpn_q", QB, big.NewInt(0), cur, wfNow, ""))
 	oneBB := m.WireOf("one_bb", Eq(bbs, C(4, 1)), "")
 	m.Drive(fIdx, nil, Sel(goAny, Sel(Or(doRet, doWalk, doFlush), cSQCI, cNext), Sel(sHdr, Add(Sel(retFl, cSQCI, cNext), C(16, 1)), Add(fIdx, zext(fN, 16)))), Or(goAny, sHdr, rdGo))
 	m.Drive(fLeft, nil, Sel(goAny, Sel(usePush, C(4, 0), C(4, 1)), Sel(sHdr, Sub(bbs, C(4, 1)), Sub(fLeft, fN))), Or(goAny, sHdr, rdGo))
@@ -1113,6 +1112,7 @@ func CardTx(width int) (*Module, error) {
 	bbsAdv := m.WireOf("wqe_blocks", Sel(wfR, wfBB, Sel(malR, malBB, zext(bbs, 16))), "blocks the WQE takes")
 	dropAll := m.WireOf("wqe_fault_again", And(retFl, wfR), "the WQE at SQ_CI could not be read again: all posted is dropped")
 	retFault := m.WireOf("wqe_fault_live", And(dropAll, Or(ret, wk)), "... on a live QP: it fails with QP_ERROR DMA and a Terminate")
+	endReads := m.WireOf("wqe_ends_reads", Or(fl, dropAll), "the write-back leaves no Read outstanding, no walk and no Read done pending (a flush, or all posted dropped)")
 	newSQCI := m.WireOf("new_sq_ci", Sel(dropAll, Add(cSQCI, wfBB), Sel(And(fl, Not(sentDone)), Add(cSQCI, bbsF), Sel(retires, Add(cSQCI, bbsAdv), cSQCI))), "")
 	wcOp := wcOpcode(hOpcode) // WC_OPCODE
 	// A WQE whose lkey check failed completes with LOC_PROT_ERR (always,
@@ -1221,10 +1221,10 @@ func CardTx(width int) (*Module, error) {
 	// A flush moves the first block not started along with SQ_CI once it
 	// has passed the WQEs that were started.
 	newNext := m.WireOf("new_sq_next", Sel(Or(And(fl, Eq(cSQCI, cNext)), dropAll), newSQCI, Sel(Or(retFl, protLate), cNext, Add(cNext, bbsAdv))), "")
-	newWk := m.WireOf("new_walk", Sel(Or(fl, dropAll), C(1, 0), Sel(Or(ret, wk), And(Ne(newSQCI, cNext), Not(And(wk, opRead))), cWk)), "")
-	newOrq := m.WireOf("new_orq", Sel(Or(fl, dropAll), C(5, 0), Sel(ret, Sub(cOrq, C(5, 1)), Sel(started, incr(cOrq), cOrq))), "flushed Reads are outstanding no more")
-	newRUsed := m.WireOf("new_rdone_used", Sel(Or(fl, dropAll), cRC, Sel(And(ret, Not(rfl)), incr(cRUsed), cRUsed)), "a Read flushed by the stream end takes no Read done")
-	newEndFl := m.WireOf("new_end_flush", Sel(Or(fl, dropAll), C(5, 0), Sel(rfl, Sub(cEndFl, C(5, 1)), cEndFl)), "")
+	newWk := m.WireOf("new_walk", Sel(endReads, C(1, 0), Sel(Or(ret, wk), And(Ne(newSQCI, cNext), Not(And(wk, opRead))), cWk)), "")
+	newOrq := m.WireOf("new_orq", Sel(endReads, C(5, 0), Sel(ret, Sub(cOrq, C(5, 1)), Sel(started, incr(cOrq), cOrq))), "flushed Reads are outstanding no more")
+	newRUsed := m.WireOf("new_rdone_used", Sel(endReads, cRC, Sel(And(ret, Not(rfl)), incr(cRUsed), cRUsed)), "a Read flushed by the stream end takes no Read done")
+	newEndFl := m.WireOf("new_end_flush", Sel(endReads, C(5, 0), Sel(rfl, Sub(cEndFl, C(5, 1)), cEndFl)), "")
 	newRRUsed := m.WireOf("new_rreq_used", Sel(rsp, incr(cRRUsed), cRRUsed), "")
 	m.Assign(engWBData, Cat(cEndSeen, newEndFl, newWk, newRRUsed, newRUsed, newOrq, newNext, Add(cRMSN, zext(started, 32)), Add(cMSN, zext(isSend, 32)), fOff, newSQCI))
 	m.Assign(sqWB, Cat(newNext, newSQCI))
@@ -1261,9 +1261,9 @@ func CardTx(width int) (*Module, error) {
 			Sel(sCtx, C(5, txDecide),
 				Sel(sDecide, Sel(doTerm, Sel(tRecv, C(5, txWB), C(5, txFeed)), Sel(doRsp, C(5, txRsp), Sel(goAny, C(5, txFirst), Sel(evWait, C(5, txDecide), C(5, txIdle))))),
 					Sel(sFirst, Sel(firstDone, C(5, txHdr), C(5, txFirst)),
-						Sel(sHdr, Sel(wfNow, C(5, txFault), Sel(Or(halt, waitRd), C(5, txIdle), Sel(Or(malNow, And(retFl, Not(sentFull))), C(5, txWB), Sel(oneBB, feedNext, C(5, txFetch))))),
+						Sel(sHdr, Sel(wfNow, C(5, txFault), Sel(waitRd, C(5, txIdle), Sel(Or(malNow, And(retFl, Not(sentFull))), C(5, txWB), Sel(oneBB, feedNext, C(5, txFetch))))),
 							Sel(sFetch, Sel(And(rdGo, Eq(fLeft, fN)), C(5, txRest), C(5, txFetch)),
-								Sel(sRest, Sel(restDone, Sel(wfNow, C(5, txFault), Sel(halt, C(5, txIdle), feedNext)), C(5, txRest)),
+								Sel(sRest, Sel(restDone, Sel(wfNow, C(5, txFault), feedNext), C(5, txRest)),
 									Sel(sFlush, Sel(fromBuf, C(5, txFeed), C(5, txChk)),
 										Sel(sFeed, Sel(feedEnd, C(5, txDrain), C(5, txFeed)),
 											Sel(sDrain, Sel(msgDone, C(5, txWB), C(5, txDrain)),

@@ -455,8 +455,10 @@ func dmaRdRealign(m *Module, d dmaRdDims, p dmaRdPorts, ro dmaRdRead) {
 	data := m.WireOf("out_data", Sel(aligned, rot, Or(And(prev, lowE), cur)), "")
 	emit := m.WireOf("out_emit", And(s1.v, Or(s1.flush, aligned, Not(s1.first))), "an output beat is formed")
 	qPop := m.Wire("q_pop", 1, "")
-	q := ShiftQueue(m, "oq", DMARdOutQueue, []string{"data", "keep", "last", "tag", "err", "berr"}, []int{W, L, 1, d.T, 1, 1},
-		emit, []Expr{And(data, expand(keep)), keep, s1.last, s1.tag, And(s1.last, s1.err), s1.err}, zext(qPop, addrWidth(DMARdOutQueue+1)))
+	// err is the request's error so far: tuser_berr on every beat, and
+	// tuser_err on the last.
+	q := ShiftQueue(m, "oq", DMARdOutQueue, []string{"data", "keep", "last", "tag", "err"}, []int{W, L, 1, d.T, 1},
+		emit, []Expr{And(data, expand(keep)), keep, s1.last, s1.tag, s1.err}, zext(qPop, addrWidth(DMARdOutQueue+1)))
 	m.Assign(ro.qCount, q.Count)
 	ov := m.WireOf("out_v", RedOr(q.Count), "")
 	m.Assign(qPop, And(ov, p.oReady))
@@ -465,6 +467,6 @@ func dmaRdRealign(m *Module, d dmaRdDims, p dmaRdPorts, ro dmaRdRead) {
 	m.Assign(p.oKeep, gate(ov, q.Fields[0][1]))
 	m.Assign(p.oLast, And(ov, q.Fields[0][2]))
 	m.Assign(p.oTag, gate(ov, q.Fields[0][3]))
-	m.Assign(p.oErr, And(ov, q.Fields[0][4]))
-	m.Assign(p.oBErr, And(ov, q.Fields[0][5]))
+	m.Assign(p.oErr, And(ov, q.Fields[0][2], q.Fields[0][4]))
+	m.Assign(p.oBErr, And(ov, q.Fields[0][4]))
 }

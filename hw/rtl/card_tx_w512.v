@@ -174,8 +174,8 @@ module card_tx_w512 (
     output wire [9:0]     m_baddb_qpn,
     input  wire [1023:0]  cq_tight,          // card_cq's cq_tight: bit n, CQ n has few entries free
     input  wire           cpl_hold,          // a completion is on its way to card_cq (card_stat, card_cq) or a CQ overrun is being served: a WQE on a tight CQ waits
-    output wire           stat_halt,         // sticky: a DMA read error of a WQE stopped a QP
-    output wire [9:0]     stat_halt_qpn,     // the last QP stopped so
+    output wire           stat_halt,         // sticky: a DMA read of a WQE got an error response
+    output wire [9:0]     stat_halt_qpn,     // the QP of the last such read
     output wire           stat_dma_err,      // sticky: a DMA of card_tx got an error response
     output wire           m_chk_valid,       // an lkey check or lookup for placement's s_chk port
     input  wire           m_chk_ready,       // placement's s_chk_ready
@@ -677,8 +677,7 @@ module card_tx_w512 (
     wire           sent_full;                // ... with SGEs: its other blocks are read and its SGE lengths summed
     wire [6:0]     wqe_beats;                // beats of the whole WQE
     wire           rest_done;                // the WQE's last beat
-    wire           halt;                     // a read of the WQE got an error response: the QP stops at this WQE
-    wire           wf_now;                   // a WQE's read faulted
+    wire           wf_now;                   // a read of the WQE got an error response
     reg  [15:0]    wqe_fault_bbs;            // blocks posted from the faulted WQE on (from SQ_CI when it was read again): dropped
     wire           wqe_malformed;
     reg            wqe_mal;                  // the WQE is malformed
@@ -960,6 +959,7 @@ module card_tx_w512 (
     wire [15:0]    wqe_blocks;               // blocks the WQE takes
     wire           wqe_fault_again;          // the WQE at SQ_CI could not be read again: all posted is dropped
     wire           wqe_fault_live;           // ... on a live QP: it fails with QP_ERROR DMA and a Terminate
+    wire           wqe_ends_reads;           // the write-back leaves no Read outstanding, no walk and no Read done pending (a flush, or all posted dropped)
     wire [15:0]    new_sq_ci;
     reg            mop_fail;                 // the WQE's memory operation was refused
     wire           prot;                     // the WQE failed its lkey check or memory operation, is malformed, or could not be read
@@ -8761,8 +8761,7 @@ module card_tx_w512 (
     assign sent_full = (sent_done & ~h_inline) & ~op_mop;
     assign wqe_beats = {3'h0, h_bbs};
     assign rest_done = (in_state7 & wb_valid) & (wb_beat == (wqe_beats - 7'h01));
-    assign halt = (in_state5 & wqe_rd_err) | (rest_done & (wqe_rd_err | rd_terr));
-    assign wf_now = halt;
+    assign wf_now = (in_state5 & wqe_rd_err) | (rest_done & (wqe_rd_err | rd_terr));
     assign wf_ev = wf_now;
     assign wqe_malformed = ((in_state5 & ~ret_or_flush) & ~wqe_served) & ~wqe_rd_err;
     assign stat_halt = halt_q;
@@ -9044,6 +9043,7 @@ module card_tx_w512 (
     assign wqe_blocks = wqe_fault ? wqe_fault_bbs : (wqe_mal ? wqe_mal_bbs : {12'h000, h_bbs});
     assign wqe_fault_again = ret_or_flush & wqe_fault;
     assign wqe_fault_live = wqe_fault_again & (ret_mode | walk_mode);
+    assign wqe_ends_reads = flush_mode | wqe_fault_again;
     assign new_sq_ci = wqe_fault_again ? (cur_sq_ci + wqe_fault_bbs) : ((flush_mode & ~sent_done) ? (cur_sq_ci + flush_bbs) : (wqe_retires ? (cur_sq_ci + wqe_blocks) : cur_sq_ci));
     assign prot = (((((ck_fault | mop_fail) | wqe_mal) | wqe_fault) & ~ret_or_flush) & ~rsp_mode) & ~term_mode;
     assign prot_late = prot & ((cur_orq != 5'h00) | cur_walk);
@@ -9132,10 +9132,10 @@ module card_tx_w512 (
     assign m_rd_issue_qp = cur_qp & {10{rd_issue_go}};
     assign m_rd_issue_count = (cur_rmsn[15:0] + 16'h0001) & {16{rd_issue_go}};
     assign new_sq_next = ((flush_mode & (cur_sq_ci == cur_sq_next)) | wqe_fault_again) ? new_sq_ci : ((ret_or_flush | prot_late) ? cur_sq_next : (cur_sq_next + wqe_blocks));
-    assign new_walk = (flush_mode | wqe_fault_again) ? 1'h0 : ((ret_mode | walk_mode) ? ((new_sq_ci != cur_sq_next) & ~(walk_mode & op_read)) : cur_walk);
-    assign new_orq = (flush_mode | wqe_fault_again) ? 5'h00 : (ret_mode ? (cur_orq - 5'h01) : (read_started ? (cur_orq + 5'h01) : cur_orq));
-    assign new_rdone_used = (flush_mode | wqe_fault_again) ? cur_rdone : ((ret_mode & ~ret_flush_mode) ? (cur_rdone_used + 5'h01) : cur_rdone_used);
-    assign new_end_flush = (flush_mode | wqe_fault_again) ? 5'h00 : (ret_flush_mode ? (cur_end_flush - 5'h01) : cur_end_flush);
+    assign new_walk = wqe_ends_reads ? 1'h0 : ((ret_mode | walk_mode) ? ((new_sq_ci != cur_sq_next) & ~(walk_mode & op_read)) : cur_walk);
+    assign new_orq = wqe_ends_reads ? 5'h00 : (ret_mode ? (cur_orq - 5'h01) : (read_started ? (cur_orq + 5'h01) : cur_orq));
+    assign new_rdone_used = wqe_ends_reads ? cur_rdone : ((ret_mode & ~ret_flush_mode) ? (cur_rdone_used + 5'h01) : cur_rdone_used);
+    assign new_end_flush = wqe_ends_reads ? 5'h00 : (ret_flush_mode ? (cur_end_flush - 5'h01) : cur_end_flush);
     assign new_rreq_used = rsp_mode ? (cur_rreq_used + 5'h01) : cur_rreq_used;
     assign eng_wb_data = {
         cur_end_seen,
@@ -11214,7 +11214,7 @@ module card_tx_w512 (
     always @(posedge clk) begin
         if (rst) begin
             halt_q <= 1'h0;
-        end else if (halt) begin
+        end else if (wf_now) begin
             halt_q <= 1'h1;
         end
     end
@@ -11222,7 +11222,7 @@ module card_tx_w512 (
     always @(posedge clk) begin
         if (rst) begin
             halt_qpn_q <= 10'h000;
-        end else if (halt) begin
+        end else if (wf_now) begin
             halt_qpn_q <= cur_qp;
         end
     end
@@ -12385,7 +12385,7 @@ module card_tx_w512 (
         if (rst) begin
             eng_state <= 5'h00;
         end else begin
-            eng_state <= in_state17 ? (term_ev_v ? 5'h11 : 5'h0b) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0c) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? 5'h0b : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (wf_now ? 5'h11 : ((halt | wait_read) ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08) : 5'h06)))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : (halt ? 5'h00 : ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08))) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (msg_done ? 5'h0b : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : 5'h09) : 5'h0c) : 5'h00))))))))))))))));
+            eng_state <= in_state17 ? (term_ev_v ? 5'h11 : 5'h0b) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0c) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? 5'h0b : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (wf_now ? 5'h11 : (wait_read ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08) : 5'h06)))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08)) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (msg_done ? 5'h0b : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : 5'h09) : 5'h0c) : 5'h00))))))))))))))));
         end
     end
 

@@ -176,8 +176,8 @@ entity card_tx_w64 is
         m_baddb_qpn : out std_logic_vector(9 downto 0);
         cq_tight : in  std_logic_vector(1023 downto 0); -- card_cq's cq_tight: bit n, CQ n has few entries free
         cpl_hold : in  std_logic;            -- a completion is on its way to card_cq (card_stat, card_cq) or a CQ overrun is being served: a WQE on a tight CQ waits
-        stat_halt : out std_logic;           -- sticky: a DMA read error of a WQE stopped a QP
-        stat_halt_qpn : out std_logic_vector(9 downto 0); -- the last QP stopped so
+        stat_halt : out std_logic;           -- sticky: a DMA read of a WQE got an error response
+        stat_halt_qpn : out std_logic_vector(9 downto 0); -- the QP of the last such read
         stat_dma_err : out std_logic;        -- sticky: a DMA of card_tx got an error response
         m_chk_valid : out std_logic;         -- an lkey check or lookup for placement's s_chk port
         m_chk_ready : in  std_logic;         -- placement's s_chk_ready
@@ -713,8 +713,7 @@ architecture rtl of card_tx_w64 is
     signal sent_full : std_logic;            -- ... with SGEs: its other blocks are read and its SGE lengths summed
     signal wqe_beats : std_logic_vector(6 downto 0); -- beats of the whole WQE
     signal rest_done : std_logic;            -- the WQE's last beat
-    signal halt : std_logic;                 -- a read of the WQE got an error response: the QP stops at this WQE
-    signal wf_now : std_logic;               -- a WQE's read faulted
+    signal wf_now : std_logic;               -- a read of the WQE got an error response
     signal wqe_fault_bbs : std_logic_vector(15 downto 0); -- blocks posted from the faulted WQE on (from SQ_CI when it was read again): dropped
     signal wqe_malformed : std_logic;
     signal wqe_mal : std_logic := '0';       -- the WQE is malformed
@@ -984,6 +983,7 @@ architecture rtl of card_tx_w64 is
     signal wqe_blocks : std_logic_vector(15 downto 0); -- blocks the WQE takes
     signal wqe_fault_again : std_logic;      -- the WQE at SQ_CI could not be read again: all posted is dropped
     signal wqe_fault_live : std_logic;       -- ... on a live QP: it fails with QP_ERROR DMA and a Terminate
+    signal wqe_ends_reads : std_logic;       -- the write-back leaves no Read outstanding, no walk and no Read done pending (a flush, or all posted dropped)
     signal new_sq_ci : std_logic_vector(15 downto 0);
     signal mop_fail : std_logic := '0';      -- the WQE's memory operation was refused
     signal prot : std_logic;                 -- the WQE failed its lkey check or memory operation, is malformed, or could not be read
@@ -8802,8 +8802,7 @@ begin
     sent_full <= (sent_done and (not h_inline)) and (not op_mop);
     wqe_beats <= std_logic_vector'(h_bbs & "000");
     rest_done <= (in_state7 and wb_valid) and b2l(wb_beat = std_logic_vector(unsigned(wqe_beats) - unsigned'("0000001")));
-    halt <= (in_state5 and wqe_rd_err) or (rest_done and (wqe_rd_err or rd_terr));
-    wf_now <= halt;
+    wf_now <= (in_state5 and wqe_rd_err) or (rest_done and (wqe_rd_err or rd_terr));
     wf_ev <= wf_now;
     wqe_malformed <= ((in_state5 and (not ret_or_flush)) and (not wqe_served)) and (not wqe_rd_err);
     stat_halt <= halt_q;
@@ -9015,6 +9014,7 @@ begin
     wqe_blocks <= mux(wqe_fault, wqe_fault_bbs, mux(wqe_mal, wqe_mal_bbs, std_logic_vector'(x"000" & h_bbs)));
     wqe_fault_again <= ret_or_flush and wqe_fault;
     wqe_fault_live <= wqe_fault_again and (ret_mode or walk_mode);
+    wqe_ends_reads <= flush_mode or wqe_fault_again;
     new_sq_ci <= mux(wqe_fault_again, std_logic_vector(unsigned(cur_sq_ci) + unsigned(wqe_fault_bbs)), mux(flush_mode and (not sent_done), std_logic_vector(unsigned(cur_sq_ci) + unsigned(flush_bbs)), mux(wqe_retires, std_logic_vector(unsigned(cur_sq_ci) + unsigned(wqe_blocks)), cur_sq_ci)));
     prot <= (((((ck_fault or mop_fail) or wqe_mal) or wqe_fault) and (not ret_or_flush)) and (not rsp_mode)) and (not term_mode);
     prot_late <= prot and (b2l(cur_orq /= "00000") or cur_walk);
@@ -9103,10 +9103,10 @@ begin
     m_rd_issue_qp <= cur_qp and std_logic_vector'(9 downto 0 => rd_issue_go);
     m_rd_issue_count <= std_logic_vector(unsigned(cur_rmsn(15 downto 0)) + unsigned'(x"0001")) and std_logic_vector'(15 downto 0 => rd_issue_go);
     new_sq_next <= mux((flush_mode and b2l(cur_sq_ci = cur_sq_next)) or wqe_fault_again, new_sq_ci, mux(ret_or_flush or prot_late, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(wqe_blocks))));
-    new_walk <= mux(flush_mode or wqe_fault_again, '0', mux(ret_mode or walk_mode, b2l(new_sq_ci /= cur_sq_next) and (not (walk_mode and op_read)), cur_walk));
-    new_orq <= mux(flush_mode or wqe_fault_again, "00000", mux(ret_mode, std_logic_vector(unsigned(cur_orq) - unsigned'("00001")), mux(read_started, std_logic_vector(unsigned(cur_orq) + unsigned'("00001")), cur_orq)));
-    new_rdone_used <= mux(flush_mode or wqe_fault_again, cur_rdone, mux(ret_mode and (not ret_flush_mode), std_logic_vector(unsigned(cur_rdone_used) + unsigned'("00001")), cur_rdone_used));
-    new_end_flush <= mux(flush_mode or wqe_fault_again, "00000", mux(ret_flush_mode, std_logic_vector(unsigned(cur_end_flush) - unsigned'("00001")), cur_end_flush));
+    new_walk <= mux(wqe_ends_reads, '0', mux(ret_mode or walk_mode, b2l(new_sq_ci /= cur_sq_next) and (not (walk_mode and op_read)), cur_walk));
+    new_orq <= mux(wqe_ends_reads, "00000", mux(ret_mode, std_logic_vector(unsigned(cur_orq) - unsigned'("00001")), mux(read_started, std_logic_vector(unsigned(cur_orq) + unsigned'("00001")), cur_orq)));
+    new_rdone_used <= mux(wqe_ends_reads, cur_rdone, mux(ret_mode and (not ret_flush_mode), std_logic_vector(unsigned(cur_rdone_used) + unsigned'("00001")), cur_rdone_used));
+    new_end_flush <= mux(wqe_ends_reads, "00000", mux(ret_flush_mode, std_logic_vector(unsigned(cur_end_flush) - unsigned'("00001")), cur_end_flush));
     new_rreq_used <= mux(rsp_mode, std_logic_vector(unsigned(cur_rreq_used) + unsigned'("00001")), cur_rreq_used);
     eng_wb_data <= std_logic_vector'(
         cur_end_seen &
@@ -11624,7 +11624,7 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 halt_q <= '0';
-            elsif halt = '1' then
+            elsif wf_now = '1' then
                 halt_q <= '1';
             end if;
         end if;
@@ -11635,7 +11635,7 @@ begin
         if rising_edge(clk) then
             if rst = '1' then
                 halt_qpn_q <= "0000000000";
-            elsif halt = '1' then
+            elsif wf_now = '1' then
                 halt_qpn_q <= cur_qp;
             end if;
         end if;
@@ -13497,7 +13497,7 @@ begin
             if rst = '1' then
                 eng_state <= "00000";
             else
-                eng_state <= mux(in_state17, mux(term_ev_v, "10001", "01011"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01111"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, "01011", "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(wf_now, "10001", mux(halt or wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")), "00110")))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(halt, "00000", mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")))), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(msg_done, "01011", "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", "01001"), "01100"), "00000")))))))))))))))));
+                eng_state <= mux(in_state17, mux(term_ev_v, "10001", "01011"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01111"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, "01011", "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(wf_now, "10001", mux(wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb, mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100")), "00110")))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", mux(pay_from_buf, "01001", "01100"))), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(msg_done, "01011", "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", "01001"), "01100"), "00000")))))))))))))))));
             end if;
         end if;
     end process;

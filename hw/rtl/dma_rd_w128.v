@@ -524,25 +524,21 @@ module dma_rd_w128 (
     reg            oq0_last;
     reg  [7:0]     oq0_tag;
     reg            oq0_err;
-    reg            oq0_berr;
     reg  [127:0]   oq1_data;
     reg  [15:0]    oq1_keep;
     reg            oq1_last;
     reg  [7:0]     oq1_tag;
     reg            oq1_err;
-    reg            oq1_berr;
     reg  [127:0]   oq2_data;
     reg  [15:0]    oq2_keep;
     reg            oq2_last;
     reg  [7:0]     oq2_tag;
     reg            oq2_err;
-    reg            oq2_berr;
     reg  [127:0]   oq3_data;
     reg  [15:0]    oq3_keep;
     reg            oq3_last;
     reg  [7:0]     oq3_tag;
     reg            oq3_err;
-    reg            oq3_berr;
     wire [2:0]     oq_wpos;                  // where a pushed entry goes
     wire           oq0_push;
     wire           oq1_push;
@@ -805,8 +801,8 @@ module dma_rd_w128 (
     assign m_axis_tkeep = oq0_keep & {16{out_v}};
     assign m_axis_tlast = out_v & oq0_last;
     assign m_axis_tuser_tag = oq0_tag & {8{out_v}};
-    assign m_axis_tuser_err = out_v & oq0_err;
-    assign m_axis_tuser_berr = out_v & oq0_berr;
+    assign m_axis_tuser_err = (out_v & oq0_last) & oq0_err;
+    assign m_axis_tuser_berr = out_v & oq0_err;
     assign unused_bits = |{m_axi_rlast, m_axi_rresp[0]};
 
     always @(posedge clk) begin
@@ -2671,11 +2667,7 @@ module dma_rd_w128 (
     end
 
     always @(posedge clk) begin
-        oq0_err <= oq0_push ? (s1_last & s1_err) : (({2'h0, q_pop} == 3'h1) ? oq1_err : (({2'h0, q_pop} == 3'h2) ? oq2_err : (({2'h0, q_pop} == 3'h3) ? oq3_err : oq0_err)));
-    end
-
-    always @(posedge clk) begin
-        oq0_berr <= oq0_push ? s1_err : (({2'h0, q_pop} == 3'h1) ? oq1_berr : (({2'h0, q_pop} == 3'h2) ? oq2_berr : (({2'h0, q_pop} == 3'h3) ? oq3_berr : oq0_berr)));
+        oq0_err <= oq0_push ? s1_err : (({2'h0, q_pop} == 3'h1) ? oq1_err : (({2'h0, q_pop} == 3'h2) ? oq2_err : (({2'h0, q_pop} == 3'h3) ? oq3_err : oq0_err)));
     end
 
     always @(posedge clk) begin
@@ -2712,11 +2704,7 @@ module dma_rd_w128 (
     end
 
     always @(posedge clk) begin
-        oq1_err <= oq1_push ? (s1_last & s1_err) : (({2'h0, q_pop} == 3'h1) ? oq2_err : (({2'h0, q_pop} == 3'h2) ? oq3_err : oq1_err));
-    end
-
-    always @(posedge clk) begin
-        oq1_berr <= oq1_push ? s1_err : (({2'h0, q_pop} == 3'h1) ? oq2_berr : (({2'h0, q_pop} == 3'h2) ? oq3_berr : oq1_berr));
+        oq1_err <= oq1_push ? s1_err : (({2'h0, q_pop} == 3'h1) ? oq2_err : (({2'h0, q_pop} == 3'h2) ? oq3_err : oq1_err));
     end
 
     always @(posedge clk) begin
@@ -2753,11 +2741,7 @@ module dma_rd_w128 (
     end
 
     always @(posedge clk) begin
-        oq2_err <= oq2_push ? (s1_last & s1_err) : (({2'h0, q_pop} == 3'h1) ? oq3_err : oq2_err);
-    end
-
-    always @(posedge clk) begin
-        oq2_berr <= oq2_push ? s1_err : (({2'h0, q_pop} == 3'h1) ? oq3_berr : oq2_berr);
+        oq2_err <= oq2_push ? s1_err : (({2'h0, q_pop} == 3'h1) ? oq3_err : oq2_err);
     end
 
     always @(posedge clk) begin
@@ -2794,11 +2778,7 @@ module dma_rd_w128 (
     end
 
     always @(posedge clk) begin
-        oq3_err <= oq3_push ? (s1_last & s1_err) : oq3_err;
-    end
-
-    always @(posedge clk) begin
-        oq3_berr <= oq3_push ? s1_err : oq3_berr;
+        oq3_err <= oq3_push ? s1_err : oq3_err;
     end
 
     // rob: synchronous write, synchronous read (block RAM)

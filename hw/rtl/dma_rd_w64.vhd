@@ -554,25 +554,21 @@ architecture rtl of dma_rd_w64 is
     signal oq0_last : std_logic;
     signal oq0_tag : std_logic_vector(7 downto 0);
     signal oq0_err : std_logic;
-    signal oq0_berr : std_logic;
     signal oq1_data : std_logic_vector(63 downto 0);
     signal oq1_keep : std_logic_vector(7 downto 0);
     signal oq1_last : std_logic;
     signal oq1_tag : std_logic_vector(7 downto 0);
     signal oq1_err : std_logic;
-    signal oq1_berr : std_logic;
     signal oq2_data : std_logic_vector(63 downto 0);
     signal oq2_keep : std_logic_vector(7 downto 0);
     signal oq2_last : std_logic;
     signal oq2_tag : std_logic_vector(7 downto 0);
     signal oq2_err : std_logic;
-    signal oq2_berr : std_logic;
     signal oq3_data : std_logic_vector(63 downto 0);
     signal oq3_keep : std_logic_vector(7 downto 0);
     signal oq3_last : std_logic;
     signal oq3_tag : std_logic_vector(7 downto 0);
     signal oq3_err : std_logic;
-    signal oq3_berr : std_logic;
     signal oq_wpos : std_logic_vector(2 downto 0); -- where a pushed entry goes
     signal oq0_push : std_logic;
     signal oq1_push : std_logic;
@@ -811,8 +807,8 @@ begin
     m_axis_tkeep <= oq0_keep and std_logic_vector'(7 downto 0 => out_v);
     m_axis_tlast <= out_v and oq0_last;
     m_axis_tuser_tag <= oq0_tag and std_logic_vector'(7 downto 0 => out_v);
-    m_axis_tuser_err <= out_v and oq0_err;
-    m_axis_tuser_berr <= out_v and oq0_berr;
+    m_axis_tuser_err <= (out_v and oq0_last) and oq0_err;
+    m_axis_tuser_berr <= out_v and oq0_err;
     unused_bits <= or std_logic_vector'(m_axi_rlast & m_axi_rresp(0));
 
     req_v_reg : process (clk)
@@ -3455,14 +3451,7 @@ begin
     oq0_err_reg : process (clk)
     begin
         if rising_edge(clk) then
-            oq0_err <= mux(oq0_push, s1_last and s1_err, mux(b2l(std_logic_vector'("00" & q_pop) = "001"), oq1_err, mux(b2l(std_logic_vector'("00" & q_pop) = "010"), oq2_err, mux(b2l(std_logic_vector'("00" & q_pop) = "011"), oq3_err, oq0_err))));
-        end if;
-    end process;
-
-    oq0_berr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            oq0_berr <= mux(oq0_push, s1_err, mux(b2l(std_logic_vector'("00" & q_pop) = "001"), oq1_berr, mux(b2l(std_logic_vector'("00" & q_pop) = "010"), oq2_berr, mux(b2l(std_logic_vector'("00" & q_pop) = "011"), oq3_berr, oq0_berr))));
+            oq0_err <= mux(oq0_push, s1_err, mux(b2l(std_logic_vector'("00" & q_pop) = "001"), oq1_err, mux(b2l(std_logic_vector'("00" & q_pop) = "010"), oq2_err, mux(b2l(std_logic_vector'("00" & q_pop) = "011"), oq3_err, oq0_err))));
         end if;
     end process;
 
@@ -3506,14 +3495,7 @@ begin
     oq1_err_reg : process (clk)
     begin
         if rising_edge(clk) then
-            oq1_err <= mux(oq1_push, s1_last and s1_err, mux(b2l(std_logic_vector'("00" & q_pop) = "001"), oq2_err, mux(b2l(std_logic_vector'("00" & q_pop) = "010"), oq3_err, oq1_err)));
-        end if;
-    end process;
-
-    oq1_berr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            oq1_berr <= mux(oq1_push, s1_err, mux(b2l(std_logic_vector'("00" & q_pop) = "001"), oq2_berr, mux(b2l(std_logic_vector'("00" & q_pop) = "010"), oq3_berr, oq1_berr)));
+            oq1_err <= mux(oq1_push, s1_err, mux(b2l(std_logic_vector'("00" & q_pop) = "001"), oq2_err, mux(b2l(std_logic_vector'("00" & q_pop) = "010"), oq3_err, oq1_err)));
         end if;
     end process;
 
@@ -3557,14 +3539,7 @@ begin
     oq2_err_reg : process (clk)
     begin
         if rising_edge(clk) then
-            oq2_err <= mux(oq2_push, s1_last and s1_err, mux(b2l(std_logic_vector'("00" & q_pop) = "001"), oq3_err, oq2_err));
-        end if;
-    end process;
-
-    oq2_berr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            oq2_berr <= mux(oq2_push, s1_err, mux(b2l(std_logic_vector'("00" & q_pop) = "001"), oq3_berr, oq2_berr));
+            oq2_err <= mux(oq2_push, s1_err, mux(b2l(std_logic_vector'("00" & q_pop) = "001"), oq3_err, oq2_err));
         end if;
     end process;
 
@@ -3608,14 +3583,7 @@ begin
     oq3_err_reg : process (clk)
     begin
         if rising_edge(clk) then
-            oq3_err <= mux(oq3_push, s1_last and s1_err, oq3_err);
-        end if;
-    end process;
-
-    oq3_berr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            oq3_berr <= mux(oq3_push, s1_err, oq3_berr);
+            oq3_err <= mux(oq3_push, s1_err, oq3_err);
         end if;
     end process;
 

@@ -277,14 +277,16 @@ func TestCardCosimRingFault(t *testing.T) {
 				lo, hi := base, base+uint64(ring) // the refused range
 				if what == "ring" {
 					b.refuse(base)
-					stream = b.peerWriteMsg(q, 1+b.rng.IntN(600))
+					n := 1 + b.rng.IntN(600)
+					stream = b.peerWriteMsg(q, n, 1+b.rng.IntN(n))
 				} else {
 					page := (at/4096 + 1) * 4096 & (ring - 1)
 					lo, hi = base+uint64(page), base+uint64(page)+4096
 					b.refusePage(lo)
 					before := (page - at) & (ring - 1) // stream octets before the refused page
 					for uint32(len(stream)) <= before+64 {
-						stream = append(stream, b.peerWriteMsg(q, 1+b.rng.IntN(600))...)
+						n := 1 + b.rng.IntN(600)
+						stream = append(stream, b.peerWriteMsg(q, n, 1+b.rng.IntN(n))...)
 					}
 				}
 				tx := len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil))
@@ -308,27 +310,6 @@ func TestCardCosimRingFault(t *testing.T) {
 			})
 		}
 	}
-}
-
-// peerWriteMsg returns the peer's FPDUs of one RDMA Write of n random
-// bytes into q's region, in segments of random size.
-func (b *wcBench) peerWriteMsg(q *wcQP, n int) []byte {
-	r := b.rng
-	seg := 1 + r.IntN(n)
-	to := wcRegion + uint64(q.n)<<16 + uint64(r.IntN(wcRegLen-n+1))
-	var fp []byte
-	for off := 0; off < n; off += seg {
-		c := min(seg, n-off)
-		ulp := ddp.TaggedFields{Last: off+c == n, Version: ddp.Version1, RsvdULP: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpWrite)),
-			STag: uint32(q.stag), TO: to + uint64(off)}.Append(nil)
-		for i := 0; i < c; i++ {
-			ulp = append(ulp, byte(r.Uint32()))
-		}
-		var err error
-		fp, err = q.peer.AppendFPDU(fp, ulp)
-		require.NoError(b.t, err)
-	}
-	return fp
 }
 
 // refusePage makes both hosts refuse DMA to the 4 KiB page at iova from

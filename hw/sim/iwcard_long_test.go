@@ -9,8 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/openiwarp/openiwarp/golden/ddp"
-	"github.com/openiwarp/openiwarp/golden/rdmap"
 	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
 	"github.com/openiwarp/openiwarp/hw/gen"
 )
@@ -43,7 +41,7 @@ func TestCardCosimLongMessage(t *testing.T) {
 					b.postWQE(q, b.longSGL(q, 4<<10+b.rng.IntN(36<<10)))
 					b.ring(q)
 				} else {
-					b.peerRead(q, 4<<10+b.rng.IntN(44<<10))
+					b.peerSend(q, b.peerReadRequest(q, nil, 4<<10+b.rng.IntN(44<<10)))
 				}
 				b.runModel()
 				b.runRTL(20_000_000)
@@ -89,21 +87,4 @@ func (b *wcBench) longSGL(q *wcQP, n int) []byte {
 		e.SetLKey(uint32(q.src[src]))
 	}
 	return wqe
-}
-
-// peerRead has the peer send one RDMA Read Request of n bytes (at most
-// the region's) from q's region.
-func (b *wcBench) peerRead(q *wcQP, n int) {
-	r := b.rng
-	if q.peerRRMSN == 0 {
-		q.peerRRMSN = 1
-	}
-	rr := rdmap.ReadRequestFields{SinkSTag: r.Uint32(), SinkTO: r.Uint64(), Size: uint32(n), SrcSTag: uint32(q.stag),
-		SrcTO: wcRegion + uint64(q.n)<<16 + uint64(r.IntN(wcRegLen-n+1))}
-	ulp := ddp.UntaggedFields{Last: true, Version: ddp.Version1, RsvdULP0: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpReadRequest)),
-		QN: rdmap.QNReadRequest, MSN: q.peerRRMSN}.Append(nil)
-	q.peerRRMSN++
-	stream, err := q.peer.AppendFPDU(nil, rr.Append(ulp))
-	require.NoError(b.t, err)
-	b.peerSend(q, stream)
 }

@@ -531,20 +531,8 @@ func (b *wcBench) peerWrites(q *wcQP) {
 		if r.Chance(80) {
 			seg = 1 + r.IntN(n)
 		}
-		to := wcRegion + uint64(q.n)<<16 + uint64(r.IntN(wcRegLen-n+1))
-		var fp []byte
 		saved := q.peer.Offset
-		for off := 0; off < n; off += seg {
-			c := min(seg, n-off)
-			ulp := ddp.TaggedFields{Last: off+c == n, Version: ddp.Version1, RsvdULP: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpWrite)),
-				STag: uint32(q.stag), TO: to + uint64(off)}.Append(nil)
-			for i := 0; i < c; i++ {
-				ulp = append(ulp, byte(r.Uint32()))
-			}
-			var err error
-			fp, err = q.peer.AppendFPDU(fp, ulp)
-			require.NoError(b.t, err)
-		}
+		fp := b.peerWriteMsg(q, n, seg)
 		if uint32(len(stream)+len(fp)) > ring {
 			// This message is not sent: the stream goes on from
 			// where it was.
@@ -556,6 +544,43 @@ func (b *wcBench) peerWrites(q *wcQP) {
 	b.peerSend(q, stream)
 }
 
+// peerWriteMsg returns the peer's FPDUs of one RDMA Write of n random
+// bytes into q's region, in segments of seg bytes.
+func (b *wcBench) peerWriteMsg(q *wcQP, n, seg int) []byte {
+	r := b.rng
+	to := wcRegion + uint64(q.n)<<16 + uint64(r.IntN(wcRegLen-n+1))
+	var fp []byte
+	for off := 0; off < n; off += seg {
+		c := min(seg, n-off)
+		ulp := ddp.TaggedFields{Last: off+c == n, Version: ddp.Version1, RsvdULP: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpWrite)),
+			STag: uint32(q.stag), TO: to + uint64(off)}.Append(nil)
+		for i := 0; i < c; i++ {
+			ulp = append(ulp, byte(r.Uint32()))
+		}
+		var err error
+		fp, err = q.peer.AppendFPDU(fp, ulp)
+		require.NoError(b.t, err)
+	}
+	return fp
+}
+
+// peerReadRequest appends the peer's RDMA Read Request of n bytes from
+// q's region (to a random sink) to stream.
+func (b *wcBench) peerReadRequest(q *wcQP, stream []byte, n int) []byte {
+	r := b.rng
+	if q.peerRRMSN == 0 {
+		q.peerRRMSN = 1
+	}
+	rr := rdmap.ReadRequestFields{SinkSTag: r.Uint32(), SinkTO: r.Uint64(), Size: uint32(n), SrcSTag: uint32(q.stag),
+		SrcTO: wcRegion + uint64(q.n)<<16 + uint64(r.IntN(wcRegLen-n+1))}
+	ulp := ddp.UntaggedFields{Last: true, Version: ddp.Version1, RsvdULP0: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpReadRequest)),
+		QN: rdmap.QNReadRequest, MSN: q.peerRRMSN}.Append(nil)
+	q.peerRRMSN++
+	stream, err := q.peer.AppendFPDU(stream, rr.Append(ulp))
+	require.NoError(b.t, err)
+	return stream
+}
+
 // peerReads appends 1 to IRD (4) RDMA Read Requests of 0 to 1,500 bytes
 // from q's region (its STag allows remote reads) to random sinks to q's
 // receive stream: the card answers them with Read Responses on its
@@ -564,23 +589,13 @@ func (b *wcBench) peerWrites(q *wcQP) {
 // the transmit stream.
 func (b *wcBench) peerReads(q *wcQP) {
 	r := b.rng
-	if q.peerRRMSN == 0 {
-		q.peerRRMSN = 1
-	}
 	var stream []byte
 	for k := 1 + r.IntN(4); k > 0; k-- {
 		n := r.IntN(1501)
 		if r.Chance(40) {
 			n = 0
 		}
-		rr := rdmap.ReadRequestFields{SinkSTag: r.Uint32(), SinkTO: r.Uint64(), Size: uint32(n), SrcSTag: uint32(q.stag),
-			SrcTO: wcRegion + uint64(q.n)<<16 + uint64(r.IntN(wcRegLen-n+1))}
-		ulp := ddp.UntaggedFields{Last: true, Version: ddp.Version1, RsvdULP0: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpReadRequest)),
-			QN: rdmap.QNReadRequest, MSN: q.peerRRMSN}.Append(nil)
-		q.peerRRMSN++
-		var err error
-		stream, err = q.peer.AppendFPDU(stream, rr.Append(ulp))
-		require.NoError(b.t, err)
+		stream = b.peerReadRequest(q, stream, n)
 	}
 	b.peerSend(q, stream)
 }
