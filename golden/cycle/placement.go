@@ -101,6 +101,29 @@ type PlacementIn struct {
 	RdIssue      bool
 	RdIssueQP    uint32
 	RdIssueCount uint16
+	// RdIssueSink is that Read's sink: a Read Response is checked
+	// against the oldest outstanding Read's (with ReadCheck).
+	RdIssueSink ReadSink
+}
+
+// ReadSink is an RDMA Read's sink as placement keeps it: the STag, the
+// first tagged offset and the length the Read Responses must fill.
+type ReadSink struct {
+	STag uint32
+	TO   uint64
+	Len  uint32
+}
+
+// placementORQSlots is how many Reads a connection may have outstanding
+// (the card's ORD limit): placement keeps a sink slot for each.
+const placementORQSlots = 16
+
+// orqProg is the progress of a connection's oldest Read: once started,
+// the TO its next Read Response must have and the bytes left.
+type orqProg struct {
+	started bool
+	to      uint64
+	left    uint32
 }
 
 // PlacementOut is one cycle of outputs of placement_w<W>. Data of a channel
@@ -183,6 +206,8 @@ type plCtx struct {
 	len     uint16
 	qp      uint32
 	done    bool // a Read Response with L=1 that passed: report it once placed
+	prog    bool // a Read Response that passed (with payload or L=1): its Read's progress becomes progV
+	progV   orqProg
 }
 
 // Placement models placement_w<W>, the receive-side placement engine: a
@@ -251,7 +276,16 @@ type Placement struct {
 	s1Iss, s1Done    uint16
 	s1DoneFwd        bool
 	s1DoneFwdV       uint16
-	outData          []byte // what the output register shows (Step's result aliases it)
+	// The ORQ's receive side: the sinks of each connection's Reads by
+	// slot, the progress of its oldest Read, a clear of it waiting for
+	// the write port; what stage 1 read.
+	orqSink            [1 << placementRdQPBits][placementORQSlots]ReadSink
+	orqProg            [1 << placementRdQPBits]orqProg
+	clrProg            bool
+	s1Sinks            [placementORQSlots]ReadSink
+	s1Prog, s1ProgFwdV orqProg
+	s1ProgFwd          bool
+	outData            []byte // what the output register shows (Step's result aliases it)
 }
 
 // NewPlacement models the block of the given data width (bits) and table sizes.
@@ -312,6 +346,7 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 	}
 	doneCnt := m.s1DoneCount()
 	rdWr := out.DecValid && dec.done // a Read Response with L=1 passes
+	progWr := out.DecValid && dec.prog && !failed
 	wrQP := m.s1.qp % (1 << placementRdQPBits)
 	if in.Reset {
 		m.reset()
@@ -406,6 +441,8 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 			q := m.s0.qp % (1 << placementRdQPBits)
 			m.s1Iss, m.s1Done = m.rdIssued[q], m.rdDone[q]
 			m.s1DoneFwd, m.s1DoneFwdV = rdWr && m.s1.qp%(1<<placementRdQPBits) == q, doneCnt+1
+			m.s1Sinks, m.s1Prog = m.orqSink[q], m.orqProg[q]
+			m.s1ProgFwd, m.s1ProgFwdV = progWr && wrQP == q, dec.progV
 		}
 		if s0move && m.s0.sop {
 			idx := uint32(m.s0.data[2])<<16 | uint32(m.s0.data[3])<<8 | uint32(m.s0.data[4])
@@ -428,6 +465,10 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 	}
 	issClr, doneClr := (in.Clear || m.clrIss) && !in.RdIssue, (in.Clear || m.clrDone) && !rdWr
 	m.clrIss, m.clrDone = (in.Clear || m.clrIss) && in.RdIssue, (in.Clear || m.clrDone) && rdWr
+	progClrAddr := in.ClearQP % (1 << placementRdQPBits)
+	if m.clrProg {
+		progClrAddr = m.clrQ
+	}
 	if in.Clear {
 		m.clrQ = in.ClearQP % (1 << placementRdQPBits)
 	}
@@ -443,6 +484,16 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 	case doneClr:
 		m.rdDone[clrAddr] = 1
 	}
+	if in.RdIssue {
+		m.orqSink[in.RdIssueQP%(1<<placementRdQPBits)][(in.RdIssueCount-2)%placementORQSlots] = in.RdIssueSink
+	}
+	switch {
+	case progWr:
+		m.orqProg[wrQP] = dec.progV
+	case in.Clear || m.clrProg:
+		m.orqProg[progClrAddr] = orqProg{}
+	}
+	m.clrProg = (in.Clear || m.clrProg) && progWr
 	// Table updates take effect after this cycle's reads.
 	switch c := in.Cmd; c.Kind {
 	case CmdCommit:
@@ -496,7 +547,7 @@ func (m *Placement) reset() {
 	m.inSop, m.inBidx = true, 0
 	m.s0.v, m.s1.v, m.s2.v, m.s3v, m.flush = false, false, false, false, false
 	m.failValid, m.failPtr, m.dropOn = [PlacementFailSlots]bool{}, 0, false
-	m.clrIss, m.clrDone = false, false
+	m.clrIss, m.clrDone, m.clrProg = false, false, false
 }
 
 func (m *Placement) connFailed(qp uint32) bool {
@@ -570,6 +621,22 @@ func (m *Placement) s1DoneCount() uint16 {
 	return m.s1Done
 }
 
+// s1ORQ is the oldest outstanding Read of the segment in stage 1 (the
+// slot its Read Response count names) as its response has used it so
+// far: the TO its next segment must have, the bytes left; and its sink
+// STag.
+func (m *Placement) s1ORQ() (orqProg, uint32) {
+	sink := m.s1Sinks[(m.s1DoneCount()-1)%placementORQSlots]
+	p := m.s1Prog
+	if m.s1ProgFwd {
+		p = m.s1ProgFwdV
+	}
+	if !p.started {
+		p = orqProg{to: sink.TO, left: sink.Len}
+	}
+	return p, sink.STag
+}
+
 // decide takes the decision for the segment whose first beat is in stage 1:
 // the golden receive checks on its header (bytes 0-13: the first beat and,
 // at narrow widths, the second, waiting in stage 0) and its table entry;
@@ -630,12 +697,33 @@ func (m *Placement) decide(readCheck bool) plCtx {
 		ctx.dest = PlaceHost
 		return ctx
 	}
-	if readCheck && op == rdmap.OpReadResponse {
-		if m.s1Iss == m.s1DoneCount() {
-			return fail(rdmap.DDPLocalCatastrophic, op) // no Read outstanding (CheckReadResponse)
+	h := seg.Tagged()
+	payLen := uint64(len(seg.Payload))
+	rr := op == rdmap.OpReadResponse
+	check := readCheck && rr
+	var head orqProg // the oldest outstanding Read's next TO and bytes left
+	var sinkSTag uint32
+	if rr {
+		head, sinkSTag = m.s1ORQ()
+	}
+	// CheckReadResponse's order: none outstanding; with payload, the
+	// sink's STag, then its next TO and the bytes left; a last segment
+	// must end the Read.
+	if check && m.s1Iss == m.s1DoneCount() {
+		return fail(rdmap.DDPLocalCatastrophic, op)
+	}
+	if check && payLen > 0 {
+		if h.STag() != sinkSTag {
+			return fail(rdmap.DDPInvalidSTag, op)
+		}
+		if h.TO() != head.to || uint64(head.left) < payLen {
+			return fail(rdmap.DDPBaseBounds, op)
 		}
 	}
-	h := seg.Tagged()
+	last := seg.Control.Last()
+	if check && last && uint64(head.left) != payLen {
+		return fail(rdmap.DDPBaseBounds, op) // the Read's last segment leaves bytes out
+	}
 	use := mem.UseRemoteWrite
 	if op == rdmap.OpReadResponse {
 		use = mem.UseReadResponse
@@ -644,11 +732,16 @@ func (m *Placement) decide(readCheck bool) plCtx {
 	if m.s1IdxOK {
 		e = &m.s1Entry.Entry
 	}
-	payLen := uint64(len(seg.Payload))
 	if f := mem.Check(e, mem.Request{STag: mem.STag(h.STag()), PD: m.s1.pd, QP: m.s1.qp, TO: h.TO(), Len: payLen, Use: use}); f != mem.OK {
 		return fail(f.Cause(use), op)
 	}
-	ctx.done = op == rdmap.OpReadResponse && seg.Control.Last()
+	ctx.done = rr && last
+	if rr && (last || payLen > 0) {
+		ctx.prog = true
+		if !last {
+			ctx.progV = orqProg{started: true, to: h.TO() + payLen, left: head.left - uint32(payLen)}
+		}
+	}
 	if payLen == 0 {
 		ctx.dest = PlaceDrop
 		return ctx

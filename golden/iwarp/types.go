@@ -119,11 +119,6 @@ func CheckReadResponse(seg ddp.Segment, d []byte, s ReadSink) *Reject {
 // ReadResponsePlacement is qp.ReadResponsePlacement.
 func ReadResponsePlacement(d []byte, f mem.Fault) *Reject { return qp.ReadResponsePlacement(d, f) }
 
-// ReadResponseShort is qp.ReadResponseShort.
-func ReadResponseShort(d []byte, got uint64, size uint32) *Reject {
-	return qp.ReadResponseShort(d, got, size)
-}
-
 // TerminateReceived is qp.TerminateReceived.
 func TerminateReceived(seg ddp.Segment, want uint32) (rdmap.Cause, *rdmap.Terminate, string, error) {
 	return qp.TerminateReceived(seg, want)

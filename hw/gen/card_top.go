@@ -559,7 +559,7 @@ func CardTop(width int) (*Module, error) {
 	t.place("rx", rx, rxIn)
 	plIn["cfg_drop_after_fail"] = C(1, 1)
 	plIn["cfg_read_check"] = C(1, 1)
-	for _, n := range []string{"valid", "qp", "count"} {
+	for _, n := range []string{"valid", "qp", "count", "stag", "to", "len"} {
 		plIn["s_rd_issue_"+n] = o("tx", "m_rd_issue_"+n)
 	}
 	t.place("pl", pl, plIn)

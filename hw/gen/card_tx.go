@@ -190,6 +190,9 @@ func CardTx(width int) (*Module, error) {
 	rissV := m.Output("m_rd_issue_valid", 1, "an RDMA Read Request went out: placement counts the QP's Reads outstanding (placement s_rd_issue)")
 	rissQP := m.Output("m_rd_issue_qp", QB, "")
 	rissN := m.Output("m_rd_issue_count", 16, "the QP's Read Requests so far, plus one (its next Read Request MSN)")
+	rissSTag := m.Output("m_rd_issue_stag", 32, "the Read's sink: STag (its SGE's LKEY; zero without an SGE)")
+	rissTO := m.Output("m_rd_issue_to", 64, "... TO (the SGE's ADDR)")
+	rissLen := m.Output("m_rd_issue_len", 32, "... length (the SGE's LENGTH)")
 	rdoValid := m.Output("m_rreq_done_valid", 1, "a Read Request is answered (its last Read Response segment is on the ring) or dropped (its QP is in error): card_rx's IRD entry is free")
 	rdoReady := m.Input("m_rreq_done_ready", 1, "")
 	rdoQPN := m.Output("m_rreq_done_qpn", QB, "")
@@ -1218,6 +1221,9 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(rissV, rissGo)
 	m.Assign(rissQP, gate(rissGo, cur))
 	m.Assign(rissN, gate(rissGo, Add(Bits(cRMSN, 15, 0), C(16, 1))))
+	m.Assign(rissSTag, gate(rissGo, sgeKey))
+	m.Assign(rissTO, gate(rissGo, sgeAddr))
+	m.Assign(rissLen, gate(rissGo, sgeLen))
 	// A flush moves the first block not started along with SQ_CI once it
 	// has passed the WQEs that were started.
 	newNext := m.WireOf("new_sq_next", Sel(Or(And(fl, Eq(cSQCI, cNext)), dropAll), newSQCI, Sel(Or(retFl, protLate), cNext, Add(cNext, bbsAdv))), "")

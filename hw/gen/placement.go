@@ -91,7 +91,7 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	m := NewModule(fmt.Sprintf("placement_w%d", W),
 		"RFC 5041 §4, §7 (tagged and untagged checks, Terminate causes); RFC 5040 §4.1-4.2, §8.1.1 #1-#6 (opcodes, versions, memory protection); digest ddp-rdmap.md §3.7, §4.2",
 		fmt.Sprintf("Receive-side DDP/RDMAP placement engine, %d-bit data (%d byte lanes), with a %d-entry STag table and a %d-slot page list. Input: one ULPDU (DDP segment) per AXI-Stream frame from mpa_rx, with its connection sideband (s_axis_tuser_*) on every beat: len is the ULPDU length (the MPA ULPDU_Length), qp and pd the connection and its protection domain, rev 1 for RFC 5040/5041 (DV = RV = 1) and 0 for the RDMA Consortium versions (MPA revision 0). Bytes at or past len are ignored (never written, read as zero).", W, L, cfg.TableDepth, cfg.PBLDepth),
-		"Checks, in the order of the golden engine: a ULPDU shorter than its DDP header or with the wrong DV is a DDP Invalid DDP version (1/1/0x04 tagged, 1/2/0x06 untagged); wrong RV is RDMAP Invalid RDMAP version (0/2/0x05); an untagged QN above 2 is DDP Invalid QN (1/2/0x01); an opcode that is reserved or does not fit T/QN is RDMAP Unexpected OpCode (0/2/0x06). A tagged segment with payload then passes the STag check of golden/iwarp/mem.Check: index in the table, valid, key (else 1/1/0x00); PD and stream (else 1/1/0x02); remote write right for an RDMA Write, local write for a Read Response (else 1/1/0x00, DDP has no rights code); TO + length wraps 2^64 (1/1/0x03); inside [BASE, BASE+LEN) (else 1/1/0x01). A zero-length tagged segment is not checked and writes nothing.",
+		"Checks, in the order of the golden engine: a ULPDU shorter than its DDP header or with the wrong DV is a DDP Invalid DDP version (1/1/0x04 tagged, 1/2/0x06 untagged); wrong RV is RDMAP Invalid RDMAP version (0/2/0x05); an untagged QN above 2 is DDP Invalid QN (1/2/0x01); an opcode that is reserved or does not fit T/QN is RDMAP Unexpected OpCode (0/2/0x06). A tagged segment with payload then passes the STag check of golden/iwarp/mem.Check: index in the table, valid, key (else 1/1/0x00); PD and stream (else 1/1/0x02); remote write right for an RDMA Write, local write for a Read Response (else 1/1/0x00, DDP has no rights code); TO + length wraps 2^64 (1/1/0x03); inside [BASE, BASE+LEN) (else 1/1/0x01). A zero-length tagged segment is not checked against the table and writes nothing. With cfg_read_check, a Read Response is checked against its connection's Reads outstanding (s_rd_issue, docs/placement.md): none is DDP Local Catastrophic (1/0/0x00); with payload, another STag than the oldest Read's sink is 1/1/0x00, and another TO than the sink's next or more bytes than are left 1/1/0x01, then a last segment (L=1) that leaves bytes of the Read out is 1/1/0x01, all before the STag check.",
 		fmt.Sprintf("Outputs. m_dma: one write per %d-byte aligned host block (address, data, byte strobes; data lanes without a strobe read zero), one per cycle, never crossing a 4 KiB page, only for a tagged segment that passed every check, and only inside the checked range. m_host: untagged segments that passed the header checks, beat for beat as they came in (bytes past len zeroed and not kept), with the connection and the parsed untagged header (opcode, L flag, QN, MSN, MO, Invalidate STag) on the last beat. m_term: one event per failed segment, on its last beat: the Terminate cause (Layer, EType, Code), the M/D/R flags of RFC 5040 Fig. 10, the segment length and the first %d bytes of the ULPDU (the DDP header the Terminate copies). m_done: one event per placed Read Response segment with L=1 (the last of its message, zero-length included), with its connection, STag, TO and length, in the cycle of its last DMA write or later, so the host can complete the Read (the block that carries it is offered on m_dma only while m_done_ready is high, and m_done only while that block can be taken: m_dma_valid and m_done_valid then depend on the other port's ready, which must not depend on its valid). A failed segment writes nothing at all. All output data is zero when its valid is low.", L, PlacementHdrBytes),
 		fmt.Sprintf("Timing: a 4-stage pipeline (input register, decision, realignment, output register) that advances when the output register is empty or the channel its content is for is ready; s_axis_tready is that condition, low for one cycle while a segment's trailing host block is written (its payload ends in the block after its last input beat's block) unless the next first beat has no block to write, and low until init_done. %s The STag table is read when a segment's first beat leaves the input register, so a commit made before the first beat is accepted is seen. After reset the table's valid bits are cleared, one entry per cycle, before init_done rises.", holdDoc(L)),
 	)
@@ -156,6 +156,9 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	rdIssV := m.Input("s_rd_issue_valid", 1, fmt.Sprintf("an RDMA Read Request went out on a connection (below %d; card_tx): taken every cycle", 1<<placementRdQPBits))
 	rdIssQP := m.Input("s_rd_issue_qp", placementRdQPBits, "")
 	rdIssN := m.Input("s_rd_issue_count", 16, "the connection's Read Requests so far, plus one (its next Read Request MSN)")
+	rdIssSTag := m.Input("s_rd_issue_stag", 32, "the Read's sink: its STag (the WQE's SGE LKEY; zero without an SGE)")
+	rdIssTO := m.Input("s_rd_issue_to", 64, "... its first tagged offset (the SGE's ADDR)")
+	rdIssLen := m.Input("s_rd_issue_len", 32, "... and its length (the Read's size)")
 
 	var unused []Expr
 	one, zero := C(1, 1), C(1, 0)
@@ -375,6 +378,12 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	doneCnt := m.WireOf("rd_done_cnt", Sel(doneFwd, doneFwdV, doneRd), "")
 	unasked := m.WireOf("e_unasked", And(rdChk, Not(verr), Not(qnErr), Not(opErr), tagged, opIs(2), Eq(issRd, doneCnt)), "a Read Response with no Read outstanding")
 	unused = append(unused, Bits(s0qp, 31, RQ))
+	orqIn := placementORQIn{live: live, rdEn: rdEn, qp: Bits(s0qp, RQ-1, 0), s1QP: Bits(s1qp, RQ-1, 0), doneCnt: doneCnt,
+		issV: rdIssV, issQP: rdIssQP, issN: rdIssN, sink: Cat(rdIssLen, rdIssTO, rdIssSTag), clrV: clrV, clrQP: Bits(clrQP, RQ-1, 0),
+		progWr: m.Wire("orq_prog_wr", 1, "a Read Response passes: its Read's progress moves"), progLast: m.Wire("orq_prog_last", 1, ""),
+		progNext: m.Wire("orq_prog_next", 64, ""), progLeft: m.Wire("orq_prog_left", 32, "")}
+	orq := placementORQ(m, orqIn)
+	unused = append(unused, orq.unused...)
 
 	ef := stagEntryOf(entry, PW)
 	eKey := m.WireOf("e_key", Bits(tagRd, 7, 0), "")
@@ -398,13 +407,25 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	cBounds := m.WireOf("c_bounds", ef.outside(to, end), "outside [BASE, BASE+LEN)")
 	memErr := m.WireOf("e_stag", And(Not(verr), Not(qnErr), Not(opErr), tagged, Not(payZero),
 		Or(cInv, cAssoc, cRights, cWrap, cBounds)), "the STag check fails")
-	fail := m.WireOf("e_fail", Or(verr, qnErr, opErr, unasked, memErr), "the segment fails")
+	// A Read Response against the oldest outstanding Read, before the
+	// STag table's check, in the model's order: with payload, the sink's
+	// STag, then its next TO and what is left of it; then a last segment
+	// must end the Read.
+	rrChk := m.WireOf("rr_check", And(rdChk, Not(verr), Not(qnErr), Not(opErr), tagged, opIs(2), Not(unasked)), "a Read Response with a Read outstanding")
+	hSTag := m.WireOf("h_stag", Cat(hb[2], hb[3], hb[4], hb[5]), "STag (tagged)")
+	payLen32 := zext(payLen, 32)
+	rrSTag := m.WireOf("e_rr_stag", And(rrChk, Not(payZero), Ne(hSTag, orq.stag)), "not the Read's sink STag")
+	rrPlace := m.WireOf("e_rr_place", And(rrChk, Not(payZero), Or(Ne(to, orq.to), Lt(orq.left, payLen32))), "not at the sink's next TO, or past its end")
+	rrShort := m.WireOf("e_rr_short", And(rrChk, Bit(h0, 6), Ne(orq.left, payLen32)), "the Read's last segment, and bytes of it are missing")
+	fail := m.WireOf("e_fail", Or(verr, qnErr, opErr, unasked, rrSTag, rrPlace, memErr, rrShort), "the segment fails")
 	cc := func(v uint64) Expr { return C(16, v) }
+	memCause := Sel(cInv, cc(causeDDPInvalidSTag), Sel(cAssoc, cc(causeDDPNotAssociated), Sel(cRights, cc(causeDDPInvalidSTag),
+		Sel(cWrap, cc(causeDDPTOWrap), cc(causeDDPBaseBounds)))))
 	cause := m.WireOf("e_cause", Sel(verr, Sel(Or(short, Ne(Bits(h0, 1, 0), expVer)), Sel(tagged, cc(causeDDPTaggedVersion), cc(causeDDPUntaggedVersion)), cc(causeRDMAPInvalidVersion)),
 		Sel(qnErr, cc(causeDDPInvalidQN), Sel(opErr, cc(causeRDMAPUnexpectedOpcod), Sel(unasked, cc(causeDDPLocalCatastrophic),
-			Sel(cInv, cc(causeDDPInvalidSTag), Sel(cAssoc, cc(causeDDPNotAssociated), Sel(cRights, cc(causeDDPInvalidSTag),
-				Sel(cWrap, cc(causeDDPTOWrap), cc(causeDDPBaseBounds))))))))), "Terminate cause when the segment fails")
-	md := m.WireOf("e_md", Or(qnErr, And(memErr, Not(unasked))), "the Terminate copies the segment length and DDP header")
+			Sel(rrSTag, cc(causeDDPInvalidSTag), Sel(Or(rrPlace, rrShort), cc(causeDDPBaseBounds), memCause)))))),
+		"Terminate cause when the segment fails")
+	md := m.WireOf("e_md", Or(qnErr, And(memErr, Not(unasked)), rrSTag, rrPlace, rrShort), "the Terminate copies the segment length and DDP header")
 
 	// Connections with a failed segment: every later segment of theirs is
 	// dropped silently (RFC 5041 §7.1) until the host clears them. A small
@@ -469,6 +490,10 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	m.Assign(rdCWr, And(ctxEn, done))
 	m.Assign(rdCWrQP, Bits(s1qp, RQ-1, 0))
 	m.Assign(rdCWrV, Add(doneCnt, C(16, 1)))
+	m.Assign(orqIn.progWr, And(ctxEn, tagged, opIs(2), Not(fail), Not(failedConn), Or(Bit(h0, 6), Not(payZero))))
+	m.Assign(orqIn.progLast, Bit(h0, 6))
+	m.Assign(orqIn.progNext, end)
+	m.Assign(orqIn.progLeft, Sub(orq.left, payLen32))
 	s2done := m.Reg("s2_done", 1, nil, done, ctxEn, "a Read Response with L=1: report it once placed")
 	s2rot := m.Reg("s2_rot", LB, nil, rot, ctxEn, "")
 	s2lo := m.Reg("s2_lomask", L, nil, loMask, ctxEn, "")

@@ -169,6 +169,9 @@ entity card_rx_tb_w64 is
         s_rd_issue_valid : in  std_logic;
         s_rd_issue_qp : in  std_logic_vector(9 downto 0);
         s_rd_issue_count : in  std_logic_vector(15 downto 0);
+        s_rd_issue_stag : in  std_logic_vector(31 downto 0);
+        s_rd_issue_to : in  std_logic_vector(63 downto 0);
+        s_rd_issue_len : in  std_logic_vector(31 downto 0);
         s_chk_valid : in  std_logic;
         s_chk_ready : out std_logic;
         s_chk_stag : in  std_logic_vector(31 downto 0);
@@ -691,6 +694,9 @@ begin
             s_rd_issue_valid => s_rd_issue_valid,
             s_rd_issue_qp => s_rd_issue_qp,
             s_rd_issue_count => s_rd_issue_count,
+            s_rd_issue_stag => s_rd_issue_stag,
+            s_rd_issue_to => s_rd_issue_to,
+            s_rd_issue_len => s_rd_issue_len,
             s_rxk_valid => x_m_rxk_valid,
             s_rxk_ready => x_m_rxk_ready,
             s_rxk_stag => x_m_rxk_stag,

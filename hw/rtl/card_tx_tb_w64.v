@@ -80,6 +80,9 @@ module card_tx_tb_w64 (
     output wire           m_rd_issue_valid,
     output wire [9:0]     m_rd_issue_qp,
     output wire [15:0]    m_rd_issue_count,
+    output wire [31:0]    m_rd_issue_stag,
+    output wire [63:0]    m_rd_issue_to,
+    output wire [31:0]    m_rd_issue_len,
     output wire           m_rreq_done_valid,
     input  wire           m_rreq_done_ready,
     output wire [9:0]     m_rreq_done_qpn,
@@ -190,6 +193,9 @@ module card_tx_tb_w64 (
     input  wire           s_rd_issue_valid,
     input  wire [9:0]     s_rd_issue_qp,
     input  wire [15:0]    s_rd_issue_count,
+    input  wire [31:0]    s_rd_issue_stag,
+    input  wire [63:0]    s_rd_issue_to,
+    input  wire [31:0]    s_rd_issue_len,
     input  wire           s_rxk_valid,
     output wire           s_rxk_ready,
     input  wire [31:0]    s_rxk_stag,
@@ -251,6 +257,9 @@ module card_tx_tb_w64 (
     wire           tx_m_rd_issue_valid;
     wire [9:0]     tx_m_rd_issue_qp;
     wire [15:0]    tx_m_rd_issue_count;
+    wire [31:0]    tx_m_rd_issue_stag;
+    wire [63:0]    tx_m_rd_issue_to;
+    wire [31:0]    tx_m_rd_issue_len;
     wire           tx_m_rreq_done_valid;
     wire [9:0]     tx_m_rreq_done_qpn;
     wire           tx_m_cpl_valid;
@@ -344,6 +353,9 @@ module card_tx_tb_w64 (
     assign m_rd_issue_valid = tx_m_rd_issue_valid;
     assign m_rd_issue_qp = tx_m_rd_issue_qp;
     assign m_rd_issue_count = tx_m_rd_issue_count;
+    assign m_rd_issue_stag = tx_m_rd_issue_stag;
+    assign m_rd_issue_to = tx_m_rd_issue_to;
+    assign m_rd_issue_len = tx_m_rd_issue_len;
     assign m_rreq_done_valid = tx_m_rreq_done_valid;
     assign m_rreq_done_qpn = tx_m_rreq_done_qpn;
     assign m_cpl_valid = tx_m_cpl_valid;
@@ -487,6 +499,9 @@ module card_tx_tb_w64 (
         .m_rd_issue_valid(tx_m_rd_issue_valid),
         .m_rd_issue_qp(tx_m_rd_issue_qp),
         .m_rd_issue_count(tx_m_rd_issue_count),
+        .m_rd_issue_stag(tx_m_rd_issue_stag),
+        .m_rd_issue_to(tx_m_rd_issue_to),
+        .m_rd_issue_len(tx_m_rd_issue_len),
         .m_rreq_done_valid(tx_m_rreq_done_valid),
         .m_rreq_done_ready(m_rreq_done_ready),
         .m_rreq_done_qpn(tx_m_rreq_done_qpn),
@@ -630,6 +645,9 @@ module card_tx_tb_w64 (
         .s_rd_issue_valid(s_rd_issue_valid),
         .s_rd_issue_qp(s_rd_issue_qp),
         .s_rd_issue_count(s_rd_issue_count),
+        .s_rd_issue_stag(s_rd_issue_stag),
+        .s_rd_issue_to(s_rd_issue_to),
+        .s_rd_issue_len(s_rd_issue_len),
         .s_rxk_valid(s_rxk_valid),
         .s_rxk_ready(pl_s_rxk_ready),
         .s_rxk_stag(s_rxk_stag),

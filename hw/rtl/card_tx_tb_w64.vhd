@@ -82,6 +82,9 @@ entity card_tx_tb_w64 is
         m_rd_issue_valid : out std_logic;
         m_rd_issue_qp : out std_logic_vector(9 downto 0);
         m_rd_issue_count : out std_logic_vector(15 downto 0);
+        m_rd_issue_stag : out std_logic_vector(31 downto 0);
+        m_rd_issue_to : out std_logic_vector(63 downto 0);
+        m_rd_issue_len : out std_logic_vector(31 downto 0);
         m_rreq_done_valid : out std_logic;
         m_rreq_done_ready : in  std_logic;
         m_rreq_done_qpn : out std_logic_vector(9 downto 0);
@@ -192,6 +195,9 @@ entity card_tx_tb_w64 is
         s_rd_issue_valid : in  std_logic;
         s_rd_issue_qp : in  std_logic_vector(9 downto 0);
         s_rd_issue_count : in  std_logic_vector(15 downto 0);
+        s_rd_issue_stag : in  std_logic_vector(31 downto 0);
+        s_rd_issue_to : in  std_logic_vector(63 downto 0);
+        s_rd_issue_len : in  std_logic_vector(31 downto 0);
         s_rxk_valid : in  std_logic;
         s_rxk_ready : out std_logic;
         s_rxk_stag : in  std_logic_vector(31 downto 0);
@@ -255,6 +261,9 @@ architecture rtl of card_tx_tb_w64 is
     signal tx_m_rd_issue_valid : std_logic;
     signal tx_m_rd_issue_qp : std_logic_vector(9 downto 0);
     signal tx_m_rd_issue_count : std_logic_vector(15 downto 0);
+    signal tx_m_rd_issue_stag : std_logic_vector(31 downto 0);
+    signal tx_m_rd_issue_to : std_logic_vector(63 downto 0);
+    signal tx_m_rd_issue_len : std_logic_vector(31 downto 0);
     signal tx_m_rreq_done_valid : std_logic;
     signal tx_m_rreq_done_qpn : std_logic_vector(9 downto 0);
     signal tx_m_cpl_valid : std_logic;
@@ -348,6 +357,9 @@ begin
     m_rd_issue_valid <= tx_m_rd_issue_valid;
     m_rd_issue_qp <= tx_m_rd_issue_qp;
     m_rd_issue_count <= tx_m_rd_issue_count;
+    m_rd_issue_stag <= tx_m_rd_issue_stag;
+    m_rd_issue_to <= tx_m_rd_issue_to;
+    m_rd_issue_len <= tx_m_rd_issue_len;
     m_rreq_done_valid <= tx_m_rreq_done_valid;
     m_rreq_done_qpn <= tx_m_rreq_done_qpn;
     m_cpl_valid <= tx_m_cpl_valid;
@@ -492,6 +504,9 @@ begin
             m_rd_issue_valid => tx_m_rd_issue_valid,
             m_rd_issue_qp => tx_m_rd_issue_qp,
             m_rd_issue_count => tx_m_rd_issue_count,
+            m_rd_issue_stag => tx_m_rd_issue_stag,
+            m_rd_issue_to => tx_m_rd_issue_to,
+            m_rd_issue_len => tx_m_rd_issue_len,
             m_rreq_done_valid => tx_m_rreq_done_valid,
             m_rreq_done_ready => m_rreq_done_ready,
             m_rreq_done_qpn => tx_m_rreq_done_qpn,
@@ -636,6 +651,9 @@ begin
             s_rd_issue_valid => s_rd_issue_valid,
             s_rd_issue_qp => s_rd_issue_qp,
             s_rd_issue_count => s_rd_issue_count,
+            s_rd_issue_stag => s_rd_issue_stag,
+            s_rd_issue_to => s_rd_issue_to,
+            s_rd_issue_len => s_rd_issue_len,
             s_rxk_valid => s_rxk_valid,
             s_rxk_ready => pl_s_rxk_ready,
             s_rxk_stag => s_rxk_stag,

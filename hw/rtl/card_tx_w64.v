@@ -153,6 +153,9 @@ module card_tx_w64 (
     output wire           m_rd_issue_valid,  // an RDMA Read Request went out: placement counts the QP's Reads outstanding (placement s_rd_issue)
     output wire [9:0]     m_rd_issue_qp,
     output wire [15:0]    m_rd_issue_count,  // the QP's Read Requests so far, plus one (its next Read Request MSN)
+    output wire [31:0]    m_rd_issue_stag,   // the Read's sink: STag (its SGE's LKEY; zero without an SGE)
+    output wire [63:0]    m_rd_issue_to,     // ... TO (the SGE's ADDR)
+    output wire [31:0]    m_rd_issue_len,    // ... length (the SGE's LENGTH)
     output wire           m_rreq_done_valid, // a Read Request is answered (its last Read Response segment is on the ring) or dropped (its QP is in error): card_rx's IRD entry is free
     input  wire           m_rreq_done_ready,
     output wire [9:0]     m_rreq_done_qpn,
@@ -9050,6 +9053,9 @@ module card_tx_w64 (
     assign m_rd_issue_valid = rd_issue_go;
     assign m_rd_issue_qp = cur_qp & {10{rd_issue_go}};
     assign m_rd_issue_count = (cur_rmsn[15:0] + 16'h0001) & {16{rd_issue_go}};
+    assign m_rd_issue_stag = sge_lkey & {32{rd_issue_go}};
+    assign m_rd_issue_to = sge_addr & {64{rd_issue_go}};
+    assign m_rd_issue_len = sge_len & {32{rd_issue_go}};
     assign new_sq_next = ((flush_mode & (cur_sq_ci == cur_sq_next)) | wqe_fault_again) ? new_sq_ci : ((ret_or_flush | prot_late) ? cur_sq_next : (cur_sq_next + wqe_blocks));
     assign new_walk = wqe_ends_reads ? 1'h0 : ((ret_mode | walk_mode) ? ((new_sq_ci != cur_sq_next) & ~(walk_mode & op_read)) : cur_walk);
     assign new_orq = wqe_ends_reads ? 5'h00 : (ret_mode ? (cur_orq - 5'h01) : (read_started ? (cur_orq + 5'h01) : cur_orq));

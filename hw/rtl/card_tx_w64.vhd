@@ -155,6 +155,9 @@ entity card_tx_w64 is
         m_rd_issue_valid : out std_logic;    -- an RDMA Read Request went out: placement counts the QP's Reads outstanding (placement s_rd_issue)
         m_rd_issue_qp : out std_logic_vector(9 downto 0);
         m_rd_issue_count : out std_logic_vector(15 downto 0); -- the QP's Read Requests so far, plus one (its next Read Request MSN)
+        m_rd_issue_stag : out std_logic_vector(31 downto 0); -- the Read's sink: STag (its SGE's LKEY; zero without an SGE)
+        m_rd_issue_to : out std_logic_vector(63 downto 0); -- ... TO (the SGE's ADDR)
+        m_rd_issue_len : out std_logic_vector(31 downto 0); -- ... length (the SGE's LENGTH)
         m_rreq_done_valid : out std_logic;   -- a Read Request is answered (its last Read Response segment is on the ring) or dropped (its QP is in error): card_rx's IRD entry is free
         m_rreq_done_ready : in  std_logic;
         m_rreq_done_qpn : out std_logic_vector(9 downto 0);
@@ -9102,6 +9105,9 @@ begin
     m_rd_issue_valid <= rd_issue_go;
     m_rd_issue_qp <= cur_qp and std_logic_vector'(9 downto 0 => rd_issue_go);
     m_rd_issue_count <= std_logic_vector(unsigned(cur_rmsn(15 downto 0)) + unsigned'(x"0001")) and std_logic_vector'(15 downto 0 => rd_issue_go);
+    m_rd_issue_stag <= sge_lkey and std_logic_vector'(31 downto 0 => rd_issue_go);
+    m_rd_issue_to <= sge_addr and std_logic_vector'(63 downto 0 => rd_issue_go);
+    m_rd_issue_len <= sge_len and std_logic_vector'(31 downto 0 => rd_issue_go);
     new_sq_next <= mux((flush_mode and b2l(cur_sq_ci = cur_sq_next)) or wqe_fault_again, new_sq_ci, mux(ret_or_flush or prot_late, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(wqe_blocks))));
     new_walk <= mux(wqe_ends_reads, '0', mux(ret_mode or walk_mode, b2l(new_sq_ci /= cur_sq_next) and (not (walk_mode and op_read)), cur_walk));
     new_orq <= mux(wqe_ends_reads, "00000", mux(ret_mode, std_logic_vector(unsigned(cur_orq) - unsigned'("00001")), mux(read_started, std_logic_vector(unsigned(cur_orq) + unsigned'("00001")), cur_orq)));

@@ -198,6 +198,9 @@ module iwcard_w64 (
     wire           tx_m_rd_issue_valid;
     wire [9:0]     tx_m_rd_issue_qp;
     wire [15:0]    tx_m_rd_issue_count;
+    wire [31:0]    tx_m_rd_issue_stag;
+    wire [63:0]    tx_m_rd_issue_to;
+    wire [31:0]    tx_m_rd_issue_len;
     wire           tx_m_rreq_done_valid;
     wire [9:0]     tx_m_rreq_done_qpn;
     wire           tx_m_cpl_valid;
@@ -1187,6 +1190,9 @@ module iwcard_w64 (
         .m_rd_issue_valid(tx_m_rd_issue_valid),
         .m_rd_issue_qp(tx_m_rd_issue_qp),
         .m_rd_issue_count(tx_m_rd_issue_count),
+        .m_rd_issue_stag(tx_m_rd_issue_stag),
+        .m_rd_issue_to(tx_m_rd_issue_to),
+        .m_rd_issue_len(tx_m_rd_issue_len),
         .m_rreq_done_valid(tx_m_rreq_done_valid),
         .m_rreq_done_ready(rx_s_rreq_done_ready),
         .m_rreq_done_qpn(tx_m_rreq_done_qpn),
@@ -1500,6 +1506,9 @@ module iwcard_w64 (
         .s_rd_issue_valid(tx_m_rd_issue_valid),
         .s_rd_issue_qp(tx_m_rd_issue_qp),
         .s_rd_issue_count(tx_m_rd_issue_count),
+        .s_rd_issue_stag(tx_m_rd_issue_stag),
+        .s_rd_issue_to(tx_m_rd_issue_to),
+        .s_rd_issue_len(tx_m_rd_issue_len),
         .s_rxk_valid(rx_m_rxk_valid),
         .s_rxk_ready(pl_s_rxk_ready),
         .s_rxk_stag(rx_m_rxk_stag),

@@ -229,6 +229,9 @@ architecture rtl of iwcard_w64 is
     signal tx_m_rd_issue_valid : std_logic;
     signal tx_m_rd_issue_qp : std_logic_vector(9 downto 0);
     signal tx_m_rd_issue_count : std_logic_vector(15 downto 0);
+    signal tx_m_rd_issue_stag : std_logic_vector(31 downto 0);
+    signal tx_m_rd_issue_to : std_logic_vector(63 downto 0);
+    signal tx_m_rd_issue_len : std_logic_vector(31 downto 0);
     signal tx_m_rreq_done_valid : std_logic;
     signal tx_m_rreq_done_qpn : std_logic_vector(9 downto 0);
     signal tx_m_cpl_valid : std_logic;
@@ -1319,6 +1322,9 @@ begin
             m_rd_issue_valid => tx_m_rd_issue_valid,
             m_rd_issue_qp => tx_m_rd_issue_qp,
             m_rd_issue_count => tx_m_rd_issue_count,
+            m_rd_issue_stag => tx_m_rd_issue_stag,
+            m_rd_issue_to => tx_m_rd_issue_to,
+            m_rd_issue_len => tx_m_rd_issue_len,
             m_rreq_done_valid => tx_m_rreq_done_valid,
             m_rreq_done_ready => rx_s_rreq_done_ready,
             m_rreq_done_qpn => tx_m_rreq_done_qpn,
@@ -1634,6 +1640,9 @@ begin
             s_rd_issue_valid => tx_m_rd_issue_valid,
             s_rd_issue_qp => tx_m_rd_issue_qp,
             s_rd_issue_count => tx_m_rd_issue_count,
+            s_rd_issue_stag => tx_m_rd_issue_stag,
+            s_rd_issue_to => tx_m_rd_issue_to,
+            s_rd_issue_len => tx_m_rd_issue_len,
             s_rxk_valid => rx_m_rxk_valid,
             s_rxk_ready => pl_s_rxk_ready,
             s_rxk_stag => rx_m_rxk_stag,

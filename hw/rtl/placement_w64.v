@@ -21,7 +21,13 @@
 // write right for an RDMA Write, local write for a Read Response (else
 // 1/1/0x00, DDP has no rights code); TO + length wraps 2^64 (1/1/0x03); inside
 // [BASE, BASE+LEN) (else 1/1/0x01). A zero-length tagged segment is not
-// checked and writes nothing.
+// checked against the table and writes nothing. With cfg_read_check, a Read
+// Response is checked against its connection's Reads outstanding (s_rd_issue,
+// docs/placement.md): none is DDP Local Catastrophic (1/0/0x00); with payload,
+// another STag than the oldest Read's sink is 1/1/0x00, and another TO than
+// the sink's next or more bytes than are left 1/1/0x01, then a last segment
+// (L=1) that leaves bytes of the Read out is 1/1/0x01, all before the STag
+// check.
 //
 // Outputs. m_dma: one write per 8-byte aligned host block (address, data, byte
 // strobes; data lanes without a strobe read zero), one per cycle, never
@@ -120,6 +126,9 @@ module placement_w64 (
     input  wire           s_rd_issue_valid,  // an RDMA Read Request went out on a connection (below 1024; card_tx): taken every cycle
     input  wire [9:0]     s_rd_issue_qp,
     input  wire [15:0]    s_rd_issue_count,  // the connection's Read Requests so far, plus one (its next Read Request MSN)
+    input  wire [31:0]    s_rd_issue_stag,   // the Read's sink: its STag (the WQE's SGE LKEY; zero without an SGE)
+    input  wire [63:0]    s_rd_issue_to,     // ... its first tagged offset (the SGE's ADDR)
+    input  wire [31:0]    s_rd_issue_len,    // ... and its length (the Read's size)
     input  wire           s_rxk_valid,       // an STag check request (an engine's lkey check, a Send with Invalidate's STag)
     output wire           s_rxk_ready,       // init_done: a request is taken every cycle
     input  wire [31:0]    s_rxk_stag,        // the STag (index 31:8, key 7:0)
@@ -344,6 +353,42 @@ module placement_w64 (
     reg  [15:0]    s1_rd_done_fwd_v;
     wire [15:0]    rd_done_cnt;
     wire           e_unasked;                // a Read Response with no Read outstanding
+    wire           orq_prog_wr;              // a Read Response passes: its Read's progress moves
+    wire           orq_prog_last;
+    wire [63:0]    orq_prog_next;
+    wire [31:0]    orq_prog_left;
+    wire [15:0]    orq_issue_index;          // the Read Request sent is its connection's Read number idx (from 0)
+    wire [3:0]     orq_issue_slot;           // its slot
+    reg  [127:0]   orq_sink0_rd;             // read data of orq_sink0
+    reg  [127:0]   orq_sink1_rd;             // read data of orq_sink1
+    reg  [127:0]   orq_sink2_rd;             // read data of orq_sink2
+    reg  [127:0]   orq_sink3_rd;             // read data of orq_sink3
+    reg  [127:0]   orq_sink4_rd;             // read data of orq_sink4
+    reg  [127:0]   orq_sink5_rd;             // read data of orq_sink5
+    reg  [127:0]   orq_sink6_rd;             // read data of orq_sink6
+    reg  [127:0]   orq_sink7_rd;             // read data of orq_sink7
+    reg  [127:0]   orq_sink8_rd;             // read data of orq_sink8
+    reg  [127:0]   orq_sink9_rd;             // read data of orq_sink9
+    reg  [127:0]   orq_sink10_rd;            // read data of orq_sink10
+    reg  [127:0]   orq_sink11_rd;            // read data of orq_sink11
+    reg  [127:0]   orq_sink12_rd;            // read data of orq_sink12
+    reg  [127:0]   orq_sink13_rd;            // read data of orq_sink13
+    reg  [127:0]   orq_sink14_rd;            // read data of orq_sink14
+    reg  [127:0]   orq_sink15_rd;            // read data of orq_sink15
+    wire [15:0]    orq_done;                 // Reads of the connection answered: the oldest outstanding one's number
+    wire [3:0]     orq_head_slot;            // its slot
+    wire [127:0]   orq_sink;                 // its sink
+    reg            orq_clr;                  // a cleared connection's progress waits for a free write
+    reg  [9:0]     orq_clr_qp;
+    wire           orq_prog_wr_clr;
+    wire [96:0]    orq_prog_wr_data;         // a Read's last segment clears its progress
+    reg  [96:0]    orq_prog_rd;              // read data of orq_prog
+    reg            orq_s1_fwd;               // the progress was read as it was written
+    reg  [96:0]    orq_s1_fwd_v;
+    wire [96:0]    orq_prog_cur;             // the progress of the segment in stage 1
+    wire [31:0]    orq_stag;                 // the oldest Read's sink STag
+    wire [63:0]    orq_to;                   // the TO its next segment must have
+    wire [31:0]    orq_left;                 // the bytes left of it
     wire [7:0]     e_key;
     wire [3:0]     e_access;
     wire [31:0]    e_pd;
@@ -362,6 +407,11 @@ module placement_w64 (
     wire           c_wrap;                   // TO + length wraps
     wire           c_bounds;                 // outside [BASE, BASE+LEN)
     wire           e_stag;                   // the STag check fails
+    wire           rr_check;                 // a Read Response with a Read outstanding
+    wire [31:0]    h_stag;                   // STag (tagged)
+    wire           e_rr_stag;                // not the Read's sink STag
+    wire           e_rr_place;               // not at the sink's next TO, or past its end
+    wire           e_rr_short;               // the Read's last segment, and bytes of it are missing
     wire           e_fail;                   // the segment fails
     wire [15:0]    e_cause;                  // Terminate cause when the segment fails
     wire           e_md;                     // the Terminate copies the segment length and DDP header
@@ -477,6 +527,23 @@ module placement_w64 (
     reg  [51:0] rxk_page_list [0:4095];      // copy of page_list for the check port
     reg  [15:0] rd_issued [0:1023];          // per connection: Read Requests sent, plus one
     reg  [15:0] rd_done [0:1023];            // per connection: Read Responses with L=1 placed, plus one
+    reg  [127:0] orq_sink0 [0:1023];         // per connection: the sink of its Reads in slot 0: {length, TO, STag}
+    reg  [127:0] orq_sink1 [0:1023];         // per connection: the sink of its Reads in slot 1: {length, TO, STag}
+    reg  [127:0] orq_sink2 [0:1023];         // per connection: the sink of its Reads in slot 2: {length, TO, STag}
+    reg  [127:0] orq_sink3 [0:1023];         // per connection: the sink of its Reads in slot 3: {length, TO, STag}
+    reg  [127:0] orq_sink4 [0:1023];         // per connection: the sink of its Reads in slot 4: {length, TO, STag}
+    reg  [127:0] orq_sink5 [0:1023];         // per connection: the sink of its Reads in slot 5: {length, TO, STag}
+    reg  [127:0] orq_sink6 [0:1023];         // per connection: the sink of its Reads in slot 6: {length, TO, STag}
+    reg  [127:0] orq_sink7 [0:1023];         // per connection: the sink of its Reads in slot 7: {length, TO, STag}
+    reg  [127:0] orq_sink8 [0:1023];         // per connection: the sink of its Reads in slot 8: {length, TO, STag}
+    reg  [127:0] orq_sink9 [0:1023];         // per connection: the sink of its Reads in slot 9: {length, TO, STag}
+    reg  [127:0] orq_sink10 [0:1023];        // per connection: the sink of its Reads in slot 10: {length, TO, STag}
+    reg  [127:0] orq_sink11 [0:1023];        // per connection: the sink of its Reads in slot 11: {length, TO, STag}
+    reg  [127:0] orq_sink12 [0:1023];        // per connection: the sink of its Reads in slot 12: {length, TO, STag}
+    reg  [127:0] orq_sink13 [0:1023];        // per connection: the sink of its Reads in slot 13: {length, TO, STag}
+    reg  [127:0] orq_sink14 [0:1023];        // per connection: the sink of its Reads in slot 14: {length, TO, STag}
+    reg  [127:0] orq_sink15 [0:1023];        // per connection: the sink of its Reads in slot 15: {length, TO, STag}
+    reg  [96:0] orq_prog [0:1023];           // per connection: the oldest Read's progress {started, next TO, bytes left}
 
     assign init_done = init_done_r;
     assign advance = ~s3_valid | ((((((s3_dest == 2'h1) & (~|s3_strb | m_dma_ready)) | ((s3_dest == 2'h2) & m_host_tready)) | ((s3_dest == 2'h3) & m_term_ready)) | (s3_dest == 2'h0)) & (~s3_done | m_done_ready));
@@ -611,6 +678,17 @@ module placement_w64 (
     assign rd_live = ~rst;
     assign rd_done_cnt = s1_rd_done_fwd ? s1_rd_done_fwd_v : rd_done_rd;
     assign e_unasked = (((((cfg_read_check & ~e_version) & ~e_qn) & ~e_opcode) & h_tagged) & (h_opcode == 4'h2)) & (rd_issued_rd == rd_done_cnt);
+    assign orq_issue_index = s_rd_issue_count - 16'h0002;
+    assign orq_issue_slot = orq_issue_index[3:0];
+    assign orq_done = rd_done_cnt - 16'h0001;
+    assign orq_head_slot = orq_done[3:0];
+    assign orq_sink = orq_head_slot[3] ? (orq_head_slot[2] ? (orq_head_slot[1] ? (orq_head_slot[0] ? orq_sink15_rd : orq_sink14_rd) : (orq_head_slot[0] ? orq_sink13_rd : orq_sink12_rd)) : (orq_head_slot[1] ? (orq_head_slot[0] ? orq_sink11_rd : orq_sink10_rd) : (orq_head_slot[0] ? orq_sink9_rd : orq_sink8_rd))) : (orq_head_slot[2] ? (orq_head_slot[1] ? (orq_head_slot[0] ? orq_sink7_rd : orq_sink6_rd) : (orq_head_slot[0] ? orq_sink5_rd : orq_sink4_rd)) : (orq_head_slot[1] ? (orq_head_slot[0] ? orq_sink3_rd : orq_sink2_rd) : (orq_head_slot[0] ? orq_sink1_rd : orq_sink0_rd)));
+    assign orq_prog_wr_clr = (s_clear_valid | orq_clr) & ~orq_prog_wr;
+    assign orq_prog_wr_data = orq_prog_last ? 97'h0000000000000000000000000 : {1'h1, orq_prog_next, orq_prog_left};
+    assign orq_prog_cur = orq_s1_fwd ? orq_s1_fwd_v : orq_prog_rd;
+    assign orq_stag = orq_sink[31:0];
+    assign orq_to = orq_prog_cur[96] ? orq_prog_cur[95:32] : orq_sink[95:32];
+    assign orq_left = orq_prog_cur[96] ? orq_prog_cur[31:0] : orq_sink[127:96];
     assign e_key = stag_tag_rd[7:0];
     assign e_access = stag_table_rd[3:0];
     assign e_pd = stag_table_rd[36:5];
@@ -638,9 +716,14 @@ module placement_w64 (
     assign c_wrap = h_end < h_to;
     assign c_bounds = ((h_to < e_base) | (e_end < h_end)) | stag_table_rd[197];
     assign e_stag = ((((~e_version & ~e_qn) & ~e_opcode) & h_tagged) & ~h_payzero) & ((((c_invalid | c_assoc) | c_rights) | c_wrap) | c_bounds);
-    assign e_fail = (((e_version | e_qn) | e_opcode) | e_unasked) | e_stag;
-    assign e_cause = e_version ? ((e_short | (h_ddp_ctl[1:0] != {1'h0, s1_rev})) ? (h_tagged ? 16'h1104 : 16'h1206) : 16'h0205) : (e_qn ? 16'h1201 : (e_opcode ? 16'h0206 : (e_unasked ? 16'h1000 : (c_invalid ? 16'h1100 : (c_assoc ? 16'h1102 : (c_rights ? 16'h1100 : (c_wrap ? 16'h1103 : 16'h1101)))))));
-    assign e_md = e_qn | (e_stag & ~e_unasked);
+    assign rr_check = (((((cfg_read_check & ~e_version) & ~e_qn) & ~e_opcode) & h_tagged) & (h_opcode == 4'h2)) & ~e_unasked;
+    assign h_stag = {s1_data[23:16], s1_data[31:24], s1_data[39:32], s1_data[47:40]};
+    assign e_rr_stag = (rr_check & ~h_payzero) & (h_stag != orq_stag);
+    assign e_rr_place = (rr_check & ~h_payzero) & ((h_to != orq_to) | (orq_left < {16'h0000, h_paylen}));
+    assign e_rr_short = (rr_check & h_ddp_ctl[6]) & (orq_left != {16'h0000, h_paylen});
+    assign e_fail = ((((((e_version | e_qn) | e_opcode) | e_unasked) | e_rr_stag) | e_rr_place) | e_stag) | e_rr_short;
+    assign e_cause = e_version ? ((e_short | (h_ddp_ctl[1:0] != {1'h0, s1_rev})) ? (h_tagged ? 16'h1104 : 16'h1206) : 16'h0205) : (e_qn ? 16'h1201 : (e_opcode ? 16'h0206 : (e_unasked ? 16'h1000 : (e_rr_stag ? 16'h1100 : ((e_rr_place | e_rr_short) ? 16'h1101 : (c_invalid ? 16'h1100 : (c_assoc ? 16'h1102 : (c_rights ? 16'h1100 : (c_wrap ? 16'h1103 : 16'h1101)))))))));
+    assign e_md = (((e_qn | (e_stag & ~e_unasked)) | e_rr_stag) | e_rr_place) | e_rr_short;
     assign conn_clear = reg_wr_valid & (reg_wr_addr == 8'h50);
     assign drop_on = ctrl_drop | cfg_drop_after_fail;
     assign fail_take0 = fail_record & (fail_ptr == 3'h0);
@@ -702,6 +785,10 @@ module placement_w64 (
     assign rd_done_wr = s2_ctx_load & ((((h_tagged & (h_opcode == 4'h2)) & h_ddp_ctl[6]) & ~e_fail) & ~conn_failed);
     assign rd_done_wr_qp = s1_qp[9:0];
     assign rd_done_wr_v = rd_done_cnt + 16'h0001;
+    assign orq_prog_wr = ((((s2_ctx_load & h_tagged) & (h_opcode == 4'h2)) & ~e_fail) & ~conn_failed) & (h_ddp_ctl[6] | ~h_payzero);
+    assign orq_prog_last = h_ddp_ctl[6];
+    assign orq_prog_next = h_end;
+    assign orq_prog_left = orq_left - {16'h0000, h_paylen};
     assign r_data_0 = s2_rot[0] ? {s2_data[55:0], s2_data[63:56]} : s2_data;
     assign r_data_1 = s2_rot[1] ? {r_data_0[47:0], r_data_0[63:48]} : r_data_0;
     assign r_data_2 = s2_rot[2] ? {r_data_1[31:0], r_data_1[63:32]} : r_data_1;
@@ -795,6 +882,8 @@ module placement_w64 (
         h_ddp_ctl[6:2],
         h_rdmap_ctl[5:4],
         s0_qp[31:10],
+        orq_issue_index[15:4],
+        orq_done[15:4],
         e_access[1],
         e_access[3],
         stag_table_rd[274]
@@ -1401,6 +1490,32 @@ module placement_w64 (
     end
 
     always @(posedge clk) begin
+        if (s_clear_valid) begin
+            orq_clr_qp <= s_clear_qp[9:0];
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            orq_clr <= 1'h0;
+        end else begin
+            orq_clr <= (s_clear_valid | orq_clr) & orq_prog_wr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (table_rd) begin
+            orq_s1_fwd <= orq_prog_wr & (s1_qp[9:0] == s0_qp[9:0]);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (table_rd) begin
+            orq_s1_fwd_v <= orq_prog_wr_data;
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             ctrl_drop <= 1'h0;
         end else if (reg_wr_valid & (reg_wr_addr == 8'h54)) begin
@@ -1894,6 +2009,176 @@ module placement_w64 (
         end
         if (table_rd) begin
             rd_done_rd <= rd_done[s0_qp[9:0]];
+        end
+    end
+
+    // orq_sink0: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((rd_live & s_rd_issue_valid) & (orq_issue_slot == 4'h0)) begin
+            orq_sink0[s_rd_issue_qp] <= {s_rd_issue_len, s_rd_issue_to, s_rd_issue_stag};
+        end
+        if (table_rd) begin
+            orq_sink0_rd <= orq_sink0[s0_qp[9:0]];
+        end
+    end
+
+    // orq_sink1: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((rd_live & s_rd_issue_valid) & (orq_issue_slot == 4'h1)) begin
+            orq_sink1[s_rd_issue_qp] <= {s_rd_issue_len, s_rd_issue_to, s_rd_issue_stag};
+        end
+        if (table_rd) begin
+            orq_sink1_rd <= orq_sink1[s0_qp[9:0]];
+        end
+    end
+
+    // orq_sink2: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((rd_live & s_rd_issue_valid) & (orq_issue_slot == 4'h2)) begin
+            orq_sink2[s_rd_issue_qp] <= {s_rd_issue_len, s_rd_issue_to, s_rd_issue_stag};
+        end
+        if (table_rd) begin
+            orq_sink2_rd <= orq_sink2[s0_qp[9:0]];
+        end
+    end
+
+    // orq_sink3: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((rd_live & s_rd_issue_valid) & (orq_issue_slot == 4'h3)) begin
+            orq_sink3[s_rd_issue_qp] <= {s_rd_issue_len, s_rd_issue_to, s_rd_issue_stag};
+        end
+        if (table_rd) begin
+            orq_sink3_rd <= orq_sink3[s0_qp[9:0]];
+        end
+    end
+
+    // orq_sink4: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((rd_live & s_rd_issue_valid) & (orq_issue_slot == 4'h4)) begin
+            orq_sink4[s_rd_issue_qp] <= {s_rd_issue_len, s_rd_issue_to, s_rd_issue_stag};
+        end
+        if (table_rd) begin
+            orq_sink4_rd <= orq_sink4[s0_qp[9:0]];
+        end
+    end
+
+    // orq_sink5: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((rd_live & s_rd_issue_valid) & (orq_issue_slot == 4'h5)) begin
+            orq_sink5[s_rd_issue_qp] <= {s_rd_issue_len, s_rd_issue_to, s_rd_issue_stag};
+        end
+        if (table_rd) begin
+            orq_sink5_rd <= orq_sink5[s0_qp[9:0]];
+        end
+    end
+
+    // orq_sink6: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((rd_live & s_rd_issue_valid) & (orq_issue_slot == 4'h6)) begin
+            orq_sink6[s_rd_issue_qp] <= {s_rd_issue_len, s_rd_issue_to, s_rd_issue_stag};
+        end
+        if (table_rd) begin
+            orq_sink6_rd <= orq_sink6[s0_qp[9:0]];
+        end
+    end
+
+    // orq_sink7: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((rd_live & s_rd_issue_valid) & (orq_issue_slot == 4'h7)) begin
+            orq_sink7[s_rd_issue_qp] <= {s_rd_issue_len, s_rd_issue_to, s_rd_issue_stag};
+        end
+        if (table_rd) begin
+            orq_sink7_rd <= orq_sink7[s0_qp[9:0]];
+        end
+    end
+
+    // orq_sink8: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((rd_live & s_rd_issue_valid) & (orq_issue_slot == 4'h8)) begin
+            orq_sink8[s_rd_issue_qp] <= {s_rd_issue_len, s_rd_issue_to, s_rd_issue_stag};
+        end
+        if (table_rd) begin
+            orq_sink8_rd <= orq_sink8[s0_qp[9:0]];
+        end
+    end
+
+    // orq_sink9: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((rd_live & s_rd_issue_valid) & (orq_issue_slot == 4'h9)) begin
+            orq_sink9[s_rd_issue_qp] <= {s_rd_issue_len, s_rd_issue_to, s_rd_issue_stag};
+        end
+        if (table_rd) begin
+            orq_sink9_rd <= orq_sink9[s0_qp[9:0]];
+        end
+    end
+
+    // orq_sink10: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((rd_live & s_rd_issue_valid) & (orq_issue_slot == 4'ha)) begin
+            orq_sink10[s_rd_issue_qp] <= {s_rd_issue_len, s_rd_issue_to, s_rd_issue_stag};
+        end
+        if (table_rd) begin
+            orq_sink10_rd <= orq_sink10[s0_qp[9:0]];
+        end
+    end
+
+    // orq_sink11: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((rd_live & s_rd_issue_valid) & (orq_issue_slot == 4'hb)) begin
+            orq_sink11[s_rd_issue_qp] <= {s_rd_issue_len, s_rd_issue_to, s_rd_issue_stag};
+        end
+        if (table_rd) begin
+            orq_sink11_rd <= orq_sink11[s0_qp[9:0]];
+        end
+    end
+
+    // orq_sink12: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((rd_live & s_rd_issue_valid) & (orq_issue_slot == 4'hc)) begin
+            orq_sink12[s_rd_issue_qp] <= {s_rd_issue_len, s_rd_issue_to, s_rd_issue_stag};
+        end
+        if (table_rd) begin
+            orq_sink12_rd <= orq_sink12[s0_qp[9:0]];
+        end
+    end
+
+    // orq_sink13: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((rd_live & s_rd_issue_valid) & (orq_issue_slot == 4'hd)) begin
+            orq_sink13[s_rd_issue_qp] <= {s_rd_issue_len, s_rd_issue_to, s_rd_issue_stag};
+        end
+        if (table_rd) begin
+            orq_sink13_rd <= orq_sink13[s0_qp[9:0]];
+        end
+    end
+
+    // orq_sink14: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((rd_live & s_rd_issue_valid) & (orq_issue_slot == 4'he)) begin
+            orq_sink14[s_rd_issue_qp] <= {s_rd_issue_len, s_rd_issue_to, s_rd_issue_stag};
+        end
+        if (table_rd) begin
+            orq_sink14_rd <= orq_sink14[s0_qp[9:0]];
+        end
+    end
+
+    // orq_sink15: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if ((rd_live & s_rd_issue_valid) & (orq_issue_slot == 4'hf)) begin
+            orq_sink15[s_rd_issue_qp] <= {s_rd_issue_len, s_rd_issue_to, s_rd_issue_stag};
+        end
+        if (table_rd) begin
+            orq_sink15_rd <= orq_sink15[s0_qp[9:0]];
+        end
+    end
+
+    // orq_prog: synchronous write, synchronous read (block RAM)
+    always @(posedge clk) begin
+        if (rd_live & (orq_prog_wr | orq_prog_wr_clr)) begin
+            orq_prog[orq_prog_wr ? s1_qp[9:0] : (orq_clr ? orq_clr_qp : s_clear_qp[9:0])] <= orq_prog_wr ? orq_prog_wr_data : 97'h0000000000000000000000000;
+        end
+        if (table_rd) begin
+            orq_prog_rd <= orq_prog[s0_qp[9:0]];
         end
     end
 

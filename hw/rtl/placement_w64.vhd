@@ -21,7 +21,13 @@
 -- write right for an RDMA Write, local write for a Read Response (else
 -- 1/1/0x00, DDP has no rights code); TO + length wraps 2^64 (1/1/0x03); inside
 -- [BASE, BASE+LEN) (else 1/1/0x01). A zero-length tagged segment is not
--- checked and writes nothing.
+-- checked against the table and writes nothing. With cfg_read_check, a Read
+-- Response is checked against its connection's Reads outstanding (s_rd_issue,
+-- docs/placement.md): none is DDP Local Catastrophic (1/0/0x00); with payload,
+-- another STag than the oldest Read's sink is 1/1/0x00, and another TO than
+-- the sink's next or more bytes than are left 1/1/0x01, then a last segment
+-- (L=1) that leaves bytes of the Read out is 1/1/0x01, all before the STag
+-- check.
 --
 -- Outputs. m_dma: one write per 8-byte aligned host block (address, data, byte
 -- strobes; data lanes without a strobe read zero), one per cycle, never
@@ -122,6 +128,9 @@ entity placement_w64 is
         s_rd_issue_valid : in  std_logic;    -- an RDMA Read Request went out on a connection (below 1024; card_tx): taken every cycle
         s_rd_issue_qp : in  std_logic_vector(9 downto 0);
         s_rd_issue_count : in  std_logic_vector(15 downto 0); -- the connection's Read Requests so far, plus one (its next Read Request MSN)
+        s_rd_issue_stag : in  std_logic_vector(31 downto 0); -- the Read's sink: its STag (the WQE's SGE LKEY; zero without an SGE)
+        s_rd_issue_to : in  std_logic_vector(63 downto 0); -- ... its first tagged offset (the SGE's ADDR)
+        s_rd_issue_len : in  std_logic_vector(31 downto 0); -- ... and its length (the Read's size)
         s_rxk_valid : in  std_logic;         -- an STag check request (an engine's lkey check, a Send with Invalidate's STag)
         s_rxk_ready : out std_logic;         -- init_done: a request is taken every cycle
         s_rxk_stag : in  std_logic_vector(31 downto 0); -- the STag (index 31:8, key 7:0)
@@ -375,6 +384,42 @@ architecture rtl of placement_w64 is
     signal s1_rd_done_fwd_v : std_logic_vector(15 downto 0);
     signal rd_done_cnt : std_logic_vector(15 downto 0);
     signal e_unasked : std_logic;            -- a Read Response with no Read outstanding
+    signal orq_prog_wr : std_logic;          -- a Read Response passes: its Read's progress moves
+    signal orq_prog_last : std_logic;
+    signal orq_prog_next : std_logic_vector(63 downto 0);
+    signal orq_prog_left : std_logic_vector(31 downto 0);
+    signal orq_issue_index : std_logic_vector(15 downto 0); -- the Read Request sent is its connection's Read number idx (from 0)
+    signal orq_issue_slot : std_logic_vector(3 downto 0); -- its slot
+    signal orq_sink0_rd : std_logic_vector(127 downto 0); -- read data of orq_sink0
+    signal orq_sink1_rd : std_logic_vector(127 downto 0); -- read data of orq_sink1
+    signal orq_sink2_rd : std_logic_vector(127 downto 0); -- read data of orq_sink2
+    signal orq_sink3_rd : std_logic_vector(127 downto 0); -- read data of orq_sink3
+    signal orq_sink4_rd : std_logic_vector(127 downto 0); -- read data of orq_sink4
+    signal orq_sink5_rd : std_logic_vector(127 downto 0); -- read data of orq_sink5
+    signal orq_sink6_rd : std_logic_vector(127 downto 0); -- read data of orq_sink6
+    signal orq_sink7_rd : std_logic_vector(127 downto 0); -- read data of orq_sink7
+    signal orq_sink8_rd : std_logic_vector(127 downto 0); -- read data of orq_sink8
+    signal orq_sink9_rd : std_logic_vector(127 downto 0); -- read data of orq_sink9
+    signal orq_sink10_rd : std_logic_vector(127 downto 0); -- read data of orq_sink10
+    signal orq_sink11_rd : std_logic_vector(127 downto 0); -- read data of orq_sink11
+    signal orq_sink12_rd : std_logic_vector(127 downto 0); -- read data of orq_sink12
+    signal orq_sink13_rd : std_logic_vector(127 downto 0); -- read data of orq_sink13
+    signal orq_sink14_rd : std_logic_vector(127 downto 0); -- read data of orq_sink14
+    signal orq_sink15_rd : std_logic_vector(127 downto 0); -- read data of orq_sink15
+    signal orq_done : std_logic_vector(15 downto 0); -- Reads of the connection answered: the oldest outstanding one's number
+    signal orq_head_slot : std_logic_vector(3 downto 0); -- its slot
+    signal orq_sink : std_logic_vector(127 downto 0); -- its sink
+    signal orq_clr : std_logic := '0';       -- a cleared connection's progress waits for a free write
+    signal orq_clr_qp : std_logic_vector(9 downto 0);
+    signal orq_prog_wr_clr : std_logic;
+    signal orq_prog_wr_data : std_logic_vector(96 downto 0); -- a Read's last segment clears its progress
+    signal orq_prog_rd : std_logic_vector(96 downto 0); -- read data of orq_prog
+    signal orq_s1_fwd : std_logic;           -- the progress was read as it was written
+    signal orq_s1_fwd_v : std_logic_vector(96 downto 0);
+    signal orq_prog_cur : std_logic_vector(96 downto 0); -- the progress of the segment in stage 1
+    signal orq_stag : std_logic_vector(31 downto 0); -- the oldest Read's sink STag
+    signal orq_to : std_logic_vector(63 downto 0); -- the TO its next segment must have
+    signal orq_left : std_logic_vector(31 downto 0); -- the bytes left of it
     signal e_key : std_logic_vector(7 downto 0);
     signal e_access : std_logic_vector(3 downto 0);
     signal e_pd : std_logic_vector(31 downto 0);
@@ -393,6 +438,11 @@ architecture rtl of placement_w64 is
     signal c_wrap : std_logic;               -- TO + length wraps
     signal c_bounds : std_logic;             -- outside [BASE, BASE+LEN)
     signal e_stag : std_logic;               -- the STag check fails
+    signal rr_check : std_logic;             -- a Read Response with a Read outstanding
+    signal h_stag : std_logic_vector(31 downto 0); -- STag (tagged)
+    signal e_rr_stag : std_logic;            -- not the Read's sink STag
+    signal e_rr_place : std_logic;           -- not at the sink's next TO, or past its end
+    signal e_rr_short : std_logic;           -- the Read's last segment, and bytes of it are missing
     signal e_fail : std_logic;               -- the segment fails
     signal e_cause : std_logic_vector(15 downto 0); -- Terminate cause when the segment fails
     signal e_md : std_logic;                 -- the Terminate copies the segment length and DDP header
@@ -519,6 +569,40 @@ architecture rtl of placement_w64 is
     signal rd_issued : rd_issued_t;          -- per connection: Read Requests sent, plus one
     type rd_done_t is array (0 to 1023) of std_logic_vector(15 downto 0);
     signal rd_done : rd_done_t;              -- per connection: Read Responses with L=1 placed, plus one
+    type orq_sink0_t is array (0 to 1023) of std_logic_vector(127 downto 0);
+    signal orq_sink0 : orq_sink0_t;          -- per connection: the sink of its Reads in slot 0: {length, TO, STag}
+    type orq_sink1_t is array (0 to 1023) of std_logic_vector(127 downto 0);
+    signal orq_sink1 : orq_sink1_t;          -- per connection: the sink of its Reads in slot 1: {length, TO, STag}
+    type orq_sink2_t is array (0 to 1023) of std_logic_vector(127 downto 0);
+    signal orq_sink2 : orq_sink2_t;          -- per connection: the sink of its Reads in slot 2: {length, TO, STag}
+    type orq_sink3_t is array (0 to 1023) of std_logic_vector(127 downto 0);
+    signal orq_sink3 : orq_sink3_t;          -- per connection: the sink of its Reads in slot 3: {length, TO, STag}
+    type orq_sink4_t is array (0 to 1023) of std_logic_vector(127 downto 0);
+    signal orq_sink4 : orq_sink4_t;          -- per connection: the sink of its Reads in slot 4: {length, TO, STag}
+    type orq_sink5_t is array (0 to 1023) of std_logic_vector(127 downto 0);
+    signal orq_sink5 : orq_sink5_t;          -- per connection: the sink of its Reads in slot 5: {length, TO, STag}
+    type orq_sink6_t is array (0 to 1023) of std_logic_vector(127 downto 0);
+    signal orq_sink6 : orq_sink6_t;          -- per connection: the sink of its Reads in slot 6: {length, TO, STag}
+    type orq_sink7_t is array (0 to 1023) of std_logic_vector(127 downto 0);
+    signal orq_sink7 : orq_sink7_t;          -- per connection: the sink of its Reads in slot 7: {length, TO, STag}
+    type orq_sink8_t is array (0 to 1023) of std_logic_vector(127 downto 0);
+    signal orq_sink8 : orq_sink8_t;          -- per connection: the sink of its Reads in slot 8: {length, TO, STag}
+    type orq_sink9_t is array (0 to 1023) of std_logic_vector(127 downto 0);
+    signal orq_sink9 : orq_sink9_t;          -- per connection: the sink of its Reads in slot 9: {length, TO, STag}
+    type orq_sink10_t is array (0 to 1023) of std_logic_vector(127 downto 0);
+    signal orq_sink10 : orq_sink10_t;        -- per connection: the sink of its Reads in slot 10: {length, TO, STag}
+    type orq_sink11_t is array (0 to 1023) of std_logic_vector(127 downto 0);
+    signal orq_sink11 : orq_sink11_t;        -- per connection: the sink of its Reads in slot 11: {length, TO, STag}
+    type orq_sink12_t is array (0 to 1023) of std_logic_vector(127 downto 0);
+    signal orq_sink12 : orq_sink12_t;        -- per connection: the sink of its Reads in slot 12: {length, TO, STag}
+    type orq_sink13_t is array (0 to 1023) of std_logic_vector(127 downto 0);
+    signal orq_sink13 : orq_sink13_t;        -- per connection: the sink of its Reads in slot 13: {length, TO, STag}
+    type orq_sink14_t is array (0 to 1023) of std_logic_vector(127 downto 0);
+    signal orq_sink14 : orq_sink14_t;        -- per connection: the sink of its Reads in slot 14: {length, TO, STag}
+    type orq_sink15_t is array (0 to 1023) of std_logic_vector(127 downto 0);
+    signal orq_sink15 : orq_sink15_t;        -- per connection: the sink of its Reads in slot 15: {length, TO, STag}
+    type orq_prog_t is array (0 to 1023) of std_logic_vector(96 downto 0);
+    signal orq_prog : orq_prog_t;            -- per connection: the oldest Read's progress {started, next TO, bytes left}
 begin
     init_done <= init_done_r;
     advance <= (not s3_valid) or (((((b2l(s3_dest = "01") and ((not (or s3_strb)) or m_dma_ready)) or (b2l(s3_dest = "10") and m_host_tready)) or (b2l(s3_dest = "11") and m_term_ready)) or b2l(s3_dest = "00")) and ((not s3_done) or m_done_ready));
@@ -661,6 +745,17 @@ begin
     rd_live <= not rst;
     rd_done_cnt <= mux(s1_rd_done_fwd, s1_rd_done_fwd_v, rd_done_rd);
     e_unasked <= (((((cfg_read_check and (not e_version)) and (not e_qn)) and (not e_opcode)) and h_tagged) and b2l(h_opcode = x"2")) and b2l(rd_issued_rd = rd_done_cnt);
+    orq_issue_index <= std_logic_vector(unsigned(s_rd_issue_count) - unsigned'(x"0002"));
+    orq_issue_slot <= orq_issue_index(3 downto 0);
+    orq_done <= std_logic_vector(unsigned(rd_done_cnt) - unsigned'(x"0001"));
+    orq_head_slot <= orq_done(3 downto 0);
+    orq_sink <= mux(orq_head_slot(3), mux(orq_head_slot(2), mux(orq_head_slot(1), mux(orq_head_slot(0), orq_sink15_rd, orq_sink14_rd), mux(orq_head_slot(0), orq_sink13_rd, orq_sink12_rd)), mux(orq_head_slot(1), mux(orq_head_slot(0), orq_sink11_rd, orq_sink10_rd), mux(orq_head_slot(0), orq_sink9_rd, orq_sink8_rd))), mux(orq_head_slot(2), mux(orq_head_slot(1), mux(orq_head_slot(0), orq_sink7_rd, orq_sink6_rd), mux(orq_head_slot(0), orq_sink5_rd, orq_sink4_rd)), mux(orq_head_slot(1), mux(orq_head_slot(0), orq_sink3_rd, orq_sink2_rd), mux(orq_head_slot(0), orq_sink1_rd, orq_sink0_rd))));
+    orq_prog_wr_clr <= (s_clear_valid or orq_clr) and (not orq_prog_wr);
+    orq_prog_wr_data <= mux(orq_prog_last, "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000", std_logic_vector'('1' & orq_prog_next & orq_prog_left));
+    orq_prog_cur <= mux(orq_s1_fwd, orq_s1_fwd_v, orq_prog_rd);
+    orq_stag <= orq_sink(31 downto 0);
+    orq_to <= mux(orq_prog_cur(96), orq_prog_cur(95 downto 32), orq_sink(95 downto 32));
+    orq_left <= mux(orq_prog_cur(96), orq_prog_cur(31 downto 0), orq_sink(127 downto 96));
     e_key <= stag_tag_rd(7 downto 0);
     e_access <= stag_table_rd(3 downto 0);
     e_pd <= stag_table_rd(36 downto 5);
@@ -688,9 +783,19 @@ begin
     c_wrap <= b2l(unsigned(h_end) < unsigned(h_to));
     c_bounds <= (b2l(unsigned(h_to) < unsigned(e_base)) or b2l(unsigned(e_end) < unsigned(h_end))) or stag_table_rd(197);
     e_stag <= (((((not e_version) and (not e_qn)) and (not e_opcode)) and h_tagged) and (not h_payzero)) and ((((c_invalid or c_assoc) or c_rights) or c_wrap) or c_bounds);
-    e_fail <= (((e_version or e_qn) or e_opcode) or e_unasked) or e_stag;
-    e_cause <= mux(e_version, mux(e_short or b2l(h_ddp_ctl(1 downto 0) /= std_logic_vector'('0' & s1_rev)), mux(h_tagged, x"1104", x"1206"), x"0205"), mux(e_qn, x"1201", mux(e_opcode, x"0206", mux(e_unasked, x"1000", mux(c_invalid, x"1100", mux(c_assoc, x"1102", mux(c_rights, x"1100", mux(c_wrap, x"1103", x"1101"))))))));
-    e_md <= e_qn or (e_stag and (not e_unasked));
+    rr_check <= (((((cfg_read_check and (not e_version)) and (not e_qn)) and (not e_opcode)) and h_tagged) and b2l(h_opcode = x"2")) and (not e_unasked);
+    h_stag <= std_logic_vector'(
+        s1_data(23 downto 16) &
+        s1_data(31 downto 24) &
+        s1_data(39 downto 32) &
+        s1_data(47 downto 40)
+    );
+    e_rr_stag <= (rr_check and (not h_payzero)) and b2l(h_stag /= orq_stag);
+    e_rr_place <= (rr_check and (not h_payzero)) and (b2l(h_to /= orq_to) or b2l(unsigned(orq_left) < unsigned(std_logic_vector'(x"0000" & h_paylen))));
+    e_rr_short <= (rr_check and h_ddp_ctl(6)) and b2l(orq_left /= std_logic_vector'(x"0000" & h_paylen));
+    e_fail <= ((((((e_version or e_qn) or e_opcode) or e_unasked) or e_rr_stag) or e_rr_place) or e_stag) or e_rr_short;
+    e_cause <= mux(e_version, mux(e_short or b2l(h_ddp_ctl(1 downto 0) /= std_logic_vector'('0' & s1_rev)), mux(h_tagged, x"1104", x"1206"), x"0205"), mux(e_qn, x"1201", mux(e_opcode, x"0206", mux(e_unasked, x"1000", mux(e_rr_stag, x"1100", mux(e_rr_place or e_rr_short, x"1101", mux(c_invalid, x"1100", mux(c_assoc, x"1102", mux(c_rights, x"1100", mux(c_wrap, x"1103", x"1101"))))))))));
+    e_md <= (((e_qn or (e_stag and (not e_unasked))) or e_rr_stag) or e_rr_place) or e_rr_short;
     conn_clear <= reg_wr_valid and b2l(reg_wr_addr = x"50");
     drop_on <= ctrl_drop or cfg_drop_after_fail;
     fail_take0 <= fail_record and b2l(fail_ptr = "000");
@@ -752,6 +857,10 @@ begin
     rd_done_wr <= s2_ctx_load and ((((h_tagged and b2l(h_opcode = x"2")) and h_ddp_ctl(6)) and (not e_fail)) and (not conn_failed));
     rd_done_wr_qp <= s1_qp(9 downto 0);
     rd_done_wr_v <= std_logic_vector(unsigned(rd_done_cnt) + unsigned'(x"0001"));
+    orq_prog_wr <= ((((s2_ctx_load and h_tagged) and b2l(h_opcode = x"2")) and (not e_fail)) and (not conn_failed)) and (h_ddp_ctl(6) or (not h_payzero));
+    orq_prog_last <= h_ddp_ctl(6);
+    orq_prog_next <= h_end;
+    orq_prog_left <= std_logic_vector(unsigned(orq_left) - unsigned(std_logic_vector'(x"0000" & h_paylen)));
     r_data_0 <= mux(s2_rot(0), std_logic_vector'(s2_data(55 downto 0) & s2_data(63 downto 56)), s2_data);
     r_data_1 <= mux(s2_rot(1), std_logic_vector'(r_data_0(47 downto 0) & r_data_0(63 downto 48)), r_data_0);
     r_data_2 <= mux(s2_rot(2), std_logic_vector'(r_data_1(31 downto 0) & r_data_1(63 downto 32)), r_data_1);
@@ -865,6 +974,8 @@ begin
         h_ddp_ctl(6 downto 2) &
         h_rdmap_ctl(5 downto 4) &
         s0_qp(31 downto 10) &
+        orq_issue_index(15 downto 4) &
+        orq_done(15 downto 4) &
         e_access(1) &
         e_access(3) &
         stag_table_rd(274)
@@ -1743,6 +1854,44 @@ begin
         end if;
     end process;
 
+    orq_clr_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if s_clear_valid = '1' then
+                orq_clr_qp <= s_clear_qp(9 downto 0);
+            end if;
+        end if;
+    end process;
+
+    orq_clr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                orq_clr <= '0';
+            else
+                orq_clr <= (s_clear_valid or orq_clr) and orq_prog_wr;
+            end if;
+        end if;
+    end process;
+
+    orq_s1_fwd_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if table_rd = '1' then
+                orq_s1_fwd <= orq_prog_wr and b2l(s1_qp(9 downto 0) = s0_qp(9 downto 0));
+            end if;
+        end if;
+    end process;
+
+    orq_s1_fwd_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if table_rd = '1' then
+                orq_s1_fwd_v <= orq_prog_wr_data;
+            end if;
+        end if;
+    end process;
+
     ctrl_drop_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -2440,6 +2589,227 @@ begin
             end if;
             if table_rd = '1' then
                 rd_done_rd <= rd_done(to_integer(unsigned(s0_qp(9 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- orq_sink0: synchronous write, synchronous read (block RAM)
+    orq_sink0_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((rd_live and s_rd_issue_valid) and b2l(orq_issue_slot = x"0")) = '1' then
+                orq_sink0(to_integer(unsigned(s_rd_issue_qp))) <= std_logic_vector'(s_rd_issue_len & s_rd_issue_to & s_rd_issue_stag);
+            end if;
+            if table_rd = '1' then
+                orq_sink0_rd <= orq_sink0(to_integer(unsigned(s0_qp(9 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- orq_sink1: synchronous write, synchronous read (block RAM)
+    orq_sink1_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((rd_live and s_rd_issue_valid) and b2l(orq_issue_slot = x"1")) = '1' then
+                orq_sink1(to_integer(unsigned(s_rd_issue_qp))) <= std_logic_vector'(s_rd_issue_len & s_rd_issue_to & s_rd_issue_stag);
+            end if;
+            if table_rd = '1' then
+                orq_sink1_rd <= orq_sink1(to_integer(unsigned(s0_qp(9 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- orq_sink2: synchronous write, synchronous read (block RAM)
+    orq_sink2_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((rd_live and s_rd_issue_valid) and b2l(orq_issue_slot = x"2")) = '1' then
+                orq_sink2(to_integer(unsigned(s_rd_issue_qp))) <= std_logic_vector'(s_rd_issue_len & s_rd_issue_to & s_rd_issue_stag);
+            end if;
+            if table_rd = '1' then
+                orq_sink2_rd <= orq_sink2(to_integer(unsigned(s0_qp(9 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- orq_sink3: synchronous write, synchronous read (block RAM)
+    orq_sink3_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((rd_live and s_rd_issue_valid) and b2l(orq_issue_slot = x"3")) = '1' then
+                orq_sink3(to_integer(unsigned(s_rd_issue_qp))) <= std_logic_vector'(s_rd_issue_len & s_rd_issue_to & s_rd_issue_stag);
+            end if;
+            if table_rd = '1' then
+                orq_sink3_rd <= orq_sink3(to_integer(unsigned(s0_qp(9 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- orq_sink4: synchronous write, synchronous read (block RAM)
+    orq_sink4_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((rd_live and s_rd_issue_valid) and b2l(orq_issue_slot = x"4")) = '1' then
+                orq_sink4(to_integer(unsigned(s_rd_issue_qp))) <= std_logic_vector'(s_rd_issue_len & s_rd_issue_to & s_rd_issue_stag);
+            end if;
+            if table_rd = '1' then
+                orq_sink4_rd <= orq_sink4(to_integer(unsigned(s0_qp(9 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- orq_sink5: synchronous write, synchronous read (block RAM)
+    orq_sink5_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((rd_live and s_rd_issue_valid) and b2l(orq_issue_slot = x"5")) = '1' then
+                orq_sink5(to_integer(unsigned(s_rd_issue_qp))) <= std_logic_vector'(s_rd_issue_len & s_rd_issue_to & s_rd_issue_stag);
+            end if;
+            if table_rd = '1' then
+                orq_sink5_rd <= orq_sink5(to_integer(unsigned(s0_qp(9 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- orq_sink6: synchronous write, synchronous read (block RAM)
+    orq_sink6_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((rd_live and s_rd_issue_valid) and b2l(orq_issue_slot = x"6")) = '1' then
+                orq_sink6(to_integer(unsigned(s_rd_issue_qp))) <= std_logic_vector'(s_rd_issue_len & s_rd_issue_to & s_rd_issue_stag);
+            end if;
+            if table_rd = '1' then
+                orq_sink6_rd <= orq_sink6(to_integer(unsigned(s0_qp(9 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- orq_sink7: synchronous write, synchronous read (block RAM)
+    orq_sink7_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((rd_live and s_rd_issue_valid) and b2l(orq_issue_slot = x"7")) = '1' then
+                orq_sink7(to_integer(unsigned(s_rd_issue_qp))) <= std_logic_vector'(s_rd_issue_len & s_rd_issue_to & s_rd_issue_stag);
+            end if;
+            if table_rd = '1' then
+                orq_sink7_rd <= orq_sink7(to_integer(unsigned(s0_qp(9 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- orq_sink8: synchronous write, synchronous read (block RAM)
+    orq_sink8_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((rd_live and s_rd_issue_valid) and b2l(orq_issue_slot = x"8")) = '1' then
+                orq_sink8(to_integer(unsigned(s_rd_issue_qp))) <= std_logic_vector'(s_rd_issue_len & s_rd_issue_to & s_rd_issue_stag);
+            end if;
+            if table_rd = '1' then
+                orq_sink8_rd <= orq_sink8(to_integer(unsigned(s0_qp(9 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- orq_sink9: synchronous write, synchronous read (block RAM)
+    orq_sink9_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((rd_live and s_rd_issue_valid) and b2l(orq_issue_slot = x"9")) = '1' then
+                orq_sink9(to_integer(unsigned(s_rd_issue_qp))) <= std_logic_vector'(s_rd_issue_len & s_rd_issue_to & s_rd_issue_stag);
+            end if;
+            if table_rd = '1' then
+                orq_sink9_rd <= orq_sink9(to_integer(unsigned(s0_qp(9 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- orq_sink10: synchronous write, synchronous read (block RAM)
+    orq_sink10_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((rd_live and s_rd_issue_valid) and b2l(orq_issue_slot = x"a")) = '1' then
+                orq_sink10(to_integer(unsigned(s_rd_issue_qp))) <= std_logic_vector'(s_rd_issue_len & s_rd_issue_to & s_rd_issue_stag);
+            end if;
+            if table_rd = '1' then
+                orq_sink10_rd <= orq_sink10(to_integer(unsigned(s0_qp(9 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- orq_sink11: synchronous write, synchronous read (block RAM)
+    orq_sink11_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((rd_live and s_rd_issue_valid) and b2l(orq_issue_slot = x"b")) = '1' then
+                orq_sink11(to_integer(unsigned(s_rd_issue_qp))) <= std_logic_vector'(s_rd_issue_len & s_rd_issue_to & s_rd_issue_stag);
+            end if;
+            if table_rd = '1' then
+                orq_sink11_rd <= orq_sink11(to_integer(unsigned(s0_qp(9 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- orq_sink12: synchronous write, synchronous read (block RAM)
+    orq_sink12_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((rd_live and s_rd_issue_valid) and b2l(orq_issue_slot = x"c")) = '1' then
+                orq_sink12(to_integer(unsigned(s_rd_issue_qp))) <= std_logic_vector'(s_rd_issue_len & s_rd_issue_to & s_rd_issue_stag);
+            end if;
+            if table_rd = '1' then
+                orq_sink12_rd <= orq_sink12(to_integer(unsigned(s0_qp(9 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- orq_sink13: synchronous write, synchronous read (block RAM)
+    orq_sink13_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((rd_live and s_rd_issue_valid) and b2l(orq_issue_slot = x"d")) = '1' then
+                orq_sink13(to_integer(unsigned(s_rd_issue_qp))) <= std_logic_vector'(s_rd_issue_len & s_rd_issue_to & s_rd_issue_stag);
+            end if;
+            if table_rd = '1' then
+                orq_sink13_rd <= orq_sink13(to_integer(unsigned(s0_qp(9 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- orq_sink14: synchronous write, synchronous read (block RAM)
+    orq_sink14_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((rd_live and s_rd_issue_valid) and b2l(orq_issue_slot = x"e")) = '1' then
+                orq_sink14(to_integer(unsigned(s_rd_issue_qp))) <= std_logic_vector'(s_rd_issue_len & s_rd_issue_to & s_rd_issue_stag);
+            end if;
+            if table_rd = '1' then
+                orq_sink14_rd <= orq_sink14(to_integer(unsigned(s0_qp(9 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- orq_sink15: synchronous write, synchronous read (block RAM)
+    orq_sink15_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ((rd_live and s_rd_issue_valid) and b2l(orq_issue_slot = x"f")) = '1' then
+                orq_sink15(to_integer(unsigned(s_rd_issue_qp))) <= std_logic_vector'(s_rd_issue_len & s_rd_issue_to & s_rd_issue_stag);
+            end if;
+            if table_rd = '1' then
+                orq_sink15_rd <= orq_sink15(to_integer(unsigned(s0_qp(9 downto 0))));
+            end if;
+        end if;
+    end process;
+
+    -- orq_prog: synchronous write, synchronous read (block RAM)
+    orq_prog_ram : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (rd_live and (orq_prog_wr or orq_prog_wr_clr)) = '1' then
+                orq_prog(to_integer(unsigned(mux(orq_prog_wr, s1_qp(9 downto 0), mux(orq_clr, orq_clr_qp, s_clear_qp(9 downto 0)))))) <= mux(orq_prog_wr, orq_prog_wr_data, "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000");
+            end if;
+            if table_rd = '1' then
+                orq_prog_rd <= orq_prog(to_integer(unsigned(s0_qp(9 downto 0))));
             end if;
         end if;
     end process;

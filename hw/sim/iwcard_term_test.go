@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/openiwarp/openiwarp/golden/ddp"
+	"github.com/openiwarp/openiwarp/golden/iwarp/mem"
 	"github.com/openiwarp/openiwarp/golden/mpa"
 	"github.com/openiwarp/openiwarp/golden/rdmap"
 	cs "github.com/openiwarp/openiwarp/host/driver/cardspec"
@@ -711,6 +712,125 @@ func TestCardCosimCQOverrun(t *testing.T) {
 			require.Greater(t, len(b.rWrite[wcKey{"cqe", 1}]), before, "seed %d: no flush completion once the CQ has room", seed)
 			for _, e := range b.rWrite[wcKey{"cqe", 1}][before:] {
 				require.Equal(t, cs.WCStatusWRFlushErr, cs.CQE(e).Status(), "seed %d: a completion after the overrun", seed)
+			}
+		})
+	}
+}
+
+// wcRRSeg is one Read Response segment the peer sends: its STag (0: the
+// Read's sink), its TO as an offset from the sink's, its length and L.
+type wcRRSeg struct {
+	stag mem.STag
+	off  int
+	n    int
+	last bool
+}
+
+// wcReadResponses are the answers TestCardCosimReadResponse has the peer
+// give the 64-byte RDMA Read each QP sends (postRead), one row per QP:
+// two that complete it, and the rows of the error matrix that only the
+// Read outstanding can tell (RFC 5040 §4.4, golden/iwarp's
+// CheckReadResponse): a segment that fails writes
+// no byte, and the QP sends a Terminate with the cause.
+var wcReadResponses = []struct {
+	name  string
+	cause rdmap.Cause // 0: the Read completes
+	segs  func(q *wcQP) []wcRRSeg
+}{
+	{"three segments in order", 0, func(q *wcQP) []wcRRSeg {
+		return []wcRRSeg{{0, 0, 20, false}, {0, 20, 30, false}, {0, 50, 14, true}}
+	}},
+	{"the data, then a zero-length last segment", 0, func(q *wcQP) []wcRRSeg {
+		return []wcRRSeg{{0, 0, 64, false}, {0, 64, 0, true}}
+	}},
+	{"into another region of the PD with the local write right", rdmap.DDPInvalidSTag, func(q *wcQP) []wcRRSeg {
+		return []wcRRSeg{{q.src[0], int(wcSrc + uint64(q.n)<<16 - (wcRegion + uint64(q.n)<<16 + 128)), 64, true}}
+	}},
+	{"the sink's STag with another key", rdmap.DDPInvalidSTag, func(q *wcQP) []wcRRSeg {
+		return []wcRRSeg{{q.stag ^ 0x5a, 0, 64, true}}
+	}},
+	{"at a TO past the sink's start", rdmap.DDPBaseBounds, func(q *wcQP) []wcRRSeg { return []wcRRSeg{{0, 8, 56, true}} }},
+	{"longer than the Read", rdmap.DDPBaseBounds, func(q *wcQP) []wcRRSeg { return []wcRRSeg{{0, 0, 72, true}} }},
+	{"a last segment that leaves bytes out", rdmap.DDPBaseBounds, func(q *wcQP) []wcRRSeg { return []wcRRSeg{{0, 0, 32, true}} }},
+	{"a segment sent twice", rdmap.DDPBaseBounds, func(q *wcQP) []wcRRSeg {
+		return []wcRRSeg{{0, 0, 32, false}, {0, 0, 32, true}}
+	}},
+	{"a zero-length last segment alone", rdmap.DDPBaseBounds, func(q *wcQP) []wcRRSeg { return []wcRRSeg{{0, 0, 0, true}} }},
+}
+
+// TestCardCosimReadResponse runs the whole-card workload, has every QP
+// send a 64-byte RDMA Read, then has the peer answer each one as a row
+// of wcReadResponses says: the RTL card must do as the card model does,
+// byte for byte (what is placed, CQEs, events, the transmit ring). A row
+// with a cause ends with TERM_SENT of that cause, the QP in ERROR and
+// the Read not completed with success; the others complete the Read and
+// leave the QP in RTS. Until 27 Nov the RTL checked only that a Read was
+// outstanding, and placed the third row's bytes into the gather source.
+func TestCardCosimReadResponse(t *testing.T) {
+	for _, w := range gen.CardTopWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			seed := seedFor(t.Name())
+			b := newWCBench(t, w, seed, wcTiming, len(wcReadResponses))
+			for round := 0; round < 3; round++ {
+				b.round(round)
+			}
+			reads := map[uint32]uint64{}
+			for _, q := range b.qps {
+				reads[q.n] = b.postRead(q)
+			}
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.compare()
+			placed := map[uint32]int{}
+			for i, q := range b.qps {
+				placed[q.n] = len(b.rPlace[q.n])
+				var stream []byte
+				for _, s := range wcReadResponses[i].segs(q) {
+					stag := s.stag
+					if stag == 0 {
+						stag = q.stag
+					}
+					ulp := ddp.TaggedFields{Last: s.last, Version: ddp.Version1, RsvdULP: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpReadResponse)),
+						STag: uint32(stag), TO: uint64(int64(wcRegion+uint64(q.n)<<16+128) + int64(s.off))}.Append(nil)
+					p := make([]byte, s.n)
+					for k := range p {
+						p[k] = byte(b.rng.Uint32())
+					}
+					var err error
+					stream, err = q.peer.AppendFPDU(stream, append(ulp, p...))
+					require.NoError(t, err)
+				}
+				b.peerSend(q, stream)
+			}
+			b.runModel()
+			b.runRTL(3_000_000)
+			b.postAfterError()
+			terms := b.termEvents(cs.EQETypeTermSent)
+			for i, q := range b.qps {
+				k := wcReadResponses[i]
+				st := b.rtlStat(q.n)
+				var got *cs.CQE
+				for _, e := range b.rWrite[wcKey{"cqe", q.sendCQ}] {
+					if c := cs.CQE(e); c.WRID() == reads[q.n] {
+						got = &c
+					}
+				}
+				c, sent := terms[q.n]
+				if k.cause == 0 {
+					require.False(t, sent, "seed %d QP %d (%s): TERM_SENT %v", seed, q.n, k.name, c)
+					require.Equal(t, cs.QPStateRts, st.State(), "seed %d QP %d (%s): state", seed, q.n, k.name)
+					require.NotNil(t, got, "seed %d QP %d (%s): no completion of the Read", seed, q.n, k.name)
+					require.Equal(t, cs.WCStatusSuccess, got.Status(), "seed %d QP %d (%s): the Read's status", seed, q.n, k.name)
+					t.Logf("QP %d: %s: the Read completed", q.n, k.name)
+					continue
+				}
+				require.Equal(t, cs.QPStateError, st.State(), "seed %d QP %d (%s): state", seed, q.n, k.name)
+				require.True(t, sent, "seed %d QP %d (%s): no TERM_SENT", seed, q.n, k.name)
+				require.Equal(t, k.cause, c, "seed %d QP %d (%s): TERM_SENT cause", seed, q.n, k.name)
+				if got != nil {
+					require.NotEqual(t, cs.WCStatusSuccess, got.Status(), "seed %d QP %d (%s): the Read succeeded", seed, q.n, k.name)
+				}
+				t.Logf("QP %d: %s: TERM_SENT %v, %d bytes placed by the answer", q.n, k.name, c, len(b.rPlace[q.n])-placed[q.n])
 			}
 		})
 	}

@@ -29,6 +29,7 @@ type plPorts struct {
 	drop, killV, killQP, clrV, clrQP      Port // the card's ports
 	decV, decDest, decDead                Port
 	rdChk, rdIssV, rdIssQP, rdIssN        Port
+	rdIssSTag, rdIssTO, rdIssLen          Port // the Read's sink
 	chkReady                              Port // the check port (not in the cycle model: idle here)
 	// card_rx's receive key-check port and invalidation input: not in the
 	// cycle model either; the harness never uses them, so they show ready
@@ -46,7 +47,8 @@ func lookupPlPorts(l Layout) (plPorts, error) {
 		"s_axis_tuser_rev": &p.uRev, "reg_wr_valid": &p.regWr, "reg_wr_addr": &p.regAddr, "reg_wr_data": &p.regData,
 		"m_dma_ready": &p.dmaReady, "m_host_tready": &p.hostReady, "m_term_ready": &p.termReady, "m_done_ready": &p.dReady,
 		"cfg_drop_after_fail": &p.drop, "s_kill_valid": &p.killV, "s_kill_qp": &p.killQP, "s_clear_valid": &p.clrV, "s_clear_qp": &p.clrQP,
-		"cfg_read_check": &p.rdChk, "s_rd_issue_valid": &p.rdIssV, "s_rd_issue_qp": &p.rdIssQP, "s_rd_issue_count": &p.rdIssN}
+		"cfg_read_check": &p.rdChk, "s_rd_issue_valid": &p.rdIssV, "s_rd_issue_qp": &p.rdIssQP, "s_rd_issue_count": &p.rdIssN,
+		"s_rd_issue_stag": &p.rdIssSTag, "s_rd_issue_to": &p.rdIssTO, "s_rd_issue_len": &p.rdIssLen}
 	outs := map[string]*Port{"init_done": &p.initDone, "m_dma_addr": &p.dmaAddr, "m_dma_data": &p.dmaData, "m_dma_strb": &p.dmaStrb,
 		"m_dma_valid": &p.dmaValid, "m_host_tdata": &p.hData, "m_host_tkeep": &p.hKeep, "m_host_tlast": &p.hLast,
 		"m_host_tvalid": &p.hValid, "m_host_qp": &p.hQP, "m_host_len": &p.hLen, "m_host_opcode": &p.hOp,
@@ -152,7 +154,8 @@ func (a *plModel) Step(in, out []uint32) {
 		Rev: p.uRev.Get(in) != 0, DMAReady: p.dmaReady.Get(in) != 0, HostReady: p.hostReady.Get(in) != 0, TermReady: p.termReady.Get(in) != 0, DoneReady: p.dReady.Get(in) != 0,
 		DropAfterFail: p.drop.Get(in) != 0, Kill: p.killV.Get(in) != 0, KillQP: uint32(p.killQP.Get(in)),
 		Clear: p.clrV.Get(in) != 0, ClearQP: uint32(p.clrQP.Get(in)),
-		ReadCheck: p.rdChk.Get(in) != 0, RdIssue: p.rdIssV.Get(in) != 0, RdIssueQP: uint32(p.rdIssQP.Get(in)), RdIssueCount: uint16(p.rdIssN.Get(in))}
+		ReadCheck: p.rdChk.Get(in) != 0, RdIssue: p.rdIssV.Get(in) != 0, RdIssueQP: uint32(p.rdIssQP.Get(in)), RdIssueCount: uint16(p.rdIssN.Get(in)),
+		RdIssueSink: cycle.ReadSink{STag: uint32(p.rdIssSTag.Get(in)), TO: p.rdIssTO.Get(in), Len: uint32(p.rdIssLen.Get(in))}}
 	if x.Reset {
 		clear(a.staged)
 	} else if p.regWr.Get(in) != 0 {

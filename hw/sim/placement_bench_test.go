@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"testing"
 
@@ -72,14 +73,15 @@ func (s *plShadow) footprint(pageList []uint64, fn func(lo, hi uint64)) {
 // against it.
 type plDriver struct {
 	p plPorts
-	// rdIssued is the Read Request count the bench last reported.
-	rdIssued uint16
-	cfg      gen.PlacementConfig
-	mode     plMode
-	rng      Rand
-	pool     Pool
-	src      *AXISSource
-	cycle    uint64
+	// reads is what the bench believes of each connection's Reads (by
+	// connection number, below plReadQPs): what it issued and answered.
+	reads [plReadQPs]plReads
+	cfg   gen.PlacementConfig
+	mode  plMode
+	rng   Rand
+	pool  Pool
+	src   *AXISSource
+	cycle uint64
 
 	phase     int // 0 reset, 1 wait init, 2 program, 3 traffic, 4 drain
 	resetLeft int
@@ -119,6 +121,25 @@ type plDriver struct {
 type plClear struct {
 	at uint64
 	qp uint32
+}
+
+// plReadQPs bounds the connections the bench issues Reads on (frames use 1 to 8).
+const plReadQPs = 16
+
+// plReads is a connection's Reads as the bench issued them: the count
+// placement was told (Read Requests plus one), the sinks not yet fully
+// answered, the bytes of the oldest answered so far. Frames dropped or
+// refused make it drift from placement's; the cycle model is the judge.
+type plReads struct {
+	count uint16
+	sinks []plSink
+	got   uint32
+}
+
+// plSink is an issued Read's sink, with the PD its entry has.
+type plSink struct {
+	cycle.ReadSink
+	pd uint32
 }
 
 type plFrame struct {
@@ -369,6 +390,8 @@ func (d *plDriver) nextFrame() []byte {
 		d.cur.rev, ver = true, ddp.Version1
 	}
 	switch {
+	case kind < 55 && !d.mode.saturated && r.Chance(128) && d.answer(ver):
+		f = d.frame
 	case kind < 55: // tagged Write or Read Response, good or hostile
 		op, need := rdmap.OpWrite, mem.RemoteWrite
 		if !d.mode.saturated && r.Chance(64) {
@@ -477,6 +500,96 @@ func (d *plDriver) nextFrame() []byte {
 	return f
 }
 
+// issue reports a Read Request sent on the traffic's connection, its
+// sink in a region with the local write right (now and then one without,
+// or a zero-length Read), while it has fewer than 16 outstanding.
+func (d *plDriver) issue(in []uint32) {
+	p, r := d.p, d.rng
+	q := d.cur.qp
+	if q >= plReadQPs || len(d.reads[q].sinks) >= 16 {
+		return
+	}
+	rd := &d.reads[q]
+	var sk plSink
+	if idx, ok := d.pick(mem.LocalWrite); ok || r.Chance(20) {
+		e := d.table[idx]
+		n := min(uint64(r.IntN(3000)), e.Length)
+		if r.Chance(16) {
+			n = 0
+		}
+		sk = plSink{ReadSink: cycle.ReadSink{STag: uint32(mem.MakeSTag(idx, e.Key)), TO: e.Base + uint64(r.IntN(int(e.Length-n)+1)), Len: uint32(n)}, pd: e.PD}
+	}
+	rd.count = max(rd.count, 1) + 1
+	rd.sinks = append(rd.sinks, sk)
+	p.rdIssV.Set(in, 1)
+	p.rdIssQP.Set(in, uint64(q))
+	p.rdIssN.Set(in, uint64(rd.count))
+	p.rdIssSTag.Set(in, uint64(sk.STag))
+	p.rdIssTO.Set(in, sk.TO)
+	p.rdIssLen.Set(in, uint64(sk.Len))
+	d.Sent["Read issued"]++
+}
+
+// answer frames the next Read Response segment of a connection with a
+// Read outstanding (in the bench's belief) into d.frame, or reports
+// false when none has one. One in eight is hostile: another STag, the
+// wrong TO, too long, or a last segment that leaves bytes out.
+func (d *plDriver) answer(ver ddp.Version) bool {
+	r := d.rng
+	waiting := func(q uint32) bool { // a Read outstanding, and no Terminate awaiting its clear
+		return len(d.reads[q].sinks) > 0 && !slices.ContainsFunc(d.clears, func(c plClear) bool { return c.qp == q })
+	}
+	q := uint32(1 + r.IntN(plReadQPs-1))
+	for k := 0; k < plReadQPs && !waiting(q); k++ {
+		q = q%(plReadQPs-1) + 1
+	}
+	if !waiting(q) {
+		return false
+	}
+	rd := &d.reads[q]
+	sk := rd.sinks[0]
+	left := sk.Len - rd.got
+	n := uint32(r.IntN(int(min(left, 3000)) + 1))
+	switch {
+	case r.Chance(96):
+		n = left // the rest at once
+	case r.Chance(64):
+		n = 0
+	}
+	last := n == left
+	stag, to := sk.STag, sk.TO+uint64(rd.got)
+	what := "Read Response answering"
+	if r.Chance(32) {
+		switch r.IntN(3 + int(b2u(left > 0))) {
+		case 0:
+			stag ^= 1 << r.IntN(32)
+			n = max(n, 1)
+			what = "Read Response to another STag"
+		case 1:
+			to += uint64(1 + r.IntN(64))
+			n = max(n, 1)
+			what = "Read Response at the wrong TO"
+		case 2:
+			n = left + uint32(1+r.IntN(64))
+			what = "Read Response too long"
+		default:
+			last, n = true, uint32(r.IntN(int(min(left, 3000))))
+			what = "Read Response cut short"
+		}
+	} else {
+		rd.got += n
+		if last {
+			rd.sinks, rd.got = rd.sinks[1:], 0
+		}
+	}
+	d.Sent[what]++
+	d.cur.qp, d.cur.pd = q, sk.pd
+	d.frame = ddp.TaggedFields{Last: last, Version: ver, RsvdULP: uint8(rdmap.NewControl(rdmap.Version(ver), rdmap.OpReadResponse)),
+		STag: stag, TO: to}.Append(d.frame[:0])
+	d.frame = append(d.frame, d.pool.Slice(r, int(n))...)
+	return true
+}
+
 func (d *plDriver) Next(in []uint32) {
 	d.cycle++
 	p := d.p
@@ -557,11 +670,10 @@ func (d *plDriver) Next(in []uint32) {
 			// The Read check in alternate stretches, Read Requests sent
 			// on the traffic's connection now and then.
 			p.rdChk.Set(in, b2u(d.cycle>>14&1 == 1))
-			if rng.Chance(4) {
-				d.rdIssued++
-				p.rdIssV.Set(in, 1)
-				p.rdIssQP.Set(in, uint64(d.cur.qp))
-				p.rdIssN.Set(in, uint64(d.rdIssued))
+			if p.clrV.Get(in) != 0 && d.cur.qp < plReadQPs {
+				d.reads[d.cur.qp] = plReads{} // created anew: nothing outstanding
+			} else if rng.Chance(4) {
+				d.issue(in)
 			}
 		}
 		d.src.Drive(in)

@@ -202,8 +202,10 @@ type ReadSink struct {
 }
 
 // CheckReadResponse checks a Read Response segment against the oldest
-// outstanding Read before its placement: there is one, the STag is its
-// sink's, and TO and length fall where the next bytes belong.
+// outstanding Read before anything of it is placed: there is one; with
+// payload, the STag is its sink's, and TO and length fall where the next
+// bytes belong; and a last segment (L=1) completes the Read, so that a
+// response that ends short writes nothing of its last segment either.
 func CheckReadResponse(seg ddp.Segment, d []byte, s ReadSink) *Reject {
 	op := rdmap.OpReadResponse
 	h := seg.Tagged()
@@ -211,14 +213,16 @@ func CheckReadResponse(seg ddp.Segment, d []byte, s ReadSink) *Reject {
 		return reject(rdmap.DDPLocalCatastrophic, op, d, nil, "Read Response with no Read outstanding")
 	}
 	n := uint64(len(seg.Payload))
-	if n == 0 {
-		return nil
+	if n > 0 {
+		if mem.STag(h.STag()) != s.Sink.LKey {
+			return reject(rdmap.DDPInvalidSTag, op, d, nil, "Read Response to %v, the Read's sink is %v", mem.STag(h.STag()), s.Sink.LKey)
+		}
+		if h.TO() != s.Sink.Addr+s.Got || s.Got+n > uint64(s.Sink.Length) {
+			return reject(rdmap.DDPBaseBounds, op, d, nil, "Read Response TO %#x len %d, expected TO %#x with %d left", h.TO(), n, s.Sink.Addr+s.Got, uint64(s.Sink.Length)-s.Got)
+		}
 	}
-	if mem.STag(h.STag()) != s.Sink.LKey {
-		return reject(rdmap.DDPInvalidSTag, op, d, nil, "Read Response to %v, the Read's sink is %v", mem.STag(h.STag()), s.Sink.LKey)
-	}
-	if h.TO() != s.Sink.Addr+s.Got || s.Got+n > uint64(s.Sink.Length) {
-		return reject(rdmap.DDPBaseBounds, op, d, nil, "Read Response TO %#x len %d, expected TO %#x with %d left", h.TO(), n, s.Sink.Addr+s.Got, uint64(s.Sink.Length)-s.Got)
+	if seg.Control.Last() && s.Got+n != uint64(s.Sink.Length) {
+		return reject(rdmap.DDPBaseBounds, op, d, nil, "Read Response of %d bytes for a %d-byte Read", s.Got+n, s.Sink.Length)
 	}
 	return nil
 }
@@ -230,15 +234,6 @@ func ReadResponsePlacement(d []byte, f mem.Fault) *Reject {
 		return nil
 	}
 	return reject(f.Cause(mem.UseReadResponse), rdmap.OpReadResponse, d, nil, "Read Response placement: %v", f)
-}
-
-// ReadResponseShort reports a last Read Response segment that ends a
-// response shorter than the Read (got bytes of size), or nil.
-func ReadResponseShort(d []byte, got uint64, size uint32) *Reject {
-	if got == uint64(size) {
-		return nil
-	}
-	return reject(rdmap.DDPBaseBounds, rdmap.OpReadResponse, d, nil, "Read Response of %d bytes for a %d-byte Read", got, size)
 }
 
 // TerminateReceived decodes an inbound Terminate segment (RFC 5040 §5.4;

@@ -157,9 +157,6 @@ func (q *QP) rxReadResponse(seg ddp.Segment, d []byte) error {
 	if !seg.Control.Last() {
 		return nil
 	}
-	if rj := ReadResponseShort(d, s.got, rs.Sink.Length); rj != nil {
-		return q.reject(rj)
-	}
 	q.rxMsgs++
 	q.orq = q.orq[1:]
 	s.done = true

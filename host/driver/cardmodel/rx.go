@@ -355,9 +355,6 @@ func (q *qp) rxReadResponse(seg ddp.Segment, d []byte) error {
 	if !seg.Control.Last() {
 		return nil
 	}
-	if rj := iwarp.ReadResponseShort(d, w.got, rs.Sink.Length); rj != nil {
-		return q.reject(rj)
-	}
 	q.orq = popFront(q.orq)
 	w.done = true
 	q.retire()

@@ -65,6 +65,9 @@
     X(s_rd_issue_valid, 1) \
     X(s_rd_issue_qp, 10) \
     X(s_rd_issue_count, 16) \
+    X(s_rd_issue_stag, 32) \
+    X(s_rd_issue_to, 64) \
+    X(s_rd_issue_len, 32) \
     X(s_chk_valid, 1) \
     X(s_chk_stag, 32) \
     X(s_chk_pd, 32) \

@@ -95,6 +95,9 @@
     X(s_rd_issue_valid, 1) \
     X(s_rd_issue_qp, 10) \
     X(s_rd_issue_count, 16) \
+    X(s_rd_issue_stag, 32) \
+    X(s_rd_issue_to, 64) \
+    X(s_rd_issue_len, 32) \
     X(s_rxk_valid, 1) \
     X(s_rxk_stag, 32) \
     X(s_rxk_pd, 32) \
@@ -124,6 +127,9 @@
     X(m_rd_issue_valid, 1) \
     X(m_rd_issue_qp, 10) \
     X(m_rd_issue_count, 16) \
+    X(m_rd_issue_stag, 32) \
+    X(m_rd_issue_to, 64) \
+    X(m_rd_issue_len, 32) \
     X(m_rreq_done_valid, 1) \
     X(m_rreq_done_qpn, 10) \
     X(m_cpl_valid, 1) \

@@ -100,6 +100,9 @@
     X(m_rd_issue_valid, 1) \
     X(m_rd_issue_qp, 10) \
     X(m_rd_issue_count, 16) \
+    X(m_rd_issue_stag, 32) \
+    X(m_rd_issue_to, 64) \
+    X(m_rd_issue_len, 32) \
     X(m_rreq_done_valid, 1) \
     X(m_rreq_done_qpn, 10) \
     X(m_cpl_valid, 1) \

@@ -32,6 +32,9 @@
     X(s_rd_issue_valid, 1) \
     X(s_rd_issue_qp, 10) \
     X(s_rd_issue_count, 16) \
+    X(s_rd_issue_stag, 32) \
+    X(s_rd_issue_to, 64) \
+    X(s_rd_issue_len, 32) \
     X(s_rxk_valid, 1) \
     X(s_rxk_stag, 32) \
     X(s_rxk_pd, 32) \
