@@ -104,7 +104,17 @@ type wcQP struct {
 	peer           mpa.Framer  // the peer's framer (our receive stream)
 	rxWritten      uint32      // receive stream octets written and announced
 	peerRRMSN      uint32      // the peer's next Read Request MSN
+	reads          []wcRead    // RDMA Reads posted and not yet answered by the peer
 	mTXSCI, rTXSCI uint32      // TXS_CI given back (model, RTL)
+}
+
+// wcRead is an RDMA Read a QP posted: its sink in the QP's region, and
+// whether it is fenced behind Reads posted before it (it goes out only
+// once they are answered).
+type wcRead struct {
+	to     uint64
+	n      int
+	fenced bool
 }
 
 type wcBench struct {
@@ -385,7 +395,7 @@ func (b *wcBench) createQP(q *wcQP, idx uint32) {
 		{cs.QPRXSBaseLo, uint32(wcRXS + uint64(q.n)<<16)}, {cs.QPRXSBaseHi, 0},
 		{cs.QPSizes, q.sqLog | 4<<cs.QPSizesRQLogShift | q.txsLog<<cs.QPSizesTXSLogShift | q.rxsLog<<cs.QPSizesRXSLogShift},
 		{cs.QPCqs, q.sendCQ | q.sendCQ<<cs.QPCqsRecvCQShift},
-		{cs.QPMPA, m}, {cs.QPRD, 4 | 4<<cs.QPRDIRDShift},
+		{cs.QPMPA, m}, {cs.QPRD, wcORD | wcORD<<cs.QPRDIRDShift},
 		{cs.QPCmd, uint32(cs.QPOpCreate)},
 	} {
 		b.w32(rw[0], rw[1])
@@ -869,6 +879,10 @@ func (b *wcBench) round(round int) {
 			if int(uint16(1)<<q.sqLog)-int(q.pi-st.SQCI()) < cs.MaxWQEBBs {
 				break
 			}
+			if len(q.reads) < wcORD && r.Chance(40) {
+				b.postReadWQE(q)
+				continue
+			}
 			b.post(q)
 		}
 		b.ring(q)
@@ -878,7 +892,95 @@ func (b *wcBench) round(round int) {
 	}
 	b.runModel()
 	b.runRTL(3_000_000)
+	// The peer answers the RDMA Reads the QPs sent (each went out: at
+	// most ORD were posted), and the Reads complete.
+	for b.answerReads() {
+		b.runModel()
+		b.runRTL(3_000_000)
+	}
 	require.Equal(b.t, b.mIRQ-mIRQ, b.rIRQ-rIRQ, "seed %d round %d: interrupts", b.seed, round)
+}
+
+// wcORD is the ORD (and IRD) every QP of the bench is created with.
+const wcORD = 4
+
+// postReadWQE posts an RDMA Read of 0 to 1,000 bytes into a random
+// place of q's region (signaled or not, fenced now and then; one in
+// eight zero-length with no SGE) and keeps it for the peer to answer.
+func (b *wcBench) postReadWQE(q *wcQP) {
+	r := b.rng
+	n := r.IntN(1001)
+	rd := wcRead{to: wcRegion + uint64(q.n)<<16 + uint64(r.IntN(wcRegLen-n+1)), n: n}
+	wqe := make([]byte, cs.BB)
+	h := cs.WQE(wqe)
+	h.SetOpcode(cs.WQEOpcodeRDMARead)
+	h.SetSignaled(r.Chance(170))
+	fence := r.Chance(40)
+	h.SetFence(fence)
+	h.SetBBS(1)
+	h.SetWRID(r.Uint64())
+	h.SetRemoteAddr(r.Uint64())
+	h.SetRKey(r.Uint32())
+	if n > 0 || !r.Chance(32) {
+		h.SetNSGE(1)
+		e := cs.SGE(wqe[cs.WQEHdr:])
+		e.SetAddr(rd.to)
+		e.SetLength(uint32(n))
+		e.SetLKey(uint32(q.stag))
+	} else {
+		rd = wcRead{} // no sink: the card model's Read sinks are zero
+	}
+	rd.fenced = fence && len(q.reads) > 0
+	b.postWQE(q, wqe)
+	q.reads = append(q.reads, rd)
+}
+
+// answerReads has the peer answer, in order, the Reads each QP sent:
+// Read Responses in random segments into the Reads' sinks, as many as
+// its receive ring holds, up to a fenced Read that has not gone out yet
+// (it goes once those before it are answered: a later call answers it).
+// It reports whether any Read was answered.
+func (b *wcBench) answerReads() bool {
+	r := b.rng
+	any := false
+	for _, q := range b.qps {
+		ring := uint32(1) << q.rxsLog
+		var stream []byte
+		for k := 0; len(q.reads) > 0 && (k == 0 || !q.reads[0].fenced); k++ {
+			rd := q.reads[0]
+			seg := max(rd.n, 1)
+			if r.Chance(128) { // up to 8 segments: one Read's answer always fits the ring
+				seg = max(1+r.IntN(seg), (rd.n+7)/8)
+			}
+			saved := q.peer.Offset
+			var fp []byte
+			for off := 0; ; off += seg {
+				c := min(seg, rd.n-off)
+				ulp := ddp.TaggedFields{Last: off+c == rd.n, Version: ddp.Version1, RsvdULP: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpReadResponse)),
+					STag: uint32(q.stag), TO: rd.to + uint64(off)}.Append(nil)
+				for i := 0; i < c; i++ {
+					ulp = append(ulp, byte(r.Uint32()))
+				}
+				var err error
+				fp, err = q.peer.AppendFPDU(fp, ulp)
+				require.NoError(b.t, err)
+				if off+c == rd.n {
+					break
+				}
+			}
+			if uint32(len(stream)+len(fp)) > ring {
+				q.peer.Offset = saved // the next round's
+				break
+			}
+			stream = append(stream, fp...)
+			q.reads = q.reads[1:]
+		}
+		if len(stream) > 0 {
+			b.peerSend(q, stream)
+			any = true
+		}
+	}
+	return any
 }
 
 // wcTiming is the host of the whole-card co-simulation: reads answered
@@ -889,8 +991,9 @@ var wcTiming = CardConfig{Timing: AXITiming{ReadLatency: 1, ReadJitter: 300, Wri
 	IRQBackpressure: 50}
 
 // TestCardCosim programs the whole card and the card model alike and
-// runs random inline Sends, Sends with Invalidate and RDMA Writes on
-// transmit (pushed and fetched), RDMA Writes from the peer on receive,
+// runs random inline Sends, Sends with Invalidate, RDMA Writes and RDMA
+// Reads (answered by the peer in random segments) on transmit (pushed
+// and fetched), RDMA Writes from the peer on receive,
 // RDMA Read Requests from the peer answered with Read Responses,
 // CQ and EQ arming, under random DMA latency (1 to 300 cycles), response
 // order and backpressure; every stream must be the model's.
@@ -911,9 +1014,14 @@ func TestCardCosim(t *testing.T) {
 			if w == 64 {
 				b.mutations()
 			}
-			var cqes, eqes, placedBytes, txBytes int
+			var cqes, reads, eqes, placedBytes, txBytes int
 			for n := uint32(1); n <= wcNCQ; n++ {
 				cqes += len(b.rWrite[wcKey{"cqe", n}])
+				for _, e := range b.rWrite[wcKey{"cqe", n}] {
+					if c := cs.CQE(e); c.Opcode() == cs.WCOpcodeRDMARead && c.Status() == cs.WCStatusSuccess {
+						reads++
+					}
+				}
 			}
 			eqes = len(b.rWrite[wcKey{"eqe", 0}])
 			for _, q := range b.qps {
@@ -922,9 +1030,10 @@ func TestCardCosim(t *testing.T) {
 			}
 			require.Greater(t, cqes, 10, "seed %d", seed)
 			require.Greater(t, placedBytes, 0, "seed %d", seed)
+			require.Greater(t, reads, 0, "seed %d: RDMA Reads completed", seed)
 			st := b.rtl.Stats()
-			t.Logf("seed %d: %d cycles, %d CQEs, %d EQEs, %d interrupts, %d transmit stream bytes, %d placed bytes, %d read / %d write bursts",
-				seed, st.Cycles, cqes, eqes, st.Interrupts, txBytes, placedBytes, st.ReadBursts, st.WriteBursts)
+			t.Logf("seed %d: %d cycles, %d CQEs (%d of RDMA Reads), %d EQEs, %d interrupts, %d transmit stream bytes, %d placed bytes, %d read / %d write bursts",
+				seed, st.Cycles, cqes, reads, eqes, st.Interrupts, txBytes, placedBytes, st.ReadBursts, st.WriteBursts)
 		})
 	}
 }
