@@ -55,18 +55,21 @@
 // ERROR puts a live QP in error (taken one cycle after it is offered: the QP's
 // state is read first; a QP that does not exist is left alone), after which
 // every WQE posted and not completed, the ones posted later included,
-// completes in posting order with WR_FLUSH_ERR (its first block read from the
-// SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block
-// posted, as the card model does) and nothing more is sent; DESTROY frees a QP
-// in error; CLOSE is taken without effect. A WQE starts only when its TX ring
-// has 1024 bytes free (more than the FPDUs of 480 inline bytes take at any
-// MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks
-// another. One WQE is fetched and segmented at a time; framing, ring writes
-// and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight):
-// there a WQE starts only once every completion before it has its verdict
-// (cpl_hold low, its own completion queue empty), so that the WQE behind one
-// whose completion overran is flushed, never sent, as in the card model; its
-// QP goes back to the scheduler meanwhile. A record of s_term with
+// completes in posting order with WR_FLUSH_ERR (once its Terminate is sent and
+// its Read Requests dropped: a Read whose Read done came before, and the WQEs
+// sent behind it, complete first as on a live QP, as the card model completes
+// a Read when its response's last segment is placed) (its first block read
+// from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every
+// block posted, as the card model does) and nothing more is sent; DESTROY
+// frees a QP in error; CLOSE is taken without effect. A WQE starts only when
+// its TX ring has 1024 bytes free (more than the FPDUs of 480 inline bytes
+// take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP
+// blocks another. One WQE is fetched and segmented at a time; framing, ring
+// writes and completions of earlier WQEs overlap it, except on a tight CQ
+// (cq_tight): there a WQE starts only once every completion before it has its
+// verdict (cpl_hold low, its own completion queue empty), so that the WQE
+// behind one whose completion overran is flushed, never sent, as in the card
+// model; its QP goes back to the scheduler meanwhile. A record of s_term with
 // s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with
 // that INFO instead of TERM_SENT.
 //
@@ -558,6 +561,8 @@ module card_tx_w64 (
     wire [31:0]    h_inv_stag;
     wire           has_work;                 // a posted WQE is not started
     wire [4:0]     rdone_pending;            // Read dones not yet taken
+    wire           rreq_pending;             // Read Request records of the QP to answer (or, in error, to drop)
+    wire           err_complete;             // in error, the completions of work done before it
     wire           walk_go;                  // complete the WQE at SQ_CI if it was sent (stop at a Read)
     reg            cur_end_seen;             // the stream end was taken
     reg  [4:0]     cur_end_flush;            // Reads the stream end flushes, not yet completed
@@ -566,7 +571,6 @@ module card_tx_w64 (
     wire           ret_done_go;              // complete the oldest outstanding Read (its Read done came)
     wire           ret_flush_go;             // flush the oldest outstanding Read (the stream ended)
     wire           ret_go;                   // complete the oldest outstanding Read
-    wire           rreq_pending;             // Read Request records of the QP to answer (or, in error, to drop)
     wire           flush_go;                 // flush the WQE at SQ_CI (the QP is in error)
     wire           ord_room;                 // a Read can start within ORD
     wire [31:0]    ring_used;
@@ -7566,14 +7570,15 @@ module card_tx_w64 (
     assign h_inv_stag = wqe_hdr[255:224];
     assign has_work = cur_sq_next != cur_sq_pi;
     assign rdone_pending = cur_rdone - cur_rdone_used;
-    assign walk_go = (((in_state3 & cur_live) & cur_walk) & (cur_sq_ci != cur_sq_next)) & ~term_ev_v;
+    assign rreq_pending = cur_rreq != cur_rreq_used;
+    assign err_complete = (cur_error & ~term_pend_cur) & ~rreq_pending;
+    assign walk_go = (((in_state3 & (cur_live | err_complete)) & cur_walk) & (cur_sq_ci != cur_sq_next)) & ~term_ev_v;
     assign end_new = cur_end & ~cur_end_seen;
     assign end_flush_now = end_new ? ((cur_orq < rdone_pending) ? 5'h00 : (cur_orq - rdone_pending)) : cur_end_flush;
-    assign ret_done_go = ((((in_state3 & cur_live) & ~walk_go) & (cur_orq != 5'h00)) & (rdone_pending != 5'h00)) & ~term_ev_v;
+    assign ret_done_go = ((((in_state3 & (cur_live | err_complete)) & ~walk_go) & (cur_orq != 5'h00)) & (rdone_pending != 5'h00)) & ~term_ev_v;
     assign ret_flush_go = (((((in_state3 & cur_live) & ~walk_go) & (cur_orq != 5'h00)) & (rdone_pending == 5'h00)) & (end_flush_now != 5'h00)) & ~term_ev_v;
     assign ret_go = ret_done_go | ret_flush_go;
-    assign rreq_pending = cur_rreq != cur_rreq_used;
-    assign flush_go = ((((in_state3 & cur_error) & ~term_pend_cur) & ~rreq_pending) & (cur_sq_ci != cur_sq_pi)) & ~term_ev_v;
+    assign flush_go = ((((in_state3 & err_complete) & ~ret_go) & ~walk_go) & (cur_sq_ci != cur_sq_pi)) & ~term_ev_v;
     assign ord_room = cur_orq < cur_ord;
     assign ring_used = f_off - cur_txs_ci;
     assign ring_size = {8'h00, cur_txs_mask} + 32'h00000001;

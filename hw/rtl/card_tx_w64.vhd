@@ -55,18 +55,21 @@
 -- ERROR puts a live QP in error (taken one cycle after it is offered: the QP's
 -- state is read first; a QP that does not exist is left alone), after which
 -- every WQE posted and not completed, the ones posted later included,
--- completes in posting order with WR_FLUSH_ERR (its first block read from the
--- SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block
--- posted, as the card model does) and nothing more is sent; DESTROY frees a QP
--- in error; CLOSE is taken without effect. A WQE starts only when its TX ring
--- has 1024 bytes free (more than the FPDUs of 480 inline bytes take at any
--- MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks
--- another. One WQE is fetched and segmented at a time; framing, ring writes
--- and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight):
--- there a WQE starts only once every completion before it has its verdict
--- (cpl_hold low, its own completion queue empty), so that the WQE behind one
--- whose completion overran is flushed, never sent, as in the card model; its
--- QP goes back to the scheduler meanwhile. A record of s_term with
+-- completes in posting order with WR_FLUSH_ERR (once its Terminate is sent and
+-- its Read Requests dropped: a Read whose Read done came before, and the WQEs
+-- sent behind it, complete first as on a live QP, as the card model completes
+-- a Read when its response's last segment is placed) (its first block read
+-- from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every
+-- block posted, as the card model does) and nothing more is sent; DESTROY
+-- frees a QP in error; CLOSE is taken without effect. A WQE starts only when
+-- its TX ring has 1024 bytes free (more than the FPDUs of 480 inline bytes
+-- take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP
+-- blocks another. One WQE is fetched and segmented at a time; framing, ring
+-- writes and completions of earlier WQEs overlap it, except on a tight CQ
+-- (cq_tight): there a WQE starts only once every completion before it has its
+-- verdict (cpl_hold low, its own completion queue empty), so that the WQE
+-- behind one whose completion overran is flushed, never sent, as in the card
+-- model; its QP goes back to the scheduler meanwhile. A record of s_term with
 -- s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with
 -- that INFO instead of TERM_SENT.
 --
@@ -589,6 +592,8 @@ architecture rtl of card_tx_w64 is
     signal h_inv_stag : std_logic_vector(31 downto 0);
     signal has_work : std_logic;             -- a posted WQE is not started
     signal rdone_pending : std_logic_vector(4 downto 0); -- Read dones not yet taken
+    signal rreq_pending : std_logic;         -- Read Request records of the QP to answer (or, in error, to drop)
+    signal err_complete : std_logic;         -- in error, the completions of work done before it
     signal walk_go : std_logic;              -- complete the WQE at SQ_CI if it was sent (stop at a Read)
     signal cur_end_seen : std_logic;         -- the stream end was taken
     signal cur_end_flush : std_logic_vector(4 downto 0); -- Reads the stream end flushes, not yet completed
@@ -597,7 +602,6 @@ architecture rtl of card_tx_w64 is
     signal ret_done_go : std_logic;          -- complete the oldest outstanding Read (its Read done came)
     signal ret_flush_go : std_logic;         -- flush the oldest outstanding Read (the stream ended)
     signal ret_go : std_logic;               -- complete the oldest outstanding Read
-    signal rreq_pending : std_logic;         -- Read Request records of the QP to answer (or, in error, to drop)
     signal flush_go : std_logic;             -- flush the WQE at SQ_CI (the QP is in error)
     signal ord_room : std_logic;             -- a Read can start within ORD
     signal ring_used : std_logic_vector(31 downto 0);
@@ -7611,14 +7615,15 @@ begin
     h_inv_stag <= wqe_hdr(255 downto 224);
     has_work <= b2l(cur_sq_next /= cur_sq_pi);
     rdone_pending <= std_logic_vector(unsigned(cur_rdone) - unsigned(cur_rdone_used));
-    walk_go <= (((in_state3 and cur_live) and cur_walk) and b2l(cur_sq_ci /= cur_sq_next)) and (not term_ev_v);
+    rreq_pending <= b2l(cur_rreq /= cur_rreq_used);
+    err_complete <= (cur_error and (not term_pend_cur)) and (not rreq_pending);
+    walk_go <= (((in_state3 and (cur_live or err_complete)) and cur_walk) and b2l(cur_sq_ci /= cur_sq_next)) and (not term_ev_v);
     end_new <= cur_end and (not cur_end_seen);
     end_flush_now <= mux(end_new, mux(b2l(unsigned(cur_orq) < unsigned(rdone_pending)), "00000", std_logic_vector(unsigned(cur_orq) - unsigned(rdone_pending))), cur_end_flush);
-    ret_done_go <= ((((in_state3 and cur_live) and (not walk_go)) and b2l(cur_orq /= "00000")) and b2l(rdone_pending /= "00000")) and (not term_ev_v);
+    ret_done_go <= ((((in_state3 and (cur_live or err_complete)) and (not walk_go)) and b2l(cur_orq /= "00000")) and b2l(rdone_pending /= "00000")) and (not term_ev_v);
     ret_flush_go <= (((((in_state3 and cur_live) and (not walk_go)) and b2l(cur_orq /= "00000")) and b2l(rdone_pending = "00000")) and b2l(end_flush_now /= "00000")) and (not term_ev_v);
     ret_go <= ret_done_go or ret_flush_go;
-    rreq_pending <= b2l(cur_rreq /= cur_rreq_used);
-    flush_go <= ((((in_state3 and cur_error) and (not term_pend_cur)) and (not rreq_pending)) and b2l(cur_sq_ci /= cur_sq_pi)) and (not term_ev_v);
+    flush_go <= ((((in_state3 and err_complete) and (not ret_go)) and (not walk_go)) and b2l(cur_sq_ci /= cur_sq_pi)) and (not term_ev_v);
     ord_room <= b2l(unsigned(cur_orq) < unsigned(cur_ord));
     ring_used <= std_logic_vector(unsigned(f_off) - unsigned(cur_txs_ci));
     ring_size <= std_logic_vector(unsigned(std_logic_vector'(x"00" & cur_txs_mask)) + unsigned'(x"00000001"));
