@@ -236,7 +236,9 @@ func CardRx(width int) (*Module, error) {
 	fCnt := m.WireOf("fifo_count", Sub(fTail, fHead), "")
 	fPrev := m.Reg("fifo_nonempty_q", 1, big.NewInt(0), RedOr(fCnt), nil, "the FIFO held a QP last cycle (its head entry is readable)")
 	aq := m.RegDecl("act_qp", QB, "the QP being served")
-	popQP := m.WireOf("eng_pop", And(in(sIdle), fPrev, Not(eValid)), "")
+	// The next QP waits for the last turn's reports: m_ci names the QP
+	// served (an MPA error's RXS_CI record outlives its turn).
+	popQP := m.WireOf("eng_pop", And(in(sIdle), fPrev, Not(eValid), Not(ciValid)), "")
 	push := m.Wire("fifo_push", 1, "a QP goes on the work FIFO")
 	// Two bits wide: the VHDL emitter types memory words as vectors.
 	qRd := m.Mem("queued", 2, 1<<QB, Or(create, in(sPop), push), Sel(create, Bits(cQPN, QB-1, 0), Sel(in(sPop), aq, dbQP)),
@@ -274,12 +276,6 @@ func CardRx(width int) (*Module, error) {
 	m.Drive(cCRCQ, nil, Bit(ctxRd, 33), ld)
 	m.Drive(cRev0Q, nil, Bit(ctxRd, 32), ld)
 	m.Drive(cPDQ, nil, Bits(ctxRd, 31, 0), ld)
-	aPI := m.RegDecl("a_pi", 32, "RXS_PI of the QP served")
-	fwdPI := m.WireOf("db_fwd", And(bGo, Eq(dbQP, aq), Or(in(sCheck), in(sRun))), "a doorbell of the QP being served")
-	m.Drive(aPI, nil, Sel(ld, piRd, dbVal), Or(ld, And(fwdPI, Not(dbFinQ))))
-	aFin := m.RegDecl("a_fin", 1, "the served QP's stream ended (RX_FIN)")
-	m.Drive(aFin, nil, Sel(ld, Bit(finRd, 0), C(1, 1)), Or(ld, And(fwdPI, dbFinQ)))
-
 	// Ring size.
 	var maskBits []Expr
 	for i := 24; i >= 0; i-- {
@@ -287,6 +283,18 @@ func CardRx(width int) (*Module, error) {
 	}
 	rmask := m.WireOf("ring_mask", Cat(maskBits...), "ring size - 1")
 	rsize := m.WireOf("ring_size", Add(zext(rmask, 26), C(26, 1)), "")
+
+	// A doorbell of the QP being served goes straight to its turn, but
+	// for an RXS_PI more than the ring's size past RXS_CI in a running
+	// turn: that one only queues the QP (as every doorbell does), so the
+	// turn ends and the check of its next turn refuses it (BAD_DOORBELL)
+	// instead of the turn reading the ring's stale octets as FPDUs.
+	aPI := m.RegDecl("a_pi", 32, "RXS_PI of the QP served")
+	runBad := m.WireOf("db_run_bad", And(in(sRun), Not(dbFinQ), Lt(zext(rsize, 32), Sub(dbVal, lim))), "a bad RXS_PI of the QP in its turn")
+	fwdPI := m.WireOf("db_fwd", And(bGo, Eq(dbQP, aq), Or(in(sCheck), in(sRun)), Not(runBad)), "a doorbell of the QP being served")
+	m.Drive(aPI, nil, Sel(ld, piRd, dbVal), Or(ld, And(fwdPI, Not(dbFinQ))))
+	aFin := m.RegDecl("a_fin", 1, "the served QP's stream ended (RX_FIN)")
+	m.Drive(aFin, nil, Sel(ld, Bit(finRd, 0), C(1, 1)), Or(ld, And(fwdPI, dbFinQ)))
 
 	// Check: is there anything to do?
 	avail := m.WireOf("chk_avail", Sub(aPI, lim), "")

@@ -255,11 +255,12 @@ module card_rx_w64 (
     reg            c_crc;
     reg            c_rev0;
     reg  [31:0]    c_pd;
-    reg  [31:0]    a_pi;                     // RXS_PI of the QP served
-    wire           db_fwd;                   // a doorbell of the QP being served
-    reg            a_fin;                    // the served QP's stream ended (RX_FIN)
     wire [24:0]    ring_mask;                // ring size - 1
     wire [25:0]    ring_size;
+    reg  [31:0]    a_pi;                     // RXS_PI of the QP served
+    wire           db_run_bad;               // a bad RXS_PI of the QP in its turn
+    wire           db_fwd;                   // a doorbell of the QP being served
+    reg            a_fin;                    // the served QP's stream ended (RX_FIN)
     wire [31:0]    chk_avail;
     wire           chk_bad;                  // RXS_PI more than the ring's size past RXS_CI
     wire           chk_enough;
@@ -746,9 +747,8 @@ module card_rx_w64 (
     assign db_is_fin = (db_take & (s_db_kind == 3'h5)) & s_db_value[0];
     assign db_in = db_is_pi | db_is_fin;
     assign fifo_count = fifo_tail - fifo_head;
-    assign eng_pop = ((eng_state == 4'h0) & fifo_nonempty_q) & ~m_err_valid;
+    assign eng_pop = (((eng_state == 4'h0) & fifo_nonempty_q) & ~m_err_valid) & ~m_ci_valid;
     assign fifo_push = db_b_go & ~queued_rd[0];
-    assign db_fwd = (db_b_go & (db_qp == act_qp)) & ((eng_state == 4'h5) | (eng_state == 4'h6));
     assign ring_mask = {
         5'h18 < c_log,
         5'h17 < c_log,
@@ -777,6 +777,8 @@ module card_rx_w64 (
         5'h00 < c_log
     };
     assign ring_size = {1'h0, ring_mask} + 26'h0000001;
+    assign db_run_bad = ((eng_state == 4'h6) & ~db_fin) & ({6'h00, ring_size} < (db_val - lim));
+    assign db_fwd = ((db_b_go & (db_qp == act_qp)) & ((eng_state == 4'h5) | (eng_state == 4'h6))) & ~db_run_bad;
     assign chk_avail = a_pi - lim;
     assign chk_bad = {6'h00, ring_size} < chk_avail;
     assign chk_enough = |chk_avail & ~(chk_avail < {15'h0000, need});

@@ -286,11 +286,12 @@ architecture rtl of card_rx_w64 is
     signal c_crc : std_logic;
     signal c_rev0 : std_logic;
     signal c_pd : std_logic_vector(31 downto 0);
-    signal a_pi : std_logic_vector(31 downto 0); -- RXS_PI of the QP served
-    signal db_fwd : std_logic;               -- a doorbell of the QP being served
-    signal a_fin : std_logic;                -- the served QP's stream ended (RX_FIN)
     signal ring_mask : std_logic_vector(24 downto 0); -- ring size - 1
     signal ring_size : std_logic_vector(25 downto 0);
+    signal a_pi : std_logic_vector(31 downto 0); -- RXS_PI of the QP served
+    signal db_run_bad : std_logic;           -- a bad RXS_PI of the QP in its turn
+    signal db_fwd : std_logic;               -- a doorbell of the QP being served
+    signal a_fin : std_logic;                -- the served QP's stream ended (RX_FIN)
     signal chk_avail : std_logic_vector(31 downto 0);
     signal chk_bad : std_logic;              -- RXS_PI more than the ring's size past RXS_CI
     signal chk_enough : std_logic;
@@ -796,9 +797,8 @@ begin
     db_is_fin <= (db_take and b2l(s_db_kind = "101")) and s_db_value(0);
     db_in <= db_is_pi or db_is_fin;
     fifo_count <= std_logic_vector(unsigned(fifo_tail) - unsigned(fifo_head));
-    eng_pop <= (b2l(eng_state = x"0") and fifo_nonempty_q) and (not m_err_valid);
+    eng_pop <= ((b2l(eng_state = x"0") and fifo_nonempty_q) and (not m_err_valid)) and (not m_ci_valid);
     fifo_push <= db_b_go and (not queued_rd(0));
-    db_fwd <= (db_b_go and b2l(db_qp = act_qp)) and (b2l(eng_state = x"5") or b2l(eng_state = x"6"));
     ring_mask <= std_logic_vector'(
         b2l(unsigned'("11000") < unsigned(c_log)) &
         b2l(unsigned'("10111") < unsigned(c_log)) &
@@ -827,6 +827,8 @@ begin
         b2l(unsigned'("00000") < unsigned(c_log))
     );
     ring_size <= std_logic_vector(unsigned(std_logic_vector'('0' & ring_mask)) + unsigned'("00000000000000000000000001"));
+    db_run_bad <= (b2l(eng_state = x"6") and (not db_fin)) and b2l(unsigned(std_logic_vector'("000000" & ring_size)) < unsigned(std_logic_vector(unsigned(db_val) - unsigned(lim))));
+    db_fwd <= ((db_b_go and b2l(db_qp = act_qp)) and (b2l(eng_state = x"5") or b2l(eng_state = x"6"))) and (not db_run_bad);
     chk_avail <= std_logic_vector(unsigned(a_pi) - unsigned(lim));
     chk_bad <= b2l(unsigned(std_logic_vector'("000000" & ring_size)) < unsigned(chk_avail));
     chk_enough <= (or chk_avail) and (not b2l(unsigned(chk_avail) < unsigned(std_logic_vector'("000000000000000" & need))));
