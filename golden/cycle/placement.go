@@ -282,7 +282,7 @@ type Placement struct {
 	orqSink            [1 << placementRdQPBits][placementORQSlots]ReadSink
 	orqProg            [1 << placementRdQPBits]orqProg
 	clrProg            bool
-	s1Sinks            [placementORQSlots]ReadSink
+	s1Sink             ReadSink // the oldest outstanding Read's (its slot chosen by the count read with it)
 	s1Prog, s1ProgFwdV orqProg
 	s1ProgFwd          bool
 	outData            []byte // what the output register shows (Step's result aliases it)
@@ -441,7 +441,8 @@ func (m *Placement) Step(in PlacementIn) PlacementOut {
 			q := m.s0.qp % (1 << placementRdQPBits)
 			m.s1Iss, m.s1Done = m.rdIssued[q], m.rdDone[q]
 			m.s1DoneFwd, m.s1DoneFwdV = rdWr && m.s1.qp%(1<<placementRdQPBits) == q, doneCnt+1
-			m.s1Sinks, m.s1Prog = m.orqSink[q], m.orqProg[q]
+			m.s1Sink = m.orqSink[q][(m.s1DoneCount()-1)%placementORQSlots]
+			m.s1Prog = m.orqProg[q]
 			m.s1ProgFwd, m.s1ProgFwdV = progWr && wrQP == q, dec.progV
 		}
 		if s0move && m.s0.sop {
@@ -626,7 +627,7 @@ func (m *Placement) s1DoneCount() uint16 {
 // far: the TO its next segment must have, the bytes left; and its sink
 // STag.
 func (m *Placement) s1ORQ() (orqProg, uint32) {
-	sink := m.s1Sinks[(m.s1DoneCount()-1)%placementORQSlots]
+	sink := m.s1Sink
 	p := m.s1Prog
 	if m.s1ProgFwd {
 		p = m.s1ProgFwdV

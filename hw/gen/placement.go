@@ -379,7 +379,7 @@ func Placement(cfg PlacementConfig) (*Module, error) {
 	unasked := m.WireOf("e_unasked", And(rdChk, Not(verr), Not(qnErr), Not(opErr), tagged, opIs(2), Eq(issRd, doneCnt)), "a Read Response with no Read outstanding")
 	unused = append(unused, Bits(s0qp, 31, RQ))
 	orqIn := placementORQIn{live: live, rdEn: rdEn, qp: Bits(s0qp, RQ-1, 0), s1QP: Bits(s1qp, RQ-1, 0), doneCnt: doneCnt,
-		issV: rdIssV, issQP: rdIssQP, issN: rdIssN, sink: Cat(rdIssLen, rdIssTO, rdIssSTag), clrV: clrV, clrQP: Bits(clrQP, RQ-1, 0),
+		issV: rdIssV, issQP: rdIssQP, issN: rdIssN, sink: Cat(rdIssLen, rdIssTO, rdIssSTag), clrV: clrV, clrQP: Bits(clrQP, RQ-1, 0), clrQ: clrQ,
 		progWr: m.Wire("orq_prog_wr", 1, "a Read Response passes: its Read's progress moves"), progLast: m.Wire("orq_prog_last", 1, ""),
 		progNext: m.Wire("orq_prog_next", 64, ""), progLeft: m.Wire("orq_prog_left", 32, "")}
 	orq := placementORQ(m, orqIn)

@@ -28,6 +28,7 @@ type placementORQIn struct {
 	sink     Expr // with this sink: {length 32, TO 64, STag 32}
 	clrV     Expr // a connection starts anew (QP CREATE)
 	clrQP    Expr
+	clrQ     Expr    // the last clear's connection (placement's rd_clr_qp, loaded by clrV)
 	progWr   *Signal // stage 1 -> 2: a Read Response passed: progress moves (the caller assigns it)
 	progLast *Signal // ... and it was the last of its Read
 	progNext *Signal // ... else the sink's next TO
@@ -68,13 +69,12 @@ func placementORQ(m *Module, in placementORQIn) placementORQOut {
 
 	const PW = 1 + 64 + 32 // {started, next TO, left}
 	clr := m.RegDecl("orq_clr", 1, "a cleared connection's progress waits for a free write")
-	clrQ := m.Reg("orq_clr_qp", RQ, nil, in.clrQP, in.clrV, "")
 	wrClr := m.WireOf("orq_prog_wr_clr", And(Or(in.clrV, clr), Not(in.progWr)), "")
 	m.Drive(clr, big.NewInt(0), And(Or(in.clrV, clr), in.progWr), nil)
 	wrQP := in.s1QP
 	wrData := m.WireOf("orq_prog_wr_data", Sel(in.progLast, C(PW, 0), Cat(C(1, 1), in.progNext, in.progLeft)),
 		"a Read's last segment clears its progress")
-	prog := m.Mem("orq_prog", PW, 1<<RQ, And(in.live, Or(in.progWr, wrClr)), Sel(in.progWr, wrQP, Sel(clr, clrQ, in.clrQP)),
+	prog := m.Mem("orq_prog", PW, 1<<RQ, And(in.live, Or(in.progWr, wrClr)), Sel(in.progWr, wrQP, Sel(clr, in.clrQ, in.clrQP)),
 		Sel(in.progWr, wrData, C(PW, 0)), in.rdEn, in.qp, "per connection: the oldest Read's progress {started, next TO, bytes left}")
 	fwd := m.Reg("orq_s1_fwd", 1, nil, And(in.progWr, Eq(wrQP, in.qp)), in.rdEn, "the progress was read as it was written")
 	fwdV := m.Reg("orq_s1_fwd_v", PW, nil, wrData, in.rdEn, "")

@@ -378,7 +378,6 @@ module placement_w512 (
     wire [3:0]     orq_head_slot;            // its slot
     wire [127:0]   orq_sink;                 // its sink
     reg            orq_clr;                  // a cleared connection's progress waits for a free write
-    reg  [9:0]     orq_clr_qp;
     wire           orq_prog_wr_clr;
     wire [96:0]    orq_prog_wr_data;         // a Read's last segment clears its progress
     reg  [96:0]    orq_prog_rd;              // read data of orq_prog
@@ -1893,12 +1892,6 @@ module placement_w512 (
     end
 
     always @(posedge clk) begin
-        if (s_clear_valid) begin
-            orq_clr_qp <= s_clear_qp[9:0];
-        end
-    end
-
-    always @(posedge clk) begin
         if (rst) begin
             orq_clr <= 1'h0;
         end else begin
@@ -2578,7 +2571,7 @@ module placement_w512 (
     // orq_prog: synchronous write, synchronous read (block RAM)
     always @(posedge clk) begin
         if (rd_live & (orq_prog_wr | orq_prog_wr_clr)) begin
-            orq_prog[orq_prog_wr ? s1_qp[9:0] : (orq_clr ? orq_clr_qp : s_clear_qp[9:0])] <= orq_prog_wr ? orq_prog_wr_data : 97'h0000000000000000000000000;
+            orq_prog[orq_prog_wr ? s1_qp[9:0] : (orq_clr ? rd_clr_qp : s_clear_qp[9:0])] <= orq_prog_wr ? orq_prog_wr_data : 97'h0000000000000000000000000;
         end
         if (table_rd) begin
             orq_prog_rd <= orq_prog[s0_qp[9:0]];

@@ -410,7 +410,6 @@ architecture rtl of placement_w64 is
     signal orq_head_slot : std_logic_vector(3 downto 0); -- its slot
     signal orq_sink : std_logic_vector(127 downto 0); -- its sink
     signal orq_clr : std_logic := '0';       -- a cleared connection's progress waits for a free write
-    signal orq_clr_qp : std_logic_vector(9 downto 0);
     signal orq_prog_wr_clr : std_logic;
     signal orq_prog_wr_data : std_logic_vector(96 downto 0); -- a Read's last segment clears its progress
     signal orq_prog_rd : std_logic_vector(96 downto 0); -- read data of orq_prog
@@ -1854,15 +1853,6 @@ begin
         end if;
     end process;
 
-    orq_clr_qp_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if s_clear_valid = '1' then
-                orq_clr_qp <= s_clear_qp(9 downto 0);
-            end if;
-        end if;
-    end process;
-
     orq_clr_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -2806,7 +2796,7 @@ begin
     begin
         if rising_edge(clk) then
             if (rd_live and (orq_prog_wr or orq_prog_wr_clr)) = '1' then
-                orq_prog(to_integer(unsigned(mux(orq_prog_wr, s1_qp(9 downto 0), mux(orq_clr, orq_clr_qp, s_clear_qp(9 downto 0)))))) <= mux(orq_prog_wr, orq_prog_wr_data, "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000");
+                orq_prog(to_integer(unsigned(mux(orq_prog_wr, s1_qp(9 downto 0), mux(orq_clr, rd_clr_qp, s_clear_qp(9 downto 0)))))) <= mux(orq_prog_wr, orq_prog_wr_data, "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000");
             end if;
             if table_rd = '1' then
                 orq_prog_rd <= orq_prog(to_integer(unsigned(s0_qp(9 downto 0))));

@@ -246,27 +246,15 @@ var wcPeerTerminates = []struct {
 // postRead posts a signaled 64-byte RDMA Read into q's region (its STag
 // allows local writes) and rings its doorbell; the peer never answers.
 func (b *wcBench) postRead(q *wcQP) uint64 {
-	wqe := make([]byte, cs.BB)
-	h := cs.WQE(wqe)
-	h.SetOpcode(cs.WQEOpcodeRDMARead)
-	h.SetSignaled(true)
-	h.SetBBS(1)
-	id := b.rng.Uint64()
-	h.SetWRID(id)
-	h.SetRemoteAddr(b.rng.Uint64())
-	h.SetRKey(b.rng.Uint32())
-	h.SetNSGE(1)
-	s := cs.SGE(wqe[cs.WQEHdr:])
-	s.SetAddr(wcRegion + uint64(q.n)<<16 + 128)
-	s.SetLength(64)
-	s.SetLKey(uint32(q.stag))
+	h := b.readWQE(true, false)
+	setReadSink(h, wcRegion+uint64(q.n)<<16+128, 64, q.stag)
 	size := uint16(1) << q.sqLog
-	b.put(wcSQ+uint64(q.n)<<16+uint64(q.pi&(size-1))*cs.BB, wqe)
+	b.put(wcSQ+uint64(q.n)<<16+uint64(q.pi&(size-1))*cs.BB, h)
 	q.pi++
 	q.posted++
 	q.pending = true
 	b.ring(q)
-	return id
+	return h.WRID()
 }
 
 // TestCardCosimTermRecv runs the whole-card workload, posts an RDMA Read
@@ -746,7 +734,7 @@ var wcReadResponses = []struct {
 		return []wcRRSeg{{0, 0, 64, false, false}, {0, 64, 0, true, false}}
 	}},
 	{"into another region of the PD with the local write right", rdmap.DDPInvalidSTag, false, func(q *wcQP) []wcRRSeg {
-		return []wcRRSeg{{q.src[0], int(wcSrc + uint64(q.n)<<16 - (wcRegion + uint64(q.n)<<16 + 128)), 64, true, false}}
+		return []wcRRSeg{{q.src[0], wcSrc - wcRegion - 128, 64, true, false}}
 	}},
 	{"the sink's STag with another key", rdmap.DDPInvalidSTag, false, func(q *wcQP) []wcRRSeg {
 		return []wcRRSeg{{q.stag ^ 0x5a, 0, 64, true, false}}

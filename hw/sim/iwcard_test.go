@@ -557,21 +557,29 @@ func (b *wcBench) peerWrites(q *wcQP) {
 // peerWriteMsg returns the peer's FPDUs of one RDMA Write of n random
 // bytes into q's region, in segments of seg bytes.
 func (b *wcBench) peerWriteMsg(q *wcQP, n, seg int) []byte {
-	r := b.rng
-	to := wcRegion + uint64(q.n)<<16 + uint64(r.IntN(wcRegLen-n+1))
+	to := wcRegion + uint64(q.n)<<16 + uint64(b.rng.IntN(wcRegLen-n+1))
+	return b.peerTaggedMsg(q, rdmap.OpWrite, to, n, seg)
+}
+
+// peerTaggedMsg returns the peer's FPDUs of one tagged message (an RDMA
+// Write or a Read Response) of n random bytes at to in q's region, in
+// segments of seg bytes (a zero-length one is a single last segment).
+func (b *wcBench) peerTaggedMsg(q *wcQP, op rdmap.Opcode, to uint64, n, seg int) []byte {
 	var fp []byte
-	for off := 0; off < n; off += seg {
+	for off := 0; ; off += seg {
 		c := min(seg, n-off)
-		ulp := ddp.TaggedFields{Last: off+c == n, Version: ddp.Version1, RsvdULP: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpWrite)),
+		ulp := ddp.TaggedFields{Last: off+c == n, Version: ddp.Version1, RsvdULP: uint8(rdmap.NewControl(rdmap.Version1, op)),
 			STag: uint32(q.stag), TO: to + uint64(off)}.Append(nil)
 		for i := 0; i < c; i++ {
-			ulp = append(ulp, byte(r.Uint32()))
+			ulp = append(ulp, byte(b.rng.Uint32()))
 		}
 		var err error
 		fp, err = q.peer.AppendFPDU(fp, ulp)
 		require.NoError(b.t, err)
+		if off+c == n {
+			return fp
+		}
 	}
-	return fp
 }
 
 // peerReadRequest appends the peer's RDMA Read Request of n bytes from
@@ -911,28 +919,41 @@ func (b *wcBench) postReadWQE(q *wcQP) {
 	r := b.rng
 	n := r.IntN(1001)
 	rd := wcRead{to: wcRegion + uint64(q.n)<<16 + uint64(r.IntN(wcRegLen-n+1)), n: n}
-	wqe := make([]byte, cs.BB)
-	h := cs.WQE(wqe)
-	h.SetOpcode(cs.WQEOpcodeRDMARead)
-	h.SetSignaled(r.Chance(170))
+	signaled := r.Chance(170)
 	fence := r.Chance(40)
-	h.SetFence(fence)
-	h.SetBBS(1)
-	h.SetWRID(r.Uint64())
-	h.SetRemoteAddr(r.Uint64())
-	h.SetRKey(r.Uint32())
+	h := b.readWQE(signaled, fence)
 	if n > 0 || !r.Chance(32) {
-		h.SetNSGE(1)
-		e := cs.SGE(wqe[cs.WQEHdr:])
-		e.SetAddr(rd.to)
-		e.SetLength(uint32(n))
-		e.SetLKey(uint32(q.stag))
+		setReadSink(h, rd.to, n, q.stag)
 	} else {
 		rd = wcRead{} // no sink: the card model's Read sinks are zero
 	}
 	rd.fenced = fence && len(q.reads) > 0
-	b.postWQE(q, wqe)
+	b.postWQE(q, h)
 	q.reads = append(q.reads, rd)
+}
+
+// readWQE is a one-block RDMA Read WQE, signaled and fenced as asked,
+// with a random WR_ID and source (REMOTE_ADDR, RKEY) and no sink yet.
+func (b *wcBench) readWQE(signaled, fence bool) cs.WQE {
+	h := cs.WQE(make([]byte, cs.BB))
+	h.SetOpcode(cs.WQEOpcodeRDMARead)
+	h.SetSignaled(signaled)
+	h.SetFence(fence)
+	h.SetBBS(1)
+	h.SetWRID(b.rng.Uint64())
+	h.SetRemoteAddr(b.rng.Uint64())
+	h.SetRKey(b.rng.Uint32())
+	return h
+}
+
+// setReadSink gives Read WQE h its sink: one SGE of n bytes at to in
+// lkey's region.
+func setReadSink(h cs.WQE, to uint64, n int, lkey mem.STag) {
+	h.SetNSGE(1)
+	e := cs.SGE(h[cs.WQEHdr:])
+	e.SetAddr(to)
+	e.SetLength(uint32(n))
+	e.SetLKey(uint32(lkey))
 }
 
 // answerReads has the peer answer, in order, the Reads each QP sent:
@@ -953,21 +974,7 @@ func (b *wcBench) answerReads() bool {
 				seg = max(1+r.IntN(seg), (rd.n+7)/8)
 			}
 			saved := q.peer.Offset
-			var fp []byte
-			for off := 0; ; off += seg {
-				c := min(seg, rd.n-off)
-				ulp := ddp.TaggedFields{Last: off+c == rd.n, Version: ddp.Version1, RsvdULP: uint8(rdmap.NewControl(rdmap.Version1, rdmap.OpReadResponse)),
-					STag: uint32(q.stag), TO: rd.to + uint64(off)}.Append(nil)
-				for i := 0; i < c; i++ {
-					ulp = append(ulp, byte(r.Uint32()))
-				}
-				var err error
-				fp, err = q.peer.AppendFPDU(fp, ulp)
-				require.NoError(b.t, err)
-				if off+c == rd.n {
-					break
-				}
-			}
+			fp := b.peerTaggedMsg(q, rdmap.OpReadResponse, rd.to, rd.n, seg)
 			if uint32(len(stream)+len(fp)) > ring {
 				q.peer.Offset = saved // the next round's
 				break
