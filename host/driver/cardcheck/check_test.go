@@ -99,3 +99,59 @@ func TestCheckerFlushAfterOverrun(t *testing.T) {
 	require.Len(t, reported, 2, "a flush on a CQ that did not overrun")
 	require.ErrorIs(t, reported[1], ErrMismatch)
 }
+
+// A QP whose RTL has published transmit stream bytes the host has not
+// given back may be quiet only because its ring is full (the RTL keeps up
+// to a quarter of the ring unpublished, the model none): what the model
+// wrote beyond is not missing until the host has taken the published
+// bytes. Once it has, the same writes are reported.
+func TestCheckerWaitsOnHost(t *testing.T) {
+	mem := simhost.New()
+	ms, err := mem.Map(make([]byte, cs.MaxQP*cs.QPStatSize))
+	require.NoError(t, err)
+	mr, err := mem.Map(make([]byte, 4096))
+	require.NoError(t, err)
+	c := newChecker(func(a uint64, n int) error { _, err := mem.Lookup(a, n); return err })
+	var reported []error
+	c.fail = func(_ uint32, err error) { reported = append(reported, err) }
+	const qpn = 2
+	stat, ring := ms.IOVA, mr.IOVA
+	c.snoop(cs.QpstatBaseLo, uint32(stat), false)
+	c.snoop(cs.QpstatBaseHi, uint32(stat>>32), false)
+	c.snoop(cs.QPNum, qpn, false)
+	c.snoop(cs.QPSizes, 12<<cs.QPSizesTXSLogShift, false)
+	c.snoop(cs.QPTXSBaseLo, uint32(ring), false)
+	c.snoop(cs.QPTXSBaseHi, uint32(ring>>32), false)
+	c.snoop(cs.QPCmd, uint32(cs.QPOpCreate)<<cs.QPCmdOpShift, false)
+	status := func(pi uint32) []byte {
+		b := make([]byte, cs.QPStatSize)
+		cs.QPStat(b).SetTXSPI(pi)
+		return b
+	}
+	bytes := make([]byte, 300)
+	for i := range bytes {
+		bytes[i] = byte(i*7 + 1)
+	}
+	statAddr := stat + qpn*cs.QPStatSize
+	// The model writes and publishes 300 bytes in three steps.
+	for _, end := range []int{100, 200, 300} {
+		c.expect(cardmodel.DMAWrite{Kind: cardmodel.WriteStream, QPN: qpn, Addr: ring + uint64(end-100), Data: bytes[end-100 : end]})
+		c.expect(cardmodel.DMAWrite{Kind: cardmodel.WriteStatus, QPN: qpn, Addr: statAddr, Data: status(uint32(end))})
+	}
+	// The RTL writes 200 and publishes 100.
+	require.NotNil(t, c.write(ring, bytes[:200]))
+	require.NotNil(t, c.write(statAddr, status(100)))
+	require.Empty(t, reported)
+
+	c.idle()
+	require.Empty(t, reported, "the host has not taken the 100 published bytes: the RTL may wait for ring space")
+	require.False(t, c.quiet(), "the model's last 100 bytes and its status records are still expected")
+
+	c.snoop(cs.QPDBBase+qpn*cs.QPDBStride+cs.QPDBTXSCI, 100, false)
+	c.idle()
+	require.Len(t, reported, 1, "the host took every published byte and the RTL is quiet: what it has not written is missing")
+	var me *MismatchError
+	require.ErrorAs(t, reported[0], &me)
+	require.EqualValues(t, qpn, me.QPN)
+	require.True(t, c.quiet())
+}

@@ -117,18 +117,23 @@ func mismatchOf(ctx context.Context, first, other *verbs.QP) error {
 	return first.Err()
 }
 
-var suiteWidth = flag.Int("sim.width", simcard.DefaultWidth, "data path width of TestSuiteSim's card (64 or 512)")
+var (
+	suiteWidth = flag.Int("sim.width", simcard.DefaultWidth, "data path width of TestSuiteSim's card (64 or 512)")
+	suiteMax   = flag.Int("sim.max", 16<<20, "largest message of TestSuiteSim (bytes)")
+	suiteQPs   = flag.Int("sim.qps", 16, "connections at once in TestSuiteSim's ManyQPs")
+)
 
-// TestSuiteSim runs the whole verbs suite on the sim card (at -sim.width). It is the
-// issue's proof and does not pass while the RTL lacks operations (make
-// test-host-sim-suite runs it; the report names what fails).
+// TestSuiteSim runs the whole verbs suite on the sim card (at
+// -sim.width): every size from 0 B to -sim.max (16 MiB by default),
+// -sim.qps connections at once in ManyQPs. It is the proof (make
+// test-host-sim runs it at both widths; the report names what fails).
 func TestSuiteSim(t *testing.T) {
 	before := simcard.ProcessTotals()
 	dev := "sim"
 	if *suiteWidth != simcard.DefaultWidth {
 		dev = fmt.Sprintf("sim:%d", *suiteWidth)
 	}
-	verbstest.Run(t, dev, verbstest.Options{MaxSize: 64 << 10, QPs: 2})
+	verbstest.Run(t, dev, verbstest.Options{MaxSize: *suiteMax, QPs: *suiteQPs})
 	logTotals(t, before)
 }
 
