@@ -264,20 +264,23 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	}
 	bCtxOp := m.Reg("b_ctxop", 1, big.NewInt(0), Or(gCmd, gCQDB, RedOrParts(aCtxOp)), aTake, "it reads and may write a CQ context")
 
-	// CQ context RAM: {valid, base[63:5], log2 size, solicited PI, pi, ci, armed, solicited only, overrun}.
+	// CQ context RAM: {valid, base[63:5], log2 size, solicited PI, pi,
+	// used, armed, solicited only, overrun}. It keeps PI - CI (used)
+	// rather than CI, as the EQ does: fullness and tightness are then
+	// masked ORs of a register, not a subtraction deep.
 	const (
 		oOv   = 0
 		oSol  = 1
 		oArm  = 2
-		oCI   = 3
-		oPI   = oCI + cardIdxBits
+		oUsed = 3
+		oPI   = oUsed + cardIdxBits
 		oSPI  = oPI + cardIdxBits
 		oLog  = oSPI + cardIdxBits
 		oBase = oLog + 5
 		oV    = oBase + 59
 		oW    = oV + 1
 	)
-	type cqCtx struct{ valid, base, log, spi, pi, ci, arm, sol, ov *Signal }
+	type cqCtx struct{ valid, base, log, spi, pi, used, arm, sol, ov *Signal }
 	fields := func(p string, x *Signal) cqCtx {
 		return cqCtx{
 			valid: m.WireOf(p+"_valid", Bit(x, oV), ""),
@@ -285,7 +288,7 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 			log:   m.WireOf(p+"_log", Bits(x, oBase-1, oLog), ""),
 			spi:   m.WireOf(p+"_spi", Bits(x, oLog-1, oSPI), "PI past the last solicited or error CQE (CI when none lies past CI)"),
 			pi:    m.WireOf(p+"_pi", Bits(x, oSPI-1, oPI), ""),
-			ci:    m.WireOf(p+"_ci", Bits(x, oPI-1, oCI), ""),
+			used:  m.WireOf(p+"_used", Bits(x, oPI-1, oUsed), "PI - CI: entries not consumed"),
 			arm:   m.WireOf(p+"_arm", Bit(x, oArm), ""),
 			sol:   m.WireOf(p+"_sol", Bit(x, oSol), ""),
 			ov:    m.WireOf(p+"_ov", Bit(x, oOv), ""),
@@ -333,7 +336,17 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	// from registers, for D to act on.
 	cx := fields("c_cx", cCtx)
 	cqMaskC := ringMask("c_cq_mask", cx.log, cardIdxBits)
-	cFull := m.WireOf("c_cq_full", fullOf(SubBits(m, "c_cq_used", cx.pi, cx.ci), cqMaskC), "as many CQEs as the ring holds")
+	cFull := m.WireOf("c_cq_full", fullOf(cx.used, cqMaskC), "as many CQEs as the ring holds")
+	cUsedInc := m.WireOf("c_used_inc", IncBits(cx.used, cardIdxBits-1, 0), "")
+	// Tightness after the operation, for each value it can leave: the
+	// used count as it is (an overrun), one more (a CQE written).
+	// mask is the ring's index mask (ringMask), lg its log2 size.
+	tightOf := func(name string, used Expr, mask, lg *Signal) *Signal {
+		mask25 := Cat(Lt(C(5, cardIdxBits), lg), mask)
+		return m.WireOf(name, RedOr(And(Add(zext(used, cardIdxBits+1), C(cardIdxBits+1, CardCQTight)), Not(mask25))), fmt.Sprintf("at most %d entries free", CardCQTight))
+	}
+	cTight0 := tightOf("c_tight0", cx.used, cqMaskC, cx.log)
+	cTight1 := tightOf("c_tight1", cUsedInc, cqMaskC, cx.log)
 	cOwner := m.WireOf("c_cq_owner", Not(bitAt(cx.pi, cx.log)), "owner bit of a CQE written now")
 	cAddr := m.WireOf("c_cq_addr", Cat(Or(cx.base, zext(And(Bits(cx.pi, 16, 0), Bits(cqMaskC, 16, 0)), 59)), zero), "its address, bits 63:4")
 	cPIInc := m.WireOf("c_pi_inc", IncBits(cx.pi, cardIdxBits-1, 0), "")
@@ -364,9 +377,10 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	dKind, dCQ, dQPN, dWide, dLen, dOpc, dSt, dInv, dFl, dTerm := opD[0], opD[1], opD[2], opD[3], opD[4], opD[5], opD[6], opD[7], opD[8], opD[9]
 	dCtx := m.Reg("d_cx", oW, nil, cCtx, cToD, "")
 	dTerms := StageRegs(m, "d_", cToD, cqMaskC, cFull, cOwner, cAddr, cPIInc, cDbUsed, cSpiUsed, cCreate, cDestroy, cfgOKC,
-		cCplLive, cCplSol, cCplArm, cCplOv, cIs)
+		cCplLive, cCplSol, cCplArm, cCplOv, cIs, cUsedInc, cTight0, cTight1)
 	dMask, cqFull, cqOwner, cqA, dPIInc, dDbUsed, dSpiUsed, cmdCreate, cmdDestroy, cfgOK := dTerms[0], dTerms[1], dTerms[2], dTerms[3], dTerms[4], dTerms[5], dTerms[6], dTerms[7], dTerms[8], dTerms[9]
 	dCplLive, cplSol, dCplArm, dCplOv, dIs := dTerms[10], dTerms[11], dTerms[12], dTerms[13], dTerms[14]
+	dUsedInc, dTight0, dTight1 := dTerms[15], dTerms[16], dTerms[17]
 	dV := m.RegDecl("d_v", 1, "stage D holds an operation")
 	bGo := m.Wire("b_go", 1, "stage D acts")
 	m.Drive(dV, big.NewInt(0), Or(cToD, And(dV, Not(bGo))), nil)
@@ -382,8 +396,8 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	kEQCfg := m.WireOf("k_eqcfg", And(dV, Bit(dIs, 3)), "")
 	kEQDB := m.WireOf("k_eqdb", And(dV, Bit(dIs, 4)), "")
 	cxd := fields("cx", dCtx)
-	cxPI, cxCI, cxSPI, cxArm, cxSol, cxOv := cxd.pi, cxd.ci, cxd.spi, cxd.arm, cxd.sol, cxd.ov
-	unused = append(unused, cxd.base, cxd.log, cxd.valid, dKind)
+	cxPI, cxUsed, cxSPI, cxArm, cxSol, cxOv := cxd.pi, cxd.used, cxd.spi, cxd.arm, cxd.sol, cxd.ov
+	unused = append(unused, cxd.base, cxd.valid, dKind)
 
 	// The doorbells' comparisons take D's first cycle (registered from
 	// D's registers), the doorbells act in the second.
@@ -457,6 +471,7 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	dbPendW := m.WireOf("db_pending_now", Sel(dbSolArm, And(Not(dbLtW), RedOr(dSpiUsed)), RedOr(dDbUsed)), "a completion past CI that the arming would wait for")
 	dbLt := m.Reg("db_lt", 1, nil, dbLtW, nil, "")
 	dbFree := m.Reg("db_frees", 1, nil, Not(fullOf(dDbUsed, dMask)), nil, "the doorbell leaves the CQ not full")
+	dbTight := m.Reg("db_tight", 1, nil, tightOf("db_tight_now", dDbUsed, dMask, cxd.log), nil, "the doorbell leaves the CQ tight")
 	dbPend := m.Reg("db_pending", 1, nil, dbPendW, nil, "")
 	dbNotifyQ := m.Reg("db_notify_q", 1, nil, And(dbArm, dbPendW), nil, "")
 	dbSPI := m.WireOf("db_spi", Sel(dbLt, dbCI, cxSPI), "the solicited PI, CI once every solicited or error CQE is consumed")
@@ -467,28 +482,27 @@ func CardCQ(cfg CardCQConfig) (*Module, error) {
 	newCtx := m.WireOf("cx_new", Sel(cmdCreate, Cat(one, Bits(dWide, 63, 5), cmdLogB, C(3*cardIdxBits+3, 0)),
 		Sel(cmdDestroy, C(oW, 0),
 			Sel(Bit(dIs, 1),
-				Cat(Bits(dCtx, oW-1, oLog), dbSPI, cxPI, dbCI, Sel(dbArm, Not(dbPend), cxArm), Sel(dbArm, dbSolArm, cxSol), And(cxOv, Not(dbFree))),
+				Cat(Bits(dCtx, oW-1, oLog), dbSPI, cxPI, dDbUsed, Sel(dbArm, Not(dbPend), cxArm), Sel(dbArm, dbSolArm, cxSol), And(cxOv, Not(dbFree))),
 				// completion
 				Cat(Bits(dCtx, oW-1, oLog), Sel(And(cplWrite, cplSol), dPIInc, cxSPI),
-					Sel(cplWrite, dPIInc, cxPI), cxCI,
+					Sel(cplWrite, dPIInc, cxPI), Sel(cplWrite, dUsedInc, cxUsed),
 					And(cxArm, Not(cplNotify)), cxSol, Or(cxOv, cplNewOv))))), "the context written back")
 	ctxWe := m.WireOf("cx_we", And(bGo, Or(cmdCreate, cmdDestroy, kCQDBv, cplWrite, cplNewOv)), "")
 	m.Assign(memWe, Or(initAct, ctxWe))
 	m.Assign(memWa, Sel(initAct, Bits(initCnt, 9, 0), dCQ))
 	m.Assign(memWd, gate(Not(initAct), newCtx))
 
-	// Tightness, from each context written: used + CardCQTight reaches
-	// the ring's size (the bits at and above log2 size).
-	nw := fields("nw", memWd)
-	nwUsed := SubBits(m, "nw_used", nw.pi, nw.ci)
-	nwMask := ringMask("nw_mask", nw.log, cardIdxBits+1)
-	nwTight := m.WireOf("nw_tight", And(nw.valid, RedOr(And(Add(zext(nwUsed, cardIdxBits+1), C(cardIdxBits+1, CardCQTight)), Not(nwMask)))), "the context written leaves its CQ tight")
+	// Tightness of each context written (used + CardCQTight reaches the
+	// ring's size), picked from the terms of what the operation can leave,
+	// formed a stage ahead: a new CQ is tight when its ring holds at most
+	// CardCQTight entries.
+	nwTight := m.WireOf("nw_tight", And(Not(initAct), Not(cmdDestroy), Sel(cmdCreate, Not(Lt(C(5, uint64(log2(CardCQTight))), cmdLogB)),
+		Sel(Bit(dIs, 1), dbTight, Sel(cplWrite, dTight1, dTight0)))), "the context written leaves its CQ tight")
 	tight := m.RegDecl("tight", cardCQs, "cq_tight")
 	hotW := m.WireOf("tight_hot", And(oneHot(m, "tight_wr", memWa, cardCQs), Rep(memWe, cardCQs)), "the CQ whose context is written")
 	m.Drive(tight, big.NewInt(0), Or(And(tight, Not(hotW)), And(hotW, Rep(nwTight, cardCQs))), nil)
 	m.Assign(tightO, tight)
 	m.Assign(cplBusyO, Or(And(bV, isK(bKind, cqkCpl)), And(cV, isK(cKind, cqkCpl)), And(dV, isK(dKind, cqkCpl))))
-	unused = append(unused, nw.base, nw.spi, nw.arm, nw.sol, nw.ov)
 
 	// EQ configuration, doorbell (its new count registered in D's first
 	// cycle: only D changes the EQ) and event.

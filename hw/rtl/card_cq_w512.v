@@ -219,18 +219,15 @@ module card_cq_w512 (
     wire [4:0]     c_cx_log;
     wire [23:0]    c_cx_spi;                 // PI past the last solicited or error CQE (CI when none lies past CI)
     wire [23:0]    c_cx_pi;
-    wire [23:0]    c_cx_ci;
+    wire [23:0]    c_cx_used;                // PI - CI: entries not consumed
     wire           c_cx_arm;
     wire           c_cx_sol;
     wire           c_cx_ov;
     wire [23:0]    c_cq_mask;                // index bits below log2 size
-    wire [8:0]     c_cq_used_d0;             // bit n: x < y
-    wire [8:0]     c_cq_used_d1;             // bit n: x < y
-    wire [8:0]     c_cq_used_r1;             // bit n: y < x (x - y - 1 borrows when it is 0)
-    wire           c_cq_used_b1;             // borrow out of this piece
-    wire [7:0]     c_cq_used_d2;             // bit n: x < y
-    wire [7:0]     c_cq_used_r2;             // bit n: y < x (x - y - 1 borrows when it is 0)
     wire           c_cq_full;                // as many CQEs as the ring holds
+    wire [23:0]    c_used_inc;
+    wire           c_tight0;                 // at most 32 entries free
+    wire           c_tight1;                 // at most 32 entries free
     wire           c_cq_owner;               // owner bit of a CQE written now
     wire [59:0]    c_cq_addr;                // its address, bits 63:4
     wire [23:0]    c_pi_inc;
@@ -289,6 +286,9 @@ module card_cq_w512 (
     reg            d_cpl_armed;              // c_cpl_armed, a stage on
     reg            d_cpl_ov_new;             // c_cpl_ov_new, a stage on
     reg  [4:0]     d_is;                     // c_is, a stage on
+    reg  [23:0]    d_used_inc;               // c_used_inc, a stage on
+    reg            d_tight0;                 // c_tight0, a stage on
+    reg            d_tight1;                 // c_tight1, a stage on
     reg            d_v;                      // stage D holds an operation
     wire           b_go;                     // stage D acts
     wire           b_conflict;               // an operation ahead may write B's CQ: B waits for its write
@@ -301,7 +301,7 @@ module card_cq_w512 (
     wire [4:0]     cx_log;
     wire [23:0]    cx_spi;                   // PI past the last solicited or error CQE (CI when none lies past CI)
     wire [23:0]    cx_pi;
-    wire [23:0]    cx_ci;
+    wire [23:0]    cx_used;                  // PI - CI: entries not consumed
     wire           cx_arm;
     wire           cx_sol;
     wire           cx_ov;
@@ -362,28 +362,14 @@ module card_cq_w512 (
     wire           db_pending_now;           // a completion past CI that the arming would wait for
     reg            db_lt;
     reg            db_frees;                 // the doorbell leaves the CQ not full
+    wire           db_tight_now;             // at most 32 entries free
+    reg            db_tight;                 // the doorbell leaves the CQ tight
     reg            db_pending;
     reg            db_notify_q;
     wire [23:0]    db_spi;                   // the solicited PI, CI once every solicited or error CQE is consumed
     wire [4:0]     cmd_log;
     wire [139:0]   cx_new;                   // the context written back
     wire           cx_we;
-    wire           nw_valid;
-    wire [58:0]    nw_base;
-    wire [4:0]     nw_log;
-    wire [23:0]    nw_spi;                   // PI past the last solicited or error CQE (CI when none lies past CI)
-    wire [23:0]    nw_pi;
-    wire [23:0]    nw_ci;
-    wire           nw_arm;
-    wire           nw_sol;
-    wire           nw_ov;
-    wire [8:0]     nw_used_d0;               // bit n: x < y
-    wire [8:0]     nw_used_d1;               // bit n: x < y
-    wire [8:0]     nw_used_r1;               // bit n: y < x (x - y - 1 borrows when it is 0)
-    wire           nw_used_b1;               // borrow out of this piece
-    wire [7:0]     nw_used_d2;               // bit n: x < y
-    wire [7:0]     nw_used_r2;               // bit n: y < x (x - y - 1 borrows when it is 0)
-    wire [24:0]    nw_mask;                  // index bits below log2 size
     wire           nw_tight;                 // the context written leaves its CQ tight
     reg  [1023:0]  tight;                    // cq_tight
     wire [9:0]     tight_wr_qp;
@@ -490,7 +476,7 @@ module card_cq_w512 (
     assign c_cx_log = c_cx[79:75];
     assign c_cx_spi = c_cx[74:51];
     assign c_cx_pi = c_cx[50:27];
-    assign c_cx_ci = c_cx[26:3];
+    assign c_cx_used = c_cx[26:3];
     assign c_cx_arm = c_cx[2];
     assign c_cx_sol = c_cx[1];
     assign c_cx_ov = c_cx[0];
@@ -520,17 +506,10 @@ module card_cq_w512 (
         5'h01 < c_cx_log,
         5'h00 < c_cx_log
     };
-    assign c_cq_used_d0 = {1'h0, c_cx_pi[7:0]} - {1'h0, c_cx_ci[7:0]};
-    assign c_cq_used_d1 = {1'h0, c_cx_pi[15:8]} - {1'h0, c_cx_ci[15:8]};
-    assign c_cq_used_r1 = {1'h0, c_cx_ci[15:8]} - {1'h0, c_cx_pi[15:8]};
-    assign c_cq_used_b1 = c_cq_used_d0[8] ? ~c_cq_used_r1[8] : c_cq_used_d1[8];
-    assign c_cq_used_d2 = c_cx_pi[23:16] - c_cx_ci[23:16];
-    assign c_cq_used_r2 = c_cx_ci[23:16] - c_cx_pi[23:16];
-    assign c_cq_full = |({
-        c_cq_used_b1 ? ~c_cq_used_r2 : c_cq_used_d2,
-        c_cq_used_d0[8] ? ~c_cq_used_r1[7:0] : c_cq_used_d1[7:0],
-        c_cq_used_d0[7:0]
-    } & ~c_cq_mask);
+    assign c_cq_full = |(c_cx_used & ~c_cq_mask);
+    assign c_used_inc = {&c_cx_used[11:0] ? (c_cx_used[23:12] + 12'h001) : c_cx_used[23:12], c_cx_used[11:0] + 12'h001};
+    assign c_tight0 = |(({1'h0, c_cx_used} + 25'h0000020) & ~{5'h18 < c_cx_log, c_cq_mask});
+    assign c_tight1 = |(({1'h0, c_used_inc} + 25'h0000020) & ~{5'h18 < c_cx_log, c_cq_mask});
     assign c_cq_owner = ~((((((((((((((((((c_cx_log == 5'h00) & c_cx_pi[0]) | ((c_cx_log == 5'h01) & c_cx_pi[1])) | ((c_cx_log == 5'h02) & c_cx_pi[2])) | ((c_cx_log == 5'h03) & c_cx_pi[3])) | ((c_cx_log == 5'h04) & c_cx_pi[4])) | ((c_cx_log == 5'h05) & c_cx_pi[5])) | ((c_cx_log == 5'h06) & c_cx_pi[6])) | ((c_cx_log == 5'h07) & c_cx_pi[7])) | ((c_cx_log == 5'h08) & c_cx_pi[8])) | ((c_cx_log == 5'h09) & c_cx_pi[9])) | ((c_cx_log == 5'h0a) & c_cx_pi[10])) | ((c_cx_log == 5'h0b) & c_cx_pi[11])) | ((c_cx_log == 5'h0c) & c_cx_pi[12])) | ((c_cx_log == 5'h0d) & c_cx_pi[13])) | ((c_cx_log == 5'h0e) & c_cx_pi[14])) | ((c_cx_log == 5'h0f) & c_cx_pi[15])) | ((c_cx_log == 5'h10) & c_cx_pi[16]));
     assign c_cq_addr = {c_cx_base | {42'h00000000000, c_cx_pi[16:0] & c_cq_mask[16:0]}, 1'h0};
     assign c_pi_inc = {&c_cx_pi[11:0] ? (c_cx_pi[23:12] + 12'h001) : c_cx_pi[23:12], c_cx_pi[11:0] + 12'h001};
@@ -619,7 +598,7 @@ module card_cq_w512 (
     assign cx_log = d_cx[79:75];
     assign cx_spi = d_cx[74:51];
     assign cx_pi = d_cx[50:27];
-    assign cx_ci = d_cx[26:3];
+    assign cx_used = d_cx[26:3];
     assign cx_arm = d_cx[2];
     assign cx_sol = d_cx[1];
     assign cx_ov = d_cx[0];
@@ -710,6 +689,7 @@ module card_cq_w512 (
     assign db_arm_sol = d_len[31];
     assign db_lt_now = d_db_used < d_spi_used;
     assign db_pending_now = db_arm_sol ? (~db_lt_now & |d_spi_used) : |d_db_used;
+    assign db_tight_now = |(({1'h0, d_db_used} + 25'h0000020) & ~{5'h18 < cx_log, d_cq_mask});
     assign db_spi = db_lt ? db_ci : cx_spi;
     assign db_notify = k_cqdb_live & db_notify_q;
     assign cmd_log = d_term[4:0];
@@ -717,7 +697,7 @@ module card_cq_w512 (
         d_cx[139:75],
         db_spi,
         cx_pi,
-        db_ci,
+        d_db_used,
         db_arm ? ~db_pending : cx_arm,
         db_arm ? db_arm_sol : cx_sol,
         cx_ov & ~db_frees
@@ -725,7 +705,7 @@ module card_cq_w512 (
         d_cx[139:75],
         (cpl_write & d_cpl_sol) ? d_pi_inc : cx_spi,
         cpl_write ? d_pi_inc : cx_pi,
-        cx_ci,
+        cpl_write ? d_used_inc : cx_used,
         cx_arm & ~cpl_notify,
         cx_sol,
         cx_ov | cpl_new_ov
@@ -734,53 +714,7 @@ module card_cq_w512 (
     assign ctx_we = init_active | cx_we;
     assign ctx_wa = init_active ? init_cnt[9:0] : d_cq;
     assign ctx_wd = cx_new & {140{~init_active}};
-    assign nw_valid = ctx_wd[139];
-    assign nw_base = ctx_wd[138:80];
-    assign nw_log = ctx_wd[79:75];
-    assign nw_spi = ctx_wd[74:51];
-    assign nw_pi = ctx_wd[50:27];
-    assign nw_ci = ctx_wd[26:3];
-    assign nw_arm = ctx_wd[2];
-    assign nw_sol = ctx_wd[1];
-    assign nw_ov = ctx_wd[0];
-    assign nw_used_d0 = {1'h0, nw_pi[7:0]} - {1'h0, nw_ci[7:0]};
-    assign nw_used_d1 = {1'h0, nw_pi[15:8]} - {1'h0, nw_ci[15:8]};
-    assign nw_used_r1 = {1'h0, nw_ci[15:8]} - {1'h0, nw_pi[15:8]};
-    assign nw_used_b1 = nw_used_d0[8] ? ~nw_used_r1[8] : nw_used_d1[8];
-    assign nw_used_d2 = nw_pi[23:16] - nw_ci[23:16];
-    assign nw_used_r2 = nw_ci[23:16] - nw_pi[23:16];
-    assign nw_mask = {
-        5'h18 < nw_log,
-        5'h17 < nw_log,
-        5'h16 < nw_log,
-        5'h15 < nw_log,
-        5'h14 < nw_log,
-        5'h13 < nw_log,
-        5'h12 < nw_log,
-        5'h11 < nw_log,
-        5'h10 < nw_log,
-        5'h0f < nw_log,
-        5'h0e < nw_log,
-        5'h0d < nw_log,
-        5'h0c < nw_log,
-        5'h0b < nw_log,
-        5'h0a < nw_log,
-        5'h09 < nw_log,
-        5'h08 < nw_log,
-        5'h07 < nw_log,
-        5'h06 < nw_log,
-        5'h05 < nw_log,
-        5'h04 < nw_log,
-        5'h03 < nw_log,
-        5'h02 < nw_log,
-        5'h01 < nw_log,
-        5'h00 < nw_log
-    };
-    assign nw_tight = nw_valid & |(({1'h0, {
-        nw_used_b1 ? ~nw_used_r2 : nw_used_d2,
-        nw_used_d0[8] ? ~nw_used_r1[7:0] : nw_used_d1[7:0],
-        nw_used_d0[7:0]
-    }} + 25'h0000020) & ~nw_mask);
+    assign nw_tight = (~init_active & ~d_cmd_destroy) & (d_cmd_create ? ~(5'h05 < cmd_log) : (d_is[1] ? db_tight : (cpl_write ? d_tight1 : d_tight0)));
     assign tight_wr_qp = ctx_wa;
     assign tight_wr_1h = {
         tight_wr_qp == 10'h3ff,
@@ -1874,17 +1808,11 @@ module card_cq_w512 (
         c_term[15:5],
         c_len[31:24],
         cx_base,
-        cx_log,
         cx_valid,
         d_kind,
         d_status[7:4],
         d_term[15:5],
         d_len[29:24],
-        nw_base,
-        nw_spi,
-        nw_arm,
-        nw_sol,
-        nw_ov,
         rq_cand[256:113],
         rq_cand[96:1],
         rq_beat,
@@ -2270,6 +2198,24 @@ module card_cq_w512 (
     end
 
     always @(posedge clk) begin
+        if (c_to_d) begin
+            d_used_inc <= c_used_inc;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_tight0 <= c_tight0;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (c_to_d) begin
+            d_tight1 <= c_tight1;
+        end
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             d_v <= 1'h0;
         end else begin
@@ -2355,6 +2301,10 @@ module card_cq_w512 (
 
     always @(posedge clk) begin
         db_frees <= ~|(d_db_used & ~d_cq_mask);
+    end
+
+    always @(posedge clk) begin
+        db_tight <= db_tight_now;
     end
 
     always @(posedge clk) begin

@@ -250,18 +250,15 @@ architecture rtl of card_cq_w64 is
     signal c_cx_log : std_logic_vector(4 downto 0);
     signal c_cx_spi : std_logic_vector(23 downto 0); -- PI past the last solicited or error CQE (CI when none lies past CI)
     signal c_cx_pi : std_logic_vector(23 downto 0);
-    signal c_cx_ci : std_logic_vector(23 downto 0);
+    signal c_cx_used : std_logic_vector(23 downto 0); -- PI - CI: entries not consumed
     signal c_cx_arm : std_logic;
     signal c_cx_sol : std_logic;
     signal c_cx_ov : std_logic;
     signal c_cq_mask : std_logic_vector(23 downto 0); -- index bits below log2 size
-    signal c_cq_used_d0 : std_logic_vector(8 downto 0); -- bit n: x < y
-    signal c_cq_used_d1 : std_logic_vector(8 downto 0); -- bit n: x < y
-    signal c_cq_used_r1 : std_logic_vector(8 downto 0); -- bit n: y < x (x - y - 1 borrows when it is 0)
-    signal c_cq_used_b1 : std_logic;         -- borrow out of this piece
-    signal c_cq_used_d2 : std_logic_vector(7 downto 0); -- bit n: x < y
-    signal c_cq_used_r2 : std_logic_vector(7 downto 0); -- bit n: y < x (x - y - 1 borrows when it is 0)
     signal c_cq_full : std_logic;            -- as many CQEs as the ring holds
+    signal c_used_inc : std_logic_vector(23 downto 0);
+    signal c_tight0 : std_logic;             -- at most 32 entries free
+    signal c_tight1 : std_logic;             -- at most 32 entries free
     signal c_cq_owner : std_logic;           -- owner bit of a CQE written now
     signal c_cq_addr : std_logic_vector(59 downto 0); -- its address, bits 63:4
     signal c_pi_inc : std_logic_vector(23 downto 0);
@@ -320,6 +317,9 @@ architecture rtl of card_cq_w64 is
     signal d_cpl_armed : std_logic;          -- c_cpl_armed, a stage on
     signal d_cpl_ov_new : std_logic;         -- c_cpl_ov_new, a stage on
     signal d_is : std_logic_vector(4 downto 0); -- c_is, a stage on
+    signal d_used_inc : std_logic_vector(23 downto 0); -- c_used_inc, a stage on
+    signal d_tight0 : std_logic;             -- c_tight0, a stage on
+    signal d_tight1 : std_logic;             -- c_tight1, a stage on
     signal d_v : std_logic := '0';           -- stage D holds an operation
     signal b_go : std_logic;                 -- stage D acts
     signal b_conflict : std_logic;           -- an operation ahead may write B's CQ: B waits for its write
@@ -332,7 +332,7 @@ architecture rtl of card_cq_w64 is
     signal cx_log : std_logic_vector(4 downto 0);
     signal cx_spi : std_logic_vector(23 downto 0); -- PI past the last solicited or error CQE (CI when none lies past CI)
     signal cx_pi : std_logic_vector(23 downto 0);
-    signal cx_ci : std_logic_vector(23 downto 0);
+    signal cx_used : std_logic_vector(23 downto 0); -- PI - CI: entries not consumed
     signal cx_arm : std_logic;
     signal cx_sol : std_logic;
     signal cx_ov : std_logic;
@@ -393,28 +393,14 @@ architecture rtl of card_cq_w64 is
     signal db_pending_now : std_logic;       -- a completion past CI that the arming would wait for
     signal db_lt : std_logic;
     signal db_frees : std_logic;             -- the doorbell leaves the CQ not full
+    signal db_tight_now : std_logic;         -- at most 32 entries free
+    signal db_tight : std_logic;             -- the doorbell leaves the CQ tight
     signal db_pending : std_logic;
     signal db_notify_q : std_logic;
     signal db_spi : std_logic_vector(23 downto 0); -- the solicited PI, CI once every solicited or error CQE is consumed
     signal cmd_log : std_logic_vector(4 downto 0);
     signal cx_new : std_logic_vector(139 downto 0); -- the context written back
     signal cx_we : std_logic;
-    signal nw_valid : std_logic;
-    signal nw_base : std_logic_vector(58 downto 0);
-    signal nw_log : std_logic_vector(4 downto 0);
-    signal nw_spi : std_logic_vector(23 downto 0); -- PI past the last solicited or error CQE (CI when none lies past CI)
-    signal nw_pi : std_logic_vector(23 downto 0);
-    signal nw_ci : std_logic_vector(23 downto 0);
-    signal nw_arm : std_logic;
-    signal nw_sol : std_logic;
-    signal nw_ov : std_logic;
-    signal nw_used_d0 : std_logic_vector(8 downto 0); -- bit n: x < y
-    signal nw_used_d1 : std_logic_vector(8 downto 0); -- bit n: x < y
-    signal nw_used_r1 : std_logic_vector(8 downto 0); -- bit n: y < x (x - y - 1 borrows when it is 0)
-    signal nw_used_b1 : std_logic;           -- borrow out of this piece
-    signal nw_used_d2 : std_logic_vector(7 downto 0); -- bit n: x < y
-    signal nw_used_r2 : std_logic_vector(7 downto 0); -- bit n: y < x (x - y - 1 borrows when it is 0)
-    signal nw_mask : std_logic_vector(24 downto 0); -- index bits below log2 size
     signal nw_tight : std_logic;             -- the context written leaves its CQ tight
     signal tight : std_logic_vector(1023 downto 0) := x"0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- cq_tight
     signal tight_wr_qp : std_logic_vector(9 downto 0);
@@ -523,7 +509,7 @@ begin
     c_cx_log <= c_cx(79 downto 75);
     c_cx_spi <= c_cx(74 downto 51);
     c_cx_pi <= c_cx(50 downto 27);
-    c_cx_ci <= c_cx(26 downto 3);
+    c_cx_used <= c_cx(26 downto 3);
     c_cx_arm <= c_cx(2);
     c_cx_sol <= c_cx(1);
     c_cx_ov <= c_cx(0);
@@ -553,17 +539,13 @@ begin
         b2l(unsigned'("00001") < unsigned(c_cx_log)) &
         b2l(unsigned'("00000") < unsigned(c_cx_log))
     );
-    c_cq_used_d0 <= std_logic_vector(unsigned(std_logic_vector'('0' & c_cx_pi(7 downto 0))) - unsigned(std_logic_vector'('0' & c_cx_ci(7 downto 0))));
-    c_cq_used_d1 <= std_logic_vector(unsigned(std_logic_vector'('0' & c_cx_pi(15 downto 8))) - unsigned(std_logic_vector'('0' & c_cx_ci(15 downto 8))));
-    c_cq_used_r1 <= std_logic_vector(unsigned(std_logic_vector'('0' & c_cx_ci(15 downto 8))) - unsigned(std_logic_vector'('0' & c_cx_pi(15 downto 8))));
-    c_cq_used_b1 <= mux(c_cq_used_d0(8), not c_cq_used_r1(8), c_cq_used_d1(8));
-    c_cq_used_d2 <= std_logic_vector(unsigned(c_cx_pi(23 downto 16)) - unsigned(c_cx_ci(23 downto 16)));
-    c_cq_used_r2 <= std_logic_vector(unsigned(c_cx_ci(23 downto 16)) - unsigned(c_cx_pi(23 downto 16)));
-    c_cq_full <= or (std_logic_vector'(
-        mux(c_cq_used_b1, not c_cq_used_r2, c_cq_used_d2) &
-        mux(c_cq_used_d0(8), not c_cq_used_r1(7 downto 0), c_cq_used_d1(7 downto 0)) &
-        c_cq_used_d0(7 downto 0)
-    ) and (not c_cq_mask));
+    c_cq_full <= or (c_cx_used and (not c_cq_mask));
+    c_used_inc <= std_logic_vector'(
+        mux(and c_cx_used(11 downto 0), std_logic_vector(unsigned(c_cx_used(23 downto 12)) + unsigned'(x"001")), c_cx_used(23 downto 12)) &
+        std_logic_vector(unsigned(c_cx_used(11 downto 0)) + unsigned'(x"001"))
+    );
+    c_tight0 <= or (std_logic_vector(unsigned(std_logic_vector'('0' & c_cx_used)) + unsigned'("0000000000000000000100000")) and (not std_logic_vector'(b2l(unsigned'("11000") < unsigned(c_cx_log)) & c_cq_mask)));
+    c_tight1 <= or (std_logic_vector(unsigned(std_logic_vector'('0' & c_used_inc)) + unsigned'("0000000000000000000100000")) and (not std_logic_vector'(b2l(unsigned'("11000") < unsigned(c_cx_log)) & c_cq_mask)));
     c_cq_owner <= not (((((((((((((((((b2l(c_cx_log = "00000") and c_cx_pi(0)) or (b2l(c_cx_log = "00001") and c_cx_pi(1))) or (b2l(c_cx_log = "00010") and c_cx_pi(2))) or (b2l(c_cx_log = "00011") and c_cx_pi(3))) or (b2l(c_cx_log = "00100") and c_cx_pi(4))) or (b2l(c_cx_log = "00101") and c_cx_pi(5))) or (b2l(c_cx_log = "00110") and c_cx_pi(6))) or (b2l(c_cx_log = "00111") and c_cx_pi(7))) or (b2l(c_cx_log = "01000") and c_cx_pi(8))) or (b2l(c_cx_log = "01001") and c_cx_pi(9))) or (b2l(c_cx_log = "01010") and c_cx_pi(10))) or (b2l(c_cx_log = "01011") and c_cx_pi(11))) or (b2l(c_cx_log = "01100") and c_cx_pi(12))) or (b2l(c_cx_log = "01101") and c_cx_pi(13))) or (b2l(c_cx_log = "01110") and c_cx_pi(14))) or (b2l(c_cx_log = "01111") and c_cx_pi(15))) or (b2l(c_cx_log = "10000") and c_cx_pi(16)));
     c_cq_addr <= std_logic_vector'((c_cx_base or std_logic_vector'(
         "000000000000000000000000000000000000000000" &
@@ -664,7 +646,7 @@ begin
     cx_log <= d_cx(79 downto 75);
     cx_spi <= d_cx(74 downto 51);
     cx_pi <= d_cx(50 downto 27);
-    cx_ci <= d_cx(26 downto 3);
+    cx_used <= d_cx(26 downto 3);
     cx_arm <= d_cx(2);
     cx_sol <= d_cx(1);
     cx_ov <= d_cx(0);
@@ -758,6 +740,7 @@ begin
     db_arm_sol <= d_len(31);
     db_lt_now <= b2l(unsigned(d_db_used) < unsigned(d_spi_used));
     db_pending_now <= mux(db_arm_sol, (not db_lt_now) and (or d_spi_used), or d_db_used);
+    db_tight_now <= or (std_logic_vector(unsigned(std_logic_vector'('0' & d_db_used)) + unsigned'("0000000000000000000100000")) and (not std_logic_vector'(b2l(unsigned'("11000") < unsigned(cx_log)) & d_cq_mask)));
     db_spi <= mux(db_lt, db_ci, cx_spi);
     db_notify <= k_cqdb_live and db_notify_q;
     cmd_log <= d_term(4 downto 0);
@@ -770,7 +753,7 @@ begin
         d_cx(139 downto 75) &
         db_spi &
         cx_pi &
-        db_ci &
+        d_db_used &
         mux(db_arm, not db_pending, cx_arm) &
         mux(db_arm, db_arm_sol, cx_sol) &
         (cx_ov and (not db_frees))
@@ -778,7 +761,7 @@ begin
         d_cx(139 downto 75) &
         mux(cpl_write and d_cpl_sol, d_pi_inc, cx_spi) &
         mux(cpl_write, d_pi_inc, cx_pi) &
-        cx_ci &
+        mux(cpl_write, d_used_inc, cx_used) &
         (cx_arm and (not cpl_notify)) &
         cx_sol &
         (cx_ov or cpl_new_ov)
@@ -787,53 +770,7 @@ begin
     ctx_we <= init_active or cx_we;
     ctx_wa <= mux(init_active, init_cnt(9 downto 0), d_cq);
     ctx_wd <= cx_new and std_logic_vector'(139 downto 0 => not init_active);
-    nw_valid <= ctx_wd(139);
-    nw_base <= ctx_wd(138 downto 80);
-    nw_log <= ctx_wd(79 downto 75);
-    nw_spi <= ctx_wd(74 downto 51);
-    nw_pi <= ctx_wd(50 downto 27);
-    nw_ci <= ctx_wd(26 downto 3);
-    nw_arm <= ctx_wd(2);
-    nw_sol <= ctx_wd(1);
-    nw_ov <= ctx_wd(0);
-    nw_used_d0 <= std_logic_vector(unsigned(std_logic_vector'('0' & nw_pi(7 downto 0))) - unsigned(std_logic_vector'('0' & nw_ci(7 downto 0))));
-    nw_used_d1 <= std_logic_vector(unsigned(std_logic_vector'('0' & nw_pi(15 downto 8))) - unsigned(std_logic_vector'('0' & nw_ci(15 downto 8))));
-    nw_used_r1 <= std_logic_vector(unsigned(std_logic_vector'('0' & nw_ci(15 downto 8))) - unsigned(std_logic_vector'('0' & nw_pi(15 downto 8))));
-    nw_used_b1 <= mux(nw_used_d0(8), not nw_used_r1(8), nw_used_d1(8));
-    nw_used_d2 <= std_logic_vector(unsigned(nw_pi(23 downto 16)) - unsigned(nw_ci(23 downto 16)));
-    nw_used_r2 <= std_logic_vector(unsigned(nw_ci(23 downto 16)) - unsigned(nw_pi(23 downto 16)));
-    nw_mask <= std_logic_vector'(
-        b2l(unsigned'("11000") < unsigned(nw_log)) &
-        b2l(unsigned'("10111") < unsigned(nw_log)) &
-        b2l(unsigned'("10110") < unsigned(nw_log)) &
-        b2l(unsigned'("10101") < unsigned(nw_log)) &
-        b2l(unsigned'("10100") < unsigned(nw_log)) &
-        b2l(unsigned'("10011") < unsigned(nw_log)) &
-        b2l(unsigned'("10010") < unsigned(nw_log)) &
-        b2l(unsigned'("10001") < unsigned(nw_log)) &
-        b2l(unsigned'("10000") < unsigned(nw_log)) &
-        b2l(unsigned'("01111") < unsigned(nw_log)) &
-        b2l(unsigned'("01110") < unsigned(nw_log)) &
-        b2l(unsigned'("01101") < unsigned(nw_log)) &
-        b2l(unsigned'("01100") < unsigned(nw_log)) &
-        b2l(unsigned'("01011") < unsigned(nw_log)) &
-        b2l(unsigned'("01010") < unsigned(nw_log)) &
-        b2l(unsigned'("01001") < unsigned(nw_log)) &
-        b2l(unsigned'("01000") < unsigned(nw_log)) &
-        b2l(unsigned'("00111") < unsigned(nw_log)) &
-        b2l(unsigned'("00110") < unsigned(nw_log)) &
-        b2l(unsigned'("00101") < unsigned(nw_log)) &
-        b2l(unsigned'("00100") < unsigned(nw_log)) &
-        b2l(unsigned'("00011") < unsigned(nw_log)) &
-        b2l(unsigned'("00010") < unsigned(nw_log)) &
-        b2l(unsigned'("00001") < unsigned(nw_log)) &
-        b2l(unsigned'("00000") < unsigned(nw_log))
-    );
-    nw_tight <= nw_valid and (or (std_logic_vector(unsigned(std_logic_vector'('0' & std_logic_vector'(
-        mux(nw_used_b1, not nw_used_r2, nw_used_d2) &
-        mux(nw_used_d0(8), not nw_used_r1(7 downto 0), nw_used_d1(7 downto 0)) &
-        nw_used_d0(7 downto 0)
-    ))) + unsigned'("0000000000000000000100000")) and (not nw_mask)));
+    nw_tight <= ((not init_active) and (not d_cmd_destroy)) and mux(d_cmd_create, not b2l(unsigned'("00101") < unsigned(cmd_log)), mux(d_is(1), db_tight, mux(cpl_write, d_tight1, d_tight0)));
     tight_wr_qp <= ctx_wa;
     tight_wr_1h <= std_logic_vector'(
         b2l(tight_wr_qp = "1111111111") &
@@ -1927,17 +1864,11 @@ begin
         c_term(15 downto 5) &
         c_len(31 downto 24) &
         cx_base &
-        cx_log &
         cx_valid &
         d_kind &
         d_status(7 downto 4) &
         d_term(15 downto 5) &
         d_len(29 downto 24) &
-        nw_base &
-        nw_spi &
-        nw_arm &
-        nw_sol &
-        nw_ov &
         rq_cand(256 downto 113) &
         rq_cand(96 downto 1) &
         irq_gap(7 downto 0)
@@ -2492,6 +2423,33 @@ begin
         end if;
     end process;
 
+    d_used_inc_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_used_inc <= c_used_inc;
+            end if;
+        end if;
+    end process;
+
+    d_tight0_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_tight0 <= c_tight0;
+            end if;
+        end if;
+    end process;
+
+    d_tight1_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if c_to_d = '1' then
+                d_tight1 <= c_tight1;
+            end if;
+        end if;
+    end process;
+
     d_v_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -2619,6 +2577,13 @@ begin
     begin
         if rising_edge(clk) then
             db_frees <= not (or (d_db_used and (not d_cq_mask)));
+        end if;
+    end process;
+
+    db_tight_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            db_tight <= db_tight_now;
         end if;
     end process;
 

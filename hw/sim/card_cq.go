@@ -125,6 +125,7 @@ type CardCQDriver struct {
 	quiet   int // cycles left of a quiet phase (no new operations)
 	settled bool
 	lastCI  uint32 // saturated: the CI of the last doorbell
+	idleFor int    // cycles the driver has been idle
 
 	expect    []cqExpect
 	aws       []cqAWT
@@ -146,7 +147,10 @@ type CardCQDriver struct {
 	corrupt bool // flip the owner bit of the 101st expected write (the check's own test)
 	// Counters of a run.
 	Completions, Events, Writes, IRQs, RefIRQs, Overruns, Lost, Quiet uint64
-	Latency                                                           Hist // cycles from an operation taken to its write's address taken
+	// TightChecks counts the cq_tight bits compared at idle cycles,
+	// Tight how many of them were set.
+	TightChecks, Tight uint64
+	Latency            Hist // cycles from an operation taken to its write's address taken
 }
 
 // Hist is a small latency record: count, sum, min and max.
@@ -263,7 +267,7 @@ func (d *CardCQDriver) plan() {
 				c.num = d.cqs[r.IntN(len(d.cqs))] // exists: refused
 			}
 		}
-		c.log = uint32(r.IntN(6))
+		c.log = uint32(r.IntN(8)) // 1 to 128 entries: above 32, tightness has a boundary
 		c.base = cqBase(c.num)
 		switch r.IntN(40) {
 		case 0:
@@ -301,7 +305,11 @@ func (d *CardCQDriver) plan() {
 	}
 	if d.dbHeld == nil && r.IntN(12) == 0 && len(d.cqs) > 0 {
 		n := d.cqs[r.IntN(len(d.cqs))]
-		v := (d.cqeN[n] - uint32(r.IntN(4))) & cs.CQDBCICIMask
+		lag := uint32(r.IntN(4))
+		if r.IntN(3) == 0 {
+			lag = uint32(r.IntN(130)) // a consumer far behind (or a CI that went back): tight and full large CQs
+		}
+		v := (d.cqeN[n] - lag) & cs.CQDBCICIMask
 		switch r.IntN(4) {
 		case 0:
 			v |= 1 << cs.CQDBCIArmShift
@@ -541,6 +549,14 @@ func (d *CardCQDriver) Observe(in, out []uint32) {
 	if p.fault.Get(out) != 0 || p.fatal.Get(out) != 0 {
 		d.fail("a DMA fault with no error response")
 	}
+	if d.mode == CardCQRandom && d.Idle() {
+		d.idleFor++
+		if d.idleFor == cqTightSettle {
+			d.checkTight(out, d.cqs)
+		}
+	} else {
+		d.idleFor = 0
+	}
 	if d.mode == CardCQRandom && d.quiet == 1 {
 		d.quietCheck(out)
 	}
@@ -579,17 +595,37 @@ func (d *CardCQDriver) quietCheck(out []uint32) {
 	if d.p.cplBusy.Get(out) != 0 {
 		d.fail("cpl_busy while idle")
 	}
-	// cq_tight: every CQ with at most gen.CardCQTight entries free.
-	tight := make([]byte, cs.MaxCQ/8)
-	d.p.tight.Bytes(out, tight)
-	for n := uint32(0); n < cs.MaxCQ; n++ {
-		free, ok := d.ref.CQFree(n)
-		if want, got := ok && free <= gen.CardCQTight, tight[n/8]>>(n%8)&1 != 0; got != want {
-			d.fail("cq_tight of CQ %d is %v, the reference has %d entries free (exists: %v)", n, got, free, ok)
-		}
+	all := make([]uint32, cs.MaxCQ)
+	for n := range all {
+		all[n] = uint32(n)
 	}
+	d.checkTight(out, all)
 	d.Lost = d.ref.EventsLost()
 	d.irqSince, d.rtlSince = false, false
+}
+
+// cqTightSettle is how many idle cycles (no operation held, no write
+// expected) card_cq's pipeline needs to finish the operations it took
+// (stages B to D and a doorbell's second cycle), after which cq_tight is
+// compared with the reference.
+const cqTightSettle = 8
+
+// checkTight compares cq_tight of the CQs given with the reference: set
+// for a CQ that exists with at most gen.CardCQTight entries free.
+func (d *CardCQDriver) checkTight(out []uint32, cqs []uint32) {
+	tight := make([]byte, cs.MaxCQ/8)
+	d.p.tight.Bytes(out, tight)
+	for _, n := range cqs {
+		free, ok := d.ref.CQFree(n)
+		want, got := ok && free <= gen.CardCQTight, tight[n/8]>>(n%8)&1 != 0
+		if got != want {
+			d.fail("cq_tight of CQ %d is %v, the reference has %d entries free (exists: %v)", n, got, free, ok)
+		}
+		d.TightChecks++
+		if got {
+			d.Tight++
+		}
+	}
 }
 
 // axi plays the AXI slave and compares each write with the reference's.

@@ -38,8 +38,10 @@ func TestCardCQCosim(t *testing.T) {
 			assert.Greater(t, drv.Overruns, uint64(0), "CQ overruns")
 			assert.Greater(t, drv.Lost, uint64(0), "events lost")
 			assert.Greater(t, drv.Quiet, uint64(10), "quiet-point checks")
-			t.Logf("%s: %d cycles, %.2f M cycles/s; %d completions, %d events, %d writes, %d/%d interrupts (RTL/model), %d overruns, %d events lost, %d quiet checks",
-				m.Name, st.Cycles, st.CyclesPerSecond()/1e6, drv.Completions, drv.Events, drv.Writes, drv.IRQs, drv.RefIRQs, drv.Overruns, drv.Lost, drv.Quiet)
+			assert.Greater(t, drv.Tight, uint64(100), "tight CQs seen")
+			assert.Greater(t, drv.TightChecks-drv.Tight, uint64(100), "CQs seen not tight")
+			t.Logf("%s: %d cycles, %.2f M cycles/s; %d completions, %d events, %d writes, %d/%d interrupts (RTL/model), %d overruns, %d events lost, %d quiet checks, cq_tight compared %d times (%d set)",
+				m.Name, st.Cycles, st.CyclesPerSecond()/1e6, drv.Completions, drv.Events, drv.Writes, drv.IRQs, drv.RefIRQs, drv.Overruns, drv.Lost, drv.Quiet, drv.TightChecks, drv.Tight)
 		})
 	}
 }
