@@ -139,7 +139,9 @@ func CardCmd() (*Module, error) {
 	clsQ := m.RegDecl("cls_q", 2, "the QP's class")
 	doneHere := m.WireOf("done_here", And(doneV, Eq(doneQP, q)), "")
 	seenDone := m.RegDecl("seen_done", 1, "card_stat reported the QP done since the command was taken")
-	m.Drive(seenDone, big.NewInt(0), And(Not(takeQP), Or(seenDone, doneHere)), Or(takeQP, doneHere, in(sIdle)))
+	// A report in the take's own cycle counts too: the class read then is
+	// the one before that cycle's write.
+	m.Drive(seenDone, big.NewInt(0), Or(doneHere, And(Not(takeQP), seenDone)), Or(takeQP, doneHere, in(sIdle)))
 	m.Drive(clsQ, nil, cls, in(sQRd))
 	oldCQs := m.Reg("old_cqs", 2*CB, nil, qcq, in(sQRd), "the QP's CQs as CREATE recorded them (DESTROY's)")
 	cxS := m.Reg("cqx_send", 1+UB, nil, cx, in(sQRd), "the send CQ's entry")

@@ -511,7 +511,7 @@ module card_cmd (
         if (rst) begin
             seen_done <= 1'h0;
         end else if ((take_qp | done_here) | (state == 4'h1)) begin
-            seen_done <= ~take_qp & (seen_done | done_here);
+            seen_done <= done_here | (~take_qp & seen_done);
         end
     end
 

@@ -559,7 +559,7 @@ begin
             if rst = '1' then
                 seen_done <= '0';
             elsif ((take_qp or done_here) or b2l(state = x"1")) = '1' then
-                seen_done <= (not take_qp) and (seen_done or done_here);
+                seen_done <= done_here or ((not take_qp) and seen_done);
             end if;
         end if;
     end process;

@@ -49,16 +49,7 @@ type AXISPorts struct {
 func StreamPorts(l Layout, prefix string) (AXISPorts, error) {
 	var p AXISPorts
 	var err error
-	get := func(dst *Port, name string, in bool) {
-		if err != nil {
-			return
-		}
-		if in {
-			*dst, err = l.In(prefix + "_" + name)
-		} else {
-			*dst, err = l.Out(prefix + "_" + name)
-		}
-	}
+	get := func(dst *Port, name string, in bool) { l.lookup(dst, prefix+"_"+name, in, &err) }
 	get(&p.Data, "tdata", true)
 	if _, kerr := l.In(prefix + "_tkeep"); kerr == nil {
 		get(&p.Keep, "tkeep", true)

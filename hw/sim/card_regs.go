@@ -43,16 +43,7 @@ type cardRegsPorts struct {
 func lookupCardRegsPorts(l Layout) (cardRegsPorts, error) {
 	var p cardRegsPorts
 	var err error
-	get := func(dst *Port, name string, in bool) {
-		if err != nil {
-			return
-		}
-		if in {
-			*dst, err = l.In(name)
-		} else {
-			*dst, err = l.Out(name)
-		}
-	}
+	get := func(dst *Port, name string, in bool) { l.lookup(dst, name, in, &err) }
 	get(&p.rst, "rst", true)
 	for _, x := range []struct {
 		dst  *Port

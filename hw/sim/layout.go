@@ -49,6 +49,20 @@ func (l Layout) In(name string) (Port, error) { return find(l.Inputs, name) }
 // Out returns the output port called name.
 func (l Layout) Out(name string) (Port, error) { return find(l.Outputs, name) }
 
+// lookup sets *dst to the input (in) or output port called name, unless
+// *err already holds an error; it keeps the first error in *err, so that a
+// list of lookups is checked once at its end.
+func (l Layout) lookup(dst *Port, name string, in bool, err *error) {
+	if *err != nil {
+		return
+	}
+	if in {
+		*dst, *err = l.In(name)
+	} else {
+		*dst, *err = l.Out(name)
+	}
+}
+
 func find(ports []Port, name string) (Port, error) {
 	for _, p := range ports {
 		if p.Name == name {
