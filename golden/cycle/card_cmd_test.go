@@ -76,7 +76,9 @@ func TestCardCmdCQAndEQVerdicts(t *testing.T) {
 	assert.Equal(t, cs.CmdWhyCQBusy, cqVerdict(cq(cs.CQOpDestroy, 3, 0, 0), busy))
 	assert.Equal(t, cs.CmdWhyBadOp, cqVerdict(cq(7, 3, 0, 0), idle))
 
-	eq := func(en bool, lg uint8, base uint64) *CardCmdIn { return &CardCmdIn{EQEnable: en, EQLog: lg, EQBase: base} }
+	eq := func(en bool, lg uint8, base uint64) *CardCmdIn {
+		return &CardCmdIn{EQEnable: en, EQLog: lg, EQBase: base}
+	}
 	assert.Equal(t, cs.CmdWhyOk, eqVerdict(eq(true, 8, 1<<12)))
 	assert.Equal(t, cs.CmdWhyOk, eqVerdict(eq(false, 31, 3)), "a disabled EQ is not checked")
 	assert.Equal(t, cs.CmdWhyBadSize, eqVerdict(eq(true, cs.MaxQueueLog+1, 0)))

@@ -72,6 +72,9 @@ type AXIMuxDriver struct {
 	// taken but the block held back (another master granted, a full
 	// queue).
 	Held uint64
+	// Models, for the muxes, compared every output of every cycle with
+	// their cycle models (Models.Compared cycles).
+	Models *axiMuxModels
 }
 
 func (d *AXIMuxDriver) fail(format string, a ...any) {
@@ -113,6 +116,7 @@ type axiMuxPair struct {
 	wrL    Layout
 	rdInst *Instance
 	wrInst *Instance
+	models *axiMuxModels // the muxes' cycle models (nil for the remaps)
 }
 
 func (d *AXIMuxDriver) newBurst(i int, write bool) *muxBurst {
@@ -240,6 +244,12 @@ func (p *axiMuxPair) step() error {
 	}
 	if err := p.wrInst.Run(wrI, p.wrOut); err != nil {
 		return err
+	}
+	if p.models != nil {
+		if err := p.models.step(rdI, p.rdOut, wrI, p.wrOut); err != nil {
+			d.fail("%v", err)
+			return nil
+		}
 	}
 	if rst {
 		return nil
@@ -419,7 +429,7 @@ func RunAXIMux(cfg gen.AXIMuxConfig, seed, cycles uint64) (*AXIMuxDriver, error)
 	if err != nil {
 		return nil, err
 	}
-	return runAXIPair(rm, wm, newAXIMuxDriver(cfg, seed, cycles-min(cycles/2, 20000)), cycles)
+	return runAXIPair(rm, wm, newAXIMuxDriver(cfg, seed, cycles-min(cycles/2, 20000)), cycles, &cfg)
 }
 
 // RunAXIRemap co-simulates axi_rd_remap and axi_wr_remap of cfg as
@@ -449,12 +459,13 @@ func RunAXIRemap(cfg gen.AXIRemapConfig, seed, cycles uint64) (*AXIMuxDriver, er
 		return hi<<cfg.OutBits | uint64(r.IntN(1<<cfg.OutBits))
 	}
 	d.sidOf = func(_ int, id uint64) uint64 { return id & lo }
-	return runAXIPair(rm, wm, d, cycles)
+	return runAXIPair(rm, wm, d, cycles, nil)
 }
 
 // runAXIPair runs the read module rm and the write module wm side by
-// side with d driving both, for cycles cycles.
-func runAXIPair(rm, wm *gen.Module, d *AXIMuxDriver, cycles uint64) (*AXIMuxDriver, error) {
+// side with d driving both, for cycles cycles; with mux, the muxes of
+// that configuration, also against their cycle models every cycle.
+func runAXIPair(rm, wm *gen.Module, d *AXIMuxDriver, cycles uint64, mux *gen.AXIMuxConfig) (*AXIMuxDriver, error) {
 	rl, err := Load(LibPath(rm.Name, false))
 	if err != nil {
 		return nil, err
@@ -465,6 +476,10 @@ func runAXIPair(rm, wm *gen.Module, d *AXIMuxDriver, cycles uint64) (*AXIMuxDriv
 	}
 	p := &axiMuxPair{d: d, rdL: LayoutOf(rm), wrL: LayoutOf(wm)}
 	p.rdP, p.wrP = &portSet{l: p.rdL}, &portSet{l: p.wrL}
+	if mux != nil {
+		p.models = newAXIMuxModels(*mux, &portSet{l: p.rdL}, &portSet{l: p.wrL})
+		d.Models = p.models
+	}
 	p.rdIn, p.rdOut = make([]uint32, p.rdL.InWords), make([]uint32, p.rdL.OutWords)
 	p.wrIn, p.wrOut = make([]uint32, p.wrL.InWords), make([]uint32, p.wrL.OutWords)
 	p.rdInst, p.wrInst = rl.New(), wl.New()
