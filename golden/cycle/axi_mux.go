@@ -209,3 +209,69 @@ func (m *AXIWrMux) Step(in AXIWrMuxIn) AXIWrMuxOut {
 	}
 	return out
 }
+
+// AXIRemap models axi_rd_remap or axi_wr_remap: a master's IDs narrowed
+// to a slave's low outBits; the high bits of each burst's ID wait in a
+// queue per slave ID (depth entries) for its response, which goes back
+// with them above the slave's ID. An address waits while its slave ID's
+// queue is full.
+type AXIRemap struct {
+	outBits    int
+	queues     [][]uint16 // per slave ID, a ring of high ID bits
+	head, tail []int      // free running, modulo 2*depth
+}
+
+// NewAXIRemap returns a remap of outBits-bit slave IDs with queues of
+// depth entries.
+func NewAXIRemap(outBits, depth int) *AXIRemap {
+	k := 1 << outBits
+	r := &AXIRemap{outBits: outBits, queues: make([][]uint16, k), head: make([]int, k), tail: make([]int, k)}
+	for i := range r.queues {
+		r.queues[i] = make([]uint16, depth)
+	}
+	return r
+}
+
+// AXIRemapIn is one cycle of a remap's inputs: the master's address, the
+// slave's ready for it, and the response channel: its slave ID, whether
+// a burst's response ends this cycle (R: valid, ready and last; B: valid
+// and ready).
+type AXIRemapIn struct {
+	Reset   bool
+	A       AXIAddr
+	AReady  bool
+	RespID  uint16
+	RespEnd bool
+}
+
+// AXIRemapOut is what the remap shows: the address to the slave, the
+// master's ready, and the master's ID of the response on the channel now
+// (the head of its slave ID's queue above it, valid or not).
+type AXIRemapOut struct {
+	A      AXIAddr
+	AReady bool
+	RespID uint16
+}
+
+// Step returns this cycle's outputs and takes the clock edge.
+func (r *AXIRemap) Step(in AXIRemapIn) AXIRemapOut {
+	d := len(r.queues[0])
+	lo := int(in.A.ID) & (1<<r.outBits - 1)
+	room := (r.tail[lo]-r.head[lo]+2*d)%(2*d) < d
+	out := AXIRemapOut{A: in.A, AReady: in.AReady && room}
+	out.A.ID, out.A.Valid = uint16(lo), in.A.Valid && room
+	rid := int(in.RespID) & (1<<r.outBits - 1)
+	out.RespID = r.queues[rid][r.head[rid]%d]<<r.outBits | uint16(rid)
+	if in.A.Valid && in.AReady && room {
+		r.queues[lo][r.tail[lo]%d] = in.A.ID >> r.outBits
+		r.tail[lo] = (r.tail[lo] + 1) % (2 * d)
+	}
+	if in.RespEnd {
+		r.head[rid] = (r.head[rid] + 1) % (2 * d)
+	}
+	if in.Reset { // the queues' heads and tails; the entries keep their bits
+		clear(r.head)
+		clear(r.tail)
+	}
+	return out
+}

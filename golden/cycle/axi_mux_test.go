@@ -58,3 +58,25 @@ func TestAXIWrMuxOrder(t *testing.T) {
 	o = m.Step(in) // master 0's beat again: not last, so its burst stays at the head
 	assert.False(t, o.AWReady[0] || o.AWReady[1], "the queue is full (two bursts)")
 }
+
+// The remap sends the low ID bits to the slave, gives the high bits back
+// with the response in order per slave ID, and holds an address whose
+// slave ID has depth bursts outstanding.
+func TestAXIRemapQueues(t *testing.T) {
+	r := NewAXIRemap(4, 2)
+	a := func(id uint16) AXIRemapIn { return AXIRemapIn{A: AXIAddr{ID: id, Valid: true}, AReady: true} }
+	o := r.Step(a(0x13))
+	assert.Equal(t, AXIAddr{ID: 3, Valid: true}, o.A)
+	assert.True(t, o.AReady)
+	r.Step(a(0x53))
+	o = r.Step(a(0x73))
+	assert.False(t, o.AReady || o.A.Valid, "slave ID 3 has two bursts outstanding")
+	o = r.Step(AXIRemapIn{RespID: 3, RespEnd: true})
+	assert.Equal(t, uint16(0x13), o.RespID, "the oldest burst of slave ID 3 first")
+	o = r.Step(a(0x73))
+	assert.True(t, o.AReady, "room again")
+	o = r.Step(AXIRemapIn{RespID: 3, RespEnd: true})
+	assert.Equal(t, uint16(0x53), o.RespID)
+	o = r.Step(AXIRemapIn{RespID: 3})
+	assert.Equal(t, uint16(0x73), o.RespID)
+}

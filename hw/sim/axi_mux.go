@@ -72,9 +72,9 @@ type AXIMuxDriver struct {
 	// taken but the block held back (another master granted, a full
 	// queue).
 	Held uint64
-	// Models, for the muxes, compared every output of every cycle with
-	// their cycle models (Models.Compared cycles).
-	Models *axiMuxModels
+	// Compared counts the cycles whose every output of both blocks was
+	// compared with their cycle models.
+	Compared uint64
 }
 
 func (d *AXIMuxDriver) fail(format string, a ...any) {
@@ -116,7 +116,7 @@ type axiMuxPair struct {
 	wrL    Layout
 	rdInst *Instance
 	wrInst *Instance
-	models *axiMuxModels // the muxes' cycle models (nil for the remaps)
+	models axiCycleModels // the blocks' cycle models
 }
 
 func (d *AXIMuxDriver) newBurst(i int, write bool) *muxBurst {
@@ -245,12 +245,11 @@ func (p *axiMuxPair) step() error {
 	if err := p.wrInst.Run(wrI, p.wrOut); err != nil {
 		return err
 	}
-	if p.models != nil {
-		if err := p.models.step(rdI, p.rdOut, wrI, p.wrOut); err != nil {
-			d.fail("%v", err)
-			return nil
-		}
+	if err := p.models.step(rdI, p.rdOut, wrI, p.wrOut); err != nil {
+		d.fail("%v", err)
+		return nil
 	}
+	d.Compared = p.models.compared()
 	if rst {
 		return nil
 	}
@@ -429,7 +428,9 @@ func RunAXIMux(cfg gen.AXIMuxConfig, seed, cycles uint64) (*AXIMuxDriver, error)
 	if err != nil {
 		return nil, err
 	}
-	return runAXIPair(rm, wm, newAXIMuxDriver(cfg, seed, cycles-min(cycles/2, 20000)), cycles, &cfg)
+	return runAXIPair(rm, wm, newAXIMuxDriver(cfg, seed, cycles-min(cycles/2, 20000)), cycles, func(rd, wr *portSet) axiCycleModels {
+		return newAXIMuxModels(cfg, rd, wr)
+	})
 }
 
 // RunAXIRemap co-simulates axi_rd_remap and axi_wr_remap of cfg as
@@ -459,13 +460,13 @@ func RunAXIRemap(cfg gen.AXIRemapConfig, seed, cycles uint64) (*AXIMuxDriver, er
 		return hi<<cfg.OutBits | uint64(r.IntN(1<<cfg.OutBits))
 	}
 	d.sidOf = func(_ int, id uint64) uint64 { return id & lo }
-	return runAXIPair(rm, wm, d, cycles, nil)
+	return runAXIPair(rm, wm, d, cycles, func(rd, wr *portSet) axiCycleModels { return newAXIRemapModels(cfg, rd, wr) })
 }
 
 // runAXIPair runs the read module rm and the write module wm side by
-// side with d driving both, for cycles cycles; with mux, the muxes of
-// that configuration, also against their cycle models every cycle.
-func runAXIPair(rm, wm *gen.Module, d *AXIMuxDriver, cycles uint64, mux *gen.AXIMuxConfig) (*AXIMuxDriver, error) {
+// side with d driving both, for cycles cycles, and checks them against
+// the cycle models models makes, every cycle.
+func runAXIPair(rm, wm *gen.Module, d *AXIMuxDriver, cycles uint64, models func(rd, wr *portSet) axiCycleModels) (*AXIMuxDriver, error) {
 	rl, err := Load(LibPath(rm.Name, false))
 	if err != nil {
 		return nil, err
@@ -476,10 +477,7 @@ func runAXIPair(rm, wm *gen.Module, d *AXIMuxDriver, cycles uint64, mux *gen.AXI
 	}
 	p := &axiMuxPair{d: d, rdL: LayoutOf(rm), wrL: LayoutOf(wm)}
 	p.rdP, p.wrP = &portSet{l: p.rdL}, &portSet{l: p.wrL}
-	if mux != nil {
-		p.models = newAXIMuxModels(*mux, &portSet{l: p.rdL}, &portSet{l: p.wrL})
-		d.Models = p.models
-	}
+	p.models = models(&portSet{l: p.rdL}, &portSet{l: p.wrL})
 	p.rdIn, p.rdOut = make([]uint32, p.rdL.InWords), make([]uint32, p.rdL.OutWords)
 	p.wrIn, p.wrOut = make([]uint32, p.wrL.InWords), make([]uint32, p.wrL.OutWords)
 	p.rdInst, p.wrInst = rl.New(), wl.New()

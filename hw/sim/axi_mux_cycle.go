@@ -122,3 +122,75 @@ func compareOutputs(block string, cyc uint64, outs []Port, want, got []uint32) e
 	}
 	return nil
 }
+
+// axiCycleModels is a pair of AXI blocks' cycle models run beside the RTL.
+type axiCycleModels interface {
+	step(rdI, rdO, wrI, wrO []uint32) error
+	compared() uint64
+}
+
+func (m *axiMuxModels) compared() uint64 { return m.Compared }
+
+// axiRemapModels checks axi_rd_remap and axi_wr_remap against their
+// cycle models every cycle.
+type axiRemapModels struct {
+	rd, wr         *cycle.AXIRemap
+	rdP, wrP       *portSet
+	rdWant, wrWant []uint32
+	cycle, n       uint64
+	lanes          int
+}
+
+func newAXIRemapModels(cfg gen.AXIRemapConfig, rdP, wrP *portSet) *axiRemapModels {
+	return &axiRemapModels{rd: cycle.NewAXIRemap(cfg.OutBits, cfg.Depth), wr: cycle.NewAXIRemap(cfg.OutBits, cfg.Depth),
+		rdP: rdP, wrP: wrP, rdWant: make([]uint32, rdP.l.OutWords), wrWant: make([]uint32, wrP.l.OutWords), lanes: cfg.Width / 8}
+}
+
+func (m *axiRemapModels) compared() uint64 { return m.n }
+
+func (m *axiRemapModels) step(rdI, rdO, wrI, wrO []uint32) error {
+	m.cycle++
+	var mm axiMuxModels // its address helpers
+	in := func(ps *portSet, vec []uint32, n string) uint64 { return ps.in(n).Get(vec) }
+	pass := func(ps *portSet, want, vec []uint32, from, to string) { // a port the remap passes through
+		b := make([]byte, (ps.in(from).Width+7)/8)
+		ps.in(from).Bytes(vec, b)
+		ps.out(to).SetBytes(want, b)
+	}
+	// Reads: R beats pass through; the response's ID is the model's.
+	ro := m.rd.Step(cycle.AXIRemapIn{Reset: in(m.rdP, rdI, "rst") != 0, A: mm.addrIn(m.rdP, rdI, "s_axi_ar"), AReady: in(m.rdP, rdI, "m_axi_arready") != 0,
+		RespID:  uint16(in(m.rdP, rdI, "m_axi_rid")),
+		RespEnd: in(m.rdP, rdI, "m_axi_rvalid") != 0 && in(m.rdP, rdI, "s_axi_rready") != 0 && in(m.rdP, rdI, "m_axi_rlast") != 0})
+	mm.addrOut(m.rdP, m.rdWant, "m_axi_ar", ro.A)
+	m.rdP.out("s_axi_arready").Set(m.rdWant, b2u(ro.AReady))
+	m.rdP.out("s_axi_rid").Set(m.rdWant, uint64(ro.RespID))
+	for _, f := range []string{"data", "resp", "last", "valid"} {
+		pass(m.rdP, m.rdWant, rdI, "m_axi_r"+f, "s_axi_r"+f)
+	}
+	pass(m.rdP, m.rdWant, rdI, "s_axi_rready", "m_axi_rready")
+	// Writes: W beats and B pass through; the response's ID is the model's.
+	wo := m.wr.Step(cycle.AXIRemapIn{Reset: in(m.wrP, wrI, "rst") != 0, A: mm.addrIn(m.wrP, wrI, "s_axi_aw"), AReady: in(m.wrP, wrI, "m_axi_awready") != 0,
+		RespID: uint16(in(m.wrP, wrI, "m_axi_bid")), RespEnd: in(m.wrP, wrI, "m_axi_bvalid") != 0 && in(m.wrP, wrI, "s_axi_bready") != 0})
+	mm.addrOut(m.wrP, m.wrWant, "m_axi_aw", wo.A)
+	m.wrP.out("s_axi_awready").Set(m.wrWant, b2u(wo.AReady))
+	m.wrP.out("s_axi_bid").Set(m.wrWant, uint64(wo.RespID))
+	for _, f := range []string{"wdata", "wstrb", "wlast", "wvalid"} {
+		pass(m.wrP, m.wrWant, wrI, "s_axi_"+f, "m_axi_"+f)
+	}
+	pass(m.wrP, m.wrWant, wrI, "m_axi_wready", "s_axi_wready")
+	for _, f := range []string{"bresp", "bvalid"} {
+		pass(m.wrP, m.wrWant, wrI, "m_axi_"+f, "s_axi_"+f)
+	}
+	pass(m.wrP, m.wrWant, wrI, "s_axi_bready", "m_axi_bready")
+	if m.rdP.err != nil || m.wrP.err != nil {
+		return fmt.Errorf("axi remap cycle model ports: %v %v", m.rdP.err, m.wrP.err)
+	}
+	if err := compareOutputs("axi_rd_remap", m.cycle, m.rdP.l.Outputs, m.rdWant, rdO); err != nil {
+		return err
+	}
+	if err := compareOutputs("axi_wr_remap", m.cycle, m.wrP.l.Outputs, m.wrWant, wrO); err != nil {
+		return err
+	}
+	m.n++
+	return nil
+}
