@@ -1,0 +1,85 @@
+package cycle
+
+// placement's DMA write port as AXI4 (place_axi_w<W>), modelled from its
+// contract (hw/gen's doc of it, docs/card-rtl.md): each block becomes a
+// one-beat INCR burst on ID 0, address and data registered together and
+// held until taken, at most PlaceAXIMaxOut writes awaiting their response.
+
+// PlaceAXIMaxOut is how many writes may await their response.
+const PlaceAXIMaxOut = 511
+
+// PlaceAXIIn is one cycle of place_axi's inputs.
+type PlaceAXIIn struct {
+	Reset bool
+	// The block placement offers: a W/8-byte aligned address (its low
+	// bits are ignored), data and byte strobes.
+	Addr  uint64
+	Data  []byte
+	Strb  uint64
+	Valid bool
+
+	AWReady, WReady bool
+	BResp           uint8
+	BValid          bool
+}
+
+// PlaceAXIOut is what place_axi shows in a cycle.
+type PlaceAXIOut struct {
+	Ready bool // s_dma_ready
+
+	AWAddr          uint64
+	AWSize, AWBurst uint8
+	AWValid         bool
+	WData           []byte
+	WStrb           uint64
+	WLast, WValid   bool
+	BReady          bool
+	BErr            bool // a write response with SLVERR or DECERR is taken
+}
+
+// PlaceAXI is place_axi's cycle model.
+type PlaceAXI struct {
+	lanes   int
+	awV, wV bool
+	out     int // writes awaiting their response
+	addr    uint64
+	data    []byte
+	strb    uint64
+}
+
+// NewPlaceAXI returns place_axi of width bits fresh from reset.
+func NewPlaceAXI(width int) *PlaceAXI {
+	return &PlaceAXI{lanes: width / 8, data: make([]byte, width/8)}
+}
+
+// Step returns this cycle's outputs and takes the clock edge.
+func (p *PlaceAXI) Step(in PlaceAXIIn) PlaceAXIOut {
+	awFree, wFree := !p.awV || in.AWReady, !p.wV || in.WReady
+	o := PlaceAXIOut{Ready: awFree && wFree && p.out < PlaceAXIMaxOut, AWValid: p.awV, WLast: p.wV, WValid: p.wV,
+		BReady: p.out != 0, WData: make([]byte, p.lanes)}
+	if p.awV {
+		o.AWAddr, o.AWSize, o.AWBurst = p.addr, uint8(log2u(uint32(p.lanes))), 1 // INCR
+	}
+	if p.wV {
+		copy(o.WData, p.data)
+		o.WStrb = p.strb
+	}
+	bGo := in.BValid && p.out != 0
+	o.BErr = bGo && in.BResp&2 != 0
+	take := in.Valid && o.Ready
+	p.awV = take || p.awV && !in.AWReady
+	p.wV = take || p.wV && !in.WReady
+	if take {
+		p.addr = in.Addr &^ uint64(p.lanes-1)
+		copy(p.data, in.Data)
+		p.strb = in.Strb
+		p.out++
+	}
+	if bGo {
+		p.out--
+	}
+	if in.Reset { // the data register has no reset
+		p.awV, p.wV, p.out, p.addr, p.strb = false, false, 0, 0, 0
+	}
+	return o
+}

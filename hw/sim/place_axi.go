@@ -1,0 +1,168 @@
+package sim
+
+import (
+	"github.com/openiwarp/openiwarp/golden/cycle"
+	"github.com/openiwarp/openiwarp/hw/gen"
+)
+
+// PlaceAXIBench is the co-simulation bench of place_axi_w<width> against
+// golden/cycle's PlaceAXI.
+func PlaceAXIBench(width int) (*Bench, error) {
+	m, err := gen.PlaceAXI(width)
+	if err != nil {
+		return nil, err
+	}
+	b := NewBench(m, nil, nil)
+	b.NewModel = func() (Model, error) {
+		p, err := lookupPlaceAXIPorts(b.Layout)
+		if err != nil {
+			return nil, err
+		}
+		return &placeAXIModel{m: cycle.NewPlaceAXI(width), p: p}, nil
+	}
+	b.NewDriver = func(seed uint64) Driver {
+		p, err := lookupPlaceAXIPorts(b.Layout)
+		if err != nil {
+			panic(err) // the model constructor reports the same error first
+		}
+		return &placeAXIDriver{p: p, rng: NewRand(seed), resetLeft: 2, lanes: width / 8}
+	}
+	return b, nil
+}
+
+type placeAXIPorts struct {
+	rst, addr, data, strb, valid, ready  Port
+	awID, awAddr, awLen, awSize, awBurst Port
+	awValid, awReady                     Port
+	wData, wStrb, wLast, wValid, wReady  Port
+	bID, bResp, bValid, bReady, berr     Port
+}
+
+func lookupPlaceAXIPorts(l Layout) (placeAXIPorts, error) {
+	var p placeAXIPorts
+	var err error
+	for _, x := range []struct {
+		dst  *Port
+		name string
+		in   bool
+	}{{&p.rst, "rst", true}, {&p.addr, "s_dma_addr", true}, {&p.data, "s_dma_data", true}, {&p.strb, "s_dma_strb", true},
+		{&p.valid, "s_dma_valid", true}, {&p.ready, "s_dma_ready", false},
+		{&p.awID, "m_axi_awid", false}, {&p.awAddr, "m_axi_awaddr", false}, {&p.awLen, "m_axi_awlen", false},
+		{&p.awSize, "m_axi_awsize", false}, {&p.awBurst, "m_axi_awburst", false}, {&p.awValid, "m_axi_awvalid", false},
+		{&p.awReady, "m_axi_awready", true}, {&p.wData, "m_axi_wdata", false}, {&p.wStrb, "m_axi_wstrb", false},
+		{&p.wLast, "m_axi_wlast", false}, {&p.wValid, "m_axi_wvalid", false}, {&p.wReady, "m_axi_wready", true},
+		{&p.bID, "m_axi_bid", true}, {&p.bResp, "m_axi_bresp", true}, {&p.bValid, "m_axi_bvalid", true},
+		{&p.bReady, "m_axi_bready", false}, {&p.berr, "m_berr", false}} {
+		l.lookup(x.dst, x.name, x.in, &err)
+	}
+	return p, err
+}
+
+type placeAXIModel struct {
+	m *cycle.PlaceAXI
+	p placeAXIPorts
+}
+
+func (a *placeAXIModel) Step(in, out []uint32) {
+	p := &a.p
+	data := make([]byte, (p.data.Width+7)/8)
+	p.data.Bytes(in, data)
+	o := a.m.Step(cycle.PlaceAXIIn{Reset: p.rst.Get(in) != 0, Addr: p.addr.Get(in), Data: data, Strb: p.strb.Get(in), Valid: p.valid.Get(in) != 0,
+		AWReady: p.awReady.Get(in) != 0, WReady: p.wReady.Get(in) != 0, BResp: uint8(p.bResp.Get(in)), BValid: p.bValid.Get(in) != 0})
+	p.ready.Set(out, b2u(o.Ready))
+	p.awID.Set(out, 0)
+	p.awAddr.Set(out, o.AWAddr)
+	p.awLen.Set(out, 0)
+	p.awSize.Set(out, uint64(o.AWSize))
+	p.awBurst.Set(out, uint64(o.AWBurst))
+	p.awValid.Set(out, b2u(o.AWValid))
+	p.wData.SetBytes(out, o.WData)
+	p.wStrb.Set(out, o.WStrb)
+	p.wLast.Set(out, b2u(o.WLast))
+	p.wValid.Set(out, b2u(o.WValid))
+	p.bReady.Set(out, b2u(o.BReady))
+	p.berr.Set(out, b2u(o.BErr))
+}
+
+// placeAXIDriver offers random blocks (held until taken) under the
+// pressures of Pressures, and plays an AXI slave that takes addresses and
+// data with random backpressure and answers each write once both are in,
+// after a random delay, with an error now and then.
+type placeAXIDriver struct {
+	p                  placeAXIPorts
+	rng                Rand
+	resetLeft          int
+	lanes              int
+	cycle              uint64
+	validP, readyP     int
+	held               bool // a block is offered
+	aws, ws, responses int  // addresses and data beats the slave took, responses it gave
+	bHeld              bool // a response is offered
+	bResp              uint64
+
+	// Counts for the test.
+	Blocks, Errors uint64
+}
+
+func (d *placeAXIDriver) Next(in []uint32) {
+	p, r := &d.p, d.rng
+	if d.cycle%2048 == 0 {
+		pr := Pressures[r.IntN(len(Pressures))]
+		d.validP, d.readyP = pr.Valid, pr.Ready
+	}
+	d.cycle++
+	if d.resetLeft == 0 && r.Uint32()%300000 == 0 {
+		d.resetLeft = 1 + r.IntN(3)
+	}
+	p.rst.Set(in, b2u(d.resetLeft > 0))
+	if d.resetLeft > 0 {
+		d.resetLeft--
+	}
+	if !d.held && r.Chance(d.validP) {
+		d.held = true
+		p.addr.Set(in, r.Uint64())
+		data := make([]byte, d.lanes)
+		for i := range data {
+			data[i] = byte(r.Uint32())
+		}
+		p.data.SetBytes(in, data)
+		p.strb.Set(in, r.Uint64()&(1<<d.lanes-1)) // 64 lanes: all 64 bits
+	}
+	p.valid.Set(in, b2u(d.held))
+	p.awReady.Set(in, b2u(r.Chance(d.readyP)))
+	p.wReady.Set(in, b2u(r.Chance(d.readyP)))
+	if !d.bHeld && min(d.aws, d.ws) > d.responses && r.Chance(d.validP) {
+		d.bHeld, d.bResp = true, 0
+		if r.IntN(20) == 0 {
+			d.bResp = uint64(2 + r.IntN(2)) // SLVERR or DECERR
+		}
+	}
+	p.bValid.Set(in, b2u(d.bHeld))
+	p.bResp.Set(in, d.bResp)
+	p.bID.Set(in, 0)
+}
+
+func (d *placeAXIDriver) Observe(in, out []uint32) {
+	p := &d.p
+	if p.rst.Get(in) != 0 {
+		d.held, d.bHeld, d.aws, d.ws, d.responses = false, false, 0, 0, 0
+		return
+	}
+	if d.held && p.ready.Get(out) != 0 {
+		d.held = false
+		d.Blocks++
+	}
+	if p.awValid.Get(out) != 0 && p.awReady.Get(in) != 0 {
+		d.aws++
+	}
+	if p.wValid.Get(out) != 0 && p.wReady.Get(in) != 0 {
+		d.ws++
+	}
+	if d.bHeld && p.bReady.Get(out) != 0 {
+		d.bHeld = false
+		d.responses++
+		if p.berr.Get(out) != 0 {
+			d.Errors++
+		}
+	}
+}
