@@ -268,8 +268,8 @@ func (c *CardCmd) Step(in CardCmdIn) CardCmdOut {
 	}
 	cqRd := c.t.cqs[cqRa]
 
-	// Registers.
-	var next CardCmd
+	// Registers: as they are unless set below (the tables are shared).
+	next := *c
 	next.state = ccIdle
 	switch c.state {
 	case ccClear:
@@ -325,12 +325,10 @@ func (c *CardCmd) Step(in CardCmdIn) CardCmdOut {
 			next.state = ccCQHandOn
 		}
 	}
-	next.clear = c.clear
 	if c.state == ccClear {
 		next.clear = (c.clear + 1) % cs.MaxQP
 	}
 	next.classRd, next.qpCQsRd, next.cqRd = classRd, qpCQsRd, cqRd
-	next.op, next.qpn, next.cqn, next.sendCQ, next.recvCQ = c.op, c.qpn, c.cqn, c.sendCQ, c.recvCQ
 	if takeQP || takeCQ {
 		next.op = uint8(in.CQOp)
 		if in.QPValid {
@@ -345,11 +343,9 @@ func (c *CardCmd) Step(in CardCmdIn) CardCmdOut {
 	}
 	// A QP's report of CLOSED or ERROR from the take on counts (the class
 	// read at the take is the one before that cycle's write).
-	next.seenDone = c.seenDone
 	if takeQP || doneHere || c.state == ccIdle {
 		next.seenDone = doneHere || !takeQP && c.seenDone
 	}
-	next.classQ, next.oldCQs, next.sendCQE, next.recvCQE, next.cqE = c.classQ, c.oldCQs, c.sendCQE, c.recvCQE, c.cqE
 	switch c.state {
 	case ccQRead:
 		next.classQ, next.oldCQs, next.sendCQE = c.classRd, c.qpCQsRd, c.cqRd
@@ -358,7 +354,6 @@ func (c *CardCmd) Step(in CardCmdIn) CardCmdOut {
 	case ccCQRead:
 		next.cqE = c.cqRd
 	}
-	next.verdict = c.verdict
 	switch c.state {
 	case ccQDecide:
 		class := c.classQ
@@ -369,11 +364,9 @@ func (c *CardCmd) Step(in CardCmdIn) CardCmdOut {
 	case ccCQDecide:
 		next.verdict = cqVerdict(&in, c.cqE)
 	}
-	next.stopErr = c.stopErr
 	if qHandOn {
 		next.stopErr = stopErrNow
 	}
-	next.second = c.second
 	switch c.state {
 	case ccQSet:
 		next.second = false
@@ -381,7 +374,6 @@ func (c *CardCmd) Step(in CardCmdIn) CardCmdOut {
 		next.second = true
 	}
 	next.eqPulse = in.EQWrite
-	next.seq, next.why = c.seq, c.why
 	if out.QPReady || out.CQReady || c.eqPulse {
 		next.seq++
 		next.why = c.verdict
@@ -424,7 +416,6 @@ func (c *CardCmd) Step(in CardCmdIn) CardCmdOut {
 		c.t.cqs[c.cqn] = cqUsers{exists: c.op == uint8(cs.CQOpCreate)}
 	}
 
-	next.t = c.t
 	*c = next
 	if in.Reset {
 		c.reset()

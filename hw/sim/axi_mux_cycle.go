@@ -19,24 +19,22 @@ type axiMuxModels struct {
 	rdWant   []uint32
 	wrWant   []uint32
 	cycle    uint64
-	rdOuts   []Port
-	wrOuts   []Port
 	Compared uint64 // cycles whose outputs were compared
-	lanes    int
 }
 
 func newAXIMuxModels(cfg gen.AXIMuxConfig, rdP, wrP *portSet) *axiMuxModels {
 	return &axiMuxModels{cfg: cfg, rd: cycle.NewAXIRdMux(cfg.Masters, cfg.IDBits), wr: cycle.NewAXIWrMux(cfg.Masters, cfg.IDBits, cfg.WOrder),
-		rdP: rdP, wrP: wrP, rdWant: make([]uint32, rdP.l.OutWords), wrWant: make([]uint32, wrP.l.OutWords),
-		rdOuts: rdP.l.Outputs, wrOuts: wrP.l.Outputs, lanes: cfg.Width / 8}
+		rdP: rdP, wrP: wrP, rdWant: make([]uint32, rdP.l.OutWords), wrWant: make([]uint32, wrP.l.OutWords)}
 }
 
-func (m *axiMuxModels) addrIn(ps *portSet, vec []uint32, pre string) cycle.AXIAddr {
+// axiAddrIn reads the address channel pre* from vec's input ports.
+func axiAddrIn(ps *portSet, vec []uint32, pre string) cycle.AXIAddr {
 	g := func(n string) uint64 { return ps.in(pre + n).Get(vec) }
 	return cycle.AXIAddr{ID: uint16(g("id")), Addr: g("addr"), Len: uint8(g("len")), Size: uint8(g("size")), Burst: uint8(g("burst")), Valid: g("valid") != 0}
 }
 
-func (m *axiMuxModels) addrOut(ps *portSet, vec []uint32, pre string, a cycle.AXIAddr) {
+// axiAddrOut sets the address channel pre* among vec's output ports.
+func axiAddrOut(ps *portSet, vec []uint32, pre string, a cycle.AXIAddr) {
 	s := func(n string, v uint64) { ps.out(pre+n).Set(vec, v) }
 	s("id", uint64(a.ID))
 	s("addr", a.Addr)
@@ -46,9 +44,11 @@ func (m *axiMuxModels) addrOut(ps *portSet, vec []uint32, pre string, a cycle.AX
 	s("valid", b2u(a.Valid))
 }
 
-func (m *axiMuxModels) bytesIn(ps *portSet, vec []uint32, name string) []byte {
-	b := make([]byte, m.lanes)
-	ps.in(name).Bytes(vec, b)
+// bytesIn reads input port name's bytes from vec.
+func bytesIn(ps *portSet, vec []uint32, name string) []byte {
+	p := ps.in(name)
+	b := make([]byte, (p.Width+7)/8)
+	p.Bytes(vec, b)
 	return b
 }
 
@@ -58,24 +58,24 @@ func (m *axiMuxModels) step(rdI, rdO, wrI, wrO []uint32) error {
 	m.cycle++
 	N := m.cfg.Masters
 	rdIn := cycle.AXIRdMuxIn{Reset: m.rdP.in("rst").Get(rdI) != 0, ARReady: m.rdP.in("m_axi_arready").Get(rdI) != 0,
-		R: cycle.AXIResp{ID: uint16(m.rdP.in("m_axi_rid").Get(rdI)), Data: m.bytesIn(m.rdP, rdI, "m_axi_rdata"),
+		R: cycle.AXIResp{ID: uint16(m.rdP.in("m_axi_rid").Get(rdI)), Data: bytesIn(m.rdP, rdI, "m_axi_rdata"),
 			Resp: uint8(m.rdP.in("m_axi_rresp").Get(rdI)), Last: m.rdP.in("m_axi_rlast").Get(rdI) != 0, Valid: m.rdP.in("m_axi_rvalid").Get(rdI) != 0}}
 	wrIn := cycle.AXIWrMuxIn{Reset: m.wrP.in("rst").Get(wrI) != 0, AWReady: m.wrP.in("m_axi_awready").Get(wrI) != 0,
 		WReady: m.wrP.in("m_axi_wready").Get(wrI) != 0,
 		B:      cycle.AXIResp{ID: uint16(m.wrP.in("m_axi_bid").Get(wrI)), Resp: uint8(m.wrP.in("m_axi_bresp").Get(wrI)), Valid: m.wrP.in("m_axi_bvalid").Get(wrI) != 0}}
 	for i := 0; i < N; i++ {
 		pre := fmt.Sprintf("s%d_axi_", i)
-		rdIn.AR = append(rdIn.AR, m.addrIn(m.rdP, rdI, pre+"ar"))
+		rdIn.AR = append(rdIn.AR, axiAddrIn(m.rdP, rdI, pre+"ar"))
 		rdIn.RReady = append(rdIn.RReady, m.rdP.in(pre+"rready").Get(rdI) != 0)
-		wrIn.AW = append(wrIn.AW, m.addrIn(m.wrP, wrI, pre+"aw"))
-		wrIn.W = append(wrIn.W, cycle.AXIW{Data: m.bytesIn(m.wrP, wrI, pre+"wdata"), Strb: m.wrP.in(pre + "wstrb").Get(wrI),
+		wrIn.AW = append(wrIn.AW, axiAddrIn(m.wrP, wrI, pre+"aw"))
+		wrIn.W = append(wrIn.W, cycle.AXIW{Data: bytesIn(m.wrP, wrI, pre+"wdata"), Strb: m.wrP.in(pre + "wstrb").Get(wrI),
 			Last: m.wrP.in(pre+"wlast").Get(wrI) != 0, Valid: m.wrP.in(pre+"wvalid").Get(wrI) != 0})
 		wrIn.BReady = append(wrIn.BReady, m.wrP.in(pre+"bready").Get(wrI) != 0)
 	}
 	ro, wo := m.rd.Step(rdIn), m.wr.Step(wrIn)
-	m.addrOut(m.rdP, m.rdWant, "m_axi_ar", ro.AR)
+	axiAddrOut(m.rdP, m.rdWant, "m_axi_ar", ro.AR)
 	m.rdP.out("m_axi_rready").Set(m.rdWant, b2u(ro.RReady))
-	m.addrOut(m.wrP, m.wrWant, "m_axi_aw", wo.AW)
+	axiAddrOut(m.wrP, m.wrWant, "m_axi_aw", wo.AW)
 	m.wrP.out("m_axi_wdata").SetBytes(m.wrWant, wo.W.Data)
 	m.wrP.out("m_axi_wstrb").Set(m.wrWant, wo.W.Strb)
 	m.wrP.out("m_axi_wlast").Set(m.wrWant, b2u(wo.W.Last))
@@ -100,10 +100,10 @@ func (m *axiMuxModels) step(rdI, rdO, wrI, wrO []uint32) error {
 	if m.rdP.err != nil || m.wrP.err != nil {
 		return fmt.Errorf("axi mux cycle model ports: %v %v", m.rdP.err, m.wrP.err)
 	}
-	if err := compareOutputs("axi_rd_mux", m.cycle, m.rdOuts, m.rdWant, rdO); err != nil {
+	if err := compareOutputs("axi_rd_mux", m.cycle, m.rdP.l.Outputs, m.rdWant, rdO); err != nil {
 		return err
 	}
-	if err := compareOutputs("axi_wr_mux", m.cycle, m.wrOuts, m.wrWant, wrO); err != nil {
+	if err := compareOutputs("axi_wr_mux", m.cycle, m.wrP.l.Outputs, m.wrWant, wrO); err != nil {
 		return err
 	}
 	m.Compared++
@@ -138,30 +138,26 @@ type axiRemapModels struct {
 	rdP, wrP       *portSet
 	rdWant, wrWant []uint32
 	cycle, n       uint64
-	lanes          int
 }
 
 func newAXIRemapModels(cfg gen.AXIRemapConfig, rdP, wrP *portSet) *axiRemapModels {
 	return &axiRemapModels{rd: cycle.NewAXIRemap(cfg.OutBits, cfg.Depth), wr: cycle.NewAXIRemap(cfg.OutBits, cfg.Depth),
-		rdP: rdP, wrP: wrP, rdWant: make([]uint32, rdP.l.OutWords), wrWant: make([]uint32, wrP.l.OutWords), lanes: cfg.Width / 8}
+		rdP: rdP, wrP: wrP, rdWant: make([]uint32, rdP.l.OutWords), wrWant: make([]uint32, wrP.l.OutWords)}
 }
 
 func (m *axiRemapModels) compared() uint64 { return m.n }
 
 func (m *axiRemapModels) step(rdI, rdO, wrI, wrO []uint32) error {
 	m.cycle++
-	var mm axiMuxModels // its address helpers
 	in := func(ps *portSet, vec []uint32, n string) uint64 { return ps.in(n).Get(vec) }
 	pass := func(ps *portSet, want, vec []uint32, from, to string) { // a port the remap passes through
-		b := make([]byte, (ps.in(from).Width+7)/8)
-		ps.in(from).Bytes(vec, b)
-		ps.out(to).SetBytes(want, b)
+		ps.out(to).SetBytes(want, bytesIn(ps, vec, from))
 	}
 	// Reads: R beats pass through; the response's ID is the model's.
-	ro := m.rd.Step(cycle.AXIRemapIn{Reset: in(m.rdP, rdI, "rst") != 0, A: mm.addrIn(m.rdP, rdI, "s_axi_ar"), AReady: in(m.rdP, rdI, "m_axi_arready") != 0,
+	ro := m.rd.Step(cycle.AXIRemapIn{Reset: in(m.rdP, rdI, "rst") != 0, A: axiAddrIn(m.rdP, rdI, "s_axi_ar"), AReady: in(m.rdP, rdI, "m_axi_arready") != 0,
 		RespID:  uint16(in(m.rdP, rdI, "m_axi_rid")),
 		RespEnd: in(m.rdP, rdI, "m_axi_rvalid") != 0 && in(m.rdP, rdI, "s_axi_rready") != 0 && in(m.rdP, rdI, "m_axi_rlast") != 0})
-	mm.addrOut(m.rdP, m.rdWant, "m_axi_ar", ro.A)
+	axiAddrOut(m.rdP, m.rdWant, "m_axi_ar", ro.A)
 	m.rdP.out("s_axi_arready").Set(m.rdWant, b2u(ro.AReady))
 	m.rdP.out("s_axi_rid").Set(m.rdWant, uint64(ro.RespID))
 	for _, f := range []string{"data", "resp", "last", "valid"} {
@@ -169,9 +165,9 @@ func (m *axiRemapModels) step(rdI, rdO, wrI, wrO []uint32) error {
 	}
 	pass(m.rdP, m.rdWant, rdI, "s_axi_rready", "m_axi_rready")
 	// Writes: W beats and B pass through; the response's ID is the model's.
-	wo := m.wr.Step(cycle.AXIRemapIn{Reset: in(m.wrP, wrI, "rst") != 0, A: mm.addrIn(m.wrP, wrI, "s_axi_aw"), AReady: in(m.wrP, wrI, "m_axi_awready") != 0,
+	wo := m.wr.Step(cycle.AXIRemapIn{Reset: in(m.wrP, wrI, "rst") != 0, A: axiAddrIn(m.wrP, wrI, "s_axi_aw"), AReady: in(m.wrP, wrI, "m_axi_awready") != 0,
 		RespID: uint16(in(m.wrP, wrI, "m_axi_bid")), RespEnd: in(m.wrP, wrI, "m_axi_bvalid") != 0 && in(m.wrP, wrI, "s_axi_bready") != 0})
-	mm.addrOut(m.wrP, m.wrWant, "m_axi_aw", wo.A)
+	axiAddrOut(m.wrP, m.wrWant, "m_axi_aw", wo.A)
 	m.wrP.out("s_axi_awready").Set(m.wrWant, b2u(wo.AReady))
 	m.wrP.out("s_axi_bid").Set(m.wrWant, uint64(wo.RespID))
 	for _, f := range []string{"wdata", "wstrb", "wlast", "wvalid"} {

@@ -341,17 +341,3 @@ func (d *cardCmdDriver) Observe(in, out []uint32) {
 		d.gap = d.rng.IntN(3)
 	}
 }
-
-// cardCmdVerdicts counts CMD_STATUS.WHY each time SEQ moves.
-type cardCmdVerdicts struct {
-	p    cardCmdPorts
-	seq  uint64
-	whys map[cs.CmdWhy]uint64
-}
-
-func (v *cardCmdVerdicts) tap(_, out []uint32) {
-	if s := v.p.seq.Get(out); s != v.seq {
-		v.seq = s
-		v.whys[cs.CmdWhy(v.p.why.Get(out))]++
-	}
-}

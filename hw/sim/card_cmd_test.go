@@ -18,12 +18,8 @@ func TestCardCmdCosim(t *testing.T) {
 	b, err := CardCmdBench()
 	require.NoError(t, err)
 	var drv *cardCmdDriver
-	newDrv := b.NewDriver
-	b.NewDriver = func(seed uint64) Driver {
-		d := newDrv(seed)
-		drv = d.(*cardCmdDriver)
-		return d
-	}
+	nd := b.NewDriver
+	b.NewDriver = func(seed uint64) Driver { drv = nd(seed).(*cardCmdDriver); return drv }
 	p, err := lookupCardCmdPorts(b.Layout)
 	require.NoError(t, err)
 	v := &cardCmdVerdicts{p: p, whys: map[cs.CmdWhy]uint64{}}
@@ -41,4 +37,18 @@ func TestCardCmdCosim(t *testing.T) {
 	}
 	t.Logf("card_cmd: %d cycles, %.2f M cycles/s; %d commands (%d on a stopped card), %d EQ_CFG writes, %d QPs reported done; verdicts %v",
 		st.Cycles, st.CyclesPerSecond()/1e6, drv.Commands, drv.Stopped, drv.EQWrites, drv.Dones, v.whys)
+}
+
+// cardCmdVerdicts counts CMD_STATUS.WHY each time SEQ moves.
+type cardCmdVerdicts struct {
+	p    cardCmdPorts
+	seq  uint64
+	whys map[cs.CmdWhy]uint64
+}
+
+func (v *cardCmdVerdicts) tap(_, out []uint32) {
+	if s := v.p.seq.Get(out); s != v.seq {
+		v.seq = s
+		v.whys[cs.CmdWhy(v.p.why.Get(out))]++
+	}
 }

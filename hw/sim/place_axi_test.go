@@ -18,12 +18,8 @@ func TestPlaceAXICosim(t *testing.T) {
 			b, err := PlaceAXIBench(w)
 			require.NoError(t, err)
 			var drv *placeAXIDriver
-			newDrv := b.NewDriver
-			b.NewDriver = func(seed uint64) Driver {
-				d := newDrv(seed)
-				drv = d.(*placeAXIDriver)
-				return d
-			}
+			nd := b.NewDriver
+			b.NewDriver = func(seed uint64) Driver { drv = nd(seed).(*placeAXIDriver); return drv }
 			seed := seedFor(t.Name())
 			cycles := *cosimCycles / 4
 			st, err := b.Run(seed, cycles)
