@@ -132,15 +132,14 @@ func (a *cardCmdModel) Step(in, out []uint32) {
 // cardCmdDriver offers QP and CQ commands as card_regs does (one at a
 // time, the staged context held until the command is answered, no EQ_CFG
 // write while one waits) on a few QP and CQ numbers, so that CREATE,
-// DESTROY and the users of CQs meet each other; about one context field in
-// four is out of range. The engines and card_cq take commands after
+// DESTROY and the users of CQs meet each other; about one command in three
+// has a context field or OP out of range. The engines and card_cq take commands after
 // random delays; card_stat reports random QPs done; the card stops now
 // and then; resets are rare.
 type cardCmdDriver struct {
 	p         cardCmdPorts
 	rng       Rand
 	resetLeft int
-	cycle     uint64
 	gap       int      // idle cycles before the next command
 	qpHeld    bool     // a QP command is offered
 	cqHeld    bool     // a CQ command is offered
@@ -183,7 +182,7 @@ func (d *cardCmdDriver) someCQ() uint64 {
 // bad returns true about once in n draws.
 func (d *cardCmdDriver) bad(n int) bool { return d.rng.IntN(n) == 0 }
 
-// aligned picks a base for a ring of 2^lg bytes: aligned unless bad.
+// base picks a base for a ring of 2^lg bytes: aligned but now and then.
 func (d *cardCmdDriver) base(lg int) uint64 {
 	b := d.rng.Uint64() &^ (1<<lg - 1)
 	if d.bad(40) && lg > 0 {
@@ -259,7 +258,6 @@ func (d *cardCmdDriver) Next(in []uint32) {
 	}
 	copy(in, d.held) // the harness's buffer holds another cycle's inputs
 	defer copy(d.held, in)
-	d.cycle++
 	if d.resetLeft == 0 && r.Uint32()%200000 == 0 {
 		d.resetLeft = 1 + r.IntN(3)
 	}
@@ -305,8 +303,7 @@ func (d *cardCmdDriver) Next(in []uint32) {
 	p.cqValid.Set(in, b2u(d.cqHeld))
 	p.qpTaken.Set(in, b2u(r.IntN(3) == 0))
 	p.cqTaken.Set(in, b2u(r.IntN(3) == 0))
-	done := d.bad(8)
-	p.doneValid.Set(in, b2u(done))
+	p.doneValid.Set(in, b2u(d.bad(8)))
 	p.doneQPN.Set(in, uint64(1+r.IntN(6)))
 	if d.stopLeft == 0 && d.bad(20000) {
 		d.stopLeft = 200 + r.IntN(2000)

@@ -96,8 +96,10 @@ type placeAXIDriver struct {
 	cycle              uint64
 	validP, readyP     int
 	held               bool // a block is offered
-	aws, ws, responses int  // addresses and data beats the slave took, responses it gave
-	bHeld              bool // a response is offered
+	addr, strb         uint64
+	data               []byte // the block's, driven every cycle it is offered
+	aws, ws, responses int    // addresses and data beats the slave took, responses it gave
+	bHeld              bool   // a response is offered
 	bResp              uint64
 
 	// Counts for the test.
@@ -120,13 +122,18 @@ func (d *placeAXIDriver) Next(in []uint32) {
 	}
 	if !d.held && r.Chance(d.validP) {
 		d.held = true
-		p.addr.Set(in, r.Uint64())
-		data := make([]byte, d.lanes)
-		for i := range data {
-			data[i] = byte(r.Uint32())
+		d.addr, d.strb = r.Uint64(), r.Uint64()&(1<<d.lanes-1) // 64 lanes: all 64 bits
+		d.data = make([]byte, d.lanes)
+		for i := range d.data {
+			d.data[i] = byte(r.Uint32())
 		}
-		p.data.SetBytes(in, data)
-		p.strb.Set(in, r.Uint64()&(1<<d.lanes-1)) // 64 lanes: all 64 bits
+	}
+	// The harness's buffer holds another cycle's inputs: a block offered
+	// is driven again every cycle, unchanged until taken, as AXI requires.
+	if d.held {
+		p.addr.Set(in, d.addr)
+		p.data.SetBytes(in, d.data)
+		p.strb.Set(in, d.strb)
 	}
 	p.valid.Set(in, b2u(d.held))
 	p.awReady.Set(in, b2u(r.Chance(d.readyP)))
