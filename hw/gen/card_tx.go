@@ -54,7 +54,7 @@ const (
 	txRspLd  // ... its Read Response set up as a one-SGE RDMA Write (SGE word 0)
 	txRspSge // 64 bits: SGE word 1
 	txMop    // a Local Invalidate or bind goes through placement's mop port
-	txFault  // a read of the WQE faulted: its DMA_FAULT event is taken before the QP's QP_ERROR DMA is raised
+	txFault  // a read of the WQE or of its payload faulted: its DMA_FAULT event is taken before the QP's QP_ERROR DMA is raised
 )
 
 // markerDiv finds m and s with floor(y*m / 2^s) = floor(y/127) for every
@@ -115,7 +115,7 @@ func CardTx(width int) (*Module, error) {
 	m := NewModule(fmt.Sprintf("card_tx_w%d", W),
 		"RFC 5040 §4.4, §5.1, §7 (Send, Send with Invalidate, Send with Solicited Event, RDMA Write, RDMA Read Request; ORD; completions in posting order); RFC 5041 §5.2 (segmentation at the MULPDU); RFC 5044 §4 (FPDU framing, markers, CRC); docs/card.md (QP context, doorbells, push window, WQE, transmit stream ring)",
 		fmt.Sprintf("The card's transmit engine, %d-bit data path (docs/card-rtl.md): per-QP transmit context in block RAM (%d QPs) written by the QP command; SQ_PI, TXS_CI and push doorbells; a round-robin scheduler over QPs with posted work (a FIFO of QP numbers in block RAM and one queued bit per QP: a QP is in it at most once, so it never overflows, and a QP sends one WQE per turn); WQE fetch by DMA (dma_rd: the first basic block, then the others in one read, two where they wrap the ring) or from a pushed block (%d held, matched by QP and SQ index) without a DMA read; WQE decode; the inline payload through ddp_tx (DDP/RDMAP headers, segmentation at the QP's MULPDU) and mpa_tx (markers and CRC at the QP's stream offset; each FPDU's wire length is computed here as it enters mpa_tx); the transmit stream ring writer (dma_wr: each FPDU at TXS_PI modulo the ring size, in two writes where it wraps, the second realigned to lane 0); one record per WQE in posting order once its last ring write has its write response.", W, CardTxQPs, CardTxPushSlots),
-		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). A fenced WQE waits while Reads are outstanding, a Read while ORD are; any other WQE starts behind outstanding Reads, and its completion waits for them: when a Read completes, the engine walks the SQ from SQ_CI, completing (first block read again; an SGL's lengths summed by a check pass over its blocks) every WQE sent behind it up to the next outstanding Read or the first WQE not started, so completions stay in posting order with no per-QP completion memory. Local Invalidate and BIND_MW WQEs (not inline) go to placement's mop port (m_mop) when they start and send nothing: the STag is invalidated, or the window's entry written, before the next WQE starts; one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails the QP as a failed lkey check does. A malformed WQE (an opcode the SQ does not take, an inline length or SGL its blocks cannot hold, a bad BBS) completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic Terminate, as the card model does. A DMA error response to a WQE read (a new WQE's, before anything of it is sent) fails the QP as the card model's fetch does: a DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn report it too. A read error of a WQE fetched to flush it (the QP in error) raises DMA_FAULT the same way and drops everything from SQ_CI to SQ_PI without completions, as the model's flush does (a flush waits for the event slot). A read error of a WQE fetched again to complete it (a Read's, or one sent behind outstanding Reads; the card model keeps such WQEs and never reads one twice) fails the QP as a new WQE's does, and drops everything from SQ_CI to SQ_PI with its outstanding Reads; every fetch of a WQE at SQ_CI waits for the event slot. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent, but for a Read whose Read done came before the error and the WQEs sent behind it: once the QP's Terminate is sent and its Read Requests dropped, they complete as on a live QP (the card model completes a Read as its response's last segment is placed); DESTROY frees a QP in error; CLOSE is taken without effect. A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight): there a WQE starts only once every completion before it has its verdict (cpl_hold low, its own completion queue empty), so that the WQE behind one whose completion overran is flushed, never sent, as in the card model; its QP goes back to the scheduler meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with that INFO instead of TERM_SENT.", CardTxRingGuard, cardTxMaxInline),
+		fmt.Sprintf("This increment serves inline Send, Send with Invalidate (either with Solicited Event) and RDMA Write WQEs, signaled or not, and RDMA Read WQEs (at most one SGE, the sink, not inline): the Read Request (untagged, QN 1, its own MSN) goes out while fewer than the QP's ORD Reads are outstanding, and the Read completes when its Read done (s_rdone, placement's m_done) is taken, oldest first: the engine then reads the Read WQE's first block again from the SQ for its WR_ID, SIGNALED, BBS and sink length (no per-QP ORQ memory). A fenced WQE waits while Reads are outstanding, a Read while ORD are; any other WQE starts behind outstanding Reads, and its completion waits for them: when a Read completes, the engine walks the SQ from SQ_CI, completing (first block read again; an SGL's lengths summed by a check pass over its blocks) every WQE sent behind it up to the next outstanding Read or the first WQE not started, so completions stay in posting order with no per-QP completion memory. Local Invalidate and BIND_MW WQEs (not inline) go to placement's mop port (m_mop) when they start and send nothing: the STag is invalidated, or the window's entry written, before the next WQE starts; one refused completes with LOC_PROT_ERR (MW_BIND_ERR for a bind) and fails the QP as a failed lkey check does. A malformed WQE (an opcode the SQ does not take, an inline length or SGL its blocks cannot hold, a bad BBS) completes with LOC_QP_OP_ERR and fails the QP with a Local Catastrophic Terminate, as the card model does. A DMA error response to a WQE read (a new WQE's, before anything of it is sent) fails the QP as the card model's fetch does: a DMA_FAULT event (OBJ the QP, INFO the faulted block's address bits 31:0; m_fault_* name it for DMA_FAULT_*), then QP_ERROR with INFO DMA and a Local Catastrophic Terminate, and what was posted from that WQE to SQ_PI is dropped without completions (SQ_CI moves past it); stat_halt/stat_halt_qpn report it too. A read error of a WQE fetched to flush it (the QP in error) raises DMA_FAULT the same way and drops everything from SQ_CI to SQ_PI without completions, as the model's flush does (a flush waits for the event slot). A read error of a WQE fetched again to complete it (a Read's, or one sent behind outstanding Reads; the card model keeps such WQEs and never reads one twice) fails the QP as a new WQE's does, and drops everything from SQ_CI to SQ_PI with its outstanding Reads; every fetch of a WQE at SQ_CI waits for the event slot. A DMA error response to a payload read (a gathered WQE's, a Read Response's source; read one request per 4 KiB page) cuts the message at the FPDU holding the refused request's first byte, as the card model, which reads a segment before framing it, sends nothing of that segment: no further byte is read (zeros end the message), DMA_FAULT (OBJ the QP, INFO the request's address bits 31:0) is raised, an FPDU past the cut already in mpa_tx is written to the ring but never published and the ones entering later are dropped before the ring writer, the QP's TXS_PI goes back to the cut, and the QP fails with QP_ERROR DMA and a Local Catastrophic Terminate (sent at the cut); the WQE is not retired, so the flush completes it with WR_FLUSH_ERR. QP commands: CREATE takes the staged context; ERROR puts a live QP in error (taken one cycle after it is offered: the QP's state is read first; a QP that does not exist is left alone), after which every WQE posted and not completed, the ones posted later included, completes in posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the card model does) and nothing more is sent, but for a Read whose Read done came before the error and the WQEs sent behind it: once the QP's Terminate is sent and its Read Requests dropped, they complete as on a live QP (the card model completes a Read as its response's last segment is placed); DESTROY frees a QP in error; CLOSE is taken without effect. A WQE starts only when its TX ring has %d bytes free (more than the FPDUs of %d inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so no QP blocks another. One WQE is fetched and segmented at a time; framing, ring writes and completions of earlier WQEs overlap it, except on a tight CQ (cq_tight): there a WQE starts only once every completion before it has its verdict (cpl_hold low, its own completion queue empty), so that the WQE behind one whose completion overran is flushed, never sent, as in the card model; its QP goes back to the scheduler meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with that INFO instead of TERM_SENT.", CardTxRingGuard, cardTxMaxInline),
 		"Records out (m_cpl_*): one per WQE in posting order once its ring bytes are written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's new SQ_CI and TXS_PI for its status record either way. A message longer than a quarter of the ring also gives progress records (no CQE, SQ_CI unchanged, TXS_PI at the end of an FPDU that is not the message's last and whose end crosses a quarter of the ring), so the host drains the ring while the message is written. An RDMA Read gives two: one without a CQE when its Read Request is written (TXS_PI moves, SQ_CI does not), and its completion when its Read done is taken (SQ_CI moves past it); so does a WQE sent behind an outstanding Read (its completion comes from the walk).",
 	)
 	clk := m.Clock()
@@ -341,19 +341,27 @@ func CardTx(width int) (*Module, error) {
 	wfR := m.RegDecl("wqe_fault", 1, "a read of the WQE faulted: the QP fails with QP_ERROR DMA")
 	wfAddr := m.RegDecl("wqe_fault_addr", 64, "the faulted block's address")
 	wfAddrNow := m.Wire("wqe_fault_addr_now", 64, "... with a fault on the WQE's last beat, this cycle's")
-	wfErr := m.WireOf("wf_qp_error", And(protTerm, wfR), "the faulted WQE's QP_ERROR DMA (not TERM_SENT)")
-	evLoad := m.WireOf("term_ev_load", Or(evSet, wfEv, fltGo), "")
+	// A payload read fault (a gather's or a Read Response source's) raises
+	// DMA_FAULT while the message is still fed (gfEv: nothing else loads
+	// the slot while the engine is busy), and QP_ERROR DMA at the
+	// write-back, which waits for it (txFault).
+	gfR := m.Wire("gf_fault", 1, "a payload read of the message faulted: the QP fails with QP_ERROR DMA")
+	gfPend := m.RegDecl("gf_ev_pend", 1, "the payload read fault's DMA_FAULT waits for the event slot")
+	gfEv := m.WireOf("gf_ev", And(gfPend, Not(evV)), "the payload read fault's DMA_FAULT is raised")
+	gfAddr := m.Wire("gf_addr", 64, "the faulted payload request's address")
+	wfErr := m.WireOf("wf_qp_error", And(protTerm, Or(wfR, gfR)), "the faulted WQE's QP_ERROR DMA (not TERM_SENT)")
+	evLoad := m.WireOf("term_ev_load", Or(evSet, wfEv, fltGo, gfEv), "")
 	m.Drive(evV, big.NewInt(0), Or(evLoad, And(evV, Not(evReady))), nil)
 	m.Assign(evValid, evV)
-	m.Assign(evQPN, m.Reg("term_ev_qpn", QB, big.NewInt(0), Sel(Or(protTerm, wfEv), cur, tmQPN), evLoad, ""))
+	m.Assign(evQPN, m.Reg("term_ev_qpn", QB, big.NewInt(0), Sel(Or(protTerm, wfEv, gfEv), cur, tmQPN), evLoad, ""))
 	local := m.WireOf("term_local", And(termNew, RedOr(tmReason)), "the record is a local failure's: QP_ERROR, not TERM_SENT")
-	m.Assign(evCause, m.Reg("term_ev_cause", 16, big.NewInt(0), Sel(Or(wfEv, wfErr, fltGo), C(16, 0), Sel(protTerm, engCause, Sel(local, C(16, 0), tmCause))), evLoad, ""))
-	m.Assign(evInfo, m.Reg("term_ev_info", 32, big.NewInt(0), Sel(wfEv, Bits(wfAddrNow, 31, 0), Sel(fltGo, Bits(tmFaultAddr, 31, 0), Sel(wfErr, C(32, cardTxErrDMA), Sel(local, zext(tmReason, 32), C(32, 0))))), evLoad, ""))
-	m.Assign(evType, m.Reg("term_ev_type", 8, big.NewInt(cardTxEvTermSent), Sel(Or(wfEv, fltGo), C(8, cardStatEvDMAFault), Sel(And(termNew, tmRecv), C(8, cardTxEvTermRecv),
+	m.Assign(evCause, m.Reg("term_ev_cause", 16, big.NewInt(0), Sel(Or(wfEv, wfErr, fltGo, gfEv), C(16, 0), Sel(protTerm, engCause, Sel(local, C(16, 0), tmCause))), evLoad, ""))
+	m.Assign(evInfo, m.Reg("term_ev_info", 32, big.NewInt(0), Sel(wfEv, Bits(wfAddrNow, 31, 0), Sel(gfEv, Bits(gfAddr, 31, 0), Sel(fltGo, Bits(tmFaultAddr, 31, 0), Sel(wfErr, C(32, cardTxErrDMA), Sel(local, zext(tmReason, 32), C(32, 0)))))), evLoad, ""))
+	m.Assign(evType, m.Reg("term_ev_type", 8, big.NewInt(cardTxEvTermSent), Sel(Or(wfEv, fltGo, gfEv), C(8, cardStatEvDMAFault), Sel(And(termNew, tmRecv), C(8, cardTxEvTermRecv),
 		Sel(Or(local, wfErr), C(8, cardStatEvQPError), C(8, cardTxEvTermSent)))), evLoad, ""))
-	m.Assign(faultV, Or(wfEv, fltGo))
-	m.Assign(faultQPN, Sel(wfEv, cur, gate(fltGo, tmQPN)))
-	m.Assign(faultAddr, Sel(wfEv, wfAddrNow, gate(fltGo, tmFaultAddr)))
+	m.Assign(faultV, Or(wfEv, fltGo, gfEv))
+	m.Assign(faultQPN, Sel(Or(wfEv, gfEv), cur, gate(fltGo, tmQPN)))
+	m.Assign(faultAddr, Sel(wfEv, wfAddrNow, Sel(gfEv, gfAddr, gate(fltGo, tmFaultAddr))))
 	termRd := m.Mem("term", termRecW, CardTxQPs, evSet, Sel(protTerm, cur, qpNum),
 		Sel(protTerm, engRec, Cat(tmRecv, tmRDMA, tmHdr, tmSegLen, tmCause)), nil, ctxRdAddr,
 		"the Terminate each QP has to send, or received: {received, RDMAP header, DDP header, segment length, cause}")
@@ -732,7 +740,8 @@ func CardTx(width int) (*Module, error) {
 	rdKeep := m.Wire("rd_tkeep", L, "")
 	rdLast := m.Wire("rd_tlast", 1, "")
 	rdTag := m.Wire("rd_ttag", rdCfg.TagBits, "")
-	unused = append(unused, rdLast, Bits(rdTag, rdCfg.TagBits-1, 1))
+	rdBErr := m.Wire("rd_berr", 1, "a response beat of the request up to this one had an error (a payload read's fault)")
+	unused = append(unused, Bits(rdTag, rdCfg.TagBits-1, 1))
 	var pbeat Expr = pblk
 	if beatsPerBB > 1 {
 		var cands []Expr
@@ -920,9 +929,12 @@ func CardTx(width int) (*Module, error) {
 	}
 	ga := cardTxGather(m, txGatherIn{W: W, L: L, LB: LB, bufWrEn: gWrEn, bufWrAddr: gWrAddr, bufWrData: gWrData,
 		start: goAny, chkPhase: sChk, feedPhase: m.WireOf("g_feed", And(sFeed, Not(fromBuf)), "ddp_tx is fed from the gather"),
-		nsge: hNSGE, qp: cur, pd: cPD, rdReqReady: rdReqReady, rdData: rdData, rdKeep: rdKeep, rdValid: rdValid,
+		nsge: hNSGE, qp: cur, pd: cPD, rdReqReady: rdReqReady, rdData: rdData, rdKeep: rdKeep, rdValid: rdValid, rdLast: rdLast, rdBErr: rdBErr,
 		rdIsPay: Bit(rdTag, 0), outReady: pReady, chkReady: ckReqR, chkValid: ckV, chkFault: ckFault, chkAddr: ckAddr, chkRun: ckRun})
 	unused = append(unused, ga.unused...)
+	m.Assign(gfR, ga.rdFault)
+	m.Assign(gfAddr, ga.rdFaultAddr)
+	m.Drive(gfPend, big.NewInt(0), And(Not(gfEv), Or(gfPend, ga.rdFaultNew)), nil)
 	m.Assign(rdReqValid, Or(wqeRdValid, ga.rdV))
 	m.Assign(rdAddr, Sel(ga.rdV, ga.rdAddr, wqeAddr))
 	m.Assign(rdLen, Sel(ga.rdV, ga.rdLen, wqeLen))
@@ -975,8 +987,13 @@ func CardTx(width int) (*Module, error) {
 	// one FPDU are then written and unpublished, so an FPDU of up to
 	// three quarters of the ring always finds room.
 	pubFP := m.Wire("pub_fpdu", 1, "the FPDU entering mpa_tx gets a progress record")
-	pubRoom := m.WireOf("pub_room", And(cplRoom, Not(sWB)), "the completion queue takes a progress record now")
-	hGate := m.WireOf("h_gate", Or(Not(hFirst), And(recRoom, fits, Or(Not(pubFP), pubRoom))), "")
+	// A progress record leaves the completion queue's last slot to the
+	// write-back's record of its WQE (the engine took the WQE with a slot
+	// free): the write-back never finds the queue full.
+	pubSlot := m.Wire("pub_slot", 1, "the completion queue has two slots free")
+	pubRoom := m.WireOf("pub_room", And(pubSlot, Not(sWB)), "the completion queue takes a progress record now")
+	abDrop := m.Wire("ab_drop", 1, "the FPDU entering mpa_tx is past a payload read fault's cut: it is not written (no room, no record)")
+	hGate := m.WireOf("h_gate", Or(Not(hFirst), And(recRoom, Or(fits, abDrop), Or(Not(pubFP), pubRoom))), "")
 	hGo := m.WireOf("h_go", And(ddpValid, mpaReady, hGate), "a beat goes from ddp_tx to mpa_tx")
 	m.Drive(hFirst, big.NewInt(1), ddpLast, hGo)
 	newFPDU := m.WireOf("fpdu_new", And(hGo, hFirst), "")
@@ -1026,8 +1043,42 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(fits, Not(Lt(size32, Add(used, zext(wl, 32)))))
 	fEnd := m.WireOf("fpdu_end_off", Add(fOff, zext(wl, 32)), "the stream offset after the FPDU")
 	quarter := m.WireOf("ring_quarter_hi", Not(zext(Bits(cTXMask, 23, 2), 32)), "stream offset bits above a quarter of the ring")
-	m.Assign(pubFP, And(Not(ddpMsgLast), Ne(And(fOff, quarter), And(fEnd, quarter))))
+	m.Assign(pubFP, And(Not(ddpMsgLast), Not(abDrop), Ne(And(fOff, quarter), And(fEnd, quarter))))
 	pubGo := m.WireOf("pub_go", And(newFPDU, pubFP), "a progress record is queued")
+
+	// --- a payload read fault cuts the message ---
+	// The FPDUs from the one holding the faulted request's first byte on
+	// are aborted: written to the ring past what is published, never
+	// published; the write-back rewinds the QP's TXS_PI to the first one's
+	// start, where its Terminate then goes, as the card model sends the
+	// segments before the faulted one and then the Terminate. Every FPDU
+	// of the message enters mpa_tx before the write-back (txDrain), and at
+	// most the last one in can hold the faulted byte when the fault is
+	// seen (the bytes after it are still in the gather), so the cut is
+	// known by then.
+	hl := m.WireOf("ab_hdr_len", Sel(opWrite, C(16, taggedHdr), C(16, untaggedHdr)), "the message's DDP header length")
+	abPay := m.RegDecl("ab_pay_end", 32, "payload bytes of the message in the FPDUs that entered mpa_tx")
+	abStart := m.RegDecl("ab_fpdu_start", 32, "stream offset of the last FPDU of the message that entered")
+	abAny := m.RegDecl("ab_any", 1, "an FPDU of the message entered")
+	payEnd := m.WireOf("ab_pay_end_new", Add(abPay, zext(Sub(ddpLen, hl), 32)), "payload end of the FPDU entering")
+	m.Drive(abPay, big.NewInt(0), Sel(goMsg, C(32, 0), payEnd), Or(goMsg, newFPDU))
+	m.Drive(abStart, nil, fOff, newFPDU)
+	m.Drive(abAny, big.NewInt(0), And(Not(goMsg), Or(abAny, newFPDU)), nil)
+	abCutSet := m.RegDecl("ab_cut_set", 1, "the message's cut is known")
+	abHeld := m.WireOf("ab_held", And(ga.rdFaultNew, Not(abCutSet), abAny, Lt(ga.rdFaultOff, abPay)), "the fault is seen: the last FPDU in holds the faulted byte")
+	abEnter := m.WireOf("ab_enter", And(newFPDU, gfR, Not(abCutSet), Lt(ga.rdFaultOff, payEnd)), "the FPDU entering holds the faulted byte")
+	// Once the fault is seen, the FPDUs from the cut on that enter mpa_tx
+	// are dropped rather than written: they would need ring room the host
+	// can never give back (nothing past the cut is published). One that
+	// entered before is written, unpublished.
+	m.Assign(abDrop, And(gfR, Or(abCutSet, Lt(ga.rdFaultOff, payEnd))))
+	abLastDrop := m.RegDecl("ab_last_drop", 1, "the message's last FPDU was dropped: its write-back's record waits for no write of its own")
+	m.Drive(abLastDrop, big.NewInt(0), And(Not(goMsg), Or(abLastDrop, And(newFPDU, abDrop, ddpMsgLast))), nil)
+	abSet := m.WireOf("ab_set", Or(abHeld, abEnter), "")
+	m.Drive(abCutSet, big.NewInt(0), And(Not(goMsg), Or(abCutSet, abSet)), nil)
+	abCut := m.Reg("ab_cut", 32, nil, Sel(abHeld, abStart, fOff), abSet, "the cut: the first aborted FPDU's stream offset")
+	abQP := m.Reg("ab_qp", QB, nil, cur, abSet, "")
+	abV := m.RegDecl("ab_v", 1, "a cut waits for its write-back's record: records of ab_qp publish at most ab_cut")
 
 	// --- ring records: one per FPDU, for the request issuer and the data path ---
 	pos := m.WireOf("rec_pos", And(Bits(fOff, 23, 0), cTXMask), "the FPDU's place in the ring")
@@ -1037,10 +1088,10 @@ func CardTx(width int) (*Module, error) {
 	unused = append(unused, Bits(toRingEnd, 24, 16))
 	qaPop := m.Wire("qa_pop", addrWidth(cardTxRecDepth+1), "")
 	qdPop := m.Wire("qd_pop", addrWidth(cardTxRecDepth+1), "")
-	recF := []string{"base", "pos", "len", "split", "cut", "last"}
-	recW := []int{52, 24, 16, 1, 16, 1}
-	recD := []Expr{cTXBase, pos, Bits(wl, 15, 0), split, cut, Or(ddpMsgLast, pubFP)}
-	qa := ShiftQueue(m, "qa", cardTxRecDepth, recF, recW, newFPDU, recD, qaPop)
+	recF := []string{"base", "pos", "len", "split", "cut", "last", "drop"}
+	recW := []int{52, 24, 16, 1, 16, 1, 1}
+	recD := []Expr{cTXBase, pos, Bits(wl, 15, 0), And(split, Not(abDrop)), cut, Or(ddpMsgLast, pubFP), abDrop}
+	qa := ShiftQueue(m, "qa", cardTxRecDepth, recF, recW, And(newFPDU, Not(abDrop)), recD, qaPop)
 	qd := ShiftQueue(m, "qd", cardTxRecDepth, recF, recW, newFPDU, recD, qdPop)
 	rcw := qa.Count.W
 	m.Assign(recRoom, And(Lt(qa.Count, C(rcw, cardTxRecDepth)), Lt(qd.Count, C(rcw, cardTxRecDepth))))
@@ -1075,6 +1126,7 @@ func CardTx(width int) (*Module, error) {
 	rLo := m.WireOf("rw_r", Bits(cutW, LB-1, 0), "the wrap's lane")
 	qBeat := m.WireOf("rw_q", zext(Bits(cutW, 15, LB), RB), "the input beat holding the wrap")
 	mergeMode := m.WireOf("rw_merge_mode", And(hd[3], RedOr(rLo)), "")
+	dropH := m.WireOf("rw_drop", And(RedOr(qd.Count), hd[6]), "the head FPDU is dropped: its beats are taken and not written")
 	lenP := m.WireOf("rw_len_p", Add(zext(hd[2], RB+LB), C(RB+LB, uint64(L-1))), "")
 	nin := m.WireOf("rw_nin", Bits(lenP, RB+LB-1, LB), "input beats of the FPDU")
 	len2P := m.WireOf("rw_len2_p", Add(zext(Sub(hd[2], cutW), RB+LB), C(RB+LB, uint64(L-1))), "")
@@ -1086,9 +1138,9 @@ func CardTx(width int) (*Module, error) {
 	merged := shiftDownBytes(m, "rw_shift", win, rLo, W)
 	unused = append(unused, Bits(win, 2*W-1, 2*W-8))
 	outData := m.WireOf("rw_data", Sel(ph, Bits(m.WireOf("rw_merged", merged, ""), W-1, 0), mpaData), "")
-	outValid := m.WireOf("rw_valid", And(have, Or(Not(needIn), mpaValid)), "")
+	outValid := m.WireOf("rw_valid", And(have, Not(hd[6]), Or(Not(needIn), mpaValid)), "")
 	outGo := m.WireOf("rw_go", And(outValid, wsReady), "")
-	takeIn := m.WireOf("rw_take", And(outGo, needIn), "")
+	takeIn := m.WireOf("rw_take", Or(And(outGo, needIn), And(dropH, mpaValid)), "")
 	atQ := m.WireOf("rw_at_q", Eq(rin, qBeat), "")
 	passEnd := m.WireOf("rw_pass_end", And(Not(ph), takeIn, Eq(incr(rin), nin), Not(And(mergeMode, atQ))), "")
 	toMerge := m.WireOf("rw_to_merge", And(Not(ph), takeIn, mergeMode, atQ), "")
@@ -1105,15 +1157,15 @@ func CardTx(width int) (*Module, error) {
 	doneTag := m.Wire("wr_done_tag", wrCfg.TagBits, "")
 	doneErr := m.Wire("wr_done_err", 1, "")
 	cqPop := m.Wire("cq_pop", addrWidth(CardTxCplDepth+1), "")
-	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi", "noring", "flush", "prot", "rrd", "term", "blame", "mal"}
-	cplW := []int{1, QB, QB, 64, 3, 32, 16, 32, 1, 1, 1, 1, 1, 16, 1}
+	cplF := []string{"cqe", "cq", "qpn", "wr_id", "op", "len", "sq_ci", "txs_pi", "noring", "flush", "prot", "rrd", "term", "blame", "mal", "cut"}
+	cplW := []int{1, QB, QB, 64, 3, 32, 16, 32, 1, 1, 1, 1, 1, 16, 1, 1}
 	// A WQE retires (SQ_CI moves past it) when it is sent, unless it is a
 	// Read: that retires when its Read done is taken (ret_mode).
 	// A WQE sent while a Read is outstanding (or a walk is pending) does
 	// not: its record moves TXS_PI only, and the walk completes it.
 	// A malformed Read sends no Read Request: it completes as it fails.
 	readSent := m.WireOf("read_sent", And(opRead, Not(malR), Not(wfR)), "the WQE is a Read whose Read Request went (or goes) out")
-	retires := m.WireOf("wqe_retires", Or(ret, sentDone, And(Not(retFl), Not(readSent), Eq(cOrq, C(5, 0)), Not(cWk))), "")
+	retires := m.WireOf("wqe_retires", And(Or(ret, sentDone, And(Not(retFl), Not(readSent), Eq(cOrq, C(5, 0)), Not(cWk))), Not(gfR)), "a WQE whose payload read faulted stays to be flushed")
 	// A flushed WQE with a bad BBS takes every block posted with it (the
 	// model's rule: its length hides where the next WQE starts).
 	availF := m.WireOf("flush_avail", Sub(cPI, cSQCI), "blocks posted from SQ_CI on")
@@ -1139,6 +1191,7 @@ func CardTx(width int) (*Module, error) {
 	flushErr := m.WireOf("flush_err", And(fl, Not(sentDone)), "the WQE completes with WR_FLUSH_ERR")
 	m.Assign(blameUsed, And(sWB, flushErr, blameCur, Ne(cSQCI, cNext)))
 	blameCause := m.WireOf("blame_cause", gate(blameUsed, tCause), "the peer's Terminate's cause, for the WQE it blames")
+	wbTXSPI := m.WireOf("wb_txs_pi", Sel(gfR, abCut, fOff), "TXS_PI after the WQE: the cut when its payload read faulted")
 	noRec := m.WireOf("no_record", And(Or(And(wk, opRead), protLate), Not(wfR)), "the write-back gives no record (the walk reached an outstanding Read)")
 	// A Read Response whose source fails its check (it passed card_rx's
 	// check when the Read Request came: the source was revoked since)
@@ -1148,8 +1201,8 @@ func CardTx(width int) (*Module, error) {
 	// headers; nothing of the response was sent, as every piece is checked
 	// before the first byte) and gives its IRD entry back.
 	rspFault := m.WireOf("rsp_fault", And(ga.fault, rsp, Not(tm)), "a Read Response's source failed its remote-read check")
-	m.Assign(protErr, And(sWB, Or(prot, rspFault, retFault)))
-	m.Assign(protTerm, And(sWB, Or(prot, rspFault, retFault)))
+	m.Assign(protErr, And(sWB, Or(prot, rspFault, retFault, gfR)))
+	m.Assign(protTerm, And(sWB, Or(prot, rspFault, retFault, gfR)))
 	revCause := m.WireOf("rev_cause", readSourceCause(ga.faultCode), "mem.Fault.Cause(UseRemoteRead)")
 	rsSinkSTagW := m.WireOf("rev_sink_stag", rsSinkSTag, "")
 	rsSinkTOW := m.WireOf("rev_sink_to", rsSinkTO, "")
@@ -1164,8 +1217,8 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(engRec, Sel(rspFault, revRec, C(termRecW, causeRDMAPLocalCatastrophic)))
 	// The WQE's record at its write-back, or a progress record (pubGo:
 	// only the QP, SQ_CI unchanged and TXS_PI; never in the same cycle).
-	wbRec := []Expr{And(Or(flushErr, prot, rfl, And(hSignaled, retires)), Not(wfR)), cCQ, cur, hWRID, wcOp, Sel(Or(flushErr, prot, rfl, opMop), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, fOff,
-		Or(retFl, prot, opMop, And(rsp, Or(rspDrop, rspFault)), And(tm, tRecv)), Or(flushErr, rfl), prot, rsp, tm, blameCause, malR}
+	wbRec := []Expr{And(Or(flushErr, prot, rfl, And(hSignaled, retires)), Not(wfR)), cCQ, cur, hWRID, wcOp, Sel(Or(flushErr, prot, rfl, opMop), C(32, 0), Sel(ret, sgeLen, msgLen)), newSQCI, wbTXSPI,
+		Or(retFl, prot, opMop, And(rsp, Or(rspDrop, rspFault)), And(tm, tRecv), And(gfR, abLastDrop)), Or(flushErr, rfl), prot, rsp, tm, blameCause, malR, gfR}
 	recIn := make([]Expr, len(wbRec))
 	for i, e := range wbRec {
 		var pe Expr = C(cplW[i], 0)
@@ -1184,19 +1237,28 @@ func CardTx(width int) (*Module, error) {
 	cq := ShiftQueue(m, "cq", CardTxCplDepth, cplF, cplW, Or(And(sWB, Not(noRec)), pubGo), recIn, cqPop)
 	ccw := cq.Count.W
 	m.Assign(cplRoom, Lt(cq.Count, C(ccw, CardTxCplDepth)))
+	m.Assign(pubSlot, Lt(cq.Count, C(ccw, CardTxCplDepth-1)))
 	dn := m.RegDecl("cpl_written", 4, "WQEs whose ring writes are done, not yet out")
 	oV := m.RegDecl("cpl_v", 1, "")
 	oFree := m.WireOf("cpl_free", Or(Not(oV), cplReady), "")
 	m.Assign(cplOut, Or(cplHold, RedOr(cq.Count), oV))
 	doneLast := m.WireOf("wr_done_last", And(doneV, Bit(doneTag, 0)), "")
-	unused = append(unused, Bits(doneTag, wrCfg.TagBits-1, 1))
+	unused = append(unused, Bits(doneTag, wrCfg.TagBits-1, 2))
+	// A cut message whose last FPDU was dropped has no write of its own
+	// to wait for: its record waits for the FPDUs written before its
+	// write-back (fp_out then), so it publishes nothing not yet in memory.
+	fpDone := m.WireOf("wr_done_fpdu", And(doneV, Bit(doneTag, 1)), "an FPDU's last write has its response")
+	fpOut := m.RegDecl("fp_out", 8, "FPDUs written (queued or issued) whose last write has no response yet")
+	m.Drive(fpOut, big.NewInt(0), Sub(Add(fpOut, zext(And(newFPDU, Not(abDrop)), 8)), zext(fpDone, 8)), nil)
+	abWait := m.RegDecl("ab_wait", 8, "FPDU writes the cut record waits for")
+	m.Drive(abWait, big.NewInt(0), Sel(And(sWB, gfR), Sub(fpOut, zext(fpDone, 8)), Sub(abWait, zext(And(fpDone, RedOr(abWait)), 8))), nil)
 	h := cq.Fields[0]
 	// A record with no ring bytes (a Read completed by its Read done) goes
 	// out as soon as the records before it have.
 	// A Read Response's record also gives its IRD entry back (m_rreq_done).
 	rdoV := m.RegDecl("rreq_done_v", 1, "")
 	rdoFree := m.WireOf("rreq_done_free", Or(Not(rdoV), rdoReady), "")
-	cOut := m.WireOf("cpl_load", And(oFree, rdoFree, RedOr(cq.Count), Or(h[8], RedOr(dn))), "")
+	cOut := m.WireOf("cpl_load", And(oFree, rdoFree, RedOr(cq.Count), Sel(h[8], Not(And(h[15], RedOr(abWait))), RedOr(dn))), "")
 	m.Drive(rdoV, big.NewInt(0), Or(And(cOut, h[11]), And(rdoV, Not(rdoReady))), nil)
 	m.Assign(rdoValid, rdoV)
 	m.Assign(rdoQPN, gate(rdoV, m.Reg("rreq_done_qpn_q", QB, big.NewInt(0), h[2], And(cOut, h[11]), "")))
@@ -1215,7 +1277,13 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(cplTermCause, m.Reg("cpl_term_cause_q", 16, big.NewInt(0), h[13], cOut, ""))
 	m.Assign(cplLen, m.Reg("cpl_len_q", 32, big.NewInt(0), h[5], cOut, ""))
 	m.Assign(cplSQCI, m.Reg("cpl_sq_ci_q", 16, big.NewInt(0), h[6], cOut, ""))
-	m.Assign(cplTXSPI, m.Reg("cpl_txs_pi_q", 32, big.NewInt(0), h[7], cOut, ""))
+	// While a cut waits for its write-back's record, a record of its QP
+	// (an aborted FPDU's progress record) publishes no further than the cut.
+	abDiff := m.WireOf("ab_diff", Sub(abCut, h[7]), "negative: the record is past the cut")
+	unused = append(unused, Bits(abDiff, 30, 0))
+	abBeyond := m.WireOf("ab_beyond", And(abV, Eq(h[2], abQP), Bit(abDiff, 31)), "the head record would publish aborted FPDUs")
+	m.Assign(cplTXSPI, m.Reg("cpl_txs_pi_q", 32, big.NewInt(0), Sel(abBeyond, abCut, h[7]), cOut, ""))
+	m.Drive(abV, big.NewInt(0), Or(abSet, And(abV, Not(And(cOut, h[15])))), nil)
 	m.Assign(cplTerm, m.Reg("cpl_term_q", 1, big.NewInt(0), h[12], cOut, ""))
 	dmaErr := Or(And(doneV, doneErr), And(rdValid, rdErr))
 	m.Assign(dmaErrOut, m.Reg("dma_err_q", 1, big.NewInt(0), C(1, 1), dmaErr, ""))
@@ -1232,16 +1300,16 @@ func CardTx(width int) (*Module, error) {
 	m.Assign(rissLen, gate(rissGo, sgeLen))
 	// A flush moves the first block not started along with SQ_CI once it
 	// has passed the WQEs that were started.
-	newNext := m.WireOf("new_sq_next", Sel(Or(And(fl, Eq(cSQCI, cNext)), dropAll), newSQCI, Sel(Or(retFl, protLate), cNext, Add(cNext, bbsAdv))), "")
+	newNext := m.WireOf("new_sq_next", Sel(Or(And(fl, Eq(cSQCI, cNext)), dropAll), newSQCI, Sel(Or(retFl, protLate, gfR), cNext, Add(cNext, bbsAdv))), "")
 	newWk := m.WireOf("new_walk", Sel(endReads, C(1, 0), Sel(Or(ret, wk), And(Ne(newSQCI, cNext), Not(And(wk, opRead))), cWk)), "")
 	newOrq := m.WireOf("new_orq", Sel(endReads, C(5, 0), Sel(ret, Sub(cOrq, C(5, 1)), Sel(started, incr(cOrq), cOrq))), "flushed Reads are outstanding no more")
 	newRUsed := m.WireOf("new_rdone_used", Sel(endReads, cRC, Sel(And(ret, Not(rfl)), incr(cRUsed), cRUsed)), "a Read flushed by the stream end takes no Read done")
 	newEndFl := m.WireOf("new_end_flush", Sel(endReads, C(5, 0), Sel(rfl, Sub(cEndFl, C(5, 1)), cEndFl)), "")
 	newRRUsed := m.WireOf("new_rreq_used", Sel(rsp, incr(cRRUsed), cRRUsed), "")
-	m.Assign(engWBData, Cat(cEndSeen, newEndFl, newWk, newRRUsed, newRUsed, newOrq, newNext, Add(cRMSN, zext(started, 32)), Add(cMSN, zext(isSend, 32)), fOff, newSQCI))
+	m.Assign(engWBData, Cat(cEndSeen, newEndFl, newWk, newRRUsed, newRUsed, newOrq, newNext, Add(cRMSN, zext(started, 32)), Add(cMSN, zext(isSend, 32)), wbTXSPI, newSQCI))
 	m.Assign(sqWB, Cat(newNext, newSQCI))
 	m.Drive(cMSN, nil, Bits(engRd, 79, 48), sCtx)
-	more := m.WireOf("more_work", Or(Ne(cRR, newRRUsed), prot, retFault, Sel(Or(fl, prot, rspFault, retFault, inErr), Ne(newSQCI, cPI),
+	more := m.WireOf("more_work", Or(Ne(cRR, newRRUsed), prot, retFault, gfR, Sel(Or(fl, prot, rspFault, retFault, inErr), Ne(newSQCI, cPI),
 		Or(Ne(newNext, cPI), And(Ne(newOrq, C(5, 0)), Or(Ne(cRC, newRUsed), Ne(newEndFl, C(5, 0)))), And(newWk, Ne(newSQCI, newNext))))), "")
 	m.Assign(bdbEng, txsBadGo)
 	m.Assign(requeue, And(Or(And(sWB, more), gateHold, And(txsBad, Not(txsBadGo))), Not(isQueued("qeng", cur))))
@@ -1278,8 +1346,8 @@ func CardTx(width int) (*Module, error) {
 								Sel(sRest, Sel(restDone, Sel(wfNow, C(5, txFault), feedNext), C(5, txRest)),
 									Sel(sFlush, Sel(fromBuf, C(5, txFeed), C(5, txChk)),
 										Sel(sFeed, Sel(feedEnd, C(5, txDrain), C(5, txFeed)),
-											Sel(sDrain, Sel(msgDone, C(5, txWB), C(5, txDrain)),
-												Sel(sChk, Sel(ga.chkDone, Sel(Or(ga.fault, retFl), C(5, txWB), C(5, txFeed)), C(5, txChk)),
+											Sel(sDrain, Sel(msgDone, Sel(gfR, C(5, txFault), C(5, txWB)), C(5, txDrain)),
+												Sel(sChk, Sel(ga.chkDone, Sel(Or(ga.fault, retFl), C(5, txWB), Sel(abV, C(5, txChk), C(5, txFeed))), C(5, txChk)),
 													C(5, txIdle)))))))))))))
 	rspNext := C(5, txChk)
 	if W == 64 {
@@ -1287,12 +1355,10 @@ func CardTx(width int) (*Module, error) {
 	}
 	next = Sel(sRsp, C(5, txRspLd), Sel(sRspLd, Sel(rspDrop, C(5, txWB), rspNext), Sel(sRspSge, C(5, txChk), next)))
 	next = Sel(sMop, Sel(mopDone, C(5, txWB), C(5, txMop)), next)
-	next = Sel(stIs(txFault), Sel(evV, C(5, txFault), C(5, txWB)), next)
+	next = Sel(stIs(txFault), Sel(Or(evV, gfPend), C(5, txFault), C(5, txWB)), next)
 	m.Drive(st, big.NewInt(txIdle), next, nil)
 
 	// --- instances ---
-	rdBErr := m.Wire("rd_berr", 1, "not used yet: a WQE's error is the request's (tuser_err)")
-	unused = append(unused, rdBErr)
 	m.Instantiate("u_rd", drd, Conn{"clk", clk}, Conn{"rst", rst},
 		Conn{"s_req_valid", rdReqValid}, Conn{"s_req_ready", rdReqReady}, Conn{"s_req_addr", rdAddr},
 		Conn{"s_req_len", rdLen}, Conn{"s_req_tag", rdReqTag},
@@ -1314,10 +1380,10 @@ func CardTx(width int) (*Module, error) {
 		Conn{"s_axis_tlast", ddpLast}, Conn{"s_offset", fOff}, Conn{"s_ulpdu_len", ddpLen},
 		Conn{"s_markers", cMk}, Conn{"s_crc", cCRC},
 		Conn{"m_axis_tdata", mpaData}, Conn{"m_axis_tkeep", mpaKeep}, Conn{"m_axis_tvalid", mpaValid},
-		Conn{"m_axis_tready", And(have, wsReady, needIn)}, Conn{"m_axis_tlast", mpaLast}, Conn{"m_axis_tuser", mpaUser})
+		Conn{"m_axis_tready", Or(And(have, wsReady, needIn), dropH)}, Conn{"m_axis_tlast", mpaLast}, Conn{"m_axis_tuser", mpaUser})
 	wrConns := []Conn{{"clk", clk}, {"rst", rst},
 		{"s_req_valid", wrReqValid}, {"s_req_ready", wrReqReady}, {"s_req_addr", wrAddrFull},
-		{"s_req_len", Sub(wrLen, C(16, 1))}, {"s_req_tag", zext(And(ha[5], wrEnd), wrCfg.TagBits)},
+		{"s_req_len", Sub(wrLen, C(16, 1))}, {"s_req_tag", zext(Cat(wrEnd, And(ha[5], wrEnd)), wrCfg.TagBits)},
 		{"s_axis_tdata", outData}, {"s_axis_tvalid", outValid}, {"s_axis_tready", wsReady},
 		{"m_done_valid", doneV}, {"m_done_ready", C(1, 1)}, {"m_done_tag", doneTag}, {"m_done_err", doneErr}}
 	var rdConns []Conn

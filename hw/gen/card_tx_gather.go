@@ -9,11 +9,14 @@ import (
 // lkey checked through placement's check port before a byte is read, then
 // the payload read by dma_rd piece by piece (one piece per check-port
 // lookup: an SGE's contiguous host range, or its part in one page of a
-// paged region, at most 64 KiB) and packed into full beats for ddp_tx.
+// paged region, at most 64 KiB; read as one dma_rd request per 4 KiB page
+// it touches, so that a page the host refuses is one faulted request) and
+// packed into full beats for ddp_tx.
 
 const (
 	cardTxMaxSGE  = 30      // SGEs per WQE (docs/card.md MaxSGE)
-	cardTxRdPiece = 1 << 16 // bytes of one dma_rd request at most
+	cardTxRdPiece = 1 << 16 // bytes of one check-port lookup at most
+	cardTxRdReqs  = 32      // payload requests in flight (their addresses kept to name a fault)
 )
 
 // txGatherIn is what the gather needs of card_tx.
@@ -31,6 +34,7 @@ type txGatherIn struct {
 	rdReqReady       *Signal // dma_rd takes a request
 	rdData           *Signal // dma_rd's output beat
 	rdKeep           *Signal
+	rdLast, rdBErr   *Signal // a request's last beat; an error response up to this beat (dma_rd's tuser_berr)
 	rdValid, rdIsPay Expr    // a beat, and it belongs to a payload read (tag 1)
 	outReady         *Signal // ddp_tx's s_axis_tready
 	chkReady         *Signal // placement's s_chk_ready
@@ -53,6 +57,10 @@ type txGather struct {
 	outV, outLast    *Signal
 	outData          *Signal
 	lateFault        *Signal // a lookup during the gather failed (the table changed): zeros stand in for the rest
+	rdFault          *Signal // a payload read got an error response: zeros stand in for the rest (sticky for the message)
+	rdFaultNew       *Signal // pulse, the cycle after the first faulted beat was taken: rdFault, rdFaultAddr and rdFaultOff are set
+	rdFaultAddr      *Signal // the faulted request's host address (its page, or the piece's first byte in it)
+	rdFaultOff       *Signal // the message's payload offset of that request's first byte
 	unused           []Expr
 	chkNeed, chkQPPD []Expr // need, qp, pd
 }
@@ -170,15 +178,28 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	gV := m.WireOf("g_verdict", And(ph(2), g.chkValid), "")
 	gOK := m.WireOf("g_ok", And(gV, Not(RedOr(g.chkFault))), "")
 	runCap := m.WireOf("g_run_cap", Sel(Lt(g.chkRun, C(32, cardTxRdPiece)), Bits(g.chkRun, 16, 0), C(17, cardTxRdPiece)), "")
-	gReqGo := m.WireOf("g_req_go", And(ph(3), g.rdReqReady), "")
-	next := Sel(gRd, C(2, 1), Sel(gSkip, C(2, 0), Sel(gLookGo, C(2, 2), Sel(gV, Sel(gOK, C(2, 3), C(2, 0)), Sel(gReqGo, C(2, 1), gph)))))
+	// A piece is read one page at a time: each request ends at the piece's
+	// end or its page's, whichever comes first. Their addresses wait in
+	// g_pq until their last beat is taken, so that a faulted one is named.
+	gFault := m.RegDecl("g_rd_fault", 1, "a payload read got an error response: stop reading, zeros for the rest")
+	pqPop := m.Wire("g_pq_pop", 1, "a payload request's last beat is taken")
+	pgLeft := m.WireOf("g_pg_left", Sub(C(13, 4096), zext(Bits(gAddr, 11, 0), 13)), "bytes from the piece's address to its page's end")
+	lastOfPiece := m.WireOf("g_req_whole", Not(Lt(zext(pgLeft, 17), gN)), "the rest of the piece lies in this page")
+	reqN := m.WireOf("g_req_n", Sel(lastOfPiece, gN, zext(pgLeft, 17)), "bytes of this request")
+	pqRoomW := addrWidth(cardTxRdReqs + 1)
+	reqV := m.Wire("g_req_v", 1, "a payload read request is offered")
+	gReqGo := m.WireOf("g_req_go", And(reqV, g.rdReqReady), "")
+	pq := ShiftQueue(m, "g_pq", cardTxRdReqs, []string{"addr"}, []int{64}, gReqGo, []Expr{gAddr}, zext(pqPop, pqRoomW))
+	m.Assign(reqV, And(ph(3), Lt(pq.Count, C(pqRoomW, cardTxRdReqs)), Not(gFault)))
+	pieceDone := m.WireOf("g_piece_done", And(gReqGo, lastOfPiece), "the piece's last request goes")
+	next := Sel(gRd, C(2, 1), Sel(gSkip, C(2, 0), Sel(gLookGo, C(2, 2), Sel(gV, Sel(gOK, C(2, 3), C(2, 0)), Sel(pieceDone, C(2, 1), gph)))))
 	m.Drive(gph, big.NewInt(0), Sel(g.start, C(2, 0), next), nil)
 	m.Drive(gi, big.NewInt(0), Sel(g.start, C(6, 0), incr(gi)), Or(g.start, gSkip))
-	m.Drive(goff, nil, Sel(Or(g.start, gSkip), C(32, 0), Add(goff, zext(gN, 32))), Or(g.start, gSkip, gReqGo))
-	m.Drive(gAddr, nil, g.chkAddr, gOK)
-	m.Drive(gN, nil, runCap, gOK)
+	m.Drive(goff, nil, Sel(Or(g.start, gSkip), C(32, 0), Add(goff, zext(reqN, 32))), Or(g.start, gSkip, gReqGo))
+	m.Drive(gAddr, nil, Sel(gOK, g.chkAddr, Add(gAddr, zext(reqN, 64))), Or(gOK, gReqGo))
+	m.Drive(gN, nil, Sel(gOK, runCap, Sub(gN, reqN)), Or(gOK, gReqGo))
 	m.Drive(gLate, big.NewInt(0), And(Not(g.start), Or(gLate, And(gV, Not(gOK)))), nil)
-	m.Drive(gReq, big.NewInt(0), Sel(g.start, C(32, 0), Add(gReq, zext(gN, 32))), Or(g.start, gReqGo))
+	m.Drive(gReq, big.NewInt(0), Sel(g.start, C(32, 0), Add(gReq, zext(reqN, 32))), Or(g.start, gReqGo))
 	out.lateFault = gLate
 	m.Assign(sgeRd, Or(ckRd, gRd))
 	m.Assign(sgeIdx, Sel(g.chkPhase, Bits(ci, 4, 0), Bits(gi, 4, 0)))
@@ -190,9 +211,9 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	out.chkTO = Sel(g.chkPhase, sAddr, Add(sAddr, zext(goff, 64)))
 	out.chkLen = Sel(g.chkPhase, sLen, gLeft)
 	out.chkNeed = []Expr{C(4, 0), zext(g.qp, 32), g.pd}
-	out.rdV = ph(3)
+	out.rdV = reqV
 	out.rdAddr = gAddr
-	rl := m.WireOf("g_rd_len", Sub(gN, C(17, 1)), "length minus one")
+	rl := m.WireOf("g_rd_len", Sub(reqN, C(17, 1)), "length minus one")
 	out.rdLen = Bits(rl, 15, 0)
 	out.unused = append(out.unused, Bit(rl, 16))
 	out.unused = append(out.unused, Bit(g.chkRun, 31), Bits(g.chkRun, 30, 17))
@@ -207,7 +228,7 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	ol := m.RegDecl("pk_last", 1, "")
 	free := m.WireOf("pk_free", Or(Not(ov), g.outReady), "the output register can be loaded")
 	rest := m.WireOf("pk_rest", Sub(total, pIn), "payload bytes still to come")
-	zfill := m.WireOf("pk_zero", And(g.feedPhase, gLate, Eq(pIn, gReq), RedOr(rest)), "a failed lookup: zeros for the rest")
+	zfill := m.WireOf("pk_zero", And(g.feedPhase, Or(gLate, gFault), Eq(pIn, gReq), RedOr(rest)), "a failed lookup or a faulted read: zeros for the rest")
 	inV := m.WireOf("pk_in_v", Or(And(g.feedPhase, g.rdValid, g.rdIsPay), zfill), "")
 	take := m.WireOf("pk_take", And(inV, free, Not(flush)), "an input beat is taken")
 	kn := thermoCount(m, "pk_keep_n", g.rdKeep, L, LB)
@@ -239,6 +260,24 @@ func cardTxGather(m *Module, g txGatherIn) *txGather {
 	m.Drive(od, nil, Sel(fl, acc, Bits(comb, W-1, 0)), Or(emit, fl))
 	m.Drive(ol, nil, Or(fl, And(final, Not(more))), Or(emit, fl))
 	out.rdTake = And(g.feedPhase, g.rdIsPay, free, Not(flush))
+
+	// A payload beat with an error response (dma_rd's berr: this request's
+	// responses had one up to this beat) names its request: the message
+	// is cut at the FPDU holding that request's first byte (card_tx), as
+	// the card model, which reads a segment's pieces page by page before
+	// framing it, fails at the segment holding the refused page.
+	payTake := m.WireOf("pk_pay_take", And(g.rdValid, out.rdTake), "a payload beat is taken")
+	m.Assign(pqPop, And(payTake, g.rdLast))
+	reqFirst := m.RegDecl("pk_req_first", 1, "the next payload beat opens a request")
+	m.Drive(reqFirst, big.NewInt(1), Or(g.start, g.rdLast), Or(g.start, payTake))
+	reqOff := m.RegDecl("pk_req_off", 32, "payload offset of the current request's first byte")
+	m.Drive(reqOff, nil, pIn, And(payTake, reqFirst))
+	hit := m.WireOf("pk_fault_hit", And(payTake, g.rdBErr, Not(gFault)), "the message's first faulted beat")
+	m.Drive(gFault, big.NewInt(0), And(Not(g.start), Or(gFault, hit)), nil)
+	out.rdFault = gFault
+	out.rdFaultNew = m.Reg("g_rd_fault_new", 1, big.NewInt(0), hit, nil, "")
+	out.rdFaultAddr = m.Reg("g_rd_fault_addr", 64, nil, pq.Fields[0][0], hit, "")
+	out.rdFaultOff = m.Reg("g_rd_fault_off", 32, nil, Sel(reqFirst, pIn, reqOff), hit, "")
 	out.outV, out.outData, out.outLast = ov, od, ol
 	out.unused = append(out.unused, Bit(sumLo, LB))
 	return out

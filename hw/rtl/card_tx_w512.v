@@ -51,27 +51,37 @@
 // sent behind outstanding Reads; the card model keeps such WQEs and never
 // reads one twice) fails the QP as a new WQE's does, and drops everything from
 // SQ_CI to SQ_PI with its outstanding Reads; every fetch of a WQE at SQ_CI
-// waits for the event slot. QP commands: CREATE takes the staged context;
-// ERROR puts a live QP in error (taken one cycle after it is offered: the QP's
-// state is read first; a QP that does not exist is left alone), after which
-// every WQE posted and not completed, the ones posted later included,
-// completes in posting order with WR_FLUSH_ERR (its first block read from the
-// SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block
-// posted, as the card model does) and nothing more is sent, but for a Read
-// whose Read done came before the error and the WQEs sent behind it: once the
-// QP's Terminate is sent and its Read Requests dropped, they complete as on a
-// live QP (the card model completes a Read as its response's last segment is
-// placed); DESTROY frees a QP in error; CLOSE is taken without effect. A WQE
-// starts only when its TX ring has 1024 bytes free (more than the FPDUs of 480
-// inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI
-// doorbell, so no QP blocks another. One WQE is fetched and segmented at a
-// time; framing, ring writes and completions of earlier WQEs overlap it,
-// except on a tight CQ (cq_tight): there a WQE starts only once every
-// completion before it has its verdict (cpl_hold low, its own completion queue
-// empty), so that the WQE behind one whose completion overran is flushed,
-// never sent, as in the card model; its QP goes back to the scheduler
-// meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ
-// that overran) raises QP_ERROR with that INFO instead of TERM_SENT.
+// waits for the event slot. A DMA error response to a payload read (a gathered
+// WQE's, a Read Response's source; read one request per 4 KiB page) cuts the
+// message at the FPDU holding the refused request's first byte, as the card
+// model, which reads a segment before framing it, sends nothing of that
+// segment: no further byte is read (zeros end the message), DMA_FAULT (OBJ the
+// QP, INFO the request's address bits 31:0) is raised, an FPDU past the cut
+// already in mpa_tx is written to the ring but never published and the ones
+// entering later are dropped before the ring writer, the QP's TXS_PI goes back
+// to the cut, and the QP fails with QP_ERROR DMA and a Local Catastrophic
+// Terminate (sent at the cut); the WQE is not retired, so the flush completes
+// it with WR_FLUSH_ERR. QP commands: CREATE takes the staged context; ERROR
+// puts a live QP in error (taken one cycle after it is offered: the QP's state
+// is read first; a QP that does not exist is left alone), after which every
+// WQE posted and not completed, the ones posted later included, completes in
+// posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI
+// for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the
+// card model does) and nothing more is sent, but for a Read whose Read done
+// came before the error and the WQEs sent behind it: once the QP's Terminate
+// is sent and its Read Requests dropped, they complete as on a live QP (the
+// card model completes a Read as its response's last segment is placed);
+// DESTROY frees a QP in error; CLOSE is taken without effect. A WQE starts
+// only when its TX ring has 1024 bytes free (more than the FPDUs of 480 inline
+// bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so
+// no QP blocks another. One WQE is fetched and segmented at a time; framing,
+// ring writes and completions of earlier WQEs overlap it, except on a tight CQ
+// (cq_tight): there a WQE starts only once every completion before it has its
+// verdict (cpl_hold low, its own completion queue empty), so that the WQE
+// behind one whose completion overran is flushed, never sent, as in the card
+// model; its QP goes back to the scheduler meanwhile. A record of s_term with
+// s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with
+// that INFO instead of TERM_SENT.
 //
 // Records out (m_cpl_*): one per WQE in posting order once its ring bytes are
 // written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's
@@ -297,6 +307,10 @@ module card_tx_w512 (
     reg            wqe_fault;                // a read of the WQE faulted: the QP fails with QP_ERROR DMA
     reg  [63:0]    wqe_fault_addr;           // the faulted block's address
     wire [63:0]    wqe_fault_addr_now;       // ... with a fault on the WQE's last beat, this cycle's
+    wire           gf_fault;                 // a payload read of the message faulted: the QP fails with QP_ERROR DMA
+    reg            gf_ev_pend;               // the payload read fault's DMA_FAULT waits for the event slot
+    wire           gf_ev;                    // the payload read fault's DMA_FAULT is raised
+    wire [63:0]    gf_addr;                  // the faulted payload request's address
     wire           wf_qp_error;              // the faulted WQE's QP_ERROR DMA (not TERM_SENT)
     wire           term_ev_load;
     reg  [9:0]     term_ev_qpn;
@@ -648,6 +662,7 @@ module card_tx_w512 (
     wire [63:0]    rd_tkeep;
     wire           rd_tlast;
     wire [7:0]     rd_ttag;
+    wire           rd_berr;                  // a response beat of the request up to this one had an error (a payload read's fault)
     wire           wb_from_push;
     wire           wb_from_dma;
     wire           wb_valid;                 // a WQE beat is taken
@@ -772,7 +787,80 @@ module card_tx_w512 (
     wire           g_verdict;
     wire           g_ok;
     wire [16:0]    g_run_cap;
+    reg            g_rd_fault;               // a payload read got an error response: stop reading, zeros for the rest
+    wire           g_pq_pop;                 // a payload request's last beat is taken
+    wire [12:0]    g_pg_left;                // bytes from the piece's address to its page's end
+    wire           g_req_whole;              // the rest of the piece lies in this page
+    wire [16:0]    g_req_n;                  // bytes of this request
+    wire           g_req_v;                  // a payload read request is offered
     wire           g_req_go;
+    reg  [5:0]     g_pq_count;               // entries held in g_pq
+    reg  [63:0]    g_pq0_addr;
+    reg  [63:0]    g_pq1_addr;
+    reg  [63:0]    g_pq2_addr;
+    reg  [63:0]    g_pq3_addr;
+    reg  [63:0]    g_pq4_addr;
+    reg  [63:0]    g_pq5_addr;
+    reg  [63:0]    g_pq6_addr;
+    reg  [63:0]    g_pq7_addr;
+    reg  [63:0]    g_pq8_addr;
+    reg  [63:0]    g_pq9_addr;
+    reg  [63:0]    g_pq10_addr;
+    reg  [63:0]    g_pq11_addr;
+    reg  [63:0]    g_pq12_addr;
+    reg  [63:0]    g_pq13_addr;
+    reg  [63:0]    g_pq14_addr;
+    reg  [63:0]    g_pq15_addr;
+    reg  [63:0]    g_pq16_addr;
+    reg  [63:0]    g_pq17_addr;
+    reg  [63:0]    g_pq18_addr;
+    reg  [63:0]    g_pq19_addr;
+    reg  [63:0]    g_pq20_addr;
+    reg  [63:0]    g_pq21_addr;
+    reg  [63:0]    g_pq22_addr;
+    reg  [63:0]    g_pq23_addr;
+    reg  [63:0]    g_pq24_addr;
+    reg  [63:0]    g_pq25_addr;
+    reg  [63:0]    g_pq26_addr;
+    reg  [63:0]    g_pq27_addr;
+    reg  [63:0]    g_pq28_addr;
+    reg  [63:0]    g_pq29_addr;
+    reg  [63:0]    g_pq30_addr;
+    reg  [63:0]    g_pq31_addr;
+    wire [5:0]     g_pq_wpos;                // where a pushed entry goes
+    wire           g_pq0_push;
+    wire           g_pq1_push;
+    wire           g_pq2_push;
+    wire           g_pq3_push;
+    wire           g_pq4_push;
+    wire           g_pq5_push;
+    wire           g_pq6_push;
+    wire           g_pq7_push;
+    wire           g_pq8_push;
+    wire           g_pq9_push;
+    wire           g_pq10_push;
+    wire           g_pq11_push;
+    wire           g_pq12_push;
+    wire           g_pq13_push;
+    wire           g_pq14_push;
+    wire           g_pq15_push;
+    wire           g_pq16_push;
+    wire           g_pq17_push;
+    wire           g_pq18_push;
+    wire           g_pq19_push;
+    wire           g_pq20_push;
+    wire           g_pq21_push;
+    wire           g_pq22_push;
+    wire           g_pq23_push;
+    wire           g_pq24_push;
+    wire           g_pq25_push;
+    wire           g_pq26_push;
+    wire           g_pq27_push;
+    wire           g_pq28_push;
+    wire           g_pq29_push;
+    wire           g_pq30_push;
+    wire           g_pq31_push;
+    wire           g_piece_done;             // the piece's last request goes
     wire [16:0]    g_rd_len;                 // length minus one
     reg  [511:0]   pk_acc;                   // bytes held, from lane 0
     reg  [5:0]     pk_cnt;                   // how many
@@ -783,7 +871,7 @@ module card_tx_w512 (
     reg            pk_last;
     wire           pk_free;                  // the output register can be loaded
     wire [31:0]    pk_rest;                  // payload bytes still to come
-    wire           pk_zero;                  // a failed lookup: zeros for the rest
+    wire           pk_zero;                  // a failed lookup or a faulted read: zeros for the rest
     wire           pk_in_v;
     wire           pk_take;                  // an input beat is taken
     wire [6:0]     pk_keep_n;                // set bits of a thermometer mask
@@ -805,6 +893,13 @@ module card_tx_w512 (
     wire           pk_more;                  // the last bytes spill into one more beat
     wire           pk_flush_go;
     wire [6:0]     pk_sum_lo;                // bytes past a whole beat
+    wire           pk_pay_take;              // a payload beat is taken
+    reg            pk_req_first;             // the next payload beat opens a request
+    reg  [31:0]    pk_req_off;               // payload offset of the current request's first byte
+    wire           pk_fault_hit;             // the message's first faulted beat
+    reg            g_rd_fault_new;
+    reg  [63:0]    g_rd_fault_addr;
+    reg  [31:0]    g_rd_fault_off;
     wire           ddp_s_valid;
     wire           ddp_s_go;
     wire           ddp_s_last;
@@ -824,7 +919,9 @@ module card_tx_w512 (
     wire           rec_room;
     wire           ring_fits;                // the ring has room for the FPDU entering mpa_tx
     wire           pub_fpdu;                 // the FPDU entering mpa_tx gets a progress record
+    wire           pub_slot;                 // the completion queue has two slots free
     wire           pub_room;                 // the completion queue takes a progress record now
+    wire           ab_drop;                  // the FPDU entering mpa_tx is past a payload read fault's cut: it is not written (no room, no record)
     wire           h_gate;
     wire           h_go;                     // a beat goes from ddp_tx to mpa_tx
     wire           fpdu_new;
@@ -846,6 +943,19 @@ module card_tx_w512 (
     wire [31:0]    fpdu_end_off;             // the stream offset after the FPDU
     wire [31:0]    ring_quarter_hi;          // stream offset bits above a quarter of the ring
     wire           pub_go;                   // a progress record is queued
+    wire [15:0]    ab_hdr_len;               // the message's DDP header length
+    reg  [31:0]    ab_pay_end;               // payload bytes of the message in the FPDUs that entered mpa_tx
+    reg  [31:0]    ab_fpdu_start;            // stream offset of the last FPDU of the message that entered
+    reg            ab_any;                   // an FPDU of the message entered
+    wire [31:0]    ab_pay_end_new;           // payload end of the FPDU entering
+    reg            ab_cut_set;               // the message's cut is known
+    wire           ab_held;                  // the fault is seen: the last FPDU in holds the faulted byte
+    wire           ab_enter;                 // the FPDU entering holds the faulted byte
+    reg            ab_last_drop;             // the message's last FPDU was dropped: its write-back's record waits for no write of its own
+    wire           ab_set;
+    reg  [31:0]    ab_cut;                   // the cut: the first aborted FPDU's stream offset
+    reg  [9:0]     ab_qp;
+    reg            ab_v;                     // a cut waits for its write-back's record: records of ab_qp publish at most ab_cut
     wire [23:0]    rec_pos;                  // the FPDU's place in the ring
     wire [24:0]    rec_to_end;
     wire           rec_split;                // the FPDU wraps the ring
@@ -859,24 +969,28 @@ module card_tx_w512 (
     reg            qa0_split;
     reg  [15:0]    qa0_cut;
     reg            qa0_last;
+    reg            qa0_drop;
     reg  [51:0]    qa1_base;
     reg  [23:0]    qa1_pos;
     reg  [15:0]    qa1_len;
     reg            qa1_split;
     reg  [15:0]    qa1_cut;
     reg            qa1_last;
+    reg            qa1_drop;
     reg  [51:0]    qa2_base;
     reg  [23:0]    qa2_pos;
     reg  [15:0]    qa2_len;
     reg            qa2_split;
     reg  [15:0]    qa2_cut;
     reg            qa2_last;
+    reg            qa2_drop;
     reg  [51:0]    qa3_base;
     reg  [23:0]    qa3_pos;
     reg  [15:0]    qa3_len;
     reg            qa3_split;
     reg  [15:0]    qa3_cut;
     reg            qa3_last;
+    reg            qa3_drop;
     wire [2:0]     qa_wpos;                  // where a pushed entry goes
     wire           qa0_push;
     wire           qa1_push;
@@ -889,24 +1003,28 @@ module card_tx_w512 (
     reg            qd0_split;
     reg  [15:0]    qd0_cut;
     reg            qd0_last;
+    reg            qd0_drop;
     reg  [51:0]    qd1_base;
     reg  [23:0]    qd1_pos;
     reg  [15:0]    qd1_len;
     reg            qd1_split;
     reg  [15:0]    qd1_cut;
     reg            qd1_last;
+    reg            qd1_drop;
     reg  [51:0]    qd2_base;
     reg  [23:0]    qd2_pos;
     reg  [15:0]    qd2_len;
     reg            qd2_split;
     reg  [15:0]    qd2_cut;
     reg            qd2_last;
+    reg            qd2_drop;
     reg  [51:0]    qd3_base;
     reg  [23:0]    qd3_pos;
     reg  [15:0]    qd3_len;
     reg            qd3_split;
     reg  [15:0]    qd3_cut;
     reg            qd3_last;
+    reg            qd3_drop;
     wire [2:0]     qd_wpos;                  // where a pushed entry goes
     wire           qd0_push;
     wire           qd1_push;
@@ -932,6 +1050,7 @@ module card_tx_w512 (
     wire [5:0]     rw_r;                     // the wrap's lane
     wire [16:0]    rw_q;                     // the input beat holding the wrap
     wire           rw_merge_mode;
+    wire           rw_drop;                  // the head FPDU is dropped: its beats are taken and not written
     wire [22:0]    rw_len_p;
     wire [16:0]    rw_nin;                   // input beats of the FPDU
     wire [22:0]    rw_len2_p;
@@ -960,7 +1079,7 @@ module card_tx_w512 (
     wire           wr_done_err;
     wire [3:0]     cq_pop;
     wire           read_sent;                // the WQE is a Read whose Read Request went (or goes) out
-    wire           wqe_retires;
+    wire           wqe_retires;              // a WQE whose payload read faulted stays to be flushed
     wire [15:0]    flush_avail;              // blocks posted from SQ_CI on
     wire [15:0]    flush_bbs;                // blocks of the WQE flushed
     wire [15:0]    wqe_blocks;               // blocks the WQE takes
@@ -973,6 +1092,7 @@ module card_tx_w512 (
     wire           prot_late;
     wire           flush_err;                // the WQE completes with WR_FLUSH_ERR
     wire [15:0]    blame_cause;              // the peer's Terminate's cause, for the WQE it blames
+    wire [31:0]    wb_txs_pi;                // TXS_PI after the WQE: the cut when its payload read faulted
     wire           no_record;                // the write-back gives no record (the walk reached an outstanding Read)
     wire           rsp_fault;                // a Read Response's source failed its remote-read check
     wire [15:0]    rev_cause;                // mem.Fault.Cause(UseRemoteRead)
@@ -998,6 +1118,7 @@ module card_tx_w512 (
     reg            cq0_term;
     reg  [15:0]    cq0_blame;
     reg            cq0_mal;
+    reg            cq0_cut;
     reg            cq1_cqe;
     reg  [9:0]     cq1_cq;
     reg  [9:0]     cq1_qpn;
@@ -1013,6 +1134,7 @@ module card_tx_w512 (
     reg            cq1_term;
     reg  [15:0]    cq1_blame;
     reg            cq1_mal;
+    reg            cq1_cut;
     reg            cq2_cqe;
     reg  [9:0]     cq2_cq;
     reg  [9:0]     cq2_qpn;
@@ -1028,6 +1150,7 @@ module card_tx_w512 (
     reg            cq2_term;
     reg  [15:0]    cq2_blame;
     reg            cq2_mal;
+    reg            cq2_cut;
     reg            cq3_cqe;
     reg  [9:0]     cq3_cq;
     reg  [9:0]     cq3_qpn;
@@ -1043,6 +1166,7 @@ module card_tx_w512 (
     reg            cq3_term;
     reg  [15:0]    cq3_blame;
     reg            cq3_mal;
+    reg            cq3_cut;
     reg            cq4_cqe;
     reg  [9:0]     cq4_cq;
     reg  [9:0]     cq4_qpn;
@@ -1058,6 +1182,7 @@ module card_tx_w512 (
     reg            cq4_term;
     reg  [15:0]    cq4_blame;
     reg            cq4_mal;
+    reg            cq4_cut;
     reg            cq5_cqe;
     reg  [9:0]     cq5_cq;
     reg  [9:0]     cq5_qpn;
@@ -1073,6 +1198,7 @@ module card_tx_w512 (
     reg            cq5_term;
     reg  [15:0]    cq5_blame;
     reg            cq5_mal;
+    reg            cq5_cut;
     reg            cq6_cqe;
     reg  [9:0]     cq6_cq;
     reg  [9:0]     cq6_qpn;
@@ -1088,6 +1214,7 @@ module card_tx_w512 (
     reg            cq6_term;
     reg  [15:0]    cq6_blame;
     reg            cq6_mal;
+    reg            cq6_cut;
     reg            cq7_cqe;
     reg  [9:0]     cq7_cq;
     reg  [9:0]     cq7_qpn;
@@ -1103,6 +1230,7 @@ module card_tx_w512 (
     reg            cq7_term;
     reg  [15:0]    cq7_blame;
     reg            cq7_mal;
+    reg            cq7_cut;
     wire [3:0]     cq_wpos;                  // where a pushed entry goes
     wire           cq0_push;
     wire           cq1_push;
@@ -1116,6 +1244,9 @@ module card_tx_w512 (
     reg            cpl_v;
     wire           cpl_free;
     wire           wr_done_last;
+    wire           wr_done_fpdu;             // an FPDU's last write has its response
+    reg  [7:0]     fp_out;                   // FPDUs written (queued or issued) whose last write has no response yet
+    reg  [7:0]     ab_wait;                  // FPDU writes the cut record waits for
     reg            rreq_done_v;
     wire           rreq_done_free;
     wire           cpl_load;
@@ -1130,6 +1261,8 @@ module card_tx_w512 (
     reg  [15:0]    cpl_term_cause_q;
     reg  [31:0]    cpl_len_q;
     reg  [15:0]    cpl_sq_ci_q;
+    wire [31:0]    ab_diff;                  // negative: the record is past the cut
+    wire           ab_beyond;                // the head record would publish aborted FPDUs
     reg  [31:0]    cpl_txs_pi_q;
     reg            cpl_term_q;
     reg            dma_err_q;
@@ -1148,7 +1281,6 @@ module card_tx_w512 (
     reg            mop_sent;                 // placement took the operation
     wire           mop_offer;
     wire           in_state17;
-    wire           rd_berr;                  // not used yet: a WQE's error is the request's (tuser_err)
     wire [5:0]     w_m_axi_arid;
     wire [63:0]    w_m_axi_araddr;
     wire [7:0]     w_m_axi_arlen;
@@ -1222,17 +1354,18 @@ module card_tx_w512 (
     assign qp_state_we = ((prot_err | (cmd_go & (cmd_op == 4'h1))) | qp_to_error) | ((cmd_go & (cmd_op == 4'h4)) & (qp_state_c_rd == 2'h2));
     assign term_new = (cmd_sel_term & cmd_go) & qp_to_error;
     assign term_ev_set = term_new | prot_term;
-    assign wf_qp_error = prot_term & wqe_fault;
-    assign term_ev_load = (term_ev_set | wf_ev) | term_fault_go;
+    assign gf_ev = gf_ev_pend & ~term_ev_v;
+    assign wf_qp_error = prot_term & (wqe_fault | gf_fault);
+    assign term_ev_load = ((term_ev_set | wf_ev) | term_fault_go) | gf_ev;
     assign m_ev_valid = term_ev_v;
     assign m_ev_qpn = term_ev_qpn;
     assign term_local = term_new & |s_term_reason;
     assign m_ev_cause = term_ev_cause;
     assign m_ev_info = term_ev_info;
     assign m_ev_type = term_ev_type;
-    assign m_fault_valid = wf_ev | term_fault_go;
-    assign m_fault_qpn = wf_ev ? cur_qp : (s_term_qpn & {10{term_fault_go}});
-    assign m_fault_addr = wf_ev ? wqe_fault_addr_now : (s_term_fault_addr & {64{term_fault_go}});
+    assign m_fault_valid = (wf_ev | term_fault_go) | gf_ev;
+    assign m_fault_qpn = (wf_ev | gf_ev) ? cur_qp : (s_term_qpn & {10{term_fault_go}});
+    assign m_fault_addr = wf_ev ? wqe_fault_addr_now : (gf_ev ? gf_addr : (s_term_fault_addr & {64{term_fault_go}}));
     assign sched_empty = sched_head == sched_tail;
     assign sched_pop = ((in_state0 & ~sched_empty) & ~cmd_valid) & cpl_room;
     assign qclr_qp = sched_rd;
@@ -8850,13 +8983,51 @@ module card_tx_w512 (
     assign g_verdict = (g_feed & (g_ph == 2'h2)) & s_chk_valid;
     assign g_ok = g_verdict & ~|s_chk_fault;
     assign g_run_cap = (s_chk_run < 32'h00010000) ? s_chk_run[16:0] : 17'h10000;
-    assign g_req_go = (g_feed & (g_ph == 2'h3)) & rd_req_ready;
+    assign g_pg_left = 13'h1000 - {1'h0, g_addr[11:0]};
+    assign g_req_whole = ~({4'h0, g_pg_left} < g_n);
+    assign g_req_n = g_req_whole ? g_n : {4'h0, g_pg_left};
+    assign g_req_go = g_req_v & rd_req_ready;
+    assign g_pq_wpos = g_pq_count - {5'h00, g_pq_pop};
+    assign g_pq0_push = g_req_go & (g_pq_wpos == 6'h00);
+    assign g_pq1_push = g_req_go & (g_pq_wpos == 6'h01);
+    assign g_pq2_push = g_req_go & (g_pq_wpos == 6'h02);
+    assign g_pq3_push = g_req_go & (g_pq_wpos == 6'h03);
+    assign g_pq4_push = g_req_go & (g_pq_wpos == 6'h04);
+    assign g_pq5_push = g_req_go & (g_pq_wpos == 6'h05);
+    assign g_pq6_push = g_req_go & (g_pq_wpos == 6'h06);
+    assign g_pq7_push = g_req_go & (g_pq_wpos == 6'h07);
+    assign g_pq8_push = g_req_go & (g_pq_wpos == 6'h08);
+    assign g_pq9_push = g_req_go & (g_pq_wpos == 6'h09);
+    assign g_pq10_push = g_req_go & (g_pq_wpos == 6'h0a);
+    assign g_pq11_push = g_req_go & (g_pq_wpos == 6'h0b);
+    assign g_pq12_push = g_req_go & (g_pq_wpos == 6'h0c);
+    assign g_pq13_push = g_req_go & (g_pq_wpos == 6'h0d);
+    assign g_pq14_push = g_req_go & (g_pq_wpos == 6'h0e);
+    assign g_pq15_push = g_req_go & (g_pq_wpos == 6'h0f);
+    assign g_pq16_push = g_req_go & (g_pq_wpos == 6'h10);
+    assign g_pq17_push = g_req_go & (g_pq_wpos == 6'h11);
+    assign g_pq18_push = g_req_go & (g_pq_wpos == 6'h12);
+    assign g_pq19_push = g_req_go & (g_pq_wpos == 6'h13);
+    assign g_pq20_push = g_req_go & (g_pq_wpos == 6'h14);
+    assign g_pq21_push = g_req_go & (g_pq_wpos == 6'h15);
+    assign g_pq22_push = g_req_go & (g_pq_wpos == 6'h16);
+    assign g_pq23_push = g_req_go & (g_pq_wpos == 6'h17);
+    assign g_pq24_push = g_req_go & (g_pq_wpos == 6'h18);
+    assign g_pq25_push = g_req_go & (g_pq_wpos == 6'h19);
+    assign g_pq26_push = g_req_go & (g_pq_wpos == 6'h1a);
+    assign g_pq27_push = g_req_go & (g_pq_wpos == 6'h1b);
+    assign g_pq28_push = g_req_go & (g_pq_wpos == 6'h1c);
+    assign g_pq29_push = g_req_go & (g_pq_wpos == 6'h1d);
+    assign g_pq30_push = g_req_go & (g_pq_wpos == 6'h1e);
+    assign g_pq31_push = g_req_go & (g_pq_wpos == 6'h1f);
+    assign g_req_v = ((g_feed & (g_ph == 2'h3)) & (g_pq_count < 6'h20)) & ~g_rd_fault;
+    assign g_piece_done = g_req_go & g_req_whole;
     assign g_sge_rd = ck_rd | g_rd;
     assign g_sge_idx = in_state12 ? ck_i[4:0] : g_i[4:0];
-    assign g_rd_len = g_n - 17'h00001;
+    assign g_rd_len = g_req_n - 17'h00001;
     assign pk_free = ~pk_v | ddp_s_ready;
     assign pk_rest = g_total - pk_in;
-    assign pk_zero = ((g_feed & g_late_fault) & (pk_in == g_req)) & |pk_rest;
+    assign pk_zero = ((g_feed & (g_late_fault | g_rd_fault)) & (pk_in == g_req)) & |pk_rest;
     assign pk_in_v = ((g_feed & rd_tvalid) & rd_ttag[0]) | pk_zero;
     assign pk_take = (pk_in_v & pk_free) & ~pk_flush;
     assign pk_keep_n = (((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((7'h00 | ({7{(rd_tkeep[0] & ~rd_tkeep[1])}} & 7'h01)) | ({7{(rd_tkeep[1] & ~rd_tkeep[2])}} & 7'h02)) | ({7{(rd_tkeep[2] & ~rd_tkeep[3])}} & 7'h03)) | ({7{(rd_tkeep[3] & ~rd_tkeep[4])}} & 7'h04)) | ({7{(rd_tkeep[4] & ~rd_tkeep[5])}} & 7'h05)) | ({7{(rd_tkeep[5] & ~rd_tkeep[6])}} & 7'h06)) | ({7{(rd_tkeep[6] & ~rd_tkeep[7])}} & 7'h07)) | ({7{(rd_tkeep[7] & ~rd_tkeep[8])}} & 7'h08)) | ({7{(rd_tkeep[8] & ~rd_tkeep[9])}} & 7'h09)) | ({7{(rd_tkeep[9] & ~rd_tkeep[10])}} & 7'h0a)) | ({7{(rd_tkeep[10] & ~rd_tkeep[11])}} & 7'h0b)) | ({7{(rd_tkeep[11] & ~rd_tkeep[12])}} & 7'h0c)) | ({7{(rd_tkeep[12] & ~rd_tkeep[13])}} & 7'h0d)) | ({7{(rd_tkeep[13] & ~rd_tkeep[14])}} & 7'h0e)) | ({7{(rd_tkeep[14] & ~rd_tkeep[15])}} & 7'h0f)) | ({7{(rd_tkeep[15] & ~rd_tkeep[16])}} & 7'h10)) | ({7{(rd_tkeep[16] & ~rd_tkeep[17])}} & 7'h11)) | ({7{(rd_tkeep[17] & ~rd_tkeep[18])}} & 7'h12)) | ({7{(rd_tkeep[18] & ~rd_tkeep[19])}} & 7'h13)) | ({7{(rd_tkeep[19] & ~rd_tkeep[20])}} & 7'h14)) | ({7{(rd_tkeep[20] & ~rd_tkeep[21])}} & 7'h15)) | ({7{(rd_tkeep[21] & ~rd_tkeep[22])}} & 7'h16)) | ({7{(rd_tkeep[22] & ~rd_tkeep[23])}} & 7'h17)) | ({7{(rd_tkeep[23] & ~rd_tkeep[24])}} & 7'h18)) | ({7{(rd_tkeep[24] & ~rd_tkeep[25])}} & 7'h19)) | ({7{(rd_tkeep[25] & ~rd_tkeep[26])}} & 7'h1a)) | ({7{(rd_tkeep[26] & ~rd_tkeep[27])}} & 7'h1b)) | ({7{(rd_tkeep[27] & ~rd_tkeep[28])}} & 7'h1c)) | ({7{(rd_tkeep[28] & ~rd_tkeep[29])}} & 7'h1d)) | ({7{(rd_tkeep[29] & ~rd_tkeep[30])}} & 7'h1e)) | ({7{(rd_tkeep[30] & ~rd_tkeep[31])}} & 7'h1f)) | ({7{(rd_tkeep[31] & ~rd_tkeep[32])}} & 7'h20)) | ({7{(rd_tkeep[32] & ~rd_tkeep[33])}} & 7'h21)) | ({7{(rd_tkeep[33] & ~rd_tkeep[34])}} & 7'h22)) | ({7{(rd_tkeep[34] & ~rd_tkeep[35])}} & 7'h23)) | ({7{(rd_tkeep[35] & ~rd_tkeep[36])}} & 7'h24)) | ({7{(rd_tkeep[36] & ~rd_tkeep[37])}} & 7'h25)) | ({7{(rd_tkeep[37] & ~rd_tkeep[38])}} & 7'h26)) | ({7{(rd_tkeep[38] & ~rd_tkeep[39])}} & 7'h27)) | ({7{(rd_tkeep[39] & ~rd_tkeep[40])}} & 7'h28)) | ({7{(rd_tkeep[40] & ~rd_tkeep[41])}} & 7'h29)) | ({7{(rd_tkeep[41] & ~rd_tkeep[42])}} & 7'h2a)) | ({7{(rd_tkeep[42] & ~rd_tkeep[43])}} & 7'h2b)) | ({7{(rd_tkeep[43] & ~rd_tkeep[44])}} & 7'h2c)) | ({7{(rd_tkeep[44] & ~rd_tkeep[45])}} & 7'h2d)) | ({7{(rd_tkeep[45] & ~rd_tkeep[46])}} & 7'h2e)) | ({7{(rd_tkeep[46] & ~rd_tkeep[47])}} & 7'h2f)) | ({7{(rd_tkeep[47] & ~rd_tkeep[48])}} & 7'h30)) | ({7{(rd_tkeep[48] & ~rd_tkeep[49])}} & 7'h31)) | ({7{(rd_tkeep[49] & ~rd_tkeep[50])}} & 7'h32)) | ({7{(rd_tkeep[50] & ~rd_tkeep[51])}} & 7'h33)) | ({7{(rd_tkeep[51] & ~rd_tkeep[52])}} & 7'h34)) | ({7{(rd_tkeep[52] & ~rd_tkeep[53])}} & 7'h35)) | ({7{(rd_tkeep[53] & ~rd_tkeep[54])}} & 7'h36)) | ({7{(rd_tkeep[54] & ~rd_tkeep[55])}} & 7'h37)) | ({7{(rd_tkeep[55] & ~rd_tkeep[56])}} & 7'h38)) | ({7{(rd_tkeep[56] & ~rd_tkeep[57])}} & 7'h39)) | ({7{(rd_tkeep[57] & ~rd_tkeep[58])}} & 7'h3a)) | ({7{(rd_tkeep[58] & ~rd_tkeep[59])}} & 7'h3b)) | ({7{(rd_tkeep[59] & ~rd_tkeep[60])}} & 7'h3c)) | ({7{(rd_tkeep[60] & ~rd_tkeep[61])}} & 7'h3d)) | ({7{(rd_tkeep[61] & ~rd_tkeep[62])}} & 7'h3e)) | ({7{(rd_tkeep[62] & ~rd_tkeep[63])}} & 7'h3f)) | ({7{rd_tkeep[63]}} & 7'h40);
@@ -8949,10 +9120,15 @@ module card_tx_w512 (
     assign pk_more = ((pk_take & pk_final) & ~(pk_sum == 7'h40)) & pk_full;
     assign pk_flush_go = pk_flush & pk_free;
     assign pk_sum_lo = pk_sum - 7'h40;
-    assign rd_req_valid = rd_wqe_valid | (g_feed & (g_ph == 2'h3));
-    assign rd_req_addr = (g_feed & (g_ph == 2'h3)) ? g_addr : rd_wqe_addr;
-    assign rd_req_len = (g_feed & (g_ph == 2'h3)) ? g_rd_len[15:0] : rd_wqe_len;
-    assign rd_req_tag = {7'h00, g_feed & (g_ph == 2'h3)};
+    assign pk_pay_take = rd_tvalid & (((g_feed & rd_ttag[0]) & pk_free) & ~pk_flush);
+    assign g_pq_pop = pk_pay_take & rd_tlast;
+    assign pk_fault_hit = (pk_pay_take & rd_berr) & ~g_rd_fault;
+    assign gf_fault = g_rd_fault;
+    assign gf_addr = g_rd_fault_addr;
+    assign rd_req_valid = rd_wqe_valid | g_req_v;
+    assign rd_req_addr = g_req_v ? g_addr : rd_wqe_addr;
+    assign rd_req_len = g_req_v ? g_rd_len[15:0] : rd_wqe_len;
+    assign rd_req_tag = {7'h00, g_req_v};
     assign ddp_s_valid = pay_from_buf ? |fq_count : pk_v;
     assign ddp_s_go = ddp_s_valid & ddp_s_ready;
     assign fq_pop = {1'h0, ddp_s_go & pay_from_buf};
@@ -8970,8 +9146,8 @@ module card_tx_w512 (
     assign m_chk_tag = 8'h00;
     assign s_chk_ready = 1'h1;
     assign feed_end = (in_state9 & (desc_done | ddp_desc_go)) & ((pay_done | ddp_s_last_go) | no_payload);
-    assign pub_room = cpl_room & ~in_state11;
-    assign h_gate = ~h_first | ((rec_room & ring_fits) & (~pub_fpdu | pub_room));
+    assign pub_room = pub_slot & ~in_state11;
+    assign h_gate = ~h_first | ((rec_room & (ring_fits | ab_drop)) & (~pub_fpdu | pub_room));
     assign h_go = (ddp_m_tvalid & mpa_s_ready) & h_gate;
     assign fpdu_new = h_go & h_first;
     assign w_n5 = {1'h0, ddp_m_tuser_len} + 17'h00005;
@@ -8991,17 +9167,23 @@ module card_tx_w512 (
     assign ring_fits = ~(ring_size < (ring_used + {15'h0000, w_len_sel}));
     assign fpdu_end_off = f_off + {15'h0000, w_len_sel};
     assign ring_quarter_hi = ~{10'h000, cur_txs_mask[23:2]};
-    assign pub_fpdu = ~ddp_m_tuser_last & ((f_off & ring_quarter_hi) != (fpdu_end_off & ring_quarter_hi));
+    assign pub_fpdu = (~ddp_m_tuser_last & ~ab_drop) & ((f_off & ring_quarter_hi) != (fpdu_end_off & ring_quarter_hi));
     assign pub_go = fpdu_new & pub_fpdu;
+    assign ab_hdr_len = op_write ? 16'h000e : 16'h0012;
+    assign ab_pay_end_new = ab_pay_end + {16'h0000, ddp_m_tuser_len - ab_hdr_len};
+    assign ab_held = ((g_rd_fault_new & ~ab_cut_set) & ab_any) & (g_rd_fault_off < ab_pay_end);
+    assign ab_enter = ((fpdu_new & gf_fault) & ~ab_cut_set) & (g_rd_fault_off < ab_pay_end_new);
+    assign ab_drop = gf_fault & (ab_cut_set | (g_rd_fault_off < ab_pay_end_new));
+    assign ab_set = ab_held | ab_enter;
     assign rec_pos = f_off[23:0] & cur_txs_mask;
     assign rec_to_end = ({1'h0, cur_txs_mask} + 25'h0000001) - {1'h0, rec_pos};
     assign rec_split = rec_to_end < {9'h000, w_len_sel[15:0]};
     assign rec_cut = rec_to_end[15:0];
     assign qa_wpos = qa_count - qa_pop;
-    assign qa0_push = fpdu_new & (qa_wpos == 3'h0);
-    assign qa1_push = fpdu_new & (qa_wpos == 3'h1);
-    assign qa2_push = fpdu_new & (qa_wpos == 3'h2);
-    assign qa3_push = fpdu_new & (qa_wpos == 3'h3);
+    assign qa0_push = (fpdu_new & ~ab_drop) & (qa_wpos == 3'h0);
+    assign qa1_push = (fpdu_new & ~ab_drop) & (qa_wpos == 3'h1);
+    assign qa2_push = (fpdu_new & ~ab_drop) & (qa_wpos == 3'h2);
+    assign qa3_push = (fpdu_new & ~ab_drop) & (qa_wpos == 3'h3);
     assign qd_wpos = qd_count - qd_pop;
     assign qd0_push = fpdu_new & (qd_wpos == 3'h0);
     assign qd1_push = fpdu_new & (qd_wpos == 3'h1);
@@ -9017,6 +9199,7 @@ module card_tx_w512 (
     assign rw_r = qd0_cut[5:0];
     assign rw_q = {7'h00, qd0_cut[15:6]};
     assign rw_merge_mode = qd0_split & |rw_r;
+    assign rw_drop = |qd_count & qd0_drop;
     assign rw_len_p = {7'h00, qd0_len} + 23'h00003f;
     assign rw_nin = rw_len_p[22:6];
     assign rw_len2_p = {7'h00, qd0_len - qd0_cut} + 23'h00003f;
@@ -9035,9 +9218,9 @@ module card_tx_w512 (
     assign rw_shift_s5 = rw_r[5] ? rw_shift_s4[767:256] : rw_shift_s4[511:0];
     assign rw_merged = rw_shift_s5;
     assign rw_data = rw_merge ? rw_merged : mpa_m_tdata;
-    assign rw_valid = rw_have & (~rw_need_in | mpa_m_tvalid);
+    assign rw_valid = (rw_have & ~qd0_drop) & (~rw_need_in | mpa_m_tvalid);
     assign rw_go = rw_valid & wr_s_ready;
-    assign rw_take = rw_go & rw_need_in;
+    assign rw_take = (rw_go & rw_need_in) | (rw_drop & mpa_m_tvalid);
     assign rw_at_q = rw_in == rw_q;
     assign rw_pass_end = ((~rw_merge & rw_take) & ((rw_in + 17'h00001) == rw_nin)) & ~(rw_merge_mode & rw_at_q);
     assign rw_to_merge = ((~rw_merge & rw_take) & rw_merge_mode) & rw_at_q;
@@ -9045,7 +9228,7 @@ module card_tx_w512 (
     assign rw_fpdu_end = rw_pass_end | rw_merge_end;
     assign qd_pop = {2'h0, rw_fpdu_end};
     assign read_sent = (op_read & ~wqe_mal) & ~wqe_fault;
-    assign wqe_retires = (ret_mode | sent_done) | (((~ret_or_flush & ~read_sent) & (cur_orq == 5'h00)) & ~cur_walk);
+    assign wqe_retires = ((ret_mode | sent_done) | (((~ret_or_flush & ~read_sent) & (cur_orq == 5'h00)) & ~cur_walk)) & ~gf_fault;
     assign flush_avail = cur_sq_pi - cur_sq_ci;
     assign flush_bbs = (((|h_bbs & ~(4'h8 < h_bbs)) & ~(flush_avail < {12'h000, h_bbs})) & ~(({1'h0, sq_mask} + 17'h00001) < {13'h0000, h_bbs})) ? {12'h000, h_bbs} : flush_avail;
     assign wqe_blocks = wqe_fault ? wqe_fault_bbs : (wqe_mal ? wqe_mal_bbs : {12'h000, h_bbs});
@@ -9058,10 +9241,11 @@ module card_tx_w512 (
     assign flush_err = flush_mode & ~sent_done;
     assign term_blame_used = ((in_state11 & flush_err) & term_blame_cur) & (cur_sq_ci != cur_sq_next);
     assign blame_cause = cur_term_cause & {16{term_blame_used}};
+    assign wb_txs_pi = gf_fault ? ab_cut : f_off;
     assign no_record = ((walk_mode & op_read) | prot_late) & ~wqe_fault;
     assign rsp_fault = (ck_fault & rsp_mode) & ~term_mode;
-    assign prot_err = in_state11 & ((prot | rsp_fault) | wqe_fault_live);
-    assign prot_term = in_state11 & ((prot | rsp_fault) | wqe_fault_live);
+    assign prot_err = in_state11 & (((prot | rsp_fault) | wqe_fault_live) | gf_fault);
+    assign prot_term = in_state11 & (((prot | rsp_fault) | wqe_fault_live) | gf_fault);
     assign rev_cause = (ck_fault_code == 3'h1) ? 16'h0100 : ((ck_fault_code == 3'h2) ? 16'h0103 : ((ck_fault_code == 3'h3) ? 16'h0102 : ((ck_fault_code == 3'h4) ? 16'h0104 : 16'h0101)));
     assign rev_sink_stag = rrp_data_rd[31:0];
     assign rev_sink_to = rrp_data_rd[95:32];
@@ -9111,11 +9295,13 @@ module card_tx_w512 (
     assign cq6_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h6);
     assign cq7_push = ((in_state11 & ~no_record) | pub_go) & (cq_wpos == 4'h7);
     assign cpl_room = cq_count < 4'h8;
+    assign pub_slot = cq_count < 4'h7;
     assign cpl_free = ~cpl_v | m_cpl_ready;
     assign cpl_unresolved = (cpl_hold | |cq_count) | cpl_v;
     assign wr_done_last = wr_done_valid & wr_done_tag[0];
+    assign wr_done_fpdu = wr_done_valid & wr_done_tag[1];
     assign rreq_done_free = ~rreq_done_v | m_rreq_done_ready;
-    assign cpl_load = ((cpl_free & rreq_done_free) & |cq_count) & (cq0_noring | |cpl_written);
+    assign cpl_load = ((cpl_free & rreq_done_free) & |cq_count) & (cq0_noring ? ~(cq0_cut & |ab_wait) : |cpl_written);
     assign m_rreq_done_valid = rreq_done_v;
     assign m_rreq_done_qpn = rreq_done_qpn_q & {10{rreq_done_v}};
     assign cq_pop = {3'h0, cpl_load};
@@ -9130,6 +9316,8 @@ module card_tx_w512 (
     assign m_cpl_term_cause = cpl_term_cause_q;
     assign m_cpl_byte_len = cpl_len_q;
     assign m_cpl_sq_ci = cpl_sq_ci_q;
+    assign ab_diff = ab_cut - cq0_txs_pi;
+    assign ab_beyond = (ab_v & (cq0_qpn == ab_qp)) & ab_diff[31];
     assign m_cpl_txs_pi = cpl_txs_pi_q;
     assign m_cpl_term = cpl_term_q;
     assign stat_dma_err = dma_err_q;
@@ -9142,7 +9330,7 @@ module card_tx_w512 (
     assign m_rd_issue_stag = sge_lkey & {32{rd_issue_go}};
     assign m_rd_issue_to = sge_addr & {64{rd_issue_go}};
     assign m_rd_issue_len = sge_len & {32{rd_issue_go}};
-    assign new_sq_next = ((flush_mode & (cur_sq_ci == cur_sq_next)) | wqe_fault_again) ? new_sq_ci : ((ret_or_flush | prot_late) ? cur_sq_next : (cur_sq_next + wqe_blocks));
+    assign new_sq_next = ((flush_mode & (cur_sq_ci == cur_sq_next)) | wqe_fault_again) ? new_sq_ci : (((ret_or_flush | prot_late) | gf_fault) ? cur_sq_next : (cur_sq_next + wqe_blocks));
     assign new_walk = wqe_ends_reads ? 1'h0 : ((ret_mode | walk_mode) ? ((new_sq_ci != cur_sq_next) & ~(walk_mode & op_read)) : cur_walk);
     assign new_orq = wqe_ends_reads ? 5'h00 : (ret_mode ? (cur_orq - 5'h01) : (read_started ? (cur_orq + 5'h01) : cur_orq));
     assign new_rdone_used = wqe_ends_reads ? cur_rdone : ((ret_mode & ~ret_flush_mode) ? (cur_rdone_used + 5'h01) : cur_rdone_used);
@@ -9158,11 +9346,11 @@ module card_tx_w512 (
         new_sq_next,
         cur_rmsn + {31'h00000000, read_started},
         cur_msn + {31'h00000000, op_is_send},
-        f_off,
+        wb_txs_pi,
         new_sq_ci
     };
     assign sq_wb_data = {new_sq_next, new_sq_ci};
-    assign more_work = (((cur_rreq != new_rreq_used) | prot) | wqe_fault_live) | (((((flush_mode | prot) | rsp_fault) | wqe_fault_live) | cur_error) ? (new_sq_ci != cur_sq_pi) : (((new_sq_next != cur_sq_pi) | ((new_orq != 5'h00) & ((cur_rdone != new_rdone_used) | (new_end_flush != 5'h00)))) | (new_walk & (new_sq_ci != new_sq_next))));
+    assign more_work = ((((cur_rreq != new_rreq_used) | prot) | wqe_fault_live) | gf_fault) | (((((flush_mode | prot) | rsp_fault) | wqe_fault_live) | cur_error) ? (new_sq_ci != cur_sq_pi) : (((new_sq_next != cur_sq_pi) | ((new_orq != 5'h00) & ((cur_rdone != new_rdone_used) | (new_end_flush != 5'h00)))) | (new_walk & (new_sq_ci != new_sq_next))));
     assign baddb_eng = txs_ci_bad_go;
     assign qeng_qp = cur_qp;
     assign qeng_1h = {
@@ -10234,7 +10422,6 @@ module card_tx_w512 (
         wqe_hdr[31:29],
         wqe_hdr[63:48],
         fetch_to_end[16:4],
-        rd_tlast,
         rd_ttag[7:1],
         buf_wa_full[6:3],
         pay_words_full[5:0],
@@ -10263,10 +10450,10 @@ module card_tx_w512 (
         rw_len2_p[5:0],
         rw_window[1023:1016],
         rev_rr32[255:224],
-        wr_done_tag[7:1],
+        wr_done_tag[7:2],
+        ab_diff[30:0],
         bind_w2[39:36],
-        bind_w2[63:41],
-        rd_berr
+        bind_w2[63:41]
     };
 
     always @(posedge clk) begin
@@ -10313,7 +10500,7 @@ module card_tx_w512 (
         if (rst) begin
             term_ev_qpn <= 10'h000;
         end else if (term_ev_load) begin
-            term_ev_qpn <= (prot_term | wf_ev) ? cur_qp : s_term_qpn;
+            term_ev_qpn <= ((prot_term | wf_ev) | gf_ev) ? cur_qp : s_term_qpn;
         end
     end
 
@@ -10321,7 +10508,7 @@ module card_tx_w512 (
         if (rst) begin
             term_ev_cause <= 16'h0000;
         end else if (term_ev_load) begin
-            term_ev_cause <= ((wf_ev | wf_qp_error) | term_fault_go) ? 16'h0000 : (prot_term ? eng_term_cause : (term_local ? 16'h0000 : s_term_cause));
+            term_ev_cause <= (((wf_ev | wf_qp_error) | term_fault_go) | gf_ev) ? 16'h0000 : (prot_term ? eng_term_cause : (term_local ? 16'h0000 : s_term_cause));
         end
     end
 
@@ -10329,7 +10516,7 @@ module card_tx_w512 (
         if (rst) begin
             term_ev_info <= 32'h00000000;
         end else if (term_ev_load) begin
-            term_ev_info <= wf_ev ? wqe_fault_addr_now[31:0] : (term_fault_go ? s_term_fault_addr[31:0] : (wf_qp_error ? 32'h00000004 : (term_local ? {24'h000000, s_term_reason} : 32'h00000000)));
+            term_ev_info <= wf_ev ? wqe_fault_addr_now[31:0] : (gf_ev ? gf_addr[31:0] : (term_fault_go ? s_term_fault_addr[31:0] : (wf_qp_error ? 32'h00000004 : (term_local ? {24'h000000, s_term_reason} : 32'h00000000))));
         end
     end
 
@@ -10337,7 +10524,7 @@ module card_tx_w512 (
         if (rst) begin
             term_ev_type <= 8'h06;
         end else if (term_ev_load) begin
-            term_ev_type <= (wf_ev | term_fault_go) ? 8'h0a : ((term_new & s_term_recv) ? 8'h07 : ((term_local | wf_qp_error) ? 8'h08 : 8'h06));
+            term_ev_type <= ((wf_ev | term_fault_go) | gf_ev) ? 8'h0a : ((term_new & s_term_recv) ? 8'h07 : ((term_local | wf_qp_error) ? 8'h08 : 8'h06));
         end
     end
 
@@ -11370,9 +11557,145 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            g_pq_count <= 6'h00;
+        end else begin
+            g_pq_count <= g_pq_wpos + {5'h00, g_req_go};
+        end
+    end
+
+    always @(posedge clk) begin
+        g_pq0_addr <= g_pq0_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq1_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq2_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq3_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq4_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq5_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq6_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq7_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq8_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq9_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h17) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h18) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h19) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h1a) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h1b) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h1c) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h1d) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h1e) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h1f) ? g_pq31_addr : g_pq0_addr)))))))))))))))))))))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq1_addr <= g_pq1_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq2_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq3_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq4_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq5_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq6_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq7_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq8_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq9_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h17) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h18) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h19) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h1a) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h1b) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h1c) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h1d) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h1e) ? g_pq31_addr : g_pq1_addr))))))))))))))))))))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq2_addr <= g_pq2_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq3_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq4_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq5_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq6_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq7_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq8_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq9_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h17) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h18) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h19) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h1a) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h1b) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h1c) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h1d) ? g_pq31_addr : g_pq2_addr)))))))))))))))))))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq3_addr <= g_pq3_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq4_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq5_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq6_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq7_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq8_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq9_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h17) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h18) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h19) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h1a) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h1b) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h1c) ? g_pq31_addr : g_pq3_addr))))))))))))))))))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq4_addr <= g_pq4_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq5_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq6_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq7_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq8_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq9_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h17) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h18) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h19) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h1a) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h1b) ? g_pq31_addr : g_pq4_addr)))))))))))))))))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq5_addr <= g_pq5_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq6_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq7_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq8_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq9_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h17) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h18) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h19) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h1a) ? g_pq31_addr : g_pq5_addr))))))))))))))))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq6_addr <= g_pq6_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq7_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq8_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq9_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h17) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h18) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h19) ? g_pq31_addr : g_pq6_addr)))))))))))))))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq7_addr <= g_pq7_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq8_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq9_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h17) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h18) ? g_pq31_addr : g_pq7_addr))))))))))))))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq8_addr <= g_pq8_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq9_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h17) ? g_pq31_addr : g_pq8_addr)))))))))))))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq9_addr <= g_pq9_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq31_addr : g_pq9_addr))))))))))))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq10_addr <= g_pq10_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq31_addr : g_pq10_addr)))))))))))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq11_addr <= g_pq11_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq31_addr : g_pq11_addr))))))))))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq12_addr <= g_pq12_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq31_addr : g_pq12_addr)))))))))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq13_addr <= g_pq13_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq31_addr : g_pq13_addr))))))))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq14_addr <= g_pq14_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq31_addr : g_pq14_addr)))))))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq15_addr <= g_pq15_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq31_addr : g_pq15_addr))))))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq16_addr <= g_pq16_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq31_addr : g_pq16_addr)))))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq17_addr <= g_pq17_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq31_addr : g_pq17_addr))))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq18_addr <= g_pq18_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq31_addr : g_pq18_addr)))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq19_addr <= g_pq19_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq31_addr : g_pq19_addr))))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq20_addr <= g_pq20_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq31_addr : g_pq20_addr)))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq21_addr <= g_pq21_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq31_addr : g_pq21_addr))))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq22_addr <= g_pq22_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq31_addr : g_pq22_addr)))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq23_addr <= g_pq23_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq31_addr : g_pq23_addr))))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq24_addr <= g_pq24_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq31_addr : g_pq24_addr)))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq25_addr <= g_pq25_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq31_addr : g_pq25_addr))))));
+    end
+
+    always @(posedge clk) begin
+        g_pq26_addr <= g_pq26_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq31_addr : g_pq26_addr)))));
+    end
+
+    always @(posedge clk) begin
+        g_pq27_addr <= g_pq27_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq31_addr : g_pq27_addr))));
+    end
+
+    always @(posedge clk) begin
+        g_pq28_addr <= g_pq28_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq31_addr : g_pq28_addr)));
+    end
+
+    always @(posedge clk) begin
+        g_pq29_addr <= g_pq29_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq31_addr : g_pq29_addr));
+    end
+
+    always @(posedge clk) begin
+        g_pq30_addr <= g_pq30_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq31_addr : g_pq30_addr);
+    end
+
+    always @(posedge clk) begin
+        g_pq31_addr <= g_pq31_push ? g_addr : g_pq31_addr;
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             g_ph <= 2'h0;
         end else begin
-            g_ph <= fetch_go ? 2'h0 : (g_rd ? 2'h1 : (g_skip ? 2'h0 : (g_look_go ? 2'h2 : (g_verdict ? (g_ok ? 2'h3 : 2'h0) : (g_req_go ? 2'h1 : g_ph)))));
+            g_ph <= fetch_go ? 2'h0 : (g_rd ? 2'h1 : (g_skip ? 2'h0 : (g_look_go ? 2'h2 : (g_verdict ? (g_ok ? 2'h3 : 2'h0) : (g_piece_done ? 2'h1 : g_ph)))));
         end
     end
 
@@ -11386,19 +11709,19 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if ((fetch_go | g_skip) | g_req_go) begin
-            g_off <= (fetch_go | g_skip) ? 32'h00000000 : (g_off + {15'h0000, g_n});
+            g_off <= (fetch_go | g_skip) ? 32'h00000000 : (g_off + {15'h0000, g_req_n});
         end
     end
 
     always @(posedge clk) begin
-        if (g_ok) begin
-            g_addr <= s_chk_addr;
+        if (g_ok | g_req_go) begin
+            g_addr <= g_ok ? s_chk_addr : (g_addr + {47'h000000000000, g_req_n});
         end
     end
 
     always @(posedge clk) begin
-        if (g_ok) begin
-            g_n <= g_run_cap;
+        if (g_ok | g_req_go) begin
+            g_n <= g_ok ? g_run_cap : (g_n - g_req_n);
         end
     end
 
@@ -11414,7 +11737,7 @@ module card_tx_w512 (
         if (rst) begin
             g_req <= 32'h00000000;
         end else if (fetch_go | g_req_go) begin
-            g_req <= fetch_go ? 32'h00000000 : (g_req + {15'h0000, g_n});
+            g_req <= fetch_go ? 32'h00000000 : (g_req + {15'h0000, g_req_n});
         end
     end
 
@@ -11472,6 +11795,56 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            pk_req_first <= 1'h1;
+        end else if (fetch_go | pk_pay_take) begin
+            pk_req_first <= fetch_go | rd_tlast;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pk_pay_take & pk_req_first) begin
+            pk_req_off <= pk_in;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            g_rd_fault <= 1'h0;
+        end else begin
+            g_rd_fault <= ~fetch_go & (g_rd_fault | pk_fault_hit);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            g_rd_fault_new <= 1'h0;
+        end else begin
+            g_rd_fault_new <= pk_fault_hit;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pk_fault_hit) begin
+            g_rd_fault_addr <= g_pq0_addr;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (pk_fault_hit) begin
+            g_rd_fault_off <= pk_req_first ? pk_in : pk_req_off;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            gf_ev_pend <= 1'h0;
+        end else begin
+            gf_ev_pend <= ~gf_ev & (gf_ev_pend | g_rd_fault_new);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             desc_done <= 1'h0;
         end else begin
             desc_done <= ~msg_go & (desc_done | ddp_desc_go);
@@ -11510,9 +11883,59 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
+            ab_pay_end <= 32'h00000000;
+        end else if (msg_go | fpdu_new) begin
+            ab_pay_end <= msg_go ? 32'h00000000 : ab_pay_end_new;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (fpdu_new) begin
+            ab_fpdu_start <= f_off;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ab_any <= 1'h0;
+        end else begin
+            ab_any <= ~msg_go & (ab_any | fpdu_new);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ab_last_drop <= 1'h0;
+        end else begin
+            ab_last_drop <= ~msg_go & (ab_last_drop | ((fpdu_new & ab_drop) & ddp_m_tuser_last));
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ab_cut_set <= 1'h0;
+        end else begin
+            ab_cut_set <= ~msg_go & (ab_cut_set | ab_set);
+        end
+    end
+
+    always @(posedge clk) begin
+        if (ab_set) begin
+            ab_cut <= ab_held ? ab_fpdu_start : f_off;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (ab_set) begin
+            ab_qp <= cur_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
             qa_count <= 3'h0;
         end else begin
-            qa_count <= qa_wpos + {2'h0, fpdu_new};
+            qa_count <= qa_wpos + {2'h0, fpdu_new & ~ab_drop};
         end
     end
 
@@ -11529,7 +11952,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        qa0_split <= qa0_push ? rec_split : ((qa_pop == 3'h1) ? qa1_split : ((qa_pop == 3'h2) ? qa2_split : ((qa_pop == 3'h3) ? qa3_split : qa0_split)));
+        qa0_split <= qa0_push ? (rec_split & ~ab_drop) : ((qa_pop == 3'h1) ? qa1_split : ((qa_pop == 3'h2) ? qa2_split : ((qa_pop == 3'h3) ? qa3_split : qa0_split)));
     end
 
     always @(posedge clk) begin
@@ -11538,6 +11961,10 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         qa0_last <= qa0_push ? (ddp_m_tuser_last | pub_fpdu) : ((qa_pop == 3'h1) ? qa1_last : ((qa_pop == 3'h2) ? qa2_last : ((qa_pop == 3'h3) ? qa3_last : qa0_last)));
+    end
+
+    always @(posedge clk) begin
+        qa0_drop <= qa0_push ? ab_drop : ((qa_pop == 3'h1) ? qa1_drop : ((qa_pop == 3'h2) ? qa2_drop : ((qa_pop == 3'h3) ? qa3_drop : qa0_drop)));
     end
 
     always @(posedge clk) begin
@@ -11553,7 +11980,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        qa1_split <= qa1_push ? rec_split : ((qa_pop == 3'h1) ? qa2_split : ((qa_pop == 3'h2) ? qa3_split : qa1_split));
+        qa1_split <= qa1_push ? (rec_split & ~ab_drop) : ((qa_pop == 3'h1) ? qa2_split : ((qa_pop == 3'h2) ? qa3_split : qa1_split));
     end
 
     always @(posedge clk) begin
@@ -11562,6 +11989,10 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         qa1_last <= qa1_push ? (ddp_m_tuser_last | pub_fpdu) : ((qa_pop == 3'h1) ? qa2_last : ((qa_pop == 3'h2) ? qa3_last : qa1_last));
+    end
+
+    always @(posedge clk) begin
+        qa1_drop <= qa1_push ? ab_drop : ((qa_pop == 3'h1) ? qa2_drop : ((qa_pop == 3'h2) ? qa3_drop : qa1_drop));
     end
 
     always @(posedge clk) begin
@@ -11577,7 +12008,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        qa2_split <= qa2_push ? rec_split : ((qa_pop == 3'h1) ? qa3_split : qa2_split);
+        qa2_split <= qa2_push ? (rec_split & ~ab_drop) : ((qa_pop == 3'h1) ? qa3_split : qa2_split);
     end
 
     always @(posedge clk) begin
@@ -11586,6 +12017,10 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         qa2_last <= qa2_push ? (ddp_m_tuser_last | pub_fpdu) : ((qa_pop == 3'h1) ? qa3_last : qa2_last);
+    end
+
+    always @(posedge clk) begin
+        qa2_drop <= qa2_push ? ab_drop : ((qa_pop == 3'h1) ? qa3_drop : qa2_drop);
     end
 
     always @(posedge clk) begin
@@ -11601,7 +12036,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        qa3_split <= qa3_push ? rec_split : qa3_split;
+        qa3_split <= qa3_push ? (rec_split & ~ab_drop) : qa3_split;
     end
 
     always @(posedge clk) begin
@@ -11610,6 +12045,10 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         qa3_last <= qa3_push ? (ddp_m_tuser_last | pub_fpdu) : qa3_last;
+    end
+
+    always @(posedge clk) begin
+        qa3_drop <= qa3_push ? ab_drop : qa3_drop;
     end
 
     always @(posedge clk) begin
@@ -11633,7 +12072,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        qd0_split <= qd0_push ? rec_split : ((qd_pop == 3'h1) ? qd1_split : ((qd_pop == 3'h2) ? qd2_split : ((qd_pop == 3'h3) ? qd3_split : qd0_split)));
+        qd0_split <= qd0_push ? (rec_split & ~ab_drop) : ((qd_pop == 3'h1) ? qd1_split : ((qd_pop == 3'h2) ? qd2_split : ((qd_pop == 3'h3) ? qd3_split : qd0_split)));
     end
 
     always @(posedge clk) begin
@@ -11642,6 +12081,10 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         qd0_last <= qd0_push ? (ddp_m_tuser_last | pub_fpdu) : ((qd_pop == 3'h1) ? qd1_last : ((qd_pop == 3'h2) ? qd2_last : ((qd_pop == 3'h3) ? qd3_last : qd0_last)));
+    end
+
+    always @(posedge clk) begin
+        qd0_drop <= qd0_push ? ab_drop : ((qd_pop == 3'h1) ? qd1_drop : ((qd_pop == 3'h2) ? qd2_drop : ((qd_pop == 3'h3) ? qd3_drop : qd0_drop)));
     end
 
     always @(posedge clk) begin
@@ -11657,7 +12100,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        qd1_split <= qd1_push ? rec_split : ((qd_pop == 3'h1) ? qd2_split : ((qd_pop == 3'h2) ? qd3_split : qd1_split));
+        qd1_split <= qd1_push ? (rec_split & ~ab_drop) : ((qd_pop == 3'h1) ? qd2_split : ((qd_pop == 3'h2) ? qd3_split : qd1_split));
     end
 
     always @(posedge clk) begin
@@ -11666,6 +12109,10 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         qd1_last <= qd1_push ? (ddp_m_tuser_last | pub_fpdu) : ((qd_pop == 3'h1) ? qd2_last : ((qd_pop == 3'h2) ? qd3_last : qd1_last));
+    end
+
+    always @(posedge clk) begin
+        qd1_drop <= qd1_push ? ab_drop : ((qd_pop == 3'h1) ? qd2_drop : ((qd_pop == 3'h2) ? qd3_drop : qd1_drop));
     end
 
     always @(posedge clk) begin
@@ -11681,7 +12128,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        qd2_split <= qd2_push ? rec_split : ((qd_pop == 3'h1) ? qd3_split : qd2_split);
+        qd2_split <= qd2_push ? (rec_split & ~ab_drop) : ((qd_pop == 3'h1) ? qd3_split : qd2_split);
     end
 
     always @(posedge clk) begin
@@ -11690,6 +12137,10 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         qd2_last <= qd2_push ? (ddp_m_tuser_last | pub_fpdu) : ((qd_pop == 3'h1) ? qd3_last : qd2_last);
+    end
+
+    always @(posedge clk) begin
+        qd2_drop <= qd2_push ? ab_drop : ((qd_pop == 3'h1) ? qd3_drop : qd2_drop);
     end
 
     always @(posedge clk) begin
@@ -11705,7 +12156,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        qd3_split <= qd3_push ? rec_split : qd3_split;
+        qd3_split <= qd3_push ? (rec_split & ~ab_drop) : qd3_split;
     end
 
     always @(posedge clk) begin
@@ -11714,6 +12165,10 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         qd3_last <= qd3_push ? (ddp_m_tuser_last | pub_fpdu) : qd3_last;
+    end
+
+    always @(posedge clk) begin
+        qd3_drop <= qd3_push ? ab_drop : qd3_drop;
     end
 
     always @(posedge clk) begin
@@ -11791,11 +12246,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq0_txs_pi <= cq0_push ? (pub_go ? fpdu_end_off : f_off) : ((cq_pop == 4'h1) ? cq1_txs_pi : ((cq_pop == 4'h2) ? cq2_txs_pi : ((cq_pop == 4'h3) ? cq3_txs_pi : ((cq_pop == 4'h4) ? cq4_txs_pi : ((cq_pop == 4'h5) ? cq5_txs_pi : ((cq_pop == 4'h6) ? cq6_txs_pi : ((cq_pop == 4'h7) ? cq7_txs_pi : cq0_txs_pi)))))));
+        cq0_txs_pi <= cq0_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 4'h1) ? cq1_txs_pi : ((cq_pop == 4'h2) ? cq2_txs_pi : ((cq_pop == 4'h3) ? cq3_txs_pi : ((cq_pop == 4'h4) ? cq4_txs_pi : ((cq_pop == 4'h5) ? cq5_txs_pi : ((cq_pop == 4'h6) ? cq6_txs_pi : ((cq_pop == 4'h7) ? cq7_txs_pi : cq0_txs_pi)))))));
     end
 
     always @(posedge clk) begin
-        cq0_noring <= cq0_push ? (pub_go ? 1'h0 : ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv))) : ((cq_pop == 4'h1) ? cq1_noring : ((cq_pop == 4'h2) ? cq2_noring : ((cq_pop == 4'h3) ? cq3_noring : ((cq_pop == 4'h4) ? cq4_noring : ((cq_pop == 4'h5) ? cq5_noring : ((cq_pop == 4'h6) ? cq6_noring : ((cq_pop == 4'h7) ? cq7_noring : cq0_noring)))))));
+        cq0_noring <= cq0_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 4'h1) ? cq1_noring : ((cq_pop == 4'h2) ? cq2_noring : ((cq_pop == 4'h3) ? cq3_noring : ((cq_pop == 4'h4) ? cq4_noring : ((cq_pop == 4'h5) ? cq5_noring : ((cq_pop == 4'h6) ? cq6_noring : ((cq_pop == 4'h7) ? cq7_noring : cq0_noring)))))));
     end
 
     always @(posedge clk) begin
@@ -11820,6 +12275,10 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         cq0_mal <= cq0_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq1_mal : ((cq_pop == 4'h2) ? cq2_mal : ((cq_pop == 4'h3) ? cq3_mal : ((cq_pop == 4'h4) ? cq4_mal : ((cq_pop == 4'h5) ? cq5_mal : ((cq_pop == 4'h6) ? cq6_mal : ((cq_pop == 4'h7) ? cq7_mal : cq0_mal)))))));
+    end
+
+    always @(posedge clk) begin
+        cq0_cut <= cq0_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 4'h1) ? cq1_cut : ((cq_pop == 4'h2) ? cq2_cut : ((cq_pop == 4'h3) ? cq3_cut : ((cq_pop == 4'h4) ? cq4_cut : ((cq_pop == 4'h5) ? cq5_cut : ((cq_pop == 4'h6) ? cq6_cut : ((cq_pop == 4'h7) ? cq7_cut : cq0_cut)))))));
     end
 
     always @(posedge clk) begin
@@ -11851,11 +12310,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq1_txs_pi <= cq1_push ? (pub_go ? fpdu_end_off : f_off) : ((cq_pop == 4'h1) ? cq2_txs_pi : ((cq_pop == 4'h2) ? cq3_txs_pi : ((cq_pop == 4'h3) ? cq4_txs_pi : ((cq_pop == 4'h4) ? cq5_txs_pi : ((cq_pop == 4'h5) ? cq6_txs_pi : ((cq_pop == 4'h6) ? cq7_txs_pi : cq1_txs_pi))))));
+        cq1_txs_pi <= cq1_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 4'h1) ? cq2_txs_pi : ((cq_pop == 4'h2) ? cq3_txs_pi : ((cq_pop == 4'h3) ? cq4_txs_pi : ((cq_pop == 4'h4) ? cq5_txs_pi : ((cq_pop == 4'h5) ? cq6_txs_pi : ((cq_pop == 4'h6) ? cq7_txs_pi : cq1_txs_pi))))));
     end
 
     always @(posedge clk) begin
-        cq1_noring <= cq1_push ? (pub_go ? 1'h0 : ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv))) : ((cq_pop == 4'h1) ? cq2_noring : ((cq_pop == 4'h2) ? cq3_noring : ((cq_pop == 4'h3) ? cq4_noring : ((cq_pop == 4'h4) ? cq5_noring : ((cq_pop == 4'h5) ? cq6_noring : ((cq_pop == 4'h6) ? cq7_noring : cq1_noring))))));
+        cq1_noring <= cq1_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 4'h1) ? cq2_noring : ((cq_pop == 4'h2) ? cq3_noring : ((cq_pop == 4'h3) ? cq4_noring : ((cq_pop == 4'h4) ? cq5_noring : ((cq_pop == 4'h5) ? cq6_noring : ((cq_pop == 4'h6) ? cq7_noring : cq1_noring))))));
     end
 
     always @(posedge clk) begin
@@ -11880,6 +12339,10 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         cq1_mal <= cq1_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq2_mal : ((cq_pop == 4'h2) ? cq3_mal : ((cq_pop == 4'h3) ? cq4_mal : ((cq_pop == 4'h4) ? cq5_mal : ((cq_pop == 4'h5) ? cq6_mal : ((cq_pop == 4'h6) ? cq7_mal : cq1_mal))))));
+    end
+
+    always @(posedge clk) begin
+        cq1_cut <= cq1_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 4'h1) ? cq2_cut : ((cq_pop == 4'h2) ? cq3_cut : ((cq_pop == 4'h3) ? cq4_cut : ((cq_pop == 4'h4) ? cq5_cut : ((cq_pop == 4'h5) ? cq6_cut : ((cq_pop == 4'h6) ? cq7_cut : cq1_cut))))));
     end
 
     always @(posedge clk) begin
@@ -11911,11 +12374,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq2_txs_pi <= cq2_push ? (pub_go ? fpdu_end_off : f_off) : ((cq_pop == 4'h1) ? cq3_txs_pi : ((cq_pop == 4'h2) ? cq4_txs_pi : ((cq_pop == 4'h3) ? cq5_txs_pi : ((cq_pop == 4'h4) ? cq6_txs_pi : ((cq_pop == 4'h5) ? cq7_txs_pi : cq2_txs_pi)))));
+        cq2_txs_pi <= cq2_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 4'h1) ? cq3_txs_pi : ((cq_pop == 4'h2) ? cq4_txs_pi : ((cq_pop == 4'h3) ? cq5_txs_pi : ((cq_pop == 4'h4) ? cq6_txs_pi : ((cq_pop == 4'h5) ? cq7_txs_pi : cq2_txs_pi)))));
     end
 
     always @(posedge clk) begin
-        cq2_noring <= cq2_push ? (pub_go ? 1'h0 : ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv))) : ((cq_pop == 4'h1) ? cq3_noring : ((cq_pop == 4'h2) ? cq4_noring : ((cq_pop == 4'h3) ? cq5_noring : ((cq_pop == 4'h4) ? cq6_noring : ((cq_pop == 4'h5) ? cq7_noring : cq2_noring)))));
+        cq2_noring <= cq2_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 4'h1) ? cq3_noring : ((cq_pop == 4'h2) ? cq4_noring : ((cq_pop == 4'h3) ? cq5_noring : ((cq_pop == 4'h4) ? cq6_noring : ((cq_pop == 4'h5) ? cq7_noring : cq2_noring)))));
     end
 
     always @(posedge clk) begin
@@ -11940,6 +12403,10 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         cq2_mal <= cq2_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq3_mal : ((cq_pop == 4'h2) ? cq4_mal : ((cq_pop == 4'h3) ? cq5_mal : ((cq_pop == 4'h4) ? cq6_mal : ((cq_pop == 4'h5) ? cq7_mal : cq2_mal)))));
+    end
+
+    always @(posedge clk) begin
+        cq2_cut <= cq2_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 4'h1) ? cq3_cut : ((cq_pop == 4'h2) ? cq4_cut : ((cq_pop == 4'h3) ? cq5_cut : ((cq_pop == 4'h4) ? cq6_cut : ((cq_pop == 4'h5) ? cq7_cut : cq2_cut)))));
     end
 
     always @(posedge clk) begin
@@ -11971,11 +12438,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq3_txs_pi <= cq3_push ? (pub_go ? fpdu_end_off : f_off) : ((cq_pop == 4'h1) ? cq4_txs_pi : ((cq_pop == 4'h2) ? cq5_txs_pi : ((cq_pop == 4'h3) ? cq6_txs_pi : ((cq_pop == 4'h4) ? cq7_txs_pi : cq3_txs_pi))));
+        cq3_txs_pi <= cq3_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 4'h1) ? cq4_txs_pi : ((cq_pop == 4'h2) ? cq5_txs_pi : ((cq_pop == 4'h3) ? cq6_txs_pi : ((cq_pop == 4'h4) ? cq7_txs_pi : cq3_txs_pi))));
     end
 
     always @(posedge clk) begin
-        cq3_noring <= cq3_push ? (pub_go ? 1'h0 : ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv))) : ((cq_pop == 4'h1) ? cq4_noring : ((cq_pop == 4'h2) ? cq5_noring : ((cq_pop == 4'h3) ? cq6_noring : ((cq_pop == 4'h4) ? cq7_noring : cq3_noring))));
+        cq3_noring <= cq3_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 4'h1) ? cq4_noring : ((cq_pop == 4'h2) ? cq5_noring : ((cq_pop == 4'h3) ? cq6_noring : ((cq_pop == 4'h4) ? cq7_noring : cq3_noring))));
     end
 
     always @(posedge clk) begin
@@ -12000,6 +12467,10 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         cq3_mal <= cq3_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq4_mal : ((cq_pop == 4'h2) ? cq5_mal : ((cq_pop == 4'h3) ? cq6_mal : ((cq_pop == 4'h4) ? cq7_mal : cq3_mal))));
+    end
+
+    always @(posedge clk) begin
+        cq3_cut <= cq3_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 4'h1) ? cq4_cut : ((cq_pop == 4'h2) ? cq5_cut : ((cq_pop == 4'h3) ? cq6_cut : ((cq_pop == 4'h4) ? cq7_cut : cq3_cut))));
     end
 
     always @(posedge clk) begin
@@ -12031,11 +12502,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq4_txs_pi <= cq4_push ? (pub_go ? fpdu_end_off : f_off) : ((cq_pop == 4'h1) ? cq5_txs_pi : ((cq_pop == 4'h2) ? cq6_txs_pi : ((cq_pop == 4'h3) ? cq7_txs_pi : cq4_txs_pi)));
+        cq4_txs_pi <= cq4_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 4'h1) ? cq5_txs_pi : ((cq_pop == 4'h2) ? cq6_txs_pi : ((cq_pop == 4'h3) ? cq7_txs_pi : cq4_txs_pi)));
     end
 
     always @(posedge clk) begin
-        cq4_noring <= cq4_push ? (pub_go ? 1'h0 : ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv))) : ((cq_pop == 4'h1) ? cq5_noring : ((cq_pop == 4'h2) ? cq6_noring : ((cq_pop == 4'h3) ? cq7_noring : cq4_noring)));
+        cq4_noring <= cq4_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 4'h1) ? cq5_noring : ((cq_pop == 4'h2) ? cq6_noring : ((cq_pop == 4'h3) ? cq7_noring : cq4_noring)));
     end
 
     always @(posedge clk) begin
@@ -12060,6 +12531,10 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         cq4_mal <= cq4_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq5_mal : ((cq_pop == 4'h2) ? cq6_mal : ((cq_pop == 4'h3) ? cq7_mal : cq4_mal)));
+    end
+
+    always @(posedge clk) begin
+        cq4_cut <= cq4_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 4'h1) ? cq5_cut : ((cq_pop == 4'h2) ? cq6_cut : ((cq_pop == 4'h3) ? cq7_cut : cq4_cut)));
     end
 
     always @(posedge clk) begin
@@ -12091,11 +12566,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq5_txs_pi <= cq5_push ? (pub_go ? fpdu_end_off : f_off) : ((cq_pop == 4'h1) ? cq6_txs_pi : ((cq_pop == 4'h2) ? cq7_txs_pi : cq5_txs_pi));
+        cq5_txs_pi <= cq5_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 4'h1) ? cq6_txs_pi : ((cq_pop == 4'h2) ? cq7_txs_pi : cq5_txs_pi));
     end
 
     always @(posedge clk) begin
-        cq5_noring <= cq5_push ? (pub_go ? 1'h0 : ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv))) : ((cq_pop == 4'h1) ? cq6_noring : ((cq_pop == 4'h2) ? cq7_noring : cq5_noring));
+        cq5_noring <= cq5_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 4'h1) ? cq6_noring : ((cq_pop == 4'h2) ? cq7_noring : cq5_noring));
     end
 
     always @(posedge clk) begin
@@ -12120,6 +12595,10 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         cq5_mal <= cq5_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq6_mal : ((cq_pop == 4'h2) ? cq7_mal : cq5_mal));
+    end
+
+    always @(posedge clk) begin
+        cq5_cut <= cq5_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 4'h1) ? cq6_cut : ((cq_pop == 4'h2) ? cq7_cut : cq5_cut));
     end
 
     always @(posedge clk) begin
@@ -12151,11 +12630,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq6_txs_pi <= cq6_push ? (pub_go ? fpdu_end_off : f_off) : ((cq_pop == 4'h1) ? cq7_txs_pi : cq6_txs_pi);
+        cq6_txs_pi <= cq6_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : ((cq_pop == 4'h1) ? cq7_txs_pi : cq6_txs_pi);
     end
 
     always @(posedge clk) begin
-        cq6_noring <= cq6_push ? (pub_go ? 1'h0 : ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv))) : ((cq_pop == 4'h1) ? cq7_noring : cq6_noring);
+        cq6_noring <= cq6_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : ((cq_pop == 4'h1) ? cq7_noring : cq6_noring);
     end
 
     always @(posedge clk) begin
@@ -12180,6 +12659,10 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         cq6_mal <= cq6_push ? (pub_go ? 1'h0 : wqe_mal) : ((cq_pop == 4'h1) ? cq7_mal : cq6_mal);
+    end
+
+    always @(posedge clk) begin
+        cq6_cut <= cq6_push ? (pub_go ? 1'h0 : gf_fault) : ((cq_pop == 4'h1) ? cq7_cut : cq6_cut);
     end
 
     always @(posedge clk) begin
@@ -12211,11 +12694,11 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        cq7_txs_pi <= cq7_push ? (pub_go ? fpdu_end_off : f_off) : cq7_txs_pi;
+        cq7_txs_pi <= cq7_push ? (pub_go ? fpdu_end_off : wb_txs_pi) : cq7_txs_pi;
     end
 
     always @(posedge clk) begin
-        cq7_noring <= cq7_push ? (pub_go ? 1'h0 : ((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv))) : cq7_noring;
+        cq7_noring <= cq7_push ? (pub_go ? 1'h0 : (((((ret_or_flush | prot) | op_mop) | (rsp_mode & (rsp_drop | rsp_fault))) | (term_mode & cur_term_recv)) | (gf_fault & ab_last_drop))) : cq7_noring;
     end
 
     always @(posedge clk) begin
@@ -12240,6 +12723,26 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         cq7_mal <= cq7_push ? (pub_go ? 1'h0 : wqe_mal) : cq7_mal;
+    end
+
+    always @(posedge clk) begin
+        cq7_cut <= cq7_push ? (pub_go ? 1'h0 : gf_fault) : cq7_cut;
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            fp_out <= 8'h00;
+        end else begin
+            fp_out <= (fp_out + {7'h00, fpdu_new & ~ab_drop}) - {7'h00, wr_done_fpdu};
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ab_wait <= 8'h00;
+        end else begin
+            ab_wait <= (in_state11 & gf_fault) ? (fp_out - {7'h00, wr_done_fpdu}) : (ab_wait - {7'h00, wr_done_fpdu & |ab_wait});
+        end
     end
 
     always @(posedge clk) begin
@@ -12350,7 +12853,15 @@ module card_tx_w512 (
         if (rst) begin
             cpl_txs_pi_q <= 32'h00000000;
         end else if (cpl_load) begin
-            cpl_txs_pi_q <= cq0_txs_pi;
+            cpl_txs_pi_q <= ab_beyond ? ab_cut : cq0_txs_pi;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ab_v <= 1'h0;
+        end else begin
+            ab_v <= ab_set | (ab_v & ~(cpl_load & cq0_cut));
         end
     end
 
@@ -12396,7 +12907,7 @@ module card_tx_w512 (
         if (rst) begin
             eng_state <= 5'h00;
         end else begin
-            eng_state <= in_state17 ? (term_ev_v ? 5'h11 : 5'h0b) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0c) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? 5'h0b : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (wf_now ? 5'h11 : (wait_read ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08) : 5'h06)))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08)) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (msg_done ? 5'h0b : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : 5'h09) : 5'h0c) : 5'h00))))))))))))))));
+            eng_state <= in_state17 ? ((term_ev_v | gf_ev_pend) ? 5'h11 : 5'h0b) : (in_state16 ? (s_mop_valid ? 5'h0b : 5'h10) : (in_state13 ? 5'h0e : (in_state14 ? (rsp_drop ? 5'h0b : 5'h0c) : (in_state15 ? 5'h0c : (in_state0 ? (sched_pop ? 5'h01 : 5'h00) : (in_state1 ? 5'h02 : (in_state2 ? 5'h03 : (in_state3 ? (term_go ? (cur_term_recv ? 5'h0b : 5'h09) : (rsp_go ? 5'h0d : (fetch_go ? 5'h04 : (wqe_ev_wait ? 5'h03 : 5'h00)))) : (in_state4 ? (first_done ? 5'h05 : 5'h04) : (in_state5 ? (wf_now ? 5'h11 : (wait_read ? 5'h00 : ((wqe_malformed | (ret_or_flush & ~sent_full)) ? 5'h0b : (one_bb ? ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08) : 5'h06)))) : (in_state6 ? ((rd_go & (fetch_left == fetch_n)) ? 5'h07 : 5'h06) : (in_state7 ? (rest_done ? (wf_now ? 5'h11 : ((op_mop & ~ret_or_flush) ? 5'h10 : 5'h08)) : 5'h07) : (in_state8 ? (pay_from_buf ? 5'h09 : 5'h0c) : (in_state9 ? (feed_end ? 5'h0a : 5'h09) : (in_state10 ? (msg_done ? (gf_fault ? 5'h11 : 5'h0b) : 5'h0a) : (in_state12 ? (ck_done ? ((ck_fault | ret_or_flush) ? 5'h0b : (ab_v ? 5'h0c : 5'h09)) : 5'h0c) : 5'h00))))))))))))))));
         end
     end
 
@@ -12628,7 +13139,7 @@ module card_tx_w512 (
         .m_axis_tdata(mpa_m_tdata),
         .m_axis_tkeep(mpa_m_tkeep),
         .m_axis_tvalid(mpa_m_tvalid),
-        .m_axis_tready((rw_have & wr_s_ready) & rw_need_in),
+        .m_axis_tready(((rw_have & wr_s_ready) & rw_need_in) | rw_drop),
         .m_axis_tlast(mpa_m_tlast),
         .m_axis_tuser(mpa_m_tuser)
     );
@@ -12640,7 +13151,7 @@ module card_tx_w512 (
         .s_req_ready(wr_req_ready),
         .s_req_addr(wr_req_addr),
         .s_req_len(wr_req_n - 16'h0001),
-        .s_req_tag({7'h00, qa0_last & wr_req_end}),
+        .s_req_tag({6'h00, {wr_req_end, qa0_last & wr_req_end}}),
         .s_axis_tdata(rw_data),
         .s_axis_tvalid(rw_valid),
         .s_axis_tready(wr_s_ready),

@@ -51,27 +51,37 @@
 -- sent behind outstanding Reads; the card model keeps such WQEs and never
 -- reads one twice) fails the QP as a new WQE's does, and drops everything from
 -- SQ_CI to SQ_PI with its outstanding Reads; every fetch of a WQE at SQ_CI
--- waits for the event slot. QP commands: CREATE takes the staged context;
--- ERROR puts a live QP in error (taken one cycle after it is offered: the QP's
--- state is read first; a QP that does not exist is left alone), after which
--- every WQE posted and not completed, the ones posted later included,
--- completes in posting order with WR_FLUSH_ERR (its first block read from the
--- SQ at SQ_CI for its opcode, WR_ID and BBS; a bad BBS takes every block
--- posted, as the card model does) and nothing more is sent, but for a Read
--- whose Read done came before the error and the WQEs sent behind it: once the
--- QP's Terminate is sent and its Read Requests dropped, they complete as on a
--- live QP (the card model completes a Read as its response's last segment is
--- placed); DESTROY frees a QP in error; CLOSE is taken without effect. A WQE
--- starts only when its TX ring has 1024 bytes free (more than the FPDUs of 480
--- inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI
--- doorbell, so no QP blocks another. One WQE is fetched and segmented at a
--- time; framing, ring writes and completions of earlier WQEs overlap it,
--- except on a tight CQ (cq_tight): there a WQE starts only once every
--- completion before it has its verdict (cpl_hold low, its own completion queue
--- empty), so that the WQE behind one whose completion overran is flushed,
--- never sent, as in the card model; its QP goes back to the scheduler
--- meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ
--- that overran) raises QP_ERROR with that INFO instead of TERM_SENT.
+-- waits for the event slot. A DMA error response to a payload read (a gathered
+-- WQE's, a Read Response's source; read one request per 4 KiB page) cuts the
+-- message at the FPDU holding the refused request's first byte, as the card
+-- model, which reads a segment before framing it, sends nothing of that
+-- segment: no further byte is read (zeros end the message), DMA_FAULT (OBJ the
+-- QP, INFO the request's address bits 31:0) is raised, an FPDU past the cut
+-- already in mpa_tx is written to the ring but never published and the ones
+-- entering later are dropped before the ring writer, the QP's TXS_PI goes back
+-- to the cut, and the QP fails with QP_ERROR DMA and a Local Catastrophic
+-- Terminate (sent at the cut); the WQE is not retired, so the flush completes
+-- it with WR_FLUSH_ERR. QP commands: CREATE takes the staged context; ERROR
+-- puts a live QP in error (taken one cycle after it is offered: the QP's state
+-- is read first; a QP that does not exist is left alone), after which every
+-- WQE posted and not completed, the ones posted later included, completes in
+-- posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI
+-- for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the
+-- card model does) and nothing more is sent, but for a Read whose Read done
+-- came before the error and the WQEs sent behind it: once the QP's Terminate
+-- is sent and its Read Requests dropped, they complete as on a live QP (the
+-- card model completes a Read as its response's last segment is placed);
+-- DESTROY frees a QP in error; CLOSE is taken without effect. A WQE starts
+-- only when its TX ring has 1024 bytes free (more than the FPDUs of 480 inline
+-- bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so
+-- no QP blocks another. One WQE is fetched and segmented at a time; framing,
+-- ring writes and completions of earlier WQEs overlap it, except on a tight CQ
+-- (cq_tight): there a WQE starts only once every completion before it has its
+-- verdict (cpl_hold low, its own completion queue empty), so that the WQE
+-- behind one whose completion overran is flushed, never sent, as in the card
+-- model; its QP goes back to the scheduler meanwhile. A record of s_term with
+-- s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with
+-- that INFO instead of TERM_SENT.
 --
 -- Records out (m_cpl_*): one per WQE in posting order once its ring bytes are
 -- written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's
@@ -328,6 +338,10 @@ architecture rtl of card_tx_w512 is
     signal wqe_fault : std_logic := '0';     -- a read of the WQE faulted: the QP fails with QP_ERROR DMA
     signal wqe_fault_addr : std_logic_vector(63 downto 0); -- the faulted block's address
     signal wqe_fault_addr_now : std_logic_vector(63 downto 0); -- ... with a fault on the WQE's last beat, this cycle's
+    signal gf_fault : std_logic;             -- a payload read of the message faulted: the QP fails with QP_ERROR DMA
+    signal gf_ev_pend : std_logic := '0';    -- the payload read fault's DMA_FAULT waits for the event slot
+    signal gf_ev : std_logic;                -- the payload read fault's DMA_FAULT is raised
+    signal gf_addr : std_logic_vector(63 downto 0); -- the faulted payload request's address
     signal wf_qp_error : std_logic;          -- the faulted WQE's QP_ERROR DMA (not TERM_SENT)
     signal term_ev_load : std_logic;
     signal term_ev_qpn : std_logic_vector(9 downto 0) := "0000000000";
@@ -679,6 +693,7 @@ architecture rtl of card_tx_w512 is
     signal rd_tkeep : std_logic_vector(63 downto 0);
     signal rd_tlast : std_logic;
     signal rd_ttag : std_logic_vector(7 downto 0);
+    signal rd_berr : std_logic;              -- a response beat of the request up to this one had an error (a payload read's fault)
     signal wb_from_push : std_logic;
     signal wb_from_dma : std_logic;
     signal wb_valid : std_logic;             -- a WQE beat is taken
@@ -803,7 +818,80 @@ architecture rtl of card_tx_w512 is
     signal g_verdict : std_logic;
     signal g_ok : std_logic;
     signal g_run_cap : std_logic_vector(16 downto 0);
+    signal g_rd_fault : std_logic := '0';    -- a payload read got an error response: stop reading, zeros for the rest
+    signal g_pq_pop : std_logic;             -- a payload request's last beat is taken
+    signal g_pg_left : std_logic_vector(12 downto 0); -- bytes from the piece's address to its page's end
+    signal g_req_whole : std_logic;          -- the rest of the piece lies in this page
+    signal g_req_n : std_logic_vector(16 downto 0); -- bytes of this request
+    signal g_req_v : std_logic;              -- a payload read request is offered
     signal g_req_go : std_logic;
+    signal g_pq_count : std_logic_vector(5 downto 0) := "000000"; -- entries held in g_pq
+    signal g_pq0_addr : std_logic_vector(63 downto 0);
+    signal g_pq1_addr : std_logic_vector(63 downto 0);
+    signal g_pq2_addr : std_logic_vector(63 downto 0);
+    signal g_pq3_addr : std_logic_vector(63 downto 0);
+    signal g_pq4_addr : std_logic_vector(63 downto 0);
+    signal g_pq5_addr : std_logic_vector(63 downto 0);
+    signal g_pq6_addr : std_logic_vector(63 downto 0);
+    signal g_pq7_addr : std_logic_vector(63 downto 0);
+    signal g_pq8_addr : std_logic_vector(63 downto 0);
+    signal g_pq9_addr : std_logic_vector(63 downto 0);
+    signal g_pq10_addr : std_logic_vector(63 downto 0);
+    signal g_pq11_addr : std_logic_vector(63 downto 0);
+    signal g_pq12_addr : std_logic_vector(63 downto 0);
+    signal g_pq13_addr : std_logic_vector(63 downto 0);
+    signal g_pq14_addr : std_logic_vector(63 downto 0);
+    signal g_pq15_addr : std_logic_vector(63 downto 0);
+    signal g_pq16_addr : std_logic_vector(63 downto 0);
+    signal g_pq17_addr : std_logic_vector(63 downto 0);
+    signal g_pq18_addr : std_logic_vector(63 downto 0);
+    signal g_pq19_addr : std_logic_vector(63 downto 0);
+    signal g_pq20_addr : std_logic_vector(63 downto 0);
+    signal g_pq21_addr : std_logic_vector(63 downto 0);
+    signal g_pq22_addr : std_logic_vector(63 downto 0);
+    signal g_pq23_addr : std_logic_vector(63 downto 0);
+    signal g_pq24_addr : std_logic_vector(63 downto 0);
+    signal g_pq25_addr : std_logic_vector(63 downto 0);
+    signal g_pq26_addr : std_logic_vector(63 downto 0);
+    signal g_pq27_addr : std_logic_vector(63 downto 0);
+    signal g_pq28_addr : std_logic_vector(63 downto 0);
+    signal g_pq29_addr : std_logic_vector(63 downto 0);
+    signal g_pq30_addr : std_logic_vector(63 downto 0);
+    signal g_pq31_addr : std_logic_vector(63 downto 0);
+    signal g_pq_wpos : std_logic_vector(5 downto 0); -- where a pushed entry goes
+    signal g_pq0_push : std_logic;
+    signal g_pq1_push : std_logic;
+    signal g_pq2_push : std_logic;
+    signal g_pq3_push : std_logic;
+    signal g_pq4_push : std_logic;
+    signal g_pq5_push : std_logic;
+    signal g_pq6_push : std_logic;
+    signal g_pq7_push : std_logic;
+    signal g_pq8_push : std_logic;
+    signal g_pq9_push : std_logic;
+    signal g_pq10_push : std_logic;
+    signal g_pq11_push : std_logic;
+    signal g_pq12_push : std_logic;
+    signal g_pq13_push : std_logic;
+    signal g_pq14_push : std_logic;
+    signal g_pq15_push : std_logic;
+    signal g_pq16_push : std_logic;
+    signal g_pq17_push : std_logic;
+    signal g_pq18_push : std_logic;
+    signal g_pq19_push : std_logic;
+    signal g_pq20_push : std_logic;
+    signal g_pq21_push : std_logic;
+    signal g_pq22_push : std_logic;
+    signal g_pq23_push : std_logic;
+    signal g_pq24_push : std_logic;
+    signal g_pq25_push : std_logic;
+    signal g_pq26_push : std_logic;
+    signal g_pq27_push : std_logic;
+    signal g_pq28_push : std_logic;
+    signal g_pq29_push : std_logic;
+    signal g_pq30_push : std_logic;
+    signal g_pq31_push : std_logic;
+    signal g_piece_done : std_logic;         -- the piece's last request goes
     signal g_rd_len : std_logic_vector(16 downto 0); -- length minus one
     signal pk_acc : std_logic_vector(511 downto 0) := x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- bytes held, from lane 0
     signal pk_cnt : std_logic_vector(5 downto 0) := "000000"; -- how many
@@ -814,7 +902,7 @@ architecture rtl of card_tx_w512 is
     signal pk_last : std_logic;
     signal pk_free : std_logic;              -- the output register can be loaded
     signal pk_rest : std_logic_vector(31 downto 0); -- payload bytes still to come
-    signal pk_zero : std_logic;              -- a failed lookup: zeros for the rest
+    signal pk_zero : std_logic;              -- a failed lookup or a faulted read: zeros for the rest
     signal pk_in_v : std_logic;
     signal pk_take : std_logic;              -- an input beat is taken
     signal pk_keep_n : std_logic_vector(6 downto 0); -- set bits of a thermometer mask
@@ -836,6 +924,13 @@ architecture rtl of card_tx_w512 is
     signal pk_more : std_logic;              -- the last bytes spill into one more beat
     signal pk_flush_go : std_logic;
     signal pk_sum_lo : std_logic_vector(6 downto 0); -- bytes past a whole beat
+    signal pk_pay_take : std_logic;          -- a payload beat is taken
+    signal pk_req_first : std_logic := '1';  -- the next payload beat opens a request
+    signal pk_req_off : std_logic_vector(31 downto 0); -- payload offset of the current request's first byte
+    signal pk_fault_hit : std_logic;         -- the message's first faulted beat
+    signal g_rd_fault_new : std_logic := '0';
+    signal g_rd_fault_addr : std_logic_vector(63 downto 0);
+    signal g_rd_fault_off : std_logic_vector(31 downto 0);
     signal ddp_s_valid : std_logic;
     signal ddp_s_go : std_logic;
     signal ddp_s_last : std_logic;
@@ -855,7 +950,9 @@ architecture rtl of card_tx_w512 is
     signal rec_room : std_logic;
     signal ring_fits : std_logic;            -- the ring has room for the FPDU entering mpa_tx
     signal pub_fpdu : std_logic;             -- the FPDU entering mpa_tx gets a progress record
+    signal pub_slot : std_logic;             -- the completion queue has two slots free
     signal pub_room : std_logic;             -- the completion queue takes a progress record now
+    signal ab_drop : std_logic;              -- the FPDU entering mpa_tx is past a payload read fault's cut: it is not written (no room, no record)
     signal h_gate : std_logic;
     signal h_go : std_logic;                 -- a beat goes from ddp_tx to mpa_tx
     signal fpdu_new : std_logic;
@@ -877,6 +974,19 @@ architecture rtl of card_tx_w512 is
     signal fpdu_end_off : std_logic_vector(31 downto 0); -- the stream offset after the FPDU
     signal ring_quarter_hi : std_logic_vector(31 downto 0); -- stream offset bits above a quarter of the ring
     signal pub_go : std_logic;               -- a progress record is queued
+    signal ab_hdr_len : std_logic_vector(15 downto 0); -- the message's DDP header length
+    signal ab_pay_end : std_logic_vector(31 downto 0) := x"00000000"; -- payload bytes of the message in the FPDUs that entered mpa_tx
+    signal ab_fpdu_start : std_logic_vector(31 downto 0); -- stream offset of the last FPDU of the message that entered
+    signal ab_any : std_logic := '0';        -- an FPDU of the message entered
+    signal ab_pay_end_new : std_logic_vector(31 downto 0); -- payload end of the FPDU entering
+    signal ab_cut_set : std_logic := '0';    -- the message's cut is known
+    signal ab_held : std_logic;              -- the fault is seen: the last FPDU in holds the faulted byte
+    signal ab_enter : std_logic;             -- the FPDU entering holds the faulted byte
+    signal ab_last_drop : std_logic := '0';  -- the message's last FPDU was dropped: its write-back's record waits for no write of its own
+    signal ab_set : std_logic;
+    signal ab_cut : std_logic_vector(31 downto 0); -- the cut: the first aborted FPDU's stream offset
+    signal ab_qp : std_logic_vector(9 downto 0);
+    signal ab_v : std_logic := '0';          -- a cut waits for its write-back's record: records of ab_qp publish at most ab_cut
     signal rec_pos : std_logic_vector(23 downto 0); -- the FPDU's place in the ring
     signal rec_to_end : std_logic_vector(24 downto 0);
     signal rec_split : std_logic;            -- the FPDU wraps the ring
@@ -890,24 +1000,28 @@ architecture rtl of card_tx_w512 is
     signal qa0_split : std_logic;
     signal qa0_cut : std_logic_vector(15 downto 0);
     signal qa0_last : std_logic;
+    signal qa0_drop : std_logic;
     signal qa1_base : std_logic_vector(51 downto 0);
     signal qa1_pos : std_logic_vector(23 downto 0);
     signal qa1_len : std_logic_vector(15 downto 0);
     signal qa1_split : std_logic;
     signal qa1_cut : std_logic_vector(15 downto 0);
     signal qa1_last : std_logic;
+    signal qa1_drop : std_logic;
     signal qa2_base : std_logic_vector(51 downto 0);
     signal qa2_pos : std_logic_vector(23 downto 0);
     signal qa2_len : std_logic_vector(15 downto 0);
     signal qa2_split : std_logic;
     signal qa2_cut : std_logic_vector(15 downto 0);
     signal qa2_last : std_logic;
+    signal qa2_drop : std_logic;
     signal qa3_base : std_logic_vector(51 downto 0);
     signal qa3_pos : std_logic_vector(23 downto 0);
     signal qa3_len : std_logic_vector(15 downto 0);
     signal qa3_split : std_logic;
     signal qa3_cut : std_logic_vector(15 downto 0);
     signal qa3_last : std_logic;
+    signal qa3_drop : std_logic;
     signal qa_wpos : std_logic_vector(2 downto 0); -- where a pushed entry goes
     signal qa0_push : std_logic;
     signal qa1_push : std_logic;
@@ -920,24 +1034,28 @@ architecture rtl of card_tx_w512 is
     signal qd0_split : std_logic;
     signal qd0_cut : std_logic_vector(15 downto 0);
     signal qd0_last : std_logic;
+    signal qd0_drop : std_logic;
     signal qd1_base : std_logic_vector(51 downto 0);
     signal qd1_pos : std_logic_vector(23 downto 0);
     signal qd1_len : std_logic_vector(15 downto 0);
     signal qd1_split : std_logic;
     signal qd1_cut : std_logic_vector(15 downto 0);
     signal qd1_last : std_logic;
+    signal qd1_drop : std_logic;
     signal qd2_base : std_logic_vector(51 downto 0);
     signal qd2_pos : std_logic_vector(23 downto 0);
     signal qd2_len : std_logic_vector(15 downto 0);
     signal qd2_split : std_logic;
     signal qd2_cut : std_logic_vector(15 downto 0);
     signal qd2_last : std_logic;
+    signal qd2_drop : std_logic;
     signal qd3_base : std_logic_vector(51 downto 0);
     signal qd3_pos : std_logic_vector(23 downto 0);
     signal qd3_len : std_logic_vector(15 downto 0);
     signal qd3_split : std_logic;
     signal qd3_cut : std_logic_vector(15 downto 0);
     signal qd3_last : std_logic;
+    signal qd3_drop : std_logic;
     signal qd_wpos : std_logic_vector(2 downto 0); -- where a pushed entry goes
     signal qd0_push : std_logic;
     signal qd1_push : std_logic;
@@ -963,6 +1081,7 @@ architecture rtl of card_tx_w512 is
     signal rw_r : std_logic_vector(5 downto 0); -- the wrap's lane
     signal rw_q : std_logic_vector(16 downto 0); -- the input beat holding the wrap
     signal rw_merge_mode : std_logic;
+    signal rw_drop : std_logic;              -- the head FPDU is dropped: its beats are taken and not written
     signal rw_len_p : std_logic_vector(22 downto 0);
     signal rw_nin : std_logic_vector(16 downto 0); -- input beats of the FPDU
     signal rw_len2_p : std_logic_vector(22 downto 0);
@@ -991,7 +1110,7 @@ architecture rtl of card_tx_w512 is
     signal wr_done_err : std_logic;
     signal cq_pop : std_logic_vector(3 downto 0);
     signal read_sent : std_logic;            -- the WQE is a Read whose Read Request went (or goes) out
-    signal wqe_retires : std_logic;
+    signal wqe_retires : std_logic;          -- a WQE whose payload read faulted stays to be flushed
     signal flush_avail : std_logic_vector(15 downto 0); -- blocks posted from SQ_CI on
     signal flush_bbs : std_logic_vector(15 downto 0); -- blocks of the WQE flushed
     signal wqe_blocks : std_logic_vector(15 downto 0); -- blocks the WQE takes
@@ -1004,6 +1123,7 @@ architecture rtl of card_tx_w512 is
     signal prot_late : std_logic;
     signal flush_err : std_logic;            -- the WQE completes with WR_FLUSH_ERR
     signal blame_cause : std_logic_vector(15 downto 0); -- the peer's Terminate's cause, for the WQE it blames
+    signal wb_txs_pi : std_logic_vector(31 downto 0); -- TXS_PI after the WQE: the cut when its payload read faulted
     signal no_record : std_logic;            -- the write-back gives no record (the walk reached an outstanding Read)
     signal rsp_fault : std_logic;            -- a Read Response's source failed its remote-read check
     signal rev_cause : std_logic_vector(15 downto 0); -- mem.Fault.Cause(UseRemoteRead)
@@ -1029,6 +1149,7 @@ architecture rtl of card_tx_w512 is
     signal cq0_term : std_logic;
     signal cq0_blame : std_logic_vector(15 downto 0);
     signal cq0_mal : std_logic;
+    signal cq0_cut : std_logic;
     signal cq1_cqe : std_logic;
     signal cq1_cq : std_logic_vector(9 downto 0);
     signal cq1_qpn : std_logic_vector(9 downto 0);
@@ -1044,6 +1165,7 @@ architecture rtl of card_tx_w512 is
     signal cq1_term : std_logic;
     signal cq1_blame : std_logic_vector(15 downto 0);
     signal cq1_mal : std_logic;
+    signal cq1_cut : std_logic;
     signal cq2_cqe : std_logic;
     signal cq2_cq : std_logic_vector(9 downto 0);
     signal cq2_qpn : std_logic_vector(9 downto 0);
@@ -1059,6 +1181,7 @@ architecture rtl of card_tx_w512 is
     signal cq2_term : std_logic;
     signal cq2_blame : std_logic_vector(15 downto 0);
     signal cq2_mal : std_logic;
+    signal cq2_cut : std_logic;
     signal cq3_cqe : std_logic;
     signal cq3_cq : std_logic_vector(9 downto 0);
     signal cq3_qpn : std_logic_vector(9 downto 0);
@@ -1074,6 +1197,7 @@ architecture rtl of card_tx_w512 is
     signal cq3_term : std_logic;
     signal cq3_blame : std_logic_vector(15 downto 0);
     signal cq3_mal : std_logic;
+    signal cq3_cut : std_logic;
     signal cq4_cqe : std_logic;
     signal cq4_cq : std_logic_vector(9 downto 0);
     signal cq4_qpn : std_logic_vector(9 downto 0);
@@ -1089,6 +1213,7 @@ architecture rtl of card_tx_w512 is
     signal cq4_term : std_logic;
     signal cq4_blame : std_logic_vector(15 downto 0);
     signal cq4_mal : std_logic;
+    signal cq4_cut : std_logic;
     signal cq5_cqe : std_logic;
     signal cq5_cq : std_logic_vector(9 downto 0);
     signal cq5_qpn : std_logic_vector(9 downto 0);
@@ -1104,6 +1229,7 @@ architecture rtl of card_tx_w512 is
     signal cq5_term : std_logic;
     signal cq5_blame : std_logic_vector(15 downto 0);
     signal cq5_mal : std_logic;
+    signal cq5_cut : std_logic;
     signal cq6_cqe : std_logic;
     signal cq6_cq : std_logic_vector(9 downto 0);
     signal cq6_qpn : std_logic_vector(9 downto 0);
@@ -1119,6 +1245,7 @@ architecture rtl of card_tx_w512 is
     signal cq6_term : std_logic;
     signal cq6_blame : std_logic_vector(15 downto 0);
     signal cq6_mal : std_logic;
+    signal cq6_cut : std_logic;
     signal cq7_cqe : std_logic;
     signal cq7_cq : std_logic_vector(9 downto 0);
     signal cq7_qpn : std_logic_vector(9 downto 0);
@@ -1134,6 +1261,7 @@ architecture rtl of card_tx_w512 is
     signal cq7_term : std_logic;
     signal cq7_blame : std_logic_vector(15 downto 0);
     signal cq7_mal : std_logic;
+    signal cq7_cut : std_logic;
     signal cq_wpos : std_logic_vector(3 downto 0); -- where a pushed entry goes
     signal cq0_push : std_logic;
     signal cq1_push : std_logic;
@@ -1147,6 +1275,9 @@ architecture rtl of card_tx_w512 is
     signal cpl_v : std_logic := '0';
     signal cpl_free : std_logic;
     signal wr_done_last : std_logic;
+    signal wr_done_fpdu : std_logic;         -- an FPDU's last write has its response
+    signal fp_out : std_logic_vector(7 downto 0) := x"00"; -- FPDUs written (queued or issued) whose last write has no response yet
+    signal ab_wait : std_logic_vector(7 downto 0) := x"00"; -- FPDU writes the cut record waits for
     signal rreq_done_v : std_logic := '0';
     signal rreq_done_free : std_logic;
     signal cpl_load : std_logic;
@@ -1161,6 +1292,8 @@ architecture rtl of card_tx_w512 is
     signal cpl_term_cause_q : std_logic_vector(15 downto 0) := x"0000";
     signal cpl_len_q : std_logic_vector(31 downto 0) := x"00000000";
     signal cpl_sq_ci_q : std_logic_vector(15 downto 0) := x"0000";
+    signal ab_diff : std_logic_vector(31 downto 0); -- negative: the record is past the cut
+    signal ab_beyond : std_logic;            -- the head record would publish aborted FPDUs
     signal cpl_txs_pi_q : std_logic_vector(31 downto 0) := x"00000000";
     signal cpl_term_q : std_logic := '0';
     signal dma_err_q : std_logic := '0';
@@ -1179,7 +1312,6 @@ architecture rtl of card_tx_w512 is
     signal mop_sent : std_logic := '0';      -- placement took the operation
     signal mop_offer : std_logic;
     signal in_state17 : std_logic;
-    signal rd_berr : std_logic;              -- not used yet: a WQE's error is the request's (tuser_err)
     signal w_m_axi_arid : std_logic_vector(5 downto 0);
     signal w_m_axi_araddr : std_logic_vector(63 downto 0);
     signal w_m_axi_arlen : std_logic_vector(7 downto 0);
@@ -1269,17 +1401,18 @@ begin
     qp_state_we <= ((prot_err or (cmd_go and b2l(cmd_op = x"1"))) or qp_to_error) or ((cmd_go and b2l(cmd_op = x"4")) and b2l(qp_state_c_rd = "10"));
     term_new <= (cmd_sel_term and cmd_go) and qp_to_error;
     term_ev_set <= term_new or prot_term;
-    wf_qp_error <= prot_term and wqe_fault;
-    term_ev_load <= (term_ev_set or wf_ev) or term_fault_go;
+    gf_ev <= gf_ev_pend and (not term_ev_v);
+    wf_qp_error <= prot_term and (wqe_fault or gf_fault);
+    term_ev_load <= ((term_ev_set or wf_ev) or term_fault_go) or gf_ev;
     m_ev_valid <= term_ev_v;
     m_ev_qpn <= term_ev_qpn;
     term_local <= term_new and (or s_term_reason);
     m_ev_cause <= term_ev_cause;
     m_ev_info <= term_ev_info;
     m_ev_type <= term_ev_type;
-    m_fault_valid <= wf_ev or term_fault_go;
-    m_fault_qpn <= mux(wf_ev, cur_qp, s_term_qpn and std_logic_vector'(9 downto 0 => term_fault_go));
-    m_fault_addr <= mux(wf_ev, wqe_fault_addr_now, s_term_fault_addr and std_logic_vector'(63 downto 0 => term_fault_go));
+    m_fault_valid <= (wf_ev or term_fault_go) or gf_ev;
+    m_fault_qpn <= mux(wf_ev or gf_ev, cur_qp, s_term_qpn and std_logic_vector'(9 downto 0 => term_fault_go));
+    m_fault_addr <= mux(wf_ev, wqe_fault_addr_now, mux(gf_ev, gf_addr, s_term_fault_addr and std_logic_vector'(63 downto 0 => term_fault_go)));
     sched_empty <= b2l(sched_head = sched_tail);
     sched_pop <= ((in_state0 and (not sched_empty)) and (not cmd_valid)) and cpl_room;
     qclr_qp <= sched_rd;
@@ -8901,13 +9034,51 @@ begin
     g_verdict <= (g_feed and b2l(g_ph = "10")) and s_chk_valid;
     g_ok <= g_verdict and (not (or s_chk_fault));
     g_run_cap <= mux(b2l(unsigned(s_chk_run) < unsigned'(x"00010000")), s_chk_run(16 downto 0), "10000000000000000");
-    g_req_go <= (g_feed and b2l(g_ph = "11")) and rd_req_ready;
+    g_pg_left <= std_logic_vector(unsigned'("1000000000000") - unsigned(std_logic_vector'('0' & g_addr(11 downto 0))));
+    g_req_whole <= not b2l(unsigned(std_logic_vector'(x"0" & g_pg_left)) < unsigned(g_n));
+    g_req_n <= mux(g_req_whole, g_n, std_logic_vector'(x"0" & g_pg_left));
+    g_req_go <= g_req_v and rd_req_ready;
+    g_pq_wpos <= std_logic_vector(unsigned(g_pq_count) - unsigned(std_logic_vector'("00000" & g_pq_pop)));
+    g_pq0_push <= g_req_go and b2l(g_pq_wpos = "000000");
+    g_pq1_push <= g_req_go and b2l(g_pq_wpos = "000001");
+    g_pq2_push <= g_req_go and b2l(g_pq_wpos = "000010");
+    g_pq3_push <= g_req_go and b2l(g_pq_wpos = "000011");
+    g_pq4_push <= g_req_go and b2l(g_pq_wpos = "000100");
+    g_pq5_push <= g_req_go and b2l(g_pq_wpos = "000101");
+    g_pq6_push <= g_req_go and b2l(g_pq_wpos = "000110");
+    g_pq7_push <= g_req_go and b2l(g_pq_wpos = "000111");
+    g_pq8_push <= g_req_go and b2l(g_pq_wpos = "001000");
+    g_pq9_push <= g_req_go and b2l(g_pq_wpos = "001001");
+    g_pq10_push <= g_req_go and b2l(g_pq_wpos = "001010");
+    g_pq11_push <= g_req_go and b2l(g_pq_wpos = "001011");
+    g_pq12_push <= g_req_go and b2l(g_pq_wpos = "001100");
+    g_pq13_push <= g_req_go and b2l(g_pq_wpos = "001101");
+    g_pq14_push <= g_req_go and b2l(g_pq_wpos = "001110");
+    g_pq15_push <= g_req_go and b2l(g_pq_wpos = "001111");
+    g_pq16_push <= g_req_go and b2l(g_pq_wpos = "010000");
+    g_pq17_push <= g_req_go and b2l(g_pq_wpos = "010001");
+    g_pq18_push <= g_req_go and b2l(g_pq_wpos = "010010");
+    g_pq19_push <= g_req_go and b2l(g_pq_wpos = "010011");
+    g_pq20_push <= g_req_go and b2l(g_pq_wpos = "010100");
+    g_pq21_push <= g_req_go and b2l(g_pq_wpos = "010101");
+    g_pq22_push <= g_req_go and b2l(g_pq_wpos = "010110");
+    g_pq23_push <= g_req_go and b2l(g_pq_wpos = "010111");
+    g_pq24_push <= g_req_go and b2l(g_pq_wpos = "011000");
+    g_pq25_push <= g_req_go and b2l(g_pq_wpos = "011001");
+    g_pq26_push <= g_req_go and b2l(g_pq_wpos = "011010");
+    g_pq27_push <= g_req_go and b2l(g_pq_wpos = "011011");
+    g_pq28_push <= g_req_go and b2l(g_pq_wpos = "011100");
+    g_pq29_push <= g_req_go and b2l(g_pq_wpos = "011101");
+    g_pq30_push <= g_req_go and b2l(g_pq_wpos = "011110");
+    g_pq31_push <= g_req_go and b2l(g_pq_wpos = "011111");
+    g_req_v <= ((g_feed and b2l(g_ph = "11")) and b2l(unsigned(g_pq_count) < unsigned'("100000"))) and (not g_rd_fault);
+    g_piece_done <= g_req_go and g_req_whole;
     g_sge_rd <= ck_rd or g_rd;
     g_sge_idx <= mux(in_state12, ck_i(4 downto 0), g_i(4 downto 0));
-    g_rd_len <= std_logic_vector(unsigned(g_n) - unsigned'("00000000000000001"));
+    g_rd_len <= std_logic_vector(unsigned(g_req_n) - unsigned'("00000000000000001"));
     pk_free <= (not pk_v) or ddp_s_ready;
     pk_rest <= std_logic_vector(unsigned(g_total) - unsigned(pk_in));
-    pk_zero <= ((g_feed and g_late_fault) and b2l(pk_in = g_req)) and (or pk_rest);
+    pk_zero <= ((g_feed and (g_late_fault or g_rd_fault)) and b2l(pk_in = g_req)) and (or pk_rest);
     pk_in_v <= ((g_feed and rd_tvalid) and rd_ttag(0)) or pk_zero;
     pk_take <= (pk_in_v and pk_free) and (not pk_flush);
     pk_keep_n <= ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((("0000000" or (std_logic_vector'(6 downto 0 => rd_tkeep(0) and (not rd_tkeep(1))) and "0000001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(1) and (not rd_tkeep(2))) and "0000010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(2) and (not rd_tkeep(3))) and "0000011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(3) and (not rd_tkeep(4))) and "0000100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(4) and (not rd_tkeep(5))) and "0000101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(5) and (not rd_tkeep(6))) and "0000110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(6) and (not rd_tkeep(7))) and "0000111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(7) and (not rd_tkeep(8))) and "0001000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(8) and (not rd_tkeep(9))) and "0001001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(9) and (not rd_tkeep(10))) and "0001010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(10) and (not rd_tkeep(11))) and "0001011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(11) and (not rd_tkeep(12))) and "0001100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(12) and (not rd_tkeep(13))) and "0001101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(13) and (not rd_tkeep(14))) and "0001110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(14) and (not rd_tkeep(15))) and "0001111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(15) and (not rd_tkeep(16))) and "0010000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(16) and (not rd_tkeep(17))) and "0010001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(17) and (not rd_tkeep(18))) and "0010010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(18) and (not rd_tkeep(19))) and "0010011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(19) and (not rd_tkeep(20))) and "0010100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(20) and (not rd_tkeep(21))) and "0010101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(21) and (not rd_tkeep(22))) and "0010110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(22) and (not rd_tkeep(23))) and "0010111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(23) and (not rd_tkeep(24))) and "0011000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(24) and (not rd_tkeep(25))) and "0011001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(25) and (not rd_tkeep(26))) and "0011010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(26) and (not rd_tkeep(27))) and "0011011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(27) and (not rd_tkeep(28))) and "0011100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(28) and (not rd_tkeep(29))) and "0011101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(29) and (not rd_tkeep(30))) and "0011110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(30) and (not rd_tkeep(31))) and "0011111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(31) and (not rd_tkeep(32))) and "0100000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(32) and (not rd_tkeep(33))) and "0100001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(33) and (not rd_tkeep(34))) and "0100010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(34) and (not rd_tkeep(35))) and "0100011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(35) and (not rd_tkeep(36))) and "0100100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(36) and (not rd_tkeep(37))) and "0100101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(37) and (not rd_tkeep(38))) and "0100110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(38) and (not rd_tkeep(39))) and "0100111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(39) and (not rd_tkeep(40))) and "0101000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(40) and (not rd_tkeep(41))) and "0101001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(41) and (not rd_tkeep(42))) and "0101010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(42) and (not rd_tkeep(43))) and "0101011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(43) and (not rd_tkeep(44))) and "0101100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(44) and (not rd_tkeep(45))) and "0101101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(45) and (not rd_tkeep(46))) and "0101110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(46) and (not rd_tkeep(47))) and "0101111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(47) and (not rd_tkeep(48))) and "0110000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(48) and (not rd_tkeep(49))) and "0110001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(49) and (not rd_tkeep(50))) and "0110010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(50) and (not rd_tkeep(51))) and "0110011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(51) and (not rd_tkeep(52))) and "0110100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(52) and (not rd_tkeep(53))) and "0110101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(53) and (not rd_tkeep(54))) and "0110110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(54) and (not rd_tkeep(55))) and "0110111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(55) and (not rd_tkeep(56))) and "0111000")) or (std_logic_vector'(6 downto 0 => rd_tkeep(56) and (not rd_tkeep(57))) and "0111001")) or (std_logic_vector'(6 downto 0 => rd_tkeep(57) and (not rd_tkeep(58))) and "0111010")) or (std_logic_vector'(6 downto 0 => rd_tkeep(58) and (not rd_tkeep(59))) and "0111011")) or (std_logic_vector'(6 downto 0 => rd_tkeep(59) and (not rd_tkeep(60))) and "0111100")) or (std_logic_vector'(6 downto 0 => rd_tkeep(60) and (not rd_tkeep(61))) and "0111101")) or (std_logic_vector'(6 downto 0 => rd_tkeep(61) and (not rd_tkeep(62))) and "0111110")) or (std_logic_vector'(6 downto 0 => rd_tkeep(62) and (not rd_tkeep(63))) and "0111111")) or (std_logic_vector'(6 downto 0 => rd_tkeep(63)) and "1000000");
@@ -9000,10 +9171,15 @@ begin
     pk_more <= ((pk_take and pk_final) and (not b2l(pk_sum = "1000000"))) and pk_full;
     pk_flush_go <= pk_flush and pk_free;
     pk_sum_lo <= std_logic_vector(unsigned(pk_sum) - unsigned'("1000000"));
-    rd_req_valid <= rd_wqe_valid or (g_feed and b2l(g_ph = "11"));
-    rd_req_addr <= mux(g_feed and b2l(g_ph = "11"), g_addr, rd_wqe_addr);
-    rd_req_len <= mux(g_feed and b2l(g_ph = "11"), g_rd_len(15 downto 0), rd_wqe_len);
-    rd_req_tag <= std_logic_vector'("0000000" & (g_feed and b2l(g_ph = "11")));
+    pk_pay_take <= rd_tvalid and (((g_feed and rd_ttag(0)) and pk_free) and (not pk_flush));
+    g_pq_pop <= pk_pay_take and rd_tlast;
+    pk_fault_hit <= (pk_pay_take and rd_berr) and (not g_rd_fault);
+    gf_fault <= g_rd_fault;
+    gf_addr <= g_rd_fault_addr;
+    rd_req_valid <= rd_wqe_valid or g_req_v;
+    rd_req_addr <= mux(g_req_v, g_addr, rd_wqe_addr);
+    rd_req_len <= mux(g_req_v, g_rd_len(15 downto 0), rd_wqe_len);
+    rd_req_tag <= std_logic_vector'("0000000" & g_req_v);
     ddp_s_valid <= mux(pay_from_buf, or fq_count, pk_v);
     ddp_s_go <= ddp_s_valid and ddp_s_ready;
     fq_pop <= std_logic_vector'('0' & (ddp_s_go and pay_from_buf));
@@ -9021,8 +9197,8 @@ begin
     m_chk_tag <= x"00";
     s_chk_ready <= '1';
     feed_end <= (in_state9 and (desc_done or ddp_desc_go)) and ((pay_done or ddp_s_last_go) or no_payload);
-    pub_room <= cpl_room and (not in_state11);
-    h_gate <= (not h_first) or ((rec_room and ring_fits) and ((not pub_fpdu) or pub_room));
+    pub_room <= pub_slot and (not in_state11);
+    h_gate <= (not h_first) or ((rec_room and (ring_fits or ab_drop)) and ((not pub_fpdu) or pub_room));
     h_go <= (ddp_m_tvalid and mpa_s_ready) and h_gate;
     fpdu_new <= h_go and h_first;
     w_n5 <= std_logic_vector(unsigned(std_logic_vector'('0' & ddp_m_tuser_len)) + unsigned'("00000000000000101"));
@@ -9042,17 +9218,23 @@ begin
     ring_fits <= not b2l(unsigned(ring_size) < unsigned(std_logic_vector(unsigned(ring_used) + unsigned(std_logic_vector'("000000000000000" & w_len_sel)))));
     fpdu_end_off <= std_logic_vector(unsigned(f_off) + unsigned(std_logic_vector'("000000000000000" & w_len_sel)));
     ring_quarter_hi <= not std_logic_vector'("0000000000" & cur_txs_mask(23 downto 2));
-    pub_fpdu <= (not ddp_m_tuser_last) and b2l((f_off and ring_quarter_hi) /= (fpdu_end_off and ring_quarter_hi));
+    pub_fpdu <= ((not ddp_m_tuser_last) and (not ab_drop)) and b2l((f_off and ring_quarter_hi) /= (fpdu_end_off and ring_quarter_hi));
     pub_go <= fpdu_new and pub_fpdu;
+    ab_hdr_len <= mux(op_write, x"000e", x"0012");
+    ab_pay_end_new <= std_logic_vector(unsigned(ab_pay_end) + unsigned(std_logic_vector'(x"0000" & std_logic_vector(unsigned(ddp_m_tuser_len) - unsigned(ab_hdr_len)))));
+    ab_held <= ((g_rd_fault_new and (not ab_cut_set)) and ab_any) and b2l(unsigned(g_rd_fault_off) < unsigned(ab_pay_end));
+    ab_enter <= ((fpdu_new and gf_fault) and (not ab_cut_set)) and b2l(unsigned(g_rd_fault_off) < unsigned(ab_pay_end_new));
+    ab_drop <= gf_fault and (ab_cut_set or b2l(unsigned(g_rd_fault_off) < unsigned(ab_pay_end_new)));
+    ab_set <= ab_held or ab_enter;
     rec_pos <= f_off(23 downto 0) and cur_txs_mask;
     rec_to_end <= std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & cur_txs_mask)) + unsigned'("0000000000000000000000001"))) - unsigned(std_logic_vector'('0' & rec_pos)));
     rec_split <= b2l(unsigned(rec_to_end) < unsigned(std_logic_vector'("000000000" & w_len_sel(15 downto 0))));
     rec_cut <= rec_to_end(15 downto 0);
     qa_wpos <= std_logic_vector(unsigned(qa_count) - unsigned(qa_pop));
-    qa0_push <= fpdu_new and b2l(qa_wpos = "000");
-    qa1_push <= fpdu_new and b2l(qa_wpos = "001");
-    qa2_push <= fpdu_new and b2l(qa_wpos = "010");
-    qa3_push <= fpdu_new and b2l(qa_wpos = "011");
+    qa0_push <= (fpdu_new and (not ab_drop)) and b2l(qa_wpos = "000");
+    qa1_push <= (fpdu_new and (not ab_drop)) and b2l(qa_wpos = "001");
+    qa2_push <= (fpdu_new and (not ab_drop)) and b2l(qa_wpos = "010");
+    qa3_push <= (fpdu_new and (not ab_drop)) and b2l(qa_wpos = "011");
     qd_wpos <= std_logic_vector(unsigned(qd_count) - unsigned(qd_pop));
     qd0_push <= fpdu_new and b2l(qd_wpos = "000");
     qd1_push <= fpdu_new and b2l(qd_wpos = "001");
@@ -9068,6 +9250,7 @@ begin
     rw_r <= qd0_cut(5 downto 0);
     rw_q <= std_logic_vector'("0000000" & qd0_cut(15 downto 6));
     rw_merge_mode <= qd0_split and (or rw_r);
+    rw_drop <= (or qd_count) and qd0_drop;
     rw_len_p <= std_logic_vector(unsigned(std_logic_vector'("0000000" & qd0_len)) + unsigned'("00000000000000000111111"));
     rw_nin <= rw_len_p(22 downto 6);
     rw_len2_p <= std_logic_vector(unsigned(std_logic_vector'("0000000" & std_logic_vector(unsigned(qd0_len) - unsigned(qd0_cut)))) + unsigned'("00000000000000000111111"));
@@ -9087,9 +9270,9 @@ begin
     rw_shift_s5 <= mux(rw_r(5), rw_shift_s4(767 downto 256), rw_shift_s4(511 downto 0));
     rw_merged <= rw_shift_s5;
     rw_data <= mux(rw_merge, rw_merged, mpa_m_tdata);
-    rw_valid <= rw_have and ((not rw_need_in) or mpa_m_tvalid);
+    rw_valid <= (rw_have and (not qd0_drop)) and ((not rw_need_in) or mpa_m_tvalid);
     rw_go <= rw_valid and wr_s_ready;
-    rw_take <= rw_go and rw_need_in;
+    rw_take <= (rw_go and rw_need_in) or (rw_drop and mpa_m_tvalid);
     rw_at_q <= b2l(rw_in = rw_q);
     rw_pass_end <= (((not rw_merge) and rw_take) and b2l(std_logic_vector(unsigned(rw_in) + unsigned'("00000000000000001")) = rw_nin)) and (not (rw_merge_mode and rw_at_q));
     rw_to_merge <= (((not rw_merge) and rw_take) and rw_merge_mode) and rw_at_q;
@@ -9097,7 +9280,7 @@ begin
     rw_fpdu_end <= rw_pass_end or rw_merge_end;
     qd_pop <= std_logic_vector'("00" & rw_fpdu_end);
     read_sent <= (op_read and (not wqe_mal)) and (not wqe_fault);
-    wqe_retires <= (ret_mode or sent_done) or ((((not ret_or_flush) and (not read_sent)) and b2l(cur_orq = "00000")) and (not cur_walk));
+    wqe_retires <= ((ret_mode or sent_done) or ((((not ret_or_flush) and (not read_sent)) and b2l(cur_orq = "00000")) and (not cur_walk))) and (not gf_fault);
     flush_avail <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_ci));
     flush_bbs <= mux((((or h_bbs) and (not b2l(unsigned'(x"8") < unsigned(h_bbs)))) and (not b2l(unsigned(flush_avail) < unsigned(std_logic_vector'(x"000" & h_bbs))))) and (not b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & sq_mask)) + unsigned'("00000000000000001"))) < unsigned(std_logic_vector'("0000000000000" & h_bbs)))), std_logic_vector'(x"000" & h_bbs), flush_avail);
     wqe_blocks <= mux(wqe_fault, wqe_fault_bbs, mux(wqe_mal, wqe_mal_bbs, std_logic_vector'(x"000" & h_bbs)));
@@ -9110,10 +9293,11 @@ begin
     flush_err <= flush_mode and (not sent_done);
     term_blame_used <= ((in_state11 and flush_err) and term_blame_cur) and b2l(cur_sq_ci /= cur_sq_next);
     blame_cause <= cur_term_cause and std_logic_vector'(15 downto 0 => term_blame_used);
+    wb_txs_pi <= mux(gf_fault, ab_cut, f_off);
     no_record <= ((walk_mode and op_read) or prot_late) and (not wqe_fault);
     rsp_fault <= (ck_fault and rsp_mode) and (not term_mode);
-    prot_err <= in_state11 and ((prot or rsp_fault) or wqe_fault_live);
-    prot_term <= in_state11 and ((prot or rsp_fault) or wqe_fault_live);
+    prot_err <= in_state11 and (((prot or rsp_fault) or wqe_fault_live) or gf_fault);
+    prot_term <= in_state11 and (((prot or rsp_fault) or wqe_fault_live) or gf_fault);
     rev_cause <= mux(b2l(ck_fault_code = "001"), x"0100", mux(b2l(ck_fault_code = "010"), x"0103", mux(b2l(ck_fault_code = "011"), x"0102", mux(b2l(ck_fault_code = "100"), x"0104", x"0101"))));
     rev_sink_stag <= rrp_data_rd(31 downto 0);
     rev_sink_to <= rrp_data_rd(95 downto 32);
@@ -9163,11 +9347,13 @@ begin
     cq6_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"6");
     cq7_push <= ((in_state11 and (not no_record)) or pub_go) and b2l(cq_wpos = x"7");
     cpl_room <= b2l(unsigned(cq_count) < unsigned'(x"8"));
+    pub_slot <= b2l(unsigned(cq_count) < unsigned'(x"7"));
     cpl_free <= (not cpl_v) or m_cpl_ready;
     cpl_unresolved <= (cpl_hold or (or cq_count)) or cpl_v;
     wr_done_last <= wr_done_valid and wr_done_tag(0);
+    wr_done_fpdu <= wr_done_valid and wr_done_tag(1);
     rreq_done_free <= (not rreq_done_v) or m_rreq_done_ready;
-    cpl_load <= ((cpl_free and rreq_done_free) and (or cq_count)) and (cq0_noring or (or cpl_written));
+    cpl_load <= ((cpl_free and rreq_done_free) and (or cq_count)) and mux(cq0_noring, not (cq0_cut and (or ab_wait)), or cpl_written);
     m_rreq_done_valid <= rreq_done_v;
     m_rreq_done_qpn <= rreq_done_qpn_q and std_logic_vector'(9 downto 0 => rreq_done_v);
     cq_pop <= std_logic_vector'("000" & cpl_load);
@@ -9182,6 +9368,8 @@ begin
     m_cpl_term_cause <= cpl_term_cause_q;
     m_cpl_byte_len <= cpl_len_q;
     m_cpl_sq_ci <= cpl_sq_ci_q;
+    ab_diff <= std_logic_vector(unsigned(ab_cut) - unsigned(cq0_txs_pi));
+    ab_beyond <= (ab_v and b2l(cq0_qpn = ab_qp)) and ab_diff(31);
     m_cpl_txs_pi <= cpl_txs_pi_q;
     m_cpl_term <= cpl_term_q;
     stat_dma_err <= dma_err_q;
@@ -9194,7 +9382,7 @@ begin
     m_rd_issue_stag <= sge_lkey and std_logic_vector'(31 downto 0 => rd_issue_go);
     m_rd_issue_to <= sge_addr and std_logic_vector'(63 downto 0 => rd_issue_go);
     m_rd_issue_len <= sge_len and std_logic_vector'(31 downto 0 => rd_issue_go);
-    new_sq_next <= mux((flush_mode and b2l(cur_sq_ci = cur_sq_next)) or wqe_fault_again, new_sq_ci, mux(ret_or_flush or prot_late, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(wqe_blocks))));
+    new_sq_next <= mux((flush_mode and b2l(cur_sq_ci = cur_sq_next)) or wqe_fault_again, new_sq_ci, mux((ret_or_flush or prot_late) or gf_fault, cur_sq_next, std_logic_vector(unsigned(cur_sq_next) + unsigned(wqe_blocks))));
     new_walk <= mux(wqe_ends_reads, '0', mux(ret_mode or walk_mode, b2l(new_sq_ci /= cur_sq_next) and (not (walk_mode and op_read)), cur_walk));
     new_orq <= mux(wqe_ends_reads, "00000", mux(ret_mode, std_logic_vector(unsigned(cur_orq) - unsigned'("00001")), mux(read_started, std_logic_vector(unsigned(cur_orq) + unsigned'("00001")), cur_orq)));
     new_rdone_used <= mux(wqe_ends_reads, cur_rdone, mux(ret_mode and (not ret_flush_mode), std_logic_vector(unsigned(cur_rdone_used) + unsigned'("00001")), cur_rdone_used));
@@ -9210,11 +9398,11 @@ begin
         new_sq_next &
         std_logic_vector(unsigned(cur_rmsn) + unsigned(std_logic_vector'("0000000000000000000000000000000" & read_started))) &
         std_logic_vector(unsigned(cur_msn) + unsigned(std_logic_vector'("0000000000000000000000000000000" & op_is_send))) &
-        f_off &
+        wb_txs_pi &
         new_sq_ci
     );
     sq_wb_data <= std_logic_vector'(new_sq_next & new_sq_ci);
-    more_work <= ((b2l(cur_rreq /= new_rreq_used) or prot) or wqe_fault_live) or mux((((flush_mode or prot) or rsp_fault) or wqe_fault_live) or cur_error, b2l(new_sq_ci /= cur_sq_pi), (b2l(new_sq_next /= cur_sq_pi) or (b2l(new_orq /= "00000") and (b2l(cur_rdone /= new_rdone_used) or b2l(new_end_flush /= "00000")))) or (new_walk and b2l(new_sq_ci /= new_sq_next)));
+    more_work <= (((b2l(cur_rreq /= new_rreq_used) or prot) or wqe_fault_live) or gf_fault) or mux((((flush_mode or prot) or rsp_fault) or wqe_fault_live) or cur_error, b2l(new_sq_ci /= cur_sq_pi), (b2l(new_sq_next /= cur_sq_pi) or (b2l(new_orq /= "00000") and (b2l(cur_rdone /= new_rdone_used) or b2l(new_end_flush /= "00000")))) or (new_walk and b2l(new_sq_ci /= new_sq_next)));
     baddb_eng <= txs_ci_bad_go;
     qeng_qp <= cur_qp;
     qeng_1h <= std_logic_vector'(
@@ -10286,7 +10474,6 @@ begin
         wqe_hdr(31 downto 29) &
         wqe_hdr(63 downto 48) &
         fetch_to_end(16 downto 4) &
-        rd_tlast &
         rd_ttag(7 downto 1) &
         buf_wa_full(6 downto 3) &
         pay_words_full(5 downto 0) &
@@ -10315,10 +10502,10 @@ begin
         rw_len2_p(5 downto 0) &
         rw_window(1023 downto 1016) &
         rev_rr32(255 downto 224) &
-        wr_done_tag(7 downto 1) &
+        wr_done_tag(7 downto 2) &
+        ab_diff(30 downto 0) &
         bind_w2(39 downto 36) &
-        bind_w2(63 downto 41) &
-        rd_berr
+        bind_w2(63 downto 41)
     );
 
     cmd_rd_reg : process (clk)
@@ -10382,7 +10569,7 @@ begin
             if rst = '1' then
                 term_ev_qpn <= "0000000000";
             elsif term_ev_load = '1' then
-                term_ev_qpn <= mux(prot_term or wf_ev, cur_qp, s_term_qpn);
+                term_ev_qpn <= mux((prot_term or wf_ev) or gf_ev, cur_qp, s_term_qpn);
             end if;
         end if;
     end process;
@@ -10393,7 +10580,7 @@ begin
             if rst = '1' then
                 term_ev_cause <= x"0000";
             elsif term_ev_load = '1' then
-                term_ev_cause <= mux((wf_ev or wf_qp_error) or term_fault_go, x"0000", mux(prot_term, eng_term_cause, mux(term_local, x"0000", s_term_cause)));
+                term_ev_cause <= mux(((wf_ev or wf_qp_error) or term_fault_go) or gf_ev, x"0000", mux(prot_term, eng_term_cause, mux(term_local, x"0000", s_term_cause)));
             end if;
         end if;
     end process;
@@ -10404,7 +10591,7 @@ begin
             if rst = '1' then
                 term_ev_info <= x"00000000";
             elsif term_ev_load = '1' then
-                term_ev_info <= mux(wf_ev, wqe_fault_addr_now(31 downto 0), mux(term_fault_go, s_term_fault_addr(31 downto 0), mux(wf_qp_error, x"00000004", mux(term_local, std_logic_vector'(x"000000" & s_term_reason), x"00000000"))));
+                term_ev_info <= mux(wf_ev, wqe_fault_addr_now(31 downto 0), mux(gf_ev, gf_addr(31 downto 0), mux(term_fault_go, s_term_fault_addr(31 downto 0), mux(wf_qp_error, x"00000004", mux(term_local, std_logic_vector'(x"000000" & s_term_reason), x"00000000")))));
             end if;
         end if;
     end process;
@@ -10415,7 +10602,7 @@ begin
             if rst = '1' then
                 term_ev_type <= x"06";
             elsif term_ev_load = '1' then
-                term_ev_type <= mux(wf_ev or term_fault_go, x"0a", mux(term_new and s_term_recv, x"07", mux(term_local or wf_qp_error, x"08", x"06")));
+                term_ev_type <= mux((wf_ev or term_fault_go) or gf_ev, x"0a", mux(term_new and s_term_recv, x"07", mux(term_local or wf_qp_error, x"08", x"06")));
             end if;
         end if;
     end process;
@@ -11924,13 +12111,248 @@ begin
         end if;
     end process;
 
+    g_pq_count_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                g_pq_count <= "000000";
+            else
+                g_pq_count <= std_logic_vector(unsigned(g_pq_wpos) + unsigned(std_logic_vector'("00000" & g_req_go)));
+            end if;
+        end if;
+    end process;
+
+    g_pq0_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq0_addr <= mux(g_pq0_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq1_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq2_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq3_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq4_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq5_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq6_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq7_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq8_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq9_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010111"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011000"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011001"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011010"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011011"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011100"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011101"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011110"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011111"), g_pq31_addr, g_pq0_addr))))))))))))))))))))))))))))))));
+        end if;
+    end process;
+
+    g_pq1_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq1_addr <= mux(g_pq1_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq2_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq3_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq4_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq5_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq6_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq7_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq8_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq9_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010111"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011000"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011001"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011010"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011011"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011100"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011101"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011110"), g_pq31_addr, g_pq1_addr)))))))))))))))))))))))))))))));
+        end if;
+    end process;
+
+    g_pq2_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq2_addr <= mux(g_pq2_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq3_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq4_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq5_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq6_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq7_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq8_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq9_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010111"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011000"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011001"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011010"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011011"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011100"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011101"), g_pq31_addr, g_pq2_addr))))))))))))))))))))))))))))));
+        end if;
+    end process;
+
+    g_pq3_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq3_addr <= mux(g_pq3_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq4_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq5_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq6_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq7_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq8_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq9_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010111"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011000"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011001"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011010"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011011"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011100"), g_pq31_addr, g_pq3_addr)))))))))))))))))))))))))))));
+        end if;
+    end process;
+
+    g_pq4_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq4_addr <= mux(g_pq4_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq5_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq6_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq7_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq8_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq9_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010111"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011000"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011001"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011010"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011011"), g_pq31_addr, g_pq4_addr))))))))))))))))))))))))))));
+        end if;
+    end process;
+
+    g_pq5_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq5_addr <= mux(g_pq5_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq6_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq7_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq8_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq9_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010111"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011000"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011001"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011010"), g_pq31_addr, g_pq5_addr)))))))))))))))))))))))))));
+        end if;
+    end process;
+
+    g_pq6_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq6_addr <= mux(g_pq6_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq7_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq8_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq9_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010111"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011000"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011001"), g_pq31_addr, g_pq6_addr))))))))))))))))))))))))));
+        end if;
+    end process;
+
+    g_pq7_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq7_addr <= mux(g_pq7_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq8_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq9_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010111"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011000"), g_pq31_addr, g_pq7_addr)))))))))))))))))))))))));
+        end if;
+    end process;
+
+    g_pq8_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq8_addr <= mux(g_pq8_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq9_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010111"), g_pq31_addr, g_pq8_addr))))))))))))))))))))))));
+        end if;
+    end process;
+
+    g_pq9_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq9_addr <= mux(g_pq9_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq31_addr, g_pq9_addr)))))))))))))))))))))));
+        end if;
+    end process;
+
+    g_pq10_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq10_addr <= mux(g_pq10_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq31_addr, g_pq10_addr))))))))))))))))))))));
+        end if;
+    end process;
+
+    g_pq11_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq11_addr <= mux(g_pq11_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq31_addr, g_pq11_addr)))))))))))))))))))));
+        end if;
+    end process;
+
+    g_pq12_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq12_addr <= mux(g_pq12_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq31_addr, g_pq12_addr))))))))))))))))))));
+        end if;
+    end process;
+
+    g_pq13_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq13_addr <= mux(g_pq13_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq31_addr, g_pq13_addr)))))))))))))))))));
+        end if;
+    end process;
+
+    g_pq14_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq14_addr <= mux(g_pq14_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq31_addr, g_pq14_addr))))))))))))))))));
+        end if;
+    end process;
+
+    g_pq15_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq15_addr <= mux(g_pq15_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq31_addr, g_pq15_addr)))))))))))))))));
+        end if;
+    end process;
+
+    g_pq16_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq16_addr <= mux(g_pq16_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq31_addr, g_pq16_addr))))))))))))))));
+        end if;
+    end process;
+
+    g_pq17_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq17_addr <= mux(g_pq17_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq31_addr, g_pq17_addr)))))))))))))));
+        end if;
+    end process;
+
+    g_pq18_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq18_addr <= mux(g_pq18_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq31_addr, g_pq18_addr))))))))))))));
+        end if;
+    end process;
+
+    g_pq19_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq19_addr <= mux(g_pq19_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq31_addr, g_pq19_addr)))))))))))));
+        end if;
+    end process;
+
+    g_pq20_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq20_addr <= mux(g_pq20_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq31_addr, g_pq20_addr))))))))))));
+        end if;
+    end process;
+
+    g_pq21_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq21_addr <= mux(g_pq21_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq31_addr, g_pq21_addr)))))))))));
+        end if;
+    end process;
+
+    g_pq22_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq22_addr <= mux(g_pq22_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq31_addr, g_pq22_addr))))))))));
+        end if;
+    end process;
+
+    g_pq23_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq23_addr <= mux(g_pq23_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq31_addr, g_pq23_addr)))))))));
+        end if;
+    end process;
+
+    g_pq24_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq24_addr <= mux(g_pq24_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq31_addr, g_pq24_addr))))))));
+        end if;
+    end process;
+
+    g_pq25_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq25_addr <= mux(g_pq25_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq31_addr, g_pq25_addr)))))));
+        end if;
+    end process;
+
+    g_pq26_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq26_addr <= mux(g_pq26_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq31_addr, g_pq26_addr))))));
+        end if;
+    end process;
+
+    g_pq27_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq27_addr <= mux(g_pq27_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq31_addr, g_pq27_addr)))));
+        end if;
+    end process;
+
+    g_pq28_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq28_addr <= mux(g_pq28_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq31_addr, g_pq28_addr))));
+        end if;
+    end process;
+
+    g_pq29_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq29_addr <= mux(g_pq29_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq31_addr, g_pq29_addr)));
+        end if;
+    end process;
+
+    g_pq30_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq30_addr <= mux(g_pq30_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq31_addr, g_pq30_addr));
+        end if;
+    end process;
+
+    g_pq31_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            g_pq31_addr <= mux(g_pq31_push, g_addr, g_pq31_addr);
+        end if;
+    end process;
+
     g_ph_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
                 g_ph <= "00";
             else
-                g_ph <= mux(fetch_go, "00", mux(g_rd, "01", mux(g_skip, "00", mux(g_look_go, "10", mux(g_verdict, mux(g_ok, "11", "00"), mux(g_req_go, "01", g_ph))))));
+                g_ph <= mux(fetch_go, "00", mux(g_rd, "01", mux(g_skip, "00", mux(g_look_go, "10", mux(g_verdict, mux(g_ok, "11", "00"), mux(g_piece_done, "01", g_ph))))));
             end if;
         end if;
     end process;
@@ -11950,7 +12372,7 @@ begin
     begin
         if rising_edge(clk) then
             if ((fetch_go or g_skip) or g_req_go) = '1' then
-                g_off <= mux(fetch_go or g_skip, x"00000000", std_logic_vector(unsigned(g_off) + unsigned(std_logic_vector'("000000000000000" & g_n))));
+                g_off <= mux(fetch_go or g_skip, x"00000000", std_logic_vector(unsigned(g_off) + unsigned(std_logic_vector'("000000000000000" & g_req_n))));
             end if;
         end if;
     end process;
@@ -11958,8 +12380,8 @@ begin
     g_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if g_ok = '1' then
-                g_addr <= s_chk_addr;
+            if (g_ok or g_req_go) = '1' then
+                g_addr <= mux(g_ok, s_chk_addr, std_logic_vector(unsigned(g_addr) + unsigned(std_logic_vector'("00000000000000000000000000000000000000000000000" & g_req_n))));
             end if;
         end if;
     end process;
@@ -11967,8 +12389,8 @@ begin
     g_n_reg : process (clk)
     begin
         if rising_edge(clk) then
-            if g_ok = '1' then
-                g_n <= g_run_cap;
+            if (g_ok or g_req_go) = '1' then
+                g_n <= mux(g_ok, g_run_cap, std_logic_vector(unsigned(g_n) - unsigned(g_req_n)));
             end if;
         end if;
     end process;
@@ -11990,7 +12412,7 @@ begin
             if rst = '1' then
                 g_req <= x"00000000";
             elsif (fetch_go or g_req_go) = '1' then
-                g_req <= mux(fetch_go, x"00000000", std_logic_vector(unsigned(g_req) + unsigned(std_logic_vector'("000000000000000" & g_n))));
+                g_req <= mux(fetch_go, x"00000000", std_logic_vector(unsigned(g_req) + unsigned(std_logic_vector'("000000000000000" & g_req_n))));
             end if;
         end if;
     end process;
@@ -12068,6 +12490,77 @@ begin
         end if;
     end process;
 
+    pk_req_first_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                pk_req_first <= '1';
+            elsif (fetch_go or pk_pay_take) = '1' then
+                pk_req_first <= fetch_go or rd_tlast;
+            end if;
+        end if;
+    end process;
+
+    pk_req_off_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if (pk_pay_take and pk_req_first) = '1' then
+                pk_req_off <= pk_in;
+            end if;
+        end if;
+    end process;
+
+    g_rd_fault_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                g_rd_fault <= '0';
+            else
+                g_rd_fault <= (not fetch_go) and (g_rd_fault or pk_fault_hit);
+            end if;
+        end if;
+    end process;
+
+    g_rd_fault_new_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                g_rd_fault_new <= '0';
+            else
+                g_rd_fault_new <= pk_fault_hit;
+            end if;
+        end if;
+    end process;
+
+    g_rd_fault_addr_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pk_fault_hit = '1' then
+                g_rd_fault_addr <= g_pq0_addr;
+            end if;
+        end if;
+    end process;
+
+    g_rd_fault_off_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if pk_fault_hit = '1' then
+                g_rd_fault_off <= mux(pk_req_first, pk_in, pk_req_off);
+            end if;
+        end if;
+    end process;
+
+    gf_ev_pend_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                gf_ev_pend <= '0';
+            else
+                gf_ev_pend <= (not gf_ev) and (gf_ev_pend or g_rd_fault_new);
+            end if;
+        end if;
+    end process;
+
     desc_done_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -12121,13 +12614,84 @@ begin
         end if;
     end process;
 
+    ab_pay_end_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ab_pay_end <= x"00000000";
+            elsif (msg_go or fpdu_new) = '1' then
+                ab_pay_end <= mux(msg_go, x"00000000", ab_pay_end_new);
+            end if;
+        end if;
+    end process;
+
+    ab_fpdu_start_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if fpdu_new = '1' then
+                ab_fpdu_start <= f_off;
+            end if;
+        end if;
+    end process;
+
+    ab_any_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ab_any <= '0';
+            else
+                ab_any <= (not msg_go) and (ab_any or fpdu_new);
+            end if;
+        end if;
+    end process;
+
+    ab_last_drop_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ab_last_drop <= '0';
+            else
+                ab_last_drop <= (not msg_go) and (ab_last_drop or ((fpdu_new and ab_drop) and ddp_m_tuser_last));
+            end if;
+        end if;
+    end process;
+
+    ab_cut_set_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ab_cut_set <= '0';
+            else
+                ab_cut_set <= (not msg_go) and (ab_cut_set or ab_set);
+            end if;
+        end if;
+    end process;
+
+    ab_cut_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ab_set = '1' then
+                ab_cut <= mux(ab_held, ab_fpdu_start, f_off);
+            end if;
+        end if;
+    end process;
+
+    ab_qp_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if ab_set = '1' then
+                ab_qp <= cur_qp;
+            end if;
+        end if;
+    end process;
+
     qa_count_reg : process (clk)
     begin
         if rising_edge(clk) then
             if rst = '1' then
                 qa_count <= "000";
             else
-                qa_count <= std_logic_vector(unsigned(qa_wpos) + unsigned(std_logic_vector'("00" & fpdu_new)));
+                qa_count <= std_logic_vector(unsigned(qa_wpos) + unsigned(std_logic_vector'("00" & (fpdu_new and (not ab_drop)))));
             end if;
         end if;
     end process;
@@ -12156,7 +12720,7 @@ begin
     qa0_split_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qa0_split <= mux(qa0_push, rec_split, mux(b2l(qa_pop = "001"), qa1_split, mux(b2l(qa_pop = "010"), qa2_split, mux(b2l(qa_pop = "011"), qa3_split, qa0_split))));
+            qa0_split <= mux(qa0_push, rec_split and (not ab_drop), mux(b2l(qa_pop = "001"), qa1_split, mux(b2l(qa_pop = "010"), qa2_split, mux(b2l(qa_pop = "011"), qa3_split, qa0_split))));
         end if;
     end process;
 
@@ -12171,6 +12735,13 @@ begin
     begin
         if rising_edge(clk) then
             qa0_last <= mux(qa0_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qa_pop = "001"), qa1_last, mux(b2l(qa_pop = "010"), qa2_last, mux(b2l(qa_pop = "011"), qa3_last, qa0_last))));
+        end if;
+    end process;
+
+    qa0_drop_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            qa0_drop <= mux(qa0_push, ab_drop, mux(b2l(qa_pop = "001"), qa1_drop, mux(b2l(qa_pop = "010"), qa2_drop, mux(b2l(qa_pop = "011"), qa3_drop, qa0_drop))));
         end if;
     end process;
 
@@ -12198,7 +12769,7 @@ begin
     qa1_split_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qa1_split <= mux(qa1_push, rec_split, mux(b2l(qa_pop = "001"), qa2_split, mux(b2l(qa_pop = "010"), qa3_split, qa1_split)));
+            qa1_split <= mux(qa1_push, rec_split and (not ab_drop), mux(b2l(qa_pop = "001"), qa2_split, mux(b2l(qa_pop = "010"), qa3_split, qa1_split)));
         end if;
     end process;
 
@@ -12213,6 +12784,13 @@ begin
     begin
         if rising_edge(clk) then
             qa1_last <= mux(qa1_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qa_pop = "001"), qa2_last, mux(b2l(qa_pop = "010"), qa3_last, qa1_last)));
+        end if;
+    end process;
+
+    qa1_drop_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            qa1_drop <= mux(qa1_push, ab_drop, mux(b2l(qa_pop = "001"), qa2_drop, mux(b2l(qa_pop = "010"), qa3_drop, qa1_drop)));
         end if;
     end process;
 
@@ -12240,7 +12818,7 @@ begin
     qa2_split_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qa2_split <= mux(qa2_push, rec_split, mux(b2l(qa_pop = "001"), qa3_split, qa2_split));
+            qa2_split <= mux(qa2_push, rec_split and (not ab_drop), mux(b2l(qa_pop = "001"), qa3_split, qa2_split));
         end if;
     end process;
 
@@ -12255,6 +12833,13 @@ begin
     begin
         if rising_edge(clk) then
             qa2_last <= mux(qa2_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qa_pop = "001"), qa3_last, qa2_last));
+        end if;
+    end process;
+
+    qa2_drop_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            qa2_drop <= mux(qa2_push, ab_drop, mux(b2l(qa_pop = "001"), qa3_drop, qa2_drop));
         end if;
     end process;
 
@@ -12282,7 +12867,7 @@ begin
     qa3_split_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qa3_split <= mux(qa3_push, rec_split, qa3_split);
+            qa3_split <= mux(qa3_push, rec_split and (not ab_drop), qa3_split);
         end if;
     end process;
 
@@ -12297,6 +12882,13 @@ begin
     begin
         if rising_edge(clk) then
             qa3_last <= mux(qa3_push, ddp_m_tuser_last or pub_fpdu, qa3_last);
+        end if;
+    end process;
+
+    qa3_drop_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            qa3_drop <= mux(qa3_push, ab_drop, qa3_drop);
         end if;
     end process;
 
@@ -12335,7 +12927,7 @@ begin
     qd0_split_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qd0_split <= mux(qd0_push, rec_split, mux(b2l(qd_pop = "001"), qd1_split, mux(b2l(qd_pop = "010"), qd2_split, mux(b2l(qd_pop = "011"), qd3_split, qd0_split))));
+            qd0_split <= mux(qd0_push, rec_split and (not ab_drop), mux(b2l(qd_pop = "001"), qd1_split, mux(b2l(qd_pop = "010"), qd2_split, mux(b2l(qd_pop = "011"), qd3_split, qd0_split))));
         end if;
     end process;
 
@@ -12350,6 +12942,13 @@ begin
     begin
         if rising_edge(clk) then
             qd0_last <= mux(qd0_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qd_pop = "001"), qd1_last, mux(b2l(qd_pop = "010"), qd2_last, mux(b2l(qd_pop = "011"), qd3_last, qd0_last))));
+        end if;
+    end process;
+
+    qd0_drop_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            qd0_drop <= mux(qd0_push, ab_drop, mux(b2l(qd_pop = "001"), qd1_drop, mux(b2l(qd_pop = "010"), qd2_drop, mux(b2l(qd_pop = "011"), qd3_drop, qd0_drop))));
         end if;
     end process;
 
@@ -12377,7 +12976,7 @@ begin
     qd1_split_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qd1_split <= mux(qd1_push, rec_split, mux(b2l(qd_pop = "001"), qd2_split, mux(b2l(qd_pop = "010"), qd3_split, qd1_split)));
+            qd1_split <= mux(qd1_push, rec_split and (not ab_drop), mux(b2l(qd_pop = "001"), qd2_split, mux(b2l(qd_pop = "010"), qd3_split, qd1_split)));
         end if;
     end process;
 
@@ -12392,6 +12991,13 @@ begin
     begin
         if rising_edge(clk) then
             qd1_last <= mux(qd1_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qd_pop = "001"), qd2_last, mux(b2l(qd_pop = "010"), qd3_last, qd1_last)));
+        end if;
+    end process;
+
+    qd1_drop_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            qd1_drop <= mux(qd1_push, ab_drop, mux(b2l(qd_pop = "001"), qd2_drop, mux(b2l(qd_pop = "010"), qd3_drop, qd1_drop)));
         end if;
     end process;
 
@@ -12419,7 +13025,7 @@ begin
     qd2_split_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qd2_split <= mux(qd2_push, rec_split, mux(b2l(qd_pop = "001"), qd3_split, qd2_split));
+            qd2_split <= mux(qd2_push, rec_split and (not ab_drop), mux(b2l(qd_pop = "001"), qd3_split, qd2_split));
         end if;
     end process;
 
@@ -12434,6 +13040,13 @@ begin
     begin
         if rising_edge(clk) then
             qd2_last <= mux(qd2_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qd_pop = "001"), qd3_last, qd2_last));
+        end if;
+    end process;
+
+    qd2_drop_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            qd2_drop <= mux(qd2_push, ab_drop, mux(b2l(qd_pop = "001"), qd3_drop, qd2_drop));
         end if;
     end process;
 
@@ -12461,7 +13074,7 @@ begin
     qd3_split_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qd3_split <= mux(qd3_push, rec_split, qd3_split);
+            qd3_split <= mux(qd3_push, rec_split and (not ab_drop), qd3_split);
         end if;
     end process;
 
@@ -12476,6 +13089,13 @@ begin
     begin
         if rising_edge(clk) then
             qd3_last <= mux(qd3_push, ddp_m_tuser_last or pub_fpdu, qd3_last);
+        end if;
+    end process;
+
+    qd3_drop_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            qd3_drop <= mux(qd3_push, ab_drop, qd3_drop);
         end if;
     end process;
 
@@ -12595,14 +13215,14 @@ begin
     cq0_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_txs_pi <= mux(cq0_push, mux(pub_go, fpdu_end_off, f_off), mux(b2l(cq_pop = x"1"), cq1_txs_pi, mux(b2l(cq_pop = x"2"), cq2_txs_pi, mux(b2l(cq_pop = x"3"), cq3_txs_pi, mux(b2l(cq_pop = x"4"), cq4_txs_pi, mux(b2l(cq_pop = x"5"), cq5_txs_pi, mux(b2l(cq_pop = x"6"), cq6_txs_pi, mux(b2l(cq_pop = x"7"), cq7_txs_pi, cq0_txs_pi))))))));
+            cq0_txs_pi <= mux(cq0_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = x"1"), cq1_txs_pi, mux(b2l(cq_pop = x"2"), cq2_txs_pi, mux(b2l(cq_pop = x"3"), cq3_txs_pi, mux(b2l(cq_pop = x"4"), cq4_txs_pi, mux(b2l(cq_pop = x"5"), cq5_txs_pi, mux(b2l(cq_pop = x"6"), cq6_txs_pi, mux(b2l(cq_pop = x"7"), cq7_txs_pi, cq0_txs_pi))))))));
         end if;
     end process;
 
     cq0_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq0_noring <= mux(cq0_push, mux(pub_go, '0', (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)), mux(b2l(cq_pop = x"1"), cq1_noring, mux(b2l(cq_pop = x"2"), cq2_noring, mux(b2l(cq_pop = x"3"), cq3_noring, mux(b2l(cq_pop = x"4"), cq4_noring, mux(b2l(cq_pop = x"5"), cq5_noring, mux(b2l(cq_pop = x"6"), cq6_noring, mux(b2l(cq_pop = x"7"), cq7_noring, cq0_noring))))))));
+            cq0_noring <= mux(cq0_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = x"1"), cq1_noring, mux(b2l(cq_pop = x"2"), cq2_noring, mux(b2l(cq_pop = x"3"), cq3_noring, mux(b2l(cq_pop = x"4"), cq4_noring, mux(b2l(cq_pop = x"5"), cq5_noring, mux(b2l(cq_pop = x"6"), cq6_noring, mux(b2l(cq_pop = x"7"), cq7_noring, cq0_noring))))))));
         end if;
     end process;
 
@@ -12645,6 +13265,13 @@ begin
     begin
         if rising_edge(clk) then
             cq0_mal <= mux(cq0_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq1_mal, mux(b2l(cq_pop = x"2"), cq2_mal, mux(b2l(cq_pop = x"3"), cq3_mal, mux(b2l(cq_pop = x"4"), cq4_mal, mux(b2l(cq_pop = x"5"), cq5_mal, mux(b2l(cq_pop = x"6"), cq6_mal, mux(b2l(cq_pop = x"7"), cq7_mal, cq0_mal))))))));
+        end if;
+    end process;
+
+    cq0_cut_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq0_cut <= mux(cq0_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = x"1"), cq1_cut, mux(b2l(cq_pop = x"2"), cq2_cut, mux(b2l(cq_pop = x"3"), cq3_cut, mux(b2l(cq_pop = x"4"), cq4_cut, mux(b2l(cq_pop = x"5"), cq5_cut, mux(b2l(cq_pop = x"6"), cq6_cut, mux(b2l(cq_pop = x"7"), cq7_cut, cq0_cut))))))));
         end if;
     end process;
 
@@ -12700,14 +13327,14 @@ begin
     cq1_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_txs_pi <= mux(cq1_push, mux(pub_go, fpdu_end_off, f_off), mux(b2l(cq_pop = x"1"), cq2_txs_pi, mux(b2l(cq_pop = x"2"), cq3_txs_pi, mux(b2l(cq_pop = x"3"), cq4_txs_pi, mux(b2l(cq_pop = x"4"), cq5_txs_pi, mux(b2l(cq_pop = x"5"), cq6_txs_pi, mux(b2l(cq_pop = x"6"), cq7_txs_pi, cq1_txs_pi)))))));
+            cq1_txs_pi <= mux(cq1_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = x"1"), cq2_txs_pi, mux(b2l(cq_pop = x"2"), cq3_txs_pi, mux(b2l(cq_pop = x"3"), cq4_txs_pi, mux(b2l(cq_pop = x"4"), cq5_txs_pi, mux(b2l(cq_pop = x"5"), cq6_txs_pi, mux(b2l(cq_pop = x"6"), cq7_txs_pi, cq1_txs_pi)))))));
         end if;
     end process;
 
     cq1_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq1_noring <= mux(cq1_push, mux(pub_go, '0', (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)), mux(b2l(cq_pop = x"1"), cq2_noring, mux(b2l(cq_pop = x"2"), cq3_noring, mux(b2l(cq_pop = x"3"), cq4_noring, mux(b2l(cq_pop = x"4"), cq5_noring, mux(b2l(cq_pop = x"5"), cq6_noring, mux(b2l(cq_pop = x"6"), cq7_noring, cq1_noring)))))));
+            cq1_noring <= mux(cq1_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = x"1"), cq2_noring, mux(b2l(cq_pop = x"2"), cq3_noring, mux(b2l(cq_pop = x"3"), cq4_noring, mux(b2l(cq_pop = x"4"), cq5_noring, mux(b2l(cq_pop = x"5"), cq6_noring, mux(b2l(cq_pop = x"6"), cq7_noring, cq1_noring)))))));
         end if;
     end process;
 
@@ -12750,6 +13377,13 @@ begin
     begin
         if rising_edge(clk) then
             cq1_mal <= mux(cq1_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq2_mal, mux(b2l(cq_pop = x"2"), cq3_mal, mux(b2l(cq_pop = x"3"), cq4_mal, mux(b2l(cq_pop = x"4"), cq5_mal, mux(b2l(cq_pop = x"5"), cq6_mal, mux(b2l(cq_pop = x"6"), cq7_mal, cq1_mal)))))));
+        end if;
+    end process;
+
+    cq1_cut_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq1_cut <= mux(cq1_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = x"1"), cq2_cut, mux(b2l(cq_pop = x"2"), cq3_cut, mux(b2l(cq_pop = x"3"), cq4_cut, mux(b2l(cq_pop = x"4"), cq5_cut, mux(b2l(cq_pop = x"5"), cq6_cut, mux(b2l(cq_pop = x"6"), cq7_cut, cq1_cut)))))));
         end if;
     end process;
 
@@ -12805,14 +13439,14 @@ begin
     cq2_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_txs_pi <= mux(cq2_push, mux(pub_go, fpdu_end_off, f_off), mux(b2l(cq_pop = x"1"), cq3_txs_pi, mux(b2l(cq_pop = x"2"), cq4_txs_pi, mux(b2l(cq_pop = x"3"), cq5_txs_pi, mux(b2l(cq_pop = x"4"), cq6_txs_pi, mux(b2l(cq_pop = x"5"), cq7_txs_pi, cq2_txs_pi))))));
+            cq2_txs_pi <= mux(cq2_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = x"1"), cq3_txs_pi, mux(b2l(cq_pop = x"2"), cq4_txs_pi, mux(b2l(cq_pop = x"3"), cq5_txs_pi, mux(b2l(cq_pop = x"4"), cq6_txs_pi, mux(b2l(cq_pop = x"5"), cq7_txs_pi, cq2_txs_pi))))));
         end if;
     end process;
 
     cq2_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq2_noring <= mux(cq2_push, mux(pub_go, '0', (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)), mux(b2l(cq_pop = x"1"), cq3_noring, mux(b2l(cq_pop = x"2"), cq4_noring, mux(b2l(cq_pop = x"3"), cq5_noring, mux(b2l(cq_pop = x"4"), cq6_noring, mux(b2l(cq_pop = x"5"), cq7_noring, cq2_noring))))));
+            cq2_noring <= mux(cq2_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = x"1"), cq3_noring, mux(b2l(cq_pop = x"2"), cq4_noring, mux(b2l(cq_pop = x"3"), cq5_noring, mux(b2l(cq_pop = x"4"), cq6_noring, mux(b2l(cq_pop = x"5"), cq7_noring, cq2_noring))))));
         end if;
     end process;
 
@@ -12855,6 +13489,13 @@ begin
     begin
         if rising_edge(clk) then
             cq2_mal <= mux(cq2_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq3_mal, mux(b2l(cq_pop = x"2"), cq4_mal, mux(b2l(cq_pop = x"3"), cq5_mal, mux(b2l(cq_pop = x"4"), cq6_mal, mux(b2l(cq_pop = x"5"), cq7_mal, cq2_mal))))));
+        end if;
+    end process;
+
+    cq2_cut_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq2_cut <= mux(cq2_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = x"1"), cq3_cut, mux(b2l(cq_pop = x"2"), cq4_cut, mux(b2l(cq_pop = x"3"), cq5_cut, mux(b2l(cq_pop = x"4"), cq6_cut, mux(b2l(cq_pop = x"5"), cq7_cut, cq2_cut))))));
         end if;
     end process;
 
@@ -12910,14 +13551,14 @@ begin
     cq3_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_txs_pi <= mux(cq3_push, mux(pub_go, fpdu_end_off, f_off), mux(b2l(cq_pop = x"1"), cq4_txs_pi, mux(b2l(cq_pop = x"2"), cq5_txs_pi, mux(b2l(cq_pop = x"3"), cq6_txs_pi, mux(b2l(cq_pop = x"4"), cq7_txs_pi, cq3_txs_pi)))));
+            cq3_txs_pi <= mux(cq3_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = x"1"), cq4_txs_pi, mux(b2l(cq_pop = x"2"), cq5_txs_pi, mux(b2l(cq_pop = x"3"), cq6_txs_pi, mux(b2l(cq_pop = x"4"), cq7_txs_pi, cq3_txs_pi)))));
         end if;
     end process;
 
     cq3_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq3_noring <= mux(cq3_push, mux(pub_go, '0', (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)), mux(b2l(cq_pop = x"1"), cq4_noring, mux(b2l(cq_pop = x"2"), cq5_noring, mux(b2l(cq_pop = x"3"), cq6_noring, mux(b2l(cq_pop = x"4"), cq7_noring, cq3_noring)))));
+            cq3_noring <= mux(cq3_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = x"1"), cq4_noring, mux(b2l(cq_pop = x"2"), cq5_noring, mux(b2l(cq_pop = x"3"), cq6_noring, mux(b2l(cq_pop = x"4"), cq7_noring, cq3_noring)))));
         end if;
     end process;
 
@@ -12960,6 +13601,13 @@ begin
     begin
         if rising_edge(clk) then
             cq3_mal <= mux(cq3_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq4_mal, mux(b2l(cq_pop = x"2"), cq5_mal, mux(b2l(cq_pop = x"3"), cq6_mal, mux(b2l(cq_pop = x"4"), cq7_mal, cq3_mal)))));
+        end if;
+    end process;
+
+    cq3_cut_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq3_cut <= mux(cq3_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = x"1"), cq4_cut, mux(b2l(cq_pop = x"2"), cq5_cut, mux(b2l(cq_pop = x"3"), cq6_cut, mux(b2l(cq_pop = x"4"), cq7_cut, cq3_cut)))));
         end if;
     end process;
 
@@ -13015,14 +13663,14 @@ begin
     cq4_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_txs_pi <= mux(cq4_push, mux(pub_go, fpdu_end_off, f_off), mux(b2l(cq_pop = x"1"), cq5_txs_pi, mux(b2l(cq_pop = x"2"), cq6_txs_pi, mux(b2l(cq_pop = x"3"), cq7_txs_pi, cq4_txs_pi))));
+            cq4_txs_pi <= mux(cq4_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = x"1"), cq5_txs_pi, mux(b2l(cq_pop = x"2"), cq6_txs_pi, mux(b2l(cq_pop = x"3"), cq7_txs_pi, cq4_txs_pi))));
         end if;
     end process;
 
     cq4_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq4_noring <= mux(cq4_push, mux(pub_go, '0', (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)), mux(b2l(cq_pop = x"1"), cq5_noring, mux(b2l(cq_pop = x"2"), cq6_noring, mux(b2l(cq_pop = x"3"), cq7_noring, cq4_noring))));
+            cq4_noring <= mux(cq4_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = x"1"), cq5_noring, mux(b2l(cq_pop = x"2"), cq6_noring, mux(b2l(cq_pop = x"3"), cq7_noring, cq4_noring))));
         end if;
     end process;
 
@@ -13065,6 +13713,13 @@ begin
     begin
         if rising_edge(clk) then
             cq4_mal <= mux(cq4_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq5_mal, mux(b2l(cq_pop = x"2"), cq6_mal, mux(b2l(cq_pop = x"3"), cq7_mal, cq4_mal))));
+        end if;
+    end process;
+
+    cq4_cut_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq4_cut <= mux(cq4_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = x"1"), cq5_cut, mux(b2l(cq_pop = x"2"), cq6_cut, mux(b2l(cq_pop = x"3"), cq7_cut, cq4_cut))));
         end if;
     end process;
 
@@ -13120,14 +13775,14 @@ begin
     cq5_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_txs_pi <= mux(cq5_push, mux(pub_go, fpdu_end_off, f_off), mux(b2l(cq_pop = x"1"), cq6_txs_pi, mux(b2l(cq_pop = x"2"), cq7_txs_pi, cq5_txs_pi)));
+            cq5_txs_pi <= mux(cq5_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = x"1"), cq6_txs_pi, mux(b2l(cq_pop = x"2"), cq7_txs_pi, cq5_txs_pi)));
         end if;
     end process;
 
     cq5_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq5_noring <= mux(cq5_push, mux(pub_go, '0', (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)), mux(b2l(cq_pop = x"1"), cq6_noring, mux(b2l(cq_pop = x"2"), cq7_noring, cq5_noring)));
+            cq5_noring <= mux(cq5_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = x"1"), cq6_noring, mux(b2l(cq_pop = x"2"), cq7_noring, cq5_noring)));
         end if;
     end process;
 
@@ -13170,6 +13825,13 @@ begin
     begin
         if rising_edge(clk) then
             cq5_mal <= mux(cq5_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq6_mal, mux(b2l(cq_pop = x"2"), cq7_mal, cq5_mal)));
+        end if;
+    end process;
+
+    cq5_cut_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq5_cut <= mux(cq5_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = x"1"), cq6_cut, mux(b2l(cq_pop = x"2"), cq7_cut, cq5_cut)));
         end if;
     end process;
 
@@ -13225,14 +13887,14 @@ begin
     cq6_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_txs_pi <= mux(cq6_push, mux(pub_go, fpdu_end_off, f_off), mux(b2l(cq_pop = x"1"), cq7_txs_pi, cq6_txs_pi));
+            cq6_txs_pi <= mux(cq6_push, mux(pub_go, fpdu_end_off, wb_txs_pi), mux(b2l(cq_pop = x"1"), cq7_txs_pi, cq6_txs_pi));
         end if;
     end process;
 
     cq6_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq6_noring <= mux(cq6_push, mux(pub_go, '0', (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)), mux(b2l(cq_pop = x"1"), cq7_noring, cq6_noring));
+            cq6_noring <= mux(cq6_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), mux(b2l(cq_pop = x"1"), cq7_noring, cq6_noring));
         end if;
     end process;
 
@@ -13275,6 +13937,13 @@ begin
     begin
         if rising_edge(clk) then
             cq6_mal <= mux(cq6_push, mux(pub_go, '0', wqe_mal), mux(b2l(cq_pop = x"1"), cq7_mal, cq6_mal));
+        end if;
+    end process;
+
+    cq6_cut_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq6_cut <= mux(cq6_push, mux(pub_go, '0', gf_fault), mux(b2l(cq_pop = x"1"), cq7_cut, cq6_cut));
         end if;
     end process;
 
@@ -13330,14 +13999,14 @@ begin
     cq7_txs_pi_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_txs_pi <= mux(cq7_push, mux(pub_go, fpdu_end_off, f_off), cq7_txs_pi);
+            cq7_txs_pi <= mux(cq7_push, mux(pub_go, fpdu_end_off, wb_txs_pi), cq7_txs_pi);
         end if;
     end process;
 
     cq7_noring_reg : process (clk)
     begin
         if rising_edge(clk) then
-            cq7_noring <= mux(cq7_push, mux(pub_go, '0', (((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)), cq7_noring);
+            cq7_noring <= mux(cq7_push, mux(pub_go, '0', ((((ret_or_flush or prot) or op_mop) or (rsp_mode and (rsp_drop or rsp_fault))) or (term_mode and cur_term_recv)) or (gf_fault and ab_last_drop)), cq7_noring);
         end if;
     end process;
 
@@ -13380,6 +14049,35 @@ begin
     begin
         if rising_edge(clk) then
             cq7_mal <= mux(cq7_push, mux(pub_go, '0', wqe_mal), cq7_mal);
+        end if;
+    end process;
+
+    cq7_cut_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            cq7_cut <= mux(cq7_push, mux(pub_go, '0', gf_fault), cq7_cut);
+        end if;
+    end process;
+
+    fp_out_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                fp_out <= x"00";
+            else
+                fp_out <= std_logic_vector(unsigned(std_logic_vector(unsigned(fp_out) + unsigned(std_logic_vector'("0000000" & (fpdu_new and (not ab_drop)))))) - unsigned(std_logic_vector'("0000000" & wr_done_fpdu)));
+            end if;
+        end if;
+    end process;
+
+    ab_wait_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ab_wait <= x"00";
+            else
+                ab_wait <= mux(in_state11 and gf_fault, std_logic_vector(unsigned(fp_out) - unsigned(std_logic_vector'("0000000" & wr_done_fpdu))), std_logic_vector(unsigned(ab_wait) - unsigned(std_logic_vector'("0000000" & (wr_done_fpdu and (or ab_wait))))));
+            end if;
         end if;
     end process;
 
@@ -13532,7 +14230,18 @@ begin
             if rst = '1' then
                 cpl_txs_pi_q <= x"00000000";
             elsif cpl_load = '1' then
-                cpl_txs_pi_q <= cq0_txs_pi;
+                cpl_txs_pi_q <= mux(ab_beyond, ab_cut, cq0_txs_pi);
+            end if;
+        end if;
+    end process;
+
+    ab_v_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ab_v <= '0';
+            else
+                ab_v <= ab_set or (ab_v and (not (cpl_load and cq0_cut)));
             end if;
         end if;
     end process;
@@ -13596,7 +14305,7 @@ begin
             if rst = '1' then
                 eng_state <= "00000";
             else
-                eng_state <= mux(in_state17, mux(term_ev_v, "10001", "01011"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01100"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, "01011", "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(wf_now, "10001", mux(wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb, mux(op_mop and (not ret_or_flush), "10000", "01000"), "00110")))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", "01000")), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(msg_done, "01011", "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", "01001"), "01100"), "00000")))))))))))))))));
+                eng_state <= mux(in_state17, mux(term_ev_v or gf_ev_pend, "10001", "01011"), mux(in_state16, mux(s_mop_valid, "01011", "10000"), mux(in_state13, "01110", mux(in_state14, mux(rsp_drop, "01011", "01100"), mux(in_state15, "01100", mux(in_state0, mux(sched_pop, "00001", "00000"), mux(in_state1, "00010", mux(in_state2, "00011", mux(in_state3, mux(term_go, mux(cur_term_recv, "01011", "01001"), mux(rsp_go, "01101", mux(fetch_go, "00100", mux(wqe_ev_wait, "00011", "00000")))), mux(in_state4, mux(first_done, "00101", "00100"), mux(in_state5, mux(wf_now, "10001", mux(wait_read, "00000", mux(wqe_malformed or (ret_or_flush and (not sent_full)), "01011", mux(one_bb, mux(op_mop and (not ret_or_flush), "10000", "01000"), "00110")))), mux(in_state6, mux(rd_go and b2l(fetch_left = fetch_n), "00111", "00110"), mux(in_state7, mux(rest_done, mux(wf_now, "10001", mux(op_mop and (not ret_or_flush), "10000", "01000")), "00111"), mux(in_state8, mux(pay_from_buf, "01001", "01100"), mux(in_state9, mux(feed_end, "01010", "01001"), mux(in_state10, mux(msg_done, mux(gf_fault, "10001", "01011"), "01010"), mux(in_state12, mux(ck_done, mux(ck_fault or ret_or_flush, "01011", mux(ab_v, "01100", "01001")), "01100"), "00000")))))))))))))))));
             end if;
         end if;
     end process;
@@ -13893,7 +14602,7 @@ begin
             m_axis_tdata => mpa_m_tdata,
             m_axis_tkeep => mpa_m_tkeep,
             m_axis_tvalid => mpa_m_tvalid,
-            m_axis_tready => (rw_have and wr_s_ready) and rw_need_in,
+            m_axis_tready => ((rw_have and wr_s_ready) and rw_need_in) or rw_drop,
             m_axis_tlast => mpa_m_tlast,
             m_axis_tuser => mpa_m_tuser
         );
@@ -13906,7 +14615,7 @@ begin
             s_req_ready => wr_req_ready,
             s_req_addr => wr_req_addr,
             s_req_len => std_logic_vector(unsigned(wr_req_n) - unsigned'(x"0001")),
-            s_req_tag => std_logic_vector'("0000000" & (qa0_last and wr_req_end)),
+            s_req_tag => std_logic_vector'("000000" & std_logic_vector'(wr_req_end & (qa0_last and wr_req_end))),
             s_axis_tdata => rw_data,
             s_axis_tvalid => rw_valid,
             s_axis_tready => wr_s_ready,

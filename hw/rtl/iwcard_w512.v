@@ -44,20 +44,23 @@
 // their QP then joins card_rx's RQ flush queue (s_fl).
 //
 // DMA faults: DMA_FAULT_* name the last access that got an error response
-// among card_stat's status records, card_cq's CQEs and EQEs and the WQE reads
-// (card_tx's own, and card_rx's, whose Terminate record carries the fault to
-// card_tx: its DMA_FAULT event, then QP_ERROR DMA); a faulted status record
+// among card_stat's status records, card_cq's CQEs and EQEs and the reads that
+// fail a QP: card_tx's WQE reads and payload reads (gather and Read Response
+// source: the message is cut at the FPDU holding the refused page, the FPDUs
+// from there on never published), card_rx's receive WQE and receive ring reads
+// (whose Terminate record carries the fault to card_tx): DMA_FAULT, then
+// QP_ERROR DMA and a Local Catastrophic Terminate; a faulted status record
 // (card_stat's DMA_FAULT event, OBJ 0) or EQE stops the card (STATUS.FATAL):
 // no new AXI address goes out, bursts already started finish, and DMA_FAULT_*
-// keep the fault that stopped it. Not wired yet (docs/card-rtl.md): the other
-// DMA faults (receive ring, gather and source reads, transmit ring and
-// placement writes), and what a faulted CQE does to its QP. card_cq's overrun
-// record puts the QPs on that CQ in error (cqSweep). card_rx's bad RXS_PI
-// doorbell (m_err kind 7) and cut stream (kind 6) go to the engines as an
-// ERROR command (the QP command fork, while card_regs offers none) whose
-// QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an FPDU longer
-// than its ring (kind 5) has card_tx send an RDMAP Local Catastrophic
-// Terminate. card_tx's Local Invalidate and bind go to placement's mop port.
+// keep the fault that stopped it. Not wired yet (docs/card-rtl.md): the
+// transmit ring and placement write faults, and what a faulted CQE does to its
+// QP. card_cq's overrun record puts the QPs on that CQ in error (cqSweep).
+// card_rx's bad RXS_PI doorbell (m_err kind 7) and cut stream (kind 6) go to
+// the engines as an ERROR command (the QP command fork, while card_regs offers
+// none) whose QP_ERROR says BAD_DOORBELL or STREAM_CUT, with no Terminate; an
+// FPDU longer than its ring (kind 5) has card_tx send an RDMAP Local
+// Catastrophic Terminate. card_tx's Local Invalidate and bind go to
+// placement's mop port.
 //
 // Implements: docs/card.md (host interface), docs/card-rtl.md (the cut into blocks)
 

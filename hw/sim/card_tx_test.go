@@ -348,7 +348,7 @@ func (b *ctxBench) runRTLUntil(watchdog uint64, until func() bool) {
 			halt, hq, dmaErr := b.rtl.Halted()
 			var st []string
 			for _, q := range b.qps {
-				st = append(st, fmt.Sprintf("QP %d: %d of %d WQEs", q.cfg.Num, q.rtlRecs, q.posted))
+				st = append(st, fmt.Sprintf("QP %d: %d records for %d WQEs, SQ_CI %d of %d blocks, stream %d written, %d published, %d by the model", q.cfg.Num, q.rtlRecs, q.posted, q.rtlSQCI, q.pi, b.rtl.RingBytes[q.cfg.Num], q.rtlCI, len(b.mRing[q.cfg.Num])-q.mBase))
 			}
 			t.Fatalf("seed %d: card_tx stuck for %d cycles (halt %v QP %d, dma error %v): %v", b.seed, watchdog, halt, hq, dmaErr, st)
 		}

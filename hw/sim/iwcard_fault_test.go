@@ -434,3 +434,130 @@ func TestCardRereadFault(t *testing.T) {
 		})
 	}
 }
+
+// TestCardCosimPayloadFault: a payload page the host refuses to let the
+// card read fails its QP as it fails the card model's, and the peer never
+// gets a byte the card could not read. After some traffic, three QPs in
+// turn each get one page of their data unmapped, and either send a
+// gathered message (Send, Send with Invalidate or RDMA Write, signaled,
+// up to 28 KiB, two SGEs: a readable source, then one running from the
+// page before the refused one into it) or answer the peer's RDMA Read
+// Request (up to 20 KiB) whose source crosses that page; an inline Send
+// is posted behind it. The card model reads a segment's pieces before
+// framing it, so it sends the segments before the one holding the
+// refused page, then DMA_FAULT (OBJ the QP, INFO the page), QP_ERROR DMA
+// and a Local Catastrophic Terminate, and the WQEs complete with
+// WR_FLUSH_ERR. The RTL streams: it has framed FPDUs of the message past
+// the cut, and may have written some, by the time the read's error
+// response comes back; it must write the Terminate at the cut, publish
+// nothing past it, and agree with the model on every event, completion,
+// status record, DMA_FAULT_* and the stream itself (compared with the
+// rewind: b.cut). A fourth QP goes on. Before 28 Nov the RTL sent zeros
+// for the refused bytes and the QP went on.
+func TestCardCosimPayloadFault(t *testing.T) {
+	for _, w := range gen.CardTopWidths {
+		if !gen.CardTxGathers(w) {
+			continue
+		}
+		for _, what := range []string{"gather", "response"} {
+			t.Run(fmt.Sprintf("%d/%s", w, what), func(t *testing.T) {
+				seed := seedFor(t.Name())
+				b := newWCBench(t, w, seed, wcTiming, 4)
+				for round := 0; round < 2; round++ {
+					b.round(round)
+				}
+				b.compare()
+				b.cut = map[uint32]bool{}
+				for i, q := range b.qps[:3] {
+					page, flushes := b.payloadFault(q, what)
+					ms, rs := faultRegs(t, b.model.Read32), faultRegs(t, b.rtl.RegRead)
+					require.Equal(t, ms, rs, "seed %d: STATUS, DMA_FAULT_ADDR_LO/HI, DMA_FAULT_INFO (RTL, model)", seed)
+					require.Equal(t, page, uint64(rs[2])<<32|uint64(rs[1]), "seed %d: DMA_FAULT_ADDR", seed)
+					require.Equal(t, q.n|2<<cs.DMAFaultInfoRespShift|uint32(i+1)<<cs.DMAFaultInfoCountShift, rs[3], "seed %d: DMA_FAULT_INFO: the QP, SLVERR, a read, the count", seed)
+					require.Equal(t, cs.QPStateError, b.rtlStat(q.n).State(), "seed %d: QP %d", seed, q.n)
+					var evs []cs.EQEType
+					for _, e := range b.rWrite[wcKey{"eqe", 0}] {
+						// TX_DATA and RX_SPACE depend on when the host armed them.
+						if e := cs.EQE(e); e.Obj() == q.n && e.Type() != cs.EQETypeTXData && e.Type() != cs.EQETypeRXSpace {
+							evs = append(evs, e.Type())
+							if e.Type() == cs.EQETypeDMAFault {
+								require.Equal(t, uint32(page), e.Info(), "seed %d: DMA_FAULT's INFO", seed)
+							}
+						}
+					}
+					require.GreaterOrEqual(t, len(evs), 2, "seed %d: QP %d's events", seed, q.n)
+					require.Equal(t, []cs.EQEType{cs.EQETypeDMAFault, cs.EQETypeQPError}, evs[len(evs)-2:], "seed %d: QP %d's last events", seed, q.n)
+					var flushed int
+					for _, c := range b.rWrite[wcKey{"cqe", q.sendCQ}] {
+						if e := cs.CQE(c); e.QPN() == uint16(q.n) && e.Status() == cs.WCStatusWRFlushErr {
+							flushed++
+						}
+					}
+					require.Equal(t, flushes, flushed, "seed %d: QP %d's WQEs completed with WR_FLUSH_ERR", seed, q.n)
+					t.Logf("seed %d: QP %d: refused page %#x; %d stream octets in all, %d rewinds", seed, q.n, page,
+						len(bytes.Join(b.rWrite[wcKey{"txs", q.n}], nil)), b.rewinds[1][q.n])
+				}
+				b.goesOn(b.qps[3])
+			})
+		}
+	}
+}
+
+// payloadFault refuses a page of q's data and has q read it: a gathered
+// message through it ("gather") or a Read Response across it
+// ("response"), an inline Send posted behind; both cards run, and agree.
+// It returns the page and how many WQEs must complete with WR_FLUSH_ERR.
+func (b *wcBench) payloadFault(q *wcQP, what string) (uint64, int) {
+	r := b.rng
+	b.cut[q.n] = true
+	switch what {
+	case "gather":
+		page := wcSrc + uint64(q.n)<<16 + 2*4096 // source 0's third page
+		b.refusePage(page)
+		wqe := make([]byte, 2*cs.BB)
+		h := cs.WQE(wqe)
+		ops := []cs.WQEOpcode{cs.WQEOpcodeSend, cs.WQEOpcodeSendInv, cs.WQEOpcodeRDMAWrite}
+		h.SetOpcode(ops[r.IntN(len(ops))])
+		h.SetSignaled(true)
+		h.SetBBS(2)
+		h.SetNSGE(2)
+		h.SetWRID(r.Uint64())
+		h.SetRemoteAddr(r.Uint64())
+		h.SetRKey(r.Uint32())
+		h.SetInvSTag(r.Uint32())
+		n0 := 1 + r.IntN(wcSrcLen-1)
+		e := cs.SGE(wqe[cs.WQEHdr:])
+		e.SetAddr(wcSrc + uint64(q.n)<<16 + 1<<15 + uint64(r.IntN(wcSrcLen-n0+1)))
+		e.SetLength(uint32(n0))
+		e.SetLKey(uint32(q.src[1]))
+		start := 4096 + r.IntN(4096)
+		end := 2*4096 + 1 + r.IntN(wcSrcLen-2*4096)
+		e = cs.SGE(wqe[cs.WQEHdr+cs.SGESize:])
+		e.SetAddr(wcSrc + uint64(q.n)<<16 + uint64(start))
+		e.SetLength(uint32(end - start))
+		e.SetLKey(uint32(q.src[0]))
+		b.postWQE(q, wqe)
+		b.postWQE(q, inlineSend(0xf5, 40))
+		b.ring(q)
+		b.runModel()
+		b.runRTL(20_000_000)
+		b.compare()
+		return page, 2
+	default:
+		page := wcRegion + uint64(q.n)<<16 + uint64(4+r.IntN(8))*4096
+		b.refusePage(page)
+		src := page - 1 - uint64(r.IntN(12000))
+		n := int(page-src) + 1 + r.IntN(8000)
+		b.peerSend(q, b.peerReadRequestAt(q, nil, src, n))
+		// Both cards fail the QP before the Send is posted: the model
+		// would otherwise be free to send it first.
+		b.runModel()
+		b.runRTL(20_000_000)
+		b.postWQE(q, inlineSend(0xf6, 40))
+		b.ring(q)
+		b.runModel()
+		b.runRTL(20_000_000)
+		b.compare()
+		return page, 1
+	}
+}

@@ -155,3 +155,61 @@ func TestCheckerWaitsOnHost(t *testing.T) {
 	require.EqualValues(t, qpn, me.QPN)
 	require.True(t, c.quiet())
 }
+
+// A QP whose payload read faulted: the model sends the FPDUs before the
+// faulted segment and then its Terminate; the RTL has already written
+// FPDUs past the fault to its transmit ring (unpublished) when it learns
+// of it, and writes the Terminate over them. Those writes are loose for
+// a QP the model reported a DMA fault of, and only for it; the
+// Terminate must still match.
+func TestCheckerAbortedFPDUs(t *testing.T) {
+	mem := simhost.New()
+	buf := make([]byte, 2*4096+cs.EQESize)
+	m, err := mem.Map(buf)
+	require.NoError(t, err)
+	c := newChecker(func(a uint64, n int) error { _, err := mem.Lookup(a, n); return err })
+	var reported []error
+	c.fail = func(_ uint32, err error) { reported = append(reported, err) }
+	ring := func(qpn uint32) uint64 { return m.IOVA + uint64(qpn-5)*4096 }
+	for _, qpn := range []uint32{5, 6} {
+		c.snoop(cs.QPNum, qpn, false)
+		c.snoop(cs.QPSizes, 12<<cs.QPSizesTXSLogShift, false)
+		c.snoop(cs.QPTXSBaseLo, uint32(ring(qpn)), false)
+		c.snoop(cs.QPTXSBaseHi, uint32(ring(qpn)>>32), false)
+		c.snoop(cs.QPCmd, uint32(cs.QPOpCreate), false)
+	}
+	fpdu := func(n int, v byte) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = v + byte(i)
+		}
+		return b
+	}
+	sent, term, aborted := fpdu(100, 1), fpdu(60, 0x80), fpdu(300, 0x40)
+	for _, qpn := range []uint32{5, 6} {
+		c.expect(cardmodel.DMAWrite{Kind: cardmodel.WriteStream, QPN: qpn, Addr: ring(qpn), Data: sent})
+		c.expect(cardmodel.DMAWrite{Kind: cardmodel.WriteStream, QPN: qpn, Addr: ring(qpn) + 100, Data: term})
+	}
+	var ev [cs.EQESize]byte
+	cs.EQE(ev[:]).SetType(cs.EQETypeDMAFault)
+	cs.EQE(ev[:]).SetObj(5)
+	ev[cs.EQESize-1] |= 0x80 // owner bit of the first pass
+	c.snoop(cs.EQBaseLo, uint32(m.IOVA+2*4096), false)
+	c.snoop(cs.EQBaseHi, uint32((m.IOVA+2*4096)>>32), false)
+	c.snoop(cs.EQCfg, 1<<cs.EQCfgEnableShift, false)
+	c.expect(cardmodel.DMAWrite{Kind: cardmodel.WriteEQE, Addr: m.IOVA + 2*4096, Data: ev[:]})
+
+	require.NotNil(t, c.data(ring(5), sent))
+	require.NotNil(t, c.data(ring(5)+100, aborted), "an aborted FPDU of the faulted QP")
+	require.EqualValues(t, 1, c.counts.Loose)
+	require.NotNil(t, c.data(ring(5)+100, term), "its Terminate, over the aborted FPDU")
+	require.Empty(t, reported)
+
+	require.NotNil(t, c.data(ring(6), sent))
+	require.Nil(t, c.data(ring(6)+100, aborted), "the same bytes on a QP with no fault")
+	require.Len(t, reported, 1)
+	require.ErrorIs(t, reported[0], ErrMismatch)
+	require.NotNil(t, c.write(m.IOVA+2*4096, ev[:]), "the DMA_FAULT event")
+	c.idle()
+	require.Len(t, reported, 1, "QP 5's writes all matched")
+}
