@@ -993,7 +993,7 @@ func CardTx(width int) (*Module, error) {
 	pubSlot := m.Wire("pub_slot", 1, "the completion queue has two slots free")
 	pubRoom := m.WireOf("pub_room", And(pubSlot, Not(sWB)), "the completion queue takes a progress record now")
 	abDrop := m.Wire("ab_drop", 1, "the FPDU entering mpa_tx is past a payload read fault's cut: it is not written (no room, no record)")
-	hGate := m.WireOf("h_gate", Or(Not(hFirst), And(recRoom, Or(fits, abDrop), Or(Not(pubFP), pubRoom))), "")
+	hGate := m.WireOf("h_gate", Or(Not(hFirst), And(recRoom, fits, Or(Not(pubFP), pubRoom))), "")
 	hGo := m.WireOf("h_go", And(ddpValid, mpaReady, hGate), "a beat goes from ddp_tx to mpa_tx")
 	m.Drive(hFirst, big.NewInt(1), ddpLast, hGo)
 	newFPDU := m.WireOf("fpdu_new", And(hGo, hFirst), "")
@@ -1040,23 +1040,25 @@ func CardTx(width int) (*Module, error) {
 
 	// A gathered message can be longer than the ring: each FPDU waits for
 	// room (TXS_CI doorbells); an inline WQE always has it (the start guard).
-	m.Assign(fits, Not(Lt(size32, Add(used, zext(wl, 32)))))
+	// A dropped FPDU needs no room: it counts against an empty ring.
+	usedFit := m.WireOf("ring_used_fit", Sel(abDrop, C(32, 0), used), "")
+	m.Assign(fits, Not(Lt(size32, Add(usedFit, zext(wl, 32)))))
 	fEnd := m.WireOf("fpdu_end_off", Add(fOff, zext(wl, 32)), "the stream offset after the FPDU")
 	quarter := m.WireOf("ring_quarter_hi", Not(zext(Bits(cTXMask, 23, 2), 32)), "stream offset bits above a quarter of the ring")
-	m.Assign(pubFP, And(Not(ddpMsgLast), Not(abDrop), Ne(And(fOff, quarter), And(fEnd, quarter))))
-	pubGo := m.WireOf("pub_go", And(newFPDU, pubFP), "a progress record is queued")
+	m.Assign(pubFP, And(Not(ddpMsgLast), Ne(And(fOff, quarter), And(fEnd, quarter))))
+	pubGo := m.WireOf("pub_go", And(newFPDU, pubFP, Not(abDrop)), "a progress record is queued (none for a dropped FPDU)")
 
 	// --- a payload read fault cuts the message ---
 	// The FPDUs from the one holding the faulted request's first byte on
-	// are aborted: written to the ring past what is published, never
-	// published; the write-back rewinds the QP's TXS_PI to the first one's
-	// start, where its Terminate then goes, as the card model sends the
-	// segments before the faulted one and then the Terminate. Every FPDU
-	// of the message enters mpa_tx before the write-back (txDrain), and at
-	// most the last one in can hold the faulted byte when the fault is
-	// seen (the bytes after it are still in the gather), so the cut is
-	// known by then.
-	hl := m.WireOf("ab_hdr_len", Sel(opWrite, C(16, taggedHdr), C(16, untaggedHdr)), "the message's DDP header length")
+	// are aborted, as the card model sends the segments before the
+	// faulted one and then the Terminate: those in mpa_tx before the cut
+	// is known are written past what is published and never published,
+	// later ones are dropped; the write-back rewinds the QP's TXS_PI to
+	// the cut, where its Terminate then goes. When the fault is seen, at
+	// most the last FPDU in holds the faulted byte (the bytes after it are
+	// still in the gather), and every FPDU of the message enters mpa_tx
+	// before the write-back (txDrain), so the cut is known by then.
+	hl := m.Reg("ab_hdr_len", 16, nil, Sel(opWrite, C(16, taggedHdr), C(16, untaggedHdr)), nil, "the message's DDP header length (its header is decoded cycles before its first FPDU)")
 	abPay := m.RegDecl("ab_pay_end", 32, "payload bytes of the message in the FPDUs that entered mpa_tx")
 	abStart := m.RegDecl("ab_fpdu_start", 32, "stream offset of the last FPDU of the message that entered")
 	abAny := m.RegDecl("ab_any", 1, "an FPDU of the message entered")
@@ -1065,20 +1067,22 @@ func CardTx(width int) (*Module, error) {
 	m.Drive(abStart, nil, fOff, newFPDU)
 	m.Drive(abAny, big.NewInt(0), And(Not(goMsg), Or(abAny, newFPDU)), nil)
 	abCutSet := m.RegDecl("ab_cut_set", 1, "the message's cut is known")
-	abHeld := m.WireOf("ab_held", And(ga.rdFaultNew, Not(abCutSet), abAny, Lt(ga.rdFaultOff, abPay)), "the fault is seen: the last FPDU in holds the faulted byte")
-	abEnter := m.WireOf("ab_enter", And(newFPDU, gfR, Not(abCutSet), Lt(ga.rdFaultOff, payEnd)), "the FPDU entering holds the faulted byte")
-	// Once the fault is seen, the FPDUs from the cut on that enter mpa_tx
-	// are dropped rather than written: they would need ring room the host
-	// can never give back (nothing past the cut is published). One that
-	// entered before is written, unpublished.
-	m.Assign(abDrop, And(gfR, Or(abCutSet, Lt(ga.rdFaultOff, payEnd))))
-	abLastDrop := m.RegDecl("ab_last_drop", 1, "the message's last FPDU was dropped: its write-back's record waits for no write of its own")
-	m.Drive(abLastDrop, big.NewInt(0), And(Not(goMsg), Or(abLastDrop, And(newFPDU, abDrop, ddpMsgLast))), nil)
-	abSet := m.WireOf("ab_set", Or(abHeld, abEnter), "")
+	// The cut is found the cycle after the FPDU holding the faulted byte
+	// has entered (or the cycle after the fault is seen, if it entered
+	// before): a compare of registers. The FPDU after it cannot have
+	// entered by then unless the one holding the byte was a single beat
+	// (then both are small, written, and never published).
+	abSet := m.WireOf("ab_set", And(gfR, Not(abCutSet), abAny, Lt(ga.rdFaultOff, abPay)), "the last FPDU in holds the faulted byte: the cut is its start")
 	m.Drive(abCutSet, big.NewInt(0), And(Not(goMsg), Or(abCutSet, abSet)), nil)
-	abCut := m.Reg("ab_cut", 32, nil, Sel(abHeld, abStart, fOff), abSet, "the cut: the first aborted FPDU's stream offset")
+	abCut := m.Reg("ab_cut", 32, nil, abStart, abSet, "the cut: the first aborted FPDU's stream offset")
 	abQP := m.Reg("ab_qp", QB, nil, cur, abSet, "")
 	abV := m.RegDecl("ab_v", 1, "a cut waits for its write-back's record: records of ab_qp publish at most ab_cut")
+	// Once the cut is known, the FPDUs that enter mpa_tx are dropped
+	// rather than written: they would need ring room the host can never
+	// give back (nothing past the cut is published).
+	m.Assign(abDrop, And(gfR, abCutSet))
+	abLastDrop := m.RegDecl("ab_last_drop", 1, "the message's last FPDU was dropped: its write-back's record waits for no write of its own")
+	m.Drive(abLastDrop, big.NewInt(0), And(Not(goMsg), Or(abLastDrop, And(newFPDU, abDrop, ddpMsgLast))), nil)
 
 	// --- ring records: one per FPDU, for the request issuer and the data path ---
 	pos := m.WireOf("rec_pos", And(Bits(fOff, 23, 0), cTXMask), "the FPDU's place in the ring")
@@ -1090,7 +1094,7 @@ func CardTx(width int) (*Module, error) {
 	qdPop := m.Wire("qd_pop", addrWidth(cardTxRecDepth+1), "")
 	recF := []string{"base", "pos", "len", "split", "cut", "last", "drop"}
 	recW := []int{52, 24, 16, 1, 16, 1, 1}
-	recD := []Expr{cTXBase, pos, Bits(wl, 15, 0), And(split, Not(abDrop)), cut, Or(ddpMsgLast, pubFP), abDrop}
+	recD := []Expr{cTXBase, pos, Bits(wl, 15, 0), And(split, Not(abDrop)), cut, Or(ddpMsgLast, And(pubFP, Not(abDrop))), abDrop}
 	qa := ShiftQueue(m, "qa", cardTxRecDepth, recF, recW, And(newFPDU, Not(abDrop)), recD, qaPop)
 	qd := ShiftQueue(m, "qd", cardTxRecDepth, recF, recW, newFPDU, recD, qdPop)
 	rcw := qa.Count.W
@@ -1165,7 +1169,7 @@ func CardTx(width int) (*Module, error) {
 	// not: its record moves TXS_PI only, and the walk completes it.
 	// A malformed Read sends no Read Request: it completes as it fails.
 	readSent := m.WireOf("read_sent", And(opRead, Not(malR), Not(wfR)), "the WQE is a Read whose Read Request went (or goes) out")
-	retires := m.WireOf("wqe_retires", And(Or(ret, sentDone, And(Not(retFl), Not(readSent), Eq(cOrq, C(5, 0)), Not(cWk))), Not(gfR)), "a WQE whose payload read faulted stays to be flushed")
+	retires := m.WireOf("wqe_retires", Or(ret, sentDone, And(Not(retFl), Not(readSent), Eq(cOrq, C(5, 0)), Not(cWk), Not(gfR))), "a WQE whose payload read faulted (a new one, never ret or sentDone) stays to be flushed")
 	// A flushed WQE with a bad BBS takes every block posted with it (the
 	// model's rule: its length hides where the next WQE starts).
 	availF := m.WireOf("flush_avail", Sub(cPI, cSQCI), "blocks posted from SQ_CI on")

@@ -940,22 +940,21 @@ module card_tx_w512 (
     wire [7:0]     w_markers;                // markers in the FPDU
     wire [16:0]    w_len;                    // the FPDU's octets on the wire
     wire [16:0]    w_len_sel;
+    wire [31:0]    ring_used_fit;
     wire [31:0]    fpdu_end_off;             // the stream offset after the FPDU
     wire [31:0]    ring_quarter_hi;          // stream offset bits above a quarter of the ring
-    wire           pub_go;                   // a progress record is queued
-    wire [15:0]    ab_hdr_len;               // the message's DDP header length
+    wire           pub_go;                   // a progress record is queued (none for a dropped FPDU)
+    reg  [15:0]    ab_hdr_len;               // the message's DDP header length (its header is decoded cycles before its first FPDU)
     reg  [31:0]    ab_pay_end;               // payload bytes of the message in the FPDUs that entered mpa_tx
     reg  [31:0]    ab_fpdu_start;            // stream offset of the last FPDU of the message that entered
     reg            ab_any;                   // an FPDU of the message entered
     wire [31:0]    ab_pay_end_new;           // payload end of the FPDU entering
     reg            ab_cut_set;               // the message's cut is known
-    wire           ab_held;                  // the fault is seen: the last FPDU in holds the faulted byte
-    wire           ab_enter;                 // the FPDU entering holds the faulted byte
-    reg            ab_last_drop;             // the message's last FPDU was dropped: its write-back's record waits for no write of its own
-    wire           ab_set;
+    wire           ab_set;                   // the last FPDU in holds the faulted byte: the cut is its start
     reg  [31:0]    ab_cut;                   // the cut: the first aborted FPDU's stream offset
     reg  [9:0]     ab_qp;
     reg            ab_v;                     // a cut waits for its write-back's record: records of ab_qp publish at most ab_cut
+    reg            ab_last_drop;             // the message's last FPDU was dropped: its write-back's record waits for no write of its own
     wire [23:0]    rec_pos;                  // the FPDU's place in the ring
     wire [24:0]    rec_to_end;
     wire           rec_split;                // the FPDU wraps the ring
@@ -1079,7 +1078,7 @@ module card_tx_w512 (
     wire           wr_done_err;
     wire [3:0]     cq_pop;
     wire           read_sent;                // the WQE is a Read whose Read Request went (or goes) out
-    wire           wqe_retires;              // a WQE whose payload read faulted stays to be flushed
+    wire           wqe_retires;              // a WQE whose payload read faulted (a new one, never ret or sentDone) stays to be flushed
     wire [15:0]    flush_avail;              // blocks posted from SQ_CI on
     wire [15:0]    flush_bbs;                // blocks of the WQE flushed
     wire [15:0]    wqe_blocks;               // blocks the WQE takes
@@ -9147,7 +9146,7 @@ module card_tx_w512 (
     assign s_chk_ready = 1'h1;
     assign feed_end = (in_state9 & (desc_done | ddp_desc_go)) & ((pay_done | ddp_s_last_go) | no_payload);
     assign pub_room = pub_slot & ~in_state11;
-    assign h_gate = ~h_first | ((rec_room & (ring_fits | ab_drop)) & (~pub_fpdu | pub_room));
+    assign h_gate = ~h_first | ((rec_room & ring_fits) & (~pub_fpdu | pub_room));
     assign h_go = (ddp_m_tvalid & mpa_s_ready) & h_gate;
     assign fpdu_new = h_go & h_first;
     assign w_n5 = {1'h0, ddp_m_tuser_len} + 17'h00005;
@@ -9164,17 +9163,15 @@ module card_tx_w512 (
     assign w_markers = {7'h00, w_lead} + (w_ge ? (w_q + 8'h01) : 8'h00);
     assign w_len = (w_body + {7'h00, w_markers, 2'h0}) + 17'h00004;
     assign w_len_sel = cur_markers ? w_len : (w_body + 17'h00004);
-    assign ring_fits = ~(ring_size < (ring_used + {15'h0000, w_len_sel}));
+    assign ring_used_fit = ab_drop ? 32'h00000000 : ring_used;
+    assign ring_fits = ~(ring_size < (ring_used_fit + {15'h0000, w_len_sel}));
     assign fpdu_end_off = f_off + {15'h0000, w_len_sel};
     assign ring_quarter_hi = ~{10'h000, cur_txs_mask[23:2]};
-    assign pub_fpdu = (~ddp_m_tuser_last & ~ab_drop) & ((f_off & ring_quarter_hi) != (fpdu_end_off & ring_quarter_hi));
-    assign pub_go = fpdu_new & pub_fpdu;
-    assign ab_hdr_len = op_write ? 16'h000e : 16'h0012;
+    assign pub_fpdu = ~ddp_m_tuser_last & ((f_off & ring_quarter_hi) != (fpdu_end_off & ring_quarter_hi));
+    assign pub_go = (fpdu_new & pub_fpdu) & ~ab_drop;
     assign ab_pay_end_new = ab_pay_end + {16'h0000, ddp_m_tuser_len - ab_hdr_len};
-    assign ab_held = ((g_rd_fault_new & ~ab_cut_set) & ab_any) & (g_rd_fault_off < ab_pay_end);
-    assign ab_enter = ((fpdu_new & gf_fault) & ~ab_cut_set) & (g_rd_fault_off < ab_pay_end_new);
-    assign ab_drop = gf_fault & (ab_cut_set | (g_rd_fault_off < ab_pay_end_new));
-    assign ab_set = ab_held | ab_enter;
+    assign ab_set = ((gf_fault & ~ab_cut_set) & ab_any) & (g_rd_fault_off < ab_pay_end);
+    assign ab_drop = gf_fault & ab_cut_set;
     assign rec_pos = f_off[23:0] & cur_txs_mask;
     assign rec_to_end = ({1'h0, cur_txs_mask} + 25'h0000001) - {1'h0, rec_pos};
     assign rec_split = rec_to_end < {9'h000, w_len_sel[15:0]};
@@ -9228,7 +9225,7 @@ module card_tx_w512 (
     assign rw_fpdu_end = rw_pass_end | rw_merge_end;
     assign qd_pop = {2'h0, rw_fpdu_end};
     assign read_sent = (op_read & ~wqe_mal) & ~wqe_fault;
-    assign wqe_retires = ((ret_mode | sent_done) | (((~ret_or_flush & ~read_sent) & (cur_orq == 5'h00)) & ~cur_walk)) & ~gf_fault;
+    assign wqe_retires = (ret_mode | sent_done) | ((((~ret_or_flush & ~read_sent) & (cur_orq == 5'h00)) & ~cur_walk) & ~gf_fault);
     assign flush_avail = cur_sq_pi - cur_sq_ci;
     assign flush_bbs = (((|h_bbs & ~(4'h8 < h_bbs)) & ~(flush_avail < {12'h000, h_bbs})) & ~(({1'h0, sq_mask} + 17'h00001) < {13'h0000, h_bbs})) ? {12'h000, h_bbs} : flush_avail;
     assign wqe_blocks = wqe_fault ? wqe_fault_bbs : (wqe_mal ? wqe_mal_bbs : {12'h000, h_bbs});
@@ -11882,6 +11879,10 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
+        ab_hdr_len <= op_write ? 16'h000e : 16'h0012;
+    end
+
+    always @(posedge clk) begin
         if (rst) begin
             ab_pay_end <= 32'h00000000;
         end else if (msg_go | fpdu_new) begin
@@ -11905,14 +11906,6 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (rst) begin
-            ab_last_drop <= 1'h0;
-        end else begin
-            ab_last_drop <= ~msg_go & (ab_last_drop | ((fpdu_new & ab_drop) & ddp_m_tuser_last));
-        end
-    end
-
-    always @(posedge clk) begin
-        if (rst) begin
             ab_cut_set <= 1'h0;
         end else begin
             ab_cut_set <= ~msg_go & (ab_cut_set | ab_set);
@@ -11921,13 +11914,21 @@ module card_tx_w512 (
 
     always @(posedge clk) begin
         if (ab_set) begin
-            ab_cut <= ab_held ? ab_fpdu_start : f_off;
+            ab_cut <= ab_fpdu_start;
         end
     end
 
     always @(posedge clk) begin
         if (ab_set) begin
             ab_qp <= cur_qp;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ab_last_drop <= 1'h0;
+        end else begin
+            ab_last_drop <= ~msg_go & (ab_last_drop | ((fpdu_new & ab_drop) & ddp_m_tuser_last));
         end
     end
 
@@ -11960,7 +11961,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        qa0_last <= qa0_push ? (ddp_m_tuser_last | pub_fpdu) : ((qa_pop == 3'h1) ? qa1_last : ((qa_pop == 3'h2) ? qa2_last : ((qa_pop == 3'h3) ? qa3_last : qa0_last)));
+        qa0_last <= qa0_push ? (ddp_m_tuser_last | (pub_fpdu & ~ab_drop)) : ((qa_pop == 3'h1) ? qa1_last : ((qa_pop == 3'h2) ? qa2_last : ((qa_pop == 3'h3) ? qa3_last : qa0_last)));
     end
 
     always @(posedge clk) begin
@@ -11988,7 +11989,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        qa1_last <= qa1_push ? (ddp_m_tuser_last | pub_fpdu) : ((qa_pop == 3'h1) ? qa2_last : ((qa_pop == 3'h2) ? qa3_last : qa1_last));
+        qa1_last <= qa1_push ? (ddp_m_tuser_last | (pub_fpdu & ~ab_drop)) : ((qa_pop == 3'h1) ? qa2_last : ((qa_pop == 3'h2) ? qa3_last : qa1_last));
     end
 
     always @(posedge clk) begin
@@ -12016,7 +12017,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        qa2_last <= qa2_push ? (ddp_m_tuser_last | pub_fpdu) : ((qa_pop == 3'h1) ? qa3_last : qa2_last);
+        qa2_last <= qa2_push ? (ddp_m_tuser_last | (pub_fpdu & ~ab_drop)) : ((qa_pop == 3'h1) ? qa3_last : qa2_last);
     end
 
     always @(posedge clk) begin
@@ -12044,7 +12045,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        qa3_last <= qa3_push ? (ddp_m_tuser_last | pub_fpdu) : qa3_last;
+        qa3_last <= qa3_push ? (ddp_m_tuser_last | (pub_fpdu & ~ab_drop)) : qa3_last;
     end
 
     always @(posedge clk) begin
@@ -12080,7 +12081,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        qd0_last <= qd0_push ? (ddp_m_tuser_last | pub_fpdu) : ((qd_pop == 3'h1) ? qd1_last : ((qd_pop == 3'h2) ? qd2_last : ((qd_pop == 3'h3) ? qd3_last : qd0_last)));
+        qd0_last <= qd0_push ? (ddp_m_tuser_last | (pub_fpdu & ~ab_drop)) : ((qd_pop == 3'h1) ? qd1_last : ((qd_pop == 3'h2) ? qd2_last : ((qd_pop == 3'h3) ? qd3_last : qd0_last)));
     end
 
     always @(posedge clk) begin
@@ -12108,7 +12109,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        qd1_last <= qd1_push ? (ddp_m_tuser_last | pub_fpdu) : ((qd_pop == 3'h1) ? qd2_last : ((qd_pop == 3'h2) ? qd3_last : qd1_last));
+        qd1_last <= qd1_push ? (ddp_m_tuser_last | (pub_fpdu & ~ab_drop)) : ((qd_pop == 3'h1) ? qd2_last : ((qd_pop == 3'h2) ? qd3_last : qd1_last));
     end
 
     always @(posedge clk) begin
@@ -12136,7 +12137,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        qd2_last <= qd2_push ? (ddp_m_tuser_last | pub_fpdu) : ((qd_pop == 3'h1) ? qd3_last : qd2_last);
+        qd2_last <= qd2_push ? (ddp_m_tuser_last | (pub_fpdu & ~ab_drop)) : ((qd_pop == 3'h1) ? qd3_last : qd2_last);
     end
 
     always @(posedge clk) begin
@@ -12164,7 +12165,7 @@ module card_tx_w512 (
     end
 
     always @(posedge clk) begin
-        qd3_last <= qd3_push ? (ddp_m_tuser_last | pub_fpdu) : qd3_last;
+        qd3_last <= qd3_push ? (ddp_m_tuser_last | (pub_fpdu & ~ab_drop)) : qd3_last;
     end
 
     always @(posedge clk) begin

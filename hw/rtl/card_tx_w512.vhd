@@ -971,22 +971,21 @@ architecture rtl of card_tx_w512 is
     signal w_markers : std_logic_vector(7 downto 0); -- markers in the FPDU
     signal w_len : std_logic_vector(16 downto 0); -- the FPDU's octets on the wire
     signal w_len_sel : std_logic_vector(16 downto 0);
+    signal ring_used_fit : std_logic_vector(31 downto 0);
     signal fpdu_end_off : std_logic_vector(31 downto 0); -- the stream offset after the FPDU
     signal ring_quarter_hi : std_logic_vector(31 downto 0); -- stream offset bits above a quarter of the ring
-    signal pub_go : std_logic;               -- a progress record is queued
-    signal ab_hdr_len : std_logic_vector(15 downto 0); -- the message's DDP header length
+    signal pub_go : std_logic;               -- a progress record is queued (none for a dropped FPDU)
+    signal ab_hdr_len : std_logic_vector(15 downto 0); -- the message's DDP header length (its header is decoded cycles before its first FPDU)
     signal ab_pay_end : std_logic_vector(31 downto 0) := x"00000000"; -- payload bytes of the message in the FPDUs that entered mpa_tx
     signal ab_fpdu_start : std_logic_vector(31 downto 0); -- stream offset of the last FPDU of the message that entered
     signal ab_any : std_logic := '0';        -- an FPDU of the message entered
     signal ab_pay_end_new : std_logic_vector(31 downto 0); -- payload end of the FPDU entering
     signal ab_cut_set : std_logic := '0';    -- the message's cut is known
-    signal ab_held : std_logic;              -- the fault is seen: the last FPDU in holds the faulted byte
-    signal ab_enter : std_logic;             -- the FPDU entering holds the faulted byte
-    signal ab_last_drop : std_logic := '0';  -- the message's last FPDU was dropped: its write-back's record waits for no write of its own
-    signal ab_set : std_logic;
+    signal ab_set : std_logic;               -- the last FPDU in holds the faulted byte: the cut is its start
     signal ab_cut : std_logic_vector(31 downto 0); -- the cut: the first aborted FPDU's stream offset
     signal ab_qp : std_logic_vector(9 downto 0);
     signal ab_v : std_logic := '0';          -- a cut waits for its write-back's record: records of ab_qp publish at most ab_cut
+    signal ab_last_drop : std_logic := '0';  -- the message's last FPDU was dropped: its write-back's record waits for no write of its own
     signal rec_pos : std_logic_vector(23 downto 0); -- the FPDU's place in the ring
     signal rec_to_end : std_logic_vector(24 downto 0);
     signal rec_split : std_logic;            -- the FPDU wraps the ring
@@ -1110,7 +1109,7 @@ architecture rtl of card_tx_w512 is
     signal wr_done_err : std_logic;
     signal cq_pop : std_logic_vector(3 downto 0);
     signal read_sent : std_logic;            -- the WQE is a Read whose Read Request went (or goes) out
-    signal wqe_retires : std_logic;          -- a WQE whose payload read faulted stays to be flushed
+    signal wqe_retires : std_logic;          -- a WQE whose payload read faulted (a new one, never ret or sentDone) stays to be flushed
     signal flush_avail : std_logic_vector(15 downto 0); -- blocks posted from SQ_CI on
     signal flush_bbs : std_logic_vector(15 downto 0); -- blocks of the WQE flushed
     signal wqe_blocks : std_logic_vector(15 downto 0); -- blocks the WQE takes
@@ -9198,7 +9197,7 @@ begin
     s_chk_ready <= '1';
     feed_end <= (in_state9 and (desc_done or ddp_desc_go)) and ((pay_done or ddp_s_last_go) or no_payload);
     pub_room <= pub_slot and (not in_state11);
-    h_gate <= (not h_first) or ((rec_room and (ring_fits or ab_drop)) and ((not pub_fpdu) or pub_room));
+    h_gate <= (not h_first) or ((rec_room and ring_fits) and ((not pub_fpdu) or pub_room));
     h_go <= (ddp_m_tvalid and mpa_s_ready) and h_gate;
     fpdu_new <= h_go and h_first;
     w_n5 <= std_logic_vector(unsigned(std_logic_vector'('0' & ddp_m_tuser_len)) + unsigned'("00000000000000101"));
@@ -9215,17 +9214,15 @@ begin
     w_markers <= std_logic_vector(unsigned(std_logic_vector'("0000000" & w_lead)) + unsigned(mux(w_ge, std_logic_vector(unsigned(w_q) + unsigned'(x"01")), x"00")));
     w_len <= std_logic_vector(unsigned(std_logic_vector(unsigned(w_body) + unsigned(std_logic_vector'("0000000" & w_markers & "00")))) + unsigned'("00000000000000100"));
     w_len_sel <= mux(cur_markers, w_len, std_logic_vector(unsigned(w_body) + unsigned'("00000000000000100")));
-    ring_fits <= not b2l(unsigned(ring_size) < unsigned(std_logic_vector(unsigned(ring_used) + unsigned(std_logic_vector'("000000000000000" & w_len_sel)))));
+    ring_used_fit <= mux(ab_drop, x"00000000", ring_used);
+    ring_fits <= not b2l(unsigned(ring_size) < unsigned(std_logic_vector(unsigned(ring_used_fit) + unsigned(std_logic_vector'("000000000000000" & w_len_sel)))));
     fpdu_end_off <= std_logic_vector(unsigned(f_off) + unsigned(std_logic_vector'("000000000000000" & w_len_sel)));
     ring_quarter_hi <= not std_logic_vector'("0000000000" & cur_txs_mask(23 downto 2));
-    pub_fpdu <= ((not ddp_m_tuser_last) and (not ab_drop)) and b2l((f_off and ring_quarter_hi) /= (fpdu_end_off and ring_quarter_hi));
-    pub_go <= fpdu_new and pub_fpdu;
-    ab_hdr_len <= mux(op_write, x"000e", x"0012");
+    pub_fpdu <= (not ddp_m_tuser_last) and b2l((f_off and ring_quarter_hi) /= (fpdu_end_off and ring_quarter_hi));
+    pub_go <= (fpdu_new and pub_fpdu) and (not ab_drop);
     ab_pay_end_new <= std_logic_vector(unsigned(ab_pay_end) + unsigned(std_logic_vector'(x"0000" & std_logic_vector(unsigned(ddp_m_tuser_len) - unsigned(ab_hdr_len)))));
-    ab_held <= ((g_rd_fault_new and (not ab_cut_set)) and ab_any) and b2l(unsigned(g_rd_fault_off) < unsigned(ab_pay_end));
-    ab_enter <= ((fpdu_new and gf_fault) and (not ab_cut_set)) and b2l(unsigned(g_rd_fault_off) < unsigned(ab_pay_end_new));
-    ab_drop <= gf_fault and (ab_cut_set or b2l(unsigned(g_rd_fault_off) < unsigned(ab_pay_end_new)));
-    ab_set <= ab_held or ab_enter;
+    ab_set <= ((gf_fault and (not ab_cut_set)) and ab_any) and b2l(unsigned(g_rd_fault_off) < unsigned(ab_pay_end));
+    ab_drop <= gf_fault and ab_cut_set;
     rec_pos <= f_off(23 downto 0) and cur_txs_mask;
     rec_to_end <= std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & cur_txs_mask)) + unsigned'("0000000000000000000000001"))) - unsigned(std_logic_vector'('0' & rec_pos)));
     rec_split <= b2l(unsigned(rec_to_end) < unsigned(std_logic_vector'("000000000" & w_len_sel(15 downto 0))));
@@ -9280,7 +9277,7 @@ begin
     rw_fpdu_end <= rw_pass_end or rw_merge_end;
     qd_pop <= std_logic_vector'("00" & rw_fpdu_end);
     read_sent <= (op_read and (not wqe_mal)) and (not wqe_fault);
-    wqe_retires <= ((ret_mode or sent_done) or ((((not ret_or_flush) and (not read_sent)) and b2l(cur_orq = "00000")) and (not cur_walk))) and (not gf_fault);
+    wqe_retires <= (ret_mode or sent_done) or (((((not ret_or_flush) and (not read_sent)) and b2l(cur_orq = "00000")) and (not cur_walk)) and (not gf_fault));
     flush_avail <= std_logic_vector(unsigned(cur_sq_pi) - unsigned(cur_sq_ci));
     flush_bbs <= mux((((or h_bbs) and (not b2l(unsigned'(x"8") < unsigned(h_bbs)))) and (not b2l(unsigned(flush_avail) < unsigned(std_logic_vector'(x"000" & h_bbs))))) and (not b2l(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & sq_mask)) + unsigned'("00000000000000001"))) < unsigned(std_logic_vector'("0000000000000" & h_bbs)))), std_logic_vector'(x"000" & h_bbs), flush_avail);
     wqe_blocks <= mux(wqe_fault, wqe_fault_bbs, mux(wqe_mal, wqe_mal_bbs, std_logic_vector'(x"000" & h_bbs)));
@@ -12614,6 +12611,13 @@ begin
         end if;
     end process;
 
+    ab_hdr_len_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            ab_hdr_len <= mux(op_write, x"000e", x"0012");
+        end if;
+    end process;
+
     ab_pay_end_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -12645,17 +12649,6 @@ begin
         end if;
     end process;
 
-    ab_last_drop_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            if rst = '1' then
-                ab_last_drop <= '0';
-            else
-                ab_last_drop <= (not msg_go) and (ab_last_drop or ((fpdu_new and ab_drop) and ddp_m_tuser_last));
-            end if;
-        end if;
-    end process;
-
     ab_cut_set_reg : process (clk)
     begin
         if rising_edge(clk) then
@@ -12671,7 +12664,7 @@ begin
     begin
         if rising_edge(clk) then
             if ab_set = '1' then
-                ab_cut <= mux(ab_held, ab_fpdu_start, f_off);
+                ab_cut <= ab_fpdu_start;
             end if;
         end if;
     end process;
@@ -12681,6 +12674,17 @@ begin
         if rising_edge(clk) then
             if ab_set = '1' then
                 ab_qp <= cur_qp;
+            end if;
+        end if;
+    end process;
+
+    ab_last_drop_reg : process (clk)
+    begin
+        if rising_edge(clk) then
+            if rst = '1' then
+                ab_last_drop <= '0';
+            else
+                ab_last_drop <= (not msg_go) and (ab_last_drop or ((fpdu_new and ab_drop) and ddp_m_tuser_last));
             end if;
         end if;
     end process;
@@ -12734,7 +12738,7 @@ begin
     qa0_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qa0_last <= mux(qa0_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qa_pop = "001"), qa1_last, mux(b2l(qa_pop = "010"), qa2_last, mux(b2l(qa_pop = "011"), qa3_last, qa0_last))));
+            qa0_last <= mux(qa0_push, ddp_m_tuser_last or (pub_fpdu and (not ab_drop)), mux(b2l(qa_pop = "001"), qa1_last, mux(b2l(qa_pop = "010"), qa2_last, mux(b2l(qa_pop = "011"), qa3_last, qa0_last))));
         end if;
     end process;
 
@@ -12783,7 +12787,7 @@ begin
     qa1_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qa1_last <= mux(qa1_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qa_pop = "001"), qa2_last, mux(b2l(qa_pop = "010"), qa3_last, qa1_last)));
+            qa1_last <= mux(qa1_push, ddp_m_tuser_last or (pub_fpdu and (not ab_drop)), mux(b2l(qa_pop = "001"), qa2_last, mux(b2l(qa_pop = "010"), qa3_last, qa1_last)));
         end if;
     end process;
 
@@ -12832,7 +12836,7 @@ begin
     qa2_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qa2_last <= mux(qa2_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qa_pop = "001"), qa3_last, qa2_last));
+            qa2_last <= mux(qa2_push, ddp_m_tuser_last or (pub_fpdu and (not ab_drop)), mux(b2l(qa_pop = "001"), qa3_last, qa2_last));
         end if;
     end process;
 
@@ -12881,7 +12885,7 @@ begin
     qa3_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qa3_last <= mux(qa3_push, ddp_m_tuser_last or pub_fpdu, qa3_last);
+            qa3_last <= mux(qa3_push, ddp_m_tuser_last or (pub_fpdu and (not ab_drop)), qa3_last);
         end if;
     end process;
 
@@ -12941,7 +12945,7 @@ begin
     qd0_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qd0_last <= mux(qd0_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qd_pop = "001"), qd1_last, mux(b2l(qd_pop = "010"), qd2_last, mux(b2l(qd_pop = "011"), qd3_last, qd0_last))));
+            qd0_last <= mux(qd0_push, ddp_m_tuser_last or (pub_fpdu and (not ab_drop)), mux(b2l(qd_pop = "001"), qd1_last, mux(b2l(qd_pop = "010"), qd2_last, mux(b2l(qd_pop = "011"), qd3_last, qd0_last))));
         end if;
     end process;
 
@@ -12990,7 +12994,7 @@ begin
     qd1_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qd1_last <= mux(qd1_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qd_pop = "001"), qd2_last, mux(b2l(qd_pop = "010"), qd3_last, qd1_last)));
+            qd1_last <= mux(qd1_push, ddp_m_tuser_last or (pub_fpdu and (not ab_drop)), mux(b2l(qd_pop = "001"), qd2_last, mux(b2l(qd_pop = "010"), qd3_last, qd1_last)));
         end if;
     end process;
 
@@ -13039,7 +13043,7 @@ begin
     qd2_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qd2_last <= mux(qd2_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qd_pop = "001"), qd3_last, qd2_last));
+            qd2_last <= mux(qd2_push, ddp_m_tuser_last or (pub_fpdu and (not ab_drop)), mux(b2l(qd_pop = "001"), qd3_last, qd2_last));
         end if;
     end process;
 
@@ -13088,7 +13092,7 @@ begin
     qd3_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qd3_last <= mux(qd3_push, ddp_m_tuser_last or pub_fpdu, qd3_last);
+            qd3_last <= mux(qd3_push, ddp_m_tuser_last or (pub_fpdu and (not ab_drop)), qd3_last);
         end if;
     end process;
 
