@@ -1094,8 +1094,11 @@ func CardTx(width int) (*Module, error) {
 	qdPop := m.Wire("qd_pop", addrWidth(cardTxRecDepth+1), "")
 	recF := []string{"base", "pos", "len", "split", "cut", "last", "drop"}
 	recW := []int{52, 24, 16, 1, 16, 1, 1}
-	recD := []Expr{cTXBase, pos, Bits(wl, 15, 0), And(split, Not(abDrop)), cut, Or(ddpMsgLast, And(pubFP, Not(abDrop))), abDrop}
-	qa := ShiftQueue(m, "qa", cardTxRecDepth, recF, recW, And(newFPDU, Not(abDrop)), recD, qaPop)
+	// A dropped FPDU goes to the data path only (qd), which takes its
+	// beats unsplit and writes nothing.
+	recWrite := m.WireOf("rec_write", And(newFPDU, Not(abDrop)), "the FPDU entering is written to the ring")
+	recD := []Expr{cTXBase, pos, Bits(wl, 15, 0), And(split, Not(abDrop)), cut, Or(ddpMsgLast, pubFP), abDrop}
+	qa := ShiftQueue(m, "qa", cardTxRecDepth, recF, recW, recWrite, recD, qaPop)
 	qd := ShiftQueue(m, "qd", cardTxRecDepth, recF, recW, newFPDU, recD, qdPop)
 	rcw := qa.Count.W
 	m.Assign(recRoom, And(Lt(qa.Count, C(rcw, cardTxRecDepth)), Lt(qd.Count, C(rcw, cardTxRecDepth))))
@@ -1253,7 +1256,7 @@ func CardTx(width int) (*Module, error) {
 	// write-back (fp_out then), so it publishes nothing not yet in memory.
 	fpDone := m.WireOf("wr_done_fpdu", And(doneV, Bit(doneTag, 1)), "an FPDU's last write has its response")
 	fpOut := m.RegDecl("fp_out", 8, "FPDUs written (queued or issued) whose last write has no response yet")
-	m.Drive(fpOut, big.NewInt(0), Sub(Add(fpOut, zext(And(newFPDU, Not(abDrop)), 8)), zext(fpDone, 8)), nil)
+	m.Drive(fpOut, big.NewInt(0), Sub(Add(fpOut, zext(recWrite, 8)), zext(fpDone, 8)), nil)
 	abWait := m.RegDecl("ab_wait", 8, "FPDU writes the cut record waits for")
 	m.Drive(abWait, big.NewInt(0), Sel(And(sWB, gfR), Sub(fpOut, zext(fpDone, 8)), Sub(abWait, zext(And(fpDone, RedOr(abWait)), 8))), nil)
 	h := cq.Fields[0]

@@ -16,7 +16,7 @@ import (
 const (
 	cardTxMaxSGE  = 30      // SGEs per WQE (docs/card.md MaxSGE)
 	cardTxRdPiece = 1 << 16 // bytes of one check-port lookup at most
-	cardTxRdReqs  = 32      // payload requests in flight (their addresses kept to name a fault)
+	cardTxRdReqs  = 8       // payload requests in flight (their addresses kept to name a fault)
 )
 
 // txGatherIn is what the gather needs of card_tx.

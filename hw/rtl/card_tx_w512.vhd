@@ -825,7 +825,7 @@ architecture rtl of card_tx_w512 is
     signal g_req_n : std_logic_vector(16 downto 0); -- bytes of this request
     signal g_req_v : std_logic;              -- a payload read request is offered
     signal g_req_go : std_logic;
-    signal g_pq_count : std_logic_vector(5 downto 0) := "000000"; -- entries held in g_pq
+    signal g_pq_count : std_logic_vector(3 downto 0) := x"0"; -- entries held in g_pq
     signal g_pq0_addr : std_logic_vector(63 downto 0);
     signal g_pq1_addr : std_logic_vector(63 downto 0);
     signal g_pq2_addr : std_logic_vector(63 downto 0);
@@ -834,31 +834,7 @@ architecture rtl of card_tx_w512 is
     signal g_pq5_addr : std_logic_vector(63 downto 0);
     signal g_pq6_addr : std_logic_vector(63 downto 0);
     signal g_pq7_addr : std_logic_vector(63 downto 0);
-    signal g_pq8_addr : std_logic_vector(63 downto 0);
-    signal g_pq9_addr : std_logic_vector(63 downto 0);
-    signal g_pq10_addr : std_logic_vector(63 downto 0);
-    signal g_pq11_addr : std_logic_vector(63 downto 0);
-    signal g_pq12_addr : std_logic_vector(63 downto 0);
-    signal g_pq13_addr : std_logic_vector(63 downto 0);
-    signal g_pq14_addr : std_logic_vector(63 downto 0);
-    signal g_pq15_addr : std_logic_vector(63 downto 0);
-    signal g_pq16_addr : std_logic_vector(63 downto 0);
-    signal g_pq17_addr : std_logic_vector(63 downto 0);
-    signal g_pq18_addr : std_logic_vector(63 downto 0);
-    signal g_pq19_addr : std_logic_vector(63 downto 0);
-    signal g_pq20_addr : std_logic_vector(63 downto 0);
-    signal g_pq21_addr : std_logic_vector(63 downto 0);
-    signal g_pq22_addr : std_logic_vector(63 downto 0);
-    signal g_pq23_addr : std_logic_vector(63 downto 0);
-    signal g_pq24_addr : std_logic_vector(63 downto 0);
-    signal g_pq25_addr : std_logic_vector(63 downto 0);
-    signal g_pq26_addr : std_logic_vector(63 downto 0);
-    signal g_pq27_addr : std_logic_vector(63 downto 0);
-    signal g_pq28_addr : std_logic_vector(63 downto 0);
-    signal g_pq29_addr : std_logic_vector(63 downto 0);
-    signal g_pq30_addr : std_logic_vector(63 downto 0);
-    signal g_pq31_addr : std_logic_vector(63 downto 0);
-    signal g_pq_wpos : std_logic_vector(5 downto 0); -- where a pushed entry goes
+    signal g_pq_wpos : std_logic_vector(3 downto 0); -- where a pushed entry goes
     signal g_pq0_push : std_logic;
     signal g_pq1_push : std_logic;
     signal g_pq2_push : std_logic;
@@ -867,30 +843,6 @@ architecture rtl of card_tx_w512 is
     signal g_pq5_push : std_logic;
     signal g_pq6_push : std_logic;
     signal g_pq7_push : std_logic;
-    signal g_pq8_push : std_logic;
-    signal g_pq9_push : std_logic;
-    signal g_pq10_push : std_logic;
-    signal g_pq11_push : std_logic;
-    signal g_pq12_push : std_logic;
-    signal g_pq13_push : std_logic;
-    signal g_pq14_push : std_logic;
-    signal g_pq15_push : std_logic;
-    signal g_pq16_push : std_logic;
-    signal g_pq17_push : std_logic;
-    signal g_pq18_push : std_logic;
-    signal g_pq19_push : std_logic;
-    signal g_pq20_push : std_logic;
-    signal g_pq21_push : std_logic;
-    signal g_pq22_push : std_logic;
-    signal g_pq23_push : std_logic;
-    signal g_pq24_push : std_logic;
-    signal g_pq25_push : std_logic;
-    signal g_pq26_push : std_logic;
-    signal g_pq27_push : std_logic;
-    signal g_pq28_push : std_logic;
-    signal g_pq29_push : std_logic;
-    signal g_pq30_push : std_logic;
-    signal g_pq31_push : std_logic;
     signal g_piece_done : std_logic;         -- the piece's last request goes
     signal g_rd_len : std_logic_vector(16 downto 0); -- length minus one
     signal pk_acc : std_logic_vector(511 downto 0) := x"00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"; -- bytes held, from lane 0
@@ -992,6 +944,7 @@ architecture rtl of card_tx_w512 is
     signal rec_cut : std_logic_vector(15 downto 0); -- octets before the wrap
     signal qa_pop : std_logic_vector(2 downto 0);
     signal qd_pop : std_logic_vector(2 downto 0);
+    signal rec_write : std_logic;            -- the FPDU entering is written to the ring
     signal qa_count : std_logic_vector(2 downto 0) := "000"; -- entries held in qa
     signal qa0_base : std_logic_vector(51 downto 0);
     signal qa0_pos : std_logic_vector(23 downto 0);
@@ -9037,40 +8990,16 @@ begin
     g_req_whole <= not b2l(unsigned(std_logic_vector'(x"0" & g_pg_left)) < unsigned(g_n));
     g_req_n <= mux(g_req_whole, g_n, std_logic_vector'(x"0" & g_pg_left));
     g_req_go <= g_req_v and rd_req_ready;
-    g_pq_wpos <= std_logic_vector(unsigned(g_pq_count) - unsigned(std_logic_vector'("00000" & g_pq_pop)));
-    g_pq0_push <= g_req_go and b2l(g_pq_wpos = "000000");
-    g_pq1_push <= g_req_go and b2l(g_pq_wpos = "000001");
-    g_pq2_push <= g_req_go and b2l(g_pq_wpos = "000010");
-    g_pq3_push <= g_req_go and b2l(g_pq_wpos = "000011");
-    g_pq4_push <= g_req_go and b2l(g_pq_wpos = "000100");
-    g_pq5_push <= g_req_go and b2l(g_pq_wpos = "000101");
-    g_pq6_push <= g_req_go and b2l(g_pq_wpos = "000110");
-    g_pq7_push <= g_req_go and b2l(g_pq_wpos = "000111");
-    g_pq8_push <= g_req_go and b2l(g_pq_wpos = "001000");
-    g_pq9_push <= g_req_go and b2l(g_pq_wpos = "001001");
-    g_pq10_push <= g_req_go and b2l(g_pq_wpos = "001010");
-    g_pq11_push <= g_req_go and b2l(g_pq_wpos = "001011");
-    g_pq12_push <= g_req_go and b2l(g_pq_wpos = "001100");
-    g_pq13_push <= g_req_go and b2l(g_pq_wpos = "001101");
-    g_pq14_push <= g_req_go and b2l(g_pq_wpos = "001110");
-    g_pq15_push <= g_req_go and b2l(g_pq_wpos = "001111");
-    g_pq16_push <= g_req_go and b2l(g_pq_wpos = "010000");
-    g_pq17_push <= g_req_go and b2l(g_pq_wpos = "010001");
-    g_pq18_push <= g_req_go and b2l(g_pq_wpos = "010010");
-    g_pq19_push <= g_req_go and b2l(g_pq_wpos = "010011");
-    g_pq20_push <= g_req_go and b2l(g_pq_wpos = "010100");
-    g_pq21_push <= g_req_go and b2l(g_pq_wpos = "010101");
-    g_pq22_push <= g_req_go and b2l(g_pq_wpos = "010110");
-    g_pq23_push <= g_req_go and b2l(g_pq_wpos = "010111");
-    g_pq24_push <= g_req_go and b2l(g_pq_wpos = "011000");
-    g_pq25_push <= g_req_go and b2l(g_pq_wpos = "011001");
-    g_pq26_push <= g_req_go and b2l(g_pq_wpos = "011010");
-    g_pq27_push <= g_req_go and b2l(g_pq_wpos = "011011");
-    g_pq28_push <= g_req_go and b2l(g_pq_wpos = "011100");
-    g_pq29_push <= g_req_go and b2l(g_pq_wpos = "011101");
-    g_pq30_push <= g_req_go and b2l(g_pq_wpos = "011110");
-    g_pq31_push <= g_req_go and b2l(g_pq_wpos = "011111");
-    g_req_v <= ((g_feed and b2l(g_ph = "11")) and b2l(unsigned(g_pq_count) < unsigned'("100000"))) and (not g_rd_fault);
+    g_pq_wpos <= std_logic_vector(unsigned(g_pq_count) - unsigned(std_logic_vector'("000" & g_pq_pop)));
+    g_pq0_push <= g_req_go and b2l(g_pq_wpos = x"0");
+    g_pq1_push <= g_req_go and b2l(g_pq_wpos = x"1");
+    g_pq2_push <= g_req_go and b2l(g_pq_wpos = x"2");
+    g_pq3_push <= g_req_go and b2l(g_pq_wpos = x"3");
+    g_pq4_push <= g_req_go and b2l(g_pq_wpos = x"4");
+    g_pq5_push <= g_req_go and b2l(g_pq_wpos = x"5");
+    g_pq6_push <= g_req_go and b2l(g_pq_wpos = x"6");
+    g_pq7_push <= g_req_go and b2l(g_pq_wpos = x"7");
+    g_req_v <= ((g_feed and b2l(g_ph = "11")) and b2l(unsigned(g_pq_count) < unsigned'(x"8"))) and (not g_rd_fault);
     g_piece_done <= g_req_go and g_req_whole;
     g_sge_rd <= ck_rd or g_rd;
     g_sge_idx <= mux(in_state12, ck_i(4 downto 0), g_i(4 downto 0));
@@ -9227,11 +9156,12 @@ begin
     rec_to_end <= std_logic_vector(unsigned(std_logic_vector(unsigned(std_logic_vector'('0' & cur_txs_mask)) + unsigned'("0000000000000000000000001"))) - unsigned(std_logic_vector'('0' & rec_pos)));
     rec_split <= b2l(unsigned(rec_to_end) < unsigned(std_logic_vector'("000000000" & w_len_sel(15 downto 0))));
     rec_cut <= rec_to_end(15 downto 0);
+    rec_write <= fpdu_new and (not ab_drop);
     qa_wpos <= std_logic_vector(unsigned(qa_count) - unsigned(qa_pop));
-    qa0_push <= (fpdu_new and (not ab_drop)) and b2l(qa_wpos = "000");
-    qa1_push <= (fpdu_new and (not ab_drop)) and b2l(qa_wpos = "001");
-    qa2_push <= (fpdu_new and (not ab_drop)) and b2l(qa_wpos = "010");
-    qa3_push <= (fpdu_new and (not ab_drop)) and b2l(qa_wpos = "011");
+    qa0_push <= rec_write and b2l(qa_wpos = "000");
+    qa1_push <= rec_write and b2l(qa_wpos = "001");
+    qa2_push <= rec_write and b2l(qa_wpos = "010");
+    qa3_push <= rec_write and b2l(qa_wpos = "011");
     qd_wpos <= std_logic_vector(unsigned(qd_count) - unsigned(qd_pop));
     qd0_push <= fpdu_new and b2l(qd_wpos = "000");
     qd1_push <= fpdu_new and b2l(qd_wpos = "001");
@@ -12112,9 +12042,9 @@ begin
     begin
         if rising_edge(clk) then
             if rst = '1' then
-                g_pq_count <= "000000";
+                g_pq_count <= x"0";
             else
-                g_pq_count <= std_logic_vector(unsigned(g_pq_wpos) + unsigned(std_logic_vector'("00000" & g_req_go)));
+                g_pq_count <= std_logic_vector(unsigned(g_pq_wpos) + unsigned(std_logic_vector'("000" & g_req_go)));
             end if;
         end if;
     end process;
@@ -12122,224 +12052,56 @@ begin
     g_pq0_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            g_pq0_addr <= mux(g_pq0_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq1_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq2_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq3_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq4_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq5_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq6_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq7_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq8_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq9_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010111"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011000"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011001"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011010"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011011"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011100"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011101"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011110"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011111"), g_pq31_addr, g_pq0_addr))))))))))))))))))))))))))))))));
+            g_pq0_addr <= mux(g_pq0_push, g_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"1"), g_pq1_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"2"), g_pq2_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"3"), g_pq3_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"4"), g_pq4_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"5"), g_pq5_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"6"), g_pq6_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"7"), g_pq7_addr, g_pq0_addr))))))));
         end if;
     end process;
 
     g_pq1_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            g_pq1_addr <= mux(g_pq1_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq2_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq3_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq4_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq5_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq6_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq7_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq8_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq9_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010111"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011000"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011001"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011010"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011011"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011100"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011101"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011110"), g_pq31_addr, g_pq1_addr)))))))))))))))))))))))))))))));
+            g_pq1_addr <= mux(g_pq1_push, g_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"1"), g_pq2_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"2"), g_pq3_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"3"), g_pq4_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"4"), g_pq5_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"5"), g_pq6_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"6"), g_pq7_addr, g_pq1_addr)))))));
         end if;
     end process;
 
     g_pq2_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            g_pq2_addr <= mux(g_pq2_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq3_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq4_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq5_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq6_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq7_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq8_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq9_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010111"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011000"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011001"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011010"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011011"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011100"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011101"), g_pq31_addr, g_pq2_addr))))))))))))))))))))))))))))));
+            g_pq2_addr <= mux(g_pq2_push, g_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"1"), g_pq3_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"2"), g_pq4_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"3"), g_pq5_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"4"), g_pq6_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"5"), g_pq7_addr, g_pq2_addr))))));
         end if;
     end process;
 
     g_pq3_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            g_pq3_addr <= mux(g_pq3_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq4_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq5_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq6_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq7_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq8_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq9_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010111"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011000"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011001"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011010"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011011"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011100"), g_pq31_addr, g_pq3_addr)))))))))))))))))))))))))))));
+            g_pq3_addr <= mux(g_pq3_push, g_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"1"), g_pq4_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"2"), g_pq5_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"3"), g_pq6_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"4"), g_pq7_addr, g_pq3_addr)))));
         end if;
     end process;
 
     g_pq4_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            g_pq4_addr <= mux(g_pq4_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq5_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq6_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq7_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq8_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq9_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010111"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011000"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011001"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011010"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011011"), g_pq31_addr, g_pq4_addr))))))))))))))))))))))))))));
+            g_pq4_addr <= mux(g_pq4_push, g_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"1"), g_pq5_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"2"), g_pq6_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"3"), g_pq7_addr, g_pq4_addr))));
         end if;
     end process;
 
     g_pq5_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            g_pq5_addr <= mux(g_pq5_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq6_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq7_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq8_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq9_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010111"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011000"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011001"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011010"), g_pq31_addr, g_pq5_addr)))))))))))))))))))))))))));
+            g_pq5_addr <= mux(g_pq5_push, g_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"1"), g_pq6_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"2"), g_pq7_addr, g_pq5_addr)));
         end if;
     end process;
 
     g_pq6_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            g_pq6_addr <= mux(g_pq6_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq7_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq8_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq9_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010111"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011000"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011001"), g_pq31_addr, g_pq6_addr))))))))))))))))))))))))));
+            g_pq6_addr <= mux(g_pq6_push, g_addr, mux(b2l(std_logic_vector'("000" & g_pq_pop) = x"1"), g_pq7_addr, g_pq6_addr));
         end if;
     end process;
 
     g_pq7_addr_reg : process (clk)
     begin
         if rising_edge(clk) then
-            g_pq7_addr <= mux(g_pq7_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq8_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq9_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010111"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "011000"), g_pq31_addr, g_pq7_addr)))))))))))))))))))))))));
-        end if;
-    end process;
-
-    g_pq8_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq8_addr <= mux(g_pq8_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq9_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010111"), g_pq31_addr, g_pq8_addr))))))))))))))))))))))));
-        end if;
-    end process;
-
-    g_pq9_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq9_addr <= mux(g_pq9_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq10_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010110"), g_pq31_addr, g_pq9_addr)))))))))))))))))))))));
-        end if;
-    end process;
-
-    g_pq10_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq10_addr <= mux(g_pq10_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq11_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010101"), g_pq31_addr, g_pq10_addr))))))))))))))))))))));
-        end if;
-    end process;
-
-    g_pq11_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq11_addr <= mux(g_pq11_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq12_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010100"), g_pq31_addr, g_pq11_addr)))))))))))))))))))));
-        end if;
-    end process;
-
-    g_pq12_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq12_addr <= mux(g_pq12_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq13_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010011"), g_pq31_addr, g_pq12_addr))))))))))))))))))));
-        end if;
-    end process;
-
-    g_pq13_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq13_addr <= mux(g_pq13_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq14_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010010"), g_pq31_addr, g_pq13_addr)))))))))))))))))));
-        end if;
-    end process;
-
-    g_pq14_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq14_addr <= mux(g_pq14_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq15_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010001"), g_pq31_addr, g_pq14_addr))))))))))))))))));
-        end if;
-    end process;
-
-    g_pq15_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq15_addr <= mux(g_pq15_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq16_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "010000"), g_pq31_addr, g_pq15_addr)))))))))))))))));
-        end if;
-    end process;
-
-    g_pq16_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq16_addr <= mux(g_pq16_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq17_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001111"), g_pq31_addr, g_pq16_addr))))))))))))))));
-        end if;
-    end process;
-
-    g_pq17_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq17_addr <= mux(g_pq17_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq18_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001110"), g_pq31_addr, g_pq17_addr)))))))))))))));
-        end if;
-    end process;
-
-    g_pq18_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq18_addr <= mux(g_pq18_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq19_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001101"), g_pq31_addr, g_pq18_addr))))))))))))));
-        end if;
-    end process;
-
-    g_pq19_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq19_addr <= mux(g_pq19_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq20_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001100"), g_pq31_addr, g_pq19_addr)))))))))))));
-        end if;
-    end process;
-
-    g_pq20_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq20_addr <= mux(g_pq20_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq21_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001011"), g_pq31_addr, g_pq20_addr))))))))))));
-        end if;
-    end process;
-
-    g_pq21_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq21_addr <= mux(g_pq21_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq22_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001010"), g_pq31_addr, g_pq21_addr)))))))))));
-        end if;
-    end process;
-
-    g_pq22_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq22_addr <= mux(g_pq22_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq23_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001001"), g_pq31_addr, g_pq22_addr))))))))));
-        end if;
-    end process;
-
-    g_pq23_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq23_addr <= mux(g_pq23_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq24_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "001000"), g_pq31_addr, g_pq23_addr)))))))));
-        end if;
-    end process;
-
-    g_pq24_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq24_addr <= mux(g_pq24_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq25_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000111"), g_pq31_addr, g_pq24_addr))))))));
-        end if;
-    end process;
-
-    g_pq25_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq25_addr <= mux(g_pq25_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq26_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000110"), g_pq31_addr, g_pq25_addr)))))));
-        end if;
-    end process;
-
-    g_pq26_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq26_addr <= mux(g_pq26_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq27_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000101"), g_pq31_addr, g_pq26_addr))))));
-        end if;
-    end process;
-
-    g_pq27_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq27_addr <= mux(g_pq27_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq28_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000100"), g_pq31_addr, g_pq27_addr)))));
-        end if;
-    end process;
-
-    g_pq28_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq28_addr <= mux(g_pq28_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq29_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000011"), g_pq31_addr, g_pq28_addr))));
-        end if;
-    end process;
-
-    g_pq29_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq29_addr <= mux(g_pq29_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq30_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000010"), g_pq31_addr, g_pq29_addr)));
-        end if;
-    end process;
-
-    g_pq30_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq30_addr <= mux(g_pq30_push, g_addr, mux(b2l(std_logic_vector'("00000" & g_pq_pop) = "000001"), g_pq31_addr, g_pq30_addr));
-        end if;
-    end process;
-
-    g_pq31_addr_reg : process (clk)
-    begin
-        if rising_edge(clk) then
-            g_pq31_addr <= mux(g_pq31_push, g_addr, g_pq31_addr);
+            g_pq7_addr <= mux(g_pq7_push, g_addr, g_pq7_addr);
         end if;
     end process;
 
@@ -12695,7 +12457,7 @@ begin
             if rst = '1' then
                 qa_count <= "000";
             else
-                qa_count <= std_logic_vector(unsigned(qa_wpos) + unsigned(std_logic_vector'("00" & (fpdu_new and (not ab_drop)))));
+                qa_count <= std_logic_vector(unsigned(qa_wpos) + unsigned(std_logic_vector'("00" & rec_write)));
             end if;
         end if;
     end process;
@@ -12738,7 +12500,7 @@ begin
     qa0_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qa0_last <= mux(qa0_push, ddp_m_tuser_last or (pub_fpdu and (not ab_drop)), mux(b2l(qa_pop = "001"), qa1_last, mux(b2l(qa_pop = "010"), qa2_last, mux(b2l(qa_pop = "011"), qa3_last, qa0_last))));
+            qa0_last <= mux(qa0_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qa_pop = "001"), qa1_last, mux(b2l(qa_pop = "010"), qa2_last, mux(b2l(qa_pop = "011"), qa3_last, qa0_last))));
         end if;
     end process;
 
@@ -12787,7 +12549,7 @@ begin
     qa1_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qa1_last <= mux(qa1_push, ddp_m_tuser_last or (pub_fpdu and (not ab_drop)), mux(b2l(qa_pop = "001"), qa2_last, mux(b2l(qa_pop = "010"), qa3_last, qa1_last)));
+            qa1_last <= mux(qa1_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qa_pop = "001"), qa2_last, mux(b2l(qa_pop = "010"), qa3_last, qa1_last)));
         end if;
     end process;
 
@@ -12836,7 +12598,7 @@ begin
     qa2_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qa2_last <= mux(qa2_push, ddp_m_tuser_last or (pub_fpdu and (not ab_drop)), mux(b2l(qa_pop = "001"), qa3_last, qa2_last));
+            qa2_last <= mux(qa2_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qa_pop = "001"), qa3_last, qa2_last));
         end if;
     end process;
 
@@ -12885,7 +12647,7 @@ begin
     qa3_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qa3_last <= mux(qa3_push, ddp_m_tuser_last or (pub_fpdu and (not ab_drop)), qa3_last);
+            qa3_last <= mux(qa3_push, ddp_m_tuser_last or pub_fpdu, qa3_last);
         end if;
     end process;
 
@@ -12945,7 +12707,7 @@ begin
     qd0_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qd0_last <= mux(qd0_push, ddp_m_tuser_last or (pub_fpdu and (not ab_drop)), mux(b2l(qd_pop = "001"), qd1_last, mux(b2l(qd_pop = "010"), qd2_last, mux(b2l(qd_pop = "011"), qd3_last, qd0_last))));
+            qd0_last <= mux(qd0_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qd_pop = "001"), qd1_last, mux(b2l(qd_pop = "010"), qd2_last, mux(b2l(qd_pop = "011"), qd3_last, qd0_last))));
         end if;
     end process;
 
@@ -12994,7 +12756,7 @@ begin
     qd1_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qd1_last <= mux(qd1_push, ddp_m_tuser_last or (pub_fpdu and (not ab_drop)), mux(b2l(qd_pop = "001"), qd2_last, mux(b2l(qd_pop = "010"), qd3_last, qd1_last)));
+            qd1_last <= mux(qd1_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qd_pop = "001"), qd2_last, mux(b2l(qd_pop = "010"), qd3_last, qd1_last)));
         end if;
     end process;
 
@@ -13043,7 +12805,7 @@ begin
     qd2_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qd2_last <= mux(qd2_push, ddp_m_tuser_last or (pub_fpdu and (not ab_drop)), mux(b2l(qd_pop = "001"), qd3_last, qd2_last));
+            qd2_last <= mux(qd2_push, ddp_m_tuser_last or pub_fpdu, mux(b2l(qd_pop = "001"), qd3_last, qd2_last));
         end if;
     end process;
 
@@ -13092,7 +12854,7 @@ begin
     qd3_last_reg : process (clk)
     begin
         if rising_edge(clk) then
-            qd3_last <= mux(qd3_push, ddp_m_tuser_last or (pub_fpdu and (not ab_drop)), qd3_last);
+            qd3_last <= mux(qd3_push, ddp_m_tuser_last or pub_fpdu, qd3_last);
         end if;
     end process;
 
@@ -14069,7 +13831,7 @@ begin
             if rst = '1' then
                 fp_out <= x"00";
             else
-                fp_out <= std_logic_vector(unsigned(std_logic_vector(unsigned(fp_out) + unsigned(std_logic_vector'("0000000" & (fpdu_new and (not ab_drop)))))) - unsigned(std_logic_vector'("0000000" & wr_done_fpdu)));
+                fp_out <= std_logic_vector(unsigned(std_logic_vector(unsigned(fp_out) + unsigned(std_logic_vector'("0000000" & rec_write)))) - unsigned(std_logic_vector'("0000000" & wr_done_fpdu)));
             end if;
         end if;
     end process;

@@ -793,7 +793,7 @@ module card_tx_w64 (
     wire [16:0]    g_req_n;                  // bytes of this request
     wire           g_req_v;                  // a payload read request is offered
     wire           g_req_go;
-    reg  [5:0]     g_pq_count;               // entries held in g_pq
+    reg  [3:0]     g_pq_count;               // entries held in g_pq
     reg  [63:0]    g_pq0_addr;
     reg  [63:0]    g_pq1_addr;
     reg  [63:0]    g_pq2_addr;
@@ -802,31 +802,7 @@ module card_tx_w64 (
     reg  [63:0]    g_pq5_addr;
     reg  [63:0]    g_pq6_addr;
     reg  [63:0]    g_pq7_addr;
-    reg  [63:0]    g_pq8_addr;
-    reg  [63:0]    g_pq9_addr;
-    reg  [63:0]    g_pq10_addr;
-    reg  [63:0]    g_pq11_addr;
-    reg  [63:0]    g_pq12_addr;
-    reg  [63:0]    g_pq13_addr;
-    reg  [63:0]    g_pq14_addr;
-    reg  [63:0]    g_pq15_addr;
-    reg  [63:0]    g_pq16_addr;
-    reg  [63:0]    g_pq17_addr;
-    reg  [63:0]    g_pq18_addr;
-    reg  [63:0]    g_pq19_addr;
-    reg  [63:0]    g_pq20_addr;
-    reg  [63:0]    g_pq21_addr;
-    reg  [63:0]    g_pq22_addr;
-    reg  [63:0]    g_pq23_addr;
-    reg  [63:0]    g_pq24_addr;
-    reg  [63:0]    g_pq25_addr;
-    reg  [63:0]    g_pq26_addr;
-    reg  [63:0]    g_pq27_addr;
-    reg  [63:0]    g_pq28_addr;
-    reg  [63:0]    g_pq29_addr;
-    reg  [63:0]    g_pq30_addr;
-    reg  [63:0]    g_pq31_addr;
-    wire [5:0]     g_pq_wpos;                // where a pushed entry goes
+    wire [3:0]     g_pq_wpos;                // where a pushed entry goes
     wire           g_pq0_push;
     wire           g_pq1_push;
     wire           g_pq2_push;
@@ -835,30 +811,6 @@ module card_tx_w64 (
     wire           g_pq5_push;
     wire           g_pq6_push;
     wire           g_pq7_push;
-    wire           g_pq8_push;
-    wire           g_pq9_push;
-    wire           g_pq10_push;
-    wire           g_pq11_push;
-    wire           g_pq12_push;
-    wire           g_pq13_push;
-    wire           g_pq14_push;
-    wire           g_pq15_push;
-    wire           g_pq16_push;
-    wire           g_pq17_push;
-    wire           g_pq18_push;
-    wire           g_pq19_push;
-    wire           g_pq20_push;
-    wire           g_pq21_push;
-    wire           g_pq22_push;
-    wire           g_pq23_push;
-    wire           g_pq24_push;
-    wire           g_pq25_push;
-    wire           g_pq26_push;
-    wire           g_pq27_push;
-    wire           g_pq28_push;
-    wire           g_pq29_push;
-    wire           g_pq30_push;
-    wire           g_pq31_push;
     wire           g_piece_done;             // the piece's last request goes
     wire [16:0]    g_rd_len;                 // length minus one
     reg  [63:0]    pk_acc;                   // bytes held, from lane 0
@@ -957,6 +909,7 @@ module card_tx_w64 (
     wire [15:0]    rec_cut;                  // octets before the wrap
     wire [2:0]     qa_pop;
     wire [2:0]     qd_pop;
+    wire           rec_write;                // the FPDU entering is written to the ring
     reg  [2:0]     qa_count;                 // entries held in qa
     reg  [51:0]    qa0_base;
     reg  [23:0]    qa0_pos;
@@ -8976,40 +8929,16 @@ module card_tx_w64 (
     assign g_req_whole = ~({4'h0, g_pg_left} < g_n);
     assign g_req_n = g_req_whole ? g_n : {4'h0, g_pg_left};
     assign g_req_go = g_req_v & rd_req_ready;
-    assign g_pq_wpos = g_pq_count - {5'h00, g_pq_pop};
-    assign g_pq0_push = g_req_go & (g_pq_wpos == 6'h00);
-    assign g_pq1_push = g_req_go & (g_pq_wpos == 6'h01);
-    assign g_pq2_push = g_req_go & (g_pq_wpos == 6'h02);
-    assign g_pq3_push = g_req_go & (g_pq_wpos == 6'h03);
-    assign g_pq4_push = g_req_go & (g_pq_wpos == 6'h04);
-    assign g_pq5_push = g_req_go & (g_pq_wpos == 6'h05);
-    assign g_pq6_push = g_req_go & (g_pq_wpos == 6'h06);
-    assign g_pq7_push = g_req_go & (g_pq_wpos == 6'h07);
-    assign g_pq8_push = g_req_go & (g_pq_wpos == 6'h08);
-    assign g_pq9_push = g_req_go & (g_pq_wpos == 6'h09);
-    assign g_pq10_push = g_req_go & (g_pq_wpos == 6'h0a);
-    assign g_pq11_push = g_req_go & (g_pq_wpos == 6'h0b);
-    assign g_pq12_push = g_req_go & (g_pq_wpos == 6'h0c);
-    assign g_pq13_push = g_req_go & (g_pq_wpos == 6'h0d);
-    assign g_pq14_push = g_req_go & (g_pq_wpos == 6'h0e);
-    assign g_pq15_push = g_req_go & (g_pq_wpos == 6'h0f);
-    assign g_pq16_push = g_req_go & (g_pq_wpos == 6'h10);
-    assign g_pq17_push = g_req_go & (g_pq_wpos == 6'h11);
-    assign g_pq18_push = g_req_go & (g_pq_wpos == 6'h12);
-    assign g_pq19_push = g_req_go & (g_pq_wpos == 6'h13);
-    assign g_pq20_push = g_req_go & (g_pq_wpos == 6'h14);
-    assign g_pq21_push = g_req_go & (g_pq_wpos == 6'h15);
-    assign g_pq22_push = g_req_go & (g_pq_wpos == 6'h16);
-    assign g_pq23_push = g_req_go & (g_pq_wpos == 6'h17);
-    assign g_pq24_push = g_req_go & (g_pq_wpos == 6'h18);
-    assign g_pq25_push = g_req_go & (g_pq_wpos == 6'h19);
-    assign g_pq26_push = g_req_go & (g_pq_wpos == 6'h1a);
-    assign g_pq27_push = g_req_go & (g_pq_wpos == 6'h1b);
-    assign g_pq28_push = g_req_go & (g_pq_wpos == 6'h1c);
-    assign g_pq29_push = g_req_go & (g_pq_wpos == 6'h1d);
-    assign g_pq30_push = g_req_go & (g_pq_wpos == 6'h1e);
-    assign g_pq31_push = g_req_go & (g_pq_wpos == 6'h1f);
-    assign g_req_v = ((g_feed & (g_ph == 2'h3)) & (g_pq_count < 6'h20)) & ~g_rd_fault;
+    assign g_pq_wpos = g_pq_count - {3'h0, g_pq_pop};
+    assign g_pq0_push = g_req_go & (g_pq_wpos == 4'h0);
+    assign g_pq1_push = g_req_go & (g_pq_wpos == 4'h1);
+    assign g_pq2_push = g_req_go & (g_pq_wpos == 4'h2);
+    assign g_pq3_push = g_req_go & (g_pq_wpos == 4'h3);
+    assign g_pq4_push = g_req_go & (g_pq_wpos == 4'h4);
+    assign g_pq5_push = g_req_go & (g_pq_wpos == 4'h5);
+    assign g_pq6_push = g_req_go & (g_pq_wpos == 4'h6);
+    assign g_pq7_push = g_req_go & (g_pq_wpos == 4'h7);
+    assign g_req_v = ((g_feed & (g_ph == 2'h3)) & (g_pq_count < 4'h8)) & ~g_rd_fault;
     assign g_piece_done = g_req_go & g_req_whole;
     assign g_sge_rd = ck_rd | g_rd;
     assign g_sge_idx = in_state12 ? ck_i[4:0] : g_i[4:0];
@@ -9101,11 +9030,12 @@ module card_tx_w64 (
     assign rec_to_end = ({1'h0, cur_txs_mask} + 25'h0000001) - {1'h0, rec_pos};
     assign rec_split = rec_to_end < {9'h000, w_len_sel[15:0]};
     assign rec_cut = rec_to_end[15:0];
+    assign rec_write = fpdu_new & ~ab_drop;
     assign qa_wpos = qa_count - qa_pop;
-    assign qa0_push = (fpdu_new & ~ab_drop) & (qa_wpos == 3'h0);
-    assign qa1_push = (fpdu_new & ~ab_drop) & (qa_wpos == 3'h1);
-    assign qa2_push = (fpdu_new & ~ab_drop) & (qa_wpos == 3'h2);
-    assign qa3_push = (fpdu_new & ~ab_drop) & (qa_wpos == 3'h3);
+    assign qa0_push = rec_write & (qa_wpos == 3'h0);
+    assign qa1_push = rec_write & (qa_wpos == 3'h1);
+    assign qa2_push = rec_write & (qa_wpos == 3'h2);
+    assign qa3_push = rec_write & (qa_wpos == 3'h3);
     assign qd_wpos = qd_count - qd_pop;
     assign qd0_push = fpdu_new & (qd_wpos == 3'h0);
     assign qd1_push = fpdu_new & (qd_wpos == 3'h1);
@@ -11469,138 +11399,42 @@ module card_tx_w64 (
 
     always @(posedge clk) begin
         if (rst) begin
-            g_pq_count <= 6'h00;
+            g_pq_count <= 4'h0;
         end else begin
-            g_pq_count <= g_pq_wpos + {5'h00, g_req_go};
+            g_pq_count <= g_pq_wpos + {3'h0, g_req_go};
         end
     end
 
     always @(posedge clk) begin
-        g_pq0_addr <= g_pq0_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq1_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq2_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq3_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq4_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq5_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq6_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq7_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq8_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq9_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h17) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h18) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h19) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h1a) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h1b) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h1c) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h1d) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h1e) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h1f) ? g_pq31_addr : g_pq0_addr)))))))))))))))))))))))))))))));
+        g_pq0_addr <= g_pq0_push ? g_addr : (({3'h0, g_pq_pop} == 4'h1) ? g_pq1_addr : (({3'h0, g_pq_pop} == 4'h2) ? g_pq2_addr : (({3'h0, g_pq_pop} == 4'h3) ? g_pq3_addr : (({3'h0, g_pq_pop} == 4'h4) ? g_pq4_addr : (({3'h0, g_pq_pop} == 4'h5) ? g_pq5_addr : (({3'h0, g_pq_pop} == 4'h6) ? g_pq6_addr : (({3'h0, g_pq_pop} == 4'h7) ? g_pq7_addr : g_pq0_addr)))))));
     end
 
     always @(posedge clk) begin
-        g_pq1_addr <= g_pq1_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq2_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq3_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq4_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq5_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq6_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq7_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq8_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq9_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h17) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h18) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h19) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h1a) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h1b) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h1c) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h1d) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h1e) ? g_pq31_addr : g_pq1_addr))))))))))))))))))))))))))))));
+        g_pq1_addr <= g_pq1_push ? g_addr : (({3'h0, g_pq_pop} == 4'h1) ? g_pq2_addr : (({3'h0, g_pq_pop} == 4'h2) ? g_pq3_addr : (({3'h0, g_pq_pop} == 4'h3) ? g_pq4_addr : (({3'h0, g_pq_pop} == 4'h4) ? g_pq5_addr : (({3'h0, g_pq_pop} == 4'h5) ? g_pq6_addr : (({3'h0, g_pq_pop} == 4'h6) ? g_pq7_addr : g_pq1_addr))))));
     end
 
     always @(posedge clk) begin
-        g_pq2_addr <= g_pq2_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq3_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq4_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq5_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq6_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq7_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq8_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq9_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h17) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h18) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h19) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h1a) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h1b) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h1c) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h1d) ? g_pq31_addr : g_pq2_addr)))))))))))))))))))))))))))));
+        g_pq2_addr <= g_pq2_push ? g_addr : (({3'h0, g_pq_pop} == 4'h1) ? g_pq3_addr : (({3'h0, g_pq_pop} == 4'h2) ? g_pq4_addr : (({3'h0, g_pq_pop} == 4'h3) ? g_pq5_addr : (({3'h0, g_pq_pop} == 4'h4) ? g_pq6_addr : (({3'h0, g_pq_pop} == 4'h5) ? g_pq7_addr : g_pq2_addr)))));
     end
 
     always @(posedge clk) begin
-        g_pq3_addr <= g_pq3_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq4_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq5_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq6_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq7_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq8_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq9_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h17) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h18) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h19) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h1a) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h1b) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h1c) ? g_pq31_addr : g_pq3_addr))))))))))))))))))))))))))));
+        g_pq3_addr <= g_pq3_push ? g_addr : (({3'h0, g_pq_pop} == 4'h1) ? g_pq4_addr : (({3'h0, g_pq_pop} == 4'h2) ? g_pq5_addr : (({3'h0, g_pq_pop} == 4'h3) ? g_pq6_addr : (({3'h0, g_pq_pop} == 4'h4) ? g_pq7_addr : g_pq3_addr))));
     end
 
     always @(posedge clk) begin
-        g_pq4_addr <= g_pq4_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq5_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq6_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq7_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq8_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq9_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h17) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h18) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h19) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h1a) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h1b) ? g_pq31_addr : g_pq4_addr)))))))))))))))))))))))))));
+        g_pq4_addr <= g_pq4_push ? g_addr : (({3'h0, g_pq_pop} == 4'h1) ? g_pq5_addr : (({3'h0, g_pq_pop} == 4'h2) ? g_pq6_addr : (({3'h0, g_pq_pop} == 4'h3) ? g_pq7_addr : g_pq4_addr)));
     end
 
     always @(posedge clk) begin
-        g_pq5_addr <= g_pq5_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq6_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq7_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq8_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq9_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h17) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h18) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h19) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h1a) ? g_pq31_addr : g_pq5_addr))))))))))))))))))))))))));
+        g_pq5_addr <= g_pq5_push ? g_addr : (({3'h0, g_pq_pop} == 4'h1) ? g_pq6_addr : (({3'h0, g_pq_pop} == 4'h2) ? g_pq7_addr : g_pq5_addr));
     end
 
     always @(posedge clk) begin
-        g_pq6_addr <= g_pq6_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq7_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq8_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq9_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h17) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h18) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h19) ? g_pq31_addr : g_pq6_addr)))))))))))))))))))))))));
+        g_pq6_addr <= g_pq6_push ? g_addr : (({3'h0, g_pq_pop} == 4'h1) ? g_pq7_addr : g_pq6_addr);
     end
 
     always @(posedge clk) begin
-        g_pq7_addr <= g_pq7_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq8_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq9_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h17) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h18) ? g_pq31_addr : g_pq7_addr))))))))))))))))))))))));
-    end
-
-    always @(posedge clk) begin
-        g_pq8_addr <= g_pq8_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq9_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h17) ? g_pq31_addr : g_pq8_addr)))))))))))))))))))))));
-    end
-
-    always @(posedge clk) begin
-        g_pq9_addr <= g_pq9_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq10_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h16) ? g_pq31_addr : g_pq9_addr))))))))))))))))))))));
-    end
-
-    always @(posedge clk) begin
-        g_pq10_addr <= g_pq10_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq11_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h15) ? g_pq31_addr : g_pq10_addr)))))))))))))))))))));
-    end
-
-    always @(posedge clk) begin
-        g_pq11_addr <= g_pq11_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq12_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h14) ? g_pq31_addr : g_pq11_addr))))))))))))))))))));
-    end
-
-    always @(posedge clk) begin
-        g_pq12_addr <= g_pq12_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq13_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h13) ? g_pq31_addr : g_pq12_addr)))))))))))))))))));
-    end
-
-    always @(posedge clk) begin
-        g_pq13_addr <= g_pq13_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq14_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h12) ? g_pq31_addr : g_pq13_addr))))))))))))))))));
-    end
-
-    always @(posedge clk) begin
-        g_pq14_addr <= g_pq14_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq15_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h11) ? g_pq31_addr : g_pq14_addr)))))))))))))))));
-    end
-
-    always @(posedge clk) begin
-        g_pq15_addr <= g_pq15_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq16_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h10) ? g_pq31_addr : g_pq15_addr))))))))))))))));
-    end
-
-    always @(posedge clk) begin
-        g_pq16_addr <= g_pq16_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq17_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h0f) ? g_pq31_addr : g_pq16_addr)))))))))))))));
-    end
-
-    always @(posedge clk) begin
-        g_pq17_addr <= g_pq17_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq18_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h0e) ? g_pq31_addr : g_pq17_addr))))))))))))));
-    end
-
-    always @(posedge clk) begin
-        g_pq18_addr <= g_pq18_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq19_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h0d) ? g_pq31_addr : g_pq18_addr)))))))))))));
-    end
-
-    always @(posedge clk) begin
-        g_pq19_addr <= g_pq19_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq20_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h0c) ? g_pq31_addr : g_pq19_addr))))))))))));
-    end
-
-    always @(posedge clk) begin
-        g_pq20_addr <= g_pq20_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq21_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h0b) ? g_pq31_addr : g_pq20_addr)))))))))));
-    end
-
-    always @(posedge clk) begin
-        g_pq21_addr <= g_pq21_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq22_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h0a) ? g_pq31_addr : g_pq21_addr))))))))));
-    end
-
-    always @(posedge clk) begin
-        g_pq22_addr <= g_pq22_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq23_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h09) ? g_pq31_addr : g_pq22_addr)))))))));
-    end
-
-    always @(posedge clk) begin
-        g_pq23_addr <= g_pq23_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq24_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h08) ? g_pq31_addr : g_pq23_addr))))))));
-    end
-
-    always @(posedge clk) begin
-        g_pq24_addr <= g_pq24_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq25_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h07) ? g_pq31_addr : g_pq24_addr)))))));
-    end
-
-    always @(posedge clk) begin
-        g_pq25_addr <= g_pq25_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq26_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h06) ? g_pq31_addr : g_pq25_addr))))));
-    end
-
-    always @(posedge clk) begin
-        g_pq26_addr <= g_pq26_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq27_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h05) ? g_pq31_addr : g_pq26_addr)))));
-    end
-
-    always @(posedge clk) begin
-        g_pq27_addr <= g_pq27_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq28_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h04) ? g_pq31_addr : g_pq27_addr))));
-    end
-
-    always @(posedge clk) begin
-        g_pq28_addr <= g_pq28_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq29_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h03) ? g_pq31_addr : g_pq28_addr)));
-    end
-
-    always @(posedge clk) begin
-        g_pq29_addr <= g_pq29_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq30_addr : (({5'h00, g_pq_pop} == 6'h02) ? g_pq31_addr : g_pq29_addr));
-    end
-
-    always @(posedge clk) begin
-        g_pq30_addr <= g_pq30_push ? g_addr : (({5'h00, g_pq_pop} == 6'h01) ? g_pq31_addr : g_pq30_addr);
-    end
-
-    always @(posedge clk) begin
-        g_pq31_addr <= g_pq31_push ? g_addr : g_pq31_addr;
+        g_pq7_addr <= g_pq7_push ? g_addr : g_pq7_addr;
     end
 
     always @(posedge clk) begin
@@ -11851,7 +11685,7 @@ module card_tx_w64 (
         if (rst) begin
             qa_count <= 3'h0;
         end else begin
-            qa_count <= qa_wpos + {2'h0, fpdu_new & ~ab_drop};
+            qa_count <= qa_wpos + {2'h0, rec_write};
         end
     end
 
@@ -11876,7 +11710,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        qa0_last <= qa0_push ? (ddp_m_tuser_last | (pub_fpdu & ~ab_drop)) : ((qa_pop == 3'h1) ? qa1_last : ((qa_pop == 3'h2) ? qa2_last : ((qa_pop == 3'h3) ? qa3_last : qa0_last)));
+        qa0_last <= qa0_push ? (ddp_m_tuser_last | pub_fpdu) : ((qa_pop == 3'h1) ? qa1_last : ((qa_pop == 3'h2) ? qa2_last : ((qa_pop == 3'h3) ? qa3_last : qa0_last)));
     end
 
     always @(posedge clk) begin
@@ -11904,7 +11738,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        qa1_last <= qa1_push ? (ddp_m_tuser_last | (pub_fpdu & ~ab_drop)) : ((qa_pop == 3'h1) ? qa2_last : ((qa_pop == 3'h2) ? qa3_last : qa1_last));
+        qa1_last <= qa1_push ? (ddp_m_tuser_last | pub_fpdu) : ((qa_pop == 3'h1) ? qa2_last : ((qa_pop == 3'h2) ? qa3_last : qa1_last));
     end
 
     always @(posedge clk) begin
@@ -11932,7 +11766,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        qa2_last <= qa2_push ? (ddp_m_tuser_last | (pub_fpdu & ~ab_drop)) : ((qa_pop == 3'h1) ? qa3_last : qa2_last);
+        qa2_last <= qa2_push ? (ddp_m_tuser_last | pub_fpdu) : ((qa_pop == 3'h1) ? qa3_last : qa2_last);
     end
 
     always @(posedge clk) begin
@@ -11960,7 +11794,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        qa3_last <= qa3_push ? (ddp_m_tuser_last | (pub_fpdu & ~ab_drop)) : qa3_last;
+        qa3_last <= qa3_push ? (ddp_m_tuser_last | pub_fpdu) : qa3_last;
     end
 
     always @(posedge clk) begin
@@ -11996,7 +11830,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        qd0_last <= qd0_push ? (ddp_m_tuser_last | (pub_fpdu & ~ab_drop)) : ((qd_pop == 3'h1) ? qd1_last : ((qd_pop == 3'h2) ? qd2_last : ((qd_pop == 3'h3) ? qd3_last : qd0_last)));
+        qd0_last <= qd0_push ? (ddp_m_tuser_last | pub_fpdu) : ((qd_pop == 3'h1) ? qd1_last : ((qd_pop == 3'h2) ? qd2_last : ((qd_pop == 3'h3) ? qd3_last : qd0_last)));
     end
 
     always @(posedge clk) begin
@@ -12024,7 +11858,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        qd1_last <= qd1_push ? (ddp_m_tuser_last | (pub_fpdu & ~ab_drop)) : ((qd_pop == 3'h1) ? qd2_last : ((qd_pop == 3'h2) ? qd3_last : qd1_last));
+        qd1_last <= qd1_push ? (ddp_m_tuser_last | pub_fpdu) : ((qd_pop == 3'h1) ? qd2_last : ((qd_pop == 3'h2) ? qd3_last : qd1_last));
     end
 
     always @(posedge clk) begin
@@ -12052,7 +11886,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        qd2_last <= qd2_push ? (ddp_m_tuser_last | (pub_fpdu & ~ab_drop)) : ((qd_pop == 3'h1) ? qd3_last : qd2_last);
+        qd2_last <= qd2_push ? (ddp_m_tuser_last | pub_fpdu) : ((qd_pop == 3'h1) ? qd3_last : qd2_last);
     end
 
     always @(posedge clk) begin
@@ -12080,7 +11914,7 @@ module card_tx_w64 (
     end
 
     always @(posedge clk) begin
-        qd3_last <= qd3_push ? (ddp_m_tuser_last | (pub_fpdu & ~ab_drop)) : qd3_last;
+        qd3_last <= qd3_push ? (ddp_m_tuser_last | pub_fpdu) : qd3_last;
     end
 
     always @(posedge clk) begin
@@ -12649,7 +12483,7 @@ module card_tx_w64 (
         if (rst) begin
             fp_out <= 8'h00;
         end else begin
-            fp_out <= (fp_out + {7'h00, fpdu_new & ~ab_drop}) - {7'h00, wr_done_fpdu};
+            fp_out <= (fp_out + {7'h00, rec_write}) - {7'h00, wr_done_fpdu};
         end
     end
 
