@@ -67,21 +67,23 @@
 // WQE posted and not completed, the ones posted later included, completes in
 // posting order with WR_FLUSH_ERR (its first block read from the SQ at SQ_CI
 // for its opcode, WR_ID and BBS; a bad BBS takes every block posted, as the
-// card model does) and nothing more is sent, but for a Read whose Read done
-// came before the error and the WQEs sent behind it: once the QP's Terminate
-// is sent and its Read Requests dropped, they complete as on a live QP (the
-// card model completes a Read as its response's last segment is placed);
-// DESTROY frees a QP in error; CLOSE is taken without effect. A WQE starts
-// only when its TX ring has 1024 bytes free (more than the FPDUs of 480 inline
-// bytes take at any MULPDU); otherwise the QP waits for a TXS_CI doorbell, so
-// no QP blocks another. One WQE is fetched and segmented at a time; framing,
-// ring writes and completions of earlier WQEs overlap it, except on a tight CQ
-// (cq_tight): there a WQE starts only once every completion before it has its
-// verdict (cpl_hold low, its own completion queue empty), so that the WQE
-// behind one whose completion overran is flushed, never sent, as in the card
-// model; its QP goes back to the scheduler meanwhile. A record of s_term with
-// s_term_reason (the top's sweep of a CQ that overran) raises QP_ERROR with
-// that INFO instead of TERM_SENT.
+// card model does) and nothing more is sent, but for a Read whose Read done is
+// taken before the flush reaches it (card_rx places nothing on a QP in error,
+// so every Read done is of a response placed before the error, though it may
+// reach card_tx after the ERROR) and the WQEs sent behind it: once the QP's
+// Terminate is sent and its Read Requests dropped, they complete as on a live
+// QP (the card model completes a Read as its response's last segment is
+// placed); DESTROY frees a QP in error; CLOSE is taken without effect. A WQE
+// starts only when its TX ring has 1024 bytes free (more than the FPDUs of 480
+// inline bytes take at any MULPDU); otherwise the QP waits for a TXS_CI
+// doorbell, so no QP blocks another. One WQE is fetched and segmented at a
+// time; framing, ring writes and completions of earlier WQEs overlap it,
+// except on a tight CQ (cq_tight): there a WQE starts only once every
+// completion before it has its verdict (cpl_hold low, its own completion queue
+// empty), so that the WQE behind one whose completion overran is flushed,
+// never sent, as in the card model; its QP goes back to the scheduler
+// meanwhile. A record of s_term with s_term_reason (the top's sweep of a CQ
+// that overran) raises QP_ERROR with that INFO instead of TERM_SENT.
 //
 // Records out (m_cpl_*): one per WQE in posting order once its ring bytes are
 // written: a CQE to write if m_cpl_cqe (the WQE was signaled), and the QP's
